@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* The pipeline's BPF maps. Names are the ABI libdpp opens and pins them by; rule-sized maps are
+ * resized by libdpp before load. */
+#ifndef DPP_MAPS_H
+#define DPP_MAPS_H
+
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include "dpp/dpp_structs.h"
+
+/* masked flow key (with .shape) -> rule */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, DPP_MAX_RULES);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct dpp_flow_key);
+	__type(value, struct dpp_rule);
+} dpp_rules SEC(".maps");
+
+/* slot 0 or 1 -> shape set; dpp_config.shape_set names the active one */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, struct dpp_shape_set);
+} dpp_shapes SEC(".maps");
+
+/* 0 -> runtime configuration */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct dpp_config);
+} dpp_config SEC(".maps");
+
+/* unmasked flow key -> last classification (per CPU, LRU) */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_PERCPU_HASH);
+	__uint(max_entries, DPP_MAX_FLOWS);
+	__type(key, struct dpp_flow_key);
+	__type(value, struct dpp_flow_entry);
+} dpp_flows SEC(".maps");
+
+/* CPU id -> membership of the CPU set, capacity, overload flag */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, DPP_MAX_CPUS);
+	__type(key, __u32);
+	__type(value, struct dpp_cpu);
+} dpp_cpus SEC(".maps");
+
+/* CPU id -> fixed-window packet meter of the traffic given to that CPU */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, DPP_MAX_CPUS);
+	__type(key, __u32);
+	__type(value, struct dpp_cpu_meter);
+} dpp_cpu_meters SEC(".maps");
+
+/* CPU id -> CPUMAP queue: the target of STEER */
+struct {
+	__uint(type, BPF_MAP_TYPE_CPUMAP);
+	__uint(max_entries, DPP_MAX_CPUS);
+	__type(key, __u32);
+	__type(value, struct bpf_cpumap_val);
+} dpp_cpu_map SEC(".maps");
+
+/* ifindex -> egress device: the target of REDIRECT and of FORWARD to another interface */
+struct {
+	__uint(type, BPF_MAP_TYPE_DEVMAP_HASH);
+	__uint(max_entries, DPP_MAX_PORTS);
+	__type(key, __u32);
+	__type(value, struct bpf_devmap_val);
+} dpp_ports SEC(".maps");
+
+/* group id -> alternative nodes */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, DPP_MAX_ALT_GROUPS);
+	__type(key, __u32);
+	__type(value, struct dpp_alt_group);
+} dpp_alt_groups SEC(".maps");
+
+/* rule slot -> packets and bytes that matched it */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, DPP_MAX_RULES);
+	__type(key, __u32);
+	__type(value, struct dpp_counter);
+} dpp_rule_stats SEC(".maps");
+
+/* enum dpp_verdict -> packets and bytes that got it */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, DPP_VERDICT_MAX);
+	__type(key, __u32);
+	__type(value, struct dpp_counter);
+} dpp_verdicts SEC(".maps");
+
+/* enum dpp_action -> packets and bytes it was carried out on */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, DPP_ACTION_MAX);
+	__type(key, __u32);
+	__type(value, struct dpp_counter);
+} dpp_actions SEC(".maps");
+
+/* enum dpp_reason -> packets and bytes that had it */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, DPP_REASON_MAX);
+	__type(key, __u32);
+	__type(value, struct dpp_counter);
+} dpp_reasons SEC(".maps");
+
+/* 0 -> outcome of the last packet (written only when loaded with trace on) */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct dpp_trace);
+} dpp_trace SEC(".maps");
+
+#endif /* DPP_MAPS_H */

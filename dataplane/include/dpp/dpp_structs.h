@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* Map keys and values: the one definition of the data plane ABI, shared by BPF, libdpp and
+ * (mirrored in netapp/dataplane/binding.py, checked against BTF by tests) Python. No implicit padding. */
+#ifndef DPP_STRUCTS_H
+#define DPP_STRUCTS_H
+
+#include <linux/types.h>
+#include "dpp_consts.h"
+
+/* What the classifier knows about a packet, and (masked, with .shape set) the key of a rule.
+ * Numbers are in host order; addresses stay in network order (IPv4 in src[0]/dst[0]). The "UE"
+ * fields describe the innermost IP header found: the UE packet inside GTP-U, else the inner or
+ * outer one. */
+struct dpp_flow_key {
+	__u32 ifindex; /* ingress interface */
+	__u32 vni;     /* VXLAN/GENEVE VNI or GRE key */
+	__u32 teid;    /* GTP-U TEID (valid with DPP_KEY_GTP) */
+	__u16 vlan;    /* outermost VLAN id, 0 when untagged */
+	__u8 overlay;  /* enum dpp_overlay */
+	__u8 qfi;      /* GTP-U PDU Session Container QFI (valid with DPP_KEY_GTP_QFI) */
+	__u8 flags;    /* enum dpp_key_flags */
+	__u8 family;   /* 4 or 6: family of the innermost IP header; 0 when there is none */
+	__u8 proto;    /* L4 protocol of the innermost IP header */
+	__u8 dscp;     /* DSCP of the innermost IP header */
+	__u16 sport;   /* L4 ports of the innermost IP header (ICMP: type, code) */
+	__u16 dport;
+	__u32 src[4];
+	__u32 dst[4];
+	__u32 shape; /* index of the rule's shape; always 0 in a packet's own key */
+};
+
+/* Value of dpp_rules: what to do with a packet whose masked key matched. */
+struct dpp_rule {
+	__u32 slot;	 /* index into dpp_rule_stats; the control plane maps it back to its intent */
+	__u32 priority;	 /* the highest priority among all matching shapes wins */
+	__u8 action;	 /* enum dpp_action (never DEFAULT) */
+	__u8 flags;	 /* enum dpp_rule_flags */
+	__u16 reserved;
+	__u32 cpu;	 /* STEER: target CPU */
+	__u32 alt_group; /* FORWARD: group; STEER/best-effort: overflow group. DPP_NONE: the default group */
+	__u32 ifindex;	 /* REDIRECT: egress interface (a key of dpp_ports) */
+};
+
+/* One rule shape of the tuple-space classifier: which key bits its rules compare. */
+struct dpp_shape {
+	struct dpp_flow_key mask;
+	__u32 max_priority; /* highest priority among this shape's rules: lets the search stop early */
+};
+
+/* Value of dpp_shapes (two slots, published double-buffered by flipping dpp_config.shape_set).
+ * Shapes are ordered by max_priority, highest first. */
+struct dpp_shape_set {
+	__u32 count;
+	__u32 reserved;
+	struct dpp_shape shapes[DPP_MAX_SHAPES];
+};
+
+/* Value of dpp_config (one slot): knobs the control plane may change while traffic flows. */
+struct dpp_config {
+	__u32 generation;	 /* bumped on every rule change: invalidates the flow cache */
+	__u32 shape_set;	 /* active slot of dpp_shapes (0 or 1) */
+	__u32 default_verdict;	 /* enum dpp_verdict for malformed packets and fallbacks */
+	__u32 default_alt_group; /* alternative group for overflow when the rule names none (DPP_NONE) */
+	__u64 meter_window_ns;	 /* length of the per-CPU rate meter window */
+};
+
+/* Value of dpp_cpus, indexed by CPU id: the CPU set the NetApp steers to. */
+struct dpp_cpu {
+	__u32 enabled;	     /* 1 when the CPU is in the set (and has a CPUMAP entry) */
+	__u32 overloaded;    /* set by the control plane; forces overflow handling */
+	__u64 capacity_pps;  /* configured capacity, 0 = unmetered */
+	__u64 window_budget; /* packets per meter window: capacity_pps * meter_window_ns / 1e9 */
+};
+
+/* Value of dpp_cpu_meters, indexed by CPU id: fixed-window counter of packets given to the CPU. */
+struct dpp_cpu_meter {
+	__u64 window_start_ns;
+	__u64 packets;
+};
+
+/* One member of an alternative node group: where a forwarded packet is rewritten to go. */
+struct dpp_alt_member {
+	__u8 dmac[6];	  /* new destination MAC */
+	__u8 smac[6];	  /* new source MAC; all zero: the packet's old destination MAC */
+	__u32 ifindex;	  /* egress interface; 0: the ingress interface (XDP_TX) */
+	__u32 has_ip4;	  /* rewrite an IPv4 outer destination to addr4 */
+	__u32 addr4;	  /* network order */
+	__u32 has_ip6;	  /* rewrite an IPv6 outer destination to addr6 */
+	__u32 addr6[4];	  /* network order */
+};
+
+/* Value of dpp_alt_groups, indexed by group id. A flow hash picks the member. */
+struct dpp_alt_group {
+	__u32 count;
+	struct dpp_alt_member members[DPP_MAX_ALT_MEMBERS];
+};
+
+/* Value of every counter map (per CPU; userspace sums the slots). */
+struct dpp_counter {
+	__u64 packets;
+	__u64 bytes;
+};
+
+/* Value of dpp_flows (per-CPU LRU, keyed by a packet's unmasked key): the last classification of a
+ * flow, valid while generation equals dpp_config.generation. */
+struct dpp_flow_entry {
+	__u32 generation;
+	__u32 matched; /* 0: the flow matched no rule */
+	struct dpp_rule rule;
+};
+
+/* Value of dpp_trace (one slot), written only by programs loaded with trace on: what the last
+ * packet got and why. Used by replay and tests. */
+struct dpp_trace {
+	__u32 verdict;	 /* enum dpp_verdict */
+	__u32 action;	 /* enum dpp_action that was carried out */
+	__u32 slot;	 /* matched rule's slot, DPP_NONE when no rule matched */
+	__u32 cpu;	 /* STEER: the CPU, else DPP_NONE */
+	__u32 reason;	 /* enum dpp_reason */
+	__u32 alt_group; /* FORWARD: group and member index, else DPP_NONE */
+	__u32 alt_member;
+	__u32 egress_ifindex; /* REDIRECT/FORWARD via DEVMAP: the port, else 0 */
+	struct dpp_flow_key key; /* what the parser extracted (unmasked) */
+};
+
+#endif /* DPP_STRUCTS_H */

@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* libdpp: load, attach, pin and drive the DPP XDP pipeline. Every function returns 0 or a negative
+ * errno and never prints; messages go to the callback set with dpp_set_log(). */
+#ifndef LIBDPP_H
+#define LIBDPP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include "dpp_structs.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define DPP_PIN_ROOT "/sys/fs/bpf/dpp"
+
+struct dpp; /* opaque handle on one loaded (or reopened) instance */
+
+enum dpp_log_level {
+	DPP_LOG_WARN = 0,
+	DPP_LOG_INFO = 1,
+	DPP_LOG_DEBUG = 2,
+};
+
+typedef void (*dpp_log_fn)(enum dpp_log_level level, const char *msg, void *ctx);
+
+/* Route libdpp's (and libbpf's) messages; NULL silences them. Not thread-safe: call once at start. */
+void dpp_set_log(dpp_log_fn fn, void *ctx);
+
+struct dpp_open_opts {
+	size_t sz;		  /* sizeof(struct dpp_open_opts), for forward compatibility */
+	const char *instance;	  /* name under DPP_PIN_ROOT; NULL: an anonymous, unpinned instance */
+	__u32 max_rules;	  /* 0: DPP_MAX_RULES */
+	__u32 max_flows;	  /* flow cache entries per CPU; 0: DPP_MAX_FLOWS */
+	bool flow_cache;	  /* front the tuple-space search with the per-flow cache */
+	bool trace;		  /* record every packet's outcome in dpp_trace (replay, tests) */
+	__u32 default_verdict;	  /* enum dpp_verdict; written to dpp_config at first load */
+	__u64 meter_window_ns;	  /* 0: 1 ms */
+};
+#define DPP_OPEN_OPTS_SZ (sizeof(struct dpp_open_opts))
+
+/* Open the instance: when opts->instance is pinned, reuse its pinned program, maps and links
+ * (traffic is not interrupted); otherwise load a fresh program and, if named, pin it. */
+int dpp_open(const struct dpp_open_opts *opts, struct dpp **out);
+/* Release the handle. Pinned objects (and so attached programs) stay in the kernel. */
+void dpp_close(struct dpp *d);
+/* Remove every pin of the instance (detaching its links). The handle stays usable until closed. */
+int dpp_unpin(struct dpp *d);
+/* 1 when opts->instance already existed when opened (maps were reused), else 0. */
+int dpp_reused(const struct dpp *d);
+int dpp_prog_fd(const struct dpp *d);
+/* fd of a map by its name in the BPF object ("dpp_rules", ...), or -ENOENT. */
+int dpp_map_fd(const struct dpp *d, const char *name);
+
+/* Attach to an interface with a bpf_link (pinned as links/<ifindex> when the instance is named).
+ * -EOPNOTSUPP in native mode means the driver lacks XDP: try DPP_XDP_MODE_GENERIC. -EEXIST: the
+ * interface already has an XDP program. */
+int dpp_attach(struct dpp *d, int ifindex, enum dpp_xdp_mode mode);
+int dpp_detach(struct dpp *d, int ifindex);
+/* ifindexes this instance is attached to (from its links); returns the count or -errno. */
+int dpp_attached(struct dpp *d, int *ifindexes, int max);
+
+/* Rules: batched, each batch applied in order; on failure *done tells how many were applied. */
+int dpp_rules_upsert(struct dpp *d, const struct dpp_flow_key *keys, const struct dpp_rule *rules,
+		     __u32 n, __u32 *done);
+int dpp_rules_delete(struct dpp *d, const struct dpp_flow_key *keys, __u32 n, __u32 *done);
+/* Iterate installed rules; cb returning non-zero stops the walk (and is returned). */
+typedef int (*dpp_rule_cb)(const struct dpp_flow_key *key, const struct dpp_rule *rule, void *ctx);
+int dpp_rules_foreach(struct dpp *d, dpp_rule_cb cb, void *ctx);
+/* Publish a new shape set: written to the inactive slot, then made active, then the generation is
+ * bumped so cached flows are classified again. Install rules of new shapes before publishing. */
+int dpp_shapes_publish(struct dpp *d, const struct dpp_shape *shapes, __u32 n);
+int dpp_shapes_get(struct dpp *d, struct dpp_shape_set *out);
+
+int dpp_config_get(struct dpp *d, struct dpp_config *out);
+int dpp_config_set(struct dpp *d, const struct dpp_config *cfg);
+
+/* CPU set: add (CPUMAP entry with queue_size, 0 = 2048) or remove a CPU, set capacity (0 =
+ * unmetered) and the control plane's overload flag. */
+int dpp_cpu_enable(struct dpp *d, __u32 cpu, __u32 queue_size, __u64 capacity_pps);
+int dpp_cpu_disable(struct dpp *d, __u32 cpu);
+int dpp_cpu_set_overloaded(struct dpp *d, __u32 cpu, bool overloaded);
+int dpp_cpu_get(struct dpp *d, __u32 cpu, struct dpp_cpu *out);
+
+/* Egress ports for REDIRECT and FORWARD via DEVMAP (keyed by ifindex). */
+int dpp_port_add(struct dpp *d, int ifindex);
+int dpp_port_remove(struct dpp *d, int ifindex);
+
+int dpp_alt_group_set(struct dpp *d, __u32 group, const struct dpp_alt_group *g);
+int dpp_alt_group_clear(struct dpp *d, __u32 group);
+
+/* Counters summed over CPUs. Rule counters for slots [first, first + n). */
+int dpp_stats_rules(struct dpp *d, __u32 first, __u32 n, struct dpp_counter *out);
+int dpp_stats_verdicts(struct dpp *d, struct dpp_counter out[DPP_VERDICT_MAX]);
+int dpp_stats_actions(struct dpp *d, struct dpp_counter out[DPP_ACTION_MAX]);
+int dpp_stats_reasons(struct dpp *d, struct dpp_counter out[DPP_REASON_MAX]);
+/* Zero the counters of rule slots [first, first + n) (a freed slot is reused by a new rule). */
+int dpp_stats_rules_clear(struct dpp *d, __u32 first, __u32 n);
+
+/* Run one packet through the loaded program (BPF_PROG_TEST_RUN). out may be NULL; *out_len is
+ * in: capacity, out: length. ingress_ifindex 0: none. trace is filled when the instance was
+ * opened with trace on (else -ENOTSUP is not returned: trace is left zeroed). */
+struct dpp_test_result {
+	__u32 verdict;	/* enum dpp_verdict */
+	__u32 duration_ns;
+	struct dpp_trace trace;
+};
+int dpp_test_run(struct dpp *d, const void *pkt, __u32 len, __u32 ingress_ifindex, void *out,
+		 __u32 *out_len, struct dpp_test_result *res);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* LIBDPP_H */
