@@ -1,17 +1,140 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* PLACEHOLDER entry program: replaced by the real pipeline. Defines the maps and load-time knobs. */
+/* The DPP pipeline's XDP entry: parse, classify, act, count. Parsers, classifier and actions live
+ * in parse.h, classify.h and actions.h; this file only wires them together. */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 #include "dpp_maps.h"
+#include "parse.h"
+#include "classify.h"
+#include "actions.h"
 
-/* Load-time knobs, written by libdpp through the skeleton's rodata. */
-const volatile __u8 cfg_flow_cache = 1;
+/* Load-time knob (skeleton rodata): record every packet's outcome in dpp_trace. */
 const volatile __u8 cfg_trace = 0;
 
-SEC("xdp")
-int dpp_xdp(struct xdp_md *ctx __attribute__((unused)))
+/* Never read: makes every ABI enum part of this object's BTF, where tests check the Python mirror
+ * (netapp/dataplane/binding.py) against it. */
+const volatile struct {
+	enum dpp_action action;
+	enum dpp_verdict verdict;
+	enum dpp_reason reason;
+	enum dpp_overlay overlay;
+	enum dpp_rule_flags rule_flags;
+	enum dpp_key_flags key_flags;
+	enum dpp_xdp_mode xdp_mode;
+} dpp_abi_enums;
+
+/* Outer Ethernet/IP/L4, the overlay it announces with the inner Ethernet/IP/L4, and GTP-U with the
+ * UE packet: every layer optional, one overlay and one GTP-U layer at most. */
+static __always_inline int parse_packet(struct xdp_md *ctx, struct dpp_parse *p)
 {
-	return XDP_PASS;
+	int r;
+
+	r = dpp_stage_eth(ctx, p);
+	if (r)
+		return r;
+	if (!is_ip_proto(p->proto))
+		return DPP_REASON_NOT_IP;
+	r = dpp_stage_ip(ctx, p);
+	if (r || p->layers.fragment)
+		return r;
+
+	r = dpp_stage_overlay(ctx, p);
+	if (r)
+		return r;
+	if (p->proto == bpf_htons(ETH_P_TEB)) {
+		r = dpp_stage_eth(ctx, p);
+		if (r)
+			return r;
+	}
+	if (is_ip_proto(p->proto)) {
+		r = dpp_stage_ip(ctx, p);
+		if (r || p->layers.fragment)
+			return r;
+	} else if (p->proto) {
+		return 0; /* not IP inside the overlay: classify on the overlay and the outer headers */
+	}
+
+	if (p->dport != DPP_PORT_GTPU)
+		return 0;
+	r = dpp_stage_gtpu(ctx, p);
+	if (r || !p->proto)
+		return r;
+	return dpp_stage_ip(ctx, p);
+}
+
+static __always_inline void count(void *map, __u32 index, __u64 bytes)
+{
+	struct dpp_counter *ctr = bpf_map_lookup_elem(map, &index);
+
+	if (ctr) {
+		ctr->packets++;
+		ctr->bytes += bytes;
+	}
+}
+
+static __always_inline void record_trace(const struct dpp_flow_key *key, const struct dpp_rule *rule,
+					 const struct dpp_outcome *o, int verdict)
+{
+	__u32 zero = 0;
+	struct dpp_trace *t = bpf_map_lookup_elem(&dpp_trace, &zero);
+
+	if (!t)
+		return;
+	t->verdict = verdict;
+	t->action = o->action;
+	t->slot = rule ? rule->slot : DPP_NONE;
+	t->cpu = o->cpu;
+	t->reason = o->reason;
+	t->alt_group = o->alt_group;
+	t->alt_member = o->alt_member;
+	t->egress_ifindex = o->egress_ifindex;
+	t->key = *key;
+}
+
+/* Parser reasons that are not faults: the packet goes to the kernel, whatever the default. */
+static __always_inline bool is_benign(int reason)
+{
+	return reason == DPP_REASON_NOT_IP || reason == DPP_REASON_GTP_SIGNALLING;
+}
+
+SEC("xdp")
+int dpp_xdp(struct xdp_md *ctx)
+{
+	struct dpp_outcome o = { .cpu = DPP_NONE, .alt_group = DPP_NONE, .alt_member = DPP_NONE };
+	__u64 bytes = ctx->data_end - ctx->data;
+	const struct dpp_rule *rule = NULL;
+	const struct dpp_config *cfg;
+	struct dpp_parse p = {};
+	struct dpp_rule cached;
+	__u32 zero = 0;
+	int reason, verdict;
+
+	cfg = bpf_map_lookup_elem(&dpp_config, &zero);
+	if (!cfg)
+		return XDP_PASS; /* an array slot always exists; this satisfies the verifier */
+	p.key.ifindex = ctx->ingress_ifindex;
+
+	reason = parse_packet(ctx, &p);
+	if (is_benign(reason)) {
+		o.action = DPP_ACTION_PASS;
+		o.reason = reason;
+		verdict = XDP_PASS;
+	} else if (reason) {
+		verdict = fallback(cfg, &o, reason);
+	} else {
+		rule = classify(&p.key, cfg, &cached);
+		verdict = act(ctx, &p.key, &p.layers, rule, cfg, &o);
+	}
+
+	if (rule)
+		count(&dpp_rule_stats, rule->slot, bytes);
+	count(&dpp_actions, o.action, bytes);
+	count(&dpp_verdicts, verdict, bytes);
+	if (o.reason)
+		count(&dpp_reasons, o.reason, bytes);
+	if (cfg_trace)
+		record_trace(&p.key, rule, &o, verdict);
+	return verdict;
 }
 
 char LICENSE[] SEC("license") = "GPL";

@@ -1,0 +1,531 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* Header parsers of the pipeline, from Ethernet down to the UE packet inside GTP-U.
+ *
+ * Contract, shared by every parser here: a parser reads the header at the cursor, bounds-checks
+ * every byte it reads against c->end, advances the cursor past the header, and returns 0, or a
+ * positive enum dpp_reason when the packet is truncated or malformed (the cursor is then
+ * unspecified). Nothing is ever read past data_end. Numbers go into the flow key in host order.
+ */
+#ifndef DPP_PARSE_H
+#define DPP_PARSE_H
+
+#include <stdbool.h>
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/in.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <linux/udp.h>
+#include <linux/tcp.h>
+#include <bpf/bpf_endian.h>
+#include <bpf/bpf_helpers.h>
+#include "dpp/dpp_structs.h"
+
+struct cursor {
+	void *pos;
+	void *end;
+};
+
+/* What the parser learned beyond the flow key: where the headers that actions rewrite are. */
+struct dpp_layers {
+	__u16 outer_l3; /* offset of the outermost IP header */
+	__u16 outer_l4; /* offset of its L4 header; 0 when it has none (fragment, unknown proto) */
+	__u8 outer_family;
+	__u8 outer_proto;
+	__u8 l4_proto;	/* L4 protocol of the most recently parsed IP header */
+	__u8 fragment;	/* the most recently parsed IP header is a non-first fragment */
+};
+
+/* State handed from one parse stage to the next. Stages are BPF global functions, verified once
+ * each rather than once per path through the packet, so they meet on an offset, not a pointer. */
+struct dpp_parse {
+	struct dpp_flow_key key;
+	struct dpp_layers layers;
+	__u16 off;   /* where the next header starts, from data */
+	__be16 proto; /* EtherType of the next header; 0: nothing more to parse */
+	__u16 dport; /* UDP destination port of the last parsed IP header, else 0 */
+	__u16 reserved;
+};
+
+/* Linear XDP buffers end within a page; a stage starting beyond it finds a truncated packet. */
+#define DPP_MAX_PARSE_OFFSET 4095
+
+#define GTP_TPDU 0xff
+#define GTP_FLAGS_EXT_SEQ_PN 0x07
+#define GTP_EXT_PDU_SESSION 0x85
+#define GRE_F_CSUM 0x8000
+#define GRE_F_ROUTING 0x4000
+#define GRE_F_KEY 0x2000
+#define GRE_F_SEQ 0x1000
+#define GRE_VERSION 0x0007
+#define ETH_P_TEB 0x6558
+#define IPV4_FRAG_OFFSET 0x1fff
+
+struct vlan_tag {
+	__be16 tci;
+	__be16 proto;
+};
+
+struct vxlan_hdr {
+	__be32 flags;
+	__be32 vni; /* VNI in the top 24 bits */
+};
+
+struct geneve_hdr {
+	__u8 ver_optlen; /* version (2 bits), option length in 4-byte words (6 bits) */
+	__u8 flags;
+	__be16 proto;
+	__be32 vni; /* VNI in the top 24 bits */
+};
+
+struct gre_base {
+	__be16 flags;
+	__be16 proto;
+};
+
+struct gtpu_hdr {
+	__u8 flags; /* version (3), PT, spare, E, S, PN */
+	__u8 type;
+	__be16 length;
+	__be32 teid;
+};
+
+static __always_inline bool cursor_has(const struct cursor *c, __u32 len)
+{
+	return c->pos + len <= c->end;
+}
+
+/* A cursor at p->off; false when that lies outside the packet's first page. */
+static __always_inline bool cursor_at(struct xdp_md *ctx, const struct dpp_parse *p, struct cursor *c)
+{
+	__u32 off = p->off;
+
+	if (off > DPP_MAX_PARSE_OFFSET)
+		return false;
+	barrier_var(off); /* keep the mask below: it is what bounds the pointer for the verifier */
+	c->pos = (void *)(long)ctx->data + (off & DPP_MAX_PARSE_OFFSET);
+	c->end = (void *)(long)ctx->data_end;
+	return true;
+}
+
+static __always_inline void cursor_save(struct xdp_md *ctx, const struct cursor *c,
+					struct dpp_parse *p)
+{
+	p->off = c->pos - (void *)(long)ctx->data;
+}
+
+static __always_inline bool is_ip_proto(__be16 proto)
+{
+	return proto == bpf_htons(ETH_P_IP) || proto == bpf_htons(ETH_P_IPV6);
+}
+
+static __always_inline bool is_vlan_proto(__be16 proto)
+{
+	return proto == bpf_htons(ETH_P_8021Q) || proto == bpf_htons(ETH_P_8021AD);
+}
+
+/* Ethernet and up to DPP_MAX_VLAN_TAGS tags. *vlan gets the outermost VLAN id when vlan != NULL. */
+static __always_inline int parse_eth(struct cursor *c, __be16 *proto, __u16 *vlan)
+{
+	struct ethhdr *eth = c->pos;
+	struct vlan_tag *tag;
+	int i;
+
+	if (!cursor_has(c, sizeof(*eth)))
+		return DPP_REASON_TRUNC_ETH;
+	c->pos = eth + 1;
+	*proto = eth->h_proto;
+
+#pragma unroll
+	for (i = 0; i < DPP_MAX_VLAN_TAGS; i++) {
+		if (!is_vlan_proto(*proto))
+			return 0;
+		tag = c->pos;
+		if (!cursor_has(c, sizeof(*tag)))
+			return DPP_REASON_TRUNC_VLAN;
+		c->pos = tag + 1;
+		if (i == 0 && vlan)
+			*vlan = bpf_ntohs(tag->tci) & 0x0fff;
+		*proto = tag->proto;
+	}
+	return is_vlan_proto(*proto) ? DPP_REASON_VLAN_DEPTH : 0;
+}
+
+static __always_inline void key_set_ipv4(struct dpp_flow_key *key, const struct iphdr *iph)
+{
+	key->family = 4;
+	key->proto = iph->protocol;
+	key->dscp = iph->tos >> 2;
+	key->src[0] = iph->saddr;
+	key->dst[0] = iph->daddr;
+	key->src[1] = key->src[2] = key->src[3] = 0;
+	key->dst[1] = key->dst[2] = key->dst[3] = 0;
+	key->sport = key->dport = 0;
+}
+
+static __always_inline void key_set_ipv6(struct dpp_flow_key *key, const struct ipv6hdr *ip6)
+{
+	key->family = 6;
+	key->dscp = (ip6->priority << 2) | (ip6->flow_lbl[0] >> 6);
+	__builtin_memcpy(key->src, &ip6->saddr, sizeof(key->src));
+	__builtin_memcpy(key->dst, &ip6->daddr, sizeof(key->dst));
+	key->sport = key->dport = 0;
+}
+
+/* IPv4 with options. The frame must hold the whole datagram (tot_len): a shorter one is truncated. */
+static __always_inline int parse_ipv4(struct cursor *c, struct dpp_flow_key *key, struct dpp_layers *l)
+{
+	struct iphdr *iph = c->pos;
+	__u32 hdr_len, tot_len;
+
+	if (!cursor_has(c, sizeof(*iph)))
+		return DPP_REASON_TRUNC_IPV4;
+	hdr_len = iph->ihl * 4;
+	tot_len = bpf_ntohs(iph->tot_len);
+	if (iph->version != 4 || hdr_len < sizeof(*iph) || tot_len < hdr_len)
+		return DPP_REASON_BAD_IPV4;
+	if (c->pos + tot_len > c->end)
+		return DPP_REASON_TRUNC_IPV4;
+	c->pos += hdr_len;
+
+	key_set_ipv4(key, iph);
+	l->l4_proto = iph->protocol;
+	l->fragment = (iph->frag_off & bpf_htons(IPV4_FRAG_OFFSET)) != 0;
+	return 0;
+}
+
+static __always_inline bool is_ipv6_ext(__u8 nexthdr)
+{
+	return nexthdr == IPPROTO_HOPOPTS || nexthdr == IPPROTO_ROUTING ||
+	       nexthdr == IPPROTO_DSTOPTS || nexthdr == IPPROTO_FRAGMENT || nexthdr == IPPROTO_AH;
+}
+
+/* One IPv6 extension header; *nexthdr is updated, *fragment set for a non-first fragment. */
+static __always_inline int parse_ipv6_ext(struct cursor *c, __u8 *nexthdr, __u8 *fragment)
+{
+	__u8 *h = c->pos;
+	__u32 len;
+
+	if (!cursor_has(c, 8)) /* every extension header is at least 8 bytes */
+		return DPP_REASON_TRUNC_IPV6;
+	if (*nexthdr == IPPROTO_FRAGMENT) {
+		struct frag_hdr { __u8 nexthdr, reserved; __be16 frag_off; __be32 id; } *fh = c->pos;
+
+		*fragment = (fh->frag_off & bpf_htons(0xfff8)) != 0;
+		len = 8;
+	} else if (*nexthdr == IPPROTO_AH) {
+		len = ((__u32)h[1] + 2) * 4;
+	} else {
+		len = ((__u32)h[1] + 1) * 8;
+	}
+	if (!cursor_has(c, len))
+		return DPP_REASON_TRUNC_IPV6;
+	*nexthdr = h[0];
+	c->pos += len;
+	return 0;
+}
+
+static __always_inline int parse_ipv6(struct cursor *c, struct dpp_flow_key *key, struct dpp_layers *l)
+{
+	struct ipv6hdr *ip6 = c->pos;
+	__u8 nexthdr;
+	int i, r;
+
+	if (!cursor_has(c, sizeof(*ip6)))
+		return DPP_REASON_TRUNC_IPV6;
+	if (ip6->version != 6)
+		return DPP_REASON_BAD_IPV6;
+	if (c->pos + sizeof(*ip6) + bpf_ntohs(ip6->payload_len) > c->end)
+		return DPP_REASON_TRUNC_IPV6;
+	c->pos = ip6 + 1;
+	key_set_ipv6(key, ip6);
+
+	nexthdr = ip6->nexthdr;
+	l->fragment = 0;
+	for (i = 0; i < DPP_MAX_IPV6_EXT_HDRS; i++) {
+		if (!is_ipv6_ext(nexthdr) || l->fragment)
+			break;
+		r = parse_ipv6_ext(c, &nexthdr, &l->fragment);
+		if (r)
+			return r;
+	}
+	if (is_ipv6_ext(nexthdr) && !l->fragment)
+		return DPP_REASON_IPV6_EXT_DEPTH;
+	key->proto = nexthdr;
+	l->l4_proto = nexthdr;
+	return 0;
+}
+
+static __always_inline int parse_ip(struct cursor *c, __be16 proto, struct dpp_flow_key *key,
+				    struct dpp_layers *l)
+{
+	if (proto == bpf_htons(ETH_P_IP))
+		return parse_ipv4(c, key, l);
+	return parse_ipv6(c, key, l);
+}
+
+/* The L4 header of the most recently parsed IP header: ports (ICMP: type and code) into the key. A
+ * non-first fragment has none. *udp_dport is the UDP destination port, 0 for anything else. */
+static __always_inline int parse_l4(struct cursor *c, struct dpp_flow_key *key,
+				    const struct dpp_layers *l, __u16 *udp_dport)
+{
+	*udp_dport = 0;
+	if (l->fragment) {
+		key->flags |= DPP_KEY_FRAGMENT;
+		return 0;
+	}
+	switch (l->l4_proto) {
+	case IPPROTO_UDP: {
+		struct udphdr *udp = c->pos;
+
+		if (!cursor_has(c, sizeof(*udp)))
+			return DPP_REASON_TRUNC_L4;
+		c->pos = udp + 1;
+		key->sport = bpf_ntohs(udp->source);
+		key->dport = *udp_dport = bpf_ntohs(udp->dest);
+		return 0;
+	}
+	case IPPROTO_TCP: {
+		struct tcphdr *tcp = c->pos;
+
+		if (!cursor_has(c, sizeof(*tcp)))
+			return DPP_REASON_TRUNC_L4;
+		key->sport = bpf_ntohs(tcp->source);
+		key->dport = bpf_ntohs(tcp->dest);
+		return 0;
+	}
+	case IPPROTO_ICMP:
+	case IPPROTO_ICMPV6: {
+		__u8 *icmp = c->pos;
+
+		if (!cursor_has(c, 4))
+			return DPP_REASON_TRUNC_L4;
+		key->sport = icmp[0];
+		key->dport = icmp[1];
+		return 0;
+	}
+	}
+	return 0;
+}
+
+static __always_inline int parse_vxlan(struct cursor *c, struct dpp_flow_key *key)
+{
+	struct vxlan_hdr *vx = c->pos;
+
+	if (!cursor_has(c, sizeof(*vx)))
+		return DPP_REASON_TRUNC_VXLAN;
+	c->pos = vx + 1;
+	key->overlay = DPP_OVERLAY_VXLAN;
+	key->vni = bpf_ntohl(vx->vni) >> 8;
+	return 0;
+}
+
+/* GENEVE: options are skipped by their length. *inner is the EtherType of what follows. */
+static __always_inline int parse_geneve(struct cursor *c, struct dpp_flow_key *key, __be16 *inner)
+{
+	struct geneve_hdr *gn = c->pos;
+	__u32 len;
+
+	if (!cursor_has(c, sizeof(*gn)))
+		return DPP_REASON_TRUNC_GENEVE;
+	if (gn->ver_optlen >> 6)
+		return DPP_REASON_BAD_GENEVE;
+	len = sizeof(*gn) + (gn->ver_optlen & 0x3f) * 4;
+	if (!cursor_has(c, len))
+		return DPP_REASON_TRUNC_GENEVE;
+	c->pos += len;
+	*inner = gn->proto;
+	key->overlay = DPP_OVERLAY_GENEVE;
+	key->vni = bpf_ntohl(gn->vni) >> 8;
+	if (*inner != bpf_htons(ETH_P_TEB) && *inner != bpf_htons(ETH_P_IP) &&
+	    *inner != bpf_htons(ETH_P_IPV6))
+		return DPP_REASON_BAD_GENEVE;
+	return 0;
+}
+
+/* GRE (RFC 2784/2890): checksum, key and sequence are optional; the key is the overlay id. */
+static __always_inline int parse_gre(struct cursor *c, struct dpp_flow_key *key, __be16 *inner)
+{
+	struct gre_base *gre = c->pos;
+	__u16 flags;
+	__u32 len;
+	__be32 *opt;
+
+	if (!cursor_has(c, sizeof(*gre)))
+		return DPP_REASON_TRUNC_GRE;
+	flags = bpf_ntohs(gre->flags);
+	if ((flags & GRE_VERSION) || (flags & GRE_F_ROUTING))
+		return DPP_REASON_BAD_GRE;
+	*inner = gre->proto;
+	len = sizeof(*gre) + ((flags & GRE_F_CSUM) ? 4 : 0);
+	opt = c->pos + len;
+	len += ((flags & GRE_F_KEY) ? 4 : 0) + ((flags & GRE_F_SEQ) ? 4 : 0);
+	if (!cursor_has(c, len))
+		return DPP_REASON_TRUNC_GRE;
+	if (flags & GRE_F_KEY) {
+		if ((void *)(opt + 1) > c->end)
+			return DPP_REASON_TRUNC_GRE;
+		key->vni = bpf_ntohl(*opt);
+	}
+	c->pos += len;
+	key->overlay = DPP_OVERLAY_GRE;
+	if (*inner != bpf_htons(ETH_P_TEB) && *inner != bpf_htons(ETH_P_IP) &&
+	    *inner != bpf_htons(ETH_P_IPV6))
+		return DPP_REASON_BAD_GRE;
+	return 0;
+}
+
+/* One GTP-U extension header; a PDU Session Container (TS 38.415) yields QFI and direction. */
+static __always_inline int parse_gtpu_ext(struct cursor *c, struct dpp_flow_key *key, __u8 *next)
+{
+	__u8 *ext = c->pos, *last;
+	__u32 len;
+
+	if (!cursor_has(c, 4)) /* length, at least two bytes of content, next type */
+		return DPP_REASON_TRUNC_GTP;
+	len = (__u32)ext[0] * 4;
+	if (!len)
+		return DPP_REASON_BAD_GTP;
+	if (*next == GTP_EXT_PDU_SESSION) {
+		key->flags |= DPP_KEY_GTP_QFI;
+		key->qfi = ext[2] & 0x3f;
+		if ((ext[1] >> 4) == 1)
+			key->flags |= DPP_KEY_GTP_UL;
+	}
+	last = c->pos + (len - 1);
+	if ((void *)(last + 1) > c->end)
+		return DPP_REASON_TRUNC_GTP;
+	*next = *last;
+	c->pos = last + 1;
+	return 0;
+}
+
+/* GTP-U (TS 29.281). Returns GTP_SIGNALLING for anything but a T-PDU; *ue_proto is the EtherType of
+ * the UE packet that follows a T-PDU, or 0 when the payload is not IP. */
+static __always_inline int parse_gtpu(struct cursor *c, struct dpp_flow_key *key, __be16 *ue_proto)
+{
+	struct gtpu_hdr *gtp = c->pos;
+	__u8 next = 0, *opt, *ver;
+	int i, r;
+
+	if (!cursor_has(c, sizeof(*gtp)))
+		return DPP_REASON_TRUNC_GTP;
+	if ((gtp->flags >> 5) != 1 || !(gtp->flags & 0x10))
+		return DPP_REASON_BAD_GTP;
+	if (gtp->type != GTP_TPDU)
+		return DPP_REASON_GTP_SIGNALLING;
+	c->pos = gtp + 1;
+	key->flags |= DPP_KEY_GTP;
+	key->teid = bpf_ntohl(gtp->teid);
+
+	if (gtp->flags & GTP_FLAGS_EXT_SEQ_PN) {
+		opt = c->pos;
+		if (!cursor_has(c, 4)) /* sequence number, N-PDU number, next extension type */
+			return DPP_REASON_TRUNC_GTP;
+		next = (gtp->flags & 0x04) ? opt[3] : 0;
+		c->pos += 4;
+	}
+	for (i = 0; i < DPP_MAX_GTP_EXT_HDRS && next; i++) {
+		r = parse_gtpu_ext(c, key, &next);
+		if (r)
+			return r;
+	}
+	if (next)
+		return DPP_REASON_GTP_EXT_DEPTH;
+
+	*ue_proto = 0;
+	ver = c->pos;
+	if (!cursor_has(c, 1))
+		return 0;
+	if ((*ver >> 4) == 4)
+		*ue_proto = bpf_htons(ETH_P_IP);
+	else if ((*ver >> 4) == 6)
+		*ue_proto = bpf_htons(ETH_P_IPV6);
+	return 0;
+}
+
+/* Parse stages. Each starts at p->off, leaves p->off after what it parsed and returns 0 or a
+ * reason, as the parsers above do. */
+
+/* Ethernet and VLAN tags; the outermost Ethernet header (no IP parsed yet) records the VLAN id. */
+__attribute__((noinline)) int dpp_stage_eth(struct xdp_md *ctx, struct dpp_parse *p)
+{
+	struct cursor c;
+	int r;
+
+	if (!p || !cursor_at(ctx, p, &c))
+		return DPP_REASON_TRUNC_ETH;
+	r = parse_eth(&c, &p->proto, p->key.family ? NULL : &p->key.vlan);
+	cursor_save(ctx, &c, p);
+	return r;
+}
+
+/* An IP header (p->proto) and its L4 header. The first one parsed is remembered as the outer
+ * header, which FORWARD rewrites. */
+__attribute__((noinline)) int dpp_stage_ip(struct xdp_md *ctx, struct dpp_parse *p)
+{
+	bool outer;
+	struct cursor c;
+	int r;
+
+	if (!p)
+		return DPP_REASON_TRUNC_IPV4;
+	if (!cursor_at(ctx, p, &c))
+		return p->proto == bpf_htons(ETH_P_IP) ? DPP_REASON_TRUNC_IPV4 : DPP_REASON_TRUNC_IPV6;
+	outer = !p->layers.outer_family;
+	if (outer)
+		p->layers.outer_l3 = p->off;
+	r = parse_ip(&c, p->proto, &p->key, &p->layers);
+	if (r)
+		return r;
+	if (outer) {
+		p->layers.outer_family = p->key.family;
+		p->layers.outer_proto = p->layers.l4_proto;
+		p->layers.outer_l4 = p->layers.fragment ? 0 : c.pos - (void *)(long)ctx->data;
+	}
+	r = parse_l4(&c, &p->key, &p->layers, &p->dport);
+	cursor_save(ctx, &c, p);
+	p->proto = 0;
+	return r;
+}
+
+/* The overlay announced by the outer L4 header, if any: p->proto becomes the EtherType of what it
+ * carries (transparent Ethernet bridging, IPv4 or IPv6), or stays 0. */
+__attribute__((noinline)) int dpp_stage_overlay(struct xdp_md *ctx, struct dpp_parse *p)
+{
+	struct cursor c;
+	int r;
+
+	if (!p)
+		return DPP_REASON_TRUNC_VXLAN;
+	if (!cursor_at(ctx, p, &c))
+		return DPP_REASON_TRUNC_VXLAN;
+	p->proto = 0;
+	if (p->layers.l4_proto == IPPROTO_GRE) {
+		r = parse_gre(&c, &p->key, &p->proto);
+	} else if (p->dport == DPP_PORT_VXLAN) {
+		r = parse_vxlan(&c, &p->key);
+		p->proto = bpf_htons(ETH_P_TEB);
+	} else if (p->dport == DPP_PORT_GENEVE) {
+		r = parse_geneve(&c, &p->key, &p->proto);
+	} else {
+		return 0;
+	}
+	cursor_save(ctx, &c, p);
+	return r;
+}
+
+/* GTP-U; after a T-PDU, p->proto is the EtherType of the UE packet (0 when it is not IP). */
+__attribute__((noinline)) int dpp_stage_gtpu(struct xdp_md *ctx, struct dpp_parse *p)
+{
+	struct cursor c;
+	int r;
+
+	if (!p || !cursor_at(ctx, p, &c))
+		return DPP_REASON_TRUNC_GTP;
+	r = parse_gtpu(&c, &p->key, &p->proto);
+	cursor_save(ctx, &c, p);
+	return r;
+}
+
+#endif /* DPP_PARSE_H */
