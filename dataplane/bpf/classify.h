@@ -14,8 +14,10 @@ const volatile __u8 cfg_flow_cache = 1;
 
 #define KEY_WORDS (sizeof(struct dpp_flow_key) / sizeof(__u32))
 
+/* The key a rule of this shape would have: masked fields, and the shape's id (which the mask
+ * carries in .shape) so that rules of different shapes never share a key. */
 static __always_inline void key_mask(struct dpp_flow_key *out, const struct dpp_flow_key *key,
-				     const struct dpp_flow_key *mask, __u32 shape)
+				     const struct dpp_flow_key *mask)
 {
 	const __u32 *k = (const __u32 *)key, *m = (const __u32 *)mask;
 	__u32 *o = (__u32 *)out;
@@ -24,7 +26,7 @@ static __always_inline void key_mask(struct dpp_flow_key *out, const struct dpp_
 #pragma unroll
 	for (i = 0; i < (int)KEY_WORDS; i++)
 		o[i] = k[i] & m[i];
-	out->shape = shape;
+	out->shape = mask->shape;
 }
 
 /* Highest-priority rule whose shape-masked key equals the packet's. Shapes come ordered by their
@@ -41,7 +43,7 @@ static __always_inline struct dpp_rule *search_shapes(const struct dpp_flow_key 
 
 		if (i >= count || (best && best->priority >= shape->max_priority))
 			break;
-		key_mask(&masked, key, &shape->mask, i);
+		key_mask(&masked, key, &shape->mask);
 		rule = bpf_map_lookup_elem(&dpp_rules, &masked);
 		if (rule && (!best || rule->priority > best->priority))
 			best = rule;

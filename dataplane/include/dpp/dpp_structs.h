@@ -26,7 +26,7 @@ struct dpp_flow_key {
 	__u16 dport;
 	__u32 src[4];
 	__u32 dst[4];
-	__u32 shape; /* index of the rule's shape; always 0 in a packet's own key */
+	__u32 shape; /* id of the rule's shape (a shape's mask holds its id here); 0 in a packet's key */
 };
 
 /* Value of dpp_rules: what to do with a packet whose masked key matched. */
