@@ -1,0 +1,162 @@
+"""`netapp dataplane ...`: drive the XDP data plane directly, without the REST API."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from pathlib import Path
+from typing import Annotated, Any, Iterator, Optional
+
+import typer
+
+
+from netapp.cli.errors import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_FAILED, fail, warn
+from netapp.dataplane.binding import DataplaneError, LibraryNotFoundError
+from netapp.dataplane.facade import Dataplane, PacketOutcome, host_interfaces
+from netapp.intents.compiler import CompiledDocument, compile_document
+from netapp.intents.errors import IntentError
+from netapp.intents.loader import load_document
+
+app = typer.Typer(help="Drive the XDP data plane directly (no REST API).", no_args_is_help=True)
+
+# The keys of one --json line, in order.
+REPLAY_KEYS = ("index", "verdict", "action", "intent", "cpu", "reason", "len")
+# Verdicts whose frames leave the program (and so go to --out).
+EMITTED_VERDICTS = frozenset({"PASS", "TX", "REDIRECT"})
+
+
+@app.command()
+def replay(
+    pcap: Annotated[Path, typer.Argument(help="Packets to run (pcap or pcapng, Ethernet).")],
+    intents: Annotated[
+        Path, typer.Option("--intents", help="Intent document (JSON or YAML) to apply first.")
+    ],
+    out: Annotated[
+        Optional[Path],
+        typer.Option("--out", help="Write the frames that leave the program (PASS, TX, REDIRECT)."),
+    ] = None,
+    json_lines: Annotated[
+        bool, typer.Option("--json", help="One JSON object per packet: " + ", ".join(REPLAY_KEYS) + ".")
+    ] = False,
+    interface: Annotated[
+        Optional[str], typer.Option("--interface", help="Ingress interface the packets pretend to arrive on.")
+    ] = None,
+) -> None:
+    """Run every packet of PCAP through a private, unattached instance and say what each one got."""
+    interfaces = host_interfaces()
+    compiled = _compile_intents(intents, interfaces)
+    ingress_ifindex = _ingress_ifindex(interface, interfaces)
+    packets = _read_packets(pcap)
+    _require_root()
+    with _open_dataplane() as dataplane:
+        _apply(dataplane, compiled, intents)
+        outcomes = [(packet, dataplane.test_run(bytes(packet), ingress_ifindex)) for packet in packets]
+    if out is not None:
+        _write_frames(out, outcomes)
+    if json_lines:
+        _print_json_lines(outcome for _, outcome in outcomes)
+    else:
+        _print_table([outcome for _, outcome in outcomes])
+
+
+def _compile_intents(path: Path, interfaces: dict[str, int]) -> CompiledDocument:
+    try:
+        compiled = compile_document(load_document(path), interfaces)
+    except IntentError as exc:
+        fail(f"{path}: {exc.line()}", EXIT_BAD_INPUT)
+    for conflict in compiled.ruleset.conflicts:
+        warn(f"{path}: {conflict.kind} {conflict.intent_a!r} / {conflict.intent_b!r}: {conflict.reason}")
+    return compiled
+
+
+def _ingress_ifindex(name: Optional[str], interfaces: dict[str, int]) -> int:
+    if name is None:
+        return 0
+    if name not in interfaces:
+        fail(
+            f"--interface {name}: no such interface (known: {', '.join(sorted(interfaces))})", EXIT_BAD_INPUT
+        )
+    return interfaces[name]
+
+
+def _read_packets(path: Path) -> list[Any]:
+    import scapy.layers.l2  # noqa: F401 - registers Ethernet as the pcap link type's decoder
+    from scapy.error import Scapy_Exception
+    from scapy.utils import PcapReader
+
+    try:
+        with PcapReader(str(path)) as reader:
+            return list(reader)
+    except (OSError, Scapy_Exception) as exc:
+        fail(f"{path}: cannot read packets: {exc}", EXIT_BAD_INPUT)
+
+
+def _require_root() -> None:
+    if os.geteuid() != 0:
+        fail("replay needs root (BPF_PROG_TEST_RUN)", EXIT_ENVIRONMENT)
+
+
+def _open_dataplane() -> Dataplane:
+    try:
+        return Dataplane.open(trace=True)
+    except LibraryNotFoundError as exc:
+        fail(str(exc), EXIT_ENVIRONMENT)
+    except DataplaneError as exc:
+        fail(f"cannot load the data plane: {exc}", EXIT_FAILED)
+
+
+def _apply(dataplane: Dataplane, compiled: CompiledDocument, path: Path) -> None:
+    try:
+        dataplane.apply_compiled(compiled)
+    except DataplaneError as exc:
+        fail(f"{path}: the data plane refused the intents: {exc}", EXIT_FAILED)
+
+
+def replay_record(index: int, outcome: PacketOutcome) -> dict[str, Any]:
+    values = {"index": index, **{key: getattr(outcome, key) for key in REPLAY_KEYS[1:]}}
+    return {key: values[key] for key in REPLAY_KEYS}
+
+
+def _print_json_lines(outcomes: Iterator[PacketOutcome]) -> None:
+    for index, outcome in enumerate(outcomes):
+        typer.echo(json.dumps(replay_record(index, outcome)))
+
+
+def _print_table(outcomes: list[PacketOutcome]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="replay")
+    for key in REPLAY_KEYS:
+        table.add_column(key, justify="right" if key in ("index", "cpu", "len") else "left")
+    for index, outcome in enumerate(outcomes):
+        record = replay_record(index, outcome)
+        table.add_row(*("" if record[key] is None else str(record[key]) for key in REPLAY_KEYS))
+    console = Console()
+    console.print(table)
+    console.print(_summary(outcomes))
+
+
+def _summary(outcomes: list[PacketOutcome]) -> str:
+    by_action = Counter(outcome.action for outcome in outcomes)
+    by_intent = Counter(outcome.intent or "(no intent)" for outcome in outcomes)
+    lines = [f"{len(outcomes)} packets"]
+    lines.append("per action: " + ", ".join(f"{name} {count}" for name, count in sorted(by_action.items())))
+    lines.append("per intent: " + ", ".join(f"{name} {count}" for name, count in sorted(by_intent.items())))
+    return "\n".join(lines)
+
+
+def _write_frames(path: Path, outcomes: list[tuple[Any, PacketOutcome]]) -> None:
+    from scapy.layers.l2 import Ether
+    from scapy.utils import PcapWriter
+
+    try:
+        with PcapWriter(str(path), linktype=1, sync=False) as writer:  # 1: DLT_EN10MB
+            for packet, outcome in outcomes:
+                if outcome.verdict in EMITTED_VERDICTS:
+                    frame = Ether(outcome.data)
+                    frame.time = packet.time
+                    writer.write(frame)
+    except OSError as exc:
+        fail(f"--out {path}: {exc}", EXIT_BAD_INPUT)

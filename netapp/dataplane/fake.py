@@ -1,0 +1,183 @@
+"""A no-kernel stand-in for binding.DppHandle: map state in dicts and a log of every call.
+
+It lets the facade's bookkeeping (diffs, slots, call order) be tested without root or libdpp.
+It runs no packets: test_run raises EOPNOTSUPP.
+"""
+
+from __future__ import annotations
+
+import errno
+from typing import Any, Sequence
+
+from netapp.dataplane.binding import (
+    ACTION_MAX,
+    MAX_CPUS,
+    MAX_RULES,
+    NONE,
+    REASON_MAX,
+    VERDICT_MAX,
+    AltGroup,
+    Config,
+    Cpu,
+    DataplaneError,
+    FlowKey,
+    Rule,
+    Shape,
+    ShapeSet,
+    TestResult,
+    Verdict,
+    XdpMode,
+    struct_bytes,
+)
+
+
+def _copy(value: Any) -> Any:
+    return type(value).from_buffer_copy(value)
+
+
+class FakeDpp:
+    """In-memory maps with libdpp's semantics, enough for the facade: calls are logged in `calls`."""
+
+    def __init__(self, max_rules: int = MAX_RULES, reused: bool = False):
+        self.calls: list[tuple[Any, ...]] = []
+        self.rules: dict[bytes, tuple[FlowKey, Rule]] = {}
+        self.shape_sets = [ShapeSet(), ShapeSet()]
+        self.config = Config(default_verdict=Verdict.PASS, default_alt_group=NONE)
+        self.cpus = {cpu: Cpu() for cpu in range(MAX_CPUS)}
+        self.ports: set[int] = set()
+        self.alt_groups: dict[int, AltGroup] = {}
+        self.rule_counters = [[0, 0] for _ in range(max_rules)]
+        self.links: dict[int, XdpMode] = {}
+        self.closed = False
+        self._reused = reused
+
+    # lifecycle
+    def close(self) -> None:
+        self.calls.append(("close",))
+        self.closed = True
+
+    def reused(self) -> bool:
+        return self._reused
+
+    def attach(self, ifindex: int, mode: XdpMode) -> None:
+        self.calls.append(("attach", ifindex, mode))
+        if ifindex in self.links:
+            raise DataplaneError(errno.EEXIST, "dpp_attach")
+        self.links[ifindex] = mode
+
+    def detach(self, ifindex: int) -> None:
+        self.calls.append(("detach", ifindex))
+        if self.links.pop(ifindex, None) is None:
+            raise DataplaneError(errno.ENOENT, "dpp_detach")
+
+    def attached(self) -> list[int]:
+        return sorted(self.links)
+
+    def unpin(self) -> None:
+        self.calls.append(("unpin",))
+        self.links.clear()
+
+    # rules and shapes
+    def rules_upsert(self, keys: Sequence[FlowKey], rules: Sequence[Rule]) -> None:
+        if not keys:
+            return
+        self.calls.append(("rules_upsert", [struct_bytes(key) for key in keys]))
+        for key, rule in zip(keys, rules, strict=True):
+            self.rules[struct_bytes(key)] = (_copy(key), _copy(rule))
+
+    def rules_delete(self, keys: Sequence[FlowKey]) -> None:
+        if not keys:
+            return
+        self.calls.append(("rules_delete", [struct_bytes(key) for key in keys]))
+        for key in keys:
+            if self.rules.pop(struct_bytes(key), None) is None:
+                raise DataplaneError(errno.ENOENT, "dpp_rules_delete")
+
+    def rules_dump(self) -> list[tuple[FlowKey, Rule]]:
+        return [(_copy(key), _copy(rule)) for key, rule in self.rules.values()]
+
+    def shapes_publish(self, shapes: Sequence[Shape]) -> None:
+        self.calls.append(("shapes_publish", [struct_bytes(shape) for shape in shapes]))
+        inactive = 1 - self.config.shape_set
+        published = ShapeSet(count=len(shapes))
+        for index, shape in enumerate(shapes):
+            published.shapes[index] = shape
+        self.shape_sets[inactive] = published
+        self.config.shape_set = inactive
+        self.config.generation += 1
+
+    def shapes_get(self) -> ShapeSet:
+        return _copy(self.shape_sets[self.config.shape_set])
+
+    def active_shapes(self) -> list[Shape]:
+        active = self.shape_sets[self.config.shape_set]
+        return [active.shapes[index] for index in range(active.count)]
+
+    # config, CPUs, ports, alternatives
+    def config_get(self) -> Config:
+        return _copy(self.config)
+
+    def config_set(self, config: Config) -> None:
+        self.calls.append(("config_set", config.default_verdict, config.default_alt_group))
+        self.config = _copy(config)
+
+    def cpu_enable(self, cpu: int, queue_size: int = 0, capacity_pps: int = 0) -> None:
+        self.calls.append(("cpu_enable", cpu, queue_size, capacity_pps))
+        self.cpus[cpu].enabled = 1
+        self.cpus[cpu].capacity_pps = capacity_pps
+
+    def cpu_disable(self, cpu: int) -> None:
+        self.calls.append(("cpu_disable", cpu))
+        self.cpus[cpu] = Cpu()
+
+    def cpu_set_overloaded(self, cpu: int, overloaded: bool) -> None:
+        self.calls.append(("cpu_set_overloaded", cpu, overloaded))
+        self.cpus[cpu].overloaded = int(overloaded)
+
+    def cpu_get(self, cpu: int) -> Cpu:
+        return _copy(self.cpus[cpu])
+
+    def port_add(self, ifindex: int) -> None:
+        self.calls.append(("port_add", ifindex))
+        self.ports.add(ifindex)
+
+    def port_remove(self, ifindex: int) -> None:
+        self.calls.append(("port_remove", ifindex))
+        self.ports.discard(ifindex)
+
+    def alt_group_set(self, group: int, value: AltGroup) -> None:
+        self.calls.append(("alt_group_set", group))
+        self.alt_groups[group] = _copy(value)
+
+    def alt_group_clear(self, group: int) -> None:
+        self.calls.append(("alt_group_clear", group))
+        self.alt_groups.pop(group, None)
+
+    # statistics
+    def count(self, slot: int, packets: int, size: int) -> None:
+        """Pretend `packets` packets of `size` bytes hit rule slot `slot`."""
+        self.rule_counters[slot][0] += packets
+        self.rule_counters[slot][1] += packets * size
+
+    def stats_rules(self, first: int, count: int) -> list[tuple[int, int]]:
+        return [tuple(counter) for counter in self.rule_counters[first : first + count]]  # type: ignore[misc]
+
+    def stats_rules_clear(self, first: int, count: int) -> None:
+        self.calls.append(("stats_rules_clear", first, count))
+        for slot in range(first, first + count):
+            self.rule_counters[slot] = [0, 0]
+
+    def stats_verdicts(self) -> list[tuple[int, int]]:
+        return [(0, 0)] * VERDICT_MAX
+
+    def stats_actions(self) -> list[tuple[int, int]]:
+        return [(0, 0)] * ACTION_MAX
+
+    def stats_reasons(self) -> list[tuple[int, int]]:
+        return [(0, 0)] * REASON_MAX
+
+    def test_run(self, packet: bytes, ingress_ifindex: int = 0) -> tuple[TestResult, bytes]:
+        raise DataplaneError(errno.EOPNOTSUPP, "dpp_test_run", "the fake data plane runs no packets")
+
+
+__all__ = ["FakeDpp"]

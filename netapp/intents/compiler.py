@@ -1,0 +1,421 @@
+"""Compile intents into tuple-space rules. Pure: intents and an interface table in, rules out.
+
+A rule compares a set of key fields (its shape) with masked values. The data plane searches a small,
+bounded number of shapes, each an exact hash, highest max priority first; so the compiler groups
+rules by shape, orders the shapes, and reports intents whose masked keys collide (the data plane
+keys rules by match, so two intents with the same key cannot both be installed).
+
+The compiler says *which* key fields a rule compares and with which values;
+netapp.dataplane.binding.KEY_FIELDS (the one per-field table) turns them into key members and masks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from ipaddress import IPv4Address, IPv6Address
+from typing import Any, Iterable, Iterator, Mapping, Optional
+
+from netapp.intents.errors import IntentError
+from netapp.intents.models import (
+    AlternativeGroup,
+    CpuSpec,
+    ForwardAction,
+    Intent,
+    IntentDocument,
+    Match,
+    RedirectAction,
+    SteerAction,
+)
+
+# DPP_MAX_SHAPES in dpp_consts.h (checked by tests/dataplane/test_abi.py).
+MAX_SHAPES = 16
+
+# The key fields a rule may compare, in key order. "gtp", "gtp_qfi" and "fragment" are single bits of
+# the key's flags: a TEID or QFI is only valid in a GTP-U packet (and a QFI only with a PDU Session
+# Container), and a non-first fragment has no ports, so rules on those fields also require the bit.
+KEY_FIELD_NAMES = (
+    "interface",
+    "vlan",
+    "overlay",
+    "vni",
+    "gtp",
+    "gtp_qfi",
+    "teid",
+    "qfi",
+    "family",
+    "protocol",
+    "fragment",
+    "src_port",
+    "dst_port",
+    "dscp",
+    "src",
+    "dst",
+)
+PREFIX_FIELDS = frozenset({"src", "dst"})
+
+ACTIONS = ("pass", "drop", "steer", "forward", "redirect")
+
+
+class CompileError(IntentError):
+    """An intent cannot be compiled; `field` is its path inside the intent (e.g. match.interface)."""
+
+    def __init__(self, field: str, message: str, intent_id: Optional[str] = None):
+        self.intent_id = intent_id
+        super().__init__([(field, message)])
+
+    def line(self) -> str:
+        where = f"intent {self.intent_id!r}: " if self.intent_id else ""
+        return f"{where}{super().line()}"
+
+
+class FieldValues(Mapping[str, Any]):
+    """An immutable, hashable mapping of key field -> masked value."""
+
+    __slots__ = ("_items", "_map")
+
+    def __init__(self, values: Mapping[str, Any] = ()):  # type: ignore[assignment]
+        self._map = dict(values)
+        self._items = tuple(sorted(self._map.items(), key=lambda item: item[0]))
+
+    def __getitem__(self, name: str) -> Any:
+        return self._map[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(name for name, _ in self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __hash__(self) -> int:
+        return hash(self._items)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, FieldValues):
+            return self._items == other._items
+        return isinstance(other, Mapping) and self._map == dict(other)
+
+    def __repr__(self) -> str:
+        return f"FieldValues({self._map!r})"
+
+
+@dataclass(frozen=True)
+class RuleShape:
+    """Which key fields a rule compares, and the prefix lengths (and their family) of src/dst."""
+
+    fields: frozenset[str]
+    src_len: int = 0
+    dst_len: int = 0
+    family: int = 0
+
+    def describe(self) -> str:
+        parts = []
+        for name in KEY_FIELD_NAMES:
+            if name not in self.fields:
+                continue
+            length = {"src": self.src_len, "dst": self.dst_len}.get(name)
+            parts.append(f"{name}/{length}" if length is not None else name)
+        suffix = f" (IPv{self.family})" if self.family else ""
+        return ("{" + ", ".join(parts) + "}" if parts else "{catch-all}") + suffix
+
+    def tie_break_key(self) -> tuple[Any, ...]:
+        """Among shapes of equal max priority: more specific first, then a stable textual order."""
+        ordered_fields = tuple(name for name in KEY_FIELD_NAMES if name in self.fields)
+        specificity = (len(self.fields), self.src_len + self.dst_len)
+        return (-specificity[0], -specificity[1], ordered_fields, self.family, self.src_len, self.dst_len)
+
+
+@dataclass(frozen=True)
+class CompiledRule:
+    """One intent as a data-plane rule: masked values of its shape's fields, and what to do."""
+
+    intent_id: str
+    shape: RuleShape
+    values: FieldValues
+    priority: int
+    action: str
+    cpu: Optional[int] = None
+    alt_group: Optional[int] = None  # None: the site's default group (DPP_NONE)
+    redirect_ifindex: Optional[int] = None
+    best_effort: bool = False
+
+    @property
+    def match_key(self) -> tuple[RuleShape, FieldValues]:
+        """What the data plane keys the rule by."""
+        return self.shape, self.values
+
+    def outcome(self) -> tuple[Any, ...]:
+        """Everything that decides what happens to a matching packet."""
+        return (self.action, self.cpu, self.alt_group, self.redirect_ifindex, self.best_effort)
+
+    def describe_action(self) -> str:
+        details = {"steer": f" cpu {self.cpu}", "forward": f" group {self.alt_group}"}
+        text = self.action + details.get(self.action, "")
+        if self.action == "redirect":
+            text += f" ifindex {self.redirect_ifindex}"
+        return text + (" best-effort" if self.best_effort else "")
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """Two intents with the same match key: intent_a is installed, intent_b is not."""
+
+    intent_a: str
+    intent_b: str
+    reason: str
+    kind: str = "conflict"  # "conflict" (same priority, other action), "duplicate", "shadowed"
+
+
+@dataclass(frozen=True)
+class CompiledRuleset:
+    """Installable rules, their shapes in search order, and the collisions that were left out."""
+
+    rules: tuple[CompiledRule, ...] = ()
+    shapes: tuple[RuleShape, ...] = ()
+    max_priorities: tuple[int, ...] = ()
+    conflicts: tuple[Conflict, ...] = ()
+
+    def shape_index(self, shape: RuleShape) -> int:
+        return self.shapes.index(shape)
+
+    def rule_for(self, intent_id: str) -> Optional[CompiledRule]:
+        return next((rule for rule in self.rules if rule.intent_id == intent_id), None)
+
+
+@dataclass(frozen=True)
+class CompiledAltMember:
+    """An alternative node with its egress interface resolved (ifindex 0: back out of ingress)."""
+
+    mac: str
+    source_mac: Optional[str] = None
+    ifindex: int = 0
+    ip4: Optional[IPv4Address] = None
+    ip6: Optional[IPv6Address] = None
+
+
+@dataclass(frozen=True)
+class CompiledAltGroup:
+    group_id: int
+    members: tuple[CompiledAltMember, ...]
+
+    @property
+    def egress_ifindexes(self) -> frozenset[int]:
+        return frozenset(member.ifindex for member in self.members if member.ifindex)
+
+
+@dataclass(frozen=True)
+class CompiledDocument:
+    """Everything an intent document asks of the data plane."""
+
+    ruleset: CompiledRuleset
+    alternatives: tuple[CompiledAltGroup, ...] = ()
+    cpus: tuple[CpuSpec, ...] = ()
+    default_verdict: str = "pass"
+    default_alternative: Optional[int] = None
+    redirect_ifindexes: frozenset[int] = field(default_factory=frozenset)
+
+
+# --- Intents -> rules --------------------------------------------------------------------------
+
+
+def compile_intents(
+    intents: Iterable[Intent], interfaces: Mapping[str, int], max_shapes: int = MAX_SHAPES
+) -> CompiledRuleset:
+    """Compile intents into a ruleset; CompileError names the intent and field that cannot be."""
+    intents = list(intents)
+    _reject_duplicate_ids(intents)
+    compiled = [compile_intent(intent, interfaces) for intent in intents]
+    installed, conflicts = _resolve_collisions(compiled)
+    shapes, max_priorities = _order_shapes(installed)
+    if len(shapes) > max_shapes:
+        raise CompileError("match", _too_many_shapes(shapes, max_shapes))
+    position = {shape: index for index, shape in enumerate(shapes)}
+    rules = sorted(installed, key=lambda rule: (position[rule.shape], -rule.priority, rule.intent_id))
+    return CompiledRuleset(tuple(rules), shapes, max_priorities, tuple(conflicts))
+
+
+def compile_intent(intent: Intent, interfaces: Mapping[str, int]) -> CompiledRule:
+    """One intent as a rule (not yet placed among shapes)."""
+    values = match_values(intent.match, interfaces, intent.id)
+    return CompiledRule(
+        intent_id=intent.id,
+        shape=shape_of(values),
+        values=FieldValues(values),
+        priority=intent.priority,
+        action=intent.action.type,
+        cpu=intent.action.cpu if isinstance(intent.action, SteerAction) else None,
+        alt_group=_alt_group(intent),
+        redirect_ifindex=_redirect_ifindex(intent, interfaces),
+        best_effort=intent.best_effort,
+    )
+
+
+def match_values(
+    match: Match, interfaces: Mapping[str, int], intent_id: Optional[str] = None
+) -> dict[str, Any]:
+    """Key field -> value a matching packet has, for every field the match constrains."""
+    values: dict[str, Any] = {}
+    if match.interface is not None:
+        values["interface"] = resolve_interface(match.interface, interfaces, "match.interface", intent_id)
+    _copy_present(match, values, ("vlan", "overlay", "vni", "teid", "qfi", "src_port", "dst_port", "dscp"))
+    if match.teid is not None or match.qfi is not None:
+        values["gtp"] = 1
+    if match.qfi is not None:
+        values["gtp_qfi"] = 1
+    if match.protocol is not None:
+        values["protocol"] = match.protocol_number
+    if match.src_port is not None or match.dst_port is not None:
+        values["fragment"] = 0
+    _add_prefixes(match, values)
+    return values
+
+
+def _copy_present(match: Match, values: dict[str, Any], names: Iterable[str]) -> None:
+    for name in names:
+        value = getattr(match, name)
+        if value is not None:
+            values[name] = value
+
+
+def _add_prefixes(match: Match, values: dict[str, Any]) -> None:
+    """A prefix fixes the family; a /0 prefix compares nothing but the family."""
+    for name in ("src", "dst"):
+        prefix = getattr(match, name)
+        if prefix is None:
+            continue
+        values["family"] = prefix.version
+        if prefix.prefixlen > 0:
+            values[name] = prefix
+
+
+def shape_of(values: Mapping[str, Any]) -> RuleShape:
+    src, dst = values.get("src"), values.get("dst")
+    return RuleShape(
+        fields=frozenset(values),
+        src_len=src.prefixlen if src is not None else 0,
+        dst_len=dst.prefixlen if dst is not None else 0,
+        family=values.get("family", 0),
+    )
+
+
+def resolve_interface(
+    name: str, interfaces: Mapping[str, int], field: str, intent_id: Optional[str] = None
+) -> int:
+    if name in interfaces:
+        return interfaces[name]
+    known = ", ".join(sorted(interfaces)) or "none"
+    raise CompileError(field, f"unknown interface {name!r} (known: {known})", intent_id)
+
+
+def _alt_group(intent: Intent) -> Optional[int]:
+    if isinstance(intent.action, ForwardAction):
+        return intent.action.alternative
+    if isinstance(intent.action, SteerAction) or intent.best_effort:
+        return intent.alternative
+    return None
+
+
+def _redirect_ifindex(intent: Intent, interfaces: Mapping[str, int]) -> Optional[int]:
+    if not isinstance(intent.action, RedirectAction):
+        return None
+    return resolve_interface(intent.action.interface, interfaces, "action.interface", intent.id)
+
+
+def _reject_duplicate_ids(intents: list[Intent]) -> None:
+    seen: set[str] = set()
+    for intent in intents:
+        if intent.id in seen:
+            raise CompileError("id", "duplicate intent id", intent.id)
+        seen.add(intent.id)
+
+
+def _resolve_collisions(rules: list[CompiledRule]) -> tuple[list[CompiledRule], list[Conflict]]:
+    """One rule per match key: the highest priority (then the smallest id) wins; the rest are reported."""
+    groups: dict[tuple[RuleShape, FieldValues], list[CompiledRule]] = {}
+    for rule in rules:
+        groups.setdefault(rule.match_key, []).append(rule)
+    installed, conflicts = [], []
+    for group in groups.values():
+        group.sort(key=lambda rule: (-rule.priority, rule.intent_id))
+        winner = group[0]
+        installed.append(winner)
+        conflicts.extend(_conflict(winner, loser) for loser in group[1:])
+    conflicts.sort(key=lambda conflict: (conflict.intent_a, conflict.intent_b))
+    return installed, conflicts
+
+
+def _conflict(winner: CompiledRule, loser: CompiledRule) -> Conflict:
+    if loser.priority < winner.priority:
+        return Conflict(
+            winner.intent_id,
+            loser.intent_id,
+            f"same match; {loser.intent_id!r} (priority {loser.priority}) is shadowed by "
+            f"{winner.intent_id!r} (priority {winner.priority}) and never matches",
+            "shadowed",
+        )
+    if loser.outcome() == winner.outcome():
+        return Conflict(
+            winner.intent_id,
+            loser.intent_id,
+            f"duplicate: same match, priority {winner.priority} and action ({winner.describe_action()})",
+            "duplicate",
+        )
+    return Conflict(
+        winner.intent_id,
+        loser.intent_id,
+        f"same match and priority {winner.priority} but different actions ({winner.describe_action()} vs "
+        f"{loser.describe_action()}); only {winner.intent_id!r} is installed",
+        "conflict",
+    )
+
+
+def _order_shapes(rules: list[CompiledRule]) -> tuple[tuple[RuleShape, ...], tuple[int, ...]]:
+    """Shapes by max priority, highest first, so the search can stop early."""
+    max_priority: dict[RuleShape, int] = {}
+    for rule in rules:
+        max_priority[rule.shape] = max(rule.priority, max_priority.get(rule.shape, rule.priority))
+    ordered = sorted(max_priority, key=lambda shape: (-max_priority[shape], shape.tie_break_key()))
+    return tuple(ordered), tuple(max_priority[shape] for shape in ordered)
+
+
+def _too_many_shapes(shapes: tuple[RuleShape, ...], max_shapes: int) -> str:
+    listed = ", ".join(shape.describe() for shape in shapes)
+    return (
+        f"{len(shapes)} distinct rule shapes, the data plane searches at most {max_shapes}: "
+        f"make intents compare the same fields and prefix lengths ({listed})"
+    )
+
+
+# --- Documents ---------------------------------------------------------------------------------
+
+
+def compile_alternatives(
+    groups: Iterable[AlternativeGroup], interfaces: Mapping[str, int]
+) -> tuple[CompiledAltGroup, ...]:
+    """Alternative groups with member egress interfaces resolved to ifindexes."""
+    compiled = []
+    for group_index, group in enumerate(groups):
+        members = []
+        for member_index, member in enumerate(group.members):
+            ifindex = 0
+            if member.interface is not None:
+                where = f"alternatives[{group_index}].members[{member_index}].interface"
+                ifindex = resolve_interface(member.interface, interfaces, where)
+            members.append(CompiledAltMember(member.mac, member.source_mac, ifindex, member.ip4, member.ip6))
+        compiled.append(CompiledAltGroup(group.id, tuple(members)))
+    return tuple(compiled)
+
+
+def compile_document(
+    document: IntentDocument, interfaces: Mapping[str, int], max_shapes: int = MAX_SHAPES
+) -> CompiledDocument:
+    """Rules, alternative groups, CPUs and defaults of a document, ready for the data plane."""
+    ruleset = compile_intents(document.intents, interfaces, max_shapes)
+    redirects = frozenset(rule.redirect_ifindex for rule in ruleset.rules if rule.redirect_ifindex)
+    return CompiledDocument(
+        ruleset=ruleset,
+        alternatives=compile_alternatives(document.alternatives, interfaces),
+        cpus=tuple(document.cpus),
+        default_verdict=document.default_verdict,
+        default_alternative=document.default_alternative,
+        redirect_ifindexes=redirects,
+    )

@@ -1,0 +1,48 @@
+"""The published contract under api/: committed schemas equal the models', examples are valid."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from netapp.intents.compiler import compile_document
+from netapp.intents.loader import load_document
+from netapp.intents.schema import render, schemas
+from tests.utils.intents import INTERFACES, PAPER_MESSAGE_JSON
+
+API = Path(__file__).resolve().parents[2] / "api"
+EXAMPLES = sorted((API / "examples").glob("*.json"))
+
+
+@pytest.mark.parametrize("name", sorted(schemas()))
+def test_committed_schema_matches_the_models(name):
+    committed = API / "schemas" / name
+    assert committed.exists(), f"{committed} is missing: run `python -m netapp.intents.schema api/schemas`"
+    assert committed.read_text() == render(schemas()[name]), (
+        f"{committed.name} drifted from the models: run `python -m netapp.intents.schema api/schemas`"
+    )
+
+
+def test_the_paper_example_is_the_message_verbatim():
+    assert json.loads((API / "examples" / "paper-legacy.json").read_text()) == json.loads(PAPER_MESSAGE_JSON)
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda path: path.name)
+def test_every_example_parses_and_compiles(example):
+    compiled = compile_document(load_document(example), INTERFACES)
+    assert compiled.ruleset.rules and compiled.ruleset.conflicts == ()
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda path: path.name)
+def test_every_example_is_valid_against_the_document_schema(example):
+    jsonschema = pytest.importorskip("jsonschema")
+    jsonschema.validate(json.loads(example.read_text()), schemas()["intent-document.schema.json"])
+
+
+def test_a_single_intent_example_is_valid_against_the_intent_schema():
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = schemas()["intent.schema.json"]
+    for name in ("paper-legacy.json", "video-steer.json"):
+        jsonschema.validate(json.loads((API / "examples" / name).read_text()), schema)

@@ -1,0 +1,91 @@
+"""Read the BTF of a BPF object through `bpftool btf dump file OBJ --json`, indexed by name."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+
+@dataclass(frozen=True)
+class BtfMember:
+    name: str
+    byte_offset: int
+    type_name: str
+
+
+class Btf:
+    """Types of one object: structs and enums by name, and the .maps section's map definitions."""
+
+    def __init__(self, types: list[dict[str, Any]]):
+        self.by_id = {entry["id"]: entry for entry in types}
+        self.by_id[0] = {"id": 0, "kind": "VOID", "name": "void"}
+
+    @classmethod
+    def of_object(cls, path: Path, bpftool: str = "bpftool") -> "Btf":
+        dumped = subprocess.run(
+            [bpftool, "btf", "dump", "file", str(path), "--json"], check=True, capture_output=True, text=True
+        )
+        return cls(json.loads(dumped.stdout)["types"])
+
+    def named(self, kind: str, name: str) -> Optional[dict[str, Any]]:
+        return next(
+            (entry for entry in self.by_id.values() if entry["kind"] == kind and entry.get("name") == name),
+            None,
+        )
+
+    def struct(self, name: str) -> Optional[dict[str, Any]]:
+        return self.named("STRUCT", name)
+
+    def enum(self, name: str) -> Optional[dict[str, Any]]:
+        return self.named("ENUM", name) or self.named("ENUM64", name)
+
+    def members(self, struct: dict[str, Any]) -> list[BtfMember]:
+        return [
+            BtfMember(member["name"], member["bits_offset"] // 8, self.type_name(member["type_id"]))
+            for member in struct["members"]
+        ]
+
+    def resolve(self, type_id: int) -> dict[str, Any]:
+        """Skip typedefs and qualifiers."""
+        entry = self.by_id[type_id]
+        while entry["kind"] in ("TYPEDEF", "CONST", "VOLATILE", "RESTRICT", "TYPE_TAG"):
+            entry = self.by_id[entry["type_id"]]
+        return entry
+
+    def type_name(self, type_id: int) -> str:
+        entry = self.resolve(type_id)
+        if entry["kind"] == "ARRAY":
+            return f"{self.type_name(entry['type_id'])}[{entry['nr_elems']}]"
+        return entry.get("name", entry["kind"])
+
+    def maps(self) -> dict[str, dict[str, Any]]:
+        """Map name -> {"type": ..., "max_entries": N, "key": type name, "value": type name}.
+
+        A BTF map definition is a struct whose __uint(x, N) members are pointers to arrays of N.
+        """
+        section = self.named("DATASEC", ".maps")
+        found: dict[str, dict[str, Any]] = {}
+        for var in (section or {}).get("vars", []):
+            variable = self.by_id[var["type_id"]]
+            definition = self.resolve(variable["type_id"])
+            found[variable["name"]] = {
+                m["name"]: self._map_attribute(m["type_id"]) for m in definition["members"]
+            }
+        return found
+
+    def _map_attribute(self, type_id: int) -> Any:
+        pointer = self.resolve(type_id)
+        target = self.resolve(pointer["type_id"])
+        if target["kind"] == "ARRAY":
+            return target["nr_elems"]
+        return target.get("name", target["kind"])
+
+
+def find_bpftool() -> Optional[str]:
+    return shutil.which("bpftool") or next(
+        (str(path) for path in (Path("/usr/sbin/bpftool"), Path("/sbin/bpftool")) if path.exists()), None
+    )
