@@ -1,0 +1,1 @@
+"""Emulated edge sites on one machine: network namespaces, veth links, real traffic."""
