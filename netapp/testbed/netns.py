@@ -58,8 +58,12 @@ def namespace_exists(name: str) -> bool:
 
 
 def add_namespace(name: str) -> None:
+    """A namespace with loopback up and without IPv6 autoconfiguration, whose router and listener
+    reports would otherwise mix with the traffic under test."""
     run(["ip", "netns", "add", name])
     run(["ip", "link", "set", "lo", "up"], netns=name)
+    for scope in ("all", "default"):
+        run(["sysctl", "-qw", f"net.ipv6.conf.{scope}.disable_ipv6=1"], netns=name)
 
 
 def delete_namespace(name: str) -> None:

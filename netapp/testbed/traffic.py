@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import select
 import socket
+import struct
 import threading
 import time
 from dataclasses import dataclass
@@ -16,6 +17,9 @@ SOL_PACKET = 263
 PACKET_FANOUT = 18
 PACKET_FANOUT_CPU = 2
 PACKET_OUTGOING = 4
+PACKET_STATISTICS = 6
+SO_RCVBUFFORCE = 33
+CAPTURE_BUFFER = 32 << 20  # bursts from XDP outrun a Python reader; the kernel must hold them
 
 
 def _packet_socket(ns: str, ifname: str) -> socket.socket:
@@ -65,6 +69,7 @@ class Capture:
         self.socks = []
         for _ in range(self.cpus):
             sock = _packet_socket(ns, ifname)
+            sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, CAPTURE_BUFFER)
             sock.setsockopt(SOL_PACKET, PACKET_FANOUT, group | (PACKET_FANOUT_CPU << 16))
             sock.setblocking(False)
             self.socks.append(sock)
@@ -87,6 +92,14 @@ class Capture:
                 return
             if addr[2] != PACKET_OUTGOING:
                 self.frames.append(Received(frame, cpu))
+
+    def dropped(self) -> int:
+        """Frames the kernel could not queue to these sockets (PACKET_STATISTICS, since last read)."""
+        total = 0
+        for sock in self.socks:
+            _packets, drops = struct.unpack("II", sock.getsockopt(SOL_PACKET, PACKET_STATISTICS, 8))
+            total += drops
+        return total
 
     def wait_for(self, count: int, timeout: float = 5.0) -> list[Received]:
         deadline = time.monotonic() + timeout

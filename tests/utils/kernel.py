@@ -1,0 +1,45 @@
+"""What kernel-backed tests need, and how they skip when it is missing.
+
+Tests that load BPF programs or build network namespaces need root. Outside CI they skip with the
+reason; under CI (CI=true, which runs as root) a missing requirement is a failure, so a green CI
+always means they ran.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from netapp.dataplane import binding
+
+
+def _missing() -> str | None:
+    if os.geteuid() != 0:
+        return "needs root (BPF_PROG_TEST_RUN, XDP attach, network namespaces)"
+    try:
+        binding.find_libdpp()
+    except binding.LibraryNotFoundError as exc:
+        return f"libdpp is not built: {exc.hint}"
+    if not shutil.which("ip"):
+        return "needs iproute2 (`ip`)"
+    return None
+
+
+def require_kernel() -> None:
+    reason = _missing()
+    if reason is None:
+        return
+    if os.environ.get("CI"):
+        pytest.fail(f"CI must run kernel tests, but: {reason}")
+    pytest.skip(reason)
+
+
+def build_artifact(name: str) -> Path:
+    """A file built by `make -C dataplane` (BPF objects, tools), next to libdpp.so."""
+    path = Path(binding.find_libdpp()).parent / name
+    if not path.exists():
+        pytest.fail(f"{path} is missing: run `make -C dataplane`")
+    return path
