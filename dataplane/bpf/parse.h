@@ -181,8 +181,12 @@ static __always_inline int parse_ipv4(struct cursor *c, struct dpp_flow_key *key
 	if (!cursor_has(c, sizeof(*iph)))
 		return DPP_REASON_TRUNC_IPV4;
 	hdr_len = iph->ihl * 4;
+	if (iph->version != 4 || hdr_len < sizeof(*iph))
+		return DPP_REASON_BAD_IPV4;
+	if (!cursor_has(c, hdr_len)) /* options cut short */
+		return DPP_REASON_TRUNC_IPV4;
 	tot_len = bpf_ntohs(iph->tot_len);
-	if (iph->version != 4 || hdr_len < sizeof(*iph) || tot_len < hdr_len)
+	if (tot_len < hdr_len)
 		return DPP_REASON_BAD_IPV4;
 	if (c->pos + tot_len > c->end)
 		return DPP_REASON_TRUNC_IPV4;
@@ -298,7 +302,7 @@ static __always_inline int parse_l4(struct cursor *c, struct dpp_flow_key *key,
 	case IPPROTO_ICMPV6: {
 		__u8 *icmp = c->pos;
 
-		if (!cursor_has(c, 4))
+		if (!cursor_has(c, 8)) /* type, code, checksum and the 4-byte rest of header */
 			return DPP_REASON_TRUNC_L4;
 		key->sport = icmp[0];
 		key->dport = icmp[1];
@@ -386,8 +390,9 @@ static __always_inline int parse_gtpu_ext(struct cursor *c, struct dpp_flow_key 
 	len = (__u32)ext[0] * 4;
 	if (!len)
 		return DPP_REASON_BAD_GTP;
-	if (*next == GTP_EXT_PDU_SESSION) {
+	if (*next == GTP_EXT_PDU_SESSION) { /* the last container wins */
 		key->flags |= DPP_KEY_GTP_QFI;
+		key->flags &= ~DPP_KEY_GTP_UL;
 		key->qfi = ext[2] & 0x3f;
 		if ((ext[1] >> 4) == 1)
 			key->flags |= DPP_KEY_GTP_UL;
@@ -400,8 +405,9 @@ static __always_inline int parse_gtpu_ext(struct cursor *c, struct dpp_flow_key 
 	return 0;
 }
 
-/* GTP-U (TS 29.281). Returns GTP_SIGNALLING for anything but a T-PDU; *ue_proto is the EtherType of
- * the UE packet that follows a T-PDU, or 0 when the payload is not IP. */
+/* GTP-U (TS 29.281): header, optional fields, extension chain, then the message type. Returns
+ * GTP_SIGNALLING for anything but a T-PDU; *ue_proto is the EtherType of the UE packet a T-PDU
+ * carries, or 0 when its payload is not IP. */
 static __always_inline int parse_gtpu(struct cursor *c, struct dpp_flow_key *key, __be16 *ue_proto)
 {
 	struct gtpu_hdr *gtp = c->pos;
@@ -412,11 +418,7 @@ static __always_inline int parse_gtpu(struct cursor *c, struct dpp_flow_key *key
 		return DPP_REASON_TRUNC_GTP;
 	if ((gtp->flags >> 5) != 1 || !(gtp->flags & 0x10))
 		return DPP_REASON_BAD_GTP;
-	if (gtp->type != GTP_TPDU)
-		return DPP_REASON_GTP_SIGNALLING;
 	c->pos = gtp + 1;
-	key->flags |= DPP_KEY_GTP;
-	key->teid = bpf_ntohl(gtp->teid);
 
 	if (gtp->flags & GTP_FLAGS_EXT_SEQ_PN) {
 		opt = c->pos;
@@ -432,11 +434,15 @@ static __always_inline int parse_gtpu(struct cursor *c, struct dpp_flow_key *key
 	}
 	if (next)
 		return DPP_REASON_GTP_EXT_DEPTH;
+	if (gtp->type != GTP_TPDU)
+		return DPP_REASON_GTP_SIGNALLING;
 
-	*ue_proto = 0;
+	key->flags |= DPP_KEY_GTP;
+	key->teid = bpf_ntohl(gtp->teid);
 	ver = c->pos;
-	if (!cursor_has(c, 1))
-		return 0;
+	if (!cursor_has(c, 1)) /* a T-PDU carries a packet */
+		return DPP_REASON_TRUNC_GTP;
+	*ue_proto = 0;
 	if ((*ver >> 4) == 4)
 		*ue_proto = bpf_htons(ETH_P_IP);
 	else if ((*ver >> 4) == 6)
