@@ -40,7 +40,9 @@ static void usage(const char *prog)
 	fprintf(stderr,
 		"usage: %s -i IFACE -r PCAP [-n FRAMES_PER_PACKET] [-R ROUNDS] [-b BATCH]\n"
 		"Sends every frame of PCAP (Ethernet, little-endian pcap) FRAMES_PER_PACKET times out of\n"
-		"IFACE, interleaved over ROUNDS rounds. Prints frames sent and the rate achieved.\n",
+		"IFACE, interleaved over ROUNDS rounds. Prints frames sent and the rate achieved.\n"
+		"Each frame of each round is one live-frame test run, and every run costs the kernel\n"
+		"tens of milliseconds of set-up: keep ROUNDS small (default 1) and FRAMES large.\n",
 		prog);
 }
 
