@@ -1,0 +1,51 @@
+"""Helpers for tests that run packets through the real XDP program."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from netapp.dataplane.binding import KeyFlag, Overlay
+from netapp.dataplane.facade import Dataplane, PacketOutcome
+from netapp.intents.compiler import compile_document
+from netapp.intents.models import parse_document
+from tests.utils.intents import INTERFACES
+from tests.utils.kernel import require_kernel
+
+OVERLAY_NUMBERS = {None: 0, **{o.name.lower(): int(o) for o in Overlay}}
+
+
+def reference_key(readable: dict[str, Any]) -> dict[str, Any]:
+    """A traced key (binding.key_from_c's readable form) in the reference parser's terms."""
+
+    def packed(address: Any) -> bytes:
+        return address.packed.ljust(16, b"\0") if address is not None else bytes(16)
+
+    return {
+        "ifindex": readable["ifindex"],
+        "vni": readable["vni"],
+        "teid": readable["teid"],
+        "vlan": readable["vlan"],
+        "overlay": OVERLAY_NUMBERS[readable["overlay"]],
+        "qfi": readable["qfi"],
+        "flags": sum(int(KeyFlag[name.upper()]) for name in readable["flags"]),
+        "family": readable["family"],
+        "proto": readable["protocol"],
+        "dscp": readable["dscp"],
+        "sport": readable["src_port"],
+        "dport": readable["dst_port"],
+        "src": packed(readable["src"]),
+        "dst": packed(readable["dst"]),
+    }
+
+
+def traced_dataplane(document: Optional[dict] = None, **open_options: Any) -> Dataplane:
+    """An anonymous, unattached instance with tracing on, with `document` applied."""
+    require_kernel()
+    dp = Dataplane.open(trace=True, **open_options)
+    if document is not None:
+        dp.apply_compiled(compile_document(parse_document(document), INTERFACES))
+    return dp
+
+
+def run(dp: Dataplane, frame: bytes) -> PacketOutcome:
+    return dp.test_run(bytes(frame))
