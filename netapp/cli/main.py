@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from netapp.cli import dataplane
+from netapp.cli import dataplane, demo
 
 app = typer.Typer(
     name="netapp",
@@ -14,6 +14,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(dataplane.app, name="dataplane")
+app.command(name="demo")(demo.demo)
 
 
 if __name__ == "__main__":
