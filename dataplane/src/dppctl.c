@@ -46,6 +46,23 @@ static void log_cb(enum dpp_log_level level, const char *msg, void *ctx)
 		snprintf(last_warning, sizeof(last_warning), "%.*s", (int)strcspn(msg, "\n"), msg);
 }
 
+#define EXIT_FAILED 1 /* an operation failed */
+#define EXIT_USAGE 2  /* the command line is wrong */
+
+/* "dppctl: <what>: <why>" for a bad command line; returns the exit code. */
+__attribute__((format(printf, 1, 2)))
+static int usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "dppctl: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return EXIT_USAGE;
+}
+
 /* "dppctl: <what>: <why>[ (<libdpp's explanation>)]"; returns the exit code. */
 __attribute__((format(printf, 2, 3)))
 static int fail(int err, const char *fmt, ...)
@@ -61,7 +78,7 @@ static int fail(int err, const char *fmt, ...)
 	if (last_warning[0])
 		fprintf(stderr, " (%s)", last_warning);
 	fputc('\n', stderr);
-	return 1;
+	return EXIT_FAILED;
 }
 
 static const char *ifname_of(int ifindex, char buf[IF_NAMESIZE])
@@ -213,11 +230,11 @@ static int cmd_attach(struct ctl *c, int argc, char **argv)
 			break;
 		case 'm':
 			if (parse_mode(optarg, &mode))
-				return fail(0, "mode '%s': use native, generic or offload", optarg);
+				return usage_error("mode '%s': use native, generic or offload", optarg);
 			break;
 		case 'c':
 			if (parse_cpus(optarg, cpus))
-				return fail(0, "CPU list '%s': use e.g. 0-1,3 (below %d)", optarg,
+				return usage_error("CPU list '%s': use e.g. 0-1,3 (below %d)", optarg,
 					    DPP_MAX_CPUS);
 			break;
 		default:
@@ -225,7 +242,7 @@ static int cmd_attach(struct ctl *c, int argc, char **argv)
 		}
 	}
 	if (!iface)
-		return fail(0, "attach needs -i IFACE");
+		return usage_error("attach needs -i IFACE");
 	rc = iface_index(iface, &ifindex);
 	if (!rc)
 		rc = open_instance(c);
@@ -253,7 +270,7 @@ static int cmd_detach(struct ctl *c, int argc, char **argv)
 		iface = optarg;
 	}
 	if (!iface)
-		return fail(0, "detach needs -i IFACE");
+		return usage_error("detach needs -i IFACE");
 	rc = iface_index(iface, &ifindex);
 	if (!rc)
 		rc = open_existing(c);
@@ -274,7 +291,7 @@ static int cmd_unload(struct ctl *c, int argc, char **argv)
 
 	(void)argv;
 	if (argc > 1)
-		return fail(0, "unload takes no arguments");
+		return usage_error("unload takes no arguments");
 	rc = open_existing(c);
 	if (rc)
 		return rc;
@@ -410,7 +427,7 @@ static int cmd_status(struct ctl *c, int argc, char **argv)
 
 	(void)argv;
 	if (argc > 1)
-		return fail(0, "status takes no arguments");
+		return usage_error("status takes no arguments");
 	rc = open_existing(c);
 	if (rc)
 		return rc;
@@ -492,14 +509,15 @@ static const char *proto_name(__u8 proto, char buf[8])
 	return buf;
 }
 
-/* Non-zero key fields; prefixes from the shape's mask when the shape is published. */
+/* Non-zero key fields; prefix lengths from the rule's shape when that shape is published. */
 static void print_key(const struct dpp_flow_key *k, const struct dpp_shape_set *shapes)
 {
 	const struct dpp_flow_key *mask = NULL;
 	char name[IF_NAMESIZE], proto[8];
 
-	if (k->shape < shapes->count && k->shape < DPP_MAX_SHAPES)
-		mask = &shapes->shapes[k->shape].mask;
+	for (__u32 i = 0; i < shapes->count && i < DPP_MAX_SHAPES; i++)
+		if (shapes->shapes[i].mask.shape == k->shape) /* a shape's mask carries its id */
+			mask = &shapes->shapes[i].mask;
 	if (k->ifindex)
 		printf(" ifindex=%u(%s)", k->ifindex, ifname_of((int)k->ifindex, name));
 	if (k->vlan)
@@ -602,7 +620,7 @@ static int cmd_rules(struct ctl *c, int argc, char **argv)
 
 	(void)argv;
 	if (argc > 1)
-		return fail(0, "rules takes no arguments");
+		return usage_error("rules takes no arguments");
 	ret = open_existing(c);
 	if (!ret)
 		ret = rules_ctx_fill(c, &rc);
@@ -638,7 +656,7 @@ static int cmd_stats(struct ctl *c, int argc, char **argv)
 
 	(void)argv;
 	if (argc > 1)
-		return fail(0, "stats takes no arguments");
+		return usage_error("stats takes no arguments");
 	rc = open_existing(c);
 	if (rc)
 		return rc;
