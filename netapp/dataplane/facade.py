@@ -310,8 +310,10 @@ class Dataplane:
             self._publish_or_roll_back(plan)
         if plan.deletes:
             self._delete_removed(plan)
-            self._dpp.shapes_publish(plan.shapes)
-        self._commit(plan)
+            self._commit(plan)
+            self._publish_after_deletes(plan)
+        else:
+            self._commit(plan)
         published = bool(plan.shapes_changed or plan.upserts or plan.deletes)
         return ApplyReport(
             len(plan.upserts), len(plan.deletes), len(plan.shapes), published, ruleset.conflicts
@@ -409,6 +411,15 @@ class Dataplane:
         self._dpp.rules_delete(added)
         self._dpp.rules_upsert([entry.key for entry in changed], [entry.rule for entry in changed])
         self._release(plan.new_slots)
+
+    def _publish_after_deletes(self, plan: _Plan) -> None:
+        """Publish again so flows cached from the deleted rules are classified afresh. The maps
+        already hold the new state; if this fails, the next apply publishes in its place."""
+        try:
+            self._dpp.shapes_publish(plan.shapes)
+        except DataplaneError:
+            self._published_shapes = []
+            raise
 
     def _delete_removed(self, plan: _Plan) -> None:
         try:
