@@ -1,0 +1,252 @@
+"""dppctl, the C operator CLI, on a real veth in a network namespace.
+
+dppctl runs under `nsenter --net`, which switches only the network namespace: `ip netns exec`
+would also remount /sys, and a fresh bpffs there would hide (and lose) the instance's pins.
+Every test uses its own namespace and instance name; both are removed afterwards, pass or fail.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from netapp.dataplane.binding import PIN_ROOT, Action, Reason, Verdict, shape_id
+from netapp.dataplane.facade import Dataplane
+from netapp.intents.compiler import compile_document
+from netapp.intents.models import parse_document
+from netapp.testbed import netns
+from tests.utils import packets
+from tests.utils.kernel import build_artifact, require_kernel
+
+IFACE = "veth0"  # where the program is attached
+PEER = "veth1"  # where test frames are sent from
+
+
+@pytest.fixture
+def ns():
+    """A namespace holding the veth pair veth0 <-> veth1, both up."""
+    require_kernel()
+    name = f"dppctl-{secrets.token_hex(3)}"
+    try:
+        netns.add_namespace(name)
+        netns.run(["ip", "-n", name, "link", "add", IFACE, "type", "veth", "peer", "name", PEER])
+        for ifname in (IFACE, PEER):
+            netns.run(["ip", "-n", name, "link", "set", ifname, "up"])
+        yield name
+    finally:
+        netns.delete_namespace(name)
+
+
+@pytest.fixture
+def instance(ns):
+    """A unique instance name; unloaded afterwards (before the namespace goes), pins removed."""
+    name = f"t-{secrets.token_hex(4)}"
+    yield name
+    dppctl(ns, "-n", name, "unload")
+    shutil.rmtree(Path(PIN_ROOT) / name, ignore_errors=True)
+
+
+@pytest.fixture
+def attached(ns, instance):
+    result = dppctl(ns, "-n", instance, "attach", "-i", IFACE, "-m", "native", "-c", "0")
+    assert (result.returncode, result.stderr) == (0, ""), result
+    return instance
+
+
+def dppctl(ns: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["nsenter", f"--net=/run/netns/{ns}", str(build_artifact("dppctl")), *args],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+
+
+def one_error_line(result: subprocess.CompletedProcess) -> str:
+    """The single line a failing dppctl command prints, after checking that is all it printed."""
+    assert result.returncode != 0, result
+    assert result.stdout == "", result
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("dppctl: "), lines[0]
+    return lines[0]
+
+
+def xdp_prog_id(ns: str, ifname: str) -> int | None:
+    """The id of the XDP program on an interface, as iproute2 reports it (None: no program)."""
+    shown = netns.run(["ip", "-n", ns, "-details", "link", "show", ifname])
+    found = re.search(r"prog/xdp id (\d+)", shown)
+    return int(found.group(1)) if found else None
+
+
+def pin_dir(instance: str) -> Path:
+    return Path(PIN_ROOT) / instance
+
+
+# --- attach, status, detach, unload ------------------------------------------------------------
+
+
+def test_attach_loads_a_pinned_instance_that_status_in_another_process_reuses(ns, attached):
+    status = dppctl(ns, "-n", attached, "status")
+
+    assert (status.returncode, status.stderr) == (0, ""), status
+    lines = status.stdout.splitlines()
+    assert lines[0] == f"instance   {attached} (reused)"
+    program = re.fullmatch(r"program    id (\d+), (\S+)", lines[1])
+    assert program, lines[1]
+    assert int(program.group(1)) == xdp_prog_id(ns, IFACE)
+    assert f"attached   {IFACE} (ifindex {netns.ifindex(ns, IFACE)})" in lines
+    assert "rules      0 of 65536 (dpp_rules)" in lines
+    assert "cpus       0: unmetered, ok" in lines
+    assert (pin_dir(attached) / "prog").exists()
+
+
+def test_the_first_attach_says_it_loaded_the_instance(ns, instance):
+    result = dppctl(ns, "-n", instance, "attach", "-i", IFACE, "-m", "native", "-c", "0")
+
+    assert (result.returncode, result.stderr) == (0, ""), result
+    assert result.stdout == f"instance '{instance}' (loaded) attached to {IFACE} in native mode\n"
+    assert xdp_prog_id(ns, IFACE) is not None
+
+
+def test_rules_and_stats_name_every_verdict_action_and_reason(ns, attached):
+    rules = dppctl(ns, "-n", attached, "rules")
+    stats = dppctl(ns, "-n", attached, "stats")
+
+    assert (rules.returncode, rules.stdout, rules.stderr) == (0, "no rules\n", "")
+    assert (stats.returncode, stats.stderr) == (0, ""), stats
+    sections = stats_sections(stats.stdout)
+    assert list(sections) == ["verdict", "action", "reason"]
+    assert list(sections["verdict"]) == [v.name.lower() for v in Verdict]
+    assert list(sections["action"]) == [a.name.lower() for a in Action]
+    assert list(sections["reason"]) == [r.name.lower() for r in Reason]
+
+
+def stats_sections(text: str) -> dict[str, dict[str, tuple[int, int]]]:
+    """`dppctl stats` as {section: {name: (packets, bytes)}}."""
+    sections: dict[str, dict[str, tuple[int, int]]] = {}
+    current: dict[str, tuple[int, int]] = {}
+    for line in text.splitlines():
+        header = re.fullmatch(r"(\w+)\s+packets\s+bytes", line)
+        if header:
+            current = sections.setdefault(header.group(1), {})
+            continue
+        name, pkts, size = line.split()
+        current[name] = (int(pkts), int(size))
+    return sections
+
+
+def test_attaching_twice_fails_with_one_line(ns, attached):
+    line = one_error_line(dppctl(ns, "-n", attached, "attach", "-i", IFACE, "-m", "native"))
+
+    assert IFACE in line and "already attached" in line
+    assert (pin_dir(attached) / "prog").exists(), "a failed attach must not unload a reused instance"
+
+
+def test_detach_then_detach_again_says_not_attached(ns, attached):
+    first = dppctl(ns, "-n", attached, "detach", "-i", IFACE)
+    assert (first.returncode, first.stderr) == (0, ""), first
+    assert first.stdout == f"instance '{attached}' detached from {IFACE}\n"
+    assert xdp_prog_id(ns, IFACE) is None
+
+    line = one_error_line(dppctl(ns, "-n", attached, "detach", "-i", IFACE))
+
+    assert "not attached" in line and IFACE in line
+
+
+def test_an_unknown_mode_is_a_usage_error(ns, instance):
+    result = dppctl(ns, "-n", instance, "attach", "-i", IFACE, "-m", "turbo")
+
+    line = one_error_line(result)
+    assert "turbo" in line and "native" in line
+    assert not pin_dir(instance).exists()
+    # Usage errors exit 2, like dppctl's unknown commands and options; failed operations exit 1.
+    assert result.returncode == 2
+
+
+def test_unload_removes_the_pins_and_the_program(ns, attached):
+    result = dppctl(ns, "-n", attached, "unload")
+
+    assert (result.returncode, result.stderr) == (0, ""), result
+    assert result.stdout == f"instance '{attached}' unloaded\n"
+    assert not pin_dir(attached).exists()
+    assert xdp_prog_id(ns, IFACE) is None
+    assert "no instance" in one_error_line(dppctl(ns, "-n", attached, "status"))
+
+
+# --- rules installed by the Python control plane --------------------------------------------------
+
+
+def apply_intents(ns: str, instance: str, intents: list[dict]) -> None:
+    """The control plane reopening the attached instance in the namespace and applying intents."""
+    with netns.entered(ns):
+        dp = Dataplane.open(instance=instance)
+        try:
+            assert dp.attached() == [socket.if_nametoindex(IFACE)]
+            document = parse_document({"intents": intents, "cpus": [{"cpu": 0}]})
+            dp.apply_compiled(compile_document(document, {IFACE: socket.if_nametoindex(IFACE)}))
+        finally:
+            dp.close()
+
+
+def send(ns: str, frames: list[bytes]) -> None:
+    """Frames out of the peer, so they arrive on the attached interface."""
+    with netns.entered(ns):
+        sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+    with sock:
+        sock.bind((PEER, 0))
+        for frame in frames:
+            sock.send(frame)
+
+
+def wait_for_verdict(ns: str, instance: str, verdict: str, packets_wanted: int) -> dict:
+    deadline = time.monotonic() + 5
+    while True:
+        sections = stats_sections(dppctl(ns, "-n", instance, "stats").stdout)
+        if sections["verdict"][verdict][0] >= packets_wanted or time.monotonic() > deadline:
+            return sections
+        time.sleep(0.05)
+
+
+def test_a_rule_installed_through_python_is_listed_with_its_counters(ns, attached):
+    intent = {"id": "rtp", "match": {"protocol": "udp", "dst_port": 5004}, "action": {"type": "drop"}}
+    apply_intents(ns, attached, [intent])
+    frame = bytes(packets.ether(packets.ue_udp("10.0.0.1", "10.0.0.2", 40000, 5004)))
+    send(ns, [frame] * 3)
+    stats = wait_for_verdict(ns, attached, "drop", 3)
+
+    rules = dppctl(ns, "-n", attached, "rules")
+
+    assert (rules.returncode, rules.stderr) == (0, ""), rules
+    assert stats["verdict"]["drop"] == (3, 3 * len(frame))
+    assert stats["action"]["drop"] == (3, 3 * len(frame))
+    compiled = compile_document(parse_document(intent), {}).ruleset
+    expected_shape = shape_id(compiled.rules[0].shape)
+    assert rules.stdout.splitlines() == [
+        f"slot 0 prio 100 shape {expected_shape}: proto=udp dport=5004 -> drop; 3 pkts {3 * len(frame)} bytes"
+    ]
+
+
+def test_rules_shows_the_prefix_length_of_an_address_match(ns, attached):
+    intent = {
+        "id": "from-ran",
+        "match": {"src": "10.0.0.0/8", "protocol": "udp", "dst_port": 5004},
+        "action": {"type": "steer", "cpu": 0},
+    }
+    apply_intents(ns, attached, [intent])
+
+    rules = dppctl(ns, "-n", attached, "rules")
+
+    assert (rules.returncode, rules.stderr) == (0, ""), rules
+    [line] = rules.stdout.splitlines()
+    assert "family=ipv4 proto=udp dport=5004" in line
+    assert "-> steer cpu 0" in line
+    assert " src=10.0.0.0/8 " in line, line

@@ -1,0 +1,203 @@
+"""`netapp dataplane replay` end to end: a pcap and an intents file in, one JSON line per packet and
+the emitted frames out, run by the real XDP program (BPF_PROG_TEST_RUN). Run in-process through
+typer's CliRunner and as the installed command would be, in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from scapy.layers.l2 import Ether
+from scapy.utils import RawPcapReader, wrpcap
+from typer.testing import CliRunner
+
+from netapp.cli.main import app
+from tests.utils import packets
+from tests.utils.intents import paper_message
+from tests.utils.kernel import require_kernel
+
+REPO = Path(__file__).resolve().parents[2]
+KEYS = ["index", "verdict", "action", "intent", "cpu", "reason", "len"]
+EMITTED = {"PASS", "TX", "REDIRECT"}
+# The paper steers to rx_queue 1; a single-CPU host can only steer to CPU 0.
+STEER_CPU = 1 if (os.cpu_count() or 1) > 1 else 0
+LEGACY_ID = "legacy-e918d704"  # "legacy-" + the message's flow_hash
+DROP_PORT = 9999
+FIRST_TIMESTAMP = 1_700_000_000
+
+
+def paper_flow_frame() -> bytes:
+    """The paper's flow: VXLAN VNI 0x445 / inner IPv4 / UDP / GTP-U TEID 0x8894D0D4 / UE IPv4 from
+    192.168.0.140 / UDP to 5004."""
+    ue = packets.ue_udp("192.168.0.140", "10.45.0.1", 40000, 5004)
+    message = packets.gtpu(0x8894D0D4, inner=ue)
+    vxlan = packets.vxlan(0x445, packets.inner_gtpu_frame(message))
+    return bytes(packets.outer_udp(vxlan, dport=packets.VXLAN_PORT))
+
+
+def plain_udp_frame(dport: int) -> bytes:
+    return bytes(packets.ether(packets.ue_udp("10.0.0.1", "10.0.0.2", 40000, dport)))
+
+
+PAPER_FLOW = paper_flow_frame()
+FRAMES = {
+    "paper flow": PAPER_FLOW,
+    "dropped": plain_udp_frame(DROP_PORT),
+    "truncated": PAPER_FLOW[:60],  # cut inside the inner Ethernet header
+    "unmatched": plain_udp_frame(53),
+}
+
+
+def legacy_message(**action: str) -> dict[str, Any]:
+    """The paper's message, on loopback (eth0 need not exist here) and steering to STEER_CPU."""
+    message = paper_message()
+    message["Params"][0]["paramValue"] = "lo"
+    message["Action"]["rx_queue"] = str(STEER_CPU)
+    message["Action"].update(action)
+    return message
+
+
+def intents_document(message: dict[str, Any]) -> dict[str, Any]:
+    drop = {
+        "id": "drop-9999",
+        "match": {"protocol": "udp", "dst_port": DROP_PORT},
+        "action": {"type": "drop"},
+    }
+    return {"intents": [drop, message], "cpus": [{"cpu": cpu} for cpu in sorted({0, STEER_CPU})]}
+
+
+def expected_records() -> list[dict[str, Any]]:
+    """What each packet gets; the truncated one's reason is checked by prefix (None here)."""
+    rows = [
+        ("REDIRECT", "steer", LEGACY_ID, STEER_CPU, None, FRAMES["paper flow"]),
+        ("DROP", "drop", "drop-9999", None, None, FRAMES["dropped"]),
+        ("PASS", "default", None, None, None, FRAMES["truncated"]),
+        ("PASS", "pass", None, None, None, FRAMES["unmatched"]),
+    ]
+    return [
+        dict(zip(KEYS, (index, verdict, action, intent, cpu, reason, len(frame))))
+        for index, (verdict, action, intent, cpu, reason, frame) in enumerate(rows)
+    ]
+
+
+@pytest.fixture
+def inputs(tmp_path: Path) -> dict[str, Path]:
+    pcap = tmp_path / "in.pcap"
+    frames = []
+    for index, frame in enumerate(FRAMES.values()):
+        packet = Ether(frame)
+        packet.time = FIRST_TIMESTAMP + index
+        frames.append(packet)
+    wrpcap(str(pcap), frames, linktype=1)
+    intents = tmp_path / "intents.json"
+    intents.write_text(json.dumps(intents_document(legacy_message())))
+    return {"pcap": pcap, "intents": intents, "out": tmp_path / "out.pcap", "dir": tmp_path}
+
+
+# --- two ways to run the command: (exit code, stdout, stderr) ------------------------------------
+
+
+def run_in_process(args: list[str]) -> tuple[int, str, str]:
+    result = CliRunner().invoke(app, ["dataplane", "replay", *args])
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result.exit_code, result.stdout, result.stderr
+
+
+def run_subprocess(args: list[str]) -> tuple[int, str, str]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "netapp.cli.main", "dataplane", "replay", *args],
+        check=False,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+RUNNERS: dict[str, Callable[[list[str]], tuple[int, str, str]]] = {
+    "cli-runner": run_in_process,
+    "subprocess": run_subprocess,
+}
+runners = pytest.mark.parametrize("run", RUNNERS.values(), ids=RUNNERS.keys())
+
+
+def read_frames(path: Path) -> tuple[int, list[bytes], list[int]]:
+    """(link type, frames, whole-second timestamps) of a pcap, without dissecting anything."""
+    with RawPcapReader(str(path)) as reader:
+        records = list(reader)
+        linktype = reader.linktype
+    return linktype, [data for data, _ in records], [meta.sec for _, meta in records]
+
+
+# --- the happy path ---------------------------------------------------------------------------
+
+
+@runners
+def test_replay_reports_each_packet_as_one_json_line_and_writes_the_emitted_frames(inputs, run):
+    require_kernel()
+    args = [str(inputs["pcap"]), "--intents", str(inputs["intents"]), "--json",
+            "--out", str(inputs["out"]), "--interface", "lo"]
+
+    code, stdout, stderr = run(args)
+
+    assert (code, stderr) == (0, "")
+    records = [json.loads(line) for line in stdout.splitlines()]
+    assert [list(record) for record in records] == [KEYS] * len(FRAMES)
+    truncated = records[2]
+    assert truncated["reason"].startswith("trunc_"), truncated
+    assert records == [
+        {**expected, "reason": truncated["reason"]} if expected["index"] == 2 else expected
+        for expected in expected_records()
+    ]
+
+    linktype, written, seconds = read_frames(inputs["out"])
+    frames = list(FRAMES.values())
+    emitted = [record["index"] for record in records if record["verdict"] in EMITTED]
+    assert emitted == [0, 2, 3]
+    assert linktype == 1
+    assert written == [frames[index] for index in emitted]
+    assert seconds == [FIRST_TIMESTAMP + index for index in emitted]
+
+
+# --- failures: one line on stderr, a non-zero exit --------------------------------------------
+
+
+@runners
+def test_given_an_out_of_range_vni_in_the_legacy_message_then_exit_2_and_one_line_naming_it(inputs, run):
+    message = legacy_message()
+    message["Resources"][0]["encapsulationID1"] = "01000000"  # VXLAN VNIs have 24 bits
+    bad = inputs["dir"] / "bad.json"
+    bad.write_text(json.dumps(intents_document(message)))
+
+    code, stdout, stderr = run([str(inputs["pcap"]), "--intents", str(bad), "--json"])
+
+    assert code == 2
+    assert stdout == ""
+    lines = stderr.splitlines()
+    assert len(lines) == 1, stderr
+    assert lines[0].startswith(f"netapp: {bad}: ")
+    assert "intents[1].Resources[0].encapsulationID1" in lines[0]
+    assert not inputs["out"].exists()
+
+
+@runners
+def test_given_a_missing_pcap_then_a_non_zero_exit_and_one_line_naming_it(inputs, run):
+    missing = inputs["dir"] / "missing.pcap"
+
+    code, stdout, stderr = run([str(missing), "--intents", str(inputs["intents"]), "--json",
+                                "--out", str(inputs["out"])])
+
+    assert code != 0
+    assert stdout == ""
+    lines = stderr.splitlines()
+    assert len(lines) == 1, stderr
+    assert lines[0].startswith("netapp: ") and str(missing) in lines[0]
+    assert not inputs["out"].exists()
