@@ -26,7 +26,7 @@ system-deps:
 $(VENV)/.installed: pyproject.toml | system-deps
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e '.[test,bench]'
 	touch $@
 
 python-deps: $(VENV)/.installed

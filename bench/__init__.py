@@ -1,0 +1,1 @@
+"""Benchmarks of the DPP NetApp (see bench/README.md)."""

@@ -1,0 +1,219 @@
+"""Per-packet cost of the DPP XDP pipeline through BPF_PROG_TEST_RUN.
+
+    python -m bench.dataplane --out bench/results/dataplane.json
+
+Cases miss / steer / forward / drop, each at 1, 1000, 100000 and 1000000 installed rules, with the
+flow cache on ("cases") and off ("uncached"), against the floor of the same harness tail-calling an
+empty program. Methodology: bench/README.md. Needs root and `make -C dataplane`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import random
+import subprocess
+import sys
+import time
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any, Mapping, Optional, Sequence
+
+from bench.harness import Harness, build_harness
+from bench.instances import Instance, close_all, grow, open_shared, open_single_rule
+from bench.measure import WrongPathError, case_subject, floor_subjects, measure, subject_key, verify_case
+from bench.report import LevelResult, build_result, format_table, plot
+from bench.workload import CASES, SHAPES, case_packets
+
+DEFAULT_LEVELS = (1, 1_000, 100_000, 1_000_000)
+DEFAULT_OUT = Path("bench/results/dataplane.json")
+SHARED_MIN_RULES = len(SHAPES) + 2  # the three case rules plus one filler per other shape
+
+
+def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench.dataplane", description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--out", type=Path, default=DEFAULT_OUT, help="result JSON (the plot goes next to it, .png)"
+    )
+    parser.add_argument("--runs", type=int, default=7, help="timed runs per subject; the median is reported")
+    parser.add_argument("--repeat", type=int, default=200_000, help="BPF_PROG_TEST_RUN repetitions per run")
+    parser.add_argument(
+        "--levels",
+        default=",".join(str(level) for level in DEFAULT_LEVELS),
+        help=f"installed rule counts, comma-separated (1, or at least {SHARED_MIN_RULES})",
+    )
+    parser.add_argument("--seed", type=int, default=1, help="seed of the per-run order of subjects")
+    args = parser.parse_args(argv)
+    args.levels = sorted({int(level) for level in args.levels.split(",")})
+    if any(1 < level < SHARED_MIN_RULES for level in args.levels):
+        parser.error(f"--levels: a rule count is 1 or at least {SHARED_MIN_RULES}")
+    if args.runs < 1 or args.repeat < 1:
+        parser.error("--runs and --repeat must be positive")
+    return args
+
+
+def bench_level(
+    harness: Harness,
+    packets: Mapping[str, bytes],
+    instances: Mapping[tuple[str, str], Instance],
+    rules: int,
+    args: argparse.Namespace,
+    rng: random.Random,
+) -> LevelResult:
+    """Verify every (mode, case), then time them all interleaved with the floor."""
+    subjects = floor_subjects(harness, packets["miss"])
+    shapes = {}
+    for (mode, case), instance in instances.items():
+        verify_case(harness, instance, case, packets[case])
+        subjects.append(case_subject(instance, case, packets[case]))
+        shapes[subject_key(mode, case)] = instance.shapes
+    started = time.monotonic()
+    samples = measure(harness, subjects, args.runs, args.repeat, rng)
+    print(f"  {rules:>9,} rules: measured in {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
+    return LevelResult(rules, samples, shapes)
+
+
+def bench_single_rule(
+    harness: Harness, packets: Mapping[str, bytes], args: argparse.Namespace, rng: random.Random
+) -> LevelResult:
+    """One instance per (mode, case), each holding only that case's rule (a non-matching one for miss)."""
+    with ExitStack() as stack:
+        instances: dict[tuple[str, str], Instance] = {}
+        stack.callback(close_all, instances.values())
+        # Callbacks run last-in first-out: the slot lets go of the pipeline before it is closed.
+        stack.callback(harness.release_target)
+        for flow_cache, mode in ((True, "cached"), (False, "uncached")):
+            for case in CASES:
+                instances[(mode, case)] = open_single_rule(flow_cache, case)
+        return bench_level(harness, packets, instances, 1, args, rng)
+
+
+def bench_shared(
+    harness: Harness,
+    packets: Mapping[str, bytes],
+    levels: Sequence[int],
+    args: argparse.Namespace,
+    rng: random.Random,
+) -> tuple[LevelResult, list[LevelResult], dict[str, Any]]:
+    """One instance per mode, grown level by level; returns the smallest (all four shapes) level,
+    the requested levels, and what installing the rules cost."""
+    with ExitStack() as stack:
+        shared: dict[str, Instance] = {}
+        stack.callback(close_all, shared.values())
+        stack.callback(harness.release_target)
+        shared["cached"] = open_shared(True)
+        shared["uncached"] = open_shared(False)
+        by_case = {(mode, case): instance for mode, instance in shared.items() for case in CASES}
+        baseline = bench_level(harness, packets, by_case, shared["cached"].rules, args, rng)
+        results = []
+        for rules in levels:
+            for instance in shared.values():
+                grow(instance, rules)
+                _report_install(instance)
+            results.append(bench_level(harness, packets, by_case, rules, args, rng))
+        return baseline, results, install_summary(shared)
+
+
+def _report_install(instance: Instance) -> None:
+    if instance.installs:
+        batch = instance.installs[-1]
+        done = f"{instance.rules:,} rules installed ({batch.rules:,} in {batch.seconds:.2f} s)"
+        print(f"  {instance.mode}: {done}", file=sys.stderr, flush=True)
+
+
+def install_summary(shared: Mapping[str, Instance]) -> dict[str, Any]:
+    """Bulk install rate over every libdpp batch call, and each call's own figures."""
+    calls = {
+        mode: [vars(batch) | {"rules_per_s": batch.rules_per_s} for batch in instance.installs]
+        for mode, instance in shared.items()
+    }
+    rules = sum(batch.rules for instance in shared.values() for batch in instance.installs)
+    seconds = sum(batch.seconds for instance in shared.values() for batch in instance.installs)
+    return {
+        "rules_per_s": rules / seconds if seconds else 0.0,
+        "rules": rules,
+        "seconds": seconds,
+        "calls": calls,
+        "note": "dpp_rules_upsert time only (libdpp chunks into BPF_MAP_UPDATE_BATCH calls); "
+        "key generation in Python excluded",
+    }
+
+
+def machine_info() -> dict[str, Any]:
+    model = ""
+    try:
+        model = next(
+            (
+                line.split(":", 1)[1].strip()
+                for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")
+            ),
+            "",
+        )
+    except OSError:
+        pass
+    clang = subprocess.run(["clang", "--version"], capture_output=True, text=True).stdout.splitlines()
+    return {
+        "cpu": model,
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "clang": clang[0] if clang else "",
+    }
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    started = time.monotonic()
+    rng = random.Random(args.seed)
+    packets = case_packets()
+    harness_object = build_harness()
+    levels: list[LevelResult] = []
+    with Harness(harness_object) as harness:
+        if 1 in args.levels:
+            levels.append(bench_single_rule(harness, packets, args, rng))
+        shared_levels = [level for level in args.levels if level >= SHARED_MIN_RULES]
+        baseline, grown, installs = bench_shared(harness, packets, shared_levels, args, rng)
+        levels += grown
+    meta = {
+        "runs": args.runs,
+        "repeat": args.repeat,
+        "levels": args.levels,
+        "packet_bytes": len(packets["miss"]),
+        "kernel": platform.release(),
+        "machine": machine_info(),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "duration_s": round(time.monotonic() - started, 1),
+    }
+    return build_result(levels, baseline, installs, meta)
+
+
+def write_outputs(result: dict[str, Any], out: Path) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    partial = out.with_suffix(out.suffix + ".tmp")
+    partial.write_text(json.dumps(result, indent=2) + "\n")
+    partial.replace(out)
+    print(format_table(result))
+    png = out.with_suffix(".png")
+    print(
+        f"\nwrote {out}" + (f" and {png}" if plot(result, png) else " (no plot: matplotlib not importable)")
+    )
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = parse_args(argv)
+    if os.geteuid() != 0:
+        print("bench.dataplane: loading BPF programs needs root", file=sys.stderr)
+        return 2
+    try:
+        result = run(args)
+    except WrongPathError as exc:
+        print(f"bench.dataplane: measured the wrong path, no results written: {exc}", file=sys.stderr)
+        return 1
+    write_outputs(result, args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,116 @@
+"""Build and drive the test-run harness (bench/bpf/harness.bpf.c).
+
+The harness is compiled here, with the BPF_CFLAGS of dataplane/Makefile (asked from make itself, so
+the flags cannot drift), into bench/build/. `Harness` loads it next to the empty XDP program, puts
+a program into its tail-call slot, stores the original packet and runs BPF_PROG_TEST_RUN.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import shutil
+import subprocess
+from ctypes import c_uint8, c_uint32
+from pathlib import Path
+from typing import Any
+
+from bench.libbpf import BpfObject, TestRun, map_update, test_run
+
+REPO = Path(__file__).resolve().parents[1]
+DATAPLANE = REPO / "dataplane"
+EMPTY_OBJECT = DATAPLANE / "build" / "xdp_pass.bpf.o"
+HARNESS_SOURCE = Path(__file__).resolve().parent / "bpf" / "harness.bpf.c"
+BUILD_DIR = Path(__file__).resolve().parent / "build"
+
+HARNESS_MAX_PACKET = 512  # harness.bpf.c's HARNESS_MAX_PACKET
+_PRINT_CFLAGS = "bench-print-bpf-cflags"
+
+
+class HarnessPacket(ctypes.Structure):
+    """struct harness_packet of harness.bpf.c."""
+
+    _fields_ = [("len", c_uint32), ("bytes", c_uint8 * HARNESS_MAX_PACKET)]
+
+
+def dataplane_bpf_cflags() -> list[str]:
+    """BPF_CFLAGS exactly as dataplane/Makefile expands them (relative to dataplane/)."""
+    rule = f"{_PRINT_CFLAGS}: ; @echo $(BPF_CFLAGS)"
+    out = subprocess.run(
+        ["make", "-s", "--no-print-directory", "-C", str(DATAPLANE), f"--eval={rule}", _PRINT_CFLAGS],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return out.stdout.split()
+
+
+def build_harness(build_dir: Path = BUILD_DIR) -> Path:
+    """Compile harness.bpf.c; returns the object. clang runs in dataplane/ so its -I paths hold."""
+    clang = shutil.which("clang")
+    if clang is None:
+        raise RuntimeError("clang not found: install clang (see the top-level Makefile's system-deps)")
+    build_dir.mkdir(parents=True, exist_ok=True)
+    obj = build_dir / "harness.bpf.o"
+    command = [clang, *dataplane_bpf_cflags(), "-c", str(HARNESS_SOURCE), "-o", str(obj)]
+    result = subprocess.run(command, cwd=DATAPLANE, capture_output=True, text=True)
+    if result.returncode:
+        raise RuntimeError(f"compiling the harness failed:\n{' '.join(command)}\n{result.stderr}")
+    return obj
+
+
+class Harness:
+    """harness -> slot 0 (the program under test), and the empty program for the floor."""
+
+    def __init__(self, harness_object: Path, empty_object: Path = EMPTY_OBJECT):
+        if not empty_object.is_file():
+            raise RuntimeError(f"{empty_object} is missing: run `make -C dataplane` first")
+        self._harness = BpfObject(harness_object)
+        self._empty = BpfObject(empty_object)
+        self.harness_fd = self._harness.program_fd("harness")
+        self.empty_fd = self._empty.program_fd("xdp_pass")
+        self._target_fd = self._harness.map_fd("harness_target")
+        self._packet_fd = self._harness.map_fd("harness_packet")
+        self._target = -1
+        self._packet = b""
+
+    def set_target(self, prog_fd: int) -> None:
+        """Tail-call `prog_fd` from now on (the slot holds a reference to the program)."""
+        if prog_fd != self._target:
+            map_update(self._target_fd, c_uint32(0), c_uint32(prog_fd))
+            self._target = prog_fd
+
+    def set_packet(self, packet: bytes) -> None:
+        """The bytes every repetition starts from."""
+        if len(packet) > HARNESS_MAX_PACKET:
+            raise ValueError(
+                f"packet of {len(packet)} bytes, the harness restores at most {HARNESS_MAX_PACKET}"
+            )
+        if packet != self._packet:
+            value = HarnessPacket(len=len(packet))
+            ctypes.memmove(value.bytes, packet, len(packet))
+            map_update(self._packet_fd, c_uint32(0), value)
+            self._packet = packet
+
+    def run(self, prog_fd: int, packet: bytes, repeat: int) -> TestRun:
+        """harness -> prog_fd on `packet`, `repeat` times, each from the original bytes."""
+        self.set_target(prog_fd)
+        self.set_packet(packet)
+        return test_run(self.harness_fd, packet, repeat)
+
+    def run_empty_direct(self, packet: bytes, repeat: int) -> TestRun:
+        """The empty program on its own: what the harness itself adds is floor - this."""
+        return test_run(self.empty_fd, packet, repeat)
+
+    def release_target(self) -> None:
+        """Point the slot at the empty program, so a closed pipeline instance can be freed."""
+        self.set_target(self.empty_fd)
+
+    def close(self) -> None:
+        self._harness.close()
+        self._empty.close()
+
+    def __enter__(self) -> "Harness":
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()

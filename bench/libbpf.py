@@ -1,0 +1,152 @@
+"""The few libbpf calls the benchmark needs, through ctypes: load an object, find its programs and
+maps, write a map slot, and BPF_PROG_TEST_RUN a program with repeat.
+
+libbpf 1.x returns negative errno values (and NULL plus errno for pointers); every failure here
+becomes an OSError naming the call, so a benchmark never measures a program that did not load.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+from ctypes import POINTER, Structure, c_char_p, c_int, c_size_t, c_uint32, c_uint64, c_void_p
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Optional
+
+LIBBPF_SONAME = "libbpf.so.1"
+BPF_ANY = 0
+
+
+class TestRunOpts(Structure):
+    """struct bpf_test_run_opts of libbpf 1.x (bpf/bpf.h); `sz` tells libbpf which fields we know."""
+
+    __test__ = False  # not a pytest test class
+    _fields_ = [
+        ("sz", c_size_t),
+        ("data_in", c_void_p),
+        ("data_out", c_void_p),
+        ("data_size_in", c_uint32),
+        ("data_size_out", c_uint32),
+        ("ctx_in", c_void_p),
+        ("ctx_out", c_void_p),
+        ("ctx_size_in", c_uint32),
+        ("ctx_size_out", c_uint32),
+        ("retval", c_uint32),
+        ("repeat", c_int),
+        ("duration", c_uint32),
+        ("flags", c_uint32),
+        ("cpu", c_uint32),
+        ("batch_size", c_uint32),
+    ]
+
+
+# name -> (restype, argtypes) of every libbpf function used here.
+_PROTOTYPES = {
+    "bpf_object__open_file": (c_void_p, [c_char_p, c_void_p]),
+    "bpf_object__load": (c_int, [c_void_p]),
+    "bpf_object__close": (None, [c_void_p]),
+    "bpf_object__find_program_by_name": (c_void_p, [c_void_p, c_char_p]),
+    "bpf_program__fd": (c_int, [c_void_p]),
+    "bpf_object__find_map_fd_by_name": (c_int, [c_void_p, c_char_p]),
+    "bpf_map_update_elem": (c_int, [c_int, c_void_p, c_void_p, c_uint64]),
+    "bpf_map_delete_elem": (c_int, [c_int, c_void_p]),
+    "bpf_prog_test_run_opts": (c_int, [c_int, POINTER(TestRunOpts)]),
+}
+
+
+@lru_cache(maxsize=None)
+def load_libbpf() -> ctypes.CDLL:
+    """libbpf.so.1 with its prototypes declared (the same instance libdpp.so links against)."""
+    name = ctypes.util.find_library("bpf") or LIBBPF_SONAME
+    lib = ctypes.CDLL(name, use_errno=True)
+    for function, (restype, argtypes) in _PROTOTYPES.items():
+        symbol = getattr(lib, function)
+        symbol.restype = restype
+        symbol.argtypes = argtypes
+    return lib
+
+
+def _check(rc: int, call: str) -> int:
+    if rc < 0:
+        raise OSError(-rc, f"{call}: {os.strerror(-rc)}")
+    return rc
+
+
+class BpfObject:
+    """One BPF object file, opened and loaded; closing it unloads its programs and maps."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._lib = load_libbpf()
+        obj = self._lib.bpf_object__open_file(str(path).encode(), None)
+        if not obj:
+            err = ctypes.get_errno()
+            raise OSError(err, f"bpf_object__open_file({path}): {os.strerror(err)}")
+        self._obj: Optional[int] = obj
+        try:
+            _check(self._lib.bpf_object__load(obj), f"bpf_object__load({path.name})")
+        except OSError:
+            self.close()
+            raise
+
+    def program_fd(self, name: str) -> int:
+        prog = self._lib.bpf_object__find_program_by_name(self._obj, name.encode())
+        if not prog:
+            raise OSError(2, f"{self.path.name} has no program {name!r}")
+        return _check(self._lib.bpf_program__fd(prog), f"bpf_program__fd({name})")
+
+    def map_fd(self, name: str) -> int:
+        return _check(self._lib.bpf_object__find_map_fd_by_name(self._obj, name.encode()), f"map {name}")
+
+    def close(self) -> None:
+        if self._obj:
+            self._lib.bpf_object__close(self._obj)
+            self._obj = None
+
+    def __enter__(self) -> "BpfObject":
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+
+def map_update(map_fd: int, key: Any, value: Any) -> None:
+    """Write one slot; key and value are ctypes objects of the map's key and value size."""
+    rc = load_libbpf().bpf_map_update_elem(map_fd, ctypes.byref(key), ctypes.byref(value), BPF_ANY)
+    _check(rc, "bpf_map_update_elem")
+
+
+def map_delete(map_fd: int, key: Any) -> None:
+    _check(load_libbpf().bpf_map_delete_elem(map_fd, ctypes.byref(key)), "bpf_map_delete_elem")
+
+
+@dataclass(frozen=True)
+class TestRun:
+    """One BPF_PROG_TEST_RUN: the XDP verdict, the kernel's per-repetition time, the output packet."""
+
+    __test__ = False  # not a pytest test class
+    retval: int
+    duration_ns: int  # the kernel's average per repetition, whole ns; time spent rescheduled excluded
+    data: bytes
+
+
+def test_run(prog_fd: int, packet: bytes, repeat: int) -> TestRun:
+    """Run `packet` through the program `repeat` times (same buffer every time)."""
+    data_in = ctypes.create_string_buffer(packet, len(packet))
+    data_out = ctypes.create_string_buffer(len(packet))
+    opts = TestRunOpts(
+        sz=ctypes.sizeof(TestRunOpts),
+        data_in=ctypes.cast(data_in, c_void_p),
+        data_out=ctypes.cast(data_out, c_void_p),
+        data_size_in=len(packet),
+        data_size_out=len(packet),
+        repeat=repeat,
+    )
+    # Wall-clock time around this call is no use: with repeat > 1 each call has a fixed cost of tens
+    # of milliseconds (the kernel swaps the program into the XDP dispatcher and back), more than the
+    # repetitions themselves. The kernel's own timer covers only the repetitions.
+    _check(load_libbpf().bpf_prog_test_run_opts(prog_fd, ctypes.byref(opts)), "bpf_prog_test_run_opts")
+    return TestRun(opts.retval, opts.duration, data_out.raw[: opts.data_size_out])
