@@ -4,7 +4,7 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 APT_PACKAGES := clang llvm libbpf-dev bpftool libxdp-dev iproute2 gcc make pkg-config \
-	libelf-dev zlib1g-dev python3 python3-venv python3-pip
+	libelf-dev zlib1g-dev python3 python3-venv python3-pip procps
 PYTEST_ARGS ?=
 
 .PHONY: all deps system-deps python-deps build demo test bench-dataplane clean
