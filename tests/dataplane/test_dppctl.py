@@ -250,3 +250,17 @@ def test_rules_shows_the_prefix_length_of_an_address_match(ns, attached):
     assert "family=ipv4 proto=udp dport=5004" in line
     assert "-> steer cpu 0" in line
     assert " src=10.0.0.0/8 " in line, line
+
+
+def test_native_mode_on_a_driver_without_xdp_suggests_generic_mode(ns, instance):
+    netns.run(["ip", "-n", ns, "link", "add", "br0", "type", "bridge"])
+    netns.run(["ip", "-n", ns, "link", "set", "br0", "up"])
+
+    native = dppctl(ns, "-n", instance, "attach", "-i", "br0", "-m", "native", "-c", "0")
+    line = one_error_line(native)
+    assert "native XDP not supported" in line and "generic" in line, line
+    assert xdp_prog_id(ns, "br0") is None
+
+    generic = dppctl(ns, "-n", instance, "attach", "-i", "br0", "-m", "generic", "-c", "0")
+    assert (generic.returncode, generic.stderr) == (0, ""), generic
+    assert xdp_prog_id(ns, "br0") is not None
