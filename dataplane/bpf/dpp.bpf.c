@@ -25,7 +25,7 @@ const volatile struct {
 
 /* Outer Ethernet/IP/L4, the overlay it announces with the inner Ethernet/IP/L4, and GTP-U with the
  * UE packet: every layer optional, one overlay and one GTP-U layer at most. */
-static __always_inline int parse_packet(struct xdp_md *ctx, struct dpp_parse *p)
+static __always_inline int parse_staged(struct xdp_md *ctx, struct dpp_parse *p)
 {
 	int r;
 
@@ -62,6 +62,16 @@ static __always_inline int parse_packet(struct xdp_md *ctx, struct dpp_parse *p)
 	return dpp_stage_ip(ctx, p);
 }
 
+/* The N3 fast path when the packet has its layout, else the staged parser from the first byte.
+ * *fast tells which (for the trace only: it costs nothing when tracing is off). */
+static __always_inline int parse_packet(struct xdp_md *ctx, struct dpp_parse *p, bool *fast)
+{
+	*fast = parse_n3(ctx, p);
+	if (*fast)
+		return 0;
+	return parse_staged(ctx, p);
+}
+
 static __always_inline void count(void *map, __u32 index, __u64 bytes)
 {
 	struct dpp_counter *ctr = bpf_map_lookup_elem(map, &index);
@@ -73,7 +83,7 @@ static __always_inline void count(void *map, __u32 index, __u64 bytes)
 }
 
 static __always_inline void record_trace(const struct dpp_flow_key *key, const struct dpp_rule *rule,
-					 const struct dpp_outcome *o, int verdict)
+					 const struct dpp_outcome *o, int verdict, bool fast)
 {
 	__u32 zero = 0;
 	struct dpp_trace *t = bpf_map_lookup_elem(&dpp_trace, &zero);
@@ -89,6 +99,7 @@ static __always_inline void record_trace(const struct dpp_flow_key *key, const s
 	t->alt_member = o->alt_member;
 	t->egress_ifindex = o->egress_ifindex;
 	t->key = *key;
+	t->fast_path = fast;
 }
 
 /* Parser reasons that are not faults: the packet goes to the kernel, whatever the default. */
@@ -108,13 +119,14 @@ int dpp_xdp(struct xdp_md *ctx)
 	struct dpp_rule cached;
 	__u32 zero = 0;
 	int reason, verdict;
+	bool fast;
 
 	cfg = bpf_map_lookup_elem(&dpp_config, &zero);
 	if (!cfg)
 		return XDP_PASS; /* an array slot always exists; this satisfies the verifier */
 	p.key.ifindex = ctx->ingress_ifindex;
 
-	reason = parse_packet(ctx, &p);
+	reason = parse_packet(ctx, &p, &fast);
 	if (is_benign(reason)) {
 		o.action = DPP_ACTION_PASS;
 		o.reason = reason;
@@ -133,7 +145,7 @@ int dpp_xdp(struct xdp_md *ctx)
 	if (o.reason)
 		count(&dpp_reasons, o.reason, bytes);
 	if (cfg_trace)
-		record_trace(&p.key, rule, &o, verdict);
+		record_trace(&p.key, rule, &o, verdict, fast);
 	return verdict;
 }
 

@@ -33,11 +33,12 @@ struct {
 	__type(value, struct dpp_config);
 } dpp_config SEC(".maps");
 
-/* unmasked flow key -> last classification (per CPU, LRU) */
+/* hash of an unmasked flow key -> that flow's last classification (per CPU, direct-mapped: the
+ * key is stored in the value and compared; libdpp sizes it to cfg_flow_slots, a power of two) */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_PERCPU_HASH);
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, DPP_MAX_FLOWS);
-	__type(key, struct dpp_flow_key);
+	__type(key, __u32);
 	__type(value, struct dpp_flow_entry);
 } dpp_flows SEC(".maps");
 

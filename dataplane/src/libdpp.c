@@ -72,8 +72,8 @@ static const struct dpp_map_spec dpp_map_specs[DPP_MAP_NR] = {
 			    sizeof(struct dpp_rule) },
 	[DPP_MAP_SHAPES] = DPP_ARRAY_SPEC("dpp_shapes", BPF_MAP_TYPE_ARRAY, struct dpp_shape_set),
 	[DPP_MAP_CONFIG] = DPP_ARRAY_SPEC("dpp_config", BPF_MAP_TYPE_ARRAY, struct dpp_config),
-	[DPP_MAP_FLOWS] = { "dpp_flows", BPF_MAP_TYPE_LRU_PERCPU_HASH, sizeof(struct dpp_flow_key),
-			    sizeof(struct dpp_flow_entry) },
+	[DPP_MAP_FLOWS] = DPP_ARRAY_SPEC("dpp_flows", BPF_MAP_TYPE_PERCPU_ARRAY,
+					 struct dpp_flow_entry),
 	[DPP_MAP_CPUS] = DPP_ARRAY_SPEC("dpp_cpus", BPF_MAP_TYPE_ARRAY, struct dpp_cpu),
 	[DPP_MAP_CPU_METERS] = DPP_ARRAY_SPEC("dpp_cpu_meters", BPF_MAP_TYPE_ARRAY,
 					      struct dpp_cpu_meter),
@@ -515,6 +515,12 @@ static int map_check(struct dpp *d, enum dpp_map_id id)
 			spec->key_size, spec->value_size, hint);
 		return -EPROTO;
 	}
+	/* The program masks flow hashes with the slot count: anything else would leave slots unused. */
+	if (id == DPP_MAP_FLOWS && (info.max_entries & (info.max_entries - 1))) {
+		pr_warn("map %s has %u slots, not a power of two: %s", spec->name, info.max_entries,
+			hint);
+		return -EPROTO;
+	}
 	m->max_entries = info.max_entries;
 	d->known[id] = m;
 	return 0;
@@ -713,19 +719,40 @@ static int instance_name_set(struct dpp *d, const char *name)
 	return path_fmt(d->pin_dir, sizeof(d->pin_dir), "%s/%s", DPP_PIN_ROOT, name);
 }
 
+/* Flow cache slots: max_flows rounded up to a power of two (the program masks its hash with
+ * slots - 1), or DPP_MAX_FLOWS. 0 when max_flows cannot be rounded up within 32 bits. */
+static __u32 flow_slots(__u32 max_flows)
+{
+	__u32 n = 1;
+
+	if (!max_flows)
+		return DPP_MAX_FLOWS;
+	if (max_flows > 1u << 31)
+		return 0;
+	while (n < max_flows)
+		n <<= 1;
+	return n;
+}
+
 static int skel_configure(struct dpp *d, const struct dpp_open_opts *o)
 {
+	__u32 slots = flow_slots(o->max_flows);
 	struct dpp_bpf *s = d->skel;
 	int err;
 
+	if (!slots) {
+		pr_warn("%u flow cache slots: at most %u", o->max_flows, 1u << 31);
+		return -E2BIG;
+	}
 	s->rodata->cfg_flow_cache = o->flow_cache;
+	s->rodata->cfg_flow_slots = slots;
 	s->rodata->cfg_trace = o->trace;
 	err = bpf_map__set_max_entries(s->maps.dpp_rules, o->max_rules ?: DPP_MAX_RULES);
 	if (!err)
 		err = bpf_map__set_max_entries(s->maps.dpp_rule_stats,
 					       o->max_rules ?: DPP_MAX_RULES);
 	if (!err)
-		err = bpf_map__set_max_entries(s->maps.dpp_flows, o->max_flows ?: DPP_MAX_FLOWS);
+		err = bpf_map__set_max_entries(s->maps.dpp_flows, slots);
 	if (err)
 		pr_warn("size the rule and flow maps: %s", strerror(-err));
 	return err;

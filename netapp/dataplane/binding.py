@@ -286,7 +286,7 @@ class Counter(Structure):
 
 class FlowEntry(Structure):
     C_NAME = "dpp_flow_entry"
-    _fields_ = [("generation", c_uint32), ("matched", c_uint32), ("rule", Rule)]
+    _fields_ = [("generation", c_uint32), ("matched", c_uint32), ("key", FlowKey), ("rule", Rule)]
 
 
 class Trace(Structure):
@@ -301,6 +301,7 @@ class Trace(Structure):
         ("alt_member", c_uint32),
         ("egress_ifindex", c_uint32),
         ("key", FlowKey),
+        ("fast_path", c_uint32),
     ]
 
 
@@ -362,7 +363,7 @@ MAPS: Mapping[str, MapSpec] = {
     "dpp_rules": MapSpec(FlowKey, Rule, "DPP_MAX_RULES"),
     "dpp_shapes": MapSpec(c_uint32, ShapeSet, 2),
     "dpp_config": MapSpec(c_uint32, Config, 1),
-    "dpp_flows": MapSpec(FlowKey, FlowEntry, "DPP_MAX_FLOWS", per_cpu=True),
+    "dpp_flows": MapSpec(c_uint32, FlowEntry, "DPP_MAX_FLOWS", per_cpu=True),
     "dpp_cpus": MapSpec(c_uint32, Cpu, "DPP_MAX_CPUS"),
     "dpp_cpu_meters": MapSpec(c_uint32, CpuMeter, "DPP_MAX_CPUS"),
     "dpp_cpu_map": MapSpec(c_uint32, None, "DPP_MAX_CPUS"),

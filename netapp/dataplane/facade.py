@@ -100,6 +100,7 @@ class PacketOutcome:
     alt_member: Optional[int] = None
     egress_ifindex: Optional[int] = None
     duration_ns: int = 0
+    fast_path: Optional[bool] = None  # traced only: the N3 fast path parsed it (else the staged parser)
 
 
 @dataclass(frozen=True)
@@ -573,6 +574,7 @@ class Dataplane:
             alt_member=_optional(trace.alt_member) if trace.alt_group != NONE else None,
             egress_ifindex=trace.egress_ifindex or None,
             duration_ns=result.duration_ns,
+            fast_path=bool(trace.fast_path),
         )
 
 

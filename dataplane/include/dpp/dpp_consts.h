@@ -3,7 +3,8 @@
 #ifndef DPP_CONSTS_H
 #define DPP_CONSTS_H
 
-/* Map sizes. Rule-sized maps are resized at load time by libdpp (struct dpp_open_opts). */
+/* Map sizes. Rule-sized maps are resized at load time by libdpp (struct dpp_open_opts); the flow
+ * cache's slot count is always a power of two (libdpp rounds up). */
 #ifndef DPP_MAX_RULES
 #define DPP_MAX_RULES 65536
 #endif

@@ -101,11 +101,14 @@ struct dpp_counter {
 	__u64 bytes;
 };
 
-/* Value of dpp_flows (per-CPU LRU, keyed by a packet's unmasked key): the last classification of a
- * flow, valid while generation equals dpp_config.generation. */
+/* Value of dpp_flows (a direct-mapped per-CPU array, indexed by a hash of a packet's unmasked key):
+ * the last classification of the flow that last hashed to the slot. Valid while generation equals
+ * dpp_config.generation and key equals the packet's key; generation 0 marks a slot never (or not
+ * completely) written. */
 struct dpp_flow_entry {
 	__u32 generation;
-	__u32 matched; /* 0: the flow matched no rule */
+	__u32 matched;		 /* 0: the flow matched no rule */
+	struct dpp_flow_key key; /* the flow this slot holds */
 	struct dpp_rule rule;
 };
 
@@ -121,6 +124,7 @@ struct dpp_trace {
 	__u32 alt_member;
 	__u32 egress_ifindex; /* REDIRECT/FORWARD via DEVMAP: the port, else 0 */
 	struct dpp_flow_key key; /* what the parser extracted (unmasked) */
+	__u32 fast_path;	 /* 1: the fixed-layout N3 parser took the packet, 0: the staged one */
 };
 
 #endif /* DPP_STRUCTS_H */

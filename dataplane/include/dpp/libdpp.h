@@ -31,7 +31,7 @@ struct dpp_open_opts {
 	size_t sz;		  /* sizeof(struct dpp_open_opts), for forward compatibility */
 	const char *instance;	  /* name under DPP_PIN_ROOT; NULL: an anonymous, unpinned instance */
 	__u32 max_rules;	  /* 0: DPP_MAX_RULES */
-	__u32 max_flows;	  /* flow cache entries per CPU; 0: DPP_MAX_FLOWS */
+	__u32 max_flows;	  /* flow cache slots per CPU (rounded up to 2^n); 0: DPP_MAX_FLOWS */
 	bool flow_cache;	  /* front the tuple-space search with the per-flow cache */
 	bool trace;		  /* record every packet's outcome in dpp_trace (replay, tests) */
 	__u32 default_verdict;	  /* enum dpp_verdict; written to dpp_config at first load */

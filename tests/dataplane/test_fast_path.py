@@ -1,0 +1,331 @@
+"""The per-packet hot path, run in the kernel (BPF_PROG_TEST_RUN): the N3 fast parser (parse.h,
+parse_n3) and the direct-mapped flow cache it feeds (classify.h).
+
+Frames of the N3 layout must be parsed by the fast path (the trace's fast_path says so) into exactly
+the key the reference parser gives, and with the outer-header offsets FORWARD rewrites at. Near
+misses must fall back to the staged parser and still be parsed right. The flow cache must never
+hand a flow another flow's rule, even when every flow shares one slot.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import struct
+from pathlib import Path
+
+import pytest
+
+from netapp.dataplane.binding import DataplaneError, DppHandle, FlowEntry, load_libdpp
+from tests.utils import packets, refparser
+from tests.utils.dataplane import reference_key, run, traced_dataplane
+from tests.utils.kernel import require_kernel
+
+LOOPBACK_IFINDEX = 1  # a frame run without an ingress ifindex arrives on loopback
+VNI, TEID, QFI = 0x445, 0x8894D0D4, 9
+UE4 = ("10.60.0.1", "10.200.0.10")
+UE6 = ("2001:db8:60::1", "2001:db8:200::10")
+IP_OPTION_NOPS = b"\x01\x01\x01\x01"  # four NOPs: IHL 6
+# Byte offsets in the frames below (untagged, no IP options): outer IPv4, inner IPv4, GTP-U, UE IPv4.
+OUTER_IP, INNER_IP, GTP, UE_IP_PSC = 14, 64, 92, 108
+TOT_LEN = 2  # within an IPv4 header
+
+
+@pytest.fixture(scope="module")
+def dp():
+    dataplane = traced_dataplane()
+    yield dataplane
+    dataplane.close()
+
+
+# --- frames ----------------------------------------------------------------------------------------
+
+
+def n3_frame(
+    ue=None,
+    *,
+    qfi: int | None = QFI,
+    ul: bool = True,
+    exts=(),
+    seq: int | None = None,
+    npdu: int | None = None,
+    flags: int | None = None,
+    gtp=None,
+    vlans=(),
+    inner_vlans=(),
+    outer_options: bytes = b"",
+    inner_options: bytes = b"",
+    outer_frag: int = 0,
+    inner_frag: int = 0,
+    vxlan_port: int = packets.VXLAN_PORT,
+    gtp_port: int = packets.GTPU_PORT,
+) -> bytes:
+    """Ethernet / IPv4 / UDP / VXLAN / Ethernet / IPv4 / UDP / GTP-U / ue, every layer adjustable."""
+    if ue is None:
+        ue = packets.ue_udp(*UE4, 40000, 5004)
+    if gtp is None:
+        gtp = packets.gtpu(TEID, qfi, ul=ul, exts=exts, inner=ue, seq=seq, npdu=npdu, flags=flags)
+    inner_udp = packets.udp(gtp, sport=packets.GTPU_PORT, dport=gtp_port)
+    inner_ip = packets.ipv4(
+        inner_udp, src=packets.INNER4[0], dst=packets.INNER4[1], options=inner_options, frag_offset=inner_frag
+    )
+    overlay = packets.vxlan(VNI, packets.ether(inner_ip, vlans=inner_vlans))
+    outer_ip = packets.ipv4(
+        packets.udp(overlay, dport=vxlan_port), options=outer_options, frag_offset=outer_frag
+    )
+    return bytes(packets.ether(outer_ip, vlans=vlans))
+
+
+def ue_udp(**options) -> object:
+    return packets.ue_udp(*UE4, options.pop("sport", 40000), options.pop("dport", 5004), **options)
+
+
+def ue_tcp(**options) -> object:
+    return packets.ue_tcp(*UE4, options.pop("sport", 40001), options.pop("dport", 443), **options)
+
+
+def with_tot_len_plus_one(frame: bytes, ip_offset: int) -> bytes:
+    (tot_len,) = struct.unpack_from("!H", frame, ip_offset + TOT_LEN)
+    return packets.patched(frame, ip_offset + TOT_LEN, struct.pack("!H", tot_len + 1))
+
+
+# Frames of the fast path's layout: UE UDP and TCP, with and without the PDU Session Container, UL
+# and DL, DSCP set, different ports, S/PN beside E, padding after the datagram.
+FAST = {
+    "udp-psc-ul": n3_frame(),
+    "udp-psc-dl": n3_frame(ul=False),
+    "udp-psc-dl-rqi-qfi-63": n3_frame(gtp=packets.gtpu(TEID, inner=ue_udp(), exts=[
+        packets.gtp_ext_pdu_session(63, rqi=True)])),
+    "udp-no-extension": n3_frame(qfi=None),
+    "udp-dscp-46": n3_frame(ue_udp(dscp=46)),
+    "udp-other-ports": n3_frame(ue_udp(sport=53, dport=65535)),
+    "udp-psc-with-seq-and-npdu": n3_frame(seq=0x1234, npdu=7),
+    "udp-empty-payload-psc": n3_frame(ue_udp(payload=b"")),
+    "udp-ue-first-fragment": n3_frame(packets.ipv4(packets.udp(b"x" * 16, sport=1, dport=2), src=UE4[0],
+                                                   dst=UE4[1], more_fragments=True)),
+    "tcp-psc-ul": n3_frame(ue_tcp()),
+    "tcp-psc-dl": n3_frame(ue_tcp(), ul=False),
+    "tcp-no-extension": n3_frame(ue_tcp(), qfi=None),
+    "tcp-dscp-10-other-ports": n3_frame(ue_tcp(dscp=10, sport=12345, dport=8080)),
+    "tcp-ethernet-padding": n3_frame(ue_tcp()) + bytes(18),
+}
+
+_minimal_psc = n3_frame(ue_udp(payload=b""))
+
+
+def decoy_extension() -> packets.GtpExtension:
+    """A RAN Container whose length octet reads as 0x45 and whose content reads as an IPv4/UDP header:
+    a parser that took the container for the last extension would see a plausible UE packet."""
+    decoy = bytes(packets.ue_udp("10.99.99.99", "10.99.99.98", 7, 7, payload=b""))
+    content = decoy[1:].ljust(0x45 * 4 - 2, b"\0")
+    return packets.gtp_ext_ran_container(content)
+
+# One step off the layout each: the staged parser must take them, and get them right.
+FALLBACK = {
+    "outer-ihl-6": n3_frame(outer_options=IP_OPTION_NOPS),
+    "inner-ihl-6": n3_frame(inner_options=IP_OPTION_NOPS),
+    "ue-ihl-6": n3_frame(packets.ipv4(packets.udp(b"ue", sport=1, dport=2), src=UE4[0], dst=UE4[1],
+                                      options=IP_OPTION_NOPS)),
+    "outer-vlan": n3_frame(vlans=[100]),
+    "inner-vlan": n3_frame(inner_vlans=[200]),
+    "outer-fragment": n3_frame(outer_frag=1),
+    "inner-fragment": n3_frame(inner_frag=1),
+    "ue-fragment": n3_frame(packets.ipv4(b"x" * 16, src=UE4[0], dst=UE4[1], proto=17, frag_offset=2)),
+    "two-gtp-extensions": n3_frame(exts=[packets.gtp_ext_udp_port(2152)]),
+    "container-then-a-decoy-ipv4-extension": n3_frame(exts=[decoy_extension()]),
+    "gtp-s-flag-only": n3_frame(qfi=None, seq=1),
+    "gtp-pn-flag-only": n3_frame(qfi=None, npdu=1),
+    "gtp-e-flag-without-extension": n3_frame(qfi=None, flags=0x34),
+    "gtp-container-of-8-octets": n3_frame(gtp=packets.gtpu(TEID, inner=ue_udp(), exts=[
+        packets.gtp_ext_pdu_session(QFI, ppp=True, ppi=3)])),
+    "gtp-other-extension-only": n3_frame(qfi=None, exts=[packets.gtp_ext_pdcp_number(5)]),
+    "gtp-version-2": n3_frame(flags=0x54),
+    "gtp-end-marker": n3_frame(gtp=packets.gtp_end_marker(TEID)),
+    "ue-ipv6-udp": n3_frame(packets.ue_udp(*UE6, 40000, 5004)),
+    "ue-ipv6-tcp": n3_frame(packets.ue_tcp(*UE6, 40000, 443)),
+    "ue-icmp": n3_frame(packets.ue_icmp(*UE4)),
+    "ue-tcp-header-cut-short": n3_frame(packets.ipv4(b"\0" * 12, src=UE4[0], dst=UE4[1], proto=6)),
+    "not-vxlan-port": n3_frame(vxlan_port=4790),
+    "not-gtpu-port": n3_frame(gtp_port=2153),
+    "truncated-by-one-byte": n3_frame()[:-1],
+    "minimal-truncated-by-one-byte": _minimal_psc[:-1],
+    "outer-total-length-one-too-big": with_tot_len_plus_one(n3_frame(), OUTER_IP),
+    "inner-total-length-one-too-big": with_tot_len_plus_one(n3_frame(), INNER_IP),
+    "ue-total-length-one-too-big": with_tot_len_plus_one(_minimal_psc, UE_IP_PSC),
+    "ue-total-length-below-header": packets.patched(_minimal_psc, UE_IP_PSC + TOT_LEN, struct.pack("!H", 19)),
+}
+
+
+def parsed(dp, frame: bytes) -> tuple[tuple[str, object], bool]:
+    """(what the program made of the frame in the reference parser's terms, whether the fast path
+    parsed it)."""
+    outcome = run(dp, frame)
+    assert outcome.fast_path is not None, "a traced instance reports the parser"
+    if outcome.reason is not None:
+        return ("reason", outcome.reason), outcome.fast_path
+    key = reference_key(outcome.key)
+    assert key["ifindex"] == LOOPBACK_IFINDEX
+    return ("ok", {**key, "ifindex": 0}), outcome.fast_path
+
+
+# --- the fast path -----------------------------------------------------------------------------------
+
+
+def test_the_fast_frames_have_the_layout_the_offsets_above_assume():
+    frame = FAST["udp-psc-ul"]
+    assert frame[OUTER_IP] == frame[INNER_IP] == frame[UE_IP_PSC] == 0x45
+    assert frame[GTP] == 0x34 and frame[GTP + 1] == packets.GTP_T_PDU
+
+
+@pytest.mark.parametrize("name", sorted(FAST))
+def test_a_frame_of_the_n3_layout_takes_the_fast_path_to_the_reference_key(dp, name):
+    frame = FAST[name]
+    expected = refparser.parse(frame)
+    assert expected[0] == "ok", "the frame is well formed"
+    assert parsed(dp, frame) == (expected, True)
+
+
+@pytest.mark.parametrize("name", sorted(FALLBACK))
+def test_a_near_miss_falls_back_to_the_staged_parser_and_still_parses_right(dp, name):
+    frame = FALLBACK[name]
+    assert parsed(dp, frame) == (refparser.parse(frame), False)
+
+
+def test_the_fast_path_reads_every_key_field_it_fills(dp):
+    """Two frames differing in one field each must give keys differing in that field only."""
+    base = parsed(dp, n3_frame())[0][1]
+    variants = {
+        "teid": n3_frame(gtp=packets.gtpu(TEID + 1, QFI, ul=True, inner=ue_udp())),
+        "qfi": n3_frame(gtp=packets.gtpu(TEID, QFI + 1, ul=True, inner=ue_udp())),
+        "flags": n3_frame(ul=False),  # the UL bit
+        "dscp": n3_frame(ue_udp(dscp=1)),
+        "sport": n3_frame(ue_udp(sport=40002)),
+        "dport": n3_frame(ue_udp(dport=5005)),
+        "src": n3_frame(packets.ue_udp("10.60.0.2", UE4[1], 40000, 5004)),
+        "dst": n3_frame(packets.ue_udp(UE4[0], "10.200.0.11", 40000, 5004)),
+    }
+    for field, frame in variants.items():
+        (status, key), fast = parsed(dp, frame)
+        assert (status, fast) == ("ok", True), field
+        assert {name for name in key if key[name] != base[name]} == {field}, field
+
+
+def _ones_complement_sum(data: bytes) -> int:
+    if len(data) % 2:
+        data += b"\0"
+    total = sum(struct.unpack(f"!{len(data) // 2}H", data))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return total
+
+
+ALT_MAC, ALT_IP4 = "02:00:00:00:0a:01", "203.0.113.7"
+
+
+@pytest.mark.parametrize("name", ["udp-psc-ul", "tcp-no-extension"])
+def test_forward_rewrites_the_outer_headers_the_fast_path_located(name):
+    """FORWARD rewrites at the outer IPv4 and UDP offsets the parser records: the fast path must
+    record the staged parser's (14 and 34 in this layout)."""
+    document = {
+        "intents": [
+            {"id": "all", "match": {"overlay": "vxlan"}, "action": {"type": "forward", "alternative": 0}}
+        ],
+        "alternatives": [{"id": 0, "members": [{"mac": ALT_MAC, "ip4": ALT_IP4}]}],
+    }
+    dataplane = traced_dataplane(document)
+    try:
+        frame = FAST[name]
+        outcome = run(dataplane, frame)
+    finally:
+        dataplane.close()
+    assert (outcome.verdict, outcome.action, outcome.fast_path) == ("TX", "forward", True)
+    out = outcome.data
+    udp_start = OUTER_IP + 20
+    assert out[0:6] == bytes.fromhex(ALT_MAC.replace(":", "")) and out[6:12] == frame[0:6]
+    assert out[OUTER_IP + 16 : OUTER_IP + 20] == bytes(map(int, ALT_IP4.split(".")))
+    unchanged = [(12, OUTER_IP + 10), (OUTER_IP + 12, OUTER_IP + 16), (udp_start, udp_start + 6),
+                 (udp_start + 8, len(frame))]
+    assert all(out[a:b] == frame[a:b] for a, b in unchanged)
+    assert _ones_complement_sum(out[OUTER_IP:udp_start]) == 0xFFFF, "outer IPv4 checksum"
+    udp_len = struct.unpack_from("!H", out, udp_start + 4)[0]
+    pseudo = out[OUTER_IP + 12 : OUTER_IP + 20] + struct.pack("!BBH", 0, 17, udp_len)
+    assert _ones_complement_sum(pseudo + out[udp_start : udp_start + udp_len]) == 0xFFFF, "outer UDP checksum"
+
+
+def test_an_untraced_instance_does_not_say_which_parser_ran():
+    require_kernel()
+    from netapp.dataplane.facade import Dataplane
+
+    with Dataplane.open() as dataplane:
+        assert dataplane.test_run(FAST["udp-psc-ul"]).fast_path is None
+
+
+# --- the flow cache ----------------------------------------------------------------------------------
+
+
+def flow_document() -> dict:
+    """Two shapes (so the search has a priority to get right) and one rule per UE destination."""
+    return {
+        "intents": [
+            {"id": "to-a", "priority": 20, "match": {"dst": "10.200.0.10/32"}, "action": {"type": "drop"}},
+            {"id": "to-b", "priority": 20, "match": {"dst": "10.200.0.11/32"}, "action": {"type": "pass"}},
+            {"id": "tunnel", "priority": 10, "match": {"teid": TEID}, "action": {"type": "drop"}},
+        ],
+    }
+
+
+def flow(dst: str, *, dport: int = 5004) -> bytes:
+    return n3_frame(packets.ue_udp(UE4[0], dst, 40000, dport))
+
+
+def test_flows_sharing_the_only_slot_each_get_their_own_rule_every_time():
+    """With one slot every flow collides: each packet overwrites the other flow's entry, and the
+    full key compare must keep a flow from ever taking the other's rule."""
+    dataplane = traced_dataplane(flow_document(), max_flows=1)
+    try:
+        sequence = [flow("10.200.0.10"), flow("10.200.0.11"), flow("10.200.0.12")] * 3
+        sequence += [flow("10.200.0.10")] * 2 + [flow("10.200.0.10", dport=5005)] * 2
+        got = [run(dataplane, frame).intent for frame in sequence]
+    finally:
+        dataplane.close()
+    assert got == ["to-a", "to-b", "tunnel"] * 3 + ["to-a"] * 4
+
+
+def test_many_flows_in_a_small_cache_keep_their_rules_on_repeat():
+    dataplane = traced_dataplane(flow_document(), max_flows=4)
+    try:
+        destinations = ("10.200.0.10", "10.200.0.11")
+        frames = [flow(dst, dport=port) for dst in destinations for port in range(6000, 6016)]
+        first = [run(dataplane, frame).intent for frame in frames]
+        again = [run(dataplane, frame).intent for frame in frames]
+    finally:
+        dataplane.close()
+    assert first == again == ["to-a"] * 16 + ["to-b"] * 16
+
+
+def fdinfo(fd: int) -> dict[str, str]:
+    lines = Path(f"/proc/self/fdinfo/{fd}").read_text().splitlines()
+    return dict(line.split(":\t", 1) for line in lines if ":\t" in line)
+
+
+BPF_MAP_TYPE_PERCPU_ARRAY = 6
+
+
+@pytest.mark.parametrize(("max_flows", "slots"), [(0, 65536), (1, 1), (3, 4), (1000, 1024), (4096, 4096)])
+def test_the_flow_cache_is_a_per_cpu_array_of_a_power_of_two_slots(max_flows, slots):
+    require_kernel()
+    handle = DppHandle.open(load_libdpp(), None, max_flows=max_flows)
+    try:
+        info = fdinfo(handle.map_fd("dpp_flows"))
+    finally:
+        handle.close()
+    assert int(info["map_type"]) == BPF_MAP_TYPE_PERCPU_ARRAY
+    assert (int(info["key_size"]), int(info["value_size"])) == (4, ctypes.sizeof(FlowEntry))
+    assert int(info["max_entries"]) == slots
+
+
+def test_a_flow_cache_too_large_to_round_up_is_refused():
+    require_kernel()
+    with pytest.raises(DataplaneError) as raised:
+        DppHandle.open(load_libdpp(), None, max_flows=(1 << 31) + 1)
+    assert raised.value.errno == errno.E2BIG
