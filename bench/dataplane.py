@@ -4,7 +4,9 @@
 
 Cases miss / steer / forward / drop, each at 1, 1000, 100000 and 1000000 installed rules, with the
 flow cache on ("cases") and off ("uncached"), against the floor of the same harness tail-calling an
-empty program. Methodology: bench/README.md. Needs root and `make -C dataplane`.
+empty program. With --baseline REV, the data plane as of git revision REV is built and measured in
+the same interleaved runs ("baseline"). Methodology: bench/README.md. Needs root and
+`make -C dataplane`.
 """
 
 from __future__ import annotations
@@ -22,9 +24,19 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
-from bench.harness import Harness, build_harness
-from bench.instances import Instance, close_all, grow, open_shared, open_single_rule
-from bench.measure import WrongPathError, case_subject, floor_subjects, measure, subject_key, verify_case
+from bench.baseline import Baseline, BaselineError, cache_min_shapes, prepare
+from bench.harness import DATAPLANE, Harness, build_harness
+from bench.instances import (
+    BASELINE,
+    HEAD,
+    Instance,
+    Pipeline,
+    close_all,
+    grow,
+    open_shared,
+    open_single_rule,
+)
+from bench.measure import WrongPathError, case_subject, floor_subjects, measure, verify_case
 from bench.report import LevelResult, build_result, format_table, plot
 from bench.workload import CASES, SHAPES, case_packets
 
@@ -46,6 +58,12 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
         help=f"installed rule counts, comma-separated (1, or at least {SHARED_MIN_RULES})",
     )
     parser.add_argument("--seed", type=int, default=1, help="seed of the per-run order of subjects")
+    parser.add_argument(
+        "--baseline",
+        metavar="REV",
+        help="also build dataplane/ as of git revision REV (into bench/build/baseline-<commit>) and "
+        "measure it in the same runs",
+    )
     args = parser.parse_args(argv)
     args.levels = sorted({int(level) for level in args.levels.split(",")})
     if any(1 < level < SHARED_MIN_RULES for level in args.levels):
@@ -66,10 +84,11 @@ def bench_level(
     """Verify every (mode, case), then time them all interleaved with the floor."""
     subjects = floor_subjects(harness, packets["miss"])
     shapes = {}
-    for (mode, case), instance in instances.items():
+    for (_, case), instance in instances.items():
         verify_case(harness, instance, case, packets[case])
-        subjects.append(case_subject(instance, case, packets[case]))
-        shapes[subject_key(mode, case)] = instance.shapes
+        subject = case_subject(instance, case, packets[case])
+        subjects.append(subject)
+        shapes[subject.key] = instance.shapes
     started = time.monotonic()
     samples = measure(harness, subjects, args.runs, args.repeat, rng)
     print(f"  {rules:>9,} rules: measured in {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
@@ -77,35 +96,45 @@ def bench_level(
 
 
 def bench_single_rule(
-    harness: Harness, packets: Mapping[str, bytes], args: argparse.Namespace, rng: random.Random
+    harness: Harness,
+    packets: Mapping[str, bytes],
+    pipelines: Sequence[Pipeline],
+    args: argparse.Namespace,
+    rng: random.Random,
 ) -> LevelResult:
-    """One instance per (mode, case), each holding only that case's rule (a non-matching one for miss)."""
+    """One instance per (pipeline, mode, case), each holding only that case's rule (a non-matching
+    one for miss)."""
     with ExitStack() as stack:
         instances: dict[tuple[str, str], Instance] = {}
         stack.callback(close_all, instances.values())
         # Callbacks run last-in first-out: the slot lets go of the pipeline before it is closed.
         stack.callback(harness.release_target)
-        for flow_cache, mode in ((True, "cached"), (False, "uncached")):
-            for case in CASES:
-                instances[(mode, case)] = open_single_rule(flow_cache, case)
+        for pipeline in pipelines:
+            for flow_cache in (True, False):
+                for case in CASES:
+                    instance = open_single_rule(flow_cache, case, pipeline)
+                    instances[(instance.mode, case)] = instance
         return bench_level(harness, packets, instances, 1, args, rng)
 
 
 def bench_shared(
     harness: Harness,
     packets: Mapping[str, bytes],
+    pipelines: Sequence[Pipeline],
     levels: Sequence[int],
     args: argparse.Namespace,
     rng: random.Random,
-) -> tuple[LevelResult, list[LevelResult], dict[str, Any]]:
-    """One instance per mode, grown level by level; returns the smallest (all four shapes) level,
-    the requested levels, and what installing the rules cost."""
+) -> tuple[LevelResult, list[LevelResult], dict[str, dict[str, Any]]]:
+    """One instance per (pipeline, mode), grown level by level; returns the smallest (all four
+    shapes) level, the requested levels, and what installing the rules cost, per pipeline."""
     with ExitStack() as stack:
         shared: dict[str, Instance] = {}
         stack.callback(close_all, shared.values())
         stack.callback(harness.release_target)
-        shared["cached"] = open_shared(True)
-        shared["uncached"] = open_shared(False)
+        for pipeline in pipelines:
+            for flow_cache in (True, False):
+                instance = open_shared(flow_cache, pipeline)
+                shared[instance.mode] = instance
         by_case = {(mode, case): instance for mode, instance in shared.items() for case in CASES}
         baseline = bench_level(harness, packets, by_case, shared["cached"].rules, args, rng)
         results = []
@@ -114,7 +143,13 @@ def bench_shared(
                 grow(instance, rules)
                 _report_install(instance)
             results.append(bench_level(harness, packets, by_case, rules, args, rng))
-        return baseline, results, install_summary(shared)
+        installs = {
+            pipeline.version: install_summary(
+                {mode: instance for mode, instance in shared.items() if instance.version == pipeline.version}
+            )
+            for pipeline in pipelines
+        }
+        return baseline, results, installs
 
 
 def _report_install(instance: Instance) -> None:
@@ -164,17 +199,31 @@ def machine_info() -> dict[str, Any]:
     }
 
 
+def prepare_baseline(rev: Optional[str]) -> Optional[Baseline]:
+    if rev is None:
+        return None
+    print(f"  baseline {rev}: exporting dataplane/ and building it", file=sys.stderr, flush=True)
+    baseline = prepare(rev)
+    print(f"  baseline {rev} = {baseline.commit}: {baseline.libdpp}", file=sys.stderr, flush=True)
+    return baseline
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     started = time.monotonic()
     rng = random.Random(args.seed)
     packets = case_packets()
     harness_object = build_harness()
+    base = prepare_baseline(args.baseline)
+    pipelines = [HEAD] + ([Pipeline(BASELINE, str(base.libdpp))] if base else [])
+    min_shapes = {HEAD.version: cache_min_shapes(DATAPLANE)}
+    if base:
+        min_shapes[BASELINE] = cache_min_shapes(base.dataplane)
     levels: list[LevelResult] = []
     with Harness(harness_object) as harness:
         if 1 in args.levels:
-            levels.append(bench_single_rule(harness, packets, args, rng))
+            levels.append(bench_single_rule(harness, packets, pipelines, args, rng))
         shared_levels = [level for level in args.levels if level >= SHARED_MIN_RULES]
-        baseline, grown, installs = bench_shared(harness, packets, shared_levels, args, rng)
+        four_shapes, grown, installs = bench_shared(harness, packets, pipelines, shared_levels, args, rng)
         levels += grown
     meta = {
         "runs": args.runs,
@@ -186,7 +235,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "duration_s": round(time.monotonic() - started, 1),
     }
-    return build_result(levels, baseline, installs, meta)
+    baseline_meta = None
+    if base:
+        baseline_meta = base.describe() | {"install": installs[BASELINE]}
+    return build_result(levels, four_shapes, installs[HEAD.version], meta, min_shapes, baseline_meta)
 
 
 def write_outputs(result: dict[str, Any], out: Path) -> None:
@@ -211,6 +263,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except WrongPathError as exc:
         print(f"bench.dataplane: measured the wrong path, no results written: {exc}", file=sys.stderr)
         return 1
+    except BaselineError as exc:
+        print(f"bench.dataplane: --baseline {args.baseline}: {exc}", file=sys.stderr)
+        return 3
     write_outputs(result, args.out)
     return 0
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
-from netapp.dataplane.binding import DppHandle, Verdict, load_libdpp
+from netapp.dataplane.binding import DppHandle, Libdpp, Verdict, load_libdpp
 from netapp.dataplane.facade import Dataplane
 from netapp.intents.compiler import CompiledRuleset, compile_intents
 from netapp.intents.models import Intent
@@ -30,6 +30,7 @@ from bench.workload import (
 )
 
 MAX_RULES = 1 << 21  # room for 1M rules (and their stat slots) with the hash map half full
+BASELINE = "baseline"  # Instance.version of the --baseline revision's pipeline; HEAD's is ""
 # Filler n gets stat slot FILLER_SLOT_BASE + n: above the few slots the facade hands out at apply().
 FILLER_SLOT_BASE = len(MATCHED_CASES)
 
@@ -55,10 +56,12 @@ class Instance:
     rules: int  # rules in the kernel map
     next_filler: int  # first filler number not installed yet
     installs: list[BulkInstall] = field(default_factory=list)
+    version: str = ""  # "" for this checkout's pipeline, BASELINE for --baseline's
 
     @property
     def mode(self) -> str:
-        return "cached" if self.flow_cache else "uncached"
+        """cached / uncached, prefixed with "baseline:" for the baseline's pipeline."""
+        return mode_name(self.flow_cache, self.version)
 
     @property
     def prog_fd(self) -> int:
@@ -77,11 +80,32 @@ class Instance:
         self.dataplane.close()
 
 
-def open_instance(flow_cache: bool, intents: Sequence[Intent], next_filler: int) -> Instance:
+def mode_name(flow_cache: bool, version: str = "") -> str:
+    mode = "cached" if flow_cache else "uncached"
+    return f"{version}:{mode}" if version else mode
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """Which libdpp (and so which BPF program, embedded in it) instances are opened with."""
+
+    version: str = ""
+    libdpp_path: Optional[str] = None  # None: this checkout's
+
+    def lib(self) -> Libdpp:
+        return load_libdpp(self.libdpp_path)
+
+
+HEAD = Pipeline()
+
+
+def open_instance(
+    flow_cache: bool, intents: Sequence[Intent], next_filler: int, pipeline: Pipeline = HEAD
+) -> Instance:
     """A fresh anonymous instance with the CPU and alternative group the cases use, and `intents`
     applied through the compiler (which also publishes their shapes)."""
     handle = DppHandle.open(
-        load_libdpp(),
+        pipeline.lib(),
         None,
         max_rules=MAX_RULES,
         flow_cache=flow_cache,
@@ -100,22 +124,24 @@ def open_instance(flow_cache: bool, intents: Sequence[Intent], next_filler: int)
     if report.conflicts or report.upserted != len(intents):
         dataplane.close()
         raise AssertionError(f"workload intents collide: {report}")
-    return Instance(flow_cache, handle, dataplane, ruleset, len(intents), next_filler)
+    return Instance(
+        flow_cache, handle, dataplane, ruleset, len(intents), next_filler, version=pipeline.version
+    )
 
 
-def open_single_rule(flow_cache: bool, case: str) -> Instance:
+def open_single_rule(flow_cache: bool, case: str, pipeline: Pipeline = HEAD) -> Instance:
     """One rule only: the case's own, or for a miss the first ue_subnet filler (no match)."""
     if case in MATCHED_CASES:
-        return open_instance(flow_cache, [case_intent(case)], next_filler=0)
+        return open_instance(flow_cache, [case_intent(case)], next_filler=0, pipeline=pipeline)
     first_subnet_filler = len(SHAPES) - 1  # fillers go round-robin and ue_subnet is the last shape
-    return open_instance(flow_cache, [filler_intent(first_subnet_filler)], next_filler=0)
+    return open_instance(flow_cache, [filler_intent(first_subnet_filler)], next_filler=0, pipeline=pipeline)
 
 
-def open_shared(flow_cache: bool) -> Instance:
+def open_shared(flow_cache: bool, pipeline: Pipeline = HEAD) -> Instance:
     """The matched cases' rules plus one filler for each other shape: all four shapes, few rules."""
     fillers = len(SHAPES) - 1
     intents = [case_intent(case) for case in MATCHED_CASES] + [filler_intent(n) for n in range(fillers)]
-    return open_instance(flow_cache, intents, next_filler=fillers)
+    return open_instance(flow_cache, intents, next_filler=fillers, pipeline=pipeline)
 
 
 def grow(instance: Instance, total_rules: int) -> None:

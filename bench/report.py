@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence
 
+from bench.instances import BASELINE
 from bench.measure import EMPTY_DIRECT, FLOOR, subject_key
 from bench.workload import CASE_VERDICT_NAMES, CASES
 
@@ -30,9 +31,10 @@ def median(values: Sequence[float]) -> float:
     return float(statistics.median(values))
 
 
-def case_result(level: LevelResult, mode: str, case: str) -> dict[str, Any]:
+def case_result(level: LevelResult, mode: str, case: str, cache_min_shapes: int) -> dict[str, Any]:
     """ns is the median of the runs; ns_above_floor the median of per-run differences to the floor
-    measured in the same run (paired, so noise common to both cancels)."""
+    measured in the same run (paired, so noise common to both cancels). cache_min_shapes: the
+    pipeline's DPP_CACHE_MIN_SHAPES."""
     key = subject_key(mode, case)
     samples, floor = level.samples[key], level.samples[FLOOR]
     above = [sample - base for sample, base in zip(samples, floor, strict=True)]
@@ -48,16 +50,16 @@ def case_result(level: LevelResult, mode: str, case: str) -> dict[str, Any]:
         "max_above_floor": max(above),
         "floor_ns": median(floor),
         "shapes": shapes,
-        "flow_cache": mode == "cached",
-        # The pipeline consults the cache only when a miss costs more than one lookup (classify.h).
-        "flow_cache_consulted": mode == "cached" and shapes >= 2,
+        "flow_cache": not mode.endswith("uncached"),
+        # The pipeline consults the cache from DPP_CACHE_MIN_SHAPES shapes on (classify.h).
+        "flow_cache_consulted": not mode.endswith("uncached") and shapes >= cache_min_shapes,
         "verdict": CASE_VERDICT_NAMES[case],
         "samples_ns": samples,
     }
 
 
-def mode_results(levels: Iterable[LevelResult], mode: str) -> list[dict[str, Any]]:
-    return [case_result(level, mode, case) for level in levels for case in CASES]
+def mode_results(levels: Iterable[LevelResult], mode: str, cache_min_shapes: int) -> list[dict[str, Any]]:
+    return [case_result(level, mode, case, cache_min_shapes) for level in levels for case in CASES]
 
 
 def _find(cases: Sequence[dict[str, Any]], name: str, rules: int) -> Optional[dict[str, Any]]:
@@ -113,16 +115,38 @@ def evaluate_targets(
     return rows
 
 
+def compare_to_baseline(head: Sequence[dict[str, Any]], baseline: Sequence[dict[str, Any]]) -> None:
+    """Add to every case (of both) the other's figures and the ratios HEAD / baseline: of ns (floor
+    included, ratio_to_baseline) and of ns above the floor (above_floor_ratio_to_baseline)."""
+    for case in head:
+        other = _find(baseline, case["name"], case["rules"])
+        if other is None:
+            continue
+        ratios = {
+            "ratio_to_baseline": case["ns"] / other["ns"],
+            "above_floor_ratio_to_baseline": (
+                case["ns_above_floor"] / other["ns_above_floor"] if other["ns_above_floor"] > 0 else None
+            ),
+        }
+        case.update(baseline_ns=other["ns"], baseline_ns_above_floor=other["ns_above_floor"], **ratios)
+        other.update(head_ns=case["ns"], head_ns_above_floor=case["ns_above_floor"], **ratios)
+
+
 def build_result(
     levels: Sequence[LevelResult],
     baseline: Optional[LevelResult],
     installs: dict[str, Any],
     meta: dict[str, Any],
+    cache_min_shapes: dict[str, int],
+    revision: Optional[dict[str, Any]] = None,
 ) -> dict[str, Any]:
+    """cache_min_shapes: DPP_CACHE_MIN_SHAPES per pipeline version ("" for HEAD, "baseline").
+    revision: the --baseline revision's description, when one was measured beside HEAD."""
     floors = [ns for level in levels for ns in level.samples[FLOOR]]
     directs = [ns for level in levels for ns in level.samples[EMPTY_DIRECT]]
-    base = {mode: mode_results([baseline], mode) if baseline else [] for mode in MODES}
-    cases, uncached = mode_results(levels, "cached"), mode_results(levels, "uncached")
+    min_shapes = cache_min_shapes[""]
+    base = {mode: mode_results([baseline], mode, min_shapes) if baseline else [] for mode in MODES}
+    cases, uncached = mode_results(levels, "cached", min_shapes), mode_results(levels, "uncached", min_shapes)
     result: dict[str, Any] = {
         "floor_ns": median(floors),
         "empty_direct_ns": median(directs),
@@ -139,8 +163,40 @@ def build_result(
             "cases": base["cached"],
             "uncached": base["uncached"],
         }
+    if revision is not None:
+        result["baseline"] = revision_result(levels, baseline, revision, cache_min_shapes[BASELINE], result)
     result.update(meta)
     return result
+
+
+def revision_result(
+    levels: Sequence[LevelResult],
+    four_shapes: Optional[LevelResult],
+    revision: dict[str, Any],
+    cache_min_shapes: int,
+    head: dict[str, Any],
+) -> dict[str, Any]:
+    """The --baseline revision's cases, from the same runs as HEAD's, each paired with HEAD's."""
+    modes = {mode: f"{BASELINE}:{mode}" for mode in MODES}
+    cases = {mode: mode_results(levels, modes[mode], cache_min_shapes) for mode in MODES}
+    four = {
+        mode: mode_results([four_shapes], modes[mode], cache_min_shapes) if four_shapes else []
+        for mode in MODES
+    }
+    compare_to_baseline(head["cases"], cases["cached"])
+    compare_to_baseline(head["uncached"], cases["uncached"])
+    if four_shapes is not None:
+        compare_to_baseline(head["four_shape_baseline"]["cases"], four["cached"])
+        compare_to_baseline(head["four_shape_baseline"]["uncached"], four["uncached"])
+    return {
+        **revision,
+        "cache_min_shapes": cache_min_shapes,
+        "cases": cases["cached"],
+        "uncached": cases["uncached"],
+        "four_shape_baseline": {"rules": four_shapes.rules if four_shapes else None, **four},
+        "note": "measured in the same interleaved runs as HEAD, against the same floor; ratio_to_baseline "
+        "= HEAD ns / baseline ns (floor included), above_floor_ratio_to_baseline = the same above the floor",
+    }
 
 
 # --- table ---------------------------------------------------------------------------------------
@@ -187,6 +243,59 @@ def _header() -> list[str]:
     ]
 
 
+_VS_HALF = "{ns:>6} {base:>6} {ratio:>6}   {above:>6} {base_above:>6} {ratio_above:>6}"
+_VS_ROW = "{name:<8} {rules:>9} {shapes:>6}   {cached}   {uncached}"
+
+
+def _vs_half(case: Optional[dict[str, Any]]) -> str:
+    if case is None or "ratio_to_baseline" not in case:
+        return _VS_HALF.format(ns="", base="", ratio="", above="", base_above="", ratio_above="")
+    above_ratio = case["above_floor_ratio_to_baseline"]
+    return _VS_HALF.format(
+        ns=f"{case['ns']:.1f}",
+        base=f"{case['baseline_ns']:.1f}",
+        ratio=f"{case['ratio_to_baseline']:.2f}",
+        above=f"{case['ns_above_floor']:.1f}",
+        base_above=f"{case['baseline_ns_above_floor']:.1f}",
+        ratio_above=f"{above_ratio:.2f}" if above_ratio is not None else "-",
+    )
+
+
+def _baseline_section(result: dict[str, Any]) -> list[str]:
+    """HEAD against the --baseline revision, case by case, both from the same runs."""
+    revision = result["baseline"]
+    width = len(_VS_HALF.format(ns="", base="", ratio="", above="", base_above="", ratio_above=""))
+    columns = _VS_HALF.format(
+        ns="ns", base="base", ratio="ratio", above="-floor", base_above="base", ratio_above="ratio"
+    )
+    lines = [
+        f"HEAD against baseline {revision['rev']} ({revision['commit'][:12]}), measured in the same runs; "
+        "ratio = HEAD / baseline",
+        _VS_ROW.format(
+            name="",
+            rules="",
+            shapes="",
+            cached=f"{'flow cache on':^{width}}",
+            uncached=f"{'flow cache off':^{width}}",
+        ),
+        _VS_ROW.format(name="case", rules="rules", shapes="shapes", cached=columns, uncached=columns),
+    ]
+    four = result.get("four_shape_baseline", {"cases": [], "uncached": []})
+    cases = [*result["cases"], *four["cases"]]
+    uncached = [*result["uncached"], *four["uncached"]]
+    for case in sorted(cases, key=lambda c: (CASES.index(c["name"]), c["rules"])):
+        lines.append(
+            _VS_ROW.format(
+                name=case["name"],
+                rules=f"{case['rules']:,}",
+                shapes=case["shapes"],
+                cached=_vs_half(case),
+                uncached=_vs_half(_find(uncached, case["name"], case["rules"])),
+            )
+        )
+    return lines
+
+
 def _target_line(row: dict[str, Any]) -> str:
     value = f"{row['value']:+.0%}" if row["unit"] == "fraction" else f"{row['value']:.1f} ns"
     return f"  {'met   ' if row['met'] else 'MISSED'}  {row['target']}: {value}"
@@ -207,6 +316,8 @@ def format_table(result: dict[str, Any]) -> str:
     if baseline:
         lines += ["", f"reference: {baseline['rules']} rules, one or more in each of the four shapes"]
         lines += _section(baseline["cases"], baseline["uncached"])
+    if "baseline" in result:
+        lines += ["", *_baseline_section(result)]
     lines += ["", f"rule install through libdpp batches: {result['install_rules_per_s']:,.0f} rules/s"]
     lines += ["", "targets, flow cache on (reported, not asserted):"]
     lines += [_target_line(row) for row in result["targets"]]
