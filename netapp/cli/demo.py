@@ -44,10 +44,10 @@ def demo(
 
 
 def phase_table(phase: Phase) -> Table:
-    table = Table(title=f"{phase.name}: {phase.sent} frames sent at {phase.pps / 1e6:.2f} Mpps",
-                  title_justify="left")
+    table = Table(title=phase.name, title_justify="left")
     table.add_column("counter")
     table.add_column("packets", justify="right")
+    table.add_row(f"sent by the RAN side ({phase.pps / 1e6:.2f} Mpps)", str(phase.sent))
     for intent, packets in sorted(phase.intents.items()):
         table.add_row(f"intent {intent}", str(packets))
     for action, packets in phase.actions.items():
