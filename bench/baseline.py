@@ -77,7 +77,8 @@ class Baseline:
         return self.dataplane / "build" / "dpp.bpf.o"
 
     def describe(self) -> dict[str, Any]:
-        return {"rev": self.rev, "commit": self.commit, "libdpp": str(self.libdpp)}
+        # Relative to the repository: results must not name the machine they were made on.
+        return {"rev": self.rev, "commit": self.commit, "libdpp": str(self.libdpp.relative_to(REPO))}
 
 
 def _git(*args: str) -> str:
