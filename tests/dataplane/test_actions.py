@@ -20,6 +20,7 @@ from netapp.intents.compiler import compile_document
 from netapp.intents.models import parse_document
 from netapp.testbed import netns
 from tests.utils import packets
+from tests.utils.checksums import checksums_valid
 from tests.utils.kernel import require_kernel
 
 CPUS = os.cpu_count() or 1
@@ -72,20 +73,6 @@ def tunnel_frame(teid: int = TEID, ue_src: str = "192.168.0.140", family: int = 
 def tunnel_intent(intent_id: str, action: dict, **more) -> dict:
     return {"id": intent_id, "match": {"overlay": "vxlan", "vni": 0x445, "teid": TEID},
             "action": action, **more}
-
-
-def checksums_valid(frame: bytes) -> bool:
-    packet = Ether(frame)
-    rebuilt = Ether(frame)
-    for layer in (IP, UDP, TCP):
-        if layer in rebuilt and hasattr(rebuilt[layer], "chksum"):
-            del rebuilt[layer].chksum
-    rebuilt = Ether(bytes(rebuilt))
-    return all(
-        packet[layer].chksum == rebuilt[layer].chksum
-        for layer in (IP, UDP, TCP)
-        if layer in packet and (layer is not UDP or packet[UDP].chksum != 0)
-    )
 
 
 @pytest.mark.parametrize(
