@@ -1,0 +1,1 @@
+"""The NetApp service: desired state, transactions between store and maps, reconciliation."""

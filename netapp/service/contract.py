@@ -1,0 +1,289 @@
+"""What the NetApp service offers its front doors (REST API, CLI, charm): resources, who asks,
+what can go wrong, and the operations. The REST routers depend on `IntentService` only; the one
+implementation keeps the store and the BPF maps in step (netapp.service.service)."""
+
+from __future__ import annotations
+
+import abc
+import enum
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Generic, Literal, Optional, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from netapp.intents.models import AlternativeGroup, CpuSpec, Intent, LegacyMessage
+
+T = TypeVar("T")
+
+
+# --- who asks ------------------------------------------------------------------------------------
+
+
+class Scope(str, enum.Enum):
+    """What a bearer token allows. ADMIN implies every other scope and sees every tenant."""
+
+    READ = "read"
+    INTENTS_WRITE = "intents:write"
+    SLICES_WRITE = "slices:write"
+    ADMIN = "admin"
+
+
+@dataclass(frozen=True)
+class Principal:
+    """The caller behind a request: the tenant (slice owner) its token belongs to, its scopes."""
+
+    tenant: str
+    scopes: frozenset[Scope]
+    name: str = ""  # the token's name, for logs; never the token itself
+
+    @property
+    def is_admin(self) -> bool:
+        return Scope.ADMIN in self.scopes
+
+    def allows(self, scope: Scope) -> bool:
+        return self.is_admin or scope in self.scopes
+
+
+# --- what can go wrong (each becomes one RFC 7807 problem in the API) -----------------------------
+
+
+class ServiceError(Exception):
+    """Base of the service's domain errors. `field` names the offending input where there is one."""
+
+    status = 500
+    title = "Internal error"
+
+    def __init__(self, detail: str, field: Optional[str] = None, **extra: Any):
+        super().__init__(detail)
+        self.detail = detail
+        self.field = field
+        self.extra = extra
+
+
+class InvalidInput(ServiceError):
+    status, title = 400, "Invalid input"
+
+
+class NotFound(ServiceError):
+    """Also what another tenant's object looks like: its existence is not revealed."""
+
+    status, title = 404, "Not found"
+
+
+class Forbidden(ServiceError):
+    status, title = 403, "Forbidden"
+
+
+class Conflict(ServiceError):
+    """The change contradicts the state: an id in use, intents that collide, a stale precondition."""
+
+    status, title = 409, "Conflict"
+
+
+class DataplaneUnavailable(ServiceError):
+    """The BPF maps refused the change; it was rolled back in the maps and not stored."""
+
+    status, title = 503, "Data plane unavailable"
+
+
+# --- resources -----------------------------------------------------------------------------------
+
+
+class IntentRecord(BaseModel):
+    """An intent as stored: the intent, its owner, where it came from, when it changed."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    intent: Intent
+    tenant: str
+    slice_id: Optional[str] = Field(None, description="the slice that owns it; null: created directly")
+    source: Literal["native", "legacy", "slice"] = "native"
+    created_at: datetime
+    updated_at: datetime
+    revision: int = Field(1, description="bumped on every replace")
+
+
+class CompiledRuleView(BaseModel):
+    """One rule an intent compiles into, readable (for dry runs)."""
+
+    intent_id: str
+    shape: str = Field(description="the key fields compared, with prefix lengths")
+    match: dict[str, Any]
+    priority: int
+    action: str
+    cpu: Optional[int] = None
+    alternative: Optional[int] = None
+
+
+class ConflictView(BaseModel):
+    kind: Literal["conflict", "duplicate", "shadowed"]
+    intent_a: str
+    intent_b: str
+    reason: str
+
+
+class DryRunReport(BaseModel):
+    """What a change would do, without doing it."""
+
+    applied: Literal[False] = False
+    rules: list[CompiledRuleView]
+    conflicts: list[ConflictView]
+
+
+class Snssai(BaseModel):
+    """S-NSSAI (TS 23.003): slice/service type and optional slice differentiator."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    sst: int = Field(ge=0, le=255)
+    sd: Optional[str] = Field(None, pattern=r"^[0-9A-Fa-f]{6}$", description="24-bit hex, e.g. 00A1B2")
+
+
+class SliceMembers(BaseModel):
+    """The traffic that belongs to a slice: any of these."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    vnis: list[int] = Field(default_factory=list)
+    teids: list[int] = Field(default_factory=list)
+    ue_prefixes: list[str] = Field(default_factory=list)
+    dscp: list[int] = Field(default_factory=list)
+
+
+class SliceSpec(BaseModel):
+    """What a slicing manager asks for (create, or replace to resize)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(min_length=1, max_length=48, pattern=r"^[A-Za-z0-9._-]+$")
+    snssai: Snssai
+    priority_level: int = Field(ge=1, le=127, description="5QI-style: lower is more important")
+    gbr_kbps: int = Field(0, ge=0, description="guaranteed bitrate (stored; enforced once policers land)")
+    mbr_kbps: int = Field(0, ge=0, description="maximum bitrate (stored; enforced once policers land)")
+    members: SliceMembers
+    cpus: list[int] = Field(default_factory=list, description="dedicated CPUs; empty: pass locally")
+    alternative: Optional[int] = Field(None, ge=0, le=63)
+
+
+class SliceRecord(BaseModel):
+    spec: SliceSpec
+    tenant: str
+    intent_ids: list[str]
+    created_at: datetime
+    updated_at: datetime
+    revision: int = 1
+
+
+@dataclass
+class Page(Generic[T]):
+    items: list[T]
+    total: int
+    offset: int
+    limit: int
+
+
+@dataclass
+class CreateResult:
+    record: IntentRecord
+    created: bool  # False: an idempotent retry returned the earlier result
+
+
+@dataclass
+class IntentFilter:
+    tenant: Optional[str] = None
+    slice_id: Optional[str] = None
+    action: Optional[str] = None
+    source: Optional[str] = None
+    offset: int = 0
+    limit: int = 100
+
+
+@dataclass
+class Health:
+    ready: bool
+    checks: dict[str, str] = field(default_factory=dict)  # name -> "ok" or what is wrong
+
+
+# --- the operations ------------------------------------------------------------------------------
+
+
+class IntentService(abc.ABC):
+    """Every change is a transaction: the store and the BPF maps change together or not at all.
+    Tenants see and change only their own objects (another tenant's look like NotFound); admins see
+    all. Methods block (BPF syscalls, SQLite): the API calls them from plain `def` routes."""
+
+    # intents
+    @abc.abstractmethod
+    def list_intents(self, who: Principal, flt: IntentFilter) -> Page[IntentRecord]: ...
+
+    @abc.abstractmethod
+    def get_intent(self, who: Principal, intent_id: str) -> IntentRecord: ...
+
+    @abc.abstractmethod
+    def create_intent(
+        self, who: Principal, intent: Intent, *, idempotency_key: Optional[str] = None
+    ) -> CreateResult: ...
+
+    @abc.abstractmethod
+    def replace_intent(self, who: Principal, intent_id: str, intent: Intent) -> IntentRecord: ...
+
+    @abc.abstractmethod
+    def delete_intent(self, who: Principal, intent_id: str) -> None: ...
+
+    @abc.abstractmethod
+    def apply_legacy(self, who: Principal, message: LegacyMessage) -> Optional[IntentRecord]:
+        """INSERT/UPDATE/DELETE of the paper's message; None after a DELETE."""
+
+    @abc.abstractmethod
+    def dry_run(self, who: Principal, intents: list[Intent]) -> DryRunReport:
+        """What creating (or replacing) these intents would install, next to what is installed."""
+
+    # slices
+    @abc.abstractmethod
+    def list_slices(self, who: Principal, offset: int = 0, limit: int = 100) -> Page[SliceRecord]: ...
+
+    @abc.abstractmethod
+    def get_slice(self, who: Principal, slice_id: str) -> SliceRecord: ...
+
+    @abc.abstractmethod
+    def put_slice(self, who: Principal, spec: SliceSpec) -> tuple[SliceRecord, bool]:
+        """Create or resize (replace) a slice and its intents atomically; True when created."""
+
+    @abc.abstractmethod
+    def delete_slice(self, who: Principal, slice_id: str) -> None: ...
+
+    # site (admin)
+    @abc.abstractmethod
+    def list_alternatives(self, who: Principal) -> list[AlternativeGroup]: ...
+
+    @abc.abstractmethod
+    def put_alternative(self, who: Principal, group: AlternativeGroup) -> AlternativeGroup: ...
+
+    @abc.abstractmethod
+    def delete_alternative(self, who: Principal, group_id: int) -> None: ...
+
+    @abc.abstractmethod
+    def list_cpus(self, who: Principal) -> list[dict[str, Any]]:
+        """Each CPU of the set with its capacity, overload flag and meter state."""
+
+    @abc.abstractmethod
+    def put_cpu(self, who: Principal, spec: CpuSpec) -> CpuSpec: ...
+
+    # data plane and statistics
+    @abc.abstractmethod
+    def dataplane_status(self, who: Principal) -> dict[str, Any]:
+        """Interfaces and modes, program and map ids, map fill levels, per-CPU state."""
+
+    @abc.abstractmethod
+    def attach(self, who: Principal, interface: str, mode: str) -> dict[str, Any]: ...
+
+    @abc.abstractmethod
+    def detach(self, who: Principal, interface: str) -> None: ...
+
+    @abc.abstractmethod
+    def stats(self, who: Principal) -> dict[str, Any]:
+        """Per intent and slice (the caller's own), and for admins per CPU, verdict and reason."""
+
+    @abc.abstractmethod
+    def health(self) -> Health: ...
