@@ -1,0 +1,1 @@
+"""Process-wide pieces of the NetApp: settings."""

@@ -1,0 +1,88 @@
+"""Settings of the NetApp service: a YAML file (NETAPP_CONFIG) and NETAPP_* environment variables,
+the environment winning. Validated on load; settings that would expose the data plane are refused."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from pathlib import Path
+from typing import Any, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import YamlConfigSettingsSource
+
+CONFIG_ENV = "NETAPP_CONFIG"
+
+
+class InterfaceSetting(BaseModel):
+    """An interface the service attaches the pipeline to when it starts."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=15)
+    mode: Literal["native", "generic", "offload"] = "native"
+    netns: Optional[str] = Field(None, description="network namespace (under /var/run/netns) holding it")
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="NETAPP_", env_nested_delimiter="__", extra="forbid")
+
+    state_dir: Path = Field(Path("/var/lib/dpp-netapp"), description="where the SQLite store lives")
+    instance: str = Field("default", pattern=r"^[A-Za-z0-9_-]{1,32}$", description="bpffs instance name")
+    interfaces: list[InterfaceSetting] = Field(default_factory=list)
+    default_verdict: Literal["pass", "drop"] = "pass"
+    flow_cache: bool = True
+    max_rules: int = Field(65536, ge=1, le=1 << 24)
+
+    api_host: str = "127.0.0.1"
+    api_port: int = Field(8080, ge=1, le=65535)
+    tokens_file: Optional[Path] = Field(None, description="bearer tokens with tenants and scopes (YAML)")
+    auth_disabled: bool = Field(False, description="no authentication: refused unless on loopback")
+    tls_cert: Optional[Path] = None
+    tls_key: Optional[Path] = None
+
+    @property
+    def db_path(self) -> Path:
+        return self.state_dir / "netapp.db"
+
+    @model_validator(mode="after")
+    def _refuse_unsafe(self) -> "Settings":
+        if not self.auth_disabled and self.tokens_file is None:
+            raise ValueError("tokens_file: required (or set auth_disabled on a loopback api_host)")
+        if self.auth_disabled and not _is_loopback(self.api_host):
+            raise ValueError(f"auth_disabled: refused with api_host {self.api_host}, which is not loopback")
+        if (self.tls_cert is None) != (self.tls_key is None):
+            raise ValueError("tls_cert, tls_key: give both or neither")
+        if not _is_loopback(self.api_host) and self.tls_cert is None:
+            raise ValueError(f"tls_cert: required to serve on {self.api_host}, which is not loopback")
+        return self
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        config_file = os.environ.get(CONFIG_ENV)
+        if config_file:
+            sources.append(YamlConfigSettingsSource(settings_cls, yaml_file=config_file))
+        return tuple(sources)
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Settings from the file and environment (and explicit overrides, which win)."""
+    return Settings(**overrides)
