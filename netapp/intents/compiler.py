@@ -225,19 +225,23 @@ def compile_intents(
     _reject_duplicate_ids(intents)
     compiled = [compile_intent(intent, interfaces) for intent in intents]
     installed, conflicts = _resolve_collisions(compiled)
-    shapes, max_priorities = _order_shapes(installed)
-    if len(shapes) > max_shapes:
-        raise CompileError("match", _too_many_shapes(shapes, max_shapes))
-    position = {shape: index for index, shape in enumerate(shapes)}
-    rules = sorted(installed, key=lambda rule: (position[rule.shape], -rule.priority, rule.intent_id))
-    return CompiledRuleset(tuple(rules), shapes, max_priorities, tuple(conflicts))
+    shapes, max_priorities = order_shapes(shape_maxima(installed))
+    check_shape_count(shapes, max_shapes)
+    return CompiledRuleset(sort_rules(installed, shapes), shapes, max_priorities, tuple(conflicts))
 
 
-def compile_intent(intent: Intent, interfaces: Mapping[str, int]) -> CompiledRule:
-    """One intent as a rule (not yet placed among shapes)."""
+def compile_intent(
+    intent: Intent, interfaces: Mapping[str, int], rule_id: Optional[str] = None
+) -> CompiledRule:
+    """One intent as a rule (not yet placed among shapes): the one per-intent step that both
+    compile_intents and the incremental index (netapp.intents.index) take.
+
+    rule_id: the id the rule carries instead of the intent's own (the service namespaces intents
+    by tenant); errors still name the intent's own id, which is what its author knows.
+    """
     values = match_values(intent.match, interfaces, intent.id)
     return CompiledRule(
-        intent_id=intent.id,
+        intent_id=intent.id if rule_id is None else rule_id,
         shape=shape_of(values),
         values=FieldValues(values),
         priority=intent.priority,
@@ -335,15 +339,25 @@ def _resolve_collisions(rules: list[CompiledRule]) -> tuple[list[CompiledRule], 
         groups.setdefault(rule.match_key, []).append(rule)
     installed, conflicts = [], []
     for group in groups.values():
-        group.sort(key=lambda rule: (-rule.priority, rule.intent_id))
+        group.sort(key=winner_order)
         winner = group[0]
         installed.append(winner)
-        conflicts.extend(_conflict(winner, loser) for loser in group[1:])
-    conflicts.sort(key=lambda conflict: (conflict.intent_a, conflict.intent_b))
+        conflicts.extend(collision(winner, loser) for loser in group[1:])
+    conflicts.sort(key=conflict_order)
     return installed, conflicts
 
 
-def _conflict(winner: CompiledRule, loser: CompiledRule) -> Conflict:
+def winner_order(rule: CompiledRule) -> tuple[int, str]:
+    """Among rules with one match key, the first in this order is installed."""
+    return (-rule.priority, rule.intent_id)
+
+
+def conflict_order(conflict: Conflict) -> tuple[str, str]:
+    return (conflict.intent_a, conflict.intent_b)
+
+
+def collision(winner: CompiledRule, loser: CompiledRule) -> Conflict:
+    """What it means that `loser` has the same match key as the installed `winner`."""
     if loser.priority < winner.priority:
         return Conflict(
             winner.intent_id,
@@ -368,13 +382,29 @@ def _conflict(winner: CompiledRule, loser: CompiledRule) -> Conflict:
     )
 
 
-def _order_shapes(rules: list[CompiledRule]) -> tuple[tuple[RuleShape, ...], tuple[int, ...]]:
-    """Shapes by max priority, highest first, so the search can stop early."""
+def shape_maxima(rules: Iterable[CompiledRule]) -> dict[RuleShape, int]:
+    """The highest priority among the rules of each shape."""
     max_priority: dict[RuleShape, int] = {}
     for rule in rules:
         max_priority[rule.shape] = max(rule.priority, max_priority.get(rule.shape, rule.priority))
+    return max_priority
+
+
+def order_shapes(max_priority: Mapping[RuleShape, int]) -> tuple[tuple[RuleShape, ...], tuple[int, ...]]:
+    """Shapes by max priority, highest first, so the search can stop early."""
     ordered = sorted(max_priority, key=lambda shape: (-max_priority[shape], shape.tie_break_key()))
     return tuple(ordered), tuple(max_priority[shape] for shape in ordered)
+
+
+def sort_rules(rules: Iterable[CompiledRule], shapes: tuple[RuleShape, ...]) -> tuple[CompiledRule, ...]:
+    """Rules in shape order, then by priority (highest first), then by id."""
+    position = {shape: index for index, shape in enumerate(shapes)}
+    return tuple(sorted(rules, key=lambda rule: (position[rule.shape], -rule.priority, rule.intent_id)))
+
+
+def check_shape_count(shapes: tuple[RuleShape, ...], max_shapes: int = MAX_SHAPES) -> None:
+    if len(shapes) > max_shapes:
+        raise CompileError("match", _too_many_shapes(shapes, max_shapes))
 
 
 def _too_many_shapes(shapes: tuple[RuleShape, ...], max_shapes: int) -> str:

@@ -1,0 +1,297 @@
+"""An incremental rule index: the ruleset of a set of intents that changes one intent at a time.
+
+compile_intents compiles a whole set. The service changes one intent (or a slice's few) among
+thousands, and recompiling and re-diffing all of them per change would cost O(n) where the latency
+target allows O(1). The index keeps what compile_intents computes -- per match key the rules that
+have it (the first installed, the rest colliding), the shapes of installed rules with their max
+priority -- and updates it per rule, using the compiler's own pieces (compile_intent, winner_order,
+collision, order_shapes), so both agree by construction; a property test checks that they do.
+
+A change goes through `track()`: it records the keys it touched, so it can say what the maps must
+do (`delta()`), what would undo that in the maps (`inverse()`), and put the index back (`roll_back()`).
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+from dataclasses import dataclass
+from typing import Mapping, Optional
+
+from netapp.intents.compiler import (
+    MAX_SHAPES,
+    CompiledRule,
+    CompiledRuleset,
+    CompileError,
+    Conflict,
+    FieldValues,
+    RuleShape,
+    check_shape_count,
+    collision,
+    compile_intent,
+    conflict_order,
+    order_shapes,
+    sort_rules,
+    winner_order,
+)
+from netapp.intents.models import Intent
+
+MatchKey = tuple[RuleShape, FieldValues]
+ShapeOrder = tuple[tuple[RuleShape, ...], tuple[int, ...]]
+
+
+@dataclass(frozen=True)
+class RuleDelta:
+    """What the maps must do to follow a change.
+
+    upserts: rules to install, or to replace the rule at their match key; removes: rules that are no
+    longer installed (their key goes unless an upsert takes it over, and their intent gives back
+    its stat slot unless it is upserted elsewhere); shapes: the shape set afterwards, in search order.
+    """
+
+    upserts: tuple[CompiledRule, ...] = ()
+    removes: tuple[CompiledRule, ...] = ()
+    shapes: tuple[RuleShape, ...] = ()
+    max_priorities: tuple[int, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        """Nothing to write (the shape set only changes when installed rules do)."""
+        return not self.upserts and not self.removes
+
+
+class _PriorityCounts:
+    """How many installed rules of one shape have each priority, and the highest of them.
+
+    A max-heap with lazy deletion: a priority whose count drops to zero stays in the heap until it
+    reaches the top, and is pushed at most once at a time, so the heap never outgrows the number
+    of distinct priorities (<= 65536) however much the rules churn.
+    """
+
+    def __init__(self) -> None:
+        self._counts: dict[int, int] = {}
+        self._heap: list[int] = []  # negated priorities
+        self._in_heap: set[int] = set()
+        self.total = 0
+
+    def add(self, priority: int) -> None:
+        self._counts[priority] = self._counts.get(priority, 0) + 1
+        self.total += 1
+        if priority not in self._in_heap:
+            heapq.heappush(self._heap, -priority)
+            self._in_heap.add(priority)
+
+    def remove(self, priority: int) -> None:
+        left = self._counts[priority] - 1
+        if left:
+            self._counts[priority] = left
+        else:
+            del self._counts[priority]
+        self.total -= 1
+
+    def max(self) -> int:
+        while -self._heap[0] not in self._counts:
+            self._in_heap.discard(-heapq.heappop(self._heap))
+        return -self._heap[0]
+
+
+class RuleIndex:
+    """The rules of a set of intents, kept as compile_intents would compile them, per-rule updates."""
+
+    def __init__(self, interfaces: Mapping[str, int], max_shapes: int = MAX_SHAPES):
+        self.interfaces = dict(interfaces)
+        self.max_shapes = max_shapes
+        self._rules: dict[str, CompiledRule] = {}
+        # Per match key, its rules in winner order: [0] is installed, the rest collide with it.
+        self._groups: dict[MatchKey, list[CompiledRule]] = {}
+        self._colliding: set[MatchKey] = set()
+        self._shape_priorities: dict[RuleShape, _PriorityCounts] = {}
+        self._order: Optional[ShapeOrder] = None  # cached until the installed rules change
+
+    # --- reading ---------------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._rules)
+
+    def __contains__(self, rule_id: object) -> bool:
+        return rule_id in self._rules
+
+    def get(self, rule_id: str) -> Optional[CompiledRule]:
+        return self._rules.get(rule_id)
+
+    def rule_ids(self) -> list[str]:
+        return list(self._rules)
+
+    def winner(self, key: MatchKey) -> Optional[CompiledRule]:
+        """The rule installed for a match key, if any."""
+        group = self._groups.get(key)
+        return group[0] if group else None
+
+    def is_installed(self, rule_id: str) -> bool:
+        rule = self._rules.get(rule_id)
+        return rule is not None and self._groups[rule.match_key][0] is rule
+
+    def installed_rules(self) -> list[CompiledRule]:
+        return [group[0] for group in self._groups.values()]
+
+    def collisions(self, rule_id: str) -> list[Conflict]:
+        """The conflicts this rule is part of (as winner or as loser)."""
+        rule = self._rules[rule_id]
+        group = self._groups[rule.match_key]
+        winner = group[0]
+        if winner is rule:
+            return [collision(winner, loser) for loser in group[1:]]
+        return [collision(winner, rule)]
+
+    def conflicts(self) -> tuple[Conflict, ...]:
+        found = []
+        for key in self._colliding:
+            winner, *losers = self._groups[key]
+            found.extend(collision(winner, loser) for loser in losers)
+        return tuple(sorted(found, key=conflict_order))
+
+    def shape_order(self) -> ShapeOrder:
+        """Shapes of installed rules in search order, and their max priorities."""
+        if self._order is None:
+            maxima = {shape: counts.max() for shape, counts in self._shape_priorities.items()}
+            self._order = order_shapes(maxima)
+        return self._order
+
+    def ruleset(self) -> CompiledRuleset:
+        """Everything, as compile_intents returns it (O(n log n): for full reconciles and tests)."""
+        shapes, max_priorities = self.shape_order()
+        rules = sort_rules(self.installed_rules(), shapes)
+        return CompiledRuleset(rules, shapes, max_priorities, self.conflicts())
+
+    # --- changing ----------------------------------------------------------------------------------
+
+    def compile(self, intent: Intent, rule_id: Optional[str] = None) -> CompiledRule:
+        """An intent as a rule against this index's interface table (not added)."""
+        return compile_intent(intent, self.interfaces, rule_id)
+
+    def add(self, rule: CompiledRule) -> None:
+        """Add one rule; CompileError on a duplicate id or when its shape would be one too many."""
+        if rule.intent_id in self._rules:
+            raise CompileError("id", "duplicate intent id", rule.intent_id)
+        group = self._groups.get(rule.match_key)
+        if group is None:
+            self._check_room_for(rule)
+            group = self._groups[rule.match_key] = []
+        before = group[0] if group else None
+        bisect.insort(group, rule, key=winner_order)
+        self._rules[rule.intent_id] = rule
+        if len(group) > 1:
+            self._colliding.add(rule.match_key)
+        self._replace_installed(before, group[0])
+
+    def remove(self, rule_id: str) -> CompiledRule:
+        """Remove one rule by id (KeyError when absent); a rule it shadowed may become installed."""
+        rule = self._rules.pop(rule_id)
+        key = rule.match_key
+        group = self._groups[key]
+        before = group[0]
+        del group[next(i for i, member in enumerate(group) if member.intent_id == rule_id)]
+        if len(group) < 2:
+            self._colliding.discard(key)
+        if not group:
+            del self._groups[key]
+        self._replace_installed(before, group[0] if group else None)
+        return rule
+
+    def track(self) -> "IndexChange":
+        """Begin a change that can report its delta and be rolled back."""
+        return IndexChange(self)
+
+    def _check_room_for(self, rule: CompiledRule) -> None:
+        """A rule with a new key is installed; if its shape is new too, it must fit in the set."""
+        if rule.shape in self._shape_priorities or len(self._shape_priorities) < self.max_shapes:
+            return
+        maxima = {shape: counts.max() for shape, counts in self._shape_priorities.items()}
+        maxima[rule.shape] = rule.priority
+        try:
+            check_shape_count(order_shapes(maxima)[0], self.max_shapes)
+        except CompileError as exc:
+            exc.intent_id = rule.intent_id
+            raise
+
+    def _replace_installed(self, before: Optional[CompiledRule], after: Optional[CompiledRule]) -> None:
+        if before is after:
+            return
+        if before is not None:
+            counts = self._shape_priorities[before.shape]
+            counts.remove(before.priority)
+            if not counts.total:
+                del self._shape_priorities[before.shape]
+        if after is not None:
+            self._shape_priorities.setdefault(after.shape, _PriorityCounts()).add(after.priority)
+        self._order = None
+
+
+class IndexChange:
+    """A change of a RuleIndex in progress: what it touched, its delta, its undo."""
+
+    def __init__(self, index: RuleIndex):
+        self.index = index
+        self._journal: list[tuple[bool, CompiledRule]] = []  # (added, rule), in order
+        self._before: dict[MatchKey, Optional[CompiledRule]] = {}
+        self._shapes_before = index.shape_order()
+
+    def add(self, rule: CompiledRule) -> None:
+        self._remember(rule.match_key)
+        self.index.add(rule)
+        self._journal.append((True, rule))
+
+    def remove(self, rule_id: str) -> CompiledRule:
+        rule = self.index.get(rule_id)
+        if rule is None:
+            raise KeyError(rule_id)
+        self._remember(rule.match_key)
+        self.index.remove(rule_id)
+        self._journal.append((False, rule))
+        return rule
+
+    def added(self) -> list[CompiledRule]:
+        """Rules this change added that are still in the index."""
+        return [rule for added, rule in self._journal if added and self.index.get(rule.intent_id) is rule]
+
+    def delta(self) -> RuleDelta:
+        """What the maps must do to go from before this change to now."""
+        after = {key: self.index.winner(key) for key in self._before}
+        return _delta(self._before, after, self.index.shape_order())
+
+    def inverse(self) -> RuleDelta:
+        """What the maps must do to go back from now to before (call before roll_back)."""
+        after = {key: self.index.winner(key) for key in self._before}
+        return _delta(after, self._before, self._shapes_before)
+
+    def roll_back(self) -> None:
+        """Undo every step, newest first: the index is as it was when the change began."""
+        for added, rule in reversed(self._journal):
+            if added:
+                self.index.remove(rule.intent_id)
+            else:
+                self.index.add(rule)
+        self._journal.clear()
+        self._before.clear()
+
+    def _remember(self, key: MatchKey) -> None:
+        if key not in self._before:
+            self._before[key] = self.index.winner(key)
+
+
+def _delta(
+    before: Mapping[MatchKey, Optional[CompiledRule]],
+    after: Mapping[MatchKey, Optional[CompiledRule]],
+    shape_order: ShapeOrder,
+) -> RuleDelta:
+    upserts, removes = [], []
+    for key, old in before.items():
+        new = after[key]
+        if new == old:
+            continue
+        if new is not None:
+            upserts.append(new)
+        if old is not None:
+            removes.append(old)
+    shapes, max_priorities = shape_order
+    return RuleDelta(tuple(upserts), tuple(removes), shapes, max_priorities)
