@@ -603,6 +603,15 @@ class DppHandle:
             raise KeyError(f"unknown map {name!r}; known: {', '.join(MAPS)}")
         return check(self.lib.dpp_map_fd(self._handle, name.encode()), f"dpp_map_fd({name})")
 
+    def prog_id(self) -> int:
+        """The kernel's id of the loaded program (what `bpftool prog show id` takes)."""
+        return int(fdinfo(self.prog_fd())["prog_id"])
+
+    def map_info(self, name: str) -> dict[str, int]:
+        """A map's kernel id and max_entries."""
+        info = fdinfo(self.map_fd(name))
+        return {"id": int(info["map_id"]), "max_entries": int(info["max_entries"])}
+
     def attach(self, ifindex: int, mode: XdpMode) -> None:
         check(self.lib.dpp_attach(self._handle, ifindex, int(mode)), f"dpp_attach(ifindex {ifindex})")
 
@@ -731,6 +740,21 @@ class DppHandle:
         )
         check(rc, "dpp_test_run", hint="BPF_PROG_TEST_RUN needs root" if rc == -errno_codes.EPERM else "")
         return result, out.raw[: out_len.value]
+
+
+def possible_cpus(path: str = "/sys/devices/system/cpu/possible") -> int:
+    """How many CPUs the kernel may ever bring up (what libbpf counts per-CPU values by): one more
+    than the highest in a list like "0-3,6"."""
+    with open(path) as listing:
+        ranges = listing.read().strip().split(",")
+    return 1 + max(int(part.split("-")[-1]) for part in ranges)
+
+
+def fdinfo(fd: int) -> dict[str, str]:
+    """The kernel's description of an fd (/proc/self/fdinfo): for BPF objects, their ids and sizes."""
+    with open(f"/proc/self/fdinfo/{fd}") as lines:
+        fields = (line.split(":", 1) for line in lines if ":" in line)
+        return {name.strip(): value.strip() for name, value in fields}
 
 
 def _open_hint() -> str:

@@ -3,6 +3,10 @@
 Shaped like katran's KatranLb: `Dataplane` drives an injected low-level adapter (binding.DppHandle,
 or fake.FakeDpp without a kernel), keeps a shadow of what it installed, allocates rule stat slots,
 and maps slots back to intent ids (the data plane keys rules by match; intent ids are ours).
+
+Two ways to change the rules, with the same write order and rollback: `apply(ruleset)` diffs a whole
+ruleset against the shadow (starts and reconciles, O(n)); `apply_changes(delta)` applies the delta
+of an incremental index change (netapp.intents.index), O(size of the delta).
 """
 
 from __future__ import annotations
@@ -11,9 +15,12 @@ import errno
 import heapq
 import socket
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional, Protocol, Sequence, Union
+from typing import Any, Iterable, Mapping, Optional, Protocol, Sequence, Union
 
 from netapp.dataplane.binding import (
+    MAPS,
+    MAX_ALT_GROUPS,
+    MAX_CPUS,
     MAX_RULES,
     NONE,
     Action,
@@ -32,17 +39,22 @@ from netapp.dataplane.binding import (
     alt_group_to_c,
     key_from_c,
     load_libdpp,
+    possible_cpus,
+    rule_key,
     rule_to_c,
+    rule_value,
     shape_to_c,
     struct_bytes,
 )
 from netapp.intents.compiler import (
     CompiledAltMember,
     CompiledDocument,
+    CompiledRule,
     CompiledRuleset,
     Conflict,
     compile_document,
 )
+from netapp.intents.index import RuleDelta
 from netapp.intents.models import IntentDocument
 
 _ATTACH_HINTS = {
@@ -82,6 +94,8 @@ class Adapter(Protocol):
     def stats_actions(self) -> list[tuple[int, int]]: ...
     def stats_reasons(self) -> list[tuple[int, int]]: ...
     def test_run(self, packet: bytes, ingress_ifindex: int = 0) -> tuple[TestResult, bytes]: ...
+    def prog_id(self) -> int: ...
+    def map_info(self, name: str) -> dict[str, int]: ...
 
 
 @dataclass(frozen=True)
@@ -156,6 +170,25 @@ class SlotAllocator:
     def release(self, slot: int) -> None:
         heapq.heappush(self._free, slot)
 
+    def reserve_many(self, slots: Iterable[int]) -> None:
+        """Mark found slots as taken, all at once: O(n), where one reserve() each is O(n) apiece."""
+        taken = set(slots)
+        if not taken:
+            return
+        new_next = max(self._next, max(taken) + 1)
+        free = (set(self._free) | set(range(self._next, new_next))) - taken
+        self._next = new_next
+        self._free = sorted(free)  # a sorted list is a heap
+
+    def take(self, slot: int) -> bool:
+        """Take this very slot if it is free (to give an intent back the slot it had)."""
+        if slot >= self.capacity:
+            return False
+        if slot >= self._next or slot in self._free:
+            self.reserve(slot)
+            return True
+        return False
+
     def reserve(self, slot: int) -> None:
         """Mark a slot found in a reused instance as taken."""
         if slot in self._free:
@@ -169,16 +202,28 @@ class SlotAllocator:
 
 @dataclass
 class _Plan:
-    """The difference between the shadow and a ruleset, and the slots it takes and gives back."""
+    """The writes that take the maps from the shadow to a target, and the slots they take and give.
 
-    desired: dict[bytes, InstalledRule]
+    A full plan (apply) names every rule of the target in `desired` and every intent's slot in
+    `intent_slots`, and replaces the shadow with them. An incremental plan (apply_changes) names
+    only what changes: the rules it places (`placed`) and the intents that leave (`leaving`).
+    """
+
     upserts: list[InstalledRule]
     deletes: list[InstalledRule]
     shapes: list[Shape]
     shapes_changed: bool
-    intent_slots: dict[str, int]
-    new_slots: list[int] = field(default_factory=list)
+    new_slots: list[int] = field(default_factory=list)  # taken from the allocator, counters zeroed first
     freed_slots: list[int] = field(default_factory=list)
+    restored_slots: list[int] = field(default_factory=list)  # given back to their intent, counters kept
+    desired: Optional[dict[bytes, InstalledRule]] = None
+    intent_slots: Optional[dict[str, int]] = None
+    placed: list[InstalledRule] = field(default_factory=list)
+    leaving: list[str] = field(default_factory=list)
+
+    @property
+    def writes(self) -> bool:
+        return bool(self.shapes_changed or self.upserts or self.deletes)
 
 
 def host_interfaces() -> dict[str, int]:
@@ -205,6 +250,7 @@ class Dataplane:
         self._installed: dict[bytes, InstalledRule] = {}
         self._intent_slots: dict[str, int] = {}
         self._slot_intents: dict[int, str] = {}
+        self._intent_keys: dict[str, bytes] = {}
         self._published_shapes: list[bytes] = []
         self._ports: set[int] = set()
         self._alt_groups: set[int] = set()
@@ -282,9 +328,22 @@ class Dataplane:
         for key, rule in self._dpp.rules_dump():
             entry = InstalledRule(key, rule, None)
             self._installed[entry.key_bytes] = entry
-            self._slots.reserve(rule.slot)
+        self._slots.reserve_many(entry.rule.slot for entry in self._installed.values())
         shape_set = self._dpp.shapes_get()
         self._published_shapes = [struct_bytes(shape_set.shapes[i]) for i in range(shape_set.count)]
+
+    def resync(self) -> None:
+        """Forget the shadow and read the rules from the maps again, as after a restart.
+
+        For when the shadow may be wrong: another handle wrote the maps, or undoing a failed change
+        failed too. The next apply() then reconciles the maps, keeping the slots of unchanged keys.
+        """
+        self._installed = {}
+        self._intent_slots = {}
+        self._slot_intents = {}
+        self._intent_keys = {}
+        self._slots = SlotAllocator(self._slots.capacity)
+        self.adopt_installed_rules()
 
     # --- rules ------------------------------------------------------------------------------
 
@@ -299,12 +358,40 @@ class Dataplane:
         A new rule's key carries its shape's id, which only that shape's mask produces, so no
         packet meets a rule before the shape set that holds its shape is published. A changed rule
         whose key stays is replaced atomically per key.
+
+        A DataplaneError carries `rolled_back`: True when the maps and the shadow are as before the
+        call; False when the new rules are live but deleting the old ones, or the last publish,
+        failed (applying again converges).
         """
         plan = self._plan(ruleset)
+        self._execute(plan)
+        return ApplyReport(
+            len(plan.upserts), len(plan.deletes), len(plan.shapes), plan.writes, ruleset.conflicts
+        )
+
+    def apply_changes(
+        self, delta: RuleDelta, restore_slots: Optional[Mapping[str, int]] = None
+    ) -> ApplyReport:
+        """Apply a delta (netapp.intents.index) with apply()'s order and rollback guarantees.
+
+        Costs O(size of the delta) plus the shape publish, whatever the number of installed rules:
+        an upserted intent keeps its slot (or takes a new one), a key no rule of the delta takes
+        over is deleted, and a removed intent that is not upserted gives back its slot. Rules left
+        over from an earlier run (owner unknown) stay until the next apply().
+
+        restore_slots: intent -> the slot it had, for undoing a change: an intent coming back takes
+        its old slot, if still free, with its counters as they were (see `slots_of`).
+        """
+        plan = self._plan_changes(delta, restore_slots or {})
+        self._execute(plan)
+        return ApplyReport(len(plan.upserts), len(plan.deletes), len(plan.shapes), plan.writes)
+
+    def _execute(self, plan: _Plan) -> None:
         try:
             self._clear_counters(plan.new_slots)
-        except DataplaneError:
-            self._release(plan.new_slots)
+        except DataplaneError as exc:
+            self._release(plan.new_slots + plan.restored_slots)
+            exc.rolled_back = True  # type: ignore[attr-defined]
             raise
         self._upsert_or_roll_back(plan)
         if plan.shapes_changed or plan.upserts:
@@ -315,10 +402,6 @@ class Dataplane:
             self._publish_after_deletes(plan)
         else:
             self._commit(plan)
-        published = bool(plan.shapes_changed or plan.upserts or plan.deletes)
-        return ApplyReport(
-            len(plan.upserts), len(plan.deletes), len(plan.shapes), published, ruleset.conflicts
-        )
 
     def _release(self, slots: Sequence[int]) -> None:
         for slot in slots:
@@ -337,18 +420,106 @@ class Dataplane:
             if key not in self._installed or not self._installed[key].same_value(entry)
         ]
         deletes = [entry for key, entry in self._installed.items() if key not in desired]
-        shapes = [shape_to_c(shape, top) for shape, top in zip(ruleset.shapes, ruleset.max_priorities, strict=True)]
+        shapes = self._shapes_to_c(ruleset.shapes, ruleset.max_priorities)
         freed = self._slots_given_back(intent_slots, desired)
         return _Plan(
-            desired,
             upserts,
             deletes,
             shapes,
-            [struct_bytes(shape) for shape in shapes] != self._published_shapes,
-            intent_slots,
+            self._shapes_differ(shapes),
             new_slots,
             freed,
+            desired=desired,
+            intent_slots=intent_slots,
         )
+
+    def _plan_changes(self, delta: RuleDelta, restore_slots: Mapping[str, int]) -> _Plan:
+        upserted = {rule.intent_id for rule in delta.upserts}
+        if len(upserted) != len(delta.upserts):
+            raise ValueError("a delta upserts each intent at most once")
+        releasing = {rule.intent_id for rule in delta.removes}
+        leaving = [
+            rule.intent_id
+            for rule in delta.removes
+            if rule.intent_id not in upserted and rule.intent_id in self._intent_slots
+        ]
+        placed, new_slots, restored = self._place(delta.upserts, releasing, restore_slots)
+        upserts = [entry for entry in placed if not self._holds(entry)]
+        moved = [entry.intent_id for entry in placed if self._moves(entry)]
+        stale_keys = {self._intent_keys[intent] for intent in leaving + moved if intent in self._intent_keys}
+        stale_keys -= {entry.key_bytes for entry in placed}
+        deletes = [self._installed[key] for key in sorted(stale_keys) if key in self._installed]
+        shapes = self._shapes_to_c(delta.shapes, delta.max_priorities)
+        return _Plan(
+            upserts,
+            deletes,
+            shapes,
+            self._shapes_differ(shapes),
+            new_slots,
+            [self._intent_slots[intent] for intent in leaving],
+            restored_slots=restored,
+            placed=placed,
+            leaving=leaving,
+        )
+
+    def _place(
+        self, rules: Sequence[CompiledRule], releasing: set[str], restore_slots: Mapping[str, int]
+    ) -> tuple[list[InstalledRule], list[int], list[int]]:
+        """Each rule as the entry it becomes, and the slots that took: its intent's slot, a found
+        rule's, the one it is to get back, or a new one."""
+        placed: list[InstalledRule] = []
+        new_slots: list[int] = []
+        restored: list[int] = []
+        try:
+            for rule in rules:
+                key = rule_key(rule)
+                current = self._installed.get(struct_bytes(key))
+                self._check_takeover(rule, current, releasing)
+                slot = self._intent_slots.get(rule.intent_id)
+                if slot is None and self._is_unowned(current):
+                    assert current is not None
+                    slot = current.rule.slot
+                if slot is None and rule.intent_id in restore_slots:
+                    if self._slots.take(restore_slots[rule.intent_id]):
+                        slot = restore_slots[rule.intent_id]
+                        restored.append(slot)
+                if slot is None:
+                    slot = self._slots.allocate()
+                    new_slots.append(slot)
+                placed.append(InstalledRule(key, rule_value(rule, slot), rule.intent_id))
+        except (DataplaneError, ValueError):
+            self._release(new_slots + restored)
+            raise
+        return placed, new_slots, restored
+
+    @staticmethod
+    def _check_takeover(rule: CompiledRule, current: Optional[InstalledRule], releasing: set[str]) -> None:
+        """A key held by another intent may only be taken over when the delta removes its rule."""
+        owner = current.intent_id if current is not None else None
+        if owner is not None and owner != rule.intent_id and owner not in releasing:
+            raise ValueError(f"{rule.intent_id!r} would take over the key of {owner!r}, which stays")
+
+    def _is_unowned(self, entry: Optional[InstalledRule]) -> bool:
+        """A rule found in the maps (or left over) whose slot no intent uses: a new rule at its key
+        may take the slot over, counters and all."""
+        return entry is not None and entry.intent_id is None and entry.rule.slot not in self._slot_intents
+
+    def _moves(self, entry: InstalledRule) -> bool:
+        """The entry's intent is installed under another key, which it leaves."""
+        assert entry.intent_id is not None
+        return self._intent_keys.get(entry.intent_id, entry.key_bytes) != entry.key_bytes
+
+    def _holds(self, entry: InstalledRule) -> bool:
+        """The map already holds this entry (same key, same value, same owner)."""
+        current = self._installed.get(entry.key_bytes)
+        return current is not None and current.intent_id == entry.intent_id and current.same_value(entry)
+
+    @staticmethod
+    def _shapes_to_c(shapes: Sequence[Any], max_priorities: Sequence[int]) -> list[Shape]:
+        return [shape_to_c(shape, top) for shape, top in zip(shapes, max_priorities, strict=True)]
+
+    def _shapes_differ(self, shapes: list[Shape]) -> bool:
+        return [struct_bytes(shape) for shape in shapes] != self._published_shapes
 
     def _assign_slots(self, ruleset: CompiledRuleset) -> tuple[dict[str, int], list[int]]:
         """An intent keeps its slot across applies; a new one takes a found rule's slot or a free one."""
@@ -392,15 +563,25 @@ class Dataplane:
                 [entry.key for entry in plan.upserts], [entry.rule for entry in plan.upserts]
             )
         except DataplaneError as exc:
-            self._roll_back_upserts(plan, getattr(exc, "done", len(plan.upserts)))
+            self._roll_back_or_say_so(plan, exc, getattr(exc, "done", len(plan.upserts)))
             raise
 
     def _publish_or_roll_back(self, plan: _Plan) -> None:
         try:
             self._dpp.shapes_publish(plan.shapes)
-        except DataplaneError:
-            self._roll_back_upserts(plan, len(plan.upserts))
+        except DataplaneError as exc:
+            self._roll_back_or_say_so(plan, exc, len(plan.upserts))
             raise
+
+    def _roll_back_or_say_so(self, plan: _Plan, exc: DataplaneError, done: int) -> None:
+        """Undo the upserts; mark on `exc` whether that worked (and why not when it did not)."""
+        try:
+            self._roll_back_upserts(plan, done)
+        except DataplaneError as undo_failure:
+            exc.rolled_back = False  # type: ignore[attr-defined]
+            exc.hint = "; ".join(filter(None, [exc.hint, f"undoing it failed too ({undo_failure})"]))
+            return
+        exc.rolled_back = True  # type: ignore[attr-defined]
 
     def _roll_back_upserts(self, plan: _Plan, done: int) -> None:
         """Put back what the old shapes expect: remove added rules, restore changed ones."""
@@ -411,15 +592,16 @@ class Dataplane:
         ]
         self._dpp.rules_delete(added)
         self._dpp.rules_upsert([entry.key for entry in changed], [entry.rule for entry in changed])
-        self._release(plan.new_slots)
+        self._release(plan.new_slots + plan.restored_slots)
 
     def _publish_after_deletes(self, plan: _Plan) -> None:
         """Publish again so flows cached from the deleted rules are classified afresh. The maps
         already hold the new state; if this fails, the next apply publishes in its place."""
         try:
             self._dpp.shapes_publish(plan.shapes)
-        except DataplaneError:
+        except DataplaneError as exc:
             self._published_shapes = []
+            exc.rolled_back = False  # type: ignore[attr-defined]
             raise
 
     def _delete_removed(self, plan: _Plan) -> None:
@@ -429,27 +611,68 @@ class Dataplane:
             # The new rules are live; keep the leftovers in the shadow (owner unknown) for the next apply.
             done = getattr(exc, "done", 0)
             self._commit(plan, leftovers=plan.deletes[done:])
+            exc.rolled_back = False  # type: ignore[attr-defined]
             raise
 
     def _commit(self, plan: _Plan, leftovers: Sequence[InstalledRule] = ()) -> None:
-        self._installed = dict(plan.desired)
+        if plan.desired is not None:
+            self._commit_full(plan)
+        else:
+            self._commit_changes(plan)
         for entry in leftovers:
             self._installed[entry.key_bytes] = InstalledRule(entry.key, entry.rule, None)
         leftover_slots = {entry.rule.slot for entry in leftovers}
         for slot in plan.freed_slots:
             if slot not in leftover_slots:
                 self._slots.release(slot)
+        self._published_shapes = [struct_bytes(shape) for shape in plan.shapes]
+
+    def _commit_full(self, plan: _Plan) -> None:
+        assert plan.desired is not None and plan.intent_slots is not None
+        self._installed = dict(plan.desired)
         self._intent_slots = plan.intent_slots
         self._slot_intents = {slot: intent for intent, slot in plan.intent_slots.items()}
-        self._published_shapes = [struct_bytes(shape) for shape in plan.shapes]
+        self._intent_keys = {entry.intent_id: key for key, entry in plan.desired.items() if entry.intent_id}
+
+    def _commit_changes(self, plan: _Plan) -> None:
+        for entry in plan.deletes:
+            self._installed.pop(entry.key_bytes, None)
+        for intent in plan.leaving:
+            slot = self._intent_slots.pop(intent)
+            self._intent_keys.pop(intent, None)
+            if self._slot_intents.get(slot) == intent:
+                del self._slot_intents[slot]
+        for entry in plan.placed:
+            assert entry.intent_id is not None
+            self._installed[entry.key_bytes] = entry
+            self._intent_slots[entry.intent_id] = entry.rule.slot
+            self._slot_intents[entry.rule.slot] = entry.intent_id
+            self._intent_keys[entry.intent_id] = entry.key_bytes
 
     def intent_of_slot(self, slot: int) -> Optional[str]:
         return self._slot_intents.get(slot)
+
+    def slots_of(self, intents: Iterable[str]) -> dict[str, int]:
+        """The slots of these intents (those installed): what an undo gives them back."""
+        return {intent: self._intent_slots[intent] for intent in intents if intent in self._intent_slots}
 
     @property
     def installed_intents(self) -> dict[str, int]:
         """Intent id -> its stat slot."""
         return dict(self._intent_slots)
+
+    @property
+    def installed_count(self) -> int:
+        """Entries in dpp_rules, as the shadow knows them (owned or left over)."""
+        return len(self._installed)
+
+    def installed_keys(self) -> dict[bytes, Optional[str]]:
+        """Key bytes -> owning intent id (None: left over, owner unknown), as the shadow knows them."""
+        return {key: entry.intent_id for key, entry in self._installed.items()}
+
+    def dump_rules(self) -> dict[bytes, bytes]:
+        """Key bytes -> rule bytes, read from the map itself (not the shadow): for checks."""
+        return {struct_bytes(key): struct_bytes(rule) for key, rule in self._dpp.rules_dump()}
 
     # --- alternatives, CPUs, ports, config ---------------------------------------------------
 
@@ -480,6 +703,18 @@ class Dataplane:
     def cpu_state(self, cpu: int) -> dict[str, int]:
         state = self._dpp.cpu_get(cpu)
         return {name: getattr(state, name) for name, _ in Cpu._fields_}
+
+    def adopt_site_state(self) -> None:
+        """After a restart: take every alternative group as possibly set and read which CPUs are
+        enabled, so that the next apply_compiled() clears what the desired state no longer has.
+        (Ports cannot be listed; stale ones stay, which only allows redirects to them.)"""
+        self._alt_groups = set(range(MAX_ALT_GROUPS))
+        self._cpus = set(self.enabled_cpus())
+
+    def enabled_cpus(self) -> list[int]:
+        """CPUs of the CPU set that are enabled in the map."""
+        candidates = range(min(MAX_CPUS, possible_cpus()))
+        return [cpu for cpu in candidates if self._dpp.cpu_get(cpu).enabled]
 
     def add_port(self, ifindex: int) -> None:
         if ifindex not in self._ports:
@@ -529,6 +764,26 @@ class Dataplane:
             self.disable_cpu(cpu)
         self.set_default_verdict(compiled.default_verdict)
         self.set_default_alternative(compiled.default_alternative)
+
+    # --- status ------------------------------------------------------------------------------
+
+    def status(self) -> dict[str, Any]:
+        """Program id, each map's id and size, and the fill of the maps whose entries the facade
+        tracks (None where it does not: arrays indexed by CPU or slot are always full)."""
+        entries = {
+            "dpp_rules": len(self._installed),
+            "dpp_alt_groups": len(self._alt_groups),
+            "dpp_cpu_map": len(self._cpus),
+            "dpp_ports": len(self._ports),
+        }
+        maps = {name: {**self._dpp.map_info(name), "entries": entries.get(name)} for name in MAPS}
+        return {
+            "program_id": self._dpp.prog_id(),
+            "maps": maps,
+            "shapes": len(self._published_shapes),
+            "rules": len(self._installed),
+            "intents": len(self._intent_slots),
+        }
 
     # --- statistics --------------------------------------------------------------------------
 

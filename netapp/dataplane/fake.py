@@ -11,6 +11,8 @@ from typing import Any, Sequence
 
 from netapp.dataplane.binding import (
     ACTION_MAX,
+    CONSTANTS,
+    MAPS,
     MAX_CPUS,
     MAX_RULES,
     NONE,
@@ -175,6 +177,19 @@ class FakeDpp:
 
     def stats_reasons(self) -> list[tuple[int, int]]:
         return [(0, 0)] * REASON_MAX
+
+    # ids and sizes
+    def prog_id(self) -> int:
+        return 1
+
+    def map_info(self, name: str) -> dict[str, int]:
+        """Made-up ids (1 + the map's position in MAPS); sizes from the header, rules as configured."""
+        size = MAPS[name].max_entries
+        if name == "dpp_rules":
+            size = len(self.rule_counters)
+        elif isinstance(size, str):
+            size = CONSTANTS[size]
+        return {"id": 1 + list(MAPS).index(name), "max_entries": size}
 
     def test_run(self, packet: bytes, ingress_ifindex: int = 0) -> tuple[TestResult, bytes]:
         raise DataplaneError(errno.EOPNOTSUPP, "dpp_test_run", "the fake data plane runs no packets")

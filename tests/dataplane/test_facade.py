@@ -1,5 +1,5 @@
 """The Dataplane facade over FakeDpp (no kernel): the order of adapter writes, stat slots, rollback,
-taking over a reused instance, idempotence and conflict reporting."""
+taking over a reused instance, idempotence, conflict reporting, and incremental changes."""
 
 from __future__ import annotations
 
@@ -7,11 +7,14 @@ import errno
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from netapp.dataplane.binding import DataplaneError, rule_key, shape_to_c, struct_bytes
 from netapp.dataplane.facade import ApplyReport, Dataplane
 from netapp.intents.compiler import CompiledRuleset, compile_document
-from netapp.intents.models import parse_document
+from netapp.intents.index import RuleDelta, RuleIndex
+from netapp.intents.models import Intent, parse_document
 from tests.utils.fakes import RecordingDpp, key_shape
 from tests.utils.intents import INTERFACES, native_intent, site_document
 
@@ -401,3 +404,159 @@ def test_given_colliding_intents_then_the_report_names_the_conflict_and_only_the
     assert set(dp.installed_intents) == {"a", "b"}
     _, installed = fake.rules[key_of(rules, "a")]
     assert dp.intent_of_slot(installed.slot) == "a"
+
+
+# --- incremental changes (apply_changes) --------------------------------------------------------
+
+
+def indexed(*intents: dict[str, Any]) -> RuleIndex:
+    index = RuleIndex(INTERFACES)
+    for intent in intents:
+        index.add(index.compile(Intent.model_validate(intent)))
+    return index
+
+
+def change_of(index: RuleIndex, add: tuple[dict[str, Any], ...] = (), remove: tuple[str, ...] = ()):
+    """A tracked change: the removals, then the additions (a replace is both)."""
+    change = index.track()
+    for intent_id in remove:
+        change.remove(intent_id)
+    for intent in add:
+        change.add(index.compile(Intent.model_validate(intent)))
+    return change
+
+
+def without_slots(fake: RecordingDpp) -> dict[bytes, bytes]:
+    """Rules by key with the slot zeroed: what two control planes may assign differently."""
+    values = {}
+    for key, (_, rule) in fake.rules.items():
+        copy = type(rule).from_buffer_copy(rule)
+        copy.slot = 0
+        values[key] = struct_bytes(copy)
+    return values
+
+
+DELTA_ORDER_CASES = [
+    # (description, installed, added, removed, the writes)
+    ("an intent in a new shape", [A], [C_TCP], [], [CLEAR, UPSERT, PUBLISH]),
+    ("an intent in a shape in use", [A], [B], [], [CLEAR, UPSERT, PUBLISH]),
+    ("an intent leaves a shape that stays", [A, B], [], ["b"], [DELETE, PUBLISH]),
+    ("the last intent of a shape leaves", [A, C_TCP], [], ["c"], [PUBLISH, DELETE, PUBLISH]),
+    ("an action changes, the key stays", [A, B], [B_DROP], ["b"], [UPSERT, PUBLISH]),
+    ("a port changes", [A, B], [B_PORT], ["b"], [UPSERT, PUBLISH, DELETE, PUBLISH]),
+    ("the same intent again", [A, B], [B], ["b"], []),
+]
+
+
+@pytest.mark.parametrize(
+    "installed, added, removed, expected_writes",
+    [case[1:] for case in DELTA_ORDER_CASES],
+    ids=[case[0] for case in DELTA_ORDER_CASES],
+)
+def test_apply_changes_writes_in_apply_s_safe_order(fake, dp, installed, added, removed, expected_writes):
+    index = indexed(*installed)
+    dp.apply(index.ruleset())
+    forget_history(fake)
+
+    dp.apply_changes(change_of(index, tuple(added), tuple(removed)).delta())
+
+    assert fake.write_names() == expected_writes
+    target = index.ruleset()
+    for published in fake.publishes:
+        for key in keys(target):
+            if key_shape(key) in published.shape_ids:
+                assert key in published.rule_keys
+    for deleted in fake.deletes:
+        for key in deleted.keys:
+            if key_shape(key) not in shape_ids(target):
+                assert key_shape(key) not in deleted.active_shape_ids
+    assert_holds_exactly(fake, target)
+    assert set(dp.installed_intents) == {rule.intent_id for rule in target.rules}
+
+
+def test_given_many_installed_rules_then_a_change_writes_only_its_own_key(fake, dp):
+    index = indexed(*[udp(f"i{n}", 1000 + n) for n in range(50)])
+    dp.apply(index.ruleset())
+    forget_history(fake)
+
+    dp.apply_changes(change_of(index, add=(D,)).delta())
+
+    assert [call for call in fake.writes() if call[0] == UPSERT] == [(UPSERT, [key_of(index.ruleset(), "d")])]
+
+
+_ports = st.integers(1000, 1003)
+_changes = st.lists(
+    st.tuples(st.sampled_from("abcdef"), _ports, st.sampled_from(["udp", "tcp"]), st.integers(0, 2)),
+    max_size=30,
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(_changes)
+def test_given_any_changes_then_apply_changes_leaves_what_a_full_apply_would(steps):
+    fake = RecordingDpp(max_rules=SLOTS)
+    dp = Dataplane(fake, max_rules=SLOTS)
+    index = RuleIndex(INTERFACES)
+    for intent_id, port, protocol, priority in steps:
+        intent = native_intent(intent_id, match={"protocol": protocol, "dst_port": port}, priority=priority)
+        change = change_of(index, add=(intent,), remove=(intent_id,) if intent_id in index else ())
+        dp.apply_changes(change.delta())
+
+    reference = RecordingDpp(max_rules=SLOTS)
+    Dataplane(reference, max_rules=SLOTS).apply(index.ruleset())
+    assert without_slots(fake) == without_slots(reference)
+    assert fake.active_shapes_bytes() == reference.active_shapes_bytes()
+    installed = {rule.intent_id for rule in index.ruleset().rules}
+    assert set(dp.installed_intents) == installed
+    assert {dp.intent_of_slot(rule.slot) for _, rule in fake.rules.values()} == installed
+
+
+@pytest.mark.parametrize("arm", FAILURES.values(), ids=FAILURES.keys())
+def test_given_an_adapter_failure_midway_when_applying_changes_then_the_old_state_is_restored(fake, dp, arm):
+    index = indexed(*OLD)
+    dp.apply(index.ruleset())
+    fake.count(0, 3, 100)
+    before, slots_before = fake.state(), dp.installed_intents
+    change = change_of(index, add=(A_DROP, C_TCP, D), remove=("a",))
+    arm(fake)
+
+    with pytest.raises(DataplaneError) as failure:
+        dp.apply_changes(change.delta())
+
+    assert failure.value.rolled_back is True
+    assert fake.state() == before
+    assert dp.installed_intents == slots_before
+    assert dp.rule_stats()["a"] == (3, 300)
+    dp.apply_changes(change.delta())  # the shadow still matches the maps: the same change now goes through
+    assert_holds_exactly(fake, index.ruleset())
+
+
+def test_given_the_publish_after_the_deletes_fails_then_not_rolled_back_and_an_undo_restores_slots(fake, dp):
+    index = indexed(A, B)
+    dp.apply(index.ruleset())
+    fake.count(1, 5, 100)
+    before, slots_before = fake.state(), dp.installed_intents
+    change = change_of(index, add=(D,), remove=("b",))
+    slots = dp.slots_of(rule.intent_id for rule in change.delta().removes)
+    fake.fail_publish_after = 1
+
+    with pytest.raises(DataplaneError) as failure:
+        dp.apply_changes(change.delta())
+    assert failure.value.rolled_back is False
+    assert set(fake.rules) == keys(index.ruleset())  # the new state is live
+
+    dp.apply_changes(change.inverse(), restore_slots=slots)
+    assert fake.state().rules == before.rules
+    assert dp.installed_intents == slots_before
+    assert dp.rule_stats()["b"] == (5, 500)  # its slot, and so its counters, came back
+
+
+def test_a_delta_that_takes_over_a_key_whose_owner_stays_is_refused_before_any_write(fake, dp):
+    dp.apply(indexed(A).ruleset())
+    forget_history(fake)
+    intruder = indexed(udp("z", 1000, action={"type": "drop"})).ruleset().rules[0]
+
+    with pytest.raises(ValueError, match="'a'"):
+        dp.apply_changes(RuleDelta(upserts=(intruder,), shapes=(intruder.shape,), max_priorities=(100,)))
+
+    assert fake.writes() == []

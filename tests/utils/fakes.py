@@ -1,4 +1,4 @@
-"""FakeDpp variants for facade tests: one-shot failure injection and a record of what each write saw.
+"""FakeDpp variants for facade tests: failure injection and a record of what each write saw.
 
 FakeDpp already logs every write in `calls`; these add what the apply-order tests need to check
 the facade's safety rules (which rules were in the map when a shape set was published, which shape
@@ -73,6 +73,7 @@ class RecordingDpp(FakeDpp):
         super().__init__(*args, **kwargs)
         self.fail_upsert_after: int | None = None  # fail the next upsert after this many keys
         self.fail_publish_after: int | None = None  # let this many publishes through, fail the next
+        self.failing: dict[str, int] = {}  # adapter call -> how many more times it fails (EIO, no write)
         self.publishes: list[PublishSeen] = []
         self.deletes: list[DeleteSeen] = []
 
@@ -87,6 +88,9 @@ class RecordingDpp(FakeDpp):
     def active_shape_ids(self) -> frozenset[int]:
         return frozenset(shape.mask.shape for shape in self.active_shapes())
 
+    def active_shapes_bytes(self) -> list[bytes]:
+        return [struct_bytes(shape) for shape in self.active_shapes()]
+
     def state(self) -> MapState:
         return MapState(
             rules={key: struct_bytes(rule) for key, (_, rule) in self.rules.items()},
@@ -95,7 +99,19 @@ class RecordingDpp(FakeDpp):
 
     # --- failure injection and recording -----------------------------------------------------
 
+    def fail(self, op: str, times: int = 1) -> None:
+        """Make the next `times` calls of `op` (rules_upsert, rules_delete, shapes_publish) fail."""
+        self.failing[op] = times
+
+    def _fail_if_armed(self, op: str) -> None:
+        if self.failing.get(op, 0) > 0:
+            self.failing[op] -= 1
+            self.calls.append(("failed", op))
+            raise DataplaneError(errno.EIO, f"dpp_{op}", "failed on purpose")
+
     def rules_upsert(self, keys: Sequence[FlowKey], rules: Sequence[Rule]) -> None:
+        if keys:
+            self._fail_if_armed("rules_upsert")
         if self.fail_upsert_after is None or not keys:
             return super().rules_upsert(keys, rules)
         done, self.fail_upsert_after = min(self.fail_upsert_after, len(keys)), None
@@ -106,10 +122,12 @@ class RecordingDpp(FakeDpp):
 
     def rules_delete(self, keys: Sequence[FlowKey]) -> None:
         if keys:
+            self._fail_if_armed("rules_delete")
             self.deletes.append(DeleteSeen(tuple(struct_bytes(k) for k in keys), self.active_shape_ids()))
         super().rules_delete(keys)
 
     def shapes_publish(self, shapes: Sequence[Shape]) -> None:
+        self._fail_if_armed("shapes_publish")
         if self.fail_publish_after == 0:
             self.fail_publish_after = None
             self.calls.append(("shapes_publish", [struct_bytes(shape) for shape in shapes]))
