@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import os
 import socket
 import subprocess
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
-CLONE_NEWNET = 0x40000000
-NETNS_DIR = "/var/run/netns"
+# Entering a namespace is core (the service attaches inside one); re-exported for the testbed's users.
+from netapp.core.netns import CLONE_NEWNET, NETNS_DIR, entered  # noqa: F401
 
 
 class TestbedError(RuntimeError):
@@ -24,28 +22,6 @@ def run(args: Sequence[str], netns: str | None = None, check: bool = True) -> st
     if check and proc.returncode != 0:
         raise TestbedError(f"{' '.join(cmd)}: {proc.stderr.strip() or proc.stdout.strip()}")
     return proc.stdout
-
-
-def _setns(fd: int) -> None:
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.setns(fd, CLONE_NEWNET) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"setns: {os.strerror(err)}")
-
-
-@contextlib.contextmanager
-def entered(netns: str) -> Iterator[None]:
-    """Run the calling thread inside `netns` for the duration of the block.
-
-    Sockets opened and interfaces resolved in the block belong to that namespace; sockets keep it
-    after the block ends, which is how the tests listen and send on several hosts at once.
-    """
-    with open("/proc/thread-self/ns/net") as home, open(os.path.join(NETNS_DIR, netns)) as target:
-        _setns(target.fileno())
-        try:
-            yield
-        finally:
-            _setns(home.fileno())
 
 
 def ifindex(netns: str, ifname: str) -> int:
