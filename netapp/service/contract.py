@@ -211,7 +211,10 @@ class Health:
 class IntentService(abc.ABC):
     """Every change is a transaction: the store and the BPF maps change together or not at all.
     Tenants see and change only their own objects (another tenant's look like NotFound); admins see
-    all. Methods block (BPF syscalls, SQLite): the API calls them from plain `def` routes."""
+    all. Methods block (BPF syscalls, SQLite): the API calls them from plain `def` routes.
+
+    Ids are unique per tenant. Where a method takes an intent or slice id, a bare id names the
+    caller's own object; `<tenant>/<id>` names another tenant's, for admins (ids cannot hold '/')."""
 
     # intents
     @abc.abstractmethod

@@ -1,0 +1,181 @@
+"""A slice as intents (pure): what `SliceSpec` asks for, in the vocabulary the data plane has.
+
+One intent per member, with a deterministic id, so that resizing a slice (replacing its spec) is
+the difference between two lists of intents:
+
+| member            | intent id                  | match                          |
+|-------------------|----------------------------|--------------------------------|
+| VNI v             | `<slice>-vni-<v>`          | overlay vxlan, vni v           |
+| TEID t            | `<slice>-teid-<t, 8 hex>`  | teid t                         |
+| UE prefix p       | `<slice>-ul-<hash of p>`   | src p (uplink: sent by the UE) |
+|                   | `<slice>-dl-<hash of p>`   | dst p (downlink: sent to it)   |
+| DSCP d            | `<slice>-dscp-<d>`         | dscp d                         |
+
+A UE prefix becomes two intents because the data plane matches the innermost IP header, whose
+source is the UE on the uplink and whose destination is the UE on the downlink; a slice owns
+both directions of its UEs' traffic. Its id carries a short hash of the prefix (ids cannot hold
+'/' or ':'), the prefix itself is in the label.
+
+Priority: 5QI-style levels, 1 (most important) to 127, become intent priorities
+SLICE_PRIORITY_BASE + 128 - level, i.e. 1001 (level 127) to 1127 (level 1): ordered by level, and
+above the default priority of intents created directly (100), so a slice's traffic is classified
+as the slice's unless an intent deliberately asks for more than 1127.
+
+Action: with dedicated CPUs, steer; member i (in the order vnis, teids, ue_prefixes, dscp, both
+directions of a UE prefix together) goes to cpus[i mod len(cpus)], spreading members evenly over
+the CPUs in the order the spec lists them. Without CPUs, pass (the CPU that received the packet
+handles it). The alternative group takes the overflow: of a steered CPU that is overloaded, or,
+without CPUs, of the local CPU (the intents are then best-effort, which is what lets pass traffic
+overflow). Bitrates are stored with the slice and not yet compiled: policers are not there yet.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+from typing import Any, Optional
+
+from pydantic import ValidationError
+
+from netapp.intents.errors import IntentError
+from netapp.intents.models import MAX_CPUS, MAX_U24, MAX_U32, Intent
+from netapp.service.contract import SliceSpec
+
+SLICE_PRIORITY_BASE = 1000
+MAX_PRIORITY_LEVEL = 127
+PREFIX_HASH_DIGITS = 8
+
+
+def slice_priority(priority_level: int) -> int:
+    """Intent priority of a slice's level: lower level, higher priority."""
+    return SLICE_PRIORITY_BASE + MAX_PRIORITY_LEVEL + 1 - priority_level
+
+
+def prefix_tag(prefix: str) -> str:
+    """A short, stable tag of a (normalised) prefix, for intent ids."""
+    return hashlib.sha256(prefix.encode()).hexdigest()[:PREFIX_HASH_DIGITS]
+
+
+def slice_intents(spec: SliceSpec) -> list[Intent]:
+    """The intents of a slice, in member order. IntentError names the offending spec field."""
+    _check_cpus(spec.cpus)
+    members = _members(spec)
+    intents = []
+    for position, (member_ids, matches, what) in enumerate(members):
+        action = _action(spec, position)
+        for intent_id, match in zip(member_ids, matches, strict=True):
+            intents.append(_intent(spec, intent_id, match, action, what))
+    return intents
+
+
+# A member: the ids of its intents, their matches, and what it is (for the label).
+_Member = tuple[list[str], list[dict[str, Any]], str]
+
+
+def _members(spec: SliceSpec) -> list[_Member]:
+    members: list[_Member] = []
+    members += [_vni_member(spec.id, vni, index) for index, vni in _unique(spec.members.vnis, "members.vnis")]
+    members += [
+        _teid_member(spec.id, teid, index) for index, teid in _unique(spec.members.teids, "members.teids")
+    ]
+    prefixes = [(index, _prefix(text, index)) for index, text in enumerate(spec.members.ue_prefixes)]
+    members += [_ue_member(spec.id, prefix) for _, prefix in _unique_prefixes(prefixes)]
+    members += [
+        _dscp_member(spec.id, dscp, index) for index, dscp in _unique(spec.members.dscp, "members.dscp")
+    ]
+    return members
+
+
+def _vni_member(slice_id: str, vni: int, index: int) -> _Member:
+    _check_range(vni, 0, MAX_U24, f"members.vnis[{index}]", "a VXLAN VNI")
+    return [f"{slice_id}-vni-{vni}"], [{"overlay": "vxlan", "vni": vni}], f"VNI {vni}"
+
+
+def _teid_member(slice_id: str, teid: int, index: int) -> _Member:
+    _check_range(teid, 0, MAX_U32, f"members.teids[{index}]", "a GTP-U TEID")
+    return [f"{slice_id}-teid-{teid:08x}"], [{"teid": teid}], f"TEID 0x{teid:08X}"
+
+
+def _ue_member(slice_id: str, prefix: str) -> _Member:
+    tag = prefix_tag(prefix)
+    ids = [f"{slice_id}-ul-{tag}", f"{slice_id}-dl-{tag}"]
+    return ids, [{"src": prefix}, {"dst": prefix}], f"UE {prefix}"
+
+
+def _dscp_member(slice_id: str, dscp: int, index: int) -> _Member:
+    _check_range(dscp, 0, 63, f"members.dscp[{index}]", "a DSCP")
+    return [f"{slice_id}-dscp-{dscp}"], [{"dscp": dscp}], f"DSCP {dscp}"
+
+
+def _unique(values: list[int], field: str) -> list[tuple[int, int]]:
+    seen: dict[int, int] = {}
+    for index, value in enumerate(values):
+        if value in seen:
+            raise IntentError.at(f"{field}[{index}]", f"{value} is already listed at {field}[{seen[value]}]")
+        seen[value] = index
+    return [(index, value) for value, index in seen.items()]
+
+
+def _unique_prefixes(prefixes: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    seen: dict[str, int] = {}
+    for index, prefix in prefixes:
+        if prefix in seen:
+            raise IntentError.at(
+                f"members.ue_prefixes[{index}]",
+                f"{prefix} is already listed at members.ue_prefixes[{seen[prefix]}]",
+            )
+        seen[prefix] = index
+    return [(index, prefix) for prefix, index in seen.items()]
+
+
+def _prefix(text: str, index: int) -> str:
+    try:
+        return str(ipaddress.ip_network(text.strip(), strict=False))
+    except ValueError:
+        raise IntentError.at(
+            f"members.ue_prefixes[{index}]", f"{text!r} is not an IPv4 or IPv6 prefix"
+        ) from None
+
+
+def _check_range(value: int, low: int, high: int, field: str, what: str) -> None:
+    if isinstance(value, bool) or not low <= value <= high:
+        raise IntentError.at(field, f"{value} is not {what} ({low} to {high})")
+
+
+def _check_cpus(cpus: list[int]) -> None:
+    seen: dict[int, int] = {}
+    for index, cpu in enumerate(cpus):
+        _check_range(cpu, 0, MAX_CPUS - 1, f"cpus[{index}]", "a CPU")
+        if cpu in seen:
+            raise IntentError.at(f"cpus[{index}]", f"CPU {cpu} is already listed at cpus[{seen[cpu]}]")
+        seen[cpu] = index
+
+
+def _action(spec: SliceSpec, position: int) -> dict[str, Any]:
+    if not spec.cpus:
+        return {"type": "pass"}
+    return {"type": "steer", "cpu": spec.cpus[position % len(spec.cpus)]}
+
+
+def _intent(
+    spec: SliceSpec, intent_id: str, match: dict[str, Any], action: dict[str, Any], what: str
+) -> Intent:
+    overflow_locally = spec.alternative is not None and not spec.cpus
+    body = {
+        "id": intent_id,
+        "priority": slice_priority(spec.priority_level),
+        "traffic_class": "best-effort" if overflow_locally else "priority",
+        "match": match,
+        "action": action,
+        "alternative": spec.alternative,
+        "label": f"slice {spec.id} ({_snssai_text(spec)}): {what}",
+    }
+    try:
+        return Intent.model_validate(body)
+    except ValidationError as exc:
+        raise IntentError.from_validation(exc, f"intent {intent_id}") from None
+
+
+def _snssai_text(spec: SliceSpec) -> str:
+    sd: Optional[str] = spec.snssai.sd
+    return f"SST {spec.snssai.sst}" + (f", SD {sd.upper()}" if sd else "")

@@ -1,0 +1,581 @@
+"""The service over FakeDpp: every change is one transaction of store and maps; tenants are kept
+apart; retried creates are idempotent; collisions are refused naming both intents; slices are
+created, resized and deleted atomically; a start reconciles the maps with the store."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable
+
+import pytest
+
+from netapp.dataplane.binding import XdpMode, rule_key, rule_value, shape_to_c, struct_bytes
+from netapp.intents.compiler import compile_intent, order_shapes, shape_maxima
+from netapp.intents.models import AlternativeGroup, CpuSpec, LegacyMessage
+from netapp.service import store as store_module
+from netapp.service.contract import (
+    Conflict,
+    DataplaneUnavailable,
+    Forbidden,
+    IntentFilter,
+    IntentRecord,
+    InvalidInput,
+    NotFound,
+    ServiceError,
+)
+from netapp.service.service import NetAppService, rule_id
+from netapp.service.store import Store, StoreError
+from tests.utils.fakes import RecordingDpp
+from tests.utils.intents import paper_message
+from tests.utils.service import (
+    ADMIN,
+    ALICE,
+    BOB,
+    FAKE_SLOTS,
+    READER,
+    Clock,
+    fake_service,
+    intent,
+    settings_for,
+    slice_spec,
+)
+
+
+@pytest.fixture
+def fake() -> RecordingDpp:
+    return RecordingDpp(max_rules=FAKE_SLOTS)
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def service(tmp_path, fake, clock):
+    started = fake_service(tmp_path, fake, clock)
+    yield started
+    started.close()
+
+
+def expected_maps(store: Store) -> tuple[set[bytes], list[bytes]]:
+    """The rule keys and the shape set the stored intents compile to."""
+    rules = [
+        compile_intent(record.intent, {}, rule_id(record.tenant, record.intent.id))
+        for record in store.all_intents()
+    ]
+    shapes, maxima = order_shapes(shape_maxima(rules))
+    return {struct_bytes(rule_key(rule)) for rule in rules}, [
+        struct_bytes(shape_to_c(shape, top)) for shape, top in zip(shapes, maxima, strict=True)
+    ]
+
+
+def assert_maps_hold_the_store(service: NetAppService, fake: RecordingDpp) -> None:
+    keys, shapes = expected_maps(service.store)
+    assert set(fake.rules) == keys
+    assert [struct_bytes(shape) for shape in fake.active_shapes()] == shapes
+    stored = {rule_id(r.tenant, r.intent.id) for r in service.store.all_intents()}
+    assert set(service.dataplane.installed_intents) == stored
+
+
+def stored(service: NetAppService) -> list[Any]:
+    return [r.model_dump() for r in service.store.all_intents()] + [
+        s.model_dump() for s in service.store.list_slices(None, 0, 1000).items
+    ]
+
+
+# --- one transaction ------------------------------------------------------------------------------
+
+
+def test_given_creates_replaces_and_deletes_then_the_maps_always_hold_the_store(service, fake):
+    service.create_intent(ALICE, intent("a", 1000))
+    service.create_intent(ALICE, intent("b", 2000))
+    service.create_intent(BOB, intent("a", 3000))
+    assert_maps_hold_the_store(service, fake)
+
+    service.replace_intent(ALICE, "a", intent("a", 1001, priority=7))
+    service.delete_intent(ALICE, "b")
+    service.create_intent(ALICE, intent("c", match={"protocol": "tcp"}, action={"type": "drop"}))
+
+    assert_maps_hold_the_store(service, fake)
+    assert service.get_intent(ALICE, "a").revision == 2
+
+
+def test_one_create_writes_only_its_own_rule(service, fake):
+    for n in range(20):
+        service.create_intent(ALICE, intent(f"i{n}", 1000 + n))
+    fake.calls.clear()
+
+    service.create_intent(ALICE, intent("one-more", 999))
+
+    upserted = [call[1] for call in fake.writes() if call[0] == "rules_upsert"]
+    assert fake.write_names() == ["stats_rules_clear", "rules_upsert", "shapes_publish"]
+    assert len(upserted[0]) == 1
+
+
+def seed(service: NetAppService) -> None:
+    service.create_intent(ALICE, intent("a", 1000))
+    service.create_intent(ALICE, intent("b", 2000))
+    service.put_slice(ALICE, slice_spec("embb"))
+
+
+def create_in_a_new_shape(service: NetAppService) -> None:
+    service.create_intent(ALICE, intent("new", match={"protocol": "tcp"}, action={"type": "drop"}))
+
+
+def replace_moving_the_key(service: NetAppService) -> None:
+    service.replace_intent(ALICE, "a", intent("a", 1001))
+
+
+def delete_one(service: NetAppService) -> None:
+    service.delete_intent(ALICE, "b")
+
+
+def create_a_slice(service: NetAppService) -> None:
+    service.put_slice(ALICE, slice_spec("urllc", members={"vnis": [7, 8], "dscp": [34]}, cpus=[1]))
+
+
+def resize_the_slice(service: NetAppService) -> None:
+    service.put_slice(ALICE, slice_spec("embb", members={"vnis": [1093, 1094], "teids": [5]}))
+
+
+def delete_the_slice(service: NetAppService) -> None:
+    service.delete_slice(ALICE, "embb")
+
+
+def refuse(op: str) -> Callable[[RecordingDpp], None]:
+    def arm(fake: RecordingDpp) -> None:
+        fake.fail(op)
+
+    arm.__name__ = f"{op} refused"
+    return arm
+
+
+def upsert_fails_midway(fake: RecordingDpp) -> None:
+    fake.fail_upsert_after = 1
+
+
+def publish_after_the_deletes_fails(fake: RecordingDpp) -> None:
+    fake.fail_publish_after = 1
+
+
+FAILURES = [
+    # (change, what fails)
+    (create_in_a_new_shape, refuse("rules_upsert")),
+    (create_in_a_new_shape, refuse("shapes_publish")),
+    (replace_moving_the_key, refuse("rules_upsert")),
+    (replace_moving_the_key, refuse("shapes_publish")),
+    (replace_moving_the_key, refuse("rules_delete")),
+    (replace_moving_the_key, publish_after_the_deletes_fails),
+    (delete_one, refuse("rules_delete")),
+    (delete_one, refuse("shapes_publish")),  # its one publish comes after the delete
+    (create_a_slice, upsert_fails_midway),
+    (create_a_slice, refuse("shapes_publish")),
+    (resize_the_slice, upsert_fails_midway),
+    (resize_the_slice, refuse("rules_delete")),
+    (resize_the_slice, publish_after_the_deletes_fails),
+    (delete_the_slice, refuse("rules_delete")),
+    (delete_the_slice, refuse("shapes_publish")),
+]
+
+
+@pytest.mark.parametrize(
+    "change, arm", FAILURES, ids=[f"{change.__name__}, {arm.__name__}" for change, arm in FAILURES]
+)
+def test_given_a_map_failure_midway_then_store_and_maps_are_unchanged_and_the_reason_is_given(
+    service, fake, change, arm
+):
+    seed(service)
+    store_before, maps_before = stored(service), fake.state()
+    arm(fake)
+
+    with pytest.raises(DataplaneUnavailable) as refused:
+        change(service)
+
+    assert refused.value.detail.startswith("the data plane refused the change: dpp_")  # names the call
+    assert stored(service) == store_before
+    assert fake.state() == maps_before
+    assert service.health().ready
+    change(service)  # the same change goes through once the maps take it ...
+    assert_maps_hold_the_store(service, fake)  # ... and the shadow was right all along
+
+
+def test_given_a_commit_failure_then_the_map_change_is_undone(service, fake, monkeypatch):
+    seed(service)
+    store_before, maps_before = stored(service), fake.state()
+
+    def refuse_commit(self):
+        raise StoreError("commit: disk I/O error")
+
+    monkeypatch.setattr(store_module.Transaction, "commit", refuse_commit)
+    with pytest.raises(ServiceError, match="undone"):
+        resize_the_slice(service)
+    monkeypatch.undo()
+
+    assert stored(service) == store_before
+    assert fake.state() == maps_before
+    resize_the_slice(service)
+    assert_maps_hold_the_store(service, fake)
+
+
+def test_given_the_undo_fails_too_then_not_ready_and_the_next_change_reconciles_first(service, fake):
+    seed(service)
+    fake.fail("shapes_publish", times=2)  # the publish after the delete, then the undo's
+
+    with pytest.raises(DataplaneUnavailable):
+        delete_one(service)
+
+    assert not service.health().ready
+    assert "failed" in service.health().checks["reconcile"]
+    service.create_intent(ALICE, intent("c", 3000))
+    assert service.health().ready
+    assert {r.intent.id for r in service.store.all_intents()} >= {"a", "b", "c"}
+    assert_maps_hold_the_store(service, fake)
+
+
+# --- tenants --------------------------------------------------------------------------------------
+
+
+def test_two_tenants_may_use_the_same_id_and_each_sees_only_its_own(service, fake):
+    service.create_intent(ALICE, intent("video", 1000))
+    service.create_intent(BOB, intent("video", 2000))
+
+    assert service.get_intent(ALICE, "video").intent.match.dst_port == 1000
+    assert service.get_intent(BOB, "video").intent.match.dst_port == 2000
+    assert [r.tenant for r in service.list_intents(BOB, IntentFilter()).items] == ["bob"]
+    assert [r.tenant for r in service.list_intents(ADMIN, IntentFilter()).items] == ["alice", "bob"]
+    assert set(service.dataplane.installed_intents) == {"alice/video", "bob/video"}
+
+
+def test_another_tenants_intent_looks_like_nothing_at_all(service):
+    service.create_intent(ALICE, intent("video", 1000))
+
+    for attempt in (
+        lambda: service.get_intent(BOB, "alice/video"),
+        lambda: service.replace_intent(BOB, "alice/video", intent("video", 1)),
+        lambda: service.delete_intent(BOB, "alice/video"),
+        lambda: service.get_intent(BOB, "video"),
+    ):
+        with pytest.raises(NotFound):
+            attempt()
+    with pytest.raises(Forbidden):
+        service.list_intents(BOB, IntentFilter(tenant="alice"))
+    assert service.get_intent(ALICE, "video").revision == 1
+
+
+def test_an_admin_names_another_tenants_intent_by_tenant_and_id(service):
+    service.create_intent(ALICE, intent("video", 1000))
+    service.replace_intent(ADMIN, "alice/video", intent("video", 1001))
+    assert service.get_intent(ALICE, "video").intent.match.dst_port == 1001
+    service.delete_intent(ADMIN, "alice/video")
+    assert service.list_intents(ADMIN, IntentFilter()).total == 0
+
+
+def test_scopes_are_enforced(service):
+    with pytest.raises(Forbidden):
+        service.create_intent(READER, intent("x"))
+    with pytest.raises(Forbidden):
+        service.put_cpu(ALICE, CpuSpec(cpu=1))
+    with pytest.raises(Forbidden):
+        service.attach(ALICE, "lo", "generic")
+
+
+# --- idempotency ----------------------------------------------------------------------------------
+
+
+def test_given_a_retried_create_with_the_same_key_and_body_then_the_first_record_and_not_created(
+    service, fake
+):
+    first = service.create_intent(ALICE, intent("video"), idempotency_key="req-1")
+    fake.calls.clear()
+
+    retry = service.create_intent(ALICE, intent("video"), idempotency_key="req-1")
+
+    assert (first.created, retry.created) == (True, False)
+    assert retry.record == first.record
+    assert fake.writes() == []
+
+
+def test_given_the_same_key_with_another_body_then_conflict(service):
+    service.create_intent(ALICE, intent("video"), idempotency_key="req-1")
+    with pytest.raises(Conflict) as refused:
+        service.create_intent(ALICE, intent("video", 6000), idempotency_key="req-1")
+    assert refused.value.field == "Idempotency-Key"
+
+
+def test_idempotency_keys_are_per_tenant_and_expire(service, clock):
+    service.create_intent(ALICE, intent("video"), idempotency_key="req-1")
+    assert service.create_intent(BOB, intent("video", 6000), idempotency_key="req-1").created
+
+    clock.advance(hours=25)
+    with pytest.raises(Conflict, match="in use"):  # a new create, and the id is taken
+        service.create_intent(ALICE, intent("video"), idempotency_key="req-1")
+
+
+def test_a_create_without_a_key_of_an_existing_id_is_a_conflict(service):
+    service.create_intent(ALICE, intent("video"))
+    with pytest.raises(Conflict, match="in use"):
+        service.create_intent(ALICE, intent("video", 6000))
+
+
+# --- collisions -----------------------------------------------------------------------------------
+
+
+COLLISIONS = [
+    ("the same action: a duplicate", {}, "duplicate"),
+    ("another action", {"action": {"type": "drop"}}, "conflict"),
+    ("a lower priority", {"priority": 5}, "shadowed"),
+    ("a higher priority", {"priority": 500}, "shadowed"),
+]
+
+
+@pytest.mark.parametrize("fields, kind", [c[1:] for c in COLLISIONS], ids=[c[0] for c in COLLISIONS])
+def test_given_an_intent_with_an_installed_match_then_conflict_naming_both(service, fake, fields, kind):
+    service.create_intent(ALICE, intent("first", 1000))
+    maps_before = fake.state()
+
+    with pytest.raises(Conflict) as refused:
+        service.create_intent(ALICE, intent("second", 1000, **fields))
+
+    assert "'second'" in refused.value.detail and "'first'" in refused.value.detail
+    assert {refused.value.extra["intent_a"], refused.value.extra["intent_b"]} == {"first", "second"}
+    assert refused.value.extra["kind"] == kind
+    assert fake.state() == maps_before
+    assert [r.intent.id for r in service.store.all_intents()] == ["first"]
+
+
+def test_a_collision_with_another_tenant_does_not_name_its_intent_except_to_an_admin(service):
+    service.create_intent(ALICE, intent("secret-plan", 1000))
+
+    with pytest.raises(Conflict) as refused:
+        service.create_intent(BOB, intent("mine", 1000))
+    assert "secret-plan" not in refused.value.detail and "another tenant" in refused.value.detail
+
+    with pytest.raises(Conflict) as refused:
+        service.create_intent(ADMIN, intent("ops", 1000))
+    assert "'alice/secret-plan'" in refused.value.detail
+
+
+def test_given_an_intent_that_does_not_compile_then_invalid_input_names_the_field(service):
+    with pytest.raises(InvalidInput) as refused:
+        service.create_intent(ALICE, intent("x", match={"interface": "no-such-if0"}))
+    assert refused.value.field == "match.interface"
+    assert service.store.all_intents() == []
+
+
+# --- legacy messages, dry runs --------------------------------------------------------------------
+
+
+def legacy(action_type: str, port: str = "5004") -> LegacyMessage:
+    message = paper_message()
+    del message["Params"]  # the paper's eth0 need not exist here
+    message["Action"]["actionType"] = action_type
+    message["Resources"][2]["dstPort"] = port
+    return LegacyMessage.model_validate(message)
+
+
+def test_legacy_insert_update_and_delete(service, fake):
+    inserted = service.apply_legacy(ALICE, legacy("INSERT"))
+    assert (inserted.intent.id, inserted.source) == ("legacy-e918d704", "legacy")
+
+    updated = service.apply_legacy(ALICE, legacy("UPDATE", "5006"))
+    assert (updated.intent.match.dst_port, updated.revision) == (5006, 2)
+    assert_maps_hold_the_store(service, fake)
+
+    assert service.apply_legacy(ALICE, legacy("DELETE")) is None
+    assert service.store.all_intents() == [] and fake.rules == {}
+
+
+def test_a_dry_run_reports_rules_and_conflicts_and_changes_nothing(service, fake):
+    service.create_intent(ALICE, intent("a", 1000))
+    store_before, maps_before = stored(service), fake.state()
+    fake.calls.clear()
+
+    report = service.dry_run(ALICE, [intent("b", 1000, action={"type": "drop"}), intent("a", 1001)])
+
+    assert [(rule.intent_id, rule.match) for rule in report.rules] == [
+        ("b", {"protocol": 17, "fragment": 0, "dst_port": 1000}),
+        ("a", {"protocol": 17, "fragment": 0, "dst_port": 1001}),
+    ]
+    assert report.conflicts == []  # a moves away from 1000 in the same run
+    collide = service.dry_run(ALICE, [intent("b", 1000, action={"type": "drop"})])
+    assert [(c.intent_a, c.intent_b, c.kind) for c in collide.conflicts] == [("a", "b", "conflict")]
+    assert fake.writes() == [] and fake.state() == maps_before and stored(service) == store_before
+
+
+# --- slices ---------------------------------------------------------------------------------------
+
+
+def test_a_slice_creates_resizes_and_deletes_its_intents(service, fake):
+    record, created = service.put_slice(ALICE, slice_spec("embb"))
+    assert created and len(record.intent_ids) == 5
+    assert {r.source for r in service.store.slice_intents("alice", "embb")} == {"slice"}
+    assert_maps_hold_the_store(service, fake)
+
+    resized, created = service.put_slice(ALICE, slice_spec("embb", members={"vnis": [1093, 7]}, cpus=[1]))
+    assert not created and resized.revision == 2
+    assert resized.intent_ids == ["embb-vni-1093", "embb-vni-7"]
+    assert service.get_intent(ALICE, "embb-vni-1093").intent.action.cpu == 1
+    assert_maps_hold_the_store(service, fake)
+
+    service.delete_slice(ALICE, "embb")
+    assert service.store.all_intents() == [] and fake.rules == {}
+    with pytest.raises(NotFound):
+        service.get_slice(ALICE, "embb")
+
+
+def test_a_slices_intents_change_only_through_the_slice(service):
+    service.put_slice(ALICE, slice_spec("embb"))
+    with pytest.raises(Conflict, match="slice 'embb'"):
+        service.delete_intent(ALICE, "embb-vni-1093")
+    with pytest.raises(Conflict, match="slice 'embb'"):
+        service.replace_intent(ALICE, "embb-vni-1093", intent("embb-vni-1093"))
+
+
+def test_a_slice_whose_intent_id_is_taken_is_refused_whole(service, fake):
+    service.create_intent(ALICE, intent("embb-dscp-46", match={"dscp": 12}))
+    maps_before = fake.state()
+    with pytest.raises(Conflict, match="embb-dscp-46"):
+        service.put_slice(ALICE, slice_spec("embb"))
+    assert service.store.get_slice("alice", "embb") is None and fake.state() == maps_before
+
+
+def test_tenants_slices_are_apart(service):
+    service.put_slice(ALICE, slice_spec("embb"))
+    service.put_slice(BOB, slice_spec("embb", members={"vnis": [5]}))
+    assert [s.tenant for s in service.list_slices(BOB).items] == ["bob"]
+    with pytest.raises(NotFound):
+        service.delete_slice(BOB, "alice/embb")
+
+
+# --- site, statistics, status ---------------------------------------------------------------------
+
+
+def group(group_id: int) -> AlternativeGroup:
+    return AlternativeGroup.model_validate({"id": group_id, "members": [{"mac": "02:00:00:00:00:09"}]})
+
+
+def test_an_alternative_group_in_use_cannot_be_deleted(service, fake):
+    service.put_alternative(ADMIN, group(3))
+    service.create_intent(ALICE, intent("video", alternative=3))
+    assert 3 in fake.alt_groups
+
+    with pytest.raises(Conflict, match="used by 1 intents"):
+        service.delete_alternative(ADMIN, 3)
+    service.delete_intent(ALICE, "video")
+    service.delete_alternative(ADMIN, 3)
+
+    assert 3 not in fake.alt_groups and service.list_alternatives(ALICE) == []
+
+
+def test_a_cpu_joins_the_set_with_its_capacity(service, fake):
+    service.put_cpu(ADMIN, CpuSpec(cpu=1, capacity_pps=500_000, overloaded=True))
+    (view,) = service.list_cpus(ALICE)
+    assert view["capacity_pps"] == 500_000
+    assert view["state"]["enabled"] == 1 and view["state"]["overloaded"] == 1
+
+
+def test_stats_per_intent_and_slice_for_the_caller_and_per_cpu_for_admins(service, fake):
+    service.create_intent(ALICE, intent("video", 1000))
+    service.create_intent(BOB, intent("video", 2000))
+    service.put_slice(ALICE, slice_spec("embb"))
+    slots = service.dataplane.installed_intents
+    fake.count(slots["alice/video"], 3, 100)
+    fake.count(slots["alice/embb-vni-1093"], 2, 50)
+    fake.count(slots["alice/embb-dscp-46"], 1, 50)
+
+    mine = service.stats(ALICE)
+    everyone = service.stats(ADMIN)
+
+    assert {(s["id"], s["packets"]) for s in mine["intents"] if s["packets"]} == {
+        ("video", 3),
+        ("embb-vni-1093", 2),
+        ("embb-dscp-46", 1),
+    }
+    assert {s["tenant"] for s in mine["intents"]} == {"alice"}
+    assert mine["slices"] == [{"tenant": "alice", "id": "embb", "packets": 3, "bytes": 150}]
+    assert "cpus" not in mine and {"cpus", "verdicts", "reasons"} <= set(everyone)
+    assert {s["tenant"] for s in everyone["intents"]} == {"alice", "bob"}
+
+
+def test_the_status_names_program_maps_and_fill(service):
+    service.create_intent(ALICE, intent("video"))
+    status = service.dataplane_status(ALICE)
+    assert status["program_id"] == 1
+    assert status["maps"]["dpp_rules"]["entries"] == 1
+    assert status["reconciled"] and "not_installed" not in status
+
+
+# --- starting -------------------------------------------------------------------------------------
+
+
+def test_given_a_restart_then_stale_entries_go_and_missing_ones_come(tmp_path, fake, clock):
+    first = fake_service(tmp_path, fake, clock)
+    for name, port in (("a", 1000), ("b", 2000), ("c", 3000)):
+        first.create_intent(ALICE, intent(name, port))
+    first.put_alternative(ADMIN, group(5))
+    first.close()
+    # While the service is down, the store loses b and gains d; the maps gain a stray rule and group.
+    store = Store.open(tmp_path / "netapp.db")
+    with store.transaction():
+        store.delete_intent("alice", "b")
+        store.insert_intent(
+            IntentRecord(intent=intent("d", 4000), tenant="alice", created_at=clock.now, updated_at=clock.now)
+        )
+    store.close()
+    stray = compile_intent(intent("stray", 9000), {}, "ghost/stray")
+    fake.rules_upsert([rule_key(stray)], [rule_value(stray, slot=77)])
+    fake.alt_group_set(9, fake.alt_groups[5])
+
+    again = fake_service(tmp_path, fake, clock)
+
+    assert_maps_hold_the_store(again, fake)
+    assert set(fake.alt_groups) == {5}
+    assert again.health().ready
+    again.close()
+
+
+def test_a_service_that_has_not_started_is_not_ready_and_changes_nothing(tmp_path):
+    service = NetAppService(settings_for(tmp_path))
+    assert not service.health().ready
+    with pytest.raises(DataplaneUnavailable):
+        service.create_intent(ALICE, intent("video"))
+
+
+# --- concurrency ----------------------------------------------------------------------------------
+
+
+def test_parallel_creates_and_deletes_leave_store_and_maps_identical(service, fake):
+    def client(n: int) -> None:
+        for k in range(25):
+            name = f"c{n}-{k}"
+            service.create_intent(ALICE, intent(name, 10_000 + n * 100 + k))
+            if k % 3 == 0:
+                service.delete_intent(ALICE, name)
+
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert len(service.store.all_intents()) == 8 * 16
+    assert_maps_hold_the_store(service, fake)
+
+
+def test_an_interface_is_attached_remembered_and_detached(tmp_path, fake, clock):
+    service = fake_service(tmp_path, fake, clock)
+    attached = service.attach(ADMIN, "lo", "generic")
+    assert attached["ifindex"] == 1 and list(fake.links) == [1]
+    service.close()
+
+    again = fake_service(tmp_path, fake, clock)  # the link survived the restart: not attached twice
+    assert [call for call in fake.calls if call[0] == "attach"] == [("attach", 1, XdpMode.GENERIC)]
+    assert again.health().checks["interface lo"] == "ok"
+    again.detach(ADMIN, "lo")
+    assert fake.links == {} and again.store.list_attachments() == []
+    with pytest.raises(NotFound):
+        again.detach(ADMIN, "lo")
+    with pytest.raises(NotFound, match="no-such-if0"):
+        again.attach(ADMIN, "no-such-if0", "native")
+    again.close()

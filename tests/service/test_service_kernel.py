@@ -1,0 +1,255 @@
+"""The service on the real data plane (root, libdpp): a restart reconciles the pinned maps with the
+store, killing the service (kill -9) does not stop forwarding and restarting it does not either,
+and parallel clients leave store and maps identical."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+import sys
+import threading
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+from scapy.layers.inet import IP, UDP
+from scapy.layers.l2 import Ether
+
+from netapp.core.config import InterfaceSetting
+from netapp.dataplane import binding
+from netapp.dataplane.binding import rule_key, rule_value, shape_to_c, struct_bytes
+from netapp.intents.compiler import compile_intent, order_shapes, shape_maxima
+from netapp.service.contract import IntentRecord
+from netapp.service.service import NetAppService, rule_id
+from netapp.service.store import Store
+from netapp.testbed import netns
+from netapp.testbed.traffic import Sender
+from tests.utils.kernel import require_kernel
+from tests.utils.service import ALICE, BOB, intent, settings_for, slice_spec
+
+REPO = Path(__file__).resolve().parents[2]
+PAYLOAD = b"x" * 32
+
+
+@pytest.fixture
+def instance() -> Iterator[str]:
+    """A pinned instance name of this test only; its pins (and links) go whatever happened."""
+    require_kernel()
+    name = f"svc-{secrets.token_hex(3)}"
+    yield name
+    handle = binding.DppHandle.open(binding.load_libdpp(), name)
+    handle.unpin()
+    handle.close()
+
+
+def started(state_dir: Path, instance: str, **settings) -> NetAppService:
+    service = NetAppService(settings_for(state_dir, instance=instance, max_rules=4096, **settings))
+    service.start()
+    return service
+
+
+def second_handle(instance: str) -> binding.DppHandle:
+    """Another process's view of the pinned instance, below the facade."""
+    return binding.DppHandle.open(binding.load_libdpp(), instance)
+
+
+def compiled_store(store: Store) -> tuple[set[bytes], list[bytes]]:
+    rules = [
+        compile_intent(record.intent, {}, rule_id(record.tenant, record.intent.id))
+        for record in store.all_intents()
+    ]
+    shapes, maxima = order_shapes(shape_maxima(rules))
+    return {struct_bytes(rule_key(rule)) for rule in rules}, [
+        struct_bytes(shape_to_c(shape, top)) for shape, top in zip(shapes, maxima, strict=True)
+    ]
+
+
+def assert_maps_hold_the_store(service: NetAppService, instance: str) -> None:
+    keys, shapes = compiled_store(service.store)
+    handle = second_handle(instance)
+    try:
+        assert {struct_bytes(key) for key, _ in handle.rules_dump()} == keys
+        active = handle.shapes_get()
+        assert [struct_bytes(active.shapes[i]) for i in range(active.count)] == shapes
+    finally:
+        handle.close()
+    stored = {rule_id(r.tenant, r.intent.id) for r in service.store.all_intents()}
+    assert set(service.dataplane.installed_intents) == stored
+
+
+def test_given_a_restart_then_stale_map_entries_go_missing_ones_come_and_counters_stay(tmp_path, instance):
+    service = started(tmp_path, instance)
+    for name, port in (("a", 1000), ("b", 2000), ("c", 3000)):
+        service.create_intent(ALICE, intent(name, port, action={"type": "pass"}))
+    service.put_slice(ALICE, slice_spec("embb", cpus=[]))
+    frame = bytes(Ether() / IP(src="10.0.0.1", dst="10.0.0.2") / UDP(sport=9, dport=1000))
+    service.dataplane.test_run(frame)
+    assert service.dataplane.rule_stats()["alice/a"][0] == 1
+    service.close()
+    # While the service is down, the store loses b and gains d; the maps gain a rule nobody wants.
+    store = Store.open(tmp_path / "netapp.db")
+    with store.transaction():
+        store.delete_intent("alice", "b")
+        now = datetime.now(timezone.utc)
+        store.insert_intent(
+            IntentRecord(intent=intent("d", 4000), tenant="alice", created_at=now, updated_at=now)
+        )
+    store.close()
+    stray = compile_intent(intent("stray", 9000), {}, "ghost/stray")
+    handle = second_handle(instance)
+    handle.rules_upsert([rule_key(stray)], [rule_value(stray, slot=99)])
+    handle.close()
+
+    again = started(tmp_path, instance)
+
+    assert_maps_hold_the_store(again, instance)
+    assert again.dataplane.rule_stats()["alice/a"][0] == 1  # the same slot, its count kept
+    assert again.health().ready
+    again.close()
+
+
+def test_parallel_clients_leave_store_and_maps_identical(tmp_path, instance):
+    service = started(tmp_path, instance)
+    errors: list[BaseException] = []
+
+    def client(n: int) -> None:
+        who = ALICE if n % 2 else BOB
+        try:
+            for k in range(25):
+                name = f"c{n}-{k}"
+                service.create_intent(who, intent(name, 10_000 + n * 100 + k))
+                if k % 2:
+                    service.delete_intent(who, name)
+        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert errors == []
+    assert len(service.store.all_intents()) == 8 * 13
+    assert_maps_hold_the_store(service, instance)
+    service.close()
+
+
+# --- kill -9 ----------------------------------------------------------------------------------------
+
+SERVICE_PROCESS = """
+import json, sys, time
+from netapp.core.config import Settings
+from netapp.service.contract import Principal, Scope
+from netapp.intents.models import Intent
+from netapp.service.service import NetAppService
+
+service = NetAppService(Settings())
+service.start()
+who = Principal("alice", frozenset({Scope.INTENTS_WRITE}))
+intent = {"id": "video", "match": {"protocol": "udp", "dst_port": 5004}, "action": {"type": "pass"}}
+service.create_intent(who, Intent.model_validate(intent))
+status = service.dataplane_status(Principal("ops", frozenset({Scope.ADMIN})))
+print(json.dumps({"program_id": status["program_id"], "interfaces": status["interfaces"]}), flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.fixture
+def namespace() -> Iterator[str]:
+    """A namespace with a veth pair: v0 (the NetApp's) and v1 (where frames come from)."""
+    require_kernel()
+    name = f"svc-{secrets.token_hex(3)}"
+    netns.add_namespace(name)
+    try:
+        netns.add_veth(name, "v0", name, "v1")
+        netns.configure(name, "v0", "02:00:00:00:99:01", "10.99.0.1/24")
+        netns.configure(name, "v1", "02:00:00:00:99:02", "10.99.0.2/24")
+        yield name
+    finally:
+        netns.delete_namespace(name)
+
+
+def video_packets(handle: binding.DppHandle) -> int:
+    (rule,) = [rule for _, rule in handle.rules_dump()]
+    return handle.stats_rules(rule.slot, 1)[0][0]
+
+
+def send_video(namespace: str, count: int) -> None:
+    frame = bytes(
+        Ether(src="02:00:00:00:99:02", dst="02:00:00:00:99:01")
+        / IP(src="10.99.0.2", dst="10.99.0.1")
+        / UDP(sport=40000, dport=5004)
+        / PAYLOAD
+    )
+    sender = Sender(namespace, "v1")
+    try:
+        sender.send([frame], rounds=count)
+    finally:
+        sender.close()
+
+
+def wait_for_packets(instance: str, expected: int, timeout: float = 5.0) -> int:
+    deadline = time.monotonic() + timeout
+    while True:
+        handle = second_handle(instance)
+        try:
+            seen = video_packets(handle)
+        finally:
+            handle.close()
+        if seen >= expected or time.monotonic() > deadline:
+            return seen
+        time.sleep(0.02)
+
+
+def xdp_program_of(namespace: str, ifname: str) -> int:
+    (link,) = json.loads(netns.run(["ip", "-j", "link", "show", ifname], netns=namespace))
+    return link.get("xdp", {}).get("prog", {}).get("id", 0)
+
+
+def test_given_the_service_killed_then_forwarding_goes_on_and_a_restart_takes_over(
+    tmp_path, instance, namespace
+):
+    interfaces = [InterfaceSetting(name="v0", mode="native", netns=namespace)]
+    environment = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "NETAPP_STATE_DIR": str(tmp_path),
+        "NETAPP_INSTANCE": instance,
+        "NETAPP_MAX_RULES": "4096",
+        "NETAPP_AUTH_DISABLED": "true",
+        "NETAPP_INTERFACES": json.dumps([setting.model_dump() for setting in interfaces]),
+    }
+    process = subprocess.Popen(
+        [sys.executable, "-c", SERVICE_PROCESS], env=environment, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        ready = json.loads(process.stdout.readline())
+        assert ready["interfaces"][0]["attached"]
+        send_video(namespace, 5)
+        assert wait_for_packets(instance, 5) == 5
+    finally:
+        process.kill()  # SIGKILL: no cleanup of any kind
+        process.wait()
+        process.stdout.close()
+
+    assert xdp_program_of(namespace, "v0") == ready["program_id"]
+    send_video(namespace, 5)
+    assert wait_for_packets(instance, 10) == 10  # classified and counted with no control plane
+
+    again = started(tmp_path, instance, interfaces=interfaces)
+    try:
+        assert again.health().ready and again.health().checks["interface v0"] == "ok"
+        assert again.dataplane_status(ALICE)["program_id"] == ready["program_id"]  # reused, not reloaded
+        assert xdp_program_of(namespace, "v0") == ready["program_id"]
+        send_video(namespace, 5)
+        assert wait_for_packets(instance, 15) == 15
+        assert again.stats(ALICE)["intents"] == [
+            {"tenant": "alice", "id": "video", "packets": 15, "bytes": 15 * 74}
+        ]
+    finally:
+        again.close()

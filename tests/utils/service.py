@@ -1,0 +1,80 @@
+"""Factories for service tests: principals, intents and slice specs as models, a service over FakeDpp."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any, Optional
+
+from netapp.core.config import Settings
+from netapp.dataplane.facade import Dataplane
+from netapp.intents.models import Intent
+from netapp.service.contract import Principal, Scope, SliceSpec
+from netapp.service.service import NetAppService
+from netapp.service.store import Store
+from tests.utils.fakes import RecordingDpp
+from tests.utils.intents import native_intent
+
+WRITER_SCOPES = frozenset({Scope.READ, Scope.INTENTS_WRITE, Scope.SLICES_WRITE})
+ALICE = Principal("alice", WRITER_SCOPES, "alice-token")
+BOB = Principal("bob", WRITER_SCOPES, "bob-token")
+READER = Principal("alice", frozenset({Scope.READ}), "alice-reader")
+ADMIN = Principal("operator", frozenset({Scope.ADMIN}), "admin-token")
+
+FAKE_SLOTS = 4096
+
+
+def intent(intent_id: str, port: int = 5004, **fields: Any) -> Intent:
+    """Steer UDP to `port` to CPU 1, with the given parts replaced."""
+    match = fields.pop("match", {"protocol": "udp", "dst_port": port})
+    return Intent.model_validate(native_intent(intent_id, match=match, **fields))
+
+
+def slice_spec(slice_id: str = "embb", **fields: Any) -> SliceSpec:
+    """A slice with one member of each kind on CPUs 0 and 1, with the given parts replaced."""
+    spec: dict[str, Any] = {
+        "id": slice_id,
+        "snssai": {"sst": 1, "sd": "00A1B2"},
+        "priority_level": 10,
+        "gbr_kbps": 10_000,
+        "mbr_kbps": 50_000,
+        "members": {"vnis": [1093], "teids": [0x8894D0D4], "ue_prefixes": ["10.60.0.0/16"], "dscp": [46]},
+        "cpus": [0, 1],
+    }
+    spec.update(fields)
+    return SliceSpec.model_validate(spec)
+
+
+def settings_for(state_dir: Path, **fields: Any) -> Settings:
+    return Settings(state_dir=state_dir, auth_disabled=True, **fields)
+
+
+class Clock:
+    """A clock the test moves by hand."""
+
+    def __init__(self) -> None:
+        self.now = datetime(2025, 1, 1, tzinfo=timezone.utc)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **delta: float) -> None:
+        self.now += timedelta(**delta)
+
+
+def fake_service(
+    state_dir: Path,
+    fake: Optional[RecordingDpp] = None,
+    clock: Optional[Clock] = None,
+    **settings: Any,
+) -> NetAppService:
+    """A started service over a RecordingDpp (a new one unless given: a restart passes the old one)."""
+    fake = fake if fake is not None else RecordingDpp(max_rules=FAKE_SLOTS)
+    service = NetAppService(
+        settings_for(state_dir, **settings),
+        dataplane=Dataplane(fake, max_rules=FAKE_SLOTS),
+        store=Store.open(state_dir / "netapp.db"),
+        clock=clock or Clock(),
+    )
+    service.start()
+    return service
