@@ -12,6 +12,7 @@
 #include "dpp_maps.h"
 #include "parse.h"
 #include "csum.h"
+#include "counters.h"
 
 /* Outer headers a rewrite can reach: offsets are masked to this power of two so the verifier sees
  * them bounded. Outer headers never lie deeper (parse.h stops IPv6 extension chains long before). */
@@ -196,9 +197,10 @@ static __always_inline int overflow(struct xdp_md *ctx, const struct dpp_flow_ke
 	return verdict;
 }
 
+/* Steer to the rule's CPU. bytes: the packet's length, for dpp_cpu_stats. */
 static __always_inline int steer(struct xdp_md *ctx, const struct dpp_flow_key *key,
 				 const struct dpp_layers *l, const struct dpp_rule *rule,
-				 const struct dpp_config *cfg, struct dpp_outcome *o)
+				 const struct dpp_config *cfg, __u64 bytes, struct dpp_outcome *o)
 {
 	__u32 cpu_id = rule->cpu;
 	const struct dpp_cpu *cpu = bpf_map_lookup_elem(&dpp_cpus, &cpu_id);
@@ -209,6 +211,8 @@ static __always_inline int steer(struct xdp_md *ctx, const struct dpp_flow_key *
 		return overflow(ctx, key, l, rule->alt_group, cfg, o);
 	if (bpf_redirect_map(&dpp_cpu_map, cpu_id, 0) != XDP_REDIRECT)
 		return fallback(cfg, o, DPP_REASON_CPU_UNAVAILABLE);
+	/* Counted only here: overflow and fallbacks never reach the CPU, so they are not its load. */
+	count(&dpp_cpu_stats, cpu_id, bytes);
 	o->action = DPP_ACTION_STEER;
 	o->cpu = cpu_id;
 	return XDP_REDIRECT;
@@ -238,10 +242,11 @@ static __always_inline int redirect(const struct dpp_rule *rule, const struct dp
 	return XDP_REDIRECT;
 }
 
-/* Carry out a matched rule (or, with rule NULL, the best-effort treatment of unmatched traffic). */
+/* Carry out a matched rule (or, with rule NULL, the best-effort treatment of unmatched traffic).
+ * bytes: the packet's length, measured once by the caller. */
 static __always_inline int act(struct xdp_md *ctx, const struct dpp_flow_key *key,
 			       const struct dpp_layers *l, const struct dpp_rule *rule,
-			       const struct dpp_config *cfg, struct dpp_outcome *o)
+			       const struct dpp_config *cfg, __u64 bytes, struct dpp_outcome *o)
 {
 	if (!rule)
 		return best_effort(ctx, key, l, DPP_NONE, cfg, o);
@@ -255,7 +260,7 @@ static __always_inline int act(struct xdp_md *ctx, const struct dpp_flow_key *ke
 		o->action = DPP_ACTION_DROP;
 		return XDP_DROP;
 	case DPP_ACTION_STEER:
-		return steer(ctx, key, l, rule, cfg, o);
+		return steer(ctx, key, l, rule, cfg, bytes, o);
 	case DPP_ACTION_FORWARD:
 		return forward(ctx, key, l, rule->alt_group, cfg, o);
 	case DPP_ACTION_REDIRECT:

@@ -7,6 +7,7 @@
 #include "parse.h"
 #include "classify.h"
 #include "actions.h"
+#include "counters.h"
 
 /* Load-time knob (skeleton rodata): record every packet's outcome in dpp_trace. */
 const volatile __u8 cfg_trace = 0;
@@ -72,16 +73,6 @@ static __always_inline int parse_packet(struct xdp_md *ctx, struct dpp_parse *p,
 	return parse_staged(ctx, p);
 }
 
-static __always_inline void count(void *map, __u32 index, __u64 bytes)
-{
-	struct dpp_counter *ctr = bpf_map_lookup_elem(map, &index);
-
-	if (ctr) {
-		ctr->packets++;
-		ctr->bytes += bytes;
-	}
-}
-
 static __always_inline void record_trace(const struct dpp_flow_key *key, const struct dpp_rule *rule,
 					 const struct dpp_outcome *o, int verdict, bool fast)
 {
@@ -135,7 +126,7 @@ int dpp_xdp(struct xdp_md *ctx)
 		verdict = fallback(cfg, &o, reason);
 	} else {
 		rule = classify(&p.key, cfg, &cached);
-		verdict = act(ctx, &p.key, &p.layers, rule, cfg, &o);
+		verdict = act(ctx, &p.key, &p.layers, rule, cfg, bytes, &o);
 	}
 
 	if (rule)

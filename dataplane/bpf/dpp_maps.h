@@ -114,6 +114,14 @@ struct {
 	__type(value, struct dpp_counter);
 } dpp_reasons SEC(".maps");
 
+/* CPU id -> packets and bytes STEER handed to that CPU's CPUMAP queue */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, DPP_MAX_CPUS);
+	__type(key, __u32);
+	__type(value, struct dpp_counter);
+} dpp_cpu_stats SEC(".maps");
+
 /* 0 -> outcome of the last packet (written only when loaded with trace on) */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

@@ -648,10 +648,28 @@ static void print_counters(const char *title, const char *const *names, unsigned
 		       (unsigned long long)cnt[i].packets, (unsigned long long)cnt[i].bytes);
 }
 
+/* Only CPUs that were steered to: most of DPP_MAX_CPUS never are. */
+static void print_cpu_counters(const struct dpp_counter *cnt, unsigned int n)
+{
+	bool titled = false;
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		if (!cnt[i].packets && !cnt[i].bytes)
+			continue;
+		if (!titled) {
+			printf("%-18s %16s %20s\n", "steered to cpu", "packets", "bytes");
+			titled = true;
+		}
+		printf("  %-16u %16llu %20llu\n", i, (unsigned long long)cnt[i].packets,
+		       (unsigned long long)cnt[i].bytes);
+	}
+}
+
 static int cmd_stats(struct ctl *c, int argc, char **argv)
 {
 	struct dpp_counter verdicts[DPP_VERDICT_MAX], actions[DPP_ACTION_MAX];
-	struct dpp_counter reasons[DPP_REASON_MAX];
+	struct dpp_counter reasons[DPP_REASON_MAX], cpus[DPP_MAX_CPUS];
 	int rc, err;
 
 	(void)argv;
@@ -665,6 +683,8 @@ static int cmd_stats(struct ctl *c, int argc, char **argv)
 		err = dpp_stats_actions(c->d, actions);
 	if (!err)
 		err = dpp_stats_reasons(c->d, reasons);
+	if (!err)
+		err = dpp_stats_cpus(c->d, cpus, DPP_MAX_CPUS);
 	if (err)
 		return fail(err, "read counters");
 	print_counters("verdict", dpp_verdict_names, ARRAY_SIZE(dpp_verdict_names), verdicts,
@@ -673,6 +693,7 @@ static int cmd_stats(struct ctl *c, int argc, char **argv)
 		       DPP_ACTION_MAX);
 	print_counters("reason", dpp_reason_names, ARRAY_SIZE(dpp_reason_names), reasons,
 		       DPP_REASON_MAX);
+	print_cpu_counters(cpus, DPP_MAX_CPUS);
 	return 0;
 }
 

@@ -54,6 +54,7 @@ enum dpp_map_id {
 	DPP_MAP_VERDICTS,
 	DPP_MAP_ACTIONS,
 	DPP_MAP_REASONS,
+	DPP_MAP_CPU_STATS,
 	DPP_MAP_TRACE,
 	DPP_MAP_NR,
 };
@@ -91,6 +92,8 @@ static const struct dpp_map_spec dpp_map_specs[DPP_MAP_NR] = {
 					   struct dpp_counter),
 	[DPP_MAP_REASONS] = DPP_ARRAY_SPEC("dpp_reasons", BPF_MAP_TYPE_PERCPU_ARRAY,
 					   struct dpp_counter),
+	[DPP_MAP_CPU_STATS] = DPP_ARRAY_SPEC("dpp_cpu_stats", BPF_MAP_TYPE_PERCPU_ARRAY,
+					     struct dpp_counter),
 	[DPP_MAP_TRACE] = DPP_ARRAY_SPEC("dpp_trace", BPF_MAP_TYPE_ARRAY, struct dpp_trace),
 };
 
@@ -1609,7 +1612,7 @@ static void counters_sum(const struct dpp_counter *percpu, int ncpus, struct dpp
 	}
 }
 
-/* Small per-CPU counter arrays (verdicts, actions, reasons): one lookup per key. */
+/* Small per-CPU counter arrays (verdicts, actions, reasons, CPUs): one lookup per key. */
 static int counters_read(struct dpp *d, enum dpp_map_id id, struct dpp_counter *out, __u32 n)
 {
 	struct dpp_counter *percpu;
@@ -1763,6 +1766,24 @@ int dpp_stats_reasons(struct dpp *d, struct dpp_counter out[DPP_REASON_MAX])
 	if (!d)
 		return -EINVAL;
 	return counters_read(d, DPP_MAP_REASONS, out, DPP_REASON_MAX);
+}
+
+int dpp_stats_cpus(struct dpp *d, struct dpp_counter *out, __u32 n)
+{
+	__u32 readable;
+
+	if (!d || (n && !out))
+		return -EINVAL;
+	if (!n)
+		return 0;
+	if (n > DPP_MAX_CPUS) {
+		pr_warn("%u CPU counters asked for, at most %d", n, DPP_MAX_CPUS);
+		return -ERANGE;
+	}
+	/* The CPUMAP takes no CPU the kernel cannot have: the rest are zero without a syscall. */
+	readable = n < (__u32)d->ncpus ? n : (__u32)d->ncpus;
+	memset(out + readable, 0, (size_t)(n - readable) * sizeof(*out));
+	return counters_read(d, DPP_MAP_CPU_STATS, out, readable);
 }
 
 /* ---- test run ---- */

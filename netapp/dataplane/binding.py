@@ -373,6 +373,7 @@ MAPS: Mapping[str, MapSpec] = {
     "dpp_verdicts": MapSpec(c_uint32, Counter, VERDICT_MAX, per_cpu=True),
     "dpp_actions": MapSpec(c_uint32, Counter, ACTION_MAX, per_cpu=True),
     "dpp_reasons": MapSpec(c_uint32, Counter, REASON_MAX, per_cpu=True),
+    "dpp_cpu_stats": MapSpec(c_uint32, Counter, "DPP_MAX_CPUS", per_cpu=True),
     "dpp_trace": MapSpec(c_uint32, Trace, 1),
 }
 
@@ -410,6 +411,7 @@ PROTOTYPES: Mapping[str, tuple[Any, list[Any]]] = {
     "dpp_stats_verdicts": (c_int, [c_void_p, POINTER(Counter)]),
     "dpp_stats_actions": (c_int, [c_void_p, POINTER(Counter)]),
     "dpp_stats_reasons": (c_int, [c_void_p, POINTER(Counter)]),
+    "dpp_stats_cpus": (c_int, [c_void_p, POINTER(Counter), c_uint32]),
     "dpp_stats_rules_clear": (c_int, [c_void_p, c_uint32, c_uint32]),
     "dpp_test_run": (
         c_int,
@@ -721,6 +723,12 @@ class DppHandle:
 
     def stats_reasons(self) -> list[tuple[int, int]]:
         return self._stats_table(self.lib.dpp_stats_reasons, REASON_MAX, "dpp_stats_reasons")
+
+    def stats_cpus(self, count: int = MAX_CPUS) -> list[tuple[int, int]]:
+        """(packets, bytes) STEER handed to each of CPUs [0, count)."""
+        out = (Counter * count)()
+        check(self.lib.dpp_stats_cpus(self._handle, out, count), "dpp_stats_cpus")
+        return [(counter.packets, counter.bytes) for counter in out]
 
     def _stats_table(self, function: Any, size: int, op: str) -> list[tuple[int, int]]:
         out = (Counter * size)()

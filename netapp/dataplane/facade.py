@@ -93,6 +93,7 @@ class Adapter(Protocol):
     def stats_verdicts(self) -> list[tuple[int, int]]: ...
     def stats_actions(self) -> list[tuple[int, int]]: ...
     def stats_reasons(self) -> list[tuple[int, int]]: ...
+    def stats_cpus(self, count: int = MAX_CPUS) -> list[tuple[int, int]]: ...
     def test_run(self, packet: bytes, ingress_ifindex: int = 0) -> tuple[TestResult, bytes]: ...
     def prog_id(self) -> int: ...
     def map_info(self, name: str) -> dict[str, int]: ...
@@ -800,6 +801,16 @@ class Dataplane:
 
     def reason_stats(self) -> dict[str, tuple[int, int]]:
         return _named(Reason, self._dpp.stats_reasons())
+
+    def cpu_stats(self) -> dict[int, tuple[int, int]]:
+        """CPU id -> (packets, bytes) STEER handed to that CPU, summed over the receiving CPUs.
+        Every CPU of the set, and any other that was steered to before it left the set."""
+        counters = self._dpp.stats_cpus(MAX_CPUS)
+        return {
+            cpu: tuple(counter)  # type: ignore[misc]
+            for cpu, counter in enumerate(counters)
+            if cpu in self._cpus or any(counter)
+        }
 
     # --- test runs ---------------------------------------------------------------------------
 

@@ -49,6 +49,7 @@ class FakeDpp:
         self.ports: set[int] = set()
         self.alt_groups: dict[int, AltGroup] = {}
         self.rule_counters = [[0, 0] for _ in range(max_rules)]
+        self.cpu_counters = [[0, 0] for _ in range(MAX_CPUS)]
         self.links: dict[int, XdpMode] = {}
         self.closed = False
         self._reused = reused
@@ -161,6 +162,11 @@ class FakeDpp:
         self.rule_counters[slot][0] += packets
         self.rule_counters[slot][1] += packets * size
 
+    def steer(self, cpu: int, packets: int, size: int) -> None:
+        """Pretend STEER handed `packets` packets of `size` bytes to CPU `cpu`."""
+        self.cpu_counters[cpu][0] += packets
+        self.cpu_counters[cpu][1] += packets * size
+
     def stats_rules(self, first: int, count: int) -> list[tuple[int, int]]:
         return [tuple(counter) for counter in self.rule_counters[first : first + count]]  # type: ignore[misc]
 
@@ -177,6 +183,11 @@ class FakeDpp:
 
     def stats_reasons(self) -> list[tuple[int, int]]:
         return [(0, 0)] * REASON_MAX
+
+    def stats_cpus(self, count: int = MAX_CPUS) -> list[tuple[int, int]]:
+        if not 0 <= count <= MAX_CPUS:
+            raise DataplaneError(errno.ERANGE, "dpp_stats_cpus")
+        return [tuple(counter) for counter in self.cpu_counters[:count]]  # type: ignore[misc]
 
     # ids and sizes
     def prog_id(self) -> int:

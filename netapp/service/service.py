@@ -988,13 +988,22 @@ class NetAppService(IntentService):
                 "slices": self._slice_stats(who, counters),
             }
             if who.is_admin:
-                result["cpus"] = {
-                    str(spec.cpu): self._cpu_view(spec).get("state") for spec in self.store.list_cpus()
-                }
+                result["cpus"] = self._cpu_stats()
                 result["verdicts"] = _counter_views(self.dataplane.verdict_stats())
                 result["actions"] = _counter_views(self.dataplane.action_stats())
                 result["reasons"] = _counter_views(self.dataplane.reason_stats())
             return result
+
+    def _cpu_stats(self) -> dict[str, Optional[dict[str, Any]]]:
+        """CPU of the set -> its state with what STEER handed it (packets, bytes) added; None, as
+        before, when the state cannot be read."""
+        steered = self.dataplane.cpu_stats()
+        views: dict[str, Optional[dict[str, Any]]] = {}
+        for spec in self.store.list_cpus():
+            state = self._cpu_view(spec).get("state")
+            packets, size = steered.get(spec.cpu, (0, 0))
+            views[str(spec.cpu)] = None if state is None else {**state, "packets": packets, "bytes": size}
+        return views
 
     def _intent_stats(self, who: Principal, counters: dict[str, tuple[int, int]]) -> list[dict[str, Any]]:
         views = []

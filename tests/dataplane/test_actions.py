@@ -264,3 +264,17 @@ def test_counters_agree_with_the_packets_run(ns):
     assert rules["steered"] == (7, 7 * len(tunnel_frame())) and rules["dropped"] == (3, 3 * len(tcp))
     assert (actions["steer"][0], actions["drop"][0]) == (7, 3)
     assert (verdicts["REDIRECT"][0], verdicts["DROP"][0]) == (7, 3)
+
+
+def test_cpu_counters_count_what_steer_handed_over_and_not_the_overflow(ns):
+    target = CPUS - 1
+    frame = tunnel_frame()
+    with make_dataplane(site([tunnel_intent("rule", {"type": "steer", "cpu": target}, alternative=0)])) as dp:
+        steered = [dp.test_run(frame).action for _ in range(5)]
+        dp.set_cpu_overloaded(target, True)
+        overflowed = [dp.test_run(frame).action for _ in range(4)]
+        cpus = dp.cpu_stats()
+    assert (steered, overflowed) == (["steer"] * 5, ["forward"] * 4)
+    assert cpus[target] == (5, 5 * len(frame))
+    assert set(cpus) == set(range(CPUS)), "every CPU of the set, steered to or not"
+    assert all(counter == (0, 0) for cpu, counter in cpus.items() if cpu != target)

@@ -135,7 +135,7 @@ def stats_sections(text: str) -> dict[str, dict[str, tuple[int, int]]]:
     sections: dict[str, dict[str, tuple[int, int]]] = {}
     current: dict[str, tuple[int, int]] = {}
     for line in text.splitlines():
-        header = re.fullmatch(r"(\w+)\s+packets\s+bytes", line)
+        header = re.fullmatch(r"(\w+(?: \w+)*)\s+packets\s+bytes", line)
         if header:
             current = sections.setdefault(header.group(1), {})
             continue
@@ -233,6 +233,18 @@ def test_a_rule_installed_through_python_is_listed_with_its_counters(ns, attache
     assert rules.stdout.splitlines() == [
         f"slot 0 prio 100 shape {expected_shape}: proto=udp dport=5004 -> drop; 3 pkts {3 * len(frame)} bytes"
     ]
+
+
+def test_stats_lists_the_packets_steered_to_each_cpu(ns, attached):
+    intent = {"id": "rtp", "match": {"protocol": "udp", "dst_port": 5004}, "action": {"type": "steer", "cpu": 0}}
+    apply_intents(ns, attached, [intent])
+    frame = bytes(packets.ether(packets.ue_udp("10.0.0.1", "10.0.0.2", 40000, 5004)))
+    send(ns, [frame] * 3)
+
+    stats = wait_for_verdict(ns, attached, "redirect", 3)
+
+    assert stats["action"]["steer"] == (3, 3 * len(frame))
+    assert stats["steered to cpu"] == {"0": (3, 3 * len(frame))}, "only CPUs that were steered to"
 
 
 def test_rules_shows_the_prefix_length_of_an_address_match(ns, attached):

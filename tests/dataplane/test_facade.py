@@ -219,6 +219,15 @@ def test_given_more_intents_than_slots_when_applied_then_enospc_and_nothing_is_w
     assert dp.installed_intents == {"a": 0, "b": 1}
 
 
+def test_given_cpus_steered_to_when_read_then_the_set_and_every_cpu_with_traffic_are_listed(fake, dp):
+    dp.enable_cpu(0)
+    dp.enable_cpu(1)
+    fake.steer(1, 4, 100)
+    fake.steer(3, 2, 50)  # steered to before it left the set
+
+    assert dp.cpu_stats() == {0: (0, 0), 1: (4, 400), 3: (2, 100)}
+
+
 # --- rollback ---------------------------------------------------------------------------------
 
 OLD = (A, B)

@@ -498,6 +498,17 @@ def test_stats_per_intent_and_slice_for_the_caller_and_per_cpu_for_admins(servic
     assert {s["tenant"] for s in everyone["intents"]} == {"alice", "bob"}
 
 
+def test_admin_stats_give_each_cpu_of_the_set_its_state_and_steered_packets(service, fake):
+    service.put_cpu(ADMIN, CpuSpec(cpu=1, capacity_pps=500_000))
+    fake.steer(1, 4, 100)
+
+    cpus = service.stats(ADMIN)["cpus"]
+
+    assert cpus["1"]["packets"] == 4 and cpus["1"]["bytes"] == 400
+    assert cpus["1"]["enabled"] == 1 and cpus["1"]["capacity_pps"] == 500_000, "the state keeps its keys"
+    assert set(cpus) == {str(spec.cpu) for spec in service.store.list_cpus()}
+
+
 def test_the_status_names_program_maps_and_fill(service):
     service.create_intent(ALICE, intent("video"))
     status = service.dataplane_status(ALICE)

@@ -94,6 +94,9 @@ int dpp_stats_rules(struct dpp *d, __u32 first, __u32 n, struct dpp_counter *out
 int dpp_stats_verdicts(struct dpp *d, struct dpp_counter out[DPP_VERDICT_MAX]);
 int dpp_stats_actions(struct dpp *d, struct dpp_counter out[DPP_ACTION_MAX]);
 int dpp_stats_reasons(struct dpp *d, struct dpp_counter out[DPP_REASON_MAX]);
+/* What STEER handed to CPUs [0, n) (n <= DPP_MAX_CPUS, else -ERANGE): packets the CPUMAP took,
+ * not those an overloaded CPU sent to alternatives. */
+int dpp_stats_cpus(struct dpp *d, struct dpp_counter *out, __u32 n);
 /* Zero the counters of rule slots [first, first + n) (a freed slot is reused by a new rule). */
 int dpp_stats_rules_clear(struct dpp *d, __u32 first, __u32 n);
 
