@@ -563,6 +563,13 @@ def parse_intent(data: Any) -> Intent:
 # --- Intent documents --------------------------------------------------------------------------
 
 
+def _address_text(value: Any) -> Any:
+    """pydantic would read 167772161 or true as an address; JSON gives addresses as strings."""
+    if isinstance(value, (bool, int)):
+        raise ValueError("an address is a string, e.g. 10.0.0.1 or 2001:db8::1")
+    return value
+
+
 class AlternativeMember(BaseModel):
     """An alternative node: where forwarded packets are rewritten to go."""
 
@@ -572,8 +579,12 @@ class AlternativeMember(BaseModel):
     source_mac: Optional[MacAddress] = Field(
         None, description="source MAC to write; null: the packet's old destination MAC"
     )
-    ip4: Optional[IPv4Address] = Field(None, description="rewrite an IPv4 outer destination to this")
-    ip6: Optional[IPv6Address] = Field(None, description="rewrite an IPv6 outer destination to this")
+    ip4: Optional[Annotated[IPv4Address, BeforeValidator(_address_text)]] = Field(
+        None, description="rewrite an IPv4 outer destination to this"
+    )
+    ip6: Optional[Annotated[IPv6Address, BeforeValidator(_address_text)]] = Field(
+        None, description="rewrite an IPv6 outer destination to this"
+    )
     interface: Optional[InterfaceName] = Field(
         None, description="egress interface; null: back out of the ingress interface (XDP_TX)"
     )
@@ -598,7 +609,7 @@ class CpuSpec(BaseModel):
     queue_size: Annotated[int, Strict(), Field(ge=0, le=1 << 20)] = Field(
         0, description="CPUMAP queue size; 0: the library default"
     )
-    overloaded: bool = False
+    overloaded: Annotated[bool, Strict()] = False
 
 
 class IntentDocumentBase(BaseModel):

@@ -8,13 +8,15 @@ import abc
 import enum
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Generic, Literal, Optional, TypeVar
+from typing import Annotated, Any, Generic, Literal, Optional, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, Strict
 
 from netapp.intents.models import AlternativeGroup, CpuSpec, Intent, LegacyMessage
 
 T = TypeVar("T")
+# JSON numbers only: no booleans, no numeric strings.
+StrictInt = Annotated[int, Strict()]
 
 
 # --- who asks ------------------------------------------------------------------------------------
@@ -136,7 +138,7 @@ class Snssai(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    sst: int = Field(ge=0, le=255)
+    sst: StrictInt = Field(ge=0, le=255)
     sd: Optional[str] = Field(None, pattern=r"^[0-9A-Fa-f]{6}$", description="24-bit hex, e.g. 00A1B2")
 
 
@@ -145,10 +147,10 @@ class SliceMembers(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    vnis: list[int] = Field(default_factory=list)
-    teids: list[int] = Field(default_factory=list)
+    vnis: list[StrictInt] = Field(default_factory=list)
+    teids: list[StrictInt] = Field(default_factory=list)
     ue_prefixes: list[str] = Field(default_factory=list)
-    dscp: list[int] = Field(default_factory=list)
+    dscp: list[StrictInt] = Field(default_factory=list)
 
 
 class SliceSpec(BaseModel):
@@ -158,12 +160,12 @@ class SliceSpec(BaseModel):
 
     id: str = Field(min_length=1, max_length=48, pattern=r"^[A-Za-z0-9._-]+$")
     snssai: Snssai
-    priority_level: int = Field(ge=1, le=127, description="5QI-style: lower is more important")
-    gbr_kbps: int = Field(0, ge=0, description="guaranteed bitrate (stored; enforced once policers land)")
-    mbr_kbps: int = Field(0, ge=0, description="maximum bitrate (stored; enforced once policers land)")
+    priority_level: StrictInt = Field(ge=1, le=127, description="5QI-style: lower is more important")
+    gbr_kbps: StrictInt = Field(0, ge=0, description="guaranteed bitrate (stored; enforced once policers land)")
+    mbr_kbps: StrictInt = Field(0, ge=0, description="maximum bitrate (stored; enforced once policers land)")
     members: SliceMembers
-    cpus: list[int] = Field(default_factory=list, description="dedicated CPUs; empty: pass locally")
-    alternative: Optional[int] = Field(None, ge=0, le=63)
+    cpus: list[StrictInt] = Field(default_factory=list, description="dedicated CPUs; empty: pass locally")
+    alternative: Optional[StrictInt] = Field(None, ge=0, le=63)
 
 
 class SliceRecord(BaseModel):
