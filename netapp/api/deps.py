@@ -1,0 +1,132 @@
+"""Dependencies of the routes: the service, the caller, the scope an operation needs, JSON bodies.
+
+Routes name them through the `Annotated` aliases (`ServiceDep`, `ReaderDep`, ...). Tests replace the
+service with `app.dependency_overrides[get_service]`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Callable, Optional
+
+from fastapi import Depends, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from netapp.api.auth import Authenticator
+from netapp.service.contract import Forbidden, IntentService, Principal, Scope
+
+BEARER_REALM = "dpp-netapp"
+
+# auto_error=False: a missing token is answered by `get_principal` as a problem+json 401.
+_bearer = HTTPBearer(auto_error=False, scheme_name="bearer", description="A token from `netapp tokens add`.")
+
+
+def get_service(request: Request) -> IntentService:
+    return request.app.state.service
+
+
+def get_authenticator(request: Request) -> Authenticator:
+    return request.app.state.authenticator
+
+
+ServiceDep = Annotated[IntentService, Depends(get_service)]
+AuthenticatorDep = Annotated[Authenticator, Depends(get_authenticator)]
+CredentialsDep = Annotated[Optional[HTTPAuthorizationCredentials], Depends(_bearer)]
+
+
+def get_principal(authenticator: AuthenticatorDep, credentials: CredentialsDep) -> Principal:
+    """The caller behind the bearer token; 401 without a valid one."""
+    token = credentials.credentials if credentials is not None else None
+    principal = authenticator.authenticate(token)
+    if principal is not None:
+        return principal
+    if token is None:
+        raise _unauthorized("a bearer token is required (Authorization: Bearer <token>)", error=None)
+    raise _unauthorized("the bearer token is not valid", error="invalid_token")
+
+
+def _unauthorized(detail: str, error: Optional[str]) -> HTTPException:
+    # RFC 6750 section 3: no error code when the request carried no credentials at all.
+    challenge = f'Bearer realm="{BEARER_REALM}"'
+    if error:
+        challenge += f', error="{error}"'
+    return HTTPException(status_code=401, detail=detail, headers={"WWW-Authenticate": challenge})
+
+
+PrincipalDep = Annotated[Principal, Depends(get_principal)]
+
+
+def require_scope(scope: Scope) -> Callable[[Principal], Principal]:
+    """A dependency that lets the caller through only with `scope` (admin has every scope)."""
+
+    def check(who: PrincipalDep) -> Principal:
+        if not who.allows(scope):
+            held = ", ".join(sorted(s.value for s in who.scopes)) or "none"
+            raise Forbidden(
+                f"this operation needs scope {scope.value!r}; token {who.name!r} has: {held}",
+                required_scope=scope.value,
+            )
+        return who
+
+    check.__name__ = f"require_{scope.name.lower()}"
+    return check
+
+
+ReaderDep = Annotated[Principal, Depends(require_scope(Scope.READ))]
+IntentWriterDep = Annotated[Principal, Depends(require_scope(Scope.INTENTS_WRITE))]
+SliceWriterDep = Annotated[Principal, Depends(require_scope(Scope.SLICES_WRITE))]
+AdminDep = Annotated[Principal, Depends(require_scope(Scope.ADMIN))]
+
+
+def require_json_body(request: Request, _caller: PrincipalDep) -> None:
+    """415 for a body that is not JSON (FastAPI would try to validate the raw bytes). It depends on
+    the caller so that a request without a valid token gets its 401 first."""
+    if not _has_body(request):
+        return
+    media_type = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    if media_type == "application/json" or (
+        media_type.startswith("application/") and media_type.endswith("+json")
+    ):
+        return
+    got = media_type or "no Content-Type"
+    raise HTTPException(status_code=415, detail=f"the body must be application/json (got {got})")
+
+
+def _has_body(request: Request) -> bool:
+    if "transfer-encoding" in request.headers:
+        return True
+    return request.headers.get("content-length", "0").strip() not in ("", "0")
+
+
+JsonBody = Depends(require_json_body)
+
+
+def reject_unknown_query_parameters(request: Request) -> None:
+    """400 for a query parameter the operation does not take: a misspelt filter (`?actoin=drop`)
+    would otherwise be ignored, and the caller would get the whole list."""
+    dependant = getattr(request.scope.get("route"), "dependant", None)
+    if dependant is None:
+        return
+    known = _query_parameter_names(dependant)
+    unknown = sorted(set(request.query_params) - known)
+    if unknown:
+        raise RequestValidationError(
+            [
+                {
+                    "type": "extra_forbidden",
+                    "loc": ("query", name),
+                    "msg": "unknown query parameter",
+                    "input": request.query_params.get(name),
+                    "ctx": {"known": sorted(known)},
+                }
+                for name in unknown
+            ]
+        )
+
+
+def _query_parameter_names(dependant: Any) -> frozenset[str]:
+    """The query parameters of an operation and of every dependency it has, by their public name."""
+    names = {param.alias for param in dependant.query_params}
+    for sub_dependant in dependant.dependencies:
+        names |= _query_parameter_names(sub_dependant)
+    return frozenset(names)

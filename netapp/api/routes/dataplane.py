@@ -1,0 +1,71 @@
+"""/api/v1/dataplane: the XDP pipeline's state, interfaces it is attached to, the CPUs it steers to."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Path
+from pydantic import BaseModel, ConfigDict, Field
+
+from netapp.api.deps import AdminDep, JsonBody, ReaderDep, ServiceDep
+from netapp.api.routes.common import AUTHENTICATED, CHANGES, documented, require_path_matches_body
+from netapp.intents.models import MAX_CPUS, CpuSpec, InterfaceName
+
+router = APIRouter(prefix="/api/v1/dataplane", tags=["dataplane"])
+
+# Not models.CpuId: that one is strict (JSON numbers only), and a path segment is a string.
+CpuPath = Annotated[int, Path(ge=0, le=MAX_CPUS - 1, description="the CPU's number")]
+
+
+class AttachRequest(BaseModel):
+    """Attach the pipeline to an interface."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    interface: InterfaceName
+    mode: Literal["native", "generic", "offload"] = Field(
+        "native", description="XDP mode; generic works on any driver, slower"
+    )
+
+
+class DetachRequest(BaseModel):
+    """Detach the pipeline from an interface."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    interface: InterfaceName
+
+
+@router.get("", response_model=dict[str, Any], responses=documented(*AUTHENTICATED, 503))
+def dataplane_status(service: ServiceDep, who: ReaderDep) -> dict[str, Any]:
+    """Interfaces and modes, program and map ids, map fill levels, per-CPU state."""
+    return service.dataplane_status(who)
+
+
+@router.post(
+    "/attach", response_model=dict[str, Any], responses=documented(*CHANGES), dependencies=[JsonBody]
+)
+def attach(service: ServiceDep, who: AdminDep, body: AttachRequest) -> dict[str, Any]:
+    """Attach the XDP pipeline to an interface (admin)."""
+    return service.attach(who, body.interface, body.mode)
+
+
+@router.post(
+    "/detach", status_code=204, response_model=None, responses=documented(*CHANGES), dependencies=[JsonBody]
+)
+def detach(service: ServiceDep, who: AdminDep, body: DetachRequest) -> None:
+    """Detach the XDP pipeline from an interface (admin)."""
+    service.detach(who, body.interface)
+
+
+@router.get("/cpus", response_model=list[dict[str, Any]], responses=documented(*AUTHENTICATED, 503))
+def list_cpus(service: ServiceDep, who: ReaderDep) -> list[dict[str, Any]]:
+    """Each CPU of the steering set with its capacity, overload flag and meter state."""
+    return service.list_cpus(who)
+
+
+@router.put("/cpus/{cpu}", response_model=CpuSpec, responses=documented(*CHANGES), dependencies=[JsonBody])
+def put_cpu(service: ServiceDep, who: AdminDep, cpu: CpuPath, body: CpuSpec) -> CpuSpec:
+    """Add a CPU to the steering set or change it (admin)."""
+    require_path_matches_body("cpu", cpu, "cpu", body.cpu)
+    return service.put_cpu(who, body)

@@ -1,0 +1,207 @@
+"""/api/v1/intents: create (native or the paper's legacy message), list, read, replace, delete."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, Optional, Union
+
+from fastapi import APIRouter, Body, Depends, Header, Path, Query, Request, Response
+
+from netapp.api.deps import IntentWriterDep, JsonBody, ReaderDep, ServiceDep
+from netapp.api.pagination import DEFAULT_LIMIT, IntentPage, Limit, Offset, set_link_header
+from netapp.api.routes.common import (
+    AUTHENTICATED,
+    CHANGES,
+    TenantQuery,
+    documented,
+    require_path_matches_body,
+    require_tenant_access,
+    service_name,
+)
+from netapp.intents.compiler import ACTIONS
+from netapp.intents.models import Intent, IntentEntry, IntentId, LegacyMessage, legacy_to_native
+from netapp.service.contract import (
+    DryRunReport,
+    IntentFilter,
+    IntentRecord,
+    IntentService,
+    InvalidInput,
+    Principal,
+)
+
+router = APIRouter(prefix="/api/v1/intents", tags=["intents"])
+
+ActionName = Literal[ACTIONS]  # type: ignore[valid-type]
+SourceName = Literal["native", "legacy", "slice"]
+IntentIdPath = Annotated[IntentId, Path(description="the intent's id")]
+DryRun = Annotated[bool, Query(description="compile and report the rules and conflicts; change nothing")]
+IdempotencyKey = Annotated[
+    Optional[str],
+    Header(
+        alias="Idempotency-Key",
+        min_length=1,
+        max_length=255,
+        description="a retried create with the same key returns the first result (200), not a new one",
+    ),
+]
+# Body() said explicitly: FastAPI before 0.116 takes an Annotated union for a query parameter.
+IntentBody = Annotated[IntentEntry, Body(description="a native intent, or the paper's legacy message")]
+CreateResponse = Union[IntentRecord, DryRunReport]
+
+# The route's own model (the union) documents 200; 201 is always a record.
+_WRITE_RESPONSES = {
+    200: {"description": "a dry run's report, an idempotent retry or a legacy UPDATE"},
+    201: {"model": IntentRecord, "description": "created"},
+    204: {"description": "a legacy DELETE message was applied"},
+    **documented(*CHANGES),
+}
+
+
+def intent_filter(
+    who: ReaderDep,
+    offset: Offset = 0,
+    limit: Limit = DEFAULT_LIMIT,
+    slice_id: Annotated[
+        Optional[str], Query(alias="slice", max_length=48, description="a slice's only")
+    ] = None,
+    action: Annotated[Optional[ActionName], Query(description="this action type only")] = None,
+    source: Annotated[Optional[SourceName], Query(description="those that came this way only")] = None,
+    tenant: TenantQuery = None,
+) -> IntentFilter:
+    """The list filter from the query; another tenant's intents are for admins."""
+    require_tenant_access(who, tenant)
+    return IntentFilter(
+        tenant=tenant, slice_id=slice_id, action=action, source=source, offset=offset, limit=limit
+    )
+
+
+FilterDep = Annotated[IntentFilter, Depends(intent_filter)]
+
+
+@router.get("", response_model=IntentPage, responses=documented(*AUTHENTICATED))
+def list_intents(
+    request: Request, response: Response, service: ServiceDep, who: ReaderDep, flt: FilterDep
+) -> IntentPage:
+    """List intents (the caller's; an admin's: everyone's), filtered, one page at a time."""
+    page = service.list_intents(who, flt)
+    set_link_header(request, response, page)
+    return IntentPage.of(page)
+
+
+@router.post(
+    "",
+    response_model=CreateResponse,
+    responses=_WRITE_RESPONSES,
+    dependencies=[JsonBody],
+)
+def create_intent(
+    request: Request,
+    response: Response,
+    service: ServiceDep,
+    who: IntentWriterDep,
+    body: IntentBody,
+    dry_run: DryRun = False,
+    idempotency_key: IdempotencyKey = None,
+) -> Union[IntentRecord, DryRunReport, Response]:
+    """Create an intent, native or a legacy message (recognised by its "Resources" key)."""
+    if isinstance(body, LegacyMessage):
+        return _apply_legacy(request, response, service, who, body, dry_run)
+    if dry_run:
+        return service.dry_run(who, [body])
+    result = service.create_intent(who, body, idempotency_key=idempotency_key)
+    if result.created:
+        _created(request, response, result.record)
+    return result.record
+
+
+@router.post(
+    "/legacy",
+    response_model=CreateResponse,
+    responses=_WRITE_RESPONSES,
+    dependencies=[JsonBody],
+)
+def apply_legacy_message(
+    request: Request,
+    response: Response,
+    service: ServiceDep,
+    who: IntentWriterDep,
+    body: LegacyMessage,
+    dry_run: DryRun = False,
+) -> Union[IntentRecord, DryRunReport, Response]:
+    """Apply the paper's Resources/Action/Params message (INSERT 201, UPDATE 200, DELETE 204)."""
+    return _apply_legacy(request, response, service, who, body, dry_run)
+
+
+@router.get("/{intent_id}", response_model=IntentRecord, responses=documented(*AUTHENTICATED, 404))
+def get_intent(
+    service: ServiceDep, who: ReaderDep, intent_id: IntentIdPath, tenant: TenantQuery = None
+) -> IntentRecord:
+    """Read one intent."""
+    return service.get_intent(who, service_name(who, intent_id, tenant))
+
+
+@router.put(
+    "/{intent_id}",
+    response_model=CreateResponse,
+    responses={
+        200: {"description": "replaced, or a dry run's report"},
+        **documented(*CHANGES),
+    },
+    dependencies=[JsonBody],
+)
+def replace_intent(
+    service: ServiceDep,
+    who: IntentWriterDep,
+    intent_id: IntentIdPath,
+    body: Intent,
+    dry_run: DryRun = False,
+    tenant: TenantQuery = None,
+) -> Union[IntentRecord, DryRunReport]:
+    """Replace an intent (native format; the id in the body must be the one in the path)."""
+    require_path_matches_body("intent id", intent_id, "id", body.id)
+    name = service_name(who, intent_id, tenant)
+    if dry_run:
+        return service.dry_run(who, [body])
+    return service.replace_intent(who, name, body)
+
+
+@router.delete(
+    "/{intent_id}", status_code=204, response_model=None, responses=documented(*AUTHENTICATED, 404, 409, 503)
+)
+def delete_intent(
+    service: ServiceDep, who: IntentWriterDep, intent_id: IntentIdPath, tenant: TenantQuery = None
+) -> None:
+    """Delete an intent and its rules."""
+    service.delete_intent(who, service_name(who, intent_id, tenant))
+
+
+def _apply_legacy(
+    request: Request,
+    response: Response,
+    service: IntentService,
+    who: Principal,
+    message: LegacyMessage,
+    dry_run: bool,
+) -> Union[IntentRecord, DryRunReport, Response]:
+    if dry_run:
+        return _dry_run_legacy(service, who, message)
+    record = service.apply_legacy(who, message)
+    if record is None:
+        return Response(status_code=204)
+    if message.action.action_type == "INSERT":
+        _created(request, response, record)
+    return record
+
+
+def _dry_run_legacy(service: IntentService, who: Principal, message: LegacyMessage) -> DryRunReport:
+    action_type, intent = legacy_to_native(message)
+    if action_type == "DELETE":
+        raise InvalidInput(
+            "a dry run compiles INSERT and UPDATE messages; a DELETE has nothing to compile",
+            field="Action.actionType",
+        )
+    return service.dry_run(who, [intent])
+
+
+def _created(request: Request, response: Response, record: IntentRecord) -> None:
+    response.status_code = 201
+    response.headers["Location"] = request.url_for("get_intent", intent_id=record.intent.id).path

@@ -1,0 +1,142 @@
+"""`netapp serve`: the REST API over the NetApp service, until SIGINT or SIGTERM."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import ssl
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+from pydantic import ValidationError
+
+from netapp.cli.errors import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_FAILED, fail
+from netapp.core.config import CONFIG_ENV, Settings, load_settings
+from netapp.intents.errors import IntentError
+from netapp.service.contract import DataplaneUnavailable, IntentService, ServiceError
+
+# How long open requests may take to finish once a shutdown signal arrives.
+GRACEFUL_SHUTDOWN_S = 10
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+log = logging.getLogger("netapp.serve")
+
+
+def serve(
+    config: Annotated[
+        Optional[Path],
+        typer.Option("--config", help=f"Settings file (YAML); default: ${CONFIG_ENV}.", dir_okay=False),
+    ] = None,
+    host: Annotated[Optional[str], typer.Option("--host", help="Address to listen on (api_host).")] = None,
+    port: Annotated[
+        Optional[int], typer.Option("--port", min=1, max=65535, help="Port to listen on (api_port).")
+    ] = None,
+    log_level: Annotated[str, typer.Option("--log-level", help="debug, info, warning or error.")] = "info",
+) -> None:
+    """Serve the REST API (TLS when tls_cert and tls_key are set); SIGTERM stops it gracefully."""
+    settings = _settings(config, host, port)
+    logging.basicConfig(level=log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
+    service = _service(settings)
+    try:
+        _run(settings, service, log_level)
+    except _StopRequested:
+        pass  # uvicorn has finished the open requests already
+    finally:
+        _close(service)
+
+
+def _settings(config: Optional[Path], host: Optional[str], port: Optional[int]) -> Settings:
+    if config is not None:
+        if not config.is_file():
+            fail(f"--config {config}: no such file", EXIT_BAD_INPUT)
+        # Settings read the file named by this variable (netapp.core.config); it is ours to set.
+        os.environ[CONFIG_ENV] = str(config)
+    overrides: dict[str, Any] = {}
+    if host is not None:
+        overrides["api_host"] = host
+    if port is not None:
+        overrides["api_port"] = port
+    try:
+        return load_settings(**overrides)
+    except ValueError as exc:  # pydantic's ValidationError is one
+        fail(f"settings: {_one_line(exc)}", EXIT_BAD_INPUT)
+
+
+def _service(settings: Settings) -> IntentService:
+    """The NetApp service, started: store open, maps reconciled, interfaces attached."""
+    try:
+        from netapp.service.service import NetAppService
+    except ImportError as exc:
+        fail(f"the NetApp service is not available in this build ({exc}); nothing to serve", EXIT_ENVIRONMENT)
+    service = NetAppService(settings)
+    try:
+        service.start()
+    except ServiceError as exc:  # the message says which of store, data plane, interface failed
+        service.close()
+        fail(f"the NetApp service did not start: {exc.detail}", _start_exit_code(exc))
+    return service
+
+
+def _start_exit_code(exc: ServiceError) -> int:
+    return EXIT_ENVIRONMENT if isinstance(exc, DataplaneUnavailable) else EXIT_FAILED
+
+
+def _run(settings: Settings, service: IntentService, log_level: str) -> None:
+    # Imported here: the other commands (and `netapp --help`) need neither uvicorn nor FastAPI.
+    import uvicorn
+
+    from netapp.api.auth import TokensFileError
+    from netapp.api.main import create_app
+
+    try:
+        app = create_app(settings, service)
+    except TokensFileError as exc:
+        fail(f"tokens: {exc}", EXIT_BAD_INPUT)
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app,
+            host=settings.api_host,
+            port=settings.api_port,
+            ssl_certfile=str(settings.tls_cert) if settings.tls_cert else None,
+            ssl_keyfile=str(settings.tls_key) if settings.tls_key else None,
+            log_level=log_level.lower(),
+            timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
+            lifespan="off",
+        )
+    )
+    # uvicorn handles SIGINT/SIGTERM: it stops accepting and lets open requests finish. Then it
+    # raises the signal again under the handler it found, which is ours: the service is closed and
+    # the process exits 0, rather than being killed by the default action of SIGTERM.
+    # A port it cannot bind is logged by uvicorn, which then exits with status 1.
+    for stop_signal in STOP_SIGNALS:
+        signal.signal(stop_signal, _request_stop)
+    try:
+        server.run()
+    except (OSError, ssl.SSLError) as exc:
+        if settings.tls_cert is None:
+            raise
+        fail(f"TLS: cannot use tls_cert/tls_key: {exc}", EXIT_BAD_INPUT)
+
+
+class _StopRequested(Exception):
+    """A stop signal arrived after uvicorn's graceful shutdown."""
+
+
+def _request_stop(signum: int, frame: Any) -> None:
+    raise _StopRequested(signal.Signals(signum).name)
+
+
+def _close(service: IntentService) -> None:
+    # Pinned maps and XDP links stay: traffic keeps flowing while the API is down.
+    close = getattr(service, "close", None)
+    if callable(close):
+        close()
+    log.info("stopped; the pinned data plane keeps forwarding")
+
+
+def _one_line(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        return IntentError.from_validation(exc).line()
+    return str(exc).splitlines()[0]
