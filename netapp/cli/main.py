@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from netapp.cli import dataplane, demo
+from netapp.cli import dataplane, demo, intents, serve, slices, status, tokens
 
 app = typer.Typer(
     name="netapp",
@@ -15,6 +15,12 @@ app = typer.Typer(
 )
 app.add_typer(dataplane.app, name="dataplane")
 app.command(name="demo")(demo.demo)
+app.command(name="serve")(serve.serve)
+app.add_typer(tokens.app, name="tokens")
+app.add_typer(intents.app, name="intents")
+app.add_typer(slices.app, name="slices")
+app.command(name="status")(status.status)
+app.command(name="stats")(status.stats)
 
 
 if __name__ == "__main__":

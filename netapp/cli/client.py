@@ -1,0 +1,89 @@
+"""How CLI commands reach the NetApp: its REST API, at an address and with a token taken from
+options or the environment. Every failure becomes one actionable line (see netapp.cli.errors)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import httpx
+
+from netapp.cli.errors import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_FAILED, fail
+
+URL_ENV = "NETAPP_URL"
+TOKEN_ENV = "NETAPP_TOKEN"
+CA_ENV = "NETAPP_CA"  # a CA bundle to verify a TLS server with
+DEFAULT_URL = "http://127.0.0.1:8080"
+TIMEOUT_S = 10.0
+
+
+@dataclass
+class Api:
+    """A REST client for one NetApp."""
+
+    url: str
+    token: Optional[str]
+    verify: Any = True
+
+    @classmethod
+    def from_options(cls, url: Optional[str], token: Optional[str]) -> "Api":
+        return cls(
+            url=(url or os.environ.get(URL_ENV) or DEFAULT_URL).rstrip("/"),
+            token=token or os.environ.get(TOKEN_ENV),
+            verify=os.environ.get(CA_ENV, True),
+        )
+
+    def _headers(self, extra: Optional[dict[str, str]] = None) -> dict[str, str]:
+        headers = {"Accept": "application/json, application/problem+json"}
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
+        headers.update(extra or {})
+        return headers
+
+    def request(self, method: str, path: str, *, json: Any = None, params: Optional[dict] = None,
+                headers: Optional[dict[str, str]] = None) -> httpx.Response:
+        """Send a request; a transport failure or an error status ends the command with one line."""
+        try:
+            response = httpx.request(method, self.url + path, json=json, params=params,
+                                     headers=self._headers(headers), timeout=TIMEOUT_S, verify=self.verify)
+        except httpx.HTTPError as exc:
+            fail(f"cannot reach the NetApp at {self.url} ({exc.__class__.__name__}: {exc}); "
+                 f"is `netapp serve` running? (set --url or {URL_ENV})", EXIT_ENVIRONMENT)
+        if response.status_code >= 400:
+            fail(problem_line(method, path, response), _exit_code(response.status_code))
+        return response
+
+    def exists(self, path: str) -> bool:
+        """Whether a GET of `path` succeeds; a 404 is an answer here, not a failure."""
+        try:
+            response = httpx.get(self.url + path, headers=self._headers(), timeout=TIMEOUT_S, verify=self.verify)
+        except httpx.HTTPError:
+            return False
+        return response.status_code == 200
+
+    def get(self, path: str, **params: Any) -> Any:
+        return self.request("GET", path, params={k: v for k, v in params.items() if v is not None}).json()
+
+
+def _exit_code(status: int) -> int:
+    return EXIT_BAD_INPUT if status in (400, 404, 409, 422) else EXIT_FAILED
+
+
+def problem_line(method: str, path: str, response: httpx.Response) -> str:
+    """An RFC 7807 problem (or any error body) as one line: status, detail, the fields at fault."""
+    try:
+        body = response.json()
+    except ValueError:
+        body = {}
+    if not isinstance(body, dict):
+        body = {}
+    detail = body.get("detail") or body.get("title") or response.reason_phrase
+    fields = "; ".join(
+        f"{param.get('name')}: {param.get('reason')}"
+        for param in body.get("invalid-params") or []
+        if isinstance(param, dict)
+    )
+    hint = {401: f" (give a token with --token or {TOKEN_ENV})", 403: " (this token lacks the scope)"}
+    return (f"{method} {path}: {response.status_code} {detail}"
+            + (f" [{fields}]" if fields else "") + hint.get(response.status_code, ""))

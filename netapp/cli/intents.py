@@ -1,0 +1,109 @@
+"""`netapp intents ...`: apply, list, show and delete intents through the REST API."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from netapp.cli.client import Api
+from netapp.cli.errors import EXIT_BAD_INPUT, fail
+from netapp.cli.options import TokenOption, UrlOption
+from netapp.intents.errors import IntentError
+from netapp.intents.loader import read_data
+from netapp.intents.models import is_legacy
+
+app = typer.Typer(help="Intents: which traffic matters and what to do with it.", no_args_is_help=True)
+BASE = "/api/v1/intents"
+
+
+def entries_of(data: Any) -> list[dict]:
+    """The intents a file holds: one intent, a list, or a document's "intents" (native or legacy)."""
+    if isinstance(data, dict) and "intents" in data:
+        data = data["intents"]
+    entries = data if isinstance(data, list) else [data]
+    if not all(isinstance(entry, dict) for entry in entries):
+        raise ValueError("every intent must be a JSON object")
+    return entries
+
+
+def _load(path: Path) -> list[dict]:
+    try:
+        return entries_of(read_data(path))
+    except IntentError as exc:
+        fail(f"{path}: {exc.line()}", EXIT_BAD_INPUT)
+    except ValueError as exc:
+        fail(f"{path}: {exc}", EXIT_BAD_INPUT)
+
+
+def _apply_one(api: Api, entry: dict, dry_run: bool) -> tuple[str, Any]:
+    """Create a native intent, or replace it when it exists; legacy messages go to their own door."""
+    params = {"dry_run": "true"} if dry_run else None
+    if is_legacy(entry):
+        response = api.request("POST", f"{BASE}/legacy", json=entry, params=params)
+        return "legacy", response.json() if response.content else None
+    if api.exists(f"{BASE}/{entry.get('id')}"):
+        response = api.request("PUT", f"{BASE}/{entry['id']}", json=entry, params=params)
+        return "replaced", response.json()
+    response = api.request("POST", BASE, json=entry, params=params)
+    return ("created" if response.status_code == 201 else "unchanged"), response.json()
+
+
+@app.command("apply")
+def apply(
+    file: Annotated[Path, typer.Option("-f", "--file", help="Intents (JSON or YAML): one, a list, or a document.")],
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the compiled rules; change nothing.")] = False,
+    url: UrlOption = None,
+    token: TokenOption = None,
+) -> None:
+    """Create or replace every intent of FILE (legacy messages are applied as sent)."""
+    api = Api.from_options(url, token)
+    console = Console()
+    for entry in _load(file):
+        outcome, body = _apply_one(api, entry, dry_run)
+        name = entry.get("id") or entry.get("Action", {}).get("flow_hash", "legacy message")
+        if dry_run:
+            console.print_json(json.dumps(body))
+        else:
+            console.print(f"{outcome} {name}")
+
+
+@app.command("list")
+def list_intents(
+    slice_id: Annotated[Optional[str], typer.Option("--slice", help="Only this slice's intents.")] = None,
+    limit: Annotated[int, typer.Option(min=1, max=1000, help="Page size.")] = 100,
+    offset: Annotated[int, typer.Option(min=0, help="First item.")] = 0,
+    url: UrlOption = None,
+    token: TokenOption = None,
+) -> None:
+    """The intents this token may see, one row each."""
+    page = Api.from_options(url, token).get(BASE, slice=slice_id, limit=limit, offset=offset)
+    table = Table("id", "priority", "class", "match", "action", "slice", "tenant",
+                  caption=f"{len(page['items'])} of {page['total']}")
+    for record in page["items"]:
+        intent = record["intent"]
+        table.add_row(intent["id"], str(intent["priority"]), intent["traffic_class"],
+                      _summary(intent["match"]), _summary(intent["action"]),
+                      record.get("slice_id") or "", record["tenant"])
+    Console().print(table)
+
+
+def _summary(fields: dict) -> str:
+    return " ".join(f"{k}={v}" for k, v in fields.items() if v is not None)
+
+
+@app.command("get")
+def get(intent_id: str, url: UrlOption = None, token: TokenOption = None) -> None:
+    """One intent as stored, as JSON."""
+    Console().print_json(json.dumps(Api.from_options(url, token).get(f"{BASE}/{intent_id}")))
+
+
+@app.command("delete")
+def delete(intent_id: str, url: UrlOption = None, token: TokenOption = None) -> None:
+    """Remove an intent (its rules leave the data plane in the same transaction)."""
+    Api.from_options(url, token).request("DELETE", f"{BASE}/{intent_id}")
+    Console().print(f"deleted {intent_id}")

@@ -1,0 +1,97 @@
+"""The `netapp` client commands (intents, slices, status, stats) through typer's runner, against
+the real uvicorn server of the API tests (backed by the fake service)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from netapp.cli.main import app
+from tests.api.conftest import token_of
+from tests.utils.intents import PAPER_MESSAGE_JSON, native_intent
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def netapp(server, service, monkeypatch):
+    """Run `netapp ...` as tenant-a against the test server; returns (exit code, output)."""
+
+    def run(*args: str, token: str | None = "tenant-a") -> tuple[int, str]:
+        env = {"NETAPP_URL": server.url, "NETAPP_TOKEN": token_of(token) if token else ""}
+        result = runner.invoke(app, list(args), env=env)
+        return result.exit_code, result.output
+
+    return run
+
+
+def write(tmp_path: Path, name: str, data) -> Path:
+    path = tmp_path / name
+    path.write_text(data if isinstance(data, str) else json.dumps(data))
+    return path
+
+
+def test_apply_creates_then_replaces_and_list_get_delete_follow(netapp, tmp_path):
+    intent = native_intent("video", match={"protocol": "udp", "dst_port": 5004},
+                           action={"type": "steer", "cpu": 0})
+    path = write(tmp_path, "intents.json", [intent])
+
+    assert netapp("intents", "apply", "-f", str(path)) == (0, "created video\n")
+    assert netapp("intents", "apply", "-f", str(path)) == (0, "replaced video\n")
+    code, listing = netapp("intents", "list")
+    assert code == 0 and "video" in listing and "1 of 1" in listing
+    code, shown = netapp("intents", "get", "video")
+    assert code == 0 and json.loads(shown)["intent"]["id"] == "video"
+    assert netapp("intents", "delete", "video") == (0, "deleted video\n")
+    code, listing = netapp("intents", "list")
+    assert "0 of 0" in listing
+
+
+def test_the_papers_legacy_message_goes_through_its_own_door(netapp, tmp_path):
+    path = write(tmp_path, "legacy.json", PAPER_MESSAGE_JSON)
+    code, output = netapp("intents", "apply", "-f", str(path))
+    assert (code, output) == (0, "legacy E918D704\n")
+    code, shown = netapp("intents", "get", "legacy-e918d704")
+    assert code == 0 and json.loads(shown)["intent"]["match"]["vni"] == 0x445
+
+
+def test_a_bad_intent_fails_with_one_line_naming_the_field(netapp, tmp_path):
+    bad = native_intent("bad", match={"overlay": "vxlan", "vni": 1 << 24})
+    code, output = netapp("intents", "apply", "-f", str(write(tmp_path, "bad.json", bad)))
+    assert code == 2
+    assert len(output.strip().splitlines()) == 1 and "match.vni" in output, output
+
+
+def test_a_wrong_token_fails_with_one_line_saying_what_to_do(netapp):
+    code, output = netapp("intents", "list", token="nobody")
+    assert code != 0 and len(output.strip().splitlines()) == 1
+    assert "401" in output and "--token" in output
+
+
+def test_an_unreachable_netapp_fails_with_one_line(tmp_path):
+    result = runner.invoke(app, ["intents", "list"], env={"NETAPP_URL": "http://127.0.0.1:9", "NETAPP_TOKEN": "x"})
+    assert result.exit_code == 3
+    assert len(result.output.strip().splitlines()) == 1 and "netapp serve" in result.output
+
+
+def test_slices_apply_list_get_delete(netapp, tmp_path):
+    spec = {"id": "urllc", "snssai": {"sst": 2, "sd": "00A1B2"}, "priority_level": 5,
+            "members": {"teids": [0x8894D0D4]}, "cpus": [0]}
+    path = write(tmp_path, "slice.json", spec)
+    assert netapp("slices", "apply", "-f", str(path)) == (0, "created urllc\n")
+    assert netapp("slices", "apply", "-f", str(path)) == (0, "updated urllc\n")
+    code, listing = netapp("slices", "list")
+    assert code == 0 and "urllc" in listing
+    code, shown = netapp("slices", "get", "urllc")
+    assert code == 0 and json.loads(shown)["spec"]["snssai"]["sd"] == "00A1B2"
+    assert netapp("slices", "delete", "urllc") == (0, "deleted urllc\n")
+
+
+def test_status_and_stats_print_tables(netapp):
+    code, output = netapp("status", token="admin")
+    assert code == 0 and "ready" in output and "maps" in output
+    code, output = netapp("stats", token="admin")
+    assert code == 0 and "intents" in output and "slices" in output
