@@ -22,7 +22,7 @@ class InterfaceSetting(BaseModel):
 
     name: str = Field(min_length=1, max_length=15)
     mode: Literal["native", "generic", "offload"] = "native"
-    netns: Optional[str] = Field(None, description="network namespace (under /var/run/netns) holding it")
+    netns: Optional[str] = Field(None, description="its network namespace, when not the site's (Settings.netns)")
 
 
 class Settings(BaseSettings):
@@ -30,6 +30,11 @@ class Settings(BaseSettings):
 
     state_dir: Path = Field(Path("/var/lib/dpp-netapp"), description="where the SQLite store lives")
     instance: str = Field("default", pattern=r"^[A-Za-z0-9_-]{1,32}$", description="bpffs instance name")
+    netns: Optional[str] = Field(
+        None,
+        description="network namespace (under /var/run/netns) of the NetApp's interfaces: names resolve "
+        "and links, ports and alternatives are set up there; None: the service's own",
+    )
     interfaces: list[InterfaceSetting] = Field(default_factory=list)
     default_verdict: Literal["pass", "drop"] = "pass"
     flow_cache: bool = True

@@ -132,7 +132,7 @@ class NetAppService(IntentService):
 
     def start(self) -> None:
         """Open the store and the (pinned) instance, reconcile the maps, attach the interfaces."""
-        with self._lock:
+        with self._exclusive():
             self._open_store()
             self._open_dataplane()
             self._refresh_interfaces()
@@ -143,7 +143,7 @@ class NetAppService(IntentService):
 
     def close(self) -> None:
         """Release the handles; pinned maps and links stay, and so does forwarding."""
-        with self._lock:
+        with self._exclusive():
             self._started = False
             self._checks["started"] = "closed"
             if self._dataplane is not None:
@@ -290,10 +290,12 @@ class NetAppService(IntentService):
     # --- interfaces ------------------------------------------------------------------------------
 
     def _refresh_interfaces(self) -> None:
-        """Interface names the compiler resolves: the host's, then those of configured namespaces."""
-        table = host_interfaces()
+        """Interface names the compiler resolves: the site namespace's, then those of interfaces
+        configured in another namespace."""
+        with self._namespace(self.settings.netns):
+            table = host_interfaces()
         for name, netns in self._wanted_attachments().items():
-            if netns is None:
+            if netns is None or netns == self.settings.netns:
                 continue
             try:
                 table[name] = self._ifindex(name, netns)
@@ -328,6 +330,13 @@ class NetAppService(IntentService):
                 self.dataplane.attach(name, mode)
         return ifindex
 
+    @contextlib.contextmanager
+    def _exclusive(self) -> Iterator[None]:
+        """One change (or consistent read) at a time, made inside the site's network namespace:
+        the kernel resolves the ifindexes of ports and links in the caller's namespace."""
+        with self._lock, self._namespace(self.settings.netns):
+            yield
+
     @staticmethod
     def _ifindex(name: str, netns: Optional[str]) -> int:
         with NetAppService._namespace(netns):
@@ -357,7 +366,7 @@ class NetAppService(IntentService):
 
     def _change(self, who: Principal, work: Callable[[IndexChange], T]) -> T:
         """Run `work` (store writes and index steps) as one transaction with the maps."""
-        with self._lock:
+        with self._exclusive():
             self._require_started()
             self._ensure_maps_reconciled()
             try:
@@ -608,7 +617,7 @@ class NetAppService(IntentService):
     def dry_run(self, who: Principal, intents: list[Intent]) -> DryRunReport:
         """Compile against the current index, report, and roll the index back: nothing is written."""
         self._require(who, Scope.INTENTS_WRITE)
-        with self._lock:
+        with self._exclusive():
             self._require_started()
             change = self._index.track()
             try:
@@ -862,7 +871,7 @@ class NetAppService(IntentService):
 
     def _site_change(self, who: Principal, work: Callable[[IndexChange], Callable[[], None]]) -> None:
         """A transaction whose map writes are not rules: `work` returns how to undo them."""
-        with self._lock:
+        with self._exclusive():
             self._require_started()
             try:
                 with self.store.transaction() as transaction:
@@ -891,7 +900,7 @@ class NetAppService(IntentService):
 
     def dataplane_status(self, who: Principal) -> dict[str, Any]:
         self._require(who, Scope.READ)
-        with self._lock:
+        with self._exclusive():
             self._require_started()
             status = self.dataplane.status()
             status["instance"] = self.settings.instance
@@ -980,7 +989,7 @@ class NetAppService(IntentService):
 
     def stats(self, who: Principal) -> dict[str, Any]:
         self._require(who, Scope.READ)
-        with self._lock:
+        with self._exclusive():
             self._require_started()
             counters = self.dataplane.rule_stats()
             result: dict[str, Any] = {
