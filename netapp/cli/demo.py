@@ -1,60 +1,87 @@
-"""`netapp demo`: the NetApp on an emulated edge site (network namespaces, veth, real XDP)."""
+"""`netapp demo`: the NetApp on an emulated edge site (network namespaces, veth, real XDP, the
+service and its REST API), with live rates until Ctrl-C."""
 
 from __future__ import annotations
 
 import os
-from typing import Annotated
+import time
+from typing import Annotated, Optional
 
 import typer
-from rich.console import Console
+from rich.console import Console, Group
+from rich.live import Live
 from rich.table import Table
+from rich.text import Text
 
 from netapp.cli.errors import EXIT_ENVIRONMENT, EXIT_FAILED, fail
+from netapp.cli.status import RateMeter, rates_view
 from netapp.dataplane.binding import DataplaneError, LibraryNotFoundError
 from netapp.testbed import scenario
-from netapp.testbed.demo import Demo, Phase
+from netapp.testbed.demo import Demo
 from netapp.testbed.netns import TestbedError
+
+REFRESH_S = 1.0
 
 
 def demo(
-    frames: Annotated[int, typer.Option("--frames", min=64, help="Frames per service and phase.")] = 20000,
+    duration: Annotated[
+        Optional[float], typer.Option("--duration", min=1, help="Stop after this many seconds (default: Ctrl-C).")
+    ] = None,
+    toggle_every: Annotated[
+        float, typer.Option("--toggle-every", min=2, help="Seconds between CPU overload / recovery.")
+    ] = 10.0,
 ) -> None:
-    """Build an edge site, attach the pipeline, apply the paper's intents, send its traffic, report."""
+    """Build an edge site, start the NetApp, configure it through its API, send the paper's
+    traffic, and show live rates per intent, slice and CPU and what goes to the alternative node."""
     if os.geteuid() != 0:
         fail("the demo needs root (network namespaces, XDP)", EXIT_ENVIRONMENT)
     console = Console()
     session = Demo()
     try:
-        document = session.start()
-        console.print(f"[bold]edge site[/] {session.site.tag}: ran ─ node (XDP on n3, "
-                      f"instance {session.instance}) ─ core, alternative node on 'alt'")
-        console.print(f"applied {len(document['intents'])} intents "
-                      f"(one in the paper's legacy format), {session.cpus} CPUs, 1 alternative group")
-        for phase in session.phases(frames):
-            console.print(phase_table(phase))
-    except (DataplaneError, LibraryNotFoundError) as exc:
-        fail(str(exc), EXIT_FAILED)
-    except TestbedError as exc:
-        fail(f"testbed: {exc}", EXIT_FAILED)
+        console.print("building the edge site and starting the NetApp service…")
+        session.start()
+        console.print(intro(session))
+        watch(console, session, duration, toggle_every)
     except KeyboardInterrupt:
-        console.print("interrupted")
+        pass
+    except (DataplaneError, LibraryNotFoundError, TestbedError, RuntimeError) as exc:
+        fail(f"demo: {exc}", EXIT_FAILED)
     finally:
         session.close()
-        console.print("removed the site and its pins")
+        console.print("\nstopped: removed the service, its pins, the site and its files")
 
 
-def phase_table(phase: Phase) -> Table:
-    table = Table(title=phase.name, title_justify="left")
-    table.add_column("counter")
-    table.add_column("packets", justify="right")
-    table.add_row(f"sent by the RAN side ({phase.pps / 1e6:.2f} Mpps)", str(phase.sent))
-    for intent, packets in sorted(phase.intents.items()):
-        table.add_row(f"intent {intent}", str(packets))
-    for action, packets in phase.actions.items():
-        table.add_row(f"action {action}", str(packets))
-    for reason, packets in phase.reasons.items():
-        table.add_row(f"reason {reason}", str(packets))
-    table.add_row("received by the alternative node", str(phase.alternative_rx))
-    table.caption = (f"{scenario.FLOWS} GTP-U services in VXLAN, {scenario.PRIORITY_FLOWS} "
-                     "prioritised (steered to CPUs), the rest best effort")
-    return table
+def intro(session: Demo) -> Text:
+    return Text(
+        f"edge site {session.site.tag}: ran ─ node (XDP on n3) ─ core, alternative node on 'alt'\n"
+        f"NetApp API at {session.url} (instance {session.instance})\n"
+        f"configured through the API: 1 alternative group, {session.cpus} CPUs, "
+        f"{scenario.PRIORITY_FLOWS} priority intents (one as the paper's legacy message), a best-effort "
+        f"intent, and slice 'embb' holding the {scenario.FLOWS - scenario.PRIORITY_FLOWS} best-effort services\n"
+        "traffic: 16 GTP-U services in VXLAN from the RAN side (live-frame generator); Ctrl-C stops"
+    )
+
+
+def watch(console: Console, session: Demo, duration: Optional[float], toggle_every: float) -> None:
+    """Refresh the live view every second; toggle the CPU's overload now and then."""
+    meter = RateMeter()
+    started = last_toggle = time.monotonic()
+    note = "all CPUs healthy"
+    with Live(console=console, refresh_per_second=2) as live:
+        while duration is None or time.monotonic() - started < duration:
+            now = time.monotonic()
+            if now - last_toggle >= toggle_every:
+                note, last_toggle = session.toggle_overload(), now
+            live.update(view(session, meter, now, note))
+            time.sleep(REFRESH_S)
+
+
+def view(session: Demo, meter: RateMeter, now: float, note: str) -> Group:
+    alternative = Table("alternative node", "received", "pkt/s", title="forwarded instead of dropped",
+                        title_justify="left")
+    received = session.alternative_rx_packets()
+    rate = meter.update("alternative", received, 0, now)
+    alternative.add_row("alt0", f"{received:,}", f"{rate[0]:,.0f}" if rate else "…")
+    sent = session.traffic.sent if session.traffic else 0
+    return Group(Text(f"{note}; frames sent by the RAN side: {sent:,}", style="bold"),
+                 rates_view(session.stats(), meter, now), alternative)
