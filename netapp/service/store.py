@@ -259,8 +259,12 @@ class Store:
         return [_intent_record(row) for row in rows]
 
     def slice_intents(self, tenant: str, slice_id: str) -> list[IntentRecord]:
+        # INDEXED BY: left to itself, SQLite scans every intent of the tenant (its primary key
+        # range) rather than look rows up through the partial index, which costs O(tenant's
+        # intents) per slice change: 2 ms at 15,000 intents, 0.1 ms through the index.
         rows = self._execute(
-            f"SELECT {_INTENT_COLUMNS} FROM intents WHERE tenant = ? AND slice_id = ? ORDER BY id",
+            f"SELECT {_INTENT_COLUMNS} FROM intents INDEXED BY intents_by_slice "
+            "WHERE tenant = ? AND slice_id = ? ORDER BY id",
             (tenant, slice_id),
         ).fetchall()
         return [_intent_record(row) for row in rows]
