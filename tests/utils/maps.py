@@ -1,0 +1,53 @@
+"""What the kernel holds, seen through a second handle on a pinned instance (as another process
+would see it), compared with what a service's stored intents compile to."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from netapp.dataplane import binding
+from netapp.dataplane.binding import rule_key, rule_value, struct_bytes
+from netapp.intents.compiler import compile_intent
+from netapp.intents.models import Intent
+
+
+def second_handle(instance: str) -> binding.DppHandle:
+    """Another process's view of the pinned instance, below the facade."""
+    return binding.DppHandle.open(binding.load_libdpp(), instance)
+
+
+def map_rules(instance: str) -> dict[bytes, binding.Rule]:
+    """dpp_rules as the kernel holds it: key bytes -> rule (a key dumped twice would be a bug)."""
+    handle = second_handle(instance)
+    try:
+        dumped = handle.rules_dump()
+    finally:
+        handle.close()
+    rules = {struct_bytes(key): rule for key, rule in dumped}
+    assert len(rules) == len(dumped), "dpp_rules dumped a key twice"
+    return rules
+
+
+def unlike_the_store(
+    rules: Mapping[bytes, binding.Rule], records: list[dict[str, Any]], interfaces: Mapping[str, int]
+) -> list[str]:
+    """How the maps differ from what the stored intents (REST records) compile to, each named
+    `<tenant>/<id>` as the service names it. The stat slot is the service's to choose; everything
+    else must be equal, and no two rules may share a slot. Empty: they agree."""
+    problems, expected = [], set()
+    for record in records:
+        intent = Intent.model_validate(record["intent"])
+        name = f"{record['tenant']}/{intent.id}"
+        rule = compile_intent(intent, dict(interfaces), name)
+        key = struct_bytes(rule_key(rule))
+        expected.add(key)
+        installed = rules.get(key)
+        if installed is None:
+            problems.append(f"{name}: not in dpp_rules")
+        elif struct_bytes(installed) != struct_bytes(rule_value(rule, slot=installed.slot)):
+            problems.append(f"{name}: installed with another value")
+    problems += [f"a rule nobody stored (slot {rules[key].slot})" for key in rules.keys() - expected]
+    slots = [rule.slot for rule in rules.values()]
+    if len(set(slots)) != len(slots):
+        problems.append("two rules share a stat slot")
+    return problems
