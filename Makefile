@@ -7,7 +7,7 @@ APT_PACKAGES := clang llvm libbpf-dev bpftool libxdp-dev iproute2 gcc make pkg-c
 	libelf-dev zlib1g-dev python3 python3-venv python3-pip procps
 PYTEST_ARGS ?=
 
-.PHONY: all deps system-deps python-deps build demo test bench-dataplane clean
+.PHONY: all deps system-deps python-deps build demo test bench-dataplane bench-api clean
 
 all: build
 
@@ -42,6 +42,9 @@ test: build python-deps
 
 bench-dataplane: build python-deps
 	$(PY) -m bench.dataplane --out bench/results/dataplane.json
+
+bench-api: build python-deps
+	$(PY) -m bench.api --out bench/results/api.json
 
 clean:
 	$(MAKE) -C dataplane clean

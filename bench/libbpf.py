@@ -1,5 +1,5 @@
-"""The few libbpf calls the benchmark needs, through ctypes: load an object, find its programs and
-maps, write a map slot, and BPF_PROG_TEST_RUN a program with repeat.
+"""The few libbpf calls the benchmarks need, through ctypes: load an object, find its programs and
+maps, read and write a map slot, and BPF_PROG_TEST_RUN a program with repeat.
 
 libbpf 1.x returns negative errno values (and NULL plus errno for pointers); every failure here
 becomes an OSError naming the call, so a benchmark never measures a program that did not load.
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import errno
 import os
 from ctypes import POINTER, Structure, c_char_p, c_int, c_size_t, c_uint32, c_uint64, c_void_p
 from dataclasses import dataclass
@@ -51,6 +52,7 @@ _PROTOTYPES = {
     "bpf_object__find_program_by_name": (c_void_p, [c_void_p, c_char_p]),
     "bpf_program__fd": (c_int, [c_void_p]),
     "bpf_object__find_map_fd_by_name": (c_int, [c_void_p, c_char_p]),
+    "bpf_map_lookup_elem": (c_int, [c_int, c_void_p, c_void_p]),
     "bpf_map_update_elem": (c_int, [c_int, c_void_p, c_void_p, c_uint64]),
     "bpf_map_delete_elem": (c_int, [c_int, c_void_p]),
     "bpf_prog_test_run_opts": (c_int, [c_int, POINTER(TestRunOpts)]),
@@ -117,6 +119,15 @@ def map_update(map_fd: int, key: Any, value: Any) -> None:
     """Write one slot; key and value are ctypes objects of the map's key and value size."""
     rc = load_libbpf().bpf_map_update_elem(map_fd, ctypes.byref(key), ctypes.byref(value), BPF_ANY)
     _check(rc, "bpf_map_update_elem")
+
+
+def map_lookup(map_fd: int, key: Any, value: Any) -> bool:
+    """Read one slot into `value` (a ctypes object of the map's value size); False if absent."""
+    rc = load_libbpf().bpf_map_lookup_elem(map_fd, ctypes.byref(key), ctypes.byref(value))
+    if rc == -errno.ENOENT:
+        return False
+    _check(rc, "bpf_map_lookup_elem")
+    return True
 
 
 def map_delete(map_fd: int, key: Any) -> None:
