@@ -6,7 +6,7 @@ service with `app.dependency_overrides[get_service]`.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Callable, Optional
+from typing import Annotated, Any, Awaitable, Callable, Optional
 
 from fastapi import Depends, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
@@ -18,14 +18,17 @@ from netapp.service.contract import Forbidden, IntentService, Principal, Scope
 BEARER_REALM = "dpp-netapp"
 
 # auto_error=False: a missing token is answered by `get_principal` as a problem+json 401.
+# The dependencies below are `async def` although routes are plain `def`: they never block, and a
+# sync dependency costs a hop to the thread pool and back (several per request, most of a create's
+# time in the HTTP layer). Routes stay sync because the service they call does block.
 _bearer = HTTPBearer(auto_error=False, scheme_name="bearer", description="A token from `netapp tokens add`.")
 
 
-def get_service(request: Request) -> IntentService:
+async def get_service(request: Request) -> IntentService:
     return request.app.state.service
 
 
-def get_authenticator(request: Request) -> Authenticator:
+async def get_authenticator(request: Request) -> Authenticator:
     return request.app.state.authenticator
 
 
@@ -34,7 +37,7 @@ AuthenticatorDep = Annotated[Authenticator, Depends(get_authenticator)]
 CredentialsDep = Annotated[Optional[HTTPAuthorizationCredentials], Depends(_bearer)]
 
 
-def get_principal(authenticator: AuthenticatorDep, credentials: CredentialsDep) -> Principal:
+async def get_principal(authenticator: AuthenticatorDep, credentials: CredentialsDep) -> Principal:
     """The caller behind the bearer token; 401 without a valid one."""
     token = credentials.credentials if credentials is not None else None
     principal = authenticator.authenticate(token)
@@ -56,10 +59,10 @@ def _unauthorized(detail: str, error: Optional[str]) -> HTTPException:
 PrincipalDep = Annotated[Principal, Depends(get_principal)]
 
 
-def require_scope(scope: Scope) -> Callable[[Principal], Principal]:
+def require_scope(scope: Scope) -> Callable[[Principal], Awaitable[Principal]]:
     """A dependency that lets the caller through only with `scope` (admin has every scope)."""
 
-    def check(who: PrincipalDep) -> Principal:
+    async def check(who: PrincipalDep) -> Principal:
         if not who.allows(scope):
             held = ", ".join(sorted(s.value for s in who.scopes)) or "none"
             raise Forbidden(
@@ -78,7 +81,7 @@ SliceWriterDep = Annotated[Principal, Depends(require_scope(Scope.SLICES_WRITE))
 AdminDep = Annotated[Principal, Depends(require_scope(Scope.ADMIN))]
 
 
-def require_json_body(request: Request, _caller: PrincipalDep) -> None:
+async def require_json_body(request: Request, _caller: PrincipalDep) -> None:
     """415 for a body that is not JSON (FastAPI would try to validate the raw bytes). It depends on
     the caller so that a request without a valid token gets its 401 first."""
     if not _has_body(request):
@@ -101,7 +104,7 @@ def _has_body(request: Request) -> bool:
 JsonBody = Depends(require_json_body)
 
 
-def reject_unknown_query_parameters(request: Request) -> None:
+async def reject_unknown_query_parameters(request: Request) -> None:
     """400 for a query parameter the operation does not take: a misspelt filter (`?actoin=drop`)
     would otherwise be ignored, and the caller would get the whole list."""
     dependant = getattr(request.scope.get("route"), "dependant", None)
