@@ -192,6 +192,25 @@ class CreateResult:
 
 
 @dataclass
+class BatchCreateResult:
+    records: list[IntentRecord]  # in the order of the request
+    created: bool  # False: an idempotent retry returned the earlier batch's records
+
+
+# The most intents one batch create takes (one transaction; ~100 per request is the sweet spot).
+MAX_BATCH_INTENTS = 1000
+
+
+def batch_field(position: int, path: Optional[str] = None) -> str:
+    """The field path of the intent at `position` of a batch: `intents[3]`, `intents[3].match.vni`
+    (the same paths the API gives for the body `{"intents": [...]}`)."""
+    prefix = f"intents[{position}]"
+    if not path:
+        return prefix
+    return prefix + path if path.startswith("[") else f"{prefix}.{path}"
+
+
+@dataclass
 class IntentFilter:
     tenant: Optional[str] = None
     slice_id: Optional[str] = None
@@ -229,6 +248,15 @@ class IntentService(abc.ABC):
     def create_intent(
         self, who: Principal, intent: Intent, *, idempotency_key: Optional[str] = None
     ) -> CreateResult: ...
+
+    @abc.abstractmethod
+    def create_intents(
+        self, who: Principal, intents: list[Intent], *, idempotency_key: Optional[str] = None
+    ) -> BatchCreateResult:
+        """Create all of `intents` in one transaction, or none: each is validated, compiled and
+        checked for collisions against the installed rules and the rest of the batch. An error names
+        the offending intent by its position (`intents[3].match`). At most MAX_BATCH_INTENTS
+        (InvalidInput beyond). An idempotency key covers the whole batch."""
 
     @abc.abstractmethod
     def replace_intent(self, who: Principal, intent_id: str, intent: Intent) -> IntentRecord: ...

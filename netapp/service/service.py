@@ -53,6 +53,8 @@ from netapp.intents.errors import IntentError
 from netapp.intents.index import IndexChange, RuleIndex
 from netapp.intents.models import AlternativeGroup, CpuSpec, Intent, LegacyMessage, legacy_to_native
 from netapp.service.contract import (
+    MAX_BATCH_INTENTS,
+    BatchCreateResult,
     CompiledRuleView,
     Conflict,
     ConflictView,
@@ -72,6 +74,7 @@ from netapp.service.contract import (
     ServiceError,
     SliceRecord,
     SliceSpec,
+    batch_field,
 )
 from netapp.service.slices import slice_intents
 from netapp.service.store import Attachment, Store, StoreError
@@ -98,7 +101,15 @@ def split_rule_id(qualified: str) -> tuple[str, str]:
 
 def request_hash(intent: Intent) -> str:
     """What an idempotent retry must repeat: the intent as validated (defaults filled in)."""
-    return hashlib.sha256(intent.model_dump_json().encode()).hexdigest()
+    return batch_hash([intent])
+
+
+def batch_hash(intents: list[Intent]) -> str:
+    """The same for a batch, in order; a batch of one hashes like that one intent."""
+    digest = hashlib.sha256()
+    for n, intent in enumerate(intents):
+        digest.update((b"\n" if n else b"") + intent.model_dump_json().encode())
+    return digest.hexdigest()
 
 
 class NetAppService(IntentService):
@@ -364,8 +375,14 @@ class NetAppService(IntentService):
 
     # --- the transaction -------------------------------------------------------------------------
 
-    def _change(self, who: Principal, work: Callable[[IndexChange], T]) -> T:
-        """Run `work` (store writes and index steps) as one transaction with the maps."""
+    def _change(
+        self,
+        who: Principal,
+        work: Callable[[IndexChange], T],
+        where: Optional[Callable[[str], Optional[int]]] = None,
+    ) -> T:
+        """Run `work` (store writes and index steps) as one transaction with the maps. `where`: the
+        position of a rule id in a batch, for a collision error to name it."""
         with self._exclusive():
             self._require_started()
             self._ensure_maps_reconciled()
@@ -374,7 +391,7 @@ class NetAppService(IntentService):
                     change = self._index.track()
                     try:
                         result = work(change)
-                        self._reject_collisions(who, change)
+                        self._reject_collisions(who, change, where)
                         slots = self._push(change)
                     except BaseException:
                         change.roll_back()
@@ -419,27 +436,49 @@ class NetAppService(IntentService):
             self._maps_stale = f"undoing a failed change ({cause}) failed: {exc}"
             self._checks["reconcile"] = self._maps_stale
 
-    def _reject_collisions(self, who: Principal, change: IndexChange) -> None:
+    def _reject_collisions(
+        self, who: Principal, change: IndexChange, where: Optional[Callable[[str], Optional[int]]] = None
+    ) -> None:
         for rule in change.added():
             collisions = self._index.collisions(rule.intent_id)
             if collisions:
-                raise self._collision_error(who, rule, collisions[0])
+                raise self._collision_error(who, rule, collisions[0], where)
 
-    def _collision_error(self, who: Principal, rule: CompiledRule, conflict: RuleConflict) -> Conflict:
+    def _collision_error(
+        self,
+        who: Principal,
+        rule: CompiledRule,
+        conflict: RuleConflict,
+        where: Optional[Callable[[str], Optional[int]]] = None,
+    ) -> Conflict:
         other = conflict.intent_a if conflict.intent_b == rule.intent_id else conflict.intent_b
+        at = where(rule.intent_id) if where is not None else None
+        other_at = where(other) if where is not None else None
+        if at is not None and other_at is not None and other_at > at:
+            # two of one batch: blame the later one, which collides with what comes before it
+            later = self._index.get(other)
+            if later is not None:
+                rule, other, at, other_at = later, rule.intent_id, other_at, at
         mine, theirs = self._display(who, rule.intent_id), self._display(who, other)
+        prefix = "" if at is None else f"{batch_field(at)}: "
+        if other_at is not None:
+            theirs_named = f"{theirs!r} ({batch_field(other_at)} of the same batch)"
+        else:
+            theirs_named = theirs if theirs == OTHER_TENANT else repr(theirs)
+        extra = {} if at is None else {"index": at}
         why = {
             "duplicate": "the same match, priority and action",
             "shadowed": f"the same match {rule.shape.describe()}; the lower priority one would never match",
             "conflict": f"the same match {rule.shape.describe()} and priority, and another action",
         }[conflict.kind]
         return Conflict(
-            f"intent {mine!r} collides with {theirs if theirs == OTHER_TENANT else repr(theirs)}: {why}. "
+            f"{prefix}intent {mine!r} collides with {theirs_named}: {why}. "
             "The data plane keys rules by match, so only one of them can be installed",
-            field="match",
+            field="match" if at is None else batch_field(at, "match"),
             intent_a=mine,
             intent_b=theirs,
             kind=conflict.kind,
+            **extra,
         )
 
     def _display(self, who: Principal, qualified: str) -> str:
@@ -520,47 +559,98 @@ class NetAppService(IntentService):
         self._delete(who, who.tenant, intent.id)
         return None
 
-    def _create(self, who: Principal, intent: Intent, source: str, key: Optional[str]) -> CreateResult:
-        tenant = who.tenant
-        fingerprint = request_hash(intent) if key is not None else ""
+    def create_intents(
+        self, who: Principal, intents: list[Intent], *, idempotency_key: Optional[str] = None
+    ) -> BatchCreateResult:
+        self._require(who, Scope.INTENTS_WRITE)
+        if not intents:
+            raise InvalidInput("a batch needs at least one intent", field="intents")
+        if len(intents) > MAX_BATCH_INTENTS:
+            raise InvalidInput(
+                f"a batch takes at most {MAX_BATCH_INTENTS} intents (got {len(intents)}): split it",
+                field="intents",
+                max_items=MAX_BATCH_INTENTS,
+            )
+        return self._create_many(who, intents, NATIVE_SOURCE, idempotency_key, batch=True)
 
-        def work(change: IndexChange) -> CreateResult:
+    def _create(self, who: Principal, intent: Intent, source: str, key: Optional[str]) -> CreateResult:
+        result = self._create_many(who, [intent], source, key, batch=False)
+        return CreateResult(result.records[0], created=result.created)
+
+    def _create_many(
+        self, who: Principal, intents: list[Intent], source: str, key: Optional[str], *, batch: bool
+    ) -> BatchCreateResult:
+        """Create intents in one transaction. In a batch, errors name the intent by its position."""
+        tenant = who.tenant
+        fingerprint = batch_hash(intents) if key is not None else ""
+        positions = {rule_id(tenant, intent.id): n for n, intent in enumerate(intents)}
+        where: Callable[[str], Optional[int]] = positions.get if batch else lambda _: None
+
+        def work(change: IndexChange) -> BatchCreateResult:
             now = self._now()
             if key is not None:
                 earlier = self._earlier_create(tenant, key, fingerprint, now)
                 if earlier is not None:
                     return earlier
-            self._require_free_intent_id(tenant, intent.id)
-            record = IntentRecord(intent=intent, tenant=tenant, source=source, created_at=now, updated_at=now)
-            self.store.insert_intent(record)
+            records = []
+            for n, intent in enumerate(intents):
+                at = n if batch else None
+                self._require_free_intent_id(tenant, intent.id, at, positions)
+                record = IntentRecord(intent=intent, tenant=tenant, source=source, created_at=now, updated_at=now)
+                self.store.insert_intent(record)
+                records.append(record)
+                try:
+                    change.add(self._compile(tenant, intent))
+                except IntentError as exc:
+                    raise exc.prefixed(batch_field(n)) if batch else exc
             if key is not None:
                 self.store.purge_idempotency(now)
-                self.store.remember_idempotent(tenant, key, fingerprint, record, now, now + IDEMPOTENCY_TTL)
-            change.add(self._compile(tenant, intent))
-            return CreateResult(record, created=True)
+                self.store.remember_idempotent(tenant, key, fingerprint, records, now, now + IDEMPOTENCY_TTL)
+            return BatchCreateResult(records, created=True)
 
-        return self._change(who, work)
+        return self._change(who, work, where)
 
     def _earlier_create(
         self, tenant: str, key: str, fingerprint: str, now: datetime
-    ) -> Optional[CreateResult]:
+    ) -> Optional[BatchCreateResult]:
         earlier = self.store.find_idempotent(tenant, key, now)
         if earlier is None:
             return None
         if earlier.request_hash != fingerprint:
+            what = (
+                f"intent {earlier.record.intent.id!r}"
+                if len(earlier.records) == 1
+                else f"a batch of {len(earlier.records)} intents"
+            )
             raise Conflict(
-                f"Idempotency-Key {key!r} was used for another request (intent "
-                f"{earlier.record.intent.id!r}): use a new key for a new intent",
+                f"Idempotency-Key {key!r} was used for another request ({what}): "
+                "use a new key for a new create",
                 field="Idempotency-Key",
             )
-        return CreateResult(earlier.record, created=False)
+        return BatchCreateResult(list(earlier.records), created=False)
 
-    def _require_free_intent_id(self, tenant: str, intent_id: str) -> None:
+    def _require_free_intent_id(
+        self,
+        tenant: str,
+        intent_id: str,
+        at: Optional[int] = None,
+        positions: Optional[dict[str, int]] = None,
+    ) -> None:
+        """Conflict if the tenant has an intent of that id. `at`: the intent's position in a batch
+        (`positions`: each id's last position), for the error to name it and catch repeats."""
+        field = "id" if at is None else batch_field(at, "id")
+        where = "" if at is None else f"{batch_field(at)}: "
+        if positions is not None and at is not None and positions[rule_id(tenant, intent_id)] != at:
+            raise Conflict(
+                f"{where}intent id {intent_id!r} appears more than once in the batch "
+                f"(again at {batch_field(positions[rule_id(tenant, intent_id)])})",
+                field=field,
+            )
         existing = self.store.get_intent(tenant, intent_id)
         if existing is None:
             return
         owner = f" (it belongs to slice {existing.slice_id!r})" if existing.slice_id else ""
-        raise Conflict(f"intent id {intent_id!r} is in use{owner}", field="id")
+        raise Conflict(f"{where}intent id {intent_id!r} is in use{owner}", field=field)
 
     def _replace(
         self, who: Principal, tenant: str, intent_id: str, intent: Intent, source: Optional[str]

@@ -100,7 +100,11 @@ class IdempotentCreate:
     """What an earlier create with the same idempotency key asked for and answered."""
 
     request_hash: str
-    record: IntentRecord
+    records: tuple[IntentRecord, ...]  # one for a single create; the batch's, in order, for a batch
+
+    @property
+    def record(self) -> IntentRecord:
+        return self.records[0]
 
 
 @dataclass(frozen=True)
@@ -397,11 +401,28 @@ class Store:
         ).fetchone()
         if row is None:
             return None
-        return IdempotentCreate(row[0], IntentRecord.model_validate_json(row[1]))
+        if row[1].startswith("["):  # a batch: the records as a JSON array
+            records = tuple(IntentRecord.model_validate(item) for item in json.loads(row[1]))
+        else:
+            records = (IntentRecord.model_validate_json(row[1]),)
+        return IdempotentCreate(row[0], records)
 
     def remember_idempotent(
-        self, tenant: str, key: str, request_hash: str, record: IntentRecord, now: datetime, expires: datetime
+        self,
+        tenant: str,
+        key: str,
+        request_hash: str,
+        records: "IntentRecord | list[IntentRecord]",
+        now: datetime,
+        expires: datetime,
     ) -> None:
+        """Remember a create's answer: one record as before, a batch's records as a JSON array."""
+        if isinstance(records, IntentRecord):
+            records = [records]
+        if len(records) == 1:
+            response = records[0].model_dump_json()
+        else:
+            response = "[" + ",".join(record.model_dump_json() for record in records) + "]"
         self._execute(
             "INSERT OR REPLACE INTO idempotency_keys "
             "(tenant, key, intent_id, request_hash, response, created_at, expires_at) "
@@ -409,9 +430,9 @@ class Store:
             (
                 tenant,
                 key,
-                record.intent.id,
+                records[0].intent.id,
                 request_hash,
-                record.model_dump_json(),
+                response,
                 now.isoformat(),
                 expires.isoformat(),
             ),

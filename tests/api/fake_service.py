@@ -15,6 +15,8 @@ from typing import Any, Optional, TypeVar
 
 from netapp.intents.models import AlternativeGroup, CpuSpec, Intent, LegacyMessage, legacy_to_native
 from netapp.service.contract import (
+    MAX_BATCH_INTENTS,
+    BatchCreateResult,
     CompiledRuleView,
     Conflict,
     ConflictView,
@@ -25,12 +27,15 @@ from netapp.service.contract import (
     IntentFilter,
     IntentRecord,
     IntentService,
+    InvalidInput,
     NotFound,
     Page,
     Principal,
     Scope,
     SliceRecord,
+    ServiceError,
     SliceSpec,
+    batch_field,
 )
 
 T = TypeVar("T")
@@ -54,6 +59,8 @@ class FakeIntentService(IntentService):
         self.cpus: dict[int, CpuSpec] = {}
         self.attached: dict[str, str] = {}
         self.idempotency: dict[tuple[str, str], tuple[str, str]] = {}  # (tenant, key) -> intent key
+        # (tenant, key) -> (the batch's intents as JSON, their intent keys)
+        self.batch_idempotency: dict[tuple[str, str], tuple[list[str], list[tuple[str, str]]]] = {}
         self.ready = True
         self.calls: list[str] = []
         self._failure: Optional[Exception] = None
@@ -94,6 +101,33 @@ class FakeIntentService(IntentService):
         if idempotency_key is not None:
             self.idempotency[(who.tenant, idempotency_key)] = (who.tenant, intent.id)
         return CreateResult(record, created=True)
+
+    def create_intents(
+        self, who: Principal, intents: list[Intent], *, idempotency_key: Optional[str] = None
+    ) -> BatchCreateResult:
+        self._enter("create_intents")
+        if len(intents) > MAX_BATCH_INTENTS:
+            raise InvalidInput(f"a batch takes at most {MAX_BATCH_INTENTS} intents", field="intents")
+        body = [intent.model_dump_json() for intent in intents]
+        if idempotency_key is not None and (who.tenant, idempotency_key) in self.batch_idempotency:
+            earlier, keys = self.batch_idempotency[(who.tenant, idempotency_key)]
+            if earlier != body:
+                raise Conflict(f"Idempotency-Key {idempotency_key!r} was used for another request",
+                               field="Idempotency-Key")
+            return BatchCreateResult([self.intents[key] for key in keys], created=False)
+        before = dict(self.intents)
+        records = []
+        for n, intent in enumerate(intents):
+            try:
+                records.append(self._insert(who, intent, "native"))
+            except ServiceError as exc:  # all or nothing, naming the intent by its position
+                self.intents = before
+                exc.field = batch_field(n, exc.field)
+                exc.detail = f"{batch_field(n)}: {exc.detail}"
+                raise
+        if idempotency_key is not None:
+            self.batch_idempotency[(who.tenant, idempotency_key)] = (body, [_key(r) for r in records])
+        return BatchCreateResult(records, created=True)
 
     def replace_intent(self, who: Principal, intent_id: str, intent: Intent) -> IntentRecord:
         self._enter("replace_intent")

@@ -320,3 +320,108 @@ def _canonical(url: str) -> str:
     order = {"offset": 0, "limit": 1}
     pairs = sorted(parse_qsl(query), key=lambda pair: order.get(pair[0], 2))
     return f"{path}?{urlencode(pairs)}"
+
+
+# --- batch create ----------------------------------------------------------------------------------
+
+BATCH = f"{INTENTS}/batch"
+
+
+def batch_of(count: int, first_port: int = 6000) -> dict:
+    return {
+        "intents": [
+            native_intent(f"flow-{n}", match={"protocol": "udp", "dst_port": first_port + n}) for n in range(count)
+        ]
+    }
+
+
+def test_given_a_batch_when_posted_then_201_with_every_record_in_order(tenant_a, service):
+    response = tenant_a.post(BATCH, json=batch_of(3))
+
+    assert response.status_code == 201, response.text
+    items = response.json()["items"]
+    assert [item["intent"]["id"] for item in items] == ["flow-0", "flow-1", "flow-2"]
+    assert all(item["tenant"] == "tenant-a" and item["source"] == "native" for item in items)
+    assert service.calls == ["create_intents"]
+    assert len(service.intents) == 3
+
+
+def test_given_a_batch_whose_third_intent_collides_then_409_names_it_and_nothing_is_created(tenant_a, service):
+    created(tenant_a, native_intent("installed", match={"protocol": "udp", "dst_port": 6002}))
+    before = dict(service.intents)
+
+    problem = assert_problem(tenant_a.post(BATCH, json=batch_of(4)), 409)
+
+    assert problem["invalid-params"][0]["name"] == "intents[2].match"
+    assert problem["detail"].startswith("intents[2]: ")
+    assert service.intents == before
+
+
+def test_given_a_batch_with_an_invalid_intent_then_400_names_its_position(tenant_a, service):
+    body = batch_of(3)
+    body["intents"][1]["match"]["vni"] = 1 << 24
+
+    problem = assert_problem(tenant_a.post(BATCH, json=body), 400)
+
+    assert [param["name"] for param in problem["invalid-params"]] == ["intents[1].match.vni"]
+    assert service.intents == {}
+
+
+def test_given_a_legacy_message_in_a_batch_then_400_says_legacy_is_not_accepted(tenant_a, service):
+    body = batch_of(2)
+    body["intents"].append(paper_message())
+
+    problem = assert_problem(tenant_a.post(BATCH, json=body), 400)
+
+    assert problem["invalid-params"][0]["name"] == "intents[2]"
+    assert "legacy message" in problem["invalid-params"][0]["reason"]
+    assert service.intents == {}
+
+
+def test_given_a_batch_over_the_limit_or_empty_then_400_names_the_limit(tenant_a, service):
+    too_many = assert_problem(tenant_a.post(BATCH, json=batch_of(1001)), 400)
+    assert too_many["invalid-params"][0]["name"] == "intents"
+    assert too_many["invalid-params"][0]["allowed"] == "at most 1000 items"
+
+    empty = assert_problem(tenant_a.post(BATCH, json={"intents": []}), 400)
+    assert empty["invalid-params"][0]["name"] == "intents"
+    assert service.intents == {}
+
+
+def test_given_dry_run_when_posting_a_batch_then_the_report_of_all_comes_back_and_nothing_is_created(
+    tenant_a, service
+):
+    response = tenant_a.post(BATCH, params={"dry_run": "true"}, json=batch_of(2))
+
+    assert response.status_code == 200
+    report = response.json()
+    assert report["applied"] is False
+    assert [rule["intent_id"] for rule in report["rules"]] == ["flow-0", "flow-1"]
+    assert service.intents == {} and service.calls == ["dry_run"]
+
+
+def test_given_an_idempotency_key_when_a_batch_is_retried_then_the_same_records_with_200(tenant_a, service):
+    headers = {"Idempotency-Key": "batch-1"}
+    first = tenant_a.post(BATCH, json=batch_of(2), headers=headers)
+    retry = tenant_a.post(BATCH, json=batch_of(2), headers=headers)
+    other = tenant_a.post(BATCH, json=batch_of(2, first_port=7000), headers=headers)
+
+    assert first.status_code == 201 and retry.status_code == 200
+    assert retry.json() == first.json()
+    assert assert_problem(other, 409)["invalid-params"][0]["name"] == "Idempotency-Key"
+    assert len(service.intents) == 2
+
+
+def test_given_a_token_without_intents_write_when_posting_a_batch_then_403(client_for, service):
+    problem = assert_problem(client_for("reader-a").post(BATCH, json=batch_of(1)), 403)
+    assert "intents:write" in problem["detail"]
+    assert service.intents == {}
+
+
+def test_given_two_tenants_when_both_batch_the_same_ids_then_each_has_its_own(tenant_a, tenant_b, service):
+    assert tenant_a.post(BATCH, json=batch_of(2)).status_code == 201
+    assert tenant_b.post(BATCH, json=batch_of(2, first_port=7000)).status_code == 201
+
+    assert [item["intent"]["id"] for item in tenant_b.get(INTENTS).json()["items"]] == ["flow-0", "flow-1"]
+    assert {tenant for tenant, _ in service.intents} == {"tenant-a", "tenant-b"}
+    assert tenant_b.get(f"{INTENTS}/flow-0").json()["intent"]["match"]["dst_port"] == 7000

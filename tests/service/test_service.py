@@ -123,6 +123,13 @@ def create_in_a_new_shape(service: NetAppService) -> None:
     service.create_intent(ALICE, intent("new", match={"protocol": "tcp"}, action={"type": "drop"}))
 
 
+def create_a_batch(service: NetAppService) -> None:
+    service.create_intents(
+        ALICE,
+        [intent("n1", 3001), intent("n2", 3002), intent("n3", match={"protocol": "tcp"}, action={"type": "drop"})],
+    )
+
+
 def replace_moving_the_key(service: NetAppService) -> None:
     service.replace_intent(ALICE, "a", intent("a", 1001))
 
@@ -163,6 +170,8 @@ FAILURES = [
     # (change, what fails)
     (create_in_a_new_shape, refuse("rules_upsert")),
     (create_in_a_new_shape, refuse("shapes_publish")),
+    (create_a_batch, upsert_fails_midway),
+    (create_a_batch, refuse("shapes_publish")),
     (replace_moving_the_key, refuse("rules_upsert")),
     (replace_moving_the_key, refuse("shapes_publish")),
     (replace_moving_the_key, refuse("rules_delete")),
@@ -361,6 +370,98 @@ def test_given_an_intent_that_does_not_compile_then_invalid_input_names_the_fiel
         service.create_intent(ALICE, intent("x", match={"interface": "no-such-if0"}))
     assert refused.value.field == "match.interface"
     assert service.store.all_intents() == []
+
+
+# --- batch create ---------------------------------------------------------------------------------
+
+
+def test_a_batch_is_one_transaction_and_one_map_delta(service, fake):
+    service.create_intent(ALICE, intent("installed", 999))
+    fake.calls.clear()
+
+    result = service.create_intents(ALICE, [intent(f"b{n}", 1000 + n) for n in range(50)])
+
+    assert result.created and [r.intent.id for r in result.records] == [f"b{n}" for n in range(50)]
+    assert fake.write_names() == ["stats_rules_clear", "rules_upsert", "shapes_publish"]
+    assert len([call for call in fake.writes() if call[0] == "rules_upsert"][0][1]) == 50
+    assert_maps_hold_the_store(service, fake)
+
+
+BATCH_REFUSALS = [
+    # (case, the batch's third intent, error, field)
+    ("collides with an installed one", intent("c", 1000), Conflict, "intents[2].match"),
+    ("has an id in use", intent("installed", 4000), Conflict, "intents[2].id"),
+    ("does not compile", intent("c", match={"interface": "no-such-if0"}), InvalidInput, "intents[2].match.interface"),
+    ("collides with the first of the batch", intent("c", 3000), Conflict, "intents[2].match"),
+    ("repeats the first one's id", intent("a", 4000), Conflict, "intents[0].id"),
+]
+
+
+@pytest.mark.parametrize(
+    "third, error, field", [c[1:] for c in BATCH_REFUSALS], ids=[c[0] for c in BATCH_REFUSALS]
+)
+def test_given_a_batch_whose_third_intent_is_refused_then_nothing_is_stored_or_installed(
+    service, fake, third, error, field
+):
+    service.create_intent(ALICE, intent("installed", 1000))
+    store_before, maps_before = stored(service), fake.state()
+
+    with pytest.raises(error) as refused:
+        service.create_intents(ALICE, [intent("a", 3000), intent("b", 3001), third, intent("d", 3003)])
+
+    assert refused.value.field == field
+    assert refused.value.detail.startswith(field.split(".")[0])  # "intents[2]: ..." names the position
+    assert stored(service) == store_before
+    assert fake.state() == maps_before
+    assert service.health().ready
+
+
+def test_a_collision_within_a_batch_names_both_positions(service):
+    with pytest.raises(Conflict) as refused:
+        service.create_intents(ALICE, [intent("a", 3000), intent("b", 3000, action={"type": "drop"})])
+
+    assert refused.value.field in ("intents[0].match", "intents[1].match")
+    assert "intents[0]" in refused.value.detail and "intents[1]" in refused.value.detail
+    assert refused.value.extra["kind"] == "conflict"
+    assert service.store.all_intents() == []
+
+
+def test_a_batch_is_limited_and_not_empty(service):
+    with pytest.raises(InvalidInput, match="at most 1000") as refused:
+        service.create_intents(ALICE, [intent(f"i{n}", 1000 + n) for n in range(1001)])
+    assert refused.value.field == "intents"
+    with pytest.raises(InvalidInput):
+        service.create_intents(ALICE, [])
+    with pytest.raises(Forbidden):
+        service.create_intents(READER, [intent("a")])
+    assert service.store.all_intents() == []
+
+
+def test_given_a_retried_batch_with_the_same_key_then_the_same_records_and_not_created(service, fake, clock):
+    batch = [intent("a", 3000), intent("b", 3001)]
+    first = service.create_intents(ALICE, batch, idempotency_key="batch-1")
+    fake.calls.clear()
+    clock.advance(hours=1)
+
+    retry = service.create_intents(ALICE, batch, idempotency_key="batch-1")
+
+    assert (first.created, retry.created) == (True, False)
+    assert retry.records == first.records
+    assert fake.writes() == []
+    with pytest.raises(Conflict) as refused:
+        service.create_intents(ALICE, [intent("a", 3000), intent("c", 3002)], idempotency_key="batch-1")
+    assert refused.value.field == "Idempotency-Key"
+    with pytest.raises(Conflict):  # a single create is another request
+        service.create_intent(ALICE, intent("c", 3002), idempotency_key="batch-1")
+
+
+def test_a_batch_is_the_callers_own_and_tenants_may_reuse_ids(service, fake):
+    service.create_intents(ALICE, [intent("a", 3000), intent("b", 3001)])
+    service.create_intents(BOB, [intent("a", 4000), intent("b", 4001)])
+
+    assert {r.tenant for r in service.list_intents(BOB, IntentFilter()).items} == {"bob"}
+    assert service.get_intent(BOB, "a").intent.match.dst_port == 4000
+    assert_maps_hold_the_store(service, fake)
 
 
 # --- legacy messages, dry runs --------------------------------------------------------------------

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Optional, Union
+from typing import Annotated, Any, Literal, Optional, Union
 
 from fastapi import APIRouter, Body, Depends, Header, Path, Query, Request, Response
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from netapp.api.deps import IntentWriterDep, JsonBody, ReaderDep, ServiceDep
 from netapp.api.pagination import DEFAULT_LIMIT, IntentPage, Limit, Offset, set_link_header
@@ -18,8 +19,9 @@ from netapp.api.routes.common import (
     service_name,
 )
 from netapp.intents.compiler import ACTIONS
-from netapp.intents.models import Intent, IntentEntry, IntentId, LegacyMessage, legacy_to_native
+from netapp.intents.models import Intent, IntentEntry, IntentId, LegacyMessage, is_legacy, legacy_to_native
 from netapp.service.contract import (
+    MAX_BATCH_INTENTS,
     DryRunReport,
     IntentFilter,
     IntentRecord,
@@ -46,6 +48,33 @@ IdempotencyKey = Annotated[
 # Body() said explicitly: FastAPI before 0.116 takes an Annotated union for a query parameter.
 IntentBody = Annotated[IntentEntry, Body(description="a native intent, or the paper's legacy message")]
 CreateResponse = Union[IntentRecord, DryRunReport]
+
+
+def _native_only(value: Any) -> Any:
+    if is_legacy(value):
+        raise ValueError(
+            "a legacy message (Resources/Action/Params) is not accepted in a batch: "
+            "send native intents, or POST legacy messages one by one to /api/v1/intents/legacy"
+        )
+    return value
+
+
+class IntentBatch(BaseModel):
+    """Native intents to create together: all of them or, on any error, none."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    intents: list[Annotated[Intent, BeforeValidator(_native_only)]] = Field(
+        min_length=1,
+        max_length=MAX_BATCH_INTENTS,
+        description=f"native intents (at most {MAX_BATCH_INTENTS}); legacy messages are refused",
+    )
+
+
+class IntentBatchRecords(BaseModel):
+    """The records a batch created (or an idempotent retry's earlier ones), in the request's order."""
+
+    items: list[IntentRecord]
 
 # The route's own model (the union) documents 200; 201 is always a record.
 _WRITE_RESPONSES = {
@@ -129,6 +158,34 @@ def apply_legacy_message(
 ) -> Union[IntentRecord, DryRunReport, Response]:
     """Apply the paper's Resources/Action/Params message (INSERT 201, UPDATE 200, DELETE 204)."""
     return _apply_legacy(request, response, service, who, body, dry_run)
+
+
+@router.post(
+    "/batch",
+    response_model=Union[IntentBatchRecords, DryRunReport],
+    responses={
+        200: {"description": "a dry run's report, or an idempotent retry's earlier records"},
+        201: {"model": IntentBatchRecords, "description": "all of them created"},
+        **documented(*CHANGES),
+    },
+    dependencies=[JsonBody],
+)
+def create_intents(
+    response: Response,
+    service: ServiceDep,
+    who: IntentWriterDep,
+    body: IntentBatch,
+    dry_run: DryRun = False,
+    idempotency_key: IdempotencyKey = None,
+) -> Union[IntentBatchRecords, DryRunReport]:
+    """Create many native intents in one transaction: all or none. An error names the intent by its
+    position (`intents[3].match.vni`); an Idempotency-Key covers the whole batch."""
+    if dry_run:
+        return service.dry_run(who, body.intents)
+    result = service.create_intents(who, body.intents, idempotency_key=idempotency_key)
+    if result.created:
+        response.status_code = 201
+    return IntentBatchRecords(items=result.records)
 
 
 @router.get("/{intent_id}", response_model=IntentRecord, responses=documented(*AUTHENTICATED, 404))
