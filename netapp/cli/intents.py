@@ -53,6 +53,21 @@ def _apply_one(api: Api, entry: dict, dry_run: bool) -> tuple[str, Any]:
     return ("created" if response.status_code == 201 else "unchanged"), response.json()
 
 
+BATCH_LIMIT = 1000  # the API's limit on one batch create
+
+
+def _create_batch(api: Api, entries: list[dict]) -> list[tuple[str, Any]]:
+    """Create new native intents: one request for several (all or none), POST /intents for one."""
+    if len(entries) == 1:
+        response = api.request("POST", BASE, json=entries[0])
+        return [("created" if response.status_code == 201 else "unchanged", response.json())]
+    outcomes = []
+    for start in range(0, len(entries), BATCH_LIMIT):
+        response = api.request("POST", f"{BASE}/batch", json={"intents": entries[start : start + BATCH_LIMIT]})
+        outcomes += [("created", record) for record in response.json()["items"]]
+    return outcomes
+
+
 @app.command("apply")
 def apply(
     file: Annotated[Path, typer.Option("-f", "--file", help="Intents (JSON or YAML): one, a list, or a document.")],
@@ -60,16 +75,31 @@ def apply(
     url: UrlOption = None,
     token: TokenOption = None,
 ) -> None:
-    """Create or replace every intent of FILE (legacy messages are applied as sent)."""
+    """Create or replace every intent of FILE (legacy messages are applied as sent). Consecutive new
+    native intents are created together in one batch request (one transaction)."""
     api = Api.from_options(url, token)
     console = Console()
-    for entry in _load(file):
-        outcome, body = _apply_one(api, entry, dry_run)
+    pending: list[dict] = []  # new native intents, created together before anything that follows
+
+    def report(entry: dict, outcome: str, body: Any) -> None:
         name = entry.get("id") or entry.get("Action", {}).get("flow_hash", "legacy message")
         if dry_run:
             console.print_json(json.dumps(body))
         else:
             console.print(f"{outcome} {name}")
+
+    def flush() -> None:
+        for entry, (outcome, body) in zip(pending, _create_batch(api, pending) if pending else [], strict=True):
+            report(entry, outcome, body)
+        pending.clear()
+
+    for entry in _load(file):
+        if not dry_run and not is_legacy(entry) and not api.exists(f"{BASE}/{entry.get('id')}"):
+            pending.append(entry)
+            continue
+        flush()
+        report(entry, *_apply_one(api, entry, dry_run))
+    flush()
 
 
 @app.command("list")

@@ -50,6 +50,17 @@ def test_apply_creates_then_replaces_and_list_get_delete_follow(netapp, tmp_path
     assert "0 of 0" in listing
 
 
+def test_new_intents_of_a_file_are_created_in_one_batch_and_existing_ones_replaced(netapp, tmp_path, service):
+    intents = [native_intent(f"flow-{n}", match={"protocol": "udp", "dst_port": 6000 + n}) for n in range(3)]
+    assert netapp("intents", "apply", "-f", str(write(tmp_path, "one.json", intents[:1]))) == (0, "created flow-0\n")
+    service.calls.clear()
+
+    code, output = netapp("intents", "apply", "-f", str(write(tmp_path, "all.json", intents)))
+
+    assert (code, output) == (0, "replaced flow-0\ncreated flow-1\ncreated flow-2\n")
+    assert [call for call in service.calls if call != "get_intent"] == ["replace_intent", "create_intents"]
+
+
 def test_the_papers_legacy_message_goes_through_its_own_door(netapp, tmp_path):
     path = write(tmp_path, "legacy.json", PAPER_MESSAGE_JSON)
     code, output = netapp("intents", "apply", "-f", str(path))
