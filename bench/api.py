@@ -4,7 +4,8 @@ store) over the real data plane.
     python -m bench.api --out bench/results/api.json
 
 (a) create latency: single creates, one at a time, with 10,000 intents installed; (b) sustained
-creates per second from 4 concurrent clients; (c) slice resize latency, 50 members +-10. Checks
+creates per second from 4 concurrent clients; (c) slice resize latency, 50 members +-10; (d) batch
+creates: 4 clients each POSTing batches of 100 intents to /api/v1/intents/batch. Checks
 before timing that the maps hold the preloaded intents and that a create reaches dpp_rules; after
 timing, that store, service and maps still agree. Methodology: bench/README.md ("bench/api.py").
 Needs root and `make -C dataplane`.
@@ -49,6 +50,7 @@ LATENCY_TEIDS = 0x20000000
 SUSTAIN_TEIDS = 0x30000000  # + client << 20
 SLICE_TEIDS = 0x40000000
 CHECK_TEID = 0x50000000
+BATCH_TEIDS = 0x60000000  # + client << 24
 CHECK_SAMPLE = 100  # preloaded intents looked up in dpp_rules before timing
 # Targets, reported and never asserted.
 TARGET_P99_MS = 10.0
@@ -71,8 +73,14 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser.add_argument("--members", type=int, default=50, help="slice members of (c)")
     parser.add_argument("--step", type=int, default=10, help="members added, then removed, per resize (c)")
     parser.add_argument("--resizes", type=int, default=200, help="timed resizes (c)")
+    parser.add_argument("--batch-size", type=int, default=100, help="intents per batch request (d)")
+    parser.add_argument(
+        "--batch-budget", type=int, default=40_000,
+        help="most intents (d) creates in all (dpp_rules holds 65,536); it stops early when reached",
+    )
     args = parser.parse_args(argv)
-    if min(args.installed, args.creates, args.clients, args.members, args.step, args.resizes) < 1:
+    if min(args.installed, args.creates, args.clients, args.members, args.step, args.resizes,
+           args.batch_size, args.batch_budget) < 1:
         parser.error("counts must be positive")
     if args.sample_every < 1 or args.seconds <= 0 or args.warmup < 0:
         parser.error("--sample-every, --seconds must be positive, --warmup not negative")
@@ -296,6 +304,83 @@ def _create_until(
         run.finished = time.perf_counter()
 
 
+# --- (d) batch creates ---------------------------------------------------------------------------
+
+
+def batch_creates(server: Served, args: argparse.Namespace) -> dict[str, Any]:
+    """`clients` threads, each with its own connection, POST batches of `batch_size` intents back
+    to back for `seconds` (or until the intent budget is spent). Latency is per request."""
+    runs = [ClientRun() for _ in range(args.clients)]
+    clock: dict[str, float] = {}
+    start = threading.Barrier(args.clients, action=lambda: clock.setdefault("start", time.perf_counter()))
+    per_client = max(1, args.batch_budget // (args.clients * args.batch_size))  # batches
+    threads = [
+        threading.Thread(target=_batch_until, args=(server, n, start, clock, args, per_client, runs[n]))
+        for n in range(args.clients)
+    ]
+    cpu_before = cpu_now(server)
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    cpu_after = cpu_now(server)
+    if "start" not in clock or not all(run.finished for run in runs):
+        raise CheckError("a client thread failed (its traceback is above)")
+    wall = max(run.finished for run in runs) - clock["start"]
+    latencies = [ms for run in runs for ms in run.latencies]
+    errors = [error for run in runs for error in run.errors]
+    intents = len(latencies) * args.batch_size
+    return {
+        "clients": args.clients,
+        "batch_size": args.batch_size,
+        "seconds": round(wall, 3),
+        "stopped_by_budget": all(len(run.latencies) + len(run.errors) >= per_client for run in runs),
+        "requests": len(latencies),
+        "intents": intents,
+        "rate_per_s": round(intents / wall, 1),
+        "requests_per_s": round(len(latencies) / wall, 1),
+        "errors": len(errors),
+        "error_samples": errors[:5],
+        "latency_ms": summary(latencies),
+        **cpu_per_operation(cpu_before, cpu_after, intents),
+    }
+
+
+def _batch_until(
+    server: Served,
+    n: int,
+    start: threading.Barrier,
+    clock: dict[str, float],
+    args: argparse.Namespace,
+    batches: int,
+    run: ClientRun,
+) -> None:
+    with server.client() as api:
+        start.wait()
+        deadline = clock["start"] + args.seconds
+        for b in range(batches):
+            if time.perf_counter() >= deadline:
+                break
+            first = b * args.batch_size
+            body = {
+                "intents": [
+                    gtpu_intent(f"bat-{n}-{first + i}", BATCH_TEIDS + (n << 24) + first + i)
+                    for i in range(args.batch_size)
+                ]
+            }
+            began = time.perf_counter()
+            try:
+                response = api.post(f"{INTENTS}/batch", json=body)
+            except httpx.HTTPError as exc:
+                run.errors.append(repr(exc))
+                continue
+            if response.status_code == 201:
+                run.latencies.append((time.perf_counter() - began) * 1e3)
+            else:
+                run.errors.append(f"{response.status_code} {response.text[:200]}")
+        run.finished = time.perf_counter()
+
+
 # --- (c) slice resize ----------------------------------------------------------------------------
 
 
@@ -349,12 +434,17 @@ def summary(samples_ms: Sequence[float]) -> dict[str, Any]:
     return {"n": len(samples_ms), **{name: round(value, 3) for name, value in values.items()}}
 
 
-def targets(create: dict[str, Any], sustained: dict[str, Any]) -> list[dict[str, Any]]:
+def targets(create: dict[str, Any], sustained: dict[str, Any], batch: dict[str, Any]) -> list[dict[str, Any]]:
     p99, rate = create["latency_ms"].get("p99", float("inf")), sustained["rate_per_s"]
     installed = create["installed_before"]
+    batch_rate = batch["rate_per_s"]
     return [
         _target(f"create p99 at {installed:,} intents", p99, TARGET_P99_MS, "ms", p99 <= TARGET_P99_MS),
-        _target("sustained creates", rate, TARGET_RATE, "/s", rate >= TARGET_RATE),
+        _target("sustained creates, one per request (b)", rate, TARGET_RATE, "/s", rate >= TARGET_RATE),
+        _target(
+            f"sustained creates, batches of {batch['batch_size']} (d)",
+            batch_rate, TARGET_RATE, "/s", batch_rate >= TARGET_RATE,
+        ),
     ]
 
 
@@ -369,7 +459,7 @@ def with_counts(probe: MapProbe, phase: Callable[[], dict[str, Any]]) -> dict[st
 
 
 def measure(server: Served, probe: MapProbe, args: argparse.Namespace) -> dict[str, Any]:
-    """Check, then the three phases in order, each on what the previous left installed."""
+    """Check, then the four phases in order, each on what the previous left installed."""
     check_start(server, probe, args.installed)
     warm_up(server, args.warmup)
     print(f"  (a) {args.creates} single creates", file=sys.stderr, flush=True)
@@ -378,8 +468,13 @@ def measure(server: Served, probe: MapProbe, args: argparse.Namespace) -> dict[s
     sustained = with_counts(probe, lambda: sustained_creates(server, args))
     print(f"  (c) {args.resizes} slice resizes", file=sys.stderr, flush=True)
     resize = with_counts(probe, lambda: slice_resizes(server, probe, args))
+    print(f"  (d) {args.clients} clients, batches of {args.batch_size}, for {args.seconds:.0f} s",
+          file=sys.stderr, flush=True)
+    batch = with_counts(probe, lambda: batch_creates(server, args))
     final = check_end(server, probe)
-    return {"create": create, "sustained": sustained, "slice_resize": resize, "final_counts": final}
+    return {
+        "create": create, "sustained": sustained, "slice_resize": resize, "batch": batch, "final_counts": final
+    }
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -393,7 +488,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "start": {"preload_store_s": round(server.preload_s, 3), "ready_s": round(server.ready_s, 3)},
         **phases,
         "warmup_creates": args.warmup,
-        "targets": targets(phases["create"], phases["sustained"]),
+        "targets": targets(phases["create"], phases["sustained"], phases["batch"]),
         "store_synchronous": "FULL",
         "kernel": platform.release(),
         "machine": machine_info(),
@@ -409,6 +504,7 @@ def _row(name: str, stats: dict[str, Any]) -> str:
 
 def format_table(result: dict[str, Any]) -> str:
     create, sustained, resize = result["create"], result["sustained"], result["slice_resize"]
+    batch = result["batch"]
     start = result["start"]
     step = f"{resize['members']}+-{resize['step']}"
     lines = [
@@ -423,6 +519,7 @@ def format_table(result: dict[str, Any]) -> str:
         _row(f"(c) slice resize {step}, {resize['installed_before']:,} installed", resize["latency_ms"]),
         _row("    grow", resize["grow_ms"]),
         _row("    shrink", resize["shrink_ms"]),
+        _row(f"(d) batch of {batch['batch_size']}, {batch['clients']} clients at once", batch["latency_ms"]),
         "",
         f"(a) {create['rules_present']}/{create['rules_looked_up']} sampled rules in dpp_rules at their 201; "
         f"{create['errors']} errors",
@@ -430,10 +527,14 @@ def format_table(result: dict[str, Any]) -> str:
         f"{sustained['rate_per_s']:,.0f}/s, {sustained['errors']} errors; installed "
         f"{sustained['installed_before']:,} -> {sustained['installed_after']:,}",
         f"(c) {resize['errors']} errors",
-        "CPU ms per operation, server / client: "
+        f"(d) {batch['intents']:,} intents in {batch['requests']:,} batch requests in {batch['seconds']:.1f} s = "
+        f"{batch['rate_per_s']:,.0f} intents/s ({batch['requests_per_s']:,.1f} requests/s), "
+        f"{batch['errors']} errors; installed {batch['installed_before']:,} -> {batch['installed_after']:,}"
+        + (" (stopped by --batch-budget)" if batch["stopped_by_budget"] else ""),
+        "CPU ms per operation (per intent for (d)), server / client: "
         + ", ".join(
             f"{name} {phase['server_cpu_ms_per_op']:.2f} / {phase['client_cpu_ms_per_op']:.2f}"
-            for name, phase in (("(a)", create), ("(b)", sustained), ("(c)", resize))
+            for name, phase in (("(a)", create), ("(b)", sustained), ("(c)", resize), ("(d)", batch))
         ),
         f"after: store {result['final_counts']['store']:,}, service {result['final_counts']['service']:,}, "
         f"dpp_rules {result['final_counts']['dpp_rules']:,}",
