@@ -9,8 +9,8 @@ from typing import Any, Callable
 
 import pytest
 
-from netapp.dataplane.binding import XdpMode, rule_key, rule_value, shape_to_c, struct_bytes
-from netapp.intents.compiler import compile_intent, order_shapes, shape_maxima
+from netapp.dataplane.binding import XdpMode, rule_key, rule_value, struct_bytes
+from netapp.intents.compiler import compile_intent
 from netapp.intents.models import AlternativeGroup, CpuSpec, LegacyMessage
 from netapp.service import store as store_module
 from netapp.service.contract import (
@@ -27,6 +27,7 @@ from netapp.service.service import NetAppService, rule_id
 from netapp.service.store import Store, StoreError
 from tests.utils.fakes import RecordingDpp
 from tests.utils.intents import paper_message
+from tests.utils.maps import compiled_store
 from tests.utils.service import (
     ADMIN,
     ALICE,
@@ -58,20 +59,8 @@ def service(tmp_path, fake, clock):
     started.close()
 
 
-def expected_maps(store: Store) -> tuple[set[bytes], list[bytes]]:
-    """The rule keys and the shape set the stored intents compile to."""
-    rules = [
-        compile_intent(record.intent, {}, rule_id(record.tenant, record.intent.id))
-        for record in store.all_intents()
-    ]
-    shapes, maxima = order_shapes(shape_maxima(rules))
-    return {struct_bytes(rule_key(rule)) for rule in rules}, [
-        struct_bytes(shape_to_c(shape, top)) for shape, top in zip(shapes, maxima, strict=True)
-    ]
-
-
 def assert_maps_hold_the_store(service: NetAppService, fake: RecordingDpp) -> None:
-    keys, shapes = expected_maps(service.store)
+    keys, shapes = compiled_store(service.store)
     assert set(fake.rules) == keys
     assert [struct_bytes(shape) for shape in fake.active_shapes()] == shapes
     stored = {rule_id(r.tenant, r.intent.id) for r in service.store.all_intents()}

@@ -21,14 +21,15 @@ from scapy.layers.l2 import Ether
 
 from netapp.core.config import InterfaceSetting
 from netapp.dataplane import binding
-from netapp.dataplane.binding import rule_key, rule_value, shape_to_c, struct_bytes
-from netapp.intents.compiler import compile_intent, order_shapes, shape_maxima
+from netapp.dataplane.binding import rule_key, rule_value, struct_bytes
+from netapp.intents.compiler import compile_intent
 from netapp.service.contract import IntentRecord
 from netapp.service.service import NetAppService, rule_id
 from netapp.service.store import Store
 from netapp.testbed import netns
 from netapp.testbed.traffic import Sender
 from tests.utils.kernel import require_kernel
+from tests.utils.maps import compiled_store, second_handle
 from tests.utils.service import ALICE, BOB, intent, settings_for, slice_spec
 
 REPO = Path(__file__).resolve().parents[2]
@@ -50,22 +51,6 @@ def started(state_dir: Path, instance: str, **settings) -> NetAppService:
     service = NetAppService(settings_for(state_dir, instance=instance, max_rules=4096, **settings))
     service.start()
     return service
-
-
-def second_handle(instance: str) -> binding.DppHandle:
-    """Another process's view of the pinned instance, below the facade."""
-    return binding.DppHandle.open(binding.load_libdpp(), instance)
-
-
-def compiled_store(store: Store) -> tuple[set[bytes], list[bytes]]:
-    rules = [
-        compile_intent(record.intent, {}, rule_id(record.tenant, record.intent.id))
-        for record in store.all_intents()
-    ]
-    shapes, maxima = order_shapes(shape_maxima(rules))
-    return {struct_bytes(rule_key(rule)) for rule in rules}, [
-        struct_bytes(shape_to_c(shape, top)) for shape, top in zip(shapes, maxima, strict=True)
-    ]
 
 
 def assert_maps_hold_the_store(service: NetAppService, instance: str) -> None:

@@ -6,9 +6,11 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from netapp.dataplane import binding
-from netapp.dataplane.binding import rule_key, rule_value, struct_bytes
-from netapp.intents.compiler import compile_intent
+from netapp.dataplane.binding import rule_key, rule_value, shape_to_c, struct_bytes
+from netapp.intents.compiler import compile_intent, order_shapes, shape_maxima
 from netapp.intents.models import Intent
+from netapp.service.service import rule_id
+from netapp.service.store import Store
 
 
 def second_handle(instance: str) -> binding.DppHandle:
@@ -51,3 +53,15 @@ def unlike_the_store(
     if len(set(slots)) != len(slots):
         problems.append("two rules share a stat slot")
     return problems
+
+
+def compiled_store(store: Store) -> tuple[set[bytes], list[bytes]]:
+    """The rule keys and the published shape set that a store's intents compile to."""
+    rules = [
+        compile_intent(record.intent, {}, rule_id(record.tenant, record.intent.id))
+        for record in store.all_intents()
+    ]
+    shapes, maxima = order_shapes(shape_maxima(rules))
+    return {struct_bytes(rule_key(rule)) for rule in rules}, [
+        struct_bytes(shape_to_c(shape, top)) for shape, top in zip(shapes, maxima, strict=True)
+    ]
