@@ -13,7 +13,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from netapp.api.auth import Authenticator
-from netapp.service.contract import Forbidden, IntentService, Principal, Scope
+from netapp.service.contract import Forbidden, IntentService, Principal, Scope, TelemetryUnavailable
 
 BEARER_REALM = "dpp-netapp"
 
@@ -32,7 +32,16 @@ async def get_authenticator(request: Request) -> Authenticator:
     return request.app.state.authenticator
 
 
+async def get_telemetry(request: Request) -> Any:
+    """The running telemetry (netapp.telemetry.runtime.Telemetry); 503 when it is disabled."""
+    telemetry = getattr(request.app.state, "telemetry", None)
+    if telemetry is None:
+        raise TelemetryUnavailable("telemetry is disabled on this NetApp (setting telemetry.enabled)")
+    return telemetry
+
+
 ServiceDep = Annotated[IntentService, Depends(get_service)]
+TelemetryDep = Annotated[Any, Depends(get_telemetry)]
 AuthenticatorDep = Annotated[Authenticator, Depends(get_authenticator)]
 CredentialsDep = Annotated[Optional[HTTPAuthorizationCredentials], Depends(_bearer)]
 

@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+from typing import Any, Optional
+
 from fastapi import Depends, FastAPI
 
 import netapp
@@ -32,11 +34,14 @@ ROUTERS = (
 )
 
 
-def create_app(settings: Settings, service: IntentService) -> FastAPI:
-    """The API over `service`, authenticating as `settings` say (raises TokensFileError)."""
+def create_app(settings: Settings, service: IntentService, telemetry: Optional[Any] = None) -> FastAPI:
+    """The API over `service`, authenticating as `settings` say (raises TokensFileError).
+    `telemetry` (netapp.telemetry.runtime.Telemetry) serves /metrics, subscriptions and the event
+    stream; without it they answer 503."""
     app = build_routes()
     app.state.settings = settings
     app.state.service = service
+    app.state.telemetry = telemetry
     app.state.authenticator = Authenticator.from_settings(settings)
     return app
 

@@ -39,11 +39,14 @@ def serve(
     settings = _settings(config, host, port)
     logging.basicConfig(level=log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
     service = _service(settings)
+    telemetry = _telemetry(settings, service)
     try:
-        _run(settings, service, log_level)
+        _run(settings, service, telemetry, log_level)
     except _StopRequested:
         pass  # uvicorn has finished the open requests already
     finally:
+        if telemetry is not None:
+            telemetry.stop()
         _close(service)
 
 
@@ -79,11 +82,21 @@ def _service(settings: Settings) -> IntentService:
     return service
 
 
+def _telemetry(settings: Settings, service: IntentService) -> Optional[Any]:
+    """The collector over the started service, polling (None when telemetry is disabled)."""
+    from netapp.telemetry.runtime import Telemetry
+
+    telemetry = Telemetry.from_settings(settings, service)  # type: ignore[arg-type]
+    if telemetry is not None:
+        telemetry.start()
+    return telemetry
+
+
 def _start_exit_code(exc: ServiceError) -> int:
     return EXIT_ENVIRONMENT if isinstance(exc, DataplaneUnavailable) else EXIT_FAILED
 
 
-def _run(settings: Settings, service: IntentService, log_level: str) -> None:
+def _run(settings: Settings, service: IntentService, telemetry: Optional[Any], log_level: str) -> None:
     # Imported here: the other commands (and `netapp --help`) need neither uvicorn nor FastAPI.
     import uvicorn
 
@@ -91,7 +104,7 @@ def _run(settings: Settings, service: IntentService, log_level: str) -> None:
     from netapp.api.main import create_app
 
     try:
-        app = create_app(settings, service)
+        app = create_app(settings, service, telemetry)
     except TokensFileError as exc:
         fail(f"tokens: {exc}", EXIT_BAD_INPUT)
     server = uvicorn.Server(

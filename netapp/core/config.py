@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import socket
 from pathlib import Path
 from typing import Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 from pydantic_settings import YamlConfigSettingsSource
 
@@ -23,6 +24,42 @@ class InterfaceSetting(BaseModel):
     name: str = Field(min_length=1, max_length=15)
     mode: Literal["native", "generic", "offload"] = "native"
     netns: Optional[str] = Field(None, description="its network namespace, when not the site's (Settings.netns)")
+
+
+class InfluxSettings(BaseModel):
+    """Where the collector writes: InfluxDB 2.x, or 1.8 through its v2-compatible API (token
+    "user:password", org "-", bucket "database/retention-policy")."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: str = Field(pattern=r"^https?://", description="e.g. http://127.0.0.1:8086")
+    token: SecretStr = Field(description='API token; InfluxDB 1.8: "user:password"')
+    org: str = Field("-", min_length=1, description='InfluxDB 1.8: "-"')
+    bucket: str = Field(min_length=1, description='InfluxDB 1.8: "database/retention-policy"')
+    buffer_points: int = Field(
+        1_000_000, ge=1000, description="points held while InfluxDB is slow or down; beyond, counted and dropped"
+    )
+    batch_lines: int = Field(5000, ge=1, le=100_000, description="points per write request")
+    flush_interval_ms: int = Field(1000, ge=10, description="longest a partial batch waits")
+    retry_interval_ms: int = Field(1000, ge=10, description="first retry delay; doubles up to max_retry_delay_ms")
+    max_retry_delay_ms: int = Field(30_000, ge=10)
+    timeout_ms: int = Field(10_000, ge=100, description="one write request")
+
+
+class TelemetrySettings(BaseModel):
+    """The collector: how often it reads the counters and where the points go."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    interval_s: float = Field(1.0, ge=0.05, le=3600, description="seconds between polls")
+    node: str = Field(
+        default_factory=socket.gethostname,
+        min_length=1,
+        max_length=64,
+        description="the node tag of every point (default: the host name)",
+    )
+    influxdb: Optional[InfluxSettings] = Field(None, description="None: no InfluxDB writes")
 
 
 class Settings(BaseSettings):
@@ -46,6 +83,8 @@ class Settings(BaseSettings):
     auth_disabled: bool = Field(False, description="no authentication: refused unless on loopback")
     tls_cert: Optional[Path] = None
     tls_key: Optional[Path] = None
+
+    telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
 
     @property
     def db_path(self) -> Path:

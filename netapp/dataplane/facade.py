@@ -89,6 +89,7 @@ class Adapter(Protocol):
     def alt_group_set(self, group: int, value: Any) -> None: ...
     def alt_group_clear(self, group: int) -> None: ...
     def stats_rules(self, first: int, count: int) -> list[tuple[int, int]]: ...
+    def stats_rules_array(self, first: int, count: int) -> Any: ...
     def stats_rules_clear(self, first: int, count: int) -> None: ...
     def stats_verdicts(self) -> list[tuple[int, int]]: ...
     def stats_actions(self) -> list[tuple[int, int]]: ...
@@ -792,6 +793,18 @@ class Dataplane:
         """Intent id -> (packets, bytes) summed over CPUs."""
         counters = self._dpp.stats_rules(0, self._slots.high_water)
         return {intent: counters[slot] for intent, slot in sorted(self._intent_slots.items())}
+
+    def program_id(self) -> int:
+        """The kernel's id of the loaded program: a new one means a reload (counters restart)."""
+        return self._dpp.prog_id()
+
+    def map_id(self, name: str) -> int:
+        return self._dpp.map_info(name)["id"]
+
+    def rule_counter_array(self) -> Any:
+        """A (slots, 2) uint64 array of [packets, bytes] indexed by stat slot (installed_intents
+        says whose): the bulk form of rule_stats, for the telemetry collector."""
+        return self._dpp.stats_rules_array(0, self._slots.high_water)
 
     def verdict_stats(self) -> dict[str, tuple[int, int]]:
         return _named(Verdict, self._dpp.stats_verdicts(), upper=True)

@@ -170,6 +170,11 @@ class FakeDpp:
     def stats_rules(self, first: int, count: int) -> list[tuple[int, int]]:
         return [tuple(counter) for counter in self.rule_counters[first : first + count]]  # type: ignore[misc]
 
+    def stats_rules_array(self, first: int, count: int) -> Any:
+        import numpy
+
+        return numpy.array(self.stats_rules(first, count), dtype=numpy.uint64).reshape(-1, 2)
+
     def stats_rules_clear(self, first: int, count: int) -> None:
         self.calls.append(("stats_rules_clear", first, count))
         for slot in range(first, first + count):

@@ -89,6 +89,12 @@ class DataplaneUnavailable(ServiceError):
     status, title = 503, "Data plane unavailable"
 
 
+class TelemetryUnavailable(ServiceError):
+    """Telemetry is disabled in the settings (or not started): no metrics, stream or subscriptions."""
+
+    status, title = 503, "Telemetry unavailable"
+
+
 # --- resources -----------------------------------------------------------------------------------
 
 

@@ -30,6 +30,7 @@ for the data plane.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import hashlib
 import logging
@@ -37,6 +38,8 @@ import socket
 import threading
 from datetime import datetime, timedelta, timezone
 from typing import Any, Callable, Iterator, Optional, TypeVar
+
+import numpy
 
 from netapp.core.config import Settings
 from netapp.core.netns import entered
@@ -78,6 +81,8 @@ from netapp.service.contract import (
 )
 from netapp.service.slices import slice_intents
 from netapp.service.store import Attachment, Store, StoreError
+from netapp.telemetry.interfaces import read_interfaces
+from netapp.telemetry.sample import Counters, CpuCounters, IntentTable, rule_rows
 
 log = logging.getLogger("netapp.service")
 
@@ -138,6 +143,9 @@ class NetAppService(IntentService):
         self._maps_stale: Optional[str] = None  # why the maps need a full reconcile, when they do
         self._checks: dict[str, str] = {"started": "not yet"}
         self._started = False
+        # Bumped by every change of the installed intents: the telemetry table is rebuilt then.
+        self._revision = 0
+        self._intent_table = IntentTable.empty()
 
     # --- lifecycle -------------------------------------------------------------------------------
 
@@ -228,6 +236,7 @@ class NetAppService(IntentService):
             self._maps_stale = str(exc)
             raise DataplaneUnavailable(f"reconcile: {exc}") from exc
         self._index, self._uncompiled, self._maps_stale = index, uncompiled, None
+        self._revision += 1
         self._checks["reconcile"] = "ok"
         self._checks["stored state"] = self._describe_left_out()
         log.info(
@@ -397,6 +406,7 @@ class NetAppService(IntentService):
                         change.roll_back()
                         raise
                     self._commit_or_undo(transaction, change, slots)
+                    self._revision += 1
                     return result
             except IntentError as exc:
                 raise InvalidInput(exc.line(), field=exc.field or None) from exc
@@ -1125,6 +1135,66 @@ class NetAppService(IntentService):
             {"tenant": tenant, "id": slice_id, "packets": packets, "bytes": size}
             for (tenant, slice_id), (packets, size) in sorted(totals.items())
         ]
+
+
+    # --- telemetry -------------------------------------------------------------------------------
+
+    def counters(self) -> Counters:
+        """Every counter at one moment, named, for the telemetry collector (netapp.telemetry).
+        Holds the lock for the map reads only, so the slots and the counters match."""
+        with self._lock:
+            self._require_started()
+            dataplane = self.dataplane
+            table = self._current_intent_table()
+            counters = Counters(
+                program_id=dataplane.program_id(),
+                stats_map_id=dataplane.map_id("dpp_rule_stats"),
+                intents=table,
+                rule_counters=rule_rows(table, dataplane.rule_counter_array()),
+                cpus=self._cpu_counters(),
+                verdicts=dataplane.verdict_stats(),
+                actions=dataplane.action_stats(),
+                reasons=dataplane.reason_stats(),
+            )
+            attached = self._wanted_attachments()
+        return dataclasses.replace(counters, interfaces=read_interfaces(attached))
+
+    def _current_intent_table(self) -> IntentTable:
+        if self._intent_table.revision == self._revision:
+            return self._intent_table
+        slices = self.store.intent_slices(None)
+        rows = sorted(self.dataplane.installed_intents.items())
+        tenants, ids = zip(*(split_rule_id(qualified) for qualified, _ in rows)) if rows else ((), ())
+        self._intent_table = IntentTable(
+            revision=self._revision,
+            tenants=tuple(tenants),
+            ids=tuple(ids),
+            slices=tuple(slices.get(key) for key in zip(tenants, ids)),
+            slots=numpy.array([slot for _, slot in rows], dtype=numpy.int64),
+        )
+        return self._intent_table
+
+    def _cpu_counters(self) -> tuple[CpuCounters, ...]:
+        steered = self.dataplane.cpu_stats()
+        found = []
+        for spec in self.store.list_cpus():
+            try:
+                state = self.dataplane.cpu_state(spec.cpu)
+            except DataplaneError as exc:  # one unreadable CPU must not cost the whole poll
+                log.debug("telemetry: CPU %d unreadable: %s", spec.cpu, exc)
+                continue
+            packets, size = steered.get(spec.cpu, (0, 0))
+            found.append(
+                CpuCounters(
+                    cpu=spec.cpu,
+                    packets=packets,
+                    bytes=size,
+                    enabled=bool(state["enabled"]),
+                    overloaded=bool(state["overloaded"]),
+                    capacity_pps=int(state["capacity_pps"]),
+                )
+            )
+        return tuple(found)
 
 
 def _counter_views(counters: dict[str, tuple[int, int]]) -> dict[str, dict[str, int]]:

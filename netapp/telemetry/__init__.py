@@ -1,0 +1,1 @@
+"""Telemetry: the collector, its sinks (InfluxDB, Prometheus, subscriptions) and the schema."""
