@@ -15,7 +15,7 @@ from netapp.api.auth import Authenticator
 from netapp.api.deps import reject_unknown_query_parameters
 from netapp.api.openapi import OPENAPI_PATH, install_openapi
 from netapp.api.problems import install_problem_handlers
-from netapp.api.routes import alternatives, dataplane, health, intents, slices, stats
+from netapp.api.routes import alternatives, dataplane, health, intents, metrics, slices, stats
 from netapp.core.config import Settings
 from netapp.service.contract import IntentService
 
@@ -31,6 +31,7 @@ ROUTERS = (
     alternatives.router,
     dataplane.router,
     stats.router,
+    metrics.router,
 )
 
 

@@ -257,6 +257,8 @@ class Dataplane:
         self._ports: set[int] = set()
         self._alt_groups: set[int] = set()
         self._cpus: set[int] = set()
+        self._counter_epoch = 0
+        self._slot_epochs: dict[int, int] = {}
 
     @classmethod
     def open(
@@ -558,6 +560,14 @@ class Dataplane:
     def _clear_counters(self, slots: Sequence[int]) -> None:
         for first, count in contiguous_runs(slots):
             self._dpp.stats_rules_clear(first, count)
+        self._counter_epoch += 1
+        for slot in slots:
+            self._slot_epochs[slot] = self._counter_epoch
+
+    def slot_epoch(self, slot: int) -> int:
+        """When this handle last zeroed the slot's counters (0: not since it opened): a slot whose
+        epoch changed counts from zero again, whatever its counters say (telemetry rates)."""
+        return self._slot_epochs.get(slot, 0)
 
     def _upsert_or_roll_back(self, plan: _Plan) -> None:
         try:

@@ -1171,6 +1171,7 @@ class NetAppService(IntentService):
             ids=tuple(ids),
             slices=tuple(slices.get(key) for key in zip(tenants, ids)),
             slots=numpy.array([slot for _, slot in rows], dtype=numpy.int64),
+            epochs=tuple(self.dataplane.slot_epoch(slot) for _, slot in rows),
         )
         return self._intent_table
 

@@ -120,13 +120,10 @@ class RateKeeper:
         then, old_table, old_counters = self._intents
         if old_table.revision == table.revision and len(old_table) == len(table):
             return then, old_counters, numpy.ones(len(table), dtype=bool)
-        old_rows = {
-            (tenant, intent, int(slot)): row
-            for row, (tenant, intent, slot) in enumerate(zip(old_table.tenants, old_table.ids, old_table.slots))
-        }
+        old_rows = {identity: row for row, identity in enumerate(old_table.identities())}
         prior = numpy.zeros((len(table), 2), dtype=numpy.uint64)
         known = numpy.zeros(len(table), dtype=bool)
-        for row, key in enumerate(zip(table.tenants, table.ids, table.slots.tolist())):
+        for row, key in enumerate(table.identities()):
             old = old_rows.get(key)
             if old is not None:
                 prior[row] = old_counters[old]
@@ -249,14 +246,34 @@ class Collector:
         self._deliver(poll)
         return poll
 
+    def snapshot(self) -> Poll:
+        """Every counter now, for a scrape (/metrics): counters only, no rates; neither delivered
+        nor counted as a poll, and the polls' rates are not disturbed."""
+        with self._lock:  # the table cache is shared with the polls
+            counters = self.source.counters()
+            time_ns = self._clock_ns()
+            no_rates = RateKeeper()
+            series = self._intent_series(counters, no_rates, time_ns)
+            others = [*self._other_points(counters, time_ns, no_rates), *self._telemetry_points(time_ns)]
+        return Poll(0, time_ns, self.node, series, tuple(others))
+
     def _build(self, counters: Counters, time_ns: int, started: float) -> Poll:
         reset = self._notice_reload(counters)
         elapsed = None if reset or self._last_time_ns is None else (time_ns - self._last_time_ns) / 1e9
         self._last_time_ns = time_ns
         self._seq += 1
+        series = self._intent_series(counters, self._rates, time_ns)
+        others = list(self._other_points(counters, time_ns, self._rates))
+        self.stats.polls += 1
+        self.stats.poll_duration_s = time.perf_counter() - started
+        self.stats.points = len(counters.intents) + len(others) + 1 + len(self._sinks)
+        others.extend(self._telemetry_points(time_ns))
+        return Poll(self._seq, time_ns, self.node, series, tuple(others), elapsed, reset)
+
+    def _intent_series(self, counters: Counters, rates: "RateKeeper", time_ns: int) -> IntentSeries:
         cache = self._table_cache(counters.intents)
-        packets_rate, bytes_rate = self._rates.intent_rates(time_ns, counters.intents, counters.rule_counters)
-        series = IntentSeries(
+        packets_rate, bytes_rate = rates.intent_rates(time_ns, counters.intents, counters.rule_counters)
+        return IntentSeries(
             counters.intents,
             counters.rule_counters[:, 0],
             counters.rule_counters[:, 1],
@@ -264,19 +281,15 @@ class Collector:
             bytes_rate,
             cache.prefixes,
         )
-        others = [
-            *self._slice_points(cache, counters.rule_counters, time_ns),
-            *self._cpu_points(counters, time_ns),
-            *self._table_points(VERDICT, "verdict", counters.verdicts, time_ns),
-            *self._table_points(ACTION, "action", counters.actions, time_ns),
-            *self._table_points(REASON, "reason", counters.reasons, time_ns),
-            *self._interface_points(counters, time_ns),
-        ]
-        self.stats.polls += 1
-        self.stats.poll_duration_s = time.perf_counter() - started
-        self.stats.points = len(counters.intents) + len(others) + 1 + len(self._sinks)
-        others.extend(self._telemetry_points(time_ns))
-        return Poll(self._seq, time_ns, self.node, series, tuple(others), elapsed, reset)
+
+    def _other_points(self, counters: Counters, time_ns: int, rates: "RateKeeper") -> Iterator[Point]:
+        cache = self._table_cache(counters.intents)
+        yield from self._slice_points(cache, counters.rule_counters, time_ns, rates)
+        yield from self._cpu_points(counters, time_ns, rates)
+        yield from self._table_points(VERDICT, "verdict", counters.verdicts, time_ns, rates)
+        yield from self._table_points(ACTION, "action", counters.actions, time_ns, rates)
+        yield from self._table_points(REASON, "reason", counters.reasons, time_ns, rates)
+        yield from self._interface_points(counters, time_ns, rates)
 
     def _notice_reload(self, counters: Counters) -> bool:
         program = (counters.program_id, counters.stats_map_id)
@@ -297,7 +310,9 @@ class Collector:
             self._cache = _build_table_cache(table, self.node)
         return self._cache
 
-    def _slice_points(self, cache: _TableCache, counters: numpy.ndarray, time_ns: int) -> Iterator[Point]:
+    def _slice_points(
+        self, cache: _TableCache, counters: numpy.ndarray, time_ns: int, rates: RateKeeper
+    ) -> Iterator[Point]:
         if not cache.slice_keys:
             return
         inside = cache.group_of_row >= 0
@@ -308,34 +323,35 @@ class Collector:
         for group, (tenant, slice_id) in enumerate(cache.slice_keys):
             values = (int(packets[group]), int(sizes[group]))
             key = (SLICE, tenant, slice_id, cache.slice_identity[group])
-            fields = counter_fields(*values, *self._rates.rates(key, time_ns, values))
+            fields = counter_fields(*values, *rates.rates(key, time_ns, values))
             fields["intents"] = cache.slice_members[group]
             tags = {"node": self.node, "tenant": tenant, "slice": slice_id}
             yield Point(SLICE, tags, fields, time_ns)
 
-    def _cpu_points(self, counters: Counters, time_ns: int) -> Iterator[Point]:
+    def _cpu_points(self, counters: Counters, time_ns: int, rates: RateKeeper) -> Iterator[Point]:
         for cpu in counters.cpus:
             values = (cpu.packets, cpu.bytes)
-            fields = counter_fields(*values, *self._rates.rates((CPU, cpu.cpu), time_ns, values))
+            fields = counter_fields(*values, *rates.rates((CPU, cpu.cpu), time_ns, values))
             fields.update(enabled=cpu.enabled, overloaded=cpu.overloaded, capacity_pps=cpu.capacity_pps)
             if cpu.capacity_pps > 0 and "packets_rate" in fields:
                 fields["load"] = float(fields["packets_rate"]) / cpu.capacity_pps
             yield Point(CPU, {"node": self.node, "cpu": str(cpu.cpu)}, fields, time_ns)
 
     def _table_points(
-        self, measurement: str, tag: str, table: dict[str, tuple[int, int]], time_ns: int
+        self, measurement: str, tag: str, table: dict[str, tuple[int, int]], time_ns: int, rates: RateKeeper
     ) -> Iterator[Point]:
         for name, values in table.items():
-            rates = self._rates.rates((measurement, name), time_ns, values)
-            yield Point(measurement, {"node": self.node, tag: name}, counter_fields(*values, *rates), time_ns)
+            measured = rates.rates((measurement, name), time_ns, values)
+            yield Point(measurement, {"node": self.node, tag: name}, counter_fields(*values, *measured), time_ns)
 
-    def _interface_points(self, counters: Counters, time_ns: int) -> Iterator[Point]:
+    def _interface_points(self, counters: Counters, time_ns: int, rates: RateKeeper) -> Iterator[Point]:
         for interface in counters.interfaces:
             fields: dict[str, FieldValue] = {
                 name: getattr(interface, name) for name in interface.__dataclass_fields__ if name != "name"
             }
             values = tuple(int(fields[name]) for name in INTERFACE_RATED)
-            for name, rate in zip(INTERFACE_RATED, self._rates.rates((INTERFACE, interface.name), time_ns, values)):
+            measured = rates.rates((INTERFACE, interface.name), time_ns, values)
+            for name, rate in zip(INTERFACE_RATED, measured):
                 if rate == rate:  # not NaN
                     fields[f"{name}_rate"] = rate
             yield Point(INTERFACE, {"node": self.node, "interface": interface.name}, fields, time_ns)

@@ -27,6 +27,13 @@ class IntentTable:
     ids: tuple[str, ...]
     slices: tuple[Optional[str], ...]
     slots: numpy.ndarray  # int64, one per row
+    # Per row: when its slot's counters were last zeroed (Dataplane.slot_epoch). A row is the same
+    # counter from poll to poll only with the same (tenant, id, slot, epoch).
+    epochs: tuple[int, ...] = ()
+
+    def identities(self) -> list[tuple[str, str, int, int]]:
+        epochs = self.epochs or (0,) * len(self.ids)
+        return list(zip(self.tenants, self.ids, self.slots.tolist(), epochs))
 
     def __len__(self) -> int:
         return len(self.ids)

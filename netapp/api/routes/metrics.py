@@ -1,0 +1,32 @@
+"""/metrics: the Prometheus text exposition of every counter the caller may see (a bearer token
+with scope read, as for /api/v1/stats: Prometheus sends it with `authorization: credentials`)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Response
+
+from netapp.api.deps import ReaderDep, TelemetryDep
+from netapp.api.routes.common import AUTHENTICATED, documented
+from netapp.telemetry.poll import PointFilter
+from netapp.telemetry.prometheus import CONTENT_TYPE, cpu_loads, exposition
+
+router = APIRouter(tags=["telemetry"])
+
+
+@router.get(
+    "/metrics",
+    response_class=Response,
+    responses={
+        200: {"content": {CONTENT_TYPE: {"schema": {"type": "string"}}}, "description": "Prometheus text format"},
+        **documented(*AUTHENTICATED, 503),
+    },
+)
+def get_metrics(telemetry: TelemetryDep, who: ReaderDep) -> Response:
+    """Counters read now (not the last poll's): per intent and slice (the caller's), and for admins
+    per CPU, verdict, action, reason, interface and of the telemetry pipeline itself."""
+    collector = telemetry.collector
+    snapshot = collector.snapshot()
+    which = PointFilter(tenant=None if who.is_admin else who.tenant)
+    latest = collector.latest
+    load = cpu_loads(latest.points(which)) if latest is not None and who.is_admin else {}
+    return Response(exposition(snapshot.points(which), load=load), media_type=CONTENT_TYPE)

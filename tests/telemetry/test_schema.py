@@ -1,0 +1,137 @@
+"""api/telemetry.md is the measurement schema: every tag and field a poll writes is documented there
+with its type, and everything documented is written."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy
+import pytest
+
+from netapp.core.config import InfluxSettings
+from netapp.telemetry.collector import Collector
+from netapp.telemetry.poll import MEASUREMENTS, TELEMETRY
+from netapp.telemetry.sample import Counters, CpuCounters, IntentTable, InterfaceCounters
+
+DOC = Path(__file__).resolve().parents[2] / "api" / "telemetry.md"
+TYPES = {"integer": int, "float": float, "boolean": bool}
+
+
+def documented() -> dict[str, dict[str, dict[str, str]]]:
+    """measurement -> {"tag": {name: ""}, "field": {name: type}} from the doc's tables."""
+    schema: dict[str, dict[str, dict[str, str]]] = {}
+    measurement = None
+    for line in DOC.read_text().splitlines():
+        heading = re.match(r"^### `(\w+)`", line)
+        if heading:
+            measurement = heading.group(1)
+            schema[measurement] = {"tag": {}, "field": {}}
+            continue
+        row = re.match(r"^\| (tag|field) \| `(\w+)` \| ?(\w*) ?\|", line)
+        if row and measurement:
+            schema[measurement][row.group(1)][row.group(2)] = row.group(3)
+    return schema
+
+
+class EverythingSource:
+    """Counters with one of everything: intents in and out of a slice, a metered CPU, an
+    interface; each read counts up so the second poll has rates."""
+
+    def __init__(self) -> None:
+        self.reads = 0
+
+    def counters(self) -> Counters:
+        self.reads += 1
+        n = self.reads
+        table = IntentTable(
+            revision=1,
+            tenants=("alice", "alice"),
+            ids=("voice", "embb-1"),
+            slices=(None, "embb"),
+            slots=numpy.array([0, 1], dtype=numpy.int64),
+        )
+        return Counters(
+            program_id=1,
+            stats_map_id=2,
+            intents=table,
+            rule_counters=numpy.array([[n, 64 * n], [2 * n, 128 * n]], dtype=numpy.uint64),
+            cpus=(CpuCounters(1, 10 * n, 640 * n, True, False, 1000),),
+            verdicts={"PASS": (n, 64 * n)},
+            actions={"steer": (n, 64 * n)},
+            reasons={"none": (n, 64 * n)},
+            interfaces=(InterfaceCounters("eth0", n, n, n, n, 0, 0, 0, 0),),
+        )
+
+
+class SinkWithStats:
+    """Reports the fields a sink documents (the InfluxDB sink's, as the schema lists them)."""
+
+    name = "influxdb"
+
+    def __init__(self, fields):
+        self.fields = fields
+
+    def offer(self, poll):
+        pass
+
+    def stats(self):
+        return self.fields
+
+    def close(self, timeout_s=5.0):
+        pass
+
+
+@pytest.fixture(scope="module")
+def schema():
+    return documented()
+
+
+@pytest.fixture(scope="module")
+def points(schema):
+    sink_fields = {
+        name: 0 for name in schema[TELEMETRY]["field"] if name.startswith(("points_", "write_", "batches_"))
+    }
+    collector = Collector(EverythingSource(), node="edge-1", sinks=[SinkWithStats(sink_fields)])
+    collector.poll_once()
+    return list(collector.poll_once().points())
+
+
+def test_the_doc_lists_exactly_the_measurements_of_the_code(schema):
+    assert set(schema) == set(MEASUREMENTS)
+
+
+def test_every_tag_written_is_documented(schema, points):
+    for point in points:
+        assert set(point.tags) <= set(schema[point.measurement]["tag"]), point
+
+
+def test_every_field_written_is_documented_with_its_type(schema, points):
+    for point in points:
+        documented_fields = schema[point.measurement]["field"]
+        for name, value in point.fields.items():
+            assert name in documented_fields, (point.measurement, name)
+            assert type(value) is TYPES[documented_fields[name]], (point.measurement, name, value)
+
+
+def test_everything_documented_is_written(schema, points):
+    written: dict[str, set[str]] = {}
+    for point in points:
+        written.setdefault(point.measurement, set()).update(point.tags, point.fields)
+    for measurement, parts in schema.items():
+        assert set(parts["tag"]) | set(parts["field"]) == written[measurement], measurement
+
+
+def test_the_influxdb_sink_reports_the_documented_fields(schema):
+    influx = pytest.importorskip("netapp.telemetry.influx")
+    sink = influx.InfluxSink.from_settings(
+        InfluxSettings(url="http://127.0.0.1:9", token="user:pass", bucket="dpp/autogen")
+    )
+    try:
+        reported = set(sink.stats())
+    finally:
+        sink.close(0.1)
+    documented_sink_fields = {
+        name for name in schema[TELEMETRY]["field"] if name.startswith(("points_", "write_", "batches_"))
+    }
+    assert reported == documented_sink_fields
