@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 import httpx
+import numpy
 import pytest
 
 from netapp.api.auth import TokenEntry, TokensFile, token_hash, write_tokens_file
@@ -14,6 +15,8 @@ from netapp.api.deps import get_service
 from netapp.api.main import create_app
 from netapp.core.config import Settings
 from netapp.service.contract import Scope
+from netapp.telemetry.runtime import Telemetry
+from netapp.telemetry.sample import Counters, IntentTable
 from tests.api.fake_service import FakeIntentService
 from tests.api.server import ServerThread
 
@@ -49,9 +52,17 @@ def tokens_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+class NoCounters:
+    """A CounterSource with nothing installed: the telemetry routes answer, with empty data."""
+
+    def counters(self) -> Counters:
+        return Counters(1, 1, IntentTable.empty(), numpy.zeros((0, 2), dtype=numpy.uint64))
+
+
 @pytest.fixture(scope="session")
-def api_app(tokens_path: Path):
-    return create_app(Settings(tokens_file=tokens_path), FakeIntentService())
+def api_app(tokens_path: Path, tmp_path_factory: pytest.TempPathFactory):
+    settings = Settings(tokens_file=tokens_path, state_dir=tmp_path_factory.mktemp("state"))
+    return create_app(settings, FakeIntentService(), Telemetry.from_settings(settings, NoCounters()))
 
 
 @pytest.fixture(scope="session")

@@ -127,8 +127,13 @@ def test_metrics_need_a_token(served):
     assert response.headers["content-type"].startswith("application/problem+json")
 
 
-def test_without_telemetry_metrics_answer_503(server):
-    response = httpx.get(f"{server.url}/metrics", headers={"Authorization": f"Bearer {token_of('admin')}"})
+def test_without_telemetry_metrics_answer_503(tmp_path, tokens_path):
+    service = fake_service(tmp_path)
+    try:
+        with ServerThread(create_app(Settings(tokens_file=tokens_path), service)) as server:
+            response = httpx.get(f"{server.url}/metrics", headers={"Authorization": f"Bearer {token_of('admin')}"})
+    finally:
+        service.close()
 
     assert response.status_code == 503
     assert "telemetry" in response.json()["detail"]

@@ -21,9 +21,11 @@ router = APIRouter(tags=["telemetry"])
         **documented(*AUTHENTICATED, 503),
     },
 )
-def get_metrics(telemetry: TelemetryDep, who: ReaderDep) -> Response:
+def get_metrics(who: ReaderDep, telemetry: TelemetryDep) -> Response:
     """Counters read now (not the last poll's): per intent and slice (the caller's), and for admins
     per CPU, verdict, action, reason, interface and of the telemetry pipeline itself."""
+    # `who` comes first in the signature: dependencies resolve in order, so a caller without a
+    # token gets 401, not the 503 of disabled telemetry.
     collector = telemetry.collector
     snapshot = collector.snapshot()
     which = PointFilter(tenant=None if who.is_admin else who.tenant)
