@@ -6,8 +6,12 @@ PY := $(VENV)/bin/python
 APT_PACKAGES := clang llvm libbpf-dev bpftool libxdp-dev iproute2 gcc make pkg-config \
 	libelf-dev zlib1g-dev python3 python3-venv python3-pip procps
 PYTEST_ARGS ?=
+# InfluxDB 1.8 for the telemetry demo, tests and benchmarks, built from source with `go install`
+# (Debian 12's golang-go, Go 1.19, builds it): no binary download, only the Go module proxy.
+INFLUXDB_VERSION := v1.8.10
+INFLUXD := .tools/bin/influxd
 
-.PHONY: all deps system-deps python-deps build demo test bench-dataplane bench-api clean
+.PHONY: all deps system-deps python-deps build demo test bench-dataplane bench-api influxd clean
 
 all: build
 
@@ -34,10 +38,10 @@ python-deps: $(VENV)/.installed
 build: system-deps
 	$(MAKE) -C dataplane
 
-demo: build python-deps
+demo: build python-deps influxd
 	$(VENV)/bin/netapp demo
 
-test: build python-deps
+test: build python-deps influxd
 	$(PY) -m pytest $(PYTEST_ARGS) tests
 
 bench-dataplane: build python-deps
@@ -45,6 +49,24 @@ bench-dataplane: build python-deps
 
 bench-api: build python-deps
 	$(PY) -m bench.api --out bench/results/api.json
+
+# The recipe keeps a second run silent (no "Nothing to be done").
+influxd: $(INFLUXD)
+	@:
+
+# Uses the first Go found: on PATH, then the official tarball's /usr/local/go; else installs
+# golang-go. A build takes about a minute and leaves the modules in Go's cache (~/go/pkg/mod).
+$(INFLUXD):
+	@set -e; \
+	go=$$(command -v go || ls /usr/local/go/bin/go 2>/dev/null || true); \
+	if [ -z "$$go" ]; then \
+		echo "installing golang-go (Go, to build influxd)"; \
+		apt-get update -qq; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq golang-go; \
+		go=/usr/bin/go; \
+	fi; \
+	echo "building InfluxDB $(INFLUXDB_VERSION) into $@ with $$($$go version)"; \
+	mkdir -p $(@D) && GOBIN=$(abspath $(@D)) $$go install github.com/influxdata/influxdb/cmd/influxd@$(INFLUXDB_VERSION)
 
 clean:
 	$(MAKE) -C dataplane clean

@@ -11,6 +11,7 @@ import pytest
 
 from netapp.core.config import InfluxSettings
 from netapp.telemetry.collector import Collector
+from netapp.telemetry.influx import InfluxSink
 from netapp.telemetry.poll import MEASUREMENTS, TELEMETRY
 from netapp.telemetry.sample import Counters, CpuCounters, IntentTable, InterfaceCounters
 
@@ -123,8 +124,7 @@ def test_everything_documented_is_written(schema, points):
 
 
 def test_the_influxdb_sink_reports_the_documented_fields(schema):
-    influx = pytest.importorskip("netapp.telemetry.influx")
-    sink = influx.InfluxSink.from_settings(
+    sink = InfluxSink.from_settings(
         InfluxSettings(url="http://127.0.0.1:9", token="user:pass", bucket="dpp/autogen")
     )
     try:
