@@ -17,10 +17,6 @@ from tests.utils.influxd import start_influxd
 _databases = itertools.count(1)
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "slow: takes tens of seconds (deselect with -m 'not slow')")
-
-
 @pytest.fixture(scope="session")
 def influxd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalInfluxd]:
     server = start_influxd(tmp_path_factory.mktemp("influxd"))
