@@ -1,9 +1,11 @@
 """`netapp demo`: the NetApp on an emulated edge site (network namespaces, veth, real XDP, the
-service and its REST API), with live rates until Ctrl-C."""
+service and its REST API, telemetry in InfluxDB, the reference AI module), with live rates until
+Ctrl-C."""
 
 from __future__ import annotations
 
 import os
+import signal
 import time
 from typing import Annotated, Optional
 
@@ -13,9 +15,11 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from netapp.cli.ai import loop_view
 from netapp.cli.errors import EXIT_ENVIRONMENT, EXIT_FAILED, fail
 from netapp.cli.status import RateMeter, rates_view
 from netapp.dataplane.binding import DataplaneError, LibraryNotFoundError
+from netapp.telemetry.influxd import InfluxdError, InfluxdNotFoundError
 from netapp.testbed import scenario
 from netapp.testbed.demo import Demo
 from netapp.testbed.netns import TestbedError
@@ -28,14 +32,18 @@ def demo(
         Optional[float], typer.Option("--duration", min=1, help="Stop after this many seconds (default: Ctrl-C).")
     ] = None,
     toggle_every: Annotated[
-        float, typer.Option("--toggle-every", min=2, help="Seconds between CPU overload / recovery.")
-    ] = 10.0,
+        Optional[float],
+        typer.Option("--toggle-every", min=2, help="Seconds between CPU overload / recovery by hand "
+                     "(default: never; the AI module decides)."),
+    ] = None,
 ) -> None:
     """Build an edge site, start the NetApp, configure it through its API, send the paper's
-    traffic, and show live rates per intent, slice and CPU and what goes to the alternative node."""
+    traffic in surges, and show live rates per intent, slice and CPU, what goes to the alternative
+    node, and what the AI module forecasts and decides."""
     if os.geteuid() != 0:
         fail("the demo needs root (network namespaces, XDP)", EXIT_ENVIRONMENT)
     console = Console()
+    _interrupt_on(signal.SIGTERM, signal.SIGHUP)
     session = Demo()
     try:
         console.print("building the edge site and starting the NetApp service…")
@@ -44,11 +52,23 @@ def demo(
         watch(console, session, duration, toggle_every)
     except KeyboardInterrupt:
         pass
-    except (DataplaneError, LibraryNotFoundError, TestbedError, RuntimeError) as exc:
+    except (DataplaneError, LibraryNotFoundError, TestbedError, InfluxdNotFoundError, InfluxdError,
+            RuntimeError) as exc:
         fail(f"demo: {exc}", EXIT_FAILED)
     finally:
         session.close()
         console.print("\nstopped: removed the service, its pins, the site and its files")
+
+
+def _interrupt_on(*signals: signal.Signals) -> None:
+    """These signals (a kill, a closed terminal) end the demo like Ctrl-C: everything is removed,
+    the InfluxDB server too, which runs in a session of its own."""
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    for stop_signal in signals:
+        signal.signal(stop_signal, interrupt)
 
 
 def intro(session: Demo) -> Text:
@@ -58,21 +78,23 @@ def intro(session: Demo) -> Text:
         f"configured through the API: 1 alternative group, {session.cpus} CPUs, "
         f"{scenario.PRIORITY_FLOWS} priority intents (one as the paper's legacy message), a best-effort "
         f"intent, and slice 'embb' holding the {scenario.FLOWS - scenario.PRIORITY_FLOWS} best-effort services\n"
-        "traffic: 16 GTP-U services in VXLAN from the RAN side (live-frame generator); Ctrl-C stops"
+        "traffic: 16 GTP-U services in VXLAN from the RAN side, the priority ones surging in turns; Ctrl-C stops\n"
+        f"telemetry: InfluxDB at {session.influxd.url if session.influxd else '?'} (bucket dpp/autogen, "
+        f"node {session.node}); the AI module reads it and acts through the API"
     )
 
 
-def watch(console: Console, session: Demo, duration: Optional[float], toggle_every: float) -> None:
-    """Refresh the live view every second; toggle the CPU's overload now and then."""
+def watch(console: Console, session: Demo, duration: Optional[float], toggle_every: Optional[float]) -> None:
+    """Refresh the live view every second; toggle the CPU's overload now and then, if asked."""
     meter = RateMeter()
     started = last_toggle = time.monotonic()
-    note = "all CPUs healthy"
+    note = ""
     with Live(console=console, refresh_per_second=2) as live:
         while duration is None or time.monotonic() - started < duration:
             now = time.monotonic()
-            if now - last_toggle >= toggle_every:
+            if toggle_every is not None and now - last_toggle >= toggle_every:
                 note, last_toggle = session.toggle_overload(), now
-            live.update(view(session, meter, now, note))
+            live.update(view(session, meter, now, note or session.traffic_note()))
             time.sleep(REFRESH_S)
 
 
@@ -82,6 +104,9 @@ def view(session: Demo, meter: RateMeter, now: float, note: str) -> Group:
     received = session.alternative_rx_packets()
     rate = meter.update("alternative", received, 0, now)
     alternative.add_row("alt0", f"{received:,}", f"{rate[0]:,.0f}" if rate else "…")
-    sent = session.traffic.sent if session.traffic else 0
-    return Group(Text(f"{note}; frames sent by the RAN side: {sent:,}", style="bold"),
-                 rates_view(session.stats(), meter, now), alternative)
+    sent = session.traffic.total_sent if session.traffic else 0
+    parts = [Text(f"{note}; frames sent by the RAN side: {sent:,}", style="bold"),
+             rates_view(session.stats(), meter, now), alternative]
+    if session.ai is not None:
+        parts.append(loop_view(session.ai))
+    return Group(*parts)

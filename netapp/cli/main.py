@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from netapp.cli import dataplane, demo, intents, serve, slices, status, tokens
+from netapp.cli import ai, dataplane, demo, intents, serve, slices, status, tokens
 
 app = typer.Typer(
     name="netapp",
@@ -13,6 +13,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+app.add_typer(ai.app, name="ai")
 app.add_typer(dataplane.app, name="dataplane")
 app.command(name="demo")(demo.demo)
 app.command(name="serve")(serve.serve)

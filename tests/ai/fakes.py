@@ -1,0 +1,129 @@
+"""What the AI tests put around the module: tokens and intents in a fake service behind the real
+API (tests/api), and fakes of the loop's reader, NetApp and recorder."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Optional
+
+from netapp.ai.client import SteerRecord
+from netapp.ai.loop import AiLoop, LoopSettings
+from netapp.ai.policy import Policy, PolicyConfig
+from netapp.ai.reader import CpuSeries
+from netapp.api.auth import TokenEntry, TokensFile, token_hash, write_tokens_file
+from netapp.intents.models import Intent
+from netapp.service.contract import IntentRecord, Scope
+from tests.api.fake_service import FakeIntentService
+
+ADMIN_TOKEN = "ai-admin-token"
+READER_TOKEN = "ai-reader-token"
+
+
+def write_tokens(path: Path) -> Path:
+    write_tokens_file(path, TokensFile(tokens=[
+        TokenEntry(name="ai", sha256=token_hash(ADMIN_TOKEN), tenant="operator", scopes=[Scope.ADMIN]),
+        TokenEntry(name="reader", sha256=token_hash(READER_TOKEN), tenant="operator", scopes=[Scope.READ]),
+    ]))
+    return path
+
+
+def add(service: FakeIntentService, tenant: str, body: dict[str, Any], source: str = "native",
+        slice_id: Optional[str] = None) -> None:
+    """An intent as the store would hold it, owned by `tenant`."""
+    now = datetime.now(timezone.utc)
+    intent = Intent.model_validate(body)
+    service.intents[(tenant, intent.id)] = IntentRecord(
+        intent=intent, tenant=tenant, source=source, slice_id=slice_id, created_at=now, updated_at=now
+    )
+
+
+def steer(name: str, cpu: int, teid: int, **extra: Any) -> dict[str, Any]:
+    return {"id": name, "match": {"teid": teid}, "action": {"type": "steer", "cpu": cpu}, **extra}
+
+
+# --- around the loop ------------------------------------------------------------------------------
+
+RAMP = (0.2, 0.3, 0.4, 0.5, 0.6)  # forecast three polls ahead: 0.9
+CALM = (0.1,) * 5
+
+
+def series(cpu: int, loads: tuple[float, ...], capacity: int = 1000, overloaded: bool = False) -> CpuSeries:
+    return CpuSeries(cpu, tuple(range(len(loads))), loads, True, overloaded, capacity)
+
+
+@dataclass
+class FakeReader:
+    """Series and rates as given; `error` raised instead when set."""
+
+    cpus: dict[int, CpuSeries]
+    rates: dict[tuple[str, str], float] = field(default_factory=dict)
+    error: Exception | None = None
+
+    def cpu_series(self, window_s: float) -> dict[int, CpuSeries]:
+        if self.error is not None:
+            raise self.error
+        return self.cpus
+
+    def intent_rates(self, window_s: float) -> dict[tuple[str, str], float]:
+        return self.rates
+
+
+@dataclass
+class FakeNetApp:
+    """Records every call; moves raise `error` when set."""
+
+    records: list[SteerRecord]
+    calls: list[tuple] = field(default_factory=list)
+    error: Exception | None = None
+
+    def steer_intents(self) -> list[SteerRecord]:
+        self.calls.append(("steer_intents",))
+        return self.records
+
+    def move_intent(self, record: SteerRecord, cpu: int) -> dict:
+        self.calls.append(("move_intent", record.tenant, record.id, cpu))
+        if self.error is not None:
+            raise self.error
+        return {}
+
+    def set_overloaded(self, cpu: int, overloaded: bool) -> dict:
+        self.calls.append(("set_overloaded", cpu, overloaded))
+        return {}
+
+
+@dataclass
+class ListRecorder:
+    """Keeps each step's (forecasts, decisions, time)."""
+
+    steps: list[tuple] = field(default_factory=list)
+
+    def record(self, forecasts, decisions, time_ns) -> None:
+        self.steps.append((list(forecasts), list(decisions), time_ns))
+
+
+def record(name: str, cpu: int, tenant: str = "operator") -> SteerRecord:
+    return SteerRecord(tenant, {"id": name, "match": {}, "action": {"type": "steer", "cpu": cpu}})
+
+
+def make_loop(reader: FakeReader, netapp: FakeNetApp, dry_run: bool = False,
+              clock: Optional[Callable[[], float]] = None) -> tuple[AiLoop, ListRecorder]:
+    """A loop over the fakes; its clock ticks one second per step unless `clock` is given."""
+    recorder = ListRecorder()
+    ticks = iter(range(1000))
+    loop = AiLoop(
+        reader, netapp, Policy(PolicyConfig(cooldown_s=10)), recorder,
+        LoopSettings(interval_s=0.01, horizon=3, dry_run=dry_run),
+        clock=clock or (lambda: float(next(ticks))), wall_clock_ns=lambda: 1234,
+    )
+    return loop, recorder
+
+
+def ramp_on_cpu_0() -> tuple[FakeReader, FakeNetApp]:
+    """CPU 0 ramping (forecast 0.9) with two flows, the smaller of which brings it below 0.6;
+    CPU 1 calm with one."""
+    reader = FakeReader({0: series(0, RAMP), 1: series(1, CALM)},
+                        rates={("operator", "prio-0"): 350.0, ("operator", "prio-2"): 450.0})
+    return reader, FakeNetApp([record("prio-0", 0), record("prio-2", 0), record("prio-1", 1)])
