@@ -16,6 +16,7 @@ from netapp.api.deps import reject_unknown_query_parameters
 from netapp.api.openapi import OPENAPI_PATH, install_openapi
 from netapp.api.problems import install_problem_handlers
 from netapp.api.routes import alternatives, dataplane, health, intents, metrics, slices, stats
+from netapp.api.routes import subscriptions, telemetry as telemetry_stream
 from netapp.core.config import Settings
 from netapp.service.contract import IntentService
 
@@ -32,6 +33,8 @@ ROUTERS = (
     dataplane.router,
     stats.router,
     metrics.router,
+    subscriptions.router,
+    telemetry_stream.router,
 )
 
 

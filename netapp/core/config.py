@@ -46,6 +46,39 @@ class InfluxSettings(BaseModel):
     timeout_ms: int = Field(10_000, ge=100, description="one write request")
 
 
+class SubscriptionSettings(BaseModel):
+    """Callback subscriptions (POST /api/v1/subscriptions): how many, and how notifications go out."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_per_tenant: int = Field(100, ge=1, le=10_000, description="subscriptions one tenant may hold")
+    workers: int = Field(4, ge=1, le=64, description="notifications sent at once (one callback each)")
+    queue: int = Field(
+        10_000, ge=1, description="notifications waiting to be sent; beyond, counted and dropped"
+    )
+    max_points: int = Field(10_000, ge=1, description="points in one notification; beyond, truncated")
+    timeout_ms: int = Field(5000, ge=100, le=60_000, description="one callback request")
+    max_retries: int = Field(5, ge=0, le=20, description="attempts after the first before giving up")
+    retry_interval_ms: int = Field(
+        1000, ge=10, description="first retry delay; doubles up to max_retry_delay_ms"
+    )
+    max_retry_delay_ms: int = Field(60_000, ge=10)
+
+
+class StreamSettings(BaseModel):
+    """The event stream (GET /api/v1/telemetry/stream)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_clients: int = Field(32, ge=1, le=10_000, description="streams open at once, all tenants together")
+    queue_polls: int = Field(
+        16, ge=1, le=10_000, description="polls a slow client may lag behind; beyond, the oldest are dropped"
+    )
+    keepalive_s: float = Field(
+        15.0, gt=0, le=300, description="a comment line when no poll came for this long"
+    )
+
+
 class TelemetrySettings(BaseModel):
     """The collector: how often it reads the counters and where the points go."""
 
@@ -60,6 +93,8 @@ class TelemetrySettings(BaseModel):
         description="the node tag of every point (default: the host name)",
     )
     influxdb: Optional[InfluxSettings] = Field(None, description="None: no InfluxDB writes")
+    subscriptions: SubscriptionSettings = Field(default_factory=SubscriptionSettings)
+    stream: StreamSettings = Field(default_factory=StreamSettings)
 
 
 class Settings(BaseSettings):

@@ -1,24 +1,37 @@
 """The telemetry of a running NetApp: the collector over the service, with the sinks its settings
-ask for. `netapp serve` starts it after the service and stops it before; the API reaches it as
-`app.state.telemetry` (None when telemetry is disabled)."""
+ask for, the subscriptions (a collector listener) and the event streams. `netapp serve` starts it
+after the service and stops it before; the API reaches it as `app.state.telemetry` (None when
+telemetry is disabled)."""
 
 from __future__ import annotations
 
 import logging
 from typing import Optional
 
-from netapp.core.config import Settings
+from netapp.core.config import Settings, StreamSettings
 from netapp.telemetry.collector import Collector, Sink
 from netapp.telemetry.sample import CounterSource
+from netapp.telemetry.stream import StreamHub
+from netapp.telemetry.subscriptions import SubscriptionManager
 
 log = logging.getLogger("netapp.telemetry")
 
 
 class Telemetry:
-    """The collector and its sinks, started and stopped together."""
+    """The collector and its sinks, the subscriptions and the streams, started and stopped
+    together. Without a subscription manager the subscription routes answer 503."""
 
-    def __init__(self, collector: Collector):
+    def __init__(
+        self,
+        collector: Collector,
+        subscriptions: Optional[SubscriptionManager] = None,
+        stream_settings: Optional[StreamSettings] = None,
+    ):
         self.collector = collector
+        self.subscriptions = subscriptions
+        self.streams = StreamHub(collector, stream_settings or StreamSettings())
+        if subscriptions is not None:
+            collector.add_listener(subscriptions.offer)
 
     @classmethod
     def from_settings(cls, settings: Settings, source: CounterSource) -> Optional["Telemetry"]:
@@ -29,9 +42,15 @@ class Telemetry:
         collector = Collector(
             source, node=telemetry.node, interval_s=telemetry.interval_s, sinks=_sinks(settings)
         )
-        return cls(collector)
+        subscriptions = SubscriptionManager.open(
+            settings.state_dir, telemetry.subscriptions, interval_s=telemetry.interval_s
+        )
+        return cls(collector, subscriptions, telemetry.stream)
 
     def start(self) -> None:
+        if self.subscriptions is not None:
+            self.subscriptions.start()  # first: the collector's first poll finds it listening
+        self.streams.start()
         self.collector.start()
         log.info(
             "telemetry: polling every %.3g s into %s",
@@ -40,7 +59,10 @@ class Telemetry:
         )
 
     def stop(self, timeout_s: float = 5.0) -> None:
+        self.streams.stop()
         self.collector.stop(timeout_s)
+        if self.subscriptions is not None:
+            self.subscriptions.stop(timeout_s)
 
 
 def _sinks(settings: Settings) -> list[Sink]:
