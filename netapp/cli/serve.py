@@ -85,8 +85,13 @@ def _service(settings: Settings) -> IntentService:
 def _telemetry(settings: Settings, service: IntentService) -> Optional[Any]:
     """The collector over the started service, polling (None when telemetry is disabled)."""
     from netapp.telemetry.runtime import Telemetry
+    from netapp.telemetry.subscriptions import SubscriptionStoreError
 
-    telemetry = Telemetry.from_settings(settings, service)  # type: ignore[arg-type]
+    try:
+        telemetry = Telemetry.from_settings(settings, service)  # type: ignore[arg-type]
+    except SubscriptionStoreError as exc:
+        _close(service)
+        fail(f"telemetry: {exc}", EXIT_ENVIRONMENT)
     if telemetry is not None:
         telemetry.start()
     return telemetry
