@@ -92,6 +92,11 @@ class TelemetrySettings(BaseModel):
         max_length=64,
         description="the node tag of every point (default: the host name)",
     )
+    intent_rates: bool = Field(
+        True,
+        description="per-intent packets_rate/bytes_rate fields; InfluxDB's cost is per field, so at "
+        "100k+ intents on a small node turn them off and derive rates with non_negative_derivative()",
+    )
     influxdb: Optional[InfluxSettings] = Field(None, description="None: no InfluxDB writes")
     subscriptions: SubscriptionSettings = Field(default_factory=SubscriptionSettings)
     stream: StreamSettings = Field(default_factory=StreamSettings)

@@ -38,6 +38,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
+import numpy
+
 from netapp.intents.compiler import CompiledAltMember, CompiledRule, RuleShape
 
 LOG = logging.getLogger("netapp.dataplane")
@@ -712,11 +714,9 @@ class DppHandle:
         check(self.lib.dpp_stats_rules(self._handle, first, count, out), "dpp_stats_rules")
         return [(counter.packets, counter.bytes) for counter in out]
 
-    def stats_rules_array(self, first: int, count: int) -> "numpy.ndarray":
+    def stats_rules_array(self, first: int, count: int) -> numpy.ndarray:
         """The same counters as stats_rules, as a (count, 2) uint64 array [packets, bytes]: read
         straight into the array, so a million rules cost no Python object each."""
-        import numpy
-
         out = numpy.zeros((max(count, 0), 2), dtype=numpy.uint64)
         if count > 0:
             buffer = out.ctypes.data_as(POINTER(Counter))

@@ -9,6 +9,8 @@ from __future__ import annotations
 import errno
 from typing import Any, Sequence
 
+import numpy
+
 from netapp.dataplane.binding import (
     ACTION_MAX,
     CONSTANTS,
@@ -171,8 +173,6 @@ class FakeDpp:
         return [tuple(counter) for counter in self.rule_counters[first : first + count]]  # type: ignore[misc]
 
     def stats_rules_array(self, first: int, count: int) -> Any:
-        import numpy
-
         return numpy.array(self.stats_rules(first, count), dtype=numpy.uint64).reshape(-1, 2)
 
     def stats_rules_clear(self, first: int, count: int) -> None:

@@ -1164,14 +1164,17 @@ class NetAppService(IntentService):
             return self._intent_table
         slices = self.store.intent_slices(None)
         rows = sorted(self.dataplane.installed_intents.items())
-        tenants, ids = zip(*(split_rule_id(qualified) for qualified, _ in rows)) if rows else ((), ())
+        names = [qualified.rpartition("/") for qualified, _ in rows]  # split_rule_id, inlined: 100k rows
+        tenants = tuple(name[0] for name in names)
+        ids = tuple(name[2] for name in names)
+        slots = [slot for _, slot in rows]
         self._intent_table = IntentTable(
             revision=self._revision,
-            tenants=tuple(tenants),
-            ids=tuple(ids),
-            slices=tuple(slices.get(key) for key in zip(tenants, ids)),
-            slots=numpy.array([slot for _, slot in rows], dtype=numpy.int64),
-            epochs=tuple(self.dataplane.slot_epoch(slot) for _, slot in rows),
+            tenants=tenants,
+            ids=ids,
+            slices=tuple(map(slices.get, zip(tenants, ids))),
+            slots=numpy.array(slots, dtype=numpy.int64),
+            epochs=tuple(map(self.dataplane.slot_epoch, slots)),
         )
         return self._intent_table
 

@@ -120,14 +120,18 @@ class RateKeeper:
         then, old_table, old_counters = self._intents
         if old_table.revision == table.revision and len(old_table) == len(table):
             return then, old_counters, numpy.ones(len(table), dtype=bool)
-        old_rows = {identity: row for row, identity in enumerate(old_table.identities())}
+        # A row is the same counter when its slot and the slot's epoch are: a slot given to another
+        # intent is zeroed first, which moves its epoch. The ids are compared as well, for slots
+        # taken over from rules no intent owned (after a restart), which keep their epoch.
+        old_keys, new_keys = _slot_keys(old_table), _slot_keys(table)
+        order = numpy.argsort(old_keys, kind="stable")
+        found = numpy.searchsorted(old_keys, new_keys, sorter=order)
+        found = numpy.minimum(found, max(len(old_keys) - 1, 0))
+        rows = order[found] if len(old_keys) else numpy.zeros(len(table), dtype=numpy.int64)
+        known = (old_keys[rows] == new_keys) if len(old_keys) else numpy.zeros(len(table), dtype=bool)
+        known &= _same_ids(old_table, rows, table)
         prior = numpy.zeros((len(table), 2), dtype=numpy.uint64)
-        known = numpy.zeros(len(table), dtype=bool)
-        for row, key in enumerate(table.identities()):
-            old = old_rows.get(key)
-            if old is not None:
-                prior[row] = old_counters[old]
-                known[row] = True
+        prior[known] = old_counters[rows[known]]
         return then, prior, known
 
     def rates(self, key: tuple[Any, ...], time_ns: int, values: tuple[int, ...]) -> tuple[float, ...]:
@@ -155,10 +159,12 @@ class Collector:
         interval_s: float = 1.0,
         sinks: Sequence[Sink] = (),
         clock_ns: Callable[[], int] = time.time_ns,
+        intent_rates: bool = True,
     ):
         self.source = source
         self.node = node
         self.interval_s = interval_s
+        self.intent_rates = intent_rates
         self.stats = CollectorStats()
         self._sinks: list[Sink] = list(sinks)
         self._listeners: list[Callable[[Poll], None]] = []
@@ -272,7 +278,10 @@ class Collector:
 
     def _intent_series(self, counters: Counters, rates: "RateKeeper", time_ns: int) -> IntentSeries:
         cache = self._table_cache(counters.intents)
-        packets_rate, bytes_rate = rates.intent_rates(time_ns, counters.intents, counters.rule_counters)
+        if self.intent_rates:
+            packets_rate, bytes_rate = rates.intent_rates(time_ns, counters.intents, counters.rule_counters)
+        else:  # left out (NaN), as for an unknown rate: InfluxDB derives them when asked
+            packets_rate = bytes_rate = numpy.full(len(counters.intents), numpy.nan)
         return IntentSeries(
             counters.intents,
             counters.rule_counters[:, 0],
@@ -307,7 +316,7 @@ class Collector:
 
     def _table_cache(self, table: IntentTable) -> _TableCache:
         if self._cache is None or self._cache.table.revision != table.revision:
-            self._cache = _build_table_cache(table, self.node)
+            self._cache = _build_table_cache(table, self.node, self._cache)
         return self._cache
 
     def _slice_points(
@@ -383,7 +392,7 @@ def _call_safely(function: Callable[[Poll], None], poll: Poll, what: str) -> Non
         log.exception("%s failed on poll %d", what, poll.seq)
 
 
-def _build_table_cache(table: IntentTable, node: str) -> _TableCache:
+def _build_table_cache(table: IntentTable, node: str, previous: Optional[_TableCache]) -> _TableCache:
     groups: dict[tuple[str, str], int] = {}
     members: dict[int, list[str]] = {}
     group_of_row = numpy.full(len(table), -1, dtype=numpy.int64)
@@ -395,9 +404,30 @@ def _build_table_cache(table: IntentTable, node: str) -> _TableCache:
         group_of_row[row] = group
     return _TableCache(
         table=table,
-        prefixes=intent_prefixes(table, node),
+        prefixes=intent_prefixes(table, node, _prefixes_by_row(previous)),
         slice_keys=tuple(groups),
         slice_members=tuple(len(members[group]) for group in range(len(groups))),
         slice_identity=tuple(hash(tuple(sorted(members[group]))) for group in range(len(groups))),
         group_of_row=group_of_row,
     )
+
+
+def _prefixes_by_row(cache: Optional[_TableCache]) -> dict[tuple[str, str, Optional[str]], str]:
+    if cache is None:
+        return {}
+    table = cache.table
+    return dict(zip(zip(table.tenants, table.ids, table.slices), cache.prefixes))
+
+
+def _slot_keys(table: IntentTable) -> numpy.ndarray:
+    """slot << 32 | epoch per row, as one sortable int64."""
+    epochs = numpy.asarray(table.epochs or (0,) * len(table), dtype=numpy.int64)
+    return (table.slots.astype(numpy.int64) << 32) | epochs
+
+
+def _same_ids(old: IntentTable, rows: numpy.ndarray, new: IntentTable) -> numpy.ndarray:
+    if len(old) == 0 or len(new) == 0:
+        return numpy.zeros(len(new), dtype=bool)
+    old_ids = numpy.array(old.ids, dtype=object)[rows]
+    old_tenants = numpy.array(old.tenants, dtype=object)[rows]
+    return (old_ids == numpy.array(new.ids, dtype=object)) & (old_tenants == numpy.array(new.tenants, dtype=object))

@@ -220,6 +220,9 @@ bind-address = "{LOOPBACK}:{self.rpc_port}"
   dir = "{root / 'data'}"
   wal-dir = "{root / 'wal'}"
   query-log-enabled = false
+  # The default (25 MB) snapshots the write cache to TSM several times a second at 100k points/s;
+  # 256 MB cuts influxd's CPU per point ~2.6x here, for memory and a longer restart.
+  cache-snapshot-memory-size = "256m"
 
 [monitor]
   store-enabled = false

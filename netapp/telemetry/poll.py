@@ -13,6 +13,7 @@ someone asks for their points (`points`) or their line protocol (`line_chunks`).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -202,15 +203,21 @@ def counter_fields(packets: int, size: int, packets_rate: float, bytes_rate: flo
     return fields
 
 
-def intent_prefixes(table: IntentTable, node: str) -> tuple[str, ...]:
-    """Measurement and tags of each intent row as line protocol, sorted by tag key."""
+def intent_prefixes(
+    table: IntentTable, node: str, known: Optional[dict[tuple[str, str, Optional[str]], str]] = None
+) -> tuple[str, ...]:
+    """Measurement and tags of each intent row as line protocol, sorted by tag key. `known`: the
+    prefixes of a previous table by (tenant, intent, slice), reused rather than formatted again."""
+    known = known or {}
     node_tag = escape_key(node)
     prefixes = []
-    for tenant, intent, slice_id in zip(table.tenants, table.ids, table.slices):
-        slice_tag = "" if slice_id is None else f",slice={escape_key(slice_id)}"
-        prefixes.append(
-            f"{INTENT},intent={escape_key(intent)},node={node_tag}{slice_tag},tenant={escape_key(tenant)}"
-        )
+    for key in zip(table.tenants, table.ids, table.slices):
+        prefix = known.get(key)
+        if prefix is None:
+            tenant, intent, slice_id = key
+            slice_tag = "" if slice_id is None else f",slice={escape_key(slice_id)}"
+            prefix = f"{INTENT},intent={escape_key(intent)},node={node_tag}{slice_tag},tenant={escape_key(tenant)}"
+        prefixes.append(prefix)
     return tuple(prefixes)
 
 
@@ -235,13 +242,16 @@ def intent_lines(series: IntentSeries, time_ns: int) -> Iterator[str]:
 # --- line protocol ---------------------------------------------------------------------------
 
 
+_NEEDS_ESCAPE = re.compile(r"[, =\\]")
+
+
 def escape_measurement(name: str) -> str:
     return name.replace(",", r"\,").replace(" ", r"\ ")
 
 
 def escape_key(text: str) -> str:
     """Tag keys, tag values and field keys: commas, equals signs and spaces are escaped."""
-    if not any(c in text for c in ", =\\"):
+    if _NEEDS_ESCAPE.search(text) is None:  # the common case, tested once per string
         return text
     return text.replace("\\", "\\\\").replace(",", r"\,").replace("=", r"\=").replace(" ", r"\ ")
 

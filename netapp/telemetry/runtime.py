@@ -40,7 +40,11 @@ class Telemetry:
         if not telemetry.enabled:
             return None
         collector = Collector(
-            source, node=telemetry.node, interval_s=telemetry.interval_s, sinks=_sinks(settings)
+            source,
+            node=telemetry.node,
+            interval_s=telemetry.interval_s,
+            sinks=_sinks(settings),
+            intent_rates=telemetry.intent_rates,
         )
         subscriptions = SubscriptionManager.open(
             settings.state_dir, telemetry.subscriptions, interval_s=telemetry.interval_s

@@ -31,10 +31,6 @@ class IntentTable:
     # counter from poll to poll only with the same (tenant, id, slot, epoch).
     epochs: tuple[int, ...] = ()
 
-    def identities(self) -> list[tuple[str, str, int, int]]:
-        epochs = self.epochs or (0,) * len(self.ids)
-        return list(zip(self.tenants, self.ids, self.slots.tolist(), epochs))
-
     def __len__(self) -> int:
         return len(self.ids)
 

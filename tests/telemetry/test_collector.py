@@ -327,3 +327,21 @@ def test_fields_are_typed_for_line_protocol():
 
 def test_timestamps_render_with_nanoseconds():
     assert rfc3339_ns(START + 123) == "2025-06-15T15:06:40.000000123Z"
+
+
+def test_with_intent_rates_off_intents_carry_counters_only_and_the_rest_keep_their_rates(
+    service, source, clock
+):
+    collector = Collector(source, node="edge-1", clock_ns=clock, intent_rates=False)
+    collector.poll_once()
+    count(service, "alice/voice", 30, 64)
+    service.dataplane._dpp.steer(1, 30, 64)
+    clock.advance(1)
+
+    poll = collector.poll_once()
+
+    assert the(poll.points(), INTENT, intent="voice").fields == {"packets": 30, "bytes": 1920}
+    assert the(poll.points(), CPU, cpu="1").fields["packets_rate"] == 30.0
+    lines = "\n".join(text for text, _ in poll.line_chunks()).splitlines()
+    (voice_line,) = [line for line in lines if line.startswith("dpp_intent,intent=voice,")]
+    assert "_rate" not in voice_line
