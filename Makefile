@@ -50,6 +50,10 @@ bench-dataplane: build python-deps
 bench-api: build python-deps
 	$(PY) -m bench.api --out bench/results/api.json
 
+.PHONY: bench-telemetry
+bench-telemetry: build python-deps influxd
+	$(PY) -m bench.telemetry --out bench/results/telemetry.json
+
 # The recipe keeps a second run silent (no "Nothing to be done").
 influxd: $(INFLUXD)
 	@:
