@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -42,13 +41,13 @@ from netapp.ai.loop import AiLoop, LoopSettings
 from netapp.ai.policy import MOVE, Decision, Policy, PolicyConfig
 from netapp.ai.reader import InfluxReader
 from netapp.ai.record import InfluxRecorder
-from netapp.dataplane.facade import Dataplane
 from netapp.telemetry.influxd import LocalInfluxd, bucket
 from netapp.testbed import netns, scenario
 from netapp.testbed.demo import PacedTraffic
 from netapp.testbed.topology import EdgeSite
 from tests.utils.influxd import require_influxd
 from tests.utils.kernel import build_artifact, require_kernel
+from tests.utils.maps import pinned_instance
 from tests.utils.serve import ServeProcess, free_port, write_admin_tokens, write_settings
 
 CPUS = 2
@@ -84,12 +83,8 @@ def site() -> Iterator[EdgeSite]:
 @pytest.fixture
 def instance(site: EdgeSite) -> Iterator[str]:
     """A pinned instance of this test only; its pins and links go whatever happened."""
-    name = f"ai-{secrets.token_hex(3)}"
-    yield name
-    with netns.entered(site.ns("node")):
-        leftover = Dataplane.open(instance=name)
-        leftover.unpin()
-        leftover.close()
+    with pinned_instance("ai", site.ns("node")) as name:
+        yield name
 
 
 @pytest.fixture

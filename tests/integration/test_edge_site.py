@@ -9,7 +9,6 @@ counters agree with what was sent.
 from __future__ import annotations
 
 import os
-import secrets
 
 import pytest
 from scapy.layers.inet import IP
@@ -23,6 +22,7 @@ from netapp.testbed.topology import EdgeSite
 from netapp.testbed.traffic import Capture, Sender
 from tests.utils.checksums import checksums_valid
 from tests.utils.kernel import build_artifact, require_kernel
+from tests.utils.maps import pinned_instance
 
 FRAMES_PER_FLOW = 40
 CPUS = min(os.cpu_count() or 1, 2)
@@ -52,12 +52,8 @@ def open_node(site: EdgeSite, instance: str) -> Dataplane:
 @pytest.fixture
 def instance(site):
     """A pinned instance name; whatever the test did, its pins (and link) go away afterwards."""
-    name = f"it-{secrets.token_hex(3)}"
-    yield name
-    with netns.entered(site.ns("node")):
-        leftover = Dataplane.open(instance=name)
-        leftover.unpin()
-        leftover.close()
+    with pinned_instance("it", site.ns("node")) as name:
+        yield name
 
 
 @pytest.fixture

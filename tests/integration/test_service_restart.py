@@ -12,7 +12,6 @@ Needs root and libdpp (tests/utils/kernel.py: skipped outside CI, a failure unde
 from __future__ import annotations
 
 import os
-import secrets
 import threading
 import time
 from pathlib import Path
@@ -22,14 +21,13 @@ import httpx
 import pytest
 
 from netapp.dataplane.binding import rule_key, rule_value, struct_bytes
-from netapp.dataplane.facade import Dataplane
 from netapp.intents.compiler import compile_intent
 from netapp.intents.models import Intent
 from netapp.testbed import netns, scenario
 from netapp.testbed.topology import EdgeSite
 from netapp.testbed.traffic import Capture, Sender
 from tests.utils.kernel import build_artifact, require_kernel
-from tests.utils.maps import map_rules, second_handle, unlike_the_store
+from tests.utils.maps import map_rules, second_handle, pinned_instance, unlike_the_store
 from tests.utils.serve import ServeProcess, free_port, write_admin_tokens, write_settings
 
 CPUS = min(os.cpu_count() or 1, 2)
@@ -61,12 +59,8 @@ def site() -> Iterator[EdgeSite]:
 def instance(site: EdgeSite) -> Iterator[str]:
     """A pinned instance name of this test only; its pins and links go whatever happened (before
     the site is destroyed: fixtures are torn down in reverse)."""
-    name = f"rst-{secrets.token_hex(3)}"
-    yield name
-    with netns.entered(site.ns("node")):
-        leftover = Dataplane.open(instance=name)
-        leftover.unpin()
-        leftover.close()
+    with pinned_instance("rst", site.ns("node")) as name:
+        yield name
 
 
 @pytest.fixture

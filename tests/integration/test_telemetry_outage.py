@@ -7,7 +7,6 @@ Needs root, libdpp and influxd (skipped outside CI, a failure under CI)."""
 from __future__ import annotations
 
 import itertools
-import secrets
 import time
 from pathlib import Path
 from typing import Iterator
@@ -15,10 +14,10 @@ from typing import Iterator
 import httpx
 import pytest
 
-from netapp.dataplane.facade import Dataplane
 from netapp.telemetry.influxd import LocalInfluxd, bucket
 from tests.utils.influxd import FAST_RETRIES, rows, start_influxd
 from tests.utils.kernel import require_kernel
+from tests.utils.maps import pinned_instance
 from tests.utils.serve import ServeProcess, free_port, write_admin_tokens, write_settings
 
 OUTAGE_S = 30.0
@@ -40,25 +39,22 @@ def influxd(tmp_path: Path) -> Iterator[LocalInfluxd]:
 @pytest.fixture
 def serve(tmp_path: Path, influxd: LocalInfluxd) -> Iterator[tuple[ServeProcess, str]]:
     require_kernel()
-    instance = f"out-{secrets.token_hex(3)}"
     token = write_admin_tokens(tmp_path / "tokens.yaml", tenant="operator")
     influx = {"url": influxd.url, "token": "netapp:unused", "bucket": bucket(DATABASE), **FAST_RETRIES}
-    config = write_settings(
-        tmp_path / "netapp.yaml",
-        state_dir=tmp_path / "state",
-        instance=instance,
-        tokens_file=tmp_path / "tokens.yaml",
-        telemetry={"interval_s": INTERVAL_S, "node": "edge-1", "influxdb": influx},
-    )
-    process = ServeProcess(config, free_port(), tmp_path)
-    try:
-        process.start()
-        yield process, token
-    finally:
-        process.stop()
-        leftover = Dataplane.open(instance=instance)
-        leftover.unpin()
-        leftover.close()
+    with pinned_instance("out") as instance:
+        config = write_settings(
+            tmp_path / "netapp.yaml",
+            state_dir=tmp_path / "state",
+            instance=instance,
+            tokens_file=tmp_path / "tokens.yaml",
+            telemetry={"interval_s": INTERVAL_S, "node": "edge-1", "influxdb": influx},
+        )
+        process = ServeProcess(config, free_port(), tmp_path)
+        try:
+            process.start()
+            yield process, token
+        finally:
+            process.stop()
 
 
 def slowest_answer_during(api: httpx.Client, seconds: float) -> float:

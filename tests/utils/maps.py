@@ -3,14 +3,33 @@ would see it), compared with what a service's stored intents compile to."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+import contextlib
+import secrets
+from collections.abc import Iterator
+from typing import Any, Mapping, Optional
 
+from netapp.core.netns import entered
 from netapp.dataplane import binding
 from netapp.dataplane.binding import rule_key, rule_value, shape_to_c, struct_bytes
+from netapp.dataplane.facade import Dataplane
 from netapp.intents.compiler import compile_intent, order_shapes, shape_maxima
 from netapp.intents.models import Intent
 from netapp.service.service import rule_id
 from netapp.service.store import Store
+
+
+@contextlib.contextmanager
+def pinned_instance(prefix: str, netns: Optional[str] = None) -> Iterator[str]:
+    """A pinned instance name of one test; its pins and links go whatever happened. `netns`: where
+    its links live (the kernel resolves them in the caller's namespace)."""
+    name = f"{prefix}-{secrets.token_hex(3)}"
+    try:
+        yield name
+    finally:
+        with entered(netns) if netns else contextlib.nullcontext():
+            leftover = Dataplane.open(instance=name)
+            leftover.unpin()
+            leftover.close()
 
 
 def second_handle(instance: str) -> binding.DppHandle:
