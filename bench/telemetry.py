@@ -61,18 +61,20 @@ CHANGE_TEID = 0x7F000000  # the intent created and deleted between the polls "af
 BATCH_LINES = InfluxSettings.model_fields["batch_lines"].default  # the chunks the sink formats
 PROFILE_TOP = 15
 # The steps of a poll whose cumulative time the profile reports by name: (file, function).
-PROFILED_PARTS = frozenset({
-    ("netapp/service/service.py", "counters"),
-    ("netapp/service/service.py", "_current_intent_table"),
-    ("netapp/dataplane/binding.py", "stats_rules_array"),
-    ("netapp/telemetry/sample.py", "rule_rows"),
-    ("netapp/telemetry/collector.py", "_build"),
-    ("netapp/telemetry/collector.py", "_build_table_cache"),
-    ("netapp/telemetry/poll.py", "intent_prefixes"),
-    ("netapp/telemetry/collector.py", "intent_rates"),
-    ("netapp/telemetry/collector.py", "_previous_rows"),
-    ("netapp/telemetry/poll.py", "line_chunks"),
-})
+PROFILED_PARTS = frozenset(
+    {
+        ("netapp/service/service.py", "counters"),
+        ("netapp/service/service.py", "_current_intent_table"),
+        ("netapp/dataplane/binding.py", "stats_rules_array"),
+        ("netapp/telemetry/sample.py", "rule_rows"),
+        ("netapp/telemetry/collector.py", "_build"),
+        ("netapp/telemetry/collector.py", "_build_table_cache"),
+        ("netapp/telemetry/poll.py", "intent_prefixes"),
+        ("netapp/telemetry/collector.py", "intent_rates"),
+        ("netapp/telemetry/collector.py", "_previous_rows"),
+        ("netapp/telemetry/poll.py", "line_chunks"),
+    }
+)
 # The influx phase's variants: what the sink is handed.
 PRODUCTION = "production"  # the collector's polls, synthetic traffic on every intent
 NO_INTENT_RATES = "no-intent-rates"  # the same with telemetry.intent_rates off
@@ -105,27 +107,37 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
         help="installed intents of the collector phase, comma-separated",
     )
     parser.add_argument("--polls", type=int, default=15, help="timed steady polls per level")
-    parser.add_argument("--changes", type=int, default=6, help="timed polls right after a create/delete, per level")
     parser.add_argument(
-        "--no-profile", dest="profile", action="store_false",
+        "--changes", type=int, default=6, help="timed polls right after a create/delete, per level"
+    )
+    parser.add_argument(
+        "--no-profile",
+        dest="profile",
+        action="store_false",
         help="skip the cProfile of one extra steady poll (with its formatting) and one after a change, per level",
     )
-    parser.add_argument("--influx-intents", type=int, default=100_000, help="installed intents of the influx phase")
+    parser.add_argument(
+        "--influx-intents", type=int, default=100_000, help="installed intents of the influx phase"
+    )
     parser.add_argument(
         "--rate", type=float, default=120_000.0, help="points/s offered to the sink (sets the poll interval)"
     )
     parser.add_argument(
-        "--variants", default=",".join(VARIANTS),
+        "--variants",
+        default=",".join(VARIANTS),
         help=f"influx phase variants, comma-separated, of {', '.join(VARIANTS)} (the target is judged on "
         f"{PRODUCTION})",
     )
     parser.add_argument("--seconds", type=float, default=30.0, help="how long the influx phase offers polls")
-    parser.add_argument("--flush-timeout", type=float, default=120.0, help="longest wait for the sink to drain")
+    parser.add_argument(
+        "--flush-timeout", type=float, default=120.0, help="longest wait for the sink to drain"
+    )
     parser.add_argument("--influxd", type=Path, default=INFLUXD, help="the influxd 1.8 binary")
     parser.add_argument("--skip-influx", action="store_true", help="the collector phase only")
     parser.add_argument("--skip-collector", action="store_true", help="the influx phase only")
     parser.add_argument(
-        "--quick", action="store_true",
+        "--quick",
+        action="store_true",
         help="smoke run: levels 1,000 and 10,000, 3 polls, influx phase at 10,000 intents for 5 s",
     )
     args = parser.parse_args(argv)
@@ -137,7 +149,9 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     if not args.variants or set(args.variants) - set(VARIANTS):
         parser.error(f"--variants: some of {', '.join(VARIANTS)}")
     if min(args.levels) < 1 or args.polls < 2 or args.changes < 0 or args.influx_intents < 1:
-        parser.error("--levels, --influx-intents must be positive, --polls at least 2, --changes not negative")
+        parser.error(
+            "--levels, --influx-intents must be positive, --polls at least 2, --changes not negative"
+        )
     if args.rate <= 0 or args.seconds <= 0 or args.flush_timeout <= 0:
         parser.error("--rate, --seconds and --flush-timeout must be positive")
     return args
@@ -193,7 +207,9 @@ def _preload(db_path: Path, count: int) -> float:
     try:
         with store.transaction():
             for intent in preload_intents(count):
-                store.insert_intent(IntentRecord(intent=intent, tenant=TENANT, created_at=now, updated_at=now))
+                store.insert_intent(
+                    IntentRecord(intent=intent, tenant=TENANT, created_at=now, updated_at=now)
+                )
     finally:
         store.close()
     return time.monotonic() - started
@@ -299,7 +315,8 @@ def bench_level(intents: int, args: argparse.Namespace) -> dict[str, Any]:
         print(
             f"  {intents:>9,} intents: stored in {running.preload_s:.1f} s, service started in "
             f"{running.start_s:.1f} s",
-            file=sys.stderr, flush=True,
+            file=sys.stderr,
+            flush=True,
         )
         source = TimedSource(running.service)
         collector = Collector(source, node=NODE, interval_s=1.0)
@@ -324,7 +341,11 @@ def bench_level(intents: int, args: argparse.Namespace) -> dict[str, Any]:
         "poll_ms": summary([s.poll_s for s in steady]),
         "format_ms": summary([s.format_s for s in steady]),
         "format_with_traffic_ms": summary(traffic_format_s),
-        "first_poll": {"read_ms": _ms(cold.read_s), "build_ms": _ms(cold.build_s), "poll_ms": _ms(cold.poll_s)},
+        "first_poll": {
+            "read_ms": _ms(cold.read_s),
+            "build_ms": _ms(cold.build_s),
+            "poll_ms": _ms(cold.poll_s),
+        },
         "after_change": {
             "polls": len(changed),
             "read_ms": summary([s.read_s for s in changed]),
@@ -341,7 +362,8 @@ def bench_level(intents: int, args: argparse.Namespace) -> dict[str, Any]:
         f"  {intents:>9,} intents: poll {median_poll:.1f} ms (read {result['read_ms']['p50']:.1f} + build "
         f"{result['build_ms']['p50']:.1f}), format {median_format:.1f} ms, after a change "
         f"{result['after_change']['poll_ms'].get('p50', float('nan')):.1f} ms",
-        file=sys.stderr, flush=True,
+        file=sys.stderr,
+        flush=True,
     )
     return result
 
@@ -424,7 +446,11 @@ def profile_poll(collector: Collector, with_format: bool) -> dict[str, Any]:
         for (filename, _, function), (_, _, _, cumulative, _) in stats.stats.items()  # type: ignore[attr-defined]
         if (_short_path(filename), function) in PROFILED_PARTS
     }
-    return {"total_ms": round(total * 1e3, 2), "parts_cumulative_ms": parts, "top_own_time": rows[:PROFILE_TOP]}
+    return {
+        "total_ms": round(total * 1e3, 2),
+        "parts_cumulative_ms": parts,
+        "top_own_time": rows[:PROFILE_TOP],
+    }
 
 
 def _short_path(filename: str) -> str:
@@ -466,7 +492,9 @@ class Offered:
     late_ticks: int = 0  # poll intervals skipped because a poll overran
     poll_s: list[float] = dataclasses.field(default_factory=list)
     queued: list[int] = dataclasses.field(default_factory=list)  # points the sink held after each poll
-    fields: dict[tuple[str, str], int] = dataclasses.field(default_factory=dict)  # (measurement, field) -> points
+    fields: dict[tuple[str, str], int] = dataclasses.field(
+        default_factory=dict
+    )  # (measurement, field) -> points
     intent_line: str = ""  # the last poll's first intent line, for the record
 
     def add(self, poll: Poll) -> None:
@@ -476,7 +504,12 @@ class Offered:
         self.points += poll.point_count
         rated = int(numpy.count_nonzero(~numpy.isnan(poll.intents.packets_rate)))
         rows = len(poll.intents.table)
-        for name, count in (("packets", rows), ("bytes", rows), ("packets_rate", rated), ("bytes_rate", rated)):
+        for name, count in (
+            ("packets", rows),
+            ("bytes", rows),
+            ("packets_rate", rated),
+            ("bytes_rate", rated),
+        ):
             self.fields[(INTENT, name)] = self.fields.get((INTENT, name), 0) + count
         for point in poll.points_other:
             for name in point.fields:
@@ -511,13 +544,13 @@ def offer_polls(collector: Collector, sink: OfferedAs, interval_s: float, second
 
 def count_fields(influxd: Any) -> dict[tuple[str, str], int]:
     """(measurement, field) -> values stored, over every measurement of the database."""
-    answer = influxd.query('SELECT count(*) FROM /.*/', db=DATABASE)
+    answer = influxd.query("SELECT count(*) FROM /.*/", db=DATABASE)
     found: dict[tuple[str, str], int] = {}
     for result in answer.get("results", ()):
         for series in result.get("series", ()):
             for column, value in zip(series["columns"], series["values"][0]):
                 if column.startswith("count_") and value is not None:
-                    found[(series["name"], column[len("count_"):])] = int(value)
+                    found[(series["name"], column[len("count_") :])] = int(value)
     return found
 
 
@@ -550,7 +583,8 @@ def bench_influx(args: argparse.Namespace) -> dict[str, Any]:
     with running_service(args.influx_intents) as running:
         print(
             f"  influx: {args.influx_intents:,} intents, service started in {running.start_s:.1f} s",
-            file=sys.stderr, flush=True,
+            file=sys.stderr,
+            flush=True,
         )
         try:
             variants = [bench_influx_variant(running, variant, parts, args) for variant in args.variants]
@@ -575,7 +609,9 @@ def bench_influx_variant(
         stack.callback(influxd.stop)
         influxd.start()
         influxd.create_database(DATABASE)
-        settings = InfluxSettings(url=influxd.url, token="bench:unused", org="-", bucket=parts.bucket(DATABASE))
+        settings = InfluxSettings(
+            url=influxd.url, token="bench:unused", org="-", bucket=parts.bucket(DATABASE)
+        )
         sink = OfferedAs(parts.sink.from_settings(settings), variant)
         stack.callback(sink.close, 5.0)
         source: CounterSource = running.service if variant == IDLE else TrafficSource(running.service)
@@ -589,7 +625,8 @@ def bench_influx_variant(
         print(
             f"  influx, {variant}: a poll every {interval_s:.3f} s for {args.seconds:.0f} s into influxd "
             f"{influxd.url}",
-            file=sys.stderr, flush=True,
+            file=sys.stderr,
+            flush=True,
         )
         cpu_before = (time.process_time(), time.thread_time(), cpu_seconds(influxd.pid))
         started = time.perf_counter()
@@ -602,7 +639,9 @@ def bench_influx_variant(
         stats = dict(sink.stats())
         counted = count_fields(influxd)
         log_tail = influxd.log_tail(5)
-    process_s, collector_s, influxd_s = (after - before for after, before in zip(cpu_after, cpu_before, strict=True))
+    process_s, collector_s, influxd_s = (
+        after - before for after, before in zip(cpu_after, cpu_before, strict=True)
+    )
     expected = {f"{m}.{f}": n for (m, f), n in sorted(offered.fields.items())}
     stored = {f"{m}.{f}": n for (m, f), n in sorted(counted.items())}
     mismatched = {
@@ -611,7 +650,9 @@ def bench_influx_variant(
         if expected.get(key, 0) != stored.get(key, 0)
     }
     lossless = (
-        drained and not mismatched and stats["points_dropped"] == 0
+        drained
+        and not mismatched
+        and stats["points_dropped"] == 0
         and stats["points_written"] == offered.points == stats["points_offered"]
     )
     written = int(stats["points_written"])
@@ -627,7 +668,11 @@ def bench_influx_variant(
         "drain_s": round(delivered_s - offered_s, 2),
         "drained": drained,
         "points_per_s": round(written / delivered_s, 1),
-        "queued_after_poll": {"max": max(offered.queued), "last": offered.queued[-1], "at_end": queued_at_end},
+        "queued_after_poll": {
+            "max": max(offered.queued),
+            "last": offered.queued[-1],
+            "at_end": queued_at_end,
+        },
         "poll_ms": summary(offered.poll_s),
         "sink": stats,
         "stored_intent_points": counted.get((INTENT, "packets"), 0),
@@ -657,7 +702,8 @@ def bench_influx_variant(
         f"  influx, {variant}: {written:,} points written in {delivered_s:.1f} s = {result['points_per_s']:,.0f}/s "
         f"(offered {result['points_per_s_offered']:,.0f}/s), dropped {stats['points_dropped']}, "
         f"lossless {lossless}",
-        file=sys.stderr, flush=True,
+        file=sys.stderr,
+        flush=True,
     )
     return result
 
@@ -678,6 +724,7 @@ def format_influx(influx: dict[str, Any]) -> list[str]:
         )
     return lines
 
+
 # --- results -------------------------------------------------------------------------------------
 
 
@@ -695,28 +742,42 @@ def summary(samples_s: Sequence[float]) -> dict[str, Any]:
     return {"n": len(ms), **{name: round(value, 3) for name, value in values.items()}}
 
 
-
 def targets(levels: Sequence[dict[str, Any]], influx: Optional[dict[str, Any]]) -> list[dict[str, Any]]:
     found = []
     at = next((level for level in levels if level["intents"] == TARGET_POLL_AT), None)
     if at is not None:
         value = at["poll_ms"]["p50"]
         found.append(
-            _target(f"collector poll at {TARGET_POLL_AT:,} intents (median)", value, TARGET_POLL_MS, "ms",
-                    value <= TARGET_POLL_MS)
+            _target(
+                f"collector poll at {TARGET_POLL_AT:,} intents (median)",
+                value,
+                TARGET_POLL_MS,
+                "ms",
+                value <= TARGET_POLL_MS,
+            )
         )
     if at is not None and at["after_change"]["polls"]:
         value = at["after_change"]["poll_ms"]["p50"]
         found.append(
-            _target(f"collector poll at {TARGET_POLL_AT:,} intents right after an intent change (median)",
-                    value, TARGET_POLL_MS, "ms", value <= TARGET_POLL_MS)
+            _target(
+                f"collector poll at {TARGET_POLL_AT:,} intents right after an intent change (median)",
+                value,
+                TARGET_POLL_MS,
+                "ms",
+                value <= TARGET_POLL_MS,
+            )
         )
     production = next((v for v in (influx or {}).get("variants", ()) if v["variant"] == PRODUCTION), None)
     if production is not None:
         value, lossless = production["points_per_s"], production["lossless"]
         found.append(
-            _target(f"points/s into InfluxDB without loss ({PRODUCTION}, {influx['intents']:,} intents)", value,
-                    TARGET_POINTS_PER_S, "points/s", lossless and value >= TARGET_POINTS_PER_S)
+            _target(
+                f"points/s into InfluxDB without loss ({PRODUCTION}, {influx['intents']:,} intents)",
+                value,
+                TARGET_POINTS_PER_S,
+                "points/s",
+                lossless and value >= TARGET_POINTS_PER_S,
+            )
         )
     return found
 
@@ -782,7 +843,9 @@ def format_table(result: dict[str, Any]) -> str:
         ]
         for level in levels:
             cells = "".join(_cell(level[key]) for key in ("read_ms", "build_ms", "poll_ms", "format_ms"))
-            lines.append(f"{level['intents']:>11,} intents, {'steady':<14}{cells}{level['points_per_poll']:>11,}")
+            lines.append(
+                f"{level['intents']:>11,} intents, {'steady':<14}{cells}{level['points_per_poll']:>11,}"
+            )
         for level in levels:
             change = level["after_change"]
             if change["polls"]:
@@ -790,7 +853,9 @@ def format_table(result: dict[str, Any]) -> str:
                 lines.append(f"{level['intents']:>11,} intents, {'after a change':<14}{cells}")
         lines.append(
             "format with traffic (non-zero counters and rates), median ms: "
-            + ", ".join(f"{level['intents']:,}: {level['format_with_traffic_ms']['p50']:.1f}" for level in levels)
+            + ", ".join(
+                f"{level['intents']:,}: {level['format_with_traffic_ms']['p50']:.1f}" for level in levels
+            )
         )
     influx = result["influx"]
     if influx is not None:

@@ -63,7 +63,8 @@ class NetAppClient:
         return [
             SteerRecord(record["tenant"], record["intent"])
             for record in self._all_intents(action="steer")
-            if record["intent"].get("traffic_class", "priority") == "priority" and record.get("source") != "slice"
+            if record["intent"].get("traffic_class", "priority") == "priority"
+            and record.get("source") != "slice"
         ]
 
     def move_intent(self, record: SteerRecord, cpu: int) -> dict[str, Any]:
@@ -95,7 +96,9 @@ class NetAppClient:
         try:
             response = self.http.request(method, path, **kwargs)
         except httpx.HTTPError as exc:
-            raise ApiError(f"{method} {path}: cannot reach the NetApp at {self.http.base_url} ({exc})") from exc
+            raise ApiError(
+                f"{method} {path}: cannot reach the NetApp at {self.http.base_url} ({exc})"
+            ) from exc
         if response.status_code >= 400:
             raise ApiError(problem_line(method, path, response), response.status_code)
         return response.json() if response.content else None

@@ -73,13 +73,17 @@ class LoopStats:
     last_error: str = ""
 
 
-def forecast_cpu(series: CpuSeries, model: Holt, horizon: int, min_points: int) -> tuple[CpuView, Optional[Forecast]]:
+def forecast_cpu(
+    series: CpuSeries, model: Holt, horizon: int, min_points: int
+) -> tuple[CpuView, Optional[Forecast]]:
     """The CPU as the policy sees it; its forecast is NaN (and None returned) with too few loads."""
     loads = [load for load in series.loads if not math.isnan(load)]
     forecast = model.forecast(loads, horizon) if len(loads) >= min_points else None
     # A falling trend can project below zero; no CPU runs a negative load.
     value = max(0.0, forecast.value) if forecast is not None else math.nan
-    view = CpuView(series.cpu, series.enabled, series.overloaded, series.capacity_pps, series.last_load, value)
+    view = CpuView(
+        series.cpu, series.enabled, series.overloaded, series.capacity_pps, series.last_load, value
+    )
     return view, forecast
 
 
@@ -182,7 +186,11 @@ class AiLoop:
 
     def _apply(self, decision: Decision) -> None:
         if decision.action == MOVE:
-            assert decision.tenant is not None and decision.intent is not None and decision.target_cpu is not None
+            assert (
+                decision.tenant is not None
+                and decision.intent is not None
+                and decision.target_cpu is not None
+            )
             self.netapp.move_intent(self._records[(decision.tenant, decision.intent)], decision.target_cpu)
         elif decision.action == MARK_OVERLOADED:
             self.netapp.set_overloaded(decision.cpu, True)
@@ -232,7 +240,9 @@ class AiLoop:
 def describe(decision: Decision) -> str:
     """One line for people: what was decided about which CPU, and why."""
     if decision.action == MOVE:
-        what = f"move {decision.tenant}/{decision.intent} from CPU {decision.cpu} to CPU {decision.target_cpu}"
+        what = (
+            f"move {decision.tenant}/{decision.intent} from CPU {decision.cpu} to CPU {decision.target_cpu}"
+        )
     elif decision.action == MARK_OVERLOADED:
         what = f"mark CPU {decision.cpu} overloaded"
     else:

@@ -166,10 +166,15 @@ class Policy:
         if intent is not None:
             target = targets[0]
             return Decision(
-                MOVE, hot.cpu, hot.load, hot.forecast,
+                MOVE,
+                hot.cpu,
+                hot.load,
+                hot.forecast,
                 f"forecast {hot.forecast:.2f} >= {self.config.high}; CPU {target.cpu} at {target.forecast:.2f} "
                 f"takes {intent.rate_pps:.0f} pkt/s (+{target.share(intent.rate_pps):.2f})",
-                target_cpu=target.cpu, intent=intent.id, tenant=intent.tenant,
+                target_cpu=target.cpu,
+                intent=intent.id,
+                tenant=intent.tenant,
             )
         if not movable:
             why = "it steers no priority flow that could move"
@@ -177,8 +182,13 @@ class Policy:
             why = f"no other CPU is forecast below {self.config.low}"
         else:
             why = f"none of its {len(movable)} priority flows fits on CPU {targets[0].cpu}"
-        return Decision(MARK_OVERLOADED, hot.cpu, hot.load, hot.forecast,
-                        f"forecast {hot.forecast:.2f} >= {self.config.high} and {why}")
+        return Decision(
+            MARK_OVERLOADED,
+            hot.cpu,
+            hot.load,
+            hot.forecast,
+            f"forecast {hot.forecast:.2f} >= {self.config.high} and {why}",
+        )
 
     def _flow_to_move(
         self, movable: Sequence[SteerIntent], hot: CpuView, target: CpuView
@@ -206,7 +216,10 @@ class Policy:
         if demand >= self.config.low:
             return None
         return Decision(
-            CLEAR_OVERLOADED, cpu.cpu, demand, demand,
+            CLEAR_OVERLOADED,
+            cpu.cpu,
+            demand,
+            demand,
             f"its flows ask for {demand:.2f} of its capacity, below {self.config.low}",
         )
 

@@ -86,7 +86,7 @@ def intent_rate_query(bucket: str, node: str, window_s: float) -> str:
         f"from(bucket: {flux_string(bucket)})\n"
         f"  |> range(start: -{flux_duration(window_s)})\n"
         f"  |> filter(fn: (r) => r._measurement == {flux_string(INTENT_MEASUREMENT)}"
-        f" and r.node == {flux_string(node)} and r._field == \"packets_rate\")\n"
+        f' and r.node == {flux_string(node)} and r._field == "packets_rate")\n'
         "  |> last()"
     )
 

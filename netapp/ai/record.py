@@ -87,4 +87,6 @@ class InfluxRecorder:
             self._write.write(bucket=self.bucket, org=self._org, record=points)
         except Exception as exc:  # InfluxDB down or slow: the loop must go on acting
             self.failures += 1
-            log.warning("ai: could not write %d points to InfluxDB: %s", len(points), str(exc).splitlines()[0])
+            log.warning(
+                "ai: could not write %d points to InfluxDB: %s", len(points), str(exc).splitlines()[0]
+            )

@@ -351,7 +351,9 @@ class Collector:
     ) -> Iterator[Point]:
         for name, values in table.items():
             measured = rates.rates((measurement, name), time_ns, values)
-            yield Point(measurement, {"node": self.node, tag: name}, counter_fields(*values, *measured), time_ns)
+            yield Point(
+                measurement, {"node": self.node, tag: name}, counter_fields(*values, *measured), time_ns
+            )
 
     def _interface_points(self, counters: Counters, time_ns: int, rates: RateKeeper) -> Iterator[Point]:
         for interface in counters.interfaces:
@@ -430,4 +432,6 @@ def _same_ids(old: IntentTable, rows: numpy.ndarray, new: IntentTable) -> numpy.
         return numpy.zeros(len(new), dtype=bool)
     old_ids = numpy.array(old.ids, dtype=object)[rows]
     old_tenants = numpy.array(old.tenants, dtype=object)[rows]
-    return (old_ids == numpy.array(new.ids, dtype=object)) & (old_tenants == numpy.array(new.tenants, dtype=object))
+    return (old_ids == numpy.array(new.ids, dtype=object)) & (
+        old_tenants == numpy.array(new.tenants, dtype=object)
+    )

@@ -173,7 +173,9 @@ class _QuietBatchLogs(logging.Filter):
         if isinstance(record.msg, str) and record.msg.startswith(self.PREFIXES):
             return False
         # urllib3's "Retrying (%r) after connection broken by ...", for the client's retries only
-        return not (isinstance(record.args, tuple) and record.args and isinstance(record.args[0], WritesRetry))
+        return not (
+            isinstance(record.args, tuple) and record.args and isinstance(record.args[0], WritesRetry)
+        )
 
 
 QUIETED_LOGGERS = (
@@ -312,7 +314,9 @@ class InfluxSink:
         if lost:
             log.warning(
                 "influxdb: closing with %d points not written to %s (%s): counted as dropped",
-                lost, self.settings.url, self._backoff.last_error or "InfluxDB too slow",
+                lost,
+                self.settings.url,
+                self._backoff.last_error or "InfluxDB too slow",
             )
         self._options.max_close_wait = 0  # the client then waits one 0.1 s step, not 5 minutes
         self._write_api.close()
@@ -477,7 +481,10 @@ class InfluxSink:
     def _write(self, body: bytes) -> None:
         try:
             self._write_api.write(
-                bucket=self.settings.bucket, org=self.settings.org, record=body, write_precision=WritePrecision.NS
+                bucket=self.settings.bucket,
+                org=self.settings.org,
+                record=body,
+                write_precision=WritePrecision.NS,
             )
         except Exception as exc:  # the client refused it outright (closed, broken pipeline): a failed write
             self._on_failed(None, body, exc)
@@ -505,7 +512,9 @@ class InfluxSink:
         if dropped > rejected:
             log.warning(
                 "influxdb: dropped the %d oldest points: the buffer of %d points was full%s",
-                dropped - rejected, self.buffer_points, f"; InfluxDB: {error}" if error else "",
+                dropped - rejected,
+                self.buffer_points,
+                f"; InfluxDB: {error}" if error else "",
             )
 
     # --- client callbacks (the client's writer thread) ------------------------------------------
@@ -558,7 +567,9 @@ class InfluxSink:
         if self._backoff.failures == 0:
             log.warning(
                 "influxdb: writes to %s fail (%s); holding up to %d points and retrying",
-                self.settings.url, _describe(error), self.buffer_points,
+                self.settings.url,
+                _describe(error),
+                self.buffer_points,
             )
         self._backoff.failed(_describe(error))
 

@@ -59,9 +59,7 @@ def find_influxd() -> Path:
     on_path = shutil.which("influxd")
     if on_path:
         return Path(on_path)
-    raise InfluxdNotFoundError(
-        f"no influxd: not in $INFLUXD, {BUNDLED_INFLUXD} or on PATH; {INSTALL_HINT}"
-    )
+    raise InfluxdNotFoundError(f"no influxd: not in $INFLUXD, {BUNDLED_INFLUXD} or on PATH; {INSTALL_HINT}")
 
 
 def bucket(database: str, retention_policy: str = "autogen") -> str:
@@ -186,7 +184,9 @@ class LocalInfluxd:
             if self._answers_ping():
                 return
             time.sleep(READY_POLL_S)
-        raise InfluxdError(f"influxd did not answer {self.url}/ping within {timeout_s:g} s; {self._log_excerpt()}")
+        raise InfluxdError(
+            f"influxd did not answer {self.url}/ping within {timeout_s:g} s; {self._log_excerpt()}"
+        )
 
     def _answers_ping(self) -> bool:
         try:
@@ -213,12 +213,12 @@ reporting-disabled = true
 bind-address = "{LOOPBACK}:{self.rpc_port}"
 
 [meta]
-  dir = "{root / 'meta'}"
+  dir = "{root / "meta"}"
   logging-enabled = false
 
 [data]
-  dir = "{root / 'data'}"
-  wal-dir = "{root / 'wal'}"
+  dir = "{root / "data"}"
+  wal-dir = "{root / "wal"}"
   query-log-enabled = false
   # The default (25 MB) snapshots the write cache to TSM several times a second at 100k points/s;
   # 256 MB cuts influxd's CPU per point ~2.6x here, for memory and a longer restart.
@@ -262,7 +262,9 @@ bind-address = "{LOOPBACK}:{self.rpc_port}"
             with urllib.request.urlopen(request, timeout=30.0) as response:
                 answer = json.load(response)
         except urllib.error.HTTPError as exc:
-            raise InfluxdError(f"{influxql!r}: HTTP {exc.code}: {exc.read().decode(errors='replace')}") from exc
+            raise InfluxdError(
+                f"{influxql!r}: HTTP {exc.code}: {exc.read().decode(errors='replace')}"
+            ) from exc
         errors = [answer.get("error")] + [result.get("error") for result in answer.get("results", ())]
         failed = [error for error in errors if error]
         if failed:

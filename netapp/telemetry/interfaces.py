@@ -69,4 +69,3 @@ def _net_dev(netns: Optional[str]) -> dict[str, InterfaceCounters]:
 def _read() -> dict[str, InterfaceCounters]:
     with open(NET_DEV) as net_dev:
         return parse_net_dev(net_dev.read())
-

@@ -216,7 +216,9 @@ def intent_prefixes(
         if prefix is None:
             tenant, intent, slice_id = key
             slice_tag = "" if slice_id is None else f",slice={escape_key(slice_id)}"
-            prefix = f"{INTENT},intent={escape_key(intent)},node={node_tag}{slice_tag},tenant={escape_key(tenant)}"
+            prefix = (
+                f"{INTENT},intent={escape_key(intent)},node={node_tag}{slice_tag},tenant={escape_key(tenant)}"
+            )
         prefixes.append(prefix)
     return tuple(prefixes)
 

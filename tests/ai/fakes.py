@@ -23,15 +23,29 @@ READER_TOKEN = "ai-reader-token"
 
 
 def write_tokens(path: Path) -> Path:
-    write_tokens_file(path, TokensFile(tokens=[
-        TokenEntry(name="ai", sha256=token_hash(ADMIN_TOKEN), tenant="operator", scopes=[Scope.ADMIN]),
-        TokenEntry(name="reader", sha256=token_hash(READER_TOKEN), tenant="operator", scopes=[Scope.READ]),
-    ]))
+    write_tokens_file(
+        path,
+        TokensFile(
+            tokens=[
+                TokenEntry(
+                    name="ai", sha256=token_hash(ADMIN_TOKEN), tenant="operator", scopes=[Scope.ADMIN]
+                ),
+                TokenEntry(
+                    name="reader", sha256=token_hash(READER_TOKEN), tenant="operator", scopes=[Scope.READ]
+                ),
+            ]
+        ),
+    )
     return path
 
 
-def add(service: FakeIntentService, tenant: str, body: dict[str, Any], source: str = "native",
-        slice_id: Optional[str] = None) -> None:
+def add(
+    service: FakeIntentService,
+    tenant: str,
+    body: dict[str, Any],
+    source: str = "native",
+    slice_id: Optional[str] = None,
+) -> None:
     """An intent as the store would hold it, owned by `tenant`."""
     now = datetime.now(timezone.utc)
     intent = Intent.model_validate(body)
@@ -108,15 +122,20 @@ def record(name: str, cpu: int, tenant: str = "operator") -> SteerRecord:
     return SteerRecord(tenant, {"id": name, "match": {}, "action": {"type": "steer", "cpu": cpu}})
 
 
-def make_loop(reader: FakeReader, netapp: FakeNetApp, dry_run: bool = False,
-              clock: Optional[Callable[[], float]] = None) -> tuple[AiLoop, ListRecorder]:
+def make_loop(
+    reader: FakeReader, netapp: FakeNetApp, dry_run: bool = False, clock: Optional[Callable[[], float]] = None
+) -> tuple[AiLoop, ListRecorder]:
     """A loop over the fakes; its clock ticks one second per step unless `clock` is given."""
     recorder = ListRecorder()
     ticks = iter(range(1000))
     loop = AiLoop(
-        reader, netapp, Policy(PolicyConfig(cooldown_s=10)), recorder,
+        reader,
+        netapp,
+        Policy(PolicyConfig(cooldown_s=10)),
+        recorder,
         LoopSettings(interval_s=0.01, horizon=3, dry_run=dry_run),
-        clock=clock or (lambda: float(next(ticks))), wall_clock_ns=lambda: 1234,
+        clock=clock or (lambda: float(next(ticks))),
+        wall_clock_ns=lambda: 1234,
     )
     return loop, recorder
 
@@ -124,6 +143,8 @@ def make_loop(reader: FakeReader, netapp: FakeNetApp, dry_run: bool = False,
 def ramp_on_cpu_0() -> tuple[FakeReader, FakeNetApp]:
     """CPU 0 ramping (forecast 0.9) with two flows, the smaller of which brings it below 0.6;
     CPU 1 calm with one."""
-    reader = FakeReader({0: series(0, RAMP), 1: series(1, CALM)},
-                        rates={("operator", "prio-0"): 350.0, ("operator", "prio-2"): 450.0})
+    reader = FakeReader(
+        {0: series(0, RAMP), 1: series(1, CALM)},
+        rates={("operator", "prio-0"): 350.0, ("operator", "prio-2"): 450.0},
+    )
     return reader, FakeNetApp([record("prio-0", 0), record("prio-2", 0), record("prio-1", 1)])

@@ -68,7 +68,9 @@ def test_the_influxdb_options_come_from_the_variables_serve_reads(monkeypatch):
 def test_given_low_not_below_high_then_exit_2():
     result = ai_run(*influx_options("http://127.0.0.1:9", "dpp/autogen"), "--low", "0.9", "--high", "0.8")
     assert result.exit_code == 2
-    assert error_line(result) == "netapp: ai run: thresholds must satisfy 0 < low < high (got low 0.9, high 0.8)"
+    assert (
+        error_line(result) == "netapp: ai run: thresholds must satisfy 0 < low < high (got low 0.9, high 0.8)"
+    )
 
 
 def test_given_influxdb_down_then_exit_3_names_it():
@@ -89,7 +91,9 @@ def test_given_a_wrong_token_then_exit_2_asks_for_an_admin_one(influxd, test_buc
     result = ai_run(*influx_options(influxd.url, test_bucket), "--url", api_server.url, "--token", "wrong")
     assert result.exit_code == 2
     assert error_line(result).startswith("netapp: ai run: GET /api/v1/intents: 401 ")
-    assert error_line(result).endswith("(give a token with --token or NETAPP_TOKEN); the AI module needs an admin token")
+    assert error_line(result).endswith(
+        "(give a token with --token or NETAPP_TOKEN); the AI module needs an admin token"
+    )
 
 
 def write_ramp(client, bucket: str) -> None:
@@ -99,13 +103,22 @@ def write_ramp(client, bucket: str) -> None:
     for poll in range(10):
         at = now - (10 - poll) * S // 2
         for cpu, rate in ((0, 250 + 50 * poll), (1, 50)):
-            fields = {"packets": 0, "bytes": 0, "packets_rate": float(rate), "enabled": True, "overloaded": False,
-                      "capacity_pps": 1000, "load": rate / 1000}
+            fields = {
+                "packets": 0,
+                "bytes": 0,
+                "packets_rate": float(rate),
+                "enabled": True,
+                "overloaded": False,
+                "capacity_pps": 1000,
+                "load": rate / 1000,
+            }
             lines.append(Point(CPU, {"node": NODE, "cpu": str(cpu)}, fields, at).line())
         for name in ("prio-0", "prio-2"):
             rate = (250 + 50 * poll) / 2
             tags = {"node": NODE, "tenant": "operator", "intent": name}
-            lines.append(Point(INTENT, tags, {"packets": 0, "bytes": 0, "packets_rate": rate}, now - S // 10).line())
+            lines.append(
+                Point(INTENT, tags, {"packets": 0, "bytes": 0, "packets_rate": rate}, now - S // 10).line()
+            )
     client.write_api(write_options=SYNCHRONOUS).write(bucket=bucket, record="\n".join(lines))
 
 
@@ -118,12 +131,23 @@ def test_a_run_moves_a_flow_off_the_rising_cpu_and_records_it(
     add(service, "operator", steer("prio-0", 0, 1))
     add(service, "operator", steer("prio-2", 0, 3))
 
-    result = ai_run(*influx_options(influxd.url, test_bucket), "--url", api_server.url, "--token", ADMIN_TOKEN,
-                    "--interval", "0.2", "--duration", "1.5")
+    result = ai_run(
+        *influx_options(influxd.url, test_bucket),
+        "--url",
+        api_server.url,
+        "--token",
+        ADMIN_TOKEN,
+        "--interval",
+        "0.2",
+        "--duration",
+        "1.5",
+    )
 
     assert result.exit_code == 0, result.output
     lines = result.output.strip().splitlines()
-    assert lines[0].startswith(f"ai: node {NODE}, {influxd.url} bucket {test_bucket}, NetApp {api_server.url}")
+    assert lines[0].startswith(
+        f"ai: node {NODE}, {influxd.url} bucket {test_bucket}, NetApp {api_server.url}"
+    )
     assert lines[1].startswith("applied: move operator/prio-0 from CPU 0 to CPU 1 (forecast ")
     assert lines[-1].startswith("ai: stopped after ") and lines[-1].endswith(" 1 decisions")
     assert service.intents[("operator", "prio-0")].intent.action.cpu == 1
@@ -148,11 +172,24 @@ def test_the_loop_view_shows_each_cpus_load_and_forecast_and_the_decisions():
 
 
 def test_sigterm_stops_a_running_module_cleanly(influxd, test_bucket, api_server, service):
-    command = [sys.executable, "-m", "netapp.cli.main", "ai", "run", *influx_options(influxd.url, test_bucket),
-               "--url", api_server.url, "--token", ADMIN_TOKEN, "--interval", "0.2"]
+    command = [
+        sys.executable,
+        "-m",
+        "netapp.cli.main",
+        "ai",
+        "run",
+        *influx_options(influxd.url, test_bucket),
+        "--url",
+        api_server.url,
+        "--token",
+        ADMIN_TOKEN,
+        "--interval",
+        "0.2",
+    ]
     env = {name: value for name, value in os.environ.items() if not name.startswith("NETAPP_")}
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-                               cwd=REPO)
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=REPO
+    )
     try:
         assert process.stdout is not None
         first = process.stdout.readline()

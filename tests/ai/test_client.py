@@ -18,7 +18,6 @@ def client(api_server, service) -> Iterator[NetAppClient]:
     api.close()
 
 
-
 def test_the_priority_steer_intents_of_every_tenant_are_listed_and_nothing_else(client, service):
     add(service, "operator", steer("prio-0", 0, 1, label="priority GTP-U service 0"))
     add(service, "tenant-a", steer("prio-a", 1, 2))

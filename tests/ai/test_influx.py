@@ -21,8 +21,12 @@ S = 1_000_000_000
 
 def cpu_point(node: str, cpu: int, time_ns: int, rate: float | None, capacity: int = 1000, **state) -> Point:
     """A dpp_cpu point as the collector builds it (netapp.telemetry.collector._cpu_points)."""
-    fields = counter_fields(0, 0, math.nan if rate is None else rate, math.nan if rate is None else rate * 100)
-    fields.update(enabled=state.get("enabled", True), overloaded=state.get("overloaded", False), capacity_pps=capacity)
+    fields = counter_fields(
+        0, 0, math.nan if rate is None else rate, math.nan if rate is None else rate * 100
+    )
+    fields.update(
+        enabled=state.get("enabled", True), overloaded=state.get("overloaded", False), capacity_pps=capacity
+    )
     if capacity > 0 and rate is not None:
         fields["load"] = rate / capacity
     return Point(CPU, {"node": node, "cpu": str(cpu)}, fields, time_ns)
@@ -34,7 +38,9 @@ def intent_point(intent: str, time_ns: int, rate: float, tenant: str = "operator
 
 
 def write(client, bucket: str, points: list[Point]) -> None:
-    client.write_api(write_options=SYNCHRONOUS).write(bucket=bucket, record="\n".join(p.line() for p in points))
+    client.write_api(write_options=SYNCHRONOUS).write(
+        bucket=bucket, record="\n".join(p.line() for p in points)
+    )
 
 
 def test_the_cpu_series_come_back_per_cpu_oldest_first_with_the_last_state(influx_client, test_bucket):
@@ -68,12 +74,16 @@ def test_an_unmetered_cpu_has_no_load(influx_client, test_bucket):
 
 def test_each_intent_comes_back_with_its_last_rate(influx_client, test_bucket):
     now = time.time_ns()
-    write(influx_client, test_bucket, [
-        intent_point("prio-0", now - 2 * S, 100.0),
-        intent_point("prio-0", now - S, 300.0),
-        intent_point("prio-1", now - S, 50.0, tenant="tenant-a"),
-        intent_point("stale", now - 60 * S, 10.0),
-    ])
+    write(
+        influx_client,
+        test_bucket,
+        [
+            intent_point("prio-0", now - 2 * S, 100.0),
+            intent_point("prio-0", now - S, 300.0),
+            intent_point("prio-1", now - S, 50.0, tenant="tenant-a"),
+            intent_point("stale", now - 60 * S, 10.0),
+        ],
+    )
     rates = InfluxReader(influx_client, test_bucket, NODE).intent_rates(window_s=10)
     assert rates == {("operator", "prio-0"): 300.0, ("tenant-a", "prio-1"): 50.0}
 
@@ -93,27 +103,58 @@ def test_a_node_name_cannot_break_out_of_the_query():
     assert 'r.node == "edge\\\\1"' in cpu_query("db/autogen", "edge\\1", 5)
 
 
-def test_forecasts_and_decisions_are_written_where_the_series_are(influxd, influx_client, database, test_bucket):
+def test_forecasts_and_decisions_are_written_where_the_series_are(
+    influxd, influx_client, database, test_bucket
+):
     recorder = InfluxRecorder(influx_client, test_bucket, NODE)
     view = CpuView(0, True, False, 1000, 0.6, 0.9)
-    move = Decision(MOVE, 0, 0.6, 0.9, "forecast 0.90 >= 0.8", target_cpu=1, intent="prio-0",
-                    tenant="operator", outcome="applied")
+    move = Decision(
+        MOVE,
+        0,
+        0.6,
+        0.9,
+        "forecast 0.90 >= 0.8",
+        target_cpu=1,
+        intent="prio-0",
+        tenant="operator",
+        outcome="applied",
+    )
     now = time.time_ns()
     recorder.record([(view, Forecast(0.6, 0.1, 3, 0.9, 12))], [move], now)
 
     (forecast,) = rows(influxd, database, "SELECT * FROM dpp_ai_forecast")
-    assert forecast == {"time": now, "cpu": "0", "node": NODE, "load": 0.6, "forecast": 0.9, "horizon": 3,
-                        "observations": 12}
+    assert forecast == {
+        "time": now,
+        "cpu": "0",
+        "node": NODE,
+        "load": 0.6,
+        "forecast": 0.9,
+        "horizon": 3,
+        "observations": 12,
+    }
     (decision,) = rows(influxd, database, "SELECT * FROM dpp_ai_decision")
-    assert decision == {"time": now, "action": "move", "cpu": "0", "node": NODE, "forecast": 0.9, "load": 0.6,
-                        "reason": "forecast 0.90 >= 0.8", "outcome": "applied", "dry_run": False,
-                        "intent": "prio-0", "tenant": "operator", "target_cpu": 1}
+    assert decision == {
+        "time": now,
+        "action": "move",
+        "cpu": "0",
+        "node": NODE,
+        "forecast": 0.9,
+        "load": 0.6,
+        "reason": "forecast 0.90 >= 0.8",
+        "outcome": "applied",
+        "dry_run": False,
+        "intent": "prio-0",
+        "tenant": "operator",
+        "target_cpu": 1,
+    }
     assert recorder.failures == 0
 
 
 def test_a_failed_write_is_counted_not_raised(influx_client):
     recorder = InfluxRecorder(influx_client, "no_such_db/autogen", NODE)
-    recorder.record([], [Decision(MOVE, 0, 0.5, 0.9, "why", target_cpu=1, intent="a", tenant="t")], time.time_ns())
+    recorder.record(
+        [], [Decision(MOVE, 0, 0.5, 0.9, "why", target_cpu=1, intent="a", tenant="t")], time.time_ns()
+    )
     assert recorder.failures == 1
 
 

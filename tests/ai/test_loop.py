@@ -15,6 +15,7 @@ from netapp.ai.policy import CLEAR_OVERLOADED, MARK_OVERLOADED, MOVE
 from netapp.ai.reader import ReadError
 from tests.ai.fakes import RAMP, FakeNetApp, FakeReader, make_loop, ramp_on_cpu_0, record, series
 
+
 def test_given_a_ramp_on_one_cpu_then_the_second_step_moves_a_flow_and_records_it():
     reader, netapp = ramp_on_cpu_0()
     loop, recorder = make_loop(reader, netapp)

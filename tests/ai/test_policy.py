@@ -47,13 +47,21 @@ def confirmed(policy, cpus, intents, now=0.0):
 def test_given_a_hot_cpu_then_the_smallest_flow_that_brings_it_below_low_moves_to_the_least_loaded_cpu():
     cpus = [cpu(0, 0.95, load=0.7), cpu(1, 0.5), cpu(2, 0.2)]
     intents = flows(
-        flow("largest", 0, 500), flow("small", 0, 100), flow("medium", 0, 200), flow("large", 0, 400),
+        flow("largest", 0, 500),
+        flow("small", 0, 100),
+        flow("medium", 0, 200),
+        flow("large", 0, 400),
         flow("elsewhere", 1, 50),
     )
     (decision,) = confirmed(Policy(CONFIG), cpus, intents)
     assert decision.action == MOVE
     # medium would leave CPU 0 at 0.75: under `high`, still above `low`; large leaves 0.55.
-    assert (decision.cpu, decision.target_cpu, decision.intent, decision.tenant) == (0, 2, "large", "operator")
+    assert (decision.cpu, decision.target_cpu, decision.intent, decision.tenant) == (
+        0,
+        2,
+        "large",
+        "operator",
+    )
     assert (decision.load, decision.forecast) == (0.7, 0.95)
     assert "0.95" in decision.reason
 
@@ -93,7 +101,12 @@ def test_a_rising_load_is_acted_on_before_it_crosses_the_threshold():
 )
 def test_given_no_move_is_possible_then_the_cpu_is_marked_overloaded(others, intents, why):
     (decision,) = confirmed(Policy(CONFIG), [cpu(0, 0.9), *others], flows(*intents))
-    assert (decision.action, decision.cpu, decision.target_cpu, decision.intent) == (MARK_OVERLOADED, 0, None, None)
+    assert (decision.action, decision.cpu, decision.target_cpu, decision.intent) == (
+        MARK_OVERLOADED,
+        0,
+        None,
+        None,
+    )
     assert why in decision.reason
 
 
@@ -113,7 +126,8 @@ def test_a_cpu_that_cannot_be_judged_or_used_takes_no_flow(target):
 
 
 @pytest.mark.parametrize(
-    "hot", [cpu(0, 2.0, capacity=0), cpu(0, math.nan), cpu(0, 2.0, overloaded=True), cpu(0, 2.0, enabled=False)],
+    "hot",
+    [cpu(0, 2.0, capacity=0), cpu(0, math.nan), cpu(0, 2.0, overloaded=True), cpu(0, 2.0, enabled=False)],
     ids=["unmetered", "no-forecast", "already-overloaded", "disabled"],
 )
 def test_a_cpu_that_cannot_be_judged_or_is_already_relieved_is_never_hot(hot):

@@ -131,7 +131,9 @@ def test_without_telemetry_metrics_answer_503(tmp_path, tokens_path):
     service = fake_service(tmp_path)
     try:
         with ServerThread(create_app(Settings(tokens_file=tokens_path), service)) as server:
-            response = httpx.get(f"{server.url}/metrics", headers={"Authorization": f"Bearer {token_of('admin')}"})
+            response = httpx.get(
+                f"{server.url}/metrics", headers={"Authorization": f"Bearer {token_of('admin')}"}
+            )
     finally:
         service.close()
 

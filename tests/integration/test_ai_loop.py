@@ -95,7 +95,9 @@ def influxd(tmp_path: Path) -> Iterator[LocalInfluxd]:
 
 
 @pytest.fixture
-def serve(site: EdgeSite, instance: str, influxd: LocalInfluxd, tmp_path: Path) -> Iterator[tuple[ServeProcess, str]]:
+def serve(
+    site: EdgeSite, instance: str, influxd: LocalInfluxd, tmp_path: Path
+) -> Iterator[tuple[ServeProcess, str]]:
     """`netapp serve` on the site with telemetry into `influxd`, started; (process, admin token)."""
     token = write_admin_tokens(tmp_path / "tokens.yaml", tenant="operator")
     node = site.ns("node")
@@ -110,8 +112,13 @@ def serve(site: EdgeSite, instance: str, influxd: LocalInfluxd, tmp_path: Path) 
         telemetry={
             "interval_s": TELEMETRY_INTERVAL_S,
             "node": NODE,
-            "influxdb": {"url": influxd.url, "token": "netapp:unused", "org": "-", "bucket": bucket(DATABASE),
-                         "flush_interval_ms": 100},
+            "influxdb": {
+                "url": influxd.url,
+                "token": "netapp:unused",
+                "org": "-",
+                "bucket": bucket(DATABASE),
+                "flush_interval_ms": 100,
+            },
         },
     )
     process = ServeProcess(config, free_port(), tmp_path)
@@ -128,7 +135,9 @@ def configure(api: httpx.Client, site: EdgeSite) -> None:
     for group in document["alternatives"]:
         api.put(f"/api/v1/alternatives/{group['id']}", json=group).raise_for_status()
     for cpu in range(CPUS):
-        api.put(f"/api/v1/dataplane/cpus/{cpu}", json={"cpu": cpu, "capacity_pps": CAPACITY_PPS}).raise_for_status()
+        api.put(
+            f"/api/v1/dataplane/cpus/{cpu}", json={"cpu": cpu, "capacity_pps": CAPACITY_PPS}
+        ).raise_for_status()
     for flow in (*RAMP, QUIET):
         response = api.post("/api/v1/intents", json=scenario.priority_intent(site, flow, CPUS))
         assert response.status_code == 201, response.text
@@ -192,7 +201,11 @@ def test_given_a_load_ramp_on_one_cpu_then_the_ai_module_moves_a_priority_flow_a
     traffic = PacedTraffic(site, {RAMP[0]: ramp_rate, RAMP[1]: ramp_rate, QUIET: lambda _: QUIET_PPS})
 
     def witness_the_move(decision: Decision) -> None:
-        witness.sent, witness.steered, witness.at_ns = traffic.snapshot(), steered_per_cpu(api), time.time_ns()
+        witness.sent, witness.steered, witness.at_ns = (
+            traffic.snapshot(),
+            steered_per_cpu(api),
+            time.time_ns(),
+        )
         witness.decisions.append(decision)
         witness.done.set()
 
@@ -243,8 +256,11 @@ def test_given_a_load_ramp_on_one_cpu_then_the_ai_module_moves_a_priority_flow_a
 
     # InfluxDB holds the loop: the load that rose, the decision, the forecasts, the load that moved.
     loads = {
-        cpu: [(row["time"], row["load"]) for row in rows(
-            influxd, f"SELECT load FROM dpp_cpu WHERE node = '{NODE}' AND cpu = '{cpu}'") if row["load"] is not None]
+        cpu: [
+            (row["time"], row["load"])
+            for row in rows(influxd, f"SELECT load FROM dpp_cpu WHERE node = '{NODE}' AND cpu = '{cpu}'")
+            if row["load"] is not None
+        ]
         for cpu in range(CPUS)
     }
     before_move = {cpu: [load for at, load in loads[cpu] if at < witness.at_ns] for cpu in range(CPUS)}
@@ -256,6 +272,10 @@ def test_given_a_load_ramp_on_one_cpu_then_the_ai_module_moves_a_priority_flow_a
     assert max(before_move[1]) < 0.2 < min(after_move[1]), loads[1]  # CPU 1 took the flow
     (decision,) = rows(influxd, f"SELECT * FROM dpp_ai_decision WHERE node = '{NODE}'")
     assert (decision["action"], decision["cpu"], decision["target_cpu"]) == ("move", "0", 1)
-    assert (decision["intent"], decision["tenant"], decision["outcome"]) == (moved.intent_id, "operator", "applied")
+    assert (decision["intent"], decision["tenant"], decision["outcome"]) == (
+        moved.intent_id,
+        "operator",
+        "applied",
+    )
     forecasts = rows(influxd, f"SELECT forecast FROM dpp_ai_forecast WHERE node = '{NODE}' AND cpu = '0'")
     assert max(row["forecast"] for row in forecasts) >= POLICY.high

@@ -77,7 +77,11 @@ def slowest_answer_during(api: httpx.Client, seconds: float) -> float:
 
 
 def steer_intent(n: int) -> dict:
-    return {"id": f"outage-{n}", "match": {"protocol": "udp", "dst_port": 20000 + n}, "action": {"type": "pass"}}
+    return {
+        "id": f"outage-{n}",
+        "match": {"protocol": "udp", "dst_port": 20000 + n},
+        "action": {"type": "pass"},
+    }
 
 
 def sink_metric(api: httpx.Client, name: str) -> float:
@@ -106,7 +110,9 @@ def test_with_influxdb_down_for_30s_the_api_stays_responsive_and_no_poll_is_lost
 
         assert sink_metric(api, "dpp_telemetry_points_dropped_total") == 0
     assert during < SLOWEST_ANSWER_S, (before, during)
-    collector_points = [r for r in rows(influxd, DATABASE, "dpp_telemetry") if r.get("component") == "collector"]
+    collector_points = [
+        r for r in rows(influxd, DATABASE, "dpp_telemetry") if r.get("component") == "collector"
+    ]
     polls = sorted(int(r["polls"]) for r in collector_points)
     # Every poll from the first to the last written one is there, the outage's included.
     assert polls == list(range(1, polls[-1] + 1))

@@ -88,7 +88,9 @@ def count(service: NetAppService, qualified: str, packets: int, size: int) -> No
 
 
 def the(points: Any, measurement: str, **tags: str) -> Point:
-    found = [p for p in points if p.measurement == measurement and all(p.tags.get(k) == v for k, v in tags.items())]
+    found = [
+        p for p in points if p.measurement == measurement and all(p.tags.get(k) == v for k, v in tags.items())
+    ]
     assert len(found) == 1, (measurement, tags, found)
     return found[0]
 

@@ -60,7 +60,9 @@ def test_a_known_burst_is_counted_exactly_per_intent_verdict_and_reason(service)
     assert field(after, INTENT, "intent", "drop-me", "packets") == BURST
     assert field(after, INTENT, "intent", "drop-me", "bytes") == BURST * len(udp_frame(6000))
     assert field(after, INTENT, "intent", "idle", "packets") == 0
-    drops = field(after, VERDICT, "verdict", "DROP", "packets") - field(before, VERDICT, "verdict", "DROP", "packets")
+    drops = field(after, VERDICT, "verdict", "DROP", "packets") - field(
+        before, VERDICT, "verdict", "DROP", "packets"
+    )
     assert drops == BURST
     truncated = field(after, REASON, "reason", "trunc_ipv4", "packets")
     assert truncated - field(before, REASON, "reason", "trunc_ipv4", "packets") == 1

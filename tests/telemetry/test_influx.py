@@ -86,7 +86,9 @@ def every_point_of(polls: list[Poll]) -> dict[int, int]:
 
 
 def assert_accounted(stats: dict[str, int]) -> None:
-    assert stats["points_offered"] == stats["points_written"] + stats["points_dropped"] + stats["points_queued"]
+    assert (
+        stats["points_offered"] == stats["points_written"] + stats["points_dropped"] + stats["points_queued"]
+    )
 
 
 # --- what arrives ------------------------------------------------------------------------------
@@ -121,7 +123,10 @@ def test_influxdb_holds_each_polls_counters_and_tags_under_the_polls_one_timesta
     (embb,) = [row for row in rows(influxd, database, SLICE) if row["time"] == polls[0].time_ns]
     assert embb["_tags"] == {"node", "tenant", "slice"} and embb["intents"] == len(members)
     assert field_types(influxd, database, INTENT) == {
-        "packets": "integer", "bytes": "integer", "packets_rate": "float", "bytes_rate": "float"
+        "packets": "integer",
+        "bytes": "integer",
+        "packets_rate": "float",
+        "bytes_rate": "float",
     }
     assert points_per_time(influxd, database) == every_point_of(polls)
     stats = sink.stats()

@@ -17,10 +17,21 @@ from typing import Any, Optional
 import pytest
 
 from netapp.core.config import InfluxSettings
-from netapp.telemetry.influxd import InfluxdNotFoundError, LocalInfluxd, bucket, find_influxd, quote_identifier
+from netapp.telemetry.influxd import (
+    InfluxdNotFoundError,
+    LocalInfluxd,
+    bucket,
+    find_influxd,
+    quote_identifier,
+)
 
 # Quick retries and timeouts: a test's outage lasts seconds, not minutes.
-FAST_RETRIES = {"retry_interval_ms": 100, "max_retry_delay_ms": 1000, "timeout_ms": 1000, "flush_interval_ms": 100}
+FAST_RETRIES = {
+    "retry_interval_ms": 100,
+    "max_retry_delay_ms": 1000,
+    "timeout_ms": 1000,
+    "flush_interval_ms": 100,
+}
 
 
 def require_influxd() -> Path:
@@ -39,7 +50,12 @@ def start_influxd(data_dir: Path) -> LocalInfluxd:
 
 def influx_settings(server: LocalInfluxd, database: str, **overrides: Any) -> InfluxSettings:
     """Settings for writing into `database` of `server` through the v2 API, as production does."""
-    fields: dict[str, Any] = {"url": server.url, "token": "netapp:unused", "org": "-", "bucket": bucket(database)}
+    fields: dict[str, Any] = {
+        "url": server.url,
+        "token": "netapp:unused",
+        "org": "-",
+        "bucket": bucket(database),
+    }
     fields.update(FAST_RETRIES)
     fields.update(overrides)
     return InfluxSettings(**fields)
@@ -79,7 +95,9 @@ def field_types(server: LocalInfluxd, database: str, measurement: str) -> dict[s
 def write_lines(server: LocalInfluxd, database: str, lines: str) -> None:
     """Write line protocol (ns timestamps) straight through 1.8's /write, bypassing the sink."""
     request = urllib.request.Request(
-        f"{server.url}/write?db={urllib.parse.quote(database)}&precision=ns", data=lines.encode(), method="POST"
+        f"{server.url}/write?db={urllib.parse.quote(database)}&precision=ns",
+        data=lines.encode(),
+        method="POST",
     )
     with urllib.request.urlopen(request, timeout=10) as response:
         assert response.status == 204, response.status

@@ -17,7 +17,10 @@ router = APIRouter(tags=["telemetry"])
     "/metrics",
     response_class=Response,
     responses={
-        200: {"content": {CONTENT_TYPE: {"schema": {"type": "string"}}}, "description": "Prometheus text format"},
+        200: {
+            "content": {CONTENT_TYPE: {"schema": {"type": "string"}}},
+            "description": "Prometheus text format",
+        },
         **documented(*AUTHENTICATED, 503),
     },
 )
