@@ -1163,7 +1163,7 @@ class NetAppService(IntentService):
         if self._intent_table.revision == self._revision:
             return self._intent_table
         slices = self.store.intent_slices(None)
-        rows = sorted(self.dataplane.installed_intents.items())
+        rows = list(self.dataplane.installed_intents.items())  # any order: rows realign by slot
         names = [qualified.rpartition("/") for qualified, _ in rows]  # split_rule_id, inlined: 100k rows
         tenants = tuple(name[0] for name in names)
         ids = tuple(name[2] for name in names)
