@@ -1,0 +1,108 @@
+"""The charm's Juju config as a validated model (no ops import): `CharmBase.load_config(CharmConfig)`."""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+INTERFACE_NAME = re.compile(r"^[^\s/:,]{1,15}$")
+CPU_ITEM = re.compile(r"^(\d+)(?:-(\d+))?$")
+
+
+class CharmConfig(BaseModel):
+    """Config options of charmcraft.yaml, dashes turned into underscores by ops."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    netapp_source: str = Field("dpp-netapp", min_length=1)
+    interfaces: list[str] = Field(default_factory=list)
+    xdp_mode: Literal["native", "generic", "offload"] = "native"
+    cpus: list[int] = Field(default_factory=list)
+    max_rules: int = Field(65536, ge=1, le=1 << 24)
+    default_verdict: Literal["pass", "drop"] = "pass"
+    flow_cache: bool = True
+    api_host: str = "127.0.0.1"
+    api_port: int = Field(8080, ge=1, le=65535)
+    tls_cert: str = ""
+    tls_key: str = ""
+    influxdb_url: str = ""
+    influxdb_token: str = ""
+    influxdb_org: str = Field("-", min_length=1)
+    influxdb_bucket: str = ""
+    telemetry_interval: float = Field(1.0, ge=0.05, le=3600)
+
+    @field_validator("interfaces", mode="before")
+    @classmethod
+    def _split_interfaces(cls, value: object) -> object:
+        if not isinstance(value, str):
+            return value
+        names = [name.strip() for name in value.split(",") if name.strip()]
+        for name in names:
+            if not INTERFACE_NAME.match(name):
+                raise ValueError(f"{name!r} is not an interface name (1-15 characters, no space, / or :)")
+        if len(set(names)) != len(names):
+            raise ValueError("an interface is listed twice")
+        return names
+
+    @field_validator("cpus", mode="before")
+    @classmethod
+    def _parse_cpus(cls, value: object) -> object:
+        if not isinstance(value, str):
+            return value
+        cpus: set[int] = set()
+        for item in (part.strip() for part in value.split(",")):
+            if not item:
+                continue
+            found = CPU_ITEM.match(item)
+            if not found:
+                raise ValueError(f"{item!r} is neither a CPU number nor a range like 2-5")
+            first, last = int(found[1]), int(found[2] or found[1])
+            if last < first:
+                raise ValueError(f"{item!r}: the range ends before it starts")
+            cpus.update(range(first, last + 1))
+        return sorted(cpus)
+
+    @field_validator("influxdb_url")
+    @classmethod
+    def _check_url(cls, value: str) -> str:
+        if value and not re.match(r"^https?://\S+$", value):
+            raise ValueError("must start with http:// or https://")
+        return value
+
+    @model_validator(mode="after")
+    def _check_together(self) -> "CharmConfig":
+        if bool(self.tls_cert) != bool(self.tls_key):
+            raise ValueError("tls-cert, tls-key: give both or neither")
+        if not self.is_loopback and not self.tls_cert:
+            raise ValueError(f"tls-cert: required to serve the API on {self.api_host}, which is not loopback")
+        if self.influxdb_url and not (self.influxdb_token and self.influxdb_bucket):
+            raise ValueError("influxdb-token, influxdb-bucket: required with influxdb-url")
+        return self
+
+    @property
+    def is_loopback(self) -> bool:
+        """Whether the API listens on loopback only."""
+        if self.api_host == "localhost":
+            return True
+        try:
+            return ipaddress.ip_address(self.api_host).is_loopback
+        except ValueError:
+            return False
+
+    @property
+    def tls(self) -> bool:
+        """Whether the API is served over HTTPS."""
+        return bool(self.tls_cert)
+
+
+def describe_error(error: ValidationError) -> str:
+    """One line naming the config options at fault, in Juju's spelling (dashes)."""
+    parts = []
+    for item in error.errors():
+        option = "-".join(str(part) for part in item["loc"] if isinstance(part, str)).replace("_", "-")
+        message = str(item["msg"]).removeprefix("Value error, ")
+        parts.append(f"{option}: {message}" if option else message)
+    return "; ".join(parts)

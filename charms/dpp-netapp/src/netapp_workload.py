@@ -1,0 +1,377 @@
+"""The NetApp on this machine, without ops.
+
+Install it, write its settings, run `netapp serve` as the systemd service `dpp-netapp`, and call
+its REST API (api/rest.md) with the charm's admin token. Every path hangs off `root` so the
+file-writing parts can be tested on a temporary directory; commands go through `run` so tests can
+replace them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import ssl
+import subprocess
+from pathlib import Path
+from typing import Any, Callable, Optional
+from urllib.parse import quote
+
+import httpx
+import yaml
+
+from charm_config import CharmConfig
+
+SERVICE = "dpp-netapp"
+CHARM_TOKEN_NAME = "juju-charm"
+CHARM_TENANT = "operator"
+API_TIMEOUT_S = 30.0
+
+Runner = Callable[..., subprocess.CompletedProcess]
+
+
+class WorkloadError(Exception):
+    """A step on the machine failed (a command, a missing file)."""
+
+
+class ApiError(Exception):
+    """The NetApp answered with an error (RFC 9457 problem) or could not be reached."""
+
+    def __init__(self, status: Optional[int], message: str):
+        super().__init__(f"{status}: {message}" if status else message)
+        self.status = status
+
+
+def render_settings(config: CharmConfig, paths: "Paths") -> dict[str, Any]:
+    """The NetApp's settings file (netapp/core/config.py Settings) for this config."""
+    settings: dict[str, Any] = {
+        "state_dir": str(paths.state_dir_on_host),
+        "interfaces": [{"name": name, "mode": config.xdp_mode} for name in config.interfaces],
+        "default_verdict": config.default_verdict,
+        "flow_cache": config.flow_cache,
+        "max_rules": config.max_rules,
+        "api_host": config.api_host,
+        "api_port": config.api_port,
+        "tokens_file": str(paths.on_host(paths.tokens)),
+        "telemetry": {"interval_s": config.telemetry_interval},
+    }
+    if config.tls:
+        settings["tls_cert"] = str(paths.on_host(paths.tls_cert))
+        settings["tls_key"] = str(paths.on_host(paths.tls_key))
+    if config.influxdb_url:
+        settings["telemetry"]["influxdb"] = {
+            "url": config.influxdb_url,
+            "token": config.influxdb_token,
+            "org": config.influxdb_org,
+            "bucket": config.influxdb_bucket,
+        }
+    return settings
+
+
+def render_unit(config: CharmConfig, paths: "Paths") -> str:
+    """The systemd unit running `netapp serve` with the settings file."""
+    lines = [
+        "[Unit]",
+        "Description=DPP NetApp (XDP data-plane accelerator)",
+        "After=network-online.target",
+        "Wants=network-online.target",
+        "",
+        "[Service]",
+        "Type=simple",
+        f"Environment=NETAPP_CONFIG={paths.on_host(paths.settings)}",
+        f"ExecStart={paths.on_host(paths.netapp_bin)} serve",
+        "Restart=on-failure",
+        "RestartSec=2",
+        "LimitMEMLOCK=infinity",
+    ]
+    if config.cpus:
+        lines.append("CPUAffinity=" + " ".join(str(cpu) for cpu in config.cpus))
+    lines += ["", "[Install]", "WantedBy=multi-user.target", ""]
+    return "\n".join(lines)
+
+
+class Paths:
+    """Where the NetApp's files live, under `root` ("/" on a real machine)."""
+
+    def __init__(self, root: Path = Path("/")):
+        self.root = root
+        self.etc = root / "etc" / SERVICE
+        self.settings = self.etc / "settings.yaml"
+        self.tokens = self.etc / "tokens.yaml"
+        self.charm_token = self.etc / "charm.token"
+        self.tls_cert = self.etc / "tls.crt"
+        self.tls_key = self.etc / "tls.key"
+        self.unit = root / "etc" / "systemd" / "system" / f"{SERVICE}.service"
+        self.venv = root / "opt" / SERVICE
+        self.netapp_bin = self.venv / "bin" / "netapp"
+        self.state_dir = root / "var" / "lib" / SERVICE
+        self.state_dir_on_host = self.on_host(self.state_dir)
+
+    def on_host(self, path: Path) -> Path:
+        """The path as the service sees it (relative to "/" rather than `root`)."""
+        return Path("/") / path.relative_to(self.root)
+
+
+class NetApp:
+    """The NetApp service on this machine."""
+
+    def __init__(self, root: Path = Path("/"), run: Runner = subprocess.run):
+        self.paths = Paths(root)
+        self._run = run
+
+    # --- install and remove ------------------------------------------------------------------
+
+    def install(self, source: str) -> None:
+        """Install the NetApp (a venv in /opt/dpp-netapp) from a pip requirement."""
+        self._cmd("apt-get", "install", "-y", "--no-install-recommends", "python3-venv", "iproute2")
+        self._cmd("python3", "-m", "venv", str(self.paths.venv))
+        self._cmd(str(self.paths.venv / "bin" / "pip"), "install", "--upgrade", source)
+
+    def is_installed(self) -> bool:
+        """Whether the `netapp` command is in place."""
+        return self.paths.netapp_bin.exists()
+
+    def remove(self) -> None:
+        """Stop and disable the service and remove its unit (the state directory stays)."""
+        self._cmd("systemctl", "disable", "--now", SERVICE, check=False)
+        self.paths.unit.unlink(missing_ok=True)
+        self._cmd("systemctl", "daemon-reload", check=False)
+
+    # --- configure ---------------------------------------------------------------------------
+
+    def configure(self, config: CharmConfig) -> bool:
+        """Write settings, TLS files and unit; make the charm's token. True when anything changed."""
+        self.paths.etc.mkdir(parents=True, exist_ok=True, mode=0o750)
+        self.paths.state_dir.mkdir(parents=True, exist_ok=True, mode=0o750)
+        changed = False
+        if config.tls:
+            changed |= _write(self.paths.tls_cert, config.tls_cert, 0o644)
+            changed |= _write(self.paths.tls_key, config.tls_key, 0o600)
+        else:
+            for path in (self.paths.tls_cert, self.paths.tls_key):
+                if path.exists():
+                    path.unlink()
+                    changed = True
+        settings = yaml.safe_dump(render_settings(config, self.paths), sort_keys=False)
+        changed |= _write(self.paths.settings, settings, 0o600)
+        unit_changed = _write(self.paths.unit, render_unit(config, self.paths), 0o644)
+        if unit_changed:
+            self._cmd("systemctl", "daemon-reload")
+            self._cmd("systemctl", "enable", SERVICE)
+        changed |= self.ensure_token()
+        return changed or unit_changed
+
+    def ensure_token(self) -> bool:
+        """Make the charm's admin token (`netapp tokens add`) unless it exists. True when made."""
+        if self.paths.charm_token.exists():
+            return False
+        done = self._cmd(
+            str(self.paths.netapp_bin),
+            "tokens",
+            "add",
+            "--name",
+            CHARM_TOKEN_NAME,
+            "--tenant",
+            CHARM_TENANT,
+            "--scope",
+            "admin",
+            "--file",
+            str(self.paths.tokens),
+        )
+        lines = (done.stdout or "").strip().splitlines()
+        if not lines:
+            raise WorkloadError("netapp tokens add printed no token")
+        _write(self.paths.charm_token, lines[-1].strip() + "\n", 0o600)
+        return True
+
+    # --- run ---------------------------------------------------------------------------------
+
+    def restart(self) -> None:
+        """(Re)start the service."""
+        self._cmd("systemctl", "restart", SERVICE)
+
+    def stop(self) -> None:
+        """Stop the service."""
+        self._cmd("systemctl", "stop", SERVICE, check=False)
+
+    def is_running(self) -> bool:
+        """Whether systemd reports the service active."""
+        return self._cmd("systemctl", "is-active", "--quiet", SERVICE, check=False).returncode == 0
+
+    def client(self, config: CharmConfig) -> "NetAppClient":
+        """A client of the local API with the charm's token."""
+        if not self.paths.charm_token.exists():
+            raise ApiError(None, "the charm has no API token yet (the NetApp is not configured)")
+        token = self.paths.charm_token.read_text().strip()
+        host = "127.0.0.1" if config.api_host in ("0.0.0.0", "::", "") else config.api_host
+        scheme = "https" if config.tls else "http"
+        host = f"[{host}]" if ":" in host else host
+        verify: Any = _pinned(self.paths.tls_cert) if config.tls else True
+        return NetAppClient(f"{scheme}://{host}:{config.api_port}", token, verify=verify)
+
+    def _cmd(self, *argv: str, check: bool = True) -> subprocess.CompletedProcess:
+        try:
+            done = self._run(list(argv), capture_output=True, text=True, check=False)
+        except OSError as exc:
+            raise WorkloadError(f"{argv[0]}: {exc}") from exc
+        if check and done.returncode != 0:
+            raise WorkloadError(f"{' '.join(argv[:3])} failed ({done.returncode}): {(done.stderr or '').strip()}")
+        return done
+
+
+def _pinned(cert: Path) -> ssl.SSLContext:
+    """Trust exactly the configured certificate.
+
+    It names the public address while the charm connects over the local hop, so the host name is
+    not checked, but the chain must end at this certificate.
+    """
+    context = ssl.create_default_context(cafile=str(cert))
+    context.check_hostname = False
+    context.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN
+    return context
+
+
+def _write(path: Path, text: str, mode: int) -> bool:
+    """Write `text` unless the file holds it already. True when written."""
+    if path.exists() and path.read_text() == text:
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    with os.fdopen(fd, "w") as out:
+        out.write(text)
+    os.chmod(tmp, mode)
+    os.replace(tmp, path)
+    return True
+
+
+class NetAppClient:
+    """The NetApp's REST API, one method per charm action."""
+
+    def __init__(self, base_url: str, token: str, verify: Any = True, timeout: float = API_TIMEOUT_S):
+        self.base_url = base_url
+        self._headers = {"Authorization": f"Bearer {token}"}
+        self._verify = verify
+        self._timeout = timeout
+
+    def request(self, method: str, path: str, body: Any = None) -> Any:
+        """Call the API; the decoded JSON answer (None when empty); ApiError on a failure."""
+        try:
+            with httpx.Client(
+                base_url=self.base_url, headers=self._headers, verify=self._verify, timeout=self._timeout
+            ) as http:
+                response = http.request(method, path, json=body)
+        except httpx.HTTPError as exc:
+            raise ApiError(None, f"cannot reach the NetApp at {self.base_url}: {exc}") from exc
+        if response.status_code >= 400:
+            raise ApiError(response.status_code, _problem_text(response))
+        if not response.content:
+            return None
+        return response.json()
+
+    def add_intent(self, intent: dict[str, Any]) -> Any:
+        """POST /api/v1/intents."""
+        return self.request("POST", "/api/v1/intents", intent)
+
+    def remove_intent(self, intent_id: str) -> None:
+        """DELETE /api/v1/intents/{id}."""
+        self.request("DELETE", f"/api/v1/intents/{_seg(intent_id)}")
+
+    def list_intents(self) -> list[Any]:
+        """Every page of GET /api/v1/intents."""
+        return self._all_pages("/api/v1/intents")
+
+    def get_slice(self, slice_id: str) -> Optional[Any]:
+        """GET /api/v1/slices/{id}; None when there is none."""
+        try:
+            return self.request("GET", f"/api/v1/slices/{_seg(slice_id)}")
+        except ApiError as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def put_slice(self, spec: dict[str, Any]) -> Any:
+        """PUT /api/v1/slices/{id}."""
+        return self.request("PUT", f"/api/v1/slices/{_seg(str(spec['id']))}", spec)
+
+    def delete_slice(self, slice_id: str) -> None:
+        """DELETE /api/v1/slices/{id}."""
+        self.request("DELETE", f"/api/v1/slices/{_seg(slice_id)}")
+
+    def put_alternative(self, group: dict[str, Any]) -> Any:
+        """PUT /api/v1/alternatives/{id}."""
+        return self.request("PUT", f"/api/v1/alternatives/{int(group['id'])}", group)
+
+    def stats(self) -> Any:
+        """GET /api/v1/stats."""
+        return self.request("GET", "/api/v1/stats")
+
+    def dataplane(self) -> Any:
+        """GET /api/v1/dataplane."""
+        return self.request("GET", "/api/v1/dataplane")
+
+    def attach(self, interface: str, mode: str) -> Any:
+        """POST /api/v1/dataplane/attach."""
+        return self.request("POST", "/api/v1/dataplane/attach", {"interface": interface, "mode": mode})
+
+    def detach(self, interface: str) -> None:
+        """POST /api/v1/dataplane/detach."""
+        self.request("POST", "/api/v1/dataplane/detach", {"interface": interface})
+
+    def subscribe(self, callback_uri: str, measurements: list[str], period: int) -> Any:
+        """POST /api/v1/subscriptions."""
+        body: dict[str, Any] = {
+            "subscriptionType": "TelemetryNotificationSubscription",
+            "callbackReference": callback_uri,
+            "period": period,
+        }
+        if measurements:
+            body["filterCriteria"] = {"measurements": measurements}
+        return self.request("POST", "/api/v1/subscriptions", body)
+
+    def unsubscribe(self, subscription_id: str) -> None:
+        """DELETE /api/v1/subscriptions/{id}."""
+        self.request("DELETE", f"/api/v1/subscriptions/{_seg(subscription_id)}")
+
+    def reload_dataplane(self) -> list[dict[str, str]]:
+        """Detach and attach again, in the same mode, every interface the data plane is on."""
+        status = self.dataplane() or {}
+        reloaded = []
+        for view in status.get("interfaces", []):
+            name, mode = view["name"], view.get("mode") or "native"
+            if view.get("attached") is False:
+                continue
+            self.detach(name)
+            self.attach(name, mode)
+            reloaded.append({"name": name, "mode": mode})
+        return reloaded
+
+    def _all_pages(self, path: str) -> list[Any]:
+        items: list[Any] = []
+        offset = 0
+        while True:
+            page = self.request("GET", f"{path}?offset={offset}&limit=500")
+            if isinstance(page, list):
+                return page
+            batch = page.get("items", [])
+            items.extend(batch)
+            offset += len(batch)
+            if not batch or offset >= page.get("total", offset):
+                return items
+
+
+def _seg(value: str) -> str:
+    return quote(value, safe="")
+
+
+def _problem_text(response: httpx.Response) -> str:
+    try:
+        problem = response.json()
+    except ValueError:
+        return response.text.strip()[:500] or response.reason_phrase
+    if isinstance(problem, dict):
+        text = problem.get("detail") or problem.get("title") or json.dumps(problem)
+        errors = problem.get("errors") or problem.get("invalid_params")
+        if errors:
+            text = f"{text} {json.dumps(errors)[:500]}"
+        return str(text)
+    return json.dumps(problem)[:500]

@@ -1,0 +1,154 @@
+"""Fixtures of the charm tests: the charm's src/ on sys.path, its charmcraft.yaml, an ops.testing
+Context whose workload is a fake (no apt, no systemctl on this machine)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import pytest
+import yaml
+
+CHARM_DIR = Path(__file__).resolve().parents[2] / "charms" / "dpp-netapp"
+sys.path.insert(0, str(CHARM_DIR / "src"))
+
+from netapp_workload import ApiError  # noqa: E402
+
+CHARMCRAFT = yaml.safe_load((CHARM_DIR / "charmcraft.yaml").read_text())
+
+
+class FakeClient:
+    """Records the API calls; answers like the NetApp would, or raises `fail_with`."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, tuple[Any, ...]]] = []
+        self.slices: dict[str, dict[str, Any]] = {}
+        self.fail_with: Optional[ApiError] = None
+
+    def _call(self, name: str, *args: Any) -> None:
+        self.calls.append((name, args))
+        if self.fail_with is not None:
+            raise self.fail_with
+
+    def add_intent(self, intent):
+        self._call("add_intent", intent)
+        return {"intent": intent, "tenant": "operator"}
+
+    def remove_intent(self, intent_id):
+        self._call("remove_intent", intent_id)
+
+    def list_intents(self):
+        self._call("list_intents")
+        return [{"intent": {"id": "a"}}, {"intent": {"id": "b"}}]
+
+    def get_slice(self, slice_id):
+        self._call("get_slice", slice_id)
+        return self.slices.get(slice_id)
+
+    def put_slice(self, spec):
+        self._call("put_slice", spec)
+        self.slices[spec["id"]] = spec
+        return spec
+
+    def delete_slice(self, slice_id):
+        self._call("delete_slice", slice_id)
+
+    def put_alternative(self, group):
+        self._call("put_alternative", group)
+        return group
+
+    def stats(self):
+        self._call("stats")
+        return {"intents": {}}
+
+    def attach(self, interface, mode):
+        self._call("attach", interface, mode)
+        return {"interface": interface, "mode": mode}
+
+    def detach(self, interface):
+        self._call("detach", interface)
+
+    def subscribe(self, uri, measurements, period):
+        self._call("subscribe", uri, measurements, period)
+        return {"subscriptionId": "sub-1", "callbackReference": uri}
+
+    def unsubscribe(self, sub_id):
+        self._call("unsubscribe", sub_id)
+
+    def reload_dataplane(self):
+        self._call("reload_dataplane")
+        return [{"name": "ens4", "mode": "native"}]
+
+
+class FakeNetApp:
+    """Stands in for netapp_workload.NetApp: state the tests set, steps the tests read."""
+
+    def __init__(self) -> None:
+        self.installed = True
+        self.running = True
+        self.steps: list[str] = []
+        self.configs: list[Any] = []
+        self.changed = False
+        self.install_error: Optional[Exception] = None
+        self.configure_error: Optional[Exception] = None
+        self.api = FakeClient()
+
+    def install(self, source: str) -> None:
+        self.steps.append(f"install {source}")
+        if self.install_error:
+            raise self.install_error
+        self.installed = True
+
+    def is_installed(self) -> bool:
+        return self.installed
+
+    def configure(self, config) -> bool:
+        self.steps.append("configure")
+        if self.configure_error:
+            raise self.configure_error
+        self.configs.append(config)
+        return self.changed
+
+    def restart(self) -> None:
+        self.steps.append("restart")
+        self.running = True
+
+    def stop(self) -> None:
+        self.steps.append("stop")
+        self.running = False
+
+    def remove(self) -> None:
+        self.steps.append("remove")
+        self.running = False
+
+    def is_running(self) -> bool:
+        return self.running
+
+    def client(self, config):
+        return self.api
+
+
+@pytest.fixture
+def netapp(monkeypatch: pytest.MonkeyPatch) -> FakeNetApp:
+    import charm
+
+    fake = FakeNetApp()
+    monkeypatch.setattr(charm, "NetApp", lambda: fake)
+    return fake
+
+
+@pytest.fixture
+def ctx(netapp: FakeNetApp):
+    from ops import testing
+
+    import charm
+
+    meta = {key: CHARMCRAFT[key] for key in ("name", "summary", "description") if key in CHARMCRAFT}
+    return testing.Context(
+        charm.DppNetappCharm,
+        meta=meta,
+        config=CHARMCRAFT["config"],
+        actions=CHARMCRAFT["actions"],
+        charm_root=CHARM_DIR,
+    )

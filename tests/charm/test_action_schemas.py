@@ -1,0 +1,96 @@
+"""The actions' parameters against their JSON schemas in charmcraft.yaml, with jsonschema: Juju
+checks them before the charm runs, ops.testing does not (enum, required, minimum)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import jsonschema
+import pytest
+
+import charm
+from tests.charm.conftest import CHARMCRAFT
+from tests.charm.test_charm import GOOD
+
+ACTIONS = CHARMCRAFT["actions"]
+
+# The contract with the VNFD's config primitives: action -> parameter names.
+PARAMETERS = {
+    "add-intent": {"intent"},
+    "remove-intent": {"intent-id"},
+    "list-intents": set(),
+    "create-slice": {"slice"},
+    "update-slice": {"slice"},
+    "delete-slice": {"slice-id"},
+    "set-alternatives": {"groups"},
+    "get-stats": set(),
+    "attach": {"interface", "mode"},
+    "detach": {"interface"},
+    "subscribe-telemetry": {"callback-uri", "measurements", "period"},
+    "unsubscribe-telemetry": {"subscription-id"},
+    "reload-dataplane": set(),
+}
+
+
+def schema_of(action: str) -> dict[str, Any]:
+    """The JSON schema Juju builds from an action's declaration."""
+    spec = ACTIONS[action]
+    return {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "type": "object",
+        "properties": spec.get("params", {}),
+        "required": spec.get("required", []),
+        "additionalProperties": spec.get("additionalProperties", True),
+    }
+
+
+def test_given_charmcraft_when_read_then_actions_and_parameters_are_the_contract():
+    assert {name: set(spec.get("params", {})) for name, spec in ACTIONS.items()} == PARAMETERS
+    assert set(charm.ACTIONS) == set(ACTIONS)
+
+
+@pytest.mark.parametrize("action", sorted(ACTIONS))
+def test_given_action_when_schema_checked_then_valid_draft7_with_closed_parameters(action):
+    jsonschema.Draft7Validator.check_schema(schema_of(action))
+    assert ACTIONS[action].get("additionalProperties") is False
+    assert ACTIONS[action].get("description")
+
+
+@pytest.mark.parametrize("action, params", [(g[0], g[1]) for g in GOOD])
+def test_given_good_parameters_of_unit_tests_when_validated_then_accepted(action, params):
+    jsonschema.validate(params, schema_of(action))
+
+
+def test_given_slice_parameter_when_validated_then_accepted():
+    jsonschema.validate({"slice": json.dumps({"id": "embb"})}, schema_of("create-slice"))
+    jsonschema.validate({"slice": json.dumps({"id": "embb"})}, schema_of("update-slice"))
+
+
+BAD = [
+    ("attach", {"interface": "ens4", "mode": "turbo"}, "enum"),
+    ("attach", {"mode": "native"}, "required"),
+    ("attach", {"interface": "a-very-long-interface-name"}, "maxLength"),
+    ("detach", {}, "required"),
+    ("subscribe-telemetry", {"callback-uri": "http://x", "period": 0}, "minimum"),
+    ("subscribe-telemetry", {"callback-uri": "http://x", "period": "10"}, "type"),
+    ("subscribe-telemetry", {"period": 10}, "required"),
+    ("add-intent", {}, "required"),
+    ("add-intent", {"intent": {"id": "x"}}, "type"),
+    ("remove-intent", {"intent-id": ""}, "minLength"),
+    ("delete-slice", {}, "required"),
+    ("set-alternatives", {}, "required"),
+    ("unsubscribe-telemetry", {"subscription-id": ""}, "minLength"),
+    ("list-intents", {"filter": "x"}, "additionalProperties"),
+    ("reload-dataplane", {"force": True}, "additionalProperties"),
+]
+
+
+@pytest.mark.parametrize("action, params, keyword", BAD)
+def test_given_bad_parameters_when_validated_then_rejected_by_keyword(action, params, keyword):
+    errors = list(jsonschema.Draft7Validator(schema_of(action)).iter_errors(params))
+    assert [error.validator for error in errors] == [keyword]
+
+
+def test_given_attach_mode_when_omitted_then_default_native():
+    assert ACTIONS["attach"]["params"]["mode"]["default"] == "native"

@@ -1,0 +1,278 @@
+"""The workload module without ops: settings and systemd unit written to a tmp dir (commands
+recorded, never run), and its REST client against a real uvicorn serving the NetApp API."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+import yaml
+
+from charm_config import CharmConfig
+from netapp_workload import ApiError, NetApp, NetAppClient, WorkloadError
+
+INTENT = {"id": "video", "match": {"protocol": "udp", "dst_port": 5004}, "action": {"type": "steer", "cpu": 1}}
+
+
+class Commands:
+    """Records argv lists; `netapp tokens add` prints a token like the real one."""
+
+    def __init__(self, fail: str = "") -> None:
+        self.argv: list[list[str]] = []
+        self.fail = fail
+
+    def __call__(self, argv, **kwargs) -> subprocess.CompletedProcess:
+        self.argv.append(argv)
+        out = "tok-123\n" if argv[1:3] == ["tokens", "add"] else ""
+        code = 1 if self.fail and self.fail in " ".join(argv) else 0
+        return subprocess.CompletedProcess(argv, code, out, "boom" if code else "")
+
+
+@pytest.fixture
+def commands() -> Commands:
+    return Commands()
+
+
+@pytest.fixture
+def workload(tmp_path: Path, commands: Commands) -> NetApp:
+    return NetApp(root=tmp_path, run=commands)
+
+
+def test_given_full_config_when_configure_then_settings_load_as_netapp_settings(workload, commands, tmp_path):
+    from netapp.core.config import Settings
+
+    config = CharmConfig(
+        interfaces="ens4,ens5",
+        xdp_mode="generic",
+        cpus="2-3",
+        max_rules=4096,
+        api_host="0.0.0.0",
+        api_port=8443,
+        tls_cert="CERT",
+        tls_key="KEY",
+        influxdb_url="http://influx:8086",
+        influxdb_token="tok",
+        influxdb_bucket="dpp",
+        telemetry_interval=2.5,
+    )
+    assert workload.configure(config) is True
+    settings = yaml.safe_load(workload.paths.settings.read_text())
+    assert settings["interfaces"] == [{"name": "ens4", "mode": "generic"}, {"name": "ens5", "mode": "generic"}]
+    assert settings["tokens_file"] == "/etc/dpp-netapp/tokens.yaml"
+    assert settings["tls_cert"] == "/etc/dpp-netapp/tls.crt"
+    assert settings["telemetry"]["influxdb"]["bucket"] == "dpp"
+    # The NetApp itself accepts the file (paths as on the host; validation does not open them).
+    parsed = Settings(**settings)
+    assert parsed.max_rules == 4096 and parsed.telemetry.interval_s == 2.5
+    assert workload.paths.tls_key.read_text() == "KEY" and workload.paths.tls_key.stat().st_mode & 0o777 == 0o600
+    assert workload.paths.settings.stat().st_mode & 0o777 == 0o600
+    assert workload.paths.charm_token.read_text() == "tok-123\n"
+    assert ["systemctl", "daemon-reload"] in commands.argv
+
+
+def test_given_cpus_when_configure_then_unit_pins_them(workload):
+    workload.configure(CharmConfig(cpus="1,3-4"))
+    unit = workload.paths.unit.read_text()
+    assert "CPUAffinity=1 3 4" in unit
+    assert "ExecStart=/opt/dpp-netapp/bin/netapp serve" in unit
+    assert "Environment=NETAPP_CONFIG=/etc/dpp-netapp/settings.yaml" in unit
+
+
+def test_given_configured_when_configure_again_then_unchanged_and_token_kept(workload, commands):
+    workload.configure(CharmConfig())
+    commands.argv.clear()
+    assert workload.configure(CharmConfig()) is False
+    assert commands.argv == []
+
+
+def test_given_tls_dropped_when_configure_then_tls_files_removed(workload):
+    workload.configure(CharmConfig(tls_cert="C", tls_key="K"))
+    assert workload.configure(CharmConfig()) is True
+    assert not workload.paths.tls_cert.exists() and "tls_cert" not in workload.paths.settings.read_text()
+
+
+def test_given_source_when_install_then_venv_and_pip(workload, commands):
+    workload.install("dpp-netapp==0.1.0")
+    assert commands.argv[1] == ["python3", "-m", "venv", str(workload.paths.venv)]
+    assert commands.argv[2][-1] == "dpp-netapp==0.1.0"
+
+
+def test_given_pip_fails_when_install_then_workload_error(tmp_path):
+    with pytest.raises(WorkloadError, match="failed"):
+        NetApp(root=tmp_path, run=Commands(fail="pip")).install("nope")
+
+
+def test_given_service_when_restart_stop_remove_then_systemctl(workload, commands):
+    workload.configure(CharmConfig())
+    workload.restart()
+    assert workload.is_running()
+    workload.stop()
+    workload.remove()
+    assert ["systemctl", "restart", "dpp-netapp"] in commands.argv
+    assert ["systemctl", "disable", "--now", "dpp-netapp"] in commands.argv
+    assert not workload.paths.unit.exists()
+
+
+def test_given_no_token_when_client_then_api_error(workload):
+    with pytest.raises(ApiError, match="no API token"):
+        workload.client(CharmConfig())
+
+
+def test_given_token_when_client_then_local_url(workload):
+    config = CharmConfig(api_host="localhost", api_port=9080)
+    workload.configure(config)
+    assert workload.client(config).base_url == "http://localhost:9080"
+
+
+# --- the REST client against the real API ------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def api_server(tmp_path_factory) -> Iterator[tuple[str, object]]:
+    from netapp.api.auth import write_tokens_file
+    from netapp.api.deps import get_service
+    from netapp.api.main import create_app
+    from netapp.core.config import Settings
+    from netapp.service.contract import Scope
+    from netapp.telemetry.runtime import Telemetry
+    from tests.api.conftest import NoCounters, tokens_file_for
+    from tests.api.fake_service import FakeIntentService
+    from tests.api.server import ServerThread
+
+    tokens = tmp_path_factory.mktemp("auth") / "tokens.yaml"
+    write_tokens_file(tokens, tokens_file_for({"juju-charm": ("operator", [Scope.ADMIN])}))
+    settings = Settings(tokens_file=tokens, state_dir=tmp_path_factory.mktemp("state"))
+    service = FakeIntentService()
+    app = create_app(settings, service, Telemetry.from_settings(settings, NoCounters()))
+    app.dependency_overrides[get_service] = lambda: service
+    with ServerThread(app) as server:
+        yield server.url, service
+
+
+@pytest.fixture
+def client(api_server) -> NetAppClient:
+    from tests.api.conftest import token_of
+
+    return NetAppClient(api_server[0], token_of("juju-charm"), timeout=10)
+
+
+def test_given_real_api_when_intents_added_listed_removed_then_round_trip(client):
+    client.add_intent(INTENT)
+    assert [item["intent"]["id"] for item in client.list_intents()] == ["video"]
+    with pytest.raises(ApiError) as refused:
+        client.add_intent({**INTENT, "match": {"protocol": "udp", "dst_port": 6000}})
+    assert refused.value.status == 409
+    client.remove_intent("video")
+    assert client.list_intents() == []
+    with pytest.raises(ApiError) as missing:
+        client.remove_intent("video")
+    assert missing.value.status == 404
+
+
+def test_given_real_api_when_slice_put_and_deleted_then_found_then_gone(client):
+    spec = {
+        "id": "embb",
+        "snssai": {"sst": 1, "sd": "00A1B2"},
+        "priority_level": 10,
+        "members": {"vnis": [1093]},
+        "cpus": [0, 1],
+    }
+    assert client.get_slice("embb") is None
+    client.put_slice(spec)
+    assert "embb" in str(client.get_slice("embb"))
+    client.delete_slice("embb")
+    assert client.get_slice("embb") is None
+
+
+def test_given_real_api_when_bad_intent_then_400_naming_field(client):
+    with pytest.raises(ApiError) as bad:
+        client.add_intent({"id": "x", "match": {"protocol": "udp"}, "action": {"type": "warp"}})
+    assert bad.value.status in (400, 422)
+
+
+def test_given_real_api_when_attach_reload_detach_then_dataplane_follows(client, api_server):
+    service = api_server[1]
+    client.attach("ens4", "generic")
+    assert client.reload_dataplane() == [{"name": "ens4", "mode": "generic"}]
+    assert service.attached == {"ens4": "generic"}
+    client.detach("ens4")
+    assert client.reload_dataplane() == []
+
+
+def test_given_real_api_when_alternatives_and_stats_then_answers(client):
+    group = {"id": 1, "members": [{"interface": "ens6", "mac": "02:00:00:00:00:06"}]}
+    client.put_alternative(group)
+    assert "intents" in client.stats()
+
+
+def test_given_real_api_when_subscribe_then_id_and_unsubscribe(client):
+    body = client.subscribe("http://127.0.0.1:9/notify", ["dpp_intent"], 5)
+    sub_id = body.get("subscriptionId") or body.get("id")
+    assert sub_id
+    client.unsubscribe(sub_id)
+    with pytest.raises(ApiError) as gone:
+        client.unsubscribe(sub_id)
+    assert gone.value.status == 404
+
+
+def test_given_wrong_token_when_call_then_401(api_server):
+    with pytest.raises(ApiError) as refused:
+        NetAppClient(api_server[0], "not-a-token", timeout=10).stats()
+    assert refused.value.status == 401
+
+
+def test_given_nothing_listening_when_call_then_api_error_says_so():
+    with pytest.raises(ApiError, match="cannot reach the NetApp"):
+        NetAppClient("http://127.0.0.1:9", "t", timeout=2).stats()
+
+
+@pytest.fixture(scope="module")
+def tls_api(tmp_path_factory) -> Iterator[tuple[int, Path, Path]]:
+    from netapp.api.auth import write_tokens_file
+    from netapp.api.main import create_app
+    from netapp.core.config import Settings
+    from netapp.service.contract import Scope
+    from netapp.telemetry.runtime import Telemetry
+    from tests.api.conftest import NoCounters, tokens_file_for
+    from tests.api.fake_service import FakeIntentService
+    from tests.api.server import ServerThread
+    from tests.utils.tls import self_signed
+
+    tokens = tmp_path_factory.mktemp("tls-auth") / "tokens.yaml"
+    write_tokens_file(tokens, tokens_file_for({"juju-charm": ("operator", [Scope.ADMIN])}))
+    cert, key = self_signed(tmp_path_factory.mktemp("tls"))
+    settings = Settings(tokens_file=tokens, tls_cert=cert, tls_key=key)
+    app = create_app(settings, FakeIntentService(), Telemetry.from_settings(settings, NoCounters()))
+    with ServerThread(app, certfile=cert, keyfile=key) as server:
+        yield server.socket.getsockname()[1], cert, key
+
+
+def _tls_workload(root: Path, port: int, cert: Path, key: Path) -> tuple[NetApp, CharmConfig]:
+    from tests.api.conftest import token_of
+
+    config = CharmConfig(api_host="0.0.0.0", api_port=port, tls_cert=cert.read_text(), tls_key=key.read_text())
+    workload = NetApp(root=root, run=Commands())
+    workload.configure(config)
+    workload.paths.charm_token.write_text(token_of("juju-charm") + "\n")
+    return workload, config
+
+
+def test_given_public_tls_api_when_client_then_local_https_trusting_the_configured_cert(tmp_path, tls_api):
+    port, cert, key = tls_api
+    workload, config = _tls_workload(tmp_path, port, cert, key)
+    client = workload.client(config)
+    assert client.base_url == f"https://127.0.0.1:{port}"
+    assert client.list_intents() == []
+
+
+def test_given_other_cert_configured_when_client_then_tls_refused(tmp_path, tls_api):
+    from tests.utils.tls import self_signed
+
+    port, _, _ = tls_api
+    (tmp_path / "other").mkdir()
+    other_cert, other_key = self_signed(tmp_path / "other")
+    workload, config = _tls_workload(tmp_path / "root", port, other_cert, other_key)
+    with pytest.raises(ApiError, match="cannot reach"):
+        workload.client(config).stats()
