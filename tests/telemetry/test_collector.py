@@ -26,21 +26,8 @@ from netapp.telemetry.poll import (
     rfc3339_ns,
 )
 from netapp.telemetry.sample import Counters
+from tests.utils.clock import START, NanoClock
 from tests.utils.service import ADMIN, ALICE, BOB, fake_service, intent, slice_spec
-
-SECOND = 1_000_000_000
-START = 1_750_000_000 * SECOND
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = START
-
-    def __call__(self) -> int:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += int(seconds * SECOND)
 
 
 class Reloadable:
@@ -69,8 +56,8 @@ def service(tmp_path):
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
+def clock() -> NanoClock:
+    return NanoClock()
 
 
 @pytest.fixture

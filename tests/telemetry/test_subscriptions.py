@@ -30,28 +30,14 @@ from netapp.telemetry.subscriptions import (
     TelemetryNotification,
 )
 from tests.utils.callbacks import CallbackReceiver
+from tests.utils.clock import SECOND, START, NanoClock
 from tests.utils.service import ADMIN, ALICE, BOB, fake_service, intent, settings_for, slice_spec
 
-SECOND = 1_000_000_000
-START = 1_750_000_000 * SECOND
 TELEMETRY_DOC = Path(__file__).resolve().parents[2] / "api" / "telemetry.md"
 # Retries in milliseconds, so that a test waits for three attempts, not three seconds.
 FAST = SubscriptionSettings(
     workers=2, timeout_ms=2000, max_retries=2, retry_interval_ms=10, max_retry_delay_ms=40
 )
-
-
-class Clock:
-    """Nanoseconds, moved by the test: the collector's poll times and the manager's now."""
-
-    def __init__(self) -> None:
-        self.now = START
-
-    def __call__(self) -> int:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += int(seconds * SECOND)
 
 
 @pytest.fixture
@@ -65,8 +51,8 @@ def service(tmp_path):
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
+def clock() -> NanoClock:
+    return NanoClock()
 
 
 @pytest.fixture
@@ -79,7 +65,9 @@ class Rig:
     """The collector and the subscription manager wired as `netapp serve` wires them (through
     Telemetry), polled by hand on the test's clock."""
 
-    def __init__(self, service: NetAppService, state_dir: Path, clock: Clock, settings: SubscriptionSettings):
+    def __init__(
+        self, service: NetAppService, state_dir: Path, clock: NanoClock, settings: SubscriptionSettings
+    ):
         self.service = service
         self.state_dir = state_dir
         self.clock = clock
