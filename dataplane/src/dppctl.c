@@ -302,6 +302,43 @@ static int cmd_unload(struct ctl *c, int argc, char **argv)
 	return 0;
 }
 
+static __u32 program_id(int fd)
+{
+	struct bpf_prog_info info = {};
+	__u32 len = sizeof(info);
+
+	return bpf_obj_get_info_by_fd(fd, &info, &len) ? 0 : info.id;
+}
+
+/* Replace the pinned program with the one this build carries, under traffic: the links switch
+ * over in one step, and rules, counters and configuration stay (they live in the pinned maps). */
+static int cmd_upgrade(struct ctl *c, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "no-flow-cache", no_argument, NULL, 'F' },
+		{},
+	};
+	LIBBPF_OPTS(dpp_upgrade_opts, uopts, .flow_cache = true);
+	__u32 before;
+	int opt, rc, err;
+
+	while ((opt = getopt_long(argc, argv, "F", opts, NULL)) != -1) {
+		if (opt != 'F')
+			return 2;
+		uopts.flow_cache = false;
+	}
+	rc = open_existing(c);
+	if (rc)
+		return rc;
+	before = program_id(dpp_prog_fd(c->d));
+	err = dpp_upgrade(c->d, &uopts);
+	if (err)
+		return fail(err, "upgrade instance '%s' (the previous program still runs)", c->instance);
+	printf("instance '%s' upgraded: program id %u -> %u\n", c->instance, before,
+	       program_id(dpp_prog_fd(c->d)));
+	return 0;
+}
+
 /* ---- status ---- */
 
 static int count_rule(const struct dpp_flow_key *key, const struct dpp_rule *rule, void *ctx)
@@ -705,6 +742,7 @@ static const struct cmd cmds[] = {
 	{ "status", cmd_status, "status" },
 	{ "rules", cmd_rules, "rules" },
 	{ "stats", cmd_stats, "stats" },
+	{ "upgrade", cmd_upgrade, "upgrade [--no-flow-cache]" },
 	{ "unload", cmd_unload, "unload" },
 };
 

@@ -341,13 +341,18 @@ class OpenOpts(Structure):
     ]
 
 
+class UpgradeOpts(Structure):
+    C_NAME = "dpp_upgrade_opts"
+    _fields_ = [("sz", c_size_t), ("flow_cache", c_bool), ("trace", c_bool)]
+
+
 class TestResult(Structure):
     C_NAME = "dpp_test_result"
     __test__ = False  # not a pytest test class
     _fields_ = [("verdict", c_uint32), ("duration_ns", c_uint32), ("trace", Trace)]
 
 
-LIBDPP_STRUCTS = (OpenOpts, TestResult)
+LIBDPP_STRUCTS = (OpenOpts, UpgradeOpts, TestResult)
 
 
 @dataclass(frozen=True)
@@ -391,6 +396,7 @@ PROTOTYPES: Mapping[str, tuple[Any, list[Any]]] = {
     "dpp_reused": (c_int, [c_void_p]),
     "dpp_prog_fd": (c_int, [c_void_p]),
     "dpp_map_fd": (c_int, [c_void_p, c_char_p]),
+    "dpp_upgrade": (c_int, [c_void_p, POINTER(UpgradeOpts)]),
     "dpp_attach": (c_int, [c_void_p, c_int, c_int]),
     "dpp_detach": (c_int, [c_void_p, c_int]),
     "dpp_attached": (c_int, [c_void_p, POINTER(c_int), c_int]),
@@ -615,6 +621,11 @@ class DppHandle:
         """A map's kernel id and max_entries."""
         info = fdinfo(self.map_fd(name))
         return {"id": int(info["map_id"]), "max_entries": int(info["max_entries"])}
+
+    def upgrade(self, *, flow_cache: bool = True, trace: bool = False) -> None:
+        """Replace the program with the one this libdpp carries; maps and links stay."""
+        opts = UpgradeOpts(sz=ctypes.sizeof(UpgradeOpts), flow_cache=flow_cache, trace=trace)
+        check(self.lib.dpp_upgrade(self._handle, byref(opts)), "dpp_upgrade")
 
     def attach(self, ifindex: int, mode: XdpMode) -> None:
         check(self.lib.dpp_attach(self._handle, ifindex, int(mode)), f"dpp_attach(ifindex {ifindex})")

@@ -73,6 +73,7 @@ class Adapter(Protocol):
     def detach(self, ifindex: int) -> None: ...
     def attached(self) -> list[int]: ...
     def unpin(self) -> None: ...
+    def upgrade(self, *, flow_cache: bool = True, trace: bool = False) -> None: ...
     def rules_upsert(self, keys: Sequence[FlowKey], rules: Sequence[Rule]) -> None: ...
     def rules_delete(self, keys: Sequence[FlowKey]) -> None: ...
     def rules_dump(self) -> list[tuple[FlowKey, Rule]]: ...
@@ -322,6 +323,17 @@ class Dataplane:
     def unpin(self) -> None:
         """Remove the instance's pins (and so detach it); the handle stays usable until close()."""
         self._dpp.unpin()
+
+    def reload(self, flow_cache: bool = True) -> tuple[int, int]:
+        """Replace the running program with the one this build carries, under traffic.
+
+        The maps stay, so rules, counters, CPUs and alternatives carry over and the facade's view
+        of them stays true; every attached interface switches program in one step. Returns the
+        program ids before and after. On failure the previous program keeps running.
+        """
+        before = self._dpp.prog_id()
+        self._dpp.upgrade(flow_cache=flow_cache, trace=self._trace)
+        return before, self._dpp.prog_id()
 
     def adopt_installed_rules(self) -> None:
         """Take over the rules of a reused (pinned) instance; the next apply() reconciles them.

@@ -54,6 +54,7 @@ class FakeDpp:
         self.cpu_counters = [[0, 0] for _ in range(MAX_CPUS)]
         self.links: dict[int, XdpMode] = {}
         self.closed = False
+        self.program_id = 1
         self._reused = reused
 
     # lifecycle
@@ -81,6 +82,11 @@ class FakeDpp:
     def unpin(self) -> None:
         self.calls.append(("unpin",))
         self.links.clear()
+
+    def upgrade(self, *, flow_cache: bool = True, trace: bool = False) -> None:
+        """A new program id, as the kernel gives; maps and links stay as they are."""
+        self.calls.append(("upgrade", flow_cache, trace))
+        self.program_id += 1
 
     # rules and shapes
     def rules_upsert(self, keys: Sequence[FlowKey], rules: Sequence[Rule]) -> None:
@@ -196,7 +202,7 @@ class FakeDpp:
 
     # ids and sizes
     def prog_id(self) -> int:
-        return 1
+        return self.program_id
 
     def map_info(self, name: str) -> dict[str, int]:
         """Made-up ids (1 + the map's position in MAPS); sizes from the header, rules as configured."""

@@ -321,6 +321,10 @@ class IntentService(abc.ABC):
     def detach(self, who: Principal, interface: str) -> None: ...
 
     @abc.abstractmethod
+    def reload_dataplane(self, who: Principal) -> dict[str, Any]:
+        """Replace the XDP program under traffic, keeping rules, counters and attachments."""
+
+    @abc.abstractmethod
     def stats(self, who: Principal) -> dict[str, Any]:
         """Per intent and slice (the caller's own), and for admins per CPU, verdict and reason."""
 

@@ -36,6 +36,7 @@ import hashlib
 import logging
 import socket
 import threading
+import time
 from datetime import datetime, timedelta, timezone
 from typing import Any, Callable, Iterator, Optional, TypeVar
 
@@ -1073,6 +1074,28 @@ class NetAppService(IntentService):
             self._site_change(who, work)
         except DataplaneUnavailable as exc:
             raise self._interface_error(interface, exc) from exc
+
+    def reload_dataplane(self, who: Principal) -> dict[str, Any]:
+        """Swap in the program this build carries (an upgrade, or after a settings change of the
+        flow cache). Maps are kept, so the store, the index and the maps stay in step and nothing
+        is written to the store; the telemetry sees a new program id and restarts its rates."""
+        self._require(who, Scope.ADMIN)
+        with self._exclusive():
+            self._require_started()
+            started = time.monotonic()
+            try:
+                before, after = self.dataplane.reload(flow_cache=self.settings.flow_cache)
+            except DataplaneError as exc:
+                raise DataplaneUnavailable(
+                    f"the program was not replaced, the previous one still runs: {exc}"
+                ) from exc
+            log.info("data plane program replaced: id %d -> %d", before, after)
+            return {
+                "previous_program_id": before,
+                "program_id": after,
+                "interfaces": [view["name"] for view in self._interface_views() if view["attached"]],
+                "duration_ms": round((time.monotonic() - started) * 1000, 3),
+            }
 
     @staticmethod
     def _interface_error(interface: str, exc: DataplaneUnavailable) -> ServiceError:

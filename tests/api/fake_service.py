@@ -58,6 +58,7 @@ class FakeIntentService(IntentService):
         self.alternatives: dict[int, AlternativeGroup] = {}
         self.cpus: dict[int, CpuSpec] = {}
         self.attached: dict[str, str] = {}
+        self.program_id = 1
         self.idempotency: dict[tuple[str, str], tuple[str, str]] = {}  # (tenant, key) -> intent key
         # (tenant, key) -> (the batch's intents as JSON, their intent keys)
         self.batch_idempotency: dict[tuple[str, str], tuple[list[str], list[tuple[str, str]]]] = {}
@@ -246,6 +247,17 @@ class FakeIntentService(IntentService):
         _require_admin(who)
         if self.attached.pop(interface, None) is None:
             raise NotFound(f"{interface} is not attached", field="interface")
+
+    def reload_dataplane(self, who: Principal) -> dict[str, Any]:
+        self._enter("reload_dataplane")
+        _require_admin(who)
+        self.program_id += 1
+        return {
+            "previous_program_id": self.program_id - 1,
+            "program_id": self.program_id,
+            "interfaces": sorted(self.attached),
+            "duration_ms": 0.0,
+        }
 
     def stats(self, who: Principal) -> dict[str, Any]:
         self._enter("stats")

@@ -236,6 +236,25 @@ def test_given_an_admin_then_it_detaches_and_attaches_the_interface_over_rest(re
         assert attached(admin) is True
 
 
+def test_given_an_admin_then_a_reload_swaps_the_program_and_the_intents_stay(real):
+    with client(real, "admin") as admin, client(real, "tenant-a") as api:
+        body = native_intent("e2e-reload", match={"protocol": "udp", "dst_port": 5304})
+        assert api.post(INTENTS, json=body).status_code == 201
+        before = admin.get("/api/v1/dataplane").json()
+
+        reloaded = admin.post("/api/v1/dataplane/reload")
+
+        assert reloaded.status_code == 200, reloaded.text
+        result = reloaded.json()
+        assert result["previous_program_id"] == before["program_id"] != result["program_id"]
+        assert result["interfaces"] == [VETH]
+        after = admin.get("/api/v1/dataplane").json()
+        assert after["program_id"] == result["program_id"]
+        assert after["rules"] == before["rules"] and after["interfaces"] == before["interfaces"]
+        assert api.get(f"{INTENTS}/e2e-reload").status_code == 200
+        assert_problem(api.post("/api/v1/dataplane/reload"), 403)
+
+
 def test_given_an_alternative_group_in_use_then_deleting_it_is_a_409(real):
     group = {"id": 5, "members": [{"mac": "02:00:00:00:00:09", "ip4": "10.0.0.9"}]}
     with client(real, "admin") as admin, client(real, "tenant-a") as api:

@@ -135,10 +135,9 @@ LAYOUT_PROGRAM = """
 #include <stddef.h>
 #include "libdpp.h"
 #define M(s, f) printf(#s " " #f " %zu\\n", offsetof(struct s, f));
+#define S(s) printf(#s " . %zu\\n", sizeof(struct s));
 int main(void)
 {
-	printf("dpp_open_opts . %zu\\n", sizeof(struct dpp_open_opts));
-	printf("dpp_test_result . %zu\\n", sizeof(struct dpp_test_result));
 	%s
 	printf("DPP_LOG_WARN . %d\\nDPP_LOG_INFO . %d\\nDPP_LOG_DEBUG . %d\\n", DPP_LOG_WARN, DPP_LOG_INFO, DPP_LOG_DEBUG);
 	return 0;
@@ -151,7 +150,8 @@ def test_libdpp_h_structs_match_their_mirrors_as_a_c_compiler_lays_them_out(tmp_
     if compiler_path is None:
         missing("no C compiler to lay out libdpp.h structs")
     offsets = "".join(
-        f"M({mirror.C_NAME}, {name})" for mirror in binding.LIBDPP_STRUCTS for name, *_ in mirror._fields_
+        f"S({mirror.C_NAME})" + "".join(f"M({mirror.C_NAME}, {name})" for name, *_ in mirror._fields_)
+        for mirror in binding.LIBDPP_STRUCTS
     )
     source = tmp_path / "layout.c"
     source.write_text(LAYOUT_PROGRAM.replace("%s", offsets))

@@ -52,6 +52,21 @@ int dpp_prog_fd(const struct dpp *d);
 /* fd of a map by its name in the BPF object ("dpp_rules", ...), or -ENOENT. */
 int dpp_map_fd(const struct dpp *d, const char *name);
 
+struct dpp_upgrade_opts {
+	size_t sz;	 /* sizeof(struct dpp_upgrade_opts) */
+	bool flow_cache; /* load-time options of the new program (see dpp_open_opts) */
+	bool trace;
+};
+#define DPP_UPGRADE_OPTS_SZ (sizeof(struct dpp_upgrade_opts))
+
+/* Replace the instance's program with the one this library carries (a NetApp upgrade, or new
+ * load-time options), keeping its maps, so rules, counters and configuration carry over. Each
+ * XDP link is switched to the new program in one step (bpf_link_update), so the interfaces never
+ * run without a program; the program pin is replaced last. Rule and flow table sizes stay those
+ * of the running instance. When any step fails, the links are switched back and the running
+ * program stays in place. opts NULL: flow cache on, trace off. */
+int dpp_upgrade(struct dpp *d, const struct dpp_upgrade_opts *opts);
+
 /* Attach to an interface with a bpf_link (pinned as links/<ifindex> when the instance is named).
  * -EOPNOTSUPP in native mode means the driver lacks XDP: try DPP_XDP_MODE_GENERIC. -EEXIST: the
  * interface already has an XDP program. */

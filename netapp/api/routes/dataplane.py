@@ -58,6 +58,27 @@ def detach(service: ServiceDep, who: AdminDep, body: DetachRequest) -> None:
     service.detach(who, body.interface)
 
 
+class ReloadResult(BaseModel):
+    """What a program replacement did."""
+
+    previous_program_id: int = Field(description="kernel id of the program replaced")
+    program_id: int = Field(description="kernel id of the program now running")
+    interfaces: list[str] = Field(description="interfaces switched to the new program")
+    duration_ms: float = Field(description="time the replacement took")
+
+
+@router.post("/reload", response_model=ReloadResult, responses=documented(*AUTHENTICATED, 503))
+def reload_dataplane(service: ServiceDep, who: AdminDep) -> dict[str, Any]:
+    """Replace the XDP program under traffic (admin).
+
+    Loads the program this NetApp build carries with the running instance's maps, then switches
+    every attached interface to it in one step: rules, counters, CPUs and alternatives carry over
+    and no packet meets an interface without a program. On failure the previous program keeps
+    running (503). Use after upgrading the NetApp, or after changing `flow_cache`.
+    """
+    return service.reload_dataplane(who)
+
+
 @router.get("/cpus", response_model=list[dict[str, Any]], responses=documented(*AUTHENTICATED, 503))
 def list_cpus(service: ServiceDep, who: ReaderDep) -> list[dict[str, Any]]:
     """Each CPU of the steering set with its capacity, overload flag and meter state."""
