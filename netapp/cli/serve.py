@@ -93,7 +93,13 @@ def _telemetry(settings: Settings, service: IntentService) -> Optional[Any]:
         _close(service)
         fail(f"telemetry: {exc}", EXIT_ENVIRONMENT)
     if telemetry is not None:
-        telemetry.start()
+        try:
+            telemetry.start()
+        except OSError as exc:  # the metrics listener's address
+            _close(service)
+            listener = settings.telemetry.metrics_listener
+            where = f"{listener.host} port {listener.port}"
+            fail(f"telemetry.metrics_listener: cannot listen on {where}: {exc}", EXIT_ENVIRONMENT)
     return telemetry
 
 

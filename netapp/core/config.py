@@ -9,7 +9,7 @@ import socket
 from pathlib import Path
 from typing import Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, IPvAnyAddress, SecretStr, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 from pydantic_settings import YamlConfigSettingsSource
 
@@ -79,6 +79,18 @@ class StreamSettings(BaseModel):
     )
 
 
+class MetricsListenerSettings(BaseModel):
+    """An unauthenticated, read-only `/metrics` on an address of its own, for a Prometheus that
+    cannot send a bearer token (OSM's). It shows every tenant's counters: bind it to the
+    management network."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = False
+    host: IPvAnyAddress = Field(ipaddress.IPv4Address("127.0.0.1"), description="address to listen on; 0.0.0.0: all")
+    port: int = Field(9464, ge=0, le=65535, description="TCP port; 0: any free port")
+
+
 class TelemetrySettings(BaseModel):
     """The collector: how often it reads the counters and where the points go."""
 
@@ -100,6 +112,7 @@ class TelemetrySettings(BaseModel):
     influxdb: Optional[InfluxSettings] = Field(None, description="None: no InfluxDB writes")
     subscriptions: SubscriptionSettings = Field(default_factory=SubscriptionSettings)
     stream: StreamSettings = Field(default_factory=StreamSettings)
+    metrics_listener: MetricsListenerSettings = Field(default_factory=MetricsListenerSettings)
 
 
 class Settings(BaseSettings):

@@ -9,12 +9,16 @@ the CPU load, which the data plane's capacity gives meaning to. Labels are the p
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Optional
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector as PrometheusCollector
 
-from netapp.telemetry.poll import CPU, Point
+from netapp.telemetry.poll import CPU, Point, PointFilter
+
+if TYPE_CHECKING:
+    from netapp.telemetry.collector import Collector
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -35,6 +39,15 @@ def exposition(points: Iterable[Point], *, load: dict[str, float]) -> bytes:
     registry = CollectorRegistry(auto_describe=False)
     registry.register(_PointCollector(list(points), load))
     return generate_latest(registry)
+
+
+def scrape(collector: "Collector", tenant: Optional[str]) -> bytes:
+    """What a scrape answers: the counters read now for one tenant (None: all, as admins see
+    them), with the CPU loads of the latest poll."""
+    which = PointFilter(tenant=tenant)
+    latest = collector.latest
+    load = cpu_loads(latest.points(which)) if latest is not None and tenant is None else {}
+    return exposition(collector.snapshot().points(which), load=load)
 
 
 class _PointCollector(PrometheusCollector):

@@ -8,8 +8,9 @@ from __future__ import annotations
 import logging
 from typing import Optional
 
-from netapp.core.config import Settings, StreamSettings
+from netapp.core.config import MetricsListenerSettings, Settings, StreamSettings
 from netapp.telemetry.collector import Collector, Sink
+from netapp.telemetry.metrics_listener import MetricsListener
 from netapp.telemetry.sample import CounterSource
 from netapp.telemetry.stream import StreamHub
 from netapp.telemetry.subscriptions import SubscriptionManager
@@ -26,10 +27,13 @@ class Telemetry:
         collector: Collector,
         subscriptions: Optional[SubscriptionManager] = None,
         stream_settings: Optional[StreamSettings] = None,
+        metrics_listener: Optional[MetricsListenerSettings] = None,
     ):
         self.collector = collector
         self.subscriptions = subscriptions
         self.streams = StreamHub(collector, stream_settings or StreamSettings())
+        enabled = metrics_listener is not None and metrics_listener.enabled
+        self.metrics_listener = MetricsListener(collector, metrics_listener) if enabled else None
         if subscriptions is not None:
             collector.add_listener(subscriptions.offer)
 
@@ -49,9 +53,12 @@ class Telemetry:
         subscriptions = SubscriptionManager.open(
             settings.state_dir, telemetry.subscriptions, interval_s=telemetry.interval_s
         )
-        return cls(collector, subscriptions, telemetry.stream)
+        return cls(collector, subscriptions, telemetry.stream, telemetry.metrics_listener)
 
     def start(self) -> None:
+        """Raises OSError when the metrics listener cannot bind (nothing else is started then)."""
+        if self.metrics_listener is not None:
+            self.metrics_listener.start()
         if self.subscriptions is not None:
             self.subscriptions.start()  # first: the collector's first poll finds it listening
         self.streams.start()
@@ -63,6 +70,8 @@ class Telemetry:
         )
 
     def stop(self, timeout_s: float = 5.0) -> None:
+        if self.metrics_listener is not None:
+            self.metrics_listener.stop()
         self.streams.stop()
         self.collector.stop(timeout_s)
         if self.subscriptions is not None:

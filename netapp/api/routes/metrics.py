@@ -7,8 +7,7 @@ from fastapi import APIRouter, Response
 
 from netapp.api.deps import ReaderDep, TelemetryDep
 from netapp.api.routes.common import AUTHENTICATED, documented
-from netapp.telemetry.poll import PointFilter
-from netapp.telemetry.prometheus import CONTENT_TYPE, cpu_loads, exposition
+from netapp.telemetry.prometheus import CONTENT_TYPE, scrape
 
 router = APIRouter(tags=["telemetry"])
 
@@ -29,9 +28,5 @@ def get_metrics(who: ReaderDep, telemetry: TelemetryDep) -> Response:
     per CPU, verdict, action, reason, interface and of the telemetry pipeline itself."""
     # `who` comes first in the signature: dependencies resolve in order, so a caller without a
     # token gets 401, not the 503 of disabled telemetry.
-    collector = telemetry.collector
-    snapshot = collector.snapshot()
-    which = PointFilter(tenant=None if who.is_admin else who.tenant)
-    latest = collector.latest
-    load = cpu_loads(latest.points(which)) if latest is not None and who.is_admin else {}
-    return Response(exposition(snapshot.points(which), load=load), media_type=CONTENT_TYPE)
+    tenant = None if who.is_admin else who.tenant
+    return Response(scrape(telemetry.collector, tenant), media_type=CONTENT_TYPE)
