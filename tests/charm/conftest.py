@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import pytest
 import yaml
@@ -13,7 +13,7 @@ import yaml
 CHARM_DIR = Path(__file__).resolve().parents[2] / "charms" / "dpp-netapp"
 sys.path.insert(0, str(CHARM_DIR / "src"))
 
-from netapp_workload import ApiError  # noqa: E402
+from netapp_workload import ApiError, InterfaceAddress, WorkloadError
 
 CHARMCRAFT = yaml.safe_load((CHARM_DIR / "charmcraft.yaml").read_text())
 
@@ -24,7 +24,8 @@ class FakeClient:
     def __init__(self) -> None:
         self.calls: list[tuple[str, tuple[Any, ...]]] = []
         self.slices: dict[str, dict[str, Any]] = {}
-        self.fail_with: Optional[ApiError] = None
+        self.alternatives: dict[int, dict[str, Any]] = {}
+        self.fail_with: ApiError | None = None
 
     def _call(self, name: str, *args: Any) -> None:
         self.calls.append((name, args))
@@ -56,7 +57,14 @@ class FakeClient:
 
     def put_alternative(self, group):
         self._call("put_alternative", group)
+        self.alternatives[group["id"]] = group
         return group
+
+    def delete_alternative(self, group_id, missing_ok=False):
+        self._call("delete_alternative", group_id)
+        if group_id not in self.alternatives and not missing_ok:
+            raise ApiError(404, f"no alternative group {group_id}")
+        self.alternatives.pop(group_id, None)
 
     def stats(self):
         self._call("stats")
@@ -78,7 +86,7 @@ class FakeClient:
 
     def reload_dataplane(self):
         self._call("reload_dataplane")
-        return [{"name": "ens4", "mode": "native"}]
+        return {"previous_program_id": 7, "program_id": 8, "interfaces": ["ens4"], "duration_ms": 90.0}
 
 
 class FakeNetApp:
@@ -90,9 +98,10 @@ class FakeNetApp:
         self.steps: list[str] = []
         self.configs: list[Any] = []
         self.changed = False
-        self.install_error: Optional[Exception] = None
-        self.configure_error: Optional[Exception] = None
+        self.install_error: Exception | None = None
+        self.configure_error: Exception | None = None
         self.api = FakeClient()
+        self.addresses: dict[str, InterfaceAddress] = {}
 
     def install(self, source: str) -> None:
         self.steps.append(f"install {source}")
@@ -125,6 +134,11 @@ class FakeNetApp:
     def is_running(self) -> bool:
         return self.running
 
+    def interface_address(self, name: str) -> InterfaceAddress:
+        if name not in self.addresses:
+            raise WorkloadError(f"no interface {name!r} on this machine")
+        return self.addresses[name]
+
     def client(self, config):
         return self.api
 
@@ -140,11 +154,11 @@ def netapp(monkeypatch: pytest.MonkeyPatch) -> FakeNetApp:
 
 @pytest.fixture
 def ctx(netapp: FakeNetApp):
+    import charm
     from ops import testing
 
-    import charm
-
-    meta = {key: CHARMCRAFT[key] for key in ("name", "summary", "description") if key in CHARMCRAFT}
+    keys = ("name", "summary", "description", "provides", "requires")
+    meta = {key: CHARMCRAFT[key] for key in keys if key in CHARMCRAFT}
     return testing.Context(
         charm.DppNetappCharm,
         meta=meta,

@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import charm
 import jsonschema
 import pytest
 
-import charm
 from tests.charm.conftest import CHARMCRAFT
 from tests.charm.test_charm import GOOD
 

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
+from netapp_workload import ApiError, InterfaceAddress, WorkloadError
 from ops import testing
 
-from netapp_workload import ApiError, WorkloadError
-
-INTENT = {"id": "video", "match": {"protocol": "udp", "dst_port": 5004}, "action": {"type": "steer", "cpu": 1}}
+INTENT = {
+    "id": "video",
+    "match": {"protocol": "udp", "dst_port": 5004},
+    "action": {"type": "steer", "cpu": 1},
+}
 SLICE = {"id": "embb", "snssai": {"sst": 1}, "priority_level": 10, "members": {"vnis": [1093]}}
 
 
@@ -54,7 +58,7 @@ def test_given_good_config_when_config_changed_then_settings_written_and_restart
     assert written.cpus == [2, 3, 4, 7] and written.max_rules == 1024 and written.telemetry_interval == 5.0
     assert netapp.steps == ["configure", "restart"]
     assert out.unit_status == testing.ActiveStatus()
-    assert out.opened_ports == frozenset()
+    assert out.opened_ports == frozenset({testing.TCPPort(9464)})
 
 
 def test_given_unchanged_config_and_running_when_config_changed_then_no_restart(ctx, netapp):
@@ -65,8 +69,22 @@ def test_given_unchanged_config_and_running_when_config_changed_then_no_restart(
 def test_given_public_api_with_tls_when_config_changed_then_port_opened(ctx, netapp):
     config = {"api-host": "0.0.0.0", "api-port": 8443, "tls-cert": "CERT", "tls-key": "KEY"}
     out = ctx.run(ctx.on.config_changed(), testing.State(config=config))
-    assert out.opened_ports == frozenset({testing.TCPPort(8443)})
+    assert out.opened_ports == frozenset({testing.TCPPort(8443), testing.TCPPort(9464)})
     assert out.unit_status == testing.ActiveStatus()
+
+
+@pytest.mark.parametrize(
+    "config, ports",
+    [
+        ({}, {9464}),
+        ({"metrics-port": 9100, "metrics-host": "192.0.2.7"}, {9100}),
+        ({"metrics-host": "127.0.0.1"}, set()),
+        ({"metrics-port": 0}, set()),
+    ],
+)
+def test_given_metrics_listener_config_when_config_changed_then_its_port_follows(ctx, netapp, config, ports):
+    out = ctx.run(ctx.on.config_changed(), testing.State(config=config))
+    assert out.opened_ports == frozenset(testing.TCPPort(port) for port in ports)
 
 
 @pytest.mark.parametrize(
@@ -85,6 +103,12 @@ def test_given_public_api_with_tls_when_config_changed_then_port_opened(ctx, net
         ({"api-host": "10.0.0.5"}, "tls-cert"),
         ({"influxdb-url": "influx:8086", "influxdb-token": "t", "influxdb-bucket": "b"}, "influxdb-url"),
         ({"influxdb-url": "http://influx:8086"}, "influxdb-token"),
+        ({"metrics-host": "metrics.example"}, "metrics-host"),
+        ({"metrics-port": 65536}, "metrics-port"),
+        ({"metrics-port": 8080}, "metrics-port"),
+        ({"alt-interface": "ens 6"}, "alt-interface"),
+        ({"alt-group": 64}, "alt-group"),
+        ({"alt-group": -1}, "alt-group"),
     ],
 )
 def test_given_bad_config_when_config_changed_then_blocked_naming_option_and_nothing_written(
@@ -138,6 +162,238 @@ def test_given_running_when_remove_then_service_removed(ctx, netapp):
     assert netapp.steps == ["remove"]
 
 
+# --- alternatives relation ---------------------------------------------------------------------
+
+ALT = {"alt-interface": "ens6"}
+OWN = InterfaceAddress("02:00:00:00:00:0a", "10.0.20.10", "2001:db8:20::a")
+OWN_DATA = {"mac": "02:00:00:00:00:0a", "ip4": "10.0.20.10", "ip6": "2001:db8:20::a"}
+PEER_B = {"mac": "02:00:00:00:00:0b", "ip4": "10.0.20.11"}
+PEER_C = {"mac": "02:00:00:00:00:0c", "ip4": "10.0.20.12", "ip6": "2001:db8:20::c"}
+
+
+def _member(data: dict) -> dict:
+    return {
+        "mac": data["mac"],
+        "ip4": data["ip4"],
+        "ip6": data.get("ip6"),
+        "interface": "ens6",
+        "source_mac": OWN.mac,
+    }
+
+
+def _group(*peers: dict, group_id: int = 63) -> dict:
+    return {"id": group_id, "members": [_member(peer) for peer in peers]}
+
+
+def _applied(group: dict) -> testing.StoredState:
+    """The charm's record of the group the NetApp has."""
+    content = {"alt_group": json.dumps(group, sort_keys=True)}
+    return testing.StoredState(owner_path="DppNetappCharm", content=content)
+
+
+def _relation(endpoint: str, app: str, units: dict) -> testing.Relation:
+    return testing.Relation(endpoint, remote_app_name=app, remote_units_data=units)
+
+
+@pytest.fixture
+def alt_netapp(netapp):
+    netapp.addresses["ens6"] = OWN
+    return netapp
+
+
+def test_given_a_peer_when_it_joins_then_our_address_published_and_group_put(ctx, alt_netapp):
+    rel = _relation("alternatives", "dpp-b", {0: PEER_B})
+    out = ctx.run(ctx.on.relation_joined(rel, remote_unit=0), testing.State(config=ALT, relations={rel}))
+    local = out.get_relation(rel.id).local_unit_data
+    assert {key: local[key] for key in OWN_DATA} == OWN_DATA
+    assert alt_netapp.api.calls == [("put_alternative", (_group(PEER_B),))]
+    assert out.unit_status == testing.ActiveStatus("1 alternative node (group 63)")
+
+
+def test_given_peers_on_both_endpoints_when_changed_then_both_members_in_unit_order(ctx, alt_netapp):
+    first = _relation("alternatives-peer", "dpp-c", {0: PEER_C})
+    second = _relation("alternatives", "dpp-b", {0: PEER_B})
+    state = testing.State(config=ALT, relations={first, second})
+    out = ctx.run(ctx.on.relation_changed(first, remote_unit=0), state)
+    assert alt_netapp.api.alternatives[63] == _group(PEER_B, PEER_C)
+    assert out.unit_status == testing.ActiveStatus("2 alternative nodes (group 63)")
+    for rel in (first, second):
+        assert out.get_relation(rel.id).local_unit_data["mac"] == OWN.mac
+
+
+def test_given_a_unit_on_both_endpoints_when_changed_then_one_member(ctx, alt_netapp):
+    first = _relation("alternatives", "dpp-b", {0: PEER_B})
+    second = _relation("alternatives-peer", "dpp-b", {0: PEER_B})
+    ctx.run(
+        ctx.on.relation_changed(first, remote_unit=0), testing.State(config=ALT, relations={first, second})
+    )
+    assert alt_netapp.api.alternatives[63] == _group(PEER_B)
+
+
+def test_given_units_2_and_10_when_changed_then_ordered_by_unit_number(ctx, alt_netapp):
+    rel = _relation("alternatives", "dpp", {10: PEER_C, 2: PEER_B})
+    ctx.run(ctx.on.relation_changed(rel, remote_unit=10), testing.State(config=ALT, relations={rel}))
+    assert alt_netapp.api.alternatives[63] == _group(PEER_B, PEER_C)
+
+
+def test_given_two_peers_when_one_departs_then_group_holds_the_other(ctx, alt_netapp):
+    rel = _relation("alternatives", "dpp", {1: PEER_B, 2: PEER_C})
+    state = testing.State(config=ALT, relations={rel}, stored_states={_applied(_group(PEER_B, PEER_C))})
+    out = ctx.run(ctx.on.relation_departed(rel, remote_unit=2, departing_unit=2), state)
+    assert alt_netapp.api.calls == [("put_alternative", (_group(PEER_B),))]
+    assert out.unit_status == testing.ActiveStatus("1 alternative node (group 63)")
+
+
+def test_given_last_peer_when_it_departs_then_group_deleted(ctx, alt_netapp):
+    alt_netapp.api.alternatives[63] = _group(PEER_B)
+    rel = _relation("alternatives", "dpp-b", {0: PEER_B})
+    state = testing.State(config=ALT, relations={rel}, stored_states={_applied(_group(PEER_B))})
+    out = ctx.run(ctx.on.relation_departed(rel, remote_unit=0, departing_unit=0), state)
+    assert alt_netapp.api.calls == [("delete_alternative", (63,))]
+    assert 63 not in alt_netapp.api.alternatives
+    assert out.unit_status == testing.ActiveStatus("no alternative nodes")
+
+
+def test_given_relation_broken_when_no_peer_left_then_group_deleted_even_if_already_gone(ctx, alt_netapp):
+    rel = _relation("alternatives-peer", "dpp-b", {0: PEER_B})
+    state = testing.State(config=ALT, relations={rel}, stored_states={_applied(_group(PEER_B))})
+    out = ctx.run(ctx.on.relation_broken(rel), state)
+    assert alt_netapp.api.calls == [("delete_alternative", (63,))]
+    assert out.unit_status == testing.ActiveStatus("no alternative nodes")
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {**PEER_C, "mac": "02:00:00:00:0c"},
+        {**PEER_C, "mac": "ff:ff:ff:ff:ff:ff"},
+        {"ip4": "10.0.20.12"},
+        {"mac": PEER_C["mac"]},
+        {**PEER_C, "ip4": "10.0.20.300"},
+        {**PEER_C, "ip6": "10.0.20.12"},
+    ],
+)
+def test_given_a_peer_with_bad_data_when_changed_then_skipped_and_logged(ctx, alt_netapp, caplog, bad):
+    rel = _relation("alternatives", "dpp", {0: PEER_B, 1: bad})
+    out = ctx.run(ctx.on.relation_changed(rel, remote_unit=1), testing.State(config=ALT, relations={rel}))
+    assert alt_netapp.api.alternatives[63] == _group(PEER_B)
+    assert "skipping dpp/1" in caplog.text
+    assert out.unit_status == testing.ActiveStatus("1 alternative node (group 63)")
+
+
+def test_given_only_a_bad_peer_when_joined_then_no_group_and_no_failure(ctx, alt_netapp):
+    rel = _relation("alternatives", "dpp-b", {0: {"mac": "nonsense"}})
+    out = ctx.run(ctx.on.relation_joined(rel, remote_unit=0), testing.State(config=ALT, relations={rel}))
+    assert alt_netapp.api.calls == []
+    assert out.unit_status == testing.ActiveStatus("no alternative nodes")
+
+
+def test_given_more_peers_than_a_group_holds_when_changed_then_first_eight_and_rest_logged(
+    ctx, alt_netapp, caplog
+):
+    units = {n: {"mac": f"02:00:00:00:01:{n:02x}", "ip4": f"10.0.21.{n}"} for n in range(1, 11)}
+    rel = _relation("alternatives", "dpp", units)
+    ctx.run(ctx.on.relation_changed(rel, remote_unit=1), testing.State(config=ALT, relations={rel}))
+    members = alt_netapp.api.alternatives[63]["members"]
+    assert [m["ip4"] for m in members] == [f"10.0.21.{n}" for n in range(1, 9)]
+    assert "left out dpp/9, dpp/10" in caplog.text
+
+
+def test_given_no_alt_interface_when_peer_joins_then_nothing_published_and_no_group(ctx, netapp):
+    rel = _relation("alternatives", "dpp-b", {0: PEER_B})
+    out = ctx.run(ctx.on.relation_joined(rel, remote_unit=0), testing.State(relations={rel}))
+    assert not {"mac", "ip4", "ip6"} & set(out.get_relation(rel.id).local_unit_data)
+    assert netapp.api.calls == []
+    assert out.unit_status == testing.ActiveStatus()
+
+
+def test_given_alt_interface_cleared_when_config_changed_then_address_withdrawn_and_group_deleted(
+    ctx, alt_netapp
+):
+    rel = _relation("alternatives", "dpp-b", {0: PEER_B})
+    rel = dataclasses.replace(rel, local_unit_data=OWN_DATA)
+    state = testing.State(relations={rel}, stored_states={_applied(_group(PEER_B))})
+    out = ctx.run(ctx.on.config_changed(), state)
+    assert "mac" not in out.get_relation(rel.id).local_unit_data
+    assert alt_netapp.api.calls == [("delete_alternative", (63,))]
+
+
+def test_given_alt_group_changed_when_config_changed_then_old_group_deleted_and_new_put(ctx, alt_netapp):
+    rel = _relation("alternatives", "dpp-b", {0: PEER_B})
+    config = {**ALT, "alt-group": 7}
+    state = testing.State(config=config, relations={rel}, stored_states={_applied(_group(PEER_B))})
+    ctx.run(ctx.on.config_changed(), state)
+    assert alt_netapp.api.calls == [
+        ("delete_alternative", (63,)),
+        ("put_alternative", (_group(PEER_B, group_id=7),)),
+    ]
+
+
+def test_given_group_applied_when_update_status_then_not_sent_again(ctx, alt_netapp):
+    rel = _relation("alternatives", "dpp-b", {0: PEER_B})
+    state = testing.State(config=ALT, relations={rel}, stored_states={_applied(_group(PEER_B))})
+    out = ctx.run(ctx.on.update_status(), state)
+    assert alt_netapp.api.calls == []
+    assert out.unit_status == testing.ActiveStatus("1 alternative node (group 63)")
+
+
+def test_given_api_unreachable_when_peer_joins_then_no_failure_and_sent_on_next_event(
+    ctx, alt_netapp, caplog
+):
+    alt_netapp.api.fail_with = ApiError(None, "cannot reach the NetApp at http://127.0.0.1:8080")
+    rel = _relation("alternatives", "dpp-b", {0: PEER_B})
+    out = ctx.run(ctx.on.relation_joined(rel, remote_unit=0), testing.State(config=ALT, relations={rel}))
+    assert out.unit_status == testing.ActiveStatus("no alternative nodes")
+    assert "trying again on the next event" in caplog.text
+    assert out.get_relation(rel.id).local_unit_data["mac"] == OWN.mac
+    alt_netapp.api.fail_with = None
+    again = ctx.run(ctx.on.update_status(), out)
+    assert alt_netapp.api.alternatives[63] == _group(PEER_B)
+    assert again.unit_status == testing.ActiveStatus("1 alternative node (group 63)")
+
+
+def test_given_service_down_when_peer_joins_then_published_and_group_waits(ctx, alt_netapp):
+    alt_netapp.running = False
+    rel = _relation("alternatives", "dpp-b", {0: PEER_B})
+    out = ctx.run(ctx.on.relation_joined(rel, remote_unit=0), testing.State(config=ALT, relations={rel}))
+    assert alt_netapp.api.calls == []
+    assert out.get_relation(rel.id).local_unit_data["mac"] == OWN.mac
+
+
+def test_given_netapp_refuses_the_delete_when_last_peer_departs_then_blocked_with_its_reason(ctx, alt_netapp):
+    alt_netapp.api.fail_with = ApiError(409, "alternative group 63 is used by 1 intents ('video')")
+    rel = _relation("alternatives", "dpp-b", {0: PEER_B})
+    state = testing.State(config=ALT, relations={rel}, stored_states={_applied(_group(PEER_B))})
+    out = ctx.run(ctx.on.relation_departed(rel, remote_unit=0, departing_unit=0), state)
+    assert isinstance(out.unit_status, testing.BlockedStatus)
+    assert "409: alternative group 63 is used" in out.unit_status.message
+
+
+def test_given_alt_interface_missing_when_peer_joins_then_blocked_naming_option_and_nothing_published(
+    ctx, netapp
+):
+    rel = _relation("alternatives", "dpp-b", {0: PEER_B})
+    out = ctx.run(ctx.on.relation_joined(rel, remote_unit=0), testing.State(config=ALT, relations={rel}))
+    assert out.unit_status == testing.BlockedStatus("alt-interface: no interface 'ens6' on this machine")
+    assert "mac" not in out.get_relation(rel.id).local_unit_data
+    assert netapp.api.calls == []
+
+
+def test_given_alt_interface_without_address_when_peer_joins_then_blocked(ctx, netapp):
+    netapp.addresses["ens6"] = InterfaceAddress("02:00:00:00:00:0a")
+    rel = _relation("alternatives", "dpp-b", {0: PEER_B})
+    out = ctx.run(ctx.on.relation_joined(rel, remote_unit=0), testing.State(config=ALT, relations={rel}))
+    assert out.unit_status == testing.BlockedStatus("alt-interface: ens6 has no global IPv4 or IPv6 address")
+
+
+def test_given_bad_config_when_peer_joins_then_nothing_done(ctx, alt_netapp):
+    rel = _relation("alternatives", "dpp-b", {0: PEER_B})
+    config = {**ALT, "alt-group": 99}
+    out = ctx.run(ctx.on.relation_joined(rel, remote_unit=0), testing.State(config=config, relations={rel}))
+    assert isinstance(out.unit_status, testing.BlockedStatus) and "alt-group" in out.unit_status.message
+    assert alt_netapp.api.calls == [] and "mac" not in out.get_relation(rel.id).local_unit_data
+
+
 # --- actions: good inputs ----------------------------------------------------------------------
 
 GOOD = [
@@ -152,7 +408,12 @@ GOOD = [
         {"count": "1"},
     ),
     ("get-stats", {}, ("stats", ()), {}),
-    ("attach", {"interface": "ens4", "mode": "generic"}, ("attach", ("ens4", "generic")), {"mode": "generic"}),
+    (
+        "attach",
+        {"interface": "ens4", "mode": "generic"},
+        ("attach", ("ens4", "generic")),
+        {"mode": "generic"},
+    ),
     ("attach", {"interface": "ens4"}, ("attach", ("ens4", "native")), {"mode": "native"}),
     ("detach", {"interface": "ens4"}, ("detach", ("ens4",)), {"interface": "ens4"}),
     (
@@ -161,12 +422,19 @@ GOOD = [
         ("subscribe", ("https://a.example/n", ["dpp_intent", "dpp_cpu"], 10)),
         {"subscription-id": "sub-1"},
     ),
-    ("unsubscribe-telemetry", {"subscription-id": "sub-1"}, ("unsubscribe", ("sub-1",)), {"subscription-id": "sub-1"}),
-    ("reload-dataplane", {}, ("reload_dataplane", ()), {"count": "1"}),
+    (
+        "unsubscribe-telemetry",
+        {"subscription-id": "sub-1"},
+        ("unsubscribe", ("sub-1",)),
+        {"subscription-id": "sub-1"},
+    ),
+    ("reload-dataplane", {}, ("reload_dataplane", ()), {"count": "1", "program-id": "8"}),
 ]
 
 
-@pytest.mark.parametrize("action, params, call, results", GOOD, ids=[g[0] + str(i) for i, g in enumerate(GOOD)])
+@pytest.mark.parametrize(
+    "action, params, call, results", GOOD, ids=[g[0] + str(i) for i, g in enumerate(GOOD)]
+)
 def test_given_running_netapp_when_action_then_api_called_and_results_returned(
     ctx, netapp, action, params, call, results
 ):
@@ -226,7 +494,9 @@ BAD = [
 
 
 @pytest.mark.parametrize("action, params, param", BAD, ids=[b[0] + str(i) for i, b in enumerate(BAD)])
-def test_given_bad_parameter_when_action_then_fails_naming_it_and_api_untouched(ctx, netapp, action, params, param):
+def test_given_bad_parameter_when_action_then_fails_naming_it_and_api_untouched(
+    ctx, netapp, action, params, param
+):
     with pytest.raises(testing.ActionFailed) as failed:
         ctx.run(ctx.on.action(action, params=params), testing.State())
     assert failed.value.message.startswith(f"{param}: ")
@@ -235,7 +505,9 @@ def test_given_bad_parameter_when_action_then_fails_naming_it_and_api_untouched(
 
 def test_given_api_refuses_when_action_then_fails_with_its_reason(ctx, netapp):
     netapp.api.fail_with = ApiError(409, "intent 'video' exists already")
-    with pytest.raises(testing.ActionFailed, match="add-intent: the NetApp refused: 409: intent 'video' exists"):
+    with pytest.raises(
+        testing.ActionFailed, match="add-intent: the NetApp refused: 409: intent 'video' exists"
+    ):
         ctx.run(ctx.on.action("add-intent", params={"intent": json.dumps(INTENT)}), testing.State())
 
 

@@ -10,7 +10,11 @@ import subprocess
 
 import pytest
 
-INTENT = {"id": "video", "match": {"protocol": "udp", "dst_port": 5004}, "action": {"type": "steer", "cpu": 1}}
+INTENT = {
+    "id": "video",
+    "match": {"protocol": "udp", "dst_port": 5004},
+    "action": {"type": "steer", "cpu": 1},
+}
 SLICE = {"id": "embb", "snssai": {"sst": 1}, "priority_level": 10, "members": {"vnis": [1093]}}
 
 

@@ -3,29 +3,45 @@ recorded, never run), and its REST client against a real uvicorn serving the Net
 
 from __future__ import annotations
 
+import json
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 import yaml
-
 from charm_config import CharmConfig
-from netapp_workload import ApiError, NetApp, NetAppClient, WorkloadError
+from netapp_workload import (
+    ApiError,
+    InterfaceAddress,
+    NetApp,
+    NetAppClient,
+    WorkloadError,
+)
 
-INTENT = {"id": "video", "match": {"protocol": "udp", "dst_port": 5004}, "action": {"type": "steer", "cpu": 1}}
+INTENT = {
+    "id": "video",
+    "match": {"protocol": "udp", "dst_port": 5004},
+    "action": {"type": "steer", "cpu": 1},
+}
 
 
 class Commands:
-    """Records argv lists; `netapp tokens add` prints a token like the real one."""
+    """Records argv lists; `netapp tokens add` prints a token like the real one, `ip -j addr` prints
+    `ip_addr`."""
 
     def __init__(self, fail: str = "") -> None:
         self.argv: list[list[str]] = []
         self.fail = fail
+        self.ip_addr = "[]"
 
     def __call__(self, argv, **kwargs) -> subprocess.CompletedProcess:
         self.argv.append(argv)
-        out = "tok-123\n" if argv[1:3] == ["tokens", "add"] else ""
+        out = ""
+        if argv[1:3] == ["tokens", "add"]:
+            out = "tok-123\n"
+        elif argv[:3] == ["ip", "-j", "addr"]:
+            out = self.ip_addr
         code = 1 if self.fail and self.fail in " ".join(argv) else 0
         return subprocess.CompletedProcess(argv, code, out, "boom" if code else "")
 
@@ -59,17 +75,41 @@ def test_given_full_config_when_configure_then_settings_load_as_netapp_settings(
     )
     assert workload.configure(config) is True
     settings = yaml.safe_load(workload.paths.settings.read_text())
-    assert settings["interfaces"] == [{"name": "ens4", "mode": "generic"}, {"name": "ens5", "mode": "generic"}]
+    assert settings["interfaces"] == [
+        {"name": "ens4", "mode": "generic"},
+        {"name": "ens5", "mode": "generic"},
+    ]
     assert settings["tokens_file"] == "/etc/dpp-netapp/tokens.yaml"
     assert settings["tls_cert"] == "/etc/dpp-netapp/tls.crt"
     assert settings["telemetry"]["influxdb"]["bucket"] == "dpp"
     # The NetApp itself accepts the file (paths as on the host; validation does not open them).
     parsed = Settings(**settings)
     assert parsed.max_rules == 4096 and parsed.telemetry.interval_s == 2.5
-    assert workload.paths.tls_key.read_text() == "KEY" and workload.paths.tls_key.stat().st_mode & 0o777 == 0o600
+    assert (
+        workload.paths.tls_key.read_text() == "KEY" and workload.paths.tls_key.stat().st_mode & 0o777 == 0o600
+    )
     assert workload.paths.settings.stat().st_mode & 0o777 == 0o600
     assert workload.paths.charm_token.read_text() == "tok-123\n"
     assert ["systemctl", "daemon-reload"] in commands.argv
+
+
+def test_given_metrics_listener_when_configure_then_rendered_and_loads_as_netapp_settings(workload):
+    from netapp.core.config import Settings
+
+    workload.configure(CharmConfig(metrics_host="192.0.2.7", metrics_port=9100))
+    settings = yaml.safe_load(workload.paths.settings.read_text())
+    assert settings["telemetry"]["metrics_listener"] == {"enabled": True, "host": "192.0.2.7", "port": 9100}
+    listener = Settings(**settings).telemetry.metrics_listener
+    assert listener.enabled and str(listener.host) == "192.0.2.7" and listener.port == 9100
+
+
+def test_given_metrics_port_0_when_configure_then_listener_off(workload):
+    from netapp.core.config import Settings
+
+    workload.configure(CharmConfig(metrics_port=0))
+    settings = yaml.safe_load(workload.paths.settings.read_text())
+    assert settings["telemetry"]["metrics_listener"] == {"enabled": False}
+    assert Settings(**settings).telemetry.metrics_listener.enabled is False
 
 
 def test_given_cpus_when_configure_then_unit_pins_them(workload):
@@ -124,6 +164,64 @@ def test_given_token_when_client_then_local_url(workload):
     config = CharmConfig(api_host="localhost", api_port=9080)
     workload.configure(config)
     assert workload.client(config).base_url == "http://localhost:9080"
+
+
+# --- an interface's addresses ------------------------------------------------------------------
+
+ENS6 = [
+    {
+        "ifindex": 4,
+        "ifname": "ens6",
+        "address": "fa:16:3e:5d:7a:10",
+        "addr_info": [
+            {"family": "inet", "local": "10.0.20.5", "prefixlen": 24, "scope": "global"},
+            {"family": "inet", "local": "10.0.20.6", "prefixlen": 24, "scope": "global", "secondary": True},
+            {
+                "family": "inet6",
+                "local": "2001:db8::9",
+                "prefixlen": 64,
+                "scope": "global",
+                "tentative": True,
+            },
+            {"family": "inet6", "local": "2001:db8::5", "prefixlen": 64, "scope": "global"},
+            {"family": "inet6", "local": "fe80::f816:3eff:fe5d:7a10", "prefixlen": 64, "scope": "link"},
+        ],
+    }
+]
+
+
+def _interface(root: Path, name: str, mac: str) -> None:
+    (root / "sys" / "class" / "net" / name).mkdir(parents=True)
+    (root / "sys" / "class" / "net" / name / "address").write_text(mac + "\n")
+
+
+def test_given_interface_when_interface_address_then_mac_and_first_global_addresses(
+    workload, commands, tmp_path
+):
+    _interface(tmp_path, "ens6", "FA:16:3E:5D:7A:10")
+    commands.ip_addr = json.dumps(ENS6)
+    assert workload.interface_address("ens6") == InterfaceAddress(
+        "fa:16:3e:5d:7a:10", "10.0.20.5", "2001:db8::5"
+    )
+    assert ["ip", "-j", "addr", "show", "dev", "ens6"] in commands.argv
+
+
+def test_given_link_local_only_when_interface_address_then_no_addresses(workload, commands, tmp_path):
+    _interface(tmp_path, "ens6", "fa:16:3e:5d:7a:10")
+    commands.ip_addr = json.dumps([{**ENS6[0], "addr_info": ENS6[0]["addr_info"][-1:]}])
+    assert workload.interface_address("ens6") == InterfaceAddress("fa:16:3e:5d:7a:10")
+
+
+def test_given_no_such_interface_when_interface_address_then_workload_error(workload):
+    with pytest.raises(WorkloadError, match="no interface 'ens9'"):
+        workload.interface_address("ens9")
+
+
+def test_given_ip_answers_garbage_when_interface_address_then_workload_error(workload, commands, tmp_path):
+    _interface(tmp_path, "ens6", "fa:16:3e:5d:7a:10")
+    commands.ip_addr = "Device ens6: something"
+    with pytest.raises(WorkloadError, match="unreadable"):
+        workload.interface_address("ens6")
 
 
 # --- the REST client against the real API ------------------------------------------------------
@@ -195,16 +293,37 @@ def test_given_real_api_when_bad_intent_then_400_naming_field(client):
 def test_given_real_api_when_attach_reload_detach_then_dataplane_follows(client, api_server):
     service = api_server[1]
     client.attach("ens4", "generic")
-    assert client.reload_dataplane() == [{"name": "ens4", "mode": "generic"}]
+    reloaded = client.reload_dataplane()
+    assert reloaded["interfaces"] == ["ens4"]
+    assert reloaded["program_id"] == reloaded["previous_program_id"] + 1
     assert service.attached == {"ens4": "generic"}
     client.detach("ens4")
-    assert client.reload_dataplane() == []
+    assert client.reload_dataplane()["interfaces"] == []
 
 
 def test_given_real_api_when_alternatives_and_stats_then_answers(client):
     group = {"id": 1, "members": [{"interface": "ens6", "mac": "02:00:00:00:00:06"}]}
     client.put_alternative(group)
     assert "intents" in client.stats()
+
+
+def test_given_real_api_when_alternative_group_put_and_deleted_then_gone(client, api_server):
+    service = api_server[1]
+    member = {
+        "mac": "02:00:00:00:00:0b",
+        "ip4": "10.0.20.11",
+        "ip6": None,
+        "interface": "ens6",
+        "source_mac": None,
+    }
+    client.put_alternative({"id": 63, "members": [member]})
+    assert str(service.alternatives[63].members[0].ip4) == "10.0.20.11"
+    client.delete_alternative(63)
+    assert 63 not in service.alternatives
+    with pytest.raises(ApiError) as missing:
+        client.delete_alternative(63)
+    assert missing.value.status == 404
+    client.delete_alternative(63, missing_ok=True)
 
 
 def test_given_real_api_when_subscribe_then_id_and_unsubscribe(client):
@@ -252,7 +371,9 @@ def tls_api(tmp_path_factory) -> Iterator[tuple[int, Path, Path]]:
 def _tls_workload(root: Path, port: int, cert: Path, key: Path) -> tuple[NetApp, CharmConfig]:
     from tests.api.conftest import token_of
 
-    config = CharmConfig(api_host="0.0.0.0", api_port=port, tls_cert=cert.read_text(), tls_key=key.read_text())
+    config = CharmConfig(
+        api_host="0.0.0.0", api_port=port, tls_cert=cert.read_text(), tls_key=key.read_text()
+    )
     workload = NetApp(root=root, run=Commands())
     workload.configure(config)
     workload.paths.charm_token.write_text(token_of("juju-charm") + "\n")

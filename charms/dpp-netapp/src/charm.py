@@ -11,10 +11,15 @@ import ops
 from pydantic import ValidationError
 
 import action_params as p
+import alternatives as alt
 from charm_config import CharmConfig, describe_error
-from netapp_workload import ApiError, NetApp, NetAppClient, WorkloadError
+from netapp_workload import ApiError, InterfaceAddress, NetApp, NetAppClient, WorkloadError
 
 logger = logging.getLogger(__name__)
+
+# Both ends of the `dpp-alternatives` interface: OSM relates one VM's `alternatives` to another's
+# `alternatives-peer`, so a unit finds its peers on either endpoint.
+ALT_ENDPOINTS = ("alternatives", "alternatives-peer")
 
 ActionHandler = Callable[[NetAppClient, dict[str, Any]], dict[str, Any]]
 
@@ -100,7 +105,11 @@ def _unsubscribe(client: NetAppClient, params: dict[str, Any]) -> dict[str, Any]
 
 def _reload(client: NetAppClient, params: dict[str, Any]) -> dict[str, Any]:
     reloaded = client.reload_dataplane()
-    return _result(reloaded, count=len(reloaded))
+    return _result(
+        reloaded,
+        count=len(reloaded["interfaces"]),
+        **{"program-id": reloaded["program_id"], "previous-program-id": reloaded["previous_program_id"]},
+    )
 
 
 ACTIONS: dict[str, ActionHandler] = {
@@ -121,13 +130,19 @@ ACTIONS: dict[str, ActionHandler] = {
 
 
 class DppNetappCharm(ops.CharmBase):
-    """Installs and configures the NetApp; day-2 actions call its REST API."""
+    """Installs and configures the NetApp; day-2 actions call its REST API; peers become alternatives."""
+
+    # The alternative group last applied to the NetApp (JSON, "" for none): a change is sent once,
+    # and one the NetApp could not take yet is sent again on the next event.
+    _stored = ops.StoredState()
 
     def __init__(self, framework: ops.Framework):
         super().__init__(framework)
         self.workload = NetApp()
+        self._stored.set_default(alt_group="")
         self._config_error: Optional[str] = None
         self._workload_error: Optional[str] = None
+        self._alt_error: Optional[str] = None
         framework.observe(self.on.install, self._on_install)
         framework.observe(self.on.upgrade_charm, self._on_install)
         framework.observe(self.on.config_changed, self._reconcile)
@@ -136,6 +151,12 @@ class DppNetappCharm(ops.CharmBase):
         framework.observe(self.on.stop, self._on_stop)
         framework.observe(self.on.remove, self._on_remove)
         framework.observe(self.on.collect_unit_status, self._on_collect_status)
+        for endpoint in ALT_ENDPOINTS:
+            relation = self.on[endpoint]
+            for event in (relation.relation_joined, relation.relation_changed):
+                framework.observe(event, self._on_alternatives_changed)
+            framework.observe(relation.relation_departed, self._on_alternative_departed)
+            framework.observe(relation.relation_broken, self._on_alternatives_broken)
         for name in ACTIONS:
             framework.observe(self.on[name].action, self._on_action)
 
@@ -167,10 +188,114 @@ class DppNetappCharm(ops.CharmBase):
             self._workload_error = str(exc)
             logger.error("configuring the NetApp failed: %s", exc)
             return
-        if config.is_loopback:
-            self.unit.set_ports()
-        else:
-            self.unit.set_ports(ops.Port("tcp", config.api_port))
+        self.unit.set_ports(*_open_ports(config))
+        self._sync_alternatives(config)
+
+    # --- alternatives: every peer on the alternative-node network is a member of one group ---------
+
+    def _on_alternatives_changed(self, event: ops.RelationEvent) -> None:
+        config = self._load()
+        if config is not None:
+            self._sync_alternatives(config)
+
+    def _on_alternative_departed(self, event: ops.RelationDepartedEvent) -> None:
+        config = self._load()
+        if config is not None:
+            self._sync_alternatives(config, departing=event.departing_unit)
+
+    def _on_alternatives_broken(self, event: ops.RelationBrokenEvent) -> None:
+        config = self._load()
+        if config is not None:
+            self._sync_alternatives(config, broken=event.relation)
+
+    def _sync_alternatives(
+        self, config: CharmConfig, departing: Optional[ops.Unit] = None, broken: Optional[ops.Relation] = None
+    ) -> None:
+        """Publish our address to the peers and make the NetApp's group their current list."""
+        relations = self._alt_relations(broken)
+        own = self._own_alt_address(config)
+        self._publish(relations, own)
+        group = None if own is None else self._peer_group(config, own, relations, departing)
+        self._apply_group(config, group)
+
+    def _alt_relations(self, broken: Optional[ops.Relation]) -> list[ops.Relation]:
+        relations = [rel for endpoint in ALT_ENDPOINTS for rel in self.model.relations[endpoint]]
+        return [rel for rel in relations if broken is None or rel.id != broken.id]
+
+    def _own_alt_address(self, config: CharmConfig) -> Optional[InterfaceAddress]:
+        """Our alt-interface's address; None when not taking part or it cannot be read."""
+        if not config.alt_interface:
+            return None
+        try:
+            own = self.workload.interface_address(config.alt_interface)
+        except WorkloadError as exc:
+            self._alt_error = f"alt-interface: {exc}"
+            logger.error("%s", self._alt_error)
+            return None
+        if own.ip4 is None and own.ip6 is None:
+            self._alt_error = f"alt-interface: {config.alt_interface} has no global IPv4 or IPv6 address"
+            logger.error("%s", self._alt_error)
+            return None
+        return own
+
+    def _publish(self, relations: list[ops.Relation], own: Optional[InterfaceAddress]) -> None:
+        """Our unit's databag on every alternatives relation; emptied when peers must not use us."""
+        data = alt.databag(own)
+        for relation in relations:
+            relation.data[self.unit].update(data)
+
+    def _peer_group(
+        self,
+        config: CharmConfig,
+        own: InterfaceAddress,
+        relations: list[ops.Relation],
+        departing: Optional[ops.Unit],
+    ) -> Optional[dict[str, Any]]:
+        seen = [
+            (unit.name, relation.data[unit])
+            for relation in relations
+            for unit in relation.units
+            if departing is None or unit.name != departing.name
+        ]
+        peers, rejected = alt.parse_peers(seen)
+        for unit, reason in sorted(rejected.items()):
+            logger.warning("alternatives: skipping %s, its relation data is unusable: %s", unit, reason)
+        group, left_out = alt.build_group(config.alt_group, config.alt_interface, own.mac, peers)
+        if left_out:
+            logger.warning(
+                "alternatives: a group holds %d members; left out %s", alt.MAX_ALT_MEMBERS, ", ".join(left_out)
+            )
+        return group
+
+    def _apply_group(self, config: CharmConfig, group: Optional[dict[str, Any]]) -> None:
+        """Send the group (or its removal) unless the NetApp has it already; retried on the next event."""
+        wanted = json.dumps(group, sort_keys=True) if group else ""
+        applied = self._stored.alt_group
+        if wanted == applied:
+            return
+        if not self.workload.is_running():
+            logger.info("alternatives: the NetApp is not running; the group follows on a later event")
+            return
+        try:
+            _replace_group(self.workload.client(config), json.loads(applied) if applied else None, group)
+        except ApiError as exc:
+            if exc.status is None:
+                logger.warning("alternatives: %s; trying again on the next event", exc)
+            else:
+                self._alt_error = f"alternatives: the NetApp refused the group: {exc}"
+                logger.error("%s", self._alt_error)
+            return
+        self._stored.alt_group = wanted
+
+    def _alternatives_summary(self) -> str:
+        applied = self._stored.alt_group
+        if not applied:
+            return "no alternative nodes"
+        group = json.loads(applied)
+        count = len(group["members"])
+        return f"{count} alternative node{'s' if count != 1 else ''} (group {group['id']})"
+
+    # --- stop and remove -----------------------------------------------------------------------
 
     def _on_stop(self, event: ops.StopEvent) -> None:
         self.workload.stop()
@@ -188,7 +313,10 @@ class DppNetappCharm(ops.CharmBase):
             event.add_status(ops.MaintenanceStatus("NetApp not installed"))
         elif not self.workload.is_running():
             event.add_status(ops.WaitingStatus("NetApp service not running"))
-        event.add_status(ops.ActiveStatus())
+        if self._alt_error:
+            event.add_status(ops.BlockedStatus(self._alt_error))
+        takes_part = config is not None and bool(config.alt_interface)
+        event.add_status(ops.ActiveStatus(self._alternatives_summary() if takes_part else ""))
 
     def _on_action(self, event: ops.ActionEvent) -> None:
         name = event.handle.kind.removesuffix("_action").replace("_", "-")
@@ -206,6 +334,24 @@ class DppNetappCharm(ops.CharmBase):
             event.fail(str(exc))
         except ApiError as exc:
             event.fail(f"{name}: the NetApp refused: {exc}")
+
+
+def _replace_group(client: NetAppClient, applied: Optional[dict[str, Any]], group: Optional[dict[str, Any]]) -> None:
+    """Put `group`; drop the applied one when it goes away or moves to another id (gone already: fine)."""
+    if applied is not None and (group is None or applied["id"] != group["id"]):
+        client.delete_alternative(applied["id"], missing_ok=True)
+    if group is not None:
+        client.put_alternative(group)
+
+
+def _open_ports(config: CharmConfig) -> list[ops.Port]:
+    """The API's and the metrics listener's ports, each when it listens beyond loopback."""
+    ports = []
+    if not config.is_loopback:
+        ports.append(ops.Port("tcp", config.api_port))
+    if config.metrics_enabled and not config.metrics_is_loopback:
+        ports.append(ops.Port("tcp", config.metrics_port))
+    return ports
 
 
 if __name__ == "__main__":  # pragma: nocover

@@ -10,6 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 INTERFACE_NAME = re.compile(r"^[^\s/:,]{1,15}$")
 CPU_ITEM = re.compile(r"^(\d+)(?:-(\d+))?$")
+# Group ids the data plane has (netapp/intents/models.py MAX_ALT_GROUPS; tests/charm checks it).
+MAX_ALT_GROUPS = 64
 
 
 class CharmConfig(BaseModel):
@@ -33,6 +35,10 @@ class CharmConfig(BaseModel):
     influxdb_org: str = Field("-", min_length=1)
     influxdb_bucket: str = ""
     telemetry_interval: float = Field(1.0, ge=0.05, le=3600)
+    metrics_host: str = "0.0.0.0"
+    metrics_port: int = Field(9464, ge=0, le=65535)
+    alt_interface: str = ""
+    alt_group: int = Field(63, ge=0, le=MAX_ALT_GROUPS - 1)
 
     @field_validator("interfaces", mode="before")
     @classmethod
@@ -46,6 +52,22 @@ class CharmConfig(BaseModel):
         if len(set(names)) != len(names):
             raise ValueError("an interface is listed twice")
         return names
+
+    @field_validator("alt_interface")
+    @classmethod
+    def _check_alt_interface(cls, value: str) -> str:
+        value = value.strip()
+        if value and not INTERFACE_NAME.match(value):
+            raise ValueError(f"{value!r} is not an interface name (1-15 characters, no space, / or :)")
+        return value
+
+    @field_validator("metrics_host")
+    @classmethod
+    def _check_metrics_host(cls, value: str) -> str:
+        try:
+            return str(ipaddress.ip_address(value.strip()))
+        except ValueError:
+            raise ValueError(f"{value!r} is not an IP address (0.0.0.0 for every address)") from None
 
     @field_validator("cpus", mode="before")
     @classmethod
@@ -80,6 +102,8 @@ class CharmConfig(BaseModel):
             raise ValueError(f"tls-cert: required to serve the API on {self.api_host}, which is not loopback")
         if self.influxdb_url and not (self.influxdb_token and self.influxdb_bucket):
             raise ValueError("influxdb-token, influxdb-bucket: required with influxdb-url")
+        if self.metrics_port and self.metrics_port == self.api_port:
+            raise ValueError(f"metrics-port: {self.metrics_port} is the api-port; pick another or 0 for off")
         return self
 
     @property
@@ -91,6 +115,16 @@ class CharmConfig(BaseModel):
             return ipaddress.ip_address(self.api_host).is_loopback
         except ValueError:
             return False
+
+    @property
+    def metrics_enabled(self) -> bool:
+        """Whether the NetApp serves the unauthenticated metrics listener."""
+        return self.metrics_port != 0
+
+    @property
+    def metrics_is_loopback(self) -> bool:
+        """Whether the metrics listener is reachable from this machine only."""
+        return ipaddress.ip_address(self.metrics_host).is_loopback
 
     @property
     def tls(self) -> bool:

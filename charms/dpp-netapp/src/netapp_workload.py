@@ -1,9 +1,9 @@
 """The NetApp on this machine, without ops.
 
-Install it, write its settings, run `netapp serve` as the systemd service `dpp-netapp`, and call
-its REST API (api/rest.md) with the charm's admin token. Every path hangs off `root` so the
-file-writing parts can be tested on a temporary directory; commands go through `run` so tests can
-replace them.
+Install it, write its settings, run `netapp serve` as the systemd service `dpp-netapp`, read the
+addresses of an interface, and call its REST API (api/rest.md) with the charm's admin token. Every
+path hangs off `root` so the file-writing parts can be tested on a temporary directory; commands go
+through `run` so tests can replace them.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import json
 import os
 import ssl
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 from urllib.parse import quote
@@ -41,6 +42,15 @@ class ApiError(Exception):
         self.status = status
 
 
+@dataclass(frozen=True)
+class InterfaceAddress:
+    """An interface's MAC and its first global IPv4 and IPv6 addresses (None: it has none)."""
+
+    mac: str
+    ip4: Optional[str] = None
+    ip6: Optional[str] = None
+
+
 def render_settings(config: CharmConfig, paths: "Paths") -> dict[str, Any]:
     """The NetApp's settings file (netapp/core/config.py Settings) for this config."""
     settings: dict[str, Any] = {
@@ -64,7 +74,15 @@ def render_settings(config: CharmConfig, paths: "Paths") -> dict[str, Any]:
             "org": config.influxdb_org,
             "bucket": config.influxdb_bucket,
         }
+    settings["telemetry"]["metrics_listener"] = _metrics_listener(config)
     return settings
+
+
+def _metrics_listener(config: CharmConfig) -> dict[str, Any]:
+    """The unauthenticated /metrics listener; the charm's port 0 is "off" (the NetApp's is "any port")."""
+    if not config.metrics_enabled:
+        return {"enabled": False}
+    return {"enabled": True, "host": config.metrics_host, "port": config.metrics_port}
 
 
 def render_unit(config: CharmConfig, paths: "Paths") -> str:
@@ -105,6 +123,7 @@ class Paths:
         self.netapp_bin = self.venv / "bin" / "netapp"
         self.state_dir = root / "var" / "lib" / SERVICE
         self.state_dir_on_host = self.on_host(self.state_dir)
+        self.sys_net = root / "sys" / "class" / "net"
 
     def on_host(self, path: Path) -> Path:
         """The path as the service sees it (relative to "/" rather than `root`)."""
@@ -197,6 +216,28 @@ class NetApp:
         """Whether systemd reports the service active."""
         return self._cmd("systemctl", "is-active", "--quiet", SERVICE, check=False).returncode == 0
 
+    # --- host networking -----------------------------------------------------------------------
+
+    def interface_address(self, name: str) -> InterfaceAddress:
+        """The MAC and global addresses of an interface of this machine; WorkloadError if there is none."""
+        return InterfaceAddress(self._mac_of(name), *_global_addresses(self._addr_info(name)))
+
+    def _mac_of(self, name: str) -> str:
+        try:
+            return (self.paths.sys_net / name / "address").read_text().strip().lower()
+        except OSError:
+            raise WorkloadError(f"no interface {name!r} on this machine") from None
+
+    def _addr_info(self, name: str) -> list[dict[str, Any]]:
+        done = self._cmd("ip", "-j", "addr", "show", "dev", name)
+        try:
+            links = json.loads(done.stdout or "[]")
+        except json.JSONDecodeError as exc:
+            raise WorkloadError(f"ip addr show dev {name}: unreadable answer ({exc.msg})") from None
+        return [info for link in links for info in link.get("addr_info", [])]
+
+    # --- API ---------------------------------------------------------------------------------
+
     def client(self, config: CharmConfig) -> "NetAppClient":
         """A client of the local API with the charm's token."""
         if not self.paths.charm_token.exists():
@@ -216,6 +257,17 @@ class NetApp:
         if check and done.returncode != 0:
             raise WorkloadError(f"{' '.join(argv[:3])} failed ({done.returncode}): {(done.stderr or '').strip()}")
         return done
+
+
+def _global_addresses(infos: list[dict[str, Any]]) -> tuple[Optional[str], Optional[str]]:
+    """The first usable global IPv4 and IPv6 address in `ip -j addr` order (the primary first)."""
+    found: dict[str, str] = {}
+    for info in infos:
+        # Tentative and failed IPv6 addresses do not answer yet or at all; link-local ones do not route.
+        if info.get("scope") != "global" or info.get("tentative") or info.get("dadfailed"):
+            continue
+        found.setdefault(info.get("family", ""), info.get("local", ""))
+    return found.get("inet") or None, found.get("inet6") or None
 
 
 def _pinned(cert: Path) -> ssl.SSLContext:
@@ -301,6 +353,14 @@ class NetAppClient:
         """PUT /api/v1/alternatives/{id}."""
         return self.request("PUT", f"/api/v1/alternatives/{int(group['id'])}", group)
 
+    def delete_alternative(self, group_id: int, missing_ok: bool = False) -> None:
+        """DELETE /api/v1/alternatives/{id}; with `missing_ok`, a group that is not there is no error."""
+        try:
+            self.request("DELETE", f"/api/v1/alternatives/{int(group_id)}")
+        except ApiError as exc:
+            if not (missing_ok and exc.status == 404):
+                raise
+
     def stats(self) -> Any:
         """GET /api/v1/stats."""
         return self.request("GET", "/api/v1/stats")
@@ -332,18 +392,10 @@ class NetAppClient:
         """DELETE /api/v1/subscriptions/{id}."""
         self.request("DELETE", f"/api/v1/subscriptions/{_seg(subscription_id)}")
 
-    def reload_dataplane(self) -> list[dict[str, str]]:
-        """Detach and attach again, in the same mode, every interface the data plane is on."""
-        status = self.dataplane() or {}
-        reloaded = []
-        for view in status.get("interfaces", []):
-            name, mode = view["name"], view.get("mode") or "native"
-            if view.get("attached") is False:
-                continue
-            self.detach(name)
-            self.attach(name, mode)
-            reloaded.append({"name": name, "mode": mode})
-        return reloaded
+    def reload_dataplane(self) -> dict[str, Any]:
+        """Swap in the data-plane program of the installed NetApp under traffic (an upgrade):
+        rules, counters and attachments stay; the previous program runs on if it fails."""
+        return self.request("POST", "/api/v1/dataplane/reload")
 
     def _all_pages(self, path: str) -> list[Any]:
         items: list[Any] = []
