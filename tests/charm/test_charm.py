@@ -518,6 +518,13 @@ def test_given_service_down_when_action_then_fails(ctx, netapp):
     assert netapp.api.calls == []
 
 
+def test_given_service_down_when_action_has_bad_params_then_fails_naming_the_param(ctx, netapp):
+    netapp.running = False
+    with pytest.raises(testing.ActionFailed, match="intent"):
+        ctx.run(ctx.on.action("add-intent", params={"intent": "{not json"}), testing.State())
+    assert netapp.api.calls == []
+
+
 def test_given_bad_config_when_action_then_fails_naming_option(ctx, netapp):
     with pytest.raises(testing.ActionFailed, match="invalid config: xdp-mode"):
         ctx.run(ctx.on.action("list-intents"), testing.State(config={"xdp-mode": "x"}))

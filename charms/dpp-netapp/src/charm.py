@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, cast
 
 import ops
 from pydantic import ValidationError
@@ -324,16 +324,38 @@ class DppNetappCharm(ops.CharmBase):
         if config is None:
             event.fail(f"invalid config: {self._config_error}")
             return
-        if not self.workload.is_running():
-            event.fail("the NetApp service is not running")
-            return
+        client = _ClientOnFirstUse(lambda: self._running_client(config))
         try:
-            client = self.workload.client(config)
-            event.set_results(ACTIONS[name](client, dict(event.params)))
+            event.set_results(ACTIONS[name](cast(NetAppClient, client), dict(event.params)))
         except p.ParamError as exc:
             event.fail(str(exc))
+        except _NotRunning:
+            event.fail("the NetApp service is not running")
         except ApiError as exc:
             event.fail(f"{name}: the NetApp refused: {exc}")
+
+    def _running_client(self, config: CharmConfig) -> NetAppClient:
+        if not self.workload.is_running():
+            raise _NotRunning()
+        return self.workload.client(config)
+
+
+class _NotRunning(Exception):
+    """An action needed the NetApp's API while its service was down."""
+
+
+class _ClientOnFirstUse:
+    """The API client, made when a handler first calls the NetApp. Handlers read their parameters
+    before that, so bad input is reported as such even while the service is down."""
+
+    def __init__(self, make: Callable[[], NetAppClient]):
+        self._make = make
+        self._client: Optional[NetAppClient] = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._client is None:
+            self._client = self._make()
+        return getattr(self._client, name)
 
 
 def _replace_group(client: NetAppClient, applied: Optional[dict[str, Any]], group: Optional[dict[str, Any]]) -> None:
