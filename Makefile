@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 INFLUXDB_VERSION := v1.8.10
 INFLUXD := .tools/bin/influxd
 
-.PHONY: all deps system-deps python-deps build demo test bench-dataplane bench-api influxd clean
+.PHONY: all deps system-deps python-deps build demo test package bench-dataplane bench-api influxd clean
 
 all: build
 
@@ -43,6 +43,11 @@ demo: build python-deps influxd
 
 test: build python-deps influxd
 	$(PY) -m pytest $(PYTEST_ARGS) tests
+
+# dist/: the Juju charm (dpp-netapp.charm) and the OSM packages (dpp-netapp_vnf.tar.gz,
+# dpp-netapp_ns.tar.gz); pip downloads the charm's dependencies for its base (Python 3.12).
+package: python-deps
+	$(PY) -m netapp.packaging --out dist
 
 bench-dataplane: build python-deps
 	$(PY) -m bench.dataplane --out bench/results/dataplane.json

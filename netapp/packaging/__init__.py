@@ -1,0 +1,51 @@
+"""Build the NetApp's deployable artefacts, reproducibly.
+
+``python -m netapp.packaging --out dist`` (``make package``) writes:
+
+* ``dpp-netapp.charm``: the Juju machine charm, packed as charmcraft packs it (charm.py);
+* ``dpp-netapp_vnf.tar.gz`` and ``dpp-netapp_ns.tar.gz``: the OSM packages, laid out as
+  ``osm package-build`` lays them out and checked as OSM's NBI checks an upload (osm.py).
+
+Every input is checked before the slow step (pip filling the charm's venv), so a missing file
+fails the build at once with its name.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from netapp.packaging.charm import CharmProject, Log, build_charm
+from netapp.packaging.errors import PackagingError
+from netapp.packaging.osm import (
+    Sources,
+    build_ns_package,
+    build_vnf_package,
+    check_ns_sources,
+    check_vnf_sources,
+    juju_charms,
+)
+
+__all__ = ["PackagingError", "build_all"]
+
+
+def build_all(
+    repo: Path,
+    out_dir: Path,
+    python_version: str | None = None,
+    platform: str | None = None,
+    log: Log = print,
+) -> list[Path]:
+    """Build the charm(s) the VNFD names, then the VNF and NS packages; return what was written."""
+    src = Sources(repo)
+    vnfd = check_vnf_sources(src)
+    check_ns_sources(src, vnfd)
+    projects = {name: CharmProject.load(src.charm(name)) for name in juju_charms(vnfd)}
+    charms = {
+        name: build_charm(project.root, out_dir / f"{name}.charm", python_version, platform, log)
+        for name, project in projects.items()
+    }
+    return [
+        *charms.values(),
+        build_vnf_package(src, charms, out_dir, log),
+        build_ns_package(src, out_dir, log),
+    ]
