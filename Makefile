@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 INFLUXDB_VERSION := v1.8.10
 INFLUXD := .tools/bin/influxd
 
-.PHONY: all deps system-deps python-deps build demo test package bench-dataplane bench-api influxd clean
+.PHONY: all deps system-deps python-deps build demo test package bench-dataplane bench-api bench-throughput influxd clean
 
 all: build
 
@@ -58,6 +58,10 @@ bench-api: build python-deps
 .PHONY: bench-telemetry
 bench-telemetry: build python-deps influxd
 	$(PY) -m bench.telemetry --out bench/results/telemetry.json
+
+# Root: network namespaces, XDP, live-frame test runs. Extra options: THROUGHPUT_ARGS="--quick".
+bench-throughput: build python-deps
+	$(PY) -m bench.throughput --out bench/results/throughput.json $(THROUGHPUT_ARGS)
 
 # The recipe keeps a second run silent (no "Nothing to be done").
 influxd: $(INFLUXD)

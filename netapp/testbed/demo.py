@@ -49,6 +49,7 @@ from netapp.dataplane.facade import Dataplane
 from netapp.service.contract import Scope
 from netapp.telemetry.influxd import LocalInfluxd, bucket
 from netapp.testbed import netns, scenario
+from netapp.testbed.scenario import best_effort_slice
 from netapp.testbed.topology import EdgeSite
 from netapp.testbed.traffic import Sender
 
@@ -77,19 +78,6 @@ def free_port() -> int:
 def interface_rx_packets(ns: str, ifname: str) -> int:
     link = json.loads(netns.run(["ip", "-s", "-j", "link", "show", ifname], netns=ns))[0]
     return int(link["stats64"]["rx"]["packets"])
-
-
-def best_effort_slice() -> dict[str, Any]:
-    """The experiment's best-effort services as an eMBB slice: no dedicated CPUs, so its traffic
-    is processed locally and overflows to the alternative node when the local CPU is overloaded."""
-    return {
-        "id": "embb",
-        "snssai": {"sst": 1, "sd": "000001"},
-        "priority_level": 80,
-        "mbr_kbps": 100_000,
-        "members": {"teids": [flow.teid for flow in scenario.flows() if not flow.priority]},
-        "alternative": 0,
-    }
 
 
 class PacedTraffic(threading.Thread):

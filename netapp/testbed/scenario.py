@@ -9,6 +9,7 @@ effort. Everything that overflows goes to the alternative node.
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from scapy.layers.inet import IP, UDP
@@ -25,6 +26,9 @@ TEID_BASE = 0x8894D0D0
 LEGACY_FLOW = 4  # TEID 0x8894D0D4, UE 192.168.0.140: the paper's example message
 PRIORITY_QFI = 5
 BEST_EFFORT_QFI = 9
+# The GTP-U tunnel's own end points inside the VXLAN segment (the inner Ethernet and IPv4 headers).
+INNER_SRC_MAC, INNER_DST_MAC = "02:00:00:00:11:01", "02:00:00:00:11:02"
+INNER_SRC_IP, INNER_DST_IP = "172.16.0.1", "172.16.0.2"
 
 
 @dataclass(frozen=True)
@@ -67,19 +71,29 @@ def frame(site: EdgeSite, flow: Flow, payload_len: int = 64) -> bytes:
     ue = bytes(IP(src=flow.ue_ip, dst="10.0.0.10") / UDP(sport=40000 + flow.index, dport=5004)
                / Raw(b"\x80" * payload_len))
     qfi = PRIORITY_QFI if flow.priority else BEST_EFFORT_QFI
-    inner = (Ether(src="02:00:00:00:11:01", dst="02:00:00:00:11:02")
-             / IP(src="172.16.0.1", dst="172.16.0.2") / UDP(sport=2152, dport=2152)
+    inner = (Ether(src=INNER_SRC_MAC, dst=INNER_DST_MAC)
+             / IP(src=INNER_SRC_IP, dst=INNER_DST_IP) / UDP(sport=2152, dport=2152)
              / Raw(gtpu_tpdu(flow.teid, qfi, ue)))
     outer = (Ether(src=site.ran0.mac, dst=site.n3.mac) / IP(src=site.ran0.ip, dst=site.n3.ip)
-             / UDP(sport=49152 + flow.index, dport=4789) / VXLAN(vni=VNI) / inner)
+             / UDP(sport=49152 + flow.index, dport=4789) / VXLAN(vni=VNI, flags=0x08) / inner)
     return bytes(outer)
 
 
-def target_cpu(flow: Flow, cpus: int) -> int:
-    return flow.index % cpus
+# A CPU count (CPUs 0..n-1) or the CPU ids themselves.
+Cpus = int | Sequence[int]
 
 
-def legacy_message(site: EdgeSite, cpus: int) -> dict:
+def cpu_ids(cpus: Cpus) -> Sequence[int]:
+    return range(cpus) if isinstance(cpus, int) else cpus
+
+
+def target_cpu(flow: Flow, cpus: Cpus) -> int:
+    """The CPU a priority flow is steered to: the CPUs in turn."""
+    ids = cpu_ids(cpus)
+    return ids[flow.index % len(ids)]
+
+
+def legacy_message(site: EdgeSite, cpus: Cpus) -> dict:
     """The paper's message, as a slicing manager would send it for flow 4."""
     flow = Flow(LEGACY_FLOW)
     return {
@@ -94,7 +108,7 @@ def legacy_message(site: EdgeSite, cpus: int) -> dict:
     }
 
 
-def priority_intent(site: EdgeSite, flow: Flow, cpus: int) -> dict:
+def priority_intent(site: EdgeSite, flow: Flow, cpus: Cpus) -> dict:
     return {
         "id": flow.intent_id,
         "priority": 200,
@@ -105,7 +119,7 @@ def priority_intent(site: EdgeSite, flow: Flow, cpus: int) -> dict:
     }
 
 
-def document(site: EdgeSite, cpus: int) -> dict:
+def document(site: EdgeSite, cpus: Cpus) -> dict:
     """The intents document of the experiment: priority steering, best effort, the alternative."""
     intents: list[dict] = [
         priority_intent(site, flow, cpus) for flow in flows()
@@ -124,7 +138,20 @@ def document(site: EdgeSite, cpus: int) -> dict:
             "mac": site.alt0.mac, "source_mac": site.alt.mac, "ip4": site.alt0.ip,
             "interface": site.alt.ifname,
         }]}],
-        "cpus": [{"cpu": cpu} for cpu in range(cpus)],
+        "cpus": [{"cpu": cpu} for cpu in cpu_ids(cpus)],
         "default_verdict": "pass",
         "default_alternative": 0,
+    }
+
+
+def best_effort_slice() -> dict:
+    """The experiment's best-effort services as an eMBB slice: no dedicated CPUs, so its traffic
+    is processed locally and overflows to the alternative node when the local CPU is overloaded."""
+    return {
+        "id": "embb",
+        "snssai": {"sst": 1, "sd": "000001"},
+        "priority_level": 80,
+        "mbr_kbps": 100_000,
+        "members": {"teids": [flow.teid for flow in flows() if not flow.priority]},
+        "alternative": 0,
     }

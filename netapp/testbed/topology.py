@@ -36,6 +36,8 @@ class EdgeSite:
     core0: Port = Port("core", "core0", "02:00:00:00:03:01", "10.20.0.2")
     alt: Port = Port("node", "alt", "02:00:00:00:02:0a", "10.30.0.1")
     alt0: Port = Port("alt", "alt0", "02:00:00:00:04:01", "10.30.0.2")
+    mtu: int | None = None  # of every link; None: the kernel's default (1500)
+    queues: int = 1  # receive and transmit queues of every veth end
     built: bool = False
 
     HOSTS = ("ran", "node", "core", "alt")
@@ -46,14 +48,16 @@ class EdgeSite:
     def links(self) -> list[tuple[Port, Port]]:
         return [(self.ran0, self.n3), (self.n6, self.core0), (self.alt, self.alt0)]
 
-    def build(self) -> "EdgeSite":
+    def build(self) -> EdgeSite:
         """Create namespaces, links, addresses and static neighbours (no ARP in the way)."""
         try:
             for host in self.HOSTS:
                 netns.add_namespace(self.ns(host))
             for a, b in self.links():
-                netns.add_veth(self.ns(a.host), a.ifname, self.ns(b.host), b.ifname)
+                netns.add_veth(self.ns(a.host), a.ifname, self.ns(b.host), b.ifname, self.queues)
                 for end, peer in ((a, b), (b, a)):
+                    if self.mtu is not None:
+                        netns.set_mtu(self.ns(end.host), end.ifname, self.mtu)
                     netns.configure(self.ns(end.host), end.ifname, end.mac, f"{end.ip}/{end.prefix}")
                     netns.add_neighbour(self.ns(end.host), end.ifname, peer.ip, peer.mac)
             self.built = True
@@ -70,7 +74,7 @@ class EdgeSite:
     def ifindex(self, port: Port) -> int:
         return netns.ifindex(self.ns(port.host), port.ifname)
 
-    def __enter__(self) -> "EdgeSite":
+    def __enter__(self) -> EdgeSite:
         return self.build()
 
     def __exit__(self, *exc: object) -> None:

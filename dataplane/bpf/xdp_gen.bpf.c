@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* The paced multi-flow generator of dpp-pktgen: run in BPF_PROG_TEST_RUN live-frame mode, it turns
+ * frame k into flow k mod nflows (its header template written over the frame), holds the frame
+ * until its slot of the schedule (start + k / rate), counts it per flow and transmits it (XDP_TX).
+ * The kernel sends a batch's frames together when the batch ends, so the traffic arrives in bursts
+ * of the run's batch size at the paced average rate.
+ *
+ * A frame that finds itself more than slack_ns behind its slot (the CPU was busy elsewhere) does
+ * not start a catch-up burst: the schedule slips by its delay instead, so the offered traffic is
+ * never burstier than the batch size plus slack_ns worth of frames, and the rate achieved (frames
+ * over the time from first to last) shows how much time was lost. */
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+
+#ifndef GEN_MAX_FLOWS
+#define GEN_MAX_FLOWS 256
+#endif
+/* The frames of one run differ only in their first GEN_TEMPLATE_MAX bytes (dpp-pktgen checks). */
+#define GEN_TEMPLATE_MAX 256
+/* bpf_loop's own limit; at some 20 ns per clock read a wait can last about 150 ms, longer than
+ * the gap between any two frames of a run that is worth measuring. */
+#define GEN_WAIT_MAX_LOOPS (1 << 23)
+
+struct gen_template {
+	__u8 bytes[GEN_TEMPLATE_MAX];
+};
+
+/* flow -> the first tmpl_len bytes of its frame */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, GEN_MAX_FLOWS);
+	__type(key, __u32);
+	__type(value, struct gen_template);
+} gen_templates SEC(".maps");
+
+/* flow -> frames handed to XDP_TX (one CPU runs the test: no per-CPU slots needed) */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, GEN_MAX_FLOWS);
+	__type(key, __u32);
+	__type(value, __u64);
+} gen_sent SEC(".maps");
+
+/* Load-time knobs (skeleton rodata). */
+const volatile __u32 tmpl_len = 0;  /* bytes written from the template; 0: frames as they are */
+const volatile __u32 nflows = 1;    /* templates in use, at most GEN_MAX_FLOWS */
+const volatile __u64 period_ps = 0; /* gap between two slots; 0: no pacing, as fast as possible */
+const volatile __u64 slack_ns = 0;  /* how far behind its slot a frame may be and still catch up */
+
+/* Run state, read by dpp-pktgen when the run is over. */
+__u64 gen_seq = 0;	   /* frames so far */
+__u64 gen_start_ns = 0;	   /* slot 0: the clock when the first frame arrived */
+__u64 gen_last_ns = 0;	   /* when the last frame was released */
+__u64 gen_slips = 0;	   /* frames that found themselves more than slack_ns behind */
+__u64 gen_slipped_ns = 0;  /* the schedule's total delay from those slips */
+__u64 gen_max_late_ns = 0; /* the largest delay behind the schedule */
+
+static long wait_until(__u64 index __attribute__((unused)), void *due)
+{
+	return bpf_ktime_get_ns() >= *(__u64 *)due;
+}
+
+/* Holds the frame until its slot; returns when it was released. */
+static __always_inline __u64 pace(__u64 seq, __u64 now)
+{
+	__u64 due, late;
+
+	if (!seq)
+		gen_start_ns = now;
+	if (!period_ps)
+		return now;
+	due = gen_start_ns + gen_slipped_ns + seq * period_ps / 1000;
+	if (now < due) {
+		bpf_loop(GEN_WAIT_MAX_LOOPS, wait_until, &due, 0);
+		return bpf_ktime_get_ns();
+	}
+	late = now - due;
+	if (late > gen_max_late_ns)
+		gen_max_late_ns = late;
+	if (late > slack_ns) {
+		gen_slips++;
+		gen_slipped_ns += late;
+	}
+	return now;
+}
+
+static __always_inline int apply_template(struct xdp_md *ctx, __u32 flow)
+{
+	struct gen_template *t;
+	__u32 len = tmpl_len;
+
+	if (!len)
+		return 0;
+	if (len > GEN_TEMPLATE_MAX)
+		len = GEN_TEMPLATE_MAX;
+	t = bpf_map_lookup_elem(&gen_templates, &flow);
+	if (!t)
+		return -1;
+	return bpf_xdp_store_bytes(ctx, 0, t->bytes, len);
+}
+
+SEC("xdp")
+int xdp_gen(struct xdp_md *ctx)
+{
+	__u64 seq = gen_seq;
+	__u32 flow = nflows > 1 ? seq % nflows : 0;
+	__u64 *sent;
+
+	if (apply_template(ctx, flow))
+		return XDP_ABORTED;
+	gen_last_ns = pace(seq, bpf_ktime_get_ns());
+	gen_seq = seq + 1;
+	sent = bpf_map_lookup_elem(&gen_sent, &flow);
+	if (sent)
+		*sent += 1;
+	return XDP_TX;
+}
+
+char LICENSE[] SEC("license") = "GPL";

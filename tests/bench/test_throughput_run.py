@@ -1,0 +1,100 @@
+"""The command line, CPU sets, calibration and summary of bench.throughput (no kernel needed)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bench.throughput import report, run, trial
+from bench.throughput.systems import counter_delta
+
+
+def test_the_node_cpus_are_the_highest_numbered_so_cpu_0_joins_last():
+    assert run.cpu_set(1, total=2) == (1,)
+    assert run.cpu_set(2, total=2) == (0, 1)
+    assert run.cpu_set(2, total=4) == (2, 3)
+    with pytest.raises(ValueError):
+        run.cpu_set(3, total=2)
+
+
+def test_quick_shortens_the_run_but_explicit_options_win():
+    args = run.parse_args(["--quick", "--trial-s", "1.5"])
+    assert args.sizes == (64, 1500) and args.resolution == 0.05 and args.sweep_points == 5
+    assert args.trial_s == 1.5
+    full = run.parse_args([])
+    assert full.sizes == run.SIZES and full.cpus == (1, 2) and full.systems == ("kernel", "netapp")
+
+
+def test_capacities_and_lists_parse():
+    args = run.parse_args(["--capacity-pps", "0:1e6,1:250000", "--sizes", "64,512", "--systems", "netapp"])
+    assert args.capacity_pps == {0: 1_000_000, 1: 250_000}
+    assert args.sizes == (64, 512) and args.systems == ("netapp",)
+
+
+@pytest.mark.parametrize("argv", [["--systems", "dpdk"], ["--sizes", "20"]])
+def test_nonsense_options_are_refused(argv):
+    with pytest.raises(SystemExit):
+        run.parse_args(argv)
+
+
+def _trial(offered: float, passed: bool, priority: float) -> dict:
+    return {"offered_pps": offered, "passed": passed, "rates_pps": {"priority": {"offered": priority}}}
+
+
+def test_a_steering_cpu_is_calibrated_with_the_priority_part_of_the_fastest_passing_trial():
+    zero_loss = {
+        "pps": 900.0,
+        "trials": [_trial(2000, False, 1000), _trial(900, True, 450), _trial(500, True, 250)],
+    }
+    assert run.priority_rate(zero_loss) == 450
+    assert run.priority_rate({"pps": 0.0, "trials": [_trial(10, False, 5)]}) == 0.0
+
+
+def _entry(size: int, cpus: list[int], system: str, pps: float, limited_by: str = "loss") -> dict:
+    return {"size": size, "cpus": cpus, "system": system, "zero_loss": {"pps": pps, "limited_by": limited_by}}
+
+
+def test_the_summary_pairs_the_systems_per_size_and_cpu_count():
+    rows = report.summary(
+        [_entry(64, [1], "kernel", 500_000), _entry(64, [1], "netapp", 2_500_000, "generator"),
+         _entry(64, [0, 1], "kernel", 800_000), _entry(64, [0, 1], "netapp", 1_200_000)]
+    )  # fmt: skip
+    assert [(r["cpus"], r["ratio"], r["target_met"]) for r in rows] == [(1, 5.0, True), (2, 1.5, False)]
+    assert rows[0]["netapp_limited_by"] == "generator" and rows[0]["frame_bytes"] == 172
+    assert ">=2.500" in report.format_table({"summary": rows})
+
+
+def test_counter_deltas_are_nested_and_only_what_moved_is_kept():
+    before = {"actions": {"steer": 5, "pass": 1}, "n3_rx_dropped": 2}
+    after = {"actions": {"steer": 9, "pass": 1}, "n3_rx_dropped": 2}
+    delta = counter_delta(before, after)
+    assert delta == {"actions": {"steer": 4, "pass": 0}, "n3_rx_dropped": 0}
+    assert trial._nonzero(delta) == {"actions": {"steer": 4}}
+
+
+def test_the_summary_takes_the_traffic_of_the_trial_that_set_the_rate_and_marks_a_disturbed_generator():
+    rates = {"priority": {"delivered": 400.0}, "total": {"forwarded": 600.0}}
+    trials = [
+        {"offered_pps": 2000.0, "target_pps": 3000.0, "passed": False, "rates_pps": rates},
+        {"offered_pps": 1000.0, "target_pps": 1500.0, "passed": True, "rates_pps": rates},
+    ]
+    entry = {
+        "size": 64,
+        "cpus": [1],
+        "system": "netapp",
+        "zero_loss": {"pps": 1000.0, "limited_by": "loss", "trials": trials},
+    }
+    (row,) = report.summary([entry])
+    assert row["netapp_offered_of_asked"] == 0.667
+    assert (row["netapp_priority_delivered_pps"], row["netapp_forwarded_pps"]) == (400, 600)
+    assert "0.001* (loss)" in report.format_table({"summary": [row]})  # Mpps
+
+
+def test_the_document_is_json_with_a_trial_per_line():
+    trial_record = {"offered_pps": 1.0, "classes": {"total": {"lost": 0}}, "per_flow": {"sent": [1, 2]}}
+    document = {"results": [{"zero_loss": {"trials": [trial_record, trial_record]}, "cpus": [0, 1]}]}
+    text = report.dumps(document)
+    assert json.loads(text) == document
+    assert sum('"offered_pps"' in line for line in text.splitlines()) == 2
+    assert '"cpus": [0, 1]' in text
