@@ -74,10 +74,13 @@ def unlike_the_store(
     return problems
 
 
-def compiled_store(store: Store) -> tuple[set[bytes], list[bytes]]:
-    """The rule keys and the published shape set that a store's intents compile to."""
+def compiled_store(
+    store: Store, interfaces: Optional[Mapping[str, int]] = None
+) -> tuple[set[bytes], list[bytes]]:
+    """The rule keys and the published shape set that a store's intents compile to (`interfaces`:
+    name -> ifindex, for intents that match on one)."""
     rules = [
-        compile_intent(record.intent, {}, rule_id(record.tenant, record.intent.id))
+        compile_intent(record.intent, dict(interfaces or {}), rule_id(record.tenant, record.intent.id))
         for record in store.all_intents()
     ]
     shapes, maxima = order_shapes(shape_maxima(rules))
