@@ -6,7 +6,7 @@ node, while something goes wrong.
 - the data-plane program is replaced through the pinned links, again and again: nothing lost;
 - the alternative node's link disappears: what was meant for it falls back (the default verdict,
   so the node's own stack routes it to the core), counted as port_unavailable; only the frames
-  already queued on the vanished link go with it; nothing crashes;
+  sent into the link while the kernel tears it down go with it; nothing crashes;
 - malformed and truncated frames are mixed in: each is counted under the reason the reference
   parser gives it, and every good frame arrives;
 - InfluxDB is stopped for 30 s with telemetry writing to it: forwarding is unaffected.
@@ -51,6 +51,7 @@ from tests.utils.testbed import assert_every_frame_accounted, throughput_bed
 REPO = Path(__file__).resolve().parents[2]
 NODE_CPUS = (1,)
 RATE = 20_000  # pps, all 16 flows together
+TEARDOWN_S = 0.5  # longest a vanishing link may swallow forwarded frames (see the test)
 
 
 @pytest.fixture
@@ -207,9 +208,10 @@ def test_when_the_alternative_node_disappears_its_traffic_falls_back_and_is_coun
     best_effort = [not flow.priority for flow in scenario.flows()]
     lost = [sent - core - alt for sent, core, alt in zip(flows["sent"], flows["core"], flows["alt"])]
     assert all(n == 0 for n, forwarded in zip(lost, best_effort) if not forwarded), lost  # priority
-    # Frames already handed to the link when it went are lost with it: at most what its queues
-    # hold (a DEVMAP bulk queue, 16, and the veth's ring, 256). Everything sent after falls back.
-    assert 0 <= sum(lost) <= 16 + 256, lost
+    # The kernel takes a link down before it drops it from the DEVMAP: frames redirected to it in
+    # between (and those in its queues) are lost with it. That window took up to 0.22 s on a loaded
+    # 2-CPU machine; allow half a second of the forwarded traffic. Everything after falls back.
+    assert 0 <= sum(lost) <= TEARDOWN_S * RATE / 2, lost
     fell_back = sum(core for core, forwarded in zip(flows["core"], best_effort) if forwarded)
     reached_alt = sum(alt for alt, forwarded in zip(flows["alt"], best_effort) if forwarded)
     assert fell_back > 0 and reached_alt > 0
