@@ -89,6 +89,7 @@ def summary(results: Sequence[dict]) -> list[dict[str, Any]]:
             entry = _find(results, size, ncpus, system)
             if entry is not None:
                 row.update(_system_columns(system, entry["zero_loss"]))
+                row.update(_sweep_check(system, entry))
         if row.get("kernel_pps") and "netapp_pps" in row:
             row["ratio"] = round(row["netapp_pps"] / row["kernel_pps"], 2)
             row["target_met"] = row["ratio"] >= TARGET_RATIO
@@ -109,6 +110,16 @@ def _system_columns(system: str, zero_loss: dict[str, Any]) -> dict[str, Any]:
         columns[f"{system}_priority_delivered_pps"] = round(rates["priority"]["delivered"])
         columns[f"{system}_forwarded_pps"] = round(rates["total"]["forwarded"])
     return columns
+
+
+def _sweep_check(system: str, entry: dict[str, Any]) -> dict[str, Any]:
+    """Did the zero-loss rate repeat? The sweep's trials at or below it, and how many of them lost
+    frames anyway (a search reports a rate that passed once)."""
+    if "sweep" not in entry:
+        return {}
+    below = [t for t in entry["sweep"] if t["offered_pps"] <= entry["zero_loss"]["pps"] and t["valid"]]
+    lossy = [t for t in below if not t["zero_loss"]]
+    return {f"{system}_sweep_trials_at_or_below": len(below), f"{system}_sweep_lossy_at_or_below": len(lossy)}
 
 
 def document(
@@ -133,7 +144,8 @@ def document(
 
 def format_table(result: dict[str, Any]) -> str:
     """The summary; * marks a rate set by a trial in which the generator offered less than
-    GENERATOR_SHORT of the rate asked for (its CPU was busy with something else)."""
+    GENERATOR_SHORT of the rate asked for (its CPU was busy with something else), ! a rate that
+    did not repeat (a sweep trial at or below it lost frames)."""
     lines = ["size  frame  CPUs   kernel Mpps (limit)   NetApp Mpps (limit)   ratio"]
     for row in result["summary"]:
         kernel = _cell(row, "kernel")
@@ -145,6 +157,7 @@ def format_table(result: dict[str, Any]) -> str:
     lines.append(
         f"* the generator offered less than {GENERATOR_SHORT:.0%} of the rate asked for in that trial"
     )
+    lines.append("! not repeatable: a sweep trial at or below that rate lost frames")
     return "\n".join(lines)
 
 
@@ -154,6 +167,7 @@ def _cell(row: dict, system: str) -> str:
     bound = row[f"{system}_limited_by"]
     prefix = ">=" if bound == "generator" else ""
     short = "*" if row.get(f"{system}_offered_of_asked", 1.0) < GENERATOR_SHORT else ""
+    short += "!" if row.get(f"{system}_sweep_lossy_at_or_below") else ""
     return f"{prefix}{row[f'{system}_pps'] / 1e6:.3f}{short} ({bound})"
 
 

@@ -98,3 +98,14 @@ def test_the_document_is_json_with_a_trial_per_line():
     assert json.loads(text) == document
     assert sum('"offered_pps"' in line for line in text.splitlines()) == 2
     assert '"cpus": [0, 1]' in text
+
+
+def test_a_zero_loss_rate_that_a_slower_sweep_trial_did_not_repeat_is_marked():
+    def sweep_trial(offered: float, lost: int) -> dict:
+        return {"offered_pps": offered, "valid": True, "zero_loss": lost == 0}
+
+    entry = _entry(64, [1], "kernel", 500.0)
+    entry["sweep"] = [sweep_trial(100, 0), sweep_trial(400, 3), sweep_trial(500, 0), sweep_trial(900, 50)]
+    (row,) = report.summary([entry])
+    assert (row["kernel_sweep_trials_at_or_below"], row["kernel_sweep_lossy_at_or_below"]) == (3, 1)
+    assert "0.001! (loss)" in report.format_table({"summary": [row]})
