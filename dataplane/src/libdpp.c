@@ -671,24 +671,26 @@ static int links_drop_all(struct dpp *d)
 
 /* ---- lifecycle ---- */
 
-static int open_opts_copy(const struct dpp_open_opts *opts, struct dpp_open_opts *o)
+/* Copy a caller's options struct (first member: size_t sz, its size as the caller was built) into
+ * ours of out_sz bytes: an older caller's missing tail reads as zero, and a newer caller's options
+ * we do not know about must all be unset. in NULL: all zero. */
+static int opts_copy(const void *in, void *out, size_t out_sz)
 {
-	const char *extra;
-	size_t i;
+	const char *bytes = in;
+	size_t in_sz, i;
 
-	memset(o, 0, sizeof(*o));
-	if (!opts)
+	memset(out, 0, out_sz);
+	if (!in)
 		return 0;
-	if (opts->sz < sizeof(opts->sz))
+	in_sz = *(const size_t *)in;
+	if (in_sz < sizeof(size_t))
 		return -EINVAL;
-	/* A newer caller's options we do not know about must all be unset. */
-	extra = (const char *)opts;
-	for (i = sizeof(*o); i < opts->sz; i++) {
-		if (extra[i])
+	for (i = out_sz; i < in_sz; i++) {
+		if (bytes[i])
 			return -E2BIG;
 	}
-	memcpy(o, opts, opts->sz < sizeof(*o) ? opts->sz : sizeof(*o));
-	o->sz = sizeof(*o);
+	memcpy(out, in, in_sz < out_sz ? in_sz : out_sz);
+	*(size_t *)out = out_sz;
 	return 0;
 }
 
@@ -958,7 +960,7 @@ int dpp_open(const struct dpp_open_opts *opts, struct dpp **out)
 	if (!out)
 		return -EINVAL;
 	*out = NULL;
-	err = open_opts_copy(opts, &o);
+	err = opts_copy(opts, &o, sizeof(o));
 	if (err)
 		return err;
 	err = handle_alloc(&d);
@@ -1980,26 +1982,6 @@ static int flows_invalidate(struct dpp *d)
 	return update_u32(d, DPP_MAP_CONFIG, 0, &cfg);
 }
 
-static int upgrade_opts_copy(const struct dpp_upgrade_opts *opts, struct dpp_upgrade_opts *o)
-{
-	const char *extra = (const char *)opts;
-	size_t i;
-
-	memset(o, 0, sizeof(*o));
-	o->flow_cache = true;
-	if (!opts)
-		return 0;
-	if (opts->sz < sizeof(opts->sz))
-		return -EINVAL;
-	for (i = sizeof(*o); i < opts->sz; i++) {
-		if (extra[i])
-			return -E2BIG;
-	}
-	memcpy(o, opts, opts->sz < sizeof(*o) ? opts->sz : sizeof(*o));
-	o->sz = sizeof(*o);
-	return 0;
-}
-
 int dpp_upgrade(struct dpp *d, const struct dpp_upgrade_opts *opts)
 {
 	struct dpp_upgrade_opts o;
@@ -2008,7 +1990,9 @@ int dpp_upgrade(struct dpp *d, const struct dpp_upgrade_opts *opts)
 
 	if (!d)
 		return -EINVAL;
-	err = upgrade_opts_copy(opts, &o);
+	err = opts_copy(opts, &o, sizeof(o));
+	if (!opts)
+		o.flow_cache = true;
 	if (!err)
 		err = links_scan(d);
 	if (!err)
