@@ -23,7 +23,7 @@ from netapp.intents.compiler import compile_document
 from netapp.intents.models import parse_document
 from netapp.testbed import netns
 from tests.utils import packets
-from tests.utils.kernel import build_artifact, require_kernel
+from tests.utils.kernel import build_artifact, veth_namespace
 
 IFACE = "veth0"  # where the program is attached
 PEER = "veth1"  # where test frames are sent from
@@ -32,16 +32,8 @@ PEER = "veth1"  # where test frames are sent from
 @pytest.fixture
 def ns():
     """A namespace holding the veth pair veth0 <-> veth1, both up."""
-    require_kernel()
-    name = f"dppctl-{secrets.token_hex(3)}"
-    try:
-        netns.add_namespace(name)
-        netns.run(["ip", "-n", name, "link", "add", IFACE, "type", "veth", "peer", "name", PEER])
-        for ifname in (IFACE, PEER):
-            netns.run(["ip", "-n", name, "link", "set", ifname, "up"])
+    with veth_namespace("dppctl", IFACE, PEER) as name:
         yield name
-    finally:
-        netns.delete_namespace(name)
 
 
 @pytest.fixture

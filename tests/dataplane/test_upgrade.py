@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import re
-import secrets
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -22,7 +21,7 @@ from netapp.intents.compiler import compile_document
 from netapp.intents.models import parse_document
 from netapp.testbed import netns
 from netapp.testbed.traffic import Sender
-from tests.utils.kernel import require_kernel
+from tests.utils.kernel import veth_namespace
 from tests.utils.maps import pinned_instance, second_handle
 
 REPO = Path(__file__).resolve().parents[2]
@@ -34,16 +33,8 @@ PORT = 5004
 
 @pytest.fixture
 def ns() -> Iterator[str]:
-    require_kernel()
-    name = f"dpp-upg-{secrets.token_hex(3)}"
-    try:
-        netns.add_namespace(name)
-        netns.run(["ip", "-n", name, "link", "add", IFACE, "type", "veth", "peer", "name", PEER])
-        for ifname in (IFACE, PEER):
-            netns.run(["ip", "-n", name, "link", "set", ifname, "up"])
+    with veth_namespace("dpp-upg", IFACE, PEER) as name:
         yield name
-    finally:
-        netns.delete_namespace(name)
 
 
 @pytest.fixture
@@ -53,8 +44,15 @@ def dataplane(ns: str) -> Iterator[tuple[Dataplane, str]]:
         dp = Dataplane.open(instance=instance)
         try:
             dp.attach(IFACE, "native")
-            document = {"intents": [{"id": "video", "match": {"protocol": "udp", "dst_port": PORT},
-                                     "action": {"type": "pass"}}]}
+            document = {
+                "intents": [
+                    {
+                        "id": "video",
+                        "match": {"protocol": "udp", "dst_port": PORT},
+                        "action": {"type": "pass"},
+                    }
+                ]
+            }
             dp.apply_compiled(compile_document(parse_document(document), host_interfaces()))
             yield dp, instance
         finally:
@@ -62,7 +60,9 @@ def dataplane(ns: str) -> Iterator[tuple[Dataplane, str]]:
 
 
 def frame() -> bytes:
-    return bytes(Ether(dst="02:00:00:00:00:01") / IP(src="10.0.0.1", dst="10.0.0.2") / UDP(dport=PORT) / (b"x" * 18))
+    return bytes(
+        Ether(dst="02:00:00:00:00:01") / IP(src="10.0.0.1", dst="10.0.0.2") / UDP(dport=PORT) / (b"x" * 18)
+    )
 
 
 def send(ns: str, count: int) -> int:
@@ -153,7 +153,10 @@ def test_dppctl_upgrade_reports_both_program_ids(ns, dataplane):
     before = dp.program_id()
     result = subprocess.run(
         ["nsenter", f"--net=/run/netns/{ns}", str(DPPCTL), "-n", instance, "upgrade"],
-        capture_output=True, text=True, check=False, env={**os.environ, "LC_ALL": "C"},
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "LC_ALL": "C"},
     )
     assert (result.returncode, result.stderr) == (0, "")
     after = xdp_prog_id(ns)

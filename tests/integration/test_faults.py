@@ -37,7 +37,6 @@ from scapy.layers.l2 import Ether
 from bench.throughput import trial
 from bench.throughput.systems import OPERATOR, NetAppPath
 from netapp.core.config import TelemetrySettings
-from netapp.dataplane.binding import struct_bytes
 from netapp.service.service import NetAppService
 from netapp.telemetry.runtime import Telemetry
 from netapp.testbed import netns, scenario
@@ -45,7 +44,7 @@ from netapp.testbed.traffic import Sender
 from tests.utils import refparser
 from tests.utils.influxd import influx_settings, start_influxd
 from tests.utils.kernel import require_kernel
-from tests.utils.maps import compiled_store, second_handle
+from tests.utils.maps import assert_maps_hold_the_store
 from tests.utils.testbed import assert_every_frame_accounted, throughput_bed
 
 REPO = Path(__file__).resolve().parents[2]
@@ -149,15 +148,7 @@ def test_the_control_plane_killed_and_restarted_under_traffic_loses_nothing(bed,
         assert service.dataplane_status(OPERATOR)["program_id"] == ready["program_id"]  # reused
         site = bed.site
         interfaces = {port.ifname: site.ifindex(port) for port in (site.n3, site.n6, site.alt)}
-        keys, shapes = compiled_store(service.store, interfaces)
-        with netns.entered(bed.site.ns("node")):
-            handle = second_handle(path.instance)
-        try:
-            assert {struct_bytes(key) for key, _ in handle.rules_dump()} == keys
-            active = handle.shapes_get()
-            assert [struct_bytes(active.shapes[i]) for i in range(active.count)] == shapes
-        finally:
-            handle.close()
+        assert_maps_hold_the_store(service, path.instance, interfaces)
     finally:
         child.kill()
         child.wait()

@@ -21,15 +21,15 @@ from scapy.layers.l2 import Ether
 
 from netapp.core.config import InterfaceSetting
 from netapp.dataplane import binding
-from netapp.dataplane.binding import rule_key, rule_value, struct_bytes
+from netapp.dataplane.binding import rule_key, rule_value
 from netapp.intents.compiler import compile_intent
 from netapp.service.contract import IntentRecord
-from netapp.service.service import NetAppService, rule_id
+from netapp.service.service import NetAppService
 from netapp.service.store import Store
 from netapp.testbed import netns
 from netapp.testbed.traffic import Sender
 from tests.utils.kernel import require_kernel
-from tests.utils.maps import compiled_store, second_handle
+from tests.utils.maps import assert_maps_hold_the_store, second_handle
 from tests.utils.service import ALICE, BOB, intent, settings_for, slice_spec
 
 REPO = Path(__file__).resolve().parents[2]
@@ -51,19 +51,6 @@ def started(state_dir: Path, instance: str, **settings) -> NetAppService:
     service = NetAppService(settings_for(state_dir, instance=instance, max_rules=4096, **settings))
     service.start()
     return service
-
-
-def assert_maps_hold_the_store(service: NetAppService, instance: str) -> None:
-    keys, shapes = compiled_store(service.store)
-    handle = second_handle(instance)
-    try:
-        assert {struct_bytes(key) for key, _ in handle.rules_dump()} == keys
-        active = handle.shapes_get()
-        assert [struct_bytes(active.shapes[i]) for i in range(active.count)] == shapes
-    finally:
-        handle.close()
-    stored = {rule_id(r.tenant, r.intent.id) for r in service.store.all_intents()}
-    assert set(service.dataplane.installed_intents) == stored
 
 
 def test_given_a_restart_then_stale_map_entries_go_missing_ones_come_and_counters_stay(tmp_path, instance):

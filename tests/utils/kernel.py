@@ -7,13 +7,17 @@ always means they ran.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import secrets
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from netapp.dataplane import binding
+from netapp.testbed import netns
 
 
 def _missing() -> str | None:
@@ -43,3 +47,19 @@ def build_artifact(name: str) -> Path:
     if not path.exists():
         pytest.fail(f"{path} is missing: run `make -C dataplane`")
     return path
+
+
+@contextlib.contextmanager
+def veth_namespace(prefix: str, ifname: str, peer: str) -> Iterator[str]:
+    """A namespace of its own holding the veth pair ifname <-> peer, both up; removed (with
+    everything attached to the pair) whatever the block did."""
+    require_kernel()
+    name = f"{prefix}-{secrets.token_hex(3)}"
+    try:
+        netns.add_namespace(name)
+        netns.run(["ip", "-n", name, "link", "add", ifname, "type", "veth", "peer", "name", peer])
+        for end in (ifname, peer):
+            netns.run(["ip", "-n", name, "link", "set", end, "up"])
+        yield name
+    finally:
+        netns.delete_namespace(name)

@@ -87,3 +87,20 @@ def compiled_store(
     return {struct_bytes(rule_key(rule)) for rule in rules}, [
         struct_bytes(shape_to_c(shape, top)) for shape, top in zip(shapes, maxima, strict=True)
     ]
+
+
+def assert_maps_hold_the_store(
+    service: Any, instance: str, interfaces: Optional[Mapping[str, int]] = None
+) -> None:
+    """The pinned instance's rules and active shapes, read through a handle of its own, are what
+    the service's stored intents compile to, and the service's view agrees."""
+    keys, shapes = compiled_store(service.store, interfaces)
+    handle = second_handle(instance)
+    try:
+        assert {struct_bytes(key) for key, _ in handle.rules_dump()} == keys
+        active = handle.shapes_get()
+        assert [struct_bytes(active.shapes[i]) for i in range(active.count)] == shapes
+    finally:
+        handle.close()
+    stored = {rule_id(r.tenant, r.intent.id) for r in service.store.all_intents()}
+    assert set(service.dataplane.installed_intents) == stored
