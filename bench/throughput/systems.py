@@ -91,6 +91,8 @@ class NetAppPath:
             instance=self.instance,
             netns=self.site.ns("node"),
             interfaces=[InterfaceSetting(name=self.site.n3.ifname, mode="native")],
+            # the group the site document names: the paper's message names none
+            default_alternative=scenario.document(self.site, self.steering_cpus)["default_alternative"],
             auth_disabled=True,
         )
 
@@ -118,10 +120,6 @@ class NetAppPath:
             else:
                 self.service.create_intent(OPERATOR, Intent.model_validate(intent))
         self.service.put_slice(OPERATOR, SliceSpec.model_validate(best_effort_slice()))
-        # The paper's message names no alternative, so the legacy flow's overflow needs the default
-        # group of the document; the service has no setting for it, the facade does.
-        with netns.entered(self.site.ns("node")):
-            self.service.dataplane.set_default_alternative(document["default_alternative"])
 
     def set_capacity(self, capacity_pps: dict[int, int]) -> None:
         """CPUs of the set with their capacity; the receiving CPU, when not in the set, overloaded."""

@@ -13,6 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field, IPvAnyAddress, SecretStr, mod
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 from pydantic_settings import YamlConfigSettingsSource
 
+from netapp.intents.models import MAX_ALT_GROUPS
+
 CONFIG_ENV = "NETAPP_CONFIG"
 
 
@@ -127,6 +129,13 @@ class Settings(BaseSettings):
     )
     interfaces: list[InterfaceSetting] = Field(default_factory=list)
     default_verdict: Literal["pass", "drop"] = "pass"
+    default_alternative: Optional[int] = Field(
+        None,
+        ge=0,
+        le=MAX_ALT_GROUPS - 1,
+        description="alternative group that takes the overflow of intents naming none (the paper's "
+        "legacy message, a slice without one); None: their overflow gets default_verdict",
+    )
     flow_cache: bool = True
     max_rules: int = Field(65536, ge=1, le=1 << 24)
 

@@ -192,7 +192,14 @@ class NetAppService(IntentService):
     def _settings_snapshot(self) -> dict[str, Any]:
         """The settings that shape the data plane, as this start used them (no secrets among them)."""
         return self.settings.model_dump(
-            mode="json", include={"instance", "interfaces", "default_verdict", "flow_cache", "max_rules"}
+            mode="json", include={
+                "instance",
+                "interfaces",
+                "default_verdict",
+                "default_alternative",
+                "flow_cache",
+                "max_rules",
+            }
         )
 
     def _open_dataplane(self) -> None:
@@ -273,6 +280,7 @@ class NetAppService(IntentService):
             alternatives=tuple(groups),
             cpus=tuple(self._usable_cpus(uncompiled)),
             default_verdict=self.settings.default_verdict,
+            default_alternative=self.settings.default_alternative,
             redirect_ifindexes=frozenset(r.redirect_ifindex for r in ruleset.rules if r.redirect_ifindex),
         )
 
@@ -1008,6 +1016,10 @@ class NetAppService(IntentService):
             status["interfaces"] = self._interface_views()
             status["cpus"] = [self._cpu_view(spec) for spec in self.store.list_cpus()]
             status["reconciled"] = self._maps_stale is None
+            status["defaults"] = {
+                "verdict": self.settings.default_verdict,
+                "alternative": self.settings.default_alternative,
+            }
             if who.is_admin:
                 status["not_installed"] = self._left_out()
             return status

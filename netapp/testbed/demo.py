@@ -219,6 +219,8 @@ class Demo:
             "instance": self.instance,
             "netns": self.site.ns("node"),  # the NetApp node: its n3, n6 and alt interfaces
             "interfaces": [{"name": self.site.n3.ifname, "mode": "native"}],
+            # the group the site document names: the paper's message names none
+            "default_alternative": scenario.document(self.site, self.cpus)["default_alternative"],
             "tokens_file": str(tokens),
             "telemetry": {
                 "interval_s": TELEMETRY_INTERVAL_S,

@@ -85,3 +85,9 @@ def test_the_netapp_forwards_the_priority_overflow_of_a_cpu_at_capacity(bed, tmp
     priority = record["classes"]["priority"]
     assert priority["delivered"] > 0 and priority["forwarded"] > priority["delivered"]
     assert record["netapp"]["reasons"]["cpu_overloaded"] == record["classes"]["total"]["forwarded"]
+    # Every priority flow overflows, the paper's legacy message too: it names no group, so the
+    # service's default_alternative takes it (without one it would fall back to the stack).
+    flows = record["per_flow"]
+    assert all(alt > 0 for priority, alt in zip(PRIORITY, flows["alt"]) if priority)
+    assert flows["alt"][scenario.LEGACY_FLOW] > 0
+    assert "no_alternative" not in record["netapp"]["reasons"]

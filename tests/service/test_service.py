@@ -8,8 +8,9 @@ import threading
 from typing import Any, Callable
 
 import pytest
+from pydantic import ValidationError
 
-from netapp.dataplane.binding import XdpMode, rule_key, rule_value, struct_bytes
+from netapp.dataplane.binding import NONE, XdpMode, rule_key, rule_value, struct_bytes
 from netapp.intents.compiler import compile_intent
 from netapp.intents.models import AlternativeGroup, CpuSpec, LegacyMessage
 from netapp.service import store as store_module
@@ -605,6 +606,29 @@ def test_the_status_names_program_maps_and_fill(service):
     assert status["program_id"] == 1
     assert status["maps"]["dpp_rules"]["entries"] == 1
     assert status["reconciled"] and "not_installed" not in status
+
+
+def test_the_default_alternative_setting_reaches_the_maps_and_the_status(tmp_path, fake, clock):
+    service = fake_service(tmp_path, fake, clock, default_alternative=7)
+    assert fake.config.default_alt_group == 7
+    assert service.dataplane_status(ALICE)["defaults"] == {"verdict": "pass", "alternative": 7}
+    service.close()
+
+    again = fake_service(tmp_path, fake, clock)  # the setting removed: nothing left of it in the maps
+    assert fake.config.default_alt_group == NONE
+    assert again.dataplane_status(ALICE)["defaults"]["alternative"] is None
+    again.close()
+
+
+@pytest.mark.parametrize("value", [-1, 64, "video"])
+def test_a_default_alternative_outside_the_groups_is_refused_by_name(tmp_path, value):
+    with pytest.raises(ValidationError, match="default_alternative"):
+        settings_for(tmp_path, default_alternative=value)
+
+
+def test_the_default_alternative_comes_from_the_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("NETAPP_DEFAULT_ALTERNATIVE", "63")
+    assert settings_for(tmp_path).default_alternative == 63
 
 
 # --- starting -------------------------------------------------------------------------------------
