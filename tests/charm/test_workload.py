@@ -112,6 +112,23 @@ def test_given_metrics_port_0_when_configure_then_listener_off(workload):
     assert Settings(**settings).telemetry.metrics_listener.enabled is False
 
 
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        ({"alt_interface": "ens6", "alt_group": 12}, 12),
+        ({"alt_interface": "ens6", "alt_group": 12, "alt_default": False}, None),
+        ({"alt_group": 12}, None),  # no alt-interface: the group has no members, so no default
+    ],
+)
+def test_given_alt_options_when_configure_then_default_alternative_follows(workload, options, expected):
+    from netapp.core.config import Settings
+
+    workload.configure(CharmConfig(**options))
+    settings = yaml.safe_load(workload.paths.settings.read_text())
+    assert settings.get("default_alternative") == expected
+    assert Settings(**settings).default_alternative == expected
+
+
 def test_given_cpus_when_configure_then_unit_pins_them(workload):
     workload.configure(CharmConfig(cpus="1,3-4"))
     unit = workload.paths.unit.read_text()

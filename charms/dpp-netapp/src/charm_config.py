@@ -39,6 +39,7 @@ class CharmConfig(BaseModel):
     metrics_port: int = Field(9464, ge=0, le=65535)
     alt_interface: str = ""
     alt_group: int = Field(63, ge=0, le=MAX_ALT_GROUPS - 1)
+    alt_default: bool = True
 
     @field_validator("interfaces", mode="before")
     @classmethod
