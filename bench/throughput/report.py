@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.throughput.frames import frame_bytes
+from bench.throughput.systems import RECEIVE_CPU as GENERATOR_CPU  # dpp-pktgen runs there too
 
 TARGET_RATIO = 4.0  # the NetApp's zero-loss throughput against the kernel path's, same cores
 GENERATOR_SHORT = 0.8  # a result whose trial the generator offered less of the asked rate is marked
@@ -81,7 +82,9 @@ def _find(results: Sequence[dict], size: int, ncpus: int, system: str) -> dict |
 
 
 def summary(results: Sequence[dict]) -> list[dict[str, Any]]:
-    """One row per (size, CPUs): both systems' zero-loss rates and their ratio."""
+    """One row per (size, CPUs): both systems' zero-loss rates and their ratio. The target is
+    judged only where the generator has a CPU of its own: where it shares one of the node's CPUs,
+    both systems are capped by the generator's share, and the ratio says nothing about the node."""
     rows = []
     for size, ncpus in sorted({(r["size"], len(r["cpus"])) for r in results}):
         row: dict[str, Any] = {"size": size, "frame_bytes": frame_bytes(size), "cpus": ncpus}
@@ -90,11 +93,26 @@ def summary(results: Sequence[dict]) -> list[dict[str, Any]]:
             if entry is not None:
                 row.update(_system_columns(system, entry["zero_loss"]))
                 row.update(_sweep_check(system, entry))
+                row["generator_on_node_cpu"] = GENERATOR_CPU in entry["cpus"]
         if row.get("kernel_pps") and "netapp_pps" in row:
             row["ratio"] = round(row["netapp_pps"] / row["kernel_pps"], 2)
-            row["target_met"] = row["ratio"] >= TARGET_RATIO
+            if not row["generator_on_node_cpu"]:
+                row["target_met"] = row["ratio"] >= TARGET_RATIO
         rows.append(row)
     return rows
+
+
+def target(rows: Sequence[dict]) -> dict[str, Any]:
+    """Whether the NetApp carried TARGET_RATIO x the kernel path wherever that was measured."""
+    judged = [row["target_met"] for row in rows if "target_met" in row]
+    return {
+        "ratio": TARGET_RATIO,
+        "rows_judged": len(judged),
+        "met_where_judged": bool(judged) and all(judged),
+        "rows_not_judged": sum(1 for row in rows if "ratio" in row and "target_met" not in row),
+        "not_judged_because": "the generator runs on one of the node's CPUs (a machine with more CPUs "
+        "gives it one of its own)",
+    }
 
 
 def _system_columns(system: str, zero_loss: dict[str, Any]) -> dict[str, Any]:
@@ -126,7 +144,6 @@ def document(
     results: list[dict], calibration: list[dict], settings: dict, argv: list[str], duration_s: float
 ) -> dict[str, Any]:
     rows = summary(results)
-    ratios = [row["target_met"] for row in rows if "target_met" in row]
     return {
         "benchmark": "throughput",
         "command": " ".join(["python -m bench.throughput", *argv]),
@@ -136,7 +153,7 @@ def document(
         "settings": settings,
         "method": METHOD,
         "summary": rows,
-        "target": {"ratio": TARGET_RATIO, "met_everywhere": bool(ratios) and all(ratios)},
+        "target": target(rows),
         "results": results,
         "calibration": calibration,
     }
@@ -150,7 +167,7 @@ def format_table(result: dict[str, Any]) -> str:
     for row in result["summary"]:
         kernel = _cell(row, "kernel")
         netapp = _cell(row, "netapp")
-        ratio = f"{row['ratio']:.1f}x" if "ratio" in row else "-"
+        ratio = _ratio(row)
         lines.append(
             f"{row['size']:>4}  {row['frame_bytes']:>5}  {row['cpus']:>4}   {kernel:<20}  {netapp:<20}  {ratio}"
         )
@@ -158,7 +175,33 @@ def format_table(result: dict[str, Any]) -> str:
         f"* the generator offered less than {GENERATOR_SHORT:.0%} of the rate asked for in that trial"
     )
     lines.append("! not repeatable: a sweep trial at or below that rate lost frames")
+    lines.append("(gen) the generator runs on one of the node's CPUs: not a measurement of the node")
     return "\n".join(lines)
+
+
+def _ratio(row: dict) -> str:
+    if "ratio" not in row:
+        return "-"
+    return f"{row['ratio']:.1f}x" + (" (gen)" if row.get("generator_on_node_cpu") else "")
+
+
+def markdown_table(result: dict[str, Any]) -> str:
+    """The summary as the README shows it (tests/bench checks that the README's table is this)."""
+    lines = ["| size (B) | node CPUs | kernel path | NetApp | NetApp / kernel |", "|---|---|---|---|---|"]
+    for row in result["summary"]:
+        cells = [_markdown_cell(row, system) for system in ("kernel", "netapp")]
+        ratio = "-" if "ratio" not in row else f"{row['ratio']:.1f}"
+        if row.get("generator_on_node_cpu") and "ratio" in row:
+            ratio += " (generator on a node CPU)"
+        lines.append(f"| {row['size']} | {row['cpus']} | {cells[0]} | {cells[1]} | {ratio} |")
+    return "\n".join(lines)
+
+
+def _markdown_cell(row: dict, system: str) -> str:
+    if f"{system}_pps" not in row:
+        return "-"
+    prefix = "≥" if row[f"{system}_limited_by"] == "generator" else ""
+    return f"{prefix}{row[f'{system}_pps'] / 1e6:.2f}"
 
 
 def _cell(row: dict, system: str) -> str:
@@ -204,3 +247,18 @@ def write_outputs(result: dict[str, Any], out: Path) -> None:
         return
     written = plots.draw(result, out)
     print(f"\nwrote {out} and {', '.join(str(path) for path in written)}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m bench.throughput.report RESULT.json`: the README's table of a result document."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m bench.throughput.report", description=main.__doc__)
+    parser.add_argument("result", type=Path)
+    args = parser.parse_args(argv)
+    print(markdown_table(json.loads(args.result.read_text())))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
