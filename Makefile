@@ -47,7 +47,7 @@ test: build python-deps influxd
 # dist/: the Juju charm (dpp-netapp.charm) and the OSM packages (dpp-netapp_vnf.tar.gz,
 # dpp-netapp_ns.tar.gz); pip downloads the charm's dependencies for its base (Python 3.12).
 package: python-deps
-	$(PY) -m netapp.packaging --out dist
+	$(PY) -m netapp.packaging --out dist $(if $(IMAGE),--image $(IMAGE))
 
 bench-dataplane: build python-deps
 	$(PY) -m bench.dataplane --out bench/results/dataplane.json

@@ -6,6 +6,8 @@
 * ``dpp-netapp_vnf.tar.gz`` and ``dpp-netapp_ns.tar.gz``: the OSM packages, laid out as
   ``osm package-build`` lays them out and checked as OSM's NBI checks an upload (osm.py).
 
+``--image FILE`` writes that VM image's SHA-256 and size into the packaged VNFD (image.py).
+
 Every input is checked before the slow step (pip filling the charm's venv), so a missing file
 fails the build at once with its name.
 """
@@ -16,6 +18,7 @@ from pathlib import Path
 
 from netapp.packaging.charm import CharmProject, Log, build_charm
 from netapp.packaging.errors import PackagingError
+from netapp.packaging.image import ImageFacts, stamp_image
 from netapp.packaging.osm import (
     Sources,
     build_ns_package,
@@ -34,11 +37,16 @@ def build_all(
     python_version: str | None = None,
     platform: str | None = None,
     log: Log = print,
+    image: Path | None = None,
 ) -> list[Path]:
-    """Build the charm(s) the VNFD names, then the VNF and NS packages; return what was written."""
+    """Build the charm(s) the VNFD names, then the VNF and NS packages; return what was written.
+    ``image``: the VM image file whose SHA-256 and size the packaged VNFD is to carry."""
     src = Sources(repo)
     vnfd = check_vnf_sources(src)
     check_ns_sources(src, vnfd)
+    facts = ImageFacts.of(image) if image is not None else None
+    if facts is not None:
+        stamp_image({"vnfd": vnfd}, facts)  # refused now, not after the charm is built
     projects = {name: CharmProject.load(src.charm(name)) for name in juju_charms(vnfd)}
     charms = {
         name: build_charm(project.root, out_dir / f"{name}.charm", python_version, platform, log)
@@ -46,6 +54,6 @@ def build_all(
     }
     return [
         *charms.values(),
-        build_vnf_package(src, charms, out_dir, log),
+        build_vnf_package(src, charms, out_dir, log, facts),
         build_ns_package(src, out_dir, log),
     ]

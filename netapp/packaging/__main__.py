@@ -33,6 +33,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         metavar="TAG",
         help="wheel platform of the charm's venv (default: manylinux2014_<arch of the charm's platform>)",
     )
+    parser.add_argument(
+        "--image",
+        type=Path,
+        metavar="FILE",
+        help="the VM image uploaded to the VIM: its SHA-256 and size go into the packaged VNFD "
+        "(default: the repository's VNFD as is, with a zero hash)",
+    )
     return parser.parse_args(argv)
 
 
@@ -40,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     """Build everything; on a problem print one message naming the input and return 1."""
     args = parse_args(argv)
     try:
-        written = build_all(args.repo, args.out, args.python_version, args.platform)
+        written = build_all(args.repo, args.out, args.python_version, args.platform, image=args.image)
     except PackagingError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

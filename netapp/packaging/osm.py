@@ -41,6 +41,7 @@ import yaml
 
 from netapp.packaging.archive import build_epoch, extract_zip, tree_files, write_tar_gz
 from netapp.packaging.errors import PackagingError
+from netapp.packaging.image import ImageFacts, stamp_image
 
 Log = Callable[[str], None]
 
@@ -219,10 +220,28 @@ def _copy(path: Path, dest: Path) -> None:
     shutil.copyfile(path, dest)
 
 
-def stage_vnf_package(src: Sources, vnfd: dict[str, Any], charms: dict[str, Path], parent: Path) -> Path:
-    """Lay out ``<name>_vnf/`` in ``parent``; ``charms`` maps charm name -> built .charm file."""
+def _write_vnfd(src: Sources, dest: Path, image: ImageFacts | None) -> None:
+    """The VNFD as written, or, with an image, stamped with its hash and size (the comments of the
+    repository's file do not survive that: OSM reads the data only)."""
+    if image is None:
+        _copy(src.vnfd, dest)
+        return
+    stamped = stamp_image(_load_yaml(src, src.vnfd), image)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_text(yaml.safe_dump(stamped, sort_keys=False, allow_unicode=True))
+
+
+def stage_vnf_package(
+    src: Sources,
+    vnfd: dict[str, Any],
+    charms: dict[str, Path],
+    parent: Path,
+    image: ImageFacts | None = None,
+) -> Path:
+    """Lay out ``<name>_vnf/`` in ``parent``; ``charms`` maps charm name -> built .charm file;
+    ``image``: the VM image whose hash and size the packaged VNFD carries."""
     package = parent / f"{src.name}_vnf"
-    _copy(src.vnfd, package / src.vnfd.name)
+    _write_vnfd(src, package / src.vnfd.name, image)
     _copy(src.vnf_readme, package / "README.md")
     for path in sorted(src.cloud_init.glob("*")):
         if path.is_file() and not path.name.startswith("."):
@@ -292,13 +311,21 @@ def archive_package(package: Path, out: Path, vnfd: dict[str, Any] | None = None
     return out
 
 
-def build_vnf_package(src: Sources, charms: dict[str, Path], out_dir: Path, log: Log = print) -> Path:
+def build_vnf_package(
+    src: Sources,
+    charms: dict[str, Path],
+    out_dir: Path,
+    log: Log = print,
+    image: ImageFacts | None = None,
+) -> Path:
     """``out_dir/<name>_vnf.tar.gz`` from the repository's vnfd/ and the built charms."""
     vnfd = check_vnf_sources(src)
     out = out_dir / f"{src.name}_vnf.tar.gz"
     log(f"building VNF package -> {out}")
+    if image is not None:
+        log(f"  image {image.path.name}: sha-256 {image.sha256}, {image.size_gb} GB")
     with tempfile.TemporaryDirectory(prefix=f"{src.name}-vnf-") as tmp:
-        archive_package(stage_vnf_package(src, vnfd, charms, Path(tmp)), out, vnfd)
+        archive_package(stage_vnf_package(src, vnfd, charms, Path(tmp), image), out, vnfd)
     log(f"  wrote {out} ({out.stat().st_size / 1e6:.1f} MB)")
     return out
 

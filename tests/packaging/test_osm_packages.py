@@ -15,6 +15,7 @@ import yaml
 
 from netapp.packaging.__main__ import main
 from netapp.packaging.errors import PackagingError
+from netapp.packaging.image import ImageFacts, stamp_image
 from netapp.packaging.osm import (
     Sources,
     build_ns_package,
@@ -145,6 +146,68 @@ def test_two_builds_give_identical_packages(osm_packages, charm_archive, tmp_pat
     ns = build_ns_package(src, tmp_path, log=quiet)
     assert vnf.read_bytes() == osm_packages["vnf"].read_bytes()
     assert ns.read_bytes() == osm_packages["ns"].read_bytes()
+
+
+# --- the VM image ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def image_file(tmp_path_factory) -> Path:
+    """A stand-in for the cloud image: only its bytes matter (1.5 GB would be 2 GB; this is 1)."""
+    path = tmp_path_factory.mktemp("image") / "noble-server-cloudimg-amd64.img"
+    path.write_bytes(b"QFI\xfb" + bytes(range(256)) * 4096)
+    return path
+
+
+def test_given_an_image_the_packaged_vnfd_carries_its_sha256_and_size(
+    charm_archive, image_file, tmp_path, nbi
+):
+    archive = build_vnf_package(
+        Sources(REPO_ROOT),
+        {"dpp-netapp": charm_archive},
+        tmp_path,
+        log=quiet,
+        image=ImageFacts.of(image_file),
+    )
+    folder = unpack(archive, tmp_path / "unpacked")
+    vnfd = yaml.safe_load((folder / "dpp-netapp_vnfd.yaml").read_text())["vnfd"]
+    (image,) = vnfd["sw-image-desc"]
+    assert image["checksum"] == {
+        "algorithm": "sha-256",
+        "hash": hashlib.sha256(image_file.read_bytes()).hexdigest(),
+    }
+    assert image["size"] == 1
+    # Nothing else changed, and OSM still loads it.
+    source = yaml.safe_load((REPO_ROOT / "vnfd/dpp-netapp_vnfd.yaml").read_text())["vnfd"]
+    source["sw-image-desc"][0] |= {"checksum": image["checksum"], "size": 1}
+    assert vnfd == source
+    nbi.load_vnfd(vnfd)
+    assert (
+        checksums(folder)["dpp-netapp_vnf/dpp-netapp_vnfd.yaml"]
+        == hashlib.md5((folder / "dpp-netapp_vnfd.yaml").read_bytes()).hexdigest()
+    )
+
+
+def test_the_image_size_is_in_gb_rounded_up():
+    facts = ImageFacts(Path("x.img"), "0" * 64, 2_000_000_001)
+    assert facts.size_gb == 3
+    assert ImageFacts(Path("x.img"), "0" * 64, 1).size_gb == 1
+
+
+def test_given_a_missing_or_empty_image_then_make_package_names_it_before_pip(tmp_path, capsys):
+    assert main(["--out", str(tmp_path / "dist"), "--image", str(tmp_path / "nope.img")]) == 1
+    assert f"--image {tmp_path / 'nope.img'}: not a file" in capsys.readouterr().err
+    (tmp_path / "empty.img").write_bytes(b"")
+    assert main(["--out", str(tmp_path / "dist"), "--image", str(tmp_path / "empty.img")]) == 1
+    assert "the file is empty" in capsys.readouterr().err
+    assert not (tmp_path / "dist").exists()
+
+
+def test_given_a_vnfd_with_two_images_then_image_is_refused(image_file):
+    document = yaml.safe_load((REPO_ROOT / "vnfd/dpp-netapp_vnfd.yaml").read_text())
+    document["vnfd"]["sw-image-desc"].append({**document["vnfd"]["sw-image-desc"][0], "id": "other"})
+    with pytest.raises(PackagingError, match=r"2 sw-image-desc \['ubuntu-24.04', 'other'\]"):
+        stamp_image(document, ImageFacts.of(image_file))
 
 
 # --- broken inputs ----------------------------------------------------------------------------
