@@ -62,6 +62,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--capacity-pps", type=_capacities, default=None, help="CPU:PPS,... instead of calibrating"
     )
     p.add_argument("--queue-size", type=int, default=0, help="CPUMAP queue per CPU (0: libdpp's 2048)")
+    p.add_argument(
+        "--cpumap-priority", type=int, default=10, help="SCHED_FIFO priority of the CPUMAP threads (0: normal)"
+    )
     p.add_argument("--quick", action="store_true", help="sizes 64,1500; 0.5 s trials; 5 %%; 5 sweep points")
     args = p.parse_args(argv)
     if args.quick:
@@ -72,6 +75,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     unknown = set(args.systems) - {KERNEL, NETAPP}
     if unknown or min(args.sizes) < frames.MIN_SIZE:
         p.error(f"systems are {KERNEL} and {NETAPP}; sizes at least {frames.MIN_SIZE} (got {args})")
+    if not 0 <= args.cpumap_priority <= 99:
+        p.error(f"--cpumap-priority: 0 (normal) or a SCHED_FIFO priority 1-99, not {args.cpumap_priority}")
     return args
 
 
@@ -166,7 +171,8 @@ class Runner:
 
     def netapp(self, cpus: tuple[int, ...]) -> NetAppPath:
         state = Path(tempfile.mkdtemp(dir=self.workdir))
-        return NetAppPath(self.site, cpus, state, queue_size=self.args.queue_size)
+        priority = self.args.cpumap_priority or None
+        return NetAppPath(self.site, cpus, state, queue_size=self.args.queue_size, cpumap_priority=priority)
 
     def run_size(self, size: int) -> None:
         a = self.args

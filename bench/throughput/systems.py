@@ -75,6 +75,7 @@ class NetAppPath:
     cpus: tuple[int, ...]
     state_dir: Path
     queue_size: int = 0  # CPUMAP queue; 0: the library's default
+    cpumap_priority: int | None = None  # SCHED_FIFO priority of the CPUMAP threads; None: normal
     name: str = NETAPP
     instance: str = field(default_factory=lambda: f"tput-{secrets.token_hex(3)}")
     service: NetAppService | None = None
@@ -93,6 +94,7 @@ class NetAppPath:
             interfaces=[InterfaceSetting(name=self.site.n3.ifname, mode="native")],
             # the group the site document names: the paper's message names none
             default_alternative=scenario.document(self.site, self.steering_cpus)["default_alternative"],
+            cpumap_priority=self.cpumap_priority,
             auth_disabled=True,
         )
 

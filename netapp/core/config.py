@@ -136,6 +136,13 @@ class Settings(BaseSettings):
         description="alternative group that takes the overflow of intents naming none (the paper's "
         "legacy message, a slice without one); None: their overflow gets default_verdict",
     )
+    cpumap_priority: Optional[int] = Field(
+        None,
+        ge=1,
+        le=99,
+        description="SCHED_FIFO priority of the CPUMAP kernel threads that run the stack for steered "
+        "packets, so no normal task on their CPU delays priority traffic; None: normal scheduling",
+    )
     flow_cache: bool = True
     max_rules: int = Field(65536, ge=1, le=1 << 24)
 

@@ -44,6 +44,7 @@ import numpy
 
 from netapp.core.config import Settings
 from netapp.core.netns import entered
+from netapp.dataplane import cpumap_threads
 from netapp.dataplane.binding import DataplaneError
 from netapp.dataplane.facade import Dataplane, host_interfaces
 from netapp.intents.compiler import (
@@ -140,6 +141,7 @@ class NetAppService(IntentService):
         self._clock = clock
         self._lock = threading.RLock()
         self._index = RuleIndex({})
+        self._thread_problems: dict[int, str] = {}  # CPU -> why its CPUMAP thread lacks the priority
         self._uncompiled: dict[str, str] = {}  # stored, not in the maps: rule id (or site object) -> why
         self._maps_stale: Optional[str] = None  # why the maps need a full reconcile, when they do
         self._checks: dict[str, str] = {"started": "not yet"}
@@ -244,6 +246,8 @@ class NetAppService(IntentService):
             self._maps_stale = str(exc)
             raise DataplaneUnavailable(f"reconcile: {exc}") from exc
         self._index, self._uncompiled, self._maps_stale = index, uncompiled, None
+        for spec in document.cpus:
+            self._prioritise_cpumap_thread(spec.cpu)
         self._revision += 1
         self._checks["reconcile"] = "ok"
         self._checks["stored state"] = self._describe_left_out()
@@ -939,14 +943,31 @@ class NetAppService(IntentService):
         self._require(who, Scope.READ)
         return [self._cpu_view(spec) for spec in self.store.list_cpus()]
 
-    def _cpu_view(self, spec: CpuSpec) -> dict[str, Any]:
+    def _cpu_view(self, spec: CpuSpec, thread: bool = True) -> dict[str, Any]:
+        """The CPU's spec, meter state and (unless `thread` is False: telemetry polls skip the
+        search through /proc) its CPUMAP thread."""
         view: dict[str, Any] = spec.model_dump()
         try:
             view["state"] = self.dataplane.cpu_state(spec.cpu)
         except (DataplaneError, ServiceError) as exc:
             view["state"] = None
             view["problem"] = str(exc)
+        if thread:
+            view["thread"] = self._cpumap_thread_view(spec.cpu)
         return view
+
+    def _cpumap_thread_view(self, cpu: int) -> Optional[dict[str, Any]]:
+        """The CPUMAP thread's pid and scheduling, and why its priority is not the configured one."""
+        view: dict[str, Any] = {}
+        pid = cpumap_threads.newest(cpumap_threads.find_threads(cpu, self.dataplane.map_id("dpp_cpu_map")))
+        if pid is not None:
+            try:
+                view.update(cpumap_threads.scheduling(pid).as_dict())
+            except OSError:  # replaced while we looked
+                pass
+        if cpu in self._thread_problems:
+            view["problem"] = self._thread_problems[cpu]
+        return view or None
 
     def put_cpu(self, who: Principal, spec: CpuSpec) -> CpuSpec:
         self._require(who, Scope.ADMIN)
@@ -977,6 +998,31 @@ class NetAppService(IntentService):
             return
         self.dataplane.enable_cpu(spec.cpu, spec.capacity_pps, spec.queue_size)
         self.dataplane.set_cpu_overloaded(spec.cpu, spec.overloaded)
+        self._prioritise_cpumap_thread(spec.cpu)
+
+    def _prioritise_cpumap_thread(self, cpu: int) -> None:
+        """Give the thread the kernel just made for the CPU's CPUMAP entry the configured
+        real-time priority. A failure costs only the priority, so it is logged and shown in the
+        CPU's status, never raised."""
+        priority = self.settings.cpumap_priority
+        if priority is None:
+            return
+        pids = cpumap_threads.find_threads(cpu, self.dataplane.map_id("dpp_cpu_map"))
+        problem = "no CPUMAP thread found for it"
+        for pid in pids:  # the old entry's thread too, if it is still stopping: harmless
+            try:
+                cpumap_threads.make_realtime(pid, priority)
+                problem = ""
+            except ProcessLookupError:  # that one has stopped
+                continue
+            except OSError as exc:
+                problem = exc.strerror or str(exc)
+                break
+        if problem:
+            self._thread_problems[cpu] = f"SCHED_FIFO {priority} not set: {problem}"
+            log.warning("CPU %d: %s", cpu, self._thread_problems[cpu])
+        else:
+            self._thread_problems.pop(cpu, None)
 
     def _site_change(self, who: Principal, work: Callable[[IndexChange], Callable[[], None]]) -> None:
         """A transaction whose map writes are not rules: `work` returns how to undo them."""
@@ -1144,7 +1190,7 @@ class NetAppService(IntentService):
         steered = self.dataplane.cpu_stats()
         views: dict[str, Optional[dict[str, Any]]] = {}
         for spec in self.store.list_cpus():
-            state = self._cpu_view(spec).get("state")
+            state = self._cpu_view(spec, thread=False).get("state")
             packets, size = steered.get(spec.cpu, (0, 0))
             views[str(spec.cpu)] = None if state is None else {**state, "packets": packets, "bytes": size}
         return views

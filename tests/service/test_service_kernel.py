@@ -23,6 +23,7 @@ from netapp.core.config import InterfaceSetting
 from netapp.dataplane import binding
 from netapp.dataplane.binding import rule_key, rule_value
 from netapp.intents.compiler import compile_intent
+from netapp.intents.models import CpuSpec
 from netapp.service.contract import IntentRecord
 from netapp.service.service import NetAppService
 from netapp.service.store import Store
@@ -30,7 +31,7 @@ from netapp.testbed import netns
 from netapp.testbed.traffic import Sender
 from tests.utils.kernel import require_kernel
 from tests.utils.maps import assert_maps_hold_the_store, second_handle
-from tests.utils.service import ALICE, BOB, intent, settings_for, slice_spec
+from tests.utils.service import ADMIN, ALICE, BOB, intent, settings_for, slice_spec
 
 REPO = Path(__file__).resolve().parents[2]
 PAYLOAD = b"x" * 32
@@ -129,6 +130,41 @@ status = service.dataplane_status(Principal("ops", frozenset({Scope.ADMIN})))
 print(json.dumps({"program_id": status["program_id"], "interfaces": status["interfaces"]}), flush=True)
 time.sleep(600)
 """
+
+
+@pytest.mark.parametrize("priority", [None, 7])
+def test_the_cpumap_thread_of_each_entry_gets_the_configured_priority(tmp_path, instance, priority):
+    service = started(tmp_path, instance, cpumap_priority=priority)
+    try:
+        service.put_cpu(ADMIN, CpuSpec(cpu=0))
+        first = cpumap_thread(service)
+        # Another queue size is a new entry, so a new thread: it must be raised again.
+        service.put_cpu(ADMIN, CpuSpec(cpu=0, queue_size=4096))
+        second = cpumap_thread(service)
+    finally:
+        service.close()
+    assert second["pid"] != first["pid"]
+    for thread in (first, second):
+        if priority is None:
+            assert (thread["policy"], thread["priority"]) == ("other", 0)
+        else:
+            assert (thread["policy"], thread["priority"]) == ("fifo", priority), thread
+            assert os.sched_getscheduler(thread["pid"]) == os.SCHED_FIFO  # the kernel's word, not ours
+
+    restarted = started(tmp_path, instance, cpumap_priority=priority)  # the reconcile rewrites the entry
+    try:
+        assert cpumap_thread(restarted)["policy"] == ("other" if priority is None else "fifo")
+    finally:
+        restarted.close()
+
+
+def cpumap_thread(service: NetAppService) -> dict:
+    (view,) = service.list_cpus(ADMIN)
+    thread = view["thread"]
+    assert thread is not None and "problem" not in thread, view
+    name = (Path("/proc") / str(thread["pid"]) / "comm").read_text().strip()
+    assert name.startswith("cpumap/0/map:"), name
+    return thread
 
 
 @pytest.fixture
