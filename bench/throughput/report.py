@@ -190,11 +190,17 @@ def markdown_table(result: dict[str, Any]) -> str:
     lines = ["| size (B) | node CPUs | kernel path | NetApp | NetApp / kernel |", "|---|---|---|---|---|"]
     for row in result["summary"]:
         cells = [_markdown_cell(row, system) for system in ("kernel", "netapp")]
-        ratio = "-" if "ratio" not in row else f"{row['ratio']:.1f}"
+        ratio = "-" if "ratio" not in row else f"{_ratio_bound(row)}{row['ratio']:.1f}"
         if row.get("generator_on_node_cpu") and "ratio" in row:
             ratio += " (generator on a node CPU)"
         lines.append(f"| {row['size']} | {row['cpus']} | {cells[0]} | {cells[1]} | {ratio} |")
     return "\n".join(lines)
+
+
+def _ratio_bound(row: dict) -> str:
+    """≥ when the NetApp's rate is a lower bound and the kernel path's is not."""
+    lower = row.get("netapp_limited_by") == "generator" and row.get("kernel_limited_by") != "generator"
+    return "≥" if lower else ""
 
 
 def _markdown_cell(row: dict, system: str) -> str:

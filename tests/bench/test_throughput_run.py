@@ -72,6 +72,8 @@ def test_the_summary_pairs_the_systems_per_size_and_cpu_count():
         "ratio": 4.0, "rows_judged": 1, "met_where_judged": True, "rows_not_judged": 1, "not_judged_because": ""
     }  # fmt: skip
     assert "1.5x (gen)" in report.format_table({"summary": rows})
+    # The NetApp's rate was the generator's ceiling, the kernel path's its own: the ratio is a lower bound.
+    assert "| 64 | 1 | 0.50 | ≥2.50 | ≥5.0 |" in report.markdown_table({"summary": rows})
 
 
 def test_the_target_is_missed_where_a_judged_row_falls_short():
