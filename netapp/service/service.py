@@ -194,14 +194,16 @@ class NetAppService(IntentService):
     def _settings_snapshot(self) -> dict[str, Any]:
         """The settings that shape the data plane, as this start used them (no secrets among them)."""
         return self.settings.model_dump(
-            mode="json", include={
+            mode="json",
+            include={
                 "instance",
                 "interfaces",
                 "default_verdict",
                 "default_alternative",
+                "cpumap_priority",
                 "flow_cache",
                 "max_rules",
-            }
+            },
         )
 
     def _open_dataplane(self) -> None:
