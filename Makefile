@@ -52,6 +52,11 @@ package: python-deps
 bench-dataplane: build python-deps
 	$(PY) -m bench.dataplane --out bench/results/dataplane.json
 
+# Root: a million rules per instance, every repetition another flow of N (about 10 minutes).
+.PHONY: bench-flows
+bench-flows: build python-deps
+	$(PY) -m bench.flows --out bench/results/flows.json
+
 bench-api: build python-deps
 	$(PY) -m bench.api --out bench/results/api.json
 

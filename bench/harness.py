@@ -8,9 +8,11 @@ a program into its tail-call slot, stores the original packet and runs BPF_PROG_
 from __future__ import annotations
 
 import ctypes
+import math
 import shutil
 import subprocess
-from ctypes import c_uint8, c_uint32
+from ctypes import c_uint8, c_uint16, c_uint32
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +32,45 @@ class HarnessPacket(ctypes.Structure):
     """struct harness_packet of harness.bpf.c."""
 
     _fields_ = [("len", c_uint32), ("bytes", c_uint8 * HARNESS_MAX_PACKET)]
+
+
+class HarnessWalk(ctypes.Structure):
+    """struct harness_walk of harness.bpf.c."""
+
+    _fields_ = [
+        ("flows", c_uint32),
+        ("stride", c_uint32),
+        ("position", c_uint32),
+        ("teid_base", c_uint32),
+        ("src_base", c_uint32),
+        ("teid_off", c_uint16),
+        ("src_off", c_uint16),
+    ]
+
+
+@dataclass(frozen=True)
+class Walk:
+    """Flow f of `flows` gets TEID teid_base + f and UE source src_base + f (bytes at teid_off and
+    src_off of the packet); f steps by `stride`, coprime with `flows`."""
+
+    flows: int
+    teid_base: int
+    src_base: int
+    teid_off: int
+    src_off: int
+
+    @property
+    def stride(self) -> int:
+        """About flows / golden ratio, moved to the nearest number coprime with flows."""
+        if self.flows == 1:
+            return 0
+        stride = int(self.flows * 0.6180339887)
+        while math.gcd(stride, self.flows) != 1:
+            stride += 1
+        return stride
+
+    def flow_at(self, step: int) -> int:
+        return step * self.stride % self.flows
 
 
 def dataplane_bpf_cflags() -> list[str]:
@@ -67,6 +108,8 @@ class Harness:
         self._harness = BpfObject(harness_object)
         self._empty = BpfObject(empty_object)
         self.harness_fd = self._harness.program_fd("harness")
+        self.walk_fd = self._harness.program_fd("harness_walk")
+        self._walk_state_fd = self._harness.map_fd("harness_walk_state")
         self.empty_fd = self._empty.program_fd("xdp_pass")
         self._target_fd = self._harness.map_fd("harness_target")
         self._packet_fd = self._harness.map_fd("harness_packet")
@@ -96,6 +139,25 @@ class Harness:
         self.set_target(prog_fd)
         self.set_packet(packet)
         return test_run(self.harness_fd, packet, repeat)
+
+    def set_walk(self, walk: Walk, position: int = 0) -> None:
+        """The walk harness_walk follows from now on, starting at flow `position`."""
+        value = HarnessWalk(
+            flows=walk.flows,
+            stride=walk.stride,
+            position=position,
+            teid_base=walk.teid_base,
+            src_base=walk.src_base,
+            teid_off=walk.teid_off,
+            src_off=walk.src_off,
+        )
+        map_update(self._walk_state_fd, c_uint32(0), value)
+
+    def run_walk(self, prog_fd: int, packet: bytes, repeat: int) -> TestRun:
+        """harness_walk -> prog_fd: every repetition the original packet as the walk's next flow."""
+        self.set_target(prog_fd)
+        self.set_packet(packet)
+        return test_run(self.walk_fd, packet, repeat)
 
     def run_empty_direct(self, packet: bytes, repeat: int) -> TestRun:
         """The empty program on its own: what the harness itself adds is floor - this."""

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* Benchmark harness for BPF_PROG_TEST_RUN: every repetition starts from the original packet.
+/* Benchmark harness for BPF_PROG_TEST_RUN: every repetition starts from the original packet, and
+ * (harness_walk) belongs to another flow of a pseudo-random walk over N flows.
  *
  * With repeat > 1 the kernel hands the same buffer to every repetition, so a program that rewrites
  * the packet (FORWARD rewrites MACs and the outer IP) would see its own output from the second
@@ -9,6 +10,7 @@
  */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
 
 /* Longest packet the harness can restore; the benchmark's packets are well below it. */
 #ifndef HARNESS_MAX_PACKET
@@ -54,6 +56,69 @@ int harness(struct xdp_md *ctx)
 	if (bpf_xdp_store_bytes(ctx, 0, pkt->bytes, len))
 		return XDP_ABORTED;
 	/* A constant slot lets the JIT patch in a direct jump: the cheapest tail call there is. */
+	bpf_tail_call(ctx, &harness_target, 0);
+	return XDP_ABORTED;
+}
+
+/* How harness_walk turns the stored packet into flow f of N: the TEID and the UE source address
+ * become teid_base + f and src_base + f. f walks with a stride coprime with N, so N repetitions
+ * visit every flow once, and consecutive flows are far apart (no prefetcher helps). */
+struct harness_walk {
+	__u32 flows;	 /* N */
+	__u32 stride;	 /* coprime with N, below it */
+	__u32 position;	 /* f of the next repetition */
+	__u32 teid_base; /* host order */
+	__u32 src_base;	 /* host order */
+	__u16 teid_off;	 /* where the TEID sits in the packet */
+	__u16 src_off;	 /* where the UE source address sits */
+};
+
+/* 0 -> the walk */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct harness_walk);
+} harness_walk_state SEC(".maps");
+
+/* The next flow of the walk: its number, and the walk advanced. */
+static __always_inline __u32 walk_next(struct harness_walk *w)
+{
+	__u32 f = w->position, next = f + w->stride;
+
+	w->position = next >= w->flows ? next - w->flows : next;
+	return f;
+}
+
+static __always_inline int store_be32(struct xdp_md *ctx, __u32 off, __u32 value)
+{
+	__u32 be = bpf_htonl(value);
+
+	return bpf_xdp_store_bytes(ctx, off, &be, sizeof(be));
+}
+
+/* harness, then the packet rewritten to the walk's next flow. Run once with the empty program in
+ * the slot, the rewrite is part of the floor. */
+SEC("xdp")
+int harness_walk(struct xdp_md *ctx)
+{
+	__u32 zero = 0, len, f;
+	struct harness_packet *pkt;
+	struct harness_walk *w;
+
+	pkt = bpf_map_lookup_elem(&harness_packet, &zero);
+	w = bpf_map_lookup_elem(&harness_walk_state, &zero);
+	if (!pkt || !w || !w->flows)
+		return XDP_ABORTED;
+	len = pkt->len;
+	if (len == 0 || len > HARNESS_MAX_PACKET || len != ctx->data_end - ctx->data)
+		return XDP_ABORTED;
+	if (bpf_xdp_store_bytes(ctx, 0, pkt->bytes, len))
+		return XDP_ABORTED;
+	f = walk_next(w);
+	if (store_be32(ctx, w->teid_off, w->teid_base + f) ||
+	    store_be32(ctx, w->src_off, w->src_base + f))
+		return XDP_ABORTED;
 	bpf_tail_call(ctx, &harness_target, 0);
 	return XDP_ABORTED;
 }
