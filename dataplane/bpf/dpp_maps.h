@@ -42,6 +42,14 @@ struct {
 	__type(value, struct dpp_flow_entry);
 } dpp_flows SEC(".maps");
 
+/* 0 -> this CPU's flow cache hit rate, and whether probing pays (per CPU) */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct dpp_flow_use);
+} dpp_flow_use SEC(".maps");
+
 /* CPU id -> membership of the CPU set, capacity, overload flag */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

@@ -60,6 +60,9 @@ PORT_VXLAN = 4789
 PORT_GENEVE = 6081
 PORT_GTPU = 2152
 NONE = 0xFFFFFFFF  # DPP_NONE: no rule, no alternative group, no CPU
+FLOW_USE_WINDOW = 4096
+FLOW_USE_MIN_HIT_PCT = 50
+FLOW_USE_SAMPLE = 64
 
 # libdpp.h
 PIN_ROOT = "/sys/fs/bpf/dpp"
@@ -80,6 +83,9 @@ CONSTANTS = {
     "DPP_PORT_GENEVE": PORT_GENEVE,
     "DPP_PORT_GTPU": PORT_GTPU,
     "DPP_NONE": NONE,
+    "DPP_FLOW_USE_WINDOW": FLOW_USE_WINDOW,
+    "DPP_FLOW_USE_MIN_HIT_PCT": FLOW_USE_MIN_HIT_PCT,
+    "DPP_FLOW_USE_SAMPLE": FLOW_USE_SAMPLE,
 }
 
 
@@ -291,6 +297,11 @@ class FlowEntry(Structure):
     _fields_ = [("generation", c_uint32), ("matched", c_uint32), ("key", FlowKey), ("rule", Rule)]
 
 
+class FlowUse(Structure):
+    C_NAME = "dpp_flow_use"
+    _fields_ = [("packets", c_uint32), ("probes", c_uint32), ("hits", c_uint32), ("bypass", c_uint32)]
+
+
 class Trace(Structure):
     C_NAME = "dpp_trace"
     _fields_ = [
@@ -320,6 +331,7 @@ ABI_STRUCTS = (
     AltGroup,
     Counter,
     FlowEntry,
+    FlowUse,
     Trace,
 )
 
@@ -371,6 +383,7 @@ MAPS: Mapping[str, MapSpec] = {
     "dpp_shapes": MapSpec(c_uint32, ShapeSet, 2),
     "dpp_config": MapSpec(c_uint32, Config, 1),
     "dpp_flows": MapSpec(c_uint32, FlowEntry, "DPP_MAX_FLOWS", per_cpu=True),
+    "dpp_flow_use": MapSpec(c_uint32, FlowUse, 1, per_cpu=True),
     "dpp_cpus": MapSpec(c_uint32, Cpu, "DPP_MAX_CPUS"),
     "dpp_cpu_meters": MapSpec(c_uint32, CpuMeter, "DPP_MAX_CPUS"),
     "dpp_cpu_map": MapSpec(c_uint32, None, "DPP_MAX_CPUS"),

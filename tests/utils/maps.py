@@ -104,3 +104,16 @@ def assert_maps_hold_the_store(
         handle.close()
     stored = {rule_id(r.tenant, r.intent.id) for r in service.store.all_intents()}
     assert set(service.dataplane.installed_intents) == stored
+
+
+def per_cpu_value(map_fd: int, key: int, value_type: Any) -> list[Any]:
+    """Every possible CPU's value of slot `key` of a per-CPU array, as `value_type` objects."""
+    import ctypes
+
+    from bench.libbpf import map_lookup
+
+    cpus = binding.possible_cpus()
+    values = (value_type * cpus)()
+    if not map_lookup(map_fd, ctypes.c_uint32(key), values):
+        raise KeyError(key)
+    return list(values)

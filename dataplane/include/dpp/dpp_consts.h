@@ -27,6 +27,12 @@
 #define DPP_MAX_PORTS 64
 #endif
 
+/* Flow cache use (struct dpp_flow_use): the window, the hit rate below which probing stops, and
+ * the share of packets that still probe while it is stopped. Powers of two where they mask. */
+#define DPP_FLOW_USE_WINDOW 4096
+#define DPP_FLOW_USE_MIN_HIT_PCT 50
+#define DPP_FLOW_USE_SAMPLE 64
+
 /* Parser bounds: every loop in the parser is bounded by one of these. */
 #define DPP_MAX_VLAN_TAGS 2
 #define DPP_MAX_IPV6_EXT_HDRS 6

@@ -112,6 +112,17 @@ struct dpp_flow_entry {
 	struct dpp_rule rule;
 };
 
+/* Value of dpp_flow_use (per CPU, one slot): how well the flow cache pays on this CPU. Over a
+ * window of DPP_FLOW_USE_WINDOW packets it counts the probes and the hits; a window whose hit rate is
+ * below DPP_FLOW_USE_MIN_HIT_PCT turns probing off for the next window, except for one packet in
+ * DPP_FLOW_USE_SAMPLE, which keeps the rate measured. All zero: probing on. */
+struct dpp_flow_use {
+	__u32 packets; /* in the current window */
+	__u32 probes;
+	__u32 hits;
+	__u32 bypass; /* 1: the previous window's hit rate was too low to probe every packet */
+};
+
 /* Value of dpp_trace (one slot), written only by programs loaded with trace on: what the last
  * packet got and why. Used by replay and tests. */
 struct dpp_trace {
