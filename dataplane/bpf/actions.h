@@ -42,27 +42,89 @@ static __always_inline int fallback(const struct dpp_config *cfg, struct dpp_out
 	return cfg->default_verdict == XDP_DROP ? XDP_DROP : XDP_PASS;
 }
 
+/* Packets a receiving CPU takes from a target's window budget at a time. */
+static __always_inline __u64 meter_share_size(__u64 budget)
+{
+	__u64 share = budget / DPP_METER_SHARE_DIVISOR;
+
+	if (share > DPP_METER_SHARE_MAX)
+		return DPP_METER_SHARE_MAX;
+	return share ? share : 1;
+}
+
+#define METER_TAKEN_MASK ((1ULL << DPP_METER_TAKEN_BITS) - 1)
+#define METER_WINDOW_MASK ((1ULL << DPP_METER_WINDOW_BITS) - 1)
+#define METER_CAS_TRIES 8
+
+/* This CPU's new share: what is left of the budget, up to the share size. */
+static __always_inline bool meter_grant(struct dpp_meter_share *mine, __u64 budget, __u64 taken,
+					__u64 want)
+{
+	/* This packet is one of the share's packets. */
+	mine->tokens = (budget - taken < want ? budget - taken : want) - 1;
+	mine->exhausted = 0;
+	return false;
+}
+
+static __always_inline bool meter_refused(struct dpp_meter_share *mine, bool exhausted)
+{
+	mine->tokens = 0;
+	mine->exhausted = exhausted;
+	return true;
+}
+
+/* Slow path of the meter: this CPU's share is used up or from an old window. Takes a new share of
+ * the target's budget by compare-and-swap on the target's word, the only line receivers share.
+ * Windows are fixed slots of time (now / window), so every CPU agrees on which one a packet is in. */
+static __always_inline bool meter_take_share(struct dpp_cpu_meter *meter, struct dpp_meter_share *mine,
+					     __u64 budget, __u64 now, const struct dpp_config *cfg)
+{
+	__u64 window = now / cfg->meter_window_ns, want = meter_share_size(budget), old, taken, tag;
+	int i;
+
+	if (budget > METER_TAKEN_MASK)
+		budget = METER_TAKEN_MASK;
+	tag = (window & METER_WINDOW_MASK) << DPP_METER_TAKEN_BITS;
+	mine->window_end_ns = (window + 1) * cfg->meter_window_ns;
+	for (i = 0; i < METER_CAS_TRIES; i++) {
+		old = *(volatile __u64 *)&meter->window_taken;
+		taken = (old & ~METER_TAKEN_MASK) == tag ? old & METER_TAKEN_MASK : 0;
+		if (taken >= budget)
+			return meter_refused(mine, true);
+		if (__sync_val_compare_and_swap(&meter->window_taken, old, tag | (taken + want)) == old)
+			return meter_grant(mine, budget, taken, want);
+	}
+	/* Lost every race: overflow this one packet rather than admit it past the budget. */
+	return meter_refused(mine, false);
+}
+
 /* Fixed-window meter of the packets given to a CPU, against its capacity; plus the control
- * plane's overload flag. Windows are reset without a lock: a lost reset only shortens a window. */
+ * plane's overload flag. The fast path touches only this receiving CPU's share. */
 static __always_inline bool cpu_overloaded(__u32 cpu_id, const struct dpp_cpu *cpu,
 					   const struct dpp_config *cfg)
 {
+	struct dpp_meter_share *mine;
 	struct dpp_cpu_meter *meter;
 	__u64 now;
 
 	if (cpu->overloaded)
 		return true;
-	if (!cpu->window_budget)
+	if (!cpu->window_budget || !cfg->meter_window_ns)
 		return false;
+	mine = bpf_map_lookup_elem(&dpp_meter_shares, &cpu_id);
 	meter = bpf_map_lookup_elem(&dpp_cpu_meters, &cpu_id);
-	if (!meter)
+	if (!mine || !meter)
 		return false;
 	now = bpf_ktime_get_ns();
-	if (now - meter->window_start_ns >= cfg->meter_window_ns) {
-		meter->window_start_ns = now;
-		meter->packets = 0;
+	if (now < mine->window_end_ns) {
+		if (mine->tokens) {
+			mine->tokens--;
+			return false;
+		}
+		if (mine->exhausted)
+			return true;
 	}
-	return __sync_fetch_and_add(&meter->packets, 1) >= cpu->window_budget;
+	return meter_take_share(meter, mine, cpu->window_budget, now, cfg);
 }
 
 /* Spreads flows over a group's members; one flow always hashes to the same member. */

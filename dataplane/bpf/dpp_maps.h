@@ -66,6 +66,14 @@ struct {
 	__type(value, struct dpp_cpu_meter);
 } dpp_cpu_meters SEC(".maps");
 
+/* CPU id -> this receiving CPU's unused share of that CPU's meter window (per CPU) */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, DPP_MAX_CPUS);
+	__type(key, __u32);
+	__type(value, struct dpp_meter_share);
+} dpp_meter_shares SEC(".maps");
+
 /* CPU id -> CPUMAP queue: the target of STEER */
 struct {
 	__uint(type, BPF_MAP_TYPE_CPUMAP);

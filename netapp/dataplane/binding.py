@@ -63,6 +63,10 @@ NONE = 0xFFFFFFFF  # DPP_NONE: no rule, no alternative group, no CPU
 FLOW_USE_WINDOW = 4096
 FLOW_USE_MIN_HIT_PCT = 50
 FLOW_USE_SAMPLE = 64
+METER_SHARE_DIVISOR = 64
+METER_SHARE_MAX = 64
+METER_TAKEN_BITS = 40
+METER_WINDOW_BITS = 24
 
 # libdpp.h
 PIN_ROOT = "/sys/fs/bpf/dpp"
@@ -86,6 +90,10 @@ CONSTANTS = {
     "DPP_FLOW_USE_WINDOW": FLOW_USE_WINDOW,
     "DPP_FLOW_USE_MIN_HIT_PCT": FLOW_USE_MIN_HIT_PCT,
     "DPP_FLOW_USE_SAMPLE": FLOW_USE_SAMPLE,
+    "DPP_METER_SHARE_DIVISOR": METER_SHARE_DIVISOR,
+    "DPP_METER_SHARE_MAX": METER_SHARE_MAX,
+    "DPP_METER_TAKEN_BITS": METER_TAKEN_BITS,
+    "DPP_METER_WINDOW_BITS": METER_WINDOW_BITS,
 }
 
 
@@ -266,7 +274,12 @@ class Cpu(Structure):
 
 class CpuMeter(Structure):
     C_NAME = "dpp_cpu_meter"
-    _fields_ = [("window_start_ns", c_uint64), ("packets", c_uint64)]
+    _fields_ = [("window_taken", c_uint64)]
+
+
+class MeterShare(Structure):
+    C_NAME = "dpp_meter_share"
+    _fields_ = [("window_end_ns", c_uint64), ("tokens", c_uint32), ("exhausted", c_uint32)]
 
 
 class AltMember(Structure):
@@ -327,6 +340,7 @@ ABI_STRUCTS = (
     Config,
     Cpu,
     CpuMeter,
+    MeterShare,
     AltMember,
     AltGroup,
     Counter,
@@ -386,6 +400,7 @@ MAPS: Mapping[str, MapSpec] = {
     "dpp_flow_use": MapSpec(c_uint32, FlowUse, 1, per_cpu=True),
     "dpp_cpus": MapSpec(c_uint32, Cpu, "DPP_MAX_CPUS"),
     "dpp_cpu_meters": MapSpec(c_uint32, CpuMeter, "DPP_MAX_CPUS"),
+    "dpp_meter_shares": MapSpec(c_uint32, MeterShare, "DPP_MAX_CPUS", per_cpu=True),
     "dpp_cpu_map": MapSpec(c_uint32, None, "DPP_MAX_CPUS"),
     "dpp_ports": MapSpec(c_uint32, None, "DPP_MAX_PORTS"),
     "dpp_alt_groups": MapSpec(c_uint32, AltGroup, "DPP_MAX_ALT_GROUPS"),

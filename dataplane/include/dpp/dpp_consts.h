@@ -33,6 +33,17 @@
 #define DPP_FLOW_USE_MIN_HIT_PCT 50
 #define DPP_FLOW_USE_SAMPLE 64
 
+/* CPU meter shares (struct dpp_meter_share): a receiving CPU takes 1/DPP_METER_SHARE_DIVISOR of a
+ * target's window budget at a time, at least 1 and at most DPP_METER_SHARE_MAX packets. Unused
+ * shares lapse with the window, so a window admits at most the budget and at least the budget less
+ * (share - 1) per receiving CPU: with 2 receivers, within 2/DPP_METER_SHARE_DIVISOR of it. */
+#define DPP_METER_SHARE_DIVISOR 64
+#define DPP_METER_SHARE_MAX 64
+/* struct dpp_cpu_meter.window_taken: packets taken (budgets above 2^40 - 1 are cut to it) and the
+ * window number they belong to (it wraps after 2^24 windows: 4.6 hours of 1 ms windows). */
+#define DPP_METER_TAKEN_BITS 40
+#define DPP_METER_WINDOW_BITS 24
+
 /* Parser bounds: every loop in the parser is bounded by one of these. */
 #define DPP_MAX_VLAN_TAGS 2
 #define DPP_MAX_IPV6_EXT_HDRS 6

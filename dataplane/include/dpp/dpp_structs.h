@@ -72,10 +72,20 @@ struct dpp_cpu {
 	__u64 window_budget; /* packets per meter window: capacity_pps * meter_window_ns / 1e9 */
 };
 
-/* Value of dpp_cpu_meters, indexed by CPU id: fixed-window counter of packets given to the CPU. */
+/* Value of dpp_cpu_meters, indexed by CPU id: the packets the receiving CPUs took from the CPU's
+ * window budget, in shares (struct dpp_meter_share). One word, changed by compare-and-swap only, so
+ * that a new window's count and its number change together and no take is lost to a reset. */
 struct dpp_cpu_meter {
-	__u64 window_start_ns;
-	__u64 packets;
+	__u64 window_taken; /* window number (low DPP_METER_WINDOW_BITS) << DPP_METER_TAKEN_BITS | taken */
+};
+
+/* Value of dpp_meter_shares (per receiving CPU, indexed by the steering target's CPU id): the part
+ * of the target's window budget this receiving CPU took and has not used yet. Receivers count down
+ * their own share, so they meet on the target's word once per share, not once per packet. */
+struct dpp_meter_share {
+	__u64 window_end_ns; /* end of the target's window the share belongs to */
+	__u32 tokens;	     /* packets this CPU may still steer there in that window */
+	__u32 exhausted;     /* 1: the budget was gone when this CPU asked; overloaded until the window ends */
 };
 
 /* One member of an alternative node group: where a forwarded packet is rewritten to go. */
