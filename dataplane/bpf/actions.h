@@ -75,17 +75,19 @@ static __always_inline bool meter_refused(struct dpp_meter_share *mine, bool exh
 
 /* Slow path of the meter: this CPU's share is used up or from an old window. Takes a new share of
  * the target's budget by compare-and-swap on the target's word, the only line receivers share.
- * Windows are fixed slots of time (now / window), so every CPU agrees on which one a packet is in. */
+ * Windows are fixed slots of time from the meter's origin, so every CPU agrees on which one a packet
+ * is in. */
 static __always_inline bool meter_take_share(struct dpp_cpu_meter *meter, struct dpp_meter_share *mine,
 					     __u64 budget, __u64 now, const struct dpp_config *cfg)
 {
-	__u64 window = now / cfg->meter_window_ns, want = meter_share_size(budget), old, taken, tag;
+	__u64 origin = meter->origin_ns, want = meter_share_size(budget), window, old, taken, tag;
 	int i;
 
 	if (budget > METER_TAKEN_MASK)
 		budget = METER_TAKEN_MASK;
+	window = now > origin ? (now - origin) / cfg->meter_window_ns : 0;
 	tag = (window & METER_WINDOW_MASK) << DPP_METER_TAKEN_BITS;
-	mine->window_end_ns = (window + 1) * cfg->meter_window_ns;
+	mine->window_end_ns = origin + (window + 1) * cfg->meter_window_ns;
 	for (i = 0; i < METER_CAS_TRIES; i++) {
 		old = *(volatile __u64 *)&meter->window_taken;
 		taken = (old & ~METER_TAKEN_MASK) == tag ? old & METER_TAKEN_MASK : 0;

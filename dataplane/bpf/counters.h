@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* Counting: add one packet and its bytes to a slot of a per-CPU counter map (struct dpp_counter). */
+/* Counting: add one packet and its bytes to a slot of a counter map (struct dpp_counter) that only
+ * this CPU writes: a per-CPU array, or this CPU's row of dpp_rule_stats. */
 #ifndef DPP_COUNTERS_H
 #define DPP_COUNTERS_H
 
@@ -7,7 +8,7 @@
 #include <bpf/bpf_helpers.h>
 #include "dpp/dpp_structs.h"
 
-/* Per-CPU slots need no atomics; an index past the map's end is simply not counted. */
+/* Slots of one CPU need no atomics; an index past the map's end is simply not counted. */
 static __always_inline void count(void *map, __u32 index, __u64 bytes)
 {
 	struct dpp_counter *ctr = bpf_map_lookup_elem(map, &index);
@@ -16,6 +17,15 @@ static __always_inline void count(void *map, __u32 index, __u64 bytes)
 		ctr->packets++;
 		ctr->bytes += bytes;
 	}
+}
+
+/* Load-time knob (skeleton rodata): rule slots per CPU row of dpp_rule_stats. */
+const volatile __u32 cfg_rule_slots = DPP_MAX_RULES;
+
+/* Index of this CPU's counter of a rule slot in dpp_rule_stats. */
+static __always_inline __u32 rule_stat_index(__u32 slot)
+{
+	return bpf_get_smp_processor_id() * cfg_rule_slots + slot;
 }
 
 #endif /* DPP_COUNTERS_H */

@@ -130,7 +130,7 @@ int dpp_xdp(struct xdp_md *ctx)
 	}
 
 	if (rule)
-		count(&dpp_rule_stats, rule->slot, bytes);
+		count(&dpp_rule_stats, rule_stat_index(rule->slot), bytes);
 	count(&dpp_actions, o.action, bytes);
 	count(&dpp_verdicts, verdict, bytes);
 	if (o.reason)

@@ -98,9 +98,12 @@ struct {
 	__type(value, struct dpp_alt_group);
 } dpp_alt_groups SEC(".maps");
 
-/* rule slot -> packets and bytes that matched it */
+/* CPU * rule slots + rule slot -> packets and bytes that matched the rule on that CPU: a row of
+ * slots per CPU (libdpp sizes it to possible CPUs * rule slots). A plain array is one cold line per
+ * packet where a per-CPU array takes two (its pointer table, then the value); the rows keep every
+ * CPU's counters on lines of their own, so no atomics are needed. */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, DPP_MAX_RULES);
 	__type(key, __u32);
 	__type(value, struct dpp_counter);

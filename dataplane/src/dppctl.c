@@ -632,7 +632,7 @@ static int rules_ctx_fill(struct ctl *c, struct rules_ctx *rc)
 {
 	struct bpf_map_info info = {};
 	__u32 len = sizeof(info);
-	int err;
+	int err, ncpus;
 
 	err = dpp_shapes_get(c->d, &rc->shapes);
 	if (err)
@@ -640,10 +640,14 @@ static int rules_ctx_fill(struct ctl *c, struct rules_ctx *rc)
 	err = bpf_obj_get_info_by_fd(dpp_map_fd(c->d, "dpp_rule_stats"), &info, &len);
 	if (err)
 		return fail(err, "read dpp_rule_stats info");
-	rc->stats = calloc(info.max_entries ?: 1, sizeof(*rc->stats));
+	ncpus = libbpf_num_possible_cpus();
+	if (ncpus <= 0)
+		return fail(ncpus ?: -EINVAL, "count possible CPUs");
+	/* One row of rule slots per possible CPU (dpp_maps.h). */
+	rc->nr_stats = info.max_entries / ncpus;
+	rc->stats = calloc(rc->nr_stats ?: 1, sizeof(*rc->stats));
 	if (!rc->stats)
 		return fail(-ENOMEM, "allocate rule counters");
-	rc->nr_stats = info.max_entries;
 	err = dpp_stats_rules(c->d, 0, rc->nr_stats, rc->stats);
 	if (err)
 		return fail(err, "read rule counters");

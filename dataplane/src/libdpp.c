@@ -14,6 +14,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
+#include <time.h>
 #include <unistd.h>
 #include <linux/if_link.h>
 #include <linux/magic.h>
@@ -84,7 +85,7 @@ static const struct dpp_map_spec dpp_map_specs[DPP_MAP_NR] = {
 					 struct bpf_devmap_val),
 	[DPP_MAP_ALT_GROUPS] = DPP_ARRAY_SPEC("dpp_alt_groups", BPF_MAP_TYPE_ARRAY,
 					      struct dpp_alt_group),
-	[DPP_MAP_RULE_STATS] = DPP_ARRAY_SPEC("dpp_rule_stats", BPF_MAP_TYPE_PERCPU_ARRAY,
+	[DPP_MAP_RULE_STATS] = DPP_ARRAY_SPEC("dpp_rule_stats", BPF_MAP_TYPE_ARRAY,
 					      struct dpp_counter),
 	[DPP_MAP_VERDICTS] = DPP_ARRAY_SPEC("dpp_verdicts", BPF_MAP_TYPE_PERCPU_ARRAY,
 					    struct dpp_counter),
@@ -741,7 +742,7 @@ static __u32 flow_slots(__u32 max_flows)
 
 static int skel_configure(struct dpp *d, const struct dpp_open_opts *o)
 {
-	__u32 slots = flow_slots(o->max_flows);
+	__u32 slots = flow_slots(o->max_flows), rules = o->max_rules ?: DPP_MAX_RULES;
 	struct dpp_bpf *s = d->skel;
 	int err;
 
@@ -749,13 +750,18 @@ static int skel_configure(struct dpp *d, const struct dpp_open_opts *o)
 		pr_warn("%u flow cache slots: at most %u", o->max_flows, 1u << 31);
 		return -E2BIG;
 	}
+	if ((__u64)rules * d->ncpus > UINT32_MAX) {
+		pr_warn("%u rules on %d CPUs: at most %llu", rules, d->ncpus,
+			(unsigned long long)UINT32_MAX / d->ncpus);
+		return -E2BIG;
+	}
 	s->rodata->cfg_flow_cache = o->flow_cache;
 	s->rodata->cfg_flow_slots = slots;
 	s->rodata->cfg_trace = o->trace;
-	err = bpf_map__set_max_entries(s->maps.dpp_rules, o->max_rules ?: DPP_MAX_RULES);
+	s->rodata->cfg_rule_slots = rules;
+	err = bpf_map__set_max_entries(s->maps.dpp_rules, rules);
 	if (!err)
-		err = bpf_map__set_max_entries(s->maps.dpp_rule_stats,
-					       o->max_rules ?: DPP_MAX_RULES);
+		err = bpf_map__set_max_entries(s->maps.dpp_rule_stats, rules * d->ncpus);
 	if (!err)
 		err = bpf_map__set_max_entries(s->maps.dpp_flows, slots);
 	if (err)
@@ -1407,6 +1413,18 @@ static __u32 cpu_limit(const struct dpp *d)
 	return d->ncpus < DPP_MAX_CPUS ? (__u32)d->ncpus : DPP_MAX_CPUS;
 }
 
+/* The CPU's meter starts its first window now, empty (the program's clock is CLOCK_MONOTONIC). */
+static int meter_restart(struct dpp *d, __u32 cpu)
+{
+	struct dpp_cpu_meter m = {};
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_MONOTONIC, &ts))
+		return -errno;
+	m.origin_ns = (__u64)ts.tv_sec * DPP_NSEC_PER_SEC + (__u64)ts.tv_nsec;
+	return update_u32(d, DPP_MAP_CPU_METERS, cpu, &m);
+}
+
 /* Budgets are derived from the window length: recompute them when it changes. */
 static int cpus_rebudget(struct dpp *d, __u64 window_ns)
 {
@@ -1421,7 +1439,9 @@ static int cpus_rebudget(struct dpp *d, __u64 window_ns)
 		if (!c.enabled || !c.capacity_pps)
 			continue;
 		c.window_budget = window_budget(c.capacity_pps, window_ns);
-		err = update_u32(d, DPP_MAP_CPUS, cpu, &c);
+		err = meter_restart(d, cpu);
+		if (!err)
+			err = update_u32(d, DPP_MAP_CPUS, cpu, &c);
 		if (err)
 			return err;
 	}
@@ -1489,7 +1509,8 @@ int dpp_cpu_enable(struct dpp *d, __u32 cpu, __u32 queue_size, __u64 capacity_pp
 	c.enabled = 1;
 	c.capacity_pps = capacity_pps;
 	c.window_budget = window_budget(capacity_pps, cfg.meter_window_ns);
-	return update_u32(d, DPP_MAP_CPUS, cpu, &c);
+	err = meter_restart(d, cpu);
+	return err ?: update_u32(d, DPP_MAP_CPUS, cpu, &c);
 }
 
 int dpp_cpu_disable(struct dpp *d, __u32 cpu)
@@ -1636,22 +1657,27 @@ static int counters_read(struct dpp *d, enum dpp_map_id id, struct dpp_counter *
 	return err;
 }
 
-static int lookup_each(int fd, __u32 first, __u32 n, __u32 *keys, struct dpp_counter *vals,
-		       int ncpus)
+/* Rule slots per CPU row of dpp_rule_stats (rows of every possible CPU; see dpp_maps.h). */
+static __u32 rule_slots(const struct dpp *d)
+{
+	return d->known[DPP_MAP_RULE_STATS]->max_entries / d->ncpus;
+}
+
+static int lookup_each(int fd, __u32 first, __u32 n, __u32 *keys, struct dpp_counter *vals)
 {
 	__u32 i;
 	int err;
 
 	for (i = 0; i < n; i++) {
 		keys[i] = first + i;
-		err = bpf_map_lookup_elem(fd, &keys[i], vals + (size_t)i * ncpus);
+		err = bpf_map_lookup_elem(fd, &keys[i], &vals[i]);
 		if (err)
 			return err;
 	}
 	return 0;
 }
 
-/* Rule counters [first, first + n) into keys/vals; n is at most one chunk. */
+/* Counters [first, first + n) of dpp_rule_stats into keys/vals; n is at most one chunk. */
 static int rule_stats_chunk(struct dpp *d, __u32 first, __u32 n, __u32 *keys,
 			    struct dpp_counter *vals)
 {
@@ -1665,7 +1691,7 @@ static int rule_stats_chunk(struct dpp *d, __u32 first, __u32 n, __u32 *keys,
 	if (err == -ENOENT && cnt == n)
 		err = 0;
 	if (err && batch_unsupported(err))
-		return lookup_each(fd, first, n, keys, vals, d->ncpus);
+		return lookup_each(fd, first, n, keys, vals);
 	if (!err && cnt != n)
 		err = -EIO;
 	return err;
@@ -1673,7 +1699,7 @@ static int rule_stats_chunk(struct dpp *d, __u32 first, __u32 n, __u32 *keys,
 
 static int rule_stats_range(struct dpp *d, __u32 first, __u32 n)
 {
-	__u32 max = d->known[DPP_MAP_RULE_STATS]->max_entries;
+	__u32 max = rule_slots(d);
 
 	if (first <= max && n <= max - first)
 		return 0;
@@ -1681,10 +1707,33 @@ static int rule_stats_range(struct dpp *d, __u32 first, __u32 n)
 	return -ERANGE;
 }
 
+static void counter_add(struct dpp_counter *sum, const struct dpp_counter *c)
+{
+	sum->packets += c->packets;
+	sum->bytes += c->bytes;
+}
+
+/* Adds every CPU's row of slots [first, first + n) into out; n is at most one chunk. */
+static int rule_stats_rows_add(struct dpp *d, __u32 first, __u32 n, __u32 *keys,
+			       struct dpp_counter *vals, struct dpp_counter *out)
+{
+	__u32 row = rule_slots(d), i;
+	int cpu, err;
+
+	for (cpu = 0; cpu < d->ncpus; cpu++) {
+		err = rule_stats_chunk(d, (__u32)cpu * row + first, n, keys, vals);
+		if (err)
+			return err;
+		for (i = 0; i < n; i++)
+			counter_add(&out[i], &vals[i]);
+	}
+	return 0;
+}
+
 int dpp_stats_rules(struct dpp *d, __u32 first, __u32 n, struct dpp_counter *out)
 {
 	struct dpp_counter *vals = NULL;
-	__u32 *keys = NULL, off, cnt, i;
+	__u32 *keys = NULL, off, cnt;
 	int err;
 
 	if (!d || (n && !out))
@@ -1693,20 +1742,19 @@ int dpp_stats_rules(struct dpp *d, __u32 first, __u32 n, struct dpp_counter *out
 	if (err || !n)
 		return err;
 	keys = calloc(DPP_BATCH_CHUNK, sizeof(*keys));
-	vals = calloc((size_t)DPP_BATCH_CHUNK * d->ncpus, sizeof(*vals));
+	vals = calloc(DPP_BATCH_CHUNK, sizeof(*vals));
 	if (!keys || !vals) {
 		err = -ENOMEM;
 		goto cleanup;
 	}
+	memset(out, 0, (size_t)n * sizeof(*out));
 	for (off = 0; off < n; off += cnt) {
 		cnt = n - off < DPP_BATCH_CHUNK ? n - off : DPP_BATCH_CHUNK;
-		err = rule_stats_chunk(d, first + off, cnt, keys, vals);
+		err = rule_stats_rows_add(d, first + off, cnt, keys, vals, out + off);
 		if (err) {
 			pr_warn("read rule counters from slot %u: %s", first + off, strerror(-err));
 			goto cleanup;
 		}
-		for (i = 0; i < cnt; i++)
-			counters_sum(vals + (size_t)i * d->ncpus, d->ncpus, &out[off + i]);
 	}
 cleanup:
 	free(keys);
@@ -1717,8 +1765,8 @@ cleanup:
 int dpp_stats_rules_clear(struct dpp *d, __u32 first, __u32 n)
 {
 	struct dpp_counter *zeros = NULL;
-	__u32 *keys = NULL, off, cnt, i, got;
-	int err;
+	__u32 *keys = NULL, row, off, cnt, i, got;
+	int cpu, err;
 
 	if (!d)
 		return -EINVAL;
@@ -1726,21 +1774,24 @@ int dpp_stats_rules_clear(struct dpp *d, __u32 first, __u32 n)
 	if (err || !n)
 		return err;
 	keys = calloc(DPP_BATCH_CHUNK, sizeof(*keys));
-	zeros = calloc((size_t)DPP_BATCH_CHUNK * d->ncpus, sizeof(*zeros));
+	zeros = calloc(DPP_BATCH_CHUNK, sizeof(*zeros));
 	if (!keys || !zeros) {
 		err = -ENOMEM;
 		goto cleanup;
 	}
-	for (off = 0; off < n; off += cnt) {
-		cnt = n - off < DPP_BATCH_CHUNK ? n - off : DPP_BATCH_CHUNK;
-		for (i = 0; i < cnt; i++)
-			keys[i] = first + off + i;
-		err = batch_apply(map_fd(d, DPP_MAP_RULE_STATS), keys, sizeof(*keys), zeros,
-				  (size_t)d->ncpus * sizeof(*zeros), cnt, &got);
-		if (err) {
-			pr_warn("clear rule counters from slot %u: %s", first + off + got,
-				strerror(-err));
-			goto cleanup;
+	row = rule_slots(d);
+	for (cpu = 0; cpu < d->ncpus; cpu++) {
+		for (off = 0; off < n; off += cnt) {
+			cnt = n - off < DPP_BATCH_CHUNK ? n - off : DPP_BATCH_CHUNK;
+			for (i = 0; i < cnt; i++)
+				keys[i] = (__u32)cpu * row + first + off + i;
+			err = batch_apply(map_fd(d, DPP_MAP_RULE_STATS), keys, sizeof(*keys), zeros,
+					  sizeof(*zeros), cnt, &got);
+			if (err) {
+				pr_warn("clear rule counters from slot %u: %s", first + off + got,
+					strerror(-err));
+				goto cleanup;
+			}
 		}
 	}
 cleanup:
@@ -1889,6 +1940,7 @@ static int upgrade_skel_open(struct dpp *d, const struct dpp_upgrade_opts *o,
 	skel->rodata->cfg_flow_cache = o->flow_cache;
 	skel->rodata->cfg_trace = o->trace;
 	skel->rodata->cfg_flow_slots = d->known[DPP_MAP_FLOWS]->max_entries;
+	skel->rodata->cfg_rule_slots = rule_slots(d);
 	bpf_object__for_each_map(map, skel->obj) {
 		if (bpf_map__is_internal(map) || !(m = map_find(d, bpf_map__name(map))))
 			continue;

@@ -274,7 +274,7 @@ class Cpu(Structure):
 
 class CpuMeter(Structure):
     C_NAME = "dpp_cpu_meter"
-    _fields_ = [("window_taken", c_uint64)]
+    _fields_ = [("origin_ns", c_uint64), ("window_taken", c_uint64)]
 
 
 class MeterShare(Structure):
@@ -404,7 +404,8 @@ MAPS: Mapping[str, MapSpec] = {
     "dpp_cpu_map": MapSpec(c_uint32, None, "DPP_MAX_CPUS"),
     "dpp_ports": MapSpec(c_uint32, None, "DPP_MAX_PORTS"),
     "dpp_alt_groups": MapSpec(c_uint32, AltGroup, "DPP_MAX_ALT_GROUPS"),
-    "dpp_rule_stats": MapSpec(c_uint32, Counter, "DPP_MAX_RULES", per_cpu=True),
+    # A row of rule slots per possible CPU in a plain array (dpp_maps.h), read through libdpp.
+    "dpp_rule_stats": MapSpec(c_uint32, Counter, "DPP_MAX_RULES"),
     "dpp_verdicts": MapSpec(c_uint32, Counter, VERDICT_MAX, per_cpu=True),
     "dpp_actions": MapSpec(c_uint32, Counter, ACTION_MAX, per_cpu=True),
     "dpp_reasons": MapSpec(c_uint32, Counter, REASON_MAX, per_cpu=True),

@@ -6,25 +6,18 @@ share per receiver to shares that lapse unused. Run in the kernel, one receiving
 from __future__ import annotations
 
 import os
-import threading
 
 import pytest
 
-from bench.libbpf import test_run as prog_test_run
 from netapp.dataplane.binding import METER_SHARE_DIVISOR, METER_SHARE_MAX, Verdict
 from tests.dataplane.test_actions import make_dataplane, ns, site, tunnel_frame, tunnel_intent  # noqa: F401
+from tests.utils.dataplane import run_on_cpus
 
 WINDOW_NS = 600 * 10**9  # one window for the whole test, however slow the machine
 CAPACITY_PPS = 10  # 6,000 packets per window
 BUDGET = CAPACITY_PPS * WINDOW_NS // 10**9
 SHARE = min(max(BUDGET // METER_SHARE_DIVISOR, 1), METER_SHARE_MAX)
 PER_RECEIVER = BUDGET  # each receiver alone offers the whole budget
-
-
-def receive_on(cpu: int, prog_fd: int, frame: bytes, results: dict[int, int]) -> None:
-    """BPF_PROG_TEST_RUN on `cpu`: the kernel runs every repetition on the calling thread's CPU."""
-    os.sched_setaffinity(0, {cpu})
-    results[cpu] = prog_test_run(prog_fd, frame, PER_RECEIVER).retval
 
 
 def test_two_receiving_cpus_together_admit_the_budget_less_at_most_a_share_each(ns):  # noqa: F811
@@ -36,15 +29,7 @@ def test_two_receiving_cpus_together_admit_the_budget_less_at_most_a_share_each(
         cpus=[{"cpu": receivers[0], "capacity_pps": CAPACITY_PPS}],
     )
     with make_dataplane(document, meter_window_ns=WINDOW_NS) as dp:
-        results: dict[int, int] = {}
-        threads = [
-            threading.Thread(target=receive_on, args=(cpu, dp._dpp.prog_fd(), tunnel_frame(), results))
-            for cpu in receivers
-        ]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        results = run_on_cpus(dp._dpp.prog_fd(), tunnel_frame(), PER_RECEIVER, receivers)
         actions = dp.action_stats()
     steered, forwarded = actions["steer"][0], actions["forward"][0]
     assert set(results.values()) <= {Verdict.TX, Verdict.REDIRECT}  # forwarded or steered

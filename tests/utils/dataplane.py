@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import threading
+from collections.abc import Sequence
 from typing import Any, Optional
 
 from netapp.dataplane.binding import KeyFlag, Overlay
@@ -49,3 +52,22 @@ def traced_dataplane(document: Optional[dict] = None, **open_options: Any) -> Da
 
 def run(dp: Dataplane, frame: bytes) -> PacketOutcome:
     return dp.test_run(bytes(frame))
+
+
+def run_on_cpus(prog_fd: int, frame: bytes, repeat: int, cpus: Sequence[int]) -> dict[int, int]:
+    """BPF_PROG_TEST_RUN of `frame`, `repeat` times, on each of `cpus` at once (a thread pinned to
+    each: the kernel runs the repetitions on the calling thread's CPU). CPU -> last verdict."""
+    from bench.libbpf import test_run as prog_test_run
+
+    verdicts: dict[int, int] = {}
+
+    def receive(cpu: int) -> None:
+        os.sched_setaffinity(0, {cpu})
+        verdicts[cpu] = prog_test_run(prog_fd, frame, repeat).retval
+
+    threads = [threading.Thread(target=receive, args=(cpu,)) for cpu in cpus]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return verdicts

@@ -76,6 +76,7 @@ struct dpp_cpu {
  * window budget, in shares (struct dpp_meter_share). One word, changed by compare-and-swap only, so
  * that a new window's count and its number change together and no take is lost to a reset. */
 struct dpp_cpu_meter {
+	__u64 origin_ns;    /* windows count from here (CLOCK_MONOTONIC): set with the CPU's capacity */
 	__u64 window_taken; /* window number (low DPP_METER_WINDOW_BITS) << DPP_METER_TAKEN_BITS | taken */
 };
 
