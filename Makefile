@@ -68,6 +68,12 @@ bench-telemetry: build python-deps influxd
 bench-throughput: build python-deps
 	$(PY) -m bench.throughput --out bench/results/throughput.json $(THROUGHPUT_ARGS)
 
+# Root: the real program against the reference parser and classifier. Size: FUZZ_PACKETS=N.
+FUZZ_PACKETS ?= 100000
+.PHONY: bench-fuzz
+bench-fuzz: build python-deps
+	$(PY) -m bench.fuzz --packets $(FUZZ_PACKETS)
+
 # The recipe keeps a second run silent (no "Nothing to be done").
 influxd: $(INFLUXD)
 	@:

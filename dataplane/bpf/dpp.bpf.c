@@ -30,6 +30,7 @@ static __always_inline int parse_staged(struct xdp_md *ctx, struct dpp_parse *p)
 {
 	int r;
 
+	parse_start(ctx, p);
 	r = dpp_stage_eth(ctx, p);
 	if (r)
 		return r;

@@ -2,9 +2,11 @@
 /* Header parsers of the pipeline, from Ethernet down to the UE packet inside GTP-U.
  *
  * Contract, shared by every parser here: a parser reads the header at the cursor, bounds-checks
- * every byte it reads against c->end, advances the cursor past the header, and returns 0, or a
- * positive enum dpp_reason when the packet is truncated or malformed (the cursor is then
- * unspecified). Nothing is ever read past data_end. Numbers go into the flow key in host order.
+ * every byte it reads against c->end and c->stop, advances the cursor past the header, and returns
+ * 0, or a positive enum dpp_reason when the packet is truncated or malformed (the cursor is then
+ * unspecified). Nothing is ever read past data_end, and no header is taken from past the end of the
+ * datagram that carries it (c->stop): bytes after it are link padding, not headers. Numbers go into
+ * the flow key in host order.
  */
 #ifndef DPP_PARSE_H
 #define DPP_PARSE_H
@@ -23,7 +25,8 @@
 
 struct cursor {
 	void *pos;
-	void *end;
+	void *end;  /* data_end: the bound the verifier knows */
+	void *stop; /* where the innermost length seen so far says the packet ends (<= end) */
 };
 
 /* What the parser learned beyond the flow key: where the headers that actions rewrite are. */
@@ -45,7 +48,7 @@ struct dpp_parse {
 	__u16 off;   /* where the next header starts, from data */
 	__be16 proto; /* EtherType of the next header; 0: nothing more to parse */
 	__u16 dport; /* UDP destination port of the last parsed IP header, else 0 */
-	__u16 reserved;
+	__u16 stop;  /* c->stop from data: end of the innermost datagram (or UDP payload) so far */
 } __attribute__((aligned(8)));
 
 /* Linear XDP buffers end within a page; a stage starting beyond it finds a truncated packet. */
@@ -61,6 +64,8 @@ struct dpp_parse {
 #define GRE_VERSION 0x0007
 #define ETH_P_TEB 0x6558
 #define IPV4_FRAG_OFFSET 0x1fff
+#define VXLAN_F_I 0x08000000 /* RFC 7348: the VNI is valid */
+#define SCTP_COMMON_HDR_LEN 12 /* RFC 9260: ports, verification tag, checksum */
 
 struct vlan_tag {
 	__be16 tci;
@@ -91,9 +96,17 @@ struct gtpu_hdr {
 	__be32 teid;
 };
 
+/* The first check is the one the verifier needs; the second keeps padding out of the headers. */
 static __always_inline bool cursor_has(const struct cursor *c, __u32 len)
 {
-	return c->pos + len <= c->end;
+	return c->pos + len <= c->end && c->pos + len <= c->stop;
+}
+
+/* Later headers lie within len bytes from the cursor (a length field says so), if tighter. */
+static __always_inline void cursor_limit(struct cursor *c, __u32 len)
+{
+	if (c->pos + len < c->stop)
+		c->stop = c->pos + len;
 }
 
 /* A cursor at p->off; false when that lies outside the packet's first page. */
@@ -106,6 +119,7 @@ static __always_inline bool cursor_at(struct xdp_md *ctx, const struct dpp_parse
 	barrier_var(off); /* keep the mask below: it is what bounds the pointer for the verifier */
 	c->pos = (void *)(long)ctx->data + (off & DPP_MAX_PARSE_OFFSET);
 	c->end = (void *)(long)ctx->data_end;
+	c->stop = (void *)(long)ctx->data + p->stop; /* a __u16: within what the verifier allows */
 	return true;
 }
 
@@ -113,6 +127,15 @@ static __always_inline void cursor_save(struct xdp_md *ctx, const struct cursor 
 					struct dpp_parse *p)
 {
 	p->off = c->pos - (void *)(long)ctx->data;
+	p->stop = c->stop - (void *)(long)ctx->data;
+}
+
+/* Before the first stage: nothing but the frame bounds the packet yet. */
+static __always_inline void parse_start(struct xdp_md *ctx, struct dpp_parse *p)
+{
+	__u32 len = ctx->data_end - ctx->data;
+
+	p->stop = len > 0xffff ? 0xffff : len;
 }
 
 static __always_inline bool is_ip_proto(__be16 proto)
@@ -164,6 +187,15 @@ static __always_inline void key_set_ipv4(struct dpp_flow_key *key, const struct 
 	key->sport = key->dport = 0;
 }
 
+/* A T-PDU whose payload is not IP has no UE fields: the carrier's must not pass for them. */
+static __always_inline void key_clear_ue(struct dpp_flow_key *key)
+{
+	key->family = key->proto = key->dscp = 0;
+	__builtin_memset(key->src, 0, sizeof(key->src));
+	__builtin_memset(key->dst, 0, sizeof(key->dst));
+	key->sport = key->dport = 0;
+}
+
 static __always_inline void key_set_ipv6(struct dpp_flow_key *key, const struct ipv6hdr *ip6)
 {
 	key->family = 6;
@@ -173,7 +205,8 @@ static __always_inline void key_set_ipv6(struct dpp_flow_key *key, const struct 
 	key->sport = key->dport = 0;
 }
 
-/* IPv4 with options. The frame must hold the whole datagram (tot_len): a shorter one is truncated. */
+/* IPv4 with options. The frame (and any datagram around it) must hold the whole datagram (tot_len):
+ * a shorter one is truncated. Later headers must lie within it. */
 static __always_inline int parse_ipv4(struct cursor *c, struct dpp_flow_key *key, struct dpp_layers *l)
 {
 	struct iphdr *iph = c->pos;
@@ -189,8 +222,9 @@ static __always_inline int parse_ipv4(struct cursor *c, struct dpp_flow_key *key
 	tot_len = bpf_ntohs(iph->tot_len);
 	if (tot_len < hdr_len)
 		return DPP_REASON_BAD_IPV4;
-	if (c->pos + tot_len > c->end)
+	if (!cursor_has(c, tot_len))
 		return DPP_REASON_TRUNC_IPV4;
+	cursor_limit(c, tot_len);
 	c->pos += hdr_len;
 
 	key_set_ipv4(key, iph);
@@ -240,8 +274,9 @@ static __always_inline int parse_ipv6(struct cursor *c, struct dpp_flow_key *key
 		return DPP_REASON_TRUNC_IPV6;
 	if (ip6->version != 6)
 		return DPP_REASON_BAD_IPV6;
-	if (c->pos + sizeof(*ip6) + bpf_ntohs(ip6->payload_len) > c->end)
+	if (!cursor_has(c, sizeof(*ip6) + bpf_ntohs(ip6->payload_len)))
 		return DPP_REASON_TRUNC_IPV6;
+	cursor_limit(c, sizeof(*ip6) + bpf_ntohs(ip6->payload_len));
 	c->pos = ip6 + 1;
 	key_set_ipv6(key, ip6);
 
@@ -270,10 +305,13 @@ static __always_inline int parse_ip(struct cursor *c, __be16 proto, struct dpp_f
 }
 
 /* The L4 header of the most recently parsed IP header: ports (ICMP: type and code) into the key. A
- * non-first fragment has none. *udp_dport is the UDP destination port, 0 for anything else. */
+ * non-first fragment has none. *udp_dport is the UDP destination port, 0 for anything else; a
+ * tunnel after UDP lies within the UDP length (one under 8 leaves no payload). */
 static __always_inline int parse_l4(struct cursor *c, struct dpp_flow_key *key,
 				    const struct dpp_layers *l, __u16 *udp_dport)
 {
+	__u32 len;
+
 	*udp_dport = 0;
 	if (l->fragment) {
 		key->flags |= DPP_KEY_FRAGMENT;
@@ -285,6 +323,8 @@ static __always_inline int parse_l4(struct cursor *c, struct dpp_flow_key *key,
 
 		if (!cursor_has(c, sizeof(*udp)))
 			return DPP_REASON_TRUNC_L4;
+		len = bpf_ntohs(udp->len);
+		cursor_limit(c, len > sizeof(*udp) ? len : sizeof(*udp));
 		c->pos = udp + 1;
 		key->sport = bpf_ntohs(udp->source);
 		key->dport = *udp_dport = bpf_ntohs(udp->dest);
@@ -297,6 +337,15 @@ static __always_inline int parse_l4(struct cursor *c, struct dpp_flow_key *key,
 			return DPP_REASON_TRUNC_L4;
 		key->sport = bpf_ntohs(tcp->source);
 		key->dport = bpf_ntohs(tcp->dest);
+		return 0;
+	}
+	case IPPROTO_SCTP: {
+		__be16 *ports = c->pos; /* the common header starts with them, as UDP and TCP do */
+
+		if (!cursor_has(c, SCTP_COMMON_HDR_LEN))
+			return DPP_REASON_TRUNC_L4;
+		key->sport = bpf_ntohs(ports[0]);
+		key->dport = bpf_ntohs(ports[1]);
 		return 0;
 	}
 	case IPPROTO_ICMP:
@@ -321,7 +370,11 @@ static __always_inline int parse_vxlan(struct cursor *c, struct dpp_flow_key *ke
 		return DPP_REASON_TRUNC_VXLAN;
 	c->pos = vx + 1;
 	key->overlay = DPP_OVERLAY_VXLAN;
-	key->vni = bpf_ntohl(vx->vni) >> 8;
+	/* Without I the VNI field is reserved, whatever it holds. */
+	if (vx->flags & bpf_htonl(VXLAN_F_I)) {
+		key->vni = bpf_ntohl(vx->vni) >> 8;
+		key->flags |= DPP_KEY_VNI;
+	}
 	return 0;
 }
 
@@ -342,13 +395,15 @@ static __always_inline int parse_geneve(struct cursor *c, struct dpp_flow_key *k
 	*inner = gn->proto;
 	key->overlay = DPP_OVERLAY_GENEVE;
 	key->vni = bpf_ntohl(gn->vni) >> 8;
+	key->flags |= DPP_KEY_VNI;
 	if (*inner != bpf_htons(ETH_P_TEB) && *inner != bpf_htons(ETH_P_IP) &&
 	    *inner != bpf_htons(ETH_P_IPV6))
 		return DPP_REASON_BAD_GENEVE;
 	return 0;
 }
 
-/* GRE (RFC 2784/2890): checksum, key and sequence are optional; the key is the overlay id. */
+/* GRE (RFC 2784/2890): checksum, key and sequence are optional; the key is the overlay id, and
+ * "no key" stays apart from key 0 (RFC 2890 section 2.1). */
 static __always_inline int parse_gre(struct cursor *c, struct dpp_flow_key *key, __be16 *inner)
 {
 	struct gre_base *gre = c->pos;
@@ -371,6 +426,7 @@ static __always_inline int parse_gre(struct cursor *c, struct dpp_flow_key *key,
 		if ((void *)(opt + 1) > c->end)
 			return DPP_REASON_TRUNC_GRE;
 		key->vni = bpf_ntohl(*opt);
+		key->flags |= DPP_KEY_VNI;
 	}
 	c->pos += len;
 	key->overlay = DPP_OVERLAY_GRE;
@@ -380,7 +436,12 @@ static __always_inline int parse_gre(struct cursor *c, struct dpp_flow_key *key,
 	return 0;
 }
 
-/* One GTP-U extension header; a PDU Session Container (TS 38.415) yields QFI and direction. */
+/* One GTP-U extension header; a PDU Session Container (TS 38.415) yields QFI and direction.
+ *
+ * A G-PDU carries one PDU Session Container (TS 38.415 5.5.2.1/5.5.2.2 give each PDU one QFI); a
+ * chain with more is malformed, yet common tunnel endpoints walk the chain in order and act on the
+ * first container they meet, so the first one wins: a container appended further down the chain
+ * cannot override the QoS flow the sender put first. */
 static __always_inline int parse_gtpu_ext(struct cursor *c, struct dpp_flow_key *key, __u8 *next)
 {
 	__u8 *ext = c->pos, *last;
@@ -391,7 +452,7 @@ static __always_inline int parse_gtpu_ext(struct cursor *c, struct dpp_flow_key 
 	len = (__u32)ext[0] * 4;
 	if (!len)
 		return DPP_REASON_BAD_GTP;
-	if (*next == GTP_EXT_PDU_SESSION) { /* the last container wins */
+	if (*next == GTP_EXT_PDU_SESSION && !(key->flags & DPP_KEY_GTP_QFI)) {
 		key->flags |= DPP_KEY_GTP_QFI;
 		key->flags &= ~DPP_KEY_GTP_UL;
 		key->qfi = ext[2] & 0x3f;
@@ -399,7 +460,7 @@ static __always_inline int parse_gtpu_ext(struct cursor *c, struct dpp_flow_key 
 			key->flags |= DPP_KEY_GTP_UL;
 	}
 	last = c->pos + (len - 1);
-	if ((void *)(last + 1) > c->end)
+	if ((void *)(last + 1) > c->end || (void *)(last + 1) > c->stop)
 		return DPP_REASON_TRUNC_GTP;
 	*next = *last;
 	c->pos = last + 1;
@@ -408,7 +469,8 @@ static __always_inline int parse_gtpu_ext(struct cursor *c, struct dpp_flow_key 
 
 /* GTP-U (TS 29.281): header, optional fields, extension chain, then the message type. Returns
  * GTP_SIGNALLING for anything but a T-PDU; *ue_proto is the EtherType of the UE packet a T-PDU
- * carries, or 0 when its payload is not IP. */
+ * carries, or 0 when its payload is not IP (Ethernet or unstructured PDU sessions): such a packet
+ * is classified on the tunnel alone, its UE fields empty. */
 static __always_inline int parse_gtpu(struct cursor *c, struct dpp_flow_key *key, __be16 *ue_proto)
 {
 	struct gtpu_hdr *gtp = c->pos;
@@ -448,18 +510,20 @@ static __always_inline int parse_gtpu(struct cursor *c, struct dpp_flow_key *key
 		*ue_proto = bpf_htons(ETH_P_IP);
 	else if ((*ver >> 4) == 6)
 		*ue_proto = bpf_htons(ETH_P_IPV6);
+	else
+		key_clear_ue(key);
 	return 0;
 }
 
 /* The N3 fast path.
  *
  * An N3-facing node sees one layout far more than any other: untagged Ethernet / IPv4 / UDP 4789 /
- * VXLAN / Ethernet / IPv4 / UDP 2152 / GTP-U T-PDU carrying one PDU Session Container (or no
- * extension at all) / UE IPv4 / UDP or TCP, every IPv4 header without options. The staged parser
- * pays for its generality on each of those packets: seven stage calls, a bounds check per header,
- * offsets carried from stage to stage. In this layout every header sits at a fixed offset, so one
- * bounds check covers them all and every check the staged parser makes becomes a compare with a
- * constant. The fast path only ever says "mine, and here is the key" or "not mine": on any doubt
+ * VXLAN with a VNI / Ethernet / IPv4 / UDP 2152 / GTP-U T-PDU carrying one PDU Session Container
+ * (or no extension at all) / UE IPv4 / UDP, TCP or SCTP, every IPv4 header without options. The
+ * staged parser pays for its generality on each of those packets: seven stage calls, a bounds check
+ * per header, offsets carried from stage to stage. In this layout every header sits at a fixed
+ * offset, so one bounds check covers them all and every check the staged parser makes becomes a
+ * compare with a constant (or, for the length fields, of numbers already loaded). The fast path only ever says "mine, and here is the key" or "not mine": on any doubt
  * the packet is parsed again from its first byte by the staged parser, so correctness never rests
  * on the fast path, which must only never accept a packet that the staged parser would parse
  * differently (tests/dataplane/test_fast_path.py holds it to that). */
@@ -487,30 +551,59 @@ _Static_assert(N3_UE_PSC <= N3_MIN_LEN, "the container lies within the shorter l
 #define GTP_FLAGS_E 0x04
 #define IPV4_VERSION_IHL5 0x45
 
-/* An IPv4 header the staged parser would take whole, at `off` in a frame of `frame_len` bytes:
- * version 4, IHL 5, not a non-first fragment, a total length of at least the header and within
- * the frame (its BAD_IPV4 and TRUNC_IPV4 checks). */
-static __always_inline bool n3_ipv4_ok(const struct iphdr *ip, __u32 off, __u32 frame_len)
+/* An IPv4 header the staged parser would take as a whole datagram: version 4, IHL 5, not a
+ * non-first fragment. Its total length is checked with the others (n3_lengths_ok). */
+static __always_inline bool n3_ipv4_ok(const struct iphdr *ip)
 {
-	__u32 tot_len = bpf_ntohs(ip->tot_len);
-
 	return *(const __u8 *)ip == IPV4_VERSION_IHL5 &&
-	       !(ip->frag_off & bpf_htons(IPV4_FRAG_OFFSET)) && tot_len >= sizeof(*ip) &&
-	       off + tot_len <= frame_len;
+	       !(ip->frag_off & bpf_htons(IPV4_FRAG_OFFSET));
 }
 
-/* The two tunnels: IPv4/UDP to the VXLAN port, and after VXLAN an untagged IPv4/UDP to GTP-U. */
-static __always_inline bool n3_tunnels_ok(void *data, __u32 frame_len)
+/* The two tunnels: IPv4/UDP to the VXLAN port with a VNI, and after VXLAN an untagged IPv4/UDP to
+ * GTP-U. */
+static __always_inline bool n3_tunnels_ok(void *data)
 {
 	const struct ethhdr *eth = data, *inner_eth = data + N3_INNER_ETH;
 	const struct iphdr *ip = data + N3_IP, *inner_ip = data + N3_INNER_IP;
 	const struct udphdr *udp = data + N3_UDP, *inner_udp = data + N3_INNER_UDP;
+	const struct vxlan_hdr *vx = data + N3_VXLAN;
 
-	return eth->h_proto == bpf_htons(ETH_P_IP) && n3_ipv4_ok(ip, N3_IP, frame_len) &&
+	return eth->h_proto == bpf_htons(ETH_P_IP) && n3_ipv4_ok(ip) &&
 	       ip->protocol == IPPROTO_UDP && udp->dest == bpf_htons(DPP_PORT_VXLAN) &&
-	       inner_eth->h_proto == bpf_htons(ETH_P_IP) &&
-	       n3_ipv4_ok(inner_ip, N3_INNER_IP, frame_len) && inner_ip->protocol == IPPROTO_UDP &&
-	       inner_udp->dest == bpf_htons(DPP_PORT_GTPU);
+	       (vx->flags & bpf_htonl(VXLAN_F_I)) &&
+	       inner_eth->h_proto == bpf_htons(ETH_P_IP) && n3_ipv4_ok(inner_ip) &&
+	       inner_ip->protocol == IPPROTO_UDP && inner_udp->dest == bpf_htons(DPP_PORT_GTPU);
+}
+
+/* What the staged parser requires of a UE L4 header: its length, or 0 for a protocol the fast path
+ * leaves to it. */
+static __always_inline __u32 n3_l4_len(__u8 proto)
+{
+	switch (proto) {
+	case IPPROTO_UDP:
+		return sizeof(struct udphdr);
+	case IPPROTO_TCP:
+		return sizeof(struct tcphdr);
+	case IPPROTO_SCTP:
+		return SCTP_COMMON_HDR_LEN;
+	}
+	return 0;
+}
+
+/* The lengths, as the staged parser reads them (from data, in a frame of frame_len bytes): every
+ * datagram ends within the frame and within the datagram and UDP payload around it, and the UE's
+ * L4 header, up to l4_end, within the UE datagram. Total lengths of at least a header follow. */
+static __always_inline bool n3_lengths_ok(void *data, __u32 frame_len, __u32 ue_off, __u32 l4_end)
+{
+	const struct iphdr *ip = data + N3_IP, *inner_ip = data + N3_INNER_IP, *ue = data + ue_off;
+	const struct udphdr *udp = data + N3_UDP, *inner_udp = data + N3_INNER_UDP;
+	__u32 outer_end = N3_IP + bpf_ntohs(ip->tot_len);
+	__u32 inner_end = N3_INNER_IP + bpf_ntohs(inner_ip->tot_len);
+	__u32 ue_end = ue_off + bpf_ntohs(ue->tot_len);
+
+	return outer_end <= frame_len && inner_end <= outer_end &&
+	       inner_end <= N3_UDP + bpf_ntohs(udp->len) && ue_end <= inner_end &&
+	       ue_end <= N3_INNER_UDP + bpf_ntohs(inner_udp->len) && l4_end <= ue_end;
 }
 
 /* Where the UE packet of a GTP-U T-PDU starts: after exactly one PDU Session Container of 4 octets
@@ -538,12 +631,12 @@ static __always_inline void n3_fill(struct dpp_parse *p, void *data, const struc
 	const struct vxlan_hdr *vx = data + N3_VXLAN;
 	const struct gtpu_hdr *gtp = data + N3_GTP;
 	const __u8 *container = data + N3_PSC;
-	const __be16 *ports = (const __be16 *)(ue + 1); /* UDP and TCP both start with them */
+	const __be16 *ports = (const __be16 *)(ue + 1); /* UDP, TCP and SCTP all start with them */
 
 	p->key.vni = bpf_ntohl(vx->vni) >> 8;
 	p->key.overlay = DPP_OVERLAY_VXLAN;
 	p->key.teid = bpf_ntohl(gtp->teid);
-	p->key.flags = DPP_KEY_GTP;
+	p->key.flags = DPP_KEY_VNI | DPP_KEY_GTP;
 	if (psc) {
 		p->key.flags |= DPP_KEY_GTP_QFI;
 		if ((container[1] >> 4) == 1)
@@ -564,27 +657,25 @@ static __always_inline void n3_fill(struct dpp_parse *p, void *data, const struc
 /* The whole fast path: true when the packet had the N3 layout and *p now holds its key and layers;
  * false, with *p untouched, for the staged parser to start over. One bounds check covers the
  * layout; which of its two lengths applies is known once the GTP-U flags are read (within the
- * shorter one). A TCP header must then still be whole, as the staged parser requires. */
+ * shorter one). The length fields then say whether the UE's whole L4 header is there: compares of
+ * numbers already loaded, no further bounds check. */
 static __always_inline bool parse_n3(struct xdp_md *ctx, struct dpp_parse *p)
 {
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
-	__u32 frame_len = end - data, ue_off;
+	__u32 frame_len = end - data, ue_off, l4_len;
 	const struct iphdr *ue;
 
-	if (data + N3_MIN_LEN > end || !n3_tunnels_ok(data, frame_len))
+	if (data + N3_MIN_LEN > end || !n3_tunnels_ok(data))
 		return false;
 	ue_off = n3_gtpu_ue_offset(data);
 	if (!ue_off)
 		return false;
 	ue = data + ue_off;
-	if ((void *)ue + N3_UE_LEN > end || !n3_ipv4_ok(ue, ue_off, frame_len))
+	if ((void *)ue + N3_UE_LEN > end || !n3_ipv4_ok(ue))
 		return false;
-	if (ue->protocol == IPPROTO_TCP) {
-		if ((void *)(ue + 1) + sizeof(struct tcphdr) > end)
-			return false;
-	} else if (ue->protocol != IPPROTO_UDP) {
+	l4_len = n3_l4_len(ue->protocol);
+	if (!l4_len || !n3_lengths_ok(data, frame_len, ue_off, ue_off + sizeof(*ue) + l4_len))
 		return false;
-	}
 	n3_fill(p, data, ue, ue_off == N3_UE_PSC);
 	return true;
 }

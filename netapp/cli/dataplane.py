@@ -6,7 +6,7 @@ import json
 import os
 from collections import Counter
 from pathlib import Path
-from typing import Annotated, Any, Iterator, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -20,10 +20,12 @@ from netapp.intents.loader import load_document
 
 app = typer.Typer(help="Drive the XDP data plane directly (no REST API).", no_args_is_help=True)
 
-# The keys of one --json line, in order.
+# The keys of one --json line, in order; a frame that could not be run adds "error".
 REPLAY_KEYS = ("index", "verdict", "action", "intent", "cpu", "reason", "len")
 # Verdicts whose frames leave the program (and so go to --out).
 EMITTED_VERDICTS = frozenset({"PASS", "TX", "REDIRECT"})
+# BPF_PROG_TEST_RUN refuses shorter frames (no NIC hands XDP less than an Ethernet header).
+MIN_TEST_RUN_FRAME = 14
 
 
 @app.command()
@@ -49,15 +51,20 @@ def replay(
     ingress_ifindex = _ingress_ifindex(interface, interfaces)
     packets = _read_packets(pcap)
     _require_root()
+    records, outcomes = [], []
     with _open_dataplane() as dataplane:
         _apply(dataplane, compiled, intents)
-        outcomes = [(packet, dataplane.test_run(bytes(packet), ingress_ifindex)) for packet in packets]
+        for index, packet in enumerate(packets):
+            outcome, record = _run_frame(dataplane, index, bytes(packet), ingress_ifindex, compiled)
+            if json_lines:  # as it comes: a later failure must not swallow what was already run
+                typer.echo(json.dumps(record))
+            records.append(record)
+            if outcome is not None:
+                outcomes.append((packet, outcome))
     if out is not None:
         _write_frames(out, outcomes)
-    if json_lines:
-        _print_json_lines(outcome for _, outcome in outcomes)
-    else:
-        _print_table([outcome for _, outcome in outcomes])
+    if not json_lines:
+        _print_table(records)
 
 
 def _compile_intents(path: Path, interfaces: dict[str, int]) -> CompiledDocument:
@@ -113,35 +120,62 @@ def _apply(dataplane: Dataplane, compiled: CompiledDocument, path: Path) -> None
         fail(f"{path}: the data plane refused the intents: {exc}", EXIT_FAILED)
 
 
+def _run_frame(
+    dataplane: Dataplane, index: int, frame: bytes, ingress_ifindex: int, compiled: CompiledDocument
+) -> tuple[Optional[PacketOutcome], dict[str, Any]]:
+    """One frame through the program: its outcome and record, or (None, a record saying why the
+    kernel would not run it)."""
+    if len(frame) < MIN_TEST_RUN_FRAME:
+        return None, not_run_record(index, frame, _short_frame_error(len(frame), compiled.default_verdict))
+    try:
+        outcome = dataplane.test_run(frame, ingress_ifindex)
+    except DataplaneError as exc:
+        return None, not_run_record(index, frame, f"not run: {exc}")
+    return outcome, replay_record(index, outcome)
+
+
+def _short_frame_error(length: int, default_verdict: str) -> str:
+    return (
+        f"not run: {length} bytes, shorter than an Ethernet header; BPF_PROG_TEST_RUN refuses frames "
+        f"under {MIN_TEST_RUN_FRAME} bytes (no NIC delivers them to XDP). The program would count it "
+        f"trunc_eth and give it the default verdict ({default_verdict})"
+    )
+
+
 def replay_record(index: int, outcome: PacketOutcome) -> dict[str, Any]:
     values = {"index": index, **{key: getattr(outcome, key) for key in REPLAY_KEYS[1:]}}
     return {key: values[key] for key in REPLAY_KEYS}
 
 
-def _print_json_lines(outcomes: Iterator[PacketOutcome]) -> None:
-    for index, outcome in enumerate(outcomes):
-        typer.echo(json.dumps(replay_record(index, outcome)))
+def not_run_record(index: int, frame: bytes, error: str) -> dict[str, Any]:
+    """The record of a frame the kernel refused: no outcome, and why."""
+    return {"index": index, **{key: None for key in REPLAY_KEYS[1:]}, "len": len(frame), "error": error}
 
 
-def _print_table(outcomes: list[PacketOutcome]) -> None:
+def _print_table(records: list[dict[str, Any]]) -> None:
     from rich.console import Console
     from rich.table import Table
 
     table = Table(title="replay")
     for key in REPLAY_KEYS:
         table.add_column(key, justify="right" if key in ("index", "cpu", "len") else "left")
-    for index, outcome in enumerate(outcomes):
-        record = replay_record(index, outcome)
-        table.add_row(*("" if record[key] is None else str(record[key]) for key in REPLAY_KEYS))
+    for record in records:
+        cells = {**record, "verdict": "not run"} if "error" in record else record
+        table.add_row(*("" if cells[key] is None else str(cells[key]) for key in REPLAY_KEYS))
     console = Console()
     console.print(table)
-    console.print(_summary(outcomes))
+    for record in records:
+        if "error" in record:
+            console.print(f"frame {record['index']}: {record['error']}", markup=False)
+    console.print(_summary(records))
 
 
-def _summary(outcomes: list[PacketOutcome]) -> str:
-    by_action = Counter(outcome.action for outcome in outcomes)
-    by_intent = Counter(outcome.intent or "(no intent)" for outcome in outcomes)
-    lines = [f"{len(outcomes)} packets"]
+def _summary(records: list[dict[str, Any]]) -> str:
+    run = [record for record in records if "error" not in record]
+    by_action = Counter(record["action"] for record in run)
+    by_intent = Counter(record["intent"] or "(no intent)" for record in run)
+    not_run = len(records) - len(run)
+    lines = [f"{len(records)} packets" + (f", {not_run} not run" if not_run else "")]
     lines.append("per action: " + ", ".join(f"{name} {count}" for name, count in sorted(by_action.items())))
     lines.append("per intent: " + ", ".join(f"{name} {count}" for name, count in sorted(by_intent.items())))
     return "\n".join(lines)

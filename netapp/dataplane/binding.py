@@ -175,6 +175,7 @@ class KeyFlag(enum.IntFlag):
     GTP_QFI = 2
     GTP_UL = 4
     FRAGMENT = 8
+    VNI = 16
 
 
 @_c_enum("dpp_xdp_mode", "DPP_XDP_MODE_")
@@ -863,6 +864,7 @@ KEY_FIELDS: Mapping[str, KeyField] = {
     "vlan": KeyField("vlan", 12),
     "overlay": KeyField("overlay", 8),
     "vni": KeyField("vni", 32),
+    "has_vni": KeyField("flags", 1, bit=KeyFlag.VNI),
     "gtp": KeyField("flags", 1, bit=KeyFlag.GTP),
     "gtp_qfi": KeyField("flags", 1, bit=KeyFlag.GTP_QFI),
     "teid": KeyField("teid", 32),

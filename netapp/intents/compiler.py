@@ -30,14 +30,17 @@ from netapp.intents.models import (
 # DPP_MAX_SHAPES in dpp_consts.h (checked by tests/dataplane/test_abi.py).
 MAX_SHAPES = 16
 
-# The key fields a rule may compare, in key order. "gtp", "gtp_qfi" and "fragment" are single bits of
-# the key's flags: a TEID or QFI is only valid in a GTP-U packet (and a QFI only with a PDU Session
-# Container), and a non-first fragment has no ports, so rules on those fields also require the bit.
+# The key fields a rule may compare, in key order. "has_vni", "gtp", "gtp_qfi" and "fragment" are
+# single bits of the key's flags: a VNI is only valid when the overlay header carries one (VXLAN with
+# the I flag, GENEVE, GRE with a key: "no key" is not key 0), a TEID or QFI only in a GTP-U packet (and
+# a QFI only with a PDU Session Container), and a non-first fragment has no ports, so rules on those
+# fields also require the bit.
 KEY_FIELD_NAMES = (
     "interface",
     "vlan",
     "overlay",
     "vni",
+    "has_vni",
     "gtp",
     "gtp_qfi",
     "teid",
@@ -261,6 +264,8 @@ def match_values(
     if match.interface is not None:
         values["interface"] = resolve_interface(match.interface, interfaces, "match.interface", intent_id)
     _copy_present(match, values, ("vlan", "overlay", "vni", "teid", "qfi", "src_port", "dst_port", "dscp"))
+    if match.vni is not None:
+        values["has_vni"] = 1
     if match.teid is not None or match.qfi is not None:
         values["gtp"] = 1
     if match.qfi is not None:

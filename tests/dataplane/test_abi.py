@@ -204,7 +204,7 @@ def test_the_paper_rule_becomes_this_key_and_value():
     ruleset, rule = paper_rule()
     key, value = binding.rule_to_c(rule, slot=5)
     assert (key.ifindex, key.overlay, key.vni, key.teid) == (2, binding.Overlay.VXLAN, 0x445, 0x8894D0D4)
-    assert key.flags == binding.KeyFlag.GTP
+    assert key.flags == binding.KeyFlag.VNI | binding.KeyFlag.GTP, "a VNI and a TEID are present"
     assert (key.family, key.proto, key.sport, key.dport) == (4, 17, 0, 5004)
     assert key.shape == binding.shape_id(rule.shape) != 0, "keys carry their shape's id"
     assert bytes(key)[24:28] == bytes([192, 168, 0, 140]), "IPv4 source in network order in src[0]"
@@ -226,7 +226,9 @@ def test_the_paper_shape_mask_covers_exactly_its_fields():
         0xFF,
         0xFF,
     )
-    assert mask.flags == binding.KeyFlag.GTP | binding.KeyFlag.FRAGMENT, "GTP required, FRAGMENT must be 0"
+    assert mask.flags == binding.KeyFlag.VNI | binding.KeyFlag.GTP | binding.KeyFlag.FRAGMENT, (
+        "VNI and GTP required, FRAGMENT must be 0"
+    )
     assert (mask.dport, mask.sport, mask.vlan, mask.qfi, mask.dscp) == (0xFFFF, 0, 0, 0, 0)
     assert mask.shape == binding.shape_id(rule.shape), "the mask carries the id the classifier copies"
     assert bytes(mask)[24:40] == b"\xff" * 4 + b"\0" * 12
@@ -311,7 +313,7 @@ def test_a_key_read_back_is_readable():
     assert readable["overlay"] == "vxlan"
     assert readable["src"] == ipaddress.IPv4Address("192.168.0.140")
     assert readable["dst"] == ipaddress.IPv4Address("0.0.0.0")
-    assert readable["flags"] == ["gtp"]
+    assert readable["flags"] == ["gtp", "vni"]
     assert (readable["protocol"], readable["dst_port"]) == (17, 5004)
     assert readable["shape"] == binding.shape_id(rule.shape)
 

@@ -151,11 +151,27 @@ def test_a_redirect_to_a_port_outside_the_port_map_falls_back_unchanged(ns):
     assert outcome.data == tcp
 
 
-def test_steering_to_a_cpu_outside_the_set_falls_back(ns):
+def test_steering_to_a_cpu_outside_the_set_without_an_alternative_gets_the_default_verdict(ns):
     document = site([tunnel_intent("rule", {"type": "steer", "cpu": 0})], cpus=[])
     with make_dataplane(document) as dp:
         outcome = dp.test_run(tunnel_frame())
     assert (outcome.verdict, outcome.action, outcome.reason) == ("PASS", "default", "cpu_unavailable")
+
+
+@pytest.mark.parametrize(
+    ("intent_options", "site_options"),
+    [({"alternative": 0}, {}), ({}, {"default_alternative": 0})],
+    ids=["the-intents-alternative", "the-sites-default-alternative"],
+)
+def test_steering_to_a_cpu_outside_the_set_overflows_to_the_alternative(ns, intent_options, site_options):
+    intent = tunnel_intent("rule", {"type": "steer", "cpu": 0}, **intent_options)
+    with make_dataplane(site([intent], cpus=[], **site_options)) as dp:
+        outcome = dp.test_run(tunnel_frame())
+        reasons = dp.reason_stats()
+    assert (outcome.verdict, outcome.action, outcome.reason, outcome.alt_group) == (
+        "TX", "forward", "cpu_unavailable", 0)
+    assert Ether(outcome.data)[IP].dst == ALT_IP4
+    assert reasons["cpu_unavailable"][0] == 1 and reasons["cpu_overloaded"][0] == 0
 
 
 def test_an_overloaded_target_cpu_sends_a_priority_flow_to_its_alternative(ns):

@@ -29,7 +29,9 @@ UE6 = ("2001:db8:60::1", "2001:db8:200::10")
 IP_OPTION_NOPS = b"\x01\x01\x01\x01"  # four NOPs: IHL 6
 # Byte offsets in the frames below (untagged, no IP options): outer IPv4, inner IPv4, GTP-U, UE IPv4.
 OUTER_IP, INNER_IP, GTP, UE_IP_PSC = 14, 64, 92, 108
+OUTER_UDP, VXLAN, INNER_UDP = 34, 42, 84
 TOT_LEN = 2  # within an IPv4 header
+UDP_LEN = 4  # within a UDP header
 
 
 @pytest.fixture(scope="module")
@@ -86,8 +88,17 @@ def ue_tcp(**options) -> object:
 
 
 def with_tot_len_plus_one(frame: bytes, ip_offset: int) -> bytes:
-    (tot_len,) = struct.unpack_from("!H", frame, ip_offset + TOT_LEN)
-    return packets.patched(frame, ip_offset + TOT_LEN, struct.pack("!H", tot_len + 1))
+    return with_length_changed(frame, ip_offset + TOT_LEN, 1)
+
+
+def with_length_changed(frame: bytes, field_offset: int, delta: int) -> bytes:
+    (length,) = struct.unpack_from("!H", frame, field_offset)
+    return packets.patched(frame, field_offset, struct.pack("!H", length + delta))
+
+
+def ue_sctp(**options) -> object:
+    common = packets.sctp(options.pop("sport", 38412), options.pop("dport", 3868))
+    return packets.ipv4(common + options.pop("payload", b""), src=UE4[0], dst=UE4[1], proto=132, **options)
 
 
 # Frames of the fast path's layout: UE UDP and TCP, with and without the PDU Session Container, UL
@@ -109,6 +120,9 @@ FAST = {
     "tcp-no-extension": n3_frame(ue_tcp(), qfi=None),
     "tcp-dscp-10-other-ports": n3_frame(ue_tcp(dscp=10, sport=12345, dport=8080)),
     "tcp-ethernet-padding": n3_frame(ue_tcp()) + bytes(18),
+    "sctp-psc-ul": n3_frame(ue_sctp()),
+    "sctp-no-extension-with-chunk": n3_frame(ue_sctp(payload=bytes(16)), qfi=None),
+    "udp-psc-ethernet-padding-that-looks-like-headers": n3_frame() + n3_frame()[:60],
 }
 
 _minimal_psc = n3_frame(ue_udp(payload=b""))
@@ -154,6 +168,19 @@ FALLBACK = {
     "inner-total-length-one-too-big": with_tot_len_plus_one(n3_frame(), INNER_IP),
     "ue-total-length-one-too-big": with_tot_len_plus_one(_minimal_psc, UE_IP_PSC),
     "ue-total-length-below-header": packets.patched(_minimal_psc, UE_IP_PSC + TOT_LEN, struct.pack("!H", 19)),
+    # Every length must cover the UE's L4 header, as the staged parser requires; the bytes beyond a
+    # short length are still in the frame, so only the length fields can tell.
+    "vxlan-i-flag-clear": packets.patched(n3_frame(), VXLAN, b"\x00"),
+    "ue-tcp-header-after-the-ue-datagram": n3_frame(
+        packets.Raw(load=bytes(packets.ipv4(b"", src=UE4[0], dst=UE4[1], proto=6)) + bytes(ue_tcp())[20:])
+    ),
+    "ue-sctp-header-cut-short": n3_frame(packets.ipv4(b"\0" * 11, src=UE4[0], dst=UE4[1], proto=132)),
+    "ue-total-length-one-too-small": with_length_changed(_minimal_psc, UE_IP_PSC + TOT_LEN, -1),
+    "outer-total-length-one-too-small": with_length_changed(_minimal_psc, OUTER_IP + TOT_LEN, -1),
+    "inner-total-length-one-too-small": with_length_changed(_minimal_psc, INNER_IP + TOT_LEN, -1),
+    "outer-udp-length-one-too-small": with_length_changed(_minimal_psc, OUTER_UDP + UDP_LEN, -1),
+    "inner-udp-length-one-too-small": with_length_changed(_minimal_psc, INNER_UDP + UDP_LEN, -1),
+    "outer-udp-length-zero": packets.patched(n3_frame(), OUTER_UDP + UDP_LEN, b"\0\0"),
 }
 
 

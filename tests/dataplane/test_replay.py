@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from scapy.layers.l2 import Ether
+from scapy.packet import Raw
 from scapy.utils import RawPcapReader, wrpcap
 from typer.testing import CliRunner
 
@@ -201,3 +202,39 @@ def test_given_a_missing_pcap_then_a_non_zero_exit_and_one_line_naming_it(inputs
     assert len(lines) == 1, stderr
     assert lines[0].startswith("netapp: ") and str(missing) in lines[0]
     assert not inputs["out"].exists()
+
+
+# --- frames the kernel will not run: reported, and the run goes on -----------------------------
+
+
+def write_pcap(path: Path, frames: list[bytes]) -> None:
+    wrpcap(str(path), [Raw(load=frame) for frame in frames], linktype=1)
+
+
+@runners
+def test_a_frame_shorter_than_an_ethernet_header_is_reported_and_the_others_still_run(inputs, run):
+    require_kernel()
+    frames = [FRAMES["dropped"], b"\x01" * 9, FRAMES["unmatched"]]
+    write_pcap(inputs["pcap"], frames)
+
+    code, stdout, stderr = run([str(inputs["pcap"]), "--intents", str(inputs["intents"]), "--json"])
+
+    assert (code, stderr) == (0, "")
+    first, short, last = [json.loads(line) for line in stdout.splitlines()]
+    assert (first["verdict"], first["intent"]) == ("DROP", "drop-9999")
+    assert (last["verdict"], last["action"]) == ("PASS", "pass")
+    assert list(short) == KEYS + ["error"]
+    assert {key: short[key] for key in KEYS} == {**dict.fromkeys(KEYS), "index": 1, "len": 9}
+    assert "shorter than an Ethernet header" in short["error"] and "BPF_PROG_TEST_RUN" in short["error"]
+    assert "trunc_eth" in short["error"] and "default verdict (pass)" in short["error"]
+
+
+def test_the_table_shows_a_short_frame_as_not_run_and_counts_it(inputs):
+    require_kernel()
+    write_pcap(inputs["pcap"], [b"\x01" * 13, FRAMES["unmatched"]])
+
+    code, stdout, stderr = run_in_process([str(inputs["pcap"]), "--intents", str(inputs["intents"])])
+
+    assert (code, stderr) == (0, "")
+    assert "not run" in stdout and "frame 0: not run: 13 bytes" in stdout
+    assert "2 packets, 1 not run" in stdout

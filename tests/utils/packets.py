@@ -89,6 +89,7 @@ FLAG_GTP = 1
 FLAG_GTP_QFI = 2
 FLAG_GTP_UL = 4
 FLAG_FRAGMENT = 8
+FLAG_VNI = 16
 OVERLAY_VXLAN = 1
 OVERLAY_GENEVE = 2
 OVERLAY_GRE = 3
@@ -299,6 +300,12 @@ def tcp(*, sport: int = EPHEMERAL_PORT, dport: int, payload: bytes = b"") -> Pac
     return segment / Raw(load=payload) if payload else segment
 
 
+def sctp(sport: int, dport: int, *, tag: int = 0x1234ABCD) -> bytes:
+    """RFC 9260 common header: source port, destination port, verification tag, checksum (not
+    computed: the parser never reads it)."""
+    return struct.pack("!HHII", sport, dport, tag, 0)
+
+
 def icmp(icmp_type: int = 8, code: int = 0) -> Packet:
     return ICMP(type=icmp_type, code=code)
 
@@ -329,9 +336,9 @@ def ue_icmp(src: str, dst: str, *, icmp_type: int | None = None, code: int = 0) 
 # Overlays
 
 
-def vxlan(vni: int, inner: Payload) -> Packet:
+def vxlan(vni: int, inner: Payload, *, flags: int = 0x08) -> Packet:
     """RFC 7348: flags (I bit), 3 reserved octets, 24-bit VNI, 1 reserved octet; then Ethernet."""
-    header = struct.pack("!BxxxI", 0x08, vni << 8)
+    header = struct.pack("!BxxxI", flags, vni << 8)
     return VxlanBytes(load=header) / _as_packet(inner)
 
 
@@ -586,7 +593,9 @@ def _plain_cases() -> Cases:
         "ipv4_tcp": (ether(ipv4(tcp(sport=40000, dport=443))), expect_ok(**_ue(v4, 6, 40000, 443))),
         "ipv4_icmp_echo": (ether(ipv4(icmp(8, 0))), expect_ok(**_ue(v4, 1, 8, 0))),
         "ipv4_icmp_port_unreachable": (ether(ipv4(icmp(3, 3))), expect_ok(**_ue(v4, 1, 3, 3))),
-        "ipv4_sctp_has_no_ports": (ether(ipv4(b"\x00" * 12, proto=132)), expect_ok(**_ue(v4, 132))),
+        "ipv4_sctp_ports": (ether(ipv4(sctp(3868, 3869), proto=132)), expect_ok(**_ue(v4, 132, 3868, 3869))),
+        "ipv6_sctp_ports": (ether(ipv6(sctp(36412, 38412), nh=132)), expect_ok(**_ue(v6, 132, 36412, 38412))),
+        "ipv4_sctp_cut": (ether(ipv4(sctp(1, 2)[:11], proto=132)), expect_reason("trunc_l4")),
         "ipv4_udp_source_port_2152_is_not_gtp": (
             ether(ipv4(udp(b"\x30\xff\x00\x00", sport=GTPU_PORT, dport=5555))),
             expect_ok(**_ue(v4, 17, GTPU_PORT, 5555)),
@@ -756,22 +765,24 @@ def _vxlan_cases() -> Cases:
     return {
         "vxlan_ipv4_udp": (
             outer_udp(vxlan(vni, inner), dport=VXLAN_PORT),
-            expect_ok(overlay=OVERLAY_VXLAN, vni=vni, **_ue(INNER4, 17, 5000, 80, dscp=8)),
+            expect_ok(flags=FLAG_VNI, overlay=OVERLAY_VXLAN, vni=vni, **_ue(INNER4, 17, 5000, 80, dscp=8)),
         ),
         "vxlan_outer_vlan_inner_qinq_ipv6_tcp": (
             outer_udp(
                 vxlan(7, ether(ue_tcp(*INNER6, 1111, 22), vlans=(300, 301))), dport=VXLAN_PORT, vlans=(42,)
             ),
-            expect_ok(vlan=42, overlay=OVERLAY_VXLAN, vni=7, **_ue(INNER6, 6, 1111, 22)),
+            expect_ok(flags=FLAG_VNI, vlan=42, overlay=OVERLAY_VXLAN, vni=7, **_ue(INNER6, 6, 1111, 22)),
         ),
         "vxlan_over_ipv6_icmp": (
             outer_udp(vxlan(1, ether(ue_icmp(*INNER4))), dport=VXLAN_PORT, family=6),
-            expect_ok(overlay=OVERLAY_VXLAN, vni=1, **_ue(INNER4, 1, 8, 0)),
+            expect_ok(flags=FLAG_VNI, overlay=OVERLAY_VXLAN, vni=1, **_ue(INNER4, 1, 8, 0)),
         ),
         # A non-IP inner frame is classified on the outer headers, with the overlay recorded.
         "vxlan_inner_arp": (
             outer_udp(vxlan(vni, arp_frame()), dport=VXLAN_PORT),
-            expect_ok(overlay=OVERLAY_VXLAN, vni=vni, **_ue(OUTER4, 17, EPHEMERAL_PORT, VXLAN_PORT)),
+            expect_ok(
+                flags=FLAG_VNI, overlay=OVERLAY_VXLAN, vni=vni, **_ue(OUTER4, 17, EPHEMERAL_PORT, VXLAN_PORT)
+            ),
         ),
         "vxlan_inner_three_vlan_tags": (
             outer_udp(vxlan(vni, ether(ue_udp(*INNER4, 1, 2), vlans=(1, 2, 3))), dport=VXLAN_PORT),
@@ -782,14 +793,19 @@ def _vxlan_cases() -> Cases:
                 vxlan(vni, ether(ip_packet(gre(ue_udp(*UE4, 1, 2)), src=INNER4[0], dst=INNER4[1]))),
                 dport=VXLAN_PORT,
             ),
-            expect_ok(overlay=OVERLAY_VXLAN, vni=vni, **_ue(INNER4, 47)),
+            expect_ok(flags=FLAG_VNI, overlay=OVERLAY_VXLAN, vni=vni, **_ue(INNER4, 47)),
         ),
         "vxlan_inner_udp_4789_is_not_decapsulated": (
             outer_udp(
                 vxlan(vni, ether(ue_udp(*INNER4, 9, VXLAN_PORT, payload=bytes(vxlan(1, inner))))),
                 dport=VXLAN_PORT,
             ),
-            expect_ok(overlay=OVERLAY_VXLAN, vni=vni, **_ue(INNER4, 17, 9, VXLAN_PORT)),
+            expect_ok(flags=FLAG_VNI, overlay=OVERLAY_VXLAN, vni=vni, **_ue(INNER4, 17, 9, VXLAN_PORT)),
+        ),
+        # RFC 7348: without the I flag the VNI field is reserved; the overlay is still VXLAN.
+        "vxlan_i_flag_clear_has_no_vni": (
+            outer_udp(vxlan(vni, inner, flags=0x00), dport=VXLAN_PORT),
+            expect_ok(overlay=OVERLAY_VXLAN, **_ue(INNER4, 17, 5000, 80, dscp=8)),
         ),
         "vxlan_cut": (outer_udp(b"\x08\x00\x00\x00", dport=VXLAN_PORT), expect_reason("trunc_vxlan")),
         "vxlan_inner_ethernet_cut": (
@@ -808,7 +824,7 @@ def _geneve_cases() -> Cases:
     options = [geneve_option(0x0102, 1, b"\x11" * 4), geneve_option(0xFFFF, 0x80, b"\x22" * 8)]
     inner_frame = ether(ue_udp(*INNER4, 6000, 443))
     base = bytes(outer_udp(geneve(vni, inner_frame), dport=GENEVE_PORT))  # GENEVE at 42
-    overlay = dict(overlay=OVERLAY_GENEVE, vni=vni)
+    overlay = dict(overlay=OVERLAY_GENEVE, vni=vni, flags=FLAG_VNI)
     return {
         "geneve_options_ethernet_ipv4_udp": (
             outer_udp(geneve(vni, inner_frame, options=options), dport=GENEVE_PORT),
@@ -859,21 +875,21 @@ def _gre_cases() -> Cases:
         "gre_ipv4": (outer_gre(inner_ip), expect_ok(**gre_overlay, **inner_ue)),
         "gre_teb_key": (
             outer_gre(ether(inner_ip, vlans=(5,)), key=0xDEADBEEF),
-            expect_ok(**gre_overlay, vni=0xDEADBEEF, **inner_ue),
+            expect_ok(flags=FLAG_VNI, **gre_overlay, vni=0xDEADBEEF, **inner_ue),
         ),
         "gre_checksum_key_seq_ipv6": (
             outer_gre(ue_tcp(*INNER6, 1, 2), checksum=True, key=77, seq=1),
-            expect_ok(**gre_overlay, vni=77, **_ue(INNER6, 6, 1, 2)),
+            expect_ok(flags=FLAG_VNI, **gre_overlay, vni=77, **_ue(INNER6, 6, 1, 2)),
         ),
         "gre_checksum_only": (outer_gre(inner_ip, checksum=True), expect_ok(**gre_overlay, **inner_ue)),
         "gre_seq_only": (outer_gre(inner_ip, seq=99), expect_ok(**gre_overlay, **inner_ue)),
         "gre_over_ipv6_key": (
             outer_gre(inner_ip, family=6, key=5),
-            expect_ok(**gre_overlay, vni=5, **inner_ue),
+            expect_ok(flags=FLAG_VNI, **gre_overlay, vni=5, **inner_ue),
         ),
         "gre_teb_inner_arp": (
             outer_gre(arp_frame(), key=3),
-            expect_ok(**gre_overlay, vni=3, **_ue(OUTER4, 47)),
+            expect_ok(flags=FLAG_VNI, **gre_overlay, vni=3, **_ue(OUTER4, 47)),
         ),
         "gre_version_1": (patched(base, 35, b"\x01"), expect_reason("bad_gre")),
         "gre_routing_bit": (outer_gre(inner_ip, routing=True), expect_reason("bad_gre")),
@@ -887,7 +903,6 @@ def _gtpu_cases() -> Cases:
     teid = 0x11223344
     ue = ue_udp(*UE4, 40000, 53, dscp=34)
     ue_fields = _ue(UE4, 17, 40000, 53, dscp=34)
-    carrier = _ue(OUTER4, 17, GTPU_PORT, GTPU_PORT)  # key when the T-PDU holds no IP packet
     gtp_dl = dict(teid=teid, flags=FLAG_GTP | FLAG_GTP_QFI)
     gtp_ul = dict(teid=teid, flags=FLAG_GTP | FLAG_GTP_QFI | FLAG_GTP_UL)
     several = (gtp_ext_udp_port(2152), gtp_ext_pdcp_number(7), gtp_ext_ran_container(b"\xaa" * 6))
@@ -934,6 +949,10 @@ def _gtpu_cases() -> Cases:
             outer_gtpu(gtpu(teid, exts=several + (gtp_ext_pdu_session(4),), inner=ue)),
             expect_ok(qfi=4, **gtp_dl, **ue_fields),
         ),
+        "gtpu_two_psc_first_wins": (
+            outer_gtpu(gtpu(teid, qfi=5, ul=True, exts=several[:1] + (gtp_ext_pdu_session(4),), inner=ue)),
+            expect_ok(qfi=5, **gtp_ul, **ue_fields),
+        ),
         "gtpu_eight_exts": (
             outer_gtpu(gtpu(teid, qfi=1, exts=eight, inner=ue)),
             expect_ok(qfi=1, **gtp_dl, **ue_fields),
@@ -958,9 +977,10 @@ def _gtpu_cases() -> Cases:
         "gtpu_header_cut": (outer_gtpu(bytes(gtpu(teid))[:7]), expect_reason("trunc_gtp")),
         "gtpu_optional_fields_cut": (outer_gtpu(bytes(gtpu(teid, seq=1))[:10]), expect_reason("trunc_gtp")),
         "gtpu_empty_t_pdu": (outer_gtpu(gtpu(teid)), expect_reason("trunc_gtp")),
+        # No UE packet: the tunnel alone, never the carrier's addresses and port 2152.
         "gtpu_non_ip_t_pdu": (
             outer_gtpu(gtpu(teid, qfi=2, inner=bytes(arp_frame()))),
-            expect_ok(qfi=2, **gtp_dl, **carrier),
+            expect_ok(qfi=2, **gtp_dl),
         ),
         "gtpu_next_type_ignored_without_e_flag": (
             next_type_without_e,
@@ -1033,7 +1053,7 @@ def _gtpu_in_overlay_cases() -> Cases:
     teid = 0xCAFE0001
     ue = ue_udp(*UE4, 1000, 2000)
     ue_fields = _ue(UE4, 17, 1000, 2000)
-    gtp_ul = dict(teid=teid, qfi=9, flags=FLAG_GTP | FLAG_GTP_QFI | FLAG_GTP_UL)
+    gtp_ul = dict(teid=teid, qfi=9, flags=FLAG_VNI | FLAG_GTP | FLAG_GTP_QFI | FLAG_GTP_UL)
     gtp_message = gtpu(teid, qfi=9, ul=True, inner=ue)
     return {
         "vxlan_gtpu_psc_ul_ipv4_udp": (
@@ -1046,7 +1066,10 @@ def _gtpu_in_overlay_cases() -> Cases:
                 dport=VXLAN_PORT,
                 vlans=(3,),
             ),
-            expect_ok(vlan=3, overlay=OVERLAY_VXLAN, vni=2, teid=teid, flags=FLAG_GTP, **_ue(UE6, 6, 5, 6)),
+            expect_ok(
+                vlan=3, overlay=OVERLAY_VXLAN, vni=2, teid=teid, flags=FLAG_VNI | FLAG_GTP,
+                **_ue(UE6, 6, 5, 6),
+            ),
         ),
         "geneve_ethernet_gtpu": (
             outer_udp(
@@ -1063,7 +1086,7 @@ def _gtpu_in_overlay_cases() -> Cases:
                 vni=0x11,
                 teid=teid,
                 qfi=1,
-                flags=FLAG_GTP | FLAG_GTP_QFI,
+                flags=FLAG_VNI | FLAG_GTP | FLAG_GTP_QFI,
                 **_ue(UE6, 17, 7, 8),
             ),
         ),
@@ -1090,6 +1113,56 @@ def _gtpu_in_overlay_cases() -> Cases:
     }
 
 
+def _datagram_end_cases() -> Cases:
+    """Bytes after a datagram's end (Ethernet padding, or a lying length) are never headers."""
+    v4, v6 = OUTER4, OUTER6
+    tcp_80 = bytes(tcp(sport=1, dport=80))
+    hop_by_hop = bytes(IPv6ExtHdrHopByHop(nh=59))
+    vxlan_frame = bytes(outer_udp(vxlan(5, ether(ue_udp(*INNER4, 1, 2))), dport=VXLAN_PORT))
+    ue_ip_only = bytes(ipv4(b"", src=UE4[0], dst=UE4[1], proto=6))
+    return {
+        "ipv4_tcp_in_padding": (bytes(ether(ipv4(b"", proto=6))) + tcp_80, expect_reason("trunc_l4")),
+        "ipv6_tcp_in_padding": (bytes(ether(ipv6(b"", nh=6))) + tcp_80, expect_reason("trunc_l4")),
+        "ipv6_ext_header_in_padding": (
+            bytes(ether(ipv6(b"", nh=0))) + hop_by_hop,
+            expect_reason("trunc_ipv6"),
+        ),
+        "vxlan_empty_udp_payload_then_padding": (
+            bytes(outer_udp(b"", dport=VXLAN_PORT)) + bytes(18),
+            expect_reason("trunc_vxlan"),
+        ),
+        "udp_length_ends_the_tunnel": (patched(vxlan_frame, 38, b"\x00\x08"), expect_reason("trunc_vxlan")),
+        "udp_length_under_8_leaves_no_payload": (
+            patched(vxlan_frame, 38, b"\x00\x00"),
+            expect_reason("trunc_vxlan"),
+        ),
+        "udp_length_past_the_datagram_is_bounded_by_it": (
+            patched(vxlan_frame, 38, b"\xff\xff"),
+            expect_ok(flags=FLAG_VNI, overlay=OVERLAY_VXLAN, vni=5, **_ue(INNER4, 17, 1, 2)),
+        ),
+        "inner_datagram_past_the_outer_one": (
+            patched(vxlan_frame + bytes(4), 16, struct.pack("!H", len(vxlan_frame) - 14 - 4)),
+            expect_reason("trunc_ipv4"),
+        ),
+        "gtpu_empty_t_pdu_then_padding": (
+            bytes(outer_gtpu(gtpu(0x10))) + b"\x45" + bytes(17),
+            expect_reason("trunc_gtp"),
+        ),
+        "gtpu_ue_tcp_after_the_ue_datagram": (
+            outer_gtpu(gtpu(0x10, inner=ue_ip_only + tcp_80)),
+            expect_reason("trunc_l4"),
+        ),
+        "ipv4_udp_then_padding": (
+            bytes(ether(ipv4(udp(sport=7, dport=9), src=v4[0], dst=v4[1]))) + b"\xff" * 18,
+            expect_ok(**_ue(v4, 17, 7, 9)),
+        ),
+        "ipv6_udp_then_padding": (
+            bytes(ether(ipv6(udp(sport=7, dport=9)))) + b"\xff" * 4,
+            expect_ok(**_ue(v6, 17, 7, 9)),
+        ),
+    }
+
+
 def _not_ip_and_ethernet_cases() -> Cases:
     return {
         "arp_not_ip": (arp_frame(), expect_reason("not_ip")),
@@ -1103,7 +1176,7 @@ def _build_cases() -> dict[str, tuple[bytes, dict]]:
     groups = (
         _plain_cases, _vlan_cases, _ipv4_cases, _ipv6_cases, _fragment_cases, _vxlan_cases,
         _geneve_cases, _gre_cases, _gtpu_cases, _gtpu_signalling_cases, _gtpu_in_overlay_cases,
-        _not_ip_and_ethernet_cases,
+        _datagram_end_cases, _not_ip_and_ethernet_cases,
     )  # fmt: skip
     table: dict[str, tuple[bytes, dict]] = {}
     for group in groups:

@@ -9,7 +9,8 @@ without the prefix; REASON_CODES maps them to the enum values.
 
 Decisions taken where the spec is ambiguous (the BPF parser must make the same ones):
 
-1. A length field pointing past the end of the frame is a truncation, not a malformation:
+1. A length field pointing past the end of the frame (or of the datagram around it, decision 4) is
+   a truncation, not a malformation:
    IPv4 tot_len > bytes left -> trunc_ipv4, IPv6 payload_len + 40 > bytes left -> trunc_ipv6.
    Otherwise "any truncation gives TRUNC_*" could not hold: a frame cut anywhere after its outer
    IP header has an outer length that overruns it. So bad_ipv4 means version != 4, IHL < 5 or
@@ -24,10 +25,13 @@ Decisions taken where the spec is ambiguous (the BPF parser must make the same o
 3. Depth limits are checked when one header too many is announced, before reading it: a third
    VLAN TPID is vlan_depth even if that tag is cut short; the same for a 7th IPv6 extension header
    and a 9th GTP-U extension header.
-4. All bounds are the end of the frame (data_end). Lengths are used only as stated: IPv4 tot_len
-   and IPv6 payload length do not limit inner parsing (bytes of Ethernet padding after a small
-   datagram are read as the next header); UDP length, GTP-U length, TCP data offset, the VXLAN I
-   flag, GRE checksum/strict-route/recursion bits and all checksums are not checked.
+4. A header must lie within the frame and within every datagram around it: the IPv4 total length
+   (RFC 791) and the IPv6 payload length (RFC 8200) end the datagram, and what follows is link
+   padding (every Ethernet frame under 60 bytes has some), never a header. A UDP datagram's
+   payload ends at its length (RFC 768) where a tunnel is read from it; a UDP length under 8
+   leaves no payload, one past the datagram is bounded by the datagram. A cut at such an end is
+   the truncation reason of the header that does not fit. GTP-U length, TCP data offset, GRE
+   checksum/strict-route/recursion bits and all checksums are not checked.
 5. An overlay whose inner Ethernet frame is not IP (VXLAN, GENEVE 0x6558, GRE 0x6558) is classified
    on what we have, with no reason: overlay and vni set, UE fields from the outer IP header and
    its L4 (UDP ports of the tunnel; for GRE proto 47 and ports 0).
@@ -38,8 +42,9 @@ Decisions taken where the spec is ambiguous (the BPF parser must make the same o
    the outermost UDP or on the UDP after an overlay's inner IP header; nothing inside the UE packet
    (a UE UDP datagram to 2152 or 4789, an inner or UE GRE packet, are plain L4). Only the UDP
    destination port selects VXLAN/GENEVE/GTP-U.
-9. L4 header sizes: UDP 8, TCP 20 (data offset ignored), ICMP and ICMPv6 8 (their fixed header);
-   fewer -> trunc_l4. Protocols 1 and 58 both give type/code as sport/dport whatever the family.
+9. L4 header sizes: UDP 8, TCP 20 (data offset ignored), SCTP 12 (RFC 9260 common header, ports
+   first), ICMP and ICMPv6 8 (their fixed header); fewer -> trunc_l4. Protocols 1 and 58 both
+   give type/code as sport/dport whatever the family.
    Other protocols: proto recorded, ports 0.
 10. IPv6 extension headers: an extension header needs 8 bytes before its length is read (trunc_ipv6
    otherwise); the five kinds all count against the limit and their order is not validated
@@ -54,16 +59,20 @@ Decisions taken where the spec is ambiguous (the BPF parser must make the same o
 14. GTP-U: the whole header, extension chain included, is checked for every message type before
    the type is looked at, so a cut or malformed signalling message is trunc_gtp/bad_gtp, not
    gtp_signalling.
-15. PDU Session Container: if there are several, the last one wins (qfi and UL). A PDU type other
-   than 0 (DL) or 1 (UL) still gives the QFI, without the UL flag. QFI is octet 3 & 0x3f.
+15. PDU Session Container: TS 38.415 gives a PDU one; if a chain has several, the first one wins
+   (qfi and UL), as a receiver reading the chain in order acts on it. A PDU type other than 0 (DL)
+   or 1 (UL) still gives the QFI, without the UL flag. QFI is octet 3 & 0x3f.
 16. T-PDU: an empty payload is trunc_gtp (one byte is needed to see the version nibble). A payload
-   whose version nibble is not 4 or 6 (Ethernet or unstructured PDU sessions) is classified with
-   the GTP fields and the UE fields of the IP header that carried the GTP-U.
+   whose version nibble is not 4 or 6 (Ethernet or unstructured PDU sessions) has no UE packet:
+   it is classified on the tunnel (GTP fields, overlay, VLAN) with the UE fields empty (family,
+   proto, dscp, ports and addresses 0), never on the carrier's addresses and port 2152.
 17. gtp_signalling and not_ip come back as ("reason", ...) like the parse errors: no key, the
    packet is passed, never classified. The GTP flag is only ever set for T-PDUs.
-18. GRE: overlay is GRE with or without a key (vni 0 without). GENEVE/GRE payload type 0x0800 or
-   0x86DD picks the IP parser, so an IPv6 packet labelled 0x0800 is bad_ipv4. After GTP-U the
-   version nibble picks it.
+18. VNI presence (RFC 7348, 8926, 2890): the VNI flag says the overlay header carries an id:
+   VXLAN with the I flag, GENEVE always, GRE with K. VXLAN without I and GRE without a key keep
+   their overlay type with vni 0 and no flag, so a rule on "vni 0" does not match them.
+19. GENEVE/GRE payload type 0x0800 or 0x86DD picks the IP parser, so an IPv6 packet labelled
+   0x0800 is bad_ipv4. After GTP-U the version nibble picks it.
 """
 
 from __future__ import annotations
@@ -100,6 +109,7 @@ KEY_GTP = 1
 KEY_GTP_QFI = 2
 KEY_GTP_UL = 4
 KEY_FRAGMENT = 8
+KEY_VNI = 16
 
 # enum dpp_overlay
 OVERLAY_NONE = 0
@@ -130,6 +140,7 @@ _PROTO_TCP = 6
 _PROTO_UDP = 17
 _PROTO_GRE = 47
 _PROTO_ICMPV6 = 58
+_PROTO_SCTP = 132
 
 _IPV6_HOP_BY_HOP = 0
 _IPV6_ROUTING = 43
@@ -143,6 +154,8 @@ _GRE_ROUTING = 0x4000
 _GRE_KEY = 0x2000
 _GRE_SEQUENCE = 0x1000
 _GRE_VERSION = 0x0007
+
+_VXLAN_I = 0x08
 
 _GTP_PT = 0x10
 _GTP_E = 0x04
@@ -174,13 +187,23 @@ class _Depth(Enum):
 
 @dataclass
 class _Cursor:
-    """Reads a frame front to back; every read is bounded by the end of the frame."""
+    """Reads a frame front to back; every read is bounded by `end`: the end of the frame, then of
+    the innermost datagram (or tunnel-carrying UDP payload) entered (decision 4)."""
 
     frame: bytes
     offset: int = 0
+    end: int = -1
+
+    def __post_init__(self) -> None:
+        if self.end < 0:
+            self.end = len(self.frame)
 
     def remaining(self) -> int:
-        return len(self.frame) - self.offset
+        return self.end - self.offset
+
+    def narrow(self, length: int) -> None:
+        """What follows lies within `length` bytes from here."""
+        self.end = min(self.end, self.offset + length)
 
     def peek(self, size: int, reason: str) -> bytes:
         if size > self.remaining():
@@ -280,8 +303,9 @@ def _parse_ipv4(cursor: _Cursor, key: Key) -> tuple[int, bool]:
     total_len = _be16(header, 2)
     if total_len < ihl * 4:
         raise _Stop("bad_ipv4")
-    if total_len > len(cursor.frame) - start:
+    if total_len > cursor.end - start:
         raise _Stop("trunc_ipv4")  # decision 1
+    cursor.end = start + total_len
     proto = header[9]
     _record_ip(key, 4, proto, header[1] >> 2, header[12:16], header[16:20])
     fragment_offset = _be16(header, 6) & 0x1FFF
@@ -294,8 +318,9 @@ def _parse_ipv6(cursor: _Cursor, key: Key) -> tuple[int, bool]:
     header = cursor.take(40, "trunc_ipv6")
     if header[0] >> 4 != 6:
         raise _Stop("bad_ipv6")
-    if 40 + _be16(header, 4) > len(cursor.frame) - start:
+    if 40 + _be16(header, 4) > cursor.end - start:
         raise _Stop("trunc_ipv6")  # decision 1
+    cursor.end = start + 40 + _be16(header, 4)
     traffic_class = (_be16(header, 0) >> 4) & 0xFF
     proto, later_fragment = _skip_ipv6_extensions(cursor, header[6])
     _record_ip(key, 6, proto, traffic_class >> 2, header[8:24], header[24:40])
@@ -334,6 +359,9 @@ def _parse_l4(cursor: _Cursor, key: Key, proto: int, depth: _Depth) -> None:
     elif proto == _PROTO_TCP:
         ports = cursor.take(20, "trunc_l4")
         key.update(sport=_be16(ports, 0), dport=_be16(ports, 2))
+    elif proto == _PROTO_SCTP:
+        common = cursor.take(12, "trunc_l4")
+        key.update(sport=_be16(common, 0), dport=_be16(common, 2))
     elif proto in (_PROTO_ICMP, _PROTO_ICMPV6):
         message = cursor.take(8, "trunc_l4")
         key.update(sport=message[0], dport=message[1])
@@ -342,7 +370,9 @@ def _parse_l4(cursor: _Cursor, key: Key, proto: int, depth: _Depth) -> None:
 
 
 def _parse_udp(cursor: _Cursor, key: Key, depth: _Depth) -> None:
+    start = cursor.offset
     header = cursor.take(8, "trunc_l4")
+    cursor.end = min(cursor.end, start + max(_be16(header, 4), 8))  # decision 4
     dport = _be16(header, 2)
     key.update(sport=_be16(header, 0), dport=dport)
     if depth is _Depth.OUTER and dport == PORT_VXLAN:
@@ -357,13 +387,16 @@ def _parse_udp(cursor: _Cursor, key: Key, depth: _Depth) -> None:
 # Overlays
 
 
-def _enter_overlay(key: Key, overlay: int, vni: int) -> None:
-    key.update(overlay=overlay, vni=vni)
+def _enter_overlay(key: Key, overlay: int, vni: int | None) -> None:
+    """vni None: the header carries no id (decision 18)."""
+    key.update(overlay=overlay, vni=vni or 0)
+    if vni is not None:
+        key["flags"] |= KEY_VNI
 
 
 def _parse_vxlan(cursor: _Cursor, key: Key) -> None:
     header = cursor.take(8, "trunc_vxlan")
-    _enter_overlay(key, OVERLAY_VXLAN, _be24(header, 4))
+    _enter_overlay(key, OVERLAY_VXLAN, _be24(header, 4) if header[0] & _VXLAN_I else None)
     _parse_inner_ethernet(cursor, key)
 
 
@@ -384,7 +417,7 @@ def _parse_gre(cursor: _Cursor, key: Key) -> None:
     has_checksum, has_key = bool(flags & _GRE_CHECKSUM), bool(flags & _GRE_KEY)
     optional = cursor.take(4 * (has_checksum + has_key + bool(flags & _GRE_SEQUENCE)), "trunc_gre")
     # Wire order is checksum(+reserved), key, sequence: the key follows the checksum if any.
-    vni = _be32(optional, 4 * has_checksum) if has_key else 0
+    vni = _be32(optional, 4 * has_checksum) if has_key else None
     _enter_overlay(key, OVERLAY_GRE, vni)
     _parse_overlay_payload(cursor, key, _be16(base, 2), "bad_gre")
 
@@ -444,7 +477,10 @@ def _walk_gtp_extensions(cursor: _Cursor, key: Key, ext_type: int) -> None:
 
 
 def _record_pdu_session(key: Key, extension: bytes) -> None:
-    """TS 38.415: PDU type in the high nibble of octet 2, QFI in the low 6 bits of octet 3."""
+    """TS 38.415: PDU type in the high nibble of octet 2, QFI in the low 6 bits of octet 3. Only the
+    first container counts (decision 15)."""
+    if key["flags"] & KEY_GTP_QFI:
+        return
     uplink = extension[1] >> 4 == _PDU_TYPE_UL
     key["qfi"] = extension[2] & 0x3F
     key["flags"] = (key["flags"] & ~KEY_GTP_UL) | KEY_GTP_QFI | (KEY_GTP_UL if uplink else 0)
@@ -456,4 +492,5 @@ def _parse_t_pdu(cursor: _Cursor, key: Key) -> None:
         _parse_ip(cursor, key, _ETHERTYPE_IPV4, _Depth.UE)
     elif version == 6:
         _parse_ip(cursor, key, _ETHERTYPE_IPV6, _Depth.UE)
-    # Otherwise not an IP PDU: classified on the GTP fields and the carrier's IP header.
+    else:  # not an IP PDU: the tunnel alone (decision 16)
+        _record_ip(key, 0, 0, 0, b"", b"")

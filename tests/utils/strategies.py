@@ -54,7 +54,7 @@ _OUTER, _INNER, _UE = "outer", "inner", "ue"
 _ETHERNET_OVERLAYS = ("vxlan", "geneve_ethernet", "gre_ethernet")
 _OVERLAYS = _ETHERNET_OVERLAYS + ("geneve_ip", "gre_ip")
 # Protocols with no ports that no depth decapsulates (none is an IPv6 extension header).
-_PORTLESS_PROTOCOLS = (132, 50, 89, 103)
+_PORTLESS_PROTOCOLS = (50, 89, 103)
 _ENCAP_PORTS = {_OUTER: (pk.VXLAN_PORT, pk.GENEVE_PORT, pk.GTPU_PORT), _INNER: (pk.GTPU_PORT,), _UE: ()}
 
 
@@ -130,12 +130,14 @@ def _l4_segment(draw, *, family: int, depth: str) -> tuple[Packet, int, int, int
     """A transport header the parser reads but does not decapsulate at this depth:
     (packet, proto, sport, dport).
     """
-    kind = draw(st.sampled_from(("udp", "tcp", "icmp", "portless")))
+    kind = draw(st.sampled_from(("udp", "tcp", "sctp", "icmp", "portless")))
     sport, dport = draw(_port()), draw(_port().filter(lambda port: port not in _ENCAP_PORTS[depth]))
     if kind == "udp":
         return pk.udp(draw(st.binary(max_size=16)), sport=sport, dport=dport), 17, sport, dport
     if kind == "tcp":
         return pk.tcp(sport=sport, dport=dport), 6, sport, dport
+    if kind == "sctp":
+        return pk.Raw(load=pk.sctp(sport, dport) + draw(st.binary(max_size=16))), 132, sport, dport
     if kind == "icmp":
         icmp_type, code = draw(st.integers(0, 255)), draw(st.integers(0, 255))
         message = pk.icmp(icmp_type, code) if family == 4 else pk.icmpv6(icmp_type, code)
@@ -239,7 +241,7 @@ def _overlay(draw, kind: str, inner_ip: Packet | None) -> tuple[Packet, dict]:
     if kind == "vxlan":
         vni = draw(st.integers(0, 0xFFFFFF))
         outer, fields = draw(_udp_carrier(pk.vxlan(vni, inner), dport=pk.VXLAN_PORT))
-        return outer, dict(fields, overlay=pk.OVERLAY_VXLAN, vni=vni)
+        return outer, dict(fields, overlay=pk.OVERLAY_VXLAN, vni=vni, vni_flag=pk.FLAG_VNI)
     if kind.startswith("geneve"):
         vni = draw(st.integers(0, 0xFFFFFF))
         options = draw(
@@ -254,13 +256,17 @@ def _overlay(draw, kind: str, inner_ip: Packet | None) -> tuple[Packet, dict]:
             )
         )
         outer, fields = draw(_udp_carrier(pk.geneve(vni, inner, options=options), dport=pk.GENEVE_PORT))
-        return outer, dict(fields, overlay=pk.OVERLAY_GENEVE, vni=vni)
+        return outer, dict(fields, overlay=pk.OVERLAY_GENEVE, vni=vni, vni_flag=pk.FLAG_VNI)
     gre_key = draw(st.none() | st.integers(0, 0xFFFFFFFF))
     tunnel = pk.gre(
         inner, key=gre_key, checksum=draw(st.booleans()), seq=draw(st.none() | st.integers(0, 0xFFFFFFFF))
     )
     outer, fields = draw(_ip_header(tunnel, family=draw(st.sampled_from((4, 6))), proto=47))
-    return outer, dict(fields, sport=0, dport=0, overlay=pk.OVERLAY_GRE, vni=gre_key or 0)
+    vni_flag = pk.FLAG_VNI if gre_key is not None else 0  # "no key" is not key 0
+    return outer, dict(fields, sport=0, dport=0, overlay=pk.OVERLAY_GRE, vni=gre_key or 0, vni_flag=vni_flag)
+
+
+_NO_UE_FIELDS = dict(family=0, proto=0, dscp=0, sport=0, dport=0, src=bytes(16), dst=bytes(16))
 
 
 @st.composite
@@ -281,11 +287,13 @@ def valid_packets(draw) -> GeneratedPacket:
         tail = inner if inner is not None else draw(_non_ip_payload())
         message, gtp_fields = draw(_gtpu_t_pdu(tail))
         key.update(teid=gtp_fields["teid"], qfi=gtp_fields["qfi"], flags=gtp_fields["flags"])
-        carrier, carrier_fields = draw(_udp_carrier(message, dport=pk.GTPU_PORT))
-        inner, ue_fields = carrier, ue_fields or carrier_fields
+        carrier, _ = draw(_udp_carrier(message, dport=pk.GTPU_PORT))
+        # A non-IP T-PDU has no UE fields; the carrier's do not stand in for them.
+        inner, ue_fields = carrier, ue_fields or _NO_UE_FIELDS
     if overlay is not None:
         outer, outer_fields = draw(_overlay(overlay, inner))
         key.update(overlay=outer_fields.pop("overlay"), vni=outer_fields.pop("vni"))
+        key["flags"] |= outer_fields.pop("vni_flag")
         inner, ue_fields = outer, ue_fields or outer_fields
 
     vlans = draw(_vlan_ids())

@@ -15,7 +15,9 @@ from hypothesis import strategies as st
 from . import packets as pk
 from . import refparser as rp
 from . import strategies as gen
-from .refparser import KEY_FIELDS, KEY_FRAGMENT, KEY_GTP, KEY_GTP_QFI, KEY_GTP_UL, REASON_CODES, parse
+from .refparser import (
+    KEY_FIELDS, KEY_FRAGMENT, KEY_GTP, KEY_GTP_QFI, KEY_GTP_UL, KEY_VNI, REASON_CODES, parse,
+)  # fmt: skip
 
 DPP_CONSTS = Path(__file__).resolve().parents[2] / "dataplane" / "include" / "dpp" / "dpp_consts.h"
 
@@ -45,14 +47,14 @@ def assert_well_formed(result) -> None:
     key = value
     assert tuple(key) == KEY_FIELDS
     assert key["ifindex"] == 0
-    assert key["family"] in (4, 6)  # "ok" needs an IP header
+    assert key["family"] in (4, 6) or (key["family"] == 0 and key["flags"] & KEY_GTP)  # IP, or a T-PDU
     assert len(key["src"]) == len(key["dst"]) == 16
     if key["family"] == 4:
         assert key["src"][4:] == key["dst"][4:] == bytes(12)
     for name, bits in FIELD_BITS.items():
         assert 0 <= key[name] < 1 << bits, name
     assert key["overlay"] in (0, 1, 2, 3)
-    assert key["flags"] & ~(KEY_GTP | KEY_GTP_QFI | KEY_GTP_UL | KEY_FRAGMENT) == 0
+    assert key["flags"] & ~(KEY_GTP | KEY_GTP_QFI | KEY_GTP_UL | KEY_FRAGMENT | KEY_VNI) == 0
     if key["flags"] & (KEY_GTP_QFI | KEY_GTP_UL) or key["teid"]:
         assert key["flags"] & KEY_GTP
     if key["flags"] & KEY_GTP_UL or key["qfi"]:
@@ -60,7 +62,9 @@ def assert_well_formed(result) -> None:
     if key["flags"] & KEY_FRAGMENT:
         assert key["sport"] == key["dport"] == 0
     if key["overlay"] == 0:
-        assert key["vni"] == 0
+        assert key["vni"] == 0 and not key["flags"] & KEY_VNI
+    if key["vni"]:
+        assert key["flags"] & KEY_VNI
 
 
 # ---------------------------------------------------------------------------------------------
@@ -97,7 +101,7 @@ def test_constants_match_dpp_consts_header():
 
     assert {name: reasons[name.upper()] for name in REASON_CODES} == REASON_CODES
     assert header_values(header, "DPP_KEY_") == dict(
-        GTP=rp.KEY_GTP, GTP_QFI=rp.KEY_GTP_QFI, GTP_UL=rp.KEY_GTP_UL, FRAGMENT=rp.KEY_FRAGMENT
+        GTP=rp.KEY_GTP, GTP_QFI=rp.KEY_GTP_QFI, GTP_UL=rp.KEY_GTP_UL, FRAGMENT=rp.KEY_FRAGMENT, VNI=rp.KEY_VNI
     )
     assert header_values(header, "DPP_OVERLAY_") == dict(
         NONE=rp.OVERLAY_NONE, VXLAN=rp.OVERLAY_VXLAN, GENEVE=rp.OVERLAY_GENEVE, GRE=rp.OVERLAY_GRE
@@ -156,7 +160,8 @@ def test_nested_vxlan_gtpu_packet_parses():
         "ok",
         dict(
             ifindex=0, vni=VNI, teid=TEID, vlan=10, overlay=pk.OVERLAY_VXLAN, qfi=9,
-            flags=KEY_GTP | KEY_GTP_QFI | KEY_GTP_UL, family=6, proto=17, dscp=18, sport=33000, dport=8805,
+            flags=KEY_VNI | KEY_GTP | KEY_GTP_QFI | KEY_GTP_UL, family=6, proto=17, dscp=18,
+            sport=33000, dport=8805,
             src=pk.addr16(pk.UE6[0]), dst=pk.addr16(pk.UE6[1]),
         ),
     )  # fmt: skip

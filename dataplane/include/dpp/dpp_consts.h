@@ -129,6 +129,7 @@ enum dpp_key_flags {
 	DPP_KEY_GTP_QFI = 2,  /* a PDU Session Container carried the QFI */
 	DPP_KEY_GTP_UL = 4,   /* PDU Session Container says uplink */
 	DPP_KEY_FRAGMENT = 8, /* a non-first IP fragment: no L4 ports */
+	DPP_KEY_VNI = 16,     /* vni is valid: VXLAN with the I flag, GENEVE, GRE with a key */
 };
 
 /* enum dpp_xdp_mode: how libdpp attaches to an interface. */

@@ -13,7 +13,7 @@
  * outer one. */
 struct dpp_flow_key {
 	__u32 ifindex; /* ingress interface */
-	__u32 vni;     /* VXLAN/GENEVE VNI or GRE key */
+	__u32 vni;     /* VXLAN/GENEVE VNI or GRE key (valid with DPP_KEY_VNI, else 0) */
 	__u32 teid;    /* GTP-U TEID (valid with DPP_KEY_GTP) */
 	__u16 vlan;    /* outermost VLAN id, 0 when untagged */
 	__u8 overlay;  /* enum dpp_overlay */
