@@ -141,6 +141,34 @@ def test_given_a_change_of_several_steps_then_its_inverse_and_roll_back_restore_
     assert_same(index, intents, model)
 
 
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.lists(intent_specs, min_size=1, max_size=3), st.booleans()), max_size=8))
+def test_given_parts_of_a_change_rolled_back_to_their_mark_then_its_delta_is_the_kept_parts(parts):
+    """The service's group transaction: each caller's part either stays or is undone alone."""
+    index = RuleIndex(INTERFACES, MAX_SHAPES)
+    kept: dict[str, Intent] = {}
+    model: MapModel = {}
+    change = index.track()
+    for specs, keep in parts:
+        mark, mine = change.mark(), {}
+        for intent_id, match, priority, action in specs:
+            if intent_id in kept or intent_id in mine:
+                continue
+            intent = make_intent(intent_id, match, priority, action)
+            try:
+                change.add(index.compile(intent))
+            except CompileError:
+                continue
+            mine[intent_id] = intent
+        assert [rule.intent_id for rule in change.added(mark)] == list(mine)
+        if keep:
+            kept.update(mine)
+        else:
+            change.roll_back(mark)
+    apply_to_model(model, change.delta())
+    assert_same(index, kept, model)
+
+
 def test_given_one_shape_too_many_then_the_add_is_refused_naming_the_intent_and_nothing_changes():
     index = RuleIndex(INTERFACES, max_shapes=1)
     index.add(index.compile(make_intent("a", 0, 1, 0)))
