@@ -233,6 +233,20 @@ class Store:
                 transaction.roll_back()
                 raise
 
+    @contextlib.contextmanager
+    def savepoint(self) -> Iterator[None]:
+        """A part of the open transaction that can fail alone: on an exception its writes are undone
+        and the transaction's other writes stay (SAVEPOINT ... ROLLBACK TO ... RELEASE)."""
+        with self._lock:
+            self._execute("SAVEPOINT part")
+            try:
+                yield
+            except BaseException:
+                self._execute("ROLLBACK TO part")
+                self._execute("RELEASE part")
+                raise
+            self._execute("RELEASE part")
+
     def _execute(self, sql: str, parameters: tuple[Any, ...] = ()) -> sqlite3.Cursor:
         with self._lock:
             try:
