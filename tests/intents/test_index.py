@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from netapp.intents.compiler import CompiledRule, CompileError, compile_intents
-from netapp.intents.index import RuleDelta, RuleIndex
+from netapp.intents.index import IndexChange, RuleDelta, RuleIndex
 from netapp.intents.models import Intent
 from tests.utils.intents import INTERFACES
 
@@ -66,6 +66,22 @@ def compile_or_none(intents: dict[str, Intent]) -> Optional[Any]:
         return None
 
 
+def add_new(change: IndexChange, specs: list[Any], taken: dict[str, Intent]) -> dict[str, Intent]:
+    """Add the intents of `specs` whose ids are neither taken nor repeated, except those the index
+    refuses (one shape too many); returns those added."""
+    added: dict[str, Intent] = {}
+    for intent_id, match, priority, action in specs:
+        if intent_id in taken or intent_id in added:
+            continue
+        intent = make_intent(intent_id, match, priority, action)
+        try:
+            change.add(change.index.compile(intent))
+        except CompileError:
+            continue
+        added[intent_id] = intent
+    return added
+
+
 def assert_same(index: RuleIndex, intents: dict[str, Intent], model: MapModel) -> None:
     expected = compile_intents(intents.values(), INTERFACES, MAX_SHAPES)
     actual = index.ruleset()
@@ -109,14 +125,7 @@ def test_given_a_change_of_several_steps_then_its_inverse_and_roll_back_restore_
     intents: dict[str, Intent] = {}
     model: MapModel = {}
     setup = index.track()
-    for intent_id, match, priority, action in first:
-        if intent_id not in intents:
-            intent = make_intent(intent_id, match, priority, action)
-            try:
-                setup.add(index.compile(intent))
-            except CompileError:
-                continue
-            intents[intent_id] = intent
+    intents.update(add_new(setup, first, intents))
     apply_to_model(model, setup.delta())
     before_model = dict(model)
 
@@ -150,16 +159,8 @@ def test_given_parts_of_a_change_rolled_back_to_their_mark_then_its_delta_is_the
     model: MapModel = {}
     change = index.track()
     for specs, keep in parts:
-        mark, mine = change.mark(), {}
-        for intent_id, match, priority, action in specs:
-            if intent_id in kept or intent_id in mine:
-                continue
-            intent = make_intent(intent_id, match, priority, action)
-            try:
-                change.add(index.compile(intent))
-            except CompileError:
-                continue
-            mine[intent_id] = intent
+        mark = change.mark()
+        mine = add_new(change, specs, kept)
         assert [rule.intent_id for rule in change.added(mark)] == list(mine)
         if keep:
             kept.update(mine)
