@@ -52,9 +52,10 @@ SLICE_TEIDS = 0x40000000
 CHECK_TEID = 0x50000000
 BATCH_TEIDS = 0x60000000  # + client << 24
 CHECK_SAMPLE = 100  # preloaded intents looked up in dpp_rules before timing
-# Targets, reported and never asserted.
+# Targets (issue 12), reported and never asserted: (a) p99 at 10,000 intents; (b) and (d) creates/s
+# from 4 clients, (b) one intent per request.
 TARGET_P99_MS = 10.0
-TARGET_RATE = 1000.0
+TARGET_RATE = 2000.0
 
 
 class CheckError(Exception):
@@ -440,7 +441,10 @@ def targets(create: dict[str, Any], sustained: dict[str, Any], batch: dict[str, 
     batch_rate = batch["rate_per_s"]
     return [
         _target(f"create p99 at {installed:,} intents", p99, TARGET_P99_MS, "ms", p99 <= TARGET_P99_MS),
-        _target("sustained creates, one per request (b)", rate, TARGET_RATE, "/s", rate >= TARGET_RATE),
+        _target(
+            f"sustained creates from {sustained['clients']} clients, one intent per request (b)",
+            rate, TARGET_RATE, "/s", rate >= TARGET_RATE,
+        ),
         _target(
             f"sustained creates, batches of {batch['batch_size']} (d)",
             batch_rate, TARGET_RATE, "/s", batch_rate >= TARGET_RATE,

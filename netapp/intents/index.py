@@ -8,7 +8,8 @@ priority -- and updates it per rule, using the compiler's own pieces (compile_in
 collision, order_shapes), so both agree by construction; a property test checks that they do.
 
 A change goes through `track()`: it records the keys it touched, so it can say what the maps must
-do (`delta()`), what would undo that in the maps (`inverse()`), and put the index back (`roll_back()`).
+do (`delta()`), what would undo that in the maps (`inverse()`), and put the index back (`roll_back()`),
+wholly or back to a `mark()`: the service's group transaction undoes one caller's part that way.
 """
 
 from __future__ import annotations
@@ -250,9 +251,15 @@ class IndexChange:
         self._journal.append((False, rule))
         return rule
 
-    def added(self) -> list[CompiledRule]:
-        """Rules this change added that are still in the index."""
-        return [rule for added, rule in self._journal if added and self.index.get(rule.intent_id) is rule]
+    def mark(self) -> int:
+        """Where the change is now: `added` and `roll_back` take it to mean the steps after it."""
+        return len(self._journal)
+
+    def added(self, since: int = 0) -> list[CompiledRule]:
+        """Rules this change added (after mark `since`) that are still in the index."""
+        return [
+            rule for added, rule in self._journal[since:] if added and self.index.get(rule.intent_id) is rule
+        ]
 
     def delta(self) -> RuleDelta:
         """What the maps must do to go from before this change to now."""
@@ -264,15 +271,18 @@ class IndexChange:
         after = {key: self.index.winner(key) for key in self._before}
         return _delta(after, self._before, self._shapes_before)
 
-    def roll_back(self) -> None:
-        """Undo every step, newest first: the index is as it was when the change began."""
-        for added, rule in reversed(self._journal):
+    def roll_back(self, to: int = 0) -> None:
+        """Undo the steps after mark `to`, newest first; by default every step, so the index is as it
+        was when the change began. Keys touched only by undone steps stay remembered, with their
+        winner as before: the delta leaves them out."""
+        while len(self._journal) > to:
+            added, rule = self._journal.pop()
             if added:
                 self.index.remove(rule.intent_id)
             else:
                 self.index.add(rule)
-        self._journal.clear()
-        self._before.clear()
+        if not to:
+            self._before.clear()
 
     def _remember(self, key: MatchKey) -> None:
         if key not in self._before:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import abc
 import enum
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Annotated, Any, Generic, Literal, Optional, TypeVar
@@ -238,7 +239,8 @@ class Health:
 class IntentService(abc.ABC):
     """Every change is a transaction: the store and the BPF maps change together or not at all.
     Tenants see and change only their own objects (another tenant's look like NotFound); admins see
-    all. Methods block (BPF syscalls, SQLite): the API calls them from plain `def` routes.
+    all. Methods block (BPF syscalls, SQLite): the API calls them from plain `def` routes; only
+    `submit_create` does not, for a route that awaits its future instead.
 
     Ids are unique per tenant. Where a method takes an intent or slice id, a bare id names the
     caller's own object; `<tenant>/<id>` names another tenant's, for admins (ids cannot hold '/')."""
@@ -254,6 +256,13 @@ class IntentService(abc.ABC):
     def create_intent(
         self, who: Principal, intent: Intent, *, idempotency_key: Optional[str] = None
     ) -> CreateResult: ...
+
+    @abc.abstractmethod
+    def submit_create(
+        self, who: Principal, intent: Intent, *, idempotency_key: Optional[str] = None
+    ) -> "Future[CreateResult]":
+        """create_intent without blocking: the future is answered (with the result, or the error
+        create_intent would raise) once the intent is stored and installed, or refused."""
 
     @abc.abstractmethod
     def create_intents(

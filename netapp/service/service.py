@@ -20,11 +20,16 @@ Tenancy: intent and slice ids are unique per tenant. In the data plane an intent
 id and the last '/' always separates them. Admins may name another tenant's object the same way.
 
 Locking: one lock serialises changes. A change costs O(size of its delta) -- an index step, a few
-map writes, a commit, well under a millisecond at 10k installed intents -- so one writer meets the
-targets (p99 <= 10 ms, >= 1000 changes/s) with room; SQLite admits one writer anyway, the facade's
-shadow and the index are not thread-safe, and the GIL would take away what finer locking could win.
-Reads go to the store (whose own lock keeps its connection to one thread at a time) and do not wait
-for the data plane.
+map writes, a commit -- but its commit syncs the disk, and one sync per change would cap single
+creates at the disk's syncs per second. So single creates go through a writer thread
+(netapp.service.group_commit) that makes those queued while a transaction was in flight the parts
+of the next one (`_change_parts`): one store transaction, one map delta, one fsync, and still an
+answer of its own for each, sent only once its change is in the maps and durable. A part that fails
+is undone alone (a savepoint in the store, a mark in the index) and the parts after it see the ones
+before, so rivals are decided in arrival order; should the transaction fail as a whole, each create
+is made alone. SQLite admits one writer anyway, the facade's shadow and the index are not
+thread-safe, and the GIL would take away what finer locking could win. Reads go to the store (whose
+own lock keeps its connection to one thread at a time) and do not wait for the data plane.
 """
 
 from __future__ import annotations
@@ -38,7 +43,8 @@ import socket
 import threading
 import time
 from datetime import datetime, timedelta, timezone
-from typing import Any, Callable, Iterator, Optional, TypeVar
+from concurrent.futures import Future
+from typing import Any, Callable, Generic, Iterator, Optional, TypeVar, Union
 
 import numpy
 
@@ -81,6 +87,7 @@ from netapp.service.contract import (
     SliceSpec,
     batch_field,
 )
+from netapp.service.group_commit import GroupWriter, WriterClosed
 from netapp.service.slices import slice_intents
 from netapp.service.store import Attachment, Store, StoreError
 from netapp.telemetry.interfaces import read_interfaces
@@ -119,6 +126,31 @@ def batch_hash(intents: list[Intent]) -> str:
     return digest.hexdigest()
 
 
+def _invalid_input(exc: IntentError) -> InvalidInput:
+    return InvalidInput(exc.line(), field=exc.field or None)
+
+
+@dataclasses.dataclass
+class _Part(Generic[T]):
+    """One caller's part of a transaction (`_change_parts`): its work, and what came of it."""
+
+    who: Principal
+    work: Callable[[IndexChange], T]
+    where: Optional[Callable[[str], Optional[int]]] = None
+    result: Optional[T] = None
+    error: Optional[Exception] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class _CreateRequest:
+    """A single create waiting for its group (`NetAppService._create_group`)."""
+
+    who: Principal
+    intent: Intent
+    source: str
+    key: Optional[str]
+
+
 class NetAppService(IntentService):
     """The one implementation of the contract: store + incremental index + data plane.
 
@@ -149,6 +181,7 @@ class NetAppService(IntentService):
         # Bumped by every change of the installed intents: the telemetry table is rebuilt then.
         self._revision = 0
         self._intent_table = IntentTable.empty()
+        self._creates: Optional[GroupWriter[_CreateRequest, CreateResult]] = None  # while started
 
     # --- lifecycle -------------------------------------------------------------------------------
 
@@ -162,9 +195,15 @@ class NetAppService(IntentService):
             self._attach_interfaces()
             self._started = True
             self._checks.pop("started", None)
+            self._creates = GroupWriter(
+                self._create_group, name="intent-creates", max_group=MAX_BATCH_INTENTS
+            )
 
     def close(self) -> None:
-        """Release the handles; pinned maps and links stay, and so does forwarding."""
+        """Release the handles; pinned maps and links stay, and so does forwarding. Creates already
+        queued are made first."""
+        if self._creates is not None:
+            self._creates.close()
         with self._exclusive():
             self._started = False
             self._checks["started"] = "closed"
@@ -407,6 +446,17 @@ class NetAppService(IntentService):
     ) -> T:
         """Run `work` (store writes and index steps) as one transaction with the maps. `where`: the
         position of a rule id in a batch, for a collision error to name it."""
+        (part,) = self._change_parts([_Part(who, work, where)])
+        if part.error is not None:
+            raise part.error
+        return part.result
+
+    def _change_parts(self, parts: list["_Part[Any]"]) -> list["_Part[Any]"]:
+        """Run the parts' work, in order, as one transaction with the maps: one store transaction,
+        one map delta, one commit. A part that fails is undone alone -- its store writes (a
+        savepoint) and its index steps (back to a mark) -- and keeps its error; the others go on and
+        see the parts before them, so two parts that collide are decided in their order. Raises,
+        with nothing changed, when the whole fails (the maps refuse the delta, the commit fails)."""
         with self._exclusive():
             self._require_started()
             self._ensure_maps_reconciled()
@@ -414,19 +464,34 @@ class NetAppService(IntentService):
                 with self.store.transaction() as transaction:
                     change = self._index.track()
                     try:
-                        result = work(change)
-                        self._reject_collisions(who, change, where)
+                        for part in parts:
+                            self._run_part(change, part)
                         slots = self._push(change)
                     except BaseException:
                         change.roll_back()
                         raise
+                    if all(part.error is not None for part in parts):
+                        transaction.roll_back()  # nothing of it stays: nothing to commit
+                        return parts
                     self._commit_or_undo(transaction, change, slots)
                     self._revision += 1
-                    return result
-            except IntentError as exc:
-                raise InvalidInput(exc.line(), field=exc.field or None) from exc
+                    return parts
             except StoreError as exc:
                 raise ServiceError(f"store: {exc}") from exc
+
+    def _run_part(self, change: IndexChange, part: "_Part[Any]") -> None:
+        mark = change.mark()
+        try:
+            with self.store.savepoint():
+                part.result = part.work(change)
+                self._reject_collisions(part.who, change.added(mark), part.where)
+        except (ServiceError, IntentError) as exc:
+            change.roll_back(mark)
+            if isinstance(exc, IntentError):
+                part.error = _invalid_input(exc)
+                part.error.__cause__ = exc
+            else:
+                part.error = exc
 
     def _push(self, change: IndexChange) -> dict[str, int]:
         """Apply the change's delta to the maps; DataplaneUnavailable (maps as before) if refused.
@@ -462,9 +527,12 @@ class NetAppService(IntentService):
             self._checks["reconcile"] = self._maps_stale
 
     def _reject_collisions(
-        self, who: Principal, change: IndexChange, where: Optional[Callable[[str], Optional[int]]] = None
+        self,
+        who: Principal,
+        added: list[CompiledRule],
+        where: Optional[Callable[[str], Optional[int]]] = None,
     ) -> None:
-        for rule in change.added():
+        for rule in added:
             collisions = self._index.collisions(rule.intent_id)
             if collisions:
                 raise self._collision_error(who, rule, collisions[0], where)
@@ -558,8 +626,13 @@ class NetAppService(IntentService):
     def create_intent(
         self, who: Principal, intent: Intent, *, idempotency_key: Optional[str] = None
     ) -> CreateResult:
+        return self.submit_create(who, intent, idempotency_key=idempotency_key).result()
+
+    def submit_create(
+        self, who: Principal, intent: Intent, *, idempotency_key: Optional[str] = None
+    ) -> "Future[CreateResult]":
         self._require(who, Scope.INTENTS_WRITE)
-        return self._create(who, intent, NATIVE_SOURCE, idempotency_key)
+        return self._submit_create(_CreateRequest(who, intent, NATIVE_SOURCE, idempotency_key))
 
     def replace_intent(self, who: Principal, intent_id: str, intent: Intent) -> IntentRecord:
         self._require(who, Scope.INTENTS_WRITE)
@@ -576,7 +649,7 @@ class NetAppService(IntentService):
         try:
             action_type, intent = legacy_to_native(message)
         except IntentError as exc:
-            raise InvalidInput(exc.line(), field=exc.field or None) from exc
+            raise _invalid_input(exc) from exc
         if action_type == "INSERT":
             return self._create(who, intent, LEGACY_SOURCE, None).record
         if action_type == "UPDATE":
@@ -599,13 +672,55 @@ class NetAppService(IntentService):
         return self._create_many(who, intents, NATIVE_SOURCE, idempotency_key, batch=True)
 
     def _create(self, who: Principal, intent: Intent, source: str, key: Optional[str]) -> CreateResult:
-        result = self._create_many(who, [intent], source, key, batch=False)
-        return CreateResult(result.records[0], created=result.created)
+        return self._submit_create(_CreateRequest(who, intent, source, key)).result()
+
+    def _submit_create(self, request: _CreateRequest) -> "Future[CreateResult]":
+        """Queue a single create for the next group (netapp.service.group_commit)."""
+        if self._creates is None:
+            raise DataplaneUnavailable("the service is not started")
+        try:
+            return self._creates.submit(request)
+        except WriterClosed as exc:
+            raise DataplaneUnavailable("the service is not started") from exc
+
+    def _create_group(self, requests: list[_CreateRequest]) -> list[Union[CreateResult, Exception]]:
+        """Single creates that queued up together, as the parts of one transaction: each gets its own
+        answer, and one that fails does not fail the others. Should the transaction fail as a whole
+        (the maps refuse the delta, the commit fails), each is made alone, so that it gets the answer
+        it would have got alone."""
+        parts = [self._create_part(request) for request in requests]
+        try:
+            self._change_parts(parts)
+        except Exception as exc:  # noqa: BLE001 - an answer for each caller, whatever it was
+            if len(parts) == 1:
+                return [exc]
+            log.warning("a group of %d creates failed as a whole (%s): making each alone", len(parts), exc)
+            return [self._create_alone(request) for request in requests]
+        return [_create_outcome(part) for part in parts]
+
+    def _create_part(self, request: _CreateRequest) -> _Part[BatchCreateResult]:
+        who = request.who
+        work, where = self._create_work(who, [request.intent], request.source, request.key, batch=False)
+        return _Part(who, work, where)
+
+    def _create_alone(self, request: _CreateRequest) -> Union[CreateResult, Exception]:
+        part = self._create_part(request)
+        try:
+            self._change_parts([part])
+        except Exception as exc:  # noqa: BLE001 - the caller's answer
+            return exc
+        return _create_outcome(part)
 
     def _create_many(
         self, who: Principal, intents: list[Intent], source: str, key: Optional[str], *, batch: bool
     ) -> BatchCreateResult:
         """Create intents in one transaction. In a batch, errors name the intent by its position."""
+        return self._change(who, *self._create_work(who, intents, source, key, batch=batch))
+
+    def _create_work(
+        self, who: Principal, intents: list[Intent], source: str, key: Optional[str], *, batch: bool
+    ) -> tuple[Callable[[IndexChange], BatchCreateResult], Callable[[str], Optional[int]]]:
+        """The transaction's work of a create, and where in the batch a rule id is."""
         tenant = who.tenant
         fingerprint = batch_hash(intents) if key is not None else ""
         positions = {rule_id(tenant, intent.id): n for n, intent in enumerate(intents)}
@@ -633,7 +748,7 @@ class NetAppService(IntentService):
                 self.store.remember_idempotent(tenant, key, fingerprint, records, now, now + IDEMPOTENCY_TTL)
             return BatchCreateResult(records, created=True)
 
-        return self._change(who, work, where)
+        return work, where
 
     def _earlier_create(
         self, tenant: str, key: str, fingerprint: str, now: datetime
@@ -739,7 +854,7 @@ class NetAppService(IntentService):
                 qualified = [self._stage(change, who.tenant, intent) for intent in intents]
                 return self._report(who, qualified)
             except IntentError as exc:
-                raise InvalidInput(exc.line(), field=exc.field or None) from exc
+                raise _invalid_input(exc) from exc
             finally:
                 change.roll_back()
 
@@ -804,7 +919,7 @@ class NetAppService(IntentService):
         try:
             wanted = {intent.id: intent for intent in slice_intents(spec)}
         except IntentError as exc:
-            raise InvalidInput(exc.line(), field=exc.field or None) from exc
+            raise _invalid_input(exc) from exc
 
         def work(change: IndexChange) -> tuple[SliceRecord, bool]:
             now = self._now()
@@ -896,7 +1011,7 @@ class NetAppService(IntentService):
         try:
             (compiled,) = compile_alternatives([group], self._index.interfaces)
         except CompileError as exc:
-            raise InvalidInput(exc.line(), field=exc.field or None) from exc
+            raise _invalid_input(exc) from exc
 
         def work(_: IndexChange) -> Callable[[], None]:
             previous = self.store.get_alternative(group.id)
@@ -1282,6 +1397,13 @@ class NetAppService(IntentService):
                 )
             )
         return tuple(found)
+
+
+def _create_outcome(part: _Part[BatchCreateResult]) -> Union[CreateResult, Exception]:
+    if part.error is not None:
+        return part.error
+    assert part.result is not None
+    return CreateResult(part.result.records[0], created=part.result.created)
 
 
 def _counter_views(counters: dict[str, tuple[int, int]]) -> dict[str, dict[str, int]]:

@@ -10,8 +10,9 @@ any point (kill -9 included), but may lose the last commits on power loss; FULL 
 every COMMIT, so an acknowledged change survives that too. The BPF maps do not survive power loss,
 so after it the store is all there is to rebuild them from: acknowledged changes must be in it.
 The cost, measured on the development VM: 0.17 ms median per commit (NORMAL: 0.01 ms), well inside
-the 10 ms budget of a change. Where the disk syncs too slowly for the rate target, open the store
-with synchronous="NORMAL" and accept losing the last changes on power loss.
+the 10 ms budget of a change; concurrent single creates share one commit, so one sync
+(netapp.service.group_commit). Where the disk still syncs too slowly, open the store with
+synchronous="NORMAL" and accept losing the last changes on power loss.
 
 The schema is versioned (table schema_version); a database written by a newer NetApp is refused.
 Timestamps are ISO 8601 strings in UTC, which sort as they compare.
@@ -232,6 +233,20 @@ class Store:
             except BaseException:
                 transaction.roll_back()
                 raise
+
+    @contextlib.contextmanager
+    def savepoint(self) -> Iterator[None]:
+        """A part of the open transaction that can fail alone: on an exception its writes are undone
+        and the transaction's other writes stay (SAVEPOINT ... ROLLBACK TO ... RELEASE)."""
+        with self._lock:
+            self._execute("SAVEPOINT part")
+            try:
+                yield
+            except BaseException:
+                self._execute("ROLLBACK TO part")
+                self._execute("RELEASE part")
+                raise
+            self._execute("RELEASE part")
 
     def _execute(self, sql: str, parameters: tuple[Any, ...] = ()) -> sqlite3.Cursor:
         with self._lock:

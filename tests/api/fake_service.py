@@ -10,6 +10,7 @@ Tests make it fail on purpose with `fail_next`.
 
 from __future__ import annotations
 
+from concurrent.futures import Future
 from datetime import datetime, timezone
 from typing import Any, Optional, TypeVar
 
@@ -102,6 +103,17 @@ class FakeIntentService(IntentService):
         if idempotency_key is not None:
             self.idempotency[(who.tenant, idempotency_key)] = (who.tenant, intent.id)
         return CreateResult(record, created=True)
+
+    def submit_create(
+        self, who: Principal, intent: Intent, *, idempotency_key: Optional[str] = None
+    ) -> "Future[CreateResult]":
+        """Answered at once: nothing here blocks."""
+        future: Future[CreateResult] = Future()
+        try:
+            future.set_result(self.create_intent(who, intent, idempotency_key=idempotency_key))
+        except Exception as exc:  # noqa: BLE001 - whatever create_intent raised, as the real one
+            future.set_exception(exc)
+        return future
 
     def create_intents(
         self, who: Principal, intents: list[Intent], *, idempotency_key: Optional[str] = None

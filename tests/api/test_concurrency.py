@@ -163,3 +163,60 @@ def test_given_200_parallel_creates_and_deletes_then_store_service_and_maps_are_
     assert unlike_the_store(map_rules(instance), records, {}) == []  # the kernel's maps
     assert status["reconciled"] is True and status["not_installed"] == {}
     assert status["intents"] == status["rules"] == len(wanted)
+
+
+RACES = 40  # matches two clients each create an intent for, with different actions
+RACE_PORT = 30_000
+
+
+def race(url: str, n: int, start: threading.Barrier, answers: dict[str, int]) -> None:
+    """Client n of a pair: for each contested match an intent of its own (its own id, another
+    action than its rival's), and every fifth time one that does not compile."""
+    headers = {"Authorization": f"Bearer {token_of(f'client-{n}')}"}
+    with httpx.Client(base_url=url, headers=headers, timeout=30) as api:
+        start.wait()
+        for k in range(RACES):
+            port = RACE_PORT + (n // 2) * RACES + k
+            action = {"type": "drop" if n % 2 else "pass"}
+            body = native_intent(f"r{n}-{k}", match={"protocol": "udp", "dst_port": port}, action=action)
+            answers[f"r{n}-{k}"] = api.post(INTENTS, json=body).status_code
+            if k % 5 == 0:
+                bad = native_intent(f"x{n}-{k}", match={"interface": "no-such-if0"}, action=action)
+                answers[f"x{n}-{k}"] = api.post(INTENTS, json=bad).status_code
+
+
+def test_given_clients_racing_for_the_same_matches_then_one_of_each_pair_wins_and_all_agree(real, instance):
+    """Concurrent single creates are made in groups (netapp.service.group_commit): rivals in one
+    group are decided in their order, a bad one fails alone, and the 201s are exactly what is
+    stored and installed."""
+    server, service = real
+    answers: list[dict[str, int]] = [{} for _ in range(CLIENTS)]
+    start = threading.Barrier(CLIENTS)
+    threads = [
+        threading.Thread(target=race, args=(server.url, n, start, answers[n]), name=f"racer-{n}")
+        for n in range(CLIENTS)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    for pair in range(0, CLIENTS, 2):
+        for k in range(RACES):
+            rivals = answers[pair][f"r{pair}-{k}"], answers[pair + 1][f"r{pair + 1}-{k}"]
+            assert sorted(rivals) == [201, 409]
+            if k % 5 == 0:
+                assert answers[pair][f"x{pair}-{k}"] == answers[pair + 1][f"x{pair + 1}-{k}"] == 400
+    created = {
+        f"{TENANTS[n % len(TENANTS)]}/{name}"
+        for n in range(CLIENTS)
+        for name, status in answers[n].items()
+        if status == 201
+    }
+    with httpx.Client(
+        base_url=server.url, headers={"Authorization": f"Bearer {token_of('admin')}"}, timeout=30
+    ) as admin:
+        records = all_records(admin)
+    assert {f"{record['tenant']}/{record['intent']['id']}" for record in records} == created
+    assert set(service.dataplane.installed_intents) == created
+    assert unlike_the_store(map_rules(instance), records, {}) == []

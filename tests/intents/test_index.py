@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from netapp.intents.compiler import CompiledRule, CompileError, compile_intents
-from netapp.intents.index import RuleDelta, RuleIndex
+from netapp.intents.index import IndexChange, RuleDelta, RuleIndex
 from netapp.intents.models import Intent
 from tests.utils.intents import INTERFACES
 
@@ -66,6 +66,22 @@ def compile_or_none(intents: dict[str, Intent]) -> Optional[Any]:
         return None
 
 
+def add_new(change: IndexChange, specs: list[Any], taken: dict[str, Intent]) -> dict[str, Intent]:
+    """Add the intents of `specs` whose ids are neither taken nor repeated, except those the index
+    refuses (one shape too many); returns those added."""
+    added: dict[str, Intent] = {}
+    for intent_id, match, priority, action in specs:
+        if intent_id in taken or intent_id in added:
+            continue
+        intent = make_intent(intent_id, match, priority, action)
+        try:
+            change.add(change.index.compile(intent))
+        except CompileError:
+            continue
+        added[intent_id] = intent
+    return added
+
+
 def assert_same(index: RuleIndex, intents: dict[str, Intent], model: MapModel) -> None:
     expected = compile_intents(intents.values(), INTERFACES, MAX_SHAPES)
     actual = index.ruleset()
@@ -109,14 +125,7 @@ def test_given_a_change_of_several_steps_then_its_inverse_and_roll_back_restore_
     intents: dict[str, Intent] = {}
     model: MapModel = {}
     setup = index.track()
-    for intent_id, match, priority, action in first:
-        if intent_id not in intents:
-            intent = make_intent(intent_id, match, priority, action)
-            try:
-                setup.add(index.compile(intent))
-            except CompileError:
-                continue
-            intents[intent_id] = intent
+    intents.update(add_new(setup, first, intents))
     apply_to_model(model, setup.delta())
     before_model = dict(model)
 
@@ -139,6 +148,26 @@ def test_given_a_change_of_several_steps_then_its_inverse_and_roll_back_restore_
     change.roll_back()
     assert model == before_model
     assert_same(index, intents, model)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.lists(intent_specs, min_size=1, max_size=3), st.booleans()), max_size=8))
+def test_given_parts_of_a_change_rolled_back_to_their_mark_then_its_delta_is_the_kept_parts(parts):
+    """The service's group transaction: each caller's part either stays or is undone alone."""
+    index = RuleIndex(INTERFACES, MAX_SHAPES)
+    kept: dict[str, Intent] = {}
+    model: MapModel = {}
+    change = index.track()
+    for specs, keep in parts:
+        mark = change.mark()
+        mine = add_new(change, specs, kept)
+        assert [rule.intent_id for rule in change.added(mark)] == list(mine)
+        if keep:
+            kept.update(mine)
+        else:
+            change.roll_back(mark)
+    apply_to_model(model, change.delta())
+    assert_same(index, kept, model)
 
 
 def test_given_one_shape_too_many_then_the_add_is_refused_naming_the_intent_and_nothing_changes():

@@ -688,6 +688,77 @@ def test_parallel_creates_and_deletes_leave_store_and_maps_identical(service, fa
     assert_maps_hold_the_store(service, fake)
 
 
+# Single creates that queue up while another is in flight, as (who, intent, idempotency key).
+GROUP = [
+    (ALICE, intent("g1", 2001), None),
+    (ALICE, intent("g2", 2001, action={"type": "drop"}), None),  # collides with g1, which came first
+    (ALICE, intent("g3", match={"interface": "no-such-if0"}), None),  # does not compile
+    (ALICE, intent("g1", 2004), None),  # g1's id again
+    (BOB, intent("g1", 2005), None),  # another tenant's g1
+    (ALICE, intent("first", 2006), None),  # the id of the create in flight
+    (ALICE, intent("g7", 2007), "key-7"),
+    (ALICE, intent("g7", 2007), "key-7"),  # its retry: the first record, not created
+    (ALICE, intent("g9", 2009), None),
+]
+GROUP_ANSWERS = [
+    "created", "Conflict", "InvalidInput", "Conflict", "created", "Conflict", "created", "earlier", "created"
+]
+
+
+def answer(create: Callable[[], Any]) -> tuple:
+    """What a caller learns from a create: its record and whether it was new, or its error."""
+    try:
+        result = create()
+    except ServiceError as exc:
+        return (type(exc).__name__, exc.field, exc.detail)
+    return ("created" if result.created else "earlier", result.record.model_dump())
+
+
+def hold_the_first_upsert(fake: RecordingDpp, monkeypatch, refuse_the_next: bool = False):
+    """(in_flight, release): the first rule upsert waits, inside its transaction, for `release`;
+    `refuse_the_next`: the upsert after it then fails once."""
+    in_flight, release = threading.Event(), threading.Event()
+    upsert = fake.rules_upsert
+
+    def held(keys, rules):
+        if in_flight.is_set():
+            return upsert(keys, rules)
+        in_flight.set()
+        release.wait()
+        upsert(keys, rules)
+        if refuse_the_next:
+            fake.fail("rules_upsert")
+
+    monkeypatch.setattr(fake, "rules_upsert", held)
+    return in_flight, release
+
+
+@pytest.mark.parametrize("refused_once", [False, True], ids=["the group's map write taken", "refused once"])
+def test_given_creates_queued_behind_one_in_flight_then_each_gets_the_answer_it_would_get_alone(
+    tmp_path, service, fake, monkeypatch, refused_once
+):
+    in_flight, release = hold_the_first_upsert(fake, monkeypatch, refuse_the_next=refused_once)
+    fake.calls.clear()
+    first = service.submit_create(ALICE, intent("first", 2000))
+    in_flight.wait()
+    queued = [service.submit_create(who, body, idempotency_key=key) for who, body, key in GROUP]
+    release.set()
+
+    answers = [answer(future.result) for future in [first, *queued]]
+
+    alone = fake_service(tmp_path / "alone", RecordingDpp(max_rules=FAKE_SLOTS), Clock())
+    expected = [answer(lambda: alone.create_intent(ALICE, intent("first", 2000)))]
+    for who, body, key in GROUP:
+        expected.append(answer(lambda: alone.create_intent(who, body, idempotency_key=key)))
+    assert answers == expected
+    assert [kind for kind, *_ in answers[1:]] == GROUP_ANSWERS
+    if not refused_once:  # the queued creates were one transaction: one map write
+        assert fake.write_names().count("rules_upsert") == 2
+    assert stored(service) == stored(alone)
+    assert_maps_hold_the_store(service, fake)
+    alone.close()
+
+
 def test_an_interface_is_attached_remembered_and_detached(tmp_path, fake, clock):
     service = fake_service(tmp_path, fake, clock)
     attached = service.attach(ADMIN, "lo", "generic")

@@ -107,6 +107,20 @@ def test_given_an_error_inside_a_transaction_then_none_of_its_writes_stay(store)
     assert store.all_intents() == [] and store.list_cpus() == []
 
 
+def test_given_an_error_inside_a_savepoint_then_only_its_writes_go(store):
+    with store.transaction():
+        with store.savepoint():
+            store.insert_intent(record("a"))
+        with pytest.raises(RuntimeError):
+            with store.savepoint():
+                store.insert_intent(record("b"))
+                raise RuntimeError("midway")
+        with store.savepoint():
+            store.insert_intent(record("c"))
+
+    assert [r.intent.id for r in store.all_intents()] == ["a", "c"]
+
+
 def test_a_transaction_holds_the_write_lock_from_its_begin(store, path):
     """BEGIN IMMEDIATE: another writer cannot start while a change is in progress."""
     other = sqlite3.connect(path, timeout=0, isolation_level=None)
