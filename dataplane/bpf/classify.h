@@ -7,6 +7,7 @@
 
 #include "dpp_maps.h"
 #include "parse.h"
+#include "dpp/dpp_filter.h"
 
 /* Load-time knob (skeleton rodata): consult dpp_flows before searching the shapes. */
 const volatile __u8 cfg_flow_cache = 1;
@@ -53,6 +54,18 @@ static __always_inline void key_mask(struct dpp_flow_key *out, const struct dpp_
 	out->shape = mask->shape;
 }
 
+/* False when no rule of the shape can have this masked key: its filter lacks one of the key's bits.
+ * The filter of a shape with few rules sits in a few KiB the CPU keeps cached, so a shape that
+ * cannot match costs a hash and a cached word instead of a cold hash-table bucket. */
+static __always_inline bool filter_may_match(__u32 filter, const struct dpp_flow_key *masked)
+{
+	__u64 hash = dpp_filter_hash(masked), bits = dpp_filter_bits(hash), *word;
+	__u32 index = (filter - 1) * DPP_FILTER_WORDS + dpp_filter_word(hash);
+
+	word = bpf_map_lookup_elem(&dpp_filters, &index);
+	return !word || (*word & bits) == bits;
+}
+
 /* Highest-priority rule whose shape-masked key equals the packet's. Shapes come ordered by their
  * max_priority, so the search stops once no later shape can beat the best match. */
 static __always_inline struct dpp_rule *search_shapes(const struct dpp_flow_key *key,
@@ -68,6 +81,8 @@ static __always_inline struct dpp_rule *search_shapes(const struct dpp_flow_key 
 		if (i >= count || (best && best->priority >= shape->max_priority))
 			break;
 		key_mask(&masked, key, &shape->mask);
+		if (set->filters[i] && !filter_may_match(set->filters[i], &masked))
+			continue;
 		rule = bpf_map_lookup_elem(&dpp_rules, &masked);
 		if (rule && (!best || rule->priority > best->priority))
 			best = rule;

@@ -25,6 +25,16 @@ struct {
 	__type(value, struct dpp_shape_set);
 } dpp_shapes SEC(".maps");
 
+/* filter * DPP_FILTER_WORDS + word -> 64 bits of a shape's filter (dpp_filter.h); libdpp maps it
+ * into its memory and sets a key's bits before the rule is added, clears them after it is gone */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, DPP_MAX_FILTERS * DPP_FILTER_WORDS);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, __u64);
+} dpp_filters SEC(".maps");
+
 /* 0 -> runtime configuration */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

@@ -23,6 +23,7 @@
 
 #include "dpp/libdpp.h"
 #include "dpp.skel.h"
+#include "filters.h"
 
 /* Where bpffs must be mounted for DPP_PIN_ROOT to be a bpffs path. */
 #define DPP_BPFFS_MOUNT "/sys/fs/bpf"
@@ -57,6 +58,7 @@ enum dpp_map_id {
 	DPP_MAP_REASONS,
 	DPP_MAP_CPU_STATS,
 	DPP_MAP_TRACE,
+	DPP_MAP_FILTERS,
 	DPP_MAP_NR,
 };
 
@@ -96,6 +98,7 @@ static const struct dpp_map_spec dpp_map_specs[DPP_MAP_NR] = {
 	[DPP_MAP_CPU_STATS] = DPP_ARRAY_SPEC("dpp_cpu_stats", BPF_MAP_TYPE_PERCPU_ARRAY,
 					     struct dpp_counter),
 	[DPP_MAP_TRACE] = DPP_ARRAY_SPEC("dpp_trace", BPF_MAP_TYPE_ARRAY, struct dpp_trace),
+	[DPP_MAP_FILTERS] = DPP_ARRAY_SPEC("dpp_filters", BPF_MAP_TYPE_ARRAY, __u64),
 };
 
 struct dpp_map_ref {
@@ -122,6 +125,7 @@ struct dpp {
 	int nr_links;
 	int cap_links;
 	struct dpp_link_ref *links;
+	struct dpp_filters *filters; /* NULL: shapes are published without filters */
 };
 
 /* ---- logging ---- */
@@ -955,6 +959,47 @@ static int instance_pinned(struct dpp *d, char *prog_path, size_t sz)
 	return path_exists(prog_path);
 }
 
+static int filter_count_rule(const struct dpp_flow_key *key, const struct dpp_rule *rule, void *ctx)
+{
+	(void)rule;
+	filters_add(ctx, key, 1);
+	return 0;
+}
+
+/* A reopened instance's filters as its rules and published shapes have them: each published
+ * shape keeps its filter, every rule is counted, and bits no rule holds any more are cleared. */
+static int filters_rebuild(struct dpp *d)
+{
+	struct dpp_shape_set set;
+	__u32 i;
+	int err;
+
+	err = dpp_shapes_get(d, &set);
+	for (i = 0; !err && i < set.count && i < DPP_MAX_SHAPES; i++)
+		filters_adopt(d->filters, set.shapes[i].mask.shape, set.filters[i]);
+	if (!err)
+		err = dpp_rules_foreach(d, filter_count_rule, d->filters);
+	if (err) {
+		pr_warn("count the rules into the shape filters: %s", strerror(-err));
+		return err;
+	}
+	filters_prune(d->filters);
+	return 0;
+}
+
+/* Without its filters a shape is searched the slow way, never wrongly: a map that cannot be mapped
+ * into memory costs the filters, not the instance. */
+static int filters_init(struct dpp *d)
+{
+	int err = filters_open(map_fd(d, DPP_MAP_FILTERS), &d->filters);
+
+	if (err) {
+		pr_warn("map the shape filters into memory: %s; shapes go unfiltered", strerror(-err));
+		return 0;
+	}
+	return d->reused ? filters_rebuild(d) : 0;
+}
+
 int dpp_open(const struct dpp_open_opts *opts, struct dpp **out)
 {
 	char prog_path[PATH_MAX];
@@ -982,6 +1027,8 @@ int dpp_open(const struct dpp_open_opts *opts, struct dpp **out)
 			goto cleanup;
 	}
 	err = pinned ? instance_reopen(d, prog_path) : instance_load(d, &o);
+	if (!err)
+		err = filters_init(d);
 	if (err)
 		goto cleanup;
 	*out = d;
@@ -1003,6 +1050,7 @@ void dpp_close(struct dpp *d)
 		close(d->maps[i].fd);
 	if (d->prog_fd >= 0)
 		close(d->prog_fd);
+	filters_close(d->filters);
 	dpp_bpf__destroy(d->skel);
 	free(d->links);
 	free(d);
@@ -1269,6 +1317,58 @@ static int batch_apply(int fd, const void *keys, size_t ksz, const void *vals, s
 	return err;
 }
 
+/* One rule, new or replacing: *was_new says which, for the filter counts. */
+static int rule_put(int fd, const struct dpp_flow_key *key, const struct dpp_rule *rule, bool *was_new)
+{
+	int err = bpf_map_update_elem(fd, key, rule, BPF_NOEXIST);
+
+	*was_new = !err;
+	if (err != -EEXIST)
+		return err;
+	err = bpf_map_update_elem(fd, key, rule, BPF_EXIST);
+	if (err == -ENOENT) { /* deleted in between: new after all */
+		err = bpf_map_update_elem(fd, key, rule, BPF_NOEXIST);
+		*was_new = !err;
+	}
+	return err;
+}
+
+/* Adds rules in batches that only create (BPF_NOEXIST), so the keys that were there already,
+ * where a batch stops, are known: they replace their rule one by one and are counted once in the
+ * filters. *done: rules applied, in order. */
+static int rules_insert(struct dpp *d, const struct dpp_flow_key *keys, const struct dpp_rule *rules,
+			__u32 n, __u32 *done)
+{
+	LIBBPF_OPTS(bpf_map_batch_opts, bopts, .elem_flags = BPF_NOEXIST);
+	int fd = map_fd(d, DPP_MAP_RULES), err = 0;
+	__u32 off = 0, want, cnt;
+	bool was_new, batches = true;
+
+	while (off < n) {
+		want = n - off < DPP_BATCH_CHUNK ? n - off : DPP_BATCH_CHUNK;
+		cnt = 0;
+		if (batches) {
+			cnt = want;
+			err = bpf_map_update_batch(fd, keys + off, rules + off, &cnt, &bopts);
+			cnt = batch_progress(err, want, cnt);
+			batches = !(err && !cnt && batch_unsupported(err));
+		}
+		off += cnt;
+		if (!err && cnt == want)
+			continue;
+		if (err && err != -EEXIST && batches)
+			break;
+		err = rule_put(fd, &keys[off], &rules[off], &was_new);
+		if (err)
+			break;
+		if (!was_new)
+			filters_sub(d->filters, &keys[off], 1);
+		off++;
+	}
+	*done = off;
+	return err;
+}
+
 int dpp_rules_upsert(struct dpp *d, const struct dpp_flow_key *keys, const struct dpp_rule *rules,
 		     __u32 n, __u32 *done)
 {
@@ -1277,9 +1377,11 @@ int dpp_rules_upsert(struct dpp *d, const struct dpp_flow_key *keys, const struc
 
 	if (!d || (n && (!keys || !rules)))
 		return -EINVAL;
+	/* Bits first: the program never skips a shape for a key whose rule it could meet. */
+	filters_add(d->filters, keys, n);
 	if (n)
-		err = batch_apply(map_fd(d, DPP_MAP_RULES), keys, sizeof(*keys), rules,
-				  sizeof(*rules), n, &applied);
+		err = rules_insert(d, keys, rules, n, &applied);
+	filters_sub(d->filters, keys + applied, n - applied);
 	if (err)
 		pr_warn("install rules: %s after %u of %u", strerror(-err), applied, n);
 	if (done)
@@ -1297,6 +1399,8 @@ int dpp_rules_delete(struct dpp *d, const struct dpp_flow_key *keys, __u32 n, __
 	if (n)
 		err = batch_apply(map_fd(d, DPP_MAP_RULES), keys, sizeof(*keys), NULL, 0, n,
 				  &applied);
+	/* Bits last: they go only once no rule can be met with them. */
+	filters_sub(d->filters, keys, applied);
 	if (err)
 		pr_warn("delete rules: %s after %u of %u", strerror(-err), applied, n);
 	if (done)
@@ -1345,6 +1449,23 @@ static __u32 generation_next(__u32 gen)
 	return gen + 1 ? gen + 1 : 1;
 }
 
+/* Gives each shape of a set about to be published its filter, and frees the filters of shapes
+ * with no rules that neither it nor the set in use (slot `active`) names. */
+static void shapes_filter(struct dpp *d, struct dpp_shape_set *set, __u32 active)
+{
+	__u32 keep[2 * DPP_MAX_SHAPES], n = 0, i;
+	struct dpp_shape_set current;
+
+	for (i = 0; i < set->count; i++) {
+		set->filters[i] = filters_for_shape(d->filters, set->shapes[i].mask.shape);
+		keep[n++] = set->shapes[i].mask.shape;
+	}
+	if (!lookup_u32(d, DPP_MAP_SHAPES, active ? 1 : 0, &current))
+		for (i = 0; i < current.count && i < DPP_MAX_SHAPES; i++)
+			keep[n++] = current.shapes[i].mask.shape;
+	filters_release(d->filters, keep, n);
+}
+
 int dpp_shapes_publish(struct dpp *d, const struct dpp_shape *shapes, __u32 n)
 {
 	struct dpp_shape_set set = {};
@@ -1366,6 +1487,7 @@ int dpp_shapes_publish(struct dpp *d, const struct dpp_shape *shapes, __u32 n)
 	set.count = n;
 	if (n)
 		memcpy(set.shapes, shapes, n * sizeof(*shapes));
+	shapes_filter(d, &set, cfg.shape_set);
 	err = update_u32(d, DPP_MAP_SHAPES, slot, &set);
 	if (err)
 		return err;

@@ -63,6 +63,9 @@ NONE = 0xFFFFFFFF  # DPP_NONE: no rule, no alternative group, no CPU
 FLOW_USE_WINDOW = 4096
 FLOW_USE_MIN_HIT_PCT = 50
 FLOW_USE_SAMPLE = 64
+FILTER_WORDS = 1024
+FILTER_MAX_RULES = 8192
+MAX_FILTERS = 2 * MAX_SHAPES
 METER_SHARE_DIVISOR = 64
 METER_SHARE_MAX = 64
 METER_TAKEN_BITS = 40
@@ -90,6 +93,9 @@ CONSTANTS = {
     "DPP_FLOW_USE_WINDOW": FLOW_USE_WINDOW,
     "DPP_FLOW_USE_MIN_HIT_PCT": FLOW_USE_MIN_HIT_PCT,
     "DPP_FLOW_USE_SAMPLE": FLOW_USE_SAMPLE,
+    "DPP_FILTER_WORDS": FILTER_WORDS,
+    "DPP_FILTER_MAX_RULES": FILTER_MAX_RULES,
+    "DPP_MAX_FILTERS": MAX_FILTERS,
     "DPP_METER_SHARE_DIVISOR": METER_SHARE_DIVISOR,
     "DPP_METER_SHARE_MAX": METER_SHARE_MAX,
     "DPP_METER_TAKEN_BITS": METER_TAKEN_BITS,
@@ -249,7 +255,12 @@ class Shape(Structure):
 
 class ShapeSet(Structure):
     C_NAME = "dpp_shape_set"
-    _fields_ = [("count", c_uint32), ("reserved", c_uint32), ("shapes", Shape * MAX_SHAPES)]
+    _fields_ = [
+        ("count", c_uint32),
+        ("reserved", c_uint32),
+        ("shapes", Shape * MAX_SHAPES),
+        ("filters", c_uint32 * MAX_SHAPES),  # written by libdpp at publish
+    ]
 
 
 class Config(Structure):
@@ -412,6 +423,7 @@ MAPS: Mapping[str, MapSpec] = {
     "dpp_reasons": MapSpec(c_uint32, Counter, REASON_MAX, per_cpu=True),
     "dpp_cpu_stats": MapSpec(c_uint32, Counter, "DPP_MAX_CPUS", per_cpu=True),
     "dpp_trace": MapSpec(c_uint32, Trace, 1),
+    "dpp_filters": MapSpec(c_uint32, None, MAX_FILTERS * FILTER_WORDS),
 }
 
 LOG_FN = CFUNCTYPE(None, c_int, c_char_p, c_void_p)

@@ -44,6 +44,14 @@
 #define DPP_METER_TAKEN_BITS 40
 #define DPP_METER_WINDOW_BITS 24
 
+/* Shape filters (dpp_filter.h): DPP_MAX_FILTERS filters of DPP_FILTER_WORDS 64-bit words (8 KiB,
+ * 65,536 bits) each. A key sets two bits of one word; a shape is published with its filter while it
+ * has at most DPP_FILTER_MAX_RULES rules (then about 1.5% of the keys no rule has pass the filter),
+ * without one above that. Two shape sets of DPP_MAX_SHAPES each can be in use at once. */
+#define DPP_FILTER_WORDS 1024
+#define DPP_FILTER_MAX_RULES 8192
+#define DPP_MAX_FILTERS 32
+
 /* Parser bounds: every loop in the parser is bounded by one of these. */
 #define DPP_MAX_VLAN_TAGS 2
 #define DPP_MAX_IPV6_EXT_HDRS 6

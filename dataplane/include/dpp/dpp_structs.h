@@ -53,6 +53,8 @@ struct dpp_shape_set {
 	__u32 count;
 	__u32 reserved;
 	struct dpp_shape shapes[DPP_MAX_SHAPES];
+	/* Filled in by libdpp: shapes[i]'s filter in dpp_filters, plus 1; 0: no filter, always probe. */
+	__u32 filters[DPP_MAX_SHAPES];
 };
 
 /* Value of dpp_config (one slot): knobs the control plane may change while traffic flows. */
