@@ -6,7 +6,9 @@
  * 0, or a positive enum dpp_reason when the packet is truncated or malformed (the cursor is then
  * unspecified). Nothing is ever read past data_end, and no header is taken from past the end of the
  * datagram that carries it (c->stop): bytes after it are link padding, not headers. Numbers go into
- * the flow key in host order.
+ * the flow key in host order. A header both cut short and malformed gives the reason of the first
+ * check it fails, in this order: bounds of its fixed part, validity of what that holds, bounds of
+ * its variable part (tests/utils/refparser.py, decision 2, makes the same checks).
  */
 #ifndef DPP_PARSE_H
 #define DPP_PARSE_H
@@ -447,6 +449,8 @@ static __always_inline int parse_gtpu_ext(struct cursor *c, struct dpp_flow_key 
 	__u8 *ext = c->pos, *last;
 	__u32 len;
 
+	/* TS 29.281 5.2.1: n * 4 octets, n >= 1. The 4 octets are checked before the length octet is
+	 * judged: a length of 0 in fewer than 4 bytes is cut short first, trunc_gtp, not bad_gtp. */
 	if (!cursor_has(c, 4)) /* length, at least two bytes of content, next type */
 		return DPP_REASON_TRUNC_GTP;
 	len = (__u32)ext[0] * 4;

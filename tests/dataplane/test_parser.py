@@ -75,6 +75,31 @@ def test_a_truncated_nested_packet_never_matches_and_always_counts_a_reason():
         dataplane.close()
 
 
+# Found by the test below: IPv6 with two extension headers / GRE / IPv4 with options / UDP 2152 /
+# GTP-U whose extension chain runs on to a zero length octet, the last byte of the UDP payload.
+# Malformed and cut short at once: the 4 octets of an extension header come first (trunc_gtp).
+ZERO_LENGTH_GTP_EXT_IN_LAST_BYTE = [
+    bytes.fromhex(
+        "02000000000202000000000186dd6b40000000793c4020010000ebcebc00000000000000000020010000ebce"
+        "bc00000000000000000000000104000000002f00010400000000800008009afc00004d6c0061000100004011"
+        "3f515cb905fbc000000a01010101010101010101010101010101010101010101010101010101010101010266"
+        "0868002db22036ff001d0000054c0475007b016fc340010b2e4001582dcb03e5a30c2770bad24c3be6de00"
+    ),
+    bytes.fromhex(
+        "02000000000202000000000186dd6b40000000793c4020010000ebcebc00000000000000000020010000ebce"
+        "bc00000000000000000000000104000000002f0001040000000080000800783e00004d6c0061000100004011"
+        "620f000000010000000001010101010101010101010101010101010101010101010101010101010101010266"
+        "0868002dd4de36ff001d0000054c0475007b016fc340010b2e4001582dcb03e5a30c2770bad24c3be6de00"
+    ),
+]
+
+
+@pytest.mark.parametrize("frame", ZERO_LENGTH_GTP_EXT_IN_LAST_BYTE, ids=["found_1", "found_2"])
+def test_a_zero_gtp_extension_length_in_the_last_byte_is_a_truncation_in_both_parsers(dp, frame):
+    assert refparser.parse(frame) == ("reason", "trunc_gtp")
+    assert observed(dp, frame) == ("reason", "trunc_gtp")
+
+
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(frame=strategies.any_frames())
 def test_the_bpf_parser_agrees_with_the_reference_parser(dp, frame):

@@ -5,9 +5,10 @@ XDP program (BPF_PROG_TEST_RUN, trace on), compared with the reference parser an
 Frames are built from raw bytes with a seeded random.Random, fast enough for thousands per second:
 VLAN/QinQ, IPv4 options and IPv6 extension headers, fragments, VXLAN (I flag set or not), GENEVE
 and GRE (key or not) carrying Ethernet or IP, GTP-U with extension chains (PDU Session Containers
-among them, sometimes two), UE TCP/UDP/SCTP/ICMP or a non-IP T-PDU; then damage: Ethernet padding,
-lengths that lie, truncation, a flipped byte. Intents are drawn from the same small pools of
-addresses, ports and tunnel ids, so that they match often and tie often.
+among them, sometimes two, sometimes a last one of length 0), UE TCP/UDP/SCTP/ICMP or a non-IP
+T-PDU; then damage: Ethernet padding, lengths that lie, truncation, a flipped byte. Intents are
+drawn from the same small pools of addresses, ports and tunnel ids, so that they match often and
+tie often.
 """
 
 from __future__ import annotations
@@ -143,6 +144,11 @@ class FrameMaker:
         for index, (_, content) in enumerate(chain):
             next_type = chain[index + 1][0] if index + 1 < len(chain) else 0
             encoded += bytes([(len(content) + 2) // 4]) + content + bytes([next_type])
+        if chain and not self.n3 and self.chance(0.03):
+            # The chain goes on to a header of length 0 (TS 29.281: invalid) that ends the message,
+            # in fewer than its 4 octets or not: cut short and malformed (trunc_gtp), or malformed.
+            encoded = encoded[:-1] + bytes([self.pick([PSC, 0x40])])
+            payload = bytes(1 + self.rng.randrange(6))
         seq = self.chance(0.2)
         optional = struct.pack("!HBB", 1, 0, chain[0][0] if chain else 0) if chain or seq else b""
         flags = 0x30 | (0x04 if chain else 0) | (0x02 if seq else 0)

@@ -907,6 +907,7 @@ def _gtpu_cases() -> Cases:
     gtp_ul = dict(teid=teid, flags=FLAG_GTP | FLAG_GTP_QFI | FLAG_GTP_UL)
     several = (gtp_ext_udp_port(2152), gtp_ext_pdcp_number(7), gtp_ext_ran_container(b"\xaa" * 6))
     eight = tuple(gtp_ext_pdcp_number(n) for n in range(7))
+    zero_length = gtp_ext_raw(GTP_EXT_UDP_PORT, b"", length_units=0)  # after 12 octets of header
     base = bytes(outer_gtpu(gtpu(teid, inner=ue)))  # GTP-U at 42
     # S set, E clear, next type 0x85: the extension chain must not be followed.
     next_type_without_e = outer_gtpu(
@@ -967,6 +968,15 @@ def _gtpu_cases() -> Cases:
             ),
             expect_reason("bad_gtp"),
         ),
+        # Malformed and cut short: the 4 octets of an extension header are checked before its
+        # length octet (refparser decision 2).
+        **{
+            f"gtpu_ext_length_zero_in_{left}_bytes": (
+                outer_gtpu(bytes(gtpu(teid, exts=[zero_length]))[: 12 + left]),
+                expect_reason("trunc_gtp"),
+            )
+            for left in (1, 2, 3)
+        },
         "gtpu_ext_cut": (
             outer_gtpu(bytes(gtpu(teid, exts=[gtp_ext_pdu_session(1, ppp=True)]))[:18]),
             expect_reason("trunc_gtp"),

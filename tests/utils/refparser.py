@@ -21,7 +21,10 @@ Decisions taken where the spec is ambiguous (the BPF parser must make the same o
    bounds of the variable part, then the dispatch on protocol or type. IPv4: 20 bytes, version and
    IHL, IHL*4 bytes, tot_len. GENEVE: 8 bytes, version, opt_len*4 bytes, protocol. GRE: 4 bytes,
    version and routing bit, optional fields, protocol. GTP-U: 8 bytes, version and PT, optional
-   4 bytes, extension chain, then message type.
+   4 bytes, extension chain, then message type. A GTP-U extension header: 4 bytes (TS 29.281
+   5.2.1: length octet, content, next type; n * 4 octets with n >= 1), length not 0, length * 4
+   bytes. So a header both cut short and malformed gives the reason of the first check it fails:
+   a zero length octet with fewer than 4 bytes left is trunc_gtp, with 4 or more bad_gtp.
 3. Depth limits are checked when one header too many is announced, before reading it: a third
    VLAN TPID is vlan_depth even if that tag is cut short; the same for a 7th IPv6 extension header
    and a 9th GTP-U extension header.
@@ -466,9 +469,11 @@ def _walk_gtp_extensions(cursor: _Cursor, key: Key, ext_type: int) -> None:
     while ext_type != 0:
         if count == MAX_GTP_EXT_HDRS:
             raise _Stop("gtp_ext_depth")
-        length_units = cursor.peek(1, "trunc_gtp")[0]
+        # The fixed part before its length is judged (decision 2): a zero length octet in fewer
+        # than the 4 bytes an extension header takes is trunc_gtp, as in parse_gtpu_ext.
+        length_units = cursor.peek(4, "trunc_gtp")[0]
         if length_units == 0:
-            raise _Stop("bad_gtp")  # would never advance
+            raise _Stop("bad_gtp")  # TS 29.281 5.2.1: n >= 1; 0 would never advance
         extension = cursor.take(length_units * 4, "trunc_gtp")
         if ext_type == _GTP_EXT_PDU_SESSION:
             _record_pdu_session(key, extension)
