@@ -61,7 +61,7 @@ CASE_PIPELINE_ACTIONS = {"miss": "pass", "steer": "steer", "forward": "forward",
 
 WORD_BYTES = 4
 KEY_WORDS = 15  # sizeof(struct dpp_flow_key) / 4, checked in _check_word_layout
-RULE_WORDS = 6  # sizeof(struct dpp_rule) / 4
+RULE_WORDS = 4  # sizeof(struct dpp_rule) / 4
 RULE_SLOT_WORD = 0  # struct dpp_rule.slot
 
 

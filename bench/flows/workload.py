@@ -43,7 +43,7 @@ OTHER_RULES = 4096
 SEARCHED_PRIORITY = 100
 
 KEY_WORDS = 15  # sizeof(struct dpp_flow_key) / 4
-RULE_WORDS = 6  # sizeof(struct dpp_rule) / 4
+RULE_WORDS = 4  # sizeof(struct dpp_rule) / 4
 TEID_WORD = FlowKey.teid.offset // 4
 SRC_WORD = FlowKey.src.offset // 4
 SLOT_WORD = Rule.slot.offset // 4

@@ -281,7 +281,7 @@ static __always_inline int steer(struct xdp_md *ctx, const struct dpp_flow_key *
 				 const struct dpp_layers *l, const struct dpp_rule *rule,
 				 const struct dpp_config *cfg, __u64 bytes, struct dpp_outcome *o)
 {
-	__u32 cpu_id = rule->cpu;
+	__u32 cpu_id = rule->target;
 	const struct dpp_cpu *cpu = bpf_map_lookup_elem(&dpp_cpus, &cpu_id);
 
 	if (!cpu || !cpu->enabled)
@@ -314,10 +314,10 @@ static __always_inline int best_effort(struct xdp_md *ctx, const struct dpp_flow
 static __always_inline int redirect(const struct dpp_rule *rule, const struct dpp_config *cfg,
 				    struct dpp_outcome *o)
 {
-	if (bpf_redirect_map(&dpp_ports, rule->ifindex, 0) != XDP_REDIRECT)
+	if (bpf_redirect_map(&dpp_ports, rule->target, 0) != XDP_REDIRECT)
 		return fallback(cfg, o, DPP_REASON_PORT_UNAVAILABLE);
 	o->action = DPP_ACTION_REDIRECT;
-	o->egress_ifindex = rule->ifindex;
+	o->egress_ifindex = rule->target;
 	return XDP_REDIRECT;
 }
 

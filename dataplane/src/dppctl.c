@@ -598,13 +598,13 @@ static void print_action(const struct dpp_rule *r)
 	printf(" -> %s", DPP_NAME(dpp_action_names, r->action));
 	switch (r->action) {
 	case DPP_ACTION_STEER:
-		printf(" cpu %u", r->cpu);
+		printf(" cpu %u", r->target);
 		break;
 	case DPP_ACTION_FORWARD:
 		print_rule_group(" to", r->alt_group);
 		break;
 	case DPP_ACTION_REDIRECT:
-		printf(" %s (ifindex %u)", ifname_of((int)r->ifindex, name), r->ifindex);
+		printf(" %s (ifindex %u)", ifname_of((int)r->target, name), r->target);
 		break;
 	}
 	if (r->flags & DPP_RULE_BEST_EFFORT)

@@ -238,13 +238,11 @@ class Rule(Structure):
     C_NAME = "dpp_rule"
     _fields_ = [
         ("slot", c_uint32),
-        ("priority", c_uint32),
+        ("priority", c_uint16),
         ("action", c_uint8),
         ("flags", c_uint8),
-        ("reserved", c_uint16),
-        ("cpu", c_uint32),
+        ("target", c_uint32),  # STEER: the CPU; REDIRECT: the egress ifindex
         ("alt_group", c_uint32),
-        ("ifindex", c_uint32),
     ]
 
 
@@ -967,16 +965,23 @@ def rule_key(rule: CompiledRule) -> FlowKey:
     return key
 
 
+def _rule_target(rule: CompiledRule) -> int:
+    """struct dpp_rule.target: the steering CPU or the redirect's egress interface, else NONE."""
+    if rule.cpu is not None:
+        return rule.cpu
+    if rule.redirect_ifindex:
+        return rule.redirect_ifindex
+    return NONE
+
+
 def rule_value(rule: CompiledRule, slot: int = 0) -> Rule:
     return Rule(
         slot=slot,
         priority=rule.priority,
         action=Action[rule.action.upper()],
         flags=RuleFlag.BEST_EFFORT if rule.best_effort else 0,
-        reserved=0,
-        cpu=rule.cpu if rule.cpu is not None else NONE,
+        target=_rule_target(rule),
         alt_group=rule.alt_group if rule.alt_group is not None else NONE,
-        ifindex=rule.redirect_ifindex or 0,
     )
 
 

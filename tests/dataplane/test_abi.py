@@ -210,7 +210,7 @@ def test_the_paper_rule_becomes_this_key_and_value():
     assert bytes(key)[24:28] == bytes([192, 168, 0, 140]), "IPv4 source in network order in src[0]"
     assert list(key.src)[1:] == [0, 0, 0]
     assert (value.slot, value.priority, value.action, value.flags) == (5, 100, binding.Action.STEER, 0)
-    assert (value.cpu, value.alt_group, value.ifindex) == (1, binding.NONE, 0)
+    assert (value.target, value.alt_group) == (1, binding.NONE), "the target is the CPU"
 
 
 def test_the_paper_shape_mask_covers_exactly_its_fields():
@@ -288,23 +288,20 @@ def test_vlan_and_qfi_and_dscp_masks_are_their_widths():
 @pytest.mark.parametrize(
     ("fields", "expected"),
     [
-        ({"action": {"type": "drop"}}, (binding.Action.DROP, 0, binding.NONE, binding.NONE, 0)),
-        ({"action": {"type": "forward", "alternative": 4}}, (binding.Action.FORWARD, 0, binding.NONE, 4, 0)),
-        (
-            {"action": {"type": "redirect", "interface": "ens5"}},
-            (binding.Action.REDIRECT, 0, binding.NONE, binding.NONE, 7),
-        ),
+        ({"action": {"type": "drop"}}, (binding.Action.DROP, 0, binding.NONE, binding.NONE)),
+        ({"action": {"type": "forward", "alternative": 4}}, (binding.Action.FORWARD, 0, binding.NONE, 4)),
+        ({"action": {"type": "redirect", "interface": "ens5"}}, (binding.Action.REDIRECT, 0, 7, binding.NONE)),
         (
             {"action": {"type": "pass"}, "traffic_class": "best-effort", "alternative": 2},
-            (binding.Action.PASS, binding.RuleFlag.BEST_EFFORT, binding.NONE, 2, 0),
+            (binding.Action.PASS, binding.RuleFlag.BEST_EFFORT, binding.NONE, 2),
         ),
-        ({"action": {"type": "steer", "cpu": 0}}, (binding.Action.STEER, 0, 0, binding.NONE, 0)),
+        ({"action": {"type": "steer", "cpu": 0}}, (binding.Action.STEER, 0, 0, binding.NONE)),
     ],
 )
 def test_rule_values_carry_action_arguments_and_none_elsewhere(fields, expected):
     rule = compile_intents([parse_intent(native_intent(**fields))], INTERFACES).rules[0]
     value = binding.rule_value(rule, slot=1)
-    assert (value.action, value.flags, value.cpu, value.alt_group, value.ifindex) == expected
+    assert (value.action, value.flags, value.target, value.alt_group) == expected
 
 
 def test_a_key_read_back_is_readable():
