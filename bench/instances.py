@@ -29,6 +29,7 @@ from bench.workload import (
     filler_intent,
 )
 
+STEER_CAPACITY_PPS = 10**12
 MAX_RULES = 1 << 21  # room for 1M rules (and their stat slots) with the hash map half full
 BASELINE = "baseline"  # Instance.version of the --baseline revision's pipeline; HEAD's is ""
 # Filler n gets stat slot FILLER_SLOT_BASE + n: above the few slots the facade hands out at apply().
@@ -114,7 +115,9 @@ def open_instance(
     )
     dataplane = Dataplane(handle, max_rules=MAX_RULES)
     try:
-        dataplane.enable_cpu(STEER_CPU)
+        # Metered, as a node with capacities runs, at a capacity no benchmark reaches: every steer
+        # pays the meter and none overflows.
+        dataplane.enable_cpu(STEER_CPU, capacity_pps=STEER_CAPACITY_PPS)
         dataplane.set_alternative(ALT_GROUP, [ALT_MEMBER])
         ruleset = compile_intents(intents, {})
         report = dataplane.apply(ruleset)

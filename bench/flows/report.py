@@ -84,3 +84,20 @@ def format_table(result: dict[str, Any]) -> str:
     lines.append("")
     lines.append(f"ns per packet above the floor (median of {result['runs']} runs); floor: {floors} ns.")
     return "\n".join(lines)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """`python -m bench.flows.report RESULT.json`: the README's table of a result document."""
+    import argparse
+    import json
+    from pathlib import Path
+
+    parser = argparse.ArgumentParser(prog="python -m bench.flows.report", description=main.__doc__)
+    parser.add_argument("result", type=Path)
+    args = parser.parse_args(argv)
+    print(format_table(json.loads(args.result.read_text())))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

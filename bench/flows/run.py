@@ -19,7 +19,15 @@ from bench.flows import workload
 from bench.harness import Harness, Walk
 from bench.measure import WrongPathError
 
-MAX_RULES = 1 << 21  # a million rules (and their stat slots) with the hash map half full
+MIN_MAX_RULES = 1 << 16
+
+
+def max_rules_for(rules: int, shapes: int) -> int:
+    """Rule capacity of an instance: twice the searched shape's rules (a million in a hash map of 2M
+    buckets, as a node sized for them would run), rounded up to a power of two, and room for the
+    other shapes' rules; the same at every shape count, so shapes are compared on one map."""
+    needed = max(2 * rules, sum(workload.shape_rule_counts(rules, shapes)))
+    return max(MIN_MAX_RULES, 1 << (needed - 1).bit_length())
 FLOOR = "floor"
 
 
@@ -44,16 +52,17 @@ class Instance:
 
 
 def open_instance(rules: int, shapes: int, cache: bool, max_flows: int) -> Instance:
+    max_rules = max_rules_for(rules, shapes)
     handle = DppHandle.open(
         load_libdpp(),
         None,
-        max_rules=MAX_RULES,
+        max_rules=max_rules,
         max_flows=max_flows,
         flow_cache=cache,
         # A packet the parser rejects is dropped, and counted under a reason, never a silent pass.
         default_verdict=Verdict.DROP,
     )
-    dataplane = Dataplane(handle, max_rules=MAX_RULES)
+    dataplane = Dataplane(handle, max_rules=max_rules)
     instance = Instance(rules, shapes, cache, handle, dataplane)
     try:
         report = dataplane.apply(compile_intents(workload.first_intents(shapes), {}))

@@ -1,7 +1,7 @@
 """The CPU rate meter (actions.h, cpu_overloaded) when several CPUs steer to one CPU at once: each
 receiving CPU counts down a share of the target's window budget of its own, so they meet on the
-target's counter once per share; together they still admit at most the budget, and lose at most a
-share per receiver to shares that lapse unused. Run in the kernel, one receiving thread per CPU."""
+target's counter once per share; within one window they admit at most the budget, and at least the
+budget less a share per receiver still unspent. Run in the kernel, one receiving thread per CPU."""
 
 from __future__ import annotations
 

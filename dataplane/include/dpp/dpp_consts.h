@@ -34,9 +34,10 @@
 #define DPP_FLOW_USE_SAMPLE 64
 
 /* CPU meter shares (struct dpp_meter_share): a receiving CPU takes 1/DPP_METER_SHARE_DIVISOR of a
- * target's window budget at a time, at least 1 and at most DPP_METER_SHARE_MAX packets. Unused
- * shares lapse with the window, so a window admits at most the budget and at least the budget less
- * (share - 1) per receiving CPU: with 2 receivers, within 2/DPP_METER_SHARE_DIVISOR of it. */
+ * target's window budget at a time, at least 1 and at most DPP_METER_SHARE_MAX packets, and spends
+ * it whenever its packets come. A window hands out at most its budget; the packets it admits differ
+ * from the budget by at most (share - 1) per receiving CPU, shares spent after the window ended or
+ * not spent in it: with 2 receivers, 2/DPP_METER_SHARE_DIVISOR of the budget. */
 #define DPP_METER_SHARE_DIVISOR 64
 #define DPP_METER_SHARE_MAX 64
 /* struct dpp_cpu_meter.window_taken: packets taken (budgets above 2^40 - 1 are cut to it) and the

@@ -88,8 +88,8 @@ struct dpp_cpu_meter {
  * of the target's window budget this receiving CPU took and has not used yet. Receivers count down
  * their own share, so they meet on the target's word once per share, not once per packet. */
 struct dpp_meter_share {
-	__u64 window_end_ns; /* end of the target's window the share belongs to */
-	__u32 tokens;	     /* packets this CPU may still steer there in that window */
+	__u64 window_end_ns; /* end of the target's window the share was taken in */
+	__u32 tokens;	     /* packets of the share this CPU may still steer there */
 	__u32 exhausted;     /* 1: the budget was gone when this CPU asked; overloaded until the window ends */
 };
 
