@@ -12,7 +12,7 @@
 /* Load-time knob (skeleton rodata): consult dpp_flows before searching the shapes. */
 const volatile __u8 cfg_flow_cache = 1;
 
-/* Load-time knob (skeleton rodata): slots of dpp_flows, a power of two. libdpp writes the map's
+/* Load-time knob (skeleton rodata): slots of a CPU's row of dpp_flows, a power of two. libdpp writes
  * max_entries here, so a slot is a mask of the hash, never out of range, never a division. */
 const volatile __u32 cfg_flow_slots = DPP_MAX_FLOWS;
 
@@ -180,7 +180,7 @@ static __always_inline const struct dpp_rule *classify(const struct dpp_flow_key
 	if (cfg_flow_cache && set->count >= DPP_CACHE_MIN_SHAPES)
 		use = bpf_map_lookup_elem(&dpp_flow_use, &zero);
 	if (use && flow_cache_pays(use)) {
-		flow = flow_slot(key);
+		flow = bpf_get_smp_processor_id() * cfg_flow_slots + flow_slot(key);
 		cached = bpf_map_lookup_elem(&dpp_flows, &flow);
 		if (cached && cached->generation == cfg->generation && key_equal(&cached->key, key)) {
 			use->hits++;

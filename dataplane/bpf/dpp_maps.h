@@ -43,10 +43,12 @@ struct {
 	__type(value, struct dpp_config);
 } dpp_config SEC(".maps");
 
-/* hash of an unmasked flow key -> that flow's last classification (per CPU, direct-mapped: the
- * key is stored in the value and compared; libdpp sizes it to cfg_flow_slots, a power of two) */
+/* CPU * cfg_flow_slots + hash of an unmasked flow key -> that flow's last classification on that
+ * CPU (a row of slots per CPU, direct-mapped: the key is stored in the value and compared; libdpp
+ * sizes it to possible CPUs * cfg_flow_slots, a power of two per row). A plain array: a probe of a
+ * cold slot costs its entry's lines, not a per-CPU array's pointer table first. */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, DPP_MAX_FLOWS);
 	__type(key, __u32);
 	__type(value, struct dpp_flow_entry);

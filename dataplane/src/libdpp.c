@@ -76,7 +76,7 @@ static const struct dpp_map_spec dpp_map_specs[DPP_MAP_NR] = {
 			    sizeof(struct dpp_rule) },
 	[DPP_MAP_SHAPES] = DPP_ARRAY_SPEC("dpp_shapes", BPF_MAP_TYPE_ARRAY, struct dpp_shape_set),
 	[DPP_MAP_CONFIG] = DPP_ARRAY_SPEC("dpp_config", BPF_MAP_TYPE_ARRAY, struct dpp_config),
-	[DPP_MAP_FLOWS] = DPP_ARRAY_SPEC("dpp_flows", BPF_MAP_TYPE_PERCPU_ARRAY,
+	[DPP_MAP_FLOWS] = DPP_ARRAY_SPEC("dpp_flows", BPF_MAP_TYPE_ARRAY,
 					 struct dpp_flow_entry),
 	[DPP_MAP_CPUS] = DPP_ARRAY_SPEC("dpp_cpus", BPF_MAP_TYPE_ARRAY, struct dpp_cpu),
 	[DPP_MAP_CPU_METERS] = DPP_ARRAY_SPEC("dpp_cpu_meters", BPF_MAP_TYPE_ARRAY,
@@ -494,6 +494,14 @@ static int maps_collect_pinned(struct dpp *d)
 }
 
 /* Returns -EPROTO when a map does not have the layout this libdpp was built against. */
+/* dpp_flows holds a row of slots per possible CPU, a power of two in each. */
+static bool flow_rows_valid(const struct dpp *d, __u32 max_entries)
+{
+	__u32 row = max_entries / d->ncpus;
+
+	return row && row * d->ncpus == max_entries && !(row & (row - 1));
+}
+
 static int map_check(struct dpp *d, enum dpp_map_id id)
 {
 	const struct dpp_map_spec *spec = &dpp_map_specs[id];
@@ -523,10 +531,11 @@ static int map_check(struct dpp *d, enum dpp_map_id id)
 			spec->key_size, spec->value_size, hint);
 		return -EPROTO;
 	}
-	/* The program masks flow hashes with the slot count: anything else would leave slots unused. */
-	if (id == DPP_MAP_FLOWS && (info.max_entries & (info.max_entries - 1))) {
-		pr_warn("map %s has %u slots, not a power of two: %s", spec->name, info.max_entries,
-			hint);
+	/* The program masks flow hashes with a row's slot count: anything else would leave slots
+	 * unused, or rows overlapping. */
+	if (id == DPP_MAP_FLOWS && !flow_rows_valid(d, info.max_entries)) {
+		pr_warn("map %s has %u slots, not a power of two per possible CPU: %s", spec->name,
+			info.max_entries, hint);
 		return -EPROTO;
 	}
 	m->max_entries = info.max_entries;
@@ -754,9 +763,9 @@ static int skel_configure(struct dpp *d, const struct dpp_open_opts *o)
 		pr_warn("%u flow cache slots: at most %u", o->max_flows, 1u << 31);
 		return -E2BIG;
 	}
-	if ((__u64)rules * d->ncpus > UINT32_MAX) {
-		pr_warn("%u rules on %d CPUs: at most %llu", rules, d->ncpus,
-			(unsigned long long)UINT32_MAX / d->ncpus);
+	if ((__u64)slots * d->ncpus > UINT32_MAX || (__u64)rules * d->ncpus > UINT32_MAX) {
+		pr_warn("%u rules and %u flow slots on %d CPUs: at most %llu each", rules, slots,
+			d->ncpus, (unsigned long long)UINT32_MAX / d->ncpus);
 		return -E2BIG;
 	}
 	s->rodata->cfg_flow_cache = o->flow_cache;
@@ -767,7 +776,7 @@ static int skel_configure(struct dpp *d, const struct dpp_open_opts *o)
 	if (!err)
 		err = bpf_map__set_max_entries(s->maps.dpp_rule_stats, rules * d->ncpus);
 	if (!err)
-		err = bpf_map__set_max_entries(s->maps.dpp_flows, slots);
+		err = bpf_map__set_max_entries(s->maps.dpp_flows, slots * d->ncpus);
 	if (err)
 		pr_warn("size the rule and flow maps: %s", strerror(-err));
 	return err;
@@ -2061,7 +2070,7 @@ static int upgrade_skel_open(struct dpp *d, const struct dpp_upgrade_opts *o,
 	}
 	skel->rodata->cfg_flow_cache = o->flow_cache;
 	skel->rodata->cfg_trace = o->trace;
-	skel->rodata->cfg_flow_slots = d->known[DPP_MAP_FLOWS]->max_entries;
+	skel->rodata->cfg_flow_slots = d->known[DPP_MAP_FLOWS]->max_entries / d->ncpus;
 	skel->rodata->cfg_rule_slots = rule_slots(d);
 	bpf_object__for_each_map(map, skel->obj) {
 		if (bpf_map__is_internal(map) || !(m = map_find(d, bpf_map__name(map))))

@@ -406,7 +406,8 @@ MAPS: Mapping[str, MapSpec] = {
     "dpp_rules": MapSpec(FlowKey, Rule, "DPP_MAX_RULES"),
     "dpp_shapes": MapSpec(c_uint32, ShapeSet, 2),
     "dpp_config": MapSpec(c_uint32, Config, 1),
-    "dpp_flows": MapSpec(c_uint32, FlowEntry, "DPP_MAX_FLOWS", per_cpu=True),
+    # A row of flow cache slots per possible CPU in a plain array (dpp_maps.h).
+    "dpp_flows": MapSpec(c_uint32, FlowEntry, "DPP_MAX_FLOWS"),
     "dpp_flow_use": MapSpec(c_uint32, FlowUse, 1, per_cpu=True),
     "dpp_cpus": MapSpec(c_uint32, Cpu, "DPP_MAX_CPUS"),
     "dpp_cpu_meters": MapSpec(c_uint32, CpuMeter, "DPP_MAX_CPUS"),
