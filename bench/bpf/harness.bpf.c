@@ -8,6 +8,7 @@
  * test in slot 0 of harness_target. Measured once with an empty program in the slot (the floor)
  * and once with the pipeline, the difference is the pipeline's own cost.
  */
+#include <stdbool.h>
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
@@ -39,21 +40,28 @@ struct {
 	__type(value, __u32);
 } harness_target SEC(".maps");
 
-/* ABORTED is what no program under test returns on the benchmark's packets: the benchmark treats
- * it as "the harness failed" (no packet stored, length mismatch, empty slot). */
-SEC("xdp")
-int harness(struct xdp_md *ctx)
+/* Writes the original packet back over this repetition's buffer; false when it cannot (no packet
+ * stored, or a length other than this run's). */
+static __always_inline bool restore_packet(struct xdp_md *ctx)
 {
 	__u32 zero = 0, len;
 	struct harness_packet *pkt;
 
 	pkt = bpf_map_lookup_elem(&harness_packet, &zero);
 	if (!pkt)
-		return XDP_ABORTED;
+		return false;
 	len = pkt->len;
 	if (len == 0 || len > HARNESS_MAX_PACKET || len != ctx->data_end - ctx->data)
-		return XDP_ABORTED;
-	if (bpf_xdp_store_bytes(ctx, 0, pkt->bytes, len))
+		return false;
+	return !bpf_xdp_store_bytes(ctx, 0, pkt->bytes, len);
+}
+
+/* ABORTED is what no program under test returns on the benchmark's packets: the benchmark treats
+ * it as "the harness failed" (no packet stored, length mismatch, empty slot). */
+SEC("xdp")
+int harness(struct xdp_md *ctx)
+{
+	if (!restore_packet(ctx))
 		return XDP_ABORTED;
 	/* A constant slot lets the JIT patch in a direct jump: the cheapest tail call there is. */
 	bpf_tail_call(ctx, &harness_target, 0);
@@ -102,18 +110,11 @@ static __always_inline int store_be32(struct xdp_md *ctx, __u32 off, __u32 value
 SEC("xdp")
 int harness_walk(struct xdp_md *ctx)
 {
-	__u32 zero = 0, len, f;
-	struct harness_packet *pkt;
 	struct harness_walk *w;
+	__u32 zero = 0, f;
 
-	pkt = bpf_map_lookup_elem(&harness_packet, &zero);
 	w = bpf_map_lookup_elem(&harness_walk_state, &zero);
-	if (!pkt || !w || !w->flows)
-		return XDP_ABORTED;
-	len = pkt->len;
-	if (len == 0 || len > HARNESS_MAX_PACKET || len != ctx->data_end - ctx->data)
-		return XDP_ABORTED;
-	if (bpf_xdp_store_bytes(ctx, 0, pkt->bytes, len))
+	if (!w || !w->flows || !restore_packet(ctx))
 		return XDP_ABORTED;
 	f = walk_next(w);
 	if (store_be32(ctx, w->teid_off, w->teid_base + f) ||
