@@ -57,6 +57,11 @@ bench-dataplane: build python-deps
 bench-flows: build python-deps
 	$(PY) -m bench.flows --out bench/results/flows.json
 
+# Root: steer and forward with the CPUMAP enqueue and the transmit carried out (live frames).
+.PHONY: bench-live
+bench-live: build python-deps
+	$(PY) -m bench.live --out bench/results/live.json
+
 bench-api: build python-deps
 	$(PY) -m bench.api --out bench/results/api.json
 

@@ -161,3 +161,39 @@ def test_run(prog_fd: int, packet: bytes, repeat: int) -> TestRun:
     # repetitions themselves. The kernel's own timer covers only the repetitions.
     _check(load_libbpf().bpf_prog_test_run_opts(prog_fd, ctypes.byref(opts)), "bpf_prog_test_run_opts")
     return TestRun(opts.retval, opts.duration, data_out.raw[: opts.data_size_out])
+
+
+BPF_F_TEST_XDP_LIVE_FRAMES = 1 << 1
+
+
+class XdpMd(Structure):
+    """struct xdp_md, the context a live-frame run starts every frame with."""
+
+    _fields_ = [
+        ("data", c_uint32),
+        ("data_end", c_uint32),
+        ("data_meta", c_uint32),
+        ("ingress_ifindex", c_uint32),
+        ("rx_queue_index", c_uint32),
+        ("egress_ifindex", c_uint32),
+    ]
+
+
+def test_run_live(prog_fd: int, packet: bytes, repeat: int, ifindex: int, batch: int = 64) -> TestRun:
+    """`repeat` frames of `packet` through the program as if received on `ifindex` (of the calling
+    thread's namespace), with XDP_TX and XDP_REDIRECT carried out for real
+    (BPF_F_TEST_XDP_LIVE_FRAMES). duration_ns is the kernel's per frame, transmit included."""
+    data_in = ctypes.create_string_buffer(packet, len(packet))
+    ctx = XdpMd(data=0, data_end=len(packet), ingress_ifindex=ifindex)
+    opts = TestRunOpts(
+        sz=ctypes.sizeof(TestRunOpts),
+        data_in=ctypes.cast(data_in, c_void_p),
+        data_size_in=len(packet),
+        ctx_in=ctypes.cast(ctypes.pointer(ctx), c_void_p),
+        ctx_size_in=ctypes.sizeof(ctx),
+        repeat=repeat,
+        flags=BPF_F_TEST_XDP_LIVE_FRAMES,
+        batch_size=batch,
+    )
+    _check(load_libbpf().bpf_prog_test_run_opts(prog_fd, ctypes.byref(opts)), "bpf_prog_test_run_opts (live)")
+    return TestRun(opts.retval, opts.duration, b"")
