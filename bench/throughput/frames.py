@@ -19,6 +19,8 @@ ENCAPSULATION_BYTES = 50 + 42 + 16
 UE_HEADER_BYTES = 20 + 8  # the UE packet's IPv4 and UDP headers
 MIN_SIZE = UE_HEADER_BYTES
 OUTER_UDP_CHECKSUM_AT = 14 + 20 + 6
+# The UE packet's UDP source port, which the generator advances to make many flows of one frame.
+UE_SOURCE_PORT_AT = ENCAPSULATION_BYTES + 20
 PCAP_HEADER = struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)  # Ethernet, microseconds
 
 
@@ -33,6 +35,8 @@ def flow_frame(site: EdgeSite, flow: scenario.Flow, size: int) -> bytes:
     frame = bytearray(scenario.frame(site, flow, payload_len=size - UE_HEADER_BYTES))
     frame[OUTER_UDP_CHECKSUM_AT : OUTER_UDP_CHECKSUM_AT + 2] = b"\0\0"
     assert len(frame) == frame_bytes(size)
+    ue = ENCAPSULATION_BYTES
+    assert frame[ue] == 0x45 and frame[ue + 9] == 17, "the UE packet is IPv4 without options / UDP"
     return bytes(frame)
 
 

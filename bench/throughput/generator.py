@@ -55,12 +55,15 @@ class Generator:
     cpu: int = 0
     batch: int = DEFAULT_BATCH
     slack_us: int = DEFAULT_SLACK_US
+    spread: int = 1  # flows per pcap frame: the UE source port of frame k advances by (k / 16) % spread
+    spread_offset: int = 0  # where that port sits in the frame
 
     def command(self, pcap: Path, frames: int, pps: float) -> list[str]:
+        spread = ["-s", str(self.spread), "-S", str(self.spread_offset)] if self.spread > 1 else []
         return [
             "ip", "netns", "exec", self.ns, str(self.pktgen), "-i", self.ifname, "-r", str(pcap), "-m",
             "-n", str(frames), "-p", f"{pps:.0f}", "-b", str(self.batch), "-c", str(self.cpu),
-            "-L", str(self.slack_us),
+            "-L", str(self.slack_us), *spread,
         ]  # fmt: skip
 
     def send(self, pcap: Path, frames: int, pps: float, timeout: float | None = None) -> Sent:

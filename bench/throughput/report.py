@@ -18,7 +18,7 @@ TARGET_RATIO = 4.0  # the NetApp's zero-loss throughput against the kernel path'
 GENERATOR_SHORT = 0.8  # a result whose trial the generator offered less of the asked rate is marked
 SETTINGS = (
     "sizes", "cpus", "systems", "trial_s", "resolution", "sweep_points", "no_sweep", "tolerance", "batch",
-    "slack_us", "drain_s", "capacity_margin", "capacity_pps", "queue_size", "cpumap_priority", "quick",
+    "slack_us", "drain_s", "capacity_margin", "capacity_pps", "queue_size", "cpumap_priority", "ue_flows", "quick",
 )  # fmt: skip
 METHOD = {
     "size": "bytes of the UE's IPv4 packet; each frame adds 108 bytes of outer Ethernet/IPv4/UDP/VXLAN, "

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.throughput import frames, report, trial
+from bench.throughput.frames import UE_SOURCE_PORT_AT
 from bench.throughput.generator import DEFAULT_BATCH, DEFAULT_SLACK_US, Generator, GeneratorError
 from bench.throughput.search import binary_search, sweep_rates
 from bench.throughput.sink import CpumapCounter, Sink
@@ -67,6 +68,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--cpumap-priority", type=int, default=10, help="SCHED_FIFO priority of the CPUMAP threads (0: normal)"
     )
+    p.add_argument(
+        "--ue-flows", type=int, default=16, help="active UE flows in all (the 16 services' UE source ports vary)"
+    )
     p.add_argument("--quick", action="store_true", help="sizes 64,1500; 0.5 s trials; 5 %%; 5 sweep points")
     args = p.parse_args(argv)
     if args.quick:
@@ -77,6 +81,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     unknown = set(args.systems) - {KERNEL, NETAPP}
     if unknown or min(args.sizes) < frames.MIN_SIZE:
         p.error(f"systems are {KERNEL} and {NETAPP}; sizes at least {frames.MIN_SIZE} (got {args})")
+    services = len(scenario.flows())
+    if not services <= args.ue_flows <= services * 25_000:
+        p.error(f"--ue-flows: {services} (one per service) to {services * 25_000} (UE source ports 40000 and up, per service)")
     if not 0 <= args.cpumap_priority <= 99:
         p.error(f"--cpumap-priority: 0 (normal) or a SCHED_FIFO priority 1-99, not {args.cpumap_priority}")
     return args
@@ -106,7 +113,14 @@ class Runner:
         )
         self.alt = Sink(build / "xdp_count.bpf.o", site.ns("alt"), site.alt0.ifname, scenario.TEID_BASE, 16)
         self.generator = Generator(
-            build / "dpp-pktgen", site.ns("ran"), site.ran0.ifname, RECEIVE_CPU, args.batch, args.slack_us
+            build / "dpp-pktgen",
+            site.ns("ran"),
+            site.ran0.ifname,
+            RECEIVE_CPU,
+            args.batch,
+            args.slack_us,
+            spread=-(-args.ue_flows // len(scenario.flows())),
+            spread_offset=UE_SOURCE_PORT_AT,
         )
         self.cpumap = CpumapCounter(build / "cpumap_drops.bpf.o", os.cpu_count() or 1)
         self.results: list[dict[str, Any]] = []

@@ -11,6 +11,7 @@
  * over the time from first to last) shows how much time was lost. */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
 
 #ifndef GEN_MAX_FLOWS
 #define GEN_MAX_FLOWS 256
@@ -46,6 +47,8 @@ const volatile __u32 tmpl_len = 0;  /* bytes written from the template; 0: frame
 const volatile __u32 nflows = 1;    /* templates in use, at most GEN_MAX_FLOWS */
 const volatile __u64 period_ps = 0; /* gap between two slots; 0: no pacing, as fast as possible */
 const volatile __u64 slack_ns = 0;  /* how far behind its slot a frame may be and still catch up */
+const volatile __u32 spread = 1;    /* flows per template: frame k adds (k / nflows) % spread ... */
+const volatile __u32 spread_off = 0; /* ... to the 16-bit big-endian number at this offset */
 
 /* Run state, read by dpp-pktgen when the run is over. */
 __u64 gen_seq = 0;	   /* frames so far */
@@ -99,6 +102,20 @@ static __always_inline int apply_template(struct xdp_md *ctx, __u32 flow)
 	return bpf_xdp_store_bytes(ctx, 0, t->bytes, len);
 }
 
+/* Frame seq as the (seq / nflows) % spread-th flow of its template: many flows per template, so
+ * that the receiver's flow caches are not always warm. */
+static __always_inline int apply_spread(struct xdp_md *ctx, __u64 seq)
+{
+	__u16 number;
+
+	if (spread <= 1)
+		return 0;
+	if (bpf_xdp_load_bytes(ctx, spread_off, &number, sizeof(number)))
+		return -1;
+	number = bpf_htons(bpf_ntohs(number) + (__u16)(seq / nflows % spread));
+	return bpf_xdp_store_bytes(ctx, spread_off, &number, sizeof(number));
+}
+
 SEC("xdp")
 int xdp_gen(struct xdp_md *ctx)
 {
@@ -106,7 +123,7 @@ int xdp_gen(struct xdp_md *ctx)
 	__u32 flow = nflows > 1 ? seq % nflows : 0;
 	__u64 *sent;
 
-	if (apply_template(ctx, flow))
+	if (apply_template(ctx, flow) || apply_spread(ctx, seq))
 		return XDP_ABORTED;
 	gen_last_ns = pace(seq, bpf_ktime_get_ns());
 	gen_seq = seq + 1;

@@ -55,7 +55,7 @@ static void usage(const char *prog)
 		"usage: %s -i IFACE -r PCAP [-n FRAMES_PER_PACKET] [-R ROUNDS] [-b BATCH]\n"
 		"           [-c CPU]\n"
 		"       %s -i IFACE -r PCAP -m -n FRAMES [-p PPS] [-b BATCH] [-c CPU]\n"
-		"           [-L SLACK_US]\n"
+		"           [-L SLACK_US] [-s SPREAD -S OFFSET]\n"
 		"Sends every frame of PCAP (Ethernet, little-endian pcap) FRAMES_PER_PACKET times out of\n"
 		"IFACE, interleaved over ROUNDS rounds. Prints frames sent and the rate achieved.\n"
 		"Each frame of each round is one live-frame test run, and every run costs the kernel\n"
@@ -67,7 +67,9 @@ static void usage(const char *prog)
 		"%d) behind its slot makes the schedule slip instead of bursting to catch up.\n"
 		"-b: frames per batch of the run (default 64), sent together when the batch\n"
 		"ends. -c: run on this CPU. A mixed run prints one JSON object with the\n"
-		"frames sent per PCAP frame.\n",
+		"frames sent per PCAP frame. -s SPREAD (mixed) makes each PCAP frame SPREAD flows:\n"
+		"frame k adds (k / N) mod SPREAD to the 16-bit big-endian number at byte OFFSET\n"
+		"(-S), e.g. the UE's UDP source port.\n",
 		prog, prog, MIX_TEMPLATE_MAX, MIX_MAX_FRAMES, DEFAULT_SLACK_US);
 }
 
@@ -78,6 +80,8 @@ struct options {
 	bool mixed;
 	double pps;	  /* mixed: 0 = unpaced */
 	__u64 slack_us;	  /* mixed: how far behind a frame may catch up */
+	__u32 spread;	  /* mixed: flows per PCAP frame (1: none) */
+	long spread_off;  /* mixed: where the 16-bit number spread is added to sits */
 };
 
 /* Reads up to MAX_FRAMES Ethernet frames; returns the count or -errno. */
@@ -191,9 +195,22 @@ static int run_mixed(const struct options *o, int ifindex, struct frame *frames,
 	struct xdp_gen_bpf *skel;
 	double start;
 
+	if (o->spread > 1 && (o->spread_off + 2 > (long)frames[0].len)) {
+		fprintf(stderr, "dpp-pktgen: -S %ld: the frames have %u bytes\n", o->spread_off,
+			frames[0].len);
+		return 1;
+	}
 	if (tlen < 0 || n > MIX_MAX_FRAMES) {
 		fprintf(stderr, "dpp-pktgen: -m needs at most %d frames of one length that "
 			"differ only in their first %d bytes\n", MIX_MAX_FRAMES, MIX_TEMPLATE_MAX);
+		return 1;
+	}
+	/* The template restores the spread number each frame: live frames reuse their pages. */
+	if (o->spread > 1 && tlen >= 0 && tlen < o->spread_off + 2)
+		tlen = (int)o->spread_off + 2;
+	if (tlen > MIX_TEMPLATE_MAX) {
+		fprintf(stderr, "dpp-pktgen: -S %ld lies beyond the first %d bytes\n", o->spread_off,
+			MIX_TEMPLATE_MAX);
 		return 1;
 	}
 	skel = xdp_gen_bpf__open();
@@ -205,6 +222,8 @@ static int run_mixed(const struct options *o, int ifindex, struct frame *frames,
 	skel->rodata->nflows = n;
 	skel->rodata->period_ps = o->pps > 0 ? (__u64)(1e12 / o->pps + 0.5) : 0;
 	skel->rodata->slack_ns = o->slack_us * 1000;
+	skel->rodata->spread = o->spread;
+	skel->rodata->spread_off = o->spread > 1 ? (__u32)o->spread_off : 0;
 	ret = xdp_gen_bpf__load(skel);
 	if (!ret)
 		ret = write_templates(skel, frames, n);
@@ -266,8 +285,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 	int opt;
 
 	*o = (struct options){ .per_packet = 1, .rounds = 1, .batch = 64, .cpu = -1,
-			       .slack_us = DEFAULT_SLACK_US };
-	while ((opt = getopt(argc, argv, "i:r:n:R:b:c:mp:L:h")) != -1) {
+			       .slack_us = DEFAULT_SLACK_US, .spread = 1, .spread_off = -1 };
+	while ((opt = getopt(argc, argv, "i:r:n:R:b:c:mp:L:s:S:h")) != -1) {
 		switch (opt) {
 		case 'i': o->ifname = optarg; break;
 		case 'r': o->pcap = optarg; break;
@@ -278,11 +297,13 @@ static int parse_options(int argc, char **argv, struct options *o)
 		case 'm': o->mixed = true; break;
 		case 'p': o->pps = strtod(optarg, NULL); break;
 		case 'L': o->slack_us = strtoull(optarg, NULL, 0); break;
+		case 's': o->spread = strtoul(optarg, NULL, 0); break;
+		case 'S': o->spread_off = strtol(optarg, NULL, 0); break;
 		default: usage(argv[0]); return opt == 'h' ? 0 : 2;
 		}
 	}
 	if (!o->ifname || !o->pcap || !o->rounds || o->per_packet < o->rounds || o->pps < 0 ||
-	    (o->pps > 0 && !o->mixed)) {
+	    (o->pps > 0 && !o->mixed) || !o->spread || (o->spread > 1 && (!o->mixed || o->spread_off < 0))) {
 		usage(argv[0]);
 		return 2;
 	}

@@ -102,3 +102,13 @@ def test_frames_carry_a_ue_packet_of_the_size_asked_for(tmp_path, size):
 def test_a_ue_packet_needs_its_headers():
     with pytest.raises(ValueError):
         frames.flow_frame(EdgeSite(tag="t"), scenario.Flow(0), frames.MIN_SIZE - 1)
+
+
+def test_many_ue_flows_make_the_generator_advance_the_ue_source_port(tmp_path):
+    gen = Generator(tmp_path / "dpp-pktgen", "ns-ran", "ran0", spread=6250, spread_offset=frames.UE_SOURCE_PORT_AT)
+    cmd = gen.command(tmp_path / "f.pcap", 1000, 0)
+    assert cmd[cmd.index("-s") + 1] == "6250" and cmd[cmd.index("-S") + 1] == str(frames.UE_SOURCE_PORT_AT)
+    assert "-s" not in Generator(tmp_path / "dpp-pktgen", "ns-ran", "ran0").command(tmp_path / "f.pcap", 1, 0)
+    frame = frames.flow_frame(EdgeSite(tag="t"), scenario.Flow(3), 64)
+    port = int.from_bytes(frame[frames.UE_SOURCE_PORT_AT : frames.UE_SOURCE_PORT_AT + 2], "big")
+    assert port == 40000 + 3  # the scenario's UE source port of flow 3
