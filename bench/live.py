@@ -99,9 +99,11 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     rng = random.Random(args.seed)
     cpus = sorted(os.sched_getaffinity(0))
     steer_cpu = cpus[-1]
-    os.sched_setaffinity(0, {cpus[0]})
     packets = case_packets()
     with ExitStack() as stack:
+        # Every live run receives on the first CPU; the caller gets its CPUs back afterwards.
+        os.sched_setaffinity(0, {cpus[0]})
+        stack.callback(os.sched_setaffinity, 0, set(cpus))
         site = make_site(stack)
         sink = Sink(BUILD / "xdp_count.bpf.o", site, PEER, TEID, 1)
         stack.callback(sink.close)

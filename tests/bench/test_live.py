@@ -4,6 +4,7 @@ counters say so, or it raises), the forwarded frames reach the peer veth, and it
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 
 from bench import live
@@ -16,7 +17,7 @@ def namespaces() -> set[str]:
 
 def test_a_short_run_carries_out_every_frame_and_leaves_no_namespace(tmp_path):
     require_kernel()
-    before = namespaces()
+    before, cpus = namespaces(), os.sched_getaffinity(0)
     out = tmp_path / "live.json"
     assert live.main(["--out", str(out), "--runs", "1", "--repeat", "2000"]) == 0
     result = json.loads(out.read_text())
@@ -25,3 +26,4 @@ def test_a_short_run_carries_out_every_frame_and_leaves_no_namespace(tmp_path):
     assert 0 < result["received_by_peer"] <= result["sent_to_peer"] == 2 * 2000
     assert result["cpumap"]["queued"] == 2000
     assert not {name for name in namespaces() - before if name.startswith("dpp-live-")}
+    assert os.sched_getaffinity(0) == cpus, "the benchmark gives its caller its CPUs back"
