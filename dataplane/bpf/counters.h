@@ -22,9 +22,12 @@ static __always_inline void count(void *map, __u32 index, __u64 bytes)
 /* Load-time knob (skeleton rodata): rule slots per CPU row of dpp_rule_stats. */
 const volatile __u32 cfg_rule_slots = DPP_MAX_RULES;
 
-/* Index of this CPU's counter of a rule slot in dpp_rule_stats. */
+/* Index of this CPU's counter of a rule slot in dpp_rule_stats. A slot past the row would land in
+ * the next CPU's row, on another rule's counter: it gets an index past the map, not counted. */
 static __always_inline __u32 rule_stat_index(__u32 slot)
 {
+	if (slot >= cfg_rule_slots)
+		return DPP_NONE;
 	return bpf_get_smp_processor_id() * cfg_rule_slots + slot;
 }
 

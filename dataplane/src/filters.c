@@ -24,6 +24,7 @@ struct filter {
 struct dpp_filters {
 	volatile __u64 *words; /* the map, DPP_MAX_FILTERS * DPP_FILTER_WORDS */
 	size_t mapped;
+	bool untracked;	       /* some shape's keys found no free filter: none may be taken later */
 	struct filter filters[DPP_MAX_FILTERS];
 };
 
@@ -110,8 +111,10 @@ static void key_add(struct dpp_filters *f, const struct dpp_flow_key *key)
 	__u64 hash, set = 0;
 	__u32 bits[2];
 
-	if (i < 0)
+	if (i < 0) {
+		f->untracked = true;
 		return;
+	}
 	hash = dpp_filter_hash(key);
 	bit_numbers(hash, bits);
 	for (b = 0; b < 2; b++)
@@ -156,24 +159,6 @@ void filters_sub(struct dpp_filters *f, const struct dpp_flow_key *keys, __u32 n
 		key_sub(f, &keys[k]);
 }
 
-void filters_prune(struct dpp_filters *f)
-{
-	__u32 w, b;
-	__u64 keep;
-	int i;
-
-	for (i = 0; f && i < DPP_MAX_FILTERS; i++) {
-		for (w = 0; w < DPP_FILTER_WORDS; w++) {
-			keep = 0;
-			for (b = 0; b < 64; b++)
-				if (f->filters[i].counts && f->filters[i].counts[w * 64 + b])
-					keep |= 1ULL << b;
-			__atomic_fetch_and(&f->words[(size_t)i * DPP_FILTER_WORDS + w], keep,
-					   __ATOMIC_SEQ_CST);
-		}
-	}
-}
-
 void filters_adopt(struct dpp_filters *f, __u32 shape_id, __u32 filter)
 {
 	struct filter *slot;
@@ -194,7 +179,8 @@ __u32 filters_for_shape(struct dpp_filters *f, __u32 shape_id)
 
 	if (!f)
 		return 0;
-	i = filter_take(f, shape_id);
+	/* A filter taken now for a shape whose keys went uncounted would lack their bits. */
+	i = f->untracked ? filter_index(f, shape_id) : filter_take(f, shape_id);
 	if (i < 0 || f->filters[i].rules > DPP_FILTER_MAX_RULES)
 		return 0;
 	return (__u32)i + 1;

@@ -17,13 +17,10 @@ void filters_close(struct dpp_filters *f);
 void filters_add(struct dpp_filters *f, const struct dpp_flow_key *keys, __u32 n);
 /* Uncount them and clear bits no key holds any more: after the rules are gone (or were not new). */
 void filters_sub(struct dpp_filters *f, const struct dpp_flow_key *keys, __u32 n);
-/* After counting every rule of a reopened instance: clear the bits no rule holds. */
-void filters_prune(struct dpp_filters *f);
-
 /* Adopt filter `filter` (1-based) for `shape_id`: what a published shape set says it uses. */
 void filters_adopt(struct dpp_filters *f, __u32 shape_id, __u32 filter);
-/* The filter to publish `shape_id` with: 1-based, or 0 for none (no free filter, or too many
- * rules for it to pay). */
+/* The filter to publish `shape_id` with: 1-based, or 0 for none (no free filter, too many rules
+ * for it to pay, or a new filter while some shape's keys could not be counted). */
 __u32 filters_for_shape(struct dpp_filters *f, __u32 shape_id);
 /* Frees the filters of shapes with no rules that neither of `n` published shape ids names. */
 void filters_release(struct dpp_filters *f, const __u32 *keep, __u32 n);

@@ -126,6 +126,7 @@ struct dpp {
 	int cap_links;
 	struct dpp_link_ref *links;
 	struct dpp_filters *filters; /* NULL: shapes are published without filters */
+	bool filters_counted;	     /* the counts hold every rule (filters_ready) */
 };
 
 /* ---- logging ---- */
@@ -493,7 +494,6 @@ static int maps_collect_pinned(struct dpp *d)
 	return err;
 }
 
-/* Returns -EPROTO when a map does not have the layout this libdpp was built against. */
 /* dpp_flows holds a row of slots per possible CPU, a power of two in each. */
 static bool flow_rows_valid(const struct dpp *d, __u32 max_entries)
 {
@@ -502,6 +502,7 @@ static bool flow_rows_valid(const struct dpp *d, __u32 max_entries)
 	return row && row * d->ncpus == max_entries && !(row & (row - 1));
 }
 
+/* Returns -EPROTO when a map does not have the layout this libdpp was built against. */
 static int map_check(struct dpp *d, enum dpp_map_id id)
 {
 	const struct dpp_map_spec *spec = &dpp_map_specs[id];
@@ -975,9 +976,11 @@ static int filter_count_rule(const struct dpp_flow_key *key, const struct dpp_ru
 	return 0;
 }
 
-/* A reopened instance's filters as its rules and published shapes have them: each published
- * shape keeps its filter, every rule is counted, and bits no rule holds any more are cleared. */
-static int filters_rebuild(struct dpp *d)
+/* A reopened instance's filter counts, from its rules and published shapes: each published shape
+ * keeps its filter and every rule is counted. Bits stay as they are: a bit no rule holds (left by a
+ * writer that died between deleting a rule and clearing it) only costs a probe, and clearing bits
+ * here could race with another handle's writes. */
+static int filters_count(struct dpp *d)
 {
 	struct dpp_shape_set set;
 	__u32 i;
@@ -988,25 +991,35 @@ static int filters_rebuild(struct dpp *d)
 		filters_adopt(d->filters, set.shapes[i].mask.shape, set.filters[i]);
 	if (!err)
 		err = dpp_rules_foreach(d, filter_count_rule, d->filters);
-	if (err) {
+	if (err)
 		pr_warn("count the rules into the shape filters: %s", strerror(-err));
-		return err;
-	}
-	filters_prune(d->filters);
-	return 0;
+	return err;
 }
 
 /* Without its filters a shape is searched the slow way, never wrongly: a map that cannot be mapped
  * into memory costs the filters, not the instance. */
-static int filters_init(struct dpp *d)
+static void filters_init(struct dpp *d)
 {
 	int err = filters_open(map_fd(d, DPP_MAP_FILTERS), &d->filters);
 
-	if (err) {
+	if (err)
 		pr_warn("map the shape filters into memory: %s; shapes go unfiltered", strerror(-err));
+	d->filters_counted = !d->reused;
+}
+
+/* Before the first change of rules or shapes through this handle: a reopened instance's rules are
+ * counted then, not at open, so that handles that only read (dppctl status, a second look at the
+ * maps) do not walk every rule. */
+static int filters_ready(struct dpp *d)
+{
+	int err;
+
+	if (d->filters_counted || !d->filters)
 		return 0;
-	}
-	return d->reused ? filters_rebuild(d) : 0;
+	err = filters_count(d);
+	if (!err)
+		d->filters_counted = true;
+	return err;
 }
 
 int dpp_open(const struct dpp_open_opts *opts, struct dpp **out)
@@ -1037,7 +1050,7 @@ int dpp_open(const struct dpp_open_opts *opts, struct dpp **out)
 	}
 	err = pinned ? instance_reopen(d, prog_path) : instance_load(d, &o);
 	if (!err)
-		err = filters_init(d);
+		filters_init(d);
 	if (err)
 		goto cleanup;
 	*out = d;
@@ -1386,6 +1399,9 @@ int dpp_rules_upsert(struct dpp *d, const struct dpp_flow_key *keys, const struc
 
 	if (!d || (n && (!keys || !rules)))
 		return -EINVAL;
+	err = filters_ready(d);
+	if (err)
+		return err;
 	/* Bits first: the program never skips a shape for a key whose rule it could meet. */
 	filters_add(d->filters, keys, n);
 	if (n)
@@ -1405,7 +1421,8 @@ int dpp_rules_delete(struct dpp *d, const struct dpp_flow_key *keys, __u32 n, __
 
 	if (!d || (n && !keys))
 		return -EINVAL;
-	if (n)
+	err = filters_ready(d);
+	if (!err && n)
 		err = batch_apply(map_fd(d, DPP_MAP_RULES), keys, sizeof(*keys), NULL, 0, n,
 				  &applied);
 	/* Bits last: they go only once no rule can be met with them. */
@@ -1489,7 +1506,9 @@ int dpp_shapes_publish(struct dpp *d, const struct dpp_shape *shapes, __u32 n)
 		return -E2BIG;
 	}
 	/* Read-modify-write of the config: one control plane writes an instance at a time. */
-	err = config_read(d, &cfg);
+	err = filters_ready(d);
+	if (!err)
+		err = config_read(d, &cfg);
 	if (err)
 		return err;
 	slot = cfg.shape_set ? 0 : 1;
