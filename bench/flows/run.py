@@ -28,6 +28,8 @@ def max_rules_for(rules: int, shapes: int) -> int:
     other shapes' rules; the same at every shape count, so shapes are compared on one map."""
     needed = max(2 * rules, sum(workload.shape_rule_counts(rules, shapes)))
     return max(MIN_MAX_RULES, 1 << (needed - 1).bit_length())
+
+
 FLOOR = "floor"
 
 

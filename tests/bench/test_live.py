@@ -24,6 +24,6 @@ def test_a_short_run_carries_out_every_frame_and_leaves_no_namespace(tmp_path):
     assert {case["name"] for case in result["cases"]} == {"floor", "xdp_tx", "drop", "forward", "steer"}
     # The peer's ring may overflow on a loaded machine: what matters is that frames left the veth.
     assert 0 < result["received_by_peer"] <= result["sent_to_peer"] == 2 * 2000
-    assert result["cpumap"]["queued"] == 2000
+    assert result["cpumap"]["queued"] >= 2000  # the tracepoint counts every CPUMAP of the machine
     assert not {name for name in namespaces() - before if name.startswith("dpp-live-")}
     assert os.sched_getaffinity(0) == cpus, "the benchmark gives its caller its CPUs back"
