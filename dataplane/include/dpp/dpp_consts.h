@@ -48,7 +48,8 @@
 /* Shape filters (dpp_filter.h): DPP_MAX_FILTERS filters of DPP_FILTER_WORDS 64-bit words (8 KiB,
  * 65,536 bits) each. A key sets two bits of one word; a shape is published with its filter while it
  * has at most DPP_FILTER_MAX_RULES rules, without one above that. At 4,096 rules about 1.7% of the
- * keys no rule has still pass the filter (simulated with this hash). Two shape sets of DPP_MAX_SHAPES each can be in use at once. */
+ * keys no rule has still pass the filter (simulated with this hash). Two shape sets of
+ * DPP_MAX_SHAPES each can be in use at once. */
 #define DPP_FILTER_WORDS 1024
 #define DPP_FILTER_MAX_RULES 8192
 #define DPP_MAX_FILTERS 32
