@@ -1,0 +1,136 @@
+"""The tenancy rules the service applies inside its transactions: whose rules are site-wide, what a
+confined tenant's intent becomes, the quotas, and which tenant records may be written.
+
+Site-wide: a tenant whose record says `site: true`, and an administrator's own tenant while it has
+no record (the operator's token needs no grant to run its site). Every other tenant is confined to
+its grants; a tenant without a record owns no traffic, so its intents are refused until an
+administrator grants it some.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+from netapp.intents.errors import IntentError
+from netapp.intents.models import Intent
+from netapp.service.contract import Conflict, Forbidden, Principal, SliceSpec, Snssai
+from netapp.service.store import Store
+from netapp.tenancy.confine import confine, grants_intersect
+from netapp.tenancy.models import TenantQuotas, TenantRecord, TenantSpec, TenantUsage, TrafficGrant
+
+SHOWN_INTENTS = 5
+
+
+class QuotaExceeded(Forbidden):
+    title = "Quota exceeded"
+
+
+class TenantPolicy:
+    """Reads the tenants' records from the store, in the caller's transaction."""
+
+    def __init__(self, store: Store):
+        self.store = store
+
+    def spec_of(self, tenant: str) -> Optional[TenantSpec]:
+        record = self.store.get_tenant(tenant)
+        return None if record is None else record.spec
+
+    def effective_spec(self, who: Principal, tenant: str) -> TenantSpec:
+        """The tenant's record, or what applies without one when `who` acts for it: site-wide for an
+        administrator's own tenant, no traffic for any other."""
+        spec = self.spec_of(tenant)
+        return spec if spec is not None else TenantSpec(site=who.is_admin and tenant == who.tenant)
+
+    def grants_for(self, who: Principal, tenant: str) -> Optional[list[TrafficGrant]]:
+        """The grants `tenant`'s intents are confined to when `who` writes them; None: site-wide."""
+        spec = self.effective_spec(who, tenant)
+        return None if spec.site else spec.traffic
+
+    def confined(self, who: Principal, tenant: str, intent: Intent) -> tuple[Intent, Optional[str]]:
+        """The intent as it may be installed for `tenant`, and what was narrowed (None: nothing).
+        IntentError (field below `match`) when it cannot be kept inside the tenant's traffic."""
+        grants = self.grants_for(who, tenant)
+        if grants is None:
+            return intent, None
+        match, narrowed = confine(intent.match, grants, tenant)
+        if narrowed is None:
+            return intent, None
+        return intent.model_copy(update={"match": match}), narrowed
+
+    def check_slice(self, who: Principal, tenant: str, spec: SliceSpec) -> None:
+        """A confined tenant's slice uses one of its S-NSSAIs, when the record lists any."""
+        record = self.spec_of(tenant)
+        if record is None or record.site or not record.snssais or spec.snssai in record.snssais:
+            return
+        allowed = ", ".join(_snssai(s) for s in record.snssais)
+        raise IntentError.at("snssai", f"S-NSSAI {_snssai(spec.snssai)} is not granted to tenant {tenant!r} (granted: {allowed})")
+
+    def quotas_of(self, tenant: str) -> TenantQuotas:
+        spec = self.spec_of(tenant)
+        return TenantQuotas() if spec is None else spec.quotas
+
+    def check_quotas(self, tenant: str) -> None:
+        """After a change's rows are written: QuotaExceeded when the tenant now holds too much."""
+        quotas = self.quotas_of(tenant)
+        intents, slices = self.store.tenant_usage(tenant)
+        for kind, used, most in (("intents", intents, quotas.intents), ("slices", slices, quotas.slices)):
+            if used > most:
+                raise QuotaExceeded(
+                    f"tenant {tenant!r} may hold {most} {kind} (quotas.{kind}); this change would make it {used}",
+                    quota=kind,
+                    limit=most,
+                    used=used,
+                )
+
+    def usage(self, tenant: str) -> TenantUsage:
+        intents, slices = self.store.tenant_usage(tenant)
+        return TenantUsage(intents=intents, slices=slices)
+
+    def check_spec(self, tenant: str, spec: TenantSpec) -> None:
+        """Conflict when `spec` would let the tenant's traffic meet another tenant's, or leave one of
+        its intents outside it (change or delete those first)."""
+        if spec.site:
+            return
+        self._check_disjoint(tenant, spec.traffic)
+        self._check_intents_inside(tenant, spec.traffic)
+
+    def _check_disjoint(self, tenant: str, traffic: Sequence[TrafficGrant]) -> None:
+        for other in self.store.list_tenants():
+            if other.tenant == tenant or other.spec.site:
+                continue
+            for n, mine in enumerate(traffic):
+                for theirs in other.spec.traffic:
+                    if grants_intersect(mine, theirs):
+                        raise Conflict(
+                            f"traffic[{n}] ({mine.describe()}) meets the grant {theirs.describe()!r} of "
+                            f"tenant {other.tenant!r}: grants of different tenants must not share packets",
+                            field=f"traffic[{n}]",
+                            tenant=other.tenant,
+                        )
+
+    def _check_intents_inside(self, tenant: str, traffic: Sequence[TrafficGrant]) -> None:
+        outside = []
+        for record in self.store.tenant_intents(tenant):
+            try:
+                _, narrowed = confine(record.intent.match, traffic, tenant)
+            except IntentError:
+                narrowed = "outside"
+            if narrowed is not None:
+                outside.append(record.intent.id)
+        if outside:
+            shown = ", ".join(repr(i) for i in outside[:SHOWN_INTENTS])
+            more = f" and {len(outside) - SHOWN_INTENTS} more" if len(outside) > SHOWN_INTENTS else ""
+            raise Conflict(
+                f"{len(outside)} intents of tenant {tenant!r} would lie outside this traffic ({shown}{more}): "
+                "change or delete them first",
+                field="traffic",
+                intents=outside[:SHOWN_INTENTS],
+            )
+
+
+def with_usage(record: TenantRecord, usage: TenantUsage) -> TenantRecord:
+    return record.model_copy(update={"usage": usage})
+
+
+def _snssai(snssai: Snssai) -> str:
+    return f"{snssai.sst}" if snssai.sd is None else f"{snssai.sst}-{snssai.sd}"
