@@ -16,9 +16,10 @@ from netapp.api.deps import reject_unknown_query_parameters
 from netapp.api.openapi import OPENAPI_PATH, install_openapi
 from netapp.api.problems import install_problem_handlers
 from netapp.api.routes import alternatives, dataplane, health, intents, metrics, slices, stats
-from netapp.api.routes import subscriptions, telemetry as telemetry_stream
+from netapp.api.routes import subscriptions, telemetry as telemetry_stream, tenants
 from netapp.core.config import Settings
 from netapp.service.contract import IntentService
+from netapp.tenancy.service import TenantService
 
 TITLE = "DPP NetApp"
 DESCRIPTION = (
@@ -30,6 +31,7 @@ ROUTERS = (
     intents.router,
     slices.router,
     alternatives.router,
+    tenants.router,
     dataplane.router,
     stats.router,
     metrics.router,
@@ -38,13 +40,19 @@ ROUTERS = (
 )
 
 
-def create_app(settings: Settings, service: IntentService, telemetry: Optional[Any] = None) -> FastAPI:
+def create_app(
+    settings: Settings,
+    service: IntentService,
+    telemetry: Optional[Any] = None,
+    tenants: Optional[TenantService] = None,
+) -> FastAPI:
     """The API over `service`, authenticating as `settings` say (raises TokensFileError).
     `telemetry` (netapp.telemetry.runtime.Telemetry) serves /metrics, subscriptions and the event
-    stream; without it they answer 503."""
+    stream; without it they answer 503. `tenants` defaults to the records in the service's store."""
     app = build_routes()
     app.state.settings = settings
     app.state.service = service
+    app.state.tenants = tenants or TenantService(lambda: getattr(service, "store"))
     app.state.telemetry = telemetry
     app.state.authenticator = Authenticator.from_settings(settings)
     return app

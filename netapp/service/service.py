@@ -91,6 +91,7 @@ from netapp.service.group_commit import GroupWriter, WriterClosed
 from netapp.service.slices import slice_intents
 from netapp.service.store import Attachment, Store, StoreError
 from netapp.telemetry.interfaces import read_interfaces
+from netapp.tenancy.policy import TenantPolicy
 from netapp.telemetry.sample import Counters, CpuCounters, IntentTable, rule_rows
 
 log = logging.getLogger("netapp.service")
@@ -599,6 +600,25 @@ class NetAppService(IntentService):
             raise NotFound(f"no {kind} {name!r}")
         return tenant, local
 
+    @property
+    def tenancy(self) -> TenantPolicy:
+        return TenantPolicy(self.store)
+
+    def _confined(self, who: Principal, tenant: str, intent: Intent) -> Intent:
+        """The intent kept inside the traffic its tenant owns (netapp.tenancy); IntentError if it
+        cannot be. A narrowed match is logged; the record the caller gets back shows it."""
+        confined, narrowed = self.tenancy.confined(who, tenant, intent)
+        if narrowed is not None:
+            log.info("intent %s of tenant %s: match %s", intent.id, tenant, narrowed)
+        return confined
+
+    def _confined_member(self, who: Principal, tenant: str, intent: Intent) -> Intent:
+        """_confined for a slice member's intent: an error names the member (its label)."""
+        try:
+            return self._confined(who, tenant, intent)
+        except IntentError as exc:
+            raise IntentError.at("members", f"{intent.label}: {exc.line()}") from exc
+
     def _compile(self, tenant: str, intent: Intent) -> CompiledRule:
         return self._index.compile(intent, rule_id(tenant, intent.id))
 
@@ -736,13 +756,15 @@ class NetAppService(IntentService):
             for n, intent in enumerate(intents):
                 at = n if batch else None
                 self._require_free_intent_id(tenant, intent.id, at, positions)
-                record = IntentRecord(intent=intent, tenant=tenant, source=source, created_at=now, updated_at=now)
-                self.store.insert_intent(record)
-                records.append(record)
                 try:
+                    intent = self._confined(who, tenant, intent)
                     change.add(self._compile(tenant, intent))
                 except IntentError as exc:
                     raise exc.prefixed(batch_field(n)) if batch else exc
+                record = IntentRecord(intent=intent, tenant=tenant, source=source, created_at=now, updated_at=now)
+                self.store.insert_intent(record)
+                records.append(record)
+            self.tenancy.check_quotas(tenant)
             if key is not None:
                 self.store.purge_idempotency(now)
                 self.store.remember_idempotent(tenant, key, fingerprint, records, now, now + IDEMPOTENCY_TTL)
@@ -803,9 +825,10 @@ class NetAppService(IntentService):
 
         def work(change: IndexChange) -> IntentRecord:
             old = self._changeable_intent(tenant, intent_id)
+            confined = self._confined(who, tenant, intent)
             record = old.model_copy(
                 update={
-                    "intent": intent,
+                    "intent": confined,
                     "source": source or old.source,
                     "updated_at": self._now(),
                     "revision": old.revision + 1,
@@ -814,7 +837,7 @@ class NetAppService(IntentService):
             self.store.update_intent(record)
             if qualified in self._index:
                 change.remove(qualified)
-            change.add(self._compile(tenant, intent))
+            change.add(self._compile(tenant, confined))
             return record
 
         record = self._change(who, work)
@@ -851,15 +874,17 @@ class NetAppService(IntentService):
             self._require_started()
             change = self._index.track()
             try:
-                qualified = [self._stage(change, who.tenant, intent) for intent in intents]
+                qualified = [self._stage(change, who, intent) for intent in intents]
                 return self._report(who, qualified)
             except IntentError as exc:
                 raise _invalid_input(exc) from exc
             finally:
                 change.roll_back()
 
-    def _stage(self, change: IndexChange, tenant: str, intent: Intent) -> str:
-        """Add an intent to the change, replacing the tenant's intent of that id if there is one."""
+    def _stage(self, change: IndexChange, who: Principal, intent: Intent) -> str:
+        """Add an intent to the change, replacing the caller's intent of that id if there is one."""
+        tenant = who.tenant
+        intent = self._confined(who, tenant, intent)
         qualified = rule_id(tenant, intent.id)
         if qualified in self._index and qualified not in {rule.intent_id for rule in change.added()}:
             change.remove(qualified)
@@ -917,12 +942,14 @@ class NetAppService(IntentService):
         self._require(who, Scope.SLICES_WRITE)
         tenant = who.tenant
         try:
-            wanted = {intent.id: intent for intent in slice_intents(spec)}
+            asked = {intent.id: intent for intent in slice_intents(spec)}
         except IntentError as exc:
             raise _invalid_input(exc) from exc
 
         def work(change: IndexChange) -> tuple[SliceRecord, bool]:
             now = self._now()
+            self.tenancy.check_slice(who, tenant, spec)
+            wanted = {intent_id: self._confined_member(who, tenant, intent) for intent_id, intent in asked.items()}
             old = self.store.get_slice(tenant, spec.id)
             current = {record.intent.id: record for record in self.store.slice_intents(tenant, spec.id)}
             for intent_id in wanted.keys() - current.keys():
@@ -940,6 +967,7 @@ class NetAppService(IntentService):
                     revision=revision,
                 )
             )
+            self.tenancy.check_quotas(tenant)
             record = self.store.get_slice(tenant, spec.id)
             assert record is not None
             return record, old is None

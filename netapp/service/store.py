@@ -31,8 +31,9 @@ from typing import Any, Iterator, Optional
 
 from netapp.intents.models import AlternativeGroup, CpuSpec, Intent
 from netapp.service.contract import IntentFilter, IntentRecord, Page, SliceRecord, SliceSpec
+from netapp.tenancy.models import TenantRecord, TenantSpec
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 BUSY_TIMEOUT_MS = 5000
 SYNCHRONOUS_MODES = ("NORMAL", "FULL")
 
@@ -83,7 +84,36 @@ SCHEMA_V1 = (
 )
 
 # version -> statements that take the schema from that version to the next.
-MIGRATIONS: dict[int, tuple[str, ...]] = {}
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    # 2: what each tenant may install (netapp.tenancy), and what it holds, counted by triggers in
+    # the same transactions as the rows (quotas are checked without counting rows).
+    1: (
+        """CREATE TABLE tenants (
+            tenant TEXT PRIMARY KEY,
+            spec TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            revision INTEGER NOT NULL
+        ) WITHOUT ROWID""",
+        """CREATE TABLE tenant_usage (
+            tenant TEXT PRIMARY KEY,
+            intents INTEGER NOT NULL DEFAULT 0,
+            slices INTEGER NOT NULL DEFAULT 0
+        ) WITHOUT ROWID""",
+        """INSERT INTO tenant_usage (tenant, intents, slices)
+            SELECT tenant, sum(intents), sum(slices) FROM (
+                SELECT tenant, count(*) AS intents, 0 AS slices FROM intents GROUP BY tenant
+                UNION ALL SELECT tenant, 0, count(*) FROM slices GROUP BY tenant
+            ) GROUP BY tenant""",
+        *(
+            f"""CREATE TRIGGER {table}_counted_{event} AFTER {event} ON {table} BEGIN
+                INSERT INTO tenant_usage (tenant, {table}) VALUES ({row}.tenant, {step})
+                ON CONFLICT (tenant) DO UPDATE SET {table} = {table} + {step};
+            END"""
+            for table in ("intents", "slices")
+            for event, row, step in (("insert", "new", 1), ("delete", "old", -1))
+        ),
+    ),
+}
 
 _INTENT_COLUMNS = "tenant, id, body, slice_id, source, created_at, updated_at, revision"
 
@@ -182,8 +212,8 @@ class Store:
             if version is None:
                 for statement in SCHEMA_V1:
                     self._connection.execute(statement)
-                self._connection.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION,))
-                return
+                self._connection.execute("INSERT INTO schema_version VALUES (1)")
+                version = 1
             if version > SCHEMA_VERSION:
                 raise SchemaTooNew(
                     f"{self.path} has schema version {version}, newer than this NetApp's "
@@ -276,6 +306,10 @@ class Store:
     def all_intents(self) -> list[IntentRecord]:
         rows = self._execute(f"SELECT {_INTENT_COLUMNS} FROM intents ORDER BY tenant, id").fetchall()
         return [_intent_record(row) for row in rows]
+
+    def tenant_intents(self, tenant: str) -> list[IntentRecord]:
+        rows = self._execute(f"SELECT {_INTENT_COLUMNS} FROM intents WHERE tenant = ? ORDER BY id", (tenant,))
+        return [_intent_record(row) for row in rows.fetchall()]
 
     def slice_intents(self, tenant: str, slice_id: str) -> list[IntentRecord]:
         # INDEXED BY: left to itself, SQLite scans every intent of the tenant (its primary key
@@ -391,6 +425,32 @@ class Store:
     def delete_alternative(self, group_id: int) -> bool:
         return self._execute("DELETE FROM alternatives WHERE id = ?", (group_id,)).rowcount > 0
 
+    # --- tenants ---------------------------------------------------------------------------------
+
+    def get_tenant(self, tenant: str) -> Optional[TenantRecord]:
+        row = self._execute(
+            "SELECT tenant, spec, updated_at, revision FROM tenants WHERE tenant = ?", (tenant,)
+        ).fetchone()
+        return None if row is None else _tenant_record(row)
+
+    def list_tenants(self) -> list[TenantRecord]:
+        rows = self._execute("SELECT tenant, spec, updated_at, revision FROM tenants ORDER BY tenant").fetchall()
+        return [_tenant_record(row) for row in rows]
+
+    def put_tenant(self, record: TenantRecord) -> None:
+        self._execute(
+            "INSERT OR REPLACE INTO tenants (tenant, spec, updated_at, revision) VALUES (?, ?, ?, ?)",
+            (record.tenant, record.spec.model_dump_json(), record.updated_at.isoformat(), record.revision),
+        )
+
+    def delete_tenant(self, tenant: str) -> bool:
+        return self._execute("DELETE FROM tenants WHERE tenant = ?", (tenant,)).rowcount > 0
+
+    def tenant_usage(self, tenant: str) -> tuple[int, int]:
+        """(intents, slices) the tenant holds, slice members included in intents."""
+        row = self._execute("SELECT intents, slices FROM tenant_usage WHERE tenant = ?", (tenant,)).fetchone()
+        return (0, 0) if row is None else (row[0], row[1])
+
     def list_cpus(self) -> list[CpuSpec]:
         rows = self._execute("SELECT body FROM cpus ORDER BY cpu").fetchall()
         return [CpuSpec.model_validate_json(row[0]) for row in rows]
@@ -496,6 +556,16 @@ def _intent_conditions(flt: IntentFilter) -> tuple[str, tuple[Any, ...]]:
         parameters.append(flt.action)
     where = " WHERE " + " AND ".join(conditions) if conditions else ""
     return where, tuple(parameters)
+
+
+def _tenant_record(row: tuple[Any, ...]) -> TenantRecord:
+    tenant, spec, updated_at, revision = row
+    return TenantRecord(
+        tenant=tenant,
+        spec=TenantSpec.model_validate_json(spec),
+        updated_at=datetime.fromisoformat(updated_at),
+        revision=revision,
+    )
 
 
 def _intent_row(record: IntentRecord) -> tuple[Any, ...]:

@@ -15,6 +15,8 @@ from netapp.api.deps import get_service
 from netapp.api.main import create_app
 from netapp.core.config import Settings
 from netapp.service.contract import Scope
+from netapp.service.store import Store
+from netapp.tenancy.service import TenantService
 from netapp.telemetry.runtime import Telemetry
 from netapp.telemetry.sample import Counters, IntentTable
 from tests.api.fake_service import FakeIntentService
@@ -62,7 +64,10 @@ class NoCounters:
 @pytest.fixture(scope="session")
 def api_app(tokens_path: Path, tmp_path_factory: pytest.TempPathFactory):
     settings = Settings(tokens_file=tokens_path, state_dir=tmp_path_factory.mktemp("state"))
-    return create_app(settings, FakeIntentService(), Telemetry.from_settings(settings, NoCounters()))
+    # Tenant records in a store of their own: the fake service has none.
+    store = Store.open(settings.state_dir / "tenants.db")
+    tenants = TenantService(lambda: store)
+    return create_app(settings, FakeIntentService(), Telemetry.from_settings(settings, NoCounters()), tenants)
 
 
 @pytest.fixture(scope="session")

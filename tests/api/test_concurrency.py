@@ -26,6 +26,7 @@ from tests.api.conftest import token_of, tokens_file_for
 from tests.api.server import ServerThread
 from tests.utils.intents import native_intent
 from tests.utils.kernel import require_kernel
+from tests.utils.service import grant_site
 from tests.utils.maps import map_rules, second_handle, unlike_the_store
 
 CLIENTS = 8
@@ -65,6 +66,7 @@ def real(instance: str, tmp_path: Path):
     settings = Settings(state_dir=tmp_path / "state", instance=instance, max_rules=4096, tokens_file=tokens)
     service = NetAppService(settings)
     service.start()
+    grant_site(service, *TENANTS)
     try:
         with ServerThread(create_app(settings, service)) as server:
             yield server, service

@@ -23,6 +23,7 @@ from tests.api.problems import assert_problem
 from tests.api.server import ServerThread
 from tests.utils.intents import native_intent, paper_message
 from tests.utils.kernel import require_kernel
+from tests.utils.service import grant_site
 
 INTENTS = "/api/v1/intents"
 STEER_CPU = 0  # every machine has CPU 0
@@ -68,6 +69,7 @@ def real(instance, namespace, tokens_path, tmp_path_factory):
     )
     service = NetAppService(settings)
     service.start()
+    grant_site(service, "tenant-a", "tenant-b")
     try:
         with ServerThread(create_app(settings, service)) as server:
             yield server, service

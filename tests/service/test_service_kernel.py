@@ -31,7 +31,7 @@ from netapp.testbed import netns
 from netapp.testbed.traffic import Sender
 from tests.utils.kernel import require_kernel
 from tests.utils.maps import assert_maps_hold_the_store, second_handle
-from tests.utils.service import ADMIN, ALICE, BOB, intent, settings_for, slice_spec
+from tests.utils.service import ADMIN, ALICE, BOB, grant_site, intent, settings_for, slice_spec
 
 REPO = Path(__file__).resolve().parents[2]
 PAYLOAD = b"x" * 32
@@ -51,6 +51,7 @@ def instance() -> Iterator[str]:
 def started(state_dir: Path, instance: str, **settings) -> NetAppService:
     service = NetAppService(settings_for(state_dir, instance=instance, max_rules=4096, **settings))
     service.start()
+    grant_site(service, ALICE.tenant, BOB.tenant)
     return service
 
 
@@ -123,6 +124,9 @@ from netapp.service.service import NetAppService
 
 service = NetAppService(Settings())
 service.start()
+from netapp.tenancy.models import TenantSpec
+from netapp.tenancy.service import TenantService
+TenantService(lambda: service.store).put_tenant(Principal("ops", frozenset({Scope.ADMIN})), "alice", TenantSpec(site=True))
 who = Principal("alice", frozenset({Scope.INTENTS_WRITE}))
 intent = {"id": "video", "match": {"protocol": "udp", "dst_port": 5004}, "action": {"type": "pass"}}
 service.create_intent(who, Intent.model_validate(intent))

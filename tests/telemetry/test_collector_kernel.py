@@ -16,7 +16,7 @@ from netapp.service.service import NetAppService
 from netapp.telemetry.collector import Collector
 from netapp.telemetry.poll import INTENT, REASON, VERDICT
 from tests.utils.kernel import require_kernel
-from tests.utils.service import ALICE, intent, settings_for
+from tests.utils.service import ALICE, grant_site, intent, settings_for
 
 BURST = 37
 
@@ -27,6 +27,7 @@ def service(tmp_path) -> Iterator[NetAppService]:
     name = f"tel-{secrets.token_hex(3)}"
     service = NetAppService(settings_for(tmp_path, instance=name, max_rules=4096))
     service.start()
+    grant_site(service, ALICE.tenant)
     try:
         yield service
     finally:

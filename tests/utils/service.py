@@ -12,6 +12,8 @@ from netapp.intents.models import Intent
 from netapp.service.contract import Principal, Scope, SliceSpec
 from netapp.service.service import NetAppService
 from netapp.service.store import Store
+from netapp.tenancy.models import TenantSpec
+from netapp.tenancy.service import TenantService
 from tests.utils.fakes import RecordingDpp
 from tests.utils.intents import native_intent
 
@@ -22,6 +24,8 @@ READER = Principal("alice", frozenset({Scope.READ}), "alice-reader")
 ADMIN = Principal("operator", frozenset({Scope.ADMIN}), "admin-token")
 
 FAKE_SLOTS = 4096
+# The tenants of the service and API tests, site-wide in fake_service (see grant_site).
+SITE_TENANTS = (ALICE.tenant, BOB.tenant, "tenant-a", "tenant-b", "tenant-c")
 
 
 def intent(intent_id: str, port: int = 5004, **fields: Any) -> Intent:
@@ -77,4 +81,12 @@ def fake_service(
         clock=clock or Clock(),
     )
     service.start()
+    grant_site(service, *SITE_TENANTS)
     return service
+
+
+def grant_site(service: NetAppService, *tenants: str) -> None:
+    """Make the tenants site-wide: tests of object isolation give them overlapping matches (tests of
+    traffic isolation grant traffic instead)."""
+    for tenant in tenants:
+        TenantService(lambda: service.store).put_tenant(ADMIN, tenant, TenantSpec(site=True))
