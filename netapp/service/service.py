@@ -100,6 +100,10 @@ T = TypeVar("T")
 
 IDEMPOTENCY_TTL = timedelta(hours=24)
 OTHER_TENANT = "an intent of another tenant"
+# What a confined tenant is told of a rule it collides with: grants of different tenants never
+# meet, so only a site-wide rule can have its match, and which tenant holds it stays unsaid.
+SITE_RULE = "a site-wide rule"
+ANONYMOUS_OWNERS = (OTHER_TENANT, SITE_RULE)
 LEGACY_SOURCE, NATIVE_SOURCE, SLICE_SOURCE = "legacy", "native", "slice"
 
 
@@ -558,7 +562,7 @@ class NetAppService(IntentService):
         if other_at is not None:
             theirs_named = f"{theirs!r} ({batch_field(other_at)} of the same batch)"
         else:
-            theirs_named = theirs if theirs == OTHER_TENANT else repr(theirs)
+            theirs_named = theirs if theirs in ANONYMOUS_OWNERS else repr(theirs)
         extra = {} if at is None else {"index": at}
         why = {
             "duplicate": "the same match, priority and action",
@@ -580,7 +584,9 @@ class NetAppService(IntentService):
         tenant, intent_id = split_rule_id(qualified)
         if tenant == who.tenant:
             return intent_id
-        return qualified if who.is_admin else OTHER_TENANT
+        if who.is_admin:
+            return qualified
+        return OTHER_TENANT if self.tenancy.grants_for(who, who.tenant) is None else SITE_RULE
 
     def _require_started(self) -> None:
         if not self._started:

@@ -151,3 +151,12 @@ def test_a_version_1_store_is_migrated_with_its_tenants_usage_counted(tmp_path):
     finally:
         store.close()
 
+
+
+def test_a_confined_tenant_colliding_with_a_site_rule_learns_no_tenant(service, tenants):
+    site = intent("guard", match={"overlay": "vxlan", "vni": 1093, "protocol": "udp", "dst_port": 5004})
+    service.create_intent(ADMIN, site)
+    with pytest.raises(Conflict) as refused:
+        service.create_intent(CAROL, intent("mine"))  # udp 5004, narrowed to vni 1093: the same key
+    assert refused.value.extra["intent_b"] == "a site-wide rule"
+    assert ADMIN.tenant not in refused.value.detail and "guard" not in refused.value.detail
