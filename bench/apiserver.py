@@ -27,9 +27,10 @@ import yaml
 
 from netapp.api.auth import TokenEntry, TokensFile, new_token, token_hash, write_tokens_file
 from netapp.dataplane import binding
-from netapp.intents.models import Intent
+from netapp.intents.models import MAX_U32, Intent
 from netapp.service.contract import IntentRecord, Scope
 from netapp.service.store import Store
+from netapp.tenancy.models import TenantQuotas, TenantRecord, TenantSpec, TrafficGrant
 
 REPO = Path(__file__).resolve().parents[1]
 READY_TIMEOUT_S = 120.0  # the start compiles and installs every stored intent
@@ -112,12 +113,21 @@ def _preload(db_path: Path, intents: Sequence[Intent]) -> float:
     store = Store.open(db_path)
     try:
         with store.transaction():
+            store.put_tenant(bench_tenant(now))
             for intent in intents:
                 record = IntentRecord(intent=intent, tenant=TENANT, created_at=now, updated_at=now)
                 store.insert_intent(record)
     finally:
         store.close()
     return time.monotonic() - started
+
+
+def bench_tenant(now: datetime) -> TenantRecord:
+    """The benchmark's tenant, confined as a tenant is, to every TEID (its intents all name one, so
+    none is narrowed), with a quota above what the phases create."""
+    every_teid = TrafficGrant.model_validate({"teids": {"first": 0, "last": MAX_U32}})
+    spec = TenantSpec(traffic=[every_teid], quotas=TenantQuotas(intents=1 << 24))
+    return TenantRecord(tenant=TENANT, spec=spec, updated_at=now)
 
 
 def _free_port() -> int:

@@ -38,7 +38,7 @@ from typing import Any, Callable, Iterator, Optional, Sequence
 import numpy
 
 from bench.api import gtpu_intent, preload_intents
-from bench.apiserver import TENANT, cpu_seconds
+from bench.apiserver import TENANT, bench_tenant, cpu_seconds
 from bench.dataplane import machine_info
 from netapp.core.config import InfluxSettings, Settings
 from netapp.dataplane import binding
@@ -206,6 +206,7 @@ def _preload(db_path: Path, count: int) -> float:
     store = Store.open(db_path)
     try:
         with store.transaction():
+            store.put_tenant(bench_tenant(now))
             for intent in preload_intents(count):
                 store.insert_intent(
                     IntentRecord(intent=intent, tenant=TENANT, created_at=now, updated_at=now)
