@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from netapp.cli import ai, dataplane, demo, intents, serve, slices, status, tokens
+from netapp.cli import ai, dataplane, demo, intents, serve, slices, status, tenants, tokens
 
 app = typer.Typer(
     name="netapp",
@@ -20,6 +20,7 @@ app.command(name="serve")(serve.serve)
 app.add_typer(tokens.app, name="tokens")
 app.add_typer(intents.app, name="intents")
 app.add_typer(slices.app, name="slices")
+app.add_typer(tenants.app, name="tenants")
 app.command(name="status")(status.status)
 app.command(name="stats")(status.stats)
 

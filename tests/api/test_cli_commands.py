@@ -101,6 +101,19 @@ def test_slices_apply_list_get_delete(netapp, tmp_path):
     assert netapp("slices", "delete", "urllc") == (0, "deleted urllc\n")
 
 
+def test_tenants_grant_list_get_delete(netapp, tmp_path):
+    path = write(tmp_path, "tenant.json", {"traffic": [{"overlay": "vxlan", "vni": 1093}], "quotas": {"intents": 50}})
+    assert netapp("tenants", "grant", "tenant-a", "-f", str(path), token="admin") == (0, "created tenant-a\n")
+    assert netapp("tenants", "grant", "tenant-a", "-f", str(path), token="admin") == (0, "replaced tenant-a\n")
+    code, listing = netapp("tenants", "list", token="admin")
+    assert code == 0 and "tenant-a" in listing and "0/50" in listing
+    code, shown = netapp("tenants", "get", "tenant-a")  # a tenant reads its own
+    assert code == 0 and json.loads(shown)["spec"]["traffic"][0]["vni"] == 1093
+    code, refused = netapp("tenants", "grant", "tenant-a", "-f", str(path))
+    assert code != 0 and "403" in refused
+    assert netapp("tenants", "delete", "tenant-a", token="admin") == (0, "deleted tenant-a\n")
+
+
 def test_status_and_stats_print_tables(netapp):
     code, output = netapp("status", token="admin")
     assert code == 0 and "ready" in output and "maps" in output
