@@ -216,12 +216,17 @@ def test_another_tenants_subscription_is_not_found_and_not_listed_but_an_admin_s
     assert call("tenant-a").get(location).status_code == 200  # still there
 
 
-def test_scope_read_is_enough_to_subscribe_and_a_token_without_it_is_forbidden(call, receiver):
-    assert call("reader-a").post(PATH, json=subscription(receiver.url)).status_code == 201
+def test_subscribing_and_deleting_need_intents_write_and_read_is_enough_to_list_and_read(call, receiver):
+    refused = assert_problem(call("reader-a").post(PATH, json=subscription(receiver.url)), 403)
+    assert refused["required_scope"] == "intents:write"
+    location = call("tenant-a").post(PATH, json=subscription(receiver.url)).headers["location"]
+    reader = call("reader-a")
 
-    problem = assert_problem(call("writer-a").post(PATH, json=subscription(receiver.url)), 403)
-
-    assert problem["required_scope"] == "read"
+    assert reader.get(PATH).json()["_links"]["subscriptions"][0]["href"] == location
+    assert reader.get(location).status_code == 200
+    assert assert_problem(reader.delete(location), 403)["required_scope"] == "intents:write"
+    assert call("writer-a").delete(location).status_code == 204  # intents:write alone deletes
+    assert assert_problem(call("writer-a").get(PATH), 403)["required_scope"] == "read"
 
 
 # --- refusals -------------------------------------------------------------------------------------
