@@ -26,7 +26,11 @@ def add(
     tenant: Annotated[str, typer.Option("--tenant", help="The tenant (slice owner) it acts for.")],
     scope: Annotated[
         list[Scope],
-        typer.Option("--scope", help="A scope it grants; repeat for several. admin implies all."),
+        typer.Option(
+            "--scope",
+            help="A scope it grants; repeat for several. read: every GET; intents:write: intents and "
+            "telemetry subscriptions; slices:write: slices; admin: all, every tenant.",
+        ),
     ],
     file: Annotated[
         Optional[Path],

@@ -9,10 +9,11 @@ import socket
 from pathlib import Path
 from typing import Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, IPvAnyAddress, SecretStr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, IPvAnyAddress, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 from pydantic_settings import YamlConfigSettingsSource
 
+from netapp.core.destinations import allow_entry
 from netapp.intents.models import MAX_ALT_GROUPS
 
 CONFIG_ENV = "NETAPP_CONFIG"
@@ -65,6 +66,23 @@ class SubscriptionSettings(BaseModel):
         1000, ge=10, description="first retry delay; doubles up to max_retry_delay_ms"
     )
     max_retry_delay_ms: int = Field(60_000, ge=10)
+    callback_allow: list[str] = Field(
+        default_factory=list,
+        description="networks (CIDR) and host names (*.example.net: the names under it) callbacks may "
+        "reach besides public addresses; empty: public addresses only (netapp.core.destinations)",
+    )
+    proxy: Optional[str] = Field(
+        None,
+        pattern=r"^https?://",
+        description="HTTP proxy the notifications go through; None: direct (HTTP(S)_PROXY are ignored)",
+    )
+
+    @field_validator("callback_allow")
+    @classmethod
+    def _allow_entries(cls, entries: list[str]) -> list[str]:
+        for entry in entries:
+            allow_entry(entry)  # ValueError naming the entry
+        return entries
 
 
 class StreamSettings(BaseModel):

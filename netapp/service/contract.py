@@ -27,7 +27,7 @@ class Scope(str, enum.Enum):
     """What a bearer token allows. ADMIN implies every other scope and sees every tenant."""
 
     READ = "read"
-    INTENTS_WRITE = "intents:write"
+    INTENTS_WRITE = "intents:write"  # also creates and deletes the tenant's telemetry subscriptions
     SLICES_WRITE = "slices:write"
     ADMIN = "admin"
 

@@ -6,6 +6,13 @@ that meets a connection error, a timeout, 408, 429 or a 5xx goes back into the q
 time (exponential backoff), not into a sleeping worker; after `max_retries` retries it is given
 up and counted. Any other answer outside 2xx is final: the receiver refused the notification.
 
+Where a notification may go is checked when it is sent, not only when the subscription was made:
+the callback's host is resolved for each delivery, and a delivery to an address the policy refuses
+(netapp.core.destinations, setting telemetry.subscriptions.callback_allow) is not sent, counted
+(`refused`) and logged once; the subscription's `last_error` says why. The connection goes to the
+address that was checked (netapp.telemetry.pinned). Redirects are not followed, and proxies named
+in the environment are not used.
+
 The signature (api/subscriptions.md, "Verifying a notification"): HMAC-SHA256, keyed with the
 subscription's secret (its UTF-8 bytes), over `<timestamp>.<body>`, where the timestamp is the
 X-DPP-Timestamp header (Unix seconds, set at each attempt) and the body the raw bytes received.
@@ -29,6 +36,8 @@ import httpx
 
 import netapp
 from netapp.core.config import SubscriptionSettings
+from netapp.core.destinations import AllowList, DestinationRefused, Destinations, Resolver, resolve
+from netapp.telemetry.pinned import PinnedTransport
 
 log = logging.getLogger("netapp.telemetry.notify")
 
@@ -86,6 +95,7 @@ class DeliveryStats:
     retried: int = 0  # attempts after a failed one
     failed: int = 0  # given up: out of retries, or refused by the receiver
     dropped: int = 0  # never sent: the queue was full, or the NetApp stopped first
+    refused: int = 0  # never sent: the callback's address is not allowed (last_error says why)
     last_sequence: int = 0  # the sequence number of the last notification sent
     last_error: str = ""
     # Set when the subscription is deleted: what is still queued for it is not sent.
@@ -183,12 +193,13 @@ class Notifier:
         settings: SubscriptionSettings,
         *,
         clock_s: Callable[[], float] = time.time,
-        transport: Optional[httpx.BaseTransport] = None,
+        resolver: Resolver = resolve,
     ):
         self.settings = settings
         self.queue = DeliveryQueue(settings.queue)
         self._clock_s = clock_s
-        self._transport = transport  # tests: an httpx.MockTransport
+        # Where callbacks may go; the subscription manager checks new ones with it too.
+        self.destinations = Destinations(AllowList.of(settings.callback_allow), resolver)
         self._lock = threading.Lock()  # the stats, which API readers and workers share
         self._busy = 0  # deliveries being sent now
         self._workers: list[threading.Thread] = []
@@ -241,7 +252,8 @@ class Notifier:
             timeout=self.settings.timeout_ms / 1000,
             follow_redirects=False,  # a redirect could send the data elsewhere than the subscriber said
             headers={"User-Agent": USER_AGENT},
-            transport=self._transport,
+            transport=PinnedTransport(self.destinations, proxy=self.settings.proxy),
+            trust_env=False,
         ) as client:
             while (delivery := self.queue.get()) is not None:
                 with self._lock:
@@ -258,7 +270,11 @@ class Notifier:
         if delivery.stats.cancelled and not delivery.final:
             return  # the subscription was deleted while this waited
         delivery.attempts += 1
-        error, retryable = self._post(client, delivery)
+        try:
+            error, retryable = self._post(client, delivery)
+        except DestinationRefused as exc:
+            self._count_refused(delivery, f"refused: {exc}")
+            return
         if error is None:
             self._count_sent(delivery)
         elif retryable and delivery.attempts <= self.settings.max_retries:
@@ -283,6 +299,8 @@ class Notifier:
         if response.is_success:
             return None, False
         status = response.status_code
+        if response.is_redirect:
+            return f"HTTP {status} (redirects are not followed)", False
         return f"HTTP {status}", status in RETRY_STATUSES or status >= 500
 
     def _backoff_s(self, attempts: int) -> float:
@@ -311,6 +329,19 @@ class Notifier:
         if first:  # once per outage, not once per attempt
             log.warning(
                 "telemetry: subscription %s: %s failed (%s); retrying",
+                delivery.subscription_id,
+                delivery.url,
+                error,
+            )
+
+    def _count_refused(self, delivery: Delivery, error: str) -> None:
+        with self._lock:
+            delivery.stats.refused += 1
+            first = delivery.stats.last_error != error
+            delivery.stats.last_error = error
+        if first:  # once, not once per notification, until something changes
+            log.warning(
+                "telemetry: subscription %s: notifications to %s are not sent: %s",
                 delivery.subscription_id,
                 delivery.url,
                 error,

@@ -5,6 +5,11 @@ The resources look like MEC 011/013 subscriptions: `subscriptionType`, `callback
 `_links.self`, `expiryDeadline` as a MEC TimeStamp, an `ExpiryNotification` when the deadline
 passes (api/subscriptions.md describes them for users).
 
+Where callbacks may go: only to public addresses, unless the operator's allow-list
+(telemetry.subscriptions.callback_allow) adds networks or names (netapp.core.destinations).
+Checked when a subscription is created, and again when each notification is sent (the name may
+resolve elsewhere by then); a refused notification is counted, not sent.
+
 Who sees what: a subscription belongs to its creator's tenant and only ever receives that
 tenant's points; the node-wide measurements need an admin. Whether the creator was an admin is
 taken at creation and kept with the subscription.
@@ -41,9 +46,11 @@ from pydantic import BaseModel, ConfigDict, Field, Strict, StringConstraints, Va
 from pydantic.alias_generators import to_camel
 
 from netapp.core.config import SubscriptionSettings
+from netapp.core.destinations import DestinationRefused, host_address
 from netapp.intents.models import IntentId
 from netapp.service.contract import Conflict, Forbidden, InvalidInput, NotFound, Principal
 from netapp.telemetry.notify import Delivery, DeliveryStats, Notifier
+from netapp.telemetry.pinned import check_url
 from netapp.telemetry.poll import (
     ACTION,
     CPU,
@@ -240,6 +247,10 @@ class NotificationStats(_Mec):
     retried: int = Field(description="attempts after a failed one")
     failed: int = Field(description="given up: out of retries, or refused by the receiver (4xx)")
     dropped: int = Field(description="never sent: the notification queue was full")
+    refused: int = Field(
+        description="never sent: the callback's address is not allowed (setting "
+        "telemetry.subscriptions.callback_allow; lastError says why)"
+    )
     last_sequence: int = Field(description="sequence number of the last notification delivered")
     last_error: Optional[str] = Field(
         None, description="why the last failed attempt failed, until one succeeds"
@@ -252,6 +263,7 @@ class NotificationStats(_Mec):
             retried=stats.retried,
             failed=stats.failed,
             dropped=stats.dropped,
+            refused=stats.refused,
             last_sequence=stats.last_sequence,
             last_error=stats.last_error or None,
         )
@@ -392,17 +404,22 @@ def encode(body: dict[str, Any]) -> bytes:
 
 
 def callback_refusal(uri: str) -> Optional[str]:
-    """Why `uri` cannot be a callback (None: it can): http or https, a host, no credentials."""
+    """Why `uri` cannot be a callback (None: it can): http or https, a host spelt plainly, no
+    credentials. Where the host may be is the manager's check (it needs the settings)."""
     try:
         parts = urlsplit(uri)
         parts.port  # noqa: B018 - raises ValueError on a port out of range
-        httpx.URL(uri)  # what will send it must take it too
+        url = httpx.URL(uri)  # what will send it must take it too
     except (ValueError, httpx.InvalidURL) as exc:
         return f"not a URI: {exc}"
     if parts.scheme not in ("http", "https"):
         return "the scheme must be http or https"
     if not parts.hostname:
         return "a host is required"
+    try:
+        host_address(url.host)
+    except ValueError as exc:
+        return str(exc)
     if parts.username is not None or parts.password is not None:
         return "credentials in the URI would show in every read of the subscription; check the signature"
     if parts.fragment:
@@ -698,6 +715,7 @@ class SubscriptionManager:
         self._check_trigger(who, request)
         now = self._clock_ns()
         self._check_deadline(request, now)
+        self._check_callback(request.callback_reference)
         stored = StoredSubscription(
             id=secrets.token_hex(12),
             tenant=who.tenant,
@@ -764,6 +782,19 @@ class SubscriptionManager:
                 f"{threshold.measurement} is not among filterCriteria.measurements: it would never fire",
                 field="threshold.measurement",
             )
+
+    def _check_callback(self, uri: str) -> None:
+        """The callback's host resolves, and only to addresses it may reach (the notifier checks
+        again at every delivery: a name may resolve elsewhere later)."""
+        url, destinations = httpx.URL(uri), self.notifier.destinations
+        try:
+            check_url(destinations, url)
+            return
+        except DestinationRefused as exc:
+            reason = str(exc)
+        except OSError as exc:
+            reason = f"{url.host} does not resolve ({exc}); allowed: {destinations.allow}"
+        raise InvalidInput(reason, field="callbackReference")
 
     @staticmethod
     def _check_deadline(request: SubscriptionRequest, now_ns: int) -> None:

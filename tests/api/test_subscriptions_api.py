@@ -15,15 +15,17 @@ import pytest
 
 from netapp.api.main import create_app
 from netapp.core.config import Settings
+from netapp.core.destinations import resolve
 from netapp.service.contract import Principal
 from netapp.telemetry.collector import Collector
 from netapp.telemetry.runtime import Telemetry
-from netapp.telemetry.subscriptions import SubscriptionManager
+from netapp.telemetry.notify import Notifier
+from netapp.telemetry.subscriptions import SUBSCRIPTIONS_DB, SubscriptionManager, SubscriptionStore
 from tests.api.conftest import token_of
 from tests.api.fake_service import FakeIntentService
 from tests.api.problems import assert_problem
 from tests.api.server import ServerThread
-from tests.utils.callbacks import CallbackReceiver
+from tests.utils.callbacks import CallbackReceiver, Names
 from tests.utils.service import ADMIN, WRITER_SCOPES, fake_service, intent
 
 SECOND = 1_000_000_000
@@ -55,14 +57,23 @@ class Live:
             state_dir=state_dir,
             telemetry={
                 "node": "edge-1",
-                "subscriptions": {"retry_interval_ms": 10, "max_retries": 2, "max_per_tenant": 20},
+                "subscriptions": {
+                    "retry_interval_ms": 10,
+                    "max_retries": 2,
+                    "max_per_tenant": 20,
+                    "callback_allow": ["127.0.0.1/32"],  # the test's receivers; nothing else local
+                },
                 "stream": {"keepalive_s": 0.2, "max_clients": 2},
             },
         )
         self.clock = PollClock()
         self.collector = Collector(self.service, node="edge-1", interval_s=1.0, clock_ns=self.clock)
-        self.subscriptions = SubscriptionManager.open(
-            state_dir, settings.telemetry.subscriptions, interval_s=settings.telemetry.interval_s
+        self.names = Names({}, otherwise=resolve)  # the DNS the notifier asks; a test adds names
+        self.subscriptions = SubscriptionManager(
+            SubscriptionStore.open(state_dir / SUBSCRIPTIONS_DB),
+            settings.telemetry.subscriptions,
+            interval_s=settings.telemetry.interval_s,
+            notifier=Notifier(settings.telemetry.subscriptions, resolver=self.names),
         )
         self.telemetry = Telemetry(self.collector, self.subscriptions, settings.telemetry.stream)
         self.subscriptions.start()
@@ -146,6 +157,7 @@ def test_creating_answers_201_with_the_location_and_the_secret_which_no_read_sho
         "retried": 0,
         "failed": 0,
         "dropped": 0,
+        "refused": 0,
         "lastSequence": 0,
     }
     listed = tenant_a.get(PATH).json()
@@ -204,12 +216,17 @@ def test_another_tenants_subscription_is_not_found_and_not_listed_but_an_admin_s
     assert call("tenant-a").get(location).status_code == 200  # still there
 
 
-def test_scope_read_is_enough_to_subscribe_and_a_token_without_it_is_forbidden(call, receiver):
-    assert call("reader-a").post(PATH, json=subscription(receiver.url)).status_code == 201
+def test_subscribing_and_deleting_need_intents_write_and_read_is_enough_to_list_and_read(call, receiver):
+    refused = assert_problem(call("reader-a").post(PATH, json=subscription(receiver.url)), 403)
+    assert refused["required_scope"] == "intents:write"
+    location = call("tenant-a").post(PATH, json=subscription(receiver.url)).headers["location"]
+    reader = call("reader-a")
 
-    problem = assert_problem(call("writer-a").post(PATH, json=subscription(receiver.url)), 403)
-
-    assert problem["required_scope"] == "read"
+    assert reader.get(PATH).json()["_links"]["subscriptions"][0]["href"] == location
+    assert reader.get(location).status_code == 200
+    assert assert_problem(reader.delete(location), 403)["required_scope"] == "intents:write"
+    assert call("writer-a").delete(location).status_code == 204  # intents:write alone deletes
+    assert assert_problem(call("writer-a").get(PATH), 403)["required_scope"] == "read"
 
 
 # --- refusals -------------------------------------------------------------------------------------
@@ -245,6 +262,46 @@ def test_a_subscription_that_cannot_be_served_is_refused_naming_the_field(
 
     problem = assert_problem(response, status)
     assert name in [param["name"] for param in problem["invalid-params"]], problem
+
+
+ALLOWED = "allowed: public addresses and 127.0.0.1/32"
+
+
+@pytest.mark.parametrize(
+    ("callback", "reason"),
+    [
+        ("http://169.254.169.254/latest/meta-data/", f"169.254.169.254 is a link-local address; {ALLOWED}"),
+        ("http://10.0.0.5:8080/", f"10.0.0.5 is a private address; {ALLOWED}"),
+        ("http://127.0.0.2:8080/", f"127.0.0.2 is a loopback address; {ALLOWED}"),  # beside the list's
+        ("http://[::1]:8080/", f"::1 is a loopback address; {ALLOWED}"),
+        ("http://0.0.0.0:8080/", f"0.0.0.0 is an unspecified address (never allowed); {ALLOWED}"),
+        ("http://2130706433:8080/", "2130706433 is an IPv4 address in an unusual spelling"),
+        ("http://0x7f.1:8080/", "0x7f.1 is an IPv4 address in an unusual spelling"),
+    ],
+)
+def test_a_callback_to_an_address_that_is_not_allowed_is_refused_naming_the_field_and_what_is(
+    call, callback, reason
+):
+    problem = assert_problem(call("tenant-a").post(PATH, json=subscription(callback)), 400)
+
+    [param] = problem["invalid-params"]
+    assert param["name"] == "callbackReference" and param["reason"].startswith(reason), param
+    assert call("tenant-a").get(PATH).json()["_links"]["subscriptions"] == []
+
+
+def test_a_notification_to_a_name_that_moved_to_an_address_not_allowed_is_not_sent_and_says_why(
+    live, call, receiver
+):
+    live.names.answers["receiver.test"] = ["127.0.0.1"]
+    callback = receiver.url_for("receiver.test")
+    created = call("tenant-a").post(PATH, json=subscription(callback)).json()
+    live.names.answers["receiver.test"] = ["10.0.0.5"]
+
+    live.poll()
+
+    stats = call("tenant-a").get(f"{PATH}/{created['id']}").json()["notificationStats"]
+    assert (stats["sent"], stats["refused"], stats["failed"]) == (0, 1, 0) and receiver.received == []
+    assert stats["lastError"] == f"refused: receiver.test resolves to 10.0.0.5, a private address; {ALLOWED}"
 
 
 def test_an_admin_may_subscribe_to_node_wide_measurements(call, receiver):

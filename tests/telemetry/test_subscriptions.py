@@ -4,20 +4,23 @@ and a collector that never waits for any of it."""
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from pydantic import ValidationError
 
 from netapp.core.config import SubscriptionSettings
+from netapp.core.destinations import Resolver, resolve
 from netapp.intents.models import CpuSpec
 from netapp.service.contract import Conflict, Forbidden, InvalidInput, NotFound, Principal
 from netapp.service.service import NetAppService
 from netapp.telemetry.collector import Collector
-from netapp.telemetry.notify import SUBSCRIPTION_HEADER, sign, verify_signature
+from netapp.telemetry.notify import SUBSCRIPTION_HEADER, Notifier, sign, verify_signature
 from netapp.telemetry.poll import CPU, INTENT, SLICE, TELEMETRY
 from netapp.telemetry.runtime import Telemetry
 from netapp.telemetry.subscriptions import (
@@ -29,14 +32,21 @@ from netapp.telemetry.subscriptions import (
     SubscriptionStore,
     TelemetryNotification,
 )
-from tests.utils.callbacks import CallbackReceiver
+from tests.utils.callbacks import CallbackReceiver, Names
 from tests.utils.clock import SECOND, START, NanoClock
 from tests.utils.service import ADMIN, ALICE, BOB, fake_service, intent, settings_for, slice_spec
+from tests.utils.tls import self_signed
 
 TELEMETRY_DOC = Path(__file__).resolve().parents[2] / "api" / "telemetry.md"
-# Retries in milliseconds, so that a test waits for three attempts, not three seconds.
+# Retries in milliseconds, so that a test waits for three attempts, not three seconds. The
+# receivers listen on 127.0.0.1: the allow-list names it (only public addresses otherwise).
 FAST = SubscriptionSettings(
-    workers=2, timeout_ms=2000, max_retries=2, retry_interval_ms=10, max_retry_delay_ms=40
+    workers=2,
+    timeout_ms=2000,
+    max_retries=2,
+    retry_interval_ms=10,
+    max_retry_delay_ms=40,
+    callback_allow=["127.0.0.1/32"],
 )
 
 
@@ -66,12 +76,18 @@ class Rig:
     Telemetry), polled by hand on the test's clock."""
 
     def __init__(
-        self, service: NetAppService, state_dir: Path, clock: NanoClock, settings: SubscriptionSettings
+        self,
+        service: NetAppService,
+        state_dir: Path,
+        clock: NanoClock,
+        settings: SubscriptionSettings,
+        resolver: Resolver = resolve,
     ):
         self.service = service
         self.state_dir = state_dir
         self.clock = clock
         self.settings = settings
+        self.resolver = resolver
         self.collector = Collector(service, node="edge-1", interval_s=1.0, clock_ns=clock)
         self.manager = self.open_manager()
         self.telemetry = Telemetry(self.collector, self.manager)
@@ -79,7 +95,10 @@ class Rig:
 
     def open_manager(self) -> SubscriptionManager:
         store = SubscriptionStore.open(self.state_dir / SUBSCRIPTIONS_DB)
-        return SubscriptionManager(store, self.settings, interval_s=1.0, clock_ns=self.clock)
+        notifier = Notifier(self.settings, resolver=self.resolver)
+        return SubscriptionManager(
+            store, self.settings, interval_s=1.0, notifier=notifier, clock_ns=self.clock
+        )
 
     def restart(self) -> None:
         """Stop the manager and open a new one on the same file (as a restart of serve does)."""
@@ -107,11 +126,11 @@ class Rig:
 
 @pytest.fixture
 def make_rig(service, tmp_path, clock):
-    """make_rig(settings) -> a Rig, stopped when the test ends."""
+    """make_rig(settings, resolver) -> a Rig, stopped when the test ends."""
     made: list[Rig] = []
 
-    def make(settings: SubscriptionSettings = FAST) -> Rig:
-        made.append(Rig(service, tmp_path, clock, settings))
+    def make(settings: SubscriptionSettings = FAST, resolver: Resolver = resolve) -> Rig:
+        made.append(Rig(service, tmp_path, clock, settings, resolver))
         return made[-1]
 
     yield make
@@ -501,6 +520,14 @@ def test_a_tenant_holding_the_most_subscriptions_allowed_is_refused_another(make
         ("https://user:pw@example.com/", "credentials"),
         ("http://example.com/#part", "fragment"),
         ("http://example.com:99999/", "not a URI"),
+        # What inet_aton reads as 127.0.0.1 (0: 0.0.0.0): refused, never interpreted.
+        ("http://2130706433/", "unusual spelling"),
+        ("http://0x7f.1/", "unusual spelling"),
+        ("http://0x7f000001/", "unusual spelling"),
+        ("http://127.1/", "unusual spelling"),
+        ("http://0/", "unusual spelling"),
+        ("http://127.0.0.1./", "unusual spelling"),
+        ("http://[fe80::1%25eth0]/", "zone id"),
     ],
 )
 def test_a_callback_that_is_not_an_http_uri_is_refused(callback, reason):
@@ -573,7 +600,10 @@ def test_a_notification_with_more_points_than_allowed_is_truncated_and_says_so(m
 
 
 def test_telemetry_from_settings_serves_subscriptions_from_the_state_dir(service, tmp_path, receiver):
-    settings = settings_for(tmp_path, telemetry={"interval_s": 0.05, "subscriptions": {"workers": 1}})
+    settings = settings_for(
+        tmp_path,
+        telemetry={"interval_s": 0.05, "subscriptions": {"workers": 1, "callback_allow": ["127.0.0.1"]}},
+    )
     telemetry = Telemetry.from_settings(settings, service)
     telemetry.start()
     try:
@@ -584,3 +614,174 @@ def test_telemetry_from_settings_serves_subscriptions_from_the_state_dir(service
 
     assert all(received.verifies(created.secret) for received in notifications)
     assert (tmp_path / SUBSCRIPTIONS_DB).exists()
+
+
+# --- where callbacks may go ----------------------------------------------------------------------
+
+PUBLIC_ONLY = FAST.model_copy(update={"callback_allow": []})
+
+
+@pytest.mark.parametrize(
+    ("callback", "reason"),
+    [
+        ("http://169.254.169.254/latest/meta-data/", "169.254.169.254 is a link-local address"),
+        ("http://10.0.0.5:8080/", "10.0.0.5 is a private address"),
+        ("http://192.168.1.10/", "192.168.1.10 is a private address"),
+        ("http://100.64.0.1/", "100.64.0.1 is a non-global address"),
+        ("http://127.0.0.1:8080/", "127.0.0.1 is a loopback address"),
+        ("http://[::1]:8080/", "::1 is a loopback address"),
+        ("http://[::ffff:a9fe:a9fe]/", "::ffff:a9fe:a9fe reaches 169.254.169.254, a link-local address"),
+        ("http://0.0.0.0:8080/", "0.0.0.0 is an unspecified address"),
+        ("http://[ff02::1]/", "ff02::1 is a multicast address"),
+        ("http://localhost:8080/", r"localhost resolves to \S+, a loopback address"),  # the system's resolver
+        ("http://internal.test/", "internal.test resolves to 10.0.0.5, a private address"),
+        ("http://mixed.test/", "mixed.test resolves to 10.0.0.5, a private address"),  # one is enough
+        ("http://nowhere.test/", "nowhere.test does not resolve"),
+    ],
+)
+def test_a_callback_that_may_reach_an_address_that_is_not_public_is_refused_naming_the_field(
+    make_rig, callback, reason
+):
+    answers = {"internal.test": ["10.0.0.5"], "mixed.test": ["93.184.215.14 10.0.0.5"], "nowhere.test": [""]}
+    rig = make_rig(PUBLIC_ONLY, Names(answers, otherwise=resolve))
+
+    with pytest.raises(InvalidInput) as refused:
+        rig.subscribe(ALICE, callback)
+
+    assert refused.value.field == "callbackReference"
+    assert re.search(reason, refused.value.detail), refused.value.detail
+    assert refused.value.detail.endswith("allowed: public addresses only")
+    assert rig.manager.list_subscriptions(ADMIN) == []
+
+
+def test_a_loopback_listener_the_allow_list_names_is_taken_and_notified(make_rig, receiver):
+    with pytest.raises(InvalidInput, match="127.0.0.1 is a loopback address"):
+        make_rig(PUBLIC_ONLY).subscribe(ALICE, receiver.url)
+    rig = make_rig(PUBLIC_ONLY.model_copy(update={"callback_allow": ["127.0.0.0/8"]}))
+
+    created = rig.subscribe(ALICE, receiver.url)
+    rig.poll()
+
+    assert receiver.wait_for(1)[0].verifies(created.secret)
+
+
+def test_a_name_the_allow_list_names_is_taken_whatever_it_resolves_to(make_rig, receiver):
+    names = Names({"receiver.internal": ["127.0.0.1"], "other.internal": ["127.0.0.1"]})
+    rig = make_rig(PUBLIC_ONLY.model_copy(update={"callback_allow": ["Receiver.Internal."]}), names)
+
+    rig.subscribe(ALICE, receiver.url_for("receiver.internal"))
+    rig.poll()
+
+    assert receiver.wait_for(1)[0].headers["host"] == f"receiver.internal:{receiver.port}"
+    with pytest.raises(InvalidInput, match="other.internal resolves to 127.0.0.1, a loopback address"):
+        rig.subscribe(ALICE, receiver.url_for("other.internal"))
+
+
+def test_a_name_that_moves_to_an_address_not_allowed_is_not_contacted_and_is_counted_and_logged_once(
+    make_rig, receiver, caplog
+):
+    names = Names({"receiver.test": ["127.0.0.1"]})
+    rig = make_rig(FAST, names)
+    with CallbackReceiver("127.0.0.2", receiver.port) as elsewhere:  # loopback, not on the list
+        created = rig.subscribe(ALICE, receiver.url_for("receiver.test"))
+        rig.poll()
+        receiver.wait_for(1)
+
+        names.answers["receiver.test"] = ["127.0.0.2"]
+        with caplog.at_level(logging.WARNING, logger="netapp.telemetry.notify"):
+            rig.poll()
+            rig.poll()
+
+    assert elsewhere.received == [] and len(receiver.received) == 1
+    stats = rig.manager.get(ALICE, created.id).notification_stats
+    assert (stats.sent, stats.refused, stats.retried, stats.failed) == (1, 2, 0, 0)
+    assert stats.last_error == (
+        "refused: receiver.test resolves to 127.0.0.2, a loopback address; "
+        "allowed: public addresses and 127.0.0.1/32"
+    )
+    assert [record.getMessage() for record in caplog.records] == [
+        f"telemetry: subscription {created.id}: notifications to {receiver.url_for('receiver.test')} "
+        f"are not sent: {stats.last_error}"
+    ]
+
+
+def test_a_delivery_connects_to_the_address_it_checked_and_asks_the_resolver_once(make_rig, receiver):
+    # Once at the subscription, once for the delivery: a third question would get the other address.
+    names = Names({"receiver.test": ["127.0.0.1", "127.0.0.1", "127.0.0.2"]})
+    rig = make_rig(FAST, names)
+    with CallbackReceiver("127.0.0.2", receiver.port) as elsewhere:
+        rig.subscribe(ALICE, receiver.url_for("receiver.test"))
+        rig.poll()
+        [notification] = receiver.wait_for(1)
+
+    assert elsewhere.received == []
+    assert names.asked == ["receiver.test", "receiver.test"]
+    assert notification.headers["host"] == f"receiver.test:{receiver.port}"
+
+
+def test_a_redirect_is_not_followed(rig, receiver):
+    with CallbackReceiver() as elsewhere:
+        receiver.location = elsewhere.url
+        receiver.answer(307)
+        created = rig.subscribe(ALICE, receiver.url)
+
+        rig.poll()
+
+    assert [attempt.status for attempt in receiver.received] == [307] and elsewhere.received == []
+    stats = rig.manager.get(ALICE, created.id).notification_stats
+    assert (stats.failed, stats.retried) == (1, 0)
+    assert stats.last_error == "HTTP 307 (redirects are not followed)"
+
+
+PROXY_VARIABLES = ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")
+
+
+def test_proxies_named_in_the_environment_are_not_used(make_rig, receiver, monkeypatch):
+    with CallbackReceiver() as proxy:
+        for name in PROXY_VARIABLES:
+            monkeypatch.setenv(name, f"http://127.0.0.1:{proxy.port}")
+        for name in ("NO_PROXY", "no_proxy"):
+            monkeypatch.delenv(name, raising=False)
+        httpx.post(receiver.url, content=b"{}")  # a client that trusts the environment goes through it
+        assert len(proxy.received) == 1
+        rig = make_rig()  # its workers start with this environment
+
+        rig.subscribe(ALICE, receiver.url)
+        rig.poll()
+
+        receiver.wait_for(1)
+        assert len(proxy.received) == 1
+
+
+def test_a_proxy_named_in_the_settings_carries_the_notifications(make_rig, receiver):
+    with CallbackReceiver() as proxy:
+        rig = make_rig(FAST.model_copy(update={"proxy": f"http://127.0.0.1:{proxy.port}"}))
+
+        rig.subscribe(ALICE, receiver.url)
+        rig.poll()
+
+        [through] = proxy.wait_for(1)
+    assert through.path == receiver.url and receiver.received == []  # the absolute form: a proxy's
+
+
+def test_over_tls_the_certificate_is_verified_for_the_name_and_no_connection_serves_two_names(
+    make_rig, tmp_path, monkeypatch
+):
+    cert, key = self_signed(tmp_path, dns_name="receiver.test")
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))  # the CA the notifier trusts
+    names = Names({"receiver.test": ["127.0.0.1"], "other.test": ["127.0.0.1"]})
+    # One worker: the connection that took alice's notification is open when bob's is sent.
+    rig = make_rig(FAST.model_copy(update={"workers": 1, "max_retries": 0}), names)
+    with CallbackReceiver(tls=(cert, key)) as receiver:
+        rig.subscribe(ALICE, receiver.url_for("receiver.test"))
+        rig.poll()
+        [first] = receiver.wait_for(1)
+        other = rig.subscribe(BOB, receiver.url_for("other.test"))  # the same address
+
+        rig.poll()
+
+        assert len(receiver.wait_for(2)) == 2  # alice's second; bob's never got through
+    assert first.headers["host"] == f"receiver.test:{receiver.port}"
+    assert receiver.server_names == ["receiver.test", "other.test"]  # alice's second: the same connection
+    stats = rig.manager.get(BOB, other.id).notification_stats
+    assert stats.sent == 0 and "CERTIFICATE_VERIFY_FAILED" in stats.last_error

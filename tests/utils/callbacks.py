@@ -1,16 +1,22 @@
-"""A subscriber's callback for tests: an HTTP server on 127.0.0.1 (a port the kernel picked) that
-records every notification POSTed to it and answers with the statuses the test scripts."""
+"""A subscriber's callback for tests: an HTTP(S) server on a loopback address (127.0.0.1 unless the
+test says; a port the kernel picked unless it says) that records every notification POSTed to it
+and answers with the statuses the test scripts. And `Names`, the DNS the notifier asks in a test."""
 
 from __future__ import annotations
 
+import ipaddress
 import json
+import socket
+import ssl
 import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from pathlib import Path
+from typing import Any, Optional
 
+from netapp.core.destinations import IPAddress, Resolver
 from netapp.telemetry.notify import SIGNATURE_HEADER, TIMESTAMP_HEADER, verify_signature
 
 WAIT_TIMEOUT_S = 10.0
@@ -41,17 +47,28 @@ class Received:
 class CallbackReceiver:
     """`with CallbackReceiver() as receiver:` listens at `receiver.url` until the block ends.
 
-    `answer(503, 503)` makes the next two requests fail with 503; after the script, 204. `hold`
-    makes every request wait that many seconds before answering (a slow receiver).
+    `answer(503, 503)` makes the next two requests fail with 503; after the script, 204; a 3xx
+    comes with `location`. `hold` makes every request wait that many seconds before answering (a
+    slow receiver). With `tls` (certificate, key) it serves HTTPS and records the name each client
+    asked for (TLS SNI) in `server_names`.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, tls: Optional[tuple[Path, Path]] = None):
         self.received: list[Received] = []
         self._script: list[int] = []
         self.hold_s = 0.0
+        self.location = ""
+        self.server_names: list[Optional[str]] = []
         self._arrived = threading.Condition()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server = ThreadingHTTPServer((host, port), self._handler())
         self._server.daemon_threads = True
+        self.scheme = "http"
+        if tls is not None:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*tls)
+            context.sni_callback = lambda _socket, name, _context: self.server_names.append(name)
+            self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
+            self.scheme = "https"
         self._thread = threading.Thread(
             target=self._server.serve_forever,
             kwargs={"poll_interval": 0.02},
@@ -60,9 +77,16 @@ class CallbackReceiver:
         )
 
     @property
+    def port(self) -> int:
+        return self._server.server_address[1]
+
+    @property
     def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/notify"
+        return self.url_for(self._server.server_address[0])
+
+    def url_for(self, host: str) -> str:
+        """Its URL with another host: a name the test's resolver gives this receiver's address."""
+        return f"{self.scheme}://{host}:{self.port}/notify"
 
     def __enter__(self) -> "CallbackReceiver":
         self._thread.start()
@@ -115,6 +139,8 @@ class CallbackReceiver:
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keeps the connection open, as most receivers do
+
             def do_POST(self) -> None:  # noqa: N802 - the name http.server calls
                 body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
                 if receiver.hold_s:
@@ -124,6 +150,8 @@ class CallbackReceiver:
                 # Recorded before answering: once the sender has its answer, the test sees it.
                 receiver._record(Received(self.path, headers, body, status))
                 self.send_response(status)
+                if 300 <= status < 400:
+                    self.send_header("Location", receiver.location)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
 
@@ -131,3 +159,25 @@ class CallbackReceiver:
                 pass  # quiet: pytest shows what the test asserts
 
         return Handler
+
+
+class Names:
+    """The test's DNS. Each name has answers given in turn, the last one from then on (a test moves
+    a name between two questions); an answer is addresses separated by spaces, "" that there is
+    no such name. Names it does not have go to `otherwise` (none: there is no such name). Every
+    question is recorded."""
+
+    def __init__(self, answers: dict[str, list[str]], otherwise: Optional[Resolver] = None):
+        self.answers = answers
+        self.asked: list[str] = []
+        self._otherwise = otherwise
+
+    def __call__(self, host: str, port: int) -> list[IPAddress]:
+        self.asked.append(host)
+        if host not in self.answers and self._otherwise is not None:
+            return list(self._otherwise(host, port))
+        queue = self.answers.get(host, [""])
+        answer = queue.pop(0) if len(queue) > 1 else queue[0]
+        if not answer:
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        return [ipaddress.ip_address(address) for address in answer.split()]

@@ -1,4 +1,5 @@
-"""A self-signed certificate for 127.0.0.1, made for a test (cryptography, else openssl)."""
+"""A self-signed certificate for 127.0.0.1 (or a DNS name), made for a test (cryptography, else
+openssl)."""
 
 from __future__ import annotations
 
@@ -7,23 +8,24 @@ import ipaddress
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Optional
 
 import pytest
 
 
-def self_signed(directory: Path) -> tuple[Path, Path]:
-    """A certificate for 127.0.0.1 and its key, as PEM files (cryptography, else openssl)."""
+def self_signed(directory: Path, dns_name: Optional[str] = None) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 (for `dns_name` only, when given) and its key, as PEM files."""
     cert_path, key_path = directory / "cert.pem", directory / "key.pem"
     try:
-        _make_with_cryptography(cert_path, key_path)
+        _make_with_cryptography(cert_path, key_path, dns_name)
     except ImportError:
         if shutil.which("openssl") is None:
             pytest.skip("making a test certificate needs the cryptography package or openssl")
-        _make_with_openssl(cert_path, key_path)
+        _make_with_openssl(cert_path, key_path, dns_name)
     return cert_path, key_path
 
 
-def _make_with_openssl(cert_path: Path, key_path: Path) -> None:
+def _make_with_openssl(cert_path: Path, key_path: Path, dns_name: Optional[str]) -> None:
     subprocess.run(
         [
             "openssl",
@@ -43,20 +45,21 @@ def _make_with_openssl(cert_path: Path, key_path: Path) -> None:
             "-subj",
             "/CN=dpp-netapp test",
             "-addext",
-            "subjectAltName=IP:127.0.0.1",
+            f"subjectAltName=DNS:{dns_name}" if dns_name else "subjectAltName=IP:127.0.0.1",
         ],
         check=True,
         capture_output=True,
     )
 
 
-def _make_with_cryptography(cert_path: Path, key_path: Path) -> None:
+def _make_with_cryptography(cert_path: Path, key_path: Path, dns_name: Optional[str]) -> None:
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
     from cryptography.x509.oid import NameOID
 
     key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.DNSName(dns_name) if dns_name else x509.IPAddress(ipaddress.ip_address("127.0.0.1"))
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "dpp-netapp test")])
     now = datetime.datetime.now(datetime.timezone.utc)
     certificate = (
@@ -67,9 +70,7 @@ def _make_with_cryptography(cert_path: Path, key_path: Path) -> None:
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - datetime.timedelta(minutes=5))
         .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False
-        )
+        .add_extension(x509.SubjectAlternativeName([subject]), False)
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
         .sign(key, hashes.SHA256())
     )

@@ -1,5 +1,9 @@
 """/api/v1/subscriptions: telemetry subscriptions in the ETSI MEC style (callback, filter, period
-or threshold, expiry deadline). Notifications are POSTed to the callback, signed (api/subscriptions.md)."""
+or threshold, expiry deadline). Notifications are POSTed to the callback, signed (api/subscriptions.md).
+
+Creating and deleting one needs scope intents:write: a subscription makes the NetApp send requests
+on the tenant's behalf, which is more than reading, and the tenant that acts on its telemetry is
+the one that changes its intents. Reading and listing one's subscriptions needs read."""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ from typing import Annotated, Optional, Union
 from fastapi import APIRouter, Depends, Header, Path, Request, Response
 from pydantic import Field
 
-from netapp.api.deps import JsonBody, ReaderDep, TelemetryDep
+from netapp.api.deps import IntentWriterDep, JsonBody, ReaderDep, TelemetryDep
 from netapp.api.routes.common import AUTHENTICATED, documented
 from netapp.service.contract import TelemetryUnavailable
 from netapp.telemetry.notify import SIGNATURE_HEADER, SUBSCRIPTION_HEADER, TIMESTAMP_HEADER
@@ -86,10 +90,11 @@ def create_subscription(
     request: Request,
     response: Response,
     subscriptions: SubscriptionsDep,
-    who: ReaderDep,
+    who: IntentWriterDep,
     body: SubscriptionRequest,
 ) -> SubscriptionCreated:
-    """Subscribe a callback URI to the caller's telemetry, every period or on a threshold."""
+    """Subscribe a callback URI (a public address, or one the allow-list names) to the caller's
+    telemetry, every period or on a threshold."""
     created = subscriptions.create(who, body)
     response.headers["Location"] = request.url_for("get_subscription", subscription_id=created.id).path
     return created
@@ -121,7 +126,7 @@ def get_subscription(
     responses=documented(*AUTHENTICATED, 404, 503),
 )
 def delete_subscription(
-    subscriptions: SubscriptionsDep, who: ReaderDep, subscription_id: SubscriptionIdPath
+    subscriptions: SubscriptionsDep, who: IntentWriterDep, subscription_id: SubscriptionIdPath
 ) -> None:
     """Delete a subscription; notifications still queued for it are not sent."""
     subscriptions.delete(who, subscription_id)
