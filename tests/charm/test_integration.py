@@ -46,7 +46,7 @@ def juju():
 
     with jubilant.temp_model() as juju:
         juju.wait_timeout = 1200
-        juju.deploy(os.environ["DPP_CHARM"], "dpp-netapp", config={"xdp-mode": "generic"})
+        juju.deploy(os.environ["DPP_CHARM"], "dpp-netapp", config={"xdp-mode": "generic", "callback-allow": "127.0.0.1/32"})
         juju.wait(jubilant.all_active)
         yield juju
 

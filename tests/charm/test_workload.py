@@ -103,6 +103,15 @@ def test_given_metrics_listener_when_configure_then_rendered_and_loads_as_netapp
     assert listener.enabled and str(listener.host) == "192.0.2.7" and listener.port == 9100
 
 
+def test_given_callback_allow_when_configure_then_the_netapp_allows_those_callbacks(workload):
+    from netapp.core.config import Settings
+
+    workload.configure(CharmConfig(callback_allow=" 127.0.0.1/32, receiver.mgmt.example ,"))
+    settings = yaml.safe_load(workload.paths.settings.read_text())
+    assert settings["telemetry"]["subscriptions"] == {"callback_allow": ["127.0.0.1/32", "receiver.mgmt.example"]}
+    assert Settings(**settings).telemetry.subscriptions.callback_allow
+
+
 def test_given_metrics_port_0_when_configure_then_listener_off(workload):
     from netapp.core.config import Settings
 
@@ -258,7 +267,11 @@ def api_server(tmp_path_factory) -> Iterator[tuple[str, object]]:
 
     tokens = tmp_path_factory.mktemp("auth") / "tokens.yaml"
     write_tokens_file(tokens, tokens_file_for({"juju-charm": ("operator", [Scope.ADMIN])}))
-    settings = Settings(tokens_file=tokens, state_dir=tmp_path_factory.mktemp("state"))
+    settings = Settings(
+        tokens_file=tokens,
+        state_dir=tmp_path_factory.mktemp("state"),
+        telemetry={"subscriptions": {"callback_allow": ["127.0.0.1/32"]}},  # the test's callbacks
+    )
     service = FakeIntentService()
     app = create_app(settings, service, Telemetry.from_settings(settings, NoCounters()))
     app.dependency_overrides[get_service] = lambda: service

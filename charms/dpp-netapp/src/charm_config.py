@@ -35,6 +35,7 @@ class CharmConfig(BaseModel):
     influxdb_org: str = Field("-", min_length=1)
     influxdb_bucket: str = ""
     telemetry_interval: float = Field(1.0, ge=0.05, le=3600)
+    callback_allow: list[str] = Field(default_factory=list)
     metrics_host: str = "0.0.0.0"
     metrics_port: int = Field(9464, ge=0, le=65535)
     alt_interface: str = ""
@@ -53,6 +54,14 @@ class CharmConfig(BaseModel):
         if len(set(names)) != len(names):
             raise ValueError("an interface is listed twice")
         return names
+
+    @field_validator("callback_allow", mode="before")
+    @classmethod
+    def _split_callback_allow(cls, value: object) -> object:
+        # Checked entry by entry by the NetApp's settings (telemetry.subscriptions.callback_allow).
+        if not isinstance(value, str):
+            return value
+        return [entry.strip() for entry in value.split(",") if entry.strip()]
 
     @field_validator("alt_interface")
     @classmethod

@@ -75,6 +75,8 @@ def render_settings(config: CharmConfig, paths: "Paths") -> dict[str, Any]:
             "bucket": config.influxdb_bucket,
         }
     settings["telemetry"]["metrics_listener"] = _metrics_listener(config)
+    if config.callback_allow:
+        settings["telemetry"]["subscriptions"] = {"callback_allow": list(config.callback_allow)}
     if config.alt_interface and config.alt_default:
         settings["default_alternative"] = config.alt_group
     return settings
