@@ -14,6 +14,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from netapp.api.auth import Authenticator
 from netapp.service.contract import Forbidden, IntentService, Principal, Scope, TelemetryUnavailable
+from netapp.tenancy.service import TenantService
 
 BEARER_REALM = "dpp-netapp"
 
@@ -37,7 +38,12 @@ async def get_telemetry(request: Request) -> Any:
     return telemetry
 
 
+async def get_tenants(request: Request) -> TenantService:
+    return request.app.state.tenants
+
+
 ServiceDep = Annotated[IntentService, Depends(get_service)]
+TenantsDep = Annotated[TenantService, Depends(get_tenants)]
 TelemetryDep = Annotated[Any, Depends(get_telemetry)]
 CredentialsDep = Annotated[Optional[HTTPAuthorizationCredentials], Depends(_bearer)]
 

@@ -52,10 +52,22 @@ def create_app(
     app = build_routes()
     app.state.settings = settings
     app.state.service = service
-    app.state.tenants = tenants or TenantService(lambda: getattr(service, "store"))
+    app.state.tenants = tenants or TenantService(
+        lambda: getattr(service, "store"), open_objects=lambda tenant: telemetry_held(telemetry, tenant)
+    )
     app.state.telemetry = telemetry
     app.state.authenticator = Authenticator.from_settings(settings)
     return app
+
+
+def telemetry_held(telemetry: Optional[Any], tenant: str) -> dict[str, int]:
+    """The tenant's subscriptions and open streams, for its usage (none without telemetry)."""
+    if telemetry is None:
+        return {}
+    held = {"streams": telemetry.streams.held(tenant)}
+    if telemetry.subscriptions is not None:
+        held["subscriptions"] = telemetry.subscriptions.held(tenant)
+    return held
 
 
 def build_routes() -> FastAPI:

@@ -78,6 +78,12 @@ class Forbidden(ServiceError):
     status, title = 403, "Forbidden"
 
 
+class QuotaExceeded(Forbidden):
+    """The change would make the tenant hold more than its quota (extras: quota, limit, used)."""
+
+    title = "Quota exceeded"
+
+
 class Conflict(ServiceError):
     """The change contradicts the state: an id in use, intents that collide, a stale precondition."""
 

@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field, Json
 from starlette.concurrency import run_in_threadpool
 
 from netapp.core.config import StreamSettings
-from netapp.service.contract import ServiceError
+from netapp.service.contract import QuotaExceeded, ServiceError
 from netapp.telemetry.collector import Collector
 from netapp.telemetry.poll import PointFilter, Poll, rfc3339_ns
 from netapp.telemetry.subscriptions import TelemetryPoint
@@ -153,7 +153,7 @@ class StreamHub:
         self.collector = collector
         self.settings = settings
         self._lock = threading.Lock()
-        self._queues: set[PollQueue] = set()
+        self._queues: dict[PollQueue, str] = {}  # open streams -> their tenant
         self._running = False
 
     @property
@@ -173,17 +173,36 @@ class StreamHub:
         for queue in ending:
             queue.end()
 
-    def check_room(self) -> None:
-        """TooManyStreams when every place is taken (`events` takes one, atomically)."""
+    def held(self, tenant: str) -> int:
+        """How many streams of the tenant are open."""
+        with self._lock:
+            return self._held(tenant)
+
+    def _held(self, tenant: str) -> int:
+        return sum(1 for owner in self._queues.values() if owner == tenant)
+
+    def check_room(self, tenant: str = "", quota: Optional[int] = None) -> None:
+        """QuotaExceeded when the tenant has `quota` streams open, TooManyStreams when every place
+        is taken (`events` takes one, atomically)."""
+        held = self.held(tenant)
+        if quota is not None and held >= quota:
+            raise QuotaExceeded(
+                f"tenant {tenant!r} may have {quota} streams open (quotas.streams): close one first",
+                quota="streams",
+                limit=quota,
+                used=held + 1,
+            )
         if self.clients >= self.settings.max_clients:
             raise TooManyStreams(
                 f"{self.settings.max_clients} streams are open, the most allowed "
                 "(setting telemetry.stream.max_clients); try again later"
             )
 
-    async def events(self, which: PointFilter) -> AsyncIterator[str]:
-        """The stream of one client, until it goes away or telemetry stops."""
-        queue, refusal = self._join(asyncio.get_running_loop())
+    async def events(
+        self, which: PointFilter, tenant: str = "", quota: Optional[int] = None
+    ) -> AsyncIterator[str]:
+        """The stream of one client of `tenant`, until it goes away or telemetry stops."""
+        queue, refusal = self._join(asyncio.get_running_loop(), tenant, quota)
         if queue is None:
             yield f"retry: {RECONNECT_MS}\n\n"
             yield sse_event("closed", {"reason": refusal})
@@ -208,7 +227,9 @@ class StreamHub:
                 yield sse_event("dropped", {"dropped": dropped, "droppedTotal": queue.dropped_total})
             yield await run_in_threadpool(poll_event, poll, which)
 
-    def _join(self, loop: asyncio.AbstractEventLoop) -> tuple[Optional[PollQueue], str]:
+    def _join(
+        self, loop: asyncio.AbstractEventLoop, tenant: str, quota: Optional[int]
+    ) -> tuple[Optional[PollQueue], str]:
         """A new client's queue, listening; (None, why) when it cannot be served."""
         queue = PollQueue(self.settings.queue_polls, loop)
         with self._lock:
@@ -216,14 +237,16 @@ class StreamHub:
                 return None, "telemetry is not running"
             if len(self._queues) >= self.settings.max_clients:
                 return None, "too many streams"  # the places went since check_room
-            self._queues.add(queue)
+            if quota is not None and self._held(tenant) >= quota:
+                return None, "the tenant's streams quota is reached"
+            self._queues[queue] = tenant
         self.collector.add_listener(queue.offer)
         return queue, ""
 
     def _leave(self, queue: PollQueue) -> None:
         self.collector.remove_listener(queue.offer)
         with self._lock:
-            self._queues.discard(queue)
+            self._queues.pop(queue, None)
 
 
 def poll_event(poll: Poll, which: PointFilter) -> str:

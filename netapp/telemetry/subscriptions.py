@@ -48,7 +48,7 @@ from pydantic.alias_generators import to_camel
 from netapp.core.config import SubscriptionSettings
 from netapp.core.destinations import DestinationRefused, host_address
 from netapp.intents.models import IntentId
-from netapp.service.contract import Conflict, Forbidden, InvalidInput, NotFound, Principal
+from netapp.service.contract import Conflict, Forbidden, InvalidInput, NotFound, Principal, QuotaExceeded
 from netapp.telemetry.notify import Delivery, DeliveryStats, Notifier
 from netapp.telemetry.pinned import check_url
 from netapp.telemetry.poll import (
@@ -709,8 +709,11 @@ class SubscriptionManager:
 
     # --- what callers do ---------------------------------------------------------------------
 
-    def create(self, who: Principal, request: SubscriptionRequest) -> SubscriptionCreated:
-        """A new subscription of the caller's tenant (InvalidInput, Forbidden or Conflict)."""
+    def create(
+        self, who: Principal, request: SubscriptionRequest, quota: Optional[int] = None
+    ) -> SubscriptionCreated:
+        """A new subscription of the caller's tenant (InvalidInput, Forbidden or Conflict);
+        QuotaExceeded when the tenant holds `quota` subscriptions already."""
         which = point_filter(who, request.filter_criteria, "filterCriteria.measurements")
         self._check_trigger(who, request)
         now = self._clock_ns()
@@ -725,7 +728,7 @@ class SubscriptionManager:
             created_ns=now,
         )
         with self._lock:
-            self._check_room(who.tenant)
+            self._check_room(who.tenant, quota)
             self.store.add(stored)
             active = self._active[stored.id] = _Active(stored, self._trigger(request, which))
         log.info(
@@ -802,8 +805,23 @@ class SubscriptionManager:
         if deadline is not None and deadline.ns() <= now_ns:
             raise InvalidInput("the expiry deadline has passed already", field="expiryDeadline")
 
-    def _check_room(self, tenant: str) -> None:
-        held = sum(1 for active in self._active.values() if active.stored.tenant == tenant)
+    def held(self, tenant: str) -> int:
+        """How many subscriptions the tenant holds."""
+        with self._lock:
+            return self._held(tenant)
+
+    def _held(self, tenant: str) -> int:
+        return sum(1 for active in self._active.values() if active.stored.tenant == tenant)
+
+    def _check_room(self, tenant: str, quota: Optional[int]) -> None:
+        held = self._held(tenant)
+        if quota is not None and held >= quota:
+            raise QuotaExceeded(
+                f"tenant {tenant!r} may hold {quota} subscriptions (quotas.subscriptions): delete one first",
+                quota="subscriptions",
+                limit=quota,
+                used=held + 1,
+            )
         if held >= self.settings.max_per_tenant:
             raise Conflict(
                 f"tenant {tenant!r} holds {held} subscriptions, the most allowed "

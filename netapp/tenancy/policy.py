@@ -13,16 +13,12 @@ from typing import Optional, Sequence
 
 from netapp.intents.errors import IntentError
 from netapp.intents.models import Intent
-from netapp.service.contract import Conflict, Forbidden, Principal, SliceSpec, Snssai
+from netapp.service.contract import Conflict, Principal, QuotaExceeded, SliceSpec, Snssai
 from netapp.service.store import Store
 from netapp.tenancy.confine import confine, grants_intersect
-from netapp.tenancy.models import TenantQuotas, TenantRecord, TenantSpec, TenantUsage, TrafficGrant
+from netapp.tenancy.models import TenantQuotas, TenantSpec, TenantUsage, TrafficGrant
 
 SHOWN_INTENTS = 5
-
-
-class QuotaExceeded(Forbidden):
-    title = "Quota exceeded"
 
 
 class TenantPolicy:
@@ -126,10 +122,6 @@ class TenantPolicy:
                 field="traffic",
                 intents=outside[:SHOWN_INTENTS],
             )
-
-
-def with_usage(record: TenantRecord, usage: TenantUsage) -> TenantRecord:
-    return record.model_copy(update={"usage": usage})
 
 
 def _snssai(snssai: Snssai) -> str:

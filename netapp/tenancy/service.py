@@ -11,18 +11,24 @@ from typing import Callable
 
 from netapp.service.contract import Conflict, Forbidden, NotFound, Principal, Scope
 from netapp.service.store import Store
-from netapp.tenancy.models import TenantRecord, TenantSpec
-from netapp.tenancy.policy import TenantPolicy, with_usage
+from netapp.tenancy.models import TenantQuotas, TenantRecord, TenantSpec
+from netapp.tenancy.policy import TenantPolicy
 
 
 class TenantService:
     """`store_of` gives the store when a request comes: the intent service opens it when it starts."""
 
     def __init__(
-        self, store_of: Callable[[], Store], clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc)
+        self,
+        store_of: Callable[[], Store],
+        clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
+        open_objects: Callable[[str], dict[str, int]] = lambda tenant: {},
     ):
+        """`open_objects(tenant)`: what the tenant holds outside the store (telemetry's
+        subscriptions and streams), for its usage."""
         self._store_of = store_of
         self._clock = clock
+        self._open_objects = open_objects
 
     @property
     def store(self) -> Store:
@@ -34,7 +40,11 @@ class TenantService:
 
     def list_tenants(self, who: Principal) -> list[TenantRecord]:
         _require_admin(who)
-        return [with_usage(record, self.policy.usage(record.tenant)) for record in self.store.list_tenants()]
+        return [self._with_usage(record) for record in self.store.list_tenants()]
+
+    def quotas_of(self, who: Principal) -> TenantQuotas:
+        """The caller's tenant's quotas (the defaults without a record)."""
+        return self.policy.quotas_of(who.tenant)
 
     def get_tenant(self, who: Principal, tenant: str) -> TenantRecord:
         """A tenant's record and usage: its own for any caller with scope read, any for admins. A
@@ -44,7 +54,7 @@ class TenantService:
         record = self.store.get_tenant(tenant) or TenantRecord(
             tenant=tenant, spec=self.policy.effective_spec(who, tenant), updated_at=self._clock(), revision=0
         )
-        return with_usage(record, self.policy.usage(tenant))
+        return self._with_usage(record)
 
     def put_tenant(self, who: Principal, tenant: str, spec: TenantSpec) -> tuple[TenantRecord, bool]:
         """Create or replace a tenant's record; True when created. Conflict when its traffic would
@@ -57,7 +67,7 @@ class TenantService:
                 tenant=tenant, spec=spec, updated_at=self._clock(), revision=old.revision + 1 if old else 1
             )
             self.store.put_tenant(record)
-        return with_usage(record, self.policy.usage(tenant)), old is None
+        return self._with_usage(record), old is None
 
     def delete_tenant(self, who: Principal, tenant: str) -> None:
         """Refused while the tenant holds intents or slices: they would be left outside any grant."""
@@ -72,6 +82,10 @@ class TenantService:
                     field="tenant",
                 )
             self.store.delete_tenant(tenant)
+
+    def _with_usage(self, record: TenantRecord) -> TenantRecord:
+        usage = self.policy.usage(record.tenant).model_copy(update=self._open_objects(record.tenant))
+        return record.model_copy(update={"usage": usage})
 
 
 def _require_admin(who: Principal) -> None:

@@ -16,6 +16,7 @@ VNI_1093 = {"traffic": [{"overlay": "vxlan", "vni": 1093}]}
 
 @pytest.fixture(autouse=True)
 def no_records_left(admin) -> Iterator[None]:
+    """The records are in a store the session shares (schemathesis writes some too)."""
     yield
     for record in admin.get(TENANTS).json():
         admin.delete(f"{TENANTS}/{record['tenant']}")
@@ -31,7 +32,7 @@ def test_an_admin_grants_traffic_and_the_tenant_reads_it_with_its_usage(admin, t
     ]
     assert own["spec"]["quotas"] == {"intents": 10000, "slices": 100, "subscriptions": 100, "streams": 4}
     assert own["usage"] == {"intents": 0, "slices": 0, "subscriptions": 0, "streams": 0}
-    assert [record["tenant"] for record in admin.get(TENANTS).json()] == ["tenant-a"]
+    assert "tenant-a" in [record["tenant"] for record in admin.get(TENANTS).json()]
 
 
 def test_a_tenant_reads_no_other_tenants_record_and_writes_none(admin, tenant_a):

@@ -13,6 +13,7 @@ import pytest
 from netapp.core.config import StreamSettings
 from netapp.telemetry.collector import Collector
 from netapp.telemetry.poll import PointFilter, Poll
+from netapp.service.contract import QuotaExceeded
 from netapp.telemetry.stream import PollQueue, StreamHub, TooManyStreams, poll_event
 from tests.utils.service import ALICE, BOB, fake_service, intent
 
@@ -143,6 +144,26 @@ def test_clients_beyond_the_most_allowed_are_refused(collector):
     retry, closed = asyncio.run(scenario())
     assert retry.startswith("retry: ")
     assert event_data(closed) == ("closed", {"reason": "too many streams"})
+
+
+def test_a_tenant_at_its_streams_quota_is_refused_and_others_are_not(collector):
+    hub = running_hub(collector, max_clients=8)
+
+    async def scenario() -> list[str]:
+        first = hub.events(PointFilter(tenant="alice"), "alice", 1)
+        await anext(first)
+        await asyncio.sleep(0)  # let it take its place
+        with pytest.raises(QuotaExceeded):
+            hub.check_room("alice", 1)
+        hub.check_room("bob", 1)
+        late = [event async for event in hub.events(PointFilter(tenant="alice"), "alice", 1)]
+        assert (hub.held("alice"), hub.held("bob")) == (1, 0)
+        await first.aclose()
+        hub.check_room("alice", 1)
+        return late
+
+    _, closed = asyncio.run(scenario())
+    assert event_data(closed) == ("closed", {"reason": "the tenant's streams quota is reached"})
 
 
 def test_stopping_ends_every_open_stream_and_a_stream_before_the_start_ends_at_once(collector):

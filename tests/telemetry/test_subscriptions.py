@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from netapp.core.config import SubscriptionSettings
 from netapp.core.destinations import Resolver, resolve
 from netapp.intents.models import CpuSpec
-from netapp.service.contract import Conflict, Forbidden, InvalidInput, NotFound, Principal
+from netapp.service.contract import Conflict, Forbidden, InvalidInput, NotFound, Principal, QuotaExceeded
 from netapp.service.service import NetAppService
 from netapp.telemetry.collector import Collector
 from netapp.telemetry.notify import SUBSCRIPTION_HEADER, Notifier, sign, verify_signature
@@ -510,6 +510,16 @@ def test_a_tenant_holding_the_most_subscriptions_allowed_is_refused_another(make
     with pytest.raises(Conflict, match="max_per_tenant"):
         rig.subscribe(ALICE, receiver.url)
     rig.subscribe(BOB, receiver.url)  # another tenant's room is its own
+
+
+def test_a_tenant_at_its_subscriptions_quota_is_refused_another_with_403(make_rig, receiver):
+    rig = make_rig(FAST)
+    rig.manager.create(ALICE, request(receiver.url), quota=1)
+
+    with pytest.raises(QuotaExceeded) as refused:
+        rig.manager.create(ALICE, request(receiver.url), quota=1)
+    assert refused.value.extra == {"quota": "subscriptions", "limit": 1, "used": 2}
+    assert (rig.manager.held(ALICE.tenant), rig.manager.held(BOB.tenant)) == (1, 0)
 
 
 @pytest.mark.parametrize(

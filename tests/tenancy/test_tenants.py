@@ -8,10 +8,17 @@ import sqlite3
 import pytest
 
 from netapp.intents.models import Intent, LegacyMessage
-from netapp.service.contract import Conflict, Forbidden, IntentFilter, InvalidInput, NotFound, Principal
+from netapp.service.contract import (
+    Conflict,
+    Forbidden,
+    IntentFilter,
+    InvalidInput,
+    NotFound,
+    Principal,
+    QuotaExceeded,
+)
 from netapp.service.store import SCHEMA_V1, Store
 from netapp.tenancy.models import TenantSpec
-from netapp.tenancy.policy import QuotaExceeded
 from netapp.tenancy.service import TenantService
 from tests.utils.intents import paper_message
 from tests.utils.service import ADMIN, WRITER_SCOPES, fake_service, intent, slice_spec

@@ -12,7 +12,7 @@ from typing import Annotated, Optional, Union
 from fastapi import APIRouter, Depends, Header, Path, Request, Response
 from pydantic import Field
 
-from netapp.api.deps import IntentWriterDep, JsonBody, ReaderDep, TelemetryDep
+from netapp.api.deps import IntentWriterDep, JsonBody, ReaderDep, TelemetryDep, TenantsDep
 from netapp.api.routes.common import AUTHENTICATED, documented
 from netapp.service.contract import TelemetryUnavailable
 from netapp.telemetry.notify import SIGNATURE_HEADER, SUBSCRIPTION_HEADER, TIMESTAMP_HEADER
@@ -91,11 +91,12 @@ def create_subscription(
     response: Response,
     subscriptions: SubscriptionsDep,
     who: IntentWriterDep,
+    tenants: TenantsDep,
     body: SubscriptionRequest,
 ) -> SubscriptionCreated:
     """Subscribe a callback URI (a public address, or one the allow-list names) to the caller's
     telemetry, every period or on a threshold."""
-    created = subscriptions.create(who, body)
+    created = subscriptions.create(who, body, quota=tenants.quotas_of(who).subscriptions)
     response.headers["Location"] = request.url_for("get_subscription", subscription_id=created.id).path
     return created
 

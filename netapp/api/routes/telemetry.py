@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from fastapi.responses import StreamingResponse
 
-from netapp.api.deps import ReaderDep, TelemetryDep
+from netapp.api.deps import ReaderDep, TelemetryDep, TenantsDep
 from netapp.api.routes.common import AUTHENTICATED, documented
 from netapp.intents.models import IntentId
 from netapp.telemetry.stream import EVENT_STREAM, ClosedEvent, DroppedEvent, PollEvent, StreamEvent
@@ -62,6 +62,7 @@ _EVENT_SCHEMA = {
 def stream_telemetry(
     telemetry: TelemetryDep,
     who: ReaderDep,
+    tenants: TenantsDep,
     intents: IntentsQuery = [],  # noqa: B006 - FastAPI copies defaults; never mutated
     slices: SlicesQuery = [],  # noqa: B006
     measurements: MeasurementsQuery = [],  # noqa: B006
@@ -72,9 +73,10 @@ def stream_telemetry(
     )
     which = point_filter(who, criteria, "measurement")
     streams = telemetry.streams
-    streams.check_room()
+    quota = tenants.quotas_of(who).streams
+    streams.check_room(who.tenant, quota)
     return StreamingResponse(
-        streams.events(which),
+        streams.events(which, who.tenant, quota),
         media_type=EVENT_STREAM,
         # No caching, and no buffering by a reverse proxy (nginx honours this header).
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},

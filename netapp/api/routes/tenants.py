@@ -4,23 +4,15 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Path, Request, Response
+from fastapi import APIRouter, Path, Request, Response
 
-from netapp.api.deps import AdminDep, JsonBody, ReaderDep
+from netapp.api.deps import AdminDep, JsonBody, ReaderDep, TenantsDep
 from netapp.api.routes.common import AUTHENTICATED, CHANGES, documented
 from netapp.tenancy.models import TENANT_PATTERN, TenantRecord, TenantSpec
-from netapp.tenancy.service import TenantService
 
 router = APIRouter(prefix="/api/v1/tenants", tags=["tenants"])
 
 TenantPath = Annotated[str, Path(min_length=1, max_length=64, pattern=TENANT_PATTERN, description="the tenant")]
-
-
-async def get_tenants(request: Request) -> TenantService:
-    return request.app.state.tenants
-
-
-TenantsDep = Annotated[TenantService, Depends(get_tenants)]
 
 
 @router.get("", response_model=list[TenantRecord], responses=documented(*AUTHENTICATED))
