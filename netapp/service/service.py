@@ -76,7 +76,9 @@ from netapp.service.contract import (
     Health,
     IntentFilter,
     IntentRecord,
+    IntentResult,
     IntentService,
+    IntentWarning,
     InvalidInput,
     NotFound,
     Page,
@@ -88,6 +90,7 @@ from netapp.service.contract import (
     batch_field,
 )
 from netapp.service.group_commit import GroupWriter, WriterClosed
+from netapp.service.overlaps import overlap_warnings
 from netapp.service.slices import slice_intents
 from netapp.service.store import Attachment, Store, StoreError
 from netapp.telemetry.interfaces import read_interfaces
@@ -581,6 +584,11 @@ class NetAppService(IntentService):
             return intent_id
         return qualified if who.is_admin else OTHER_TENANT
 
+    def _warnings(self, who: Principal, qualified: list[str]) -> list[IntentWarning]:
+        """What `who` should know about these intents as the index now holds them: the intents of
+        other shapes they overlap, named as `who` may see them (netapp.service.overlaps)."""
+        return overlap_warnings(self._index, qualified, lambda name: self._display(who, name), OTHER_TENANT)
+
     def _require_started(self) -> None:
         if not self._started:
             raise DataplaneUnavailable("the service is not started")
@@ -634,7 +642,7 @@ class NetAppService(IntentService):
         self._require(who, Scope.INTENTS_WRITE)
         return self._submit_create(_CreateRequest(who, intent, NATIVE_SOURCE, idempotency_key))
 
-    def replace_intent(self, who: Principal, intent_id: str, intent: Intent) -> IntentRecord:
+    def replace_intent(self, who: Principal, intent_id: str, intent: Intent) -> IntentResult:
         self._require(who, Scope.INTENTS_WRITE)
         tenant, local = self._owner(who, intent_id, "intent")
         return self._replace(who, tenant, local, intent, None)
@@ -644,14 +652,15 @@ class NetAppService(IntentService):
         tenant, local = self._owner(who, intent_id, "intent")
         self._delete(who, tenant, local)
 
-    def apply_legacy(self, who: Principal, message: LegacyMessage) -> Optional[IntentRecord]:
+    def apply_legacy(self, who: Principal, message: LegacyMessage) -> Optional[IntentResult]:
         self._require(who, Scope.INTENTS_WRITE)
         try:
             action_type, intent = legacy_to_native(message)
         except IntentError as exc:
             raise _invalid_input(exc) from exc
         if action_type == "INSERT":
-            return self._create(who, intent, LEGACY_SOURCE, None).record
+            created = self._create(who, intent, LEGACY_SOURCE, None)
+            return IntentResult.of(created.record, created.warnings)
         if action_type == "UPDATE":
             return self._replace(who, who.tenant, intent.id, intent, LEGACY_SOURCE)
         self._delete(who, who.tenant, intent.id)
@@ -748,7 +757,12 @@ class NetAppService(IntentService):
                 self.store.remember_idempotent(tenant, key, fingerprint, records, now, now + IDEMPOTENCY_TTL)
             return BatchCreateResult(records, created=True)
 
-        return work, where
+        def warned(change: IndexChange) -> BatchCreateResult:
+            result = work(change)
+            result.warnings = self._warnings(who, list(positions))
+            return result
+
+        return warned, where
 
     def _earlier_create(
         self, tenant: str, key: str, fingerprint: str, now: datetime
@@ -794,14 +808,14 @@ class NetAppService(IntentService):
 
     def _replace(
         self, who: Principal, tenant: str, intent_id: str, intent: Intent, source: Optional[str]
-    ) -> IntentRecord:
+    ) -> IntentResult:
         if intent.id != intent_id:
             raise InvalidInput(
                 f"id {intent.id!r} differs from the intent being replaced ({intent_id!r})", field="id"
             )
         qualified = rule_id(tenant, intent_id)
 
-        def work(change: IndexChange) -> IntentRecord:
+        def work(change: IndexChange) -> IntentResult:
             old = self._changeable_intent(tenant, intent_id)
             record = old.model_copy(
                 update={
@@ -815,7 +829,7 @@ class NetAppService(IntentService):
             if qualified in self._index:
                 change.remove(qualified)
             change.add(self._compile(tenant, intent))
-            return record
+            return IntentResult.of(record, self._warnings(who, [qualified]))
 
         record = self._change(who, work)
         self._uncompiled.pop(qualified, None)
@@ -876,7 +890,7 @@ class NetAppService(IntentService):
                 if (conflict.intent_a, conflict.intent_b) not in seen:
                     seen.add((conflict.intent_a, conflict.intent_b))
                     conflicts.append(self._conflict_view(who, conflict))
-        return DryRunReport(rules=rules, conflicts=conflicts)
+        return DryRunReport(rules=rules, conflicts=conflicts, warnings=self._warnings(who, qualified))
 
     def _rule_view(self, who: Principal, rule: CompiledRule) -> CompiledRuleView:
         return CompiledRuleView(
@@ -1403,7 +1417,7 @@ def _create_outcome(part: _Part[BatchCreateResult]) -> Union[CreateResult, Excep
     if part.error is not None:
         return part.error
     assert part.result is not None
-    return CreateResult(part.result.records[0], created=part.result.created)
+    return CreateResult(part.result.records[0], created=part.result.created, warnings=part.result.warnings)
 
 
 def _counter_views(counters: dict[str, tuple[int, int]]) -> dict[str, dict[str, int]]:
