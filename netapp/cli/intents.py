@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from netapp.cli.client import Api
-from netapp.cli.errors import EXIT_BAD_INPUT, fail
+from netapp.cli.errors import EXIT_BAD_INPUT, fail, warn
 from netapp.cli.options import TokenOption, UrlOption
 from netapp.intents.errors import IntentError
 from netapp.intents.loader import read_data
@@ -57,7 +57,8 @@ BATCH_LIMIT = 1000  # the API's limit on one batch create
 
 
 def _create_batch(api: Api, entries: list[dict]) -> list[tuple[str, Any]]:
-    """Create new native intents: one request for several (all or none), POST /intents for one."""
+    """Create new native intents: one request for several (all or none), POST /intents for one.
+    Warns of what the answers warn of."""
     if len(entries) == 1:
         response = api.request("POST", BASE, json=entries[0])
         return [("created" if response.status_code == 201 else "unchanged", response.json())]
@@ -65,7 +66,24 @@ def _create_batch(api: Api, entries: list[dict]) -> list[tuple[str, Any]]:
     for start in range(0, len(entries), BATCH_LIMIT):
         response = api.request("POST", f"{BASE}/batch", json={"intents": entries[start : start + BATCH_LIMIT]})
         outcomes += [("created", record) for record in response.json()["items"]]
+        warn_of(response.json())
     return outcomes
+
+
+def warn_of(body: Any) -> None:
+    """The answer's `warnings`, one line each on stderr."""
+    for warning in body.get("warnings", []) if isinstance(body, dict) else []:
+        warn(warning_line(warning))
+
+
+def warning_line(warning: dict) -> str:
+    """One warning of an answer (IntentWarning) as a line."""
+    if warning["kind"] == "overlap":
+        return (
+            f"overlap: {warning['intent_a']} and {warning['intent_b']} both match {warning['shared']}; "
+            f"{warning['winner']} gets them ({warning['reason']})"
+        )
+    return f"{warning['kind']}: {warning['reason']}"
 
 
 @app.command("apply")
@@ -76,7 +94,8 @@ def apply(
     token: TokenOption = None,
 ) -> None:
     """Create or replace every intent of FILE (legacy messages are applied as sent). Consecutive new
-    native intents are created together in one batch request (one transaction)."""
+    native intents are created together in one batch request (one transaction). Warnings, such as
+    intents of other shapes that match some of the same packets, go to stderr, one line each."""
     api = Api.from_options(url, token)
     console = Console()
     pending: list[dict] = []  # new native intents, created together before anything that follows
@@ -87,6 +106,7 @@ def apply(
             console.print_json(json.dumps(body))
         else:
             console.print(f"{outcome} {name}")
+        warn_of(body)
 
     def flush() -> None:
         for entry, (outcome, body) in zip(pending, _create_batch(api, pending) if pending else [], strict=True):

@@ -100,6 +100,10 @@ class FieldValues(Mapping[str, Any]):
     def __repr__(self) -> str:
         return f"FieldValues({self._map!r})"
 
+    def as_dict(self) -> dict[str, Any]:
+        """A plain dict copy (much faster than dict(values), which goes through the Mapping API)."""
+        return dict(self._map)
+
 
 @dataclass(frozen=True)
 class RuleShape:

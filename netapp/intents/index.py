@@ -10,14 +10,19 @@ collision, order_shapes), so both agree by construction; a property test checks 
 A change goes through `track()`: it records the keys it touched, so it can say what the maps must
 do (`delta()`), what would undo that in the maps (`inverse()`), and put the index back (`roll_back()`),
 wholly or back to a `mark()`: the service's group transaction undoes one caller's part that way.
+
+It also keeps the installed keys of each shape (netapp.intents.shape_keys), so that `overlaps()` can
+say which installed rules of other shapes match some of the packets a rule matches
+(netapp.intents.overlap) without looking at every rule.
 """
 
 from __future__ import annotations
 
 import bisect
 import heapq
+import itertools
 from dataclasses import dataclass
-from typing import Mapping, Optional
+from typing import Iterable, Mapping, Optional
 
 from netapp.intents.compiler import (
     MAX_SHAPES,
@@ -36,9 +41,13 @@ from netapp.intents.compiler import (
     winner_order,
 )
 from netapp.intents.models import Intent
+from netapp.intents.overlap import Overlap, ShapeOrder, ShapeRanks, overlap
+from netapp.intents.shape_keys import OVERLAP_BUDGET, ShapeKeys
 
 MatchKey = tuple[RuleShape, FieldValues]
-ShapeOrder = tuple[tuple[RuleShape, ...], tuple[int, ...]]
+
+# An overlap search (RuleIndex.overlaps) lists this many overlapping rules, and counts the rest.
+OVERLAP_LIMIT = 10
 
 
 @dataclass(frozen=True)
@@ -59,6 +68,19 @@ class RuleDelta:
     def empty(self) -> bool:
         """Nothing to write (the shape set only changes when installed rules do)."""
         return not self.upserts and not self.removes
+
+
+@dataclass(frozen=True)
+class OverlapSearch:
+    """What an overlap search found: up to its limit of overlaps, and how many more.
+
+    more: further installed rules that overlap, not listed; unchecked: rules the search did not
+    examine once its budget ran out, so that `more` is then a lower bound.
+    """
+
+    overlaps: tuple[Overlap, ...] = ()
+    more: int = 0
+    unchecked: int = 0
 
 
 class _PriorityCounts:
@@ -107,6 +129,7 @@ class RuleIndex:
         self._groups: dict[MatchKey, list[CompiledRule]] = {}
         self._colliding: set[MatchKey] = set()
         self._shape_priorities: dict[RuleShape, _PriorityCounts] = {}
+        self._shape_keys: dict[RuleShape, ShapeKeys] = {}  # installed keys per shape (overlaps)
         self._order: Optional[ShapeOrder] = None  # cached until the installed rules change
 
     # --- reading ---------------------------------------------------------------------------------
@@ -163,6 +186,43 @@ class RuleIndex:
         shapes, max_priorities = self.shape_order()
         rules = sort_rules(self.installed_rules(), shapes)
         return CompiledRuleset(rules, shapes, max_priorities, self.conflicts())
+
+    def overlaps(
+        self, rule_id: str, limit: int = OVERLAP_LIMIT, budget: int = OVERLAP_BUDGET
+    ) -> OverlapSearch:
+        """Installed rules of other shapes that match some packets this installed rule matches (none
+        for a rule that is not installed): the first `limit`, and a count of the others.
+
+        Shapes are taken in search order; within one, ShapeKeys.candidates finds the keys that may
+        overlap without looking at every key, and at most `budget` keys are examined in all.
+        """
+        rule = self._rules.get(rule_id)
+        if rule is None or not self.is_installed(rule_id):
+            return OverlapSearch()
+        order = self.shape_order()
+        ranks = ShapeRanks.of(order)
+        found: list[Overlap] = []
+        total = unchecked = 0
+        for shape in order[0]:
+            if shape == rule.shape:
+                continue
+            candidates = self._shape_keys[shape].candidates(rule, budget)
+            budget -= candidates.cost
+            if candidates.check is None:  # every candidate overlaps: nothing to examine
+                total += candidates.count
+                listed: Iterable[FieldValues] = itertools.islice(candidates.keys, max(0, limit - len(found)))
+            else:
+                listed, matched, examined = candidates.examine(rule, budget, limit - len(found))
+                total += matched
+                budget -= examined
+                unchecked += candidates.count - examined
+            found.extend(self._overlap(rule, shape, key, ranks) for key in listed)
+        return OverlapSearch(tuple(found), total - len(found), unchecked)
+
+    def _overlap(self, rule: CompiledRule, shape: RuleShape, key: FieldValues, ranks: ShapeRanks) -> Overlap:
+        found = overlap(rule, self._groups[(shape, key)][0], ranks)
+        assert found is not None, "a candidate the search found does not overlap"
+        return found
 
     # --- changing ----------------------------------------------------------------------------------
 
@@ -221,10 +281,13 @@ class RuleIndex:
         if before is not None:
             counts = self._shape_priorities[before.shape]
             counts.remove(before.priority)
+            self._shape_keys[before.shape].remove(before.values)
             if not counts.total:
                 del self._shape_priorities[before.shape]
+                del self._shape_keys[before.shape]
         if after is not None:
             self._shape_priorities.setdefault(after.shape, _PriorityCounts()).add(after.priority)
+            self._shape_keys.setdefault(after.shape, ShapeKeys(after.shape)).add(after.values)
         self._order = None
 
 
@@ -305,3 +368,4 @@ def _delta(
             removes.append(old)
     shapes, max_priorities = shape_order
     return RuleDelta(tuple(upserts), tuple(removes), shapes, max_priorities)
+

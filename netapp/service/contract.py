@@ -138,12 +138,46 @@ class ConflictView(BaseModel):
     reason: str
 
 
+# What a warning is about. "overlap": the intent and another of a different shape both match some
+# packets; "more_overlaps": how many more it overlaps than are listed; "narrowed": the match was
+# wider than the traffic the tenant owns and was narrowed to it (netapp.tenancy).
+WarningKind = Literal["overlap", "more_overlaps", "narrowed"]
+
+
+class IntentWarning(BaseModel):
+    """Something a change does that its author may not expect. The change is made all the same (or,
+    in a dry run, would be)."""
+
+    kind: WarningKind = Field(description="what the warning is about (more kinds may come: ignore unknown ones)")
+    intent_a: str = Field(description="the intent of the request")
+    intent_b: Optional[str] = Field(None, description="overlap: the other intent")
+    shared: Optional[str] = Field(None, description="overlap: the packets both match, in words")
+    winner: Optional[str] = Field(None, description="overlap: the intent whose action those packets get")
+    reason: str = Field(
+        description="overlap: why that one wins; narrowed: the grant and the fields set; otherwise what it means"
+    )
+    count: Optional[int] = Field(
+        None, description="more_overlaps: how many more intents overlap intent_a (at least, see reason)"
+    )
+
+
+class IntentResult(IntentRecord):
+    """An intent as stored after a create or replace, and the warnings the change raised."""
+
+    warnings: list[IntentWarning] = Field(default_factory=list)
+
+    @classmethod
+    def of(cls, record: IntentRecord, warnings: list[IntentWarning]) -> "IntentResult":
+        return cls(**dict(record), warnings=warnings)
+
+
 class DryRunReport(BaseModel):
     """What a change would do, without doing it."""
 
     applied: Literal[False] = False
     rules: list[CompiledRuleView]
     conflicts: list[ConflictView]
+    warnings: list[IntentWarning] = Field(default_factory=list)
 
 
 class Snssai(BaseModel):
@@ -202,12 +236,14 @@ class Page(Generic[T]):
 class CreateResult:
     record: IntentRecord
     created: bool  # False: an idempotent retry returned the earlier result
+    warnings: list[IntentWarning] = field(default_factory=list)  # as of this answer, retries too
 
 
 @dataclass
 class BatchCreateResult:
     records: list[IntentRecord]  # in the order of the request
     created: bool  # False: an idempotent retry returned the earlier batch's records
+    warnings: list[IntentWarning] = field(default_factory=list)
 
 
 # The most intents one batch create takes (one transaction; ~100 per request is the sweet spot).
@@ -249,7 +285,10 @@ class IntentService(abc.ABC):
     `submit_create` does not, for a route that awaits its future instead.
 
     Ids are unique per tenant. Where a method takes an intent or slice id, a bare id names the
-    caller's own object; `<tenant>/<id>` names another tenant's, for admins (ids cannot hold '/')."""
+    caller's own object; `<tenant>/<id>` names another tenant's, for admins (ids cannot hold '/').
+
+    Creates, replaces and dry runs answer warnings as well: the installed intents of other shapes
+    that the request's intents overlap (netapp.service.overlaps)."""
 
     # intents
     @abc.abstractmethod
@@ -280,13 +319,13 @@ class IntentService(abc.ABC):
         (InvalidInput beyond). An idempotency key covers the whole batch."""
 
     @abc.abstractmethod
-    def replace_intent(self, who: Principal, intent_id: str, intent: Intent) -> IntentRecord: ...
+    def replace_intent(self, who: Principal, intent_id: str, intent: Intent) -> IntentResult: ...
 
     @abc.abstractmethod
     def delete_intent(self, who: Principal, intent_id: str) -> None: ...
 
     @abc.abstractmethod
-    def apply_legacy(self, who: Principal, message: LegacyMessage) -> Optional[IntentRecord]:
+    def apply_legacy(self, who: Principal, message: LegacyMessage) -> Optional[IntentResult]:
         """INSERT/UPDATE/DELETE of the paper's message; None after a DELETE."""
 
     @abc.abstractmethod

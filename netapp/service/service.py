@@ -76,7 +76,9 @@ from netapp.service.contract import (
     Health,
     IntentFilter,
     IntentRecord,
+    IntentResult,
     IntentService,
+    IntentWarning,
     InvalidInput,
     NotFound,
     Page,
@@ -88,6 +90,7 @@ from netapp.service.contract import (
     batch_field,
 )
 from netapp.service.group_commit import GroupWriter, WriterClosed
+from netapp.service.overlaps import overlap_warnings
 from netapp.service.slices import slice_intents
 from netapp.service.store import Attachment, Store, StoreError
 from netapp.telemetry.interfaces import read_interfaces
@@ -588,6 +591,11 @@ class NetAppService(IntentService):
             return qualified
         return OTHER_TENANT if self.tenancy.grants_for(who, who.tenant) is None else SITE_RULE
 
+    def _warnings(self, who: Principal, qualified: list[str]) -> list[IntentWarning]:
+        """What `who` should know about these intents as the index now holds them: the intents of
+        other shapes they overlap, named as `who` may see them (netapp.service.overlaps)."""
+        return overlap_warnings(self._index, qualified, lambda name: self._display(who, name), ANONYMOUS_OWNERS)
+
     def _require_started(self) -> None:
         if not self._started:
             raise DataplaneUnavailable("the service is not started")
@@ -610,12 +618,16 @@ class NetAppService(IntentService):
     def tenancy(self) -> TenantPolicy:
         return TenantPolicy(self.store)
 
-    def _confined(self, who: Principal, tenant: str, intent: Intent) -> Intent:
+    def _confined(
+        self, who: Principal, tenant: str, intent: Intent, notes: Optional[list[IntentWarning]] = None
+    ) -> Intent:
         """The intent kept inside the traffic its tenant owns (netapp.tenancy); IntentError if it
-        cannot be. A narrowed match is logged; the record the caller gets back shows it."""
+        cannot be. A narrowed match is logged, and told in `notes` (a `narrowed` warning)."""
         confined, narrowed = self.tenancy.confined(who, tenant, intent)
         if narrowed is not None:
             log.info("intent %s of tenant %s: match %s", intent.id, tenant, narrowed)
+            if notes is not None:
+                notes.append(IntentWarning(kind="narrowed", intent_a=intent.id, reason=f"the match was {narrowed}"))
         return confined
 
     def _confined_member(self, who: Principal, tenant: str, intent: Intent) -> Intent:
@@ -660,7 +672,7 @@ class NetAppService(IntentService):
         self._require(who, Scope.INTENTS_WRITE)
         return self._submit_create(_CreateRequest(who, intent, NATIVE_SOURCE, idempotency_key))
 
-    def replace_intent(self, who: Principal, intent_id: str, intent: Intent) -> IntentRecord:
+    def replace_intent(self, who: Principal, intent_id: str, intent: Intent) -> IntentResult:
         self._require(who, Scope.INTENTS_WRITE)
         tenant, local = self._owner(who, intent_id, "intent")
         return self._replace(who, tenant, local, intent, None)
@@ -670,14 +682,15 @@ class NetAppService(IntentService):
         tenant, local = self._owner(who, intent_id, "intent")
         self._delete(who, tenant, local)
 
-    def apply_legacy(self, who: Principal, message: LegacyMessage) -> Optional[IntentRecord]:
+    def apply_legacy(self, who: Principal, message: LegacyMessage) -> Optional[IntentResult]:
         self._require(who, Scope.INTENTS_WRITE)
         try:
             action_type, intent = legacy_to_native(message)
         except IntentError as exc:
             raise _invalid_input(exc) from exc
         if action_type == "INSERT":
-            return self._create(who, intent, LEGACY_SOURCE, None).record
+            created = self._create(who, intent, LEGACY_SOURCE, None)
+            return IntentResult.of(created.record, created.warnings)
         if action_type == "UPDATE":
             return self._replace(who, who.tenant, intent.id, intent, LEGACY_SOURCE)
         self._delete(who, who.tenant, intent.id)
@@ -752,8 +765,11 @@ class NetAppService(IntentService):
         positions = {rule_id(tenant, intent.id): n for n, intent in enumerate(intents)}
         where: Callable[[str], Optional[int]] = positions.get if batch else lambda _: None
 
+        narrowed: list[IntentWarning] = []
+
         def work(change: IndexChange) -> BatchCreateResult:
             now = self._now()
+            narrowed.clear()
             if key is not None:
                 earlier = self._earlier_create(tenant, key, fingerprint, now)
                 if earlier is not None:
@@ -763,7 +779,7 @@ class NetAppService(IntentService):
                 at = n if batch else None
                 self._require_free_intent_id(tenant, intent.id, at, positions)
                 try:
-                    intent = self._confined(who, tenant, intent)
+                    intent = self._confined(who, tenant, intent, narrowed)
                     change.add(self._compile(tenant, intent))
                 except IntentError as exc:
                     raise exc.prefixed(batch_field(n)) if batch else exc
@@ -776,7 +792,12 @@ class NetAppService(IntentService):
                 self.store.remember_idempotent(tenant, key, fingerprint, records, now, now + IDEMPOTENCY_TTL)
             return BatchCreateResult(records, created=True)
 
-        return work, where
+        def warned(change: IndexChange) -> BatchCreateResult:
+            result = work(change)
+            result.warnings = narrowed + self._warnings(who, list(positions))
+            return result
+
+        return warned, where
 
     def _earlier_create(
         self, tenant: str, key: str, fingerprint: str, now: datetime
@@ -822,16 +843,17 @@ class NetAppService(IntentService):
 
     def _replace(
         self, who: Principal, tenant: str, intent_id: str, intent: Intent, source: Optional[str]
-    ) -> IntentRecord:
+    ) -> IntentResult:
         if intent.id != intent_id:
             raise InvalidInput(
                 f"id {intent.id!r} differs from the intent being replaced ({intent_id!r})", field="id"
             )
         qualified = rule_id(tenant, intent_id)
 
-        def work(change: IndexChange) -> IntentRecord:
+        def work(change: IndexChange) -> IntentResult:
             old = self._changeable_intent(tenant, intent_id)
-            confined = self._confined(who, tenant, intent)
+            narrowed: list[IntentWarning] = []
+            confined = self._confined(who, tenant, intent, narrowed)
             record = old.model_copy(
                 update={
                     "intent": confined,
@@ -844,7 +866,7 @@ class NetAppService(IntentService):
             if qualified in self._index:
                 change.remove(qualified)
             change.add(self._compile(tenant, confined))
-            return record
+            return IntentResult.of(record, narrowed + self._warnings(who, [qualified]))
 
         record = self._change(who, work)
         self._uncompiled.pop(qualified, None)
@@ -880,24 +902,25 @@ class NetAppService(IntentService):
             self._require_started()
             change = self._index.track()
             try:
-                qualified = [self._stage(change, who, intent) for intent in intents]
-                return self._report(who, qualified)
+                narrowed: list[IntentWarning] = []
+                qualified = [self._stage(change, who, intent, narrowed) for intent in intents]
+                return self._report(who, qualified, narrowed)
             except IntentError as exc:
                 raise _invalid_input(exc) from exc
             finally:
                 change.roll_back()
 
-    def _stage(self, change: IndexChange, who: Principal, intent: Intent) -> str:
+    def _stage(self, change: IndexChange, who: Principal, intent: Intent, notes: list[IntentWarning]) -> str:
         """Add an intent to the change, replacing the caller's intent of that id if there is one."""
         tenant = who.tenant
-        intent = self._confined(who, tenant, intent)
+        intent = self._confined(who, tenant, intent, notes)
         qualified = rule_id(tenant, intent.id)
         if qualified in self._index and qualified not in {rule.intent_id for rule in change.added()}:
             change.remove(qualified)
         change.add(self._compile(tenant, intent))
         return qualified
 
-    def _report(self, who: Principal, qualified: list[str]) -> DryRunReport:
+    def _report(self, who: Principal, qualified: list[str], narrowed: list[IntentWarning]) -> DryRunReport:
         rules, conflicts, seen = [], [], set()
         for name in qualified:
             rule = self._index.get(name)
@@ -907,7 +930,7 @@ class NetAppService(IntentService):
                 if (conflict.intent_a, conflict.intent_b) not in seen:
                     seen.add((conflict.intent_a, conflict.intent_b))
                     conflicts.append(self._conflict_view(who, conflict))
-        return DryRunReport(rules=rules, conflicts=conflicts)
+        return DryRunReport(rules=rules, conflicts=conflicts, warnings=narrowed + self._warnings(who, qualified))
 
     def _rule_view(self, who: Principal, rule: CompiledRule) -> CompiledRuleView:
         return CompiledRuleView(
@@ -1437,7 +1460,7 @@ def _create_outcome(part: _Part[BatchCreateResult]) -> Union[CreateResult, Excep
     if part.error is not None:
         return part.error
     assert part.result is not None
-    return CreateResult(part.result.records[0], created=part.result.created)
+    return CreateResult(part.result.records[0], created=part.result.created, warnings=part.result.warnings)
 
 
 def _counter_views(counters: dict[str, tuple[int, int]]) -> dict[str, dict[str, int]]:

@@ -27,6 +27,7 @@ from netapp.service.contract import (
     Health,
     IntentFilter,
     IntentRecord,
+    IntentResult,
     IntentService,
     InvalidInput,
     NotFound,
@@ -142,30 +143,30 @@ class FakeIntentService(IntentService):
             self.batch_idempotency[(who.tenant, idempotency_key)] = (body, [_key(r) for r in records])
         return BatchCreateResult(records, created=True)
 
-    def replace_intent(self, who: Principal, intent_id: str, intent: Intent) -> IntentRecord:
+    def replace_intent(self, who: Principal, intent_id: str, intent: Intent) -> IntentResult:
         self._enter("replace_intent")
         old = self._own_intent(who, intent_id)
         self._refuse_same_match(intent, ignore=_key(old))
         record = old.model_copy(update={"intent": intent, "updated_at": _now(), "revision": old.revision + 1})
         self.intents[_key(old)] = record
-        return record
+        return IntentResult.of(record, [])
 
     def delete_intent(self, who: Principal, intent_id: str) -> None:
         self._enter("delete_intent")
         del self.intents[_key(self._own_intent(who, intent_id))]
 
-    def apply_legacy(self, who: Principal, message: LegacyMessage) -> Optional[IntentRecord]:
+    def apply_legacy(self, who: Principal, message: LegacyMessage) -> Optional[IntentResult]:
         self._enter("apply_legacy")
         action_type, intent = legacy_to_native(message)
         if action_type == "INSERT":
-            return self._insert(who, intent, "legacy")
+            return IntentResult.of(self._insert(who, intent, "legacy"), [])
         old = self._own_intent(who, intent.id)
         if action_type == "DELETE":
             del self.intents[_key(old)]
             return None
         record = old.model_copy(update={"intent": intent, "updated_at": _now(), "revision": old.revision + 1})
         self.intents[_key(old)] = record
-        return record
+        return IntentResult.of(record, [])
 
     def dry_run(self, who: Principal, intents: list[Intent]) -> DryRunReport:
         self._enter("dry_run")

@@ -167,3 +167,17 @@ def test_a_confined_tenant_colliding_with_a_site_rule_learns_no_tenant(service, 
         service.create_intent(CAROL, intent("mine"))  # udp 5004, narrowed to vni 1093: the same key
     assert refused.value.extra["intent_b"] == "a site-wide rule"
     assert ADMIN.tenant not in refused.value.detail and "guard" not in refused.value.detail
+
+
+def test_a_narrowed_match_comes_with_a_narrowed_warning_on_every_answer(service, tenants):
+    wide = intent("wide", match={"protocol": "udp", "dst_port": 7000})
+    created = service.create_intent(CAROL, wide)
+    replaced = service.replace_intent(CAROL, "wide", wide)
+    report = service.dry_run(CAROL, [intent("dry", match={})])
+    for warnings, intent_id in ((created.warnings, "wide"), (replaced.warnings, "wide"), (report.warnings, "dry")):
+        narrowed = [w for w in warnings if w.kind == "narrowed"]
+        assert [(w.intent_a, w.reason) for w in narrowed] == [
+            (intent_id, "the match was narrowed to the grant vxlan vni 1093 (set overlay vxlan, vni 1093)")
+        ]
+    inside = service.create_intent(CAROL, intent("inside", match={"overlay": "vxlan", "vni": 1093, "teid": 1}))
+    assert not [w for w in inside.warnings if w.kind == "narrowed"]

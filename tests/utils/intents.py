@@ -5,6 +5,8 @@ from __future__ import annotations
 import copy
 from typing import Any, Callable, Optional
 
+from netapp.intents.overlap import IMPLIED_FIELDS
+
 # The paper's example message, verbatim.
 PAPER_MESSAGE_JSON = (
     '{"Resources":[{"resourceId":"F8A4C949","encapsulationID1":"00000445","encapsulationType1":"vxlan"},'
@@ -65,3 +67,15 @@ def site_document(intents: list[dict[str, Any]]) -> dict[str, Any]:
         "default_verdict": "pass",
         "default_alternative": 0,
     }
+
+
+def native_match(values: Any) -> dict[str, Any]:
+    """Compiled key values (a rule's FieldValues) as a native match again, e.g. for the reference
+    classifier: the fields a match implies go, prefixes become strings, a family alone a /0."""
+    match = {name: value for name, value in values.items() if name not in IMPLIED_FIELDS}
+    for name in ("src", "dst"):
+        if name in match:
+            match[name] = str(match[name])
+    if "family" in values and "src" not in match and "dst" not in match:
+        match["dst"] = "0.0.0.0/0" if values["family"] == 4 else "::/0"
+    return match

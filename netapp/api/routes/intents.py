@@ -27,7 +27,9 @@ from netapp.service.contract import (
     DryRunReport,
     IntentFilter,
     IntentRecord,
+    IntentResult,
     IntentService,
+    IntentWarning,
     InvalidInput,
     Principal,
 )
@@ -49,7 +51,7 @@ IdempotencyKey = Annotated[
 ]
 # Body() said explicitly: FastAPI before 0.116 takes an Annotated union for a query parameter.
 IntentBody = Annotated[IntentEntry, Body(description="a native intent, or the paper's legacy message")]
-CreateResponse = Union[IntentRecord, DryRunReport]
+CreateResponse = Union[IntentResult, DryRunReport]
 
 
 def _native_only(value: Any) -> Any:
@@ -74,14 +76,16 @@ class IntentBatch(BaseModel):
 
 
 class IntentBatchRecords(BaseModel):
-    """The records a batch created (or an idempotent retry's earlier ones), in the request's order."""
+    """The records a batch created (or an idempotent retry's earlier ones), in the request's order,
+    and the warnings about them."""
 
     items: list[IntentRecord]
+    warnings: list[IntentWarning] = Field(default_factory=list)
 
 # The route's own model (the union) documents 200; 201 is always a record.
 _WRITE_RESPONSES = {
     200: {"description": "a dry run's report, an idempotent retry or a legacy UPDATE"},
-    201: {"model": IntentRecord, "description": "created"},
+    201: {"model": IntentResult, "description": "created (`warnings`: intents of other shapes it overlaps)"},
     204: {"description": "a legacy DELETE message was applied"},
     **documented(*CHANGES),
 }
@@ -132,7 +136,7 @@ async def create_intent(
     body: IntentBody,
     dry_run: DryRun = False,
     idempotency_key: IdempotencyKey = None,
-) -> Union[IntentRecord, DryRunReport, Response]:
+) -> Union[IntentResult, DryRunReport, Response]:
     """Create an intent, native or a legacy message (recognised by its "Resources" key)."""
     # async, unlike the other routes: a native create awaits its group commit
     # (netapp.service.group_commit) rather than holding a thread of the pool while it waits, a hop
@@ -144,7 +148,7 @@ async def create_intent(
     result = await asyncio.wrap_future(service.submit_create(who, body, idempotency_key=idempotency_key))
     if result.created:
         _created(request, response, result.record)
-    return result.record
+    return IntentResult.of(result.record, result.warnings)
 
 
 @router.post(
@@ -160,7 +164,7 @@ def apply_legacy_message(
     who: IntentWriterDep,
     body: LegacyMessage,
     dry_run: DryRun = False,
-) -> Union[IntentRecord, DryRunReport, Response]:
+) -> Union[IntentResult, DryRunReport, Response]:
     """Apply the paper's Resources/Action/Params message (INSERT 201, UPDATE 200, DELETE 204)."""
     return _apply_legacy(request, response, service, who, body, dry_run)
 
@@ -190,7 +194,7 @@ def create_intents(
     result = service.create_intents(who, body.intents, idempotency_key=idempotency_key)
     if result.created:
         response.status_code = 201
-    return IntentBatchRecords(items=result.records)
+    return IntentBatchRecords(items=result.records, warnings=result.warnings)
 
 
 @router.get("/{intent_id}", response_model=IntentRecord, responses=documented(*AUTHENTICATED, 404))
@@ -217,7 +221,7 @@ def replace_intent(
     body: Intent,
     dry_run: DryRun = False,
     tenant: TenantQuery = None,
-) -> Union[IntentRecord, DryRunReport]:
+) -> Union[IntentResult, DryRunReport]:
     """Replace an intent (native format; the id in the body must be the one in the path)."""
     require_path_matches_body("intent id", intent_id, "id", body.id)
     name = service_name(who, intent_id, tenant)
@@ -243,7 +247,7 @@ def _apply_legacy(
     who: Principal,
     message: LegacyMessage,
     dry_run: bool,
-) -> Union[IntentRecord, DryRunReport, Response]:
+) -> Union[IntentResult, DryRunReport, Response]:
     if dry_run:
         return _dry_run_legacy(service, who, message)
     record = service.apply_legacy(who, message)
