@@ -52,15 +52,19 @@ class Principal:
 
 
 class ServiceError(Exception):
-    """Base of the service's domain errors. `field` names the offending input where there is one."""
+    """Base of the service's domain errors. `field` names the offending input where there is one,
+    `allowed` what it may be."""
 
     status = 500
     title = "Internal error"
 
-    def __init__(self, detail: str, field: Optional[str] = None, **extra: Any):
+    def __init__(
+        self, detail: str, field: Optional[str] = None, allowed: Optional[str] = None, **extra: Any
+    ):
         super().__init__(detail)
         self.detail = detail
         self.field = field
+        self.allowed = allowed
         self.extra = extra
 
 
