@@ -56,6 +56,7 @@ MAX_PRIORITY = 65535
 DEFAULT_PRIORITY = 100
 MAX_U24 = (1 << 24) - 1
 MAX_U32 = (1 << 32) - 1
+MAX_I64 = (1 << 63) - 1  # SQLite's INTEGER: the bound of numbers nothing else bounds (list offsets)
 
 PROTOCOL_NUMBERS = {"icmp": 1, "tcp": 6, "udp": 17, "icmpv6": 58, "sctp": 132}
 # Only these carry the 16-bit port pair the data plane compares.
