@@ -33,6 +33,10 @@
 /* Elements per batch syscall: bounds the kernel's time under one call and our buffer sizes. */
 #define DPP_BATCH_CHUNK 8192
 #define DPP_DEFAULT_QSIZE 2048
+/* The kernel's CPUMAP queue limit since Linux 4.15 (cpu_map_update_elem), and the most a probe of
+ * another kernel's limit tries. */
+#define DPP_KNOWN_QSIZE_MAX 16384
+#define DPP_PROBE_QSIZE_MAX (1U << 20)
 #define DPP_DEFAULT_WINDOW_NS 1000000ULL
 #define DPP_NSEC_PER_SEC 1000000000ULL
 /* The kernel's internal ENOTSUPP leaks to userspace from batch ops on maps that lack them. */
@@ -1661,6 +1665,56 @@ int dpp_cpu_enable(struct dpp *d, __u32 cpu, __u32 queue_size, __u64 capacity_pp
 	c.window_budget = window_budget(capacity_pps, cfg.meter_window_ns);
 	err = meter_restart(d, cpu);
 	return err ?: update_u32(d, DPP_MAP_CPUS, cpu, &c);
+}
+
+/* 1 when the kernel takes a CPUMAP queue of qsize frames, 0 when it refuses it as too large. */
+static int qsize_taken(int fd, __u32 qsize)
+{
+	struct bpf_cpumap_val val = { .qsize = qsize };
+	__u32 key = 0;
+	int err = bpf_map_update_elem(fd, &key, &val, BPF_ANY);
+
+	if (err == -EOVERFLOW)
+		return 0;
+	return err ?: 1;
+}
+
+/* The kernel refuses a queue above its limit before it allocates anything; a queue it takes costs
+ * a ring and a kthread, freed with the map. The known limit is confirmed first (its successor
+ * refused, then it taken), and the range between the largest size taken and the smallest refused
+ * is bisected only when the running kernel differs. */
+int dpp_cpumap_qsize_max(__u32 *out)
+{
+	__u32 taken = 0, refused = DPP_PROBE_QSIZE_MAX + 1, qsize, probes = 0;
+	int fd, ok = 0;
+
+	if (!out)
+		return -EINVAL;
+	fd = bpf_map_create(BPF_MAP_TYPE_CPUMAP, "dpp_qsize_probe", sizeof(__u32),
+			    sizeof(struct bpf_cpumap_val), 1, NULL);
+	if (fd < 0) {
+		pr_warn("create a CPUMAP to probe its queue limit: %s", strerror(-fd));
+		return fd;
+	}
+	while (refused - taken > 1) {
+		qsize = probes == 0 ? DPP_KNOWN_QSIZE_MAX + 1 : DPP_KNOWN_QSIZE_MAX;
+		if (probes++ > 1 || qsize <= taken || qsize >= refused)
+			qsize = taken + (refused - taken) / 2;
+		ok = qsize_taken(fd, qsize);
+		if (ok < 0)
+			break;
+		if (ok)
+			taken = qsize;
+		else
+			refused = qsize;
+	}
+	close(fd);
+	if (ok < 0) {
+		pr_warn("probe the CPUMAP queue limit: %s", strerror(-ok));
+		return ok;
+	}
+	*out = taken;
+	return 0;
 }
 
 int dpp_cpu_disable(struct dpp *d, __u32 cpu)

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Awaitable, Callable, Optional
 from fastapi import Depends, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi.security.utils import get_authorization_scheme_param
 
 from netapp.api.auth import Authenticator
 from netapp.service.contract import Forbidden, IntentService, Principal, Scope, TelemetryUnavailable
@@ -48,18 +49,38 @@ TelemetryDep = Annotated[Any, Depends(get_telemetry)]
 CredentialsDep = Annotated[Optional[HTTPAuthorizationCredentials], Depends(_bearer)]
 
 
-async def get_principal(request: Request, credentials: CredentialsDep) -> Principal:
-    """The caller behind the bearer token; 401 without a valid one."""
-    token = credentials.credentials if credentials is not None else None
+async def get_principal(request: Request, _credentials: CredentialsDep) -> Principal:
+    """The caller behind the bearer token; 401 without a valid one. (`_credentials` puts the bearer
+    scheme into the OpenAPI document; the token is read by `authenticate`.)"""
+    return authenticate(request)
+
+
+def authenticate(request: Request) -> Principal:
+    """The caller behind the request's bearer token, found once per request: the request limits
+    (netapp.api.limits) ask first when there is a body. HTTPException 401 without a valid token."""
+    known: Optional[Principal] = getattr(request.state, "principal", None)
+    if known is not None:
+        return known
+    token = bearer_token(request.headers.get("authorization"))
     # The app's authenticator read here, not through a dependency of its own: each dependency
     # costs FastAPI some 15 us per request, and this one is on every request.
     authenticator: Authenticator = request.app.state.authenticator
     principal = authenticator.authenticate(token)
     if principal is not None:
+        request.state.principal = principal
         return principal
     if token is None:
         raise _unauthorized("a bearer token is required (Authorization: Bearer <token>)", error=None)
     raise _unauthorized("the bearer token is not valid", error="invalid_token")
+
+
+def bearer_token(authorization: Optional[str]) -> Optional[str]:
+    """The token of an `Authorization: Bearer <token>` header, as HTTPBearer reads it; None for
+    no header, another scheme or an empty token."""
+    scheme, token = get_authorization_scheme_param(authorization)
+    if not token or scheme.lower() != "bearer":
+        return None
+    return token
 
 
 def _unauthorized(detail: str, error: Optional[str]) -> HTTPException:
@@ -98,21 +119,28 @@ AdminDep = Annotated[Principal, Depends(require_scope(Scope.ADMIN))]
 async def require_json_body(request: Request, _caller: PrincipalDep) -> None:
     """415 for a body that is not JSON (FastAPI would try to validate the raw bytes). It depends on
     the caller so that a request without a valid token gets its 401 first."""
-    if not _has_body(request):
+    if not has_body(request) or is_json(request):
         return
-    media_type = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
-    if media_type == "application/json" or (
-        media_type.startswith("application/") and media_type.endswith("+json")
-    ):
-        return
-    got = media_type or "no Content-Type"
+    got = _media_type(request) or "no Content-Type"
     raise HTTPException(status_code=415, detail=f"the body must be application/json (got {got})")
 
 
-def _has_body(request: Request) -> bool:
+def has_body(request: Request) -> bool:
     if "transfer-encoding" in request.headers:
         return True
     return request.headers.get("content-length", "0").strip() not in ("", "0")
+
+
+def is_json(request: Request) -> bool:
+    """The body is application/json or a +json type."""
+    media_type = _media_type(request)
+    return media_type == "application/json" or (
+        media_type.startswith("application/") and media_type.endswith("+json")
+    )
+
+
+def _media_type(request: Request) -> str:
+    return request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
 
 
 JsonBody = Depends(require_json_body)

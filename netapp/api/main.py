@@ -13,6 +13,7 @@ from fastapi import Depends, FastAPI
 import netapp
 from netapp.api.auth import Authenticator
 from netapp.api.deps import reject_unknown_query_parameters
+from netapp.api.limits import RequestLimits
 from netapp.api.openapi import OPENAPI_PATH, install_openapi
 from netapp.api.problems import install_problem_handlers
 from netapp.api.routes import alternatives, dataplane, health, intents, metrics, slices, stats
@@ -86,6 +87,7 @@ def build_routes() -> FastAPI:
         generate_unique_id_function=lambda route: route.name,
         dependencies=[Depends(reject_unknown_query_parameters)],
     )
+    app.add_middleware(RequestLimits)  # before the problem handlers': their 500 middleware wraps it
     install_problem_handlers(app)
     for router in ROUTERS:
         app.include_router(router)

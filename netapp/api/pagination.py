@@ -7,6 +7,7 @@ from typing import Annotated, Generic, TypeVar
 from fastapi import Query, Request, Response
 from pydantic import BaseModel, Field
 
+from netapp.intents.models import MAX_I64
 from netapp.service.contract import IntentRecord, Page, SliceRecord
 
 DEFAULT_LIMIT = 100
@@ -14,7 +15,8 @@ MAX_LIMIT = 1000
 
 T = TypeVar("T")
 
-Offset = Annotated[int, Query(ge=0, description="how many items to skip")]
+# The store's INTEGER (SQLite: signed 64 bits) holds any offset up to this one.
+Offset = Annotated[int, Query(ge=0, le=MAX_I64, description="how many items to skip")]
 Limit = Annotated[int, Query(ge=1, le=MAX_LIMIT, description="how many items at most")]
 
 

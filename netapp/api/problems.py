@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from http import HTTPStatus
-from typing import Any, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 from fastapi import FastAPI, Request
 from fastapi.encoders import jsonable_encoder
@@ -31,14 +31,17 @@ PROBLEM_TYPE_PREFIX = "urn:dpp-netapp:problem:"
 log = logging.getLogger(__name__)
 
 # Problem types by status, documented in api/rest.md, so that a client can branch without parsing
-# titles. Other statuses (405, from the HTTP layer) get about:blank: their status says it all.
+# titles. A status not listed (none is answered today) gets `http-<status>`, never about:blank.
 _PROBLEM_SLUGS = {
     400: "invalid-input",
     401: "unauthorized",
     403: "forbidden",
     404: "not-found",
+    405: "method-not-allowed",
     409: "conflict",
+    413: "content-too-large",
     415: "unsupported-media-type",
+    429: "too-many-requests",
     500: "internal-error",
     503: "unavailable",
 }
@@ -61,7 +64,7 @@ class Problem(BaseModel):
 
     model_config = ConfigDict(extra="allow", populate_by_name=True)
 
-    type: str = Field("about:blank", description="URI reference identifying the problem type")
+    type: str = Field(description="URI reference identifying the problem type (api/rest.md lists them)")
     title: str = Field(description="short summary of the problem type")
     status: int = Field(description="the HTTP status code")
     detail: Optional[str] = Field(None, description="what went wrong in this occurrence")
@@ -70,8 +73,7 @@ class Problem(BaseModel):
 
 
 def problem_type(status: int) -> str:
-    slug = _PROBLEM_SLUGS.get(status)
-    return PROBLEM_TYPE_PREFIX + slug if slug else "about:blank"
+    return PROBLEM_TYPE_PREFIX + _PROBLEM_SLUGS.get(status, f"http-{status}")
 
 
 def problem_response(
@@ -199,7 +201,7 @@ def _on_intent_error(request: Request, exc: IntentError) -> JSONResponse:
 def _on_service_error(request: Request, exc: ServiceError) -> JSONResponse:
     if exc.status == HTTP_500_INTERNAL_SERVER_ERROR:
         return _on_unexpected_error(request, exc)
-    params = [InvalidParam(name=exc.field, reason=exc.detail)] if exc.field else None
+    params = [InvalidParam(name=exc.field, reason=exc.detail, allowed=exc.allowed)] if exc.field else None
     return problem_response(request, exc.status, exc.title, exc.detail, params, **exc.extra)
 
 
@@ -271,12 +273,27 @@ class UnexpectedErrorMiddleware:
             await _on_unexpected_error(Request(scope), exc)(scope, receive, send)
 
 
+_HANDLERS: tuple[tuple[type[Exception], Callable[[Request, Any], JSONResponse]], ...] = (
+    (RequestValidationError, _on_validation_error),
+    (IntentError, _on_intent_error),
+    (ServiceError, _on_service_error),
+    (StarletteHTTPException, _on_http_error),
+)
+
+
+def error_response(request: Request, exc: Exception) -> JSONResponse:
+    """The problem+json answer to `exc` from code that runs before the routes (a middleware of
+    ours), which the app's exception handlers do not reach."""
+    for kind, handler in _HANDLERS:
+        if isinstance(exc, kind):
+            return handler(request, exc)
+    return _on_unexpected_error(request, exc)
+
+
 def install_problem_handlers(app: FastAPI) -> None:
     """Route every kind of failure to a problem+json response."""
-    app.add_exception_handler(RequestValidationError, _on_validation_error)  # type: ignore[arg-type]
-    app.add_exception_handler(IntentError, _on_intent_error)  # type: ignore[arg-type]
-    app.add_exception_handler(ServiceError, _on_service_error)  # type: ignore[arg-type]
-    app.add_exception_handler(StarletteHTTPException, _on_http_error)  # type: ignore[arg-type]
+    for kind, handler in _HANDLERS:
+        app.add_exception_handler(kind, handler)
     app.add_middleware(UnexpectedErrorMiddleware)
     # Still there for failures outside the routes (a middleware of ours): better a problem than text.
     app.add_exception_handler(Exception, _on_unexpected_error)

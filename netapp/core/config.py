@@ -166,6 +166,16 @@ class Settings(BaseSettings):
 
     api_host: str = "127.0.0.1"
     api_port: int = Field(8080, ge=1, le=65535)
+    api_max_body_bytes: int = Field(
+        4 << 20,
+        ge=1024,
+        le=1 << 30,
+        description="the largest request body taken (413 beyond); the default holds a batch of 1000 "
+        "intents with every field at its longest, indented",
+    )
+    api_max_json_depth: int = Field(
+        32, ge=8, le=512, description="how deeply a body's arrays and objects may nest (400 beyond)"
+    )
     tokens_file: Optional[Path] = Field(None, description="bearer tokens with tenants and scopes (YAML)")
     auth_disabled: bool = Field(False, description="no authentication: refused unless on loopback")
     tls_cert: Optional[Path] = None

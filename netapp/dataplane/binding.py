@@ -452,6 +452,7 @@ PROTOTYPES: Mapping[str, tuple[Any, list[Any]]] = {
     "dpp_cpu_disable": (c_int, [c_void_p, c_uint32]),
     "dpp_cpu_set_overloaded": (c_int, [c_void_p, c_uint32, c_bool]),
     "dpp_cpu_get": (c_int, [c_void_p, c_uint32, POINTER(Cpu)]),
+    "dpp_cpumap_qsize_max": (c_int, [POINTER(c_uint32)]),
     "dpp_port_add": (c_int, [c_void_p, c_int]),
     "dpp_port_remove": (c_int, [c_void_p, c_int]),
     "dpp_alt_group_set": (c_int, [c_void_p, c_uint32, POINTER(AltGroup)]),
@@ -744,6 +745,12 @@ class DppHandle:
         out = Cpu()
         check(self.lib.dpp_cpu_get(self._handle, cpu, byref(out)), f"dpp_cpu_get(cpu {cpu})")
         return out
+
+    def cpumap_qsize_max(self) -> int:
+        """The largest CPUMAP queue the running kernel takes (probed on a throwaway map)."""
+        out = c_uint32()
+        check(self.lib.dpp_cpumap_qsize_max(byref(out)), "dpp_cpumap_qsize_max")
+        return out.value
 
     def port_add(self, ifindex: int) -> None:
         check(self.lib.dpp_port_add(self._handle, ifindex), f"dpp_port_add(ifindex {ifindex})")

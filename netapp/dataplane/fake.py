@@ -55,6 +55,7 @@ class FakeDpp:
         self.links: dict[int, XdpMode] = {}
         self.closed = False
         self.program_id = 1
+        self.qsize_max = 16384  # the kernel's CPUMAP queue limit; a test may lower it
         self._reused = reused
 
     # lifecycle
@@ -134,6 +135,8 @@ class FakeDpp:
 
     def cpu_enable(self, cpu: int, queue_size: int = 0, capacity_pps: int = 0) -> None:
         self.calls.append(("cpu_enable", cpu, queue_size, capacity_pps))
+        if queue_size > self.qsize_max:
+            raise DataplaneError(errno.EOVERFLOW, f"dpp_cpu_enable(cpu {cpu})")
         self.cpus[cpu].enabled = 1
         self.cpus[cpu].capacity_pps = capacity_pps
 
@@ -147,6 +150,9 @@ class FakeDpp:
 
     def cpu_get(self, cpu: int) -> Cpu:
         return _copy(self.cpus[cpu])
+
+    def cpumap_qsize_max(self) -> int:
+        return self.qsize_max
 
     def port_add(self, ifindex: int) -> None:
         self.calls.append(("port_add", ifindex))

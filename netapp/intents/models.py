@@ -41,10 +41,22 @@ MAX_CPUS = 128
 MAX_ALT_GROUPS = 64
 MAX_ALT_MEMBERS = 8
 
+# A CPU's capacity sets its meter's budget per window, capacity_pps * window / 1 s. The kernel
+# counts a window's packets in DPP_METER_TAKEN_BITS (40) bits, and a receiving CPU may take a share
+# of up to DPP_METER_SHARE_MAX (64) packets past what is left of the budget (dataplane/bpf/actions.h),
+# so the count stays exact for budgets up to 2^40 - 64 packets. 2^32 - 1 pps, far above what one
+# CPU can take, keeps that for windows up to 256 s (the service's are 1 ms); above 2^64 - 1 the
+# binding's u64 would wrap.
+MAX_CAPACITY_PPS = (1 << 32) - 1
+# The kernel refuses a CPUMAP queue of more than 16384 frames (cpu_map_update_elem, since Linux
+# 4.15); the service also checks the running kernel's limit, which it finds when it starts.
+MAX_QUEUE_SIZE = 16384
+
 MAX_PRIORITY = 65535
 DEFAULT_PRIORITY = 100
 MAX_U24 = (1 << 24) - 1
 MAX_U32 = (1 << 32) - 1
+MAX_I64 = (1 << 63) - 1  # SQLite's INTEGER: the bound of numbers nothing else bounds (list offsets)
 
 PROTOCOL_NUMBERS = {"icmp": 1, "tcp": 6, "udp": 17, "icmpv6": 58, "sctp": 132}
 # Only these carry the 16-bit port pair the data plane compares.
@@ -605,9 +617,16 @@ class CpuSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     cpu: CpuId
-    capacity_pps: Annotated[int, Strict(), Field(ge=0)] = Field(0, description="0: unmetered")
-    queue_size: Annotated[int, Strict(), Field(ge=0, le=1 << 20)] = Field(
-        0, description="CPUMAP queue size; 0: the library default"
+    capacity_pps: Annotated[int, Strict(), Field(ge=0, le=MAX_CAPACITY_PPS)] = Field(
+        0,
+        description="packets per second the meter lets through to this CPU; 0: unmetered. At most "
+        "2^32 - 1: the kernel's meter counts a window's packets in 40 bits, exact up to 2^40 - 64, "
+        "which this capacity keeps for meter windows up to 256 s",
+    )
+    queue_size: Annotated[int, Strict(), Field(ge=0, le=MAX_QUEUE_SIZE)] = Field(
+        0,
+        description="CPUMAP queue size in frames; 0: the library default (2048). At most 16384, "
+        "the kernel's limit (a running kernel with a lower one is checked when the service starts)",
     )
     overloaded: Annotated[bool, Strict()] = False
 

@@ -52,15 +52,19 @@ class Principal:
 
 
 class ServiceError(Exception):
-    """Base of the service's domain errors. `field` names the offending input where there is one."""
+    """Base of the service's domain errors. `field` names the offending input where there is one,
+    `allowed` what it may be."""
 
     status = 500
     title = "Internal error"
 
-    def __init__(self, detail: str, field: Optional[str] = None, **extra: Any):
+    def __init__(
+        self, detail: str, field: Optional[str] = None, allowed: Optional[str] = None, **extra: Any
+    ):
         super().__init__(detail)
         self.detail = detail
         self.field = field
+        self.allowed = allowed
         self.extra = extra
 
 
@@ -180,6 +184,11 @@ class DryRunReport(BaseModel):
     warnings: list[IntentWarning] = Field(default_factory=list)
 
 
+# A bitrate in kbps takes 40 bits in PFCP's MBR and GBR information elements (TS 29.244), which
+# the policers will be given.
+MAX_BITRATE_KBPS = (1 << 40) - 1
+
+
 class Snssai(BaseModel):
     """S-NSSAI (TS 23.003): slice/service type and optional slice differentiator."""
 
@@ -208,8 +217,18 @@ class SliceSpec(BaseModel):
     id: str = Field(min_length=1, max_length=48, pattern=r"^[A-Za-z0-9._-]+$")
     snssai: Snssai
     priority_level: StrictInt = Field(ge=1, le=127, description="5QI-style: lower is more important")
-    gbr_kbps: StrictInt = Field(0, ge=0, description="guaranteed bitrate (stored; enforced once policers land)")
-    mbr_kbps: StrictInt = Field(0, ge=0, description="maximum bitrate (stored; enforced once policers land)")
+    gbr_kbps: StrictInt = Field(
+        0,
+        ge=0,
+        le=MAX_BITRATE_KBPS,
+        description="guaranteed bitrate (stored; enforced once policers land); at most 2^40 - 1, PFCP's",
+    )
+    mbr_kbps: StrictInt = Field(
+        0,
+        ge=0,
+        le=MAX_BITRATE_KBPS,
+        description="maximum bitrate (stored; enforced once policers land); at most 2^40 - 1, PFCP's",
+    )
     members: SliceMembers
     cpus: list[StrictInt] = Field(default_factory=list, description="dedicated CPUs; empty: pass locally")
     alternative: Optional[StrictInt] = Field(None, ge=0, le=63)

@@ -62,7 +62,14 @@ from netapp.intents.compiler import (
 )
 from netapp.intents.errors import IntentError
 from netapp.intents.index import IndexChange, RuleIndex
-from netapp.intents.models import AlternativeGroup, CpuSpec, Intent, LegacyMessage, legacy_to_native
+from netapp.intents.models import (
+    MAX_QUEUE_SIZE,
+    AlternativeGroup,
+    CpuSpec,
+    Intent,
+    LegacyMessage,
+    legacy_to_native,
+)
 from netapp.service.contract import (
     MAX_BATCH_INTENTS,
     BatchCreateResult,
@@ -186,6 +193,7 @@ class NetAppService(IntentService):
         self._maps_stale: Optional[str] = None  # why the maps need a full reconcile, when they do
         self._checks: dict[str, str] = {"started": "not yet"}
         self._started = False
+        self._queue_limit = MAX_QUEUE_SIZE  # the running kernel's CPUMAP limit, once probed
         # Bumped by every change of the installed intents: the telemetry table is rebuilt then.
         self._revision = 0
         self._intent_table = IntentTable.empty()
@@ -198,6 +206,7 @@ class NetAppService(IntentService):
         with self._exclusive():
             self._open_store()
             self._open_dataplane()
+            self._probe_queue_limit()
             self._refresh_interfaces()
             self._reconcile()
             self._attach_interfaces()
@@ -266,6 +275,18 @@ class NetAppService(IntentService):
                 self._checks["dataplane"] = str(exc)
                 raise DataplaneUnavailable(f"open instance {self.settings.instance!r}: {exc}") from exc
         self._checks["dataplane"] = "ok"
+
+    def _probe_queue_limit(self) -> None:
+        """Learn the largest CPUMAP queue the running kernel takes, which put_cpu holds queue_size
+        to (the schema's MAX_QUEUE_SIZE is the limit of kernels since 4.15; another may differ)."""
+        try:
+            limit = self.dataplane.cpu_queue_limit()
+        except DataplaneError as exc:
+            log.warning("CPUMAP queue limit not probed (%s): taking %d, the usual one", exc, MAX_QUEUE_SIZE)
+            return
+        if limit != MAX_QUEUE_SIZE:
+            log.warning("this kernel takes CPUMAP queues of up to %d frames, not %d", limit, MAX_QUEUE_SIZE)
+        self._queue_limit = min(limit, MAX_QUEUE_SIZE)
 
     @property
     def dataplane(self) -> Dataplane:
@@ -1145,6 +1166,8 @@ class NetAppService(IntentService):
 
     def put_cpu(self, who: Principal, spec: CpuSpec) -> CpuSpec:
         self._require(who, Scope.ADMIN)
+        if spec.queue_size > self._queue_limit:
+            raise self._queue_too_large(spec.queue_size)
 
         def work(_: IndexChange) -> Callable[[], None]:
             previous = self.store.get_cpu(spec.cpu)
@@ -1154,15 +1177,25 @@ class NetAppService(IntentService):
                     lambda: self._write_cpu(spec), undo=lambda: self._write_cpu(previous, spec.cpu)
                 )
             except DataplaneUnavailable as exc:
-                if isinstance(exc.__cause__, DataplaneError) and exc.__cause__.errno == errno.EINVAL:
+                cause = exc.__cause__
+                if isinstance(cause, DataplaneError) and cause.errno == errno.EINVAL:
                     raise InvalidInput(
-                        f"CPU {spec.cpu} is not one of this machine's CPUs ({exc.__cause__})", field="cpu"
+                        f"CPU {spec.cpu} is not one of this machine's CPUs ({cause})", field="cpu"
                     ) from exc
+                if isinstance(cause, DataplaneError) and cause.errno == errno.EOVERFLOW:
+                    raise self._queue_too_large(spec.queue_size) from exc
                 raise
             return lambda: self._write_cpu(previous, spec.cpu)
 
         self._site_change(who, work)
         return spec
+
+    def _queue_too_large(self, queue_size: int) -> InvalidInput:
+        return InvalidInput(
+            f"queue_size {queue_size} is more than this kernel's CPUMAP takes ({self._queue_limit} frames)",
+            field="queue_size",
+            allowed=f"0 (the default, 2048 frames) to {self._queue_limit}",
+        )
 
     def _write_cpu(self, spec: Optional[CpuSpec], cpu: Optional[int] = None) -> None:
         """Make the CPU set hold `spec` (None: CPU `cpu` leaves the set)."""

@@ -43,3 +43,9 @@ def assert_problem(response: httpx.Response, status: int) -> dict[str, Any]:
 
         jsonschema.validate(problem, schema)
     return problem
+
+
+def invalid_param(problem: dict[str, Any]) -> dict[str, Any]:
+    """The one entry of a problem's invalid-params."""
+    [param] = problem["invalid-params"]
+    return param

@@ -290,3 +290,18 @@ def test_given_a_slice_over_rest_then_its_intents_are_installed_and_go_with_it(r
 
         assert api.delete("/api/v1/slices/e2e-embb").status_code == 204
         assert rule_count(observer) == before
+
+
+def test_given_numbers_past_what_the_store_or_the_kernel_holds_then_400_and_both_keep_theirs(real, observer):
+    with client(real, "admin") as admin:
+        assert admin.get(INTENTS, params={"offset": (1 << 63) - 1}).json()["items"] == []
+        assert_problem(admin.get(INTENTS, params={"offset": 1 << 63}), 400)
+        cpu = f"/api/v1/dataplane/cpus/{STEER_CPU}"
+        assert admin.put(cpu, json={"cpu": STEER_CPU, "capacity_pps": 5}).status_code == 200
+        for refused in ({"capacity_pps": (1 << 64) + 5}, {"queue_size": 16385}):
+            problem = assert_problem(admin.put(cpu, json={"cpu": STEER_CPU, **refused}), 400)
+            assert problem["invalid-params"][0]["name"] == next(iter(refused))
+        stored = [view for view in admin.get("/api/v1/dataplane/cpus").json() if view["cpu"] == STEER_CPU]
+
+    assert observer.cpu_get(STEER_CPU).capacity_pps == 5
+    assert [view["capacity_pps"] for view in stored] == [5]

@@ -566,6 +566,32 @@ def test_a_cpu_joins_the_set_with_its_capacity(service, fake):
     assert view["state"]["enabled"] == 1 and view["state"]["overloaded"] == 1
 
 
+def test_given_a_kernel_whose_cpumap_queues_are_smaller_then_a_larger_queue_size_is_invalid(tmp_path, fake):
+    fake.qsize_max = 4096  # what the service finds at start
+    service = fake_service(tmp_path, fake)
+    try:
+        with pytest.raises(InvalidInput) as refused:
+            service.put_cpu(ADMIN, CpuSpec(cpu=1, queue_size=4097))
+        service.put_cpu(ADMIN, CpuSpec(cpu=2, queue_size=4096))
+        assert [spec.cpu for spec in service.store.list_cpus()] == [2]
+    finally:
+        service.close()
+
+    assert refused.value.field == "queue_size"
+    assert refused.value.allowed == "0 (the default, 2048 frames) to 4096"
+    assert not fake.cpus[1].enabled
+
+
+def test_given_a_queue_size_the_kernel_refuses_after_all_then_it_is_invalid_and_not_kept(service, fake):
+    fake.qsize_max = 4096  # lower than at start: the kernel, not the service's check, refuses
+
+    with pytest.raises(InvalidInput) as refused:
+        service.put_cpu(ADMIN, CpuSpec(cpu=1, queue_size=8192))
+
+    assert refused.value.field == "queue_size"
+    assert service.store.list_cpus() == [] and not fake.cpus[1].enabled
+
+
 def test_stats_per_intent_and_slice_for_the_caller_and_per_cpu_for_admins(service, fake):
     service.create_intent(ALICE, intent("video", 1000))
     service.create_intent(BOB, intent("video", 2000))

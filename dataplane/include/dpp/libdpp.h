@@ -96,6 +96,9 @@ int dpp_cpu_enable(struct dpp *d, __u32 cpu, __u32 queue_size, __u64 capacity_pp
 int dpp_cpu_disable(struct dpp *d, __u32 cpu);
 int dpp_cpu_set_overloaded(struct dpp *d, __u32 cpu, bool overloaded);
 int dpp_cpu_get(struct dpp *d, __u32 cpu, struct dpp_cpu *out);
+/* The largest CPUMAP queue_size the running kernel takes (it refuses larger ones with -EOVERFLOW),
+ * found by trying a throwaway CPUMAP; no instance needed. Needs the rights of dpp_open. */
+int dpp_cpumap_qsize_max(__u32 *out);
 
 /* Egress ports for REDIRECT and FORWARD via DEVMAP (keyed by ifindex). */
 int dpp_port_add(struct dpp *d, int ifindex);

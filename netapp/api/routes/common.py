@@ -11,8 +11,10 @@ from netapp.service.contract import Forbidden, InvalidInput, Principal
 
 # Problem statuses every authenticated operation can answer with.
 AUTHENTICATED = (400, 401, 403, 500)
+# ... those of operations that take a body (netapp.api.limits, deps.require_json_body) ...
+WITH_BODY = (413, 415)
 # ... and those of operations that change state through the service.
-CHANGES = AUTHENTICATED + (404, 409, 415, 503)
+CHANGES = AUTHENTICATED + WITH_BODY + (404, 409, 503)
 
 
 def documented(*statuses: int) -> dict[int | str, dict[str, Any]]:

@@ -13,7 +13,7 @@ from fastapi import APIRouter, Depends, Header, Path, Request, Response
 from pydantic import Field
 
 from netapp.api.deps import IntentWriterDep, JsonBody, ReaderDep, TelemetryDep, TenantsDep
-from netapp.api.routes.common import AUTHENTICATED, documented
+from netapp.api.routes.common import AUTHENTICATED, WITH_BODY, documented
 from netapp.service.contract import TelemetryUnavailable
 from netapp.telemetry.notify import SIGNATURE_HEADER, SUBSCRIPTION_HEADER, TIMESTAMP_HEADER
 from netapp.telemetry.subscriptions import (
@@ -81,7 +81,7 @@ def telemetry_notification(
     response_model_exclude_none=True,  # MEC leaves out what is not there
     responses={
         201: {"description": "created; the secret is in this answer only"},
-        **documented(*AUTHENTICATED, 409, 415, 503),
+        **documented(*AUTHENTICATED, *WITH_BODY, 409, 503),
     },
     callbacks=notifications.routes,
     dependencies=[JsonBody],
