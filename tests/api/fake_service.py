@@ -10,10 +10,15 @@ Tests make it fail on purpose with `fail_next`.
 
 from __future__ import annotations
 
+import atexit
+import shutil
+import tempfile
 from concurrent.futures import Future
+from pathlib import Path
 from datetime import datetime, timezone
 from typing import Any, Optional, TypeVar
 
+from netapp.service.store import Store
 from netapp.intents.models import AlternativeGroup, CpuSpec, Intent, LegacyMessage, legacy_to_native
 from netapp.service.contract import (
     MAX_BATCH_INTENTS,
@@ -67,6 +72,17 @@ class FakeIntentService(IntentService):
         self.ready = True
         self.calls: list[str] = []
         self._failure: Optional[Exception] = None
+        self._store: Optional[Store] = None
+
+    @property
+    def store(self) -> Store:
+        """A real store for what the routes read beside the service, the tenants' records (the
+        fake keeps its own objects in dicts); opened when first asked for, removed at exit."""
+        if self._store is None:
+            directory = tempfile.mkdtemp(prefix="fake-service-")
+            atexit.register(shutil.rmtree, directory, ignore_errors=True)
+            self._store = Store.open(Path(directory) / "tenants.db")
+        return self._store
 
     def intent(self, intent_id: str, tenant: str = "tenant-a") -> Intent:
         return self.intents[(tenant, intent_id)].intent
