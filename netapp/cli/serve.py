@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 import signal
 import ssl
 from pathlib import Path
@@ -54,15 +53,13 @@ def _settings(config: Optional[Path], host: Optional[str], port: Optional[int]) 
     if config is not None:
         if not config.is_file():
             fail(f"--config {config}: no such file", EXIT_BAD_INPUT)
-        # Settings read the file named by this variable (netapp.core.config); it is ours to set.
-        os.environ[CONFIG_ENV] = str(config)
     overrides: dict[str, Any] = {}
     if host is not None:
         overrides["api_host"] = host
     if port is not None:
         overrides["api_port"] = port
     try:
-        return load_settings(**overrides)
+        return load_settings(config, **overrides)
     except ValueError as exc:  # pydantic's ValidationError is one
         fail(f"settings: {_one_line(exc)}", EXIT_BAD_INPUT)
 

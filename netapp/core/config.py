@@ -3,6 +3,7 @@ the environment winning. Validated on load; settings that would expose the data 
 
 from __future__ import annotations
 
+import contextvars
 import ipaddress
 import os
 import socket
@@ -17,6 +18,8 @@ from netapp.core.destinations import allow_entry
 from netapp.intents.models import MAX_ALT_GROUPS
 
 CONFIG_ENV = "NETAPP_CONFIG"
+# The settings file a load_settings call names, which wins over NETAPP_CONFIG for that call.
+_config_file: contextvars.ContextVar[Optional[str]] = contextvars.ContextVar("config_file", default=None)
 
 
 class InterfaceSetting(BaseModel):
@@ -209,7 +212,7 @@ class Settings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
-        config_file = os.environ.get(CONFIG_ENV)
+        config_file = _config_file.get() or os.environ.get(CONFIG_ENV)
         if config_file:
             sources.append(YamlConfigSettingsSource(settings_cls, yaml_file=config_file))
         return tuple(sources)
@@ -224,6 +227,11 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
-def load_settings(**overrides: Any) -> Settings:
-    """Settings from the file and environment (and explicit overrides, which win)."""
-    return Settings(**overrides)
+def load_settings(config: Optional[Path] = None, **overrides: Any) -> Settings:
+    """Settings from the file (`config`, else NETAPP_CONFIG) and the environment, and explicit
+    overrides, which win. The process's environment is left as it was."""
+    token = _config_file.set(str(config) if config is not None else None)
+    try:
+        return Settings(**overrides)
+    finally:
+        _config_file.reset(token)
