@@ -147,6 +147,22 @@ def protocol_number(protocol: Union[str, int, None]) -> Optional[int]:
 # --- Native intent -----------------------------------------------------------------------------
 
 
+def check_vni(vni: Optional[int], overlay: Optional[str]) -> None:
+    """A VNI needs its overlay, and fits it (24 bits; GRE keys 32). Also for tenants' grants."""
+    if vni is None:
+        return
+    if overlay is None:
+        raise FieldError("vni", "vni needs overlay (vxlan, geneve or gre)")
+    if overlay != "gre" and vni > MAX_U24:
+        raise FieldError("vni", f"{overlay} VNI {vni} is above 2^24-1 ({MAX_U24})")
+
+
+def check_one_family(src: Optional[IPv4Network | IPv6Network], dst: Optional[IPv4Network | IPv6Network]) -> None:
+    """A packet's src and dst are of one IP family."""
+    if src is not None and dst is not None and src.version != dst.version:
+        raise FieldError("dst", f"dst is IPv{dst.version} but src is IPv{src.version}")
+
+
 class Match(BaseModel):
     """Which packets an intent is about. Every field is optional; an empty match is a catch-all."""
 
@@ -175,16 +191,10 @@ class Match(BaseModel):
         return self
 
     def _check_vni(self) -> None:
-        if self.vni is None:
-            return
-        if self.overlay is None:
-            raise FieldError("vni", "vni needs overlay (vxlan, geneve or gre)")
-        if self.overlay != "gre" and self.vni > MAX_U24:
-            raise FieldError("vni", f"{self.overlay} VNI {self.vni} is above 2^24-1 ({MAX_U24})")
+        check_vni(self.vni, self.overlay)
 
     def _check_families(self) -> None:
-        if self.src is not None and self.dst is not None and self.src.version != self.dst.version:
-            raise FieldError("dst", f"dst is IPv{self.dst.version} but src is IPv{self.src.version}")
+        check_one_family(self.src, self.dst)
         family = self.family
         if family == 6 and self.protocol == "icmp":
             raise FieldError("protocol", "icmp with an IPv6 prefix: use icmpv6")

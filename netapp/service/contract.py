@@ -87,6 +87,17 @@ class QuotaExceeded(Forbidden):
 
     title = "Quota exceeded"
 
+    @classmethod
+    def unless_room(cls, tenant: str, kind: str, held: int, quota: Optional[int], remedy: str) -> None:
+        """Raised when the tenant holds `quota` of `kind` already (None: no quota)."""
+        if quota is not None and held >= quota:
+            raise cls(
+                f"tenant {tenant!r} may hold {quota} {kind} (quotas.{kind}): {remedy}",
+                quota=kind,
+                limit=quota,
+                used=held + 1,
+            )
+
 
 class Conflict(ServiceError):
     """The change contradicts the state: an id in use, intents that collide, a stale precondition."""

@@ -184,14 +184,7 @@ class StreamHub:
     def check_room(self, tenant: str = "", quota: Optional[int] = None) -> None:
         """QuotaExceeded when the tenant has `quota` streams open, TooManyStreams when every place
         is taken (`events` takes one, atomically)."""
-        held = self.held(tenant)
-        if quota is not None and held >= quota:
-            raise QuotaExceeded(
-                f"tenant {tenant!r} may have {quota} streams open (quotas.streams): close one first",
-                quota="streams",
-                limit=quota,
-                used=held + 1,
-            )
+        QuotaExceeded.unless_room(tenant, "streams", self.held(tenant), quota, "close one first")
         if self.clients >= self.settings.max_clients:
             raise TooManyStreams(
                 f"{self.settings.max_clients} streams are open, the most allowed "

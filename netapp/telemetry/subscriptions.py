@@ -815,13 +815,7 @@ class SubscriptionManager:
 
     def _check_room(self, tenant: str, quota: Optional[int]) -> None:
         held = self._held(tenant)
-        if quota is not None and held >= quota:
-            raise QuotaExceeded(
-                f"tenant {tenant!r} may hold {quota} subscriptions (quotas.subscriptions): delete one first",
-                quota="subscriptions",
-                limit=quota,
-                used=held + 1,
-            )
+        QuotaExceeded.unless_room(tenant, "subscriptions", held, quota, "delete one first")
         if held >= self.settings.max_per_tenant:
             raise Conflict(
                 f"tenant {tenant!r} holds {held} subscriptions, the most allowed "

@@ -14,7 +14,7 @@ from typing import Optional
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, model_validator
 
 from netapp.intents.errors import FieldError
-from netapp.intents.models import MAX_U24, InterfaceName, OverlayName, Prefix, U32, Vlan
+from netapp.intents.models import InterfaceName, OverlayName, Prefix, U32, Vlan, check_one_family, check_vni
 from netapp.service.contract import Snssai
 
 TenantName = str  # the token file's `tenant` (pattern there)
@@ -70,12 +70,8 @@ class TrafficGrant(BaseModel):
     def _check(self) -> "TrafficGrant":
         if all(getattr(self, name) is None for name in type(self).model_fields):
             raise FieldError("", "a grant needs at least one field: a grant of everything is `site: true`")
-        if self.vni is not None and self.overlay is None:
-            raise FieldError("vni", "vni needs overlay (vxlan, geneve or gre)")
-        if self.vni is not None and self.overlay != "gre" and self.vni > MAX_U24:
-            raise FieldError("vni", f"{self.overlay} VNI {self.vni} is above 2^24-1 ({MAX_U24})")
-        if self.src is not None and self.dst is not None and self.src.version != self.dst.version:
-            raise FieldError("dst", f"dst is IPv{self.dst.version} but src is IPv{self.src.version}")
+        check_vni(self.vni, self.overlay)
+        check_one_family(self.src, self.dst)
         return self
 
     def describe(self) -> str:
