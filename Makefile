@@ -54,7 +54,7 @@ python-deps: ESTIMATE := about a minute and a half, once
 comma := ,
 stamps = $(VENV)/.installed $(foreach extra,$(subst $(comma), ,$(EXTRAS)),$(VENV)/.installed-$(extra))
 python-runtime python-test python-deps: system-deps
-	@what="Python packages in $(VENV): the runtime dependencies$(if $(EXTRAS), and the extras $(EXTRAS))"; \
+	@what="Python packages in $(VENV): dpp-netapp$(if $(EXTRAS),[$(EXTRAS)]) and its dependencies"; \
 	stale=; for stamp in $(stamps); do [ -e $$stamp ] && ! [ pyproject.toml -nt $$stamp ] || stale=1; done; \
 	if [ -z "$$stale" ]; then \
 		$(call step,3) "$$what: up to date"; \
@@ -70,7 +70,7 @@ build: system-deps
 	@if $(MAKE) --no-print-directory -q -C dataplane; then \
 		$(call step,2) "data plane in dataplane/build: up to date"; \
 	else \
-		$(call step,2) -t "about 30 s" "building the data plane (C and BPF) into dataplane/build" \
+		$(call step,2) -t "about 10 s" "building the data plane (C and BPF) into dataplane/build" \
 			$(MAKE) --no-print-directory -C dataplane; \
 	fi
 
