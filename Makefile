@@ -37,7 +37,7 @@ system-deps:
 	if [ -z "$$missing" ]; then \
 		$(call step,1) "Debian packages: all $(words $(APT_PACKAGES)) installed"; \
 	else \
-		$(call step,1) -t "a few minutes, once" "installing Debian packages:" $$missing \
+		$(call step,1) -t "a few minutes, once" "installing Debian packages: $$(echo $$missing)" \
 			$(SHELL) -c 'apt-get -q update && DEBIAN_FRONTEND=noninteractive apt-get -q install -y "$$@"' \
 			apt-get $$missing; \
 	fi

@@ -46,9 +46,14 @@ class Setup:
             "FAKE_GO_STAMP": "yes",
         }
 
-    def run(self, link: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    def run(self, link: Path, cwd: Path | None = None, **env: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [str(SCRIPT), VERSION, str(link)], capture_output=True, text=True, timeout=60, env={**self.env, **env}
+            [str(SCRIPT), VERSION, str(link)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**self.env, **env},
+            cwd=cwd,
         )
 
     def build_count(self) -> int:
@@ -112,3 +117,12 @@ def test_a_build_that_does_not_say_its_version_is_refused_and_not_cached(setup: 
     assert result.returncode == 1
     assert "does not say it is v1.8.10: InfluxDB vunknown (git: unknown unknown)" in result.stderr
     assert not link.exists() and list(setup.cache.iterdir()) == []
+
+
+def test_a_cache_given_as_a_relative_path_gets_a_link_that_works_from_anywhere(setup: Setup, tmp_path: Path):
+    link = tmp_path / "clone" / "influxd"
+
+    result = setup.run(link, cwd=tmp_path, INFLUXD_CACHE="cache")
+
+    assert result.returncode == 0, result.stderr
+    assert Path(os.readlink(link)) == setup.cache / ENTRY / "influxd"

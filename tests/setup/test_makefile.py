@@ -3,6 +3,7 @@ plane's up-to-date check), and that the demo's lean install is enough for the pa
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -66,3 +67,27 @@ for module in pkgutil.walk_packages(netapp.__path__, "netapp."):
     result = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=120)
 
     assert result.returncode == 0, result.stderr
+
+
+def test_missing_debian_packages_are_named_and_installed(tmp_path: Path):
+    apt_log = tmp_path / "apt-get.log"
+    fake = tmp_path / "bin" / "apt-get"
+    fake.parent.mkdir()
+    fake.write_text(f'#!/bin/sh\necho "$*" >> {apt_log}\necho "apt-get $1"\n')
+    fake.chmod(0o755)
+
+    result = subprocess.run(
+        ["make", "--no-print-directory", "system-deps", "STEPS=5", "APT_PACKAGES=procps dpp-not-a-package no-such-one"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PATH": f"{fake.parent}:{os.environ['PATH']}"},
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert apt_log.read_text().splitlines() == ["-q update", "-q install -y dpp-not-a-package no-such-one"]
+    lines = result.stdout.splitlines()
+    assert lines[0] == "[1/5] installing Debian packages: dpp-not-a-package no-such-one (a few minutes, once)..."
+    assert lines[1:3] == ["apt-get -q", "apt-get -q"]
+    assert re.fullmatch(r"\[1/5\] installing Debian packages: dpp-not-a-package no-such-one: done in \d+ s", lines[3])
