@@ -1,17 +1,29 @@
 # DPP NetApp top-level targets. `make demo` and `make test` are the README's two commands; both
-# install what they need (Debian packages, a Python virtualenv) and are safe to run again.
+# install what they need (Debian packages, a Python virtualenv) and are safe to run again. Their
+# setup steps are numbered ([2/5]), say what runs and how long it took (scripts/step); a target made
+# on its own shows its steps unnumbered.
 SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 APT_PACKAGES := clang llvm libbpf-dev bpftool libxdp-dev iproute2 gcc make pkg-config \
 	libelf-dev zlib1g-dev python3 python3-venv python3-pip procps
 PYTEST_ARGS ?=
+# Options of `netapp demo`, e.g. DEMO_ARGS="--duration 60".
+DEMO_ARGS ?=
 # InfluxDB 1.8 for the telemetry demo, tests and benchmarks, built from source with `go install`
-# (Debian 12's golang-go, Go 1.19, builds it): no binary download, only the Go module proxy.
+# (Debian 12's golang-go, Go 1.19, builds it): no binary download, only the Go module proxy. The
+# build is kept outside the clone (scripts/influxd: $INFLUXD_CACHE, else ~/.cache/dpp-netapp) and
+# .tools/bin/influxd links to it.
 INFLUXDB_VERSION := v1.8.10
 INFLUXD := .tools/bin/influxd
 
-.PHONY: all deps system-deps python-deps build demo test package bench-dataplane bench-api bench-throughput influxd clean
+SETUP_START := $(shell date +%s)
+STEPS :=
+demo test: STEPS := 5
+# $(call step,N): scripts/step, numbered N of $(STEPS) when there are steps to count.
+step = scripts/step$(if $(STEPS), -n $(1)/$(STEPS))
+
+.PHONY: all deps system-deps python-runtime python-test python-deps build demo test package bench-dataplane bench-api bench-throughput influxd clean
 
 all: build
 
@@ -22,31 +34,57 @@ system-deps:
 	@missing=$$(for p in $(APT_PACKAGES); do \
 		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; \
 	done); \
-	if [ -n "$$missing" ]; then \
-		echo "installing:" $$missing; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	if [ -z "$$missing" ]; then \
+		$(call step,1) "Debian packages: all $(words $(APT_PACKAGES)) installed"; \
+	else \
+		$(call step,1) -t "a few minutes, once" "installing Debian packages: $$(echo $$missing)" \
+			$(SHELL) -c 'apt-get -q update && DEBIAN_FRONTEND=noninteractive apt-get -q install -y "$$@"' \
+			apt-get $$missing; \
 	fi
 
-$(VENV)/.installed: pyproject.toml | system-deps
-	python3 -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test,bench]'
-	touch $@
-
-python-deps: $(VENV)/.installed
+# One virtualenv, .venv, holds the package (editable) and what the target at hand needs: the
+# runtime dependencies alone for the demo and packaging, the test extra for the tests, test and
+# bench for the benchmarks. A stamp per part says it is in: .installed (the runtime), .installed-test.
+python-runtime: EXTRAS :=
+python-runtime: ESTIMATE := about 30 s, once
+python-test: EXTRAS := test
+python-test: ESTIMATE := about a minute, once
+python-deps: EXTRAS := test,bench
+python-deps: ESTIMATE := about a minute and a half, once
+comma := ,
+stamps = $(VENV)/.installed $(foreach extra,$(subst $(comma), ,$(EXTRAS)),$(VENV)/.installed-$(extra))
+python-runtime python-test python-deps: system-deps
+	@what="Python packages in $(VENV): dpp-netapp$(if $(EXTRAS),[$(EXTRAS)]) and its dependencies"; \
+	stale=; for stamp in $(stamps); do [ -e $$stamp ] && ! [ pyproject.toml -nt $$stamp ] || stale=1; done; \
+	if [ -z "$$stale" ]; then \
+		$(call step,3) "$$what: up to date"; \
+	else \
+		$(call step,3) -t "$(ESTIMATE)" "installing $$what" $(SHELL) -c '\
+			python3 -m venv $(VENV) && \
+			$(PY) -m pip install --upgrade pip && \
+			$(PY) -m pip install -e ".$(if $(EXTRAS),[$(EXTRAS)])"' && \
+		touch $(stamps); \
+	fi
 
 build: system-deps
-	$(MAKE) -C dataplane
+	@if $(MAKE) --no-print-directory -q -C dataplane; then \
+		$(call step,2) "data plane in dataplane/build: up to date"; \
+	else \
+		$(call step,2) -t "about 10 s" "building the data plane (C and BPF) into dataplane/build" \
+			$(MAKE) --no-print-directory -C dataplane; \
+	fi
 
-demo: build python-deps influxd
-	$(VENV)/bin/netapp demo
+demo: build python-runtime influxd
+	@$(call step,5) -s $(SETUP_START) -x "starting the demo: Ctrl-C stops it and removes what it made" \
+		$(VENV)/bin/netapp demo $(DEMO_ARGS)
 
-test: build python-deps influxd
-	$(PY) -m pytest $(PYTEST_ARGS) tests
+test: build python-test influxd
+	@$(call step,5) -s $(SETUP_START) -x "running the tests (about 10 minutes)" \
+		$(PY) -m pytest $(PYTEST_ARGS) tests
 
 # dist/: the Juju charm (dpp-netapp.charm) and the OSM packages (dpp-netapp_vnf.tar.gz,
 # dpp-netapp_ns.tar.gz); pip downloads the charm's dependencies for its base (Python 3.12).
-package: python-deps
+package: python-runtime
 	$(PY) -m netapp.packaging --out dist $(if $(IMAGE),--image $(IMAGE))
 
 bench-dataplane: build python-deps
@@ -79,24 +117,12 @@ FUZZ_PACKETS ?= 100000
 bench-fuzz: build python-deps
 	$(PY) -m bench.fuzz --packets $(FUZZ_PACKETS)
 
-# The recipe keeps a second run silent (no "Nothing to be done").
-influxd: $(INFLUXD)
-	@:
+# Links .tools/bin/influxd to the cached build, building it first when the cache has none.
+influxd:
+	@$(call step,4) -t "cached, or built once in 1-2 minutes" "InfluxDB $(INFLUXDB_VERSION) for the telemetry" \
+		scripts/influxd $(INFLUXDB_VERSION) $(INFLUXD)
 
-# Uses the first Go found: on PATH, then the official tarball's /usr/local/go; else installs
-# golang-go. A build takes about a minute and leaves the modules in Go's cache (~/go/pkg/mod).
-$(INFLUXD):
-	@set -e; \
-	go=$$(command -v go || ls /usr/local/go/bin/go 2>/dev/null || true); \
-	if [ -z "$$go" ]; then \
-		echo "installing golang-go (Go, to build influxd)"; \
-		apt-get update -qq; \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq golang-go; \
-		go=/usr/bin/go; \
-	fi; \
-	echo "building InfluxDB $(INFLUXDB_VERSION) into $@ with $$($$go version)"; \
-	mkdir -p $(@D) && GOBIN=$(abspath $(@D)) $$go install github.com/influxdata/influxdb/cmd/influxd@$(INFLUXDB_VERSION)
-
+# Leaves the cached influxd (scripts/influxd), so the next setup links it again instead of building.
 clean:
 	$(MAKE) -C dataplane clean
-	rm -rf $(VENV)
+	rm -rf $(VENV) .tools

@@ -788,8 +788,8 @@ def _target(name: str, value: float, limit: float, unit: str, met: bool) -> dict
 
 
 def influxd_version(binary: Path) -> str:
-    """What `influxd version` says; a `go install` build says "unknown", so the Makefile's
-    INFLUXDB_VERSION is added for the bundled binary."""
+    """What `influxd version` says; a plain `go install` build says "unknown" (scripts/influxd
+    stamps its builds), so the Makefile's INFLUXDB_VERSION is added for the bundled binary."""
     try:
         out = subprocess.run([str(binary), "version"], capture_output=True, text=True, timeout=10).stdout
     except (OSError, subprocess.SubprocessError):

@@ -8,7 +8,8 @@ v2-compatible API that 1.8 serves: token "user:password" (anything: auth is off)
 
     python -m netapp.telemetry.influxd --data-dir /tmp/influx --port 8086 --database dpp
 
-runs one in the foreground until Ctrl-C. `make influxd` installs the binary into .tools/bin.
+runs one in the foreground until Ctrl-C. `make influxd` links .tools/bin/influxd to a build it keeps
+outside the clone (scripts/influxd).
 """
 
 from __future__ import annotations
