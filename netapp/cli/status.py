@@ -12,33 +12,59 @@ from rich.live import Live
 from rich.table import Table
 
 from netapp.cli.client import Api
+from netapp.cli.errors import EXIT_FAILED
 from netapp.cli.options import TokenOption, UrlOption
+from netapp.cli.present import cell
 
 
 def status(url: UrlOption = None, token: TokenOption = None) -> None:
-    """Readiness, the program and its maps, interfaces and CPUs."""
+    """Readiness, the program and its maps, interfaces and CPUs; exits 1 when the NetApp is not ready."""
     api = Api.from_options(url, token)
-    ready = api.get("/readyz")
+    ready = api.request("GET", "/readyz", answers=(503,)).json()  # 503: not ready, and why
+    console = Console(highlight=False)
+    console.print(readiness_line(ready), markup=False)
+    if not ready.get("ready"):
+        raise typer.Exit(EXIT_FAILED)
     plane = api.get("/api/v1/dataplane")
-    console = Console()
-    console.print(f"ready: {ready.get('ready')}  " + "  ".join(
-        f"{name}={state}" for name, state in (ready.get("checks") or {}).items()))
-    console.print(f"instance {plane.get('instance')}, program id {plane.get('program_id')}, "
-                  f"reconciled: {plane.get('reconciled')}")
-    interfaces = Table("interface", "netns", "mode", "ifindex", "attached", title="interfaces", title_justify="left")
-    for view in plane.get("interfaces", []):
-        interfaces.add_row(view["name"], view.get("netns") or "", view["mode"], str(view.get("ifindex")),
-                           str(view["attached"]))
-    console.print(interfaces)
+    interfaces = plane.get("interfaces") or []
+    console.print(attachment_line(interfaces), markup=False)
+    labels = {"instance": "instance", "program_id": "program id", "rules": "rules", "shapes": "shapes",
+              "reconciled": "maps reconciled:"}
+    program = [f"{label} {cell(plane[key])}" for key, label in labels.items() if plane.get(key) is not None]
+    if program:
+        console.print(", ".join(program), markup=False)
+    table = Table("interface", "netns", "mode", "ifindex", "attached", title="interfaces", title_justify="left")
+    for view in interfaces:
+        table.add_row(*(cell(view.get(key)) for key in ("name", "netns", "mode", "ifindex", "attached")))
+    console.print(table)
     console.print(_maps_table(plane.get("maps") or {}))
+
+
+def readiness_line(readiness: dict[str, Any]) -> str:
+    """/readyz in a line: ready or not, and the checks, those that passed named together."""
+    checks = readiness.get("checks") or {}
+    passed = [name for name, state in checks.items() if state == "ok"]
+    failed = [f"{name}: {state}" for name, state in checks.items() if state != "ok"]
+    words = [f"ready: {cell(bool(readiness.get('ready')))}"]
+    if passed:
+        words.append(f"{', '.join(passed)} ok")
+    return "; ".join(words + failed)
+
+
+def attachment_line(interfaces: list[dict[str, Any]]) -> str:
+    """Which interfaces the program sees packets of: being ready says nothing about that."""
+    attached = [f"{view['name']} ({view.get('mode')})" for view in interfaces if view.get("attached")]
+    if attached:
+        return f"attached: {', '.join(attached)}"
+    return ("attached: no interface, so no packet reaches the program (name interfaces in the settings, "
+            "or POST /api/v1/dataplane/attach)")
 
 
 def _maps_table(maps: Any) -> Table:
     table = Table("map", "id", "entries", "capacity", title="maps", title_justify="left")
     items = maps.items() if isinstance(maps, dict) else ((m.get("name"), m) for m in maps)
     for name, info in items:
-        table.add_row(str(name), str(info.get("id", "")), str(info.get("entries", "")),
-                      str(info.get("max_entries", "")))
+        table.add_row(cell(name), *(cell(info.get(key)) for key in ("id", "entries", "max_entries")))
     return table
 
 
@@ -80,7 +106,7 @@ def rates_view(stats: dict[str, Any], meter: RateMeter, now: float) -> Group:
             view = view or {}
             rate = meter.update(f"cpu/{cpu}", view.get("packets", 0), view.get("bytes", 0), now)
             table.add_row(str(cpu), f"{view.get('packets', 0):,}", *_rate_cells(rate),
-                          str(bool(view.get("overloaded"))))
+                          cell(bool(view.get("overloaded"))))
         tables.append(table)
     return Group(*tables)
 

@@ -126,7 +126,7 @@ def test_apply_prints_each_warning_on_one_line_of_stderr_and_so_does_a_dry_run(s
     )
 
     assert apply(served, flows) == (0, "created flow\ncreated flow-2\n", [])
-    code, out, dry = apply(served, wide, "--dry-run")
+    code, out, dry = apply(served, wide, "--dry-run", "--json")
     assert code == 0 and json.loads(out)["applied"] is False
     assert dry == [line, line.replace("flow both", "flow-2 both").replace("TEID 0x00000007", "TEID 0x00000008")]
     assert apply(served, wide) == (0, "created wide\n", dry)
