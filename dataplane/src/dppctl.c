@@ -29,7 +29,12 @@ struct cmd {
 	const char *name;
 	int (*run)(struct ctl *c, int argc, char **argv);
 	const char *usage;
+	const char *help; /* what it does, then a line per option */
 };
+
+#ifndef DPP_VERSION
+#define DPP_VERSION "unknown" /* the Makefile passes the project's version */
+#endif
 
 static bool verbose;
 /* libdpp explains failures through its log; the last warning completes our one error line. */
@@ -741,13 +746,25 @@ static int cmd_stats(struct ctl *c, int argc, char **argv)
 /* ---- main ---- */
 
 static const struct cmd cmds[] = {
-	{ "attach", cmd_attach, "attach -i IFACE [-m native|generic|offload] [-c CPUS]" },
-	{ "detach", cmd_detach, "detach -i IFACE" },
-	{ "status", cmd_status, "status" },
-	{ "rules", cmd_rules, "rules" },
-	{ "stats", cmd_stats, "stats" },
-	{ "upgrade", cmd_upgrade, "upgrade [--no-flow-cache]" },
-	{ "unload", cmd_unload, "unload" },
+	{ "attach", cmd_attach, "attach -i IFACE [-m native|generic|offload] [-c CPUS]",
+	  "Attach the instance to IFACE, loading and pinning it first if nothing is pinned yet.\n"
+	  "  -i, --interface IFACE  the interface whose received packets the program sees\n"
+	  "  -m, --mode MODE        native (the default), generic or offload\n"
+	  "  -c, --cpus CPUS        add these CPUs (e.g. 0-1,3) to the set flows are steered to\n" },
+	{ "detach", cmd_detach, "detach -i IFACE",
+	  "Detach the instance from IFACE; its pins, rules and counters stay.\n"
+	  "  -i, --interface IFACE  the interface to detach from\n" },
+	{ "status", cmd_status, "status",
+	  "Show the instance: its program, maps, shapes, configuration and CPU set.\n" },
+	{ "rules", cmd_rules, "rules", "List the installed rules, their keys, actions and counters.\n" },
+	{ "stats", cmd_stats, "stats",
+	  "Show the packet counters per verdict, action, parse reason and CPU.\n" },
+	{ "upgrade", cmd_upgrade, "upgrade [--no-flow-cache]",
+	  "Replace the pinned program with this build's, under traffic: rules, counters and\n"
+	  "configuration stay, and the previous program runs on if any step fails.\n"
+	  "  --no-flow-cache        load the new program without the per-flow cache\n" },
+	{ "unload", cmd_unload, "unload",
+	  "Remove every pin of the instance, which detaches it from its interfaces.\n" },
 };
 
 static void usage(FILE *f)
@@ -757,7 +774,26 @@ static void usage(FILE *f)
 	fprintf(f, "usage: dppctl [-n INSTANCE] [-v] COMMAND [ARGS]\n");
 	for (i = 0; i < ARRAY_SIZE(cmds); i++)
 		fprintf(f, "       dppctl [-n INSTANCE] %s\n", cmds[i].usage);
-	fprintf(f, "INSTANCE defaults to \"default\"; CPUS is a list such as 0-1,3.\n");
+	fprintf(f, "       dppctl --version\n");
+	fprintf(f, "INSTANCE defaults to \"default\"; CPUS is a list such as 0-1,3.\n"
+		   "`dppctl COMMAND --help` says what a command does.\n");
+}
+
+static void cmd_usage(const struct cmd *cmd)
+{
+	printf("usage: dppctl [-n INSTANCE] %s\n%s", cmd->usage, cmd->help);
+}
+
+/* Whether the command's arguments ask for its help (before any "--"). */
+static bool wants_help(int argc, char **argv)
+{
+	int i;
+
+	for (i = 1; i < argc && strcmp(argv[i], "--"); i++) {
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
+			return true;
+	}
+	return false;
 }
 
 static const struct cmd *cmd_find(const char *name)
@@ -777,6 +813,7 @@ int main(int argc, char **argv)
 		{ "instance", required_argument, NULL, 'n' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{},
 	};
 	struct ctl c = { .instance = "default" };
@@ -784,7 +821,7 @@ int main(int argc, char **argv)
 	int opt, rc;
 
 	/* "+": stop at the command, whose own options are parsed by the command. */
-	while ((opt = getopt_long(argc, argv, "+n:vh", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "+n:vhV", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'n':
 			c.instance = optarg;
@@ -794,6 +831,9 @@ int main(int argc, char **argv)
 			break;
 		case 'h':
 			usage(stdout);
+			return 0;
+		case 'V':
+			printf("dppctl %s (libbpf %s)\n", DPP_VERSION, libbpf_version_string());
 			return 0;
 		default:
 			usage(stderr);
@@ -810,9 +850,13 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	dpp_set_log(log_cb, NULL);
 	argc -= optind;
 	argv += optind;
+	if (wants_help(argc, argv)) {
+		cmd_usage(cmd);
+		return 0;
+	}
+	dpp_set_log(log_cb, NULL);
 	optind = 0; /* glibc: restart scanning on the command's own arguments */
 	rc = cmd->run(&c, argc, argv);
 	/* A warning on success still matters (e.g. pins that will not outlive this process). */

@@ -201,7 +201,7 @@ def _on_intent_error(request: Request, exc: IntentError) -> JSONResponse:
 def _on_service_error(request: Request, exc: ServiceError) -> JSONResponse:
     if exc.status == HTTP_500_INTERNAL_SERVER_ERROR:
         return _on_unexpected_error(request, exc)
-    params = [InvalidParam(name=exc.field, reason=exc.detail, allowed=exc.allowed)] if exc.field else None
+    params = [InvalidParam(name=exc.field, reason=exc.reason, allowed=exc.allowed)] if exc.field else None
     return problem_response(request, exc.status, exc.title, exc.detail, params, **exc.extra)
 
 

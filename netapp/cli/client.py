@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Collection, Optional
 
 import httpx
 
@@ -42,16 +42,25 @@ class Api:
         return headers
 
     def request(self, method: str, path: str, *, json: Any = None, params: Optional[dict] = None,
-                headers: Optional[dict[str, str]] = None) -> httpx.Response:
-        """Send a request; a transport failure or an error status ends the command with one line."""
+                headers: Optional[dict[str, str]] = None, answers: Collection[int] = ()) -> httpx.Response:
+        """Send a request; a transport failure or an error status (other than `answers`) ends the
+        command with one line."""
+        try:
+            return self.send(method, path, json=json, params=params, headers=headers, answers=answers)
+        except ApiError as exc:
+            fail(exc.line, exc.exit_code)
+
+    def send(self, method: str, path: str, *, json: Any = None, params: Optional[dict] = None,
+             headers: Optional[dict[str, str]] = None, answers: Collection[int] = ()) -> httpx.Response:
+        """As `request`, but a failure raises ApiError: for callers that carry on (stats --watch)."""
         try:
             response = httpx.request(method, self.url + path, json=json, params=params,
                                      headers=self._headers(headers), timeout=TIMEOUT_S, verify=self.verify)
         except httpx.HTTPError as exc:
-            fail(f"cannot reach the NetApp at {self.url} ({exc.__class__.__name__}: {exc}); "
-                 f"is `netapp serve` running? (set --url or {URL_ENV})", EXIT_ENVIRONMENT)
-        if response.status_code >= 400:
-            fail(problem_line(method, path, response), _exit_code(response.status_code))
+            raise ApiError(f"cannot reach the NetApp at {self.url} ({exc.__class__.__name__}: {exc}); "
+                           f"is `netapp serve` running? (set --url or {URL_ENV})", None) from exc
+        if response.status_code >= 400 and response.status_code not in answers:
+            raise ApiError(problem_line(method, path, response), response.status_code)
         return response
 
     def exists(self, path: str) -> bool:
@@ -66,8 +75,24 @@ class Api:
         return self.request("GET", path, params={k: v for k, v in params.items() if v is not None}).json()
 
 
-def _exit_code(status: int) -> int:
-    return EXIT_BAD_INPUT if status in (400, 404, 409, 422) else EXIT_FAILED
+class ApiError(Exception):
+    """A request that failed: `line` says how; `status` is None when the NetApp was not reached."""
+
+    def __init__(self, line: str, status: Optional[int]):
+        super().__init__(line)
+        self.line = line
+        self.status = status
+
+    @property
+    def transient(self) -> bool:
+        """Whether asking again later may succeed: the NetApp is away, restarting or failing."""
+        return self.status is None or self.status >= 500
+
+    @property
+    def exit_code(self) -> int:
+        if self.status is None:
+            return EXIT_ENVIRONMENT
+        return EXIT_BAD_INPUT if self.status in (400, 404, 409, 422) else EXIT_FAILED
 
 
 def problem_line(method: str, path: str, response: httpx.Response) -> str:
@@ -78,12 +103,21 @@ def problem_line(method: str, path: str, response: httpx.Response) -> str:
         body = {}
     if not isinstance(body, dict):
         body = {}
-    detail = body.get("detail") or body.get("title") or response.reason_phrase
-    fields = "; ".join(
-        f"{param.get('name')}: {param.get('reason')}"
-        for param in body.get("invalid-params") or []
-        if isinstance(param, dict)
-    )
+    detail = str(body.get("detail") or body.get("title") or response.reason_phrase)
+    params = [param for param in body.get("invalid-params") or [] if isinstance(param, dict)]
+    fields = "; ".join(words for words in (_param_words(param, detail) for param in params) if words)
     hint = {401: f" (give a token with --token or {TOKEN_ENV})", 403: " (this token lacks the scope)"}
     return (f"{method} {path}: {response.status_code} {detail}"
             + (f" [{fields}]" if fields else "") + hint.get(response.status_code, ""))
+
+
+def _param_words(param: dict, detail: str) -> str:
+    """What an entry of invalid-params adds to the detail: nothing it says already (the detail of
+    most problems is made of their entries), and what is allowed."""
+    said = f"{param.get('name')}: {param.get('reason')}"
+    if said in detail or str(param.get("reason")) in detail:
+        said = ""
+    allowed = param.get("allowed")
+    if allowed and f"allowed: {allowed}" not in detail:
+        said = f"{said or param.get('name')} (allowed: {allowed})"
+    return said

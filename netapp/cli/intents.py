@@ -11,11 +11,13 @@ from rich.console import Console
 from rich.table import Table
 
 from netapp.cli.client import Api
+from netapp.cli.dry_run import merged, offline_report, show_report
 from netapp.cli.errors import EXIT_BAD_INPUT, fail, warn
 from netapp.cli.options import TokenOption, UrlOption
+from netapp.cli.present import fields_summary
 from netapp.intents.errors import IntentError
 from netapp.intents.loader import read_data
-from netapp.intents.models import is_legacy
+from netapp.intents.models import LEGACY_ID_PREFIX, is_legacy
 
 app = typer.Typer(help="Intents: which traffic matters and what to do with it.", no_args_is_help=True)
 BASE = "/api/v1/intents"
@@ -40,17 +42,24 @@ def _load(path: Path) -> list[dict]:
         fail(f"{path}: {exc}", EXIT_BAD_INPUT)
 
 
-def _apply_one(api: Api, entry: dict, dry_run: bool) -> tuple[str, Any]:
-    """Create a native intent, or replace it when it exists; legacy messages go to their own door."""
-    params = {"dry_run": "true"} if dry_run else None
+def _apply_one(api: Api, entry: dict) -> tuple[str, str, Any]:
+    """Create a native intent, or replace it when it exists; legacy messages go to their own door.
+    Returns what happened, to which intent id, and the answer."""
     if is_legacy(entry):
-        response = api.request("POST", f"{BASE}/legacy", json=entry, params=params)
-        return "legacy", response.json() if response.content else None
+        response = api.request("POST", f"{BASE}/legacy", json=entry)
+        body = response.json() if response.content else None
+        outcome = {201: "created", 204: "deleted"}.get(response.status_code, "replaced")
+        return outcome, body["intent"]["id"] if body else _legacy_id(entry), body
     if api.exists(f"{BASE}/{entry.get('id')}"):
-        response = api.request("PUT", f"{BASE}/{entry['id']}", json=entry, params=params)
-        return "replaced", response.json()
-    response = api.request("POST", BASE, json=entry, params=params)
-    return ("created" if response.status_code == 201 else "unchanged"), response.json()
+        response = api.request("PUT", f"{BASE}/{entry['id']}", json=entry)
+        return "replaced", entry["id"], response.json()
+    response = api.request("POST", BASE, json=entry)
+    return ("created" if response.status_code == 201 else "unchanged"), entry["id"], response.json()
+
+
+def _legacy_id(entry: dict) -> str:
+    """The id the NetApp stores a legacy message's intent under (LegacyMessage.to_intent)."""
+    return LEGACY_ID_PREFIX + str(entry.get("Action", {}).get("flow_hash", "")).lower()
 
 
 BATCH_LIMIT = 1000  # the API's limit on one batch create
@@ -89,37 +98,71 @@ def warning_line(warning: dict) -> str:
 @app.command("apply")
 def apply(
     file: Annotated[Path, typer.Option("-f", "--file", help="Intents (JSON or YAML): one, a list, or a document.")],
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the compiled rules; change nothing.")] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Show the rules, conflicts and overlaps; change nothing.")
+    ] = False,
+    offline: Annotated[
+        bool,
+        typer.Option("--offline", help="With --dry-run: compile here, without a server (the file's intents "
+                     "compared with each other only; interface names not checked)."),
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="With --dry-run: the report as JSON.")] = False,
     url: UrlOption = None,
     token: TokenOption = None,
 ) -> None:
     """Create or replace every intent of FILE (legacy messages are applied as sent). Consecutive new
     native intents are created together in one batch request (one transaction). Warnings, such as
     intents of other shapes that match some of the same packets, go to stderr, one line each."""
+    for flag, given in (("--offline", offline), ("--json", as_json)):
+        if given and not dry_run:
+            fail(f"{flag} goes with --dry-run (it says how to show what would be done)", EXIT_BAD_INPUT)
+    if dry_run:
+        _dry_run(file, offline, as_json, url, token)
+        return
     api = Api.from_options(url, token)
     console = Console()
     pending: list[dict] = []  # new native intents, created together before anything that follows
 
-    def report(entry: dict, outcome: str, body: Any) -> None:
-        name = entry.get("id") or entry.get("Action", {}).get("flow_hash", "legacy message")
-        if dry_run:
-            console.print_json(json.dumps(body))
-        else:
-            console.print(f"{outcome} {name}")
+    def report(outcome: str, name: str, body: Any) -> None:
+        console.print(f"{outcome} {name}", markup=False, highlight=False)
         warn_of(body)
 
     def flush() -> None:
         for entry, (outcome, body) in zip(pending, _create_batch(api, pending) if pending else [], strict=True):
-            report(entry, outcome, body)
+            report(outcome, entry["id"], body)
         pending.clear()
 
     for entry in _load(file):
-        if not dry_run and not is_legacy(entry) and not api.exists(f"{BASE}/{entry.get('id')}"):
+        if not is_legacy(entry) and not api.exists(f"{BASE}/{entry.get('id')}"):
             pending.append(entry)
             continue
         flush()
-        report(entry, *_apply_one(api, entry, dry_run))
+        report(*_apply_one(api, entry))
     flush()
+
+
+def _dry_run(file: Path, offline: bool, as_json: bool, url: Optional[str], token: Optional[str]) -> None:
+    """The report of compiling FILE: here (offline), or by the NetApp against what it holds, the
+    new native intents in one batch and each legacy message through its own door."""
+    if offline:
+        report, interfaces = offline_report(file)
+        note = "offline: compared with each other only, not with what a NetApp holds"
+        if interfaces:
+            note += f"; interfaces taken as named: {', '.join(interfaces)}"
+    else:
+        api = Api.from_options(url, token)
+        entries = _load(file)
+        native = [entry for entry in entries if not is_legacy(entry)]
+        answers = [
+            api.request("POST", f"{BASE}/batch", json={"intents": native[start : start + BATCH_LIMIT]},
+                        params={"dry_run": "true"}).json()
+            for start in range(0, len(native), BATCH_LIMIT)
+        ]
+        answers += [api.request("POST", f"{BASE}/legacy", json=entry, params={"dry_run": "true"}).json()
+                    for entry in entries if is_legacy(entry)]
+        report, note = merged(answers), ""
+    show_report(report, Console(), as_json, note)
+    warn_of(report)
 
 
 @app.command("list")
@@ -137,13 +180,9 @@ def list_intents(
     for record in page["items"]:
         intent = record["intent"]
         table.add_row(intent["id"], str(intent["priority"]), intent["traffic_class"],
-                      _summary(intent["match"]), _summary(intent["action"]),
+                      fields_summary(intent["match"]), fields_summary(intent["action"]),
                       record.get("slice_id") or "", record["tenant"])
     Console().print(table)
-
-
-def _summary(fields: dict) -> str:
-    return " ".join(f"{k}={v}" for k, v in fields.items() if v is not None)
 
 
 @app.command("get")

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
+from netapp import __version__
 from netapp.cli import ai, dataplane, demo, intents, serve, slices, status, tenants, tokens
 
 app = typer.Typer(
@@ -12,6 +15,8 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Plain help, as click writes it: typer's rich panels give every flag a value ("--dry-run <bool>").
+    rich_markup_mode=None,
 )
 app.add_typer(ai.app, name="ai")
 app.add_typer(dataplane.app, name="dataplane")
@@ -23,6 +28,22 @@ app.add_typer(slices.app, name="slices")
 app.add_typer(tenants.app, name="tenants")
 app.command(name="status")(status.status)
 app.command(name="stats")(status.stats)
+
+
+def _print_version(asked: bool) -> None:
+    if asked:
+        typer.echo(f"netapp {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    # The options of `netapp` itself; its help is the Typer's.
+    pass
 
 
 if __name__ == "__main__":

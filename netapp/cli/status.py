@@ -2,43 +2,73 @@
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Annotated, Any, Optional
 
 import typer
 from rich.console import Console, Group
 from rich.live import Live
 from rich.table import Table
+from rich.text import Text
 
-from netapp.cli.client import Api
+from netapp.cli.client import Api, ApiError
+from netapp.cli.errors import EXIT_FAILED, fail
 from netapp.cli.options import TokenOption, UrlOption
+from netapp.cli.present import cell
 
 
 def status(url: UrlOption = None, token: TokenOption = None) -> None:
-    """Readiness, the program and its maps, interfaces and CPUs."""
+    """Readiness, the program and its maps, interfaces and CPUs; exits 1 when the NetApp is not ready."""
     api = Api.from_options(url, token)
-    ready = api.get("/readyz")
+    ready = api.request("GET", "/readyz", answers=(503,)).json()  # 503: not ready, and why
+    console = Console(highlight=False)
+    console.print(readiness_line(ready), markup=False)
+    if not ready.get("ready"):
+        raise typer.Exit(EXIT_FAILED)
     plane = api.get("/api/v1/dataplane")
-    console = Console()
-    console.print(f"ready: {ready.get('ready')}  " + "  ".join(
-        f"{name}={state}" for name, state in (ready.get("checks") or {}).items()))
-    console.print(f"instance {plane.get('instance')}, program id {plane.get('program_id')}, "
-                  f"reconciled: {plane.get('reconciled')}")
-    interfaces = Table("interface", "netns", "mode", "ifindex", "attached", title="interfaces", title_justify="left")
-    for view in plane.get("interfaces", []):
-        interfaces.add_row(view["name"], view.get("netns") or "", view["mode"], str(view.get("ifindex")),
-                           str(view["attached"]))
-    console.print(interfaces)
+    interfaces = plane.get("interfaces") or []
+    console.print(attachment_line(interfaces), markup=False)
+    labels = {"instance": "instance", "program_id": "program id", "rules": "rules", "shapes": "shapes",
+              "reconciled": "maps reconciled:"}
+    program = [f"{label} {cell(plane[key])}" for key, label in labels.items() if plane.get(key) is not None]
+    if program:
+        console.print(", ".join(program), markup=False)
+    table = Table("interface", "netns", "mode", "ifindex", "attached", title="interfaces", title_justify="left")
+    for view in interfaces:
+        table.add_row(*(cell(view.get(key)) for key in ("name", "netns", "mode", "ifindex", "attached")))
+    console.print(table)
     console.print(_maps_table(plane.get("maps") or {}))
+
+
+def readiness_line(readiness: dict[str, Any]) -> str:
+    """/readyz in a line: ready or not, and the checks, those that passed named together."""
+    checks = readiness.get("checks") or {}
+    passed = [name for name, state in checks.items() if state == "ok"]
+    failed = [f"{name}: {state}" for name, state in checks.items() if state != "ok"]
+    words = [f"ready: {cell(bool(readiness.get('ready')))}"]
+    if passed:
+        words.append(f"{', '.join(passed)} ok")
+    return "; ".join(words + failed)
+
+
+def attachment_line(interfaces: list[dict[str, Any]]) -> str:
+    """Which interfaces the program sees packets of: being ready says nothing about that."""
+    attached = [f"{view['name']} ({view.get('mode')})" for view in interfaces if view.get("attached")]
+    if attached:
+        return f"attached: {', '.join(attached)}"
+    return ("attached: no interface, so no packet reaches the program (name interfaces in the settings, "
+            "or POST /api/v1/dataplane/attach)")
 
 
 def _maps_table(maps: Any) -> Table:
     table = Table("map", "id", "entries", "capacity", title="maps", title_justify="left")
     items = maps.items() if isinstance(maps, dict) else ((m.get("name"), m) for m in maps)
     for name, info in items:
-        table.add_row(str(name), str(info.get("id", "")), str(info.get("entries", "")),
-                      str(info.get("max_entries", "")))
+        table.add_row(cell(name), *(cell(info.get(key)) for key in ("id", "entries", "max_entries")))
     return table
 
 
@@ -80,28 +110,98 @@ def rates_view(stats: dict[str, Any], meter: RateMeter, now: float) -> Group:
             view = view or {}
             rate = meter.update(f"cpu/{cpu}", view.get("packets", 0), view.get("bytes", 0), now)
             table.add_row(str(cpu), f"{view.get('packets', 0):,}", *_rate_cells(rate),
-                          str(bool(view.get("overloaded"))))
+                          cell(bool(view.get("overloaded"))))
         tables.append(table)
     return Group(*tables)
 
 
+RETRY_S = 2.0  # how often `stats --watch` asks a NetApp that does not answer
+
+
+@dataclass
+class StatsWatch:
+    """What `stats --watch` shows: a status line (when the tables are from; since when the NetApp
+    has not answered), then the latest tables, which stay on screen while it is away."""
+
+    api: Api
+    meter: RateMeter = field(default_factory=RateMeter)
+    view: Optional[Group] = None
+    updated: Optional[datetime] = None  # the last answer
+    down_since: Optional[datetime] = None  # the first failure since then
+    problem: Optional[ApiError] = None
+
+    def poll(self) -> Group:
+        """Ask for the counters once; the frame to show. Raises the ApiError that asking again
+        cannot mend (a token refused, a bad request)."""
+        now = datetime.now()
+        try:
+            stats = self.api.send("GET", "/api/v1/stats").json()
+        except ApiError as exc:
+            if not exc.transient:
+                raise
+            self.down_since, self.problem = self.down_since or now, exc
+            return self.frame()
+        if self.down_since is not None:
+            self.meter = RateMeter()  # a restarted NetApp counts from zero: no rate across the gap
+        self.down_since, self.problem, self.updated = None, None, now
+        self.view = rates_view(stats, self.meter, time.monotonic())
+        return self.frame()
+
+    def pause(self, interval: float) -> float:
+        """Seconds until the next poll."""
+        return interval if self.down_since is None else max(interval, RETRY_S)
+
+    def status_line(self) -> Text:
+        if self.down_since is None or self.problem is None:
+            return Text(f"{self.api.url}, updated {_clock(self.updated)}; Ctrl-C stops", style="dim")
+        state = "unreachable" if self.problem.status is None else f"failing ({self.problem.status})"
+        shown = f"; the tables below are from {_clock(self.updated)}" if self.updated else ""
+        return Text(f"server {state} since {_clock(self.down_since)}, retrying every {RETRY_S:g} s{shown}: "
+                    f"{self.problem.line}", style="bold red")
+
+    def frame(self) -> Group:
+        return Group(self.status_line(), *([self.view] if self.view is not None else []))
+
+
+def _clock(moment: Optional[datetime]) -> str:
+    return moment.strftime("%H:%M:%S") if moment else "never"
+
+
+def watch_stats(api: Api, interval: float, console: Console, stop: threading.Event) -> None:
+    """Poll until `stop` is set (or Ctrl-C): a live view on a terminal, frame after frame elsewhere.
+    A failure that retrying cannot mend leaves the loop, and so the live view, as an ApiError: its
+    line is printed after the tables, never under them."""
+    watcher = StatsWatch(api)
+    live = Live(console=console, auto_refresh=False) if console.is_interactive else None
+    with live or contextlib.nullcontext():
+        while True:
+            frame = watcher.poll()
+            if live is not None:
+                live.update(frame, refresh=True)
+            else:
+                console.print(frame)
+            if stop.wait(watcher.pause(interval)):
+                return
+
+
 def stats(
-    watch: Annotated[bool, typer.Option("--watch", help="Refresh a live table of rates until Ctrl-C.")] = False,
+    watch: Annotated[
+        bool, typer.Option("--watch", help="Refresh a live table of rates until Ctrl-C; rides out restarts.")
+    ] = False,
     interval: Annotated[float, typer.Option(min=0.2, help="Seconds between refreshes.")] = 1.0,
     url: UrlOption = None,
     token: TokenOption = None,
 ) -> None:
-    """Counters per intent and slice (per CPU, verdict and reason for admin tokens)."""
+    """Counters per intent and slice (per CPU, verdict and reason for admin tokens). With --watch, a
+    NetApp that stops answering is asked again every 2 s, and a line above the tables says since when."""
     api = Api.from_options(url, token)
-    meter = RateMeter()
     console = Console()
     if not watch:
-        console.print(rates_view(api.get("/api/v1/stats"), meter, time.monotonic()))
+        console.print(rates_view(api.get("/api/v1/stats"), RateMeter(), time.monotonic()))
         return
-    with Live(console=console, refresh_per_second=4) as live:
-        try:
-            while True:
-                live.update(rates_view(api.get("/api/v1/stats"), meter, time.monotonic()))
-                time.sleep(interval)
-        except KeyboardInterrupt:
-            pass
+    try:
+        watch_stats(api, interval, console, threading.Event())
+    except KeyboardInterrupt:
+        pass
+    except ApiError as exc:
+        fail(exc.line, exc.exit_code)

@@ -144,6 +144,7 @@ class CompiledRule:
     alt_group: Optional[int] = None  # None: the site's default group (DPP_NONE)
     redirect_ifindex: Optional[int] = None
     best_effort: bool = False
+    redirect_interface: Optional[str] = None  # the name redirect_ifindex was resolved from
 
     @property
     def match_key(self) -> tuple[RuleShape, FieldValues]:
@@ -158,7 +159,7 @@ class CompiledRule:
         details = {"steer": f" cpu {self.cpu}", "forward": f" group {self.alt_group}"}
         text = self.action + details.get(self.action, "")
         if self.action == "redirect":
-            text += f" ifindex {self.redirect_ifindex}"
+            text += f" to {self.redirect_interface or f'ifindex {self.redirect_ifindex}'}"
         return text + (" best-effort" if self.best_effort else "")
 
 
@@ -257,6 +258,7 @@ def compile_intent(
         alt_group=_alt_group(intent),
         redirect_ifindex=_redirect_ifindex(intent, interfaces),
         best_effort=intent.best_effort,
+        redirect_interface=intent.action.interface if isinstance(intent.action, RedirectAction) else None,
     )
 
 

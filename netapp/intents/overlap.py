@@ -146,7 +146,8 @@ def describe_values(match: FieldValues, interface_names: Mapping[int, str]) -> s
         key = " key" if values["overlay"] == "gre" else " VNI"
         words.append(f"in {values['overlay']}" + (f"{key} {values['vni']}" if "vni" in values else ""))
     if "gtp" in values:
-        tunnel = "".join(f" {name.upper()} {values[name]}" for name in ("teid", "qfi") if name in values)
+        teid = f" TEID {values['teid']:#010x}" if "teid" in values else ""
+        tunnel = teid + (f" QFI {values['qfi']}" if "qfi" in values else "")
         words.append(f"in GTP-U{tunnel}")
     if "interface" in values:
         ifindex = values["interface"]

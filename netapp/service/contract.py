@@ -9,10 +9,11 @@ import enum
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Annotated, Any, Generic, Literal, Optional, TypeVar
+from typing import Annotated, Any, Generic, Literal, Mapping, Optional, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, Strict
 
+from netapp.intents.compiler import CompiledRule
 from netapp.intents.models import AlternativeGroup, CpuSpec, Intent, LegacyMessage
 
 T = TypeVar("T")
@@ -59,12 +60,18 @@ class ServiceError(Exception):
     title = "Internal error"
 
     def __init__(
-        self, detail: str, field: Optional[str] = None, allowed: Optional[str] = None, **extra: Any
+        self,
+        detail: str,
+        field: Optional[str] = None,
+        allowed: Optional[str] = None,
+        reason: Optional[str] = None,
+        **extra: Any,
     ):
         super().__init__(detail)
         self.detail = detail
         self.field = field
         self.allowed = allowed
+        self.reason = reason or detail  # what is wrong with `field`, where detail says more
         self.extra = extra
 
 
@@ -139,11 +146,27 @@ class CompiledRuleView(BaseModel):
 
     intent_id: str
     shape: str = Field(description="the key fields compared, with prefix lengths")
-    match: dict[str, Any]
+    match: dict[str, Any] = Field(description="key field -> value; an interface by its name")
     priority: int
     action: str
     cpu: Optional[int] = None
     alternative: Optional[int] = None
+
+    @classmethod
+    def of(cls, rule: CompiledRule, intent_id: str, interface_names: Mapping[int, str]) -> "CompiledRuleView":
+        """`rule` as `intent_id`, its interface named by `interface_names` (ifindex -> name)."""
+        match = {name: value if isinstance(value, int) else str(value) for name, value in rule.values.items()}
+        if "interface" in match:
+            match["interface"] = interface_names.get(match["interface"], match["interface"])
+        return cls(
+            intent_id=intent_id,
+            shape=rule.shape.describe(),
+            match=match,
+            priority=rule.priority,
+            action=rule.action,
+            cpu=rule.cpu,
+            alternative=rule.alt_group,
+        )
 
 
 class ConflictView(BaseModel):

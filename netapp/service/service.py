@@ -142,7 +142,7 @@ def batch_hash(intents: list[Intent]) -> str:
 
 
 def _invalid_input(exc: IntentError) -> InvalidInput:
-    return InvalidInput(exc.line(), field=exc.field or None)
+    return InvalidInput(exc.line(), field=exc.field or None, reason=exc.message)
 
 
 @dataclasses.dataclass
@@ -943,28 +943,16 @@ class NetAppService(IntentService):
 
     def _report(self, who: Principal, qualified: list[str], narrowed: list[IntentWarning]) -> DryRunReport:
         rules, conflicts, seen = [], [], set()
+        interface_names = {ifindex: name for name, ifindex in self._index.interfaces.items()}
         for name in qualified:
             rule = self._index.get(name)
             assert rule is not None
-            rules.append(self._rule_view(who, rule))
+            rules.append(CompiledRuleView.of(rule, self._display(who, rule.intent_id), interface_names))
             for conflict in self._index.collisions(name):
                 if (conflict.intent_a, conflict.intent_b) not in seen:
                     seen.add((conflict.intent_a, conflict.intent_b))
                     conflicts.append(self._conflict_view(who, conflict))
         return DryRunReport(rules=rules, conflicts=conflicts, warnings=narrowed + self._warnings(who, qualified))
-
-    def _rule_view(self, who: Principal, rule: CompiledRule) -> CompiledRuleView:
-        return CompiledRuleView(
-            intent_id=self._display(who, rule.intent_id),
-            shape=rule.shape.describe(),
-            match={
-                name: value if isinstance(value, int) else str(value) for name, value in rule.values.items()
-            },
-            priority=rule.priority,
-            action=rule.action,
-            cpu=rule.cpu,
-            alternative=rule.alt_group,
-        )
 
     def _conflict_view(self, who: Principal, conflict: RuleConflict) -> ConflictView:
         a, b = self._display(who, conflict.intent_a), self._display(who, conflict.intent_b)

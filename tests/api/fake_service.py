@@ -260,7 +260,10 @@ class FakeIntentService(IntentService):
 
     def dataplane_status(self, who: Principal) -> dict[str, Any]:
         self._enter("dataplane_status")
-        interfaces = [{"name": name, "mode": mode} for name, mode in sorted(self.attached.items())]
+        interfaces = [
+            {"name": name, "netns": None, "mode": mode, "ifindex": None, "attached": True}
+            for name, mode in sorted(self.attached.items())
+        ]
         return {"interfaces": interfaces, "rules": len(self.intents)}
 
     def attach(self, who: Principal, interface: str, mode: str) -> dict[str, Any]:

@@ -16,11 +16,14 @@ START_TIMEOUT_S = 10.0
 class ServerThread:
     """`with ServerThread(app) as server:` serves `app` at `server.url` until the block ends."""
 
-    def __init__(self, app: Any, certfile: Optional[Path] = None, keyfile: Optional[Path] = None):
+    def __init__(
+        self, app: Any, certfile: Optional[Path] = None, keyfile: Optional[Path] = None, port: int = 0
+    ):
+        """port: 0 for one the kernel picks; a stopped server's to start it again where it was."""
         # Bound here and handed to uvicorn, so no other process can take the port in between.
         self.socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.socket.bind(("127.0.0.1", 0))
+        self.socket.bind(("127.0.0.1", port))
         config = uvicorn.Config(
             app,
             log_level="warning",

@@ -10,8 +10,9 @@ import pytest
 from typer.testing import CliRunner
 
 from netapp.cli.main import app
+from netapp.service.contract import Conflict, InvalidInput
 from tests.api.conftest import token_of
-from tests.utils.intents import PAPER_MESSAGE_JSON, native_intent
+from tests.utils.intents import PAPER_MESSAGE_JSON, native_intent, paper_message
 
 runner = CliRunner()
 
@@ -21,7 +22,8 @@ def netapp(server, service, monkeypatch):
     """Run `netapp ...` as tenant-a against the test server; returns (exit code, output)."""
 
     def run(*args: str, token: str | None = "tenant-a") -> tuple[int, str]:
-        env = {"NETAPP_URL": server.url, "NETAPP_TOKEN": token_of(token) if token else ""}
+        # Wide enough that no table cell is folded.
+        env = {"NETAPP_URL": server.url, "NETAPP_TOKEN": token_of(token) if token else "", "COLUMNS": "200"}
         result = runner.invoke(app, list(args), env=env)
         return result.exit_code, result.output
 
@@ -32,6 +34,12 @@ def write(tmp_path: Path, name: str, data) -> Path:
     path = tmp_path / name
     path.write_text(data if isinstance(data, str) else json.dumps(data))
     return path
+
+
+def table_rows(output: str) -> list[list[str]]:
+    """The cells of every row of the tables in `output` (rich's box drawing)."""
+    return [[cell.strip() for cell in line.strip("│").split("│")] for line in output.splitlines()
+            if line.startswith("│")]
 
 
 def test_apply_creates_then_replaces_and_list_get_delete_follow(netapp, tmp_path):
@@ -61,12 +69,17 @@ def test_new_intents_of_a_file_are_created_in_one_batch_and_existing_ones_replac
     assert [call for call in service.calls if call != "get_intent"] == ["replace_intent", "create_intents"]
 
 
-def test_the_papers_legacy_message_goes_through_its_own_door(netapp, tmp_path):
+def test_the_papers_legacy_message_goes_through_its_own_door_and_is_named_as_stored(netapp, tmp_path):
     path = write(tmp_path, "legacy.json", PAPER_MESSAGE_JSON)
     code, output = netapp("intents", "apply", "-f", str(path))
-    assert (code, output) == (0, "legacy E918D704\n")
+    assert (code, output) == (0, "created legacy-e918d704\n")
     code, shown = netapp("intents", "get", "legacy-e918d704")
     assert code == 0 and json.loads(shown)["intent"]["match"]["vni"] == 0x445
+
+    for action_type, outcome in (("UPDATE", "replaced"), ("DELETE", "deleted")):
+        message = {**paper_message(), "Action": {**paper_message()["Action"], "actionType": action_type}}
+        path = write(tmp_path, f"{action_type}.json", message)
+        assert netapp("intents", "apply", "-f", str(path)) == (0, f"{outcome} legacy-e918d704\n")
 
 
 def test_a_bad_intent_fails_with_one_line_naming_the_field(netapp, tmp_path):
@@ -119,3 +132,146 @@ def test_status_and_stats_print_tables(netapp):
     assert code == 0 and "ready" in output and "maps" in output
     code, output = netapp("stats", token="admin")
     assert code == 0 and "intents" in output and "slices" in output
+
+
+def test_list_shows_teids_in_hex_as_everything_else_does(netapp, tmp_path):
+    tunnel = native_intent("tunnel", match={"overlay": "vxlan", "vni": 1093, "teid": 0x8894D0D4})
+    assert netapp("intents", "apply", "-f", str(write(tmp_path, "tunnel.json", tunnel)))[0] == 0
+
+    code, listing = netapp("intents", "list")
+
+    assert code == 0 and "teid=0x8894d0d4" in listing and str(0x8894D0D4) not in listing
+
+
+# --- dry runs ------------------------------------------------------------------------------------
+
+# Two intents with one match and different actions (a conflict), and a tunnel intent of another
+# shape that shares packets with them (an overlap), on interfaces this host need not have.
+DRY_RUN_SITE = {
+    "intents": [
+        native_intent("video", match={"interface": "n3", "protocol": "udp", "dst_port": 5004}, priority=200),
+        native_intent("video-drop", match={"interface": "n3", "protocol": "udp", "dst_port": 5004}, priority=200,
+                      action={"type": "drop"}),
+        native_intent("tunnel", match={"overlay": "vxlan", "vni": 1093, "teid": 0x8894D0D4}, priority=300),
+    ]
+}
+NO_SERVER = {"NETAPP_URL": "http://127.0.0.1:9", "NETAPP_TOKEN": "x", "COLUMNS": "200"}
+
+
+def test_an_offline_dry_run_compiles_without_a_server_and_names_interfaces(tmp_path):
+    path = write(tmp_path, "site.json", DRY_RUN_SITE)
+
+    result = runner.invoke(app, ["intents", "apply", "--dry-run", "--offline", "-f", str(path)], env=NO_SERVER)
+
+    assert result.exit_code == 0, result.output
+    summary, *report = result.stdout.splitlines()
+    assert summary.startswith("dry run, nothing applied: 3 rules, 1 conflict; offline")
+    assert summary.endswith("interfaces taken as named: n3")
+    rules = {row[0]: row[1:] for row in table_rows("\n".join(report)) if len(row) == 4}
+    assert rules["video"] == ["200", "interface=n3 protocol=udp dst_port=5004", "steer cpu 1"]
+    assert rules["tunnel"] == ["300", "overlay=vxlan vni=1093 teid=0x8894d0d4", "steer cpu 1"]
+    assert "conflict: video / video-drop: same match and priority 200 but different actions" in result.stdout
+    assert result.stderr.splitlines() == [
+        "netapp: warning: overlap: video and tunnel both match udp packets to port 5004 in vxlan VNI 1093 "
+        "in GTP-U TEID 0x8894d0d4 on n3; tunnel gets them (priority 300 over 200)"
+    ]
+
+
+def test_an_offline_dry_run_as_json_is_the_apis_report_with_interface_names(tmp_path):
+    path = write(tmp_path, "site.json", DRY_RUN_SITE)
+
+    result = runner.invoke(
+        app, ["intents", "apply", "--dry-run", "--offline", "--json", "-f", str(path)], env=NO_SERVER
+    )
+
+    report = json.loads(result.stdout)
+    assert report["applied"] is False and [rule["intent_id"] for rule in report["rules"]] == [
+        "video", "video-drop", "tunnel"
+    ]
+    assert report["rules"][0]["match"]["interface"] == "n3"
+    assert [(c["kind"], c["intent_a"], c["intent_b"]) for c in report["conflicts"]] == [
+        ("conflict", "video", "video-drop")
+    ]
+    assert [w["kind"] for w in report["warnings"]] == ["overlap"]
+
+
+def test_an_offline_dry_run_of_a_file_that_does_not_compile_fails_with_one_line(tmp_path):
+    bad = native_intent("bad", match={"protocol": "udp", "dst_port": 5004}, action={"type": "steer", "cpu": 999})
+    path = write(tmp_path, "bad.json", bad)
+
+    result = runner.invoke(app, ["intents", "apply", "--dry-run", "--offline", "-f", str(path)], env=NO_SERVER)
+
+    assert result.exit_code == 2 and len(result.output.splitlines()) == 1 and "action.cpu" in result.output
+
+
+@pytest.mark.parametrize("flag", ["--offline", "--json"])
+def test_offline_and_json_go_with_dry_run(tmp_path, flag):
+    path = write(tmp_path, "site.json", DRY_RUN_SITE)
+
+    result = runner.invoke(app, ["intents", "apply", flag, "-f", str(path)], env=NO_SERVER)
+
+    assert result.exit_code == 2 and result.output == f"netapp: {flag} goes with --dry-run " \
+        "(it says how to show what would be done)\n"
+
+
+def test_a_dry_run_against_the_server_asks_once_for_the_native_intents_and_once_per_legacy_message(
+    netapp, tmp_path, service
+):
+    path = write(tmp_path, "site.json", {"intents": [*DRY_RUN_SITE["intents"], paper_message()]})
+
+    code, output = netapp("intents", "apply", "--dry-run", "-f", str(path))
+
+    assert code == 0 and output.startswith("dry run, nothing applied: 4 rules, 0 conflicts\n")
+    assert "legacy-e918d704" in output and "interface=n3" in output
+    assert service.calls == ["dry_run", "dry_run"] and service.intents == {}
+
+
+# --- presentation --------------------------------------------------------------------------------
+
+
+def test_status_says_yes_and_no_and_that_ready_is_not_attached(netapp, service):
+    code, output = netapp("status", token="admin")
+
+    assert code == 0 and output.splitlines()[:2] == [
+        "ready: yes; store, dataplane ok",
+        "attached: no interface, so no packet reaches the program (name interfaces in the settings, "
+        "or POST /api/v1/dataplane/attach)",
+    ]
+    service.attached["n3"] = "native"
+    code, output = netapp("status", token="admin")
+    assert code == 0 and output.splitlines()[1] == "attached: n3 (native)"
+    assert table_rows(output) == [["n3", "", "native", "", "yes"]]
+    assert not {"None", "True", "False"} & set(output.replace("│", " ").split())
+
+
+def test_status_of_a_netapp_that_is_not_ready_says_why_and_exits_1(netapp, service):
+    service.ready = False
+
+    assert netapp("status", token="admin") == (1, "ready: no; store ok; dataplane: pinned maps are missing\n")
+
+
+@pytest.mark.parametrize(
+    "error, said_once",
+    [
+        (InvalidInput("intent 'x': match.interface: unknown interface 'eth0' (known: lo)", field="match.interface",
+                      reason="unknown interface 'eth0' (known: lo)"), "unknown interface 'eth0'"),
+        (Conflict("intent 'x' belongs to slice 'embb': change the slice instead", field="id"), "belongs to slice"),
+    ],
+)
+def test_an_error_line_says_each_thing_once(netapp, service, error, said_once):
+    service.fail_next(error)
+
+    code, output = netapp("intents", "delete", "x")
+
+    assert code == 2 and len(output.splitlines()) == 1
+    assert output.count(said_once) == 1 and output.count("match.interface") <= 1, output
+
+
+def test_an_error_line_says_what_is_allowed(netapp, service):
+    service.fail_next(InvalidInput("queue_size 20000 is above the kernel's limit", field="queue_size",
+                                   allowed="<= 16384"))
+
+    code, output = netapp("intents", "delete", "x")
+
+    assert output == ("netapp: DELETE /api/v1/intents/x: 400 queue_size 20000 is above the kernel's limit "
+                      "[queue_size (allowed: <= 16384)]\n")

@@ -31,7 +31,7 @@ FLOW_WARNING = {
     "kind": "overlap",
     "intent_a": "wide",
     "intent_b": "flow",
-    "shared": "packets to 10.0.0.0/24 in vxlan VNI 1093 in GTP-U TEID 7",
+    "shared": "packets to 10.0.0.0/24 in vxlan VNI 1093 in GTP-U TEID 0x00000007",
     "winner": "wide",
     "reason": "priority 300 over 200",
     "count": None,
@@ -122,11 +122,11 @@ def test_apply_prints_each_warning_on_one_line_of_stderr_and_so_does_a_dry_run(s
     wide.write_text(json.dumps(WIDE))
     line = (
         "netapp: warning: overlap: wide and flow both match packets to 10.0.0.0/24 in vxlan VNI 1093 "
-        "in GTP-U TEID 7; wide gets them (priority 300 over 200)"
+        "in GTP-U TEID 0x00000007; wide gets them (priority 300 over 200)"
     )
 
     assert apply(served, flows) == (0, "created flow\ncreated flow-2\n", [])
-    code, out, dry = apply(served, wide, "--dry-run")
+    code, out, dry = apply(served, wide, "--dry-run", "--json")
     assert code == 0 and json.loads(out)["applied"] is False
-    assert dry == [line, line.replace("flow both", "flow-2 both").replace("TEID 7", "TEID 8")]
+    assert dry == [line, line.replace("flow both", "flow-2 both").replace("TEID 0x00000007", "TEID 0x00000008")]
     assert apply(served, wide) == (0, "created wide\n", dry)

@@ -54,7 +54,8 @@ def test_given_an_admin_when_attaching_and_detaching_then_200_and_204_and_status
     attached = admin.post(f"{DATAPLANE}/attach", json={"interface": "eth0", "mode": "generic"})
 
     assert attached.status_code == 200 and attached.json() == {"interface": "eth0", "mode": "generic"}
-    assert tenant_a.get(DATAPLANE).json()["interfaces"] == [{"name": "eth0", "mode": "generic"}]
+    [view] = tenant_a.get(DATAPLANE).json()["interfaces"]
+    assert (view["name"], view["mode"], view["attached"]) == ("eth0", "generic", True)
     assert admin.post(f"{DATAPLANE}/detach", json={"interface": "eth0"}).status_code == 204
     assert_problem(admin.post(f"{DATAPLANE}/detach", json={"interface": "eth0"}), 404)
 

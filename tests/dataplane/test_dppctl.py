@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from netapp import __version__ as netapp_version
 from netapp.dataplane.binding import PIN_ROOT, Action, Reason, Verdict, shape_id
 from netapp.dataplane.facade import Dataplane
 from netapp.intents.compiler import compile_document
@@ -81,6 +82,42 @@ def xdp_prog_id(ns: str, ifname: str) -> int | None:
 
 def pin_dir(instance: str) -> Path:
     return Path(PIN_ROOT) / instance
+
+
+# --- help and version (no kernel needed) -------------------------------------------------------
+
+COMMANDS = ("attach", "detach", "status", "rules", "stats", "upgrade", "unload")
+
+
+def dppctl_here(*args: str) -> subprocess.CompletedProcess:
+    """dppctl in this process's namespaces (for what touches no interface)."""
+    return subprocess.run([str(build_artifact("dppctl")), *args], capture_output=True, text=True, timeout=30)
+
+
+def test_version_is_the_projects_with_the_libbpf_it_runs_on():
+    result = dppctl_here("--version")
+
+    assert (result.returncode, result.stderr) == (0, ""), result
+    assert re.fullmatch(rf"dppctl {re.escape(netapp_version)} \(libbpf v\d+\.\d+\)\n", result.stdout), result.stdout
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_every_command_has_help_on_stdout_and_exits_0(command, flag):
+    # Given after the command's other options too, and before any instance is opened.
+    result = dppctl_here("-n", "no-such-instance", command, "-i", "x", flag)
+
+    assert (result.returncode, result.stderr) == (0, ""), result
+    usage, what, *options = result.stdout.splitlines()
+    assert usage.startswith(f"usage: dppctl [-n INSTANCE] {command}") and what
+
+
+def test_the_general_help_lists_every_command_and_the_version():
+    result = dppctl_here("--help")
+
+    assert result.returncode == 0
+    assert [line.split()[3] for line in result.stdout.splitlines()[1:1 + len(COMMANDS)]] == list(COMMANDS)
+    assert "dppctl --version" in result.stdout
 
 
 # --- attach, status, detach, unload ------------------------------------------------------------

@@ -281,6 +281,14 @@ class TestCollisions:
         assert (conflict.intent_a, conflict.intent_b, conflict.kind) == ("a", "b", "conflict")
         assert "different actions" in conflict.reason and "pass vs drop" in conflict.reason
 
+    def test_given_redirects_to_other_interfaces_then_the_conflict_names_them(self):
+        ruleset = compile_intents(
+            [intent("a", {"dscp": 1}, {"type": "redirect", "interface": "eth1"}),
+             intent("b", {"dscp": 1}, {"type": "redirect", "interface": "ens5"})],
+            INTERFACES,
+        )
+        assert "(redirect to eth1 vs redirect to ens5)" in ruleset.conflicts[0].reason
+
     def test_given_identical_intents_then_a_duplicate(self):
         ruleset = compile_intents([intent("a", {"dscp": 1}), intent("b", {"dscp": 1})], INTERFACES)
         assert [(c.intent_a, c.intent_b, c.kind) for c in ruleset.conflicts] == [("a", "b", "duplicate")]

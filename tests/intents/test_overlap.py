@@ -250,7 +250,7 @@ def test_every_reported_winner_is_one_the_documented_order_allows(specs):
         ({"overlay": "gre", "vni": 9, "vlan": 3}, "packets in VLAN 3 in gre key 9"),
         (
             {"overlay": "vxlan", "vni": 1093, "teid": 77, "qfi": 9},
-            "packets in vxlan VNI 1093 in GTP-U TEID 77 QFI 9",
+            "packets in vxlan VNI 1093 in GTP-U TEID 0x0000004d QFI 9",
         ),
         (
             {"qfi": 1, "src": "10.9.0.0/16", "src_port": 53, "protocol": "udp"},

@@ -51,7 +51,7 @@ def test_a_wide_intent_over_the_priority_flows_warns_of_each_flow_it_takes(servi
 
     assert overlaps(result.warnings) == [("wide", f"prio-{n}", "wide") for n in range(3)]
     first = result.warnings[0]
-    assert first.shared == f"packets to 10.0.0.0/24 in vxlan VNI {VNI} in GTP-U TEID 1000"
+    assert first.shared == f"packets to 10.0.0.0/24 in vxlan VNI {VNI} in GTP-U TEID 0x000003e8"
     assert first.reason == "priority 300 over 200"
     assert [r.intent.id for r in service.store.all_intents()][-1] == "wide"  # made all the same
 
@@ -138,5 +138,5 @@ def test_an_intent_of_another_tenant_that_matches_all_of_the_callers_packets_is_
     (warning,) = service.create_intent(ALICE, flow(0)).warnings
 
     assert (warning.intent_b, warning.winner) == ("an intent of another tenant", "an intent of another tenant")
-    assert warning.shared == f"packets in vxlan VNI {VNI} in GTP-U TEID 1000"
+    assert warning.shared == f"packets in vxlan VNI {VNI} in GTP-U TEID 0x000003e8"
     assert warning.reason == "priority 900 over 200"

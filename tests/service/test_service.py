@@ -359,6 +359,9 @@ def test_given_an_intent_that_does_not_compile_then_invalid_input_names_the_fiel
     with pytest.raises(InvalidInput) as refused:
         service.create_intent(ALICE, intent("x", match={"interface": "no-such-if0"}))
     assert refused.value.field == "match.interface"
+    # The field's reason does not say again what its name and the detail say.
+    assert refused.value.reason.startswith("unknown interface 'no-such-if0' (known: ")
+    assert refused.value.detail == f"intent 'x': match.interface: {refused.value.reason}"
     assert service.store.all_intents() == []
 
 
@@ -475,6 +478,12 @@ def test_legacy_insert_update_and_delete(service, fake):
 
     assert service.apply_legacy(ALICE, legacy("DELETE")) is None
     assert service.store.all_intents() == [] and fake.rules == {}
+
+
+def test_a_dry_run_names_the_interface_a_rule_matches(service):
+    report = service.dry_run(ALICE, [intent("on-lo", match={"interface": "lo", "protocol": "udp", "dst_port": 53})])
+
+    assert report.rules[0].match["interface"] == "lo"
 
 
 def test_a_dry_run_reports_rules_and_conflicts_and_changes_nothing(service, fake):
