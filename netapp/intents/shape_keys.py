@@ -129,7 +129,9 @@ class ShapeKeys:
                 rest.discard(name)
         if not rest:
             return Candidates(self.keys, len(self), None)
-        posted = [name for name in rest if name in self._postings]
+        # Only a field this rule names values for can be looked up (a shorter prefix names none);
+        # another search may have posted the others.
+        posted = [name for name in rest if name in self._postings and name in choices]
         if not posted:
             return Candidates(self.keys, len(self), frozenset(rest))
         name = min(posted, key=lambda field: self._holding(field, choices[field])[1])
