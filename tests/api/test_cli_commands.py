@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from netapp.cli.client_config import ClientConfig, write_client_config
 from netapp.cli.main import app
 from tests.api.conftest import token_of
 from tests.utils.intents import PAPER_MESSAGE_JSON, native_intent
@@ -86,6 +87,33 @@ def test_an_unreachable_netapp_fails_with_one_line(tmp_path):
     result = runner.invoke(app, ["intents", "list"], env={"NETAPP_URL": "http://127.0.0.1:9", "NETAPP_TOKEN": "x"})
     assert result.exit_code == 3
     assert len(result.output.strip().splitlines()) == 1 and "netapp serve" in result.output
+
+
+def client_file(tmp_path: Path, url: str, token: str) -> dict[str, str | None]:
+    """The environment of a terminal where only a client file says where the NetApp is."""
+    path = tmp_path / "client.yaml"
+    write_client_config(path, ClientConfig(url=url, token=token, written_by="netapp demo"))
+    return {"NETAPP_URL": None, "NETAPP_TOKEN": None, "NETAPP_CA": None, "NETAPP_CLIENT_CONFIG": str(path)}
+
+
+def test_given_only_a_client_file_then_commands_reach_the_netapp_it_names(server, tmp_path):
+    env = client_file(tmp_path, server.url, token_of("admin"))
+    for command in (["status"], ["intents", "list"], ["stats"]):
+        result = runner.invoke(app, command, env=env)
+        assert result.exit_code == 0, result.output
+
+
+def test_given_a_client_file_whose_netapp_is_gone_then_the_line_names_the_file(tmp_path):
+    env = client_file(tmp_path, "http://127.0.0.1:9", "x")
+    result = runner.invoke(app, ["intents", "list"], env=env)
+    assert result.exit_code == 3 and len(result.output.strip().splitlines()) == 1
+    assert f"the URL is from {tmp_path / 'client.yaml'}, written by netapp demo" in result.output
+
+
+def test_given_a_client_file_whose_token_is_refused_then_the_line_names_the_file(server, tmp_path):
+    result = runner.invoke(app, ["intents", "list"], env=client_file(tmp_path, server.url, "revoked"))
+    assert result.exit_code != 0 and len(result.output.strip().splitlines()) == 1
+    assert "401" in result.output and f"the token is the one in {tmp_path / 'client.yaml'}" in result.output
 
 
 def test_slices_apply_list_get_delete(netapp, tmp_path):
