@@ -15,7 +15,7 @@ from netapp.cli.errors import EXIT_BAD_INPUT, fail, warn
 from netapp.cli.options import TokenOption, UrlOption
 from netapp.intents.errors import IntentError
 from netapp.intents.loader import read_data
-from netapp.intents.models import is_legacy
+from netapp.intents.models import LEGACY_ID_PREFIX, is_legacy
 
 app = typer.Typer(help="Intents: which traffic matters and what to do with it.", no_args_is_help=True)
 BASE = "/api/v1/intents"
@@ -31,26 +31,50 @@ def entries_of(data: Any) -> list[dict]:
     return entries
 
 
-def _load(path: Path) -> list[dict]:
+def _load(path: Path, dry_run: bool) -> list[dict]:
     try:
-        return entries_of(read_data(path))
+        data = read_data(path)
+        entries = entries_of(data)
     except IntentError as exc:
         fail(f"{path}: {exc.line()}", EXIT_BAD_INPUT)
     except ValueError as exc:
         fail(f"{path}: {exc}", EXIT_BAD_INPUT)
+    site = [key for key in SITE_KEYS if isinstance(data, dict) and key in data]
+    if site and not dry_run:
+        warn(f"{path}: {', '.join(site)} not applied (this applies intents; an admin sets alternatives and "
+             "CPUs with PUT /api/v1/alternatives/ID and /api/v1/dataplane/cpus/CPU, defaults in the settings)")
+    return entries
+
+
+# What a document holds besides intents: the site, not changed by `intents apply`.
+SITE_KEYS = ("alternatives", "cpus", "default_verdict", "default_alternative")
 
 
 def _apply_one(api: Api, entry: dict, dry_run: bool) -> tuple[str, Any]:
-    """Create a native intent, or replace it when it exists; legacy messages go to their own door."""
+    """Create a native intent, or replace it when it exists; legacy messages go to their own door,
+    an INSERT of an intent that exists as an UPDATE (create or replace, as for native intents)."""
     params = {"dry_run": "true"} if dry_run else None
     if is_legacy(entry):
+        replacing = _legacy_insert_of_existing(api, entry)
+        if replacing:
+            entry = {**entry, "Action": {**entry["Action"], "actionType": "UPDATE"}}
         response = api.request("POST", f"{BASE}/legacy", json=entry, params=params)
-        return "legacy", response.json() if response.content else None
+        return "replaced" if replacing else "legacy", response.json() if response.content else None
     if api.exists(f"{BASE}/{entry.get('id')}"):
         response = api.request("PUT", f"{BASE}/{entry['id']}", json=entry, params=params)
         return "replaced", response.json()
     response = api.request("POST", BASE, json=entry, params=params)
     return ("created" if response.status_code == 201 else "unchanged"), response.json()
+
+
+def _legacy_insert_of_existing(api: Api, entry: dict) -> bool:
+    """Whether a legacy message is an INSERT of an intent id (legacy-<flow_hash>) that exists. A
+    malformed message is sent as it is, for the API to name what is wrong."""
+    action = entry.get("Action")
+    if not isinstance(action, dict) or action.get("actionType") != "INSERT":
+        return False
+    flow_hash = action.get("flow_hash")
+    return isinstance(flow_hash, str) and api.exists(f"{BASE}/{LEGACY_ID_PREFIX}{flow_hash.lower()}")
 
 
 BATCH_LIMIT = 1000  # the API's limit on one batch create
@@ -93,9 +117,11 @@ def apply(
     url: UrlOption = None,
     token: TokenOption = None,
 ) -> None:
-    """Create or replace every intent of FILE (legacy messages are applied as sent). Consecutive new
-    native intents are created together in one batch request (one transaction). Warnings, such as
-    intents of other shapes that match some of the same packets, go to stderr, one line each."""
+    """Create or replace every intent of FILE (a legacy INSERT of an intent that exists is sent as
+    an UPDATE, other legacy messages as they are; a document's alternatives, CPUs and defaults are
+    not applied). Consecutive new native intents are created together in one batch request (one
+    transaction). Warnings, such as intents of other shapes that match some of the same packets, go
+    to stderr, one line each."""
     api = Api.from_options(url, token)
     console = Console()
     pending: list[dict] = []  # new native intents, created together before anything that follows
@@ -113,7 +139,7 @@ def apply(
             report(entry, outcome, body)
         pending.clear()
 
-    for entry in _load(file):
+    for entry in _load(file, dry_run):
         if not dry_run and not is_legacy(entry) and not api.exists(f"{BASE}/{entry.get('id')}"):
             pending.append(entry)
             continue

@@ -70,6 +70,27 @@ def test_the_papers_legacy_message_goes_through_its_own_door(netapp, tmp_path):
     assert code == 0 and json.loads(shown)["intent"]["match"]["vni"] == 0x445
 
 
+def test_a_legacy_insert_of_an_intent_that_exists_is_applied_as_an_update(netapp, tmp_path, service):
+    path = write(tmp_path, "legacy.json", PAPER_MESSAGE_JSON)
+    assert netapp("intents", "apply", "-f", str(path))[0] == 0
+    moved = json.loads(PAPER_MESSAGE_JSON)
+    moved["Action"]["rx_queue"] = "0"
+
+    code, output = netapp("intents", "apply", "-f", str(write(tmp_path, "moved.json", moved)))
+
+    assert (code, output) == (0, "replaced E918D704\n")
+    code, shown = netapp("intents", "get", "legacy-e918d704")
+    assert json.loads(shown)["intent"]["action"] == {"type": "steer", "cpu": 0}
+    assert json.loads(shown)["revision"] == 2
+
+
+def test_a_documents_site_settings_are_named_as_not_applied(netapp, tmp_path):
+    document = {"intents": [native_intent("video")], "cpus": [{"cpu": 0}], "default_verdict": "pass"}
+    code, output = netapp("intents", "apply", "-f", str(write(tmp_path, "site.json", document)))
+    assert code == 0 and "created video\n" in output
+    assert "warning: " in output and "cpus, default_verdict not applied" in output
+
+
 def test_a_bad_intent_fails_with_one_line_naming_the_field(netapp, tmp_path):
     bad = native_intent("bad", match={"overlay": "vxlan", "vni": 1 << 24})
     code, output = netapp("intents", "apply", "-f", str(write(tmp_path, "bad.json", bad)))
