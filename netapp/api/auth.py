@@ -19,7 +19,6 @@ import hmac
 import logging
 import os
 import secrets
-import tempfile
 import threading
 from pathlib import Path
 from typing import Optional
@@ -28,6 +27,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from netapp.core.config import Settings
+from netapp.core.files import write_private
 from netapp.intents.errors import IntentError
 from netapp.service.contract import Principal, Scope
 
@@ -95,17 +95,7 @@ def read_tokens_file(path: Path) -> TokensFile:
 
 def write_tokens_file(path: Path, tokens: TokensFile) -> None:
     """Replace the file atomically (the server may read it at any moment), readable by owner only."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = yaml.safe_dump(tokens.model_dump(mode="json"), sort_keys=False)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.chmod(temporary, 0o600)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    write_private(path, yaml.safe_dump(tokens.model_dump(mode="json"), sort_keys=False))
 
 
 class TokenStore:

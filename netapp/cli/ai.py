@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import signal
 import socket
 import threading
@@ -28,7 +27,7 @@ from netapp.ai.loop import AiLoop, LoopSettings, describe
 from netapp.ai.policy import Decision, Policy, PolicyConfig
 from netapp.ai.reader import InfluxReader, influx_client
 from netapp.ai.record import InfluxRecorder
-from netapp.cli.client import CA_ENV, DEFAULT_URL, TOKEN_ENV, URL_ENV
+from netapp.cli.client_config import Address, resolve_address
 from netapp.cli.errors import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_FAILED, fail
 from netapp.cli.options import TokenOption, UrlOption
 from netapp.core.config import InfluxSettings
@@ -92,10 +91,10 @@ def run(
         fail(f"ai run: {exc}", EXIT_BAD_INPUT)
     node = node or socket.gethostname()
     client = influx_client(influx)
-    api_url, api_token, verify = _api_address(url, token)
-    netapp = NetAppClient(api_url, api_token, verify=verify)
+    address = resolve_address(url, token)  # as every other command finds them
+    netapp = NetAppClient(address.url, address.token, verify=address.verify)
     try:
-        _check_reachable(client, influx.url, netapp)
+        _check_reachable(client, influx.url, netapp, address)
         loop = AiLoop(
             InfluxReader(client, influx.bucket, node), netapp, policy,
             InfluxRecorder(client, influx.bucket, node, dry_run=dry_run), settings, model,
@@ -123,13 +122,7 @@ def _influx_settings(url: Optional[str], token: Optional[str], org: str, bucket:
         fail(f"ai run: {INFLUX_OPTIONS.get(str(error['loc'][0]), error['loc'][0])}: {error['msg']}", EXIT_BAD_INPUT)
 
 
-def _api_address(url: Optional[str], token: Optional[str]) -> tuple[str, Optional[str], Any]:
-    """URL, token and CA bundle as every other command finds them (netapp.cli.client.Api)."""
-    return (url or os.environ.get(URL_ENV) or DEFAULT_URL, token or os.environ.get(TOKEN_ENV),
-            os.environ.get(CA_ENV, True))
-
-
-def _check_reachable(client: Any, influx_url: str, netapp: NetAppClient) -> None:
+def _check_reachable(client: Any, influx_url: str, netapp: NetAppClient, address: Address) -> None:
     """Both ends answer before the loop starts: a typo fails now, with one line, not every second."""
     if not client.ping():
         fail(f"ai run: cannot reach InfluxDB at {influx_url} (is it running? --influx-url)", EXIT_ENVIRONMENT)
@@ -137,7 +130,7 @@ def _check_reachable(client: Any, influx_url: str, netapp: NetAppClient) -> None
         netapp.steer_intents()
     except ApiError as exc:
         if exc.status is None:
-            fail(f"ai run: {exc}; is `netapp serve` running? (--url or ${URL_ENV})", EXIT_ENVIRONMENT)
+            fail(f"ai run: {exc}; {address.unreachable_hint()}", EXIT_ENVIRONMENT)
         hint = "; the AI module needs an admin token" if exc.status in (401, 403) else ""
         fail(f"ai run: {exc}{hint}", EXIT_BAD_INPUT if exc.status in (401, 403) else EXIT_FAILED)
 

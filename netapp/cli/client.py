@@ -1,20 +1,17 @@
 """How CLI commands reach the NetApp: its REST API, at an address and with a token taken from
-options or the environment. Every failure becomes one actionable line (see netapp.cli.errors)."""
+options, the environment or the client file (netapp.cli.client_config). Every failure becomes one
+actionable line (see netapp.cli.errors)."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any, Collection, Optional
 
 import httpx
 
+from netapp.cli.client_config import TOKEN_ENV, Address, resolve_address
 from netapp.cli.errors import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_FAILED, fail
 
-URL_ENV = "NETAPP_URL"
-TOKEN_ENV = "NETAPP_TOKEN"
-CA_ENV = "NETAPP_CA"  # a CA bundle to verify a TLS server with
-DEFAULT_URL = "http://127.0.0.1:8080"
 TIMEOUT_S = 10.0
 
 
@@ -25,14 +22,12 @@ class Api:
     url: str
     token: Optional[str]
     verify: Any = True
+    address: Optional[Address] = None  # where url and token came from, when resolved from options
 
     @classmethod
     def from_options(cls, url: Optional[str], token: Optional[str]) -> "Api":
-        return cls(
-            url=(url or os.environ.get(URL_ENV) or DEFAULT_URL).rstrip("/"),
-            token=token or os.environ.get(TOKEN_ENV),
-            verify=os.environ.get(CA_ENV, True),
-        )
+        address = resolve_address(url, token)
+        return cls(url=address.url, token=address.token, verify=address.verify, address=address)
 
     def _headers(self, extra: Optional[dict[str, str]] = None) -> dict[str, str]:
         headers = {"Accept": "application/json, application/problem+json"}
@@ -58,10 +53,20 @@ class Api:
                                      headers=self._headers(headers), timeout=TIMEOUT_S, verify=self.verify)
         except httpx.HTTPError as exc:
             raise ApiError(f"cannot reach the NetApp at {self.url} ({exc.__class__.__name__}: {exc}); "
-                           f"is `netapp serve` running? (set --url or {URL_ENV})", None) from exc
+                           f"{self._unreachable_hint()}", None) from exc
         if response.status_code >= 400 and response.status_code not in answers:
-            raise ApiError(problem_line(method, path, response), response.status_code)
+            raise ApiError(problem_line(method, path, response) + self._token_note(response.status_code),
+                           response.status_code)
         return response
+
+    def _unreachable_hint(self) -> str:
+        return (self.address or Address(self.url, self.token, self.verify)).unreachable_hint()
+
+    def _token_note(self, status: int) -> str:
+        """Which token was refused, when it came from the client file."""
+        if status == 401 and self.address is not None and self.address.token_from_file:
+            return f"; the token is the one in {self.address.file}"
+        return ""
 
     def exists(self, path: str) -> bool:
         """Whether a GET of `path` succeeds; a 404 is an answer here, not a failure."""

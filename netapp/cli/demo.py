@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from netapp.cli.ai import loop_view
+from netapp.cli.client_config import PublishedClient, publish_client
 from netapp.cli.errors import EXIT_ENVIRONMENT, EXIT_FAILED, fail
 from netapp.cli.status import RateMeter, rates_view
 from netapp.dataplane.binding import DataplaneError, LibraryNotFoundError
@@ -45,10 +46,13 @@ def demo(
     console = Console()
     _interrupt_on(signal.SIGTERM, signal.SIGHUP)
     session = Demo()
+    client: Optional[PublishedClient] = None
     try:
         console.print("building the edge site and starting the NetApp service…")
         session.start()
+        client = publish_client(session.url, session.token, written_by="netapp demo")
         console.print(intro(session))
+        console.print(client.instructions(), highlight=False, markup=False, soft_wrap=True)  # one line to copy
         watch(console, session, duration, toggle_every)
     except KeyboardInterrupt:
         pass
@@ -56,6 +60,8 @@ def demo(
             RuntimeError) as exc:
         fail(f"demo: {exc}", EXIT_FAILED)
     finally:
+        if client is not None:
+            client.withdraw()
         session.close()
         console.print("\nstopped: removed the service, its pins, the site and its files")
 

@@ -33,19 +33,32 @@ def entries_of(data: Any) -> list[dict]:
     return entries
 
 
-def _load(path: Path) -> list[dict]:
+def _load(path: Path, dry_run: bool) -> list[dict]:
     try:
-        return entries_of(read_data(path))
+        data = read_data(path)
+        entries = entries_of(data)
     except IntentError as exc:
         fail(f"{path}: {exc.line()}", EXIT_BAD_INPUT)
     except ValueError as exc:
         fail(f"{path}: {exc}", EXIT_BAD_INPUT)
+    site = [key for key in SITE_KEYS if isinstance(data, dict) and key in data]
+    if site and not dry_run:
+        warn(f"{path}: {', '.join(site)} not applied (this applies intents; an admin sets alternatives and "
+             "CPUs with PUT /api/v1/alternatives/ID and /api/v1/dataplane/cpus/CPU, defaults in the settings)")
+    return entries
+
+
+# What a document holds besides intents: the site, not changed by `intents apply`.
+SITE_KEYS = ("alternatives", "cpus", "default_verdict", "default_alternative")
 
 
 def _apply_one(api: Api, entry: dict) -> tuple[str, str, Any]:
-    """Create a native intent, or replace it when it exists; legacy messages go to their own door.
+    """Create a native intent, or replace it when it exists; legacy messages go to their own door,
+    an INSERT of an intent that exists as an UPDATE (create or replace, as for native intents).
     Returns what happened, to which intent id, and the answer."""
     if is_legacy(entry):
+        if _legacy_insert_of_existing(api, entry):
+            entry = {**entry, "Action": {**entry["Action"], "actionType": "UPDATE"}}
         response = api.request("POST", f"{BASE}/legacy", json=entry)
         body = response.json() if response.content else None
         outcome = {201: "created", 204: "deleted"}.get(response.status_code, "replaced")
@@ -60,6 +73,16 @@ def _apply_one(api: Api, entry: dict) -> tuple[str, str, Any]:
 def _legacy_id(entry: dict) -> str:
     """The id the NetApp stores a legacy message's intent under (LegacyMessage.to_intent)."""
     return LEGACY_ID_PREFIX + str(entry.get("Action", {}).get("flow_hash", "")).lower()
+
+
+def _legacy_insert_of_existing(api: Api, entry: dict) -> bool:
+    """Whether a legacy message is an INSERT of an intent id (legacy-<flow_hash>) that exists. A
+    malformed message is sent as it is, for the API to name what is wrong."""
+    action = entry.get("Action")
+    if not isinstance(action, dict) or action.get("actionType") != "INSERT":
+        return False
+    flow_hash = action.get("flow_hash")
+    return isinstance(flow_hash, str) and api.exists(f"{BASE}/{LEGACY_ID_PREFIX}{flow_hash.lower()}")
 
 
 BATCH_LIMIT = 1000  # the API's limit on one batch create
@@ -110,9 +133,11 @@ def apply(
     url: UrlOption = None,
     token: TokenOption = None,
 ) -> None:
-    """Create or replace every intent of FILE (legacy messages are applied as sent). Consecutive new
-    native intents are created together in one batch request (one transaction). Warnings, such as
-    intents of other shapes that match some of the same packets, go to stderr, one line each."""
+    """Create or replace every intent of FILE (a legacy INSERT of an intent that exists is sent as
+    an UPDATE, other legacy messages as they are; a document's alternatives, CPUs and defaults are
+    not applied). Consecutive new native intents are created together in one batch request (one
+    transaction). Warnings, such as intents of other shapes that match some of the same packets, go
+    to stderr, one line each."""
     for flag, given in (("--offline", offline), ("--json", as_json)):
         if given and not dry_run:
             fail(f"{flag} goes with --dry-run (it says how to show what would be done)", EXIT_BAD_INPUT)
@@ -132,7 +157,7 @@ def apply(
             report(outcome, entry["id"], body)
         pending.clear()
 
-    for entry in _load(file):
+    for entry in _load(file, dry_run=False):
         if not is_legacy(entry) and not api.exists(f"{BASE}/{entry.get('id')}"):
             pending.append(entry)
             continue
@@ -151,7 +176,7 @@ def _dry_run(file: Path, offline: bool, as_json: bool, url: Optional[str], token
             note += f"; interfaces taken as named: {', '.join(interfaces)}"
     else:
         api = Api.from_options(url, token)
-        entries = _load(file)
+        entries = _load(file, dry_run=True)
         native = [entry for entry in entries if not is_legacy(entry)]
         answers = [
             api.request("POST", f"{BASE}/batch", json={"intents": native[start : start + BATCH_LIMIT]},

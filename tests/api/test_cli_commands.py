@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from netapp.cli.client_config import ClientConfig, write_client_config
 from netapp.cli.main import app
 from netapp.service.contract import Conflict, InvalidInput
 from tests.api.conftest import token_of
@@ -82,6 +83,27 @@ def test_the_papers_legacy_message_goes_through_its_own_door_and_is_named_as_sto
         assert netapp("intents", "apply", "-f", str(path)) == (0, f"{outcome} legacy-e918d704\n")
 
 
+def test_a_legacy_insert_of_an_intent_that_exists_is_applied_as_an_update(netapp, tmp_path, service):
+    path = write(tmp_path, "legacy.json", PAPER_MESSAGE_JSON)
+    assert netapp("intents", "apply", "-f", str(path))[0] == 0
+    moved = json.loads(PAPER_MESSAGE_JSON)
+    moved["Action"]["rx_queue"] = "0"
+
+    code, output = netapp("intents", "apply", "-f", str(write(tmp_path, "moved.json", moved)))
+
+    assert (code, output) == (0, "replaced legacy-e918d704\n")
+    code, shown = netapp("intents", "get", "legacy-e918d704")
+    assert json.loads(shown)["intent"]["action"] == {"type": "steer", "cpu": 0}
+    assert json.loads(shown)["revision"] == 2
+
+
+def test_a_documents_site_settings_are_named_as_not_applied(netapp, tmp_path):
+    document = {"intents": [native_intent("video")], "cpus": [{"cpu": 0}], "default_verdict": "pass"}
+    code, output = netapp("intents", "apply", "-f", str(write(tmp_path, "site.json", document)))
+    assert code == 0 and "created video\n" in output
+    assert "warning: " in output and "cpus, default_verdict not applied" in output
+
+
 def test_a_bad_intent_fails_with_one_line_naming_the_field(netapp, tmp_path):
     bad = native_intent("bad", match={"overlay": "vxlan", "vni": 1 << 24})
     code, output = netapp("intents", "apply", "-f", str(write(tmp_path, "bad.json", bad)))
@@ -99,6 +121,33 @@ def test_an_unreachable_netapp_fails_with_one_line(tmp_path):
     result = runner.invoke(app, ["intents", "list"], env={"NETAPP_URL": "http://127.0.0.1:9", "NETAPP_TOKEN": "x"})
     assert result.exit_code == 3
     assert len(result.output.strip().splitlines()) == 1 and "netapp serve" in result.output
+
+
+def client_file(tmp_path: Path, url: str, token: str) -> dict[str, str | None]:
+    """The environment of a terminal where only a client file says where the NetApp is."""
+    path = tmp_path / "client.yaml"
+    write_client_config(path, ClientConfig(url=url, token=token, written_by="netapp demo"))
+    return {"NETAPP_URL": None, "NETAPP_TOKEN": None, "NETAPP_CA": None, "NETAPP_CLIENT_CONFIG": str(path)}
+
+
+def test_given_only_a_client_file_then_commands_reach_the_netapp_it_names(server, tmp_path):
+    env = client_file(tmp_path, server.url, token_of("admin"))
+    for command in (["status"], ["intents", "list"], ["stats"]):
+        result = runner.invoke(app, command, env=env)
+        assert result.exit_code == 0, result.output
+
+
+def test_given_a_client_file_whose_netapp_is_gone_then_the_line_names_the_file(tmp_path):
+    env = client_file(tmp_path, "http://127.0.0.1:9", "x")
+    result = runner.invoke(app, ["intents", "list"], env=env)
+    assert result.exit_code == 3 and len(result.output.strip().splitlines()) == 1
+    assert f"the URL is from {tmp_path / 'client.yaml'}, written by netapp demo" in result.output
+
+
+def test_given_a_client_file_whose_token_is_refused_then_the_line_names_the_file(server, tmp_path):
+    result = runner.invoke(app, ["intents", "list"], env=client_file(tmp_path, server.url, "revoked"))
+    assert result.exit_code != 0 and len(result.output.strip().splitlines()) == 1
+    assert "401" in result.output and f"the token is the one in {tmp_path / 'client.yaml'}" in result.output
 
 
 def test_slices_apply_list_get_delete(netapp, tmp_path):

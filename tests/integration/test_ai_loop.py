@@ -42,11 +42,11 @@ from netapp.ai.policy import MOVE, Decision, Policy, PolicyConfig
 from netapp.ai.reader import InfluxReader
 from netapp.ai.record import InfluxRecorder
 from netapp.telemetry.influxd import LocalInfluxd, bucket
-from netapp.testbed import netns, scenario
+from netapp.testbed import scenario
 from netapp.testbed.demo import PacedTraffic
 from netapp.testbed.topology import EdgeSite
 from tests.utils.influxd import require_influxd
-from tests.utils.kernel import build_artifact, require_kernel
+from tests.utils.kernel import edge_site_with_alternative
 from tests.utils.maps import pinned_instance
 from tests.utils.serve import ServeProcess, free_port, write_admin_tokens, write_settings
 
@@ -70,13 +70,10 @@ POLICY = PolicyConfig(high=0.8, low=0.6, confirm=2, cooldown_s=60.0)  # one deci
 
 @pytest.fixture
 def site() -> Iterator[EdgeSite]:
-    require_kernel()
     require_influxd()
     if (os.cpu_count() or 1) < CPUS:
         pytest.skip(f"needs {CPUS} CPUs to move a flow between")
-    with EdgeSite() as edge:
-        # Overflow is forwarded to the alternative node; a veth only receives when its peer runs XDP.
-        netns.attach_xdp_object(edge.ns("alt"), edge.alt0.ifname, str(build_artifact("xdp_pass.bpf.o")))
+    with edge_site_with_alternative() as edge:  # overflow is forwarded to the alternative node
         yield edge
 
 

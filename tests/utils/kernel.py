@@ -18,6 +18,7 @@ import pytest
 
 from netapp.dataplane import binding
 from netapp.testbed import netns
+from netapp.testbed.topology import EdgeSite
 
 
 def _missing() -> str | None:
@@ -63,3 +64,14 @@ def veth_namespace(prefix: str, ifname: str, peer: str) -> Iterator[str]:
         yield name
     finally:
         netns.delete_namespace(name)
+
+
+@contextlib.contextmanager
+def edge_site_with_alternative() -> Iterator[EdgeSite]:
+    """A built edge site (netapp.testbed.topology) whose alternative node receives what the node
+    forwards to it: frames redirected into a veth are only received when its peer runs XDP, so alt0
+    runs xdp_pass. Removed, namespaces and all, whatever the block did."""
+    require_kernel()
+    with EdgeSite() as site:
+        netns.attach_xdp_object(site.ns("alt"), site.alt0.ifname, str(build_artifact("xdp_pass.bpf.o")))
+        yield site

@@ -1,0 +1,70 @@
+"""`netapp demo` offers other terminals its API: the client file while it runs (gone when it ends,
+however it ends) and the export line. The session is a stand-in here: the demo's site, service and
+traffic are tested in tests/integration (test_examples.py runs the examples through this file)."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from netapp.cli import demo as demo_command
+from netapp.cli.client_config import CLIENT_CONFIG_ENV, TOKEN_ENV, URL_ENV, client_config_path
+from netapp.cli.main import app
+
+URL, TOKEN = "http://127.0.0.1:47001", "dpp_demo-session-token"
+
+
+class Session:
+    """What the command needs of netapp.testbed.demo.Demo to start, publish and close."""
+
+    url, token = URL, TOKEN
+
+    def __init__(self) -> None:
+        self.closed = False
+
+    def start(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self.closed = True
+
+
+@pytest.fixture
+def session(tmp_path, monkeypatch) -> Session:
+    monkeypatch.delenv(CLIENT_CONFIG_ENV, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    if demo_command.os.geteuid() != 0:
+        pytest.skip("the demo command refuses to start without root")
+    stand_in = Session()
+    monkeypatch.setattr(demo_command, "Demo", lambda: stand_in)
+    monkeypatch.setattr(demo_command, "intro", lambda session: "")
+    monkeypatch.setattr(demo_command, "_interrupt_on", lambda *signals: None)  # this process's handlers stay
+    return stand_in
+
+
+def test_while_the_demo_runs_the_client_file_names_its_api_and_it_is_gone_afterwards(session, monkeypatch):
+    seen = {}
+    monkeypatch.setattr(demo_command, "watch",
+                        lambda *args: seen.update(yaml.safe_load(client_config_path().read_text())))
+
+    result = CliRunner().invoke(app, ["demo", "--duration", "1"])
+
+    assert result.exit_code == 0, result.output
+    assert seen == {"url": URL, "token": TOKEN, "written_by": "netapp demo"}
+    assert f"export {URL_ENV}={URL} {TOKEN_ENV}={TOKEN}\n" in result.output
+    assert result.output.count(TOKEN) == 1, "the token is printed once, in the export line"
+    assert session.closed and not client_config_path().exists()
+
+
+def test_given_the_demo_fails_while_running_then_the_client_file_is_gone_too(session, monkeypatch):
+    def fail(*args):
+        assert client_config_path().exists()
+        raise RuntimeError("the RAN-side sender failed")
+
+    monkeypatch.setattr(demo_command, "watch", fail)
+
+    result = CliRunner().invoke(app, ["demo", "--duration", "1"])
+
+    assert result.exit_code == 1 and "the RAN-side sender failed" in result.output
+    assert session.closed and not client_config_path().exists()
