@@ -11,7 +11,10 @@ Two forms of one set of figures (`Figures`, computed from successive `Snapshot`s
 Where the forwarded numbers come from (GET /api/v1/stats and the alternative node): a priority
 intent's counter counts every packet it matched, a CPU's counter only what was steered to it, so
 their difference is the priority traffic that overflowed; the rest of the `forward` action's count
-is best effort; the alternative node's interface counts what arrived there.
+is best effort; the alternative node's interface counts what arrived there. What a CPU is offered
+is what the priority intents steered to it ask for, plus the best effort when the RAN side's
+frames arrive on it (Snapshot.receiving_cpu); for the refresh in which a flow moved to or from it,
+or the frames began to arrive elsewhere, it is unknown ("…"), not a guess.
 """
 
 from __future__ import annotations
@@ -32,9 +35,8 @@ from netapp.testbed.demo import Snapshot
 PAGE_S = 5.0  # seconds each page of the intents table shows
 MIN_DECISIONS = 3  # decision rows kept before the intents table gets any line
 MAX_DECISIONS = 8
-# A CPU is over capacity when the priority traffic steered to it asks for this much more than it
-# takes (pkt/s, or this share of its capacity, whichever is more): counters read a moment apart
-# differ by a few packets.
+# A CPU is over capacity when it is offered this much more than it takes (pkt/s, or this share of
+# its capacity, whichever is more): counters read a moment apart differ by a few packets.
 OVER_CAPACITY_PPS, OVER_CAPACITY_SHARE = 5.0, 0.05
 
 Rate = Optional[float]  # packets per second; None until two samples
@@ -45,8 +47,8 @@ class CpuFigures:
     cpu: int
     capacity_pps: int
     window_budget: int  # frames a meter window takes
-    offered: Rate  # what the priority intents steered to it ask for
-    taken: Rate  # what was steered to it
+    offered: Rate  # what the intents steered to it ask for, and the best effort arriving on it
+    taken: Rate  # what its meter let through: steered to it, best effort passed there
     forecast: float  # the AI module's, NaN when it has none
     overloaded: str  # "no", or "yes, " and why
 
@@ -87,6 +89,7 @@ class DemoView:
     def __init__(self) -> None:
         self.meter = RateMeter()
         self._highest: dict[str, int] = {}
+        self._assigned: dict[int, tuple[frozenset[str], bool]] = {}  # CPU -> its intents, receives
         self._reported_ns = 0
 
     # --- figures ---------------------------------------------------------------------------------
@@ -106,7 +109,8 @@ class DemoView:
             status=f"+{snap.elapsed_s:.0f}s {snap.note}; {snap.sent:,} frames sent by the RAN side",
             meter_window_ms=snap.meter_window_ms,
             cpus=tuple(
-                self._cpu(cpu, view, snap, rates, (best_effort_asks, local) if cpu == snap.receiving_cpu else (0.0, 0.0))
+                self._cpu(cpu, view, snap, rates,
+                          (best_effort_asks, local) if cpu == snap.receiving_cpu else (0.0, 0.0))
                 for cpu, view in sorted(steered.items())
             ),
             priority_forwarded=Count(priority_forwarded, self._rate("priority", priority_forwarded, snap.at)),
@@ -125,8 +129,11 @@ class DemoView:
              best_effort: tuple[Rate, Rate]) -> CpuFigures:
         """`best_effort`: what the best effort received on this CPU asks for and what it took."""
         capacity = int(view.get("capacity_pps", 0))
-        offered = _total([rates.get(name) for name, target in snap.steering.items() if target == cpu]
-                         + [best_effort[0]])
+        assigned = (frozenset(name for name, target in snap.steering.items() if target == cpu),
+                    cpu == snap.receiving_cpu)
+        offered = _total([rates.get(name) for name in assigned[0]] + [best_effort[0]])
+        if self._assigned.setdefault(cpu, assigned) != assigned:  # moved since: whose rate was whose?
+            self._assigned[cpu], offered = assigned, None
         taken = _total([self._rate(f"cpu/{cpu}", view.get("packets", 0), snap.at), best_effort[1]])
         ai_view = snap.ai.views.get(cpu) if snap.ai else None
         if view.get("overloaded"):
@@ -233,7 +240,8 @@ def _table(*columns: str) -> Table:
     table = Table(box=None, padding=(0, 1), pad_edge=False, header_style="dim")
     for column in columns:
         table.add_column(column, justify="right" if column in NUMERIC else "left", no_wrap=True,
-                         overflow="ellipsis", min_width=MIN_WIDTHS.get(column), max_width=24 if column != columns[-1] else None)
+                         overflow="ellipsis", min_width=MIN_WIDTHS.get(column),
+                         max_width=None if column == columns[-1] else 24)
     return table
 
 

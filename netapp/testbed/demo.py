@@ -214,7 +214,6 @@ class AiSnapshot:
     views: dict[int, CpuView]
     marked: frozenset[int]
     decisions: tuple[tuple[int, Decision], ...]
-    horizon: int
 
 
 @dataclass(frozen=True)
@@ -395,8 +394,7 @@ class Demo:
         owned = [record for record in records if record.get("source") != "slice"]
         ai = None
         if self.ai is not None:
-            ai = AiSnapshot(dict(self.ai.views), self.ai.marked, tuple(self.ai_decisions()),
-                            self.ai.settings.horizon)
+            ai = AiSnapshot(dict(self.ai.views), self.ai.marked, tuple(self.ai_decisions()))
         return Snapshot(
             at=time.monotonic(),
             elapsed_s=time.monotonic() - self.traffic.started if self.traffic else 0.0,

@@ -49,7 +49,7 @@ def snapshot(at: float, *, priority: int, steered: tuple[int, int], forward: int
     }
     views = {0: CpuView(0, True, False, 300, 0.5, 0.55), 1: CpuView(1, True, marked, 300, 0.9, 1.02)}
     ai = AiSnapshot(views, frozenset({1}) if marked else frozenset(),
-                    tuple(decision(n) for n in range(decisions)), horizon=3)
+                    tuple(decision(n) for n in range(decisions)))
     return Snapshot(
         at=at, elapsed_s=at, note="surge at peak: prio-1, prio-3, prio-5, prio-7 at 120 pkt/s each", sent=1000,
         stats=stats, steering={name: i % 2 for i, name in enumerate(PRIORITY)}, slice_members=frozenset(MEMBERS),
@@ -106,6 +106,19 @@ def test_a_marked_cpu_says_who_marked_it_and_rates_wait_for_a_second_sample():
     assert figures.cpus[0].offered is None and figures.priority_forwarded.rate is None
     by_hand = replace(first, ai=replace(first.ai, marked=frozenset()))
     assert DemoView().figures(by_hand).cpus[1].overloaded == "yes, marked"
+
+
+def test_while_a_flow_moved_or_the_traffic_arrives_elsewhere_what_a_cpu_was_offered_is_unknown(overloaded):
+    view, _ = overloaded
+    later = snapshot(12.0, priority=1200, steered=(4800, 4560), forward=280, passed=40, best_effort=60)
+    moved = replace(later, steering={**later.steering, "prio-1": 0})
+    cpu0, cpu1 = view.figures(moved).cpus
+    assert cpu0.offered is None and cpu1.offered is None  # prio-1 went from CPU 1 to CPU 0
+    assert cpu1.overloaded == "no"  # not a guess
+    cpu0, cpu1 = view.figures(replace(moved, at=13.0, receiving_cpu=0)).cpus
+    assert cpu0.offered is None and cpu1.offered is None
+    cpu0, cpu1 = view.figures(replace(moved, at=14.0, receiving_cpu=0)).cpus
+    assert cpu0.offered is not None and cpu1.offered is not None
 
 
 def test_derived_counts_never_go_back_though_counters_are_read_a_moment_apart():
