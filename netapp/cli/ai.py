@@ -9,17 +9,13 @@ NETAPP_TELEMETRY__NODE), so the module reads what the NetApp writes.
 from __future__ import annotations
 
 import logging
-import math
 import signal
 import socket
 import threading
-from datetime import datetime
 from typing import Annotated, Any, Optional
 
 import typer
 from pydantic import ValidationError
-from rich.console import Group
-from rich.table import Table
 
 from netapp.ai.client import ApiError, NetAppClient
 from netapp.ai.forecast import DEFAULT_ALPHA, DEFAULT_BETA, Holt
@@ -151,28 +147,3 @@ def _run_until_stopped(loop: AiLoop, duration: Optional[float]) -> None:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
 
-
-# --- the loop for people (the demo's live view) ---------------------------------------------------
-
-SHOWN_DECISIONS = 6
-
-
-def loop_view(loop: AiLoop) -> Group:
-    """Each CPU's load and forecast as the module last saw them, and its latest decisions."""
-    marked = loop.marked
-    horizon = loop.settings.horizon
-    cpus = Table("cpu", "load", f"forecast +{horizon}", "state", title="AI module: CPU load (Holt forecast)",
-                 title_justify="left")
-    for number, view in sorted(loop.views.items()):
-        state = "overloaded (marked by the AI)" if number in marked else "overloaded" if view.overloaded else ""
-        cpus.add_row(str(number), _share(view.load), _share(view.forecast), state)
-    decisions = Table("time", "decision", "outcome", title="AI module: decisions (also in InfluxDB, dpp_ai_decision)",
-                      title_justify="left")
-    for time_ns, decision in loop.decisions()[-SHOWN_DECISIONS:]:
-        stamp = datetime.fromtimestamp(time_ns / 1e9).strftime("%H:%M:%S")
-        decisions.add_row(stamp, describe(decision), decision.outcome)
-    return Group(cpus, decisions)
-
-
-def _share(value: float) -> str:
-    return "…" if math.isnan(value) else f"{value:.2f}"

@@ -1,31 +1,31 @@
 """`netapp demo`: the NetApp on an emulated edge site (network namespaces, veth, real XDP, the
-service and its REST API, telemetry in InfluxDB, the reference AI module), with live rates until
-Ctrl-C."""
+service and its REST API, telemetry in InfluxDB, the reference AI module), shown live until
+Ctrl-C (netapp.cli.demo_view: what is shown, and how it fits the terminal)."""
 
 from __future__ import annotations
 
 import os
 import signal
 import time
+from collections.abc import Iterator
 from typing import Annotated, Optional
 
 import typer
-from rich.console import Console, Group
+from rich.console import Console
 from rich.live import Live
-from rich.table import Table
 from rich.text import Text
 
-from netapp.cli.ai import loop_view
 from netapp.cli.client_config import PublishedClient, publish_client
+from netapp.cli.demo_view import DemoView
 from netapp.cli.errors import EXIT_ENVIRONMENT, EXIT_FAILED, fail
-from netapp.cli.status import RateMeter, rates_view
 from netapp.dataplane.binding import DataplaneError, LibraryNotFoundError
 from netapp.telemetry.influxd import InfluxdError, InfluxdNotFoundError
 from netapp.testbed import scenario
-from netapp.testbed.demo import Demo
+from netapp.testbed.demo import Demo, Snapshot
 from netapp.testbed.netns import TestbedError
 
-REFRESH_S = 1.0
+REFRESH_S = 1.0  # the live view
+REPORT_EVERY_S = 5.0  # the report, when stdout is not a terminal
 
 
 def demo(
@@ -37,10 +37,16 @@ def demo(
         typer.Option("--toggle-every", min=2, help="Seconds between CPU overload / recovery by hand "
                      "(default: never; the AI module decides)."),
     ] = None,
+    report_every: Annotated[
+        float,
+        typer.Option("--report-every", min=1, help="Seconds between reports of a few lines when stdout is not "
+                     "a terminal (a pipe, a log); a terminal shows the live view."),
+    ] = REPORT_EVERY_S,
 ) -> None:
     """Build an edge site, start the NetApp, configure it through its API, send the paper's
-    traffic in surges, and show live rates per intent, slice and CPU, what goes to the alternative
-    node, and what the AI module forecasts and decides."""
+    traffic in surges, and show each CPU against its capacity, what goes to the alternative node
+    instead of being dropped, what the AI module forecasts and decides, and rates per intent and
+    slice."""
     if os.geteuid() != 0:
         fail("the demo needs root (network namespaces, XDP)", EXIT_ENVIRONMENT)
     console = Console()
@@ -53,7 +59,7 @@ def demo(
         client = publish_client(session.url, session.token, written_by="netapp demo")
         console.print(intro(session))
         console.print(client.instructions(), highlight=False, markup=False, soft_wrap=True)  # one line to copy
-        watch(console, session, duration, toggle_every)
+        watch(console, session, duration, toggle_every, report_every)
     except KeyboardInterrupt:
         pass
     except (DataplaneError, LibraryNotFoundError, TestbedError, InfluxdNotFoundError, InfluxdError,
@@ -90,29 +96,36 @@ def intro(session: Demo) -> Text:
     )
 
 
-def watch(console: Console, session: Demo, duration: Optional[float], toggle_every: Optional[float]) -> None:
-    """Refresh the live view every second; toggle the CPU's overload now and then, if asked."""
-    meter = RateMeter()
-    started = last_toggle = time.monotonic()
+def watch(console: Console, session: Demo, duration: Optional[float], toggle_every: Optional[float],
+          report_every: float = REPORT_EVERY_S) -> None:
+    """The live view, refreshed every second, on a terminal; a report every `report_every`
+    seconds otherwise (a pipe, a log). Toggles the CPU's overload now and then, if asked."""
+    view = DemoView()
     note = ""
-    with Live(console=console, refresh_per_second=2) as live:
-        while duration is None or time.monotonic() - started < duration:
-            now = time.monotonic()
-            if toggle_every is not None and now - last_toggle >= toggle_every:
-                note, last_toggle = session.toggle_overload(), now
-            live.update(view(session, meter, now, note or session.traffic_note()))
-            time.sleep(REFRESH_S)
+    last_toggle = time.monotonic()
+
+    def snapshot() -> Snapshot:
+        nonlocal note, last_toggle
+        if toggle_every is not None and time.monotonic() - last_toggle >= toggle_every:
+            note, last_toggle = session.toggle_overload(), time.monotonic()
+        return session.snapshot(note)
+
+    if not console.is_terminal:
+        for tick in _ticks(duration, report_every):
+            figures = view.figures(snapshot())
+            if tick:  # the first sets where the rates of the first report start
+                print("\n".join(view.report(figures)), flush=True)
+        return
+    with Live(console=console, auto_refresh=False) as live:
+        for _ in _ticks(duration, REFRESH_S):
+            live.update(view.render(view.figures(snapshot()), console.size), refresh=True)
 
 
-def view(session: Demo, meter: RateMeter, now: float, note: str) -> Group:
-    alternative = Table("alternative node", "received", "pkt/s", title="forwarded instead of dropped",
-                        title_justify="left")
-    received = session.alternative_rx_packets()
-    rate = meter.update("alternative", received, 0, now)
-    alternative.add_row("alt0", f"{received:,}", f"{rate[0]:,.0f}" if rate else "…")
-    sent = session.traffic.total_sent if session.traffic else 0
-    parts = [Text(f"{note}; frames sent by the RAN side: {sent:,}", style="bold"),
-             rates_view(session.stats(), meter, now), alternative]
-    if session.ai is not None:
-        parts.append(loop_view(session.ai))
-    return Group(*parts)
+def _ticks(duration: Optional[float], period: float) -> Iterator[int]:
+    """0, 1, 2, ... every `period` seconds (0 at once) until `duration` has passed."""
+    started = time.monotonic()
+    tick = 0
+    while duration is None or time.monotonic() - started < duration:
+        yield tick
+        tick += 1
+        time.sleep(max(0.0, period - (time.monotonic() - started) % period))

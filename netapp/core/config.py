@@ -166,6 +166,15 @@ class Settings(BaseSettings):
     )
     flow_cache: bool = True
     max_rules: int = Field(65536, ge=1, le=1 << 24)
+    meter_window_ms: Optional[int] = Field(
+        None,
+        ge=1,
+        le=256_000,
+        description="length of the window each CPU's capacity_pps is metered over: a window takes "
+        "capacity_pps x window (at least 1) packets, the rest overflows; None: the library's 1 ms. "
+        "Longer windows meter low rates (hundreds of packets per second) without treating every "
+        "two packets in one millisecond as a burst",
+    )
 
     api_host: str = "127.0.0.1"
     api_port: int = Field(8080, ge=1, le=65535)

@@ -764,6 +764,14 @@ class Dataplane:
         config.default_alt_group = NONE if group_id is None else group_id
         self._dpp.config_set(config)
 
+    def set_meter_window(self, window_ns: int) -> None:
+        """Meter every CPU's capacity over windows of `window_ns`; a change recomputes each CPU's
+        budget and restarts its meter (libdpp's dpp_config_set)."""
+        config = self._dpp.config_get()
+        if config.meter_window_ns != window_ns:
+            config.meter_window_ns = window_ns
+            self._dpp.config_set(config)
+
     def config(self) -> dict[str, int]:
         current = self._dpp.config_get()
         return {name: getattr(current, name) for name, _ in Config._fields_}

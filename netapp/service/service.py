@@ -259,6 +259,7 @@ class NetAppService(IntentService):
                 "cpumap_priority",
                 "flow_cache",
                 "max_rules",
+                "meter_window_ms",
             },
         )
 
@@ -271,6 +272,8 @@ class NetAppService(IntentService):
                     max_rules=self.settings.max_rules,
                     default_verdict=self.settings.default_verdict,
                 )
+                if self.settings.meter_window_ms is not None:  # also on an instance pinned before
+                    self._dataplane.set_meter_window(self.settings.meter_window_ms * 1_000_000)
             except DataplaneError as exc:
                 self._checks["dataplane"] = str(exc)
                 raise DataplaneUnavailable(f"open instance {self.settings.instance!r}: {exc}") from exc

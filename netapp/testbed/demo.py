@@ -4,17 +4,29 @@ Builds the site, starts a local InfluxDB and the NetApp service (`netapp serve`,
 pipeline natively to the node's RAN-side interface and writes its telemetry into that InfluxDB),
 configures it through its REST API like a slicing manager and an operator would (alternative node,
 CPUs with a capacity, priority intents, the paper's legacy message, a slice), and keeps the paper's
-traffic flowing from the RAN side while the caller shows live rates.
+traffic flowing from the RAN side while the caller shows what happens (snapshot()).
 
 The priority services surge in turns: the flows steered to one CPU ramp up while the others stay
-at their base rate. The reference AI module (netapp.ai) reads the load series back from InfluxDB,
-forecasts a CPU crossing its threshold and moves a priority flow to the other CPU, or marks the CPU
-overloaded when no CPU can take one (its traffic then goes to the alternative node), and clears
-its mark when the surge is over. close() removes everything, also after Ctrl-C.
+at their base rate, far enough to exceed that CPU's capacity. The data plane meters every CPU
+against its capacity and forwards what exceeds it to the alternative node at once; the reference
+AI module (netapp.ai) reads the load series back from InfluxDB, forecasts a CPU crossing its
+threshold and moves a priority flow to the other CPU; when the surge goes on and no CPU can take a
+flow any more, it marks the CPU overloaded, and then all of that CPU's traffic, priority and best
+effort, goes to the alternative node instead of being dropped. It clears its mark when the surge
+is over. close() removes everything, also after Ctrl-C.
 
-The traffic is paced, every frame at least MIN_GAP_S after the one before: a CPU with a capacity
-is metered per millisecond (at most max(1, capacity x 1 ms) frames per window), so bursts, such as
-the live-frame generator's, would overflow at any rate and the load would measure the bursts.
+Pacing and metering. A CPU's capacity is metered per window (at most capacity x window frames in
+each, the rest overflows). The library's window is 1 ms, which at the demo's hundreds of frames
+per second takes a single frame: a sender paced to one frame a millisecond could never exceed it,
+while two frames the kernel happens to process in one millisecond (a softirq delayed on a busy
+machine) would overflow at any rate. So the demo's service meters over METER_WINDOW_MS (a
+capacity of 300 pkt/s is 30 frames per 100 ms), and the RAN side paces its frames (every one at
+least MIN_GAP_S after the one before): what overflows is what a surge offers beyond the capacity.
+
+Where frames are received. XDP on a veth runs on the CPU that sent the frame, so the RAN side
+sends from the CPU whose services surge (as RSS would put a busy cell's tunnels there): the best
+effort arriving with them is metered against that CPU too, and goes to the alternative node with
+its priority traffic while that CPU is overloaded.
 """
 
 from __future__ import annotations
@@ -30,6 +42,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any, Optional
@@ -40,7 +53,7 @@ from influxdb_client import InfluxDBClient
 
 from netapp.ai.client import NetAppClient
 from netapp.ai.loop import AiLoop, LoopSettings
-from netapp.ai.policy import Decision, Policy, PolicyConfig
+from netapp.ai.policy import CpuView, Decision, Policy, PolicyConfig
 from netapp.ai.reader import InfluxReader
 from netapp.ai.record import InfluxRecorder
 from netapp.api.auth import TokenEntry, TokensFile, new_token, token_hash, write_tokens_file
@@ -54,12 +67,16 @@ from netapp.testbed.topology import EdgeSite
 from netapp.testbed.traffic import Sender
 
 READY_TIMEOUT_S = 30.0
-CAPACITY_PPS = 500  # per CPU; its meter then takes one frame per millisecond
-MIN_GAP_S = 0.0012  # between any two frames the RAN side sends: never two in one meter window
-BEST_EFFORT_PPS = 5.0  # each best-effort service
-PRIORITY_BASE_PPS = 30.0  # each priority service, between surges
-PRIORITY_PEAK_PPS = 140.0  # each surging priority service at its peak: four on one CPU are 1.1 x capacity
-CALM_S, RAMP_S, HOLD_S = 10.0, 20.0, 8.0  # one surge cycle
+CAPACITY_PPS = 300  # per CPU, metered over METER_WINDOW_MS: 30 frames a window
+METER_WINDOW_MS = 100
+MIN_GAP_S = 0.0012  # between any two frames the RAN side sends: at most 833 a second in all
+BEST_EFFORT_PPS = 5.0  # each best-effort service: 40 pkt/s in all, metered on the sending CPU
+PRIORITY_BASE_PPS = 20.0  # each priority service, between surges: 4 on a CPU are 0.27 of it
+# Each surging priority service at its peak. The AI module moves one of the four off the busy CPU
+# early in the ramp; the three left then ask for 360 pkt/s and the best effort for 40, well over
+# the 300 the CPU takes, while the other CPU, at 80 + 120, cannot take another flow (0.67 > low).
+PRIORITY_PEAK_PPS = 120.0
+CALM_S, RAMP_S, HOLD_S = 8.0, 12.0, 20.0  # one surge cycle
 TELEMETRY_INTERVAL_S = 1.0
 INFLUX_DATABASE = "dpp"
 AI_POLICY = PolicyConfig(high=0.8, low=0.6, confirm=2, cooldown_s=10.0)
@@ -83,15 +100,18 @@ def interface_rx_packets(ns: str, ifname: str) -> int:
 class PacedTraffic(threading.Thread):
     """The RAN side: each flow's frames at its own rate (pps, a function of the seconds since
     start), every frame at least `min_gap_s` after the one before, until stopped. `sent[flow
-    index]` counts what went out."""
+    index]` counts what went out. With `sending_cpu` (seconds since start -> a CPU), the thread
+    sends from that CPU, so the data plane receives the frames there."""
 
     def __init__(self, site: EdgeSite, rates: dict[scenario.Flow, Callable[[float], float]],
-                 min_gap_s: float = MIN_GAP_S):
+                 min_gap_s: float = MIN_GAP_S, sending_cpu: Optional[Callable[[float], int]] = None):
         super().__init__(name="paced-traffic", daemon=True)
         self.sender = Sender(site.ns("ran"), site.ran0.ifname)
         self.frames = {flow.index: scenario.frame(site, flow) for flow in rates}
         self.rates = {flow.index: rate for flow, rate in rates.items()}
         self.min_gap_s = min_gap_s
+        self.sending_cpu = sending_cpu
+        self.on_cpu: Optional[int] = None  # the CPU this thread sends from, None: any
         self.sent = dict.fromkeys(self.frames, 0)
         self.started = time.monotonic()
         self.error: Optional[BaseException] = None
@@ -104,10 +124,14 @@ class PacedTraffic(threading.Thread):
     def run(self) -> None:
         self.started = last = time.monotonic()
         due = dict.fromkeys(self.frames, self.started)
+        wanted: Optional[int] = None
         try:
             while not self._halt.is_set():
                 index = min(due, key=due.__getitem__)  # the flow whose next frame is most overdue
                 at = max(due[index], last + self.min_gap_s)
+                if self.sending_cpu is not None and self.sending_cpu(at - self.started) != wanted:
+                    wanted = self.sending_cpu(at - self.started)
+                    self.on_cpu = self._send_from(wanted)
                 self._halt.wait(max(0.0, at - time.monotonic()))
                 self.sender.send([self.frames[index]])
                 last = time.monotonic()
@@ -115,6 +139,17 @@ class PacedTraffic(threading.Thread):
                 due[index] = at + 1.0 / self.rates[index](at - self.started)
         except BaseException as exc:  # noqa: BLE001 - reported by stop()
             self.error = exc
+
+    @staticmethod
+    def _send_from(cpu: int) -> Optional[int]:
+        """Run this thread (only) on `cpu`, and return it; where the process may not use it,
+        anywhere (None)."""
+        try:
+            os.sched_setaffinity(0, {cpu})
+        except OSError:
+            os.sched_setaffinity(0, os.sched_getaffinity(os.getpid()))
+            return None
+        return cpu
 
     def snapshot(self) -> dict[int, int]:
         return dict(self.sent)
@@ -142,7 +177,15 @@ class Surge:
 
     def surging(self, flow: scenario.Flow, elapsed_s: float) -> bool:
         first_on_busy = scenario.target_cpu(flow, self.cpus) == self.busy_cpu
-        return flow.priority and first_on_busy == (int(elapsed_s // self.CYCLE_S) % 2 == 0)
+        return flow.priority and first_on_busy == self._busy_turn(elapsed_s)
+
+    def _busy_turn(self, elapsed_s: float) -> bool:
+        return int(elapsed_s // self.CYCLE_S) % 2 == 0
+
+    def sending_cpu(self, elapsed_s: float) -> int:
+        """The CPU the services surging in this cycle were first steered to: the RAN side sends
+        from it (the module's docstring says why)."""
+        return self.busy_cpu if self._busy_turn(elapsed_s) else (self.busy_cpu + 1) % self.cpus
 
     def rate(self, flow: scenario.Flow, elapsed_s: float) -> float:
         """The flow's packets per second `elapsed_s` after the start."""
@@ -162,6 +205,33 @@ class Surge:
         names = ", ".join(flow.intent_id for flow in flows)
         verb = "ramping" if into < CALM_S + RAMP_S else "at peak"
         return f"surge {verb}: {names} at {self.rate(flows[0], elapsed_s):.0f} pkt/s each" if flows else "calm"
+
+
+@dataclass(frozen=True)
+class AiSnapshot:
+    """The AI module as it last saw the CPUs, and its recent decisions (time in ns, decision)."""
+
+    views: dict[int, CpuView]
+    marked: frozenset[int]
+    decisions: tuple[tuple[int, Decision], ...]
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Everything the demo's view shows, read at one moment (`at`, monotonic seconds)."""
+
+    at: float
+    elapsed_s: float  # since the traffic started
+    note: str  # what the RAN side (or the operator) is doing
+    sent: int  # frames the RAN side sent
+    stats: dict[str, Any]  # GET /api/v1/stats, as an admin: intents, slices, cpus, actions, reasons
+    steering: dict[str, int]  # priority intent -> the CPU it steers to now
+    slice_members: frozenset[str]  # intents a slice owns (counted in the slice's row)
+    receiving_cpu: Optional[int]  # the CPU the RAN side's frames are received on (None: any)
+    alternative: str  # the alternative node's interface
+    alternative_received: int  # frames it received
+    meter_window_ms: int
+    ai: Optional[AiSnapshot] = None
 
 
 class Demo:
@@ -200,7 +270,8 @@ class Demo:
         self._start_influxd()
         self._start_service()
         self._configure()
-        self.traffic = PacedTraffic(self.site, {flow: partial(self.surge.rate, flow) for flow in scenario.flows()})
+        self.traffic = PacedTraffic(self.site, {flow: partial(self.surge.rate, flow) for flow in scenario.flows()},
+                                    sending_cpu=self.surge.sending_cpu)
         self.traffic.start()
         self._start_ai()
 
@@ -219,6 +290,7 @@ class Demo:
             "instance": self.instance,
             "netns": self.site.ns("node"),  # the NetApp node: its n3, n6 and alt interfaces
             "interfaces": [{"name": self.site.n3.ifname, "mode": "native"}],
+            "meter_window_ms": METER_WINDOW_MS,
             # the group the site document names: the paper's message names none
             "default_alternative": scenario.document(self.site, self.cpus)["default_alternative"],
             "tokens_file": str(tokens),
@@ -313,6 +385,31 @@ class Demo:
     def ai_decisions(self) -> list[tuple[int, Decision]]:
         """The AI module's recent decisions, oldest first: (time in ns, decision)."""
         return self.ai.decisions() if self.ai is not None else []
+
+    def snapshot(self, note: Optional[str] = None) -> Snapshot:
+        """What the view shows: the API's counters and steering, the alternative node's receive
+        counter, the AI module's view. `note` replaces the surge's phase (an operator's action)."""
+        stats = self.stats()
+        records = self.api("GET", "/api/v1/intents?limit=1000")["items"]
+        owned = [record for record in records if record.get("source") != "slice"]
+        ai = None
+        if self.ai is not None:
+            ai = AiSnapshot(dict(self.ai.views), self.ai.marked, tuple(self.ai_decisions()))
+        return Snapshot(
+            at=time.monotonic(),
+            elapsed_s=time.monotonic() - self.traffic.started if self.traffic else 0.0,
+            note=note or self.traffic_note(),
+            sent=self.traffic.total_sent if self.traffic else 0,
+            stats=stats,
+            steering={str(record["intent"]["id"]): int(record["intent"]["action"]["cpu"])
+                      for record in owned if record["intent"]["action"]["type"] == "steer"},
+            slice_members=frozenset(str(r["intent"]["id"]) for r in records if r.get("source") == "slice"),
+            receiving_cpu=self.traffic.on_cpu if self.traffic else None,
+            alternative=self.site.alt0.ifname,
+            alternative_received=self.alternative_rx_packets(),
+            meter_window_ms=METER_WINDOW_MS,
+            ai=ai,
+        )
 
     # --- stop -----------------------------------------------------------------------------------
 

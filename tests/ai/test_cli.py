@@ -13,14 +13,12 @@ from pathlib import Path
 
 import pytest
 from influxdb_client.client.write_api import SYNCHRONOUS
-from rich.console import Console
 from typer.testing import CliRunner
 
-from netapp.cli.ai import loop_view
 from netapp.cli.main import app
 from netapp.intents.models import CpuSpec
 from netapp.telemetry.poll import CPU, INTENT, Point
-from tests.ai.fakes import ADMIN_TOKEN, add, make_loop, ramp_on_cpu_0, steer
+from tests.ai.fakes import ADMIN_TOKEN, add, steer
 
 REPO = Path(__file__).resolve().parents[2]
 NODE = "edge-1"
@@ -155,20 +153,6 @@ def test_a_run_moves_a_flow_off_the_rising_cpu_and_records_it(
     answer = influxd.query("SELECT intent, target_cpu, outcome FROM dpp_ai_decision", db=database)
     (values,) = answer["results"][0]["series"][0]["values"]
     assert values[1:] == ["prio-0", 1, "applied"]
-
-
-def test_the_loop_view_shows_each_cpus_load_and_forecast_and_the_decisions():
-    reader, netapp = ramp_on_cpu_0()
-    loop, _ = make_loop(reader, netapp)
-    loop.step()
-    loop.step()
-    console = Console(record=True, width=200)
-    console.print(loop_view(loop))
-    text = console.export_text()
-    assert "forecast +3" in text
-    assert re.search(r"│ 0\s+│ 0\.60 │ 0\.90\s+│", text), text
-    assert "move operator/prio-0 from CPU 0 to CPU 1 (forecast 0.90 >= 0.8;" in text
-    assert "applied" in text
 
 
 def test_sigterm_stops_a_running_module_cleanly(influxd, test_bucket, api_server, service):

@@ -162,6 +162,22 @@ def test_the_cpumap_thread_of_each_entry_gets_the_configured_priority(tmp_path, 
         restarted.close()
 
 
+def test_meter_window_ms_sets_each_cpus_budget_also_on_an_instance_pinned_before(tmp_path, instance):
+    service = started(tmp_path, instance)
+    try:
+        service.put_cpu(ADMIN, CpuSpec(cpu=0, capacity_pps=300))
+        assert service.dataplane.cpu_state(0)["window_budget"] == 1  # the library's 1 ms: at least 1
+    finally:
+        service.close()
+    for window_ms, budget in ((50, 15), (20, 6)):
+        restarted = started(tmp_path, instance, meter_window_ms=window_ms)
+        try:
+            assert restarted.dataplane.config()["meter_window_ns"] == window_ms * 1_000_000
+            assert restarted.dataplane.cpu_state(0)["window_budget"] == budget  # 300 pkt/s x window
+        finally:
+            restarted.close()
+
+
 def cpumap_thread(service: NetAppService) -> dict:
     (view,) = service.list_cpus(ADMIN)
     thread = view["thread"]
