@@ -70,6 +70,7 @@ from netapp.service.contract import (
     Conflict,
     ConflictView,
     CreateResult,
+    DataplaneFull,
     DataplaneUnavailable,
     DryRunReport,
     Forbidden,
@@ -510,6 +511,11 @@ class NetAppService(IntentService):
         except DataplaneError as exc:
             if not getattr(exc, "rolled_back", False):
                 self._undo_maps(change, slots, exc)
+            if exc.errno == errno.ENOSPC:
+                raise DataplaneFull(
+                    f"the data plane has no room for the change: {exc.message} (setting max_rules); "
+                    "nothing was changed"
+                ) from exc
             raise DataplaneUnavailable(f"the data plane refused the change: {exc}") from exc
         return slots
 
