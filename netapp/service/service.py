@@ -52,7 +52,7 @@ from netapp.core.config import Settings
 from netapp.core.netns import entered
 from netapp.dataplane import cpumap_threads
 from netapp.dataplane.binding import DataplaneError
-from netapp.dataplane.facade import Dataplane, host_interfaces
+from netapp.dataplane.facade import Dataplane, host_interfaces, mode_refused
 from netapp.intents.compiler import (
     CompiledDocument,
     CompiledRule,
@@ -1257,7 +1257,7 @@ class NetAppService(IntentService):
         try:
             self._site_change(who, work)
         except DataplaneUnavailable as exc:
-            raise self._interface_error(interface, exc) from exc
+            raise self._interface_error(interface, exc, mode) from exc
         return {
             "interface": interface,
             "mode": mode,
@@ -1313,10 +1313,15 @@ class NetAppService(IntentService):
             }
 
     @staticmethod
-    def _interface_error(interface: str, exc: DataplaneUnavailable) -> ServiceError:
-        """Name what the caller can fix: a missing interface, one taken, one not attached."""
+    def _interface_error(
+        interface: str, exc: DataplaneUnavailable, mode: Optional[str] = None
+    ) -> ServiceError:
+        """Name what the caller can fix: a missing interface, one taken, one not attached, a mode
+        its driver does not run."""
         cause = exc.__cause__
         code = cause.errno if isinstance(cause, DataplaneError) else None
+        if mode is not None and code is not None and mode_refused(code, mode):
+            return InvalidInput(str(cause), field="mode")
         if code == errno.ENODEV or (isinstance(cause, DataplaneError) and cause.op.startswith("enter netns")):
             return NotFound(f"no interface {interface!r} ({cause})", field="interface")
         if code == errno.ENOENT:

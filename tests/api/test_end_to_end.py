@@ -252,6 +252,21 @@ def test_given_an_interface_name_holding_a_nul_then_400_names_interface_and_the_
     assert view["attached"] is True
 
 
+def test_given_offload_mode_on_a_veth_then_attach_is_a_400_naming_mode(real):
+    # veth refuses offload with EINVAL, which was a 503.
+    with client(real, "admin") as admin:
+        assert admin.post("/api/v1/dataplane/detach", json={"interface": VETH}).status_code == 204
+        try:
+            response = admin.post("/api/v1/dataplane/attach", json={"interface": VETH, "mode": "offload"})
+        finally:
+            restored = admin.post("/api/v1/dataplane/attach", json={"interface": VETH, "mode": "generic"})
+
+    problem = assert_problem(response, 400)
+    assert [param["name"] for param in problem["invalid-params"]] == ["mode"]
+    assert "try mode generic" in problem["detail"]
+    assert restored.status_code == 200
+
+
 def test_given_an_admin_then_a_reload_swaps_the_program_and_the_intents_stay(real):
     with client(real, "admin") as admin, client(real, "tenant-a") as api:
         body = native_intent("e2e-reload", match={"protocol": "udp", "dst_port": 5304})

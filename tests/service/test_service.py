@@ -4,13 +4,14 @@ created, resized and deleted atomically; a start reconciles the maps with the st
 
 from __future__ import annotations
 
+import errno
 import threading
 from typing import Any, Callable
 
 import pytest
 from pydantic import ValidationError
 
-from netapp.dataplane.binding import NONE, XdpMode, rule_key, rule_value, struct_bytes
+from netapp.dataplane.binding import NONE, DataplaneError, XdpMode, rule_key, rule_value, struct_bytes
 from netapp.intents.compiler import compile_intent
 from netapp.intents.models import AlternativeGroup, CpuSpec, LegacyMessage
 from netapp.service import store as store_module
@@ -796,3 +797,22 @@ def test_an_interface_is_attached_remembered_and_detached(tmp_path, fake, clock)
     with pytest.raises(NotFound, match="no-such-if0"):
         again.attach(ADMIN, "no-such-if0", "native")
     again.close()
+
+
+@pytest.mark.parametrize(
+    ("code", "mode"), [(errno.EOPNOTSUPP, "native"), (errno.EINVAL, "offload")], ids=["EOPNOTSUPP", "EINVAL"]
+)
+def test_given_a_mode_the_driver_does_not_run_then_attach_is_invalid_input_naming_mode(
+    service, fake, monkeypatch, code, mode
+):
+    # It used to be a 503, as if the data plane were broken: the caller can ask for another mode.
+    def refuse(ifindex, mode):
+        raise DataplaneError(code, "dpp_attach")
+
+    monkeypatch.setattr(fake, "attach", refuse)
+    with pytest.raises(InvalidInput) as refused:
+        service.attach(ADMIN, "lo", mode)
+
+    assert refused.value.field == "mode"
+    assert f"the driver does not run XDP in {mode} mode: try mode generic" in refused.value.detail
+    assert service.store.list_attachments() == []
