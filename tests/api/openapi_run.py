@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import schemathesis
+from hypothesis import HealthCheck, settings
 from schemathesis.checks import (
     allow_header_conformance,
     positive_data_acceptance,
@@ -41,6 +42,21 @@ def admin_schema() -> BaseSchema:
 def filter_failure(context: Any, failure: Any, case: Any, response: Any) -> bool:
     """Keep every failure but those of a 400 that uvicorn sent for a request it could not parse."""
     return not (response.status_code == 400 and response.content == UNPARSED_REQUEST)
+
+
+def examples(count: int) -> settings:
+    """Hypothesis settings of a run: `count` examples per operation, no deadline. The server and its
+    service are shared by the examples on purpose: later examples meet the objects earlier ones
+    made."""
+    return settings(
+        max_examples=count,
+        deadline=None,
+        suppress_health_check=[
+            HealthCheck.function_scoped_fixture,
+            HealthCheck.too_slow,
+            HealthCheck.filter_too_much,
+        ],
+    )
 
 
 def excluded_checks(path: str) -> list:

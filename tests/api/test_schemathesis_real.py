@@ -14,28 +14,25 @@ Needs root and libdpp (tests/utils/kernel.py: skipped outside CI, a failure unde
 from __future__ import annotations
 
 import os
-import secrets
 import socket
 from dataclasses import dataclass
 from typing import Any, Iterator, Optional
 
 import httpx
 import pytest
-from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 from netapp.api.main import create_app
 from netapp.core.config import InterfaceSetting, Settings, SubscriptionSettings, TelemetrySettings
 from netapp.core.netns import entered
-from netapp.dataplane import binding
 from netapp.telemetry.runtime import Telemetry
 from tests.api.conftest import token_of
-from tests.api.openapi_run import admin_schema, excluded_checks
+from tests.api.openapi_run import admin_schema, examples, excluded_checks
 from tests.api.server import ServerThread
 from tests.utils.callbacks import CallbackReceiver
 from tests.utils.intents import native_intent
 from tests.utils.kernel import require_kernel, veth_namespace
-from tests.utils.maps import map_rules, unlike_the_store
+from tests.utils.maps import map_rules, pinned_instance, unlike_the_store
 
 # At least this many per operation (hypothesis stops sooner only for an operation with fewer
 # distinct requests, such as one without parameters).
@@ -69,11 +66,8 @@ class Real:
 def instance() -> Iterator[str]:
     """A pinned instance of this module only; its pins and links go whatever happened."""
     require_kernel()
-    name = f"st-{secrets.token_hex(3)}"
-    yield name
-    handle = binding.DppHandle.open(binding.load_libdpp(), name)
-    handle.unpin()
-    handle.close()
+    with pinned_instance("st") as name:
+        yield name
 
 
 @pytest.fixture(scope="module")
@@ -254,17 +248,7 @@ def slices(draw: st.DrawFn) -> dict[str, Any]:
 
 
 @schema.parametrize()
-@settings(
-    max_examples=EXAMPLES_PER_OPERATION,
-    deadline=None,
-    # The server, the service and the kernel's maps are shared by every example on purpose: later
-    # examples meet the objects earlier ones made.
-    suppress_health_check=[
-        HealthCheck.function_scoped_fixture,
-        HealthCheck.too_slow,
-        HealthCheck.filter_too_much,
-    ],
-)
+@examples(EXAMPLES_PER_OPERATION)
 def test_every_operation_of_the_real_service_answers_without_5xx(case, real):
     if isinstance(case.body, dict) and case.body.get("callbackReference") == LISTENER:
         case.body = {**case.body, "callbackReference": real.receiver.url}
