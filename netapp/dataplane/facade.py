@@ -58,10 +58,21 @@ from netapp.intents.index import RuleDelta
 from netapp.intents.models import IntentDocument
 
 _ATTACH_HINTS = {
-    errno.EOPNOTSUPP: "native XDP is not supported by this driver: try mode generic",
     errno.EEXIST: "the interface already has an XDP program: detach it first",
     errno.EPERM: "attaching XDP needs root (or CAP_NET_ADMIN and CAP_BPF)",
 }
+
+
+def mode_refused(code: int, mode: str) -> bool:
+    """An attach failed for the mode asked, not for the interface: the driver does not run XDP in
+    that mode (EOPNOTSUPP), or does not offload it (veth answers EINVAL)."""
+    return code == errno.EOPNOTSUPP or (code == errno.EINVAL and mode == XdpMode.OFFLOAD.name.lower())
+
+
+def _attach_hint(code: int, mode: str) -> str:
+    if mode_refused(code, mode):
+        return f"the driver does not run XDP in {mode} mode: try mode generic"
+    return _ATTACH_HINTS.get(code, "")
 
 
 class Adapter(Protocol):
@@ -309,7 +320,7 @@ class Dataplane:
         try:
             self._dpp.attach(ifindex, mode)
         except DataplaneError as exc:
-            exc.hint = exc.hint or _ATTACH_HINTS.get(exc.errno, "")
+            exc.hint = exc.hint or _attach_hint(exc.errno, mode.name.lower())
             exc.op = f"attach {ifname} ({mode.name.lower()})"
             raise
         return ifindex

@@ -90,8 +90,9 @@ GroupId = _ranged(0, MAX_ALT_GROUPS - 1)
 ProtocolNumber = _ranged(0, 255)
 
 IntentId = Annotated[str, StringConstraints(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9._-]+$")]
-# Linux accepts up to IFNAMSIZ - 1 characters, none of them '/', ':' or whitespace (dev_valid_name).
-InterfaceName = Annotated[str, StringConstraints(min_length=1, max_length=15, pattern=r"^[^\s/:]+$")]
+# Linux accepts up to IFNAMSIZ - 1 characters, none of them '/', ':' or whitespace (dev_valid_name),
+# and a C string ends at NUL: a name holding one could never be looked up.
+InterfaceName = Annotated[str, StringConstraints(min_length=1, max_length=15, pattern=r"^[^\s/:\x00]+$")]
 ProtocolName = Literal["tcp", "udp", "icmp", "icmpv6", "sctp"]
 OverlayName = Literal["vxlan", "geneve", "gre"]
 

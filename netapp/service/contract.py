@@ -112,6 +112,14 @@ class Conflict(ServiceError):
     status, title = 409, "Conflict"
 
 
+class DataplaneFull(Conflict):
+    """Every rule slot of the data plane is taken (setting max_rules): the change was not made.
+    The caller's to resolve, by deleting what it no longer needs, or the operator's, by raising
+    max_rules: the maps themselves are fine."""
+
+    title = "Data plane full"
+
+
 class DataplaneUnavailable(ServiceError):
     """The BPF maps refused the change; it was rolled back in the maps and not stored."""
 

@@ -52,7 +52,7 @@ from netapp.core.config import Settings
 from netapp.core.netns import entered
 from netapp.dataplane import cpumap_threads
 from netapp.dataplane.binding import DataplaneError
-from netapp.dataplane.facade import Dataplane, host_interfaces
+from netapp.dataplane.facade import Dataplane, host_interfaces, mode_refused
 from netapp.intents.compiler import (
     CompiledDocument,
     CompiledRule,
@@ -77,6 +77,7 @@ from netapp.service.contract import (
     Conflict,
     ConflictView,
     CreateResult,
+    DataplaneFull,
     DataplaneUnavailable,
     DryRunReport,
     Forbidden,
@@ -537,6 +538,11 @@ class NetAppService(IntentService):
         except DataplaneError as exc:
             if not getattr(exc, "rolled_back", False):
                 self._undo_maps(change, slots, exc)
+            if exc.errno == errno.ENOSPC:
+                raise DataplaneFull(
+                    f"the data plane has no room for the change: {exc.message} (setting max_rules); "
+                    "nothing was changed"
+                ) from exc
             raise DataplaneUnavailable(f"the data plane refused the change: {exc}") from exc
         return slots
 
@@ -1298,7 +1304,7 @@ class NetAppService(IntentService):
         try:
             self._site_change(who, work)
         except DataplaneUnavailable as exc:
-            raise self._interface_error(interface, exc) from exc
+            raise self._interface_error(interface, exc, mode) from exc
         return {
             "interface": interface,
             "mode": mode,
@@ -1354,10 +1360,15 @@ class NetAppService(IntentService):
             }
 
     @staticmethod
-    def _interface_error(interface: str, exc: DataplaneUnavailable) -> ServiceError:
-        """Name what the caller can fix: a missing interface, one taken, one not attached."""
+    def _interface_error(
+        interface: str, exc: DataplaneUnavailable, mode: Optional[str] = None
+    ) -> ServiceError:
+        """Name what the caller can fix: a missing interface, one taken, one not attached, a mode
+        its driver does not run."""
         cause = exc.__cause__
         code = cause.errno if isinstance(cause, DataplaneError) else None
+        if mode is not None and code is not None and mode_refused(code, mode):
+            return InvalidInput(str(cause), field="mode")
         if code == errno.ENODEV or (isinstance(cause, DataplaneError) and cause.op.startswith("enter netns")):
             return NotFound(f"no interface {interface!r} ({cause})", field="interface")
         if code == errno.ENOENT:

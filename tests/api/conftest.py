@@ -1,5 +1,6 @@
-"""Fixtures of the API tests: one real uvicorn server for the session, a fresh fake service per
-test (swapped in with dependency_overrides), and clients holding the tokens of a few callers."""
+"""Fixtures of the API tests: one real uvicorn server for the session, a fresh fake service and
+tenant records per test (swapped in with dependency_overrides and the app's state), and clients
+holding the tokens of a few callers."""
 
 from __future__ import annotations
 
@@ -77,10 +78,16 @@ def server(api_app) -> Iterator[ServerThread]:
 
 
 @pytest.fixture
-def service(api_app) -> Iterator[FakeIntentService]:
+def service(api_app, tmp_path: Path) -> Iterator[FakeIntentService]:
+    """A fresh fake service, and tenant records of this test only."""
     fake = FakeIntentService()
     api_app.dependency_overrides[get_service] = lambda: fake
+    session_tenants = api_app.state.tenants
+    store = Store.open(tmp_path / "tenants.db")
+    api_app.state.tenants = TenantService(lambda: store)
     yield fake
+    api_app.state.tenants = session_tenants
+    store.close()
     api_app.dependency_overrides.clear()
 
 

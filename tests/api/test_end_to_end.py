@@ -238,6 +238,35 @@ def test_given_an_admin_then_it_detaches_and_attaches_the_interface_over_rest(re
         assert attached(admin) is True
 
 
+@pytest.mark.parametrize("operation", ["attach", "detach"])
+def test_given_an_interface_name_holding_a_nul_then_400_names_interface_and_the_attachment_stays(
+    real, operation
+):
+    # It once reached if_nametoindex, which raises ValueError on a NUL: a 500.
+    with client(real, "admin") as admin:
+        response = admin.post(f"/api/v1/dataplane/{operation}", json={"interface": f"{VETH}\u0000"})
+        problem = assert_problem(response, 400)
+        [view] = admin.get("/api/v1/dataplane").json()["interfaces"]
+
+    assert [param["name"] for param in problem["invalid-params"]] == ["interface"]
+    assert view["attached"] is True
+
+
+def test_given_offload_mode_on_a_veth_then_attach_is_a_400_naming_mode(real):
+    # veth refuses offload with EINVAL, which was a 503.
+    with client(real, "admin") as admin:
+        assert admin.post("/api/v1/dataplane/detach", json={"interface": VETH}).status_code == 204
+        try:
+            response = admin.post("/api/v1/dataplane/attach", json={"interface": VETH, "mode": "offload"})
+        finally:
+            restored = admin.post("/api/v1/dataplane/attach", json={"interface": VETH, "mode": "generic"})
+
+    problem = assert_problem(response, 400)
+    assert [param["name"] for param in problem["invalid-params"]] == ["mode"]
+    assert "try mode generic" in problem["detail"]
+    assert restored.status_code == 200
+
+
 def test_given_an_admin_then_a_reload_swaps_the_program_and_the_intents_stay(real):
     with client(real, "admin") as admin, client(real, "tenant-a") as api:
         body = native_intent("e2e-reload", match={"protocol": "udp", "dst_port": 5304})

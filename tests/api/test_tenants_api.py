@@ -4,22 +4,12 @@ is tested through the real service, tests/tenancy.)"""
 
 from __future__ import annotations
 
-from typing import Iterator
-
 import pytest
 
 from tests.api.problems import assert_problem
 
 TENANTS = "/api/v1/tenants"
 VNI_1093 = {"traffic": [{"overlay": "vxlan", "vni": 1093}]}
-
-
-@pytest.fixture(autouse=True)
-def no_records_left(admin) -> Iterator[None]:
-    """The records are in a store the session shares (schemathesis writes some too)."""
-    yield
-    for record in admin.get(TENANTS).json():
-        admin.delete(f"{TENANTS}/{record['tenant']}")
 
 
 def test_an_admin_grants_traffic_and_the_tenant_reads_it_with_its_usage(admin, tenant_a):

@@ -146,6 +146,7 @@ class TestRejected:
             (lambda i: i.update(match={"dscp": 64}), "match.dscp"),
             (lambda i: i.update(match={"interface": "a" * 16}), "match.interface"),
             (lambda i: i.update(match={"interface": "eth0/1"}), "match.interface"),
+            (lambda i: i.update(match={"interface": "eth0\x00"}), "match.interface"),
             (lambda i: i.update(match={"color": "red"}), "match.color"),
             (lambda i: i.update(action={}), "action.type"),
             (lambda i: i.update(action={"type": "teleport"}), "action.type"),

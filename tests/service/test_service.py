@@ -4,18 +4,20 @@ created, resized and deleted atomically; a start reconciles the maps with the st
 
 from __future__ import annotations
 
+import errno
 import threading
 from typing import Any, Callable
 
 import pytest
 from pydantic import ValidationError
 
-from netapp.dataplane.binding import NONE, XdpMode, rule_key, rule_value, struct_bytes
+from netapp.dataplane.binding import NONE, DataplaneError, XdpMode, rule_key, rule_value, struct_bytes
 from netapp.intents.compiler import compile_intent
 from netapp.intents.models import AlternativeGroup, CpuSpec, LegacyMessage
 from netapp.service import store as store_module
 from netapp.service.contract import (
     Conflict,
+    DataplaneFull,
     DataplaneUnavailable,
     Forbidden,
     IntentFilter,
@@ -230,6 +232,26 @@ def test_given_the_undo_fails_too_then_not_ready_and_the_next_change_reconciles_
     assert service.health().ready
     assert {r.intent.id for r in service.store.all_intents()} >= {"a", "b", "c"}
     assert_maps_hold_the_store(service, fake)
+
+
+def test_given_every_rule_slot_taken_then_a_change_is_a_409_naming_max_rules_and_nothing_changes(tmp_path):
+    # It used to be a 503, as if the data plane were broken: the maps are fine, only full.
+    service = fake_service(tmp_path, max_rules=2)
+    service.create_intent(ALICE, intent("a", 1000))
+    service.create_intent(ALICE, intent("b", 2000))
+    before = stored(service)
+
+    for change in (lambda: service.create_intent(ALICE, intent("c", 3000)), lambda: create_a_slice(service)):
+        with pytest.raises(DataplaneFull) as full:
+            change()
+        assert full.value.status == 409
+        assert "all 2 rule slots are in use (setting max_rules)" in full.value.detail
+
+    assert stored(service) == before
+    assert service.health().ready
+    service.delete_intent(ALICE, "a")
+    service.create_intent(ALICE, intent("c", 3000))  # a freed slot is taken again
+    service.close()
 
 
 # --- tenants --------------------------------------------------------------------------------------
@@ -810,3 +832,22 @@ def test_an_interface_is_attached_remembered_and_detached(tmp_path, fake, clock)
     with pytest.raises(NotFound, match="no-such-if0"):
         again.attach(ADMIN, "no-such-if0", "native")
     again.close()
+
+
+@pytest.mark.parametrize(
+    ("code", "mode"), [(errno.EOPNOTSUPP, "native"), (errno.EINVAL, "offload")], ids=["EOPNOTSUPP", "EINVAL"]
+)
+def test_given_a_mode_the_driver_does_not_run_then_attach_is_invalid_input_naming_mode(
+    service, fake, monkeypatch, code, mode
+):
+    # It used to be a 503, as if the data plane were broken: the caller can ask for another mode.
+    def refuse(ifindex, mode):
+        raise DataplaneError(code, "dpp_attach")
+
+    monkeypatch.setattr(fake, "attach", refuse)
+    with pytest.raises(InvalidInput) as refused:
+        service.attach(ADMIN, "lo", mode)
+
+    assert refused.value.field == "mode"
+    assert f"the driver does not run XDP in {mode} mode: try mode generic" in refused.value.detail
+    assert service.store.list_attachments() == []

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from netapp.core.destinations import IPAddress, Resolver
-from netapp.telemetry.notify import SIGNATURE_HEADER, TIMESTAMP_HEADER, verify_signature
+from netapp.telemetry.notify import SIGNATURE_HEADER, SUBSCRIPTION_HEADER, TIMESTAMP_HEADER, verify_signature
 
 WAIT_TIMEOUT_S = 10.0
 
@@ -106,25 +106,36 @@ class CallbackReceiver:
             return [request for request in self.received if 200 <= request.status < 300]
 
     def wait_for(
-        self, count: int, timeout_s: float = WAIT_TIMEOUT_S, accepted: bool = True
+        self,
+        count: int,
+        timeout_s: float = WAIT_TIMEOUT_S,
+        accepted: bool = True,
+        subscription: Optional[str] = None,
     ) -> list[Received]:
-        """At least `count` requests (accepted ones only, by default); AssertionError after `timeout_s`."""
+        """At least `count` requests (accepted ones only, by default; only those of `subscription`
+        when given); AssertionError after `timeout_s`."""
         deadline = time.monotonic() + timeout_s
         with self._arrived:
-            while len(self._counted(accepted)) < count:
+            while len(self._counted(accepted, subscription)) < count:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise AssertionError(
-                        f"{len(self._counted(accepted))} of {count} notifications arrived: {self.received}"
+                        f"{len(self._counted(accepted, subscription))} of {count} notifications arrived: "
+                        f"{self.received}"
                     )
                 self._arrived.wait(left)
-            return self._counted(accepted)
+            return self._counted(accepted, subscription)
 
     def bodies(self) -> list[Any]:
         return [request.json() for request in self.accepted()]
 
-    def _counted(self, accepted: bool) -> list[Received]:
-        return [request for request in self.received if not accepted or 200 <= request.status < 300]
+    def _counted(self, accepted: bool, subscription: Optional[str] = None) -> list[Received]:
+        return [
+            request
+            for request in self.received
+            if (not accepted or 200 <= request.status < 300)
+            and (subscription is None or request.headers.get(SUBSCRIPTION_HEADER.lower()) == subscription)
+        ]
 
     def _next_status(self) -> int:
         with self._arrived:

@@ -72,11 +72,13 @@ def fake_service(
     clock: Optional[Clock] = None,
     **settings: Any,
 ) -> NetAppService:
-    """A started service over a RecordingDpp (a new one unless given: a restart passes the old one)."""
-    fake = fake if fake is not None else RecordingDpp(max_rules=FAKE_SLOTS)
+    """A started service over a RecordingDpp (a new one unless given: a restart passes the old one),
+    with FAKE_SLOTS rule slots unless the settings give max_rules."""
+    slots = settings.setdefault("max_rules", FAKE_SLOTS)
+    fake = fake if fake is not None else RecordingDpp(max_rules=slots)
     service = NetAppService(
         settings_for(state_dir, **settings),
-        dataplane=Dataplane(fake, max_rules=FAKE_SLOTS),
+        dataplane=Dataplane(fake, max_rules=slots),
         store=Store.open(state_dir / "netapp.db"),
         clock=clock or Clock(),
     )
