@@ -66,10 +66,11 @@ def replay(
     chosen_ifindex = _interface_option(interface, interfaces)
     packets = _read_packets(pcap)
     _require_root()
-    ingress_ifindex = _ingress_ifindex(chosen_ifindex, interfaces, compiled, intents)
-    compiled = _cpu_set(compiled, intents)
     records, outcomes = [], []
     with _open_dataplane() as dataplane:
+        # What replay assumes is said only now, so that a failure before it stays one line.
+        ingress_ifindex = _ingress_ifindex(chosen_ifindex, interfaces, compiled, intents)
+        compiled = _cpu_set(compiled, intents)
         _apply(dataplane, compiled, intents)
         for index, packet in enumerate(packets):
             outcome, record = _run_frame(dataplane, index, bytes(packet), ingress_ifindex, compiled)
