@@ -74,10 +74,16 @@ class LoopStats:
 
 
 def forecast_cpu(
-    series: CpuSeries, model: Holt, horizon: int, min_points: int
+    series: CpuSeries, model: Holt, horizon: int, min_points: int, changed_ns: Optional[int] = None
 ) -> tuple[CpuView, Optional[Forecast]]:
-    """The CPU as the policy sees it; its forecast is NaN (and None returned) with too few loads."""
-    loads = [load for load in series.loads if not math.isnan(load)]
+    """The CPU as the policy sees it; its forecast is NaN (and None returned) with too few loads.
+
+    `changed_ns`: when a flow last moved to or from the CPU, or its mark changed (wall clock). Only
+    the loads measured wholly after it count, those whose poll followed one taken after the change:
+    across the change the series steps, and Holt would read the step as a ramp that goes on (the
+    CPU that took a flow forecast above its load for many polls, the one that gave it below).
+    """
+    loads = [load for load in _loads_since(series, changed_ns) if not math.isnan(load)]
     forecast = model.forecast(loads, horizon) if len(loads) >= min_points else None
     # A falling trend can project below zero; no CPU runs a negative load.
     value = max(0.0, forecast.value) if forecast is not None else math.nan
@@ -85,6 +91,14 @@ def forecast_cpu(
         series.cpu, series.enabled, series.overloaded, series.capacity_pps, series.last_load, value
     )
     return view, forecast
+
+
+def _loads_since(series: CpuSeries, changed_ns: Optional[int]) -> Sequence[float]:
+    """The loads of polls whose previous poll was at or after `changed_ns` (a load covers the time
+    since the poll before it); all of them when there was no change."""
+    if changed_ns is None:
+        return series.loads
+    return [load for previous_ns, load in zip(series.times_ns, series.loads[1:]) if previous_ns >= changed_ns]
 
 
 class _Once:
@@ -132,6 +146,7 @@ class AiLoop:
         self._wall_clock_ns = wall_clock_ns
         self._on_decision = on_decision
         self._records: dict[tuple[str, str], SteerRecord] = {}
+        self._changed_ns: dict[int, int] = {}  # CPU -> when a decision last changed it (wall clock)
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
 
@@ -140,9 +155,11 @@ class AiLoop:
     def step(self) -> list[Decision]:
         """One turn of the loop; returns what was decided, each with its outcome."""
         time_ns = self._wall_clock_ns()
+        self._forget_changes_before(time_ns - int(self.settings.window_s * 1e9))
+        settings = self.settings
         forecasts = [
-            forecast_cpu(series, self.model, self.settings.horizon, self.settings.min_points)
-            for series in self.reader.cpu_series(self.settings.window_s).values()
+            forecast_cpu(series, self.model, settings.horizon, settings.min_points, self._changed_ns.get(cpu))
+            for cpu, series in self.reader.cpu_series(settings.window_s).items()
         ]
         cpus = [view for view, _ in forecasts]
         self.views = {view.cpu: view for view in cpus}
@@ -150,6 +167,7 @@ class AiLoop:
         decisions = self.policy.decide(cpus, _Once(self._steer_intents), self._clock())
         self.marked = self.policy.marked
         done = [self._carry_out(decision) for decision in decisions]
+        self._remember_changes(done)
         self.recorder.record([(view, f) for view, f in forecasts if f is not None], done, time_ns)
         with self._recent_lock:
             self._recent.extend((time_ns, decision) for decision in done)
@@ -157,6 +175,21 @@ class AiLoop:
             if self._on_decision is not None:
                 self._on_decision(decision)
         return done
+
+    def _remember_changes(self, done: Sequence[Decision]) -> None:
+        """When the CPUs of the applied decisions changed: their forecasts start over from there."""
+        applied = [decision for decision in done if decision.outcome == "applied"]
+        if not applied:
+            return
+        changed_ns = self._wall_clock_ns()  # after the API answered: the maps hold the change
+        for decision in applied:
+            for cpu in (decision.cpu, decision.target_cpu):
+                if cpu is not None:
+                    self._changed_ns[cpu] = changed_ns
+
+    def _forget_changes_before(self, start_ns: int) -> None:
+        """Changes older than the window: every load in it came after them."""
+        self._changed_ns = {cpu: at for cpu, at in self._changed_ns.items() if at >= start_ns}
 
     def decisions(self) -> list[tuple[int, Decision]]:
         """The latest decisions (at most RECENT_DECISIONS), oldest first: (time in ns, decision)."""

@@ -5,12 +5,19 @@ for little enough.
 
 No I/O here: the loop hands in what it read and carries out what comes back.
 
+Which flow moves: one that carries packets (an intent at 0 pkt/s, or with no rate in the last
+polls, relieves nothing and is never chosen); the smallest that brings the hot CPU below `low`,
+else the largest that fits.
+
 Against flapping:
-- hysteresis: a CPU is relieved at `high`, preferably down to below `low`; only a CPU forecast
-  below `low` takes a flow, and only while the flow leaves it below `high`;
+- hysteresis: a CPU is relieved at `high`, preferably down to below `low`; a CPU takes a flow only
+  while it stays below `low` with it, so it ends the whole band short of `high`: while the rates
+  hold, it is never relieved of that flow, and the flow does not come back;
 - confirmation: the forecast must reach `high` on `confirm` decisions in a row;
 - cool-down: a CPU that gave or took a flow, or was marked or cleared, is left alone for
-  `cooldown_s`, until its series shows the effect of the change.
+  `cooldown_s`, so a hot CPU gives at most one flow per cool-down; its forecast then starts over
+  from the first poll wholly after the change (netapp.ai.loop): Holt would read the step the
+  change made in its series as a ramp going on, for as long as the trend takes to fade.
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ Action = Literal["move", "mark_overloaded", "clear_overloaded"]
 @dataclass(frozen=True)
 class PolicyConfig:
     high: float = 0.8  # forecast load (packets_rate / capacity_pps) at which a CPU is relieved
-    low: float = 0.6  # a CPU takes a flow only below this; a marked CPU is cleared below it
+    low: float = 0.6  # a CPU takes a flow only while it stays below this; a marked CPU is cleared below it
     confirm: int = 2  # decisions in a row the forecast must reach `high`
     cooldown_s: float = 10.0  # how long a CPU that changed is left alone
 
@@ -160,7 +167,9 @@ class Policy:
         self, hot: CpuView, cpus: Sequence[CpuView], intents: Callable[[], Sequence[SteerIntent]], now: float
     ) -> Decision:
         """Move a flow to the least-loaded CPU that can take one; else mark the CPU overloaded."""
-        movable = [intent for intent in intents() if intent.cpu == hot.cpu]
+        steered = [intent for intent in intents() if intent.cpu == hot.cpu]
+        # A flow with no packets relieves nothing: moving it would only spend the cool-down.
+        movable = [intent for intent in steered if intent.rate_pps > 0]
         targets = self._targets(hot, cpus, now)
         intent = self._flow_to_move(movable, hot, targets[0]) if targets else None
         if intent is not None:
@@ -176,12 +185,14 @@ class Policy:
                 intent=intent.id,
                 tenant=intent.tenant,
             )
-        if not movable:
+        if not steered:
             why = "it steers no priority flow that could move"
+        elif not movable:
+            why = f"none of its {len(steered)} priority flows carries packets (moving one relieves nothing)"
         elif not targets:
             why = f"no other CPU is forecast below {self.config.low}"
         else:
-            why = f"none of its {len(movable)} priority flows fits on CPU {targets[0].cpu}"
+            why = f"none of its {len(movable)} priority flows with packets fits on CPU {targets[0].cpu}"
         return Decision(
             MARK_OVERLOADED,
             hot.cpu,
@@ -195,8 +206,10 @@ class Policy:
     ) -> Optional[SteerIntent]:
         """The smallest flow whose move brings `hot` below `low`, not merely under `high`, so that
         a load still rising does not cross again at once; failing that, the largest one that
-        fits. A flow fits when `target` stays below `high` with it."""
-        fitting = [i for i in movable if target.forecast + target.share(i.rate_pps) < self.config.high]
+        fits. A flow fits when `target` stays below `low` with it: a CPU that took a flow is then
+        the whole band short of `high`, so that, while the rates hold, it is never relieved of
+        it (the flow does not come back)."""
+        fitting = [i for i in movable if target.forecast + target.share(i.rate_pps) < self.config.low]
         relieving = [i for i in fitting if hot.forecast - hot.share(i.rate_pps) < self.config.low]
         if relieving:
             return min(relieving, key=lambda i: (i.rate_pps, i.tenant, i.id))

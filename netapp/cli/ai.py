@@ -63,7 +63,9 @@ def run(
     horizon: Annotated[int, typer.Option("--horizon", min=1, help="Polls ahead to forecast.")] = 3,
     window: Annotated[float, typer.Option("--window", min=1, help="Seconds of history per forecast.")] = 30.0,
     high: Annotated[float, typer.Option("--high", help="Forecast load at which a CPU is relieved.")] = 0.8,
-    low: Annotated[float, typer.Option("--low", help="A CPU takes a flow only below this load.")] = 0.6,
+    low: Annotated[
+        float, typer.Option("--low", help="A CPU takes a flow only while it stays below this load with it.")
+    ] = 0.6,
     confirm: Annotated[int, typer.Option("--confirm", min=1, help="Steps in a row at --high before acting.")] = 2,
     cooldown: Annotated[
         float, typer.Option("--cooldown", min=0, help="Seconds a CPU that changed is left alone.")

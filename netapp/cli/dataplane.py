@@ -5,18 +5,20 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
 
 
-from netapp.cli.errors import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_FAILED, fail, warn
-from netapp.dataplane.binding import DataplaneError, LibraryNotFoundError
+from netapp.cli.errors import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_FAILED, fail, note, warn
+from netapp.dataplane.binding import DataplaneError, LibraryNotFoundError, possible_cpus
 from netapp.dataplane.facade import Dataplane, PacketOutcome, host_interfaces
 from netapp.intents.compiler import CompiledDocument, compile_document
 from netapp.intents.errors import IntentError
 from netapp.intents.loader import load_document
+from netapp.intents.models import CpuSpec
 
 app = typer.Typer(help="Drive the XDP data plane directly (no REST API).", no_args_is_help=True)
 
@@ -32,7 +34,12 @@ MIN_TEST_RUN_FRAME = 14
 def replay(
     pcap: Annotated[Path, typer.Argument(help="Packets to run (pcap or pcapng, Ethernet).")],
     intents: Annotated[
-        Path, typer.Option("--intents", help="Intent document (JSON or YAML) to apply first.")
+        Path,
+        typer.Option(
+            "--intents",
+            help="Intent document (JSON or YAML) to apply first. One that lists no cpus (a bare intent, "
+            "the paper's message) gets the CPUs its steer intents name.",
+        ),
     ],
     out: Annotated[
         Optional[Path],
@@ -42,17 +49,28 @@ def replay(
         bool, typer.Option("--json", help="One JSON object per packet: " + ", ".join(REPLAY_KEYS) + ".")
     ] = False,
     interface: Annotated[
-        Optional[str], typer.Option("--interface", help="Ingress interface the packets pretend to arrive on.")
+        Optional[str],
+        typer.Option(
+            "--interface",
+            help="Ingress interface the packets pretend to arrive on. Default: the interface the "
+            "intents match, when they match one; else none, and intents bound to one match nothing.",
+        ),
     ] = None,
 ) -> None:
-    """Run every packet of PCAP through a private, unattached instance and say what each one got."""
+    """Run every packet of PCAP through a private, unattached instance and say what each one got.
+
+    What it assumed, and each intent that can act on no packet, are said on stderr first.
+    """
     interfaces = host_interfaces()
     compiled = _compile_intents(intents, interfaces)
-    ingress_ifindex = _ingress_ifindex(interface, interfaces)
+    chosen_ifindex = _interface_option(interface, interfaces)
     packets = _read_packets(pcap)
     _require_root()
     records, outcomes = [], []
     with _open_dataplane() as dataplane:
+        # What replay assumes is said only now, so that a failure before it stays one line.
+        ingress_ifindex = _ingress_ifindex(chosen_ifindex, interfaces, compiled, intents)
+        compiled = _cpu_set(compiled, intents)
         _apply(dataplane, compiled, intents)
         for index, packet in enumerate(packets):
             outcome, record = _run_frame(dataplane, index, bytes(packet), ingress_ifindex, compiled)
@@ -77,14 +95,62 @@ def _compile_intents(path: Path, interfaces: dict[str, int]) -> CompiledDocument
     return compiled
 
 
-def _ingress_ifindex(name: Optional[str], interfaces: dict[str, int]) -> int:
+def _interface_option(name: Optional[str], interfaces: dict[str, int]) -> Optional[int]:
     if name is None:
-        return 0
+        return None
     if name not in interfaces:
         fail(
             f"--interface {name}: no such interface (known: {', '.join(sorted(interfaces))})", EXIT_BAD_INPUT
         )
     return interfaces[name]
+
+
+def _ingress_ifindex(
+    chosen: Optional[int], interfaces: dict[str, int], compiled: CompiledDocument, path: Path
+) -> int:
+    """The ifindex the packets arrive on: --interface, else the one interface the intents match
+    (else none); each intent bound to another interface is warned about, as it can match nothing."""
+    names = {index: interface for interface, index in interfaces.items()}
+    rules = compiled.ruleset.rules
+    bound = {rule.intent_id: rule.values["interface"] for rule in rules if "interface" in rule.values}
+    if chosen is not None:
+        ingress, arrival = chosen, f"{names[chosen]} (--interface)"
+    elif len(set(bound.values())) == 1:
+        ingress = next(iter(bound.values()))
+        arrival = names[ingress]
+        note(f"the packets arrive on {arrival}, the interface the intents match (--interface to change)")
+    else:
+        ingress, arrival = 0, "no interface (give --interface)"
+    for intent_id, ifindex in bound.items():
+        if ifindex != ingress:
+            warn(
+                f"{path}: intent {intent_id!r} matches interface {names[ifindex]}, but the packets "
+                f"arrive on {arrival}: it matches none of them"
+            )
+    return ingress
+
+
+def _cpu_set(compiled: CompiledDocument, path: Path) -> CompiledDocument:
+    """The document's CPU set; when it lists none, the CPUs its steer intents name. Each intent
+    that steers outside the set is warned about: its packets fall back (cpu_unavailable)."""
+    host = possible_cpus()
+    steers = {rule.intent_id: rule.cpu for rule in compiled.ruleset.rules if rule.action == "steer"}
+    if not compiled.cpus and steers:
+        cpus = sorted({cpu for cpu in steers.values() if cpu < host})
+        compiled = replace(compiled, cpus=tuple(CpuSpec(cpu=cpu) for cpu in cpus))
+        if cpus:
+            listed = ", ".join(map(str, cpus))
+            note(f"{path} lists no cpus: replaying with CPU {listed} enabled, as its steer intents name")
+    enabled = {spec.cpu for spec in compiled.cpus}
+    for intent_id, cpu in steers.items():
+        if cpu in enabled:
+            continue
+        missing = f"this host has CPUs 0-{host - 1}" if cpu >= host else "it is not in the file's cpus"
+        warn(
+            f"{path}: intent {intent_id!r} steers to CPU {cpu}, but {missing}: its packets get the "
+            f"fallback (its alternative group, else the default verdict), reason cpu_unavailable"
+        )
+    return compiled
 
 
 def _read_packets(path: Path) -> list[Any]:

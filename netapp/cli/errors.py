@@ -18,3 +18,8 @@ def fail(message: str, code: int = EXIT_FAILED) -> NoReturn:
 
 def warn(message: str) -> None:
     typer.echo(f"netapp: warning: {message}", err=True)
+
+
+def note(message: str) -> None:
+    """What a command assumed for the user, on stderr so that it never mixes with the output."""
+    typer.echo(f"netapp: note: {message}", err=True)

@@ -8,8 +8,10 @@ SCHED_FIFO priority puts it ahead of every normal task there. The kernel's RT th
 default) still leaves the other tasks some time.
 
 The kernel creates a new thread on every write of an entry, so the priority is set again after
-each one. Kernels before 6.4 cut task names at 15 characters; a cut name is accepted only when one
-thread matches it.
+each one. The old entry's thread keeps its name until the kernel stops it, after an RCU grace
+period (queue_rcu_work, then kthread_stop: some 15 ms, longer on a loaded machine): for that long
+two threads match, and the one started last is the entry's. Kernels before 6.4 cut task names at
+15 characters; a cut name is accepted only when one thread matches it.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Optional
 
 PROC = Path("/proc")
 COMM_LEN = 15  # TASK_COMM_LEN - 1: what kernels before 6.4 show of a kernel thread's name
+PID_MAX_LIMIT = 1 << 22  # the most pid_max can be (64-bit): pids below it never wrap
 
 
 @dataclass(frozen=True)
@@ -57,7 +60,9 @@ def find_threads(cpu: int, map_id: int, proc: Path = PROC) -> list[int]:
 
 def newest(pids: list[int], proc: Path = PROC) -> Optional[int]:
     """The thread started last (the live entry's), by the start time in /proc/<pid>/stat; within
-    one clock tick, the higher pid (pids grow until they wrap)."""
+    one clock tick (the start time counts ticks: a rewrite can make two threads in one), the pid
+    handed out last. Pids grow until they wrap at pid_max, so that is the one that follows the
+    others going round: a tick hands out far fewer than half of them."""
     started = {}
     for pid in pids:
         try:
@@ -65,8 +70,24 @@ def newest(pids: list[int], proc: Path = PROC) -> Optional[int]:
         except OSError:
             continue
         # Field 22, counted after the parenthesised name, which may itself hold spaces.
-        started[pid] = (int(stat[stat.rindex(")") + 2 :].split()[19]), pid)
-    return max(started, key=started.__getitem__) if started else None
+        started[pid] = int(stat[stat.rindex(")") + 2 :].split()[19])
+    if not started:
+        return None
+    last_tick = max(started.values())
+    tied = [pid for pid, tick in started.items() if tick == last_tick]
+    pid_max = _pid_max(proc)
+
+    def follows(pid: int, other: int) -> bool:
+        return 0 < (pid - other) % pid_max < pid_max // 2
+
+    return max(tied, key=lambda pid: (sum(follows(pid, other) for other in tied), pid))
+
+
+def _pid_max(proc: Path) -> int:
+    try:
+        return int((proc / "sys" / "kernel" / "pid_max").read_text())
+    except (OSError, ValueError):
+        return PID_MAX_LIMIT
 
 
 def scheduling(pid: int) -> ThreadScheduling:

@@ -148,3 +148,75 @@ def ramp_on_cpu_0() -> tuple[FakeReader, FakeNetApp]:
         rates={("operator", "prio-0"): 350.0, ("operator", "prio-2"): 450.0},
     )
     return reader, FakeNetApp([record("prio-0", 0), record("prio-2", 0), record("prio-1", 1)])
+
+
+# --- a site under steady rates, for the loop to run against ----------------------------------------
+
+
+class SteadySite:
+    """Intents at fixed packet rates on two or more CPUs of one capacity: the reader and the NetApp
+    of a loop at once. Each poll() is a collector poll: every CPU's load from the intents steered
+    to it then (0 while marked overloaded: its traffic overflows). Moves and marks take effect at
+    once, so the next poll shows them; the clocks are the simulated time."""
+
+    def __init__(self, rates: dict[str, float], placement: dict[str, int], capacity: int = 1000):
+        self.rates, self.placement, self.capacity = rates, dict(placement), capacity
+        self.cpus = sorted(set(placement.values()) | {0, 1})
+        self.overloaded = dict.fromkeys(self.cpus, False)
+        self.polls: list[tuple[int, dict[int, float]]] = []  # (time in ns, load per CPU)
+        self.now_ns = 0
+        self.moves: list[tuple[float, str, int, int]] = []  # (seconds, intent, from CPU, to CPU)
+        self.marks: list[tuple[float, int, bool]] = []
+
+    def poll(self, now_s: float) -> None:
+        self.now_ns = int(now_s * 1e9)
+        self.polls.append((self.now_ns, {cpu: self._load(cpu) for cpu in self.cpus}))
+
+    def _load(self, cpu: int) -> float:
+        if self.overloaded[cpu]:
+            return 0.0
+        return sum(rate for intent, rate in self.rates.items() if self.placement[intent] == cpu) / self.capacity
+
+    # the reader's side
+    def cpu_series(self, window_s: float) -> dict[int, CpuSeries]:
+        polls = [(at, loads) for at, loads in self.polls if at > self.now_ns - window_s * 1e9]
+        times = tuple(at for at, _ in polls)
+        return {
+            cpu: CpuSeries(cpu, times, tuple(loads[cpu] for _, loads in polls), True, self.overloaded[cpu],
+                           self.capacity)
+            for cpu in self.cpus
+        }
+
+    def intent_rates(self, window_s: float) -> dict[tuple[str, str], float]:
+        return {("operator", intent): float(rate) for intent, rate in self.rates.items()}
+
+    # the NetApp's side
+    def steer_intents(self) -> list[SteerRecord]:
+        return [record(intent, cpu) for intent, cpu in self.placement.items()]
+
+    def move_intent(self, steered: SteerRecord, cpu: int) -> dict:
+        self.moves.append((self.now_ns / 1e9, steered.id, self.placement[steered.id], cpu))
+        self.placement[steered.id] = cpu
+        return {}
+
+    def set_overloaded(self, cpu: int, overloaded: bool) -> dict:
+        self.marks.append((self.now_ns / 1e9, cpu, overloaded))
+        self.overloaded[cpu] = overloaded
+        return {}
+
+
+def run_steady(site: SteadySite, interval_s: float, duration_s: float, cooldown_s: float = 10.0) -> AiLoop:
+    """The loop stepping right after each of the site's polls for `duration_s` simulated seconds."""
+    loop = AiLoop(
+        site,
+        site,
+        Policy(PolicyConfig(cooldown_s=cooldown_s)),
+        ListRecorder(),
+        LoopSettings(interval_s=interval_s, horizon=3, window_s=30.0),
+        clock=lambda: site.now_ns / 1e9,
+        wall_clock_ns=lambda: site.now_ns + 1000,  # a microsecond after the poll
+    )
+    for step in range(int(duration_s / interval_s)):
+        site.poll(step * interval_s)
+        loop.step()
+    return loop

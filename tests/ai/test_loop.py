@@ -3,6 +3,7 @@ dry runs change nothing; failures are reported and the loop goes on."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 
@@ -13,7 +14,17 @@ from netapp.ai.forecast import Holt
 from netapp.ai.loop import describe, forecast_cpu
 from netapp.ai.policy import CLEAR_OVERLOADED, MARK_OVERLOADED, MOVE
 from netapp.ai.reader import ReadError
-from tests.ai.fakes import RAMP, FakeNetApp, FakeReader, make_loop, ramp_on_cpu_0, record, series
+from tests.ai.fakes import (
+    RAMP,
+    FakeNetApp,
+    FakeReader,
+    SteadySite,
+    make_loop,
+    ramp_on_cpu_0,
+    record,
+    run_steady,
+    series,
+)
 
 
 def test_given_a_ramp_on_one_cpu_then_the_second_step_moves_a_flow_and_records_it():
@@ -121,3 +132,64 @@ def test_a_mark_of_its_own_is_cleared_through_the_api_once_the_flows_ask_for_lit
     assert netapp.calls[-1] == ("set_overloaded", 0, False)
     assert loop.marked == frozenset()
     assert [d.action for _, d in loop.decisions()] == [MARK_OVERLOADED, CLEAR_OVERLOADED]
+
+
+# --- steady rates: a bounded number of moves, none of an idle flow, none back ---------------------
+
+COOLDOWN_S = 10.0
+# Steady rates (pkt/s, capacity 1000) that made the loop move one flow to and fro every cool-down:
+# after a move the CPU that took the flow was left just under `high`, and Holt read the step in
+# its series as a ramp going on and forecast it above; the CPU that gave the flow looked free.
+STEADY_OVERLOADS = {
+    "one-big-flow": {"a": 100, "b": 700, "x": 100},
+    "three-flows": {"a": 250, "b": 550, "c": 300, "idle": 0, "x": 250},
+    "idle-fits-busy-does-not": {"big": 900, "idle": 0, "x": 100},
+    "slow-polls": {"a": 50, "b": 550, "c": 200, "x": 0},  # at 5 s polls the step outlasts the cool-down
+}
+
+
+def on_cpu_0_but_x(rates: dict[str, float]) -> dict[str, int]:
+    return {intent: 1 if intent == "x" else 0 for intent in rates}
+
+
+@pytest.mark.parametrize("interval_s", [1.0, 5.0], ids=["1s-polls", "5s-polls"])
+@pytest.mark.parametrize("rates", STEADY_OVERLOADS.values(), ids=STEADY_OVERLOADS.keys())
+def test_given_a_steady_overload_then_at_most_one_move_per_cool_down_none_idle_and_none_back(rates, interval_s):
+    site = SteadySite(rates, on_cpu_0_but_x(rates))
+
+    run_steady(site, interval_s, duration_s=240.0, cooldown_s=COOLDOWN_S)
+
+    for earlier, later in zip(site.moves, site.moves[1:]):
+        assert later[0] - earlier[0] >= COOLDOWN_S, site.moves
+    assert [move for move in site.moves if rates[move[1]] == 0] == [], site.moves
+    moved = [intent for _, intent, _, _ in site.moves]
+    assert len(moved) == len(set(moved)), f"a flow moved twice: {site.moves}"
+    # Relieved, one way or the other: CPU 0 is marked, or no longer at `high` with what it kept.
+    kept = sum(rate for intent, rate in rates.items() if site.placement[intent] == 0)
+    assert site.overloaded[0] or kept / site.capacity < 0.8, (site.moves, site.marks)
+
+
+def test_after_a_move_the_flow_stays_while_the_rates_hold():
+    rates = STEADY_OVERLOADS["three-flows"]
+    site = SteadySite(rates, on_cpu_0_but_x(rates))
+
+    run_steady(site, 1.0, duration_s=120.0, cooldown_s=COOLDOWN_S)
+
+    assert site.moves[:1] == [(3.0, "c", 0, 1)]  # confirmed at the second forecast at `high`
+    assert site.placement == {"a": 0, "b": 0, "c": 1, "idle": 0, "x": 1}
+    assert site.moves == [(3.0, "c", 0, 1)]
+
+
+def test_a_cpu_forecasts_from_the_loads_measured_wholly_after_its_last_change():
+    steady = series(0, (0.2, 0.2, 0.2, 0.7, 0.7, 0.7, 0.7))  # polls at 0..6 s; a flow came at 2.5 s
+    changed_ns = 2_500_000_000
+    steady = dataclasses.replace(steady, times_ns=tuple(second * 1_000_000_000 for second in range(7)))
+
+    view, forecast = forecast_cpu(steady, Holt(), 3, min_points=3, changed_ns=changed_ns)
+
+    # The poll at 3 s covers 2..3 s, across the change: only those at 4, 5 and 6 s count.
+    assert forecast.observations == 3 and view.forecast == pytest.approx(0.7)
+    whole, _ = forecast_cpu(steady, Holt(), 3, min_points=3)
+    assert whole.forecast > 0.8  # read as a ramp that goes on
+    too_soon, _ = forecast_cpu(steady, Holt(), 3, min_points=4, changed_ns=changed_ns)
+    assert math.isnan(too_soon.forecast)

@@ -45,7 +45,7 @@ def confirmed(policy, cpus, intents, now=0.0):
 
 
 def test_given_a_hot_cpu_then_the_smallest_flow_that_brings_it_below_low_moves_to_the_least_loaded_cpu():
-    cpus = [cpu(0, 0.95, load=0.7), cpu(1, 0.5), cpu(2, 0.2)]
+    cpus = [cpu(0, 0.95, load=0.7), cpu(1, 0.5), cpu(2, 0.1)]
     intents = flows(
         flow("largest", 0, 500),
         flow("small", 0, 100),
@@ -67,17 +67,37 @@ def test_given_a_hot_cpu_then_the_smallest_flow_that_brings_it_below_low_moves_t
 
 
 def test_given_no_flow_brings_it_below_low_then_the_largest_that_fits_on_the_target_moves():
-    cpus = [cpu(0, 1.4), cpu(1, 0.3)]
+    cpus = [cpu(0, 1.4), cpu(1, 0.1)]
     intents = flows(flow("a", 0, 200), flow("b", 0, 400), flow("too-big", 0, 600))
     (decision,) = confirmed(Policy(CONFIG), cpus, intents)
     assert (decision.action, decision.intent, decision.target_cpu) == (MOVE, "b", 1)
 
 
-def test_given_unknown_rates_then_a_flow_still_moves_and_the_choice_is_deterministic():
-    cpus = [cpu(0, 0.9), cpu(1, 0.1)]
-    intents = flows(flow("prio-2", 0, 0.0), flow("prio-0", 0, 0.0))
-    (decision,) = confirmed(Policy(CONFIG), cpus, intents)
-    assert (decision.action, decision.intent) == (MOVE, "prio-2")
+def test_a_cpu_takes_a_flow_only_while_it_stays_below_low_with_it():
+    # With 350 pkt/s CPU 1 would be at 0.65: under `high`, but the next surge away from being relieved.
+    (decision,) = confirmed(Policy(CONFIG), [cpu(0, 0.9), cpu(1, 0.3)], flows(flow("a", 0, 350)))
+    assert decision.action == MARK_OVERLOADED
+    (decision,) = confirmed(Policy(CONFIG), [cpu(0, 0.9), cpu(1, 0.3)], flows(flow("a", 0, 250)))
+    assert (decision.action, decision.intent) == (MOVE, "a")
+
+
+@pytest.mark.parametrize(
+    "intents",
+    [
+        [flow("idle", 0, 0.0), flow("unmeasured", 0, 0.0)],  # no rate in the window reads as 0 pkt/s
+        [flow("idle", 0, 0.0), flow("too-big", 0, 900)],  # the idle one fits, the busy one does not
+    ],
+    ids=["all-idle", "only-the-idle-one-fits"],
+)
+def test_a_flow_without_packets_is_never_moved(intents):
+    (decision,) = confirmed(Policy(CONFIG), [cpu(0, 0.9), cpu(1, 0.1)], flows(*intents))
+    assert (decision.action, decision.intent) == (MARK_OVERLOADED, None)
+
+
+def test_given_only_flows_without_packets_then_the_mark_says_so():
+    intents = flows(flow("idle", 0, 0.0), flow("unmeasured", 0, 0.0))
+    (decision,) = confirmed(Policy(CONFIG), [cpu(0, 0.9), cpu(1, 0.1)], intents)
+    assert "none of its 2 priority flows carries packets" in decision.reason
 
 
 def test_a_rising_load_is_acted_on_before_it_crosses_the_threshold():
@@ -94,7 +114,7 @@ def test_a_rising_load_is_acted_on_before_it_crosses_the_threshold():
     "others, intents, why",
     [
         ([cpu(1, 0.65)], [flow("a", 0, 100)], "no other CPU is forecast below 0.6"),
-        ([cpu(1, 0.5)], [flow("a", 0, 400)], "none of its 1 priority flows fits on CPU 1"),
+        ([cpu(1, 0.5)], [flow("a", 0, 400)], "none of its 1 priority flows with packets fits on CPU 1"),
         ([cpu(1, 0.1)], [flow("elsewhere", 1, 100)], "it steers no priority flow that could move"),
     ],
     ids=["no-target", "nothing-fits", "nothing-to-move"],
@@ -160,6 +180,27 @@ def test_given_a_move_then_both_cpus_are_left_alone_until_the_cool_down_ends():
     assert policy.decide([cpu(0, 0.9), cpu(1, 0.1)], intents, 10.9) == []
     (again,) = policy.decide([cpu(0, 0.9), cpu(1, 0.1)], intents, 11)
     assert (again.action, again.cpu, again.target_cpu) == (MOVE, 0, 1)
+
+
+def steady_views(rates, placement, capacity=1000):
+    """CPUs 0 and 1 as steady rates load them: the forecast is the load."""
+    return [
+        cpu(number, sum(rate for name, rate in rates.items() if placement[name] == number) / capacity)
+        for number in (0, 1)
+    ]
+
+
+def test_given_steady_rates_then_a_moved_flow_is_not_moved_back():
+    # With 700 of 800 pkt/s moved, CPU 1 would be at 0.8 and relieved in turn, of the same flow.
+    rates, placement = {"a": 100, "b": 700, "x": 100}, {"a": 0, "b": 0, "x": 1}
+    policy, moves = Policy(CONFIG), []
+    for now in range(120):
+        steered = flows(*(flow(name, placement[name], rate) for name, rate in rates.items()))
+        for decision in policy.decide(steady_views(rates, placement), steered, now):
+            if decision.action == MOVE:
+                placement[decision.intent] = decision.target_cpu
+                moves.append((now, decision.intent, decision.cpu, decision.target_cpu))
+    assert moves == [(1, "a", 0, 1)]
 
 
 def test_a_cpu_between_low_and_high_is_neither_relieved_nor_given_a_flow():

@@ -37,3 +37,15 @@ def test_a_comm_with_spaces_and_parentheses_does_not_shift_the_fields(tmp_path):
     task(tmp_path, 30, "cpumap/1/map:7", started=5)
     task(tmp_path, 31, "x) (y z", started=9)
     assert newest([30, 31], tmp_path) == 31
+
+
+def test_within_one_clock_tick_the_pid_handed_out_last_is_the_newest_even_across_a_wrap(tmp_path):
+    (tmp_path / "sys" / "kernel").mkdir(parents=True)
+    (tmp_path / "sys" / "kernel" / "pid_max").write_text("32768\n")
+    task(tmp_path, 32760, "cpumap/1/map:4321", started=700)
+    task(tmp_path, 32767, "cpumap/1/map:4321", started=700)
+    task(tmp_path, 301, "cpumap/1/map:4321", started=700)  # pids wrapped between the writes
+    assert newest([32760, 301, 32767], tmp_path) == 301
+    assert newest([32760, 32767], tmp_path) == 32767
+    task(tmp_path, 302, "cpumap/1/map:4321", started=650)  # an earlier tick loses whatever its pid
+    assert newest([302, 32760], tmp_path) == 32760

@@ -4,6 +4,7 @@ typer's CliRunner and as the installed command would be, in a subprocess."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -19,11 +20,13 @@ from scapy.utils import RawPcapReader, wrpcap
 from typer.testing import CliRunner
 
 from netapp.cli.main import app
+from netapp.core import netns
 from tests.utils import packets
 from tests.utils.intents import paper_message
-from tests.utils.kernel import require_kernel
+from tests.utils.kernel import require_kernel, veth_namespace
 
 REPO = Path(__file__).resolve().parents[2]
+PAPER_EXAMPLE = REPO / "api" / "examples" / "paper-legacy.json"  # binds eth0, steers to CPU 1, no cpus
 KEYS = ["index", "verdict", "action", "intent", "cpu", "reason", "len"]
 EMITTED = {"PASS", "TX", "REDIRECT"}
 # The paper steers to rx_queue 1; a single-CPU host can only steer to CPU 0.
@@ -104,16 +107,24 @@ def inputs(tmp_path: Path) -> dict[str, Path]:
 # --- two ways to run the command: (exit code, stdout, stderr) ------------------------------------
 
 
-def run_in_process(args: list[str]) -> tuple[int, str, str]:
-    result = CliRunner().invoke(app, ["dataplane", "replay", *args])
+def invoke(args: list[str], namespace: str | None = None) -> Any:
+    """typer's result of the command run in this process (inside `namespace` when given)."""
+    with netns.entered(namespace) if namespace else contextlib.nullcontext():
+        result = CliRunner().invoke(app, ["dataplane", "replay", *args])
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception
+    return result
+
+
+def run_in_process(args: list[str], namespace: str | None = None) -> tuple[int, str, str]:
+    result = invoke(args, namespace)
     return result.exit_code, result.stdout, result.stderr
 
 
-def run_subprocess(args: list[str]) -> tuple[int, str, str]:
+def run_subprocess(args: list[str], namespace: str | None = None) -> tuple[int, str, str]:
+    inside = ["ip", "netns", "exec", namespace] if namespace else []
     proc = subprocess.run(
-        [sys.executable, "-m", "netapp.cli.main", "dataplane", "replay", *args],
+        [*inside, sys.executable, "-m", "netapp.cli.main", "dataplane", "replay", *args],
         check=False,
         cwd=REPO,
         capture_output=True,
@@ -123,7 +134,7 @@ def run_subprocess(args: list[str]) -> tuple[int, str, str]:
     return proc.returncode, proc.stdout, proc.stderr
 
 
-RUNNERS: dict[str, Callable[[list[str]], tuple[int, str, str]]] = {
+RUNNERS: dict[str, Callable[..., tuple[int, str, str]]] = {
     "cli-runner": run_in_process,
     "subprocess": run_subprocess,
 }
@@ -217,7 +228,8 @@ def test_a_frame_shorter_than_an_ethernet_header_is_reported_and_the_others_stil
     frames = [FRAMES["dropped"], b"\x01" * 9, FRAMES["unmatched"]]
     write_pcap(inputs["pcap"], frames)
 
-    code, stdout, stderr = run([str(inputs["pcap"]), "--intents", str(inputs["intents"]), "--json"])
+    code, stdout, stderr = run([str(inputs["pcap"]), "--intents", str(inputs["intents"]), "--json",
+                                "--interface", "lo"])
 
     assert (code, stderr) == (0, "")
     first, short, last = [json.loads(line) for line in stdout.splitlines()]
@@ -233,8 +245,127 @@ def test_the_table_shows_a_short_frame_as_not_run_and_counts_it(inputs):
     require_kernel()
     write_pcap(inputs["pcap"], [b"\x01" * 13, FRAMES["unmatched"]])
 
-    code, stdout, stderr = run_in_process([str(inputs["pcap"]), "--intents", str(inputs["intents"])])
+    code, stdout, stderr = run_in_process([str(inputs["pcap"]), "--intents", str(inputs["intents"]),
+                                           "--interface", "lo"])
 
     assert (code, stderr) == (0, "")
     assert "not run" in stdout and "frame 0: not run: 13 bytes" in stdout
     assert "2 packets, 1 not run" in stdout
+
+
+# --- the paper's own example file: what replay assumes, and what it warns about -----------------
+
+
+@pytest.fixture
+def eth0_namespace() -> Any:
+    """A namespace holding an eth0, the interface the paper's message binds (the host may have none)."""
+    with veth_namespace("replay", "eth0", "eth0-peer") as name:
+        yield name
+
+
+def paper_pcap(directory: Path) -> Path:
+    pcap = directory / "paper.pcap"
+    wrpcap(str(pcap), [Ether(PAPER_FLOW)], linktype=1)
+    return pcap
+
+
+def steer_expectation() -> tuple[dict[str, Any], str]:
+    """What the paper's flow gets from the example file, and what stderr says of its CPU: steered
+    to CPU 1, enabled for it, where the host has one; else the fallback, and a warning."""
+    if (os.cpu_count() or 1) > 1:
+        note = (
+            f"netapp: note: {PAPER_EXAMPLE} lists no cpus: replaying with CPU 1 enabled, as its steer "
+            "intents name"
+        )
+        return {"verdict": "REDIRECT", "action": "steer", "cpu": 1, "reason": None}, note
+    warning = (
+        f"netapp: warning: {PAPER_EXAMPLE}: intent '{LEGACY_ID}' steers to CPU 1, but this host has CPUs 0-0: "
+        "its packets get the fallback (its alternative group, else the default verdict), reason cpu_unavailable"
+    )
+    return {"verdict": "PASS", "action": "default", "cpu": None, "reason": "cpu_unavailable"}, warning
+
+
+@runners
+def test_the_papers_example_file_is_replayed_on_its_interface_and_cpu_and_stderr_says_so(
+    tmp_path, eth0_namespace, run
+):
+    pcap = paper_pcap(tmp_path)
+
+    code, stdout, stderr = run([str(pcap), "--intents", str(PAPER_EXAMPLE), "--json"], eth0_namespace)
+
+    assert code == 0, stderr
+    expected, cpu_line = steer_expectation()
+    [record] = [json.loads(line) for line in stdout.splitlines()]
+    assert record == {"index": 0, "intent": LEGACY_ID, "len": len(PAPER_FLOW), **expected}
+    assert stderr.splitlines() == [
+        "netapp: note: the packets arrive on eth0, the interface the intents match (--interface to change)",
+        cpu_line,
+    ]
+
+
+def test_what_replay_assumed_is_said_before_the_results(tmp_path, eth0_namespace):
+    pcap = paper_pcap(tmp_path)
+
+    result = invoke([str(pcap), "--intents", str(PAPER_EXAMPLE), "--json"], eth0_namespace)
+
+    assert result.exit_code == 0, result.output
+    *said, last = result.output.splitlines()  # stdout and stderr as they were written
+    assert len(said) >= 2 and all(line.startswith("netapp: ") for line in said), result.output
+    assert json.loads(last)["intent"] == LEGACY_ID
+
+
+@runners
+def test_given_another_interface_then_a_warning_names_the_intent_its_interface_and_the_ingress(
+    tmp_path, eth0_namespace, run
+):
+    pcap = paper_pcap(tmp_path)
+
+    args = [str(pcap), "--intents", str(PAPER_EXAMPLE), "--json", "--interface", "lo"]
+
+    code, stdout, stderr = run(args, eth0_namespace)
+
+    assert code == 0, stderr
+    warning = (
+        f"netapp: warning: {PAPER_EXAMPLE}: intent '{LEGACY_ID}' matches interface eth0, but the packets "
+        "arrive on lo (--interface): it matches none of them"
+    )
+    assert warning in stderr.splitlines()
+    [record] = [json.loads(line) for line in stdout.splitlines()]
+    assert (record["verdict"], record["action"], record["intent"]) == ("PASS", "pass", None)
+
+
+def test_given_intents_on_two_interfaces_and_no_interface_then_each_is_warned_about(inputs):
+    require_kernel()
+    on_lo = legacy_message()
+    on_eth0 = {"id": "on-eth0", "match": {"interface": "eth0", "protocol": "udp"}, "action": {"type": "drop"}}
+    inputs["intents"].write_text(json.dumps({"intents": [on_lo, on_eth0], "cpus": [{"cpu": STEER_CPU}]}))
+    write_pcap(inputs["pcap"], [FRAMES["unmatched"]])
+    with veth_namespace("replay", "eth0", "eth0-peer") as namespace:
+        code, _, stderr = run_in_process([str(inputs["pcap"]), "--intents", str(inputs["intents"]), "--json"],
+                                         namespace)
+
+    assert code == 0, stderr
+    arrival = "but the packets arrive on no interface (give --interface): it matches none of them"
+    assert sorted(stderr.splitlines()) == [
+        f"netapp: warning: {inputs['intents']}: intent '{LEGACY_ID}' matches interface lo, {arrival}",
+        f"netapp: warning: {inputs['intents']}: intent 'on-eth0' matches interface eth0, {arrival}",
+    ]
+
+
+def test_given_a_cpu_set_without_the_steer_cpu_then_a_warning_names_the_intent_and_the_cpu(inputs):
+    require_kernel()
+    message = legacy_message(rx_queue="1")
+    inputs["intents"].write_text(json.dumps({"intents": [message], "cpus": [{"cpu": 0}]}))
+    write_pcap(inputs["pcap"], [PAPER_FLOW])
+
+    code, stdout, stderr = run_in_process([str(inputs["pcap"]), "--intents", str(inputs["intents"]), "--json",
+                                           "--interface", "lo"])
+
+    assert code == 0, stderr
+    missing = "it is not in the file's cpus" if (os.cpu_count() or 1) > 1 else "this host has CPUs 0-0"
+    assert stderr.splitlines() == [
+        f"netapp: warning: {inputs['intents']}: intent '{LEGACY_ID}' steers to CPU 1, but {missing}: its "
+        "packets get the fallback (its alternative group, else the default verdict), reason cpu_unavailable"
+    ]
+    [record] = [json.loads(line) for line in stdout.splitlines()]
+    assert (record["action"], record["intent"], record["reason"]) == ("default", LEGACY_ID, "cpu_unavailable")
