@@ -26,7 +26,8 @@ from tests.utils.intents import paper_message
 from tests.utils.kernel import require_kernel, veth_namespace
 
 REPO = Path(__file__).resolve().parents[2]
-PAPER_EXAMPLE = REPO / "api" / "examples" / "paper-legacy.json"  # binds eth0, steers to CPU 1, no cpus
+PAPER_EXAMPLE = REPO / "api" / "examples" / "paper-legacy.json"  # binds n3, steers to CPU 1, no cpus
+PAPER_INTERFACE = "n3"  # the demo's RAN-side interface, which the example names
 KEYS = ["index", "verdict", "action", "intent", "cpu", "reason", "len"]
 EMITTED = {"PASS", "TX", "REDIRECT"}
 # The paper steers to rx_queue 1; a single-CPU host can only steer to CPU 0.
@@ -257,9 +258,9 @@ def test_the_table_shows_a_short_frame_as_not_run_and_counts_it(inputs):
 
 
 @pytest.fixture
-def eth0_namespace() -> Any:
-    """A namespace holding an eth0, the interface the paper's message binds (the host may have none)."""
-    with veth_namespace("replay", "eth0", "eth0-peer") as name:
+def paper_namespace() -> Any:
+    """A namespace holding the interface the example message binds (the host may have none)."""
+    with veth_namespace("replay", PAPER_INTERFACE, f"{PAPER_INTERFACE}-peer") as name:
         yield name
 
 
@@ -287,26 +288,27 @@ def steer_expectation() -> tuple[dict[str, Any], str]:
 
 @runners
 def test_the_papers_example_file_is_replayed_on_its_interface_and_cpu_and_stderr_says_so(
-    tmp_path, eth0_namespace, run
+    tmp_path, paper_namespace, run
 ):
     pcap = paper_pcap(tmp_path)
 
-    code, stdout, stderr = run([str(pcap), "--intents", str(PAPER_EXAMPLE), "--json"], eth0_namespace)
+    code, stdout, stderr = run([str(pcap), "--intents", str(PAPER_EXAMPLE), "--json"], paper_namespace)
 
     assert code == 0, stderr
     expected, cpu_line = steer_expectation()
     [record] = [json.loads(line) for line in stdout.splitlines()]
     assert record == {"index": 0, "intent": LEGACY_ID, "len": len(PAPER_FLOW), **expected}
     assert stderr.splitlines() == [
-        "netapp: note: the packets arrive on eth0, the interface the intents match (--interface to change)",
+        f"netapp: note: the packets arrive on {PAPER_INTERFACE}, the interface the intents match "
+        "(--interface to change)",
         cpu_line,
     ]
 
 
-def test_what_replay_assumed_is_said_before_the_results(tmp_path, eth0_namespace):
+def test_what_replay_assumed_is_said_before_the_results(tmp_path, paper_namespace):
     pcap = paper_pcap(tmp_path)
 
-    result = invoke([str(pcap), "--intents", str(PAPER_EXAMPLE), "--json"], eth0_namespace)
+    result = invoke([str(pcap), "--intents", str(PAPER_EXAMPLE), "--json"], paper_namespace)
 
     assert result.exit_code == 0, result.output
     *said, last = result.output.splitlines()  # stdout and stderr as they were written
@@ -316,17 +318,17 @@ def test_what_replay_assumed_is_said_before_the_results(tmp_path, eth0_namespace
 
 @runners
 def test_given_another_interface_then_a_warning_names_the_intent_its_interface_and_the_ingress(
-    tmp_path, eth0_namespace, run
+    tmp_path, paper_namespace, run
 ):
     pcap = paper_pcap(tmp_path)
 
     args = [str(pcap), "--intents", str(PAPER_EXAMPLE), "--json", "--interface", "lo"]
 
-    code, stdout, stderr = run(args, eth0_namespace)
+    code, stdout, stderr = run(args, paper_namespace)
 
     assert code == 0, stderr
     warning = (
-        f"netapp: warning: {PAPER_EXAMPLE}: intent '{LEGACY_ID}' matches interface eth0, but the packets "
+        f"netapp: warning: {PAPER_EXAMPLE}: intent '{LEGACY_ID}' matches interface {PAPER_INTERFACE}, but the packets "
         "arrive on lo (--interface): it matches none of them"
     )
     assert warning in stderr.splitlines()
