@@ -188,7 +188,8 @@ class Policy:
         if not steered:
             why = "it steers no priority flow that could move"
         elif not movable:
-            why = f"none of its {len(steered)} priority flows carries packets (moving one relieves nothing)"
+            count = len(steered)
+            why = f"none of its {count} priority flows carries packets (moving one relieves nothing)"
         elif not targets:
             why = f"no other CPU is forecast below {self.config.low}"
         else:

@@ -139,8 +139,8 @@ def _cpu_set(compiled: CompiledDocument, path: Path) -> CompiledDocument:
         cpus = sorted({cpu for cpu in steers.values() if cpu < host})
         compiled = replace(compiled, cpus=tuple(CpuSpec(cpu=cpu) for cpu in cpus))
         if cpus:
-            listed = ", ".join(map(str, cpus))
-            note(f"{path} lists no cpus: replaying with CPU {listed} enabled, as its steer intents name")
+            listed = ("CPUs " if len(cpus) > 1 else "CPU ") + ", ".join(map(str, cpus))
+            note(f"{path} lists no cpus: replaying with {listed} enabled, as its steer intents name")
     enabled = {spec.cpu for spec in compiled.cpus}
     for intent_id, cpu in steers.items():
         if cpu in enabled:

@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 
 from netapp.api.auth import TokenEntry, TokensFile, token_hash, write_tokens_file
 from netapp.cli.main import app
+from netapp.core.config import CONFIG_ENV
 from netapp.dataplane import binding
 from netapp.service.contract import DataplaneUnavailable, Scope
 from tests.utils.kernel import require_kernel
@@ -33,6 +34,10 @@ START_TIMEOUT_S = 20
 def no_settings_from_the_environment(monkeypatch):
     for name in [name for name in os.environ if name.startswith("NETAPP_")]:
         monkeypatch.delenv(name)
+    yield
+    # `serve --config` names the file in this process's environment, for the Settings it makes; run
+    # in-process, that would reach the tests after this one (whatever they build Settings for).
+    os.environ.pop(CONFIG_ENV, None)
 
 
 def serve(*args: str):
