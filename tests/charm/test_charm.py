@@ -27,12 +27,31 @@ def test_given_fresh_machine_when_install_then_installs_configures_and_is_active
     assert out.unit_status == testing.ActiveStatus()
 
 
-def test_given_install_fails_when_install_then_blocked_with_reason(ctx, netapp):
+def test_given_install_fails_when_install_then_hook_fails_so_juju_retries_it(ctx, netapp, caplog):
     netapp.installed, netapp.running = False, False
     netapp.install_error = WorkloadError("pip install failed (1): no such package")
+    with pytest.raises(testing.errors.UncaughtCharmError) as failed:
+        ctx.run(ctx.on.install(), testing.State())
+    assert isinstance(failed.value.__cause__, WorkloadError)
+    assert "install failed: pip install failed (1): no such package" in caplog.text
+    assert netapp.steps == ["install dpp-netapp"]
+
+
+def test_given_install_failed_when_juju_retries_install_then_installed_and_active(ctx, netapp):
+    netapp.installed, netapp.running = False, False
+    netapp.install_error = WorkloadError("apt-get update failed (100): temporary failure resolving")
+    with pytest.raises(testing.errors.UncaughtCharmError):
+        ctx.run(ctx.on.install(), testing.State())
+    netapp.install_error = None
     out = ctx.run(ctx.on.install(), testing.State())
-    assert isinstance(out.unit_status, testing.BlockedStatus)
-    assert "no such package" in out.unit_status.message
+    assert netapp.steps == ["install dpp-netapp", "install dpp-netapp", "configure", "restart"]
+    assert out.unit_status == testing.ActiveStatus()
+
+
+def test_given_upgrade_fails_when_upgrade_charm_then_hook_fails(ctx, netapp):
+    netapp.install_error = WorkloadError("pip install failed (1): no such package")
+    with pytest.raises(testing.errors.UncaughtCharmError):
+        ctx.run(ctx.on.upgrade_charm(), testing.State())
 
 
 def test_given_installed_when_upgrade_charm_then_reinstalls(ctx, netapp):

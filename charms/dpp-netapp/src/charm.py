@@ -169,12 +169,14 @@ class DppNetappCharm(ops.CharmBase):
 
     def _on_install(self, event: ops.EventBase) -> None:
         source = str(self.config.get("netapp-source") or "dpp-netapp")
+        self.unit.status = ops.MaintenanceStatus(f"installing the NetApp from {source}")
         try:
             self.workload.install(source)
         except WorkloadError as exc:
-            self._workload_error = f"install failed: {exc}"
-            logger.error("%s", self._workload_error)
-            return
+            # The hook fails, so Juju shows the unit in error and runs install again (automatic
+            # retries, or `juju resolve`) rather than carrying on without a NetApp.
+            logger.error("install failed: %s", exc)
+            raise
         self._reconcile(event)
 
     def _reconcile(self, event: ops.EventBase) -> None:
