@@ -94,6 +94,7 @@ class FakeNetApp:
 
     def __init__(self) -> None:
         self.installed = True
+        self.installed_version = "0.1.0"
         self.running = True
         self.steps: list[str] = []
         self.configs: list[Any] = []
@@ -108,6 +109,9 @@ class FakeNetApp:
         if self.install_error:
             raise self.install_error
         self.installed = True
+
+    def version(self) -> str:
+        return self.installed_version
 
     def is_installed(self) -> bool:
         return self.installed

@@ -54,6 +54,41 @@ def test_given_upgrade_fails_when_upgrade_charm_then_hook_fails(ctx, netapp):
         ctx.run(ctx.on.upgrade_charm(), testing.State())
 
 
+def test_given_install_when_done_then_workload_version_is_the_installed_netapps(ctx, netapp):
+    netapp.installed_version = "0.2.1"
+    out = ctx.run(ctx.on.install(), testing.State())
+    assert out.workload_version == "0.2.1"
+
+
+def _installed_from(source: str) -> testing.StoredState:
+    return testing.StoredState(owner_path="DppNetappCharm", content={"installed_source": source})
+
+
+def test_given_source_changed_when_config_changed_then_reinstalled_and_restarted(ctx, netapp):
+    netapp.installed_version = "0.2.0"
+    state = testing.State(config={"netapp-source": "dpp-netapp==0.2.0"}, stored_states={_installed_from("dpp-netapp")})
+    out = ctx.run(ctx.on.config_changed(), state)
+    assert netapp.steps == ["install dpp-netapp==0.2.0", "configure", "restart"]
+    assert out.workload_version == "0.2.0"
+    again = ctx.run(ctx.on.config_changed(), out)
+    assert netapp.steps[3:] == ["configure"]
+    assert again.unit_status == testing.ActiveStatus()
+
+
+def test_given_same_source_when_config_changed_then_not_reinstalled(ctx, netapp):
+    state = testing.State(config={"netapp-source": "dpp-netapp"}, stored_states={_installed_from("dpp-netapp")})
+    ctx.run(ctx.on.config_changed(), state)
+    assert netapp.steps == ["configure"]
+
+
+def test_given_new_source_fails_when_config_changed_then_hook_fails_and_old_source_kept(ctx, netapp):
+    netapp.install_error = WorkloadError("pip install failed (1): no such package")
+    state = testing.State(config={"netapp-source": "dpp-netap"}, stored_states={_installed_from("dpp-netapp")})
+    with pytest.raises(testing.errors.UncaughtCharmError):
+        ctx.run(ctx.on.config_changed(), state)
+    assert netapp.steps == ["install dpp-netap"]
+
+
 def test_given_installed_when_upgrade_charm_then_reinstalls(ctx, netapp):
     ctx.run(ctx.on.upgrade_charm(), testing.State())
     assert netapp.steps[0] == "install dpp-netapp"

@@ -34,6 +34,7 @@ class Commands:
         self.argv: list[list[str]] = []
         self.fail = fail
         self.ip_addr = "[]"
+        self.version = ""
 
     def __call__(self, argv, **kwargs) -> subprocess.CompletedProcess:
         self.argv.append(argv)
@@ -42,6 +43,8 @@ class Commands:
             out = "tok-123\n"
         elif argv[:3] == ["ip", "-j", "addr"]:
             out = self.ip_addr
+        elif argv[1:] == ["--version"]:
+            out = self.version
         code = 1 if self.fail and self.fail in " ".join(argv) else 0
         return subprocess.CompletedProcess(argv, code, out, "boom" if code else "")
 
@@ -161,8 +164,23 @@ def test_given_tls_dropped_when_configure_then_tls_files_removed(workload):
 
 def test_given_source_when_install_then_venv_and_pip(workload, commands):
     workload.install("dpp-netapp==0.1.0")
-    assert commands.argv[1] == ["python3", "-m", "venv", str(workload.paths.venv)]
-    assert commands.argv[2][-1] == "dpp-netapp==0.1.0"
+    assert commands.argv[0] == ["apt-get", "update"]
+    assert commands.argv[1][:2] == ["apt-get", "install"]
+    assert commands.argv[2] == ["python3", "-m", "venv", str(workload.paths.venv)]
+    assert commands.argv[3][-1] == "dpp-netapp==0.1.0"
+
+
+def test_given_apt_update_fails_when_install_then_workload_error_and_nothing_installed(tmp_path):
+    commands = Commands(fail="apt-get update")
+    with pytest.raises(WorkloadError, match="apt-get update failed"):
+        NetApp(root=tmp_path, run=commands).install("dpp-netapp")
+    assert commands.argv == [["apt-get", "update"]]
+
+
+def test_given_installed_when_version_then_netapps_version(workload, commands):
+    commands.version = "netapp 0.1.0\n"
+    assert workload.version() == "0.1.0"
+    assert commands.argv[-1] == [str(workload.paths.netapp_bin), "--version"]
 
 
 def test_given_pip_fails_when_install_then_workload_error(tmp_path):

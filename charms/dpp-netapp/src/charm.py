@@ -132,14 +132,15 @@ ACTIONS: dict[str, ActionHandler] = {
 class DppNetappCharm(ops.CharmBase):
     """Installs and configures the NetApp; day-2 actions call its REST API; peers become alternatives."""
 
-    # The alternative group last applied to the NetApp (JSON, "" for none): a change is sent once,
-    # and one the NetApp could not take yet is sent again on the next event.
+    # alt_group: the alternative group last applied to the NetApp (JSON, "" for none): a change is
+    # sent once, and one the NetApp could not take yet is sent again on the next event.
+    # installed_source: the netapp-source the NetApp was installed from; a new one reinstalls.
     _stored = ops.StoredState()
 
     def __init__(self, framework: ops.Framework):
         super().__init__(framework)
         self.workload = NetApp()
-        self._stored.set_default(alt_group="")
+        self._stored.set_default(alt_group="", installed_source="")
         self._config_error: Optional[str] = None
         self._workload_error: Optional[str] = None
         self._alt_error: Optional[str] = None
@@ -168,23 +169,41 @@ class DppNetappCharm(ops.CharmBase):
             return None
 
     def _on_install(self, event: ops.EventBase) -> None:
-        source = str(self.config.get("netapp-source") or "dpp-netapp")
+        self._install(str(self.config.get("netapp-source") or "dpp-netapp"))
+        self._reconcile(event)
+
+    def _install(self, source: str) -> None:
+        """Install from `source` and record it. A failure fails the hook, so Juju shows the unit in
+        error and runs the hook again (automatic retries, or `juju resolve`) rather than carrying
+        on without a NetApp."""
         self.unit.status = ops.MaintenanceStatus(f"installing the NetApp from {source}")
         try:
             self.workload.install(source)
         except WorkloadError as exc:
-            # The hook fails, so Juju shows the unit in error and runs install again (automatic
-            # retries, or `juju resolve`) rather than carrying on without a NetApp.
             logger.error("install failed: %s", exc)
             raise
-        self._reconcile(event)
+        self._stored.installed_source = source
+        try:
+            self.unit.set_workload_version(self.workload.version())
+        except WorkloadError as exc:
+            logger.warning("cannot read the NetApp's version: %s", exc)
+
+    def _reinstall_if_source_changed(self, config: CharmConfig) -> bool:
+        """Install again when netapp-source changed since the install; True when it did."""
+        installed = self._stored.installed_source
+        if not installed or installed == config.netapp_source:
+            return False
+        logger.info("netapp-source changed from %r to %r: reinstalling", installed, config.netapp_source)
+        self._install(config.netapp_source)
+        return True
 
     def _reconcile(self, event: ops.EventBase) -> None:
         config = self._load()
         if config is None or not self.workload.is_installed():
             return
+        reinstalled = self._reinstall_if_source_changed(config)
         try:
-            if self.workload.configure(config) or not self.workload.is_running():
+            if self.workload.configure(config) or reinstalled or not self.workload.is_running():
                 self.workload.restart()
         except WorkloadError as exc:
             self._workload_error = str(exc)

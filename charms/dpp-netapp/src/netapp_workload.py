@@ -145,9 +145,17 @@ class NetApp:
 
     def install(self, source: str) -> None:
         """Install the NetApp (a venv in /opt/dpp-netapp) from a pip requirement."""
+        self._cmd("apt-get", "update")
         self._cmd("apt-get", "install", "-y", "--no-install-recommends", "python3-venv", "iproute2")
         self._cmd("python3", "-m", "venv", str(self.paths.venv))
         self._cmd(str(self.paths.venv / "bin" / "pip"), "install", "--upgrade", source)
+
+    def version(self) -> str:
+        """The installed NetApp's version (`netapp --version` prints "netapp 0.1.0")."""
+        words = (self._cmd(str(self.paths.netapp_bin), "--version").stdout or "").split()
+        if not words:
+            raise WorkloadError("netapp --version printed nothing")
+        return words[-1]
 
     def is_installed(self) -> bool:
         """Whether the `netapp` command is in place."""
