@@ -141,6 +141,32 @@ def test_given_metrics_listener_config_when_config_changed_then_its_port_follows
     assert out.opened_ports == frozenset(testing.TCPPort(port) for port in ports)
 
 
+MGMT = testing.Network("juju-info", bind_addresses=[testing.BindAddress([testing.Address("10.10.0.5")])])
+
+
+def test_given_no_metrics_host_when_config_changed_then_listener_binds_the_management_address(ctx, netapp):
+    out = ctx.run(ctx.on.config_changed(), testing.State(networks={MGMT}))
+    assert netapp.configs[-1].metrics_host == "10.10.0.5"
+    assert out.opened_ports == frozenset({testing.TCPPort(9464)})
+    assert out.unit_status == testing.ActiveStatus()
+
+
+def test_given_explicit_metrics_host_when_config_changed_then_it_wins_over_the_binding(ctx, netapp):
+    ctx.run(ctx.on.config_changed(), testing.State(config={"metrics-host": "192.0.2.7"}, networks={MGMT}))
+    assert netapp.configs[-1].metrics_host == "192.0.2.7"
+
+
+def test_given_no_management_address_when_config_changed_then_listener_off_and_blocked(ctx, netapp):
+    no_address = testing.Network("juju-info", bind_addresses=[])
+    out = ctx.run(ctx.on.config_changed(), testing.State(networks={no_address}))
+    assert netapp.configs[-1].metrics_host == ""
+    assert out.opened_ports == frozenset()
+    assert isinstance(out.unit_status, testing.BlockedStatus)
+    assert out.unit_status.message.startswith("metrics-host: ")
+    again = ctx.run(ctx.on.update_status(), out)
+    assert isinstance(again.unit_status, testing.BlockedStatus)
+
+
 @pytest.mark.parametrize(
     "config, option",
     [

@@ -115,6 +115,12 @@ def test_given_callback_allow_when_configure_then_the_netapp_allows_those_callba
     assert Settings(**settings).telemetry.subscriptions.callback_allow
 
 
+def test_given_no_metrics_host_when_configure_then_listener_off_not_on_every_address(workload):
+    workload.configure(CharmConfig())
+    settings = yaml.safe_load(workload.paths.settings.read_text())
+    assert settings["telemetry"]["metrics_listener"] == {"enabled": False}
+
+
 def test_given_metrics_port_0_when_configure_then_listener_off(workload):
     from netapp.core.config import Settings
 

@@ -21,6 +21,10 @@ logger = logging.getLogger(__name__)
 # `alternatives-peer`, so a unit finds its peers on either endpoint.
 ALT_ENDPOINTS = ("alternatives", "alternatives-peer")
 
+# The binding whose address the metrics listener takes when metrics-host is empty: juju-info
+# always exists and lives in the unit's default space, its management network.
+MANAGEMENT_BINDING = "juju-info"
+
 ActionHandler = Callable[[NetAppClient, dict[str, Any]], dict[str, Any]]
 
 
@@ -162,11 +166,28 @@ class DppNetappCharm(ops.CharmBase):
             framework.observe(self.on[name].action, self._on_action)
 
     def _load(self) -> Optional[CharmConfig]:
+        """The config, metrics-host filled in from the Juju network model when left empty."""
         try:
-            return self.load_config(CharmConfig)
+            config = self.load_config(CharmConfig)
         except ValidationError as exc:
             self._config_error = describe_error(exc)
             return None
+        if not config.metrics_enabled or config.metrics_host:
+            return config
+        address = self._management_address()
+        if address is None:
+            return config
+        return config.model_copy(update={"metrics_host": address})
+
+    def _management_address(self) -> Optional[str]:
+        """The unit's address on its management network (Juju's bind address), None if unknown."""
+        try:
+            binding = self.model.get_binding(MANAGEMENT_BINDING)
+        except ops.ModelError as exc:
+            logger.warning("cannot read the %s binding: %s", MANAGEMENT_BINDING, exc)
+            return None
+        address = None if binding is None else binding.network.bind_address
+        return None if address is None else str(address)
 
     def _on_install(self, event: ops.EventBase) -> None:
         self._install(str(self.config.get("netapp-source") or "dpp-netapp"))
@@ -336,6 +357,10 @@ class DppNetappCharm(ops.CharmBase):
             event.add_status(ops.WaitingStatus("NetApp service not running"))
         if self._alt_error:
             event.add_status(ops.BlockedStatus(self._alt_error))
+        if config is not None and config.metrics_enabled and not config.metrics_host:
+            event.add_status(
+                ops.BlockedStatus("metrics-host: Juju gives no management address; set it, or metrics-port 0 for off")
+            )
         takes_part = config is not None and bool(config.alt_interface)
         event.add_status(ops.ActiveStatus(self._alternatives_summary() if takes_part else ""))
 

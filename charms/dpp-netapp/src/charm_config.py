@@ -36,7 +36,7 @@ class CharmConfig(BaseModel):
     influxdb_bucket: str = ""
     telemetry_interval: float = Field(1.0, ge=0.05, le=3600)
     callback_allow: list[str] = Field(default_factory=list)
-    metrics_host: str = "0.0.0.0"
+    metrics_host: str = ""
     metrics_port: int = Field(9464, ge=0, le=65535)
     alt_interface: str = ""
     alt_group: int = Field(63, ge=0, le=MAX_ALT_GROUPS - 1)
@@ -74,10 +74,12 @@ class CharmConfig(BaseModel):
     @field_validator("metrics_host")
     @classmethod
     def _check_metrics_host(cls, value: str) -> str:
+        if not value.strip():
+            return ""  # the unit's management address, which the charm asks Juju for
         try:
             return str(ipaddress.ip_address(value.strip()))
         except ValueError:
-            raise ValueError(f"{value!r} is not an IP address (0.0.0.0 for every address)") from None
+            raise ValueError(f"{value!r} is not an IP address (empty for the management address)") from None
 
     @field_validator("cpus", mode="before")
     @classmethod
@@ -133,8 +135,8 @@ class CharmConfig(BaseModel):
 
     @property
     def metrics_is_loopback(self) -> bool:
-        """Whether the metrics listener is reachable from this machine only."""
-        return ipaddress.ip_address(self.metrics_host).is_loopback
+        """Whether the metrics listener is reachable from this machine only (or has no address yet)."""
+        return not self.metrics_host or ipaddress.ip_address(self.metrics_host).is_loopback
 
     @property
     def tls(self) -> bool:

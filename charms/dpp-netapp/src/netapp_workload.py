@@ -83,8 +83,10 @@ def render_settings(config: CharmConfig, paths: "Paths") -> dict[str, Any]:
 
 
 def _metrics_listener(config: CharmConfig) -> dict[str, Any]:
-    """The unauthenticated /metrics listener; the charm's port 0 is "off" (the NetApp's is "any port")."""
-    if not config.metrics_enabled:
+    """The unauthenticated /metrics listener; the charm's port 0 is "off" (the NetApp's is "any port").
+    Without an address (the charm could not learn the management address) it stays off rather than
+    falling back to every address."""
+    if not config.metrics_enabled or not config.metrics_host:
         return {"enabled": False}
     return {"enabled": True, "host": config.metrics_host, "port": config.metrics_port}
 
