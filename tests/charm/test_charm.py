@@ -206,6 +206,19 @@ def test_given_configure_fails_when_config_changed_then_blocked(ctx, netapp):
     assert out.unit_status == testing.BlockedStatus("systemctl daemon-reload failed (1)")
 
 
+def test_given_configure_failed_when_unrelated_hook_or_action_then_still_blocked(ctx, netapp):
+    netapp.configure_error = WorkloadError("systemctl daemon-reload failed (1)")
+    out = ctx.run(ctx.on.config_changed(), testing.State())
+    rel = _relation("alternatives", "dpp-b", {0: PEER_B})
+    joined = ctx.run(ctx.on.relation_joined(rel, remote_unit=0), dataclasses.replace(out, relations={rel}))
+    assert joined.unit_status == testing.BlockedStatus("systemctl daemon-reload failed (1)")
+    acted = ctx.run(ctx.on.action("get-stats"), joined)
+    assert acted.unit_status == testing.BlockedStatus("systemctl daemon-reload failed (1)")
+    netapp.configure_error = None
+    fixed = ctx.run(ctx.on.update_status(), acted)
+    assert fixed.unit_status == testing.ActiveStatus()
+
+
 def test_given_stopped_service_when_start_then_started(ctx, netapp):
     netapp.running = False
     out = ctx.run(ctx.on.start(), testing.State())
@@ -449,6 +462,17 @@ def test_given_netapp_refuses_the_delete_when_last_peer_departs_then_blocked_wit
     assert "409: alternative group 63 is used" in out.unit_status.message
 
 
+def test_given_netapp_refused_the_group_when_action_then_still_blocked(ctx, alt_netapp):
+    alt_netapp.api.fail_with = ApiError(409, "alternative group 63 is used by 1 intents ('video')")
+    rel = _relation("alternatives", "dpp-b", {0: PEER_B})
+    state = testing.State(config=ALT, relations={rel}, stored_states={_applied(_group(PEER_B))})
+    out = ctx.run(ctx.on.relation_departed(rel, remote_unit=0, departing_unit=0), state)
+    alt_netapp.api.fail_with = None
+    acted = ctx.run(ctx.on.action("list-intents"), out)
+    assert isinstance(acted.unit_status, testing.BlockedStatus)
+    assert "409: alternative group 63 is used" in acted.unit_status.message
+
+
 def test_given_alt_interface_missing_when_peer_joins_then_blocked_naming_option_and_nothing_published(
     ctx, netapp
 ):
@@ -608,3 +632,32 @@ def test_given_service_down_when_action_has_bad_params_then_fails_naming_the_par
 def test_given_bad_config_when_action_then_fails_naming_option(ctx, netapp):
     with pytest.raises(testing.ActionFailed, match="invalid config: xdp-mode"):
         ctx.run(ctx.on.action("list-intents"), testing.State(config={"xdp-mode": "x"}))
+
+
+@pytest.fixture
+def bad_config_after_good(ctx, netapp) -> testing.State:
+    """The NetApp took a config on port 8443; the new one is invalid, so it runs on that."""
+    good = ctx.run(ctx.on.config_changed(), testing.State(config={"api-port": 8443}))
+    bad = ctx.run(ctx.on.config_changed(), dataclasses.replace(good, config={"api-port": 8443, "xdp-mode": "x"}))
+    assert isinstance(bad.unit_status, testing.BlockedStatus) and "xdp-mode" in bad.unit_status.message
+    return bad
+
+
+@pytest.mark.parametrize("action, call", [("list-intents", "list_intents"), ("get-stats", "stats")])
+def test_given_bad_config_after_a_good_one_when_read_only_action_then_runs_on_the_applied_settings(
+    ctx, netapp, monkeypatch, bad_config_after_good, action, call
+):
+    used = []
+    monkeypatch.setattr(netapp, "client", lambda config: used.append(config) or netapp.api)
+    out = ctx.run(ctx.on.action(action), bad_config_after_good)
+    assert netapp.api.calls[-1][0] == call
+    assert used[-1].api_port == 8443 and not used[-1].tls
+    assert isinstance(out.unit_status, testing.BlockedStatus)
+
+
+def test_given_bad_config_after_a_good_one_when_changing_action_then_fails_naming_option(
+    ctx, netapp, bad_config_after_good
+):
+    with pytest.raises(testing.ActionFailed, match="invalid config: xdp-mode"):
+        ctx.run(ctx.on.action("add-intent", params={"intent": json.dumps(INTENT)}), bad_config_after_good)
+    assert netapp.api.calls == []

@@ -25,6 +25,10 @@ ALT_ENDPOINTS = ("alternatives", "alternatives-peer")
 # always exists and lives in the unit's default space, its management network.
 MANAGEMENT_BINDING = "juju-info"
 
+# Actions that change nothing: they run on the settings the NetApp took last while the current
+# config is invalid (the service runs on those); the others wait for a valid config.
+READ_ONLY_ACTIONS = frozenset({"list-intents", "get-stats"})
+
 ActionHandler = Callable[[NetAppClient, dict[str, Any]], dict[str, Any]]
 
 
@@ -139,15 +143,17 @@ class DppNetappCharm(ops.CharmBase):
     # alt_group: the alternative group last applied to the NetApp (JSON, "" for none): a change is
     # sent once, and one the NetApp could not take yet is sent again on the next event.
     # installed_source: the netapp-source the NetApp was installed from; a new one reinstalls.
+    # applied_api: where the running NetApp's API listens (JSON of the last config it took), so
+    # read-only actions keep working while a new config is invalid.
+    # workload_error, alt_error: why the unit is blocked, kept until the step that failed succeeds,
+    # so that the status does not flip back to active on an event that does not retry that step.
     _stored = ops.StoredState()
 
     def __init__(self, framework: ops.Framework):
         super().__init__(framework)
         self.workload = NetApp()
-        self._stored.set_default(alt_group="", installed_source="")
+        self._stored.set_default(alt_group="", installed_source="", applied_api="", workload_error="", alt_error="")
         self._config_error: Optional[str] = None
-        self._workload_error: Optional[str] = None
-        self._alt_error: Optional[str] = None
         framework.observe(self.on.install, self._on_install)
         framework.observe(self.on.upgrade_charm, self._on_install)
         framework.observe(self.on.config_changed, self._reconcile)
@@ -227,9 +233,13 @@ class DppNetappCharm(ops.CharmBase):
             if self.workload.configure(config) or reinstalled or not self.workload.is_running():
                 self.workload.restart()
         except WorkloadError as exc:
-            self._workload_error = str(exc)
+            self._stored.workload_error = str(exc)
             logger.error("configuring the NetApp failed: %s", exc)
             return
+        self._stored.workload_error = ""
+        self._stored.applied_api = json.dumps(
+            {"api_host": config.api_host, "api_port": config.api_port, "tls_cert": config.tls_cert}
+        )
         self.unit.set_ports(*_open_ports(config))
         self._sync_alternatives(config)
 
@@ -254,6 +264,7 @@ class DppNetappCharm(ops.CharmBase):
         self, config: CharmConfig, departing: Optional[ops.Unit] = None, broken: Optional[ops.Relation] = None
     ) -> None:
         """Publish our address to the peers and make the NetApp's group their current list."""
+        self._stored.alt_error = ""
         relations = self._alt_relations(broken)
         own = self._own_alt_address(config)
         self._publish(relations, own)
@@ -271,12 +282,12 @@ class DppNetappCharm(ops.CharmBase):
         try:
             own = self.workload.interface_address(config.alt_interface)
         except WorkloadError as exc:
-            self._alt_error = f"alt-interface: {exc}"
-            logger.error("%s", self._alt_error)
+            self._stored.alt_error = f"alt-interface: {exc}"
+            logger.error("%s", self._stored.alt_error)
             return None
         if own.ip4 is None and own.ip6 is None:
-            self._alt_error = f"alt-interface: {config.alt_interface} has no global IPv4 or IPv6 address"
-            logger.error("%s", self._alt_error)
+            self._stored.alt_error = f"alt-interface: {config.alt_interface} has no global IPv4 or IPv6 address"
+            logger.error("%s", self._stored.alt_error)
             return None
         return own
 
@@ -324,8 +335,8 @@ class DppNetappCharm(ops.CharmBase):
             if exc.status is None:
                 logger.warning("alternatives: %s; trying again on the next event", exc)
             else:
-                self._alt_error = f"alternatives: the NetApp refused the group: {exc}"
-                logger.error("%s", self._alt_error)
+                self._stored.alt_error = f"alternatives: the NetApp refused the group: {exc}"
+                logger.error("%s", self._stored.alt_error)
             return
         self._stored.alt_group = wanted
 
@@ -349,14 +360,14 @@ class DppNetappCharm(ops.CharmBase):
         config = self._load()
         if config is None:
             event.add_status(ops.BlockedStatus(f"invalid config: {self._config_error}"))
-        if self._workload_error:
-            event.add_status(ops.BlockedStatus(self._workload_error))
+        if self._stored.workload_error:
+            event.add_status(ops.BlockedStatus(self._stored.workload_error))
         if not self.workload.is_installed():
             event.add_status(ops.MaintenanceStatus("NetApp not installed"))
         elif not self.workload.is_running():
             event.add_status(ops.WaitingStatus("NetApp service not running"))
-        if self._alt_error:
-            event.add_status(ops.BlockedStatus(self._alt_error))
+        if self._stored.alt_error:
+            event.add_status(ops.BlockedStatus(self._stored.alt_error))
         if config is not None and config.metrics_enabled and not config.metrics_host:
             event.add_status(
                 ops.BlockedStatus("metrics-host: Juju gives no management address; set it, or metrics-port 0 for off")
@@ -367,6 +378,8 @@ class DppNetappCharm(ops.CharmBase):
     def _on_action(self, event: ops.ActionEvent) -> None:
         name = event.handle.kind.removesuffix("_action").replace("_", "-")
         config = self._load()
+        if config is None and name in READ_ONLY_ACTIONS:
+            config = self._applied_config()
         if config is None:
             event.fail(f"invalid config: {self._config_error}")
             return
@@ -379,6 +392,11 @@ class DppNetappCharm(ops.CharmBase):
             event.fail("the NetApp service is not running")
         except ApiError as exc:
             event.fail(f"{name}: the NetApp refused: {exc}")
+
+    def _applied_config(self) -> Optional[CharmConfig]:
+        """The API settings the running NetApp took last (the rest defaulted); None before any."""
+        applied = self._stored.applied_api
+        return CharmConfig.model_construct(**json.loads(applied)) if applied else None
 
     def _running_client(self, config: CharmConfig) -> NetAppClient:
         if not self.workload.is_running():
