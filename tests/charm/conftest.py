@@ -49,8 +49,9 @@ class FakeClient:
 
     def put_slice(self, spec):
         self._call("put_slice", spec)
+        created = spec["id"] not in self.slices
         self.slices[spec["id"]] = spec
-        return spec
+        return spec, created
 
     def delete_slice(self, slice_id):
         self._call("delete_slice", slice_id)

@@ -549,16 +549,19 @@ def test_given_running_netapp_when_action_then_api_called_and_results_returned(
     json.loads(ctx.action_results["result"])
 
 
-def test_given_no_slice_when_create_slice_then_put(ctx, netapp):
+def test_given_no_slice_when_create_slice_then_one_put_and_created(ctx, netapp):
     ctx.run(ctx.on.action("create-slice", params={"slice": json.dumps(SLICE)}), testing.State())
-    assert netapp.api.calls == [("get_slice", ("embb",)), ("put_slice", (SLICE,))]
+    assert netapp.api.calls == [("put_slice", (SLICE,))]
     assert json.loads(ctx.action_results["result"]) == SLICE
+    assert ctx.action_results["outcome"] == "created"
 
 
-def test_given_slice_exists_when_create_slice_then_fails_naming_slice(ctx, netapp):
+def test_given_slice_exists_when_create_slice_then_one_put_and_replaced(ctx, netapp):
     netapp.api.slices["embb"] = SLICE
-    with pytest.raises(testing.ActionFailed, match="^slice: .*exists already"):
-        ctx.run(ctx.on.action("create-slice", params={"slice": json.dumps(SLICE)}), testing.State())
+    changed = {**SLICE, "priority_level": 5}
+    ctx.run(ctx.on.action("create-slice", params={"slice": json.dumps(changed)}), testing.State())
+    assert netapp.api.calls == [("put_slice", (changed,))]
+    assert ctx.action_results["outcome"] == "replaced"
 
 
 def test_given_slice_exists_when_update_slice_then_put(ctx, netapp):
@@ -584,6 +587,11 @@ BAD = [
     ("create-slice", {"slice": "nope"}, "slice"),
     ("update-slice", {"slice": json.dumps({"snssai": {}})}, "slice"),
     ("delete-slice", {}, "slice-id"),
+    ("delete-slice", {"slice-id": "a/b"}, "slice-id"),
+    ("delete-slice", {"slice-id": "x" * 49}, "slice-id"),
+    ("remove-intent", {"intent-id": "video/1"}, "intent-id"),
+    ("create-slice", {"slice": json.dumps({**SLICE, "id": "embb/1"})}, "slice"),
+    ("update-slice", {"slice": json.dumps({**SLICE, "id": "e mbb"})}, "slice"),
     ("set-alternatives", {"groups": "{}"}, "groups"),
     ("set-alternatives", {"groups": "[]"}, "groups"),
     ("set-alternatives", {"groups": json.dumps([{"id": "one"}])}, "groups"),
@@ -604,7 +612,15 @@ def test_given_bad_parameter_when_action_then_fails_naming_it_and_api_untouched(
     with pytest.raises(testing.ActionFailed) as failed:
         ctx.run(ctx.on.action(action, params=params), testing.State())
     assert failed.value.message.startswith(f"{param}: ")
-    assert not [call for call in netapp.api.calls if call[0] != "get_slice"]
+    assert netapp.api.calls == []
+
+
+def test_given_slice_id_with_a_slash_when_delete_slice_then_fails_saying_what_an_id_may_hold(ctx, netapp):
+    with pytest.raises(testing.ActionFailed) as failed:
+        ctx.run(ctx.on.action("delete-slice", params={"slice-id": "embb/1"}), testing.State())
+    assert failed.value.message == (
+        "slice-id: 'embb/1' is not an id: 1 to 48 letters, digits, '.', '_' or '-' (no '/' or space)"
+    )
 
 
 def test_given_api_refuses_when_action_then_fails_with_its_reason(ctx, netapp):

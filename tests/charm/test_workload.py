@@ -332,7 +332,9 @@ def test_given_real_api_when_slice_put_and_deleted_then_found_then_gone(client):
         "cpus": [0, 1],
     }
     assert client.get_slice("embb") is None
-    client.put_slice(spec)
+    record, created = client.put_slice(spec)
+    assert created and record["spec"]["id"] == "embb"
+    assert client.put_slice({**spec, "priority_level": 5})[1] is False
     assert "embb" in str(client.get_slice("embb"))
     client.delete_slice("embb")
     assert client.get_slice("embb") is None

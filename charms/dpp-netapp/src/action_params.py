@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 MODES = ("native", "generic", "offload")
+# Ids the API takes in a path (netapp/intents/models.py IntentId, netapp/api/routes/slices.py
+# SliceIdPath): anything else, a "/" above all, would never reach the right route.
+ID_CHARS = re.compile(r"^[A-Za-z0-9._-]+$")
+MAX_INTENT_ID = 64
+MAX_SLICE_ID = 48
 
 
 class ParamError(ValueError):
@@ -33,6 +39,21 @@ def json_object(params: dict[str, Any], name: str, key: str = "id") -> dict[str,
         raise ParamError(name, "must be a JSON object")
     if key and not isinstance(value.get(key), (str, int)):
         raise ParamError(name, f"the object needs an {key!r}")
+    return value
+
+
+def identifier(params: dict[str, Any], name: str, max_length: int) -> str:
+    """A required id as the API's paths take it."""
+    return check_id(name, text(params, name), max_length)
+
+
+def check_id(name: str, value: Any, max_length: int) -> str:
+    """`value` if it is an id the API's paths take; ParamError naming `name` otherwise."""
+    value = str(value)
+    if len(value) > max_length or not ID_CHARS.match(value):
+        raise ParamError(
+            name, f"{value!r} is not an id: 1 to {max_length} letters, digits, '.', '_' or '-' (no '/' or space)"
+        )
     return value
 
 

@@ -45,7 +45,7 @@ def _add_intent(client: NetAppClient, params: dict[str, Any]) -> dict[str, Any]:
 
 
 def _remove_intent(client: NetAppClient, params: dict[str, Any]) -> dict[str, Any]:
-    intent_id = p.text(params, "intent-id")
+    intent_id = p.identifier(params, "intent-id", p.MAX_INTENT_ID)
     client.remove_intent(intent_id)
     return _result(None, **{"intent-id": intent_id})
 
@@ -55,22 +55,29 @@ def _list_intents(client: NetAppClient, params: dict[str, Any]) -> dict[str, Any
     return _result(intents, count=len(intents))
 
 
-def _create_slice(client: NetAppClient, params: dict[str, Any]) -> dict[str, Any]:
+def _slice_spec(params: dict[str, Any]) -> dict[str, Any]:
     spec = p.json_object(params, "slice")
-    if client.get_slice(str(spec["id"])) is not None:
-        raise p.ParamError("slice", f"slice {spec['id']!r} exists already; use update-slice")
-    return _result(client.put_slice(spec), **{"slice-id": spec["id"]})
+    p.check_id("slice", spec["id"], p.MAX_SLICE_ID)
+    return spec
+
+
+def _create_slice(client: NetAppClient, params: dict[str, Any]) -> dict[str, Any]:
+    """One PUT, no look first: the API says whether it created the slice (201) or replaced it (200)."""
+    spec = _slice_spec(params)
+    record, created = client.put_slice(spec)
+    return _result(record, **{"slice-id": spec["id"], "outcome": "created" if created else "replaced"})
 
 
 def _update_slice(client: NetAppClient, params: dict[str, Any]) -> dict[str, Any]:
-    spec = p.json_object(params, "slice")
+    spec = _slice_spec(params)
     if client.get_slice(str(spec["id"])) is None:
         raise p.ParamError("slice", f"no slice {spec['id']!r}; use create-slice")
-    return _result(client.put_slice(spec), **{"slice-id": spec["id"]})
+    record, _ = client.put_slice(spec)
+    return _result(record, **{"slice-id": spec["id"]})
 
 
 def _delete_slice(client: NetAppClient, params: dict[str, Any]) -> dict[str, Any]:
-    slice_id = p.text(params, "slice-id")
+    slice_id = p.identifier(params, "slice-id", p.MAX_SLICE_ID)
     client.delete_slice(slice_id)
     return _result(None, **{"slice-id": slice_id})
 

@@ -321,6 +321,10 @@ class NetAppClient:
 
     def request(self, method: str, path: str, body: Any = None) -> Any:
         """Call the API; the decoded JSON answer (None when empty); ApiError on a failure."""
+        return self._send(method, path, body)[1]
+
+    def _send(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        """Call the API; its status code and decoded JSON answer; ApiError on a failure."""
         try:
             with httpx.Client(
                 base_url=self.base_url, headers=self._headers, verify=self._verify, timeout=self._timeout
@@ -331,8 +335,8 @@ class NetAppClient:
         if response.status_code >= 400:
             raise ApiError(response.status_code, _problem_text(response))
         if not response.content:
-            return None
-        return response.json()
+            return response.status_code, None
+        return response.status_code, response.json()
 
     def add_intent(self, intent: dict[str, Any]) -> Any:
         """POST /api/v1/intents."""
@@ -355,9 +359,10 @@ class NetAppClient:
                 return None
             raise
 
-    def put_slice(self, spec: dict[str, Any]) -> Any:
-        """PUT /api/v1/slices/{id}."""
-        return self.request("PUT", f"/api/v1/slices/{_seg(str(spec['id']))}", spec)
+    def put_slice(self, spec: dict[str, Any]) -> tuple[Any, bool]:
+        """PUT /api/v1/slices/{id}: the slice, and True when created (201) rather than replaced (200)."""
+        status, record = self._send("PUT", f"/api/v1/slices/{_seg(str(spec['id']))}", spec)
+        return record, status == 201
 
     def delete_slice(self, slice_id: str) -> None:
         """DELETE /api/v1/slices/{id}."""
