@@ -60,7 +60,11 @@ answers = {{
     "storage-list": lambda: [],
     "unit-get": lambda: "192.0.2.10",
     "network-get": lambda: {{
-        "bind-addresses": [], "egress-subnets": [], "ingress-addresses": ["192.0.2.10"]
+        "bind-addresses": [
+            {{"interface-name": "eth0", "addresses": [{{"value": "192.0.2.10", "cidr": "192.0.2.0/24"}}]}}
+        ],
+        "egress-subnets": ["192.0.2.10/32"],
+        "ingress-addresses": ["192.0.2.10"],
     }},
 }}
 if tool in answers:
