@@ -82,8 +82,9 @@ test: build python-test influxd
 	@$(call step,5) -s $(SETUP_START) -x "running the tests (about 10 minutes)" \
 		$(PY) -m pytest $(PYTEST_ARGS) tests
 
-# dist/: the Juju charm (dpp-netapp.charm) and the OSM packages (dpp-netapp_vnf.tar.gz,
-# dpp-netapp_ns.tar.gz); pip downloads the charm's dependencies for its base (Python 3.12).
+# dist/: the Juju charm (dpp-netapp.charm), the OSM packages (dpp-netapp_vnf.tar.gz,
+# dpp-netapp_ns.tar.gz) and the SOL004 CSAR for ONAP (dpp-netapp.csar); pip downloads the
+# charm's dependencies for its base (Python 3.12).
 package: python-runtime
 	$(PY) -m netapp.packaging --out dist $(if $(IMAGE),--image $(IMAGE))
 
