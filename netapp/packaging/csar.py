@@ -75,7 +75,9 @@ def digest_name(option: str) -> str:
     if "-" not in wanted and wanted.startswith("SHA"):
         wanted = f"SHA-{wanted[3:]}"
     if wanted not in DIGESTS:
-        raise PackagingError(f"--csar-digest {option}: not supported; use one of {', '.join(DIGESTS).lower()}")
+        raise PackagingError(
+            f"--csar-digest {option}: not supported; use one of {', '.join(DIGESTS).lower()}"
+        )
     return wanted
 
 
@@ -139,7 +141,12 @@ def manifest_text(metadata: dict[str, str], root: Path, algorithm: str, skip: se
         source = rel.as_posix()
         if source in skip:
             continue
-        lines += ["", f"Source: {source}", f"Algorithm: {algorithm}", f"Hash: {file_digest((root / rel).read_bytes(), algorithm)}"]
+        lines += [
+            "",
+            f"Source: {source}",
+            f"Algorithm: {algorithm}",
+            f"Hash: {file_digest((root / rel).read_bytes(), algorithm)}",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -148,7 +155,8 @@ def change_log(vnfd: dict[str, Any], released: str) -> str:
     return (
         f"{released} {vnfd['product-name']} {vnfd['software-version']} "
         f"(VNFD {vnfd['id']} version {vnfd['version']})\n"
-        f"  Built from the SOL006 VNFD vnfd/{vnfd['product-name']}_vnfd.yaml by `python -m netapp.packaging`.\n"
+        f"  Built from the SOL006 VNFD vnfd/{vnfd['product-name']}_vnfd.yaml "
+        "by `python -m netapp.packaging`.\n"
     )
 
 
@@ -171,7 +179,9 @@ def check_csar_sources(src: Sources) -> dict[str, Any]:
     vnfd = check_vnf_sources(src)
     missing = [path for path in (types_file(src), src.root / "LICENSE") if not path.is_file()]
     if missing:
-        raise PackagingError("\n".join(f"{src.rel(path)}: not found (the CSAR carries it)" for path in missing))
+        raise PackagingError(
+            "\n".join(f"{src.rel(path)}: not found (the CSAR carries it)" for path in missing)
+        )
     return vnfd
 
 
@@ -206,7 +216,9 @@ def stage_csar(
         cloud_init={name: from_definitions(layout.cloud_init(name)) for name in cloud_init_files(vnfd)},
     )
     definitions = translate(vnfd, artefacts, TYPES_FILE)
-    (root / layout.vnfd).write_text(yaml.dump(definitions, Dumper=_NoAliasDumper, sort_keys=False, allow_unicode=True, width=100))
+    (root / layout.vnfd).write_text(
+        yaml.dump(definitions, Dumper=_NoAliasDumper, sort_keys=False, allow_unicode=True, width=100)
+    )
 
     released = rfc3339(build_epoch())
     (root / CHANGE_LOG).write_text(change_log(vnfd, released))
@@ -290,17 +302,27 @@ def csar_problems(csar: Path) -> list[str]:
         manifest = parse_manifest(contents[manifest_name].decode())
     except PackagingError as exc:
         return [*problems, f"{manifest_name}: {exc}"]
-    problems += [f"{manifest_name}: metadata has no {key}" for key in MANIFEST_METADATA if not manifest.metadata.get(key)]
+    problems += [
+        f"{manifest_name}: metadata has no {key}"
+        for key in MANIFEST_METADATA
+        if not manifest.metadata.get(key)
+    ]
     seen: dict[str, int] = {}
     for source, algorithm, digest in manifest.sources:
         seen[source] = seen.get(source, 0) + 1
         if source not in contents:
             problems.append(f"{manifest_name}: Source {source} is not in the archive")
         elif algorithm not in DIGESTS:
-            problems.append(f"{manifest_name}: Source {source}: Algorithm {algorithm} is not one of {list(DIGESTS)}")
+            problems.append(
+                f"{manifest_name}: Source {source}: Algorithm {algorithm} is not one of {list(DIGESTS)}"
+            )
         elif file_digest(contents[source], algorithm) != digest:
             problems.append(f"{manifest_name}: Source {source}: {algorithm} differs from the file's")
-    problems += [f"{manifest_name}: Source {source} listed {count} times" for source, count in seen.items() if count > 1]
+    problems += [
+        f"{manifest_name}: Source {source} listed {count} times"
+        for source, count in seen.items()
+        if count > 1
+    ]
     signatures = {meta.get("ETSI-Entry-Certificate")}
     for name in sorted(contents):
         if name == manifest_name or name in signatures or name.endswith(SIGNATURE_SUFFIXES):

@@ -32,7 +32,9 @@ from netapp.packaging.errors import PackagingError
 
 TOSCA_VERSION = "tosca_simple_yaml_1_3"
 # SOL001's pattern for vnfm_info entries; SOL006's "etsi-osm" does not match it.
-VNFM_INFO_PATTERN = re.compile(r"(^etsivnfm:v[0-9]?[0-9]\.[0-9]?[0-9]\.[0-9]?[0-9]$)|(^[0-9]+:[a-zA-Z0-9.-]+$)")
+VNFM_INFO_PATTERN = re.compile(
+    r"(^etsivnfm:v[0-9]?[0-9]\.[0-9]?[0-9]\.[0-9]?[0-9]$)|(^[0-9]+:[a-zA-Z0-9.-]+$)"
+)
 # Any VNFM implementing the ETSI NFV specifications at this version (the types' version).
 GENERIC_VNFM = "etsivnfm:v2.6.1"
 VNF_NODE = "VNF"
@@ -115,7 +117,11 @@ def _vnf_node_type(vnfd: dict[str, Any], identity: dict[str, Any]) -> dict[str, 
         if name == "vnfm_info":
             properties[name] = {"type": "list", "entry_schema": {"type": "string"}, "default": value}
         else:
-            properties[name] = {"type": "string", "constraints": [{"valid_values": [value]}], "default": value}
+            properties[name] = {
+                "type": "string",
+                "constraints": [{"valid_values": [value]}],
+                "default": value,
+            }
     requirements = [
         {
             ext["id"]: {
@@ -205,7 +211,9 @@ def _vdu_cp(vdu_id: str, cpd: dict[str, Any], vl_nodes: set[str]) -> dict[str, A
     link = cpd.get("int-virtual-link-desc")
     if link:
         if link not in vl_nodes:
-            raise PackagingError(f"VNFD: int-cpd {cpd['id']!r} names int-virtual-link-desc {link!r}, not defined")
+            raise PackagingError(
+                f"VNFD: int-cpd {cpd['id']!r} names int-virtual-link-desc {link!r}, not defined"
+            )
         requirements.append({"virtual_link": link})
     return {"type": "tosca.nodes.nfv.VduCp", "properties": props, "requirements": requirements}
 
@@ -227,7 +235,9 @@ def _vnir(vnir: dict[str, Any]) -> dict[str, Any]:
 
 def _virtual_link(vl: dict[str, Any], df: dict[str, Any]) -> dict[str, Any]:
     connectivity = vl.get("connectivity-type") or {}
-    conn: dict[str, Any] = {"layer_protocols": _layer_protocols(connectivity.get("layer-protocol", ["ethernet"]))}
+    conn: dict[str, Any] = {
+        "layer_protocols": _layer_protocols(connectivity.get("layer-protocol", ["ethernet"]))
+    }
     if connectivity.get("flow-pattern"):
         conn["flow_pattern"] = str(connectivity["flow-pattern"]).lower()
     profile = next((p for p in df.get("virtual-link-profile", []) if p.get("id") == vl["id"]), {})
@@ -251,100 +261,89 @@ def _virtual_link(vl: dict[str, Any], df: dict[str, Any]) -> dict[str, Any]:
     return {"type": "tosca.nodes.nfv.VnfVirtualLink", "properties": props}
 
 
+def _policy(name: str, kind: str, properties: dict[str, Any], target: str | None = None) -> dict[str, Any]:
+    """One entry of the topology's policies list (``tosca.policies.nfv.<kind>``)."""
+    body: dict[str, Any] = {"type": f"tosca.policies.nfv.{kind}", "properties": properties}
+    if target is not None:
+        body["targets"] = [target]
+    return {name: body}
+
+
+def _vdu_levels(entries: list[tuple[str, list[dict[str, Any]]]], vdu_key: str, vdu_id: str) -> dict[str, Any]:
+    """``{entry id: VduLevel}`` for one VDU, from (entry id, per-VDU counts) pairs: the deltas of a
+    scaling aspect (``vdu-delta``) or the instantiation levels (``vdu-level``)."""
+    return {
+        entry_id: {"number_of_instances": int(count["number-of-instances"])}
+        for entry_id, counts in entries
+        for count in counts
+        if count.get(vdu_key) == vdu_id
+    }
+
+
+def _aspect(aspect: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "name": aspect.get("name", aspect["id"]),
+        "description": " ".join(str(aspect.get("description", aspect["id"])).split()),
+        "max_scale_level": int(aspect.get("max-scale-level", 1)),
+        "step_deltas": [delta["id"] for delta in aspect.get("aspect-delta-details", {}).get("deltas", [])],
+    }
+
+
+def _level(level: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {"description": level.get("description", level["id"])}
+    if level.get("scaling-info"):
+        out["scale_info"] = {
+            info["scaling-aspect-id"]: {"scale_level": int(info["scale-level"])}
+            for info in level["scaling-info"]
+        }
+    return out
+
+
 def _policies(df: dict[str, Any], vdu_ids: list[str]) -> list[dict[str, Any]]:
     """SOL001 policies of one deployment flavour (SOL006 df)."""
-    policies: list[dict[str, Any]] = []
-    for profile in df.get("vdu-profile", []):
-        policies.append(
-            {
-                f"{profile['id']}_initial_delta": {
-                    "type": "tosca.policies.nfv.VduInitialDelta",
-                    "properties": {
-                        "initial_delta": {"number_of_instances": int(profile.get("min-number-of-instances", 1))}
-                    },
-                    "targets": [profile["id"]],
-                }
-            }
+    policies = [
+        _policy(
+            f"{profile['id']}_initial_delta",
+            "VduInitialDelta",
+            {"initial_delta": {"number_of_instances": int(profile.get("min-number-of-instances", 1))}},
+            profile["id"],
         )
+        for profile in df.get("vdu-profile", [])
+    ]
     aspects = df.get("scaling-aspect", [])
     if aspects:
         policies.append(
-            {
-                "scaling_aspects": {
-                    "type": "tosca.policies.nfv.ScalingAspects",
-                    "properties": {
-                        "aspects": {
-                            aspect["id"]: {
-                                "name": aspect.get("name", aspect["id"]),
-                                "description": " ".join(str(aspect.get("description", aspect["id"])).split()),
-                                "max_scale_level": int(aspect.get("max-scale-level", 1)),
-                                "step_deltas": [
-                                    delta["id"] for delta in aspect.get("aspect-delta-details", {}).get("deltas", [])
-                                ],
-                            }
-                            for aspect in aspects
-                        }
-                    },
-                }
-            }
+            _policy("scaling_aspects", "ScalingAspects", {"aspects": {a["id"]: _aspect(a) for a in aspects}})
         )
     for aspect in aspects:
+        deltas = [
+            (d["id"], d.get("vdu-delta", []))
+            for d in aspect.get("aspect-delta-details", {}).get("deltas", [])
+        ]
         for vdu_id in vdu_ids:
-            deltas = {
-                delta["id"]: {"number_of_instances": int(vd["number-of-instances"])}
-                for delta in aspect.get("aspect-delta-details", {}).get("deltas", [])
-                for vd in delta.get("vdu-delta", [])
-                if vd.get("id") == vdu_id
-            }
-            if deltas:
+            per_vdu = _vdu_levels(deltas, "id", vdu_id)
+            if per_vdu:
+                props = {"aspect": aspect["id"], "deltas": per_vdu}
                 policies.append(
-                    {
-                        f"{vdu_id}_{aspect['id']}_deltas": {
-                            "type": "tosca.policies.nfv.VduScalingAspectDeltas",
-                            "properties": {"aspect": aspect["id"], "deltas": deltas},
-                            "targets": [vdu_id],
-                        }
-                    }
+                    _policy(f"{vdu_id}_{aspect['id']}_deltas", "VduScalingAspectDeltas", props, vdu_id)
                 )
     levels = df.get("instantiation-level", [])
     if levels:
-        props: dict[str, Any] = {
-            "levels": {
-                level["id"]: {
-                    "description": level.get("description", level["id"]),
-                    **(
-                        {
-                            "scale_info": {
-                                info["scaling-aspect-id"]: {"scale_level": int(info["scale-level"])}
-                                for info in level["scaling-info"]
-                            }
-                        }
-                        if level.get("scaling-info")
-                        else {}
-                    ),
-                }
-                for level in levels
-            }
-        }
+        props = {"levels": {level["id"]: _level(level) for level in levels}}
         if df.get("default-instantiation-level"):
             props["default_level"] = df["default-instantiation-level"]
-        policies.append({"instantiation_levels": {"type": "tosca.policies.nfv.InstantiationLevels", "properties": props}})
+        policies.append(_policy("instantiation_levels", "InstantiationLevels", props))
+        counts = [(level["id"], level.get("vdu-level", [])) for level in levels]
         for vdu_id in vdu_ids:
-            per_level = {
-                level["id"]: {"number_of_instances": int(vl["number-of-instances"])}
-                for level in levels
-                for vl in level.get("vdu-level", [])
-                if vl.get("vdu-id") == vdu_id
-            }
-            if per_level:
+            per_vdu = _vdu_levels(counts, "vdu-id", vdu_id)
+            if per_vdu:
                 policies.append(
-                    {
-                        f"{vdu_id}_instantiation_levels": {
-                            "type": "tosca.policies.nfv.VduInstantiationLevels",
-                            "properties": {"levels": per_level},
-                            "targets": [vdu_id],
-                        }
-                    }
+                    _policy(
+                        f"{vdu_id}_instantiation_levels",
+                        "VduInstantiationLevels",
+                        {"levels": per_vdu},
+                        vdu_id,
+                    )
                 )
     return policies
 
@@ -352,7 +351,9 @@ def _policies(df: dict[str, Any], vdu_ids: list[str]) -> list[dict[str, Any]]:
 def _add(nodes: dict[str, Any], name: str, node: dict[str, Any], what: str) -> None:
     """Node template names are the SOL006 ids, which SOL006 scopes per list: refuse a clash."""
     if name in nodes:
-        raise PackagingError(f"VNFD: {what} id {name!r} is also the id of another element; SOL001 needs one name")
+        raise PackagingError(
+            f"VNFD: {what} id {name!r} is also the id of another element; SOL001 needs one name"
+        )
     nodes[name] = node
 
 
@@ -372,7 +373,8 @@ def translate(vnfd: dict[str, Any], artefacts: Artefacts, types_import: str) -> 
 
     nodes: dict[str, Any] = {}
     vnf_artifacts: dict[str, Any] = {
-        f"{name}-charm": {"type": "dpp.artifacts.JujuCharm", "file": path} for name, path in artefacts.charms.items()
+        f"{name}-charm": {"type": "dpp.artifacts.JujuCharm", "file": path}
+        for name, path in artefacts.charms.items()
     }
     vnf_artifacts["mec-appd"] = {"type": "dpp.artifacts.MecAppD", "file": artefacts.appd}
     _add(nodes, VNF_NODE, {"type": type_name, "properties": identity, "artifacts": vnf_artifacts}, "vnf")
@@ -383,12 +385,21 @@ def translate(vnfd: dict[str, Any], artefacts: Artefacts, types_import: str) -> 
 
     for storage_id, storage in storages.items():
         props: dict[str, Any] = {
-            "virtual_block_storage_data": {"size_of_storage": _gb(_require(storage, "size-of-storage", "storage"))}
+            "virtual_block_storage_data": {
+                "size_of_storage": _gb(_require(storage, "size-of-storage", "storage"))
+            }
         }
         if storage.get("sw-image-desc"):
-            image = _ref(images, storage["sw-image-desc"], "sw-image-desc", f"virtual-storage-desc {storage_id!r}")
+            image = _ref(
+                images, storage["sw-image-desc"], "sw-image-desc", f"virtual-storage-desc {storage_id!r}"
+            )
             props["sw_image_data"] = _sw_image(image)
-        _add(nodes, storage_id, {"type": "tosca.nodes.nfv.Vdu.VirtualBlockStorage", "properties": props}, "storage")
+        _add(
+            nodes,
+            storage_id,
+            {"type": "tosca.nodes.nfv.Vdu.VirtualBlockStorage", "properties": props},
+            "storage",
+        )
 
     vdu_ids = []
     for vdu in vnfd.get("vdu", []):
@@ -430,8 +441,11 @@ def translate(vnfd: dict[str, Any], artefacts: Artefacts, types_import: str) -> 
         if "int-cpd" in ext:
             vdu = _ref(vdus, ext["int-cpd"].get("vdu-id", ""), "vdu", holder)
             cpds = {cpd["id"] for cpd in vdu.get("int-cpd", [])}
-            if ext["int-cpd"].get("cpd") not in cpds:
-                raise PackagingError(f"VNFD: {holder} names int-cpd {ext['int-cpd'].get('cpd')!r} of vdu {vdu['id']!r}, not defined")
+            cpd = ext["int-cpd"].get("cpd")
+            if cpd not in cpds:
+                raise PackagingError(
+                    f"VNFD: {holder} names int-cpd {cpd!r} of vdu {vdu['id']!r}, not defined"
+                )
             mappings[ext["id"]] = [ext["int-cpd"]["cpd"], "virtual_link"]
         elif "int-virtual-link-desc" in ext:
             link = ext["int-virtual-link-desc"]

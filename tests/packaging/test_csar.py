@@ -27,7 +27,9 @@ from netapp.packaging.errors import PackagingError
 from netapp.packaging.osm import Sources
 from tests.packaging.helpers import REPO_ROOT, quiet
 
-toscaparser = pytest.importorskip("toscaparser.tosca_template", reason="tosca-parser (the test extra) is not installed")
+toscaparser = pytest.importorskip(
+    "toscaparser.tosca_template", reason="tosca-parser (the test extra) is not installed"
+)
 from toscaparser.common.exception import ValidationError  # noqa: E402
 
 SOL006 = yaml.safe_load((REPO_ROOT / "vnfd/dpp-netapp_vnfd.yaml").read_text())["vnfd"]
@@ -107,7 +109,9 @@ def test_tosca_meta_block_0_names_the_sol004_entries(csar):
 def test_artefacts_are_the_built_charm_and_the_repository_files(csar, charm_archive):
     files = read_zip(csar)
     assert files["Artifacts/charms/dpp-netapp.charm"] == charm_archive.read_bytes()
-    assert files["Artifacts/mec/dpp-netapp_appd.json"] == (REPO_ROOT / "vnfd/dpp-netapp_appd.json").read_bytes()
+    assert (
+        files["Artifacts/mec/dpp-netapp_appd.json"] == (REPO_ROOT / "vnfd/dpp-netapp_appd.json").read_bytes()
+    )
     cloud_init = REPO_ROOT / "vnfd/cloud_init/dpp-netapp-cloud-config.yaml"
     assert files["Artifacts/cloud_init/dpp-netapp-cloud-config.yaml"] == cloud_init.read_bytes()
     assert files["Licenses/LICENSE"] == (REPO_ROOT / "LICENSE").read_bytes()
@@ -133,7 +137,9 @@ def recomputed_problems(path: Path) -> list[str]:
         actual = HASHES[fields["Algorithm"]](files[fields["Source"]]).hexdigest()
         if actual != fields["Hash"]:
             problems.append(f"digest of {fields['Source']}")
-    problems += [f"{name} listed {listed.count(name)} times" for name in set(listed) if listed.count(name) != 1]
+    problems += [
+        f"{name} listed {listed.count(name)} times" for name in set(listed) if listed.count(name) != 1
+    ]
     problems += [f"{name} not listed" for name in files if name != manifest_name and name not in listed]
     return problems
 
@@ -157,7 +163,8 @@ def test_manifest_metadata_is_the_vnfds(csar):
 
 
 @pytest.mark.parametrize(
-    "entry", ["Artifacts/charms/dpp-netapp.charm", "Definitions/dpp-netapp_vnfd.yaml", "TOSCA-Metadata/TOSCA.meta"]
+    "entry",
+    ["Artifacts/charms/dpp-netapp.charm", "Definitions/dpp-netapp_vnfd.yaml", "TOSCA-Metadata/TOSCA.meta"],
 )
 def test_given_an_altered_file_then_its_digest_no_longer_matches(csar, tmp_path, entry):
     original = read_zip(csar)[entry]
@@ -220,7 +227,11 @@ def test_tosca_parser_accepts_the_csar_offline(csar, offline):
     [
         ("num_virtual_cpu: 8", "num_virtual_cpu: 0", "num_virtual_cpu must be greater than 0"),
         ("vnic_type: virtio", "vnic_type: bogus", "vnic_type outside SOL001's valid values"),
-        ("file: ../Artifacts/mec/dpp-netapp_appd.json", "file: ../Artifacts/mec/gone.json", "artefact missing"),
+        (
+            "file: ../Artifacts/mec/dpp-netapp_appd.json",
+            "file: ../Artifacts/mec/gone.json",
+            "artefact missing",
+        ),
         ("virtual_binding: dpp-netapp", "virtual_binding: no-such-vdu", "a requirement on no node"),
         ("- sol001_subset_types.yaml", "- no_such_types.yaml", "the SOL001 types not found"),
     ],
@@ -229,7 +240,9 @@ def test_tosca_parser_refuses_a_broken_vnfd(csar, offline, tmp_path, old, new, r
     """The parser really checks what the VNFD says against the types: each break is refused."""
     vnfd = read_zip(csar)["Definitions/dpp-netapp_vnfd.yaml"].decode()
     assert old in vnfd
-    broken = rewrite_zip(csar, tmp_path / "broken.csar", {"Definitions/dpp-netapp_vnfd.yaml": vnfd.replace(old, new).encode()})
+    broken = rewrite_zip(
+        csar, tmp_path / "broken.csar", {"Definitions/dpp-netapp_vnfd.yaml": vnfd.replace(old, new).encode()}
+    )
     with pytest.raises(ValidationError):
         parse(broken)
 
@@ -251,10 +264,18 @@ def node(template, name):
 
 def test_the_vnf_node_carries_the_sol006_identity(template):
     vnf = node(template, "VNF")
-    assert {name: vnf.get_property_value(name) for name in (
-        "descriptor_id", "provider", "product_name", "software_version", "descriptor_version",
-        "product_info_name", "flavour_id",
-    )} == {
+    assert {
+        name: vnf.get_property_value(name)
+        for name in (
+            "descriptor_id",
+            "provider",
+            "product_name",
+            "software_version",
+            "descriptor_version",
+            "product_info_name",
+            "flavour_id",
+        )
+    } == {
         "descriptor_id": SOL006["id"],
         "provider": SOL006["provider"],
         "product_name": SOL006["product-name"],
@@ -274,9 +295,14 @@ def test_the_vdu_has_the_sol006_compute_storage_and_image(template):
     compute = vdu.get_capability("virtual_compute").get_property_value
     assert compute("virtual_cpu")["num_virtual_cpu"] == compute_desc["virtual-cpu"]["num-virtual-cpu"]
     assert compute("virtual_cpu")["virtual_cpu_pinning"] == {"virtual_cpu_pinning_policy": "static"}
-    assert compute("virtual_memory")["virtual_mem_size"] == f"{int(compute_desc['virtual-memory']['size'])} GB"
+    assert (
+        compute("virtual_memory")["virtual_mem_size"] == f"{int(compute_desc['virtual-memory']['size'])} GB"
+    )
     assert compute("virtual_memory")["vdu_mem_requirements"]["mempage-size"] == "LARGE"
-    assert vdu.get_property_value("vdu_profile") == {"min_number_of_instances": 1, "max_number_of_instances": 4}
+    assert vdu.get_property_value("vdu_profile") == {
+        "min_number_of_instances": 1,
+        "max_number_of_instances": 4,
+    }
     assert vdu.get_property_value("sw_image_data")["checksum"] == image["checksum"]
     assert vdu.get_property_value("boot_data") == "../Artifacts/cloud_init/dpp-netapp-cloud-config.yaml"
     assert [next(iter(r.values())) for r in vdu.requirements] == [storage_desc["id"]]
@@ -312,7 +338,9 @@ def test_scaling_and_instantiation_levels_are_the_flavours(template):
     aspects = policies["tosca.policies.nfv.ScalingAspects"].properties["aspects"]
     assert aspects[aspect["id"]]["max_scale_level"] == aspect["max-scale-level"]
     deltas = policies["tosca.policies.nfv.VduScalingAspectDeltas"]
-    assert deltas.targets == ["dpp-netapp"] and deltas.properties["deltas"] == {"one-more-netapp": {"number_of_instances": 1}}
+    assert deltas.targets == ["dpp-netapp"] and deltas.properties["deltas"] == {
+        "one-more-netapp": {"number_of_instances": 1}
+    }
     levels = policies["tosca.policies.nfv.InstantiationLevels"].properties
     assert levels["default_level"] == df["default-instantiation-level"]
     assert set(levels["levels"]) == {level["id"] for level in df["instantiation-level"]}
@@ -330,20 +358,33 @@ def repo_copy(tmp_path: Path) -> Path:
     return copy
 
 
-def test_internal_virtual_links_and_a_re_exposed_link_translate_and_parse(repo_copy, charm_archive, offline, tmp_path):
+def test_internal_virtual_links_and_a_re_exposed_link_translate_and_parse(
+    repo_copy, charm_archive, offline, tmp_path
+):
     path = repo_copy / "vnfd/dpp-netapp_vnfd.yaml"
     document = yaml.safe_load(path.read_text())
     vnfd = document["vnfd"]
     vnfd["int-virtual-link-desc"] = [
-        {"id": "internal", "description": "VM to VM", "connectivity-type": {"layer-protocol": ["ipv4"], "flow-pattern": "mesh"}}
+        {
+            "id": "internal",
+            "description": "VM to VM",
+            "connectivity-type": {"layer-protocol": ["ipv4"], "flow-pattern": "mesh"},
+        }
     ]
-    vnfd["vdu"][0]["int-cpd"].append({"id": "int", "layer-protocol": ["ipv4"], "int-virtual-link-desc": "internal"})
-    vnfd["ext-cpd"].append({"id": "vnf-internal-ext", "int-virtual-link-desc": "internal", "layer-protocol": ["ipv4"]})
+    vnfd["vdu"][0]["int-cpd"].append(
+        {"id": "int", "layer-protocol": ["ipv4"], "int-virtual-link-desc": "internal"}
+    )
+    vnfd["ext-cpd"].append(
+        {"id": "vnf-internal-ext", "int-virtual-link-desc": "internal", "layer-protocol": ["ipv4"]}
+    )
     path.write_text(yaml.safe_dump(document, sort_keys=False))
     out = build_csar(Sources(repo_copy), {"dpp-netapp": charm_archive}, tmp_path / "out", log=quiet)
     template = parse(out)
     assert node(template, "internal").type == "tosca.nodes.nfv.VnfVirtualLink"
-    assert node(template, "int").requirements == [{"virtual_binding": "dpp-netapp"}, {"virtual_link": "internal"}]
+    assert node(template, "int").requirements == [
+        {"virtual_binding": "dpp-netapp"},
+        {"virtual_link": "internal"},
+    ]
     assert node(template, "vnf-internal-ext").requirements == [{"internal_virtual_link": "internal"}]
     mappings = template.topology_template.substitution_mappings.requirements
     assert mappings["vnf-internal-ext"] == ["vnf-internal-ext", "external_virtual_link"]
@@ -354,7 +395,9 @@ def test_given_an_ext_cpd_on_an_undefined_int_cpd_then_the_build_names_it(repo_c
     document = yaml.safe_load(path.read_text())
     document["vnfd"]["ext-cpd"][1]["int-cpd"]["cpd"] = "n9"
     path.write_text(yaml.safe_dump(document, sort_keys=False))
-    with pytest.raises(PackagingError, match="ext-cpd 'vnf-n3-ext' names int-cpd 'n9' of vdu 'dpp-netapp', not defined"):
+    with pytest.raises(
+        PackagingError, match="ext-cpd 'vnf-n3-ext' names int-cpd 'n9' of vdu 'dpp-netapp', not defined"
+    ):
         build_csar(Sources(repo_copy), {"dpp-netapp": charm_archive}, tmp_path / "out", log=quiet)
     assert not (tmp_path / "out" / "dpp-netapp.csar").exists()
 
