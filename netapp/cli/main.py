@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from netapp import __version__
-from netapp.cli import ai, dataplane, demo, intents, serve, slices, status, tenants, tokens
+from netapp.cli import ai, dashboards, dataplane, demo, intents, serve, slices, status, tenants, tokens
 
 app = typer.Typer(
     name="netapp",
@@ -19,6 +19,7 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 app.add_typer(ai.app, name="ai")
+app.add_typer(dashboards.app, name="dashboards")
 app.add_typer(dataplane.app, name="dataplane")
 app.command(name="demo")(demo.demo)
 app.command(name="serve")(serve.serve)

@@ -39,6 +39,7 @@ from typing import Any
 
 import yaml
 
+from netapp.dashboards import GRAFANA_DASHBOARD
 from netapp.packaging.archive import build_epoch, extract_zip, tree_files, write_tar_gz
 from netapp.packaging.errors import PackagingError
 from netapp.packaging.image import ImageFacts, stamp_image
@@ -49,6 +50,7 @@ NAME = "dpp-netapp"
 CHECKSUMS_FILE = "checksums.txt"
 DESCRIPTOR_SUFFIXES = (".yaml", ".yml", ".json")
 APPD_FOLDER = "mec"
+GRAFANA_FOLDER = "grafana"
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,7 @@ class Sources:
 
     root: Path
     name: str = NAME
+    dashboard: Path = GRAFANA_DASHBOARD  # shipped in the Python package, built from netapp.dashboards
 
     @property
     def vnfd(self) -> Path:
@@ -247,6 +250,7 @@ def stage_vnf_package(
         if path.is_file() and not path.name.startswith("."):
             _copy(path, package / "cloud_init" / path.name)
     _copy(src.appd, package / APPD_FOLDER / src.appd.name)
+    _copy(src.dashboard, package / GRAFANA_FOLDER / src.dashboard.name)
     for charm in juju_charms(vnfd):
         if charm not in charms:
             raise PackagingError(f"{src.rel(src.vnfd)} names charm '{charm}', but no {charm}.charm was built")
