@@ -4,7 +4,7 @@ No OpenStack runs here. The responses are the documents in recordings/ (written 
 references' examples, not captured from a live cloud): identity.json holds the token, catalog and
 version documents, a scenario file (met.json, unmet.json) the servers, flavors, images, networks
 and ports. Writes change the scenario's documents as the services would, with their refusals
-(Glance: JSON-patch only, string properties; Neutron: no port security off while security groups
+(Glance: JSON-patch only, string properties, owners only; Neutron: no port security off while security groups
 remain), so a second run sees the first one's changes. Every request is recorded for the tests.
 """
 
@@ -180,6 +180,8 @@ class FakeCloud:
         image = self.find("images", "id", key)
         if image is None:
             return 404, {}, {"message": f"No image found with ID {key}"}
+        if image["owner"] != self.identity["project"]["id"]:  # Glance's default policy: owners modify
+            return 403, {}, {"message": "You are not authorized to complete modify_image action."}
         if request.body is None or not isinstance(request.body, list):
             return 415, {}, {"message": "Unsupported Content-Type: a JSON patch is required"}
         for op in request.body:
