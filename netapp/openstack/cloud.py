@@ -40,6 +40,9 @@ def connect(cloud: Optional[str] = None, clouds_file: Optional[Path] = None) -> 
         region = config.get_one(cloud=cloud)
     except exceptions.ConfigException as exc:
         raise OpenStackError(f"cloud {cloud or '(none named)'}: {_first_line(exc)}") from None
+    except errors() as exc:  # keystoneauth's: the auth options are incomplete
+        hint = "" if cloud else ": name a cloud of clouds.yaml (--cloud, OS_CLOUD) or source an openrc (OS_AUTH_URL, ...)"
+        raise OpenStackError(f"cloud {cloud or '(none named)'}: {_first_line(exc)}{hint}") from None
     connection = openstack.connection.Connection(config=region)
     auth_url = region.config.get("auth", {}).get("auth_url") or "(no auth_url)"
     try:

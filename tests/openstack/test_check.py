@@ -8,10 +8,13 @@ captured from a live cloud). The tests check the report's text, the exit code an
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import pytest
+from typer.testing import CliRunner
 
+from netapp.cli.main import app
 from tests.openstack.conftest import SERVER_ARGS
 
 FIXES = {
@@ -216,9 +219,6 @@ def test_given_an_unknown_server_then_it_says_so_and_exits_3(cloud, netapp):
 
 
 def test_given_a_cloud_not_in_clouds_yaml_then_it_says_so(cloud, netapp, tmp_path):
-    from netapp.cli.main import app
-    from typer.testing import CliRunner
-
     clouds = cloud.clouds_yaml(tmp_path / "other.yaml")
     result = CliRunner().invoke(app, ["openstack", "check", *SERVER_ARGS, "--cloud", "nowhere", "--clouds-file", str(clouds)])
 
@@ -263,3 +263,17 @@ def test_given_no_openstacksdk_then_it_says_how_to_install_it(cloud, netapp, mon
         3,
         "netapp: openstacksdk is not installed (pip install 'dpp-netapp[openstack]')\n",
     )
+
+
+def test_given_no_cloud_and_no_openrc_then_it_says_where_credentials_come_from(cloud, tmp_path, monkeypatch):
+    for name in [name for name in os.environ if name.startswith("OS_")]:
+        monkeypatch.delenv(name)
+    empty = tmp_path / "clouds.yaml"
+    empty.write_text("clouds: {}\n")
+
+    result = CliRunner().invoke(app, ["openstack", "check", *SERVER_ARGS, "--clouds-file", str(empty)])
+
+    assert result.exit_code == 3
+    assert result.stderr.startswith("netapp: cloud (none named): ")
+    assert result.stderr.endswith(": name a cloud of clouds.yaml (--cloud, OS_CLOUD) or source an openrc (OS_AUTH_URL, ...)\n")
+    assert cloud.requests == []
