@@ -10,14 +10,13 @@ from typer.testing import CliRunner, Result
 
 from tests.openstack.fake_cloud import FakeCloud
 
-pytest.importorskip("openstack", reason="openstacksdk is not installed (pip install -e '.[test]')")
-
 SERVER_ARGS = ("--server", "dpp-netapp-1", "--mgmt-network", "mgmt")
 
 
 @pytest.fixture
 def cloud(request: pytest.FixtureRequest) -> Iterator[FakeCloud]:
     """The scenario a test names with @pytest.mark.parametrize("cloud", [...], indirect=True); "met" else."""
+    pytest.importorskip("openstack", reason="openstacksdk is not installed (pip install -e '.[test]')")
     with FakeCloud(getattr(request, "param", "met")) as fake:
         yield fake
     assert not fake.unknown, f"requests no recorded service answers: {fake.unknown}"
