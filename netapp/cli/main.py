@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from netapp import __version__
-from netapp.cli import ai, dashboards, dataplane, demo, intents, serve, slices, status, tenants, tokens
+from netapp.cli import ai, dashboards, dataplane, demo, intents, openstack, serve, slices, status, tenants, tokens
 
 app = typer.Typer(
     name="netapp",
@@ -25,6 +25,7 @@ app.command(name="demo")(demo.demo)
 app.command(name="serve")(serve.serve)
 app.add_typer(tokens.app, name="tokens")
 app.add_typer(intents.app, name="intents")
+app.add_typer(openstack.app, name="openstack")
 app.add_typer(slices.app, name="slices")
 app.add_typer(tenants.app, name="tenants")
 app.command(name="status")(status.status)
