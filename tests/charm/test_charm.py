@@ -251,8 +251,17 @@ def test_given_running_when_stop_then_service_stopped(ctx, netapp):
 
 
 def test_given_running_when_remove_then_service_removed(ctx, netapp):
-    ctx.run(ctx.on.remove(), testing.State())
+    out = ctx.run(ctx.on.remove(), testing.State())
     assert netapp.steps == ["remove"]
+    assert out.unit_status == testing.MaintenanceStatus("NetApp not installed")
+
+
+def test_given_unload_fails_when_remove_then_hook_fails_so_juju_retries_it(ctx, netapp, caplog):
+    netapp.remove_error = WorkloadError("/opt/dpp-netapp/bin/netapp dataplane unload failed (1): EPERM")
+    with pytest.raises(testing.errors.UncaughtCharmError) as failed:
+        ctx.run(ctx.on.remove(), testing.State())
+    assert isinstance(failed.value.__cause__, WorkloadError)
+    assert "remove failed: /opt/dpp-netapp/bin/netapp dataplane unload failed" in caplog.text
 
 
 # --- alternatives relation ---------------------------------------------------------------------

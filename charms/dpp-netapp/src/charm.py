@@ -361,7 +361,14 @@ class DppNetappCharm(ops.CharmBase):
         self.workload.stop()
 
     def _on_remove(self, event: ops.RemoveEvent) -> None:
-        self.workload.remove()
+        """Detach and unload the data plane, then remove what install made. A failure fails the
+        hook, so Juju runs it again rather than leave XDP programs on the interfaces."""
+        self.unit.status = ops.MaintenanceStatus("removing the NetApp")
+        try:
+            self.workload.remove()
+        except WorkloadError as exc:
+            logger.error("remove failed: %s", exc)
+            raise
 
     def _on_collect_status(self, event: ops.CollectStatusEvent) -> None:
         config = self._load()
