@@ -164,6 +164,8 @@ class DppNetappCharm(ops.CharmBase):
         self.workload = NetApp()
         self._stored.set_default(alt_group="", installed_source="", applied_api="", workload_error="", alt_error="")
         self._config_error: Optional[str] = None
+        self._config: Optional[CharmConfig] = None
+        self._loaded = False
         framework.observe(self.on.install, self._on_install)
         framework.observe(self.on.upgrade_charm, self._on_install)
         framework.observe(self.on.config_changed, self._reconcile)
@@ -183,6 +185,13 @@ class DppNetappCharm(ops.CharmBase):
             framework.observe(self.on[name].action, self._on_action)
 
     def _load(self) -> Optional[CharmConfig]:
+        """The config, read once per hook (its secrets with it); None when invalid (see
+        _config_error)."""
+        if not self._loaded:
+            self._config, self._loaded = self._read_config(), True
+        return self._config
+
+    def _read_config(self) -> Optional[CharmConfig]:
         """The config, metrics-host filled in from the Juju network model when left empty."""
         try:
             config = self._with_secrets(self.load_config(CharmConfig))
