@@ -13,7 +13,9 @@ import typer
 
 
 from netapp.cli.errors import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_FAILED, fail, note, warn
-from netapp.dataplane.binding import DataplaneError, LibraryNotFoundError, possible_cpus
+from netapp.cli.serve import load_cli_settings
+from netapp.core.config import CONFIG_ENV
+from netapp.dataplane.binding import PIN_ROOT, DataplaneError, LibraryNotFoundError, possible_cpus
 from netapp.dataplane.facade import Dataplane, PacketOutcome, host_interfaces
 from netapp.intents.compiler import CompiledDocument, compile_document
 from netapp.intents.errors import IntentError
@@ -67,7 +69,7 @@ def replay(
     packets = _read_packets(pcap)
     _require_root()
     records, outcomes = [], []
-    with _open_dataplane() as dataplane:
+    with _open_dataplane(None, trace=True) as dataplane:
         # What replay assumes is said only now, so that a failure before it stays one line.
         ingress_ifindex = _ingress_ifindex(chosen_ifindex, interfaces, compiled, intents)
         compiled = _cpu_set(compiled, intents)
@@ -83,6 +85,35 @@ def replay(
         _write_frames(out, outcomes)
     if not json_lines:
         _print_table(records)
+
+
+@app.command()
+def unload(
+    config: Annotated[
+        Optional[Path],
+        typer.Option("--config", help=f"Settings file (YAML) of the NetApp; default: ${CONFIG_ENV}.", dir_okay=False),
+    ] = None,
+) -> None:
+    """Detach the settings' instance from every interface and remove its pins (program, maps, links).
+
+    `netapp serve` leaves its instance pinned when it stops, so that traffic keeps flowing; this
+    ends that, e.g. before the NetApp is uninstalled. Stop the service first: a running one keeps
+    its handles. An instance that is not pinned is nothing to unload (exit 0).
+    """
+    instance = load_cli_settings(config).instance
+    pins = Path(PIN_ROOT) / instance
+    if not pins.exists():
+        typer.echo(f"instance '{instance}' is not loaded ({pins} does not exist): nothing to unload")
+        return
+    if os.geteuid() != 0:
+        fail(f"unload needs root (the pins under {PIN_ROOT})", EXIT_ENVIRONMENT)
+    with _open_dataplane(instance) as dataplane:
+        try:
+            attached = len(dataplane.attached())
+            dataplane.unpin()
+        except DataplaneError as exc:
+            fail(f"unload instance '{instance}': {exc}", EXIT_FAILED)
+    typer.echo(f"instance '{instance}' unloaded: detached from {attached} interface(s), pins removed")
 
 
 def _compile_intents(path: Path, interfaces: dict[str, int]) -> CompiledDocument:
@@ -170,9 +201,10 @@ def _require_root() -> None:
         fail("replay needs root (BPF_PROG_TEST_RUN)", EXIT_ENVIRONMENT)
 
 
-def _open_dataplane() -> Dataplane:
+def _open_dataplane(instance: Optional[str], trace: bool = False) -> Dataplane:
+    """The pinned `instance` (reopened), or an anonymous one for None."""
     try:
-        return Dataplane.open(trace=True)
+        return Dataplane.open(instance, trace=trace)
     except LibraryNotFoundError as exc:
         fail(str(exc), EXIT_ENVIRONMENT)
     except DataplaneError as exc:

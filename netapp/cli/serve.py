@@ -35,7 +35,7 @@ def serve(
     log_level: Annotated[str, typer.Option("--log-level", help="debug, info, warning or error.")] = "info",
 ) -> None:
     """Serve the REST API (TLS when tls_cert and tls_key are set); SIGTERM stops it gracefully."""
-    settings = _settings(config, host, port)
+    settings = load_cli_settings(config, host, port)
     logging.basicConfig(level=log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
     service = _service(settings)
     telemetry = _telemetry(settings, service)
@@ -49,7 +49,8 @@ def serve(
         _close(service)
 
 
-def _settings(config: Optional[Path], host: Optional[str], port: Optional[int]) -> Settings:
+def load_cli_settings(config: Optional[Path], host: Optional[str] = None, port: Optional[int] = None) -> Settings:
+    """The settings of `--config` (else $NETAPP_CONFIG) and the environment; a bad file is one line, exit 2."""
     if config is not None:
         if not config.is_file():
             fail(f"--config {config}: no such file", EXIT_BAD_INPUT)

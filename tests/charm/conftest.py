@@ -102,6 +102,7 @@ class FakeNetApp:
         self.changed = False
         self.install_error: Exception | None = None
         self.configure_error: Exception | None = None
+        self.remove_error: Exception | None = None
         self.api = FakeClient()
         self.addresses: dict[str, InterfaceAddress] = {}
 
@@ -134,7 +135,10 @@ class FakeNetApp:
 
     def remove(self) -> None:
         self.steps.append("remove")
+        if self.remove_error:
+            raise self.remove_error
         self.running = False
+        self.installed = False
 
     def is_running(self) -> bool:
         return self.running
@@ -157,8 +161,8 @@ def netapp(monkeypatch: pytest.MonkeyPatch) -> FakeNetApp:
     return fake
 
 
-@pytest.fixture
-def ctx(netapp: FakeNetApp):
+def charm_context():
+    """An ops.testing Context of the charm as charmcraft.yaml declares it."""
     import charm
     from ops import testing
 
@@ -171,3 +175,8 @@ def ctx(netapp: FakeNetApp):
         actions=CHARMCRAFT["actions"],
         charm_root=CHARM_DIR,
     )
+
+
+@pytest.fixture
+def ctx(netapp: FakeNetApp):
+    return charm_context()

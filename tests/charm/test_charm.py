@@ -15,6 +15,9 @@ INTENT = {
     "action": {"type": "steer", "cpu": 1},
 }
 SLICE = {"id": "embb", "snssai": {"sst": 1}, "priority_level": 10, "members": {"vnis": [1093]}}
+# The secrets the secret options name (`juju add-secret`, granted to the application).
+TOKEN = testing.Secret({"token": "user:password"})
+TLS_KEY = testing.Secret({"key": "KEY"})
 
 
 # --- lifecycle events --------------------------------------------------------------------------
@@ -102,12 +105,13 @@ def test_given_good_config_when_config_changed_then_settings_written_and_restart
         "cpus": "2-4,7",
         "max-rules": 1024,
         "influxdb-url": "http://influx:8086",
-        "influxdb-token": "t",
+        "influxdb-token": TOKEN.id,
         "influxdb-bucket": "dpp",
         "telemetry-interval": 5.0,
     }
-    out = ctx.run(ctx.on.config_changed(), testing.State(config=config))
+    out = ctx.run(ctx.on.config_changed(), testing.State(config=config, secrets={TOKEN}))
     written = netapp.configs[-1]
+    assert written.influxdb_token == "user:password"
     assert written.interfaces == ["ens4", "ens5"] and written.xdp_mode == "generic"
     assert written.cpus == [2, 3, 4, 7] and written.max_rules == 1024 and written.telemetry_interval == 5.0
     assert netapp.steps == ["configure", "restart"]
@@ -121,8 +125,9 @@ def test_given_unchanged_config_and_running_when_config_changed_then_no_restart(
 
 
 def test_given_public_api_with_tls_when_config_changed_then_port_opened(ctx, netapp):
-    config = {"api-host": "0.0.0.0", "api-port": 8443, "tls-cert": "CERT", "tls-key": "KEY"}
-    out = ctx.run(ctx.on.config_changed(), testing.State(config=config))
+    config = {"api-host": "0.0.0.0", "api-port": 8443, "tls-cert": "CERT", "tls-key": TLS_KEY.id}
+    out = ctx.run(ctx.on.config_changed(), testing.State(config=config, secrets={TLS_KEY}))
+    assert netapp.configs[-1].tls_key == "KEY"
     assert out.opened_ports == frozenset({testing.TCPPort(8443), testing.TCPPort(9464)})
     assert out.unit_status == testing.ActiveStatus()
 
@@ -181,7 +186,7 @@ def test_given_no_management_address_when_config_changed_then_listener_off_and_b
         ({"telemetry-interval": 0.0}, "telemetry-interval"),
         ({"tls-cert": "CERT"}, "tls-key"),
         ({"api-host": "10.0.0.5"}, "tls-cert"),
-        ({"influxdb-url": "influx:8086", "influxdb-token": "t", "influxdb-bucket": "b"}, "influxdb-url"),
+        ({"influxdb-url": "influx:8086", "influxdb-token": TOKEN.id, "influxdb-bucket": "b"}, "influxdb-url"),
         ({"influxdb-url": "http://influx:8086"}, "influxdb-token"),
         ({"metrics-host": "metrics.example"}, "metrics-host"),
         ({"metrics-port": 65536}, "metrics-port"),
@@ -194,10 +199,91 @@ def test_given_no_management_address_when_config_changed_then_listener_off_and_b
 def test_given_bad_config_when_config_changed_then_blocked_naming_option_and_nothing_written(
     ctx, netapp, config, option
 ):
-    out = ctx.run(ctx.on.config_changed(), testing.State(config=config))
+    out = ctx.run(ctx.on.config_changed(), testing.State(config=config, secrets={TOKEN}))
     assert isinstance(out.unit_status, testing.BlockedStatus)
     assert option in out.unit_status.message
     assert netapp.steps == []
+
+
+# --- secret options ------------------------------------------------------------------------------
+
+INFLUX = {"influxdb-url": "http://influx:8086", "influxdb-token": TOKEN.id, "influxdb-bucket": "dpp"}
+
+
+def test_given_granted_secrets_when_config_changed_then_their_content_is_written(ctx, netapp):
+    config = {**INFLUX, "api-host": "0.0.0.0", "tls-cert": "CERT", "tls-key": TLS_KEY.id}
+    out = ctx.run(ctx.on.config_changed(), testing.State(config=config, secrets={TOKEN, TLS_KEY}))
+    written = netapp.configs[-1]
+    assert (written.influxdb_token, written.tls_key) == ("user:password", "KEY")
+    assert out.unit_status == testing.ActiveStatus()
+
+
+def test_given_a_secret_that_does_not_exist_when_config_changed_then_blocked_naming_the_option(ctx, netapp):
+    out = ctx.run(ctx.on.config_changed(), testing.State(config=INFLUX))
+    assert out.unit_status == testing.BlockedStatus(
+        f"invalid config: influxdb-token: no secret {TOKEN.id} visible here; create it and "
+        "juju grant-secret <name> dpp-netapp"
+    )
+    assert netapp.steps == []
+
+
+def test_given_a_secret_not_granted_when_config_changed_then_blocked_saying_to_grant_it(
+    ctx, netapp, monkeypatch
+):
+    """ops.testing does not model grants: the refusal Juju's secret-get gives an application the
+    secret is not granted to (ops raises it as a ModelError) is played by the mocked backend."""
+    from ops.model import ModelError
+    from scenario.mocking import _MockModelBackend
+
+    def refuse(self, **kwargs):
+        raise ModelError("ERROR permission denied\n")
+
+    monkeypatch.setattr(_MockModelBackend, "secret_get", refuse)
+    config = {"tls-cert": "CERT", "tls-key": TLS_KEY.id}
+    out = ctx.run(ctx.on.config_changed(), testing.State(config=config, secrets={TLS_KEY}))
+    assert out.unit_status == testing.BlockedStatus(
+        f"invalid config: tls-key: cannot read secret {TLS_KEY.id} (permission denied); "
+        "juju grant-secret <name> dpp-netapp"
+    )
+    assert netapp.steps == []
+
+
+@pytest.mark.parametrize(
+    "option, content, held",
+    [("influxdb-token", {"password": "x"}, "password"), ("tls-key", {"tls-key": "K", "cert": "C"}, "cert, tls-key")],
+)
+def test_given_a_secret_without_the_expected_key_when_config_changed_then_blocked_naming_key_and_option(
+    ctx, netapp, option, content, held
+):
+    secret = testing.Secret(content)
+    config = {**INFLUX, "tls-cert": "CERT", "tls-key": TLS_KEY.id, option: secret.id}
+    out = ctx.run(ctx.on.config_changed(), testing.State(config=config, secrets={TOKEN, TLS_KEY, secret}))
+    key = {"influxdb-token": "token", "tls-key": "key"}[option]
+    assert out.unit_status == testing.BlockedStatus(
+        f"invalid config: {option}: secret {secret.id} has no {key!r} key (it holds {held})"
+    )
+    assert netapp.steps == []
+
+
+def test_given_a_new_revision_when_secret_changed_then_reconfigured_with_it_and_restarted(ctx, netapp):
+    rotated = testing.Secret({"token": "user:old"}, latest_content={"token": "user:new"})
+    state = testing.State(config={**INFLUX, "influxdb-token": rotated.id}, secrets={rotated})
+    netapp.changed = True  # the settings file changes with the token
+    out = ctx.run(ctx.on.secret_changed(rotated), state)
+    assert netapp.configs[-1].influxdb_token == "user:new"
+    assert netapp.steps == ["configure", "restart"]
+    assert out.get_secret(id=rotated.id).tracked_content == {"token": "user:new"}
+    assert out.unit_status == testing.ActiveStatus()
+
+
+def test_given_secret_gone_after_a_good_config_when_read_only_action_then_runs_and_others_fail(ctx, netapp):
+    good = ctx.run(ctx.on.config_changed(), testing.State(config=INFLUX, secrets={TOKEN}))
+    gone = ctx.run(ctx.on.update_status(), dataclasses.replace(good, secrets=set()))
+    assert isinstance(gone.unit_status, testing.BlockedStatus) and "influxdb-token" in gone.unit_status.message
+    ctx.run(ctx.on.action("get-stats"), gone)
+    assert netapp.api.calls[-1][0] == "stats"
+    with pytest.raises(testing.ActionFailed, match="invalid config: influxdb-token: no secret"):
+        ctx.run(ctx.on.action("add-intent", params={"intent": json.dumps(INTENT)}), gone)
 
 
 def test_given_configure_fails_when_config_changed_then_blocked(ctx, netapp):
@@ -251,8 +337,17 @@ def test_given_running_when_stop_then_service_stopped(ctx, netapp):
 
 
 def test_given_running_when_remove_then_service_removed(ctx, netapp):
-    ctx.run(ctx.on.remove(), testing.State())
+    out = ctx.run(ctx.on.remove(), testing.State())
     assert netapp.steps == ["remove"]
+    assert out.unit_status == testing.MaintenanceStatus("NetApp not installed")
+
+
+def test_given_unload_fails_when_remove_then_hook_fails_so_juju_retries_it(ctx, netapp, caplog):
+    netapp.remove_error = WorkloadError("/opt/dpp-netapp/bin/netapp dataplane unload failed (1): EPERM")
+    with pytest.raises(testing.errors.UncaughtCharmError) as failed:
+        ctx.run(ctx.on.remove(), testing.State())
+    assert isinstance(failed.value.__cause__, WorkloadError)
+    assert "remove failed: /opt/dpp-netapp/bin/netapp dataplane unload failed" in caplog.text
 
 
 # --- alternatives relation ---------------------------------------------------------------------

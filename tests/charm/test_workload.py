@@ -16,6 +16,7 @@ from netapp_workload import (
     InterfaceAddress,
     NetApp,
     NetAppClient,
+    Paths,
     WorkloadError,
 )
 
@@ -203,6 +204,58 @@ def test_given_service_when_restart_stop_remove_then_systemctl(workload, command
     assert ["systemctl", "restart", "dpp-netapp"] in commands.argv
     assert ["systemctl", "disable", "--now", "dpp-netapp"] in commands.argv
     assert not workload.paths.unit.exists()
+
+
+def _installed(workload: NetApp) -> None:
+    """The `netapp` command in place, as install leaves it."""
+    workload.paths.netapp_bin.parent.mkdir(parents=True)
+    workload.paths.netapp_bin.write_text("#!/bin/sh\n")
+
+
+def test_given_installed_and_configured_when_remove_then_stopped_unloaded_and_then_files_removed(
+    tmp_path, commands
+):
+    settings_at_unload = []  # whether the settings file was there at each command
+
+    def run(argv, **kwargs):
+        settings_at_unload.append(Paths(tmp_path).settings.exists())
+        return commands(argv, **kwargs)
+
+    workload = NetApp(root=tmp_path, run=run)
+    workload.configure(CharmConfig(interfaces="ens4"))
+    _installed(workload)
+    commands.argv.clear()
+    settings_at_unload.clear()
+
+    workload.remove()
+
+    assert commands.argv == [
+        ["systemctl", "disable", "--now", "dpp-netapp"],
+        [str(workload.paths.netapp_bin), "dataplane", "unload", "--config", str(workload.paths.settings)],
+        ["systemctl", "daemon-reload"],
+    ]
+    assert settings_at_unload == [True, True, True]  # nothing was removed before the unload ran
+    for gone in (workload.paths.unit, workload.paths.etc, workload.paths.venv):
+        assert not gone.exists(), gone
+    assert workload.paths.state_dir.is_dir()  # the store stays, as a package's data does
+
+
+def test_given_unload_fails_when_remove_then_workload_error_and_everything_kept_for_the_retry(tmp_path):
+    commands = Commands(fail="dataplane unload")
+    workload = NetApp(root=tmp_path, run=commands)
+    workload.configure(CharmConfig())
+    _installed(workload)
+
+    with pytest.raises(WorkloadError, match="dataplane unload failed"):
+        workload.remove()
+
+    for kept in (workload.paths.unit, workload.paths.settings, workload.paths.netapp_bin):
+        assert kept.exists(), kept
+
+
+def test_given_never_installed_when_remove_then_no_unload_and_no_failure(workload, commands):
+    workload.remove()
+    assert [argv[0] for argv in commands.argv] == ["systemctl", "systemctl"]
 
 
 def test_given_no_token_when_client_then_api_error(workload):

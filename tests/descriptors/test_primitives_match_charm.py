@@ -18,6 +18,7 @@ TYPES = {
     "boolean": "BOOLEAN",
     "number": "STRING",
     "float": "STRING",
+    "secret": "STRING",  # a secret option's value is the secret's URI
 }
 
 

@@ -26,8 +26,8 @@ TOOLS = (
     "action-fail", "action-get", "action-log", "action-set", "application-version-set",
     "close-port", "config-get", "goal-state", "is-leader", "juju-log", "leader-get", "leader-set",
     "network-get", "open-port", "opened-ports", "relation-get", "relation-ids", "relation-list",
-    "relation-set", "state-delete", "state-get", "state-set", "status-get", "status-set",
-    "storage-list", "unit-get",
+    "relation-set", "secret-get", "state-delete", "state-get", "state-set", "status-get",
+    "status-set", "storage-list", "unit-get",
 )  # fmt: skip
 
 # Answers of the tools that print something (ops always asks for --format=json).
@@ -67,7 +67,12 @@ answers = {{
         "ingress-addresses": ["192.0.2.10"],
     }},
 }}
-if tool in answers:
+if tool == "secret-get":  # state["secrets"]: URI -> content, or the error Juju prints
+    found = state.get("secrets", {{}}).get(keys[0], 'ERROR secret "%s" not found' % keys[0])
+    if isinstance(found, str):
+        sys.exit(print(found, file=sys.stderr) or 1)
+    print(json.dumps(found))
+elif tool in answers:
     print(json.dumps(answers[tool]()))
 """
 
@@ -117,7 +122,7 @@ class FakeJuju:
             path.chmod(0o755)
 
     def set_state(self, **changes: Any) -> None:
-        """Change what the tools answer (``config``, ``params``, ``leader``)."""
+        """Change what the tools answer (``config``, ``params``, ``leader``, ``secrets``)."""
         state = json.loads(self.state_file.read_text()) if self.state_file.exists() else {}
         state.update(changes)
         self.state_file.write_text(json.dumps(state))

@@ -96,3 +96,28 @@ def test_given_an_invalid_option_when_an_action_runs_then_action_fail_names_the_
     ((separator, message),) = juju.calls("action-fail")
     assert separator == "--"
     assert message.startswith("invalid config: api-port")
+
+
+SECRET = "secret:cs3j1r7mp25c7ag3m7o0"
+INFLUX = {"influxdb-url": "http://influx:8086", "influxdb-token": SECRET, "influxdb-bucket": "dpp"}
+
+
+@pytest.mark.parametrize(
+    "answer, status",
+    [
+        (None, f"invalid config: influxdb-token: no secret {SECRET} visible here"),
+        ("ERROR permission denied", f"invalid config: influxdb-token: cannot read secret {SECRET} (permission denied)"),
+        ({"password": "x"}, f"invalid config: influxdb-token: secret {SECRET} has no 'token' key (it holds password)"),
+    ],
+    ids=["missing", "not-granted", "wrong-key"],
+)
+def test_given_an_unusable_secret_when_update_status_then_secret_get_is_asked_and_blocked_names_the_option(
+    charm_dir, juju, charmcraft, answer, status
+):
+    secrets = {} if answer is None else {SECRET: answer}
+    juju.set_state(config={**default_config(charmcraft), **INFLUX}, secrets=secrets)
+    run(charm_dir, juju, JUJU_DISPATCH_PATH="hooks/update-status")
+    assert juju.calls("secret-get") == [["--format=json", SECRET, "--refresh"]]
+    ((app_flag, state, _, message),) = juju.calls("status-set")
+    assert (app_flag, state) == ("--application=False", "blocked")
+    assert message.startswith(status), message

@@ -13,6 +13,7 @@ import secrets
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Optional
 
 import pytest
 
@@ -75,3 +76,20 @@ def edge_site_with_alternative() -> Iterator[EdgeSite]:
     with EdgeSite() as site:
         netns.attach_xdp_object(site.ns("alt"), site.alt0.ifname, str(build_artifact("xdp_pass.bpf.o")))
         yield site
+
+
+def xdp_program_on(netns: str, ifname: str) -> Optional[int]:
+    """The id of the XDP program attached to `ifname` in `netns` as `ip link` reports it; None: none."""
+    import json
+
+    from netapp.testbed import netns as ns
+
+    (link,) = json.loads(ns.run(["ip", "-j", "-d", "link", "show", "dev", ifname], netns=netns))
+    xdp = link.get("xdp") or {}
+    prog = xdp.get("prog") or next(iter(xdp.get("attached", [])), {})
+    return prog.get("id")
+
+
+def pin_dir(instance: str) -> Path:
+    """Where a named instance keeps its pins (program, maps, links)."""
+    return Path(binding.PIN_ROOT) / instance

@@ -29,6 +29,9 @@ MANAGEMENT_BINDING = "juju-info"
 # config is invalid (the service runs on those); the others wait for a valid config.
 READ_ONLY_ACTIONS = frozenset({"list-intents", "get-stats"})
 
+# Config options of type secret -> the key of the secret's content that holds the value.
+SECRET_KEYS = {"tls-key": "key", "influxdb-token": "token"}
+
 ActionHandler = Callable[[NetAppClient, dict[str, Any]], dict[str, Any]]
 
 
@@ -161,11 +164,14 @@ class DppNetappCharm(ops.CharmBase):
         self.workload = NetApp()
         self._stored.set_default(alt_group="", installed_source="", applied_api="", workload_error="", alt_error="")
         self._config_error: Optional[str] = None
+        self._config: Optional[CharmConfig] = None
+        self._loaded = False
         framework.observe(self.on.install, self._on_install)
         framework.observe(self.on.upgrade_charm, self._on_install)
         framework.observe(self.on.config_changed, self._reconcile)
         framework.observe(self.on.start, self._reconcile)
         framework.observe(self.on.update_status, self._reconcile)
+        framework.observe(self.on.secret_changed, self._reconcile)  # a secret option's new revision
         framework.observe(self.on.stop, self._on_stop)
         framework.observe(self.on.remove, self._on_remove)
         framework.observe(self.on.collect_unit_status, self._on_collect_status)
@@ -179,11 +185,21 @@ class DppNetappCharm(ops.CharmBase):
             framework.observe(self.on[name].action, self._on_action)
 
     def _load(self) -> Optional[CharmConfig]:
+        """The config, read once per hook (its secrets with it); None when invalid (see
+        _config_error)."""
+        if not self._loaded:
+            self._config, self._loaded = self._read_config(), True
+        return self._config
+
+    def _read_config(self) -> Optional[CharmConfig]:
         """The config, metrics-host filled in from the Juju network model when left empty."""
         try:
-            config = self.load_config(CharmConfig)
+            config = self._with_secrets(self.load_config(CharmConfig))
         except ValidationError as exc:
             self._config_error = describe_error(exc)
+            return None
+        except _SecretUnusable as exc:
+            self._config_error = str(exc)
             return None
         if not config.metrics_enabled or config.metrics_host:
             return config
@@ -191,6 +207,31 @@ class DppNetappCharm(ops.CharmBase):
         if address is None:
             return config
         return config.model_copy(update={"metrics_host": address})
+
+    def _with_secrets(self, config: CharmConfig) -> CharmConfig:
+        """The config with each secret option's value read from its secret (the latest revision,
+        which the unit then tracks: a newer one brings secret-changed)."""
+        values = {}
+        for option, key in SECRET_KEYS.items():
+            field = option.replace("-", "_")
+            secret = getattr(config, field)
+            if secret is not None:
+                values[field] = self._secret_value(option, secret, key)
+        return config.model_copy(update=values)
+
+    def _secret_value(self, option: str, secret: ops.Secret, key: str) -> str:
+        grant = f"juju grant-secret <name> {self.app.name}"
+        try:
+            content = secret.get_content(refresh=True)
+        except ops.SecretNotFoundError:
+            raise _SecretUnusable(f"{option}: no secret {secret.id} visible here; create it and {grant}") from None
+        except ops.ModelError as exc:
+            reason = (str(exc).strip().splitlines() or ["refused"])[0].removeprefix("ERROR ")
+            raise _SecretUnusable(f"{option}: cannot read secret {secret.id} ({reason}); {grant}") from None
+        if not content.get(key):
+            held = ", ".join(sorted(content)) or "nothing"
+            raise _SecretUnusable(f"{option}: secret {secret.id} has no {key!r} key (it holds {held})")
+        return content[key]
 
     def _management_address(self) -> Optional[str]:
         """The unit's address on its management network (Juju's bind address), None if unknown."""
@@ -361,7 +402,14 @@ class DppNetappCharm(ops.CharmBase):
         self.workload.stop()
 
     def _on_remove(self, event: ops.RemoveEvent) -> None:
-        self.workload.remove()
+        """Detach and unload the data plane, then remove what install made. A failure fails the
+        hook, so Juju runs it again rather than leave XDP programs on the interfaces."""
+        self.unit.status = ops.MaintenanceStatus("removing the NetApp")
+        try:
+            self.workload.remove()
+        except WorkloadError as exc:
+            logger.error("remove failed: %s", exc)
+            raise
 
     def _on_collect_status(self, event: ops.CollectStatusEvent) -> None:
         config = self._load()
@@ -409,6 +457,10 @@ class DppNetappCharm(ops.CharmBase):
         if not self.workload.is_running():
             raise _NotRunning()
         return self.workload.client(config)
+
+
+class _SecretUnusable(Exception):
+    """A secret option names a secret the unit cannot read, or one without the expected key."""
 
 
 class _NotRunning(Exception):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -29,9 +29,12 @@ class CharmConfig(BaseModel):
     api_host: str = "127.0.0.1"
     api_port: int = Field(8080, ge=1, le=65535)
     tls_cert: str = ""
-    tls_key: str = ""
+    # The secret options (charmcraft.yaml `type: secret`): load_config gives the ops.Secret the
+    # option names (None: unset), and the charm puts the content it reads in its place
+    # (charm.py SECRET_KEYS), so that the workload only ever sees text.
+    tls_key: Any = None
     influxdb_url: str = ""
-    influxdb_token: str = ""
+    influxdb_token: Any = None
     influxdb_org: str = Field("-", min_length=1)
     influxdb_bucket: str = ""
     telemetry_interval: float = Field(1.0, ge=0.05, le=3600)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import ssl
 import subprocess
 from dataclasses import dataclass
@@ -164,10 +165,22 @@ class NetApp:
         return self.paths.netapp_bin.exists()
 
     def remove(self) -> None:
-        """Stop and disable the service and remove its unit (the state directory stays)."""
+        """Undo install and configure, data plane first.
+
+        Stop and disable the service; take the data plane off every interface and remove its pins
+        (`netapp dataplane unload`: a stopped service leaves them, so that traffic keeps flowing);
+        then remove the unit, /etc/dpp-netapp (settings, tokens, TLS files) and the venv. The state
+        directory stays, as a removed package's data does: the store of intents, slices and
+        subscriptions, which a later install takes up again. A failed unload raises before anything
+        is removed, so that a retry still finds the `netapp` command and its settings.
+        """
         self._cmd("systemctl", "disable", "--now", SERVICE, check=False)
+        if self.is_installed() and self.paths.settings.exists():
+            self._cmd(str(self.paths.netapp_bin), "dataplane", "unload", "--config", str(self.paths.settings))
         self.paths.unit.unlink(missing_ok=True)
         self._cmd("systemctl", "daemon-reload", check=False)
+        for tree in (self.paths.etc, self.paths.venv):
+            shutil.rmtree(tree, ignore_errors=True)
 
     # --- configure ---------------------------------------------------------------------------
 
