@@ -31,6 +31,8 @@ import time
 from datetime import datetime, timezone
 from typing import Callable, Iterable, Mapping, Optional, Sequence
 
+from netapp.telemetry.sample import AlternativeCounters
+
 log = logging.getLogger(__name__)
 
 GTPU_PORT = 2152
@@ -96,17 +98,6 @@ class _Node:
     last_answer_at: Optional[datetime] = None
     probes: int = 0
     answers: int = 0
-
-
-@dataclasses.dataclass(frozen=True)
-class NodeCounters:
-    """One probed node for telemetry (dpp_alternative)."""
-
-    address: str
-    up: bool
-    state_changes: int
-    probes: int
-    answers: int
 
 
 class LivenessMonitor:
@@ -221,10 +212,11 @@ class LivenessMonitor:
             return MemberLiveness(UNPROBED, True, None, 0, None)
         return MemberLiveness(node.shown, node.shown == UP, node.since, node.changes, node.last_answer_at)
 
-    def counters(self) -> list[NodeCounters]:
+    def counters(self) -> list[AlternativeCounters]:
+        """Each probed node, for telemetry (dpp_alternative)."""
         with self._lock:
             return [
-                NodeCounters(node.target[0], node.shown == UP, node.changes, node.probes, node.answers)
+                AlternativeCounters(node.target[0], node.shown == UP, node.changes, node.probes, node.answers)
                 for node in self._nodes.values()
             ]
 

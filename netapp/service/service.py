@@ -188,6 +188,7 @@ class NetAppService(IntentService):
         store: Optional[Store] = None,
         clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
         echo_port: int = GTPU_PORT,
+        peer_echo_port: Optional[int] = None,
     ):
         self.settings = settings
         self._dataplane = dataplane
@@ -205,7 +206,8 @@ class NetAppService(IntentService):
         self._revision = 0
         self._intent_table = IntentTable.empty()
         self._creates: Optional[GroupWriter[_CreateRequest, CreateResult]] = None  # while started
-        self._echo_port = echo_port  # GTP-U echo (liveness); tests take any free port with 0
+        # GTP-U echo (liveness): our port and the peers' (None: the same); tests take free ports.
+        self._echo_port, self._peer_echo_port = echo_port, peer_echo_port
         self._liveness: Optional[LivenessMonitor] = None  # None: probing off, every member alive
 
     # --- lifecycle -------------------------------------------------------------------------------
@@ -1198,7 +1200,7 @@ class NetAppService(IntentService):
         """Have the monitor probe the members marked `probe` of the groups the store holds."""
         if self._liveness is None:
             return
-        port = self._liveness.port
+        port = self._peer_echo_port if self._peer_echo_port is not None else self._liveness.port
 
         def target(member: Any) -> Optional[Target]:
             address = member.ip4 if member.ip4 is not None else member.ip6
@@ -1555,7 +1557,12 @@ class NetAppService(IntentService):
                 reasons=dataplane.reason_stats(),
             )
             attached = self._wanted_attachments()
-        return dataclasses.replace(counters, interfaces=read_interfaces(attached))
+        liveness = self._liveness
+        return dataclasses.replace(
+            counters,
+            interfaces=read_interfaces(attached),
+            alternatives=tuple(liveness.counters()) if liveness is not None else (),
+        )
 
     def _current_intent_table(self) -> IntentTable:
         if self._intent_table.revision == self._revision:

@@ -176,3 +176,50 @@ def test_a_refused_map_write_is_tried_again_and_the_state_shows_only_once_applie
         assert applied.is_set()
     finally:
         made.close()
+
+
+# --- in the service: the group's active set in the maps, and the API's view --------------------------
+
+
+def member(mac: str, ip4: str, probe: bool) -> dict:
+    return {"mac": mac, "ip4": ip4, "probe": probe}
+
+
+def test_the_service_forwards_only_to_alive_members_and_says_so(tmp_path, peer):
+    from netapp.intents.models import AlternativeGroup
+    from tests.utils.fakes import RecordingDpp
+    from tests.utils.service import ADMIN, fake_service
+
+    fake = RecordingDpp(max_rules=64)
+    service = fake_service(
+        tmp_path, fake, peer_echo_port=peer.port, liveness={"interval_ms": 50, "detect_multiplier": 3}
+    )
+    try:
+        group = AlternativeGroup.model_validate(
+            {
+                "id": 2,
+                "members": [
+                    member("02:00:00:00:00:01", "127.0.0.1", True),  # the peer: answers
+                    member("02:00:00:00:00:02", "192.0.2.1", False),  # not probed: always in
+                ],
+            }
+        )
+        service.put_alternative(ADMIN, group)
+
+        def members_in_map() -> list[str]:
+            value = fake.alt_groups.get(2)
+            return [] if value is None else [bytes(value.members[i].dmac).hex(":") for i in range(value.count)]
+
+        status = service.get_alternative(ADMIN, 2)
+        assert [m.state for m in status.members] in (["init", "unprobed"], ["up", "unprobed"])
+        wait_until(lambda: service.get_alternative(ADMIN, 2).members[0].state == "up")
+        assert members_in_map() == ["02:00:00:00:00:01", "02:00:00:00:00:02"]
+        status = service.get_alternative(ADMIN, 2)
+        assert status.active == 2 and status.members[0].alive and status.members[0].last_answer is not None
+
+        peer.close()
+        wait_until(lambda: service.get_alternative(ADMIN, 2).members[0].state == "down")
+        assert members_in_map() == ["02:00:00:00:00:02"]  # written before the state showed
+        assert service.get_alternative(ADMIN, 2).active == 1
+    finally:
+        service.close()
