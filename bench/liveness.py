@@ -5,9 +5,9 @@ LivenessSettings: 100 ms x 3).
 Two node namespaces joined by a veth pair (netapp.testbed.topology.PeerSite, without traffic): A's
 monitor probes B's, as two `netapp serve` would (netapp.service.liveness, the same class). Each
 trial starts B, waits until A shows it up, closes B's socket (what the death of B's process does)
-at a random point of the probe cycle, and measures from then to the state change A shows. No data plane is loaded: the map write on a
-state change is a BPF map update of microseconds, which the integration test
-(tests/integration/test_scale_out.py) covers with real `netapp serve` processes.
+at a random point of the probe cycle, and measures from then to the state change A shows. No data
+plane is loaded: the map write on a state change is a BPF map update of microseconds, which the
+integration test (tests/integration/test_scale_out.py) covers with real `netapp serve` processes.
 
     sudo python -m bench.liveness --trials 20
 """

@@ -170,7 +170,8 @@ def test_overload_moves_to_the_peer_which_is_dropped_when_it_dies_and_taken_back
         group_a = a.relate_to(b)
         b.relate_to(a)
         assert group_a["members"][0]["probe"] is True  # the charm's members are probed
-        assert a.api.put(f"/api/v1/dataplane/cpus/{CPU}", json={"cpu": CPU, "capacity_pps": CAPACITY_PPS}).status_code == 200
+        cpu = {"cpu": CPU, "capacity_pps": CAPACITY_PPS}
+        assert a.api.put(f"/api/v1/dataplane/cpus/{CPU}", json=cpu).status_code == 200
         intent = scenario.priority_intent(site, FLOW, [CPU])  # type: ignore[arg-type]
         intent["alternative"] = GROUP
         assert a.api.post("/api/v1/intents", json=intent).status_code == 201
