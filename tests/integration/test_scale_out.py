@@ -33,7 +33,7 @@ from netapp.testbed.topology import PeerSite, Port
 from netapp.testbed.traffic import Capture
 from tests.utils.kernel import require_kernel
 from tests.utils.maps import pinned_instance
-from tests.utils.serve import ServeProcess, free_port, write_admin_tokens, write_settings
+from tests.utils.serve import ServeProcess, free_port, write_node_settings
 from tests.utils.steady import SEQ_BYTES, SteadyFlow
 
 CHARM_SRC = Path(__file__).resolve().parents[2] / "charms" / "dpp-netapp" / "src"
@@ -111,15 +111,13 @@ def start_node(
     instance = stack.enter_context(pinned_instance(f"so{name}", ns))
     workdir = tmp_path / name
     workdir.mkdir()
-    token = write_admin_tokens(workdir / "tokens.yaml", tenant=TENANT)
-    config = write_settings(
-        workdir / "netapp.yaml",
-        state_dir=workdir / "state",
-        instance=instance,
+    config, token = write_node_settings(
+        workdir,
+        instance,
+        ns,
+        [port.ifname for port in ports],
+        TENANT,
         max_rules=1024,
-        tokens_file=workdir / "tokens.yaml",
-        netns=ns,
-        interfaces=[{"name": port.ifname, "netns": ns, "mode": "native"} for port in ports],
         meter_window_ms=METER_WINDOW_MS,
         liveness={"interval_ms": INTERVAL_MS, "detect_multiplier": MULTIPLIER},
     )

@@ -27,7 +27,7 @@ from netapp.testbed.topology import EdgeSite
 from netapp.testbed.traffic import Capture
 from tests.utils.kernel import build_artifact, require_kernel
 from tests.utils.maps import map_rules, second_handle, pinned_instance, unlike_the_store
-from tests.utils.serve import ServeProcess, free_port, write_admin_tokens, write_settings
+from tests.utils.serve import ServeProcess, free_port, write_node_settings
 from tests.utils.steady import SEQ_BYTES, SteadyFlow
 
 CPUS = min(os.cpu_count() or 1, 2)
@@ -63,16 +63,8 @@ def instance(site: EdgeSite) -> Iterator[str]:
 @pytest.fixture
 def serve(site: EdgeSite, instance: str, tmp_path: Path) -> Iterator[tuple[ServeProcess, str]]:
     """(the serve process, not started yet; the admin token). Stopped whatever happened."""
-    token = write_admin_tokens(tmp_path / "tokens.yaml", tenant=TENANT)
-    node = site.ns("node")
-    config = write_settings(
-        tmp_path / "netapp.yaml",
-        state_dir=tmp_path / "state",
-        instance=instance,
-        max_rules=4096,
-        tokens_file=tmp_path / "tokens.yaml",
-        netns=node,  # the site: where the alternative's egress `alt` resolves and its port is set
-        interfaces=[{"name": site.n3.ifname, "netns": node, "mode": "native"}],
+    config, token = write_node_settings(
+        tmp_path, instance, site.ns("node"), [site.n3.ifname], TENANT, max_rules=4096
     )
     process = ServeProcess(config, free_port(), tmp_path)
     try:
