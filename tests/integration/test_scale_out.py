@@ -199,6 +199,9 @@ def test_overload_moves_to_the_peer_which_is_dropped_when_it_dies_and_taken_back
             detection_s = (datetime.fromisoformat(down["since"]) - died).total_seconds()
             print(f"\ndetection time: {detection_s * 1000:.0f} ms (interval {INTERVAL_MS} ms x {MULTIPLIER})")
             assert 0 < detection_s <= DETECTION_BOUND_S, detection_s
+            # Not before B's last answer was interval x multiplier old.
+            silence_s = (datetime.fromisoformat(down["since"]) - datetime.fromisoformat(down["last_answer"]))
+            assert silence_s.total_seconds() >= INTERVAL_MS * MULTIPLIER / 1000
             assert down["alive"] is False
             assert a.api.get(f"/api/v1/alternatives/{GROUP}").json()["active"] == 0
             wait_until("traffic after the detection", lambda: flow.sent >= marks["detected"] + RATE_PPS // 2)
