@@ -138,6 +138,23 @@ class TelemetrySettings(BaseModel):
     metrics_listener: MetricsListenerSettings = Field(default_factory=MetricsListenerSettings)
 
 
+class LivenessSettings(BaseModel):
+    """The GTP-U echo end point (netapp.service.liveness): answers Echo Requests on UDP 2152 and
+    probes the alternative nodes marked `probe`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = Field(
+        True,
+        description="answer and probe; false (or port 2152 taken on the node, e.g. by a UPF): members "
+        "marked probe are forwarded to unchecked, as members without it are",
+    )
+    interval_ms: int = Field(100, ge=10, le=10_000, description="milliseconds between probes of a node")
+    detect_multiplier: int = Field(
+        3, ge=2, le=50, description="probes a node may leave unanswered: down after interval_ms x this"
+    )
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="NETAPP_", env_nested_delimiter="__", extra="forbid")
 
@@ -194,6 +211,7 @@ class Settings(BaseSettings):
     tls_key: Optional[Path] = None
 
     telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
+    liveness: LivenessSettings = Field(default_factory=LivenessSettings)
 
     @property
     def db_path(self) -> Path:

@@ -713,7 +713,11 @@ class Dataplane:
     # --- alternatives, CPUs, ports, config ---------------------------------------------------
 
     def set_alternative(self, group_id: int, members: Sequence[CompiledAltMember]) -> None:
-        """Publish an alternative group; member egress interfaces become ports first."""
+        """Publish an alternative group; member egress interfaces become ports first. No members
+        (none alive): the group's entry is cleared, so its overflow takes the default verdict."""
+        if not members:
+            self.clear_alternative(group_id)
+            return
         value = alt_group_to_c(members)
         for member in members:
             if member.ifindex:

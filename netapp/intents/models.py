@@ -611,6 +611,17 @@ class AlternativeMember(BaseModel):
     interface: Optional[InterfaceName] = Field(
         None, description="egress interface; null: back out of the ingress interface (XDP_TX)"
     )
+    probe: Annotated[bool, Strict()] = Field(
+        False,
+        description="probe the node with GTP-U echo at ip4 (else ip6) and forward to it only while "
+        "it answers; false: always forwarded to",
+    )
+
+    @model_validator(mode="after")
+    def _probe_needs_an_address(self) -> "AlternativeMember":
+        if self.probe and self.ip4 is None and self.ip6 is None:
+            raise FieldError("probe", "probe needs ip4 or ip6: the echo goes to the node's address")
+        return self
 
 
 class AlternativeGroup(BaseModel):

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Generic, Literal, Mapping, Optional, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, Strict
 
 from netapp.intents.compiler import CompiledRule
-from netapp.intents.models import AlternativeGroup, CpuSpec, Intent, LegacyMessage
+from netapp.intents.models import AlternativeGroup, AlternativeMember, CpuSpec, Intent, LegacyMessage
 
 T = TypeVar("T")
 # JSON numbers only: no booleans, no numeric strings.
@@ -285,6 +285,30 @@ class SliceRecord(BaseModel):
     revision: int = 1
 
 
+# --- alternative nodes ---------------------------------------------------------------------------
+
+
+class AlternativeMemberStatus(AlternativeMember):
+    """A member as configured, and what the liveness probe found (read-only fields)."""
+
+    state: Literal["unprobed", "init", "up", "down"] = Field(
+        description="unprobed: probe false (or probing off), always forwarded to; init: probed, no "
+        "answer yet; up: answers GTP-U echo; down: no answer for interval x detect_multiplier"
+    )
+    alive: bool = Field(description="in the group's active set: the data plane forwards to it")
+    since: Optional[datetime] = Field(description="when the state last changed; null: never")
+    changes: int = Field(description="state changes since the service started")
+    last_answer: Optional[datetime] = Field(description="the last GTP-U Echo Response from the node")
+
+
+class AlternativeGroupStatus(BaseModel):
+    """An alternative node group with each member's liveness."""
+
+    id: int
+    members: list[AlternativeMemberStatus]
+    active: int = Field(description="members forwarded to; 0: overflow takes the default verdict")
+
+
 @dataclass
 class Page(Generic[T]):
     items: list[T]
@@ -410,6 +434,10 @@ class IntentService(abc.ABC):
     # site (admin)
     @abc.abstractmethod
     def list_alternatives(self, who: Principal) -> list[AlternativeGroup]: ...
+
+    @abc.abstractmethod
+    def get_alternative(self, who: Principal, group_id: int) -> AlternativeGroupStatus:
+        """The group with each member's liveness."""
 
     @abc.abstractmethod
     def put_alternative(self, who: Principal, group: AlternativeGroup) -> AlternativeGroup: ...

@@ -54,6 +54,8 @@ from netapp.dataplane import cpumap_threads
 from netapp.dataplane.binding import DataplaneError
 from netapp.dataplane.facade import Dataplane, host_interfaces, mode_refused
 from netapp.intents.compiler import (
+    CompiledAltGroup,
+    CompiledAltMember,
     CompiledDocument,
     CompiledRule,
     CompileError,
@@ -72,6 +74,8 @@ from netapp.intents.models import (
 )
 from netapp.service.contract import (
     MAX_BATCH_INTENTS,
+    AlternativeGroupStatus,
+    AlternativeMemberStatus,
     BatchCreateResult,
     CompiledRuleView,
     Conflict,
@@ -98,6 +102,7 @@ from netapp.service.contract import (
     batch_field,
 )
 from netapp.service.group_commit import GroupWriter, WriterClosed
+from netapp.service.liveness import GTPU_PORT, UNPROBED, LivenessMonitor, MemberLiveness, Target
 from netapp.service.overlaps import overlap_warnings
 from netapp.service.slices import slice_intents
 from netapp.service.store import Attachment, Store, StoreError
@@ -182,6 +187,8 @@ class NetAppService(IntentService):
         dataplane: Optional[Dataplane] = None,
         store: Optional[Store] = None,
         clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
+        echo_port: int = GTPU_PORT,
+        peer_echo_port: Optional[int] = None,
     ):
         self.settings = settings
         self._dataplane = dataplane
@@ -199,6 +206,9 @@ class NetAppService(IntentService):
         self._revision = 0
         self._intent_table = IntentTable.empty()
         self._creates: Optional[GroupWriter[_CreateRequest, CreateResult]] = None  # while started
+        # GTP-U echo (liveness): our port and the peers' (None: the same); tests take free ports.
+        self._echo_port, self._peer_echo_port = echo_port, peer_echo_port
+        self._liveness: Optional[LivenessMonitor] = None  # None: probing off, every member alive
 
     # --- lifecycle -------------------------------------------------------------------------------
 
@@ -209,9 +219,12 @@ class NetAppService(IntentService):
             self._open_dataplane()
             self._probe_queue_limit()
             self._refresh_interfaces()
+            self._open_liveness()
             self._reconcile()
             self._attach_interfaces()
             self._started = True
+            if self._liveness is not None:
+                self._liveness.start()
             self._checks.pop("started", None)
             self._creates = GroupWriter(
                 self._create_group, name="intent-creates", max_group=MAX_BATCH_INTENTS
@@ -222,6 +235,9 @@ class NetAppService(IntentService):
         queued are made first."""
         if self._creates is not None:
             self._creates.close()
+        if self._liveness is not None:  # before the lock: its thread takes the lock to write maps
+            self._liveness.close()
+            self._liveness = None
         with self._exclusive():
             self._started = False
             self._checks["started"] = "closed"
@@ -349,7 +365,7 @@ class NetAppService(IntentService):
         groups = []
         for group in self.store.list_alternatives():
             try:
-                groups.extend(compile_alternatives([group], index.interfaces))
+                groups.extend(map(self._live, compile_alternatives([group], index.interfaces)))
             except CompileError as exc:
                 uncompiled[f"alternative group {group.id}"] = exc.line()
         ruleset = index.ruleset()
@@ -1091,18 +1107,37 @@ class NetAppService(IntentService):
         def work(_: IndexChange) -> Callable[[], None]:
             previous = self.store.get_alternative(group.id)
             self.store.put_alternative(group, self._now())
-            self._site_write(lambda: self.dataplane.set_alternative(group.id, compiled.members))
+            self._watch_alternatives()  # new probed members start not alive: forwarded to once they answer
+            self._site_write(lambda: self.dataplane.set_alternative(group.id, self._live(compiled).members))
             return lambda: self._restore_alternative(group.id, previous)
 
-        self._site_change(who, work)
+        with self._rewatching():
+            self._site_change(who, work)
         return group
+
+    def get_alternative(self, who: Principal, group_id: int) -> AlternativeGroupStatus:
+        self._require(who, Scope.READ)
+        group = self.store.get_alternative(group_id)
+        if group is None:
+            raise NotFound(f"no alternative group {group_id}")
+        liveness = self._liveness
+        views = (
+            liveness.view(group_id, len(group.members))
+            if liveness is not None
+            else [MemberLiveness(UNPROBED, True, None, 0, None)] * len(group.members)
+        )
+        members = [
+            AlternativeMemberStatus(**member.model_dump(), **dataclasses.asdict(view))
+            for member, view in zip(group.members, views)
+        ]
+        return AlternativeGroupStatus(id=group.id, members=members, active=sum(view.alive for view in views))
 
     def _restore_alternative(self, group_id: int, previous: Optional[AlternativeGroup]) -> None:
         if previous is None:
             self.dataplane.clear_alternative(group_id)
             return
         (compiled,) = compile_alternatives([previous], self._index.interfaces)
-        self.dataplane.set_alternative(group_id, compiled.members)
+        self.dataplane.set_alternative(group_id, self._live(compiled).members)
 
     def delete_alternative(self, who: Principal, group_id: int) -> None:
         """Refused while intents use the group: their overflow would have nowhere to go."""
@@ -1117,7 +1152,8 @@ class NetAppService(IntentService):
             self._site_write(lambda: self.dataplane.clear_alternative(group_id))
             return lambda: self._restore_alternative(group_id, previous)
 
-        self._site_change(who, work)
+        with self._rewatching():
+            self._site_change(who, work)
 
     def _require_unused(self, who: Principal, group_id: int) -> None:
         users = sorted(
@@ -1130,6 +1166,80 @@ class NetAppService(IntentService):
             raise Conflict(
                 f"alternative group {group_id} is used by {len(users)} intents ({listed})", field="id"
             )
+
+    # --- liveness of alternative nodes (netapp.service.liveness) -----------------------------------
+
+    def _open_liveness(self) -> None:
+        """Bind the GTP-U echo end point in the site's namespace (the caller is in it) and watch
+        the stored groups, before the reconcile that publishes their active members."""
+        settings = self.settings.liveness
+        if not settings.enabled:
+            self._checks["liveness"] = "off (settings): probed members are forwarded to unchecked"
+            return
+        monitor = LivenessMonitor(
+            settings.interval_ms / 1000,
+            settings.detect_multiplier,
+            self._alternatives_changed,
+            port=self._echo_port,
+        )
+        try:
+            monitor.open()
+        except OSError as exc:
+            monitor.close()
+            self._checks["liveness"] = (
+                f"GTP-U echo port {self._echo_port} not bound ({exc.strerror}): "
+                "probed members are forwarded to unchecked"
+            )
+            log.warning("liveness: %s", self._checks["liveness"])
+            return
+        self._liveness = monitor
+        self._checks["liveness"] = "ok"
+        self._watch_alternatives()
+
+    def _watch_alternatives(self) -> None:
+        """Have the monitor probe the members marked `probe` of the groups the store holds."""
+        if self._liveness is None:
+            return
+        port = self._peer_echo_port if self._peer_echo_port is not None else self._liveness.port
+
+        def target(member: Any) -> Optional[Target]:
+            address = member.ip4 if member.ip4 is not None else member.ip6
+            return (str(address), port) if member.probe else None
+
+        groups = {group.id: [target(member) for member in group.members] for group in self.store.list_alternatives()}
+        self._liveness.watch(groups)
+
+    @contextlib.contextmanager
+    def _rewatching(self) -> Iterator[None]:
+        """Watch what the store holds once a change is over, committed or undone."""
+        try:
+            yield
+        finally:
+            with self._exclusive():
+                if self._started:
+                    self._watch_alternatives()
+
+    def _live(self, compiled: CompiledAltGroup) -> CompiledAltGroup:
+        """The group with only its alive members (all, when probing is off); may be empty."""
+        if self._liveness is None:
+            return compiled
+        members: tuple[CompiledAltMember, ...] = tuple(
+            compiled.members[i] for i in self._liveness.active(compiled.group_id) if i < len(compiled.members)
+        )
+        return dataclasses.replace(compiled, members=members)
+
+    def _alternatives_changed(self, groups: frozenset[int]) -> None:
+        """From the monitor's thread: members of `groups` became alive or dead; publish the groups'
+        active sets (an empty one: their overflow takes the default verdict)."""
+        with self._exclusive():
+            if not self._started:
+                return
+            for group_id in sorted(groups):
+                group = self.store.get_alternative(group_id)
+                if group is None:
+                    continue
+                (compiled,) = compile_alternatives([group], self._index.interfaces)
+                self.dataplane.set_alternative(group_id, self._live(compiled).members)
 
     def list_cpus(self, who: Principal) -> list[dict[str, Any]]:
         self._require(who, Scope.READ)
@@ -1447,7 +1557,12 @@ class NetAppService(IntentService):
                 reasons=dataplane.reason_stats(),
             )
             attached = self._wanted_attachments()
-        return dataclasses.replace(counters, interfaces=read_interfaces(attached))
+        liveness = self._liveness
+        return dataclasses.replace(
+            counters,
+            interfaces=read_interfaces(attached),
+            alternatives=tuple(liveness.counters()) if liveness is not None else (),
+        )
 
     def _current_intent_table(self) -> IntentTable:
         if self._intent_table.revision == self._revision:

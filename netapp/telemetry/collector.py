@@ -21,6 +21,7 @@ import numpy
 
 from netapp.telemetry.poll import (
     ACTION,
+    ALTERNATIVE,
     CPU,
     INTERFACE,
     REASON,
@@ -299,6 +300,14 @@ class Collector:
         yield from self._table_points(ACTION, "action", counters.actions, time_ns, rates)
         yield from self._table_points(REASON, "reason", counters.reasons, time_ns, rates)
         yield from self._interface_points(counters, time_ns, rates)
+        for node in counters.alternatives:
+            fields: dict[str, FieldValue] = {
+                "up": node.up,
+                "state_changes": node.state_changes,
+                "probes": node.probes,
+                "answers": node.answers,
+            }
+            yield Point(ALTERNATIVE, {"node": self.node, "address": node.address}, fields, time_ns)
 
     def _notice_reload(self, counters: Counters) -> bool:
         program = (counters.program_id, counters.stats_map_id)

@@ -33,9 +33,10 @@ ACTION = "dpp_action"
 REASON = "dpp_reason"
 INTERFACE = "dpp_interface"
 TELEMETRY = "dpp_telemetry"
+ALTERNATIVE = "dpp_alternative"
 
 # Measurements about the whole node, not one tenant's objects: admins only.
-NODE_MEASUREMENTS = frozenset({CPU, VERDICT, ACTION, REASON, INTERFACE, TELEMETRY})
+NODE_MEASUREMENTS = frozenset({CPU, VERDICT, ACTION, REASON, INTERFACE, TELEMETRY, ALTERNATIVE})
 TENANT_MEASUREMENTS = frozenset({INTENT, SLICE})
 MEASUREMENTS = NODE_MEASUREMENTS | TENANT_MEASUREMENTS
 

@@ -24,8 +24,8 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 # Integer fields that are levels, not counts since start: exposed as gauges.
 GAUGE_FIELDS = frozenset({"capacity_pps", "intents", "points", "points_queued", "buffer_points"})
-# Booleans of the schema (CPU state): gauges of 0 or 1.
-BOOLEAN_FIELDS = frozenset({"enabled", "overloaded"})
+# Booleans of the schema (CPU and alternative node state): gauges of 0 or 1.
+BOOLEAN_FIELDS = frozenset({"enabled", "overloaded", "up"})
 # Fields renamed to Prometheus' base units.
 RENAMED = {"poll_duration_s": "poll_duration_seconds", "load": "load_ratio"}
 

@@ -67,6 +67,17 @@ class InterfaceCounters:
 
 
 @dataclass(frozen=True)
+class AlternativeCounters:
+    """One probed alternative node (netapp.service.liveness): its state and the probe's counts."""
+
+    address: str
+    up: bool
+    state_changes: int
+    probes: int
+    answers: int
+
+
+@dataclass(frozen=True)
 class Counters:
     """Every counter at one moment.
 
@@ -84,6 +95,7 @@ class Counters:
     actions: dict[str, tuple[int, int]] = field(default_factory=dict)
     reasons: dict[str, tuple[int, int]] = field(default_factory=dict)
     interfaces: tuple[InterfaceCounters, ...] = ()
+    alternatives: tuple[AlternativeCounters, ...] = ()
 
 
 class CounterSource(Protocol):

@@ -21,6 +21,8 @@ from typing import Any, Optional, TypeVar
 from netapp.service.store import Store
 from netapp.intents.models import AlternativeGroup, CpuSpec, Intent, LegacyMessage, legacy_to_native
 from netapp.service.contract import (
+    AlternativeGroupStatus,
+    AlternativeMemberStatus,
     MAX_BATCH_INTENTS,
     BatchCreateResult,
     CompiledRuleView,
@@ -229,6 +231,19 @@ class FakeIntentService(IntentService):
     def list_alternatives(self, who: Principal) -> list[AlternativeGroup]:
         self._enter("list_alternatives")
         return [self.alternatives[key] for key in sorted(self.alternatives)]
+
+    def get_alternative(self, who: Principal, group_id: int) -> AlternativeGroupStatus:
+        self._enter("get_alternative")
+        if group_id not in self.alternatives:
+            raise NotFound(f"no alternative group {group_id}", field="group_id")
+        group = self.alternatives[group_id]
+        members = [
+            AlternativeMemberStatus(
+                **member.model_dump(), state="unprobed", alive=True, since=None, changes=0, last_answer=None
+            )
+            for member in group.members
+        ]
+        return AlternativeGroupStatus(id=group_id, members=members, active=len(members))
 
     def put_alternative(self, who: Principal, group: AlternativeGroup) -> AlternativeGroup:
         self._enter("put_alternative")

@@ -76,6 +76,7 @@ def test_given_peers_when_group_built_then_the_netapp_accepts_it():
     assert [str(m.ip4) for m in parsed.members] == ["10.0.20.12", "10.0.20.11"]
     assert {m.interface for m in parsed.members} == {"ens6"}
     assert {m.source_mac for m in parsed.members} == {"02:00:00:00:00:0a"}
+    assert all(m.probe for m in parsed.members)  # peers are NetApps: they answer GTP-U echo
 
 
 def test_given_no_peers_when_group_built_then_none():

@@ -366,6 +366,7 @@ def _member(data: dict) -> dict:
         "ip6": data.get("ip6"),
         "interface": "ens6",
         "source_mac": OWN.mac,
+        "probe": True,
     }
 
 

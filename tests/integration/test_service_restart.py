@@ -12,7 +12,6 @@ Needs root and libdpp (tests/utils/kernel.py: skipped outside CI, a failure unde
 from __future__ import annotations
 
 import os
-import threading
 import time
 from pathlib import Path
 from typing import Any, Iterator
@@ -25,21 +24,19 @@ from netapp.intents.compiler import compile_intent
 from netapp.intents.models import Intent
 from netapp.testbed import netns, scenario
 from netapp.testbed.topology import EdgeSite
-from netapp.testbed.traffic import Capture, Sender
+from netapp.testbed.traffic import Capture
 from tests.utils.kernel import build_artifact, require_kernel
 from tests.utils.maps import map_rules, second_handle, pinned_instance, unlike_the_store
-from tests.utils.serve import ServeProcess, free_port, write_admin_tokens, write_settings
+from tests.utils.serve import ServeProcess, free_port, write_node_settings
+from tests.utils.steady import SEQ_BYTES, SteadyFlow
 
 CPUS = min(os.cpu_count() or 1, 2)
 FLOW = scenario.Flow(0)  # a priority flow: steered through the CPUMAP, which a restart rewrites
 TENANT = "operator"  # the admin token's tenant, which owns the experiment's intents
 RATE_PPS = 3000
-TICK_S = 0.01  # one burst per tick: ~30 frames, far from filling the veth ring (256 frames)
-MAX_BURST = 128
 BEFORE_KILL_S = 1.5  # traffic through the running service, then through none, then the new one
 DOWN_S = 1.0
 AFTER_RESTART_S = 1.5
-SEQ_BYTES = 4
 OUTER_UDP_CSUM = slice(40, 42)  # Ethernet 14 + IPv4 20 + UDP offset 6
 STRAY_SLOT = 99  # far above the experiment's slots
 
@@ -66,16 +63,8 @@ def instance(site: EdgeSite) -> Iterator[str]:
 @pytest.fixture
 def serve(site: EdgeSite, instance: str, tmp_path: Path) -> Iterator[tuple[ServeProcess, str]]:
     """(the serve process, not started yet; the admin token). Stopped whatever happened."""
-    token = write_admin_tokens(tmp_path / "tokens.yaml", tenant=TENANT)
-    node = site.ns("node")
-    config = write_settings(
-        tmp_path / "netapp.yaml",
-        state_dir=tmp_path / "state",
-        instance=instance,
-        max_rules=4096,
-        tokens_file=tmp_path / "tokens.yaml",
-        netns=node,  # the site: where the alternative's egress `alt` resolves and its port is set
-        interfaces=[{"name": site.n3.ifname, "netns": node, "mode": "native"}],
+    config, token = write_node_settings(
+        tmp_path, instance, site.ns("node"), [site.n3.ifname], TENANT, max_rules=4096
     )
     process = ServeProcess(config, free_port(), tmp_path)
     try:
@@ -115,42 +104,6 @@ def numbered_template(site: EdgeSite) -> bytes:
     template = bytearray(scenario.frame(site, FLOW))
     template[OUTER_UDP_CSUM] = b"\0\0"
     return bytes(template)
-
-
-class SteadyFlow(threading.Thread):
-    """Sends the numbered frames of FLOW at RATE_PPS until stopped; `sent` frames 0..sent-1."""
-
-    def __init__(self, site: EdgeSite, template: bytes):
-        super().__init__(name="steady-flow", daemon=True)
-        self.sender = Sender(site.ns("ran"), site.ran0.ifname)
-        self.head = template[:-SEQ_BYTES]
-        self.sent = 0
-        self.error: BaseException | None = None
-        self._halt = threading.Event()
-
-    def run(self) -> None:
-        started = time.monotonic()
-        try:
-            while not self._halt.is_set():
-                # Paced by the clock: a late tick (busy cores) sends what is due, capped so that a
-                # long stall does not become one burst larger than the veth ring.
-                due = min(int((time.monotonic() - started) * RATE_PPS) - self.sent, MAX_BURST)
-                if due > 0:
-                    self.sender.send([self._frame(self.sent + i) for i in range(due)])
-                    self.sent += due
-                time.sleep(TICK_S)
-        except BaseException as exc:  # noqa: BLE001 - reported by the test
-            self.error = exc
-
-    def _frame(self, number: int) -> bytes:
-        return self.head + number.to_bytes(SEQ_BYTES, "big")
-
-    def stop(self) -> int:
-        self._halt.set()
-        self.join()
-        self.sender.close()
-        assert self.error is None, f"the sender failed: {self.error!r}"
-        return self.sent
 
 
 def received(capture: Capture, template: bytes) -> list[tuple[int, int]]:
@@ -227,7 +180,7 @@ def test_given_live_traffic_when_serve_is_killed_and_restarted_then_no_frame_is_
 
     template = numbered_template(site)
     with Capture(site.ns("node"), site.n3.ifname) as node_rx:
-        flow = SteadyFlow(site, template)
+        flow = SteadyFlow(site.ns("ran"), site.ran0.ifname, template, RATE_PPS)
         flow.start()
         phases: dict[str, int] = {}  # frames sent when each phase began
         try:

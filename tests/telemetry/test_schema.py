@@ -13,7 +13,7 @@ from netapp.core.config import InfluxSettings
 from netapp.telemetry.collector import Collector
 from netapp.telemetry.influx import InfluxSink
 from netapp.telemetry.poll import MEASUREMENTS, TELEMETRY
-from netapp.telemetry.sample import Counters, CpuCounters, IntentTable, InterfaceCounters
+from netapp.telemetry.sample import AlternativeCounters, Counters, CpuCounters, IntentTable, InterfaceCounters
 
 DOC = Path(__file__).resolve().parents[2] / "api" / "telemetry.md"
 TYPES = {"integer": int, "float": float, "boolean": bool}
@@ -62,6 +62,7 @@ class EverythingSource:
             actions={"steer": (n, 64 * n)},
             reasons={"none": (n, 64 * n)},
             interfaces=(InterfaceCounters("eth0", n, n, n, n, 0, 0, 0, 0),),
+            alternatives=(AlternativeCounters("10.30.0.2", True, 1, 10 * n, 10 * n),),
         )
 
 

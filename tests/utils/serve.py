@@ -45,6 +45,24 @@ def write_settings(path: Path, **settings: Any) -> Path:
     return path
 
 
+def write_node_settings(
+    workdir: Path, instance: str, netns: str, interfaces: list[str], tenant: str, **more: Any
+) -> tuple[Path, str]:
+    """The settings of a NetApp node in `netns` (attached natively to `interfaces` there, its state
+    and an admin token of `tenant` in `workdir`): (the settings file, the token)."""
+    token = write_admin_tokens(workdir / "tokens.yaml", tenant=tenant)
+    config = write_settings(
+        workdir / "netapp.yaml",
+        state_dir=workdir / "state",
+        instance=instance,
+        tokens_file=workdir / "tokens.yaml",
+        netns=netns,  # where interface names (the alternatives' egress too) resolve and ports are set
+        interfaces=[{"name": name, "netns": netns, "mode": "native"} for name in interfaces],
+        **more,
+    )
+    return config, token
+
+
 class ServeProcess:
     """One `netapp serve` at a time on a fixed port; each start logs to its own file in log_dir."""
 

@@ -70,6 +70,7 @@ def fake_service(
     state_dir: Path,
     fake: Optional[RecordingDpp] = None,
     clock: Optional[Clock] = None,
+    peer_echo_port: Optional[int] = None,
     **settings: Any,
 ) -> NetAppService:
     """A started service over a RecordingDpp (a new one unless given: a restart passes the old one),
@@ -81,6 +82,8 @@ def fake_service(
         dataplane=Dataplane(fake, max_rules=slots),
         store=Store.open(state_dir / "netapp.db"),
         clock=clock or Clock(),
+        echo_port=0,  # GTP-U echo on any free port: services of parallel tests must not meet on 2152
+        peer_echo_port=peer_echo_port,
     )
     service.start()
     grant_site(service, *SITE_TENANTS)

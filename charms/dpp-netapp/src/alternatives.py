@@ -122,7 +122,15 @@ def build_group(
 
 
 def _member(peer: PeerAddress, interface: str, source_mac: str) -> dict[str, Any]:
-    return {"mac": peer.mac, "ip4": peer.ip4, "ip6": peer.ip6, "interface": interface, "source_mac": source_mac}
+    # Every peer is a NetApp, which answers GTP-U echo: probe it, and forward only while it answers.
+    return {
+        "mac": peer.mac,
+        "ip4": peer.ip4,
+        "ip6": peer.ip6,
+        "interface": interface,
+        "source_mac": source_mac,
+        "probe": True,
+    }
 
 
 def _reason(error: ValidationError) -> str:

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Path
 from netapp.api.deps import AdminDep, JsonBody, ReaderDep, ServiceDep
 from netapp.api.routes.common import AUTHENTICATED, CHANGES, documented, require_path_matches_body
 from netapp.intents.models import MAX_ALT_GROUPS, AlternativeGroup
+from netapp.service.contract import AlternativeGroupStatus
 
 router = APIRouter(prefix="/api/v1/alternatives", tags=["alternatives"])
 
@@ -20,6 +21,12 @@ GroupIdPath = Annotated[int, Path(ge=0, le=MAX_ALT_GROUPS - 1, description="the 
 def list_alternatives(service: ServiceDep, who: ReaderDep) -> list[AlternativeGroup]:
     """List the alternative node groups."""
     return service.list_alternatives(who)
+
+
+@router.get("/{group_id}", response_model=AlternativeGroupStatus, responses=documented(*AUTHENTICATED, 404))
+def get_alternative(service: ServiceDep, who: ReaderDep, group_id: GroupIdPath) -> AlternativeGroupStatus:
+    """An alternative node group with each member's liveness (state, alive, last change)."""
+    return service.get_alternative(who, group_id)
 
 
 @router.put(
