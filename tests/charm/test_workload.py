@@ -168,18 +168,47 @@ def test_given_tls_dropped_when_configure_then_tls_files_removed(workload):
     assert not workload.paths.tls_cert.exists() and "tls_cert" not in workload.paths.settings.read_text()
 
 
-def test_given_source_when_install_then_venv_and_pip(workload, commands):
-    workload.install("dpp-netapp==0.1.0")
+@pytest.fixture
+def wheels(tmp_path: Path) -> Path:
+    """A charm's wheels/ folder: its hash-pinned list (the wheels themselves pip would read)."""
+    folder = tmp_path / "charm" / "wheels"
+    folder.mkdir(parents=True)
+    (folder / "requirements.txt").write_text(f"dpp-netapp==0.1.0 --hash=sha256:{'a' * 64}\n")
+    return folder
+
+
+def test_given_the_charms_wheels_when_install_then_a_fresh_venv_and_pip_offline(workload, commands, wheels):
+    workload.install("charm", wheels)
     assert commands.argv[0] == ["apt-get", "update"]
-    assert commands.argv[1][:2] == ["apt-get", "install"]
-    assert commands.argv[2] == ["python3", "-m", "venv", str(workload.paths.venv)]
-    assert commands.argv[3][-1] == "dpp-netapp==0.1.0"
+    assert commands.argv[1] == [
+        "apt-get", "install", "-y", "--no-install-recommends", "python3-venv", "iproute2", "libbpf1"
+    ]  # fmt: skip
+    assert commands.argv[2] == ["python3", "-m", "venv", "--clear", str(workload.paths.venv)]
+    assert commands.argv[3] == [
+        str(workload.paths.venv / "bin" / "pip"), "install", "--require-hashes", "--only-binary=:all:",
+        "--no-index", "--find-links", str(wheels), "-r", str(workload.paths.requirements),
+    ]  # fmt: skip
+    assert workload.paths.requirements.read_text() == (wheels / "requirements.txt").read_text()
 
 
-def test_given_apt_update_fails_when_install_then_workload_error_and_nothing_installed(tmp_path):
+def test_given_the_index_when_install_then_pip_takes_the_hashed_list_from_the_index(workload, commands, wheels):
+    pinned = f"dpp-netapp==0.1.0 --hash=sha256:{'b' * 64}"
+    workload.install("index", wheels, pinned)
+    assert "--no-index" not in commands.argv[3] and "--require-hashes" in commands.argv[3]
+    assert commands.argv[3][-2:] == ["-r", str(workload.paths.requirements)]
+    assert workload.paths.requirements.read_text() == pinned
+
+
+def test_given_a_charm_without_wheels_when_install_then_workload_error_before_any_step(workload, commands, tmp_path):
+    with pytest.raises(WorkloadError, match=r"wheels/requirements\.txt: not found"):
+        workload.install("charm", tmp_path / "bare-charm" / "wheels")
+    assert commands.argv == []
+
+
+def test_given_apt_update_fails_when_install_then_workload_error_and_nothing_installed(tmp_path, wheels):
     commands = Commands(fail="apt-get update")
     with pytest.raises(WorkloadError, match="apt-get update failed"):
-        NetApp(root=tmp_path, run=commands).install("dpp-netapp")
+        NetApp(root=tmp_path, run=commands).install("charm", wheels)
     assert commands.argv == [["apt-get", "update"]]
 
 
@@ -189,9 +218,9 @@ def test_given_installed_when_version_then_netapps_version(workload, commands):
     assert commands.argv[-1] == [str(workload.paths.netapp_bin), "--version"]
 
 
-def test_given_pip_fails_when_install_then_workload_error(tmp_path):
+def test_given_pip_fails_when_install_then_workload_error(tmp_path, wheels):
     with pytest.raises(WorkloadError, match="failed"):
-        NetApp(root=tmp_path, run=Commands(fail="pip")).install("nope")
+        NetApp(root=tmp_path, run=Commands(fail="pip")).install("charm", wheels)
 
 
 def test_given_service_when_restart_stop_remove_then_systemctl(workload, commands):
