@@ -199,9 +199,9 @@ def test_given_the_index_when_install_then_pip_takes_the_hashed_list_from_the_in
     assert workload.paths.requirements.read_text() == pinned
 
 
-def test_given_a_charm_without_wheels_when_install_then_workload_error_before_any_step(workload, commands, tmp_path):
+def test_given_a_charm_without_wheels_when_install_then_workload_error_before_any_step(workload, commands):
     with pytest.raises(WorkloadError, match=r"wheels/requirements\.txt: not found"):
-        workload.install("charm", tmp_path / "bare-charm" / "wheels")
+        workload.install("charm", workload.paths.root / "bare-charm" / "wheels")
     assert commands.argv == []
 
 
@@ -482,3 +482,17 @@ def test_given_other_cert_configured_when_client_then_tls_refused(tmp_path, tls_
     workload, config = _tls_workload(tmp_path / "root", port, other_cert, other_key)
     with pytest.raises(ApiError, match="cannot reach"):
         workload.client(config).stats()
+
+
+def test_given_dispatchs_python_path_when_a_command_runs_then_it_is_not_inherited(tmp_path, wheels, monkeypatch):
+    """dispatch runs the charm with PYTHONPATH=lib:venv; pip would take the charm's packages as
+    installed (and skip them) and the NetApp's commands would import them."""
+    monkeypatch.setenv("PYTHONPATH", "lib:venv")
+    seen: list[dict[str, str]] = []
+
+    def run(argv, **kwargs):
+        seen.append(kwargs["env"])
+        return subprocess.CompletedProcess(argv, 0, "", "")
+
+    NetApp(root=tmp_path, run=run).install("charm", wheels)
+    assert seen and all("PYTHONPATH" not in env and env["PATH"] for env in seen)

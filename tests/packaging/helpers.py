@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import platform
 import sys
+import tarfile
 import urllib.request
 from pathlib import Path
 
@@ -67,3 +68,14 @@ def build_test_charm(out: Path, wheelhouse: Path | None = None) -> Path:
     except PackagingError:
         _skip_when_offline()
         raise
+
+
+def unpack(archive: Path, dest: Path) -> Path:
+    """Extract a package tar.gz as the NBI does and return the one package folder."""
+    with tarfile.open(archive, "r:gz") as tar:
+        if hasattr(tarfile, "data_filter"):
+            tar.extractall(dest, filter="data")
+        else:  # Python < 3.11.4
+            tar.extractall(dest)
+    (folder,) = dest.iterdir()
+    return folder

@@ -27,7 +27,8 @@ PACKAGED = ("netapp/dataplane/lib/libdpp.so", "netapp/dataplane/lib/xdp_pass.bpf
 
 
 def test_the_netapps_wheel_is_for_this_platform_and_any_python_3(wheelhouse):
-    assert wheelhouse.netapp.path.name == f"dpp_netapp-{wheelhouse.netapp.version}-py3-none-linux_{platform.machine()}.whl"
+    version = wheelhouse.netapp.version
+    assert wheelhouse.netapp.path.name == f"dpp_netapp-{version}-py3-none-linux_{platform.machine()}.whl"
     with zipfile.ZipFile(wheelhouse.netapp.path) as wheel:
         meta = wheel.read(f"dpp_netapp-{wheelhouse.netapp.version}.dist-info/WHEEL").decode()
     assert f"Tag: py3-none-linux_{platform.machine()}" in meta.splitlines()
@@ -50,7 +51,8 @@ def test_requirements_pin_every_wheel_to_its_sha256_the_netapp_first(wheelhouse)
         assert pins[wheel.name] == (wheel.version, sha256_of(wheel.path))
     first = next(line for line in (wheelhouse.folder / REQUIREMENTS_FILE).read_text().splitlines() if "==" in line)
     assert first.startswith(f"dpp-netapp=={wheelhouse.netapp.version} --hash=sha256:{wheelhouse.netapp.sha256}")
-    sums = dict(reversed(line.split("  ")) for line in (wheelhouse.folder / SHA256SUMS_FILE).read_text().splitlines())
+    lines = (wheelhouse.folder / SHA256SUMS_FILE).read_text().splitlines()
+    sums = dict(reversed(line.split("  ")) for line in lines)
     assert sums == {path.name: sha256_of(path) for path in files}
 
 

@@ -160,7 +160,7 @@ class NetApp:
         if source == "charm":
             listed = wheels / WHEELS_REQUIREMENTS
             if not listed.is_file():
-                raise WorkloadError(f"{listed}: not found (a charm from `make package` carries the NetApp's wheels)")
+                raise WorkloadError(f"{listed}: not found (`make package` puts the NetApp's wheels in the charm)")
             requirements, origin = listed.read_text(), ["--no-index", "--find-links", str(wheels)]
         else:
             requirements, origin = index_requirements, []
@@ -285,12 +285,19 @@ class NetApp:
 
     def _cmd(self, *argv: str, check: bool = True) -> subprocess.CompletedProcess:
         try:
-            done = self._run(list(argv), capture_output=True, text=True, check=False)
+            done = self._run(list(argv), capture_output=True, text=True, check=False, env=_command_env())
         except OSError as exc:
             raise WorkloadError(f"{argv[0]}: {exc}") from exc
         if check and done.returncode != 0:
             raise WorkloadError(f"{' '.join(argv[:3])} failed ({done.returncode}): {(done.stderr or '').strip()}")
         return done
+
+
+def _command_env() -> dict[str, str]:
+    """The charm's environment without the Python path dispatch gives the charm (its own lib:venv):
+    inherited, it would make the NetApp's pip take the charm's packages as installed and skip them,
+    and the NetApp's commands import them."""
+    return {name: value for name, value in os.environ.items() if name not in ("PYTHONPATH", "PYTHONHOME")}
 
 
 def _global_addresses(infos: list[dict[str, Any]]) -> tuple[Optional[str], Optional[str]]:
