@@ -19,10 +19,13 @@ from pathlib import Path
 from setuptools import Distribution, setup
 from setuptools.command.build_py import build_py
 
-try:  # setuptools >= 70.1 has it; older ones take it from the wheel package
+try:  # setuptools >= 70.1 has it; older ones take it from the wheel package, if installed
     from setuptools.command.bdist_wheel import bdist_wheel
 except ImportError:  # pragma: no cover
-    from wheel.bdist_wheel import bdist_wheel
+    try:
+        from wheel.bdist_wheel import bdist_wheel
+    except ImportError:  # no wheel can be built here, an sdist can
+        bdist_wheel = None
 
 HERE = Path(__file__).resolve().parent
 DATAPLANE = HERE / "dataplane"
@@ -54,12 +57,16 @@ class BinaryDistribution(Distribution):
         return True
 
 
-class PlatformWheel(bdist_wheel):
-    """A wheel for this platform, for any Python 3 (see the module's docstring)."""
+commands = {"build_py": BuildPyWithDataplane}
+if bdist_wheel is not None:
 
-    def get_tag(self) -> tuple[str, str, str]:
-        _, _, platform = super().get_tag()
-        return "py3", "none", platform
+    class PlatformWheel(bdist_wheel):
+        """A wheel for this platform, for any Python 3 (see the module's docstring)."""
 
+        def get_tag(self) -> tuple[str, str, str]:
+            _, _, platform = super().get_tag()
+            return "py3", "none", platform
 
-setup(distclass=BinaryDistribution, cmdclass={"build_py": BuildPyWithDataplane, "bdist_wheel": PlatformWheel})
+    commands["bdist_wheel"] = PlatformWheel
+
+setup(distclass=BinaryDistribution, cmdclass=commands)

@@ -48,6 +48,7 @@ from netapp.testbed import netns
 from netapp.testbed.traffic import Sender
 from tests.packaging.fake_juju import base_python
 from tests.packaging.helpers import unpack
+from tests.packaging.vm_tools.systemctl import Unit
 from tests.utils.kernel import require_kernel
 from tests.utils.maps import pinned_instance
 
@@ -90,14 +91,16 @@ exec {python} -S {tool} {root} {instance} "$@"
 class Vm:
     """A root directory, a namespace and the charm of the package, driven step by step."""
 
-    def __init__(self, package: Path, work: Path, ns: str, instance: str):
+    def __init__(self, package: Path, work: Path, ns: str, ran: str, instance: str):
         self.package = package
         self.charm = package / "charms" / CHARM
         self.root = work / "root"
         self.bin = work / "bin"
         self.tools = work / "tools"
         self.home = work / "home"
-        self.ns = ns
+        self.ns = ns  # the machine's namespace: loopback and n3
+        self.ran = ran  # the RAN side's, holding n3's peer
+        self.unit = Unit(self.root, instance, CHARM)
         for folder in (self.root, self.bin, self.tools, self.home):
             folder.mkdir(parents=True)
         # Copies: run from the source tree, the scripts would put tests/packaging on sys.path.
@@ -113,14 +116,6 @@ class Vm:
             (self.bin / name).write_text(text)
             (self.bin / name).chmod(0o755)
         (self.bin / "python3").symlink_to(base_python())
-
-    @property
-    def log(self) -> Path:
-        return self.root / "var" / "log" / f"{CHARM}.log"
-
-    @property
-    def pid_file(self) -> Path:
-        return self.root / "run" / f"{CHARM}.pid"
 
     def run(self, command: str, **request: Any) -> dict[str, Any]:
         """One charm step inside the namespace, with the environment a hook has (and no other)."""
@@ -145,17 +140,12 @@ class Vm:
 
     def log_tail(self) -> str:
         try:
-            return self.log.read_text(errors="replace")[-3000:]
+            return self.unit.log.read_text(errors="replace")[-3000:]
         except OSError:
             return "(no log)"
 
     def service_pid(self) -> int | None:
-        try:
-            pid = int(self.pid_file.read_text())
-            os.kill(pid, 0)
-        except (OSError, ValueError):
-            return None
-        return pid
+        return self.unit.pid()
 
     def kill(self) -> None:
         """The service this test started, if the stand-in's stop left it running."""
@@ -181,7 +171,7 @@ def vm(package: Path, tmp_path: Path) -> Iterator[Vm]:
         netns.run(["ip", "link", "set", N3, "up"], netns=vm_ns)
         netns.run(["ip", "link", "set", RAN, "up"], netns=ran_ns)
         with pinned_instance("vm", vm_ns) as instance:
-            machine = Vm(package, tmp_path, vm_ns, instance)
+            machine = Vm(package, tmp_path, vm_ns, ran_ns, instance)
             try:
                 yield machine
             finally:
@@ -278,8 +268,8 @@ def test_the_vnf_package_alone_installs_starts_takes_day1_and_steers_on_a_day2_i
     assert N3 in json.dumps(attached), attached
 
     # The AppD's traffic rules: GTP-U, VXLAN and GENEVE are forwarded as is (verdict pass).
-    n3_mac, ran_mac = mac_of(vm.ns, N3), mac_of(f"ran-{vm.ns[3:]}", RAN)
-    sender = Sender(f"ran-{vm.ns[3:]}", RAN)
+    n3_mac, ran_mac = mac_of(vm.ns, N3), mac_of(vm.ran, RAN)
+    sender = Sender(vm.ran, RAN)
     try:
         before = passed(stats(vm, config))
         rule_frames = []
