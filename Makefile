@@ -83,10 +83,16 @@ test: build python-test influxd
 		$(PY) -m pytest $(PYTEST_ARGS) tests
 
 # dist/: the Juju charm (dpp-netapp.charm), the OSM packages (dpp-netapp_vnf.tar.gz,
-# dpp-netapp_ns.tar.gz) and the SOL004 CSAR for ONAP (dpp-netapp.csar); pip downloads the
-# charm's dependencies for its base (Python 3.12).
+# dpp-netapp_ns.tar.gz) and the SOL004 CSAR for ONAP (dpp-netapp.csar). The charm carries wheels/:
+# the NetApp's wheel (setup.py builds libdpp.so and the BPF objects into it) and its dependencies as
+# wheels, with a hash-pinned requirements.txt, which the charm installs from without an index. pip
+# downloads those and the charm's own venv for its base (ubuntu@24.04: Python 3.12);
+# PACKAGE_PYTHON=3.11 builds for another Python. IMAGE=file writes that VM image's SHA-256 and size
+# into the packaged VNFD.
+PACKAGE_PYTHON ?=
 package: python-runtime
-	$(PY) -m netapp.packaging --out dist $(if $(IMAGE),--image $(IMAGE))
+	$(PY) -m netapp.packaging --out dist $(if $(IMAGE),--image $(IMAGE)) \
+		$(if $(PACKAGE_PYTHON),--python-version $(PACKAGE_PYTHON))
 
 bench-dataplane: build python-deps
 	$(PY) -m bench.dataplane --out bench/results/dataplane.json

@@ -36,6 +36,7 @@ def serve(
 ) -> None:
     """Serve the REST API (TLS when tls_cert and tls_key are set); SIGTERM stops it gracefully."""
     settings = load_cli_settings(config, host, port)
+    _require_system_libraries()
     logging.basicConfig(level=log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
     service = _service(settings)
     telemetry = _telemetry(settings, service)
@@ -63,6 +64,16 @@ def load_cli_settings(config: Optional[Path], host: Optional[str] = None, port: 
         return load_settings(config, **overrides)
     except ValueError as exc:  # pydantic's ValidationError is one
         fail(f"settings: {_one_line(exc)}", EXIT_BAD_INPUT)
+
+
+def _require_system_libraries() -> None:
+    """Stop at once, in one line, when a system library libdpp links (libbpf, libelf) is missing."""
+    from netapp.dataplane.binding import LibraryNotFoundError, check_system_libraries
+
+    try:
+        check_system_libraries()
+    except LibraryNotFoundError as exc:
+        fail(str(exc), EXIT_ENVIRONMENT)
 
 
 def _service(settings: Settings) -> IntentService:

@@ -506,13 +506,25 @@ LIBDPP_ENV = "DPP_LIBDPP"
 _PY_LOG_LEVELS = {LogLevel.WARN: logging.WARNING, LogLevel.INFO: logging.INFO, LogLevel.DEBUG: logging.DEBUG}
 
 
+# Where a wheel carries libdpp and the BPF objects it ships (setup.py copies them from dataplane/build).
+PACKAGED_LIB_DIR = Path(__file__).resolve().parent / "lib"
+# What libdpp.so links that the system provides: soname -> the Debian/Ubuntu package holding it.
+SYSTEM_LIBRARIES = {"libbpf.so.1": "libbpf1", "libelf.so.1": "libelf1"}
+
+
 def repo_libdpp_path() -> Path:
     """Where `make -C dataplane` puts the library, relative to this package in a source checkout."""
     return Path(__file__).resolve().parents[2] / "dataplane" / "build" / "libdpp.so"
 
 
+def packaged_libdpp_path() -> Path:
+    """Where an installed wheel holds the library (absent in a checkout and an editable install)."""
+    return PACKAGED_LIB_DIR / "libdpp.so"
+
+
 def find_libdpp() -> str:
-    """$DPP_LIBDPP, else the checkout's dataplane/build/libdpp.so, else the system's libdpp."""
+    """$DPP_LIBDPP when set (an explicit choice wins), else the library the installed wheel carries,
+    else the checkout's dataplane/build/libdpp.so, else the system's libdpp."""
     explicit = os.environ.get(LIBDPP_ENV)
     if explicit:
         if not Path(explicit).is_file():
@@ -524,17 +536,44 @@ def find_libdpp() -> str:
             )
         return explicit
     built = repo_libdpp_path()
-    if built.is_file():
-        return str(built)
+    for candidate in (packaged_libdpp_path(), built):
+        if candidate.is_file():
+            return str(candidate)
     system = ctypes.util.find_library("dpp")
     if system:
         return system
     raise LibraryNotFoundError(
         errno_codes.ENOENT,
         "find libdpp",
-        f"libdpp.so not found (not at {built}, not on the library path)",
+        f"libdpp.so not found (not in {PACKAGED_LIB_DIR}, not at {built}, not on the library path)",
         hint=f"run `make -C dataplane` or set {LIBDPP_ENV}",
     )
+
+
+class SystemLibraryMissing(LibraryNotFoundError):
+    """A shared library libdpp links cannot be loaded: one line naming it and the package to install."""
+
+    def __init__(self, soname: str, package: str):
+        self.soname = soname
+        self.package = package
+        super().__init__(
+            errno_codes.ELIBACC, "load libdpp", f"libdpp needs {soname}", hint=f"apt-get install {package}"
+        )
+
+    def __str__(self) -> str:
+        return (
+            f"libdpp needs {self.soname} (Debian/Ubuntu package {self.package}): not found; "
+            f"apt-get install {self.package}"
+        )
+
+
+def check_system_libraries(libraries: Optional[Mapping[str, str]] = None) -> None:
+    """Raise SystemLibraryMissing for the first library of SYSTEM_LIBRARIES the loader cannot load."""
+    for soname, package in (SYSTEM_LIBRARIES if libraries is None else libraries).items():
+        try:
+            ctypes.CDLL(soname)
+        except OSError:
+            raise SystemLibraryMissing(soname, package) from None
 
 
 def _forward_log(level: int, message: Optional[bytes], _ctx: Optional[int]) -> None:
@@ -551,6 +590,7 @@ class Libdpp:
 
     def __init__(self, path: str):
         self.path = path
+        check_system_libraries()
         try:
             self.cdll = ctypes.CDLL(path)
         except OSError as exc:

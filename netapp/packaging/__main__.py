@@ -29,7 +29,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--python-version",
         metavar="X.Y",
-        help="Python the charm's venv is built for (default: the charm base's, ubuntu@24.04 -> 3.12)",
+        help="Python the charm's venv and the NetApp's wheels are for (default: the charm base's, "
+        "ubuntu@24.04 -> 3.12)",
     )
     parser.add_argument(
         "--platform",

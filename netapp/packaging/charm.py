@@ -13,7 +13,10 @@ writes for a machine charm with the unified ``charmcraft.yaml`` (canonical/charm
   charmcraft.yaml (``services/package.py`` ``write_metadata``, ``models/metadata.py``
   ``CharmMetadata.from_charm``), and ``manifest.yaml`` with the run-on bases;
 * ``src/``, ``lib/`` (charm libraries, when present) and ``venv/``: the dependencies of
-  requirements.txt, installed for the charm's base rather than for this machine.
+  requirements.txt, installed for the charm's base rather than for this machine;
+* ``wheels/``, when given a wheelhouse (wheels.py): the NetApp and its dependencies as wheels,
+  which the charm installs from without an index. Not charmcraft's: its ``dump`` part would copy
+  a prepared folder the same way.
 """
 
 from __future__ import annotations
@@ -297,8 +300,19 @@ def write_metadata_files(project: CharmProject, tree: Path) -> None:
             (tree / f"{section}.yaml").write_text(_dump(project.spec[section]))
 
 
-def stage(project: CharmProject, tree: Path, python_version: str, platform: str, log: Log) -> None:
-    """Lay out the charm as it is packed: what charmcraft's prime directory holds."""
+WHEELS_DIR = "wheels"
+
+
+def stage(
+    project: CharmProject,
+    tree: Path,
+    python_version: str,
+    platform: str,
+    log: Log,
+    wheelhouse: Path | None = None,
+) -> None:
+    """Lay out the charm as it is packed: what charmcraft's prime directory holds, and
+    ``wheelhouse`` (a folder of wheels) as ``wheels/``."""
     tree.mkdir(parents=True, exist_ok=True)
     copy_sources(project.root / "src", tree / "src")
     (tree / ENTRYPOINT).chmod(EXEC_MODE)  # dispatch execs it
@@ -311,6 +325,8 @@ def stage(project: CharmProject, tree: Path, python_version: str, platform: str,
     write_metadata_files(project, tree)
     log(f"  installing {REQUIREMENTS_FILE} into venv/ (Python {python_version}, {platform})")
     install_dependencies(project.root / REQUIREMENTS_FILE, tree / "venv", python_version, platform)
+    if wheelhouse is not None:
+        shutil.copytree(wheelhouse, tree / WHEELS_DIR)
 
 
 def build_charm(
@@ -319,15 +335,17 @@ def build_charm(
     python_version: str | None = None,
     platform: str | None = None,
     log: Log = print,
+    wheelhouse: Path | None = None,
 ) -> Path:
-    """Build ``out`` (a ``.charm`` zip) from the charm project at ``charm_root``."""
+    """Build ``out`` (a ``.charm`` zip) from the charm project at ``charm_root``; ``wheelhouse``:
+    a folder of wheels (wheels.py) the charm carries as ``wheels/``."""
     project = CharmProject.load(charm_root)
     python_version = python_version or default_python_version(project)
     platform = platform or default_platform(project)
     log(f"building charm {project.name} -> {out}")
     with tempfile.TemporaryDirectory(prefix=f"{project.name}-charm-") as tmp:
         tree = Path(tmp) / project.name
-        stage(project, tree, python_version, platform, log)
+        stage(project, tree, python_version, platform, log, wheelhouse)
         write_zip(tree, out, build_epoch())
     log(f"  wrote {out} ({out.stat().st_size / 1e6:.1f} MB)")
     return out

@@ -194,6 +194,22 @@ def check_ns_sources(src: Sources, vnfd: dict[str, Any]) -> list[dict[str, Any]]
     return nsds
 
 
+def check_software_version(src: Sources, vnfd: dict[str, Any], version: str) -> None:
+    """The VNFD's software-version and the AppD's appSoftVersion must be the packaged NetApp's."""
+    appd = json.loads(src.appd.read_text())
+    found = {
+        f"{src.rel(src.vnfd)} software-version": str(vnfd.get("software-version")),
+        f"{src.rel(src.appd)} appSoftVersion": str(appd.get("appSoftVersion")),
+    }
+    problems = [
+        f"{where} is {value!r}, the NetApp's wheel {version!r}"
+        for where, value in found.items()
+        if value != version
+    ]
+    if problems:
+        raise PackagingError("\n".join(problems) + " (pyproject.toml's version)")
+
+
 # --------------------------------------------------------------------------------------------
 # Package folders
 # --------------------------------------------------------------------------------------------

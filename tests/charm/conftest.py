@@ -105,9 +105,11 @@ class FakeNetApp:
         self.remove_error: Exception | None = None
         self.api = FakeClient()
         self.addresses: dict[str, InterfaceAddress] = {}
+        self.installs: list[tuple[str, Path, str]] = []
 
-    def install(self, source: str) -> None:
+    def install(self, source: str, wheels: Path, index_requirements: str = "") -> None:
         self.steps.append(f"install {source}")
+        self.installs.append((source, wheels, index_requirements))
         if self.install_error:
             raise self.install_error
         self.installed = True

@@ -9,6 +9,8 @@ import pytest
 from netapp_workload import ApiError, InterfaceAddress, WorkloadError
 from ops import testing
 
+from tests.charm.conftest import CHARM_DIR
+
 INTENT = {
     "id": "video",
     "match": {"protocol": "udp", "dst_port": 5004},
@@ -23,11 +25,68 @@ TLS_KEY = testing.Secret({"key": "KEY"})
 # --- lifecycle events --------------------------------------------------------------------------
 
 
-def test_given_fresh_machine_when_install_then_installs_configures_and_is_active(ctx, netapp):
+NETAPP_PIN = "dpp-netapp==0.2.0 --hash=sha256:" + "a" * 64
+NUMPY_PIN = "numpy==2.2.6 --hash=sha256:" + "b" * 64
+FROM_INDEX = {"netapp-source": "index", "netapp-index-requirements": f"{NETAPP_PIN}\n{NUMPY_PIN}\n"}
+
+
+def test_given_fresh_machine_when_install_then_installs_from_the_charms_wheels_and_is_active(ctx, netapp):
     netapp.installed, netapp.running = False, False
-    out = ctx.run(ctx.on.install(), testing.State(config={"netapp-source": "/tmp/dpp.whl"}))
-    assert netapp.steps == ["install /tmp/dpp.whl", "configure", "restart"]
+    out = ctx.run(ctx.on.install(), testing.State())
+    assert netapp.steps == ["install charm", "configure", "restart"]
+    source, wheels, requirements = netapp.installs[0]
+    assert wheels == CHARM_DIR / "wheels" and requirements == ""
     assert out.unit_status == testing.ActiveStatus()
+
+
+def test_given_index_source_when_install_then_the_pinned_hashed_list_goes_to_the_workload(ctx, netapp):
+    netapp.installed, netapp.running = False, False
+    ctx.run(ctx.on.install(), testing.State(config=FROM_INDEX))
+    assert netapp.installs == [("index", CHARM_DIR / "wheels", f"{NETAPP_PIN}\n{NUMPY_PIN}")]
+
+
+@pytest.mark.parametrize(
+    "requirements, why",
+    [
+        ("", "netapp-index-requirements: required with netapp-source index"),
+        ("dpp-netapp", "netapp-index-requirements: 'dpp-netapp' is neither name==version --hash=sha256"),
+        ("dpp-netapp==0.2.0", "netapp-index-requirements: 'dpp-netapp==0.2.0' is neither"),
+        ("dpp-netapp>=0.2 --hash=sha256:" + "a" * 64, "netapp-index-requirements: 'dpp-netapp>=0.2"),
+        ("--extra-index-url https://x.example/simple", "netapp-index-requirements: '--extra-index-url"),
+        (NUMPY_PIN, "netapp-index-requirements: names no dpp-netapp==<version>"),
+    ],
+)
+def test_given_index_source_unpinned_or_unhashed_when_install_then_blocked_naming_the_option_and_not_installed(
+    ctx, netapp, requirements, why
+):
+    netapp.installed, netapp.running = False, False
+    config = {"netapp-source": "index", "netapp-index-requirements": requirements}
+    out = ctx.run(ctx.on.install(), testing.State(config=config))
+    assert netapp.steps == []
+    assert out.unit_status.name == "blocked"
+    assert out.unit_status.message.startswith(f"invalid config: {why}"), out.unit_status.message
+    assert [event.name for event in out.deferred] == ["install"]
+
+
+def test_given_install_deferred_for_config_when_the_config_is_fixed_then_installed(ctx, netapp):
+    netapp.installed, netapp.running = False, False
+    blocked = ctx.run(ctx.on.install(), testing.State(config={"netapp-source": "index"}))
+    out = ctx.run(ctx.on.config_changed(), dataclasses.replace(blocked, config=FROM_INDEX))
+    assert netapp.steps[0] == "install index"
+    assert out.unit_status == testing.ActiveStatus()
+
+
+def test_given_an_index_url_line_and_comments_then_the_requirements_are_valid():
+    from charm_config import CharmConfig
+
+    text = (
+        f"# pinned by pip-compile\n--index-url https://pypi.example/simple\n"
+        f"{NETAPP_PIN} \\\n  --hash=sha256:{'c' * 64}\n"
+    )
+    config = CharmConfig(netapp_source="index", netapp_index_requirements=text)
+    assert config.netapp_index_requirements == (
+        f"--index-url https://pypi.example/simple\n{NETAPP_PIN} --hash=sha256:{'c' * 64}"
+    )
 
 
 def test_given_install_fails_when_install_then_hook_fails_so_juju_retries_it(ctx, netapp, caplog):
@@ -37,7 +96,7 @@ def test_given_install_fails_when_install_then_hook_fails_so_juju_retries_it(ctx
         ctx.run(ctx.on.install(), testing.State())
     assert isinstance(failed.value.__cause__, WorkloadError)
     assert "install failed: pip install failed (1): no such package" in caplog.text
-    assert netapp.steps == ["install dpp-netapp"]
+    assert netapp.steps == ["install charm"]
 
 
 def test_given_install_failed_when_juju_retries_install_then_installed_and_active(ctx, netapp):
@@ -47,7 +106,7 @@ def test_given_install_failed_when_juju_retries_install_then_installed_and_activ
         ctx.run(ctx.on.install(), testing.State())
     netapp.install_error = None
     out = ctx.run(ctx.on.install(), testing.State())
-    assert netapp.steps == ["install dpp-netapp", "install dpp-netapp", "configure", "restart"]
+    assert netapp.steps == ["install charm", "install charm", "configure", "restart"]
     assert out.unit_status == testing.ActiveStatus()
 
 
@@ -69,32 +128,38 @@ def _installed_from(source: str) -> testing.StoredState:
 
 def test_given_source_changed_when_config_changed_then_reinstalled_and_restarted(ctx, netapp):
     netapp.installed_version = "0.2.0"
-    state = testing.State(config={"netapp-source": "dpp-netapp==0.2.0"}, stored_states={_installed_from("dpp-netapp")})
+    state = testing.State(config=FROM_INDEX, stored_states={_installed_from("charm")})
     out = ctx.run(ctx.on.config_changed(), state)
-    assert netapp.steps == ["install dpp-netapp==0.2.0", "configure", "restart"]
+    assert netapp.steps == ["install index", "configure", "restart"]
     assert out.workload_version == "0.2.0"
     again = ctx.run(ctx.on.config_changed(), out)
     assert netapp.steps[3:] == ["configure"]
     assert again.unit_status == testing.ActiveStatus()
 
 
+def test_given_new_index_requirements_when_config_changed_then_reinstalled(ctx, netapp):
+    state = testing.State(config=FROM_INDEX, stored_states={_installed_from(f"index\n{NETAPP_PIN}")})
+    ctx.run(ctx.on.config_changed(), state)
+    assert netapp.steps == ["install index", "configure", "restart"]
+
+
 def test_given_same_source_when_config_changed_then_not_reinstalled(ctx, netapp):
-    state = testing.State(config={"netapp-source": "dpp-netapp"}, stored_states={_installed_from("dpp-netapp")})
+    state = testing.State(stored_states={_installed_from("charm")})
     ctx.run(ctx.on.config_changed(), state)
     assert netapp.steps == ["configure"]
 
 
 def test_given_new_source_fails_when_config_changed_then_hook_fails_and_old_source_kept(ctx, netapp):
-    netapp.install_error = WorkloadError("pip install failed (1): no such package")
-    state = testing.State(config={"netapp-source": "dpp-netap"}, stored_states={_installed_from("dpp-netapp")})
+    netapp.install_error = WorkloadError("pip install failed (1): hash mismatch")
+    state = testing.State(config=FROM_INDEX, stored_states={_installed_from("charm")})
     with pytest.raises(testing.errors.UncaughtCharmError):
         ctx.run(ctx.on.config_changed(), state)
-    assert netapp.steps == ["install dpp-netap"]
+    assert netapp.steps == ["install index"]
 
 
 def test_given_installed_when_upgrade_charm_then_reinstalls(ctx, netapp):
     ctx.run(ctx.on.upgrade_charm(), testing.State())
-    assert netapp.steps[0] == "install dpp-netapp"
+    assert netapp.steps[0] == "install charm"
 
 
 def test_given_good_config_when_config_changed_then_settings_written_and_restarted(ctx, netapp):

@@ -169,18 +169,47 @@ def test_given_tls_dropped_when_configure_then_tls_files_removed(workload):
     assert not workload.paths.tls_cert.exists() and "tls_cert" not in workload.paths.settings.read_text()
 
 
-def test_given_source_when_install_then_venv_and_pip(workload, commands):
-    workload.install("dpp-netapp==0.1.0")
+@pytest.fixture
+def wheels(tmp_path: Path) -> Path:
+    """A charm's wheels/ folder: its hash-pinned list (the wheels themselves pip would read)."""
+    folder = tmp_path / "charm" / "wheels"
+    folder.mkdir(parents=True)
+    (folder / "requirements.txt").write_text(f"dpp-netapp==0.1.0 --hash=sha256:{'a' * 64}\n")
+    return folder
+
+
+def test_given_the_charms_wheels_when_install_then_a_fresh_venv_and_pip_offline(workload, commands, wheels):
+    workload.install("charm", wheels)
     assert commands.argv[0] == ["apt-get", "update"]
-    assert commands.argv[1][:2] == ["apt-get", "install"]
-    assert commands.argv[2] == ["python3", "-m", "venv", str(workload.paths.venv)]
-    assert commands.argv[3][-1] == "dpp-netapp==0.1.0"
+    assert commands.argv[1] == [
+        "apt-get", "install", "-y", "--no-install-recommends", "python3-venv", "iproute2", "libbpf1"
+    ]  # fmt: skip
+    assert commands.argv[2] == ["python3", "-m", "venv", "--clear", str(workload.paths.venv)]
+    assert commands.argv[3] == [
+        str(workload.paths.venv / "bin" / "pip"), "install", "--require-hashes", "--only-binary=:all:",
+        "--no-index", "--find-links", str(wheels), "-r", str(workload.paths.requirements),
+    ]  # fmt: skip
+    assert workload.paths.requirements.read_text() == (wheels / "requirements.txt").read_text()
 
 
-def test_given_apt_update_fails_when_install_then_workload_error_and_nothing_installed(tmp_path):
+def test_given_the_index_when_install_then_pip_takes_the_hashed_list_from_the_index(workload, commands, wheels):
+    pinned = f"dpp-netapp==0.1.0 --hash=sha256:{'b' * 64}"
+    workload.install("index", wheels, pinned)
+    assert "--no-index" not in commands.argv[3] and "--require-hashes" in commands.argv[3]
+    assert commands.argv[3][-2:] == ["-r", str(workload.paths.requirements)]
+    assert workload.paths.requirements.read_text() == pinned
+
+
+def test_given_a_charm_without_wheels_when_install_then_workload_error_before_any_step(workload, commands):
+    with pytest.raises(WorkloadError, match=r"wheels/requirements\.txt: not found"):
+        workload.install("charm", workload.paths.root / "bare-charm" / "wheels")
+    assert commands.argv == []
+
+
+def test_given_apt_update_fails_when_install_then_workload_error_and_nothing_installed(tmp_path, wheels):
     commands = Commands(fail="apt-get update")
     with pytest.raises(WorkloadError, match="apt-get update failed"):
-        NetApp(root=tmp_path, run=commands).install("dpp-netapp")
+        NetApp(root=tmp_path, run=commands).install("charm", wheels)
     assert commands.argv == [["apt-get", "update"]]
 
 
@@ -190,9 +219,9 @@ def test_given_installed_when_version_then_netapps_version(workload, commands):
     assert commands.argv[-1] == [str(workload.paths.netapp_bin), "--version"]
 
 
-def test_given_pip_fails_when_install_then_workload_error(tmp_path):
+def test_given_pip_fails_when_install_then_workload_error(tmp_path, wheels):
     with pytest.raises(WorkloadError, match="failed"):
-        NetApp(root=tmp_path, run=Commands(fail="pip")).install("nope")
+        NetApp(root=tmp_path, run=Commands(fail="pip")).install("charm", wheels)
 
 
 def test_given_service_when_restart_stop_remove_then_systemctl(workload, commands):
@@ -506,3 +535,17 @@ def test_given_other_cert_configured_when_client_then_tls_refused(tmp_path, tls_
     workload, config = _tls_workload(tmp_path / "root", port, other_cert, other_key)
     with pytest.raises(ApiError, match="cannot reach"):
         workload.client(config).stats()
+
+
+def test_given_dispatchs_python_path_when_a_command_runs_then_it_is_not_inherited(tmp_path, wheels, monkeypatch):
+    """dispatch runs the charm with PYTHONPATH=lib:venv; pip would take the charm's packages as
+    installed (and skip them) and the NetApp's commands would import them."""
+    monkeypatch.setenv("PYTHONPATH", "lib:venv")
+    seen: list[dict[str, str]] = []
+
+    def run(argv, **kwargs):
+        seen.append(kwargs["env"])
+        return subprocess.CompletedProcess(argv, 0, "", "")
+
+    NetApp(root=tmp_path, run=run).install("charm", wheels)
+    assert seen and all("PYTHONPATH" not in env and env["PATH"] for env in seen)

@@ -1,5 +1,6 @@
-"""Fixtures of the packaging tests: the charm built once per session (tests/packaging/helpers.py
-says for which Python and why), unpacked, and the OSM packages built from it."""
+"""Fixtures of the packaging tests: the NetApp's wheelhouse and the charm carrying it, built once
+per session (tests/packaging/helpers.py says for which Python and why), unpacked, and the OSM
+packages built from it."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import yaml
 
 from netapp.packaging.archive import extract_zip
 from netapp.packaging.osm import Sources, build_ns_package, build_vnf_package
-from tests.packaging.helpers import CHARM_ROOT, REPO_ROOT, build_test_charm, quiet
+from netapp.packaging.wheels import Wheelhouse
+from tests.packaging.helpers import CHARM_ROOT, REPO_ROOT, build_test_charm, build_test_wheelhouse, quiet
 from tests.utils.yang import YANG_DIR, NbiValidator, missing_tools
 
 
@@ -20,8 +22,13 @@ def charmcraft() -> dict:
 
 
 @pytest.fixture(scope="session")
-def charm_archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_test_charm(tmp_path_factory.mktemp("charm") / "dpp-netapp.charm")
+def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Wheelhouse:
+    return build_test_wheelhouse(tmp_path_factory.mktemp("wheelhouse") / "wheels")
+
+
+@pytest.fixture(scope="session")
+def charm_archive(wheelhouse: Wheelhouse, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_test_charm(tmp_path_factory.mktemp("charm") / "dpp-netapp.charm", wheelhouse.folder)
 
 
 @pytest.fixture(scope="session")

@@ -11,13 +11,16 @@ from __future__ import annotations
 import os
 import platform
 import sys
+import tarfile
 import urllib.request
 from pathlib import Path
 
 import pytest
 
+from netapp.packaging.archive import DEFAULT_EPOCH
 from netapp.packaging.charm import build_charm
 from netapp.packaging.errors import PackagingError
+from netapp.packaging.wheels import Wheelhouse, build_wheelhouse
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CHARM_ROOT = REPO_ROOT / "charms" / "dpp-netapp"
@@ -43,11 +46,36 @@ def index_reachable(url: str) -> bool:
     return True
 
 
-def build_test_charm(out: Path) -> Path:
-    """The charm for this interpreter; skip (outside CI) only when the index is unreachable."""
+def _skip_when_offline() -> None:
+    """Outside CI, a build that failed with the package index unreachable skips and says so."""
+    if not os.environ.get("CI") and not index_reachable(index_url()):
+        pytest.skip(f"the package index {index_url()} is unreachable and CI is not set: no wheels")
+
+
+def build_test_wheelhouse(folder: Path) -> Wheelhouse:
+    """The NetApp's wheel and its dependencies for this interpreter, as make package builds them."""
     try:
-        return build_charm(CHARM_ROOT, out, RUNNING_PYTHON, RUNNING_PLATFORM, log=quiet)
+        return build_wheelhouse(REPO_ROOT, folder, RUNNING_PYTHON, RUNNING_PLATFORM, DEFAULT_EPOCH, log=quiet)
     except PackagingError:
-        if not os.environ.get("CI") and not index_reachable(index_url()):
-            pytest.skip(f"the package index {index_url()} is unreachable and CI is not set: no charm venv")
+        _skip_when_offline()
         raise
+
+
+def build_test_charm(out: Path, wheelhouse: Path | None = None) -> Path:
+    """The charm for this interpreter, carrying ``wheelhouse`` as wheels/ when given."""
+    try:
+        return build_charm(CHARM_ROOT, out, RUNNING_PYTHON, RUNNING_PLATFORM, log=quiet, wheelhouse=wheelhouse)
+    except PackagingError:
+        _skip_when_offline()
+        raise
+
+
+def unpack(archive: Path, dest: Path) -> Path:
+    """Extract a package tar.gz as the NBI does and return the one package folder."""
+    with tarfile.open(archive, "r:gz") as tar:
+        if hasattr(tarfile, "data_filter"):
+            tar.extractall(dest, filter="data")
+        else:  # Python < 3.11.4
+            tar.extractall(dest)
+    (folder,) = dest.iterdir()
+    return folder

@@ -100,8 +100,8 @@ def test_venv_holds_the_requirements_and_they_import_from_it(charm_dir):
     assert all(path.resolve().is_relative_to(charm_dir / "venv") for path in files), files
 
 
-def test_two_builds_give_identical_charms(charm_archive, tmp_path):
-    again = build_test_charm(tmp_path / "again.charm")
+def test_two_builds_give_identical_charms(charm_archive, wheelhouse, tmp_path):
+    again = build_test_charm(tmp_path / "again.charm", wheelhouse.folder)
     assert again.read_bytes() == charm_archive.read_bytes()
 
 

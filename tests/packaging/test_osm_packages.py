@@ -22,7 +22,7 @@ from netapp.packaging.osm import (
     build_vnf_package,
     nbi_problems,
 )
-from tests.packaging.helpers import REPO_ROOT, quiet
+from tests.packaging.helpers import REPO_ROOT, quiet, unpack
 from tests.utils.yang import nsd_cross_check, vnfd_cross_check
 
 VNF_FILES = {
@@ -40,17 +40,6 @@ VNF_FILES = {
     "charms/dpp-netapp/src/charm.py",
 }
 NS_FILES = {"dpp-netapp_nsd.yaml", "README.md", "checksums.txt"}
-
-
-def unpack(archive: Path, dest: Path) -> Path:
-    """Extract as the NBI does and return the one package folder."""
-    with tarfile.open(archive, "r:gz") as tar:
-        if hasattr(tarfile, "data_filter"):
-            tar.extractall(dest, filter="data")
-        else:  # Python < 3.11.4
-            tar.extractall(dest)
-    (folder,) = dest.iterdir()
-    return folder
 
 
 def files_of(folder: Path) -> set[str]:

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 import action_params as p
 import alternatives as alt
 from charm_config import CharmConfig, describe_error
-from netapp_workload import ApiError, InterfaceAddress, NetApp, NetAppClient, WorkloadError
+from netapp_workload import WHEELS_DIR, ApiError, InterfaceAddress, NetApp, NetAppClient, WorkloadError
 
 logger = logging.getLogger(__name__)
 
@@ -152,7 +152,8 @@ class DppNetappCharm(ops.CharmBase):
 
     # alt_group: the alternative group last applied to the NetApp (JSON, "" for none): a change is
     # sent once, and one the NetApp could not take yet is sent again on the next event.
-    # installed_source: the netapp-source the NetApp was installed from; a new one reinstalls.
+    # installed_source: what the NetApp was installed from (CharmConfig.install_source); a new one
+    # reinstalls.
     # applied_api: where the running NetApp's API listens (JSON of the last config it took), so
     # read-only actions keep working while a new config is invalid.
     # workload_error, alt_error: why the unit is blocked, kept until the step that failed succeeds,
@@ -244,32 +245,41 @@ class DppNetappCharm(ops.CharmBase):
         return None if address is None else str(address)
 
     def _on_install(self, event: ops.EventBase) -> None:
-        self._install(str(self.config.get("netapp-source") or "dpp-netapp"))
+        config = self._load()
+        if config is None:  # where to install from is part of the config: wait for a valid one
+            logger.error("install waits for a valid config: %s", self._config_error)
+            event.defer()
+            return
+        self._install(config)
         self._reconcile(event)
 
-    def _install(self, source: str) -> None:
-        """Install from `source` and record it. A failure fails the hook, so Juju shows the unit in
-        error and runs the hook again (automatic retries, or `juju resolve`) rather than carrying
-        on without a NetApp."""
-        self.unit.status = ops.MaintenanceStatus(f"installing the NetApp from {source}")
+    def _install(self, config: CharmConfig) -> None:
+        """Install from the configured source and record it. A failure fails the hook, so Juju shows
+        the unit in error and runs the hook again (automatic retries, or `juju resolve`) rather than
+        carrying on without a NetApp."""
+        where = "the charm's wheels" if config.netapp_source == "charm" else "the package index"
+        self.unit.status = ops.MaintenanceStatus(f"installing the NetApp from {where}")
         try:
-            self.workload.install(source)
+            self.workload.install(
+                config.netapp_source, self.charm_dir / WHEELS_DIR, config.netapp_index_requirements
+            )
         except WorkloadError as exc:
             logger.error("install failed: %s", exc)
             raise
-        self._stored.installed_source = source
+        self._stored.installed_source = config.install_source
         try:
             self.unit.set_workload_version(self.workload.version())
         except WorkloadError as exc:
             logger.warning("cannot read the NetApp's version: %s", exc)
 
     def _reinstall_if_source_changed(self, config: CharmConfig) -> bool:
-        """Install again when netapp-source changed since the install; True when it did."""
+        """Install again when netapp-source (or the index requirements) changed since the install;
+        True when it did."""
         installed = self._stored.installed_source
-        if not installed or installed == config.netapp_source:
+        if not installed or installed == config.install_source:
             return False
-        logger.info("netapp-source changed from %r to %r: reinstalling", installed, config.netapp_source)
-        self._install(config.netapp_source)
+        logger.info("the NetApp's source changed (netapp-source %s): reinstalling", config.netapp_source)
+        self._install(config)
         return True
 
     def _reconcile(self, event: ops.EventBase) -> None:

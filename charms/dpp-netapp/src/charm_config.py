@@ -12,6 +12,11 @@ INTERFACE_NAME = re.compile(r"^[^\s/:,]{1,15}$")
 CPU_ITEM = re.compile(r"^(\d+)(?:-(\d+))?$")
 # Group ids the data plane has (netapp/intents/models.py MAX_ALT_GROUPS; tests/charm checks it).
 MAX_ALT_GROUPS = 64
+# netapp-index-requirements: each requirement pinned to one version with its SHA-256 (what
+# `pip-compile --generate-hashes` and `pip hash` write); the only option line is the index's URL.
+HASHED_PIN = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)==[^\s=;]+(\s+--hash=sha256:[0-9a-f]{64})+$")
+INDEX_URL = re.compile(r"^--index-url[ =]https://\S+$")
+NETAPP_PROJECT = "dpp-netapp"
 
 
 class CharmConfig(BaseModel):
@@ -19,7 +24,8 @@ class CharmConfig(BaseModel):
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
-    netapp_source: str = Field("dpp-netapp", min_length=1)
+    netapp_source: Literal["charm", "index"] = "charm"
+    netapp_index_requirements: str = ""
     interfaces: list[str] = Field(default_factory=list)
     xdp_mode: Literal["native", "generic", "offload"] = "native"
     cpus: list[int] = Field(default_factory=list)
@@ -66,6 +72,25 @@ class CharmConfig(BaseModel):
             return value
         return [entry.strip() for entry in value.split(",") if entry.strip()]
 
+    @field_validator("netapp_index_requirements")
+    @classmethod
+    def _check_index_requirements(cls, value: str) -> str:
+        """Every requirement pinned and hashed, dpp-netapp among them; comments and blank lines go."""
+        lines = [line.split("#", 1)[0].strip() for line in value.replace("\\\n", " ").splitlines()]
+        lines = [" ".join(line.split()) for line in lines if line]
+        names = set()
+        for line in lines:
+            pin = HASHED_PIN.match(line)
+            if pin:
+                names.add(re.sub(r"[-_.]+", "-", pin["name"]).lower())
+            elif not INDEX_URL.match(line):
+                raise ValueError(
+                    f"{line!r} is neither name==version --hash=sha256:<64 hex digits> nor --index-url https://..."
+                )
+        if lines and NETAPP_PROJECT not in names:
+            raise ValueError(f"names no {NETAPP_PROJECT}==<version> --hash=sha256:<digest>")
+        return "\n".join(lines)
+
     @field_validator("alt_interface")
     @classmethod
     def _check_alt_interface(cls, value: str) -> str:
@@ -111,6 +136,11 @@ class CharmConfig(BaseModel):
 
     @model_validator(mode="after")
     def _check_together(self) -> "CharmConfig":
+        if self.netapp_source == "index" and not self.netapp_index_requirements:
+            raise ValueError(
+                "netapp-index-requirements: required with netapp-source index (dpp-netapp and its "
+                "dependencies, each name==version --hash=sha256:<digest>)"
+            )
         if bool(self.tls_cert) != bool(self.tls_key):
             raise ValueError("tls-cert, tls-key: give both or neither")
         if not self.is_loopback and not self.tls_cert:
@@ -120,6 +150,13 @@ class CharmConfig(BaseModel):
         if self.metrics_port and self.metrics_port == self.api_port:
             raise ValueError(f"metrics-port: {self.metrics_port} is the api-port; pick another or 0 for off")
         return self
+
+    @property
+    def install_source(self) -> str:
+        """What the NetApp is installed from: a change of it means installing again."""
+        if self.netapp_source == "charm":
+            return "charm"
+        return f"index\n{self.netapp_index_requirements}"
 
     @property
     def is_loopback(self) -> bool:

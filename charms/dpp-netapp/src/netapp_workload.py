@@ -24,6 +24,12 @@ import yaml
 from charm_config import CharmConfig
 
 SERVICE = "dpp-netapp"
+# What the NetApp needs from the system: the venv module, `ip`, and the libbpf libdpp links (its
+# package depends on libelf, named libelf1 or libelf1t64 depending on the release).
+APT_PACKAGES = ("python3-venv", "iproute2", "libbpf1")
+# The charm's folder of wheels (`make package`, netapp/packaging/wheels.py) and its hash-pinned list.
+WHEELS_DIR = "wheels"
+WHEELS_REQUIREMENTS = "requirements.txt"
 CHARM_TOKEN_NAME = "juju-charm"
 CHARM_TENANT = "operator"
 API_TIMEOUT_S = 30.0
@@ -121,6 +127,7 @@ class Paths:
         self.root = root
         self.etc = root / "etc" / SERVICE
         self.settings = self.etc / "settings.yaml"
+        self.requirements = self.etc / "requirements.txt"
         self.tokens = self.etc / "tokens.yaml"
         self.charm_token = self.etc / "charm.token"
         self.tls_cert = self.etc / "tls.crt"
@@ -146,12 +153,25 @@ class NetApp:
 
     # --- install and remove ------------------------------------------------------------------
 
-    def install(self, source: str) -> None:
-        """Install the NetApp (a venv in /opt/dpp-netapp) from a pip requirement."""
+    def install(self, source: str, wheels: Path, index_requirements: str = "") -> None:
+        """Install the NetApp into a fresh venv in /opt/dpp-netapp, every file checked against its
+        SHA-256 and binary only: from the charm's `wheels` folder without any index (source "charm",
+        its requirements.txt), or from the package index (source "index", `index_requirements`,
+        every line pinned and hashed). The list installed is kept in /etc/dpp-netapp/requirements.txt."""
+        if source == "charm":
+            listed = wheels / WHEELS_REQUIREMENTS
+            if not listed.is_file():
+                raise WorkloadError(f"{listed}: not found (`make package` puts the NetApp's wheels in the charm)")
+            requirements, origin = listed.read_text(), ["--no-index", "--find-links", str(wheels)]
+        else:
+            requirements, origin = index_requirements, []
         self._cmd("apt-get", "update")
-        self._cmd("apt-get", "install", "-y", "--no-install-recommends", "python3-venv", "iproute2")
-        self._cmd("python3", "-m", "venv", str(self.paths.venv))
-        self._cmd(str(self.paths.venv / "bin" / "pip"), "install", "--upgrade", source)
+        self._cmd("apt-get", "install", "-y", "--no-install-recommends", *APT_PACKAGES)
+        _write(self.paths.requirements, requirements, 0o644)
+        self._cmd("python3", "-m", "venv", "--clear", str(self.paths.venv))
+        pip = str(self.paths.venv / "bin" / "pip")
+        listed_here = str(self.paths.requirements)
+        self._cmd(pip, "install", "--require-hashes", "--only-binary=:all:", *origin, "-r", listed_here)
 
     def version(self) -> str:
         """The installed NetApp's version (`netapp --version` prints "netapp 0.1.0")."""
@@ -278,12 +298,19 @@ class NetApp:
 
     def _cmd(self, *argv: str, check: bool = True) -> subprocess.CompletedProcess:
         try:
-            done = self._run(list(argv), capture_output=True, text=True, check=False)
+            done = self._run(list(argv), capture_output=True, text=True, check=False, env=_command_env())
         except OSError as exc:
             raise WorkloadError(f"{argv[0]}: {exc}") from exc
         if check and done.returncode != 0:
             raise WorkloadError(f"{' '.join(argv[:3])} failed ({done.returncode}): {(done.stderr or '').strip()}")
         return done
+
+
+def _command_env() -> dict[str, str]:
+    """The charm's environment without the Python path dispatch gives the charm (its own lib:venv):
+    inherited, it would make the NetApp's pip take the charm's packages as installed and skip them,
+    and the NetApp's commands import them."""
+    return {name: value for name, value in os.environ.items() if name not in ("PYTHONPATH", "PYTHONHOME")}
 
 
 def _global_addresses(infos: list[dict[str, Any]]) -> tuple[Optional[str], Optional[str]]:
