@@ -67,9 +67,9 @@ PARAMS = {
     "alt_interface": "",
     "rw_mgmt_ip": "127.0.0.1",
     "api_tls_cert": "",
-    "api_tls_key": "",
+    "api_tls_key_secret": "",
     "influxdb_url": "",
-    "influxdb_token": "",
+    "influxdb_token_secret": "",
     "influxdb_org": "-",
     "influxdb_bucket": "",
 }
