@@ -31,6 +31,7 @@ VNF_FILES = {
     "checksums.txt",
     "cloud_init/dpp-netapp-cloud-config.yaml",
     "mec/dpp-netapp_appd.json",
+    "prometheus/dpp-netapp-rules.yml",
     "charms/dpp-netapp/dispatch",
     "charms/dpp-netapp/metadata.yaml",
     "charms/dpp-netapp/config.yaml",
@@ -98,6 +99,7 @@ def test_vnf_package_holds_what_osm_needs(vnf_folder):
     for packaged, source in [
         ("dpp-netapp_vnfd.yaml", "vnfd/dpp-netapp_vnfd.yaml"),
         ("README.md", "vnfd/README.md"),
+        ("prometheus/dpp-netapp-rules.yml", "vnfd/prometheus/dpp-netapp-rules.yml"),
     ]:
         assert (vnf_folder / packaged).read_bytes() == (REPO_ROOT / source).read_bytes(), packaged
 
