@@ -5,6 +5,8 @@ drift apart."""
 
 from __future__ import annotations
 
+import re
+
 import yaml
 
 from tests.utils.prometheus import REPO, RULES, RULES_TEST, promtool
@@ -72,3 +74,12 @@ def test_the_rules_say_what_the_vnfd_scaling_policy_says():
         assert rule["labels"]["scaling_policy"] == policy["name"]
         assert rule["labels"]["scaling_direction"] == direction
     assert set(found) == {"DppNetAppScaleOut", "DppNetAppScaleIn"}
+
+
+def test_api_telemetry_md_shows_the_rules_as_shipped():
+    doc = (REPO / "api" / "telemetry.md").read_text().split("## Alerting rules", 1)[1]
+    rows = re.findall(r"^\| `(\w+)` \| `([^`]+)` \| (\w+) \|", doc, re.MULTILINE)
+
+    assert {alert: (expr, duration) for alert, expr, duration in rows} == {
+        alert: (rule["expr"], rule["for"]) for alert, rule in rules().items()
+    }
