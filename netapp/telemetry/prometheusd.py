@@ -9,25 +9,18 @@ targets, the given rule files, its data (TSDB, log) under one directory, the web
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Optional
 
 import yaml
 
-from netapp.telemetry.influxd import LOOPBACK, free_loopback_port
+from netapp.telemetry.loopback import LOOPBACK, LoopbackServer, find_executable
 
-INSTALL_HINT = "install Debian's `prometheus` package (apt-get install prometheus; `make setup` does)"
-LOG_TAIL_LINES = 20
-READY_POLL_S = 0.1
+INSTALL_HINT = "install Debian's `prometheus` package (`apt-get install prometheus`; `make system-deps` does)"
 JOB = "dpp-netapp"
 
 
@@ -41,21 +34,15 @@ class PrometheusError(RuntimeError):
 
 def find_prometheus() -> Path:
     """The prometheus binary: $PROMETHEUS, else on PATH."""
-    configured = os.environ.get("PROMETHEUS")
-    if configured:
-        path = Path(configured)
-        if not (path.is_file() and os.access(path, os.X_OK)):
-            raise PrometheusNotFoundError(f"PROMETHEUS={configured} is not an executable file")
-        return path
-    on_path = shutil.which("prometheus")
-    if on_path:
-        return Path(on_path)
-    raise PrometheusNotFoundError(f"no prometheus: not in $PROMETHEUS or on PATH; {INSTALL_HINT}")
+    return find_executable("PROMETHEUS", "prometheus", INSTALL_HINT, PrometheusNotFoundError)
 
 
-class LocalPrometheus:
+class LocalPrometheus(LoopbackServer):
     """One prometheus process over `data_dir`, on loopback, scraping `targets` ("host:port") at
     `/metrics` every `scrape_interval_s` and evaluating `rule_files` as often."""
+
+    NAME = "prometheus"
+    ERROR = PrometheusError
 
     def __init__(
         self,
@@ -67,74 +54,21 @@ class LocalPrometheus:
         port: int = 0,
         binary: Optional[Path] = None,
     ):
-        self.data_dir = Path(data_dir)
+        super().__init__(data_dir, port, binary if binary is not None else find_prometheus())
         self.targets = list(targets)
         self.rule_files = [Path(path).resolve() for path in rule_files]
         self.scrape_interval_s = scrape_interval_s
-        self.binary = binary if binary is not None else find_prometheus()
-        self.port = port or free_loopback_port()
-        self._process: Optional[subprocess.Popen[bytes]] = None
-
-    @property
-    def url(self) -> str:
-        return f"http://{LOOPBACK}:{self.port}"
 
     @property
     def config_path(self) -> Path:
         return self.data_dir / "prometheus.yml"
 
-    @property
-    def log_path(self) -> Path:
-        return self.data_dir / "prometheus.log"
-
-    @property
-    def running(self) -> bool:
-        return self._process is not None and self._process.poll() is None
-
-    # --- lifecycle -----------------------------------------------------------------------------
-
     def start(self, timeout_s: float = 30.0) -> "LocalPrometheus":
-        """Write the config, start prometheus and wait until /-/ready says so."""
-        if self.running:
-            return self
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        self.config_path.write_text(yaml.safe_dump(self.config(), sort_keys=False))
-        command = [
-            str(self.binary),
-            f"--config.file={self.config_path}",
-            f"--storage.tsdb.path={self.data_dir / 'data'}",
-            f"--web.listen-address={LOOPBACK}:{self.port}",
-            "--log.level=warn",
-        ]
-        with open(self.log_path, "ab") as log:
-            self._process = subprocess.Popen(
-                command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True,  # Ctrl-C in a terminal reaches us, and we stop it in order
-            )
-        try:
-            self._wait_ready(timeout_s)
-        except PrometheusError:
-            self.stop()
-            raise
-        return self
-
-    def stop(self, timeout_s: float = 10.0) -> None:
-        """SIGTERM, then SIGKILL if it has not exited within `timeout_s`."""
-        process, self._process = self._process, None
-        if process is None or process.poll() is not None:
-            return
-        process.terminate()
-        try:
-            process.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        """Write the config, start prometheus and wait until /-/ready says so (after its WAL)."""
+        return super().start(timeout_s)
 
     def __enter__(self) -> "LocalPrometheus":
         return self.start()
-
-    def __exit__(self, *exc_info: Any) -> None:
-        self.stop()
 
     def config(self) -> dict[str, Any]:
         """prometheus.yml: one job over the targets, the rule files, one interval for both."""
@@ -147,27 +81,18 @@ class LocalPrometheus:
             ],
         }
 
-    def _wait_ready(self, timeout_s: float) -> None:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if not self.running:
-                raise PrometheusError(f"prometheus exited while starting; {self._log_excerpt()}")
-            try:
-                with urllib.request.urlopen(f"{self.url}/-/ready", timeout=1.0) as response:
-                    if response.status == 200:
-                        return
-            except OSError:  # refused until it listens, 503 while it replays its WAL
-                pass
-            time.sleep(READY_POLL_S)
-        raise PrometheusError(f"prometheus was not ready on {self.url} within {timeout_s:g} s; {self._log_excerpt()}")
+    def _command(self) -> Sequence[str]:
+        self.config_path.write_text(yaml.safe_dump(self.config(), sort_keys=False))
+        return [
+            str(self.binary),
+            f"--config.file={self.config_path}",
+            f"--storage.tsdb.path={self.data_dir / 'data'}",
+            f"--web.listen-address={LOOPBACK}:{self.port}",
+            "--log.level=warn",
+        ]
 
-    def _log_excerpt(self) -> str:
-        try:
-            with open(self.log_path, errors="replace") as log:
-                tail = "".join(deque(log, maxlen=LOG_TAIL_LINES))
-        except FileNotFoundError:
-            tail = "(no log)"
-        return f"the end of {self.log_path}:\n{tail}"
+    def _is_ready(self) -> bool:
+        return self._answers("/-/ready", 200)
 
     # --- HTTP API ------------------------------------------------------------------------------
 

@@ -48,7 +48,7 @@ from netapp.testbed.topology import EdgeSite
 from tests.utils.influxd import require_influxd
 from tests.utils.kernel import edge_site_with_alternative
 from tests.utils.maps import pinned_instance
-from tests.utils.serve import ServeProcess, free_port, write_admin_tokens, write_settings
+from tests.utils.serve import ServeProcess, free_port, write_site_settings
 
 CPUS = 2
 NODE = "ai-edge"
@@ -96,16 +96,11 @@ def serve(
     site: EdgeSite, instance: str, influxd: LocalInfluxd, tmp_path: Path
 ) -> Iterator[tuple[ServeProcess, str]]:
     """`netapp serve` on the site with telemetry into `influxd`, started; (process, admin token)."""
-    token = write_admin_tokens(tmp_path / "tokens.yaml", tenant="operator")
-    node = site.ns("node")
-    config = write_settings(
-        tmp_path / "netapp.yaml",
-        state_dir=tmp_path / "state",
-        instance=instance,
+    config, token = write_site_settings(
+        tmp_path,
+        site,
+        instance,
         max_rules=1024,
-        tokens_file=tmp_path / "tokens.yaml",
-        netns=node,
-        interfaces=[{"name": site.n3.ifname, "netns": node, "mode": "native"}],
         telemetry={
             "interval_s": TELEMETRY_INTERVAL_S,
             "node": NODE,

@@ -28,7 +28,7 @@ from netapp.testbed.topology import EdgeSite
 from netapp.testbed.traffic import Capture, Sender
 from tests.utils.kernel import build_artifact, require_kernel
 from tests.utils.maps import map_rules, second_handle, pinned_instance, unlike_the_store
-from tests.utils.serve import ServeProcess, free_port, write_admin_tokens, write_settings
+from tests.utils.serve import ServeProcess, free_port, write_site_settings
 
 CPUS = min(os.cpu_count() or 1, 2)
 FLOW = scenario.Flow(0)  # a priority flow: steered through the CPUMAP, which a restart rewrites
@@ -66,17 +66,7 @@ def instance(site: EdgeSite) -> Iterator[str]:
 @pytest.fixture
 def serve(site: EdgeSite, instance: str, tmp_path: Path) -> Iterator[tuple[ServeProcess, str]]:
     """(the serve process, not started yet; the admin token). Stopped whatever happened."""
-    token = write_admin_tokens(tmp_path / "tokens.yaml", tenant=TENANT)
-    node = site.ns("node")
-    config = write_settings(
-        tmp_path / "netapp.yaml",
-        state_dir=tmp_path / "state",
-        instance=instance,
-        max_rules=4096,
-        tokens_file=tmp_path / "tokens.yaml",
-        netns=node,  # the site: where the alternative's egress `alt` resolves and its port is set
-        interfaces=[{"name": site.n3.ifname, "netns": node, "mode": "native"}],
-    )
+    config, token = write_site_settings(tmp_path, site, instance, tenant=TENANT, max_rules=4096)
     process = ServeProcess(config, free_port(), tmp_path)
     try:
         yield process, token

@@ -34,7 +34,7 @@ from netapp.testbed.topology import EdgeSite
 from tests.utils.kernel import edge_site_with_alternative
 from tests.utils.maps import pinned_instance
 from tests.utils.prometheus import RULES, require_prometheus
-from tests.utils.serve import ServeProcess, free_port, write_admin_tokens, write_settings
+from tests.utils.serve import ServeProcess, free_port, write_site_settings
 
 NODE = "prom-edge"
 CPU = max(os.sched_getaffinity(0))  # the sender may run on it, so the test can use it
@@ -57,18 +57,13 @@ def site() -> Iterator[EdgeSite]:
 def serve(site: EdgeSite, tmp_path: Path) -> Iterator[tuple[ServeProcess, str, int]]:
     """`netapp serve` on the site with its metrics listener on loopback; (process, admin token,
     listener port)."""
-    token = write_admin_tokens(tmp_path / "tokens.yaml", tenant="operator")
-    node = site.ns("node")
     listener_port = free_port()
-    with pinned_instance("prom", node) as instance:
-        config = write_settings(
-            tmp_path / "netapp.yaml",
-            state_dir=tmp_path / "state",
-            instance=instance,
+    with pinned_instance("prom", site.ns("node")) as instance:
+        config, token = write_site_settings(
+            tmp_path,
+            site,
+            instance,
             max_rules=1024,
-            tokens_file=tmp_path / "tokens.yaml",
-            netns=node,
-            interfaces=[{"name": site.n3.ifname, "netns": node, "mode": "native"}],
             telemetry={
                 "interval_s": TELEMETRY_INTERVAL_S,
                 "node": NODE,

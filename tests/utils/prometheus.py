@@ -36,7 +36,7 @@ def require_prometheus() -> Path:
 def require_promtool() -> str:
     found = shutil.which("promtool")
     if found is None:
-        _missing("no promtool on PATH: Debian's `prometheus` package ships it (`make setup`)")
+        _missing("no promtool on PATH: Debian's `prometheus` package ships it (`make system-deps`)")
     assert found is not None
     return found
 

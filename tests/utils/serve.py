@@ -9,13 +9,16 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import httpx
 import yaml
 
 from netapp.api.auth import TokenEntry, TokensFile, new_token, token_hash, write_tokens_file
 from netapp.service.contract import Scope
+
+if TYPE_CHECKING:
+    from netapp.testbed.topology import EdgeSite
 
 REPO = Path(__file__).resolve().parents[2]
 READY_TIMEOUT_S = 30.0  # a start reconciles the maps; two busy cores make Python imports slow
@@ -43,6 +46,26 @@ def write_settings(path: Path, **settings: Any) -> Path:
     plain = {name: str(value) if isinstance(value, Path) else value for name, value in settings.items()}
     path.write_text(yaml.safe_dump(plain, sort_keys=False), encoding="utf-8")
     return path
+
+
+def write_site_settings(
+    directory: Path, site: "EdgeSite", instance: str, tenant: str = "operator", **settings: Any
+) -> tuple[Path, str]:
+    """`netapp serve`'s settings on a site's node (attached natively to n3; where the
+    alternative's egress `alt` resolves and its port is set), files in `directory`, with an admin
+    token; (settings file, token)."""
+    token = write_admin_tokens(directory / "tokens.yaml", tenant)
+    node = site.ns("node")
+    config = write_settings(
+        directory / "netapp.yaml",
+        state_dir=directory / "state",
+        instance=instance,
+        tokens_file=directory / "tokens.yaml",
+        netns=node,
+        interfaces=[{"name": site.n3.ifname, "netns": node, "mode": "native"}],
+        **settings,
+    )
+    return config, token
 
 
 class ServeProcess:
