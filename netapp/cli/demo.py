@@ -58,6 +58,7 @@ def demo(
         session.start()
         client = publish_client(session.url, session.token, written_by="netapp demo")
         console.print(intro(session))
+        console.print(prometheus_line(session), highlight=False, markup=False, soft_wrap=True)
         console.print(client.instructions(), highlight=False, markup=False, soft_wrap=True)  # one line to copy
         watch(console, session, duration, toggle_every, report_every)
     except KeyboardInterrupt:
@@ -94,6 +95,15 @@ def intro(session: Demo) -> Text:
         f"telemetry: InfluxDB at {session.influxd.url if session.influxd else '?'} (bucket dpp/autogen, "
         f"node {session.node}); the AI module reads it and acts through the API"
     )
+
+
+def prometheus_line(session: Demo) -> str:
+    """Where Prometheus shows the NetApp's metrics, or one line on why none runs."""
+    if session.prometheus is None:
+        return f"Prometheus: none started ({session.prometheus_missing}); metrics at {session.metrics_url}"
+    alerts = ", with the VNFD's scaling alerts" if session.prometheus.rule_files else ""
+    return (f"Prometheus at {session.prometheus.url} scrapes {session.metrics_url} every "
+            f"{session.prometheus.scrape_interval_s:g} s{alerts}")
 
 
 def watch(console: Console, session: Demo, duration: Optional[float], toggle_every: Optional[float],

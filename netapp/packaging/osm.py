@@ -51,6 +51,7 @@ CHECKSUMS_FILE = "checksums.txt"
 DESCRIPTOR_SUFFIXES = (".yaml", ".yml", ".json")
 APPD_FOLDER = "mec"
 GRAFANA_FOLDER = "grafana"
+PROMETHEUS_FOLDER = "prometheus"
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,11 @@ class Sources:
     @property
     def appd(self) -> Path:
         return self.root / "vnfd" / f"{self.name}_appd.json"
+
+    @property
+    def prometheus_rules(self) -> Path:
+        """The VNFD's scaling policy as Prometheus alerting rules (api/telemetry.md)."""
+        return self.root / "vnfd" / PROMETHEUS_FOLDER / f"{self.name}-rules.yml"
 
     @property
     def nsd(self) -> Path:
@@ -156,7 +162,8 @@ def juju_charms(vnfd: dict[str, Any]) -> list[str]:
 def check_vnf_sources(src: Sources) -> dict[str, Any]:
     """Load the VNFD and check every file the VNF package needs; all problems in one error."""
     vnfd = load_vnfd(src)
-    problems = [f"{src.rel(path)}: not found" for path in (src.vnf_readme, src.appd) if not path.is_file()]
+    problems = [f"{src.rel(path)}: not found" for path in (src.vnf_readme, src.appd, src.prometheus_rules)
+                if not path.is_file()]
     if src.appd.is_file():
         try:
             json.loads(src.appd.read_text())
@@ -267,6 +274,7 @@ def stage_vnf_package(
             _copy(path, package / "cloud_init" / path.name)
     _copy(src.appd, package / APPD_FOLDER / src.appd.name)
     _copy(src.dashboard, package / GRAFANA_FOLDER / src.dashboard.name)
+    _copy(src.prometheus_rules, package / PROMETHEUS_FOLDER / src.prometheus_rules.name)
     for charm in juju_charms(vnfd):
         if charm not in charms:
             raise PackagingError(f"{src.rel(src.vnfd)} names charm '{charm}', but no {charm}.charm was built")

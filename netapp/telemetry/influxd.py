@@ -16,27 +16,21 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shutil
 import signal
-import socket
-import subprocess
 import sys
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Optional
 
+from netapp.telemetry.loopback import LOOPBACK, LoopbackServer, find_executable, free_loopback_port
+
 REPO = Path(__file__).resolve().parents[2]
 BUNDLED_INFLUXD = REPO / ".tools" / "bin" / "influxd"
 INSTALL_HINT = "`make influxd` installs InfluxDB 1.8.10 into .tools/bin/influxd"
-LOOPBACK = "127.0.0.1"
-LOG_TAIL_LINES = 20
-READY_POLL_S = 0.05
 
 
 class InfluxdNotFoundError(FileNotFoundError):
@@ -49,18 +43,7 @@ class InfluxdError(RuntimeError):
 
 def find_influxd() -> Path:
     """The influxd binary: $INFLUXD, else .tools/bin/influxd in the repository, else on PATH."""
-    configured = os.environ.get("INFLUXD")
-    if configured:
-        path = Path(configured)
-        if not _is_executable(path):
-            raise InfluxdNotFoundError(f"INFLUXD={configured} is not an executable file")
-        return path
-    if _is_executable(BUNDLED_INFLUXD):
-        return BUNDLED_INFLUXD
-    on_path = shutil.which("influxd")
-    if on_path:
-        return Path(on_path)
-    raise InfluxdNotFoundError(f"no influxd: not in $INFLUXD, {BUNDLED_INFLUXD} or on PATH; {INSTALL_HINT}")
+    return find_executable("INFLUXD", "influxd", INSTALL_HINT, InfluxdNotFoundError, BUNDLED_INFLUXD)
 
 
 def bucket(database: str, retention_policy: str = "autogen") -> str:
@@ -68,18 +51,7 @@ def bucket(database: str, retention_policy: str = "autogen") -> str:
     return f"{database}/{retention_policy}"
 
 
-def free_loopback_port() -> int:
-    """A TCP port free on 127.0.0.1 now (another process may take it before we bind it again)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind((LOOPBACK, 0))
-        return probe.getsockname()[1]
-
-
-def _is_executable(path: Path) -> bool:
-    return path.is_file() and os.access(path, os.X_OK)
-
-
-class LocalInfluxd:
+class LocalInfluxd(LoopbackServer):
     """One influxd process over `data_dir`, on loopback. `restart()` keeps its ports and data.
 
     `flux`: serve Flux queries (Grafana's InfluxDB 2 data source uses them); it costs ~5 s at
@@ -87,71 +59,23 @@ class LocalInfluxd:
     InfluxQL turn it off.
     """
 
+    NAME = "influxd"
+    ERROR = InfluxdError
+
     def __init__(self, data_dir: Path, port: int = 0, binary: Optional[Path] = None, *, flux: bool = True):
-        self.data_dir = Path(data_dir)
-        self.binary = binary if binary is not None else find_influxd()
+        super().__init__(data_dir, port, binary if binary is not None else find_influxd())
         self.flux = flux
-        self.port = port or free_loopback_port()
         self.rpc_port = free_loopback_port()  # backup/restore RPC: unused, but it always binds
-        self._process: Optional[subprocess.Popen[bytes]] = None
-
-    # --- where things are --------------------------------------------------------------------
-
-    @property
-    def url(self) -> str:
-        return f"http://{LOOPBACK}:{self.port}"
 
     @property
     def config_path(self) -> Path:
         return self.data_dir / "influxd.conf"
 
-    @property
-    def log_path(self) -> Path:
-        return self.data_dir / "influxd.log"
-
-    @property
-    def pid(self) -> Optional[int]:
-        return self._process.pid if self._process is not None else None
-
-    @property
-    def running(self) -> bool:
-        return self._process is not None and self._process.poll() is None
-
     # --- lifecycle -----------------------------------------------------------------------------
 
     def start(self, timeout_s: float = 30.0) -> "LocalInfluxd":
         """Write the config, start influxd and wait until it answers /ping."""
-        if self.running:
-            return self
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        self.config_path.write_text(self._config())
-        with open(self.log_path, "ab") as log:
-            self._process = subprocess.Popen(
-                [str(self.binary), "run", "-config", str(self.config_path)],
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,  # Ctrl-C in a terminal reaches us, and we stop it in order
-            )
-        try:
-            self._wait_ready(timeout_s)
-        except InfluxdError:
-            self.stop()
-            raise
-        return self
-
-    def stop(self, timeout_s: float = 10.0) -> None:
-        """SIGTERM, then SIGKILL if it has not exited within `timeout_s`."""
-        process, self._process = self._process, None
-        if process is None or process.poll() is not None:
-            return
-        process.terminate()
-        process.send_signal(signal.SIGCONT)  # a suspended influxd only sees the SIGTERM once resumed
-        try:
-            process.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        return super().start(timeout_s)
 
     def restart(self, timeout_s: float = 30.0) -> "LocalInfluxd":
         """Stop and start again on the same ports, over the same data."""
@@ -168,43 +92,18 @@ class LocalInfluxd:
     def __enter__(self) -> "LocalInfluxd":
         return self.start()
 
-    def __exit__(self, *exc_info: Any) -> None:
-        self.stop()
-
     def _signal(self, signum: int) -> None:
         if not self.running:
             raise InfluxdError("influxd is not running")
         assert self._process is not None
         self._process.send_signal(signum)
 
-    def _wait_ready(self, timeout_s: float) -> None:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if not self.running:
-                raise InfluxdError(f"influxd exited while starting; {self._log_excerpt()}")
-            if self._answers_ping():
-                return
-            time.sleep(READY_POLL_S)
-        raise InfluxdError(
-            f"influxd did not answer {self.url}/ping within {timeout_s:g} s; {self._log_excerpt()}"
-        )
+    def _command(self) -> Sequence[str]:
+        self.config_path.write_text(self._config())
+        return [str(self.binary), "run", "-config", str(self.config_path)]
 
-    def _answers_ping(self) -> bool:
-        try:
-            with urllib.request.urlopen(f"{self.url}/ping", timeout=1.0) as response:
-                return response.status == 204
-        except OSError:  # refused while it opens its stores; URLError is an OSError
-            return False
-
-    def _log_excerpt(self) -> str:
-        return f"the end of {self.log_path}:\n{self.log_tail()}"
-
-    def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
-        try:
-            with open(self.log_path, errors="replace") as log:
-                return "".join(deque(log, maxlen=lines))
-        except FileNotFoundError:
-            return "(no log)"
+    def _is_ready(self) -> bool:
+        return self._answers("/ping", 204)
 
     def _config(self) -> str:
         """influxd 1.8's TOML: only what differs from its defaults, and every listening address."""

@@ -53,6 +53,7 @@ from netapp.telemetry.notify import Delivery, DeliveryStats, Notifier
 from netapp.telemetry.pinned import check_url
 from netapp.telemetry.poll import (
     ACTION,
+    ALTERNATIVE,
     CPU,
     INTENT,
     INTERFACE,
@@ -98,6 +99,7 @@ THRESHOLD_FIELDS: dict[str, frozenset[str]] = {
         {*_INTERFACE_COUNTERS, *(f"{name}_rate" for name in _INTERFACE_COUNTERS)}
         | {"err_in", "err_out", "drop_in", "drop_out"}
     ),
+    ALTERNATIVE: frozenset({"up", "state_changes", "probes", "answers"}),
 }
 
 MeasurementName = Literal[tuple(sorted(MEASUREMENTS))]  # type: ignore[valid-type]

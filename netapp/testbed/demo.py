@@ -2,6 +2,8 @@
 
 Builds the site, starts a local InfluxDB and the NetApp service (`netapp serve`, which attaches the
 pipeline natively to the node's RAN-side interface and writes its telemetry into that InfluxDB),
+and, when Debian's `prometheus` is installed, a Prometheus scraping the service's metrics listener
+with the VNFD's scaling alerts (loopback only, its data in the demo's directory),
 configures it through its REST API like a slicing manager and an operator would (alternative node,
 CPUs with a capacity, priority intents, the paper's legacy message, a slice), and keeps the paper's
 traffic flowing from the RAN side while the caller shows what happens (snapshot()).
@@ -61,6 +63,7 @@ from netapp.dataplane import binding
 from netapp.dataplane.facade import Dataplane
 from netapp.service.contract import Scope
 from netapp.telemetry.influxd import LocalInfluxd, bucket
+from netapp.telemetry.prometheusd import LocalPrometheus, PrometheusNotFoundError, find_prometheus
 from netapp.testbed import netns, scenario
 from netapp.testbed.scenario import best_effort_slice
 from netapp.testbed.topology import EdgeSite
@@ -80,6 +83,9 @@ CALM_S, RAMP_S, HOLD_S = 8.0, 12.0, 20.0  # one surge cycle
 TELEMETRY_INTERVAL_S = 1.0
 INFLUX_DATABASE = "dpp"
 AI_POLICY = PolicyConfig(high=0.8, low=0.6, confirm=2, cooldown_s=10.0)
+SCRAPE_INTERVAL_S = 1.0
+# The VNFD's scaling policy as alerting rules: in a source tree, Prometheus evaluates them too.
+SCALING_RULES = Path(__file__).resolve().parents[2] / "vnfd" / "prometheus" / "dpp-netapp-rules.yml"
 
 
 def build_artifact(name: str) -> Path:
@@ -246,8 +252,11 @@ class Demo:
         self.state_dir = self.workdir / "state"
         self.token = new_token()
         self.port = free_port()
+        self.metrics_port = free_port()
         self.server: Optional[subprocess.Popen] = None
         self.influxd: Optional[LocalInfluxd] = None
+        self.prometheus: Optional[LocalPrometheus] = None
+        self.prometheus_missing = ""  # why no Prometheus runs, when none does
         self.traffic: Optional[PacedTraffic] = None
         self.ai: Optional[AiLoop] = None
         self._ai_clients: list[Any] = []  # the AI module's InfluxDB and REST clients, closed last
@@ -259,6 +268,10 @@ class Demo:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
+    @property
+    def metrics_url(self) -> str:
+        return f"http://127.0.0.1:{self.metrics_port}/metrics"
+
     # --- start ----------------------------------------------------------------------------------
 
     def start(self) -> None:
@@ -269,6 +282,7 @@ class Demo:
                                 str(build_artifact("xdp_pass.bpf.o")))
         self._start_influxd()
         self._start_service()
+        self._start_prometheus()
         self._configure()
         self.traffic = PacedTraffic(self.site, {flow: partial(self.surge.rate, flow) for flow in scenario.flows()},
                                     sending_cpu=self.surge.sending_cpu)
@@ -299,6 +313,7 @@ class Demo:
                 "node": self.node,
                 "influxdb": {"url": self.influxd.url, "token": "demo:unused", "org": "-",
                              "bucket": bucket(INFLUX_DATABASE), "flush_interval_ms": 200},
+                "metrics_listener": {"enabled": True, "host": "127.0.0.1", "port": self.metrics_port},
             },
         }
         path = self.workdir / "netapp.yaml"
@@ -323,6 +338,18 @@ class Demo:
                 pass
             time.sleep(0.2)
         raise RuntimeError(f"netapp serve did not become ready: {self.service_log()}")
+
+    def _start_prometheus(self) -> None:
+        """Prometheus scraping the metrics listener, when installed; otherwise say why not."""
+        try:
+            binary = find_prometheus()
+        except PrometheusNotFoundError as exc:
+            self.prometheus_missing = str(exc)
+            return
+        rules = [SCALING_RULES] if SCALING_RULES.is_file() else []
+        self.prometheus = LocalPrometheus(self.workdir / "prometheus", [f"127.0.0.1:{self.metrics_port}"],
+                                          rule_files=rules, scrape_interval_s=SCRAPE_INTERVAL_S, binary=binary)
+        self.prometheus.start()
 
     def service_log(self) -> str:
         path = self.workdir / "serve.log"
@@ -414,10 +441,10 @@ class Demo:
     # --- stop -----------------------------------------------------------------------------------
 
     def close(self) -> None:
-        """AI module, traffic, service, pins, InfluxDB, site, files: each step runs even when an
-        earlier one failed."""
-        steps = (self._stop_ai, self._stop_traffic, self._stop_service, self._unpin, self._stop_influxd,
-                 self.site.destroy, lambda: shutil.rmtree(self.workdir, ignore_errors=True))
+        """AI module, traffic, Prometheus, service, pins, InfluxDB, site, files: each step runs even
+        when an earlier one failed."""
+        steps = (self._stop_ai, self._stop_traffic, self._stop_prometheus, self._stop_service, self._unpin,
+                 self._stop_influxd, self.site.destroy, lambda: shutil.rmtree(self.workdir, ignore_errors=True))
         for step in steps:
             try:
                 step()
@@ -442,6 +469,10 @@ class Demo:
             except subprocess.TimeoutExpired:
                 self.server.kill()
                 self.server.wait()
+
+    def _stop_prometheus(self) -> None:
+        if self.prometheus is not None:
+            self.prometheus.stop()
 
     def _stop_influxd(self) -> None:
         if self.influxd is not None:

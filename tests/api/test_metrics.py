@@ -94,7 +94,8 @@ def test_metrics_agree_with_the_stats_endpoint_for_an_admin(served):
         }
     cpus = {(cpu,): view for cpu, view in expected["cpus"].items()}
     assert by_tags(samples, "dpp_cpu_packets_total", "cpu") == {k: v["packets"] for k, v in cpus.items()}
-    assert by_tags(samples, "dpp_cpu_capacity_pps", "cpu") == {k: v["capacity_pps"] for k, v in cpus.items()}
+    capacities = {k: v["capacity_pps"] for k, v in cpus.items()}
+    assert by_tags(samples, "dpp_cpu_capacity_packets_per_second", "cpu") == capacities
 
 
 def test_a_tenant_scrapes_only_its_own_intents_and_slices(served):

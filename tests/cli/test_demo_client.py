@@ -39,6 +39,7 @@ def session(tmp_path, monkeypatch) -> Session:
     stand_in = Session()
     monkeypatch.setattr(demo_command, "Demo", lambda: stand_in)
     monkeypatch.setattr(demo_command, "intro", lambda session: "")
+    monkeypatch.setattr(demo_command, "prometheus_line", lambda session: "")
     monkeypatch.setattr(demo_command, "_interrupt_on", lambda *signals: None)  # this process's handlers stay
     return stand_in
 

@@ -32,6 +32,7 @@ VNF_FILES = {
     "cloud_init/dpp-netapp-cloud-config.yaml",
     "mec/dpp-netapp_appd.json",
     "grafana/dpp-netapp.json",
+    "prometheus/dpp-netapp-rules.yml",
     "charms/dpp-netapp/dispatch",
     "charms/dpp-netapp/metadata.yaml",
     "charms/dpp-netapp/config.yaml",
@@ -89,6 +90,7 @@ def test_vnf_package_holds_what_osm_needs(vnf_folder):
         ("dpp-netapp_vnfd.yaml", "vnfd/dpp-netapp_vnfd.yaml"),
         ("README.md", "vnfd/README.md"),
         ("grafana/dpp-netapp.json", "netapp/dashboards/dpp-netapp.json"),
+        ("prometheus/dpp-netapp-rules.yml", "vnfd/prometheus/dpp-netapp-rules.yml"),
     ]:
         assert (vnf_folder / packaged).read_bytes() == (REPO_ROOT / source).read_bytes(), packaged
 
