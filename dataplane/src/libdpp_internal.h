@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* libdpp internal: the handle, the ids and specs of the maps libdpp uses, logging, and what the
+ * modules share. One module per concern:
+ *   libdpp.c  open, close and unpin an instance     pins.c     bpffs and the instance's pins
+ *   maps.c    the instance's maps, checked at open  batch.c    batched map writes
+ *   links.c   attach and detach (XDP links)         rules.c    rules
+ *   shapes.c  shapes, config and shape filters      cpus.c     the CPU set
+ *   ports.c   ports and alternative groups          stats.c    counters
+ *   testrun.c BPF_PROG_TEST_RUN                     upgrade.c  program upgrade
+ *   log.c     messages                              filters.c  the shape filters' bits (filters.h)
+ * A module that uses maps declares their specs (a `<module>_maps` list) and maps.c checks them.
+ * Nothing here is exported: libdpp.map exports dpp_* only, so no internal name starts with it. */
+#ifndef LIBDPP_INTERNAL_H
+#define LIBDPP_INTERNAL_H
+
+#include <limits.h>
+#include <net/if.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <linux/bpf.h>
+
+#include "dpp/libdpp.h"
+#include "filters.h"
+
+#define DPP_INSTANCE_NAME_MAX 32
+#define DPP_MAP_NAME_MAX 64
+#define DPP_MAPS_MAX 32
+/* Elements per batch syscall: bounds the kernel's time under one call and our buffer sizes. */
+#define DPP_BATCH_CHUNK 8192
+
+/* The maps libdpp itself reads and writes; each module's <module>_maps gives their layout. */
+enum dpp_map_id {
+	DPP_MAP_RULES,
+	DPP_MAP_SHAPES,
+	DPP_MAP_CONFIG,
+	DPP_MAP_FLOWS,
+	DPP_MAP_CPUS,
+	DPP_MAP_CPU_METERS,
+	DPP_MAP_CPU_MAP,
+	DPP_MAP_PORTS,
+	DPP_MAP_ALT_GROUPS,
+	DPP_MAP_RULE_STATS,
+	DPP_MAP_VERDICTS,
+	DPP_MAP_ACTIONS,
+	DPP_MAP_REASONS,
+	DPP_MAP_CPU_STATS,
+	DPP_MAP_TRACE,
+	DPP_MAP_FILTERS,
+	DPP_MAP_NR,
+};
+
+struct dpp;
+
+/* The layout libdpp expects of a map; a list of them ends with an entry whose name is NULL. */
+struct dpp_map_spec {
+	enum dpp_map_id id;
+	const char *name;
+	__u32 type;
+	__u32 key_size;
+	__u32 value_size;
+	/* NULL, or whether max_entries fits what the program assumes; entries_rule says what not */
+	bool (*entries_valid)(const struct dpp *d, __u32 max_entries);
+	const char *entries_rule;
+};
+
+#define DPP_MAP_SPEC(i, n, t, k, v)                                                                \
+	{ .id = (i), .name = (n), .type = (t), .key_size = sizeof(k), .value_size = sizeof(v) }
+#define DPP_ARRAY_SPEC(i, n, t, v) DPP_MAP_SPEC(i, n, t, __u32, v)
+
+extern const struct dpp_map_spec instance_maps[], rules_maps[], shapes_maps[], cpus_maps[],
+	ports_maps[], stats_maps[], testrun_maps[];
+
+struct dpp_map_ref {
+	char name[DPP_MAP_NAME_MAX];
+	int fd; /* owned */
+	__u32 max_entries;
+};
+
+struct dpp_link_ref {
+	int ifindex;
+	int fd; /* owned */
+};
+
+struct dpp {
+	struct dpp_bpf *skel; /* the loaded object; NULL when reopened from pins */
+	int prog_fd;	       /* owned: a dup when loaded, so both paths close the same way */
+	bool reused;
+	char instance[DPP_INSTANCE_NAME_MAX + 1]; /* "" when anonymous */
+	char pin_dir[PATH_MAX];			   /* "" when nothing is (or stays) pinned */
+	int ncpus;				   /* possible CPUs: per-CPU value count */
+	int nr_maps;
+	struct dpp_map_ref maps[DPP_MAPS_MAX]; /* every map of the object, by name */
+	struct dpp_map_ref *known[DPP_MAP_NR]; /* the ones libdpp uses, validated */
+	int nr_links;
+	int cap_links;
+	struct dpp_link_ref *links;
+	struct dpp_filters *filters; /* NULL: shapes are published without filters */
+	bool filters_counted;	     /* the counts hold every rule (filters_ready) */
+};
+
+/* log.c */
+__attribute__((format(printf, 2, 3)))
+void libdpp_log(enum dpp_log_level level, const char *fmt, ...);
+#define pr_warn(...) libdpp_log(DPP_LOG_WARN, __VA_ARGS__)
+#define pr_info(...) libdpp_log(DPP_LOG_INFO, __VA_ARGS__)
+#define pr_debug(...) libdpp_log(DPP_LOG_DEBUG, __VA_ARGS__)
+void log_hook_libbpf(void);
+const char *ifname_of(int ifindex, char buf[IF_NAMESIZE + 16]);
+
+/* libdpp.c */
+int opts_copy(const void *in, void *out, size_t out_sz);
+
+/* pins.c */
+__attribute__((format(printf, 3, 4)))
+int path_fmt(char *buf, size_t sz, const char *fmt, ...);
+int pin_path(const struct dpp *d, char *buf, size_t sz, const char *sub, const char *leaf);
+int unlink_quiet(const char *path);
+int instance_pinned(struct dpp *d, char *prog_path, size_t sz);
+int pins_create(struct dpp *d);
+int pins_clear(struct dpp *d);
+void pin_dirs_remove(struct dpp *d);
+
+/* maps.c */
+int map_add(struct dpp *d, const char *name, int fd);
+struct dpp_map_ref *map_find(const struct dpp *d, const char *name);
+int maps_collect_loaded(struct dpp *d);
+int maps_collect_pinned(struct dpp *d);
+int maps_check(struct dpp *d);
+int lookup_u32(const struct dpp *d, enum dpp_map_id id, __u32 key, void *value);
+int update_u32(const struct dpp *d, enum dpp_map_id id, __u32 key, const void *value);
+
+static inline int map_fd(const struct dpp *d, enum dpp_map_id id)
+{
+	return d->known[id]->fd;
+}
+
+/* batch.c */
+bool batch_unsupported(int err);
+__u32 batch_progress(int err, __u32 requested, __u32 reported);
+int batch_apply(int fd, const void *keys, size_t ksz, const void *vals, size_t vsz, __u32 n,
+		__u32 *done);
+
+/* links.c */
+int link_live(int fd);
+int links_scan(struct dpp *d);
+int links_drop_all(struct dpp *d);
+
+/* shapes.c */
+int config_read(struct dpp *d, struct dpp_config *cfg);
+__u32 generation_next(__u32 gen);
+void filters_init(struct dpp *d);
+int filters_ready(struct dpp *d);
+
+/* cpus.c */
+int cpus_rebudget(struct dpp *d, __u64 window_ns);
+
+/* stats.c */
+__u32 rule_slots(const struct dpp *d);
+
+#endif /* LIBDPP_INTERNAL_H */

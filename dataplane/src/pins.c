@@ -1,0 +1,250 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* An instance's pins on bpffs: <DPP_PIN_ROOT>/<instance>/ holds maps/<map>, links/<ifindex> and
+ * prog, the program pin last, as the mark of a complete instance. */
+#include <dirent.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+#include <linux/magic.h>
+#include <bpf/bpf.h>
+
+#include "libdpp_internal.h"
+
+/* Where bpffs must be mounted for DPP_PIN_ROOT to be a bpffs path. */
+#define DPP_BPFFS_MOUNT "/sys/fs/bpf"
+
+__attribute__((format(printf, 3, 4)))
+int path_fmt(char *buf, size_t sz, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, sz, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sz)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+static int bpffs_ensure(void)
+{
+	struct statfs st;
+	int err;
+
+	if (statfs(DPP_BPFFS_MOUNT, &st)) {
+		err = -errno;
+		pr_warn("stat %s: %s", DPP_BPFFS_MOUNT, strerror(-err));
+		return err;
+	}
+	if (st.f_type == BPF_FS_MAGIC)
+		return 0;
+	if (mount("bpf", DPP_BPFFS_MOUNT, "bpf", 0, "mode=0700")) {
+		err = -errno;
+		pr_warn("mount bpffs at %s: %s", DPP_BPFFS_MOUNT, strerror(-err));
+		return err;
+	}
+	/* Each bpffs mount is a new, empty filesystem that dies with its mount namespace: pins made
+	 * under a private /sys (as `ip netns exec` sets up) vanish, with the links, at exit. */
+	pr_warn("bpffs was not mounted at %s: mounted it; pins last only as long as this "
+		"mount namespace", DPP_BPFFS_MOUNT);
+	return 0;
+}
+
+static int mkdir_one(const char *path)
+{
+	int err;
+
+	if (!mkdir(path, 0700) || errno == EEXIST)
+		return 0;
+	err = -errno;
+	pr_warn("mkdir %s: %s", path, strerror(-err));
+	return err;
+}
+
+static int mkdir_p(const char *path)
+{
+	char buf[PATH_MAX];
+	char *p;
+	int err;
+
+	err = path_fmt(buf, sizeof(buf), "%s", path);
+	if (err)
+		return err;
+	for (p = strchr(buf + 1, '/'); p; p = strchr(p + 1, '/')) {
+		*p = '\0';
+		err = mkdir_one(buf);
+		*p = '/';
+		if (err)
+			return err;
+	}
+	return mkdir_one(buf);
+}
+
+/* 1 if path exists, 0 if not, else -errno. */
+static int path_exists(const char *path)
+{
+	struct stat st;
+	int err;
+
+	if (!stat(path, &st))
+		return 1;
+	err = -errno;
+	if (err == -ENOENT)
+		return 0;
+	pr_warn("stat %s: %s", path, strerror(-err));
+	return err;
+}
+
+int pin_path(const struct dpp *d, char *buf, size_t sz, const char *sub, const char *leaf)
+{
+	if (leaf)
+		return path_fmt(buf, sz, "%s/%s/%s", d->pin_dir, sub, leaf);
+	return path_fmt(buf, sz, "%s/%s", d->pin_dir, sub);
+}
+
+int unlink_quiet(const char *path)
+{
+	int err;
+
+	if (!unlink(path) || errno == ENOENT)
+		return 0;
+	err = -errno;
+	pr_warn("remove pin %s: %s", path, strerror(-err));
+	return err;
+}
+
+/* Unlink every entry of a pin directory; a missing directory is empty. */
+static int dir_clear(const char *dir)
+{
+	char path[PATH_MAX];
+	struct dirent *de;
+	int err = 0, e;
+	DIR *dh;
+
+	dh = opendir(dir);
+	if (!dh)
+		return errno == ENOENT ? 0 : -errno;
+	while ((de = readdir(dh))) {
+		if (de->d_name[0] == '.')
+			continue;
+		e = path_fmt(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (!e) {
+			pr_debug("removing pin %s", path);
+			e = unlink_quiet(path);
+		}
+		if (e && !err)
+			err = e;
+	}
+	closedir(dh);
+	return err;
+}
+
+static void rmdir_quiet(const char *path)
+{
+	if (rmdir(path) && errno != ENOENT)
+		pr_info("remove %s: %s", path, strerror(errno));
+}
+
+static int maps_pin(struct dpp *d)
+{
+	char path[PATH_MAX];
+	int i, err = 0;
+
+	for (i = 0; i < d->nr_maps; i++) {
+		err = pin_path(d, path, sizeof(path), "maps", d->maps[i].name);
+		if (!err)
+			err = bpf_obj_pin(d->maps[i].fd, path);
+		if (err) {
+			pr_warn("pin map %s: %s", d->maps[i].name, strerror(-err));
+			return err;
+		}
+	}
+	return 0;
+}
+
+/* Undo pins_create(); also clears what a crashed load or unload left behind. */
+int pins_clear(struct dpp *d)
+{
+	char path[PATH_MAX];
+	int err, e;
+
+	err = pin_path(d, path, sizeof(path), "prog", NULL);
+	if (!err)
+		err = unlink_quiet(path);
+	e = links_drop_all(d);
+	if (e && !err)
+		err = e;
+	e = pin_path(d, path, sizeof(path), "maps", NULL);
+	if (!e)
+		e = dir_clear(path);
+	if (e && !err)
+		err = e;
+	return err;
+}
+
+void pin_dirs_remove(struct dpp *d)
+{
+	char path[PATH_MAX];
+
+	if (!pin_path(d, path, sizeof(path), "maps", NULL))
+		rmdir_quiet(path);
+	if (!pin_path(d, path, sizeof(path), "links", NULL))
+		rmdir_quiet(path);
+	rmdir_quiet(d->pin_dir);
+}
+
+/* Maps first, program last: the program pin is what marks the instance as complete. */
+int pins_create(struct dpp *d)
+{
+	char path[PATH_MAX];
+	int err;
+
+	err = path_exists(d->pin_dir);
+	if (err > 0) {
+		pr_warn("instance '%s' left pins but no program pin (interrupted load or unload): "
+			"replacing them", d->instance);
+		err = pins_clear(d);
+	}
+	if (err)
+		return err;
+	err = pin_path(d, path, sizeof(path), "maps", NULL);
+	if (!err)
+		err = mkdir_p(path);
+	if (!err)
+		err = pin_path(d, path, sizeof(path), "links", NULL);
+	if (!err)
+		err = mkdir_p(path);
+	if (!err)
+		err = maps_pin(d);
+	if (!err)
+		err = pin_path(d, path, sizeof(path), "prog", NULL);
+	if (!err) {
+		err = bpf_obj_pin(d->prog_fd, path);
+		if (err)
+			pr_warn("pin program at %s: %s", path, strerror(-err));
+	}
+	if (err) {
+		pins_clear(d);
+		pin_dirs_remove(d);
+	}
+	return err;
+}
+
+/* 1 when the named instance's program is pinned, 0 when not, else -errno. */
+int instance_pinned(struct dpp *d, char *prog_path, size_t sz)
+{
+	int err;
+
+	err = bpffs_ensure();
+	if (!err)
+		err = pin_path(d, prog_path, sz, "prog", NULL);
+	if (err)
+		return err;
+	return path_exists(prog_path);
+}
