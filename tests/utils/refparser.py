@@ -1,5 +1,5 @@
 """Reference model of the XDP parser: what struct dpp_flow_key (or which enum dpp_reason) a frame
-should produce. Written over raw bytes with struct, independently of packets.py, so that the
+should produce. Written over raw bytes with struct, independently of packets/, so that the
 factories, this model and the BPF parser check each other.
 
 ``parse(frame)`` returns ``("ok", key)`` or ``("reason", name)``. key has the fields of struct

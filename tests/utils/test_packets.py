@@ -1,4 +1,4 @@
-"""Byte-exact checks of the hand-built encodings in packets.py, against the layouts in the specs
+"""Byte-exact checks of the hand-built encodings in packets/, against the layouts in the specs
 (expected bytes written out by hand), and against scapy's GTP dissector where scapy is right."""
 
 from __future__ import annotations
