@@ -3,11 +3,11 @@
  * in parse.h, classify.h and actions.h; this file only wires them together. */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
-#include "dpp_maps.h"
-#include "parse.h"
-#include "classify.h"
-#include "actions.h"
-#include "counters.h"
+#include "core/maps.h"
+#include "core/parse.h"
+#include "core/classify.h"
+#include "core/act.h"
+#include "core/counters.h"
 
 /* Load-time knob (skeleton rodata): record every packet's outcome in dpp_trace. */
 const volatile __u8 cfg_trace = 0;

@@ -10,8 +10,8 @@
  * check it fails, in this order: bounds of its fixed part, validity of what that holds, bounds of
  * its variable part (tests/utils/refparser.py, decision 2, makes the same checks).
  */
-#ifndef DPP_PARSE_H
-#define DPP_PARSE_H
+#ifndef DPP_CORE_PARSE_H
+#define DPP_CORE_PARSE_H
 
 #include <stdbool.h>
 #include <linux/bpf.h>
@@ -23,7 +23,7 @@
 #include <linux/tcp.h>
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
-#include "dpp/dpp_structs.h"
+#include "dpp/core/structs.h"
 
 struct cursor {
 	void *pos;
@@ -768,4 +768,4 @@ __attribute__((noinline)) int dpp_stage_gtpu(struct xdp_md *ctx, struct dpp_pars
 	return r;
 }
 
-#endif /* DPP_PARSE_H */
+#endif /* DPP_CORE_PARSE_H */

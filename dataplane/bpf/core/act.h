@@ -1,18 +1,18 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* Actions: steer to a CPU, forward to an alternative node, redirect to a port, and the overload
  * decisions between them. Each returns an XDP verdict and fills struct dpp_outcome. */
-#ifndef DPP_ACTIONS_H
-#define DPP_ACTIONS_H
+#ifndef DPP_CORE_ACT_H
+#define DPP_CORE_ACT_H
 
 #include <linux/if_ether.h>
 #include <linux/ip.h>
 #include <linux/ipv6.h>
 #include <linux/udp.h>
 #include <linux/tcp.h>
-#include "dpp_maps.h"
-#include "parse.h"
-#include "csum.h"
-#include "counters.h"
+#include "core/maps.h"
+#include "core/parse.h"
+#include "core/csum.h"
+#include "core/counters.h"
 
 /* Outer headers a rewrite can reach: offsets are masked to this power of two so the verifier sees
  * them bounded. Outer headers never lie deeper (parse.h stops IPv6 extension chains long before). */
@@ -348,4 +348,4 @@ static __always_inline int act(struct xdp_md *ctx, const struct dpp_flow_key *ke
 	return fallback(cfg, o, DPP_REASON_NONE);
 }
 
-#endif /* DPP_ACTIONS_H */
+#endif /* DPP_CORE_ACT_H */

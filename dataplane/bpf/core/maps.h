@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* The pipeline's BPF maps. Names are the ABI libdpp opens and pins them by; rule-sized maps are
  * resized by libdpp before load. */
-#ifndef DPP_MAPS_H
-#define DPP_MAPS_H
+#ifndef DPP_CORE_MAPS_H
+#define DPP_CORE_MAPS_H
 
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
-#include "dpp/dpp_structs.h"
+#include "dpp/core/structs.h"
 
 /* masked flow key (with .shape) -> rule */
 struct {
@@ -161,4 +161,4 @@ struct {
 	__type(value, struct dpp_trace);
 } dpp_trace SEC(".maps");
 
-#endif /* DPP_MAPS_H */
+#endif /* DPP_CORE_MAPS_H */
