@@ -143,7 +143,7 @@ def test_the_schema_limits_are_the_data_plane_limits():
 
 def test_the_capacity_bound_keeps_the_meter_count_exact_for_windows_up_to_256_s():
     # A window's count takes METER_TAKEN_BITS, and a share may take METER_SHARE_MAX - 1 past the
-    # budget (actions.h, meter_take_share): budgets up to this one count exactly.
+    # budget (nf/steer/meter.h, meter_take_share): budgets up to this one count exactly.
     exact = (1 << binding.METER_TAKEN_BITS) - binding.METER_SHARE_MAX
     assert models.MAX_CAPACITY_PPS * 256 <= exact < (models.MAX_CAPACITY_PPS + 1) * 256
 

@@ -5,5 +5,8 @@
 #define DPP_CONSTS_H
 
 #include "core/consts.h"
+#include "nf/steer.h"
+#include "nf/forward.h"
+#include "nf/redirect.h"
 
 #endif /* DPP_CONSTS_H */

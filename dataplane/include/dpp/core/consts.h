@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* Constants shared by the XDP programs, libdpp and (mirrored in netapp/dataplane/binding.py) Python. */
+/* The pipeline core's constants and enums, shared by the XDP programs, libdpp and (mirrored in
+ * netapp/dataplane/binding.py) Python. Each network function's own are in dpp/nf/. */
 #ifndef DPP_CORE_CONSTS_H
 #define DPP_CORE_CONSTS_H
 
@@ -14,18 +15,6 @@
 #ifndef DPP_MAX_SHAPES
 #define DPP_MAX_SHAPES 16
 #endif
-#ifndef DPP_MAX_CPUS
-#define DPP_MAX_CPUS 128
-#endif
-#ifndef DPP_MAX_ALT_GROUPS
-#define DPP_MAX_ALT_GROUPS 64
-#endif
-#ifndef DPP_MAX_ALT_MEMBERS
-#define DPP_MAX_ALT_MEMBERS 8
-#endif
-#ifndef DPP_MAX_PORTS
-#define DPP_MAX_PORTS 64
-#endif
 
 /* Flow cache use (struct dpp_flow_use): the window, the hit rate below which probing stops, and
  * the share of packets that still probe while it is stopped. Powers of two where they mask. */
@@ -33,22 +22,10 @@
 #define DPP_FLOW_USE_MIN_HIT_PCT 50
 #define DPP_FLOW_USE_SAMPLE 64
 
-/* CPU meter shares (struct dpp_meter_share): a receiving CPU takes 1/DPP_METER_SHARE_DIVISOR of a
- * target's window budget at a time, at least 1 and at most DPP_METER_SHARE_MAX packets, and spends
- * it whenever its packets come. A window hands out at most its budget; the packets it admits differ
- * from the budget by at most (share - 1) per receiving CPU, shares spent after the window ended or
- * not spent in it: with 2 receivers, 2/DPP_METER_SHARE_DIVISOR of the budget. */
-#define DPP_METER_SHARE_DIVISOR 64
-#define DPP_METER_SHARE_MAX 64
-/* struct dpp_cpu_meter.window_taken: packets taken (budgets above 2^40 - 1 are cut to it) and the
- * window number they belong to (it wraps after 2^24 windows: 4.6 hours of 1 ms windows). */
-#define DPP_METER_TAKEN_BITS 40
-#define DPP_METER_WINDOW_BITS 24
-
-/* Shape filters (dpp_filter.h): DPP_MAX_FILTERS filters of DPP_FILTER_WORDS 64-bit words (8 KiB,
- * 65,536 bits) each. A key sets two bits of one word; a shape is published with its filter while it
- * has at most DPP_FILTER_MAX_RULES rules, without one above that. At 4,096 rules about 1.7% of the
- * keys no rule has still pass the filter (simulated with this hash). Two shape sets of
+/* Shape filters (dpp/core/filter.h): DPP_MAX_FILTERS filters of DPP_FILTER_WORDS 64-bit words
+ * (8 KiB, 65,536 bits) each. A key sets two bits of one word; a shape is published with its filter
+ * while it has at most DPP_FILTER_MAX_RULES rules, without one above that. At 4,096 rules about
+ * 1.7% of the keys no rule has still pass the filter (simulated with this hash). Two shape sets of
  * DPP_MAX_SHAPES each can be in use at once. */
 #define DPP_FILTER_WORDS 1024
 #define DPP_FILTER_MAX_RULES 8192

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* Map keys and values: the one definition of the data plane ABI, shared by BPF, libdpp and
- * (mirrored in netapp/dataplane/binding.py, checked against BTF by tests) Python. No implicit padding. */
+/* The pipeline core's map keys and values: the one definition of that part of the data plane ABI,
+ * shared by BPF, libdpp and (mirrored in netapp/dataplane/binding.py, checked against BTF by tests)
+ * Python. No implicit padding. Each network function's own are in dpp/nf/. */
 #ifndef DPP_CORE_STRUCTS_H
 #define DPP_CORE_STRUCTS_H
 
@@ -66,48 +67,6 @@ struct dpp_config {
 	__u32 default_verdict;	 /* enum dpp_verdict for malformed packets and fallbacks */
 	__u32 default_alt_group; /* alternative group for overflow when the rule names none (DPP_NONE) */
 	__u64 meter_window_ns;	 /* length of the per-CPU rate meter window */
-};
-
-/* Value of dpp_cpus, indexed by CPU id: the CPU set the NetApp steers to. */
-struct dpp_cpu {
-	__u32 enabled;	     /* 1 when the CPU is in the set (and has a CPUMAP entry) */
-	__u32 overloaded;    /* set by the control plane; forces overflow handling */
-	__u64 capacity_pps;  /* configured capacity, 0 = unmetered */
-	__u64 window_budget; /* packets per meter window: capacity_pps * meter_window_ns / 1e9 */
-};
-
-/* Value of dpp_cpu_meters, indexed by CPU id: the packets the receiving CPUs took from the CPU's
- * window budget, in shares (struct dpp_meter_share). One word, changed by compare-and-swap only, so
- * that a new window's count and its number change together and no take is lost to a reset. */
-struct dpp_cpu_meter {
-	__u64 origin_ns;    /* windows count from here (CLOCK_MONOTONIC): set with the CPU's capacity */
-	__u64 window_taken; /* window number (low DPP_METER_WINDOW_BITS) << DPP_METER_TAKEN_BITS | taken */
-};
-
-/* Value of dpp_meter_shares (per receiving CPU, indexed by the steering target's CPU id): the part
- * of the target's window budget this receiving CPU took and has not used yet. Receivers count down
- * their own share, so they meet on the target's word once per share, not once per packet. */
-struct dpp_meter_share {
-	__u64 window_end_ns; /* end of the target's window the share was taken in */
-	__u32 tokens;	     /* packets of the share this CPU may still steer there */
-	__u32 exhausted;     /* 1: the budget was gone when this CPU asked; overloaded until the window ends */
-};
-
-/* One member of an alternative node group: where a forwarded packet is rewritten to go. */
-struct dpp_alt_member {
-	__u8 dmac[6];	  /* new destination MAC */
-	__u8 smac[6];	  /* new source MAC; all zero: the packet's old destination MAC */
-	__u32 ifindex;	  /* egress interface; 0: the ingress interface (XDP_TX) */
-	__u32 has_ip4;	  /* rewrite an IPv4 outer destination to addr4 */
-	__u32 addr4;	  /* network order */
-	__u32 has_ip6;	  /* rewrite an IPv6 outer destination to addr6 */
-	__u32 addr6[4];	  /* network order */
-};
-
-/* Value of dpp_alt_groups, indexed by group id. A flow hash picks the member. */
-struct dpp_alt_group {
-	__u32 count;
-	struct dpp_alt_member members[DPP_MAX_ALT_MEMBERS];
 };
 
 /* Value of every counter map (per CPU; userspace sums the slots). */
