@@ -183,10 +183,14 @@ def check_abi(baseline: Baseline, work: Optional[Path] = None) -> None:
 
 
 def cache_min_shapes(dataplane: Path) -> int:
-    """DPP_CACHE_MIN_SHAPES of a dataplane tree: from how many shapes its flow cache is consulted."""
-    match = _CACHE_MIN_SHAPES.search((dataplane / "bpf" / "classify.h").read_text())
+    """DPP_CACHE_MIN_SHAPES of a dataplane tree: from how many shapes its flow cache is consulted
+    (bpf/core/classify.h; bpf/classify.h in trees older than the proto/core/nf layout)."""
+    header = dataplane / "bpf" / "core" / "classify.h"
+    if not header.exists():
+        header = dataplane / "bpf" / "classify.h"
+    match = _CACHE_MIN_SHAPES.search(header.read_text())
     if match is None:
-        raise BaselineError(f"{dataplane}/bpf/classify.h defines no DPP_CACHE_MIN_SHAPES")
+        raise BaselineError(f"{header} defines no DPP_CACHE_MIN_SHAPES")
     return int(match.group(1))
 
 

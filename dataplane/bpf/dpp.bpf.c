@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* The DPP pipeline's XDP entry: parse, classify, act, count. Parsers, classifier and actions live
- * in parse.h, classify.h and actions.h; this file only wires them together. */
+/* The DPP pipeline's XDP entry: parse, classify, act, count. The protocol parsers live in proto/,
+ * the parse stages, the N3 fast path, the classifier and the action dispatch in core/, the actions
+ * in nf/ (one folder per network function); this file only wires them together. */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
-#include "dpp_maps.h"
-#include "parse.h"
-#include "classify.h"
-#include "actions.h"
-#include "counters.h"
+#include "core/maps.h"
+#include "core/parse.h"
+#include "core/n3.h"
+#include "core/classify.h"
+#include "core/act.h"
+#include "core/counters.h"
 
 /* Load-time knob (skeleton rodata): record every packet's outcome in dpp_trace. */
 const volatile __u8 cfg_trace = 0;
@@ -23,46 +25,6 @@ const volatile struct {
 	enum dpp_key_flags key_flags;
 	enum dpp_xdp_mode xdp_mode;
 } dpp_abi_enums;
-
-/* Outer Ethernet/IP/L4, the overlay it announces with the inner Ethernet/IP/L4, and GTP-U with the
- * UE packet: every layer optional, one overlay and one GTP-U layer at most. */
-static __always_inline int parse_staged(struct xdp_md *ctx, struct dpp_parse *p)
-{
-	int r;
-
-	parse_start(ctx, p);
-	r = dpp_stage_eth(ctx, p);
-	if (r)
-		return r;
-	if (!is_ip_proto(p->proto))
-		return DPP_REASON_NOT_IP;
-	r = dpp_stage_ip(ctx, p);
-	if (r || p->layers.fragment)
-		return r;
-
-	r = dpp_stage_overlay(ctx, p);
-	if (r)
-		return r;
-	if (p->proto == bpf_htons(ETH_P_TEB)) {
-		r = dpp_stage_eth(ctx, p);
-		if (r)
-			return r;
-	}
-	if (is_ip_proto(p->proto)) {
-		r = dpp_stage_ip(ctx, p);
-		if (r || p->layers.fragment)
-			return r;
-	} else if (p->proto) {
-		return 0; /* not IP inside the overlay: classify on the overlay and the outer headers */
-	}
-
-	if (p->dport != DPP_PORT_GTPU)
-		return 0;
-	r = dpp_stage_gtpu(ctx, p);
-	if (r || !p->proto)
-		return r;
-	return dpp_stage_ip(ctx, p);
-}
 
 /* The N3 fast path when the packet has its layout, else the staged parser from the first byte.
  * *fast tells which (for the trace only: it costs nothing when tracing is off). */

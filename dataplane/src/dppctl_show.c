@@ -325,7 +325,7 @@ static int rules_ctx_fill(struct ctl *c, struct rules_ctx *rc)
 	ncpus = libbpf_num_possible_cpus();
 	if (ncpus <= 0)
 		return fail(ncpus ?: -EINVAL, "count possible CPUs");
-	/* One row of rule slots per possible CPU (dpp_maps.h). */
+	/* One row of rule slots per possible CPU (bpf/core/maps.h). */
 	rc->nr_stats = info.max_entries / ncpus;
 	rc->stats = calloc(rc->nr_stats ?: 1, sizeof(*rc->stats));
 	if (!rc->stats)

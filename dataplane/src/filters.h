@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* libdpp internal: the shape filters of an instance (dpp_filters, see dpp/dpp_filter.h). One
+/* libdpp internal: the shape filters of an instance (dpp_filters, see dpp/core/filter.h). One
  * process writes an instance's rules at a time; it keeps here how many rules hold each bit. */
 #ifndef DPP_FILTERS_H
 #define DPP_FILTERS_H

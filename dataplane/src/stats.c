@@ -60,7 +60,7 @@ static int counters_read(struct dpp *d, enum dpp_map_id id, struct dpp_counter *
 	return err;
 }
 
-/* Rule slots per CPU row of dpp_rule_stats (rows of every possible CPU; see dpp_maps.h). */
+/* Rule slots per CPU row of dpp_rule_stats (rows of every possible CPU; see bpf/core/maps.h). */
 __u32 rule_slots(const struct dpp *d)
 {
 	return d->known[DPP_MAP_RULE_STATS]->max_entries / d->ncpus;

@@ -47,7 +47,8 @@ ALL_VALUE = ".*"  # "All" as a regex: one short query whatever the number of int
 PANEL_WIDTH, PANEL_HEIGHT, ROW_HEIGHT, COLUMNS = 12, 8, 1, 2
 # The AI module's forecast, drawn dashed beside the load it forecasts.
 DASHED = {"id": "custom.lineStyle", "value": {"fill": "dash", "dash": [10, 10]}}
-# Reasons whose packets went to an alternative node (dataplane/bpf/actions.h: overflow, unavailable).
+# Reasons whose packets went to an alternative node (dataplane/bpf/nf/steer/steer.h: overflow,
+# unavailable).
 FORWARD_REASONS = ("cpu_overloaded", "cpu_unavailable")
 
 

@@ -393,7 +393,8 @@ LIBDPP_STRUCTS = (OpenOpts, UpgradeOpts, TestResult)
 
 @dataclass(frozen=True)
 class MapSpec:
-    """A map of dpp_maps.h: its key and value mirrors (None: a kernel type) and its size constant."""
+    """A map of bpf/core/maps.h or a bpf/nf/<function>/maps.h: its key and value mirrors (None: a
+    kernel type) and its size constant."""
 
     key: Any
     value: Any
@@ -406,7 +407,7 @@ MAPS: Mapping[str, MapSpec] = {
     "dpp_rules": MapSpec(FlowKey, Rule, "DPP_MAX_RULES"),
     "dpp_shapes": MapSpec(c_uint32, ShapeSet, 2),
     "dpp_config": MapSpec(c_uint32, Config, 1),
-    # A row of flow cache slots per possible CPU in a plain array (dpp_maps.h).
+    # A row of flow cache slots per possible CPU in a plain array (core/maps.h).
     "dpp_flows": MapSpec(c_uint32, FlowEntry, "DPP_MAX_FLOWS"),
     "dpp_flow_use": MapSpec(c_uint32, FlowUse, 1, per_cpu=True),
     "dpp_cpus": MapSpec(c_uint32, Cpu, "DPP_MAX_CPUS"),
@@ -415,7 +416,7 @@ MAPS: Mapping[str, MapSpec] = {
     "dpp_cpu_map": MapSpec(c_uint32, None, "DPP_MAX_CPUS"),
     "dpp_ports": MapSpec(c_uint32, None, "DPP_MAX_PORTS"),
     "dpp_alt_groups": MapSpec(c_uint32, AltGroup, "DPP_MAX_ALT_GROUPS"),
-    # A row of rule slots per possible CPU in a plain array (dpp_maps.h), read through libdpp.
+    # A row of rule slots per possible CPU in a plain array (core/maps.h), read through libdpp.
     "dpp_rule_stats": MapSpec(c_uint32, Counter, "DPP_MAX_RULES"),
     "dpp_verdicts": MapSpec(c_uint32, Counter, VERDICT_MAX, per_cpu=True),
     "dpp_actions": MapSpec(c_uint32, Counter, ACTION_MAX, per_cpu=True),

@@ -43,10 +43,10 @@ MAX_ALT_MEMBERS = 8
 
 # A CPU's capacity sets its meter's budget per window, capacity_pps * window / 1 s. The kernel
 # counts a window's packets in DPP_METER_TAKEN_BITS (40) bits, and a receiving CPU may take a share
-# of up to DPP_METER_SHARE_MAX (64) packets past what is left of the budget (dataplane/bpf/actions.h),
-# so the count stays exact for budgets up to 2^40 - 64 packets. 2^32 - 1 pps, far above what one
-# CPU can take, keeps that for windows up to 256 s (the service's are 1 ms); above 2^64 - 1 the
-# binding's u64 would wrap.
+# of up to DPP_METER_SHARE_MAX (64) packets past what is left of the budget
+# (dataplane/bpf/nf/steer/meter.h), so the count stays exact for budgets up to 2^40 - 64 packets.
+# 2^32 - 1 pps, far above what one CPU can take, keeps that for windows up to 256 s (the service's
+# are 1 ms); above 2^64 - 1 the binding's u64 would wrap.
 MAX_CAPACITY_PPS = (1 << 32) - 1
 # The kernel refuses a CPUMAP queue of more than 16384 frames (cpu_map_update_elem, since Linux
 # 4.15); the service also checks the running kernel's limit, which it finds when it starts.

@@ -28,6 +28,7 @@ REPO = Path(__file__).resolve().parents[2]
 BPF_OBJECT = REPO / "dataplane" / "build" / "dpp.bpf.o"
 LIBDPP = REPO / "dataplane" / "build" / "libdpp.so"
 HEADERS = REPO / "dataplane" / "include" / "dpp"
+INCLUDE = re.compile(r'^#include "([^"]+)"$', re.M)
 
 
 def missing(reason: str) -> None:
@@ -48,7 +49,17 @@ def btf() -> Btf:
 
 
 def header_text(name: str) -> str:
-    return (HEADERS / name).read_text()
+    """A header of include/dpp as the compiler reads it: the project headers it includes inlined,
+    each once, so that an umbrella (dpp_consts.h, dpp_structs.h) is the text of its parts."""
+    seen: set[Path] = set()
+
+    def read(path: Path) -> str:
+        if path in seen:
+            return ""
+        seen.add(path)
+        return INCLUDE.sub(lambda m: read((path.parent / m[1]).resolve()), path.read_text())
+
+    return read((HEADERS / name).resolve())
 
 
 def ctypes_members(struct) -> list[tuple[str, int]]:
@@ -132,7 +143,7 @@ def test_the_schema_limits_are_the_data_plane_limits():
 
 def test_the_capacity_bound_keeps_the_meter_count_exact_for_windows_up_to_256_s():
     # A window's count takes METER_TAKEN_BITS, and a share may take METER_SHARE_MAX - 1 past the
-    # budget (actions.h, meter_take_share): budgets up to this one count exactly.
+    # budget (nf/steer/meter.h, meter_take_share): budgets up to this one count exactly.
     exact = (1 << binding.METER_TAKEN_BITS) - binding.METER_SHARE_MAX
     assert models.MAX_CAPACITY_PPS * 256 <= exact < (models.MAX_CAPACITY_PPS + 1) * 256
 

@@ -1,4 +1,4 @@
-"""The per-packet hot path, run in the kernel (BPF_PROG_TEST_RUN): the N3 fast parser (parse.h,
+"""The per-packet hot path, run in the kernel (BPF_PROG_TEST_RUN): the N3 fast parser (core/n3.h,
 parse_n3) and the direct-mapped flow cache it feeds (classify.h).
 
 Frames of the N3 layout must be parsed by the fast path (the trace's fast_path says so) into exactly

@@ -1,7 +1,8 @@
-"""The CPU rate meter (actions.h, cpu_overloaded) when several CPUs steer to one CPU at once: each
-receiving CPU counts down a share of the target's window budget of its own, so they meet on the
-target's counter once per share; within one window they admit at most the budget, and at least the
-budget less a share per receiver still unspent. Run in the kernel, one receiving thread per CPU."""
+"""The CPU rate meter (nf/steer/meter.h, cpu_overloaded) when several CPUs steer to one CPU at
+once: each receiving CPU counts down a share of the target's window budget of its own, so they meet
+on the target's counter once per share; within one window they admit at most the budget, and at
+least the budget less a share per receiver still unspent. Run in the kernel, one receiving thread
+per CPU."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Shape filters (dpp/dpp_filter.h, libdpp's filters.c): every published shape with few enough rules
+"""Shape filters (dpp/core/filter.h, libdpp's filters.c): every published shape with few enough rules
 has a filter whose bits are exactly those its rule keys set, through adds, replacements, deletes
 and a reopen of the pinned instance; a shape over the limit has none; and packets still meet
 their rules (the classifier skips a shape only when its filter lacks the packet's bits).

@@ -19,7 +19,7 @@ from .refparser import (
     KEY_FIELDS, KEY_FRAGMENT, KEY_GTP, KEY_GTP_QFI, KEY_GTP_UL, KEY_VNI, REASON_CODES, parse,
 )  # fmt: skip
 
-DPP_CONSTS = Path(__file__).resolve().parents[2] / "dataplane" / "include" / "dpp" / "dpp_consts.h"
+DPP_CONSTS = Path(__file__).resolve().parents[2] / "dataplane" / "include" / "dpp" / "core" / "consts.h"
 
 # Packet generation goes through scapy: slow per example, but never flaky.
 property_settings = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

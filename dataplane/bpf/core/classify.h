@@ -2,12 +2,12 @@
 /* Classifier: tuple-space search over the active shape set, optionally fronted by a direct-mapped
  * per-CPU flow cache. Cost depends on the number of shapes (at most DPP_MAX_SHAPES), never on the
  * number of rules. */
-#ifndef DPP_CLASSIFY_H
-#define DPP_CLASSIFY_H
+#ifndef DPP_CORE_CLASSIFY_H
+#define DPP_CORE_CLASSIFY_H
 
-#include "dpp_maps.h"
-#include "parse.h"
-#include "dpp/dpp_filter.h"
+#include "core/maps.h"
+#include "core/parse.h"
+#include "dpp/core/filter.h"
 
 /* Load-time knob (skeleton rodata): consult dpp_flows before searching the shapes. */
 const volatile __u8 cfg_flow_cache = 1;
@@ -197,4 +197,4 @@ static __always_inline const struct dpp_rule *classify(const struct dpp_flow_key
 	return rule;
 }
 
-#endif /* DPP_CLASSIFY_H */
+#endif /* DPP_CORE_CLASSIFY_H */

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* Incremental Internet checksum updates (RFC 1624) for header rewrites. The one's complement sum
  * is byte-order independent, so network-order words are summed as loaded. */
-#ifndef DPP_CSUM_H
-#define DPP_CSUM_H
+#ifndef DPP_CORE_CSUM_H
+#define DPP_CORE_CSUM_H
 
 #include <linux/types.h>
 
@@ -43,4 +43,4 @@ static __always_inline __u16 csum_update_udp(__u16 check, __u64 diff)
 	return sum ? sum : 0xffff;
 }
 
-#endif /* DPP_CSUM_H */
+#endif /* DPP_CORE_CSUM_H */

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* The pipeline's BPF maps. Names are the ABI libdpp opens and pins them by; rule-sized maps are
- * resized by libdpp before load. */
-#ifndef DPP_MAPS_H
-#define DPP_MAPS_H
+/* The maps the pipeline core shares: rules, shapes and their filters, configuration, flow cache,
+ * counters and trace. Each network function's own maps are in nf/<function>/maps.h. Names are the
+ * ABI libdpp opens and pins them by; rule-sized maps are resized by libdpp before load. */
+#ifndef DPP_CORE_MAPS_H
+#define DPP_CORE_MAPS_H
 
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
-#include "dpp/dpp_structs.h"
+#include "dpp/core/structs.h"
 
 /* masked flow key (with .shape) -> rule */
 struct {
@@ -25,8 +26,8 @@ struct {
 	__type(value, struct dpp_shape_set);
 } dpp_shapes SEC(".maps");
 
-/* filter * DPP_FILTER_WORDS + word -> 64 bits of a shape's filter (dpp_filter.h); libdpp maps it
- * into its memory and sets a key's bits before the rule is added, clears them after it is gone */
+/* filter * DPP_FILTER_WORDS + word -> 64 bits of a shape's filter (dpp/core/filter.h); libdpp maps
+ * it into its memory and sets a key's bits before the rule is added, clears them after it is gone */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, DPP_MAX_FILTERS * DPP_FILTER_WORDS);
@@ -61,54 +62,6 @@ struct {
 	__type(key, __u32);
 	__type(value, struct dpp_flow_use);
 } dpp_flow_use SEC(".maps");
-
-/* CPU id -> membership of the CPU set, capacity, overload flag */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, DPP_MAX_CPUS);
-	__type(key, __u32);
-	__type(value, struct dpp_cpu);
-} dpp_cpus SEC(".maps");
-
-/* CPU id -> fixed-window packet meter of the traffic given to that CPU */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, DPP_MAX_CPUS);
-	__type(key, __u32);
-	__type(value, struct dpp_cpu_meter);
-} dpp_cpu_meters SEC(".maps");
-
-/* CPU id -> this receiving CPU's unused share of that CPU's meter window (per CPU) */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, DPP_MAX_CPUS);
-	__type(key, __u32);
-	__type(value, struct dpp_meter_share);
-} dpp_meter_shares SEC(".maps");
-
-/* CPU id -> CPUMAP queue: the target of STEER */
-struct {
-	__uint(type, BPF_MAP_TYPE_CPUMAP);
-	__uint(max_entries, DPP_MAX_CPUS);
-	__type(key, __u32);
-	__type(value, struct bpf_cpumap_val);
-} dpp_cpu_map SEC(".maps");
-
-/* ifindex -> egress device: the target of REDIRECT and of FORWARD to another interface */
-struct {
-	__uint(type, BPF_MAP_TYPE_DEVMAP_HASH);
-	__uint(max_entries, DPP_MAX_PORTS);
-	__type(key, __u32);
-	__type(value, struct bpf_devmap_val);
-} dpp_ports SEC(".maps");
-
-/* group id -> alternative nodes */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, DPP_MAX_ALT_GROUPS);
-	__type(key, __u32);
-	__type(value, struct dpp_alt_group);
-} dpp_alt_groups SEC(".maps");
 
 /* CPU * rule slots + rule slot -> packets and bytes that matched the rule on that CPU: a row of
  * slots per CPU (libdpp sizes it to possible CPUs * rule slots). A plain array is one cold line per
@@ -145,14 +98,6 @@ struct {
 	__type(value, struct dpp_counter);
 } dpp_reasons SEC(".maps");
 
-/* CPU id -> packets and bytes STEER handed to that CPU's CPUMAP queue */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, DPP_MAX_CPUS);
-	__type(key, __u32);
-	__type(value, struct dpp_counter);
-} dpp_cpu_stats SEC(".maps");
-
 /* 0 -> outcome of the last packet (written only when loaded with trace on) */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -161,4 +106,4 @@ struct {
 	__type(value, struct dpp_trace);
 } dpp_trace SEC(".maps");
 
-#endif /* DPP_MAPS_H */
+#endif /* DPP_CORE_MAPS_H */

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* Counting: add one packet and its bytes to a slot of a counter map (struct dpp_counter) that only
  * this CPU writes: a per-CPU array, or this CPU's row of dpp_rule_stats. */
-#ifndef DPP_COUNTERS_H
-#define DPP_COUNTERS_H
+#ifndef DPP_CORE_COUNTERS_H
+#define DPP_CORE_COUNTERS_H
 
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
-#include "dpp/dpp_structs.h"
+#include "dpp/core/structs.h"
 
 /* Slots of one CPU need no atomics; an index past the map's end is simply not counted. */
 static __always_inline void count(void *map, __u32 index, __u64 bytes)
@@ -31,4 +31,4 @@ static __always_inline __u32 rule_stat_index(__u32 slot)
 	return bpf_get_smp_processor_id() * cfg_rule_slots + slot;
 }
 
-#endif /* DPP_COUNTERS_H */
+#endif /* DPP_CORE_COUNTERS_H */

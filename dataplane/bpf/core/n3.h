@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* The N3 fast path: one header layout, parsed at fixed offsets (core/parse.h parses the rest).
+ *
+ * An N3-facing node sees one layout far more than any other: untagged Ethernet / IPv4 / UDP 4789 /
+ * VXLAN with a VNI / Ethernet / IPv4 / UDP 2152 / GTP-U T-PDU carrying one PDU Session Container
+ * (or no extension at all) / UE IPv4 / UDP, TCP or SCTP, every IPv4 header without options. The
+ * staged parser pays for its generality on each of those packets: seven stage calls, a bounds check
+ * per header, offsets carried from stage to stage. In this layout every header sits at a fixed
+ * offset, so one bounds check covers them all and every check the staged parser makes becomes a
+ * compare with a constant (or, for the length fields, of numbers already loaded). The fast path
+ * only ever says "mine, and here is the key" or "not mine": on any doubt the packet is parsed again
+ * from its first byte by the staged parser, so correctness never rests on the fast path, which must
+ * only never accept a packet that the staged parser would parse differently
+ * (tests/dataplane/test_fast_path.py holds it to that). */
+#ifndef DPP_CORE_N3_H
+#define DPP_CORE_N3_H
+
+#include <linux/udp.h>
+#include <linux/tcp.h>
+#include "core/parse.h"
+
+/* Offsets of the layout's headers from the start of the frame. */
+#define N3_IP (sizeof(struct ethhdr))
+#define N3_UDP (N3_IP + sizeof(struct iphdr))
+#define N3_VXLAN (N3_UDP + sizeof(struct udphdr))
+#define N3_INNER_ETH (N3_VXLAN + sizeof(struct vxlan_hdr))
+#define N3_INNER_IP (N3_INNER_ETH + sizeof(struct ethhdr))
+#define N3_INNER_UDP (N3_INNER_IP + sizeof(struct iphdr))
+#define N3_GTP (N3_INNER_UDP + sizeof(struct udphdr))
+#define N3_GTP_OPT (N3_GTP + sizeof(struct gtpu_hdr)) /* sequence, N-PDU number, next type */
+#define N3_PSC (N3_GTP_OPT + 4)			       /* length 1, PDU type, QFI, next type 0 */
+#define N3_UE_PSC (N3_PSC + 4)			       /* the UE packet after the container */
+#define N3_UE_PLAIN N3_GTP_OPT			       /* the UE packet without extension */
+/* What each layout needs up to the UE's UDP header (or the ports of its TCP header): the length the
+ * bounds check covers. The header fields the fast path reads before it knows the layout (through
+ * the container, at N3_UE_PSC) all lie within the shorter one. */
+#define N3_UE_LEN (sizeof(struct iphdr) + sizeof(struct udphdr))
+#define N3_MIN_LEN (N3_UE_PLAIN + N3_UE_LEN)
+_Static_assert(N3_UE_PSC <= N3_MIN_LEN, "the container lies within the shorter layout");
+
+#define GTP_FLAGS_V1_PT 0x30 /* version 1, protocol type GTP; the spare bit 0x08 is not checked */
+#define GTP_FLAGS_E 0x04
+#define IPV4_VERSION_IHL5 0x45
+
+/* An IPv4 header the staged parser would take as a whole datagram: version 4, IHL 5, not a
+ * non-first fragment. Its total length is checked with the others (n3_lengths_ok). */
+static __always_inline bool n3_ipv4_ok(const struct iphdr *ip)
+{
+	return *(const __u8 *)ip == IPV4_VERSION_IHL5 &&
+	       !(ip->frag_off & bpf_htons(IPV4_FRAG_OFFSET));
+}
+
+/* The two tunnels: IPv4/UDP to the VXLAN port with a VNI, and after VXLAN an untagged IPv4/UDP to
+ * GTP-U. */
+static __always_inline bool n3_tunnels_ok(void *data)
+{
+	const struct ethhdr *eth = data, *inner_eth = data + N3_INNER_ETH;
+	const struct iphdr *ip = data + N3_IP, *inner_ip = data + N3_INNER_IP;
+	const struct udphdr *udp = data + N3_UDP, *inner_udp = data + N3_INNER_UDP;
+	const struct vxlan_hdr *vx = data + N3_VXLAN;
+
+	return eth->h_proto == bpf_htons(ETH_P_IP) && n3_ipv4_ok(ip) &&
+	       ip->protocol == IPPROTO_UDP && udp->dest == bpf_htons(DPP_PORT_VXLAN) &&
+	       (vx->flags & bpf_htonl(VXLAN_F_I)) &&
+	       inner_eth->h_proto == bpf_htons(ETH_P_IP) && n3_ipv4_ok(inner_ip) &&
+	       inner_ip->protocol == IPPROTO_UDP && inner_udp->dest == bpf_htons(DPP_PORT_GTPU);
+}
+
+/* What the staged parser requires of a UE L4 header: its length, or 0 for a protocol the fast path
+ * leaves to it. */
+static __always_inline __u32 n3_l4_len(__u8 proto)
+{
+	switch (proto) {
+	case IPPROTO_UDP:
+		return sizeof(struct udphdr);
+	case IPPROTO_TCP:
+		return sizeof(struct tcphdr);
+	case IPPROTO_SCTP:
+		return SCTP_COMMON_HDR_LEN;
+	}
+	return 0;
+}
+
+/* The lengths, as the staged parser reads them (from data, in a frame of frame_len bytes): every
+ * datagram ends within the frame and within the datagram and UDP payload around it, and the UE's
+ * L4 header, up to l4_end, within the UE datagram. Total lengths of at least a header follow. */
+static __always_inline bool n3_lengths_ok(void *data, __u32 frame_len, __u32 ue_off, __u32 l4_end)
+{
+	const struct iphdr *ip = data + N3_IP, *inner_ip = data + N3_INNER_IP, *ue = data + ue_off;
+	const struct udphdr *udp = data + N3_UDP, *inner_udp = data + N3_INNER_UDP;
+	__u32 outer_end = N3_IP + bpf_ntohs(ip->tot_len);
+	__u32 inner_end = N3_INNER_IP + bpf_ntohs(inner_ip->tot_len);
+	__u32 ue_end = ue_off + bpf_ntohs(ue->tot_len);
+
+	return outer_end <= frame_len && inner_end <= outer_end &&
+	       inner_end <= N3_UDP + bpf_ntohs(udp->len) && ue_end <= inner_end &&
+	       ue_end <= N3_INNER_UDP + bpf_ntohs(inner_udp->len) && l4_end <= ue_end;
+}
+
+/* Where the UE packet of a GTP-U T-PDU starts: after exactly one PDU Session Container of 4 octets
+ * that ends the chain (E set; S and PN only say their fields are there, which they are anyway with
+ * E), or right after the header (E, S and PN clear). 0 for any other GTP-U message. */
+static __always_inline __u32 n3_gtpu_ue_offset(void *data)
+{
+	const struct gtpu_hdr *gtp = data + N3_GTP;
+	const __u8 *opt = data + N3_GTP_OPT, *psc = data + N3_PSC;
+
+	if ((gtp->flags & 0xf0) != GTP_FLAGS_V1_PT || gtp->type != GTP_TPDU)
+		return 0;
+	if (!(gtp->flags & GTP_FLAGS_EXT_SEQ_PN))
+		return N3_UE_PLAIN;
+	if ((gtp->flags & GTP_FLAGS_E) && opt[3] == GTP_EXT_PDU_SESSION && psc[0] == 1 && psc[3] == 0)
+		return N3_UE_PSC;
+	return 0;
+}
+
+/* The key and layers the staged parser would produce for this layout. p is still as the caller
+ * zeroed it: only what is not 0 is written. */
+static __always_inline void n3_fill(struct dpp_parse *p, void *data, const struct iphdr *ue,
+				    bool psc)
+{
+	const struct vxlan_hdr *vx = data + N3_VXLAN;
+	const struct gtpu_hdr *gtp = data + N3_GTP;
+	const __u8 *container = data + N3_PSC;
+	const __be16 *ports = (const __be16 *)(ue + 1); /* UDP, TCP and SCTP all start with them */
+
+	p->key.vni = bpf_ntohl(vx->vni) >> 8;
+	p->key.overlay = DPP_OVERLAY_VXLAN;
+	p->key.teid = bpf_ntohl(gtp->teid);
+	p->key.flags = DPP_KEY_VNI | DPP_KEY_GTP;
+	if (psc) {
+		p->key.flags |= DPP_KEY_GTP_QFI;
+		if ((container[1] >> 4) == 1)
+			p->key.flags |= DPP_KEY_GTP_UL;
+		p->key.qfi = container[2] & 0x3f;
+	}
+	key_set_ipv4(&p->key, ue);
+	p->key.sport = bpf_ntohs(ports[0]);
+	p->key.dport = bpf_ntohs(ports[1]);
+
+	p->layers.outer_l3 = N3_IP;
+	p->layers.outer_l4 = N3_UDP;
+	p->layers.outer_family = 4;
+	p->layers.outer_proto = IPPROTO_UDP;
+	p->layers.l4_proto = ue->protocol;
+}
+
+/* The whole fast path: true when the packet had the N3 layout and *p now holds its key and layers;
+ * false, with *p untouched, for the staged parser to start over. One bounds check covers the
+ * layout; which of its two lengths applies is known once the GTP-U flags are read (within the
+ * shorter one). The length fields then say whether the UE's whole L4 header is there: compares of
+ * numbers already loaded, no further bounds check. */
+static __always_inline bool parse_n3(struct xdp_md *ctx, struct dpp_parse *p)
+{
+	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
+	__u32 frame_len = end - data, ue_off, l4_len;
+	const struct iphdr *ue;
+
+	if (data + N3_MIN_LEN > end || !n3_tunnels_ok(data))
+		return false;
+	ue_off = n3_gtpu_ue_offset(data);
+	if (!ue_off)
+		return false;
+	ue = data + ue_off;
+	if ((void *)ue + N3_UE_LEN > end || !n3_ipv4_ok(ue))
+		return false;
+	l4_len = n3_l4_len(ue->protocol);
+	if (!l4_len || !n3_lengths_ok(data, frame_len, ue_off, ue_off + sizeof(*ue) + l4_len))
+		return false;
+	n3_fill(p, data, ue, ue_off == N3_UE_PSC);
+	return true;
+}
+
+#endif /* DPP_CORE_N3_H */

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* What every action shares: the outcome it reports (counted, traced), the configured fallback
+ * verdict, and bounded offsets of the headers it rewrites. */
+#ifndef DPP_CORE_OUTCOME_H
+#define DPP_CORE_OUTCOME_H
+
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include "dpp/core/structs.h"
+
+/* Outer headers a rewrite can reach: offsets are masked to this power of two so the verifier sees
+ * them bounded. Outer headers never lie deeper (proto/ipv6.h stops IPv6 extension chains long
+ * before). */
+#define DPP_MAX_HDR_OFFSET 1024
+
+static __always_inline __u32 bounded_offset(__u32 off)
+{
+	barrier_var(off); /* keep clang from dropping the mask it can prove redundant */
+	return off & (DPP_MAX_HDR_OFFSET - 1);
+}
+
+/* What happened to a packet: counted, and traced when tracing is on. */
+struct dpp_outcome {
+	__u32 action; /* enum dpp_action carried out */
+	__u32 reason; /* enum dpp_reason, DPP_REASON_NONE when the rule was simply obeyed */
+	__u32 cpu;
+	__u32 alt_group;
+	__u32 alt_member;
+	__u32 egress_ifindex;
+};
+
+/* The configured verdict for packets we could not (or would not) handle. Only PASS or DROP. */
+static __always_inline int fallback(const struct dpp_config *cfg, struct dpp_outcome *o, __u32 reason)
+{
+	o->action = DPP_ACTION_DEFAULT;
+	o->reason = reason;
+	return cfg->default_verdict == XDP_DROP ? XDP_DROP : XDP_PASS;
+}
+
+#endif /* DPP_CORE_OUTCOME_H */
