@@ -24,7 +24,6 @@ ALLOWED = {
     "netapp/dataplane/binding.py": 1104,
     "netapp/dataplane/facade.py": 942,
     "netapp/dataplane/facade.py::Dataplane": 650,
-    "netapp/intents/models.py": 789,
     "netapp/service/service.py": 1617,
     "netapp/service/service.py::NetAppService": 1432,
     "netapp/telemetry/influx.py": 635,

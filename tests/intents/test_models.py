@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import ast
+import importlib
 import ipaddress
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -274,3 +277,21 @@ def test_given_any_address_and_length_then_the_stored_prefix_is_the_normalised_n
     intent = parse_intent(native_intent(match={"dst": f"{address}/{length}"}))
     assert intent.match.dst == ipaddress.ip_network(f"{address}/{length}", strict=False)
     assert intent.match.dst.network_address == intent.match.dst[0]
+
+
+
+@pytest.mark.parametrize("module", ["fields", "native", "legacy", "cpus", "alternatives"])
+def test_every_public_name_of_the_model_modules_is_importable_from_models(module):
+    """The models are split by function; `from netapp.intents.models import X` still finds each of them."""
+    models = importlib.import_module("netapp.intents.models")
+    source = importlib.import_module(f"netapp.intents.{module}")
+    defined = set()
+    for node in ast.parse(Path(source.__file__).read_text()).body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            defined.add(node.name)
+        elif isinstance(node, ast.Assign):
+            defined.update(target.id for target in node.targets if isinstance(target, ast.Name))
+    public = {name for name in defined if not name.startswith("_")}
+    assert public, f"no public name found in netapp.intents.{module}"
+    missing = sorted(name for name in public if getattr(models, name, None) is not getattr(source, name))
+    assert not missing, f"netapp.intents.models does not re-export {missing} of netapp.intents.{module}"

@@ -1,0 +1,186 @@
+"""The native intent (api/intents.md): which packets (`Match`), what to do (`Action`), how much it matters."""
+
+from __future__ import annotations
+
+from ipaddress import IPv4Network, IPv6Network
+from typing import Annotated, Literal, Optional, Union
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+
+from netapp.intents.errors import FieldError
+from netapp.intents.fields import (
+    DEFAULT_PRIORITY,
+    MAX_U24,
+    PORT_PROTOCOLS,
+    CpuId,
+    Dscp,
+    GroupId,
+    IntentId,
+    InterfaceName,
+    OverlayName,
+    Port,
+    Prefix,
+    Priority,
+    Protocol,
+    Qfi,
+    U32,
+    Vlan,
+    protocol_number,
+)
+
+
+def check_vni(vni: Optional[int], overlay: Optional[str]) -> None:
+    """A VNI needs its overlay, and fits it (24 bits; GRE keys 32). Also for tenants' grants."""
+    if vni is None:
+        return
+    if overlay is None:
+        raise FieldError("vni", "vni needs overlay (vxlan, geneve or gre)")
+    if overlay != "gre" and vni > MAX_U24:
+        raise FieldError("vni", f"{overlay} VNI {vni} is above 2^24-1 ({MAX_U24})")
+
+
+def check_one_family(src: Optional[IPv4Network | IPv6Network], dst: Optional[IPv4Network | IPv6Network]) -> None:
+    """A packet's src and dst are of one IP family."""
+    if src is not None and dst is not None and src.version != dst.version:
+        raise FieldError("dst", f"dst is IPv{dst.version} but src is IPv{src.version}")
+
+
+class Match(BaseModel):
+    """Which packets an intent is about. Every field is optional; an empty match is a catch-all."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    interface: Optional[InterfaceName] = Field(None, description="ingress interface name")
+    vlan: Optional[Vlan] = Field(None, description="outermost 802.1Q VLAN id")
+    overlay: Optional[OverlayName] = Field(None, description="overlay the packet arrived in")
+    vni: Optional[U32] = Field(
+        None, description="VXLAN/GENEVE VNI (24 bits) or GRE key (32 bits); needs overlay"
+    )
+    teid: Optional[U32] = Field(None, description="GTP-U tunnel endpoint id")
+    qfi: Optional[Qfi] = Field(None, description="GTP-U PDU Session Container QoS flow id")
+    src: Optional[Prefix] = Field(None, description="source prefix of the innermost IP header")
+    dst: Optional[Prefix] = Field(None, description="destination prefix of the innermost IP header")
+    protocol: Optional[Protocol] = Field(None, description="L4 protocol name or number")
+    src_port: Optional[Port] = Field(None, description="L4 source port; needs protocol tcp, udp or sctp")
+    dst_port: Optional[Port] = Field(None, description="L4 destination port; needs protocol tcp, udp or sctp")
+    dscp: Optional[Dscp] = Field(None, description="DSCP of the innermost IP header")
+
+    @model_validator(mode="after")
+    def _check_dependencies(self) -> "Match":
+        self._check_vni()
+        self._check_families()
+        self._check_ports()
+        return self
+
+    def _check_vni(self) -> None:
+        check_vni(self.vni, self.overlay)
+
+    def _check_families(self) -> None:
+        check_one_family(self.src, self.dst)
+        family = self.family
+        if family == 6 and self.protocol == "icmp":
+            raise FieldError("protocol", "icmp with an IPv6 prefix: use icmpv6")
+        if family == 4 and self.protocol == "icmpv6":
+            raise FieldError("protocol", "icmpv6 with an IPv4 prefix: use icmp")
+
+    def _check_ports(self) -> None:
+        for name in ("src_port", "dst_port"):
+            if getattr(self, name) is not None and self.protocol_number not in PORT_PROTOCOLS:
+                got = "no protocol" if self.protocol is None else f"protocol {self.protocol}"
+                raise FieldError(name, f"{name} needs protocol tcp, udp or sctp (got {got})")
+
+    @property
+    def family(self) -> Optional[int]:
+        """4 or 6 when a prefix fixes the IP family, else None."""
+        prefix = self.src if self.src is not None else self.dst
+        return None if prefix is None else prefix.version
+
+    @property
+    def protocol_number(self) -> Optional[int]:
+        return protocol_number(self.protocol)
+
+
+class PassAction(BaseModel):
+    """Hand the packet to the kernel stack on the CPU that received it."""
+
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["pass"]
+
+
+class DropAction(BaseModel):
+    """Drop the packet."""
+
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["drop"]
+
+
+class SteerAction(BaseModel):
+    """Steer the packet to a CPU (CPUMAP); overflow goes to the intent's alternative group."""
+
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["steer"]
+    cpu: CpuId
+
+
+class ForwardAction(BaseModel):
+    """Forward the packet to a member of an alternative node group (MAC/IP rewrite, XDP_TX)."""
+
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["forward"]
+    alternative: GroupId
+
+
+class RedirectAction(BaseModel):
+    """Redirect the packet out of another interface (DEVMAP)."""
+
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["redirect"]
+    interface: InterfaceName
+
+
+Action = Annotated[
+    Union[PassAction, DropAction, SteerAction, ForwardAction, RedirectAction],
+    Field(discriminator="type"),
+]
+
+
+class Intent(BaseModel):
+    """One native intent: which packets (match), what to do (action), and how much it matters."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: IntentId
+    priority: Priority = Field(DEFAULT_PRIORITY, description="higher wins when several intents match")
+    traffic_class: Literal["priority", "best-effort"] = Field(
+        "priority",
+        description="best-effort traffic is passed locally and forwarded to alternatives when the CPU is overloaded",
+    )
+    match: Match
+    action: Action
+    alternative: Optional[GroupId] = Field(
+        None,
+        description="overflow alternative group for steer or best-effort; null: the site default",
+    )
+    label: Optional[Annotated[str, StringConstraints(max_length=256)]] = None
+
+    @model_validator(mode="after")
+    def _check_alternative(self) -> "Intent":
+        if self.alternative is None:
+            return self
+        if isinstance(self.action, ForwardAction):
+            if self.alternative != self.action.alternative:
+                raise FieldError(
+                    "alternative",
+                    f"differs from action.alternative ({self.action.alternative}); a forward intent has one group",
+                )
+        elif not isinstance(self.action, SteerAction) and self.traffic_class != "best-effort":
+            raise FieldError(
+                "alternative",
+                f"has no effect on a {self.action.type} intent: only steer or best-effort traffic overflows",
+            )
+        return self
+
+    @property
+    def best_effort(self) -> bool:
+        return self.traffic_class == "best-effort"
+
