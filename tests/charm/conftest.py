@@ -85,6 +85,16 @@ class FakeClient:
     def unsubscribe(self, sub_id):
         self._call("unsubscribe", sub_id)
 
+    def put_cpu(self, spec):
+        self._call("put_cpu", spec)
+        return {"queue_size": 0, "overloaded": False, **spec}
+
+    def wait_answering(self, timeout):
+        """Like /healthz: only an unreachable NetApp fails it, not a refusal of other calls."""
+        self.calls.append(("wait_answering", ()))
+        if self.fail_with is not None and self.fail_with.status is None:
+            raise self.fail_with
+
     def reload_dataplane(self):
         self._call("reload_dataplane")
         return {"previous_program_id": 7, "program_id": 8, "interfaces": ["ens4"], "duration_ms": 90.0}

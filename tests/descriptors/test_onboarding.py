@@ -31,6 +31,7 @@ DAY2_PRIMITIVES = {
     "detach": {"interface": "STRING"},
     "subscribe-telemetry": {"callback-uri": "STRING", "measurements": "STRING", "period": "INTEGER"},
     "unsubscribe-telemetry": {"subscription-id": "STRING"},
+    "set-cpu": {"cpu": "INTEGER", "capacity-pps": "INTEGER", "queue-size": "INTEGER", "overloaded": "BOOLEAN"},
     "reload-dataplane": {},
 }
 

@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 import action_params as p
 import alternatives as alt
-from charm_config import CharmConfig, describe_error
+from charm_config import MAX_CAPACITY_PPS, MAX_CPUS, MAX_QUEUE_SIZE, CharmConfig, describe_error
 from netapp_workload import WHEELS_DIR, ApiError, InterfaceAddress, NetApp, NetAppClient, WorkloadError
 
 logger = logging.getLogger(__name__)
@@ -28,6 +28,10 @@ MANAGEMENT_BINDING = "juju-info"
 # Actions that change nothing: they run on the settings the NetApp took last while the current
 # config is invalid (the service runs on those); the others wait for a valid config.
 READ_ONLY_ACTIONS = frozenset({"list-intents", "get-stats"})
+
+# How long a hook waits for a (re)started service's API before sending it steer-cpus; past that,
+# the next event tries again.
+API_WAIT_S = 30.0
 
 # Config options of type secret -> the key of the secret's content that holds the value.
 SECRET_KEYS = {"tls-key": "key", "influxdb-token": "token"}
@@ -121,6 +125,16 @@ def _unsubscribe(client: NetAppClient, params: dict[str, Any]) -> dict[str, Any]
     return _result(None, **{"subscription-id": sub_id})
 
 
+def _set_cpu(client: NetAppClient, params: dict[str, Any]) -> dict[str, Any]:
+    spec = {
+        "cpu": p.integer(params, "cpu", 0, MAX_CPUS - 1),
+        "capacity_pps": p.integer(params, "capacity-pps", 0, MAX_CAPACITY_PPS, default=0),
+        "queue_size": p.integer(params, "queue-size", 0, MAX_QUEUE_SIZE, default=0),
+        "overloaded": p.boolean(params, "overloaded", default=False),
+    }
+    return _result(client.put_cpu(spec), cpu=spec["cpu"])
+
+
 def _reload(client: NetAppClient, params: dict[str, Any]) -> dict[str, Any]:
     reloaded = client.reload_dataplane()
     return _result(
@@ -143,6 +157,7 @@ ACTIONS: dict[str, ActionHandler] = {
     "detach": _detach,
     "subscribe-telemetry": _subscribe,
     "unsubscribe-telemetry": _unsubscribe,
+    "set-cpu": _set_cpu,
     "reload-dataplane": _reload,
 }
 
@@ -156,14 +171,19 @@ class DppNetappCharm(ops.CharmBase):
     # reinstalls.
     # applied_api: where the running NetApp's API listens (JSON of the last config it took), so
     # read-only actions keep working while a new config is invalid.
-    # workload_error, alt_error: why the unit is blocked, kept until the step that failed succeeds,
-    # so that the status does not flip back to active on an event that does not retry that step.
+    # steer_cpus: the steer-cpus entries the NetApp took ({"cpu": capacity_pps}, JSON): only new
+    # or changed entries are sent, so that set-cpu's changes to the others stay.
+    # workload_error, alt_error, steer_error: why the unit is blocked, kept until the step that
+    # failed succeeds, so that the status does not flip back to active on an event that does not
+    # retry that step.
     _stored = ops.StoredState()
 
     def __init__(self, framework: ops.Framework):
         super().__init__(framework)
         self.workload = NetApp()
-        self._stored.set_default(alt_group="", installed_source="", applied_api="", workload_error="", alt_error="")
+        self._stored.set_default(
+            alt_group="", installed_source="", applied_api="", workload_error="", alt_error="", steer_cpus="{}", steer_error=""
+        )
         self._config_error: Optional[str] = None
         self._config: Optional[CharmConfig] = None
         self._loaded = False
@@ -299,7 +319,41 @@ class DppNetappCharm(ops.CharmBase):
             {"api_host": config.api_host, "api_port": config.api_port, "tls_cert": config.tls_cert}
         )
         self.unit.set_ports(*_open_ports(config))
+        self._apply_steer_cpus(config)
         self._sync_alternatives(config)
+
+    # --- steer-cpus: the steering set on day 1 -------------------------------------------------
+
+    def _apply_steer_cpus(self, config: CharmConfig) -> None:
+        """PUT each steer-cpus entry the NetApp has not taken yet; retried on the next event when
+        the API does not answer. A CPU dropped from the option stays in the set: the API has no
+        way to take one out (logged, with what to do instead)."""
+        applied = {int(cpu): capacity for cpu, capacity in json.loads(self._stored.steer_cpus).items()}
+        for cpu in sorted(set(applied) - set(config.steer_cpus)):
+            logger.warning(
+                "steer-cpus: CPU %d is no longer listed but stays in the NetApp's steering set (the API "
+                "cannot remove a CPU); set-cpu cpu=%d overloaded=true stops steering to it",
+                cpu,
+                cpu,
+            )
+        pending = {cpu: capacity for cpu, capacity in config.steer_cpus.items() if applied.get(cpu) != capacity}
+        kept = {cpu: capacity for cpu, capacity in applied.items() if cpu in config.steer_cpus}
+        if not pending:
+            self._stored.steer_cpus, self._stored.steer_error = json.dumps(kept), ""
+            return
+        try:
+            put_steer_cpus(self.workload.client(config), pending, kept)
+        except ApiError as exc:
+            if exc.status is None:
+                logger.warning("steer-cpus: %s; trying again on the next event", exc)
+            else:
+                refused = min(set(pending) - set(kept))
+                self._stored.steer_error = f"steer-cpus: the NetApp refused CPU {refused}: {exc}"
+                logger.error("%s", self._stored.steer_error)
+            return
+        finally:
+            self._stored.steer_cpus = json.dumps(kept)
+        self._stored.steer_error = ""
 
     # --- alternatives: every peer on the alternative-node network is a member of one group ---------
 
@@ -433,6 +487,8 @@ class DppNetappCharm(ops.CharmBase):
             event.add_status(ops.WaitingStatus("NetApp service not running"))
         if self._stored.alt_error:
             event.add_status(ops.BlockedStatus(self._stored.alt_error))
+        if self._stored.steer_error:
+            event.add_status(ops.BlockedStatus(self._stored.steer_error))
         if config is not None and config.metrics_enabled and not config.metrics_host:
             event.add_status(
                 ops.BlockedStatus("metrics-host: Juju gives no management address; set it, or metrics-port 0 for off")
@@ -497,6 +553,15 @@ def _replace_group(client: NetAppClient, applied: Optional[dict[str, Any]], grou
         client.delete_alternative(applied["id"], missing_ok=True)
     if group is not None:
         client.put_alternative(group)
+
+
+def put_steer_cpus(client: NetAppClient, pending: dict[int, int], kept: dict[int, int]) -> None:
+    """Once the API answers, PUT each pending steer-cpus entry (CPU -> capacity_pps) in CPU order,
+    adding it to `kept` when the NetApp has taken it; the first ApiError stops the run."""
+    client.wait_answering(API_WAIT_S)
+    for cpu, capacity in sorted(pending.items()):
+        client.put_cpu({"cpu": cpu, "capacity_pps": capacity})
+        kept[cpu] = capacity
 
 
 def _open_ports(config: CharmConfig) -> list[ops.Port]:

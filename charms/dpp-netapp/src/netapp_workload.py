@@ -13,6 +13,7 @@ import os
 import shutil
 import ssl
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -450,6 +451,23 @@ class NetAppClient:
     def unsubscribe(self, subscription_id: str) -> None:
         """DELETE /api/v1/subscriptions/{id}."""
         self.request("DELETE", f"/api/v1/subscriptions/{_seg(subscription_id)}")
+
+    def put_cpu(self, spec: dict[str, Any]) -> Any:
+        """PUT /api/v1/dataplane/cpus/{cpu}: add the CPU to the steering set or change it."""
+        return self.request("PUT", f"/api/v1/dataplane/cpus/{int(spec['cpu'])}", spec)
+
+    def wait_answering(self, timeout: float) -> None:
+        """Return once GET /healthz answers (a service just started binds its port after a while);
+        the last ApiError when it has not within `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self.request("GET", "/healthz")
+                return
+            except ApiError as exc:
+                if exc.status is not None or time.monotonic() >= deadline:
+                    raise
+            time.sleep(0.2)
 
     def reload_dataplane(self) -> dict[str, Any]:
         """Swap in the data-plane program of the installed NetApp under traffic (an upgrade):
