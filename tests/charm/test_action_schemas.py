@@ -30,6 +30,7 @@ PARAMETERS = {
     "subscribe-telemetry": {"callback-uri", "measurements", "period"},
     "unsubscribe-telemetry": {"subscription-id"},
     "set-cpu": {"cpu", "capacity-pps", "queue-size", "overloaded"},
+    "check-openstack": {"server", "data-networks"},
     "reload-dataplane": set(),
 }
 
@@ -48,7 +49,8 @@ def schema_of(action: str) -> dict[str, Any]:
 
 def test_given_charmcraft_when_read_then_actions_and_parameters_are_the_contract():
     assert {name: set(spec.get("params", {})) for name, spec in ACTIONS.items()} == PARAMETERS
-    assert set(charm.ACTIONS) == set(ACTIONS)
+    assert set(charm.ACTIONS) | charm.MACHINE_ACTIONS == set(ACTIONS)
+    assert not set(charm.ACTIONS) & charm.MACHINE_ACTIONS
 
 
 @pytest.mark.parametrize("action", sorted(ACTIONS))
@@ -91,6 +93,9 @@ BAD = [
     ("set-cpu", {"cpu": 2, "capacity-pps": 4294967296}, "maximum"),
     ("set-cpu", {"cpu": 2, "queue-size": 16385}, "maximum"),
     ("set-cpu", {"cpu": 2, "overloaded": "yes"}, "type"),
+    ("check-openstack", {}, "required"),
+    ("check-openstack", {"data-networks": ""}, "minLength"),
+    ("check-openstack", {"data-networks": "altnet", "cloud": "edge"}, "additionalProperties"),
 ]
 
 

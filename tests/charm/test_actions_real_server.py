@@ -8,6 +8,7 @@ reaches the server; the server's state is read back after each. Needs root and l
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -95,7 +96,9 @@ def test_the_module_runs_every_action_of_the_charm():
     ran = {"add-intent", "list-intents", "remove-intent", "create-slice", "update-slice", "delete-slice"}
     ran |= {"set-alternatives", "get-stats", "attach", "detach", "subscribe-telemetry", "unsubscribe-telemetry"}
     ran |= {"set-cpu", "reload-dataplane"}
-    assert ran == set(CHARMCRAFT["actions"])
+    # check-openstack calls OpenStack, not the NetApp: test_check_openstack.py runs it against the
+    # recorded cloud.
+    assert ran | {"check-openstack"} == set(CHARMCRAFT["actions"])
 
 
 def test_given_real_netapp_when_add_list_remove_intent_then_the_intent_comes_and_goes(served, act):
@@ -194,6 +197,8 @@ def test_given_real_netapp_when_set_cpu_then_the_steering_set_holds_it_and_a_ste
 
 
 def test_given_real_netapp_when_set_cpu_beyond_the_machine_then_the_action_fails_naming_cpu(served, act):
+    if (os.cpu_count() or 1) > 127:
+        pytest.skip("this machine has a CPU 127")
     with pytest.raises(testing.ActionFailed) as refused:
         act("set-cpu", cpu=127)
     assert refused.value.message.startswith("set-cpu: the NetApp refused: 400")

@@ -34,7 +34,12 @@ READ_ONLY_ACTIONS = frozenset({"list-intents", "get-stats"})
 API_WAIT_S = 30.0
 
 # Config options of type secret -> the key of the secret's content that holds the value.
-SECRET_KEYS = {"tls-key": "key", "influxdb-token": "token"}
+SECRET_KEYS = {"tls-key": "key", "influxdb-token": "token", "openstack-credentials": "clouds-yaml"}
+
+# Actions that run a command on the machine rather than call the NetApp's API.
+MACHINE_ACTIONS = frozenset({"check-openstack"})
+# `netapp openstack check`'s exit codes with a report on stdout: met, unmet.
+OPENSTACK_REPORTED = (0, 1)
 
 ActionHandler = Callable[[NetAppClient, dict[str, Any]], dict[str, Any]]
 
@@ -204,6 +209,7 @@ class DppNetappCharm(ops.CharmBase):
             framework.observe(relation.relation_broken, self._on_alternatives_broken)
         for name in ACTIONS:
             framework.observe(self.on[name].action, self._on_action)
+        framework.observe(self.on.check_openstack_action, self._on_check_openstack)
 
     def _load(self) -> Optional[CharmConfig]:
         """The config, read once per hook (its secrets with it); None when invalid (see
@@ -513,6 +519,55 @@ class DppNetappCharm(ops.CharmBase):
             event.fail("the NetApp service is not running")
         except ApiError as exc:
             event.fail(f"{name}: the NetApp refused: {exc}")
+
+    def _on_check_openstack(self, event: ops.ActionEvent) -> None:
+        """`netapp openstack check` on this unit's VM with the configured cloud and credentials;
+        the report in `result`, and a failure listing the unmet preconditions when there are any."""
+        config = self._load()
+        if config is None:
+            event.fail(f"invalid config: {self._config_error}")
+            return
+        try:
+            cloud, clouds_yaml, server, networks = self._openstack_check_params(config, dict(event.params))
+            done = self.workload.check_openstack(clouds_yaml, cloud, server, networks)
+        except p.ParamError as exc:
+            event.fail(str(exc))
+            return
+        except WorkloadError as exc:
+            event.fail(f"check-openstack: {exc}")
+            return
+        try:
+            report = json.loads(done.stdout) if done.returncode in OPENSTACK_REPORTED else None
+        except json.JSONDecodeError:
+            report = None
+        if not isinstance(report, dict):
+            said = (done.stderr or done.stdout or "").strip().splitlines() or [f"exit code {done.returncode}"]
+            event.fail(f"check-openstack: {said[-1]}")
+            return
+        unmet = [item for item in report.get("findings", []) if item.get("status") == "UNMET"]
+        event.set_results(_result(report, server=report.get("server") or server, met=str(not unmet).lower(), unmet=len(unmet)))
+        if unmet:
+            listed = "; ".join(f"{item['check']} {item['subject']}: {item['fix']}" for item in unmet)
+            event.fail(f"{len(unmet)} unmet: {listed}")
+
+    def _openstack_check_params(self, config: CharmConfig, params: dict[str, Any]) -> tuple[str, str, str, list[str]]:
+        """The cloud, clouds.yaml text, server and data networks; a ParamError naming the option
+        or parameter at fault."""
+        if not config.openstack_cloud:
+            raise p.ParamError("openstack-cloud", "not set: the name of the cloud in openstack-credentials' clouds.yaml")
+        if not config.openstack_credentials:
+            raise p.ParamError(
+                "openstack-credentials",
+                f"not set: a Juju secret with the key clouds-yaml (juju add-secret <name> clouds-yaml#file=clouds.yaml; "
+                f"juju grant-secret <name> {self.app.name})",
+            )
+        networks = p.csv(params, "data-networks")
+        if not networks:
+            raise p.ParamError("data-networks", "required: the networks whose ports carry the data plane")
+        server = str(params.get("server") or "").strip() or self.workload.instance_id()
+        if not server:
+            raise p.ParamError("server", "required: this machine's instance id is unknown (no SMBIOS UUID)")
+        return config.openstack_cloud, config.openstack_credentials, server, networks
 
     def _applied_config(self) -> Optional[CharmConfig]:
         """The API settings the running NetApp took last (the rest defaulted); None before any."""

@@ -54,6 +54,8 @@ class CharmConfig(BaseModel):
     callback_allow: list[str] = Field(default_factory=list)
     metrics_host: str = ""
     metrics_port: int = Field(9464, ge=0, le=65535)
+    openstack_cloud: str = ""
+    openstack_credentials: Any = None  # a secret option (above): the clouds.yaml text
     alt_interface: str = ""
     alt_group: int = Field(63, ge=0, le=MAX_ALT_GROUPS - 1)
     alt_default: bool = True

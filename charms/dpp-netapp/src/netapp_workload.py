@@ -133,6 +133,9 @@ class Paths:
         self.charm_token = self.etc / "charm.token"
         self.tls_cert = self.etc / "tls.crt"
         self.tls_key = self.etc / "tls.key"
+        self.clouds_yaml = self.etc / "clouds.yaml"
+        # Nova sets a KVM guest's SMBIOS system UUID to the instance's id.
+        self.product_uuid = root / "sys" / "class" / "dmi" / "id" / "product_uuid"
         self.unit = root / "etc" / "systemd" / "system" / f"{SERVICE}.service"
         self.venv = root / "opt" / SERVICE
         self.netapp_bin = self.venv / "bin" / "netapp"
@@ -284,6 +287,29 @@ class NetApp:
             raise WorkloadError(f"ip addr show dev {name}: unreadable answer ({exc.msg})") from None
         return [info for link in links for info in link.get("addr_info", [])]
 
+    # --- OpenStack ---------------------------------------------------------------------------
+
+    def instance_id(self) -> Optional[str]:
+        """This machine's SMBIOS UUID, its Nova instance id on OpenStack; None when unreadable."""
+        try:
+            value = self.paths.product_uuid.read_text().strip().lower()
+        except OSError:
+            return None
+        return value or None
+
+    def check_openstack(
+        self, clouds_yaml: str, cloud: str, server: str, data_networks: list[str]
+    ) -> subprocess.CompletedProcess:
+        """`netapp openstack check --json` on `server`, with `clouds_yaml` written owner-only to
+        /etc/dpp-netapp/clouds.yaml and named by OS_CLIENT_CONFIG_FILE. Its exit code says: 0 met,
+        1 unmet (both with the JSON report on stdout), 2 a bad option, 3 the cloud unreadable."""
+        _write(self.paths.clouds_yaml, clouds_yaml, 0o600)
+        argv = [str(self.paths.netapp_bin), "openstack", "check", "--cloud", cloud, "--server", server]
+        for network in data_networks:
+            argv += ["--data-network", network]
+        env = {**_command_env(), "OS_CLIENT_CONFIG_FILE": str(self.paths.clouds_yaml)}
+        return self._cmd(*argv, "--json", check=False, env=env)
+
     # --- API ---------------------------------------------------------------------------------
 
     def client(self, config: CharmConfig) -> "NetAppClient":
@@ -297,9 +323,9 @@ class NetApp:
         verify: Any = _pinned(self.paths.tls_cert) if config.tls else True
         return NetAppClient(f"{scheme}://{host}:{config.api_port}", token, verify=verify)
 
-    def _cmd(self, *argv: str, check: bool = True) -> subprocess.CompletedProcess:
+    def _cmd(self, *argv: str, check: bool = True, env: Optional[dict[str, str]] = None) -> subprocess.CompletedProcess:
         try:
-            done = self._run(list(argv), capture_output=True, text=True, check=False, env=_command_env())
+            done = self._run(list(argv), capture_output=True, text=True, check=False, env=env or _command_env())
         except OSError as exc:
             raise WorkloadError(f"{argv[0]}: {exc}") from exc
         if check and done.returncode != 0:
