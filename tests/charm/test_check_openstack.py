@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import stat
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,13 +15,12 @@ from netapp_workload import NetApp
 from ops import testing
 
 from tests.charm.conftest import charm_context
-from tests.charm.real_netapp import REPO
+from tests.charm.real_netapp import install_netapp_script
 
 CLOUDS = "clouds:\n  edge:\n    auth: {auth_url: http://keystone.example/v3}\n"
 CREDENTIALS = testing.Secret({"clouds-yaml": CLOUDS})
 CONFIG = {"openstack-cloud": "edge", "openstack-credentials": CREDENTIALS.id}
 SERVER_ID = "1c6a4b8e-7f2d-4e0a-9b3c-5d8e2f1a7c90"  # dpp-netapp-1 in the recordings
-NETAPP_SCRIPT = '#!/bin/sh\nPYTHONPATH={repo} exec {python} -m netapp.cli.main "$@"\n'
 
 
 def _report(*unmet: tuple[str, str, str]) -> str:
@@ -118,10 +116,7 @@ def machine(tmp_path: Path) -> NetApp:
     """The charm's workload under a tmp root whose `netapp` runs this source tree's CLI and whose
     SMBIOS UUID is the recorded server's id (a Nova guest's is its instance id)."""
     workload = NetApp(root=tmp_path, run=subprocess.run)
-    script = workload.paths.netapp_bin
-    script.parent.mkdir(parents=True)
-    script.write_text(NETAPP_SCRIPT.format(repo=REPO, python=sys.executable))
-    script.chmod(0o755)
+    install_netapp_script(workload)
     workload.paths.product_uuid.parent.mkdir(parents=True)
     workload.paths.product_uuid.write_text(SERVER_ID.upper() + "\n")
     return workload
