@@ -11,7 +11,16 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Optional
 
 from netapp.openstack.cloud import OpenStackError, describe, errors, sdk
-from netapp.openstack.preconditions import MULTIQUEUE_PROPERTY, PortState, Report, Requirements, Target, evaluate
+from netapp.openstack.preconditions import (
+    MULTIQUEUE_PROPERTY,
+    PortState,
+    Report,
+    Requirements,
+    SecurityGroupState,
+    SecurityRule,
+    Target,
+    evaluate,
+)
 
 
 @dataclass(frozen=True)
@@ -68,7 +77,7 @@ def _inspect(connection: Any, selection: Selection) -> Inspected:
         vcpus=vcpus,
         image=image.name or image.id,
         image_properties=_image_properties(image),
-        ports=tuple(_port_state(port, _network(connection, networks, port.network_id)) for port in ports),
+        ports=tuple(_port_state(connection, port, _network(connection, networks, port.network_id)) for port in ports),
         server=server.name if server is not None else None,
     )
     if server is None:
@@ -179,15 +188,43 @@ def _network(connection: Any, networks: dict[str, Any], network_id: str) -> Any:
     return networks[network_id]
 
 
-def _port_state(port: Any, network: Any) -> PortState:
+def _port_state(connection: Any, port: Any, network: Any) -> PortState:
     pairs = tuple(pair.get("ip_address", "") for pair in port.allowed_address_pairs or [])
+    # Without the port-security extension there is no such field, and no anti-spoofing either.
+    secured = port.is_port_security_enabled is not False and port.is_port_security_enabled is not None
     return PortState(
         id=port.id,
         name=port.name or "",
         network_name=network.name or network.id,
         network_mtu=network.mtu,
         vnic_type=port.binding_vnic_type or "normal",
-        # Without the port-security extension there is no such field, and no anti-spoofing either.
-        port_security=port.is_port_security_enabled is not False and port.is_port_security_enabled is not None,
+        port_security=secured,
         address_pairs=pairs,
+        security_groups=_security_groups(connection, port) if secured else (),
+        subnets=_subnets(connection, port) if secured else (),
     )
+
+
+def _security_groups(connection: Any, port: Any) -> tuple[SecurityGroupState, ...]:
+    groups = []
+    for group_id in port.security_group_ids or []:
+        group = connection.network.get_security_group(group_id)
+        rules = tuple(
+            SecurityRule(
+                direction=rule.get("direction", ""),
+                ethertype=rule.get("ethertype", ""),
+                protocol=None if rule.get("protocol") is None else str(rule["protocol"]).lower(),
+                port_min=rule.get("port_range_min"),
+                port_max=rule.get("port_range_max"),
+                remote_ip_prefix=rule.get("remote_ip_prefix"),
+                remote_group_id=rule.get("remote_group_id"),
+            )
+            for rule in group.security_group_rules or []
+        )
+        groups.append(SecurityGroupState(group.id, group.name or "", rules))
+    return tuple(groups)
+
+
+def _subnets(connection: Any, port: Any) -> tuple[str, ...]:
+    subnet_ids = dict.fromkeys(ip["subnet_id"] for ip in port.fixed_ips or [] if ip.get("subnet_id"))
+    return tuple(connection.network.get_subnet(subnet_id).cidr for subnet_id in subnet_ids)

@@ -36,6 +36,12 @@ MAX_VIRTIO_XDP_MTU = 3506
 # Neutron's anti-spoofing drops them unless port security is off or address pairs cover them.
 ANY_SOURCE = ("0.0.0.0/0", "::/0")
 
+# The liveness probe of alternative nodes: GTP-U Echo between the NetApp units on UDP 2152
+# (api/rest.md "Liveness of alternative nodes"); a security group must let it in.
+PROBE_PORT = 2152
+# Neutron's protocol values that take UDP: none (any), its name, its number, "any" (Neutron 2023.1 on).
+UDP_PROTOCOLS = frozenset({None, "udp", "17", "any"})
+
 # Neutron vnic types whose guest driver is virtio_net; direct (SR-IOV VF) and direct-physical
 # (passthrough) ports run the NIC's own driver, where MTU and queues are the NIC's.
 VIRTIO_VNIC_TYPES = frozenset({"normal", "macvtap", "virtio-forwarder", "vdpa"})
@@ -49,11 +55,50 @@ class Status(str, Enum):
 
 @dataclass(frozen=True)
 class Finding:
-    check: str  # stable id: cpu-pinning, huge-pages, multiqueue, mtu, port-security, lro, queues
+    check: str  # stable id: cpu-pinning, huge-pages, multiqueue, mtu, port-security, liveness-probe, lro, queues
     subject: str  # what it is about: "flavor dpp", "port alt-port (network altnet)", "guest"
     status: Status
     what: str
     fix: str = ""  # the exact command(s); empty when ok
+
+
+@dataclass(frozen=True)
+class SecurityRule:
+    """A Neutron security group rule; None is "any" (protocol, ports, remote)."""
+
+    direction: str
+    ethertype: str
+    protocol: Optional[str] = None
+    port_min: Optional[int] = None
+    port_max: Optional[int] = None
+    remote_ip_prefix: Optional[str] = None
+    remote_group_id: Optional[str] = None
+
+    def admits_probe(self, source: str) -> bool:
+        """Whether GTP-U echo (UDP 2152) from every address of `source` gets in by this rule. A
+        rule for a remote group admits that group's members, the NetApp units when they share it."""
+        network = ipaddress.ip_network(source, strict=False)
+        if self.direction != "ingress" or self.ethertype != f"IPv{network.version}":
+            return False
+        if (self.protocol or None) not in UDP_PROTOCOLS:
+            return False
+        if self.port_min is not None and not self.port_min <= PROBE_PORT <= (self.port_max or self.port_min):
+            return False
+        if self.remote_group_id or not self.remote_ip_prefix:
+            return True
+        remote = ipaddress.ip_network(self.remote_ip_prefix, strict=False)
+        return remote.version == network.version and network.subnet_of(remote)
+
+
+@dataclass(frozen=True)
+class SecurityGroupState:
+    id: str
+    name: str
+    rules: tuple[SecurityRule, ...] = ()
+
+    @property
+    def ref(self) -> str:
+        return self.name or self.id
 
 
 @dataclass(frozen=True)
@@ -65,6 +110,8 @@ class PortState:
     vnic_type: str
     port_security: bool
     address_pairs: tuple[str, ...] = ()  # allowed_address_pairs' ip_address values
+    security_groups: tuple[SecurityGroupState, ...] = ()  # read while port security is on
+    subnets: tuple[str, ...] = ()  # CIDRs of its fixed IPs' subnets: where the other units are
 
     @property
     def label(self) -> str:
@@ -118,6 +165,7 @@ def evaluate(target: Target, required: Requirements = Requirements()) -> Report:
         findings.append(_multiqueue(target))
         findings.extend(_mtu(port) for port in virtio)
     findings.extend(_port_security(port, required.sources) for port in target.ports)
+    findings.extend(_liveness_probe(port) for port in target.ports if port.port_security)
     findings.extend(_guest(target, virtio))
     return Report(target, findings)
 
@@ -219,6 +267,38 @@ def _port_security(port: PortState, sources: tuple[str, ...]) -> Finding:
     if not missing_sources(port, sources):
         return Finding("port-security", port.label, Status.OK, what + " (security groups still filter)")
     return Finding("port-security", port.label, Status.UNMET, what, port_security_fix(port, sources))
+
+
+def probe_sources(port: PortState) -> tuple[str, ...]:
+    """Where the other NetApp units probe this port from: its subnets (any IPv4 if it has none)."""
+    return port.subnets or ("0.0.0.0/0",)
+
+
+def probe_unmet(port: PortState) -> list[str]:
+    """The probe sources no rule of the port's security groups lets UDP 2152 in from."""
+    rules = [rule for group in port.security_groups for rule in group.rules]
+    return [source for source in probe_sources(port) if not any(rule.admits_probe(source) for rule in rules)]
+
+
+def probe_rule_command(group: str, source: str) -> str:
+    return f"openstack security group rule create --protocol udp --dst-port {PROBE_PORT} --remote-ip {source} {group}"
+
+
+def _liveness_probe(port: PortState) -> Finding:
+    what = (
+        f"with port security on, its security groups let in UDP {PROBE_PORT} (GTP-U echo, the liveness "
+        f"probe between NetApp units) from {', '.join(probe_sources(port))}"
+    )
+    missing = probe_unmet(port)
+    if not missing:
+        return Finding("liveness-probe", port.label, Status.OK, what)
+    if not port.security_groups:
+        group = "dpp-gtpu-echo"
+        commands = [f"openstack security group create {group}", *(probe_rule_command(group, s) for s in missing)]
+        commands.append(f"openstack port set --security-group {group} {port.ref}")
+    else:
+        commands = [probe_rule_command(port.security_groups[0].ref, source) for source in missing]
+    return Finding("liveness-probe", port.label, Status.UNMET, what, " && ".join(commands))
 
 
 def _guest(target: Target, virtio: list[PortState]) -> list[Finding]:

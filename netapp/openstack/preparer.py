@@ -1,4 +1,6 @@
-"""Make a cloud meet the preconditions it can: flavor extra specs, image properties, port settings.
+"""Make a cloud meet the preconditions it can: flavor extra specs, image properties, port settings,
+and (with port security kept, strategy allow-address-pairs) the security group rule the liveness
+probe between NetApp units needs.
 
 `plan` compares what is there with what is required and lists only the differences, so a second
 run plans nothing; `apply` carries a plan out. Networks (their MTU) and the guest are not
@@ -7,6 +9,7 @@ touched: a network is shared with other ports, and the guest is cloud-init's.
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
@@ -20,12 +23,15 @@ from netapp.openstack.preconditions import (
     HUGE_PAGES_VALUE,
     MAX_VIRTIO_XDP_MTU,
     MULTIQUEUE_PROPERTY,
+    PROBE_PORT,
     PortState,
     Requirements,
+    SecurityGroupState,
     huge_pages_met,
     missing_sources,
     multiqueue_met,
     pinning_unmet,
+    probe_unmet,
 )
 
 PORT_SECURITY_STRATEGIES = ("full", "allow-address-pairs")  # as OSM's port-security-disable-strategy
@@ -73,6 +79,8 @@ def plan(connection: Any, inspected: Inspected, options: Options) -> Plan:
     for resource, port in zip(inspected.ports, inspected.target.ports):
         if port.port_security and missing_sources(port, options.required.sources):
             result.changes.append(_port(connection, resource, port, options))
+    if options.port_security == "allow-address-pairs":
+        result.changes.extend(_probe_rules(connection, inspected.target.ports, result.notes))
     result.notes.extend(_notes(inspected, flavor_name, options.required))
     return result
 
@@ -147,6 +155,40 @@ def _port(connection: Any, resource: Any, port: PortState, options: Options) -> 
         connection.network.update_port(resource, **attrs)
 
     return Change(port.label, what, update)
+
+
+def _probe_rules(connection: Any, ports: tuple[PortState, ...], notes: list[str]) -> list[Change]:
+    """A rule letting GTP-U echo (UDP 2152) in from each probe source a port with port security
+    lacks, in its first security group; one per group and source when ports share a group."""
+    changes: dict[tuple[str, str], Change] = {}
+    for port in ports:
+        missing = probe_unmet(port) if port.port_security else []
+        if missing and not port.security_groups:
+            notes.append(f"{port.label}: port security on and no security group, so nothing gets in: see netapp openstack check")
+            continue
+        for source in missing:
+            group = port.security_groups[0]
+            if (group.id, source) not in changes:
+                changes[(group.id, source)] = _probe_rule(connection, group, source)
+    return list(changes.values())
+
+
+def _probe_rule(connection: Any, group: SecurityGroupState, source: str) -> Change:
+    ethertype = f"IPv{ipaddress.ip_network(source, strict=False).version}"
+
+    def create() -> None:
+        connection.network.create_security_group_rule(
+            security_group_id=group.id,
+            direction="ingress",
+            ethertype=ethertype,
+            protocol="udp",
+            port_range_min=PROBE_PORT,
+            port_range_max=PROBE_PORT,
+            remote_ip_prefix=source,
+        )
+
+    what = f"allow UDP {PROBE_PORT} (GTP-U echo, the liveness probe) in from {source}"
+    return Change(f"security group {group.ref}", what, create)
 
 
 def _notes(inspected: Inspected, flavor_name: str, required: Requirements) -> list[str]:

@@ -4,8 +4,9 @@ dependency as a wheel for the charm's base, with a hash-pinned requirements file
 * The NetApp's wheel is built from a clean copy of the sources (``setup.py`` runs the dataplane
   Makefile and puts libdpp.so and the BPF objects inside; the copy keeps ``dataplane/build``, so
   an up-to-date data plane is not compiled again, and leaves no setuptools ``build/`` behind).
-* pip downloads the dependencies of that wheel file, binary only, for the unit's Python and
-  platform; never the NetApp itself, whose name on an index is not ours to trust.
+* pip downloads the dependencies of that wheel file with its extras ``CHARM_EXTRAS`` (the
+  ``openstack`` one: openstacksdk, for the charm's check-openstack action), binary only, for the
+  unit's Python and platform; never the NetApp itself, whose name on an index is not ours to trust.
 * ``requirements.txt`` pins every wheel to its version and SHA-256 (``name==version
   --hash=sha256:...``), so ``pip install --no-index --find-links wheels --require-hashes -r
   wheels/requirements.txt`` installs exactly these files; ``SHA256SUMS`` is the same hashes in
@@ -31,6 +32,8 @@ Log = Callable[[str], None]
 
 PROJECT = "dpp-netapp"
 REQUIREMENTS_FILE = "requirements.txt"
+# The NetApp's extras the charm's wheels carry: `openstack` (`netapp openstack check`).
+CHARM_EXTRAS = ("openstack",)
 SHA256SUMS_FILE = "SHA256SUMS"
 # What building the wheel reads from the repository (setup.py's inputs).
 WHEEL_SOURCES = ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "LICENSE", "netapp", "dataplane")
@@ -123,7 +126,8 @@ def build_netapp_wheel(repo: Path, dest: Path, epoch: int) -> Wheel:
 
 
 def download_dependencies(wheel: Wheel, dest: Path, python_version: str, platform: str) -> None:
-    """Every runtime dependency of ``wheel`` as binary wheels for the unit, into ``dest``.
+    """Every runtime dependency of ``wheel``, its ``CHARM_EXTRAS`` included, as binary wheels for
+    the unit, into ``dest``.
 
     The platforms pip may take: ``platform`` (pip widens manylinux2014 to the older manylinux
     tags) and plain ``linux_<arch>``, the NetApp's own wheel's tag, which pip checks too.
@@ -134,7 +138,7 @@ def download_dependencies(wheel: Wheel, dest: Path, python_version: str, platfor
             "download", "--dest", str(dest), "--only-binary=:all:",
             "--platform", platform, "--platform", f"linux_{arch}",
             "--python-version", python_version, "--implementation", "cp",
-            str(wheel.path),
+            f"{wheel.path}[{','.join(CHARM_EXTRAS)}]",
         ],
         f"download the NetApp's dependencies for Python {python_version} on {platform}",
     )  # fmt: skip

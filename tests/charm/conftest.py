@@ -3,6 +3,7 @@ Context whose workload is a fake (no apt, no systemctl on this machine)."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -85,6 +86,16 @@ class FakeClient:
     def unsubscribe(self, sub_id):
         self._call("unsubscribe", sub_id)
 
+    def put_cpu(self, spec):
+        self._call("put_cpu", spec)
+        return {"queue_size": 0, "overloaded": False, **spec}
+
+    def wait_answering(self, timeout):
+        """Like /healthz: only an unreachable NetApp fails it, not a refusal of other calls."""
+        self.calls.append(("wait_answering", ()))
+        if self.fail_with is not None and self.fail_with.status is None:
+            raise self.fail_with
+
     def reload_dataplane(self):
         self._call("reload_dataplane")
         return {"previous_program_id": 7, "program_id": 8, "interfaces": ["ens4"], "duration_ms": 90.0}
@@ -106,6 +117,9 @@ class FakeNetApp:
         self.api = FakeClient()
         self.addresses: dict[str, InterfaceAddress] = {}
         self.installs: list[tuple[str, Path, str]] = []
+        self.own_instance: str | None = None
+        self.openstack_checks: list[tuple[str, str, str, list[str]]] = []
+        self.openstack_answer = subprocess.CompletedProcess([], 0, "{}", "")
 
     def install(self, source: str, wheels: Path, index_requirements: str = "") -> None:
         self.steps.append(f"install {source}")
@@ -152,6 +166,14 @@ class FakeNetApp:
 
     def client(self, config):
         return self.api
+
+    def instance_id(self):
+        return self.own_instance
+
+    def check_openstack(self, clouds_yaml, cloud, server, data_networks):
+        self.steps.append("check-openstack")
+        self.openstack_checks.append((clouds_yaml, cloud, server, data_networks))
+        return self.openstack_answer
 
 
 @pytest.fixture

@@ -71,7 +71,7 @@ def served_netapp(
     machine = Machine()
     workload = NetApp(root=root, run=machine)
     machine.serve = ServeProcess(workload.paths.settings, config.api_port, root)
-    _install_netapp_script(workload)
+    install_netapp_script(workload)
     workload.configure(config)
     _settings_under_root(workload, instance=instance, netns=namespace)
     try:
@@ -81,7 +81,8 @@ def served_netapp(
         machine.serve.stop()
 
 
-def _install_netapp_script(workload: NetApp) -> None:
+def install_netapp_script(workload: NetApp) -> None:
+    """The venv's `netapp`: a script running this source tree's CLI."""
     script = workload.paths.netapp_bin
     script.parent.mkdir(parents=True)
     script.write_text(NETAPP_SCRIPT.format(repo=REPO, python=sys.executable))

@@ -29,6 +29,8 @@ PARAMETERS = {
     "detach": {"interface"},
     "subscribe-telemetry": {"callback-uri", "measurements", "period"},
     "unsubscribe-telemetry": {"subscription-id"},
+    "set-cpu": {"cpu", "capacity-pps", "queue-size", "overloaded"},
+    "check-openstack": {"server", "data-networks"},
     "reload-dataplane": set(),
 }
 
@@ -47,7 +49,8 @@ def schema_of(action: str) -> dict[str, Any]:
 
 def test_given_charmcraft_when_read_then_actions_and_parameters_are_the_contract():
     assert {name: set(spec.get("params", {})) for name, spec in ACTIONS.items()} == PARAMETERS
-    assert set(charm.ACTIONS) == set(ACTIONS)
+    assert set(charm.ACTIONS) | charm.MACHINE_ACTIONS == set(ACTIONS)
+    assert not set(charm.ACTIONS) & charm.MACHINE_ACTIONS
 
 
 @pytest.mark.parametrize("action", sorted(ACTIONS))
@@ -83,6 +86,16 @@ BAD = [
     ("unsubscribe-telemetry", {"subscription-id": ""}, "minLength"),
     ("list-intents", {"filter": "x"}, "additionalProperties"),
     ("reload-dataplane", {"force": True}, "additionalProperties"),
+    ("set-cpu", {}, "required"),
+    ("set-cpu", {"cpu": 128}, "maximum"),
+    ("set-cpu", {"cpu": -1}, "minimum"),
+    ("set-cpu", {"cpu": "2"}, "type"),
+    ("set-cpu", {"cpu": 2, "capacity-pps": 4294967296}, "maximum"),
+    ("set-cpu", {"cpu": 2, "queue-size": 16385}, "maximum"),
+    ("set-cpu", {"cpu": 2, "overloaded": "yes"}, "type"),
+    ("check-openstack", {}, "required"),
+    ("check-openstack", {"data-networks": ""}, "minLength"),
+    ("check-openstack", {"data-networks": "altnet", "cloud": "edge"}, "additionalProperties"),
 ]
 
 
@@ -90,6 +103,27 @@ BAD = [
 def test_given_bad_parameters_when_validated_then_rejected_by_keyword(action, params, keyword):
     errors = list(jsonschema.Draft7Validator(schema_of(action)).iter_errors(params))
     assert [error.validator for error in errors] == [keyword]
+
+
+def test_given_set_cpu_when_declared_then_its_bounds_are_the_apis():
+    from netapp.intents import models
+
+    params = ACTIONS["set-cpu"]["params"]
+    assert params["cpu"]["maximum"] == models.MAX_CPUS - 1
+    assert params["capacity-pps"]["maximum"] == models.MAX_CAPACITY_PPS
+    assert params["queue-size"]["maximum"] == models.MAX_QUEUE_SIZE
+    assert {name: spec.get("default") for name, spec in params.items()} == {
+        "cpu": None, "capacity-pps": 0, "queue-size": 0, "overloaded": False
+    }
+
+
+def test_given_charm_limits_when_compared_then_they_are_the_apis():
+    import charm_config
+
+    from netapp.intents import models
+
+    for name in ("MAX_CPUS", "MAX_CAPACITY_PPS", "MAX_QUEUE_SIZE"):
+        assert getattr(charm_config, name) == getattr(models, name), name
 
 
 def test_given_attach_mode_when_omitted_then_default_native():

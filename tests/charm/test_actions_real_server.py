@@ -8,6 +8,7 @@ reaches the server; the server's state is read back after each. Needs root and l
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -94,8 +95,10 @@ def act(served, monkeypatch):
 def test_the_module_runs_every_action_of_the_charm():
     ran = {"add-intent", "list-intents", "remove-intent", "create-slice", "update-slice", "delete-slice"}
     ran |= {"set-alternatives", "get-stats", "attach", "detach", "subscribe-telemetry", "unsubscribe-telemetry"}
-    ran |= {"reload-dataplane"}
-    assert ran == set(CHARMCRAFT["actions"])
+    ran |= {"set-cpu", "reload-dataplane"}
+    # check-openstack calls OpenStack, not the NetApp: test_check_openstack.py runs it against the
+    # recorded cloud.
+    assert ran | {"check-openstack"} == set(CHARMCRAFT["actions"])
 
 
 def test_given_real_netapp_when_add_list_remove_intent_then_the_intent_comes_and_goes(served, act):
@@ -176,6 +179,30 @@ def test_given_real_netapp_when_subscribe_then_notified_on_loopback_and_unsubscr
 
         act("unsubscribe-telemetry", **{"subscription-id": sub_id})
     assert served.status_of(f"/api/v1/subscriptions/{sub_id}") == 404
+
+
+def test_given_real_netapp_when_set_cpu_then_the_steering_set_holds_it_and_a_steer_intent_is_not_left_out(
+    served, act
+):
+    done = act("set-cpu", cpu=0, **{"capacity-pps": 250000, "queue-size": 512})
+    assert done["cpu"] == "0"
+    (cpu,) = [view for view in served.get("/api/v1/dataplane/cpus") if view["cpu"] == 0]
+    assert (cpu["capacity_pps"], cpu["queue_size"], cpu["overloaded"]) == (250000, 512, False)
+    assert cpu["state"] is not None, cpu.get("problem")
+
+    act("set-cpu", cpu=0, overloaded=True)
+    (cpu,) = [view for view in served.get("/api/v1/dataplane/cpus") if view["cpu"] == 0]
+    assert (cpu["capacity_pps"], cpu["queue_size"], cpu["overloaded"]) == (0, 0, True)
+    act("set-cpu", cpu=0)
+
+
+def test_given_real_netapp_when_set_cpu_beyond_the_machine_then_the_action_fails_naming_cpu(served, act):
+    if (os.cpu_count() or 1) > 127:
+        pytest.skip("this machine has a CPU 127")
+    with pytest.raises(testing.ActionFailed) as refused:
+        act("set-cpu", cpu=127)
+    assert refused.value.message.startswith("set-cpu: the NetApp refused: 400")
+    assert "cpu" in refused.value.message.lower()
 
 
 def test_given_real_netapp_when_reload_dataplane_then_a_new_program_runs_on_the_same_interface(served, act):

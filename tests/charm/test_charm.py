@@ -259,6 +259,11 @@ def test_given_no_management_address_when_config_changed_then_listener_off_and_b
         ({"alt-interface": "ens 6"}, "alt-interface"),
         ({"alt-group": 64}, "alt-group"),
         ({"alt-group": -1}, "alt-group"),
+        ({"steer-cpus": "2,x"}, "steer-cpus"),
+        ({"steer-cpus": "2:-5"}, "steer-cpus"),
+        ({"steer-cpus": "128"}, "steer-cpus"),
+        ({"steer-cpus": "2:4294967296"}, "steer-cpus"),
+        ({"steer-cpus": "2,2:100"}, "steer-cpus"),
     ],
 )
 def test_given_bad_config_when_config_changed_then_blocked_naming_option_and_nothing_written(
@@ -659,6 +664,64 @@ def test_given_bad_config_when_peer_joins_then_nothing_done(ctx, alt_netapp):
     assert alt_netapp.api.calls == [] and "mac" not in out.get_relation(rel.id).local_unit_data
 
 
+# --- steer-cpus: the steering set on day 1 -----------------------------------------------------
+
+STEER = {"steer-cpus": "2, 3:500000"}
+
+
+def _puts(netapp) -> list[dict]:
+    return [args[0] for name, args in netapp.api.calls if name == "put_cpu"]
+
+
+def test_given_steer_cpus_when_config_changed_then_each_cpu_put_once_the_api_answers(ctx, netapp):
+    out = ctx.run(ctx.on.config_changed(), testing.State(config=STEER))
+    assert [name for name, _ in netapp.api.calls][:1] == ["wait_answering"]
+    assert _puts(netapp) == [{"cpu": 2, "capacity_pps": 0}, {"cpu": 3, "capacity_pps": 500000}]
+    assert out.unit_status == testing.ActiveStatus()
+
+
+def test_given_steer_cpus_applied_when_update_status_then_not_sent_again(ctx, netapp):
+    out = ctx.run(ctx.on.config_changed(), testing.State(config=STEER))
+    netapp.api.calls.clear()
+    ctx.run(ctx.on.update_status(), out)
+    assert netapp.api.calls == []
+
+
+def test_given_steer_cpus_changed_then_only_new_and_changed_cpus_put_and_a_dropped_one_logged(
+    ctx, netapp, caplog
+):
+    out = ctx.run(ctx.on.config_changed(), testing.State(config=STEER))
+    netapp.api.calls.clear()
+    ctx.run(ctx.on.config_changed(), dataclasses.replace(out, config={"steer-cpus": "3:600000,4"}))
+    assert _puts(netapp) == [{"cpu": 3, "capacity_pps": 600000}, {"cpu": 4, "capacity_pps": 0}]
+    assert "CPU 2 is no longer listed but stays in the NetApp's steering set" in caplog.text
+    assert "set-cpu cpu=2 overloaded=true" in caplog.text
+
+
+def test_given_netapp_refuses_a_cpu_when_config_changed_then_blocked_naming_option_and_retried(ctx, netapp):
+    netapp.api.fail_with = ApiError(400, "CPU 3 is not one of this machine's CPUs")
+    out = ctx.run(ctx.on.config_changed(), testing.State(config=STEER))
+    assert out.unit_status == testing.BlockedStatus(
+        "steer-cpus: the NetApp refused CPU 2: 400: CPU 3 is not one of this machine's CPUs"
+    )
+    netapp.api.fail_with = None
+    again = ctx.run(ctx.on.update_status(), out)
+    assert _puts(netapp)[-2:] == [{"cpu": 2, "capacity_pps": 0}, {"cpu": 3, "capacity_pps": 500000}]
+    assert again.unit_status == testing.ActiveStatus()
+
+
+def test_given_api_does_not_answer_when_config_changed_then_no_failure_and_sent_on_next_event(
+    ctx, netapp, caplog
+):
+    netapp.api.fail_with = ApiError(None, "cannot reach the NetApp at http://127.0.0.1:8080")
+    out = ctx.run(ctx.on.config_changed(), testing.State(config=STEER))
+    assert out.unit_status == testing.ActiveStatus()
+    assert "steer-cpus: cannot reach the NetApp" in caplog.text and "trying again on the next event" in caplog.text
+    netapp.api.fail_with = None
+    ctx.run(ctx.on.update_status(), out)
+    assert len(_puts(netapp)) == 2
+
+
 # --- actions: good inputs ----------------------------------------------------------------------
 
 GOOD = [
@@ -693,6 +756,13 @@ GOOD = [
         ("unsubscribe", ("sub-1",)),
         {"subscription-id": "sub-1"},
     ),
+    (
+        "set-cpu",
+        {"cpu": 3, "capacity-pps": 500000, "queue-size": 4096, "overloaded": True},
+        ("put_cpu", ({"cpu": 3, "capacity_pps": 500000, "queue_size": 4096, "overloaded": True},)),
+        {"cpu": "3"},
+    ),
+    ("set-cpu", {"cpu": 0}, ("put_cpu", ({"cpu": 0, "capacity_pps": 0, "queue_size": 0, "overloaded": False},)), {}),
     ("reload-dataplane", {}, ("reload_dataplane", ()), {"count": "1", "program-id": "8"}),
 ]
 
@@ -763,6 +833,10 @@ BAD = [
     ("subscribe-telemetry", {"callback-uri": "http://x", "period": 0}, "period"),
     ("subscribe-telemetry", {"callback-uri": "http://x"}, "period"),
     ("unsubscribe-telemetry", {"subscription-id": ""}, "subscription-id"),
+    ("set-cpu", {}, "cpu"),
+    ("set-cpu", {"cpu": 128}, "cpu"),
+    ("set-cpu", {"cpu": 1, "capacity-pps": -1}, "capacity-pps"),
+    ("set-cpu", {"cpu": 1, "queue-size": 16385}, "queue-size"),
 ]
 
 

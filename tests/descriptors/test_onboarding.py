@@ -31,6 +31,8 @@ DAY2_PRIMITIVES = {
     "detach": {"interface": "STRING"},
     "subscribe-telemetry": {"callback-uri": "STRING", "measurements": "STRING", "period": "INTEGER"},
     "unsubscribe-telemetry": {"subscription-id": "STRING"},
+    "set-cpu": {"cpu": "INTEGER", "capacity-pps": "INTEGER", "queue-size": "INTEGER", "overloaded": "BOOLEAN"},
+    "check-openstack": {"server": "STRING", "data-networks": "STRING"},
     "reload-dataplane": {},
 }
 

@@ -2,10 +2,11 @@
 
 No OpenStack runs here. The responses are the documents in recordings/ (written from the API
 references' examples, not captured from a live cloud): identity.json holds the token, catalog and
-version documents, a scenario file (met.json, unmet.json) the servers, flavors, images, networks
-and ports. Writes change the scenario's documents as the services would, with their refusals
-(Glance: JSON-patch only, string properties, owners only; Neutron: no port security off while security groups
-remain), so a second run sees the first one's changes. Every request is recorded for the tests.
+version documents, a scenario file (met.json, unmet.json) the servers, flavors, images, networks,
+subnets, ports and security groups. Writes change the scenario's documents as the services would,
+with their refusals (Glance: JSON-patch only, string properties, owners only; Neutron: no port
+security off while security groups remain, no second rule equal to one a group has), so a second
+run sees the first one's changes. Every request is recorded for the tests.
 """
 
 from __future__ import annotations
@@ -108,6 +109,9 @@ class FakeCloud:
             ("GET", r"/network/v2\.0/ports/([^/]+)", self._port),
             ("PUT", r"/network/v2\.0/ports/([^/]+)", self._update_port),
             ("GET", r"/network/v2\.0/networks/([^/]+)", self._network),
+            ("GET", r"/network/v2\.0/subnets/([^/]+)", self._subnet),
+            ("GET", r"/network/v2\.0/security-groups/([^/]+)", self._security_group),
+            ("POST", r"/network/v2\.0/security-group-rules", self._create_security_group_rule),
         ]
 
     def _rendered(self, document: Any) -> Any:
@@ -223,6 +227,32 @@ class FakeCloud:
     def _network(self, request: Request, key: str) -> tuple[int, dict[str, str], Any]:
         network = self.find("networks", "id", key)
         return (200, {}, {"network": network}) if network else self._neutron_not_found("Network", key)
+
+    def _subnet(self, request: Request, key: str) -> tuple[int, dict[str, str], Any]:
+        subnet = self.find("subnets", "id", key)
+        return (200, {}, {"subnet": subnet}) if subnet else self._neutron_not_found("Subnet", key)
+
+    def _security_group(self, request: Request, key: str) -> tuple[int, dict[str, str], Any]:
+        group = self.find("security_groups", "id", key)
+        return (200, {}, {"security_group": group}) if group else self._neutron_not_found("SecurityGroup", key)
+
+    def _create_security_group_rule(self, request: Request) -> tuple[int, dict[str, str], Any]:
+        """Neutron's rule create: a rule equal to one the group has is a 409 SecurityGroupRuleExists."""
+        wanted = request.body["security_group_rule"]
+        group = self.find("security_groups", "id", wanted["security_group_id"])
+        if group is None:
+            return self._neutron_not_found("SecurityGroup", wanted["security_group_id"])
+        rule = {
+            "id": str(uuid.uuid4()), "protocol": None, "port_range_min": None, "port_range_max": None,
+            "remote_ip_prefix": None, "remote_group_id": None, "description": "", **wanted,
+        }  # fmt: skip
+        fields = ("direction", "ethertype", "protocol", "port_range_min", "port_range_max", "remote_ip_prefix", "remote_group_id")
+        for existing in group["security_group_rules"]:
+            if all(existing.get(name) == rule.get(name) for name in fields):
+                message = f"Security group rule already exists. Rule id is {existing['id']}."
+                return 409, {}, {"NeutronError": {"type": "SecurityGroupRuleExists", "message": message, "detail": ""}}
+        group["security_group_rules"].append(rule)
+        return 201, {}, {"security_group_rule": rule}
 
     def _neutron_not_found(self, kind: str, key: str) -> tuple[int, dict[str, str], Any]:
         message = f"{kind} {key} could not be found."

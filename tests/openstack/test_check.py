@@ -30,6 +30,10 @@ FIXES = {
     "port-security dpp-n6": "fix: openstack port set --no-security-group --disable-port-security dpp-n6  "
     "(or keep port security: openstack port set --allowed-address ip-address=0.0.0.0/0 "
     "--allowed-address ip-address=::/0 dpp-n6)",
+    "liveness-probe dpp-alt": "fix: openstack security group rule create --protocol udp --dst-port 2152 "
+    "--remote-ip 192.168.70.0/24 dpp-netapp",
+    "liveness-probe dpp-n6": "fix: openstack security group rule create --protocol udp --dst-port 2152 "
+    "--remote-ip 192.168.60.0/24 dpp-netapp",
 }
 
 
@@ -91,11 +95,17 @@ def test_given_a_stock_cloud_when_checked_then_each_unmet_precondition_has_its_e
         "mtu port dpp-alt (network altnet)",
         "port-security port dpp-alt (network altnet)",
         "port-security port dpp-n6 (network core-n6)",
+        "liveness-probe port dpp-alt (network altnet)",
+        "liveness-probe port dpp-n6 (network core-n6)",
     ]
     lines = result.stdout.splitlines()
     for fix in FIXES.values():
         assert any(line.strip() == fix for line in lines), fix
-    assert "6 unmet" in lines
+    assert "8 unmet" in lines
+    # port security on: the ports' security groups and subnets are read, not written
+    paths = {request.path for request in cloud.requests}
+    assert "/network/v2.0/security-groups/0c2e4a6b-8d1f-4e3a-b5c7-9e1d3f5a7b6c" in paths
+    assert "/network/v2.0/subnets/99999999-0000-4000-8000-3b5d7f9c1e4a" in paths
     assert cloud.writes == []
 
 
@@ -155,6 +165,73 @@ def test_given_port_security_on_with_address_pairs_for_any_source_when_checked_t
     assert result.exit_code == 0, result.output
     assert "ok    port-security port dpp-alt (network altnet): " in result.stdout
     assert "(security groups still filter)" in result.stdout
+
+
+def _alt_group(cloud):
+    """dpp-alt keeps port security (address pairs for any source) in group dpp-netapp only."""
+    pairs = [{"ip_address": "0.0.0.0/0"}, {"ip_address": "::/0"}]
+    cloud.find("ports", "name", "dpp-alt").update(
+        port_security_enabled=True, security_groups=["0c2e4a6b-8d1f-4e3a-b5c7-9e1d3f5a7b6c"], allowed_address_pairs=pairs
+    )
+    return cloud.find("security_groups", "name", "dpp-netapp")["security_group_rules"]
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [
+        {"protocol": "udp", "port_range_min": 2152, "port_range_max": 2152, "remote_ip_prefix": "192.168.70.0/24"},
+        {"protocol": "17", "port_range_min": 2000, "port_range_max": 3000, "remote_ip_prefix": "192.168.0.0/16"},
+        {"protocol": None, "remote_ip_prefix": None},
+        {"protocol": "udp", "remote_group_id": "0c2e4a6b-8d1f-4e3a-b5c7-9e1d3f5a7b6c"},
+    ],
+    ids=["exact", "range-and-wider-prefix", "any", "remote-group"],
+)
+def test_given_port_security_kept_and_a_rule_letting_the_probe_in_when_checked_then_it_is_met(cloud, netapp, rule):
+    _alt_group(cloud).append({"direction": "ingress", "ethertype": "IPv4", **rule})
+
+    result = netapp("check", *SERVER_ARGS)
+
+    assert result.exit_code == 0, result.output
+    assert statuses(result.stdout)["liveness-probe port dpp-alt (network altnet)"] == "ok"
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [
+        {"direction": "egress", "ethertype": "IPv4", "protocol": "udp"},
+        {"direction": "ingress", "ethertype": "IPv4", "protocol": "tcp", "port_range_min": 2152, "port_range_max": 2152},
+        {"direction": "ingress", "ethertype": "IPv4", "protocol": "udp", "port_range_min": 2123, "port_range_max": 2123},
+        {"direction": "ingress", "ethertype": "IPv4", "protocol": "udp", "remote_ip_prefix": "192.168.70.0/25"},
+        {"direction": "ingress", "ethertype": "IPv6", "protocol": "udp", "remote_ip_prefix": "::/0"},
+    ],
+    ids=["egress", "tcp", "other-port", "narrower-prefix", "ipv6-only"],
+)
+def test_given_port_security_kept_and_no_rule_for_the_probe_when_checked_then_unmet_with_the_rule_to_add(
+    cloud, netapp, rule
+):
+    _alt_group(cloud).append(rule)
+
+    result = netapp("check", *SERVER_ARGS)
+
+    assert result.exit_code == 1, result.output
+    assert [subject for subject, status in statuses(result.stdout).items() if status == "UNMET"] == [
+        "liveness-probe port dpp-alt (network altnet)"
+    ]
+    assert FIXES["liveness-probe dpp-alt"] in [line.strip() for line in result.stdout.splitlines()]
+
+
+def test_given_port_security_on_and_no_security_group_when_checked_then_the_fix_creates_and_attaches_one(cloud, netapp):
+    pairs = [{"ip_address": "0.0.0.0/0"}, {"ip_address": "::/0"}]
+    cloud.find("ports", "name", "dpp-alt").update(port_security_enabled=True, allowed_address_pairs=pairs)
+
+    result = netapp("check", *SERVER_ARGS)
+
+    assert result.exit_code == 1
+    assert (
+        "fix: openstack security group create dpp-gtpu-echo && openstack security group rule create --protocol udp "
+        "--dst-port 2152 --remote-ip 192.168.70.0/24 dpp-gtpu-echo && openstack port set --security-group "
+        "dpp-gtpu-echo dpp-alt"
+    ) in [line.strip() for line in result.stdout.splitlines()]
 
 
 def test_given_address_pairs_for_ipv4_only_when_checked_then_ipv6_sources_are_unmet(cloud, netapp):

@@ -84,12 +84,53 @@ def test_given_address_pairs_strategy_then_ports_keep_port_security_and_gain_pai
     pairs = {"port": {"allowed_address_pairs": [{"ip_address": "0.0.0.0/0"}, {"ip_address": "::/0"}]}}
     assert puts == [(f"/network/v2.0/ports/{ALT_PORT}", pairs), (f"/network/v2.0/ports/{N6_PORT}", pairs)]
     assert "changed port dpp-alt (network altnet): add allowed address pairs 0.0.0.0/0, ::/0" in result.stdout
+    # The ports keep their security group, which must let the liveness probe in from the other units.
+    rules = [r.body["security_group_rule"] for r in cloud.writes if r.path == "/network/v2.0/security-group-rules"]
+    assert rules == [_probe_rule("192.168.70.0/24"), _probe_rule("192.168.60.0/24")]
+    assert (
+        "changed security group dpp-netapp: allow UDP 2152 (GTP-U echo, the liveness probe) in from 192.168.70.0/24"
+        in result.stdout.splitlines()
+    )
 
     check = netapp("check", *SERVER_ARGS, "--json")
 
     findings = {(f["check"], f["subject"]): f["status"] for f in json.loads(check.stdout)["findings"]}
     assert findings[("port-security", "port dpp-alt (network altnet)")] == "ok"
     assert findings[("port-security", "port dpp-n6 (network core-n6)")] == "ok"
+    assert findings[("liveness-probe", "port dpp-alt (network altnet)")] == "ok"
+    assert findings[("liveness-probe", "port dpp-n6 (network core-n6)")] == "ok"
+    written = len(cloud.writes)
+
+    again = netapp("prepare", *SERVER_ARGS, "--port-security", "allow-address-pairs")
+
+    assert again.exit_code == 0, again.output
+    assert len(cloud.writes) == written
+
+
+def _probe_rule(source):
+    return {
+        "security_group_id": "0c2e4a6b-8d1f-4e3a-b5c7-9e1d3f5a7b6c",
+        "direction": "ingress",
+        "ethertype": "IPv4",
+        "protocol": "udp",
+        "port_range_min": 2152,
+        "port_range_max": 2152,
+        "remote_ip_prefix": source,
+    }
+
+
+def test_given_two_ports_in_one_group_on_one_subnet_when_prepared_then_one_rule_is_added(cloud, netapp):
+    pairs = [{"ip_address": "0.0.0.0/0"}, {"ip_address": "::/0"}]
+    for port in cloud.state["ports"]:
+        port.update(port_security_enabled=True, security_groups=["0c2e4a6b-8d1f-4e3a-b5c7-9e1d3f5a7b6c"])
+        port.update(allowed_address_pairs=pairs, fixed_ips=cloud.find("ports", "name", "dpp-alt")["fixed_ips"])
+
+    result = netapp("prepare", *SERVER_ARGS, "--port-security", "allow-address-pairs")
+
+    assert result.exit_code == 0, result.output
+    assert [r.body for r in cloud.writes if r.method == "POST" and "security-group-rules" in r.path] == [
+        {"security_group_rule": _probe_rule("192.168.70.0/24")}
+    ]
 
 
 @pytest.mark.parametrize("cloud", ["unmet"], indirect=True)

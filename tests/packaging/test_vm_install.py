@@ -18,7 +18,8 @@ only way the NetApp can arrive. What differs from a VM:
 Then, as OSM would: the VNFD's initial config primitives (day 1: three `config` steps, then
 `reload-dataplane`) with instantiation parameters for this namespace; the AppD's traffic rules
 (GTP-U, VXLAN, GENEVE forwarded as is) checked with frames sent into `n3`; one day-2 action,
-add-intent through the charm's handler, and the intent's frames counted and steered to a CPU.
+add-intent through the charm's handler, and the intent's frames counted and steered to a CPU of
+the steering set the day-1 `steer-cpus` option made (nothing set through the REST API by hand).
 The installed version, the wheel's SHA-256 in the charm and the VNFD's software-version agree.
 
 Needs root and network namespaces (skipped with the reason outside CI, a failure under CI).
@@ -58,12 +59,14 @@ N3, RAN = "n3", "ran0"
 STEP_TIMEOUT_S = 300  # the install: a venv and some 35 wheels on two busy cores
 COUNT_TIMEOUT_S = 10.0
 FRAMES = 40
+STEER_CPU = min(1, (os.cpu_count() or 1) - 1)  # the day-2 intent steers here: in steer-cpus on day 1
 # The instantiation parameters (vnfd/README.md) for this machine: the API and metrics listener on
 # the namespace's loopback, so no TLS; no InfluxDB; no alternative-node network.
 PARAMS = {
     "dataplane_interfaces": N3,
     "xdp_mode": "native",
     "dataplane_cpus": "",
+    "dataplane_steer_cpus": str(STEER_CPU),
     "alt_interface": "",
     "rw_mgmt_ip": "127.0.0.1",
     "api_tls_cert": "",
@@ -253,7 +256,9 @@ def test_the_vnf_package_alone_installs_starts_takes_day1_and_steers_on_a_day2_i
     for primitive in day1_primitives(vnfd):
         if primitive["name"] == "config":
             config.update(parameters(primitive))
-            assert vm.run("configure", config=config)["running"], vm.log_tail()
+            configured = vm.run("configure", config=config)
+            assert configured["running"], vm.log_tail()
+            assert configured["steer_cpus"] == ([STEER_CPU] if "steer-cpus" in config else [])
             vm.run("ready", config=config)
         else:
             vm.run("action", name=primitive["name"], params=parameters(primitive), config=config)
@@ -283,8 +288,9 @@ def test_the_vnf_package_alone_installs_starts_takes_day1_and_steers_on_a_day2_i
         wait_for(vm, config, lambda now: passed(now) >= before + FRAMES * len(rule_frames))
 
         # Day 2: add-intent through the charm's action, then its frames are counted and steered.
-        cpu = min(1, (os.cpu_count() or 1) - 1)
-        vm.run("request", method="PUT", path=f"/api/v1/dataplane/cpus/{cpu}", body={"cpu": cpu}, config=config)
+        cpu = STEER_CPU
+        steering = vm.run("request", method="GET", path="/api/v1/dataplane/cpus", config=config)["body"]
+        assert [view["cpu"] for view in steering] == [cpu], steering
         intent = {
             "id": "video",
             "match": {"protocol": "udp", "dst_port": 5004},

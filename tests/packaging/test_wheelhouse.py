@@ -15,6 +15,7 @@ from netapp.packaging.archive import DEFAULT_EPOCH
 from netapp.packaging.errors import PackagingError
 from netapp.packaging.osm import Sources, check_software_version, load_vnfd
 from netapp.packaging.wheels import (
+    CHARM_EXTRAS,
     REQUIREMENTS_FILE,
     SHA256SUMS_FILE,
     build_netapp_wheel,
@@ -68,6 +69,12 @@ def test_pip_installs_the_set_from_the_wheelhouse_alone(wheelhouse, tmp_path):
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert f"dpp-netapp-{wheelhouse.netapp.version}" in done.stdout
+
+
+def test_the_wheelhouse_carries_the_openstack_extra_so_the_charm_can_run_netapp_openstack(wheelhouse):
+    pins = read_requirements(wheelhouse.folder)
+    assert CHARM_EXTRAS == ("openstack",)
+    assert {"openstacksdk", "keystoneauth1"} <= set(pins)
 
 
 def test_two_builds_give_the_same_wheel(wheelhouse, tmp_path):

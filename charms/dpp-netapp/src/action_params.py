@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, Optional
 
 MODES = ("native", "generic", "offload")
 # Ids the API takes in a path (netapp/intents/models.py IntentId, netapp/api/routes/slices.py
@@ -78,11 +78,25 @@ def mode(params: dict[str, Any], name: str = "mode") -> str:
 
 def positive_int(params: dict[str, Any], name: str) -> int:
     """A required integer of at least 1."""
-    value = params.get(name)
+    return integer(params, name, 1)
+
+
+def integer(params: dict[str, Any], name: str, low: int, high: Optional[int] = None, default: Optional[int] = None) -> int:
+    """An integer from `low` to `high` (None: no bound); required unless it has a `default`."""
+    value = params.get(name, default)
     if value is None:
         raise ParamError(name, "required")
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ParamError(name, f"must be an integer of at least 1, not {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or value < low or (high is not None and value > high):
+        bounds = f"of at least {low}" if high is None else f"from {low} to {high}"
+        raise ParamError(name, f"must be an integer {bounds}, not {value!r}")
+    return value
+
+
+def boolean(params: dict[str, Any], name: str, default: bool) -> bool:
+    """A true or false (`default` when not given)."""
+    value = params.get(name, default)
+    if not isinstance(value, bool):
+        raise ParamError(name, f"must be true or false, not {value!r}")
     return value
 
 

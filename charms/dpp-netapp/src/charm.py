@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 import action_params as p
 import alternatives as alt
-from charm_config import CharmConfig, describe_error
+from charm_config import MAX_CAPACITY_PPS, MAX_CPUS, MAX_QUEUE_SIZE, CharmConfig, describe_error
 from netapp_workload import WHEELS_DIR, ApiError, InterfaceAddress, NetApp, NetAppClient, WorkloadError
 
 logger = logging.getLogger(__name__)
@@ -29,8 +29,17 @@ MANAGEMENT_BINDING = "juju-info"
 # config is invalid (the service runs on those); the others wait for a valid config.
 READ_ONLY_ACTIONS = frozenset({"list-intents", "get-stats"})
 
+# How long a hook waits for a (re)started service's API before sending it steer-cpus; past that,
+# the next event tries again.
+API_WAIT_S = 30.0
+
 # Config options of type secret -> the key of the secret's content that holds the value.
-SECRET_KEYS = {"tls-key": "key", "influxdb-token": "token"}
+SECRET_KEYS = {"tls-key": "key", "influxdb-token": "token", "openstack-credentials": "clouds-yaml"}
+
+# Actions that run a command on the machine rather than call the NetApp's API.
+MACHINE_ACTIONS = frozenset({"check-openstack"})
+# `netapp openstack check`'s exit codes with a report on stdout: met, unmet.
+OPENSTACK_REPORTED = (0, 1)
 
 ActionHandler = Callable[[NetAppClient, dict[str, Any]], dict[str, Any]]
 
@@ -121,6 +130,16 @@ def _unsubscribe(client: NetAppClient, params: dict[str, Any]) -> dict[str, Any]
     return _result(None, **{"subscription-id": sub_id})
 
 
+def _set_cpu(client: NetAppClient, params: dict[str, Any]) -> dict[str, Any]:
+    spec = {
+        "cpu": p.integer(params, "cpu", 0, MAX_CPUS - 1),
+        "capacity_pps": p.integer(params, "capacity-pps", 0, MAX_CAPACITY_PPS, default=0),
+        "queue_size": p.integer(params, "queue-size", 0, MAX_QUEUE_SIZE, default=0),
+        "overloaded": p.boolean(params, "overloaded", default=False),
+    }
+    return _result(client.put_cpu(spec), cpu=spec["cpu"])
+
+
 def _reload(client: NetAppClient, params: dict[str, Any]) -> dict[str, Any]:
     reloaded = client.reload_dataplane()
     return _result(
@@ -143,6 +162,7 @@ ACTIONS: dict[str, ActionHandler] = {
     "detach": _detach,
     "subscribe-telemetry": _subscribe,
     "unsubscribe-telemetry": _unsubscribe,
+    "set-cpu": _set_cpu,
     "reload-dataplane": _reload,
 }
 
@@ -156,14 +176,19 @@ class DppNetappCharm(ops.CharmBase):
     # reinstalls.
     # applied_api: where the running NetApp's API listens (JSON of the last config it took), so
     # read-only actions keep working while a new config is invalid.
-    # workload_error, alt_error: why the unit is blocked, kept until the step that failed succeeds,
-    # so that the status does not flip back to active on an event that does not retry that step.
+    # steer_cpus: the steer-cpus entries the NetApp took ({"cpu": capacity_pps}, JSON): only new
+    # or changed entries are sent, so that set-cpu's changes to the others stay.
+    # workload_error, alt_error, steer_error: why the unit is blocked, kept until the step that
+    # failed succeeds, so that the status does not flip back to active on an event that does not
+    # retry that step.
     _stored = ops.StoredState()
 
     def __init__(self, framework: ops.Framework):
         super().__init__(framework)
         self.workload = NetApp()
-        self._stored.set_default(alt_group="", installed_source="", applied_api="", workload_error="", alt_error="")
+        self._stored.set_default(
+            alt_group="", installed_source="", applied_api="", workload_error="", alt_error="", steer_cpus="{}", steer_error=""
+        )
         self._config_error: Optional[str] = None
         self._config: Optional[CharmConfig] = None
         self._loaded = False
@@ -184,6 +209,7 @@ class DppNetappCharm(ops.CharmBase):
             framework.observe(relation.relation_broken, self._on_alternatives_broken)
         for name in ACTIONS:
             framework.observe(self.on[name].action, self._on_action)
+        framework.observe(self.on.check_openstack_action, self._on_check_openstack)
 
     def _load(self) -> Optional[CharmConfig]:
         """The config, read once per hook (its secrets with it); None when invalid (see
@@ -299,7 +325,41 @@ class DppNetappCharm(ops.CharmBase):
             {"api_host": config.api_host, "api_port": config.api_port, "tls_cert": config.tls_cert}
         )
         self.unit.set_ports(*_open_ports(config))
+        self._apply_steer_cpus(config)
         self._sync_alternatives(config)
+
+    # --- steer-cpus: the steering set on day 1 -------------------------------------------------
+
+    def _apply_steer_cpus(self, config: CharmConfig) -> None:
+        """PUT each steer-cpus entry the NetApp has not taken yet; retried on the next event when
+        the API does not answer. A CPU dropped from the option stays in the set: the API has no
+        way to take one out (logged, with what to do instead)."""
+        applied = {int(cpu): capacity for cpu, capacity in json.loads(self._stored.steer_cpus).items()}
+        for cpu in sorted(set(applied) - set(config.steer_cpus)):
+            logger.warning(
+                "steer-cpus: CPU %d is no longer listed but stays in the NetApp's steering set (the API "
+                "cannot remove a CPU); set-cpu cpu=%d overloaded=true stops steering to it",
+                cpu,
+                cpu,
+            )
+        pending = {cpu: capacity for cpu, capacity in config.steer_cpus.items() if applied.get(cpu) != capacity}
+        kept = {cpu: capacity for cpu, capacity in applied.items() if cpu in config.steer_cpus}
+        if not pending:
+            self._stored.steer_cpus, self._stored.steer_error = json.dumps(kept), ""
+            return
+        try:
+            put_steer_cpus(self.workload.client(config), pending, kept)
+        except ApiError as exc:
+            if exc.status is None:
+                logger.warning("steer-cpus: %s; trying again on the next event", exc)
+            else:
+                refused = min(set(pending) - set(kept))
+                self._stored.steer_error = f"steer-cpus: the NetApp refused CPU {refused}: {exc}"
+                logger.error("%s", self._stored.steer_error)
+            return
+        finally:
+            self._stored.steer_cpus = json.dumps(kept)
+        self._stored.steer_error = ""
 
     # --- alternatives: every peer on the alternative-node network is a member of one group ---------
 
@@ -433,6 +493,8 @@ class DppNetappCharm(ops.CharmBase):
             event.add_status(ops.WaitingStatus("NetApp service not running"))
         if self._stored.alt_error:
             event.add_status(ops.BlockedStatus(self._stored.alt_error))
+        if self._stored.steer_error:
+            event.add_status(ops.BlockedStatus(self._stored.steer_error))
         if config is not None and config.metrics_enabled and not config.metrics_host:
             event.add_status(
                 ops.BlockedStatus("metrics-host: Juju gives no management address; set it, or metrics-port 0 for off")
@@ -457,6 +519,55 @@ class DppNetappCharm(ops.CharmBase):
             event.fail("the NetApp service is not running")
         except ApiError as exc:
             event.fail(f"{name}: the NetApp refused: {exc}")
+
+    def _on_check_openstack(self, event: ops.ActionEvent) -> None:
+        """`netapp openstack check` on this unit's VM with the configured cloud and credentials;
+        the report in `result`, and a failure listing the unmet preconditions when there are any."""
+        config = self._load()
+        if config is None:
+            event.fail(f"invalid config: {self._config_error}")
+            return
+        try:
+            cloud, clouds_yaml, server, networks = self._openstack_check_params(config, dict(event.params))
+            done = self.workload.check_openstack(clouds_yaml, cloud, server, networks)
+        except p.ParamError as exc:
+            event.fail(str(exc))
+            return
+        except WorkloadError as exc:
+            event.fail(f"check-openstack: {exc}")
+            return
+        try:
+            report = json.loads(done.stdout) if done.returncode in OPENSTACK_REPORTED else None
+        except json.JSONDecodeError:
+            report = None
+        if not isinstance(report, dict):
+            said = (done.stderr or done.stdout or "").strip().splitlines() or [f"exit code {done.returncode}"]
+            event.fail(f"check-openstack: {said[-1]}")
+            return
+        unmet = [item for item in report.get("findings", []) if item.get("status") == "UNMET"]
+        event.set_results(_result(report, server=report.get("server") or server, met=str(not unmet).lower(), unmet=len(unmet)))
+        if unmet:
+            listed = "; ".join(f"{item['check']} {item['subject']}: {item['fix']}" for item in unmet)
+            event.fail(f"{len(unmet)} unmet: {listed}")
+
+    def _openstack_check_params(self, config: CharmConfig, params: dict[str, Any]) -> tuple[str, str, str, list[str]]:
+        """The cloud, clouds.yaml text, server and data networks; a ParamError naming the option
+        or parameter at fault."""
+        if not config.openstack_cloud:
+            raise p.ParamError("openstack-cloud", "not set: the name of the cloud in openstack-credentials' clouds.yaml")
+        if not config.openstack_credentials:
+            raise p.ParamError(
+                "openstack-credentials",
+                f"not set: a Juju secret with the key clouds-yaml (juju add-secret <name> clouds-yaml#file=clouds.yaml; "
+                f"juju grant-secret <name> {self.app.name})",
+            )
+        networks = p.csv(params, "data-networks")
+        if not networks:
+            raise p.ParamError("data-networks", "required: the networks whose ports carry the data plane")
+        server = str(params.get("server") or "").strip() or self.workload.instance_id()
+        if not server:
+            raise p.ParamError("server", "required: this machine's instance id is unknown (no SMBIOS UUID)")
+        return config.openstack_cloud, config.openstack_credentials, server, networks
 
     def _applied_config(self) -> Optional[CharmConfig]:
         """The API settings the running NetApp took last (the rest defaulted); None before any."""
@@ -497,6 +608,15 @@ def _replace_group(client: NetAppClient, applied: Optional[dict[str, Any]], grou
         client.delete_alternative(applied["id"], missing_ok=True)
     if group is not None:
         client.put_alternative(group)
+
+
+def put_steer_cpus(client: NetAppClient, pending: dict[int, int], kept: dict[int, int]) -> None:
+    """Once the API answers, PUT each pending steer-cpus entry (CPU -> capacity_pps) in CPU order,
+    adding it to `kept` when the NetApp has taken it; the first ApiError stops the run."""
+    client.wait_answering(API_WAIT_S)
+    for cpu, capacity in sorted(pending.items()):
+        client.put_cpu({"cpu": cpu, "capacity_pps": capacity})
+        kept[cpu] = capacity
 
 
 def _open_ports(config: CharmConfig) -> list[ops.Port]:

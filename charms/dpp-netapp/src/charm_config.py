@@ -12,6 +12,11 @@ INTERFACE_NAME = re.compile(r"^[^\s/:,]{1,15}$")
 CPU_ITEM = re.compile(r"^(\d+)(?:-(\d+))?$")
 # Group ids the data plane has (netapp/intents/models.py MAX_ALT_GROUPS; tests/charm checks it).
 MAX_ALT_GROUPS = 64
+# The steering set's bounds (netapp/intents/models.py MAX_CPUS, MAX_CAPACITY_PPS, MAX_QUEUE_SIZE).
+MAX_CPUS = 128
+MAX_CAPACITY_PPS = (1 << 32) - 1
+MAX_QUEUE_SIZE = 16384
+STEER_CPU_ITEM = re.compile(r"^(\d+)(?::(\d+))?$")
 # netapp-index-requirements: each requirement pinned to one version with its SHA-256 (what
 # `pip-compile --generate-hashes` and `pip hash` write); the only option line is the index's URL.
 HASHED_PIN = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)==[^\s=;]+(\s+--hash=sha256:[0-9a-f]{64})+$")
@@ -29,6 +34,8 @@ class CharmConfig(BaseModel):
     interfaces: list[str] = Field(default_factory=list)
     xdp_mode: Literal["native", "generic", "offload"] = "native"
     cpus: list[int] = Field(default_factory=list)
+    # steer-cpus: CPU -> capacity_pps, the data plane's steering set on day 1 (PUT /api/v1/dataplane/cpus).
+    steer_cpus: dict[int, int] = Field(default_factory=dict)
     max_rules: int = Field(65536, ge=1, le=1 << 24)
     default_verdict: Literal["pass", "drop"] = "pass"
     flow_cache: bool = True
@@ -47,6 +54,8 @@ class CharmConfig(BaseModel):
     callback_allow: list[str] = Field(default_factory=list)
     metrics_host: str = ""
     metrics_port: int = Field(9464, ge=0, le=65535)
+    openstack_cloud: str = ""
+    openstack_credentials: Any = None  # a secret option (above): the clouds.yaml text
     alt_interface: str = ""
     alt_group: int = Field(63, ge=0, le=MAX_ALT_GROUPS - 1)
     alt_default: bool = True
@@ -126,6 +135,30 @@ class CharmConfig(BaseModel):
                 raise ValueError(f"{item!r}: the range ends before it starts")
             cpus.update(range(first, last + 1))
         return sorted(cpus)
+
+    @field_validator("steer_cpus", mode="before")
+    @classmethod
+    def _parse_steer_cpus(cls, value: object) -> object:
+        """"2,3" or "2:500000,3:500000": each CPU, with its capacity in packets per second (0 or
+        none: unmetered)."""
+        if not isinstance(value, str):
+            return value
+        cpus: dict[int, int] = {}
+        for item in (part.strip() for part in value.split(",")):
+            if not item:
+                continue
+            found = STEER_CPU_ITEM.match(item)
+            if not found:
+                raise ValueError(f"{item!r} is not cpu[:capacity_pps], e.g. 2 or 2:500000")
+            cpu, capacity = int(found[1]), int(found[2] or 0)
+            if cpu >= MAX_CPUS:
+                raise ValueError(f"{item!r}: CPU {cpu} is above {MAX_CPUS - 1}")
+            if capacity > MAX_CAPACITY_PPS:
+                raise ValueError(f"{item!r}: capacity {capacity} pps is above 2^32-1 ({MAX_CAPACITY_PPS})")
+            if cpu in cpus:
+                raise ValueError(f"CPU {cpu} is listed twice")
+            cpus[cpu] = capacity
+        return cpus
 
     @field_validator("influxdb_url")
     @classmethod

@@ -13,6 +13,7 @@ import os
 import shutil
 import ssl
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -132,6 +133,9 @@ class Paths:
         self.charm_token = self.etc / "charm.token"
         self.tls_cert = self.etc / "tls.crt"
         self.tls_key = self.etc / "tls.key"
+        self.clouds_yaml = self.etc / "clouds.yaml"
+        # Nova sets a KVM guest's SMBIOS system UUID to the instance's id.
+        self.product_uuid = root / "sys" / "class" / "dmi" / "id" / "product_uuid"
         self.unit = root / "etc" / "systemd" / "system" / f"{SERVICE}.service"
         self.venv = root / "opt" / SERVICE
         self.netapp_bin = self.venv / "bin" / "netapp"
@@ -283,6 +287,29 @@ class NetApp:
             raise WorkloadError(f"ip addr show dev {name}: unreadable answer ({exc.msg})") from None
         return [info for link in links for info in link.get("addr_info", [])]
 
+    # --- OpenStack ---------------------------------------------------------------------------
+
+    def instance_id(self) -> Optional[str]:
+        """This machine's SMBIOS UUID, its Nova instance id on OpenStack; None when unreadable."""
+        try:
+            value = self.paths.product_uuid.read_text().strip().lower()
+        except OSError:
+            return None
+        return value or None
+
+    def check_openstack(
+        self, clouds_yaml: str, cloud: str, server: str, data_networks: list[str]
+    ) -> subprocess.CompletedProcess:
+        """`netapp openstack check --json` on `server`, with `clouds_yaml` written owner-only to
+        /etc/dpp-netapp/clouds.yaml and named by OS_CLIENT_CONFIG_FILE. Its exit code says: 0 met,
+        1 unmet (both with the JSON report on stdout), 2 a bad option, 3 the cloud unreadable."""
+        _write(self.paths.clouds_yaml, clouds_yaml, 0o600)
+        argv = [str(self.paths.netapp_bin), "openstack", "check", "--cloud", cloud, "--server", server]
+        for network in data_networks:
+            argv += ["--data-network", network]
+        env = {**_command_env(), "OS_CLIENT_CONFIG_FILE": str(self.paths.clouds_yaml)}
+        return self._cmd(*argv, "--json", check=False, env=env)
+
     # --- API ---------------------------------------------------------------------------------
 
     def client(self, config: CharmConfig) -> "NetAppClient":
@@ -296,9 +323,9 @@ class NetApp:
         verify: Any = _pinned(self.paths.tls_cert) if config.tls else True
         return NetAppClient(f"{scheme}://{host}:{config.api_port}", token, verify=verify)
 
-    def _cmd(self, *argv: str, check: bool = True) -> subprocess.CompletedProcess:
+    def _cmd(self, *argv: str, check: bool = True, env: Optional[dict[str, str]] = None) -> subprocess.CompletedProcess:
         try:
-            done = self._run(list(argv), capture_output=True, text=True, check=False, env=_command_env())
+            done = self._run(list(argv), capture_output=True, text=True, check=False, env=env or _command_env())
         except OSError as exc:
             raise WorkloadError(f"{argv[0]}: {exc}") from exc
         if check and done.returncode != 0:
@@ -450,6 +477,23 @@ class NetAppClient:
     def unsubscribe(self, subscription_id: str) -> None:
         """DELETE /api/v1/subscriptions/{id}."""
         self.request("DELETE", f"/api/v1/subscriptions/{_seg(subscription_id)}")
+
+    def put_cpu(self, spec: dict[str, Any]) -> Any:
+        """PUT /api/v1/dataplane/cpus/{cpu}: add the CPU to the steering set or change it."""
+        return self.request("PUT", f"/api/v1/dataplane/cpus/{int(spec['cpu'])}", spec)
+
+    def wait_answering(self, timeout: float) -> None:
+        """Return once GET /healthz answers (a service just started binds its port after a while);
+        the last ApiError when it has not within `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self.request("GET", "/healthz")
+                return
+            except ApiError as exc:
+                if exc.status is not None or time.monotonic() >= deadline:
+                    raise
+            time.sleep(0.2)
 
     def reload_dataplane(self) -> dict[str, Any]:
         """Swap in the data-plane program of the installed NetApp under traffic (an upgrade):

@@ -8,7 +8,10 @@ Requests ({"command": ...}):
 * ``install``: NetApp.install from the charm's wheels (the install hook's path); answers the
   installed NetApp's version (what the charm sets as workload version);
 * ``configure`` with ``config`` (Juju option names): CharmConfig, then what the charm's reconcile
-  does: write the settings and unit, restart when anything changed or the service is not running;
+  does: write the settings and unit, restart when anything changed or the service is not running,
+  then send steer-cpus once the API answers (charm.put_steer_cpus; the charm sends only entries its
+  stored state lacks, the driver keeps none and sends them all: PUT is idempotent); answers the
+  CPUs sent;
 * ``ready`` with ``config``: wait until the NetApp's /readyz answers 200 (60 s at most);
 * ``action`` with ``name``, ``params``, ``config``: the charm's handler for that action (charm.ACTIONS)
   with the charm's API client; answers the action's results;
@@ -63,7 +66,10 @@ def handle(root: Path, request: dict) -> dict:
         changed = netapp.configure(config)
         if changed or not netapp.is_running():
             netapp.restart()
-        return {"changed": changed, "running": netapp.is_running()}
+        steered: dict = {}
+        if config.steer_cpus:
+            charm.put_steer_cpus(netapp.client(config), dict(config.steer_cpus), steered)
+        return {"changed": changed, "running": netapp.is_running(), "steer_cpus": sorted(steered)}
     if command == "ready":
         return _ready(netapp, _config(request))
     if command == "action":
