@@ -175,7 +175,8 @@ class AlternativesService(AlternativesContract):
             address = member.ip4 if member.ip4 is not None else member.ip6
             return (str(address), port) if member.probe else None
 
-        groups = {group.id: [target(member) for member in group.members] for group in self._state.store.list_alternatives()}
+        stored = self._state.store.list_alternatives()
+        groups = {group.id: [target(member) for member in group.members] for group in stored}
         liveness.watch(groups)
 
     @contextlib.contextmanager

@@ -9,7 +9,14 @@ from typing import Any, Optional
 from netapp.dataplane import cpumap_threads
 from netapp.dataplane.binding import DataplaneError
 from netapp.intents.models import MAX_QUEUE_SIZE, CpuSpec
-from netapp.service.contract import CpusContract, DataplaneUnavailable, InvalidInput, Principal, Scope, ServiceError
+from netapp.service.contract import (
+    CpusContract,
+    DataplaneUnavailable,
+    InvalidInput,
+    Principal,
+    Scope,
+    ServiceError,
+)
 from netapp.service.state import ServiceState
 from netapp.service.transaction import SiteChange
 

@@ -101,12 +101,9 @@ class IntentsService(IntentsContract):
         return self._state.store.list_intents(flt)
 
     def get_intent(self, who: Principal, intent_id: str) -> IntentRecord:
-        self._state.require(who, Scope.READ)
-        tenant, local = self._state.owner(who, intent_id, "intent")
-        record = self._state.store.get_intent(tenant, local)
-        if record is None:
-            raise NotFound(f"no intent {intent_id!r}")
-        return record
+        return self._state.read_owned(
+            who, intent_id, "intent", lambda tenant, local: self._state.store.get_intent(tenant, local)
+        )
 
     # --- changes ---------------------------------------------------------------------------------
 
@@ -158,7 +155,8 @@ class IntentsService(IntentsContract):
                 field="intents",
                 max_items=MAX_BATCH_INTENTS,
             )
-        return self._state.change(who, *self._create_work(who, intents, NATIVE_SOURCE, idempotency_key, batch=True))
+        work, where = self._create_work(who, intents, NATIVE_SOURCE, idempotency_key, batch=True)
+        return self._state.change(who, work, where)
 
     # --- single creates, in groups ---------------------------------------------------------------
 
@@ -357,7 +355,8 @@ class IntentsService(IntentsContract):
                 if (conflict.intent_a, conflict.intent_b) not in seen:
                     seen.add((conflict.intent_a, conflict.intent_b))
                     conflicts.append(self._rules.conflict_view(who, conflict))
-        return DryRunReport(rules=rules, conflicts=conflicts, warnings=narrowed + self._rules.warnings(who, qualified))
+        warnings = narrowed + self._rules.warnings(who, qualified)
+        return DryRunReport(rules=rules, conflicts=conflicts, warnings=warnings)
 
 
 def _create_outcome(part: Part[BatchCreateResult]) -> Union[CreateResult, Exception]:

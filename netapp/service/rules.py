@@ -109,7 +109,9 @@ class Rules:
 
     # --- collisions ------------------------------------------------------------------------------
 
-    def reject_collisions(self, who: Principal, added: list[CompiledRule], where: Optional["Where"] = None) -> None:
+    def reject_collisions(
+        self, who: Principal, added: list[CompiledRule], where: Optional["Where"] = None
+    ) -> None:
         for rule in added:
             collisions = self._state.index.collisions(rule.intent_id)
             if collisions:

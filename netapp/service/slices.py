@@ -211,12 +211,9 @@ class SliceService(SlicesContract):
         return self._state.store.list_slices(None if who.is_admin else who.tenant, offset, limit)
 
     def get_slice(self, who: Principal, slice_id: str) -> SliceRecord:
-        self._state.require(who, Scope.READ)
-        tenant, local = self._state.owner(who, slice_id, "slice")
-        record = self._state.store.get_slice(tenant, local)
-        if record is None:
-            raise NotFound(f"no slice {slice_id!r}")
-        return record
+        return self._state.read_owned(
+            who, slice_id, "slice", lambda tenant, local: self._state.store.get_slice(tenant, local)
+        )
 
     def put_slice(self, who: Principal, spec: SliceSpec) -> tuple[SliceRecord, bool]:
         """Create or resize: the difference between the old and new intents, in one transaction."""
@@ -230,7 +227,9 @@ class SliceService(SlicesContract):
         def work(change: RuleChange) -> tuple[SliceRecord, bool]:
             store, now = self._state.store, self._state.now()
             self._state.tenancy.check_slice(who, tenant, spec)
-            wanted = {intent_id: self._rules.confined_member(who, tenant, intent) for intent_id, intent in asked.items()}
+            wanted = {
+                intent_id: self._rules.confined_member(who, tenant, intent) for intent_id, intent in asked.items()
+            }
             old = store.get_slice(tenant, spec.id)
             current = {record.intent.id: record for record in store.slice_intents(tenant, spec.id)}
             for intent_id in wanted.keys() - current.keys():

@@ -125,6 +125,15 @@ class ServiceState:
             raise NotFound(f"no {kind} {name!r}")
         return tenant, local
 
+    def read_owned(self, who: Principal, name: str, kind: str, get: Callable[[str, str], Optional[T]]) -> T:
+        """The object `who` names (`owner`), read with `get(tenant, id)`; NotFound if there is none."""
+        self.require(who, Scope.READ)
+        tenant, local = self.owner(who, name, kind)
+        found = get(tenant, local)
+        if found is None:
+            raise NotFound(f"no {kind} {name!r}")
+        return found
+
     # --- where -----------------------------------------------------------------------------------
 
     @contextlib.contextmanager

@@ -93,7 +93,9 @@ class Transactions:
         self._store = store
         self._require_started = require_started
 
-    def change(self, who: Principal, open_change: Callable[[], C], work: Callable[[C], T], where: Optional[Where] = None) -> T:
+    def change(
+        self, who: Principal, open_change: Callable[[], C], work: Callable[[C], T], where: Optional[Where] = None
+    ) -> T:
         """Run `work` as one transaction with the maps; raise its error if it fails."""
         (part,) = self.run([Part(who, work, where)], open_change)
         if part.error is not None:
