@@ -63,8 +63,8 @@ PROFILE_TOP = 15
 # The steps of a poll whose cumulative time the profile reports by name: (file, function).
 PROFILED_PARTS = frozenset(
     {
-        ("netapp/service/service.py", "counters"),
-        ("netapp/service/service.py", "_current_intent_table"),
+        ("netapp/service/counters.py", "counters"),
+        ("netapp/service/counters.py", "_current_intent_table"),
         ("netapp/dataplane/binding.py", "stats_rules_array"),
         ("netapp/telemetry/sample.py", "rule_rows"),
         ("netapp/telemetry/collector.py", "_build"),

@@ -1,5 +1,6 @@
 """What the NetApp service offers its front doors (REST API, CLI, charm): resources, who asks,
-what can go wrong, and the operations. The REST routers depend on `IntentService` only; the one
+what can go wrong, and the operations, one contract per domain (intents, slices, alternatives, CPUs,
+the data plane). The REST routers depend on `IntentService`, which holds them all; the one
 implementation keeps the store and the BPF maps in step (netapp.service.service)."""
 
 from __future__ import annotations
@@ -363,10 +364,10 @@ class Health:
 # --- the operations ------------------------------------------------------------------------------
 
 
-class IntentService(abc.ABC):
-    """Every change is a transaction: the store and the BPF maps change together or not at all.
-    Tenants see and change only their own objects (another tenant's look like NotFound); admins see
-    all. Methods block (BPF syscalls, SQLite): the API calls them from plain `def` routes; only
+class IntentsContract(abc.ABC):
+    """Intents: every change is a transaction, the store and the BPF maps change together or not at
+    all. Tenants see and change only their own objects (another tenant's look like NotFound); admins
+    see all. Methods block (BPF syscalls, SQLite): the API calls them from plain `def` routes; only
     `submit_create` does not, for a route that awaits its future instead.
 
     Ids are unique per tenant. Where a method takes an intent or slice id, a bare id names the
@@ -375,7 +376,6 @@ class IntentService(abc.ABC):
     Creates, replaces and dry runs answer warnings as well: the installed intents of other shapes
     that the request's intents overlap (netapp.service.overlaps)."""
 
-    # intents
     @abc.abstractmethod
     def list_intents(self, who: Principal, flt: IntentFilter) -> Page[IntentRecord]: ...
 
@@ -417,7 +417,10 @@ class IntentService(abc.ABC):
     def dry_run(self, who: Principal, intents: list[Intent]) -> DryRunReport:
         """What creating (or replacing) these intents would install, next to what is installed."""
 
-    # slices
+
+class SlicesContract(abc.ABC):
+    """Slices: each a set of intents (netapp.service.slices), created and resized atomically."""
+
     @abc.abstractmethod
     def list_slices(self, who: Principal, offset: int = 0, limit: int = 100) -> Page[SliceRecord]: ...
 
@@ -431,7 +434,10 @@ class IntentService(abc.ABC):
     @abc.abstractmethod
     def delete_slice(self, who: Principal, slice_id: str) -> None: ...
 
-    # site (admin)
+
+class AlternativesContract(abc.ABC):
+    """Alternative node groups (admin): where overflow goes, with each member's liveness."""
+
     @abc.abstractmethod
     def list_alternatives(self, who: Principal) -> list[AlternativeGroup]: ...
 
@@ -445,6 +451,10 @@ class IntentService(abc.ABC):
     @abc.abstractmethod
     def delete_alternative(self, who: Principal, group_id: int) -> None: ...
 
+
+class CpusContract(abc.ABC):
+    """The CPU set (admin): the CPUs traffic is steered to, their capacity and meters."""
+
     @abc.abstractmethod
     def list_cpus(self, who: Principal) -> list[dict[str, Any]]:
         """Each CPU of the set with its capacity, overload flag and meter state."""
@@ -452,7 +462,10 @@ class IntentService(abc.ABC):
     @abc.abstractmethod
     def put_cpu(self, who: Principal, spec: CpuSpec) -> CpuSpec: ...
 
-    # data plane and statistics
+
+class DataplaneContract(abc.ABC):
+    """The data plane itself: its status, interfaces and program (admin), statistics, health."""
+
     @abc.abstractmethod
     def dataplane_status(self, who: Principal) -> dict[str, Any]:
         """Interfaces and modes, program and map ids, map fill levels, per-CPU state."""
@@ -470,6 +483,11 @@ class IntentService(abc.ABC):
     @abc.abstractmethod
     def stats(self, who: Principal) -> dict[str, Any]:
         """Per intent and slice (the caller's own), and for admins per CPU, verdict and reason."""
+
+
+class IntentService(IntentsContract, SlicesContract, AlternativesContract, CpusContract, DataplaneContract):
+    """Everything the front doors call: the contract of each domain, and the service's health. The
+    REST routers depend on this; the one implementation composes one class per domain."""
 
     @abc.abstractmethod
     def health(self) -> Health: ...

@@ -1,4 +1,6 @@
-"""A slice as intents (pure): what `SliceSpec` asks for, in the vocabulary the data plane has.
+"""Slices: a slice as intents (pure functions), and the slices' service (`SliceService`).
+
+`slice_intents` says what `SliceSpec` asks for, in the vocabulary the data plane has.
 
 One intent per member, with a deterministic id, so that resizing a slice (replacing its spec) is
 the difference between two lists of intents:
@@ -33,13 +35,26 @@ from __future__ import annotations
 
 import hashlib
 import ipaddress
+from datetime import datetime
 from typing import Any, Optional
 
 from pydantic import ValidationError
 
 from netapp.intents.errors import IntentError
 from netapp.intents.models import MAX_CPUS, MAX_U24, MAX_U32, Intent
-from netapp.service.contract import SliceSpec
+from netapp.service.contract import (
+    IntentRecord,
+    NotFound,
+    Page,
+    Principal,
+    Scope,
+    SliceRecord,
+    SlicesContract,
+    SliceSpec,
+)
+from netapp.service.rules import rule_id
+from netapp.service.state import ServiceState
+from netapp.service.transaction import RuleChange, invalid_input
 
 SLICE_PRIORITY_BASE = 1000
 MAX_PRIORITY_LEVEL = 127
@@ -179,3 +194,118 @@ def _intent(
 def _snssai_text(spec: SliceSpec) -> str:
     sd: Optional[str] = spec.snssai.sd
     return f"SST {spec.snssai.sst}" + (f", SD {sd.upper()}" if sd else "")
+
+
+SLICE_SOURCE = "slice"
+
+
+class SliceService(SlicesContract):
+    """Slices and their intents: a resize is the difference between the old and new intents."""
+
+    def __init__(self, state: ServiceState):
+        self._state = state
+        self._rules = state.rules
+
+    def list_slices(self, who: Principal, offset: int = 0, limit: int = 100) -> Page[SliceRecord]:
+        self._state.require(who, Scope.READ)
+        return self._state.store.list_slices(None if who.is_admin else who.tenant, offset, limit)
+
+    def get_slice(self, who: Principal, slice_id: str) -> SliceRecord:
+        return self._state.read_owned(
+            who, slice_id, "slice", lambda tenant, local: self._state.store.get_slice(tenant, local)
+        )
+
+    def put_slice(self, who: Principal, spec: SliceSpec) -> tuple[SliceRecord, bool]:
+        """Create or resize: the difference between the old and new intents, in one transaction."""
+        self._state.require(who, Scope.SLICES_WRITE)
+        tenant = who.tenant
+        try:
+            asked = {intent.id: intent for intent in slice_intents(spec)}
+        except IntentError as exc:
+            raise invalid_input(exc) from exc
+
+        def work(change: RuleChange) -> tuple[SliceRecord, bool]:
+            store, now = self._state.store, self._state.now()
+            self._state.tenancy.check_slice(who, tenant, spec)
+            wanted = {
+                intent_id: self._rules.confined_member(who, tenant, intent) for intent_id, intent in asked.items()
+            }
+            old = store.get_slice(tenant, spec.id)
+            current = {record.intent.id: record for record in store.slice_intents(tenant, spec.id)}
+            for intent_id in wanted.keys() - current.keys():
+                self._rules.require_free_intent_id(tenant, intent_id)
+            self._resize(change, tenant, spec.id, current, wanted, now)
+            created_at = old.created_at if old else now
+            revision = old.revision + 1 if old else 1
+            store.put_slice(
+                SliceRecord(
+                    spec=spec,
+                    tenant=tenant,
+                    intent_ids=[],
+                    created_at=created_at,
+                    updated_at=now,
+                    revision=revision,
+                )
+            )
+            self._state.tenancy.check_quotas(tenant)
+            record = store.get_slice(tenant, spec.id)
+            assert record is not None
+            return record, old is None
+
+        return self._state.change(who, work)
+
+    def delete_slice(self, who: Principal, slice_id: str) -> None:
+        self._state.require(who, Scope.SLICES_WRITE)
+        tenant, local = self._state.owner(who, slice_id, "slice")
+
+        def work(change: RuleChange) -> None:
+            store = self._state.store
+            if store.get_slice(tenant, local) is None:
+                raise NotFound(f"no slice {slice_id!r}")
+            current = {record.intent.id: record for record in store.slice_intents(tenant, local)}
+            self._resize(change, tenant, local, current, {}, self._state.now())
+            store.delete_slice(tenant, local)
+
+        self._state.change(who, work)
+
+    def _resize(
+        self,
+        change: RuleChange,
+        tenant: str,
+        slice_id: str,
+        current: dict[str, IntentRecord],
+        wanted: dict[str, Intent],
+        now: datetime,
+    ) -> None:
+        """Store and index steps from the slice's current intents to the wanted ones: removals
+        first, so that an intent that moves does not collide with its old self."""
+        store = self._state.store
+        changed = [i for i in wanted if i in current and current[i].intent != wanted[i]]
+        removed = [i for i in current if i not in wanted]
+        added = [i for i in wanted if i not in current]
+        for intent_id in removed + changed:
+            qualified = rule_id(tenant, intent_id)
+            if qualified in self._state.index:
+                change.remove(qualified)
+        for intent_id in removed:
+            store.delete_intent(tenant, intent_id)
+        for intent_id in changed:
+            old = current[intent_id]
+            store.update_intent(
+                old.model_copy(
+                    update={"intent": wanted[intent_id], "updated_at": now, "revision": old.revision + 1}
+                )
+            )
+        for intent_id in added:
+            store.insert_intent(
+                IntentRecord(
+                    intent=wanted[intent_id],
+                    tenant=tenant,
+                    slice_id=slice_id,
+                    source=SLICE_SOURCE,
+                    created_at=now,
+                    updated_at=now,
+                )
+            )
+        for intent_id in changed + added:
+            change.add(self._rules.compile(tenant, wanted[intent_id]))

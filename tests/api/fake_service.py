@@ -5,7 +5,8 @@ this one keeps plain dicts, so the front door can be tested anywhere. It honours
 rules the API relies on: ids are unique per tenant; tenants see only their own objects (another
 tenant's look like NotFound); admins see all and name another tenant's objects `<tenant>/<id>`;
 idempotency keys return the first result; intents with the same match conflict.
-Tests make it fail on purpose with `fail_next`.
+Tests make it fail on purpose with `fail_next`. One fake per domain contract (`FakeIntents`,
+`FakeSlices`, ...) over shared dicts, composed as `FakeIntentService` like the real service.
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ from netapp.intents.models import AlternativeGroup, CpuSpec, Intent, LegacyMessa
 from netapp.service.contract import (
     AlternativeGroupStatus,
     AlternativeMemberStatus,
+    AlternativesContract,
+    CpusContract,
+    DataplaneContract,
     MAX_BATCH_INTENTS,
     BatchCreateResult,
     CompiledRuleView,
@@ -36,12 +40,14 @@ from netapp.service.contract import (
     IntentRecord,
     IntentResult,
     IntentService,
+    IntentsContract,
     InvalidInput,
     NotFound,
     Page,
     Principal,
     Scope,
     SliceRecord,
+    SlicesContract,
     ServiceError,
     SliceSpec,
     batch_field,
@@ -58,8 +64,9 @@ def _page(items: list[T], offset: int, limit: int) -> Page[T]:
     return Page(items=items[offset : offset + limit], total=len(items), offset=offset, limit=limit)
 
 
-class FakeIntentService(IntentService):
-    """Dicts instead of a store and maps. Not thread-safe beyond what the tests need (one client)."""
+class _FakeState:
+    """What the domain fakes share: dicts instead of a store and maps. Not thread-safe beyond what
+    the tests need (one client)."""
 
     def __init__(self) -> None:
         self.intents: dict[tuple[str, str], IntentRecord] = {}  # (tenant, id) -> record
@@ -101,7 +108,44 @@ class FakeIntentService(IntentService):
             error, self._failure = self._failure, None
             raise error
 
-    # --- intents -------------------------------------------------------------------------------
+    # --- helpers -------------------------------------------------------------------------------
+
+    def _visible_intents(self, who: Principal) -> list[IntentRecord]:
+        return [r for r in self.intents.values() if who.is_admin or r.tenant == who.tenant]
+
+    def _own_intent(self, who: Principal, name: str) -> IntentRecord:
+        record = self.intents.get(_owner_and_id(who, name))
+        if record is None:
+            raise NotFound(f"no intent {name!r}")
+        return record
+
+    def _own_slice(self, who: Principal, name: str) -> SliceRecord:
+        record = self.slices.get(_owner_and_id(who, name))
+        if record is None:
+            raise NotFound(f"no slice {name!r}")
+        return record
+
+    def _insert(self, who: Principal, intent: Intent, source: str) -> IntentRecord:
+        if (who.tenant, intent.id) in self.intents:
+            raise Conflict(f"intent id {intent.id!r} is in use", field="id")
+        self._refuse_same_match(intent)
+        now = _now()
+        record = IntentRecord(intent=intent, tenant=who.tenant, source=source, created_at=now, updated_at=now)
+        self.intents[(who.tenant, intent.id)] = record
+        return record
+
+    def _refuse_same_match(self, intent: Intent, ignore: Optional[tuple[str, str]] = None) -> None:
+        for other in self.intents.values():
+            if _key(other) != ignore and _same_match(other.intent, intent):
+                raise Conflict(
+                    f"intent {intent.id!r} has the same match as {other.intent.id!r}",
+                    field="match",
+                    conflicts=[{"kind": "duplicate", "intent_a": other.intent.id, "intent_b": intent.id}],
+                )
+
+
+class FakeIntents(_FakeState, IntentsContract):
+    """Intents: ids unique per tenant, the same match conflicts, idempotency keys answer the first result."""
 
     def list_intents(self, who: Principal, flt: IntentFilter) -> Page[IntentRecord]:
         self._enter("list_intents")
@@ -197,7 +241,9 @@ class FakeIntentService(IntentService):
         ]
         return DryRunReport(rules=rules, conflicts=conflicts)
 
-    # --- slices --------------------------------------------------------------------------------
+
+class FakeSlices(_FakeState, SlicesContract):
+    """Slices: stored as asked, one intent id each."""
 
     def list_slices(self, who: Principal, offset: int = 0, limit: int = 100) -> Page[SliceRecord]:
         self._enter("list_slices")
@@ -226,7 +272,9 @@ class FakeIntentService(IntentService):
         record = self._own_slice(who, slice_id)
         del self.slices[(record.tenant, record.spec.id)]
 
-    # --- site ----------------------------------------------------------------------------------
+
+class FakeAlternatives(_FakeState, AlternativesContract):
+    """Alternative groups: every member unprobed and alive."""
 
     def list_alternatives(self, who: Principal) -> list[AlternativeGroup]:
         self._enter("list_alternatives")
@@ -261,6 +309,10 @@ class FakeIntentService(IntentService):
             raise Conflict(f"alternative group {group_id} is used by {', '.join(users)}", intents=users)
         del self.alternatives[group_id]
 
+
+class FakeCpus(_FakeState, CpusContract):
+    """The CPU set: specs, meters at zero."""
+
     def list_cpus(self, who: Principal) -> list[dict[str, Any]]:
         self._enter("list_cpus")
         return [{**self.cpus[cpu].model_dump(), "meter_pps": 0} for cpu in sorted(self.cpus)]
@@ -271,7 +323,9 @@ class FakeIntentService(IntentService):
         self.cpus[spec.cpu] = spec
         return spec
 
-    # --- data plane and statistics -------------------------------------------------------------
+
+class FakeDataplane(_FakeState, DataplaneContract):
+    """Attachments and a program id; counters at zero."""
 
     def dataplane_status(self, who: Principal) -> dict[str, Any]:
         self._enter("dataplane_status")
@@ -311,46 +365,15 @@ class FakeIntentService(IntentService):
         intents = {r.intent.id: {"packets": 0, "bytes": 0} for r in self._visible_intents(who)}
         return {"intents": intents, **({"cpus": {}} if who.is_admin else {})}
 
+
+class FakeIntentService(FakeIntents, FakeSlices, FakeAlternatives, FakeCpus, FakeDataplane, IntentService):
+    """Every domain's fake over one set of dicts, as the real service composes its domains."""
+
     def health(self) -> Health:
         self._enter("health")
         if self.ready:
             return Health(ready=True, checks={"store": "ok", "dataplane": "ok"})
         return Health(ready=False, checks={"store": "ok", "dataplane": "pinned maps are missing"})
-
-    # --- helpers -------------------------------------------------------------------------------
-
-    def _visible_intents(self, who: Principal) -> list[IntentRecord]:
-        return [r for r in self.intents.values() if who.is_admin or r.tenant == who.tenant]
-
-    def _own_intent(self, who: Principal, name: str) -> IntentRecord:
-        record = self.intents.get(_owner_and_id(who, name))
-        if record is None:
-            raise NotFound(f"no intent {name!r}")
-        return record
-
-    def _own_slice(self, who: Principal, name: str) -> SliceRecord:
-        record = self.slices.get(_owner_and_id(who, name))
-        if record is None:
-            raise NotFound(f"no slice {name!r}")
-        return record
-
-    def _insert(self, who: Principal, intent: Intent, source: str) -> IntentRecord:
-        if (who.tenant, intent.id) in self.intents:
-            raise Conflict(f"intent id {intent.id!r} is in use", field="id")
-        self._refuse_same_match(intent)
-        now = _now()
-        record = IntentRecord(intent=intent, tenant=who.tenant, source=source, created_at=now, updated_at=now)
-        self.intents[(who.tenant, intent.id)] = record
-        return record
-
-    def _refuse_same_match(self, intent: Intent, ignore: Optional[tuple[str, str]] = None) -> None:
-        for other in self.intents.values():
-            if _key(other) != ignore and _same_match(other.intent, intent):
-                raise Conflict(
-                    f"intent {intent.id!r} has the same match as {other.intent.id!r}",
-                    field="match",
-                    conflicts=[{"kind": "duplicate", "intent_a": other.intent.id, "intent_b": intent.id}],
-                )
 
 
 def _owner_and_id(who: Principal, name: str) -> tuple[str, str]:

@@ -1,0 +1,161 @@
+"""What the service's domains share: the settings, the store, the data plane, the index of the
+installed rules, the lock, the checks /readyz shows, and the transactions (netapp.service.transaction).
+
+Locking: one lock serialises changes. A change costs O(size of its delta) -- an index step, a few map
+writes, a commit -- and SQLite admits one writer anyway; the facade's shadow and the index are not
+thread-safe, and the GIL would take away what finer locking could win. Reads go to the store (whose
+own lock keeps its connection to one thread at a time) and do not wait for the data plane.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import socket
+import threading
+from datetime import datetime
+from typing import Callable, Iterator, Optional, TypeVar
+
+from netapp.core.config import Settings
+from netapp.core.netns import entered
+from netapp.dataplane.binding import DataplaneError
+from netapp.dataplane.facade import Dataplane
+from netapp.intents.index import RuleIndex
+from netapp.service.contract import DataplaneUnavailable, Forbidden, NotFound, Principal, Scope, ServiceError
+from netapp.service.liveness import LivenessMonitor
+from netapp.service.rules import Rules, split_rule_id
+from netapp.service.store import Store
+from netapp.service.transaction import RuleChange, SiteChange, Transactions, Where
+from netapp.tenancy.policy import TenantPolicy
+
+T = TypeVar("T")
+
+
+class ServiceState:
+    """The state of one service, shared by its domains. `dataplane` and `store` may be given (tests
+    give a Dataplane over FakeDpp); otherwise the service opens them when it starts."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        dataplane: Optional[Dataplane],
+        store: Optional[Store],
+        clock: Callable[[], datetime],
+    ):
+        self.settings = settings
+        self.opened_dataplane = dataplane
+        self.opened_store = store
+        self.clock = clock
+        self.lock = threading.RLock()
+        self.index = RuleIndex({})
+        self.uncompiled: dict[str, str] = {}  # stored, not in the maps: rule id (or site object) -> why
+        self.maps_stale: Optional[str] = None  # why the maps need a full reconcile, when they do
+        self.checks: dict[str, str] = {"started": "not yet"}
+        self.started = False
+        # Bumped by every change of the installed intents: the telemetry table is rebuilt then.
+        self.revision = 0
+        self.liveness: Optional[LivenessMonitor] = None  # None: probing off, every member alive
+        self.reconcile: Callable[[], None] = lambda: None  # set by the service: a full reconcile
+        self.rules = Rules(self)
+        self.transactions = Transactions(self.exclusive, lambda: self.store, self.require_started)
+
+    @property
+    def dataplane(self) -> Dataplane:
+        if self.opened_dataplane is None:
+            raise DataplaneUnavailable("the service is not started")
+        return self.opened_dataplane
+
+    @property
+    def store(self) -> Store:
+        if self.opened_store is None:
+            raise ServiceError("the service is not started")
+        return self.opened_store
+
+    @property
+    def tenancy(self) -> TenantPolicy:
+        return TenantPolicy(self.store)
+
+    def now(self) -> datetime:
+        return self.clock()
+
+    # --- changes ---------------------------------------------------------------------------------
+
+    def change(self, who: Principal, work: Callable[[RuleChange], T], where: Optional[Where] = None) -> T:
+        """A transaction of rules (store writes and index steps); `where`: the position of a rule id
+        in a batch, for a collision error to name it."""
+        return self.transactions.change(who, self.rule_change, work, where)
+
+    def site_change(self, who: Principal, work: Callable[[SiteChange], T]) -> T:
+        """A transaction whose map writes are not rules (`SiteChange.write`)."""
+        return self.transactions.change(who, SiteChange, work)
+
+    def rule_change(self) -> RuleChange:
+        """A change of the rules, once the maps are reconciled if a failed undo left them stale."""
+        if self.maps_stale is not None:
+            self.reconcile()
+        return RuleChange(
+            self.index.track(), self.dataplane, self.rules.reject_collisions, self.mark_stale, self.bump_revision
+        )
+
+    def mark_stale(self, why: str) -> None:
+        self.maps_stale = why
+        self.checks["reconcile"] = why
+
+    def bump_revision(self) -> None:
+        self.revision += 1
+
+    # --- who may do what -------------------------------------------------------------------------
+
+    def require_started(self) -> None:
+        if not self.started:
+            raise DataplaneUnavailable("the service is not started")
+
+    @staticmethod
+    def require(who: Principal, scope: Scope) -> None:
+        if not who.allows(scope):
+            raise Forbidden(f"needs scope {scope.value!r}", required_scope=scope.value)
+
+    @staticmethod
+    def owner(who: Principal, name: str, kind: str) -> tuple[str, str]:
+        """(tenant, id) of an object `who` names: its own, or for admins `<tenant>/<id>`."""
+        if "/" not in name:
+            return who.tenant, name
+        tenant, local = split_rule_id(name)
+        if tenant != who.tenant and not who.is_admin:
+            raise NotFound(f"no {kind} {name!r}")
+        return tenant, local
+
+    def read_owned(self, who: Principal, name: str, kind: str, get: Callable[[str, str], Optional[T]]) -> T:
+        """The object `who` names (`owner`), read with `get(tenant, id)`; NotFound if there is none."""
+        self.require(who, Scope.READ)
+        tenant, local = self.owner(who, name, kind)
+        found = get(tenant, local)
+        if found is None:
+            raise NotFound(f"no {kind} {name!r}")
+        return found
+
+    # --- where -----------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """One change (or consistent read) at a time, made inside the site's network namespace:
+        the kernel resolves the ifindexes of ports and links in the caller's namespace."""
+        with self.lock, namespace(self.settings.netns):
+            yield
+
+
+def ifindex(name: str, netns: Optional[str]) -> int:
+    with namespace(netns):
+        return socket.if_nametoindex(name)
+
+
+@contextlib.contextmanager
+def namespace(netns: Optional[str]) -> Iterator[None]:
+    """Inside `netns` (only this thread, only for the block), or where we are."""
+    with contextlib.ExitStack() as stack:
+        if netns is not None:
+            try:
+                stack.enter_context(entered(netns))
+            except OSError as exc:
+                raise DataplaneError(exc.errno or errno.ENOENT, f"enter netns {netns}", exc.strerror) from exc
+        yield
