@@ -21,19 +21,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-import attr  # grafanalib's panels are attrs classes
-from grafanalib._gen import DashboardEncoder
-from grafanalib.core import (
-    Dashboard,
-    GridPos,
-    Panel,
-    RowPanel,
-    Template,
-    Templating,
-    Time,
-    TimeSeries,
-)
-from grafanalib.influxdb import InfluxDBTarget
+# The builder needs the `dashboards` extra; the package ships its output and runs without it, so
+# this module still imports (and says what is missing) where grafanalib is not installed.
+try:
+    import attr  # grafanalib's panels are attrs classes
+    from grafanalib._gen import DashboardEncoder
+    from grafanalib.core import (
+        Dashboard,
+        GridPos,
+        Panel,
+        RowPanel,
+        Template,
+        Templating,
+        Time,
+        TimeSeries,
+    )
+    from grafanalib.influxdb import InfluxDBTarget
+except ModuleNotFoundError as missing:
+    GRAFANALIB_MISSING: Optional[ModuleNotFoundError] = missing
+else:
+    GRAFANALIB_MISSING = None
 
 from netapp.dashboards import GRAFANA_DASHBOARD
 
@@ -330,6 +337,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if len(args) > 1:
         print("usage: python -m netapp.dashboards.grafana [PATH]", file=sys.stderr)
         return 2
+    if GRAFANALIB_MISSING is not None:
+        print(
+            f"netapp.dashboards.grafana: {GRAFANALIB_MISSING}; install the builder's extra: "
+            "pip install 'dpp-netapp[dashboards]'",
+            file=sys.stderr,
+        )
+        return 1
     path = Path(args[0]) if args else GRAFANA_DASHBOARD
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(render(document()), encoding="utf-8")
