@@ -33,6 +33,7 @@ EXIT_TIMEOUT_S = 30.0
 SITE_LINE = re.compile(r"^edge site (\w+): ")
 PROMETHEUS_LINE = re.compile(r"^Prometheus at (http://127\.0\.0\.1:(\d+)) scrapes (\S+) every 1 s, with the VNFD's "
                              r"scaling alerts$")
+EXPORT_LINE = re.compile(r"^\s+export ")  # the client instructions, the last line before the view
 
 
 class DemoProcess:
@@ -126,6 +127,9 @@ def test_without_prometheus_one_line_says_so_and_the_demo_runs(tmp_path):
     demo = DemoProcess(duration_s=1, PROMETHEUS=str(missing))
     try:
         shown = demo.line_matching(re.compile(r"^Prometheus: none started \((.*)\); metrics at (\S+)$"))
+        # Stopped only once the demo has printed its last line before the live view: a SIGTERM
+        # that lands while a line is being written makes the console write it again as it stops.
+        demo.line_matching(EXPORT_LINE)
         code: Optional[int] = demo.stop()
     finally:
         demo.kill()
