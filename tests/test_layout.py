@@ -26,8 +26,6 @@ ALLOWED = {
     "netapp/dataplane/facade.py::Dataplane": 650,
     "netapp/service/service.py": 1617,
     "netapp/service/service.py::NetAppService": 1432,
-    "netapp/telemetry/influx.py": 635,
-    "netapp/telemetry/subscriptions.py": 947,
 }
 
 

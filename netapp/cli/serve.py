@@ -94,7 +94,7 @@ def _service(settings: Settings) -> IntentService:
 def _telemetry(settings: Settings, service: IntentService) -> Optional[Any]:
     """The collector over the started service, polling (None when telemetry is disabled)."""
     from netapp.telemetry.runtime import Telemetry
-    from netapp.telemetry.subscriptions import SubscriptionStoreError
+    from netapp.telemetry.subscription_store import SubscriptionStoreError
 
     try:
         telemetry = Telemetry.from_settings(settings, service)  # type: ignore[arg-type]

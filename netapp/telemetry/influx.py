@@ -25,6 +25,10 @@ Every other failure (connection refused, timeout, 5xx, 401/403/404: a server or 
 operator can fix) keeps the batch and retries it with exponential back-off.
 
 The invariant: points_offered == points_written + points_dropped + points_queued.
+
+The sink's bookkeeping (queue, in flight, back-off, drop log, tally) is netapp.telemetry.influx_buffer;
+what it needs of influxdb-client (write options, quiet logs, reading errors) is
+netapp.telemetry.influx_client.
 """
 
 from __future__ import annotations
@@ -32,175 +36,39 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-import re
 import threading
 import time
 from collections import deque
-from typing import Any, Optional
+from typing import Any
 
 from influxdb_client import InfluxDBClient, WritePrecision
-from influxdb_client.client.write.retry import WritesRetry
-from influxdb_client.client.write_api import WriteOptions, WriteType
 from reactivex.scheduler import EventLoopScheduler
 
 from netapp.core.config import InfluxSettings
+from netapp.telemetry.influx_buffer import (
+    Backoff,
+    Chunk,
+    DropLog,
+    InFlight,
+    PendingPoll,
+    Tally,
+    head_of,
+    without_head,
+)
+from netapp.telemetry.influx_client import (
+    REJECTED_STATUSES,
+    daemon_thread,
+    describe,
+    quiet_client_logs,
+    refused_lines,
+    write_options,
+)
 from netapp.telemetry.poll import Poll
 
 log = logging.getLogger("netapp.telemetry")
 
-# The client retries a failed write this many times (its back-off: retry_interval_ms doubling,
-# capped at max_retry_delay_ms) before it hands the batch back to us; few, so that a batch comes
-# back to the queue, where drop-oldest applies, instead of sitting in the client for minutes.
-CLIENT_RETRIES = 3
-# Statuses that resending the same body cannot fix: bad line protocol, body too large,
-# unprocessable. A field type conflict is one, as a partial write: the other points are stored
-# and the message says how many were not ("partial write: ... dropped=N").
-REJECTED_STATUSES = frozenset({400, 413, 422})
-PARTIAL_WRITE = re.compile(r"partial write\b.*\bdropped=(\d+)", re.DOTALL)
 DROP_LOG_EVERY_S = 10.0
 IDLE_WAKE_S = 1.0  # the feeder looks at its deadlines (flush, back-off, drop log) at least this often
-
-
-@dataclasses.dataclass
-class _Chunk:
-    """Line protocol waiting in the queue: lines joined by newlines, no trailing newline."""
-
-    body: bytes
-    lines: int
-    queued_at: float  # time.monotonic()
-    failed_before: bool = False  # a batch the client gave up on: sending it again is a retry
-
-
-@dataclasses.dataclass
-class _PendingPoll:
-    poll: Poll
-    lines: int  # lines still to be queued; making room lowers it, and its tail is never formatted
-
-
-class _InFlight:
-    """Batches handed to the client, by body: its callbacks name a batch by its body only."""
-
-    def __init__(self) -> None:
-        self._lines: dict[bytes, list[int]] = {}
-        self.total = 0
-
-    def add(self, body: bytes, lines: int) -> None:
-        self._lines.setdefault(body, []).append(lines)
-        self.total += lines
-
-    def lines_of(self, body: bytes) -> int:
-        held = self._lines.get(body)
-        return held[-1] if held else 0
-
-    def pop(self, body: bytes) -> int:
-        """Forget one batch with this body; its lines (0: not ours, e.g. after close)."""
-        held = self._lines.get(body)
-        if not held:
-            return 0
-        lines = held.pop()
-        if not held:
-            del self._lines[body]
-        self.total -= lines
-        return lines
-
-    def clear(self) -> int:
-        total, self.total = self.total, 0
-        self._lines.clear()
-        return total
-
-
-class _Backoff:
-    """Consecutive failed writes -> how long to wait before the next attempt: `initial_s`
-    doubling per failure, at most `cap_s`. The client's own retries count as failures too, so
-    the wait after it gives up on a batch carries on doubling from where its retries stopped."""
-
-    def __init__(self, initial_s: float, cap_s: float):
-        self.initial_s = initial_s
-        self.cap_s = cap_s
-        self.failures = 0
-        self.failing_since: Optional[float] = None
-        self.last_error = ""
-
-    def failed(self, error: str) -> None:
-        if self.failures == 0:
-            self.failing_since = time.monotonic()
-        self.failures += 1
-        self.last_error = error
-
-    def succeeded(self) -> None:
-        self.failures = 0
-        self.failing_since = None
-
-    def delay_s(self) -> float:
-        if self.failures == 0:
-            return 0.0
-        return min(self.cap_s, self.initial_s * 2 ** min(self.failures - 1, 32))
-
-
-class _DropLog:
-    """Drops since the last report, logged at most once per `every_s` seconds."""
-
-    def __init__(self, every_s: float):
-        self.every_s = every_s
-        self.dropped = 0
-        self.rejected = 0
-        self.rejection = ""
-        self._last_at = float("-inf")
-
-    def add(self, points: int, rejection: str = "") -> None:
-        self.dropped += points
-        if rejection:
-            self.rejected += points
-            self.rejection = rejection
-
-    def due(self, now: float) -> bool:
-        return self.dropped > 0 and now - self._last_at >= self.every_s
-
-    def take(self, now: float) -> tuple[int, int, str]:
-        report = (self.dropped, self.rejected, self.rejection)
-        self.dropped = self.rejected = 0
-        self._last_at = now
-        return report
-
-
-class _QuietBatchLogs(logging.Filter):
-    """The client (and urllib3 under it) log every failed batch and every retry; the sink reports
-    both itself, rate-limited, so those records are left out. Other messages pass."""
-
-    PREFIXES = ("The batch item wasn't processed successfully", "The retriable error occurred")
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if isinstance(record.msg, str) and record.msg.startswith(self.PREFIXES):
-            return False
-        # urllib3's "Retrying (%r) after connection broken by ...", for the client's retries only
-        return not (
-            isinstance(record.args, tuple) and record.args and isinstance(record.args[0], WritesRetry)
-        )
-
-
-QUIETED_LOGGERS = (
-    "influxdb_client.client.write_api",
-    "influxdb_client.client.write.retry",
-    "urllib3.connectionpool",
-)
-
-
-def _quiet_client_logs() -> None:
-    for name in QUIETED_LOGGERS:
-        logger = logging.getLogger(name)
-        if not any(isinstance(f, _QuietBatchLogs) for f in logger.filters):
-            logger.addFilter(_QuietBatchLogs())
-
-
-@dataclasses.dataclass
-class _Tally:
-    offered: int = 0
-    written: int = 0
-    dropped: int = 0
-    rejected: int = 0
-    retried: int = 0
-    write_errors: int = 0
-    batches_written: int = 0
 
 
 class InfluxSink:
@@ -216,22 +84,22 @@ class InfluxSink:
         self.batch_lines = max(1, min(settings.batch_lines, settings.buffer_points // 2))
         self.max_in_flight = min(2 * self.batch_lines, settings.buffer_points // 2)
         self._flush_interval_s = settings.flush_interval_ms / 1000
-        self._tally = _Tally()
-        self._pending: deque[_PendingPoll] = deque()
+        self._tally = Tally()
+        self._pending: deque[PendingPoll] = deque()
         self._pending_lines = 0
-        self._queue: deque[_Chunk] = deque()
+        self._queue: deque[Chunk] = deque()
         self._queued_lines = 0
-        self._in_flight = _InFlight()
-        self._backoff = _Backoff(settings.retry_interval_ms / 1000, settings.max_retry_delay_ms / 1000)
+        self._in_flight = InFlight()
+        self._backoff = Backoff(settings.retry_interval_ms / 1000, settings.max_retry_delay_ms / 1000)
         self._retry_at = 0.0  # monotonic time before which nothing is sent (after a failed batch)
-        self._drops = _DropLog(DROP_LOG_EVERY_S)
+        self._drops = DropLog(DROP_LOG_EVERY_S)
         self._flushers = 0  # flush() callers waiting: partial batches go out at once
         self._closing = False  # close() began: offers are refused (and counted)
         self._stopped = False  # the feeder is told to exit; callbacks are no longer counted
         self._changed = threading.Condition()  # guards all of the above; notified on every change
-        _quiet_client_logs()
-        self._scheduler = EventLoopScheduler(thread_factory=_daemon_thread("influxdb-writer"))
-        self._options = _write_options(settings, self._scheduler)
+        quiet_client_logs()
+        self._scheduler = EventLoopScheduler(thread_factory=daemon_thread("influxdb-writer"))
+        self._options = write_options(settings, self._scheduler)
         self._client = InfluxDBClient(
             url=settings.url,
             token=settings.token.get_secret_value(),
@@ -261,7 +129,7 @@ class InfluxSink:
             if self._closing:
                 self._drop(lines, "")
                 return
-            self._pending.append(_PendingPoll(poll, lines))
+            self._pending.append(PendingPoll(poll, lines))
             self._pending_lines += lines
             self._make_room()
             self._changed.notify_all()
@@ -357,7 +225,7 @@ class InfluxSink:
             if cut == chunk.lines:
                 self._queue.popleft()
             else:
-                rest = _without_head(chunk.body, cut)
+                rest = without_head(chunk.body, cut)
                 self._queue[0] = dataclasses.replace(chunk, body=rest, lines=chunk.lines - cut)
             self._queued_lines -= cut
             dropped += cut
@@ -413,21 +281,21 @@ class InfluxSink:
             with self._changed:
                 self._finish(pending)
 
-    def _queue_chunk(self, pending: _PendingPoll, body: bytes, lines: int) -> bool:
+    def _queue_chunk(self, pending: PendingPoll, body: bytes, lines: int) -> bool:
         """Queue what is still wanted of this chunk; False once nothing more of the poll is."""
         keep = min(lines, pending.lines)
         if keep <= 0 or self._stopped:
             return False
         if keep < lines:
-            body = _head(body, keep)
+            body = head_of(body, keep)
         pending.lines -= keep
         self._pending_lines -= keep
-        self._queue.append(_Chunk(body, keep, time.monotonic()))
+        self._queue.append(Chunk(body, keep, time.monotonic()))
         self._queued_lines += keep
         self._changed.notify_all()
         return pending.lines > 0
 
-    def _finish(self, pending: _PendingPoll) -> None:
+    def _finish(self, pending: PendingPoll) -> None:
         if self._pending and self._pending[0] is pending:
             self._pending.popleft()
         if pending.lines > 0:  # formatting failed, or made fewer lines than point_count: count them
@@ -551,13 +419,13 @@ class InfluxSink:
             self._tally.write_errors += 1
             status = getattr(error, "status", None)
             if status in REJECTED_STATUSES:
-                refused = _refused_lines(error, lines)
+                refused = refused_lines(error, lines)
                 self._tally.written += lines - refused
-                self._drop(refused, _describe(error))
+                self._drop(refused, describe(error))
             else:
                 self._note_failure(error)
                 # queued_at 0: due as soon as the back-off allows, not a flush interval later
-                self._queue.appendleft(_Chunk(body, lines, 0.0, failed_before=True))
+                self._queue.appendleft(Chunk(body, lines, 0.0, failed_before=True))
                 self._queued_lines += lines
                 self._retry_at = time.monotonic() + self._backoff.delay_s()
             self._make_room()  # a no-op: its lines were in the buffer all along; the bound is kept anyway
@@ -568,68 +436,7 @@ class InfluxSink:
             log.warning(
                 "influxdb: writes to %s fail (%s); holding up to %d points and retrying",
                 self.settings.url,
-                _describe(error),
+                describe(error),
                 self.buffer_points,
             )
-        self._backoff.failed(_describe(error))
-
-
-def _write_options(settings: InfluxSettings, scheduler: EventLoopScheduler) -> WriteOptions:
-    """One request per batch we hand over (batch_size=1: our batches are already whole), retried
-    by the client CLIENT_RETRIES times with exponential back-off."""
-    return WriteOptions(
-        write_type=WriteType.batching,
-        batch_size=1,
-        flush_interval=settings.flush_interval_ms,
-        retry_interval=settings.retry_interval_ms,
-        max_retries=CLIENT_RETRIES,
-        max_retry_delay=settings.max_retry_delay_ms,
-        # Bounded by the count above; this only has to be long enough not to cut it short.
-        max_retry_time=(CLIENT_RETRIES + 1) * (settings.timeout_ms + settings.max_retry_delay_ms),
-        exponential_base=2,
-        write_scheduler=scheduler,
-    )
-
-
-def _daemon_thread(name: str) -> Any:
-    """A thread factory for reactivex: a daemon, so that a write stuck in a retry never holds up
-    the interpreter's exit (the client's default pool threads would)."""
-
-    def factory(target: Any) -> threading.Thread:
-        return threading.Thread(target=target, name=name, daemon=True)
-
-    return factory
-
-
-def _head(body: bytes, lines: int) -> bytes:
-    """The first `lines` lines of `body`."""
-    end = -1
-    for _ in range(lines):
-        end = body.index(b"\n", end + 1)
-    return body[:end]
-
-
-def _without_head(body: bytes, lines: int) -> bytes:
-    """`body` without its first `lines` lines."""
-    start = -1
-    for _ in range(lines):
-        start = body.index(b"\n", start + 1)
-    return body[start + 1 :]
-
-
-def _refused_lines(error: Exception, lines: int) -> int:
-    """How many of a rejected batch's lines InfluxDB did not store: a partial write says, else all."""
-    partial = PARTIAL_WRITE.search(_describe(error))
-    return min(lines, int(partial.group(1))) if partial else lines
-
-
-def _describe(error: Exception) -> str:
-    """One line: the HTTP status and InfluxDB's message, or the connection error."""
-    status = getattr(error, "status", None)
-    if status is not None:
-        detail = getattr(error, "body", None) or getattr(error, "reason", "")
-        if isinstance(detail, bytes):
-            detail = detail.decode(errors="replace")
-        return f"HTTP {status} {str(detail).strip()}"[:300]
-    reason = getattr(error, "reason", None)  # urllib3 MaxRetryError: the last connection error
-    return str(reason or error).splitlines()[0][:300]
+        self._backoff.failed(describe(error))

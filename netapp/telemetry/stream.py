@@ -27,7 +27,7 @@ from netapp.core.config import StreamSettings
 from netapp.service.contract import QuotaExceeded, ServiceError
 from netapp.telemetry.collector import Collector
 from netapp.telemetry.poll import PointFilter, Poll, rfc3339_ns
-from netapp.telemetry.subscriptions import TelemetryPoint
+from netapp.telemetry.subscription_notifications import TelemetryPoint
 
 EVENT_STREAM = "text/event-stream"
 # What a client's EventSource waits before reconnecting after the stream ends (the `retry:` field).

@@ -20,7 +20,8 @@ from netapp.service.contract import Principal
 from netapp.telemetry.collector import Collector
 from netapp.telemetry.runtime import Telemetry
 from netapp.telemetry.notify import Notifier
-from netapp.telemetry.subscriptions import SUBSCRIPTIONS_DB, SubscriptionManager, SubscriptionStore
+from netapp.telemetry.subscription_store import SubscriptionStore
+from netapp.telemetry.subscriptions import SUBSCRIPTIONS_DB, SubscriptionManager
 from tests.api.conftest import token_of
 from tests.api.fake_service import FakeIntentService
 from tests.api.problems import assert_problem

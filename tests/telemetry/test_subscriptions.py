@@ -23,15 +23,10 @@ from netapp.telemetry.collector import Collector
 from netapp.telemetry.notify import SUBSCRIPTION_HEADER, Notifier, sign, verify_signature
 from netapp.telemetry.poll import CPU, INTENT, SLICE, TELEMETRY
 from netapp.telemetry.runtime import Telemetry
-from netapp.telemetry.subscriptions import (
-    SUBSCRIPTIONS_DB,
-    THRESHOLD_FIELDS,
-    ExpiryNotification,
-    SubscriptionManager,
-    SubscriptionRequest,
-    SubscriptionStore,
-    TelemetryNotification,
-)
+from netapp.telemetry.subscription_models import THRESHOLD_FIELDS, SubscriptionRequest
+from netapp.telemetry.subscription_notifications import ExpiryNotification, TelemetryNotification
+from netapp.telemetry.subscription_store import SubscriptionStore
+from netapp.telemetry.subscriptions import SUBSCRIPTIONS_DB, SubscriptionManager
 from tests.utils.callbacks import CallbackReceiver, Names
 from tests.utils.clock import SECOND, START, NanoClock
 from tests.utils.service import ADMIN, ALICE, BOB, fake_service, intent, settings_for, slice_spec

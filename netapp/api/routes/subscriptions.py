@@ -16,16 +16,15 @@ from netapp.api.deps import IntentWriterDep, JsonBody, ReaderDep, TelemetryDep, 
 from netapp.api.routes.common import AUTHENTICATED, WITH_BODY, documented
 from netapp.service.contract import TelemetryUnavailable
 from netapp.telemetry.notify import SIGNATURE_HEADER, SUBSCRIPTION_HEADER, TIMESTAMP_HEADER
-from netapp.telemetry.subscriptions import (
-    ExpiryNotification,
+from netapp.telemetry.subscription_models import (
     Subscription,
     SubscriptionCreated,
     SubscriptionId,
     SubscriptionLinkList,
-    SubscriptionManager,
     SubscriptionRequest,
-    TelemetryNotification,
 )
+from netapp.telemetry.subscription_notifications import ExpiryNotification, TelemetryNotification
+from netapp.telemetry.subscriptions import SubscriptionManager
 
 router = APIRouter(prefix="/api/v1/subscriptions", tags=["subscriptions"])
 

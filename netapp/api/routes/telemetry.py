@@ -11,7 +11,7 @@ from netapp.api.deps import ReaderDep, TelemetryDep, TenantsDep
 from netapp.api.routes.common import AUTHENTICATED, documented
 from netapp.intents.models import IntentId
 from netapp.telemetry.stream import EVENT_STREAM, ClosedEvent, DroppedEvent, PollEvent, StreamEvent
-from netapp.telemetry.subscriptions import FilterCriteria, MeasurementName, SliceId, point_filter
+from netapp.telemetry.subscription_models import FilterCriteria, MeasurementName, SliceId, point_filter
 
 router = APIRouter(prefix="/api/v1/telemetry", tags=["telemetry"])
 
