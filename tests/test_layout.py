@@ -24,8 +24,6 @@ ALLOWED = {
     "netapp/dataplane/binding.py": 1104,
     "netapp/dataplane/facade.py": 942,
     "netapp/dataplane/facade.py::Dataplane": 650,
-    "netapp/service/service.py": 1617,
-    "netapp/service/service.py::NetAppService": 1432,
 }
 
 
