@@ -462,6 +462,10 @@ class CpusContract(abc.ABC):
     @abc.abstractmethod
     def put_cpu(self, who: Principal, spec: CpuSpec) -> CpuSpec: ...
 
+    @abc.abstractmethod
+    def delete_cpu(self, who: Principal, cpu: int) -> None:
+        """The CPU leaves the set: steers to it fall back (`cpu_unavailable`), as to any CPU outside it."""
+
 
 class DataplaneContract(abc.ABC):
     """The data plane itself: its status, interfaces and program (admin), statistics, health."""

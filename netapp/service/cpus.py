@@ -13,6 +13,7 @@ from netapp.service.contract import (
     CpusContract,
     DataplaneUnavailable,
     InvalidInput,
+    NotFound,
     Principal,
     Scope,
     ServiceError,
@@ -48,17 +49,37 @@ class CpuService(CpusContract):
             try:
                 change.write(lambda: self._write(spec), undo, undo_refused=undo)
             except DataplaneUnavailable as exc:
-                cause = exc.__cause__
-                if isinstance(cause, DataplaneError) and cause.errno == errno.EINVAL:
+                if _refused_with(exc) == errno.EINVAL:
                     raise InvalidInput(
-                        f"CPU {spec.cpu} is not one of this machine's CPUs ({cause})", field="cpu"
+                        f"CPU {spec.cpu} is not one of this machine's CPUs ({exc.__cause__})", field="cpu"
                     ) from exc
-                if isinstance(cause, DataplaneError) and cause.errno == errno.EOVERFLOW:
+                if _refused_with(exc) == errno.EOVERFLOW:
                     raise self._queue_too_large(spec.queue_size) from exc
                 raise
 
         self._state.site_change(who, work)
         return spec
+
+    def delete_cpu(self, who: Principal, cpu: int) -> None:
+        """The CPU leaves the store and the maps (its CPUMAP entry goes, its state is zeroed): steers
+        to it then fall back as to any CPU outside the set (`cpu_unavailable`)."""
+        self._state.require(who, Scope.ADMIN)
+
+        def work(change: SiteChange) -> None:
+            store = self._state.store
+            previous = store.get_cpu(cpu)
+            if previous is None:
+                raise NotFound(f"CPU {cpu} is not in the CPU set", field="cpu")
+            store.delete_cpu(cpu)
+            try:
+                restore = lambda: self._write(previous)  # noqa: E731
+                change.write(lambda: self._write(None, cpu), restore, undo_refused=restore)
+            except DataplaneUnavailable as exc:
+                if _refused_with(exc) != errno.EINVAL:
+                    raise
+                # Not one of this machine's CPUs (the store came from another): no map holds it.
+
+        self._state.site_change(who, work)
 
     def probe_queue_limit(self) -> None:
         """Learn the largest CPUMAP queue the running kernel takes, which put_cpu holds queue_size
@@ -124,6 +145,7 @@ class CpuService(CpusContract):
         if spec is None:
             assert cpu is not None
             dataplane.disable_cpu(cpu)
+            self._thread_problems.pop(cpu, None)
             return
         dataplane.enable_cpu(spec.cpu, spec.capacity_pps, spec.queue_size)
         dataplane.set_cpu_overloaded(spec.cpu, spec.overloaded)
@@ -152,3 +174,9 @@ class CpuService(CpusContract):
             log.warning("CPU %d: %s", cpu, self._thread_problems[cpu])
         else:
             self._thread_problems.pop(cpu, None)
+
+
+def _refused_with(exc: DataplaneUnavailable) -> Optional[int]:
+    """The errno of the libdpp call whose refusal `exc` reports, if one did."""
+    cause = exc.__cause__
+    return cause.errno if isinstance(cause, DataplaneError) else None

@@ -325,6 +325,9 @@ class NetAppService(IntentService):
     def put_cpu(self, who: Principal, spec: CpuSpec) -> CpuSpec:
         return self._cpus.put_cpu(who, spec)
 
+    def delete_cpu(self, who: Principal, cpu: int) -> None:
+        self._cpus.delete_cpu(who, cpu)
+
     def dataplane_status(self, who: Principal) -> dict[str, Any]:
         return self._admin.dataplane_status(who)
 

@@ -465,6 +465,9 @@ class Store:
             (spec.cpu, spec.model_dump_json(), now.isoformat()),
         )
 
+    def delete_cpu(self, cpu: int) -> bool:
+        return self._execute("DELETE FROM cpus WHERE cpu = ?", (cpu,)).rowcount > 0
+
     # --- idempotency keys ------------------------------------------------------------------------
 
     def find_idempotent(self, tenant: str, key: str, now: datetime) -> Optional[IdempotentCreate]:

@@ -323,6 +323,12 @@ class FakeCpus(_FakeState, CpusContract):
         self.cpus[spec.cpu] = spec
         return spec
 
+    def delete_cpu(self, who: Principal, cpu: int) -> None:
+        self._enter("delete_cpu")
+        _require_admin(who)
+        if self.cpus.pop(cpu, None) is None:
+            raise NotFound(f"CPU {cpu} is not in the CPU set", field="cpu")
+
 
 class FakeDataplane(_FakeState, DataplaneContract):
     """Attachments and a program id; counters at zero."""

@@ -81,6 +81,7 @@ def test_given_no_token_and_a_body_that_is_not_json_then_401_comes_before_415(cl
         ("tenant-a", "post", "/api/v1/dataplane/detach", {"interface": "eth0"}, "admin"),
         ("tenant-a", "post", "/api/v1/dataplane/reload", None, "admin"),
         ("tenant-a", "put", "/api/v1/dataplane/cpus/1", {"cpu": 1}, "admin"),
+        ("tenant-a", "delete", "/api/v1/dataplane/cpus/1", None, "admin"),
         ("writer-a", "get", "/api/v1/stats", None, "read"),
     ],
 )

@@ -90,6 +90,19 @@ def test_given_a_cpu_out_of_range_then_400_in_path_and_body(admin):
     assert problem["invalid-params"][0]["name"] == "cpu"
 
 
+def test_given_a_cpu_of_the_set_when_deleted_then_204_and_it_is_gone_and_a_second_delete_is_a_404(
+    admin, tenant_a
+):
+    admin.put(f"{DATAPLANE}/cpus/1", json={"cpu": 1})
+
+    assert admin.delete(f"{DATAPLANE}/cpus/1").status_code == 204
+    assert tenant_a.get(f"{DATAPLANE}/cpus").json() == []
+    problem = assert_problem(admin.delete(f"{DATAPLANE}/cpus/1"), 404)
+    assert problem["detail"] == "CPU 1 is not in the CPU set"
+    assert problem["invalid-params"][0]["name"] == "cpu"
+    assert_problem(admin.delete(f"{DATAPLANE}/cpus/128"), 400)
+
+
 def test_given_intents_when_stats_are_read_then_a_tenant_sees_its_own_and_an_admin_sees_cpus(
     admin, tenant_a, tenant_b
 ):

@@ -623,6 +623,61 @@ def test_given_a_queue_size_the_kernel_refuses_after_all_then_it_is_invalid_and_
     assert service.store.list_cpus() == [] and not fake.cpus[1].enabled
 
 
+def test_a_cpu_leaves_the_set_from_the_store_and_the_maps(service, fake):
+    service.put_cpu(ADMIN, CpuSpec(cpu=1, capacity_pps=500_000, overloaded=True))
+    service.put_cpu(ADMIN, CpuSpec(cpu=2))
+
+    service.delete_cpu(ADMIN, 1)
+
+    assert [view["cpu"] for view in service.list_cpus(ALICE)] == [2]
+    assert service.store.get_cpu(1) is None
+    assert (fake.cpus[1].enabled, fake.cpus[1].capacity_pps, fake.cpus[1].overloaded) == (0, 0, 0)
+    assert fake.cpus[2].enabled
+    with pytest.raises(NotFound, match="CPU 1 is not in the CPU set") as missing:
+        service.delete_cpu(ADMIN, 1)
+    assert missing.value.field == "cpu"
+    with pytest.raises(Forbidden):
+        service.delete_cpu(ALICE, 2)
+
+
+def test_given_the_data_plane_refuses_a_cpu_delete_then_the_cpu_stays_in_store_and_maps(service, fake):
+    service.put_cpu(ADMIN, CpuSpec(cpu=1, capacity_pps=500_000, overloaded=True))
+    fake.fail("cpu_disable")
+
+    with pytest.raises(DataplaneUnavailable, match="dpp_cpu_disable"):
+        service.delete_cpu(ADMIN, 1)
+
+    assert service.store.get_cpu(1) == CpuSpec(cpu=1, capacity_pps=500_000, overloaded=True)
+    assert (fake.cpus[1].enabled, fake.cpus[1].capacity_pps, fake.cpus[1].overloaded) == (1, 500_000, 1)
+
+
+def test_given_a_commit_failure_then_a_deleted_cpu_is_put_back_in_the_maps(service, fake, monkeypatch):
+    service.put_cpu(ADMIN, CpuSpec(cpu=1, capacity_pps=500_000, queue_size=512, overloaded=True))
+
+    def refuse_commit(self):
+        raise StoreError("commit: disk I/O error")
+
+    monkeypatch.setattr(store_module.Transaction, "commit", refuse_commit)
+    with pytest.raises(ServiceError, match="undone"):
+        service.delete_cpu(ADMIN, 1)
+    monkeypatch.undo()
+
+    assert service.store.get_cpu(1) is not None
+    assert (fake.cpus[1].enabled, fake.cpus[1].capacity_pps, fake.cpus[1].overloaded) == (1, 500_000, 1)
+    assert fake.writes()[-3:] == [
+        ("cpu_disable", 1), ("cpu_enable", 1, 512, 500_000), ("cpu_set_overloaded", 1, True)
+    ]
+
+
+def test_given_a_stored_cpu_this_machine_lacks_then_deleting_it_clears_the_store(service, fake):
+    service.put_cpu(ADMIN, CpuSpec(cpu=1))
+    fake.fail("cpu_disable", code=errno.EINVAL)  # as libdpp answers a CPU past the possible ones
+
+    service.delete_cpu(ADMIN, 1)
+
+    assert service.store.get_cpu(1) is None
+
+
 def test_stats_per_intent_and_slice_for_the_caller_and_per_cpu_for_admins(service, fake):
     service.create_intent(ALICE, intent("video", 1000))
     service.create_intent(BOB, intent("video", 2000))

@@ -176,6 +176,40 @@ def test_meter_window_ms_sets_each_cpus_budget_also_on_an_instance_pinned_before
             restarted.close()
 
 
+def test_a_deleted_cpu_leaves_the_maps_its_steers_fall_back_and_a_restart_keeps_it_out(tmp_path, instance):
+    frame = bytes(Ether() / IP(src="10.0.0.1", dst="10.0.0.2") / UDP(sport=9, dport=5004) / PAYLOAD)
+    service = started(tmp_path, instance)
+    try:
+        service.put_cpu(ADMIN, CpuSpec(cpu=0, capacity_pps=1000))
+        service.create_intent(ALICE, intent("video", 5004, action={"type": "steer", "cpu": 0}))
+        steered = service.dataplane.test_run(frame)
+        assert (steered.verdict, unavailable(service)) == ("REDIRECT", 0)  # to CPU 0's CPUMAP queue
+
+        service.delete_cpu(ADMIN, 0)
+
+        assert service.list_cpus(ADMIN) == []
+        assert service.dataplane.cpu_state(0) == {
+            "enabled": 0, "overloaded": 0, "capacity_pps": 0, "window_budget": 0
+        }
+        assert service.dataplane.test_run(frame).verdict == "PASS"  # the default verdict: no alternative
+        assert unavailable(service) == 1
+    finally:
+        service.close()
+
+    restarted = started(tmp_path, instance)
+    try:
+        assert restarted.list_cpus(ADMIN) == [] and restarted.dataplane.cpu_state(0)["enabled"] == 0
+        assert restarted.dataplane.test_run(frame).verdict == "PASS"
+        assert unavailable(restarted) == 2  # the pinned counters carry over
+    finally:
+        restarted.close()
+
+
+def unavailable(service: NetAppService) -> int:
+    """Packets counted under the reason cpu_unavailable."""
+    return service.dataplane.reason_stats()["cpu_unavailable"][0]
+
+
 def cpumap_thread(service: NetAppService) -> dict:
     """The CPU's thread as the status reports it, checked against the kernel's word at once: once
     the entry is written again, the kernel stops this thread a grace period later."""

@@ -73,7 +73,8 @@ class RecordingDpp(FakeDpp):
         super().__init__(*args, **kwargs)
         self.fail_upsert_after: int | None = None  # fail the next upsert after this many keys
         self.fail_publish_after: int | None = None  # let this many publishes through, fail the next
-        self.failing: dict[str, int] = {}  # adapter call -> how many more times it fails (EIO, no write)
+        self.failing: dict[str, int] = {}  # adapter call -> how many more times it fails (no write)
+        self.failing_errno: dict[str, int] = {}  # adapter call -> the errno it fails with (EIO)
         self.publishes: list[PublishSeen] = []
         self.deletes: list[DeleteSeen] = []
 
@@ -99,15 +100,17 @@ class RecordingDpp(FakeDpp):
 
     # --- failure injection and recording -----------------------------------------------------
 
-    def fail(self, op: str, times: int = 1) -> None:
-        """Make the next `times` calls of `op` (rules_upsert, rules_delete, shapes_publish) fail."""
+    def fail(self, op: str, times: int = 1, code: int = errno.EIO) -> None:
+        """Make the next `times` calls of `op` (rules_upsert, rules_delete, shapes_publish,
+        cpu_disable) fail with `code`."""
         self.failing[op] = times
+        self.failing_errno[op] = code
 
     def _fail_if_armed(self, op: str) -> None:
         if self.failing.get(op, 0) > 0:
             self.failing[op] -= 1
             self.calls.append(("failed", op))
-            raise DataplaneError(errno.EIO, f"dpp_{op}", "failed on purpose")
+            raise DataplaneError(self.failing_errno.get(op, errno.EIO), f"dpp_{op}", "failed on purpose")
 
     def rules_upsert(self, keys: Sequence[FlowKey], rules: Sequence[Rule]) -> None:
         if keys:
@@ -125,6 +128,10 @@ class RecordingDpp(FakeDpp):
             self._fail_if_armed("rules_delete")
             self.deletes.append(DeleteSeen(tuple(struct_bytes(k) for k in keys), self.active_shape_ids()))
         super().rules_delete(keys)
+
+    def cpu_disable(self, cpu: int) -> None:
+        self._fail_if_armed("cpu_disable")
+        super().cpu_disable(cpu)
 
     def shapes_publish(self, shapes: Sequence[Shape]) -> None:
         self._fail_if_armed("shapes_publish")

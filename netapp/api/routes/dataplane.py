@@ -90,3 +90,11 @@ def put_cpu(service: ServiceDep, who: AdminDep, cpu: CpuPath, body: CpuSpec) -> 
     """Add a CPU to the steering set or change it (admin)."""
     require_path_matches_body("cpu", cpu, "cpu", body.cpu)
     return service.put_cpu(who, body)
+
+
+@router.delete(
+    "/cpus/{cpu}", status_code=204, response_model=None, responses=documented(*AUTHENTICATED, 404, 503)
+)
+def delete_cpu(service: ServiceDep, who: AdminDep, cpu: CpuPath) -> None:
+    """Remove a CPU from the steering set (admin); steers to it fall back (cpu_unavailable)."""
+    service.delete_cpu(who, cpu)
