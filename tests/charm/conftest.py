@@ -27,6 +27,7 @@ class FakeClient:
         self.slices: dict[str, dict[str, Any]] = {}
         self.alternatives: dict[int, dict[str, Any]] = {}
         self.fail_with: ApiError | None = None
+        self.absent_cpus: set[int] = set()  # CPUs not in the steering set: a DELETE of one is a 404
 
     def _call(self, name: str, *args: Any) -> None:
         self.calls.append((name, args))
@@ -89,6 +90,12 @@ class FakeClient:
     def put_cpu(self, spec):
         self._call("put_cpu", spec)
         return {"queue_size": 0, "overloaded": False, **spec}
+
+    def delete_cpu(self, cpu, missing_ok=False):
+        self._call("delete_cpu", cpu)
+        if cpu in self.absent_cpus and not missing_ok:
+            raise ApiError(404, f"CPU {cpu} is not in the CPU set")
+        self.absent_cpus.add(cpu)
 
     def wait_answering(self, timeout):
         """Like /healthz: only an unreachable NetApp fails it, not a refusal of other calls."""

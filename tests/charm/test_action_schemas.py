@@ -30,6 +30,7 @@ PARAMETERS = {
     "subscribe-telemetry": {"callback-uri", "measurements", "period"},
     "unsubscribe-telemetry": {"subscription-id"},
     "set-cpu": {"cpu", "capacity-pps", "queue-size", "overloaded"},
+    "remove-cpu": {"cpu"},
     "check-openstack": {"server", "data-networks"},
     "reload-dataplane": set(),
 }
@@ -93,6 +94,9 @@ BAD = [
     ("set-cpu", {"cpu": 2, "capacity-pps": 4294967296}, "maximum"),
     ("set-cpu", {"cpu": 2, "queue-size": 16385}, "maximum"),
     ("set-cpu", {"cpu": 2, "overloaded": "yes"}, "type"),
+    ("remove-cpu", {}, "required"),
+    ("remove-cpu", {"cpu": 128}, "maximum"),
+    ("remove-cpu", {"cpu": 3, "force": True}, "additionalProperties"),
     ("check-openstack", {}, "required"),
     ("check-openstack", {"data-networks": ""}, "minLength"),
     ("check-openstack", {"data-networks": "altnet", "cloud": "edge"}, "additionalProperties"),
@@ -115,6 +119,7 @@ def test_given_set_cpu_when_declared_then_its_bounds_are_the_apis():
     assert {name: spec.get("default") for name, spec in params.items()} == {
         "cpu": None, "capacity-pps": 0, "queue-size": 0, "overloaded": False
     }
+    assert ACTIONS["remove-cpu"]["params"]["cpu"] == params["cpu"]
 
 
 def test_given_charm_limits_when_compared_then_they_are_the_apis():

@@ -21,7 +21,7 @@ from tests.charm.conftest import CHARMCRAFT, charm_context
 from tests.charm.real_netapp import served_netapp
 from tests.utils.callbacks import CallbackReceiver
 from tests.utils.kernel import veth_namespace, xdp_program_on
-from tests.utils.maps import pinned_instance
+from tests.utils.maps import pinned_instance, second_handle
 from tests.utils.serve import free_port
 
 VETH, PEER = "dppact0", "dppact1"
@@ -35,12 +35,13 @@ GROUP = {"id": 5, "members": [{"mac": "02:00:00:00:00:0b", "ip4": "10.0.20.11", 
 
 
 class Served:
-    """The served NetApp: its workload, the charm config it took, its namespace."""
+    """The served NetApp: its workload, the charm config it took, its namespace, its pinned instance."""
 
-    def __init__(self, workload: NetApp, config: dict[str, Any], namespace: str):
+    def __init__(self, workload: NetApp, config: dict[str, Any], namespace: str, instance: str):
         self.workload = workload
         self.config = config
         self.namespace = namespace
+        self.instance = instance
 
     @property
     def api(self) -> NetAppClient:
@@ -74,7 +75,7 @@ def served(tmp_path_factory) -> Iterator[Served]:
     root = tmp_path_factory.mktemp("machine")
     with veth_namespace("charm-act", VETH, PEER) as namespace, pinned_instance("act", namespace) as instance:
         with served_netapp(root, namespace, instance, CharmConfig(**_fields(config))) as (workload, _):
-            yield Served(workload, config, namespace)
+            yield Served(workload, config, namespace, instance)
 
 
 @pytest.fixture
@@ -95,7 +96,7 @@ def act(served, monkeypatch):
 def test_the_module_runs_every_action_of_the_charm():
     ran = {"add-intent", "list-intents", "remove-intent", "create-slice", "update-slice", "delete-slice"}
     ran |= {"set-alternatives", "get-stats", "attach", "detach", "subscribe-telemetry", "unsubscribe-telemetry"}
-    ran |= {"set-cpu", "reload-dataplane"}
+    ran |= {"set-cpu", "remove-cpu", "reload-dataplane"}
     # check-openstack calls OpenStack, not the NetApp: test_check_openstack.py runs it against the
     # recorded cloud.
     assert ran | {"check-openstack"} == set(CHARMCRAFT["actions"])
@@ -194,6 +195,25 @@ def test_given_real_netapp_when_set_cpu_then_the_steering_set_holds_it_and_a_ste
     (cpu,) = [view for view in served.get("/api/v1/dataplane/cpus") if view["cpu"] == 0]
     assert (cpu["capacity_pps"], cpu["queue_size"], cpu["overloaded"]) == (0, 0, True)
     act("set-cpu", cpu=0)
+
+
+def test_given_real_netapp_when_remove_cpu_then_the_cpu_leaves_the_set_and_the_maps(served, act):
+    act("set-cpu", cpu=0, **{"capacity-pps": 250000})
+    try:
+        done = act("remove-cpu", cpu=0)
+
+        assert done["cpu"] == "0"
+        assert [view["cpu"] for view in served.get("/api/v1/dataplane/cpus")] == []
+        handle = second_handle(served.instance)
+        try:
+            assert (handle.cpu_get(0).enabled, handle.cpu_get(0).capacity_pps) == (0, 0)
+        finally:
+            handle.close()
+        with pytest.raises(testing.ActionFailed) as refused:
+            act("remove-cpu", cpu=0)
+        assert refused.value.message == "remove-cpu: the NetApp refused: 404: CPU 0 is not in the CPU set"
+    finally:
+        act("set-cpu", cpu=0)  # as the other tests found it
 
 
 def test_given_real_netapp_when_set_cpu_beyond_the_machine_then_the_action_fails_naming_cpu(served, act):

@@ -687,15 +687,54 @@ def test_given_steer_cpus_applied_when_update_status_then_not_sent_again(ctx, ne
     assert netapp.api.calls == []
 
 
-def test_given_steer_cpus_changed_then_only_new_and_changed_cpus_put_and_a_dropped_one_logged(
-    ctx, netapp, caplog
-):
+def _deletes(netapp) -> list[int]:
+    return [args[0] for name, args in netapp.api.calls if name == "delete_cpu"]
+
+
+def test_given_steer_cpus_changed_then_a_dropped_cpu_removed_first_and_only_new_and_changed_cpus_put(ctx, netapp):
     out = ctx.run(ctx.on.config_changed(), testing.State(config=STEER))
     netapp.api.calls.clear()
-    ctx.run(ctx.on.config_changed(), dataclasses.replace(out, config={"steer-cpus": "3:600000,4"}))
+    changed = ctx.run(ctx.on.config_changed(), dataclasses.replace(out, config={"steer-cpus": "3:600000,4"}))
+    assert [name for name, _ in netapp.api.calls] == ["wait_answering", "delete_cpu", "put_cpu", "put_cpu"]
+    assert _deletes(netapp) == [2]
     assert _puts(netapp) == [{"cpu": 3, "capacity_pps": 600000}, {"cpu": 4, "capacity_pps": 0}]
-    assert "CPU 2 is no longer listed but stays in the NetApp's steering set" in caplog.text
-    assert "set-cpu cpu=2 overloaded=true" in caplog.text
+    netapp.api.calls.clear()
+    ctx.run(ctx.on.update_status(), changed)
+    assert netapp.api.calls == []  # removed once: the charm forgot it
+
+
+def test_given_a_cpu_only_set_cpu_added_when_steer_cpus_changes_then_it_stays(ctx, netapp):
+    out = ctx.run(ctx.on.config_changed(), testing.State(config=STEER))
+    ctx.run(ctx.on.action("set-cpu", params={"cpu": 7}), out)
+    netapp.api.calls.clear()
+    ctx.run(ctx.on.config_changed(), dataclasses.replace(out, config={"steer-cpus": ""}))
+    assert _deletes(netapp) == [2, 3]
+
+
+def test_given_a_dropped_cpu_not_in_the_set_any_more_then_no_error_and_forgotten(ctx, netapp):
+    out = ctx.run(ctx.on.config_changed(), testing.State(config=STEER))
+    netapp.api.absent_cpus.add(2)  # remove-cpu took it out already
+    changed = ctx.run(ctx.on.config_changed(), dataclasses.replace(out, config={"steer-cpus": "3:500000"}))
+    assert changed.unit_status == testing.ActiveStatus()
+    netapp.api.calls.clear()
+    ctx.run(ctx.on.config_changed(), dataclasses.replace(changed, config={"steer-cpus": ""}))
+    assert _deletes(netapp) == [3]
+
+
+def test_given_netapp_refuses_to_remove_a_cpu_then_blocked_naming_it_and_retried(ctx, netapp):
+    out = ctx.run(ctx.on.config_changed(), testing.State(config=STEER))
+    netapp.api.fail_with = ApiError(503, "the data plane refused the change: dpp_cpu_disable(cpu 2): EIO")
+    blocked = ctx.run(ctx.on.config_changed(), dataclasses.replace(out, config={"steer-cpus": "4"}))
+    assert blocked.unit_status == testing.BlockedStatus(
+        "steer-cpus: the NetApp refused to remove CPU 2: 503: the data plane refused the change: "
+        "dpp_cpu_disable(cpu 2): EIO"
+    )
+    assert _puts(netapp)[-1] != {"cpu": 4, "capacity_pps": 0}, "nothing put after a refused removal"
+    netapp.api.fail_with = None
+    netapp.api.calls.clear()
+    again = ctx.run(ctx.on.update_status(), blocked)
+    assert (_deletes(netapp), _puts(netapp)) == ([2, 3], [{"cpu": 4, "capacity_pps": 0}])
+    assert again.unit_status == testing.ActiveStatus()
 
 
 def test_given_netapp_refuses_a_cpu_when_config_changed_then_blocked_naming_option_and_retried(ctx, netapp):
@@ -763,6 +802,7 @@ GOOD = [
         {"cpu": "3"},
     ),
     ("set-cpu", {"cpu": 0}, ("put_cpu", ({"cpu": 0, "capacity_pps": 0, "queue_size": 0, "overloaded": False},)), {}),
+    ("remove-cpu", {"cpu": 3}, ("delete_cpu", (3,)), {"cpu": "3"}),
     ("reload-dataplane", {}, ("reload_dataplane", ()), {"count": "1", "program-id": "8"}),
 ]
 
@@ -837,6 +877,8 @@ BAD = [
     ("set-cpu", {"cpu": 128}, "cpu"),
     ("set-cpu", {"cpu": 1, "capacity-pps": -1}, "capacity-pps"),
     ("set-cpu", {"cpu": 1, "queue-size": 16385}, "queue-size"),
+    ("remove-cpu", {}, "cpu"),
+    ("remove-cpu", {"cpu": 128}, "cpu"),
 ]
 
 
@@ -864,6 +906,12 @@ def test_given_api_refuses_when_action_then_fails_with_its_reason(ctx, netapp):
         testing.ActionFailed, match="add-intent: the NetApp refused: 409: intent 'video' exists"
     ):
         ctx.run(ctx.on.action("add-intent", params={"intent": json.dumps(INTENT)}), testing.State())
+
+
+def test_given_a_cpu_not_in_the_set_when_remove_cpu_then_fails_with_the_netapps_404(ctx, netapp):
+    netapp.api.absent_cpus.add(3)
+    with pytest.raises(testing.ActionFailed, match="remove-cpu: the NetApp refused: 404: CPU 3 is not in the CPU set"):
+        ctx.run(ctx.on.action("remove-cpu", params={"cpu": 3}), testing.State())
 
 
 def test_given_service_down_when_action_then_fails(ctx, netapp):

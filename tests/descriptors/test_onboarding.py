@@ -32,6 +32,7 @@ DAY2_PRIMITIVES = {
     "subscribe-telemetry": {"callback-uri": "STRING", "measurements": "STRING", "period": "INTEGER"},
     "unsubscribe-telemetry": {"subscription-id": "STRING"},
     "set-cpu": {"cpu": "INTEGER", "capacity-pps": "INTEGER", "queue-size": "INTEGER", "overloaded": "BOOLEAN"},
+    "remove-cpu": {"cpu": "INTEGER"},
     "check-openstack": {"server": "STRING", "data-networks": "STRING"},
     "reload-dataplane": {},
 }

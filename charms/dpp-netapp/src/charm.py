@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any, Callable, Optional, cast
+from typing import Any, Callable, Collection, Optional, cast
 
 import ops
 from pydantic import ValidationError
@@ -140,6 +140,12 @@ def _set_cpu(client: NetAppClient, params: dict[str, Any]) -> dict[str, Any]:
     return _result(client.put_cpu(spec), cpu=spec["cpu"])
 
 
+def _remove_cpu(client: NetAppClient, params: dict[str, Any]) -> dict[str, Any]:
+    cpu = p.integer(params, "cpu", 0, MAX_CPUS - 1)
+    client.delete_cpu(cpu)
+    return _result(None, cpu=cpu)
+
+
 def _reload(client: NetAppClient, params: dict[str, Any]) -> dict[str, Any]:
     reloaded = client.reload_dataplane()
     return _result(
@@ -163,6 +169,7 @@ ACTIONS: dict[str, ActionHandler] = {
     "subscribe-telemetry": _subscribe,
     "unsubscribe-telemetry": _unsubscribe,
     "set-cpu": _set_cpu,
+    "remove-cpu": _remove_cpu,
     "reload-dataplane": _reload,
 }
 
@@ -177,7 +184,8 @@ class DppNetappCharm(ops.CharmBase):
     # applied_api: where the running NetApp's API listens (JSON of the last config it took), so
     # read-only actions keep working while a new config is invalid.
     # steer_cpus: the steer-cpus entries the NetApp took ({"cpu": capacity_pps}, JSON): only new
-    # or changed entries are sent, so that set-cpu's changes to the others stay.
+    # or changed entries are sent, so that set-cpu's changes to the others stay, and only these
+    # CPUs are removed when dropped from the option (those set-cpu added stay).
     # workload_error, alt_error, steer_error: why the unit is blocked, kept until the step that
     # failed succeeds, so that the status does not flip back to active on an event that does not
     # retry that step.
@@ -331,30 +339,27 @@ class DppNetappCharm(ops.CharmBase):
     # --- steer-cpus: the steering set on day 1 -------------------------------------------------
 
     def _apply_steer_cpus(self, config: CharmConfig) -> None:
-        """PUT each steer-cpus entry the NetApp has not taken yet; retried on the next event when
-        the API does not answer. A CPU dropped from the option stays in the set: the API has no
-        way to take one out (logged, with what to do instead)."""
+        """Remove each CPU the option put and no longer lists, then PUT each steer-cpus entry the
+        NetApp has not taken yet; retried on the next event when the API does not answer."""
         applied = {int(cpu): capacity for cpu, capacity in json.loads(self._stored.steer_cpus).items()}
-        for cpu in sorted(set(applied) - set(config.steer_cpus)):
-            logger.warning(
-                "steer-cpus: CPU %d is no longer listed but stays in the NetApp's steering set (the API "
-                "cannot remove a CPU); set-cpu cpu=%d overloaded=true stops steering to it",
-                cpu,
-                cpu,
-            )
+        dropped = set(applied) - set(config.steer_cpus)
         pending = {cpu: capacity for cpu, capacity in config.steer_cpus.items() if applied.get(cpu) != capacity}
-        kept = {cpu: capacity for cpu, capacity in applied.items() if cpu in config.steer_cpus}
-        if not pending:
-            self._stored.steer_cpus, self._stored.steer_error = json.dumps(kept), ""
+        if not pending and not dropped:
+            self._stored.steer_error = ""
             return
+        kept = dict(applied)
         try:
-            put_steer_cpus(self.workload.client(config), pending, kept)
+            put_steer_cpus(self.workload.client(config), pending, kept, dropped)
         except ApiError as exc:
             if exc.status is None:
                 logger.warning("steer-cpus: %s; trying again on the next event", exc)
             else:
-                refused = min(set(pending) - set(kept))
-                self._stored.steer_error = f"steer-cpus: the NetApp refused CPU {refused}: {exc}"
+                not_removed = dropped & set(kept)  # put_steer_cpus removes these first
+                if not_removed:
+                    refused = f"refused to remove CPU {min(not_removed)}"
+                else:
+                    refused = f"refused CPU {min(cpu for cpu in pending if kept.get(cpu) != pending[cpu])}"
+                self._stored.steer_error = f"steer-cpus: the NetApp {refused}: {exc}"
                 logger.error("%s", self._stored.steer_error)
             return
         finally:
@@ -610,10 +615,16 @@ def _replace_group(client: NetAppClient, applied: Optional[dict[str, Any]], grou
         client.put_alternative(group)
 
 
-def put_steer_cpus(client: NetAppClient, pending: dict[int, int], kept: dict[int, int]) -> None:
-    """Once the API answers, PUT each pending steer-cpus entry (CPU -> capacity_pps) in CPU order,
-    adding it to `kept` when the NetApp has taken it; the first ApiError stops the run."""
+def put_steer_cpus(
+    client: NetAppClient, pending: dict[int, int], kept: dict[int, int], dropped: Collection[int] = ()
+) -> None:
+    """Once the API answers, DELETE each dropped CPU (one not in the set already: fine) and drop it
+    from `kept`, then PUT each pending steer-cpus entry (CPU -> capacity_pps), adding it to `kept`
+    when the NetApp has taken it; both in CPU order, the first ApiError stops the run."""
     client.wait_answering(API_WAIT_S)
+    for cpu in sorted(dropped):
+        client.delete_cpu(cpu, missing_ok=True)
+        kept.pop(cpu, None)
     for cpu, capacity in sorted(pending.items()):
         client.put_cpu({"cpu": cpu, "capacity_pps": capacity})
         kept[cpu] = capacity

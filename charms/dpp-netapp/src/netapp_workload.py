@@ -482,6 +482,15 @@ class NetAppClient:
         """PUT /api/v1/dataplane/cpus/{cpu}: add the CPU to the steering set or change it."""
         return self.request("PUT", f"/api/v1/dataplane/cpus/{int(spec['cpu'])}", spec)
 
+    def delete_cpu(self, cpu: int, missing_ok: bool = False) -> None:
+        """DELETE /api/v1/dataplane/cpus/{cpu}: take the CPU out of the steering set; with
+        `missing_ok`, a CPU that is not in it is no error."""
+        try:
+            self.request("DELETE", f"/api/v1/dataplane/cpus/{int(cpu)}")
+        except ApiError as exc:
+            if not (missing_ok and exc.status == 404):
+                raise
+
     def wait_answering(self, timeout: float) -> None:
         """Return once GET /healthz answers (a service just started binds its port after a while);
         the last ApiError when it has not within `timeout` seconds."""
