@@ -25,8 +25,10 @@ from ctypes import (
     Structure,
     byref,
     c_bool,
+    c_char,
     c_char_p,
     c_int,
+    c_int32,
     c_size_t,
     c_uint8,
     c_uint16,
@@ -191,6 +193,13 @@ class XdpMode(enum.IntEnum):
     OFFLOAD = 2
 
 
+@_c_enum("dpp_prog", "DPP_PROG_", has_max=True)
+class Prog(enum.IntEnum):
+    """Slots of dpp_progs: the programs the XDP entry tail-calls."""
+
+    TRACE = 0
+
+
 @_c_enum("dpp_log_level", "DPP_LOG_")
 class LogLevel(enum.IntEnum):
     """libdpp.h (not in the BPF object's BTF)."""
@@ -203,9 +212,10 @@ class LogLevel(enum.IntEnum):
 ACTION_MAX = len(Action)
 VERDICT_MAX = len(Verdict)
 REASON_MAX = len(Reason)
+PROG_MAX = len(Prog)
 
 # Enums of dpp_consts.h, which the BPF object's BTF carries.
-ABI_ENUMS = (Action, Verdict, Reason, Overlay, RuleFlag, KeyFlag, XdpMode)
+ABI_ENUMS = (Action, Verdict, Reason, Overlay, RuleFlag, KeyFlag, XdpMode, Prog)
 
 
 # --- dpp_structs.h -------------------------------------------------------------------------------
@@ -388,7 +398,13 @@ class TestResult(Structure):
     _fields_ = [("verdict", c_uint32), ("duration_ns", c_uint32), ("trace", Trace)]
 
 
-LIBDPP_STRUCTS = (OpenOpts, UpgradeOpts, TestResult)
+class ProgDesc(Structure):
+    C_NAME = "dpp_prog_desc"
+    _fields_ = [("name", c_char * 64), ("id", c_uint32), ("kind", c_uint32), ("slot", c_int32), ("fd", c_int)]
+
+
+LIBDPP_STRUCTS = (OpenOpts, UpgradeOpts, TestResult, ProgDesc)
+PROG_KINDS = ("xdp", "tail")  # enum dpp_prog_kind
 
 
 @dataclass(frozen=True)
@@ -424,6 +440,10 @@ MAPS: Mapping[str, MapSpec] = {
     "dpp_cpu_stats": MapSpec(c_uint32, Counter, "DPP_MAX_CPUS", per_cpu=True),
     "dpp_trace": MapSpec(c_uint32, Trace, 1),
     "dpp_filters": MapSpec(c_uint32, None, MAX_FILTERS * FILTER_WORDS),
+    # The tail-call slots (a program's id when read), and what the entry hands to their programs.
+    "dpp_progs": MapSpec(c_uint32, None, PROG_MAX),
+    "dpp_handover": MapSpec(c_uint32, Trace, 1, per_cpu=True),
+    "dpp_prog_stats": MapSpec(c_uint32, Counter, PROG_MAX, per_cpu=True),
 }
 
 LOG_FN = CFUNCTYPE(None, c_int, c_char_p, c_void_p)
@@ -439,6 +459,7 @@ PROTOTYPES: Mapping[str, tuple[Any, list[Any]]] = {
     "dpp_prog_fd": (c_int, [c_void_p]),
     "dpp_map_fd": (c_int, [c_void_p, c_char_p]),
     "dpp_upgrade": (c_int, [c_void_p, POINTER(UpgradeOpts)]),
+    "dpp_programs": (c_int, [c_void_p, POINTER(ProgDesc), c_int]),
     "dpp_attach": (c_int, [c_void_p, c_int, c_int]),
     "dpp_detach": (c_int, [c_void_p, c_int]),
     "dpp_attached": (c_int, [c_void_p, POINTER(c_int), c_int]),
@@ -699,6 +720,23 @@ class DppHandle:
     def prog_id(self) -> int:
         """The kernel's id of the loaded program (what `bpftool prog show id` takes)."""
         return int(fdinfo(self.prog_fd())["prog_id"])
+
+    def programs(self) -> list[dict[str, Any]]:
+        """The instance's programs, the XDP entry first: name, kernel id, kind ("xdp": the links run
+        it, "tail": the entry tail-calls it) and slot of dpp_progs (a Prog name, or None)."""
+        count = check(self.lib.dpp_programs(self._handle, None, 0), "dpp_programs")
+        found = (ProgDesc * count)()
+        count = check(self.lib.dpp_programs(self._handle, found, count), "dpp_programs")
+        slot_names = {slot.value: slot.name.lower() for slot in Prog}  # a newer object's: a number
+        return [
+            {
+                "name": desc.name.decode(),
+                "id": desc.id,
+                "kind": PROG_KINDS[desc.kind],
+                "slot": None if desc.slot < 0 else slot_names.get(desc.slot, str(desc.slot)),
+            }
+            for desc in found[: min(count, len(found))]
+        ]
 
     def map_info(self, name: str) -> dict[str, int]:
         """A map's kernel id and max_entries."""
