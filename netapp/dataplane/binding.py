@@ -25,10 +25,8 @@ from ctypes import (
     Structure,
     byref,
     c_bool,
-    c_char,
     c_char_p,
     c_int,
-    c_int32,
     c_size_t,
     c_uint8,
     c_uint16,
@@ -194,9 +192,7 @@ class XdpMode(enum.IntEnum):
 
 
 @_c_enum("dpp_prog", "DPP_PROG_", has_max=True)
-class Prog(enum.IntEnum):
-    """Slots of dpp_progs: the programs the XDP entry tail-calls."""
-
+class Prog(enum.IntEnum):  # slots of dpp_progs: the programs the XDP entry tail-calls
     TRACE = 0
 
 
@@ -212,7 +208,6 @@ class LogLevel(enum.IntEnum):
 ACTION_MAX = len(Action)
 VERDICT_MAX = len(Verdict)
 REASON_MAX = len(Reason)
-PROG_MAX = len(Prog)
 
 # Enums of dpp_consts.h, which the BPF object's BTF carries.
 ABI_ENUMS = (Action, Verdict, Reason, Overlay, RuleFlag, KeyFlag, XdpMode, Prog)
@@ -400,11 +395,10 @@ class TestResult(Structure):
 
 class ProgDesc(Structure):
     C_NAME = "dpp_prog_desc"
-    _fields_ = [("name", c_char * 64), ("id", c_uint32), ("kind", c_uint32), ("slot", c_int32), ("fd", c_int)]
+    _fields_ = [("name", c_uint8 * 64), ("id", c_uint32), ("kind", c_uint32), ("slot", c_int), ("fd", c_int)]
 
 
 LIBDPP_STRUCTS = (OpenOpts, UpgradeOpts, TestResult, ProgDesc)
-PROG_KINDS = ("xdp", "tail")  # enum dpp_prog_kind
 
 
 @dataclass(frozen=True)
@@ -440,10 +434,9 @@ MAPS: Mapping[str, MapSpec] = {
     "dpp_cpu_stats": MapSpec(c_uint32, Counter, "DPP_MAX_CPUS", per_cpu=True),
     "dpp_trace": MapSpec(c_uint32, Trace, 1),
     "dpp_filters": MapSpec(c_uint32, None, MAX_FILTERS * FILTER_WORDS),
-    # The tail-call slots (a program's id when read), and what the entry hands to their programs.
-    "dpp_progs": MapSpec(c_uint32, None, PROG_MAX),
+    "dpp_progs": MapSpec(c_uint32, None, len(Prog)),  # tail-call slots: a program's id when read
     "dpp_handover": MapSpec(c_uint32, Trace, 1, per_cpu=True),
-    "dpp_prog_stats": MapSpec(c_uint32, Counter, PROG_MAX, per_cpu=True),
+    "dpp_prog_stats": MapSpec(c_uint32, Counter, len(Prog), per_cpu=True),
 }
 
 LOG_FN = CFUNCTYPE(None, c_int, c_char_p, c_void_p)
@@ -722,20 +715,19 @@ class DppHandle:
         return int(fdinfo(self.prog_fd())["prog_id"])
 
     def programs(self) -> list[dict[str, Any]]:
-        """The instance's programs, the XDP entry first: name, kernel id, kind ("xdp": the links run
-        it, "tail": the entry tail-calls it) and slot of dpp_progs (a Prog name, or None)."""
-        count = check(self.lib.dpp_programs(self._handle, None, 0), "dpp_programs")
-        found = (ProgDesc * count)()
-        count = check(self.lib.dpp_programs(self._handle, found, count), "dpp_programs")
-        slot_names = {slot.value: slot.name.lower() for slot in Prog}  # a newer object's: a number
+        """The XDP entry, then the programs it tail-calls: name, id, kind and dpp_progs slot."""
+        found = (ProgDesc * check(self.lib.dpp_programs(self._handle, None, 0), "dpp_programs"))()
+        check(self.lib.dpp_programs(self._handle, found, len(found)), "dpp_programs")
+        slots = {slot.value: slot.name.lower() for slot in Prog}  # a newer object's: its number
+        kinds = ("xdp", "tail")  # enum dpp_prog_kind
         return [
             {
-                "name": desc.name.decode(),
-                "id": desc.id,
-                "kind": PROG_KINDS[desc.kind],
-                "slot": None if desc.slot < 0 else slot_names.get(desc.slot, str(desc.slot)),
+                "name": bytes(p.name).rstrip(b"\0").decode(),
+                "id": p.id,
+                "kind": kinds[p.kind],
+                "slot": None if p.slot < 0 else slots.get(p.slot, str(p.slot)),
             }
-            for desc in found[: min(count, len(found))]
+            for p in found
         ]
 
     def map_info(self, name: str) -> dict[str, int]:

@@ -821,9 +821,8 @@ class Dataplane:
     # --- status ------------------------------------------------------------------------------
 
     def status(self) -> dict[str, Any]:
-        """Program id, every program of the instance (the XDP entry, then what it tail-calls), each
-        map's id and size, and the fill of the maps whose entries the facade tracks (None where it
-        does not: arrays indexed by CPU or slot are always full)."""
+        """Program ids (the entry's, every program's), each map's id and size, and the fill of the
+        maps the facade tracks (None where it does not: arrays by CPU or slot are always full)."""
         entries = {
             "dpp_rules": len(self._installed),
             "dpp_alt_groups": len(self._alt_groups),
