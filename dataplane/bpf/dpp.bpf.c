@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* The DPP pipeline's XDP entry: parse, classify, act, count. The protocol parsers live in proto/,
  * the parse stages, the N3 fast path, the classifier and the action dispatch in core/, the actions
- * in nf/ (one folder per network function); this file only wires them together. */
+ * in nf/ (one folder per network function); this file only wires them together. The programs the
+ * entry tail-calls (dpp_progs) come with the headers that hand packets to them (core/trace.h). */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 #include "core/maps.h"
@@ -10,6 +11,7 @@
 #include "core/classify.h"
 #include "core/act.h"
 #include "core/counters.h"
+#include "core/trace.h"
 
 /* Load-time knob (skeleton rodata): record every packet's outcome in dpp_trace. */
 const volatile __u8 cfg_trace = 0;
@@ -24,6 +26,7 @@ const volatile struct {
 	enum dpp_rule_flags rule_flags;
 	enum dpp_key_flags key_flags;
 	enum dpp_xdp_mode xdp_mode;
+	enum dpp_prog prog;
 } dpp_abi_enums;
 
 /* The N3 fast path when the packet has its layout, else the staged parser from the first byte.
@@ -34,26 +37,6 @@ static __always_inline int parse_packet(struct xdp_md *ctx, struct dpp_parse *p,
 	if (*fast)
 		return 0;
 	return parse_staged(ctx, p);
-}
-
-static __always_inline void record_trace(const struct dpp_flow_key *key, const struct dpp_rule *rule,
-					 const struct dpp_outcome *o, int verdict, bool fast)
-{
-	__u32 zero = 0;
-	struct dpp_trace *t = bpf_map_lookup_elem(&dpp_trace, &zero);
-
-	if (!t)
-		return;
-	t->verdict = verdict;
-	t->action = o->action;
-	t->slot = rule ? rule->slot : DPP_NONE;
-	t->cpu = o->cpu;
-	t->reason = o->reason;
-	t->alt_group = o->alt_group;
-	t->alt_member = o->alt_member;
-	t->egress_ifindex = o->egress_ifindex;
-	t->key = *key;
-	t->fast_path = fast;
 }
 
 /* Parser reasons that are not faults: the packet goes to the kernel, whatever the default. */
@@ -99,7 +82,7 @@ int dpp_xdp(struct xdp_md *ctx)
 	if (o.reason)
 		count(&dpp_reasons, o.reason, bytes);
 	if (cfg_trace)
-		record_trace(&p.key, rule, &o, verdict, fast);
+		trace_hand_over(ctx, &p.key, rule, &o, verdict, fast);
 	return verdict;
 }
 

@@ -62,6 +62,10 @@ static const char *const dpp_mode_names[] = {
 	[DPP_XDP_MODE_OFFLOAD] = "offload",
 };
 
+static const char *const dpp_prog_names[DPP_PROG_MAX] = {
+	[DPP_PROG_TRACE] = "trace",
+};
+
 /* Bit i of struct dpp_flow_key.flags (enum dpp_key_flags). */
 static const char *const dpp_key_flag_names[] = {
 	"gtp",

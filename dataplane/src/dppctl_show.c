@@ -13,6 +13,7 @@
 #include "dpp_names.h"
 
 #define DPPCTL_MAX_IFS 64
+#define DPPCTL_MAX_PROGS 16
 
 static const char *ifname_of(int ifindex, char buf[IF_NAMESIZE])
 {
@@ -31,16 +32,24 @@ static int count_rule(const struct dpp_flow_key *key, const struct dpp_rule *rul
 	return 0;
 }
 
-static int print_program(struct ctl *c)
+/* Every program of the instance, the XDP entry first. */
+static int print_programs(struct ctl *c)
 {
-	struct bpf_prog_info info = {};
-	__u32 len = sizeof(info);
-	int err;
+	struct dpp_prog_desc progs[DPPCTL_MAX_PROGS];
+	int n, i;
 
-	err = bpf_obj_get_info_by_fd(dpp_prog_fd(c->d), &info, &len);
-	if (err)
-		return fail(err, "read program info");
-	printf("program    id %u, %s\n", info.id, info.name);
+	n = dpp_programs(c->d, progs, DPPCTL_MAX_PROGS);
+	if (n < 0)
+		return fail(n, "list programs");
+	for (i = 0; i < n && i < DPPCTL_MAX_PROGS; i++) {
+		printf("%s id %u, %s", i ? "          " : "program   ", progs[i].id, progs[i].name);
+		if (progs[i].kind == DPP_PROG_KIND_XDP)
+			printf(" (XDP entry)\n");
+		else if (progs[i].slot >= 0)
+			printf(" (tail call, slot %s)\n", DPP_NAME(dpp_prog_names, progs[i].slot));
+		else
+			printf(" (in no slot)\n");
+	}
 	return 0;
 }
 
@@ -151,7 +160,7 @@ int cmd_status(struct ctl *c, int argc, char **argv)
 	if (rc)
 		return rc;
 	printf("instance   %s (%s)\n", c->instance, dpp_reused(c->d) ? "reused" : "loaded");
-	rc = print_program(c);
+	rc = print_programs(c);
 	if (!rc)
 		rc = print_attached(c);
 	if (!rc)

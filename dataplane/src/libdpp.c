@@ -3,7 +3,6 @@
  * it with XDP links and drives its maps. Returns 0 or a negative errno; never prints. This file
  * opens and closes an instance; libdpp_internal.h lists the others. */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,7 +68,7 @@ static int handle_alloc(struct dpp **out)
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return -ENOMEM;
-	d->prog_fd = -1;
+	d->retired_slots_fd = -1;
 	d->ncpus = ncpus;
 	*out = d;
 	return 0;
@@ -184,10 +183,9 @@ static int instance_load(struct dpp *d, const struct dpp_open_opts *o)
 		pr_warn("load BPF object: %s", strerror(-err));
 		return err;
 	}
-	d->prog_fd = fcntl(bpf_program__fd(d->skel->progs.dpp_xdp), F_DUPFD_CLOEXEC, 0);
-	if (d->prog_fd < 0)
-		return -errno;
-	err = maps_collect_loaded(d);
+	err = progs_collect_loaded(&d->progs, d->skel->obj, bpf_map__fd(d->skel->maps.dpp_progs));
+	if (!err)
+		err = maps_collect_loaded(d);
 	if (!err)
 		err = maps_check(d);
 	if (!err)
@@ -197,38 +195,16 @@ static int instance_load(struct dpp *d, const struct dpp_open_opts *o)
 	return err;
 }
 
-static int prog_check_xdp(int fd)
-{
-	struct bpf_prog_info info = {};
-	__u32 len = sizeof(info);
-	int err;
-
-	err = bpf_obj_get_info_by_fd(fd, &info, &len);
-	if (err)
-		return err;
-	if (info.type != BPF_PROG_TYPE_XDP) {
-		pr_warn("pinned program is type %u, not XDP", info.type);
-		return -EPROTO;
-	}
-	return 0;
-}
-
 static int instance_reopen(struct dpp *d, const char *prog_path)
 {
 	int err;
 
 	d->reused = true;
-	d->prog_fd = bpf_obj_get(prog_path);
-	if (d->prog_fd < 0) {
-		err = d->prog_fd;
-		pr_warn("open pinned program %s: %s", prog_path, strerror(-err));
-		return err;
-	}
-	err = prog_check_xdp(d->prog_fd);
-	if (!err)
-		err = maps_collect_pinned(d);
+	err = maps_collect_pinned(d);
 	if (!err)
 		err = maps_check(d);
+	if (!err)
+		err = progs_collect_pinned(d, prog_path);
 	if (!err)
 		err = links_scan(d);
 	if (!err)
@@ -284,8 +260,9 @@ void dpp_close(struct dpp *d)
 		close(d->links[i].fd);
 	for (i = 0; i < d->nr_maps; i++)
 		close(d->maps[i].fd);
-	if (d->prog_fd >= 0)
-		close(d->prog_fd);
+	progs_close(&d->progs);
+	if (d->retired_slots_fd >= 0)
+		close(d->retired_slots_fd);
 	filters_close(d->filters);
 	dpp_bpf__destroy(d->skel);
 	free(d->links);
@@ -314,7 +291,7 @@ int dpp_reused(const struct dpp *d)
 
 int dpp_prog_fd(const struct dpp *d)
 {
-	return d ? d->prog_fd : -EINVAL;
+	return d ? entry_fd(d) : -EINVAL;
 }
 
 int dpp_map_fd(const struct dpp *d, const char *name)

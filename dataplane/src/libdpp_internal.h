@@ -2,6 +2,7 @@
 /* libdpp internal: the handle, the ids and specs of the maps libdpp uses, logging, and what the
  * modules share. One module per concern:
  *   libdpp.c  open, close and unpin an instance     pins.c     bpffs and the instance's pins
+ *   progs.c   the instance's programs
  *   maps.c    the instance's maps, checked at open  batch.c    batched map writes
  *   links.c   attach and detach (XDP links)         rules.c    rules
  *   shapes.c  shapes, config and shape filters      cpus.c     the CPU set
@@ -18,6 +19,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <linux/bpf.h>
+#include <bpf/libbpf.h>
 
 #include "dpp/libdpp.h"
 #include "filters.h"
@@ -25,6 +27,7 @@
 #define DPP_INSTANCE_NAME_MAX 32
 #define DPP_MAP_NAME_MAX 64
 #define DPP_MAPS_MAX 32
+#define DPP_PROGS_MAX 16
 /* Elements per batch syscall: bounds the kernel's time under one call and our buffer sizes. */
 #define DPP_BATCH_CHUNK 8192
 
@@ -76,6 +79,12 @@ struct dpp_map_ref {
 	__u32 max_entries;
 };
 
+/* The instance's programs: [0] is the XDP entry, the others the programs it tail-calls. */
+struct dpp_prog_table {
+	int nr;
+	struct dpp_prog_desc progs[DPP_PROGS_MAX]; /* fds owned */
+};
+
 struct dpp_link_ref {
 	int ifindex;
 	int fd; /* owned */
@@ -83,7 +92,8 @@ struct dpp_link_ref {
 
 struct dpp {
 	struct dpp_bpf *skel; /* the loaded object; NULL when reopened from pins */
-	int prog_fd;	       /* owned: a dup when loaded, so both paths close the same way */
+	struct dpp_prog_table progs; /* fds owned: dups when loaded, so both paths close alike */
+	int retired_slots_fd; /* the dpp_progs an upgrade replaced, for frames still in it; or -1 */
 	bool reused;
 	char instance[DPP_INSTANCE_NAME_MAX + 1]; /* "" when anonymous */
 	char pin_dir[PATH_MAX];			   /* "" when nothing is (or stays) pinned */
@@ -117,8 +127,23 @@ int pin_path(const struct dpp *d, char *buf, size_t sz, const char *sub, const c
 int unlink_quiet(const char *path);
 int instance_pinned(struct dpp *d, char *prog_path, size_t sz);
 int pins_create(struct dpp *d);
+int pin_dir_make(const struct dpp *d, const char *sub);
+int pins_unstage(const struct dpp *d);
 int pins_clear(struct dpp *d);
 void pin_dirs_remove(struct dpp *d);
+
+/* progs.c */
+#define DPP_ENTRY_PROG "dpp_xdp"
+#define DPP_SLOTS_MAP "dpp_progs"
+int progs_collect_loaded(struct dpp_prog_table *t, struct bpf_object *obj, int slots_fd);
+int progs_collect_pinned(struct dpp *d, const char *entry_path);
+int progs_pin(const struct dpp *d, const struct dpp_prog_table *t, const char *sub);
+void progs_close(struct dpp_prog_table *t);
+
+static inline int entry_fd(const struct dpp *d)
+{
+	return d->progs.nr ? d->progs.progs[0].fd : -1;
+}
 
 /* maps.c */
 int map_add(struct dpp *d, const char *name, int fd);

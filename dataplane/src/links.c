@@ -209,7 +209,7 @@ int dpp_attach(struct dpp *d, int ifindex, enum dpp_xdp_mode mode)
 	if (err)
 		return err;
 	lopts.flags = flags;
-	fd = bpf_link_create(d->prog_fd, ifindex, BPF_XDP, &lopts);
+	fd = bpf_link_create(entry_fd(d), ifindex, BPF_XDP, &lopts);
 	if (fd < 0)
 		return attach_error(fd, ifname, mode);
 	if (d->pin_dir[0]) {

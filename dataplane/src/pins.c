@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-/* An instance's pins on bpffs: <DPP_PIN_ROOT>/<instance>/ holds maps/<map>, links/<ifindex> and
- * prog, the program pin last, as the mark of a complete instance. */
+/* An instance's pins on bpffs: <DPP_PIN_ROOT>/<instance>/ holds maps/<map>, links/<ifindex>,
+ * progs/<program> (the programs the entry tail-calls) and prog (the XDP entry), the entry's pin
+ * last, as the mark of a complete instance. An upgrade pins its new objects under next/ first. */
 #include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -101,6 +102,9 @@ static int path_exists(const char *path)
 	return err;
 }
 
+/* The instance's directories below its pin directory (and next/, an upgrade's: pins_unstage). */
+static const char *const pin_dirs[] = { "maps", "links", "progs" };
+
 int pin_path(const struct dpp *d, char *buf, size_t sz, const char *sub, const char *leaf)
 {
 	if (leaf)
@@ -145,11 +149,6 @@ static int dir_clear(const char *dir)
 	return err;
 }
 
-static void rmdir_quiet(const char *path)
-{
-	if (rmdir(path) && errno != ENOENT)
-		pr_info("remove %s: %s", path, strerror(errno));
-}
 
 static int maps_pin(struct dpp *d)
 {
@@ -168,10 +167,45 @@ static int maps_pin(struct dpp *d)
 	return 0;
 }
 
-/* Undo pins_create(); also clears what a crashed load or unload left behind. */
+static void rmdir_quiet(const char *path)
+{
+	if (rmdir(path) && errno != ENOENT)
+		pr_info("remove %s: %s", path, strerror(errno));
+}
+
+/* Remove next/, where an upgrade pins the new objects before it moves them over the old ones, and
+ * whatever a failed or crashed upgrade left in it. */
+int pins_unstage(const struct dpp *d)
+{
+	static const char *const staged[] = { "next/maps", "next/progs" };
+	char path[PATH_MAX];
+	unsigned int i;
+	int err = 0, e;
+
+	for (i = 0; i < sizeof(staged) / sizeof(staged[0]); i++) {
+		e = pin_path(d, path, sizeof(path), staged[i], NULL);
+		if (!e)
+			e = dir_clear(path);
+		if (e && !err)
+			err = e;
+	}
+	e = pin_path(d, path, sizeof(path), "next/prog", NULL);
+	if (!e)
+		e = unlink_quiet(path);
+	for (i = 0; i < sizeof(staged) / sizeof(staged[0]); i++) {
+		if (!pin_path(d, path, sizeof(path), staged[i], NULL))
+			rmdir_quiet(path);
+	}
+	if (!pin_path(d, path, sizeof(path), "next", NULL))
+		rmdir_quiet(path);
+	return err ?: e;
+}
+
+/* Undo pins_create(); also clears what a crashed load, upgrade or unload left behind. */
 int pins_clear(struct dpp *d)
 {
 	char path[PATH_MAX];
+	unsigned int i;
 	int err, e;
 
 	err = pin_path(d, path, sizeof(path), "prog", NULL);
@@ -180,23 +214,38 @@ int pins_clear(struct dpp *d)
 	e = links_drop_all(d);
 	if (e && !err)
 		err = e;
-	e = pin_path(d, path, sizeof(path), "maps", NULL);
-	if (!e)
-		e = dir_clear(path);
-	if (e && !err)
-		err = e;
-	return err;
+	for (i = 0; i < sizeof(pin_dirs) / sizeof(pin_dirs[0]); i++) {
+		if (!strcmp(pin_dirs[i], "links"))
+			continue; /* links_drop_all() unpinned them */
+		e = pin_path(d, path, sizeof(path), pin_dirs[i], NULL);
+		if (!e)
+			e = dir_clear(path);
+		if (e && !err)
+			err = e;
+	}
+	e = pins_unstage(d);
+	return err ?: e;
 }
 
 void pin_dirs_remove(struct dpp *d)
 {
 	char path[PATH_MAX];
+	unsigned int i;
 
-	if (!pin_path(d, path, sizeof(path), "maps", NULL))
-		rmdir_quiet(path);
-	if (!pin_path(d, path, sizeof(path), "links", NULL))
-		rmdir_quiet(path);
+	for (i = 0; i < sizeof(pin_dirs) / sizeof(pin_dirs[0]); i++) {
+		if (!pin_path(d, path, sizeof(path), pin_dirs[i], NULL))
+			rmdir_quiet(path);
+	}
 	rmdir_quiet(d->pin_dir);
+}
+
+int pin_dir_make(const struct dpp *d, const char *sub)
+{
+	char path[PATH_MAX];
+	int err;
+
+	err = pin_path(d, path, sizeof(path), sub, NULL);
+	return err ? err : mkdir_p(path);
 }
 
 /* Maps first, program last: the program pin is what marks the instance as complete. */
@@ -213,19 +262,19 @@ int pins_create(struct dpp *d)
 	}
 	if (err)
 		return err;
-	err = pin_path(d, path, sizeof(path), "maps", NULL);
+	err = pin_dir_make(d, "maps");
 	if (!err)
-		err = mkdir_p(path);
+		err = pin_dir_make(d, "links");
 	if (!err)
-		err = pin_path(d, path, sizeof(path), "links", NULL);
-	if (!err)
-		err = mkdir_p(path);
+		err = pin_dir_make(d, "progs");
 	if (!err)
 		err = maps_pin(d);
 	if (!err)
+		err = progs_pin(d, &d->progs, "progs");
+	if (!err)
 		err = pin_path(d, path, sizeof(path), "prog", NULL);
 	if (!err) {
-		err = bpf_obj_pin(d->prog_fd, path);
+		err = bpf_obj_pin(entry_fd(d), path);
 		if (err)
 			pr_warn("pin program at %s: %s", path, strerror(-err));
 	}

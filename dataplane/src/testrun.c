@@ -34,7 +34,7 @@ int dpp_test_run(struct dpp *d, const void *pkt, __u32 len, __u32 ingress_ifinde
 	err = update_u32(d, DPP_MAP_TRACE, 0, &trace);
 	if (err)
 		return err;
-	err = bpf_prog_test_run_opts(d->prog_fd, &topts);
+	err = bpf_prog_test_run_opts(entry_fd(d), &topts);
 	if (out_len)
 		*out_len = topts.data_size_out;
 	if (err) {

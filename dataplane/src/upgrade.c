@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-/* Program upgrade: the program this library carries replaces an instance's under traffic. It
- * shares the instance's maps, each link switches over in one step, and every step is undone when
- * a later one fails. */
+/* Program upgrade: the programs this library carries replace an instance's under traffic. The new
+ * load shares the instance's maps but dpp_progs, which it fills with its own tail-call targets; its
+ * pins wait under next/; each link then switches to the new entry in one step, and every step is
+ * undone when a later one fails. Last, the staged pins move over the old ones. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -50,9 +51,18 @@ static void links_switch_back(struct dpp *d, int from_fd, int to_fd, int count)
 	d->nr_links = nr;
 }
 
+/* The new load: its skeleton, its programs and a dup of its dpp_progs. */
+struct upgrade {
+	struct dpp_bpf *skel;
+	struct dpp_prog_table progs;
+	int slots_fd;
+	bool had_slots; /* the instance has a dpp_progs (one pinned by an older build has not) */
+};
+
 /* Open the object this library carries with every map the instance has bound to it, so the new
- * program shares the running one's rules, counters and configuration. libbpf refuses to load
- * when a bound map's type, key, value or size differs from what the object declares. */
+ * programs share the running ones' rules, counters and configuration; not dpp_progs, which holds
+ * the programs of one load. libbpf refuses to load when a bound map's type, key, value or size
+ * differs from what the object declares. */
 static int upgrade_skel_open(struct dpp *d, const struct dpp_upgrade_opts *o,
 			     struct dpp_bpf **out)
 {
@@ -72,7 +82,8 @@ static int upgrade_skel_open(struct dpp *d, const struct dpp_upgrade_opts *o,
 	skel->rodata->cfg_flow_slots = d->known[DPP_MAP_FLOWS]->max_entries / d->ncpus;
 	skel->rodata->cfg_rule_slots = rule_slots(d);
 	bpf_object__for_each_map(map, skel->obj) {
-		if (bpf_map__is_internal(map) || !(m = map_find(d, bpf_map__name(map))))
+		if (bpf_map__is_internal(map) || !strcmp(bpf_map__name(map), DPP_SLOTS_MAP) ||
+		    !(m = map_find(d, bpf_map__name(map))))
 			continue;
 		err = bpf_map__reuse_fd(map, m->fd);
 		if (err) {
@@ -126,29 +137,89 @@ static int upgrade_maps_adopt(struct dpp *d, struct dpp_bpf *skel)
 	return 0;
 }
 
-/* Replace the program pin in one step: pin beside it, then rename over it (bpffs names may not
- * contain dots). */
-static int prog_repin(struct dpp *d, int prog_fd)
+/* Pin the new load's objects under next/, where they wait for the links to switch. */
+static int pins_stage(struct dpp *d, const struct upgrade *u)
 {
-	char path[PATH_MAX], next[PATH_MAX];
+	char path[PATH_MAX];
 	int err;
 
 	if (!d->pin_dir[0])
 		return 0;
-	err = pin_path(d, path, sizeof(path), "prog", NULL);
+	err = pins_unstage(d); /* what a crashed upgrade left */
 	if (!err)
-		err = pin_path(d, next, sizeof(next), "prog_next", NULL);
-	if (err)
-		return err;
-	unlink_quiet(next);
-	err = bpf_obj_pin(prog_fd, next);
-	if (!err && rename(next, path))
-		err = -errno;
+		err = pin_dir_make(d, "next/maps");
+	if (!err)
+		err = pin_dir_make(d, "next/progs");
+	if (!err)
+		err = pin_path(d, path, sizeof(path), "next/maps", DPP_SLOTS_MAP);
+	if (!err)
+		err = bpf_obj_pin(u->slots_fd, path);
+	if (!err)
+		err = progs_pin(d, &u->progs, "next/progs");
+	if (!err)
+		err = pin_path(d, path, sizeof(path), "next/prog", NULL);
+	if (!err)
+		err = bpf_obj_pin(u->progs.progs[0].fd, path);
 	if (err) {
-		pr_warn("pin the new program at %s: %s", path, strerror(-err));
-		unlink_quiet(next);
+		pr_warn("pin the new programs under %s/next: %s", d->pin_dir, strerror(-err));
+		pins_unstage(d);
 	}
 	return err;
+}
+
+/* Replace the pin <sub>/<leaf> (leaf NULL: <sub>) with next/<sub>/<leaf> in one step. */
+static int pin_move(const struct dpp *d, const char *sub, const char *leaf)
+{
+	char from[PATH_MAX], to[PATH_MAX], next_sub[PATH_MAX];
+	int err;
+
+	err = path_fmt(next_sub, sizeof(next_sub), "next/%s", sub);
+	if (!err)
+		err = pin_path(d, from, sizeof(from), next_sub, leaf);
+	if (!err)
+		err = pin_path(d, to, sizeof(to), sub, leaf);
+	if (!err && rename(from, to))
+		err = -errno;
+	if (err)
+		pr_warn("replace pin %s: %s", to, strerror(-err));
+	return err;
+}
+
+static bool prog_named(const struct dpp_prog_table *t, const char *name)
+{
+	int i;
+
+	for (i = 1; i < t->nr; i++) {
+		if (!strcmp(t->progs[i].name, name))
+			return true;
+	}
+	return false;
+}
+
+/* Move the staged pins over the instance's, the entry's last (it marks a complete instance), and
+ * drop the pins of programs the new load no longer has. */
+static int pins_commit(struct dpp *d, const struct upgrade *u)
+{
+	char path[PATH_MAX];
+	int i, err, e;
+
+	if (!d->pin_dir[0])
+		return 0;
+	err = pin_move(d, "maps", DPP_SLOTS_MAP);
+	for (i = 1; i < u->progs.nr; i++) {
+		e = pin_move(d, "progs", u->progs.progs[i].name);
+		err = err ?: e;
+	}
+	for (i = 1; i < d->progs.nr; i++) {
+		if (prog_named(&u->progs, d->progs.progs[i].name))
+			continue;
+		e = pin_path(d, path, sizeof(path), "progs", d->progs.progs[i].name);
+		err = err ?: (e ?: unlink_quiet(path));
+	}
+	e = pin_move(d, "prog", NULL);
+	err = err ?: e;
+	e = pins_unstage(d); /* next/ is empty by now: its directories go */
+	return err ?: e;
 }
 
 /* Cached flow decisions were made by the old program: have the new one classify them again. */
@@ -164,11 +235,53 @@ static int flows_invalidate(struct dpp *d)
 	return update_u32(d, DPP_MAP_CONFIG, 0, &cfg);
 }
 
+/* The new load's programs and dpp_progs, and the maps it has that the instance had not. */
+static int upgrade_load(struct dpp *d, const struct dpp_upgrade_opts *o, struct upgrade *u)
+{
+	int err;
+
+	u->had_slots = map_find(d, DPP_SLOTS_MAP) != NULL;
+	err = upgrade_skel_open(d, o, &u->skel);
+	if (!err)
+		err = progs_collect_loaded(&u->progs, u->skel->obj, bpf_map__fd(u->skel->maps.dpp_progs));
+	if (!err) {
+		u->slots_fd = fcntl(bpf_map__fd(u->skel->maps.dpp_progs), F_DUPFD_CLOEXEC, 0);
+		if (u->slots_fd < 0)
+			err = -errno;
+	}
+	if (!err)
+		err = upgrade_maps_adopt(d, u->skel);
+	return err;
+}
+
+/* The instance runs the new load: its handle takes the new programs, dpp_progs and skeleton. The
+ * previous dpp_progs stays open until the next upgrade or dpp_close: a PROG_ARRAY is emptied when
+ * its last fd and pin go, and a frame that entered the previous entry before its link switched
+ * still tail-calls through it. */
+static void upgrade_take(struct dpp *d, struct upgrade *u)
+{
+	struct dpp_map_ref *slots = map_find(d, DPP_SLOTS_MAP);
+
+	if (u->had_slots) {
+		if (d->retired_slots_fd >= 0)
+			close(d->retired_slots_fd);
+		d->retired_slots_fd = slots->fd;
+		slots->fd = u->slots_fd;
+		u->slots_fd = -1;
+	}
+	progs_close(&d->progs);
+	d->progs = u->progs;
+	u->progs.nr = 0;
+	dpp_bpf__destroy(d->skel);
+	d->skel = u->skel;
+	u->skel = NULL;
+}
+
 int dpp_upgrade(struct dpp *d, const struct dpp_upgrade_opts *opts)
 {
+	struct upgrade u = { .slots_fd = -1 };
 	struct dpp_upgrade_opts o;
-	struct dpp_bpf *skel = NULL;
-	int err, new_fd = -1, switched = 0;
+	int err, old_fd, switched = 0;
 
 	if (!d)
 		return -EINVAL;
@@ -178,36 +291,30 @@ int dpp_upgrade(struct dpp *d, const struct dpp_upgrade_opts *opts)
 	if (!err)
 		err = links_scan(d);
 	if (!err)
-		err = upgrade_skel_open(d, &o, &skel);
-	if (err)
-		return err;
-	new_fd = fcntl(bpf_program__fd(skel->progs.dpp_xdp), F_DUPFD_CLOEXEC, 0);
-	if (new_fd < 0) {
-		err = -errno;
-		goto cleanup;
-	}
-	err = upgrade_maps_adopt(d, skel);
+		err = upgrade_load(d, &o, &u);
 	if (!err)
-		err = links_switch(d, d->prog_fd, new_fd, &switched);
+		err = pins_stage(d, &u);
+	old_fd = entry_fd(d);
 	if (!err)
-		err = prog_repin(d, new_fd);
+		err = links_switch(d, old_fd, u.progs.progs[0].fd, &switched);
 	if (err) {
-		links_switch_back(d, new_fd, d->prog_fd, switched);
+		links_switch_back(d, u.progs.nr ? u.progs.progs[0].fd : -1, old_fd, switched);
 		goto cleanup;
 	}
+	if (pins_commit(d, &u))
+		pr_warn("instance '%s' runs the new programs, but some pins still name the old ones",
+			d->instance);
 	if (flows_invalidate(d))
 		pr_warn("the flow cache keeps decisions of the previous program until rules change");
-	pr_info("instance '%s': program replaced on %d interface(s)", d->instance, d->nr_links);
-	close(d->prog_fd);
-	d->prog_fd = new_fd;
-	new_fd = -1;
-	dpp_bpf__destroy(d->skel);
-	d->skel = skel;
-	skel = NULL;
+	pr_info("instance '%s': %d program(s) replaced on %d interface(s)", d->instance, u.progs.nr,
+		d->nr_links);
+	upgrade_take(d, &u);
 cleanup:
-	if (new_fd >= 0)
-		close(new_fd);
-	dpp_bpf__destroy(skel);
+	if (err && d->pin_dir[0])
+		pins_unstage(d);
+	progs_close(&u.progs);
+	if (u.slots_fd >= 0)
+		close(u.slots_fd);
+	dpp_bpf__destroy(u.skel);
 	return err;
 }
-

@@ -191,6 +191,11 @@ class XdpMode(enum.IntEnum):
     OFFLOAD = 2
 
 
+@_c_enum("dpp_prog", "DPP_PROG_", has_max=True)
+class Prog(enum.IntEnum):  # slots of dpp_progs: the programs the XDP entry tail-calls
+    TRACE = 0
+
+
 @_c_enum("dpp_log_level", "DPP_LOG_")
 class LogLevel(enum.IntEnum):
     """libdpp.h (not in the BPF object's BTF)."""
@@ -205,7 +210,7 @@ VERDICT_MAX = len(Verdict)
 REASON_MAX = len(Reason)
 
 # Enums of dpp_consts.h, which the BPF object's BTF carries.
-ABI_ENUMS = (Action, Verdict, Reason, Overlay, RuleFlag, KeyFlag, XdpMode)
+ABI_ENUMS = (Action, Verdict, Reason, Overlay, RuleFlag, KeyFlag, XdpMode, Prog)
 
 
 # --- dpp_structs.h -------------------------------------------------------------------------------
@@ -388,7 +393,12 @@ class TestResult(Structure):
     _fields_ = [("verdict", c_uint32), ("duration_ns", c_uint32), ("trace", Trace)]
 
 
-LIBDPP_STRUCTS = (OpenOpts, UpgradeOpts, TestResult)
+class ProgDesc(Structure):
+    C_NAME = "dpp_prog_desc"
+    _fields_ = [("name", c_uint8 * 64), ("id", c_uint32), ("kind", c_uint32), ("slot", c_int), ("fd", c_int)]
+
+
+LIBDPP_STRUCTS = (OpenOpts, UpgradeOpts, TestResult, ProgDesc)
 
 
 @dataclass(frozen=True)
@@ -424,6 +434,9 @@ MAPS: Mapping[str, MapSpec] = {
     "dpp_cpu_stats": MapSpec(c_uint32, Counter, "DPP_MAX_CPUS", per_cpu=True),
     "dpp_trace": MapSpec(c_uint32, Trace, 1),
     "dpp_filters": MapSpec(c_uint32, None, MAX_FILTERS * FILTER_WORDS),
+    "dpp_progs": MapSpec(c_uint32, None, len(Prog)),  # tail-call slots: a program's id when read
+    "dpp_handover": MapSpec(c_uint32, Trace, 1, per_cpu=True),
+    "dpp_prog_stats": MapSpec(c_uint32, Counter, len(Prog), per_cpu=True),
 }
 
 LOG_FN = CFUNCTYPE(None, c_int, c_char_p, c_void_p)
@@ -439,6 +452,7 @@ PROTOTYPES: Mapping[str, tuple[Any, list[Any]]] = {
     "dpp_prog_fd": (c_int, [c_void_p]),
     "dpp_map_fd": (c_int, [c_void_p, c_char_p]),
     "dpp_upgrade": (c_int, [c_void_p, POINTER(UpgradeOpts)]),
+    "dpp_programs": (c_int, [c_void_p, POINTER(ProgDesc), c_int]),
     "dpp_attach": (c_int, [c_void_p, c_int, c_int]),
     "dpp_detach": (c_int, [c_void_p, c_int]),
     "dpp_attached": (c_int, [c_void_p, POINTER(c_int), c_int]),
@@ -699,6 +713,22 @@ class DppHandle:
     def prog_id(self) -> int:
         """The kernel's id of the loaded program (what `bpftool prog show id` takes)."""
         return int(fdinfo(self.prog_fd())["prog_id"])
+
+    def programs(self) -> list[dict[str, Any]]:
+        """The XDP entry, then the programs it tail-calls: name, id, kind and dpp_progs slot."""
+        found = (ProgDesc * check(self.lib.dpp_programs(self._handle, None, 0), "dpp_programs"))()
+        check(self.lib.dpp_programs(self._handle, found, len(found)), "dpp_programs")
+        slots = {slot.value: slot.name.lower() for slot in Prog}  # a newer object's: its number
+        kinds = ("xdp", "tail")  # enum dpp_prog_kind
+        return [
+            {
+                "name": bytes(p.name).rstrip(b"\0").decode(),
+                "id": p.id,
+                "kind": kinds[p.kind],
+                "slot": None if p.slot < 0 else slots.get(p.slot, str(p.slot)),
+            }
+            for p in found
+        ]
 
     def map_info(self, name: str) -> dict[str, int]:
         """A map's kernel id and max_entries."""

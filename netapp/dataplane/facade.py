@@ -110,6 +110,7 @@ class Adapter(Protocol):
     def stats_cpus(self, count: int = MAX_CPUS) -> list[tuple[int, int]]: ...
     def test_run(self, packet: bytes, ingress_ifindex: int = 0) -> tuple[TestResult, bytes]: ...
     def prog_id(self) -> int: ...
+    def programs(self) -> list[dict[str, Any]]: ...
     def map_info(self, name: str) -> dict[str, int]: ...
 
 
@@ -820,8 +821,8 @@ class Dataplane:
     # --- status ------------------------------------------------------------------------------
 
     def status(self) -> dict[str, Any]:
-        """Program id, each map's id and size, and the fill of the maps whose entries the facade
-        tracks (None where it does not: arrays indexed by CPU or slot are always full)."""
+        """Program ids (the entry's, every program's), each map's id and size, and the fill of the
+        maps the facade tracks (None where it does not: arrays by CPU or slot are always full)."""
         entries = {
             "dpp_rules": len(self._installed),
             "dpp_alt_groups": len(self._alt_groups),
@@ -831,6 +832,7 @@ class Dataplane:
         maps = {name: {**self._dpp.map_info(name), "entries": entries.get(name)} for name in MAPS}
         return {
             "program_id": self._dpp.prog_id(),
+            "programs": self._dpp.programs(),
             "maps": maps,
             "shapes": len(self._published_shapes),
             "rules": len(self._installed),

@@ -25,6 +25,7 @@ from netapp.dataplane.binding import (
     Cpu,
     DataplaneError,
     FlowKey,
+    Prog,
     Rule,
     Shape,
     ShapeSet,
@@ -209,6 +210,20 @@ class FakeDpp:
     # ids and sizes
     def prog_id(self) -> int:
         return self.program_id
+
+    def programs(self) -> list[dict[str, Any]]:
+        """The entry, then a program per slot of dpp_progs, with made-up ids that change on upgrade."""
+        entry = {"name": "dpp_xdp", "id": self.program_id, "kind": "xdp", "slot": None}
+        tails = [
+            {
+                "name": f"dpp_xdp_{slot.name.lower()}",
+                "id": 1000 * self.program_id + slot,
+                "kind": "tail",
+                "slot": slot.name.lower(),
+            }
+            for slot in Prog
+        ]
+        return [entry, *tails]
 
     def map_info(self, name: str) -> dict[str, int]:
         """Made-up ids (1 + the map's position in MAPS); sizes from the header, rules as configured."""

@@ -129,9 +129,10 @@ def test_attach_loads_a_pinned_instance_that_status_in_another_process_reuses(ns
     assert (status.returncode, status.stderr) == (0, ""), status
     lines = status.stdout.splitlines()
     assert lines[0] == f"instance   {attached} (reused)"
-    program = re.fullmatch(r"program    id (\d+), (\S+)", lines[1])
+    program = re.fullmatch(r"program    id (\d+), dpp_xdp \(XDP entry\)", lines[1])
     assert program, lines[1]
     assert int(program.group(1)) == xdp_prog_id(ns, IFACE)
+    assert re.fullmatch(r" {11}id \d+, dpp_xdp_trace \(tail call, slot trace\)", lines[2]), lines[2]
     assert f"attached   {IFACE} (ifindex {netns.ifindex(ns, IFACE)})" in lines
     assert "rules      0 of 65536 (dpp_rules)" in lines
     assert "cpus       0: unmetered, ok" in lines

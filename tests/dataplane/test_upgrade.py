@@ -1,11 +1,15 @@
-"""Replacing the running program (libdpp's dpp_upgrade, the facade's reload, `dppctl upgrade`) on a
+"""Replacing the running programs (libdpp's dpp_upgrade, the facade's reload, `dppctl upgrade`) on a
 real veth pair: rules, counters and the attachment carry over, every frame sent while programs are
-swapped is classified by one of them, and a failed upgrade leaves the running program in place."""
+swapped is classified by one of them, and a failed upgrade leaves the running programs in place.
+The instances trace, so every frame runs two programs: the XDP entry, then dpp_xdp_trace, which the
+entry tail-calls through dpp_progs."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import shutil
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -37,11 +41,12 @@ def ns() -> Iterator[str]:
         yield name
 
 
-@pytest.fixture
-def dataplane(ns: str) -> Iterator[tuple[Dataplane, str]]:
-    """A pinned instance attached to v1, counting UDP to PORT under the intent "video"."""
+@pytest.fixture(params=[True], ids=["tail-call"])
+def dataplane(ns: str, request: pytest.FixtureRequest) -> Iterator[tuple[Dataplane, str]]:
+    """A pinned instance attached to v1, counting UDP to PORT under the intent "video"; tracing
+    (through the tail-called program) unless a test asks for the entry alone."""
     with pinned_instance("upg", netns=ns) as instance, netns.entered(ns):
-        dp = Dataplane.open(instance=instance)
+        dp = Dataplane.open(instance=instance, trace=request.param)
         try:
             dp.attach(IFACE, "native")
             document = {
@@ -83,12 +88,37 @@ def xdp_prog_id(ns: str) -> int | None:
     return int(found.group(1)) if found else None
 
 
-def pinned_prog_id(instance: str) -> int:
+def pinned_programs(instance: str) -> list[dict]:
+    """The instance's programs as another process finds them: from the pins, slots read from the
+    pinned dpp_progs."""
     handle = second_handle(instance)
     try:
-        return handle.prog_id()
+        return handle.programs()
     finally:
         handle.close()
+
+
+def pinned_prog_id(instance: str) -> int:
+    return pinned_programs(instance)[0]["id"]
+
+
+def program_ids(dp: Dataplane) -> dict[str, int]:
+    return {program["name"]: program["id"] for program in dp.status()["programs"]}
+
+
+def tail_called(instance: str) -> int:
+    """Packets the program in dpp_progs' trace slot ran on (dpp_prog_stats, summed over CPUs)."""
+    bpftool = shutil.which("bpftool")
+    if bpftool is None:
+        pytest.skip("bpftool is needed to read dpp_prog_stats")
+    pin = PIN_ROOT / instance / "maps" / "dpp_prog_stats"
+    shown = subprocess.run(
+        [bpftool, "-j", "map", "lookup", "pinned", str(pin), "key", "0", "0", "0", "0"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return sum(per_cpu["value"]["packets"] for per_cpu in json.loads(shown.stdout)["formatted"]["values"])
 
 
 def test_a_reload_swaps_the_program_and_keeps_rules_counters_and_the_link(ns, dataplane):
@@ -96,26 +126,53 @@ def test_a_reload_swaps_the_program_and_keeps_rules_counters_and_the_link(ns, da
     assert send(ns, 10) == 10
     assert video_packets(dp) == 10
     rules = dp.status()["rules"]
+    programs = program_ids(dp)
 
     before, after = dp.reload()
 
     assert before != after == dp.program_id()
     assert xdp_prog_id(ns) == after  # the interface runs the new program
     assert pinned_prog_id(instance) == after  # and another process opening the instance finds it
-    assert not (PIN_ROOT / instance / "prog_next").exists()
+    assert not (PIN_ROOT / instance / "next").exists()
     assert dp.status()["rules"] == rules
     assert video_packets(dp) == 10  # counters live in the maps, which stayed
     send(ns, 5)
     assert video_packets(dp) == 15  # the new program classifies with the same rules
     dp.test_run(frame())  # through the handle's program: the new one too
     assert video_packets(dp) == 16
+    assert tail_called(instance) == 16  # the entry tail-called the trace program for each frame
+    assert programs.keys() == program_ids(dp).keys() == {"dpp_xdp", "dpp_xdp_trace"}
 
 
-def test_every_frame_sent_while_programs_are_swapped_is_classified(ns, dataplane):
+def test_a_reload_replaces_every_program_and_its_pin_and_slot(ns, dataplane):
+    dp, instance = dataplane
+    old = dp.status()["programs"]
+    assert [(p["name"], p["kind"], p["slot"]) for p in old] == [
+        ("dpp_xdp", "xdp", None),
+        ("dpp_xdp_trace", "tail", "trace"),
+    ]
+
+    dp.reload()
+
+    new = dp.status()["programs"]
+    assert [p["name"] for p in new] == [p["name"] for p in old]
+    assert not {p["id"] for p in new} & {p["id"] for p in old}  # both programs are new
+    # Another process finds the new programs pinned, and the new tail-call target in the pinned
+    # dpp_progs' slot (a slot is only named when the array holds that program's id).
+    assert pinned_programs(instance) == new
+    assert sorted(os.listdir(PIN_ROOT / instance / "progs")) == ["dpp_xdp_trace"]
+
+
+@pytest.mark.parametrize(
+    ("dataplane", "tracing"), [(False, False), (True, True)], ids=["entry-only", "tail-call"], indirect=["dataplane"]
+)
+def test_every_frame_sent_while_programs_are_swapped_is_classified(ns, dataplane, tracing):
     """A frame arriving between two programs would reach the stack unclassified and be missing
-    from the count: the link switch must leave no such moment. Traffic flows from before the first
-    reload until after the last, however long reloads take on a loaded machine."""
-    dp, _ = dataplane
+    from the count: the link switch must leave no such moment. With the trace on, a frame meeting
+    an empty or stale dpp_progs slot would miss the tail-called program and its count. Traffic
+    flows from before the first reload until after the last, however long reloads take on a
+    loaded machine."""
+    dp, instance = dataplane
     sent: list[int] = []
     flowing, stop = threading.Event(), threading.Event()
 
@@ -134,13 +191,15 @@ def test_every_frame_sent_while_programs_are_swapped_is_classified(ns, dataplane
         stop.set()
         sender.join()
     assert video_packets(dp) == sum(sent)
+    assert tail_called(instance) == (sum(sent) if tracing else 0)
 
 
 def test_a_failed_upgrade_leaves_the_running_program_attached_and_pinned(ns, dataplane):
     dp, instance = dataplane
     running = dp.program_id()
-    blocker = PIN_ROOT / instance / "prog_next"
-    blocker.mkdir()  # where the new program's pin must go: a directory cannot be replaced
+    programs = dp.status()["programs"]
+    blocker = PIN_ROOT / instance / "next" / "prog"
+    blocker.mkdir(parents=True)  # where the new entry waits for the switch: a directory is in the way
     (blocker / "in_the_way").mkdir()
     try:
         with pytest.raises(DataplaneError):
@@ -151,6 +210,7 @@ def test_a_failed_upgrade_leaves_the_running_program_attached_and_pinned(ns, dat
     assert dp.program_id() == running
     assert xdp_prog_id(ns) == running
     assert pinned_prog_id(instance) == running
+    assert dp.status()["programs"] == pinned_programs(instance) == programs  # the tail target too
     send(ns, 3)
     assert video_packets(dp) == 3
     assert dp.reload()[1] != running  # nothing was left half done

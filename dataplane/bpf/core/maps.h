@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* The maps the pipeline core shares: rules, shapes and their filters, configuration, flow cache,
- * counters and trace. Each network function's own maps are in nf/<function>/maps.h. Names are the
+ * counters, trace, and the tail-call slots with what the entry hands over to them. Each network function's own maps are in nf/<function>/maps.h. Names are the
  * ABI libdpp opens and pins them by; rule-sized maps are resized by libdpp before load. */
 #ifndef DPP_CORE_MAPS_H
 #define DPP_CORE_MAPS_H
@@ -105,5 +105,39 @@ struct {
 	__type(key, __u32);
 	__type(value, struct dpp_trace);
 } dpp_trace SEC(".maps");
+
+/* The programs in dpp_progs' slots, defined further on (core/trace.h, ...): libbpf fills the slots
+ * when it loads the object, so the entry never meets an empty one. */
+int dpp_xdp_trace(struct xdp_md *ctx);
+
+/* enum dpp_prog -> the program the entry tail-calls for that step. Each load (dpp_open,
+ * dpp_upgrade) makes its own, filled with its own programs: a packet runs one load's programs. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, DPP_PROG_MAX);
+	__uint(key_size, sizeof(__u32)); /* a BTF key type would make the kernel refuse the map */
+	__array(values, int(struct xdp_md *));
+} dpp_progs SEC(".maps") = {
+	.values = {
+		[DPP_PROG_TRACE] = (void *)&dpp_xdp_trace,
+	},
+};
+
+/* 0 -> what the entry hands to the program it tail-calls: the packet's outcome so far (per CPU:
+ * the entry and its tail call run back to back on one CPU) */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct dpp_trace);
+} dpp_handover SEC(".maps");
+
+/* enum dpp_prog -> packets and bytes the program in that slot of dpp_progs ran on */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, DPP_PROG_MAX);
+	__type(key, __u32);
+	__type(value, struct dpp_counter);
+} dpp_prog_stats SEC(".maps");
 
 #endif /* DPP_CORE_MAPS_H */

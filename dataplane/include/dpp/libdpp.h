@@ -48,9 +48,27 @@ void dpp_close(struct dpp *d);
 int dpp_unpin(struct dpp *d);
 /* 1 when opts->instance already existed when opened (maps were reused), else 0. */
 int dpp_reused(const struct dpp *d);
+/* fd of the XDP entry, the program the links run (dpp_programs lists every program). */
 int dpp_prog_fd(const struct dpp *d);
 /* fd of a map by its name in the BPF object ("dpp_rules", ...), or -ENOENT. */
 int dpp_map_fd(const struct dpp *d, const char *name);
+
+/* What runs a program of the instance. */
+enum dpp_prog_kind {
+	DPP_PROG_KIND_XDP = 0,	/* the entry: the interfaces' XDP links run it */
+	DPP_PROG_KIND_TAIL = 1, /* tail-called by the entry through its slot of dpp_progs */
+};
+
+struct dpp_prog_desc {
+	char name[64]; /* its name in the BPF object; pinned as prog (the entry) or progs/<name> */
+	__u32 id;      /* the kernel's program id */
+	__u32 kind;    /* enum dpp_prog_kind */
+	__s32 slot;    /* its slot of dpp_progs (enum dpp_prog); -1: the entry, or in no slot */
+	int fd;	       /* the handle's: valid until dpp_close or dpp_upgrade */
+};
+
+/* The instance's programs, the entry first: fills up to max and returns how many there are. */
+int dpp_programs(const struct dpp *d, struct dpp_prog_desc *out, int max);
 
 struct dpp_upgrade_opts {
 	size_t sz;	 /* sizeof(struct dpp_upgrade_opts) */
@@ -59,12 +77,14 @@ struct dpp_upgrade_opts {
 };
 #define DPP_UPGRADE_OPTS_SZ (sizeof(struct dpp_upgrade_opts))
 
-/* Replace the instance's program with the one this library carries (a NetApp upgrade, or new
- * load-time options), keeping its maps, so rules, counters and configuration carry over. Each
- * XDP link is switched to the new program in one step (bpf_link_update), so the interfaces never
- * run without a program; the program pin is replaced last. Rule and flow table sizes stay those
- * of the running instance. When any step fails, the links are switched back and the running
- * program stays in place. opts NULL: flow cache on, trace off. */
+/* Replace the instance's programs with the ones this library carries (a NetApp upgrade, or new
+ * load-time options), keeping its maps, so rules, counters and configuration carry over. The new
+ * entry comes with its own dpp_progs, filled with the new tail-call targets when it is loaded;
+ * each XDP link is then switched to the new entry in one step (bpf_link_update), so every packet
+ * runs either the old programs or the new ones, never a mix and never none. The pins are replaced
+ * last. Rule and flow table sizes stay those of the running instance. When any step before that
+ * fails, the links are switched back and the running programs stay in place. opts NULL: flow
+ * cache on, trace off. */
 int dpp_upgrade(struct dpp *d, const struct dpp_upgrade_opts *opts);
 
 /* Attach to an interface with a bpf_link (pinned as links/<ifindex> when the instance is named).

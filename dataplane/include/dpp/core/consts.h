@@ -97,6 +97,13 @@ enum dpp_reason {
 	DPP_REASON_MAX,
 };
 
+/* enum dpp_prog: the slots of dpp_progs, the programs the XDP entry tail-calls (bpf/core/tail.h).
+ * Appended: a slot is where a program of the same object is found, and dpp_prog_stats' index. */
+enum dpp_prog {
+	DPP_PROG_TRACE = 0, /* records the packet's outcome in dpp_trace (loaded with trace on) */
+	DPP_PROG_MAX,
+};
+
 /* enum dpp_overlay: the overlay a packet arrived in (struct dpp_flow_key.overlay). */
 enum dpp_overlay {
 	DPP_OVERLAY_NONE = 0,
