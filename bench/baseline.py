@@ -30,7 +30,7 @@ from netapp.dataplane import binding
 from bench.harness import BUILD_DIR, REPO
 
 # What the benchmark hands to libdpp or gets back from it (DppHandle.open, rules_upsert,
-# shapes_publish/get, config_get/set, cpu_enable, alt_group_set, stats_*).
+# shapes_publish/get, config_get/set, cpu_enable, table_update of dpp_alt_groups, stats_*).
 CROSSING_STRUCTS = (
     binding.OpenOpts,
     binding.FlowKey,

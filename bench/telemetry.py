@@ -65,7 +65,7 @@ PROFILED_PARTS = frozenset(
     {
         ("netapp/service/counters.py", "counters"),
         ("netapp/service/counters.py", "_current_intent_table"),
-        ("netapp/dataplane/binding.py", "stats_rules_array"),
+        ("netapp/dataplane/handle.py", "stats_rules_array"),
         ("netapp/telemetry/sample.py", "rule_rows"),
         ("netapp/telemetry/collector.py", "_build"),
         ("netapp/telemetry/collector.py", "_build_table_cache"),

@@ -16,13 +16,13 @@ bool batch_unsupported(int err)
 
 /* Per element, for kernels or map types without batch ops. *done counts what was applied. */
 static int update_each(int fd, const char *keys, size_t ksz, const char *vals, size_t vsz, __u32 n,
-		       __u32 *done)
+		       __u64 flags, __u32 *done)
 {
 	__u32 i;
 	int err = 0;
 
 	for (i = 0; i < n; i++) {
-		err = bpf_map_update_elem(fd, keys + i * ksz, vals + i * vsz, BPF_ANY);
+		err = bpf_map_update_elem(fd, keys + i * ksz, vals + i * vsz, flags);
 		if (err)
 			break;
 	}
@@ -54,16 +54,16 @@ __u32 batch_progress(int err, __u32 requested, __u32 reported)
 }
 
 static int update_chunk(int fd, const char *keys, size_t ksz, const char *vals, size_t vsz,
-			__u32 n, __u32 *done)
+			__u32 n, __u64 flags, __u32 *done)
 {
-	LIBBPF_OPTS(bpf_map_batch_opts, bopts);
+	LIBBPF_OPTS(bpf_map_batch_opts, bopts, .elem_flags = flags);
 	__u32 cnt = n;
 	int err;
 
 	err = bpf_map_update_batch(fd, keys, vals, &cnt, &bopts);
 	cnt = batch_progress(err, n, cnt);
 	if (err && !cnt && batch_unsupported(err))
-		return update_each(fd, keys, ksz, vals, vsz, n, done);
+		return update_each(fd, keys, ksz, vals, vsz, n, flags, done);
 	*done = cnt;
 	return err;
 }
@@ -82,9 +82,10 @@ static int delete_chunk(int fd, const char *keys, size_t ksz, __u32 n, __u32 *do
 	return err;
 }
 
-/* vals NULL: delete keys. Applies in order, in chunks; *done is what was applied. */
+/* vals NULL: delete keys; else update them with flags (BPF_ANY, BPF_NOEXIST, BPF_EXIST). Applies
+ * in order, in chunks; *done is what was applied. */
 int batch_apply(int fd, const void *keys, size_t ksz, const void *vals, size_t vsz, __u32 n,
-		       __u32 *done)
+		__u64 flags, __u32 *done)
 {
 	const char *k = keys, *v = vals;
 	__u32 off = 0, cnt, got;
@@ -94,7 +95,8 @@ int batch_apply(int fd, const void *keys, size_t ksz, const void *vals, size_t v
 		cnt = n - off < DPP_BATCH_CHUNK ? n - off : DPP_BATCH_CHUNK;
 		got = 0;
 		if (vals)
-			err = update_chunk(fd, k + off * ksz, ksz, v + off * vsz, vsz, cnt, &got);
+			err = update_chunk(fd, k + off * ksz, ksz, v + off * vsz, vsz, cnt, flags,
+					   &got);
 		else
 			err = delete_chunk(fd, k + off * ksz, ksz, cnt, &got);
 		off += got;

@@ -6,10 +6,11 @@
  *   maps.c    the instance's maps, checked at open  batch.c    batched map writes
  *   links.c   attach and detach (XDP links)         rules.c    rules
  *   shapes.c  shapes, config and shape filters      cpus.c     the CPU set
- *   ports.c   ports and alternative groups          stats.c    counters
+ *   tables.c  plain maps by name (generic tables)   stats.c    counters
  *   testrun.c BPF_PROG_TEST_RUN                     upgrade.c  program upgrade
  *   log.c     messages                              filters.c  the shape filters' bits (filters.h)
- * A module that uses maps declares their specs (a `<module>_maps` list) and maps.c checks them.
+ * A module that uses maps declares their specs (a `<module>_maps` list) and maps.c checks them;
+ * a declared map is written through its module's calls only, never as a generic table.
  * Nothing here is exported: libdpp.map exports dpp_* only, so no internal name starts with it. */
 #ifndef LIBDPP_INTERNAL_H
 #define LIBDPP_INTERNAL_H
@@ -40,8 +41,6 @@ enum dpp_map_id {
 	DPP_MAP_CPUS,
 	DPP_MAP_CPU_METERS,
 	DPP_MAP_CPU_MAP,
-	DPP_MAP_PORTS,
-	DPP_MAP_ALT_GROUPS,
 	DPP_MAP_RULE_STATS,
 	DPP_MAP_VERDICTS,
 	DPP_MAP_ACTIONS,
@@ -71,7 +70,7 @@ struct dpp_map_spec {
 #define DPP_ARRAY_SPEC(i, n, t, v) DPP_MAP_SPEC(i, n, t, __u32, v)
 
 extern const struct dpp_map_spec instance_maps[], rules_maps[], shapes_maps[], cpus_maps[],
-	ports_maps[], stats_maps[], testrun_maps[];
+	stats_maps[], testrun_maps[];
 
 struct dpp_map_ref {
 	char name[DPP_MAP_NAME_MAX];
@@ -148,6 +147,7 @@ static inline int entry_fd(const struct dpp *d)
 /* maps.c */
 int map_add(struct dpp *d, const char *name, int fd);
 struct dpp_map_ref *map_find(const struct dpp *d, const char *name);
+bool map_declared(const char *name);
 int maps_collect_loaded(struct dpp *d);
 int maps_collect_pinned(struct dpp *d);
 int maps_check(struct dpp *d);
@@ -163,7 +163,7 @@ static inline int map_fd(const struct dpp *d, enum dpp_map_id id)
 bool batch_unsupported(int err);
 __u32 batch_progress(int err, __u32 requested, __u32 reported);
 int batch_apply(int fd, const void *keys, size_t ksz, const void *vals, size_t vsz, __u32 n,
-		__u32 *done);
+		__u64 flags, __u32 *done);
 
 /* links.c */
 int link_live(int fd);

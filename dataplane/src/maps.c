@@ -15,8 +15,23 @@
 
 /* The modules' maps, checked at open: a module that uses maps adds its list here. */
 static const struct dpp_map_spec *const module_maps[] = {
-	instance_maps, rules_maps, shapes_maps, cpus_maps, ports_maps, stats_maps, testrun_maps,
+	instance_maps, rules_maps, shapes_maps, cpus_maps, stats_maps, testrun_maps,
 };
+
+/* Whether a module declares the map: its writes then have a protocol and go through its calls. */
+bool map_declared(const char *name)
+{
+	const struct dpp_map_spec *spec;
+	size_t i;
+
+	for (i = 0; i < sizeof(module_maps) / sizeof(module_maps[0]); i++) {
+		for (spec = module_maps[i]; spec->name; spec++) {
+			if (!strcmp(spec->name, name))
+				return true;
+		}
+	}
+	return false;
+}
 
 int lookup_u32(const struct dpp *d, enum dpp_map_id id, __u32 key, void *value)
 {

@@ -98,7 +98,7 @@ int dpp_rules_delete(struct dpp *d, const struct dpp_flow_key *keys, __u32 n, __
 		return -EINVAL;
 	err = filters_ready(d);
 	if (!err && n)
-		err = batch_apply(map_fd(d, DPP_MAP_RULES), keys, sizeof(*keys), NULL, 0, n,
+		err = batch_apply(map_fd(d, DPP_MAP_RULES), keys, sizeof(*keys), NULL, 0, n, 0,
 				  &applied);
 	/* Bits last: they go only once no rule can be met with them. */
 	filters_sub(d->filters, keys, applied);

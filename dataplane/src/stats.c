@@ -189,7 +189,7 @@ int dpp_stats_rules_clear(struct dpp *d, __u32 first, __u32 n)
 			for (i = 0; i < cnt; i++)
 				keys[i] = (__u32)cpu * row + first + off + i;
 			err = batch_apply(map_fd(d, DPP_MAP_RULE_STATS), keys, sizeof(*keys), zeros,
-					  sizeof(*zeros), cnt, &got);
+					  sizeof(*zeros), cnt, BPF_ANY, &got);
 			if (err) {
 				pr_warn("clear rule counters from slot %u: %s", first + off + got,
 					strerror(-err));

@@ -6,7 +6,9 @@ It runs no packets: test_run raises EOPNOTSUPP.
 
 from __future__ import annotations
 
+import ctypes
 import errno
+import sys
 from typing import Any, Sequence
 
 import numpy
@@ -20,7 +22,6 @@ from netapp.dataplane.binding import (
     NONE,
     REASON_MAX,
     VERDICT_MAX,
-    AltGroup,
     Config,
     Cpu,
     DataplaneError,
@@ -30,14 +31,71 @@ from netapp.dataplane.binding import (
     Shape,
     ShapeSet,
     TestResult,
+    MapSpec,
+    MapType,
     Verdict,
     XdpMode,
     struct_bytes,
 )
+from netapp.dataplane.tables import UpdateFlag
 
 
 def _copy(value: Any) -> Any:
     return type(value).from_buffer_copy(value)
+
+
+def _items(array: Any) -> list[Any]:
+    """The elements of a C array as ctypes objects (ints become c_uint32 and the like)."""
+    return [array._type_.from_buffer(array, index * _item_size(array)) for index in range(len(array))]
+
+
+def _item_size(array: Any) -> int:
+    return ctypes.sizeof(array._type_)
+
+
+def _raw(key: Any) -> bytes:
+    return bytes(key)
+
+
+def _key_bytes(index: int) -> bytes:
+    return bytes(ctypes.c_uint32(index))
+
+
+def _index(key: Any) -> int:
+    return int.from_bytes(bytes(key)[:4], sys.byteorder)
+
+
+def _decode(ctype: Any, raw: bytes) -> Any:
+    value = ctype.from_buffer_copy(raw)
+    return value.value if hasattr(value, "value") and not isinstance(value, ctypes.Structure) else value
+
+
+def _refusal(spec: MapSpec, entries: dict[bytes, bytes], key: bytes, flags: int, max_entries: int) -> int:
+    """The errno the kernel answers an update with, or 0."""
+    present = spec.array or key in entries
+    if spec.array and _index(key) >= max_entries:
+        return errno.E2BIG
+    if flags == UpdateFlag.NOEXIST and present:
+        return errno.EEXIST
+    if flags == UpdateFlag.EXIST and not present and spec.type != MapType.DEVMAP_HASH:
+        return errno.ENOENT  # a DEVMAP_HASH ignores BPF_EXIST
+    if not present and len(entries) >= max_entries:
+        return errno.E2BIG
+    return 0
+
+
+def _store(spec: MapSpec, entries: dict[bytes, bytes], key: bytes, value: bytes) -> None:
+    """An array keeps only what is not zeroed: a zeroed slot reads back the same as an absent one."""
+    if spec.array and not any(value):
+        entries.pop(key, None)
+    else:
+        entries[key] = value
+
+
+def _batch_error(code: int, op: str, done: int, total: int) -> DataplaneError:
+    error = DataplaneError(code, op, f"{errno.errorcode.get(code, code)} after {done} of {total}")
+    error.done = done  # type: ignore[attr-defined]
+    return error
 
 
 class FakeDpp:
@@ -49,8 +107,7 @@ class FakeDpp:
         self.shape_sets = [ShapeSet(), ShapeSet()]
         self.config = Config(default_verdict=Verdict.PASS, default_alt_group=NONE)
         self.cpus = {cpu: Cpu() for cpu in range(MAX_CPUS)}
-        self.ports: set[int] = set()
-        self.alt_groups: dict[int, AltGroup] = {}
+        self.tables: dict[str, dict[bytes, bytes]] = {}  # generic tables: key bytes -> value bytes
         self.rule_counters = [[0, 0] for _ in range(max_rules)]
         self.cpu_counters = [[0, 0] for _ in range(MAX_CPUS)]
         self.links: dict[int, XdpMode] = {}
@@ -126,7 +183,7 @@ class FakeDpp:
         active = self.shape_sets[self.config.shape_set]
         return [active.shapes[index] for index in range(active.count)]
 
-    # config, CPUs, ports, alternatives
+    # config, CPUs
     def config_get(self) -> Config:
         return _copy(self.config)
 
@@ -155,21 +212,78 @@ class FakeDpp:
     def cpumap_qsize_max(self) -> int:
         return self.qsize_max
 
-    def port_add(self, ifindex: int) -> None:
-        self.calls.append(("port_add", ifindex))
-        self.ports.add(ifindex)
+    # generic tables (netapp.dataplane.tables): libdpp's dpp_table_* semantics over dicts
+    def table_update(self, name: str, keys: Any, values: Any, flags: int = 0) -> None:
+        spec = self._table(name, keys, values, write=True)
+        self.calls.append(("table_update", name, [bytes(key) for key in _items(keys)]))
+        entries = self.tables.setdefault(name, {})
+        for done, (key, value) in enumerate(zip(_items(keys), _items(values), strict=True)):
+            code = _refusal(spec, entries, _raw(key), flags, self._max_entries(name))
+            if code:
+                raise _batch_error(code, f"dpp_table_update({name})", done, len(keys))
+            _store(spec, entries, _raw(key), bytes(value))
 
-    def port_remove(self, ifindex: int) -> None:
-        self.calls.append(("port_remove", ifindex))
-        self.ports.discard(ifindex)
+    def table_lookup(self, name: str, keys: Any, values: Any, found: Any) -> int:
+        spec = self._table(name, keys, values)
+        entries = self.tables.get(name, {})
+        for index, key in enumerate(_items(keys)):
+            raw = entries.get(_raw(key))
+            if raw is None and spec.array and _index(key) < self._max_entries(name):
+                raw = bytes(ctypes.sizeof(spec.value))
+            found[index] = raw is not None
+            out = raw if raw is not None else bytes(_item_size(values))  # libdpp zeroes a missing key's value
+            ctypes.memmove(ctypes.addressof(values) + index * _item_size(values), out, len(out))
+        return sum(found)
 
-    def alt_group_set(self, group: int, value: AltGroup) -> None:
-        self.calls.append(("alt_group_set", group))
-        self.alt_groups[group] = _copy(value)
+    def table_delete(self, name: str, keys: Any) -> None:
+        spec = self._table(name, keys, None, write=True)
+        self.calls.append(("table_delete", name, [bytes(key) for key in _items(keys)]))
+        entries = self.tables.setdefault(name, {})
+        for done, key in enumerate(_items(keys)):
+            if spec.array or _raw(key) not in entries:
+                code = errno.EINVAL if spec.array else errno.ENOENT
+                raise _batch_error(code, f"dpp_table_delete({name})", done, len(keys))
+            del entries[_raw(key)]
 
-    def alt_group_clear(self, group: int) -> None:
-        self.calls.append(("alt_group_clear", group))
-        self.alt_groups.pop(group, None)
+    def table_dump(self, name: str, cursor: Any, keys: Any, values: Any) -> int:
+        """cursor.state: how many entries were returned, plus one (0: not started)."""
+        spec = self._table(name, keys, values)
+        entries = self.tables.get(name, {})
+        if spec.array:
+            zero = bytes(ctypes.sizeof(spec.value))
+            indexes = map(_key_bytes, range(self._max_entries(name)))
+            keyed = [(key, entries.get(key, zero)) for key in indexes]
+        else:
+            keyed = list(entries.items())
+        start = max(cursor.state - 1, 0)
+        chunk = keyed[start : start + len(keys)]
+        for index, (key, value) in enumerate(chunk):
+            keys[index] = _decode(keys._type_, key)
+            values[index] = _decode(values._type_, value)
+        cursor.state = start + len(chunk) + 1
+        return len(chunk)
+
+    def entries(self, name: str) -> dict[Any, Any]:
+        """A table's written entries, decoded (an array's: those not zeroed), for tests to look at."""
+        spec = MAPS[name]
+        written = self.tables.get(name, {})
+        return {_decode(spec.key, key): _decode(spec.value, value) for key, value in written.items()}
+
+    def _table(self, name: str, keys: Any, values: Any, write: bool = False) -> MapSpec:
+        """The map's spec, with libdpp's refusals: no such map, a map with a protocol, wrong sizes."""
+        spec = MAPS.get(name)
+        if spec is None:
+            raise DataplaneError(errno.ENOENT, f"dpp_table({name})", f"no map named {name}")
+        if write and not spec.table:
+            raise DataplaneError(errno.EPERM, f"dpp_table({name})", f"{name} is written through its calls")
+        sizes = (ctypes.sizeof(spec.key), ctypes.sizeof(spec.value) if spec.value is not None else None)
+        given = (_item_size(keys), _item_size(values) if values is not None else sizes[1])
+        if given != sizes:
+            raise DataplaneError(errno.EINVAL, f"dpp_table({name})", f"sizes {given}, the map has {sizes}")
+        return spec
+
+    def _max_entries(self, name: str) -> int:
+        return self.map_info(name)["max_entries"]
 
     # statistics
     def count(self, slot: int, packets: int, size: int) -> None:

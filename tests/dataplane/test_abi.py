@@ -69,7 +69,7 @@ def ctypes_members(struct) -> list[tuple[str, int]]:
 # --- BTF -------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("mirror", binding.ABI_STRUCTS, ids=lambda s: s.C_NAME)
+@pytest.mark.parametrize("mirror", binding.ABI_STRUCTS + binding.KERNEL_STRUCTS, ids=lambda s: s.C_NAME)
 def test_every_struct_mirror_matches_btf_size_members_and_offsets(btf, mirror):
     struct = btf.struct(mirror.C_NAME)
     assert struct is not None, f"struct {mirror.C_NAME} is not in the BTF of {BPF_OBJECT.name}"
@@ -102,6 +102,7 @@ def test_every_map_is_declared_once_in_the_binding_with_its_types_and_size(btf):
         found = maps[name]
         size = spec.max_entries if isinstance(spec.max_entries, int) else binding.CONSTANTS[spec.max_entries]
         assert found["max_entries"] == size, name
+        assert found["type"] == spec.type, name
         if spec.value is not None and found.get("value") is not None:
             assert found["value"] == getattr(spec.value, "C_NAME", None), name
         if spec.key is not None and hasattr(spec.key, "C_NAME"):

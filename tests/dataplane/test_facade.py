@@ -155,10 +155,11 @@ def test_given_a_site_document_when_applied_then_ports_groups_cpus_and_defaults_
 
     names = fake.write_names()
     first_rule_write = min(names.index(name) for name in ("stats_rules_clear", "rules_upsert"))
-    site_writes = {"port_add", "alt_group_set", "cpu_enable", "cpu_set_overloaded", "config_set"}
+    site_writes = {"table_update", "cpu_enable", "cpu_set_overloaded", "config_set"}
     assert site_writes <= set(names[:first_rule_write])
     assert not site_writes & set(names[first_rule_write:])
-    assert fake.ports == {INTERFACES["eth1"], INTERFACES["ens5"]}
+    assert set(fake.entries("dpp_ports")) == {INTERFACES["eth1"], INTERFACES["ens5"]}
+    assert set(fake.entries("dpp_alt_groups")) == {0, 1}
 
 
 # --- stat slots -------------------------------------------------------------------------------

@@ -209,7 +209,7 @@ def test_the_service_forwards_only_to_alive_members_and_says_so(tmp_path, peer):
         service.put_alternative(ADMIN, group)
 
         def members_in_map() -> list[str]:
-            value = fake.alt_groups.get(2)
+            value = fake.entries("dpp_alt_groups").get(2)
             return [] if value is None else [bytes(value.members[i].dmac).hex(":") for i in range(value.count)]
 
         status = service.get_alternative(ADMIN, 2)

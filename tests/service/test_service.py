@@ -12,6 +12,7 @@ import pytest
 from pydantic import ValidationError
 
 from netapp.dataplane.binding import NONE, DataplaneError, XdpMode, rule_key, rule_value, struct_bytes
+from netapp.dataplane.tables import Table
 from netapp.intents.compiler import compile_intent
 from netapp.intents.models import AlternativeGroup, CpuSpec, LegacyMessage
 from netapp.service import store as store_module
@@ -580,14 +581,14 @@ def group(group_id: int) -> AlternativeGroup:
 def test_an_alternative_group_in_use_cannot_be_deleted(service, fake):
     service.put_alternative(ADMIN, group(3))
     service.create_intent(ALICE, intent("video", alternative=3))
-    assert 3 in fake.alt_groups
+    assert 3 in fake.entries("dpp_alt_groups")
 
     with pytest.raises(Conflict, match="used by 1 intents"):
         service.delete_alternative(ADMIN, 3)
     service.delete_intent(ALICE, "video")
     service.delete_alternative(ADMIN, 3)
 
-    assert 3 not in fake.alt_groups and service.list_alternatives(ALICE) == []
+    assert 3 not in fake.entries("dpp_alt_groups") and service.list_alternatives(ALICE) == []
 
 
 def test_a_cpu_joins_the_set_with_its_capacity(service, fake):
@@ -762,12 +763,12 @@ def test_given_a_restart_then_stale_entries_go_and_missing_ones_come(tmp_path, f
     store.close()
     stray = compile_intent(intent("stray", 9000), {}, "ghost/stray")
     fake.rules_upsert([rule_key(stray)], [rule_value(stray, slot=77)])
-    fake.alt_group_set(9, fake.alt_groups[5])
+    Table(fake, "dpp_alt_groups").update({9: fake.entries("dpp_alt_groups")[5]})
 
     again = fake_service(tmp_path, fake, clock)
 
     assert_maps_hold_the_store(again, fake)
-    assert set(fake.alt_groups) == {5}
+    assert set(fake.entries("dpp_alt_groups")) == {5}
     assert again.health().ready
     again.close()
 

@@ -120,12 +120,35 @@ int dpp_cpu_get(struct dpp *d, __u32 cpu, struct dpp_cpu *out);
  * found by trying a throwaway CPUMAP; no instance needed. Needs the rights of dpp_open. */
 int dpp_cpumap_qsize_max(__u32 *out);
 
-/* Egress ports for REDIRECT and FORWARD via DEVMAP (keyed by ifindex). */
-int dpp_port_add(struct dpp *d, int ifindex);
-int dpp_port_remove(struct dpp *d, int ifindex);
+/* Generic tables: the plain maps of the object (egress ports, alternative groups, a function's
+ * own tables), by name, n elements at a time. key_size and value_size are the sizes of one key and
+ * one value in the caller's arrays and must be the map's (a per-CPU value is the map's value size
+ * rounded up to 8, times the possible CPUs): -EINVAL otherwise. -ENOENT: no map of that name.
+ * Maps with a protocol to their writes (rules, shapes, config, CPUs, counters, and the tail-call
+ * slots of dpp_progs, which dpp_upgrade switches) are read here but written only through their own
+ * calls: update and delete refuse them with -EPERM. */
+/* flags: BPF_ANY, BPF_NOEXIST or BPF_EXIST; applied in order, batched where the map type allows;
+ * on failure *done tells how many were applied. */
+int dpp_table_update(struct dpp *d, const char *name, const void *keys, size_t key_size,
+		     const void *values, size_t value_size, __u32 n, __u64 flags, __u32 *done);
+/* values[i] of keys[i]; found[i] (may be NULL) is 1 when the key is in the map, else 0 and
+ * values[i] is zeroed. Returns how many keys were found. */
+int dpp_table_lookup(struct dpp *d, const char *name, const void *keys, size_t key_size,
+		     void *values, size_t value_size, __u32 n, __u8 *found);
+int dpp_table_delete(struct dpp *d, const char *name, const void *keys, size_t key_size, __u32 n,
+		     __u32 *done);
 
-int dpp_alt_group_set(struct dpp *d, __u32 group, const struct dpp_alt_group *g);
-int dpp_alt_group_clear(struct dpp *d, __u32 group);
+#define DPP_TABLE_TOKEN_MAX 512 /* the kernel's largest hash key */
+/* Where a dump stands: zeroed before its first call, then libdpp's own. */
+struct dpp_table_cursor {
+	__u32 state;
+	__u32 reserved;
+	__u8 token[DPP_TABLE_TOKEN_MAX];
+};
+/* The next at most n entries into keys and values; returns how many, 0 once the dump is over.
+ * An array's dump holds every index. */
+int dpp_table_dump(struct dpp *d, const char *name, struct dpp_table_cursor *cursor, void *keys,
+		   size_t key_size, void *values, size_t value_size, __u32 n);
 
 /* Counters summed over CPUs. Rule counters for slots [first, first + n). */
 int dpp_stats_rules(struct dpp *d, __u32 first, __u32 n, struct dpp_counter *out);

@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* Generic tables: update, lookup, delete and dump any plain map of the object by its name, n
+ * elements per call, with the kernel's batch operations where the map type has them and one
+ * syscall per element where not. A map a module declares (rules_maps, ...) has a protocol to its
+ * writes and is refused for update and delete; every other map is a table. */
+#include <errno.h>
+#include <string.h>
+#include <bpf/bpf.h>
+
+#include "libdpp_internal.h"
+
+enum cursor_state {
+	CURSOR_START, /* zeroed by the caller */
+	CURSOR_BATCH, /* token: the kernel's batch position */
+	CURSOR_EACH,  /* token: the last key returned */
+	CURSOR_END,
+};
+
+struct table {
+	const char *name;
+	int fd;
+	__u32 key_size;
+	__u32 value_size; /* per element in the caller's array: per-CPU values for every CPU */
+};
+
+static bool per_cpu(__u32 type)
+{
+	return type == BPF_MAP_TYPE_PERCPU_HASH || type == BPF_MAP_TYPE_PERCPU_ARRAY ||
+	       type == BPF_MAP_TYPE_LRU_PERCPU_HASH || type == BPF_MAP_TYPE_PERCPU_CGROUP_STORAGE;
+}
+
+/* The map by name, its sizes checked against the caller's; write: refuse maps with a protocol. */
+static int table_open(struct dpp *d, const char *name, bool write, size_t ksz, size_t vsz,
+		      struct table *t)
+{
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info);
+	struct dpp_map_ref *m;
+	int err;
+
+	if (!d || !name)
+		return -EINVAL;
+	m = map_find(d, name);
+	if (!m) {
+		pr_warn("table %s: no map of that name in the instance", name);
+		return -ENOENT;
+	}
+	if (write && map_declared(name)) {
+		pr_warn("table %s: written only through libdpp's calls for it, not as a table", name);
+		return -EPERM;
+	}
+	err = bpf_obj_get_info_by_fd(m->fd, &info, &len);
+	if (err) {
+		pr_warn("table %s: get info: %s", name, strerror(-err));
+		return err;
+	}
+	/* The tail-call slots switch with the programs in dpp_upgrade, never one by one. */
+	if (write && info.type == BPF_MAP_TYPE_PROG_ARRAY) {
+		pr_warn("table %s: holds programs, replaced only by dpp_upgrade", name);
+		return -EPERM;
+	}
+	t->name = m->name;
+	t->fd = m->fd;
+	t->key_size = info.key_size;
+	t->value_size = per_cpu(info.type) ? ((info.value_size + 7) & ~7U) * (__u32)d->ncpus
+					    : info.value_size;
+	if (ksz != t->key_size || (vsz && vsz != t->value_size)) {
+		pr_warn("table %s: key %zu value %zu bytes given, the map has key %u value %u", name,
+			ksz, vsz, t->key_size, t->value_size);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int dpp_table_update(struct dpp *d, const char *name, const void *keys, size_t key_size,
+		     const void *values, size_t value_size, __u32 n, __u64 flags, __u32 *done)
+{
+	struct table t;
+	__u32 applied = 0;
+	int err;
+
+	if (n && (!keys || !values || !value_size))
+		return -EINVAL;
+	err = table_open(d, name, true, key_size, value_size, &t);
+	if (!err && n) {
+		err = batch_apply(t.fd, keys, key_size, values, value_size, n, flags, &applied);
+		if (err)
+			pr_warn("table %s: update: %s after %u of %u", name, strerror(-err),
+				applied, n);
+	}
+	if (done)
+		*done = applied;
+	return err;
+}
+
+int dpp_table_delete(struct dpp *d, const char *name, const void *keys, size_t key_size, __u32 n,
+		     __u32 *done)
+{
+	struct table t;
+	__u32 applied = 0;
+	int err;
+
+	if (n && !keys)
+		return -EINVAL;
+	err = table_open(d, name, true, key_size, 0, &t);
+	if (!err && n) {
+		err = batch_apply(t.fd, keys, key_size, NULL, 0, n, 0, &applied);
+		if (err)
+			pr_warn("table %s: delete: %s after %u of %u", name, strerror(-err),
+				applied, n);
+	}
+	if (done)
+		*done = applied;
+	return err;
+}
+
+/* One syscall per key: the kernel's lookup batch walks the map, it does not take keys. */
+int dpp_table_lookup(struct dpp *d, const char *name, const void *keys, size_t key_size,
+		     void *values, size_t value_size, __u32 n, __u8 *found)
+{
+	const char *k = keys;
+	char *v = values;
+	struct table t;
+	int err, hits = 0;
+	bool hit;
+	__u32 i;
+
+	if (n && (!keys || !values || !value_size))
+		return -EINVAL;
+	err = table_open(d, name, false, key_size, value_size, &t);
+	for (i = 0; !err && i < n; i++) {
+		err = bpf_map_lookup_elem(t.fd, k + i * key_size, v + i * value_size);
+		hit = !err;
+		if (err == -ENOENT) {
+			memset(v + i * value_size, 0, value_size);
+			err = 0;
+		}
+		hits += hit;
+		if (found)
+			found[i] = hit;
+	}
+	if (err && i)
+		pr_warn("table %s: lookup: %s at key %u of %u", name, strerror(-err), i - 1, n);
+	return err ? err : hits;
+}
+
+/* Through BPF_MAP_LOOKUP_BATCH. Returns the count, or -errno; -ENOENT from the kernel is the end. */
+static int dump_batch(const struct table *t, struct dpp_table_cursor *c, void *keys, void *values,
+		      __u32 n)
+{
+	LIBBPF_OPTS(bpf_map_batch_opts, bopts);
+	__u8 next[DPP_TABLE_TOKEN_MAX] = {};
+	__u32 cnt = n;
+	int err;
+
+	err = bpf_map_lookup_batch(t->fd, c->state == CURSOR_START ? NULL : c->token, next, keys,
+				   values, &cnt, &bopts);
+	if (err == -ENOENT) {
+		c->state = CURSOR_END;
+		return (int)cnt;
+	}
+	if (err)
+		return err;
+	memcpy(c->token, next, sizeof(next));
+	c->state = CURSOR_BATCH;
+	return (int)cnt;
+}
+
+/* One key at a time (BPF_MAP_GET_NEXT_KEY), for map types without batch lookups. An entry deleted
+ * between its key and its value is skipped. */
+static int dump_each(const struct table *t, struct dpp_table_cursor *c, char *keys, char *values,
+		     __u32 n)
+{
+	__u32 got = 0;
+	int err = 0;
+
+	while (got < n) {
+		err = bpf_map_get_next_key(t->fd, c->state == CURSOR_EACH ? c->token : NULL,
+					   keys + got * t->key_size);
+		if (err == -ENOENT) {
+			c->state = CURSOR_END;
+			return (int)got;
+		}
+		if (err)
+			return err;
+		memcpy(c->token, keys + got * t->key_size, t->key_size);
+		c->state = CURSOR_EACH;
+		err = bpf_map_lookup_elem(t->fd, c->token, values + got * t->value_size);
+		if (err == -ENOENT)
+			continue;
+		if (err)
+			return err;
+		got++;
+	}
+	return (int)got;
+}
+
+int dpp_table_dump(struct dpp *d, const char *name, struct dpp_table_cursor *cursor, void *keys,
+		   size_t key_size, void *values, size_t value_size, __u32 n)
+{
+	struct table t;
+	int got;
+
+	if (!cursor || !n || !keys || !values || !value_size)
+		return -EINVAL;
+	got = table_open(d, name, false, key_size, value_size, &t);
+	if (got)
+		return got;
+	if (t.key_size > DPP_TABLE_TOKEN_MAX)
+		return -E2BIG;
+	if (cursor->state == CURSOR_END)
+		return 0;
+	if (cursor->state == CURSOR_START || cursor->state == CURSOR_BATCH) {
+		got = dump_batch(&t, cursor, keys, values, n);
+		if (got >= 0 || cursor->state != CURSOR_START || !batch_unsupported(got))
+			goto out;
+	}
+	got = dump_each(&t, cursor, keys, values, n);
+out:
+	if (got < 0)
+		pr_warn("table %s: dump: %s", name, strerror(-got));
+	return got;
+}

@@ -1,0 +1,484 @@
+"""The C ABI as ctypes mirrors: dataplane/include/dpp/*.h constants, enums and structs, libdpp.h's
+structs, and every map of the BPF object by name (`MAPS`).
+
+Mirrors keep the C names (`C_NAME`, `C_PREFIX`) so tests/dataplane/test_abi.py can check every struct,
+enum and map against the BTF of the built BPF object.
+
+Byte order: key numbers are host order; addresses stay in network order, i.e. each __u32 word of
+src/dst/addr holds 4 address bytes as they appear on the wire.
+"""
+
+from __future__ import annotations
+
+import enum
+from ctypes import (
+    CFUNCTYPE,
+    POINTER,
+    Structure,
+    c_bool,
+    c_char_p,
+    c_int,
+    c_size_t,
+    c_uint8,
+    c_uint16,
+    c_uint32,
+    c_uint64,
+    c_void_p,
+)
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Union
+
+# --- dpp_consts.h --------------------------------------------------------------------------------
+
+MAX_RULES = 65536
+MAX_FLOWS = 65536
+MAX_SHAPES = 16
+MAX_CPUS = 128
+MAX_ALT_GROUPS = 64
+MAX_ALT_MEMBERS = 8
+MAX_PORTS = 64
+MAX_VLAN_TAGS = 2
+MAX_IPV6_EXT_HDRS = 6
+MAX_GTP_EXT_HDRS = 8
+PORT_VXLAN = 4789
+PORT_GENEVE = 6081
+PORT_GTPU = 2152
+NONE = 0xFFFFFFFF  # DPP_NONE: no rule, no alternative group, no CPU
+FLOW_USE_WINDOW = 4096
+FLOW_USE_MIN_HIT_PCT = 50
+FLOW_USE_SAMPLE = 64
+FILTER_WORDS = 1024
+FILTER_MAX_RULES = 8192
+MAX_FILTERS = 2 * MAX_SHAPES
+METER_SHARE_DIVISOR = 64
+METER_SHARE_MAX = 64
+METER_TAKEN_BITS = 40
+METER_WINDOW_BITS = 24
+
+# libdpp.h
+PIN_ROOT = "/sys/fs/bpf/dpp"
+
+# Header constant name -> value, for the ABI test (it reads the header's #defines).
+CONSTANTS = {
+    "DPP_MAX_RULES": MAX_RULES,
+    "DPP_MAX_FLOWS": MAX_FLOWS,
+    "DPP_MAX_SHAPES": MAX_SHAPES,
+    "DPP_MAX_CPUS": MAX_CPUS,
+    "DPP_MAX_ALT_GROUPS": MAX_ALT_GROUPS,
+    "DPP_MAX_ALT_MEMBERS": MAX_ALT_MEMBERS,
+    "DPP_MAX_PORTS": MAX_PORTS,
+    "DPP_MAX_VLAN_TAGS": MAX_VLAN_TAGS,
+    "DPP_MAX_IPV6_EXT_HDRS": MAX_IPV6_EXT_HDRS,
+    "DPP_MAX_GTP_EXT_HDRS": MAX_GTP_EXT_HDRS,
+    "DPP_PORT_VXLAN": PORT_VXLAN,
+    "DPP_PORT_GENEVE": PORT_GENEVE,
+    "DPP_PORT_GTPU": PORT_GTPU,
+    "DPP_NONE": NONE,
+    "DPP_FLOW_USE_WINDOW": FLOW_USE_WINDOW,
+    "DPP_FLOW_USE_MIN_HIT_PCT": FLOW_USE_MIN_HIT_PCT,
+    "DPP_FLOW_USE_SAMPLE": FLOW_USE_SAMPLE,
+    "DPP_FILTER_WORDS": FILTER_WORDS,
+    "DPP_FILTER_MAX_RULES": FILTER_MAX_RULES,
+    "DPP_MAX_FILTERS": MAX_FILTERS,
+    "DPP_METER_SHARE_DIVISOR": METER_SHARE_DIVISOR,
+    "DPP_METER_SHARE_MAX": METER_SHARE_MAX,
+    "DPP_METER_TAKEN_BITS": METER_TAKEN_BITS,
+    "DPP_METER_WINDOW_BITS": METER_WINDOW_BITS,
+}
+
+
+def _c_enum(c_name: str, c_prefix: str, has_max: bool = False) -> Callable[[Any], Any]:
+    """Tag an enum with the C enum it mirrors. has_max: the C enum ends with a PREFIX_MAX count."""
+
+    def tag(cls: Any) -> Any:
+        cls.C_NAME = c_name
+        cls.C_PREFIX = c_prefix
+        cls.C_HAS_MAX = has_max
+        return cls
+
+    return tag
+
+
+@_c_enum("dpp_action", "DPP_ACTION_", has_max=True)
+class Action(enum.IntEnum):
+    PASS = 0
+    DROP = 1
+    STEER = 2
+    FORWARD = 3
+    REDIRECT = 4
+    DEFAULT = 5  # never installed: the packet got the configured default verdict
+
+
+@_c_enum("dpp_verdict", "DPP_VERDICT_", has_max=True)
+class Verdict(enum.IntEnum):
+    ABORTED = 0
+    DROP = 1
+    PASS = 2
+    TX = 3
+    REDIRECT = 4
+
+
+@_c_enum("dpp_reason", "DPP_REASON_", has_max=True)
+class Reason(enum.IntEnum):
+    NONE = 0
+    TRUNC_ETH = 1
+    TRUNC_VLAN = 2
+    VLAN_DEPTH = 3
+    TRUNC_IPV4 = 4
+    BAD_IPV4 = 5
+    TRUNC_IPV6 = 6
+    BAD_IPV6 = 7
+    IPV6_EXT_DEPTH = 8
+    TRUNC_L4 = 9
+    TRUNC_VXLAN = 10
+    TRUNC_GENEVE = 11
+    BAD_GENEVE = 12
+    TRUNC_GRE = 13
+    BAD_GRE = 14
+    TRUNC_GTP = 15
+    BAD_GTP = 16
+    GTP_EXT_DEPTH = 17
+    GTP_SIGNALLING = 18
+    NOT_IP = 19
+    CPU_UNAVAILABLE = 20
+    CPU_OVERLOADED = 21
+    NO_ALTERNATIVE = 22
+    PORT_UNAVAILABLE = 23
+
+
+@_c_enum("dpp_overlay", "DPP_OVERLAY_")
+class Overlay(enum.IntEnum):
+    NONE = 0
+    VXLAN = 1
+    GENEVE = 2
+    GRE = 3
+
+
+@_c_enum("dpp_rule_flags", "DPP_RULE_")
+class RuleFlag(enum.IntFlag):
+    BEST_EFFORT = 1
+
+
+@_c_enum("dpp_key_flags", "DPP_KEY_")
+class KeyFlag(enum.IntFlag):
+    GTP = 1
+    GTP_QFI = 2
+    GTP_UL = 4
+    FRAGMENT = 8
+    VNI = 16
+
+
+@_c_enum("dpp_xdp_mode", "DPP_XDP_MODE_")
+class XdpMode(enum.IntEnum):
+    NATIVE = 0
+    GENERIC = 1
+    OFFLOAD = 2
+
+
+@_c_enum("dpp_prog", "DPP_PROG_", has_max=True)
+class Prog(enum.IntEnum):  # slots of dpp_progs: the programs the XDP entry tail-calls
+    TRACE = 0
+
+
+@_c_enum("dpp_log_level", "DPP_LOG_")
+class LogLevel(enum.IntEnum):
+    """libdpp.h (not in the BPF object's BTF)."""
+
+    WARN = 0
+    INFO = 1
+    DEBUG = 2
+
+
+ACTION_MAX = len(Action)
+VERDICT_MAX = len(Verdict)
+REASON_MAX = len(Reason)
+
+# Enums of dpp_consts.h, which the BPF object's BTF carries.
+ABI_ENUMS = (Action, Verdict, Reason, Overlay, RuleFlag, KeyFlag, XdpMode, Prog)
+
+
+# --- dpp_structs.h -------------------------------------------------------------------------------
+
+U32x4 = c_uint32 * 4
+
+
+class FlowKey(Structure):
+    C_NAME = "dpp_flow_key"
+    _fields_ = [
+        ("ifindex", c_uint32),
+        ("vni", c_uint32),
+        ("teid", c_uint32),
+        ("vlan", c_uint16),
+        ("overlay", c_uint8),
+        ("qfi", c_uint8),
+        ("flags", c_uint8),
+        ("family", c_uint8),
+        ("proto", c_uint8),
+        ("dscp", c_uint8),
+        ("sport", c_uint16),
+        ("dport", c_uint16),
+        ("src", U32x4),
+        ("dst", U32x4),
+        ("shape", c_uint32),
+    ]
+
+
+class Rule(Structure):
+    C_NAME = "dpp_rule"
+    _fields_ = [
+        ("slot", c_uint32),
+        ("priority", c_uint16),
+        ("action", c_uint8),
+        ("flags", c_uint8),
+        ("target", c_uint32),  # STEER: the CPU; REDIRECT: the egress ifindex
+        ("alt_group", c_uint32),
+    ]
+
+
+class Shape(Structure):
+    C_NAME = "dpp_shape"
+    _fields_ = [("mask", FlowKey), ("max_priority", c_uint32)]
+
+
+class ShapeSet(Structure):
+    C_NAME = "dpp_shape_set"
+    _fields_ = [
+        ("count", c_uint32),
+        ("reserved", c_uint32),
+        ("shapes", Shape * MAX_SHAPES),
+        ("filters", c_uint32 * MAX_SHAPES),  # written by libdpp at publish
+    ]
+
+
+class Config(Structure):
+    C_NAME = "dpp_config"
+    _fields_ = [
+        ("generation", c_uint32),
+        ("shape_set", c_uint32),
+        ("default_verdict", c_uint32),
+        ("default_alt_group", c_uint32),
+        ("meter_window_ns", c_uint64),
+    ]
+
+
+class Cpu(Structure):
+    C_NAME = "dpp_cpu"
+    _fields_ = [
+        ("enabled", c_uint32),
+        ("overloaded", c_uint32),
+        ("capacity_pps", c_uint64),
+        ("window_budget", c_uint64),
+    ]
+
+
+class CpuMeter(Structure):
+    C_NAME = "dpp_cpu_meter"
+    _fields_ = [("origin_ns", c_uint64), ("window_taken", c_uint64)]
+
+
+class MeterShare(Structure):
+    C_NAME = "dpp_meter_share"
+    _fields_ = [("window_end_ns", c_uint64), ("tokens", c_uint32), ("exhausted", c_uint32)]
+
+
+class AltMember(Structure):
+    C_NAME = "dpp_alt_member"
+    _fields_ = [
+        ("dmac", c_uint8 * 6),
+        ("smac", c_uint8 * 6),
+        ("ifindex", c_uint32),
+        ("has_ip4", c_uint32),
+        ("addr4", c_uint32),
+        ("has_ip6", c_uint32),
+        ("addr6", U32x4),
+    ]
+
+
+class AltGroup(Structure):
+    C_NAME = "dpp_alt_group"
+    _fields_ = [("count", c_uint32), ("members", AltMember * MAX_ALT_MEMBERS)]
+
+
+class Counter(Structure):
+    C_NAME = "dpp_counter"
+    _fields_ = [("packets", c_uint64), ("bytes", c_uint64)]
+
+
+class FlowEntry(Structure):
+    C_NAME = "dpp_flow_entry"
+    _fields_ = [("generation", c_uint32), ("matched", c_uint32), ("key", FlowKey), ("rule", Rule)]
+
+
+class FlowUse(Structure):
+    C_NAME = "dpp_flow_use"
+    _fields_ = [("packets", c_uint32), ("probes", c_uint32), ("hits", c_uint32), ("bypass", c_uint32)]
+
+
+class Trace(Structure):
+    C_NAME = "dpp_trace"
+    _fields_ = [
+        ("verdict", c_uint32),
+        ("action", c_uint32),
+        ("slot", c_uint32),
+        ("cpu", c_uint32),
+        ("reason", c_uint32),
+        ("alt_group", c_uint32),
+        ("alt_member", c_uint32),
+        ("egress_ifindex", c_uint32),
+        ("key", FlowKey),
+        ("fast_path", c_uint32),
+    ]
+
+
+# Structs of dpp_structs.h, which the BPF object's BTF carries.
+ABI_STRUCTS = (
+    FlowKey,
+    Rule,
+    Shape,
+    ShapeSet,
+    Config,
+    Cpu,
+    CpuMeter,
+    MeterShare,
+    AltMember,
+    AltGroup,
+    Counter,
+    FlowEntry,
+    FlowUse,
+    Trace,
+)
+
+
+# --- libdpp.h ------------------------------------------------------------------------------------
+
+
+class OpenOpts(Structure):
+    C_NAME = "dpp_open_opts"
+    _fields_ = [
+        ("sz", c_size_t),
+        ("instance", c_char_p),
+        ("max_rules", c_uint32),
+        ("max_flows", c_uint32),
+        ("flow_cache", c_bool),
+        ("trace", c_bool),
+        ("default_verdict", c_uint32),
+        ("meter_window_ns", c_uint64),
+    ]
+
+
+class UpgradeOpts(Structure):
+    C_NAME = "dpp_upgrade_opts"
+    _fields_ = [("sz", c_size_t), ("flow_cache", c_bool), ("trace", c_bool)]
+
+
+class TestResult(Structure):
+    C_NAME = "dpp_test_result"
+    __test__ = False  # not a pytest test class
+    _fields_ = [("verdict", c_uint32), ("duration_ns", c_uint32), ("trace", Trace)]
+
+
+TABLE_TOKEN_MAX = 512  # DPP_TABLE_TOKEN_MAX
+
+
+class TableCursor(Structure):
+    """Where a dpp_table_dump stands: zeroed before the first call, then libdpp's own."""
+
+    C_NAME = "dpp_table_cursor"
+    _fields_ = [("state", c_uint32), ("reserved", c_uint32), ("token", c_uint8 * TABLE_TOKEN_MAX)]
+
+
+class ProgDesc(Structure):
+    C_NAME = "dpp_prog_desc"
+    _fields_ = [("name", c_uint8 * 64), ("id", c_uint32), ("kind", c_uint32), ("slot", c_int), ("fd", c_int)]
+
+
+LIBDPP_STRUCTS = (OpenOpts, UpgradeOpts, TestResult, TableCursor, ProgDesc)
+
+# libdpp.h's callbacks: dpp_log_fn, dpp_rule_cb.
+LOG_FN = CFUNCTYPE(None, c_int, c_char_p, c_void_p)
+RULE_CB = CFUNCTYPE(c_int, POINTER(FlowKey), POINTER(Rule), c_void_p)
+
+
+# --- kernel types the maps hold (linux/bpf.h) ----------------------------------------------------
+
+
+class DevmapVal(Structure):
+    """struct bpf_devmap_val, without a program: bpf_prog is the union's fd (written) or id (read)."""
+
+    C_NAME = "bpf_devmap_val"
+    _fields_ = [("ifindex", c_uint32), ("bpf_prog", c_uint32)]
+
+
+# Kernel structs a map holds, checked against the BPF object's BTF like ABI_STRUCTS.
+KERNEL_STRUCTS = (DevmapVal,)
+
+
+class MapType(enum.IntEnum):
+    """enum bpf_map_type (linux/bpf.h): the types of the object's maps."""
+
+    HASH = 1
+    ARRAY = 2
+    PROG_ARRAY = 3
+    PERCPU_HASH = 5
+    PERCPU_ARRAY = 6
+    LRU_HASH = 9
+    LRU_PERCPU_HASH = 10
+    LPM_TRIE = 11
+    CPUMAP = 16
+    DEVMAP_HASH = 25
+
+
+@dataclass(frozen=True)
+class MapSpec:
+    """A map of bpf/core/maps.h or a bpf/nf/<function>/maps.h: its type, key and value mirrors (None:
+    a kernel type with no mirror) and its size constant.
+
+    table: a plain map, read and written as a generic table (netapp.dataplane.tables); False for the
+    maps a libdpp module declares, whose writes go through that module's calls (libdpp refuses to
+    write them as tables)."""
+
+    type: MapType
+    key: Any
+    value: Any
+    max_entries: Union[int, str]  # a number, or the name of a dpp_consts.h constant
+    table: bool = False
+
+    @property
+    def per_cpu(self) -> bool:
+        return self.type in (MapType.PERCPU_HASH, MapType.PERCPU_ARRAY, MapType.LRU_PERCPU_HASH)
+
+    @property
+    def array(self) -> bool:
+        """Every index below max_entries exists (zeroed until written) and none can be deleted."""
+        return self.type in (MapType.ARRAY, MapType.PERCPU_ARRAY)
+
+
+ARRAY, HASH, PERCPU_ARRAY = MapType.ARRAY, MapType.HASH, MapType.PERCPU_ARRAY
+
+# Map names are declared once, here (libdpp opens and pins them by these names).
+MAPS: Mapping[str, MapSpec] = {
+    "dpp_rules": MapSpec(HASH, FlowKey, Rule, "DPP_MAX_RULES"),
+    "dpp_shapes": MapSpec(ARRAY, c_uint32, ShapeSet, 2),
+    "dpp_config": MapSpec(ARRAY, c_uint32, Config, 1),
+    # A row of flow cache slots per possible CPU in a plain array (core/maps.h).
+    "dpp_flows": MapSpec(ARRAY, c_uint32, FlowEntry, "DPP_MAX_FLOWS"),
+    "dpp_flow_use": MapSpec(PERCPU_ARRAY, c_uint32, FlowUse, 1, table=True),
+    "dpp_cpus": MapSpec(ARRAY, c_uint32, Cpu, "DPP_MAX_CPUS"),
+    "dpp_cpu_meters": MapSpec(ARRAY, c_uint32, CpuMeter, "DPP_MAX_CPUS"),
+    "dpp_meter_shares": MapSpec(PERCPU_ARRAY, c_uint32, MeterShare, "DPP_MAX_CPUS", table=True),
+    "dpp_cpu_map": MapSpec(MapType.CPUMAP, c_uint32, None, "DPP_MAX_CPUS"),
+    "dpp_ports": MapSpec(MapType.DEVMAP_HASH, c_uint32, DevmapVal, "DPP_MAX_PORTS", table=True),
+    "dpp_alt_groups": MapSpec(ARRAY, c_uint32, AltGroup, "DPP_MAX_ALT_GROUPS", table=True),
+    # A row of rule slots per possible CPU in a plain array (core/maps.h), read through libdpp.
+    "dpp_rule_stats": MapSpec(ARRAY, c_uint32, Counter, "DPP_MAX_RULES"),
+    "dpp_verdicts": MapSpec(PERCPU_ARRAY, c_uint32, Counter, VERDICT_MAX),
+    "dpp_actions": MapSpec(PERCPU_ARRAY, c_uint32, Counter, ACTION_MAX),
+    "dpp_reasons": MapSpec(PERCPU_ARRAY, c_uint32, Counter, REASON_MAX),
+    "dpp_cpu_stats": MapSpec(PERCPU_ARRAY, c_uint32, Counter, "DPP_MAX_CPUS"),
+    "dpp_trace": MapSpec(ARRAY, c_uint32, Trace, 1),
+    "dpp_filters": MapSpec(ARRAY, c_uint32, None, MAX_FILTERS * FILTER_WORDS),
+    # Tail-call slots (a program's id when read), filled by each load and switched by dpp_upgrade.
+    "dpp_progs": MapSpec(MapType.PROG_ARRAY, c_uint32, None, len(Prog)),
+    "dpp_handover": MapSpec(PERCPU_ARRAY, c_uint32, Trace, 1, table=True),
+    "dpp_prog_stats": MapSpec(PERCPU_ARRAY, c_uint32, Counter, len(Prog), table=True),
+}

@@ -1,0 +1,251 @@
+"""Applying rules to the maps: Dataplane's writing half (a mixin), with its write order, rollback and
+the shadow of what is installed.
+
+Two ways to change the rules, with the same write order and rollback: `apply(ruleset)` diffs a whole
+ruleset against the shadow (starts and reconciles, O(n)); `apply_changes(delta)` applies the delta
+of an incremental index change (netapp.intents.index), O(size of the delta).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Iterable, Mapping, Optional, Sequence
+
+from netapp.dataplane.binding import DataplaneError, struct_bytes
+from netapp.dataplane.plan import Plan, RulePlanner
+from netapp.dataplane.slots import InstalledRule, SlotAllocator, contiguous_runs
+from netapp.intents.compiler import CompiledRuleset, Conflict
+from netapp.intents.index import RuleDelta
+
+if TYPE_CHECKING:
+    from netapp.dataplane.facade import Adapter
+
+
+@dataclass(frozen=True)
+class ApplyReport:
+    """What apply() changed, and the collisions the ruleset reported."""
+
+    upserted: int
+    deleted: int
+    shapes: int
+    published: bool
+    conflicts: tuple[Conflict, ...] = ()
+
+
+class RuleWriter(RulePlanner):
+    """Rules from compiled intents: apply, undo, and what the shadow says is installed."""
+
+    _dpp: Adapter
+    _counter_epoch: int
+    _slot_epochs: dict[int, int]
+
+    def adopt_installed_rules(self) -> None:
+        """Take over the rules of a reused (pinned) instance; the next apply() reconciles them.
+
+        Their owners are unknown until then: an intent whose rule has the same key keeps the slot
+        (and so its counters); the others are deleted.
+        """
+        for key, rule in self._dpp.rules_dump():
+            entry = InstalledRule(key, rule, None)
+            self._installed[entry.key_bytes] = entry
+        self._slots.reserve_many(entry.rule.slot for entry in self._installed.values())
+        shape_set = self._dpp.shapes_get()
+        self._published_shapes = [struct_bytes(shape_set.shapes[i]) for i in range(shape_set.count)]
+
+    def resync(self) -> None:
+        """Forget the shadow and read the rules from the maps again, as after a restart.
+
+        For when the shadow may be wrong: another handle wrote the maps, or undoing a failed change
+        failed too. The next apply() then reconciles the maps, keeping the slots of unchanged keys.
+        """
+        self._installed = {}
+        self._intent_slots = {}
+        self._slot_intents = {}
+        self._intent_keys = {}
+        self._slots = SlotAllocator(self._slots.capacity)
+        self.adopt_installed_rules()
+
+    def apply(self, ruleset: CompiledRuleset) -> ApplyReport:
+        """Make the data plane hold exactly `ruleset`, without a packet seeing a half state.
+
+        Order: zero the counters of new slots; upsert new and changed rules; publish the shapes
+        (which bumps the generation, so cached flows are classified again); delete the rules no
+        published shape needs any more; publish again so flows cached from the deleted rules in the
+        meantime are classified again too.
+
+        A new rule's key carries its shape's id, which only that shape's mask produces, so no
+        packet meets a rule before the shape set that holds its shape is published. A changed rule
+        whose key stays is replaced atomically per key.
+
+        A DataplaneError carries `rolled_back`: True when the maps and the shadow are as before the
+        call; False when the new rules are live but deleting the old ones, or the last publish,
+        failed (applying again converges).
+        """
+        plan = self._plan(ruleset)
+        self._execute(plan)
+        return ApplyReport(
+            len(plan.upserts), len(plan.deletes), len(plan.shapes), plan.writes, ruleset.conflicts
+        )
+
+    def apply_changes(
+        self, delta: RuleDelta, restore_slots: Optional[Mapping[str, int]] = None
+    ) -> ApplyReport:
+        """Apply a delta (netapp.intents.index) with apply()'s order and rollback guarantees.
+
+        Costs O(size of the delta) plus the shape publish, whatever the number of installed rules:
+        an upserted intent keeps its slot (or takes a new one), a key no rule of the delta takes
+        over is deleted, and a removed intent that is not upserted gives back its slot. Rules left
+        over from an earlier run (owner unknown) stay until the next apply().
+
+        restore_slots: intent -> the slot it had, for undoing a change: an intent coming back takes
+        its old slot, if still free, with its counters as they were (see `slots_of`).
+        """
+        plan = self._plan_changes(delta, restore_slots or {})
+        self._execute(plan)
+        return ApplyReport(len(plan.upserts), len(plan.deletes), len(plan.shapes), plan.writes)
+
+    def _execute(self, plan: Plan) -> None:
+        try:
+            self._clear_counters(plan.new_slots)
+        except DataplaneError as exc:
+            self._release(plan.new_slots + plan.restored_slots)
+            exc.rolled_back = True  # type: ignore[attr-defined]
+            raise
+        self._upsert_or_roll_back(plan)
+        if plan.shapes_changed or plan.upserts:
+            self._publish_or_roll_back(plan)
+        if plan.deletes:
+            self._delete_removed(plan)
+            self._commit(plan)
+            self._publish_after_deletes(plan)
+        else:
+            self._commit(plan)
+
+    def _clear_counters(self, slots: Sequence[int]) -> None:
+        for first, count in contiguous_runs(slots):
+            self._dpp.stats_rules_clear(first, count)
+        self._counter_epoch += 1
+        for slot in slots:
+            self._slot_epochs[slot] = self._counter_epoch
+
+    def slot_epoch(self, slot: int) -> int:
+        """When this handle last zeroed the slot's counters (0: not since it opened): a slot whose
+        epoch changed counts from zero again, whatever its counters say (telemetry rates)."""
+        return self._slot_epochs.get(slot, 0)
+
+    def _upsert_or_roll_back(self, plan: Plan) -> None:
+        try:
+            self._dpp.rules_upsert(
+                [entry.key for entry in plan.upserts], [entry.rule for entry in plan.upserts]
+            )
+        except DataplaneError as exc:
+            self._roll_back_or_say_so(plan, exc, getattr(exc, "done", len(plan.upserts)))
+            raise
+
+    def _publish_or_roll_back(self, plan: Plan) -> None:
+        try:
+            self._dpp.shapes_publish(plan.shapes)
+        except DataplaneError as exc:
+            self._roll_back_or_say_so(plan, exc, len(plan.upserts))
+            raise
+
+    def _roll_back_or_say_so(self, plan: Plan, exc: DataplaneError, done: int) -> None:
+        """Undo the upserts; mark on `exc` whether that worked (and why not when it did not)."""
+        try:
+            self._roll_back_upserts(plan, done)
+        except DataplaneError as undo_failure:
+            exc.rolled_back = False  # type: ignore[attr-defined]
+            exc.hint = "; ".join(filter(None, [exc.hint, f"undoing it failed too ({undo_failure})"]))
+            return
+        exc.rolled_back = True  # type: ignore[attr-defined]
+
+    def _roll_back_upserts(self, plan: Plan, done: int) -> None:
+        """Put back what the old shapes expect: remove added rules, restore changed ones."""
+        applied = plan.upserts[:done]
+        added = [entry.key for entry in applied if entry.key_bytes not in self._installed]
+        changed = [
+            self._installed[entry.key_bytes] for entry in applied if entry.key_bytes in self._installed
+        ]
+        self._dpp.rules_delete(added)
+        self._dpp.rules_upsert([entry.key for entry in changed], [entry.rule for entry in changed])
+        self._release(plan.new_slots + plan.restored_slots)
+
+    def _publish_after_deletes(self, plan: Plan) -> None:
+        """Publish again so flows cached from the deleted rules are classified afresh. The maps
+        already hold the new state; if this fails, the next apply publishes in its place."""
+        try:
+            self._dpp.shapes_publish(plan.shapes)
+        except DataplaneError as exc:
+            self._published_shapes = []
+            exc.rolled_back = False  # type: ignore[attr-defined]
+            raise
+
+    def _delete_removed(self, plan: Plan) -> None:
+        try:
+            self._dpp.rules_delete([entry.key for entry in plan.deletes])
+        except DataplaneError as exc:
+            # The new rules are live; keep the leftovers in the shadow (owner unknown) for the next apply.
+            done = getattr(exc, "done", 0)
+            self._commit(plan, leftovers=plan.deletes[done:])
+            exc.rolled_back = False  # type: ignore[attr-defined]
+            raise
+
+    def _commit(self, plan: Plan, leftovers: Sequence[InstalledRule] = ()) -> None:
+        if plan.desired is not None:
+            self._commit_full(plan)
+        else:
+            self._commit_changes(plan)
+        for entry in leftovers:
+            self._installed[entry.key_bytes] = InstalledRule(entry.key, entry.rule, None)
+        leftover_slots = {entry.rule.slot for entry in leftovers}
+        for slot in plan.freed_slots:
+            if slot not in leftover_slots:
+                self._slots.release(slot)
+        self._published_shapes = [struct_bytes(shape) for shape in plan.shapes]
+
+    def _commit_full(self, plan: Plan) -> None:
+        assert plan.desired is not None and plan.intent_slots is not None
+        self._installed = dict(plan.desired)
+        self._intent_slots = plan.intent_slots
+        self._slot_intents = {slot: intent for intent, slot in plan.intent_slots.items()}
+        self._intent_keys = {entry.intent_id: key for key, entry in plan.desired.items() if entry.intent_id}
+
+    def _commit_changes(self, plan: Plan) -> None:
+        for entry in plan.deletes:
+            self._installed.pop(entry.key_bytes, None)
+        for intent in plan.leaving:
+            slot = self._intent_slots.pop(intent)
+            self._intent_keys.pop(intent, None)
+            if self._slot_intents.get(slot) == intent:
+                del self._slot_intents[slot]
+        for entry in plan.placed:
+            assert entry.intent_id is not None
+            self._installed[entry.key_bytes] = entry
+            self._intent_slots[entry.intent_id] = entry.rule.slot
+            self._slot_intents[entry.rule.slot] = entry.intent_id
+            self._intent_keys[entry.intent_id] = entry.key_bytes
+
+    def intent_of_slot(self, slot: int) -> Optional[str]:
+        return self._slot_intents.get(slot)
+
+    def slots_of(self, intents: Iterable[str]) -> dict[str, int]:
+        """The slots of these intents (those installed): what an undo gives them back."""
+        return {intent: self._intent_slots[intent] for intent in intents if intent in self._intent_slots}
+
+    @property
+    def installed_intents(self) -> dict[str, int]:
+        """Intent id -> its stat slot."""
+        return dict(self._intent_slots)
+
+    @property
+    def installed_count(self) -> int:
+        """Entries in dpp_rules, as the shadow knows them (owned or left over)."""
+        return len(self._installed)
+
+    def installed_keys(self) -> dict[bytes, Optional[str]]:
+        """Key bytes -> owning intent id (None: left over, owner unknown), as the shadow knows them."""
+        return {key: entry.intent_id for key, entry in self._installed.items()}
+
+    def dump_rules(self) -> dict[bytes, bytes]:
+        """Key bytes -> rule bytes, read from the map itself (not the shadow): for checks."""
+        return {struct_bytes(key): struct_bytes(rule) for key, rule in self._dpp.rules_dump()}

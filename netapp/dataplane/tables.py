@@ -1,0 +1,113 @@
+"""Generic tables: a plain map of the data plane, by name, read and written in batches.
+
+A `Table` needs only the map's spec in `abi.MAPS` (its key and value mirrors, checked against BTF by
+tests/dataplane/test_abi.py): libdpp's dpp_table_* calls do the rest, and `fake.FakeDpp` offers the
+same four adapter calls over dicts. So a new function's plain table needs no C, binding, facade or
+fake code. Maps with a protocol to their writes (rules, shapes, config, CPUs, counters: `table=False`
+in their spec) are refused for writes by libdpp and the fake alike.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import enum
+from ctypes import Structure, c_uint8
+from typing import Any, Iterable, Iterator, Mapping, Optional, Protocol, Sequence, Union
+
+from netapp.dataplane.abi import MAPS, MapSpec, TableCursor
+
+
+class UpdateFlag(enum.IntEnum):
+    """BPF_ANY, BPF_NOEXIST, BPF_EXIST (linux/bpf.h)."""
+
+    ANY = 0
+    NOEXIST = 1  # only new keys (an array has every key: always EEXIST)
+    EXIST = 2  # only keys already there
+
+
+class TableAdapter(Protocol):
+    """What a Table needs from the layer below (binding.DppHandle, fake.FakeDpp): C arrays in and out."""
+
+    def table_update(self, name: str, keys: Any, values: Any, flags: int = 0) -> None: ...
+    def table_lookup(self, name: str, keys: Any, values: Any, found: Any) -> int: ...
+    def table_delete(self, name: str, keys: Any) -> None: ...
+    def table_dump(self, name: str, cursor: TableCursor, keys: Any, values: Any) -> int: ...
+
+
+Entries = Union[Mapping[Any, Any], Iterable[tuple[Any, Any]]]
+
+
+class Table:
+    """One plain map: update, lookup, delete and items, each a batch. Keys and values are the spec's
+    ctypes mirrors (ints for integer types); what comes back are copies."""
+
+    DUMP_CHUNK = 1024  # entries per dpp_table_dump call
+
+    def __init__(self, adapter: TableAdapter, name: str, spec: Optional[MapSpec] = None):
+        spec = spec if spec is not None else MAPS.get(name)
+        if spec is None:
+            raise ValueError(f"no map named {name!r}; known: {', '.join(MAPS)}")
+        if spec.key is None or spec.value is None:
+            raise ValueError(f"map {name}: a table needs key and value mirrors in its MapSpec")
+        if spec.per_cpu:
+            raise ValueError(f"map {name} is per-CPU: its values are read as counters, not as a table")
+        self._adapter = adapter
+        self.name = name
+        self.spec = spec
+
+    def update(self, entries: Entries, flags: UpdateFlag = UpdateFlag.ANY) -> None:
+        """Write every (key, value) in order; a DataplaneError carries `done`, how many were written."""
+        pairs = list(entries.items() if isinstance(entries, Mapping) else entries)
+        if pairs:
+            keys, values = zip(*pairs)
+            self._adapter.table_update(self.name, self._keys(keys), self._values(values), int(flags))
+
+    def delete(self, keys: Sequence[Any]) -> None:
+        """Delete keys in order (an array's cannot be: write a zeroed value instead)."""
+        if keys:
+            self._adapter.table_delete(self.name, self._keys(keys))
+
+    def lookup(self, keys: Sequence[Any]) -> list[Optional[Any]]:
+        """The value of each key, None where the map has none."""
+        if not keys:
+            return []
+        values = (self.spec.value * len(keys))()
+        found = (c_uint8 * len(keys))()
+        self._adapter.table_lookup(self.name, self._keys(keys), values, found)
+        return [_copy(values, index) if hit else None for index, hit in enumerate(found)]
+
+    def get(self, key: Any) -> Optional[Any]:
+        return self.lookup([key])[0]
+
+    def items(self) -> Iterator[tuple[Any, Any]]:
+        """Every (key, value) of the map, DUMP_CHUNK at a time (an array's: every index)."""
+        cursor = TableCursor()
+        keys = (self.spec.key * self.DUMP_CHUNK)()
+        values = (self.spec.value * self.DUMP_CHUNK)()
+        while True:
+            count = self._adapter.table_dump(self.name, cursor, keys, values)
+            if count == 0:
+                return
+            for index in range(count):
+                yield _copy(keys, index), _copy(values, index)
+
+    def _keys(self, keys: Sequence[Any]) -> Any:
+        return _array(self.spec.key, keys)
+
+    def _values(self, values: Sequence[Any]) -> Any:
+        return _array(self.spec.value, values)
+
+
+def _array(ctype: Any, items: Sequence[Any]) -> Any:
+    if isinstance(items, ctypes.Array) and items._type_ is ctype:
+        return items
+    return (ctype * len(items))(*items)
+
+
+def _copy(array: Any, index: int) -> Any:
+    """array[index] detached from the array's buffer (a plain int stays an int)."""
+    item = array[index]
+    return type(item).from_buffer_copy(item) if isinstance(item, Structure) else item
+
+
+__all__ = ["Table", "TableAdapter", "UpdateFlag"]

@@ -1,0 +1,192 @@
+"""Generic tables (netapp.dataplane.tables over libdpp's dpp_table_*), each test run twice: against
+an anonymous kernel instance (root) and against FakeDpp, so that the fake keeps libdpp's semantics.
+
+dpp_alt_groups is an array (the kernel's batch operations), dpp_ports a DEVMAP_HASH (no batch
+operations: libdpp's per-element fallback)."""
+
+from __future__ import annotations
+
+import errno
+from ctypes import c_uint32
+
+import pytest
+
+from netapp.dataplane.binding import (
+    MAPS,
+    MAX_ALT_GROUPS,
+    AltGroup,
+    Counter,
+    DataplaneError,
+    DevmapVal,
+    DppHandle,
+    MapSpec,
+    MapType,
+    load_libdpp,
+)
+from netapp.dataplane.fake import FakeDpp
+from netapp.dataplane.tables import Table, UpdateFlag
+from tests.utils.kernel import require_kernel
+
+LOOPBACK = 1  # a DEVMAP_HASH value must name an existing interface
+
+
+@pytest.fixture(params=["kernel", "fake"])
+def adapter(request):
+    if request.param == "fake":
+        yield FakeDpp()
+        return
+    require_kernel()
+    handle = DppHandle.open(load_libdpp())
+    try:
+        yield handle
+    finally:
+        handle.close()
+
+
+def group(count: int, ifindex: int = 0) -> AltGroup:
+    value = AltGroup(count=count)
+    value.members[0].ifindex = ifindex
+    return value
+
+
+def same(a, b) -> bool:
+    return bytes(a) == bytes(b)
+
+
+def errno_of(call) -> DataplaneError:
+    with pytest.raises(DataplaneError) as raised:
+        call()
+    return raised.value
+
+
+# --- an array: batched --------------------------------------------------------------------------
+
+
+def test_given_groups_written_in_one_batch_then_each_reads_back(adapter):
+    table = Table(adapter, "dpp_alt_groups")
+    table.update({3: group(1, 7), 5: group(2, 9)})
+
+    three, four, five = table.lookup([3, 4, 5])
+
+    assert same(three, group(1, 7)) and same(five, group(2, 9))
+    assert same(four, AltGroup())  # an array has every index, zeroed until written
+    assert same(table.get(5), group(2, 9))
+
+
+def test_an_arrays_items_are_every_index_in_order_across_dump_calls(adapter):
+    table = Table(adapter, "dpp_alt_groups")
+    table.DUMP_CHUNK = 5  # 64 entries in 13 calls
+    table.update([(63, group(1, 4))])
+
+    items = list(table.items())
+
+    assert [key for key, _ in items] == list(range(MAX_ALT_GROUPS))
+    assert same(items[63][1], group(1, 4)) and same(items[0][1], AltGroup())
+
+
+def test_given_a_key_past_the_array_then_the_batch_stops_there_and_says_how_far_it_got(adapter):
+    table = Table(adapter, "dpp_alt_groups")
+
+    error = errno_of(lambda: table.update([(1, group(1)), (2, group(2)), (MAX_ALT_GROUPS, group(3))]))
+
+    assert error.errno == errno.E2BIG and error.done == 2
+    assert same(table.get(2), group(2))
+
+
+def test_an_arrays_entries_cannot_be_deleted_only_zeroed(adapter):
+    table = Table(adapter, "dpp_alt_groups")
+    table.update({1: group(1)})
+
+    assert errno_of(lambda: table.delete([1])).errno == errno.EINVAL
+    table.update({1: AltGroup()})
+    assert same(table.get(1), AltGroup())
+
+
+def test_an_array_takes_no_new_key(adapter):
+    table = Table(adapter, "dpp_alt_groups")
+    error = errno_of(lambda: table.update({1: group(1)}, UpdateFlag.NOEXIST))
+    assert error.errno == errno.EEXIST and error.done == 0
+
+
+# --- a hash without batch operations: one element at a time ------------------------------------
+
+
+def test_given_a_port_added_then_it_reads_back_dumps_and_deletes(adapter):
+    table = Table(adapter, "dpp_ports")
+    assert table.get(LOOPBACK) is None
+
+    table.update({LOOPBACK: DevmapVal(ifindex=LOOPBACK)})
+
+    assert table.get(LOOPBACK).ifindex == LOOPBACK
+    assert [(key, value.ifindex) for key, value in table.items()] == [(LOOPBACK, LOOPBACK)]
+    table.delete([LOOPBACK])
+    assert table.get(LOOPBACK) is None and list(table.items()) == []
+
+
+def test_given_a_missing_key_then_delete_stops_there_and_says_how_far_it_got(adapter):
+    table = Table(adapter, "dpp_ports")
+    table.update({LOOPBACK: DevmapVal(ifindex=LOOPBACK)})
+
+    error = errno_of(lambda: table.delete([LOOPBACK, 4000]))
+
+    assert error.errno == errno.ENOENT and error.done == 1
+    assert table.get(LOOPBACK) is None
+
+
+def test_given_a_port_there_then_noexist_refuses_it(adapter):
+    table = Table(adapter, "dpp_ports")
+    table.update({LOOPBACK: DevmapVal(ifindex=LOOPBACK)}, UpdateFlag.EXIST)  # a DEVMAP_HASH ignores EXIST
+    error = errno_of(lambda: table.update({LOOPBACK: DevmapVal(ifindex=LOOPBACK)}, UpdateFlag.NOEXIST))
+    assert error.errno == errno.EEXIST and error.done == 0
+
+
+# --- refusals -----------------------------------------------------------------------------------
+
+
+def test_given_sizes_other_than_the_maps_then_nothing_is_written(adapter):
+    spec = MapSpec(MapType.ARRAY, c_uint32, Counter, "DPP_MAX_ALT_GROUPS", table=True)
+    wrong = Table(adapter, "dpp_alt_groups", spec)
+
+    error = errno_of(lambda: wrong.update({1: Counter(1, 1)}))
+
+    assert error.errno == errno.EINVAL
+    assert same(Table(adapter, "dpp_alt_groups").get(1), AltGroup())
+
+
+def test_given_a_name_no_map_has_then_every_operation_says_so(adapter):
+    table = Table(adapter, "dpp_nothing", MapSpec(MapType.HASH, c_uint32, c_uint32, 1, table=True))
+    assert errno_of(lambda: table.update({1: 1})).errno == errno.ENOENT
+    assert errno_of(lambda: table.lookup([1])).errno == errno.ENOENT
+    assert errno_of(lambda: table.delete([1])).errno == errno.ENOENT
+    assert errno_of(lambda: list(table.items())).errno == errno.ENOENT
+
+
+@pytest.mark.parametrize("name", sorted(MAPS))
+def test_only_plain_maps_are_written_as_tables_and_every_map_reads(adapter, name):
+    """libdpp refuses the maps its modules declare (their writes have a protocol); MapSpec.table
+    says which, so the fake refuses the same."""
+    spec = MAPS[name]
+    no_keys = (spec.key * 0)()
+    if spec.table:
+        adapter.table_delete(name, no_keys)
+    else:
+        assert errno_of(lambda: adapter.table_delete(name, no_keys)).errno == errno.EPERM
+
+
+def test_a_map_with_a_protocol_is_refused_and_left_as_it_was(adapter):
+    rules = Table(adapter, "dpp_rules")
+    key, rule = MAPS["dpp_rules"].key(ifindex=9), MAPS["dpp_rules"].value(slot=1)
+
+    assert errno_of(lambda: rules.update([(key, rule)])).errno == errno.EPERM
+    assert errno_of(lambda: rules.delete([key])).errno == errno.EPERM
+    assert rules.get(key) is None and list(rules.items()) == []
+
+
+def test_a_per_cpu_map_or_a_map_without_mirrors_is_no_table():
+    fake = FakeDpp()
+    with pytest.raises(ValueError, match="per-CPU"):
+        Table(fake, "dpp_flow_use")
+    with pytest.raises(ValueError, match="mirrors"):
+        Table(fake, "dpp_cpu_map")
+    with pytest.raises(ValueError, match="no map named"):
+        Table(fake, "dpp_nothing")
