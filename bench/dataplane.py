@@ -24,6 +24,8 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
+from netapp.dataplane.binding import load_libdpp
+
 from bench.baseline import Baseline, BaselineError, cache_min_shapes, prepare
 from bench.harness import DATAPLANE, Harness, build_harness
 from bench.instances import (
@@ -205,6 +207,10 @@ def prepare_baseline(rev: Optional[str]) -> Optional[Baseline]:
     print(f"  baseline {rev}: exporting dataplane/ and building it", file=sys.stderr, flush=True)
     baseline = prepare(rev)
     print(f"  baseline {rev} = {baseline.commit}: {baseline.libdpp}", file=sys.stderr, flush=True)
+    missing = load_libdpp(str(baseline.libdpp), lenient=True).missing
+    if missing:
+        print(f"  baseline {rev} lacks {', '.join(missing)} (added since; never called here)",
+              file=sys.stderr, flush=True)
     return baseline
 
 
