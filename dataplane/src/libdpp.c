@@ -195,7 +195,7 @@ static int instance_load(struct dpp *d, const struct dpp_open_opts *o)
 	return err;
 }
 
-static int instance_reopen(struct dpp *d, const char *prog_path)
+static int instance_reopen(struct dpp *d)
 {
 	int err;
 
@@ -204,7 +204,7 @@ static int instance_reopen(struct dpp *d, const char *prog_path)
 	if (!err)
 		err = maps_check(d);
 	if (!err)
-		err = progs_collect_pinned(d, prog_path);
+		err = progs_collect_pinned(d);
 	if (!err)
 		err = links_scan(d);
 	if (!err)
@@ -238,7 +238,7 @@ int dpp_open(const struct dpp_open_opts *opts, struct dpp **out)
 		if (err)
 			goto cleanup;
 	}
-	err = pinned ? instance_reopen(d, prog_path) : instance_load(d, &o);
+	err = pinned ? instance_reopen(d) : instance_load(d, &o);
 	if (!err)
 		filters_init(d);
 	if (err)

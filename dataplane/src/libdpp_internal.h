@@ -123,6 +123,7 @@ int opts_copy(const void *in, void *out, size_t out_sz);
 __attribute__((format(printf, 3, 4)))
 int path_fmt(char *buf, size_t sz, const char *fmt, ...);
 int pin_path(const struct dpp *d, char *buf, size_t sz, const char *sub, const char *leaf);
+int pin_open(const char *dir, const char *name, const char *what);
 int unlink_quiet(const char *path);
 int instance_pinned(struct dpp *d, char *prog_path, size_t sz);
 int pins_create(struct dpp *d);
@@ -135,7 +136,7 @@ void pin_dirs_remove(struct dpp *d);
 #define DPP_ENTRY_PROG "dpp_xdp"
 #define DPP_SLOTS_MAP "dpp_progs"
 int progs_collect_loaded(struct dpp_prog_table *t, struct bpf_object *obj, int slots_fd);
-int progs_collect_pinned(struct dpp *d, const char *entry_path);
+int progs_collect_pinned(struct dpp *d);
 int progs_pin(const struct dpp *d, const struct dpp_prog_table *t, const char *sub);
 void progs_close(struct dpp_prog_table *t);
 

@@ -88,7 +88,7 @@ static int link_drop(struct dpp *d, int i)
 /* Pick up links pinned by any process (the pins are the truth for named instances). */
 int links_scan(struct dpp *d)
 {
-	char dir[PATH_MAX], path[PATH_MAX], *end;
+	char dir[PATH_MAX], *end;
 	struct dirent *de;
 	int err = 0, fd;
 	long ifindex;
@@ -108,13 +108,9 @@ int links_scan(struct dpp *d)
 			continue;
 		if (link_find(d, (int)ifindex) >= 0)
 			continue;
-		err = path_fmt(path, sizeof(path), "%s/%s", dir, de->d_name);
-		if (err)
-			break;
-		fd = bpf_obj_get(path);
+		fd = pin_open(dir, de->d_name, "link");
 		if (fd < 0) {
 			err = fd;
-			pr_warn("open pinned link %s: %s", path, strerror(-err));
 			break;
 		}
 		err = link_add(d, (int)ifindex, fd);

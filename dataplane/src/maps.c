@@ -106,7 +106,7 @@ int maps_collect_loaded(struct dpp *d)
 
 int maps_collect_pinned(struct dpp *d)
 {
-	char dir[PATH_MAX], path[PATH_MAX];
+	char dir[PATH_MAX];
 	struct dirent *de;
 	int fd, err;
 	DIR *dh;
@@ -123,13 +123,9 @@ int maps_collect_pinned(struct dpp *d)
 	while ((de = readdir(dh))) {
 		if (de->d_name[0] == '.')
 			continue;
-		err = path_fmt(path, sizeof(path), "%s/%s", dir, de->d_name);
-		if (err)
-			break;
-		fd = bpf_obj_get(path);
+		fd = pin_open(dir, de->d_name, "map");
 		if (fd < 0) {
 			err = fd;
-			pr_warn("open pinned map %s: %s", path, strerror(-err));
 			break;
 		}
 		err = map_add(d, de->d_name, fd);

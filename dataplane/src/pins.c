@@ -33,6 +33,20 @@ int path_fmt(char *buf, size_t sz, const char *fmt, ...)
 	return 0;
 }
 
+/* The fd of the object pinned as dir/name (what: "map", "link", ... for the warning), or -errno. */
+int pin_open(const char *dir, const char *name, const char *what)
+{
+	char path[PATH_MAX];
+	int fd = path_fmt(path, sizeof(path), "%s/%s", dir, name);
+
+	if (fd)
+		return fd;
+	fd = bpf_obj_get(path);
+	if (fd < 0)
+		pr_warn("open pinned %s %s: %s", what, path, strerror(-fd));
+	return fd;
+}
+
 static int bpffs_ensure(void)
 {
 	struct statfs st;

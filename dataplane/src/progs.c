@@ -96,27 +96,24 @@ int progs_collect_loaded(struct dpp_prog_table *t, struct bpf_object *obj, int s
 	return err;
 }
 
-static int pinned_prog_add(struct dpp_prog_table *t, const char *path, const char *name)
+static int pinned_prog_add(struct dpp_prog_table *t, const char *dir, const char *name,
+			   const char *pinned_as)
 {
-	int fd = bpf_obj_get(path);
+	int fd = pin_open(dir, pinned_as, "program");
 
-	if (fd < 0) {
-		pr_warn("open pinned program %s: %s", path, strerror(-fd));
-		return fd;
-	}
-	return prog_add(t, name, fd);
+	return fd < 0 ? fd : prog_add(t, name, fd);
 }
 
 /* The entry from its pin, then progs/ (absent when an older build pinned the instance). */
-int progs_collect_pinned(struct dpp *d, const char *entry_path)
+int progs_collect_pinned(struct dpp *d)
 {
-	char dir[PATH_MAX], path[PATH_MAX];
+	char dir[PATH_MAX];
 	struct dpp_map_ref *slots;
 	struct dirent *de;
 	int err;
 	DIR *dh;
 
-	err = pinned_prog_add(&d->progs, entry_path, DPP_ENTRY_PROG);
+	err = pinned_prog_add(&d->progs, d->pin_dir, DPP_ENTRY_PROG, "prog");
 	if (!err)
 		err = pin_path(d, dir, sizeof(dir), "progs", NULL);
 	if (err)
@@ -127,9 +124,7 @@ int progs_collect_pinned(struct dpp *d, const char *entry_path)
 	while (dh && (de = readdir(dh))) {
 		if (de->d_name[0] == '.' || !strcmp(de->d_name, DPP_ENTRY_PROG))
 			continue;
-		err = path_fmt(path, sizeof(path), "%s/%s", dir, de->d_name);
-		if (!err)
-			err = pinned_prog_add(&d->progs, path, de->d_name);
+		err = pinned_prog_add(&d->progs, dir, de->d_name, de->d_name);
 		if (err)
 			break;
 	}
