@@ -11,6 +11,11 @@ mirrors first; any difference (or a member REV lacks) stops the benchmark with a
 instead of measuring garbage. dpp_trace and dpp_test_result are left out on purpose: the benchmark
 runs programs through its own harness, never through dpp_test_run, and dpp_flows is never touched
 from userspace.
+
+A benchmark whose baseline must run its own revision's Python (bench/flows: the rule struct it
+writes, and the binding that writes it, change between revisions) exports netapp/ and bench/ as
+well (`prepare(rev, own_python=True)`) and drives that tree in a process of its own; no ABI check
+is needed then, each side using its own revision's binding.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ import subprocess
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 from netapp.dataplane import binding
 
@@ -55,7 +60,11 @@ _CACHE_MIN_SHAPES = re.compile(r"^#define DPP_CACHE_MIN_SHAPES (\d+)", re.M)
 
 
 class BaselineError(RuntimeError):
-    """The baseline could not be exported, built, or driven by this checkout's binding."""
+    """The baseline could not be exported, built, or driven (by this checkout's binding, or by its
+    own Python code)."""
+
+DATAPLANE_ONLY = ("dataplane",)
+WITH_PYTHON = ("dataplane", "netapp", "bench")
 
 
 @dataclass(frozen=True)
@@ -92,18 +101,18 @@ def resolve(rev: str) -> str:
     return _git("rev-parse", "--verify", f"{rev}^{{commit}}")
 
 
-def export(commit: str, root: Path) -> None:
-    """dataplane/ as of `commit` into root/dataplane (kept when already exported from it)."""
+def export(commit: str, root: Path, paths: Sequence[str] = DATAPLANE_ONLY) -> None:
+    """`paths` (top-level directories) as of `commit` into root (kept when already exported from it)."""
     stamp = root / "COMMIT"
-    if stamp.is_file() and stamp.read_text().strip() == commit and (root / "dataplane").is_dir():
+    if stamp.is_file() and stamp.read_text().strip() == commit and all((root / p).is_dir() for p in paths):
         return
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)
     archive = subprocess.run(
-        ["git", "-C", str(REPO), "archive", "--format=tar", commit, "dataplane"], capture_output=True
+        ["git", "-C", str(REPO), "archive", "--format=tar", commit, *paths], capture_output=True
     )
     if archive.returncode:
-        raise BaselineError(f"git archive {commit} dataplane: {archive.stderr.decode().strip()}")
+        raise BaselineError(f"git archive {commit} {' '.join(paths)}: {archive.stderr.decode().strip()}")
     with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
         if hasattr(tarfile, "data_filter"):  # Python 3.12 (and late 3.11): refuse odd members
             tar.extractall(root, filter="data")
@@ -194,13 +203,29 @@ def cache_min_shapes(dataplane: Path) -> int:
     return int(match.group(1))
 
 
-def prepare(rev: str, build_dir: Path = BUILD_DIR) -> Baseline:
-    """Export, build and check the baseline; returns where its libdpp is."""
+def prepare(rev: str, build_dir: Path = BUILD_DIR, own_python: bool = False) -> Baseline:
+    """Export, build and check the baseline; returns where its libdpp is. own_python: its netapp/
+    and bench/ are exported too, for a process of its own to drive it (no ABI check then)."""
     commit = resolve(rev)
     baseline = Baseline(rev, commit, build_dir / f"baseline-{commit[:12]}")
-    export(commit, baseline.root)
+    export(commit, baseline.root, WITH_PYTHON if own_python else DATAPLANE_ONLY)
     build(baseline.dataplane)
     if not baseline.libdpp.is_file():
         raise BaselineError(f"{baseline.libdpp} was not built")
-    check_abi(baseline)
+    if not own_python:
+        check_abi(baseline)
     return baseline
+
+
+def pair(head: dict[str, Any], baseline: dict[str, Any]) -> None:
+    """Add to both results of one configuration the other's figures and the ratios HEAD / baseline:
+    of ns (floor included, ratio_to_baseline) and of ns above the floor
+    (above_floor_ratio_to_baseline; None when the baseline's is not above the floor)."""
+    ratios = {
+        "ratio_to_baseline": head["ns"] / baseline["ns"],
+        "above_floor_ratio_to_baseline": (
+            head["ns_above_floor"] / baseline["ns_above_floor"] if baseline["ns_above_floor"] > 0 else None
+        ),
+    }
+    head.update(baseline_ns=baseline["ns"], baseline_ns_above_floor=baseline["ns_above_floor"], **ratios)
+    baseline.update(head_ns=head["ns"], head_ns_above_floor=head["ns_above_floor"], **ratios)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence
 
+from bench.baseline import pair
 from bench.instances import BASELINE
 from bench.measure import EMPTY_DIRECT, FLOOR, subject_key
 from bench.workload import CASE_VERDICT_NAMES, CASES
@@ -120,16 +121,8 @@ def compare_to_baseline(head: Sequence[dict[str, Any]], baseline: Sequence[dict[
     included, ratio_to_baseline) and of ns above the floor (above_floor_ratio_to_baseline)."""
     for case in head:
         other = _find(baseline, case["name"], case["rules"])
-        if other is None:
-            continue
-        ratios = {
-            "ratio_to_baseline": case["ns"] / other["ns"],
-            "above_floor_ratio_to_baseline": (
-                case["ns_above_floor"] / other["ns_above_floor"] if other["ns_above_floor"] > 0 else None
-            ),
-        }
-        case.update(baseline_ns=other["ns"], baseline_ns_above_floor=other["ns_above_floor"], **ratios)
-        other.update(head_ns=case["ns"], head_ns_above_floor=case["ns_above_floor"], **ratios)
+        if other is not None:
+            pair(case, other)
 
 
 def build_result(
