@@ -10,12 +10,14 @@ import platform
 import random
 import sys
 import time
-from contextlib import ExitStack
+from contextlib import ExitStack, closing
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from bench.baseline import Baseline, BaselineError, prepare
 from bench.dataplane import machine_info
 from bench.flows import report, run, workload
+from bench.flows.remote import BaselineSide
 from bench.harness import Harness, build_harness
 from bench.measure import WrongPathError
 
@@ -40,6 +42,12 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser.add_argument(
         "--max-flows", type=int, default=0, help="flow cache slots per CPU (0: libdpp's default)"
     )
+    parser.add_argument(
+        "--baseline",
+        metavar="REV",
+        help="also build git revision REV (into bench/build/baseline-<commit>) and measure its data plane, "
+        "its rules installed by its own code, in the same runs",
+    )
     args = parser.parse_args(argv)
     if any(not 1 <= shapes <= 16 for shapes in args.shapes):
         parser.error("--shapes: 1 to 16")
@@ -48,22 +56,43 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     return args
 
 
+def prepare_baseline(rev: Optional[str]) -> Optional[Baseline]:
+    if rev is None:
+        return None
+    print(f"  baseline {rev}: exporting dataplane/, netapp/ and bench/ and building it", file=sys.stderr, flush=True)
+    baseline = prepare(rev, own_python=True)
+    print(f"  baseline {rev} = {baseline.commit}: {baseline.root}", file=sys.stderr, flush=True)
+    return baseline
+
+
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     started = time.monotonic()
     rng = random.Random(args.seed)
+    base = prepare_baseline(args.baseline)
     with Harness(build_harness()) as harness, ExitStack() as stack:
-        instances = []
+        side = stack.enter_context(closing(BaselineSide(base))) if base else None
+        instances: list[run.Subject] = []
         stack.callback(lambda: [instance.close() for instance in instances])
         stack.callback(harness.release_target)
         for instance in run.open_all(args.rules, args.shapes, args.max_flows):
             instances.append(instance)
+            if side:
+                twin = side.open_like(instance, args.max_flows)
+                print(f"  {twin.key}: installed in {twin.install_s:.2f} s", file=sys.stderr, flush=True)
+                instances.append(twin)
         levels = [
             run.measure_level(harness, instances, flows, args.runs, args.repeat, rng) for flows in args.flows
         ]
-        cases = [report.case_result(level, instance) for level in levels for instance in instances]
+        head = [instance for instance in instances if not instance.version]
+        cases = [report.case_result(level, instance) for level in levels for instance in head]
         floors = {str(level.flows): report.statistics.median(level.samples[run.FLOOR]) for level in levels}
+        revision = None
+        if base:
+            twins = [instance for instance in instances if instance.version]
+            revision = report.baseline_result(levels, twins, cases, base.describe())
     return {
         "cases": cases,
+        **({"baseline": revision} if revision else {}),
         "floor_ns": floors,
         "targets": report.evaluate_targets(cases),
         "runs": args.runs,
@@ -94,6 +123,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except WrongPathError as exc:
         print(f"bench.flows: measured the wrong path, no results written: {exc}", file=sys.stderr)
         return 1
+    except BaselineError as exc:
+        print(f"bench.flows: --baseline {args.baseline}: {exc}", file=sys.stderr)
+        return 3
     write(result, args.out)
     print(report.format_table(result))
     missed = [target["name"] for target in result["targets"] if not target["met"]]

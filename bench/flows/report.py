@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import statistics
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
-from bench.flows.run import FLOOR, Instance, Level
+from bench.baseline import pair
+from bench.flows.run import FLOOR, Level, Subject
 
 # The issue's targets, at 1M active flows and 1M rules (ns above the floor).
 TARGET_FLOWS = 1_000_000
@@ -16,7 +17,7 @@ HOT_FLOW_LIMIT_NS = 35  # the cached path of one repeated flow
 CACHE_NOISE_NS = 5
 
 
-def case_result(level: Level, instance: Instance) -> dict[str, Any]:
+def case_result(level: Level, instance: Subject) -> dict[str, Any]:
     samples = level.samples[instance.key]
     floors = level.samples[FLOOR]
     above = [sample - floor for sample, floor in zip(samples, floors)]
@@ -33,6 +34,34 @@ def case_result(level: Level, instance: Instance) -> dict[str, Any]:
         "installed_rules": instance.installed,
         "repeat": level.repeat,
         "samples_ns": samples,
+    }
+
+
+def baseline_result(
+    levels: Sequence[Level],
+    instances: Sequence[Subject],
+    head_cases: Sequence[dict[str, Any]],
+    revision: dict[str, Any],
+) -> dict[str, Any]:
+    """The --baseline revision's cases, from the same runs and floor as HEAD's; each baseline case
+    and its HEAD case get the other's figures and the ratios HEAD / baseline (bench.baseline.pair)."""
+    # max_rules: the map size the revision's own code chose (HEAD's: run.max_rules_for).
+    cases = [
+        case_result(level, instance) | {"max_rules": getattr(instance, "max_rules", None)}
+        for level in levels
+        for instance in instances
+    ]
+    for case in cases:
+        head = _find(head_cases, flows=case["flows"], rules=case["rules"], shapes=case["shapes"], cache=case["cache"])
+        if head is not None:
+            pair(head, case)
+    return {
+        **revision,
+        "cases": cases,
+        "note": "opened and filled by the revision's own bench/flows and netapp in a process of its own, "
+        "timed through HEAD's harness in the same interleaved runs and against the same floor as HEAD's "
+        "cases; ratio_to_baseline = HEAD ns / baseline ns (floor included), above_floor_ratio_to_baseline "
+        "= the same above the floor",
     }
 
 
@@ -67,9 +96,8 @@ def evaluate_targets(cases: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return targets
 
 
-def format_table(result: dict[str, Any]) -> str:
-    """Markdown: one row per (rules, shapes, cache), one column per flow count, ns above the floor."""
-    cases = result["cases"]
+def _grid(cases: Sequence[dict[str, Any]], cell: Callable[[dict[str, Any]], str]) -> list[str]:
+    """Markdown: one row per (rules, shapes, cache), one column per flow count."""
     flows = sorted({case["flows"] for case in cases})
     rows = sorted({(case["rules"], case["shapes"], case["cache"]) for case in cases}, key=lambda r: (r[0], r[1], not r[2]))
     header = "| rules | shapes | flow cache | " + " | ".join(f"{n:,} flows" for n in flows) + " |"
@@ -78,11 +106,37 @@ def format_table(result: dict[str, Any]) -> str:
         cells = []
         for n in flows:
             case = _find(cases, flows=n, rules=rules, shapes=shapes, cache=cache)
-            cells.append(f"{case['ns_above_floor']:.0f}" if case else "")
+            cells.append(cell(case) if case else "")
         lines.append(f"| {rules:,} | {shapes} | {'on' if cache else 'off'} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _versus(case: dict[str, Any]) -> str:
+    """HEAD / baseline ns above the floor (HEAD / baseline)."""
+    if "baseline_ns_above_floor" not in case:
+        return f"{case['ns_above_floor']:.0f} / -"
+    ratio = case["above_floor_ratio_to_baseline"]
+    shown = f"{ratio:.2f}" if ratio is not None else "-"
+    return f"{case['ns_above_floor']:.0f} / {case['baseline_ns_above_floor']:.0f} ({shown})"
+
+
+def format_table(result: dict[str, Any]) -> str:
+    """Markdown: ns above the floor per (rules, shapes, cache) and flow count; with a --baseline
+    revision, a second table of HEAD / baseline and their ratio."""
+    cases = result["cases"]
+    flows = sorted({case["flows"] for case in cases})
+    lines = _grid(cases, lambda case: f"{case['ns_above_floor']:.0f}")
     floors = ", ".join(f"{n:,} flows {result['floor_ns'][str(n)]:.0f}" for n in flows)
     lines.append("")
     lines.append(f"ns per packet above the floor (median of {result['runs']} runs); floor: {floors} ns.")
+    revision = result.get("baseline")
+    if revision:
+        lines += ["", *_grid(cases, _versus), ""]
+        lines.append(
+            f"HEAD / baseline {revision['rev']} ({revision['commit'][:12]}): ns per packet above the floor and "
+            "their ratio, from the same interleaved runs and floor. 1 flow: one flow repeated, hot in the CPU "
+            "caches; more flows: every repetition another flow, cold."
+        )
     return "\n".join(lines)
 
 

@@ -7,7 +7,7 @@ import random
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Iterator, Optional, Sequence
+from typing import Iterator, Optional, Protocol, Sequence
 
 import numpy
 
@@ -33,6 +33,35 @@ def max_rules_for(rules: int, shapes: int) -> int:
 FLOOR = "floor"
 
 
+def point_key(rules: int, shapes: int, cache: bool) -> str:
+    return f"rules={rules}/shapes={shapes}/cache={'on' if cache else 'off'}"
+
+
+@dataclass(frozen=True)
+class Counts:
+    drop: int
+    passed: int
+    reasons: int
+    rule_packets: int
+
+
+class Subject(Protocol):
+    """What is verified and timed: this checkout's Instance, or a --baseline one (remote.py)."""
+
+    rules: int
+    shapes: int
+    cache: bool
+    installed: int
+    version: str
+
+    @property
+    def key(self) -> str: ...
+
+    def prog_fd(self) -> int: ...
+
+    def counts(self) -> Counts: ...
+
+
 @dataclass
 class Instance:
     """One anonymous pipeline instance holding the rules of one (rules, shapes) point."""
@@ -44,10 +73,17 @@ class Instance:
     dataplane: Dataplane
     installed: int = 0
     install_s: float = 0.0
+    version: str = ""  # this checkout's pipeline
 
     @property
     def key(self) -> str:
-        return f"rules={self.rules}/shapes={self.shapes}/cache={'on' if self.cache else 'off'}"
+        return point_key(self.rules, self.shapes, self.cache)
+
+    def prog_fd(self) -> int:
+        return self.handle.prog_fd()
+
+    def counts(self) -> Counts:
+        return _counts(self)
 
     def close(self) -> None:
         self.dataplane.close()
@@ -110,15 +146,8 @@ def repeat_for(flows: int, minimum: int) -> int:
 # --- path checks -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Counts:
-    drop: int
-    passed: int
-    reasons: int
-    rule_packets: int
-
-
 def _counts(instance: Instance) -> Counts:
+    # A --baseline revision's process calls its own _counts (bench/flows/baseline_side.py).
     verdicts = instance.dataplane.verdict_stats()
     reasons = instance.dataplane.reason_stats()
     rules = instance.handle.stats_rules_array(0, instance.installed)
@@ -130,14 +159,14 @@ def _counts(instance: Instance) -> Counts:
     )
 
 
-def verify(harness: Harness, instance: Instance, walk: Walk, packet: bytes) -> None:
+def verify(harness: Harness, instance: Subject, walk: Walk, packet: bytes) -> None:
     """One walk over every flow from flow 0: flow f < rules meets its drop rule, the others none
     (best effort: pass); no reason counted, the rules' own counters agree. Also fills the cache."""
     where = f"{instance.key} at {walk.flows:,} flows"
     harness.set_walk(walk)
-    before = _counts(instance)
-    result = harness.run_walk(instance.handle.prog_fd(), packet, walk.flows)
-    after = _counts(instance)
+    before = instance.counts()
+    result = harness.run_walk(instance.prog_fd(), packet, walk.flows)
+    after = instance.counts()
     matched = min(walk.flows, instance.rules)
     got = Counts(
         after.drop - before.drop,
@@ -164,7 +193,7 @@ class Level:
 
 def measure_level(
     harness: Harness,
-    instances: Sequence[Instance],
+    instances: Sequence[Subject],
     flows: int,
     runs: int,
     minimum_repeat: int,
@@ -176,7 +205,7 @@ def measure_level(
         verify(harness, instance, walk, packet)
     level = Level(flows, repeat_for(flows, minimum_repeat))
     subjects: list[tuple[str, Optional[int]]] = [(FLOOR, harness.empty_fd)]
-    subjects += [(instance.key, instance.handle.prog_fd()) for instance in instances]
+    subjects += [(instance.key, instance.prog_fd()) for instance in instances]
     level.samples = {key: [] for key, _ in subjects}
     harness.set_walk(walk)
     started = time.monotonic()
