@@ -85,9 +85,14 @@ class Baseline:
     def bpf_object(self) -> Path:
         return self.dataplane / "build" / "dpp.bpf.o"
 
+    def shown(self, path: Path) -> str:
+        """`path` in the baseline's tree as a result names it: relative to the repository (results
+        must not name the machine they were made on), or to the build directory when elsewhere."""
+        path = path.resolve()
+        return str(path.relative_to(REPO if path.is_relative_to(REPO) else self.root.parent.resolve()))
+
     def describe(self) -> dict[str, Any]:
-        # Relative to the repository: results must not name the machine they were made on.
-        return {"rev": self.rev, "commit": self.commit, "libdpp": str(self.libdpp.relative_to(REPO))}
+        return {"rev": self.rev, "commit": self.commit, "libdpp": self.shown(self.libdpp)}
 
 
 def _git(*args: str) -> str:

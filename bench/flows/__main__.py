@@ -89,7 +89,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         revision = None
         if base:
             twins = [instance for instance in instances if instance.version]
-            revision = report.baseline_result(levels, twins, cases, base.describe())
+            where = {"netapp": base.shown(Path(side.hello["netapp"]))}  # the revision's Python ran from
+            revision = report.baseline_result(levels, twins, cases, base.describe() | where)
     return {
         "cases": cases,
         **({"baseline": revision} if revision else {}),

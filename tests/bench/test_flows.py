@@ -3,9 +3,12 @@ the walk once per walk, exact verdict and rule counts), and the report's targets
 
 from __future__ import annotations
 
+import functools
 import json
+import subprocess
 from pathlib import Path
 
+from bench import baseline
 from bench.flows import __main__ as flows_main
 from bench.flows import report, workload
 from bench.flows.run import max_rules_for
@@ -67,3 +70,43 @@ def test_the_readme_table_is_the_one_the_result_document_gives():
     assert report.format_table(result) in (REPO / "README.md").read_text(), (
         "README's flow-mix table: run python -m bench.flows.report bench/results/flows.json"
     )
+
+
+def test_a_baseline_revision_is_measured_beside_head_and_paired_with_it(tmp_path, monkeypatch):
+    """--baseline with this checkout's own commit as the revision: its exported bench/flows and netapp
+    open the baseline's instances in a process of their own, and both sides are timed in the same runs."""
+    require_kernel()
+    commit = subprocess.run(
+        ["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    # The export and build go to tmp_path, not bench/build/, so the test leaves nothing behind.
+    monkeypatch.setattr(flows_main, "prepare", functools.partial(baseline.prepare, build_dir=tmp_path))
+    out = tmp_path / "flows.json"
+    argv = ["--out", str(out), "--flows", "1,50", "--rules", "20", "--shapes", "2", "--runs", "2", "--repeat", "100"]
+    assert flows_main.main(argv + ["--baseline", "HEAD"]) == 0
+    result = json.loads(out.read_text())
+    revision = result["baseline"]
+    assert (revision["rev"], revision["commit"]) == ("HEAD", commit)
+    assert revision["netapp"] == f"baseline-{commit[:12]}/netapp"  # the export's, not this checkout's
+    head = {(c["flows"], c["cache"]): c for c in result["cases"]}
+    base = {(c["flows"], c["cache"]): c for c in revision["cases"]}
+    assert set(head) == set(base) == {(f, c) for f in (1, 50) for c in (True, False)}
+    for point, case in head.items():
+        other = base[point]
+        assert len(case["samples_ns"]) == len(other["samples_ns"]) == 2
+        assert other["ns"] > 0 and other["installed_rules"] == case["installed_rules"] == 2 * 20
+        assert case["baseline_ns_above_floor"] == other["ns_above_floor"]
+        assert case["ratio_to_baseline"] == other["ratio_to_baseline"] == case["ns"] / other["ns"]
+        if other["ns_above_floor"] > 0:
+            assert case["above_floor_ratio_to_baseline"] == case["ns_above_floor"] / other["ns_above_floor"]
+    assert f"({commit[:12]})" in report.format_table(result)
+
+
+def test_the_baseline_table_shows_both_sides_and_their_ratio():
+    head = [{"flows": 10, "rules": 1, "shapes": 1, "cache": True, "ns": 150, "ns_above_floor": 30}]
+    base = [{"flows": 10, "rules": 1, "shapes": 1, "cache": True, "ns": 160, "ns_above_floor": 40}]
+    for case in base:
+        baseline.pair(head[0], case)
+    result = {"cases": head, "floor_ns": {"10": 120}, "runs": 1, "baseline": {"rev": "v1", "commit": "0" * 40}}
+    assert "| 1 | 1 | on | 30 / 40 (0.75) |" in report.format_table(result)
+    assert head[0]["ratio_to_baseline"] == base[0]["ratio_to_baseline"] == 150 / 160
