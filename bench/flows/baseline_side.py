@@ -57,6 +57,7 @@ def _hello(workload: Any, netapp: Any) -> dict[str, Any]:
 
 
 def _serve(sock: socket.socket, run: Any, instances: list) -> None:
+    sizes = getattr(run, "max_rules_for", None)
     while True:
         request, _ = receive(sock)
         if request is None:
@@ -73,7 +74,8 @@ def _serve(sock: socket.socket, run: Any, instances: list) -> None:
                     "key": instance.key,
                     "installed": instance.installed,
                     "install_s": instance.install_s,
-                    "max_rules": run.max_rules_for(instance.rules, instance.shapes),
+                    # Sized by its rule count since 98ea8f1; a fixed size before (None here).
+                    "max_rules": sizes(instance.rules, instance.shapes) if sizes else None,
                 }
                 fds = [instance.handle.prog_fd()]
             elif request["op"] == "counts":
