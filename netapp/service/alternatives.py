@@ -12,7 +12,7 @@ import logging
 from typing import Any, Iterator, Optional
 
 from netapp.intents.compiler import CompiledAltGroup, CompiledAltMember, CompileError, compile_alternatives
-from netapp.intents.models import AlternativeGroup
+from netapp.forwarding.models import AlternativeGroup
 from netapp.service.contract import (
     AlternativeGroupStatus,
     AlternativeMemberStatus,

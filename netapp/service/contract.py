@@ -15,7 +15,9 @@ from typing import Annotated, Any, Generic, Literal, Mapping, Optional, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, Strict
 
 from netapp.intents.compiler import CompiledRule
-from netapp.intents.models import AlternativeGroup, AlternativeMember, CpuSpec, Intent, LegacyMessage
+from netapp.forwarding.models import AlternativeGroup, AlternativeMember
+from netapp.intents.models import Intent, LegacyMessage
+from netapp.steering.models import CpuSpec
 
 T = TypeVar("T")
 # JSON numbers only: no booleans, no numeric strings.

@@ -8,7 +8,7 @@ from typing import Any, Optional
 
 from netapp.dataplane import cpumap_threads
 from netapp.dataplane.binding import DataplaneError
-from netapp.intents.models import MAX_QUEUE_SIZE, CpuSpec
+from netapp.steering.models import MAX_QUEUE_SIZE, CpuSpec
 from netapp.service.contract import (
     CpusContract,
     DataplaneUnavailable,

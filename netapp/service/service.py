@@ -34,7 +34,9 @@ from netapp.dataplane.binding import DataplaneError
 from netapp.dataplane.facade import Dataplane
 from netapp.intents.compiler import CompiledDocument, CompileError
 from netapp.intents.index import RuleIndex
-from netapp.intents.models import AlternativeGroup, CpuSpec, Intent, LegacyMessage
+from netapp.forwarding.models import AlternativeGroup
+from netapp.intents.models import Intent, LegacyMessage
+from netapp.steering.models import CpuSpec
 from netapp.service.admin import AdminService
 from netapp.service.alternatives import AlternativesService
 from netapp.service.contract import (

@@ -20,7 +20,9 @@ from datetime import datetime, timezone
 from typing import Any, Optional, TypeVar
 
 from netapp.service.store import Store
-from netapp.intents.models import AlternativeGroup, CpuSpec, Intent, LegacyMessage, legacy_to_native
+from netapp.forwarding.models import AlternativeGroup
+from netapp.intents.models import Intent, LegacyMessage, legacy_to_native
+from netapp.steering.models import CpuSpec
 from netapp.service.contract import (
     AlternativeGroupStatus,
     AlternativeMemberStatus,

@@ -188,7 +188,7 @@ def member(mac: str, ip4: str, probe: bool) -> dict:
 
 
 def test_the_service_forwards_only_to_alive_members_and_says_so(tmp_path, peer):
-    from netapp.intents.models import AlternativeGroup
+    from netapp.forwarding.models import AlternativeGroup
     from tests.utils.fakes import RecordingDpp
     from tests.utils.service import ADMIN, fake_service
 

@@ -9,7 +9,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from netapp.api.deps import AdminDep, JsonBody, ReaderDep, ServiceDep
 from netapp.api.routes.common import AUTHENTICATED, CHANGES, documented, require_path_matches_body
-from netapp.intents.models import MAX_CPUS, CpuSpec, InterfaceName
+from netapp.intents.models import MAX_CPUS, InterfaceName
+from netapp.steering.models import CpuSpec
 
 router = APIRouter(prefix="/api/v1/dataplane", tags=["dataplane"])
 
