@@ -31,8 +31,8 @@ from typing import Any, Iterator, Optional
 
 from netapp.forwarding.models import AlternativeGroup
 from netapp.intents.models import Intent
-from netapp.steering.models import CpuSpec
 from netapp.service.contract import IntentFilter, IntentRecord, Page, SliceRecord, SliceSpec
+from netapp.steering.models import CpuSpec
 from netapp.tenancy.models import TenantRecord, TenantSpec
 
 SCHEMA_VERSION = 2

@@ -1,4 +1,4 @@
-"""The GTP-U echo end point and prober (netapp.service.liveness) over real loopback sockets: one
+"""The GTP-U echo end point and prober (netapp.forwarding.liveness) over real loopback sockets: one
 monitor probes another, which answers; the answering one closes and the prober finds it down in
 about interval x detect_multiplier; it comes back and is up on its first answer."""
 
@@ -11,7 +11,7 @@ from typing import Callable, Iterator
 
 import pytest
 
-from netapp.service.liveness import (
+from netapp.forwarding.liveness import (
     DOWN,
     ECHO_REQUEST,
     ECHO_RESPONSE,
