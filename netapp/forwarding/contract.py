@@ -1,8 +1,4 @@
-"""What the service offers about alternative node groups, its part of the aggregate contract
-(netapp.service.contract.IntentService); netapp.forwarding.service implements it.
-
-`Principal` is only named in annotations: netapp.service.contract, where it is defined, composes
-this contract and cannot be imported from here at run time."""
+"""The service's operations on alternative node groups (netapp.forwarding.service), a part of IntentService."""
 
 from __future__ import annotations
 
@@ -11,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from netapp.forwarding.models import AlternativeGroup, AlternativeGroupStatus
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # only annotations: netapp.service.contract imports this module
     from netapp.service.contract import Principal
 
 
