@@ -1,4 +1,5 @@
-"""The service's operations on alternative node groups (netapp.forwarding.service), a part of IntentService."""
+"""The service's operations on alternative node groups (netapp.forwarding.service), a part of
+IntentService."""
 
 from __future__ import annotations
 

@@ -8,7 +8,14 @@ from typing import Any, Optional
 
 from netapp.dataplane import cpumap_threads
 from netapp.dataplane.binding import DataplaneError
-from netapp.service.contract import DataplaneUnavailable, InvalidInput, NotFound, Principal, Scope, ServiceError
+from netapp.service.contract import (
+    DataplaneUnavailable,
+    InvalidInput,
+    NotFound,
+    Principal,
+    Scope,
+    ServiceError,
+)
 from netapp.service.state import ServiceState
 from netapp.service.transaction import SiteChange
 from netapp.steering.contract import CpusContract
