@@ -3,7 +3,7 @@ dies its prober shows it down, at the service's default settings (netapp.core.co
 LivenessSettings: 100 ms x 3).
 
 Two node namespaces joined by a veth pair (netapp.testbed.topology.PeerSite, without traffic): A's
-monitor probes B's, as two `netapp serve` would (netapp.service.liveness, the same class). Each
+monitor probes B's, as two `netapp serve` would (netapp.forwarding.liveness, the same class). Each
 trial starts B, waits until A shows it up, closes B's socket (what the death of B's process does)
 at a random point of the probe cycle, and measures from then to the state change A shows. No data
 plane is loaded: the map write on a state change is a BPF map update of microseconds, which the
@@ -27,7 +27,7 @@ from typing import Callable
 
 from netapp.core.config import LivenessSettings
 from netapp.core.netns import entered
-from netapp.service.liveness import DOWN, UP, LivenessMonitor
+from netapp.forwarding.liveness import DOWN, UP, LivenessMonitor
 from netapp.testbed.topology import PeerSite
 
 GROUP = 0
@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1, help="of the death's place in the probe cycle")
     parser.add_argument("--out", type=Path, default=None, help="also write the result here (JSON)")
     args = parser.parse_args(argv)
-    logging.getLogger("netapp.service.liveness").setLevel(logging.ERROR)  # a line per change otherwise
+    logging.getLogger("netapp.forwarding.liveness").setLevel(logging.ERROR)  # a line per change otherwise
     result = run(args.trials, args.seed)
     text = json.dumps(result, indent=2)
     print(text)

@@ -26,7 +26,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from netapp.core.config import InterfaceSetting, Settings
-from netapp.intents.models import AlternativeGroup, CpuSpec, Intent, LegacyMessage
+from netapp.forwarding.models import AlternativeGroup
+from netapp.intents.models import Intent, LegacyMessage
+from netapp.steering.models import CpuSpec
 from netapp.service.contract import Principal, Scope, SliceSpec
 from netapp.service.service import NetAppService
 from netapp.testbed import netns, scenario

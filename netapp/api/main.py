@@ -16,10 +16,12 @@ from netapp.api.deps import reject_unknown_query_parameters
 from netapp.api.limits import RequestLimits
 from netapp.api.openapi import OPENAPI_PATH, install_openapi
 from netapp.api.problems import install_problem_handlers
-from netapp.api.routes import alternatives, dataplane, health, intents, metrics, slices, stats
+from netapp.api.routes import dataplane, health, intents, metrics, slices, stats
 from netapp.api.routes import subscriptions, telemetry as telemetry_stream, tenants
 from netapp.core.config import Settings
+from netapp.forwarding import routes as forwarding
 from netapp.service.contract import IntentService
+from netapp.steering import routes as steering
 from netapp.tenancy.service import TenantService
 
 TITLE = "DPP NetApp"
@@ -27,13 +29,16 @@ DESCRIPTION = (
     "Intent-based northbound API of the DPP NetApp, an XDP data-plane accelerator for the 5G edge. "
     "Errors are RFC 7807 problem details (application/problem+json)."
 )
+# Every router of the API, in the order the OpenAPI document lists their paths: the core's
+# (netapp.api.routes) and each network function's (netapp.<function>.routes), which adds its own here.
 ROUTERS = (
     health.router,
     intents.router,
     slices.router,
-    alternatives.router,
+    forwarding.router,
     tenants.router,
     dataplane.router,
+    steering.router,
     stats.router,
     metrics.router,
     subscriptions.router,

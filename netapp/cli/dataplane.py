@@ -20,7 +20,7 @@ from netapp.dataplane.facade import Dataplane, PacketOutcome, host_interfaces
 from netapp.intents.compiler import CompiledDocument, compile_document
 from netapp.intents.errors import IntentError
 from netapp.intents.loader import load_document
-from netapp.intents.models import CpuSpec
+from netapp.steering.models import CpuSpec
 
 app = typer.Typer(help="Drive the XDP data plane directly (no REST API).", no_args_is_help=True)
 

@@ -139,7 +139,7 @@ class TelemetrySettings(BaseModel):
 
 
 class LivenessSettings(BaseModel):
-    """The GTP-U echo end point (netapp.service.liveness): answers Echo Requests on UDP 2152 and
+    """The GTP-U echo end point (netapp.forwarding.liveness): answers Echo Requests on UDP 2152 and
     probes the alternative nodes marked `probe`."""
 
     model_config = ConfigDict(extra="forbid")

@@ -10,10 +10,11 @@ Three shapes of input end up as `Intent`:
 Every rejection names its field (`IntentError`), e.g. `match.vni` or `Resources[0].encapsulationID1`.
 
 The models are split by what they describe: `fields` (limits and field types they all share),
-`native`, `legacy`, `cpus` (CPUs to steer to), `alternatives` (alternative node groups) and, here,
-the documents that bring them together. A network function adds its own module and, if a document
-carries its configuration, a field of `IntentDocumentBase`. Every public name of those modules is
-also importable from here.
+`native`, `legacy` and, here, the documents that bring them together with the configuration of the
+network functions, whose models are in their own packages (netapp.steering.models: the CPUs to
+steer to; netapp.forwarding.models: alternative node groups). A network function whose
+configuration a document carries adds a field of `IntentDocumentBase`. Every public name of
+`fields`, `native` and `legacy` is also importable from here.
 """
 
 from __future__ import annotations
@@ -22,11 +23,11 @@ from typing import Any, Annotated, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, model_validator
 
+from netapp.forwarding.models import AlternativeGroup
 from netapp.intents.errors import FieldError, IntentError, join_path
+from netapp.steering.models import CpuSpec
 
 # Every public name is re-exported: `from netapp.intents.models import X` is how the NetApp imports a model.
-from netapp.intents.alternatives import AlternativeGroup, AlternativeMember  # noqa: F401
-from netapp.intents.cpus import MAX_CAPACITY_PPS, MAX_QUEUE_SIZE, CpuSpec  # noqa: F401
 from netapp.intents.fields import (  # noqa: F401
     DEFAULT_PRIORITY,
     MAX_ALT_GROUPS,

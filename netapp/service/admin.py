@@ -20,11 +20,11 @@ from netapp.service.contract import (
     Scope,
     ServiceError,
 )
-from netapp.service.cpus import CpuService
 from netapp.service.rules import rule_id, split_rule_id
 from netapp.service.state import ServiceState, ifindex, namespace
 from netapp.service.store import Attachment
 from netapp.service.transaction import SiteChange
+from netapp.steering.service import CpuService
 
 log = logging.getLogger("netapp.service")
 

@@ -1,7 +1,8 @@
 """What the NetApp service offers its front doors (REST API, CLI, charm): resources, who asks,
-what can go wrong, and the operations, one contract per domain (intents, slices, alternatives, CPUs,
-the data plane). The REST routers depend on `IntentService`, which holds them all; the one
-implementation keeps the store and the BPF maps in step (netapp.service.service)."""
+what can go wrong, and the operations, one contract per domain (intents, slices, the data plane
+here; each network function's in its package, `netapp.<function>.contract`). The REST routers
+depend on `IntentService`, which holds them all; the one implementation keeps the store and the BPF
+maps in step (netapp.service.service)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,10 @@ from typing import Annotated, Any, Generic, Literal, Mapping, Optional, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, Strict
 
+from netapp.forwarding.contract import AlternativesContract
 from netapp.intents.compiler import CompiledRule
-from netapp.intents.models import AlternativeGroup, AlternativeMember, CpuSpec, Intent, LegacyMessage
+from netapp.intents.models import Intent, LegacyMessage
+from netapp.steering.contract import CpusContract
 
 T = TypeVar("T")
 # JSON numbers only: no booleans, no numeric strings.
@@ -286,30 +289,6 @@ class SliceRecord(BaseModel):
     revision: int = 1
 
 
-# --- alternative nodes ---------------------------------------------------------------------------
-
-
-class AlternativeMemberStatus(AlternativeMember):
-    """A member as configured, and what the liveness probe found (read-only fields)."""
-
-    state: Literal["unprobed", "init", "up", "down"] = Field(
-        description="unprobed: probe false (or probing off), always forwarded to; init: probed, no "
-        "answer yet; up: answers GTP-U echo; down: no answer for interval x detect_multiplier"
-    )
-    alive: bool = Field(description="in the group's active set: the data plane forwards to it")
-    since: Optional[datetime] = Field(description="when the state last changed; null: never")
-    changes: int = Field(description="state changes since the service started")
-    last_answer: Optional[datetime] = Field(description="the last GTP-U Echo Response from the node")
-
-
-class AlternativeGroupStatus(BaseModel):
-    """An alternative node group with each member's liveness."""
-
-    id: int
-    members: list[AlternativeMemberStatus]
-    active: int = Field(description="members forwarded to; 0: overflow takes the default verdict")
-
-
 @dataclass
 class Page(Generic[T]):
     items: list[T]
@@ -435,38 +414,6 @@ class SlicesContract(abc.ABC):
     def delete_slice(self, who: Principal, slice_id: str) -> None: ...
 
 
-class AlternativesContract(abc.ABC):
-    """Alternative node groups (admin): where overflow goes, with each member's liveness."""
-
-    @abc.abstractmethod
-    def list_alternatives(self, who: Principal) -> list[AlternativeGroup]: ...
-
-    @abc.abstractmethod
-    def get_alternative(self, who: Principal, group_id: int) -> AlternativeGroupStatus:
-        """The group with each member's liveness."""
-
-    @abc.abstractmethod
-    def put_alternative(self, who: Principal, group: AlternativeGroup) -> AlternativeGroup: ...
-
-    @abc.abstractmethod
-    def delete_alternative(self, who: Principal, group_id: int) -> None: ...
-
-
-class CpusContract(abc.ABC):
-    """The CPU set (admin): the CPUs traffic is steered to, their capacity and meters."""
-
-    @abc.abstractmethod
-    def list_cpus(self, who: Principal) -> list[dict[str, Any]]:
-        """Each CPU of the set with its capacity, overload flag and meter state."""
-
-    @abc.abstractmethod
-    def put_cpu(self, who: Principal, spec: CpuSpec) -> CpuSpec: ...
-
-    @abc.abstractmethod
-    def delete_cpu(self, who: Principal, cpu: int) -> None:
-        """The CPU leaves the set: steers to it fall back (`cpu_unavailable`), as to any CPU outside it."""
-
-
 class DataplaneContract(abc.ABC):
     """The data plane itself: its status, interfaces and program (admin), statistics, health."""
 
@@ -491,7 +438,8 @@ class DataplaneContract(abc.ABC):
 
 class IntentService(IntentsContract, SlicesContract, AlternativesContract, CpusContract, DataplaneContract):
     """Everything the front doors call: the contract of each domain, and the service's health. The
-    REST routers depend on this; the one implementation composes one class per domain."""
+    REST routers depend on this; the one implementation composes one class per domain. A network
+    function adds its contract (`netapp.<function>.contract`) to these bases."""
 
     @abc.abstractmethod
     def health(self) -> Health: ...

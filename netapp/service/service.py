@@ -8,13 +8,15 @@ together or not at all. The service is one class per domain over a shared state
 |-------------------------------|-------------------------------------|------------------------|
 | intents                       | netapp.service.intents              | IntentsContract        |
 | slices                        | netapp.service.slices               | SlicesContract         |
-| alternative groups, liveness  | netapp.service.alternatives         | AlternativesContract   |
-| CPUs                          | netapp.service.cpus                 | CpusContract           |
+| alternative groups, liveness  | netapp.forwarding.service           | AlternativesContract   |
+| CPUs                          | netapp.steering.service             | CpusContract           |
 | interfaces, program, stats    | netapp.service.admin                | DataplaneContract      |
 | telemetry counters            | netapp.service.counters             | (netapp.telemetry)     |
 
-A new network function brings its own module (its contract, its class, its `MapChange` if its
-tables are not rules) and is composed here; the other domains stay as they are.
+A network function brings its own package, `netapp/<function>/` (its contract, its class, its
+`MapChange` if its tables are not rules), and is composed here: built in `__init__`, its contract's
+methods handed to it in "the domains" below, its part of `start()` and of the reconcile if it has
+one; the other domains stay as they are.
 
 The store is the truth: `start()` compiles every stored intent and makes the maps hold exactly that
 (`Dataplane.apply`, a full diff against what the pinned maps hold), so stale entries of an earlier
@@ -32,13 +34,14 @@ from typing import Any, Callable, Optional
 from netapp.core.config import Settings
 from netapp.dataplane.binding import DataplaneError
 from netapp.dataplane.facade import Dataplane
+from netapp.forwarding.liveness import GTPU_PORT
+from netapp.forwarding.models import AlternativeGroup, AlternativeGroupStatus
+from netapp.forwarding.service import AlternativesService
 from netapp.intents.compiler import CompiledDocument, CompileError
 from netapp.intents.index import RuleIndex
-from netapp.intents.models import AlternativeGroup, CpuSpec, Intent, LegacyMessage
+from netapp.intents.models import Intent, LegacyMessage
 from netapp.service.admin import AdminService
-from netapp.service.alternatives import AlternativesService
 from netapp.service.contract import (
-    AlternativeGroupStatus,
     BatchCreateResult,
     CreateResult,
     DataplaneUnavailable,
@@ -55,13 +58,13 @@ from netapp.service.contract import (
     SliceSpec,
 )
 from netapp.service.counters import ServiceCounters
-from netapp.service.cpus import CpuService
 from netapp.service.intents import IntentsService
-from netapp.service.liveness import GTPU_PORT
 from netapp.service.rules import rule_id, split_rule_id
 from netapp.service.slices import SliceService
 from netapp.service.state import ServiceState
 from netapp.service.store import Store, StoreError
+from netapp.steering.models import CpuSpec
+from netapp.steering.service import CpuService
 from netapp.telemetry.sample import Counters
 
 __all__ = ["NetAppService", "rule_id", "split_rule_id"]

@@ -20,9 +20,9 @@ from netapp.core.config import Settings
 from netapp.core.netns import entered
 from netapp.dataplane.binding import DataplaneError
 from netapp.dataplane.facade import Dataplane
+from netapp.forwarding.liveness import LivenessMonitor
 from netapp.intents.index import RuleIndex
 from netapp.service.contract import DataplaneUnavailable, Forbidden, NotFound, Principal, Scope, ServiceError
-from netapp.service.liveness import LivenessMonitor
 from netapp.service.rules import Rules, split_rule_id
 from netapp.service.store import Store
 from netapp.service.transaction import RuleChange, SiteChange, Transactions, Where

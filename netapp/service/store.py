@@ -29,8 +29,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
-from netapp.intents.models import AlternativeGroup, CpuSpec, Intent
+from netapp.forwarding.models import AlternativeGroup
+from netapp.intents.models import Intent
 from netapp.service.contract import IntentFilter, IntentRecord, Page, SliceRecord, SliceSpec
+from netapp.steering.models import CpuSpec
 from netapp.tenancy.models import TenantRecord, TenantSpec
 
 SCHEMA_VERSION = 2

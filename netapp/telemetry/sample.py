@@ -68,7 +68,7 @@ class InterfaceCounters:
 
 @dataclass(frozen=True)
 class AlternativeCounters:
-    """One probed alternative node (netapp.service.liveness): its state and the probe's counts."""
+    """One probed alternative node (netapp.forwarding.liveness): its state and the probe's counts."""
 
     address: str
     up: bool

@@ -16,7 +16,7 @@ from influxdb_client.client.write_api import SYNCHRONOUS
 from typer.testing import CliRunner
 
 from netapp.cli.main import app
-from netapp.intents.models import CpuSpec
+from netapp.steering.models import CpuSpec
 from netapp.telemetry.poll import CPU, INTENT, Point
 from tests.ai.fakes import ADMIN_TOKEN, add, steer
 

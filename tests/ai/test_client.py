@@ -7,7 +7,8 @@ from collections.abc import Iterator
 import pytest
 
 from netapp.ai.client import ApiError, NetAppClient
-from netapp.intents.models import CpuSpec, Intent
+from netapp.intents.models import Intent
+from netapp.steering.models import CpuSpec
 from tests.ai.fakes import ADMIN_TOKEN, READER_TOKEN, add, steer
 
 

@@ -11,7 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from netapp.api.main import create_app
 from netapp.core.config import Settings
-from netapp.intents.models import CpuSpec
+from netapp.steering.models import CpuSpec
 from netapp.service.contract import Principal, Scope
 from netapp.telemetry.runtime import Telemetry
 from tests.api.conftest import token_of

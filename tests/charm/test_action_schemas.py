@@ -110,12 +110,13 @@ def test_given_bad_parameters_when_validated_then_rejected_by_keyword(action, pa
 
 
 def test_given_set_cpu_when_declared_then_its_bounds_are_the_apis():
-    from netapp.intents import models
+    from netapp.intents.models import MAX_CPUS
+    from netapp.steering.models import MAX_CAPACITY_PPS, MAX_QUEUE_SIZE
 
     params = ACTIONS["set-cpu"]["params"]
-    assert params["cpu"]["maximum"] == models.MAX_CPUS - 1
-    assert params["capacity-pps"]["maximum"] == models.MAX_CAPACITY_PPS
-    assert params["queue-size"]["maximum"] == models.MAX_QUEUE_SIZE
+    assert params["cpu"]["maximum"] == MAX_CPUS - 1
+    assert params["capacity-pps"]["maximum"] == MAX_CAPACITY_PPS
+    assert params["queue-size"]["maximum"] == MAX_QUEUE_SIZE
     assert {name: spec.get("default") for name, spec in params.items()} == {
         "cpu": None, "capacity-pps": 0, "queue-size": 0, "overloaded": False
     }
@@ -125,10 +126,12 @@ def test_given_set_cpu_when_declared_then_its_bounds_are_the_apis():
 def test_given_charm_limits_when_compared_then_they_are_the_apis():
     import charm_config
 
-    from netapp.intents import models
+    from netapp.intents.models import MAX_CPUS
+    from netapp.steering.models import MAX_CAPACITY_PPS, MAX_QUEUE_SIZE
 
-    for name in ("MAX_CPUS", "MAX_CAPACITY_PPS", "MAX_QUEUE_SIZE"):
-        assert getattr(charm_config, name) == getattr(models, name), name
+    api = {"MAX_CPUS": MAX_CPUS, "MAX_CAPACITY_PPS": MAX_CAPACITY_PPS, "MAX_QUEUE_SIZE": MAX_QUEUE_SIZE}
+    for name, limit in api.items():
+        assert getattr(charm_config, name) == limit, name
 
 
 def test_given_attach_mode_when_omitted_then_default_native():

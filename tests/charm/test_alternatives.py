@@ -65,7 +65,7 @@ def test_given_unit_names_when_sorted_then_by_application_then_number():
 
 
 def test_given_peers_when_group_built_then_the_netapp_accepts_it():
-    from netapp.intents.models import AlternativeGroup
+    from netapp.forwarding.models import AlternativeGroup
 
     peers, _ = alt.parse_peers(
         [("dpp/2", PEER), ("dpp/1", {"mac": "02:00:00:00:00:0c", "ip4": "10.0.20.12"})]

@@ -21,6 +21,7 @@ from netapp.dataplane import binding
 from netapp.intents import compiler, models
 from netapp.intents.compiler import compile_intents
 from netapp.intents.models import parse_document, parse_intent
+from netapp.steering.models import MAX_CAPACITY_PPS
 from tests.utils.btf import Btf, find_bpftool
 from tests.utils.intents import INTERFACES, native_intent, paper_message
 
@@ -146,7 +147,7 @@ def test_the_capacity_bound_keeps_the_meter_count_exact_for_windows_up_to_256_s(
     # A window's count takes METER_TAKEN_BITS, and a share may take METER_SHARE_MAX - 1 past the
     # budget (nf/steer/meter.h, meter_take_share): budgets up to this one count exactly.
     exact = (1 << binding.METER_TAKEN_BITS) - binding.METER_SHARE_MAX
-    assert models.MAX_CAPACITY_PPS * 256 <= exact < (models.MAX_CAPACITY_PPS + 1) * 256
+    assert MAX_CAPACITY_PPS * 256 <= exact < (MAX_CAPACITY_PPS + 1) * 256
 
 
 LAYOUT_PROGRAM = """

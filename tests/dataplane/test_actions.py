@@ -18,7 +18,7 @@ from scapy.layers.l2 import Ether
 from netapp.dataplane.facade import Dataplane, host_interfaces
 from netapp.intents.compiler import compile_document
 from netapp.intents.models import parse_document
-from netapp.service.liveness import echo_request, echo_response
+from netapp.forwarding.liveness import echo_request, echo_response
 from netapp.testbed import netns
 from tests.utils import packets
 from tests.utils.checksums import checksums_valid
@@ -224,7 +224,7 @@ def test_best_effort_stays_local_unless_this_cpu_is_overloaded(ns):
 
 @pytest.mark.parametrize("message", [echo_request(7), echo_response(7)], ids=["request", "response"])
 def test_gtp_u_echo_reaches_the_stack_of_an_overloaded_node(ns, message):
-    """The liveness probe (netapp.service.liveness) relies on it: an overloaded node's best effort
+    """The liveness probe (netapp.forwarding.liveness) relies on it: an overloaded node's best effort
     is forwarded away, its GTP-U echo never."""
     udp = UDP(sport=2152, dport=2152) / message
     frame = bytes(Ether(dst=OUR_MAC) / IP(src="10.30.0.2", dst="10.30.0.1") / udp)

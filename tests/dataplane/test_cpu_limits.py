@@ -11,7 +11,7 @@ import pytest
 
 from netapp.dataplane.binding import DataplaneError
 from netapp.dataplane.facade import Dataplane
-from netapp.intents.models import MAX_CAPACITY_PPS, MAX_QUEUE_SIZE
+from netapp.steering.models import MAX_CAPACITY_PPS, MAX_QUEUE_SIZE
 from tests.utils.kernel import require_kernel
 
 CPU = 0  # every machine has CPU 0

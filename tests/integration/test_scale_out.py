@@ -8,7 +8,7 @@ other's databag, and the charm's API call sends it.
 A priority flow, numbered, runs into A above its CPU's capacity: what the meter lets through is
 steered to A's CPU, the overflow is forwarded to B, and every frame arrives at one of them. Then B
 dies -- its NetApp killed and its XDP program gone, its link up -- and A notices within a bounded
-time (GTP-U echo, netapp.service.liveness), after which no frame goes to B: the overflow takes the
+time (GTP-U echo, netapp.forwarding.liveness), after which no frame goes to B: the overflow takes the
 default verdict (pass: A's own stack), still without loss. B comes back and takes traffic again.
 
 Needs root and libdpp (tests/utils/kernel.py: skipped outside CI, a failure under CI)."""

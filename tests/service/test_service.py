@@ -14,7 +14,9 @@ from pydantic import ValidationError
 from netapp.dataplane.binding import NONE, DataplaneError, XdpMode, rule_key, rule_value, struct_bytes
 from netapp.dataplane.tables import Table
 from netapp.intents.compiler import compile_intent
-from netapp.intents.models import AlternativeGroup, CpuSpec, LegacyMessage
+from netapp.forwarding.models import AlternativeGroup
+from netapp.intents.models import LegacyMessage
+from netapp.steering.models import CpuSpec
 from netapp.service import store as store_module
 from netapp.service.contract import (
     Conflict,

@@ -23,7 +23,7 @@ from netapp.core.config import InterfaceSetting
 from netapp.dataplane import binding
 from netapp.dataplane.binding import rule_key, rule_value
 from netapp.intents.compiler import compile_intent
-from netapp.intents.models import CpuSpec
+from netapp.steering.models import CpuSpec
 from netapp.service.contract import IntentRecord
 from netapp.service.service import NetAppService
 from netapp.service.store import Store

@@ -8,7 +8,8 @@ from datetime import timedelta
 
 import pytest
 
-from netapp.intents.models import AlternativeGroup, CpuSpec
+from netapp.forwarding.models import AlternativeGroup
+from netapp.steering.models import CpuSpec
 from netapp.service.contract import IntentFilter, IntentRecord, SliceRecord
 from netapp.service.store import SCHEMA_VERSION, Attachment, SchemaTooNew, Store
 from tests.utils.service import Clock, intent, slice_spec

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from netapp.intents.models import CpuSpec
+from netapp.steering.models import CpuSpec
 from netapp.service.service import NetAppService
 from netapp.telemetry.collector import Collector
 from netapp.telemetry.poll import (

@@ -18,7 +18,7 @@ from scapy.layers.l2 import Ether
 from netapp import __version__
 from netapp.core.config import MetricsListenerSettings
 from netapp.dataplane import binding
-from netapp.intents.models import CpuSpec
+from netapp.steering.models import CpuSpec
 from netapp.service.service import NetAppService
 from netapp.telemetry.collector import Collector
 from netapp.telemetry.metrics_listener import MetricsListener

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from netapp.core.config import SubscriptionSettings
 from netapp.core.destinations import Resolver, resolve
-from netapp.intents.models import CpuSpec
+from netapp.steering.models import CpuSpec
 from netapp.service.contract import Conflict, Forbidden, InvalidInput, NotFound, Principal, QuotaExceeded
 from netapp.service.service import NetAppService
 from netapp.telemetry.collector import Collector

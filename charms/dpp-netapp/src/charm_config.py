@@ -12,7 +12,8 @@ INTERFACE_NAME = re.compile(r"^[^\s/:,]{1,15}$")
 CPU_ITEM = re.compile(r"^(\d+)(?:-(\d+))?$")
 # Group ids the data plane has (netapp/intents/models.py MAX_ALT_GROUPS; tests/charm checks it).
 MAX_ALT_GROUPS = 64
-# The steering set's bounds (netapp/intents/models.py MAX_CPUS, MAX_CAPACITY_PPS, MAX_QUEUE_SIZE).
+# The steering set's bounds (netapp/intents/models.py MAX_CPUS; netapp/steering/models.py
+# MAX_CAPACITY_PPS, MAX_QUEUE_SIZE).
 MAX_CPUS = 128
 MAX_CAPACITY_PPS = (1 << 32) - 1
 MAX_QUEUE_SIZE = 16384

@@ -1,4 +1,4 @@
-"""The GTP-U echo end point and prober (netapp.service.liveness) over real loopback sockets: one
+"""The GTP-U echo end point and prober (netapp.forwarding.liveness) over real loopback sockets: one
 monitor probes another, which answers; the answering one closes and the prober finds it down in
 about interval x detect_multiplier; it comes back and is up on its first answer."""
 
@@ -11,7 +11,7 @@ from typing import Callable, Iterator
 
 import pytest
 
-from netapp.service.liveness import (
+from netapp.forwarding.liveness import (
     DOWN,
     ECHO_REQUEST,
     ECHO_RESPONSE,
@@ -188,7 +188,7 @@ def member(mac: str, ip4: str, probe: bool) -> dict:
 
 
 def test_the_service_forwards_only_to_alive_members_and_says_so(tmp_path, peer):
-    from netapp.intents.models import AlternativeGroup
+    from netapp.forwarding.models import AlternativeGroup
     from tests.utils.fakes import RecordingDpp
     from tests.utils.service import ADMIN, fake_service
 

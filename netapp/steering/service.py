@@ -8,9 +8,7 @@ from typing import Any, Optional
 
 from netapp.dataplane import cpumap_threads
 from netapp.dataplane.binding import DataplaneError
-from netapp.intents.models import MAX_QUEUE_SIZE, CpuSpec
 from netapp.service.contract import (
-    CpusContract,
     DataplaneUnavailable,
     InvalidInput,
     NotFound,
@@ -20,6 +18,8 @@ from netapp.service.contract import (
 )
 from netapp.service.state import ServiceState
 from netapp.service.transaction import SiteChange
+from netapp.steering.contract import CpusContract
+from netapp.steering.models import MAX_QUEUE_SIZE, CpuSpec
 
 log = logging.getLogger("netapp.service")
 

@@ -1,9 +1,11 @@
-"""Alternative node groups: where forward actions and overflow send packets, and how they are rewritten."""
+"""Alternative node groups: where forward actions and overflow send packets, and how they are
+rewritten; and each member's liveness, as the service reports it."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from ipaddress import IPv4Address, IPv6Address
-from typing import Any, Annotated, Optional
+from typing import Any, Annotated, Literal, Optional
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict, model_validator
 
@@ -57,3 +59,23 @@ class AlternativeGroup(BaseModel):
     id: GroupId
     members: list[AlternativeMember] = Field(min_length=1, max_length=MAX_ALT_MEMBERS)
 
+
+class AlternativeMemberStatus(AlternativeMember):
+    """A member as configured, and what the liveness probe found (read-only fields)."""
+
+    state: Literal["unprobed", "init", "up", "down"] = Field(
+        description="unprobed: probe false (or probing off), always forwarded to; init: probed, no "
+        "answer yet; up: answers GTP-U echo; down: no answer for interval x detect_multiplier"
+    )
+    alive: bool = Field(description="in the group's active set: the data plane forwards to it")
+    since: Optional[datetime] = Field(description="when the state last changed; null: never")
+    changes: int = Field(description="state changes since the service started")
+    last_answer: Optional[datetime] = Field(description="the last GTP-U Echo Response from the node")
+
+
+class AlternativeGroupStatus(BaseModel):
+    """An alternative node group with each member's liveness."""
+
+    id: int
+    members: list[AlternativeMemberStatus]
+    active: int = Field(description="members forwarded to; 0: overflow takes the default verdict")

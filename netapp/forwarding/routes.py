@@ -8,8 +8,8 @@ from fastapi import APIRouter, Path
 
 from netapp.api.deps import AdminDep, JsonBody, ReaderDep, ServiceDep
 from netapp.api.routes.common import AUTHENTICATED, CHANGES, documented, require_path_matches_body
-from netapp.intents.models import MAX_ALT_GROUPS, AlternativeGroup
-from netapp.service.contract import AlternativeGroupStatus
+from netapp.forwarding.models import AlternativeGroup, AlternativeGroupStatus
+from netapp.intents.models import MAX_ALT_GROUPS
 
 router = APIRouter(prefix="/api/v1/alternatives", tags=["alternatives"])
 

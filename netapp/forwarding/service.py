@@ -1,7 +1,7 @@
 """Alternative node groups (admin): where overflow goes, and which of their members are alive.
 
-A group's members marked `probe` are watched by the liveness monitor (netapp.service.liveness); the
-maps hold only a group's alive members (all, when probing is off), republished when one changes.
+A group's members marked `probe` are watched by the liveness monitor (netapp.forwarding.liveness);
+the maps hold only a group's alive members (all, when probing is off), republished when one changes.
 """
 
 from __future__ import annotations
@@ -11,18 +11,11 @@ import dataclasses
 import logging
 from typing import Any, Iterator, Optional
 
+from netapp.forwarding.contract import AlternativesContract
+from netapp.forwarding.liveness import GTPU_PORT, UNPROBED, LivenessMonitor, MemberLiveness, Target
+from netapp.forwarding.models import AlternativeGroup, AlternativeGroupStatus, AlternativeMemberStatus
 from netapp.intents.compiler import CompiledAltGroup, CompiledAltMember, CompileError, compile_alternatives
-from netapp.intents.models import AlternativeGroup
-from netapp.service.contract import (
-    AlternativeGroupStatus,
-    AlternativeMemberStatus,
-    AlternativesContract,
-    Conflict,
-    NotFound,
-    Principal,
-    Scope,
-)
-from netapp.service.liveness import GTPU_PORT, UNPROBED, LivenessMonitor, MemberLiveness, Target
+from netapp.service.contract import Conflict, NotFound, Principal, Scope
 from netapp.service.state import ServiceState
 from netapp.service.transaction import SiteChange, invalid_input
 
@@ -129,7 +122,7 @@ class AlternativesService(AlternativesContract):
                 uncompiled[f"alternative group {group.id}"] = exc.line()
         return groups
 
-    # --- liveness of the members (netapp.service.liveness) ---------------------------------------
+    # --- liveness of the members (netapp.forwarding.liveness) ---------------------------------------
 
     def open_liveness(self) -> None:
         """Bind the GTP-U echo end point in the site's namespace (the caller is in it) and watch
