@@ -8,8 +8,9 @@ skeleton). The baseline is then driven exactly like HEAD: through this checkout'
 passes through libdpp has the same layout at REV as in HEAD's binding, so `check_abi` compiles a
 probe against REV's headers and compares every size, offset and enum count with HEAD's ctypes
 mirrors first; any difference (or a member REV lacks) stops the benchmark with an explanation
-instead of measuring garbage. dpp_trace and dpp_test_result are left out on purpose: the benchmark
-runs programs through its own harness, never through dpp_test_run, and dpp_flows is never touched
+instead of measuring garbage. Known ABI changes a REV may predate are bridged, each named below
+(`LegacyRules`, `SHRINKABLE_COUNTS`), and nothing else. dpp_trace and dpp_test_result are left out
+on purpose: the benchmark runs programs through its own harness, never through dpp_test_run, and dpp_flows is never touched
 from userspace.
 
 A benchmark whose baseline must run its own revision's Python (bench/flows: the rule struct it
@@ -24,11 +25,14 @@ import ctypes
 import io
 import re
 import shutil
+import dataclasses
 import subprocess
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Sequence
+
+import numpy
 
 from netapp.dataplane import binding
 
@@ -56,6 +60,10 @@ CROSSING_COUNTS = {
     "DPP_MAX_SHAPES": binding.MAX_SHAPES,
     "DPP_MAX_ALT_MEMBERS": binding.MAX_ALT_MEMBERS,
 }
+# Counts of tables libdpp fills into buffers HEAD's binding sizes: a REV with fewer entries writes
+# less, so a smaller count at REV is safe. Reasons moved into per-function ranges (dpp/reasons.h); the
+# benchmark only checks that no reason counts at all, whatever its number.
+SHRINKABLE_COUNTS = frozenset({"DPP_REASON_MAX"})
 _CACHE_MIN_SHAPES = re.compile(r"^#define DPP_CACHE_MIN_SHAPES (\d+)", re.M)
 
 
@@ -72,6 +80,7 @@ class Baseline:
     rev: str  # as given on the command line
     commit: str  # what it resolved to
     root: Path  # bench/build/baseline-<commit>; the export is root / "dataplane"
+    legacy_rules: bool = False  # REV's dpp_rule carries FORWARD's group inline (LegacyRules)
 
     @property
     def dataplane(self) -> Path:
@@ -145,13 +154,51 @@ int main(void)
 """
 
 
-def _probe_source() -> str:
+# --- ABI changes a baseline may predate ----------------------------------------------------------
+
+# struct dpp_rule before actions by index: {target, alt_group} where HEAD has {arg, overflow_group}.
+# Same offsets; only FORWARD differs: its group was in alt_group (target unused), now in arg.
+_LEGACY_RULE = re.compile(r"struct dpp_rule \{[^}]*\balt_group;", re.S)
+_LEGACY_RULE_MEMBERS = {"arg": "target", "overflow_group": "alt_group"}
+
+
+def has_legacy_rules(dataplane: Path) -> bool:
+    """Whether the tree's struct dpp_rule is the layout before actions by index."""
+    headers = (dataplane / "include" / "dpp").rglob("*.h")
+    return any(_LEGACY_RULE.search(header.read_text()) for header in headers)
+
+
+class LegacyRules:
+    """A baseline libdpp whose rules carry FORWARD's group in the last word: dpp_rules_upsert gets a
+    copy of the rules with FORWARD's (arg, overflow_group) as (NONE, arg); every other call as is."""
+
+    def __init__(self, lib: Any):
+        self._lib = lib
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._lib, name)
+
+    def dpp_rules_upsert(self, handle: Any, keys: Any, rules: Any, count: int, done: Any) -> int:
+        return self._lib.dpp_rules_upsert(handle, keys, legacy_rules(rules, count), count, done)
+
+
+def legacy_rules(rules: Any, count: int) -> Any:
+    """A copy of `count` HEAD rules in the layout before actions by index."""
+    words = numpy.frombuffer(bytes(rules), dtype=numpy.uint32).reshape(count, -1).copy()
+    forward = ((words[:, 1] >> 16) & 0xFF) == binding.Action.FORWARD
+    words[forward, 3] = words[forward, 2]
+    words[forward, 2] = binding.NONE
+    return (binding.Rule * count).from_buffer_copy(words.tobytes())
+
+
+def _probe_source(legacy: bool = False) -> str:
     lines = []
     for mirror in CROSSING_STRUCTS:
         lines.append(f'\tprintf("{mirror.C_NAME} . %zu\\n", sizeof(struct {mirror.C_NAME}));')
         for name, *_ in mirror._fields_:
+            member = _LEGACY_RULE_MEMBERS.get(name, name) if legacy and mirror is binding.Rule else name
             lines.append(
-                f'\tprintf("{mirror.C_NAME} {name} %zu\\n", offsetof(struct {mirror.C_NAME}, {name}));'
+                f'\tprintf("{mirror.C_NAME} {name} %zu\\n", offsetof(struct {mirror.C_NAME}, {member}));'
             )
     for name in CROSSING_COUNTS:
         lines.append(f'\tprintf("{name} . %d\\n", (int){name});')
@@ -169,15 +216,21 @@ def expected_layout() -> dict[tuple[str, str], int]:
     return layout
 
 
+def _differs(key: tuple[str, str], then: Optional[int], now: int) -> bool:
+    if key[0] in SHRINKABLE_COUNTS and then is not None:
+        return then > now
+    return then != now
+
+
 def check_abi(baseline: Baseline, work: Optional[Path] = None) -> None:
     """Raise BaselineError unless HEAD's binding lays out what the benchmark passes exactly as the
-    baseline's headers do."""
+    baseline's headers do (but for the changes bridged above)."""
     compiler = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
     if compiler is None:
         raise BaselineError("no C compiler to check the baseline's ABI")
     work = work or baseline.root
     source, program = work / "abi_probe.c", work / "abi_probe"
-    source.write_text(_probe_source())
+    source.write_text(_probe_source(baseline.legacy_rules))
     include = baseline.dataplane / "include" / "dpp"
     compiled = subprocess.run(
         [compiler, "-I", str(include), "-o", str(program), str(source)], capture_output=True, text=True
@@ -188,7 +241,9 @@ def check_abi(baseline: Baseline, work: Optional[Path] = None) -> None:
     printed = subprocess.run([str(program)], capture_output=True, text=True, check=True).stdout
     found = {(a, b): int(c) for a, b, c in (line.split() for line in printed.splitlines())}
     expected = expected_layout()
-    differ = {key: (found.get(key), value) for key, value in expected.items() if found.get(key) != value}
+    differ = {
+        key: (found.get(key), value) for key, value in expected.items() if _differs(key, found.get(key), value)
+    }
     if differ:
         details = ", ".join(
             f"{a} {b}: {then} at REV, {now} in HEAD" for (a, b), (then, now) in sorted(differ.items())
@@ -214,6 +269,8 @@ def prepare(rev: str, build_dir: Path = BUILD_DIR, own_python: bool = False) -> 
     commit = resolve(rev)
     baseline = Baseline(rev, commit, build_dir / f"baseline-{commit[:12]}")
     export(commit, baseline.root, WITH_PYTHON if own_python else DATAPLANE_ONLY)
+    if not own_python:
+        baseline = dataclasses.replace(baseline, legacy_rules=has_legacy_rules(baseline.dataplane))
     build(baseline.dataplane)
     if not baseline.libdpp.is_file():
         raise BaselineError(f"{baseline.libdpp} was not built")

@@ -220,7 +220,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     packets = case_packets()
     harness_object = build_harness()
     base = prepare_baseline(args.baseline)
-    pipelines = [HEAD] + ([Pipeline(BASELINE, str(base.libdpp))] if base else [])
+    pipelines = [HEAD] + ([Pipeline(BASELINE, str(base.libdpp), base.legacy_rules)] if base else [])
     min_shapes = {HEAD.version: cache_min_shapes(DATAPLANE)}
     if base:
         min_shapes[BASELINE] = cache_min_shapes(base.dataplane)

@@ -17,6 +17,7 @@ from netapp.dataplane.facade import Dataplane
 from netapp.intents.compiler import CompiledRuleset, compile_intents
 from netapp.intents.models import Intent
 
+from bench.baseline import LegacyRules
 from bench.workload import (
     ALT_GROUP,
     ALT_MEMBER,
@@ -92,11 +93,13 @@ class Pipeline:
 
     version: str = ""
     libdpp_path: Optional[str] = None  # None: this checkout's
+    legacy_rules: bool = False  # a baseline from before actions by index (bench/baseline.py)
 
     def lib(self) -> Libdpp:
         # A baseline's libdpp may lack functions added since; the benchmark never calls them
         # (bench/baseline.py names them).
-        return load_libdpp(self.libdpp_path, lenient=self.libdpp_path is not None)
+        lib = load_libdpp(self.libdpp_path, lenient=self.libdpp_path is not None)
+        return LegacyRules(lib) if self.legacy_rules else lib
 
 
 HEAD = Pipeline()

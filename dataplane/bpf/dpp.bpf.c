@@ -72,7 +72,8 @@ int dpp_xdp(struct xdp_md *ctx)
 		verdict = fallback(cfg, &o, reason);
 	} else {
 		rule = classify(&p.key, cfg, &cached);
-		verdict = act(ctx, &p.key, &p.layers, rule, cfg, bytes, &o);
+		verdict = act(&(struct dpp_act_ctx){ .ctx = ctx, .key = &p.key, .l = &p.layers,
+						     .rule = rule, .cfg = cfg, .bytes = bytes, .o = &o });
 	}
 
 	if (rule)

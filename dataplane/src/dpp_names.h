@@ -13,41 +13,12 @@ static const char *const dpp_verdict_names[DPP_VERDICT_MAX] = {
 	[DPP_VERDICT_REDIRECT] = "redirect",
 };
 
-static const char *const dpp_action_names[DPP_ACTION_MAX] = {
-	[DPP_ACTION_PASS] = "pass",
-	[DPP_ACTION_DROP] = "drop",
-	[DPP_ACTION_STEER] = "steer",
-	[DPP_ACTION_FORWARD] = "forward",
-	[DPP_ACTION_REDIRECT] = "redirect",
-	[DPP_ACTION_DEFAULT] = "default",
-};
+#define DPP_ACTION_NAME(NAME, name) [DPP_ACTION_##NAME] = #name,
+static const char *const dpp_action_names[DPP_ACTION_MAX] = { DPP_ACTIONS(DPP_ACTION_NAME) };
 
-static const char *const dpp_reason_names[DPP_REASON_MAX] = {
-	[DPP_REASON_NONE] = "none",
-	[DPP_REASON_TRUNC_ETH] = "trunc_eth",
-	[DPP_REASON_TRUNC_VLAN] = "trunc_vlan",
-	[DPP_REASON_VLAN_DEPTH] = "vlan_depth",
-	[DPP_REASON_TRUNC_IPV4] = "trunc_ipv4",
-	[DPP_REASON_BAD_IPV4] = "bad_ipv4",
-	[DPP_REASON_TRUNC_IPV6] = "trunc_ipv6",
-	[DPP_REASON_BAD_IPV6] = "bad_ipv6",
-	[DPP_REASON_IPV6_EXT_DEPTH] = "ipv6_ext_depth",
-	[DPP_REASON_TRUNC_L4] = "trunc_l4",
-	[DPP_REASON_TRUNC_VXLAN] = "trunc_vxlan",
-	[DPP_REASON_TRUNC_GENEVE] = "trunc_geneve",
-	[DPP_REASON_BAD_GENEVE] = "bad_geneve",
-	[DPP_REASON_TRUNC_GRE] = "trunc_gre",
-	[DPP_REASON_BAD_GRE] = "bad_gre",
-	[DPP_REASON_TRUNC_GTP] = "trunc_gtp",
-	[DPP_REASON_BAD_GTP] = "bad_gtp",
-	[DPP_REASON_GTP_EXT_DEPTH] = "gtp_ext_depth",
-	[DPP_REASON_GTP_SIGNALLING] = "gtp_signalling",
-	[DPP_REASON_NOT_IP] = "not_ip",
-	[DPP_REASON_CPU_UNAVAILABLE] = "cpu_unavailable",
-	[DPP_REASON_CPU_OVERLOADED] = "cpu_overloaded",
-	[DPP_REASON_NO_ALTERNATIVE] = "no_alternative",
-	[DPP_REASON_PORT_UNAVAILABLE] = "port_unavailable",
-};
+/* Sparse: each function's reasons lie in its own range; the gaps print nothing (print_counters). */
+#define DPP_REASON_NAME(fn, NAME, name, n) [DPP_REASON_##NAME] = #name,
+static const char *const dpp_reason_names[DPP_REASON_MAX] = { DPP_REASONS(DPP_REASON_NAME) };
 
 static const char *const dpp_overlay_names[] = {
 	[DPP_OVERLAY_NONE] = "none",

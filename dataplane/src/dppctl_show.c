@@ -289,19 +289,19 @@ static void print_action(const struct dpp_rule *r)
 	printf(" -> %s", DPP_NAME(dpp_action_names, r->action));
 	switch (r->action) {
 	case DPP_ACTION_STEER:
-		printf(" cpu %u", r->target);
+		printf(" cpu %u", r->arg);
 		break;
 	case DPP_ACTION_FORWARD:
-		print_rule_group(" to", r->alt_group);
+		print_rule_group(" to", r->arg);
 		break;
 	case DPP_ACTION_REDIRECT:
-		printf(" %s (ifindex %u)", ifname_of((int)r->target, name), r->target);
+		printf(" %s (ifindex %u)", ifname_of((int)r->arg, name), r->arg);
 		break;
 	}
 	if (r->flags & DPP_RULE_BEST_EFFORT)
 		printf(", best-effort");
 	if (r->action == DPP_ACTION_STEER || (r->flags & DPP_RULE_BEST_EFFORT))
-		print_rule_group(", overflow to", r->alt_group);
+		print_rule_group(", overflow to", r->overflow_group);
 }
 
 static int print_rule(const struct dpp_flow_key *key, const struct dpp_rule *rule, void *ctx)
@@ -375,9 +375,13 @@ static void print_counters(const char *title, const char *const *names, unsigned
 	unsigned int i;
 
 	printf("%-18s %16s %20s\n", title, "packets", "bytes");
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
+		/* A slot with no name (between reason ranges) shows only if it counted something. */
+		if ((i >= nr_names || !names[i]) && !cnt[i].packets && !cnt[i].bytes)
+			continue;
 		printf("  %-16s %16llu %20llu\n", i < nr_names && names[i] ? names[i] : "?",
 		       (unsigned long long)cnt[i].packets, (unsigned long long)cnt[i].bytes);
+	}
 }
 
 /* Only CPUs that were steered to: most of DPP_MAX_CPUS never are. */

@@ -9,15 +9,40 @@
 
 #include "libdpp_internal.h"
 
+/* The counters by verdict, action and reason are indexed by their enums: an instance pinned by a
+ * build that numbered them otherwise (reasons before they were ranged per function: 24 slots) would
+ * be read and counted under the wrong names, so such an instance is refused, not reused. */
+static bool verdict_slots_valid(const struct dpp *d, __u32 max_entries)
+{
+	(void)d;
+	return max_entries == DPP_VERDICT_MAX;
+}
+
+static bool action_slots_valid(const struct dpp *d, __u32 max_entries)
+{
+	(void)d;
+	return max_entries == DPP_ACTION_MAX;
+}
+
+static bool reason_slots_valid(const struct dpp *d, __u32 max_entries)
+{
+	(void)d;
+	return max_entries == DPP_REASON_MAX;
+}
+
+#define DPP_COUNTER_SPEC(i, n, valid, rule)                                                        \
+	{ .id = (i), .name = (n), .type = BPF_MAP_TYPE_PERCPU_ARRAY, .key_size = sizeof(__u32),   \
+	  .value_size = sizeof(struct dpp_counter), .entries_valid = (valid), .entries_rule = (rule) }
+
 const struct dpp_map_spec stats_maps[] = {
 	DPP_ARRAY_SPEC(DPP_MAP_RULE_STATS, "dpp_rule_stats", BPF_MAP_TYPE_ARRAY,
 		       struct dpp_counter),
-	DPP_ARRAY_SPEC(DPP_MAP_VERDICTS, "dpp_verdicts", BPF_MAP_TYPE_PERCPU_ARRAY,
-		       struct dpp_counter),
-	DPP_ARRAY_SPEC(DPP_MAP_ACTIONS, "dpp_actions", BPF_MAP_TYPE_PERCPU_ARRAY,
-		       struct dpp_counter),
-	DPP_ARRAY_SPEC(DPP_MAP_REASONS, "dpp_reasons", BPF_MAP_TYPE_PERCPU_ARRAY,
-		       struct dpp_counter),
+	DPP_COUNTER_SPEC(DPP_MAP_VERDICTS, "dpp_verdicts", verdict_slots_valid,
+			 "not one per verdict (DPP_VERDICT_MAX)"),
+	DPP_COUNTER_SPEC(DPP_MAP_ACTIONS, "dpp_actions", action_slots_valid,
+			 "not one per action (DPP_ACTION_MAX)"),
+	DPP_COUNTER_SPEC(DPP_MAP_REASONS, "dpp_reasons", reason_slots_valid,
+			 "not DPP_REASON_MAX (reasons are numbered in per-function ranges)"),
 	DPP_ARRAY_SPEC(DPP_MAP_CPU_STATS, "dpp_cpu_stats", BPF_MAP_TYPE_PERCPU_ARRAY,
 		       struct dpp_counter),
 	{},

@@ -59,10 +59,36 @@ struct upgrade {
 	bool had_slots; /* the instance has a dpp_progs (one pinned by an older build has not) */
 };
 
+/* Whether the instance's map has the layout the new object declares for it. libbpf would refuse the
+ * load as well, but without naming the map; a different layout means the instance was loaded by a
+ * build with another ABI (a table resized, counters renumbered), whose maps cannot be shared. */
+static int map_reusable(const struct dpp *d, const struct bpf_map *map, int fd)
+{
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info);
+	int err;
+
+	err = bpf_obj_get_info_by_fd(fd, &info, &len);
+	if (err) {
+		pr_warn("get info of map %s: %s", bpf_map__name(map), strerror(-err));
+		return err;
+	}
+	if (info.type == bpf_map__type(map) && info.key_size == bpf_map__key_size(map) &&
+	    info.value_size == bpf_map__value_size(map) &&
+	    info.max_entries == bpf_map__max_entries(map))
+		return 0;
+	pr_warn("map %s of instance '%s' is type %u key %u value %u bytes with %u entries, the new "
+		"program's type %u key %u value %u with %u: it was loaded by a build with another ABI "
+		"and cannot be upgraded in place; unpin the instance and load it again",
+		bpf_map__name(map), d->instance, info.type, info.key_size, info.value_size,
+		info.max_entries, bpf_map__type(map), bpf_map__key_size(map),
+		bpf_map__value_size(map), bpf_map__max_entries(map));
+	return -EPROTO;
+}
+
 /* Open the object this library carries with every map the instance has bound to it, so the new
  * programs share the running ones' rules, counters and configuration; not dpp_progs, which holds
- * the programs of one load. libbpf refuses to load when a bound map's type, key, value or size
- * differs from what the object declares. */
+ * the programs of one load. Each must have the layout the object declares (map_reusable). */
 static int upgrade_skel_open(struct dpp *d, const struct dpp_upgrade_opts *o,
 			     struct dpp_bpf **out)
 {
@@ -81,10 +107,23 @@ static int upgrade_skel_open(struct dpp *d, const struct dpp_upgrade_opts *o,
 	skel->rodata->cfg_trace = o->trace;
 	skel->rodata->cfg_flow_slots = d->known[DPP_MAP_FLOWS]->max_entries / d->ncpus;
 	skel->rodata->cfg_rule_slots = rule_slots(d);
+	/* Sized at load, like the instance's (skel_configure): compared as the others below. */
+	err = bpf_map__set_max_entries(skel->maps.dpp_rules, d->known[DPP_MAP_RULES]->max_entries);
+	if (!err)
+		err = bpf_map__set_max_entries(skel->maps.dpp_rule_stats,
+					       d->known[DPP_MAP_RULE_STATS]->max_entries);
+	if (!err)
+		err = bpf_map__set_max_entries(skel->maps.dpp_flows,
+					       d->known[DPP_MAP_FLOWS]->max_entries);
 	bpf_object__for_each_map(map, skel->obj) {
+		if (err)
+			break;
 		if (bpf_map__is_internal(map) || !strcmp(bpf_map__name(map), DPP_SLOTS_MAP) ||
 		    !(m = map_find(d, bpf_map__name(map))))
 			continue;
+		err = map_reusable(d, map, m->fd);
+		if (err)
+			break;
 		err = bpf_map__reuse_fd(map, m->fd);
 		if (err) {
 			pr_warn("bind map %s to the new program: %s", m->name, strerror(-err));

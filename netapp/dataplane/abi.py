@@ -26,7 +26,7 @@ from ctypes import (
     c_void_p,
 )
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Union
+from typing import Any, Callable, Mapping, Optional, Union
 
 # --- dpp_consts.h --------------------------------------------------------------------------------
 
@@ -54,6 +54,12 @@ METER_SHARE_DIVISOR = 64
 METER_SHARE_MAX = 64
 METER_TAKEN_BITS = 40
 METER_WINDOW_BITS = 24
+# Reason ranges (dpp/core/consts.h): each function's reasons lie in REASON_RANGE values from its base.
+REASON_RANGE = 16
+REASON_BASE_CORE = 0
+REASON_BASE_STEER = 32
+REASON_BASE_FORWARD = 48
+REASON_BASE_REDIRECT = 64
 
 # libdpp.h
 PIN_ROOT = "/sys/fs/bpf/dpp"
@@ -84,16 +90,22 @@ CONSTANTS = {
     "DPP_METER_SHARE_MAX": METER_SHARE_MAX,
     "DPP_METER_TAKEN_BITS": METER_TAKEN_BITS,
     "DPP_METER_WINDOW_BITS": METER_WINDOW_BITS,
+    "DPP_REASON_RANGE": REASON_RANGE,
+    "DPP_REASON_BASE_CORE": REASON_BASE_CORE,
+    "DPP_REASON_BASE_STEER": REASON_BASE_STEER,
+    "DPP_REASON_BASE_FORWARD": REASON_BASE_FORWARD,
+    "DPP_REASON_BASE_REDIRECT": REASON_BASE_REDIRECT,
 }
 
 
-def _c_enum(c_name: str, c_prefix: str, has_max: bool = False) -> Callable[[Any], Any]:
-    """Tag an enum with the C enum it mirrors. has_max: the C enum ends with a PREFIX_MAX count."""
+def _c_enum(c_name: str, c_prefix: str, has_max: bool = False, c_max: Optional[int] = None) -> Callable[[Any], Any]:
+    """Tag an enum with the C enum it mirrors. has_max: the C enum ends with a PREFIX_MAX count, the
+    number of members unless c_max says otherwise (C_MAX: None without a PREFIX_MAX)."""
 
     def tag(cls: Any) -> Any:
         cls.C_NAME = c_name
         cls.C_PREFIX = c_prefix
-        cls.C_HAS_MAX = has_max
+        cls.C_MAX = (len(cls) if c_max is None else c_max) if has_max else None
         return cls
 
     return tag
@@ -118,32 +130,35 @@ class Verdict(enum.IntEnum):
     REDIRECT = 4
 
 
-@_c_enum("dpp_reason", "DPP_REASON_", has_max=True)
+@_c_enum("dpp_reason", "DPP_REASON_", has_max=True, c_max=256)
 class Reason(enum.IntEnum):
-    NONE = 0
-    TRUNC_ETH = 1
-    TRUNC_VLAN = 2
-    VLAN_DEPTH = 3
-    TRUNC_IPV4 = 4
-    BAD_IPV4 = 5
-    TRUNC_IPV6 = 6
-    BAD_IPV6 = 7
-    IPV6_EXT_DEPTH = 8
-    TRUNC_L4 = 9
-    TRUNC_VXLAN = 10
-    TRUNC_GENEVE = 11
-    BAD_GENEVE = 12
-    TRUNC_GRE = 13
-    BAD_GRE = 14
-    TRUNC_GTP = 15
-    BAD_GTP = 16
-    GTP_EXT_DEPTH = 17
-    GTP_SIGNALLING = 18
-    NOT_IP = 19
-    CPU_UNAVAILABLE = 20
-    CPU_OVERLOADED = 21
-    NO_ALTERNATIVE = 22
-    PORT_UNAVAILABLE = 23
+    """dpp/reasons.h: the core's (the parser's) from REASON_BASE_CORE, each function's from its base.
+    Sparse: REASON_MAX counters, most of them between ranges and never counted."""
+
+    NONE = REASON_BASE_CORE
+    TRUNC_ETH = REASON_BASE_CORE + 1
+    TRUNC_VLAN = REASON_BASE_CORE + 2
+    VLAN_DEPTH = REASON_BASE_CORE + 3
+    TRUNC_IPV4 = REASON_BASE_CORE + 4
+    BAD_IPV4 = REASON_BASE_CORE + 5
+    TRUNC_IPV6 = REASON_BASE_CORE + 6
+    BAD_IPV6 = REASON_BASE_CORE + 7
+    IPV6_EXT_DEPTH = REASON_BASE_CORE + 8
+    TRUNC_L4 = REASON_BASE_CORE + 9
+    TRUNC_VXLAN = REASON_BASE_CORE + 10
+    TRUNC_GENEVE = REASON_BASE_CORE + 11
+    BAD_GENEVE = REASON_BASE_CORE + 12
+    TRUNC_GRE = REASON_BASE_CORE + 13
+    BAD_GRE = REASON_BASE_CORE + 14
+    TRUNC_GTP = REASON_BASE_CORE + 15
+    BAD_GTP = REASON_BASE_CORE + 16
+    GTP_EXT_DEPTH = REASON_BASE_CORE + 17
+    GTP_SIGNALLING = REASON_BASE_CORE + 18
+    NOT_IP = REASON_BASE_CORE + 19
+    CPU_UNAVAILABLE = REASON_BASE_STEER
+    CPU_OVERLOADED = REASON_BASE_STEER + 1
+    NO_ALTERNATIVE = REASON_BASE_FORWARD
+    PORT_UNAVAILABLE = REASON_BASE_REDIRECT
 
 
 @_c_enum("dpp_overlay", "DPP_OVERLAY_")
@@ -189,9 +204,9 @@ class LogLevel(enum.IntEnum):
     DEBUG = 2
 
 
-ACTION_MAX = len(Action)
-VERDICT_MAX = len(Verdict)
-REASON_MAX = len(Reason)
+ACTION_MAX = Action.C_MAX
+VERDICT_MAX = Verdict.C_MAX
+REASON_MAX = Reason.C_MAX
 
 # Enums of dpp_consts.h, which the BPF object's BTF carries.
 ABI_ENUMS = (Action, Verdict, Reason, Overlay, RuleFlag, KeyFlag, XdpMode, Prog)
@@ -230,8 +245,8 @@ class Rule(Structure):
         ("priority", c_uint16),
         ("action", c_uint8),
         ("flags", c_uint8),
-        ("target", c_uint32),  # STEER: the CPU; REDIRECT: the egress ifindex
-        ("alt_group", c_uint32),
+        ("arg", c_uint32),  # an index into the action's table: STEER a CPU, FORWARD a group, REDIRECT a port
+        ("overflow_group", c_uint32),  # where flows the action cannot serve here go; NONE: the default
     ]
 
 

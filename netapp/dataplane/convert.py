@@ -7,7 +7,7 @@ import sys
 import zlib
 from ctypes import Structure, c_uint8
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 from netapp.dataplane.abi import (
     MAX_ALT_MEMBERS,
@@ -141,12 +141,22 @@ def rule_key(rule: CompiledRule) -> FlowKey:
     return key
 
 
-def _rule_target(rule: CompiledRule) -> int:
-    """struct dpp_rule.target: the steering CPU or the redirect's egress interface, else NONE."""
-    if rule.cpu is not None:
-        return rule.cpu
-    if rule.redirect_ifindex:
-        return rule.redirect_ifindex
+def _or_none(index: Optional[int]) -> int:
+    return NONE if index is None else index
+
+
+# struct dpp_rule.arg by action: an index into the action's own table (dpp/core/structs.h).
+_ACTION_ARG: Mapping[str, Callable[[CompiledRule], int]] = {
+    "steer": lambda rule: _or_none(rule.cpu),  # dpp_cpus, dpp_cpu_map
+    "forward": lambda rule: _or_none(rule.alt_group),  # dpp_alt_groups; NONE: the default group
+    "redirect": lambda rule: _or_none(rule.redirect_ifindex),  # dpp_ports
+}
+
+
+def _overflow_group(rule: CompiledRule) -> int:
+    """Where the flows go that the action cannot serve here: STEER's and best-effort PASS's group."""
+    if rule.action == "steer" or rule.best_effort:
+        return _or_none(rule.alt_group)
     return NONE
 
 
@@ -156,8 +166,8 @@ def rule_value(rule: CompiledRule, slot: int = 0) -> Rule:
         priority=rule.priority,
         action=Action[rule.action.upper()],
         flags=RuleFlag.BEST_EFFORT if rule.best_effort else 0,
-        target=_rule_target(rule),
-        alt_group=rule.alt_group if rule.alt_group is not None else NONE,
+        arg=_ACTION_ARG.get(rule.action, lambda _: NONE)(rule),
+        overflow_group=_overflow_group(rule),
     )
 
 

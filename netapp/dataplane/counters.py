@@ -151,4 +151,9 @@ def _enum_name(enum_type: Any, value: int, upper: bool = False) -> str:
 def _named(
     enum_type: Any, counters: Sequence[tuple[int, int]], upper: bool = False
 ) -> dict[str, tuple[int, int]]:
-    return {_enum_name(enum_type, index, upper): tuple(counter) for index, counter in enumerate(counters)}  # type: ignore[misc]
+    """Every member's counter; an index no member has (between reason ranges) only if it counted."""
+    return {
+        _enum_name(enum_type, index, upper): tuple(counter)  # type: ignore[misc]
+        for index, counter in enumerate(counters)
+        if index in enum_type._value2member_map_ or any(counter)
+    }

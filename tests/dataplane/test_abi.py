@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from netapp.dataplane import binding
+from netapp.dataplane import abi, binding
 from netapp.intents import compiler, models
 from netapp.intents.compiler import compile_intents
 from netapp.intents.models import parse_document, parse_intent
@@ -84,8 +84,8 @@ def test_every_enum_mirror_matches_btf_names_and_values(btf, mirror):
     enum = btf.enum(mirror.C_NAME)
     assert enum is not None, f"enum {mirror.C_NAME} is not in the BTF of {BPF_OBJECT.name}"
     expected = {mirror.C_PREFIX + member.name: int(member) for member in mirror.__members__.values()}
-    if mirror.C_HAS_MAX:
-        expected[mirror.C_PREFIX + "MAX"] = len(mirror)
+    if mirror.C_MAX is not None:
+        expected[mirror.C_PREFIX + "MAX"] = mirror.C_MAX
     assert {value["name"]: value["val"] for value in enum["values"]} == expected
 
 
@@ -230,7 +230,7 @@ def test_the_paper_rule_becomes_this_key_and_value():
     assert bytes(key)[24:28] == bytes([192, 168, 0, 140]), "IPv4 source in network order in src[0]"
     assert list(key.src)[1:] == [0, 0, 0]
     assert (value.slot, value.priority, value.action, value.flags) == (5, 100, binding.Action.STEER, 0)
-    assert (value.target, value.alt_group) == (1, binding.NONE), "the target is the CPU"
+    assert (value.arg, value.overflow_group) == (1, binding.NONE), "STEER's argument is the CPU"
 
 
 def test_the_paper_shape_mask_covers_exactly_its_fields():
@@ -309,19 +309,38 @@ def test_vlan_and_qfi_and_dscp_masks_are_their_widths():
     ("fields", "expected"),
     [
         ({"action": {"type": "drop"}}, (binding.Action.DROP, 0, binding.NONE, binding.NONE)),
-        ({"action": {"type": "forward", "alternative": 4}}, (binding.Action.FORWARD, 0, binding.NONE, 4)),
+        ({"action": {"type": "forward", "alternative": 4}}, (binding.Action.FORWARD, 0, 4, binding.NONE)),
         ({"action": {"type": "redirect", "interface": "ens5"}}, (binding.Action.REDIRECT, 0, 7, binding.NONE)),
         (
             {"action": {"type": "pass"}, "traffic_class": "best-effort", "alternative": 2},
             (binding.Action.PASS, binding.RuleFlag.BEST_EFFORT, binding.NONE, 2),
         ),
         ({"action": {"type": "steer", "cpu": 0}}, (binding.Action.STEER, 0, 0, binding.NONE)),
+        ({"action": {"type": "steer", "cpu": 3}, "alternative": 5}, (binding.Action.STEER, 0, 3, 5)),
     ],
 )
-def test_rule_values_carry_action_arguments_and_none_elsewhere(fields, expected):
+def test_rule_values_carry_an_argument_index_and_an_overflow_group(fields, expected):
     rule = compile_intents([parse_intent(native_intent(**fields))], INTERFACES).rules[0]
     value = binding.rule_value(rule, slot=1)
-    assert (value.action, value.flags, value.target, value.alt_group) == expected
+    assert (value.action, value.flags, value.arg, value.overflow_group) == expected
+
+
+def test_each_function_s_reasons_lie_in_its_own_range():
+    ranges = {
+        "core": range(abi.REASON_BASE_CORE, abi.REASON_BASE_CORE + 2 * abi.REASON_RANGE),
+        "steer": range(abi.REASON_BASE_STEER, abi.REASON_BASE_STEER + abi.REASON_RANGE),
+        "forward": range(abi.REASON_BASE_FORWARD, abi.REASON_BASE_FORWARD + abi.REASON_RANGE),
+        "redirect": range(abi.REASON_BASE_REDIRECT, abi.REASON_BASE_REDIRECT + abi.REASON_RANGE),
+    }
+    owner = {
+        binding.Reason.CPU_UNAVAILABLE: "steer",
+        binding.Reason.CPU_OVERLOADED: "steer",
+        binding.Reason.NO_ALTERNATIVE: "forward",
+        binding.Reason.PORT_UNAVAILABLE: "redirect",
+    }
+    for reason in binding.Reason:
+        assert reason in ranges[owner.get(reason, "core")], reason
+    assert max(binding.Reason) < binding.REASON_MAX == binding.MAPS["dpp_reasons"].max_entries
 
 
 def test_a_key_read_back_is_readable():

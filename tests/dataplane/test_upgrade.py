@@ -6,6 +6,7 @@ entry tail-calls through dpp_progs."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -230,3 +231,51 @@ def test_dppctl_upgrade_reports_both_program_ids(ns, dataplane):
     after = xdp_prog_id(ns)
     assert result.stdout.strip() == f"instance '{instance}' upgraded: program id {before} -> {after}"
     assert after != before
+
+
+# --- instances pinned by a build with another ABI ------------------------------------------------
+
+
+def replace_pinned_map(instance: str, name: str, kind: str, value_size: int, entries: int) -> None:
+    """Put a map of another size where the instance's map `name` is pinned: what a build with
+    another ABI (e.g. reasons before their per-function ranges: 24) would have left."""
+    bpftool = shutil.which("bpftool")
+    if bpftool is None:
+        pytest.skip("bpftool is needed to pin a map of another layout")
+    pin = PIN_ROOT / instance / "maps" / name
+    pin.unlink()
+    subprocess.run(
+        [bpftool, "map", "create", str(pin), "type", kind, "key", "4", "value", str(value_size),
+         "entries", str(entries), "name", name],
+        check=True,
+        capture_output=True,
+    )
+
+
+def test_an_instance_whose_reason_counters_are_numbered_otherwise_is_refused_not_reused(caplog):
+    with pinned_instance("abi") as instance:
+        Dataplane.open(instance=instance).close()
+        replace_pinned_map(instance, "dpp_reasons", "percpu_array", 16, 24)
+        with pytest.raises(DataplaneError) as refused:
+            Dataplane.open(instance=instance)
+        assert refused.value.errno == errno.EPROTO
+        assert "map dpp_reasons has 24 slots, not DPP_REASON_MAX" in caplog.text
+        assert "unpin the instance and load it again" in caplog.text
+        shutil.rmtree(PIN_ROOT / instance)  # what the message asks for; pinned_instance unpins
+
+
+def test_an_upgrade_over_a_map_of_another_size_is_refused_and_names_it(ns, dataplane, caplog):
+    dp, instance = dataplane
+    running = dp.program_id()
+    replace_pinned_map(instance, "dpp_alt_groups", "array", 4 + 8 * 40, 32)
+    with netns.entered(ns):
+        other = Dataplane.open(instance=instance)  # sees the foreign map through the pin
+    try:
+        with pytest.raises(DataplaneError) as refused:
+            other.reload()
+    finally:
+        other.close()
+    assert refused.value.errno == errno.EPROTO
+    assert "map dpp_alt_groups of instance" in caplog.text and "with 32 entries" in caplog.text
+    assert "cannot be upgraded in place" in caplog.text
+    assert xdp_prog_id(ns) == running == pinned_prog_id(instance)

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* The action dispatch: a matched rule's action, carried out by its network function (nf/). Each
- * returns an XDP verdict and fills struct dpp_outcome. */
+/* The action dispatch: a matched rule's action, carried out by its stage act_<name>, generated from
+ * the list of actions (DPP_ACTIONS, dpp/core/consts.h). Every stage takes a struct dpp_act_ctx,
+ * returns an XDP verdict and fills struct dpp_outcome; the stages of PASS, DROP and DEFAULT are
+ * here, the others in their network function's header (nf/<function>/), included below. */
 #ifndef DPP_CORE_ACT_H
 #define DPP_CORE_ACT_H
 
@@ -9,31 +11,40 @@
 #include "nf/forward/forward.h"
 #include "nf/redirect/redirect.h"
 
-/* Carry out a matched rule (or, with rule NULL, the best-effort treatment of unmatched traffic).
- * bytes: the packet's length, measured once by the caller. */
-static __always_inline int act(struct xdp_md *ctx, const struct dpp_flow_key *key,
-			       const struct dpp_layers *l, const struct dpp_rule *rule,
-			       const struct dpp_config *cfg, __u64 bytes, struct dpp_outcome *o)
+/* PASS; a best-effort rule's flows pass unless this CPU is overloaded (nf/steer/). */
+static __always_inline int act_pass(const struct dpp_act_ctx *a)
 {
-	if (!rule)
-		return best_effort(ctx, key, l, DPP_NONE, cfg, o);
-	switch (rule->action) {
-	case DPP_ACTION_PASS:
-		if (rule->flags & DPP_RULE_BEST_EFFORT)
-			return best_effort(ctx, key, l, rule->alt_group, cfg, o);
-		o->action = DPP_ACTION_PASS;
-		return XDP_PASS;
-	case DPP_ACTION_DROP:
-		o->action = DPP_ACTION_DROP;
-		return XDP_DROP;
-	case DPP_ACTION_STEER:
-		return steer(ctx, key, l, rule, cfg, bytes, o);
-	case DPP_ACTION_FORWARD:
-		return forward(ctx, key, l, rule->alt_group, cfg, o);
-	case DPP_ACTION_REDIRECT:
-		return redirect(rule, cfg, o);
+	if (a->rule->flags & DPP_RULE_BEST_EFFORT)
+		return best_effort(a, a->rule->overflow_group);
+	a->o->action = DPP_ACTION_PASS;
+	return XDP_PASS;
+}
+
+static __always_inline int act_drop(const struct dpp_act_ctx *a)
+{
+	a->o->action = DPP_ACTION_DROP;
+	return XDP_DROP;
+}
+
+/* Never installed: a rule that says DEFAULT gets the configured verdict. */
+static __always_inline int act_default(const struct dpp_act_ctx *a)
+{
+	return fallback(a->cfg, a->o, DPP_REASON_NONE);
+}
+
+#define DPP_ACT_CASE(NAME, name)                                                                  \
+	case DPP_ACTION_##NAME:                                                                  \
+		return act_##name(a);
+
+/* Carry out a matched rule (or, with a->rule NULL, the best-effort treatment of unmatched traffic). */
+static __always_inline int act(const struct dpp_act_ctx *a)
+{
+	if (!a->rule)
+		return best_effort(a, DPP_NONE);
+	switch (a->rule->action) {
+		DPP_ACTIONS(DPP_ACT_CASE)
 	}
-	return fallback(cfg, o, DPP_REASON_NONE);
+	return fallback(a->cfg, a->o, DPP_REASON_NONE);
 }
 
 #endif /* DPP_CORE_ACT_H */

@@ -8,6 +8,7 @@
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 #include "dpp/core/structs.h"
+#include "dpp/reasons.h"
 
 /* masked flow key (with .shape) -> rule */
 struct {

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* What every action shares: the outcome it reports (counted, traced), the configured fallback
- * verdict, and bounded offsets of the headers it rewrites. */
+/* What every action shares: what its stage is handed, the outcome it reports (counted, traced), the
+ * configured fallback verdict, and bounded offsets of the headers it rewrites. */
 #ifndef DPP_CORE_OUTCOME_H
 #define DPP_CORE_OUTCOME_H
 
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 #include "dpp/core/structs.h"
+#include "dpp/reasons.h"
+#include "proto/cursor.h"
 
 /* Outer headers a rewrite can reach: offsets are masked to this power of two so the verifier sees
  * them bounded. Outer headers never lie deeper (proto/ipv6.h stops IPv6 extension chains long
@@ -27,6 +29,17 @@ struct dpp_outcome {
 	__u32 alt_group;
 	__u32 alt_member;
 	__u32 egress_ifindex;
+};
+
+/* What an action's stage (act_<name>, core/act.h) is handed: every stage has this one signature. */
+struct dpp_act_ctx {
+	struct xdp_md *ctx;
+	const struct dpp_flow_key *key;
+	const struct dpp_layers *l;
+	const struct dpp_rule *rule; /* the matched rule; NULL: unmatched traffic, served best effort */
+	const struct dpp_config *cfg;
+	__u64 bytes; /* the packet's length, measured once */
+	struct dpp_outcome *o;
 };
 
 /* The configured verdict for packets we could not (or would not) handle. Only PASS or DROP. */

@@ -19,6 +19,7 @@
 #include <linux/types.h>
 #include <bpf/bpf_helpers.h>
 #include "dpp/core/structs.h"
+#include "dpp/reasons.h"
 
 struct cursor {
 	void *pos;

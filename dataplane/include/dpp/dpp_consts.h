@@ -5,6 +5,7 @@
 #define DPP_CONSTS_H
 
 #include "core/consts.h"
+#include "reasons.h"
 #include "nf/steer.h"
 #include "nf/forward.h"
 #include "nf/redirect.h"

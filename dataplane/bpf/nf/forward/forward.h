@@ -94,13 +94,14 @@ static __always_inline void rewrite_ip_dst(void *data, void *end, const struct d
 	}
 }
 
-/* Forward to a member of an alternative group: rewrite the destination MAC and outer destination
- * IP, then bounce out of the ingress interface or redirect to the member's port. */
-static __always_inline int forward(struct xdp_md *ctx, const struct dpp_flow_key *key,
-				   const struct dpp_layers *l, __u32 group,
-				   const struct dpp_config *cfg, struct dpp_outcome *o)
+/* Forward to a member of an alternative group (DPP_NONE: the default group): rewrite the destination
+ * MAC and outer destination IP, then bounce out of the ingress interface or redirect to the
+ * member's port. Also where flows overflow to from other actions. */
+static __always_inline int forward(const struct dpp_act_ctx *a, __u32 group)
 {
-	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
+	void *data = (void *)(long)a->ctx->data, *end = (void *)(long)a->ctx->data_end;
+	const struct dpp_config *cfg = a->cfg;
+	struct dpp_outcome *o = a->o;
 	const struct dpp_alt_member *m;
 	const struct dpp_alt_group *g;
 	struct ethhdr *eth = data;
@@ -112,13 +113,13 @@ static __always_inline int forward(struct xdp_md *ctx, const struct dpp_flow_key
 	g = bpf_map_lookup_elem(&dpp_alt_groups, &group);
 	if (!g || !g->count)
 		return fallback(cfg, o, DPP_REASON_NO_ALTERNATIVE);
-	idx = flow_hash(key) % g->count;
+	idx = flow_hash(a->key) % g->count;
 	if (idx >= DPP_MAX_ALT_MEMBERS)
 		return fallback(cfg, o, DPP_REASON_NO_ALTERNATIVE);
 	m = &g->members[idx];
 
 	/* Redirect first: it only records the target, so a missing port leaves the packet intact. */
-	if (m->ifindex && m->ifindex != ctx->ingress_ifindex) {
+	if (m->ifindex && m->ifindex != a->ctx->ingress_ifindex) {
 		verdict = bpf_redirect_map(&dpp_ports, m->ifindex, 0);
 		if (verdict != XDP_REDIRECT)
 			return fallback(cfg, o, DPP_REASON_PORT_UNAVAILABLE);
@@ -127,12 +128,18 @@ static __always_inline int forward(struct xdp_md *ctx, const struct dpp_flow_key
 	if ((void *)(eth + 1) > end)
 		return fallback(cfg, o, DPP_REASON_TRUNC_ETH);
 	rewrite_eth(eth, m);
-	rewrite_ip_dst(data, end, l, m);
+	rewrite_ip_dst(data, end, a->l, m);
 
 	o->action = DPP_ACTION_FORWARD;
 	o->alt_group = group;
 	o->alt_member = idx;
 	return verdict;
+}
+
+/* The FORWARD stage: the rule's arg is the group. */
+static __always_inline int act_forward(const struct dpp_act_ctx *a)
+{
+	return forward(a, a->rule->arg);
 }
 
 #endif /* DPP_NF_FORWARD_FORWARD_H */

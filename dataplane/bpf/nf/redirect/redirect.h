@@ -6,13 +6,15 @@
 #include "core/outcome.h"
 #include "nf/redirect/maps.h"
 
-static __always_inline int redirect(const struct dpp_rule *rule, const struct dpp_config *cfg,
-				    struct dpp_outcome *o)
+/* The REDIRECT stage: the rule's arg is the egress port (a key of dpp_ports). */
+static __always_inline int act_redirect(const struct dpp_act_ctx *a)
 {
-	if (bpf_redirect_map(&dpp_ports, rule->target, 0) != XDP_REDIRECT)
-		return fallback(cfg, o, DPP_REASON_PORT_UNAVAILABLE);
-	o->action = DPP_ACTION_REDIRECT;
-	o->egress_ifindex = rule->target;
+	__u32 port = a->rule->arg;
+
+	if (bpf_redirect_map(&dpp_ports, port, 0) != XDP_REDIRECT)
+		return fallback(a->cfg, a->o, DPP_REASON_PORT_UNAVAILABLE);
+	a->o->action = DPP_ACTION_REDIRECT;
+	a->o->egress_ifindex = port;
 	return XDP_REDIRECT;
 }
 

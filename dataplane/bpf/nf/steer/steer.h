@@ -11,14 +11,12 @@
 #include "nf/steer/meter.h"
 
 /* Overflow: what a flow whose CPU is overloaded gets. */
-static __always_inline int overflow(struct xdp_md *ctx, const struct dpp_flow_key *key,
-				    const struct dpp_layers *l, __u32 group,
-				    const struct dpp_config *cfg, struct dpp_outcome *o)
+static __always_inline int overflow(const struct dpp_act_ctx *a, __u32 group)
 {
-	int verdict = forward(ctx, key, l, group, cfg, o);
+	int verdict = forward(a, group);
 
-	if (o->action == DPP_ACTION_FORWARD)
-		o->reason = DPP_REASON_CPU_OVERLOADED;
+	if (a->o->action == DPP_ACTION_FORWARD)
+		a->o->reason = DPP_REASON_CPU_OVERLOADED;
 	return verdict;
 }
 
@@ -26,49 +24,44 @@ static __always_inline int overflow(struct xdp_md *ctx, const struct dpp_flow_ke
  * operator who named an alternative group wants the flow served somewhere, but it counts as
  * CPU_UNAVAILABLE; with no usable group, the default verdict, still CPU_UNAVAILABLE (the root
  * cause). A missing member port keeps its own reason. */
-static __always_inline int unavailable(struct xdp_md *ctx, const struct dpp_flow_key *key,
-				       const struct dpp_layers *l, __u32 group,
-				       const struct dpp_config *cfg, struct dpp_outcome *o)
+static __always_inline int unavailable(const struct dpp_act_ctx *a, __u32 group)
 {
-	int verdict = forward(ctx, key, l, group, cfg, o);
+	int verdict = forward(a, group);
 
-	if (o->action == DPP_ACTION_FORWARD || o->reason == DPP_REASON_NO_ALTERNATIVE)
-		o->reason = DPP_REASON_CPU_UNAVAILABLE;
+	if (a->o->action == DPP_ACTION_FORWARD || a->o->reason == DPP_REASON_NO_ALTERNATIVE)
+		a->o->reason = DPP_REASON_CPU_UNAVAILABLE;
 	return verdict;
 }
 
-/* Steer to the rule's CPU. bytes: the packet's length, for dpp_cpu_stats. */
-static __always_inline int steer(struct xdp_md *ctx, const struct dpp_flow_key *key,
-				 const struct dpp_layers *l, const struct dpp_rule *rule,
-				 const struct dpp_config *cfg, __u64 bytes, struct dpp_outcome *o)
+/* The STEER stage: the rule's arg is the CPU; flows it cannot take go to its overflow group. */
+static __always_inline int act_steer(const struct dpp_act_ctx *a)
 {
-	__u32 cpu_id = rule->target;
+	const struct dpp_rule *rule = a->rule;
+	__u32 cpu_id = rule->arg;
 	const struct dpp_cpu *cpu = bpf_map_lookup_elem(&dpp_cpus, &cpu_id);
 
 	if (!cpu || !cpu->enabled)
-		return unavailable(ctx, key, l, rule->alt_group, cfg, o);
-	if (cpu_overloaded(cpu_id, cpu, cfg))
-		return overflow(ctx, key, l, rule->alt_group, cfg, o);
+		return unavailable(a, rule->overflow_group);
+	if (cpu_overloaded(cpu_id, cpu, a->cfg))
+		return overflow(a, rule->overflow_group);
 	if (bpf_redirect_map(&dpp_cpu_map, cpu_id, 0) != XDP_REDIRECT)
-		return unavailable(ctx, key, l, rule->alt_group, cfg, o);
+		return unavailable(a, rule->overflow_group);
 	/* Counted only here: overflow and fallbacks never reach the CPU, so they are not its load. */
-	count(&dpp_cpu_stats, cpu_id, bytes);
-	o->action = DPP_ACTION_STEER;
-	o->cpu = cpu_id;
+	count(&dpp_cpu_stats, cpu_id, a->bytes);
+	a->o->action = DPP_ACTION_STEER;
+	a->o->cpu = cpu_id;
 	return XDP_REDIRECT;
 }
 
-/* Best effort: processed here unless this CPU is overloaded. */
-static __always_inline int best_effort(struct xdp_md *ctx, const struct dpp_flow_key *key,
-				       const struct dpp_layers *l, __u32 group,
-				       const struct dpp_config *cfg, struct dpp_outcome *o)
+/* Best effort: processed here unless this CPU is overloaded, else overflow to group. */
+static __always_inline int best_effort(const struct dpp_act_ctx *a, __u32 group)
 {
 	__u32 cpu_id = bpf_get_smp_processor_id();
 	const struct dpp_cpu *cpu = bpf_map_lookup_elem(&dpp_cpus, &cpu_id);
 
-	if (cpu && cpu_overloaded(cpu_id, cpu, cfg))
-		return overflow(ctx, key, l, group, cfg, o);
-	o->action = DPP_ACTION_PASS;
+	if (cpu && cpu_overloaded(cpu_id, cpu, a->cfg))
+		return overflow(a, group);
+	a->o->action = DPP_ACTION_PASS;
 	return XDP_PASS;
 }
 

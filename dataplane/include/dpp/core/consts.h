@@ -44,15 +44,22 @@
 /* "No such thing": no rule, no alternative group, no CPU. */
 #define DPP_NONE 0xffffffffu
 
-/* enum dpp_action: what a rule asks for. DEFAULT is never installed; it marks packets that got the
- * configured default verdict (malformed, or a fallback with nothing better to do). */
+/* The actions a rule can ask for, X(NAME, name) in value order: enum dpp_action, dppctl's names and
+ * the XDP program's dispatch (bpf/core/act.h calls act_<name>) are generated from this list. A new
+ * action is one line appended here, its stage act_<name> in its function's header under bpf/nf/, and
+ * its table (struct dpp_rule.arg indexes it). DEFAULT is never installed: it marks packets that got
+ * the configured default verdict (malformed, or a fallback with nothing better to do). */
+#define DPP_ACTIONS(X)                                                                           \
+	X(PASS, pass)                                                                            \
+	X(DROP, drop)                                                                            \
+	X(STEER, steer)                                                                          \
+	X(FORWARD, forward)                                                                      \
+	X(REDIRECT, redirect)                                                                    \
+	X(DEFAULT, default)
+
+#define DPP_ACTION_ENUM(NAME, name) DPP_ACTION_##NAME,
 enum dpp_action {
-	DPP_ACTION_PASS = 0,
-	DPP_ACTION_DROP = 1,
-	DPP_ACTION_STEER = 2,
-	DPP_ACTION_FORWARD = 3,
-	DPP_ACTION_REDIRECT = 4,
-	DPP_ACTION_DEFAULT = 5,
+	DPP_ACTIONS(DPP_ACTION_ENUM)
 	DPP_ACTION_MAX,
 };
 
@@ -66,36 +73,42 @@ enum dpp_verdict {
 	DPP_VERDICT_MAX,
 };
 
-/* enum dpp_reason: why a packet did not simply get its rule's action. Parse reasons send the packet
- * to the default verdict; the others explain a fallback or an informational pass. Mirrored by
- * netapp.dataplane.binding.Reason and checked against this header's BTF by tests/dataplane. */
-enum dpp_reason {
-	DPP_REASON_NONE = 0,
-	DPP_REASON_TRUNC_ETH = 1,	 /* shorter than an Ethernet header */
-	DPP_REASON_TRUNC_VLAN = 2,	 /* 802.1Q/QinQ tag cut short */
-	DPP_REASON_VLAN_DEPTH = 3,	 /* more VLAN tags than DPP_MAX_VLAN_TAGS */
-	DPP_REASON_TRUNC_IPV4 = 4,	 /* IPv4 header (or its options) cut short */
-	DPP_REASON_BAD_IPV4 = 5,	 /* IPv4 version/IHL/total length invalid */
-	DPP_REASON_TRUNC_IPV6 = 6,	 /* IPv6 header or an extension header cut short */
-	DPP_REASON_BAD_IPV6 = 7,	 /* IPv6 version or payload length invalid */
-	DPP_REASON_IPV6_EXT_DEPTH = 8,	 /* more extension headers than DPP_MAX_IPV6_EXT_HDRS */
-	DPP_REASON_TRUNC_L4 = 9,	 /* UDP/TCP/ICMP header cut short */
-	DPP_REASON_TRUNC_VXLAN = 10,
-	DPP_REASON_TRUNC_GENEVE = 11,
-	DPP_REASON_BAD_GENEVE = 12,	 /* unsupported version or protocol */
-	DPP_REASON_TRUNC_GRE = 13,
-	DPP_REASON_BAD_GRE = 14,	 /* unsupported version, routing present, or unknown protocol */
-	DPP_REASON_TRUNC_GTP = 15,	 /* GTP-U header or an extension header cut short */
-	DPP_REASON_BAD_GTP = 16,	 /* not GTPv1, or an extension header of length 0 */
-	DPP_REASON_GTP_EXT_DEPTH = 17,	 /* more extension headers than DPP_MAX_GTP_EXT_HDRS */
-	DPP_REASON_GTP_SIGNALLING = 18,	 /* echo, error indication, end marker...: passed to the kernel */
-	DPP_REASON_NOT_IP = 19,		 /* no IP layer (ARP, LLDP...): passed to the kernel */
-	DPP_REASON_CPU_UNAVAILABLE = 20, /* steer target not in the CPU set */
-	DPP_REASON_CPU_OVERLOADED = 21,	 /* target or local CPU overloaded: forwarded to alternatives */
-	DPP_REASON_NO_ALTERNATIVE = 22,	 /* had to forward, but no usable alternative group */
-	DPP_REASON_PORT_UNAVAILABLE = 23, /* redirect/forward egress port not in the port map */
-	DPP_REASON_MAX,
-};
+/* Reasons (enum dpp_reason, dpp/reasons.h): why a packet did not simply get its rule's action. Each
+ * network function numbers its own in a range of DPP_REASON_RANGE from its base, listed in its
+ * header (dpp/nf/<function>.h) as X(FUNCTION, NAME, name, n): DPP_REASON_<NAME> = base + n. Ranges:
+ *   core (the parser)   0..31      forward   48..63     upf    80..95     frer    112..127
+ *   steer              32..47      redirect  64..79     qos    96..111    atsss   128..143
+ * (upf, qos, frer and atsss reserved); 144..255 for functions to come, DPP_REASON_MAX 256. Values are ABI: counters are
+ * indexed by them (dpp_reasons), so a reason keeps its value once released. */
+#define DPP_REASON_RANGE 16
+#define DPP_REASON_BASE_CORE 0
+#define DPP_REASON_BASE_STEER 32
+#define DPP_REASON_BASE_FORWARD 48
+#define DPP_REASON_BASE_REDIRECT 64
+
+/* The core's reasons: the parser's, which send the packet to the default verdict (but
+ * GTP_SIGNALLING and NOT_IP: passed to the kernel). Two ranges. */
+#define DPP_CORE_REASONS(X)                                                                      \
+	X(CORE, NONE, none, 0)                                                                   \
+	X(CORE, TRUNC_ETH, trunc_eth, 1)	   /* shorter than an Ethernet header */         \
+	X(CORE, TRUNC_VLAN, trunc_vlan, 2)	   /* 802.1Q/QinQ tag cut short */               \
+	X(CORE, VLAN_DEPTH, vlan_depth, 3)	   /* more VLAN tags than DPP_MAX_VLAN_TAGS */   \
+	X(CORE, TRUNC_IPV4, trunc_ipv4, 4)	   /* IPv4 header (or its options) cut short */  \
+	X(CORE, BAD_IPV4, bad_ipv4, 5)		   /* IPv4 version/IHL/total length invalid */   \
+	X(CORE, TRUNC_IPV6, trunc_ipv6, 6)	   /* IPv6 header or an extension header short */ \
+	X(CORE, BAD_IPV6, bad_ipv6, 7)		   /* IPv6 version or payload length invalid */  \
+	X(CORE, IPV6_EXT_DEPTH, ipv6_ext_depth, 8) /* more than DPP_MAX_IPV6_EXT_HDRS */         \
+	X(CORE, TRUNC_L4, trunc_l4, 9)		   /* UDP/TCP/ICMP header cut short */           \
+	X(CORE, TRUNC_VXLAN, trunc_vxlan, 10)                                                    \
+	X(CORE, TRUNC_GENEVE, trunc_geneve, 11)                                                  \
+	X(CORE, BAD_GENEVE, bad_geneve, 12)	   /* unsupported version or protocol */         \
+	X(CORE, TRUNC_GRE, trunc_gre, 13)                                                        \
+	X(CORE, BAD_GRE, bad_gre, 14)	   /* bad version, routing present, unknown protocol */  \
+	X(CORE, TRUNC_GTP, trunc_gtp, 15)	   /* GTP-U header or an extension header short */ \
+	X(CORE, BAD_GTP, bad_gtp, 16)	   /* not GTPv1, or an extension header of length 0 */   \
+	X(CORE, GTP_EXT_DEPTH, gtp_ext_depth, 17)  /* more than DPP_MAX_GTP_EXT_HDRS */           \
+	X(CORE, GTP_SIGNALLING, gtp_signalling, 18) /* echo, error indication, end marker... */  \
+	X(CORE, NOT_IP, not_ip, 19)		   /* no IP layer (ARP, LLDP...) */
 
 /* enum dpp_prog: the slots of dpp_progs, the programs the XDP entry tail-calls (bpf/core/tail.h).
  * Appended: a slot is where a program of the same object is found, and dpp_prog_stats' index. */

@@ -32,14 +32,21 @@ struct dpp_flow_key {
 
 /* Value of dpp_rules: what to do with a packet whose masked key matched. 16 bytes, so that in the
  * kernel's hash element (header, 60-byte key, value) it ends on the key's second cache line: a
- * lookup of a cold rule then touches two lines, not three. */
+ * lookup of a cold rule then touches two lines, not three.
+ *
+ * An action's arguments are not in the rule: arg is an index into the action's own table (STEER:
+ * a CPU id, the key of dpp_cpus and dpp_cpu_map; FORWARD: an alternative group id, the key of
+ * dpp_alt_groups, DPP_NONE for the site's default; REDIRECT: an egress port, the key of dpp_ports;
+ * PASS, DROP: DPP_NONE). A new action adds its own table and points into it with arg: it never grows
+ * the rule, which every flow cache entry copies (struct dpp_flow_entry). */
 struct dpp_rule {
-	__u32 slot;	 /* index into dpp_rule_stats; the control plane maps it back to its intent */
-	__u16 priority;	 /* the highest priority among all matching shapes wins (intents: 0..65535) */
-	__u8 action;	 /* enum dpp_action (never DEFAULT) */
-	__u8 flags;	 /* enum dpp_rule_flags */
-	__u32 target;	 /* STEER: the CPU; REDIRECT: the egress interface (a key of dpp_ports) */
-	__u32 alt_group; /* FORWARD: group; STEER/best-effort: overflow group. DPP_NONE: the default group */
+	__u32 slot;	      /* index into dpp_rule_stats; the control plane maps it back to its intent */
+	__u16 priority;	      /* the highest priority among all matching shapes wins (intents: 0..65535) */
+	__u8 action;	      /* enum dpp_action (never DEFAULT) */
+	__u8 flags;	      /* enum dpp_rule_flags */
+	__u32 arg;	      /* the action's argument: an index into its table (above) */
+	__u32 overflow_group; /* where flows go that the action cannot serve here (STEER overloaded
+			       * or unavailable, best-effort PASS overloaded); DPP_NONE: the default */
 };
 
 _Static_assert(sizeof(struct dpp_rule) == 16, "a rule ends on its hash element's second line");

@@ -31,4 +31,8 @@ struct dpp_alt_group {
 	struct dpp_alt_member members[DPP_MAX_ALT_MEMBERS];
 };
 
+/* Forwarding's reasons, from DPP_REASON_BASE_FORWARD (dpp/core/consts.h). */
+#define DPP_FORWARD_REASONS(X)                                                                   \
+	X(FORWARD, NO_ALTERNATIVE, no_alternative, 0) /* no usable alternative group */
+
 #endif /* DPP_NF_FORWARD_H */

@@ -10,4 +10,8 @@
 #define DPP_MAX_PORTS 64
 #endif
 
+/* Redirecting's reasons, from DPP_REASON_BASE_REDIRECT (dpp/core/consts.h). */
+#define DPP_REDIRECT_REASONS(X)                                                                  \
+	X(REDIRECT, PORT_UNAVAILABLE, port_unavailable, 0) /* egress port not in dpp_ports */
+
 #endif /* DPP_NF_REDIRECT_H */

@@ -47,4 +47,9 @@ struct dpp_meter_share {
 	__u32 exhausted;     /* 1: the budget was gone when this CPU asked; overloaded until the window ends */
 };
 
+/* Steering's reasons, from DPP_REASON_BASE_STEER (dpp/core/consts.h). */
+#define DPP_STEER_REASONS(X)                                                                     \
+	X(STEER, CPU_UNAVAILABLE, cpu_unavailable, 0) /* steer target not in the CPU set */      \
+	X(STEER, CPU_OVERLOADED, cpu_overloaded, 1)   /* target or local CPU overloaded */
+
 #endif /* DPP_NF_STEER_H */
