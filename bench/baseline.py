@@ -22,10 +22,10 @@ is needed then, each side using its own revision's binding.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import io
 import re
 import shutil
-import dataclasses
 import subprocess
 import tarfile
 from dataclasses import dataclass
