@@ -32,8 +32,9 @@ from typing import Any, Iterator, Optional
 from netapp.intents.models import AlternativeGroup, CpuSpec, Intent
 from netapp.service.contract import IntentFilter, IntentRecord, Page, SliceRecord, SliceSpec
 from netapp.tenancy.models import TenantRecord, TenantSpec
+from netapp.upf.schema import UPF_TABLES
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 BUSY_TIMEOUT_MS = 5000
 SYNCHRONOUS_MODES = ("NORMAL", "FULL")
 
@@ -113,6 +114,8 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
             for event, row, step in (("insert", "new", 1), ("delete", "old", -1))
         ),
     ),
+    # 3: the UPF's associations, sessions and allocators (netapp.upf.store).
+    2: UPF_TABLES,
 }
 
 _INTENT_COLUMNS = "tenant, id, body, slice_id, source, created_at, updated_at, revision"
@@ -277,6 +280,10 @@ class Store:
                 self._execute("RELEASE part")
                 raise
             self._execute("RELEASE part")
+
+    def execute(self, sql: str, parameters: tuple[Any, ...] = ()) -> sqlite3.Cursor:
+        """One statement, for the tables a network function's own module keeps (netapp.upf.store)."""
+        return self._execute(sql, parameters)
 
     def _execute(self, sql: str, parameters: tuple[Any, ...] = ()) -> sqlite3.Cursor:
         with self._lock:
