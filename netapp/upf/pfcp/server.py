@@ -153,6 +153,7 @@ class PfcpProtocol(asyncio.DatagramProtocol):
                 self._answer(request, self.handlers.refusal(request, RuleError(cause, str(exc), exc.ie_type)), peer)
             return
         if msg.type == MsgType.SESSION_REPORT_RESPONSE:
+            self.counters["report_response"] += 1
             future = self._pending.pop(msg.seq, None)
             if future is not None and not future.done():
                 future.set_result(msg)
