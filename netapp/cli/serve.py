@@ -96,6 +96,8 @@ def _service(settings: Settings) -> IntentService:
 
 def _pfcp(settings: Settings, service: IntentService) -> Optional[Any]:
     """The UPF's PFCP endpoint over the service's store (None unless pfcp.address is set)."""
+    if settings.pfcp.address is None:
+        return None
     from netapp.upf.runtime import start_pfcp
 
     try:

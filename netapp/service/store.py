@@ -114,8 +114,7 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
             for event, row, step in (("insert", "new", 1), ("delete", "old", -1))
         ),
     ),
-    # 3: the UPF's associations, sessions and allocators (netapp.upf.store).
-    2: UPF_TABLES,
+    2: UPF_TABLES,  # 3: the UPF's associations, sessions and allocators (netapp.upf.store)
 }
 
 _INTENT_COLUMNS = "tenant, id, body, slice_id, source, created_at, updated_at, revision"
@@ -280,10 +279,6 @@ class Store:
                 self._execute("RELEASE part")
                 raise
             self._execute("RELEASE part")
-
-    def execute(self, sql: str, parameters: tuple[Any, ...] = ()) -> sqlite3.Cursor:
-        """One statement, for the tables a network function's own module keeps (netapp.upf.store)."""
-        return self._execute(sql, parameters)
 
     def _execute(self, sql: str, parameters: tuple[Any, ...] = ()) -> sqlite3.Cursor:
         with self._lock:

@@ -247,7 +247,8 @@ class Session(_Model):
     urrs: dict[int, Urr] = Field(default_factory=dict)
 
     def teids(self) -> set[int]:
-        return {pdr.pdi.local_fteid.teid for pdr in self.pdrs.values() if pdr.pdi.local_fteid and pdr.pdi.local_fteid.teid}
+        fteids = [pdr.pdi.local_fteid for pdr in self.pdrs.values()]
+        return {fteid.teid for fteid in fteids if fteid is not None and fteid.teid is not None}
 
 
 def check_session(session: Session) -> None:

@@ -233,7 +233,11 @@ class Upf:
         return session
 
     def _save(
-        self, old: Optional[Session], new: Optional[Session], next_seid: Optional[int] = None, cursor: Optional[int] = None
+        self,
+        old: Optional[Session],
+        new: Optional[Session],
+        next_seid: Optional[int] = None,
+        cursor: Optional[int] = None,
     ) -> None:
         seid = (new or old).seid  # type: ignore[union-attr]
         cursor = self._teid_cursor if cursor is None else cursor
@@ -282,9 +286,10 @@ class Upf:
                 if table.pop(rule_id, None) is None:
                     raise _failure(kind.rule_type, rule_id, "does not exist", kind.remove_ie)
             for rule in plan.creates:
-                if rule.id in table:  # type: ignore[attr-defined]
-                    raise _failure(kind.rule_type, rule.id, "exists already", kind.create_ie)  # type: ignore[attr-defined]
-                table[rule.id] = rule  # type: ignore[attr-defined]
+                created_id: int = rule.id  # type: ignore[attr-defined]
+                if created_id in table:
+                    raise _failure(kind.rule_type, created_id, "exists already", kind.create_ie)
+                table[created_id] = rule
             for rule_id, changes in plan.updates:
                 old = table.get(rule_id)
                 if old is None:

@@ -92,7 +92,9 @@ class Smf:
     def close(self) -> None:
         self.socket.close()
 
-    def build(self, name: str, ies: list[dict[str, Any]], seid: Optional[int] = None, seq: Optional[int] = None) -> bytes:
+    def build(
+        self, name: str, ies: list[dict[str, Any]], seid: Optional[int] = None, seq: Optional[int] = None
+    ) -> bytes:
         cls = getattr(P, name)
         header: dict[str, Any] = {"SeqNum": next(self._seq) if seq is None else seq}
         if seid is not None:

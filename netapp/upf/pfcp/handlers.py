@@ -124,7 +124,8 @@ class Handlers:
     def association_setup(self, request: Message, peer: Peer) -> Message:
         node_id = node_id_of(mandatory(request.ies, IEType.NODE_ID))
         stamp = mandatory(request.ies, IEType.RECOVERY_TIME_STAMP)["timestamp"]
-        self.upf.setup_association(Association(node_id=node_id, address=peer[0], port=peer[1], recovery_time_stamp=stamp))
+        association = Association(node_id=node_id, address=peer[0], port=peer[1], recovery_time_stamp=stamp)
+        self.upf.setup_association(association)
         return message(
             MsgType.ASSOCIATION_SETUP_RESPONSE,
             request.seq,
@@ -137,11 +138,14 @@ class Handlers:
 
     def association_update(self, request: Message, peer: Peer) -> Message:
         self.upf.update_association(node_id_of(mandatory(request.ies, IEType.NODE_ID)), peer[0], peer[1])
-        return message(MsgType.ASSOCIATION_UPDATE_RESPONSE, request.seq, None, node_id_ie(self.node_id), *cause_ies(None))
+        return self._node_response(MsgType.ASSOCIATION_UPDATE_RESPONSE, request)
 
     def association_release(self, request: Message, peer: Peer) -> Message:
         self.upf.release_association(node_id_of(mandatory(request.ies, IEType.NODE_ID)))
-        return message(MsgType.ASSOCIATION_RELEASE_RESPONSE, request.seq, None, node_id_ie(self.node_id), *cause_ies(None))
+        return self._node_response(MsgType.ASSOCIATION_RELEASE_RESPONSE, request)
+
+    def _node_response(self, msg_type: MsgType, request: Message) -> Message:
+        return message(msg_type, request.seq, None, node_id_ie(self.node_id), *cause_ies(None))
 
     # --- session messages ------------------------------------------------------------------------
 

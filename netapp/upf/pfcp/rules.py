@@ -12,12 +12,13 @@ from typing import Any, Callable, Optional, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from netapp.upf.flows import FlowError, parse_flow
-from netapp.upf.models import REPORTING_TRIGGERS, Far, Pdr, Qer, RuleError, Urr
+from netapp.upf.models import APPLY_ACTIONS, MEASUREMENT_METHODS, REPORTING_TRIGGERS, Far, Pdr, Qer, RuleError, Urr
 from netapp.upf.pfcp.codec import IE
 from netapp.upf.pfcp.ies import Cause, IEType, RuleType
 
 M = TypeVar("M", bound=BaseModel)
 RuleId = tuple[RuleType, int]
+IE_NAMES = ("{}_ID", "CREATE_{}", "UPDATE_{}", "REMOVE_{}")  # a rule's ID IE, its Create, Update and Remove
 
 
 @dataclasses.dataclass
@@ -159,7 +160,7 @@ def _far_fields(ie: IE, rule: RuleId, create: bool) -> dict[str, Any]:
     fields: dict[str, Any] = {}
     action = mandatory(ie, IEType.APPLY_ACTION, rule) if create else ie.one(IEType.APPLY_ACTION)
     if action is not None:
-        fields["apply_action"] = frozenset(name for name in ("DROP", "FORW", "BUFF", "NOCP", "DUPL") if action[name.lower()])
+        fields["apply_action"] = frozenset(name for name in APPLY_ACTIONS if action[name.lower()])
     parameters = ie.one(IEType.FORWARDING_PARAMETERS if create else IEType.UPDATE_FORWARDING_PARAMETERS)
     if parameters is not None:
         fields["forwarding"] = _forwarding(parameters, rule, create)
@@ -221,7 +222,7 @@ def _urr_fields(ie: IE, rule: RuleId, create: bool) -> dict[str, Any]:
     fields: dict[str, Any] = {}
     method = mandatory(ie, IEType.MEASUREMENT_METHOD, rule) if create else ie.one(IEType.MEASUREMENT_METHOD)
     if method is not None:
-        fields["measurement_method"] = frozenset(name for name in ("DURAT", "VOLUM", "EVENT") if method[name.lower()])
+        fields["measurement_method"] = frozenset(name for name in MEASUREMENT_METHODS if method[name.lower()])
     triggers = mandatory(ie, IEType.REPORTING_TRIGGERS, rule) if create else ie.one(IEType.REPORTING_TRIGGERS)
     if triggers is not None:
         fields["reporting_triggers"] = frozenset(name for name in REPORTING_TRIGGERS if triggers.get(name))
@@ -237,11 +238,18 @@ def _urr_fields(ie: IE, rule: RuleId, create: bool) -> dict[str, Any]:
     return fields
 
 
-KINDS = (
-    Kind(RuleType.PDR, Pdr, "pdrs", IEType.PDR_ID, IEType.CREATE_PDR, IEType.UPDATE_PDR, IEType.REMOVE_PDR, _pdr_fields),
-    Kind(RuleType.FAR, Far, "fars", IEType.FAR_ID, IEType.CREATE_FAR, IEType.UPDATE_FAR, IEType.REMOVE_FAR, _far_fields),
-    Kind(RuleType.QER, Qer, "qers", IEType.QER_ID, IEType.CREATE_QER, IEType.UPDATE_QER, IEType.REMOVE_QER, _qer_fields),
-    Kind(RuleType.URR, Urr, "urrs", IEType.URR_ID, IEType.CREATE_URR, IEType.UPDATE_URR, IEType.REMOVE_URR, _urr_fields),
+def _ie_types(rule_type: RuleType) -> tuple[IEType, ...]:
+    return tuple(IEType[name.format(rule_type.name)] for name in IE_NAMES)
+
+
+KINDS = tuple(
+    Kind(rule_type, model, f"{rule_type.name.lower()}s", *_ie_types(rule_type), fields)
+    for rule_type, model, fields in (
+        (RuleType.PDR, Pdr, _pdr_fields),
+        (RuleType.FAR, Far, _far_fields),
+        (RuleType.QER, Qer, _qer_fields),
+        (RuleType.URR, Urr, _urr_fields),
+    )
 )
 
 
