@@ -9,9 +9,9 @@ TS 29.244 asks for. Models are frozen: a change builds a new session (netapp.upf
 from __future__ import annotations
 
 import ipaddress
-from typing import Literal, Optional
+from typing import Annotated, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from netapp.upf.flows import FlowDescription
 from netapp.upf.pfcp.ies import Cause, IEType, Interface, RuleType
@@ -62,60 +62,63 @@ class _Model(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-def _address(value: Optional[str], version: int) -> Optional[str]:
-    if value is not None and ipaddress.ip_address(value).version != version:
+def _address(value: str, version: int) -> str:
+    if ipaddress.ip_address(value).version != version:
         raise ValueError(f"{value}: not an IPv{version} address")
     return value
 
 
-class FSeid(_Model):
+IPv4 = Annotated[str, AfterValidator(lambda value: _address(value, 4))]
+IPv6 = Annotated[str, AfterValidator(lambda value: _address(value, 6))]
+
+
+class _Addressed(_Model):
+    """An IPv4 address, an IPv6 address, or both."""
+
+    ipv4: Optional[IPv4] = None
+    ipv6: Optional[IPv6] = None
+
+    def _require_address(self, what: str) -> None:
+        if self.ipv4 is None and self.ipv6 is None:
+            raise ValueError(f"{what} needs an IPv4 or IPv6 address")
+
+
+class FSeid(_Addressed):
     seid: int = Field(ge=0, le=(1 << 64) - 1)
-    ipv4: Optional[str] = None
-    ipv6: Optional[str] = None
 
     @model_validator(mode="after")
     def _addresses(self) -> "FSeid":
-        _address(self.ipv4, 4)
-        _address(self.ipv6, 6)
-        if self.ipv4 is None and self.ipv6 is None:
-            raise ValueError("an F-SEID needs an IPv4 or IPv6 address")
+        self._require_address("an F-SEID")
         return self
 
 
-class FTeid(_Model):
+class FTeid(_Addressed):
     """A local F-TEID: given by the CP function (teid and address), or chosen by the UPF (`choose`;
     with a `choose_id`, the PDRs of one request that share it share the TEID)."""
 
     choose: bool = False
     choose_id: Optional[int] = Field(None, ge=0, le=UINT8)
     teid: Optional[int] = Field(None, ge=1, le=UINT32)
-    ipv4: Optional[str] = None
-    ipv6: Optional[str] = None
     want_ipv4: bool = True  # with choose: the address families asked for
     want_ipv6: bool = False
 
     @model_validator(mode="after")
     def _given_or_chosen(self) -> "FTeid":
-        _address(self.ipv4, 4)
-        _address(self.ipv6, 6)
-        if not self.choose and (self.teid is None or (self.ipv4 is None and self.ipv6 is None)):
-            raise ValueError("an F-TEID not chosen by the UPF needs a TEID and an address")
+        if not self.choose:
+            self._require_address("an F-TEID not chosen by the UPF")
+            if self.teid is None:
+                raise ValueError("an F-TEID not chosen by the UPF needs a TEID")
         if not self.choose and self.choose_id is not None:
             raise ValueError("a CHOOSE ID needs CHOOSE")
         return self
 
 
-class UeIpAddress(_Model):
-    ipv4: Optional[str] = None
-    ipv6: Optional[str] = None
+class UeIpAddress(_Addressed):
     destination: bool = Field(False, description="the SD flag: the address is the packets' destination")
 
     @model_validator(mode="after")
     def _one(self) -> "UeIpAddress":
-        _address(self.ipv4, 4)
-        _address(self.ipv6, 6)
-        if self.ipv4 is None and self.ipv6 is None:
-            raise ValueError("a UE IP address needs an IPv4 or IPv6 address (allocation by the UPF is not supported)")
+        self._require_address("a UE IP address (allocation by the UPF is not supported)")
         return self
 
 

@@ -255,4 +255,9 @@ class PfcpServer:
         coroutine = self.protocol.request(MsgType.SESSION_REPORT_REQUEST, session.remote.seid, ies, peer, t1_s, n1)
         response = asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
         cause = response.ies.one(IEType.CAUSE)
-        return Cause(cause["cause"]) if cause is not None else Cause.MANDATORY_IE_MISSING
+        if cause is None:
+            return Cause.MANDATORY_IE_MISSING
+        try:
+            return Cause(cause["cause"])
+        except ValueError:  # a cause we have no name for: a rejection all the same
+            return Cause.REQUEST_REJECTED
