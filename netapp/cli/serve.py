@@ -39,6 +39,7 @@ def serve(
     _require_system_libraries()
     logging.basicConfig(level=log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
     service = _service(settings)
+    pfcp = _pfcp(settings, service)
     telemetry = _telemetry(settings, service)
     try:
         _run(settings, service, telemetry, log_level)
@@ -47,6 +48,8 @@ def serve(
     finally:
         if telemetry is not None:
             telemetry.stop()
+        if pfcp is not None:
+            pfcp.close()
         _close(service)
 
 
@@ -89,6 +92,19 @@ def _service(settings: Settings) -> IntentService:
         service.close()
         fail(f"the NetApp service did not start: {exc.detail}", _start_exit_code(exc))
     return service
+
+
+def _pfcp(settings: Settings, service: IntentService) -> Optional[Any]:
+    """The UPF's PFCP endpoint over the service's store (None unless pfcp.address is set)."""
+    if settings.pfcp.address is None:
+        return None
+    from netapp.upf.runtime import start_pfcp
+
+    try:
+        return start_pfcp(settings, service.store)  # type: ignore[attr-defined]
+    except OSError as exc:
+        _close(service)
+        fail(f"pfcp.address: cannot listen on {settings.pfcp.address}: {exc}", EXIT_ENVIRONMENT)
 
 
 def _telemetry(settings: Settings, service: IntentService) -> Optional[Any]:

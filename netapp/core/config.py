@@ -155,6 +155,45 @@ class LivenessSettings(BaseModel):
     )
 
 
+class PfcpSettings(BaseModel):
+    """The UPF's N4 endpoint (PFCP, netapp.upf.pfcp): off unless `address` is set."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    address: Optional[str] = Field(
+        None,
+        description='where to answer PFCP: "host", "host:port" or "[v6]:port" (port 8805 by default); None: off',
+    )
+    node_id: Optional[str] = Field(None, description="our Node ID (an address or FQDN); None: n3_ipv4, else the host")
+    n3_ipv4: Optional[ipaddress.IPv4Address] = Field(None, description="the N3 address of the TEIDs we choose (CHOOSE)")
+    n3_ipv6: Optional[ipaddress.IPv6Address] = None
+
+    @model_validator(mode="after")
+    def _address(self) -> "PfcpSettings":
+        if self.address is not None:
+            host, _ = pfcp_bind(self.address)  # ValueError naming what is wrong
+            if ipaddress.ip_address(host).is_unspecified and self.n3_ipv4 is None and self.n3_ipv6 is None:
+                raise ValueError(f"pfcp.n3_ipv4 or pfcp.n3_ipv6: required with pfcp.address {self.address}")
+        return self
+
+
+def pfcp_bind(address: str) -> tuple[str, int]:
+    """(host, port) of a `pfcp.address`."""
+    host, port = address, "8805"
+    if address.startswith("["):
+        host, _, rest = address[1:].partition("]")
+        port = rest[1:] if rest.startswith(":") else "8805"
+    elif address.count(":") == 1:
+        host, port = address.split(":")
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        raise ValueError(f"pfcp.address {address!r}: an IP address, optionally with :port") from None
+    if not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"pfcp.address {address!r}: the port is 0..65535")
+    return host, int(port)
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="NETAPP_", env_nested_delimiter="__", extra="forbid")
 
@@ -212,6 +251,7 @@ class Settings(BaseSettings):
 
     telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
     liveness: LivenessSettings = Field(default_factory=LivenessSettings)
+    pfcp: PfcpSettings = Field(default_factory=PfcpSettings)
 
     @property
     def db_path(self) -> Path:

@@ -34,8 +34,9 @@ from netapp.intents.models import Intent
 from netapp.service.contract import IntentFilter, IntentRecord, Page, SliceRecord, SliceSpec
 from netapp.steering.models import CpuSpec
 from netapp.tenancy.models import TenantRecord, TenantSpec
+from netapp.upf.schema import UPF_TABLES
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 BUSY_TIMEOUT_MS = 5000
 SYNCHRONOUS_MODES = ("NORMAL", "FULL")
 
@@ -115,6 +116,7 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
             for event, row, step in (("insert", "new", 1), ("delete", "old", -1))
         ),
     ),
+    2: UPF_TABLES,  # 3: the UPF's associations, sessions and allocators (netapp.upf.store)
 }
 
 _INTENT_COLUMNS = "tenant, id, body, slice_id, source, created_at, updated_at, revision"

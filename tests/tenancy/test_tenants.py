@@ -17,7 +17,7 @@ from netapp.service.contract import (
     Principal,
     QuotaExceeded,
 )
-from netapp.service.store import SCHEMA_V1, Store
+from netapp.service.store import SCHEMA_V1, SCHEMA_VERSION, Store
 from netapp.tenancy.models import TenantSpec
 from netapp.tenancy.service import TenantService
 from tests.utils.intents import paper_message
@@ -152,7 +152,7 @@ def test_a_version_1_store_is_migrated_with_its_tenants_usage_counted(tmp_path):
     raw.close()
     store = Store.open(path)
     try:
-        assert store.schema_version() == 2
+        assert store.schema_version() == SCHEMA_VERSION
         assert store.tenant_usage("carol") == (1, 0)
         assert store.get_tenant("carol") is None
     finally:

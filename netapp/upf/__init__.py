@@ -1,0 +1,10 @@
+"""The user plane function (UPF): its N4 (PFCP) endpoint, its session model and tables.
+
+| module                      | what it holds                                                  |
+|-----------------------------|----------------------------------------------------------------|
+| netapp.upf.models           | sessions and their rules (PDR, FAR, QER, URR), validated        |
+| netapp.upf.flows            | SDF filters: IPFilterRule flow descriptions, parsed             |
+| netapp.upf.sessions         | associations and sessions, changed all or nothing               |
+| netapp.upf.store            | their rows in the NetApp's SQLite store                         |
+| netapp.upf.pfcp             | the PFCP endpoint (UDP 8805), its codec adapter, its messages   |
+"""

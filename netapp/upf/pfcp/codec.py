@@ -1,0 +1,196 @@
+"""The PFCP codec adapter: datagrams to `Message`s of `IE`s and back. The only module that imports
+the codec library (scapy's `scapy.contrib.pfcp`).
+
+The framing is ours and strict: the header (29.244 7.2.2) and every IE's type and length are walked
+here, so that a length that does not add up is found whatever the library would make of it, and
+the error names the IE. The library decodes and encodes the bodies of the IEs we know (leaves: the
+fields it names, lower-cased; grouped IEs: their children, walked by us); an IE it does not know
+keeps its raw body. Decoding is eager for the IEs the library knows, lazy for none: a request is
+fully checked before anything acts on it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import struct
+from typing import Any, Iterator, Optional
+
+from netapp.upf.pfcp.ies import PFCP_VERSION, SESSION_MESSAGES, IEType, MsgType
+
+logging.getLogger("scapy").setLevel(logging.ERROR)  # its "APN prematured end" warnings, per datagram
+
+from scapy.contrib import pfcp as _scapy  # noqa: E402  (after quieting its logger)
+
+NODE_HEADER = 8  # flags, type, length, sequence number (3), spare
+SESSION_HEADER = 16  # ... and the SEID (8)
+IE_HEADER = 4
+_SKIPPED_FIELDS = frozenset({"ietype", "length", "spare", "extra_data", "ie_list"})
+
+
+class MalformedMessage(Exception):
+    """A datagram that is not a PFCP message we can act on. `kind` counts it ("too_short",
+    "bad_version", "unknown_type", "bad_length", "bad_ie"); `header` is the part that could be read
+    (None when not even that), so that a request can still be answered."""
+
+    def __init__(self, kind: str, reason: str, header: Optional["Header"] = None, ie_type: Optional[int] = None):
+        super().__init__(reason)
+        self.kind = kind
+        self.header = header
+        self.ie_type = ie_type
+
+
+@dataclasses.dataclass(frozen=True)
+class Header:
+    version: int
+    type: int
+    seq: int
+    seid: Optional[int]  # None: a node message (S=0)
+
+
+@dataclasses.dataclass(frozen=True)
+class IE:
+    """One information element: a leaf with `fields` (the library's field names, lower-cased), or a
+    grouped IE with `children`. `raw` is the body as received (empty for IEs we build)."""
+
+    type: int
+    fields: dict[str, Any] = dataclasses.field(default_factory=dict)
+    children: tuple["IE", ...] = ()
+    raw: bytes = b""
+
+    def all(self, ie_type: int) -> list["IE"]:
+        return [child for child in self.children if child.type == ie_type]
+
+    def one(self, ie_type: int) -> Optional["IE"]:
+        for child in self.children:
+            if child.type == ie_type:
+                return child
+        return None
+
+    def __getitem__(self, name: str) -> Any:
+        return self.fields[name]
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self.fields.get(name, default)
+
+
+def leaf(ie_type: int, **fields: Any) -> IE:
+    return IE(int(ie_type), fields=fields)
+
+
+def group(ie_type: int, *children: Optional[IE]) -> IE:
+    return IE(int(ie_type), children=tuple(child for child in children if child is not None))
+
+
+@dataclasses.dataclass(frozen=True)
+class Message:
+    type: int
+    seq: int
+    seid: Optional[int]
+    ies: IE  # a grouped IE of type 0 holding the message's IEs
+
+    @property
+    def header(self) -> Header:
+        return Header(PFCP_VERSION, self.type, self.seq, self.seid)
+
+
+def message(msg_type: int, seq: int, seid: Optional[int], *ies: Optional[IE]) -> Message:
+    return Message(int(msg_type), seq, seid, group(0, *ies))
+
+
+# --- decoding ------------------------------------------------------------------------------------
+
+
+def decode_header(data: bytes) -> tuple[Header, int]:
+    """The header and the length of the whole message it announces; MalformedMessage if unreadable."""
+    if len(data) < NODE_HEADER:
+        raise MalformedMessage("too_short", f"{len(data)} bytes, shorter than a PFCP header")
+    flags, msg_type, length = struct.unpack_from("!BBH", data)
+    version, has_seid = flags >> 5, flags & 0x01
+    if has_seid and len(data) < SESSION_HEADER:
+        raise MalformedMessage("too_short", f"{len(data)} bytes, shorter than a session message header")
+    if has_seid:
+        seid = struct.unpack_from("!Q", data, 4)[0]
+        seq = int.from_bytes(data[12:15], "big")
+    else:
+        seid, seq = None, int.from_bytes(data[4:7], "big")
+    header = Header(version, msg_type, seq, seid)
+    if version != PFCP_VERSION:
+        raise MalformedMessage("bad_version", f"PFCP version {version}", header)
+    return header, length + 4
+
+
+def decode(data: bytes) -> Message:
+    """The message in `data` (one datagram); MalformedMessage naming what is wrong."""
+    header, total = decode_header(data)
+    if header.type not in MsgType.__members__.values():
+        raise MalformedMessage("unknown_type", f"message type {header.type}", header)
+    if (header.seid is not None) != (header.type in SESSION_MESSAGES):
+        raise MalformedMessage("bad_ie", "the S flag does not fit the message type", header)
+    start = SESSION_HEADER if header.seid is not None else NODE_HEADER
+    if total < start or total > len(data):
+        raise MalformedMessage(
+            "bad_length", f"message length {total} does not fit the datagram ({len(data)} bytes)", header
+        )
+    # Bytes after the message: a piggybacked message (FO flag) we do not take; ignored.
+    children = tuple(_decode_ies(data, start, total, header))
+    return Message(header.type, header.seq, header.seid, IE(0, children=children))
+
+
+def _decode_ies(data: bytes, offset: int, end: int, header: Header) -> Iterator[IE]:
+    while offset < end:
+        if end - offset < IE_HEADER:
+            raise MalformedMessage("bad_length", "an IE header is cut short", header)
+        ie_type, length = struct.unpack_from("!HH", data, offset)
+        body_start = offset + IE_HEADER
+        if body_start + length > end:
+            raise MalformedMessage(
+                "bad_length", f"IE {ie_type}: length {length} runs past its message or group", header, ie_type
+            )
+        yield _decode_ie(data, ie_type, body_start, body_start + length, header)
+        offset = body_start + length
+
+
+def _decode_ie(data: bytes, ie_type: int, start: int, end: int, header: Header) -> IE:
+    body = bytes(data[start:end])
+    cls = None if ie_type & 0x8000 else _scapy.ietypecls.get(ie_type)
+    if cls is None:
+        return IE(ie_type, raw=body)  # vendor-specific or unknown to the library: kept, not read
+    if issubclass(cls, _scapy.IE_Compound):
+        return IE(ie_type, children=tuple(_decode_ies(data, start, end, header)), raw=body)
+    try:
+        packet = cls(bytes(data[start - IE_HEADER : end]))
+        fields = {
+            field.name.lower(): packet.getfieldval(field.name)
+            for field in packet.fields_desc
+            if field.name.lower() not in _SKIPPED_FIELDS
+        }
+    except Exception as exc:  # the library's own errors (struct.error, IndexError, ...): a bad body
+        raise MalformedMessage("bad_ie", f"IE {ie_type}: {exc}", header, ie_type) from exc
+    return IE(ie_type, fields=fields, raw=body)
+
+
+# --- encoding ------------------------------------------------------------------------------------
+
+
+def encode(msg: Message) -> bytes:
+    body = b"".join(_encode_ie(ie) for ie in msg.ies.children)
+    if msg.seid is not None:
+        head = struct.pack("!BBHQ", (PFCP_VERSION << 5) | 0x01, msg.type, len(body) + 12, msg.seid)
+    else:
+        head = struct.pack("!BBH", PFCP_VERSION << 5, msg.type, len(body) + 4)
+    return head + msg.seq.to_bytes(3, "big") + b"\x00" + body
+
+
+def _encode_ie(ie: IE) -> bytes:
+    cls = _scapy.ietypecls.get(ie.type)
+    if ie.children or (cls is not None and issubclass(cls, _scapy.IE_Compound)):
+        body = b"".join(_encode_ie(child) for child in ie.children)
+        return struct.pack("!HH", ie.type, len(body)) + body
+    if cls is None or (ie.raw and not ie.fields):
+        return struct.pack("!HH", ie.type, len(ie.raw)) + ie.raw
+    names = {field.name.lower(): field.name for field in cls.fields_desc}
+    try:
+        return bytes(cls(**{names[name]: value for name, value in ie.fields.items()}))
+    except KeyError as exc:
+        raise ValueError(f"IE {IEType(ie.type).name}: no field {exc}") from exc

@@ -1,0 +1,137 @@
+"""PFCP numbers (3GPP TS 29.244 release 16): message types, IE types, causes, interface values.
+
+The only place they are spelled; tests check them against an independent codec's tables."""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+PFCP_PORT = 8805
+PFCP_VERSION = 1
+
+
+class MsgType(IntEnum):
+    HEARTBEAT_REQUEST = 1
+    HEARTBEAT_RESPONSE = 2
+    ASSOCIATION_SETUP_REQUEST = 5
+    ASSOCIATION_SETUP_RESPONSE = 6
+    ASSOCIATION_UPDATE_REQUEST = 7
+    ASSOCIATION_UPDATE_RESPONSE = 8
+    ASSOCIATION_RELEASE_REQUEST = 9
+    ASSOCIATION_RELEASE_RESPONSE = 10
+    VERSION_NOT_SUPPORTED_RESPONSE = 11
+    SESSION_ESTABLISHMENT_REQUEST = 50
+    SESSION_ESTABLISHMENT_RESPONSE = 51
+    SESSION_MODIFICATION_REQUEST = 52
+    SESSION_MODIFICATION_RESPONSE = 53
+    SESSION_DELETION_REQUEST = 54
+    SESSION_DELETION_RESPONSE = 55
+    SESSION_REPORT_REQUEST = 56
+    SESSION_REPORT_RESPONSE = 57
+
+
+# Node messages carry no SEID in the header (S=0), session messages do (S=1); 29.244 7.2.2.4.
+SESSION_MESSAGES = frozenset(t for t in MsgType if t >= 50)
+REQUESTS = frozenset(t for t in MsgType if t.name.endswith("_REQUEST"))
+
+
+def response_to(request: MsgType) -> MsgType:
+    return MsgType(request + 1)
+
+
+class IEType(IntEnum):
+    CREATE_PDR = 1
+    PDI = 2
+    CREATE_FAR = 3
+    FORWARDING_PARAMETERS = 4
+    DUPLICATING_PARAMETERS = 5
+    CREATE_URR = 6
+    CREATE_QER = 7
+    CREATED_PDR = 8
+    UPDATE_PDR = 9
+    UPDATE_FAR = 10
+    UPDATE_FORWARDING_PARAMETERS = 11
+    UPDATE_URR = 13
+    UPDATE_QER = 14
+    REMOVE_PDR = 15
+    REMOVE_FAR = 16
+    REMOVE_URR = 17
+    REMOVE_QER = 18
+    CAUSE = 19
+    SOURCE_INTERFACE = 20
+    F_TEID = 21
+    NETWORK_INSTANCE = 22
+    SDF_FILTER = 23
+    GATE_STATUS = 25
+    MBR = 26
+    PRECEDENCE = 29
+    VOLUME_THRESHOLD = 31
+    TIME_THRESHOLD = 32
+    REPORTING_TRIGGERS = 37
+    REPORT_TYPE = 39
+    OFFENDING_IE = 40
+    DESTINATION_INTERFACE = 42
+    UP_FUNCTION_FEATURES = 43
+    APPLY_ACTION = 44
+    PFCPSM_REQ_FLAGS = 49
+    PDR_ID = 56
+    F_SEID = 57
+    NODE_ID = 60
+    MEASUREMENT_METHOD = 62
+    USAGE_REPORT_TRIGGER = 63
+    MEASUREMENT_PERIOD = 64
+    VOLUME_MEASUREMENT = 66
+    DURATION_MEASUREMENT = 67
+    VOLUME_QUOTA = 73
+    TIME_QUOTA = 74
+    START_TIME = 75
+    END_TIME = 76
+    USAGE_REPORT_MODIFICATION = 78
+    USAGE_REPORT_DELETION = 79
+    USAGE_REPORT_REPORT = 80
+    URR_ID = 81
+    OUTER_HEADER_CREATION = 84
+    UE_IP_ADDRESS = 93
+    OUTER_HEADER_REMOVAL = 95
+    RECOVERY_TIME_STAMP = 96
+    UR_SEQN = 104
+    FAR_ID = 108
+    QER_ID = 109
+    ASSOCIATION_RELEASE_REQUEST = 111
+    FAILED_RULE_ID = 114
+    QFI = 124
+
+
+class Cause(IntEnum):
+    REQUEST_ACCEPTED = 1
+    REQUEST_REJECTED = 64
+    SESSION_CONTEXT_NOT_FOUND = 65
+    MANDATORY_IE_MISSING = 66
+    CONDITIONAL_IE_MISSING = 67
+    INVALID_LENGTH = 68
+    MANDATORY_IE_INCORRECT = 69
+    INVALID_F_TEID_ALLOCATION_OPTION = 71
+    NO_ESTABLISHED_ASSOCIATION = 72
+    RULE_CREATION_MODIFICATION_FAILURE = 73
+    NO_RESOURCES_AVAILABLE = 75
+    SYSTEM_FAILURE = 77
+
+
+class Interface(IntEnum):
+    """Source and Destination Interface values (29.244 8.2.2, 8.2.24)."""
+
+    ACCESS = 0
+    CORE = 1
+    SGI_LAN_N6 = 2
+    CP_FUNCTION = 3
+    LI_FUNCTION = 4
+
+
+class RuleType(IntEnum):
+    """The Rule ID Type of a Failed Rule ID (29.244 8.2.80)."""
+
+    PDR = 0
+    FAR = 1
+    QER = 2
+    URR = 3
+    BAR = 4

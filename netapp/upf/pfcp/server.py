@@ -1,0 +1,263 @@
+"""The PFCP endpoint: a UDP socket (default port 8805) answering an SMF, and sending it usage reports.
+
+Each datagram is decoded (netapp.upf.pfcp.codec), answered by its handler (netapp.upf.pfcp.handlers)
+and counted by what came of it. A request repeated by the same peer with the same sequence number is
+a retransmission: it gets the response already sent, byte for byte, and has no second effect (the
+responses are kept in a bounded cache, for `cache_ttl_s`). A datagram that is not PFCP is dropped and
+counted by kind; a request whose header can be read but whose IEs cannot is answered with Invalid
+length or Mandatory IE incorrect; a version other than 1 gets Version Not Supported (29.244 7.6).
+Nothing a peer sends stops the endpoint: an unexpected error in a handler is counted and answered
+with System failure.
+
+`PfcpServer` runs the endpoint on an event loop of its own thread (`netapp serve` runs the REST API on
+the main one); `report_usage` is what the URR logic calls, from any thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import dataclasses
+import itertools
+import logging
+import threading
+import time
+from typing import Any, Callable, Optional
+
+from netapp.service.contract import ServiceError
+from netapp.upf.models import RuleError
+from netapp.upf.pfcp.codec import IE, MalformedMessage, Message, decode, decode_header, encode, group, leaf, message
+from netapp.upf.pfcp.handlers import Handlers, Peer
+from netapp.upf.pfcp.ies import PFCP_PORT, REQUESTS, Cause, IEType, MsgType
+from netapp.upf.sessions import Upf
+
+log = logging.getLogger("netapp.upf.pfcp")
+
+T1_S = 3.0  # how long a Session Report Request waits for its response before it is sent again
+N1 = 3  # how many times it is sent
+# Usage Report Trigger flags (29.244 8.2.41) by the reporting trigger that fired.
+TRIGGER_FLAGS = {
+    "periodic_reporting": "perio",
+    "volume_threshold": "volth",
+    "time_threshold": "timth",
+    "quota_holding_time": "quhti",
+    "start_of_traffic": "start",
+    "stop_of_traffic": "stopt",
+    "dropped_dl_traffic_threshold": "droth",
+    "volume_quota": "volqu",
+    "time_quota": "timqu",
+    "linked_usage_reporting": "liusa",
+    "termination": "termr",
+    "immediate": "immer",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class UsageReport:
+    """One URR's usage, for a Session Report Request. Times are NTP seconds (Recovery Time Stamp's)."""
+
+    urr_id: int
+    seqn: int
+    trigger: str  # a key of TRIGGER_FLAGS
+    start: int
+    end: int
+    uplink_bytes: int = 0
+    downlink_bytes: int = 0
+    duration_s: Optional[int] = None
+
+    def ie(self) -> IE:
+        total = self.uplink_bytes + self.downlink_bytes
+        return group(
+            IEType.USAGE_REPORT_REPORT,
+            leaf(IEType.URR_ID, id=self.urr_id),
+            leaf(IEType.UR_SEQN, number=self.seqn),
+            leaf(IEType.USAGE_REPORT_TRIGGER, **{TRIGGER_FLAGS[self.trigger]: 1}),
+            leaf(IEType.START_TIME, timestamp=self.start),
+            leaf(IEType.END_TIME, timestamp=self.end),
+            leaf(
+                IEType.VOLUME_MEASUREMENT,
+                tovol=1, ulvol=1, dlvol=1, total=total, uplink=self.uplink_bytes, downlink=self.downlink_bytes,
+            ),
+            None if self.duration_s is None else leaf(IEType.DURATION_MEASUREMENT, duration=self.duration_s),
+        )
+
+
+class ResponseCache:
+    """The last responses by (peer, sequence number), at most `size`, each for `ttl_s`."""
+
+    def __init__(self, size: int = 10_000, ttl_s: float = 30.0, clock: Callable[[], float] = time.monotonic):
+        self._entries: collections.OrderedDict[tuple[Peer, int], tuple[float, bytes]] = collections.OrderedDict()
+        self._size, self._ttl_s, self._clock = size, ttl_s, clock
+
+    def get(self, key: tuple[Peer, int]) -> Optional[bytes]:
+        self._expire()
+        entry = self._entries.get(key)
+        return None if entry is None else entry[1]
+
+    def put(self, key: tuple[Peer, int], response: bytes) -> None:
+        self._entries[key] = (self._clock() + self._ttl_s, response)
+        self._entries.move_to_end(key)
+        while len(self._entries) > self._size:
+            self._entries.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def _expire(self) -> None:
+        now = self._clock()
+        while self._entries and next(iter(self._entries.values()))[0] <= now:
+            self._entries.popitem(last=False)
+
+
+class PfcpProtocol(asyncio.DatagramProtocol):
+    def __init__(self, handlers: Handlers, cache: ResponseCache):
+        self.handlers = handlers
+        self.cache = cache
+        self.counters: collections.Counter[str] = collections.Counter()
+        self.transport: Optional[asyncio.DatagramTransport] = None
+        self._pending: dict[int, asyncio.Future[Message]] = {}
+        self._seq = itertools.count(1)
+
+    def connection_made(self, transport: Any) -> None:
+        self.transport = transport
+
+    def datagram_received(self, data: bytes, addr: Any) -> None:
+        peer = (addr[0], addr[1])
+        self.counters["received"] += 1
+        try:
+            self._receive(data, peer)
+        except Exception:  # never let a datagram stop the endpoint
+            self.counters["internal_error"] += 1
+            log.exception("PFCP: a datagram from %s:%s failed", *peer)
+
+    def _receive(self, data: bytes, peer: Peer) -> None:
+        try:
+            header, _ = decode_header(data)
+        except MalformedMessage as exc:
+            self.counters[f"malformed_{exc.kind}"] += 1
+            if exc.kind == "bad_version" and exc.header is not None:
+                self._send(encode(message(MsgType.VERSION_NOT_SUPPORTED_RESPONSE, exc.header.seq, None)), peer)
+            return
+        is_request = header.type in REQUESTS
+        if is_request and (cached := self.cache.get((peer, header.seq))) is not None:
+            self.counters["retransmission"] += 1
+            self._send(cached, peer)
+            return
+        try:
+            msg = decode(data)
+        except MalformedMessage as exc:
+            self.counters[f"malformed_{exc.kind}"] += 1
+            if is_request and exc.kind in ("bad_length", "bad_ie") and header.type in self.handlers.by_type:
+                cause = Cause.INVALID_LENGTH if exc.kind == "bad_length" else Cause.MANDATORY_IE_INCORRECT
+                request = message(header.type, header.seq, header.seid)
+                self._answer(request, self.handlers.refusal(request, RuleError(cause, str(exc), exc.ie_type)), peer)
+            return
+        if msg.type == MsgType.SESSION_REPORT_RESPONSE:
+            self.counters["report_response"] += 1
+            future = self._pending.pop(msg.seq, None)
+            if future is not None and not future.done():
+                future.set_result(msg)
+            return
+        handler = self.handlers.by_type.get(msg.type)
+        if handler is None:
+            self.counters["unexpected_message"] += 1
+            return
+        self._answer(msg, self._handle(handler, msg, peer), peer)
+
+    def _handle(self, handler: Callable[[Message, Peer], Message], msg: Message, peer: Peer) -> Optional[Message]:
+        try:
+            response = handler(msg, peer)
+            self.counters["accepted"] += 1
+            return response
+        except RuleError as exc:
+            error = exc
+        except ServiceError as exc:  # the store failed
+            error = RuleError(Cause.SYSTEM_FAILURE, str(exc))
+        except (KeyError, TypeError, ValueError) as exc:  # an IE without the fields its flags promise
+            error = RuleError(Cause.MANDATORY_IE_INCORRECT, f"{type(exc).__name__}: {exc}")
+        self.counters[f"refused_{error.cause.name.lower()}"] += 1
+        log.info("PFCP: %s from %s:%s refused: %s", MsgType(msg.type).name, *peer, error)
+        return self.handlers.refusal(msg, error)
+
+    def _answer(self, request: Message, response: Optional[Message], peer: Peer) -> None:
+        if response is None:
+            return
+        data = encode(response)
+        self.cache.put((peer, request.seq), data)
+        self._send(data, peer)
+
+    def _send(self, data: bytes, peer: Peer) -> None:
+        if self.transport is not None:
+            self.transport.sendto(data, peer)
+
+    async def request(self, msg_type: MsgType, seid: int, ies: list[IE], peer: Peer, t1_s: float, n1: int) -> Message:
+        """Send a request to the peer and wait for its response, sending it again up to n1 times."""
+        seq = next(self._seq) % (1 << 24) or next(self._seq)
+        future: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
+        self._pending[seq] = future
+        data = encode(message(msg_type, seq, seid, *ies))
+        try:
+            for _ in range(n1):
+                self._send(data, peer)
+                try:
+                    return await asyncio.wait_for(asyncio.shield(future), t1_s)
+                except asyncio.TimeoutError:
+                    self.counters["request_timeout"] += 1
+            raise TimeoutError(f"no response from {peer[0]}:{peer[1]} to {msg_type.name} after {n1} tries")
+        finally:
+            self._pending.pop(seq, None)
+
+
+class PfcpServer:
+    """The endpoint on `host`:`port` (0: any free port), on an event loop in a thread of its own."""
+
+    def __init__(self, upf: Upf, host: str = "0.0.0.0", port: int = PFCP_PORT, *, node_id: Optional[str] = None,
+                 cache: Optional[ResponseCache] = None):
+        self.upf = upf
+        self._bind = (host, port)
+        own = upf.n3_ipv4 or upf.n3_ipv6 or (host if host not in ("0.0.0.0", "::") else "127.0.0.1")
+        self.protocol = PfcpProtocol(Handlers(upf, node_id or own, own), cache or ResponseCache())
+        self._loop = asyncio.new_event_loop()
+        self._thread: Optional[threading.Thread] = None
+        self.address: Optional[Peer] = None
+
+    @property
+    def counters(self) -> dict[str, int]:
+        return dict(self.protocol.counters)
+
+    def start(self) -> None:
+        """Bind and serve; OSError if the address cannot be bound."""
+        transport, _ = self._loop.run_until_complete(
+            self._loop.create_datagram_endpoint(lambda: self.protocol, local_addr=self._bind)
+        )
+        self.address = transport.get_extra_info("sockname")[:2]
+        self._thread = threading.Thread(target=self._loop.run_forever, name="pfcp", daemon=True)
+        self._thread.start()
+        log.info("PFCP: serving on %s port %s", *self.address)
+
+    def close(self) -> None:
+        if self._thread is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join()
+            self._thread = None
+        if self.protocol.transport is not None:
+            self.protocol.transport.close()
+        self._loop.run_until_complete(asyncio.sleep(0))  # let the transport finish closing
+        self._loop.close()
+
+    def report_usage(self, seid: int, reports: list[UsageReport], t1_s: float = T1_S, n1: int = N1) -> Cause:
+        """Send a Session Report Request with the usage reports to the session's SMF; its Cause.
+        Raises RuleError (unknown session or association) or TimeoutError (no response)."""
+        session = self.upf.require_session(seid)
+        association = self.upf.require_association(session.node_id)
+        ies = [leaf(IEType.REPORT_TYPE, usar=1), *(report.ie() for report in reports)]
+        peer = (association.address, association.port)
+        coroutine = self.protocol.request(MsgType.SESSION_REPORT_REQUEST, session.remote.seid, ies, peer, t1_s, n1)
+        response = asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
+        cause = response.ies.one(IEType.CAUSE)
+        if cause is None:
+            return Cause.MANDATORY_IE_MISSING
+        try:
+            return Cause(cause["cause"])
+        except ValueError:  # a cause we have no name for: a rejection all the same
+            return Cause.REQUEST_REJECTED

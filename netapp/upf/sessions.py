@@ -1,0 +1,359 @@
+"""The UPF's tables: PFCP associations and sessions, changed all or nothing.
+
+A change is built whole before anything moves: the new session from the old one and the request
+(rules removed, created, updated; TEIDs chosen), then checked (every id unique, every id a PDR names
+exists, every TEID ours alone). Only then is it made, as one transaction of the store (netapp.service
+.transaction): rows written, the data-path `Applier` given (old session, new session), COMMIT. If the
+applier refuses, the store is rolled back and the tables here were never touched; if COMMIT fails,
+the applier is given the inverse. The tables in memory change last, once the store has committed.
+
+TS 29.244 on restarts: our Recovery Time Stamp is kept in the store with the sessions, since they
+survive a restart of the service. A peer whose Recovery Time Stamp changes (Association Setup
+again, or a Heartbeat) has restarted and lost its sessions: we delete ours of that association.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from typing import Any, Callable, Iterable, Optional, Protocol
+
+from netapp.service.contract import Principal
+from netapp.service.store import Store
+from netapp.service.transaction import Transactions
+from netapp.upf import store as rows
+from netapp.upf.models import FSeid, FTeid, RuleError, Session, check_session
+from netapp.upf.pfcp.ies import Cause, IEType, RuleType
+from netapp.upf.pfcp.rules import KINDS, RulePlan, build
+from netapp.upf.store import Association, ntp_now
+
+TEID_SPACE = 1 << 32
+Pair = tuple[Optional[Session], Optional[Session]]
+
+
+class Applier(Protocol):
+    """The data path's side of a change: make the maps hold `new` instead of `old` (None: no session),
+    or raise with the maps as before."""
+
+    def apply(self, old: Optional[Session], new: Optional[Session]) -> None: ...
+
+
+class NoApplier:
+    """No data path (the endpoint alone): every change is accepted."""
+
+    def apply(self, old: Optional[Session], new: Optional[Session]) -> None:
+        pass
+
+
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+    session: Session
+    created: tuple[tuple[int, FTeid], ...] = ()  # (PDR id, the F-TEID the UPF chose) for Created PDR
+
+
+class SessionChange:
+    """The `MapChange` of a UPF transaction: the (old, new) pairs given to the applier in order, and
+    the inverse ones if a later pair or the commit fails."""
+
+    def __init__(self, applier: Applier, pairs: list[Pair], on_commit: Callable[[], None]):
+        self._applier = applier
+        self._pairs = pairs
+        self._on_commit = on_commit
+        self._applied: list[Pair] = []
+
+    def mark(self) -> int:
+        return 0
+
+    def check(self, part: Any, mark: int) -> None:
+        pass
+
+    def roll_back(self, to: int = 0) -> None:
+        self._undo()
+
+    def apply_to_maps(self) -> None:
+        for old, new in self._pairs:
+            try:
+                self._applier.apply(old, new)
+            except RuleError:
+                self._undo()
+                raise
+            except Exception as exc:
+                self._undo()
+                raise RuleError(Cause.SYSTEM_FAILURE, f"the data path refused the change: {exc}") from exc
+            self._applied.append((old, new))
+
+    def undo_maps(self, cause: Exception) -> None:
+        self._undo()
+
+    def committed(self) -> None:
+        self._on_commit()
+
+    def _undo(self) -> None:
+        applied, self._applied = self._applied, []
+        for old, new in reversed(applied):
+            self._applier.apply(new, old)
+
+
+class Upf:
+    """Associations and sessions: in memory for reading, in the store for restarts."""
+
+    def __init__(
+        self,
+        store: Store,
+        applier: Optional[Applier] = None,
+        *,
+        n3_ipv4: Optional[str] = None,
+        n3_ipv6: Optional[str] = None,
+    ):
+        self._store = store
+        self._applier = applier or NoApplier()
+        self.n3_ipv4, self.n3_ipv6 = n3_ipv4, n3_ipv6
+        self._lock = threading.RLock()
+        self._transactions = Transactions(lambda: self._lock, lambda: store, lambda: None)
+        self.associations: dict[str, Association] = {}
+        self.sessions: dict[int, Session] = {}
+        self._teids: dict[int, int] = {}  # TEID -> the SEID of the session holding it
+        self._load()
+
+    def _load(self) -> None:
+        store = self._store
+        with store.transaction():
+            self.recovery_time_stamp = rows.get_counter(store, "recovery_time_stamp")
+            if self.recovery_time_stamp is None:
+                self.recovery_time_stamp = ntp_now()
+                rows.put_counter(store, "recovery_time_stamp", self.recovery_time_stamp)
+            self._next_seid = rows.get_counter(store, "next_seid") or 1
+            self._teid_cursor = rows.get_counter(store, "teid_cursor") or 0
+            self.associations = {item.node_id: item for item in rows.load_associations(store)}
+            self.sessions = {session.seid: session for session in rows.load_sessions(store)}
+        for session in self.sessions.values():
+            self._teids.update(dict.fromkeys(session.teids(), session.seid))
+
+    # --- associations ----------------------------------------------------------------------------
+
+    def association_of(self, address: str) -> Optional[Association]:
+        return next((item for item in self.associations.values() if item.address == address), None)
+
+    def setup_association(self, association: Association) -> None:
+        """Set up (or replace) the association; a changed Recovery Time Stamp deletes its sessions."""
+        with self._lock:
+            old = self.associations.get(association.node_id)
+            doomed = [] if old is None or old.recovery_time_stamp == association.recovery_time_stamp else self._of(
+                association.node_id
+            )
+            self._change_association(association, doomed)
+
+    def update_association(self, node_id: str, address: str, port: int) -> Association:
+        with self._lock:
+            old = self.require_association(node_id)
+            new = old.model_copy(update={"address": address, "port": port})
+            self._change_association(new, [])
+            return new
+
+    def release_association(self, node_id: str) -> None:
+        """Release it: its sessions are deleted with it (29.244 6.2.8)."""
+        with self._lock:
+            self.require_association(node_id)
+            self._change_association(None, self._of(node_id), node_id)
+
+    def peer_heartbeat(self, address: str, recovery_time_stamp: int) -> None:
+        """A peer's heartbeat: if its Recovery Time Stamp changed, it restarted; its sessions go."""
+        with self._lock:
+            old = self.association_of(address)
+            if old is None or old.recovery_time_stamp == recovery_time_stamp:
+                return
+            new = old.model_copy(update={"recovery_time_stamp": recovery_time_stamp})
+            self._change_association(new, self._of(old.node_id))
+
+    def require_association(self, node_id: str) -> Association:
+        association = self.associations.get(node_id)
+        if association is None:
+            raise RuleError(Cause.NO_ESTABLISHED_ASSOCIATION, f"no PFCP association with {node_id}", IEType.NODE_ID)
+        return association
+
+    def _of(self, node_id: str) -> list[Session]:
+        return [session for session in self.sessions.values() if session.node_id == node_id]
+
+    def _change_association(
+        self, association: Optional[Association], doomed: list[Session], node_id: Optional[str] = None
+    ) -> None:
+        node_id = node_id or association.node_id  # type: ignore[union-attr]
+
+        def write() -> None:
+            if association is None:
+                rows.delete_association(self._store, node_id)
+            else:
+                rows.put_association(self._store, association)
+            for session in doomed:
+                rows.delete_session(self._store, session.seid)
+
+        def commit() -> None:
+            if association is None:
+                self.associations.pop(node_id, None)
+            else:
+                self.associations[node_id] = association
+            self._commit_sessions([(session, None) for session in doomed])
+
+        self._run(node_id, [(session, None) for session in doomed], write, commit)
+
+    # --- sessions --------------------------------------------------------------------------------
+
+    def establish(self, node_id: str, remote: FSeid, plans: dict[str, RulePlan]) -> Outcome:
+        with self._lock:
+            self.require_association(node_id)
+            seid = self._next_seid
+            empty = Session(seid=seid, node_id=node_id, remote=remote)
+            outcome = self._build(empty, plans)
+            self._next_seid = seid + 1
+            try:
+                self._save(None, outcome.session, next_seid=seid + 1, cursor=self._pending_cursor)
+            except BaseException:
+                self._next_seid = seid
+                raise
+            return outcome
+
+    def modify(self, seid: int, plans: dict[str, RulePlan], remote: Optional[FSeid] = None) -> Outcome:
+        with self._lock:
+            old = self.require_session(seid)
+            base = old if remote is None else old.model_copy(update={"remote": remote})
+            outcome = self._build(base, plans)
+            self._save(old, outcome.session, cursor=self._pending_cursor)
+            return outcome
+
+    def delete(self, seid: int) -> Session:
+        with self._lock:
+            old = self.require_session(seid)
+            self._save(old, None)
+            return old
+
+    def require_session(self, seid: int) -> Session:
+        session = self.sessions.get(seid)
+        if session is None:
+            raise RuleError(Cause.SESSION_CONTEXT_NOT_FOUND, f"no session with SEID {seid:#x}")
+        return session
+
+    def _save(
+        self,
+        old: Optional[Session],
+        new: Optional[Session],
+        next_seid: Optional[int] = None,
+        cursor: Optional[int] = None,
+    ) -> None:
+        seid = (new or old).seid  # type: ignore[union-attr]
+        cursor = self._teid_cursor if cursor is None else cursor
+
+        def write() -> None:
+            if new is None:
+                rows.delete_session(self._store, seid)
+            else:
+                rows.put_session(self._store, new)
+            if next_seid is not None:
+                rows.put_counter(self._store, "next_seid", next_seid)
+            if cursor != self._teid_cursor:
+                rows.put_counter(self._store, "teid_cursor", cursor)
+
+        def commit() -> None:
+            self._teid_cursor = cursor
+            self._commit_sessions([(old, new)])
+
+        self._run((new or old).node_id, [(old, new)], write, commit)  # type: ignore[union-attr]
+
+    def _run(self, node_id: str, pairs: list[Pair], write: Callable[[], None], commit: Callable[[], None]) -> None:
+        who = Principal(tenant=node_id, scopes=frozenset(), name="pfcp")
+        self._transactions.change(who, lambda: SessionChange(self._applier, pairs, commit), lambda _: write())
+
+    def _commit_sessions(self, pairs: Iterable[Pair]) -> None:
+        for old, new in pairs:
+            if old is not None:
+                self.sessions.pop(old.seid, None)
+                for teid in old.teids():
+                    self._teids.pop(teid, None)
+            if new is not None:
+                self.sessions[new.seid] = new
+                self._teids.update(dict.fromkeys(new.teids(), new.seid))
+
+    # --- building a session from a request -------------------------------------------------------
+
+    def _build(self, base: Session, plans: dict[str, RulePlan]) -> Outcome:
+        """The session `base` becomes with the request's rules, checked; nothing is changed yet."""
+        tables: dict[str, dict[int, Any]] = {kind.table: dict(getattr(base, kind.table)) for kind in KINDS}
+        for far_id, far in tables["fars"].items():
+            if far.send_end_marker:  # asked of the modification that set it, not of this one
+                tables["fars"][far_id] = far.model_copy(update={"send_end_marker": False})
+        for kind in KINDS:
+            plan, table = plans.get(kind.table, RulePlan()), tables[kind.table]
+            for rule_id in plan.removes:
+                if table.pop(rule_id, None) is None:
+                    raise _failure(kind.rule_type, rule_id, "does not exist", kind.remove_ie)
+            for rule in plan.creates:
+                created_id: int = rule.id  # type: ignore[attr-defined]
+                if created_id in table:
+                    raise _failure(kind.rule_type, created_id, "exists already", kind.create_ie)
+                table[created_id] = rule
+            for rule_id, changes in plan.updates:
+                old = table.get(rule_id)
+                if old is None:
+                    raise _failure(kind.rule_type, rule_id, "does not exist", kind.update_ie)
+                merged = {**old.model_dump(), **changes}
+                if "forwarding" in changes and old.forwarding is not None:
+                    merged["forwarding"] = {**old.forwarding.model_dump(), **changes["forwarding"]}
+                table[rule_id] = build(kind.model, merged, kind.update_ie, (kind.rule_type, rule_id))
+        created = self._choose_teids(base, tables["pdrs"])
+        session = Session(
+            seid=base.seid, node_id=base.node_id, remote=base.remote, **tables  # type: ignore[arg-type]
+        )
+        check_session(session)
+        return Outcome(session, tuple(created))
+
+    def _choose_teids(self, base: Session, pdrs: dict[int, Any]) -> list[tuple[int, FTeid]]:
+        """Give every PDR whose F-TEID says CHOOSE (and has none yet) a TEID of ours; PDRs of the
+        request with the same CHOOSE ID share one. A TEID given by the CP must be free."""
+        self._pending_cursor = cursor = self._teid_cursor
+        by_choose_id: dict[int, FTeid] = {}
+        taken = {teid: seid for teid, seid in self._teids.items() if seid != base.seid}
+        created = []
+        for pdr_id in sorted(pdrs):
+            pdr = pdrs[pdr_id]
+            fteid = pdr.pdi.local_fteid
+            if fteid is None:
+                continue
+            if not fteid.choose or fteid.teid is not None:
+                if fteid.teid in taken:
+                    raise _failure(RuleType.PDR, pdr_id, f"TEID {fteid.teid:#x} is in use", IEType.F_TEID)
+                continue
+            chosen = by_choose_id.get(fteid.choose_id) if fteid.choose_id is not None else None
+            if chosen is None:
+                cursor = self._free_teid(cursor, taken)
+                chosen = fteid.model_copy(update={"teid": cursor, **self._n3_addresses(fteid, pdr_id)})
+                taken[cursor] = base.seid
+                if fteid.choose_id is not None:
+                    by_choose_id[fteid.choose_id] = chosen
+            pdrs[pdr_id] = pdr.model_copy(update={"pdi": pdr.pdi.model_copy(update={"local_fteid": chosen})})
+            created.append((pdr_id, chosen))
+        self._pending_cursor = cursor
+        return created
+
+    def _free_teid(self, cursor: int, taken: dict[int, int]) -> int:
+        for _ in range(len(taken) + 2):
+            cursor = cursor % (TEID_SPACE - 1) + 1  # 1 .. 2^32-1: TEID 0 is never ours
+            if cursor not in taken:
+                return cursor
+        raise RuleError(Cause.NO_RESOURCES_AVAILABLE, "no TEID is free")
+
+    def _n3_addresses(self, fteid: FTeid, pdr_id: int) -> dict[str, Optional[str]]:
+        ipv4 = self.n3_ipv4 if fteid.want_ipv4 else None
+        ipv6 = self.n3_ipv6 if fteid.want_ipv6 else None
+        if (fteid.want_ipv4 and ipv4 is None) or (fteid.want_ipv6 and ipv6 is None) or not (ipv4 or ipv6):
+            raise RuleError(
+                Cause.INVALID_F_TEID_ALLOCATION_OPTION,
+                "CHOOSE asks for an address family the UPF has no N3 address of (pfcp.n3_ipv4, pfcp.n3_ipv6)",
+                IEType.F_TEID,
+                (RuleType.PDR, pdr_id),
+            )
+        return {"ipv4": ipv4, "ipv6": ipv6}
+
+
+def _failure(rule_type: RuleType, rule_id: int, what: str, ie_type: IEType) -> RuleError:
+    return RuleError(
+        Cause.RULE_CREATION_MODIFICATION_FAILURE, f"{rule_type.name} {rule_id} {what}", ie_type, (rule_type, rule_id)
+    )

@@ -1,0 +1,151 @@
+"""A test SMF: PFCP requests built, and responses decoded, with pycrate (pycrate_mobile.TS29244_PFCP),
+a codec independent of the one the endpoint uses, over a real UDP socket."""
+
+from __future__ import annotations
+
+import itertools
+import socket
+from typing import Any, Optional
+
+from pycrate_mobile import TS29244_PFCP as P
+
+TIMEOUT_S = 10.0  # the longest a response may take on a loaded machine; no test waits it out
+
+
+def ie(ie_type: int, data: Any) -> dict[str, Any]:
+    return {"Type": int(ie_type), "Data": data}
+
+
+def node_id(address: str = "10.0.0.1") -> dict[str, Any]:
+    return ie(60, {"Type": 0, "Val": address})
+
+
+def recovery(stamp: int) -> dict[str, Any]:
+    return ie(96, {"Val": stamp})
+
+
+def fseid(seid: int, address: str = "10.0.0.1") -> dict[str, Any]:
+    return ie(57, {"V4": 1, "SEID": seid, "IPv4Addr": address})
+
+
+def create_pdr(pdr_id: int, far_id: int, *, access: bool, choose_id: Optional[int] = None,
+               flow: str = "permit out ip from any to assigned", qer: Optional[int] = 1, urr: Optional[int] = 1,
+               ue: str = "10.45.0.2") -> dict[str, Any]:
+    pdi = [ie(20, {"If": 0 if access else 2}), ie(22, b"internet")]
+    if access:
+        pdi.append(ie(21, {"CH": 1, "CHID": int(choose_id is not None), "V4": 1, "CHOOSE_ID": choose_id or 0}))
+    pdi.append(ie(93, {"V4": 1, "SD": int(not access), "IPv4Addr": ue}))
+    pdi.append(ie(23, {"FD": 1, "FlowDesc": {"Val": flow.encode()}}))
+    rule = [ie(56, {"Val": pdr_id}), ie(29, {"Val": 100 + pdr_id}), ie(2, pdi), ie(108, {"Val": far_id})]
+    if access:
+        rule.append(ie(95, {"Desc": 0}))
+    if qer is not None:
+        rule.append(ie(109, {"Val": qer}))
+    if urr is not None:
+        rule.append(ie(81, {"Val": urr}))
+    return ie(1, rule)
+
+
+def create_far(far_id: int, *, core: bool, gnb: str = "192.0.2.10", teid: int = 0x100) -> dict[str, Any]:
+    forwarding = [ie(42, {"Val": 1 if core else 0})]
+    if not core:
+        forwarding.append(ie(84, {"GTPU_UDP_IPv4": 1, "TEID": teid, "IPv4Addr": gnb}))
+    return ie(3, [ie(108, {"Val": far_id}), ie(44, {"Octet1": {"FORW": 1}}), ie(4, forwarding)])
+
+
+def create_qer(qer_id: int = 1) -> dict[str, Any]:
+    return ie(7, [ie(109, {"Val": qer_id}), ie(25, {"ULGate": 0, "DLGate": 0}), ie(26, {"UL": 100_000, "DL": 200_000}),
+                  ie(124, {"QFI": 9})])
+
+
+def create_urr(urr_id: int = 1) -> dict[str, Any]:
+    return ie(6, [ie(81, {"Val": urr_id}), ie(62, {"VOLUM": 1}), ie(37, {"Octet1": {"VOLTH": 1}}),
+                  ie(31, {"TOVOL": 1, "Total": 10_000_000})])
+
+
+def establishment_ies(cp_seid: int) -> list[dict[str, Any]]:
+    """4 PDRs (2 uplink sharing one CHOOSE ID, 2 downlink), 2 FARs, 1 QER, 1 URR."""
+    return [
+        node_id(),
+        fseid(cp_seid),
+        create_pdr(1, 1, access=True, choose_id=1),
+        create_pdr(2, 1, access=True, choose_id=1, flow="permit out 17 from any 53 to assigned"),
+        create_pdr(3, 2, access=False),
+        create_pdr(4, 2, access=False, flow="permit out 6 from 198.51.100.0/24 80,443 to assigned"),
+        create_far(1, core=True),
+        create_far(2, core=False),
+        create_qer(),
+        create_urr(),
+    ]
+
+
+class Smf:
+    """One SMF's socket: requests out, responses in, each decoded with pycrate."""
+
+    def __init__(self, upf: tuple[str, int]):
+        self.upf = upf
+        self.socket = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.socket.bind(("127.0.0.1", 0))
+        self.socket.settimeout(TIMEOUT_S)
+        self._seq = itertools.count(1)
+
+    def close(self) -> None:
+        self.socket.close()
+
+    def build(
+        self, name: str, ies: list[dict[str, Any]], seid: Optional[int] = None, seq: Optional[int] = None
+    ) -> bytes:
+        cls = getattr(P, name)
+        header: dict[str, Any] = {"SeqNum": next(self._seq) if seq is None else seq}
+        if seid is not None:
+            header["SEID"] = seid
+        return cls(val={"Hdr": header, f"{name}IEs": ies}).to_bytes()
+
+    def send(self, data: bytes) -> None:
+        self.socket.sendto(data, self.upf)
+
+    def receive_raw(self) -> bytes:
+        data, _ = self.socket.recvfrom(65535)
+        return data
+
+    def receive(self) -> Any:
+        msg, error = P.parse_PFCP(self.receive_raw())
+        assert msg is not None and error == 0, f"pycrate could not decode the response (error {error})"
+        return msg
+
+    def ask(self, name: str, ies: list[dict[str, Any]], seid: Optional[int] = None) -> Any:
+        self.send(self.build(name, ies, seid))
+        return self.receive()
+
+
+def ies_of(msg: Any) -> list[Any]:
+    return list(msg[1])
+
+
+def find(container: Any, ie_type: int) -> Optional[Any]:
+    """The first IE of the type in a message or a grouped IE's data."""
+    items = ies_of(container) if isinstance(container, P.PFCPMsg) else list(container)
+    return next((item for item in items if item["Type"].get_val() == ie_type), None)
+
+
+def grouped(ie_item: Any, cls_name: str) -> Any:
+    """A grouped IE pycrate left raw (its table of mandatory IEs disagrees), decoded without that table."""
+    data = getattr(P, cls_name)()
+    P.PFCPIEs.VERIF_MAND = False
+    try:
+        data.from_bytes(ie_item["Data"].to_bytes())
+    finally:
+        P.PFCPIEs.VERIF_MAND = True
+    return data
+
+
+def cause(msg: Any) -> int:
+    return find(msg, 19)["Data"].get_val()
+
+
+def value(ie_item: Any) -> Any:
+    """An IE's data: a dict of its fields' values for a structured IE, else its value."""
+    data = ie_item["Data"]
+    if getattr(data, "_by_name", None):
+        return {name: data[name].get_val() for name in data._by_name}
+    return data.get_val()
