@@ -32,92 +32,12 @@ from typing import Any, Iterator, Optional
 from netapp.forwarding.models import AlternativeGroup
 from netapp.intents.models import Intent
 from netapp.service.contract import IntentFilter, IntentRecord, Page, SliceRecord, SliceSpec
+from netapp.service.schema import MIGRATIONS, SCHEMA_V1, SCHEMA_VERSION
 from netapp.steering.models import CpuSpec
 from netapp.tenancy.models import TenantRecord, TenantSpec
-from netapp.upf.schema import UPF_TABLES
 
-SCHEMA_VERSION = 3
 BUSY_TIMEOUT_MS = 5000
 SYNCHRONOUS_MODES = ("NORMAL", "FULL")
-
-# Version 1. A later version adds a migration to MIGRATIONS instead of editing this.
-SCHEMA_V1 = (
-    "CREATE TABLE schema_version (version INTEGER NOT NULL)",
-    """CREATE TABLE intents (
-        tenant TEXT NOT NULL,
-        id TEXT NOT NULL,
-        body TEXT NOT NULL,
-        slice_id TEXT,
-        source TEXT NOT NULL,
-        created_at TEXT NOT NULL,
-        updated_at TEXT NOT NULL,
-        revision INTEGER NOT NULL,
-        PRIMARY KEY (tenant, id)
-    ) WITHOUT ROWID""",
-    "CREATE INDEX intents_by_slice ON intents (tenant, slice_id) WHERE slice_id IS NOT NULL",
-    """CREATE TABLE slices (
-        tenant TEXT NOT NULL,
-        id TEXT NOT NULL,
-        spec TEXT NOT NULL,
-        created_at TEXT NOT NULL,
-        updated_at TEXT NOT NULL,
-        revision INTEGER NOT NULL,
-        PRIMARY KEY (tenant, id)
-    ) WITHOUT ROWID""",
-    "CREATE TABLE alternatives (id INTEGER PRIMARY KEY, body TEXT NOT NULL, updated_at TEXT NOT NULL)",
-    "CREATE TABLE cpus (cpu INTEGER PRIMARY KEY, body TEXT NOT NULL, updated_at TEXT NOT NULL)",
-    """CREATE TABLE idempotency_keys (
-        tenant TEXT NOT NULL,
-        key TEXT NOT NULL,
-        intent_id TEXT NOT NULL,
-        request_hash TEXT NOT NULL,
-        response TEXT NOT NULL,
-        created_at TEXT NOT NULL,
-        expires_at TEXT NOT NULL,
-        PRIMARY KEY (tenant, key)
-    ) WITHOUT ROWID""",
-    "CREATE INDEX idempotency_by_expiry ON idempotency_keys (expires_at)",
-    "CREATE TABLE settings (name TEXT PRIMARY KEY, value TEXT NOT NULL, updated_at TEXT NOT NULL)",
-    """CREATE TABLE attachments (
-        interface TEXT PRIMARY KEY,
-        mode TEXT NOT NULL,
-        netns TEXT,
-        updated_at TEXT NOT NULL
-    )""",
-)
-
-# version -> statements that take the schema from that version to the next.
-MIGRATIONS: dict[int, tuple[str, ...]] = {
-    # 2: what each tenant may install (netapp.tenancy), and what it holds, counted by triggers in
-    # the same transactions as the rows (quotas are checked without counting rows).
-    1: (
-        """CREATE TABLE tenants (
-            tenant TEXT PRIMARY KEY,
-            spec TEXT NOT NULL,
-            updated_at TEXT NOT NULL,
-            revision INTEGER NOT NULL
-        ) WITHOUT ROWID""",
-        """CREATE TABLE tenant_usage (
-            tenant TEXT PRIMARY KEY,
-            intents INTEGER NOT NULL DEFAULT 0,
-            slices INTEGER NOT NULL DEFAULT 0
-        ) WITHOUT ROWID""",
-        """INSERT INTO tenant_usage (tenant, intents, slices)
-            SELECT tenant, sum(intents), sum(slices) FROM (
-                SELECT tenant, count(*) AS intents, 0 AS slices FROM intents GROUP BY tenant
-                UNION ALL SELECT tenant, 0, count(*) FROM slices GROUP BY tenant
-            ) GROUP BY tenant""",
-        *(
-            f"""CREATE TRIGGER {table}_counted_{event} AFTER {event} ON {table} BEGIN
-                INSERT INTO tenant_usage (tenant, {table}) VALUES ({row}.tenant, {step})
-                ON CONFLICT (tenant) DO UPDATE SET {table} = {table} + {step};
-            END"""
-            for table in ("intents", "slices")
-            for event, row, step in (("insert", "new", 1), ("delete", "old", -1))
-        ),
-    ),
-    2: UPF_TABLES,  # 3: the UPF's associations, sessions and allocators (netapp.upf.store)
-}
 
 _INTENT_COLUMNS = "tenant, id, body, slice_id, source, created_at, updated_at, revision"
 
@@ -273,16 +193,18 @@ class Store:
         """A part of the open transaction that can fail alone: on an exception its writes are undone
         and the transaction's other writes stay (SAVEPOINT ... ROLLBACK TO ... RELEASE)."""
         with self._lock:
-            self._execute("SAVEPOINT part")
+            self.execute("SAVEPOINT part")
             try:
                 yield
             except BaseException:
-                self._execute("ROLLBACK TO part")
-                self._execute("RELEASE part")
+                self.execute("ROLLBACK TO part")
+                self.execute("RELEASE part")
                 raise
-            self._execute("RELEASE part")
+            self.execute("RELEASE part")
 
-    def _execute(self, sql: str, parameters: tuple[Any, ...] = ()) -> sqlite3.Cursor:
+    def execute(self, sql: str, parameters: tuple[Any, ...] = ()) -> sqlite3.Cursor:
+        """One statement under the store's lock, its errors as StoreError. A network function's
+        store module (netapp.upf.store) runs its own tables' statements through it."""
         with self._lock:
             try:
                 return self._connection.execute(sql, parameters)
@@ -292,7 +214,7 @@ class Store:
     # --- intents ---------------------------------------------------------------------------------
 
     def get_intent(self, tenant: str, intent_id: str) -> Optional[IntentRecord]:
-        row = self._execute(
+        row = self.execute(
             f"SELECT {_INTENT_COLUMNS} FROM intents WHERE tenant = ? AND id = ?", (tenant, intent_id)
         ).fetchone()
         return None if row is None else _intent_record(row)
@@ -300,26 +222,26 @@ class Store:
     def list_intents(self, flt: IntentFilter) -> Page[IntentRecord]:
         """A page of intents in (tenant, id) order; flt.tenant None: every tenant's."""
         where, parameters = _intent_conditions(flt)
-        total = self._execute(f"SELECT count(*) FROM intents{where}", parameters).fetchone()[0]
-        rows = self._execute(
+        total = self.execute(f"SELECT count(*) FROM intents{where}", parameters).fetchone()[0]
+        rows = self.execute(
             f"SELECT {_INTENT_COLUMNS} FROM intents{where} ORDER BY tenant, id LIMIT ? OFFSET ?",
             (*parameters, flt.limit, flt.offset),
         ).fetchall()
         return Page([_intent_record(row) for row in rows], total, flt.offset, flt.limit)
 
     def all_intents(self) -> list[IntentRecord]:
-        rows = self._execute(f"SELECT {_INTENT_COLUMNS} FROM intents ORDER BY tenant, id").fetchall()
+        rows = self.execute(f"SELECT {_INTENT_COLUMNS} FROM intents ORDER BY tenant, id").fetchall()
         return [_intent_record(row) for row in rows]
 
     def tenant_intents(self, tenant: str) -> list[IntentRecord]:
-        rows = self._execute(f"SELECT {_INTENT_COLUMNS} FROM intents WHERE tenant = ? ORDER BY id", (tenant,))
+        rows = self.execute(f"SELECT {_INTENT_COLUMNS} FROM intents WHERE tenant = ? ORDER BY id", (tenant,))
         return [_intent_record(row) for row in rows.fetchall()]
 
     def slice_intents(self, tenant: str, slice_id: str) -> list[IntentRecord]:
         # INDEXED BY: left to itself, SQLite scans every intent of the tenant (its primary key
         # range) rather than look rows up through the partial index, which costs O(tenant's
         # intents) per slice change: 2 ms at 15,000 intents, 0.1 ms through the index.
-        rows = self._execute(
+        rows = self.execute(
             f"SELECT {_INTENT_COLUMNS} FROM intents INDEXED BY intents_by_slice "
             "WHERE tenant = ? AND slice_id = ? ORDER BY id",
             (tenant, slice_id),
@@ -332,32 +254,32 @@ class Store:
         parameters: tuple[Any, ...] = ()
         if tenant is not None:
             sql, parameters = sql + " AND tenant = ?", (tenant,)
-        return {(row[0], row[1]): row[2] for row in self._execute(sql, parameters)}
+        return {(row[0], row[1]): row[2] for row in self.execute(sql, parameters)}
 
     def count_intents(self) -> int:
-        return self._execute("SELECT count(*) FROM intents").fetchone()[0]
+        return self.execute("SELECT count(*) FROM intents").fetchone()[0]
 
     def insert_intent(self, record: IntentRecord) -> None:
-        self._execute(
+        self.execute(
             f"INSERT INTO intents ({_INTENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", _intent_row(record)
         )
 
     def update_intent(self, record: IntentRecord) -> None:
         tenant, intent_id, *rest = _intent_row(record)
-        self._execute(
+        self.execute(
             "UPDATE intents SET body = ?, slice_id = ?, source = ?, created_at = ?, updated_at = ?, "
             "revision = ? WHERE tenant = ? AND id = ?",
             (*rest, tenant, intent_id),
         )
 
     def delete_intent(self, tenant: str, intent_id: str) -> bool:
-        cursor = self._execute("DELETE FROM intents WHERE tenant = ? AND id = ?", (tenant, intent_id))
+        cursor = self.execute("DELETE FROM intents WHERE tenant = ? AND id = ?", (tenant, intent_id))
         return cursor.rowcount > 0
 
     # --- slices ----------------------------------------------------------------------------------
 
     def get_slice(self, tenant: str, slice_id: str) -> Optional[SliceRecord]:
-        row = self._execute(
+        row = self.execute(
             "SELECT tenant, id, spec, created_at, updated_at, revision FROM slices "
             "WHERE tenant = ? AND id = ?",
             (tenant, slice_id),
@@ -366,8 +288,8 @@ class Store:
 
     def list_slices(self, tenant: Optional[str], offset: int, limit: int) -> Page[SliceRecord]:
         where, parameters = (" WHERE tenant = ?", (tenant,)) if tenant is not None else ("", ())
-        total = self._execute(f"SELECT count(*) FROM slices{where}", parameters).fetchone()[0]
-        rows = self._execute(
+        total = self.execute(f"SELECT count(*) FROM slices{where}", parameters).fetchone()[0]
+        rows = self.execute(
             "SELECT tenant, id, spec, created_at, updated_at, revision FROM slices"
             f"{where} ORDER BY tenant, id LIMIT ? OFFSET ?",
             (*parameters, limit, offset),
@@ -375,7 +297,7 @@ class Store:
         return Page([self._slice_record(row) for row in rows], total, offset, limit)
 
     def put_slice(self, record: SliceRecord) -> None:
-        self._execute(
+        self.execute(
             "INSERT INTO slices (tenant, id, spec, created_at, updated_at, revision) "
             "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, id) DO UPDATE SET spec = excluded.spec, "
             "updated_at = excluded.updated_at, revision = excluded.revision",
@@ -390,14 +312,14 @@ class Store:
         )
 
     def delete_slice(self, tenant: str, slice_id: str) -> bool:
-        cursor = self._execute("DELETE FROM slices WHERE tenant = ? AND id = ?", (tenant, slice_id))
+        cursor = self.execute("DELETE FROM slices WHERE tenant = ? AND id = ?", (tenant, slice_id))
         return cursor.rowcount > 0
 
     def _slice_record(self, row: tuple[Any, ...]) -> SliceRecord:
         tenant, slice_id, spec, created_at, updated_at, revision = row
         intent_ids = [
             intent_row[0]
-            for intent_row in self._execute(
+            for intent_row in self.execute(
                 "SELECT id FROM intents WHERE tenant = ? AND slice_id = ? ORDER BY id", (tenant, slice_id)
             )
         ]
@@ -413,70 +335,70 @@ class Store:
     # --- alternative groups and CPUs -------------------------------------------------------------
 
     def list_alternatives(self) -> list[AlternativeGroup]:
-        rows = self._execute("SELECT body FROM alternatives ORDER BY id").fetchall()
+        rows = self.execute("SELECT body FROM alternatives ORDER BY id").fetchall()
         return [AlternativeGroup.model_validate_json(row[0]) for row in rows]
 
     def get_alternative(self, group_id: int) -> Optional[AlternativeGroup]:
-        row = self._execute("SELECT body FROM alternatives WHERE id = ?", (group_id,)).fetchone()
+        row = self.execute("SELECT body FROM alternatives WHERE id = ?", (group_id,)).fetchone()
         return None if row is None else AlternativeGroup.model_validate_json(row[0])
 
     def put_alternative(self, group: AlternativeGroup, now: datetime) -> None:
-        self._execute(
+        self.execute(
             "INSERT OR REPLACE INTO alternatives (id, body, updated_at) VALUES (?, ?, ?)",
             (group.id, group.model_dump_json(), now.isoformat()),
         )
 
     def delete_alternative(self, group_id: int) -> bool:
-        return self._execute("DELETE FROM alternatives WHERE id = ?", (group_id,)).rowcount > 0
+        return self.execute("DELETE FROM alternatives WHERE id = ?", (group_id,)).rowcount > 0
 
     # --- tenants ---------------------------------------------------------------------------------
 
     def get_tenant(self, tenant: str) -> Optional[TenantRecord]:
-        row = self._execute(
+        row = self.execute(
             "SELECT tenant, spec, updated_at, revision FROM tenants WHERE tenant = ?", (tenant,)
         ).fetchone()
         return None if row is None else _tenant_record(row)
 
     def list_tenants(self) -> list[TenantRecord]:
-        rows = self._execute("SELECT tenant, spec, updated_at, revision FROM tenants ORDER BY tenant").fetchall()
+        rows = self.execute("SELECT tenant, spec, updated_at, revision FROM tenants ORDER BY tenant").fetchall()
         return [_tenant_record(row) for row in rows]
 
     def put_tenant(self, record: TenantRecord) -> None:
-        self._execute(
+        self.execute(
             "INSERT OR REPLACE INTO tenants (tenant, spec, updated_at, revision) VALUES (?, ?, ?, ?)",
             (record.tenant, record.spec.model_dump_json(), record.updated_at.isoformat(), record.revision),
         )
 
     def delete_tenant(self, tenant: str) -> bool:
-        return self._execute("DELETE FROM tenants WHERE tenant = ?", (tenant,)).rowcount > 0
+        return self.execute("DELETE FROM tenants WHERE tenant = ?", (tenant,)).rowcount > 0
 
     def tenant_usage(self, tenant: str) -> tuple[int, int]:
         """(intents, slices) the tenant holds, slice members included in intents."""
-        row = self._execute("SELECT intents, slices FROM tenant_usage WHERE tenant = ?", (tenant,)).fetchone()
+        row = self.execute("SELECT intents, slices FROM tenant_usage WHERE tenant = ?", (tenant,)).fetchone()
         return (0, 0) if row is None else (row[0], row[1])
 
     def list_cpus(self) -> list[CpuSpec]:
-        rows = self._execute("SELECT body FROM cpus ORDER BY cpu").fetchall()
+        rows = self.execute("SELECT body FROM cpus ORDER BY cpu").fetchall()
         return [CpuSpec.model_validate_json(row[0]) for row in rows]
 
     def get_cpu(self, cpu: int) -> Optional[CpuSpec]:
-        row = self._execute("SELECT body FROM cpus WHERE cpu = ?", (cpu,)).fetchone()
+        row = self.execute("SELECT body FROM cpus WHERE cpu = ?", (cpu,)).fetchone()
         return None if row is None else CpuSpec.model_validate_json(row[0])
 
     def put_cpu(self, spec: CpuSpec, now: datetime) -> None:
-        self._execute(
+        self.execute(
             "INSERT OR REPLACE INTO cpus (cpu, body, updated_at) VALUES (?, ?, ?)",
             (spec.cpu, spec.model_dump_json(), now.isoformat()),
         )
 
     def delete_cpu(self, cpu: int) -> bool:
-        return self._execute("DELETE FROM cpus WHERE cpu = ?", (cpu,)).rowcount > 0
+        return self.execute("DELETE FROM cpus WHERE cpu = ?", (cpu,)).rowcount > 0
 
     # --- idempotency keys ------------------------------------------------------------------------
 
     def find_idempotent(self, tenant: str, key: str, now: datetime) -> Optional[IdempotentCreate]:
         """The unexpired earlier create of this tenant with this key, if any."""
-        row = self._execute(
+        row = self.execute(
             "SELECT request_hash, response FROM idempotency_keys "
             "WHERE tenant = ? AND key = ? AND expires_at > ?",
             (tenant, key, now.isoformat()),
@@ -505,7 +427,7 @@ class Store:
             response = records[0].model_dump_json()
         else:
             response = "[" + ",".join(record.model_dump_json() for record in records) + "]"
-        self._execute(
+        self.execute(
             "INSERT OR REPLACE INTO idempotency_keys "
             "(tenant, key, intent_id, request_hash, response, created_at, expires_at) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -522,34 +444,34 @@ class Store:
 
     def purge_idempotency(self, now: datetime) -> int:
         """Forget expired keys; returns how many."""
-        return self._execute(
+        return self.execute(
             "DELETE FROM idempotency_keys WHERE expires_at <= ?", (now.isoformat(),)
         ).rowcount
 
     # --- settings and attachments ----------------------------------------------------------------
 
     def put_setting(self, name: str, value: Any, now: datetime) -> None:
-        self._execute(
+        self.execute(
             "INSERT OR REPLACE INTO settings (name, value, updated_at) VALUES (?, ?, ?)",
             (name, json.dumps(value, sort_keys=True), now.isoformat()),
         )
 
     def get_setting(self, name: str) -> Any:
-        row = self._execute("SELECT value FROM settings WHERE name = ?", (name,)).fetchone()
+        row = self.execute("SELECT value FROM settings WHERE name = ?", (name,)).fetchone()
         return None if row is None else json.loads(row[0])
 
     def list_attachments(self) -> list[Attachment]:
-        rows = self._execute("SELECT interface, mode, netns FROM attachments ORDER BY interface").fetchall()
+        rows = self.execute("SELECT interface, mode, netns FROM attachments ORDER BY interface").fetchall()
         return [Attachment(*row) for row in rows]
 
     def put_attachment(self, attachment: Attachment, now: datetime) -> None:
-        self._execute(
+        self.execute(
             "INSERT OR REPLACE INTO attachments (interface, mode, netns, updated_at) VALUES (?, ?, ?, ?)",
             (attachment.interface, attachment.mode, attachment.netns, now.isoformat()),
         )
 
     def delete_attachment(self, interface: str) -> bool:
-        return self._execute("DELETE FROM attachments WHERE interface = ?", (interface,)).rowcount > 0
+        return self.execute("DELETE FROM attachments WHERE interface = ?", (interface,)).rowcount > 0
 
 
 def _intent_conditions(flt: IntentFilter) -> tuple[str, tuple[Any, ...]]:

@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import time
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from netapp.service.store import Store
 from netapp.upf.models import Session
-
-if TYPE_CHECKING:
-    import sqlite3
 
 NTP_EPOCH_OFFSET = 2_208_988_800  # seconds from 1900-01-01 (NTP, the Recovery Time Stamp) to 1970
 
@@ -34,56 +31,48 @@ class Association(BaseModel):
     recovery_time_stamp: int = Field(ge=0, le=(1 << 32) - 1)
 
 
-def _execute(store: Store, sql: str, parameters: tuple[Any, ...] = ()) -> "sqlite3.Cursor":
-    """A statement through the store's own runner (its lock, its errors as StoreError): the UPF's
-    tables are the store's, kept by this module as the store keeps its own."""
-    return store._execute(sql, parameters)
-
-
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat()
 
 
 def put_association(store: Store, association: Association) -> None:
-    _execute(
-        store,
+    store.execute(
         "INSERT OR REPLACE INTO upf_associations (node_id, body, updated_at) VALUES (?, ?, ?)",
         (association.node_id, association.model_dump_json(), _now()),
     )
 
 
 def delete_association(store: Store, node_id: str) -> None:
-    _execute(store, "DELETE FROM upf_associations WHERE node_id = ?", (node_id,))
+    store.execute("DELETE FROM upf_associations WHERE node_id = ?", (node_id,))
 
 
 def put_session(store: Store, session: Session) -> None:
-    _execute(
-        store,
+    store.execute(
         "INSERT OR REPLACE INTO upf_sessions (seid, node_id, body, updated_at) VALUES (?, ?, ?, ?)",
         (_signed(session.seid), session.node_id, session.model_dump_json(), _now()),
     )
 
 
 def delete_session(store: Store, seid: int) -> None:
-    _execute(store, "DELETE FROM upf_sessions WHERE seid = ?", (_signed(seid),))
+    store.execute("DELETE FROM upf_sessions WHERE seid = ?", (_signed(seid),))
 
 
 def put_counter(store: Store, name: str, value: int) -> None:
-    _execute(store, "INSERT OR REPLACE INTO upf_counters (name, value) VALUES (?, ?)", (name, value))
+    store.execute("INSERT OR REPLACE INTO upf_counters (name, value) VALUES (?, ?)", (name, value))
 
 
 def get_counter(store: Store, name: str) -> Optional[int]:
-    row = _execute(store, "SELECT value FROM upf_counters WHERE name = ?", (name,)).fetchone()
+    row = store.execute("SELECT value FROM upf_counters WHERE name = ?", (name,)).fetchone()
     return None if row is None else int(row[0])
 
 
 def load_associations(store: Store) -> list[Association]:
-    rows = _execute(store, "SELECT body FROM upf_associations ORDER BY node_id").fetchall()
+    rows = store.execute("SELECT body FROM upf_associations ORDER BY node_id").fetchall()
     return [Association.model_validate_json(row[0]) for row in rows]
 
 
 def load_sessions(store: Store) -> list[Session]:
-    rows = _execute(store, "SELECT body FROM upf_sessions ORDER BY seid").fetchall()
+    rows = store.execute("SELECT body FROM upf_sessions ORDER BY seid").fetchall()
     return [Session.model_validate_json(row[0]) for row in rows]
 
 

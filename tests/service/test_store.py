@@ -11,7 +11,8 @@ import pytest
 from netapp.forwarding.models import AlternativeGroup
 from netapp.steering.models import CpuSpec
 from netapp.service.contract import IntentFilter, IntentRecord, SliceRecord
-from netapp.service.store import SCHEMA_VERSION, Attachment, SchemaTooNew, Store
+from netapp.service.schema import SCHEMA_VERSION
+from netapp.service.store import Attachment, SchemaTooNew, Store
 from tests.utils.service import Clock, intent, slice_spec
 
 NOW = Clock().now

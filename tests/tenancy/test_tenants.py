@@ -17,7 +17,8 @@ from netapp.service.contract import (
     Principal,
     QuotaExceeded,
 )
-from netapp.service.store import SCHEMA_V1, SCHEMA_VERSION, Store
+from netapp.service.schema import SCHEMA_V1, SCHEMA_VERSION
+from netapp.service.store import Store
 from netapp.tenancy.models import TenantSpec
 from netapp.tenancy.service import TenantService
 from tests.utils.intents import paper_message

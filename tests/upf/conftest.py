@@ -55,7 +55,7 @@ class Endpoint:
     def rows(self) -> dict[str, list[tuple[Any, ...]]]:
         """Every UPF row in the store, for comparing before and after."""
         return {
-            table: self.store._execute(f"SELECT * FROM {table} ORDER BY 1").fetchall()
+            table: self.store.execute(f"SELECT * FROM {table} ORDER BY 1").fetchall()
             for table in ("upf_associations", "upf_sessions", "upf_counters")
         }
 

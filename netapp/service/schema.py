@@ -1,0 +1,88 @@
+"""The store's schema (netapp.service.store): version 1, and the migrations from each version to the
+next. A network function's tables come in a migration of their own, their statements in its package
+(e.g. netapp.upf.schema)."""
+
+from __future__ import annotations
+
+from netapp.upf.schema import UPF_TABLES
+
+# Version 1. A later version adds a migration to MIGRATIONS instead of editing this.
+SCHEMA_V1 = (
+    "CREATE TABLE schema_version (version INTEGER NOT NULL)",
+    """CREATE TABLE intents (
+        tenant TEXT NOT NULL,
+        id TEXT NOT NULL,
+        body TEXT NOT NULL,
+        slice_id TEXT,
+        source TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        revision INTEGER NOT NULL,
+        PRIMARY KEY (tenant, id)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX intents_by_slice ON intents (tenant, slice_id) WHERE slice_id IS NOT NULL",
+    """CREATE TABLE slices (
+        tenant TEXT NOT NULL,
+        id TEXT NOT NULL,
+        spec TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        revision INTEGER NOT NULL,
+        PRIMARY KEY (tenant, id)
+    ) WITHOUT ROWID""",
+    "CREATE TABLE alternatives (id INTEGER PRIMARY KEY, body TEXT NOT NULL, updated_at TEXT NOT NULL)",
+    "CREATE TABLE cpus (cpu INTEGER PRIMARY KEY, body TEXT NOT NULL, updated_at TEXT NOT NULL)",
+    """CREATE TABLE idempotency_keys (
+        tenant TEXT NOT NULL,
+        key TEXT NOT NULL,
+        intent_id TEXT NOT NULL,
+        request_hash TEXT NOT NULL,
+        response TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        expires_at TEXT NOT NULL,
+        PRIMARY KEY (tenant, key)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX idempotency_by_expiry ON idempotency_keys (expires_at)",
+    "CREATE TABLE settings (name TEXT PRIMARY KEY, value TEXT NOT NULL, updated_at TEXT NOT NULL)",
+    """CREATE TABLE attachments (
+        interface TEXT PRIMARY KEY,
+        mode TEXT NOT NULL,
+        netns TEXT,
+        updated_at TEXT NOT NULL
+    )""",
+)
+
+# version -> statements that take the schema from that version to the next.
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    # 2: what each tenant may install (netapp.tenancy), and what it holds, counted by triggers in
+    # the same transactions as the rows (quotas are checked without counting rows).
+    1: (
+        """CREATE TABLE tenants (
+            tenant TEXT PRIMARY KEY,
+            spec TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            revision INTEGER NOT NULL
+        ) WITHOUT ROWID""",
+        """CREATE TABLE tenant_usage (
+            tenant TEXT PRIMARY KEY,
+            intents INTEGER NOT NULL DEFAULT 0,
+            slices INTEGER NOT NULL DEFAULT 0
+        ) WITHOUT ROWID""",
+        """INSERT INTO tenant_usage (tenant, intents, slices)
+            SELECT tenant, sum(intents), sum(slices) FROM (
+                SELECT tenant, count(*) AS intents, 0 AS slices FROM intents GROUP BY tenant
+                UNION ALL SELECT tenant, 0, count(*) FROM slices GROUP BY tenant
+            ) GROUP BY tenant""",
+        *(
+            f"""CREATE TRIGGER {table}_counted_{event} AFTER {event} ON {table} BEGIN
+                INSERT INTO tenant_usage (tenant, {table}) VALUES ({row}.tenant, {step})
+                ON CONFLICT (tenant) DO UPDATE SET {table} = {table} + {step};
+            END"""
+            for table in ("intents", "slices")
+            for event, row, step in (("insert", "new", 1), ("delete", "old", -1))
+        ),
+    ),
+    2: UPF_TABLES,  # 3: the UPF's associations, sessions and allocators (netapp.upf.store)
+}
+
+SCHEMA_VERSION = len(MIGRATIONS) + 1
