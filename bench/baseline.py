@@ -14,24 +14,30 @@ from userspace.
 
 A benchmark whose baseline must run its own revision's Python (bench/flows: the rule struct it
 writes, and the binding that writes it, change between revisions) exports netapp/ and bench/ as
-well (`prepare(rev, own_python=True)`) and drives that tree in a process of its own; no ABI check
-is needed then, each side using its own revision's binding.
+well (`prepare(rev, own_python=True)`) and drives that tree in a process of its own
+(`BaselineSide`: bench/baseline_side.py); no ABI check is needed then, each side using its own
+revision's binding.
 """
 
 from __future__ import annotations
 
 import ctypes
 import io
+import os
 import re
 import shutil
+import socket
 import subprocess
+import sys
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from netapp.dataplane import binding
+from netapp.dataplane.binding import LIBDPP_ENV
 
+from bench import baseline_side
 from bench.harness import BUILD_DIR, REPO
 
 # What the benchmark hands to libdpp or gets back from it (DppHandle.open, rules_upsert,
@@ -220,6 +226,74 @@ def prepare(rev: str, build_dir: Path = BUILD_DIR, own_python: bool = False) -> 
     if not own_python:
         check_abi(baseline)
     return baseline
+
+
+def prepare_baseline(rev: Optional[str], build_dir: Path = BUILD_DIR) -> Optional[Baseline]:
+    """`prepare` for a benchmark's --baseline run by its own Python (None without one), saying what
+    it does on stderr."""
+    if rev is None:
+        return None
+    exported = ", ".join(f"{path}/" for path in WITH_PYTHON)
+    print(f"  baseline {rev}: exporting {exported} and building it", file=sys.stderr, flush=True)
+    baseline = prepare(rev, build_dir, own_python=True)
+    print(f"  baseline {rev} = {baseline.commit}: {baseline.root}", file=sys.stderr, flush=True)
+    return baseline
+
+
+SIDE_SCRIPT = Path(baseline_side.__file__).resolve()
+SIDE_EXIT_WAIT_S = 60  # closing instances of a million rules takes seconds
+
+
+class BaselineSide:
+    """The baseline's process (bench/baseline_side.py serving `benchmark`) and the socket to it. Its
+    hello must agree with `expected` (the workload HEAD sends) on every key of it."""
+
+    def __init__(self, baseline: Baseline, benchmark: str, expected: dict[str, Any]):
+        self.baseline = baseline
+        self._sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        env = dict(os.environ, PYTHONPATH=str(baseline.root), **{LIBDPP_ENV: str(baseline.libdpp)})
+        try:
+            self._process = subprocess.Popen(
+                [sys.executable, str(SIDE_SCRIPT), benchmark, str(baseline.root), str(theirs.fileno())],
+                pass_fds=[theirs.fileno()],
+                env=env,
+            )
+        finally:
+            theirs.close()
+        self.hello = self._receive()[0]
+        differ = {
+            name: (self.hello.get(name), value) for name, value in expected.items() if self.hello.get(name) != value
+        }
+        if differ:
+            self.close()
+            details = ", ".join(f"{name}: {then!r} at REV, {now!r} in HEAD" for name, (then, now) in differ.items())
+            raise BaselineError(f"the baseline's {benchmark} workload differs from HEAD's ({details})")
+
+    def _receive(self) -> tuple[dict[str, Any], list[int]]:
+        message, fds = baseline_side.receive(self._sock)
+        if message is None:
+            raise BaselineError(f"the baseline's process ended (exit status {self._process.wait()}); see above")
+        if "error" in message:
+            raise BaselineError(f"the baseline's process: {message['error']}")
+        return message, fds
+
+    def request(self, message: dict[str, Any]) -> tuple[dict[str, Any], list[int]]:
+        """The baseline's reply to `message` and the fds it passed."""
+        baseline_side.send(self._sock, message)
+        return self._receive()
+
+    def netapp(self) -> str:
+        """Where the baseline's netapp ran from, as a result names it (the export's, not ours)."""
+        return self.baseline.shown(Path(self.hello["netapp"]))
+
+    def close(self) -> None:
+        """End of the socket: the baseline's process closes its instances and exits."""
+        self._sock.close()
+        try:
+            self._process.wait(SIDE_EXIT_WAIT_S)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
 
 
 def pair(head: dict[str, Any], baseline: dict[str, Any]) -> None:
