@@ -246,10 +246,12 @@ SIDE_EXIT_WAIT_S = 60  # closing instances of a million rules takes seconds
 
 class BaselineSide:
     """The baseline's process (bench/baseline_side.py serving `benchmark`) and the socket to it. Its
-    hello must agree with `expected` (the workload HEAD sends) on every key of it."""
+    hello must be the one the same server gives from this checkout's modules: the same workload."""
 
-    def __init__(self, baseline: Baseline, benchmark: str, expected: dict[str, Any]):
+    def __init__(self, baseline: Baseline, benchmark: str):
         self.baseline = baseline
+        server = baseline_side.SERVERS[benchmark]
+        expected = server(baseline_side.import_modules(server)).hello()
         self._sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         env = dict(os.environ, PYTHONPATH=str(baseline.root), **{LIBDPP_ENV: str(baseline.libdpp)})
         try:

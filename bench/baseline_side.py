@@ -39,7 +39,8 @@ Reply = tuple[dict[str, Any], list[int]]
 
 
 def send(sock: socket.socket, message: dict[str, Any], fds: Sequence[int] = ()) -> None:
-    socket.send_fds(sock, [json.dumps(message).encode()], list(fds))
+    # default=int: counters read through numpy are numpy integers.
+    socket.send_fds(sock, [json.dumps(message, default=int).encode()], list(fds))
 
 
 def receive(sock: socket.socket) -> tuple[Optional[dict[str, Any]], list[int]]:
@@ -48,7 +49,26 @@ def receive(sock: socket.socket) -> tuple[Optional[dict[str, Any]], list[int]]:
     return (json.loads(data) if data else None), fds
 
 
-class FlowsServer:
+class Server:
+    """What a benchmark's server has: the revision's modules it imports (besides netapp), the
+    requests it answers (each a method taking the request, returning the reply and fds to pass),
+    and the instances it opened, closed at the end."""
+
+    MODULES: tuple[str, ...] = ()
+    OPS: tuple[str, ...] = ()
+
+    def __init__(self) -> None:
+        self.instances: list = []
+
+    def hello(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        for instance in self.instances:
+            instance.close()
+
+
+class FlowsServer(Server):
     """bench/flows:
 
         {"op": "open", "rules", "shapes", "cache", "max_flows"}
@@ -60,8 +80,8 @@ class FlowsServer:
     OPS = ("open", "counts")
 
     def __init__(self, modules: dict[str, ModuleType]):
+        super().__init__()
         self.run, self.workload = modules["bench.flows.run"], modules["bench.flows.workload"]
-        self.instances: list = []
 
     def hello(self) -> dict[str, Any]:
         workload = self.workload
@@ -91,15 +111,66 @@ class FlowsServer:
         counts = dataclasses.asdict(self.run._counts(self.instances[request["instance"]]))
         return {name: int(value) for name, value in counts.items()}, []
 
-    def close(self) -> None:
-        for instance in self.instances:
-            instance.close()
+
+class DataplaneServer(Server):
+    """bench/dataplane.py, whose instances are bench/instances.py's:
+
+        {"op": "open", "flow_cache", "case"} (case null: the instance shared by every case)
+            -> {"instance", "rules", "shapes"} and the program's fd
+        {"op": "grow", "instance", "rules"} -> {"rules", "installs": [{"rules", "seconds"}, ...]}
+        {"op": "counters", "instance", "case"}
+            -> {"verdicts", "actions", "reasons", "case_rule", "all_rules"} (packets by name)
+    """
+
+    MODULES = ("bench.instances", "bench.measure", "bench.workload")
+    OPS = ("open", "grow", "counters")
+
+    def __init__(self, modules: dict[str, ModuleType]):
+        super().__init__()
+        self.opener, self.measure = modules["bench.instances"], modules["bench.measure"]
+        self.workload = modules["bench.workload"]
+
+    def hello(self) -> dict[str, Any]:
+        workload = self.workload
+        return {
+            "packets": {case: packet.hex() for case, packet in workload.case_packets().items()},
+            "verdicts": dict(workload.CASE_VERDICTS),
+            "actions": dict(workload.CASE_PIPELINE_ACTIONS),
+            "alt_member": [workload.ALT_MEMBER.mac, str(workload.ALT_MEMBER.ip4)],
+        }
+
+    def open(self, request: dict[str, Any]) -> Reply:
+        flow_cache, case = request["flow_cache"], request["case"]
+        if case is None:
+            instance = self.opener.open_shared(flow_cache)
+        else:
+            instance = self.opener.open_single_rule(flow_cache, case)
+        self.instances.append(instance)
+        reply = {"instance": len(self.instances) - 1, "rules": instance.rules, "shapes": instance.shapes}
+        return reply, [instance.prog_fd]
+
+    def grow(self, request: dict[str, Any]) -> Reply:
+        instance = self.instances[request["instance"]]
+        self.opener.grow(instance, request["rules"])
+        installs = [{"rules": batch.rules, "seconds": batch.seconds} for batch in instance.installs]
+        return {"rules": instance.rules, "installs": installs}, []
+
+    def counters(self, request: dict[str, Any]) -> Reply:
+        # The baseline's own reading of its counters: its binding's names for verdicts, actions, reasons.
+        counters = self.measure.read_counters(self.instances[request["instance"]], request["case"])
+        return dataclasses.asdict(counters), []
 
 
-SERVERS = {"flows": FlowsServer}
+SERVERS = {"flows": FlowsServer, "dataplane": DataplaneServer}
 
 
-def _serve(sock: socket.socket, server: Any) -> None:
+def import_modules(server_class: type[Server]) -> dict[str, ModuleType]:
+    """netapp and the server's MODULES, from wherever sys.path finds them (the benchmark calls this
+    with its own, for the hello HEAD's workload gives)."""
+    return {name: importlib.import_module(name) for name in ("netapp", *server_class.MODULES)}
+
+
+def _serve(sock: socket.socket, server: Server) -> None:
     while True:
         request, _ = receive(sock)
         if request is None:
@@ -119,7 +190,7 @@ def _serve(sock: socket.socket, server: Any) -> None:
 def main(argv: Sequence[str]) -> int:
     server_class, root, fd = SERVERS[argv[1]], Path(argv[2]).resolve(), int(argv[3])
     sys.path[0] = str(root)  # this file's directory, when run as a script
-    modules = {name: importlib.import_module(name) for name in ("netapp", *server_class.MODULES)}
+    modules = import_modules(server_class)
     for module in modules.values():
         if root not in Path(module.__file__).resolve().parents:
             raise SystemExit(f"baseline side: {module.__name__} comes from {module.__file__}, not {root}")

@@ -6,22 +6,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
 
 from bench.baseline import Baseline, BaselineError, BaselineSide
-from bench.flows import workload
 from bench.flows.run import Counts, Instance, point_key
 from bench.instances import BASELINE
-
-
-def expected_hello() -> dict[str, Any]:
-    """The workload HEAD sends: the baseline must send the same for the two to be compared."""
-    return {
-        "packet": workload.packet().hex(),
-        "teid_base": workload.TEID_BASE,
-        "src_base": workload.SRC_BASE,
-        "other_rules": workload.OTHER_RULES,
-    }
 
 
 @dataclass
@@ -60,7 +48,7 @@ class FlowsSide(BaselineSide):
     instance."""
 
     def __init__(self, baseline: Baseline):
-        super().__init__(baseline, "flows", expected_hello())
+        super().__init__(baseline, "flows")
 
     def open_like(self, head: Instance, max_flows: int) -> RemoteInstance:
         """The same (rules, shapes, cache) opened and filled by the baseline's code; it must hold
