@@ -1,27 +1,18 @@
 """`--baseline REV`: the data plane as of a git revision, built on its own and measured beside this
 checkout's, in the same interleaved runs.
 
-`dataplane/` at REV is exported with `git archive` into bench/build/baseline-<commit>/ and built
-there with its own Makefile (its dpp.bpf.o, and its libdpp.so, which embeds that object through its
-skeleton). The baseline is then driven exactly like HEAD: through this checkout's Python binding
-(`load_libdpp(path)`) and facade. That is only honest while every struct and enum the benchmark
-passes through libdpp has the same layout at REV as in HEAD's binding, so `check_abi` compiles a
-probe against REV's headers and compares every size, offset and enum count with HEAD's ctypes
-mirrors first; any difference (or a member REV lacks) stops the benchmark with an explanation
-instead of measuring garbage. dpp_trace and dpp_test_result are left out on purpose: the benchmark
-runs programs through its own harness, never through dpp_test_run, and dpp_flows is never touched
-from userspace.
-
-A benchmark whose baseline must run its own revision's Python (bench/flows: the rule struct it
-writes, and the binding that writes it, change between revisions) exports netapp/ and bench/ as
-well (`prepare(rev, own_python=True)`) and drives that tree in a process of its own
-(`BaselineSide`: bench/baseline_side.py); no ABI check is needed then, each side using its own
-revision's binding.
+`dataplane/`, `netapp/` and `bench/` at REV are exported with `git archive` into
+bench/build/baseline-<commit>/ and REV's `dataplane/` is built there with its own Makefile (its
+dpp.bpf.o, and its libdpp.so, which embeds that object through its skeleton). Structs such as
+struct dpp_rule, and the binding that writes them, change between revisions, so REV's instances
+are opened and filled by REV's own Python: `BaselineSide` runs bench/baseline_side.py in a process
+of its own with REV's tree first on its path and DPP_LIBDPP at REV's libdpp, and receives the
+programs' fds over a Unix socket; both sides are then timed through this checkout's harness. Each
+side using its own revision's binding, no layout has to match across revisions.
 """
 
 from __future__ import annotations
 
-import ctypes
 import io
 import os
 import re
@@ -34,50 +25,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from netapp.dataplane import binding
 from netapp.dataplane.binding import LIBDPP_ENV
 
 from bench import baseline_side
 from bench.harness import BUILD_DIR, REPO
 
-# What the benchmark hands to libdpp or gets back from it (DppHandle.open, rules_upsert,
-# shapes_publish/get, config_get/set, cpu_enable, table_update of dpp_alt_groups, stats_*).
-CROSSING_STRUCTS = (
-    binding.OpenOpts,
-    binding.FlowKey,
-    binding.Rule,
-    binding.Shape,
-    binding.ShapeSet,
-    binding.Config,
-    binding.Cpu,
-    binding.AltMember,
-    binding.AltGroup,
-    binding.Counter,
-)
-# Counter tables are sized by these: a different count would make libdpp write past our arrays.
-CROSSING_COUNTS = {
-    "DPP_VERDICT_MAX": binding.VERDICT_MAX,
-    "DPP_ACTION_MAX": binding.ACTION_MAX,
-    "DPP_REASON_MAX": binding.REASON_MAX,
-    "DPP_MAX_SHAPES": binding.MAX_SHAPES,
-    "DPP_MAX_ALT_MEMBERS": binding.MAX_ALT_MEMBERS,
-}
 _CACHE_MIN_SHAPES = re.compile(r"^#define DPP_CACHE_MIN_SHAPES (\d+)", re.M)
 
 
 class BaselineError(RuntimeError):
-    """The baseline could not be exported, built, or driven (by this checkout's binding, or by its
-    own Python code)."""
+    """The baseline could not be exported, built, or driven by its own Python code."""
 
-DATAPLANE_ONLY = ("dataplane",)
-WITH_PYTHON = ("dataplane", "netapp", "bench")
+
+EXPORTED = ("dataplane", "netapp", "bench")
 
 
 @dataclass(frozen=True)
 class Baseline:
     rev: str  # as given on the command line
     commit: str  # what it resolved to
-    root: Path  # bench/build/baseline-<commit>; the export is root / "dataplane"
+    root: Path  # bench/build/baseline-<commit>: the export of EXPORTED
 
     @property
     def dataplane(self) -> Path:
@@ -112,7 +79,7 @@ def resolve(rev: str) -> str:
     return _git("rev-parse", "--verify", f"{rev}^{{commit}}")
 
 
-def export(commit: str, root: Path, paths: Sequence[str] = DATAPLANE_ONLY) -> None:
+def export(commit: str, root: Path, paths: Sequence[str] = EXPORTED) -> None:
     """`paths` (top-level directories) as of `commit` into root (kept when already exported from it)."""
     stamp = root / "COMMIT"
     if stamp.is_file() and stamp.read_text().strip() == commit and all((root / p).is_dir() for p in paths):
@@ -140,68 +107,6 @@ def build(dataplane: Path) -> None:
         raise BaselineError(f"building {dataplane} failed:\n{tail}")
 
 
-_PROBE = """#include <stdio.h>
-#include <stddef.h>
-#include "libdpp.h"
-int main(void)
-{
-%s
-	return 0;
-}
-"""
-
-
-def _probe_source() -> str:
-    lines = []
-    for mirror in CROSSING_STRUCTS:
-        lines.append(f'\tprintf("{mirror.C_NAME} . %zu\\n", sizeof(struct {mirror.C_NAME}));')
-        for name, *_ in mirror._fields_:
-            lines.append(
-                f'\tprintf("{mirror.C_NAME} {name} %zu\\n", offsetof(struct {mirror.C_NAME}, {name}));'
-            )
-    for name in CROSSING_COUNTS:
-        lines.append(f'\tprintf("{name} . %d\\n", (int){name});')
-    return _PROBE % "\n".join(lines)
-
-
-def expected_layout() -> dict[tuple[str, str], int]:
-    """HEAD's binding: every size and offset of the crossing structs, and the counts."""
-    layout = {}
-    for mirror in CROSSING_STRUCTS:
-        layout[(mirror.C_NAME, ".")] = ctypes.sizeof(mirror)
-        for name, *_ in mirror._fields_:
-            layout[(mirror.C_NAME, name)] = getattr(mirror, name).offset
-    layout.update(((name, "."), value) for name, value in CROSSING_COUNTS.items())
-    return layout
-
-
-def check_abi(baseline: Baseline, work: Optional[Path] = None) -> None:
-    """Raise BaselineError unless HEAD's binding lays out what the benchmark passes exactly as the
-    baseline's headers do."""
-    compiler = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
-    if compiler is None:
-        raise BaselineError("no C compiler to check the baseline's ABI")
-    work = work or baseline.root
-    source, program = work / "abi_probe.c", work / "abi_probe"
-    source.write_text(_probe_source())
-    include = baseline.dataplane / "include" / "dpp"
-    compiled = subprocess.run(
-        [compiler, "-I", str(include), "-o", str(program), str(source)], capture_output=True, text=True
-    )
-    why = f"this checkout's binding (netapp/dataplane/binding.py) cannot drive libdpp at {baseline.rev}"
-    if compiled.returncode:
-        raise BaselineError(f"{why}: its headers lack what the binding passes:\n{compiled.stderr.strip()}")
-    printed = subprocess.run([str(program)], capture_output=True, text=True, check=True).stdout
-    found = {(a, b): int(c) for a, b, c in (line.split() for line in printed.splitlines())}
-    expected = expected_layout()
-    differ = {key: (found.get(key), value) for key, value in expected.items() if found.get(key) != value}
-    if differ:
-        details = ", ".join(
-            f"{a} {b}: {then} at REV, {now} in HEAD" for (a, b), (then, now) in sorted(differ.items())
-        )
-        raise BaselineError(f"{why}: layouts differ ({details})")
-
-
 def cache_min_shapes(dataplane: Path) -> int:
     """DPP_CACHE_MIN_SHAPES of a dataplane tree: from how many shapes its flow cache is consulted
     (bpf/core/classify.h; bpf/classify.h in trees older than the proto/core/nf layout)."""
@@ -214,28 +119,24 @@ def cache_min_shapes(dataplane: Path) -> int:
     return int(match.group(1))
 
 
-def prepare(rev: str, build_dir: Path = BUILD_DIR, own_python: bool = False) -> Baseline:
-    """Export, build and check the baseline; returns where its libdpp is. own_python: its netapp/
-    and bench/ are exported too, for a process of its own to drive it (no ABI check then)."""
+def prepare(rev: str, build_dir: Path = BUILD_DIR) -> Baseline:
+    """Export and build the baseline; returns where its tree and libdpp are."""
     commit = resolve(rev)
     baseline = Baseline(rev, commit, build_dir / f"baseline-{commit[:12]}")
-    export(commit, baseline.root, WITH_PYTHON if own_python else DATAPLANE_ONLY)
+    export(commit, baseline.root)
     build(baseline.dataplane)
     if not baseline.libdpp.is_file():
         raise BaselineError(f"{baseline.libdpp} was not built")
-    if not own_python:
-        check_abi(baseline)
     return baseline
 
 
 def prepare_baseline(rev: Optional[str], build_dir: Path = BUILD_DIR) -> Optional[Baseline]:
-    """`prepare` for a benchmark's --baseline run by its own Python (None without one), saying what
-    it does on stderr."""
+    """`prepare` for a benchmark's --baseline (None without one), saying what it does on stderr."""
     if rev is None:
         return None
-    exported = ", ".join(f"{path}/" for path in WITH_PYTHON)
+    exported = ", ".join(f"{path}/" for path in EXPORTED)
     print(f"  baseline {rev}: exporting {exported} and building it", file=sys.stderr, flush=True)
-    baseline = prepare(rev, build_dir, own_python=True)
+    baseline = prepare(rev, build_dir)
     print(f"  baseline {rev} = {baseline.commit}: {baseline.root}", file=sys.stderr, flush=True)
     return baseline
 
