@@ -93,7 +93,8 @@ class FlowsServer(Server):
         }
 
     def open(self, request: dict[str, Any]) -> Reply:
-        instance = self.run.open_instance(request["rules"], request["shapes"], request["cache"], request["max_flows"])
+        arguments = (request["rules"], request["shapes"], request["cache"], request["max_flows"])
+        instance = self.run.open_instance(*arguments)
         self.instances.append(instance)
         sizes = getattr(self.run, "max_rules_for", None)
         reply = {

@@ -141,9 +141,10 @@ def bench_shared(
                 instance.grow_to(rules)
                 _report_install(instance)
             results.append(bench_level(harness, packets, by_case, rules, args, rng))
+        versions = {instance.version for instance in shared.values()}
         installs = {
-            version: install_summary({mode: instance for mode, instance in shared.items() if instance.version == version})
-            for version in {instance.version for instance in shared.values()}
+            version: install_summary({mode: i for mode, i in shared.items() if i.version == version})
+            for version in versions
         }
         return baseline, results, installs
 
