@@ -20,31 +20,23 @@ import random
 import subprocess
 import sys
 import time
-from contextlib import ExitStack
+from contextlib import ExitStack, closing
 from pathlib import Path
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence, Union
 
-from netapp.dataplane.binding import load_libdpp
-
-from bench.baseline import Baseline, BaselineError, cache_min_shapes, prepare
+from bench.baseline import BaselineError, cache_min_shapes, prepare_baseline
 from bench.harness import DATAPLANE, Harness, build_harness
-from bench.instances import (
-    BASELINE,
-    HEAD,
-    Instance,
-    Pipeline,
-    close_all,
-    grow,
-    open_shared,
-    open_single_rule,
-)
-from bench.measure import WrongPathError, case_subject, floor_subjects, measure, verify_case
+from bench.instances import BASELINE, Instance, close_all, open_shared, open_single_rule
+from bench.measure import Tested, WrongPathError, case_subject, floor_subjects, measure, verify_case
+from bench.remote import DataplaneSide, RemoteInstance
 from bench.report import LevelResult, build_result, format_table, plot
 from bench.workload import CASES, SHAPES, case_packets
 
 DEFAULT_LEVELS = (1, 1_000, 100_000, 1_000_000)
 DEFAULT_OUT = Path("bench/results/dataplane.json")
 SHARED_MIN_RULES = len(SHAPES) + 2  # the three case rules plus one filler per other shape
+HEAD = ""  # the version of this checkout's instances; the baseline's is BASELINE
+Either = Union[Instance, RemoteInstance]
 
 
 def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
@@ -78,7 +70,7 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
 def bench_level(
     harness: Harness,
     packets: Mapping[str, bytes],
-    instances: Mapping[tuple[str, str], Instance],
+    instances: Mapping[tuple[str, str], Tested],
     rules: int,
     args: argparse.Namespace,
     rng: random.Random,
@@ -100,68 +92,71 @@ def bench_level(
 def bench_single_rule(
     harness: Harness,
     packets: Mapping[str, bytes],
-    pipelines: Sequence[Pipeline],
+    side: Optional[DataplaneSide],
     args: argparse.Namespace,
     rng: random.Random,
 ) -> LevelResult:
-    """One instance per (pipeline, mode, case), each holding only that case's rule (a non-matching
-    one for miss)."""
+    """One instance per (mode, case), each holding only that case's rule (a non-matching one for
+    miss); with a baseline, its twin opened by the baseline's own code."""
     with ExitStack() as stack:
-        instances: dict[tuple[str, str], Instance] = {}
+        instances: dict[tuple[str, str], Either] = {}
         stack.callback(close_all, instances.values())
         # Callbacks run last-in first-out: the slot lets go of the pipeline before it is closed.
         stack.callback(harness.release_target)
-        for pipeline in pipelines:
-            for flow_cache in (True, False):
-                for case in CASES:
-                    instance = open_single_rule(flow_cache, case, pipeline)
-                    instances[(instance.mode, case)] = instance
+        for flow_cache in (True, False):
+            for case in CASES:
+                instance = open_single_rule(flow_cache, case)
+                instances[(instance.mode, case)] = instance
+                if side:
+                    twin = side.open_like(instance, case)
+                    instances[(twin.mode, case)] = twin
         return bench_level(harness, packets, instances, 1, args, rng)
 
 
 def bench_shared(
     harness: Harness,
     packets: Mapping[str, bytes],
-    pipelines: Sequence[Pipeline],
+    side: Optional[DataplaneSide],
     levels: Sequence[int],
     args: argparse.Namespace,
     rng: random.Random,
 ) -> tuple[LevelResult, list[LevelResult], dict[str, dict[str, Any]]]:
-    """One instance per (pipeline, mode), grown level by level; returns the smallest (all four
-    shapes) level, the requested levels, and what installing the rules cost, per pipeline."""
+    """One instance per mode (and its baseline twin), grown level by level; returns the smallest
+    (all four shapes) level, the requested levels, and what installing the rules cost, per version."""
     with ExitStack() as stack:
-        shared: dict[str, Instance] = {}
+        shared: dict[str, Either] = {}
         stack.callback(close_all, shared.values())
         stack.callback(harness.release_target)
-        for pipeline in pipelines:
-            for flow_cache in (True, False):
-                instance = open_shared(flow_cache, pipeline)
-                shared[instance.mode] = instance
+        for flow_cache in (True, False):
+            instance = open_shared(flow_cache)
+            shared[instance.mode] = instance
+            if side:
+                twin = side.open_like(instance)
+                shared[twin.mode] = twin
         by_case = {(mode, case): instance for mode, instance in shared.items() for case in CASES}
         baseline = bench_level(harness, packets, by_case, shared["cached"].rules, args, rng)
         results = []
         for rules in levels:
             for instance in shared.values():
-                grow(instance, rules)
+                instance.grow_to(rules)
                 _report_install(instance)
             results.append(bench_level(harness, packets, by_case, rules, args, rng))
+        versions = {instance.version for instance in shared.values()}
         installs = {
-            pipeline.version: install_summary(
-                {mode: instance for mode, instance in shared.items() if instance.version == pipeline.version}
-            )
-            for pipeline in pipelines
+            version: install_summary({mode: i for mode, i in shared.items() if i.version == version})
+            for version in versions
         }
         return baseline, results, installs
 
 
-def _report_install(instance: Instance) -> None:
+def _report_install(instance: Either) -> None:
     if instance.installs:
         batch = instance.installs[-1]
         done = f"{instance.rules:,} rules installed ({batch.rules:,} in {batch.seconds:.2f} s)"
         print(f"  {instance.mode}: {done}", file=sys.stderr, flush=True)
 
 
-def install_summary(shared: Mapping[str, Instance]) -> dict[str, Any]:
+def install_summary(shared: Mapping[str, Either]) -> dict[str, Any]:
     """Bulk install rate over every libdpp batch call, and each call's own figures."""
     calls = {
         mode: [vars(batch) | {"rules_per_s": batch.rules_per_s} for batch in instance.installs]
@@ -201,36 +196,26 @@ def machine_info() -> dict[str, Any]:
     }
 
 
-def prepare_baseline(rev: Optional[str]) -> Optional[Baseline]:
-    if rev is None:
-        return None
-    print(f"  baseline {rev}: exporting dataplane/ and building it", file=sys.stderr, flush=True)
-    baseline = prepare(rev)
-    print(f"  baseline {rev} = {baseline.commit}: {baseline.libdpp}", file=sys.stderr, flush=True)
-    missing = load_libdpp(str(baseline.libdpp), lenient=True).missing
-    if missing:
-        print(f"  baseline {rev} lacks {', '.join(missing)} (added since; never called here)",
-              file=sys.stderr, flush=True)
-    return baseline
-
-
 def run(args: argparse.Namespace) -> dict[str, Any]:
     started = time.monotonic()
     rng = random.Random(args.seed)
     packets = case_packets()
     harness_object = build_harness()
     base = prepare_baseline(args.baseline)
-    pipelines = [HEAD] + ([Pipeline(BASELINE, str(base.libdpp), base.legacy_rules)] if base else [])
-    min_shapes = {HEAD.version: cache_min_shapes(DATAPLANE)}
+    min_shapes = {HEAD: cache_min_shapes(DATAPLANE)}
     if base:
         min_shapes[BASELINE] = cache_min_shapes(base.dataplane)
     levels: list[LevelResult] = []
-    with Harness(harness_object) as harness:
+    with Harness(harness_object) as harness, ExitStack() as stack:
+        side = stack.enter_context(closing(DataplaneSide(base))) if base else None
         if 1 in args.levels:
-            levels.append(bench_single_rule(harness, packets, pipelines, args, rng))
+            levels.append(bench_single_rule(harness, packets, side, args, rng))
         shared_levels = [level for level in args.levels if level >= SHARED_MIN_RULES]
-        four_shapes, grown, installs = bench_shared(harness, packets, pipelines, shared_levels, args, rng)
+        four_shapes, grown, installs = bench_shared(harness, packets, side, shared_levels, args, rng)
         levels += grown
+        baseline_meta = None
+        if base and side:
+            baseline_meta = base.describe() | {"netapp": side.netapp(), "install": installs[BASELINE]}
     meta = {
         "runs": args.runs,
         "repeat": args.repeat,
@@ -241,10 +226,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "duration_s": round(time.monotonic() - started, 1),
     }
-    baseline_meta = None
-    if base:
-        baseline_meta = base.describe() | {"install": installs[BASELINE]}
-    return build_result(levels, four_shapes, installs[HEAD.version], meta, min_shapes, baseline_meta)
+    return build_result(levels, four_shapes, installs[HEAD], meta, min_shapes, baseline_meta)
 
 
 def write_outputs(result: dict[str, Any], out: Path) -> None:

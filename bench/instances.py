@@ -4,20 +4,25 @@ An instance is opened the way Dataplane.open() opens an anonymous one, except th
 keeps the low-level handle it injects into Dataplane: the facade has no accessor for the program fd
 (needed for the harness's tail-call slot) and no path for pre-built C rule arrays (needed to
 install a million rules in seconds). Everything else goes through the facade's public API.
+
+A --baseline revision's process opens and grows its instances with that revision's
+`open_single_rule`, `open_shared` and `grow` (bench/baseline_side.py): those names, what they take
+and the Instance attributes it reads (rules, shapes, prog_fd, installs) are kept from one revision
+to the next (bench/README.md).
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence
+from typing import Any, Sequence
 
-from netapp.dataplane.binding import DppHandle, Libdpp, Verdict, load_libdpp
+from netapp.dataplane.binding import DppHandle, Verdict, load_libdpp
 from netapp.dataplane.facade import Dataplane
 from netapp.intents.compiler import CompiledRuleset, compile_intents
 from netapp.intents.models import Intent
 
-from bench.baseline import LegacyRules
+from bench.measure import Counters, read_counters
 from bench.workload import (
     ALT_GROUP,
     ALT_MEMBER,
@@ -32,7 +37,7 @@ from bench.workload import (
 
 STEER_CAPACITY_PPS = 10**12
 MAX_RULES = 1 << 21  # room for 1M rules (and their stat slots) with the hash map half full
-BASELINE = "baseline"  # Instance.version of the --baseline revision's pipeline; HEAD's is ""
+BASELINE = "baseline"  # the version of the --baseline revision's instances (bench/remote.py); HEAD's is ""
 # Filler n gets stat slot FILLER_SLOT_BASE + n: above the few slots the facade hands out at apply().
 FILLER_SLOT_BASE = len(MATCHED_CASES)
 
@@ -58,7 +63,7 @@ class Instance:
     rules: int  # rules in the kernel map
     next_filler: int  # first filler number not installed yet
     installs: list[BulkInstall] = field(default_factory=list)
-    version: str = ""  # "" for this checkout's pipeline, BASELINE for --baseline's
+    version: str = ""  # this checkout's pipeline
 
     @property
     def mode(self) -> str:
@@ -78,6 +83,12 @@ class Instance:
         """Stat slots in use: dense from 0 (the facade's at apply(), then FILLER_SLOT_BASE + n)."""
         return self.rules
 
+    def counters(self, case: str) -> Counters:
+        return read_counters(self, case)
+
+    def grow_to(self, total_rules: int) -> None:
+        grow(self, total_rules)
+
     def close(self) -> None:
         self.dataplane.close()
 
@@ -87,31 +98,11 @@ def mode_name(flow_cache: bool, version: str = "") -> str:
     return f"{version}:{mode}" if version else mode
 
 
-@dataclass(frozen=True)
-class Pipeline:
-    """Which libdpp (and so which BPF program, embedded in it) instances are opened with."""
-
-    version: str = ""
-    libdpp_path: Optional[str] = None  # None: this checkout's
-    legacy_rules: bool = False  # a baseline from before actions by index (bench/baseline.py)
-
-    def lib(self) -> Libdpp:
-        # A baseline's libdpp may lack functions added since; the benchmark never calls them
-        # (bench/baseline.py names them).
-        lib = load_libdpp(self.libdpp_path, lenient=self.libdpp_path is not None)
-        return LegacyRules(lib) if self.legacy_rules else lib
-
-
-HEAD = Pipeline()
-
-
-def open_instance(
-    flow_cache: bool, intents: Sequence[Intent], next_filler: int, pipeline: Pipeline = HEAD
-) -> Instance:
+def open_instance(flow_cache: bool, intents: Sequence[Intent], next_filler: int) -> Instance:
     """A fresh anonymous instance with the CPU and alternative group the cases use, and `intents`
     applied through the compiler (which also publishes their shapes)."""
     handle = DppHandle.open(
-        pipeline.lib(),
+        load_libdpp(),
         None,
         max_rules=MAX_RULES,
         flow_cache=flow_cache,
@@ -132,24 +123,22 @@ def open_instance(
     if report.conflicts or report.upserted != len(intents):
         dataplane.close()
         raise AssertionError(f"workload intents collide: {report}")
-    return Instance(
-        flow_cache, handle, dataplane, ruleset, len(intents), next_filler, version=pipeline.version
-    )
+    return Instance(flow_cache, handle, dataplane, ruleset, len(intents), next_filler)
 
 
-def open_single_rule(flow_cache: bool, case: str, pipeline: Pipeline = HEAD) -> Instance:
+def open_single_rule(flow_cache: bool, case: str) -> Instance:
     """One rule only: the case's own, or for a miss the first ue_subnet filler (no match)."""
     if case in MATCHED_CASES:
-        return open_instance(flow_cache, [case_intent(case)], next_filler=0, pipeline=pipeline)
+        return open_instance(flow_cache, [case_intent(case)], next_filler=0)
     first_subnet_filler = len(SHAPES) - 1  # fillers go round-robin and ue_subnet is the last shape
-    return open_instance(flow_cache, [filler_intent(first_subnet_filler)], next_filler=0, pipeline=pipeline)
+    return open_instance(flow_cache, [filler_intent(first_subnet_filler)], next_filler=0)
 
 
-def open_shared(flow_cache: bool, pipeline: Pipeline = HEAD) -> Instance:
+def open_shared(flow_cache: bool) -> Instance:
     """The matched cases' rules plus one filler for each other shape: all four shapes, few rules."""
     fillers = len(SHAPES) - 1
     intents = [case_intent(case) for case in MATCHED_CASES] + [filler_intent(n) for n in range(fillers)]
-    return open_instance(flow_cache, intents, next_filler=fillers, pipeline=pipeline)
+    return open_instance(flow_cache, intents, next_filler=fillers)
 
 
 def grow(instance: Instance, total_rules: int) -> None:

@@ -10,18 +10,21 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import Callable, Mapping, Optional
+from typing import TYPE_CHECKING, Callable, Mapping, Optional, Protocol
 
 from netapp.dataplane.binding import Verdict
 
 from bench.harness import Harness
-from bench.instances import Instance
 from bench.packets import RewriteError, check_forwarded
 from bench.workload import ALT_MEMBER, CASE_PIPELINE_ACTIONS, CASE_VERDICTS, MATCHED_CASES, case_intent_id
 
 VERIFY_REPEAT = 64  # enough to see the first (cache-filling) and the later (cached) repetitions
 FLOOR = "floor"
 EMPTY_DIRECT = "empty_direct"
+
+
+if TYPE_CHECKING:  # bench.instances imports this module
+    from bench.instances import Instance
 
 
 class WrongPathError(AssertionError):
@@ -37,6 +40,24 @@ class Subject:
     packet: bytes
     verdict: int
     check_output: Callable[[bytes], None]
+
+
+class Tested(Protocol):
+    """What is verified and timed: this checkout's Instance, or a --baseline one (bench/remote.py)."""
+
+    @property
+    def mode(self) -> str: ...
+
+    @property
+    def rules(self) -> int: ...
+
+    @property
+    def shapes(self) -> int: ...
+
+    @property
+    def prog_fd(self) -> int: ...
+
+    def counters(self, case: str) -> "Counters": ...
 
 
 def subject_key(mode: str, case: str) -> str:
@@ -75,7 +96,7 @@ def floor_subjects(harness: Harness, packet: bytes) -> list[Subject]:
     ]
 
 
-def case_subject(instance: Instance, case: str, packet: bytes) -> Subject:
+def case_subject(instance: Tested, case: str, packet: bytes) -> Subject:
     check = expect_forwarded(packet) if case == "forward" else expect_unchanged(packet)
     return Subject(subject_key(instance.mode, case), instance.prog_fd, packet, CASE_VERDICTS[case], check)
 
@@ -126,6 +147,7 @@ def _packets(table: Mapping[str, tuple[int, int]]) -> dict[str, int]:
 
 
 def read_counters(instance: Instance, case: str) -> Counters:
+    # Also what a --baseline revision's process calls, of its own revision (bench/baseline_side.py).
     dataplane = instance.dataplane
     case_rule = dataplane.rule_stats().get(case_intent_id(case), (0, 0))[0]
     all_rules = 0
@@ -144,13 +166,13 @@ def _delta(after: Mapping[str, int], before: Mapping[str, int]) -> dict[str, int
     return {name: after[name] - before.get(name, 0) for name in after if after[name] != before.get(name, 0)}
 
 
-def verify_case(harness: Harness, instance: Instance, case: str, packet: bytes) -> None:
+def verify_case(harness: Harness, instance: Tested, case: str, packet: bytes) -> None:
     """Run the case a few times and check that exactly the expected verdict, action and rule counted
     every packet, and no reason (parse error, fallback) did."""
     where = f"{instance.mode}/{case} with {instance.rules} rules"
-    before = read_counters(instance, case)
+    before = instance.counters(case)
     run_subject(harness, case_subject(instance, case, packet), VERIFY_REPEAT)
-    after = read_counters(instance, case)
+    after = instance.counters(case)
     verdict = _verdict_name(CASE_VERDICTS[case])
     action = CASE_PIPELINE_ACTIONS[case]
     if _delta(after.verdicts, before.verdicts) != {verdict: VERIFY_REPEAT}:

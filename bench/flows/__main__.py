@@ -14,10 +14,10 @@ from contextlib import ExitStack, closing
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from bench.baseline import Baseline, BaselineError, prepare
+from bench.baseline import BaselineError, prepare_baseline
 from bench.dataplane import machine_info
 from bench.flows import report, run, workload
-from bench.flows.remote import BaselineSide
+from bench.flows.remote import FlowsSide
 from bench.harness import Harness, build_harness
 from bench.measure import WrongPathError
 
@@ -56,21 +56,12 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     return args
 
 
-def prepare_baseline(rev: Optional[str]) -> Optional[Baseline]:
-    if rev is None:
-        return None
-    print(f"  baseline {rev}: exporting dataplane/, netapp/ and bench/ and building it", file=sys.stderr, flush=True)
-    baseline = prepare(rev, own_python=True)
-    print(f"  baseline {rev} = {baseline.commit}: {baseline.root}", file=sys.stderr, flush=True)
-    return baseline
-
-
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     started = time.monotonic()
     rng = random.Random(args.seed)
     base = prepare_baseline(args.baseline)
     with Harness(build_harness()) as harness, ExitStack() as stack:
-        side = stack.enter_context(closing(BaselineSide(base))) if base else None
+        side = stack.enter_context(closing(FlowsSide(base))) if base else None
         instances: list[run.Subject] = []
         stack.callback(lambda: [instance.close() for instance in instances])
         stack.callback(harness.release_target)
@@ -89,7 +80,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         revision = None
         if base:
             twins = [instance for instance in instances if instance.version]
-            where = {"netapp": base.shown(Path(side.hello["netapp"]))}  # the revision's Python ran from
+            where = {"netapp": side.netapp()}  # the revision's Python ran from
             revision = report.baseline_result(levels, twins, cases, base.describe() | where)
     return {
         "cases": cases,

@@ -147,7 +147,7 @@ def repeat_for(flows: int, minimum: int) -> int:
 
 
 def _counts(instance: Instance) -> Counts:
-    # A --baseline revision's process calls its own _counts (bench/flows/baseline_side.py).
+    # A --baseline revision's process calls its own _counts (bench/baseline_side.py).
     verdicts = instance.dataplane.verdict_stats()
     reasons = instance.dataplane.reason_stats()
     rules = instance.handle.stats_rules_array(0, instance.installed)

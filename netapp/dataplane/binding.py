@@ -261,12 +261,8 @@ def _forward_log(level: int, message: Optional[bytes], _ctx: Optional[int]) -> N
 class Libdpp:
     """The loaded library with its prototypes declared and its log routed to `netapp.dataplane`."""
 
-    def __init__(self, path: str, lenient: bool = False):
+    def __init__(self, path: str):
         self.path = path
-        # lenient: a library of another revision (a benchmark's baseline) may lack functions it
-        # will never be asked for; they are listed here instead of refusing the library.
-        self.lenient = lenient
-        self.missing: list[str] = []
         check_system_libraries()
         try:
             self.cdll = ctypes.CDLL(path)
@@ -284,9 +280,6 @@ class Libdpp:
             try:
                 function = getattr(self.cdll, name)
             except AttributeError:
-                if self.lenient:
-                    self.missing.append(name)
-                    continue
                 raise LibraryNotFoundError(
                     errno_codes.ELIBBAD,
                     "load libdpp",
@@ -303,9 +296,9 @@ class Libdpp:
 _LOADED: dict[str, Libdpp] = {}
 
 
-def load_libdpp(path: Optional[str] = None, lenient: bool = False) -> Libdpp:
-    """Load (once per path) and return libdpp; lenient: see Libdpp."""
+def load_libdpp(path: Optional[str] = None) -> Libdpp:
+    """Load (once per path) and return libdpp."""
     path = path or find_libdpp()
     if path not in _LOADED:
-        _LOADED[path] = Libdpp(path, lenient)
+        _LOADED[path] = Libdpp(path)
     return _LOADED[path]

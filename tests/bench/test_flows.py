@@ -80,7 +80,7 @@ def test_a_baseline_revision_is_measured_beside_head_and_paired_with_it(tmp_path
         ["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
     ).stdout.strip()
     # The export and build go to tmp_path, not bench/build/, so the test leaves nothing behind.
-    monkeypatch.setattr(flows_main, "prepare", functools.partial(baseline.prepare, build_dir=tmp_path))
+    monkeypatch.setattr(flows_main, "prepare_baseline", functools.partial(baseline.prepare_baseline, build_dir=tmp_path))
     out = tmp_path / "flows.json"
     argv = ["--out", str(out), "--flows", "1,50", "--rules", "20", "--shapes", "2", "--runs", "2", "--repeat", "100"]
     assert flows_main.main(argv + ["--baseline", "HEAD"]) == 0
