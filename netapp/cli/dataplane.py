@@ -165,7 +165,7 @@ def _cpu_set(compiled: CompiledDocument, path: Path) -> CompiledDocument:
     """The document's CPU set; when it lists none, the CPUs its steer intents name. Each intent
     that steers outside the set is warned about: its packets fall back (cpu_unavailable)."""
     host = possible_cpus()
-    steers = {rule.intent_id: rule.cpu for rule in compiled.ruleset.rules if rule.action == "steer"}
+    steers = {rule.intent_id: rule.arg for rule in compiled.ruleset.rules if rule.action == "steer"}
     if not compiled.cpus and steers:
         cpus = sorted({cpu for cpu in steers.values() if cpu < host})
         compiled = replace(compiled, cpus=tuple(CpuSpec(cpu=cpu) for cpu in cpus))

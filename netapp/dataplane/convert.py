@@ -7,7 +7,7 @@ import sys
 import zlib
 from ctypes import Structure, c_uint8
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Optional, Sequence, Union
+from typing import Any, Mapping, Optional, Sequence, Union
 
 from netapp.dataplane.abi import (
     MAX_ALT_MEMBERS,
@@ -23,7 +23,7 @@ from netapp.dataplane.abi import (
     Shape,
     U32x4,
 )
-from netapp.intents.compiler import CompiledAltMember, CompiledRule, RuleShape
+from netapp.intents.compiler import RULE_ACTIONS, CompiledAltMember, CompiledRule, RuleShape
 
 
 @dataclass(frozen=True)
@@ -145,29 +145,14 @@ def _or_none(index: Optional[int]) -> int:
     return NONE if index is None else index
 
 
-# struct dpp_rule.arg by action: an index into the action's own table (dpp/core/structs.h).
-_ACTION_ARG: Mapping[str, Callable[[CompiledRule], int]] = {
-    "steer": lambda rule: _or_none(rule.cpu),  # dpp_cpus, dpp_cpu_map
-    "forward": lambda rule: _or_none(rule.alt_group),  # dpp_alt_groups; NONE: the default group
-    "redirect": lambda rule: _or_none(rule.redirect_ifindex),  # dpp_ports
-}
-
-
-def _overflow_group(rule: CompiledRule) -> int:
-    """Where the flows go that the action cannot serve here: STEER's and best-effort PASS's group."""
-    if rule.action == "steer" or rule.best_effort:
-        return _or_none(rule.alt_group)
-    return NONE
-
-
 def rule_value(rule: CompiledRule, slot: int = 0) -> Rule:
     return Rule(
         slot=slot,
         priority=rule.priority,
-        action=Action[rule.action.upper()],
+        action=Action[RULE_ACTIONS[rule.action].c_action],
         flags=RuleFlag.BEST_EFFORT if rule.best_effort else 0,
-        arg=_ACTION_ARG.get(rule.action, lambda _: NONE)(rule),
-        overflow_group=_overflow_group(rule),
+        arg=_or_none(rule.arg),
+        overflow_group=_or_none(rule.overflow_group),
     )
 
 

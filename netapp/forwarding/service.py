@@ -11,10 +11,11 @@ import dataclasses
 import logging
 from typing import Any, Iterator, Optional
 
+from netapp.forwarding.compiler import CompiledAltGroup, CompiledAltMember, compile_alternatives, rule_group
 from netapp.forwarding.contract import AlternativesContract
 from netapp.forwarding.liveness import GTPU_PORT, UNPROBED, LivenessMonitor, MemberLiveness, Target
 from netapp.forwarding.models import AlternativeGroup, AlternativeGroupStatus, AlternativeMemberStatus
-from netapp.intents.compiler import CompiledAltGroup, CompiledAltMember, CompileError, compile_alternatives
+from netapp.intents.errors import CompileError
 from netapp.service.contract import Conflict, NotFound, Principal, Scope
 from netapp.service.state import ServiceState
 from netapp.service.transaction import SiteChange, invalid_input
@@ -100,10 +101,11 @@ class AlternativesService(AlternativesContract):
 
     def _require_unused(self, who: Principal, group_id: int) -> None:
         index = self._state.index
+        rules = ((name, index.get(name)) for name in index.rule_ids())
         users = sorted(
             self._state.rules.display(who, name)
-            for name in index.rule_ids()
-            if getattr(index.get(name), "alt_group", None) == group_id
+            for name, rule in rules
+            if rule is not None and rule_group(rule) == group_id
         )
         if users:
             listed = ", ".join(repr(name) for name in users[:5]) + (" ..." if len(users) > 5 else "")

@@ -7,25 +7,25 @@ keys rules by match, so two intents with the same key cannot both be installed).
 
 The compiler says *which* key fields a rule compares and with which values;
 netapp.dataplane.binding.KEY_FIELDS (the one per-field table) turns them into key members and masks.
+What a rule does comes from its action's entry in RULE_ACTIONS, which each network function's
+compiler (netapp/<function>/compiler.py) provides: the C action, the rule's argument, its overflow.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from ipaddress import IPv4Address, IPv6Address
 from typing import Any, Iterable, Iterator, Mapping, Optional
 
-from netapp.intents.errors import IntentError
-from netapp.intents.models import (
-    AlternativeGroup,
-    CpuSpec,
-    ForwardAction,
-    Intent,
-    IntentDocument,
-    Match,
-    RedirectAction,
-    SteerAction,
+from netapp.forwarding.compiler import (  # noqa: F401 - CompiledAlt* re-exported
+    FORWARD,
+    CompiledAltGroup,
+    CompiledAltMember,
+    compile_alternatives,
 )
+from netapp.intents.actions import RuleAction, RuleArgument, resolve_interface
+from netapp.intents.errors import CompileError  # noqa: F401 - re-exported
+from netapp.intents.models import CpuSpec, Intent, IntentDocument, Match, RedirectAction
+from netapp.steering.compiler import STEER
 
 # DPP_MAX_SHAPES in dpp_consts.h (checked by tests/dataplane/test_abi.py).
 MAX_SHAPES = 16
@@ -56,19 +56,24 @@ KEY_FIELD_NAMES = (
 )
 PREFIX_FIELDS = frozenset({"src", "dst"})
 
-ACTIONS = ("pass", "drop", "steer", "forward", "redirect")
+
+def _redirect_argument(intent: Intent, interfaces: Mapping[str, int]) -> RuleArgument:
+    assert isinstance(intent.action, RedirectAction)
+    name = intent.action.interface
+    return RuleArgument(resolve_interface(name, interfaces, "action.interface", intent.id), f"to {name}")
 
 
-class CompileError(IntentError):
-    """An intent cannot be compiled; `field` is its path inside the intent (e.g. match.interface)."""
-
-    def __init__(self, field: str, message: str, intent_id: Optional[str] = None):
-        self.intent_id = intent_id
-        super().__init__([(field, message)])
-
-    def line(self) -> str:
-        where = f"intent {self.intent_id!r}: " if self.intent_id else ""
-        return f"{where}{super().line()}"
+# The one registry of intent actions: intent action type -> its C action and rule argument. A network
+# function's compiler (netapp/<function>/compiler.py) defines its entries; redirect, which only names
+# an interface (dpp_ports), is the core's, as pass and drop are.
+RULE_ACTIONS: Mapping[str, RuleAction] = {
+    "pass": RuleAction("PASS"),
+    "drop": RuleAction("DROP"),
+    "steer": STEER,
+    "forward": FORWARD,
+    "redirect": RuleAction("REDIRECT", _redirect_argument),
+}
+ACTIONS = tuple(RULE_ACTIONS)
 
 
 class FieldValues(Mapping[str, Any]):
@@ -133,18 +138,18 @@ class RuleShape:
 
 @dataclass(frozen=True)
 class CompiledRule:
-    """One intent as a data-plane rule: masked values of its shape's fields, and what to do."""
+    """One intent as a data-plane rule: masked values of its shape's fields, and what to do: the
+    action, its argument (an index into the action's table, e.g. a CPU) and where overflow goes."""
 
     intent_id: str
     shape: RuleShape
     values: FieldValues
     priority: int
     action: str
-    cpu: Optional[int] = None
-    alt_group: Optional[int] = None  # None: the site's default group (DPP_NONE)
-    redirect_ifindex: Optional[int] = None
+    arg: Optional[int] = None  # None: DPP_NONE (no argument)
+    overflow_group: Optional[int] = None  # None: the site's default group (DPP_NONE)
     best_effort: bool = False
-    redirect_interface: Optional[str] = None  # the name redirect_ifindex was resolved from
+    arg_text: str = ""  # the argument as messages name it
 
     @property
     def match_key(self) -> tuple[RuleShape, FieldValues]:
@@ -153,13 +158,10 @@ class CompiledRule:
 
     def outcome(self) -> tuple[Any, ...]:
         """Everything that decides what happens to a matching packet."""
-        return (self.action, self.cpu, self.alt_group, self.redirect_ifindex, self.best_effort)
+        return (self.action, self.arg, self.overflow_group, self.best_effort)
 
     def describe_action(self) -> str:
-        details = {"steer": f" cpu {self.cpu}", "forward": f" group {self.alt_group}"}
-        text = self.action + details.get(self.action, "")
-        if self.action == "redirect":
-            text += f" to {self.redirect_interface or f'ifindex {self.redirect_ifindex}'}"
+        text = f"{self.action} {self.arg_text}" if self.arg_text else self.action
         return text + (" best-effort" if self.best_effort else "")
 
 
@@ -187,27 +189,6 @@ class CompiledRuleset:
 
     def rule_for(self, intent_id: str) -> Optional[CompiledRule]:
         return next((rule for rule in self.rules if rule.intent_id == intent_id), None)
-
-
-@dataclass(frozen=True)
-class CompiledAltMember:
-    """An alternative node with its egress interface resolved (ifindex 0: back out of ingress)."""
-
-    mac: str
-    source_mac: Optional[str] = None
-    ifindex: int = 0
-    ip4: Optional[IPv4Address] = None
-    ip6: Optional[IPv6Address] = None
-
-
-@dataclass(frozen=True)
-class CompiledAltGroup:
-    group_id: int
-    members: tuple[CompiledAltMember, ...]
-
-    @property
-    def egress_ifindexes(self) -> frozenset[int]:
-        return frozenset(member.ifindex for member in self.members if member.ifindex)
 
 
 @dataclass(frozen=True)
@@ -248,17 +229,19 @@ def compile_intent(
     by tenant); errors still name the intent's own id, which is what its author knows.
     """
     values = match_values(intent.match, interfaces, intent.id)
+    action = RULE_ACTIONS[intent.action.type]
+    overflows = action.overflows or intent.best_effort
+    argument = action.argument(intent, interfaces)
     return CompiledRule(
         intent_id=intent.id if rule_id is None else rule_id,
         shape=shape_of(values),
         values=FieldValues(values),
         priority=intent.priority,
         action=intent.action.type,
-        cpu=intent.action.cpu if isinstance(intent.action, SteerAction) else None,
-        alt_group=_alt_group(intent),
-        redirect_ifindex=_redirect_ifindex(intent, interfaces),
+        arg=argument.index,
+        overflow_group=action.overflow_group(intent) if overflows else None,
         best_effort=intent.best_effort,
-        redirect_interface=intent.action.interface if isinstance(intent.action, RedirectAction) else None,
+        arg_text=argument.text,
     )
 
 
@@ -310,29 +293,6 @@ def shape_of(values: Mapping[str, Any]) -> RuleShape:
         dst_len=dst.prefixlen if dst is not None else 0,
         family=values.get("family", 0),
     )
-
-
-def resolve_interface(
-    name: str, interfaces: Mapping[str, int], field: str, intent_id: Optional[str] = None
-) -> int:
-    if name in interfaces:
-        return interfaces[name]
-    known = ", ".join(sorted(interfaces)) or "none"
-    raise CompileError(field, f"unknown interface {name!r} (known: {known})", intent_id)
-
-
-def _alt_group(intent: Intent) -> Optional[int]:
-    if isinstance(intent.action, ForwardAction):
-        return intent.action.alternative
-    if isinstance(intent.action, SteerAction) or intent.best_effort:
-        return intent.alternative
-    return None
-
-
-def _redirect_ifindex(intent: Intent, interfaces: Mapping[str, int]) -> Optional[int]:
-    if not isinstance(intent.action, RedirectAction):
-        return None
-    return resolve_interface(intent.action.interface, interfaces, "action.interface", intent.id)
 
 
 def _reject_duplicate_ids(intents: list[Intent]) -> None:
@@ -429,34 +389,21 @@ def _too_many_shapes(shapes: tuple[RuleShape, ...], max_shapes: int) -> str:
 # --- Documents ---------------------------------------------------------------------------------
 
 
-def compile_alternatives(
-    groups: Iterable[AlternativeGroup], interfaces: Mapping[str, int]
-) -> tuple[CompiledAltGroup, ...]:
-    """Alternative groups with member egress interfaces resolved to ifindexes."""
-    compiled = []
-    for group_index, group in enumerate(groups):
-        members = []
-        for member_index, member in enumerate(group.members):
-            ifindex = 0
-            if member.interface is not None:
-                where = f"alternatives[{group_index}].members[{member_index}].interface"
-                ifindex = resolve_interface(member.interface, interfaces, where)
-            members.append(CompiledAltMember(member.mac, member.source_mac, ifindex, member.ip4, member.ip6))
-        compiled.append(CompiledAltGroup(group.id, tuple(members)))
-    return tuple(compiled)
-
-
 def compile_document(
     document: IntentDocument, interfaces: Mapping[str, int], max_shapes: int = MAX_SHAPES
 ) -> CompiledDocument:
     """Rules, alternative groups, CPUs and defaults of a document, ready for the data plane."""
     ruleset = compile_intents(document.intents, interfaces, max_shapes)
-    redirects = frozenset(rule.redirect_ifindex for rule in ruleset.rules if rule.redirect_ifindex)
     return CompiledDocument(
         ruleset=ruleset,
         alternatives=compile_alternatives(document.alternatives, interfaces),
         cpus=tuple(document.cpus),
         default_verdict=document.default_verdict,
         default_alternative=document.default_alternative,
-        redirect_ifindexes=redirects,
+        redirect_ifindexes=redirect_ports(ruleset.rules),
     )
+
+
+def redirect_ports(rules: Iterable[CompiledRule]) -> frozenset[int]:
+    """The interfaces redirect rules send out of (dpp_ports)."""
+    return frozenset(rule.arg for rule in rules if rule.action == "redirect" and rule.arg)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Optional, Sequence
 
 from pydantic import ValidationError
 
@@ -54,6 +54,18 @@ class IntentError(ValueError):
     def prefixed(self, prefix: str) -> "IntentError":
         """The same problems, located below `prefix` (e.g. "intents[2]")."""
         return IntentError([(join_path(prefix, path), msg) for path, msg in self.problems])
+
+
+class CompileError(IntentError):
+    """An intent cannot be compiled; `field` is its path inside the intent (e.g. match.interface)."""
+
+    def __init__(self, field: str, message: str, intent_id: Optional[str] = None):
+        self.intent_id = intent_id
+        super().__init__([(field, message)])
+
+    def line(self) -> str:
+        where = f"intent {self.intent_id!r}: " if self.intent_id else ""
+        return f"{where}{super().line()}"
 
 
 def join_path(prefix: str, path: str) -> str:

@@ -15,6 +15,7 @@ from typing import Annotated, Any, Generic, Literal, Mapping, Optional, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, Strict
 
+from netapp.forwarding.compiler import rule_group
 from netapp.forwarding.contract import AlternativesContract
 from netapp.intents.compiler import CompiledRule
 from netapp.intents.models import Intent, LegacyMessage
@@ -176,8 +177,8 @@ class CompiledRuleView(BaseModel):
             match=match,
             priority=rule.priority,
             action=rule.action,
-            cpu=rule.cpu,
-            alternative=rule.alt_group,
+            cpu=rule.arg if rule.action == "steer" else None,
+            alternative=rule_group(rule),
         )
 
 

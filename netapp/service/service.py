@@ -37,7 +37,7 @@ from netapp.dataplane.facade import Dataplane
 from netapp.forwarding.liveness import GTPU_PORT
 from netapp.forwarding.models import AlternativeGroup, AlternativeGroupStatus
 from netapp.forwarding.service import AlternativesService
-from netapp.intents.compiler import CompiledDocument, CompileError
+from netapp.intents.compiler import CompiledDocument, CompileError, redirect_ports
 from netapp.intents.index import RuleIndex
 from netapp.intents.models import Intent, LegacyMessage
 from netapp.service.admin import AdminService
@@ -245,7 +245,7 @@ class NetAppService(IntentService):
             cpus=tuple(self._cpus.usable(uncompiled)),
             default_verdict=self.settings.default_verdict,
             default_alternative=self.settings.default_alternative,
-            redirect_ifindexes=frozenset(r.redirect_ifindex for r in ruleset.rules if r.redirect_ifindex),
+            redirect_ifindexes=redirect_ports(ruleset.rules),
         )
 
     def _left_out(self) -> dict[str, str]:

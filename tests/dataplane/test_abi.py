@@ -89,6 +89,15 @@ def test_every_enum_mirror_matches_btf_names_and_values(btf, mirror):
     assert {value["name"]: value["val"] for value in enum["values"]} == expected
 
 
+def test_every_c_action_has_one_registered_intent_action_and_back(btf):
+    """The action registry (compiler.RULE_ACTIONS) against enum dpp_action: a C action without a
+    Python entry fails, and so does an entry naming no C action. DEFAULT is never installed."""
+    enum = btf.enum("dpp_action")
+    installable = {value["name"] for value in enum["values"]} - {"DPP_ACTION_DEFAULT", "DPP_ACTION_MAX"}
+    registered = [f"DPP_ACTION_{action.c_action}" for action in compiler.RULE_ACTIONS.values()]
+    assert sorted(registered) == sorted(installable)
+
+
 def test_array_dimensions_match_the_constants(btf):
     members = {m.name: m.type_name for m in btf.members(btf.struct("dpp_shape_set"))}
     assert members["shapes"] == f"dpp_shape[{binding.MAX_SHAPES}]"

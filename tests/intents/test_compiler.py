@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import ipaddress
 import itertools
+from typing import get_args
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from netapp.forwarding.compiler import compile_alternatives
+from netapp.intents import native
 from netapp.intents.compiler import (
     KEY_FIELD_NAMES,
     MAX_SHAPES,
+    RULE_ACTIONS,
     CompileError,
     FieldValues,
     RuleShape,
-    compile_alternatives,
     compile_document,
     compile_intent,
     compile_intents,
@@ -127,22 +130,31 @@ class TestActions:
     @pytest.mark.parametrize(
         ("fields", "expected"),
         [
-            ({"action": {"type": "pass"}}, ("pass", None, None, None, False)),
-            ({"action": {"type": "drop"}}, ("drop", None, None, None, False)),
-            ({"action": {"type": "steer", "cpu": 3}}, ("steer", 3, None, None, False)),
-            ({"action": {"type": "steer", "cpu": 3}, "alternative": 4}, ("steer", 3, 4, None, False)),
-            ({"action": {"type": "forward", "alternative": 9}}, ("forward", None, 9, None, False)),
-            ({"action": {"type": "redirect", "interface": "ens5"}}, ("redirect", None, None, 7, False)),
-            ({"action": {"type": "pass"}, "traffic_class": "best-effort"}, ("pass", None, None, None, True)),
+            ({"action": {"type": "pass"}}, ("pass", None, None, False)),
+            ({"action": {"type": "drop"}}, ("drop", None, None, False)),
+            ({"action": {"type": "steer", "cpu": 3}}, ("steer", 3, None, False)),
+            ({"action": {"type": "steer", "cpu": 3}, "alternative": 4}, ("steer", 3, 4, False)),
+            ({"action": {"type": "forward", "alternative": 9}}, ("forward", 9, None, False)),
+            (
+                {"action": {"type": "forward", "alternative": 9}, "traffic_class": "best-effort"},
+                ("forward", 9, 9, True),
+            ),
+            ({"action": {"type": "redirect", "interface": "ens5"}}, ("redirect", 7, None, False)),
+            ({"action": {"type": "pass"}, "traffic_class": "best-effort"}, ("pass", None, None, True)),
             (
                 {"action": {"type": "pass"}, "traffic_class": "best-effort", "alternative": 2},
-                ("pass", None, 2, None, True),
+                ("pass", None, 2, True),
             ),
         ],
     )
-    def test_given_an_action_then_the_rule_carries_its_arguments(self, fields, expected):
+    def test_given_an_action_then_the_rule_carries_its_argument_and_overflow_group(self, fields, expected):
         rule = compile_one({"dscp": 1}, **fields)
-        assert (rule.action, rule.cpu, rule.alt_group, rule.redirect_ifindex, rule.best_effort) == expected
+        assert (rule.action, rule.arg, rule.overflow_group, rule.best_effort) == expected
+
+    def test_every_action_an_intent_may_name_is_registered_once(self):
+        models = get_args(get_args(native.Action)[0])  # Annotated[Union[PassAction, ...], Field]
+        named = [get_args(model.model_fields["type"].annotation)[0] for model in models]
+        assert sorted(named) == sorted(RULE_ACTIONS) and len(set(named)) == len(named)
 
     def test_priority_is_carried(self):
         assert compile_one({}, priority=7).priority == 7
@@ -364,7 +376,7 @@ class TestDocuments:
             "fragment": 0,
             "dst_port": 5004,
         }
-        assert (rule.intent_id, rule.action, rule.cpu, rule.priority) == ("legacy-e918d704", "steer", 1, 100)
+        assert (rule.intent_id, rule.action, rule.arg, rule.priority) == ("legacy-e918d704", "steer", 1, 100)
 
     def test_given_a_site_then_alternatives_cpus_defaults_and_redirect_ports(self):
         document = site_document([native_intent("r", action={"type": "redirect", "interface": "ens5"})])
