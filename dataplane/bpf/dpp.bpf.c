@@ -27,6 +27,10 @@ const volatile struct {
 	enum dpp_key_flags key_flags;
 	enum dpp_xdp_mode xdp_mode;
 	enum dpp_prog prog;
+	enum dpp_upf_role upf_role;
+	enum dpp_upf_far upf_far;
+	enum dpp_upf_output upf_output;
+	enum dpp_upf_pdr_flags upf_pdr_flags;
 } dpp_abi_enums;
 
 /* The N3 fast path when the packet has its layout, else the staged parser from the first byte.
