@@ -69,37 +69,48 @@ static __always_inline int echo_ip6(struct xdp_md *ctx, struct ipv6hdr *ip6, str
 	return 0;
 }
 
-/* The GTP-U message becomes the response: its header (with the optional octets when the request
- * had them, the extension chain dropped) and the Recovery IE. Returns the new UDP length. */
-static __always_inline __u32 echo_gtp(struct gtpu_hdr *gtp)
+/* The response's UDP length: its GTP-U header (with the optional octets when the request had
+ * them, the extension chain dropped) and the Recovery IE. */
+static __always_inline __u32 echo_udp_len(const struct gtpu_hdr *gtp)
 {
-	__u32 opt = (gtp->flags & GTP_FLAGS_EXT_SEQ_PN) ? 4 : 0;
-	__u8 *ie = (__u8 *)(gtp + 1) + opt;
-
-	if (opt)
-		ie[-1] = 0; /* no extension header follows */
-	gtp->flags &= ~0x04;
-	gtp->type = GTP_ECHO_RESPONSE;
-	gtp->length = bpf_htons(opt + 2);
-	ie[0] = GTP_IE_RECOVERY;
-	ie[1] = 0;
-	return sizeof(struct udphdr) + sizeof(*gtp) + opt + 2;
+	return sizeof(struct udphdr) + sizeof(*gtp) + ((gtp->flags & GTP_FLAGS_EXT_SEQ_PN) ? 4 : 0) + 2;
 }
 
-/* Answer the Echo Request whose GTP-U header is at layers->gtp. XDP_TX, or -1: not answered here. */
+/* Write the response's GTP-U message over the request's (the packet already has its new size). */
+static __always_inline int echo_gtp(struct gtpu_hdr *gtp, void *end)
+{
+	__u8 *ie = (__u8 *)(gtp + 1);
+
+	if ((void *)(ie + 2) > end)
+		return -1;
+	if (gtp->flags & GTP_FLAGS_EXT_SEQ_PN) {
+		ie += 4;
+		if ((void *)(ie + 2) > end)
+			return -1;
+		ie[-1] = 0; /* no extension header follows */
+	}
+	gtp->flags &= ~0x04;
+	gtp->type = GTP_ECHO_RESPONSE;
+	gtp->length = bpf_htons(ie + 2 - (__u8 *)(gtp + 1));
+	ie[0] = GTP_IE_RECOVERY;
+	ie[1] = 0;
+	return 0;
+}
+
+/* Answer the Echo Request whose GTP-U header is at layers->gtp. XDP_TX, or -1: not answered here
+ * (the packet is then as it came, unless the IP header turned out to have options). */
 static __always_inline int upf_echo(struct xdp_md *ctx, const struct dpp_layers *l)
 {
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
 	__u32 gtp_off = bounded_offset(l->gtp), l4 = bounded_offset(l->outer_l4), udp_len;
 	struct gtpu_hdr *gtp = data + gtp_off;
-	struct ethhdr *eth = data;
+	struct ethhdr *eth;
 	struct udphdr *udp;
 	void *ip;
 
-	if (l->tun_l3 != l->outer_l3 || (void *)gtp + UPF_ECHO_MAX + 2 > end ||
-	    gtp->type != GTP_ECHO_REQUEST)
+	if (l->tun_l3 != l->outer_l3 || (void *)(gtp + 1) > end || gtp->type != GTP_ECHO_REQUEST)
 		return -1;
-	udp_len = echo_gtp(gtp);
+	udp_len = echo_udp_len(gtp);
 	if (bpf_xdp_adjust_tail(ctx, (int)(l4 + udp_len) - (int)(end - data)))
 		return -1;
 	data = (void *)(long)ctx->data;
@@ -107,7 +118,9 @@ static __always_inline int upf_echo(struct xdp_md *ctx, const struct dpp_layers 
 	eth = data;
 	ip = data + bounded_offset(l->outer_l3);
 	udp = data + l4;
-	if ((void *)(eth + 1) > end || (void *)(udp + 1) > end)
+	gtp = data + gtp_off;
+	if ((void *)(eth + 1) > end || (void *)(udp + 1) > end || (void *)(gtp + 1) > end ||
+	    echo_gtp(gtp, end))
 		return -1;
 	swap_macs(eth);
 	if (l->outer_family == 4) {

@@ -158,13 +158,23 @@ static __always_inline int upf_encap(struct xdp_md *ctx, const struct dpp_upf_pd
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
 	__u32 ue_len = ip_len_at(data, end, l3, family), frame_len = end - data;
 	int hdr = pdr->family == 6 ? UPF_ENCAP6 : UPF_ENCAP4;
+	__u8 macs[2 * ETH_ALEN];
 
 	if (!ue_len || l3 + ue_len > frame_len)
 		return -1;
 	if (l3 + ue_len < frame_len && bpf_xdp_adjust_tail(ctx, (int)(l3 + ue_len) - (int)frame_len))
 		return -1;
+	data = (void *)(long)ctx->data;
+	end = (void *)(long)ctx->data_end;
+	if (data + sizeof(macs) > end)
+		return -1;
+	__builtin_memcpy(macs, data, sizeof(macs)); /* kept: the output may leave them as they are */
 	if (bpf_xdp_adjust_head(ctx, (int)bounded_offset(l3) - hdr))
 		return -1;
+	data = (void *)(long)ctx->data;
+	if (data + sizeof(macs) > (void *)(long)ctx->data_end)
+		return -1;
+	__builtin_memcpy(data, macs, sizeof(macs));
 	return pdr->family == 6 ? encap6(ctx, pdr, ue_len) : encap4(ctx, pdr, ue_len);
 }
 
