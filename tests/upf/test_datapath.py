@@ -16,7 +16,8 @@ from scapy.layers.vxlan import VXLAN
 
 from netapp.dataplane.facade import Dataplane, interface_index
 from netapp.testbed import netns
-from netapp.upf.abi import Output, Role
+from netapp.upf.abi import QFI_ANY, Output, Role, UplinkKey
+from netapp.upf.flows import parse_flow
 from netapp.upf.applier import BpfApplier, iface_entries
 from netapp.upf.compiler import Site
 from netapp.upf.models import Far, FTeid, ForwardingParameters, OuterHeaderCreation, Pdi, Pdr, Qer, Session, Urr, FSeid
@@ -43,7 +44,7 @@ def session(*, uplink_far: Far | None = None, sdf: bool = False, seid: int = 1) 
                outer_header_removal=0, far_id=1, qer_ids=(1,), urr_ids=(1,)),
         2: Pdr(id=2, precedence=100, pdi=Pdi(source_interface=Interface.CORE,
                                                ue_ip={"ipv4": UE, "ipv6": UE6, "destination": True},
-                                               sdf_filters=("permit out ip from any to assigned",) if sdf else ()),
+                                               sdf_filters=(parse_flow("permit out ip from any to assigned"),) if sdf else ()),
                far_id=2, qer_ids=(1,), urr_ids=(1,)),
     }
     return Session(seid=seid, node_id="smf", remote=FSeid(seid=9, ipv4="10.0.0.1"), pdrs=pdrs,
@@ -232,4 +233,45 @@ def test_deletion_makes_the_teid_miss_again(dp):
     upf.apply(session(), None)
     out = dp.test_run(uplink_frame(), N3_IF)
     assert out.reason == "upf_teid_miss"
-    assert dp.table("dpp_upf_uplink").get(__import__("netapp.upf.abi", fromlist=["x"]).UplinkKey(teid=TEID, qfi=0xFF)) is None
+    assert dp.table("dpp_upf_uplink").get(UplinkKey(teid=TEID, qfi=QFI_ANY)) is None
+
+
+def _without_sdf(rule: dict) -> dict:
+    """A Create PDR of tests/upf/smf.py without its SDF filter (the data path refuses those)."""
+    pdr_ies = [dict(item, Data=[sub for sub in item["Data"] if sub["Type"] != 23]) if item["Type"] == 2 else item
+               for item in rule["Data"]]
+    return dict(rule, Data=pdr_ies)
+
+
+def test_a_session_established_over_pfcp_acts_on_packets_until_deleted(dp, tmp_path):
+    from netapp.service.store import Store
+    from netapp.upf.pfcp.server import PfcpServer
+    from netapp.upf.sessions import Upf
+    from tests.upf.smf import Smf, cause, create_far, create_pdr, create_qer, create_urr, fseid, node_id, recovery
+
+    store = Store.open(tmp_path / "netapp.db", synchronous="NORMAL")
+    server = PfcpServer(Upf(store, applier(dp), n3_ipv4=N3_IP), "127.0.0.1", 0)
+    server.start()
+    smf = Smf(server.address)
+    try:
+        assert cause(smf.ask("PFCPAssociationSetupReq", [node_id(), recovery(1000)])) == 1
+        ies = [node_id(), fseid(0x51),
+               _without_sdf(create_pdr(1, 1, access=True, choose_id=1)),
+               _without_sdf(create_pdr(3, 2, access=False, ue=UE)),
+               create_far(1, core=True), create_far(2, core=False, gnb=GNB, teid=DL_TEID), create_qer(), create_urr()]
+        assert cause(smf.ask("PFCPSessionEstablishmentReq", ies, seid=0)) == 1
+        (session_,) = server.upf.sessions.values()  # type: ignore[attr-defined]
+        teid = session_.pdrs[1].pdi.local_fteid.teid
+
+        assert dp.test_run(uplink_frame(teid=teid), N3_IF).data == decapsulated()
+        down = Ether(**MACS) / IP(src=SERVER, dst=UE) / UDP(sport=5004, dport=40000) / (b"d" * 64)
+        out = dp.test_run(bytes(down), N6_IF)
+        assert out.action == "upf" and GTP_U_Header(out.data[42:]).teid == DL_TEID
+
+        assert cause(smf.ask("PFCPSessionDeletionReq", [], seid=session_.seid)) == 1
+        assert dp.test_run(uplink_frame(teid=teid), N3_IF).reason == "upf_teid_miss"
+        assert dp.test_run(bytes(down), N6_IF).action != "upf"
+    finally:
+        smf.close()
+        server.close()
+        store.close()
