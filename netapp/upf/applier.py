@@ -9,22 +9,22 @@ settings when the applier starts), network instance ids, and the URR slots of dp
 
 from __future__ import annotations
 
-import ipaddress
-import sys
 from typing import Any, Callable, Mapping, Optional
 
 from netapp.dataplane.tables import Table
 from netapp.service.contract import ServiceError
 from netapp.service.transaction import SiteChange
 from netapp.upf.abi import MAX_UPF_IFACES, MAX_UPF_URRS, DownlinkKey, Iface, Role, UplinkKey
-from netapp.upf.compiler import Entries, Site, compile_session
+from netapp.upf.compiler import Entries, Site, compile_session, words
 from netapp.upf.models import RuleError, Session
 from netapp.upf.pfcp.ies import Cause
 
 TableOf = Callable[[str], Table]
 
 
-def iface_entries(roles: Mapping[int, tuple[Role, int]], n3_ipv4: Optional[str], n3_ipv6: Optional[str]) -> dict[int, Iface]:
+def iface_entries(
+    roles: Mapping[int, tuple[Role, int]], n3_ipv4: Optional[str], n3_ipv6: Optional[str]
+) -> dict[int, Iface]:
     """dpp_upf_ifaces' slots: ifindex -> (role, network instance id). Two interfaces in one slot
     (ifindex % MAX_UPF_IFACES) cannot be told apart: ValueError."""
     slots: dict[int, Iface] = {}
@@ -35,11 +35,9 @@ def iface_entries(roles: Mapping[int, tuple[Role, int]], n3_ipv4: Optional[str],
         iface = Iface(ifindex=ifindex, role=role, net_instance=instance)
         if role in (Role.N3, Role.N9):
             if n3_ipv4:
-                iface.has_ip4, iface.addr4 = 1, int.from_bytes(ipaddress.IPv4Address(n3_ipv4).packed, sys.byteorder)
+                iface.has_ip4, iface.addr4 = 1, words(n3_ipv4)[0]
             if n3_ipv6:
-                packed = ipaddress.IPv6Address(n3_ipv6).packed
-                iface.has_ip6 = 1
-                iface.addr6[:] = [int.from_bytes(packed[i : i + 4], sys.byteorder) for i in range(0, 16, 4)]
+                iface.has_ip6, iface.addr6[:] = 1, words(n3_ipv6)
         slots[slot] = iface
     return slots
 
@@ -135,5 +133,4 @@ def _key(key_type: Any, key: tuple) -> Any:
     if key_type is UplinkKey:
         return UplinkKey(teid=key[0], qfi=key[1])
     instance, family, packed = key
-    words = [int.from_bytes(packed[i : i + 4], sys.byteorder) for i in range(0, 16, 4)]
-    return DownlinkKey(net_instance=instance, family=family, addr=(words[0], words[1], words[2], words[3]))
+    return DownlinkKey(net_instance=instance, family=family, addr=tuple(words(packed)))

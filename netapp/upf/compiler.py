@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import ipaddress
 import sys
-from typing import Mapping, Optional
+from typing import Mapping, Optional, Union
 
 from netapp.upf.abi import QFI_ANY, FarAction, Output, PdrAction, PdrFlag
 from netapp.upf.models import Far, Pdr, RuleError, Session
@@ -152,13 +152,14 @@ def _forwarding(action: PdrAction, far: Far, pdr: Pdr, site: Site, uplink: bool)
         raise _refused(pdr, "re-encapsulation needs outer header removal", IEType.OUTER_HEADER_REMOVAL)
     action.flags |= PdrFlag.ENCAP
     action.family, action.teid, action.pdu_type = family, creation.teid or 0, 1 if uplink else 0
-    action.peer[:] = _words(creation.address)
-    action.local[:] = _words(local)
+    action.peer[:] = words(creation.address)
+    action.local[:] = words(local)
 
 
-def _words(address: str) -> list[int]:
-    """An address as the four network-order words of a __u32[4] (IPv4 in the first)."""
-    packed = ipaddress.ip_address(address).packed.ljust(16, b"\0")
+def words(address: Union[str, bytes]) -> list[int]:
+    """An address (text, or packed into 16 bytes) as the four network-order words of a __u32[4]
+    (IPv4 in the first)."""
+    packed = address if isinstance(address, bytes) else ipaddress.ip_address(address).packed.ljust(16, b"\0")
     return [int.from_bytes(packed[i : i + 4], sys.byteorder) for i in range(0, 16, 4)]
 
 

@@ -20,7 +20,18 @@ from netapp.upf.abi import QFI_ANY, Output, Role, UplinkKey
 from netapp.upf.flows import parse_flow
 from netapp.upf.applier import BpfApplier, iface_entries
 from netapp.upf.compiler import Site
-from netapp.upf.models import Far, FTeid, ForwardingParameters, OuterHeaderCreation, Pdi, Pdr, Qer, Session, Urr, FSeid
+from netapp.upf.models import (
+    Far,
+    ForwardingParameters,
+    FSeid,
+    FTeid,
+    OuterHeaderCreation,
+    Pdi,
+    Pdr,
+    Qer,
+    Session,
+    Urr,
+)
 from netapp.upf.pfcp.ies import Interface
 from tests.utils.kernel import require_kernel
 from tests.utils.packets.gtp import gtp_echo_request, gtp_end_marker, gtp_ext_raw, gtpu
@@ -28,13 +39,15 @@ from tests.utils.packets.gtp import gtp_echo_request, gtp_end_marker, gtp_ext_ra
 N3_IP, N3_IP6, GNB, GNB6, N9_PEER = "10.3.0.1", "2001:db8:3::1", "10.3.0.9", "2001:db8:3::9", "10.9.0.2"
 UE, UE6, SERVER = "10.45.0.7", "2001:db8:45::7", "192.0.2.10"
 TEID, DL_TEID, N9_TEID = 0x1001, 0x2002, 0x3003
+SDF = "permit out ip from any to assigned"
 MACS = {"src": "02:00:00:00:00:01", "dst": "02:00:00:00:00:02"}
 
 
 def session(*, uplink_far: Far | None = None, sdf: bool = False, seid: int = 1) -> Session:
     """One UE: an uplink PDR on TEID (outer header removal, to the core) and downlink PDRs on its
     addresses (to the gNB, QFI 9 from the QER), one URR."""
-    to_core = Far(id=1, apply_action=frozenset({"FORW"}), forwarding=ForwardingParameters(destination_interface=Interface.CORE))
+    to_core = Far(id=1, apply_action=frozenset({"FORW"}),
+                  forwarding=ForwardingParameters(destination_interface=Interface.CORE))
     to_gnb = Far(id=2, apply_action=frozenset({"FORW"}), forwarding=ForwardingParameters(
         destination_interface=Interface.ACCESS,
         outer_header_creation=OuterHeaderCreation(kind="gtpu-ipv4", teid=DL_TEID, address=GNB)))
@@ -44,7 +57,7 @@ def session(*, uplink_far: Far | None = None, sdf: bool = False, seid: int = 1) 
                outer_header_removal=0, far_id=1, qer_ids=(1,), urr_ids=(1,)),
         2: Pdr(id=2, precedence=100, pdi=Pdi(source_interface=Interface.CORE,
                                                ue_ip={"ipv4": UE, "ipv6": UE6, "destination": True},
-                                               sdf_filters=(parse_flow("permit out ip from any to assigned"),) if sdf else ()),
+                                               sdf_filters=(parse_flow(SDF),) if sdf else ()),
                far_id=2, qer_ids=(1,), urr_ids=(1,)),
     }
     return Session(seid=seid, node_id="smf", remote=FSeid(seid=9, ipv4="10.0.0.1"), pdrs=pdrs,
@@ -204,7 +217,8 @@ def test_n9_re_encapsulation_gets_the_peers_teid_and_an_uplink_container(dp):
 def test_echo_request_to_us_is_answered_with_the_recovery_ie(dp, installed):
     request = Ether(**MACS) / IP(src=GNB, dst=N3_IP) / UDP(sport=2152, dport=2152) / gtp_echo_request(seq=0x1234)
     out = dp.test_run(bytes(request), N3_IF)
-    reply = (Ether(src=MACS["dst"], dst=MACS["src"]) / IP(src=N3_IP, dst=GNB, id=1) / UDP(sport=2152, dport=2152, chksum=0)
+    reply = (Ether(src=MACS["dst"], dst=MACS["src"]) / IP(src=N3_IP, dst=GNB, id=1)
+             / UDP(sport=2152, dport=2152, chksum=0)
              / GTP_U_Header(gtp_type=2, S=1, seq=0x1234, teid=0) / b"\x0e\x00")
     assert (out.verdict, out.reason) == ("TX", "upf_echo")
     assert out.data == bytes(reply)
