@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* The DPP pipeline's XDP entry: parse, classify, act, count. The protocol parsers live in proto/,
  * the parse stages, the N3 fast path, the classifier and the action dispatch in core/, the actions
- * in nf/ (one folder per network function); this file only wires them together. The programs the
+ * in nf/ (one folder per network function, the UPF's ahead of the classifier); this file only wires them together. The programs the
  * entry tail-calls (dpp_progs) come with the headers that hand packets to them (core/trace.h). */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
@@ -27,6 +27,10 @@ const volatile struct {
 	enum dpp_key_flags key_flags;
 	enum dpp_xdp_mode xdp_mode;
 	enum dpp_prog prog;
+	enum dpp_upf_role upf_role;
+	enum dpp_upf_far upf_far;
+	enum dpp_upf_output upf_output;
+	enum dpp_upf_pdr_flags upf_pdr_flags;
 } dpp_abi_enums;
 
 /* The N3 fast path when the packet has its layout, else the staged parser from the first byte.
@@ -64,7 +68,10 @@ int dpp_xdp(struct xdp_md *ctx)
 	p.key.ifindex = ctx->ingress_ifindex;
 
 	reason = parse_packet(ctx, &p, &fast);
-	if (is_benign(reason)) {
+	verdict = upf(ctx, &p, &o, reason, cfg);
+	if (verdict != DPP_UPF_NOT_MINE) {
+		/* the UPF's: o says what it did */
+	} else if (is_benign(reason)) {
 		o.action = DPP_ACTION_PASS;
 		o.reason = reason;
 		verdict = XDP_PASS;

@@ -101,7 +101,8 @@ def _pfcp(settings: Settings, service: IntentService) -> Optional[Any]:
     from netapp.upf.runtime import start_pfcp
 
     try:
-        return start_pfcp(settings, service.store)  # type: ignore[attr-defined]
+        dataplane = getattr(service, "dataplane", None)  # the service's own, once started
+        return start_pfcp(settings, service.store, dataplane=dataplane)  # type: ignore[attr-defined]
     except OSError as exc:
         _close(service)
         fail(f"pfcp.address: cannot listen on {settings.pfcp.address}: {exc}", EXIT_ENVIRONMENT)

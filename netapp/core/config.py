@@ -177,6 +177,21 @@ class PfcpSettings(BaseModel):
         return self
 
 
+class UpfSettings(BaseModel):
+    """The UPF's data path (netapp.upf.applier): which interfaces it serves, and how packets leave."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    n3_interfaces: list[str] = Field(default_factory=list, description="interfaces towards the RAN (GTP-U)")
+    n9_interfaces: list[str] = Field(default_factory=list, description="interfaces towards other UPFs (GTP-U)")
+    n6_interfaces: dict[str, str] = Field(
+        default_factory=dict, description="interface -> the network instance (data network) it reaches"
+    )
+    output: Literal["fib", "tx", "redirect", "pass"] = Field(
+        "fib", description="how forwarded packets leave: routed (FIB), XDP_TX, a port (DEVMAP), the kernel"
+    )
+
+
 def pfcp_bind(address: str) -> tuple[str, int]:
     """(host, port) of a `pfcp.address`."""
     host, port = address, "8805"
@@ -252,6 +267,7 @@ class Settings(BaseSettings):
     telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
     liveness: LivenessSettings = Field(default_factory=LivenessSettings)
     pfcp: PfcpSettings = Field(default_factory=PfcpSettings)
+    upf: UpfSettings = Field(default_factory=UpfSettings)
 
     @property
     def db_path(self) -> Path:

@@ -28,6 +28,8 @@ from ctypes import (
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional, Union
 
+from netapp.upf import abi as upf_abi
+
 # --- dpp_consts.h --------------------------------------------------------------------------------
 
 MAX_RULES = 65536
@@ -95,6 +97,7 @@ CONSTANTS = {
     "DPP_REASON_BASE_STEER": REASON_BASE_STEER,
     "DPP_REASON_BASE_FORWARD": REASON_BASE_FORWARD,
     "DPP_REASON_BASE_REDIRECT": REASON_BASE_REDIRECT,
+    **upf_abi.CONSTANTS,
 }
 
 
@@ -119,6 +122,7 @@ class Action(enum.IntEnum):
     FORWARD = 3
     REDIRECT = 4
     DEFAULT = 5  # never installed: the packet got the configured default verdict
+    UPF = 6  # the UPF's (netapp.upf): what its PDR said, ahead of the classifier
 
 
 @_c_enum("dpp_verdict", "DPP_VERDICT_", has_max=True)
@@ -159,6 +163,15 @@ class Reason(enum.IntEnum):
     CPU_OVERLOADED = REASON_BASE_STEER + 1
     NO_ALTERNATIVE = REASON_BASE_FORWARD
     PORT_UNAVAILABLE = REASON_BASE_REDIRECT
+    UPF_TEID_MISS = upf_abi.REASON_BASE_UPF
+    UPF_NO_ROUTE = upf_abi.REASON_BASE_UPF + 1
+    UPF_NO_NEIGH = upf_abi.REASON_BASE_UPF + 2
+    UPF_BUFFERED = upf_abi.REASON_BASE_UPF + 3
+    UPF_FAR_DROP = upf_abi.REASON_BASE_UPF + 4
+    UPF_ECHO = upf_abi.REASON_BASE_UPF + 5
+    UPF_ERROR_INDICATION = upf_abi.REASON_BASE_UPF + 6
+    UPF_END_MARKER = upf_abi.REASON_BASE_UPF + 7
+    UPF_ENCAP_FAILED = upf_abi.REASON_BASE_UPF + 8
 
 
 @_c_enum("dpp_overlay", "DPP_OVERLAY_")
@@ -209,7 +222,7 @@ VERDICT_MAX = Verdict.C_MAX
 REASON_MAX = Reason.C_MAX
 
 # Enums of dpp_consts.h, which the BPF object's BTF carries.
-ABI_ENUMS = (Action, Verdict, Reason, Overlay, RuleFlag, KeyFlag, XdpMode, Prog)
+ABI_ENUMS = (Action, Verdict, Reason, Overlay, RuleFlag, KeyFlag, XdpMode, Prog) + upf_abi.ENUMS
 
 
 # --- dpp_structs.h -------------------------------------------------------------------------------
@@ -361,7 +374,7 @@ ABI_STRUCTS = (
     FlowEntry,
     FlowUse,
     Trace,
-)
+) + upf_abi.STRUCTS
 
 
 # --- libdpp.h ------------------------------------------------------------------------------------
@@ -496,4 +509,9 @@ MAPS: Mapping[str, MapSpec] = {
     "dpp_progs": MapSpec(MapType.PROG_ARRAY, c_uint32, None, len(Prog)),
     "dpp_handover": MapSpec(PERCPU_ARRAY, c_uint32, Trace, 1, table=True),
     "dpp_prog_stats": MapSpec(PERCPU_ARRAY, c_uint32, Counter, len(Prog), table=True),
+    # Each network function's own plain tables, declared in its ABI module (netapp/<function>/abi.py).
+    **{
+        name: MapSpec(MapType[kind], key, value, size, table=True)
+        for name, (kind, key, value, size) in upf_abi.MAPS.items()
+    },
 }

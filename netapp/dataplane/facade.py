@@ -173,6 +173,10 @@ class Dataplane(RuleWriter, SiteConfig, Counters):
     def close(self) -> None:
         self._dpp.close()
 
+    def table(self, name: str) -> Table:
+        """A plain map of this instance by name (a network function's own table, netapp.dataplane.tables)."""
+        return Table(self._dpp, name)
+
     def __enter__(self) -> "Dataplane":
         return self
 

@@ -7,4 +7,7 @@
 | netapp.upf.sessions         | associations and sessions, changed all or nothing               |
 | netapp.upf.store            | their rows in the NetApp's SQLite store                         |
 | netapp.upf.pfcp             | the PFCP endpoint (UDP 8805), its codec adapter, its messages   |
+| netapp.upf.abi              | its data path ABI mirrors (dataplane/include/dpp/nf/upf.h)      |
+| netapp.upf.compiler         | a session to its PDR entries (BPF in dataplane/bpf/nf/upf/)     |
+| netapp.upf.applier          | those entries written as deltas, with undo                      |
 """

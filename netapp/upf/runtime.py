@@ -1,21 +1,55 @@
-"""The UPF in `netapp serve`: its PFCP endpoint over the service's store, when `pfcp.address` is set."""
+"""The UPF in `netapp serve`: its PFCP endpoint over the service's store, when `pfcp.address` is set,
+and its data path (netapp.upf.applier) over the service's data plane when there is one."""
 
 from __future__ import annotations
 
 from typing import Optional
 
-from netapp.core.config import Settings, pfcp_bind
+from netapp.core.config import PfcpSettings, Settings, UpfSettings, pfcp_bind
+from netapp.dataplane.facade import Dataplane, interface_index
 from netapp.service.store import Store
+from netapp.upf.abi import Output, Role
+from netapp.upf.applier import BpfApplier, iface_entries
+from netapp.upf.compiler import Site
+from netapp.upf.pfcp.ies import Interface
 from netapp.upf.pfcp.server import PfcpServer
 from netapp.upf.sessions import Applier, Upf
 
 
-def start_pfcp(settings: Settings, store: Store, applier: Optional[Applier] = None) -> Optional[PfcpServer]:
+def bpf_applier(dataplane: Dataplane, upf: UpfSettings, pfcp: PfcpSettings) -> BpfApplier:
+    """The applier over `dataplane`, its interface roles written from the settings."""
+    n3_ipv4 = str(pfcp.n3_ipv4) if pfcp.n3_ipv4 else None
+    n3_ipv6 = str(pfcp.n3_ipv6) if pfcp.n3_ipv6 else None
+    instances = {name: number for number, name in enumerate(sorted(set(upf.n6_interfaces.values())), start=1)}
+    roles = {interface_index(name): (Role.N3, 0) for name in upf.n3_interfaces}
+    roles.update({interface_index(name): (Role.N9, 0) for name in upf.n9_interfaces})
+    roles.update({interface_index(name): (Role.N6, instances[ni]) for name, ni in upf.n6_interfaces.items()})
+    ports = {}
+    if upf.n3_interfaces:
+        ports[Interface.ACCESS] = interface_index(upf.n3_interfaces[0])
+    if upf.n6_interfaces:
+        ports[Interface.CORE] = interface_index(next(iter(upf.n6_interfaces)))
+    site = Site(
+        net_instances=instances,
+        default_instance=next(iter(instances)) if len(instances) == 1 else None,
+        n3_ipv4=n3_ipv4,
+        n3_ipv6=n3_ipv6,
+        output=Output[upf.output.upper()],
+        ports=ports,
+    )
+    return BpfApplier(dataplane.table, site, iface_entries(roles, n3_ipv4, n3_ipv6))
+
+
+def start_pfcp(
+    settings: Settings, store: Store, applier: Optional[Applier] = None, dataplane: Optional[Dataplane] = None
+) -> Optional[PfcpServer]:
     """The PFCP endpoint, serving (None when pfcp.address is not set); OSError if it cannot bind.
-    Until the data path of the UPF exists, sessions are kept and answered but not applied."""
+    With a data plane, sessions act on packets; without one they are kept and answered only."""
     pfcp = settings.pfcp
     if pfcp.address is None:
         return None
+    if applier is None and dataplane is not None:
+        applier = bpf_applier(dataplane, settings.upf, pfcp)
     host, port = pfcp_bind(pfcp.address)
     upf = Upf(
         store,
@@ -23,6 +57,9 @@ def start_pfcp(settings: Settings, store: Store, applier: Optional[Applier] = No
         n3_ipv4=str(pfcp.n3_ipv4) if pfcp.n3_ipv4 else None,
         n3_ipv6=str(pfcp.n3_ipv6) if pfcp.n3_ipv6 else None,
     )
+    if applier is not None:
+        for session in upf.sessions.values():  # a restart: the maps hold what the store holds
+            applier.apply(None, session)
     server = PfcpServer(upf, host, port, node_id=pfcp.node_id)
     server.start()
     return server

@@ -10,6 +10,7 @@
 #include "nf/steer/steer.h"
 #include "nf/forward/forward.h"
 #include "nf/redirect/redirect.h"
+#include "nf/upf/upf.h"
 
 /* PASS; a best-effort rule's flows pass unless this CPU is overloaded (nf/steer/). */
 static __always_inline int act_pass(const struct dpp_act_ctx *a)

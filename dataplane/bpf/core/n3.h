@@ -143,6 +143,10 @@ static __always_inline void n3_fill(struct dpp_parse *p, void *data, const struc
 	p->layers.outer_family = 4;
 	p->layers.outer_proto = IPPROTO_UDP;
 	p->layers.l4_proto = ue->protocol;
+	p->layers.l3 = (void *)ue - data;
+	p->layers.tun_l3 = N3_INNER_IP;
+	p->layers.gtp = N3_GTP;
+	p->layers.ue_l3 = (void *)ue - data;
 }
 
 /* The whole fast path: true when the packet had the N3 layout and *p now holds its key and layers;

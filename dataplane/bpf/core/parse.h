@@ -89,6 +89,7 @@ __attribute__((noinline)) int dpp_stage_ip(struct xdp_md *ctx, struct dpp_parse 
 	if (!cursor_at(ctx, p, &c))
 		return p->proto == bpf_htons(ETH_P_IP) ? DPP_REASON_TRUNC_IPV4 : DPP_REASON_TRUNC_IPV6;
 	outer = !p->layers.outer_family;
+	p->layers.l3 = p->off;
 	if (outer)
 		p->layers.outer_l3 = p->off;
 	r = parse_ip(&c, p->proto, &p->key, &p->layers);
@@ -139,8 +140,12 @@ __attribute__((noinline)) int dpp_stage_gtpu(struct xdp_md *ctx, struct dpp_pars
 
 	if (!p || !cursor_at(ctx, p, &c))
 		return DPP_REASON_TRUNC_GTP;
+	p->layers.tun_l3 = p->layers.l3;
+	p->layers.gtp = p->off;
 	r = parse_gtpu(&c, &p->key, &p->proto);
 	cursor_save(ctx, &c, p);
+	if (!r)
+		p->layers.ue_l3 = p->off;
 	return r;
 }
 

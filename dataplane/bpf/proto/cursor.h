@@ -35,6 +35,10 @@ struct dpp_layers {
 	__u8 outer_proto;
 	__u8 l4_proto;	/* L4 protocol of the most recently parsed IP header */
 	__u8 fragment;	/* the most recently parsed IP header is a non-first fragment */
+	__u16 l3;	/* offset of the most recently parsed IP header */
+	__u16 tun_l3;	/* GTP-U: offset of the IP header that carries it (the UPF's N3 side) */
+	__u16 gtp;	/* offset of the GTP-U header; 0 when there is none */
+	__u16 ue_l3;	/* T-PDU: where the UE packet starts (after every extension header) */
 };
 
 /* The first check is the one the verifier needs; the second keeps padding out of the headers. */

@@ -9,5 +9,6 @@
 #include "nf/steer.h"
 #include "nf/forward.h"
 #include "nf/redirect.h"
+#include "nf/upf.h"
 
 #endif /* DPP_CONSTS_H */

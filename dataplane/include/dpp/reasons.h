@@ -9,13 +9,15 @@
 #include "nf/steer.h"
 #include "nf/forward.h"
 #include "nf/redirect.h"
+#include "nf/upf.h"
 
 /* Every reason, X(FUNCTION, NAME, name, n): DPP_REASON_<NAME> = DPP_REASON_BASE_<FUNCTION> + n. */
 #define DPP_REASONS(X)                                                                           \
 	DPP_CORE_REASONS(X)                                                                      \
 	DPP_STEER_REASONS(X)                                                                     \
 	DPP_FORWARD_REASONS(X)                                                                   \
-	DPP_REDIRECT_REASONS(X)
+	DPP_REDIRECT_REASONS(X)                                                                  \
+	DPP_UPF_REASONS(X)
 
 #define DPP_REASON_ENUM(fn, NAME, name, n) DPP_REASON_##NAME = DPP_REASON_BASE_##fn + (n),
 enum dpp_reason {

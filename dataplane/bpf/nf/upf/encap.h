@@ -1,0 +1,181 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* Outer header creation (TS 29.244 8.2.56, GTP-U/UDP/IPv4 or IPv6): Ethernet (addresses filled in
+ * by the output), the outer IP header from our address to the peer's, UDP 2152 to 2152, and a GTP-U
+ * header (TS 29.281) with one PDU Session Container (TS 38.415) carrying the QFI. IPv4: header
+ * checksum computed, UDP checksum 0 (RFC 768); IPv6: UDP checksum computed over the whole datagram
+ * (RFC 8200 8.1). */
+#ifndef DPP_NF_UPF_ENCAP_H
+#define DPP_NF_UPF_ENCAP_H
+
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/in.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <linux/udp.h>
+#include <bpf/bpf_endian.h>
+#include <bpf/bpf_helpers.h>
+#include "dpp/core/consts.h"
+#include "dpp/nf/upf.h"
+#include "proto/gtpu.h"
+#include "nf/upf/csum.h"
+
+#define UPF_TTL 64
+#define GTP_FLAGS_V1_PT_E 0x34
+
+/* GTP-U header, its optional octets and a 4-octet PDU Session Container: 16 bytes. */
+struct upf_gtpu_psc {
+	struct gtpu_hdr gtp;
+	__be16 seq;
+	__u8 npdu;
+	__u8 next;	 /* GTP_EXT_PDU_SESSION */
+	__u8 psc_len;	 /* 1: 4 octets */
+	__u8 psc_type;	 /* PDU type << 4 */
+	__u8 psc_qfi;
+	__u8 psc_next;	 /* 0: the chain ends */
+};
+
+#define UPF_ENCAP4 (sizeof(struct ethhdr) + sizeof(struct iphdr) + sizeof(struct udphdr) + \
+		    sizeof(struct upf_gtpu_psc))
+#define UPF_ENCAP6 (sizeof(struct ethhdr) + sizeof(struct ipv6hdr) + sizeof(struct udphdr) + \
+		    sizeof(struct upf_gtpu_psc))
+
+static __always_inline void fill_gtpu(struct upf_gtpu_psc *g, const struct dpp_upf_pdr *pdr,
+				      __u32 ue_len)
+{
+	g->gtp.flags = GTP_FLAGS_V1_PT_E;
+	g->gtp.type = GTP_TPDU;
+	g->gtp.length = bpf_htons(ue_len + sizeof(*g) - sizeof(g->gtp));
+	g->gtp.teid = bpf_htonl(pdr->teid);
+	g->seq = 0;
+	g->npdu = 0;
+	g->next = GTP_EXT_PDU_SESSION;
+	g->psc_len = 1;
+	g->psc_type = pdr->pdu_type << 4;
+	g->psc_qfi = pdr->qfi & 0x3f;
+	g->psc_next = 0;
+}
+
+static __always_inline void fill_udp(struct udphdr *udp, __u32 len)
+{
+	udp->source = bpf_htons(DPP_PORT_GTPU);
+	udp->dest = bpf_htons(DPP_PORT_GTPU);
+	udp->len = bpf_htons(len);
+	udp->check = 0;
+}
+
+static __always_inline int encap4(struct xdp_md *ctx, const struct dpp_upf_pdr *pdr, __u32 ue_len)
+{
+	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
+	struct ethhdr *eth = data;
+	struct iphdr *ip = (void *)(eth + 1);
+	struct udphdr *udp = (void *)(ip + 1);
+
+	if (data + UPF_ENCAP4 > end)
+		return -1;
+	eth->h_proto = bpf_htons(ETH_P_IP);
+	*(__u8 *)ip = 0x45;
+	ip->tos = 0;
+	ip->tot_len = bpf_htons(UPF_ENCAP4 - sizeof(*eth) + ue_len);
+	ip->id = 0;
+	ip->frag_off = 0;
+	ip->ttl = UPF_TTL;
+	ip->protocol = IPPROTO_UDP;
+	ip->check = 0;
+	ip->saddr = pdr->local[0];
+	ip->daddr = pdr->peer[0];
+	ip->check = ipv4_header_csum(ip);
+	fill_udp(udp, UPF_ENCAP4 - sizeof(*eth) - sizeof(*ip) + ue_len);
+	fill_gtpu((void *)(udp + 1), pdr, ue_len);
+	return 0;
+}
+
+/* The UDP checksum of an IPv6 datagram: the pseudo-header (RFC 8200 8.1) and every UDP byte. */
+static __always_inline int udp6_csum(struct xdp_md *ctx, __u32 udp_off, __u32 udp_len,
+				     const struct ipv6hdr *ip6, __u16 *check)
+{
+	__s64 sum = csum_packet(ctx, udp_off, udp_len);
+	__u16 folded;
+
+	if (sum < 0)
+		return -1;
+	sum += (__u64)ip6->saddr.in6_u.u6_addr32[0] + ip6->saddr.in6_u.u6_addr32[1] +
+	       ip6->saddr.in6_u.u6_addr32[2] + ip6->saddr.in6_u.u6_addr32[3] +
+	       ip6->daddr.in6_u.u6_addr32[0] + ip6->daddr.in6_u.u6_addr32[1] +
+	       ip6->daddr.in6_u.u6_addr32[2] + ip6->daddr.in6_u.u6_addr32[3];
+	sum += bpf_htonl(udp_len) + bpf_htonl(IPPROTO_UDP);
+	folded = (__u16)~csum_fold(sum);
+	*check = folded ? folded : 0xffff;
+	return 0;
+}
+
+static __always_inline int encap6(struct xdp_md *ctx, const struct dpp_upf_pdr *pdr, __u32 ue_len)
+{
+	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
+	struct ethhdr *eth = data;
+	struct ipv6hdr *ip6 = (void *)(eth + 1);
+	struct udphdr *udp = (void *)(ip6 + 1);
+	__u32 udp_len = UPF_ENCAP6 - sizeof(*eth) - sizeof(*ip6) + ue_len;
+	__u16 check;
+
+	if (data + UPF_ENCAP6 > end)
+		return -1;
+	eth->h_proto = bpf_htons(ETH_P_IPV6);
+	*(__be32 *)ip6 = bpf_htonl(6 << 28);
+	ip6->payload_len = bpf_htons(udp_len);
+	ip6->nexthdr = IPPROTO_UDP;
+	ip6->hop_limit = UPF_TTL;
+	__builtin_memcpy(&ip6->saddr, pdr->local, sizeof(ip6->saddr));
+	__builtin_memcpy(&ip6->daddr, pdr->peer, sizeof(ip6->daddr));
+	fill_udp(udp, udp_len);
+	fill_gtpu((void *)(udp + 1), pdr, ue_len);
+	if (udp6_csum(ctx, sizeof(*eth) + sizeof(*ip6), udp_len, ip6, &check))
+		return -1;
+	udp->check = check;
+	return 0;
+}
+
+/* The length of the IP packet at l3 (family 4 or 6), as its header says. */
+static __always_inline __u32 ip_len_at(void *data, void *end, __u32 l3, __u8 family)
+{
+	void *ip = data + bounded_offset(l3);
+
+	if (family == 4) {
+		struct iphdr *ip4 = ip;
+
+		return (void *)(ip4 + 1) <= end ? bpf_ntohs(ip4->tot_len) : 0;
+	}
+	if ((void *)((struct ipv6hdr *)ip + 1) > end)
+		return 0;
+	return sizeof(struct ipv6hdr) + bpf_ntohs(((struct ipv6hdr *)ip)->payload_len);
+}
+
+/* Put the IP packet at l3 (family 4 or 6: what is before it goes, link padding after it too) into
+ * the PDR's tunnel. 0, or -1 when the packet could not be made so (no headroom). */
+static __always_inline int upf_encap(struct xdp_md *ctx, const struct dpp_upf_pdr *pdr, __u32 l3,
+				     __u8 family)
+{
+	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
+	__u32 ue_len = ip_len_at(data, end, l3, family), frame_len = end - data;
+	int hdr = pdr->family == 6 ? UPF_ENCAP6 : UPF_ENCAP4;
+	__u8 macs[2 * ETH_ALEN];
+
+	if (!ue_len || l3 + ue_len > frame_len)
+		return -1;
+	if (l3 + ue_len < frame_len && bpf_xdp_adjust_tail(ctx, (int)(l3 + ue_len) - (int)frame_len))
+		return -1;
+	data = (void *)(long)ctx->data;
+	end = (void *)(long)ctx->data_end;
+	if (data + sizeof(macs) > end)
+		return -1;
+	__builtin_memcpy(macs, data, sizeof(macs)); /* kept: the output may leave them as they are */
+	if (bpf_xdp_adjust_head(ctx, (int)bounded_offset(l3) - hdr))
+		return -1;
+	data = (void *)(long)ctx->data;
+	if (data + sizeof(macs) > (void *)(long)ctx->data_end)
+		return -1;
+	__builtin_memcpy(data, macs, sizeof(macs));
+	return pdr->family == 6 ? encap6(ctx, pdr, ue_len) : encap4(ctx, pdr, ue_len);
+}
+
+#endif /* DPP_NF_UPF_ENCAP_H */

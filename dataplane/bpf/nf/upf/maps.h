@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* The maps of the user plane function: interface roles, the PDR tables of each direction, and the
+ * URRs' usage. Written by netapp/upf/applier.py as generic tables. */
+#ifndef DPP_NF_UPF_MAPS_H
+#define DPP_NF_UPF_MAPS_H
+
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include "dpp/nf/upf.h"
+
+/* ifindex % DPP_MAX_UPF_IFACES -> the interface's role and addresses (direct-mapped: an array
+ * lookup the verifier inlines, paid by every packet; the value names its ifindex) */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, DPP_MAX_UPF_IFACES);
+	__type(key, __u32);
+	__type(value, struct dpp_upf_iface);
+} dpp_upf_ifaces SEC(".maps");
+
+/* (local TEID, QFI or DPP_UPF_QFI_ANY) -> the uplink PDR's action */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, DPP_MAX_UPF_PDRS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct dpp_upf_ul_key);
+	__type(value, struct dpp_upf_pdr);
+} dpp_upf_uplink SEC(".maps");
+
+/* (network instance, family, UE address) -> the downlink PDR's action */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, DPP_MAX_UPF_PDRS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct dpp_upf_dl_key);
+	__type(value, struct dpp_upf_pdr);
+} dpp_upf_downlink SEC(".maps");
+
+/* URR slot -> the UE packets' volume each way (per CPU) */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, DPP_MAX_UPF_URRS);
+	__type(key, __u32);
+	__type(value, struct dpp_upf_usage);
+} dpp_upf_usage SEC(".maps");
+
+#endif /* DPP_NF_UPF_MAPS_H */

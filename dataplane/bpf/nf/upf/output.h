@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* Where a forwarded packet goes, as its PDR's output says (enum dpp_upf_output): routed by the
+ * kernel's FIB and neighbour tables, back out of the ingress (XDP_TX), out of a port (DEVMAP), or to
+ * the kernel's stack. A next hop the FIB cannot give passes the packet to the kernel, counted: the
+ * kernel resolves the neighbour and the next packet takes the fast way. */
+#ifndef DPP_NF_UPF_OUTPUT_H
+#define DPP_NF_UPF_OUTPUT_H
+
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <bpf/bpf_endian.h>
+#include <bpf/bpf_helpers.h>
+#include "core/outcome.h"
+#include "nf/redirect/maps.h"
+
+#ifndef AF_INET
+#define AF_INET 2
+#endif
+#ifndef AF_INET6
+#define AF_INET6 10
+#endif
+
+static __always_inline void swap_macs(struct ethhdr *eth)
+{
+	__u8 mac[ETH_ALEN];
+
+	__builtin_memcpy(mac, eth->h_source, ETH_ALEN);
+	__builtin_memcpy(eth->h_source, eth->h_dest, ETH_ALEN);
+	__builtin_memcpy(eth->h_dest, mac, ETH_ALEN);
+}
+
+/* The FIB's answer for the IP packet right after the Ethernet header; fib->ifindex is the egress. */
+static __always_inline long fib_lookup(struct xdp_md *ctx, struct bpf_fib_lookup *fib)
+{
+	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
+	struct ethhdr *eth = data;
+	struct iphdr *ip = (void *)(eth + 1);
+	struct ipv6hdr *ip6 = (void *)(eth + 1);
+
+	fib->ifindex = ctx->ingress_ifindex;
+	if ((void *)(eth + 1) > end)
+		return -1;
+	if (eth->h_proto == bpf_htons(ETH_P_IP)) {
+		if ((void *)(ip + 1) > end)
+			return -1;
+		fib->family = AF_INET;
+		fib->tos = ip->tos;
+		fib->l4_protocol = ip->protocol;
+		fib->tot_len = bpf_ntohs(ip->tot_len);
+		fib->ipv4_src = ip->saddr;
+		fib->ipv4_dst = ip->daddr;
+	} else {
+		if ((void *)(ip6 + 1) > end)
+			return -1;
+		fib->family = AF_INET6;
+		fib->l4_protocol = ip6->nexthdr;
+		fib->tot_len = sizeof(*ip6) + bpf_ntohs(ip6->payload_len);
+		__builtin_memcpy(fib->ipv6_src, &ip6->saddr, sizeof(fib->ipv6_src));
+		__builtin_memcpy(fib->ipv6_dst, &ip6->daddr, sizeof(fib->ipv6_dst));
+	}
+	return bpf_fib_lookup(ctx, fib, sizeof(*fib), 0);
+}
+
+/* Routed: the FIB's MACs, then out of its egress (XDP_TX when that is the ingress) or of the PDR's
+ * port. No route or no neighbour: to the kernel, counted. */
+static __always_inline int upf_route(struct xdp_md *ctx, const struct dpp_upf_pdr *pdr,
+				     struct dpp_outcome *o)
+{
+	struct bpf_fib_lookup fib = {};
+	struct ethhdr *eth;
+	long rc = fib_lookup(ctx, &fib);
+
+	if (rc != BPF_FIB_LKUP_RET_SUCCESS) {
+		o->reason = rc == BPF_FIB_LKUP_RET_NO_NEIGH ? DPP_REASON_UPF_NO_NEIGH : DPP_REASON_UPF_NO_ROUTE;
+		return XDP_PASS;
+	}
+	eth = (void *)(long)ctx->data;
+	if ((void *)(eth + 1) > (void *)(long)ctx->data_end)
+		return XDP_ABORTED;
+	__builtin_memcpy(eth->h_dest, fib.dmac, ETH_ALEN);
+	__builtin_memcpy(eth->h_source, fib.smac, ETH_ALEN);
+	if (pdr->output == DPP_UPF_OUTPUT_REDIRECT) {
+		o->egress_ifindex = pdr->ifindex;
+		if (bpf_redirect_map(&dpp_ports, pdr->ifindex, 0) == XDP_REDIRECT)
+			return XDP_REDIRECT;
+		o->reason = DPP_REASON_PORT_UNAVAILABLE;
+		return XDP_PASS;
+	}
+	o->egress_ifindex = fib.ifindex;
+	if (fib.ifindex == ctx->ingress_ifindex)
+		return XDP_TX;
+	return bpf_redirect(fib.ifindex, 0);
+}
+
+/* The verdict of a packet made ready to go (Ethernet first). */
+static __always_inline int upf_output(struct xdp_md *ctx, const struct dpp_upf_pdr *pdr,
+				      struct dpp_outcome *o)
+{
+	struct ethhdr *eth = (void *)(long)ctx->data;
+
+	switch (pdr->output) {
+	case DPP_UPF_OUTPUT_PASS:
+		return XDP_PASS;
+	case DPP_UPF_OUTPUT_TX:
+		if ((void *)(eth + 1) > (void *)(long)ctx->data_end)
+			return XDP_ABORTED;
+		swap_macs(eth);
+		return XDP_TX;
+	}
+	return upf_route(ctx, pdr, o);
+}
+
+#endif /* DPP_NF_UPF_OUTPUT_H */

@@ -1,0 +1,223 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* The user plane function, ahead of the classifier: on an interface with a UPF role
+ * (dpp_upf_ifaces), a GTP-U T-PDU to our N3 (N9) address is looked up by TEID and decapsulated,
+ * re-encapsulated to an N9 peer, dropped or passed as its PDR says; on an N6 interface a packet to a
+ * UE address of the interface's network instance is encapsulated towards the gNB; GTP-U Echo
+ * Requests to us are answered, Error Indications and End Markers counted and passed. Whatever it
+ * does not take (other interfaces, other addresses, other traffic) goes on to the classifier as if
+ * the UPF were not there. */
+#ifndef DPP_NF_UPF_UPF_H
+#define DPP_NF_UPF_UPF_H
+
+#include <linux/bpf.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <bpf/bpf_helpers.h>
+#include "core/outcome.h"
+#include "core/parse.h"
+#include "nf/upf/maps.h"
+#include "nf/upf/decap.h"
+#include "nf/upf/encap.h"
+#include "nf/upf/echo.h"
+#include "nf/upf/output.h"
+
+#define GTP_ERROR_INDICATION 26
+#define GTP_END_MARKER 254
+
+/* What dpp_upf returns for a packet that is not the UPF's: the classifier's. */
+#define DPP_UPF_NOT_MINE -1
+
+/* The UPF's interface entry of ifindex, or NULL: one inlined array lookup per packet. */
+static __always_inline const struct dpp_upf_iface *upf_iface(__u32 ifindex)
+{
+	__u32 slot = ifindex % DPP_MAX_UPF_IFACES;
+	const struct dpp_upf_iface *iface = bpf_map_lookup_elem(&dpp_upf_ifaces, &slot);
+
+	if (!iface || iface->ifindex != ifindex || iface->role == DPP_UPF_ROLE_NONE)
+		return NULL;
+	return iface;
+}
+
+static __always_inline void upf_measure(__u32 urr, bool uplink, __u64 bytes)
+{
+	struct dpp_upf_usage *u = bpf_map_lookup_elem(&dpp_upf_usage, &urr);
+
+	if (!u)
+		return;
+	if (uplink) {
+		u->ul_packets++;
+		u->ul_bytes += bytes;
+	} else {
+		u->dl_packets++;
+		u->dl_bytes += bytes;
+	}
+}
+
+/* Carry out a matched PDR on the UE packet at ue_off (of family 4 or 6, ue_len bytes). */
+static __always_inline int upf_apply(struct xdp_md *ctx, const struct dpp_upf_pdr *pdr,
+				     struct dpp_outcome *o, __u32 ue_off, __u8 family, bool uplink)
+{
+	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
+
+	o->action = DPP_ACTION_UPF;
+	upf_measure(pdr->urr, uplink, ip_len_at(data, end, ue_off, family));
+	if (pdr->far == DPP_UPF_FAR_DROP) {
+		o->reason = DPP_REASON_UPF_FAR_DROP;
+		return XDP_DROP;
+	}
+	if (pdr->far != DPP_UPF_FAR_FORWARD) {
+		o->reason = DPP_REASON_UPF_BUFFERED;
+		return XDP_PASS;
+	}
+	if (pdr->flags & DPP_UPF_PDR_DECAP) {
+		if (upf_decap(ctx, ue_off, family))
+			goto failed;
+		ue_off = sizeof(struct ethhdr);
+	}
+	if ((pdr->flags & DPP_UPF_PDR_ENCAP) && upf_encap(ctx, pdr, ue_off, family))
+		goto failed;
+	return upf_output(ctx, pdr, o);
+failed:
+	o->reason = DPP_REASON_UPF_ENCAP_FAILED;
+	return XDP_DROP;
+}
+
+/* The IP header carrying GTP-U is addressed to the interface's own address. */
+static __always_inline bool upf_ours(struct xdp_md *ctx, const struct dpp_layers *l,
+				     const struct dpp_upf_iface *iface)
+{
+	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
+	void *ip = data + bounded_offset(l->tun_l3);
+	struct ipv6hdr *ip6 = ip;
+	struct iphdr *ip4 = ip;
+
+	if ((void *)(ip4 + 1) > end)
+		return false;
+	if (ip4->version == 4)
+		return iface->has_ip4 && ip4->daddr == iface->addr4;
+	if ((void *)(ip6 + 1) > end)
+		return false;
+	return iface->has_ip6 && ip6->daddr.in6_u.u6_addr32[0] == iface->addr6[0] &&
+	       ip6->daddr.in6_u.u6_addr32[1] == iface->addr6[1] &&
+	       ip6->daddr.in6_u.u6_addr32[2] == iface->addr6[2] &&
+	       ip6->daddr.in6_u.u6_addr32[3] == iface->addr6[3];
+}
+
+/* GTP-U messages other than T-PDUs, to us. */
+static __always_inline int upf_signalling(struct xdp_md *ctx, const struct dpp_parse *p,
+					  struct dpp_outcome *o)
+{
+	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
+	struct gtpu_hdr *gtp = data + bounded_offset(p->layers.gtp);
+	int verdict;
+
+	if ((void *)(gtp + 1) > end)
+		return DPP_UPF_NOT_MINE;
+	o->action = DPP_ACTION_PASS;
+	if (gtp->type == GTP_ERROR_INDICATION) {
+		o->reason = DPP_REASON_UPF_ERROR_INDICATION;
+		return XDP_PASS;
+	}
+	if (gtp->type == GTP_END_MARKER) {
+		o->reason = DPP_REASON_UPF_END_MARKER;
+		return XDP_PASS;
+	}
+	verdict = upf_echo(ctx, &p->layers);
+	if (verdict < 0)
+		return DPP_UPF_NOT_MINE;
+	o->action = DPP_ACTION_UPF;
+	o->reason = DPP_REASON_UPF_ECHO;
+	return verdict;
+}
+
+/* The uplink PDR of a T-PDU: its TEID's entry, or where PDRs of the TEID differ by QFI, the entry
+ * of its QFI if there is one. NULL: no PDR has it. */
+static __always_inline const struct dpp_upf_pdr *upf_uplink_pdr(const struct dpp_flow_key *key)
+{
+	struct dpp_upf_ul_key k = { .teid = key->teid, .qfi = DPP_UPF_QFI_ANY };
+	const struct dpp_upf_pdr *pdr = bpf_map_lookup_elem(&dpp_upf_uplink, &k), *by_qfi;
+
+	if (pdr && (pdr->flags & DPP_UPF_PDR_BY_QFI) && (key->flags & DPP_KEY_GTP_QFI)) {
+		k.qfi = key->qfi;
+		by_qfi = bpf_map_lookup_elem(&dpp_upf_uplink, &k);
+		if (by_qfi)
+			return by_qfi;
+	}
+	if (pdr && (pdr->flags & DPP_UPF_PDR_NO_MATCH))
+		return NULL;
+	return pdr;
+}
+
+/* N3, N9: GTP-U to our address. A parser reason other than signalling leaves the packet to the
+ * pipeline's default, as before. */
+static __always_inline int upf_gtpu(struct xdp_md *ctx, const struct dpp_parse *p,
+				    const struct dpp_upf_iface *iface, struct dpp_outcome *o,
+				    int reason, __u32 default_verdict)
+{
+	const struct dpp_upf_pdr *pdr;
+
+	if (!p->layers.gtp || !upf_ours(ctx, &p->layers, iface))
+		return DPP_UPF_NOT_MINE;
+	if (reason == DPP_REASON_GTP_SIGNALLING)
+		return upf_signalling(ctx, p, o);
+	if (reason || !(p->key.flags & DPP_KEY_GTP) || !p->key.family)
+		return DPP_UPF_NOT_MINE;
+	pdr = upf_uplink_pdr(&p->key);
+	if (!pdr) {
+		o->action = DPP_ACTION_DEFAULT;
+		o->reason = DPP_REASON_UPF_TEID_MISS;
+		return default_verdict == XDP_DROP ? XDP_DROP : XDP_PASS;
+	}
+	return upf_apply(ctx, pdr, o, p->layers.ue_l3, p->key.family, true);
+}
+
+/* N6: a packet, not tunnelled, to a UE address of the interface's network instance. */
+static __always_inline int upf_downlink(struct xdp_md *ctx, const struct dpp_parse *p,
+					const struct dpp_upf_iface *iface, struct dpp_outcome *o)
+{
+	struct dpp_upf_dl_key k = { .net_instance = iface->net_instance, .family = p->key.family };
+	const struct dpp_upf_pdr *pdr;
+
+	if (p->key.overlay != DPP_OVERLAY_NONE || (p->key.flags & DPP_KEY_GTP) || !p->key.family)
+		return DPP_UPF_NOT_MINE;
+	__builtin_memcpy(k.addr, p->key.dst, sizeof(k.addr));
+	pdr = bpf_map_lookup_elem(&dpp_upf_downlink, &k);
+	if (!pdr)
+		return DPP_UPF_NOT_MINE;
+	return upf_apply(ctx, pdr, o, p->layers.outer_l3, p->key.family, false);
+}
+
+/* The UPF's part of a packet on one of its interfaces (a global function: verified once). */
+__attribute__((noinline)) int dpp_upf(struct xdp_md *ctx, struct dpp_parse *p, struct dpp_outcome *o,
+				      int reason, __u32 default_verdict)
+{
+	const struct dpp_upf_iface *iface;
+
+	if (!p || !o)
+		return DPP_UPF_NOT_MINE;
+	iface = upf_iface(p->key.ifindex);
+	if (!iface)
+		return DPP_UPF_NOT_MINE;
+	if (iface->role == DPP_UPF_ROLE_N6)
+		return reason ? DPP_UPF_NOT_MINE : upf_downlink(ctx, p, iface, o);
+	return upf_gtpu(ctx, p, iface, o, reason, default_verdict);
+}
+
+/* The UPF before the classifier: a verdict, or DPP_UPF_NOT_MINE. Interfaces without a role cost
+ * one inlined array lookup and no call. */
+static __always_inline int upf(struct xdp_md *ctx, struct dpp_parse *p, struct dpp_outcome *o,
+			       int reason, const struct dpp_config *cfg)
+{
+	if (!upf_iface(p->key.ifindex))
+		return DPP_UPF_NOT_MINE;
+	return dpp_upf(ctx, p, o, reason, cfg->default_verdict);
+}
+
+/* The UPF stage of a classifier rule: none carries it yet (a PDR's SDF filters will compile to such
+ * rules), so a rule that says UPF gets the default. */
+static __always_inline int act_upf(const struct dpp_act_ctx *a)
+{
+	return fallback(a->cfg, a->o, DPP_REASON_NONE);
+}
+
+#endif /* DPP_NF_UPF_UPF_H */

@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* The ABI of the user plane function (bpf/nf/upf/): interface roles, the PDR tables of the uplink
+ * (by TEID) and the downlink (by network instance and UE address), each entry a PDR's whole action
+ * with its FAR, QER and URR folded in, and the usage counters of the URRs. Mirrored in
+ * netapp/upf/abi.py, checked against BTF like the core's. */
+#ifndef DPP_NF_UPF_H
+#define DPP_NF_UPF_H
+
+#include <linux/types.h>
+
+/* Map sizes: interface slots (dpp_upf_ifaces, direct-mapped by ifindex), PDR entries of each
+ * direction (hash maps, not preallocated: memory follows the sessions), URR slots. */
+#ifndef DPP_MAX_UPF_IFACES
+#define DPP_MAX_UPF_IFACES 1024
+#endif
+#ifndef DPP_MAX_UPF_PDRS
+#define DPP_MAX_UPF_PDRS 1048576
+#endif
+#ifndef DPP_MAX_UPF_URRS
+#define DPP_MAX_UPF_URRS 65536
+#endif
+
+/* struct dpp_upf_ul_key.qfi of a TEID's own entry: packets of any QFI, or none. */
+#define DPP_UPF_QFI_ANY 0xff
+
+/* enum dpp_upf_role: what an interface is to the UPF (struct dpp_upf_iface.role). */
+enum dpp_upf_role {
+	DPP_UPF_ROLE_NONE = 0, /* not the UPF's: the pipeline as without it */
+	DPP_UPF_ROLE_N3 = 1,   /* towards the RAN: GTP-U to our N3 address is decapsulated */
+	DPP_UPF_ROLE_N6 = 2,   /* towards a data network: packets to UE addresses are encapsulated */
+	DPP_UPF_ROLE_N9 = 3,   /* towards another UPF: GTP-U, like N3 */
+};
+
+/* enum dpp_upf_far: what the FAR's apply action does with a matched packet. */
+enum dpp_upf_far {
+	DPP_UPF_FAR_FORWARD = 0, /* FORW: out, as struct dpp_upf_pdr.output says */
+	DPP_UPF_FAR_DROP = 1,	 /* DROP */
+	DPP_UPF_FAR_BUFFER = 2,	 /* BUFF (NOCP): passed to the kernel, counted; no buffering yet */
+};
+
+/* enum dpp_upf_output: the verdict a forwarded packet gets (the 2023 XDP UPF paper's variants). */
+enum dpp_upf_output {
+	DPP_UPF_OUTPUT_FIB = 0,	     /* bpf_fib_lookup: MACs and egress from the kernel's tables */
+	DPP_UPF_OUTPUT_TX = 1,	     /* XDP_TX, the MACs swapped: back where it came from */
+	DPP_UPF_OUTPUT_REDIRECT = 2, /* MACs from the FIB, out of struct dpp_upf_pdr.ifindex (dpp_ports) */
+	DPP_UPF_OUTPUT_PASS = 3,     /* XDP_PASS: the kernel's stack routes it */
+};
+
+/* enum dpp_upf_pdr_flags: struct dpp_upf_pdr.flags bits. */
+enum dpp_upf_pdr_flags {
+	DPP_UPF_PDR_DECAP = 1,	  /* outer header removal: GTP-U/UDP/IP (and what carried them) */
+	DPP_UPF_PDR_ENCAP = 2,	  /* outer header creation: GTP-U/UDP/IP with a PDU Session Container */
+	DPP_UPF_PDR_BY_QFI = 4,	  /* a TEID's own entry: look again with the packet's QFI first */
+	DPP_UPF_PDR_NO_MATCH = 8, /* a TEID's own entry that matches nothing by itself */
+};
+
+/* Value of dpp_upf_ifaces, at slot ifindex % DPP_MAX_UPF_IFACES (no two interfaces of the UPF share
+ * a slot: the control plane refuses that): the interface's role and its addresses. */
+struct dpp_upf_iface {
+	__u32 ifindex; /* the interface of this slot; 0: none */
+	__u8 role;     /* enum dpp_upf_role */
+	__u8 has_ip4;  /* N3/N9: GTP-U to addr4 is ours */
+	__u8 has_ip6;  /* N3/N9: GTP-U to addr6 is ours */
+	__u8 reserved;
+	__u32 net_instance; /* N6: the network instance its packets belong to */
+	__u32 addr4;	    /* network order */
+	__u32 addr6[4];	    /* network order */
+};
+
+/* Key of dpp_upf_uplink: a local TEID, and DPP_UPF_QFI_ANY or (PDRs of the TEID that differ by QFI)
+ * a QFI. */
+struct dpp_upf_ul_key {
+	__u32 teid;
+	__u32 qfi;
+};
+
+/* Key of dpp_upf_downlink: a UE address in a network instance. */
+struct dpp_upf_dl_key {
+	__u32 net_instance;
+	__u32 family;  /* 4 or 6 */
+	__u32 addr[4]; /* network order; IPv4 in addr[0] */
+};
+
+/* Value of dpp_upf_uplink and dpp_upf_downlink: what a matched packet gets, whole, so that one
+ * lookup serves it. */
+struct dpp_upf_pdr {
+	__u8 flags;    /* enum dpp_upf_pdr_flags */
+	__u8 far;      /* enum dpp_upf_far */
+	__u8 output;   /* enum dpp_upf_output */
+	__u8 family;   /* ENCAP: 4 or 6, the outer header's */
+	__u8 qfi;      /* ENCAP: the PDU Session Container's QFI (the QER's) */
+	__u8 pdu_type; /* ENCAP: the container's PDU type, 0 downlink, 1 uplink (N9) */
+	__u16 reserved;
+	__u32 ifindex;	/* OUTPUT_REDIRECT: the egress port, a key of dpp_ports */
+	__u32 urr;	/* slot of dpp_upf_usage; DPP_NONE: not measured */
+	__u32 teid;	/* ENCAP: the peer's TEID */
+	__u32 peer[4];	/* ENCAP: the peer's address, network order (IPv4 in peer[0]) */
+	__u32 local[4]; /* ENCAP: our address, the outer source */
+};
+
+/* Value of dpp_upf_usage (per CPU), indexed by URR slot: the UE packets' volume each way. */
+struct dpp_upf_usage {
+	__u64 ul_packets;
+	__u64 ul_bytes;
+	__u64 dl_packets;
+	__u64 dl_bytes;
+};
+
+/* The UPF's reasons, from DPP_REASON_BASE_UPF (dpp/core/consts.h). */
+#define DPP_UPF_REASONS(X)                                                                       \
+	X(UPF, UPF_TEID_MISS, upf_teid_miss, 0)	/* T-PDU to our N3 address, no PDR has its TEID */       \
+	X(UPF, UPF_NO_ROUTE, upf_no_route, 1)	/* no route to the destination: to the kernel */         \
+	X(UPF, UPF_NO_NEIGH, upf_no_neigh, 2)	/* next hop unresolved: to the kernel */                 \
+	X(UPF, UPF_BUFFERED, upf_buffered, 3)	/* FAR BUFF/NOCP: to the kernel (no buffering yet) */    \
+	X(UPF, UPF_FAR_DROP, upf_far_drop, 4)	/* FAR DROP */                                           \
+	X(UPF, UPF_ECHO, upf_echo, 5)		/* GTP-U Echo Request answered (XDP_TX) */               \
+	X(UPF, UPF_ERROR_INDICATION, upf_error_indication, 6) /* to the kernel */                        \
+	X(UPF, UPF_END_MARKER, upf_end_marker, 7)	      /* to the kernel */                        \
+	X(UPF, UPF_ENCAP_FAILED, upf_encap_failed, 8) /* no headroom, or a header out of place */
+
+#endif /* DPP_NF_UPF_H */

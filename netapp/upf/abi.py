@@ -1,0 +1,130 @@
+"""The UPF's part of the data plane ABI (dataplane/include/dpp/nf/upf.h) as ctypes mirrors: its
+constants, enums, structs and maps. netapp.dataplane.abi joins them to the core's, so that
+tests/dataplane/test_abi.py checks them against the BTF of the built object like every other.
+
+Only ctypes and enum here: netapp.dataplane.abi imports this module while it is being built.
+"""
+
+from __future__ import annotations
+
+import enum
+from ctypes import Structure, c_uint8, c_uint16, c_uint32, c_uint64
+
+MAX_UPF_IFACES = 1024
+MAX_UPF_PDRS = 1048576
+MAX_UPF_URRS = 65536
+QFI_ANY = 0xFF
+REASON_BASE_UPF = 80
+
+CONSTANTS = {
+    "DPP_MAX_UPF_IFACES": MAX_UPF_IFACES,
+    "DPP_MAX_UPF_PDRS": MAX_UPF_PDRS,
+    "DPP_MAX_UPF_URRS": MAX_UPF_URRS,
+    "DPP_UPF_QFI_ANY": QFI_ANY,
+    "DPP_REASON_BASE_UPF": REASON_BASE_UPF,
+}
+
+
+class Role(enum.IntEnum):
+    NONE = 0
+    N3 = 1
+    N6 = 2
+    N9 = 3
+
+
+class FarAction(enum.IntEnum):
+    FORWARD = 0
+    DROP = 1
+    BUFFER = 2
+
+
+class Output(enum.IntEnum):
+    FIB = 0
+    TX = 1
+    REDIRECT = 2
+    PASS = 3
+
+
+class PdrFlag(enum.IntFlag):
+    DECAP = 1
+    ENCAP = 2
+    BY_QFI = 4
+    NO_MATCH = 8
+
+
+U32x4 = c_uint32 * 4
+
+
+class Iface(Structure):
+    C_NAME = "dpp_upf_iface"
+    _fields_ = [
+        ("ifindex", c_uint32),
+        ("role", c_uint8),
+        ("has_ip4", c_uint8),
+        ("has_ip6", c_uint8),
+        ("reserved", c_uint8),
+        ("net_instance", c_uint32),
+        ("addr4", c_uint32),
+        ("addr6", U32x4),
+    ]
+
+
+class UplinkKey(Structure):
+    C_NAME = "dpp_upf_ul_key"
+    _fields_ = [("teid", c_uint32), ("qfi", c_uint32)]
+
+
+class DownlinkKey(Structure):
+    C_NAME = "dpp_upf_dl_key"
+    _fields_ = [("net_instance", c_uint32), ("family", c_uint32), ("addr", U32x4)]
+
+
+class PdrAction(Structure):
+    C_NAME = "dpp_upf_pdr"
+    _fields_ = [
+        ("flags", c_uint8),
+        ("far", c_uint8),
+        ("output", c_uint8),
+        ("family", c_uint8),
+        ("qfi", c_uint8),
+        ("pdu_type", c_uint8),
+        ("reserved", c_uint16),
+        ("ifindex", c_uint32),
+        ("urr", c_uint32),
+        ("teid", c_uint32),
+        ("peer", U32x4),
+        ("local", U32x4),
+    ]
+
+
+class Usage(Structure):
+    C_NAME = "dpp_upf_usage"
+    _fields_ = [
+        ("ul_packets", c_uint64),
+        ("ul_bytes", c_uint64),
+        ("dl_packets", c_uint64),
+        ("dl_bytes", c_uint64),
+    ]
+
+
+def _tag(cls, c_name: str, c_prefix: str):  # noqa: ANN001, ANN202
+    """The C enum a mirror stands for (as netapp.dataplane.abi's own enums are tagged)."""
+    cls.C_NAME, cls.C_PREFIX, cls.C_MAX = c_name, c_prefix, None
+    return cls
+
+
+ENUMS = (
+    _tag(Role, "dpp_upf_role", "DPP_UPF_ROLE_"),
+    _tag(FarAction, "dpp_upf_far", "DPP_UPF_FAR_"),
+    _tag(Output, "dpp_upf_output", "DPP_UPF_OUTPUT_"),
+    _tag(PdrFlag, "dpp_upf_pdr_flags", "DPP_UPF_PDR_"),
+)
+STRUCTS = (Iface, UplinkKey, DownlinkKey, PdrAction, Usage)
+
+# name -> (map type name, key, value, size): netapp.dataplane.abi makes them MapSpecs.
+MAPS = {
+    "dpp_upf_ifaces": ("ARRAY", c_uint32, Iface, "DPP_MAX_UPF_IFACES"),
+    "dpp_upf_uplink": ("HASH", UplinkKey, PdrAction, "DPP_MAX_UPF_PDRS"),
+    "dpp_upf_downlink": ("HASH", DownlinkKey, PdrAction, "DPP_MAX_UPF_PDRS"),
+    "dpp_upf_usage": ("PERCPU_ARRAY", c_uint32, Usage, "DPP_MAX_UPF_URRS"),
+}

@@ -1,0 +1,173 @@
+"""A PFCP session to the UPF's map entries (netapp.upf.abi): pure, no map is touched.
+
+Uplink PDRs (source interface ACCESS) go in the uplink table by their local TEID; downlink PDRs
+(source interface CORE or SGi-LAN/N6) in the downlink table by (network instance, family, UE
+address), one entry per address family of the UE. Each entry is the PDR's whole action, its FAR, QER
+and URR folded in, so that a packet needs one lookup. Of several PDRs with one key the one of
+highest precedence (the lowest value, 29.244 5.2.1) wins; PDRs of one TEID that differ by QFI get an
+entry per QFI, found through the TEID's own entry (DPP_UPF_PDR_BY_QFI).
+
+What the data path cannot do yet is refused, naming the PDR or FAR, with Rule creation/modification
+failure: SDF filters (they will compile into classifier rules), DUPL, UDP outer header creation, a
+network instance the settings do not name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import sys
+from typing import Mapping, Optional, Union
+
+from netapp.upf.abi import QFI_ANY, FarAction, Output, PdrAction, PdrFlag
+from netapp.upf.models import Far, Pdr, RuleError, Session
+from netapp.upf.pfcp.ies import Cause, IEType, Interface, RuleType
+
+# Outer header removal values (29.244 8.2.64) that remove GTP-U/UDP/IPv4, IPv6, or IP.
+GTPU_REMOVALS = (0, 1, 6)
+UplinkKey = tuple[int, int]  # (TEID, QFI or QFI_ANY)
+DownlinkKey = tuple[int, int, bytes]  # (network instance id, family, address packed into 16 bytes)
+
+
+@dataclasses.dataclass(frozen=True)
+class Site:
+    """What the compiler needs of the node: network instance ids by name (the default for PDRs that
+    name none), our N3 addresses (the outer source of what we encapsulate), how packets leave, and
+    for REDIRECT the egress port of each destination interface."""
+
+    net_instances: Mapping[str, int]
+    default_instance: Optional[str] = None
+    n3_ipv4: Optional[str] = None
+    n3_ipv6: Optional[str] = None
+    output: Output = Output.FIB
+    ports: Mapping[Interface, int] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass
+class Entries:
+    uplink: dict[UplinkKey, PdrAction] = dataclasses.field(default_factory=dict)
+    downlink: dict[DownlinkKey, PdrAction] = dataclasses.field(default_factory=dict)
+
+
+def compile_session(session: Session, site: Site, urr_slots: Mapping[int, int]) -> Entries:
+    """The session's entries; `urr_slots` maps each URR id to its slot of dpp_upf_usage."""
+    entries = Entries()
+    by_teid: dict[int, list[Pdr]] = {}
+    for pdr in sorted(session.pdrs.values(), key=lambda pdr: (pdr.precedence, pdr.id)):
+        if pdr.pdi.sdf_filters:
+            raise _refused(pdr, "SDF filters are not supported by the data path yet", IEType.SDF_FILTER)
+        action = _action(session, pdr, site, urr_slots)
+        if pdr.pdi.source_interface == Interface.ACCESS:
+            if pdr.pdi.local_fteid is None or pdr.pdi.local_fteid.teid is None:
+                raise _refused(pdr, "an uplink PDR needs a local F-TEID", IEType.F_TEID)
+            by_teid.setdefault(pdr.pdi.local_fteid.teid, []).append((pdr, action))  # type: ignore[arg-type]
+        elif pdr.pdi.source_interface in (Interface.CORE, Interface.SGI_LAN_N6):
+            _downlink(entries.downlink, pdr, action, site)
+        else:
+            raise _refused(pdr, "only ACCESS and CORE source interfaces are served", IEType.SOURCE_INTERFACE)
+    for teid, pdrs in by_teid.items():
+        _uplink(entries.uplink, teid, pdrs)  # type: ignore[arg-type]
+    return entries
+
+
+def _uplink(table: dict[UplinkKey, PdrAction], teid: int, pdrs: list[tuple[Pdr, PdrAction]]) -> None:
+    """The TEID's entries, its PDRs in precedence order: one entry, or one per QFI and the TEID's."""
+    if not any(pdr.pdi.qfis for pdr, _ in pdrs):
+        table[(teid, QFI_ANY)] = pdrs[0][1]
+        return
+    for pdr, action in pdrs:
+        for qfi in pdr.pdi.qfis:
+            table.setdefault((teid, qfi), action)
+    catch_all = next((action for pdr, action in pdrs if not pdr.pdi.qfis), None)
+    own = PdrAction.from_buffer_copy(catch_all) if catch_all is not None else PdrAction(flags=PdrFlag.NO_MATCH)
+    own.flags |= PdrFlag.BY_QFI
+    table[(teid, QFI_ANY)] = own
+
+
+def _downlink(table: dict[DownlinkKey, PdrAction], pdr: Pdr, action: PdrAction, site: Site) -> None:
+    ue = pdr.pdi.ue_ip
+    if ue is None:
+        raise _refused(pdr, "a downlink PDR needs a UE IP address", IEType.UE_IP_ADDRESS)
+    name = pdr.pdi.network_instance if pdr.pdi.network_instance is not None else site.default_instance
+    if name is None or name not in site.net_instances:
+        known = ", ".join(sorted(site.net_instances)) or "none (upf.n6_interfaces)"
+        raise _refused(pdr, f"network instance {name!r} is not served here; known: {known}", IEType.NETWORK_INSTANCE)
+    for address in (ue.ipv4, ue.ipv6):
+        if address is not None:
+            ip = ipaddress.ip_address(address)
+            table.setdefault((site.net_instances[name], ip.version, ip.packed.ljust(16, b"\0")), action)
+
+
+def _action(session: Session, pdr: Pdr, site: Site, urr_slots: Mapping[int, int]) -> PdrAction:
+    """The PDR's FAR, first QER with a QFI (and its gate) and first URR, as one entry value."""
+    far = session.fars[pdr.far_id]  # type: ignore[index]
+    uplink = pdr.pdi.source_interface == Interface.ACCESS
+    action = PdrAction(output=site.output, urr=urr_slots.get(pdr.urr_ids[0], 0xFFFFFFFF) if pdr.urr_ids else 0xFFFFFFFF)
+    if pdr.outer_header_removal is not None:
+        if pdr.outer_header_removal not in GTPU_REMOVALS:
+            raise _refused(pdr, "only GTP-U/UDP/IP outer header removal is supported", IEType.OUTER_HEADER_REMOVAL)
+        action.flags |= PdrFlag.DECAP
+    qers = [session.qers[qer_id] for qer_id in pdr.qer_ids]
+    action.qfi = next((qer.qfi for qer in qers if qer.qfi is not None), 0)
+    gate_closed = any(not (qer.gate_ul_open if uplink else qer.gate_dl_open) for qer in qers)
+    action.far = _far_action(far, gate_closed)
+    if action.far == FarAction.FORWARD:
+        _forwarding(action, far, pdr, site, uplink)
+    return action
+
+
+def _far_action(far: Far, gate_closed: bool) -> FarAction:
+    if "DUPL" in far.apply_action:
+        raise RuleError(
+            Cause.RULE_CREATION_MODIFICATION_FAILURE,
+            "DUPL is not supported by the data path yet",
+            IEType.APPLY_ACTION,
+            (RuleType.FAR, far.id),
+        )
+    if "DROP" in far.apply_action or gate_closed:
+        return FarAction.DROP
+    return FarAction.BUFFER if "BUFF" in far.apply_action else FarAction.FORWARD
+
+
+def _forwarding(action: PdrAction, far: Far, pdr: Pdr, site: Site, uplink: bool) -> None:
+    """FORW: where to (the egress port for REDIRECT) and, with outer header creation, the tunnel."""
+    forwarding = far.forwarding
+    assert forwarding is not None  # FORW needs it (models.Far)
+    action.ifindex = site.ports.get(forwarding.destination_interface, 0)
+    if site.output == Output.REDIRECT and not action.ifindex:
+        raise _far_refused(far, f"no port serves destination interface {forwarding.destination_interface.name}")
+    creation = forwarding.outer_header_creation
+    if creation is None:
+        if not action.flags & PdrFlag.DECAP and uplink:
+            raise _refused(pdr, "an uplink PDR forwarded without a tunnel needs outer header removal",
+                           IEType.OUTER_HEADER_REMOVAL)
+        return
+    if not creation.kind.startswith("gtpu"):
+        raise _far_refused(far, "only GTP-U outer header creation is supported")
+    family = 6 if creation.kind.endswith("ipv6") else 4
+    local = site.n3_ipv6 if family == 6 else site.n3_ipv4
+    if local is None:
+        raise _far_refused(far, f"no N3 address of IPv{family} to send from (pfcp.n3_ipv{family})")
+    if uplink and not action.flags & PdrFlag.DECAP:
+        raise _refused(pdr, "re-encapsulation needs outer header removal", IEType.OUTER_HEADER_REMOVAL)
+    action.flags |= PdrFlag.ENCAP
+    action.family, action.teid, action.pdu_type = family, creation.teid or 0, 1 if uplink else 0
+    action.peer[:] = words(creation.address)
+    action.local[:] = words(local)
+
+
+def words(address: Union[str, bytes]) -> list[int]:
+    """An address (text, or packed into 16 bytes) as the four network-order words of a __u32[4]
+    (IPv4 in the first)."""
+    packed = address if isinstance(address, bytes) else ipaddress.ip_address(address).packed.ljust(16, b"\0")
+    return [int.from_bytes(packed[i : i + 4], sys.byteorder) for i in range(0, 16, 4)]
+
+
+def _refused(pdr: Pdr, what: str, ie_type: IEType) -> RuleError:
+    return RuleError(Cause.RULE_CREATION_MODIFICATION_FAILURE, what, ie_type, (RuleType.PDR, pdr.id))
+
+
+def _far_refused(far: Far, what: str) -> RuleError:
+    return RuleError(
+        Cause.RULE_CREATION_MODIFICATION_FAILURE, what, IEType.OUTER_HEADER_CREATION, (RuleType.FAR, far.id)
+    )

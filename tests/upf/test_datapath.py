@@ -1,0 +1,291 @@
+"""The UPF's data path in the kernel (BPF_PROG_TEST_RUN): sessions compiled and applied through the
+generic tables, scapy-built packets through the real program, every output frame compared byte for
+byte with the frame scapy (its own GTP-U layers, scapy.contrib.gtp) builds for the expected result.
+Each run is a single repetition: the program rewrites the buffer."""
+
+from __future__ import annotations
+
+import secrets
+
+import pytest
+from scapy.contrib.gtp import GTP_U_Header, GTPPDUSessionContainer
+from scapy.layers.inet import IP, UDP
+from scapy.layers.inet6 import IPv6
+from scapy.layers.l2 import Ether
+from scapy.layers.vxlan import VXLAN
+
+from netapp.dataplane.facade import Dataplane, interface_index
+from netapp.testbed import netns
+from netapp.upf.abi import QFI_ANY, Output, Role, UplinkKey
+from netapp.upf.flows import parse_flow
+from netapp.upf.applier import BpfApplier, iface_entries
+from netapp.upf.compiler import Site
+from netapp.upf.models import (
+    Far,
+    ForwardingParameters,
+    FSeid,
+    FTeid,
+    OuterHeaderCreation,
+    Pdi,
+    Pdr,
+    Qer,
+    Session,
+    Urr,
+)
+from netapp.upf.pfcp.ies import Interface
+from tests.utils.kernel import require_kernel
+from tests.utils.packets.gtp import gtp_echo_request, gtp_end_marker, gtp_ext_raw, gtpu
+
+N3_IP, N3_IP6, GNB, GNB6, N9_PEER = "10.3.0.1", "2001:db8:3::1", "10.3.0.9", "2001:db8:3::9", "10.9.0.2"
+UE, UE6, SERVER = "10.45.0.7", "2001:db8:45::7", "192.0.2.10"
+TEID, DL_TEID, N9_TEID = 0x1001, 0x2002, 0x3003
+SDF = "permit out ip from any to assigned"
+MACS = {"src": "02:00:00:00:00:01", "dst": "02:00:00:00:00:02"}
+
+
+def session(*, uplink_far: Far | None = None, sdf: bool = False, seid: int = 1) -> Session:
+    """One UE: an uplink PDR on TEID (outer header removal, to the core) and downlink PDRs on its
+    addresses (to the gNB, QFI 9 from the QER), one URR."""
+    to_core = Far(id=1, apply_action=frozenset({"FORW"}),
+                  forwarding=ForwardingParameters(destination_interface=Interface.CORE))
+    to_gnb = Far(id=2, apply_action=frozenset({"FORW"}), forwarding=ForwardingParameters(
+        destination_interface=Interface.ACCESS,
+        outer_header_creation=OuterHeaderCreation(kind="gtpu-ipv4", teid=DL_TEID, address=GNB)))
+    pdrs = {
+        1: Pdr(id=1, precedence=100, pdi=Pdi(source_interface=Interface.ACCESS,
+                                               local_fteid=FTeid(teid=TEID, ipv4=N3_IP)),
+               outer_header_removal=0, far_id=1, qer_ids=(1,), urr_ids=(1,)),
+        2: Pdr(id=2, precedence=100, pdi=Pdi(source_interface=Interface.CORE,
+                                               ue_ip={"ipv4": UE, "ipv6": UE6, "destination": True},
+                                               sdf_filters=(parse_flow(SDF),) if sdf else ()),
+               far_id=2, qer_ids=(1,), urr_ids=(1,)),
+    }
+    return Session(seid=seid, node_id="smf", remote=FSeid(seid=9, ipv4="10.0.0.1"), pdrs=pdrs,
+                   fars={1: uplink_far or to_core, 2: to_gnb}, qers={1: Qer(id=1, qfi=9)},
+                   urrs={1: Urr(id=1, measurement_method=frozenset({"VOLUM"}))})
+
+
+N3_IF = N6_IF = OTHER_IF = 0  # the ifindexes of the module's namespace's interfaces (fixture `dp`)
+
+
+@pytest.fixture(scope="module")
+def dp():
+    """An instance inside a namespace of its own, whose three veth ends are the N3, the N6 and an
+    interface without a role (BPF_PROG_TEST_RUN wants a real ingress device)."""
+    global N3_IF, N6_IF, OTHER_IF
+    require_kernel()
+    name = f"dpp-upf-{secrets.token_hex(3)}"
+    netns.add_namespace(name)
+    try:
+        for a, b in (("n3", "n3p"), ("n6", "n6p"), ("ot", "otp")):
+            netns.run(["ip", "link", "add", a, "type", "veth", "peer", "name", b], netns=name)
+        with netns.entered(name):
+            N3_IF, N6_IF, OTHER_IF = (interface_index(ifname) for ifname in ("n3", "n6", "ot"))
+            with Dataplane.open(trace=True) as opened:
+                yield opened
+    finally:
+        netns.delete_namespace(name)
+
+
+def applier(dp: Dataplane, output: Output = Output.PASS) -> BpfApplier:
+    roles = {N3_IF: (Role.N3, 0), N6_IF: (Role.N6, 1)}
+    site = Site(net_instances={"internet": 1, "ims": 2}, default_instance="internet", n3_ipv4=N3_IP,
+                n3_ipv6=N3_IP6, output=output)
+    return BpfApplier(dp.table, site, iface_entries(roles, N3_IP, N3_IP6))
+
+
+@pytest.fixture
+def installed(dp):
+    upf = applier(dp)
+    upf.apply(None, session())
+    yield upf
+    upf.apply(session(), None)
+
+
+def ue_packet(family: int = 4):
+    ue = IP(src=UE, dst=SERVER) if family == 4 else IPv6(src=UE6, dst="2001:db8:99::1")
+    return ue / UDP(sport=40000, dport=5004) / (b"u" * 64)
+
+
+def uplink_frame(teid: int = TEID, family: int = 4, exts: int = 1, dst: str = N3_IP) -> bytes:
+    """N3 GTP-U with a PDU Session Container and exts - 1 further extension headers."""
+    chain = [gtp_ext_raw(0x81, b"\x00\x01")] * max(exts - 1, 0)
+    message = gtpu(teid, 9 if exts else None, ul=True, exts=chain, inner=ue_packet(family))
+    return bytes(Ether(**MACS) / IP(src=GNB, dst=dst) / UDP(sport=2152, dport=2152) / message)
+
+
+def decapsulated(family: int = 4) -> bytes:
+    return bytes(Ether(**MACS) / ue_packet(family))
+
+
+@pytest.mark.parametrize("exts", [0, 1, 3])
+@pytest.mark.parametrize("family", [4, 6])
+def test_uplink_is_decapsulated_whatever_the_extension_chain(dp, installed, family, exts):
+    out = dp.test_run(uplink_frame(family=family, exts=exts), N3_IF)
+    assert (out.verdict, out.action, out.reason) == ("PASS", "upf", None)
+    assert out.data == decapsulated(family)
+
+
+def test_uplink_inside_vxlan_is_decapsulated_to_the_ue_packet(dp, installed):
+    inner = Ether(uplink_frame())
+    frame = Ether(**MACS) / IP(src="10.1.0.1", dst="10.1.0.2") / UDP(sport=1234, dport=4789) / VXLAN(vni=0x445) / inner
+    out = dp.test_run(bytes(frame), N3_IF)
+    assert out.action == "upf"
+    assert out.data == decapsulated()
+
+
+@pytest.mark.parametrize(
+    ("frame", "ifname", "reason"),
+    [
+        (lambda: uplink_frame(teid=TEID + 1), "n3", "upf_teid_miss"),  # wrong TEID, our address
+        (lambda: uplink_frame(dst="10.3.0.2"), "n3", None),  # another address: transit GTP-U
+        (lambda: uplink_frame(), "ot", None),  # an interface without a role
+        (lambda: uplink_frame(), "n6", None),  # GTP-U on N6 is not decapsulated
+    ],
+    ids=["wrong-teid", "wrong-address", "no-role", "n6-role"],
+)
+def test_near_misses_are_left_to_the_pipeline(dp, installed, frame, ifname, reason):
+    sent = frame()
+    out = dp.test_run(sent, interface_index(ifname))
+    assert out.action != "upf" and out.reason == reason
+    assert out.data == sent
+    if reason is None:
+        assert out.key["teid"] == (TEID if out.key["teid"] else 0)  # classified on the tunnel, as before
+
+
+def test_downlink_is_encapsulated_with_the_qers_qfi_in_a_pdu_session_container(dp, installed):
+    sent = Ether(**MACS) / IP(src=SERVER, dst=UE) / UDP(sport=5004, dport=40000) / (b"d" * 64)
+    out = dp.test_run(bytes(sent), N6_IF)
+    expected = (Ether(**MACS) / IP(src=N3_IP, dst=GNB, id=0, ttl=64) / UDP(sport=2152, dport=2152, chksum=0)
+                / GTP_U_Header(teid=DL_TEID, E=1, next_ex=0x85) / GTPPDUSessionContainer(type=0, QFI=9)
+                / sent[IP])
+    assert (out.verdict, out.action) == ("PASS", "upf")
+    assert out.data == bytes(expected)
+
+
+def test_downlink_over_ipv6_outer_carries_a_computed_udp_checksum(dp):
+    upf = applier(dp)
+    six = session()
+    far = six.fars[2].model_copy(update={"forwarding": ForwardingParameters(
+        destination_interface=Interface.ACCESS,
+        outer_header_creation=OuterHeaderCreation(kind="gtpu-ipv6", teid=DL_TEID, address=GNB6))})
+    six = six.model_copy(update={"fars": {**six.fars, 2: far}})
+    upf.apply(None, six)
+    try:
+        sent = Ether(**MACS) / IPv6(src="2001:db8:99::1", dst=UE6) / UDP(sport=5004, dport=40000) / (b"d" * 301)
+        out = dp.test_run(bytes(sent), N6_IF)
+        expected = (Ether(**MACS) / IPv6(src=N3_IP6, dst=GNB6, hlim=64) / UDP(sport=2152, dport=2152)
+                    / GTP_U_Header(teid=DL_TEID, E=1, next_ex=0x85) / GTPPDUSessionContainer(type=0, QFI=9)
+                    / sent[IPv6])
+        assert out.data == bytes(expected)
+    finally:
+        upf.apply(six, None)
+
+
+def test_another_network_instance_does_not_reach_the_ue(dp):
+    upf = applier(dp)
+    ims = session()
+    pdr = ims.pdrs[2].model_copy(update={"pdi": ims.pdrs[2].pdi.model_copy(update={"network_instance": "ims"})})
+    ims = ims.model_copy(update={"pdrs": {**ims.pdrs, 2: pdr}})
+    upf.apply(None, ims)
+    try:
+        sent = bytes(Ether(**MACS) / IP(src=SERVER, dst=UE) / UDP(sport=5004, dport=40000) / (b"d" * 64))
+        out = dp.test_run(sent, N6_IF)  # N6_IF is in "internet"
+        assert out.action != "upf" and out.data == sent
+    finally:
+        upf.apply(ims, None)
+
+
+def test_n9_re_encapsulation_gets_the_peers_teid_and_an_uplink_container(dp):
+    upf = applier(dp, Output.TX)
+    n9 = Far(id=1, apply_action=frozenset({"FORW"}), forwarding=ForwardingParameters(
+        destination_interface=Interface.CORE,
+        outer_header_creation=OuterHeaderCreation(kind="gtpu-ipv4", teid=N9_TEID, address=N9_PEER)))
+    upf.apply(None, session(uplink_far=n9))
+    try:
+        out = dp.test_run(uplink_frame(), N3_IF)
+        swapped = {"src": MACS["dst"], "dst": MACS["src"]}
+        expected = (Ether(**swapped) / IP(src=N3_IP, dst=N9_PEER, id=0, ttl=64) / UDP(sport=2152, dport=2152, chksum=0)
+                    / GTP_U_Header(teid=N9_TEID, E=1, next_ex=0x85) / GTPPDUSessionContainer(type=1, QFI=9)
+                    / ue_packet())
+        assert (out.verdict, out.action) == ("TX", "upf")
+        assert out.data == bytes(expected)
+    finally:
+        upf.apply(session(uplink_far=n9), None)
+
+
+def test_echo_request_to_us_is_answered_with_the_recovery_ie(dp, installed):
+    request = Ether(**MACS) / IP(src=GNB, dst=N3_IP) / UDP(sport=2152, dport=2152) / gtp_echo_request(seq=0x1234)
+    out = dp.test_run(bytes(request), N3_IF)
+    reply = (Ether(src=MACS["dst"], dst=MACS["src"]) / IP(src=N3_IP, dst=GNB, id=1)
+             / UDP(sport=2152, dport=2152, chksum=0)
+             / GTP_U_Header(gtp_type=2, S=1, seq=0x1234, teid=0) / b"\x0e\x00")
+    assert (out.verdict, out.reason) == ("TX", "upf_echo")
+    assert out.data == bytes(reply)
+
+
+def test_end_marker_is_counted_and_passed(dp, installed):
+    sent = bytes(Ether(**MACS) / IP(src=GNB, dst=N3_IP) / UDP(sport=2152, dport=2152) / gtp_end_marker(TEID))
+    out = dp.test_run(sent, N3_IF)
+    assert (out.verdict, out.reason, out.data) == ("PASS", "upf_end_marker", sent)
+
+
+def test_no_route_passes_the_decapsulated_packet_to_the_kernel(dp):
+    upf = applier(dp, Output.FIB)
+    upf.apply(None, session())
+    try:
+        out = dp.test_run(uplink_frame(), N3_IF)  # ifindex 7 has no route in the test's namespace
+        assert (out.verdict, out.reason) == ("PASS", "upf_no_route") or out.reason == "upf_no_neigh"
+        assert out.data == decapsulated()
+    finally:
+        upf.apply(session(), None)
+
+
+def test_deletion_makes_the_teid_miss_again(dp):
+    upf = applier(dp)
+    upf.apply(None, session())
+    upf.apply(session(), None)
+    out = dp.test_run(uplink_frame(), N3_IF)
+    assert out.reason == "upf_teid_miss"
+    assert dp.table("dpp_upf_uplink").get(UplinkKey(teid=TEID, qfi=QFI_ANY)) is None
+
+
+def _without_sdf(rule: dict) -> dict:
+    """A Create PDR of tests/upf/smf.py without its SDF filter (the data path refuses those)."""
+    pdr_ies = [dict(item, Data=[sub for sub in item["Data"] if sub["Type"] != 23]) if item["Type"] == 2 else item
+               for item in rule["Data"]]
+    return dict(rule, Data=pdr_ies)
+
+
+def test_a_session_established_over_pfcp_acts_on_packets_until_deleted(dp, tmp_path):
+    from netapp.service.store import Store
+    from netapp.upf.pfcp.server import PfcpServer
+    from netapp.upf.sessions import Upf
+    from tests.upf.smf import Smf, cause, create_far, create_pdr, create_qer, create_urr, fseid, node_id, recovery
+
+    store = Store.open(tmp_path / "netapp.db", synchronous="NORMAL")
+    server = PfcpServer(Upf(store, applier(dp), n3_ipv4=N3_IP), "127.0.0.1", 0)
+    server.start()
+    smf = Smf(server.address)
+    try:
+        assert cause(smf.ask("PFCPAssociationSetupReq", [node_id(), recovery(1000)])) == 1
+        ies = [node_id(), fseid(0x51),
+               _without_sdf(create_pdr(1, 1, access=True, choose_id=1)),
+               _without_sdf(create_pdr(3, 2, access=False, ue=UE)),
+               create_far(1, core=True), create_far(2, core=False, gnb=GNB, teid=DL_TEID), create_qer(), create_urr()]
+        assert cause(smf.ask("PFCPSessionEstablishmentReq", ies, seid=0)) == 1
+        (session_,) = server.upf.sessions.values()  # type: ignore[attr-defined]
+        teid = session_.pdrs[1].pdi.local_fteid.teid
+
+        assert dp.test_run(uplink_frame(teid=teid), N3_IF).data == decapsulated()
+        down = Ether(**MACS) / IP(src=SERVER, dst=UE) / UDP(sport=5004, dport=40000) / (b"d" * 64)
+        out = dp.test_run(bytes(down), N6_IF)
+        assert out.action == "upf" and GTP_U_Header(out.data[42:]).teid == DL_TEID
+
+        assert cause(smf.ask("PFCPSessionDeletionReq", [], seid=session_.seid)) == 1
+        assert dp.test_run(uplink_frame(teid=teid), N3_IF).reason == "upf_teid_miss"
+        assert dp.test_run(bytes(down), N6_IF).action != "upf"
+    finally:
+        smf.close()
+        server.close()
+        store.close()
