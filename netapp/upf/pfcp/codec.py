@@ -56,15 +56,28 @@ class Header:
     seid: Optional[int]  # None: a node message (S=0)
 
 
-@dataclasses.dataclass(frozen=True)
 class IE:
     """One information element: a leaf with `fields` (the library's field names, lower-cased), or a
-    grouped IE with `children`. `raw` is the body as received (empty for IEs we build)."""
+    grouped IE with `children`. `raw` is the body as received (empty for IEs we build). Not to be
+    changed once made (a plain class with slots: a request makes some seventy of them)."""
 
-    type: int
-    fields: dict[str, Any] = dataclasses.field(default_factory=dict)
-    children: tuple["IE", ...] = ()
-    raw: bytes = b""
+    __slots__ = ("type", "fields", "children", "raw")
+
+    def __init__(self, type: int, fields: Optional[dict[str, Any]] = None, children: tuple["IE", ...] = (), raw: bytes = b""):
+        self.type = type
+        self.fields = {} if fields is None else fields
+        self.children = children
+        self.raw = raw
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, IE):
+            return NotImplemented
+        return (self.type, self.fields, self.children, self.raw) == (other.type, other.fields, other.children, other.raw)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"IE(type={self.type}, fields={self.fields!r}, children={self.children!r}, raw={self.raw!r})"
 
     def all(self, ie_type: int) -> list["IE"]:
         return [child for child in self.children if child.type == ie_type]
