@@ -7,4 +7,7 @@
 | netapp.upf.sessions         | associations and sessions, changed all or nothing               |
 | netapp.upf.store            | their rows in the NetApp's SQLite store                         |
 | netapp.upf.pfcp             | the PFCP endpoint (UDP 8805), its codec adapter, its messages   |
+| netapp.upf.views            | what the REST API shows of them, by tenant (read-only)          |
+| netapp.upf.routes           | the REST router: /api/v1/upf                                    |
+| netapp.upf.cli              | `netapp sessions`: the sessions through the REST API            |
 """
