@@ -150,7 +150,9 @@ def cause_of(response: bytes) -> int:
     raise ValueError("a response without Cause")
 
 
-def drive(sock: socket.socket, address: tuple[str, int], batch: list[bytes], inflight: int) -> tuple[float, list[float]]:
+def drive(
+    sock: socket.socket, address: tuple[str, int], batch: list[bytes], inflight: int
+) -> tuple[float, list[float]]:
     """Send every request, `inflight` outstanding; (elapsed seconds, latencies in ms)."""
     sent_at: dict[int, int] = {}
     latencies: list[float] = []

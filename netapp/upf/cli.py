@@ -36,7 +36,9 @@ def _ue(session: dict[str, Any]) -> str:
 
 @app.command("list")
 def list_sessions(
-    node_id: Annotated[Optional[str], typer.Option("--node-id", help="Admins: this association's sessions only.")] = None,
+    node_id: Annotated[
+        Optional[str], typer.Option("--node-id", help="Admins: this association's sessions only.")
+    ] = None,
     limit: Annotated[int, typer.Option(min=1, max=1000, help="Page size.")] = 100,
     offset: Annotated[int, typer.Option(min=0, help="First item.")] = 0,
     as_json: JsonOption = False,

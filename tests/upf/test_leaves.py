@@ -11,7 +11,6 @@ import pytest
 from pycrate_mobile import TS29244_PFCP as P
 
 from netapp.upf.pfcp import codec
-from netapp.upf.pfcp.codec import _scapy
 from netapp.upf.pfcp.ies import Cause, IEType, MsgType
 from netapp.upf.pfcp.leaves import DECODERS, ENCODERS
 from tests.upf.smf import Smf, establishment_ies, node_id, recovery

@@ -63,7 +63,9 @@ class IE:
 
     __slots__ = ("type", "fields", "children", "raw")
 
-    def __init__(self, type: int, fields: Optional[dict[str, Any]] = None, children: tuple["IE", ...] = (), raw: bytes = b""):
+    def __init__(
+        self, type: int, fields: Optional[dict[str, Any]] = None, children: tuple["IE", ...] = (), raw: bytes = b""
+    ):
         self.type = type
         self.fields = {} if fields is None else fields
         self.children = children
@@ -72,7 +74,8 @@ class IE:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, IE):
             return NotImplemented
-        return (self.type, self.fields, self.children, self.raw) == (other.type, other.fields, other.children, other.raw)
+        mine, theirs = (self.type, self.fields, self.children, self.raw), (other.type, other.fields, other.children, other.raw)
+        return mine == theirs
 
     __hash__ = None  # type: ignore[assignment]
 

@@ -31,6 +31,42 @@ def _ipv6(body: bytes, at: int) -> str:
     return socket.inet_ntop(socket.AF_INET6, body[at : at + 16])
 
 
+def _u8(body: bytes, at: int) -> int:
+    return body[at]
+
+
+def _u16(body: bytes, at: int) -> int:
+    return _U16.unpack_from(body, at)[0]
+
+
+def _u24(body: bytes, at: int) -> int:
+    return int.from_bytes(body[at : at + 3], "big")
+
+
+def _u32(body: bytes, at: int) -> int:
+    return _U32.unpack_from(body, at)[0]
+
+
+def _u64(body: bytes, at: int) -> int:
+    return _U64.unpack_from(body, at)[0]
+
+
+# One optional value: (field name, present?, size, reader).
+Part = tuple[str, int, int, Callable[[bytes, int], Any]]
+
+
+def _flagged(body: bytes, at: int, fields: Fields, parts: tuple[Part, ...]) -> Optional[Fields]:
+    """`fields` with the values the flags say are present, read in order from `at` on; None when
+    the body is too short for them."""
+    if len(body) < at + sum(size for _, present, size, _ in parts if present):
+        return None
+    for name, present, size, read in parts:
+        if present:
+            fields[name] = read(body, at)
+            at += size
+    return fields
+
+
 def apn(data: bytes) -> bytes:
     """The library's reading of a length-prefixed label string (its APNStrLenField), dots between."""
     out, rest = b"", data
@@ -47,10 +83,10 @@ def apn(data: bytes) -> bytes:
 
 
 def _uint(name: str, size: int) -> Callable[[bytes], Optional[Fields]]:
-    unpack = {1: lambda body: body[0], 2: lambda body: _U16.unpack_from(body)[0], 4: lambda body: _U32.unpack_from(body)[0]}[size]
+    read = {1: _u8, 2: _u16, 4: _u32}[size]
 
     def decode(body: bytes) -> Optional[Fields]:
-        return {name: unpack(body)} if len(body) >= size else None
+        return {name: read(body, 0)} if len(body) >= size else None
 
     return decode
 
@@ -94,15 +130,9 @@ def _volume(body: bytes) -> Optional[Fields]:
         return None
     flags = body[0]
     tovol, ulvol, dlvol = flags & 1, (flags >> 1) & 1, (flags >> 2) & 1
-    if len(body) < 1 + 8 * (tovol + ulvol + dlvol):
-        return None
     fields = {"dlvol": dlvol, "ulvol": ulvol, "tovol": tovol, "total": 0, "uplink": 0, "downlink": 0}
-    at = 1
-    for name, present in (("total", tovol), ("uplink", ulvol), ("downlink", dlvol)):
-        if present:
-            fields[name] = _U64.unpack_from(body, at)[0]
-            at += 8
-    return fields
+    parts = (("total", tovol, 8, _u64), ("uplink", ulvol, 8, _u64), ("downlink", dlvol, 8, _u64))
+    return _flagged(body, 1, fields, parts)
 
 
 def _reporting_triggers(body: bytes) -> Optional[Fields]:
@@ -125,15 +155,8 @@ def _fseid(body: bytes) -> Optional[Fields]:
     if len(body) < 9:
         return None
     v4, v6 = (body[0] >> 1) & 1, body[0] & 1
-    if len(body) < 9 + 4 * v4 + 16 * v6:
-        return None
-    return {
-        "v4": v4,
-        "v6": v6,
-        "seid": _U64.unpack_from(body, 1)[0],
-        "ipv4": _ipv4(body, 9) if v4 else 0,
-        "ipv6": _ipv6(body, 9 + 4 * v4) if v6 else 0,
-    }
+    fields: Fields = {"v4": v4, "v6": v6, "seid": _u64(body, 1), "ipv4": 0, "ipv6": 0}
+    return _flagged(body, 9, fields, (("ipv4", v4, 4, _ipv4), ("ipv6", v6, 16, _ipv6)))
 
 
 def _node_id(body: bytes) -> Optional[Fields]:
@@ -160,38 +183,19 @@ def _fteid(body: bytes) -> Optional[Fields]:
     flags = body[0]
     chid, ch, v6, v4 = (flags >> 3) & 1, (flags >> 2) & 1, (flags >> 1) & 1, flags & 1
     fields: Fields = {"chid": chid, "ch": ch, "v6": v6, "v4": v4, "teid": 0, "ipv4": 0, "ipv6": 0, "choose_id": 0}
-    at = 1
-    if not ch:
-        if len(body) < 5 + 4 * v4 + 16 * v6:
-            return None
-        fields["teid"] = _U32.unpack_from(body, 1)[0]
-        at = 5
-        if v4:
-            fields["ipv4"] = _ipv4(body, at)
-            at += 4
-        if v6:
-            fields["ipv6"] = _ipv6(body, at)
-            at += 16
-    if chid:
-        if len(body) < at + 1:
-            return None
-        fields["choose_id"] = body[at]
-    return fields
+    given = not ch
+    return _flagged(body, 1, fields, (
+        ("teid", given, 4, _u32), ("ipv4", given and v4, 4, _ipv4), ("ipv6", given and v6, 16, _ipv6),
+        ("choose_id", chid, 1, _u8),
+    ))
 
 
 def _ue_ip(body: bytes) -> Optional[Fields]:
     if not body:
         return None
     sd, v4, v6 = (body[0] >> 2) & 1, (body[0] >> 1) & 1, body[0] & 1
-    if len(body) < 1 + 4 * v4 + 16 * v6:
-        return None
-    return {
-        "sd": sd,
-        "v4": v4,
-        "v6": v6,
-        "ipv4": _ipv4(body, 1) if v4 else 0,
-        "ipv6": _ipv6(body, 1 + 4 * v4) if v6 else 0,
-    }
+    fields: Fields = {"sd": sd, "v4": v4, "v6": v6, "ipv4": 0, "ipv6": 0}
+    return _flagged(body, 1, fields, (("ipv4", v4, 4, _ipv4), ("ipv6", v6, 16, _ipv6)))
 
 
 _OHC_FLAGS = ("stag", "ctag", "ipv6", "ipv4", "udpipv6", "udpipv4", "gtpuudpipv6", "gtpuudpipv4")
@@ -206,29 +210,12 @@ def _outer_header_creation(body: bytes) -> Optional[Fields]:
     has_v6 = flags["ipv6"] or flags["udpipv6"] or flags["gtpuudpipv6"]
     has_port = flags["udpipv4"] or flags["udpipv6"]
     has_ctag, has_stag = flags["ctag"], flags["stag"]
-    if len(body) < 2 + 4 * has_teid + 4 * has_v4 + 16 * has_v6 + 2 * has_port + 3 * has_ctag + 3 * has_stag:
-        return None
     # The library names a flag and a value alike ("ipv4", "ctag", ...): the value, read later, wins.
     fields: Fields = {**flags, "teid": 0, "ipv4": 0, "ipv6": 0, "port": 0, "ctag": 0, "stag": 0}
-    at = 2
-    if has_teid:
-        fields["teid"] = _U32.unpack_from(body, at)[0]
-        at += 4
-    if has_v4:
-        fields["ipv4"] = _ipv4(body, at)
-        at += 4
-    if has_v6:
-        fields["ipv6"] = _ipv6(body, at)
-        at += 16
-    if has_port:
-        fields["port"] = _U16.unpack_from(body, at)[0]
-        at += 2
-    if has_ctag:
-        fields["ctag"] = int.from_bytes(body[at : at + 3], "big")
-        at += 3
-    if has_stag:
-        fields["stag"] = int.from_bytes(body[at : at + 3], "big")
-    return fields
+    return _flagged(body, 2, fields, (
+        ("teid", has_teid, 4, _u32), ("ipv4", has_v4, 4, _ipv4), ("ipv6", has_v6, 16, _ipv6),
+        ("port", has_port, 2, _u16), ("ctag", has_ctag, 3, _u24), ("stag", has_stag, 3, _u24),
+    ))
 
 
 def _outer_header_removal(body: bytes) -> Optional[Fields]:
@@ -259,20 +246,10 @@ def _sdf_filter(body: bytes) -> Optional[Fields]:
         fields["flow_description_length"] = length
         fields["flow_description"] = body[4 : 4 + length]
         at = 4 + length
-    if len(body) < at + 2 * ttc + 4 * spi + 3 * fl + 4 * bid:
-        return None
-    if ttc:
-        fields["tos_traffic_class"], fields["tos_traffic_mask"] = body[at], body[at + 1]
-        at += 2
-    if spi:
-        fields["security_parameter_index"] = _U32.unpack_from(body, at)[0]
-        at += 4
-    if fl:
-        fields["flow_label"] = int.from_bytes(body[at : at + 3], "big")
-        at += 3
-    if bid:
-        fields["sdf_filter_id"] = _U32.unpack_from(body, at)[0]
-    return fields
+    return _flagged(body, at, fields, (
+        ("tos_traffic_class", ttc, 1, _u8), ("tos_traffic_mask", ttc, 1, _u8),
+        ("security_parameter_index", spi, 4, _u32), ("flow_label", fl, 3, _u24), ("sdf_filter_id", bid, 4, _u32),
+    ))
 
 
 def _network_instance(body: bytes) -> Optional[Fields]:

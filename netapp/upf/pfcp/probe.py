@@ -4,7 +4,6 @@ Time Stamp)? What `netapp demo` asks of its UPF; any SMF-side tool may."""
 from __future__ import annotations
 
 import socket
-from typing import Optional
 
 from netapp.upf.pfcp.codec import MalformedMessage, decode, encode, leaf, message
 from netapp.upf.pfcp.ies import IEType, MsgType
@@ -20,7 +19,8 @@ class NoAnswer(Exception):
 def heartbeat(host: str, port: int, timeout_s: float = 2.0) -> int:
     """Send a Heartbeat Request to host:port; the Recovery Time Stamp of its response (NTP seconds)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    request = encode(message(MsgType.HEARTBEAT_REQUEST, SEQ, None, leaf(IEType.RECOVERY_TIME_STAMP, timestamp=ntp_now())))
+    stamp = leaf(IEType.RECOVERY_TIME_STAMP, timestamp=ntp_now())
+    request = encode(message(MsgType.HEARTBEAT_REQUEST, SEQ, None, stamp))
     with socket.socket(family, socket.SOCK_DGRAM) as sock:
         sock.settimeout(timeout_s)
         sock.connect((host, port))
@@ -29,7 +29,7 @@ def heartbeat(host: str, port: int, timeout_s: float = 2.0) -> int:
             response = decode(sock.recv(65535))
         except (OSError, MalformedMessage) as exc:  # timeout, refused (ICMP), not PFCP
             raise NoAnswer(f"no heartbeat response from {host}:{port}: {exc}") from exc
-    stamp: Optional[object] = response.ies.one(IEType.RECOVERY_TIME_STAMP)
-    if response.type != MsgType.HEARTBEAT_RESPONSE or response.seq != SEQ or stamp is None:
+    theirs = response.ies.one(IEType.RECOVERY_TIME_STAMP)
+    if response.type != MsgType.HEARTBEAT_RESPONSE or response.seq != SEQ or theirs is None:
         raise NoAnswer(f"{host}:{port} answered a heartbeat with message type {response.type}, no Recovery Time Stamp")
-    return int(stamp["timestamp"])  # type: ignore[index]
+    return int(theirs["timestamp"])
