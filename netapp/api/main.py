@@ -23,6 +23,7 @@ from netapp.forwarding import routes as forwarding
 from netapp.service.contract import IntentService
 from netapp.steering import routes as steering
 from netapp.tenancy.service import TenantService
+from netapp.upf import routes as upf
 
 TITLE = "DPP NetApp"
 DESCRIPTION = (
@@ -43,6 +44,7 @@ ROUTERS = (
     metrics.router,
     subscriptions.router,
     telemetry_stream.router,
+    upf.router,
 )
 
 

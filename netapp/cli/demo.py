@@ -88,6 +88,8 @@ def intro(session: Demo) -> Text:
     return Text(
         f"edge site {session.site.tag}: ran ─ node (XDP on n3) ─ core, alternative node on 'alt'\n"
         f"NetApp API at {session.url} (instance {session.instance})\n"
+        f"UPF: N4 (PFCP) at {session.pfcp_address} answers a heartbeat (recovery time stamp "
+        f"{session.n4_recovery_time_stamp}); N3 TEIDs on {session.site.n3.ip}\n"
         f"configured through the API: 1 alternative group, {session.cpus} CPUs, "
         f"{scenario.PRIORITY_FLOWS} priority intents (one as the paper's legacy message), a best-effort "
         f"intent, and slice 'embb' holding the {scenario.FLOWS - scenario.PRIORITY_FLOWS} best-effort services\n"

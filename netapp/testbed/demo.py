@@ -1,7 +1,8 @@
 """The NetApp on an emulated edge site, start to finish: what `netapp demo` runs.
 
 Builds the site, starts a local InfluxDB and the NetApp service (`netapp serve`, which attaches the
-pipeline natively to the node's RAN-side interface and writes its telemetry into that InfluxDB),
+pipeline natively to the node's RAN-side interface, writes its telemetry into that InfluxDB and
+answers PFCP (N4) as the UPF on a loopback port, which the demo checks with a heartbeat),
 and, when Debian's `prometheus` is installed, a Prometheus scraping the service's metrics listener
 with the VNFD's scaling alerts (loopback only, its data in the demo's directory),
 configures it through its REST API like a slicing manager and an operator would (alternative node,
@@ -68,8 +69,10 @@ from netapp.testbed import netns, scenario
 from netapp.testbed.scenario import best_effort_slice
 from netapp.testbed.topology import EdgeSite
 from netapp.testbed.traffic import Sender
+from netapp.upf.pfcp.probe import NoAnswer, heartbeat
 
 READY_TIMEOUT_S = 30.0
+N4_TIMEOUT_S = 5.0  # the UPF's answer to the demo's PFCP heartbeat
 CAPACITY_PPS = 300  # per CPU, metered over METER_WINDOW_MS: 30 frames a window
 METER_WINDOW_MS = 100
 MIN_GAP_S = 0.0012  # between any two frames the RAN side sends: at most 833 a second in all
@@ -92,8 +95,8 @@ def build_artifact(name: str) -> Path:
     return Path(binding.find_libdpp()).parent / name
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
+def free_port(kind: socket.SocketKind = socket.SOCK_STREAM) -> int:
+    with socket.socket(socket.AF_INET, kind) as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
 
@@ -253,6 +256,8 @@ class Demo:
         self.token = new_token()
         self.port = free_port()
         self.metrics_port = free_port()
+        self.pfcp_port = free_port(socket.SOCK_DGRAM)
+        self.n4_recovery_time_stamp: Optional[int] = None  # the UPF's, from the demo's heartbeat
         self.server: Optional[subprocess.Popen] = None
         self.influxd: Optional[LocalInfluxd] = None
         self.prometheus: Optional[LocalPrometheus] = None
@@ -269,6 +274,11 @@ class Demo:
         return f"http://127.0.0.1:{self.port}"
 
     @property
+    def pfcp_address(self) -> str:
+        """Where the UPF answers PFCP (N4): loopback, beside the API."""
+        return f"127.0.0.1:{self.pfcp_port}"
+
+    @property
     def metrics_url(self) -> str:
         return f"http://127.0.0.1:{self.metrics_port}/metrics"
 
@@ -282,6 +292,7 @@ class Demo:
                                 str(build_artifact("xdp_pass.bpf.o")))
         self._start_influxd()
         self._start_service()
+        self._check_n4()
         self._start_prometheus()
         self._configure()
         self.traffic = PacedTraffic(self.site, {flow: partial(self.surge.rate, flow) for flow in scenario.flows()},
@@ -315,6 +326,8 @@ class Demo:
                              "bucket": bucket(INFLUX_DATABASE), "flush_interval_ms": 200},
                 "metrics_listener": {"enabled": True, "host": "127.0.0.1", "port": self.metrics_port},
             },
+            # the UPF's N4 endpoint; the TEIDs it chooses are on the node's n3
+            "pfcp": {"address": self.pfcp_address, "n3_ipv4": self.site.n3.ip},
         }
         path = self.workdir / "netapp.yaml"
         path.write_text(yaml.safe_dump(settings))
@@ -338,6 +351,14 @@ class Demo:
                 pass
             time.sleep(0.2)
         raise RuntimeError(f"netapp serve did not become ready: {self.service_log()}")
+
+    def _check_n4(self) -> None:
+        """A PFCP Heartbeat, as an SMF would send: the N4 endpoint answers, with its Recovery Time Stamp."""
+        host, port = self.pfcp_address.rsplit(":", 1)
+        try:
+            self.n4_recovery_time_stamp = heartbeat(host, int(port), timeout_s=N4_TIMEOUT_S)
+        except NoAnswer as exc:
+            raise RuntimeError(f"{exc}: {self.service_log()}") from exc
 
     def _start_prometheus(self) -> None:
         """Prometheus scraping the metrics listener, when installed; otherwise say why not."""

@@ -11,6 +11,7 @@ filter to the uplink as written, to the downlink with source and destination swa
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from typing import Optional
 
@@ -40,6 +41,7 @@ class FlowDescription(BaseModel):
     destination: FlowEnd
 
 
+@functools.lru_cache(maxsize=4096)  # the same few descriptions come in session after session
 def parse_flow(text: str) -> FlowDescription:
     """The flow description `text`, parsed; FlowError naming the offending word."""
     if len(text) > MAX_FLOW_DESCRIPTION:

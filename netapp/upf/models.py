@@ -8,6 +8,7 @@ TS 29.244 asks for. Models are frozen: a change builds a new session (netapp.upf
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from typing import Annotated, Literal, Optional
 
@@ -62,8 +63,13 @@ class _Model(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+@functools.lru_cache(maxsize=65536)  # peers' and UEs' addresses, again and again
+def _version(value: str) -> int:
+    return ipaddress.ip_address(value).version
+
+
 def _address(value: str, version: int) -> str:
-    if ipaddress.ip_address(value).version != version:
+    if _version(value) != version:
         raise ValueError(f"{value}: not an IPv{version} address")
     return value
 

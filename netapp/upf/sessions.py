@@ -2,10 +2,16 @@
 
 A change is built whole before anything moves: the new session from the old one and the request
 (rules removed, created, updated; TEIDs chosen), then checked (every id unique, every id a PDR names
-exists, every TEID ours alone). Only then is it made, as one transaction of the store (netapp.service
-.transaction): rows written, the data-path `Applier` given (old session, new session), COMMIT. If the
-applier refuses, the store is rolled back and the tables here were never touched; if COMMIT fails,
-the applier is given the inverse. The tables in memory change last, once the store has committed.
+exists, every TEID ours alone). Only then is it made, in a transaction of the store (netapp.service
+.transaction): rows written and the tables here changed with them, the data-path `Applier` given
+(old session, new session), COMMIT. If the applier refuses or COMMIT fails, the store is rolled
+back, the applier given the inverse of what it took and the tables here put back as they were.
+
+Changes in groups (`run_group`, what the PFCP endpoint does with the requests that queued up while
+a transaction was in flight, netapp.service.group_commit): the changes of the group are the parts of
+one transaction, one COMMIT (one sync of the disk) for all, each change seeing those before it. A
+request refused (a RuleError) changes nothing and does not fail the others; should the transaction
+fail as a whole, each change is made again alone, so that it gets the answer it would have got alone.
 
 TS 29.244 on restarts: our Recovery Time Stamp is kept in the store with the sessions, since they
 survive a restart of the service. A peer whose Recovery Time Stamp changes (Association Setup
@@ -15,20 +21,27 @@ again, or a Heartbeat) has restarted and lost its sessions: we delete ours of th
 from __future__ import annotations
 
 import dataclasses
+import logging
 import threading
-from typing import Any, Callable, Iterable, Optional, Protocol
+from typing import Any, Callable, Iterable, Optional, Protocol, TypeVar, Union
 
 from netapp.service.contract import Principal
 from netapp.service.store import Store
-from netapp.service.transaction import Transactions
+from netapp.service.transaction import Part, Transactions
 from netapp.upf import store as rows
 from netapp.upf.models import FSeid, FTeid, RuleError, Session, check_session
 from netapp.upf.pfcp.ies import Cause, IEType, RuleType
 from netapp.upf.pfcp.rules import KINDS, RulePlan, build
 from netapp.upf.store import Association, ntp_now
 
+log = logging.getLogger("netapp.upf")
+
 TEID_SPACE = 1 << 32
 Pair = tuple[Optional[Session], Optional[Session]]
+T = TypeVar("T")
+PFCP = Principal(tenant="", scopes=frozenset(), name="pfcp")
+# What a change raises when it refuses a request, before it writes anything.
+REFUSALS = (RuleError, KeyError, TypeError, ValueError)
 
 
 class Applier(Protocol):
@@ -52,14 +65,20 @@ class Outcome:
 
 
 class SessionChange:
-    """The `MapChange` of a UPF transaction: the (old, new) pairs given to the applier in order, and
-    the inverse ones if a later pair or the commit fails."""
+    """The `MapChange` of a UPF transaction: the (old, new) pairs its changes made, given to the
+    applier in order once all are in; undone (the applier given the inverse pairs, the tables in
+    memory put back) if a later pair, or the commit, fails."""
 
-    def __init__(self, applier: Applier, pairs: list[Pair], on_commit: Callable[[], None]):
+    def __init__(self, applier: Applier):
         self._applier = applier
-        self._pairs = pairs
-        self._on_commit = on_commit
+        self._pairs: list[Pair] = []
+        self._undo_tables: list[Callable[[], None]] = []
         self._applied: list[Pair] = []
+
+    def add(self, pairs: list[Pair], undo_tables: Callable[[], None]) -> None:
+        """Pairs a change made, and how to put the tables in memory back from it."""
+        self._pairs.extend(pairs)
+        self._undo_tables.append(undo_tables)
 
     def mark(self) -> int:
         return 0
@@ -68,27 +87,30 @@ class SessionChange:
         pass
 
     def roll_back(self, to: int = 0) -> None:
-        self._undo()
+        self._undo_maps()
+        undo, self._undo_tables = self._undo_tables, []
+        for step in reversed(undo):
+            step()
 
     def apply_to_maps(self) -> None:
         for old, new in self._pairs:
             try:
                 self._applier.apply(old, new)
             except RuleError:
-                self._undo()
+                self._undo_maps()
                 raise
             except Exception as exc:
-                self._undo()
+                self._undo_maps()
                 raise RuleError(Cause.SYSTEM_FAILURE, f"the data path refused the change: {exc}") from exc
             self._applied.append((old, new))
 
     def undo_maps(self, cause: Exception) -> None:
-        self._undo()
+        self._undo_maps()
 
     def committed(self) -> None:
-        self._on_commit()
+        pass
 
-    def _undo(self) -> None:
+    def _undo_maps(self) -> None:
         applied, self._applied = self._applied, []
         for old, new in reversed(applied):
             self._applier.apply(new, old)
@@ -113,6 +135,7 @@ class Upf:
         self.associations: dict[str, Association] = {}
         self.sessions: dict[int, Session] = {}
         self._teids: dict[int, int] = {}  # TEID -> the SEID of the session holding it
+        self._change: Optional[SessionChange] = None  # the transaction in progress, under the lock
         self._load()
 
     def _load(self) -> None:
@@ -194,7 +217,7 @@ class Upf:
                 self.associations[node_id] = association
             self._commit_sessions([(session, None) for session in doomed])
 
-        self._run(node_id, [(session, None) for session in doomed], write, commit)
+        self._run([(session, None) for session in doomed], write, commit)
 
     # --- sessions --------------------------------------------------------------------------------
 
@@ -204,12 +227,7 @@ class Upf:
             seid = self._next_seid
             empty = Session(seid=seid, node_id=node_id, remote=remote)
             outcome = self._build(empty, plans)
-            self._next_seid = seid + 1
-            try:
-                self._save(None, outcome.session, next_seid=seid + 1, cursor=self._pending_cursor)
-            except BaseException:
-                self._next_seid = seid
-                raise
+            self._save(None, outcome.session, next_seid=seid + 1, cursor=self._pending_cursor)
             return outcome
 
     def modify(self, seid: int, plans: dict[str, RulePlan], remote: Optional[FSeid] = None) -> Outcome:
@@ -254,13 +272,73 @@ class Upf:
 
         def commit() -> None:
             self._teid_cursor = cursor
+            if next_seid is not None:
+                self._next_seid = next_seid
             self._commit_sessions([(old, new)])
 
-        self._run((new or old).node_id, [(old, new)], write, commit)  # type: ignore[union-attr]
+        self._run([(old, new)], write, commit)
 
-    def _run(self, node_id: str, pairs: list[Pair], write: Callable[[], None], commit: Callable[[], None]) -> None:
-        who = Principal(tenant=node_id, scopes=frozenset(), name="pfcp")
-        self._transactions.change(who, lambda: SessionChange(self._applier, pairs, commit), lambda _: write())
+    # --- transactions ----------------------------------------------------------------------------
+
+    def run_group(self, changes: list[Callable[[], T]]) -> list[Union[T, Exception]]:
+        """Run the changes (callables of this UPF's methods) as the parts of one transaction; the
+        result of each, or the refusal it raised (RuleError; KeyError, TypeError, ValueError: a request
+        without the fields its flags promise). Should the transaction fail as a whole, each change
+        is run alone; an error then is its outcome."""
+        with self._lock:
+            outcomes: list[Union[T, Exception]] = []
+            try:
+                self._transaction([self._part(change, outcomes) for change in changes])
+            except Exception as exc:  # noqa: BLE001 - an outcome for each change, whatever it was
+                if len(changes) == 1:
+                    return [exc]
+                log.warning("a group of %d PFCP changes failed as a whole (%s): making each alone", len(changes), exc)
+                return [self._alone(change) for change in changes]
+            return outcomes
+
+    def _alone(self, change: Callable[[], T]) -> Union[T, Exception]:
+        outcomes: list[Union[T, Exception]] = []
+        try:
+            self._transaction([self._part(change, outcomes)])
+        except Exception as exc:  # noqa: BLE001 - the change's outcome
+            return exc
+        return outcomes[0]
+
+    @staticmethod
+    def _part(change: Callable[[], T], outcomes: list[Union[T, Exception]]) -> Part[None]:
+        def work(_: SessionChange) -> None:
+            try:
+                outcomes.append(change())
+            except REFUSALS as exc:  # raised before any row is written: nothing of it to undo
+                outcomes.append(exc)
+
+        return Part(PFCP, work)
+
+    def _transaction(self, parts: list[Part[Any]]) -> None:
+        try:
+            self._transactions.run(parts, self._open_change)
+        finally:
+            self._change = None
+
+    def _open_change(self) -> SessionChange:
+        self._change = SessionChange(self._applier)
+        return self._change
+
+    def _run(self, pairs: list[Pair], write: Callable[[], None], commit: Callable[[], None]) -> None:
+        """Write the rows and change the tables in memory, in the transaction in progress (a group's)
+        or in one of their own; the pairs go to the applier before COMMIT."""
+        if self._change is None:
+            self._transaction([Part(PFCP, lambda _: self._run(pairs, write, commit))])
+            return
+        write()
+        counters, associations = (self._next_seid, self._teid_cursor), dict(self.associations)
+        commit()
+
+        def undo() -> None:
+            (self._next_seid, self._teid_cursor), self.associations = counters, associations
+            self._commit_sessions([(new, old) for old, new in reversed(pairs)])
+
+        self._change.add(pairs, undo)
 
     def _commit_sessions(self, pairs: Iterable[Pair]) -> None:
         for old, new in pairs:
@@ -310,7 +388,7 @@ class Upf:
         request with the same CHOOSE ID share one. A TEID given by the CP must be free."""
         self._pending_cursor = cursor = self._teid_cursor
         by_choose_id: dict[int, FTeid] = {}
-        taken = {teid: seid for teid, seid in self._teids.items() if seid != base.seid}
+        taken = _Taken(self._teids, base.seid)
         created = []
         for pdr_id in sorted(pdrs):
             pdr = pdrs[pdr_id]
@@ -325,7 +403,7 @@ class Upf:
             if chosen is None:
                 cursor = self._free_teid(cursor, taken)
                 chosen = fteid.model_copy(update={"teid": cursor, **self._n3_addresses(fteid, pdr_id)})
-                taken[cursor] = base.seid
+                taken.add(cursor)
                 if fteid.choose_id is not None:
                     by_choose_id[fteid.choose_id] = chosen
             pdrs[pdr_id] = pdr.model_copy(update={"pdi": pdr.pdi.model_copy(update={"local_fteid": chosen})})
@@ -333,7 +411,7 @@ class Upf:
         self._pending_cursor = cursor
         return created
 
-    def _free_teid(self, cursor: int, taken: dict[int, int]) -> int:
+    def _free_teid(self, cursor: int, taken: "_Taken") -> int:
         for _ in range(len(taken) + 2):
             cursor = cursor % (TEID_SPACE - 1) + 1  # 1 .. 2^32-1: TEID 0 is never ours
             if cursor not in taken:
@@ -351,6 +429,22 @@ class Upf:
                 (RuleType.PDR, pdr_id),
             )
         return {"ipv4": ipv4, "ipv6": ipv6}
+
+
+class _Taken:
+    """The TEIDs another session holds, and those this change has chosen so far."""
+
+    def __init__(self, teids: dict[int, int], seid: int):
+        self._teids, self._seid, self._chosen = teids, seid, set()
+
+    def __contains__(self, teid: object) -> bool:
+        return teid in self._chosen or self._teids.get(teid, self._seid) != self._seid  # type: ignore[call-overload]
+
+    def __len__(self) -> int:
+        return len(self._teids) + len(self._chosen)
+
+    def add(self, teid: int) -> None:
+        self._chosen.add(teid)
 
 
 def _failure(rule_type: RuleType, rule_id: int, what: str, ie_type: IEType) -> RuleError:

@@ -79,3 +79,31 @@ def load_sessions(store: Store) -> list[Session]:
 def _signed(seid: int) -> int:
     """SQLite integers are signed 64-bit: a SEID above 2^63 is stored as its two's complement."""
     return seid - (1 << 64) if seid >= 1 << 63 else seid
+
+
+# --- reads for the views (netapp.upf.views): committed rows only, in SEID order ------------------
+
+
+def count_sessions(store: Store, node_id: Optional[str]) -> int:
+    where, args = _by_node(node_id)
+    return int(store.execute(f"SELECT COUNT(*) FROM upf_sessions{where}", args).fetchone()[0])
+
+
+def page_of_sessions(store: Store, node_id: Optional[str], offset: int, limit: int) -> list[tuple[Session, str]]:
+    """(session, updated_at) of a page; `node_id` None: every association's."""
+    where, args = _by_node(node_id)
+    rows = store.execute(
+        f"SELECT body, updated_at FROM upf_sessions{where} ORDER BY seid LIMIT ? OFFSET ?", (*args, limit, offset)
+    ).fetchall()
+    return sorted(
+        ((Session.model_validate_json(body), updated_at) for body, updated_at in rows), key=lambda row: row[0].seid
+    )
+
+
+def get_session(store: Store, seid: int) -> Optional[tuple[Session, str]]:
+    row = store.execute("SELECT body, updated_at FROM upf_sessions WHERE seid = ?", (_signed(seid),)).fetchone()
+    return None if row is None else (Session.model_validate_json(row[0]), row[1])
+
+
+def _by_node(node_id: Optional[str]) -> tuple[str, tuple[str, ...]]:
+    return ("", ()) if node_id is None else (" WHERE node_id = ?", (node_id,))

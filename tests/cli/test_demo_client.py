@@ -69,3 +69,21 @@ def test_given_the_demo_fails_while_running_then_the_client_file_is_gone_too(ses
 
     assert result.exit_code == 1 and "the RAN-side sender failed" in result.output
     assert session.closed and not client_config_path().exists()
+
+
+def test_the_intro_says_where_the_upfs_n4_endpoint_answered():
+    class Started:
+        """What intro() reads of a started Demo."""
+
+        url, instance, cpus, influxd, node = URL, "demo-x", 2, None, "demo-x"
+        pfcp_address, n4_recovery_time_stamp = "127.0.0.1:48805", 3_900_000_000
+
+        class site:  # noqa: N801 - stands in for an attribute
+            tag = "x"
+
+            class n3:  # noqa: N801
+                ip = "10.10.0.2"
+
+    text = str(demo_command.intro(Started()))
+    assert "UPF: N4 (PFCP) at 127.0.0.1:48805 answers a heartbeat (recovery time stamp 3900000000)" in text
+    assert "N3 TEIDs on 10.10.0.2" in text

@@ -9,6 +9,12 @@ length or Mandatory IE incorrect; a version other than 1 gets Version Not Suppor
 Nothing a peer sends stops the endpoint: an unexpected error in a handler is counted and answered
 with System failure.
 
+Requests are decoded on the event loop and handled, in arrival order, by a writer thread
+(netapp.service.group_commit): those that queue up while a transaction is in flight are handled as
+the parts of the next one (`Upf.run_group`), so that one sync of the disk serves many. A request is
+answered once its change is committed and applied. A retransmission of a request still queued is
+counted and dropped: the response is on its way.
+
 `PfcpServer` runs the endpoint on an event loop of its own thread (`netapp serve` runs the REST API on
 the main one); `report_usage` is what the URR logic calls, from any thread.
 """
@@ -22,9 +28,11 @@ import itertools
 import logging
 import threading
 import time
+from concurrent.futures import Future
 from typing import Any, Callable, Optional
 
 from netapp.service.contract import ServiceError
+from netapp.service.group_commit import GroupWriter
 from netapp.upf.models import RuleError
 from netapp.upf.pfcp.codec import IE, MalformedMessage, Message, decode, decode_header, encode, group, leaf, message
 from netapp.upf.pfcp.handlers import Handlers, Peer
@@ -33,6 +41,7 @@ from netapp.upf.sessions import Upf
 
 log = logging.getLogger("netapp.upf.pfcp")
 
+MAX_GROUP = 256  # requests handled in one transaction at most
 T1_S = 3.0  # how long a Session Report Request waits for its response before it is sent again
 N1 = 3  # how many times it is sent
 # Usage Report Trigger flags (29.244 8.2.41) by the reporting trigger that fired.
@@ -109,7 +118,13 @@ class ResponseCache:
             self._entries.popitem(last=False)
 
 
+Job = tuple[Callable[[Message, Peer], Message], Message, Peer]
+
+
 class PfcpProtocol(asyncio.DatagramProtocol):
+    """The endpoint's datagrams. `start_writer()` before the first datagram, `close_writer()` after
+    the last: requests are handled on the writer's thread, answered on the loop's."""
+
     def __init__(self, handlers: Handlers, cache: ResponseCache):
         self.handlers = handlers
         self.cache = cache
@@ -117,9 +132,21 @@ class PfcpProtocol(asyncio.DatagramProtocol):
         self.transport: Optional[asyncio.DatagramTransport] = None
         self._pending: dict[int, asyncio.Future[Message]] = {}
         self._seq = itertools.count(1)
+        self._in_flight: set[tuple[Peer, int]] = set()  # requests queued or being handled
+        self._writer: Optional[GroupWriter[Job, Optional[Message]]] = None
+        self._loop: Optional[asyncio.AbstractEventLoop] = None
 
     def connection_made(self, transport: Any) -> None:
         self.transport = transport
+        self._loop = asyncio.get_running_loop()
+
+    def start_writer(self) -> None:
+        self._writer = GroupWriter(self._handle_group, name="pfcp-writer", max_group=MAX_GROUP)
+
+    def close_writer(self) -> None:
+        """Handle the requests queued, take no more."""
+        if self._writer is not None:
+            self._writer.close()
 
     def datagram_received(self, data: bytes, addr: Any) -> None:
         peer = (addr[0], addr[1])
@@ -143,6 +170,9 @@ class PfcpProtocol(asyncio.DatagramProtocol):
             self.counters["retransmission"] += 1
             self._send(cached, peer)
             return
+        if is_request and (peer, header.seq) in self._in_flight:
+            self.counters["retransmission"] += 1  # answered once handled
+            return
         try:
             msg = decode(data)
         except MalformedMessage as exc:
@@ -162,24 +192,46 @@ class PfcpProtocol(asyncio.DatagramProtocol):
         if handler is None:
             self.counters["unexpected_message"] += 1
             return
-        self._answer(msg, self._handle(handler, msg, peer), peer)
+        if self._writer is None:
+            raise RuntimeError("the PFCP writer is not started")
+        self._in_flight.add((peer, msg.seq))
+        self._writer.submit((handler, msg, peer)).add_done_callback(
+            lambda future: self._done(msg, peer, future)
+        )
 
-    def _handle(self, handler: Callable[[Message, Peer], Message], msg: Message, peer: Peer) -> Optional[Message]:
-        try:
-            response = handler(msg, peer)
+    def _handle_group(self, jobs: list[Job]) -> list[Optional[Message]]:
+        """On the writer's thread: the requests that queued up, in one transaction; a response each."""
+        outcomes = self.handlers.upf.run_group([lambda job=job: job[0](job[1], job[2]) for job in jobs])
+        return [self._response(job[1], job[2], outcome) for job, outcome in zip(jobs, outcomes)]
+
+    def _response(self, msg: Message, peer: Peer, outcome: Any) -> Optional[Message]:
+        """The response to `msg`: the handler's, or the refusal its error earns."""
+        if not isinstance(outcome, Exception):
             self.counters["accepted"] += 1
-            return response
-        except RuleError as exc:
-            error = exc
-        except ServiceError as exc:  # the store failed
-            error = RuleError(Cause.SYSTEM_FAILURE, str(exc))
-        except (KeyError, TypeError, ValueError) as exc:  # an IE without the fields its flags promise
-            error = RuleError(Cause.MANDATORY_IE_INCORRECT, f"{type(exc).__name__}: {exc}")
+            return outcome
+        if isinstance(outcome, RuleError):
+            error = outcome
+        elif isinstance(outcome, ServiceError):  # the store failed
+            error = RuleError(Cause.SYSTEM_FAILURE, str(outcome))
+        elif isinstance(outcome, (KeyError, TypeError, ValueError)):  # an IE without the fields its flags promise
+            error = RuleError(Cause.MANDATORY_IE_INCORRECT, f"{type(outcome).__name__}: {outcome}")
+        else:
+            self.counters["internal_error"] += 1
+            log.error("PFCP: %s from %s:%s failed", MsgType(msg.type).name, *peer, exc_info=outcome)
+            error = RuleError(Cause.SYSTEM_FAILURE, f"{type(outcome).__name__}: {outcome}")
         self.counters[f"refused_{error.cause.name.lower()}"] += 1
         log.info("PFCP: %s from %s:%s refused: %s", MsgType(msg.type).name, *peer, error)
         return self.handlers.refusal(msg, error)
 
+    def _done(self, msg: Message, peer: Peer, future: "Future[Optional[Message]]") -> None:
+        """On the writer's thread: send the response from the loop's."""
+        exc = future.exception()
+        response = self._response(msg, peer, exc) if exc is not None else future.result()
+        if self._loop is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self._answer, msg, response, peer)
+
     def _answer(self, request: Message, response: Optional[Message], peer: Peer) -> None:
+        self._in_flight.discard((peer, request.seq))
         if response is None:
             return
         data = encode(response)
@@ -230,12 +282,14 @@ class PfcpServer:
         transport, _ = self._loop.run_until_complete(
             self._loop.create_datagram_endpoint(lambda: self.protocol, local_addr=self._bind)
         )
+        self.protocol.start_writer()
         self.address = transport.get_extra_info("sockname")[:2]
         self._thread = threading.Thread(target=self._loop.run_forever, name="pfcp", daemon=True)
         self._thread.start()
         log.info("PFCP: serving on %s port %s", *self.address)
 
     def close(self) -> None:
+        self.protocol.close_writer()
         if self._thread is not None:
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join()

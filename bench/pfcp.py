@@ -1,0 +1,264 @@
+"""Control-plane cost of the UPF's N4 endpoint: PFCP Session Establishments per second and the
+latency of each, from an SMF in this process to a real endpoint in another one, over loopback UDP.
+
+    python -m bench.pfcp --out bench/results/pfcp.json
+
+Each request is the one the tests' SMF sends (tests/upf/smf.py: 4 PDRs, 2 FARs, 1 QER, 1 URR),
+encoded once with pycrate, an independent codec; every copy gets its own sequence number and CP
+SEID. `--inflight` requests are kept outstanding; the latency of one is from its sendto to the
+arrival of its response (Cause checked: Request accepted). The endpoint answers once the session is
+in the store (committed) and given to its data-path applier: `--applier none` (the only one so far)
+keeps no maps, so the figure does not contain the map writes yet. Methodology: bench/README.md
+("bench/pfcp.py").
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import multiprocessing
+import platform
+import socket
+import statistics
+import struct
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable, Optional, Sequence
+
+from netapp.upf.pfcp.ies import Cause, IEType, MsgType
+from netapp.upf.sessions import Applier, NoApplier
+from tests.upf.smf import Smf, establishment_ies, node_id, recovery
+
+DEFAULT_OUT = Path("bench/results/pfcp.json")
+N3 = "127.0.0.2"
+# The data-path appliers the endpoint can be given, by --applier: a factory each.
+APPLIERS: dict[str, Callable[[], Applier]] = {"none": NoApplier}
+# Targets (issue 17), reported and never asserted.
+TARGET_RATE = 10_000.0
+TARGET_P99_MS = 5.0
+SESSION_HEADER = 16
+TIMEOUT_S = 10.0
+
+
+def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench.pfcp", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="result document (JSON)")
+    parser.add_argument("--sessions", type=int, default=20_000, help="timed establishments")
+    parser.add_argument("--warmup", type=int, default=500, help="untimed establishments before")
+    parser.add_argument("--inflight", type=int, default=32, help="requests outstanding at once")
+    parser.add_argument("--applier", choices=sorted(APPLIERS), default="none", help="the endpoint's data path")
+    parser.add_argument(
+        "--synchronous", choices=("FULL", "NORMAL"), default="FULL", help="the store's sync mode (serve: FULL)"
+    )
+    return parser.parse_args(argv)
+
+
+# --- the endpoint, in a process of its own ---------------------------------------------------------
+
+
+def serve(db_path: str, applier: str, synchronous: str, pipe: Any) -> None:
+    """A UPF over a fresh store and its PFCP server on a loopback port; its address goes up the pipe,
+    its counters, session count and CPU seconds once the pipe says stop."""
+    from netapp.service.store import Store
+    from netapp.upf.pfcp.server import PfcpServer
+    from netapp.upf.sessions import Upf
+
+    store = Store.open(Path(db_path), synchronous=synchronous)
+    server = PfcpServer(Upf(store, APPLIERS[applier](), n3_ipv4=N3), "127.0.0.1", 0)
+    server.start()
+    try:
+        pipe.send(server.address)
+        pipe.recv()
+        cpu = time.process_time()
+        pipe.send({"counters": server.counters, "sessions": len(server.upf.sessions), "cpu_s": cpu})
+    finally:
+        server.close()
+        store.close()
+
+
+class Endpoint:
+    def __init__(self, directory: str, args: argparse.Namespace):
+        context = multiprocessing.get_context("spawn")
+        self._pipe, child = context.Pipe()
+        self._process = context.Process(
+            target=serve, args=(str(Path(directory) / "netapp.db"), args.applier, args.synchronous, child)
+        )
+        self._process.start()
+        if not self._pipe.poll(60):
+            raise RuntimeError("the endpoint did not start within 60 s")
+        self.address: tuple[str, int] = tuple(self._pipe.recv())  # type: ignore[assignment]
+
+    def stop(self) -> dict[str, Any]:
+        self._pipe.send("stop")
+        report = self._pipe.recv()
+        self._process.join(30)
+        return report
+
+    def kill(self) -> None:
+        if self._process.is_alive():
+            self._process.kill()
+            self._process.join()
+
+
+# --- the SMF -----------------------------------------------------------------------------------
+
+
+def fseid_offset(request: bytes) -> int:
+    """Where the CP SEID of the request's F-SEID is (after its IE header and flags octet)."""
+    offset = SESSION_HEADER
+    while offset < len(request):
+        ie_type, length = struct.unpack_from("!HH", request, offset)
+        if ie_type == IEType.F_SEID:
+            return offset + 5
+        offset += 4 + length
+    raise ValueError("the request has no F-SEID")
+
+
+def requests(count: int, first_seq: int) -> list[bytes]:
+    """`count` establishment requests, pycrate's encoding of one, each with its own sequence number
+    and CP SEID."""
+    template = Smf.build(Smf.__new__(Smf), "PFCPSessionEstablishmentReq", establishment_ies(1), seid=0, seq=1)
+    at = fseid_offset(template)
+    built = []
+    for n in range(count):
+        data = bytearray(template)
+        data[12:15] = ((first_seq + n) % (1 << 24)).to_bytes(3, "big")
+        data[at : at + 8] = (0x1000_0000 + first_seq + n).to_bytes(8, "big")
+        built.append(bytes(data))
+    return built
+
+
+def associate(sock: socket.socket, address: tuple[str, int]) -> None:
+    smf = Smf.__new__(Smf)
+    sock.sendto(Smf.build(smf, "PFCPAssociationSetupReq", [node_id(), recovery(1000)], seq=1), address)
+    data, _ = sock.recvfrom(65535)
+    if data[1] != MsgType.ASSOCIATION_SETUP_RESPONSE:
+        raise RuntimeError(f"association setup answered with message type {data[1]}")
+
+
+def cause_of(response: bytes) -> int:
+    """The Cause of a session response (our responses put it among the first IEs)."""
+    offset = SESSION_HEADER
+    while offset + 4 <= len(response):
+        ie_type, length = struct.unpack_from("!HH", response, offset)
+        if ie_type == IEType.CAUSE:
+            return response[offset + 4]
+        offset += 4 + length
+    raise ValueError("a response without Cause")
+
+
+def drive(
+    sock: socket.socket, address: tuple[str, int], batch: list[bytes], inflight: int
+) -> tuple[float, list[float]]:
+    """Send every request, `inflight` outstanding; (elapsed seconds, latencies in ms)."""
+    sent_at: dict[int, int] = {}
+    latencies: list[float] = []
+    pending = iter(batch)
+    started = time.perf_counter()
+
+    def send_next() -> None:
+        data = next(pending, None)
+        if data is not None:
+            sent_at[int.from_bytes(data[12:15], "big")] = time.perf_counter_ns()
+            sock.sendto(data, address)
+
+    for _ in range(min(inflight, len(batch))):
+        send_next()
+    while len(latencies) < len(batch):
+        data, _ = sock.recvfrom(65535)
+        now = time.perf_counter_ns()
+        seq = int.from_bytes(data[12:15], "big")
+        if data[1] != MsgType.SESSION_ESTABLISHMENT_RESPONSE or seq not in sent_at:
+            raise RuntimeError(f"unexpected response: type {data[1]}, sequence number {seq}")
+        if (cause := cause_of(data)) != Cause.REQUEST_ACCEPTED:
+            raise RuntimeError(f"establishment {seq} refused with cause {cause}")
+        latencies.append((now - sent_at.pop(seq)) / 1e6)
+        send_next()
+    return time.perf_counter() - started, latencies
+
+
+def summary(samples_ms: Sequence[float]) -> dict[str, Any]:
+    ordered = sorted(samples_ms)
+    at = lambda q: ordered[min(len(ordered) - 1, int(q * len(ordered)))]  # noqa: E731
+    return {
+        "count": len(ordered),
+        "median_ms": round(statistics.median(ordered), 3),
+        "p90_ms": round(at(0.90), 3),
+        "p99_ms": round(at(0.99), 3),
+        "max_ms": round(ordered[-1], 3),
+    }
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    warm = requests(args.warmup, 2)
+    timed = requests(args.sessions, 2 + args.warmup)
+    with tempfile.TemporaryDirectory(prefix="bench-pfcp-") as directory:
+        endpoint = Endpoint(directory, args)
+        try:
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
+                sock.bind(("127.0.0.1", 0))
+                sock.settimeout(TIMEOUT_S)
+                associate(sock, endpoint.address)
+                drive(sock, endpoint.address, warm, args.inflight)
+                elapsed, latencies = drive(sock, endpoint.address, timed, args.inflight)
+            report = endpoint.stop()
+        finally:
+            endpoint.kill()
+    if report["sessions"] != args.warmup + args.sessions:
+        raise RuntimeError(f"the endpoint holds {report['sessions']} sessions, not {args.warmup + args.sessions}")
+    rate = len(latencies) / elapsed
+    latency = summary(latencies)
+    return {
+        "benchmark": "pfcp",
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "machine": {"python": platform.python_version(), "cpus": multiprocessing.cpu_count()},
+        "settings": {
+            "sessions": args.sessions,
+            "warmup": args.warmup,
+            "inflight": args.inflight,
+            "applier": args.applier,
+            "synchronous": args.synchronous,
+            "request_bytes": len(timed[0]),
+            "rules_per_session": {"pdr": 4, "far": 2, "qer": 1, "urr": 1},
+        },
+        "maps_in_figure": args.applier != "none",
+        "establishments_per_s": round(rate, 1),
+        "latency": latency,
+        "endpoint": report,
+        "targets": [
+            {"name": "establishments_per_s", "value": round(rate, 1), "limit": TARGET_RATE, "met": rate >= TARGET_RATE},
+            {"name": "p99_ms", "value": latency["p99_ms"], "limit": TARGET_P99_MS,
+             "met": latency["p99_ms"] <= TARGET_P99_MS},
+        ],
+    }
+
+
+def format_table(result: dict[str, Any]) -> str:
+    latency = result["latency"]
+    lines = [
+        f"PFCP session establishments ({result['settings']['inflight']} in flight, "
+        f"applier {result['settings']['applier']}, store synchronous={result['settings']['synchronous']})",
+        f"  rate      {result['establishments_per_s']:>10,.0f} /s   (target >= {TARGET_RATE:,.0f})",
+        f"  latency   median {latency['median_ms']} ms, p90 {latency['p90_ms']} ms, p99 {latency['p99_ms']} ms "
+        f"(target <= {TARGET_P99_MS}), max {latency['max_ms']} ms",
+    ]
+    if not result["maps_in_figure"]:
+        lines.append("  the data-path apply (map writes) is not in these figures: no applier")
+    return "\n".join(lines)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = parse_args(argv)
+    result = run(args)
+    print(format_table(result))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

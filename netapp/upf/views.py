@@ -1,0 +1,92 @@
+"""What the REST API shows of the UPF (read-only): associations and sessions as stored, by tenant.
+
+The tenant of a session is its PFCP association's node id (the SMF's Node ID): a caller sees the
+sessions and the association whose node id is its tenant; an admin sees all. Another tenant's
+session looks like one that does not exist (404), as another tenant's intent does. Read from the
+store, so only what is committed is shown.
+
+Per-session usage (the URRs' volumes, counted by the data path) is not here yet: the data path that
+counts it lands separately. `SessionRecord` then gains an optional `usage` field; nothing else changes.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Optional
+
+from pydantic import BaseModel, Field
+
+from netapp.service.contract import Forbidden, NotFound, Page, Principal, Scope
+from netapp.service.state import ServiceState
+from netapp.service.store import Store
+from netapp.upf import store as rows
+from netapp.upf.models import Far, FSeid, Pdr, Qer, Session, Urr
+from netapp.upf.store import Association
+
+
+class SessionRecord(BaseModel):
+    """A PFCP session as stored: ours (`seid`), the CP function's (`remote`), its association
+    (`node_id`, the tenant) and its rules, in id order."""
+
+    seid: int = Field(description="the UPF's SEID (decimal)")
+    node_id: str = Field(description="the node id of the session's PFCP association: its tenant")
+    remote: FSeid = Field(description="the CP function's F-SEID")
+    pdrs: list[Pdr]
+    fars: list[Far]
+    qers: list[Qer]
+    urrs: list[Urr]
+    updated_at: datetime
+
+    @classmethod
+    def of(cls, session: Session, updated_at: str) -> "SessionRecord":
+        return cls(
+            seid=session.seid,
+            node_id=session.node_id,
+            remote=session.remote,
+            pdrs=[session.pdrs[key] for key in sorted(session.pdrs)],
+            fars=[session.fars[key] for key in sorted(session.fars)],
+            qers=[session.qers[key] for key in sorted(session.qers)],
+            urrs=[session.urrs[key] for key in sorted(session.urrs)],
+            updated_at=datetime.fromisoformat(updated_at),
+        )
+
+
+class SessionViews:
+    """The UPF's rows in `store`, as `who` may see them."""
+
+    def __init__(self, store: Store):
+        self._store = store
+
+    def list_sessions(self, who: Principal, node_id: Optional[str], offset: int, limit: int) -> Page[SessionRecord]:
+        """A page of sessions, in SEID order: the caller's (`node_id` None), or an admin's choice."""
+        node_id = self._node_id(who, node_id)
+        total = rows.count_sessions(self._store, node_id)
+        page = rows.page_of_sessions(self._store, node_id, offset, limit)
+        return Page([SessionRecord.of(*row) for row in page], total, offset, limit)
+
+    def get_session(self, who: Principal, seid: int) -> SessionRecord:
+        ServiceState.require(who, Scope.READ)
+        row = rows.get_session(self._store, seid)
+        if row is None or not (who.is_admin or row[0].node_id == who.tenant):
+            raise NotFound(f"no session with SEID {seid}")
+        return SessionRecord.of(*row)
+
+    def list_associations(self, who: Principal) -> list[Association]:
+        """The PFCP associations: the caller's (at most one), an admin's: all."""
+        ServiceState.require(who, Scope.READ)
+        associations = rows.load_associations(self._store)
+        return [item for item in associations if who.is_admin or item.node_id == who.tenant]
+
+    @staticmethod
+    def _node_id(who: Principal, node_id: Optional[str]) -> Optional[str]:
+        """The node id to list: the caller's own; an admin's choice (None: all)."""
+        ServiceState.require(who, Scope.READ)
+        if who.is_admin:
+            return node_id
+        if node_id not in (None, who.tenant):
+            raise Forbidden(
+                f"node_id {node_id!r}: another association's sessions need scope 'admin'",
+                field="node_id",
+                required_scope="admin",
+            )
+        return who.tenant
