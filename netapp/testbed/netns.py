@@ -88,6 +88,8 @@ def sysctl(netns: str, name: str, value: str | int) -> None:
 # SIOCETHTOOL with the legacy one-value GRO commands (linux/ethtool.h): iproute2 cannot switch GRO
 # and the ethtool tool is not everywhere.
 SIOCETHTOOL = 0x8946
+ETHTOOL_GTXCSUM = 0x16
+ETHTOOL_STXCSUM = 0x17
 ETHTOOL_GGRO = 0x2B
 ETHTOOL_SGRO = 0x2C
 
@@ -111,6 +113,15 @@ def set_gro(netns: str, ifname: str, on: bool) -> None:
     _ethtool_value(netns, ifname, ETHTOOL_SGRO, int(on))
     if bool(_ethtool_value(netns, ifname, ETHTOOL_GGRO)) != on:
         raise TestbedError(f"{ifname} in {netns}: GRO stayed {'off' if on else 'on'}")
+
+
+def set_tx_checksum(netns: str, ifname: str, on: bool) -> None:
+    """Switch transmit checksum offload. Off, the host's stack sends whole checksums, as frames
+    from a NIC have them; on (a veth's default), local TCP and UDP leave with a partial checksum
+    that XDP on the peer cannot complete, so what XDP redirects onwards arrives corrupt."""
+    _ethtool_value(netns, ifname, ETHTOOL_STXCSUM, int(on))
+    if bool(_ethtool_value(netns, ifname, ETHTOOL_GTXCSUM)) != on:
+        raise TestbedError(f"{ifname} in {netns}: transmit checksumming stayed {'off' if on else 'on'}")
 
 
 def _write_queue_files(netns: str, ifname: str, pattern: str, name: str, mask: int) -> None:

@@ -117,7 +117,7 @@ def _write_delta(change: SiteChange, table: Table, before: dict, after: dict, ke
     gone = [key for key in before if key not in after]
     if changed:
         keys = [_key(key_type, key) for key in changed]
-        restore = {_key(key_type, key): before[key] for key in changed if key in before}
+        restore = [(_key(key_type, key), before[key]) for key in changed if key in before]  # ctypes keys: no dict
         added = [_key(key_type, key) for key in changed if key not in before]
         change.write(
             lambda: table.update(zip(keys, changed.values())),
@@ -126,7 +126,7 @@ def _write_delta(change: SiteChange, table: Table, before: dict, after: dict, ke
         )
     if gone:
         keys = [_key(key_type, key) for key in gone]
-        change.write(lambda: table.delete(keys), lambda: table.update({k: before[g] for k, g in zip(keys, gone)}))
+        change.write(lambda: table.delete(keys), lambda: table.update([(k, before[g]) for k, g in zip(keys, gone)]))
 
 
 def _key(key_type: Any, key: tuple) -> Any:

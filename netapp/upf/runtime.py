@@ -11,6 +11,7 @@ from netapp.service.store import Store
 from netapp.upf.abi import Output, Role
 from netapp.upf.applier import BpfApplier, iface_entries
 from netapp.upf.compiler import Site
+from netapp.upf.endmarker import EndMarkers
 from netapp.upf.pfcp.ies import Interface
 from netapp.upf.pfcp.server import PfcpServer
 from netapp.upf.sessions import Applier, Upf
@@ -48,8 +49,9 @@ def start_pfcp(
     pfcp = settings.pfcp
     if pfcp.address is None:
         return None
-    if applier is None and dataplane is not None:
-        applier = bpf_applier(dataplane, settings.upf, pfcp)
+    if applier is None and dataplane is not None:  # handovers send End Markers to the old gNB
+        n3 = [str(address) if address else None for address in (pfcp.n3_ipv4, pfcp.n3_ipv6)]
+        applier = EndMarkers(bpf_applier(dataplane, settings.upf, pfcp), *n3)
     host, port = pfcp_bind(pfcp.address)
     upf = Upf(
         store,

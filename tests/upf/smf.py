@@ -29,13 +29,14 @@ def fseid(seid: int, address: str = "10.0.0.1") -> dict[str, Any]:
 
 
 def create_pdr(pdr_id: int, far_id: int, *, access: bool, choose_id: Optional[int] = None,
-               flow: str = "permit out ip from any to assigned", qer: Optional[int] = 1, urr: Optional[int] = 1,
-               ue: str = "10.45.0.2") -> dict[str, Any]:
+               flow: Optional[str] = "permit out ip from any to assigned", qer: Optional[int] = 1,
+               urr: Optional[int] = 1, ue: str = "10.45.0.2") -> dict[str, Any]:
     pdi = [ie(20, {"If": 0 if access else 2}), ie(22, b"internet")]
     if access:
         pdi.append(ie(21, {"CH": 1, "CHID": int(choose_id is not None), "V4": 1, "CHOOSE_ID": choose_id or 0}))
     pdi.append(ie(93, {"V4": 1, "SD": int(not access), "IPv4Addr": ue}))
-    pdi.append(ie(23, {"FD": 1, "FlowDesc": {"Val": flow.encode()}}))
+    if flow is not None:  # None: no SDF filter
+        pdi.append(ie(23, {"FD": 1, "FlowDesc": {"Val": flow.encode()}}))
     rule = [ie(56, {"Val": pdr_id}), ie(29, {"Val": 100 + pdr_id}), ie(2, pdi), ie(108, {"Val": far_id})]
     if access:
         rule.append(ie(95, {"Desc": 0}))
@@ -82,10 +83,10 @@ def establishment_ies(cp_seid: int) -> list[dict[str, Any]]:
 class Smf:
     """One SMF's socket: requests out, responses in, each decoded with pycrate."""
 
-    def __init__(self, upf: tuple[str, int]):
+    def __init__(self, upf: tuple[str, int], local: str = "127.0.0.1"):
         self.upf = upf
         self.socket = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.socket.bind(("127.0.0.1", 0))
+        self.socket.bind((local, 0))
         self.socket.settimeout(TIMEOUT_S)
         self._seq = itertools.count(1)
 

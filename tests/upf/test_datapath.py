@@ -163,6 +163,24 @@ def test_downlink_is_encapsulated_with_the_qers_qfi_in_a_pdu_session_container(d
     assert out.data == bytes(expected)
 
 
+def test_a_modification_moves_the_downlink_to_the_new_gnb(dp):
+    """A handover: the downlink entry is replaced in place (old and new session share its key)."""
+    upf = applier(dp)
+    before = session()
+    far = before.fars[2]
+    tunnel = far.forwarding.outer_header_creation.model_copy(update={"teid": DL_TEID + 1, "address": "10.3.0.10"})
+    moved = before.model_copy(update={"fars": {**before.fars, 2: far.model_copy(update={
+        "forwarding": far.forwarding.model_copy(update={"outer_header_creation": tunnel})})}})
+    upf.apply(None, before)
+    try:
+        upf.apply(before, moved)
+        sent = Ether(**MACS) / IP(src=SERVER, dst=UE) / UDP(sport=5004, dport=40000) / (b"d" * 64)
+        out = Ether(dp.test_run(bytes(sent), N6_IF).data)
+        assert (out[IP].dst, out[GTP_U_Header].teid) == ("10.3.0.10", DL_TEID + 1)
+    finally:
+        upf.apply(moved, None)
+
+
 def test_downlink_over_ipv6_outer_carries_a_computed_udp_checksum(dp):
     upf = applier(dp)
     six = session()

@@ -1,8 +1,11 @@
 """`netapp serve` as a child process, as an operator runs it: a settings file, a tokens file, start,
-wait until /readyz says ready, kill (SIGKILL: no cleanup of any kind) or stop (SIGTERM)."""
+wait until /readyz says ready, kill (SIGKILL: no cleanup of any kind) or stop (SIGTERM). With a
+network namespace, the process runs in it (nsenter: bpffs stays the host's, unlike `ip netns exec`),
+as on a node whose interfaces and addresses (PFCP's too) are all there."""
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import socket
 import subprocess
@@ -15,6 +18,7 @@ import httpx
 import yaml
 
 from netapp.api.auth import TokenEntry, TokensFile, new_token, token_hash, write_tokens_file
+from netapp.core.netns import NETNS_DIR, entered
 from netapp.service.contract import Scope
 
 REPO = Path(__file__).resolve().parents[2]
@@ -66,10 +70,11 @@ def write_node_settings(
 class ServeProcess:
     """One `netapp serve` at a time on a fixed port; each start logs to its own file in log_dir."""
 
-    def __init__(self, config: Path, port: int, log_dir: Path):
+    def __init__(self, config: Path, port: int, log_dir: Path, netns: Optional[str] = None):
         self.config = config
         self.port = port
         self.log_dir = log_dir
+        self.netns = netns
         self.process: Optional[subprocess.Popen] = None
         self.starts = 0
 
@@ -85,7 +90,8 @@ class ServeProcess:
         """Start and wait until ready; returns the seconds that took."""
         assert self.process is None or self.process.poll() is not None, "already running"
         self.starts += 1
-        command = [sys.executable, "-m", "netapp.cli.main", "serve", "--config", str(self.config)]
+        prefix = ["nsenter", f"--net={NETNS_DIR}/{self.netns}"] if self.netns else []  # execs: one pid
+        command = [*prefix, sys.executable, "-m", "netapp.cli.main", "serve", "--config", str(self.config)]
         command += ["--port", str(self.port), "--log-level", "warning"]
         started = time.monotonic()
         with self.log_path.open("w") as log:
@@ -99,7 +105,9 @@ class ServeProcess:
             if self.process.poll() is not None:
                 raise AssertionError(f"netapp serve exited {self.process.returncode}:\n{self.log_tail()}")
             try:
-                if httpx.get(f"{self.url}/readyz", timeout=1.0).status_code == 200:
+                with entered(self.netns) if self.netns else contextlib.nullcontext():
+                    ready = httpx.get(f"{self.url}/readyz", timeout=1.0).status_code == 200
+                if ready:
                     return
             except httpx.TransportError:
                 pass  # not listening yet

@@ -1,0 +1,79 @@
+"""End Markers on handover (netapp.upf.endmarker): which tunnels moved, the message itself (read with
+scapy's GTP-U, not ours), and the applier that sends them after the maps changed."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from scapy.contrib.gtp import GTP_U_Header
+
+from netapp.upf.endmarker import EndMarkers, end_marker, moved_tunnels
+from netapp.upf.models import Far, ForwardingParameters, FSeid, OuterHeaderCreation, Session
+from netapp.upf.pfcp.ies import Interface
+
+
+def session(gnb: str = "10.31.0.2", teid: int = 0x100, *, sndem: bool = False, core_sndem: bool = False) -> Session:
+    to_gnb = Far(id=2, apply_action=frozenset({"FORW"}), send_end_marker=sndem, forwarding=ForwardingParameters(
+        destination_interface=Interface.ACCESS,
+        outer_header_creation=OuterHeaderCreation(kind="gtpu-ipv4", teid=teid, address=gnb)))
+    to_core = Far(id=1, apply_action=frozenset({"FORW"}), send_end_marker=core_sndem,
+                  forwarding=ForwardingParameters(destination_interface=Interface.CORE))
+    return Session(seid=1, node_id="smf", remote=FSeid(seid=7, ipv4="10.40.0.2"), fars={1: to_core, 2: to_gnb})
+
+
+def test_a_moved_tunnel_with_sndem_gets_an_end_marker_on_its_old_teid_and_peer():
+    old = session()
+    assert moved_tunnels(old, session("10.32.0.2", 0x200, sndem=True)) == [("10.31.0.2", 0x100)]
+    assert moved_tunnels(old, session("10.31.0.2", 0x200, sndem=True)) == [("10.31.0.2", 0x100)], "a new TEID"
+
+
+def test_no_end_marker_without_sndem_a_move_an_old_tunnel_or_a_session():
+    old = session()
+    assert moved_tunnels(old, session("10.32.0.2", 0x200)) == [], "no SNDEM"
+    assert moved_tunnels(old, session(sndem=True)) == [], "the same tunnel"
+    assert moved_tunnels(old, session(core_sndem=True)) == [], "the FAR had no tunnel"
+    assert moved_tunnels(None, session(sndem=True)) == [], "established (or reapplied on a restart)"
+    assert moved_tunnels(old, None) == [], "deleted"
+
+
+def test_the_end_marker_is_gtpu_type_254_with_the_teid_and_no_payload():
+    header = GTP_U_Header(end_marker(0x100))
+    assert (header.version, header.PT, header.E, header.S, header.PN) == (1, 1, 0, 0, 0)
+    assert (header.gtp_type, header.teid, header.length) == (254, 0x100, 0)
+    assert len(end_marker(0x100)) == 8
+
+
+class Recording:
+    def __init__(self, fail: bool = False):
+        self.applied: list = []
+        self.fail = fail
+
+    def apply(self, old: Optional[Session], new: Optional[Session]) -> None:
+        if self.fail:
+            raise RuntimeError("the data path is full")
+        self.applied.append((old, new))
+
+
+def test_the_applier_sends_after_the_maps_changed_and_not_when_they_refused():
+    sent: list = []
+    inner = Recording()
+    applier = EndMarkers(inner, "10.30.0.1", None, send=lambda *args: sent.append((inner.applied[:], args)))
+    old, new = session(), session("10.32.0.2", 0x200, sndem=True)
+    applier.apply(old, new)
+    assert sent == [([(old, new)], ("10.31.0.2", 0x100, "10.30.0.1"))], "after the inner apply, from N3"
+
+    refused = EndMarkers(Recording(fail=True), "10.30.0.1", None, send=lambda *args: sent.append(args))
+    try:
+        refused.apply(old, new)
+    except RuntimeError:
+        pass
+    assert len(sent) == 1, "nothing sent for a change the data path refused"
+
+
+def test_a_failed_send_leaves_the_change_made():
+    def unreachable(*_args):
+        raise OSError(101, "Network is unreachable")
+
+    inner = Recording()
+    EndMarkers(inner, "10.30.0.1", None, send=unreachable).apply(session(), session("10.32.0.2", 0x200, sndem=True))
+    assert len(inner.applied) == 1
