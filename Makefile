@@ -105,6 +105,11 @@ bench-dataplane: build python-deps
 bench-flows: build python-deps
 	$(PY) -m bench.flows --out bench/results/flows.json
 
+# Root: the UPF's uplink, downlink, N9 and miss at 1 and 1M sessions (about two minutes).
+.PHONY: bench-upf
+bench-upf: build python-deps
+	$(PY) -m bench.upf --out bench/results/upf.json
+
 # Root: steer and forward with the CPUMAP enqueue and the transmit carried out (live frames).
 .PHONY: bench-live
 bench-live: build python-deps

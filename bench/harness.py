@@ -109,6 +109,7 @@ class Harness:
         self._empty = BpfObject(empty_object)
         self.harness_fd = self._harness.program_fd("harness")
         self.walk_fd = self._harness.program_fd("harness_walk")
+        self.walk_head_fd = self._harness.program_fd("harness_walk_head")
         self._walk_state_fd = self._harness.map_fd("harness_walk_state")
         self.empty_fd = self._empty.program_fd("xdp_pass")
         self._target_fd = self._harness.map_fd("harness_target")
@@ -158,6 +159,13 @@ class Harness:
         self.set_target(prog_fd)
         self.set_packet(packet)
         return test_run(self.walk_fd, packet, repeat)
+
+    def run_walk_head(self, prog_fd: int, packet: bytes, repeat: int, ifindex: int, out_size: int) -> TestRun:
+        """harness_walk_head -> prog_fd, received on `ifindex`: as run_walk, for a program that moves
+        the packet's head (up to `out_size` bytes come out)."""
+        self.set_target(prog_fd)
+        self.set_packet(packet)
+        return test_run(self.walk_head_fd, packet, repeat, ifindex, out_size)
 
     def run_empty_direct(self, packet: bytes, repeat: int) -> TestRun:
         """The empty program on its own: what the harness itself adds is floor - this."""

@@ -144,18 +144,24 @@ class TestRun:
     data: bytes
 
 
-def test_run(prog_fd: int, packet: bytes, repeat: int) -> TestRun:
-    """Run `packet` through the program `repeat` times (same buffer every time)."""
+def test_run(prog_fd: int, packet: bytes, repeat: int, ifindex: int = 0, out_size: int = 0) -> TestRun:
+    """Run `packet` through the program `repeat` times (same buffer every time). `ifindex`: the
+    ingress device (of the calling thread's namespace; 0: its loopback); `out_size`: room for an
+    output longer than the packet (a program that encapsulates)."""
     data_in = ctypes.create_string_buffer(packet, len(packet))
-    data_out = ctypes.create_string_buffer(len(packet))
+    data_out = ctypes.create_string_buffer(max(len(packet), out_size))
+    ctx = XdpMd(data=0, data_end=len(packet), ingress_ifindex=ifindex)
     opts = TestRunOpts(
         sz=ctypes.sizeof(TestRunOpts),
         data_in=ctypes.cast(data_in, c_void_p),
         data_out=ctypes.cast(data_out, c_void_p),
         data_size_in=len(packet),
-        data_size_out=len(packet),
+        data_size_out=len(data_out),
         repeat=repeat,
     )
+    if ifindex:
+        opts.ctx_in = ctypes.cast(ctypes.pointer(ctx), c_void_p)
+        opts.ctx_size_in = ctypes.sizeof(ctx)
     # Wall-clock time around this call is no use: with repeat > 1 each call has a fixed cost of tens
     # of milliseconds (the kernel swaps the program into the XDP dispatcher and back), more than the
     # repetitions themselves. The kernel's own timer covers only the repetitions.

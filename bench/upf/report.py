@@ -1,0 +1,124 @@
+"""The UPF benchmark's result document, its targets (reported, not asserted) and its table."""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any, Optional, Sequence
+
+from bench.upf.run import Level
+from bench.upf.workload import CASES
+
+# Issue 17's targets, ns above the floor.
+HOT_TARGETS = {"uplink": 55, "downlink": 60, "miss": 20}  # one hot session
+MANY_ACTIVE = 1_000_000
+MANY_ACTIVE_TARGETS = {"uplink": 300}  # a million active sessions
+EUPF_QUOTED = {
+    "source": "issue 17, quoted: not measured here",
+    "uplink_1_session_ns": 76,
+    "uplink_1m_active_ns": 773,
+}
+
+
+def case_results(level: Level) -> list[dict[str, Any]]:
+    results = []
+    for name, case in CASES.items():
+        if name not in level.samples:
+            continue
+        samples = level.samples[name]
+        floors = level.samples[f"floor/{case.floor}"]
+        above = [sample - floor for sample, floor in zip(samples, floors)]
+        results.append(
+            {
+                "case": name,
+                "title": case.title,
+                "installed": level.installed,
+                "active": level.active,
+                "hot": level.active == 1,
+                "ns": statistics.median(samples),
+                "ns_above_floor": statistics.median(above),
+                "min_above_floor": min(above),
+                "max_above_floor": max(above),
+                "floor_ns": statistics.median(floors),
+                "verdict": case.verdict,
+                "repeat": level.repeat,
+                "samples_ns": samples,
+                "floor_samples_ns": floors,
+            }
+        )
+    return results
+
+
+def _find(cases: Sequence[dict[str, Any]], **where: Any) -> Optional[dict[str, Any]]:
+    return next((c for c in cases if all(c[k] == v for k, v in where.items())), None)
+
+
+def _target(name: str, case: dict[str, Any], limit: int) -> dict[str, Any]:
+    value = case["ns_above_floor"]
+    return {"name": name, "value": value, "limit": limit, "unit": "ns above the floor", "met": value <= limit}
+
+
+def evaluate_targets(cases: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every hot (one active session) case with a target at every session count, and the million
+    active sessions' uplink; met or missed, reported, never asserted."""
+    targets = []
+    for name, limit in HOT_TARGETS.items():
+        for case in cases:
+            if case["case"] == name and case["active"] == 1:
+                title = f"one hot session, {CASES[name].title}, {case['installed']:,} installed"
+                targets.append(_target(title, case, limit))
+    for name, limit in MANY_ACTIVE_TARGETS.items():
+        case = _find(cases, case=name, active=MANY_ACTIVE)
+        if case:
+            title = f"{MANY_ACTIVE:,} active sessions, {CASES[name].title}, {case['installed']:,} installed"
+            targets.append(_target(title, case, limit))
+    return targets
+
+
+def _column(installed: int, active: int) -> str:
+    hot = " (hot: best case)" if active == 1 else ""
+    return f"{installed:,} installed, {active:,} active{hot}"
+
+
+def format_table(result: dict[str, Any]) -> str:
+    """Markdown: ns above the floor (and the total) per case and (installed, active)."""
+    cases = result["cases"]
+    columns = sorted({(case["installed"], case["active"]) for case in cases})
+    limits = {name: f"≤ {limit}" for name, limit in HOT_TARGETS.items()}
+    for name, limit in MANY_ACTIVE_TARGETS.items():
+        limits[name] = f"{limits[name]} hot, ≤ {limit} at {MANY_ACTIVE:,} active"
+    lines = ["| case | " + " | ".join(_column(*column) for column in columns) + " | target |"]
+    lines.append("|" + "---|" * (len(columns) + 2))
+    for name, case in CASES.items():
+        cells = []
+        for installed, active in columns:
+            found = _find(cases, case=name, installed=installed, active=active)
+            cells.append(f"{found['ns_above_floor']:.0f} ({found['ns']:.0f})" if found else "")
+        lines.append(f"| {case.title} | " + " | ".join(cells) + f" | {limits.get(name, '')} |")
+    floors = ", ".join(
+        f"{level['installed']:,}/{level['active']:,}: {level['uplink']:.0f} / {level['downlink']:.0f}"
+        for level in result["floor_ns"]
+    )
+    lines.append("")
+    lines.append(
+        f"ns per packet above the floor (total in brackets), median of {result['runs']} runs; floor "
+        f"(installed/active: uplink / downlink packet) {floors} ns."
+    )
+    met = sum(target["met"] for target in result["targets"])
+    lines.append(f"Targets met: {met} of {len(result['targets'])}.")
+    for target in result["targets"]:
+        verdict = "met" if target["met"] else "MISSED"
+        lines.append(f"- {target['name']}: {target['value']:.0f} ns, target ≤ {target['limit']}: {verdict}")
+    eupf = result["eupf_quoted"]
+    lines.append(
+        f"eUPF's uplink, {eupf['source']}: {eupf['uplink_1_session_ns']} ns with one session, "
+        f"{eupf['uplink_1m_active_ns']} ns with 1M active."
+    )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":  # python -m bench.upf.report RESULT.json: the README's table of a result
+    import json
+    import sys
+    from pathlib import Path
+
+    print(format_table(json.loads(Path(sys.argv[1]).read_text())))

@@ -1,0 +1,239 @@
+"""The UPF benchmark's site, instances and runs: a namespace whose routes and neighbours make the
+FIB path real, two pipeline instances grown to each session count, every (case, active count)
+proven to take its path, then timed interleaved with the floors."""
+
+from __future__ import annotations
+
+import random
+import secrets
+import sys
+import time
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+from netapp.dataplane.abi import MAX_RULES
+from netapp.dataplane.binding import DppHandle, Verdict, load_libdpp
+from netapp.dataplane.facade import Dataplane, interface_index
+from netapp.testbed import netns
+from netapp.upf.abi import Output, Role
+from netapp.upf.applier import BpfApplier, iface_entries
+
+from bench.flows.run import repeat_for
+from bench.harness import Harness, Walk
+from bench.measure import WrongPathError
+from bench.upf import workload
+from bench.upf.workload import CASES, FLOOR_PACKETS, OUTPUT_ROOM, Case
+
+TABLE_BATCH = 65536  # entries per Table.update call
+SAMPLE_FLOWS = 4  # flows of each walk whose output is compared byte for byte, besides the last
+
+
+def make_site(stack: ExitStack) -> str:
+    """A namespace with the node's veths (peers up, so carriers are), its addresses, permanent
+    neighbours, a route to the data network via N6's router, and IPv4 forwarding on: what
+    bpf_fib_lookup needs to answer SUCCESS with both MACs."""
+    name = f"dpp-upfb-{secrets.token_hex(3)}"
+    netns.add_namespace(name)
+    stack.callback(netns.delete_namespace, name)
+    for ifname, (mac, cidr, neighbour, neighbour_mac) in workload.INTERFACES.items():
+        netns.run(["ip", "link", "add", ifname, "type", "veth", "peer", "name", f"{ifname}p"], netns=name)
+        netns.run(["ip", "link", "set", f"{ifname}p", "up"], netns=name)
+        netns.configure(name, ifname, mac, cidr)
+        netns.add_neighbour(name, ifname, neighbour, neighbour_mac)
+    netns.run(["ip", "route", "add", workload.DATA_NETWORK, "via", workload.ROUTER], netns=name)
+    netns.sysctl(name, "net.ipv4.conf.all.forwarding", 1)
+    return name
+
+
+@dataclass(frozen=True)
+class Install:
+    table: str
+    entries: int
+    seconds: float
+
+
+@dataclass
+class Instance:
+    """One pipeline instance and the sessions in its UPF tables."""
+
+    name: str
+    n9: bool
+    output: Output
+    handle: DppHandle
+    dataplane: Dataplane
+    applier: BpfApplier
+    sessions: int = 0
+    installs: list[Install] = field(default_factory=list)
+
+    @property
+    def prog_fd(self) -> int:
+        return self.handle.prog_fd()
+
+    def close(self) -> None:
+        self.dataplane.close()
+
+
+def open_instance(name: str) -> Instance:
+    """An anonymous instance (default verdict DROP: a packet the parser rejects cannot pass for a
+    miss) whose UPF has the node's interface roles and session 0, both written by its applier.
+    Call inside the site's namespace."""
+    n9, output = workload.INSTANCES[name]
+    handle = DppHandle.open(load_libdpp(), None, max_rules=MAX_RULES, default_verdict=Verdict.DROP)
+    dataplane = Dataplane(handle)
+    try:
+        roles = {interface_index(workload.N3_IF): (Role.N3, 0), interface_index(workload.N6_IF): (Role.N6, 1)}
+        applier = BpfApplier(dataplane.table, workload.site(output), iface_entries(roles, workload.N3_IP, None))
+        applier.apply(None, workload.session(0, n9))
+    except Exception:
+        dataplane.close()
+        raise
+    return Instance(name, n9, output, handle, dataplane, applier, sessions=1)
+
+
+def grow(instance: Instance, sessions: int) -> None:
+    """Sessions instance.sessions..sessions-1 into both tables, in batches through the tables."""
+    if sessions <= instance.sessions:
+        return
+    tables = {
+        "dpp_upf_uplink": workload.uplink_arrays(instance.sessions, sessions, instance.n9, instance.output),
+        "dpp_upf_downlink": workload.downlink_arrays(instance.sessions, sessions, instance.output),
+    }
+    for name, arrays in tables.items():
+        table = instance.dataplane.table(name)
+        count = len(arrays.key_words)
+        started = time.perf_counter()
+        for first in range(0, count, TABLE_BATCH):
+            stop = min(first + TABLE_BATCH, count)
+            table.update(zip(arrays.keys[first:stop], arrays.values[first:stop]))
+        instance.installs.append(Install(name, count, time.perf_counter() - started))
+    instance.sessions = sessions
+    print(f"  {instance.name}: {sessions:,} sessions installed", file=sys.stderr, flush=True)
+
+
+# --- subjects ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Subject:
+    """A program behind harness_walk_head, with its packet, walk, ingress and expected verdict."""
+
+    key: str
+    prog_fd: int
+    packet: bytes
+    walk: Walk
+    ifindex: int
+    verdict: int
+    last_output: bytes  # what the walk's last flow must come out as ("" for the floor: unchecked)
+
+    def run(self, harness: Harness, repeat: int, position: int = 0) -> tuple[int, bytes]:
+        harness.set_walk(self.walk, position)
+        result = harness.run_walk_head(self.prog_fd, self.packet, repeat, self.ifindex, len(self.packet) + OUTPUT_ROOM)
+        if result.retval != self.verdict:
+            got = Verdict(result.retval).name if result.retval in iter(Verdict) else str(result.retval)
+            hint = " (ABORTED: the harness failed)" if result.retval == Verdict.ABORTED else ""
+            raise WrongPathError(f"{self.key}: verdict {got}, expected {Verdict(self.verdict).name}{hint}")
+        return result.duration_ns, result.data
+
+
+def case_subject(case: Case, instance: Instance, active: int) -> Subject:
+    walk, packet = case.walk(active), case.packet()
+    last = walk.flow_at(active - 1)
+    expected = case.expected(workload.walked(packet, walk, last), last)
+    ifindex = interface_index(case.ingress)
+    return Subject(case.name, instance.prog_fd, packet, walk, ifindex, Verdict[case.verdict], expected)
+
+
+def floor_subject(harness: Harness, name: str, active: int) -> Subject:
+    packet_of, walk_of, ingress = FLOOR_PACKETS[name]
+    return Subject(f"floor/{name}", harness.empty_fd, packet_of(), walk_of(active), interface_index(ingress),
+                   Verdict.PASS, b"")
+
+
+# --- path checks -------------------------------------------------------------------------------
+
+
+def _counts(dataplane: Dataplane) -> dict[str, dict[str, int]]:
+    return {
+        "verdicts": {name: packets for name, (packets, _) in dataplane.verdict_stats().items()},
+        "actions": {name: packets for name, (packets, _) in dataplane.action_stats().items()},
+        "reasons": {name: packets for name, (packets, _) in dataplane.reason_stats().items()},
+    }
+
+
+def _moved(after: Mapping[str, int], before: Mapping[str, int]) -> dict[str, int]:
+    return {name: count - before.get(name, 0) for name, count in after.items() if count != before.get(name, 0)}
+
+
+def verify(harness: Harness, case: Case, instance: Instance, active: int, rng: random.Random) -> None:
+    """One walk over every active session: the pipeline's counters must show exactly that many
+    packets with the case's verdict, action and reason (and no other), the last flow's output must
+    be the expected frame byte for byte, and so must a sample of other flows' run one by one."""
+    where = f"{case.name} with {instance.sessions:,} sessions, {active:,} active"
+    subject = case_subject(case, instance, active)
+    before = _counts(instance.dataplane)
+    _, output = subject.run(harness, active)
+    after = _counts(instance.dataplane)
+    expected = {
+        "verdicts": {case.verdict: active},
+        "actions": {case.action: active},
+        "reasons": {case.reason: active} if case.reason else {},
+    }
+    for kind, counts in expected.items():
+        moved = _moved(after[kind], before[kind])
+        if moved != counts:
+            raise WrongPathError(f"{where}: {kind} counted {moved}, expected {counts}")
+    if output != subject.last_output:
+        raise WrongPathError(f"{where}: flow {subject.walk.flow_at(active - 1)} came out as {output.hex()}, "
+                             f"expected {subject.last_output.hex()}")
+    flows = {0, active - 1, *(rng.randrange(active) for _ in range(SAMPLE_FLOWS))}
+    for flow in sorted(flows):
+        _, output = subject.run(harness, 1, position=flow)
+        expected_output = case.expected(workload.walked(subject.packet, subject.walk, flow), flow)
+        if output != expected_output:
+            raise WrongPathError(f"{where}: flow {flow} came out as {output.hex()}, expected {expected_output.hex()}")
+
+
+# --- timing ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Level:
+    """The samples of every subject at one (sessions installed, sessions active)."""
+
+    installed: int
+    active: int
+    repeat: int
+    samples: dict[str, list[int]] = field(default_factory=dict)
+
+
+def measure_level(
+    harness: Harness,
+    instances: Mapping[str, Instance],
+    active: int,
+    runs: int,
+    minimum_repeat: int,
+    rng: random.Random,
+    cases: Sequence[str] = tuple(CASES),
+) -> Level:
+    installed = min(instance.sessions for instance in instances.values())
+    for name in cases:
+        verify(harness, CASES[name], instances[CASES[name].instance], active, rng)
+    subjects = [floor_subject(harness, name, active) for name in FLOOR_PACKETS]
+    subjects += [case_subject(CASES[name], instances[CASES[name].instance], active) for name in cases]
+    level = Level(installed, active, repeat_for(active, minimum_repeat))
+    level.samples = {subject.key: [] for subject in subjects}
+    started = time.monotonic()
+    for _ in range(runs):
+        for subject in rng.sample(subjects, len(subjects)):
+            ns, output = subject.run(harness, level.repeat)
+            if subject.last_output and output != subject.last_output:
+                raise WrongPathError(f"{subject.key}: a timed run's last packet came out as {output.hex()}")
+            level.samples[subject.key].append(ns)
+    print(
+        f"  {installed:>9,} sessions, {active:>9,} active: {len(subjects)} subjects x {runs} runs of "
+        f"{level.repeat:,} in {time.monotonic() - started:.1f} s",
+        file=sys.stderr,
+        flush=True,
+    )
+    return level

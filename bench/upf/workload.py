@@ -1,0 +1,311 @@
+"""What the UPF benchmark installs and sends, and what each case must put out.
+
+Session i (0 <= i < S) is one UE: an uplink PDR on TEID TEID_BASE + i (outer header removal, to the
+core, or in the N9 instance re-encapsulated to N9_PEER with TEID N9_TEID_BASE + i) and a downlink
+PDR on UE address UE_BASE + i (to the gNB with TEID DL_TEID_BASE + i, QFI 9 from the QER), one URR
+(slot 1 + i mod 65,535: dpp_upf_usage has 65,536 slots, fewer than a million sessions).
+
+Session 0 goes through the UPF's own applier (netapp.upf.applier.BpfApplier, which compiles it);
+the others are copies of the compiler's entries of session 1 with the varying words rewritten,
+written through the generic tables in batches, and the first and last copy of each block are
+compared with what the compiler makes of that session.
+
+The packets are flow 0's; the harness (bench/bpf/harness.bpf.c, harness_walk_head) rewrites two
+32-bit fields of it on every repetition to make it flow f's: the TEID and the UE source address of
+an uplink packet, the UE destination address (both fields) of a downlink one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from dataclasses import dataclass
+from ipaddress import IPv4Address
+from typing import Any, Callable
+
+import numpy
+from scapy.contrib.gtp import GTP_U_Header, GTPPDUSessionContainer
+from scapy.layers.inet import IP, UDP
+from scapy.layers.l2 import Ether
+from scapy.packet import Raw
+
+from netapp.upf.abi import MAX_UPF_PDRS, MAX_UPF_URRS, QFI_ANY, DownlinkKey, Output, PdrAction, UplinkKey
+from netapp.upf.compiler import Entries, Site, compile_session
+from netapp.upf.models import Far, ForwardingParameters, FSeid, FTeid, OuterHeaderCreation, Pdi, Pdr, Qer, Session, Urr
+from netapp.upf.pfcp.ies import Interface
+
+from bench.harness import Walk
+
+# The node: its N3 (GTP-U from the gNB, role N3), N6 (the data network, role N6) and N9 (the next
+# UPF, no role: only an egress) interfaces, each a veth with a neighbour of known MAC behind it.
+N3_IF, N6_IF, N9_IF = "n3", "n6", "n9"
+N3_IP, N3_MAC, GNB, GNB_MAC = "10.3.0.1", "02:00:00:00:03:01", "10.3.0.9", "02:00:00:00:03:09"
+N6_IP, N6_MAC, ROUTER, ROUTER_MAC = "10.6.0.1", "02:00:00:00:06:01", "10.6.0.2", "02:00:00:00:06:02"
+N9_IP, N9_MAC, N9_PEER, N9_PEER_MAC = "10.9.0.1", "02:00:00:00:09:01", "10.9.0.2", "02:00:00:00:09:02"
+DATA_NETWORK = "192.0.2.0/24"  # routed via ROUTER on N6
+SERVER = "192.0.2.10"
+INTERFACES = {  # name -> (own MAC, own address/prefix, neighbour, neighbour's MAC)
+    N3_IF: (N3_MAC, f"{N3_IP}/24", GNB, GNB_MAC),
+    N6_IF: (N6_MAC, f"{N6_IP}/24", ROUTER, ROUTER_MAC),
+    N9_IF: (N9_MAC, f"{N9_IP}/24", N9_PEER, N9_PEER_MAC),
+}
+
+TEID_BASE = 0x10000000
+MISS_TEID_BASE = 0x60000000  # no session has these
+DL_TEID_BASE = 0x20000000
+N9_TEID_BASE = 0x30000000
+UE_BASE = int(IPv4Address("10.64.0.0"))  # UE i: 10.64.0.0 + i (a /12 holds a million)
+QFI = 9
+UE_PAYLOAD = bytes(range(64))
+NET_INSTANCE = "internet"
+SITE = Site(net_instances={NET_INSTANCE: 1}, default_instance=NET_INSTANCE, n3_ipv4=N3_IP, output=Output.FIB)
+OUTPUT_ROOM = 64  # what encapsulation may add to a packet
+MAX_SESSIONS = MAX_UPF_PDRS  # one uplink and one downlink entry each
+
+
+def ue_address(i: int) -> str:
+    return str(IPv4Address(UE_BASE + i))
+
+
+def urr_slot(i: int) -> int:
+    """Session i's slot of dpp_upf_usage; slot 0 is never given (netapp.upf.applier.UrrSlots)."""
+    return 1 + i % (MAX_UPF_URRS - 1)
+
+
+def session(i: int, n9: bool = False) -> Session:
+    """UE i's session; with n9 its uplink goes to the next UPF instead of the data network."""
+    to_core = ForwardingParameters(destination_interface=Interface.CORE)
+    if n9:
+        to_core = ForwardingParameters(
+            destination_interface=Interface.CORE,
+            outer_header_creation=OuterHeaderCreation(kind="gtpu-ipv4", teid=N9_TEID_BASE + i, address=N9_PEER),
+        )
+    to_gnb = ForwardingParameters(
+        destination_interface=Interface.ACCESS,
+        outer_header_creation=OuterHeaderCreation(kind="gtpu-ipv4", teid=DL_TEID_BASE + i, address=GNB),
+    )
+    uplink = Pdi(source_interface=Interface.ACCESS, local_fteid=FTeid(teid=TEID_BASE + i, ipv4=N3_IP))
+    downlink = Pdi(source_interface=Interface.CORE, ue_ip={"ipv4": ue_address(i), "destination": True})
+    return Session(
+        seid=i + 1,
+        node_id="smf",
+        remote=FSeid(seid=i + 1, ipv4="10.0.0.1"),
+        pdrs={
+            1: Pdr(id=1, precedence=100, pdi=uplink, outer_header_removal=0, far_id=1, qer_ids=(1,), urr_ids=(1,)),
+            2: Pdr(id=2, precedence=100, pdi=downlink, far_id=2, qer_ids=(1,), urr_ids=(1,)),
+        },
+        fars={
+            1: Far(id=1, apply_action=frozenset({"FORW"}), forwarding=to_core),
+            2: Far(id=2, apply_action=frozenset({"FORW"}), forwarding=to_gnb),
+        },
+        qers={1: Qer(id=1, qfi=QFI)},
+        urrs={1: Urr(id=1, measurement_method=frozenset({"VOLUM"}))},
+    )
+
+
+def site(output: Output = Output.FIB) -> Site:
+    return dataclasses.replace(SITE, output=output)
+
+
+def compiled(i: int, n9: bool = False, output: Output = Output.FIB) -> Entries:
+    return compile_session(session(i, n9), site(output), {1: urr_slot(i)})
+
+
+# --- bulk entries ------------------------------------------------------------------------------
+
+
+@dataclass
+class TableArrays:
+    """Keys and values of one table as contiguous C arrays (views of the numpy words)."""
+
+    keys: Any
+    values: Any
+    key_words: numpy.ndarray
+    value_words: numpy.ndarray
+
+
+def _words(struct: Any) -> numpy.ndarray:
+    return numpy.frombuffer(bytes(struct), dtype=numpy.uint32)
+
+
+def _network_order(values: numpy.ndarray) -> numpy.ndarray:
+    """IPv4 addresses as __u32 words of the wire bytes (netapp.upf.compiler.words)."""
+    return values.astype(">u4").view("<u4" if sys.byteorder == "little" else ">u4").astype(numpy.uint32)
+
+
+def _word(field: Any) -> int:
+    return field.offset // 4
+
+
+def _tiled(key: Any, value: Any, count: int) -> tuple[numpy.ndarray, numpy.ndarray]:
+    return numpy.tile(_words(key), (count, 1)), numpy.tile(_words(value), (count, 1))
+
+
+def _arrays(key_type: Any, value_type: Any, keys: numpy.ndarray, values: numpy.ndarray) -> TableArrays:
+    keys, values = numpy.ascontiguousarray(keys), numpy.ascontiguousarray(values)
+    return TableArrays(
+        (key_type * len(keys)).from_buffer(keys), (value_type * len(values)).from_buffer(values), keys, values
+    )
+
+
+def uplink_arrays(first: int, stop: int, n9: bool = False, output: Output = Output.FIB) -> TableArrays:
+    """dpp_upf_uplink's entries of sessions first..stop-1."""
+    ((_, action),) = compiled(first, n9, output).uplink.items()
+    ids = numpy.arange(first, stop, dtype=numpy.uint32)
+    keys, values = _tiled(UplinkKey(teid=0, qfi=QFI_ANY), action, len(ids))
+    keys[:, _word(UplinkKey.teid)] = TEID_BASE + ids
+    values[:, _word(PdrAction.urr)] = 1 + ids % (MAX_UPF_URRS - 1)
+    if n9:
+        values[:, _word(PdrAction.teid)] = N9_TEID_BASE + ids
+    arrays = _arrays(UplinkKey, PdrAction, keys, values)
+    _check_ends(arrays, first, stop, lambda i: compiled(i, n9, output).uplink)
+    return arrays
+
+
+def downlink_arrays(first: int, stop: int, output: Output = Output.FIB) -> TableArrays:
+    """dpp_upf_downlink's entries of sessions first..stop-1."""
+    ((key, action),) = compiled(first, output=output).downlink.items()
+    ids = numpy.arange(first, stop, dtype=numpy.uint32)
+    instance, family, _ = key
+    keys, values = _tiled(DownlinkKey(net_instance=instance, family=family), action, len(ids))
+    keys[:, _word(DownlinkKey.addr)] = _network_order(UE_BASE + ids)
+    values[:, _word(PdrAction.urr)] = 1 + ids % (MAX_UPF_URRS - 1)
+    values[:, _word(PdrAction.teid)] = DL_TEID_BASE + ids
+    arrays = _arrays(DownlinkKey, PdrAction, keys, values)
+    _check_ends(arrays, first, stop, lambda i: compiled(i, output=output).downlink)
+    return arrays
+
+
+def _check_ends(arrays: TableArrays, first: int, stop: int, entries_of: Callable[[int], dict]) -> None:
+    """The first and last copy must be the compiler's entry of that session, key and value."""
+    for row, i in ((0, first), (stop - first - 1, stop - 1)):
+        ((key, value),) = entries_of(i).items()
+        if isinstance(key[-1], bytes):  # a downlink key: (instance, family, packed address)
+            expected_key = DownlinkKey(net_instance=key[0], family=key[1], addr=tuple(_address_words(key[2])))
+        else:
+            expected_key = UplinkKey(teid=key[0], qfi=key[1])
+        if bytes(arrays.keys[row]) != bytes(expected_key) or bytes(arrays.values[row]) != bytes(value):
+            raise AssertionError(f"bulk entry of session {i} differs from the compiler's")
+
+
+def _address_words(packed: bytes) -> list[int]:
+    return [int.from_bytes(packed[i : i + 4], sys.byteorder) for i in range(0, 16, 4)]
+
+
+# --- packets -----------------------------------------------------------------------------------
+
+
+def ue_packet(src: str, dst: str, sport: int, dport: int) -> IP:
+    """A UE's IPv4/UDP packet; UDP checksum 0, so that rewriting an address leaves it valid."""
+    return IP(src=src, dst=dst) / UDP(sport=sport, dport=dport, chksum=0) / UE_PAYLOAD
+
+
+def uplink_packet(teid: int = TEID_BASE) -> bytes:
+    """Flow 0's T-PDU from the gNB: GTP-U with a PDU Session Container (uplink, QFI 9)."""
+    gtp = GTP_U_Header(teid=teid, E=1, next_ex=0x85) / GTPPDUSessionContainer(type=1, QFI=QFI)
+    outer = Ether(src=GNB_MAC, dst=N3_MAC) / IP(src=GNB, dst=N3_IP) / UDP(sport=2152, dport=2152)
+    return bytes(outer / gtp / ue_packet(ue_address(0), SERVER, 40000, 5004))
+
+
+def downlink_packet() -> bytes:
+    """Flow 0's packet from the data network to UE 0."""
+    return bytes(Ether(src=ROUTER_MAC, dst=N6_MAC) / ue_packet(SERVER, ue_address(0), 5004, 40000))
+
+
+UE_OFF_UPLINK = len(uplink_packet()) - len(ue_packet(ue_address(0), SERVER, 40000, 5004))
+UE_OFF_DOWNLINK = 14
+
+
+def uplink_walk(flows: int, teid_base: int = TEID_BASE) -> Walk:
+    data = uplink_packet(teid_base)
+    teid_off = data.index(teid_base.to_bytes(4, "big"), 42)
+    return Walk(flows, teid_base, UE_BASE, teid_off, UE_OFF_UPLINK + 12)
+
+
+def downlink_walk(flows: int) -> Walk:
+    dst = UE_OFF_DOWNLINK + 16
+    return Walk(flows, UE_BASE, UE_BASE, dst, dst)
+
+
+def walked(packet: bytes, walk: Walk, flow: int) -> bytes:
+    """The packet as the harness makes it for `flow`."""
+    data = bytearray(packet)
+    data[walk.teid_off : walk.teid_off + 4] = (walk.teid_base + flow).to_bytes(4, "big")
+    data[walk.src_off : walk.src_off + 4] = (walk.src_base + flow).to_bytes(4, "big")
+    return bytes(data)
+
+
+def gtpu_to(src_mac: str, dst_mac: str, dst: str, teid: int, pdu_type: int, ue: bytes) -> bytes:
+    """What the UPF's encapsulation must make of the UE packet `ue` (dataplane/bpf/nf/upf/encap.h, as
+    TS 29.281 and 38.415 say: IPv4 without options, id 0, TTL 64, UDP checksum 0, one PDU Session
+    Container)."""
+    ip = IP(src=N3_IP, dst=dst, id=0, ttl=64)
+    outer = Ether(src=src_mac, dst=dst_mac) / ip / UDP(sport=2152, dport=2152, chksum=0)
+    gtp = GTP_U_Header(teid=teid, E=1, next_ex=0x85) / GTPPDUSessionContainer(type=pdu_type, QFI=QFI)
+    return bytes(outer / gtp / Raw(ue))
+
+
+# --- cases -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Case:
+    """One path of the UPF: its packet, walk, ingress, the instance it runs on, and what it must do."""
+
+    name: str
+    title: str
+    instance: str  # "n6", "n9" or "tx" (INSTANCES)
+    ingress: str
+    floor: str  # the floor subject of its packet length
+    verdict: str
+    action: str
+    reason: str  # "" for none
+    packet: Callable[[], bytes]
+    walk: Callable[[int], Walk]
+    expected: Callable[[bytes, int], bytes]  # (the walked input, flow) -> the output
+
+
+def _uplink_out(sent: bytes, flow: int) -> bytes:
+    return bytes(Ether(src=N6_MAC, dst=ROUTER_MAC, type=0x0800) / Raw(sent[UE_OFF_UPLINK:]))
+
+
+def _downlink_out(sent: bytes, flow: int) -> bytes:
+    return gtpu_to(N3_MAC, GNB_MAC, GNB, DL_TEID_BASE + flow, 0, sent[UE_OFF_DOWNLINK:])
+
+
+def _n9_out(sent: bytes, flow: int) -> bytes:
+    return gtpu_to(N9_MAC, N9_PEER_MAC, N9_PEER, N9_TEID_BASE + flow, 1, sent[UE_OFF_UPLINK:])
+
+
+def _uplink_tx_out(sent: bytes, flow: int) -> bytes:
+    """Decapsulated, the frame's MACs kept and swapped (XDP_TX back to where it came from)."""
+    return bytes(Ether(src=N3_MAC, dst=GNB_MAC, type=0x0800) / Raw(sent[UE_OFF_UPLINK:]))
+
+
+def _downlink_tx_out(sent: bytes, flow: int) -> bytes:
+    return gtpu_to(N6_MAC, ROUTER_MAC, GNB, DL_TEID_BASE + flow, 0, sent[UE_OFF_DOWNLINK:])
+
+
+# name -> (sessions to the next UPF instead of the data network, how forwarded packets leave)
+INSTANCES = {"n6": (False, Output.FIB), "n9": (True, Output.FIB), "tx": (False, Output.TX)}
+
+
+CASES = {
+    case.name: case
+    for case in (
+        Case("uplink", "uplink decap + forward (FIB to N6)", "n6", N3_IF, "uplink", "REDIRECT", "upf", "",
+             uplink_packet, uplink_walk, _uplink_out),
+        Case("downlink", "downlink encap (IPv4 outer, PSC)", "n6", N6_IF, "downlink", "REDIRECT", "upf", "",
+             downlink_packet, downlink_walk, _downlink_out),
+        Case("n9", "N9 re-encap (FIB to N9)", "n9", N3_IF, "uplink", "REDIRECT", "upf", "",
+             uplink_packet, uplink_walk, _n9_out),
+        Case("uplink_tx", "uplink decap, XDP_TX (no FIB)", "tx", N3_IF, "uplink", "TX", "upf", "",
+             uplink_packet, uplink_walk, _uplink_tx_out),
+        Case("downlink_tx", "downlink encap, XDP_TX (no FIB)", "tx", N6_IF, "downlink", "TX", "upf", "",
+             downlink_packet, downlink_walk, _downlink_tx_out),
+        Case("miss", "TEID miss", "n6", N3_IF, "uplink", "DROP", "default", "upf_teid_miss",
+             lambda: uplink_packet(MISS_TEID_BASE), lambda flows: uplink_walk(flows, MISS_TEID_BASE),
+             lambda sent, flow: sent),
+    )
+}
+FLOOR_PACKETS = {"uplink": (uplink_packet, uplink_walk, N3_IF), "downlink": (downlink_packet, downlink_walk, N6_IF)}

@@ -1,0 +1,84 @@
+"""The UPF benchmark (bench/upf): its bulk entries are the compiler's, its walks rewrite the fields
+its sessions differ by, a small run in the kernel checks its own paths, a wrong expectation stops it,
+and the README's table is the one the committed result gives."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bench.upf import __main__ as upf_main
+from bench.upf import report, workload
+from tests.utils.kernel import require_kernel
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_bulk_entries_are_the_compilers_at_every_row():
+    uplink, downlink = workload.uplink_arrays(1, 40, n9=True), workload.downlink_arrays(1, 40)
+    for row, i in enumerate(range(1, 40)):
+        ((_, up),) = workload.compiled(i, n9=True).uplink.items()
+        ((_, down),) = workload.compiled(i).downlink.items()
+        assert bytes(uplink.values[row]) == bytes(up) and bytes(downlink.values[row]) == bytes(down)
+        assert uplink.keys[row].teid == workload.TEID_BASE + i
+
+
+def test_the_walks_rewrite_the_fields_sessions_differ_by():
+    up, down = workload.uplink_walk(10), workload.downlink_walk(10)
+    sent = workload.walked(workload.uplink_packet(), up, 7)
+    assert sent[up.teid_off : up.teid_off + 4] == (workload.TEID_BASE + 7).to_bytes(4, "big")
+    assert sent[workload.UE_OFF_UPLINK + 12 : workload.UE_OFF_UPLINK + 16] == bytes(map(int, "10.64.0.7".split(".")))
+    sent = workload.walked(workload.downlink_packet(), down, 7)
+    assert sent[down.teid_off : down.teid_off + 4] == bytes(map(int, "10.64.0.7".split(".")))
+
+
+def test_a_small_run_checks_its_paths_and_reports_every_case(tmp_path):
+    require_kernel()
+    out = tmp_path / "upf.json"
+    argv = ["--out", str(out), "--sessions", "1,300", "--active", "1,200", "--runs", "1", "--repeat", "400"]
+    assert upf_main.main(argv) == 0
+    result = json.loads(out.read_text())
+    points = {(case["case"], case["installed"], case["active"]) for case in result["cases"]}
+    assert points == {(c, i, a) for c in workload.CASES for i, a in ((1, 1), (300, 1), (300, 200))}
+    assert all(case["repeat"] % case["active"] == 0 and case["ns"] > 0 for case in result["cases"])
+    assert {install["entries"] for install in result["install"]} == {299}
+
+
+def test_a_case_that_takes_another_path_stops_the_run(tmp_path, monkeypatch, capsys):
+    """A miss expected to be forwarded: the path check refuses it before any timing."""
+    require_kernel()
+    wrong = workload.CASES["miss"].__class__(**{**vars(workload.CASES["miss"]), "verdict": "REDIRECT"})
+    monkeypatch.setitem(workload.CASES, "miss", wrong)
+    out = tmp_path / "upf.json"
+    argv = ["--out", str(out), "--sessions", "1", "--active", "1", "--runs", "1", "--repeat", "10"]
+    assert upf_main.main(argv) == 1
+    assert not out.exists()
+    assert "miss: verdict DROP, expected REDIRECT" in capsys.readouterr().err
+
+
+def test_targets_are_reported_met_or_missed():
+    cases = [
+        {"case": "uplink", "installed": 1, "active": 1, "ns_above_floor": 50},
+        {"case": "miss", "installed": 1, "active": 1, "ns_above_floor": 25},
+        {"case": "uplink", "installed": 1_000_000, "active": 1_000_000, "ns_above_floor": 310},
+    ]
+    met = {target["name"]: target["met"] for target in report.evaluate_targets(cases)}
+    assert met == {
+        "one hot session, uplink decap + forward (FIB to N6), 1 installed": True,
+        "one hot session, TEID miss, 1 installed": False,
+        "1,000,000 active sessions, uplink decap + forward (FIB to N6), 1,000,000 installed": False,
+    }
+
+
+def test_the_readme_table_is_the_one_the_result_document_gives():
+    result = json.loads((REPO / "bench/results/upf.json").read_text())
+    assert report.format_table(result) in (REPO / "bench/README.md").read_text(), (
+        "bench/README.md's UPF table: run python -m bench.upf.report bench/results/upf.json"
+    )
+
+
+def test_session_counts_beyond_the_tables_are_refused():
+    with pytest.raises(SystemExit):
+        upf_main.parse_args(["--sessions", str(workload.MAX_SESSIONS + 1)])
