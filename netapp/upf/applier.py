@@ -4,20 +4,23 @@ through generic tables. Each write is made with its undo (netapp.service.transac
 one is refused, those made are undone and the maps are as before.
 
 It also owns what the compiler is given: the interface roles (written to dpp_upf_ifaces from the
-settings when the applier starts), network instance ids, and the URR slots of dpp_upf_usage.
+settings when the applier starts) and network instance ids. The URRs' slots of dpp_upf_usage are
+given by netapp.upf.sessions and stored with each session; the applier zeroes a slot's counters when
+it is given, and when it is freed, after keeping its final counts for the usage report
+(`final_usage`).
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Optional
+import collections
+from typing import Any, Callable, Iterable, Mapping, Optional
 
-from netapp.dataplane.tables import Table
+from netapp.dataplane.tables import PerCpuTable, Table
 from netapp.service.contract import ServiceError
 from netapp.service.transaction import SiteChange
-from netapp.upf.abi import MAX_UPF_IFACES, MAX_UPF_URRS, DownlinkKey, Iface, Role, UplinkKey
+from netapp.upf.abi import MAX_UPF_IFACES, MAX_UPF_URRS, DownlinkKey, Iface, Role, UplinkKey, Usage
 from netapp.upf.compiler import Entries, Site, compile_session, words
-from netapp.upf.models import RuleError, Session
-from netapp.upf.pfcp.ies import Cause
+from netapp.upf.models import Session
 
 TableOf = Callable[[str], Table]
 
@@ -42,47 +45,21 @@ def iface_entries(
     return slots
 
 
-class UrrSlots:
-    """Slots of dpp_upf_usage by (SEID, URR id). Slot 0 is never given: a zeroed entry means none."""
-
-    def __init__(self) -> None:
-        self._slots: dict[tuple[int, int], int] = {}
-        self._free: list[int] = []
-        self._next = 1
-
-    def of(self, session: Session) -> dict[int, int]:
-        """The session's URR id -> slot, giving slots to URRs that have none."""
-        for urr_id in sorted(session.urrs):
-            if (session.seid, urr_id) not in self._slots:
-                self._slots[(session.seid, urr_id)] = self._take()
-        return {urr_id: self._slots[(session.seid, urr_id)] for urr_id in session.urrs}
-
-    def release(self, old: Session, new: Optional[Session]) -> None:
-        """Give back the slots of the URRs `old` had and `new` has not."""
-        kept = set(new.urrs) if new is not None else set()
-        for urr_id in set(old.urrs) - kept:
-            slot = self._slots.pop((old.seid, urr_id), None)
-            if slot is not None:
-                self._free.append(slot)
-
-    def _take(self) -> int:
-        if self._free:
-            return self._free.pop()
-        if self._next >= MAX_UPF_URRS:
-            raise RuleError(Cause.NO_RESOURCES_AVAILABLE, "no URR slot is free")
-        self._next += 1
-        return self._next - 1
-
-
 class BpfApplier:
-    """Sessions into dpp_upf_uplink and dpp_upf_downlink, as deltas."""
+    """Sessions into dpp_upf_uplink and dpp_upf_downlink, as deltas; their URRs' counters in
+    dpp_upf_usage."""
+
+    urr_slots = MAX_UPF_URRS
+    FINAL_KEPT = 65536  # final counts kept for usage reports, the oldest forgotten first
 
     def __init__(self, table_of: TableOf, site: Site, ifaces: Mapping[int, Iface]):
         self._uplink = table_of("dpp_upf_uplink")
         self._downlink = table_of("dpp_upf_downlink")
         self._ifaces = table_of("dpp_upf_ifaces")
+        self._usage: PerCpuTable = table_of("dpp_upf_usage")  # type: ignore[assignment]
         self.site = site
-        self.urrs = UrrSlots()
+        # (SEID, URR id) -> (slot, the counts it had when freed)
+        self._final: collections.OrderedDict[tuple[int, int], tuple[int, Usage]] = collections.OrderedDict()
         self._write_ifaces(ifaces)
 
     def _write_ifaces(self, ifaces: Mapping[int, Iface]) -> None:
@@ -93,22 +70,68 @@ class BpfApplier:
     def apply(self, old: Optional[Session], new: Optional[Session]) -> None:
         before = self._compile(old)
         after = self._compile(new)  # a RuleError here: nothing is written
+        given, freed = _slot_changes(old, new)
+        self._start_counting(given)
         change = SiteChange()
         try:
             _write_delta(change, self._uplink, before.uplink, after.uplink, UplinkKey)
             _write_delta(change, self._downlink, before.downlink, after.downlink, DownlinkKey)
         except ServiceError:
             change.roll_back()
-            if new is not None:
-                self.urrs.release(new, old)
             raise
-        if old is not None:
-            self.urrs.release(old, new)
+        self._stop_counting(freed)
+
+    def usage(self, slots: Iterable[int]) -> dict[int, Usage]:
+        """The counts of each slot, summed over the CPUs."""
+        slots = list(slots)
+        return {slot: _summed(values) for slot, values in zip(slots, self._usage.lookup(slots))}
+
+    def final_usage(self, seid: int) -> dict[int, Usage]:
+        """The final counts of the session's URRs freed since last asked (deleted with the session or
+        removed from it), by URR id; forgotten once given."""
+        keys = [key for key in self._final if key[0] == seid]
+        return {key[1]: self._final.pop(key)[1] for key in keys}
+
+    def _start_counting(self, given: dict[tuple[int, int], int]) -> None:
+        """Slots given to URRs start from zero; one given back (the change that freed it is being
+        undone) starts from the counts it was freed with."""
+        back = [key for key, slot in given.items() if key in self._final and self._final[key][0] == slot]
+        restored = {given[key]: self._final.pop(key)[1] for key in back}
+        self._usage.fill([slot for slot in given.values() if slot not in restored])
+        zeros = [Usage()] * (self._usage.cpus - 1)
+        if restored:
+            self._usage.update({slot: [counts, *zeros] for slot, counts in restored.items()})
+
+    def _stop_counting(self, freed: dict[tuple[int, int], int]) -> None:
+        """Freed slots (their entries gone): their final counts kept, then zeroed."""
+        for (key, slot), counts in zip(freed.items(), self.usage(freed.values()).values()):
+            self._final[key] = (slot, counts)
+            self._final.move_to_end(key)
+        while len(self._final) > self.FINAL_KEPT:
+            self._final.popitem(last=False)
+        self._usage.fill(list(freed.values()))
 
     def _compile(self, session: Optional[Session]) -> Entries:
         if session is None:
             return Entries()
-        return compile_session(session, self.site, self.urrs.of(session))
+        return compile_session(session, self.site, session.urr_slots)
+
+
+def _slot_changes(old: Optional[Session], new: Optional[Session]) -> tuple[dict, dict]:
+    """The URR slots `new` gives and those it frees, each by (SEID, URR id)."""
+    before = {(old.seid, urr_id): slot for urr_id, slot in old.urr_slots.items()} if old else {}
+    after = {(new.seid, urr_id): slot for urr_id, slot in new.urr_slots.items()} if new else {}
+    given = {key: slot for key, slot in after.items() if before.get(key) != slot}
+    freed = {key: slot for key, slot in before.items() if after.get(key) != slot}
+    return given, freed
+
+
+def _summed(per_cpu: Any) -> Usage:
+    total = Usage()
+    for counts in per_cpu:
+        for name, _ in Usage._fields_:
+            setattr(total, name, getattr(total, name) + getattr(counts, name))
+    return total
 
 
 def _write_delta(change: SiteChange, table: Table, before: dict, after: dict, key_type: Any) -> None:

@@ -195,7 +195,8 @@ def egress_port(far: Far, site: Site) -> int:
             return port.ifindex
     where = f"{role.name} interface" + (f" of network instance {instance!r}" if role == Role.N6 else "")
     setting = {Role.N3: "upf.n3_interfaces", Role.N9: "upf.n9_interfaces", Role.N6: "upf.n6_interfaces"}[role]
-    ie_type = IEType.NETWORK_INSTANCE if role == Role.N6 and forwarding.network_instance else IEType.DESTINATION_INTERFACE
+    named = role == Role.N6 and forwarding.network_instance is not None
+    ie_type = IEType.NETWORK_INSTANCE if named else IEType.DESTINATION_INTERFACE
     raise RuleError(Cause.RULE_CREATION_MODIFICATION_FAILURE,
                     f"output REDIRECT: no {where} to send destination {destination.name} out of ({setting})",
                     ie_type, (RuleType.FAR, far.id))

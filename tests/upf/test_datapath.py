@@ -16,7 +16,7 @@ from scapy.layers.vxlan import VXLAN
 
 from netapp.dataplane.facade import Dataplane, interface_index
 from netapp.testbed import netns
-from netapp.upf.abi import QFI_ANY, Output, Role, UplinkKey
+from netapp.upf.abi import QFI_ANY, Output, Role, UplinkKey, Usage
 from netapp.upf.flows import parse_flow
 from netapp.upf.applier import BpfApplier, iface_entries
 from netapp.upf.compiler import Site
@@ -289,3 +289,38 @@ def test_a_session_established_over_pfcp_acts_on_packets_until_deleted(dp, tmp_p
         smf.close()
         server.close()
         store.close()
+
+
+def test_a_urr_slot_counts_from_zero_and_its_final_counts_outlive_the_session(dp):
+    upf = applier(dp)
+    usage = dp.table("dpp_upf_usage")
+    slot = 77
+    usage.fill([slot], Usage(ul_packets=5, ul_bytes=500))  # left by an earlier user of the slot
+    counted = session().model_copy(update={"urr_slots": {1: slot}})
+    upf.apply(None, counted)
+    try:
+        assert bytes(upf.usage([slot])[slot]) == bytes(Usage()), "a slot given starts from zero"
+        dp.test_run(uplink_frame(), N3_IF)
+        dp.test_run(bytes(Ether(**MACS) / IP(src=SERVER, dst=UE) / UDP(sport=5004, dport=40000) / (b"d" * 64)), N6_IF)
+        counts = upf.usage([slot])[slot]
+        assert (counts.ul_packets, counts.ul_bytes, counts.dl_packets, counts.dl_bytes) == (
+            1, len(ue_packet()), 1, 20 + 8 + 64)
+    finally:
+        upf.apply(counted, None)
+    final = upf.final_usage(counted.seid)
+    assert {urr_id: (c.ul_packets, c.dl_packets) for urr_id, c in final.items()} == {1: (1, 1)}
+    assert bytes(upf.usage([slot])[slot]) == bytes(Usage()), "a slot freed is zeroed"
+    assert upf.final_usage(counted.seid) == {}, "given once"
+
+
+def test_a_deletion_undone_gives_the_slot_back_its_counts(dp):
+    upf = applier(dp)
+    counted = session().model_copy(update={"urr_slots": {1: 78}})
+    upf.apply(None, counted)
+    dp.test_run(uplink_frame(), N3_IF)
+    upf.apply(counted, None)
+    upf.apply(None, counted)  # as SessionChange undoes a deletion whose commit failed
+    try:
+        assert upf.usage([78])[78].ul_packets == 1 and upf.final_usage(counted.seid) == {}
+    finally:
+        upf.apply(counted, None)
