@@ -20,7 +20,7 @@ from netapp.service.contract import ServiceError
 from netapp.service.transaction import SiteChange
 from netapp.upf.abi import MAX_UPF_IFACES, MAX_UPF_URRS, DownlinkKey, Iface, Role, UplinkKey, Usage
 from netapp.upf.compiler import Entries, Site, compile_session, words
-from netapp.upf.models import Session
+from netapp.upf.models import RuleError, Session
 
 TableOf = Callable[[str], Table]
 
@@ -80,6 +80,29 @@ class BpfApplier:
             change.roll_back()
             raise
         self._stop_counting(freed)
+
+    def reconcile(self, sessions: Iterable[Session]) -> dict[int, RuleError]:
+        """Make the PDR tables hold exactly the sessions' entries (at start: sessions deleted while
+        the service was down, or entries of a write cut short, are gone): each table read whole,
+        what differs written, what no session has deleted. A session that no longer compiles (the
+        settings changed) is left out; the errors by SEID."""
+        desired, refused = Entries(), {}
+        for session in sessions:
+            try:
+                entries = self._compile(session)
+            except RuleError as exc:
+                refused[session.seid] = exc
+                continue
+            desired.uplink.update(entries.uplink)
+            desired.downlink.update(entries.downlink)
+        for table, want, key_type in (
+            (self._uplink, desired.uplink, UplinkKey),
+            (self._downlink, desired.downlink, DownlinkKey),
+        ):
+            have = {_tuple(key): bytes(value) for key, value in table.items()}
+            table.update([(_key(key_type, key), value) for key, value in want.items() if have.get(key) != bytes(value)])
+            table.delete([_key(key_type, key) for key in have if key not in want])
+        return refused
 
     def usage(self, slots: Iterable[int]) -> dict[int, Usage]:
         """The counts of each slot, summed over the CPUs."""
@@ -150,6 +173,13 @@ def _write_delta(change: SiteChange, table: Table, before: dict, after: dict, ke
     if gone:
         keys = [_key(key_type, key) for key in gone]
         change.write(lambda: table.delete(keys), lambda: table.update({k: before[g] for k, g in zip(keys, gone)}))
+
+
+def _tuple(key: Any) -> tuple:
+    """A map key as the compiler's tuple (netapp.upf.compiler.UplinkKey, DownlinkKey)."""
+    if isinstance(key, UplinkKey):
+        return (key.teid, key.qfi)
+    return (key.net_instance, key.family, bytes(key.addr))
 
 
 def _key(key_type: Any, key: tuple) -> Any:

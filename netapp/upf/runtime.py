@@ -3,6 +3,7 @@ and its data path (netapp.upf.applier) over the service's data plane when there 
 
 from __future__ import annotations
 
+import logging
 from typing import Optional
 
 from netapp.core.config import PfcpSettings, Settings, UpfSettings, pfcp_bind
@@ -13,6 +14,8 @@ from netapp.upf.applier import BpfApplier, iface_entries
 from netapp.upf.compiler import Port, Site
 from netapp.upf.pfcp.server import PfcpServer
 from netapp.upf.sessions import Applier, Upf
+
+log = logging.getLogger("netapp.upf")
 
 
 def bpf_applier(dataplane: Dataplane, upf: UpfSettings, pfcp: PfcpSettings) -> BpfApplier:
@@ -52,9 +55,9 @@ def start_pfcp(
         n3_ipv4=str(pfcp.n3_ipv4) if pfcp.n3_ipv4 else None,
         n3_ipv6=str(pfcp.n3_ipv6) if pfcp.n3_ipv6 else None,
     )
-    if applier is not None:
-        for session in upf.sessions.values():  # a restart: the maps hold what the store holds
-            applier.apply(None, session)
+    if applier is not None:  # a restart: the maps hold what the store holds, and nothing else
+        for seid, error in applier.reconcile(upf.sessions.values()).items():
+            log.warning("session %#x is stored but not in the data path: %s", seid, error)
     server = PfcpServer(upf, host, port, node_id=pfcp.node_id)
     server.start()
     return server

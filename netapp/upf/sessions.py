@@ -45,6 +45,9 @@ class Applier(Protocol):
 
     def apply(self, old: Optional[Session], new: Optional[Session]) -> None: ...
 
+    def reconcile(self, sessions: Iterable[Session]) -> dict[int, RuleError]:
+        """Make the maps hold exactly the sessions (at start); those it cannot hold, with why."""
+
 
 class NoApplier:
     """No data path (the endpoint alone): every change is accepted, no URR gets a slot."""
@@ -53,6 +56,9 @@ class NoApplier:
 
     def apply(self, old: Optional[Session], new: Optional[Session]) -> None:
         pass
+
+    def reconcile(self, sessions: Iterable[Session]) -> dict[int, RuleError]:
+        return {}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -16,10 +16,10 @@ from scapy.layers.vxlan import VXLAN
 
 from netapp.dataplane.facade import Dataplane, interface_index
 from netapp.testbed import netns
-from netapp.upf.abi import QFI_ANY, Output, Role, UplinkKey, Usage
+from netapp.upf.abi import QFI_ANY, DownlinkKey, FarAction, Output, PdrAction, Role, UplinkKey, Usage
 from netapp.upf.flows import parse_flow
 from netapp.upf.applier import BpfApplier, iface_entries
-from netapp.upf.compiler import Site
+from netapp.upf.compiler import Site, compile_session
 from netapp.upf.models import (
     Far,
     ForwardingParameters,
@@ -324,3 +324,31 @@ def test_a_deletion_undone_gives_the_slot_back_its_counts(dp):
         assert upf.usage([78])[78].ul_packets == 1 and upf.final_usage(counted.seid) == {}
     finally:
         upf.apply(counted, None)
+
+
+def _table_bytes(dp, name: str) -> dict[bytes, bytes]:
+    return {bytes(key): bytes(value) for key, value in dp.table(name).items()}
+
+
+def test_reconcile_leaves_the_maps_holding_exactly_the_stored_sessions(dp):
+    upf = applier(dp)
+    kept, gone = session(), session(seid=2)
+    gone = gone.model_copy(update={"pdrs": {1: gone.pdrs[1].model_copy(update={"pdi": gone.pdrs[1].pdi.model_copy(
+        update={"local_fteid": FTeid(teid=TEID + 7, ipv4=N3_IP)})})}})
+    upf.apply(None, gone)  # deleted while the service was down
+    uplink, downlink = dp.table("dpp_upf_uplink"), dp.table("dpp_upf_downlink")
+    half = PdrAction(far=FarAction.DROP)  # a write cut short: the kept session's key, a wrong value
+    uplink.update([(UplinkKey(teid=TEID, qfi=QFI_ANY), half), (UplinkKey(teid=0xBAD, qfi=5), half)])
+    downlink.update([(DownlinkKey(net_instance=2, family=4, addr=(0x0A0B0C0D, 0, 0, 0)), half)])
+    try:
+        refused = upf.reconcile([kept, session(seid=3, uplink_far=Far(id=1, apply_action=frozenset({"DUPL", "DROP"})))])
+        assert set(refused) == {3}, "a session that no longer compiles is left out, named"
+        wanted = compile_session(kept, upf.site, {})
+        assert _table_bytes(dp, "dpp_upf_uplink") == {
+            bytes(UplinkKey(teid=key[0], qfi=key[1])): bytes(value) for key, value in wanted.uplink.items()}
+        assert len(_table_bytes(dp, "dpp_upf_downlink")) == len(wanted.downlink) == 2
+        assert dp.test_run(uplink_frame(), N3_IF).data == decapsulated()
+        assert dp.test_run(uplink_frame(teid=TEID + 7), N3_IF).reason == "upf_teid_miss"
+    finally:
+        upf.reconcile([])
+    assert _table_bytes(dp, "dpp_upf_uplink") == _table_bytes(dp, "dpp_upf_downlink") == {}
