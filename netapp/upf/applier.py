@@ -13,16 +13,21 @@ it is given, and when it is freed, after keeping its final counts for the usage 
 from __future__ import annotations
 
 import collections
+import errno
+import functools
+import logging
 from typing import Any, Callable, Iterable, Mapping, Optional
 
+from netapp.dataplane.binding import DataplaneError
 from netapp.dataplane.tables import PerCpuTable, Table
-from netapp.service.contract import ServiceError
+from netapp.service.contract import DataplaneUnavailable, ServiceError
 from netapp.service.transaction import SiteChange
 from netapp.upf.abi import MAX_UPF_IFACES, MAX_UPF_URRS, DownlinkKey, Iface, Role, UplinkKey, Usage
 from netapp.upf.compiler import Entries, Site, compile_session, words
 from netapp.upf.models import RuleError, Session
 
 TableOf = Callable[[str], Table]
+log = logging.getLogger("netapp.upf")
 
 
 def iface_entries(
@@ -58,6 +63,7 @@ class BpfApplier:
         self._ifaces = table_of("dpp_upf_ifaces")
         self._usage: PerCpuTable = table_of("dpp_upf_usage")  # type: ignore[assignment]
         self.site = site
+        self.stale: list[str] = []  # entries an undo could not put back: reconcile before the next change
         # (SEID, URR id) -> (slot, the counts it had when freed)
         self._final: collections.OrderedDict[tuple[int, int], tuple[int, Usage]] = collections.OrderedDict()
         self._write_ifaces(ifaces)
@@ -72,13 +78,20 @@ class BpfApplier:
         after = self._compile(new)  # a RuleError here: nothing is written
         given, freed = _slot_changes(old, new)
         self._start_counting(given)
-        change = SiteChange()
+        change, left = SiteChange(), []
         try:
-            _write_delta(change, self._uplink, before.uplink, after.uplink, UplinkKey)
-            _write_delta(change, self._downlink, before.downlink, after.downlink, DownlinkKey)
-        except ServiceError:
+            _write_delta(change, self._uplink, before.uplink, after.uplink, UplinkKey, left)
+            _write_delta(change, self._downlink, before.downlink, after.downlink, DownlinkKey, left)
+        except ServiceError as exc:
             change.roll_back()
-            raise
+            if not left:
+                raise
+            self.stale += left
+            log.error("undoing a refused write to the UPF's maps left %d entries wrong: %s", len(left), left)
+            raise DataplaneUnavailable(
+                f"{exc}; undoing it left {len(left)} entries wrong ({'; '.join(left[:3])}): the next change "
+                "reconciles the maps first"
+            ) from exc
         self._stop_counting(freed)
 
     def reconcile(self, sessions: Iterable[Session]) -> dict[int, RuleError]:
@@ -102,6 +115,7 @@ class BpfApplier:
             have = {_tuple(key): bytes(value) for key, value in table.items()}
             table.update([(_key(key_type, key), value) for key, value in want.items() if have.get(key) != bytes(value)])
             table.delete([_key(key_type, key) for key in have if key not in want])
+        self.stale = []
         return refused
 
     def usage(self, slots: Iterable[int]) -> dict[int, Usage]:
@@ -157,22 +171,47 @@ def _summed(per_cpu: Any) -> Usage:
     return total
 
 
-def _write_delta(change: SiteChange, table: Table, before: dict, after: dict, key_type: Any) -> None:
-    """Entries new or changed first (a session never lacks a rule it keeps), then the gone ones."""
-    changed = {key: value for key, value in after.items() if key not in before or bytes(before[key]) != bytes(value)}
+def _write_delta(change: SiteChange, table: Table, before: dict, after: dict, key_type: Any, left: list[str]) -> None:
+    """Entries new or changed first (a session never lacks a rule it keeps), then the gone ones.
+    Each write's undo (also of a write refused half-way) puts back every entry it can, and names
+    in `left` those it cannot."""
+    changed = [key for key, value in after.items() if key not in before or bytes(before[key]) != bytes(value)]
     gone = [key for key in before if key not in after]
     if changed:
-        keys = [_key(key_type, key) for key in changed]
-        restore = {_key(key_type, key): before[key] for key in changed if key in before}
+        writes = [(_key(key_type, key), after[key]) for key in changed]
+        restore = [(_key(key_type, key), before[key]) for key in changed if key in before]
         added = [_key(key_type, key) for key in changed if key not in before]
-        change.write(
-            lambda: table.update(zip(keys, changed.values())),
-            lambda: (table.update(restore), table.delete(added)),
-            lambda: (table.update(restore), table.delete(added)),
-        )
+        undo = functools.partial(_put_back, table, restore, added, left)
+        change.write(lambda: table.update(writes), undo, undo)
     if gone:
         keys = [_key(key_type, key) for key in gone]
-        change.write(lambda: table.delete(keys), lambda: table.update({k: before[g] for k, g in zip(keys, gone)}))
+        undo = functools.partial(_put_back, table, [(key, before[old]) for key, old in zip(keys, gone)], [], left)
+        change.write(lambda: table.delete(keys), undo, undo)
+
+
+def _put_back(table: Table, restore: list[tuple[Any, Any]], added: list[Any], left: list[str]) -> None:
+    """Write `restore` back and delete `added` (one absent already is as wanted), every entry tried
+    whatever the others do; those refused are named in `left`."""
+    for key, exc in _each(table.update, restore):
+        left.append(f"{table.name} {_tuple(key[0])}: not restored ({exc})")
+    for key, exc in _each(table.delete, added):
+        if exc.errno != errno.ENOENT:
+            left.append(f"{table.name} {_tuple(key)}: not deleted ({exc})")
+
+
+def _each(batch: Callable[[list[Any]], None], items: list[Any]) -> list[tuple[Any, DataplaneError]]:
+    """`batch` over the items, past each one it refuses (a DataplaneError's `done` says which): the
+    refused items with their errors."""
+    refused = []
+    while items:
+        try:
+            batch(items)
+            return refused
+        except DataplaneError as exc:
+            done = min(getattr(exc, "done", 0), len(items) - 1)
+            refused.append((items[done], exc))
+            items = items[done + 1 :]
+    return refused
 
 
 def _tuple(key: Any) -> tuple:

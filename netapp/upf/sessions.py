@@ -20,6 +20,7 @@ again, or a Heartbeat) has restarted and lost its sessions: we delete ours of th
 from __future__ import annotations
 
 import dataclasses
+import logging
 import threading
 from typing import Any, Callable, Iterable, Optional, Protocol
 
@@ -33,6 +34,7 @@ from netapp.upf.pfcp.rules import KINDS, RulePlan, build
 from netapp.upf.store import Association, ntp_now
 
 TEID_SPACE = 1 << 32
+log = logging.getLogger("netapp.upf")
 Pair = tuple[Optional[Session], Optional[Session]]
 
 
@@ -105,9 +107,15 @@ class SessionChange:
         self._on_commit()
 
     def _undo(self) -> None:
+        """Every pair applied, undone in reverse, past those whose undo fails (logged: the applier
+        marks what it left wrong for a reconcile)."""
         applied, self._applied = self._applied, []
         for old, new in reversed(applied):
-            self._applier.apply(new, old)
+            try:
+                self._applier.apply(new, old)
+            except Exception:  # noqa: BLE001 - the other pairs are undone all the same
+                seid = (old or new).seid  # type: ignore[union-attr]
+                log.exception("undoing the data path's change of session %#x failed", seid)
 
 
 class Upf:
@@ -299,6 +307,8 @@ class Upf:
         self._run((new or old).node_id, [(old, new)], write, commit)  # type: ignore[union-attr]
 
     def _run(self, node_id: str, pairs: list[Pair], write: Callable[[], None], commit: Callable[[], None]) -> None:
+        if getattr(self._applier, "stale", None):  # an undo left entries wrong: the maps are put right first
+            self._applier.reconcile(self.sessions.values())
         who = Principal(tenant=node_id, scopes=frozenset(), name="pfcp")
         self._transactions.change(who, lambda: SessionChange(self._applier, pairs, commit), lambda _: write())
 
