@@ -16,6 +16,7 @@ import socket
 from typing import Any, Mapping, Optional, Protocol, Sequence, Union
 
 from netapp.dataplane.binding import (
+    MAPS,
     MAX_CPUS,
     MAX_RULES,
     Config,
@@ -35,7 +36,7 @@ from netapp.dataplane.counters import Counters, PacketOutcome
 from netapp.dataplane.rules import ApplyReport, RuleWriter
 from netapp.dataplane.site import SiteConfig, as_verdict
 from netapp.dataplane.slots import InstalledRule, SlotAllocator, contiguous_runs
-from netapp.dataplane.tables import Table, TableAdapter
+from netapp.dataplane.tables import PerCpuTable, Table, TableAdapter
 from netapp.intents.compiler import CompiledDocument, compile_document
 from netapp.intents.models import IntentDocument
 
@@ -174,8 +175,10 @@ class Dataplane(RuleWriter, SiteConfig, Counters):
         self._dpp.close()
 
     def table(self, name: str) -> Table:
-        """A plain map of this instance by name (a network function's own table, netapp.dataplane.tables)."""
-        return Table(self._dpp, name)
+        """A plain map of this instance by name (a network function's own table, netapp.dataplane.tables);
+        a per-CPU one as a PerCpuTable."""
+        spec = MAPS.get(name)
+        return (PerCpuTable if spec is not None and spec.per_cpu else Table)(self._dpp, name)
 
     def __enter__(self) -> "Dataplane":
         return self

@@ -229,7 +229,7 @@ class FakeDpp:
         for index, key in enumerate(_items(keys)):
             raw = entries.get(_raw(key))
             if raw is None and spec.array and _index(key) < self._max_entries(name):
-                raw = bytes(ctypes.sizeof(spec.value))
+                raw = bytes(_item_size(values))
             found[index] = raw is not None
             out = raw if raw is not None else bytes(_item_size(values))  # libdpp zeroes a missing key's value
             ctypes.memmove(ctypes.addressof(values) + index * _item_size(values), out, len(out))
@@ -250,7 +250,7 @@ class FakeDpp:
         spec = self._table(name, keys, values)
         entries = self.tables.get(name, {})
         if spec.array:
-            zero = bytes(ctypes.sizeof(spec.value))
+            zero = bytes(_item_size(values))
             indexes = map(_key_bytes, range(self._max_entries(name)))
             keyed = [(key, entries.get(key, zero)) for key in indexes]
         else:
@@ -278,6 +278,8 @@ class FakeDpp:
             raise DataplaneError(errno.EPERM, f"dpp_table({name})", f"{name} is written through its calls")
         sizes = (ctypes.sizeof(spec.key), ctypes.sizeof(spec.value) if spec.value is not None else None)
         given = (_item_size(keys), _item_size(values) if values is not None else sizes[1])
+        if spec.per_cpu and sizes[1] and given[1] % sizes[1] == 0:
+            given = (given[0], sizes[1])  # one value per CPU, however many the caller counts
         if given != sizes:
             raise DataplaneError(errno.EINVAL, f"dpp_table({name})", f"sizes {given}, the map has {sizes}")
         return spec

@@ -4,7 +4,8 @@ A `Table` needs only the map's spec in `abi.MAPS` (its key and value mirrors, ch
 tests/dataplane/test_abi.py): libdpp's dpp_table_* calls do the rest, and `fake.FakeDpp` offers the
 same four adapter calls over dicts. So a new function's plain table needs no C, binding, facade or
 fake code. Maps with a protocol to their writes (rules, shapes, config, CPUs, counters: `table=False`
-in their spec) are refused for writes by libdpp and the fake alike.
+in their spec) are refused for writes by libdpp and the fake alike. A per-CPU map is a
+`PerCpuTable`: each value is one per possible CPU, as the kernel reads and writes them.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from ctypes import Structure, c_uint8
 from typing import Any, Iterable, Iterator, Mapping, Optional, Protocol, Sequence, Union
 
 from netapp.dataplane.abi import MAPS, MapSpec, TableCursor
+from netapp.dataplane.handle import possible_cpus
 
 
 class UpdateFlag(enum.IntEnum):
@@ -42,6 +44,7 @@ class Table:
     ctypes mirrors (ints for integer types); what comes back are copies."""
 
     DUMP_CHUNK = 1024  # entries per dpp_table_dump call
+    PER_CPU = False
 
     def __init__(self, adapter: TableAdapter, name: str, spec: Optional[MapSpec] = None):
         spec = spec if spec is not None else MAPS.get(name)
@@ -49,11 +52,13 @@ class Table:
             raise ValueError(f"no map named {name!r}; known: {', '.join(MAPS)}")
         if spec.key is None or spec.value is None:
             raise ValueError(f"map {name}: a table needs key and value mirrors in its MapSpec")
-        if spec.per_cpu:
-            raise ValueError(f"map {name} is per-CPU: its values are read as counters, not as a table")
+        if spec.per_cpu != self.PER_CPU:
+            kind = "a PerCpuTable" if spec.per_cpu else "a Table"
+            raise ValueError(f"map {name} is {'' if spec.per_cpu else 'not '}per-CPU: open it as {kind}")
         self._adapter = adapter
         self.name = name
         self.spec = spec
+        self._value_type: Any = spec.value
 
     def update(self, entries: Entries, flags: UpdateFlag = UpdateFlag.ANY) -> None:
         """Write every (key, value) in order; a DataplaneError carries `done`, how many were written."""
@@ -71,7 +76,7 @@ class Table:
         """The value of each key, None where the map has none."""
         if not keys:
             return []
-        values = (self.spec.value * len(keys))()
+        values = (self._value_type * len(keys))()
         found = (c_uint8 * len(keys))()
         self._adapter.table_lookup(self.name, self._keys(keys), values, found)
         return [_copy(values, index) if hit else None for index, hit in enumerate(found)]
@@ -83,7 +88,7 @@ class Table:
         """Every (key, value) of the map, DUMP_CHUNK at a time (an array's: every index)."""
         cursor = TableCursor()
         keys = (self.spec.key * self.DUMP_CHUNK)()
-        values = (self.spec.value * self.DUMP_CHUNK)()
+        values = (self._value_type * self.DUMP_CHUNK)()
         while True:
             count = self._adapter.table_dump(self.name, cursor, keys, values)
             if count == 0:
@@ -95,7 +100,32 @@ class Table:
         return _array(self.spec.key, keys)
 
     def _values(self, values: Sequence[Any]) -> Any:
-        return _array(self.spec.value, values)
+        return _array(self._value_type, values)
+
+
+class PerCpuTable(Table):
+    """A per-CPU map: a value is a ctypes array with one value per possible CPU (index: the CPU).
+    `update` takes such arrays or sequences of values; `fill` writes one value on every CPU."""
+
+    PER_CPU = True
+
+    def __init__(
+        self, adapter: TableAdapter, name: str, spec: Optional[MapSpec] = None, cpus: Optional[int] = None
+    ):
+        super().__init__(adapter, name, spec)
+        if ctypes.sizeof(self.spec.value) % 8:
+            raise ValueError(f"map {name}: the kernel pads per-CPU values to 8 bytes; the mirror must be too")
+        self.cpus = cpus if cpus is not None else possible_cpus()
+        self._value_type = self.spec.value * self.cpus
+
+    def fill(self, keys: Sequence[Any], value: Any = None) -> None:
+        """Write `value` (by default a zeroed one) on every CPU of each key."""
+        one = value if value is not None else self.spec.value()
+        self.update([(key, [one] * self.cpus) for key in keys])
+
+    def _values(self, values: Sequence[Any]) -> Any:
+        return _array(self._value_type, [item if isinstance(item, self._value_type) else self._value_type(*item)
+                                         for item in values])
 
 
 def _array(ctype: Any, items: Sequence[Any]) -> Any:
@@ -107,7 +137,7 @@ def _array(ctype: Any, items: Sequence[Any]) -> Any:
 def _copy(array: Any, index: int) -> Any:
     """array[index] detached from the array's buffer (a plain int stays an int)."""
     item = array[index]
-    return type(item).from_buffer_copy(item) if isinstance(item, Structure) else item
+    return type(item).from_buffer_copy(item) if isinstance(item, (Structure, ctypes.Array)) else item
 
 
-__all__ = ["Table", "TableAdapter", "UpdateFlag"]
+__all__ = ["PerCpuTable", "Table", "TableAdapter", "UpdateFlag"]

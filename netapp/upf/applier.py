@@ -4,22 +4,30 @@ through generic tables. Each write is made with its undo (netapp.service.transac
 one is refused, those made are undone and the maps are as before.
 
 It also owns what the compiler is given: the interface roles (written to dpp_upf_ifaces from the
-settings when the applier starts), network instance ids, and the URR slots of dpp_upf_usage.
+settings when the applier starts) and network instance ids. The URRs' slots of dpp_upf_usage are
+given by netapp.upf.sessions and stored with each session; the applier zeroes a slot's counters when
+it is given, and when it is freed, after keeping its final counts for the usage report
+(`final_usage`).
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Optional
+import collections
+import errno
+import functools
+import logging
+from typing import Any, Callable, Iterable, Mapping, Optional
 
-from netapp.dataplane.tables import Table
-from netapp.service.contract import ServiceError
+from netapp.dataplane.binding import DataplaneError
+from netapp.dataplane.tables import PerCpuTable, Table
+from netapp.service.contract import DataplaneUnavailable, ServiceError
 from netapp.service.transaction import SiteChange
-from netapp.upf.abi import MAX_UPF_IFACES, MAX_UPF_URRS, DownlinkKey, Iface, Role, UplinkKey
+from netapp.upf.abi import MAX_UPF_IFACES, MAX_UPF_URRS, DownlinkKey, Iface, Role, UplinkKey, Usage
 from netapp.upf.compiler import Entries, Site, compile_session, words
 from netapp.upf.models import RuleError, Session
-from netapp.upf.pfcp.ies import Cause
 
 TableOf = Callable[[str], Table]
+log = logging.getLogger("netapp.upf")
 
 
 def iface_entries(
@@ -42,47 +50,22 @@ def iface_entries(
     return slots
 
 
-class UrrSlots:
-    """Slots of dpp_upf_usage by (SEID, URR id). Slot 0 is never given: a zeroed entry means none."""
-
-    def __init__(self) -> None:
-        self._slots: dict[tuple[int, int], int] = {}
-        self._free: list[int] = []
-        self._next = 1
-
-    def of(self, session: Session) -> dict[int, int]:
-        """The session's URR id -> slot, giving slots to URRs that have none."""
-        for urr_id in sorted(session.urrs):
-            if (session.seid, urr_id) not in self._slots:
-                self._slots[(session.seid, urr_id)] = self._take()
-        return {urr_id: self._slots[(session.seid, urr_id)] for urr_id in session.urrs}
-
-    def release(self, old: Session, new: Optional[Session]) -> None:
-        """Give back the slots of the URRs `old` had and `new` has not."""
-        kept = set(new.urrs) if new is not None else set()
-        for urr_id in set(old.urrs) - kept:
-            slot = self._slots.pop((old.seid, urr_id), None)
-            if slot is not None:
-                self._free.append(slot)
-
-    def _take(self) -> int:
-        if self._free:
-            return self._free.pop()
-        if self._next >= MAX_UPF_URRS:
-            raise RuleError(Cause.NO_RESOURCES_AVAILABLE, "no URR slot is free")
-        self._next += 1
-        return self._next - 1
-
-
 class BpfApplier:
-    """Sessions into dpp_upf_uplink and dpp_upf_downlink, as deltas."""
+    """Sessions into dpp_upf_uplink and dpp_upf_downlink, as deltas; their URRs' counters in
+    dpp_upf_usage."""
+
+    urr_slots = MAX_UPF_URRS
+    FINAL_KEPT = 65536  # final counts kept for usage reports, the oldest forgotten first
 
     def __init__(self, table_of: TableOf, site: Site, ifaces: Mapping[int, Iface]):
         self._uplink = table_of("dpp_upf_uplink")
         self._downlink = table_of("dpp_upf_downlink")
         self._ifaces = table_of("dpp_upf_ifaces")
+        self._usage: PerCpuTable = table_of("dpp_upf_usage")  # type: ignore[assignment]
         self.site = site
-        self.urrs = UrrSlots()
+        self.stale: list[str] = []  # entries an undo could not put back: reconcile before the next change
+        # (SEID, URR id) -> (slot, the counts it had when freed)
+        self._final: collections.OrderedDict[tuple[int, int], tuple[int, Usage]] = collections.OrderedDict()
         self._write_ifaces(ifaces)
 
     def _write_ifaces(self, ifaces: Mapping[int, Iface]) -> None:
@@ -93,40 +76,149 @@ class BpfApplier:
     def apply(self, old: Optional[Session], new: Optional[Session]) -> None:
         before = self._compile(old)
         after = self._compile(new)  # a RuleError here: nothing is written
-        change = SiteChange()
+        given, freed = _slot_changes(old, new)
+        self._start_counting(given)
+        change, left = SiteChange(), []
         try:
-            _write_delta(change, self._uplink, before.uplink, after.uplink, UplinkKey)
-            _write_delta(change, self._downlink, before.downlink, after.downlink, DownlinkKey)
-        except ServiceError:
+            _write_delta(change, self._uplink, before.uplink, after.uplink, UplinkKey, left)
+            _write_delta(change, self._downlink, before.downlink, after.downlink, DownlinkKey, left)
+        except ServiceError as exc:
             change.roll_back()
-            if new is not None:
-                self.urrs.release(new, old)
-            raise
-        if old is not None:
-            self.urrs.release(old, new)
+            if not left:
+                raise
+            self.stale += left
+            log.error("undoing a refused write to the UPF's maps left %d entries wrong: %s", len(left), left)
+            raise DataplaneUnavailable(
+                f"{exc}; undoing it left {len(left)} entries wrong ({'; '.join(left[:3])}): the next change "
+                "reconciles the maps first"
+            ) from exc
+        self._stop_counting(freed)
+
+    def reconcile(self, sessions: Iterable[Session]) -> dict[int, RuleError]:
+        """Make the PDR tables hold exactly the sessions' entries (at start: sessions deleted while
+        the service was down, or entries of a write cut short, are gone): each table read whole,
+        what differs written, what no session has deleted. A session that no longer compiles (the
+        settings changed) is left out; the errors by SEID."""
+        desired, refused = Entries(), {}
+        for session in sessions:
+            try:
+                entries = self._compile(session)
+            except RuleError as exc:
+                refused[session.seid] = exc
+                continue
+            desired.uplink.update(entries.uplink)
+            desired.downlink.update(entries.downlink)
+        for table, want, key_type in (
+            (self._uplink, desired.uplink, UplinkKey),
+            (self._downlink, desired.downlink, DownlinkKey),
+        ):
+            have = {_tuple(key): bytes(value) for key, value in table.items()}
+            table.update([(_key(key_type, key), value) for key, value in want.items() if have.get(key) != bytes(value)])
+            table.delete([_key(key_type, key) for key in have if key not in want])
+        self.stale = []
+        return refused
+
+    def usage(self, slots: Iterable[int]) -> dict[int, Usage]:
+        """The counts of each slot, summed over the CPUs."""
+        slots = list(slots)
+        return {slot: _summed(values) for slot, values in zip(slots, self._usage.lookup(slots))}
+
+    def final_usage(self, seid: int) -> dict[int, Usage]:
+        """The final counts of the session's URRs freed since last asked (deleted with the session or
+        removed from it), by URR id; forgotten once given."""
+        keys = [key for key in self._final if key[0] == seid]
+        return {key[1]: self._final.pop(key)[1] for key in keys}
+
+    def _start_counting(self, given: dict[tuple[int, int], int]) -> None:
+        """Slots given to URRs start from zero; one given back (the change that freed it is being
+        undone) starts from the counts it was freed with."""
+        back = [key for key, slot in given.items() if key in self._final and self._final[key][0] == slot]
+        restored = {given[key]: self._final.pop(key)[1] for key in back}
+        self._usage.fill([slot for slot in given.values() if slot not in restored])
+        zeros = [Usage()] * (self._usage.cpus - 1)
+        if restored:
+            self._usage.update({slot: [counts, *zeros] for slot, counts in restored.items()})
+
+    def _stop_counting(self, freed: dict[tuple[int, int], int]) -> None:
+        """Freed slots (their entries gone): their final counts kept, then zeroed."""
+        for (key, slot), counts in zip(freed.items(), self.usage(freed.values()).values()):
+            self._final[key] = (slot, counts)
+            self._final.move_to_end(key)
+        while len(self._final) > self.FINAL_KEPT:
+            self._final.popitem(last=False)
+        self._usage.fill(list(freed.values()))
 
     def _compile(self, session: Optional[Session]) -> Entries:
         if session is None:
             return Entries()
-        return compile_session(session, self.site, self.urrs.of(session))
+        return compile_session(session, self.site, session.urr_slots)
 
 
-def _write_delta(change: SiteChange, table: Table, before: dict, after: dict, key_type: Any) -> None:
-    """Entries new or changed first (a session never lacks a rule it keeps), then the gone ones."""
-    changed = {key: value for key, value in after.items() if key not in before or bytes(before[key]) != bytes(value)}
+def _slot_changes(old: Optional[Session], new: Optional[Session]) -> tuple[dict, dict]:
+    """The URR slots `new` gives and those it frees, each by (SEID, URR id)."""
+    before = {(old.seid, urr_id): slot for urr_id, slot in old.urr_slots.items()} if old else {}
+    after = {(new.seid, urr_id): slot for urr_id, slot in new.urr_slots.items()} if new else {}
+    given = {key: slot for key, slot in after.items() if before.get(key) != slot}
+    freed = {key: slot for key, slot in before.items() if after.get(key) != slot}
+    return given, freed
+
+
+def _summed(per_cpu: Any) -> Usage:
+    total = Usage()
+    for counts in per_cpu:
+        for name, _ in Usage._fields_:
+            setattr(total, name, getattr(total, name) + getattr(counts, name))
+    return total
+
+
+def _write_delta(change: SiteChange, table: Table, before: dict, after: dict, key_type: Any, left: list[str]) -> None:
+    """Entries new or changed first (a session never lacks a rule it keeps), then the gone ones.
+    Each write's undo (also of a write refused half-way) puts back every entry it can, and names
+    in `left` those it cannot."""
+    changed = [key for key, value in after.items() if key not in before or bytes(before[key]) != bytes(value)]
     gone = [key for key in before if key not in after]
     if changed:
-        keys = [_key(key_type, key) for key in changed]
-        restore = [(_key(key_type, key), before[key]) for key in changed if key in before]  # ctypes keys: no dict
+        writes = [(_key(key_type, key), after[key]) for key in changed]
+        restore = [(_key(key_type, key), before[key]) for key in changed if key in before]
         added = [_key(key_type, key) for key in changed if key not in before]
-        change.write(
-            lambda: table.update(zip(keys, changed.values())),
-            lambda: (table.update(restore), table.delete(added)),
-            lambda: (table.update(restore), table.delete(added)),
-        )
+        undo = functools.partial(_put_back, table, restore, added, left)
+        change.write(lambda: table.update(writes), undo, undo)
     if gone:
         keys = [_key(key_type, key) for key in gone]
-        change.write(lambda: table.delete(keys), lambda: table.update([(k, before[g]) for k, g in zip(keys, gone)]))
+        undo = functools.partial(_put_back, table, [(key, before[old]) for key, old in zip(keys, gone)], [], left)
+        change.write(lambda: table.delete(keys), undo, undo)
+
+
+def _put_back(table: Table, restore: list[tuple[Any, Any]], added: list[Any], left: list[str]) -> None:
+    """Write `restore` back and delete `added` (one absent already is as wanted), every entry tried
+    whatever the others do; those refused are named in `left`."""
+    for key, exc in _each(table.update, restore):
+        left.append(f"{table.name} {_tuple(key[0])}: not restored ({exc})")
+    for key, exc in _each(table.delete, added):
+        if exc.errno != errno.ENOENT:
+            left.append(f"{table.name} {_tuple(key)}: not deleted ({exc})")
+
+
+def _each(batch: Callable[[list[Any]], None], items: list[Any]) -> list[tuple[Any, DataplaneError]]:
+    """`batch` over the items, past each one it refuses (a DataplaneError's `done` says which): the
+    refused items with their errors."""
+    refused = []
+    while items:
+        try:
+            batch(items)
+            return refused
+        except DataplaneError as exc:
+            done = min(getattr(exc, "done", 0), len(items) - 1)
+            refused.append((items[done], exc))
+            items = items[done + 1 :]
+    return refused
+
+
+def _tuple(key: Any) -> tuple:
+    """A map key as the compiler's tuple (netapp.upf.compiler.UplinkKey, DownlinkKey)."""
+    if isinstance(key, UplinkKey):
+        return (key.teid, key.qfi)
+    return (key.net_instance, key.family, bytes(key.addr))
 
 
 def _key(key_type: Any, key: tuple) -> Any:

@@ -9,7 +9,8 @@ entry per QFI, found through the TEID's own entry (DPP_UPF_PDR_BY_QFI).
 
 What the data path cannot do yet is refused, naming the PDR or FAR, with Rule creation/modification
 failure: SDF filters (they will compile into classifier rules), DUPL, UDP outer header creation, a
-network instance the settings do not name.
+network instance the settings do not name, more than one URR on a PDR (an entry counts on one usage
+slot), and with output REDIRECT a FAR whose destination no configured interface serves.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import ipaddress
 import sys
 from typing import Mapping, Optional, Union
 
-from netapp.upf.abi import QFI_ANY, FarAction, Output, PdrAction, PdrFlag
+from netapp.upf.abi import QFI_ANY, FarAction, Output, PdrAction, PdrFlag, Role
 from netapp.upf.models import Far, Pdr, RuleError, Session
 from netapp.upf.pfcp.ies import Cause, IEType, Interface, RuleType
 
@@ -27,20 +28,31 @@ from netapp.upf.pfcp.ies import Cause, IEType, Interface, RuleType
 GTPU_REMOVALS = (0, 1, 6)
 UplinkKey = tuple[int, int]  # (TEID, QFI or QFI_ANY)
 DownlinkKey = tuple[int, int, bytes]  # (network instance id, family, address packed into 16 bytes)
+NO_URR = 0xFFFFFFFF  # struct dpp_upf_pdr.urr of a PDR without a URR (DPP_NONE)
+
+
+@dataclasses.dataclass(frozen=True)
+class Port:
+    """An interface of the UPF as an egress port (for output REDIRECT): its role, and for N6 the
+    network instance it reaches."""
+
+    ifindex: int
+    role: Role
+    net_instance: Optional[str] = None
 
 
 @dataclasses.dataclass(frozen=True)
 class Site:
     """What the compiler needs of the node: network instance ids by name (the default for PDRs that
     name none), our N3 addresses (the outer source of what we encapsulate), how packets leave, and
-    for REDIRECT the egress port of each destination interface."""
+    for REDIRECT the ports a FAR's destination is served by (the first that fits is its egress)."""
 
     net_instances: Mapping[str, int]
     default_instance: Optional[str] = None
     n3_ipv4: Optional[str] = None
     n3_ipv6: Optional[str] = None
     output: Output = Output.FIB
-    ports: Mapping[Interface, int] = dataclasses.field(default_factory=dict)
+    ports: tuple[Port, ...] = ()
 
 
 @dataclasses.dataclass
@@ -99,10 +111,12 @@ def _downlink(table: dict[DownlinkKey, PdrAction], pdr: Pdr, action: PdrAction, 
 
 
 def _action(session: Session, pdr: Pdr, site: Site, urr_slots: Mapping[int, int]) -> PdrAction:
-    """The PDR's FAR, first QER with a QFI (and its gate) and first URR, as one entry value."""
+    """The PDR's FAR, first QER with a QFI (and its gate) and its URR, as one entry value."""
     far = session.fars[pdr.far_id]  # type: ignore[index]
     uplink = pdr.pdi.source_interface == Interface.ACCESS
-    action = PdrAction(output=site.output, urr=urr_slots.get(pdr.urr_ids[0], 0xFFFFFFFF) if pdr.urr_ids else 0xFFFFFFFF)
+    if len(pdr.urr_ids) > 1:
+        raise _refused(pdr, f"{len(pdr.urr_ids)} URRs: the data path counts one URR per PDR", IEType.URR_ID)
+    action = PdrAction(output=site.output, urr=urr_slots.get(pdr.urr_ids[0], NO_URR) if pdr.urr_ids else NO_URR)
     if pdr.outer_header_removal is not None:
         if pdr.outer_header_removal not in GTPU_REMOVALS:
             raise _refused(pdr, "only GTP-U/UDP/IP outer header removal is supported", IEType.OUTER_HEADER_REMOVAL)
@@ -133,9 +147,8 @@ def _forwarding(action: PdrAction, far: Far, pdr: Pdr, site: Site, uplink: bool)
     """FORW: where to (the egress port for REDIRECT) and, with outer header creation, the tunnel."""
     forwarding = far.forwarding
     assert forwarding is not None  # FORW needs it (models.Far)
-    action.ifindex = site.ports.get(forwarding.destination_interface, 0)
-    if site.output == Output.REDIRECT and not action.ifindex:
-        raise _far_refused(far, f"no port serves destination interface {forwarding.destination_interface.name}")
+    if site.output == Output.REDIRECT:
+        action.ifindex = egress_port(far, site)
     creation = forwarding.outer_header_creation
     if creation is None:
         if not action.flags & PdrFlag.DECAP and uplink:
@@ -154,6 +167,39 @@ def _forwarding(action: PdrAction, far: Far, pdr: Pdr, site: Site, uplink: bool)
     action.family, action.teid, action.pdu_type = family, creation.teid or 0, 1 if uplink else 0
     action.peer[:] = words(creation.address)
     action.local[:] = words(local)
+
+
+def egress_port(far: Far, site: Site) -> int:
+    """The port a forwarding FAR leaves by: to ACCESS an N3 interface; to CORE or SGi-LAN/N6 an N9
+    interface when it tunnels (N9), else an N6 interface of its network instance (the default
+    instance when it names none). The first configured that fits; none: refused, naming the FAR."""
+    forwarding = far.forwarding
+    assert forwarding is not None
+    destination = forwarding.destination_interface
+    instance = forwarding.network_instance
+    if destination == Interface.ACCESS:
+        role, instance = Role.N3, None
+    elif destination in (Interface.CORE, Interface.SGI_LAN_N6):
+        role = Role.N9 if forwarding.outer_header_creation is not None else Role.N6
+        instance = instance if instance is not None or role != Role.N6 else site.default_instance
+        if role == Role.N6 and instance is None:
+            raise RuleError(Cause.RULE_CREATION_MODIFICATION_FAILURE,
+                            "several network instances are served: the FAR must name one (REDIRECT)",
+                            IEType.NETWORK_INSTANCE, (RuleType.FAR, far.id))
+    else:
+        raise RuleError(Cause.RULE_CREATION_MODIFICATION_FAILURE,
+                        f"destination interface {destination.name} is not served by the data path",
+                        IEType.DESTINATION_INTERFACE, (RuleType.FAR, far.id))
+    for port in site.ports:
+        if port.role == role and (role != Role.N6 or port.net_instance == instance):
+            return port.ifindex
+    where = f"{role.name} interface" + (f" of network instance {instance!r}" if role == Role.N6 else "")
+    setting = {Role.N3: "upf.n3_interfaces", Role.N9: "upf.n9_interfaces", Role.N6: "upf.n6_interfaces"}[role]
+    named = role == Role.N6 and forwarding.network_instance is not None
+    ie_type = IEType.NETWORK_INSTANCE if named else IEType.DESTINATION_INTERFACE
+    raise RuleError(Cause.RULE_CREATION_MODIFICATION_FAILURE,
+                    f"output REDIRECT: no {where} to send destination {destination.name} out of ({setting})",
+                    ie_type, (RuleType.FAR, far.id))
 
 
 def words(address: Union[str, bytes]) -> list[int]:

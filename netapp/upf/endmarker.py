@@ -14,7 +14,7 @@ import ipaddress
 import logging
 import socket
 import struct
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from netapp.upf.models import Session
 from netapp.upf.sessions import Applier
@@ -68,6 +68,10 @@ class EndMarkers:
         self._inner = inner
         self._sources = {4: n3_ipv4, 6: n3_ipv6}
         self._send = send
+
+    def __getattr__(self, name: str) -> Any:
+        """The rest of the Applier (urr_slots, reconcile, the usage readers) is the inner one's."""
+        return getattr(self._inner, name)
 
     def apply(self, old: Optional[Session], new: Optional[Session]) -> None:
         self._inner.apply(old, new)

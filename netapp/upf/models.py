@@ -245,7 +245,8 @@ TRIGGER_NEEDS = {
 
 class Session(_Model):
     """A PFCP session: ours (`seid`) and the CP function's (`remote`), the association it belongs
-    to (`node_id`: the tenant), and its rules by id."""
+    to (`node_id`: the tenant), its rules by id, and the data path's usage slot of each URR (given
+    by the UPF, like its TEIDs, and stored with the session)."""
 
     seid: int = Field(ge=1, le=(1 << 64) - 1)
     node_id: str
@@ -254,6 +255,9 @@ class Session(_Model):
     fars: dict[int, Far] = Field(default_factory=dict)
     qers: dict[int, Qer] = Field(default_factory=dict)
     urrs: dict[int, Urr] = Field(default_factory=dict)
+    urr_slots: dict[int, int] = Field(
+        default_factory=dict, description="URR id -> its slot of the data path's usage counters (dpp_upf_usage)"
+    )
 
     def teids(self) -> set[int]:
         fteids = [pdr.pdi.local_fteid for pdr in self.pdrs.values()]

@@ -3,6 +3,7 @@ and its data path (netapp.upf.applier) over the service's data plane when there 
 
 from __future__ import annotations
 
+import logging
 from typing import Optional
 
 from netapp.core.config import PfcpSettings, Settings, UpfSettings, pfcp_bind
@@ -10,11 +11,12 @@ from netapp.dataplane.facade import Dataplane, interface_index
 from netapp.service.store import Store
 from netapp.upf.abi import Output, Role
 from netapp.upf.applier import BpfApplier, iface_entries
-from netapp.upf.compiler import Site
+from netapp.upf.compiler import Port, Site
 from netapp.upf.endmarker import EndMarkers
-from netapp.upf.pfcp.ies import Interface
 from netapp.upf.pfcp.server import PfcpServer
 from netapp.upf.sessions import Applier, Upf
+
+log = logging.getLogger("netapp.upf")
 
 
 def bpf_applier(dataplane: Dataplane, upf: UpfSettings, pfcp: PfcpSettings) -> BpfApplier:
@@ -22,21 +24,17 @@ def bpf_applier(dataplane: Dataplane, upf: UpfSettings, pfcp: PfcpSettings) -> B
     n3_ipv4 = str(pfcp.n3_ipv4) if pfcp.n3_ipv4 else None
     n3_ipv6 = str(pfcp.n3_ipv6) if pfcp.n3_ipv6 else None
     instances = {name: number for number, name in enumerate(sorted(set(upf.n6_interfaces.values())), start=1)}
-    roles = {interface_index(name): (Role.N3, 0) for name in upf.n3_interfaces}
-    roles.update({interface_index(name): (Role.N9, 0) for name in upf.n9_interfaces})
-    roles.update({interface_index(name): (Role.N6, instances[ni]) for name, ni in upf.n6_interfaces.items()})
-    ports = {}
-    if upf.n3_interfaces:
-        ports[Interface.ACCESS] = interface_index(upf.n3_interfaces[0])
-    if upf.n6_interfaces:
-        ports[Interface.CORE] = interface_index(next(iter(upf.n6_interfaces)))
+    ports = [Port(interface_index(name), Role.N3) for name in upf.n3_interfaces]
+    ports += [Port(interface_index(name), Role.N9) for name in upf.n9_interfaces]
+    ports += [Port(interface_index(name), Role.N6, ni) for name, ni in upf.n6_interfaces.items()]
+    roles = {port.ifindex: (port.role, instances.get(port.net_instance, 0)) for port in ports}  # type: ignore[arg-type]
     site = Site(
         net_instances=instances,
         default_instance=next(iter(instances)) if len(instances) == 1 else None,
         n3_ipv4=n3_ipv4,
         n3_ipv6=n3_ipv6,
         output=Output[upf.output.upper()],
-        ports=ports,
+        ports=tuple(ports),
     )
     return BpfApplier(dataplane.table, site, iface_entries(roles, n3_ipv4, n3_ipv6))
 
@@ -59,9 +57,9 @@ def start_pfcp(
         n3_ipv4=str(pfcp.n3_ipv4) if pfcp.n3_ipv4 else None,
         n3_ipv6=str(pfcp.n3_ipv6) if pfcp.n3_ipv6 else None,
     )
-    if applier is not None:
-        for session in upf.sessions.values():  # a restart: the maps hold what the store holds
-            applier.apply(None, session)
+    if applier is not None:  # a restart: the maps hold what the store holds, and nothing else
+        for seid, error in applier.reconcile(upf.sessions.values()).items():
+            log.warning("session %#x is stored but not in the data path: %s", seid, error)
     server = PfcpServer(upf, host, port, node_id=pfcp.node_id)
     server.start()
     return server

@@ -13,6 +13,11 @@ one transaction, one COMMIT (one sync of the disk) for all, each change seeing t
 request refused (a RuleError) changes nothing and does not fail the others; should the transaction
 fail as a whole, each change is made again alone, so that it gets the answer it would have got alone.
 
+URR slots: each URR of a session is given a slot of the data path's usage counters when it is
+created (the applier's `urr_slots` say how many there are; 0: none), like a TEID, and the slot is
+stored with the session, so that a restart gives out no slot in use. The applier zeroes a slot's
+counters when it is given and when it is freed (after reading its final counts).
+
 TS 29.244 on restarts: our Recovery Time Stamp is kept in the store with the sessions, since they
 survive a restart of the service. A peer whose Recovery Time Stamp changes (Association Setup
 again, or a Heartbeat) has restarted and lost its sessions: we delete ours of that association.
@@ -37,6 +42,7 @@ from netapp.upf.store import Association, ntp_now
 log = logging.getLogger("netapp.upf")
 
 TEID_SPACE = 1 << 32
+log = logging.getLogger("netapp.upf")
 Pair = tuple[Optional[Session], Optional[Session]]
 T = TypeVar("T")
 PFCP = Principal(tenant="", scopes=frozenset(), name="pfcp")
@@ -46,16 +52,27 @@ REFUSALS = (RuleError, KeyError, TypeError, ValueError)
 
 class Applier(Protocol):
     """The data path's side of a change: make the maps hold `new` instead of `old` (None: no session),
-    or raise with the maps as before."""
+    or raise with the maps as before. `urr_slots`: how many usage slots it counts on (slot 0 is
+    never given; an applier without the attribute has none)."""
+
+    urr_slots: int
 
     def apply(self, old: Optional[Session], new: Optional[Session]) -> None: ...
 
+    def reconcile(self, sessions: Iterable[Session]) -> dict[int, RuleError]:
+        """Make the maps hold exactly the sessions (at start); those it cannot hold, with why."""
+
 
 class NoApplier:
-    """No data path (the endpoint alone): every change is accepted."""
+    """No data path (the endpoint alone): every change is accepted, no URR gets a slot."""
+
+    urr_slots = 0
 
     def apply(self, old: Optional[Session], new: Optional[Session]) -> None:
         pass
+
+    def reconcile(self, sessions: Iterable[Session]) -> dict[int, RuleError]:
+        return {}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,9 +128,15 @@ class SessionChange:
         pass
 
     def _undo_maps(self) -> None:
+        """Every pair applied, undone in reverse, past those whose undo fails (logged: the applier
+        marks what it left wrong for a reconcile)."""
         applied, self._applied = self._applied, []
         for old, new in reversed(applied):
-            self._applier.apply(new, old)
+            try:
+                self._applier.apply(new, old)
+            except Exception:  # noqa: BLE001 - the other pairs are undone all the same
+                seid = (old or new).seid  # type: ignore[union-attr]
+                log.exception("undoing the data path's change of session %#x failed", seid)
 
 
 class Upf:
@@ -136,6 +159,9 @@ class Upf:
         self.sessions: dict[int, Session] = {}
         self._teids: dict[int, int] = {}  # TEID -> the SEID of the session holding it
         self._change: Optional[SessionChange] = None  # the transaction in progress, under the lock
+        self._urr_slots: dict[int, int] = {}  # URR slot -> the SEID of the session holding it
+        self._urr_slot_count = getattr(self._applier, "urr_slots", 0)
+        self._urr_cursor = self._pending_urr_cursor = 0
         self._load()
 
     def _load(self) -> None:
@@ -149,8 +175,20 @@ class Upf:
             self._teid_cursor = rows.get_counter(store, "teid_cursor") or 0
             self.associations = {item.node_id: item for item in rows.load_associations(store)}
             self.sessions = {session.seid: session for session in rows.load_sessions(store)}
-        for session in self.sessions.values():
-            self._teids.update(dict.fromkeys(session.teids(), session.seid))
+            for session in self.sessions.values():
+                self._teids.update(dict.fromkeys(session.teids(), session.seid))
+                self._urr_slots.update(dict.fromkeys(session.urr_slots.values(), session.seid))
+            self._give_stored_urrs_slots()
+
+    def _give_stored_urrs_slots(self) -> None:
+        """Sessions stored without a data path (or before URRs had slots): their URRs get slots now."""
+        for seid, session in list(self.sessions.items()):
+            if self._urr_slot_count and set(session.urrs) - set(session.urr_slots):
+                session = session.model_copy(update={"urr_slots": self._choose_urr_slots(session, session.urrs)})
+                rows.put_session(self._store, session)
+                self.sessions[seid] = session
+                self._urr_slots.update(dict.fromkeys(session.urr_slots.values(), seid))
+        self._urr_cursor = self._pending_urr_cursor
 
     # --- associations ----------------------------------------------------------------------------
 
@@ -244,6 +282,13 @@ class Upf:
             self._save(old, None)
             return old
 
+    def final_usage(self, seid: int) -> dict[int, Any]:
+        """The final counts (netapp.upf.abi.Usage) of the session's URRs freed since last asked --
+        deleted with it, or removed from it -- by URR id, for their usage reports; {} without a
+        data path that counts."""
+        final = getattr(self._applier, "final_usage", None)
+        return final(seid) if final is not None else {}
+
     def require_session(self, seid: int) -> Session:
         session = self.sessions.get(seid)
         if session is None:
@@ -274,6 +319,8 @@ class Upf:
             self._teid_cursor = cursor
             if next_seid is not None:
                 self._next_seid = next_seid
+            if new is not None:
+                self._urr_cursor = self._pending_urr_cursor
             self._commit_sessions([(old, new)])
 
         self._run([(old, new)], write, commit)
@@ -315,6 +362,8 @@ class Upf:
         return Part(PFCP, work)
 
     def _transaction(self, parts: list[Part[Any]]) -> None:
+        if getattr(self._applier, "stale", None):  # an undo left entries wrong: the maps are put right first
+            self._applier.reconcile(self.sessions.values())
         try:
             self._transactions.run(parts, self._open_change)
         finally:
@@ -331,11 +380,12 @@ class Upf:
             self._transaction([Part(PFCP, lambda _: self._run(pairs, write, commit))])
             return
         write()
-        counters, associations = (self._next_seid, self._teid_cursor), dict(self.associations)
+        counters = (self._next_seid, self._teid_cursor, self._urr_cursor)
+        associations = dict(self.associations)
         commit()
 
         def undo() -> None:
-            (self._next_seid, self._teid_cursor), self.associations = counters, associations
+            (self._next_seid, self._teid_cursor, self._urr_cursor), self.associations = counters, associations
             self._commit_sessions([(new, old) for old, new in reversed(pairs)])
 
         self._change.add(pairs, undo)
@@ -346,9 +396,12 @@ class Upf:
                 self.sessions.pop(old.seid, None)
                 for teid in old.teids():
                     self._teids.pop(teid, None)
+                for slot in old.urr_slots.values():
+                    self._urr_slots.pop(slot, None)
             if new is not None:
                 self.sessions[new.seid] = new
                 self._teids.update(dict.fromkeys(new.teids(), new.seid))
+                self._urr_slots.update(dict.fromkeys(new.urr_slots.values(), new.seid))
 
     # --- building a session from a request -------------------------------------------------------
 
@@ -377,8 +430,13 @@ class Upf:
                     merged["forwarding"] = {**old.forwarding.model_dump(), **changes["forwarding"]}
                 table[rule_id] = build(kind.model, merged, kind.update_ie, (kind.rule_type, rule_id))
         created = self._choose_teids(base, tables["pdrs"])
+        self._pending_urr_cursor = self._urr_cursor
         session = Session(
-            seid=base.seid, node_id=base.node_id, remote=base.remote, **tables  # type: ignore[arg-type]
+            seid=base.seid,
+            node_id=base.node_id,
+            remote=base.remote,
+            urr_slots=self._choose_urr_slots(base, tables["urrs"]),
+            **tables,  # type: ignore[arg-type]
         )
         check_session(session)
         return Outcome(session, tuple(created))
@@ -412,11 +470,22 @@ class Upf:
         return created
 
     def _free_teid(self, cursor: int, taken: "_Taken") -> int:
-        for _ in range(len(taken) + 2):
-            cursor = cursor % (TEID_SPACE - 1) + 1  # 1 .. 2^32-1: TEID 0 is never ours
-            if cursor not in taken:
-                return cursor
-        raise RuleError(Cause.NO_RESOURCES_AVAILABLE, "no TEID is free")
+        return _free(cursor, taken, TEID_SPACE, "TEID")
+
+    def _choose_urr_slots(self, base: Session, urrs: dict[int, Any]) -> dict[int, int]:
+        """The URRs' slots: those `base` gave them kept, a free one (after the cursor) for each new
+        URR; none without a data path that counts."""
+        if not self._urr_slot_count:
+            return {}
+        slots = {urr_id: slot for urr_id, slot in base.urr_slots.items() if urr_id in urrs}
+        taken = {slot: seid for slot, seid in self._urr_slots.items() if seid != base.seid}
+        taken.update(dict.fromkeys(slots.values(), base.seid))
+        cursor = self._pending_urr_cursor
+        for urr_id in sorted(set(urrs) - set(slots)):
+            cursor = slots[urr_id] = _free(cursor, taken, self._urr_slot_count, "URR slot")
+            taken[cursor] = base.seid
+        self._pending_urr_cursor = cursor
+        return slots
 
     def _n3_addresses(self, fteid: FTeid, pdr_id: int) -> dict[str, Optional[str]]:
         ipv4 = self.n3_ipv4 if fteid.want_ipv4 else None
@@ -445,6 +514,15 @@ class _Taken:
 
     def add(self, teid: int) -> None:
         self._chosen.add(teid)
+
+
+def _free(cursor: int, taken: Union["_Taken", dict[int, int]], space: int, what: str) -> int:
+    """The first number after `cursor` in 1 .. space-1 (0 is never given) that is not taken."""
+    for _ in range(len(taken) + 2):
+        cursor = cursor % (space - 1) + 1
+        if cursor not in taken:
+            return cursor
+    raise RuleError(Cause.NO_RESOURCES_AVAILABLE, f"no {what} is free")
 
 
 def _failure(rule_type: RuleType, rule_id: int, what: str, ie_type: IEType) -> RuleError:

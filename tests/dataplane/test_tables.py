@@ -24,7 +24,7 @@ from netapp.dataplane.binding import (
     load_libdpp,
 )
 from netapp.dataplane.fake import FakeDpp
-from netapp.dataplane.tables import Table, UpdateFlag
+from netapp.dataplane.tables import PerCpuTable, Table, UpdateFlag
 from tests.utils.kernel import require_kernel
 
 LOOPBACK = 1  # a DEVMAP_HASH value must name an existing interface
@@ -186,7 +186,24 @@ def test_a_per_cpu_map_or_a_map_without_mirrors_is_no_table():
     fake = FakeDpp()
     with pytest.raises(ValueError, match="per-CPU"):
         Table(fake, "dpp_flow_use")
+    with pytest.raises(ValueError, match="not per-CPU"):
+        PerCpuTable(fake, "dpp_alt_groups")
     with pytest.raises(ValueError, match="mirrors"):
         Table(fake, "dpp_cpu_map")
     with pytest.raises(ValueError, match="no map named"):
         Table(fake, "dpp_nothing")
+
+
+def test_a_per_cpu_table_reads_and_writes_every_cpus_value(adapter):
+    usage = PerCpuTable(adapter, "dpp_upf_usage")
+    value = MAPS["dpp_upf_usage"].value
+    per_cpu = [value(ul_packets=cpu + 1, dl_bytes=100 * cpu) for cpu in range(usage.cpus)]
+    usage.update({7: per_cpu})
+    assert [(item.ul_packets, item.dl_bytes) for item in usage.get(7)] == [(c + 1, 100 * c) for c in range(usage.cpus)]
+    assert not any(bytes(item) != bytes(value()) for item in usage.get(8))  # other slots as they were
+
+    usage.fill([7])
+    assert all(bytes(item) == bytes(value()) for item in usage.get(7))
+    usage.fill([9], value(ul_bytes=5))
+    assert [item.ul_bytes for item in usage.get(9)] == [5] * usage.cpus
+    assert [key for key, values in usage.items() if any(item.ul_bytes for item in values)] == [9]

@@ -17,7 +17,10 @@ N3 = "127.0.0.2"
 
 
 class RecordingApplier:
-    """Records every (old, new) it is given; refuses them all while `fail` is set."""
+    """Records every (old, new) it is given; refuses them all while `fail` is set. It counts on
+    `urr_slots` usage slots (set before the Upf is made, as `Endpoint.restart` does)."""
+
+    urr_slots = 0
 
     def __init__(self) -> None:
         self.calls: list[tuple[Optional[Session], Optional[Session]]] = []

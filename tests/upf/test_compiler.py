@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
-from netapp.upf.abi import QFI_ANY, FarAction, Output, PdrFlag
-from netapp.upf.compiler import Site, compile_session
-from netapp.upf.models import Far, Pdi, Pdr, Qer, RuleError
-from netapp.upf.pfcp.ies import Cause, Interface, RuleType
+from netapp.upf.abi import QFI_ANY, FarAction, Output, PdrFlag, Role
+from netapp.upf.compiler import Port, Site, compile_session
+from netapp.upf.models import Far, OuterHeaderCreation, Pdi, Pdr, Qer, RuleError, Urr
+from netapp.upf.pfcp.ies import Cause, IEType, Interface, RuleType
 from tests.upf.test_datapath import GNB, N3_IP, TEID, UE, UE6, session
 
 SITE = Site(net_instances={"internet": 1}, default_instance="internet", n3_ipv4=N3_IP, output=Output.TX)
@@ -71,3 +73,64 @@ def test_of_two_downlink_pdrs_for_one_ue_the_higher_precedence_wins():
     entries = compile_session(base.model_copy(update={"pdrs": {**base.pdrs, 4: low}}), SITE, {})
     assert all(value.flags & PdrFlag.ENCAP for value in entries.downlink.values())
     assert UE and UE6
+
+
+PORTS = (Port(3, Role.N3), Port(4, Role.N3), Port(9, Role.N9), Port(6, Role.N6, "internet"), Port(7, Role.N6, "ims"))
+REDIRECT = Site(net_instances={"internet": 1, "ims": 2}, default_instance="internet", n3_ipv4=N3_IP,
+                output=Output.REDIRECT, ports=PORTS)
+
+
+def _forwarding(base, far_id: int, **changes):
+    far = base.fars[far_id]
+    forwarding = far.forwarding.model_copy(update=changes)
+    return base.model_copy(update={"fars": {**base.fars, far_id: far.model_copy(update={"forwarding": forwarding})}})
+
+
+@pytest.mark.parametrize(
+    ("changes", "egress"),
+    [
+        ({}, 6),  # to CORE, no instance named: the default instance's N6 port
+        ({"network_instance": "ims"}, 7),  # the FAR's network instance picks the N6 port
+        ({"outer_header_creation": OuterHeaderCreation(kind="gtpu-ipv4", teid=5, address=GNB)}, 9),  # N9
+    ],
+    ids=["core-default", "core-ims", "core-n9"],
+)
+def test_redirect_leaves_by_the_port_of_the_fars_destination(changes, egress):
+    entries = compile_session(_forwarding(session(), 1, **changes), REDIRECT, {})
+    assert entries.uplink[(TEID, QFI_ANY)].ifindex == egress
+    assert {value.ifindex for value in entries.downlink.values()} == {3}  # to ACCESS: the first N3 port
+
+
+@pytest.mark.parametrize(
+    ("ports", "changes", "ie_type"),
+    [
+        ((Port(3, Role.N3),), {}, IEType.DESTINATION_INTERFACE),  # no N6 port at all
+        (PORTS[:4], {"network_instance": "ims"}, IEType.NETWORK_INSTANCE),  # none of the FAR's instance
+        (PORTS[:2] + PORTS[3:], {"outer_header_creation": OuterHeaderCreation(kind="gtpu-ipv4", teid=5,
+                                                                             address=GNB)},
+         IEType.DESTINATION_INTERFACE),  # N9 without an N9 port
+    ],
+    ids=["no-n6", "no-port-of-instance", "no-n9"],
+)
+def test_redirect_without_a_port_for_the_fars_destination_is_refused_naming_the_far(ports, changes, ie_type):
+    site = dataclasses.replace(REDIRECT, ports=ports)
+    with pytest.raises(RuleError) as caught:
+        compile_session(_forwarding(session(), 1, **changes), site, {})
+    assert (caught.value.cause, caught.value.rule, caught.value.ie_type) == (
+        Cause.RULE_CREATION_MODIFICATION_FAILURE, (RuleType.FAR, 1), ie_type)
+
+
+def test_other_outputs_need_no_port():
+    assert compile_session(session(), SITE, {}).uplink[(TEID, QFI_ANY)].ifindex == 0
+
+
+def test_a_pdr_with_two_urrs_is_refused_naming_it_and_the_urr_id_ie():
+    base = session()
+    two = base.model_copy(update={
+        "urrs": {**base.urrs, 2: Urr(id=2, measurement_method=frozenset({"VOLUM"}))},
+        "pdrs": {**base.pdrs, 2: base.pdrs[2].model_copy(update={"urr_ids": (1, 2)})},
+    })
+    with pytest.raises(RuleError) as caught:
+        compile_session(two, SITE, {1: 5, 2: 6})
+    assert (caught.value.cause, caught.value.rule, caught.value.ie_type) == (
+        Cause.RULE_CREATION_MODIFICATION_FAILURE, (RuleType.PDR, 2), IEType.URR_ID)

@@ -16,10 +16,10 @@ from scapy.layers.vxlan import VXLAN
 
 from netapp.dataplane.facade import Dataplane, interface_index
 from netapp.testbed import netns
-from netapp.upf.abi import QFI_ANY, Output, Role, UplinkKey
+from netapp.upf.abi import QFI_ANY, DownlinkKey, FarAction, Output, PdrAction, Role, UplinkKey, Usage
 from netapp.upf.flows import parse_flow
 from netapp.upf.applier import BpfApplier, iface_entries
-from netapp.upf.compiler import Site
+from netapp.upf.compiler import Site, compile_session
 from netapp.upf.models import (
     Far,
     ForwardingParameters,
@@ -307,3 +307,66 @@ def test_a_session_established_over_pfcp_acts_on_packets_until_deleted(dp, tmp_p
         smf.close()
         server.close()
         store.close()
+
+
+def test_a_urr_slot_counts_from_zero_and_its_final_counts_outlive_the_session(dp):
+    upf = applier(dp)
+    usage = dp.table("dpp_upf_usage")
+    slot = 77
+    usage.fill([slot], Usage(ul_packets=5, ul_bytes=500))  # left by an earlier user of the slot
+    counted = session().model_copy(update={"urr_slots": {1: slot}})
+    upf.apply(None, counted)
+    try:
+        assert bytes(upf.usage([slot])[slot]) == bytes(Usage()), "a slot given starts from zero"
+        dp.test_run(uplink_frame(), N3_IF)
+        dp.test_run(bytes(Ether(**MACS) / IP(src=SERVER, dst=UE) / UDP(sport=5004, dport=40000) / (b"d" * 64)), N6_IF)
+        counts = upf.usage([slot])[slot]
+        assert (counts.ul_packets, counts.ul_bytes, counts.dl_packets, counts.dl_bytes) == (
+            1, len(ue_packet()), 1, 20 + 8 + 64)
+    finally:
+        upf.apply(counted, None)
+    final = upf.final_usage(counted.seid)
+    assert {urr_id: (c.ul_packets, c.dl_packets) for urr_id, c in final.items()} == {1: (1, 1)}
+    assert bytes(upf.usage([slot])[slot]) == bytes(Usage()), "a slot freed is zeroed"
+    assert upf.final_usage(counted.seid) == {}, "given once"
+
+
+def test_a_deletion_undone_gives_the_slot_back_its_counts(dp):
+    upf = applier(dp)
+    counted = session().model_copy(update={"urr_slots": {1: 78}})
+    upf.apply(None, counted)
+    dp.test_run(uplink_frame(), N3_IF)
+    upf.apply(counted, None)
+    upf.apply(None, counted)  # as SessionChange undoes a deletion whose commit failed
+    try:
+        assert upf.usage([78])[78].ul_packets == 1 and upf.final_usage(counted.seid) == {}
+    finally:
+        upf.apply(counted, None)
+
+
+def _table_bytes(dp, name: str) -> dict[bytes, bytes]:
+    return {bytes(key): bytes(value) for key, value in dp.table(name).items()}
+
+
+def test_reconcile_leaves_the_maps_holding_exactly_the_stored_sessions(dp):
+    upf = applier(dp)
+    kept, gone = session(), session(seid=2)
+    gone = gone.model_copy(update={"pdrs": {1: gone.pdrs[1].model_copy(update={"pdi": gone.pdrs[1].pdi.model_copy(
+        update={"local_fteid": FTeid(teid=TEID + 7, ipv4=N3_IP)})})}})
+    upf.apply(None, gone)  # deleted while the service was down
+    uplink, downlink = dp.table("dpp_upf_uplink"), dp.table("dpp_upf_downlink")
+    half = PdrAction(far=FarAction.DROP)  # a write cut short: the kept session's key, a wrong value
+    uplink.update([(UplinkKey(teid=TEID, qfi=QFI_ANY), half), (UplinkKey(teid=0xBAD, qfi=5), half)])
+    downlink.update([(DownlinkKey(net_instance=2, family=4, addr=(0x0A0B0C0D, 0, 0, 0)), half)])
+    try:
+        refused = upf.reconcile([kept, session(seid=3, uplink_far=Far(id=1, apply_action=frozenset({"DUPL", "DROP"})))])
+        assert set(refused) == {3}, "a session that no longer compiles is left out, named"
+        wanted = compile_session(kept, upf.site, {})
+        assert _table_bytes(dp, "dpp_upf_uplink") == {
+            bytes(UplinkKey(teid=key[0], qfi=key[1])): bytes(value) for key, value in wanted.uplink.items()}
+        assert len(_table_bytes(dp, "dpp_upf_downlink")) == len(wanted.downlink) == 2
+        assert dp.test_run(uplink_frame(), N3_IF).data == decapsulated()
+        assert dp.test_run(uplink_frame(teid=TEID + 7), N3_IF).reason == "upf_teid_miss"
+    finally:
+        upf.reconcile([])
+    assert _table_bytes(dp, "dpp_upf_uplink") == _table_bytes(dp, "dpp_upf_downlink") == {}

@@ -1,0 +1,103 @@
+"""netapp.upf.applier over FakeDpp: a batch write refused half-way (a table full) is undone
+completely, past entries whose undo is refused too, which are reported and put right by the next
+change."""
+
+from __future__ import annotations
+
+import errno
+
+import pytest
+
+from netapp.dataplane.binding import DataplaneError
+from netapp.dataplane.facade import Dataplane
+from netapp.dataplane.fake import FakeDpp
+from netapp.service.contract import DataplaneUnavailable
+from netapp.upf.abi import QFI_ANY, DownlinkKey, Output, Role, UplinkKey
+from netapp.upf.applier import BpfApplier, iface_entries
+from netapp.upf.compiler import Site, words
+from netapp.upf.models import Far, FTeid, Session, UeIpAddress
+from tests.upf.test_datapath import N3_IP, TEID, UE6, session
+
+DOWNLINK_ROOM = 3  # one session's two downlink entries (IPv4, IPv6) and one more
+
+
+class CrampedDpp(FakeDpp):
+    """A fake whose downlink table holds DOWNLINK_ROOM entries, and whose deletes of `refused`
+    uplink keys fail (once each)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.refused: set[bytes] = set()
+
+    def _max_entries(self, name: str) -> int:
+        return DOWNLINK_ROOM if name == "dpp_upf_downlink" else super()._max_entries(name)
+
+    def table_delete(self, name, keys):  # noqa: ANN001, ANN201
+        for index, key in enumerate(keys):
+            if bytes(key) in self.refused:
+                self.refused.discard(bytes(key))
+                if index:
+                    super().table_delete(name, (keys._type_ * index)(*keys[:index]))
+                error = DataplaneError(errno.EBUSY, f"dpp_table_delete({name})", "refused")
+                error.done = index  # type: ignore[attr-defined]
+                raise error
+        super().table_delete(name, keys)
+
+
+def _other(seid: int, teid: int, ue: str, ue6: str) -> Session:
+    base = session(seid=seid)
+    up = base.pdrs[1].model_copy(update={"pdi": base.pdrs[1].pdi.model_copy(
+        update={"local_fteid": FTeid(teid=teid, ipv4=N3_IP)})})
+    down = base.pdrs[2].model_copy(update={"pdi": base.pdrs[2].pdi.model_copy(
+        update={"ue_ip": UeIpAddress(ipv4=ue, ipv6=ue6, destination=True)})})
+    return base.model_copy(update={"pdrs": {1: up, 2: down}})
+
+
+@pytest.fixture
+def cramped():
+    fake = CrampedDpp()
+    site = Site(net_instances={"internet": 1}, default_instance="internet", n3_ipv4=N3_IP, output=Output.PASS)
+    upf = BpfApplier(Dataplane(fake).table, site, iface_entries({5: (Role.N3, 0), 6: (Role.N6, 1)}, N3_IP, None))
+    upf.apply(None, session())
+    return fake, upf
+
+
+def _maps(fake: FakeDpp) -> dict[str, dict[bytes, bytes]]:
+    return {name: dict(fake.tables.get(name, {})) for name in ("dpp_upf_uplink", "dpp_upf_downlink")}
+
+
+def test_a_batch_refused_half_way_is_undone_whole(cramped):
+    fake, upf = cramped
+    before = _maps(fake)
+    second = _other(2, TEID + 1, "10.45.0.8", "2001:db8:45::8")
+    with pytest.raises(DataplaneUnavailable, match="E2BIG after 1 of 2"):
+        upf.apply(None, second)  # uplink written, then the downlink's second entry does not fit
+    assert _maps(fake) == before
+    assert upf.stale == []
+
+
+def test_an_undo_refused_for_one_entry_goes_on_with_the_others_and_says_which(cramped):
+    fake, upf = cramped
+    before = _maps(fake)
+    second = _other(2, TEID + 1, "10.45.0.8", "2001:db8:45::8")
+    fake.refused.add(bytes(UplinkKey(teid=TEID + 1, qfi=QFI_ANY)))
+    with pytest.raises(DataplaneUnavailable, match=r"left 1 entries wrong \(dpp_upf_uplink \(4098, 255\)"):
+        upf.apply(None, second)
+    after = _maps(fake)
+    assert after["dpp_upf_downlink"] == before["dpp_upf_downlink"], "the downlink's undo went on"
+    assert len(after["dpp_upf_uplink"]) == 2 and upf.stale
+
+    upf.reconcile([session()])  # what the next change of netapp.upf.sessions runs first
+    assert _maps(fake) == before and upf.stale == []
+
+
+def test_a_modification_refused_half_way_puts_back_what_it_changed_and_deleted(cramped):
+    fake, upf = cramped
+    before = _maps(fake)
+    old = session()
+    new = old.model_copy(update={"pdrs": {1: old.pdrs[1]},  # the downlink PDR removed: its two entries go
+                                 "fars": {**old.fars, 1: Far(id=1, apply_action=frozenset({"DROP"}))}})
+    fake.refused.add(bytes(DownlinkKey(net_instance=1, family=6, addr=tuple(words(UE6)))))
+    with pytest.raises(DataplaneUnavailable, match="EBUSY"):
+        upf.apply(old, new)  # the uplink entry changed, then the deletes refused at the second
+    assert _maps(fake) == before and upf.stale == []
