@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime
+import gc
 import ipaddress
 import json
 import multiprocessing
@@ -53,6 +54,10 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser.add_argument("--inflight", type=int, default=32, help="requests outstanding at once")
     parser.add_argument("--applier", choices=sorted(APPLIERS), default="none", help="the endpoint's data path")
     parser.add_argument(
+        "--gc", choices=("settled", "default"), default="settled",
+        help="the endpoint's garbage collector: settled after start-up as `netapp serve` does, or Python's default",
+    )
+    parser.add_argument(
         "--no-sdf", action="store_true",
         help="PDRs without SDF filters (always so with --applier dpp: the data path refuses them yet)",
     )
@@ -87,23 +92,53 @@ def dpp_applier() -> Iterator[Applier]:
 APPLIERS: dict[str, Callable[[], ContextManager[Applier]]] = {"none": no_applier, "dpp": dpp_applier}
 
 
-def serve(db_path: str, applier: str, synchronous: str, pipe: Any) -> None:
+def serve(db_path: str, applier: str, synchronous: str, settle: bool, pipe: Any) -> None:
     """A UPF over a fresh store and its PFCP server on a loopback port; its address goes up the pipe,
     its counters, session count and CPU seconds once the pipe says stop."""
     from netapp.service.store import Store
-    from netapp.upf.pfcp.server import PfcpServer
+    from netapp.upf.pfcp.server import PfcpServer, settle_collector
     from netapp.upf.sessions import Upf
 
     with APPLIERS[applier]() as data_path, contextlib.closing(Store.open(Path(db_path), synchronous=synchronous)) as store:
         server = PfcpServer(Upf(store, data_path, n3_ipv4=N3), "127.0.0.1", 0)
         server.start()
+        if settle:
+            settle_collector()  # as `netapp serve` does
+        pauses = GcPauses()
         try:
             pipe.send(server.address)
             pipe.recv()
             cpu = time.process_time()
-            pipe.send({"counters": server.counters, "sessions": len(server.upf.sessions), "cpu_s": cpu})
+            report = {"counters": server.counters, "sessions": len(server.upf.sessions), "cpu_s": cpu}
+            pipe.send({**report, "gc": pauses.report()})
         finally:
+            gc.callbacks.remove(pauses)
             server.close()
+
+
+class GcPauses:
+    """The cyclic garbage collector's collections while serving, by generation, and their pauses
+    (gc.callbacks)."""
+
+    def __init__(self) -> None:
+        self._started = 0
+        self._pauses: dict[int, list[float]] = {0: [], 1: [], 2: []}
+        gc.callbacks.append(self)
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.perf_counter_ns()
+        else:
+            self._pauses[info["generation"]].append((time.perf_counter_ns() - self._started) / 1e6)
+
+    def report(self) -> dict[str, Any]:
+        return {
+            "threshold": gc.get_threshold(),
+            "tracked_objects": len(gc.get_objects()),
+            "collections": {str(gen): len(pauses) for gen, pauses in self._pauses.items()},
+            "longest_ms": {str(gen): round(max(pauses, default=0.0), 3) for gen, pauses in self._pauses.items()},
+            "total_ms": round(sum(sum(pauses) for pauses in self._pauses.values()), 1),
+        }
 
 
 class Endpoint:
@@ -111,7 +146,8 @@ class Endpoint:
         context = multiprocessing.get_context("spawn")
         self._pipe, child = context.Pipe()
         self._process = context.Process(
-            target=serve, args=(str(Path(directory) / "netapp.db"), args.applier, args.synchronous, child)
+            target=serve,
+            args=(str(Path(directory) / "netapp.db"), args.applier, args.synchronous, args.gc == "settled", child),
         )
         self._process.start()
         if not self._pipe.poll(60):
@@ -255,6 +291,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "inflight": args.inflight,
             "applier": args.applier,
             "synchronous": args.synchronous,
+            "gc": args.gc,
             "request_bytes": len(timed[0]),
             "sdf_filters": sdf,
             "rules_per_session": {"pdr": 4, "far": 2, "qer": 1, "urr": 1},
@@ -279,6 +316,8 @@ def format_table(result: dict[str, Any]) -> str:
         f"  rate      {result['establishments_per_s']:>10,.0f} /s   (target >= {TARGET_RATE:,.0f})",
         f"  latency   median {latency['median_ms']} ms, p90 {latency['p90_ms']} ms, p99 {latency['p99_ms']} ms "
         f"(target <= {TARGET_P99_MS}), max {latency['max_ms']} ms",
+        f"  gc        {result['endpoint']['gc']['collections']} collections by generation, longest "
+        f"{result['endpoint']['gc']['longest_ms']} ms, {result['endpoint']['gc']['total_ms']} ms in all",
     ]
     if not result["maps_in_figure"]:
         lines.append("  the data-path apply (map writes) is not in these figures: no applier")

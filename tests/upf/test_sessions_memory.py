@@ -6,6 +6,9 @@ deleting sessions leaves none behind."""
 from __future__ import annotations
 
 import gc
+import json
+import subprocess
+import sys
 
 import pytest
 
@@ -71,3 +74,18 @@ def test_creating_and_deleting_sessions_leaves_nothing_behind(handlers):
     # A few objects come and go (sqlite3 keeps weak references to its cursors, dropped every 200
     # cursors); one left per session would be 100 a round.
     assert max(counts) < 300, f"tracked objects after each round of 100 sessions created and deleted: {counts}"
+
+
+def test_settling_the_collector_freezes_start_up_and_spaces_young_collections():
+    """In a process of its own: settle_collector() changes the whole process's collector."""
+    script = (
+        "import gc, json\n"
+        "from netapp.upf.pfcp.server import GC_YOUNG, settle_collector\n"
+        "before = gc.get_freeze_count()\n"
+        "settle_collector()\n"
+        "print(json.dumps([before, gc.get_freeze_count(), gc.get_threshold()[0], GC_YOUNG]))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120)
+    before, frozen, young, wanted = json.loads(result.stdout)
+    assert before == 0 and frozen > 10_000, "start-up's objects (the modules) are out of the collector's walk"
+    assert young == wanted
