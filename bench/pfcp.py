@@ -99,7 +99,8 @@ def serve(db_path: str, applier: str, synchronous: str, settle: bool, pipe: Any)
     from netapp.upf.pfcp.server import PfcpServer, settle_collector
     from netapp.upf.sessions import Upf
 
-    with APPLIERS[applier]() as data_path, contextlib.closing(Store.open(Path(db_path), synchronous=synchronous)) as store:
+    store = Store.open(Path(db_path), synchronous=synchronous)
+    with APPLIERS[applier]() as data_path, contextlib.closing(store):
         server = PfcpServer(Upf(store, data_path, n3_ipv4=N3), "127.0.0.1", 0)
         server.start()
         if settle:

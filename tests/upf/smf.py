@@ -30,8 +30,8 @@ def fseid(seid: int, address: str = "10.0.0.1") -> dict[str, Any]:
 
 
 def create_pdr(pdr_id: int, far_id: int, *, access: bool, choose_id: Optional[int] = None,
-               flow: Optional[str] = "permit out ip from any to assigned", qer: Optional[int] = 1, urr: Optional[int] = 1,
-               ue: str = UE) -> dict[str, Any]:
+               flow: Optional[str] = "permit out ip from any to assigned", qer: Optional[int] = 1,
+               urr: Optional[int] = 1, ue: str = UE) -> dict[str, Any]:
     pdi = [ie(20, {"If": 0 if access else 2}), ie(22, b"internet")]
     if access:
         pdi.append(ie(21, {"CH": 1, "CHID": int(choose_id is not None), "V4": 1, "CHOOSE_ID": choose_id or 0}))
