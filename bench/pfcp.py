@@ -7,15 +7,19 @@ Each request is the one the tests' SMF sends (tests/upf/smf.py: 4 PDRs, 2 FARs, 
 encoded once with pycrate, an independent codec; every copy gets its own sequence number and CP
 SEID. `--inflight` requests are kept outstanding; the latency of one is from its sendto to the
 arrival of its response (Cause checked: Request accepted). The endpoint answers once the session is
-in the store (committed) and given to its data-path applier: `--applier none` (the only one so far)
-keeps no maps, so the figure does not contain the map writes yet. Methodology: bench/README.md
+in the store (committed) and given to its data-path applier: `--applier dpp` (root) writes the
+session's entries into the UPF's maps of a loaded data-plane instance (netapp.upf.applier), so the
+figures contain the map writes; `--applier none` keeps no maps. Methodology: bench/README.md
 ("bench/pfcp.py").
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
+import gc
+import ipaddress
 import json
 import multiprocessing
 import platform
@@ -26,16 +30,15 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, ContextManager, Iterator, Optional, Sequence
 
 from netapp.upf.pfcp.ies import Cause, IEType, MsgType
 from netapp.upf.sessions import Applier, NoApplier
-from tests.upf.smf import Smf, establishment_ies, node_id, recovery
+from tests.upf.smf import UE, Smf, establishment_ies, node_id, recovery
 
 DEFAULT_OUT = Path("bench/results/pfcp.json")
 N3 = "127.0.0.2"
-# The data-path appliers the endpoint can be given, by --applier: a factory each.
-APPLIERS: dict[str, Callable[[], Applier]] = {"none": NoApplier}
+UE_BASE = ipaddress.IPv4Address("10.64.0.0")  # every session's UE address is its own: UE_BASE + n
 # Targets (issue 17), reported and never asserted.
 TARGET_RATE = 10_000.0
 TARGET_P99_MS = 5.0
@@ -51,6 +54,14 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser.add_argument("--inflight", type=int, default=32, help="requests outstanding at once")
     parser.add_argument("--applier", choices=sorted(APPLIERS), default="none", help="the endpoint's data path")
     parser.add_argument(
+        "--gc", choices=("settled", "default"), default="settled",
+        help="the endpoint's garbage collector: settled after start-up as `netapp serve` does, or Python's default",
+    )
+    parser.add_argument(
+        "--no-sdf", action="store_true",
+        help="PDRs without SDF filters (always so with --applier dpp: the data path refuses them yet)",
+    )
+    parser.add_argument(
         "--synchronous", choices=("FULL", "NORMAL"), default="FULL", help="the store's sync mode (serve: FULL)"
     )
     return parser.parse_args(argv)
@@ -59,24 +70,76 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
 # --- the endpoint, in a process of its own ---------------------------------------------------------
 
 
-def serve(db_path: str, applier: str, synchronous: str, pipe: Any) -> None:
+@contextlib.contextmanager
+def no_applier() -> Iterator[Applier]:
+    yield NoApplier()
+
+
+@contextlib.contextmanager
+def dpp_applier() -> Iterator[Applier]:
+    """The UPF's applier over an anonymous data-plane instance (loaded, attached nowhere: the map
+    writes are the same), network instance "internet" as the request's PDRs name it."""
+    from netapp.dataplane.facade import Dataplane
+    from netapp.upf.applier import BpfApplier
+    from netapp.upf.compiler import Site
+
+    with Dataplane.open() as dataplane:
+        site = Site(net_instances={"internet": 1}, default_instance="internet", n3_ipv4=N3)
+        yield BpfApplier(dataplane.table, site, {})
+
+
+# The data-path appliers the endpoint can be given, by --applier: a context each, in the endpoint.
+APPLIERS: dict[str, Callable[[], ContextManager[Applier]]] = {"none": no_applier, "dpp": dpp_applier}
+
+
+def serve(db_path: str, applier: str, synchronous: str, settle: bool, pipe: Any) -> None:
     """A UPF over a fresh store and its PFCP server on a loopback port; its address goes up the pipe,
     its counters, session count and CPU seconds once the pipe says stop."""
     from netapp.service.store import Store
-    from netapp.upf.pfcp.server import PfcpServer
+    from netapp.upf.pfcp.server import PfcpServer, settle_collector
     from netapp.upf.sessions import Upf
 
     store = Store.open(Path(db_path), synchronous=synchronous)
-    server = PfcpServer(Upf(store, APPLIERS[applier](), n3_ipv4=N3), "127.0.0.1", 0)
-    server.start()
-    try:
-        pipe.send(server.address)
-        pipe.recv()
-        cpu = time.process_time()
-        pipe.send({"counters": server.counters, "sessions": len(server.upf.sessions), "cpu_s": cpu})
-    finally:
-        server.close()
-        store.close()
+    with APPLIERS[applier]() as data_path, contextlib.closing(store):
+        server = PfcpServer(Upf(store, data_path, n3_ipv4=N3), "127.0.0.1", 0)
+        server.start()
+        if settle:
+            settle_collector()  # as `netapp serve` does
+        pauses = GcPauses()
+        try:
+            pipe.send(server.address)
+            pipe.recv()
+            cpu = time.process_time()
+            report = {"counters": server.counters, "sessions": len(server.upf.sessions), "cpu_s": cpu}
+            pipe.send({**report, "gc": pauses.report()})
+        finally:
+            gc.callbacks.remove(pauses)
+            server.close()
+
+
+class GcPauses:
+    """The cyclic garbage collector's collections while serving, by generation, and their pauses
+    (gc.callbacks)."""
+
+    def __init__(self) -> None:
+        self._started = 0
+        self._pauses: dict[int, list[float]] = {0: [], 1: [], 2: []}
+        gc.callbacks.append(self)
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.perf_counter_ns()
+        else:
+            self._pauses[info["generation"]].append((time.perf_counter_ns() - self._started) / 1e6)
+
+    def report(self) -> dict[str, Any]:
+        return {
+            "threshold": gc.get_threshold(),
+            "tracked_objects": len(gc.get_objects()),
+            "collections": {str(gen): len(pauses) for gen, pauses in self._pauses.items()},
+            "longest_ms": {str(gen): round(max(pauses, default=0.0), 3) for gen, pauses in self._pauses.items()},
+            "total_ms": round(sum(sum(pauses) for pauses in self._pauses.values()), 1),
+        }
 
 
 class Endpoint:
@@ -84,7 +147,8 @@ class Endpoint:
         context = multiprocessing.get_context("spawn")
         self._pipe, child = context.Pipe()
         self._process = context.Process(
-            target=serve, args=(str(Path(directory) / "netapp.db"), args.applier, args.synchronous, child)
+            target=serve,
+            args=(str(Path(directory) / "netapp.db"), args.applier, args.synchronous, args.gc == "settled", child),
         )
         self._process.start()
         if not self._pipe.poll(60):
@@ -117,16 +181,21 @@ def fseid_offset(request: bytes) -> int:
     raise ValueError("the request has no F-SEID")
 
 
-def requests(count: int, first_seq: int) -> list[bytes]:
-    """`count` establishment requests, pycrate's encoding of one, each with its own sequence number
-    and CP SEID."""
-    template = Smf.build(Smf.__new__(Smf), "PFCPSessionEstablishmentReq", establishment_ies(1), seid=0, seq=1)
+def requests(count: int, first_seq: int, sdf: bool = True) -> list[bytes]:
+    """`count` establishment requests, pycrate's encoding of one, each with its own sequence number,
+    CP SEID and UE address (the downlink PDRs' keys in the maps)."""
+    ies = establishment_ies(1, sdf=sdf)
+    template = Smf.build(Smf.__new__(Smf), "PFCPSessionEstablishmentReq", ies, seid=0, seq=1)
     at = fseid_offset(template)
+    ue = ipaddress.IPv4Address(UE).packed
+    ue_at = [index for index in range(len(template)) if template.startswith(ue, index)]  # the 4 PDRs' UE IP
     built = []
     for n in range(count):
         data = bytearray(template)
         data[12:15] = ((first_seq + n) % (1 << 24)).to_bytes(3, "big")
         data[at : at + 8] = (0x1000_0000 + first_seq + n).to_bytes(8, "big")
+        for offset in ue_at:
+            data[offset : offset + 4] = (UE_BASE + first_seq + n).packed
         built.append(bytes(data))
     return built
 
@@ -193,8 +262,9 @@ def summary(samples_ms: Sequence[float]) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    warm = requests(args.warmup, 2)
-    timed = requests(args.sessions, 2 + args.warmup)
+    sdf = not args.no_sdf and args.applier == "none"
+    warm = requests(args.warmup, 2, sdf)
+    timed = requests(args.sessions, 2 + args.warmup, sdf)
     with tempfile.TemporaryDirectory(prefix="bench-pfcp-") as directory:
         endpoint = Endpoint(directory, args)
         try:
@@ -222,7 +292,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "inflight": args.inflight,
             "applier": args.applier,
             "synchronous": args.synchronous,
+            "gc": args.gc,
             "request_bytes": len(timed[0]),
+            "sdf_filters": sdf,
             "rules_per_session": {"pdr": 4, "far": 2, "qer": 1, "urr": 1},
         },
         "maps_in_figure": args.applier != "none",
@@ -245,6 +317,8 @@ def format_table(result: dict[str, Any]) -> str:
         f"  rate      {result['establishments_per_s']:>10,.0f} /s   (target >= {TARGET_RATE:,.0f})",
         f"  latency   median {latency['median_ms']} ms, p90 {latency['p90_ms']} ms, p99 {latency['p99_ms']} ms "
         f"(target <= {TARGET_P99_MS}), max {latency['max_ms']} ms",
+        f"  gc        {result['endpoint']['gc']['collections']} collections by generation, longest "
+        f"{result['endpoint']['gc']['longest_ms']} ms, {result['endpoint']['gc']['total_ms']} ms in all",
     ]
     if not result["maps_in_figure"]:
         lines.append("  the data-path apply (map writes) is not in these figures: no applier")

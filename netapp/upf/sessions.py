@@ -18,6 +18,11 @@ created (the applier's `urr_slots` say how many there are; 0: none), like a TEID
 stored with the session, so that a restart gives out no slot in use. The applier zeroes a slot's
 counters when it is given and when it is freed (after reading its final counts).
 
+Sessions in memory (`SessionTable`) are kept as the JSON of their row, not as models: a Session is
+some 130 objects, which Python's cyclic garbage collector would walk on every full collection (a
+pause that grows with the number of sessions, and the bulk of a request's cost); a string is not
+walked. A session is read back into its models when a change or a reader asks for it.
+
 TS 29.244 on restarts: our Recovery Time Stamp is kept in the store with the sessions, since they
 survive a restart of the service. A peer whose Recovery Time Stamp changes (Association Setup
 again, or a Heartbeat) has restarted and lost its sessions: we delete ours of that association.
@@ -28,7 +33,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
-from typing import Any, Callable, Iterable, Optional, Protocol, TypeVar, Union
+from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Protocol, TypeVar, Union
 
 from netapp.service.contract import Principal
 from netapp.service.store import Store
@@ -139,6 +144,37 @@ class SessionChange:
                 log.exception("undoing the data path's change of session %#x failed", seid)
 
 
+class SessionTable(Mapping[int, Session]):
+    """The sessions by SEID, each held as its row's JSON (and its association's node id): a mapping
+    of Sessions, each read back from its JSON when asked for (a new object every time)."""
+
+    def __init__(self) -> None:
+        self._rows: dict[int, tuple[str, str]] = {}  # SEID -> (node id, JSON)
+
+    def __getitem__(self, seid: int) -> Session:
+        return Session.model_validate_json(self._rows[seid][1])
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __contains__(self, seid: object) -> bool:
+        return seid in self._rows
+
+    def put(self, session: Session, body: Optional[str] = None) -> None:
+        """Hold `session`; `body`: its JSON, when the caller has it already."""
+        self._rows[session.seid] = (session.node_id, session.model_dump_json() if body is None else body)
+
+    def remove(self, seid: int) -> None:
+        self._rows.pop(seid, None)
+
+    def of(self, node_id: str) -> list[Session]:
+        """The sessions of an association."""
+        return [Session.model_validate_json(body) for owner, body in self._rows.values() if owner == node_id]
+
+
 class Upf:
     """Associations and sessions: in memory for reading, in the store for restarts."""
 
@@ -156,7 +192,7 @@ class Upf:
         self._lock = threading.RLock()
         self._transactions = Transactions(lambda: self._lock, lambda: store, lambda: None)
         self.associations: dict[str, Association] = {}
-        self.sessions: dict[int, Session] = {}
+        self.sessions = SessionTable()
         self._teids: dict[int, int] = {}  # TEID -> the SEID of the session holding it
         self._change: Optional[SessionChange] = None  # the transaction in progress, under the lock
         self._urr_slots: dict[int, int] = {}  # URR slot -> the SEID of the session holding it
@@ -174,19 +210,21 @@ class Upf:
             self._next_seid = rows.get_counter(store, "next_seid") or 1
             self._teid_cursor = rows.get_counter(store, "teid_cursor") or 0
             self.associations = {item.node_id: item for item in rows.load_associations(store)}
-            self.sessions = {session.seid: session for session in rows.load_sessions(store)}
-            for session in self.sessions.values():
+            for session, body in rows.load_sessions(store):
+                self.sessions.put(session, body)
                 self._teids.update(dict.fromkeys(session.teids(), session.seid))
                 self._urr_slots.update(dict.fromkeys(session.urr_slots.values(), session.seid))
             self._give_stored_urrs_slots()
 
     def _give_stored_urrs_slots(self) -> None:
         """Sessions stored without a data path (or before URRs had slots): their URRs get slots now."""
+        if not self._urr_slot_count:
+            return
         for seid, session in list(self.sessions.items()):
-            if self._urr_slot_count and set(session.urrs) - set(session.urr_slots):
+            if set(session.urrs) - set(session.urr_slots):
                 session = session.model_copy(update={"urr_slots": self._choose_urr_slots(session, session.urrs)})
                 rows.put_session(self._store, session)
-                self.sessions[seid] = session
+                self.sessions.put(session)
                 self._urr_slots.update(dict.fromkeys(session.urr_slots.values(), seid))
         self._urr_cursor = self._pending_urr_cursor
 
@@ -233,7 +271,7 @@ class Upf:
         return association
 
     def _of(self, node_id: str) -> list[Session]:
-        return [session for session in self.sessions.values() if session.node_id == node_id]
+        return self.sessions.of(node_id)
 
     def _change_association(
         self, association: Optional[Association], doomed: list[Session], node_id: Optional[str] = None
@@ -304,12 +342,13 @@ class Upf:
     ) -> None:
         seid = (new or old).seid  # type: ignore[union-attr]
         cursor = self._teid_cursor if cursor is None else cursor
+        body = None if new is None else new.model_dump_json()  # the row's, and the table's in memory
 
         def write() -> None:
             if new is None:
                 rows.delete_session(self._store, seid)
             else:
-                rows.put_session(self._store, new)
+                rows.put_session(self._store, new, body)
             if next_seid is not None:
                 rows.put_counter(self._store, "next_seid", next_seid)
             if cursor != self._teid_cursor:
@@ -321,7 +360,7 @@ class Upf:
                 self._next_seid = next_seid
             if new is not None:
                 self._urr_cursor = self._pending_urr_cursor
-            self._commit_sessions([(old, new)])
+            self._commit_sessions([(old, new)], body)
 
         self._run([(old, new)], write, commit)
 
@@ -390,16 +429,17 @@ class Upf:
 
         self._change.add(pairs, undo)
 
-    def _commit_sessions(self, pairs: Iterable[Pair]) -> None:
+    def _commit_sessions(self, pairs: Iterable[Pair], body: Optional[str] = None) -> None:
+        """The tables in memory: each `old` out, each `new` in (`body`: the JSON of a single new)."""
         for old, new in pairs:
             if old is not None:
-                self.sessions.pop(old.seid, None)
+                self.sessions.remove(old.seid)
                 for teid in old.teids():
                     self._teids.pop(teid, None)
                 for slot in old.urr_slots.values():
                     self._urr_slots.pop(slot, None)
             if new is not None:
-                self.sessions[new.seid] = new
+                self.sessions.put(new, body)
                 self._teids.update(dict.fromkeys(new.teids(), new.seid))
                 self._urr_slots.update(dict.fromkeys(new.urr_slots.values(), new.seid))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from datetime import datetime, timezone
-from typing import Optional
+from typing import Iterator, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -46,10 +46,11 @@ def delete_association(store: Store, node_id: str) -> None:
     store.execute("DELETE FROM upf_associations WHERE node_id = ?", (node_id,))
 
 
-def put_session(store: Store, session: Session) -> None:
+def put_session(store: Store, session: Session, body: Optional[str] = None) -> None:
+    """Write the session's row; `body`: its JSON, when the caller has it already."""
     store.execute(
         "INSERT OR REPLACE INTO upf_sessions (seid, node_id, body, updated_at) VALUES (?, ?, ?, ?)",
-        (_signed(session.seid), session.node_id, session.model_dump_json(), _now()),
+        (_signed(session.seid), session.node_id, session.model_dump_json() if body is None else body, _now()),
     )
 
 
@@ -71,9 +72,10 @@ def load_associations(store: Store) -> list[Association]:
     return [Association.model_validate_json(row[0]) for row in rows]
 
 
-def load_sessions(store: Store) -> list[Session]:
-    rows = store.execute("SELECT body FROM upf_sessions ORDER BY seid").fetchall()
-    return [Session.model_validate_json(row[0]) for row in rows]
+def load_sessions(store: Store) -> Iterator[tuple[Session, str]]:
+    """Every session, with its JSON, one at a time."""
+    for (body,) in store.execute("SELECT body FROM upf_sessions ORDER BY seid"):
+        yield Session.model_validate_json(body), body
 
 
 def _signed(seid: int) -> int:

@@ -9,6 +9,7 @@ from typing import Any, Optional
 
 from pycrate_mobile import TS29244_PFCP as P
 
+UE = "10.45.0.2"  # the UE address of the requests' PDRs
 TIMEOUT_S = 10.0  # the longest a response may take on a loaded machine; no test waits it out
 
 
@@ -30,7 +31,7 @@ def fseid(seid: int, address: str = "10.0.0.1") -> dict[str, Any]:
 
 def create_pdr(pdr_id: int, far_id: int, *, access: bool, choose_id: Optional[int] = None,
                flow: Optional[str] = "permit out ip from any to assigned", qer: Optional[int] = 1,
-               urr: Optional[int] = 1, ue: str = "10.45.0.2") -> dict[str, Any]:
+               urr: Optional[int] = 1, ue: str = UE) -> dict[str, Any]:
     pdi = [ie(20, {"If": 0 if access else 2}), ie(22, b"internet")]
     if access:
         pdi.append(ie(21, {"CH": 1, "CHID": int(choose_id is not None), "V4": 1, "CHOOSE_ID": choose_id or 0}))
@@ -64,15 +65,18 @@ def create_urr(urr_id: int = 1) -> dict[str, Any]:
                   ie(31, {"TOVOL": 1, "Total": 10_000_000})])
 
 
-def establishment_ies(cp_seid: int) -> list[dict[str, Any]]:
-    """4 PDRs (2 uplink sharing one CHOOSE ID, 2 downlink), 2 FARs, 1 QER, 1 URR."""
+def establishment_ies(cp_seid: int, sdf: bool = True) -> list[dict[str, Any]]:
+    """4 PDRs (2 uplink sharing one CHOOSE ID, 2 downlink; with SDF filters unless `sdf` is False),
+    2 FARs, 1 QER, 1 URR."""
+    default, dns, web = ("permit out ip from any to assigned", "permit out 17 from any 53 to assigned",
+                         "permit out 6 from 198.51.100.0/24 80,443 to assigned") if sdf else (None, None, None)
     return [
         node_id(),
         fseid(cp_seid),
-        create_pdr(1, 1, access=True, choose_id=1),
-        create_pdr(2, 1, access=True, choose_id=1, flow="permit out 17 from any 53 to assigned"),
-        create_pdr(3, 2, access=False),
-        create_pdr(4, 2, access=False, flow="permit out 6 from 198.51.100.0/24 80,443 to assigned"),
+        create_pdr(1, 1, access=True, choose_id=1, flow=default),
+        create_pdr(2, 1, access=True, choose_id=1, flow=dns),
+        create_pdr(3, 2, access=False, flow=default),
+        create_pdr(4, 2, access=False, flow=web),
         create_far(1, core=True),
         create_far(2, core=False),
         create_qer(),

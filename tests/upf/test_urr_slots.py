@@ -37,7 +37,7 @@ def test_a_restart_gives_out_no_slot_in_use(endpoint, counted):
     counted.upf = endpoint.server.address
     second = _establish(counted, 2)
     assert _slots(endpoint) == {first: {1: 1}, second: {1: 2}}
-    stored = {session.seid: session.urr_slots for session in rows.load_sessions(endpoint.store)}
+    stored = {session.seid: session.urr_slots for session, _ in rows.load_sessions(endpoint.store)}
     assert stored == _slots(endpoint)
 
 
@@ -66,7 +66,7 @@ def test_sessions_stored_without_slots_get_them_when_a_data_path_counts(endpoint
     endpoint.applier.urr_slots = SLOTS
     endpoint.restart()
     assert _slots(endpoint) == {seid: {1: 1}}
-    assert rows.load_sessions(endpoint.store)[0].urr_slots == {1: 1}
+    assert next(iter(rows.load_sessions(endpoint.store)))[0].urr_slots == {1: 1}
 
 
 def test_a_refused_request_gives_no_slot(endpoint, counted):
