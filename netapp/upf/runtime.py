@@ -12,6 +12,7 @@ from netapp.upf.abi import Output, Role
 from netapp.upf.applier import BpfApplier, iface_entries
 from netapp.upf.compiler import Site
 from netapp.upf.endmarker import EndMarkers
+from netapp.upf.nexthop import RouteWatch
 from netapp.upf.pfcp.ies import Interface
 from netapp.upf.pfcp.server import PfcpServer
 from netapp.upf.sessions import Applier, Upf
@@ -64,4 +65,17 @@ def start_pfcp(
             applier.apply(None, session)
     server = PfcpServer(upf, host, port, node_id=pfcp.node_id)
     server.start()
+    if dataplane is not None:  # the data path's route cache, on while its generation is kept
+        _close_with(server, RouteWatch(dataplane.table("dpp_upf_route_gen")).start())
     return server
+
+
+def _close_with(server: PfcpServer, routes: RouteWatch) -> None:
+    """routes closes after the server, before the data plane does (netapp serve's order)."""
+    close = server.close
+
+    def close_both() -> None:
+        close()
+        routes.close()
+
+    server.close = close_both  # type: ignore[method-assign]
