@@ -1,7 +1,8 @@
 """The per-packet hot path, run in the kernel (BPF_PROG_TEST_RUN): the N3 fast parser (core/n3.h,
 parse_n3) and the direct-mapped flow cache it feeds (classify.h).
 
-Frames of either N3 layout (GTP-U in VXLAN, and plain GTP-U as a gNB sends it) must be parsed by the fast path (the trace's fast_path says so) into exactly
+Frames of either N3 layout (GTP-U in VXLAN, and plain GTP-U as a gNB sends it), and of the plain
+layout (core/plain.h: Ethernet / IPv4 / UDP, TCP or SCTP, no tunnel), must be parsed by the fast path (the trace's fast_path says so) into exactly
 the key the reference parser gives, and with the outer-header offsets FORWARD rewrites at. Near
 misses must fall back to the staged parser and still be parsed right. The flow cache must never
 hand a flow another flow's rule, even when every flow shares one slot.
@@ -107,6 +108,13 @@ def plain_frame(
     return bytes(packets.ether(outer_ip, vlans=vlans))
 
 
+def n6_frame(ip=None, *, vlans=()) -> bytes:
+    """Ethernet / ip (a UE's server answering it, by default): what N6 receives."""
+    if ip is None:
+        ip = packets.ue_udp(UE4[1], UE4[0], 5004, 40000)
+    return bytes(packets.ether(ip, vlans=vlans))
+
+
 def ue_udp(**options) -> object:
     return packets.ue_udp(*UE4, options.pop("sport", 40000), options.pop("dport", 5004), **options)
 
@@ -161,6 +169,17 @@ FAST = {
     "plain-tcp-ethernet-padding": plain_frame(ue_tcp()) + bytes(18),
     "plain-sctp-psc-ul": plain_frame(ue_sctp()),
     "plain-udp-psc-ethernet-padding-that-looks-like-headers": plain_frame() + plain_frame()[:60],
+    "n6-udp": n6_frame(),
+    "n6-udp-empty-dscp-46": n6_frame(ue_udp(payload=b"", dscp=46)),
+    "n6-udp-from-the-gtpu-port": n6_frame(ue_udp(sport=2152, dport=9)),
+    "n6-tcp": n6_frame(ue_tcp()),
+    "n6-tcp-ethernet-padding": n6_frame(ue_tcp()) + bytes(18),
+    "n6-sctp": n6_frame(ue_sctp()),
+    # Off the N3 layouts by their UDP port alone: plain UDP to another port, the plain layout's.
+    "not-vxlan-port": n3_frame(vxlan_port=4790),
+    "plain-not-gtpu-port": plain_frame(gtp_port=2153),
+    "n6-udp-first-fragment": n6_frame(packets.ipv4(packets.udp(b"x" * 16, sport=1, dport=2), src=UE4[0],
+                                                   dst=UE4[1], more_fragments=True)),
 }
 
 _minimal_psc = n3_frame(ue_udp(payload=b""))
@@ -199,7 +218,6 @@ FALLBACK = {
     "ue-ipv6-tcp": n3_frame(packets.ue_tcp(*UE6, 40000, 443)),
     "ue-icmp": n3_frame(packets.ue_icmp(*UE4)),
     "ue-tcp-header-cut-short": n3_frame(packets.ipv4(b"\0" * 12, src=UE4[0], dst=UE4[1], proto=6)),
-    "not-vxlan-port": n3_frame(vxlan_port=4790),
     "not-gtpu-port": n3_frame(gtp_port=2153),
     "truncated-by-one-byte": n3_frame()[:-1],
     "minimal-truncated-by-one-byte": _minimal_psc[:-1],
@@ -239,7 +257,6 @@ FALLBACK = {
     "plain-ue-ipv6-udp": plain_frame(packets.ue_udp(*UE6, 40000, 5004)),
     "plain-ue-icmp": plain_frame(packets.ue_icmp(*UE4)),
     "plain-ue-tcp-header-cut-short": plain_frame(packets.ipv4(b"\0" * 12, src=UE4[0], dst=UE4[1], proto=6)),
-    "plain-not-gtpu-port": plain_frame(gtp_port=2153),
     "plain-truncated-by-one-byte": plain_frame()[:-1],
     "plain-minimal-truncated-by-one-byte": _minimal_plain[:-1],
     "plain-outer-total-length-one-too-big": with_tot_len_plus_one(plain_frame(), OUTER_IP),
@@ -249,6 +266,21 @@ FALLBACK = {
     "plain-outer-udp-length-one-too-small": with_length_changed(_minimal_plain, OUTER_UDP + UDP_LEN, -1),
     "plain-outer-udp-length-zero": packets.patched(plain_frame(), OUTER_UDP + UDP_LEN, b"\0\0"),
     "plain-ue-sctp-header-cut-short": plain_frame(packets.ipv4(b"\0" * 11, src=UE4[0], dst=UE4[1], proto=132)),
+    "n6-vlan": n6_frame(vlans=[100]),
+    "n6-ihl-6": n6_frame(packets.ipv4(packets.udp(b"x", sport=1, dport=2), src=UE4[0], dst=UE4[1],
+                                      options=IP_OPTION_NOPS)),
+    "n6-fragment": n6_frame(packets.ipv4(b"x" * 16, src=UE4[0], dst=UE4[1], proto=17, frag_offset=2)),
+    "n6-icmp": n6_frame(packets.ue_icmp(*UE4)),
+    "n6-ipv6-udp": n6_frame(packets.ue_udp(*UE6, 40000, 5004)),
+    "n6-udp-to-the-vxlan-port": n6_frame(ue_udp(dport=packets.VXLAN_PORT, payload=bytes(30))),
+    "n6-udp-to-the-geneve-port": n6_frame(ue_udp(dport=packets.GENEVE_PORT, payload=bytes(30))),
+    "n6-udp-to-the-gtpu-port": n6_frame(ue_udp(dport=packets.GTPU_PORT, payload=bytes(30))),
+    "n6-tcp-header-cut-short": n6_frame(packets.ipv4(b"\0" * 19, src=UE4[0], dst=UE4[1], proto=6)),
+    "n6-sctp-header-cut-short": n6_frame(packets.ipv4(b"\0" * 11, src=UE4[0], dst=UE4[1], proto=132)),
+    "n6-udp-header-cut-short": n6_frame(packets.ipv4(b"\0" * 7, src=UE4[0], dst=UE4[1], proto=17)),
+    "n6-total-length-one-too-big": with_tot_len_plus_one(n6_frame(), OUTER_IP),
+    "n6-total-length-below-header": packets.patched(n6_frame(), OUTER_IP + TOT_LEN, struct.pack("!H", 19)),
+    "n6-truncated-to-the-ports": n6_frame()[:OUTER_UDP + 4],
 }
 
 
