@@ -67,10 +67,8 @@ def n3_frame(
     gtp_port: int = packets.GTPU_PORT,
 ) -> bytes:
     """Ethernet / IPv4 / UDP / VXLAN / Ethernet / IPv4 / UDP / GTP-U / ue, every layer adjustable."""
-    if ue is None:
-        ue = packets.ue_udp(*UE4, 40000, 5004)
     if gtp is None:
-        gtp = packets.gtpu(TEID, qfi, ul=ul, exts=exts, inner=ue, seq=seq, npdu=npdu, flags=flags)
+        gtp = gtp_message(ue, qfi=qfi, ul=ul, exts=exts, seq=seq, npdu=npdu, flags=flags)
     inner_udp = packets.udp(gtp, sport=packets.GTPU_PORT, dport=gtp_port)
     inner_ip = packets.ipv4(
         inner_udp, src=packets.INNER4[0], dst=packets.INNER4[1], options=inner_options, frag_offset=inner_frag
@@ -85,27 +83,25 @@ def n3_frame(
 def plain_frame(
     ue=None,
     *,
-    qfi: int | None = QFI,
-    ul: bool = True,
-    exts=(),
-    seq: int | None = None,
-    npdu: int | None = None,
-    flags: int | None = None,
-    gtp=None,
     vlans=(),
     outer_options: bytes = b"",
     outer_frag: int = 0,
     gtp_port: int = packets.GTPU_PORT,
+    **gtp_options,
 ) -> bytes:
-    """Ethernet / IPv4 / UDP / GTP-U / ue, as a gNB sends it, every layer adjustable."""
-    if ue is None:
-        ue = packets.ue_udp(*UE4, 40000, 5004)
-    if gtp is None:
-        gtp = packets.gtpu(TEID, qfi, ul=ul, exts=exts, inner=ue, seq=seq, npdu=npdu, flags=flags)
+    """Ethernet / IPv4 / UDP / GTP-U / ue, as a gNB sends it; GTP-U as n3_frame's options say."""
+    gtp = gtp_options.pop("gtp", None) or gtp_message(ue, **gtp_options)
     outer_ip = packets.ipv4(
         packets.udp(gtp, sport=packets.GTPU_PORT, dport=gtp_port), options=outer_options, frag_offset=outer_frag
     )
     return bytes(packets.ether(outer_ip, vlans=vlans))
+
+
+def gtp_message(ue=None, *, qfi: int | None = QFI, ul: bool = True, exts=(), **options) -> object:
+    """A GTP-U T-PDU carrying ue (a UE UDP datagram by default)."""
+    if ue is None:
+        ue = packets.ue_udp(*UE4, 40000, 5004)
+    return packets.gtpu(TEID, qfi, ul=ul, exts=exts, inner=ue, **options)
 
 
 def n6_frame(ip=None, *, vlans=()) -> bytes:

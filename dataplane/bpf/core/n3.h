@@ -141,6 +141,25 @@ static __always_inline __u32 n3_gtpu_ue_offset(void *data, __u32 tun)
 	return 0;
 }
 
+/* What the staged parser makes of the last IPv4 header it parses, ip (an IPv4 header without
+ * options whose L4 header starts with the ports), after the outer IPv4 at N3_IP with its L4
+ * protocol outer_proto: the key's addresses and ports, the outer and last layers. */
+static __always_inline void n3_fill_ip(struct dpp_parse *p, void *data, const struct iphdr *ip,
+				       __u8 outer_proto)
+{
+	const __be16 *ports = (const __be16 *)(ip + 1); /* UDP, TCP and SCTP all start with them */
+
+	key_set_ipv4(&p->key, ip);
+	p->key.sport = bpf_ntohs(ports[0]);
+	p->key.dport = bpf_ntohs(ports[1]);
+	p->layers.outer_l3 = N3_IP;
+	p->layers.outer_l4 = N3_UDP;
+	p->layers.outer_family = 4;
+	p->layers.outer_proto = outer_proto;
+	p->layers.l4_proto = ip->protocol;
+	p->layers.l3 = (void *)ip - data;
+}
+
 /* The key and layers the staged parser would produce for the layout of tunnel tun. p is still as
  * the caller zeroed it: only what is not 0 is written. */
 static __always_inline void n3_fill(struct dpp_parse *p, void *data, __u32 tun,
@@ -149,7 +168,6 @@ static __always_inline void n3_fill(struct dpp_parse *p, void *data, __u32 tun,
 	const struct vxlan_hdr *vx = data + N3_VXLAN;
 	const struct gtpu_hdr *gtp = data + N3_GTP(tun);
 	const __u8 *container = data + N3_PSC(tun);
-	const __be16 *ports = (const __be16 *)(ue + 1); /* UDP, TCP and SCTP all start with them */
 
 	p->key.flags = DPP_KEY_GTP;
 	if (tun == N3_TUN_VXLAN) {
@@ -164,16 +182,7 @@ static __always_inline void n3_fill(struct dpp_parse *p, void *data, __u32 tun,
 			p->key.flags |= DPP_KEY_GTP_UL;
 		p->key.qfi = container[2] & 0x3f;
 	}
-	key_set_ipv4(&p->key, ue);
-	p->key.sport = bpf_ntohs(ports[0]);
-	p->key.dport = bpf_ntohs(ports[1]);
-
-	p->layers.outer_l3 = N3_IP;
-	p->layers.outer_l4 = N3_UDP;
-	p->layers.outer_family = 4;
-	p->layers.outer_proto = IPPROTO_UDP;
-	p->layers.l4_proto = ue->protocol;
-	p->layers.l3 = (void *)ue - data;
+	n3_fill_ip(p, data, ue, IPPROTO_UDP);
 	p->layers.tun_l3 = tun;
 	p->layers.gtp = N3_GTP(tun);
 	p->layers.ue_l3 = (void *)ue - data;

@@ -37,15 +37,7 @@ static __always_inline bool parse_plain(struct xdp_md *ctx, struct dpp_parse *p)
 	ip_end = N3_IP + bpf_ntohs(ip->tot_len);
 	if (ip_end > (__u32)(end - data) || N3_UDP + l4_len > ip_end)
 		return false;
-	key_set_ipv4(&p->key, ip);
-	p->key.sport = bpf_ntohs(ports[0]);
-	p->key.dport = bpf_ntohs(ports[1]);
-	p->layers.outer_l3 = N3_IP;
-	p->layers.outer_l4 = N3_UDP;
-	p->layers.outer_family = 4;
-	p->layers.outer_proto = ip->protocol;
-	p->layers.l4_proto = ip->protocol;
-	p->layers.l3 = N3_IP;
+	n3_fill_ip(p, data, ip, ip->protocol);
 	return true;
 }
 
