@@ -18,6 +18,7 @@ from netapp.dataplane.facade import Dataplane, interface_index
 from netapp.testbed import netns
 from netapp.upf.abi import Output, Role
 from netapp.upf.applier import BpfApplier, iface_entries
+from netapp.upf.nexthop import RouteWatch
 
 from bench.flows.run import repeat_for
 from bench.harness import Harness, Walk
@@ -63,6 +64,7 @@ class Instance:
     handle: DppHandle
     dataplane: Dataplane
     applier: BpfApplier
+    routes: RouteWatch
     sessions: int = 0
     installs: list[Install] = field(default_factory=list)
 
@@ -71,13 +73,15 @@ class Instance:
         return self.handle.prog_fd()
 
     def close(self) -> None:
+        self.routes.close()
         self.dataplane.close()
 
 
 def open_instance(name: str) -> Instance:
     """An anonymous instance (default verdict DROP: a packet the parser rejects cannot pass for a
-    miss) whose UPF has the node's interface roles and session 0, both written by its applier.
-    Call inside the site's namespace."""
+    miss) whose UPF has the node's interface roles and session 0, both written by its applier, and
+    its route cache kept current as `netapp serve` does (netapp.upf.nexthop). Call inside the site's
+    namespace."""
     n9, output = workload.INSTANCES[name]
     handle = DppHandle.open(load_libdpp(), None, max_rules=MAX_RULES, default_verdict=Verdict.DROP)
     dataplane = Dataplane(handle)
@@ -85,10 +89,11 @@ def open_instance(name: str) -> Instance:
         roles = {interface_index(workload.N3_IF): (Role.N3, 0), interface_index(workload.N6_IF): (Role.N6, 1)}
         applier = BpfApplier(dataplane.table, workload.site(output), iface_entries(roles, workload.N3_IP, None))
         applier.apply(None, workload.session(0, n9))
+        routes = RouteWatch(dataplane.table("dpp_upf_route_gen")).start()
     except Exception:
         dataplane.close()
         raise
-    return Instance(name, n9, output, handle, dataplane, applier, sessions=1)
+    return Instance(name, n9, output, handle, dataplane, applier, routes, sessions=1)
 
 
 def grow(instance: Instance, sessions: int) -> None:

@@ -8,6 +8,7 @@
 #include "core/maps.h"
 #include "core/parse.h"
 #include "core/n3.h"
+#include "core/plain.h"
 #include "core/classify.h"
 #include "core/act.h"
 #include "core/counters.h"
@@ -33,11 +34,11 @@ const volatile struct {
 	enum dpp_upf_pdr_flags upf_pdr_flags;
 } dpp_abi_enums;
 
-/* The N3 fast path when the packet has its layout, else the staged parser from the first byte.
- * *fast tells which (for the trace only: it costs nothing when tracing is off). */
+/* A fast path (N3, plain) when the packet has its layout, else the staged parser from the first
+ * byte. *fast tells which (for the trace only: it costs nothing when tracing is off). */
 static __always_inline int parse_packet(struct xdp_md *ctx, struct dpp_parse *p, bool *fast)
 {
-	*fast = parse_n3(ctx, p);
+	*fast = parse_n3(ctx, p) || parse_plain(ctx, p);
 	if (*fast)
 		return 0;
 	return parse_staged(ctx, p);

@@ -14,6 +14,7 @@ MAX_UPF_IFACES = 1024
 MAX_UPF_PDRS = 1048576
 MAX_UPF_URRS = 65536
 QFI_ANY = 0xFF
+ROUTE_SLOTS = 256
 REASON_BASE_UPF = 80
 
 CONSTANTS = {
@@ -21,6 +22,7 @@ CONSTANTS = {
     "DPP_MAX_UPF_PDRS": MAX_UPF_PDRS,
     "DPP_MAX_UPF_URRS": MAX_UPF_URRS,
     "DPP_UPF_QFI_ANY": QFI_ANY,
+    "DPP_UPF_ROUTE_SLOTS": ROUTE_SLOTS,
     "DPP_REASON_BASE_UPF": REASON_BASE_UPF,
 }
 
@@ -97,6 +99,26 @@ class PdrAction(Structure):
     ]
 
 
+class Route(Structure):
+    C_NAME = "dpp_upf_route"
+    _fields_ = [
+        ("gen", c_uint64),
+        ("dst", U32x4),
+        ("ingress", c_uint32),
+        ("egress", c_uint32),
+        ("max_len", c_uint16),
+        ("family", c_uint8),
+        ("reserved", c_uint8),
+        ("dmac", c_uint8 * 6),
+        ("smac", c_uint8 * 6),
+    ]
+
+
+class RouteGen(Structure):
+    C_NAME = "dpp_upf_route_gen"
+    _fields_ = [("gen", c_uint64)]
+
+
 class Usage(Structure):
     C_NAME = "dpp_upf_usage"
     _fields_ = [
@@ -119,7 +141,7 @@ ENUMS = (
     _tag(Output, "dpp_upf_output", "DPP_UPF_OUTPUT_"),
     _tag(PdrFlag, "dpp_upf_pdr_flags", "DPP_UPF_PDR_"),
 )
-STRUCTS = (Iface, UplinkKey, DownlinkKey, PdrAction, Usage)
+STRUCTS = (Iface, UplinkKey, DownlinkKey, PdrAction, Usage, Route, RouteGen)
 
 # name -> (map type name, key, value, size): netapp.dataplane.abi makes them MapSpecs.
 MAPS = {
@@ -127,4 +149,6 @@ MAPS = {
     "dpp_upf_uplink": ("HASH", UplinkKey, PdrAction, "DPP_MAX_UPF_PDRS"),
     "dpp_upf_downlink": ("HASH", DownlinkKey, PdrAction, "DPP_MAX_UPF_PDRS"),
     "dpp_upf_usage": ("PERCPU_ARRAY", c_uint32, Usage, "DPP_MAX_UPF_URRS"),
+    "dpp_upf_routes": ("PERCPU_ARRAY", c_uint32, Route, "DPP_UPF_ROUTE_SLOTS"),
+    "dpp_upf_route_gen": ("ARRAY", c_uint32, RouteGen, 1),
 }

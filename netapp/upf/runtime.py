@@ -13,6 +13,7 @@ from netapp.upf.abi import Output, Role
 from netapp.upf.applier import BpfApplier, iface_entries
 from netapp.upf.compiler import Port, Site
 from netapp.upf.endmarker import EndMarkers
+from netapp.upf.nexthop import RouteWatch
 from netapp.upf.pfcp.server import PfcpServer
 from netapp.upf.sessions import Applier, Upf
 
@@ -62,4 +63,8 @@ def start_pfcp(
             log.warning("session %#x is stored but not in the data path: %s", seid, error)
     server = PfcpServer(upf, host, port, node_id=pfcp.node_id)
     server.start()
+    if dataplane is not None:  # the data path's route cache, on while its generation is kept
+        # closed after the endpoint, before the data plane is (netapp serve's order)
+        server.close_with(RouteWatch(dataplane.table("dpp_upf_route_gen")).start().close)
     return server
+

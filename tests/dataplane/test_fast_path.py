@@ -1,7 +1,8 @@
 """The per-packet hot path, run in the kernel (BPF_PROG_TEST_RUN): the N3 fast parser (core/n3.h,
 parse_n3) and the direct-mapped flow cache it feeds (classify.h).
 
-Frames of the N3 layout must be parsed by the fast path (the trace's fast_path says so) into exactly
+Frames of either N3 layout (GTP-U in VXLAN, and plain GTP-U as a gNB sends it), and of the plain
+layout (core/plain.h: Ethernet / IPv4 / UDP, TCP or SCTP, no tunnel), must be parsed by the fast path (the trace's fast_path says so) into exactly
 the key the reference parser gives, and with the outer-header offsets FORWARD rewrites at. Near
 misses must fall back to the staged parser and still be parsed right. The flow cache must never
 hand a flow another flow's rule, even when every flow shares one slot.
@@ -30,6 +31,8 @@ IP_OPTION_NOPS = b"\x01\x01\x01\x01"  # four NOPs: IHL 6
 # Byte offsets in the frames below (untagged, no IP options): outer IPv4, inner IPv4, GTP-U, UE IPv4.
 OUTER_IP, INNER_IP, GTP, UE_IP_PSC = 14, 64, 92, 108
 OUTER_UDP, VXLAN, INNER_UDP = 34, 42, 84
+# The same in plain N3 frames (GTP-U right in the outer IPv4): GTP-U, UE IPv4 after a container.
+PLAIN_GTP, PLAIN_UE_IP_PSC = 42, 58
 TOT_LEN = 2  # within an IPv4 header
 UDP_LEN = 4  # within a UDP header
 
@@ -64,10 +67,8 @@ def n3_frame(
     gtp_port: int = packets.GTPU_PORT,
 ) -> bytes:
     """Ethernet / IPv4 / UDP / VXLAN / Ethernet / IPv4 / UDP / GTP-U / ue, every layer adjustable."""
-    if ue is None:
-        ue = packets.ue_udp(*UE4, 40000, 5004)
     if gtp is None:
-        gtp = packets.gtpu(TEID, qfi, ul=ul, exts=exts, inner=ue, seq=seq, npdu=npdu, flags=flags)
+        gtp = gtp_message(ue, qfi=qfi, ul=ul, exts=exts, seq=seq, npdu=npdu, flags=flags)
     inner_udp = packets.udp(gtp, sport=packets.GTPU_PORT, dport=gtp_port)
     inner_ip = packets.ipv4(
         inner_udp, src=packets.INNER4[0], dst=packets.INNER4[1], options=inner_options, frag_offset=inner_frag
@@ -77,6 +78,37 @@ def n3_frame(
         packets.udp(overlay, dport=vxlan_port), options=outer_options, frag_offset=outer_frag
     )
     return bytes(packets.ether(outer_ip, vlans=vlans))
+
+
+def plain_frame(
+    ue=None,
+    *,
+    vlans=(),
+    outer_options: bytes = b"",
+    outer_frag: int = 0,
+    gtp_port: int = packets.GTPU_PORT,
+    **gtp_options,
+) -> bytes:
+    """Ethernet / IPv4 / UDP / GTP-U / ue, as a gNB sends it; GTP-U as n3_frame's options say."""
+    gtp = gtp_options.pop("gtp", None) or gtp_message(ue, **gtp_options)
+    outer_ip = packets.ipv4(
+        packets.udp(gtp, sport=packets.GTPU_PORT, dport=gtp_port), options=outer_options, frag_offset=outer_frag
+    )
+    return bytes(packets.ether(outer_ip, vlans=vlans))
+
+
+def gtp_message(ue=None, *, qfi: int | None = QFI, ul: bool = True, exts=(), **options) -> object:
+    """A GTP-U T-PDU carrying ue (a UE UDP datagram by default)."""
+    if ue is None:
+        ue = packets.ue_udp(*UE4, 40000, 5004)
+    return packets.gtpu(TEID, qfi, ul=ul, exts=exts, inner=ue, **options)
+
+
+def n6_frame(ip=None, *, vlans=()) -> bytes:
+    """Ethernet / ip (a UE's server answering it, by default): what N6 receives."""
+    if ip is None:
+        ip = packets.ue_udp(UE4[1], UE4[0], 5004, 40000)
+    return bytes(packets.ether(ip, vlans=vlans))
 
 
 def ue_udp(**options) -> object:
@@ -123,9 +155,31 @@ FAST = {
     "sctp-psc-ul": n3_frame(ue_sctp()),
     "sctp-no-extension-with-chunk": n3_frame(ue_sctp(payload=bytes(16)), qfi=None),
     "udp-psc-ethernet-padding-that-looks-like-headers": n3_frame() + n3_frame()[:60],
+    "plain-udp-psc-ul": plain_frame(),
+    "plain-udp-psc-dl": plain_frame(ul=False),
+    "plain-udp-no-extension": plain_frame(qfi=None),
+    "plain-udp-psc-with-seq-and-npdu": plain_frame(seq=0x1234, npdu=7),
+    "plain-udp-empty-payload-psc": plain_frame(ue_udp(payload=b"")),
+    "plain-tcp-psc-ul": plain_frame(ue_tcp()),
+    "plain-tcp-no-extension-dscp-10": plain_frame(ue_tcp(dscp=10), qfi=None),
+    "plain-tcp-ethernet-padding": plain_frame(ue_tcp()) + bytes(18),
+    "plain-sctp-psc-ul": plain_frame(ue_sctp()),
+    "plain-udp-psc-ethernet-padding-that-looks-like-headers": plain_frame() + plain_frame()[:60],
+    "n6-udp": n6_frame(),
+    "n6-udp-empty-dscp-46": n6_frame(ue_udp(payload=b"", dscp=46)),
+    "n6-udp-from-the-gtpu-port": n6_frame(ue_udp(sport=2152, dport=9)),
+    "n6-tcp": n6_frame(ue_tcp()),
+    "n6-tcp-ethernet-padding": n6_frame(ue_tcp()) + bytes(18),
+    "n6-sctp": n6_frame(ue_sctp()),
+    # Off the N3 layouts by their UDP port alone: plain UDP to another port, the plain layout's.
+    "not-vxlan-port": n3_frame(vxlan_port=4790),
+    "plain-not-gtpu-port": plain_frame(gtp_port=2153),
+    "n6-udp-first-fragment": n6_frame(packets.ipv4(packets.udp(b"x" * 16, sport=1, dport=2), src=UE4[0],
+                                                   dst=UE4[1], more_fragments=True)),
 }
 
 _minimal_psc = n3_frame(ue_udp(payload=b""))
+_minimal_plain = plain_frame(ue_udp(payload=b""))
 
 
 def decoy_extension() -> packets.GtpExtension:
@@ -160,7 +214,6 @@ FALLBACK = {
     "ue-ipv6-tcp": n3_frame(packets.ue_tcp(*UE6, 40000, 443)),
     "ue-icmp": n3_frame(packets.ue_icmp(*UE4)),
     "ue-tcp-header-cut-short": n3_frame(packets.ipv4(b"\0" * 12, src=UE4[0], dst=UE4[1], proto=6)),
-    "not-vxlan-port": n3_frame(vxlan_port=4790),
     "not-gtpu-port": n3_frame(gtp_port=2153),
     "truncated-by-one-byte": n3_frame()[:-1],
     "minimal-truncated-by-one-byte": _minimal_psc[:-1],
@@ -181,6 +234,49 @@ FALLBACK = {
     "outer-udp-length-one-too-small": with_length_changed(_minimal_psc, OUTER_UDP + UDP_LEN, -1),
     "inner-udp-length-one-too-small": with_length_changed(_minimal_psc, INNER_UDP + UDP_LEN, -1),
     "outer-udp-length-zero": packets.patched(n3_frame(), OUTER_UDP + UDP_LEN, b"\0\0"),
+    "plain-outer-ihl-6": plain_frame(outer_options=IP_OPTION_NOPS),
+    "plain-outer-vlan": plain_frame(vlans=[100]),
+    "plain-outer-qinq": plain_frame(vlans=[100, 200]),
+    "plain-outer-fragment": plain_frame(outer_frag=1),
+    "plain-ue-fragment": plain_frame(packets.ipv4(b"x" * 16, src=UE4[0], dst=UE4[1], proto=17, frag_offset=2)),
+    "plain-ue-ihl-6": plain_frame(packets.ipv4(packets.udp(b"ue", sport=1, dport=2), src=UE4[0], dst=UE4[1],
+                                               options=IP_OPTION_NOPS)),
+    "plain-two-gtp-extensions": plain_frame(exts=[packets.gtp_ext_udp_port(2152)]),
+    "plain-container-then-a-decoy-ipv4-extension": plain_frame(exts=[decoy_extension()]),
+    "plain-gtp-s-flag-only": plain_frame(qfi=None, seq=1),
+    "plain-gtp-e-flag-without-extension": plain_frame(qfi=None, flags=0x34),
+    "plain-gtp-container-of-8-octets": plain_frame(gtp=packets.gtpu(TEID, inner=ue_udp(), exts=[
+        packets.gtp_ext_pdu_session(QFI, ppp=True, ppi=3)])),
+    "plain-gtp-other-extension-only": plain_frame(qfi=None, exts=[packets.gtp_ext_pdcp_number(5)]),
+    "plain-gtp-version-2": plain_frame(flags=0x54),
+    "plain-gtp-end-marker": plain_frame(gtp=packets.gtp_end_marker(TEID)),
+    "plain-ue-ipv6-udp": plain_frame(packets.ue_udp(*UE6, 40000, 5004)),
+    "plain-ue-icmp": plain_frame(packets.ue_icmp(*UE4)),
+    "plain-ue-tcp-header-cut-short": plain_frame(packets.ipv4(b"\0" * 12, src=UE4[0], dst=UE4[1], proto=6)),
+    "plain-truncated-by-one-byte": plain_frame()[:-1],
+    "plain-minimal-truncated-by-one-byte": _minimal_plain[:-1],
+    "plain-outer-total-length-one-too-big": with_tot_len_plus_one(plain_frame(), OUTER_IP),
+    "plain-ue-total-length-one-too-big": with_tot_len_plus_one(_minimal_plain, PLAIN_UE_IP_PSC),
+    "plain-ue-total-length-one-too-small": with_length_changed(_minimal_plain, PLAIN_UE_IP_PSC + TOT_LEN, -1),
+    "plain-outer-total-length-one-too-small": with_length_changed(_minimal_plain, OUTER_IP + TOT_LEN, -1),
+    "plain-outer-udp-length-one-too-small": with_length_changed(_minimal_plain, OUTER_UDP + UDP_LEN, -1),
+    "plain-outer-udp-length-zero": packets.patched(plain_frame(), OUTER_UDP + UDP_LEN, b"\0\0"),
+    "plain-ue-sctp-header-cut-short": plain_frame(packets.ipv4(b"\0" * 11, src=UE4[0], dst=UE4[1], proto=132)),
+    "n6-vlan": n6_frame(vlans=[100]),
+    "n6-ihl-6": n6_frame(packets.ipv4(packets.udp(b"x", sport=1, dport=2), src=UE4[0], dst=UE4[1],
+                                      options=IP_OPTION_NOPS)),
+    "n6-fragment": n6_frame(packets.ipv4(b"x" * 16, src=UE4[0], dst=UE4[1], proto=17, frag_offset=2)),
+    "n6-icmp": n6_frame(packets.ue_icmp(*UE4)),
+    "n6-ipv6-udp": n6_frame(packets.ue_udp(*UE6, 40000, 5004)),
+    "n6-udp-to-the-vxlan-port": n6_frame(ue_udp(dport=packets.VXLAN_PORT, payload=bytes(30))),
+    "n6-udp-to-the-geneve-port": n6_frame(ue_udp(dport=packets.GENEVE_PORT, payload=bytes(30))),
+    "n6-udp-to-the-gtpu-port": n6_frame(ue_udp(dport=packets.GTPU_PORT, payload=bytes(30))),
+    "n6-tcp-header-cut-short": n6_frame(packets.ipv4(b"\0" * 19, src=UE4[0], dst=UE4[1], proto=6)),
+    "n6-sctp-header-cut-short": n6_frame(packets.ipv4(b"\0" * 11, src=UE4[0], dst=UE4[1], proto=132)),
+    "n6-udp-header-cut-short": n6_frame(packets.ipv4(b"\0" * 7, src=UE4[0], dst=UE4[1], proto=17)),
+    "n6-total-length-one-too-big": with_tot_len_plus_one(n6_frame(), OUTER_IP),
+    "n6-total-length-below-header": packets.patched(n6_frame(), OUTER_IP + TOT_LEN, struct.pack("!H", 19)),
+    "n6-truncated-to-the-ports": n6_frame()[:OUTER_UDP + 4],
 }
 
 
@@ -203,6 +299,9 @@ def test_the_fast_frames_have_the_layout_the_offsets_above_assume():
     frame = FAST["udp-psc-ul"]
     assert frame[OUTER_IP] == frame[INNER_IP] == frame[UE_IP_PSC] == 0x45
     assert frame[GTP] == 0x34 and frame[GTP + 1] == packets.GTP_T_PDU
+    plain = FAST["plain-udp-psc-ul"]
+    assert plain[OUTER_IP] == plain[PLAIN_UE_IP_PSC] == 0x45
+    assert plain[PLAIN_GTP] == 0x34 and plain[PLAIN_GTP + 1] == packets.GTP_T_PDU
 
 
 @pytest.mark.parametrize("name", sorted(FAST))
@@ -219,18 +318,19 @@ def test_a_near_miss_falls_back_to_the_staged_parser_and_still_parses_right(dp, 
     assert parsed(dp, frame) == (refparser.parse(frame), False)
 
 
-def test_the_fast_path_reads_every_key_field_it_fills(dp):
+@pytest.mark.parametrize("frame_of", [n3_frame, plain_frame], ids=["vxlan", "plain"])
+def test_the_fast_path_reads_every_key_field_it_fills(dp, frame_of):
     """Two frames differing in one field each must give keys differing in that field only."""
-    base = parsed(dp, n3_frame())[0][1]
+    base = parsed(dp, frame_of())[0][1]
     variants = {
-        "teid": n3_frame(gtp=packets.gtpu(TEID + 1, QFI, ul=True, inner=ue_udp())),
-        "qfi": n3_frame(gtp=packets.gtpu(TEID, QFI + 1, ul=True, inner=ue_udp())),
-        "flags": n3_frame(ul=False),  # the UL bit
-        "dscp": n3_frame(ue_udp(dscp=1)),
-        "sport": n3_frame(ue_udp(sport=40002)),
-        "dport": n3_frame(ue_udp(dport=5005)),
-        "src": n3_frame(packets.ue_udp("10.60.0.2", UE4[1], 40000, 5004)),
-        "dst": n3_frame(packets.ue_udp(UE4[0], "10.200.0.11", 40000, 5004)),
+        "teid": frame_of(gtp=packets.gtpu(TEID + 1, QFI, ul=True, inner=ue_udp())),
+        "qfi": frame_of(gtp=packets.gtpu(TEID, QFI + 1, ul=True, inner=ue_udp())),
+        "flags": frame_of(ul=False),  # the UL bit
+        "dscp": frame_of(ue_udp(dscp=1)),
+        "sport": frame_of(ue_udp(sport=40002)),
+        "dport": frame_of(ue_udp(dport=5005)),
+        "src": frame_of(packets.ue_udp("10.60.0.2", UE4[1], 40000, 5004)),
+        "dst": frame_of(packets.ue_udp(UE4[0], "10.200.0.11", 40000, 5004)),
     }
     for field, frame in variants.items():
         (status, key), fast = parsed(dp, frame)

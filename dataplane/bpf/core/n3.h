@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* The N3 fast path: one header layout, parsed at fixed offsets (core/parse.h parses the rest).
+/* The N3 fast path: two header layouts, parsed at fixed offsets (core/parse.h parses the rest).
  *
- * An N3-facing node sees one layout far more than any other: untagged Ethernet / IPv4 / UDP 4789 /
- * VXLAN with a VNI / Ethernet / IPv4 / UDP 2152 / GTP-U T-PDU carrying one PDU Session Container
- * (or no extension at all) / UE IPv4 / UDP, TCP or SCTP, every IPv4 header without options. The
- * staged parser pays for its generality on each of those packets: seven stage calls, a bounds check
- * per header, offsets carried from stage to stage. In this layout every header sits at a fixed
+ * An N3 (or N9) facing node sees two layouts far more than any other: GTP-U as a gNB (or a peer
+ * UPF) sends it, untagged Ethernet / IPv4 / UDP 2152 / GTP-U T-PDU carrying one PDU Session
+ * Container (or no extension at all) / UE IPv4 / UDP, TCP or SCTP; and the same GTP-U behind
+ * Ethernet / IPv4 / UDP 4789 / VXLAN with a VNI, every IPv4 header without options. The staged
+ * parser pays for its generality on each of those packets: up to seven stage calls, a bounds check
+ * per header, offsets carried from stage to stage. In these layouts every header sits at a fixed
  * offset, so one bounds check covers them all and every check the staged parser makes becomes a
  * compare with a constant (or, for the length fields, of numbers already loaded). The fast path
  * only ever says "mine, and here is the key" or "not mine": on any doubt the packet is parsed again
@@ -19,24 +20,31 @@
 #include <linux/tcp.h>
 #include "core/parse.h"
 
-/* Offsets of the layout's headers from the start of the frame. */
+/* Offsets from the start of the frame: the outer IPv4 and UDP headers (both layouts), VXLAN and
+ * what it carries, and where each layout's tunnel (the IPv4 header carrying GTP-U) lies. */
 #define N3_IP (sizeof(struct ethhdr))
 #define N3_UDP (N3_IP + sizeof(struct iphdr))
 #define N3_VXLAN (N3_UDP + sizeof(struct udphdr))
 #define N3_INNER_ETH (N3_VXLAN + sizeof(struct vxlan_hdr))
 #define N3_INNER_IP (N3_INNER_ETH + sizeof(struct ethhdr))
 #define N3_INNER_UDP (N3_INNER_IP + sizeof(struct iphdr))
-#define N3_GTP (N3_INNER_UDP + sizeof(struct udphdr))
-#define N3_GTP_OPT (N3_GTP + sizeof(struct gtpu_hdr)) /* sequence, N-PDU number, next type */
-#define N3_PSC (N3_GTP_OPT + 4)			       /* length 1, PDU type, QFI, next type 0 */
-#define N3_UE_PSC (N3_PSC + 4)			       /* the UE packet after the container */
-#define N3_UE_PLAIN N3_GTP_OPT			       /* the UE packet without extension */
+#define N3_TUN_PLAIN N3_IP	 /* GTP-U right in the outer IPv4 */
+#define N3_TUN_VXLAN N3_INNER_IP /* GTP-U in the IPv4 VXLAN carries */
+/* From the tunnel's IPv4 header: its UDP header, GTP-U, the optional octets (sequence, N-PDU
+ * number, next type), the container (length 1, PDU type, QFI, next type 0), the UE packet after it
+ * or, without extension, right after the GTP-U header. */
+#define N3_GTP(tun) ((tun) + sizeof(struct iphdr) + sizeof(struct udphdr))
+#define N3_GTP_OPT(tun) (N3_GTP(tun) + sizeof(struct gtpu_hdr))
+#define N3_PSC(tun) (N3_GTP_OPT(tun) + 4)
+#define N3_UE_PSC(tun) (N3_PSC(tun) + 4)
+#define N3_UE_PLAIN(tun) N3_GTP_OPT(tun)
 /* What each layout needs up to the UE's UDP header (or the ports of its TCP header): the length the
  * bounds check covers. The header fields the fast path reads before it knows the layout (through
  * the container, at N3_UE_PSC) all lie within the shorter one. */
 #define N3_UE_LEN (sizeof(struct iphdr) + sizeof(struct udphdr))
-#define N3_MIN_LEN (N3_UE_PLAIN + N3_UE_LEN)
-_Static_assert(N3_UE_PSC <= N3_MIN_LEN, "the container lies within the shorter layout");
+#define N3_MIN_LEN(tun) (N3_UE_PLAIN(tun) + N3_UE_LEN)
+_Static_assert(N3_UE_PSC(N3_TUN_PLAIN) <= N3_MIN_LEN(N3_TUN_PLAIN), "the container lies within");
+_Static_assert(N3_MIN_LEN(N3_TUN_PLAIN) <= N3_MIN_LEN(N3_TUN_VXLAN), "plain is the shorter layout");
 
 #define GTP_FLAGS_V1_PT 0x30 /* version 1, protocol type GTP; the spare bit 0x08 is not checked */
 #define GTP_FLAGS_E 0x04
@@ -50,20 +58,24 @@ static __always_inline bool n3_ipv4_ok(const struct iphdr *ip)
 	       !(ip->frag_off & bpf_htons(IPV4_FRAG_OFFSET));
 }
 
-/* The two tunnels: IPv4/UDP to the VXLAN port with a VNI, and after VXLAN an untagged IPv4/UDP to
- * GTP-U. */
-static __always_inline bool n3_tunnels_ok(void *data)
+/* An IPv4/UDP header pair at ip_off to UDP port dport, the IPv4 header as n3_ipv4_ok says. */
+static __always_inline bool n3_ipv4_udp_ok(void *data, __u32 ip_off, __u16 dport)
 {
-	const struct ethhdr *eth = data, *inner_eth = data + N3_INNER_ETH;
-	const struct iphdr *ip = data + N3_IP, *inner_ip = data + N3_INNER_IP;
-	const struct udphdr *udp = data + N3_UDP, *inner_udp = data + N3_INNER_UDP;
+	const struct iphdr *ip = data + ip_off;
+	const struct udphdr *udp = data + ip_off + sizeof(*ip);
+
+	return n3_ipv4_ok(ip) && ip->protocol == IPPROTO_UDP && udp->dest == bpf_htons(dport);
+}
+
+/* VXLAN's part of the VXLAN layout, after an outer IPv4/UDP to the VXLAN port: a VNI, and an
+ * untagged IPv4/UDP to GTP-U inside. */
+static __always_inline bool n3_vxlan_ok(void *data)
+{
+	const struct ethhdr *inner_eth = data + N3_INNER_ETH;
 	const struct vxlan_hdr *vx = data + N3_VXLAN;
 
-	return eth->h_proto == bpf_htons(ETH_P_IP) && n3_ipv4_ok(ip) &&
-	       ip->protocol == IPPROTO_UDP && udp->dest == bpf_htons(DPP_PORT_VXLAN) &&
-	       (vx->flags & bpf_htonl(VXLAN_F_I)) &&
-	       inner_eth->h_proto == bpf_htons(ETH_P_IP) && n3_ipv4_ok(inner_ip) &&
-	       inner_ip->protocol == IPPROTO_UDP && inner_udp->dest == bpf_htons(DPP_PORT_GTPU);
+	return (vx->flags & bpf_htonl(VXLAN_F_I)) && inner_eth->h_proto == bpf_htons(ETH_P_IP) &&
+	       n3_ipv4_udp_ok(data, N3_INNER_IP, DPP_PORT_GTPU);
 }
 
 /* What the staged parser requires of a UE L4 header: its length, or 0 for a protocol the fast path
@@ -81,98 +93,144 @@ static __always_inline __u32 n3_l4_len(__u8 proto)
 	return 0;
 }
 
+/* The IPv4/UDP datagram at ip_off, as the staged parser bounds it: 0 when the IPv4 datagram does
+ * not end within limit (the frame, or the datagram around it), else where what it carries must end
+ * (the IPv4 datagram's end or the UDP length's, whichever comes first). */
+static __always_inline __u32 n3_datagram_end(void *data, __u32 ip_off, __u32 limit)
+{
+	const struct iphdr *ip = data + ip_off;
+	const struct udphdr *udp = data + ip_off + sizeof(*ip);
+	__u32 ip_end = ip_off + bpf_ntohs(ip->tot_len);
+	__u32 udp_end = ip_off + sizeof(*ip) + bpf_ntohs(udp->len);
+
+	if (ip_end > limit)
+		return 0;
+	return udp_end < ip_end ? udp_end : ip_end;
+}
+
 /* The lengths, as the staged parser reads them (from data, in a frame of frame_len bytes): every
  * datagram ends within the frame and within the datagram and UDP payload around it, and the UE's
  * L4 header, up to l4_end, within the UE datagram. Total lengths of at least a header follow. */
-static __always_inline bool n3_lengths_ok(void *data, __u32 frame_len, __u32 ue_off, __u32 l4_end)
+static __always_inline bool n3_lengths_ok(void *data, __u32 frame_len, __u32 tun, __u32 ue_off,
+					  __u32 l4_end)
 {
-	const struct iphdr *ip = data + N3_IP, *inner_ip = data + N3_INNER_IP, *ue = data + ue_off;
-	const struct udphdr *udp = data + N3_UDP, *inner_udp = data + N3_INNER_UDP;
-	__u32 outer_end = N3_IP + bpf_ntohs(ip->tot_len);
-	__u32 inner_end = N3_INNER_IP + bpf_ntohs(inner_ip->tot_len);
-	__u32 ue_end = ue_off + bpf_ntohs(ue->tot_len);
+	const struct iphdr *ue = data + ue_off;
+	__u32 limit = n3_datagram_end(data, N3_IP, frame_len), ue_end;
 
-	return outer_end <= frame_len && inner_end <= outer_end &&
-	       inner_end <= N3_UDP + bpf_ntohs(udp->len) && ue_end <= inner_end &&
-	       ue_end <= N3_INNER_UDP + bpf_ntohs(inner_udp->len) && l4_end <= ue_end;
+	if (tun == N3_TUN_VXLAN)
+		limit = n3_datagram_end(data, N3_INNER_IP, limit);
+	ue_end = ue_off + bpf_ntohs(ue->tot_len);
+	return ue_end <= limit && l4_end <= ue_end;
 }
 
-/* Where the UE packet of a GTP-U T-PDU starts: after exactly one PDU Session Container of 4 octets
- * that ends the chain (E set; S and PN only say their fields are there, which they are anyway with
- * E), or right after the header (E, S and PN clear). 0 for any other GTP-U message. */
-static __always_inline __u32 n3_gtpu_ue_offset(void *data)
+/* Where the UE packet of a GTP-U T-PDU (its IPv4 tunnel at tun) starts: after exactly one PDU
+ * Session Container of 4 octets that ends the chain (E set; S and PN only say their fields are
+ * there, which they are anyway with E), or right after the header (E, S and PN clear). 0 for any
+ * other GTP-U message. */
+static __always_inline __u32 n3_gtpu_ue_offset(void *data, __u32 tun)
 {
-	const struct gtpu_hdr *gtp = data + N3_GTP;
-	const __u8 *opt = data + N3_GTP_OPT, *psc = data + N3_PSC;
+	const struct gtpu_hdr *gtp = data + N3_GTP(tun);
+	const __u8 *opt = data + N3_GTP_OPT(tun), *psc = data + N3_PSC(tun);
 
 	if ((gtp->flags & 0xf0) != GTP_FLAGS_V1_PT || gtp->type != GTP_TPDU)
 		return 0;
 	if (!(gtp->flags & GTP_FLAGS_EXT_SEQ_PN))
-		return N3_UE_PLAIN;
+		return N3_UE_PLAIN(tun);
 	if ((gtp->flags & GTP_FLAGS_E) && opt[3] == GTP_EXT_PDU_SESSION && psc[0] == 1 && psc[3] == 0)
-		return N3_UE_PSC;
+		return N3_UE_PSC(tun);
 	return 0;
 }
 
-/* The key and layers the staged parser would produce for this layout. p is still as the caller
- * zeroed it: only what is not 0 is written. */
-static __always_inline void n3_fill(struct dpp_parse *p, void *data, const struct iphdr *ue,
-				    bool psc)
+/* What the staged parser makes of the last IPv4 header it parses, ip (an IPv4 header without
+ * options whose L4 header starts with the ports), after the outer IPv4 at N3_IP with its L4
+ * protocol outer_proto: the key's addresses and ports, the outer and last layers. */
+static __always_inline void n3_fill_ip(struct dpp_parse *p, void *data, const struct iphdr *ip,
+				       __u8 outer_proto)
+{
+	const __be16 *ports = (const __be16 *)(ip + 1); /* UDP, TCP and SCTP all start with them */
+
+	key_set_ipv4(&p->key, ip);
+	p->key.sport = bpf_ntohs(ports[0]);
+	p->key.dport = bpf_ntohs(ports[1]);
+	p->layers.outer_l3 = N3_IP;
+	p->layers.outer_l4 = N3_UDP;
+	p->layers.outer_family = 4;
+	p->layers.outer_proto = outer_proto;
+	p->layers.l4_proto = ip->protocol;
+	p->layers.l3 = (void *)ip - data;
+}
+
+/* The key and layers the staged parser would produce for the layout of tunnel tun. p is still as
+ * the caller zeroed it: only what is not 0 is written. */
+static __always_inline void n3_fill(struct dpp_parse *p, void *data, __u32 tun,
+				    const struct iphdr *ue, bool psc)
 {
 	const struct vxlan_hdr *vx = data + N3_VXLAN;
-	const struct gtpu_hdr *gtp = data + N3_GTP;
-	const __u8 *container = data + N3_PSC;
-	const __be16 *ports = (const __be16 *)(ue + 1); /* UDP, TCP and SCTP all start with them */
+	const struct gtpu_hdr *gtp = data + N3_GTP(tun);
+	const __u8 *container = data + N3_PSC(tun);
 
-	p->key.vni = bpf_ntohl(vx->vni) >> 8;
-	p->key.overlay = DPP_OVERLAY_VXLAN;
+	p->key.flags = DPP_KEY_GTP;
+	if (tun == N3_TUN_VXLAN) {
+		p->key.vni = bpf_ntohl(vx->vni) >> 8;
+		p->key.overlay = DPP_OVERLAY_VXLAN;
+		p->key.flags |= DPP_KEY_VNI;
+	}
 	p->key.teid = bpf_ntohl(gtp->teid);
-	p->key.flags = DPP_KEY_VNI | DPP_KEY_GTP;
 	if (psc) {
 		p->key.flags |= DPP_KEY_GTP_QFI;
 		if ((container[1] >> 4) == 1)
 			p->key.flags |= DPP_KEY_GTP_UL;
 		p->key.qfi = container[2] & 0x3f;
 	}
-	key_set_ipv4(&p->key, ue);
-	p->key.sport = bpf_ntohs(ports[0]);
-	p->key.dport = bpf_ntohs(ports[1]);
-
-	p->layers.outer_l3 = N3_IP;
-	p->layers.outer_l4 = N3_UDP;
-	p->layers.outer_family = 4;
-	p->layers.outer_proto = IPPROTO_UDP;
-	p->layers.l4_proto = ue->protocol;
-	p->layers.l3 = (void *)ue - data;
-	p->layers.tun_l3 = N3_INNER_IP;
-	p->layers.gtp = N3_GTP;
+	n3_fill_ip(p, data, ue, IPPROTO_UDP);
+	p->layers.tun_l3 = tun;
+	p->layers.gtp = N3_GTP(tun);
 	p->layers.ue_l3 = (void *)ue - data;
 }
 
-/* The whole fast path: true when the packet had the N3 layout and *p now holds its key and layers;
- * false, with *p untouched, for the staged parser to start over. One bounds check covers the
- * layout; which of its two lengths applies is known once the GTP-U flags are read (within the
- * shorter one). The length fields then say whether the UE's whole L4 header is there: compares of
- * numbers already loaded, no further bounds check. */
-static __always_inline bool parse_n3(struct xdp_md *ctx, struct dpp_parse *p)
+/* The GTP-U part of either layout, its tunnel at tun (the headers before it checked): true with *p
+ * filled, or false. One bounds check covers the layout; which of its two lengths applies is known
+ * once the GTP-U flags are read (within the shorter one). The length fields then say whether the
+ * UE's whole L4 header is there: compares of numbers already loaded, no further bounds check. */
+static __always_inline bool n3_gtpu(void *data, void *end, __u32 tun, struct dpp_parse *p)
 {
-	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
-	__u32 frame_len = end - data, ue_off, l4_len;
+	__u32 ue_off, l4_len;
 	const struct iphdr *ue;
 
-	if (data + N3_MIN_LEN > end || !n3_tunnels_ok(data))
+	if (data + N3_MIN_LEN(tun) > end)
 		return false;
-	ue_off = n3_gtpu_ue_offset(data);
+	ue_off = n3_gtpu_ue_offset(data, tun);
 	if (!ue_off)
 		return false;
 	ue = data + ue_off;
 	if ((void *)ue + N3_UE_LEN > end || !n3_ipv4_ok(ue))
 		return false;
 	l4_len = n3_l4_len(ue->protocol);
-	if (!l4_len || !n3_lengths_ok(data, frame_len, ue_off, ue_off + sizeof(*ue) + l4_len))
+	if (!l4_len || !n3_lengths_ok(data, end - data, tun, ue_off, ue_off + sizeof(*ue) + l4_len))
 		return false;
-	n3_fill(p, data, ue, ue_off == N3_UE_PSC);
+	n3_fill(p, data, tun, ue, ue_off == N3_UE_PSC(tun));
 	return true;
+}
+
+/* The whole fast path: true when the packet had one of the two layouts and *p now holds its key
+ * and layers; false, with *p untouched, for the staged parser to start over. The outer Ethernet,
+ * IPv4 and UDP headers are common to both; the UDP port tells which layout it may be. */
+static __always_inline bool parse_n3(struct xdp_md *ctx, struct dpp_parse *p)
+{
+	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
+	const struct ethhdr *eth = data;
+	const struct iphdr *ip = data + N3_IP;
+	const struct udphdr *udp = data + N3_UDP;
+
+	if (data + N3_MIN_LEN(N3_TUN_PLAIN) > end || eth->h_proto != bpf_htons(ETH_P_IP) ||
+	    !n3_ipv4_ok(ip) || ip->protocol != IPPROTO_UDP)
+		return false;
+	if (udp->dest == bpf_htons(DPP_PORT_GTPU))
+		return n3_gtpu(data, end, N3_TUN_PLAIN, p);
+	if (udp->dest != bpf_htons(DPP_PORT_VXLAN) || data + N3_MIN_LEN(N3_TUN_VXLAN) > end ||
+	    !n3_vxlan_ok(data))
+		return false;
+	return n3_gtpu(data, end, N3_TUN_VXLAN, p);
 }
 
 #endif /* DPP_CORE_N3_H */

@@ -290,6 +290,11 @@ class PfcpServer:
         self._loop = asyncio.new_event_loop()
         self._thread: Optional[threading.Thread] = None
         self.address: Optional[Peer] = None
+        self._on_close: list[Callable[[], None]] = []
+
+    def close_with(self, close: Callable[[], None]) -> None:
+        """Call `close` once the endpoint has stopped (what serves it, e.g. the route watch)."""
+        self._on_close.append(close)
 
     @property
     def counters(self) -> dict[str, int]:
@@ -316,6 +321,8 @@ class PfcpServer:
             self.protocol.transport.close()
         self._loop.run_until_complete(asyncio.sleep(0))  # let the transport finish closing
         self._loop.close()
+        for close in reversed(self._on_close):
+            close()
 
     def report_usage(self, seid: int, reports: list[UsageReport], t1_s: float = T1_S, n1: int = N1) -> Cause:
         """Send a Session Report Request with the usage reports to the session's SMF; its Cause.

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* The maps of the user plane function: interface roles, the PDR tables of each direction, and the
- * URRs' usage. Written by netapp/upf/applier.py as generic tables. */
+/* The maps of the user plane function: interface roles, the PDR tables of each direction, the
+ * URRs' usage (written by netapp/upf/applier.py as generic tables), and the route cache of the
+ * forwarded packets (its generation written by netapp/upf/nexthop.py). */
 #ifndef DPP_NF_UPF_MAPS_H
 #define DPP_NF_UPF_MAPS_H
 
@@ -42,5 +43,22 @@ struct {
 	__type(key, __u32);
 	__type(value, struct dpp_upf_usage);
 } dpp_upf_usage SEC(".maps");
+
+/* slot (hash of the destination) -> a FIB answer of this CPU, valid under its generation */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, DPP_UPF_ROUTE_SLOTS);
+	__type(key, __u32);
+	__type(value, struct dpp_upf_route);
+} dpp_upf_routes SEC(".maps");
+
+/* 0 -> the route cache's generation: the control plane bumps it when routes or neighbours change;
+ * 0 (nobody watches them) turns the cache off */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct dpp_upf_route_gen);
+} dpp_upf_route_gen SEC(".maps");
 
 #endif /* DPP_NF_UPF_MAPS_H */

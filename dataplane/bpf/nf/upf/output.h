@@ -14,13 +14,7 @@
 #include <bpf/bpf_helpers.h>
 #include "core/outcome.h"
 #include "nf/redirect/maps.h"
-
-#ifndef AF_INET
-#define AF_INET 2
-#endif
-#ifndef AF_INET6
-#define AF_INET6 10
-#endif
+#include "nf/upf/route.h"
 
 static __always_inline void swap_macs(struct ethhdr *eth)
 {
@@ -31,7 +25,8 @@ static __always_inline void swap_macs(struct ethhdr *eth)
 	__builtin_memcpy(eth->h_dest, mac, ETH_ALEN);
 }
 
-/* The FIB's answer for the IP packet right after the Ethernet header; fib->ifindex is the egress. */
+/* The FIB's answer (through the route cache) for the IP packet right after the Ethernet header;
+ * fib->ifindex is the egress. */
 static __always_inline long fib_lookup(struct xdp_md *ctx, struct bpf_fib_lookup *fib)
 {
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
@@ -60,7 +55,7 @@ static __always_inline long fib_lookup(struct xdp_md *ctx, struct bpf_fib_lookup
 		__builtin_memcpy(fib->ipv6_src, &ip6->saddr, sizeof(fib->ipv6_src));
 		__builtin_memcpy(fib->ipv6_dst, &ip6->daddr, sizeof(fib->ipv6_dst));
 	}
-	return bpf_fib_lookup(ctx, fib, sizeof(*fib), 0);
+	return route_lookup(ctx, fib);
 }
 
 /* Routed: the FIB's MACs, then out of its egress (XDP_TX when that is the ingress) or of the PDR's

@@ -19,6 +19,10 @@
 #ifndef DPP_MAX_UPF_URRS
 #define DPP_MAX_UPF_URRS 65536
 #endif
+/* Slots of each CPU's route cache (dpp_upf_routes): a power of two. */
+#ifndef DPP_UPF_ROUTE_SLOTS
+#define DPP_UPF_ROUTE_SLOTS 256
+#endif
 
 /* struct dpp_upf_ul_key.qfi of a TEID's own entry: packets of any QFI, or none. */
 #define DPP_UPF_QFI_ANY 0xff
@@ -96,6 +100,27 @@ struct dpp_upf_pdr {
 	__u32 teid;	/* ENCAP: the peer's TEID */
 	__u32 peer[4];	/* ENCAP: the peer's address, network order (IPv4 in peer[0]) */
 	__u32 local[4]; /* ENCAP: our address, the outer source */
+};
+
+/* Value of dpp_upf_routes (per CPU), at a slot given by a hash of the destination: an answer of
+ * bpf_fib_lookup, reused while the generation it was taken under (dpp_upf_route_gen, which the
+ * control plane bumps on every route, neighbour, link or rule change: netapp/upf/nexthop.py) is
+ * current. A generation of 0 turns the cache off. */
+struct dpp_upf_route {
+	__u64 gen;     /* dpp_upf_route_gen when the FIB answered; 0: empty */
+	__u32 dst[4];  /* the destination looked up, network order (IPv4 in dst[0]) */
+	__u32 ingress; /* the ingress ifindex it was looked up for */
+	__u32 egress;  /* the FIB's egress ifindex */
+	__u16 max_len; /* the longest packet the FIB let through this way (its MTU is not told) */
+	__u8 family;   /* AF_INET or AF_INET6, as struct bpf_fib_lookup's */
+	__u8 reserved;
+	__u8 dmac[6]; /* the next hop's */
+	__u8 smac[6]; /* the egress's */
+};
+
+/* Value of dpp_upf_route_gen, slot 0: the route cache's generation (0: the cache is off). */
+struct dpp_upf_route_gen {
+	__u64 gen;
 };
 
 /* Value of dpp_upf_usage (per CPU), indexed by URR slot: the UE packets' volume each way. */

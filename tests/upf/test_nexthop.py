@@ -1,0 +1,148 @@
+"""The route cache of forwarded UPF packets (dataplane/bpf/nf/upf/route.h) and the watch that keeps
+its generation (netapp.upf.nexthop), in a namespace whose routes and neighbours make the FIB answer:
+a cached answer is what the FIB said, is reused only under its generation, ingress and for packets
+no longer than one the FIB let through, and the watch moves the generation when the kernel's tables
+change and keeps the cache off under policy routing."""
+
+from __future__ import annotations
+
+import secrets
+import time
+from typing import Callable
+
+import pytest
+from scapy.contrib.gtp import GTP_U_Header, GTPPDUSessionContainer
+from scapy.layers.inet import IP, UDP
+from scapy.layers.l2 import Ether
+
+from netapp.dataplane.facade import Dataplane, interface_index
+from netapp.testbed import netns
+from netapp.upf.abi import Output, RouteGen, Role
+from netapp.upf.applier import BpfApplier, iface_entries
+from netapp.upf.compiler import Site
+from netapp.upf.nexthop import RTM_DELRULE, RTM_NEWRULE, NLMSG_HEADER, RouteWatch, message_types, policy_routing
+from tests.upf.test_datapath import N3_IP, SERVER, TEID, UE, session
+from tests.utils.kernel import require_kernel
+
+N6_IP, ROUTER, ROUTER_MAC, N6_MAC = "10.6.0.1", "10.6.0.2", "02:00:00:00:06:02", "02:00:00:00:06:01"
+OTHER_MAC = "02:00:00:00:06:99"
+DATA_NETWORK = "192.0.2.0/24"
+DEADLINE = 10.0  # seconds for the watch to see a change
+
+
+@pytest.fixture
+def site():
+    """A namespace of its own (each test changes its tables): N3 and N6 veths, the router as a
+    permanent neighbour on N6, a route to the data network via it, forwarding on; inside it, an
+    instance with one session whose uplink is routed by the FIB."""
+    require_kernel()
+    name = f"dpp-nh-{secrets.token_hex(3)}"
+    netns.add_namespace(name)
+    try:
+        for ifname, mac, cidr in (("n3", "02:00:00:00:03:01", f"{N3_IP}/24"), ("n6", N6_MAC, f"{N6_IP}/24")):
+            netns.run(["ip", "link", "add", ifname, "type", "veth", "peer", "name", f"{ifname}p"], netns=name)
+            netns.run(["ip", "link", "set", f"{ifname}p", "up"], netns=name)
+            netns.configure(name, ifname, mac, cidr)
+        netns.add_neighbour(name, "n6", ROUTER, ROUTER_MAC)
+        netns.run(["ip", "route", "add", DATA_NETWORK, "via", ROUTER], netns=name)
+        netns.sysctl(name, "net.ipv4.conf.all.forwarding", 1)
+        with netns.entered(name), Dataplane.open(trace=True) as dp:
+            roles = {interface_index("n3"): (Role.N3, 0), interface_index("n6"): (Role.N6, 1)}
+            site = Site(net_instances={"internet": 1}, default_instance="internet", n3_ipv4=N3_IP, output=Output.FIB)
+            BpfApplier(dp.table, site, iface_entries(roles, N3_IP, None)).apply(None, session())
+            yield name, dp
+    finally:
+        netns.delete_namespace(name)
+
+
+def uplink(dp: Dataplane, payload: int = 64):
+    """The session's uplink T-PDU (a UE datagram of payload bytes) through the program on N3."""
+    ue = IP(src=UE, dst=SERVER) / UDP(sport=40000, dport=5004) / (b"u" * payload)
+    gtp = GTP_U_Header(teid=TEID, E=1, next_ex=0x85) / GTPPDUSessionContainer(type=1, QFI=9) / ue
+    frame = Ether() / IP(src="10.3.0.9", dst=N3_IP) / UDP(sport=2152, dport=2152) / gtp
+    return dp.test_run(bytes(frame), interface_index("n3"))
+
+
+def next_hop_mac(out) -> str:
+    return ":".join(f"{byte:02x}" for byte in out.data[:6])
+
+
+def set_gen(dp: Dataplane, gen: int) -> None:
+    dp.table("dpp_upf_route_gen").update({0: RouteGen(gen=gen)})
+
+
+def wait_for(condition: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + DEADLINE
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.01)
+
+
+def test_a_cached_answer_is_reused_under_its_generation_and_dropped_with_it(site):
+    name, dp = site
+    set_gen(dp, 1)
+    assert next_hop_mac(uplink(dp)) == ROUTER_MAC  # the FIB's answer, now cached
+    netns.run(["ip", "neigh", "replace", ROUTER, "lladdr", OTHER_MAC, "dev", "n6", "nud", "permanent"], netns=name)
+    out = uplink(dp)
+    assert (out.verdict, out.action, next_hop_mac(out)) == ("REDIRECT", "upf", ROUTER_MAC), "served from the cache"
+    set_gen(dp, 2)
+    assert next_hop_mac(uplink(dp)) == OTHER_MAC, "a new generation asks the FIB again"
+    set_gen(dp, 0)
+    netns.run(["ip", "neigh", "replace", ROUTER, "lladdr", ROUTER_MAC, "dev", "n6", "nud", "permanent"], netns=name)
+    assert next_hop_mac(uplink(dp)) == ROUTER_MAC, "generation 0: every packet asks the FIB"
+
+
+def test_a_packet_longer_than_any_the_fib_passed_asks_the_fib(site):
+    name, dp = site
+    netns.set_mtu(name, "n6", 1280)
+    set_gen(dp, 1)
+    assert uplink(dp).verdict == "REDIRECT"
+    out = uplink(dp, payload=1300)  # beyond N6's MTU: the FIB says so, the cache must not hide it
+    assert (out.verdict, out.reason) == ("PASS", "upf_no_route")
+
+
+def test_the_watch_moves_the_generation_when_a_neighbour_changes(site):
+    name, dp = site
+    with RouteWatch(dp.table("dpp_upf_route_gen")) as watch:
+        first = watch.generation
+        assert first != 0, "on: no policy routing here"
+        assert next_hop_mac(uplink(dp)) == ROUTER_MAC
+        netns.run(["ip", "neigh", "replace", ROUTER, "lladdr", OTHER_MAC, "dev", "n6", "nud", "permanent"],
+                  netns=name)
+        wait_for(lambda: watch.generation != first, "a new generation")
+        assert next_hop_mac(uplink(dp)) == OTHER_MAC
+        second = watch.generation
+        netns.run(["ip", "route", "del", DATA_NETWORK], netns=name)
+        wait_for(lambda: watch.generation != second, "a new generation")
+        out = uplink(dp)
+        assert (out.verdict, out.reason) == ("PASS", "upf_no_route")
+    assert dp.table("dpp_upf_route_gen").get(0).gen == 0, "closed: the cache is off"
+
+
+def test_the_watch_keeps_the_cache_off_under_policy_routing(site):
+    name, dp = site
+    with RouteWatch(dp.table("dpp_upf_route_gen")) as watch:
+        assert not policy_routing() and watch.generation != 0
+        netns.run(["ip", "rule", "add", "from", "10.45.0.0/16", "table", "100"], netns=name)
+        wait_for(lambda: watch.generation == 0, "the cache off")
+        assert policy_routing()
+        netns.run(["ip", "rule", "del", "from", "10.45.0.0/16", "table", "100"], netns=name)
+        wait_for(lambda: watch.generation != 0, "the cache on again")
+
+
+def test_a_watch_never_reuses_an_earlier_watchs_generation(site):
+    _, dp = site
+    with RouteWatch(dp.table("dpp_upf_route_gen")) as watch:
+        earlier = watch.generation
+    with RouteWatch(dp.table("dpp_upf_route_gen")) as watch:
+        assert watch.generation > earlier
+
+
+def test_message_types_reads_every_header_of_a_datagram():
+    def message(kind: int, body: bytes) -> bytes:
+        length = NLMSG_HEADER.size + len(body)
+        return NLMSG_HEADER.pack(length, kind, 0, 0, 0) + body + bytes(-length % 4)
+
+    buffer = message(RTM_NEWRULE, b"\1\2\3") + message(16, b"") + message(RTM_DELRULE, bytes(8))
+    assert message_types(buffer) == [RTM_NEWRULE, 16, RTM_DELRULE]
+    assert message_types(NLMSG_HEADER.pack(0, 1, 0, 0, 0)) == []
