@@ -41,11 +41,14 @@ def serve(
     service = _service(settings)
     pfcp = _pfcp(settings, service)
     telemetry = _telemetry(settings, service)
+    usage = _usage(settings, pfcp, telemetry)
     try:
         _run(settings, service, telemetry, log_level)
     except _StopRequested:
         pass  # uvicorn has finished the open requests already
     finally:
+        if usage is not None:
+            usage.stop()
         if telemetry is not None:
             telemetry.stop()
         if pfcp is not None:
@@ -127,6 +130,22 @@ def _telemetry(settings: Settings, service: IntentService) -> Optional[Any]:
             where = f"{listener.host} port {listener.port}"
             fail(f"telemetry.metrics_listener: cannot listen on {where}: {exc}", EXIT_ENVIRONMENT)
     return telemetry
+
+
+def _usage(settings: Settings, pfcp: Optional[Any], telemetry: Optional[Any]) -> Optional[Any]:
+    """The UPF's URR logic: on the telemetry's polls, or on its own ticks without telemetry (returned,
+    to be stopped)."""
+    if pfcp is None:
+        return None
+    from netapp.upf.telemetry import UsagePoints, UsageTicker
+
+    if telemetry is not None:
+        node, per_session = settings.telemetry.node, settings.telemetry.upf_session_metrics
+        telemetry.collector.add_source(UsagePoints(pfcp.usage, node, per_session))
+        return None
+    ticker = UsageTicker(pfcp.usage, settings.telemetry.interval_s)
+    ticker.start()
+    return ticker
 
 
 def _start_exit_code(exc: ServiceError) -> int:

@@ -158,7 +158,9 @@ class UsageMonitor:
     (it must not wait for the answer). `step` is one poll; the telemetry's collector calls it on its
     cadence (netapp.upf.telemetry), a test calls it with its own `now`."""
 
-    def __init__(self, upf: Any, send: Callable[[int, list[UsageReport]], None], clock: Callable[[], float] = time.time):
+    def __init__(
+        self, upf: Any, send: Callable[[int, list[UsageReport]], None], clock: Callable[[], float] = time.time
+    ):
         self._upf = upf
         self._send = send
         self._clock = clock
