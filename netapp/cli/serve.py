@@ -43,7 +43,7 @@ def serve(
     telemetry = _telemetry(settings, service)
     usage = _usage(settings, pfcp, telemetry)
     try:
-        _run(settings, service, telemetry, log_level)
+        _run(settings, service, telemetry, log_level, pfcp)
     except _StopRequested:
         pass  # uvicorn has finished the open requests already
     finally:
@@ -152,7 +152,9 @@ def _start_exit_code(exc: ServiceError) -> int:
     return EXIT_ENVIRONMENT if isinstance(exc, DataplaneUnavailable) else EXIT_FAILED
 
 
-def _run(settings: Settings, service: IntentService, telemetry: Optional[Any], log_level: str) -> None:
+def _run(
+    settings: Settings, service: IntentService, telemetry: Optional[Any], log_level: str, pfcp: Optional[Any] = None
+) -> None:
     # Imported here: the other commands (and `netapp --help`) need neither uvicorn nor FastAPI.
     import uvicorn
 
@@ -163,6 +165,8 @@ def _run(settings: Settings, service: IntentService, telemetry: Optional[Any], l
         app = create_app(settings, service, telemetry)
     except TokensFileError as exc:
         fail(f"tokens: {exc}", EXIT_BAD_INPUT)
+    if pfcp is not None:  # the sessions' usage in GET /api/v1/upf/sessions/{seid}
+        app.state.upf_usage = pfcp.usage
     server = uvicorn.Server(
         uvicorn.Config(
             app,

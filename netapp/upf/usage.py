@@ -202,6 +202,12 @@ class UsageMonitor:
         with self._lock:
             return [UrrUsage(node_id, seid, urr_id, counts) for (node_id, seid, urr_id, _), counts in self._counts()]
 
+    def session_counts(self, session: Session) -> dict[int, Counts]:
+        """The counts of the session's URRs now, by URR id (those with a slot)."""
+        slots = {urr_id: slot for urr_id, slot in session.urr_slots.items() if urr_id in session.urrs}
+        read = self._upf.usage(slots.values()) if slots else {}
+        return {urr_id: _counts(read[slot]) for urr_id, slot in slots.items() if slot in read}
+
     def totals(self, usages: Iterable[UrrUsage]) -> dict[str, Counts]:
         """Per association: the counts of its URRs (`usages`) and the final counts of those gone."""
         totals = dict(self._retired)
