@@ -16,7 +16,8 @@ answered once its change is committed and applied. A retransmission of a request
 counted and dropped: the response is on its way.
 
 `PfcpServer` runs the endpoint on an event loop of its own thread (`netapp serve` runs the REST API on
-the main one); `report_usage` is what the URR logic calls, from any thread.
+the main one). Its URR logic (`usage`, netapp.upf.usage) sends usage reports with `send_usage`, which
+does not wait; `report_usage` does, from any thread.
 """
 
 from __future__ import annotations
