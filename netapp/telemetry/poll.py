@@ -36,6 +36,7 @@ TELEMETRY = "dpp_telemetry"
 ALTERNATIVE = "dpp_alternative"
 UPF_URR = "dpp_upf_urr"
 UPF_ASSOCIATION = "dpp_upf_association"
+UPF_COUNTS = ("ul_packets", "ul_bytes", "dl_packets", "dl_bytes")  # the fields of both UPF measurements
 
 # Measurements about the whole node, not one tenant's objects: admins only.
 NODE_MEASUREMENTS = frozenset({CPU, VERDICT, ACTION, REASON, INTERFACE, TELEMETRY, ALTERNATIVE})

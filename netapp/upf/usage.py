@@ -40,6 +40,7 @@ import threading
 import time
 from typing import Any, Callable, Iterable, Optional
 
+from netapp.telemetry.poll import UPF_COUNTS
 from netapp.upf.models import Session, Urr, Volume
 from netapp.upf.pfcp.codec import IE, group, leaf
 from netapp.upf.pfcp.ies import IEType
@@ -62,7 +63,7 @@ TRIGGER_FLAGS = {
     "termination": "termr",
     "immediate": "immer",
 }
-COUNTS = ("ul_packets", "ul_bytes", "dl_packets", "dl_bytes")  # netapp.upf.abi.Usage's fields
+COUNTS = UPF_COUNTS  # netapp.upf.abi.Usage's fields, the telemetry's too
 Counts = tuple[int, int, int, int]
 ZERO: Counts = (0, 0, 0, 0)
 

@@ -21,7 +21,20 @@ from netapp.upf.telemetry import UsagePoints
 from netapp.upf.usage import UsageMonitor
 from netapp.telemetry.poll import UPF_ASSOCIATION, UPF_URR
 from tests.telemetry.test_schema import FakeUpf
-from tests.upf.smf import Smf, cause, create_far, create_pdr, create_qer, fseid, find, grouped, ie, node_id, recovery, value
+from tests.upf.smf import (
+    Smf,
+    cause,
+    create_far,
+    create_pdr,
+    create_qer,
+    find,
+    fseid,
+    grouped,
+    ie,
+    node_id,
+    recovery,
+    value,
+)
 from tests.upf import test_datapath as datapath
 from tests.upf.test_datapath import (  # noqa: F401 - dp is the module's data plane fixture
     DL_TEID,
