@@ -41,11 +41,14 @@ def serve(
     service = _service(settings)
     pfcp = _pfcp(settings, service)
     telemetry = _telemetry(settings, service)
+    usage = _usage(settings, pfcp, telemetry)
     try:
-        _run(settings, service, telemetry, log_level)
+        _run(settings, service, telemetry, log_level, pfcp)
     except _StopRequested:
         pass  # uvicorn has finished the open requests already
     finally:
+        if usage is not None:
+            usage.stop()
         if telemetry is not None:
             telemetry.stop()
         if pfcp is not None:
@@ -132,11 +135,29 @@ def _telemetry(settings: Settings, service: IntentService) -> Optional[Any]:
     return telemetry
 
 
+def _usage(settings: Settings, pfcp: Optional[Any], telemetry: Optional[Any]) -> Optional[Any]:
+    """The UPF's URR logic: on the telemetry's polls, or on its own ticks without telemetry (returned,
+    to be stopped)."""
+    if pfcp is None:
+        return None
+    from netapp.upf.telemetry import UsagePoints, UsageTicker
+
+    if telemetry is not None:
+        node, per_session = settings.telemetry.node, settings.telemetry.upf_session_metrics
+        telemetry.collector.add_source(UsagePoints(pfcp.usage, node, per_session))
+        return None
+    ticker = UsageTicker(pfcp.usage, settings.telemetry.interval_s)
+    ticker.start()
+    return ticker
+
+
 def _start_exit_code(exc: ServiceError) -> int:
     return EXIT_ENVIRONMENT if isinstance(exc, DataplaneUnavailable) else EXIT_FAILED
 
 
-def _run(settings: Settings, service: IntentService, telemetry: Optional[Any], log_level: str) -> None:
+def _run(
+    settings: Settings, service: IntentService, telemetry: Optional[Any], log_level: str, pfcp: Optional[Any] = None
+) -> None:
     # Imported here: the other commands (and `netapp --help`) need neither uvicorn nor FastAPI.
     import uvicorn
 
@@ -147,6 +168,8 @@ def _run(settings: Settings, service: IntentService, telemetry: Optional[Any], l
         app = create_app(settings, service, telemetry)
     except TokensFileError as exc:
         fail(f"tokens: {exc}", EXIT_BAD_INPUT)
+    if pfcp is not None:  # the sessions' usage in GET /api/v1/upf/sessions/{seid}
+        app.state.upf_usage = pfcp.usage
     server = uvicorn.Server(
         uvicorn.Config(
             app,

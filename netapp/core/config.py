@@ -121,6 +121,10 @@ class TelemetrySettings(BaseModel):
 
     enabled: bool = True
     interval_s: float = Field(1.0, ge=0.05, le=3600, description="seconds between polls")
+    upf_session_metrics: bool = Field(
+        False, description="/metrics shows every URR (dpp_upf_urr_*, a series per session); by default the UPF's "
+        "usage per association only (InfluxDB always gets both)"
+    )
     node: str = Field(
         default_factory=socket.gethostname,
         min_length=1,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Optional, Protocol
 
@@ -52,6 +52,18 @@ class Sink(Protocol):
     def stats(self) -> dict[str, FieldValue]: ...
 
     def close(self, timeout_s: float = 5.0) -> None: ...
+
+
+class PointSource(Protocol):
+    """Points of what the counter source does not cover (the UPF's URRs, netapp.upf.telemetry), on
+    the collector's cadence: `poll(time_ns)` at every poll (it may act on what it reads: the URR
+    logic reports usage), `snapshot(time_ns)` for a scrape (it must not)."""
+
+    name: str
+
+    def poll(self, time_ns: int) -> Iterable[Point]: ...
+
+    def snapshot(self, time_ns: int) -> Iterable[Point]: ...
 
 
 @dataclass
@@ -169,6 +181,7 @@ class Collector:
         self.stats = CollectorStats()
         self._sinks: list[Sink] = list(sinks)
         self._listeners: list[Callable[[Poll], None]] = []
+        self._sources: list[PointSource] = []
         self._clock_ns = clock_ns
         self._rates = RateKeeper()
         self._program: Optional[tuple[int, int]] = None
@@ -211,6 +224,11 @@ class Collector:
         with self._listeners_lock:
             self._listeners.append(listener)
 
+    def add_source(self, source: PointSource) -> None:
+        """Put `source`'s points in every poll and snapshot from now on."""
+        with self._lock:
+            self._sources.append(source)
+
     def remove_listener(self, listener: Callable[[Poll], None]) -> None:
         with self._listeners_lock:
             if listener in self._listeners:
@@ -221,18 +239,10 @@ class Collector:
             self.poll_once()
 
     def _ticks(self) -> Iterator[None]:
-        """Tick every interval on a fixed grid; a poll that overran skips (and counts) the ticks
-        it missed instead of polling back to back."""
-        next_tick = time.monotonic()
-        while not self._stop.is_set():
-            yield
-            next_tick += self.interval_s
-            now = time.monotonic()
-            if now > next_tick:
-                missed = int((now - next_tick) / self.interval_s) + 1
-                self.stats.polls_late += missed
-                next_tick += missed * self.interval_s
-            self._stop.wait(max(0.0, next_tick - time.monotonic()))
+        yield from ticks(self.interval_s, self._stop, self._missed)
+
+    def _missed(self, missed: int) -> None:
+        self.stats.polls_late += missed
 
     # --- one poll ----------------------------------------------------------------------------
 
@@ -261,7 +271,11 @@ class Collector:
             time_ns = self._clock_ns()
             no_rates = RateKeeper()
             series = self._intent_series(counters, no_rates, time_ns)
-            others = [*self._other_points(counters, time_ns, no_rates), *self._telemetry_points(time_ns)]
+            others = [
+                *self._other_points(counters, time_ns, no_rates),
+                *self._source_points(time_ns, scrape=True),
+                *self._telemetry_points(time_ns),
+            ]
         return Poll(0, time_ns, self.node, series, tuple(others))
 
     def _build(self, counters: Counters, time_ns: int, started: float) -> Poll:
@@ -271,6 +285,7 @@ class Collector:
         self._seq += 1
         series = self._intent_series(counters, self._rates, time_ns)
         others = list(self._other_points(counters, time_ns, self._rates))
+        others.extend(self._source_points(time_ns, scrape=False))
         self.stats.polls += 1
         self.stats.poll_duration_s = time.perf_counter() - started
         self.stats.points = len(counters.intents) + len(others) + 1 + len(self._sinks)
@@ -308,6 +323,15 @@ class Collector:
                 "answers": node.answers,
             }
             yield Point(ALTERNATIVE, {"node": self.node, "address": node.address}, fields, time_ns)
+
+    def _source_points(self, time_ns: int, scrape: bool) -> list[Point]:
+        points: list[Point] = []
+        for source in self._sources:
+            try:
+                points.extend(source.snapshot(time_ns) if scrape else source.poll(time_ns))
+            except Exception:  # one source failing must not cost the poll
+                log.exception("telemetry source %s failed", source.name)
+        return points
 
     def _notice_reload(self, counters: Counters) -> bool:
         program = (counters.program_id, counters.stats_map_id)
@@ -394,6 +418,21 @@ class Collector:
             listeners = list(self._listeners)
         for listener in listeners:
             _call_safely(listener, poll, "telemetry listener")
+
+
+def ticks(interval_s: float, stop: threading.Event, missed: Callable[[int], None]) -> Iterator[None]:
+    """Tick every interval on a fixed grid until `stop` is set; work that overran skips the ticks
+    it missed (told to `missed`) instead of running back to back."""
+    next_tick = time.monotonic()
+    while not stop.is_set():
+        yield
+        next_tick += interval_s
+        now = time.monotonic()
+        if now > next_tick:
+            late = int((now - next_tick) / interval_s) + 1
+            missed(late)
+            next_tick += late * interval_s
+        stop.wait(max(0.0, next_tick - time.monotonic()))
 
 
 def _call_safely(function: Callable[[Poll], None], poll: Poll, what: str) -> None:

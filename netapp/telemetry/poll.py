@@ -34,10 +34,13 @@ REASON = "dpp_reason"
 INTERFACE = "dpp_interface"
 TELEMETRY = "dpp_telemetry"
 ALTERNATIVE = "dpp_alternative"
+UPF_URR = "dpp_upf_urr"
+UPF_ASSOCIATION = "dpp_upf_association"
+UPF_COUNTS = ("ul_packets", "ul_bytes", "dl_packets", "dl_bytes")  # the fields of both UPF measurements
 
 # Measurements about the whole node, not one tenant's objects: admins only.
 NODE_MEASUREMENTS = frozenset({CPU, VERDICT, ACTION, REASON, INTERFACE, TELEMETRY, ALTERNATIVE})
-TENANT_MEASUREMENTS = frozenset({INTENT, SLICE})
+TENANT_MEASUREMENTS = frozenset({INTENT, SLICE, UPF_URR, UPF_ASSOCIATION})
 MEASUREMENTS = NODE_MEASUREMENTS | TENANT_MEASUREMENTS
 
 
@@ -191,6 +194,8 @@ class Poll:
 def _other_point_wanted(which: PointFilter, point: Point) -> bool:
     if point.measurement == SLICE:
         return which.wants_slice(point.tags["tenant"], point.tags["slice"])
+    if point.measurement in (UPF_URR, UPF_ASSOCIATION):  # no intent nor slice of theirs to narrow to
+        return not which.narrowed and which.tenant in (None, point.tags["tenant"])
     return True
 
 

@@ -82,6 +82,22 @@ HELP = {
     "dpp_interface_transmit_errors_total": "Transmit errors of the interface",
     "dpp_interface_receive_dropped_packets_total": "Received packets the interface dropped",
     "dpp_interface_transmit_dropped_packets_total": "Packets to send the interface dropped",
+    "dpp_upf_association_ul_packets_total": (
+        "Uplink packets counted on the URRs of the PFCP association's sessions, those gone included"
+    ),
+    "dpp_upf_association_ul_bytes_total": (
+        "Uplink bytes counted on the URRs of the PFCP association's sessions, those gone included"
+    ),
+    "dpp_upf_association_dl_packets_total": (
+        "Downlink packets counted on the URRs of the PFCP association's sessions, those gone included"
+    ),
+    "dpp_upf_association_dl_bytes_total": (
+        "Downlink bytes counted on the URRs of the PFCP association's sessions, those gone included"
+    ),
+    "dpp_upf_urr_ul_packets_total": "Uplink packets counted on the URR (telemetry.upf_session_metrics only)",
+    "dpp_upf_urr_ul_bytes_total": "Uplink bytes counted on the URR (telemetry.upf_session_metrics only)",
+    "dpp_upf_urr_dl_packets_total": "Downlink packets counted on the URR (telemetry.upf_session_metrics only)",
+    "dpp_upf_urr_dl_bytes_total": "Downlink bytes counted on the URR (telemetry.upf_session_metrics only)",
     "dpp_telemetry_polls_total": "Polls the collector made",
     "dpp_telemetry_polls_failed_total": "Polls that could not read the counters",
     "dpp_telemetry_polls_late_total": "Intervals skipped because a poll overran",

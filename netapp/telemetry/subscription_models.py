@@ -29,6 +29,9 @@ from netapp.telemetry.poll import (
     NODE_MEASUREMENTS,
     REASON,
     SLICE,
+    UPF_ASSOCIATION,
+    UPF_COUNTS,
+    UPF_URR,
     VERDICT,
     PointFilter,
 )
@@ -56,6 +59,8 @@ THRESHOLD_FIELDS: dict[str, frozenset[str]] = {
         | {"err_in", "err_out", "drop_in", "drop_out"}
     ),
     ALTERNATIVE: frozenset({"up", "state_changes", "probes", "answers"}),
+    UPF_URR: frozenset(UPF_COUNTS),
+    UPF_ASSOCIATION: frozenset(UPF_COUNTS),
 }
 
 MeasurementName = Literal[tuple(sorted(MEASUREMENTS))]  # type: ignore[valid-type]
@@ -105,7 +110,7 @@ class FilterCriteria(MecModel):
     intents: Optional[list[IntentId]] = Field(None, min_length=1, max_length=1000)
     slices: Optional[list[SliceId]] = Field(None, min_length=1, max_length=1000)
     measurements: Optional[list[MeasurementName]] = Field(
-        None, min_length=1, description="node-wide ones (all but dpp_intent, dpp_slice) need scope admin"
+        None, min_length=1, description="node-wide ones (all but dpp_intent, dpp_slice and the UPF's) need scope admin"
     )
 
     def point_filter(self, tenant: Optional[str]) -> PointFilter:
@@ -319,7 +324,7 @@ def require_visible(who: Principal, measurements: Optional[Iterable[str]], field
     if node_wide and not who.is_admin:
         raise Forbidden(
             f"{', '.join(node_wide)}: node-wide measurements need scope 'admin'; "
-            "a tenant sees dpp_intent and dpp_slice",
+            "a tenant sees dpp_intent, dpp_slice, dpp_upf_urr and dpp_upf_association",
             field=field,
             required_scope="admin",
         )

@@ -116,7 +116,10 @@ def _action(session: Session, pdr: Pdr, site: Site, urr_slots: Mapping[int, int]
     uplink = pdr.pdi.source_interface == Interface.ACCESS
     if len(pdr.urr_ids) > 1:
         raise _refused(pdr, f"{len(pdr.urr_ids)} URRs: the data path counts one URR per PDR", IEType.URR_ID)
-    action = PdrAction(output=site.output, urr=urr_slots.get(pdr.urr_ids[0], NO_URR) if pdr.urr_ids else NO_URR)
+    # A URR whose quota is used up: the PDR drops, uncounted (its packets are no usage), until a new quota.
+    exhausted = any(session.urrs[urr_id].quota_exhausted for urr_id in pdr.urr_ids)
+    counted = pdr.urr_ids and not exhausted
+    action = PdrAction(output=site.output, urr=urr_slots.get(pdr.urr_ids[0], NO_URR) if counted else NO_URR)
     if pdr.outer_header_removal is not None:
         if pdr.outer_header_removal not in GTPU_REMOVALS:
             raise _refused(pdr, "only GTP-U/UDP/IP outer header removal is supported", IEType.OUTER_HEADER_REMOVAL)
@@ -124,7 +127,7 @@ def _action(session: Session, pdr: Pdr, site: Site, urr_slots: Mapping[int, int]
     qers = [session.qers[qer_id] for qer_id in pdr.qer_ids]
     action.qfi = next((qer.qfi for qer in qers if qer.qfi is not None), 0)
     gate_closed = any(not (qer.gate_ul_open if uplink else qer.gate_dl_open) for qer in qers)
-    action.far = _far_action(far, gate_closed)
+    action.far = FarAction.DROP if exhausted else _far_action(far, gate_closed)
     if action.far == FarAction.FORWARD:
         _forwarding(action, far, pdr, site, uplink)
     return action

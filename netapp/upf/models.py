@@ -222,6 +222,10 @@ class Urr(_Model):
     volume_quota: Optional[Volume] = None
     time_threshold_s: Optional[int] = Field(None, ge=0, le=UINT32)
     time_quota_s: Optional[int] = Field(None, ge=0, le=UINT32)
+    quota_exhausted: bool = Field(
+        False, description="set by the UPF when the volume or time quota is used up: the URR's PDRs drop their "
+        "packets (29.244 5.2.2.2); cleared by an Update URR with a new quota"
+    )
 
     @model_validator(mode="after")
     def _conditions(self) -> "Urr":

@@ -25,9 +25,10 @@ class SessionPage(_PageBody[SessionRecord]):
     """A page of PFCP sessions."""
 
 
-def get_session_views(service: ServiceDep) -> SessionViews:
-    """The views over the service's store (tests override this dependency)."""
-    return SessionViews(service.store)  # type: ignore[attr-defined]
+def get_session_views(request: Request, service: ServiceDep) -> SessionViews:
+    """The views over the service's store, with the UPF's usage where `netapp serve` runs PFCP
+    (`app.state.upf_usage`); tests override this dependency."""
+    return SessionViews(service.store, getattr(request.app.state, "upf_usage", None))  # type: ignore[attr-defined]
 
 
 ViewsDep = Annotated[SessionViews, Depends(get_session_views)]
@@ -51,7 +52,7 @@ def list_sessions(
 
 @router.get("/sessions/{seid}", response_model=SessionRecord, responses=documented(*AUTHENTICATED, 404))
 def get_session(views: ViewsDep, who: ReaderDep, seid: SeidPath) -> SessionRecord:
-    """A PFCP session with its PDRs, FARs, QERs and URRs as stored."""
+    """A PFCP session with its PDRs, FARs, QERs and URRs as stored, and its URRs' usage now."""
     return views.get_session(who, seid)
 
 

@@ -53,6 +53,7 @@ T = TypeVar("T")
 PFCP = Principal(tenant="", scopes=frozenset(), name="pfcp")
 # What a change raises when it refuses a request, before it writes anything.
 REFUSALS = (RuleError, KeyError, TypeError, ValueError)
+QUOTAS = frozenset({"volume_quota", "time_quota_s"})  # what an Update URR gives to end an exhausted quota
 
 
 class Applier(Protocol):
@@ -327,6 +328,20 @@ class Upf:
         final = getattr(self._applier, "final_usage", None)
         return final(seid) if final is not None else {}
 
+    def usage(self, slots: Iterable[int]) -> dict[int, Any]:
+        """The counts (netapp.upf.abi.Usage) of the URR slots now, by slot; {} without a data path
+        that counts."""
+        read = getattr(self._applier, "usage", None)
+        return read(slots) if read is not None else {}
+
+    def exhaust(self, seid: int, urr_ids: Iterable[int]) -> None:
+        """The URRs' quotas are used up: their PDRs stop forwarding (29.244 5.2.2.2), in the store and
+        the data path, until an Update URR brings a new quota."""
+        with self._lock:
+            old = self.require_session(seid)
+            used_up = {urr_id: old.urrs[urr_id].model_copy(update={"quota_exhausted": True}) for urr_id in urr_ids}
+            self._save(old, old.model_copy(update={"urrs": {**old.urrs, **used_up}}))
+
     def require_session(self, seid: int) -> Session:
         session = self.sessions.get(seid)
         if session is None:
@@ -466,6 +481,8 @@ class Upf:
                 if old is None:
                     raise _failure(kind.rule_type, rule_id, "does not exist", kind.update_ie)
                 merged = {**old.model_dump(), **changes}
+                if kind.rule_type == RuleType.URR and QUOTAS & changes.keys():  # a new quota: forwarding again
+                    merged["quota_exhausted"] = False
                 if "forwarding" in changes and old.forwarding is not None:
                     merged["forwarding"] = {**old.forwarding.model_dump(), **changes["forwarding"]}
                 table[rule_id] = build(kind.model, merged, kind.update_ie, (kind.rule_type, rule_id))

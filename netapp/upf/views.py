@@ -5,8 +5,9 @@ sessions and the association whose node id is its tenant; an admin sees all. Ano
 session looks like one that does not exist (404), as another tenant's intent does. Read from the
 store, so only what is committed is shown.
 
-Per-session usage (the URRs' volumes, counted by the data path) is not here yet: the data path that
-counts it lands separately. `SessionRecord` then gains an optional `usage` field; nothing else changes.
+A session's `usage` is read from the data path's counters when it is shown (netapp.upf.usage): per
+URR, the packets and bytes each way since the URR was created; null when no data path counts them
+(`netapp serve` without PFCP, or a view over the store alone).
 """
 
 from __future__ import annotations
@@ -22,6 +23,17 @@ from netapp.service.store import Store
 from netapp.upf import store as rows
 from netapp.upf.models import Far, FSeid, Pdr, Qer, Session, Urr
 from netapp.upf.store import Association
+from netapp.upf.usage import COUNTS, UsageMonitor
+
+
+class UrrUsage(BaseModel):
+    """What the data path counted on a URR since it was created (the UE's IP packets)."""
+
+    urr_id: int
+    ul_packets: int
+    ul_bytes: int
+    dl_packets: int
+    dl_bytes: int
 
 
 class SessionRecord(BaseModel):
@@ -36,6 +48,9 @@ class SessionRecord(BaseModel):
     qers: list[Qer]
     urrs: list[Urr]
     updated_at: datetime
+    usage: Optional[list[UrrUsage]] = Field(
+        None, description="per URR with a usage slot, in id order: its counts now; null when no data path counts"
+    )
 
     @classmethod
     def of(cls, session: Session, updated_at: str) -> "SessionRecord":
@@ -54,8 +69,9 @@ class SessionRecord(BaseModel):
 class SessionViews:
     """The UPF's rows in `store`, as `who` may see them."""
 
-    def __init__(self, store: Store):
+    def __init__(self, store: Store, usage: Optional[UsageMonitor] = None):
         self._store = store
+        self._usage = usage
 
     def list_sessions(self, who: Principal, node_id: Optional[str], offset: int, limit: int) -> Page[SessionRecord]:
         """A page of sessions, in SEID order: the caller's (`node_id` None), or an admin's choice."""
@@ -69,7 +85,11 @@ class SessionViews:
         row = rows.get_session(self._store, seid)
         if row is None or not (who.is_admin or row[0].node_id == who.tenant):
             raise NotFound(f"no session with SEID {seid}")
-        return SessionRecord.of(*row)
+        record = SessionRecord.of(*row)
+        if self._usage is not None:
+            counts = self._usage.session_counts(row[0])
+            record.usage = [UrrUsage(urr_id=urr_id, **dict(zip(COUNTS, counts[urr_id]))) for urr_id in sorted(counts)]
+        return record
 
     def list_associations(self, who: Principal) -> list[Association]:
         """The PFCP associations: the caller's (at most one), an admin's: all."""

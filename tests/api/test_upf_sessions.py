@@ -12,13 +12,24 @@ from netapp.upf.models import FSeid
 from netapp.upf.pfcp import codec
 from netapp.upf.pfcp.rules import read_rules
 from netapp.upf.routes import get_session_views
-from netapp.upf.sessions import Upf
+from netapp.upf.abi import Usage
+from netapp.upf.sessions import NoApplier, Upf
+from netapp.upf.usage import UsageMonitor
 from netapp.upf.store import Association
 from netapp.upf.views import SessionViews
 from tests.api.problems import assert_problem
 from tests.upf.smf import Smf, establishment_ies
 
 SESSIONS = "/api/v1/upf/sessions"
+
+
+class CountingApplier(NoApplier):
+    """A data path whose every usage slot has counted 3 packets of 100 bytes up, 5 of 1000 down."""
+
+    urr_slots = 8
+
+    def usage(self, slots):
+        return {slot: Usage(ul_packets=3, ul_bytes=300, dl_packets=5, dl_bytes=5000) for slot in slots}
 
 
 def _establish(upf: Upf, node_id: str, cp_seid: int) -> int:
@@ -31,7 +42,7 @@ def _establish(upf: Upf, node_id: str, cp_seid: int) -> int:
 def upf(api_app, service, tmp_path) -> Iterator[Upf]:
     """Associations tenant-a (3 sessions) and tenant-b (1), served by the API under test."""
     store = Store.open(tmp_path / "upf.db", synchronous="NORMAL")
-    upf = Upf(store, n3_ipv4="127.0.0.2")
+    upf = Upf(store, CountingApplier(), n3_ipv4="127.0.0.2")
     for node_id, port in (("tenant-a", 8805), ("tenant-b", 8806)):
         upf.setup_association(Association(node_id=node_id, address="10.0.0.1", port=port, recovery_time_stamp=1))
     for cp_seid in (1, 2, 3):
@@ -61,7 +72,15 @@ def test_a_session_shows_its_rules_as_stored(upf, tenant_a):
     assert [far["id"] for far in body["fars"]] == [1, 2] and len(body["qers"]) == 1 and len(body["urrs"]) == 1
     assert body["pdrs"][0] == session.pdrs[1].model_dump(mode="json")
     assert body["pdrs"][0]["pdi"]["local_fteid"]["teid"] == session.pdrs[1].pdi.local_fteid.teid
-    assert body["remote"]["seid"] == 1 and "usage" not in body
+    assert body["remote"]["seid"] == 1 and body["usage"] is None, "views over the store alone: no usage"
+
+
+def test_a_session_shows_its_urrs_usage_where_a_data_path_counts(api_app, upf, tenant_a):
+    api_app.dependency_overrides[get_session_views] = lambda: SessionViews(
+        upf._store, UsageMonitor(upf, lambda seid, reports: None)
+    )
+    body = tenant_a.get(f"{SESSIONS}/{min(upf.sessions)}").json()
+    assert body["usage"] == [{"urr_id": 1, "ul_packets": 3, "ul_bytes": 300, "dl_packets": 5, "dl_bytes": 5000}]
 
 
 def test_another_tenants_session_is_not_found(upf, tenant_a, tenant_b):

@@ -13,8 +13,11 @@ import pytest
 from netapp.service.service import NetAppService
 from netapp.telemetry.collector import Collector
 from netapp.telemetry.influx import InfluxSink
-from netapp.telemetry.poll import INTENT, SLICE, TELEMETRY, Poll
+from netapp.telemetry.poll import INTENT, SLICE, TELEMETRY, UPF_ASSOCIATION, UPF_URR, Poll
+from netapp.upf.telemetry import UsagePoints
+from netapp.upf.usage import UsageMonitor
 from tests.utils.influxd import field_types, influx_settings, points_per_time, rows, write_lines
+from tests.telemetry.test_schema import FakeUpf
 from tests.utils.service import ALICE, BOB, fake_service, intent, slice_spec
 
 SECOND = 1_000_000_000
@@ -268,3 +271,19 @@ def test_points_influxdb_refuses_are_counted_as_rejected_not_retried_forever(
     assert stats["write_errors"] == 1 and stats["batches_written"] == 0
     assert_accounted(stats)
     assert sum(points_per_time(influxd, database).values()) == 1 + stats["points_written"]  # 1: the string
+
+
+def test_the_upfs_usage_reaches_influxdb_per_urr_and_per_association(influxd, database, service, make_sink):
+    sink = make_sink(influx_settings(influxd, database))
+    collector = Collector(service, node="edge-1", sinks=[sink])
+    collector.add_source(UsagePoints(UsageMonitor(FakeUpf(), lambda seid, reports: None), "edge-1"))
+    collector.poll_once()
+
+    assert sink.flush(10)
+
+    (urr,) = rows(influxd, database, UPF_URR)
+    assert (urr["tenant"], urr["seid"], urr["urr_id"]) == ("smf-1", "5", "1")
+    assert (urr["ul_packets"], urr["ul_bytes"], urr["dl_packets"], urr["dl_bytes"]) == (1, 100, 2, 300)
+    (association,) = rows(influxd, database, UPF_ASSOCIATION)
+    assert association["tenant"] == "smf-1" and association["dl_bytes"] == 300
+    assert set(field_types(influxd, database, UPF_URR).values()) == {"integer"}

@@ -23,7 +23,7 @@ from netapp.service.service import NetAppService
 from netapp.telemetry.collector import Collector
 from netapp.telemetry.metrics_listener import MetricsListener
 from netapp.telemetry.prometheus import HELP, build_labels, cpu_loads, exposition
-from tests.telemetry.test_schema import DOC, EverythingSource, SinkWithStats, documented
+from tests.telemetry.test_schema import DOC, SinkWithStats, documented, everything_collector
 from tests.utils.kernel import require_kernel
 from tests.utils.prometheus import promtool
 from tests.utils.service import ADMIN, ALICE, grant_site, intent, settings_for, slice_spec
@@ -61,7 +61,7 @@ def everything() -> str:
         for name in documented()["dpp_telemetry"]["field"]
         if name.startswith(("points_", "write_", "batches_"))
     }
-    collector = Collector(EverythingSource(), node="edge-1", sinks=[SinkWithStats(sink_fields)])
+    collector = everything_collector([SinkWithStats(sink_fields)])
     collector.poll_once()
     points = list(collector.poll_once().points())
     return exposition(points, load=cpu_loads(points), build=build_labels("edge-1")).decode()

@@ -14,6 +14,10 @@ from netapp.telemetry.collector import Collector
 from netapp.telemetry.influx import InfluxSink
 from netapp.telemetry.poll import MEASUREMENTS, TELEMETRY
 from netapp.telemetry.sample import AlternativeCounters, Counters, CpuCounters, IntentTable, InterfaceCounters
+from netapp.upf.abi import Usage
+from netapp.upf.models import FSeid, Session, Urr
+from netapp.upf.telemetry import UsagePoints
+from netapp.upf.usage import UsageMonitor
 
 DOC = Path(__file__).resolve().parents[2] / "api" / "telemetry.md"
 TYPES = {"integer": int, "float": float, "boolean": bool}
@@ -66,6 +70,32 @@ class EverythingSource:
         )
 
 
+class FakeUpf:
+    """One session with one URR counting on slot 1, counting up on each read (netapp.upf.usage's view
+    of netapp.upf.sessions.Upf)."""
+
+    def __init__(self) -> None:
+        self.reads = 0
+        urr = Urr(id=1, measurement_method=frozenset({"VOLUM"}))
+        remote = FSeid(seid=9, ipv4="10.0.0.1")
+        self.sessions = {5: Session(seid=5, node_id="smf-1", remote=remote, urrs={1: urr}, urr_slots={1: 1})}
+
+    def usage(self, slots):
+        self.reads += 1
+        n = self.reads
+        return {slot: Usage(ul_packets=n, ul_bytes=100 * n, dl_packets=2 * n, dl_bytes=300 * n) for slot in slots}
+
+    def final_usage(self, seid):
+        return {}
+
+
+def everything_collector(sinks=()) -> Collector:
+    """A collector of EverythingSource's counters and a UPF's usage."""
+    collector = Collector(EverythingSource(), node="edge-1", sinks=list(sinks))
+    collector.add_source(UsagePoints(UsageMonitor(FakeUpf(), lambda seid, reports: None), "edge-1"))
+    return collector
+
+
 class SinkWithStats:
     """Reports the fields a sink documents (the InfluxDB sink's, as the schema lists them)."""
 
@@ -94,7 +124,7 @@ def points(schema):
     sink_fields = {
         name: 0 for name in schema[TELEMETRY]["field"] if name.startswith(("points_", "write_", "batches_"))
     }
-    collector = Collector(EverythingSource(), node="edge-1", sinks=[SinkWithStats(sink_fields)])
+    collector = everything_collector([SinkWithStats(sink_fields)])
     collector.poll_once()
     return list(collector.poll_once().points())
 

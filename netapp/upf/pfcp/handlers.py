@@ -6,7 +6,8 @@ and, for a rule that could not be created or changed, Failed Rule ID (29.244 7.5
 from __future__ import annotations
 
 import ipaddress
-from typing import Callable, Optional
+import logging
+from typing import Callable, Optional, Union
 
 from netapp.upf.models import FSeid, FTeid, RuleError
 from netapp.upf.pfcp.codec import IE, Message, group, leaf, message
@@ -14,6 +15,9 @@ from netapp.upf.pfcp.ies import Cause, IEType, MsgType, RuleType, response_to
 from netapp.upf.pfcp.rules import labels_or_text, mandatory, read_rules
 from netapp.upf.sessions import Outcome, Upf
 from netapp.upf.store import Association
+from netapp.upf.usage import UsageMonitor, UsageReport
+
+log = logging.getLogger("netapp.upf.pfcp")
 
 # UP Function Features (29.244 8.2.25), octets 5 and 6: FTUP, the UPF allocates F-TEIDs (CHOOSE).
 UP_FUNCTION_FEATURES = bytes((0x10, 0x00))
@@ -71,12 +75,14 @@ class Handlers:
     """The UPF's answers. `node_id`: ours, in every response that carries one; `address`: the IPv4
     or IPv6 address of our F-SEIDs."""
 
-    def __init__(self, upf: Upf, node_id: str, address: str):
+    def __init__(self, upf: Upf, node_id: str, address: str, usage: Optional[UsageMonitor] = None):
         self.upf = upf
+        self.usage = usage
         self.node_id = node_id
         family = "4" if ipaddress.ip_address(address).version == 4 else "6"
         self._fseid_fields = {f"v{family}": 1, f"ipv{family}": address}
-        self.by_type: dict[int, Callable[[Message, Peer], Message]] = {
+        # A handler's response, or what makes it once the change is committed (usage reports).
+        self.by_type: dict[int, Callable[[Message, Peer], Union[Message, Callable[[], Message]]]] = {
             MsgType.HEARTBEAT_REQUEST: self.heartbeat,
             MsgType.ASSOCIATION_SETUP_REQUEST: self.association_setup,
             MsgType.ASSOCIATION_UPDATE_REQUEST: self.association_update,
@@ -168,21 +174,57 @@ class Handlers:
             *_created(outcome),
         )
 
-    def modification(self, request: Message, peer: Peer) -> Message:
+    def modification(self, request: Message, peer: Peer) -> Callable[[], Message]:
+        """The response is made once the change is committed: a Usage Report (IE 78) for each URR
+        removed (its final counts, TERMR) and each URR a Query URR names (all with the flag QAURR;
+        IMMER, starting a new measurement)."""
         session = self.upf.require_session(request.seid or 0)
         fseid = request.ies.one(IEType.F_SEID)
         outcome = self.upf.modify(session.seid, read_rules(request.ies), _fseid(fseid) if fseid else None)
-        return message(
-            MsgType.SESSION_MODIFICATION_RESPONSE,
-            request.seq,
-            outcome.session.remote.seid,
-            *cause_ies(None),
-            *_created(outcome),
-        )
+        flags = request.ies.one(IEType.PFCPSM_REQ_FLAGS)
+        queried = set(outcome.session.urrs) if flags is not None and flags.get("quarr") else {
+            urr_id["id"] for query in request.ies.all(IEType.QUERY_URR) for urr_id in query.all(IEType.URR_ID)
+        }
 
-    def deletion(self, request: Message, peer: Peer) -> Message:
+        def response() -> Message:
+            reports = self._usage(lambda usage: [*usage.finals(session), *usage.query(outcome.session, queried)])
+            return message(
+                MsgType.SESSION_MODIFICATION_RESPONSE,
+                request.seq,
+                outcome.session.remote.seid,
+                *cause_ies(None),
+                *_created(outcome),
+                *(report.ie(IEType.USAGE_REPORT_MODIFICATION) for report in reports),
+            )
+
+        return response
+
+    def deletion(self, request: Message, peer: Peer) -> Callable[[], Message]:
+        """The response is made once the deletion is committed: the final Usage Report (IE 79, TERMR)
+        of each URR of the session."""
         session = self.upf.delete(self.upf.require_session(request.seid or 0).seid)
-        return message(MsgType.SESSION_DELETION_RESPONSE, request.seq, session.remote.seid, *cause_ies(None))
+
+        def response() -> Message:
+            reports = self._usage(lambda usage: usage.finals(session))
+            return message(
+                MsgType.SESSION_DELETION_RESPONSE,
+                request.seq,
+                session.remote.seid,
+                *cause_ies(None),
+                *(report.ie(IEType.USAGE_REPORT_DELETION) for report in reports),
+            )
+
+        return response
+
+    def _usage(self, reports: Callable[[UsageMonitor], list[UsageReport]]) -> list[UsageReport]:
+        """The usage reports of a response; none (logged) if they cannot be read: the change stands."""
+        if self.usage is None:
+            return []
+        try:
+            return reports(self.usage)
+        except Exception:  # noqa: BLE001 - the change is committed: it is answered all the same
+            log.exception("PFCP: the usage reports of a response could not be read")
+            return []
 
 
 def _fseid(ie: IE) -> FSeid:

@@ -16,14 +16,14 @@ answered once its change is committed and applied. A retransmission of a request
 counted and dropped: the response is on its way.
 
 `PfcpServer` runs the endpoint on an event loop of its own thread (`netapp serve` runs the REST API on
-the main one); `report_usage` is what the URR logic calls, from any thread.
+the main one). Its URR logic (`usage`, netapp.upf.usage) sends usage reports with `send_usage`, which
+does not wait; `report_usage` does, from any thread.
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
-import dataclasses
 import gc
 import itertools
 import logging
@@ -35,10 +35,11 @@ from typing import Any, Callable, Optional
 from netapp.service.contract import ServiceError
 from netapp.service.group_commit import GroupWriter
 from netapp.upf.models import RuleError
-from netapp.upf.pfcp.codec import IE, MalformedMessage, Message, decode, decode_header, encode, group, leaf, message
+from netapp.upf.pfcp.codec import IE, MalformedMessage, Message, decode, decode_header, encode, leaf, message
 from netapp.upf.pfcp.handlers import Handlers, Peer
 from netapp.upf.pfcp.ies import PFCP_PORT, REQUESTS, Cause, IEType, MsgType
 from netapp.upf.sessions import Upf
+from netapp.upf.usage import UsageMonitor, UsageReport
 
 log = logging.getLogger("netapp.upf.pfcp")
 
@@ -46,21 +47,6 @@ MAX_GROUP = 256  # requests handled in one transaction at most
 GC_YOUNG = 10_000  # allocations between young collections once settled (Python's default: 700)
 T1_S = 3.0  # how long a Session Report Request waits for its response before it is sent again
 N1 = 3  # how many times it is sent
-# Usage Report Trigger flags (29.244 8.2.41) by the reporting trigger that fired.
-TRIGGER_FLAGS = {
-    "periodic_reporting": "perio",
-    "volume_threshold": "volth",
-    "time_threshold": "timth",
-    "quota_holding_time": "quhti",
-    "start_of_traffic": "start",
-    "stop_of_traffic": "stopt",
-    "dropped_dl_traffic_threshold": "droth",
-    "volume_quota": "volqu",
-    "time_quota": "timqu",
-    "linked_usage_reporting": "liusa",
-    "termination": "termr",
-    "immediate": "immer",
-}
 
 
 def settle_collector() -> None:
@@ -77,36 +63,6 @@ def settle_collector() -> None:
     gc.freeze()
     young, middle, old = gc.get_threshold()
     gc.set_threshold(max(young, GC_YOUNG), middle, old)
-
-
-@dataclasses.dataclass(frozen=True)
-class UsageReport:
-    """One URR's usage, for a Session Report Request. Times are NTP seconds (Recovery Time Stamp's)."""
-
-    urr_id: int
-    seqn: int
-    trigger: str  # a key of TRIGGER_FLAGS
-    start: int
-    end: int
-    uplink_bytes: int = 0
-    downlink_bytes: int = 0
-    duration_s: Optional[int] = None
-
-    def ie(self) -> IE:
-        total = self.uplink_bytes + self.downlink_bytes
-        return group(
-            IEType.USAGE_REPORT_REPORT,
-            leaf(IEType.URR_ID, id=self.urr_id),
-            leaf(IEType.UR_SEQN, number=self.seqn),
-            leaf(IEType.USAGE_REPORT_TRIGGER, **{TRIGGER_FLAGS[self.trigger]: 1}),
-            leaf(IEType.START_TIME, timestamp=self.start),
-            leaf(IEType.END_TIME, timestamp=self.end),
-            leaf(
-                IEType.VOLUME_MEASUREMENT,
-                tovol=1, ulvol=1, dlvol=1, total=total, uplink=self.uplink_bytes, downlink=self.downlink_bytes,
-            ),
-            None if self.duration_s is None else leaf(IEType.DURATION_MEASUREMENT, duration=self.duration_s),
-        )
 
 
 class ResponseCache:
@@ -226,7 +182,7 @@ class PfcpProtocol(asyncio.DatagramProtocol):
         """The response to `msg`: the handler's, or the refusal its error earns."""
         if not isinstance(outcome, Exception):
             self.counters["accepted"] += 1
-            return outcome
+            return outcome() if callable(outcome) else outcome  # a response finished once committed
         if isinstance(outcome, RuleError):
             error = outcome
         elif isinstance(outcome, ServiceError):  # the store failed
@@ -286,7 +242,8 @@ class PfcpServer:
         self.upf = upf
         self._bind = (host, port)
         own = upf.n3_ipv4 or upf.n3_ipv6 or (host if host not in ("0.0.0.0", "::") else "127.0.0.1")
-        self.protocol = PfcpProtocol(Handlers(upf, node_id or own, own), cache or ResponseCache())
+        self.usage = UsageMonitor(upf, self._report)
+        self.protocol = PfcpProtocol(Handlers(upf, node_id or own, own, self.usage), cache or ResponseCache())
         self._loop = asyncio.new_event_loop()
         self._thread: Optional[threading.Thread] = None
         self.address: Optional[Peer] = None
@@ -327,16 +284,42 @@ class PfcpServer:
     def report_usage(self, seid: int, reports: list[UsageReport], t1_s: float = T1_S, n1: int = N1) -> Cause:
         """Send a Session Report Request with the usage reports to the session's SMF; its Cause.
         Raises RuleError (unknown session or association) or TimeoutError (no response)."""
+        return self.send_usage(seid, reports, t1_s, n1).result()
+
+    def send_usage(
+        self, seid: int, reports: list[UsageReport], t1_s: float = T1_S, n1: int = N1
+    ) -> "Future[Cause]":
+        """`report_usage` without waiting: the Cause (or the error) comes in the future. Raises
+        RuleError at once for an unknown session or association."""
         session = self.upf.require_session(seid)
         association = self.upf.require_association(session.node_id)
         ies = [leaf(IEType.REPORT_TYPE, usar=1), *(report.ie() for report in reports)]
         peer = (association.address, association.port)
         coroutine = self.protocol.request(MsgType.SESSION_REPORT_REQUEST, session.remote.seid, ies, peer, t1_s, n1)
-        response = asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
-        cause = response.ies.one(IEType.CAUSE)
-        if cause is None:
-            return Cause.MANDATORY_IE_MISSING
+        return asyncio.run_coroutine_threadsafe(_cause_of(coroutine), self._loop)
+
+
+    def _report(self, seid: int, reports: list[UsageReport]) -> None:
+        """The URR logic's reports, sent without waiting; a refusal or no answer is logged."""
+
+        def done(future: "Future[Cause]") -> None:
+            error = future.exception()
+            if error is not None or future.result() != Cause.REQUEST_ACCEPTED:
+                log.warning("PFCP: the usage report of session %#x: %s", seid, error or future.result().name)
+
         try:
-            return Cause(cause["cause"])
-        except ValueError:  # a cause we have no name for: a rejection all the same
-            return Cause.REQUEST_REJECTED
+            self.send_usage(seid, reports).add_done_callback(done)
+        except RuleError as exc:  # the session or its association went in the meantime
+            log.info("PFCP: the usage report of session %#x not sent: %s", seid, exc)
+
+
+async def _cause_of(request: Any) -> Cause:
+    """The Cause of the response the request gets."""
+    response = await request
+    cause = response.ies.one(IEType.CAUSE)
+    if cause is None:
+        return Cause.MANDATORY_IE_MISSING
+    try:
+        return Cause(cause["cause"])
+    except ValueError:  # a cause we have no name for: a rejection all the same
+        return Cause.REQUEST_REJECTED
