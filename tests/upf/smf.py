@@ -83,6 +83,8 @@ def establishment_ies(cp_seid: int, sdf: bool = True) -> list[dict[str, Any]]:
         create_urr(),
     ]
 
+SESSION_REPORT_REQUEST = 56  # the one request a UPF sends an SMF that tests see
+
 
 class Smf:
     """One SMF's socket: requests out, responses in, each decoded with pycrate."""
@@ -93,6 +95,7 @@ class Smf:
         self.socket.bind((local, 0))
         self.socket.settimeout(TIMEOUT_S)
         self._seq = itertools.count(1)
+        self.reports: list[Any] = []  # Session Report Requests the UPF sent while we waited
 
     def close(self) -> None:
         self.socket.close()
@@ -119,8 +122,17 @@ class Smf:
         return msg
 
     def ask(self, name: str, ies: list[dict[str, Any]], seid: Optional[int] = None) -> Any:
+        """Send a request and return its response. Session Report Requests the UPF sends meanwhile
+        (usage reports) are answered, accepted, and kept in `reports`, as an SMF would."""
         self.send(self.build(name, ies, seid))
-        return self.receive()
+        while True:
+            msg, error = P.parse_PFCP(self.receive_raw())
+            if msg is None or msg["Hdr"]["Type"].get_val() != SESSION_REPORT_REQUEST:
+                assert msg is not None and error == 0, f"pycrate could not decode the response (error {error})"
+                return msg
+            # pycrate's table of the Usage Report's mandatory IEs is wrong: error tolerated here
+            self.reports.append(msg)
+            self.send(self.build("PFCPSessionReportResp", [ie(19, 1)], seid=0, seq=msg["Hdr"]["SeqNum"].get_val()))
 
 
 def ies_of(msg: Any) -> list[Any]:
