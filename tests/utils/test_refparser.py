@@ -12,6 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from netapp.dataplane.binding import Reason
+
 from . import packets as pk
 from . import refparser as rp
 from . import strategies as gen
@@ -95,14 +97,16 @@ def header_values(header: str, prefix: str) -> dict[str, int]:
 
 def test_constants_match_dpp_consts_header():
     header = DPP_CONSTS.read_text()
-    reasons = header_values(header, "DPP_REASON_")
     limits = header_values(header, "DPP_MAX_")
     ports = header_values(header, "DPP_PORT_")
 
-    assert {name: reasons[name.upper()] for name in REASON_CODES} == REASON_CODES
-    assert header_values(header, "DPP_KEY_") == dict(
+    # The reasons come from X-macro lists (dpp/reasons.h); their mirror is checked against BTF.
+    assert {name: int(Reason[name.upper()]) for name in REASON_CODES} == REASON_CODES
+    parser_flags = dict(
         GTP=rp.KEY_GTP, GTP_QFI=rp.KEY_GTP_QFI, GTP_UL=rp.KEY_GTP_UL, FRAGMENT=rp.KEY_FRAGMENT, VNI=rp.KEY_VNI
-    )
+    )  # the parser's flags; the header has others that functions set (DPP_KEY_UPF)
+    key_flags = header_values(header, "DPP_KEY_")
+    assert {name: key_flags.get(name) for name in parser_flags} == parser_flags
     assert header_values(header, "DPP_OVERLAY_") == dict(
         NONE=rp.OVERLAY_NONE, VXLAN=rp.OVERLAY_VXLAN, GENEVE=rp.OVERLAY_GENEVE, GRE=rp.OVERLAY_GRE
     )
