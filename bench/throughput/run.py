@@ -14,7 +14,7 @@ import signal
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -249,18 +249,29 @@ def priority_rate(zero_loss: dict[str, Any]) -> float:
     return passed[0]["rates_pps"]["priority"]["offered"] if passed else 0.0
 
 
-def run(args: argparse.Namespace, argv: Sequence[str]) -> dict[str, Any]:
-    started = time.monotonic()
-    load_at_start = os.getloadavg()
+def run_sizes(
+    runner_class: type[Runner], args: argparse.Namespace, prepare: Callable[[EdgeSite], None] | None = None
+) -> Runner:
+    """Every size of `args` on a new edge site (its kernel path on; then `prepare`), by a runner of
+    `runner_class`; the runner, with its results, once the site is gone."""
     site = EdgeSite(mtu=MTU, queues=os.cpu_count() or 1)
     with tempfile.TemporaryDirectory(prefix="dpp-throughput-") as tmp, site:
         decap.enable(site)
-        runner = Runner(site, args, Path(tmp))
+        if prepare is not None:
+            prepare(site)
+        runner = runner_class(site, args, Path(tmp))
         try:
             for size in args.sizes:
                 runner.run_size(size)
         finally:
             runner.close()
+    return runner
+
+
+def run(args: argparse.Namespace, argv: Sequence[str]) -> dict[str, Any]:
+    started = time.monotonic()
+    load_at_start = os.getloadavg()
+    runner = run_sizes(Runner, args)
     settings = {name: getattr(args, name) for name in report.SETTINGS}
     settings |= {
         "mtu": MTU,

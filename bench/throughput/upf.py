@@ -30,14 +30,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from bench.throughput import frames, report, run, trial
+from bench.throughput import frames, report, run
 from bench.throughput.generator import DEFAULT_BATCH, DEFAULT_SLACK_US, GeneratorError
 from bench.throughput.sink import Sink
-from bench.throughput.systems import OPERATOR, RECEIVE_CPU, KernelPath, NetAppPath
+from bench.throughput.systems import RECEIVE_CPU, KernelPath, NetAppPath
 from bench.upf import workload
 from netapp.core.config import InterfaceSetting, PfcpSettings, Settings, UpfSettings
 from netapp.dataplane import binding
-from netapp.testbed import decap, netns, scenario
+from netapp.testbed import netns, scenario
 from netapp.testbed.topology import EdgeSite
 from netapp.upf.models import Session
 from netapp.upf.nexthop import RouteWatch
@@ -59,8 +59,8 @@ METHOD = {
     "n-th frame of a cycle TEID 0x8894D0D0 + k + (n << 16): sessions / 16 TEIDs per service, every session "
     "visited once per `sessions` frames",
     "generator": "dpp-pktgen -m on CPU 0 in the RAN namespace (BPF_PROG_TEST_RUN live frames, XDP_TX into ran0)",
-    "node": "n3's receive runs in threaded NAPI, its thread pinned to node_cpu, for both systems: everything the "
-    "node does runs there (the sinks' XDP too, on the CPU that sends to them)",
+    "node": "n3's receive runs in threaded NAPI, its thread pinned to node_cpu at SCHED_FIFO napi_priority, for "
+    "both systems: everything the node does runs there (the sinks' XDP too, on the CPU that sends to them)",
     "upf": "the NetApp's UPF natively on n3: per session an uplink PDR (TEID, outer header removal), a FAR "
     "forwarding to N6 and a URR, written by the UPF's applier (netapp.upf.runtime.bpf_applier); VXLAN, "
     "GTP-U, UDP and IPv4 removed in XDP, out of n6 by bpf_fib_lookup",
@@ -100,8 +100,10 @@ def napi_threads(ifname: str) -> set[int]:
     return found
 
 
-def pin_napi(ns: str, ifname: str, cpu: int) -> list[int]:
-    """Threaded NAPI on the interface (off and on: the threads that appear are its), pinned to cpu."""
+def pin_napi(ns: str, ifname: str, cpu: int, priority: int) -> list[int]:
+    """Threaded NAPI on the interface (off and on: the threads that appear are its), pinned to cpu,
+    at SCHED_FIFO `priority` (0: normal), so that other tasks on the core do not hold it off while
+    the veth's 256-frame ring overflows."""
     sysfs = f"/sys/class/net/{ifname}/threaded"
     netns.run(["sh", "-c", f"echo 0 > {sysfs}"], netns=ns)
     before = napi_threads(ifname)
@@ -111,6 +113,8 @@ def pin_napi(ns: str, ifname: str, cpu: int) -> list[int]:
         raise netns.TestbedError(f"{ifname} in {ns}: no threaded NAPI context appeared")
     for pid in threads:
         os.sched_setaffinity(pid, {cpu})
+        if priority:
+            os.sched_setscheduler(pid, os.SCHED_FIFO, os.sched_param(priority))
     return threads
 
 
@@ -118,12 +122,13 @@ def pin_napi(ns: str, ifname: str, cpu: int) -> list[int]:
 class KernelDecap(KernelPath):
     """The kernel path with n3's receive in a NAPI thread on the node's core (no RPS)."""
 
+    napi_priority: int = 0
     napi: list[int] = field(default_factory=list)
 
     def start(self) -> None:
         ns = self.site.ns("node")
         netns.set_gro(ns, self.site.n3.ifname, True)
-        self.napi = pin_napi(ns, self.site.n3.ifname, self.cpus[0])
+        self.napi = pin_napi(ns, self.site.n3.ifname, self.cpus[0], self.napi_priority)
 
 
 @dataclass
@@ -131,6 +136,7 @@ class UpfPath(NetAppPath):
     """The NetApp's UPF on n3 with `sessions` sessions; n3's receive pinned like the kernel's."""
 
     sessions: int = 0
+    napi_priority: int = 0
     name: str = UPF
     napi: list[int] = field(default_factory=list)
     routes: RouteWatch | None = None
@@ -150,7 +156,7 @@ class UpfPath(NetAppPath):
 
     def start(self) -> None:
         super().start()
-        self.napi = pin_napi(self.site.ns("node"), self.site.n3.ifname, self.cpus[0])
+        self.napi = pin_napi(self.site.ns("node"), self.site.n3.ifname, self.cpus[0], self.napi_priority)
 
     def _configure(self) -> None:
         """The sessions through the UPF's applier, and its route cache kept as `netapp serve` does."""
@@ -190,7 +196,7 @@ class UpfRunner(run.Runner):
 
     def upf(self, cpus: tuple[int, ...], count: int) -> UpfPath:
         state = Path(tempfile.mkdtemp(dir=self.workdir))
-        return UpfPath(self.site, cpus, state, sessions=count)
+        return UpfPath(self.site, cpus, state, sessions=count, napi_priority=self.args.napi_priority)
 
     def run_size(self, size: int) -> None:
         a = self.args
@@ -200,11 +206,12 @@ class UpfRunner(run.Runner):
             self.for_sessions(count)
             systems: list[Callable[[], Any]] = []
             if KERNEL in a.systems:
-                systems.append(lambda: KernelDecap(self.site, cpus))
+                systems.append(lambda: KernelDecap(self.site, cpus, napi_priority=a.napi_priority))
             if UPF in a.systems:
                 systems.append(lambda: self.upf(cpus, count))
             for make in systems:
                 system = make()
+                run.note(f"  {count:,} sessions")
                 entry = self.run_system(system, size, pcap, {}, a.sweep)
                 entry.update(sessions=count, napi_threads=len(system.napi))
                 if isinstance(system, UpfPath):
@@ -219,6 +226,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--sessions", type=run._ints, default=SESSIONS, help="installed sessions, multiples of 16")
     p.add_argument("--systems", default=f"{KERNEL},{UPF}", help="kernel, upf or both")
     p.add_argument("--node-cpu", type=int, default=NODE_CPU, help="the node's core (the generator has CPU 0)")
+    p.add_argument("--napi-priority", type=int, default=10, help="SCHED_FIFO priority of n3's NAPI thread (0: normal)")
     p.add_argument("--trial-s", type=float, default=1.0, help="seconds of traffic per trial")
     p.add_argument("--resolution", type=float, default=0.02, help="search resolution, of the start rate")
     p.add_argument("--sweep", action="store_true", help="also an offered-load sweep per system")
@@ -265,7 +273,7 @@ def markdown_table(result: dict[str, Any]) -> str:
 def document(runner: UpfRunner, args: argparse.Namespace, argv: list[str], started: float, load: Any) -> dict:
     rows = summary(runner.results)
     settings = {name: getattr(args, name) for name in ("sizes", "sessions", "systems", "node_cpu", "trial_s",
-                "resolution", "sweep", "sweep_points", "tolerance", "batch", "slack_us", "drain_s")}  # fmt: skip
+                "resolution", "sweep", "sweep_points", "tolerance", "batch", "slack_us", "drain_s", "napi_priority")}  # fmt: skip
     settings |= {"mtu": run.MTU, "generator_cpu": RECEIVE_CPU, "load_average_at_start": [round(x, 2) for x in load]}
     return {
         "benchmark": "throughput-upf",
@@ -282,18 +290,14 @@ def document(runner: UpfRunner, args: argparse.Namespace, argv: list[str], start
 
 def measure(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
     started, load = time.monotonic(), os.getloadavg()
-    site = EdgeSite(mtu=run.MTU, queues=os.cpu_count() or 1)
-    with tempfile.TemporaryDirectory(prefix="dpp-throughput-upf-") as tmp, site:
-        decap.enable(site)
-        netns.run(["ip", "route", "replace", DATA_NETWORK, "via", site.core0.ip, "dev", site.n6.ifname],
-                  netns=site.ns("node"))  # fmt: skip
-        runner = UpfRunner(site, args, Path(tmp))
-        try:
-            for size in args.sizes:
-                runner.run_size(size)
-        finally:
-            runner.close()
-    return document(runner, args, argv, started, load)
+    runner = run.run_sizes(UpfRunner, args, route_data_network)
+    return document(runner, args, argv, started, load)  # type: ignore[arg-type]
+
+
+def route_data_network(site: EdgeSite) -> None:
+    """The UE packets' destination via the core, for the UPF's FIB lookups."""
+    netns.run(["ip", "route", "replace", DATA_NETWORK, "via", site.core0.ip, "dev", site.n6.ifname],
+              netns=site.ns("node"))  # fmt: skip
 
 
 def write_outputs(result: dict[str, Any], out: Path) -> None:

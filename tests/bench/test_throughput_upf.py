@@ -10,7 +10,7 @@ import pytest
 
 from bench.throughput import frames, trial, upf
 from bench.throughput.sink import FlowCounts
-from netapp.testbed import decap, netns, scenario
+from netapp.testbed import decap, scenario
 from netapp.testbed.topology import EdgeSite
 from tests.utils.kernel import require_kernel
 
@@ -42,8 +42,7 @@ def runner(tmp_path: Path):
     args = upf.parse_args(["--sessions", str(SESSIONS), "--trial-s", "0.1", "--drain-s", "0.05"])
     with EdgeSite(mtu=upf.run.MTU, queues=os.cpu_count() or 1) as site:
         decap.enable(site)
-        netns.run(["ip", "route", "replace", upf.DATA_NETWORK, "via", site.core0.ip, "dev", site.n6.ifname],
-                  netns=site.ns("node"))  # fmt: skip
+        upf.route_data_network(site)
         r = upf.UpfRunner(site, args, tmp_path)
         try:
             r.for_sessions(SESSIONS)
