@@ -14,7 +14,7 @@ import signal
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -108,23 +108,30 @@ class Runner:
     def __init__(self, site: EdgeSite, args: argparse.Namespace, workdir: Path):
         build = Path(binding.find_libdpp()).parent
         self.site, self.args, self.workdir = site, args, workdir
-        self.core = Sink(
-            build / "xdp_count.bpf.o", site.ns("core"), site.core0.ifname, scenario.TEID_BASE, 16
-        )
+        self.core = self.core_sink(build)
         self.alt = Sink(build / "xdp_count.bpf.o", site.ns("alt"), site.alt0.ifname, scenario.TEID_BASE, 16)
-        self.generator = Generator(
-            build / "dpp-pktgen",
-            site.ns("ran"),
-            site.ran0.ifname,
-            RECEIVE_CPU,
-            args.batch,
-            args.slack_us,
-            spread=-(-args.ue_flows // len(scenario.flows())),
-            spread_offset=UE_SOURCE_PORT_AT,
-        )
+        self.generator = self.make_generator(build)
         self.cpumap = CpumapCounter(build / "cpumap_drops.bpf.o", os.cpu_count() or 1)
         self.results: list[dict[str, Any]] = []
         self.calibration: list[dict[str, Any]] = []
+
+    def core_sink(self, build: Path) -> Sink:
+        site = self.site
+        return Sink(build / "xdp_count.bpf.o", site.ns("core"), site.core0.ifname, scenario.TEID_BASE, 16)
+
+    def make_generator(self, build: Path, spread: int = 0, spread_offset: int = UE_SOURCE_PORT_AT) -> Generator:
+        """dpp-pktgen from the RAN side on the receiving CPU; `spread` flows per service at
+        `spread_offset` (0: as many as --ue-flows asks for, at the UE source port)."""
+        return Generator(
+            build / "dpp-pktgen",
+            self.site.ns("ran"),
+            self.site.ran0.ifname,
+            RECEIVE_CPU,
+            self.args.batch,
+            self.args.slack_us,
+            spread=spread or -(-self.args.ue_flows // len(scenario.flows())),
+            spread_offset=spread_offset,
+        )
 
     def close(self) -> None:
         self.core.close()
@@ -242,18 +249,29 @@ def priority_rate(zero_loss: dict[str, Any]) -> float:
     return passed[0]["rates_pps"]["priority"]["offered"] if passed else 0.0
 
 
-def run(args: argparse.Namespace, argv: Sequence[str]) -> dict[str, Any]:
-    started = time.monotonic()
-    load_at_start = os.getloadavg()
+def run_sizes(
+    runner_class: type[Runner], args: argparse.Namespace, prepare: Callable[[EdgeSite], None] | None = None
+) -> Runner:
+    """Every size of `args` on a new edge site (its kernel path on; then `prepare`), by a runner of
+    `runner_class`; the runner, with its results, once the site is gone."""
     site = EdgeSite(mtu=MTU, queues=os.cpu_count() or 1)
     with tempfile.TemporaryDirectory(prefix="dpp-throughput-") as tmp, site:
         decap.enable(site)
-        runner = Runner(site, args, Path(tmp))
+        if prepare is not None:
+            prepare(site)
+        runner = runner_class(site, args, Path(tmp))
         try:
             for size in args.sizes:
                 runner.run_size(size)
         finally:
             runner.close()
+    return runner
+
+
+def run(args: argparse.Namespace, argv: Sequence[str]) -> dict[str, Any]:
+    started = time.monotonic()
+    load_at_start = os.getloadavg()
+    runner = run_sizes(Runner, args)
     settings = {name: getattr(args, name) for name in report.SETTINGS}
     settings |= {
         "mtu": MTU,
@@ -273,6 +291,10 @@ def _exit_on_sigterm(signum: int, _frame: Any) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if "--upf" in argv:  # the UPF's uplink against the kernel path (bench.throughput.upf)
+        from bench.throughput import upf
+
+        return upf.main([arg for arg in argv if arg != "--upf"])
     args = parse_args(argv)
     if os.geteuid() != 0:
         note("bench.throughput: needs root (network namespaces, XDP, BPF_PROG_TEST_RUN)")

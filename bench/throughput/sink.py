@@ -8,6 +8,7 @@ frames still arriving, and no write to a map the program is updating).
 from __future__ import annotations
 
 import ctypes
+import ipaddress
 import socket
 from ctypes import c_int, c_uint32, c_void_p
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from netapp.testbed import netns
 
 MAX_FLOWS = 256  # COUNT_MAX_FLOWS of xdp_count.bpf.c; slot MAX_FLOWS counts frames of no known flow
 OTHER = MAX_FLOWS
+TEID_BASE, TEID_MASK, UE_BASE = range(3)  # enum count_config_slot of xdp_count.bpf.c
 XDP_FLAGS_DRV_MODE = 1 << 2
 
 
@@ -53,14 +55,22 @@ class FlowCounts:
 
 
 class Sink:
-    """A counting sink on `ifname` in namespace `ns` for `flows` flows from TEID `teid_base` on."""
+    """A counting sink on `ifname` in namespace `ns` for `flows` flows from TEID `teid_base` on.
+    `teid_mask` keeps the TEID bits that tell flows apart (0: all); with `ue_base` (an IPv4
+    address), decapsulated UE packets count too, as flow (source address - ue_base)."""
 
-    def __init__(self, obj_path: Path, ns: str, ifname: str, teid_base: int, flows: int):
+    def __init__(
+        self, obj_path: Path, ns: str, ifname: str, teid_base: int, flows: int, teid_mask: int = 0,
+        ue_base: str | None = None,
+    ):  # fmt: skip
         self.flows = flows
         self.cpus = possible_cpus()
         self.obj = BpfObject(obj_path)
         try:
-            map_update(self.obj.map_fd("count_config"), c_uint32(0), c_uint32(teid_base))
+            config = self.obj.map_fd("count_config")
+            ue = int(ipaddress.IPv4Address(ue_base)) if ue_base else 0
+            for slot, value in ((TEID_BASE, teid_base), (TEID_MASK, teid_mask), (UE_BASE, ue)):
+                map_update(config, c_uint32(slot), c_uint32(value))
             self._counts_fd = self.obj.map_fd("count_flows")
             with netns.entered(ns):
                 _attach(socket.if_nametoindex(ifname), self.obj.program_fd("xdp_count"))

@@ -72,8 +72,9 @@ def urr_slot(i: int) -> int:
     return 1 + i % (MAX_UPF_URRS - 1)
 
 
-def session(i: int, n9: bool = False) -> Session:
-    """UE i's session; with n9 its uplink goes to the next UPF instead of the data network."""
+def session(i: int, n9: bool = False, teid: int | None = None, n3: str = N3_IP) -> Session:
+    """UE i's session; with n9 its uplink goes to the next UPF instead of the data network. Its
+    uplink TEID is TEID_BASE + i unless `teid` says otherwise, on the UPF's N3 address `n3`."""
     to_core = ForwardingParameters(destination_interface=Interface.CORE)
     if n9:
         to_core = ForwardingParameters(
@@ -84,7 +85,8 @@ def session(i: int, n9: bool = False) -> Session:
         destination_interface=Interface.ACCESS,
         outer_header_creation=OuterHeaderCreation(kind="gtpu-ipv4", teid=DL_TEID_BASE + i, address=GNB),
     )
-    uplink = Pdi(source_interface=Interface.ACCESS, local_fteid=FTeid(teid=TEID_BASE + i, ipv4=N3_IP))
+    local = FTeid(teid=TEID_BASE + i if teid is None else teid, ipv4=n3)
+    uplink = Pdi(source_interface=Interface.ACCESS, local_fteid=local)
     downlink = Pdi(source_interface=Interface.CORE, ue_ip={"ipv4": ue_address(i), "destination": True})
     return Session(
         seid=i + 1,

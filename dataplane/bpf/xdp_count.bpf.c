@@ -7,7 +7,11 @@
  *           (the RAN side's frame, as the NetApp forwards it to an alternative node)
  *   GTP-U:  Ethernet / IPv4 / UDP 2152 / GTP-U
  *           (the inner packet, after the node's kernel took the VXLAN header off)
- * The flow is TEID - teid_base; anything else is counted in the last slot. */
+ * The flow is (TEID - teid_base) & teid_mask. A third shape is counted when ue_base is set:
+ *   UE:     Ethernet / IPv4 (no GTP-U, no VXLAN)
+ *           (the UE's own packet, after a UPF removed every outer header): the flow is its
+ *           source address - ue_base.
+ * Anything else is counted in the last slot. */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
 #include <bpf/bpf_helpers.h>
@@ -42,10 +46,14 @@ struct {
 	__type(value, struct count_value);
 } count_flows SEC(".maps");
 
-/* 0 -> teid_base: the TEID of flow slot 0 (written before the sink is attached) */
+/* Written before the sink is attached: COUNT_TEID_BASE -> the TEID of flow slot 0,
+ * COUNT_TEID_MASK -> the TEID bits that tell flows apart (0: all; the others may number the
+ * sessions of one flow), COUNT_UE_BASE -> the UE source address (host order) of flow slot 0 of the
+ * UE shape (0: that shape is not counted as a flow). */
+enum count_config_slot { COUNT_TEID_BASE, COUNT_TEID_MASK, COUNT_UE_BASE, COUNT_CONFIG_SLOTS };
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, COUNT_CONFIG_SLOTS);
 	__type(key, __u32);
 	__type(value, __u32);
 } count_config SEC(".maps");
@@ -75,20 +83,39 @@ static __always_inline __u32 gtpu_offset(void *data, void *end)
 	return 0;
 }
 
+static __always_inline __u32 config(__u32 key)
+{
+	__u32 *value = bpf_map_lookup_elem(&count_config, &key);
+
+	return value ? *value : 0;
+}
+
+/* A UE packet: Ethernet / IPv4 that is neither shape above; its source address - ue_base. */
+static __always_inline __u32 ue_slot(void *data, void *end)
+{
+	__u8 *l2 = data;
+	__u32 base = config(COUNT_UE_BASE);
+
+	if (!base || (void *)(l2 + ETH_LEN + IP4_LEN) > end ||
+	    *(__be16 *)(l2 + 12) != bpf_htons(ETH_P_IP) || (l2[ETH_LEN] >> 4) != 4)
+		return COUNT_OTHER;
+	return bpf_ntohl(*(__be32 *)(l2 + ETH_LEN + 12)) - base;
+}
+
 static __always_inline __u32 flow_slot(void *data, void *end)
 {
-	__u32 off = gtpu_offset(data, end), zero = 0, *base, slot;
+	__u32 off = gtpu_offset(data, end), mask, slot;
 	__be32 *teid;
 
-	if (!off)
-		return COUNT_OTHER;
+	if (!off) {
+		slot = ue_slot(data, end);
+		return slot < COUNT_MAX_FLOWS ? slot : COUNT_OTHER;
+	}
 	teid = data + off + GTPU_TEID_AT;
 	if ((void *)(teid + 1) > end)
 		return COUNT_OTHER;
-	base = bpf_map_lookup_elem(&count_config, &zero);
-	if (!base)
-		return COUNT_OTHER;
-	slot = bpf_ntohl(*teid) - *base;
+	mask = config(COUNT_TEID_MASK);
+	slot = (bpf_ntohl(*teid) - config(COUNT_TEID_BASE)) & (mask ? mask : ~0U);
 	return slot < COUNT_MAX_FLOWS ? slot : COUNT_OTHER;
 }
 
