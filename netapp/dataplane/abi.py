@@ -122,7 +122,7 @@ class Action(enum.IntEnum):
     FORWARD = 3
     REDIRECT = 4
     DEFAULT = 5  # never installed: the packet got the configured default verdict
-    UPF = 6  # the UPF's (netapp.upf): what its PDR said, ahead of the classifier
+    UPF = 6  # the UPF's (netapp.upf): what its PDR said, ahead of the classifier or by a rule (SDF filters)
 
 
 @_c_enum("dpp_verdict", "DPP_VERDICT_", has_max=True)

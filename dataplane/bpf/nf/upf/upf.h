@@ -3,9 +3,10 @@
  * (dpp_upf_ifaces), a GTP-U T-PDU to our N3 (N9) address is looked up by TEID and decapsulated,
  * re-encapsulated to an N9 peer, dropped or passed as its PDR says; on an N6 interface a packet to a
  * UE address of the interface's network instance is encapsulated towards the gNB; GTP-U Echo
- * Requests to us are answered, Error Indications and End Markers counted and passed. Whatever it
- * does not take (other interfaces, other addresses, other traffic) goes on to the classifier as if
- * the UPF were not there. */
+ * Requests to us are answered, Error Indications and End Markers counted and passed. A TEID or UE
+ * address whose PDRs have SDF filters sends its packets on to the classifier, marked DPP_KEY_UPF:
+ * the UPF's rule they match (act_upf) names their PDR. Whatever it does not take (other interfaces,
+ * other addresses, other traffic) goes on to the classifier as if the UPF were not there. */
 #ifndef DPP_NF_UPF_UPF_H
 #define DPP_NF_UPF_UPF_H
 
