@@ -144,3 +144,18 @@ def test_a_downlink_pdr_without_an_n6_interface_of_its_instance_is_refused():
     with pytest.raises(RuleError) as caught:
         compile_session(session, site, {}, {1: 1})
     assert caught.value.ie_type == IEType.NETWORK_INSTANCE
+
+
+def test_the_upfs_rules_and_intents_overlap_no_packet():
+    """The index reports no overlap between a UPF rule and an intent on the same fields: the UPF
+    bit keeps their packets apart (netapp.dataplane.convert)."""
+    from netapp.intents.index import RuleIndex
+    from netapp.intents.models import parse_intent
+    from tests.utils.intents import native_intent
+
+    index = RuleIndex({})
+    (rule,) = compiled(uplink(1, 10, "permit out 17 from any 53 to any"), uplink(2, 20)).rules.values()
+    index.add(rule)
+    intent = parse_intent(native_intent("dns", match={"protocol": "udp"}, action={"type": "drop"}))
+    index.add(index.compile(intent, "tenant/dns"))
+    assert index.overlaps("tenant/dns").overlaps == () and index.overlaps(rule.intent_id).overlaps == ()
