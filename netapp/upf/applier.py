@@ -132,7 +132,7 @@ class BpfApplier:
         the service was down, or entries of a write cut short, are gone): each table read whole,
         what differs written, what no session has deleted. A session that no longer compiles (the
         settings changed) is left out; the errors by SEID."""
-        desired, refused = Entries(), {}
+        desired, refused, rules_of = Entries(), {}, {}
         for session in sessions:
             try:
                 entries = self._compile(session)
@@ -143,6 +143,7 @@ class BpfApplier:
             desired.downlink.update(entries.downlink)
             desired.sdf_pdrs.update(entries.sdf_pdrs)
             desired.rules.update(entries.rules)
+            rules_of[session.seid] = entries.rules
         for table, want, key_type in (
             (self._uplink, desired.uplink, UplinkKey),
             (self._downlink, desired.downlink, DownlinkKey),
@@ -151,10 +152,29 @@ class BpfApplier:
             table.update([(_key(key_type, key), value) for key, value in want.items() if have.get(key) != bytes(value)])
             table.delete([_key(key_type, key) for key in have if key not in want])
         self._sdf_pdrs.update(list(desired.sdf_pdrs.items()))
-        if self._rules is not None:
-            self._rules.change(self._rules.rules, desired.rules)
+        self._reconcile_rules(desired.rules, rules_of, refused)
         self.stale = []
         return refused
+
+    def _reconcile_rules(self, desired: dict, rules_of: dict[int, dict], refused: dict[int, RuleError]) -> None:
+        """The rules of every session, in one change; refused (a shape too many since), session by
+        session: one whose rules cannot be installed is named, its packets get its PDRs without
+        SDF filters (the exact entries)."""
+        if self._rules is None:
+            return
+        try:
+            self._rules.change(self._rules.rules, desired)
+            return
+        except (RuleClash, ServiceError) as exc:
+            log.error("the rules of SDF filters could not be installed together (%s): session by session", exc)
+        self._rules.change(self._rules.rules, {})
+        for seid, rules in rules_of.items():
+            try:
+                self._rules.change({}, rules)
+            except RuleClash as exc:
+                refused[seid] = _clash(exc)
+            except ServiceError as exc:
+                refused[seid] = RuleError(Cause.SYSTEM_FAILURE, f"its SDF filters' rules: {exc}")
 
     def usage(self, slots: Iterable[int]) -> dict[int, Usage]:
         """The counts of each slot, summed over the CPUs."""

@@ -202,3 +202,14 @@ def test_a_session_with_sdf_filters_established_over_pfcp_acts_on_packets_until_
         smf.close()
         server.close()
         store.close()
+
+
+def test_reconcile_installs_the_stored_sessions_rules_and_only_those(dp, upf):  # noqa: F811
+    """At start (the service's index knows no UPF rule yet) the sessions' rules are put in."""
+    assert upf.reconcile([dns_session()]) == {}
+    try:
+        assert set(dp.installed_intents) == {"upf#51#1#0", "upf#51#3#0"}
+        assert dp.test_run(uplink(53), datapath.N3_IF).intent == "upf#51#1#0"
+    finally:
+        upf.reconcile([])
+    assert dp.installed_intents == {}
