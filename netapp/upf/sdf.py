@@ -74,7 +74,7 @@ def uplink_rules(seid: int, pdr: Pdr, teid: int, qfis: Sequence[Optional[int]], 
     for qfi in qfis:
         where = base if qfi is None else {**base, "gtp_qfi": 1, "qfi": qfi}
         for flow in pdr.pdi.sdf_filters:
-            keys += _flow_keys(pdr, flow, where, ue=flow.destination, remote=flow.source, uplink=True)
+            keys += _flow_keys(pdr, flow, where, uplink=True)
     return _rules(seid, pdr, keys, slot)
 
 
@@ -83,8 +83,7 @@ def downlink_rules(seid: int, pdr: Pdr, ifindexes: Sequence[int], slot: int) -> 
     keys = []
     for ifindex in ifindexes:
         for flow in pdr.pdi.sdf_filters:
-            keys += _flow_keys(pdr, flow, {"upf": 1, "interface": ifindex}, ue=flow.destination,
-                               remote=flow.source, uplink=False)
+            keys += _flow_keys(pdr, flow, {"upf": 1, "interface": ifindex}, uplink=False)
     return _rules(seid, pdr, keys, slot)
 
 
@@ -97,16 +96,17 @@ def _rules(seid: int, pdr: Pdr, keys: list[dict[str, Any]], slot: int) -> list[C
     ]
 
 
-def _flow_keys(pdr: Pdr, flow: FlowDescription, where: dict[str, Any], *, ue: FlowEnd, remote: FlowEnd,
-               uplink: bool) -> list[dict[str, Any]]:
-    """The keys of one flow description, each family it can match."""
+def _flow_keys(pdr: Pdr, flow: FlowDescription, where: dict[str, Any], *, uplink: bool) -> list[dict[str, Any]]:
+    """The keys of one flow description (its `to` end the UE's, its `from` end the remote's), each
+    family it can match."""
+    ue, remote = flow.destination, flow.source
     ue_side, remote_side = ("src", "dst") if uplink else ("dst", "src")
     keys = []
     for family in _families(pdr, flow, ue, remote, uplink):
         ue_net, remote_net = _network(pdr, ue, family), _network(pdr, remote, family)
         if not uplink:  # the UE address is the destination: the exact entry's key
             ue_address = _ue_network(pdr, family)
-            if ue_net is not None and ue_address is not None and not ue_address.subnet_of(ue_net):  # type: ignore[arg-type]
+            if ue_net is not None and ue_address is not None and not _within(ue_address, ue_net):
                 continue  # the description never matches this UE address
             ue_net = ue_address
         values = dict(where)
@@ -119,6 +119,10 @@ def _flow_keys(pdr: Pdr, flow: FlowDescription, where: dict[str, Any], *, ue: Fl
                 values[side] = network
         keys += _with_ports(pdr, flow, values, ue.ports, remote.ports, uplink)
     return keys
+
+
+def _within(inner: Network, outer: Network) -> bool:
+    return inner.subnet_of(outer)  # type: ignore[arg-type]
 
 
 def _families(pdr: Pdr, flow: FlowDescription, ue: FlowEnd, remote: FlowEnd, uplink: bool) -> list[int]:

@@ -69,7 +69,8 @@ def test_an_uplink_filter_is_a_rule_on_the_teid_with_source_and_destination_swap
 
 
 def test_rule_ids_are_not_tenants_and_precedence_orders_priorities():
-    entries = compiled(uplink(1, 10, "permit out 6 from any to assigned"), uplink(3, 30, "permit out 17 from any to any"),
+    entries = compiled(uplink(1, 10, "permit out 6 from any to assigned"),
+                       uplink(3, 30, "permit out 17 from any to any"),
                        uplink(2, 20))
     by_pdr = {rule.arg: rule.priority for rule in entries.rules.values()}
     assert by_pdr == {101: 0xFFFF - 10}, "a PDR after the catch-all of its TEID never matches: no rule"
@@ -93,7 +94,8 @@ def test_qfis_give_a_rule_each_and_every_entry_of_the_teid_is_marked():
 
 def test_a_downlink_filter_is_a_rule_per_n6_interface_and_family_with_the_ue_as_destination():
     entries = compiled(downlink(1, 10, "permit out 17 from any 53 to assigned"), downlink(2, 20))
-    keys = sorted((rule.values["interface"], rule.values["family"], str(rule.values["dst"])) for rule in entries.rules.values())
+    keys = sorted((rule.values["interface"], rule.values["family"], str(rule.values["dst"]))
+                  for rule in entries.rules.values())
     assert keys == [(5, 4, f"{UE}/32"), (5, 6, f"{UE6}/128"), (6, 4, f"{UE}/32"), (6, 6, f"{UE6}/128")]
     assert {rule.values["src_port"] for rule in entries.rules.values()} == {53}
     assert all(value.flags & PdrFlag.SDF for value in entries.downlink.values()) and len(entries.downlink) == 2

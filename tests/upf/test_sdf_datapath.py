@@ -22,7 +22,8 @@ from netapp.upf.flows import parse_flow
 from netapp.upf.models import Far, ForwardingParameters, FSeid, FTeid, OuterHeaderCreation, Pdi, Pdr, Qer, Session
 from netapp.upf.pfcp.ies import Interface
 from tests.upf import test_datapath as datapath
-from tests.upf.test_datapath import DL_TEID, GNB, MACS, N3_IP, N3_IP6, N9_PEER, N9_TEID, SERVER, TEID, UE, dp  # noqa: F401
+from tests.upf.test_datapath import (  # noqa: F401 - dp: the module's instance, a fixture
+    DL_TEID, GNB, MACS, N3_IP, N3_IP6, N9_PEER, N9_TEID, SERVER, TEID, UE, dp)
 from tests.utils.intents import native_intent
 from tests.utils.packets.gtp import gtpu
 
@@ -160,7 +161,7 @@ def test_an_intent_and_a_pdr_on_the_same_fields_each_act_on_their_own_traffic(dp
     assert dp.test_run(uplink(53), datapath.N3_IF).intent == "upf#51#1#0"
 
 
-def test_a_session_with_sdf_filters_established_over_pfcp_acts_on_packets_until_deleted(dp, upf, state, tmp_path):  # noqa: F811
+def test_a_session_with_sdf_filters_over_pfcp_acts_on_packets_until_deleted(dp, upf, state, tmp_path):  # noqa: F811
     """The SMF (pycrate's codec, over UDP) asks for DNS to be dropped uplink and sent to a second gNB
     downlink; the other packets go as the default PDRs say; the deletion takes the rules away."""
     from netapp.service.store import Store

@@ -90,8 +90,8 @@ struct dpp_upf_dl_key {
 	__u32 addr[4]; /* network order; IPv4 in addr[0] */
 };
 
-/* Value of dpp_upf_uplink, dpp_upf_downlink and dpp_upf_sdf_pdrs: what a matched packet gets, whole, so that one
- * lookup serves it. */
+/* Value of dpp_upf_uplink, dpp_upf_downlink and dpp_upf_sdf_pdrs: what a matched packet gets,
+ * whole, so that one lookup serves it. */
 struct dpp_upf_pdr {
 	__u8 flags;    /* enum dpp_upf_pdr_flags */
 	__u8 far;      /* enum dpp_upf_far */
