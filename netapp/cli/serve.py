@@ -106,7 +106,9 @@ def _pfcp(settings: Settings, service: IntentService) -> Optional[Any]:
 
     try:
         dataplane = getattr(service, "dataplane", None)  # the service's own, once started
-        server = start_pfcp(settings, service.store, dataplane=dataplane)  # type: ignore[attr-defined]
+        function_rules = getattr(service, "function_rules", None)  # the service's rule machinery, for SDF filters
+        rules = function_rules("upf") if dataplane is not None and function_rules is not None else None
+        server = start_pfcp(settings, service.store, dataplane=dataplane, rules=rules)  # type: ignore[attr-defined]
     except OSError as exc:
         _close(service)
         fail(f"pfcp.address: cannot listen on {settings.pfcp.address}: {exc}", EXIT_ENVIRONMENT)

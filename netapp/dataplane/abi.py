@@ -122,7 +122,7 @@ class Action(enum.IntEnum):
     FORWARD = 3
     REDIRECT = 4
     DEFAULT = 5  # never installed: the packet got the configured default verdict
-    UPF = 6  # the UPF's (netapp.upf): what its PDR said, ahead of the classifier
+    UPF = 6  # the UPF's (netapp.upf): what its PDR said, ahead of the classifier or by a rule (SDF filters)
 
 
 @_c_enum("dpp_verdict", "DPP_VERDICT_", has_max=True)
@@ -172,6 +172,7 @@ class Reason(enum.IntEnum):
     UPF_ERROR_INDICATION = upf_abi.REASON_BASE_UPF + 6
     UPF_END_MARKER = upf_abi.REASON_BASE_UPF + 7
     UPF_ENCAP_FAILED = upf_abi.REASON_BASE_UPF + 8
+    UPF_NO_PDR = upf_abi.REASON_BASE_UPF + 9
 
 
 @_c_enum("dpp_overlay", "DPP_OVERLAY_")
@@ -194,6 +195,7 @@ class KeyFlag(enum.IntFlag):
     GTP_UL = 4
     FRAGMENT = 8
     VNI = 16
+    UPF = 32
 
 
 @_c_enum("dpp_xdp_mode", "DPP_XDP_MODE_")

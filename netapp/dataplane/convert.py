@@ -23,7 +23,7 @@ from netapp.dataplane.abi import (
     Shape,
     U32x4,
 )
-from netapp.intents.compiler import RULE_ACTIONS, CompiledAltMember, CompiledRule, RuleShape
+from netapp.intents.compiler import INSTALLED_ACTIONS, CompiledAltMember, CompiledRule, RuleShape
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,7 @@ KEY_FIELDS: Mapping[str, KeyField] = {
     "has_vni": KeyField("flags", 1, bit=KeyFlag.VNI),
     "gtp": KeyField("flags", 1, bit=KeyFlag.GTP),
     "gtp_qfi": KeyField("flags", 1, bit=KeyFlag.GTP_QFI),
+    "upf": KeyField("flags", 1, bit=KeyFlag.UPF),
     "teid": KeyField("teid", 32),
     "qfi": KeyField("qfi", 6),
     "family": KeyField("family", 8),
@@ -102,7 +103,9 @@ def shape_id(shape: RuleShape) -> int:
 
 
 def _compared_bits(shape: RuleShape) -> FlowKey:
-    mask = FlowKey()
+    """Every shape compares the UPF bit, set only in the UPF's rules (netapp.upf.compiler) and in the
+    packets the UPF sends to the classifier: intents never meet them, and they never meet intents."""
+    mask = FlowKey(flags=KeyFlag.UPF)
     for field in shape.fields:
         spec = KEY_FIELDS[field]
         if spec.prefix:
@@ -149,7 +152,7 @@ def rule_value(rule: CompiledRule, slot: int = 0) -> Rule:
     return Rule(
         slot=slot,
         priority=rule.priority,
-        action=Action[RULE_ACTIONS[rule.action].c_action],
+        action=Action[INSTALLED_ACTIONS[rule.action].c_action],
         flags=RuleFlag.BEST_EFFORT if rule.best_effort else 0,
         arg=_or_none(rule.arg),
         overflow_group=_or_none(rule.overflow_group),

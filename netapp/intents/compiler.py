@@ -30,7 +30,8 @@ from netapp.steering.compiler import STEER
 # DPP_MAX_SHAPES in dpp_consts.h (checked by tests/dataplane/test_abi.py).
 MAX_SHAPES = 16
 
-# The key fields a rule may compare, in key order. "has_vni", "gtp", "gtp_qfi" and "fragment" are
+# The key fields a rule may compare, in key order. "upf" (the UPF's rules only, netapp.upf.compiler),
+# "has_vni", "gtp", "gtp_qfi" and "fragment" are
 # single bits of the key's flags: a VNI is only valid when the overlay header carries one (VXLAN with
 # the I flag, GENEVE, GRE with a key: "no key" is not key 0), a TEID or QFI only in a GTP-U packet (and
 # a QFI only with a PDU Session Container), and a non-first fragment has no ports, so rules on those
@@ -43,6 +44,7 @@ KEY_FIELD_NAMES = (
     "has_vni",
     "gtp",
     "gtp_qfi",
+    "upf",
     "teid",
     "qfi",
     "family",
@@ -74,6 +76,9 @@ RULE_ACTIONS: Mapping[str, RuleAction] = {
     "redirect": RuleAction("REDIRECT", _redirect_argument),
 }
 ACTIONS = tuple(RULE_ACTIONS)
+# Every action a rule of the index may carry: the intents', and the UPF's, whose rules
+# (netapp.upf.compiler: a PDR with SDF filters) no intent can name.
+INSTALLED_ACTIONS: Mapping[str, RuleAction] = {**RULE_ACTIONS, "upf": RuleAction("UPF")}
 
 
 class FieldValues(Mapping[str, Any]):

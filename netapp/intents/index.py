@@ -204,8 +204,8 @@ class RuleIndex:
         found: list[Overlap] = []
         total = unchecked = 0
         for shape in order[0]:
-            if shape == rule.shape:
-                continue
+            if shape == rule.shape or ("upf" in shape.fields) != ("upf" in rule.shape.fields):
+                continue  # the UPF's rules and the others never match one packet (the UPF bit)
             candidates = self._shape_keys[shape].candidates(rule, budget)
             budget -= candidates.cost
             if candidates.check is None:  # every candidate overlaps: nothing to examine

@@ -56,7 +56,8 @@ class ServiceCounters:
             return self._intent_table
         dataplane = self._state.dataplane
         slices = self._state.store.intent_slices(None)
-        rows = list(dataplane.installed_intents.items())  # any order: rows realign by slot
+        # any order: rows realign by slot; a network function's rules (no '/' in their ids) are no intents
+        rows = [row for row in dataplane.installed_intents.items() if "/" in row[0]]
         names = [qualified.rpartition("/") for qualified, _ in rows]  # split_rule_id, inlined: 100k rows
         tenants = tuple(name[0] for name in names)
         ids = tuple(name[2] for name in names)

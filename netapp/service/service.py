@@ -58,6 +58,7 @@ from netapp.service.contract import (
     SliceSpec,
 )
 from netapp.service.counters import ServiceCounters
+from netapp.service.function_rules import FunctionRules
 from netapp.service.intents import IntentsService
 from netapp.service.rules import rule_id, split_rule_id
 from netapp.service.slices import SliceService
@@ -108,6 +109,11 @@ class NetAppService(IntentService):
     @property
     def store(self) -> Store:
         return self._state.store
+
+    def function_rules(self, name: str) -> FunctionRules:
+        """The rules network function `name` installs itself (the UPF's SDF filters), beside the
+        intents' in the index and maps."""
+        return FunctionRules(self._state, name)
 
     # --- lifecycle -------------------------------------------------------------------------------
 
@@ -234,6 +240,12 @@ class NetAppService(IntentService):
                 index.add(index.compile(record.intent, qualified))
             except CompileError as exc:
                 uncompiled[qualified] = exc.line()
+        for rules in self._state.function_rules.values():  # the network functions' own (the UPF's)
+            for rule in rules.values():
+                try:
+                    index.add(rule)
+                except CompileError as exc:
+                    uncompiled[rule.intent_id] = exc.line()
         return index, uncompiled
 
     def _site_document(self, index: RuleIndex, uncompiled: dict[str, str]) -> CompiledDocument:

@@ -21,6 +21,7 @@ from netapp.core.netns import entered
 from netapp.dataplane.binding import DataplaneError
 from netapp.dataplane.facade import Dataplane
 from netapp.forwarding.liveness import LivenessMonitor
+from netapp.intents.compiler import CompiledRule
 from netapp.intents.index import RuleIndex
 from netapp.service.contract import DataplaneUnavailable, Forbidden, NotFound, Principal, Scope, ServiceError
 from netapp.service.rules import Rules, split_rule_id
@@ -48,6 +49,9 @@ class ServiceState:
         self.clock = clock
         self.lock = threading.RLock()
         self.index = RuleIndex({})
+        # Rules network functions install themselves (netapp.service.function_rules), by function, by id:
+        # in the index with the intents', put back by the full reconcile.
+        self.function_rules: dict[str, dict[str, CompiledRule]] = {}
         self.uncompiled: dict[str, str] = {}  # stored, not in the maps: rule id (or site object) -> why
         self.maps_stale: Optional[str] = None  # why the maps need a full reconcile, when they do
         self.checks: dict[str, str] = {"started": "not yet"}

@@ -16,15 +16,19 @@ import collections
 import errno
 import functools
 import logging
-from typing import Any, Callable, Iterable, Mapping, Optional
+from typing import Any, Callable, Iterable, Mapping, Optional, Protocol
 
 from netapp.dataplane.binding import DataplaneError
 from netapp.dataplane.tables import PerCpuTable, Table
+from netapp.intents.compiler import CompiledRule
 from netapp.service.contract import DataplaneUnavailable, ServiceError
+from netapp.service.function_rules import RuleClash
 from netapp.service.transaction import SiteChange
-from netapp.upf.abi import MAX_UPF_IFACES, MAX_UPF_URRS, DownlinkKey, Iface, Role, UplinkKey, Usage
+from netapp.upf.abi import MAX_UPF_IFACES, MAX_UPF_SDF_PDRS, MAX_UPF_URRS, DownlinkKey, Iface, Role, UplinkKey, Usage
 from netapp.upf.compiler import Entries, Site, compile_session, words
 from netapp.upf.models import RuleError, Session
+from netapp.upf.pfcp.ies import Cause, IEType, RuleType
+from netapp.upf.sdf import is_upf_rule
 
 TableOf = Callable[[str], Table]
 log = logging.getLogger("netapp.upf")
@@ -50,14 +54,28 @@ def iface_entries(
     return slots
 
 
+class Rules(Protocol):
+    """Where the classifier rules of PDRs with SDF filters go: netapp.service.function_rules, the
+    rule machinery of intents."""
+
+    @property
+    def rules(self) -> Mapping[str, CompiledRule]: ...
+
+    def change(self, before: Mapping[str, CompiledRule], after: Mapping[str, CompiledRule]) -> Callable[[], None]: ...
+
+
 class BpfApplier:
     """Sessions into dpp_upf_uplink and dpp_upf_downlink, as deltas; their URRs' counters in
-    dpp_upf_usage."""
+    dpp_upf_usage; their PDRs with SDF filters in dpp_upf_sdf_pdrs and, as rules, through `rules`
+    (None: such PDRs are refused)."""
 
     urr_slots = MAX_UPF_URRS
     FINAL_KEPT = 65536  # final counts kept for usage reports, the oldest forgotten first
 
-    def __init__(self, table_of: TableOf, site: Site, ifaces: Mapping[int, Iface]):
+    def __init__(self, table_of: TableOf, site: Site, ifaces: Mapping[int, Iface], rules: Optional[Rules] = None):
+        self._rules = rules
+        self.sdf_slots = MAX_UPF_SDF_PDRS if rules is not None else 0
+        self._sdf_pdrs = table_of("dpp_upf_sdf_pdrs")
         self._uplink = table_of("dpp_upf_uplink")
         self._downlink = table_of("dpp_upf_downlink")
         self._ifaces = table_of("dpp_upf_ifaces")
@@ -80,8 +98,15 @@ class BpfApplier:
         self._start_counting(given)
         change, left = SiteChange(), []
         try:
+            # the slots the rules point at first (one no rule points at any more is left as it is)
+            kept = {slot: value for slot, value in before.sdf_pdrs.items() if slot in after.sdf_pdrs}
+            _write_delta(change, self._sdf_pdrs, kept, after.sdf_pdrs, int, left)
             _write_delta(change, self._uplink, before.uplink, after.uplink, UplinkKey, left)
             _write_delta(change, self._downlink, before.downlink, after.downlink, DownlinkKey, left)
+            self._change_rules(change, before.rules, after.rules)
+        except RuleClash as exc:
+            change.roll_back()
+            raise _clash(exc) from exc
         except ServiceError as exc:
             change.roll_back()
             if not left:
@@ -94,12 +119,20 @@ class BpfApplier:
             ) from exc
         self._stop_counting(freed)
 
+    def _change_rules(self, change: SiteChange, before: dict, after: dict) -> None:
+        if before == after:
+            return
+        if self._rules is None:
+            raise RuleError(Cause.SYSTEM_FAILURE, "the data path takes no rules of SDF filters here")
+        undo = self._rules.change(before, after)
+        change.write(lambda: None, undo)
+
     def reconcile(self, sessions: Iterable[Session]) -> dict[int, RuleError]:
         """Make the PDR tables hold exactly the sessions' entries (at start: sessions deleted while
         the service was down, or entries of a write cut short, are gone): each table read whole,
         what differs written, what no session has deleted. A session that no longer compiles (the
         settings changed) is left out; the errors by SEID."""
-        desired, refused = Entries(), {}
+        desired, refused, rules_of = Entries(), {}, {}
         for session in sessions:
             try:
                 entries = self._compile(session)
@@ -108,6 +141,9 @@ class BpfApplier:
                 continue
             desired.uplink.update(entries.uplink)
             desired.downlink.update(entries.downlink)
+            desired.sdf_pdrs.update(entries.sdf_pdrs)
+            desired.rules.update(entries.rules)
+            rules_of[session.seid] = entries.rules
         for table, want, key_type in (
             (self._uplink, desired.uplink, UplinkKey),
             (self._downlink, desired.downlink, DownlinkKey),
@@ -115,8 +151,30 @@ class BpfApplier:
             have = {_tuple(key): bytes(value) for key, value in table.items()}
             table.update([(_key(key_type, key), value) for key, value in want.items() if have.get(key) != bytes(value)])
             table.delete([_key(key_type, key) for key in have if key not in want])
+        self._sdf_pdrs.update(list(desired.sdf_pdrs.items()))
+        self._reconcile_rules(desired.rules, rules_of, refused)
         self.stale = []
         return refused
+
+    def _reconcile_rules(self, desired: dict, rules_of: dict[int, dict], refused: dict[int, RuleError]) -> None:
+        """The rules of every session, in one change; refused (a shape too many since), session by
+        session: one whose rules cannot be installed is named, its packets get its PDRs without
+        SDF filters (the exact entries)."""
+        if self._rules is None:
+            return
+        try:
+            self._rules.change(self._rules.rules, desired)
+            return
+        except (RuleClash, ServiceError) as exc:
+            log.error("the rules of SDF filters could not be installed together (%s): session by session", exc)
+        self._rules.change(self._rules.rules, {})
+        for seid, rules in rules_of.items():
+            try:
+                self._rules.change({}, rules)
+            except RuleClash as exc:
+                refused[seid] = _clash(exc)
+            except ServiceError as exc:
+                refused[seid] = RuleError(Cause.SYSTEM_FAILURE, f"its SDF filters' rules: {exc}")
 
     def usage(self, slots: Iterable[int]) -> dict[int, Usage]:
         """The counts of each slot, summed over the CPUs."""
@@ -151,7 +209,7 @@ class BpfApplier:
     def _compile(self, session: Optional[Session]) -> Entries:
         if session is None:
             return Entries()
-        return compile_session(session, self.site, session.urr_slots)
+        return compile_session(session, self.site, session.urr_slots, session.sdf_slots)
 
 
 def _slot_changes(old: Optional[Session], new: Optional[Session]) -> tuple[dict, dict]:
@@ -214,14 +272,25 @@ def _each(batch: Callable[[list[Any]], None], items: list[Any]) -> list[tuple[An
     return refused
 
 
+def _clash(exc: RuleClash) -> RuleError:
+    """A rule of a PDR that cannot be installed: refused, naming the PDR (from the rule's id)."""
+    pdr_id = int(exc.rule_id.split("#")[2]) if is_upf_rule(exc.rule_id) else 0
+    return RuleError(Cause.RULE_CREATION_MODIFICATION_FAILURE, f"an SDF filter's rule: {exc}", IEType.SDF_FILTER,
+                     (RuleType.PDR, pdr_id))
+
+
 def _tuple(key: Any) -> tuple:
-    """A map key as the compiler's tuple (netapp.upf.compiler.UplinkKey, DownlinkKey)."""
+    """A map key as the compiler's tuple (netapp.upf.compiler.UplinkKey, DownlinkKey; a slot)."""
+    if isinstance(key, int):
+        return (key,)
     if isinstance(key, UplinkKey):
         return (key.teid, key.qfi)
     return (key.net_instance, key.family, bytes(key.addr))
 
 
-def _key(key_type: Any, key: tuple) -> Any:
+def _key(key_type: Any, key: Any) -> Any:
+    if key_type is int:
+        return key
     if key_type is UplinkKey:
         return UplinkKey(teid=key[0], qfi=key[1])
     instance, family, packed = key

@@ -5,10 +5,12 @@ Uplink PDRs (source interface ACCESS) go in the uplink table by their local TEID
 address), one entry per address family of the UE. Each entry is the PDR's whole action, its FAR, QER
 and URR folded in, so that a packet needs one lookup. Of several PDRs with one key the one of
 highest precedence (the lowest value, 29.244 5.2.1) wins; PDRs of one TEID that differ by QFI get an
-entry per QFI, found through the TEID's own entry (DPP_UPF_PDR_BY_QFI).
+entry per QFI, found through the TEID's own entry (DPP_UPF_PDR_BY_QFI). PDRs with SDF filters
+become classifier rules and a slot of dpp_upf_sdf_pdrs each (netapp.upf.sdf); the entry of their
+TEID or UE address, marked DPP_UPF_PDR_SDF, holds what the PDRs without filters say.
 
 What the data path cannot do yet is refused, naming the PDR or FAR, with Rule creation/modification
-failure: SDF filters (they will compile into classifier rules), DUPL, UDP outer header creation, a
+failure: SDF filters the classifier cannot hold (netapp.upf.sdf), DUPL, UDP outer header creation, a
 network instance the settings do not name, more than one URR on a PDR (an entry counts on one usage
 slot), and with output REDIRECT a FAR whose destination no configured interface serves.
 """
@@ -20,6 +22,8 @@ import ipaddress
 import sys
 from typing import Mapping, Optional, Union
 
+from netapp.intents.compiler import CompiledRule
+from netapp.upf import sdf
 from netapp.upf.abi import QFI_ANY, FarAction, Output, PdrAction, PdrFlag, Role
 from netapp.upf.models import Far, Pdr, RuleError, Session
 from netapp.upf.pfcp.ies import Cause, IEType, Interface, RuleType
@@ -59,30 +63,84 @@ class Site:
 class Entries:
     uplink: dict[UplinkKey, PdrAction] = dataclasses.field(default_factory=dict)
     downlink: dict[DownlinkKey, PdrAction] = dataclasses.field(default_factory=dict)
+    sdf_pdrs: dict[int, PdrAction] = dataclasses.field(default_factory=dict)  # slot -> a PDR with SDF filters
+    rules: dict[str, CompiledRule] = dataclasses.field(default_factory=dict)  # their classifier rules, by id
 
 
-def compile_session(session: Session, site: Site, urr_slots: Mapping[int, int]) -> Entries:
-    """The session's entries; `urr_slots` maps each URR id to its slot of dpp_upf_usage."""
+Pdrs = list[tuple[Pdr, PdrAction]]
+
+
+def compile_session(
+    session: Session, site: Site, urr_slots: Mapping[int, int], sdf_slots: Mapping[int, int] = {}
+) -> Entries:
+    """The session's entries; `urr_slots` maps each URR id to its slot of dpp_upf_usage,
+    `sdf_slots` each PDR with SDF filters to its slot of dpp_upf_sdf_pdrs (netapp.upf.sdf)."""
     entries = Entries()
-    by_teid: dict[int, list[Pdr]] = {}
+    by_teid: dict[int, Pdrs] = {}
+    by_ue: dict[DownlinkKey, Pdrs] = {}
     for pdr in sorted(session.pdrs.values(), key=lambda pdr: (pdr.precedence, pdr.id)):
-        if pdr.pdi.sdf_filters:
-            raise _refused(pdr, "SDF filters are not supported by the data path yet", IEType.SDF_FILTER)
         action = _action(session, pdr, site, urr_slots)
         if pdr.pdi.source_interface == Interface.ACCESS:
             if pdr.pdi.local_fteid is None or pdr.pdi.local_fteid.teid is None:
                 raise _refused(pdr, "an uplink PDR needs a local F-TEID", IEType.F_TEID)
-            by_teid.setdefault(pdr.pdi.local_fteid.teid, []).append((pdr, action))  # type: ignore[arg-type]
+            by_teid.setdefault(pdr.pdi.local_fteid.teid, []).append((pdr, action))
         elif pdr.pdi.source_interface in (Interface.CORE, Interface.SGI_LAN_N6):
-            _downlink(entries.downlink, pdr, action, site)
+            for key in _downlink_keys(pdr, site):
+                by_ue.setdefault(key, []).append((pdr, action))
         else:
             raise _refused(pdr, "only ACCESS and CORE source interfaces are served", IEType.SOURCE_INTERFACE)
     for teid, pdrs in by_teid.items():
-        _uplink(entries.uplink, teid, pdrs)  # type: ignore[arg-type]
+        _uplink(entries, session.seid, teid, pdrs, sdf_slots)
+    for key, pdrs in by_ue.items():
+        _downlink(entries, session.seid, key, pdrs, site, sdf_slots)
     return entries
 
 
-def _uplink(table: dict[UplinkKey, PdrAction], teid: int, pdrs: list[tuple[Pdr, PdrAction]]) -> None:
+def _uplink(entries: Entries, seid: int, teid: int, pdrs: Pdrs, sdf_slots: Mapping[int, int]) -> None:
+    """The TEID's entries and rules: those of its PDRs without SDF filters (_exact_uplink), marked
+    SDF when some PDRs have filters, whose rules take the QFIs no PDR before them takes."""
+    filtered = [(pdr, action) for pdr, action in pdrs if pdr.pdi.sdf_filters]
+    unfiltered = [(pdr, action) for pdr, action in pdrs if not pdr.pdi.sdf_filters]
+    own: dict[UplinkKey, PdrAction] = {}
+    if unfiltered:
+        _exact_uplink(own, teid, unfiltered)
+    if filtered:
+        sdf.check_ties([pdr for pdr, _ in filtered])
+        for pdr, action in filtered:
+            earlier = [other for other, _ in unfiltered if (other.precedence, other.id) < (pdr.precedence, pdr.id)]
+            qfis = _untaken_qfis(pdr, earlier)
+            if qfis:
+                slot = _sdf_slot(entries, pdr, action, sdf_slots)
+                entries.rules.update({rule.intent_id: rule for rule in sdf.uplink_rules(seid, pdr, teid, qfis, slot)})
+        for key, value in list(own.items()) or [((teid, QFI_ANY), PdrAction(flags=PdrFlag.NO_MATCH))]:
+            own[key] = PdrAction.from_buffer_copy(value)
+            own[key].flags |= PdrFlag.SDF
+    entries.uplink.update(own)
+
+
+def _untaken_qfis(pdr: Pdr, earlier: list[Pdr]) -> list[Optional[int]]:
+    """The QFIs (None: any) a PDR with SDF filters takes packets of: those no PDR without filters
+    of higher precedence takes already (an earlier PDR of any QFI takes them all)."""
+    if any(not other.pdi.qfis for other in earlier):
+        return []
+    taken = {qfi for other in earlier for qfi in other.pdi.qfis}
+    if not pdr.pdi.qfis:
+        if taken:
+            raise _refused(pdr, "SDF filters of any QFI after a PDR of QFIs "
+                           f"{sorted(taken)} of the TEID: give the PDR its QFIs", IEType.QFI)
+        return [None]
+    return [qfi for qfi in pdr.pdi.qfis if qfi not in taken]
+
+
+def _sdf_slot(entries: Entries, pdr: Pdr, action: PdrAction, sdf_slots: Mapping[int, int]) -> int:
+    if pdr.id not in sdf_slots:
+        raise RuleError(Cause.NO_RESOURCES_AVAILABLE, "no slot of the data path for a PDR with SDF filters",
+                        IEType.SDF_FILTER, (RuleType.PDR, pdr.id))
+    entries.sdf_pdrs[sdf_slots[pdr.id]] = action
+    return sdf_slots[pdr.id]
+
+
+def _exact_uplink(table: dict[UplinkKey, PdrAction], teid: int, pdrs: Pdrs) -> None:
     """The TEID's entries, its PDRs in precedence order: one entry, or one per QFI and the TEID's."""
     if not any(pdr.pdi.qfis for pdr, _ in pdrs):
         table[(teid, QFI_ANY)] = pdrs[0][1]
@@ -96,7 +154,31 @@ def _uplink(table: dict[UplinkKey, PdrAction], teid: int, pdrs: list[tuple[Pdr, 
     table[(teid, QFI_ANY)] = own
 
 
-def _downlink(table: dict[DownlinkKey, PdrAction], pdr: Pdr, action: PdrAction, site: Site) -> None:
+def _downlink(entries: Entries, seid: int, key: DownlinkKey, pdrs: Pdrs, site: Site,
+              sdf_slots: Mapping[int, int]) -> None:
+    """A UE address's entry: its first PDR without SDF filters; marked SDF, with the rules of the
+    PDRs with filters before that one, when there are some."""
+    first = next((index for index, (pdr, _) in enumerate(pdrs) if not pdr.pdi.sdf_filters), len(pdrs))
+    if first == 0:
+        entries.downlink.setdefault(key, pdrs[0][1])
+        return
+    filtered = pdrs[:first]
+    sdf.check_ties([pdr for pdr, _ in filtered])
+    instance = key[0]
+    ifindexes = [port.ifindex for port in site.ports
+                 if port.role == Role.N6 and site.net_instances.get(port.net_instance or "") == instance]
+    for pdr, action in filtered:
+        if not ifindexes:
+            raise _refused(pdr, "SDF filters need the N6 interfaces of the network instance (upf.n6_interfaces)",
+                           IEType.NETWORK_INSTANCE)
+        slot = _sdf_slot(entries, pdr, action, sdf_slots)
+        entries.rules.update({rule.intent_id: rule for rule in sdf.downlink_rules(seid, pdr, ifindexes, slot)})
+    value = PdrAction.from_buffer_copy(pdrs[first][1]) if first < len(pdrs) else PdrAction(flags=PdrFlag.NO_MATCH)
+    value.flags |= PdrFlag.SDF
+    entries.downlink[key] = value
+
+
+def _downlink_keys(pdr: Pdr, site: Site) -> list[DownlinkKey]:
     ue = pdr.pdi.ue_ip
     if ue is None:
         raise _refused(pdr, "a downlink PDR needs a UE IP address", IEType.UE_IP_ADDRESS)
@@ -104,10 +186,12 @@ def _downlink(table: dict[DownlinkKey, PdrAction], pdr: Pdr, action: PdrAction, 
     if name is None or name not in site.net_instances:
         known = ", ".join(sorted(site.net_instances)) or "none (upf.n6_interfaces)"
         raise _refused(pdr, f"network instance {name!r} is not served here; known: {known}", IEType.NETWORK_INSTANCE)
+    keys = []
     for address in (ue.ipv4, ue.ipv6):
         if address is not None:
             ip = ipaddress.ip_address(address)
-            table.setdefault((site.net_instances[name], ip.version, ip.packed.ljust(16, b"\0")), action)
+            keys.append((site.net_instances[name], ip.version, ip.packed.ljust(16, b"\0")))
+    return keys
 
 
 def _action(session: Session, pdr: Pdr, site: Site, urr_slots: Mapping[int, int]) -> PdrAction:

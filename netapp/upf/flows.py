@@ -4,8 +4,8 @@
 
 <proto> is `ip` (any) or a protocol number 0..255; <src>, <dst> are `any`, `assigned` (the UE's
 address) or an IPv4/IPv6 address with an optional prefix length; <ports> is a comma-separated list
-of ports and ranges (`80`, `1000-2000`). The direction is always `out` (29.244: the UPF applies the
-filter to the uplink as written, to the downlink with source and destination swapped); options
+of ports and ranges (`80`, `1000-2000`). The direction is always `out` (29.244 5.2.1A.2: written for
+the downlink, from the remote end to the UE; the uplink swaps source and destination); options
 (`frag`, `established`, ...) are refused, as is negation (`!`).
 """
 

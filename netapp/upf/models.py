@@ -249,8 +249,9 @@ TRIGGER_NEEDS = {
 
 class Session(_Model):
     """A PFCP session: ours (`seid`) and the CP function's (`remote`), the association it belongs
-    to (`node_id`: the tenant), its rules by id, and the data path's usage slot of each URR (given
-    by the UPF, like its TEIDs, and stored with the session)."""
+    to (`node_id`: the tenant), its rules by id, and the data path's usage slot of each URR and
+    slot of each PDR with SDF filters (given by the UPF, like its TEIDs, and stored with the
+    session)."""
 
     seid: int = Field(ge=1, le=(1 << 64) - 1)
     node_id: str
@@ -261,6 +262,9 @@ class Session(_Model):
     urrs: dict[int, Urr] = Field(default_factory=dict)
     urr_slots: dict[int, int] = Field(
         default_factory=dict, description="URR id -> its slot of the data path's usage counters (dpp_upf_usage)"
+    )
+    sdf_slots: dict[int, int] = Field(
+        default_factory=dict, description="PDR id (with SDF filters) -> its slot of dpp_upf_sdf_pdrs"
     )
 
     def teids(self) -> set[int]:

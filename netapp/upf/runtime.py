@@ -10,7 +10,7 @@ from netapp.core.config import PfcpSettings, Settings, UpfSettings, pfcp_bind
 from netapp.dataplane.facade import Dataplane, interface_index
 from netapp.service.store import Store
 from netapp.upf.abi import Output, Role
-from netapp.upf.applier import BpfApplier, iface_entries
+from netapp.upf.applier import BpfApplier, Rules, iface_entries
 from netapp.upf.compiler import Port, Site
 from netapp.upf.endmarker import EndMarkers
 from netapp.upf.nexthop import RouteWatch
@@ -20,8 +20,11 @@ from netapp.upf.sessions import Applier, Upf
 log = logging.getLogger("netapp.upf")
 
 
-def bpf_applier(dataplane: Dataplane, upf: UpfSettings, pfcp: PfcpSettings) -> BpfApplier:
-    """The applier over `dataplane`, its interface roles written from the settings."""
+def bpf_applier(
+    dataplane: Dataplane, upf: UpfSettings, pfcp: PfcpSettings, rules: Optional[Rules] = None
+) -> BpfApplier:
+    """The applier over `dataplane`, its interface roles written from the settings; `rules`: where
+    the rules of PDRs with SDF filters go (the service's, netapp.service.function_rules)."""
     n3_ipv4 = str(pfcp.n3_ipv4) if pfcp.n3_ipv4 else None
     n3_ipv6 = str(pfcp.n3_ipv6) if pfcp.n3_ipv6 else None
     instances = {name: number for number, name in enumerate(sorted(set(upf.n6_interfaces.values())), start=1)}
@@ -37,20 +40,25 @@ def bpf_applier(dataplane: Dataplane, upf: UpfSettings, pfcp: PfcpSettings) -> B
         output=Output[upf.output.upper()],
         ports=tuple(ports),
     )
-    return BpfApplier(dataplane.table, site, iface_entries(roles, n3_ipv4, n3_ipv6))
+    return BpfApplier(dataplane.table, site, iface_entries(roles, n3_ipv4, n3_ipv6), rules)
 
 
 def start_pfcp(
-    settings: Settings, store: Store, applier: Optional[Applier] = None, dataplane: Optional[Dataplane] = None
+    settings: Settings,
+    store: Store,
+    applier: Optional[Applier] = None,
+    dataplane: Optional[Dataplane] = None,
+    rules: Optional[Rules] = None,
 ) -> Optional[PfcpServer]:
     """The PFCP endpoint, serving (None when pfcp.address is not set); OSError if it cannot bind.
-    With a data plane, sessions act on packets; without one they are kept and answered only."""
+    With a data plane, sessions act on packets; without one they are kept and answered only. With
+    `rules` (the service's), PDRs with SDF filters too."""
     pfcp = settings.pfcp
     if pfcp.address is None:
         return None
     if applier is None and dataplane is not None:  # handovers send End Markers to the old gNB
         n3 = [str(address) if address else None for address in (pfcp.n3_ipv4, pfcp.n3_ipv6)]
-        applier = EndMarkers(bpf_applier(dataplane, settings.upf, pfcp), *n3)
+        applier = EndMarkers(bpf_applier(dataplane, settings.upf, pfcp, rules), *n3)
     host, port = pfcp_bind(pfcp.address)
     upf = Upf(
         store,

@@ -199,6 +199,8 @@ class Upf:
         self._urr_slots: dict[int, int] = {}  # URR slot -> the SEID of the session holding it
         self._urr_slot_count = getattr(self._applier, "urr_slots", 0)
         self._urr_cursor = self._pending_urr_cursor = 0
+        self._sdf_slots: dict[int, int] = {}  # slot of dpp_upf_sdf_pdrs -> the SEID of the session holding it
+        self._sdf_slot_count = getattr(self._applier, "sdf_slots", 0)
         self._load()
 
     def _load(self) -> None:
@@ -215,6 +217,7 @@ class Upf:
                 self.sessions.put(session, body)
                 self._teids.update(dict.fromkeys(session.teids(), session.seid))
                 self._urr_slots.update(dict.fromkeys(session.urr_slots.values(), session.seid))
+                self._sdf_slots.update(dict.fromkeys(session.sdf_slots.values(), session.seid))
             self._give_stored_urrs_slots()
 
     def _give_stored_urrs_slots(self) -> None:
@@ -453,10 +456,13 @@ class Upf:
                     self._teids.pop(teid, None)
                 for slot in old.urr_slots.values():
                     self._urr_slots.pop(slot, None)
+                for slot in old.sdf_slots.values():
+                    self._sdf_slots.pop(slot, None)
             if new is not None:
                 self.sessions.put(new, body)
                 self._teids.update(dict.fromkeys(new.teids(), new.seid))
                 self._urr_slots.update(dict.fromkeys(new.urr_slots.values(), new.seid))
+                self._sdf_slots.update(dict.fromkeys(new.sdf_slots.values(), new.seid))
 
     # --- building a session from a request -------------------------------------------------------
 
@@ -493,6 +499,7 @@ class Upf:
             node_id=base.node_id,
             remote=base.remote,
             urr_slots=self._choose_urr_slots(base, tables["urrs"]),
+            sdf_slots=self._choose_sdf_slots(base, tables["pdrs"]),
             **tables,  # type: ignore[arg-type]
         )
         check_session(session)
@@ -542,6 +549,21 @@ class Upf:
             cursor = slots[urr_id] = _free(cursor, taken, self._urr_slot_count, "URR slot")
             taken[cursor] = base.seid
         self._pending_urr_cursor = cursor
+        return slots
+
+    def _choose_sdf_slots(self, base: Session, pdrs: dict[int, Any]) -> dict[int, int]:
+        """The slots of the PDRs with SDF filters: those `base` gave them kept, the first free one
+        for each new one; none without a data path that takes them (the compiler then refuses)."""
+        if not self._sdf_slot_count:
+            return {}
+        wanted = {pdr_id for pdr_id, pdr in pdrs.items() if pdr.pdi.sdf_filters}
+        slots = {pdr_id: slot for pdr_id, slot in base.sdf_slots.items() if pdr_id in wanted}
+        taken = {slot: seid for slot, seid in self._sdf_slots.items() if seid != base.seid}
+        taken.update(dict.fromkeys(slots.values(), base.seid))
+        cursor = 0
+        for pdr_id in sorted(wanted - set(slots)):
+            cursor = slots[pdr_id] = _free(cursor, taken, self._sdf_slot_count, "slot for a PDR with SDF filters")
+            taken[cursor] = base.seid
         return slots
 
     def _n3_addresses(self, fteid: FTeid, pdr_id: int) -> dict[str, Optional[str]]:

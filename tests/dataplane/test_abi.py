@@ -263,8 +263,8 @@ def test_the_paper_shape_mask_covers_exactly_its_fields():
         0xFF,
         0xFF,
     )
-    assert mask.flags == binding.KeyFlag.VNI | binding.KeyFlag.GTP | binding.KeyFlag.FRAGMENT, (
-        "VNI and GTP required, FRAGMENT must be 0"
+    assert mask.flags == binding.KeyFlag.VNI | binding.KeyFlag.GTP | binding.KeyFlag.FRAGMENT | binding.KeyFlag.UPF, (
+        "VNI and GTP required, FRAGMENT and UPF must be 0"
     )
     assert (mask.dport, mask.sport, mask.vlan, mask.qfi, mask.dscp) == (0xFFFF, 0, 0, 0, 0)
     assert mask.shape == binding.shape_id(rule.shape), "the mask carries the id the classifier copies"
@@ -309,8 +309,10 @@ def test_prefix_masks_are_the_leading_bits_in_network_order(prefix, mask_bytes):
     ],
 )
 def test_flag_fields_become_flag_bits(match, flags_mask, flags_value):
+    """Every shape compares the UPF bit too, which no intent's key sets: intents never meet the
+    packets the UPF classifies, nor the UPF's rules theirs."""
     rule = compile_intents([parse_intent(native_intent(match=match))], INTERFACES).rules[0]
-    assert binding.shape_mask(rule.shape).flags == flags_mask
+    assert binding.shape_mask(rule.shape).flags == flags_mask | binding.KeyFlag.UPF
     assert binding.rule_key(rule).flags == flags_value
 
 

@@ -269,7 +269,8 @@ def test_deletion_makes_the_teid_miss_again(dp):
 
 
 def _without_sdf(rule: dict) -> dict:
-    """A Create PDR of tests/upf/smf.py without its SDF filter (the data path refuses those)."""
+    """A Create PDR of tests/upf/smf.py without its SDF filter (an applier without the service's rules
+    refuses those: tests/upf/test_sdf_datapath.py has them)."""
     pdr_ies = [dict(item, Data=[sub for sub in item["Data"] if sub["Type"] != 23]) if item["Type"] == 2 else item
                for item in rule["Data"]]
     return dict(rule, Data=pdr_ies)

@@ -37,11 +37,12 @@ static __always_inline int act_default(const struct dpp_act_ctx *a)
 	case DPP_ACTION_##NAME:                                                                  \
 		return act_##name(a);
 
-/* Carry out a matched rule (or, with a->rule NULL, the best-effort treatment of unmatched traffic). */
+/* Carry out a matched rule (or, with a->rule NULL, the best-effort treatment of unmatched traffic;
+ * the UPF's packets that matched none of its rules go back to it). */
 static __always_inline int act(const struct dpp_act_ctx *a)
 {
 	if (!a->rule)
-		return best_effort(a, DPP_NONE);
+		return (a->key->flags & DPP_KEY_UPF) ? act_upf(a) : best_effort(a, DPP_NONE);
 	switch (a->rule->action) {
 		DPP_ACTIONS(DPP_ACT_CASE)
 	}

@@ -36,6 +36,14 @@ struct {
 	__type(value, struct dpp_upf_pdr);
 } dpp_upf_downlink SEC(".maps");
 
+/* slot (a UPF rule's arg, dpp_rules) -> the action of a PDR with SDF filters */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, DPP_MAX_UPF_SDF_PDRS);
+	__type(key, __u32);
+	__type(value, struct dpp_upf_pdr);
+} dpp_upf_sdf_pdrs SEC(".maps");
+
 /* URR slot -> the UE packets' volume each way (per CPU) */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

@@ -3,9 +3,10 @@
  * (dpp_upf_ifaces), a GTP-U T-PDU to our N3 (N9) address is looked up by TEID and decapsulated,
  * re-encapsulated to an N9 peer, dropped or passed as its PDR says; on an N6 interface a packet to a
  * UE address of the interface's network instance is encapsulated towards the gNB; GTP-U Echo
- * Requests to us are answered, Error Indications and End Markers counted and passed. Whatever it
- * does not take (other interfaces, other addresses, other traffic) goes on to the classifier as if
- * the UPF were not there. */
+ * Requests to us are answered, Error Indications and End Markers counted and passed. A TEID or UE
+ * address whose PDRs have SDF filters sends its packets on to the classifier, marked DPP_KEY_UPF:
+ * the UPF's rule they match (act_upf) names their PDR. Whatever it does not take (other interfaces,
+ * other addresses, other traffic) goes on to the classifier as if the UPF were not there. */
 #ifndef DPP_NF_UPF_UPF_H
 #define DPP_NF_UPF_UPF_H
 
@@ -13,6 +14,7 @@
 #include <linux/ip.h>
 #include <linux/ipv6.h>
 #include <bpf/bpf_helpers.h>
+#include "core/maps.h"
 #include "core/outcome.h"
 #include "core/parse.h"
 #include "nf/upf/maps.h"
@@ -131,12 +133,16 @@ static __always_inline int upf_signalling(struct xdp_md *ctx, const struct dpp_p
 }
 
 /* The uplink PDR of a T-PDU: its TEID's entry, or where PDRs of the TEID differ by QFI, the entry
- * of its QFI if there is one. NULL: no PDR has it. */
-static __always_inline const struct dpp_upf_pdr *upf_uplink_pdr(const struct dpp_flow_key *key)
+ * of its QFI if there is one. NULL: no PDR has it. With `classify`, the entry of a TEID whose PDRs
+ * have SDF filters (DPP_UPF_PDR_SDF) as it is: the classifier chooses first. */
+static __always_inline const struct dpp_upf_pdr *upf_uplink_pdr(const struct dpp_flow_key *key,
+								 bool classify)
 {
 	struct dpp_upf_ul_key k = { .teid = key->teid, .qfi = DPP_UPF_QFI_ANY };
 	const struct dpp_upf_pdr *pdr = bpf_map_lookup_elem(&dpp_upf_uplink, &k), *by_qfi;
 
+	if (classify && pdr && (pdr->flags & DPP_UPF_PDR_SDF))
+		return pdr;
 	if (pdr && (pdr->flags & DPP_UPF_PDR_BY_QFI) && (key->flags & DPP_KEY_GTP_QFI)) {
 		k.qfi = key->qfi;
 		by_qfi = bpf_map_lookup_elem(&dpp_upf_uplink, &k);
@@ -148,9 +154,27 @@ static __always_inline const struct dpp_upf_pdr *upf_uplink_pdr(const struct dpp
 	return pdr;
 }
 
+/* The downlink PDR of a packet to a UE address of the network instance, or NULL. */
+static __always_inline const struct dpp_upf_pdr *upf_downlink_pdr(const struct dpp_flow_key *key,
+								   __u32 net_instance)
+{
+	struct dpp_upf_dl_key k = { .net_instance = net_instance, .family = key->family };
+
+	__builtin_memcpy(k.addr, key->dst, sizeof(k.addr));
+	return bpf_map_lookup_elem(&dpp_upf_downlink, &k);
+}
+
+/* The PDRs of the packet's TEID or UE address have SDF filters: marked as the UPF's (only its rules
+ * match it), the packet goes on to the classifier, whose UPF rule (act_upf) or miss decides. */
+static __always_inline int upf_classify(struct dpp_parse *p)
+{
+	p->key.flags |= DPP_KEY_UPF;
+	return DPP_UPF_NOT_MINE;
+}
+
 /* N3, N9: GTP-U to our address. A parser reason other than signalling leaves the packet to the
  * pipeline's default, as before. */
-static __always_inline int upf_gtpu(struct xdp_md *ctx, const struct dpp_parse *p,
+static __always_inline int upf_gtpu(struct xdp_md *ctx, struct dpp_parse *p,
 				    const struct dpp_upf_iface *iface, struct dpp_outcome *o,
 				    int reason, __u32 default_verdict)
 {
@@ -162,7 +186,9 @@ static __always_inline int upf_gtpu(struct xdp_md *ctx, const struct dpp_parse *
 		return upf_signalling(ctx, p, o);
 	if (reason || !(p->key.flags & DPP_KEY_GTP) || !p->key.family)
 		return DPP_UPF_NOT_MINE;
-	pdr = upf_uplink_pdr(&p->key);
+	pdr = upf_uplink_pdr(&p->key, true);
+	if (pdr && (pdr->flags & DPP_UPF_PDR_SDF))
+		return upf_classify(p);
 	if (!pdr) {
 		o->action = DPP_ACTION_DEFAULT;
 		o->reason = DPP_REASON_UPF_TEID_MISS;
@@ -172,18 +198,18 @@ static __always_inline int upf_gtpu(struct xdp_md *ctx, const struct dpp_parse *
 }
 
 /* N6: a packet, not tunnelled, to a UE address of the interface's network instance. */
-static __always_inline int upf_downlink(struct xdp_md *ctx, const struct dpp_parse *p,
+static __always_inline int upf_downlink(struct xdp_md *ctx, struct dpp_parse *p,
 					const struct dpp_upf_iface *iface, struct dpp_outcome *o)
 {
-	struct dpp_upf_dl_key k = { .net_instance = iface->net_instance, .family = p->key.family };
 	const struct dpp_upf_pdr *pdr;
 
 	if (p->key.overlay != DPP_OVERLAY_NONE || (p->key.flags & DPP_KEY_GTP) || !p->key.family)
 		return DPP_UPF_NOT_MINE;
-	__builtin_memcpy(k.addr, p->key.dst, sizeof(k.addr));
-	pdr = bpf_map_lookup_elem(&dpp_upf_downlink, &k);
+	pdr = upf_downlink_pdr(&p->key, iface->net_instance);
 	if (!pdr)
 		return DPP_UPF_NOT_MINE;
+	if (pdr->flags & DPP_UPF_PDR_SDF)
+		return upf_classify(p);
 	return upf_apply(ctx, pdr, o, p->layers.outer_l3, p->key.family, false);
 }
 
@@ -213,11 +239,56 @@ static __always_inline int upf(struct xdp_md *ctx, struct dpp_parse *p, struct d
 	return dpp_upf(ctx, p, o, reason, cfg->default_verdict);
 }
 
-/* The UPF stage of a classifier rule: none carries it yet (a PDR's SDF filters will compile to such
- * rules), so a rule that says UPF gets the default. */
+/* The PDR without SDF filters of a classified packet's TEID or UE address (its exact entry), or
+ * NULL: the packet matched none of the UPF's rules. */
+static __always_inline const struct dpp_upf_pdr *upf_unfiltered_pdr(const struct dpp_flow_key *key)
+{
+	const struct dpp_upf_iface *iface;
+	const struct dpp_upf_pdr *pdr;
+
+	if (key->flags & DPP_KEY_GTP)
+		return upf_uplink_pdr(key, false);
+	iface = upf_iface(key->ifindex);
+	if (!iface)
+		return NULL;
+	pdr = upf_downlink_pdr(key, iface->net_instance);
+	if (pdr && (pdr->flags & DPP_UPF_PDR_NO_MATCH))
+		return NULL;
+	return pdr;
+}
+
+/* A packet the UPF stage sent to the classifier (DPP_KEY_UPF): the PDR of the UPF rule it matched
+ * (arg: its slot of dpp_upf_sdf_pdrs) or, with arg DPP_NONE (no rule matched), its PDR without SDF
+ * filters, carried out as the UPF stage carries out its own (a global function: verified once). */
+__attribute__((noinline)) int dpp_upf_sdf(struct xdp_md *ctx, struct dpp_flow_key *key,
+					  struct dpp_layers *l, struct dpp_outcome *o, __u32 arg)
+{
+	const struct dpp_upf_pdr *pdr;
+	const struct dpp_config *cfg;
+	__u32 zero = 0;
+	bool uplink;
+
+	cfg = bpf_map_lookup_elem(&dpp_config, &zero);
+	if (!key || !l || !o || !cfg)
+		return XDP_ABORTED;
+	uplink = key->flags & DPP_KEY_GTP;
+	if (arg == DPP_NONE)
+		pdr = upf_unfiltered_pdr(key);
+	else
+		pdr = bpf_map_lookup_elem(&dpp_upf_sdf_pdrs, &arg);
+	if (!pdr)
+		return fallback(cfg, o, DPP_REASON_UPF_NO_PDR);
+	return upf_apply(ctx, pdr, o, uplink ? l->ue_l3 : l->outer_l3, key->family, uplink);
+}
+
+/* The UPF stage of a classifier rule (and of an unmatched packet the UPF stage sent on): the PDR
+ * with SDF filters the rule's arg names. Only packets marked DPP_KEY_UPF meet the UPF's rules. */
 static __always_inline int act_upf(const struct dpp_act_ctx *a)
 {
-	return fallback(a->cfg, a->o, DPP_REASON_NONE);
+	if (!(a->key->flags & DPP_KEY_UPF))
+		return fallback(a->cfg, a->o, DPP_REASON_NONE);
+	return dpp_upf_sdf(a->ctx, (struct dpp_flow_key *)a->key, (struct dpp_layers *)a->l, a->o,
+			   a->rule ? a->rule->arg : DPP_NONE);
 }
 
 #endif /* DPP_NF_UPF_UPF_H */

@@ -139,6 +139,8 @@ enum dpp_key_flags {
 	DPP_KEY_GTP_UL = 4,   /* PDU Session Container says uplink */
 	DPP_KEY_FRAGMENT = 8, /* a non-first IP fragment: no L4 ports */
 	DPP_KEY_VNI = 16,     /* vni is valid: VXLAN with the I flag, GENEVE, GRE with a key */
+	DPP_KEY_UPF = 32,     /* the UPF's packet whose PDRs have SDF filters (nf/upf/upf.h): every shape
+			       * compares this bit, so only the UPF's rules (which set it) match it */
 };
 
 /* enum dpp_xdp_mode: how libdpp attaches to an interface. */

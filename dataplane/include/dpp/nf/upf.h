@@ -16,6 +16,10 @@
 #ifndef DPP_MAX_UPF_PDRS
 #define DPP_MAX_UPF_PDRS 1048576
 #endif
+/* Entries of dpp_upf_sdf_pdrs: PDRs with SDF filters, the classifier's UPF rules' arguments. */
+#ifndef DPP_MAX_UPF_SDF_PDRS
+#define DPP_MAX_UPF_SDF_PDRS 65536
+#endif
 #ifndef DPP_MAX_UPF_URRS
 #define DPP_MAX_UPF_URRS 65536
 #endif
@@ -56,6 +60,7 @@ enum dpp_upf_pdr_flags {
 	DPP_UPF_PDR_ENCAP = 2,	  /* outer header creation: GTP-U/UDP/IP with a PDU Session Container */
 	DPP_UPF_PDR_BY_QFI = 4,	  /* a TEID's own entry: look again with the packet's QFI first */
 	DPP_UPF_PDR_NO_MATCH = 8, /* a TEID's own entry that matches nothing by itself */
+	DPP_UPF_PDR_SDF = 16,	  /* the TEID's (UE address's) PDRs have SDF filters: classify first */
 };
 
 /* Value of dpp_upf_ifaces, at slot ifindex % DPP_MAX_UPF_IFACES (no two interfaces of the UPF share
@@ -85,8 +90,8 @@ struct dpp_upf_dl_key {
 	__u32 addr[4]; /* network order; IPv4 in addr[0] */
 };
 
-/* Value of dpp_upf_uplink and dpp_upf_downlink: what a matched packet gets, whole, so that one
- * lookup serves it. */
+/* Value of dpp_upf_uplink, dpp_upf_downlink and dpp_upf_sdf_pdrs: what a matched packet gets,
+ * whole, so that one lookup serves it. */
 struct dpp_upf_pdr {
 	__u8 flags;    /* enum dpp_upf_pdr_flags */
 	__u8 far;      /* enum dpp_upf_far */
@@ -141,6 +146,7 @@ struct dpp_upf_usage {
 	X(UPF, UPF_ECHO, upf_echo, 5)		/* GTP-U Echo Request answered (XDP_TX) */               \
 	X(UPF, UPF_ERROR_INDICATION, upf_error_indication, 6) /* to the kernel */                        \
 	X(UPF, UPF_END_MARKER, upf_end_marker, 7)	      /* to the kernel */                        \
-	X(UPF, UPF_ENCAP_FAILED, upf_encap_failed, 8) /* no headroom, or a header out of place */
+	X(UPF, UPF_ENCAP_FAILED, upf_encap_failed, 8) /* no headroom, or a header out of place */    \
+	X(UPF, UPF_NO_PDR, upf_no_pdr, 9) /* SDF filters: no PDR of the TEID or UE address matched */
 
 #endif /* DPP_NF_UPF_H */

@@ -1,0 +1,82 @@
+"""Rules a network function installs itself, not from intents (the UPF's PDRs with SDF filters,
+netapp.upf.sdf): in the service's index, with the slots, shapes, per-rule counters and one-write
+transaction of intents' rules (netapp.service.transaction.RuleChange), under the service's lock.
+
+They are kept apart from tenants' intents: their ids hold no '/' (an intent's is
+`<tenant>/<intent id>`), their keys set the UPF bit no intent's key has (netapp.dataplane.convert), so
+neither can shadow, collide with or be counted as the other; the full reconcile puts them back
+(`ServiceState.function_rules`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable, Mapping
+
+from netapp.intents.compiler import CompiledRule
+from netapp.intents.errors import CompileError
+
+if TYPE_CHECKING:
+    from netapp.service.state import ServiceState
+
+
+class RuleClash(ValueError):
+    """A rule whose key another rule has, or that needs a shape too many: `rule_id` names it."""
+
+    def __init__(self, rule_id: str, why: str):
+        super().__init__(why)
+        self.rule_id = rule_id
+
+
+class FunctionRules:
+    """One network function's rules in the service's index and maps."""
+
+    def __init__(self, state: "ServiceState", name: str):
+        self._state = state
+        self._rules: dict[str, CompiledRule] = state.function_rules.setdefault(name, {})
+
+    @property
+    def rules(self) -> Mapping[str, CompiledRule]:
+        return dict(self._rules)
+
+    def change(self, before: Mapping[str, CompiledRule], after: Mapping[str, CompiledRule]) -> Callable[[], None]:
+        """Replace the rules `before` with `after` (by id) in the index and, in one write, the maps;
+        the undo of it. Refused (RuleClash, or the data plane's ServiceError): nothing changed."""
+        state = self._state
+        with state.lock:
+            change = state.rule_change()
+            try:
+                for rule_id, rule in before.items():
+                    if after.get(rule_id) != rule and rule_id in state.index:
+                        change.remove(rule_id)
+                added = [rule for rule_id, rule in after.items() if before.get(rule_id) != rule]
+                for rule in added:
+                    _add(change.index_change, rule)
+                clash = next((rule for rule in added if state.index.collisions(rule.intent_id)), None)
+                if clash is not None:
+                    raise RuleClash(clash.intent_id, f"its match {clash.shape.describe()} is another rule's")
+                change.apply_to_maps()
+            except BaseException:
+                change.roll_back()
+                raise
+            change.committed()
+            self._replace(before, after)
+
+        def undo() -> None:
+            with state.lock:
+                change.undo_maps(RuntimeError("the change is undone"))
+                change.roll_back()
+                self._replace(after, before)
+
+        return undo
+
+    def _replace(self, before: Mapping[str, CompiledRule], after: Mapping[str, CompiledRule]) -> None:
+        for rule_id in before:
+            self._rules.pop(rule_id, None)
+        self._rules.update(after)
+
+
+def _add(change, rule: CompiledRule) -> None:  # noqa: ANN001
+    try:
+        change.add(rule)
+    except CompileError as exc:
+        raise RuleClash(rule.intent_id, exc.line()) from exc
