@@ -22,7 +22,7 @@ from netapp.dataplane.binding import DataplaneError
 from netapp.dataplane.tables import PerCpuTable, Table
 from netapp.service.contract import DataplaneUnavailable, ServiceError
 from netapp.service.transaction import SiteChange
-from netapp.upf.abi import MAX_UPF_IFACES, MAX_UPF_URRS, DownlinkKey, Iface, Role, UplinkKey, Usage
+from netapp.upf.abi import MAX_UPF_IFACES, DownlinkKey, Iface, Role, UplinkKey, Usage
 from netapp.upf.compiler import Entries, Site, compile_session, words
 from netapp.upf.models import RuleError, Session
 
@@ -52,9 +52,8 @@ def iface_entries(
 
 class BpfApplier:
     """Sessions into dpp_upf_uplink and dpp_upf_downlink, as deltas; their URRs' counters in
-    dpp_upf_usage."""
+    dpp_upf_usage, whose size (setting dataplane.map_sizes) is `urr_slots`."""
 
-    urr_slots = MAX_UPF_URRS
     FINAL_KEPT = 65536  # final counts kept for usage reports, the oldest forgotten first
 
     def __init__(self, table_of: TableOf, site: Site, ifaces: Mapping[int, Iface]):
@@ -62,6 +61,7 @@ class BpfApplier:
         self._downlink = table_of("dpp_upf_downlink")
         self._ifaces = table_of("dpp_upf_ifaces")
         self._usage: PerCpuTable = table_of("dpp_upf_usage")  # type: ignore[assignment]
+        self.urr_slots = self._usage.max_entries  # slot 0 is never given
         self.site = site
         self.stale: list[str] = []  # entries an undo could not put back: reconcile before the next change
         # (SEID, URR id) -> (slot, the counts it had when freed)
