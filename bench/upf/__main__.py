@@ -57,12 +57,13 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         stack.callback(lambda: [instance.close() for instance in instances.values()])
         stack.callback(harness.release_target)
         for name in workload.INSTANCES:
-            instances[name] = run.open_instance(name)
+            instances[name] = run.open_instance(name, max(args.sessions))
         for sessions in args.sessions:
             for instance in instances.values():
                 run.grow(instance, sessions)
             for active in (active for active in args.active if active <= sessions):
                 levels.append(run.measure_level(harness, instances, active, args.runs, args.repeat, rng))
+        usage = run.usage_memory(next(iter(instances.values())))
         installs = [
             vars(install) | {"instance": instance.name, "entries_per_s": install.entries / install.seconds}
             for instance in instances.values()
@@ -82,6 +83,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "neighbours the cases need, XDP_REDIRECT returned, not carried out; tx (instance tx): MACs swapped, "
         "XDP_TX, no FIB lookup",
         "install": installs,
+        "urr_usage": usage | {"instances": len(instances)},
         "runs": args.runs,
         "min_repeat": args.repeat,
         "packet_bytes": {name: len(packet()) for name, (packet, _, _) in workload.FLOOR_PACKETS.items()},

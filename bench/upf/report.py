@@ -108,6 +108,13 @@ def format_table(result: dict[str, Any]) -> str:
     for target in result["targets"]:
         verdict = "met" if target["met"] else "MISSED"
         lines.append(f"- {target['name']}: {target['value']:.0f} ns, target ≤ {target['limit']}: {verdict}")
+    usage = result.get("urr_usage")
+    if usage:
+        lines.append(
+            f"URR slots: {usage['slots']:,} per instance, one per session (dpp_upf_usage, sized at load): "
+            f"{usage['bytes_per_cpu'] / 2**20:.0f} MiB on each of {usage['cpus']} possible CPUs, "
+            f"{usage['bytes'] / 2**20:.0f} MiB per instance."
+        )
     eupf = result["eupf_quoted"]
     lines.append(
         f"eUPF's uplink, {eupf['source']}: {eupf['uplink_1_session_ns']} ns with one session, "

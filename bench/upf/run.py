@@ -4,6 +4,7 @@ proven to take its path, then timed interleaved with the floors."""
 
 from __future__ import annotations
 
+import ctypes
 import random
 import secrets
 import sys
@@ -13,10 +14,10 @@ from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from netapp.dataplane.abi import MAX_RULES
-from netapp.dataplane.binding import DppHandle, Verdict, load_libdpp
+from netapp.dataplane.binding import DppHandle, Verdict, load_libdpp, possible_cpus
 from netapp.dataplane.facade import Dataplane, interface_index
 from netapp.testbed import netns
-from netapp.upf.abi import Output, Role
+from netapp.upf.abi import Output, Role, Usage
 from netapp.upf.applier import BpfApplier, iface_entries
 from netapp.upf.nexthop import RouteWatch
 
@@ -77,13 +78,15 @@ class Instance:
         self.dataplane.close()
 
 
-def open_instance(name: str) -> Instance:
+def open_instance(name: str, sessions: int) -> Instance:
     """An anonymous instance (default verdict DROP: a packet the parser rejects cannot pass for a
-    miss) whose UPF has the node's interface roles and session 0, both written by its applier, and
-    its route cache kept current as `netapp serve` does (netapp.upf.nexthop). Call inside the site's
-    namespace."""
+    miss) with a URR slot for each of `sessions` sessions, whose UPF has the node's interface roles
+    and session 0, both written by its applier, and its route cache kept current as `netapp serve`
+    does (netapp.upf.nexthop). Call inside the site's namespace."""
     n9, output = workload.INSTANCES[name]
-    handle = DppHandle.open(load_libdpp(), None, max_rules=MAX_RULES, default_verdict=Verdict.DROP)
+    handle = DppHandle.open(
+        load_libdpp(), None, max_rules=MAX_RULES, default_verdict=Verdict.DROP, map_sizes=workload.map_sizes(sessions)
+    )
     dataplane = Dataplane(handle)
     try:
         roles = {interface_index(workload.N3_IF): (Role.N3, 0), interface_index(workload.N6_IF): (Role.N6, 1)}
@@ -94,6 +97,13 @@ def open_instance(name: str) -> Instance:
         dataplane.close()
         raise
     return Instance(name, n9, output, handle, dataplane, applier, routes, sessions=1)
+
+
+def usage_memory(instance: Instance) -> dict[str, int]:
+    """dpp_upf_usage as loaded: its slots, and the per-CPU memory they take (each CPU its own copy)."""
+    slots = instance.dataplane.map_size("dpp_upf_usage")
+    per_cpu = slots * ctypes.sizeof(Usage)  # a multiple of 8: no padding between CPUs' values
+    return {"slots": slots, "bytes_per_cpu": per_cpu, "cpus": possible_cpus(), "bytes": per_cpu * possible_cpus()}
 
 
 def grow(instance: Instance, sessions: int) -> None:

@@ -3,7 +3,7 @@
 Session i (0 <= i < S) is one UE: an uplink PDR on TEID TEID_BASE + i (outer header removal, to the
 core, or in the N9 instance re-encapsulated to N9_PEER with TEID N9_TEID_BASE + i) and a downlink
 PDR on UE address UE_BASE + i (to the gNB with TEID DL_TEID_BASE + i, QFI 9 from the QER), one URR
-(slot 1 + i mod 65,535: dpp_upf_usage has 65,536 slots, fewer than a million sessions).
+in a slot of its own, 1 + i (dpp_upf_usage is sized at load to the sessions and slot 0: `map_sizes`).
 
 Session 0 goes through the UPF's own applier (netapp.upf.applier.BpfApplier, which compiles it);
 the others are copies of the compiler's entries of session 1 with the varying words rewritten,
@@ -29,7 +29,7 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
-from netapp.upf.abi import MAX_UPF_PDRS, MAX_UPF_URRS, QFI_ANY, DownlinkKey, Output, PdrAction, UplinkKey
+from netapp.upf.abi import MAX_UPF_PDRS, QFI_ANY, DownlinkKey, Output, PdrAction, UplinkKey
 from netapp.upf.compiler import Entries, Site, compile_session
 from netapp.upf.models import Far, ForwardingParameters, FSeid, FTeid, OuterHeaderCreation, Pdi, Pdr, Qer, Session, Urr
 from netapp.upf.pfcp.ies import Interface
@@ -68,8 +68,13 @@ def ue_address(i: int) -> str:
 
 
 def urr_slot(i: int) -> int:
-    """Session i's slot of dpp_upf_usage; slot 0 is never given (netapp.upf.applier.UrrSlots)."""
-    return 1 + i % (MAX_UPF_URRS - 1)
+    """Session i's slot of dpp_upf_usage, its own; slot 0 is never given (netapp.upf.sessions)."""
+    return 1 + i
+
+
+def map_sizes(sessions: int) -> dict[str, int]:
+    """What an instance holding `sessions` sessions is loaded with: a URR slot for each, and slot 0."""
+    return {"dpp_upf_usage": urr_slot(sessions - 1) + 1}
 
 
 def session(i: int, n9: bool = False, teid: int | None = None, n3: str = N3_IP) -> Session:
@@ -156,7 +161,7 @@ def uplink_arrays(first: int, stop: int, n9: bool = False, output: Output = Outp
     ids = numpy.arange(first, stop, dtype=numpy.uint32)
     keys, values = _tiled(UplinkKey(teid=0, qfi=QFI_ANY), action, len(ids))
     keys[:, _word(UplinkKey.teid)] = TEID_BASE + ids
-    values[:, _word(PdrAction.urr)] = 1 + ids % (MAX_UPF_URRS - 1)
+    values[:, _word(PdrAction.urr)] = urr_slot(ids)
     if n9:
         values[:, _word(PdrAction.teid)] = N9_TEID_BASE + ids
     arrays = _arrays(UplinkKey, PdrAction, keys, values)
@@ -171,7 +176,7 @@ def downlink_arrays(first: int, stop: int, output: Output = Output.FIB) -> Table
     instance, family, _ = key
     keys, values = _tiled(DownlinkKey(net_instance=instance, family=family), action, len(ids))
     keys[:, _word(DownlinkKey.addr)] = _network_order(UE_BASE + ids)
-    values[:, _word(PdrAction.urr)] = 1 + ids % (MAX_UPF_URRS - 1)
+    values[:, _word(PdrAction.urr)] = urr_slot(ids)
     values[:, _word(PdrAction.teid)] = DL_TEID_BASE + ids
     arrays = _arrays(DownlinkKey, PdrAction, keys, values)
     _check_ends(arrays, first, stop, lambda i: compiled(i, output=output).downlink)

@@ -142,9 +142,11 @@ static int skel_configure(struct dpp *d, const struct dpp_open_opts *o)
 		err = bpf_map__set_max_entries(s->maps.dpp_rule_stats, rules * d->ncpus);
 	if (!err)
 		err = bpf_map__set_max_entries(s->maps.dpp_flows, slots * d->ncpus);
-	if (err)
+	if (err) {
 		pr_warn("size the rule and flow maps: %s", strerror(-err));
-	return err;
+		return err;
+	}
+	return maps_size(d, s->obj, o->map_sizes, o->nr_map_sizes);
 }
 
 static int config_init(struct dpp *d, const struct dpp_open_opts *o)
@@ -195,7 +197,7 @@ static int instance_load(struct dpp *d, const struct dpp_open_opts *o)
 	return err;
 }
 
-static int instance_reopen(struct dpp *d)
+static int instance_reopen(struct dpp *d, const struct dpp_open_opts *o)
 {
 	int err;
 
@@ -203,6 +205,8 @@ static int instance_reopen(struct dpp *d)
 	err = maps_collect_pinned(d);
 	if (!err)
 		err = maps_check(d);
+	if (!err)
+		err = maps_sizes_compare(d, o->map_sizes, o->nr_map_sizes);
 	if (!err)
 		err = progs_collect_pinned(d);
 	if (!err)
@@ -238,7 +242,7 @@ int dpp_open(const struct dpp_open_opts *opts, struct dpp **out)
 		if (err)
 			goto cleanup;
 	}
-	err = pinned ? instance_reopen(d) : instance_load(d, &o);
+	err = pinned ? instance_reopen(d, &o) : instance_load(d, &o);
 	if (!err)
 		filters_init(d);
 	if (err)

@@ -3,7 +3,7 @@
  * modules share. One module per concern:
  *   libdpp.c  open, close and unpin an instance     pins.c     bpffs and the instance's pins
  *   progs.c   the instance's programs
- *   maps.c    the instance's maps, checked at open  batch.c    batched map writes
+ *   maps.c    the instance's maps, checked and sized batch.c    batched map writes
  *   links.c   attach and detach (XDP links)         rules.c    rules
  *   shapes.c  shapes, config and shape filters      cpus.c     the CPU set
  *   tables.c  plain maps by name (generic tables)   stats.c    counters
@@ -152,6 +152,9 @@ bool map_declared(const char *name);
 int maps_collect_loaded(struct dpp *d);
 int maps_collect_pinned(struct dpp *d);
 int maps_check(struct dpp *d);
+int maps_size(struct dpp *d, struct bpf_object *obj, const struct dpp_map_size *sizes, __u32 n);
+int maps_sizes_compare(struct dpp *d, const struct dpp_map_size *sizes, __u32 n);
+int map_size_adopt(struct bpf_map *map, int fd);
 int lookup_u32(const struct dpp *d, enum dpp_map_id id, __u32 key, void *value);
 int update_u32(const struct dpp *d, enum dpp_map_id id, __u32 key, const void *value);
 

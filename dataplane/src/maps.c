@@ -215,3 +215,141 @@ int maps_check(struct dpp *d)
 		err = map_check(d, by_id[id]);
 	return err;
 }
+
+/* Maps whose size is only a capacity: the program computes no index from it (hash maps, and arrays
+ * indexed by slots the control plane hands out, which the lookup bounds). Only these are sized at
+ * load (dpp_open_opts.map_sizes); every other map's size is the program's, or libdpp's own
+ * (max_rules, max_flows). */
+static const char *const sizable_maps[] = {
+	"dpp_upf_uplink", /* PDRs by TEID */
+	"dpp_upf_downlink", /* PDRs by UE address */
+	"dpp_upf_usage", /* URR slots */
+};
+
+static bool map_sizable(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(sizable_maps) / sizeof(sizable_maps[0]); i++) {
+		if (!strcmp(sizable_maps[i], name))
+			return true;
+	}
+	return false;
+}
+
+static bool map_type_per_cpu(__u32 type)
+{
+	return type == BPF_MAP_TYPE_PERCPU_ARRAY || type == BPF_MAP_TYPE_PERCPU_HASH ||
+	       type == BPF_MAP_TYPE_LRU_PERCPU_HASH;
+}
+
+/* Whether sizes[i] may be applied to the map it names, whose type and value size are given (found
+ * false: the object has no such map): -ENOENT, -EPERM, -E2BIG or -EINVAL, said why. */
+static int map_size_check(const struct dpp *d, const struct dpp_map_size *sizes, __u32 i,
+			  bool found, __u32 type, __u32 value_size)
+{
+	const char *name = sizes[i].name;
+	__u64 bytes;
+	__u32 j;
+
+	if (!name || !sizes[i].max_entries) {
+		pr_warn("map size %u: %s", i, name ? "0 entries: at least 1" : "no map name");
+		return -EINVAL;
+	}
+	for (j = 0; j < i; j++) {
+		if (sizes[j].name && !strcmp(sizes[j].name, name)) {
+			pr_warn("map size of %s given twice", name);
+			return -EINVAL;
+		}
+	}
+	if (!found) {
+		pr_warn("map size of %s: the BPF object has no map of that name", name);
+		return -ENOENT;
+	}
+	if (!map_sizable(name)) {
+		pr_warn("map size of %s: its size is the program's%s, not a capacity to choose", name,
+			map_declared(name) ? " (or libdpp's: max_rules, max_flows)" : "");
+		return -EPERM;
+	}
+	bytes = (__u64)sizes[i].max_entries * ((value_size + 7) & ~7u) * d->ncpus;
+	if (map_type_per_cpu(type) && bytes > DPP_PERCPU_BYTES_MAX) {
+		pr_warn("map size of %s: %u entries of %u bytes on each of %d possible CPUs take %llu "
+			"MiB, more than the %llu MiB a per-CPU map may take",
+			name, sizes[i].max_entries, value_size, d->ncpus, bytes >> 20,
+			DPP_PERCPU_BYTES_MAX >> 20);
+		return -E2BIG;
+	}
+	return 0;
+}
+
+/* Before the object is loaded: its maps sized as asked, each size checked (map_size_check). */
+int maps_size(struct dpp *d, struct bpf_object *obj, const struct dpp_map_size *sizes, __u32 n)
+{
+	struct bpf_map *map;
+	__u32 i;
+	int err;
+
+	if (n && !sizes)
+		return -EINVAL;
+	for (i = 0; i < n; i++) {
+		map = sizes[i].name ? bpf_object__find_map_by_name(obj, sizes[i].name) : NULL;
+		if (map && bpf_map__is_internal(map))
+			map = NULL;
+		err = map_size_check(d, sizes, i, map, map ? bpf_map__type(map) : 0,
+				     map ? bpf_map__value_size(map) : 0);
+		if (!err)
+			err = bpf_map__set_max_entries(map, sizes[i].max_entries);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* A reopened instance keeps its pinned maps' sizes: each size asked for is checked as at load, and
+ * one that differs from the pinned map's is reported, not applied. */
+int maps_sizes_compare(struct dpp *d, const struct dpp_map_size *sizes, __u32 n)
+{
+	struct bpf_map_info info;
+	struct dpp_map_ref *m;
+	__u32 len, i;
+	int err = 0;
+
+	if (n && !sizes)
+		return -EINVAL;
+	for (i = 0; !err && i < n; i++) {
+		memset(&info, 0, sizeof(info));
+		len = sizeof(info);
+		m = sizes[i].name ? map_find(d, sizes[i].name) : NULL;
+		if (m) {
+			err = bpf_obj_get_info_by_fd(m->fd, &info, &len);
+			if (err) {
+				pr_warn("get info of map %s: %s", m->name, strerror(-err));
+				return err;
+			}
+		}
+		err = map_size_check(d, sizes, i, m, info.type, info.value_size);
+		if (!err && info.max_entries != sizes[i].max_entries)
+			pr_warn("map %s of instance '%s' is pinned with %u entries: the %u asked for "
+				"are not applied (unpin the instance and load it again to resize it)",
+				m->name, d->instance, info.max_entries, sizes[i].max_entries);
+	}
+	return err;
+}
+
+/* A map of the upgrading object takes the size of the instance's map it is bound to, when that
+ * size was chosen at load (maps_size). */
+int map_size_adopt(struct bpf_map *map, int fd)
+{
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info);
+	int err;
+
+	if (!map_sizable(bpf_map__name(map)))
+		return 0;
+	err = bpf_obj_get_info_by_fd(fd, &info, &len);
+	if (!err)
+		err = bpf_map__set_max_entries(map, info.max_entries);
+	if (err)
+		pr_warn("size map %s as the instance's: %s", bpf_map__name(map), strerror(-err));
+	return err;
+}

@@ -121,7 +121,9 @@ static int upgrade_skel_open(struct dpp *d, const struct dpp_upgrade_opts *o,
 		if (bpf_map__is_internal(map) || !strcmp(bpf_map__name(map), DPP_SLOTS_MAP) ||
 		    !(m = map_find(d, bpf_map__name(map))))
 			continue;
-		err = map_reusable(d, map, m->fd);
+		err = map_size_adopt(map, m->fd);
+		if (!err)
+			err = map_reusable(d, map, m->fd);
 		if (err)
 			break;
 		err = bpf_map__reuse_fd(map, m->fd);

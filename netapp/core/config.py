@@ -196,6 +196,31 @@ class UpfSettings(BaseModel):
     )
 
 
+class DataplaneSettings(BaseModel):
+    """How the data plane is loaded (more of its settings are top-level: max_rules, flow_cache)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    map_sizes: dict[str, int] = Field(
+        default_factory=dict,
+        description="map name -> entries, for the maps whose size is a capacity (dpp_upf_uplink, "
+        "dpp_upf_downlink: PDRs; dpp_upf_usage: URR slots), applied when the instance is loaded; a pinned "
+        "instance keeps its sizes until it is unpinned. Unnamed maps keep their built-in size",
+    )
+
+    @field_validator("map_sizes")
+    @classmethod
+    def _sizable(cls, sizes: dict[str, int]) -> dict[str, int]:
+        from netapp.dataplane.abi import map_size_refusal
+        from netapp.dataplane.handle import possible_cpus
+
+        for name, entries in sizes.items():
+            refusal = map_size_refusal(name, entries, possible_cpus())
+            if refusal:
+                raise ValueError(f"dataplane.map_sizes.{name}: {refusal}")
+        return sizes
+
+
 def pfcp_bind(address: str) -> tuple[str, int]:
     """(host, port) of a `pfcp.address`."""
     host, port = address, "8805"
@@ -272,6 +297,7 @@ class Settings(BaseSettings):
     liveness: LivenessSettings = Field(default_factory=LivenessSettings)
     pfcp: PfcpSettings = Field(default_factory=PfcpSettings)
     upf: UpfSettings = Field(default_factory=UpfSettings)
+    dataplane: DataplaneSettings = Field(default_factory=DataplaneSettings)
 
     @property
     def db_path(self) -> Path:

@@ -10,6 +10,7 @@ src/dst/addr holds 4 address bytes as they appear on the wire.
 
 from __future__ import annotations
 
+import ctypes
 import enum
 from ctypes import (
     CFUNCTYPE,
@@ -382,6 +383,14 @@ ABI_STRUCTS = (
 # --- libdpp.h ------------------------------------------------------------------------------------
 
 
+class MapSize(Structure):
+    C_NAME = "dpp_map_size"
+    _fields_ = [("name", c_char_p), ("max_entries", c_uint32)]
+
+
+PERCPU_BYTES_MAX = 4 << 30  # DPP_PERCPU_BYTES_MAX: the most one per-CPU map may take over all CPUs
+
+
 class OpenOpts(Structure):
     C_NAME = "dpp_open_opts"
     _fields_ = [
@@ -393,6 +402,8 @@ class OpenOpts(Structure):
         ("trace", c_bool),
         ("default_verdict", c_uint32),
         ("meter_window_ns", c_uint64),
+        ("map_sizes", POINTER(MapSize)),
+        ("nr_map_sizes", c_uint32),
     ]
 
 
@@ -422,7 +433,7 @@ class ProgDesc(Structure):
     _fields_ = [("name", c_uint8 * 64), ("id", c_uint32), ("kind", c_uint32), ("slot", c_int), ("fd", c_int)]
 
 
-LIBDPP_STRUCTS = (OpenOpts, UpgradeOpts, TestResult, TableCursor, ProgDesc)
+LIBDPP_STRUCTS = (MapSize, OpenOpts, UpgradeOpts, TestResult, TableCursor, ProgDesc)
 
 # libdpp.h's callbacks: dpp_log_fn, dpp_rule_cb.
 LOG_FN = CFUNCTYPE(None, c_int, c_char_p, c_void_p)
@@ -465,13 +476,17 @@ class MapSpec:
 
     table: a plain map, read and written as a generic table (netapp.dataplane.tables); False for the
     maps a libdpp module declares, whose writes go through that module's calls (libdpp refuses to
-    write them as tables)."""
+    write them as tables).
+
+    sizable: its size is only a capacity, chosen at load by name (`Dataplane.open(map_sizes=...)`,
+    setting `dataplane.map_sizes`); libdpp refuses to size any other map."""
 
     type: MapType
     key: Any
     value: Any
     max_entries: Union[int, str]  # a number, or the name of a dpp_consts.h constant
     table: bool = False
+    sizable: bool = False
 
     @property
     def per_cpu(self) -> bool:
@@ -481,6 +496,26 @@ class MapSpec:
     def array(self) -> bool:
         """Every index below max_entries exists (zeroed until written) and none can be deleted."""
         return self.type in (MapType.ARRAY, MapType.PERCPU_ARRAY)
+
+
+def map_size_refusal(name: str, entries: int, cpus: int) -> Optional[str]:
+    """Why libdpp would refuse to load map `name` with `entries` entries on `cpus` possible CPUs
+    (dpp_open_opts.map_sizes), or None. The caller names the map."""
+    spec = MAPS.get(name)
+    sizable = f"the maps sized at load: {', '.join(sorted(SIZABLE_MAPS))}"
+    if spec is None:
+        return f"no map of that name; {sizable}"
+    if not spec.sizable:
+        return f"its size is the program's (max_rules sizes dpp_rules); {sizable}"
+    if not 1 <= entries <= 0xFFFFFFFF:
+        return f"{entries} entries: 1 to 4294967295 allowed"
+    stride = (ctypes.sizeof(spec.value) + 7) // 8 * 8
+    if spec.per_cpu and entries * stride * cpus > PERCPU_BYTES_MAX:
+        return (
+            f"{entries} entries of {stride} bytes on each of {cpus} possible CPUs take "
+            f"{entries * stride * cpus >> 20} MiB, more than the {PERCPU_BYTES_MAX >> 20} MiB a per-CPU map may take"
+        )
+    return None
 
 
 ARRAY, HASH, PERCPU_ARRAY = MapType.ARRAY, MapType.HASH, MapType.PERCPU_ARRAY
@@ -513,7 +548,8 @@ MAPS: Mapping[str, MapSpec] = {
     "dpp_prog_stats": MapSpec(PERCPU_ARRAY, c_uint32, Counter, len(Prog), table=True),
     # Each network function's own plain tables, declared in its ABI module (netapp/<function>/abi.py).
     **{
-        name: MapSpec(MapType[kind], key, value, size, table=True)
+        name: MapSpec(MapType[kind], key, value, size, table=True, sizable=name in upf_abi.SIZABLE)
         for name, (kind, key, value, size) in upf_abi.MAPS.items()
     },
 }
+SIZABLE_MAPS = frozenset(name for name, spec in MAPS.items() if spec.sizable)

@@ -151,9 +151,13 @@ class Dataplane(RuleWriter, SiteConfig, Counters):
         *,
         max_flows: int = 0,
         meter_window_ns: int = 0,
+        map_sizes: Optional[Mapping[str, int]] = None,
         libdpp_path: Optional[str] = None,
     ) -> "Dataplane":
-        """Open (or, when `instance` is pinned, reopen) an instance; instance None: anonymous."""
+        """Open (or, when `instance` is pinned, reopen) an instance; instance None: anonymous.
+        `map_sizes`: map name -> entries, for the maps whose size is a capacity (abi.SIZABLE_MAPS);
+        a reopened instance keeps its pinned sizes (libdpp warns of one that differs): `map_size`
+        tells the size in force."""
         handle = DppHandle.open(
             load_libdpp(libdpp_path),
             instance,
@@ -163,6 +167,7 @@ class Dataplane(RuleWriter, SiteConfig, Counters):
             trace=trace,
             default_verdict=as_verdict(default_verdict),
             meter_window_ns=meter_window_ns,
+            map_sizes=map_sizes,
         )
         dataplane = cls(handle, trace=trace, max_rules=max_rules)
         if handle.reused():
@@ -179,6 +184,10 @@ class Dataplane(RuleWriter, SiteConfig, Counters):
         a per-CPU one as a PerCpuTable."""
         spec = MAPS.get(name)
         return (PerCpuTable if spec is not None and spec.per_cpu else Table)(self._dpp, name)
+
+    def map_size(self, name: str) -> int:
+        """The entries a map of this instance holds, as loaded (or as pinned, when reopened)."""
+        return self._dpp.map_info(name)["max_entries"]
 
     def __enter__(self) -> "Dataplane":
         return self

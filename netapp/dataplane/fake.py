@@ -9,7 +9,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import sys
-from typing import Any, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 import numpy
 
@@ -101,7 +101,9 @@ def _batch_error(code: int, op: str, done: int, total: int) -> DataplaneError:
 class FakeDpp:
     """In-memory maps with libdpp's semantics, enough for the facade: calls are logged in `calls`."""
 
-    def __init__(self, max_rules: int = MAX_RULES, reused: bool = False):
+    def __init__(
+        self, max_rules: int = MAX_RULES, reused: bool = False, map_sizes: Optional[Mapping[str, int]] = None
+    ):
         self.calls: list[tuple[Any, ...]] = []
         self.rules: dict[bytes, tuple[FlowKey, Rule]] = {}
         self.shape_sets = [ShapeSet(), ShapeSet()]
@@ -115,6 +117,7 @@ class FakeDpp:
         self.program_id = 1
         self.qsize_max = 16384  # the kernel's CPUMAP queue limit; a test may lower it
         self._reused = reused
+        self.map_sizes = dict(map_sizes or {})  # sizes chosen at load (dpp_open_opts.map_sizes)
 
     # lifecycle
     def close(self) -> None:
@@ -342,8 +345,9 @@ class FakeDpp:
         return [entry, *tails]
 
     def map_info(self, name: str) -> dict[str, int]:
-        """Made-up ids (1 + the map's position in MAPS); sizes from the header, rules as configured."""
-        size = MAPS[name].max_entries
+        """Made-up ids (1 + the map's position in MAPS); sizes from the header, rules and map_sizes as
+        configured."""
+        size = self.map_sizes.get(name, MAPS[name].max_entries)
         if name == "dpp_rules":
             size = len(self.rule_counters)
         elif isinstance(size, str):

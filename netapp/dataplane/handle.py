@@ -6,7 +6,7 @@ import ctypes
 import errno as errno_codes
 import os
 from ctypes import POINTER, byref, c_int, c_uint32, c_void_p
-from typing import TYPE_CHECKING, Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
 
 import numpy
 
@@ -15,6 +15,7 @@ from netapp.dataplane.abi import (
     ProgDesc,
     ACTION_MAX,
     MAPS,
+    MapSize,
     MAX_CPUS,
     REASON_MAX,
     VERDICT_MAX,
@@ -62,7 +63,11 @@ class DppHandle:
         trace: bool = False,
         default_verdict: int = Verdict.PASS,
         meter_window_ns: int = 0,
+        map_sizes: Optional[Mapping[str, int]] = None,
     ) -> "DppHandle":
+        sizes = (MapSize * len(map_sizes or {}))(
+            *(MapSize(name.encode(), entries) for name, entries in (map_sizes or {}).items())
+        )
         opts = OpenOpts(
             sz=ctypes.sizeof(OpenOpts),
             instance=instance.encode() if instance else None,
@@ -72,6 +77,8 @@ class DppHandle:
             trace=trace,
             default_verdict=int(default_verdict),
             meter_window_ns=meter_window_ns,
+            map_sizes=sizes,
+            nr_map_sizes=len(sizes),
         )
         handle = c_void_p()
         check(lib.dpp_open(byref(opts), byref(handle)), "dpp_open", hint=_open_hint())

@@ -34,6 +34,7 @@ class TableAdapter(Protocol):
     def table_lookup(self, name: str, keys: Any, values: Any, found: Any) -> int: ...
     def table_delete(self, name: str, keys: Any) -> None: ...
     def table_dump(self, name: str, cursor: TableCursor, keys: Any, values: Any) -> int: ...
+    def map_info(self, name: str) -> dict[str, int]: ...
 
 
 Entries = Union[Mapping[Any, Any], Iterable[tuple[Any, Any]]]
@@ -59,6 +60,11 @@ class Table:
         self.name = name
         self.spec = spec
         self._value_type: Any = spec.value
+
+    @property
+    def max_entries(self) -> int:
+        """The map's size in the kernel (as loaded, or as pinned: not always the header's)."""
+        return self._adapter.map_info(self.name)["max_entries"]
 
     def update(self, entries: Entries, flags: UpdateFlag = UpdateFlag.ANY) -> None:
         """Write every (key, value) in order; a DataplaneError carries `done`, how many were written."""

@@ -180,6 +180,7 @@ class NetAppService(IntentService):
                 "flow_cache",
                 "max_rules",
                 "meter_window_ms",
+                "dataplane",
             },
         )
 
@@ -192,6 +193,7 @@ class NetAppService(IntentService):
                     flow_cache=self.settings.flow_cache,
                     max_rules=self.settings.max_rules,
                     default_verdict=self.settings.default_verdict,
+                    map_sizes=self.settings.dataplane.map_sizes,
                 )
                 if self.settings.meter_window_ms is not None:  # also on an instance pinned before
                     state.opened_dataplane.set_meter_window(self.settings.meter_window_ms * 1_000_000)

@@ -156,3 +156,6 @@ MAPS = {
     "dpp_upf_routes": ("PERCPU_ARRAY", c_uint32, Route, "DPP_UPF_ROUTE_SLOTS"),
     "dpp_upf_route_gen": ("ARRAY", c_uint32, RouteGen, 1),
 }
+# The maps whose size is only a capacity, chosen at load (libdpp's list in maps.c): the PDR tables
+# and the URR slots. The program computes slots of the others from their built-in size.
+SIZABLE = frozenset({"dpp_upf_uplink", "dpp_upf_downlink", "dpp_upf_usage"})

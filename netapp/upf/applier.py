@@ -24,7 +24,7 @@ from netapp.intents.compiler import CompiledRule
 from netapp.service.contract import DataplaneUnavailable, ServiceError
 from netapp.service.function_rules import RuleClash
 from netapp.service.transaction import SiteChange
-from netapp.upf.abi import MAX_UPF_IFACES, MAX_UPF_SDF_PDRS, MAX_UPF_URRS, DownlinkKey, Iface, Role, UplinkKey, Usage
+from netapp.upf.abi import MAX_UPF_IFACES, MAX_UPF_SDF_PDRS, DownlinkKey, Iface, Role, UplinkKey, Usage
 from netapp.upf.compiler import Entries, Site, compile_session, words
 from netapp.upf.models import RuleError, Session
 from netapp.upf.pfcp.ies import Cause, IEType, RuleType
@@ -66,10 +66,9 @@ class Rules(Protocol):
 
 class BpfApplier:
     """Sessions into dpp_upf_uplink and dpp_upf_downlink, as deltas; their URRs' counters in
-    dpp_upf_usage; their PDRs with SDF filters in dpp_upf_sdf_pdrs and, as rules, through `rules`
-    (None: such PDRs are refused)."""
+    dpp_upf_usage, whose size (setting dataplane.map_sizes) is `urr_slots`; their PDRs with SDF
+    filters in dpp_upf_sdf_pdrs and, as rules, through `rules` (None: such PDRs are refused)."""
 
-    urr_slots = MAX_UPF_URRS
     FINAL_KEPT = 65536  # final counts kept for usage reports, the oldest forgotten first
 
     def __init__(self, table_of: TableOf, site: Site, ifaces: Mapping[int, Iface], rules: Optional[Rules] = None):
@@ -80,6 +79,7 @@ class BpfApplier:
         self._downlink = table_of("dpp_upf_downlink")
         self._ifaces = table_of("dpp_upf_ifaces")
         self._usage: PerCpuTable = table_of("dpp_upf_usage")  # type: ignore[assignment]
+        self.urr_slots = self._usage.max_entries  # slot 0 is never given
         self.site = site
         self.stale: list[str] = []  # entries an undo could not put back: reconcile before the next change
         # (SEID, URR id) -> (slot, the counts it had when freed)

@@ -44,6 +44,8 @@ def test_a_small_run_checks_its_paths_and_reports_every_case(tmp_path):
     assert points == {(c, i, a) for c in workload.CASES for i, a in ((1, 1), (300, 1), (300, 200))}
     assert all(case["repeat"] % case["active"] == 0 and case["ns"] > 0 for case in result["cases"])
     assert {install["entries"] for install in result["install"]} == {299}
+    usage = result["urr_usage"]  # a slot for each session, and slot 0
+    assert (usage["slots"], usage["bytes"]) == (301, 301 * 32 * usage["cpus"])
 
 
 def test_a_case_that_takes_another_path_stops_the_run(tmp_path, monkeypatch, capsys):

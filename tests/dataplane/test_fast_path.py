@@ -1,8 +1,9 @@
 """The per-packet hot path, run in the kernel (BPF_PROG_TEST_RUN): the N3 fast parser (core/n3.h,
 parse_n3) and the direct-mapped flow cache it feeds (classify.h).
 
-Frames of either N3 layout (GTP-U in VXLAN, and plain GTP-U as a gNB sends it), and of the plain
-layout (core/plain.h: Ethernet / IPv4 / UDP, TCP or SCTP, no tunnel), must be parsed by the fast path (the trace's fast_path says so) into exactly
+Frames of either N3 layout (GTP-U in VXLAN, and plain GTP-U as a gNB sends it; the UE packet IPv4, or
+IPv6 without extension headers), and of the plain layout (core/plain.h: Ethernet / IPv4 / UDP, TCP or
+SCTP, no tunnel), must be parsed by the fast path (the trace's fast_path says so) into exactly
 the key the reference parser gives, and with the outer-header offsets FORWARD rewrites at. Near
 misses must fall back to the staged parser and still be parsed right. The flow cache must never
 hand a flow another flow's rule, even when every flow shares one slot.
@@ -34,6 +35,7 @@ OUTER_UDP, VXLAN, INNER_UDP = 34, 42, 84
 # The same in plain N3 frames (GTP-U right in the outer IPv4): GTP-U, UE IPv4 after a container.
 PLAIN_GTP, PLAIN_UE_IP_PSC = 42, 58
 TOT_LEN = 2  # within an IPv4 header
+PAYLOAD_LEN = 4  # within an IPv6 header
 UDP_LEN = 4  # within a UDP header
 
 
@@ -133,6 +135,30 @@ def ue_sctp(**options) -> object:
     return packets.ipv4(common + options.pop("payload", b""), src=UE4[0], dst=UE4[1], proto=132, **options)
 
 
+def ue6_udp(**options) -> object:
+    return packets.ue_udp(*UE6, options.pop("sport", 40000), options.pop("dport", 5004), **options)
+
+
+def ue6_tcp(**options) -> object:
+    return packets.ue_tcp(*UE6, options.pop("sport", 40001), options.pop("dport", 443), **options)
+
+
+def ue6(payload, **options) -> object:
+    """A UE IPv6 header (extension headers as options say) before payload."""
+    return packets.ipv6(payload, src=UE6[0], dst=UE6[1], **options)
+
+
+def ue6_sctp() -> object:
+    return ue6(packets.Raw(load=packets.sctp(38412, 3868)), nh=132)
+
+
+def with_flow_label(ue: object, label: int) -> bytes:
+    raw = bytearray(bytes(ue))
+    raw[1] = (raw[1] & 0xF0) | (label >> 16)
+    raw[2:4] = (label & 0xFFFF).to_bytes(2, "big")
+    return packets.Raw(load=bytes(raw))
+
+
 # Frames of the fast path's layout: UE UDP and TCP, with and without the PDU Session Container, UL
 # and DL, DSCP set, different ports, S/PN beside E, padding after the datagram.
 FAST = {
@@ -165,6 +191,19 @@ FAST = {
     "plain-tcp-ethernet-padding": plain_frame(ue_tcp()) + bytes(18),
     "plain-sctp-psc-ul": plain_frame(ue_sctp()),
     "plain-udp-psc-ethernet-padding-that-looks-like-headers": plain_frame() + plain_frame()[:60],
+    "ue6-udp-psc-ul": n3_frame(ue6_udp()),
+    "ue6-udp-psc-dl": n3_frame(ue6_udp(), ul=False),
+    "ue6-udp-no-extension": n3_frame(ue6_udp(), qfi=None),
+    "ue6-udp-traffic-class-46-flow-label": n3_frame(with_flow_label(ue6_udp(dscp=46), 0xABCDE)),
+    "ue6-udp-empty-payload-with-seq-and-npdu": n3_frame(ue6_udp(payload=b""), seq=0x1234, npdu=7),
+    "ue6-tcp-psc-ul": n3_frame(ue6_tcp()),
+    "ue6-tcp-ethernet-padding": n3_frame(ue6_tcp()) + bytes(18),
+    "ue6-sctp-psc-ul": n3_frame(ue6_sctp()),
+    "plain-ue6-udp-psc-ul": plain_frame(ue6_udp()),
+    "plain-ue6-udp-no-extension": plain_frame(ue6_udp(), qfi=None),
+    "plain-ue6-tcp-dscp-10-other-ports": plain_frame(ue6_tcp(dscp=10, sport=12345, dport=8080), ul=False),
+    "plain-ue6-sctp-psc-ul": plain_frame(ue6_sctp()),
+    "plain-ue6-udp-psc-ethernet-padding-that-looks-like-headers": plain_frame(ue6_udp()) + plain_frame()[:60],
     "n6-udp": n6_frame(),
     "n6-udp-empty-dscp-46": n6_frame(ue_udp(payload=b"", dscp=46)),
     "n6-udp-from-the-gtpu-port": n6_frame(ue_udp(sport=2152, dport=9)),
@@ -189,6 +228,44 @@ def decoy_extension() -> packets.GtpExtension:
     content = decoy[1:].ljust(0x45 * 4 - 2, b"\0")
     return packets.gtp_ext_ran_container(content)
 
+_minimal_ue6 = n3_frame(ue6_udp(payload=b""))
+_minimal_plain_ue6 = plain_frame(ue6_udp(payload=b""))
+_udp6 = packets.udp(b"ue", sport=40000, dport=5004)
+# A UE IPv6 packet one step off the fast path's: extension headers (each, and a fragment's two
+# kinds), an L4 protocol it leaves to the staged parser, lengths that do not cover the L4 header or
+# end beyond what carries them, headers cut short.
+UE6_FALLBACK = {
+    f"{layout}-ue6-{name}": frame_of(ue)
+    for layout, frame_of in (("vxlan", n3_frame), ("plain", plain_frame))
+    for name, ue in {
+        "hop-by-hop": ue6(_udp6, ext_headers=[packets.ipv6_hop_by_hop()]),
+        "routing": ue6(_udp6, ext_headers=[packets.ipv6_routing()]),
+        "destination-options": ue6(_udp6, ext_headers=[packets.ipv6_dest_opts()]),
+        "first-fragment": ue6(_udp6, ext_headers=[packets.ipv6_fragment(more=True)]),
+        "later-fragment": ue6(b"x" * 16, nh=17, ext_headers=[packets.ipv6_fragment(offset=2)]),
+        "auth-header": ue6(_udp6, ext_headers=[packets.ipv6_auth()]),
+        "icmpv6": packets.ue_icmp(*UE6),
+        "tcp-header-cut-short": ue6(packets.Raw(load=bytes(19)), nh=6),
+        "udp-header-cut-short": ue6(packets.Raw(load=bytes(7)), nh=17),
+        "no-next-header": ue6(packets.Raw(load=bytes(8)), nh=59),
+    }.items()
+} | {
+    "vxlan-ue6-payload-length-one-too-big": with_length_changed(_minimal_ue6, UE_IP_PSC + PAYLOAD_LEN, 1),
+    "vxlan-ue6-payload-length-one-too-small": with_length_changed(_minimal_ue6, UE_IP_PSC + PAYLOAD_LEN, -1),
+    "vxlan-ue6-payload-length-zero": packets.patched(_minimal_ue6, UE_IP_PSC + PAYLOAD_LEN, b"\0\0"),
+    "vxlan-ue6-inner-udp-length-one-too-small": with_length_changed(_minimal_ue6, INNER_UDP + UDP_LEN, -1),
+    "vxlan-ue6-truncated-by-one-byte": _minimal_ue6[:-1],
+    "vxlan-ue6-header-cut-short": _minimal_ue6[: UE_IP_PSC + 39],
+    "vxlan-ue-version-5": packets.patched(_minimal_ue6, UE_IP_PSC, b"\x50"),
+    "plain-ue6-payload-length-one-too-big": with_length_changed(
+        _minimal_plain_ue6, PLAIN_UE_IP_PSC + PAYLOAD_LEN, 1),
+    "plain-ue6-payload-length-one-too-small": with_length_changed(
+        _minimal_plain_ue6, PLAIN_UE_IP_PSC + PAYLOAD_LEN, -1),
+    "plain-ue6-outer-total-length-one-too-small": with_length_changed(_minimal_plain_ue6, OUTER_IP + TOT_LEN, -1),
+    "plain-ue6-truncated-by-one-byte": _minimal_plain_ue6[:-1],
+    "plain-ue6-header-cut-short": _minimal_plain_ue6[: PLAIN_UE_IP_PSC + 47],
+}
+
 # One step off the layout each: the staged parser must take them, and get them right.
 FALLBACK = {
     "outer-ihl-6": n3_frame(outer_options=IP_OPTION_NOPS),
@@ -210,8 +287,6 @@ FALLBACK = {
     "gtp-other-extension-only": n3_frame(qfi=None, exts=[packets.gtp_ext_pdcp_number(5)]),
     "gtp-version-2": n3_frame(flags=0x54),
     "gtp-end-marker": n3_frame(gtp=packets.gtp_end_marker(TEID)),
-    "ue-ipv6-udp": n3_frame(packets.ue_udp(*UE6, 40000, 5004)),
-    "ue-ipv6-tcp": n3_frame(packets.ue_tcp(*UE6, 40000, 443)),
     "ue-icmp": n3_frame(packets.ue_icmp(*UE4)),
     "ue-tcp-header-cut-short": n3_frame(packets.ipv4(b"\0" * 12, src=UE4[0], dst=UE4[1], proto=6)),
     "not-gtpu-port": n3_frame(gtp_port=2153),
@@ -250,7 +325,6 @@ FALLBACK = {
     "plain-gtp-other-extension-only": plain_frame(qfi=None, exts=[packets.gtp_ext_pdcp_number(5)]),
     "plain-gtp-version-2": plain_frame(flags=0x54),
     "plain-gtp-end-marker": plain_frame(gtp=packets.gtp_end_marker(TEID)),
-    "plain-ue-ipv6-udp": plain_frame(packets.ue_udp(*UE6, 40000, 5004)),
     "plain-ue-icmp": plain_frame(packets.ue_icmp(*UE4)),
     "plain-ue-tcp-header-cut-short": plain_frame(packets.ipv4(b"\0" * 12, src=UE4[0], dst=UE4[1], proto=6)),
     "plain-truncated-by-one-byte": plain_frame()[:-1],
@@ -262,6 +336,7 @@ FALLBACK = {
     "plain-outer-udp-length-one-too-small": with_length_changed(_minimal_plain, OUTER_UDP + UDP_LEN, -1),
     "plain-outer-udp-length-zero": packets.patched(plain_frame(), OUTER_UDP + UDP_LEN, b"\0\0"),
     "plain-ue-sctp-header-cut-short": plain_frame(packets.ipv4(b"\0" * 11, src=UE4[0], dst=UE4[1], proto=132)),
+    **UE6_FALLBACK,
     "n6-vlan": n6_frame(vlans=[100]),
     "n6-ihl-6": n6_frame(packets.ipv4(packets.udp(b"x", sport=1, dport=2), src=UE4[0], dst=UE4[1],
                                       options=IP_OPTION_NOPS)),
@@ -316,6 +391,24 @@ def test_a_frame_of_the_n3_layout_takes_the_fast_path_to_the_reference_key(dp, n
 def test_a_near_miss_falls_back_to_the_staged_parser_and_still_parses_right(dp, name):
     frame = FALLBACK[name]
     assert parsed(dp, frame) == (refparser.parse(frame), False)
+
+
+@pytest.mark.parametrize("frame_of", [n3_frame, plain_frame], ids=["vxlan", "plain"])
+def test_the_fast_path_reads_every_key_field_of_a_ue_ipv6_packet(dp, frame_of):
+    base = parsed(dp, frame_of(ue6_udp()))[0][1]
+    variants = {
+        "dscp": frame_of(ue6_udp(dscp=1)),
+        "sport": frame_of(ue6_udp(sport=40002)),
+        "dport": frame_of(ue6_udp(dport=5005)),
+        "src": frame_of(packets.ue_udp("2001:db8:60::2", UE6[1], 40000, 5004)),
+        "dst": frame_of(packets.ue_udp(UE6[0], "2001:db8:200::11", 40000, 5004)),
+        "proto": frame_of(ue6(packets.Raw(load=bytes(packets.udp(b"ue", sport=40000, dport=5004)) + bytes(2)),
+                              nh=132)),  # the same ports, as SCTP
+    }
+    for field, frame in variants.items():
+        (status, key), fast = parsed(dp, frame)
+        assert (status, fast) == ("ok", True), field
+        assert {name for name in key if key[name] != base[name]} == {field}, field
 
 
 @pytest.mark.parametrize("frame_of", [n3_frame, plain_frame], ids=["vxlan", "plain"])

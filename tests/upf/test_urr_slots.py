@@ -1,13 +1,21 @@
 """URR slots of the data path's usage counters: given with the session like TEIDs, stored with it, so
-that a restart gives out none in use; freed with the URR or the session."""
+that a restart gives out none in use; freed with the URR or the session. As many as dpp_upf_usage
+holds, which its size at load (setting dataplane.map_sizes) says."""
 
 from __future__ import annotations
 
 import pytest
 
+from netapp.dataplane.facade import Dataplane
+from netapp.dataplane.fake import FakeDpp
 from netapp.upf import store as rows
+from netapp.upf.abi import MAX_UPF_URRS, Output, Role
+from netapp.upf.applier import BpfApplier, iface_entries
+from netapp.upf.compiler import Site
 from netapp.upf.pfcp.ies import Cause
 from tests.upf.smf import cause, establishment_ies, find, ie
+from tests.upf.test_datapath import N3_IP, session
+from tests.utils.kernel import require_kernel
 
 SLOTS = 4  # slots 1..3
 
@@ -76,3 +84,24 @@ def test_a_refused_request_gives_no_slot(endpoint, counted):
     endpoint.applier.fail = False
     seid = _establish(counted, 2)
     assert _slots(endpoint)[seid] == {1: 1}
+
+
+def _applier(dataplane):
+    site = Site(net_instances={"internet": 1}, default_instance="internet", n3_ipv4=N3_IP, output=Output.PASS)
+    return BpfApplier(dataplane.table, site, iface_entries({5: (Role.N3, 0), 6: (Role.N6, 1)}, N3_IP, None))
+
+
+def test_the_slot_count_is_the_usage_maps_size():
+    assert _applier(Dataplane(FakeDpp())).urr_slots == MAX_UPF_URRS
+    assert _applier(Dataplane(FakeDpp(map_sizes={"dpp_upf_usage": SLOTS}))).urr_slots == SLOTS
+
+
+def test_the_slot_count_follows_the_size_the_map_was_loaded_with():
+    require_kernel()
+    slots = (1 << 20) + 1
+    with Dataplane.open(map_sizes={"dpp_upf_usage": slots}) as dataplane:
+        applier = _applier(dataplane)
+        assert applier.urr_slots == slots
+        last = session().model_copy(update={"urr_slots": {1: slots - 1}})
+        applier.apply(None, last)  # the last slot is one of the map's: its counters are zeroed
+        assert applier.usage([slots - 1])[slots - 1].ul_packets == 0

@@ -3,8 +3,9 @@
  *
  * An N3 (or N9) facing node sees two layouts far more than any other: GTP-U as a gNB (or a peer
  * UPF) sends it, untagged Ethernet / IPv4 / UDP 2152 / GTP-U T-PDU carrying one PDU Session
- * Container (or no extension at all) / UE IPv4 / UDP, TCP or SCTP; and the same GTP-U behind
- * Ethernet / IPv4 / UDP 4789 / VXLAN with a VNI, every IPv4 header without options. The staged
+ * Container (or no extension at all) / UE IPv4 or IPv6 / UDP, TCP or SCTP; and the same GTP-U
+ * behind Ethernet / IPv4 / UDP 4789 / VXLAN with a VNI, every IPv4 header without options and the
+ * UE's IPv6 header without extension headers. The staged
  * parser pays for its generality on each of those packets: up to seven stage calls, a bounds check
  * per header, offsets carried from stage to stage. In these layouts every header sits at a fixed
  * offset, so one bounds check covers them all and every check the staged parser makes becomes a
@@ -42,6 +43,7 @@
  * bounds check covers. The header fields the fast path reads before it knows the layout (through
  * the container, at N3_UE_PSC) all lie within the shorter one. */
 #define N3_UE_LEN (sizeof(struct iphdr) + sizeof(struct udphdr))
+#define N3_UE6_LEN (sizeof(struct ipv6hdr) + sizeof(struct udphdr)) /* checked once it is IPv6 */
 #define N3_MIN_LEN(tun) (N3_UE_PLAIN(tun) + N3_UE_LEN)
 _Static_assert(N3_UE_PSC(N3_TUN_PLAIN) <= N3_MIN_LEN(N3_TUN_PLAIN), "the container lies within");
 _Static_assert(N3_MIN_LEN(N3_TUN_PLAIN) <= N3_MIN_LEN(N3_TUN_VXLAN), "plain is the shorter layout");
@@ -109,18 +111,49 @@ static __always_inline __u32 n3_datagram_end(void *data, __u32 ip_off, __u32 lim
 }
 
 /* The lengths, as the staged parser reads them (from data, in a frame of frame_len bytes): every
- * datagram ends within the frame and within the datagram and UDP payload around it, and the UE's
- * L4 header, up to l4_end, within the UE datagram. Total lengths of at least a header follow. */
-static __always_inline bool n3_lengths_ok(void *data, __u32 frame_len, __u32 tun, __u32 ue_off,
+ * datagram ends within the frame and within the datagram and UDP payload around it, the UE's up to
+ * ue_end, and the UE's L4 header, up to l4_end, within the UE datagram. Total lengths of at least a
+ * header follow. */
+static __always_inline bool n3_lengths_ok(void *data, __u32 frame_len, __u32 tun, __u32 ue_end,
 					  __u32 l4_end)
 {
-	const struct iphdr *ue = data + ue_off;
-	__u32 limit = n3_datagram_end(data, N3_IP, frame_len), ue_end;
+	__u32 limit = n3_datagram_end(data, N3_IP, frame_len);
 
 	if (tun == N3_TUN_VXLAN)
 		limit = n3_datagram_end(data, N3_INNER_IP, limit);
-	ue_end = ue_off + bpf_ntohs(ue->tot_len);
 	return ue_end <= limit && l4_end <= ue_end;
+}
+
+/* The UE packet at ue, ue_off from data (its first N3_UE_LEN bytes within the frame), the lengths
+ * aside, as the staged parser takes it: an IPv4 header n3_ipv4_ok takes, or an IPv6 header whose
+ * next header is the L4 header (an extension header, which n3_l4_len does not know, is left to the
+ * staged parser), followed by a UDP, TCP or SCTP header. Its family (4 or 6: decided here once,
+ * so the verifier knows which header's bounds were checked), where that L4 header must end and
+ * where the UE datagram ends, from data; 0 for anything else. */
+static __always_inline __u8 n3_ue(const void *ue, void *end, __u32 ue_off, __u32 *l4_end,
+				  __u32 *ue_end)
+{
+	const struct ipv6hdr *ip6 = ue;
+	const struct iphdr *ip = ue;
+	__u32 l4_off, l4_len;
+	__u8 proto, family;
+
+	if (n3_ipv4_ok(ip)) {
+		family = 4;
+		proto = ip->protocol;
+		l4_off = ue_off + sizeof(*ip);
+		*ue_end = ue_off + bpf_ntohs(ip->tot_len);
+	} else if ((*(const __u8 *)ip >> 4) == 6 && (void *)ip6 + N3_UE6_LEN <= end) {
+		family = 6;
+		proto = ip6->nexthdr;
+		l4_off = ue_off + sizeof(*ip6);
+		*ue_end = l4_off + bpf_ntohs(ip6->payload_len);
+	} else {
+		return 0;
+	}
+	l4_len = n3_l4_len(proto);
+	*l4_end = l4_off + l4_len;
+	return l4_len ? family : 0;
 }
 
 /* Where the UE packet of a GTP-U T-PDU (its IPv4 tunnel at tun) starts: after exactly one PDU
@@ -141,29 +174,46 @@ static __always_inline __u32 n3_gtpu_ue_offset(void *data, __u32 tun)
 	return 0;
 }
 
-/* What the staged parser makes of the last IPv4 header it parses, ip (an IPv4 header without
- * options whose L4 header starts with the ports), after the outer IPv4 at N3_IP with its L4
- * protocol outer_proto: the key's addresses and ports, the outer and last layers. */
-static __always_inline void n3_fill_ip(struct dpp_parse *p, void *data, const struct iphdr *ip,
-				       __u8 outer_proto)
+/* What the staged parser records of the last IP header it parses, at l3, beside its addresses:
+ * the ports of its L4 header (protocol l4_proto at l4, starting with them), the outer layers (the
+ * outer IPv4 at N3_IP with its L4 protocol outer_proto) and the last one. */
+static __always_inline void n3_fill_l4(struct dpp_parse *p, void *data, const void *l3,
+				       const void *l4, __u8 l4_proto, __u8 outer_proto)
 {
-	const __be16 *ports = (const __be16 *)(ip + 1); /* UDP, TCP and SCTP all start with them */
+	const __be16 *ports = l4; /* UDP, TCP and SCTP all start with them */
 
-	key_set_ipv4(&p->key, ip);
 	p->key.sport = bpf_ntohs(ports[0]);
 	p->key.dport = bpf_ntohs(ports[1]);
 	p->layers.outer_l3 = N3_IP;
 	p->layers.outer_l4 = N3_UDP;
 	p->layers.outer_family = 4;
 	p->layers.outer_proto = outer_proto;
-	p->layers.l4_proto = ip->protocol;
-	p->layers.l3 = (void *)ip - data;
+	p->layers.l4_proto = l4_proto;
+	p->layers.l3 = l3 - data;
+}
+
+/* What the staged parser makes of the last IPv4 header it parses, ip (an IPv4 header without
+ * options whose L4 header starts with the ports), after the outer IPv4 at N3_IP with its L4
+ * protocol outer_proto: the key's addresses and ports, the outer and last layers. */
+static __always_inline void n3_fill_ip(struct dpp_parse *p, void *data, const struct iphdr *ip,
+				       __u8 outer_proto)
+{
+	key_set_ipv4(&p->key, ip);
+	n3_fill_l4(p, data, ip, ip + 1, ip->protocol, outer_proto);
+}
+
+/* The same of a UE IPv6 header without extension headers, ip6, inside the outer IPv4/UDP. */
+static __always_inline void n3_fill_ip6(struct dpp_parse *p, void *data, const struct ipv6hdr *ip6)
+{
+	key_set_ipv6(&p->key, ip6);
+	p->key.proto = ip6->nexthdr;
+	n3_fill_l4(p, data, ip6, ip6 + 1, ip6->nexthdr, IPPROTO_UDP);
 }
 
 /* The key and layers the staged parser would produce for the layout of tunnel tun. p is still as
  * the caller zeroed it: only what is not 0 is written. */
 static __always_inline void n3_fill(struct dpp_parse *p, void *data, __u32 tun,
-				    const struct iphdr *ue, bool psc)
+				    const struct iphdr *ue, __u8 family, bool psc)
 {
 	const struct vxlan_hdr *vx = data + N3_VXLAN;
 	const struct gtpu_hdr *gtp = data + N3_GTP(tun);
@@ -182,7 +232,10 @@ static __always_inline void n3_fill(struct dpp_parse *p, void *data, __u32 tun,
 			p->key.flags |= DPP_KEY_GTP_UL;
 		p->key.qfi = container[2] & 0x3f;
 	}
-	n3_fill_ip(p, data, ue, IPPROTO_UDP);
+	if (family == 4)
+		n3_fill_ip(p, data, ue, IPPROTO_UDP);
+	else
+		n3_fill_ip6(p, data, (const struct ipv6hdr *)ue);
 	p->layers.tun_l3 = tun;
 	p->layers.gtp = N3_GTP(tun);
 	p->layers.ue_l3 = (void *)ue - data;
@@ -190,12 +243,14 @@ static __always_inline void n3_fill(struct dpp_parse *p, void *data, __u32 tun,
 
 /* The GTP-U part of either layout, its tunnel at tun (the headers before it checked): true with *p
  * filled, or false. One bounds check covers the layout; which of its two lengths applies is known
- * once the GTP-U flags are read (within the shorter one). The length fields then say whether the
- * UE's whole L4 header is there: compares of numbers already loaded, no further bounds check. */
+ * once the GTP-U flags are read (within the shorter one); a UE IPv6 header takes one more. The
+ * length fields then say whether the UE's whole L4 header is there: compares of numbers already
+ * loaded, no further bounds check. */
 static __always_inline bool n3_gtpu(void *data, void *end, __u32 tun, struct dpp_parse *p)
 {
-	__u32 ue_off, l4_len;
+	__u32 ue_off, ue_end, l4_end;
 	const struct iphdr *ue;
+	__u8 family;
 
 	if (data + N3_MIN_LEN(tun) > end)
 		return false;
@@ -203,12 +258,12 @@ static __always_inline bool n3_gtpu(void *data, void *end, __u32 tun, struct dpp
 	if (!ue_off)
 		return false;
 	ue = data + ue_off;
-	if ((void *)ue + N3_UE_LEN > end || !n3_ipv4_ok(ue))
+	if ((void *)ue + N3_UE_LEN > end)
 		return false;
-	l4_len = n3_l4_len(ue->protocol);
-	if (!l4_len || !n3_lengths_ok(data, end - data, tun, ue_off, ue_off + sizeof(*ue) + l4_len))
+	family = n3_ue(ue, end, ue_off, &l4_end, &ue_end);
+	if (!family || !n3_lengths_ok(data, end - data, tun, ue_end, l4_end))
 		return false;
-	n3_fill(p, data, tun, ue, ue_off == N3_UE_PSC(tun));
+	n3_fill(p, data, tun, ue, family, ue_off == N3_UE_PSC(tun));
 	return true;
 }
 

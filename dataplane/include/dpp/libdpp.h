@@ -27,6 +27,12 @@ typedef void (*dpp_log_fn)(enum dpp_log_level level, const char *msg, void *ctx)
 /* Route libdpp's (and libbpf's) messages; NULL silences them. Not thread-safe: call once at start. */
 void dpp_set_log(dpp_log_fn fn, void *ctx);
 
+/* A map's size, chosen when the instance is loaded (struct dpp_open_opts.map_sizes). */
+struct dpp_map_size {
+	const char *name;  /* the map's name in the BPF object */
+	__u32 max_entries; /* at least 1 */
+};
+
 struct dpp_open_opts {
 	size_t sz;		  /* sizeof(struct dpp_open_opts), for forward compatibility */
 	const char *instance;	  /* name under DPP_PIN_ROOT; NULL: an anonymous, unpinned instance */
@@ -36,7 +42,16 @@ struct dpp_open_opts {
 	bool trace;		  /* record every packet's outcome in dpp_trace (replay, tests) */
 	__u32 default_verdict;	  /* enum dpp_verdict; written to dpp_config at first load */
 	__u64 meter_window_ns;	  /* 0: 1 ms */
+	/* Sizes of maps whose size is only a capacity (the PDR and URR tables of the UPF: the
+	 * others are the program's, and refused with -EPERM; an unknown name with -ENOENT); a
+	 * per-CPU map may take at most DPP_PERCPU_BYTES_MAX over the possible CPUs (-E2BIG). When
+	 * the instance is reopened from its pins, the pinned maps' sizes stay: a different size
+	 * asked for is reported (a warning), not applied. Unnamed maps keep their built-in size. */
+	const struct dpp_map_size *map_sizes;
+	__u32 nr_map_sizes;
 };
+/* The most memory one per-CPU map may take: entries x value (rounded up to 8) x possible CPUs. */
+#define DPP_PERCPU_BYTES_MAX (4ULL << 30)
 #define DPP_OPEN_OPTS_SZ (sizeof(struct dpp_open_opts))
 
 /* Open the instance: when opts->instance is pinned, reuse its pinned program, maps and links
