@@ -5,6 +5,7 @@
 | netapp.upf.models           | sessions and their rules (PDR, FAR, QER, URR), validated        |
 | netapp.upf.flows            | SDF filters: IPFilterRule flow descriptions, parsed             |
 | netapp.upf.sessions         | associations and sessions, changed all or nothing               |
+| netapp.upf.held             | what a change holds: its map part, and the sessions in memory   |
 | netapp.upf.store            | their rows in the NetApp's SQLite store                         |
 | netapp.upf.pfcp             | the PFCP endpoint (UDP 8805), its codec adapter, its messages   |
 | netapp.upf.abi              | its data path ABI mirrors (dataplane/include/dpp/nf/upf.h)      |

@@ -33,12 +33,13 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
-from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Protocol, TypeVar, Union
+from typing import Any, Callable, Iterable, Optional, Protocol, TypeVar, Union
 
 from netapp.service.contract import Principal
 from netapp.service.store import Store
 from netapp.service.transaction import Part, Transactions
 from netapp.upf import store as rows
+from netapp.upf.held import SessionChange, SessionTable
 from netapp.upf.models import FSeid, FTeid, RuleError, Session, check_session
 from netapp.upf.pfcp.ies import Cause, IEType, RuleType
 from netapp.upf.pfcp.rules import KINDS, RulePlan, build
@@ -85,95 +86,6 @@ class NoApplier:
 class Outcome:
     session: Session
     created: tuple[tuple[int, FTeid], ...] = ()  # (PDR id, the F-TEID the UPF chose) for Created PDR
-
-
-class SessionChange:
-    """The `MapChange` of a UPF transaction: the (old, new) pairs its changes made, given to the
-    applier in order once all are in; undone (the applier given the inverse pairs, the tables in
-    memory put back) if a later pair, or the commit, fails."""
-
-    def __init__(self, applier: Applier):
-        self._applier = applier
-        self._pairs: list[Pair] = []
-        self._undo_tables: list[Callable[[], None]] = []
-        self._applied: list[Pair] = []
-
-    def add(self, pairs: list[Pair], undo_tables: Callable[[], None]) -> None:
-        """Pairs a change made, and how to put the tables in memory back from it."""
-        self._pairs.extend(pairs)
-        self._undo_tables.append(undo_tables)
-
-    def mark(self) -> int:
-        return 0
-
-    def check(self, part: Any, mark: int) -> None:
-        pass
-
-    def roll_back(self, to: int = 0) -> None:
-        self._undo_maps()
-        undo, self._undo_tables = self._undo_tables, []
-        for step in reversed(undo):
-            step()
-
-    def apply_to_maps(self) -> None:
-        for old, new in self._pairs:
-            try:
-                self._applier.apply(old, new)
-            except RuleError:
-                self._undo_maps()
-                raise
-            except Exception as exc:
-                self._undo_maps()
-                raise RuleError(Cause.SYSTEM_FAILURE, f"the data path refused the change: {exc}") from exc
-            self._applied.append((old, new))
-
-    def undo_maps(self, cause: Exception) -> None:
-        self._undo_maps()
-
-    def committed(self) -> None:
-        pass
-
-    def _undo_maps(self) -> None:
-        """Every pair applied, undone in reverse, past those whose undo fails (logged: the applier
-        marks what it left wrong for a reconcile)."""
-        applied, self._applied = self._applied, []
-        for old, new in reversed(applied):
-            try:
-                self._applier.apply(new, old)
-            except Exception:  # noqa: BLE001 - the other pairs are undone all the same
-                seid = (old or new).seid  # type: ignore[union-attr]
-                log.exception("undoing the data path's change of session %#x failed", seid)
-
-
-class SessionTable(Mapping[int, Session]):
-    """The sessions by SEID, each held as its row's JSON (and its association's node id): a mapping
-    of Sessions, each read back from its JSON when asked for (a new object every time)."""
-
-    def __init__(self) -> None:
-        self._rows: dict[int, tuple[str, str]] = {}  # SEID -> (node id, JSON)
-
-    def __getitem__(self, seid: int) -> Session:
-        return Session.model_validate_json(self._rows[seid][1])
-
-    def __iter__(self) -> Iterator[int]:
-        return iter(self._rows)
-
-    def __len__(self) -> int:
-        return len(self._rows)
-
-    def __contains__(self, seid: object) -> bool:
-        return seid in self._rows
-
-    def put(self, session: Session, body: Optional[str] = None) -> None:
-        """Hold `session`; `body`: its JSON, when the caller has it already."""
-        self._rows[session.seid] = (session.node_id, session.model_dump_json() if body is None else body)
-
-    def remove(self, seid: int) -> None:
-        self._rows.pop(seid, None)
-
-    def of(self, node_id: str) -> list[Session]:
-        """The sessions of an association."""
-        return [Session.model_validate_json(body) for owner, body in self._rows.values() if owner == node_id]
 
 
 class Upf:
@@ -539,32 +451,17 @@ class Upf:
     def _choose_urr_slots(self, base: Session, urrs: dict[int, Any]) -> dict[int, int]:
         """The URRs' slots: those `base` gave them kept, a free one (after the cursor) for each new
         URR; none without a data path that counts."""
-        if not self._urr_slot_count:
-            return {}
-        slots = {urr_id: slot for urr_id, slot in base.urr_slots.items() if urr_id in urrs}
-        taken = {slot: seid for slot, seid in self._urr_slots.items() if seid != base.seid}
-        taken.update(dict.fromkeys(slots.values(), base.seid))
-        cursor = self._pending_urr_cursor
-        for urr_id in sorted(set(urrs) - set(slots)):
-            cursor = slots[urr_id] = _free(cursor, taken, self._urr_slot_count, "URR slot")
-            taken[cursor] = base.seid
-        self._pending_urr_cursor = cursor
+        slots, self._pending_urr_cursor = _choose_slots(
+            base.seid, base.urr_slots, set(urrs), self._urr_slots, self._urr_slot_count, self._pending_urr_cursor, "URR slot"
+        )
         return slots
 
     def _choose_sdf_slots(self, base: Session, pdrs: dict[int, Any]) -> dict[int, int]:
         """The slots of the PDRs with SDF filters: those `base` gave them kept, the first free one
         for each new one; none without a data path that takes them (the compiler then refuses)."""
-        if not self._sdf_slot_count:
-            return {}
         wanted = {pdr_id for pdr_id, pdr in pdrs.items() if pdr.pdi.sdf_filters}
-        slots = {pdr_id: slot for pdr_id, slot in base.sdf_slots.items() if pdr_id in wanted}
-        taken = {slot: seid for slot, seid in self._sdf_slots.items() if seid != base.seid}
-        taken.update(dict.fromkeys(slots.values(), base.seid))
-        cursor = 0
-        for pdr_id in sorted(wanted - set(slots)):
-            cursor = slots[pdr_id] = _free(cursor, taken, self._sdf_slot_count, "slot for a PDR with SDF filters")
-            taken[cursor] = base.seid
-        return slots
+        what = "slot for a PDR with SDF filters"
+        return _choose_slots(base.seid, base.sdf_slots, wanted, self._sdf_slots, self._sdf_slot_count, 0, what)[0]
 
     def _n3_addresses(self, fteid: FTeid, pdr_id: int) -> dict[str, Optional[str]]:
         ipv4 = self.n3_ipv4 if fteid.want_ipv4 else None
@@ -593,6 +490,23 @@ class _Taken:
 
     def add(self, teid: int) -> None:
         self._chosen.add(teid)
+
+
+def _choose_slots(
+    seid: int, kept: dict[int, int], wanted: set[int], held: dict[int, int], count: int, cursor: int, what: str
+) -> tuple[dict[int, int], int]:
+    """Slots for the `wanted` ids of session `seid`: those it `kept` stay, each other id the first
+    free one after `cursor` among `count` (`held`: slot -> the SEID holding it); and the cursor
+    after them. None at all when the data path has no such slots (count 0)."""
+    if not count:
+        return {}, cursor
+    slots = {rule_id: slot for rule_id, slot in kept.items() if rule_id in wanted}
+    taken = {slot: owner for slot, owner in held.items() if owner != seid}
+    taken.update(dict.fromkeys(slots.values(), seid))
+    for rule_id in sorted(wanted - set(slots)):
+        cursor = slots[rule_id] = _free(cursor, taken, count, what)
+        taken[cursor] = seid
+    return slots, cursor
 
 
 def _free(cursor: int, taken: Union["_Taken", dict[int, int]], space: int, what: str) -> int:

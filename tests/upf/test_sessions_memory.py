@@ -1,5 +1,5 @@
 """What sessions held in memory cost Python's cyclic garbage collector: nothing that grows with them.
-Sessions are kept as their rows' JSON (netapp.upf.sessions.SessionTable), so the objects the collector
+Sessions are kept as their rows' JSON (netapp.upf.held.SessionTable), so the objects the collector
 tracks, and so walks on a full collection, do not grow with the sessions held, and creating and
 deleting sessions leaves none behind."""
 

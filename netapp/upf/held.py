@@ -1,0 +1,105 @@
+"""What a UPF transaction holds besides the store: the map part of the change (`SessionChange`, the
+transaction's `MapChange`: the (old, new) session pairs for the data-path applier, with undo) and the
+sessions held in memory (`SessionTable`). Used by netapp.upf.sessions."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Optional
+
+from netapp.upf.models import RuleError, Session
+from netapp.upf.pfcp.ies import Cause
+
+if TYPE_CHECKING:
+    from netapp.upf.sessions import Applier, Pair
+
+log = logging.getLogger("netapp.upf")
+
+
+class SessionChange:
+    """The `MapChange` of a UPF transaction: the (old, new) pairs its changes made, given to the
+    applier in order once all are in; undone (the applier given the inverse pairs, the tables in
+    memory put back) if a later pair, or the commit, fails."""
+
+    def __init__(self, applier: Applier):
+        self._applier = applier
+        self._pairs: list[Pair] = []
+        self._undo_tables: list[Callable[[], None]] = []
+        self._applied: list[Pair] = []
+
+    def add(self, pairs: list[Pair], undo_tables: Callable[[], None]) -> None:
+        """Pairs a change made, and how to put the tables in memory back from it."""
+        self._pairs.extend(pairs)
+        self._undo_tables.append(undo_tables)
+
+    def mark(self) -> int:
+        return 0
+
+    def check(self, part: Any, mark: int) -> None:
+        pass
+
+    def roll_back(self, to: int = 0) -> None:
+        self._undo_maps()
+        undo, self._undo_tables = self._undo_tables, []
+        for step in reversed(undo):
+            step()
+
+    def apply_to_maps(self) -> None:
+        for old, new in self._pairs:
+            try:
+                self._applier.apply(old, new)
+            except RuleError:
+                self._undo_maps()
+                raise
+            except Exception as exc:
+                self._undo_maps()
+                raise RuleError(Cause.SYSTEM_FAILURE, f"the data path refused the change: {exc}") from exc
+            self._applied.append((old, new))
+
+    def undo_maps(self, cause: Exception) -> None:
+        self._undo_maps()
+
+    def committed(self) -> None:
+        pass
+
+    def _undo_maps(self) -> None:
+        """Every pair applied, undone in reverse, past those whose undo fails (logged: the applier
+        marks what it left wrong for a reconcile)."""
+        applied, self._applied = self._applied, []
+        for old, new in reversed(applied):
+            try:
+                self._applier.apply(new, old)
+            except Exception:  # noqa: BLE001 - the other pairs are undone all the same
+                seid = (old or new).seid  # type: ignore[union-attr]
+                log.exception("undoing the data path's change of session %#x failed", seid)
+
+
+class SessionTable(Mapping[int, Session]):
+    """The sessions by SEID, each held as its row's JSON (and its association's node id): a mapping
+    of Sessions, each read back from its JSON when asked for (a new object every time)."""
+
+    def __init__(self) -> None:
+        self._rows: dict[int, tuple[str, str]] = {}  # SEID -> (node id, JSON)
+
+    def __getitem__(self, seid: int) -> Session:
+        return Session.model_validate_json(self._rows[seid][1])
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __contains__(self, seid: object) -> bool:
+        return seid in self._rows
+
+    def put(self, session: Session, body: Optional[str] = None) -> None:
+        """Hold `session`; `body`: its JSON, when the caller has it already."""
+        self._rows[session.seid] = (session.node_id, session.model_dump_json() if body is None else body)
+
+    def remove(self, seid: int) -> None:
+        self._rows.pop(seid, None)
+
+    def of(self, node_id: str) -> list[Session]:
+        """The sessions of an association."""
+        return [Session.model_validate_json(body) for owner, body in self._rows.values() if owner == node_id]
