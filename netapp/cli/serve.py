@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import signal
 import ssl
@@ -83,12 +84,17 @@ def _require_system_libraries() -> None:
 
 
 def _service(settings: Settings) -> IntentService:
-    """The NetApp service, started: store open, maps reconciled, interfaces attached."""
+    """The NetApp service, started: store open, maps reconciled (the intents' rules and the UPF's of its
+    stored sessions together), interfaces attached."""
     try:
         from netapp.service.service import NetAppService
     except ImportError as exc:
         fail(f"the NetApp service is not available in this build ({exc}); nothing to serve", EXIT_ENVIRONMENT)
     service = NetAppService(settings)
+    if settings.pfcp.address is not None:  # the UPF's SDF rules stay in the maps over a restart
+        from netapp.upf.runtime import stored_rules
+
+        service.load_function_rules("upf", functools.partial(stored_rules, settings))
     try:
         service.start()
     except ServiceError as exc:  # the message says which of store, data plane, interface failed

@@ -29,7 +29,7 @@ from __future__ import annotations
 import logging
 from concurrent.futures import Future
 from datetime import datetime, timezone
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Mapping, Optional
 
 from netapp.core.config import Settings
 from netapp.dataplane.binding import DataplaneError
@@ -37,7 +37,7 @@ from netapp.dataplane.facade import Dataplane
 from netapp.forwarding.liveness import GTPU_PORT
 from netapp.forwarding.models import AlternativeGroup, AlternativeGroupStatus
 from netapp.forwarding.service import AlternativesService
-from netapp.intents.compiler import CompiledDocument, CompileError, redirect_ports
+from netapp.intents.compiler import CompiledDocument, CompiledRule, CompileError, redirect_ports
 from netapp.intents.index import RuleIndex
 from netapp.intents.models import Intent, LegacyMessage
 from netapp.service.admin import AdminService
@@ -115,6 +115,12 @@ class NetAppService(IntentService):
         intents' in the index and maps."""
         return FunctionRules(self._state, name)
 
+    def load_function_rules(self, name: str, stored: Callable[[Store], Mapping[str, CompiledRule]]) -> None:
+        """Before start(): network function `name`'s rules as its state in the store compiles them
+        (the UPF's stored sessions), read by start() once the store is open, so that its first
+        reconcile installs them with the intents' -- a restart leaves them in the maps."""
+        self._state.function_loaders[name] = stored
+
     # --- lifecycle -------------------------------------------------------------------------------
 
     def start(self) -> None:
@@ -126,6 +132,7 @@ class NetAppService(IntentService):
             self._cpus.probe_queue_limit()
             self._admin.refresh_interfaces()
             self._alternatives.open_liveness()
+            self._load_function_rules()
             self._reconcile()
             self._admin.attach_interfaces()
             state.started = True
@@ -166,6 +173,13 @@ class NetAppService(IntentService):
         state.checks["store"] = "ok"
         with state.store.transaction():
             state.store.put_setting("snapshot", self._settings_snapshot(), state.now())
+
+    def _load_function_rules(self) -> None:
+        state = self._state
+        for name, stored in state.function_loaders.items():
+            rules = state.function_rules.setdefault(name, {})  # FunctionRules hold this dict
+            rules.clear()
+            rules.update(stored(state.store))
 
     def _settings_snapshot(self) -> dict[str, Any]:
         """The settings that shape the data plane, as this start used them (no secrets among them)."""

@@ -14,7 +14,7 @@ import errno
 import socket
 import threading
 from datetime import datetime
-from typing import Callable, Iterator, Optional, TypeVar
+from typing import Callable, Iterator, Mapping, Optional, TypeVar
 
 from netapp.core.config import Settings
 from netapp.core.netns import entered
@@ -52,6 +52,8 @@ class ServiceState:
         # Rules network functions install themselves (netapp.service.function_rules), by function, by id:
         # in the index with the intents', put back by the full reconcile.
         self.function_rules: dict[str, dict[str, CompiledRule]] = {}
+        # ... and what start() fills them from before its reconcile (NetAppService.load_function_rules)
+        self.function_loaders: dict[str, Callable[[Store], Mapping[str, CompiledRule]]] = {}
         self.uncompiled: dict[str, str] = {}  # stored, not in the maps: rule id (or site object) -> why
         self.maps_stale: Optional[str] = None  # why the maps need a full reconcile, when they do
         self.checks: dict[str, str] = {"started": "not yet"}

@@ -207,9 +207,12 @@ class BpfApplier:
         self._usage.fill(list(freed.values()))
 
     def _compile(self, session: Optional[Session]) -> Entries:
-        if session is None:
-            return Entries()
-        return compile_session(session, self.site, session.urr_slots, session.sdf_slots)
+        return Entries() if session is None else compile_stored(session, self.site)
+
+
+def compile_stored(session: Session, site: Site) -> Entries:
+    """The session's entries with the slots stored with it (RuleError: it does not compile)."""
+    return compile_session(session, site, session.urr_slots, session.sdf_slots)
 
 
 def _slot_changes(old: Optional[Session], new: Optional[Session]) -> tuple[dict, dict]:

@@ -7,15 +7,19 @@ import logging
 from typing import Optional
 
 from netapp.core.config import PfcpSettings, Settings, UpfSettings, pfcp_bind
+from netapp.dataplane.binding import DataplaneError
 from netapp.dataplane.facade import Dataplane, interface_index
+from netapp.intents.compiler import CompiledRule
 from netapp.service.store import Store
 from netapp.upf.abi import Output, Role
-from netapp.upf.applier import BpfApplier, Rules, iface_entries
+from netapp.upf.applier import BpfApplier, Rules, compile_stored, iface_entries
 from netapp.upf.compiler import Port, Site
 from netapp.upf.endmarker import EndMarkers
+from netapp.upf.models import RuleError
 from netapp.upf.nexthop import RouteWatch
 from netapp.upf.pfcp.server import PfcpServer
 from netapp.upf.sessions import Applier, Upf
+from netapp.upf.store import load_sessions
 
 log = logging.getLogger("netapp.upf")
 
@@ -25,6 +29,31 @@ def bpf_applier(
 ) -> BpfApplier:
     """The applier over `dataplane`, its interface roles written from the settings; `rules`: where
     the rules of PDRs with SDF filters go (the service's, netapp.service.function_rules)."""
+    site, roles = _site(upf, pfcp)
+    return BpfApplier(dataplane.table, site, iface_entries(roles, site.n3_ipv4, site.n3_ipv6), rules)
+
+
+def stored_rules(settings: Settings, store: Store) -> dict[str, CompiledRule]:
+    """The classifier rules of the stored sessions' PDRs with SDF filters, as start_pfcp's reconcile
+    installs them: for the service's start-up reconcile (NetAppService.load_function_rules), so that
+    a restart never takes them out of the maps. A session that does not compile is left out here;
+    start_pfcp names it. None at all when the settings' interfaces do not resolve (start_pfcp says so)."""
+    try:
+        site, _ = _site(settings.upf, settings.pfcp)
+    except DataplaneError:
+        return {}
+    rules: dict[str, CompiledRule] = {}
+    with store.transaction():
+        for session, _ in load_sessions(store):
+            try:
+                rules.update(compile_stored(session, site).rules)
+            except RuleError:
+                continue
+    return rules
+
+
+def _site(upf: UpfSettings, pfcp: PfcpSettings) -> tuple[Site, dict[int, tuple[Role, int]]]:
+    """The compiler's site and the interface roles (ifindex -> role, network instance id)."""
     n3_ipv4 = str(pfcp.n3_ipv4) if pfcp.n3_ipv4 else None
     n3_ipv6 = str(pfcp.n3_ipv6) if pfcp.n3_ipv6 else None
     instances = {name: number for number, name in enumerate(sorted(set(upf.n6_interfaces.values())), start=1)}
@@ -40,7 +69,7 @@ def bpf_applier(
         output=Output[upf.output.upper()],
         ports=tuple(ports),
     )
-    return BpfApplier(dataplane.table, site, iface_entries(roles, n3_ipv4, n3_ipv6), rules)
+    return site, roles
 
 
 def start_pfcp(

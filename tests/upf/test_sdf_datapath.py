@@ -214,3 +214,54 @@ def test_reconcile_installs_the_stored_sessions_rules_and_only_those(dp, upf):  
     finally:
         upf.reconcile([])
     assert dp.installed_intents == {}
+
+
+def test_a_restart_never_takes_a_stored_sessions_rules_out_of_the_maps(dp, tmp_path, monkeypatch):  # noqa: F811
+    """`netapp serve` started twice over one store and one pinned instance (the second start is the
+    restart after a kill -9): the service's start-up reconcile installs the stored session's rules
+    with the intents', so right after it -- before start_pfcp -- they are in dpp_rules and DNS takes
+    its PDR; start_pfcp then leaves dpp_rules byte for byte as it was."""
+    from netapp.cli.serve import _pfcp, _service
+    from netapp.service.store import Store
+    from netapp.upf import store as rows
+    from tests.utils.maps import map_rules, pinned_instance
+
+    monkeypatch.setattr("netapp.upf.pfcp.server.settle_collector", lambda: None)  # process-wide: serve's only
+    dns_ids = {"upf#51#1#0", "upf#51#3#0"}
+
+    def rules(instance: str) -> dict[bytes, bytes]:
+        return {key: bytes(rule) for key, rule in map_rules(instance).items()}
+
+    def dns_goes_to_its_pdr(service) -> bool:  # noqa: ANN001
+        return service.dataplane.test_run(uplink(53), datapath.N3_IF).data == encapsulated(
+            bytes(ue_udp(53)), N9_TEID, N9_PEER, pdu_type=1)
+
+    with pinned_instance("upf-restart") as instance:
+        settings = Settings(
+            state_dir=tmp_path, auth_disabled=True, instance=instance,
+            pfcp={"address": "127.0.0.1:0", "n3_ipv4": N3_IP, "n3_ipv6": N3_IP6},
+            upf={"n3_interfaces": ["n3"], "n6_interfaces": {"n6": "internet"}, "output": "pass"})
+        store = Store.open(settings.db_path)
+        with store.transaction():
+            rows.put_session(store, dns_session())
+        store.close()
+        first = _service(settings)
+        _pfcp(settings, first).close()
+        first.close()  # the maps stay, as after a kill -9
+        installed = rules(instance)
+        assert len(installed) == 2
+
+        again = _service(settings)
+        try:
+            assert rules(instance) == installed, "the service's start-up reconcile kept the UPF's rules"
+            assert set(again.dataplane.installed_intents) == dns_ids and dns_goes_to_its_pdr(again)
+            server = _pfcp(settings, again)
+            try:
+                assert rules(instance) == installed
+                assert dns_goes_to_its_pdr(again)
+            finally:
+                server.upf.delete(0x51)
+                server.close()
+            assert rules(instance) == {}
+        finally:
+            again.close()
