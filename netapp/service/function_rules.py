@@ -5,7 +5,8 @@ transaction of intents' rules (netapp.service.transaction.RuleChange), under the
 They are kept apart from tenants' intents: their ids hold no '/' (an intent's is
 `<tenant>/<intent id>`), their keys set the UPF bit no intent's key has (netapp.dataplane.convert), so
 neither can shadow, collide with or be counted as the other; the full reconcile puts them back
-(`ServiceState.function_rules`).
+(`ServiceState.function_rules`), and start()'s first one installs them as the function's stored state
+compiles them (NetAppService.load_function_rules), so a restart does not take them out of the maps.
 """
 
 from __future__ import annotations
