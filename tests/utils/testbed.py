@@ -39,5 +39,9 @@ def assert_every_frame_accounted(record: dict) -> None:
     """Per flow, the frames sent arrived at the core or at the alternative node: none lost."""
     flows = record["per_flow"]
     for flow, (sent, core, alt) in enumerate(zip(flows["sent"], flows["core"], flows["alt"])):
-        assert sent == core + alt, f"flow {flow}: sent {sent}, core {core}, alternative {alt}"
+        assert sent == core + alt, (
+            f"flow {flow}: sent {sent}, core {core}, alternative {alt}; "
+            f"drops {record['drops']}, netapp {record['netapp']}, offered {record['offered_pps']:.0f} pps, "
+            f"drained in {record['drain_s']} s"
+        )
     assert record["classes"]["total"]["lost"] == 0
