@@ -11,6 +11,7 @@ from netapp.upf.pfcp.ies import Cause, Interface
 from netapp.upf.pfcp.server import UsageReport
 from tests.upf.conftest import N3
 from tests.upf.smf import (
+    Smf,
     cause,
     create_far,
     create_pdr,
@@ -214,3 +215,23 @@ def test_a_restart_keeps_sessions_associations_and_recovery_time_stamp(endpoint,
     assert _up_seid(second) != _up_seid(response)
     teids = [session.teids() for session in endpoint.upf.sessions.values()]
     assert not teids[0] & teids[1], "the TEID allocator went on where it was"
+
+
+def test_another_peer_can_neither_take_over_nor_touch_an_association(endpoint, associated):
+    """The node id is the tenant: a second peer (another loopback address) that claims it, or names
+    the first one's session, changes nothing."""
+    up_seid = _up_seid(_establish(associated))
+    before = endpoint.rows()
+    intruder = Smf(endpoint.server.address, local="127.0.0.2")
+    try:
+        assert cause(intruder.ask("PFCPAssociationSetupReq", [node_id(), recovery(2000)])) == Cause.REQUEST_REJECTED
+        assert cause(intruder.ask("PFCPAssociationUpdateReq", [node_id()])) == Cause.NO_ESTABLISHED_ASSOCIATION
+        assert cause(intruder.ask("PFCPAssociationReleaseReq", [node_id()])) == Cause.NO_ESTABLISHED_ASSOCIATION
+        assert cause(_establish(intruder, cp_seid=0xBAD)) == Cause.NO_ESTABLISHED_ASSOCIATION
+        assert cause(intruder.ask("PFCPSessionDeletionReq", [], seid=up_seid)) == Cause.SESSION_CONTEXT_NOT_FOUND
+        update = ie(10, [ie(108, {"Val": 2}), ie(11, [ie(42, {"Val": Interface.ACCESS})])])
+        assert cause(intruder.ask("PFCPSessionModificationReq", [update], seid=up_seid)) == Cause.SESSION_CONTEXT_NOT_FOUND
+    finally:
+        intruder.close()
+    assert endpoint.rows() == before
+    assert cause(associated.ask("PFCPSessionDeletionReq", [], seid=up_seid)) == Cause.REQUEST_ACCEPTED

@@ -9,7 +9,7 @@ import ipaddress
 import logging
 from typing import Callable, Optional, Union
 
-from netapp.upf.models import FSeid, FTeid, RuleError
+from netapp.upf.models import FSeid, FTeid, RuleError, Session
 from netapp.upf.pfcp.codec import IE, Message, group, leaf, message
 from netapp.upf.pfcp.ies import Cause, IEType, MsgType, RuleType, response_to
 from netapp.upf.pfcp.rules import labels_or_text, mandatory, read_rules
@@ -129,6 +129,11 @@ class Handlers:
 
     def association_setup(self, request: Message, peer: Peer) -> Message:
         node_id = node_id_of(mandatory(request.ies, IEType.NODE_ID))
+        held = self.upf.associations.get(node_id)
+        if held is not None and held.address != peer[0]:  # a node id is a tenant: not taken over
+            raise RuleError(
+                Cause.REQUEST_REJECTED, f"{node_id} is associated from {held.address}, not {peer[0]}", IEType.NODE_ID
+            )
         stamp = mandatory(request.ies, IEType.RECOVERY_TIME_STAMP)["timestamp"]
         association = Association(node_id=node_id, address=peer[0], port=peer[1], recovery_time_stamp=stamp)
         self.upf.setup_association(association)
@@ -143,12 +148,29 @@ class Handlers:
         )
 
     def association_update(self, request: Message, peer: Peer) -> Message:
-        self.upf.update_association(node_id_of(mandatory(request.ies, IEType.NODE_ID)), peer[0], peer[1])
+        node_id = self._own(node_id_of(mandatory(request.ies, IEType.NODE_ID)), peer)
+        self.upf.update_association(node_id, peer[0], peer[1])
         return self._node_response(MsgType.ASSOCIATION_UPDATE_RESPONSE, request)
 
     def association_release(self, request: Message, peer: Peer) -> Message:
-        self.upf.release_association(node_id_of(mandatory(request.ies, IEType.NODE_ID)))
+        self.upf.release_association(self._own(node_id_of(mandatory(request.ies, IEType.NODE_ID)), peer))
         return self._node_response(MsgType.ASSOCIATION_RELEASE_RESPONSE, request)
+
+    def _own(self, node_id: str, peer: Peer) -> str:
+        """`node_id`, when `peer` is the address its association was set up from: a peer acts on its
+        own association and sessions only (the node id is the tenant). Otherwise, to that peer, the
+        association does not exist."""
+        if self.upf.require_association(node_id).address != peer[0]:
+            raise RuleError(Cause.NO_ESTABLISHED_ASSOCIATION, f"no PFCP association with {node_id} from {peer[0]}",
+                            IEType.NODE_ID)
+        return node_id
+
+    def _own_session(self, seid: int, peer: Peer) -> Session:
+        """The session, when `peer` is its association's address; else, to that peer, none."""
+        session = self.upf.require_session(seid)
+        if self.upf.require_association(session.node_id).address != peer[0]:
+            raise RuleError(Cause.SESSION_CONTEXT_NOT_FOUND, f"no session with SEID {seid:#x}")
+        return session
 
     def _node_response(self, msg_type: MsgType, request: Message) -> Message:
         return message(msg_type, request.seq, None, node_id_ie(self.node_id), *cause_ies(None))
@@ -161,7 +183,7 @@ class Handlers:
         remote = _fseid(mandatory(ies, IEType.F_SEID))
         mandatory(ies, IEType.CREATE_PDR)
         mandatory(ies, IEType.CREATE_FAR)
-        self.upf.require_association(node_id)
+        self._own(node_id, peer)
         outcome = self.upf.establish(node_id, remote, read_rules(ies))
         fseid = leaf(IEType.F_SEID, seid=outcome.session.seid, **self._fseid_fields)
         return message(
@@ -178,7 +200,7 @@ class Handlers:
         """The response is made once the change is committed: a Usage Report (IE 78) for each URR
         removed (its final counts, TERMR) and each URR a Query URR names (all with the flag QAURR;
         IMMER, starting a new measurement)."""
-        session = self.upf.require_session(request.seid or 0)
+        session = self._own_session(request.seid or 0, peer)
         fseid = request.ies.one(IEType.F_SEID)
         outcome = self.upf.modify(session.seid, read_rules(request.ies), _fseid(fseid) if fseid else None)
         flags = request.ies.one(IEType.PFCPSM_REQ_FLAGS)
@@ -202,7 +224,7 @@ class Handlers:
     def deletion(self, request: Message, peer: Peer) -> Callable[[], Message]:
         """The response is made once the deletion is committed: the final Usage Report (IE 79, TERMR)
         of each URR of the session."""
-        session = self.upf.delete(self.upf.require_session(request.seid or 0).seid)
+        session = self.upf.delete(self._own_session(request.seid or 0, peer).seid)
 
         def response() -> Message:
             reports = self._usage(lambda usage: usage.finals(session))
