@@ -59,7 +59,8 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     )
     parser.add_argument(
         "--no-sdf", action="store_true",
-        help="PDRs without SDF filters (always so with --applier dpp: the data path refuses them yet)",
+        help="PDRs without SDF filters (always so with --applier dpp: their classifier rules need the service's "
+        "rule machinery, which the bench's bare data-plane instance does not run)",
     )
     parser.add_argument(
         "--synchronous", choices=("FULL", "NORMAL"), default="FULL", help="the store's sync mode (serve: FULL)"
@@ -78,7 +79,9 @@ def no_applier() -> Iterator[Applier]:
 @contextlib.contextmanager
 def dpp_applier() -> Iterator[Applier]:
     """The UPF's applier over an anonymous data-plane instance (loaded, attached nowhere: the map
-    writes are the same), network instance "internet" as the request's PDRs name it."""
+    writes are the same), network instance "internet" as the request's PDRs name it. Without the
+    service's rules (netapp.service.function_rules), it refuses PDRs with SDF filters: `run` sends
+    none to it."""
     from netapp.dataplane.facade import Dataplane
     from netapp.upf.applier import BpfApplier
     from netapp.upf.compiler import Site

@@ -477,7 +477,8 @@ class Upf:
 
 
 class _Taken:
-    """The TEIDs another session holds, and those this change has chosen so far."""
+    """The numbers (TEIDs, slots) another session holds, and those this change has chosen so far: a
+    view of the holders' table, not a copy (a copy costs a walk of every session's, per request)."""
 
     def __init__(self, teids: dict[int, int], seid: int):
         self._teids, self._seid, self._chosen = teids, seid, set()
@@ -501,15 +502,16 @@ def _choose_slots(
     if not count:
         return {}, cursor
     slots = {rule_id: slot for rule_id, slot in kept.items() if rule_id in wanted}
-    taken = {slot: owner for slot, owner in held.items() if owner != seid}
-    taken.update(dict.fromkeys(slots.values(), seid))
+    taken = _Taken(held, seid)
+    for slot in slots.values():
+        taken.add(slot)
     for rule_id in sorted(wanted - set(slots)):
         cursor = slots[rule_id] = _free(cursor, taken, count, what)
-        taken[cursor] = seid
+        taken.add(cursor)
     return slots, cursor
 
 
-def _free(cursor: int, taken: Union["_Taken", dict[int, int]], space: int, what: str) -> int:
+def _free(cursor: int, taken: _Taken, space: int, what: str) -> int:
     """The first number after `cursor` in 1 .. space-1 (0 is never given) that is not taken."""
     for _ in range(len(taken) + 2):
         cursor = cursor % (space - 1) + 1

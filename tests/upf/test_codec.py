@@ -62,3 +62,23 @@ def test_what_we_encode_pycrate_decodes_the_same():
     assert values[19].get_val() == 73
     assert values[40].get_val() == 108
     assert values[114]["RuleIDVal"].get_val() == 3
+
+
+def test_an_ie_repeated_byte_for_byte_is_decoded_once_and_shared():
+    smf = Smf.__new__(Smf)
+    first = codec.decode(Smf.build(smf, "PFCPSessionEstablishmentReq", establishment_ies(0x55), seid=0, seq=9))
+    again = codec.decode(Smf.build(smf, "PFCPSessionEstablishmentReq", establishment_ies(0x56), seid=0, seq=10))
+    assert again.ies.all(IEType.CREATE_FAR)[0] is first.ies.all(IEType.CREATE_FAR)[0]
+    assert again.ies.one(IEType.F_SEID) is not first.ies.one(IEType.F_SEID)  # its SEID differs
+    assert again.ies.one(IEType.F_SEID)["seid"] == 0x56
+    library = codec.decode(Smf.build(smf, "PFCPSessionEstablishmentReq", establishment_ies(0x56), seid=0, seq=10),
+                           leaves={})
+    assert again == library  # what is shared reads as the library reads the bytes
+
+
+def test_recent_forgets_the_oldest_first():
+    recent: codec.Recent[int, str] = codec.Recent(size=2)
+    recent.put(1, "a")
+    recent.put(2, "b")
+    recent.put(3, "c")
+    assert (recent.get(1), recent.get(2), recent.get(3), len(recent)) == (None, "b", "c", 2)

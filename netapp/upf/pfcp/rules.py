@@ -13,7 +13,7 @@ from pydantic import BaseModel, ValidationError
 
 from netapp.upf.flows import FlowError, parse_flow
 from netapp.upf.models import APPLY_ACTIONS, MEASUREMENT_METHODS, REPORTING_TRIGGERS, Far, Pdr, Qer, RuleError, Urr
-from netapp.upf.pfcp.codec import IE
+from netapp.upf.pfcp.codec import IE, Recent
 from netapp.upf.pfcp.ies import Cause, IEType, RuleType
 
 M = TypeVar("M", bound=BaseModel)
@@ -253,16 +253,33 @@ KINDS = tuple(
 )
 
 
+# The rules created lately, by their Create IE's type and bytes: a rule is a function of them, and a
+# model is not changed once made, so the Create IEs an SMF repeats (netapp.upf.pfcp.codec) are read
+# and checked once. Only rules made whole are kept.
+_CREATED: Recent[tuple[int, bytes], BaseModel] = Recent()
+
+
 def read_rules(ies: IE) -> dict[str, RulePlan]:
     """Session field name ("pdrs", ...) -> what the request's IEs ask of those rules."""
     plans = {}
     for kind in KINDS:
         plan = plans[kind.table] = RulePlan()
         for ie in ies.all(kind.create_ie):
-            rule = rule_id(ie, kind)
-            plan.creates.append(build(kind.model, {"id": rule[1], **kind.fields(ie, rule, True)}, kind.create_ie, rule))
+            plan.creates.append(_create_rule(ie, kind))
         for ie in ies.all(kind.update_ie):
             rule = rule_id(ie, kind)
             plan.updates.append((rule[1], kind.fields(ie, rule, False)))
         plan.removes.extend(rule_id(ie, kind)[1] for ie in ies.all(kind.remove_ie))
     return plans
+
+
+def _create_rule(ie: IE, kind: Kind) -> BaseModel:
+    """The rule a Create IE makes (RuleError if none)."""
+    key = (kind.create_ie, ie.raw)
+    model = _CREATED.get(key) if ie.raw else None
+    if model is None:
+        rule = rule_id(ie, kind)
+        model = build(kind.model, {"id": rule[1], **kind.fields(ie, rule, True)}, kind.create_ie, rule)
+        if ie.raw:
+            _CREATED.put(key, model)
+    return model

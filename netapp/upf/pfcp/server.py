@@ -109,6 +109,10 @@ class PfcpProtocol(asyncio.DatagramProtocol):
         self._in_flight: set[tuple[Peer, int]] = set()  # requests queued or being handled
         self._writer: Optional[GroupWriter[Job, Optional[Message]]] = None
         self._loop: Optional[asyncio.AbstractEventLoop] = None
+        # Responses made on the writer's thread, for the loop's to send: one wake-up of the loop for
+        # all that are waiting (a group's), not one each.
+        self._answers: collections.deque[tuple[Message, Optional[Message], Peer]] = collections.deque()
+        self._answers_woken = False
 
     def connection_made(self, transport: Any) -> None:
         self.transport = transport
@@ -201,8 +205,16 @@ class PfcpProtocol(asyncio.DatagramProtocol):
         """On the writer's thread: send the response from the loop's."""
         exc = future.exception()
         response = self._response(msg, peer, exc) if exc is not None else future.result()
-        if self._loop is not None and not self._loop.is_closed():
-            self._loop.call_soon_threadsafe(self._answer, msg, response, peer)
+        self._answers.append((msg, response, peer))
+        if not self._answers_woken and self._loop is not None and not self._loop.is_closed():
+            self._answers_woken = True
+            self._loop.call_soon_threadsafe(self._answer_waiting)
+
+    def _answer_waiting(self) -> None:
+        """On the loop's thread: send every response waiting (those the writer adds meanwhile too)."""
+        self._answers_woken = False
+        while self._answers:
+            self._answer(*self._answers.popleft())
 
     def _answer(self, request: Message, response: Optional[Message], peer: Peer) -> None:
         self._in_flight.discard((peer, request.seq))
