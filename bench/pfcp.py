@@ -39,6 +39,8 @@ from tests.upf.smf import UE, Smf, establishment_ies, node_id, recovery
 DEFAULT_OUT = Path("bench/results/pfcp.json")
 N3 = "127.0.0.2"
 UE_BASE = ipaddress.IPv4Address("10.64.0.0")  # every session's UE address is its own: UE_BASE + n
+GNB, GNB_TEID = "192.0.2.10", 0x100  # the downlink FAR's tunnel in establishment_ies
+GNB_BASE, GNBS = ipaddress.IPv4Address("192.0.2.1"), 64  # session n's gNB: GNB_BASE + n % GNBS
 # Targets (issue 17), reported and never asserted.
 TARGET_RATE = 10_000.0
 TARGET_P99_MS = 5.0
@@ -186,12 +188,15 @@ def fseid_offset(request: bytes) -> int:
 
 def requests(count: int, first_seq: int, sdf: bool = True) -> list[bytes]:
     """`count` establishment requests, pycrate's encoding of one, each with its own sequence number,
-    CP SEID and UE address (the downlink PDRs' keys in the maps)."""
+    CP SEID, UE address (the downlink PDRs' keys in the maps) and gNB tunnel (the downlink FAR's TEID,
+    and one of GNBS gNB addresses): no two sessions' FARs are the same bytes, as in a real SMF's."""
     ies = establishment_ies(1, sdf=sdf)
     template = Smf.build(Smf.__new__(Smf), "PFCPSessionEstablishmentReq", ies, seid=0, seq=1)
     at = fseid_offset(template)
     ue = ipaddress.IPv4Address(UE).packed
     ue_at = [index for index in range(len(template)) if template.startswith(ue, index)]  # the 4 PDRs' UE IP
+    tunnel = GNB_TEID.to_bytes(4, "big") + ipaddress.IPv4Address(GNB).packed
+    tunnel_at = template.index(tunnel)  # the downlink FAR's outer header creation: TEID, then address
     built = []
     for n in range(count):
         data = bytearray(template)
@@ -199,6 +204,8 @@ def requests(count: int, first_seq: int, sdf: bool = True) -> list[bytes]:
         data[at : at + 8] = (0x1000_0000 + first_seq + n).to_bytes(8, "big")
         for offset in ue_at:
             data[offset : offset + 4] = (UE_BASE + first_seq + n).packed
+        data[tunnel_at : tunnel_at + 4] = (GNB_TEID + first_seq + n).to_bytes(4, "big")
+        data[tunnel_at + 4 : tunnel_at + 8] = (GNB_BASE + (first_seq + n) % GNBS).packed
         built.append(bytes(data))
     return built
 
