@@ -72,9 +72,12 @@ int dpp_upf_punts_poll(struct dpp_upf_punts *p, int timeout_ms)
 	return n == -EINTR ? 0 : n;
 }
 
-__u64 dpp_upf_punts_malformed(const struct dpp_upf_punts *p)
+int dpp_upf_punts_malformed(const struct dpp_upf_punts *p, __u64 *out)
 {
-	return p ? p->malformed : 0;
+	if (!p || !out)
+		return -EINVAL;
+	*out = p->malformed;
+	return 0;
 }
 
 void dpp_upf_punts_close(struct dpp_upf_punts *p)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
-from ctypes import byref, c_void_p
+from ctypes import byref, c_uint64, c_void_p
 from typing import Any
 
 from netapp.dataplane.errors import check
@@ -59,7 +59,10 @@ class PuntReader:
 
     @property
     def malformed(self) -> int:
-        return int(self._lib.dpp_upf_punts_malformed(self._reader)) if self._reader else 0
+        """Records too short for the length they carry (never handed over)."""
+        count = c_uint64()
+        check(self._lib.dpp_upf_punts_malformed(self._reader, byref(count)), "dpp_upf_punts_malformed")
+        return count.value
 
     def close(self) -> None:
         if self._reader:

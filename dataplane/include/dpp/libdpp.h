@@ -197,8 +197,8 @@ int dpp_upf_punts_open(struct dpp *d, dpp_upf_punt_cb cb, void *ctx, struct dpp_
 /* Wait up to timeout_ms (-1: forever) for records and hand them over: how many, or -errno
  * (interrupted by a signal: 0). */
 int dpp_upf_punts_poll(struct dpp_upf_punts *p, int timeout_ms);
-/* Records too short for the length they carry (never handed over). */
-__u64 dpp_upf_punts_malformed(const struct dpp_upf_punts *p);
+/* *out: the records too short for the length they carry (never handed over). */
+int dpp_upf_punts_malformed(const struct dpp_upf_punts *p, __u64 *out);
 void dpp_upf_punts_close(struct dpp_upf_punts *p);
 /* Send a frame through the program as if it had arrived on ifindex, its verdict carried out (XDP_TX
  * and XDP_REDIRECT send it, XDP_PASS gives it to the kernel): BPF_PROG_TEST_RUN with live frames. */

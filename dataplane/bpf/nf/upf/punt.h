@@ -12,13 +12,17 @@
 #include "core/outcome.h"
 #include "nf/upf/maps.h"
 
-/* Copy the frame into the ring, for the PDR: 0, or the reason it was not. */
-static __always_inline __u32 upf_punt(struct xdp_md *ctx, const struct dpp_upf_pdr *pdr, __u8 kind,
-				      __u32 ue_off, __u8 family)
+/* Copy the frame into the ring, for the PDR: 0, or the reason it was not (a global function:
+ * verified once, whichever stage punts). */
+__attribute__((noinline)) int dpp_upf_punt_frame(struct xdp_md *ctx, const struct dpp_upf_pdr *pdr,
+					   __u32 kind, __u32 ue_off, __u32 family)
 {
-	__u32 len = ctx->data_end - ctx->data;
+	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
+	__u64 len = end - data;
 	struct dpp_upf_punt *r;
 
+	if (!pdr)
+		return DPP_REASON_UPF_PUNT_FULL;
 	if (len > DPP_UPF_PUNT_FRAME_MAX || len == 0)
 		return DPP_REASON_UPF_PUNT_TOO_LONG;
 	r = bpf_ringbuf_reserve(&dpp_upf_punt, sizeof(*r), 0);
@@ -44,7 +48,7 @@ static __always_inline __u32 upf_punt(struct xdp_md *ctx, const struct dpp_upf_p
 static __always_inline int upf_buffer(struct xdp_md *ctx, const struct dpp_upf_pdr *pdr,
 				      struct dpp_outcome *o, __u32 ue_off, __u8 family)
 {
-	__u32 lost = upf_punt(ctx, pdr, DPP_UPF_PUNT_BUFFER, ue_off, family);
+	int lost = dpp_upf_punt_frame(ctx, pdr, DPP_UPF_PUNT_BUFFER, ue_off, family);
 
 	o->reason = lost ? lost : DPP_REASON_UPF_BUFFERED;
 	return XDP_DROP;
@@ -54,7 +58,7 @@ static __always_inline int upf_buffer(struct xdp_md *ctx, const struct dpp_upf_p
 static __always_inline void upf_duplicate(struct xdp_md *ctx, const struct dpp_upf_pdr *pdr,
 					  struct dpp_outcome *o, __u32 ue_off, __u8 family)
 {
-	__u32 lost = upf_punt(ctx, pdr, DPP_UPF_PUNT_DUPLICATE, ue_off, family);
+	int lost = dpp_upf_punt_frame(ctx, pdr, DPP_UPF_PUNT_DUPLICATE, ue_off, family);
 
 	if (lost)
 		o->reason = lost;
