@@ -17,8 +17,8 @@
 /* Load-time knob (skeleton rodata): record every packet's outcome in dpp_trace. */
 const volatile __u8 cfg_trace = 0;
 
-/* Never read: makes every ABI enum part of this object's BTF, where tests check the Python mirror
- * (netapp/dataplane/binding.py) against it. */
+/* Never read: makes every ABI enum (and struct no map names) part of this object's BTF, where
+ * tests check the Python mirror (netapp/dataplane/binding.py) against it. */
 const volatile struct {
 	enum dpp_action action;
 	enum dpp_verdict verdict;
@@ -32,6 +32,8 @@ const volatile struct {
 	enum dpp_upf_far upf_far;
 	enum dpp_upf_output upf_output;
 	enum dpp_upf_pdr_flags upf_pdr_flags;
+	enum dpp_upf_punt_kind upf_punt_kind;
+	struct dpp_upf_punt upf_punt[0]; /* the records of the ring dpp_upf_punt (no space) */
 } dpp_abi_enums;
 
 /* A fast path (N3, plain) when the packet has its layout, else the staged parser from the first

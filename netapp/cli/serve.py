@@ -178,6 +178,7 @@ def _run(
         fail(f"tokens: {exc}", EXIT_BAD_INPUT)
     if pfcp is not None:  # the sessions' usage in GET /api/v1/upf/sessions/{seid}
         app.state.upf_usage = pfcp.usage
+        app.state.upf_buffering = getattr(pfcp, "buffering", None)
     server = uvicorn.Server(
         uvicorn.Config(
             app,

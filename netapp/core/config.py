@@ -194,6 +194,12 @@ class UpfSettings(BaseModel):
     output: Literal["fib", "tx", "redirect", "pass"] = Field(
         "fib", description="how forwarded packets leave: routed (FIB), XDP_TX, a port (DEVMAP), the kernel"
     )
+    # FAR BUFF: the packets user space keeps until the FAR forwards (netapp.upf.buffering); a packet
+    # past a limit is dropped (the newest: those kept are the first of their flows), counted.
+    buffer_session_packets: int = Field(256, ge=0, description="buffered packets per session at most")
+    buffer_session_bytes: int = Field(1 << 20, ge=0, description="buffered bytes per session at most")
+    buffer_packets: int = Field(65536, ge=0, description="buffered packets of all sessions at most")
+    buffer_bytes: int = Field(64 << 20, ge=0, description="buffered bytes of all sessions at most")
 
 
 class DataplaneSettings(BaseModel):

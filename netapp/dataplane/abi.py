@@ -174,6 +174,8 @@ class Reason(enum.IntEnum):
     UPF_END_MARKER = upf_abi.REASON_BASE_UPF + 7
     UPF_ENCAP_FAILED = upf_abi.REASON_BASE_UPF + 8
     UPF_NO_PDR = upf_abi.REASON_BASE_UPF + 9
+    UPF_PUNT_FULL = upf_abi.REASON_BASE_UPF + 10
+    UPF_PUNT_TOO_LONG = upf_abi.REASON_BASE_UPF + 11
 
 
 @_c_enum("dpp_overlay", "DPP_OVERLAY_")
@@ -467,6 +469,7 @@ class MapType(enum.IntEnum):
     LPM_TRIE = 11
     CPUMAP = 16
     DEVMAP_HASH = 25
+    RINGBUF = 27
 
 
 @dataclass(frozen=True)
@@ -551,5 +554,6 @@ MAPS: Mapping[str, MapSpec] = {
         name: MapSpec(MapType[kind], key, value, size, table=True, sizable=name in upf_abi.SIZABLE)
         for name, (kind, key, value, size) in upf_abi.MAPS.items()
     },
+    **{name: MapSpec(MapType[kind], None, None, size) for name, (kind, size) in upf_abi.OWN_MAPS.items()},
 }
 SIZABLE_MAPS = frozenset(name for name, spec in MAPS.items() if spec.sizable)

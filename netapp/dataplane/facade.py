@@ -185,6 +185,16 @@ class Dataplane(RuleWriter, SiteConfig, Counters):
         spec = MAPS.get(name)
         return (PerCpuTable if spec is not None and spec.per_cpu else Table)(self._dpp, name)
 
+    def upf_punts(self) -> Any:
+        """A reader of the UPF's punted frames (netapp.upf.punts.PuntReader); None when the adapter
+        has no kernel behind it."""
+        opener = getattr(self._dpp, "upf_punts", None)
+        return opener() if opener is not None else None
+
+    def upf_replay(self, frame: bytes, ifindex: int) -> None:
+        """A frame through the program as if it had arrived on `ifindex`, its verdict carried out."""
+        self._dpp.upf_replay(frame, ifindex)
+
     def map_size(self, name: str) -> int:
         """The entries a map of this instance holds, as loaded (or as pinned, when reopened)."""
         return self._dpp.map_info(name)["max_entries"]

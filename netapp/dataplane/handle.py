@@ -306,6 +306,18 @@ class DppHandle:
         check(rc, "dpp_test_run", hint="BPF_PROG_TEST_RUN needs root" if rc == -errno_codes.EPERM else "")
         return result, out.raw[: out_len.value]
 
+    def upf_punts(self) -> Any:
+        """A reader of the UPF's punted frames (netapp.upf.punts.PuntReader)."""
+        from netapp.upf.punts import PuntReader
+
+        return PuntReader(self.lib, self._handle)
+
+    def upf_replay(self, frame: bytes, ifindex: int) -> None:
+        """A frame through the program as if it had arrived on `ifindex` (netapp.upf.punts.replay)."""
+        from netapp.upf.punts import replay
+
+        replay(self.lib, self._handle, frame, ifindex)
+
 
 def possible_cpus(path: str = "/sys/devices/system/cpu/possible") -> int:
     """How many CPUs the kernel may ever bring up (what libbpf counts per-CPU values by): one more

@@ -8,7 +8,7 @@ Only ctypes and enum here: netapp.dataplane.abi imports this module while it is 
 from __future__ import annotations
 
 import enum
-from ctypes import Structure, c_uint8, c_uint16, c_uint32, c_uint64
+from ctypes import CFUNCTYPE, POINTER, Structure, c_int, c_uint8, c_uint16, c_uint32, c_uint64, c_void_p
 
 MAX_UPF_IFACES = 1024
 MAX_UPF_PDRS = 1048576
@@ -17,6 +17,8 @@ MAX_UPF_SDF_PDRS = 65536
 QFI_ANY = 0xFF
 ROUTE_SLOTS = 256
 REASON_BASE_UPF = 80
+PUNT_RING_SIZE = 4 << 20
+PUNT_FRAME_MAX = 2048
 
 CONSTANTS = {
     "DPP_MAX_UPF_IFACES": MAX_UPF_IFACES,
@@ -26,6 +28,8 @@ CONSTANTS = {
     "DPP_UPF_QFI_ANY": QFI_ANY,
     "DPP_UPF_ROUTE_SLOTS": ROUTE_SLOTS,
     "DPP_REASON_BASE_UPF": REASON_BASE_UPF,
+    "DPP_UPF_PUNT_RING_SIZE": PUNT_RING_SIZE,
+    "DPP_UPF_PUNT_FRAME_MAX": PUNT_FRAME_MAX,
 }
 
 
@@ -55,6 +59,12 @@ class PdrFlag(enum.IntFlag):
     BY_QFI = 4
     NO_MATCH = 8
     SDF = 16
+    DUPL = 32
+
+
+class PuntKind(enum.IntEnum):
+    BUFFER = 1
+    DUPLICATE = 2
 
 
 U32x4 = c_uint32 * 4
@@ -93,12 +103,28 @@ class PdrAction(Structure):
         ("family", c_uint8),
         ("qfi", c_uint8),
         ("pdu_type", c_uint8),
-        ("reserved", c_uint16),
+        ("pdr_id", c_uint16),
         ("ifindex", c_uint32),
         ("urr", c_uint32),
         ("teid", c_uint32),
         ("peer", U32x4),
         ("local", U32x4),
+        ("seid", c_uint64),
+    ]
+
+
+class Punt(Structure):
+    C_NAME = "dpp_upf_punt"
+    _fields_ = [
+        ("seid", c_uint64),
+        ("pdr_id", c_uint16),
+        ("kind", c_uint8),
+        ("family", c_uint8),
+        ("ue_off", c_uint16),
+        ("reserved", c_uint16),
+        ("ifindex", c_uint32),
+        ("len", c_uint32),
+        ("frame", c_uint8 * PUNT_FRAME_MAX),
     ]
 
 
@@ -132,6 +158,10 @@ class Usage(Structure):
     ]
 
 
+# dpp_upf_punt_cb: a record of the ring, the reader's context; non-zero stops the poll.
+PUNT_CB = CFUNCTYPE(c_int, POINTER(Punt), c_void_p)
+
+
 def _tag(cls, c_name: str, c_prefix: str):  # noqa: ANN001, ANN202
     """The C enum a mirror stands for (as netapp.dataplane.abi's own enums are tagged)."""
     cls.C_NAME, cls.C_PREFIX, cls.C_MAX = c_name, c_prefix, None
@@ -143,8 +173,9 @@ ENUMS = (
     _tag(FarAction, "dpp_upf_far", "DPP_UPF_FAR_"),
     _tag(Output, "dpp_upf_output", "DPP_UPF_OUTPUT_"),
     _tag(PdrFlag, "dpp_upf_pdr_flags", "DPP_UPF_PDR_"),
+    _tag(PuntKind, "dpp_upf_punt_kind", "DPP_UPF_PUNT_"),
 )
-STRUCTS = (Iface, UplinkKey, DownlinkKey, PdrAction, Usage, Route, RouteGen)
+STRUCTS = (Iface, UplinkKey, DownlinkKey, PdrAction, Usage, Route, RouteGen, Punt)
 
 # name -> (map type name, key, value, size): netapp.dataplane.abi makes them MapSpecs.
 MAPS = {
@@ -156,6 +187,8 @@ MAPS = {
     "dpp_upf_routes": ("PERCPU_ARRAY", c_uint32, Route, "DPP_UPF_ROUTE_SLOTS"),
     "dpp_upf_route_gen": ("ARRAY", c_uint32, RouteGen, 1),
 }
+# The maps read through libdpp's own calls, not as tables: name -> (type name, size).
+OWN_MAPS = {"dpp_upf_punt": ("RINGBUF", "DPP_UPF_PUNT_RING_SIZE")}  # dpp_upf_punts_* (upf.c)
 # The maps whose size is only a capacity, chosen at load (libdpp's list in maps.c): the PDR tables
 # and the URR slots. The program computes slots of the others from their built-in size.
 SIZABLE = frozenset({"dpp_upf_uplink", "dpp_upf_downlink", "dpp_upf_usage"})

@@ -10,9 +10,10 @@ become classifier rules and a slot of dpp_upf_sdf_pdrs each (netapp.upf.sdf); th
 TEID or UE address, marked DPP_UPF_PDR_SDF, holds what the PDRs without filters say.
 
 What the data path cannot do yet is refused, naming the PDR or FAR, with Rule creation/modification
-failure: SDF filters the classifier cannot hold (netapp.upf.sdf), DUPL, UDP outer header creation, a
-network instance the settings do not name, more than one URR on a PDR (an entry counts on one usage
-slot), and with output REDIRECT a FAR whose destination no configured interface serves.
+failure: SDF filters the classifier cannot hold (netapp.upf.sdf), DUPL without a peer for the copies,
+UDP outer header creation, a network instance the settings do not name, more than one URR on a PDR
+(an entry counts on one usage slot), and with output REDIRECT a FAR whose destination no configured
+interface serves. BUFF and DUPL entries carry the SEID and PDR id, for the frames they punt.
 """
 
 from __future__ import annotations
@@ -214,17 +215,25 @@ def _action(session: Session, pdr: Pdr, site: Site, urr_slots: Mapping[int, int]
     action.far = FarAction.DROP if exhausted else _far_action(far, gate_closed)
     if action.far == FarAction.FORWARD:
         _forwarding(action, far, pdr, site, uplink)
+    _punted(action, session, pdr, far)
     return action
 
 
+def _punted(action: PdrAction, session: Session, pdr: Pdr, far: Far) -> None:
+    """BUFF, DUPL: the frames go to user space (netapp.upf.buffering), named by SEID and PDR id."""
+    if "DUPL" not in far.apply_action:
+        pass
+    elif any(each.outer_header_creation is None for each in far.duplicating):
+        raise RuleError(Cause.RULE_CREATION_MODIFICATION_FAILURE,
+                        "DUPL: duplicating parameters need an outer header creation (the copies' peer)",
+                        IEType.DUPLICATING_PARAMETERS, (RuleType.FAR, far.id))
+    elif action.far != FarAction.DROP:  # a dropped packet is not duplicated either
+        action.flags |= PdrFlag.DUPL
+    if action.far == FarAction.BUFFER or action.flags & PdrFlag.DUPL:
+        action.seid, action.pdr_id = session.seid, pdr.id
+
+
 def _far_action(far: Far, gate_closed: bool) -> FarAction:
-    if "DUPL" in far.apply_action:
-        raise RuleError(
-            Cause.RULE_CREATION_MODIFICATION_FAILURE,
-            "DUPL is not supported by the data path yet",
-            IEType.APPLY_ACTION,
-            (RuleType.FAR, far.id),
-        )
     if "DROP" in far.apply_action or gate_closed:
         return FarAction.DROP
     return FarAction.BUFFER if "BUFF" in far.apply_action else FarAction.FORWARD

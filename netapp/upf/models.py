@@ -175,10 +175,22 @@ class ForwardingParameters(_Model):
     outer_header_creation: Optional[OuterHeaderCreation] = None
 
 
+class DuplicatingParameters(_Model):
+    """Where a FAR with DUPL sends copies of its packets (29.244 7.5.2.3-3): the UPF sends each copy
+    from user space to `outer_header_creation`'s peer (netapp.upf.buffering). The forwarding policy
+    is kept, not acted on."""
+
+    destination_interface: Interface
+    outer_header_creation: Optional[OuterHeaderCreation] = None
+    transport_level_marking: Optional[int] = Field(None, ge=0, le=UINT8, description="the ToS/Traffic Class octet")
+    forwarding_policy: Optional[str] = None
+
+
 class Far(_Model):
     id: int = Field(ge=1, le=UINT32)
     apply_action: frozenset[Literal["DROP", "FORW", "BUFF", "NOCP", "DUPL"]]
     forwarding: Optional[ForwardingParameters] = None
+    duplicating: tuple[DuplicatingParameters, ...] = ()
     send_end_marker: bool = Field(
         False, description="set by the modification that changed the forwarding with SNDEM: an end marker "
         "goes to the old peer; cleared by the next modification"
@@ -193,6 +205,8 @@ class Far(_Model):
             raise ValueError("apply action: NOCP only with BUFF")
         if "FORW" in self.apply_action and self.forwarding is None:
             raise ValueError("apply action FORW needs forwarding parameters")
+        if "DUPL" in self.apply_action and not self.duplicating:
+            raise ValueError("apply action DUPL needs duplicating parameters")
         return self
 
 

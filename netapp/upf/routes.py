@@ -28,7 +28,9 @@ class SessionPage(_PageBody[SessionRecord]):
 def get_session_views(request: Request, service: ServiceDep) -> SessionViews:
     """The views over the service's store, with the UPF's usage where `netapp serve` runs PFCP
     (`app.state.upf_usage`); tests override this dependency."""
-    return SessionViews(service.store, getattr(request.app.state, "upf_usage", None))  # type: ignore[attr-defined]
+    state = request.app.state
+    return SessionViews(service.store, getattr(state, "upf_usage", None),  # type: ignore[attr-defined]
+                        getattr(state, "upf_buffering", None))
 
 
 ViewsDep = Annotated[SessionViews, Depends(get_session_views)]

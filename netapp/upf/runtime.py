@@ -13,6 +13,7 @@ from netapp.intents.compiler import CompiledRule
 from netapp.service.store import Store
 from netapp.upf.abi import Output, Role
 from netapp.upf.applier import BpfApplier, Rules, compile_stored, iface_entries
+from netapp.upf.buffering import Buffering, Limits
 from netapp.upf.compiler import Port, Site
 from netapp.upf.endmarker import EndMarkers
 from netapp.upf.models import RuleError
@@ -85,9 +86,12 @@ def start_pfcp(
     pfcp = settings.pfcp
     if pfcp.address is None:
         return None
+    buffering = None
     if applier is None and dataplane is not None:  # handovers send End Markers to the old gNB
         n3 = [str(address) if address else None for address in (pfcp.n3_ipv4, pfcp.n3_ipv6)]
         applier = EndMarkers(bpf_applier(dataplane, settings.upf, pfcp, rules), *n3)
+        # FAR BUFF, NOCP and DUPL: the frames the data path punts (netapp.upf.buffering)
+        applier = buffering = Buffering(applier, dataplane, Limits.of(settings.upf))
     host, port = pfcp_bind(pfcp.address)
     upf = Upf(
         store,
@@ -100,6 +104,10 @@ def start_pfcp(
             log.warning("session %#x is stored but not in the data path: %s", seid, error)
     server = PfcpServer(upf, host, port, node_id=pfcp.node_id)
     server.start()
+    if buffering is not None:  # read until the endpoint has stopped
+        server.buffering = buffering
+        buffering.report = server.report_downlink_data
+        server.close_with(buffering.start().close)
     if dataplane is not None:  # the data path's route cache, on while its generation is kept
         # closed after the endpoint, before the data plane is (netapp serve's order)
         server.close_with(RouteWatch(dataplane.table("dpp_upf_route_gen")).start().close)

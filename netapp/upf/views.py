@@ -7,13 +7,14 @@ store, so only what is committed is shown.
 
 A session's `usage` is read from the data path's counters when it is shown (netapp.upf.usage): per
 URR, the packets and bytes each way since the URR was created; null when no data path counts them
-(`netapp serve` without PFCP, or a view over the store alone).
+(`netapp serve` without PFCP, or a view over the store alone). Its `buffered` packets and bytes are
+those user space holds for its FARs with BUFF (netapp.upf.buffering), null likewise.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Optional
+from typing import Any, Optional
 
 from pydantic import BaseModel, Field
 
@@ -36,6 +37,13 @@ class UrrUsage(BaseModel):
     dl_bytes: int
 
 
+class Buffered(BaseModel):
+    """What user space holds of the session's packets for its FARs that buffer (netapp.upf.buffering)."""
+
+    packets: int
+    bytes: int
+
+
 class SessionRecord(BaseModel):
     """A PFCP session as stored: ours (`seid`), the CP function's (`remote`), its association
     (`node_id`, the tenant) and its rules, in id order."""
@@ -50,6 +58,9 @@ class SessionRecord(BaseModel):
     updated_at: datetime
     usage: Optional[list[UrrUsage]] = Field(
         None, description="per URR with a usage slot, in id order: its counts now; null when no data path counts"
+    )
+    buffered: Optional[Buffered] = Field(
+        None, description="the packets its FARs with BUFF hold now; null when no data path buffers"
     )
 
     @classmethod
@@ -69,9 +80,10 @@ class SessionRecord(BaseModel):
 class SessionViews:
     """The UPF's rows in `store`, as `who` may see them."""
 
-    def __init__(self, store: Store, usage: Optional[UsageMonitor] = None):
+    def __init__(self, store: Store, usage: Optional[UsageMonitor] = None, buffering: Optional[Any] = None):
         self._store = store
         self._usage = usage
+        self._buffering = buffering  # netapp.upf.buffering.Buffering
 
     def list_sessions(self, who: Principal, node_id: Optional[str], offset: int, limit: int) -> Page[SessionRecord]:
         """A page of sessions, in SEID order: the caller's (`node_id` None), or an admin's choice."""
@@ -89,6 +101,9 @@ class SessionViews:
         if self._usage is not None:
             counts = self._usage.session_counts(row[0])
             record.usage = [UrrUsage(urr_id=urr_id, **dict(zip(COUNTS, counts[urr_id]))) for urr_id in sorted(counts)]
+        if self._buffering is not None:
+            packets, size = self._buffering.held(seid)
+            record.buffered = Buffered(packets=packets, bytes=size)
         return record
 
     def list_associations(self, who: Principal) -> list[Association]:

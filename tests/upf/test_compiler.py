@@ -8,7 +8,7 @@ import pytest
 
 from netapp.upf.abi import QFI_ANY, FarAction, Output, PdrFlag, Role
 from netapp.upf.compiler import Port, Site, compile_session
-from netapp.upf.models import Far, OuterHeaderCreation, Pdi, Pdr, Qer, RuleError, Urr
+from netapp.upf.models import DuplicatingParameters, Far, OuterHeaderCreation, Pdi, Pdr, Qer, RuleError, Urr
 from netapp.upf.pfcp.ies import Cause, IEType, Interface, RuleType
 from tests.upf.test_datapath import GNB, N3_IP, TEID, UE, UE6, session
 
@@ -55,7 +55,8 @@ def test_a_closed_gate_or_a_drop_far_drops():
 def test_what_the_data_path_cannot_do_is_refused_naming_the_rule(change, rule, cause):
     base = session(sdf=change == "sdf")
     if change == "dupl":
-        base = base.model_copy(update={"fars": {**base.fars, 1: Far(id=1, apply_action=frozenset({"DROP", "DUPL"}))}})
+        base = base.model_copy(update={"fars": {**base.fars, 1: Far(id=1, apply_action=frozenset({"DROP", "DUPL"}), duplicating=(
+            DuplicatingParameters(destination_interface=Interface.LI_FUNCTION),))}})
     if change == "instance":
         pdi = base.pdrs[2].pdi.model_copy(update={"network_instance": "ims"})
         base = base.model_copy(update={"pdrs": {**base.pdrs, 2: base.pdrs[2].model_copy(update={"pdi": pdi})}})

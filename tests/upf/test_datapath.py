@@ -21,6 +21,7 @@ from netapp.upf.flows import parse_flow
 from netapp.upf.applier import BpfApplier, iface_entries
 from netapp.upf.compiler import Site, compile_session
 from netapp.upf.models import (
+    DuplicatingParameters,
     Far,
     ForwardingParameters,
     FSeid,
@@ -360,7 +361,10 @@ def test_reconcile_leaves_the_maps_holding_exactly_the_stored_sessions(dp):
     uplink.update([(UplinkKey(teid=TEID, qfi=QFI_ANY), half), (UplinkKey(teid=0xBAD, qfi=5), half)])
     downlink.update([(DownlinkKey(net_instance=2, family=4, addr=(0x0A0B0C0D, 0, 0, 0)), half)])
     try:
-        refused = upf.reconcile([kept, session(seid=3, uplink_far=Far(id=1, apply_action=frozenset({"DUPL", "DROP"})))])
+        refused = upf.reconcile([kept, session(seid=3, uplink_far=Far(
+            id=1, apply_action=frozenset({"DUPL", "FORW"}), forwarding=ForwardingParameters(
+                destination_interface=Interface.CORE), duplicating=(
+                    DuplicatingParameters(destination_interface=Interface.LI_FUNCTION),)))])
         assert set(refused) == {3}, "a session that no longer compiles is left out, named"
         wanted = compile_session(kept, upf.site, {})
         assert _table_bytes(dp, "dpp_upf_uplink") == {

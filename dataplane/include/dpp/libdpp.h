@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include "dpp_structs.h"
+#include "nf/upf.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -186,6 +187,22 @@ struct dpp_test_result {
 };
 int dpp_test_run(struct dpp *d, const void *pkt, __u32 len, __u32 ingress_ifindex, void *out,
 		 __u32 *out_len, struct dpp_test_result *res);
+
+/* The UPF (bpf/nf/upf/): frames its data path handed to user space (the ring dpp_upf_punt: FAR
+ * BUFF and DUPL), each handed to cb as it is read; cb returning non-zero stops the poll (and is
+ * returned). One reader per instance. */
+struct dpp_upf_punts;
+typedef int (*dpp_upf_punt_cb)(const struct dpp_upf_punt *rec, void *ctx);
+int dpp_upf_punts_open(struct dpp *d, dpp_upf_punt_cb cb, void *ctx, struct dpp_upf_punts **out);
+/* Wait up to timeout_ms (-1: forever) for records and hand them over: how many, or -errno
+ * (interrupted by a signal: 0). */
+int dpp_upf_punts_poll(struct dpp_upf_punts *p, int timeout_ms);
+/* *out: the records too short for the length they carry (never handed over). */
+int dpp_upf_punts_malformed(const struct dpp_upf_punts *p, __u64 *out);
+void dpp_upf_punts_close(struct dpp_upf_punts *p);
+/* Send a frame through the program as if it had arrived on ifindex, its verdict carried out (XDP_TX
+ * and XDP_REDIRECT send it, XDP_PASS gives it to the kernel): BPF_PROG_TEST_RUN with live frames. */
+int dpp_upf_replay(struct dpp *d, const void *frame, __u32 len, __u32 ifindex);
 
 #ifdef __cplusplus
 }

@@ -166,6 +166,21 @@ def _far_fields(ie: IE, rule: RuleId, create: bool) -> dict[str, Any]:
         fields["forwarding"] = _forwarding(parameters, rule, create)
         flags = parameters.one(IEType.PFCPSM_REQ_FLAGS)
         fields["send_end_marker"] = bool(flags is not None and flags["sndem"])
+    duplicating = ie.all(IEType.DUPLICATING_PARAMETERS if create else IEType.UPDATE_DUPLICATING_PARAMETERS)
+    if duplicating:  # an update gives them all again: they replace the FAR's
+        fields["duplicating"] = tuple(_duplicating(each, rule, create) for each in duplicating)
+    return fields
+
+
+def _duplicating(ie: IE, rule: RuleId, create: bool) -> dict[str, Any]:
+    """Duplicating Parameters (29.244 7.5.2.3-3): those of forwarding parameters, the ToS/Traffic
+    Class octet of a Transport Level Marking and a Forwarding Policy."""
+    fields = _forwarding(ie, rule, create=True)
+    fields.pop("network_instance", None)
+    if (marking := ie.one(IEType.TRANSPORT_LEVEL_MARKING)) is not None:
+        fields["transport_level_marking"] = marking["tos"]
+    if (policy := ie.one(IEType.FORWARDING_POLICY)) is not None:
+        fields["forwarding_policy"] = labels_or_text(policy.get("policy_identifier", b"") or b"")
     return fields
 
 

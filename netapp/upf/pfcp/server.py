@@ -35,7 +35,7 @@ from typing import Any, Callable, Optional
 from netapp.service.contract import ServiceError
 from netapp.service.group_commit import GroupWriter
 from netapp.upf.models import RuleError
-from netapp.upf.pfcp.codec import IE, MalformedMessage, Message, decode, decode_header, encode, leaf, message
+from netapp.upf.pfcp.codec import IE, MalformedMessage, Message, decode, decode_header, encode, group, leaf, message
 from netapp.upf.pfcp.handlers import Handlers, Peer
 from netapp.upf.pfcp.ies import PFCP_PORT, REQUESTS, Cause, IEType, MsgType
 from netapp.upf.sessions import Upf
@@ -303,26 +303,41 @@ class PfcpServer:
     ) -> "Future[Cause]":
         """`report_usage` without waiting: the Cause (or the error) comes in the future. Raises
         RuleError at once for an unknown session or association."""
+        ies = [leaf(IEType.REPORT_TYPE, usar=1), *(report.ie() for report in reports)]
+        return self.send_report(seid, ies, t1_s, n1)
+
+    def send_report(self, seid: int, ies: list[IE], t1_s: float = T1_S, n1: int = N1) -> "Future[Cause]":
+        """A Session Report Request of `ies` to the session's SMF, without waiting: the Cause (or
+        the error) comes in the future. Raises RuleError at once for an unknown session or association."""
         session = self.upf.require_session(seid)
         association = self.upf.require_association(session.node_id)
-        ies = [leaf(IEType.REPORT_TYPE, usar=1), *(report.ie() for report in reports)]
         peer = (association.address, association.port)
         coroutine = self.protocol.request(MsgType.SESSION_REPORT_REQUEST, session.remote.seid, ies, peer, t1_s, n1)
         return asyncio.run_coroutine_threadsafe(_cause_of(coroutine), self._loop)
 
+    def report_downlink_data(self, seid: int, pdr_ids: list[int]) -> None:
+        """A Downlink Data Report (report type DLDR; 29.244 7.5.8.2) naming the PDRs whose FAR buffers
+        with NOCP, sent without waiting (netapp.upf.buffering); a refusal or no answer is logged."""
+        ies = [leaf(IEType.REPORT_TYPE, dldr=1),
+               group(IEType.DOWNLINK_DATA_REPORT, *(leaf(IEType.PDR_ID, id=pdr_id) for pdr_id in pdr_ids))]
+        self._send_logged(seid, ies, "downlink data report")
+
 
     def _report(self, seid: int, reports: list[UsageReport]) -> None:
         """The URR logic's reports, sent without waiting; a refusal or no answer is logged."""
+        ies = [leaf(IEType.REPORT_TYPE, usar=1), *(report.ie() for report in reports)]
+        self._send_logged(seid, ies, "usage report")
 
+    def _send_logged(self, seid: int, ies: list[IE], what: str) -> None:
         def done(future: "Future[Cause]") -> None:
             error = future.exception()
             if error is not None or future.result() != Cause.REQUEST_ACCEPTED:
-                log.warning("PFCP: the usage report of session %#x: %s", seid, error or future.result().name)
+                log.warning("PFCP: the %s of session %#x: %s", what, seid, error or future.result().name)
 
         try:
-            self.send_usage(seid, reports).add_done_callback(done)
+            self.send_report(seid, ies).add_done_callback(done)
         except RuleError as exc:  # the session or its association went in the meantime
-            log.info("PFCP: the usage report of session %#x not sent: %s", seid, exc)
+            log.info("PFCP: the %s of session %#x not sent: %s", what, seid, exc)
 
 
 async def _cause_of(request: Any) -> Cause:

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* The maps of the user plane function: interface roles, the PDR tables of each direction, the
- * URRs' usage (written by netapp/upf/applier.py as generic tables), and the route cache of the
- * forwarded packets (its generation written by netapp/upf/nexthop.py). */
+ * URRs' usage (written by netapp/upf/applier.py as generic tables), the route cache of the
+ * forwarded packets (its generation written by netapp/upf/nexthop.py), and the ring of the frames
+ * handed to user space (BUFF, DUPL). */
 #ifndef DPP_NF_UPF_MAPS_H
 #define DPP_NF_UPF_MAPS_H
 
@@ -68,5 +69,12 @@ struct {
 	__type(key, __u32);
 	__type(value, struct dpp_upf_route_gen);
 } dpp_upf_route_gen SEC(".maps");
+
+/* frames of PDRs whose FAR buffers (BUFF) or duplicates (DUPL), as struct dpp_upf_punt records, for
+ * user space (libdpp's dpp_upf_punts_*, netapp/upf/buffering.py) */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, DPP_UPF_PUNT_RING_SIZE);
+} dpp_upf_punt SEC(".maps");
 
 #endif /* DPP_NF_UPF_MAPS_H */

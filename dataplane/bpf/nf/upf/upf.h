@@ -22,6 +22,7 @@
 #include "nf/upf/encap.h"
 #include "nf/upf/echo.h"
 #include "nf/upf/output.h"
+#include "nf/upf/punt.h"
 
 #define GTP_ERROR_INDICATION 26
 #define GTP_END_MARKER 254
@@ -62,14 +63,15 @@ static __always_inline int upf_apply(struct xdp_md *ctx, const struct dpp_upf_pd
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
 
 	o->action = DPP_ACTION_UPF;
+	/* punt.h: BUFF to user space (measured when replayed), DUPL a copy there first */
+	if (pdr->far == DPP_UPF_FAR_BUFFER)
+		return upf_buffer(ctx, pdr, o, ue_off, family);
+	if (pdr->flags & DPP_UPF_PDR_DUPL)
+		upf_duplicate(ctx, pdr, o, ue_off, family);
 	upf_measure(pdr->urr, uplink, ip_len_at(data, end, ue_off, family));
 	if (pdr->far == DPP_UPF_FAR_DROP) {
 		o->reason = DPP_REASON_UPF_FAR_DROP;
 		return XDP_DROP;
-	}
-	if (pdr->far != DPP_UPF_FAR_FORWARD) {
-		o->reason = DPP_REASON_UPF_BUFFERED;
-		return XDP_PASS;
 	}
 	if (pdr->flags & DPP_UPF_PDR_DECAP) {
 		if (upf_decap(ctx, ue_off, family))

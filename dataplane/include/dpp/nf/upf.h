@@ -43,7 +43,7 @@ enum dpp_upf_role {
 enum dpp_upf_far {
 	DPP_UPF_FAR_FORWARD = 0, /* FORW: out, as struct dpp_upf_pdr.output says */
 	DPP_UPF_FAR_DROP = 1,	 /* DROP */
-	DPP_UPF_FAR_BUFFER = 2,	 /* BUFF (NOCP): passed to the kernel, counted; no buffering yet */
+	DPP_UPF_FAR_BUFFER = 2,	 /* BUFF (NOCP): to user space (dpp_upf_punt), dropped here */
 };
 
 /* enum dpp_upf_output: the verdict a forwarded packet gets (the 2023 XDP UPF paper's variants). */
@@ -61,6 +61,7 @@ enum dpp_upf_pdr_flags {
 	DPP_UPF_PDR_BY_QFI = 4,	  /* a TEID's own entry: look again with the packet's QFI first */
 	DPP_UPF_PDR_NO_MATCH = 8, /* a TEID's own entry that matches nothing by itself */
 	DPP_UPF_PDR_SDF = 16,	  /* the TEID's (UE address's) PDRs have SDF filters: classify first */
+	DPP_UPF_PDR_DUPL = 32,	  /* FAR DUPL: a copy to user space (dpp_upf_punt), then as the FAR says */
 };
 
 /* Value of dpp_upf_ifaces, at slot ifindex % DPP_MAX_UPF_IFACES (no two interfaces of the UPF share
@@ -99,12 +100,42 @@ struct dpp_upf_pdr {
 	__u8 family;   /* ENCAP: 4 or 6, the outer header's */
 	__u8 qfi;      /* ENCAP: the PDU Session Container's QFI (the QER's) */
 	__u8 pdu_type; /* ENCAP: the container's PDU type, 0 downlink, 1 uplink (N9) */
-	__u16 reserved;
+	__u16 pdr_id;  /* FAR BUFFER, DUPL: the PDR's id, for user space (struct dpp_upf_punt) */
 	__u32 ifindex;	/* OUTPUT_REDIRECT: the egress port, a key of dpp_ports */
 	__u32 urr;	/* slot of dpp_upf_usage; DPP_NONE: not measured */
 	__u32 teid;	/* ENCAP: the peer's TEID */
 	__u32 peer[4];	/* ENCAP: the peer's address, network order (IPv4 in peer[0]) */
 	__u32 local[4]; /* ENCAP: our address, the outer source */
+	__u64 seid;	/* FAR BUFFER, DUPL: the PDR's session (our SEID), for user space */
+};
+
+/* Frames handed to user space through dpp_upf_punt (bpf/nf/upf/punt.h): the ring's size in bytes
+ * (a power of two, pages), and the longest frame it takes (longer ones are dropped, counted). */
+#ifndef DPP_UPF_PUNT_RING_SIZE
+#define DPP_UPF_PUNT_RING_SIZE 4194304
+#endif
+#ifndef DPP_UPF_PUNT_FRAME_MAX
+#define DPP_UPF_PUNT_FRAME_MAX 2048
+#endif
+
+/* enum dpp_upf_punt_kind: why a frame is in dpp_upf_punt (struct dpp_upf_punt.kind). */
+enum dpp_upf_punt_kind {
+	DPP_UPF_PUNT_BUFFER = 1,    /* FAR BUFF: dropped here, kept by user space until the FAR forwards */
+	DPP_UPF_PUNT_DUPLICATE = 2, /* FAR DUPL: a copy; the packet itself went on as the FAR says */
+};
+
+/* A record of dpp_upf_punt: the frame as it arrived, before any header was removed or added, and
+ * the PDR that punted it (user space finds its session and FAR: netapp/upf/buffering.py). */
+struct dpp_upf_punt {
+	__u64 seid;    /* struct dpp_upf_pdr.seid */
+	__u16 pdr_id;  /* struct dpp_upf_pdr.pdr_id */
+	__u8 kind;     /* enum dpp_upf_punt_kind */
+	__u8 family;   /* the UE packet's: 4 or 6 */
+	__u16 ue_off;  /* where the UE packet starts in frame (after the tunnel's headers, uplink) */
+	__u16 reserved;
+	__u32 ifindex; /* the ingress: a replay enters the program there again */
+	__u32 len;     /* bytes of frame, the whole frame */
+	__u8 frame[DPP_UPF_PUNT_FRAME_MAX];
 };
 
 /* Value of dpp_upf_routes (per CPU), at a slot given by a hash of the destination: an answer of
@@ -141,12 +172,14 @@ struct dpp_upf_usage {
 	X(UPF, UPF_TEID_MISS, upf_teid_miss, 0)	/* T-PDU to our N3 address, no PDR has its TEID */       \
 	X(UPF, UPF_NO_ROUTE, upf_no_route, 1)	/* no route to the destination: to the kernel */         \
 	X(UPF, UPF_NO_NEIGH, upf_no_neigh, 2)	/* next hop unresolved: to the kernel */                 \
-	X(UPF, UPF_BUFFERED, upf_buffered, 3)	/* FAR BUFF/NOCP: to the kernel (no buffering yet) */    \
+	X(UPF, UPF_BUFFERED, upf_buffered, 3)	/* FAR BUFF: to user space (dpp_upf_punt), dropped */    \
 	X(UPF, UPF_FAR_DROP, upf_far_drop, 4)	/* FAR DROP */                                           \
 	X(UPF, UPF_ECHO, upf_echo, 5)		/* GTP-U Echo Request answered (XDP_TX) */               \
 	X(UPF, UPF_ERROR_INDICATION, upf_error_indication, 6) /* to the kernel */                        \
 	X(UPF, UPF_END_MARKER, upf_end_marker, 7)	      /* to the kernel */                        \
 	X(UPF, UPF_ENCAP_FAILED, upf_encap_failed, 8) /* no headroom, or a header out of place */    \
-	X(UPF, UPF_NO_PDR, upf_no_pdr, 9) /* SDF filters: no PDR of the TEID or UE address matched */
+	X(UPF, UPF_NO_PDR, upf_no_pdr, 9) /* SDF filters: no PDR of the TEID or UE address matched */ \
+	X(UPF, UPF_PUNT_FULL, upf_punt_full, 10) /* dpp_upf_punt full: BUFF dropped, DUPL uncopied */ \
+	X(UPF, UPF_PUNT_TOO_LONG, upf_punt_too_long, 11) /* the same: longer than the ring's frames */
 
 #endif /* DPP_NF_UPF_H */

@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* The user plane function's calls: the frames its data path hands to user space (the ring
+ * dpp_upf_punt, bpf/nf/upf/punt.h) read and handed to a callback, and a frame sent back through the
+ * program as if it had just arrived (BPF_PROG_TEST_RUN with live frames: replayed buffered ones). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "libdpp_internal.h"
+
+#define DPP_UPF_PUNT_MAP "dpp_upf_punt"
+#define DPP_UPF_PUNT_HDR offsetof(struct dpp_upf_punt, frame)
+
+struct dpp_upf_punts {
+	struct ring_buffer *rb;
+	dpp_upf_punt_cb cb;
+	void *ctx;
+	__u64 malformed; /* records shorter than they say: never handed over */
+};
+
+static int punt_sample(void *ctx, void *data, size_t size)
+{
+	struct dpp_upf_punts *p = ctx;
+	const struct dpp_upf_punt *rec = data;
+
+	if (size < DPP_UPF_PUNT_HDR || rec->len > DPP_UPF_PUNT_FRAME_MAX ||
+	    DPP_UPF_PUNT_HDR + rec->len > size) {
+		p->malformed++;
+		return 0;
+	}
+	return p->cb(rec, p->ctx);
+}
+
+int dpp_upf_punts_open(struct dpp *d, dpp_upf_punt_cb cb, void *ctx, struct dpp_upf_punts **out)
+{
+	struct dpp_map_ref *m;
+	struct dpp_upf_punts *p;
+	int err;
+
+	if (!d || !cb || !out)
+		return -EINVAL;
+	m = map_find(d, DPP_UPF_PUNT_MAP);
+	if (!m) {
+		pr_warn("upf punts: the program has no map %s (an older build?)", DPP_UPF_PUNT_MAP);
+		return -ENOENT;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->cb = cb;
+	p->ctx = ctx;
+	p->rb = ring_buffer__new(m->fd, punt_sample, p, NULL);
+	if (!p->rb) {
+		err = -errno;
+		pr_warn("upf punts: reading %s: %s", DPP_UPF_PUNT_MAP, strerror(-err));
+		free(p);
+		return err;
+	}
+	*out = p;
+	return 0;
+}
+
+int dpp_upf_punts_poll(struct dpp_upf_punts *p, int timeout_ms)
+{
+	int n;
+
+	if (!p)
+		return -EINVAL;
+	n = ring_buffer__poll(p->rb, timeout_ms);
+	return n == -EINTR ? 0 : n;
+}
+
+int dpp_upf_punts_malformed(const struct dpp_upf_punts *p, __u64 *out)
+{
+	if (!p || !out)
+		return -EINVAL;
+	*out = p->malformed;
+	return 0;
+}
+
+void dpp_upf_punts_close(struct dpp_upf_punts *p)
+{
+	if (!p)
+		return;
+	ring_buffer__free(p->rb);
+	free(p);
+}
+
+int dpp_upf_replay(struct dpp *d, const void *frame, __u32 len, __u32 ifindex)
+{
+	struct xdp_md ctx = { .data_end = len, .ingress_ifindex = ifindex };
+	LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = frame, .data_size_in = len, .ctx_in = &ctx,
+		    .ctx_size_in = sizeof(ctx), .repeat = 1, .flags = BPF_F_TEST_XDP_LIVE_FRAMES);
+	int err;
+
+	if (!d || !frame || !len || !ifindex)
+		return -EINVAL;
+	err = bpf_prog_test_run_opts(entry_fd(d), &opts);
+	if (err)
+		pr_warn("upf replay on ifindex %u: %s", ifindex, strerror(-err));
+	return err;
+}

@@ -1,0 +1,323 @@
+"""FAR BUFF, NOCP and DUPL in user space (29.244 5.2.1, 5.2.4): the frames the data path punts
+(the ring dpp_upf_punt, read through netapp.upf.punts) kept, reported, replayed or duplicated.
+
+- BUFF: the data path drops the packet after punting it as it arrived; here it is queued per FAR
+  (of its session), in arrival order. The first packet a FAR with NOCP queues makes a Session Report
+  Request with a Downlink Data Report (report type DLDR, the PDR's id) to the SMF, once until the
+  FAR stops buffering. When a change makes the FAR forward, once its new entries are in the maps,
+  its queue is replayed in order through the XDP program on the interface each frame came in by
+  (BPF_PROG_TEST_RUN with live frames: encapsulated and sent exactly as a live packet is, and
+  counted on its URR then, not when buffered); a FAR that drops, a FAR removed or a session deleted
+  discards its queue (counted).
+- Limits (settings upf.buffer_*): packets and bytes per session and of all sessions; a packet past
+  one is dropped, the newest (the packets kept are the first of their flows), counted as overflow.
+- DUPL: each copy (the UE packet, without the tunnel it came in) is sent from user space to each of
+  the FAR's duplicating parameters' outer header creation peer: in GTP-U/UDP (port 2152) with its
+  TEID, or in UDP to its port, with the transport level marking as the IP ToS/Traffic Class. The
+  peer is `Far.duplicating[i].outer_header_creation` (its `address`).
+
+`Buffering` wraps the data path's applier (as netapp.upf.endmarker does): it sees every session
+change, so it knows which PDRs punt and what their FARs say without reading the store. Its thread
+(`start`, `close`) reads the ring.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import logging
+import socket
+import struct
+import threading
+from typing import Any, Callable, Iterable, Optional
+
+from netapp.upf.abi import PuntKind
+from netapp.upf.models import Far, OuterHeaderCreation, RuleError, Session
+from netapp.upf.punts import Punted
+
+log = logging.getLogger("netapp.upf")
+
+GTPU_PORT = 2152
+POLL_MS = 100  # how long a poll of the ring waits: how soon `close` is heard
+FarKey = tuple[int, int]  # (SEID, FAR id)
+COUNTERS = ("buffered", "overflow", "replayed", "replay_failed", "discarded", "reported", "duplicated",
+            "duplicate_failed", "unknown")
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    session_packets: int = 256
+    session_bytes: int = 1 << 20
+    packets: int = 65536
+    bytes: int = 64 << 20
+
+    @classmethod
+    def of(cls, settings: Any) -> "Limits":
+        """From the UPF's settings (netapp.core.config.UpfSettings)."""
+        return cls(settings.buffer_session_packets, settings.buffer_session_bytes, settings.buffer_packets,
+                   settings.buffer_bytes)
+
+
+class Buffers:
+    """The buffered frames: a queue per FAR, bounded per session and in total. Not thread-safe:
+    `Buffering` holds its lock around it."""
+
+    def __init__(self, limits: Limits):
+        self.limits = limits
+        self._queues: dict[FarKey, collections.deque[Punted]] = {}
+        self._sessions: dict[int, list[int]] = {}  # SEID -> [packets, bytes]
+        self.packets = self.bytes = 0
+        self.counters: collections.Counter[str] = collections.Counter({name: 0 for name in COUNTERS})
+
+    def add(self, key: FarKey, frame: Punted) -> bool:
+        """Queue the frame; False (counted overflow) when a limit refuses it."""
+        size, limits = len(frame.frame), self.limits
+        held = self._sessions.get(key[0], [0, 0])
+        if (held[0] + 1 > limits.session_packets or held[1] + size > limits.session_bytes
+                or self.packets + 1 > limits.packets or self.bytes + size > limits.bytes):
+            self.counters["overflow"] += 1
+            return False
+        self._queues.setdefault(key, collections.deque()).append(frame)
+        self._sessions[key[0]] = [held[0] + 1, held[1] + size]
+        self.packets, self.bytes = self.packets + 1, self.bytes + size
+        self.counters["buffered"] += 1
+        return True
+
+    def take(self, key: FarKey) -> list[Punted]:
+        """The FAR's frames in arrival order, no longer held."""
+        frames = list(self._queues.pop(key, ()))
+        if frames:
+            held = self._sessions[key[0]]
+            held[0] -= len(frames)
+            held[1] -= sum(len(frame.frame) for frame in frames)
+            self.packets -= len(frames)
+            self.bytes -= sum(len(frame.frame) for frame in frames)
+            if not held[0]:
+                del self._sessions[key[0]]
+        return frames
+
+    def discard(self, key: FarKey) -> int:
+        """Drop the FAR's frames (counted); how many."""
+        dropped = len(self.take(key))
+        self.counters["discarded"] += dropped
+        return dropped
+
+    def fars_of(self, seid: int) -> list[FarKey]:
+        return [key for key in self._queues if key[0] == seid]
+
+    def held(self, seid: int) -> tuple[int, int]:
+        """The session's buffered (packets, bytes)."""
+        packets, size = self._sessions.get(seid, (0, 0))
+        return packets, size
+
+
+def _punting(session: Session) -> dict[tuple[int, int], Far]:
+    """(SEID, PDR id) -> its FAR, for the session's PDRs whose FAR buffers or duplicates."""
+    punting = {}
+    for pdr in session.pdrs.values():
+        far = session.fars.get(pdr.far_id) if pdr.far_id is not None else None
+        if far is not None and far.apply_action & {"BUFF", "DUPL"}:
+            punting[(session.seid, pdr.id)] = far
+    return punting
+
+
+def gtpu_tpdu(teid: int, payload: bytes) -> bytes:
+    """A GTP-U T-PDU (version 1, no optional fields) carrying `payload`."""
+    return struct.pack("!BBHI", 0x30, 0xFF, len(payload), teid) + payload
+
+
+class Duplicator:
+    """Sends copies to duplicating parameters' peers from user-space UDP sockets (one per family)."""
+
+    def __init__(self) -> None:
+        self._sockets: dict[int, socket.socket] = {}
+
+    def send(self, creation: OuterHeaderCreation, marking: Optional[int], packet: bytes) -> None:
+        """OSError: not sent."""
+        family = socket.AF_INET6 if creation.kind.endswith("ipv6") else socket.AF_INET
+        sock = self._sockets.get(family)
+        if sock is None:
+            sock = self._sockets[family] = socket.socket(family, socket.SOCK_DGRAM)
+        tos = marking or 0
+        if family == socket.AF_INET:
+            sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, tos)
+        else:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_TCLASS, tos)
+        if creation.kind.startswith("gtpu"):
+            sock.sendto(gtpu_tpdu(creation.teid or 0, packet), (creation.address, GTPU_PORT))
+        else:
+            sock.sendto(packet, (creation.address, creation.port or 0))
+
+    def close(self) -> None:
+        for sock in self._sockets.values():
+            sock.close()
+        self._sockets.clear()
+
+
+class Buffering:
+    """The applier `inner` with BUFF, NOCP and DUPL carried out: `dataplane` replays (its
+    `upf_replay`) and gives the ring's reader (`upf_punts`); `report(seid, pdr_ids)` sends a Downlink
+    Data Report (set once the PFCP endpoint exists: netapp.upf.runtime)."""
+
+    def __init__(self, inner: Any, dataplane: Any, limits: Limits = Limits(),
+                 report: Optional[Callable[[int, list[int]], None]] = None):
+        self._inner = inner
+        self._dataplane = dataplane
+        self.report = report
+        self.buffers = Buffers(limits)
+        self.duplicator = Duplicator()
+        self._lock = threading.Lock()
+        self._punting: dict[tuple[int, int], Far] = {}
+        self._reported: set[FarKey] = set()
+        self._stop = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+        self._reader: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        """What the applier has besides apply and reconcile (urr_slots, usage, ...)."""
+        return getattr(self._inner, name)
+
+    @property
+    def counters(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self.buffers.counters)
+
+    def held(self, seid: int) -> tuple[int, int]:
+        """The session's buffered (packets, bytes)."""
+        with self._lock:
+            return self.buffers.held(seid)
+
+    # --- the applier ------------------------------------------------------------------------------
+
+    def apply(self, old: Optional[Session], new: Optional[Session]) -> None:
+        self._inner.apply(old, new)
+        self._changed(old, new)
+
+    def reconcile(self, sessions: Iterable[Session]) -> dict[int, RuleError]:
+        sessions = list(sessions)
+        refused = self._inner.reconcile(sessions)
+        with self._lock:
+            self._punting = {key: far for session in sessions if session.seid not in refused
+                             for key, far in _punting(session).items()}
+        return refused
+
+    def _changed(self, old: Optional[Session], new: Optional[Session]) -> None:
+        """The change is in the maps: the PDRs that punt now; the queues of FARs that no longer
+        buffer replayed (FORW) or discarded."""
+        seid = (new or old).seid  # type: ignore[union-attr]
+        replays: list[Punted] = []
+        with self._lock:
+            for key in _punting(old).keys() if old is not None else ():
+                self._punting.pop(key, None)
+            if new is not None:
+                self._punting.update(_punting(new))
+            for key in self.buffers.fars_of(seid):
+                far = new.fars.get(key[1]) if new is not None else None
+                if far is not None and "BUFF" in far.apply_action:
+                    continue
+                self._reported.discard(key)
+                if far is not None and "FORW" in far.apply_action:
+                    replays += self.buffers.take(key)
+                else:
+                    self.buffers.discard(key)
+            if new is None:
+                self._reported = {key for key in self._reported if key[0] != seid}
+        self._replay(replays)
+
+    def _replay(self, frames: list[Punted]) -> None:
+        for frame in frames:
+            try:
+                self._dataplane.upf_replay(frame.frame, frame.ifindex)
+                outcome = "replayed"
+            except Exception as exc:  # noqa: BLE001 - the others are replayed all the same
+                log.warning("UPF: replaying a buffered frame of session %#x failed: %s", frame.seid, exc)
+                outcome = "replay_failed"
+            with self._lock:
+                self.buffers.counters[outcome] += 1
+
+    # --- the ring -------------------------------------------------------------------------------
+
+    def take(self, frames: Iterable[Punted]) -> None:
+        """Frames read from the ring: buffered, reported, duplicated (or replayed at once, when their
+        FAR forwards by now)."""
+        reports: list[tuple[int, int]] = []
+        replays: list[Punted] = []
+        copies: list[tuple[Far, Punted]] = []
+        with self._lock:
+            for frame in frames:
+                far = self._punting.get((frame.seid, frame.pdr_id))
+                if far is None:
+                    self.buffers.counters["unknown"] += 1
+                elif frame.kind == PuntKind.DUPLICATE:
+                    copies.append((far, frame))
+                elif "BUFF" not in far.apply_action:  # punted before the FAR changed
+                    if "FORW" in far.apply_action:
+                        replays.append(frame)
+                    else:
+                        self.buffers.counters["discarded"] += 1
+                elif self.buffers.add((frame.seid, far.id), frame) and "NOCP" in far.apply_action:
+                    if (frame.seid, far.id) not in self._reported:
+                        self._reported.add((frame.seid, far.id))
+                        reports.append((frame.seid, frame.pdr_id))
+        self._replay(replays)
+        for far, frame in copies:
+            self._duplicate(far, frame)
+        for seid, pdr_id in reports:
+            self._report(seid, pdr_id)
+
+    def _duplicate(self, far: Far, frame: Punted) -> None:
+        for parameters in far.duplicating:
+            creation = parameters.outer_header_creation
+            if creation is None:
+                continue
+            try:
+                self.duplicator.send(creation, parameters.transport_level_marking, frame.ue_packet)
+                outcome = "duplicated"
+            except OSError as exc:
+                log.info("UPF: a copy of FAR %d of session %#x to %s not sent: %s", far.id, frame.seid,
+                         creation.address, exc)
+                outcome = "duplicate_failed"
+            with self._lock:
+                self.buffers.counters[outcome] += 1
+
+    def _report(self, seid: int, pdr_id: int) -> None:
+        if self.report is None:
+            return
+        try:
+            self.report(seid, [pdr_id])
+        except Exception:  # noqa: BLE001 - the reader goes on
+            log.exception("UPF: the downlink data report of session %#x", seid)
+            return
+        with self._lock:
+            self.buffers.counters["reported"] += 1
+
+    def start(self) -> "Buffering":
+        """Read the ring in a thread of its own, until `close`. Without a kernel data path (no
+        reader), nothing is punted and no thread is started."""
+        self._reader = self._dataplane.upf_punts()
+        if self._reader is None:
+            return self
+        self._thread = threading.Thread(target=self._run, name="upf-punts", daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                frames = self._reader.poll(POLL_MS)
+            except Exception:  # noqa: BLE001 - a failed poll is logged, the next one tried
+                log.exception("UPF: reading the punted frames")
+                self._stop.wait(POLL_MS / 1000)
+                continue
+            if frames:
+                self.take(frames)
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
+        self.duplicator.close()

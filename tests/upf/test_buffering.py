@@ -1,0 +1,153 @@
+"""netapp.upf.buffering without a kernel: the queues' limits, the Downlink Data Report once per FAR,
+the replay in order once the FAR forwards (after the inner applier has the change), discards, and
+DUPL copies sent to a loopback collector this test listens on."""
+
+from __future__ import annotations
+
+import socket
+import struct
+
+import pytest
+
+from netapp.upf.abi import PuntKind
+from netapp.upf.buffering import Buffering, Buffers, Limits, gtpu_tpdu
+from netapp.upf.models import DuplicatingParameters, Far, ForwardingParameters, OuterHeaderCreation
+from netapp.upf.pfcp.ies import Interface
+from netapp.upf.punts import Punted
+from tests.upf.test_datapath import session
+
+SEID, PDR, FAR = 7, 2, 2
+
+
+def frame(n: int, size: int = 100, kind: PuntKind = PuntKind.BUFFER, pdr_id: int = PDR, seid: int = SEID) -> Punted:
+    body = bytes([n % 256]) * size
+    return Punted(seid, pdr_id, kind, 4, 14, 5, b"\x02" * 14 + body)
+
+
+def with_far(far: Far, seid: int = SEID):
+    plain = session(seid=seid)
+    return plain.model_copy(update={"fars": {**plain.fars, FAR: far}})
+
+
+BUFF_NOCP = Far(id=FAR, apply_action=frozenset({"BUFF", "NOCP"}))
+FORW = session().fars[FAR]
+
+
+class Recorder:
+    """The inner applier and the data plane: what they were given, in order."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple] = []
+
+    def apply(self, old, new) -> None:
+        self.events.append(("apply", new.fars[FAR].apply_action if new else None))
+
+    def reconcile(self, sessions):
+        return {}
+
+    def upf_replay(self, data: bytes, ifindex: int) -> None:
+        self.events.append(("replay", data, ifindex))
+
+    def upf_punts(self):
+        return None
+
+
+@pytest.fixture
+def rig():
+    recorder, reports = Recorder(), []
+    buffering = Buffering(recorder, recorder, Limits(session_packets=3, session_bytes=10_000, packets=5,
+                                                     bytes=100_000), report=lambda seid, ids: reports.append((seid, ids)))
+    yield buffering, recorder, reports
+    buffering.close()
+
+
+def test_a_session_past_its_packet_limit_drops_the_newest_counted():
+    buffers = Buffers(Limits(session_packets=2, session_bytes=10_000, packets=10, bytes=100_000))
+    assert [buffers.add((SEID, FAR), frame(n)) for n in range(3)] == [True, True, False]
+    assert buffers.counters["overflow"] == 1
+    assert [item.frame for item in buffers.take((SEID, FAR))] == [frame(0).frame, frame(1).frame]
+    assert buffers.held(SEID) == (0, 0) and (buffers.packets, buffers.bytes) == (0, 0)
+
+
+def test_the_byte_limits_per_session_and_in_total_hold():
+    buffers = Buffers(Limits(session_packets=100, session_bytes=250, packets=100, bytes=300))
+    assert [buffers.add((SEID, FAR), frame(n)) for n in range(3)] == [True, True, False]  # 114 bytes each
+    assert buffers.add((SEID + 1, FAR), frame(9, seid=SEID + 1)) is False  # 342 > 300 in total
+    assert buffers.held(SEID) == (2, 228)
+
+
+def test_the_first_buffered_packet_of_a_nocp_far_is_reported_once(rig):
+    buffering, _, reports = rig
+    buffering.apply(None, with_far(BUFF_NOCP))
+    buffering.take([frame(0), frame(1)])
+    buffering.take([frame(2)])
+    assert reports == [(SEID, [PDR])]
+    assert buffering.held(SEID) == (3, 342)
+
+
+def test_buff_without_nocp_is_not_reported(rig):
+    buffering, _, reports = rig
+    buffering.apply(None, with_far(Far(id=FAR, apply_action=frozenset({"BUFF"}))))
+    buffering.take([frame(0)])
+    assert reports == [] and buffering.held(SEID) == (1, 114)
+
+
+def test_forw_replays_the_buffered_frames_in_order_after_the_maps_have_the_change(rig):
+    buffering, recorder, reports = rig
+    buffering.apply(None, with_far(BUFF_NOCP))
+    buffering.take([frame(n) for n in range(4)])  # the fourth is past the session's limit
+    buffering.apply(with_far(BUFF_NOCP), with_far(FORW))
+    assert recorder.events == [("apply", BUFF_NOCP.apply_action), ("apply", FORW.apply_action),
+                               *(("replay", frame(n).frame, 5) for n in range(3))]
+    assert buffering.counters["replayed"] == 3 and buffering.counters["overflow"] == 1
+    assert buffering.held(SEID) == (0, 0)
+    buffering.apply(with_far(FORW), with_far(BUFF_NOCP))  # buffering again: reported again
+    buffering.take([frame(9)])
+    assert reports == [(SEID, [PDR]), (SEID, [PDR])]
+
+
+def test_a_deleted_session_or_a_dropping_far_discards_its_buffer_counted(rig):
+    buffering, recorder, _ = rig
+    buffering.apply(None, with_far(BUFF_NOCP))
+    buffering.take([frame(0), frame(1)])
+    buffering.apply(with_far(BUFF_NOCP), with_far(Far(id=FAR, apply_action=frozenset({"DROP"}))))
+    assert buffering.counters["discarded"] == 2
+    buffering.apply(with_far(Far(id=FAR, apply_action=frozenset({"DROP"}))), with_far(BUFF_NOCP))
+    buffering.take([frame(2)])
+    buffering.apply(with_far(BUFF_NOCP), None)
+    assert buffering.counters["discarded"] == 3 and buffering.held(SEID) == (0, 0)
+    assert not [event for event in recorder.events if event[0] == "replay"]
+
+
+def test_frames_of_no_known_pdr_are_counted_and_dropped(rig):
+    buffering, _, reports = rig
+    buffering.take([frame(0, seid=99)])
+    assert buffering.counters["unknown"] == 1 and reports == []
+
+
+@pytest.fixture
+def collector():
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.settimeout(10)
+    yield sock
+    sock.close()
+
+
+def test_dupl_sends_the_ue_packet_in_gtpu_and_in_udp_to_the_collector(rig, collector):
+    buffering, _, _ = rig
+    port = collector.getsockname()[1]
+    copies = (DuplicatingParameters(destination_interface=Interface.LI_FUNCTION, transport_level_marking=0xB8,
+                                    outer_header_creation=OuterHeaderCreation(kind="udp-ipv4", address="127.0.0.1",
+                                                                              port=port)),)
+    far = Far(id=FAR, apply_action=frozenset({"FORW", "DUPL"}), duplicating=copies,
+              forwarding=ForwardingParameters(destination_interface=Interface.ACCESS))
+    buffering.apply(None, with_far(far))
+    buffering.take([frame(1, kind=PuntKind.DUPLICATE)])
+    assert collector.recv(4096) == frame(1).ue_packet
+    assert buffering.counters["duplicated"] == 1
+    assert buffering.held(SEID) == (0, 0), "a copy is not buffered"
+
+
+def test_a_gtpu_t_pdu_has_the_teid_and_the_length():
+    assert gtpu_tpdu(0x1234, b"abc") == struct.pack("!BBHI", 0x30, 0xFF, 3, 0x1234) + b"abc"

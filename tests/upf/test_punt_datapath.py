@@ -1,0 +1,118 @@
+"""FAR BUFF and DUPL in the kernel (BPF_PROG_TEST_RUN): the frame a PDR punts is in the ring
+dpp_upf_punt exactly as it was sent, read back through libdpp's reader (netapp.upf.punts); a
+buffered frame is dropped, a duplicated one still forwarded byte for byte; a full ring is counted."""
+
+from __future__ import annotations
+
+import pytest
+from scapy.contrib.gtp import GTP_U_Header, GTPPDUSessionContainer
+from scapy.layers.inet import IP, UDP
+from scapy.layers.l2 import Ether
+
+from netapp.upf.abi import PUNT_FRAME_MAX, PUNT_RING_SIZE, PuntKind
+from netapp.upf.models import DuplicatingParameters, Far, ForwardingParameters, OuterHeaderCreation
+from netapp.upf.pfcp.ies import Interface
+from tests.upf import test_datapath as base
+from tests.upf.test_datapath import DL_TEID, GNB, MACS, N3_IP, SERVER, UE, applier, dp, session  # noqa: F401
+
+COLLECTOR = "10.77.0.2"
+
+
+def downlink_frame(size: int = 64) -> bytes:
+    return bytes(Ether(**MACS) / IP(src=SERVER, dst=UE) / UDP(sport=5004, dport=40000) / (b"d" * size))
+
+
+def with_downlink_far(far: Far, seid: int = 7):
+    plain = session(seid=seid)
+    return plain.model_copy(update={"fars": {**plain.fars, 2: far}})
+
+
+def buffering(nocp: bool = True) -> Far:
+    return Far(id=2, apply_action=frozenset({"BUFF", "NOCP"} if nocp else {"BUFF"}))
+
+
+def duplicating() -> Far:
+    copies = DuplicatingParameters(destination_interface=Interface.LI_FUNCTION, outer_header_creation=(
+        OuterHeaderCreation(kind="gtpu-ipv4", teid=0x77, address=COLLECTOR)))
+    return Far(id=2, apply_action=frozenset({"FORW", "DUPL"}), duplicating=(copies,), forwarding=ForwardingParameters(
+        destination_interface=Interface.ACCESS,
+        outer_header_creation=OuterHeaderCreation(kind="gtpu-ipv4", teid=DL_TEID, address=GNB)))
+
+
+@pytest.fixture
+def reader(dp):
+    punts = dp.upf_punts()
+    drain(punts)
+    yield punts
+    drain(punts)
+    punts.close()
+
+
+def drain(punts) -> list:
+    got, batch = [], punts.poll(0)
+    while batch:
+        got += batch
+        batch = punts.poll(0)
+    return got
+
+
+@pytest.fixture
+def installed_with(dp):
+    upf, done = applier(dp), []
+
+    def install(far: Far):
+        value = with_downlink_far(far)
+        upf.apply(None, value)
+        done.append(value)
+        return value
+
+    yield install
+    for value in done:
+        upf.apply(value, None)
+
+
+def test_a_buffering_far_puts_the_frame_as_it_came_in_the_ring_and_drops_it(dp, reader, installed_with):
+    installed_with(buffering())
+    sent = downlink_frame()
+    out = dp.test_run(sent, base.N6_IF)
+    assert (out.verdict, out.action, out.reason) == ("DROP", "upf", "upf_buffered")
+    [record] = drain(reader)
+    assert (record.seid, record.pdr_id, record.kind, record.ifindex) == (7, 2, PuntKind.BUFFER, base.N6_IF)
+    assert record.frame == sent
+    assert (record.family, record.ue_packet) == (4, bytes(Ether(sent)[IP]))
+
+
+def test_a_duplicating_far_puts_a_copy_in_the_ring_and_still_forwards(dp, reader, installed_with):
+    installed_with(duplicating())
+    sent = downlink_frame()
+    out = dp.test_run(sent, base.N6_IF)
+    expected = (Ether(**MACS) / IP(src=N3_IP, dst=GNB, id=0, ttl=64) / UDP(sport=2152, dport=2152, chksum=0)
+                / GTP_U_Header(teid=DL_TEID, E=1, next_ex=0x85) / GTPPDUSessionContainer(type=0, QFI=9)
+                / Ether(sent)[IP])
+    assert (out.verdict, out.action, out.reason) == ("PASS", "upf", None)
+    assert out.data == bytes(expected)
+    [record] = drain(reader)
+    assert (record.seid, record.pdr_id, record.kind, record.frame) == (7, 2, PuntKind.DUPLICATE, sent)
+
+
+def test_a_forwarding_far_punts_nothing(dp, reader, installed_with):
+    installed_with(duplicating().model_copy(update={"apply_action": frozenset({"FORW"}), "duplicating": ()}))
+    assert dp.test_run(downlink_frame(), base.N6_IF).verdict == "PASS"
+    assert drain(reader) == []
+
+
+def test_a_frame_longer_than_the_rings_frames_is_dropped_and_counted(dp, reader, installed_with):
+    installed_with(buffering())
+    out = dp.test_run(downlink_frame(PUNT_FRAME_MAX), base.N6_IF)
+    assert (out.verdict, out.reason) == ("DROP", "upf_punt_too_long")
+    assert drain(reader) == []
+
+
+def test_a_full_ring_drops_buffered_frames_counted_and_copies_are_lost_but_packets_forwarded(
+        dp, reader, installed_with):
+    installed_with(buffering())
+    capacity = PUNT_RING_SIZE // (PUNT_FRAME_MAX + 24 + 8)  # records and their ring headers
+    reasons = [dp.test_run(downlink_frame(), base.N6_IF).reason for _ in range(capacity + 2)]
+    assert reasons[:capacity] == ["upf_buffered"] * capacity
+    assert reasons[-1] == "upf_punt_full"
+    assert len(drain(reader)) == reasons.count("upf_buffered")
