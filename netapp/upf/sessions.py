@@ -147,6 +147,11 @@ class Upf:
                 self._urr_slots.update(dict.fromkeys(session.urr_slots.values(), seid))
         self._urr_cursor = self._pending_urr_cursor
 
+    @property
+    def store(self) -> Store:
+        """Where the UPF's rows are (the URR logic keeps its UR-SEQNs there too)."""
+        return self._store
+
     # --- associations ----------------------------------------------------------------------------
 
     def association_of(self, address: str) -> Optional[Association]:
