@@ -10,14 +10,12 @@ from typing import Iterator
 
 import pytest
 
-from netapp.service.store import Store
 from netapp.upf.endmarker import EndMarkers
 from netapp.upf.models import RuleError
 from netapp.upf.peers import Destinations, SmfPeer, SmfPeers
 from netapp.upf.pfcp.ies import Cause, IEType, RuleType
-from netapp.upf.pfcp.server import PfcpServer, UsageReport
-from netapp.upf.sessions import Upf
-from tests.upf.conftest import N3, RecordingApplier
+from netapp.upf.pfcp.server import UsageReport
+from tests.upf.conftest import N3, Endpoint, RecordingApplier
 from tests.upf.smf import Smf, cause, create_far, establishment_ies, find, ie, node_id, recovery, value
 from tests.upf.test_endmarker import session
 
@@ -26,50 +24,14 @@ OUTSIDE = "198.51.100.7"
 ADMITTED = SmfPeers([SmfPeer(ipaddress.ip_network("127.0.0.1/32"), frozenset({"10.0.0.1"}))])
 
 
-class Node:
-    """A UPF with both allow-lists over a store in tmp_path, and its endpoint; `restart(peers)`
-    makes a new one over the same store, as a restarted service with other settings would."""
-
-    def __init__(self, path, peers: SmfPeers):  # noqa: ANN001
-        self.path = path
-        self.applier = RecordingApplier()
-        self._open(peers)
-
-    def _open(self, peers: SmfPeers) -> None:
-        self.store = Store.open(self.path, synchronous="NORMAL")
-        self.upf = Upf(self.store, self.applier, n3_ipv4=N3, destinations=Destinations([GNBS]))
-        self.server = PfcpServer(self.upf, "127.0.0.1", 0, peers=peers)
-        self.server.start()
-
-    def restart(self, peers: SmfPeers) -> None:
-        self.close()
-        self._open(peers)
-
-    def close(self) -> None:
-        self.server.close()
-        self.store.close()
-
-    def rows(self) -> dict:
-        return {table: self.store.execute(f"SELECT * FROM {table} ORDER BY 1").fetchall()
-                for table in ("upf_associations", "upf_sessions", "upf_counters")}
-
-
 @pytest.fixture
-def node(tmp_path) -> Iterator[Node]:
-    node = Node(tmp_path / "netapp.db", ADMITTED)
+def endpoint(tmp_path) -> Iterator[Endpoint]:
+    """The endpoint of the UPF tests (conftest), with both allow-lists: conftest's `smf` uses it."""
+    endpoint = Endpoint(tmp_path / "netapp.db", ADMITTED, Destinations([GNBS]))
     try:
-        yield node
+        yield endpoint
     finally:
-        node.close()
-
-
-@pytest.fixture
-def smf(node) -> Iterator[Smf]:
-    client = Smf(node.server.address)
-    try:
-        yield client
-    finally:
-        client.close()
+        endpoint.close()
 
 
 def _establish(smf: Smf, far=None):  # noqa: ANN001
@@ -79,11 +41,11 @@ def _establish(smf: Smf, far=None):  # noqa: ANN001
     return smf.ask("PFCPSessionEstablishmentReq", ies, seid=0)
 
 
-def test_a_host_not_in_pfcp_peers_is_rejected_and_nothing_it_sends_is_acted_on(node, smf, caplog):
+def test_a_host_not_in_pfcp_peers_is_rejected_and_nothing_it_sends_is_acted_on(endpoint, smf, caplog):
     assert cause(smf.ask("PFCPAssociationSetupReq", [node_id(), recovery(1000)])) == Cause.REQUEST_ACCEPTED
     up_seid = find(_establish(smf), 57)["Data"]["SEID"].get_val()
-    before = node.rows()
-    stranger = Smf(node.server.address, local="127.0.0.2")
+    before = endpoint.rows()
+    stranger = Smf(endpoint.server.address, local="127.0.0.2")
     try:
         with caplog.at_level(logging.WARNING, "netapp.upf.pfcp"):
             stranger.send(stranger.build("PFCPHeartbeatReq", [recovery(7)]))
@@ -95,46 +57,46 @@ def test_a_host_not_in_pfcp_peers_is_rejected_and_nothing_it_sends_is_acted_on(n
     # the first datagram back answers the third sent: the heartbeat and the deletion got none
     assert setup["Hdr"]["Type"].get_val() == 6 and setup["Hdr"]["SeqNum"].get_val() == 3
     assert cause(setup) == cause(again) == Cause.REQUEST_REJECTED
-    assert value(find(setup, 96))["Val"] == node.upf.recovery_time_stamp, "a setup response, whole"
-    assert node.server.counters["refused_peer"] == 4
-    assert node.rows() == before and up_seid in node.upf.sessions
+    assert value(find(setup, 96))["Val"] == endpoint.upf.recovery_time_stamp, "a setup response, whole"
+    assert endpoint.server.counters["refused_peer"] == 4
+    assert endpoint.rows() == before and up_seid in endpoint.upf.sessions
     refused = [record for record in caplog.records if "127.0.0.2 is not in pfcp.peers" in record.getMessage()]
     assert len(refused) == 1, "logged once per peer, not per datagram"
 
 
-def test_a_node_id_pfcp_peers_does_not_list_for_the_address_is_rejected(node, smf):
+def test_a_node_id_pfcp_peers_does_not_list_for_the_address_is_rejected(endpoint, smf):
     assert cause(smf.ask("PFCPAssociationSetupReq", [node_id("10.0.0.9"), recovery(1000)])) == Cause.REQUEST_REJECTED
-    assert node.upf.associations == {}
+    assert endpoint.upf.associations == {}
     assert cause(smf.ask("PFCPAssociationSetupReq", [node_id("10.0.0.1"), recovery(1000)])) == Cause.REQUEST_ACCEPTED
-    assert set(node.upf.associations) == {"10.0.0.1"}
-    assert node.server.counters["refused_peer"] == 1
+    assert set(endpoint.upf.associations) == {"10.0.0.1"}
+    assert endpoint.server.counters["refused_peer"] == 1
 
 
-def test_no_usage_report_goes_to_an_association_pfcp_peers_no_longer_admits(node, smf):
+def test_no_usage_report_goes_to_an_association_pfcp_peers_no_longer_admits(endpoint, smf):
     assert cause(smf.ask("PFCPAssociationSetupReq", [node_id(), recovery(1000)])) == Cause.REQUEST_ACCEPTED
     up_seid = find(_establish(smf), 57)["Data"]["SEID"].get_val()
-    node.restart(SmfPeers([SmfPeer(ipaddress.ip_network("10.40.0.0/24"))]))  # the setting narrowed
+    endpoint.restart(SmfPeers([SmfPeer(ipaddress.ip_network("10.40.0.0/24"))]))  # the setting narrowed
     report = UsageReport(urr_id=1, seqn=0, trigger="volume_threshold", start=100, end=160)
     with pytest.raises(RuleError, match="no longer in pfcp.peers") as refused:
-        node.server.report_usage(up_seid, [report], t1_s=0.01, n1=1)
+        endpoint.server.report_usage(up_seid, [report], t1_s=0.01, n1=1)
     assert refused.value.cause == Cause.NO_ESTABLISHED_ASSOCIATION
 
 
-def test_a_far_tunnelling_outside_upf_peer_networks_is_refused_naming_it_and_nothing_changes(node, smf):
+def test_a_far_tunnelling_outside_upf_peer_networks_is_refused_naming_it_and_nothing_changes(endpoint, smf):
     assert cause(smf.ask("PFCPAssociationSetupReq", [node_id(), recovery(1000)])) == Cause.REQUEST_ACCEPTED
-    before, calls = node.rows(), len(node.applier.calls)
+    before, calls = endpoint.rows(), len(endpoint.applier.calls)
     refused = _establish(smf, create_far(2, core=False, gnb=OUTSIDE))
     assert cause(refused) == Cause.RULE_CREATION_MODIFICATION_FAILURE
     assert value(find(refused, 40)) == IEType.OUTER_HEADER_CREATION  # Offending IE
     failed = find(refused, 114)["Data"].to_bytes()
     assert failed[0] & 0x07 == RuleType.FAR and int.from_bytes(failed[1:], "big") == 2
-    assert node.rows() == before and len(node.applier.calls) == calls, "all or nothing"
+    assert endpoint.rows() == before and len(endpoint.applier.calls) == calls, "all or nothing"
 
     up_seid = find(_establish(smf), 57)["Data"]["SEID"].get_val()
-    session = node.upf.sessions[up_seid]
+    session = endpoint.upf.sessions[up_seid]
     away = ie(10, [ie(108, {"Val": 2}), ie(11, [ie(84, {"GTPU_UDP_IPv4": 1, "TEID": 0x200, "IPv4Addr": OUTSIDE})])])
     assert cause(smf.ask("PFCPSessionModificationReq", [away], seid=up_seid)) == Cause.RULE_CREATION_MODIFICATION_FAILURE
-    assert node.upf.sessions[up_seid] == session
+    assert endpoint.upf.sessions[up_seid] == session
     inside = ie(10, [ie(108, {"Val": 2}), ie(11, [ie(84, {"GTPU_UDP_IPv4": 1, "TEID": 0x200, "IPv4Addr": "192.0.2.11"})])])
     assert cause(smf.ask("PFCPSessionModificationReq", [inside], seid=up_seid)) == Cause.REQUEST_ACCEPTED
 
