@@ -159,6 +159,20 @@ class LivenessSettings(BaseModel):
     )
 
 
+class PfcpPeerSetting(BaseModel):
+    """An entry of pfcp.peers: where SMFs may send from, and which Node IDs may associate from there."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    prefix: str = Field(description='an address or prefix, e.g. "10.40.0.2" or "10.40.0.0/24"')
+    node_ids: list[str] = Field(default_factory=list, description="the Node IDs that may associate from it; empty: any")
+
+    @field_validator("prefix")
+    @classmethod
+    def _prefix(cls, prefix: str) -> str:
+        return str(_network(prefix))
+
+
 class PfcpSettings(BaseModel):
     """The UPF's N4 endpoint (PFCP, netapp.upf.pfcp): off unless `address` is set."""
 
@@ -171,6 +185,19 @@ class PfcpSettings(BaseModel):
     node_id: Optional[str] = Field(None, description="our Node ID (an address or FQDN); None: n3_ipv4, else the host")
     n3_ipv4: Optional[ipaddress.IPv4Address] = Field(None, description="the N3 address of the TEIDs we choose (CHOOSE)")
     n3_ipv6: Optional[ipaddress.IPv6Address] = None
+    peers: list[PfcpPeerSetting] = Field(
+        default_factory=list,
+        description='who may use N4: entries of an address or prefix ("10.40.0.2", "10.40.0.0/24") or '
+        '{prefix, node_ids}; required with pfcp.address (["0.0.0.0/0", "::/0"]: anyone)',
+    )
+
+    @field_validator("peers", mode="before")
+    @classmethod
+    def _peers(cls, peers: Any) -> Any:
+        """An entry may be the prefix alone."""
+        if not isinstance(peers, list):
+            return peers
+        return [{"prefix": peer} if isinstance(peer, str) else peer for peer in peers]
 
     @model_validator(mode="after")
     def _address(self) -> "PfcpSettings":
@@ -178,6 +205,11 @@ class PfcpSettings(BaseModel):
             host, _ = pfcp_bind(self.address)  # ValueError naming what is wrong
             if ipaddress.ip_address(host).is_unspecified and self.n3_ipv4 is None and self.n3_ipv6 is None:
                 raise ValueError(f"pfcp.n3_ipv4 or pfcp.n3_ipv6: required with pfcp.address {self.address}")
+            if not self.peers:
+                raise ValueError(
+                    f"pfcp.peers: required with pfcp.address {self.address}: the addresses or prefixes of the "
+                    'SMFs that may associate, e.g. ["10.40.0.2"] (["0.0.0.0/0", "::/0"]: anyone)'
+                )
         return self
 
 
@@ -200,6 +232,17 @@ class UpfSettings(BaseModel):
     buffer_session_bytes: int = Field(1 << 20, ge=0, description="buffered bytes per session at most")
     buffer_packets: int = Field(65536, ge=0, description="buffered packets of all sessions at most")
     buffer_bytes: int = Field(64 << 20, ge=0, description="buffered bytes of all sessions at most")
+    peer_networks: Optional[list[str]] = Field(
+        None,
+        description="where the UPF may send GTP-U (a FAR's outer header creation to gNBs and N9 peers, End "
+        'Markers, duplicated packets): addresses or prefixes; required with pfcp.address (["0.0.0.0/0", "::/0"]: '
+        "anywhere; []: nowhere)",
+    )
+
+    @field_validator("peer_networks")
+    @classmethod
+    def _peer_networks(cls, prefixes: Optional[list[str]]) -> Optional[list[str]]:
+        return None if prefixes is None else [str(_network(prefix)) for prefix in prefixes]
 
 
 class DataplaneSettings(BaseModel):
@@ -225,6 +268,13 @@ class DataplaneSettings(BaseModel):
             if refusal:
                 raise ValueError(f"dataplane.map_sizes.{name}: {refusal}")
         return sizes
+
+
+def _network(prefix: str) -> "ipaddress.IPv4Network | ipaddress.IPv6Network":
+    try:
+        return ipaddress.ip_network(prefix)
+    except ValueError as exc:
+        raise ValueError(f"{prefix!r}: an address or a prefix without host bits, e.g. 10.40.0.0/24 ({exc})") from None
 
 
 def pfcp_bind(address: str) -> tuple[str, int]:
@@ -319,6 +369,11 @@ class Settings(BaseSettings):
             raise ValueError("tls_cert, tls_key: give both or neither")
         if not _is_loopback(self.api_host) and self.tls_cert is None:
             raise ValueError(f"tls_cert: required to serve on {self.api_host}, which is not loopback")
+        if self.pfcp.address is not None and self.upf.peer_networks is None:
+            raise ValueError(
+                "upf.peer_networks: required with pfcp.address: the prefixes of the gNBs and N9 peers GTP-U may be "
+                'sent to, e.g. ["10.31.0.0/16"] (["0.0.0.0/0", "::/0"]: anywhere)'
+            )
         return self
 
     @classmethod

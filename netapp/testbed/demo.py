@@ -326,8 +326,10 @@ class Demo:
                              "bucket": bucket(INFLUX_DATABASE), "flush_interval_ms": 200},
                 "metrics_listener": {"enabled": True, "host": "127.0.0.1", "port": self.metrics_port},
             },
-            # the UPF's N4 endpoint; the TEIDs it chooses are on the node's n3
-            "pfcp": {"address": self.pfcp_address, "n3_ipv4": self.site.n3.ip},
+            # the UPF's N4 endpoint, for SMFs on this host only; the TEIDs it chooses are on the node's n3
+            "pfcp": {"address": self.pfcp_address, "n3_ipv4": self.site.n3.ip, "peers": ["127.0.0.1"]},
+            # GTP-U goes to gNBs of the RAN's network only (the demo's ran0)
+            "upf": {"peer_networks": [f"{self.site.ran0.ip}/32"]},
         }
         path = self.workdir / "netapp.yaml"
         path.write_text(yaml.safe_dump(settings))

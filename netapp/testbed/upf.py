@@ -70,6 +70,7 @@ class UpfSite(Site):
     def upf_settings(self) -> dict:
         """The UPF's settings of `netapp serve` (pfcp, upf) on this site."""
         return {
-            "pfcp": {"address": self.n4.ip, "n3_ipv4": self.n3_address},
-            "upf": {"n3_interfaces": [self.n3a.ifname, self.n3b.ifname], "n6_interfaces": {self.n6.ifname: "internet"}},
+            "pfcp": {"address": self.n4.ip, "n3_ipv4": self.n3_address, "peers": [self.smf.ip]},
+            "upf": {"n3_interfaces": [self.n3a.ifname, self.n3b.ifname], "n6_interfaces": {self.n6.ifname: "internet"},
+                    "peer_networks": [f"{self.gnb1.ip}/32", f"{self.gnb2.ip}/32"]},
         }

@@ -132,18 +132,25 @@ class BpfApplier:
         the service was down, or entries of a write cut short, are gone): each table read whole,
         what differs written, what no session has deleted. A session that no longer compiles (the
         settings changed) is left out; the errors by SEID."""
+        return self.reconcile_compiled(
+            (session.seid, functools.partial(self._compile, session)) for session in sessions
+        )
+
+    def reconcile_compiled(self, compiled: Iterable[tuple[int, Callable[[], Entries]]]) -> dict[int, RuleError]:
+        """`reconcile` of sessions by SEID, each with what gives its entries (compiled already at
+        start-up, netapp.upf.runtime) or raises its RuleError."""
         desired, refused, rules_of = Entries(), {}, {}
-        for session in sessions:
+        for seid, entries_of in compiled:
             try:
-                entries = self._compile(session)
+                entries = entries_of()
             except RuleError as exc:
-                refused[session.seid] = exc
+                refused[seid] = exc
                 continue
             desired.uplink.update(entries.uplink)
             desired.downlink.update(entries.downlink)
             desired.sdf_pdrs.update(entries.sdf_pdrs)
             desired.rules.update(entries.rules)
-            rules_of[session.seid] = entries.rules
+            rules_of[seid] = entries.rules
         for table, want, key_type in (
             (self._uplink, desired.uplink, UplinkKey),
             (self._downlink, desired.downlink, DownlinkKey),

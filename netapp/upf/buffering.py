@@ -33,6 +33,7 @@ from typing import Any, Callable, Iterable, Optional
 
 from netapp.upf.abi import PuntKind
 from netapp.upf.models import Far, OuterHeaderCreation, RuleError, Session
+from netapp.upf.peers import Destinations
 from netapp.upf.punts import Punted
 
 log = logging.getLogger("netapp.upf")
@@ -41,7 +42,7 @@ GTPU_PORT = 2152
 POLL_MS = 100  # how long a poll of the ring waits: how soon `close` is heard
 FarKey = tuple[int, int]  # (SEID, FAR id)
 COUNTERS = ("buffered", "overflow", "replayed", "replay_failed", "discarded", "reported", "duplicated",
-            "duplicate_failed", "unknown")
+            "duplicate_failed", "duplicate_refused", "unknown")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -160,8 +161,10 @@ class Buffering:
     Data Report (set once the PFCP endpoint exists: netapp.upf.runtime)."""
 
     def __init__(self, inner: Any, dataplane: Any, limits: Limits = Limits(),
-                 report: Optional[Callable[[int, list[int]], None]] = None):
+                 report: Optional[Callable[[int, list[int]], None]] = None,
+                 allowed: Optional[Destinations] = None):
         self._inner = inner
+        self.allowed = allowed  # upf.peer_networks (netapp.upf.peers); None: anywhere
         self._dataplane = dataplane
         self.report = report
         self.buffers = Buffers(limits)
@@ -270,15 +273,25 @@ class Buffering:
             creation = parameters.outer_header_creation
             if creation is None:
                 continue
-            try:
-                self.duplicator.send(creation, parameters.transport_level_marking, frame.ue_packet)
-                outcome = "duplicated"
-            except OSError as exc:
-                log.info("UPF: a copy of FAR %d of session %#x to %s not sent: %s", far.id, frame.seid,
-                         creation.address, exc)
-                outcome = "duplicate_failed"
+            if self.allowed is not None and not self.allowed.allows(creation.address or ""):
+                # upf.peer_networks narrowed since the FAR was accepted (netapp.upf.peers)
+                log.info("UPF: a copy of FAR %d of session %#x to %s not sent: outside upf.peer_networks",
+                         far.id, frame.seid, creation.address)
+                outcome = "duplicate_refused"
+            else:
+                outcome = self._send_copy(far, frame, creation, parameters.transport_level_marking)
             with self._lock:
                 self.buffers.counters[outcome] += 1
+
+    def _send_copy(self, far: Far, frame: Punted, creation: OuterHeaderCreation, marking: Optional[int]) -> str:
+        """The copy sent: its counter's name."""
+        try:
+            self.duplicator.send(creation, marking, frame.ue_packet)
+            return "duplicated"
+        except OSError as exc:
+            log.info("UPF: a copy of FAR %d of session %#x to %s not sent: %s", far.id, frame.seid,
+                     creation.address, exc)
+            return "duplicate_failed"
 
     def _report(self, seid: int, pdr_id: int) -> None:
         if self.report is None:

@@ -34,6 +34,13 @@ def _ue(session: dict[str, Any]) -> str:
     return ",".join(sorted(addresses))
 
 
+def _usage(session: dict[str, Any]) -> str:
+    """Per URR, the bytes counted up and down (the API's `usage`); "-" where no data path counts."""
+    if session.get("usage") is None:
+        return "-"
+    return " ".join(f"{urr['urr_id']}:{urr['ul_bytes']}/{urr['dl_bytes']}" for urr in session["usage"])
+
+
 @app.command("list")
 def list_sessions(
     node_id: Annotated[
@@ -51,11 +58,11 @@ def list_sessions(
         Console().print_json(json.dumps(page))
         return
     table = Table("seid", "node id", "cp seid", "ue", "teids", "pdrs", "fars", "qers", "urrs",
-                  caption=f"{len(page['items'])} of {page['total']}")
+                  "usage (urr:ul/dl bytes)", caption=f"{len(page['items'])} of {page['total']}")
     for session in page["items"]:
         table.add_row(
             str(session["seid"]), session["node_id"], f"{session['remote']['seid']:#x}", _ue(session), _teids(session),
-            *(str(len(session[kind])) for kind in ("pdrs", "fars", "qers", "urrs")),
+            *(str(len(session[kind])) for kind in ("pdrs", "fars", "qers", "urrs")), _usage(session),
         )
     Console().print(table)
 
@@ -63,7 +70,7 @@ def list_sessions(
 @app.command("get")
 def get(seid: Annotated[str, typer.Argument(help="The UPF's SEID: decimal, or hex with 0x.")], url: UrlOption = None,
         token: TokenOption = None) -> None:
-    """One session with its rules as stored, as JSON."""
+    """One session with its rules as stored and its URRs' usage now, as JSON."""
     try:
         number = int(seid, 0)
     except ValueError:

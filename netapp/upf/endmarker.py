@@ -5,7 +5,8 @@ more T-PDUs come on the old tunnel: a GTP-U End Marker, with the old TEID, from 
 `EndMarkers` wraps the data path's `Applier` (netapp.upf.sessions): once the maps send the downlink
 the new way, it sends one End Marker per moved tunnel, from user space (one datagram per handover,
 not a per-packet concern). A send that fails is logged; the change stands. A restart reapplies
-sessions from none: no End Marker is sent again.
+sessions from none: no End Marker is sent again. An End Marker goes only where upf.peer_networks
+allows (the old tunnel was allowed when it was set; the setting may have narrowed since).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import struct
 from typing import Any, Callable, Optional
 
 from netapp.upf.models import Session
+from netapp.upf.peers import Destinations
 from netapp.upf.sessions import Applier
 
 GTPU_PORT = 2152
@@ -63,11 +65,17 @@ class EndMarkers:
     """An Applier that sends the End Markers of the changes its inner applier made."""
 
     def __init__(
-        self, inner: Applier, n3_ipv4: Optional[str], n3_ipv6: Optional[str], send: Send = send_end_marker
+        self,
+        inner: Applier,
+        n3_ipv4: Optional[str],
+        n3_ipv6: Optional[str],
+        send: Send = send_end_marker,
+        allowed: Optional[Destinations] = None,
     ):
         self._inner = inner
         self._sources = {4: n3_ipv4, 6: n3_ipv6}
         self._send = send
+        self._allowed = allowed  # upf.peer_networks (netapp.upf.peers); None: anywhere
 
     def __getattr__(self, name: str) -> Any:
         """The rest of the Applier (urr_slots, reconcile, the usage readers) is the inner one's."""
@@ -76,6 +84,9 @@ class EndMarkers:
     def apply(self, old: Optional[Session], new: Optional[Session]) -> None:
         self._inner.apply(old, new)
         for peer, teid in moved_tunnels(old, new):
+            if self._allowed is not None and not self._allowed.allows(peer):  # narrowed since the tunnel was set
+                log.warning("UPF: End Marker to %s (TEID %#x) not sent: outside upf.peer_networks", peer, teid)
+                continue
             source = self._sources[ipaddress.ip_address(peer).version]
             try:
                 self._send(peer, teid, source)

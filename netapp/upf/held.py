@@ -97,6 +97,10 @@ class SessionTable(Mapping[int, Session]):
         """Hold `session`; `body`: its JSON, when the caller has it already."""
         self._rows[session.seid] = (session.node_id, session.model_dump_json() if body is None else body)
 
+    def body(self, seid: int) -> str:
+        """The session's JSON, as held (KeyError: none)."""
+        return self._rows[seid][1]
+
     def remove(self, seid: int) -> None:
         self._rows.pop(seid, None)
 

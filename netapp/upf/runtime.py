@@ -1,10 +1,21 @@
 """The UPF in `netapp serve`: its PFCP endpoint over the service's store, when `pfcp.address` is set,
-and its data path (netapp.upf.applier) over the service's data plane when there is one."""
+and its data path (netapp.upf.applier) over the service's data plane when there is one.
+
+Start-up compiles each stored session once: the service's start-up reconcile asks for their SDF
+rules (`stored_rules`) and the entries compiled with them are kept (`StartupCompile`, by store) for
+the UPF's own reconcile in `start_pfcp`, which compiles again only a session whose row changed in
+between (its URRs given slots) or all of them if the settings' interfaces did. A stored session
+whose tunnels go outside `upf.peer_networks` (the setting narrowed since) is left out of both, as
+one that no longer compiles is.
+"""
 
 from __future__ import annotations
 
+import functools
+import ipaddress
 import logging
-from typing import Optional
+import weakref
+from typing import Callable, Iterable, Optional, Union
 
 from netapp.core.config import PfcpSettings, Settings, UpfSettings, pfcp_bind
 from netapp.dataplane.binding import DataplaneError
@@ -14,10 +25,11 @@ from netapp.service.store import Store
 from netapp.upf.abi import Output, Role
 from netapp.upf.applier import BpfApplier, Rules, compile_stored, iface_entries
 from netapp.upf.buffering import Buffering, Limits
-from netapp.upf.compiler import Port, Site
+from netapp.upf.compiler import Entries, Port, Site
 from netapp.upf.endmarker import EndMarkers
-from netapp.upf.models import RuleError
+from netapp.upf.models import RuleError, Session
 from netapp.upf.nexthop import RouteWatch
+from netapp.upf.peers import Destinations, SmfPeer, SmfPeers
 from netapp.upf.pfcp.server import PfcpServer
 from netapp.upf.sessions import Applier, Upf
 from netapp.upf.store import load_sessions
@@ -34,22 +46,69 @@ def bpf_applier(
     return BpfApplier(dataplane.table, site, iface_entries(roles, site.n3_ipv4, site.n3_ipv6), rules)
 
 
+def smf_peers(pfcp: PfcpSettings) -> SmfPeers:
+    """pfcp.peers as the endpoint's allow-list."""
+    return SmfPeers(SmfPeer(ipaddress.ip_network(peer.prefix), frozenset(peer.node_ids)) for peer in pfcp.peers)
+
+
+def destinations(upf: UpfSettings) -> Destinations:
+    """upf.peer_networks as the allow-list of GTP-U destinations (unset: none; the settings require it
+    with pfcp.address)."""
+    return Destinations(upf.peer_networks or ())
+
+
+Compiled = Union[Entries, RuleError]
+
+
+class StartupCompile:
+    """The stored sessions compiled once at start-up, by SEID with the row they were compiled from."""
+
+    def __init__(self, site: Site, allowed: Destinations):
+        self.site, self._allowed = site, allowed
+        self._compiled: dict[int, tuple[str, Compiled]] = {}
+
+    def add(self, session: Session, body: str) -> Compiled:
+        self._compiled[session.seid] = (body, outcome := self._compile(session))
+        return outcome
+
+    def entries(self, seid: int, body: str, session: Callable[[], Session]) -> Entries:
+        """The entries of the session whose row is `body` (compiled now unless it was from that
+        row); RuleError: it does not compile, or its tunnels go where upf.peer_networks does not allow."""
+        held = self._compiled.pop(seid, None)
+        outcome = held[1] if held is not None and held[0] == body else self._compile(session())
+        if isinstance(outcome, RuleError):
+            raise outcome
+        return outcome
+
+    def _compile(self, session: Session) -> Compiled:
+        try:
+            self._allowed.check_session(session)
+            return compile_stored(session, self.site)
+        except RuleError as exc:
+            return exc
+
+
+# A store's start-up compile, from stored_rules to start_pfcp (netapp serve calls both, with one store).
+_STARTUP: "weakref.WeakKeyDictionary[Store, StartupCompile]" = weakref.WeakKeyDictionary()
+
+
 def stored_rules(settings: Settings, store: Store) -> dict[str, CompiledRule]:
     """The classifier rules of the stored sessions' PDRs with SDF filters, as start_pfcp's reconcile
     installs them: for the service's start-up reconcile (NetAppService.load_function_rules), so that
-    a restart never takes them out of the maps. A session that does not compile is left out here;
-    start_pfcp names it. None at all when the settings' interfaces do not resolve (start_pfcp says so)."""
+    a restart never takes them out of the maps. The sessions' compiled entries are kept for
+    start_pfcp. A session that does not compile is left out here; start_pfcp names it. None at all
+    when the settings' interfaces do not resolve (start_pfcp says so)."""
     try:
         site, _ = _site(settings.upf, settings.pfcp)
     except DataplaneError:
         return {}
+    startup = _STARTUP[store] = StartupCompile(site, destinations(settings.upf))
     rules: dict[str, CompiledRule] = {}
     with store.transaction():
-        for session, _ in load_sessions(store):
-            try:
-                rules.update(compile_stored(session, site).rules)
-            except RuleError:
-                continue
+        for session, body in load_sessions(store):
+            outcome = startup.add(session, body)
+            if not isinstance(outcome, RuleError):
+                rules.update(outcome.rules)
     return rules
 
 
@@ -87,22 +146,26 @@ def start_pfcp(
     if pfcp.address is None:
         return None
     buffering = None
+    allowed = destinations(settings.upf)
+    if not allowed.networks:
+        log.warning("upf.peer_networks is empty: every FAR with outer header creation is refused")
     if applier is None and dataplane is not None:  # handovers send End Markers to the old gNB
         n3 = [str(address) if address else None for address in (pfcp.n3_ipv4, pfcp.n3_ipv6)]
-        applier = EndMarkers(bpf_applier(dataplane, settings.upf, pfcp, rules), *n3)
+        applier = EndMarkers(bpf_applier(dataplane, settings.upf, pfcp, rules), *n3, allowed=allowed)
         # FAR BUFF, NOCP and DUPL: the frames the data path punts (netapp.upf.buffering)
-        applier = buffering = Buffering(applier, dataplane, Limits.of(settings.upf))
+        applier = buffering = Buffering(applier, dataplane, Limits.of(settings.upf), allowed=allowed)
     host, port = pfcp_bind(pfcp.address)
     upf = Upf(
         store,
         applier,
         n3_ipv4=str(pfcp.n3_ipv4) if pfcp.n3_ipv4 else None,
         n3_ipv6=str(pfcp.n3_ipv6) if pfcp.n3_ipv6 else None,
+        destinations=allowed,
     )
     if applier is not None:  # a restart: the maps hold what the store holds, and nothing else
-        for seid, error in applier.reconcile(upf.sessions.values()).items():
+        for seid, error in _reconcile(upf, applier, _STARTUP.pop(store, None), allowed).items():
             log.warning("session %#x is stored but not in the data path: %s", seid, error)
-    server = PfcpServer(upf, host, port, node_id=pfcp.node_id)
+    server = PfcpServer(upf, host, port, node_id=pfcp.node_id, peers=smf_peers(pfcp))
     server.start()
     if buffering is not None:  # read until the endpoint has stopped
         server.buffering = buffering
@@ -113,3 +176,20 @@ def start_pfcp(
         server.close_with(RouteWatch(dataplane.table("dpp_upf_route_gen")).start().close)
     return server
 
+
+
+def _reconcile(upf: Upf, applier: Applier, startup: Optional[StartupCompile], allowed: Destinations) -> dict:
+    """The applier's reconcile of the stored sessions, with the entries compiled at start-up where
+    they are still those of the session (same row, same site); the refusals by SEID."""
+    reconcile_compiled = getattr(applier, "reconcile_compiled", None)
+    site = getattr(applier, "site", None)
+    if reconcile_compiled is None or site is None:  # an applier of its own (tests)
+        return applier.reconcile(upf.sessions.values())
+    if startup is None or startup.site != site:
+        startup = StartupCompile(site, allowed)
+    table = upf.sessions
+    compiled: Iterable = (
+        (seid, functools.partial(startup.entries, seid, table.body(seid), functools.partial(table.__getitem__, seid)))
+        for seid in list(table)
+    )
+    return reconcile_compiled(compiled)

@@ -41,6 +41,7 @@ from netapp.service.transaction import Part, Transactions
 from netapp.upf import store as rows
 from netapp.upf.held import SessionChange, SessionTable
 from netapp.upf.models import FSeid, FTeid, RuleError, Session, check_session
+from netapp.upf.peers import Destinations
 from netapp.upf.pfcp.ies import Cause, IEType, RuleType
 from netapp.upf.pfcp.rules import KINDS, RulePlan, build
 from netapp.upf.store import Association, ntp_now
@@ -98,8 +99,10 @@ class Upf:
         *,
         n3_ipv4: Optional[str] = None,
         n3_ipv6: Optional[str] = None,
+        destinations: Optional[Destinations] = None,
     ):
         self._store = store
+        self.destinations = destinations  # upf.peer_networks (netapp.upf.peers); None: not checked
         self._applier = applier or NoApplier()
         self.n3_ipv4, self.n3_ipv6 = n3_ipv4, n3_ipv6
         self._lock = threading.RLock()
@@ -143,6 +146,11 @@ class Upf:
                 self.sessions.put(session)
                 self._urr_slots.update(dict.fromkeys(session.urr_slots.values(), seid))
         self._urr_cursor = self._pending_urr_cursor
+
+    @property
+    def store(self) -> Store:
+        """Where the UPF's rows are (the URR logic keeps its UR-SEQNs there too)."""
+        return self._store
 
     # --- associations ----------------------------------------------------------------------------
 
@@ -415,6 +423,8 @@ class Upf:
             **tables,  # type: ignore[arg-type]
         )
         check_session(session)
+        if self.destinations is not None:  # where its tunnels go: the operator's allow-list
+            self.destinations.check_session(session)
         return Outcome(session, tuple(created))
 
     def _choose_teids(self, base: Session, pdrs: dict[int, Any]) -> list[tuple[int, FTeid]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from datetime import datetime, timezone
-from typing import Iterator, Optional
+from typing import Iterable, Iterator, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -65,6 +65,33 @@ def put_counter(store: Store, name: str, value: int) -> None:
 def get_counter(store: Store, name: str) -> Optional[int]:
     row = store.execute("SELECT value FROM upf_counters WHERE name = ?", (name,)).fetchone()
     return None if row is None else int(row[0])
+
+
+# The next UR-SEQN of each URR (netapp.upf.usage), as counters named "urr_seqn:<SEID>:<URR id>":
+# written before the report that used the previous one is sent, so a restart never sends one again.
+SEQN_PREFIX = "urr_seqn:"
+UrrKey = tuple[int, int]  # (SEID, URR id)
+
+
+def load_seqns(store: Store) -> dict[UrrKey, int]:
+    rows = store.execute(
+        "SELECT name, value FROM upf_counters WHERE name >= ? AND name < ?", (SEQN_PREFIX, SEQN_PREFIX[:-1] + ";")
+    ).fetchall()
+    seqns = {}
+    for name, value in rows:
+        seid, urr_id = name[len(SEQN_PREFIX) :].split(":")
+        seqns[(int(seid), int(urr_id))] = int(value)
+    return seqns
+
+
+def put_seqns(store: Store, seqns: dict[UrrKey, int]) -> None:
+    for (seid, urr_id), seqn in seqns.items():
+        put_counter(store, f"{SEQN_PREFIX}{seid}:{urr_id}", seqn)
+
+
+def delete_seqns(store: Store, keys: Iterable[UrrKey]) -> None:
+    for seid, urr_id in keys:
+        store.execute("DELETE FROM upf_counters WHERE name = ?", (f"{SEQN_PREFIX}{seid}:{urr_id}",))
 
 
 def load_associations(store: Store) -> list[Association]:

@@ -24,9 +24,12 @@ poll period's traffic (and the time the maps take the DROP) -- and times are pol
 
 The PFCP endpoint asks for the final reports of the URRs a Session Deletion or a Remove URR frees
 (`finals`, TERMR) and for those a Query URR names (`query`, IMMER), to put them in its responses.
-The measurements live in memory: after a restart every URR's measurement (and UR-SEQN) starts
-again from zero counts, and since its slot kept counting, its next report holds all its usage since
-it was created, also what was reported before the restart.
+The measurements live in memory: after a restart every URR's measurement starts again from zero
+counts, and since its slot kept counting, its next report holds all its usage since it was created,
+also what was reported before the restart. The UR-SEQNs do not start again: each URR's next one is
+written to the store (netapp.upf.store, `urr_seqn:<SEID>:<URR id>`) before the report that took the
+previous one leaves, so that an SMF never sees a URR's sequence number go back (29.244 8.2.70);
+dropped with the URR.
 
 `step` also gives what the telemetry writes (netapp.upf.telemetry): every URR's counts since it
 was created, and per association the totals, with the final counts of the URRs gone.
@@ -44,7 +47,7 @@ from netapp.telemetry.poll import UPF_COUNTS
 from netapp.upf.models import Session, Urr, Volume
 from netapp.upf.pfcp.codec import IE, group, leaf
 from netapp.upf.pfcp.ies import IEType
-from netapp.upf.store import NTP_EPOCH_OFFSET
+from netapp.upf.store import NTP_EPOCH_OFFSET, UrrKey, delete_seqns, load_seqns, put_seqns
 
 log = logging.getLogger("netapp.upf")
 
@@ -169,6 +172,34 @@ class UsageMonitor:
         self._measurements: dict[tuple[int, int], _Measurement] = {}
         self._retired: dict[str, Counts] = {}  # node id -> the final counts of its URRs gone
         self.reports_sent = 0
+        self._store = getattr(upf, "store", None)  # where the next UR-SEQNs are kept; None: nowhere
+        self._seqns: dict[UrrKey, int] = self._load_seqns()  # the next UR-SEQN of each URR that reported
+
+    def _load_seqns(self) -> dict[UrrKey, int]:
+        """The stored next UR-SEQNs; those of sessions gone (deleted while the service was down) dropped."""
+        if self._store is None:
+            return {}
+        with self._store.transaction():
+            seqns = load_seqns(self._store)
+            gone = [key for key in seqns if key[0] not in self._upf.sessions]
+            delete_seqns(self._store, gone)
+        return {key: seqn for key, seqn in seqns.items() if key[0] in self._upf.sessions}
+
+    def _keep_seqns(self, reported: Iterable[UrrKey], gone: Iterable[UrrKey] = ()) -> None:
+        """Under the lock, before the reports leave: the next UR-SEQN of the URRs that reported
+        written, those of URRs gone deleted. A store that fails is logged: the reports go all the same."""
+        for key in gone:
+            self._seqns.pop(key, None)
+        kept = {key: self._measurements[key].seqn for key in reported if key in self._measurements}
+        self._seqns.update(kept)
+        if self._store is None or not (kept or gone):
+            return
+        try:
+            with self._store.transaction():
+                put_seqns(self._store, kept)
+                delete_seqns(self._store, gone)
+        except Exception:  # noqa: BLE001 - a report is not held back by the store
+            log.exception("the UR-SEQNs of URRs %s could not be stored", sorted(kept))
 
     # --- one poll --------------------------------------------------------------------------------
 
@@ -187,7 +218,8 @@ class UsageMonitor:
                 due.setdefault(usage.seid, []).append(measurement.report(usage.urr_id, trigger, usage.counts, now))
                 if trigger in ("volume_quota", "time_quota"):
                     exhausted.setdefault(usage.seid, []).append(usage.urr_id)
-            self._retire_gone({(usage.seid, usage.urr_id) for usage in usages})
+            gone = self._retire_gone({(usage.seid, usage.urr_id) for usage in usages})
+            self._keep_seqns([(seid, report.urr_id) for seid, reports in due.items() for report in reports], gone)
         for seid, urr_ids in exhausted.items():  # first stop forwarding, then say so (29.244 5.2.2.2)
             try:
                 self._upf.exhaust(seid, urr_ids)
@@ -239,8 +271,11 @@ class UsageMonitor:
         key = (seid, urr_id)
         measurement = self._measurements.get(key)
         if measurement is None or measurement.gone or not _at_least(counts, measurement.base):
-            # New to us (created, or after a restart), or its slot given again (zeroed): it starts now.
-            measurement = _Measurement(node_id, urr, base=ZERO, last=ZERO, start=now, next_period=_period_end(urr, now))
+            # New to us (created, or after a restart), or its slot given again (zeroed): it starts now,
+            # its UR-SEQN where it was.
+            seqn = measurement.seqn if measurement is not None else self._seqns.get(key, 0)
+            measurement = _Measurement(node_id, urr, base=ZERO, last=ZERO, start=now, next_period=_period_end(urr, now),
+                                       seqn=seqn)
             self._measurements[key] = measurement
         elif urr.measurement_period_s != measurement.urr.measurement_period_s:
             measurement.next_period = _period_end(urr, now)
@@ -273,18 +308,21 @@ class UsageMonitor:
             return "periodic_reporting"
         return None
 
-    def _retire_gone(self, seen: set[tuple[int, int]]) -> None:
+    def _retire_gone(self, seen: set[tuple[int, int]]) -> list[UrrKey]:
         """Measurements whose URR went: marked at the first poll that misses them (the endpoint takes
         their final counts for its response first), retired at the next (their final counts added
-        to their association's totals)."""
+        to their association's totals). Those retired."""
+        retired = []
         for key in [key for key in self._measurements if key not in seen]:
             measurement = self._measurements[key]
             if not measurement.gone:
                 measurement.gone = True
                 continue
             del self._measurements[key]
+            retired.append(key)
             final = self._upf.final_usage(key[0]).get(key[1])
             self._retire(measurement.node_id, _counts(final) if final is not None else measurement.last)
+        return retired
 
     def _retire(self, node_id: str, counts: Counts) -> None:
         self._retired[node_id] = _plus(self._retired.get(node_id, ZERO), counts)
@@ -302,11 +340,13 @@ class UsageMonitor:
                 measurement = self._measurements.pop((session.seid, urr_id), None)
                 if measurement is None:  # not polled yet: all of it is this measurement's
                     urr = session.urrs.get(urr_id) or Urr(id=urr_id, measurement_method=frozenset({"VOLUM"}))
-                    measurement = _Measurement(session.node_id, urr, ZERO, ZERO, now, None)
+                    seqn = self._seqns.get((session.seid, urr_id), 0)
+                    measurement = _Measurement(session.node_id, urr, ZERO, ZERO, now, None, seqn=seqn)
                 self._retire(measurement.node_id, counts)
                 if measurement.first_packet is None and counts != measurement.last:
                     measurement.first_packet = now
                 reports.append(measurement.report(urr_id, "termination", counts, now))
+            self._keep_seqns((), [(session.seid, report.urr_id) for report in reports])  # the URRs are gone
         return reports
 
     def query(self, session: Session, urr_ids: Iterable[int]) -> list[UsageReport]:
@@ -326,6 +366,7 @@ class UsageMonitor:
                 if measurement.first_packet is None and counts != measurement.last:
                     measurement.first_packet = now
                 reports.append(measurement.report(urr_id, "immediate", counts, now))
+            self._keep_seqns([(session.seid, urr_id) for urr_id in wanted])
         return reports
 
 

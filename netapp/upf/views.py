@@ -5,10 +5,11 @@ sessions and the association whose node id is its tenant; an admin sees all. Ano
 session looks like one that does not exist (404), as another tenant's intent does. Read from the
 store, so only what is committed is shown.
 
-A session's `usage` is read from the data path's counters when it is shown (netapp.upf.usage): per
-URR, the packets and bytes each way since the URR was created; null when no data path counts them
-(`netapp serve` without PFCP, or a view over the store alone). Its `buffered` packets and bytes are
-those user space holds for its FARs with BUFF (netapp.upf.buffering), null likewise.
+A session's `usage` is read from the data path's counters when it is shown, listed or alone
+(netapp.upf.usage): per URR, the packets and bytes each way since the URR was created; null when no
+data path counts them (`netapp serve` without PFCP, or a view over the store alone). Its `buffered`
+packets and bytes are those user space holds for its FARs with BUFF (netapp.upf.buffering), null
+likewise.
 """
 
 from __future__ import annotations
@@ -90,16 +91,20 @@ class SessionViews:
         node_id = self._node_id(who, node_id)
         total = rows.count_sessions(self._store, node_id)
         page = rows.page_of_sessions(self._store, node_id, offset, limit)
-        return Page([SessionRecord.of(*row) for row in page], total, offset, limit)
+        return Page([self._record(*row) for row in page], total, offset, limit)
 
     def get_session(self, who: Principal, seid: int) -> SessionRecord:
         ServiceState.require(who, Scope.READ)
         row = rows.get_session(self._store, seid)
         if row is None or not (who.is_admin or row[0].node_id == who.tenant):
             raise NotFound(f"no session with SEID {seid}")
-        record = SessionRecord.of(*row)
+        return self._record(*row)
+
+    def _record(self, session: Session, updated_at: str) -> SessionRecord:
+        """The session's record, with its URRs' usage now where a data path counts."""
+        record = SessionRecord.of(session, updated_at)
         if self._usage is not None:
-            counts = self._usage.session_counts(row[0])
+            counts = self._usage.session_counts(session)
             record.usage = [UrrUsage(urr_id=urr_id, **dict(zip(COUNTS, counts[urr_id]))) for urr_id in sorted(counts)]
         if self._buffering is not None:
             packets, size = self._buffering.held(seid)

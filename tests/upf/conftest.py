@@ -9,6 +9,7 @@ import pytest
 
 from netapp.service.store import Store
 from netapp.upf.models import Session
+from netapp.upf.peers import Destinations, SmfPeers
 from netapp.upf.pfcp.server import PfcpServer
 from netapp.upf.sessions import Upf
 from tests.upf.smf import Smf, node_id, recovery
@@ -33,26 +34,29 @@ class RecordingApplier:
 
 
 class Endpoint:
-    """A UPF (store, applier, tables) and its PFCP server; `restart()` makes a new one over the
-    same store file, as a restarted service would."""
+    """A UPF (store, applier, tables) and its PFCP server, with the allow-lists if given (None:
+    anyone, anywhere); `restart()` makes a new one over the same store file, as a restarted service
+    would (with `peers`: with these pfcp.peers)."""
 
-    def __init__(self, path: Any):
+    def __init__(self, path: Any, peers: Optional[SmfPeers] = None, destinations: Optional[Destinations] = None):
         self.path = path
         self.applier = RecordingApplier()
+        self.peers, self.destinations = peers, destinations
         self._open()
 
     def _open(self) -> None:
         self.store = Store.open(self.path, synchronous="NORMAL")
-        self.upf = Upf(self.store, self.applier, n3_ipv4=N3)
-        self.server = PfcpServer(self.upf, "127.0.0.1", 0)
+        self.upf = Upf(self.store, self.applier, n3_ipv4=N3, destinations=self.destinations)
+        self.server = PfcpServer(self.upf, "127.0.0.1", 0, peers=self.peers)
         self.server.start()
 
     def close(self) -> None:
         self.server.close()
         self.store.close()
 
-    def restart(self) -> None:
+    def restart(self, peers: Optional[SmfPeers] = None) -> None:
         self.close()
+        self.peers = peers or self.peers
         self._open()
 
     def rows(self) -> dict[str, list[tuple[Any, ...]]]:

@@ -12,6 +12,7 @@ import pytest
 from netapp.upf.abi import PuntKind
 from netapp.upf.buffering import Buffering, Buffers, Limits, gtpu_tpdu
 from netapp.upf.models import DuplicatingParameters, Far, ForwardingParameters, OuterHeaderCreation
+from netapp.upf.peers import Destinations
 from netapp.upf.pfcp.ies import Interface
 from netapp.upf.punts import Punted
 from tests.upf.test_datapath import session
@@ -151,3 +152,22 @@ def test_dupl_sends_the_ue_packet_in_gtpu_and_in_udp_to_the_collector(rig, colle
 
 def test_a_gtpu_t_pdu_has_the_teid_and_the_length():
     assert gtpu_tpdu(0x1234, b"abc") == struct.pack("!BBHI", 0x30, 0xFF, 3, 0x1234) + b"abc"
+
+
+def test_no_copy_goes_outside_upf_peer_networks(rig, collector):
+    """A FAR accepted while its copies' peer was allowed, after upf.peer_networks narrowed: nothing
+    is sent there, and the refusal is counted."""
+    buffering, _, _ = rig
+    buffering.allowed = Destinations(["192.0.2.0/24"])
+    port = collector.getsockname()[1]
+    copies = (DuplicatingParameters(destination_interface=Interface.LI_FUNCTION,
+                                    outer_header_creation=OuterHeaderCreation(kind="udp-ipv4", address="127.0.0.1",
+                                                                              port=port)),)
+    far = Far(id=FAR, apply_action=frozenset({"FORW", "DUPL"}), duplicating=copies,
+              forwarding=ForwardingParameters(destination_interface=Interface.ACCESS))
+    buffering.apply(None, with_far(far))
+    buffering.take([frame(1, kind=PuntKind.DUPLICATE)])
+    assert buffering.counters["duplicate_refused"] == 1 and buffering.counters["duplicated"] == 0
+    collector.setblocking(False)
+    with pytest.raises(BlockingIOError):
+        collector.recv(4096)

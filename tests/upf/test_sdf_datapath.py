@@ -239,8 +239,9 @@ def test_a_restart_never_takes_a_stored_sessions_rules_out_of_the_maps(dp, tmp_p
     with pinned_instance("upf-restart") as instance:
         settings = Settings(
             state_dir=tmp_path, auth_disabled=True, instance=instance,
-            pfcp={"address": "127.0.0.1:0", "n3_ipv4": N3_IP, "n3_ipv6": N3_IP6},
-            upf={"n3_interfaces": ["n3"], "n6_interfaces": {"n6": "internet"}, "output": "pass"})
+            pfcp={"address": "127.0.0.1:0", "n3_ipv4": N3_IP, "n3_ipv6": N3_IP6, "peers": ["127.0.0.1"]},
+            upf={"n3_interfaces": ["n3"], "n6_interfaces": {"n6": "internet"}, "output": "pass",
+                 "peer_networks": ["0.0.0.0/0", "::/0"]})
         store = Store.open(settings.db_path)
         with store.transaction():
             rows.put_session(store, dns_session())
@@ -265,3 +266,57 @@ def test_a_restart_never_takes_a_stored_sessions_rules_out_of_the_maps(dp, tmp_p
             assert rules(instance) == {}
         finally:
             again.close()
+
+
+def test_start_up_compiles_each_stored_session_once_and_leaves_out_one_tunnelling_outside(dp, tmp_path,  # noqa: F811
+                                                                                         monkeypatch):
+    """`netapp serve`'s two start-up reconciles (the service's, with the SDF rules, and start_pfcp's)
+    share one compile of each stored session. A stored session whose tunnel goes outside a narrowed
+    upf.peer_networks is in neither: its rules and entries stay out of the maps."""
+    from netapp.upf import runtime
+    from tests.utils.maps import pinned_instance
+
+    monkeypatch.setattr("netapp.upf.pfcp.server.settle_collector", lambda: None)
+    compiled: list[int] = []
+    real = runtime.compile_stored
+
+    def counted(session, site):  # noqa: ANN001, ANN202
+        compiled.append(session.seid)
+        return real(session, site)
+
+    monkeypatch.setattr(runtime, "compile_stored", counted)
+    monkeypatch.setattr("netapp.upf.applier.compile_stored", counted)
+    outside = dns_session().model_copy(update={"seid": 0x52, "pdrs": {}, "fars": {
+        2: tunnel(2, Interface.ACCESS, DL_TEID + 1, "198.51.100.7")}})
+    with pinned_instance("upf-once") as instance:
+        _start_twice_compiled_once(instance, tmp_path, outside, compiled)
+
+
+def _start_twice_compiled_once(instance, tmp_path, outside, compiled):  # noqa: ANN001, ANN202
+    from netapp.cli.serve import _pfcp, _service
+    from netapp.service.store import Store
+    from netapp.upf import store as rows
+
+    settings = Settings(
+        state_dir=tmp_path, auth_disabled=True, instance=instance,
+        pfcp={"address": "127.0.0.1:0", "n3_ipv4": N3_IP, "n3_ipv6": N3_IP6, "peers": ["127.0.0.1"]},
+        upf={"n3_interfaces": ["n3"], "n6_interfaces": {"n6": "internet"}, "output": "pass",
+             "peer_networks": [f"{GNB}/32", f"{GNB2}/32", f"{N9_PEER}/32"]})
+    store = Store.open(settings.db_path)
+    with store.transaction():
+        rows.put_session(store, dns_session())
+        rows.put_session(store, outside)
+    store.close()
+    service = _service(settings)
+    try:
+        assert set(service.dataplane.installed_intents) == {"upf#51#1#0", "upf#51#3#0"}
+        server = _pfcp(settings, service)
+        try:
+            assert sorted(compiled) == [0x51], "once, and the session outside not at all"
+            assert set(service.dataplane.installed_intents) == {"upf#51#1#0", "upf#51#3#0"}
+            assert set(server.upf.sessions) == {0x51, 0x52}, "kept in the store: the settings may widen again"
+        finally:
+            server.upf.delete(0x51)
+            server.close()
+    finally:
+        service.close()

@@ -30,12 +30,28 @@ def test_the_pfcp_address_takes_a_host_and_an_optional_port():
         ({"address": "smf.example:8805"}, "an IP address"),
         ({"address": "127.0.0.1:99999"}, "the port is 0..65535"),
         ({"address": "0.0.0.0"}, "pfcp.n3_ipv4 or pfcp.n3_ipv6: required"),
+        ({"address": "127.0.0.1"}, "pfcp.peers: required with pfcp.address"),
+        ({"address": "127.0.0.1", "peers": ["10.40.0.1/24"]}, "'10.40.0.1/24': an address or a prefix without host bits"),
+        ({"address": "127.0.0.1", "peers": [{"prefix": "smf.example"}]}, "'smf.example': an address or a prefix"),
     ],
 )
 def test_a_bad_pfcp_setting_is_refused_naming_it(pfcp, says):
     with pytest.raises(ValueError) as refused:
-        load_settings(auth_disabled=True, pfcp=pfcp)
+        load_settings(auth_disabled=True, pfcp=pfcp, upf={"peer_networks": ["0.0.0.0/0"]})
     assert says in str(refused.value)
+
+
+def test_with_pfcp_the_networks_gtpu_may_go_to_must_be_named():
+    with pytest.raises(ValueError, match="upf.peer_networks: required with pfcp.address"):
+        load_settings(auth_disabled=True, pfcp={"address": "127.0.0.1", "peers": ["127.0.0.1"]})
+    with pytest.raises(ValueError, match="'10.31.0.1/16': an address or a prefix without host bits"):
+        load_settings(auth_disabled=True, upf={"peer_networks": ["10.31.0.1/16"]})
+    settings = load_settings(auth_disabled=True, pfcp={"address": "127.0.0.1", "peers": [
+        "10.40.0.2", {"prefix": "10.41.0.0/24", "node_ids": ["smf1.example"]}]}, upf={"peer_networks": []})
+    assert [(peer.prefix, peer.node_ids) for peer in settings.pfcp.peers] == [
+        ("10.40.0.2/32", []), ("10.41.0.0/24", ["smf1.example"])]
+    assert settings.upf.peer_networks == [], "explicitly none: every FAR with outer header creation is refused"
+    assert load_settings(auth_disabled=True).upf.peer_networks is None, "without PFCP it is not needed"
 
 
 def _free_udp_port() -> int:
@@ -54,7 +70,8 @@ def test_serve_answers_pfcp_on_its_address(tmp_path, instance):  # noqa: F811
         "auth_disabled": True,
         "telemetry": {"enabled": False},
         "liveness": {"enabled": False},
-        "pfcp": {"address": f"127.0.0.1:{pfcp_port}", "n3_ipv4": "127.0.0.2"},
+        "pfcp": {"address": f"127.0.0.1:{pfcp_port}", "n3_ipv4": "127.0.0.2", "peers": ["127.0.0.1"]},
+        "upf": {"peer_networks": ["127.0.0.0/8"]},
     }))
     process = subprocess.Popen(
         [sys.executable, "-m", "netapp.cli.main", "serve", "--config", str(config), "--port", str(api_port)],

@@ -240,3 +240,34 @@ def test_a_scrape_shows_the_associations_unless_asked_and_reports_nothing():
     asked = {point.measurement for point in UsagePoints(monitor, "edge-1", session_metrics=True).snapshot(0)}
     assert by_default == {UPF_ASSOCIATION} and asked == {UPF_ASSOCIATION, UPF_URR}
     assert sent == [] and monitor.counts()[0].counts == (3, 300, 6, 900), "read, not reported"
+
+
+def test_ur_seqn_never_goes_back_over_a_restart(dp, tmp_path):
+    """Two immediate reports (UR-SEQN 0, 1), then the UPF restarted over the same store and data
+    plane: the next report of the URR is 2, and its periodic reports go on from there."""
+    plain = urr(ie(62, {"VOLUM": 1}), ie(37, {"Octet1": {"PERIO": 1}}), ie(64, {"Val": 10}))
+    query = [ie(77, [ie(81, {"Val": 1})])]
+
+    def queried(smf: Smf, up_seid: int) -> int:
+        response = smf.ask("PFCPSessionModificationReq", query, seid=up_seid)
+        return usage_values(grouped(find(response, 78), "UsageReportSessionModResp"))["seqn"]
+
+    with site(dp, tmp_path, plain) as (server, smf, up_seid, _):
+        assert [queried(smf, up_seid), queried(smf, up_seid)] == [0, 1]
+    store = Store.open(tmp_path / "netapp.db", synchronous="NORMAL")
+    server = PfcpServer(Upf(store, applier(dp), n3_ipv4=N3_IP), "127.0.0.1", 0)
+    server.start()
+    smf = Smf(server.address)
+    try:
+        assert cause(smf.ask("PFCPAssociationUpdateReq", [node_id()])) == Cause.REQUEST_ACCEPTED  # its new port
+        assert queried(smf, up_seid) == 2
+        server.usage.step(T0)
+        server.usage.step(T0 + 10)
+        assert report_of(smf, up_seid)["seqn"] == 3
+        assert cause(smf.ask("PFCPSessionDeletionReq", [], seid=up_seid)) == Cause.REQUEST_ACCEPTED
+        assert store.execute("SELECT name FROM upf_counters WHERE name LIKE 'urr_seqn:%'").fetchall() == [], \
+            "dropped with the URR"
+    finally:
+        smf.close()
+        server.close()
+        store.close()

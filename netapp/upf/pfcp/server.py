@@ -35,9 +35,10 @@ from typing import Any, Callable, Optional
 from netapp.service.contract import ServiceError
 from netapp.service.group_commit import GroupWriter
 from netapp.upf.models import RuleError
-from netapp.upf.pfcp.codec import IE, MalformedMessage, Message, decode, decode_header, encode, group, leaf, message
-from netapp.upf.pfcp.handlers import Handlers, Peer
+from netapp.upf.pfcp.codec import IE, Header, MalformedMessage, Message, decode, decode_header, encode, group, leaf, message
+from netapp.upf.pfcp.handlers import Handlers, Peer, node_id_of
 from netapp.upf.pfcp.ies import PFCP_PORT, REQUESTS, Cause, IEType, MsgType
+from netapp.upf.peers import PeerGate, SmfPeers
 from netapp.upf.sessions import Upf
 from netapp.upf.usage import UsageMonitor, UsageReport
 
@@ -113,6 +114,7 @@ class PfcpProtocol(asyncio.DatagramProtocol):
         # all that are waiting (a group's), not one each.
         self._answers: collections.deque[tuple[Message, Optional[Message], Peer]] = collections.deque()
         self._answers_woken = False
+        self.gate: Optional[PeerGate] = None  # pfcp.peers; None: every peer is admitted
 
     def connection_made(self, transport: Any) -> None:
         self.transport = transport
@@ -142,6 +144,8 @@ class PfcpProtocol(asyncio.DatagramProtocol):
             self.counters[f"malformed_{exc.kind}"] += 1
             if exc.kind == "bad_version" and exc.header is not None:
                 self._send(encode(message(MsgType.VERSION_NOT_SUPPORTED_RESPONSE, exc.header.seq, None)), peer)
+            return
+        if self.gate is not None and not self._admitted(header, data, peer):
             return
         is_request = header.type in REQUESTS
         if is_request and (cached := self.cache.get((peer, header.seq))) is not None:
@@ -176,6 +180,19 @@ class PfcpProtocol(asyncio.DatagramProtocol):
         self._writer.submit((handler, msg, peer)).add_done_callback(
             lambda future: self._done(msg, peer, future)
         )
+
+    def _admitted(self, header: Header, data: bytes, peer: Peer) -> bool:
+        """pfcp.peers (netapp.upf.peers): an Association Setup it refuses is answered Request
+        rejected; anything else from an address it does not cover is dropped. Both counted."""
+        setup = header.type == MsgType.ASSOCIATION_SETUP_REQUEST
+        why = self.gate.refusal(peer[0], _setup_node_id(data) if setup else None)  # type: ignore[union-attr]
+        if why is None:
+            return True
+        self.counters["refused_peer"] += 1
+        if setup:
+            request = message(header.type, header.seq, None)
+            self._send(encode(self.handlers.refusal(request, RuleError(Cause.REQUEST_REJECTED, why))), peer)
+        return False
 
     def _handle_group(self, jobs: list[Job]) -> list[Optional[Message]]:
         """On the writer's thread: the requests that queued up, in one transaction; a response each."""
@@ -250,12 +267,14 @@ class PfcpServer:
     """The endpoint on `host`:`port` (0: any free port), on an event loop in a thread of its own."""
 
     def __init__(self, upf: Upf, host: str = "0.0.0.0", port: int = PFCP_PORT, *, node_id: Optional[str] = None,
-                 cache: Optional[ResponseCache] = None):
+                 cache: Optional[ResponseCache] = None, peers: Optional[SmfPeers] = None):
         self.upf = upf
+        self.peers = peers  # who may use N4 (pfcp.peers); None: anyone
         self._bind = (host, port)
         own = upf.n3_ipv4 or upf.n3_ipv6 or (host if host not in ("0.0.0.0", "::") else "127.0.0.1")
         self.usage = UsageMonitor(upf, self._report)
         self.protocol = PfcpProtocol(Handlers(upf, node_id or own, own, self.usage), cache or ResponseCache())
+        self.protocol.gate = PeerGate(peers) if peers is not None else None
         self._loop = asyncio.new_event_loop()
         self._thread: Optional[threading.Thread] = None
         self.address: Optional[Peer] = None
@@ -311,6 +330,9 @@ class PfcpServer:
         the error) comes in the future. Raises RuleError at once for an unknown session or association."""
         session = self.upf.require_session(seid)
         association = self.upf.require_association(session.node_id)
+        if self.peers is not None and not self.peers.admits_node(association.address, association.node_id):
+            raise RuleError(Cause.NO_ESTABLISHED_ASSOCIATION,
+                            f"{association.node_id} at {association.address} is no longer in pfcp.peers")
         peer = (association.address, association.port)
         coroutine = self.protocol.request(MsgType.SESSION_REPORT_REQUEST, session.remote.seid, ies, peer, t1_s, n1)
         return asyncio.run_coroutine_threadsafe(_cause_of(coroutine), self._loop)
@@ -338,6 +360,16 @@ class PfcpServer:
             self.send_report(seid, ies).add_done_callback(done)
         except RuleError as exc:  # the session or its association went in the meantime
             log.info("PFCP: the %s of session %#x not sent: %s", what, seid, exc)
+
+
+def _setup_node_id(data: bytes) -> Optional[str]:
+    """The Node ID of an Association Setup Request; None when it cannot be read (the request is
+    then refused as malformed by the usual path)."""
+    try:
+        ie = decode(data).ies.one(IEType.NODE_ID)
+        return None if ie is None else node_id_of(ie)
+    except (MalformedMessage, RuleError, KeyError, ValueError):
+        return None
 
 
 async def _cause_of(request: Any) -> Cause:

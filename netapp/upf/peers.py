@@ -1,0 +1,148 @@
+"""The operator's allow-lists of the UPF: which SMFs may use N4 (setting `pfcp.peers`) and where the
+UPF may send GTP-U (setting `upf.peer_networks`). A tenant is a PFCP association; these lists are
+what keeps a tenant's rules from sending packets where the operator did not allow, and a host the
+operator did not name from associating at all.
+
+- `SmfPeers` (pfcp.peers): prefixes, each optionally with the Node IDs that may associate from it.
+  The endpoint screens every datagram by its source address (`PeerGate`, called at one place of
+  netapp.upf.pfcp.server) before anything else is done with it: an Association Setup Request from
+  an address no entry covers, or with a Node ID its entries do not list, is answered with Cause
+  Request rejected (29.244 6.2.6.2.2: the UP function that does not accept a setup answers with a
+  cause telling why); every other datagram from an address no entry covers is dropped, not acted
+  on. Both are counted (`refused_peer`) and logged once per address. Usage reports go only to an
+  association whose address and Node ID the list still admits (the list may have narrowed since it
+  was set up).
+- `Destinations` (upf.peer_networks): the prefixes GTP-U may be sent to -- the peer address of a
+  FAR's outer header creation (N3 gNBs, N9 UPFs), and so the End Markers to an old peer, and the
+  outer header creation of a duplicating FAR (`check_address`). Unspecified and multicast addresses
+  are refused whatever the list says.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import ipaddress
+import logging
+from typing import Iterable, Optional, Union
+
+from netapp.upf.models import Far, RuleError, Session
+from netapp.upf.pfcp.ies import Cause, IEType, RuleType
+
+log = logging.getLogger("netapp.upf.pfcp")
+
+IPNetwork = Union[ipaddress.IPv4Network, ipaddress.IPv6Network]
+ANYWHERE = ("0.0.0.0/0", "::/0")
+
+
+def _covered(networks: tuple[IPNetwork, ...], address: str) -> bool:
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    return any(ip.version == net.version and ip in net for net in networks)
+
+
+@dataclasses.dataclass(frozen=True)
+class SmfPeer:
+    """An entry of pfcp.peers: the prefix SMFs may send from; `node_ids`: those that may associate
+    from it (empty: any)."""
+
+    prefix: IPNetwork
+    node_ids: frozenset[str] = frozenset()
+
+
+class SmfPeers:
+    """pfcp.peers: who may use N4."""
+
+    def __init__(self, entries: Iterable[SmfPeer]):
+        self.entries = tuple(entries)
+        self._networks = tuple(entry.prefix for entry in self.entries)
+
+    @classmethod
+    def anyone(cls) -> "SmfPeers":
+        return cls(SmfPeer(ipaddress.ip_network(text)) for text in ANYWHERE)
+
+    @functools.lru_cache(maxsize=4096)  # noqa: B019 - a handful of SMFs, the list lives as long as the endpoint
+    def admits(self, address: str) -> bool:
+        """An entry covers the address."""
+        return _covered(self._networks, address)
+
+    def admits_node(self, address: str, node_id: str) -> bool:
+        """An entry covers the address and lists the Node ID, or lists none."""
+        for entry in self.entries:
+            if _covered((entry.prefix,), address) and (not entry.node_ids or node_id in entry.node_ids):
+                return True
+        return False
+
+
+class PeerGate:
+    """The endpoint's screen of datagrams by their source (netapp.upf.pfcp.server): what it refuses
+    is counted by the caller and logged here once per address."""
+
+    def __init__(self, peers: SmfPeers):
+        self.peers = peers
+        self._logged: set[str] = set()
+
+    def refusal(self, address: str, node_id: Optional[str] = None) -> Optional[str]:
+        """Why a datagram from `address` (an Association Setup naming `node_id`) is not acted on;
+        None: it is."""
+        if not self.peers.admits(address):
+            why = f"{address} is not in pfcp.peers"
+        elif node_id is not None and not self.peers.admits_node(address, node_id):
+            why = f"Node ID {node_id} may not associate from {address} (pfcp.peers)"
+        else:
+            return None
+        if address not in self._logged:  # once per peer, not per datagram
+            self._logged.add(address)
+            log.warning("PFCP: refused %s; what it sends is not acted on", why)
+        return why
+
+
+class Destinations:
+    """upf.peer_networks: where the UPF may send GTP-U."""
+
+    def __init__(self, prefixes: Iterable[Union[str, IPNetwork]]):
+        self.networks = tuple(ipaddress.ip_network(prefix) for prefix in prefixes)
+
+    @classmethod
+    def anywhere(cls) -> "Destinations":
+        return cls(ANYWHERE)
+
+    @functools.lru_cache(maxsize=65536)  # noqa: B019 - gNBs and UPFs: a bounded set of addresses
+    def allows(self, address: str) -> bool:
+        try:
+            ip = ipaddress.ip_address(address)
+        except ValueError:
+            return False
+        if ip.is_unspecified or ip.is_multicast:
+            return False
+        return _covered(self.networks, address)
+
+    def check_address(self, far_id: int, address: str, ie_type: IEType = IEType.OUTER_HEADER_CREATION) -> None:
+        """Refuse the FAR (cause 73, Failed Rule ID the FAR) whose tunnel goes to `address` outside
+        the list. For the outer header creation of the forwarding and the duplicating parameters."""
+        if not self.allows(address):
+            allowed = ", ".join(str(net) for net in self.networks) or "none"
+            raise RuleError(
+                Cause.RULE_CREATION_MODIFICATION_FAILURE,
+                f"FAR {far_id}: outer header creation to {address}, outside upf.peer_networks ({allowed})",
+                ie_type,
+                (RuleType.FAR, far_id),
+            )
+
+    def check_far(self, far: Far) -> None:
+        """The FAR's forwarding outer header creation and its duplicating parameters' go where the
+        list allows (or it has none)."""
+        creation = far.forwarding.outer_header_creation if far.forwarding is not None else None
+        if creation is not None and creation.address is not None:
+            self.check_address(far.id, creation.address)
+        for parameters in far.duplicating:
+            copy_to = parameters.outer_header_creation
+            if copy_to is not None and copy_to.address is not None:
+                self.check_address(far.id, copy_to.address, IEType.DUPLICATING_PARAMETERS)
+
+    def check_session(self, session: Session) -> None:
+        """Every FAR of the session (netapp.upf.sessions, before a change is made: all or nothing)."""
+        for far_id in sorted(session.fars):
+            self.check_far(session.fars[far_id])
