@@ -111,9 +111,8 @@ def format_table(result: dict[str, Any]) -> str:
     usage = result.get("urr_usage")
     if usage:
         lines.append(
-            f"URR slots: {usage['slots']:,} per instance, one per session (dpp_upf_usage, sized at load): "
-            f"{usage['bytes_per_cpu'] / 2**20:.0f} MiB on each of {usage['cpus']} possible CPUs, "
-            f"{usage['bytes'] / 2**20:.0f} MiB per instance."
+            f"URR slots: {usage['slots']:,} per instance, one per session (dpp_upf_usage, sized at load, "
+            f"shared by the CPUs): {usage['bytes'] / 2**20:.0f} MiB per instance."
         )
     eupf = result["eupf_quoted"]
     lines.append(

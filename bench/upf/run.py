@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from netapp.dataplane.abi import MAX_RULES
-from netapp.dataplane.binding import DppHandle, Verdict, load_libdpp, possible_cpus
+from netapp.dataplane.binding import DppHandle, Verdict, load_libdpp
 from netapp.dataplane.facade import Dataplane, interface_index
 from netapp.testbed import netns
 from netapp.upf.abi import Output, Role, Usage
@@ -100,10 +100,9 @@ def open_instance(name: str, sessions: int) -> Instance:
 
 
 def usage_memory(instance: Instance) -> dict[str, int]:
-    """dpp_upf_usage as loaded: its slots, and the per-CPU memory they take (each CPU its own copy)."""
+    """dpp_upf_usage as loaded: its slots and the memory they take (one copy for every CPU)."""
     slots = instance.dataplane.map_size("dpp_upf_usage")
-    per_cpu = slots * ctypes.sizeof(Usage)  # a multiple of 8: no padding between CPUs' values
-    return {"slots": slots, "bytes_per_cpu": per_cpu, "cpus": possible_cpus(), "bytes": per_cpu * possible_cpus()}
+    return {"slots": slots, "bytes": slots * ctypes.sizeof(Usage)}
 
 
 def grow(instance: Instance, sessions: int) -> None:
@@ -111,7 +110,7 @@ def grow(instance: Instance, sessions: int) -> None:
     if sessions <= instance.sessions:
         return
     tables = {
-        "dpp_upf_uplink": workload.uplink_arrays(instance.sessions, sessions, instance.n9, instance.output),
+        "dpp_upf_teids": workload.uplink_arrays(instance.sessions, sessions, instance.n9, instance.output),
         "dpp_upf_downlink": workload.downlink_arrays(instance.sessions, sessions, instance.output),
     }
     for name, arrays in tables.items():

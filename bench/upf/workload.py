@@ -1,6 +1,7 @@
 """What the UPF benchmark installs and sends, and what each case must put out.
 
-Session i (0 <= i < S) is one UE: an uplink PDR on TEID TEID_BASE + i (outer header removal, to the
+Session i (0 <= i < S) is one UE: an uplink PDR on TEID TEID_BASE + i, as the UPF chooses them (in
+its slot of dpp_upf_teids, sized at load to hold them; outer header removal, to the
 core, or in the N9 instance re-encapsulated to N9_PEER with TEID N9_TEID_BASE + i) and a downlink
 PDR on UE address UE_BASE + i (to the gNB with TEID DL_TEID_BASE + i, QFI 9 from the QER), one URR
 in a slot of its own, 1 + i (dpp_upf_usage is sized at load to the sessions and slot 0: `map_sizes`).
@@ -17,6 +18,7 @@ an uplink packet, the UE destination address (both fields) of a downlink one.
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import sys
 from dataclasses import dataclass
@@ -29,7 +31,7 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
-from netapp.upf.abi import MAX_UPF_PDRS, QFI_ANY, DownlinkKey, Output, PdrAction, UplinkKey
+from netapp.upf.abi import MAX_UPF_PDRS, DownlinkKey, Output, PdrAction, PdrFlag
 from netapp.upf.compiler import Entries, Site, compile_session
 from netapp.upf.models import Far, ForwardingParameters, FSeid, FTeid, OuterHeaderCreation, Pdi, Pdr, Qer, Session, Urr
 from netapp.upf.pfcp.ies import Interface
@@ -50,8 +52,8 @@ INTERFACES = {  # name -> (own MAC, own address/prefix, neighbour, neighbour's M
     N9_IF: (N9_MAC, f"{N9_IP}/24", N9_PEER, N9_PEER_MAC),
 }
 
-TEID_BASE = 0x10000000
-MISS_TEID_BASE = 0x60000000  # no session has these
+TEID_BASE = 1  # the first TEID netapp.upf.sessions chooses
+MISS_TEID_BASE = 0x60000000  # no session has these: past dpp_upf_teids, looked up in dpp_upf_uplink too
 DL_TEID_BASE = 0x20000000
 N9_TEID_BASE = 0x30000000
 UE_BASE = int(IPv4Address("10.64.0.0"))  # UE i: 10.64.0.0 + i (a /12 holds a million)
@@ -73,8 +75,9 @@ def urr_slot(i: int) -> int:
 
 
 def map_sizes(sessions: int) -> dict[str, int]:
-    """What an instance holding `sessions` sessions is loaded with: a URR slot for each, and slot 0."""
-    return {"dpp_upf_usage": urr_slot(sessions - 1) + 1}
+    """What an instance holding `sessions` sessions is loaded with: a URR slot for each, and slot 0;
+    a slot of dpp_upf_teids for each TEID, and those below them."""
+    return {"dpp_upf_usage": urr_slot(sessions - 1) + 1, "dpp_upf_teids": TEID_BASE + sessions}
 
 
 def session(i: int, n9: bool = False, teid: int | None = None, n3: str = N3_IP) -> Session:
@@ -156,15 +159,16 @@ def _arrays(key_type: Any, value_type: Any, keys: numpy.ndarray, values: numpy.n
 
 
 def uplink_arrays(first: int, stop: int, n9: bool = False, output: Output = Output.FIB) -> TableArrays:
-    """dpp_upf_uplink's entries of sessions first..stop-1."""
+    """dpp_upf_teids' entries of sessions first..stop-1 (by TEID, marked as there)."""
     ((_, action),) = compiled(first, n9, output).uplink.items()
+    action.flags |= PdrFlag.ENTRY
     ids = numpy.arange(first, stop, dtype=numpy.uint32)
-    keys, values = _tiled(UplinkKey(teid=0, qfi=QFI_ANY), action, len(ids))
-    keys[:, _word(UplinkKey.teid)] = TEID_BASE + ids
+    keys = (TEID_BASE + ids).reshape(-1, 1)
+    values = numpy.tile(_words(action), (len(ids), 1))
     values[:, _word(PdrAction.urr)] = urr_slot(ids)
     if n9:
         values[:, _word(PdrAction.teid)] = N9_TEID_BASE + ids
-    arrays = _arrays(UplinkKey, PdrAction, keys, values)
+    arrays = _arrays(ctypes.c_uint32, PdrAction, keys, values)
     _check_ends(arrays, first, stop, lambda i: compiled(i, n9, output).uplink)
     return arrays
 
@@ -189,9 +193,11 @@ def _check_ends(arrays: TableArrays, first: int, stop: int, entries_of: Callable
         ((key, value),) = entries_of(i).items()
         if isinstance(key[-1], bytes):  # a downlink key: (instance, family, packed address)
             expected_key = DownlinkKey(net_instance=key[0], family=key[1], addr=tuple(_address_words(key[2])))
-        else:
-            expected_key = UplinkKey(teid=key[0], qfi=key[1])
-        if bytes(arrays.keys[row]) != bytes(expected_key) or bytes(arrays.values[row]) != bytes(value):
+        else:  # a TEID's slot of dpp_upf_teids
+            expected_key, value.flags = ctypes.c_uint32(key[0]), value.flags | PdrFlag.ENTRY
+        got = arrays.keys[row]
+        got = ctypes.c_uint32(got) if isinstance(got, int) else got
+        if bytes(got) != bytes(expected_key) or bytes(arrays.values[row]) != bytes(value):
             raise AssertionError(f"bulk entry of session {i} differs from the compiler's")
 
 

@@ -221,6 +221,7 @@ int maps_check(struct dpp *d)
  * load (dpp_open_opts.map_sizes); every other map's size is the program's, or libdpp's own
  * (max_rules, max_flows). */
 static const char *const sizable_maps[] = {
+	"dpp_upf_teids", /* PDRs of the TEIDs below its size */
 	"dpp_upf_uplink", /* PDRs by TEID */
 	"dpp_upf_downlink", /* PDRs by UE address */
 	"dpp_upf_usage", /* URR slots */

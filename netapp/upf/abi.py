@@ -12,6 +12,7 @@ from ctypes import CFUNCTYPE, POINTER, Structure, c_int, c_uint8, c_uint16, c_ui
 
 MAX_UPF_IFACES = 1024
 MAX_UPF_PDRS = 1048576
+MAX_UPF_TEIDS = 65536
 MAX_UPF_URRS = 65536
 MAX_UPF_SDF_PDRS = 65536
 QFI_ANY = 0xFF
@@ -23,6 +24,7 @@ PUNT_FRAME_MAX = 2048
 CONSTANTS = {
     "DPP_MAX_UPF_IFACES": MAX_UPF_IFACES,
     "DPP_MAX_UPF_PDRS": MAX_UPF_PDRS,
+    "DPP_MAX_UPF_TEIDS": MAX_UPF_TEIDS,
     "DPP_MAX_UPF_URRS": MAX_UPF_URRS,
     "DPP_MAX_UPF_SDF_PDRS": MAX_UPF_SDF_PDRS,
     "DPP_UPF_QFI_ANY": QFI_ANY,
@@ -60,6 +62,7 @@ class PdrFlag(enum.IntFlag):
     NO_MATCH = 8
     SDF = 16
     DUPL = 32
+    ENTRY = 64
 
 
 class PuntKind(enum.IntEnum):
@@ -180,15 +183,16 @@ STRUCTS = (Iface, UplinkKey, DownlinkKey, PdrAction, Usage, Route, RouteGen, Pun
 # name -> (map type name, key, value, size): netapp.dataplane.abi makes them MapSpecs.
 MAPS = {
     "dpp_upf_ifaces": ("ARRAY", c_uint32, Iface, "DPP_MAX_UPF_IFACES"),
+    "dpp_upf_teids": ("ARRAY", c_uint32, PdrAction, "DPP_MAX_UPF_TEIDS"),
     "dpp_upf_uplink": ("HASH", UplinkKey, PdrAction, "DPP_MAX_UPF_PDRS"),
     "dpp_upf_downlink": ("HASH", DownlinkKey, PdrAction, "DPP_MAX_UPF_PDRS"),
     "dpp_upf_sdf_pdrs": ("ARRAY", c_uint32, PdrAction, "DPP_MAX_UPF_SDF_PDRS"),
-    "dpp_upf_usage": ("PERCPU_ARRAY", c_uint32, Usage, "DPP_MAX_UPF_URRS"),
+    "dpp_upf_usage": ("ARRAY", c_uint32, Usage, "DPP_MAX_UPF_URRS"),
     "dpp_upf_routes": ("PERCPU_ARRAY", c_uint32, Route, "DPP_UPF_ROUTE_SLOTS"),
     "dpp_upf_route_gen": ("ARRAY", c_uint32, RouteGen, 1),
 }
 # The maps read through libdpp's own calls, not as tables: name -> (type name, size).
 OWN_MAPS = {"dpp_upf_punt": ("RINGBUF", "DPP_UPF_PUNT_RING_SIZE")}  # dpp_upf_punts_* (upf.c)
 # The maps whose size is only a capacity, chosen at load (libdpp's list in maps.c): the PDR tables
-# and the URR slots. The program computes slots of the others from their built-in size.
-SIZABLE = frozenset({"dpp_upf_uplink", "dpp_upf_downlink", "dpp_upf_usage"})
+# the TEIDs' array and the URR slots. The program computes slots of the others from their built-in size.
+SIZABLE = frozenset({"dpp_upf_teids", "dpp_upf_uplink", "dpp_upf_downlink", "dpp_upf_usage"})

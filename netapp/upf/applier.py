@@ -19,12 +19,23 @@ import logging
 from typing import Any, Callable, Iterable, Mapping, Optional, Protocol
 
 from netapp.dataplane.binding import DataplaneError
-from netapp.dataplane.tables import PerCpuTable, Table
+from netapp.dataplane.tables import Table
 from netapp.intents.compiler import CompiledRule
 from netapp.service.contract import DataplaneUnavailable, ServiceError
 from netapp.service.function_rules import RuleClash
 from netapp.service.transaction import SiteChange
-from netapp.upf.abi import MAX_UPF_IFACES, MAX_UPF_SDF_PDRS, DownlinkKey, Iface, Role, UplinkKey, Usage
+from netapp.upf.abi import (
+    MAX_UPF_IFACES,
+    MAX_UPF_SDF_PDRS,
+    QFI_ANY,
+    DownlinkKey,
+    Iface,
+    PdrAction,
+    PdrFlag,
+    Role,
+    UplinkKey,
+    Usage,
+)
 from netapp.upf.compiler import Entries, Site, compile_session, words
 from netapp.upf.models import RuleError, Session
 from netapp.upf.pfcp.ies import Cause, IEType, RuleType
@@ -65,9 +76,12 @@ class Rules(Protocol):
 
 
 class BpfApplier:
-    """Sessions into dpp_upf_uplink and dpp_upf_downlink, as deltas; their URRs' counters in
-    dpp_upf_usage, whose size (setting dataplane.map_sizes) is `urr_slots`; their PDRs with SDF
-    filters in dpp_upf_sdf_pdrs and, as rules, through `rules` (None: such PDRs are refused)."""
+    """Sessions into dpp_upf_teids, dpp_upf_uplink and dpp_upf_downlink, as deltas: a TEID's own
+    entry in its slot of dpp_upf_teids when the TEID is below its size, `teid_slots` (the TEIDs the
+    UPF chooses: netapp.upf.sessions), else in dpp_upf_uplink with the entries by QFI; their URRs'
+    counters in dpp_upf_usage, whose size (setting dataplane.map_sizes) is `urr_slots`; their PDRs
+    with SDF filters in dpp_upf_sdf_pdrs and, as rules, through `rules` (None: such PDRs are
+    refused)."""
 
     FINAL_KEPT = 65536  # final counts kept for usage reports, the oldest forgotten first
 
@@ -75,10 +89,12 @@ class BpfApplier:
         self._rules = rules
         self.sdf_slots = MAX_UPF_SDF_PDRS if rules is not None else 0
         self._sdf_pdrs = table_of("dpp_upf_sdf_pdrs")
+        self._teids = _Slots(table_of("dpp_upf_teids"))
         self._uplink = table_of("dpp_upf_uplink")
         self._downlink = table_of("dpp_upf_downlink")
         self._ifaces = table_of("dpp_upf_ifaces")
-        self._usage: PerCpuTable = table_of("dpp_upf_usage")  # type: ignore[assignment]
+        self._usage = table_of("dpp_upf_usage")
+        self.teid_slots = self._teids.max_entries
         self.urr_slots = self._usage.max_entries  # slot 0 is never given
         self.site = site
         self.stale: list[str] = []  # entries an undo could not put back: reconcile before the next change
@@ -101,7 +117,9 @@ class BpfApplier:
             # the slots the rules point at first (one no rule points at any more is left as it is)
             kept = {slot: value for slot, value in before.sdf_pdrs.items() if slot in after.sdf_pdrs}
             _write_delta(change, self._sdf_pdrs, kept, after.sdf_pdrs, int, left)
-            _write_delta(change, self._uplink, before.uplink, after.uplink, UplinkKey, left)
+            (teids_before, uplink_before), (teids_after, uplink_after) = map(self._split, (before, after))
+            _write_delta(change, self._teids, teids_before, teids_after, int, left)
+            _write_delta(change, self._uplink, uplink_before, uplink_after, UplinkKey, left)
             _write_delta(change, self._downlink, before.downlink, after.downlink, DownlinkKey, left)
             self._change_rules(change, before.rules, after.rules)
         except RuleClash as exc:
@@ -151,11 +169,13 @@ class BpfApplier:
             desired.sdf_pdrs.update(entries.sdf_pdrs)
             desired.rules.update(entries.rules)
             rules_of[seid] = entries.rules
+        teids, uplink = self._split(desired)
         for table, want, key_type in (
-            (self._uplink, desired.uplink, UplinkKey),
+            (self._teids, teids, int),
+            (self._uplink, uplink, UplinkKey),
             (self._downlink, desired.downlink, DownlinkKey),
         ):
-            have = {_tuple(key): bytes(value) for key, value in table.items()}
+            have = {_own(key_type, key): bytes(value) for key, value in table.items() if _held(key_type, value)}
             table.update([(_key(key_type, key), value) for key, value in want.items() if have.get(key) != bytes(value)])
             table.delete([_key(key_type, key) for key in have if key not in want])
         self._sdf_pdrs.update(list(desired.sdf_pdrs.items()))
@@ -183,10 +203,22 @@ class BpfApplier:
             except ServiceError as exc:
                 refused[seid] = RuleError(Cause.SYSTEM_FAILURE, f"its SDF filters' rules: {exc}")
 
+    def _split(self, entries: Entries) -> tuple[dict[int, PdrAction], dict]:
+        """The uplink entries as written: TEIDs' own below `teid_slots` by TEID in dpp_upf_teids
+        (marked as there), the others by (TEID, QFI) in dpp_upf_uplink."""
+        slots, hashed = {}, {}
+        for (teid, qfi), action in entries.uplink.items():
+            if qfi == QFI_ANY and teid < self.teid_slots:
+                slots[teid] = PdrAction.from_buffer_copy(action)
+                slots[teid].flags |= PdrFlag.ENTRY
+            else:
+                hashed[(teid, qfi)] = action
+        return slots, hashed
+
     def usage(self, slots: Iterable[int]) -> dict[int, Usage]:
-        """The counts of each slot, summed over the CPUs."""
+        """The counts of each slot."""
         slots = list(slots)
-        return {slot: _summed(values) for slot, values in zip(slots, self._usage.lookup(slots))}
+        return {slot: counts or Usage() for slot, counts in zip(slots, self._usage.lookup(slots))}
 
     def final_usage(self, seid: int) -> dict[int, Usage]:
         """The final counts of the session's URRs freed since last asked (deleted with the session or
@@ -199,10 +231,7 @@ class BpfApplier:
         undone) starts from the counts it was freed with."""
         back = [key for key, slot in given.items() if key in self._final and self._final[key][0] == slot]
         restored = {given[key]: self._final.pop(key)[1] for key in back}
-        self._usage.fill([slot for slot in given.values() if slot not in restored])
-        zeros = [Usage()] * (self._usage.cpus - 1)
-        if restored:
-            self._usage.update({slot: [counts, *zeros] for slot, counts in restored.items()})
+        self._usage.update({**{slot: Usage() for slot in given.values()}, **restored})
 
     def _stop_counting(self, freed: dict[tuple[int, int], int]) -> None:
         """Freed slots (their entries gone): their final counts kept, then zeroed."""
@@ -211,7 +240,7 @@ class BpfApplier:
             self._final.move_to_end(key)
         while len(self._final) > self.FINAL_KEPT:
             self._final.popitem(last=False)
-        self._usage.fill(list(freed.values()))
+        self._usage.update({slot: Usage() for slot in freed.values()})
 
     def _compile(self, session: Optional[Session]) -> Entries:
         return Entries() if session is None else compile_stored(session, self.site)
@@ -231,12 +260,22 @@ def _slot_changes(old: Optional[Session], new: Optional[Session]) -> tuple[dict,
     return given, freed
 
 
-def _summed(per_cpu: Any) -> Usage:
-    total = Usage()
-    for counts in per_cpu:
-        for name, _ in Usage._fields_:
-            setattr(total, name, getattr(total, name) + getattr(counts, name))
-    return total
+class _Slots:
+    """An array of PDR entries as _write_delta writes a hash map: a deleted slot is zeroed (no
+    DPP_UPF_PDR_ENTRY: empty)."""
+
+    def __init__(self, table: Table):
+        self._table = table
+        self.name = table.name
+        self.update = table.update
+        self.items = table.items
+
+    @property
+    def max_entries(self) -> int:
+        return self._table.max_entries
+
+    def delete(self, keys: list[int]) -> None:
+        self._table.update({key: PdrAction() for key in keys})
 
 
 def _write_delta(change: SiteChange, table: Table, before: dict, after: dict, key_type: Any, left: list[str]) -> None:
@@ -296,6 +335,16 @@ def _tuple(key: Any) -> tuple:
     if isinstance(key, UplinkKey):
         return (key.teid, key.qfi)
     return (key.net_instance, key.family, bytes(key.addr))
+
+
+def _held(key_type: Any, value: PdrAction) -> bool:
+    """An entry of the table (every one of a hash map; of dpp_upf_teids, the slots marked so)."""
+    return key_type is not int or bool(value.flags & PdrFlag.ENTRY)
+
+
+def _own(key_type: Any, key: Any) -> Any:
+    """A key read from a table as the compiler's (a slot as it is)."""
+    return key if key_type is int else _tuple(key)
 
 
 def _key(key_type: Any, key: Any) -> Any:

@@ -13,6 +13,9 @@ one transaction, one COMMIT (one sync of the disk) for all, each change seeing t
 request refused (a RuleError) changes nothing and does not fail the others; should the transaction
 fail as a whole, each change is made again alone, so that it gets the answer it would have got alone.
 
+TEIDs the UPF chooses (CHOOSE) lie below the applier's `teid_slots` while fewer TEIDs are held:
+the data path looks those up in an array (dpp_upf_teids), the others in a hash map.
+
 URR slots: each URR of a session is given a slot of the data path's usage counters when it is
 created (the applier's `urr_slots` say how many there are; 0: none), like a TEID, and the slot is
 stored with the session, so that a restart gives out no slot in use. The applier zeroes a slot's
@@ -110,6 +113,7 @@ class Upf:
         self.associations: dict[str, Association] = {}
         self.sessions = SessionTable()
         self._teids: dict[int, int] = {}  # TEID -> the SEID of the session holding it
+        self._teid_slot_count = getattr(self._applier, "teid_slots", 0)
         self._change: Optional[SessionChange] = None  # the transaction in progress, under the lock
         self._urr_slots: dict[int, int] = {}  # URR slot -> the SEID of the session holding it
         self._urr_slot_count = getattr(self._applier, "urr_slots", 0)
@@ -456,6 +460,10 @@ class Upf:
         return created
 
     def _free_teid(self, cursor: int, taken: "_Taken") -> int:
+        """Below the applier's `teid_slots` (the data path finds those in one array lookup) while
+        fewer TEIDs are held than that; else anywhere."""
+        if len(taken) < self._teid_slot_count - 1:
+            return _free(cursor, taken, self._teid_slot_count, "TEID")
         return _free(cursor, taken, TEID_SPACE, "TEID")
 
     def _choose_urr_slots(self, base: Session, urrs: dict[int, Any]) -> dict[int, int]:

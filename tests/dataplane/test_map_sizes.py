@@ -13,7 +13,7 @@ import pytest
 from pydantic import ValidationError
 
 from netapp.core.config import Settings
-from netapp.dataplane.binding import MAPS, SIZABLE_MAPS, DataplaneError, possible_cpus
+from netapp.dataplane.binding import MAPS, SIZABLE_MAPS, DataplaneError
 from netapp.dataplane.facade import Dataplane
 from netapp.upf.abi import MAX_UPF_PDRS, MAX_UPF_URRS, Usage
 from tests.utils.kernel import require_kernel
@@ -42,8 +42,8 @@ def test_a_capacity_map_takes_the_size_asked_for_and_the_others_keep_theirs():
         usage = dp.table("dpp_upf_usage")
         assert usage.max_entries == URRS
         last = Usage(ul_packets=7)
-        usage.update([(URRS - 1, [last] * usage.cpus)])  # the last slot exists
-        assert bytes(usage.get(URRS - 1)[0]) == bytes(last)
+        usage.update([(URRS - 1, last)])  # the last slot exists
+        assert bytes(usage.get(URRS - 1)) == bytes(last)
     with Dataplane.open() as dp:
         assert dp.map_size("dpp_upf_usage") == MAX_UPF_URRS
 
@@ -59,13 +59,6 @@ def test_a_map_whose_size_the_program_assumes_is_refused(caplog, name):
     program's arithmetic): libdpp's list and the mirrors' `sizable` agree."""
     assert refusal(caplog, **{name: 8}).errno == errno.EPERM
     assert f"map size of {name}: its size is the program's" in caplog.text
-
-
-def test_a_per_cpu_map_beyond_the_memory_bound_is_refused_saying_how_much(caplog):
-    entries = (4 << 30) // 32 // possible_cpus() + 1  # 32-byte values: one entry past 4 GiB
-    assert refusal(caplog, dpp_upf_usage=entries).errno == errno.E2BIG
-    assert f"map size of dpp_upf_usage: {entries} entries of 32 bytes" in caplog.text
-    assert "more than the 4096 MiB a per-CPU map may take" in caplog.text
 
 
 def test_zero_entries_are_refused(caplog):
@@ -113,9 +106,8 @@ def test_settings_take_the_sizes_of_capacity_maps(tmp_path):
     [
         ({"dpp_upf_sessions": 10}, "dataplane.map_sizes.dpp_upf_sessions: no map of that name"),
         ({"dpp_rules": 10}, "dataplane.map_sizes.dpp_rules: its size is the program's"),
-        ({"dpp_upf_ifaces": 10}, "the maps sized at load: dpp_upf_downlink, dpp_upf_uplink, dpp_upf_usage"),
+        ({"dpp_upf_ifaces": 10}, "the maps sized at load: dpp_upf_downlink, dpp_upf_teids, dpp_upf_uplink, dpp_upf_usage"),
         ({"dpp_upf_usage": 0}, "dataplane.map_sizes.dpp_upf_usage: 0 entries: 1 to 4294967295 allowed"),
-        ({"dpp_upf_usage": 1 << 31}, "more than the 4096 MiB a per-CPU map may take"),
     ],
 )
 def test_settings_refuse_a_map_size_naming_the_field(tmp_path, sizes, why):

@@ -195,15 +195,15 @@ def test_a_per_cpu_map_or_a_map_without_mirrors_is_no_table():
 
 
 def test_a_per_cpu_table_reads_and_writes_every_cpus_value(adapter):
-    usage = PerCpuTable(adapter, "dpp_upf_usage")
-    value = MAPS["dpp_upf_usage"].value
-    per_cpu = [value(ul_packets=cpu + 1, dl_bytes=100 * cpu) for cpu in range(usage.cpus)]
-    usage.update({7: per_cpu})
-    assert [(item.ul_packets, item.dl_bytes) for item in usage.get(7)] == [(c + 1, 100 * c) for c in range(usage.cpus)]
-    assert not any(bytes(item) != bytes(value()) for item in usage.get(8))  # other slots as they were
+    routes = PerCpuTable(adapter, "dpp_upf_routes")
+    value = MAPS["dpp_upf_routes"].value
+    per_cpu = [value(gen=cpu + 1, max_len=100 * cpu) for cpu in range(routes.cpus)]
+    routes.update({7: per_cpu})
+    assert [(item.gen, item.max_len) for item in routes.get(7)] == [(c + 1, 100 * c) for c in range(routes.cpus)]
+    assert not any(bytes(item) != bytes(value()) for item in routes.get(8))  # other slots as they were
 
-    usage.fill([7])
-    assert all(bytes(item) == bytes(value()) for item in usage.get(7))
-    usage.fill([9], value(ul_bytes=5))
-    assert [item.ul_bytes for item in usage.get(9)] == [5] * usage.cpus
-    assert [key for key, values in usage.items() if any(item.ul_bytes for item in values)] == [9]
+    routes.fill([7])
+    assert all(bytes(item) == bytes(value()) for item in routes.get(7))
+    routes.fill([9], value(max_len=5))
+    assert [item.max_len for item in routes.get(9)] == [5] * routes.cpus
+    assert [key for key, values in routes.items() if any(item.max_len for item in values)] == [9]

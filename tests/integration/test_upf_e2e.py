@@ -42,10 +42,10 @@ from netapp.dataplane.abi import Reason, Verdict
 from netapp.dataplane.tables import Table
 from netapp.testbed import netns
 from netapp.testbed.upf import UpfSite
-from netapp.upf.abi import QFI_ANY, DownlinkKey, UplinkKey, Usage
+from netapp.upf.abi import QFI_ANY, DownlinkKey, PdrFlag, UplinkKey
 from netapp.upf.compiler import words
 from tests.utils.kernel import build_artifact, require_kernel
-from tests.utils.maps import per_cpu_value, pinned_instance, second_handle
+from tests.utils.maps import pinned_instance, second_handle
 from tests.utils.serve import REPO, ServeProcess, free_port, write_node_settings
 
 DOWNLOAD_BYTES = 50 << 20
@@ -329,13 +329,16 @@ class Maps:
         return Table(self.handle, "dpp_upf_downlink").get(key)
 
     def uplink(self, teid: int) -> Any:
+        """The TEID's own entry: its slot of dpp_upf_teids (a TEID the UPF chose) or dpp_upf_uplink's."""
+        slot = Table(self.handle, "dpp_upf_teids").get(teid)
+        if slot is not None and slot.flags & PdrFlag.ENTRY:
+            return slot
         return Table(self.handle, "dpp_upf_uplink").get(UplinkKey(teid=teid, qfi=QFI_ANY))
 
     def usage(self, slot: int) -> tuple[int, int, int, int]:
-        """(uplink packets, bytes, downlink packets, bytes) of a URR slot, summed over the CPUs."""
-        cpus = per_cpu_value(self.handle.map_fd("dpp_upf_usage"), slot, Usage)
-        names = ("ul_packets", "ul_bytes", "dl_packets", "dl_bytes")
-        return tuple(sum(getattr(value, name) for value in cpus) for name in names)  # type: ignore[return-value]
+        """(uplink packets, bytes, downlink packets, bytes) of a URR slot."""
+        counts = Table(self.handle, "dpp_upf_usage").get(slot)
+        return (counts.ul_packets, counts.ul_bytes, counts.dl_packets, counts.dl_bytes)
 
     def outcomes(self) -> dict[str, int]:
         """Packets redirected (the FIB's egress), and packets of each way the UPF could not route."""

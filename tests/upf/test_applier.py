@@ -1,6 +1,6 @@
 """netapp.upf.applier over FakeDpp: a batch write refused half-way (a table full) is undone
 completely, past entries whose undo is refused too, which are reported and put right by the next
-change."""
+change; a TEID below dpp_upf_teids' size has its entry in its slot there, not in the hash map."""
 
 from __future__ import annotations
 
@@ -12,21 +12,22 @@ from netapp.dataplane.binding import DataplaneError
 from netapp.dataplane.facade import Dataplane
 from netapp.dataplane.fake import FakeDpp
 from netapp.service.contract import DataplaneUnavailable
-from netapp.upf.abi import QFI_ANY, DownlinkKey, Output, Role, UplinkKey
+from netapp.upf.abi import QFI_ANY, DownlinkKey, Output, PdrAction, PdrFlag, Role, UplinkKey
 from netapp.upf.applier import BpfApplier, iface_entries
 from netapp.upf.compiler import Site, words
 from netapp.upf.models import Far, FTeid, Session, UeIpAddress
 from tests.upf.test_datapath import N3_IP, TEID, UE6, session
 
 DOWNLINK_ROOM = 3  # one session's two downlink entries (IPv4, IPv6) and one more
+TEID_SLOTS = 16  # dpp_upf_teids' size here: the tests' TEIDs lie past it, in dpp_upf_uplink
 
 
 class CrampedDpp(FakeDpp):
     """A fake whose downlink table holds DOWNLINK_ROOM entries, and whose deletes of `refused`
     uplink keys fail (once each)."""
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, teid_slots: int = TEID_SLOTS) -> None:
+        super().__init__(map_sizes={"dpp_upf_teids": teid_slots})
         self.refused: set[bytes] = set()
 
     def _max_entries(self, name: str) -> int:
@@ -63,7 +64,38 @@ def cramped():
 
 
 def _maps(fake: FakeDpp) -> dict[str, dict[bytes, bytes]]:
-    return {name: dict(fake.tables.get(name, {})) for name in ("dpp_upf_uplink", "dpp_upf_downlink")}
+    """The PDR tables' entries (dpp_upf_teids': its slots marked as holding one)."""
+    maps = {name: dict(fake.tables.get(name, {})) for name in ("dpp_upf_uplink", "dpp_upf_downlink")}
+    teids = fake.tables.get("dpp_upf_teids", {})
+    maps["dpp_upf_teids"] = {key: value for key, value in teids.items() if value[0] & PdrFlag.ENTRY}
+    return maps
+
+
+def test_a_teid_below_the_array_size_is_in_its_slot_written_and_undone_like_a_hash_entry():
+    fake = CrampedDpp(teid_slots=TEID + 2)
+    site = Site(net_instances={"internet": 1}, default_instance="internet", n3_ipv4=N3_IP, output=Output.PASS)
+    upf = BpfApplier(Dataplane(fake).table, site, iface_entries({5: (Role.N3, 0)}, N3_IP, None))
+    assert upf.teid_slots == TEID + 2
+    upf.apply(None, session())
+    before = _maps(fake)
+    assert list(before["dpp_upf_teids"]) == [TEID.to_bytes(4, "little")] and before["dpp_upf_uplink"] == {}
+    slot = PdrAction.from_buffer_copy(before["dpp_upf_teids"][TEID.to_bytes(4, "little")])
+    assert slot.flags & PdrFlag.DECAP and slot.flags & PdrFlag.ENTRY
+
+    with pytest.raises(DataplaneUnavailable, match="E2BIG after 1 of 2"):
+        upf.apply(None, _other(2, TEID + 1, "10.45.0.8", "2001:db8:45::8"))  # its slot written, then undone
+    assert _maps(fake) == before and upf.stale == []
+    far = _other(3, TEID + 2, "10.45.0.9", "2001:db8:45::9")  # past the array: the hash map's
+    upf.apply(session(), None)
+    upf.apply(None, far)
+    assert _maps(fake)["dpp_upf_teids"] == {} and len(_maps(fake)["dpp_upf_uplink"]) == 1
+
+    fake.tables["dpp_upf_teids"][(TEID + 1).to_bytes(4, "little")] = bytes(slot)  # left by an earlier run
+    upf.reconcile([far])
+    assert _maps(fake)["dpp_upf_teids"] == {} and len(_maps(fake)["dpp_upf_uplink"]) == 1
+    upf.apply(far, None)
+    upf.apply(None, session())
+    assert _maps(fake) == before
 
 
 def test_a_batch_refused_half_way_is_undone_whole(cramped):

@@ -16,7 +16,7 @@ from scapy.layers.vxlan import VXLAN
 
 from netapp.dataplane.facade import Dataplane, interface_index
 from netapp.testbed import netns
-from netapp.upf.abi import QFI_ANY, DownlinkKey, FarAction, Output, PdrAction, Role, UplinkKey, Usage
+from netapp.upf.abi import QFI_ANY, DownlinkKey, FarAction, Output, PdrAction, PdrFlag, Role, UplinkKey, Usage
 from netapp.upf.flows import parse_flow
 from netapp.upf.applier import BpfApplier, iface_entries
 from netapp.upf.compiler import Site, compile_session
@@ -260,6 +260,26 @@ def test_no_route_passes_the_decapsulated_packet_to_the_kernel(dp):
         upf.apply(session(), None)
 
 
+FAR_TEID = 0x10000001  # past dpp_upf_teids: its entry is dpp_upf_uplink's
+
+
+@pytest.mark.parametrize("family", [4, 6])
+def test_a_teid_past_the_array_is_decapsulated_from_the_hash_map(dp, family):
+    upf = applier(dp)
+    uplink = session().pdrs[1]
+    pdi = uplink.pdi.model_copy(update={"local_fteid": FTeid(teid=FAR_TEID, ipv4=N3_IP)})
+    far = session().model_copy(update={"pdrs": {1: uplink.model_copy(update={"pdi": pdi})}})
+    upf.apply(None, far)
+    try:
+        assert dp.table("dpp_upf_uplink").get(UplinkKey(teid=FAR_TEID, qfi=QFI_ANY)) is not None
+        out = dp.test_run(uplink_frame(teid=FAR_TEID, family=family), N3_IF)
+        assert (out.verdict, out.action, out.data) == ("PASS", "upf", decapsulated(family))
+        assert dp.test_run(uplink_frame(teid=FAR_TEID + 1), N3_IF).reason == "upf_teid_miss"
+    finally:
+        upf.apply(far, None)
+    assert dp.test_run(uplink_frame(teid=FAR_TEID), N3_IF).reason == "upf_teid_miss"
+
+
 def test_deletion_makes_the_teid_miss_again(dp):
     upf = applier(dp)
     upf.apply(None, session())
@@ -267,6 +287,7 @@ def test_deletion_makes_the_teid_miss_again(dp):
     out = dp.test_run(uplink_frame(), N3_IF)
     assert out.reason == "upf_teid_miss"
     assert dp.table("dpp_upf_uplink").get(UplinkKey(teid=TEID, qfi=QFI_ANY)) is None
+    assert not dp.table("dpp_upf_teids").get(TEID).flags
 
 
 def _without_sdf(rule: dict) -> dict:
@@ -315,7 +336,7 @@ def test_a_urr_slot_counts_from_zero_and_its_final_counts_outlive_the_session(dp
     upf = applier(dp)
     usage = dp.table("dpp_upf_usage")
     slot = 77
-    usage.fill([slot], Usage(ul_packets=5, ul_bytes=500))  # left by an earlier user of the slot
+    usage.update({slot: Usage(ul_packets=5, ul_bytes=500)})  # left by an earlier user of the slot
     counted = session().model_copy(update={"urr_slots": {1: slot}})
     upf.apply(None, counted)
     try:
@@ -366,12 +387,15 @@ def test_reconcile_leaves_the_maps_holding_exactly_the_stored_sessions(dp):
                 destination_interface=Interface.CORE), duplicating=(
                     DuplicatingParameters(destination_interface=Interface.LI_FUNCTION),)))])
         assert set(refused) == {3}, "a session that no longer compiles is left out, named"
-        wanted = compile_session(kept, upf.site, {})
-        assert _table_bytes(dp, "dpp_upf_uplink") == {
-            bytes(UplinkKey(teid=key[0], qfi=key[1])): bytes(value) for key, value in wanted.uplink.items()}
-        assert len(_table_bytes(dp, "dpp_upf_downlink")) == len(wanted.downlink) == 2
+        ((teid, _), wanted), = compile_session(kept, upf.site, {}).uplink.items()
+        wanted.flags |= PdrFlag.ENTRY  # a TEID below dpp_upf_teids' size: in its slot there
+        assert _table_bytes(dp, "dpp_upf_uplink") == {}, "the TEID's entry in the hash map went too"
+        assert bytes(dp.table("dpp_upf_teids").get(teid)) == bytes(wanted)
+        assert not dp.table("dpp_upf_teids").get(TEID + 7).flags, "the deleted session's slot is empty"
+        assert len(_table_bytes(dp, "dpp_upf_downlink")) == 2
         assert dp.test_run(uplink_frame(), N3_IF).data == decapsulated()
         assert dp.test_run(uplink_frame(teid=TEID + 7), N3_IF).reason == "upf_teid_miss"
     finally:
         upf.reconcile([])
     assert _table_bytes(dp, "dpp_upf_uplink") == _table_bytes(dp, "dpp_upf_downlink") == {}
+    assert not dp.table("dpp_upf_teids").get(TEID).flags

@@ -19,7 +19,20 @@ struct {
 	__type(value, struct dpp_upf_iface);
 } dpp_upf_ifaces SEC(".maps");
 
-/* (local TEID, QFI or DPP_UPF_QFI_ANY) -> the uplink PDR's action */
+/* local TEID -> its own uplink PDR's action (DPP_UPF_QFI_ANY's), for the TEIDs below the map's size
+ * (those the UPF chooses): one cache line, and an empty slot (no DPP_UPF_PDR_ENTRY) is a miss
+ * without a second lookup. Mmapable only so that the values start page-aligned: a 64-byte value is
+ * then exactly a line. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, DPP_MAX_UPF_TEIDS);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct dpp_upf_pdr);
+} dpp_upf_teids SEC(".maps");
+
+/* (local TEID, QFI or DPP_UPF_QFI_ANY) -> the uplink PDR's action: TEIDs past dpp_upf_teids, and the
+ * entries by QFI */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, DPP_MAX_UPF_PDRS);
@@ -45,10 +58,12 @@ struct {
 	__type(value, struct dpp_upf_pdr);
 } dpp_upf_sdf_pdrs SEC(".maps");
 
-/* URR slot -> the UE packets' volume each way (per CPU) */
+/* URR slot -> the UE packets' volume each way (shared by the CPUs, added to atomically; mmapable
+ * for page-aligned values, two slots a line) */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, DPP_MAX_UPF_URRS);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__type(key, __u32);
 	__type(value, struct dpp_upf_usage);
 } dpp_upf_usage SEC(".maps");

@@ -48,11 +48,11 @@ static __always_inline void upf_measure(__u32 urr, bool uplink, __u64 bytes)
 	if (!u)
 		return;
 	if (uplink) {
-		u->ul_packets++;
-		u->ul_bytes += bytes;
+		__sync_fetch_and_add(&u->ul_packets, 1);
+		__sync_fetch_and_add(&u->ul_bytes, bytes);
 	} else {
-		u->dl_packets++;
-		u->dl_bytes += bytes;
+		__sync_fetch_and_add(&u->dl_packets, 1);
+		__sync_fetch_and_add(&u->dl_bytes, bytes);
 	}
 }
 
@@ -84,6 +84,19 @@ static __always_inline int upf_apply(struct xdp_md *ctx, const struct dpp_upf_pd
 failed:
 	o->reason = DPP_REASON_UPF_ENCAP_FAILED;
 	return XDP_DROP;
+}
+
+/* dpp_upf_apply's last argument: the UE packet's family (4 or 6), and whether it goes uplink. */
+#define UPF_UPLINK 0x100
+
+/* upf_apply, verified once: the PDR's entry comes from one of several maps (dpp_upf_teids,
+ * dpp_upf_uplink, ...), and inlined, every path after it would be verified once for each. */
+__attribute__((noinline)) int dpp_upf_apply(struct xdp_md *ctx, const struct dpp_upf_pdr *pdr,
+					    struct dpp_outcome *o, __u32 ue_off, __u32 way)
+{
+	if (!pdr || !o)
+		return XDP_ABORTED;
+	return upf_apply(ctx, pdr, o, ue_off, way & 0xff, way & UPF_UPLINK);
 }
 
 /* The IP header carrying GTP-U is addressed to the interface's own address. */
@@ -134,6 +147,17 @@ static __always_inline int upf_signalling(struct xdp_md *ctx, const struct dpp_p
 	return verdict;
 }
 
+/* A TEID's own entry: its slot of dpp_upf_teids (an inlined array lookup, one line; empty: none)
+ * or, past the array, its entry of dpp_upf_uplink. */
+static __always_inline const struct dpp_upf_pdr *upf_teid_pdr(struct dpp_upf_ul_key *k)
+{
+	const struct dpp_upf_pdr *pdr = bpf_map_lookup_elem(&dpp_upf_teids, &k->teid);
+
+	if (pdr)
+		return (pdr->flags & DPP_UPF_PDR_ENTRY) ? pdr : NULL;
+	return bpf_map_lookup_elem(&dpp_upf_uplink, k);
+}
+
 /* The uplink PDR of a T-PDU: its TEID's entry, or where PDRs of the TEID differ by QFI, the entry
  * of its QFI if there is one. NULL: no PDR has it. With `classify`, the entry of a TEID whose PDRs
  * have SDF filters (DPP_UPF_PDR_SDF) as it is: the classifier chooses first. */
@@ -141,7 +165,7 @@ static __always_inline const struct dpp_upf_pdr *upf_uplink_pdr(const struct dpp
 								 bool classify)
 {
 	struct dpp_upf_ul_key k = { .teid = key->teid, .qfi = DPP_UPF_QFI_ANY };
-	const struct dpp_upf_pdr *pdr = bpf_map_lookup_elem(&dpp_upf_uplink, &k), *by_qfi;
+	const struct dpp_upf_pdr *pdr = upf_teid_pdr(&k), *by_qfi;
 
 	if (classify && pdr && (pdr->flags & DPP_UPF_PDR_SDF))
 		return pdr;
@@ -196,7 +220,7 @@ static __always_inline int upf_gtpu(struct xdp_md *ctx, struct dpp_parse *p,
 		o->reason = DPP_REASON_UPF_TEID_MISS;
 		return default_verdict == XDP_DROP ? XDP_DROP : XDP_PASS;
 	}
-	return upf_apply(ctx, pdr, o, p->layers.ue_l3, p->key.family, true);
+	return dpp_upf_apply(ctx, pdr, o, p->layers.ue_l3, p->key.family | UPF_UPLINK);
 }
 
 /* N6: a packet, not tunnelled, to a UE address of the interface's network instance. */
@@ -212,7 +236,7 @@ static __always_inline int upf_downlink(struct xdp_md *ctx, struct dpp_parse *p,
 		return DPP_UPF_NOT_MINE;
 	if (pdr->flags & DPP_UPF_PDR_SDF)
 		return upf_classify(p);
-	return upf_apply(ctx, pdr, o, p->layers.outer_l3, p->key.family, false);
+	return dpp_upf_apply(ctx, pdr, o, p->layers.outer_l3, p->key.family);
 }
 
 /* The UPF's part of a packet on one of its interfaces (a global function: verified once). */
@@ -280,7 +304,8 @@ __attribute__((noinline)) int dpp_upf_sdf(struct xdp_md *ctx, struct dpp_flow_ke
 		pdr = bpf_map_lookup_elem(&dpp_upf_sdf_pdrs, &arg);
 	if (!pdr)
 		return fallback(cfg, o, DPP_REASON_UPF_NO_PDR);
-	return upf_apply(ctx, pdr, o, uplink ? l->ue_l3 : l->outer_l3, key->family, uplink);
+	return dpp_upf_apply(ctx, pdr, o, uplink ? l->ue_l3 : l->outer_l3,
+			     key->family | (uplink ? UPF_UPLINK : 0));
 }
 
 /* The UPF stage of a classifier rule (and of an unmatched packet the UPF stage sent on): the PDR

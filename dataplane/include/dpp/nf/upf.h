@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* The ABI of the user plane function (bpf/nf/upf/): interface roles, the PDR tables of the uplink
- * (by TEID) and the downlink (by network instance and UE address), each entry a PDR's whole action
- * with its FAR, QER and URR folded in, and the usage counters of the URRs. Mirrored in
+ * (by TEID: an array for the TEIDs below its size, a hash for the others and for PDRs by QFI) and the
+ * downlink (by network instance and UE address), each entry a PDR's whole action with its FAR, QER
+ * and URR folded in, and the usage counters of the URRs. Mirrored in
  * netapp/upf/abi.py, checked against BTF like the core's. */
 #ifndef DPP_NF_UPF_H
 #define DPP_NF_UPF_H
@@ -9,7 +10,8 @@
 #include <linux/types.h>
 
 /* Map sizes: interface slots (dpp_upf_ifaces, direct-mapped by ifindex), PDR entries of each
- * direction (hash maps, not preallocated: memory follows the sessions), URR slots. */
+ * direction (hash maps, not preallocated: memory follows the sessions), TEIDs of the uplink's array
+ * (dpp_upf_teids: preallocated, 64 bytes each; the TEIDs the UPF chooses are below it), URR slots. */
 #ifndef DPP_MAX_UPF_IFACES
 #define DPP_MAX_UPF_IFACES 1024
 #endif
@@ -19,6 +21,9 @@
 /* Entries of dpp_upf_sdf_pdrs: PDRs with SDF filters, the classifier's UPF rules' arguments. */
 #ifndef DPP_MAX_UPF_SDF_PDRS
 #define DPP_MAX_UPF_SDF_PDRS 65536
+#endif
+#ifndef DPP_MAX_UPF_TEIDS
+#define DPP_MAX_UPF_TEIDS 65536
 #endif
 #ifndef DPP_MAX_UPF_URRS
 #define DPP_MAX_UPF_URRS 65536
@@ -62,6 +67,7 @@ enum dpp_upf_pdr_flags {
 	DPP_UPF_PDR_NO_MATCH = 8, /* a TEID's own entry that matches nothing by itself */
 	DPP_UPF_PDR_SDF = 16,	  /* the TEID's (UE address's) PDRs have SDF filters: classify first */
 	DPP_UPF_PDR_DUPL = 32,	  /* FAR DUPL: a copy to user space (dpp_upf_punt), then as the FAR says */
+	DPP_UPF_PDR_ENTRY = 64,	  /* dpp_upf_teids: the slot holds its TEID's entry (else: no PDR) */
 };
 
 /* Value of dpp_upf_ifaces, at slot ifindex % DPP_MAX_UPF_IFACES (no two interfaces of the UPF share
@@ -91,8 +97,8 @@ struct dpp_upf_dl_key {
 	__u32 addr[4]; /* network order; IPv4 in addr[0] */
 };
 
-/* Value of dpp_upf_uplink, dpp_upf_downlink and dpp_upf_sdf_pdrs: what a matched packet gets,
- * whole, so that one lookup serves it. */
+/* Value of dpp_upf_teids, dpp_upf_uplink, dpp_upf_downlink and dpp_upf_sdf_pdrs: what a matched
+ * packet gets, whole, so that one lookup serves it; 64 bytes, in dpp_upf_teids one cache line. */
 struct dpp_upf_pdr {
 	__u8 flags;    /* enum dpp_upf_pdr_flags */
 	__u8 far;      /* enum dpp_upf_far */
@@ -108,6 +114,7 @@ struct dpp_upf_pdr {
 	__u32 local[4]; /* ENCAP: our address, the outer source */
 	__u64 seid;	/* FAR BUFFER, DUPL: the PDR's session (our SEID), for user space */
 };
+_Static_assert(sizeof(struct dpp_upf_pdr) == 64, "a PDR entry of dpp_upf_teids is one cache line");
 
 /* Frames handed to user space through dpp_upf_punt (bpf/nf/upf/punt.h): the ring's size in bytes
  * (a power of two, pages), and the longest frame it takes (longer ones are dropped, counted). */
@@ -159,7 +166,8 @@ struct dpp_upf_route_gen {
 	__u64 gen;
 };
 
-/* Value of dpp_upf_usage (per CPU), indexed by URR slot: the UE packets' volume each way. */
+/* Value of dpp_upf_usage, indexed by URR slot: the UE packets' volume each way, added to atomically
+ * (one copy for every CPU: a packet touches one line of it, not a per-CPU pointer and a value). */
 struct dpp_upf_usage {
 	__u64 ul_packets;
 	__u64 ul_bytes;
