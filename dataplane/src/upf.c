@@ -72,6 +72,13 @@ int dpp_upf_punts_poll(struct dpp_upf_punts *p, int timeout_ms)
 	return n == -EINTR ? 0 : n;
 }
 
+int dpp_upf_punts_fd(const struct dpp_upf_punts *p)
+{
+	if (!p)
+		return -EINVAL;
+	return ring_buffer__epoll_fd(p->rb);
+}
+
 int dpp_upf_punts_malformed(const struct dpp_upf_punts *p, __u64 *out)
 {
 	if (!p || !out)
