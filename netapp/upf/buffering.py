@@ -33,6 +33,7 @@ import struct
 import threading
 from typing import Any, Callable, Iterable, Optional
 
+from netapp.telemetry.poll import UPF_BUFFERING_COUNTERS
 from netapp.upf.abi import PuntKind
 from netapp.upf.models import Far, OuterHeaderCreation, RuleError, Session
 from netapp.upf.punts import Punted
@@ -42,8 +43,7 @@ log = logging.getLogger("netapp.upf")
 GTPU_PORT = 2152
 RETRY_S = 0.1  # after a failed read of the ring
 FarKey = tuple[int, int]  # (SEID, FAR id)
-COUNTERS = ("buffered", "overflow", "replayed", "replay_failed", "discarded", "reported", "duplicated",
-            "duplicate_failed", "unknown")
+COUNTERS = UPF_BUFFERING_COUNTERS  # api/telemetry.md's dpp_upf_buffering
 
 
 @dataclasses.dataclass(frozen=True)
@@ -207,6 +207,11 @@ class Buffering:
         """The session's buffered (packets, bytes)."""
         with self._lock:
             return self.buffers.held(seid)
+
+    def stats(self) -> dict[str, int]:
+        """The counters, and the packets and bytes held now (`held_packets`, `held_bytes`)."""
+        with self._lock:
+            return {**self.buffers.counters, "held_packets": self.buffers.packets, "held_bytes": self.buffers.bytes}
 
     # --- the applier ------------------------------------------------------------------------------
 

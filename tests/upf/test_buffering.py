@@ -13,11 +13,14 @@ import time
 
 import pytest
 
+from netapp.telemetry.poll import UPF_BUFFERING_FIELDS
+from netapp.telemetry.prometheus import exposition
 from netapp.upf.abi import PuntKind
 from netapp.upf.buffering import Buffering, Buffers, Limits, gtpu_tpdu
 from netapp.upf.models import DuplicatingParameters, Far, ForwardingParameters, OuterHeaderCreation
 from netapp.upf.pfcp.ies import Interface
 from netapp.upf.punts import Punted
+from netapp.upf.telemetry import BufferingPoints
 from tests.upf.test_datapath import session
 
 SEID, PDR, FAR = 7, 2, 2
@@ -240,6 +243,27 @@ def test_dupl_sends_the_ue_packet_in_gtpu_and_in_udp_to_the_collector(rig, colle
     assert collector.recv(4096) == frame(1).ue_packet
     assert buffering.counters["duplicated"] == 1
     assert buffering.held(SEID) == (0, 0), "a copy is not buffered"
+
+
+def test_the_counters_and_what_is_held_go_to_influxdb_and_prometheus(rig):
+    buffering, _, _ = rig
+    buffering.apply(None, with_far(BUFF_NOCP))
+    buffering.take([frame(n) for n in range(4)])  # one past the session's limit
+    buffering.take([frame(0, seid=99)])
+    source = BufferingPoints(buffering, "edge-1")
+    [point] = source.poll(7)
+    assert (point.measurement, point.tags, point.time_ns) == ("dpp_upf_buffering", {"node": "edge-1"}, 7)
+    assert point.fields == {**dict.fromkeys(UPF_BUFFERING_FIELDS, 0), "buffered": 3, "overflow": 1, "reported": 1,
+                            "unknown": 1, "held_packets": 3, "held_bytes": 342}
+    assert point.line() == ("dpp_upf_buffering,node=edge-1 buffered=3i,overflow=1i,replayed=0i,replay_failed=0i,"
+                            "discarded=0i,reported=1i,duplicated=0i,duplicate_failed=0i,unknown=1i,held_packets=3i,"
+                            "held_bytes=342i 7")
+    buffering.apply(with_far(BUFF_NOCP), with_far(FORW))
+    buffering.committed()
+    metrics = exposition(source.snapshot(8), load={}).decode()
+    assert 'dpp_upf_buffering_replayed_total{node="edge-1"} 3.0' in metrics
+    assert 'dpp_upf_buffering_held_packets{node="edge-1"} 0.0' in metrics
+    assert "# TYPE dpp_upf_buffering_held_bytes gauge" in metrics
 
 
 def test_a_gtpu_t_pdu_has_the_teid_and_the_length():
