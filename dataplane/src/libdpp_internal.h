@@ -49,6 +49,7 @@ enum dpp_map_id {
 	DPP_MAP_CPU_STATS,
 	DPP_MAP_TRACE,
 	DPP_MAP_FILTERS,
+	DPP_MAP_UPF_PUNT,
 	DPP_MAP_NR,
 };
 
@@ -71,7 +72,7 @@ struct dpp_map_spec {
 #define DPP_ARRAY_SPEC(i, n, t, v) DPP_MAP_SPEC(i, n, t, __u32, v)
 
 extern const struct dpp_map_spec instance_maps[], rules_maps[], shapes_maps[], cpus_maps[],
-	stats_maps[], testrun_maps[];
+	stats_maps[], testrun_maps[], upf_maps[];
 
 struct dpp_map_ref {
 	char name[DPP_MAP_NAME_MAX];

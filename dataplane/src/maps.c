@@ -15,7 +15,7 @@
 
 /* The modules' maps, checked at open: a module that uses maps adds its list here. */
 static const struct dpp_map_spec *const module_maps[] = {
-	instance_maps, rules_maps, shapes_maps, cpus_maps, stats_maps, testrun_maps,
+	instance_maps, rules_maps, shapes_maps, cpus_maps, stats_maps, testrun_maps, upf_maps,
 };
 
 /* Whether a module declares the map: its writes then have a protocol and go through its calls. */

@@ -10,8 +10,13 @@
 
 #include "libdpp_internal.h"
 
-#define DPP_UPF_PUNT_MAP "dpp_upf_punt"
 #define DPP_UPF_PUNT_HDR offsetof(struct dpp_upf_punt, frame)
+
+/* The ring is read only here: declared, so that it is checked at open and never written as a table. */
+const struct dpp_map_spec upf_maps[] = {
+	{ .id = DPP_MAP_UPF_PUNT, .name = "dpp_upf_punt", .type = BPF_MAP_TYPE_RINGBUF },
+	{},
+};
 
 struct dpp_upf_punts {
 	struct ring_buffer *rb;
@@ -35,26 +40,20 @@ static int punt_sample(void *ctx, void *data, size_t size)
 
 int dpp_upf_punts_open(struct dpp *d, dpp_upf_punt_cb cb, void *ctx, struct dpp_upf_punts **out)
 {
-	struct dpp_map_ref *m;
 	struct dpp_upf_punts *p;
 	int err;
 
 	if (!d || !cb || !out)
 		return -EINVAL;
-	m = map_find(d, DPP_UPF_PUNT_MAP);
-	if (!m) {
-		pr_warn("upf punts: the program has no map %s (an older build?)", DPP_UPF_PUNT_MAP);
-		return -ENOENT;
-	}
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
 	p->cb = cb;
 	p->ctx = ctx;
-	p->rb = ring_buffer__new(m->fd, punt_sample, p, NULL);
+	p->rb = ring_buffer__new(map_fd(d, DPP_MAP_UPF_PUNT), punt_sample, p, NULL);
 	if (!p->rb) {
 		err = -errno;
-		pr_warn("upf punts: reading %s: %s", DPP_UPF_PUNT_MAP, strerror(-err));
+		pr_warn("upf punts: reading dpp_upf_punt: %s", strerror(-err));
 		free(p);
 		return err;
 	}
@@ -70,6 +69,13 @@ int dpp_upf_punts_poll(struct dpp_upf_punts *p, int timeout_ms)
 		return -EINVAL;
 	n = ring_buffer__poll(p->rb, timeout_ms);
 	return n == -EINTR ? 0 : n;
+}
+
+int dpp_upf_punts_fd(const struct dpp_upf_punts *p)
+{
+	if (!p)
+		return -EINVAL;
+	return ring_buffer__epoll_fd(p->rb);
 }
 
 int dpp_upf_punts_malformed(const struct dpp_upf_punts *p, __u64 *out)

@@ -148,11 +148,13 @@ def _usage(settings: Settings, pfcp: Optional[Any], telemetry: Optional[Any]) ->
     to be stopped)."""
     if pfcp is None:
         return None
-    from netapp.upf.telemetry import UsagePoints, UsageTicker
+    from netapp.upf.telemetry import BufferingPoints, UsagePoints, UsageTicker
 
     if telemetry is not None:
         node, per_session = settings.telemetry.node, settings.telemetry.upf_session_metrics
         telemetry.collector.add_source(UsagePoints(pfcp.usage, node, per_session))
+        if getattr(pfcp, "buffering", None) is not None:
+            telemetry.collector.add_source(BufferingPoints(pfcp.buffering, node))
         return None
     ticker = UsageTicker(pfcp.usage, settings.telemetry.interval_s)
     ticker.start()

@@ -178,6 +178,7 @@ PROTOTYPES: Mapping[str, tuple[Any, list[Any]]] = {
     # The UPF's (upf.c): netapp.upf.punts
     "dpp_upf_punts_open": (c_int, [c_void_p, PUNT_CB, c_void_p, POINTER(c_void_p)]),
     "dpp_upf_punts_poll": (c_int, [c_void_p, c_int]),
+    "dpp_upf_punts_fd": (c_int, [c_void_p]),
     "dpp_upf_punts_malformed": (c_int, [c_void_p, POINTER(c_uint64)]),
     "dpp_upf_punts_close": (None, [c_void_p]),
     "dpp_upf_replay": (c_int, [c_void_p, c_void_p, c_uint32, c_uint32]),

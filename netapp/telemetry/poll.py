@@ -37,9 +37,14 @@ ALTERNATIVE = "dpp_alternative"
 UPF_URR = "dpp_upf_urr"
 UPF_ASSOCIATION = "dpp_upf_association"
 UPF_COUNTS = ("ul_packets", "ul_bytes", "dl_packets", "dl_bytes")  # the fields of both UPF measurements
+UPF_BUFFERING = "dpp_upf_buffering"
+# netapp.upf.buffering's counters (its COUNTERS), then what it holds now (gauges)
+UPF_BUFFERING_COUNTERS = ("buffered", "overflow", "replayed", "replay_failed", "discarded", "reported", "duplicated",
+                          "duplicate_failed", "duplicate_refused", "unknown")
+UPF_BUFFERING_FIELDS = (*UPF_BUFFERING_COUNTERS, "held_packets", "held_bytes")
 
 # Measurements about the whole node, not one tenant's objects: admins only.
-NODE_MEASUREMENTS = frozenset({CPU, VERDICT, ACTION, REASON, INTERFACE, TELEMETRY, ALTERNATIVE})
+NODE_MEASUREMENTS = frozenset({CPU, VERDICT, ACTION, REASON, INTERFACE, TELEMETRY, ALTERNATIVE, UPF_BUFFERING})
 TENANT_MEASUREMENTS = frozenset({INTENT, SLICE, UPF_URR, UPF_ASSOCIATION})
 MEASUREMENTS = NODE_MEASUREMENTS | TENANT_MEASUREMENTS
 

@@ -31,7 +31,8 @@ BUILD_INFO = "dpp_build_info"
 
 # Integer fields that are levels, not counts since start, and float fields: exposed as gauges.
 GAUGE_FIELDS = frozenset(
-    {"capacity_pps", "intents", "points", "points_queued", "buffer_points", "poll_duration_s", "load"}
+    {"capacity_pps", "intents", "points", "points_queued", "buffer_points", "poll_duration_s", "load", "held_packets",
+     "held_bytes"}
 )
 # Booleans of the schema (CPU and alternative node state): gauges of 0 or 1.
 BOOLEAN_FIELDS = frozenset({"enabled", "overloaded", "up"})
@@ -98,6 +99,18 @@ HELP = {
     "dpp_upf_urr_ul_bytes_total": "Uplink bytes counted on the URR (telemetry.upf_session_metrics only)",
     "dpp_upf_urr_dl_packets_total": "Downlink packets counted on the URR (telemetry.upf_session_metrics only)",
     "dpp_upf_urr_dl_bytes_total": "Downlink bytes counted on the URR (telemetry.upf_session_metrics only)",
+    "dpp_upf_buffering_buffered_total": "Packets of FARs with BUFF the UPF took into user space",
+    "dpp_upf_buffering_overflow_total": "Packets of FARs with BUFF dropped past the buffer limits (upf.buffer_*)",
+    "dpp_upf_buffering_replayed_total": "Buffered packets sent through the data path once their FAR forwards",
+    "dpp_upf_buffering_replay_failed_total": "Buffered packets whose replay through the data path failed",
+    "dpp_upf_buffering_discarded_total": "Buffered packets dropped: their FAR drops, or it or its session was removed",
+    "dpp_upf_buffering_reported_total": "Downlink Data Reports sent to SMFs (FAR with BUFF and NOCP)",
+    "dpp_upf_buffering_duplicated_total": "Copies of packets sent to the duplicating parameters' peers (FAR with DUPL)",
+    "dpp_upf_buffering_duplicate_failed_total": "Copies of packets (FAR with DUPL) the UPF could not send",
+    "dpp_upf_buffering_duplicate_refused_total": "Copies of packets (FAR with DUPL) not sent: their peer is outside upf.peer_networks",
+    "dpp_upf_buffering_unknown_total": "Frames the data path handed to user space for no PDR that buffers or duplicates",
+    "dpp_upf_buffering_held_packets": "Packets the UPF holds for FARs with BUFF now",
+    "dpp_upf_buffering_held_bytes": "Bytes the UPF holds for FARs with BUFF now",
     "dpp_telemetry_polls_total": "Polls the collector made",
     "dpp_telemetry_polls_failed_total": "Polls that could not read the counters",
     "dpp_telemetry_polls_late_total": "Intervals skipped because a poll overran",

@@ -30,6 +30,8 @@ from netapp.telemetry.poll import (
     REASON,
     SLICE,
     UPF_ASSOCIATION,
+    UPF_BUFFERING,
+    UPF_BUFFERING_FIELDS,
     UPF_COUNTS,
     UPF_URR,
     VERDICT,
@@ -61,6 +63,7 @@ THRESHOLD_FIELDS: dict[str, frozenset[str]] = {
     ALTERNATIVE: frozenset({"up", "state_changes", "probes", "answers"}),
     UPF_URR: frozenset(UPF_COUNTS),
     UPF_ASSOCIATION: frozenset(UPF_COUNTS),
+    UPF_BUFFERING: frozenset(UPF_BUFFERING_FIELDS),
 }
 
 MeasurementName = Literal[tuple(sorted(MEASUREMENTS))]  # type: ignore[valid-type]

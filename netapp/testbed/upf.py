@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass, field
+from typing import Sequence
 
 from netapp.testbed import netns
 from netapp.testbed.topology import Port, Site
@@ -67,10 +68,11 @@ class UpfSite(Site):
         for port in (self.gnb1, self.gnb2, self.dn0):
             netns.attach_xdp_object(self.ns(port.host), port.ifname, xdp_pass_object)
 
-    def upf_settings(self) -> dict:
-        """The UPF's settings of `netapp serve` (pfcp, upf) on this site."""
+    def upf_settings(self, more_peer_networks: Sequence[str] = ()) -> dict:
+        """The UPF's settings of `netapp serve` (pfcp, upf) on this site; the UPF sends to the gNBs
+        and to `more_peer_networks` (a test's own peers, e.g. a DUPL collector)."""
         return {
             "pfcp": {"address": self.n4.ip, "n3_ipv4": self.n3_address, "peers": [self.smf.ip]},
             "upf": {"n3_interfaces": [self.n3a.ifname, self.n3b.ifname], "n6_interfaces": {self.n6.ifname: "internet"},
-                    "peer_networks": [f"{self.gnb1.ip}/32", f"{self.gnb2.ip}/32"]},
+                    "peer_networks": [f"{self.gnb1.ip}/32", f"{self.gnb2.ip}/32", *more_peer_networks]},
         }

@@ -26,11 +26,14 @@ from __future__ import annotations
 import collections
 import dataclasses
 import logging
+import os
+import select
 import socket
 import struct
 import threading
 from typing import Any, Callable, Iterable, Optional
 
+from netapp.telemetry.poll import UPF_BUFFERING_COUNTERS
 from netapp.upf.abi import PuntKind
 from netapp.upf.models import Far, OuterHeaderCreation, RuleError, Session
 from netapp.upf.peers import Destinations
@@ -39,10 +42,9 @@ from netapp.upf.punts import Punted
 log = logging.getLogger("netapp.upf")
 
 GTPU_PORT = 2152
-POLL_MS = 100  # how long a poll of the ring waits: how soon `close` is heard
+RETRY_S = 0.1  # after a failed read of the ring
 FarKey = tuple[int, int]  # (SEID, FAR id)
-COUNTERS = ("buffered", "overflow", "replayed", "replay_failed", "discarded", "reported", "duplicated",
-            "duplicate_failed", "duplicate_refused", "unknown")
+COUNTERS = UPF_BUFFERING_COUNTERS  # api/telemetry.md's dpp_upf_buffering
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,6 +108,13 @@ class Buffers:
     def fars_of(self, seid: int) -> list[FarKey]:
         return [key for key in self._queues if key[0] == seid]
 
+    def keys(self) -> list[FarKey]:
+        return list(self._queues)
+
+    def pdrs_of(self, key: FarKey) -> set[int]:
+        """The PDR ids of the FAR's queued frames."""
+        return {frame.pdr_id for frame in self._queues.get(key, ())}
+
     def held(self, seid: int) -> tuple[int, int]:
         """The session's buffered (packets, bytes)."""
         packets, size = self._sessions.get(seid, (0, 0))
@@ -158,7 +167,15 @@ class Duplicator:
 class Buffering:
     """The applier `inner` with BUFF, NOCP and DUPL carried out: `dataplane` replays (its
     `upf_replay`) and gives the ring's reader (`upf_punts`); `report(seid, pdr_ids)` sends a Downlink
-    Data Report (set once the PFCP endpoint exists: netapp.upf.runtime)."""
+    Data Report (set once the PFCP endpoint exists: netapp.upf.runtime).
+
+    A change that makes a FAR stop buffering is carried out once committed (`committed`, called by
+    the transaction after COMMIT; a change undone instead leaves the queue as it was): the ring is
+    read to its end first (the frames the data path punted before the maps changed join the queue
+    behind those read before), then the queue is replayed or discarded, before the PFCP response
+    goes out, so that every live packet of the FAR comes after them. The ring is read by one thread
+    at a time (`_ring`): the reader thread waits on its fd unlocked, and reads and acts on the frames
+    locked, so that nothing it replays overtakes a queue being replayed."""
 
     def __init__(self, inner: Any, dataplane: Any, limits: Limits = Limits(),
                  report: Optional[Callable[[int, list[int]], None]] = None,
@@ -169,12 +186,16 @@ class Buffering:
         self.report = report
         self.buffers = Buffers(limits)
         self.duplicator = Duplicator()
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the state below
+        self._ring = threading.Lock()  # reading the ring and replaying (see the class's docstring)
         self._punting: dict[tuple[int, int], Far] = {}
         self._reported: set[FarKey] = set()
+        self._flush: dict[FarKey, Optional[Far]] = {}  # queues to act on at the commit: the FAR now
+        self._flushing: dict[tuple[int, int], FarKey] = {}  # (SEID, PDR id) of their PDRs -> the queue
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
         self._reader: Any = None
+        self._wake = -1  # an eventfd: `close` wakes the reader thread with it
 
     def __getattr__(self, name: str) -> Any:
         """What the applier has besides apply and reconcile (urr_slots, usage, ...)."""
@@ -190,11 +211,35 @@ class Buffering:
         with self._lock:
             return self.buffers.held(seid)
 
+    def stats(self) -> dict[str, int]:
+        """The counters, and the packets and bytes held now (`held_packets`, `held_bytes`)."""
+        with self._lock:
+            return {**self.buffers.counters, "held_packets": self.buffers.packets, "held_bytes": self.buffers.bytes}
+
     # --- the applier ------------------------------------------------------------------------------
 
     def apply(self, old: Optional[Session], new: Optional[Session]) -> None:
         self._inner.apply(old, new)
         self._changed(old, new)
+
+    def committed(self) -> None:
+        """The changes given to `apply` are committed: the queues of the FARs they made stop
+        buffering replayed (FORW) or discarded."""
+        with self._ring:
+            if not self._flush:
+                return
+            copies, reports = self._read_ring()
+            replays: list[Punted] = []
+            with self._lock:
+                flush, self._flush, self._flushing = self._flush, {}, {}
+                for key, far in flush.items():
+                    self._reported.discard(key)
+                    if far is not None and "FORW" in far.apply_action:
+                        replays += self.buffers.take(key)
+                    else:
+                        self.buffers.discard(key)
+            self._replay(replays)
+        self._send(copies, reports)
 
     def reconcile(self, sessions: Iterable[Session]) -> dict[int, RuleError]:
         sessions = list(sessions)
@@ -202,30 +247,40 @@ class Buffering:
         with self._lock:
             self._punting = {key: far for session in sessions if session.seid not in refused
                              for key, far in _punting(session).items()}
+            by_seid = {session.seid: session for session in sessions if session.seid not in refused}
+            for seid in {key[0] for key in (*self.buffers.keys(), *self._flush)}:
+                self._to_flush(seid, None, by_seid.get(seid))
+        self.committed()  # what the maps now hold is what is
         return refused
 
     def _changed(self, old: Optional[Session], new: Optional[Session]) -> None:
-        """The change is in the maps: the PDRs that punt now; the queues of FARs that no longer
-        buffer replayed (FORW) or discarded."""
+        """The change is in the maps: the PDRs that punt now; the FARs that no longer buffer."""
         seid = (new or old).seid  # type: ignore[union-attr]
-        replays: list[Punted] = []
         with self._lock:
             for key in _punting(old).keys() if old is not None else ():
                 self._punting.pop(key, None)
             if new is not None:
                 self._punting.update(_punting(new))
-            for key in self.buffers.fars_of(seid):
-                far = new.fars.get(key[1]) if new is not None else None
-                if far is not None and "BUFF" in far.apply_action:
-                    continue
-                self._reported.discard(key)
-                if far is not None and "FORW" in far.apply_action:
-                    replays += self.buffers.take(key)
-                else:
-                    self.buffers.discard(key)
+            self._to_flush(seid, old, new)
             if new is None:
                 self._reported = {key for key in self._reported if key[0] != seid}
-        self._replay(replays)
+
+    def _to_flush(self, seid: int, old: Optional[Session], new: Optional[Session]) -> None:
+        """The session's queues (and FARs that buffered: the ring may hold their frames) whose FAR
+        in `new` (None: gone) does not buffer, for the commit, with the PDRs whose frames join them
+        meanwhile; those that buffer again (an undo) no longer. Holding the lock."""
+        keys = {*self.buffers.fars_of(seid), *(key for key in self._flush if key[0] == seid)}
+        keys |= {(seid, far.id) for far in (old.fars.values() if old is not None else ()) if "BUFF" in far.apply_action}
+        for key in keys:
+            far = new.fars.get(key[1]) if new is not None else None
+            self._flushing = {pdr: queue for pdr, queue in self._flushing.items() if queue != key}
+            if far is not None and "BUFF" in far.apply_action:
+                self._flush.pop(key, None)
+                continue
+            self._flush[key] = far
+            pdrs = {pdr.id for session in (old, new) if session is not None for pdr in session.pdrs.values()
+                    if pdr.far_id == key[1]}
+            self._flushing.update({(seid, pdr_id): key for pdr_id in pdrs | self.buffers.pdrs_of(key)})
 
     def _replay(self, frames: list[Punted]) -> None:
         for frame in frames:
@@ -243,16 +298,27 @@ class Buffering:
     def take(self, frames: Iterable[Punted]) -> None:
         """Frames read from the ring: buffered, reported, duplicated (or replayed at once, when their
         FAR forwards by now)."""
+        with self._ring:
+            copies, reports = self._take(frames)
+        self._send(copies, reports)
+
+    def _take(self, frames: Iterable[Punted]) -> tuple[list[tuple[Far, Punted]], list[tuple[int, int]]]:
+        """Frames queued or replayed (holding `_ring`); the copies and reports to send."""
         reports: list[tuple[int, int]] = []
         replays: list[Punted] = []
         copies: list[tuple[Far, Punted]] = []
         with self._lock:
             for frame in frames:
                 far = self._punting.get((frame.seid, frame.pdr_id))
-                if far is None:
-                    self.buffers.counters["unknown"] += 1
-                elif frame.kind == PuntKind.DUPLICATE:
+                flushing = self._flushing.get((frame.seid, frame.pdr_id))
+                if far is not None and frame.kind == PuntKind.DUPLICATE:
                     copies.append((far, frame))
+                elif frame.kind == PuntKind.DUPLICATE:
+                    self.buffers.counters["unknown"] += 1
+                elif flushing is not None:  # punted before a change not yet committed: queued behind
+                    self.buffers.add(flushing, frame)
+                elif far is None:
+                    self.buffers.counters["unknown"] += 1
                 elif "BUFF" not in far.apply_action:  # punted before the FAR changed
                     if "FORW" in far.apply_action:
                         replays.append(frame)
@@ -263,6 +329,9 @@ class Buffering:
                         self._reported.add((frame.seid, far.id))
                         reports.append((frame.seid, frame.pdr_id))
         self._replay(replays)
+        return copies, reports
+
+    def _send(self, copies: list[tuple[Far, Punted]], reports: list[tuple[int, int]]) -> None:
         for far, frame in copies:
             self._duplicate(far, frame)
         for seid, pdr_id in reports:
@@ -304,33 +373,49 @@ class Buffering:
         with self._lock:
             self.buffers.counters["reported"] += 1
 
+    def _read_ring(self) -> tuple[list[tuple[Far, Punted]], list[tuple[int, int]]]:
+        """Every frame the ring holds, acted on (holding `_ring`); the copies and reports to send."""
+        copies: list[tuple[Far, Punted]] = []
+        reports: list[tuple[int, int]] = []
+        while self._reader is not None and (frames := self._reader.poll(0)):
+            more = self._take(frames)
+            copies, reports = copies + more[0], reports + more[1]
+        return copies, reports
+
     def start(self) -> "Buffering":
         """Read the ring in a thread of its own, until `close`. Without a kernel data path (no
         reader), nothing is punted and no thread is started."""
         self._reader = self._dataplane.upf_punts()
         if self._reader is None:
             return self
+        self._wake = os.eventfd(0, os.EFD_NONBLOCK)
         self._thread = threading.Thread(target=self._run, name="upf-punts", daemon=True)
         self._thread.start()
         return self
 
     def _run(self) -> None:
+        poller = select.poll()
+        poller.register(self._reader.fileno(), select.POLLIN)
+        poller.register(self._wake, select.POLLIN)
         while not self._stop.is_set():
             try:
-                frames = self._reader.poll(POLL_MS)
-            except Exception:  # noqa: BLE001 - a failed poll is logged, the next one tried
+                poller.poll()  # unlocked: `committed` may read meanwhile
+                with self._ring:
+                    copies, reports = self._read_ring()
+                self._send(copies, reports)
+            except Exception:  # noqa: BLE001 - a failed read is logged, the next one tried
                 log.exception("UPF: reading the punted frames")
-                self._stop.wait(POLL_MS / 1000)
-                continue
-            if frames:
-                self.take(frames)
+                self._stop.wait(RETRY_S)
 
     def close(self) -> None:
         self._stop.set()
         if self._thread is not None:
+            os.eventfd_write(self._wake, 1)
             self._thread.join()
             self._thread = None
-        if self._reader is not None:
-            self._reader.close()
-            self._reader = None
+            os.close(self._wake)
+        with self._ring:
+            if self._reader is not None:
+                self._reader.close()
+                self._reader = None
         self.duplicator.close()

@@ -60,7 +60,10 @@ class SessionChange:
         self._undo_maps()
 
     def committed(self) -> None:
-        pass
+        """What an applier does only once a change stands (netapp.upf.buffering: replays), if anything."""
+        done = getattr(self._applier, "committed", None)
+        if done is not None:
+            done()
 
     def _undo_maps(self) -> None:
         """Every pair applied, undone in reverse, past those whose undo fails (logged: the applier

@@ -57,6 +57,10 @@ class PuntReader:
         batch, self._batch = self._batch, []
         return batch
 
+    def fileno(self) -> int:
+        """Readable when records wait (select/poll on it, then `poll(0)`)."""
+        return check(self._lib.dpp_upf_punts_fd(self._reader), "dpp_upf_punts_fd")
+
     @property
     def malformed(self) -> int:
         """Records too short for the length they carry (never handed over)."""

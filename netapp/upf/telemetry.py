@@ -7,6 +7,8 @@ packets and bytes each way since the URR was created (api/telemetry.md). InfluxD
 scrape (/metrics) reads the counters without reporting anything and shows the associations only,
 unless `telemetry.upf_session_metrics`: a million sessions would be a million series per metric.
 
+`BufferingPoints`: the counters of buffering and duplication (`dpp_upf_buffering`), every poll.
+
 Without telemetry (`telemetry.enabled: false`) the URR logic runs alone on the same grid
 (`UsageTicker`), every `telemetry.interval_s`.
 """
@@ -15,10 +17,10 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Iterable, Optional
+from typing import Any, Iterable, Optional
 
 from netapp.telemetry.collector import ticks
-from netapp.telemetry.poll import UPF_ASSOCIATION, UPF_URR, FieldValue, Point
+from netapp.telemetry.poll import UPF_ASSOCIATION, UPF_BUFFERING, UPF_URR, FieldValue, Point
 from netapp.upf.usage import COUNTS, UrrUsage, UsageMonitor
 
 log = logging.getLogger("netapp.upf")
@@ -52,6 +54,22 @@ class UsagePoints:
                 for usage in usages
             ]
         return points
+
+
+class BufferingPoints:
+    """FAR BUFF, NOCP and DUPL in user space (netapp.upf.buffering) as a point source: one
+    `dpp_upf_buffering` point a poll, node-wide (api/telemetry.md)."""
+
+    name = "upf_buffering"
+
+    def __init__(self, buffering: Any, node: str):
+        self.buffering = buffering
+        self.node = node
+
+    def poll(self, time_ns: int) -> list[Point]:
+        return [Point(UPF_BUFFERING, {"node": self.node}, dict(self.buffering.stats()), time_ns)]
+
+    snapshot = poll
 
 
 def _fields(counts: Iterable[int]) -> dict[str, FieldValue]:

@@ -6,6 +6,7 @@ operations: libdpp's per-element fallback)."""
 
 from __future__ import annotations
 
+import ctypes
 import errno
 from ctypes import c_uint32
 
@@ -166,7 +167,7 @@ def test_only_plain_maps_are_written_as_tables_and_every_map_reads(adapter, name
     """libdpp refuses the maps its modules declare (their writes have a protocol); MapSpec.table
     says which, so the fake refuses the same."""
     spec = MAPS[name]
-    no_keys = (spec.key * 0)()
+    no_keys = (spec.key * 0)() if spec.key is not None else (ctypes.c_uint8 * 0)()  # a ring has no keys
     if spec.table:
         adapter.table_delete(name, no_keys)
     else:

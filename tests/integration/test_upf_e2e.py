@@ -130,11 +130,17 @@ def instance(site: UpfSite) -> Iterator[str]:
 
 
 @pytest.fixture
-def serve(site: UpfSite, instance: str, tmp_path: Path) -> Iterator[ServeProcess]:
+def more_peer_networks() -> list[str]:
+    """Where else than the gNBs the UPF may send (upf.peer_networks): a module's own peers."""
+    return []
+
+
+@pytest.fixture
+def serve(site: UpfSite, instance: str, tmp_path: Path, more_peer_networks: list[str]) -> Iterator[ServeProcess]:
     interfaces = [site.n3a.ifname, site.n3b.ifname, site.n6.ifname]
     config, _token = write_node_settings(
         tmp_path, instance, site.ns("upf"), interfaces, "operator", max_rules=4096,
-        telemetry={"enabled": False}, liveness={"enabled": False}, **site.upf_settings(),
+        telemetry={"enabled": False}, liveness={"enabled": False}, **site.upf_settings(more_peer_networks),
     )
     process = ServeProcess(config, free_port(), tmp_path, netns=site.ns("upf"))
     try:

@@ -16,7 +16,9 @@ from netapp.telemetry.poll import MEASUREMENTS, TELEMETRY
 from netapp.telemetry.sample import AlternativeCounters, Counters, CpuCounters, IntentTable, InterfaceCounters
 from netapp.upf.abi import Usage
 from netapp.upf.models import FSeid, Session, Urr
-from netapp.upf.telemetry import UsagePoints
+from netapp.upf.buffering import Buffering
+from netapp.upf.sessions import NoApplier
+from netapp.upf.telemetry import BufferingPoints, UsagePoints
 from netapp.upf.usage import UsageMonitor
 
 DOC = Path(__file__).resolve().parents[2] / "api" / "telemetry.md"
@@ -90,9 +92,10 @@ class FakeUpf:
 
 
 def everything_collector(sinks=()) -> Collector:
-    """A collector of EverythingSource's counters and a UPF's usage."""
+    """A collector of EverythingSource's counters, a UPF's usage and its buffering."""
     collector = Collector(EverythingSource(), node="edge-1", sinks=list(sinks))
     collector.add_source(UsagePoints(UsageMonitor(FakeUpf(), lambda seid, reports: None), "edge-1"))
+    collector.add_source(BufferingPoints(Buffering(NoApplier(), None), "edge-1"))
     return collector
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import socket
+import time
 from typing import Any, Optional
 
 from pycrate_mobile import TS29244_PFCP as P
@@ -48,11 +49,26 @@ def create_pdr(pdr_id: int, far_id: int, *, access: bool, choose_id: Optional[in
     return ie(1, rule)
 
 
-def create_far(far_id: int, *, core: bool, gnb: str = "192.0.2.10", teid: int = 0x100) -> dict[str, Any]:
+def create_far(far_id: int, *, core: bool, gnb: Optional[str] = "192.0.2.10", teid: int = 0x100,
+               actions: tuple[str, ...] = ("FORW",), duplicate: Optional[tuple[str, int]] = None) -> dict[str, Any]:
+    """A FAR; an access one has an outer header creation (GTP-U to `gnb` with `teid`) unless `gnb` is
+    None; `duplicate` (peer, TEID): duplicating parameters, GTP-U to that peer."""
     forwarding = [ie(42, {"Val": 1 if core else 0})]
-    if not core:
-        forwarding.append(ie(84, {"GTPU_UDP_IPv4": 1, "TEID": teid, "IPv4Addr": gnb}))
-    return ie(3, [ie(108, {"Val": far_id}), ie(44, {"Octet1": {"FORW": 1}}), ie(4, forwarding)])
+    if not core and gnb is not None:
+        forwarding.append(gtpu_tunnel(gnb, teid))
+    rule = [ie(108, {"Val": far_id}), apply_action(*actions), ie(4, forwarding)]
+    if duplicate is not None:
+        rule.append(ie(5, [ie(42, {"Val": 4}), gtpu_tunnel(*duplicate)]))  # destination: LI function
+    return ie(3, rule)
+
+
+def apply_action(*actions: str) -> dict[str, Any]:
+    return ie(44, {"Octet1": dict.fromkeys(actions, 1)})
+
+
+def gtpu_tunnel(peer: str, teid: int) -> dict[str, Any]:
+    """Outer Header Creation: GTP-U/UDP/IPv4 to `peer` with `teid`."""
+    return ie(84, {"GTPU_UDP_IPv4": 1, "TEID": teid, "IPv4Addr": peer})
 
 
 def create_qer(qer_id: int = 1) -> dict[str, Any]:
@@ -130,9 +146,32 @@ class Smf:
             if msg is None or msg["Hdr"]["Type"].get_val() != SESSION_REPORT_REQUEST:
                 assert msg is not None and error == 0, f"pycrate could not decode the response (error {error})"
                 return msg
-            # pycrate's table of the Usage Report's mandatory IEs is wrong: error tolerated here
-            self.reports.append(msg)
-            self.send(self.build("PFCPSessionReportResp", [ie(19, 1)], seid=0, seq=msg["Hdr"]["SeqNum"].get_val()))
+            self._accept(msg)
+
+    def next_report(self, timeout: float = TIMEOUT_S) -> Any:
+        """The first Session Report Request not yet taken: one `ask` kept, else the next to come
+        (accepted); TimeoutError if none comes within `timeout`. Other messages are ignored."""
+        if self.reports:
+            return self.reports.pop(0)
+        deadline = time.monotonic() + timeout
+        while (left := deadline - time.monotonic()) > 0:
+            self.socket.settimeout(left)
+            try:
+                msg, _ = P.parse_PFCP(self.receive_raw())
+            except socket.timeout:
+                break
+            finally:
+                self.socket.settimeout(TIMEOUT_S)
+            if msg is not None and msg["Hdr"]["Type"].get_val() == SESSION_REPORT_REQUEST:
+                self._accept(msg)
+                return self.reports.pop()
+        raise TimeoutError(f"no Session Report Request within {timeout} s")
+
+    def _accept(self, msg: Any) -> None:
+        """Keep a Session Report Request and answer it, accepted, as an SMF would."""
+        # pycrate's table of the Usage Report's mandatory IEs is wrong: error tolerated here
+        self.reports.append(msg)
+        self.send(self.build("PFCPSessionReportResp", [ie(19, 1)], seid=0, seq=msg["Hdr"]["SeqNum"].get_val()))
 
 
 def ies_of(msg: Any) -> list[Any]:

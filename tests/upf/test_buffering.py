@@ -4,17 +4,24 @@ DUPL copies sent to a loopback collector this test listens on."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import socket
 import struct
+import threading
+import time
 
 import pytest
 
+from netapp.telemetry.poll import UPF_BUFFERING_FIELDS
+from netapp.telemetry.prometheus import exposition
 from netapp.upf.abi import PuntKind
 from netapp.upf.buffering import Buffering, Buffers, Limits, gtpu_tpdu
 from netapp.upf.models import DuplicatingParameters, Far, ForwardingParameters, OuterHeaderCreation
 from netapp.upf.peers import Destinations
 from netapp.upf.pfcp.ies import Interface
 from netapp.upf.punts import Punted
+from netapp.upf.telemetry import BufferingPoints
 from tests.upf.test_datapath import session
 
 SEID, PDR, FAR = 7, 2, 2
@@ -98,11 +105,14 @@ def test_forw_replays_the_buffered_frames_in_order_after_the_maps_have_the_chang
     buffering.apply(None, with_far(BUFF_NOCP))
     buffering.take([frame(n) for n in range(4)])  # the fourth is past the session's limit
     buffering.apply(with_far(BUFF_NOCP), with_far(FORW))
+    assert recorder.events[-1] == ("apply", FORW.apply_action), "replayed only once committed"
+    buffering.committed()
     assert recorder.events == [("apply", BUFF_NOCP.apply_action), ("apply", FORW.apply_action),
                                *(("replay", frame(n).frame, 5) for n in range(3))]
     assert buffering.counters["replayed"] == 3 and buffering.counters["overflow"] == 1
     assert buffering.held(SEID) == (0, 0)
     buffering.apply(with_far(FORW), with_far(BUFF_NOCP))  # buffering again: reported again
+    buffering.committed()
     buffering.take([frame(9)])
     assert reports == [(SEID, [PDR]), (SEID, [PDR])]
 
@@ -112,12 +122,98 @@ def test_a_deleted_session_or_a_dropping_far_discards_its_buffer_counted(rig):
     buffering.apply(None, with_far(BUFF_NOCP))
     buffering.take([frame(0), frame(1)])
     buffering.apply(with_far(BUFF_NOCP), with_far(Far(id=FAR, apply_action=frozenset({"DROP"}))))
+    buffering.committed()
     assert buffering.counters["discarded"] == 2
     buffering.apply(with_far(Far(id=FAR, apply_action=frozenset({"DROP"}))), with_far(BUFF_NOCP))
+    buffering.committed()
     buffering.take([frame(2)])
     buffering.apply(with_far(BUFF_NOCP), None)
+    buffering.committed()
     assert buffering.counters["discarded"] == 3 and buffering.held(SEID) == (0, 0)
     assert not [event for event in recorder.events if event[0] == "replay"]
+
+
+def test_a_change_undone_before_its_commit_keeps_the_queue(rig):
+    buffering, recorder, reports = rig
+    buffering.apply(None, with_far(BUFF_NOCP))
+    buffering.take([frame(0), frame(1)])
+    buffering.apply(with_far(BUFF_NOCP), with_far(FORW))
+    buffering.take([frame(2)])  # punted before the maps changed, read after: behind the others
+    buffering.apply(with_far(FORW), with_far(BUFF_NOCP))  # the transaction's undo
+    buffering.committed()
+    assert not [event for event in recorder.events if event[0] == "replay"]
+    assert buffering.held(SEID) == (3, 342) and reports == [(SEID, [PDR])], "still buffering, reported once"
+
+
+class Ring:
+    """The ring's reader: frames put in are read by `poll(0)`; its fd is readable while some wait."""
+
+    def __init__(self) -> None:
+        self.frames: list = []
+        self._read, self._write = os.pipe()
+        self.closed = False
+
+    def put(self, frames: list) -> None:
+        self.frames += frames
+        os.write(self._write, b"x")
+
+    def fileno(self) -> int:
+        return self._read
+
+    def poll(self, timeout_ms: int) -> list:
+        assert timeout_ms == 0, "read without waiting: waiting is on the fd, unlocked"
+        frames, self.frames = self.frames, []
+        with contextlib.suppress(BlockingIOError):
+            os.set_blocking(self._read, False)
+            os.read(self._read, 4096)
+        return frames
+
+    def close(self) -> None:
+        self.closed = True
+        os.close(self._read)
+        os.close(self._write)
+
+
+class RingRecorder(Recorder):
+    def __init__(self, ring: Ring) -> None:
+        super().__init__()
+        self.ring = ring
+
+    def upf_punts(self):
+        return self.ring
+
+
+def test_the_commit_reads_the_ring_to_its_end_and_replays_it_behind_the_queue():
+    ring = Ring()
+    recorder = RingRecorder(ring)
+    buffering = Buffering(recorder, recorder)  # not started: only the commit reads the ring
+    buffering._reader = ring
+    try:
+        buffering.apply(None, with_far(BUFF_NOCP))
+        buffering.take([frame(0), frame(1)])
+        ring.put([frame(2), frame(3)])  # in the ring when the FAR changes
+        buffering.apply(with_far(BUFF_NOCP), with_far(FORW))
+        buffering.committed()
+        assert [event[1] for event in recorder.events if event[0] == "replay"] == [frame(n).frame for n in range(4)]
+        assert buffering.counters["replayed"] == 4 and buffering.counters["unknown"] == 0
+    finally:
+        buffering.close()
+
+
+def test_the_reader_thread_reads_as_frames_come_and_stops_at_once_on_close():
+    ring = Ring()
+    recorder = RingRecorder(ring)
+    buffering = Buffering(recorder, recorder).start()
+    buffering.apply(None, with_far(BUFF_NOCP))
+    ring.put([frame(0)])
+    deadline = time.monotonic() + 10
+    while buffering.held(SEID) != (1, 114):
+        assert time.monotonic() < deadline, "the reader thread did not read the frame"
+        time.sleep(0.01)
+    closing = threading.Thread(target=buffering.close)
+    closing.start()
+    closing.join(5)
+    assert not closing.is_alive() and ring.closed, "close did not stop the reader thread"
 
 
 def test_frames_of_no_known_pdr_are_counted_and_dropped(rig):
@@ -148,6 +244,27 @@ def test_dupl_sends_the_ue_packet_in_gtpu_and_in_udp_to_the_collector(rig, colle
     assert collector.recv(4096) == frame(1).ue_packet
     assert buffering.counters["duplicated"] == 1
     assert buffering.held(SEID) == (0, 0), "a copy is not buffered"
+
+
+def test_the_counters_and_what_is_held_go_to_influxdb_and_prometheus(rig):
+    buffering, _, _ = rig
+    buffering.apply(None, with_far(BUFF_NOCP))
+    buffering.take([frame(n) for n in range(4)])  # one past the session's limit
+    buffering.take([frame(0, seid=99)])
+    source = BufferingPoints(buffering, "edge-1")
+    [point] = source.poll(7)
+    assert (point.measurement, point.tags, point.time_ns) == ("dpp_upf_buffering", {"node": "edge-1"}, 7)
+    assert point.fields == {**dict.fromkeys(UPF_BUFFERING_FIELDS, 0), "buffered": 3, "overflow": 1, "reported": 1,
+                            "unknown": 1, "held_packets": 3, "held_bytes": 342}
+    assert point.line() == ("dpp_upf_buffering,node=edge-1 buffered=3i,overflow=1i,replayed=0i,replay_failed=0i,"
+                            "discarded=0i,reported=1i,duplicated=0i,duplicate_failed=0i,duplicate_refused=0i,unknown=1i,"
+                            "held_packets=3i,held_bytes=342i 7")
+    buffering.apply(with_far(BUFF_NOCP), with_far(FORW))
+    buffering.committed()
+    metrics = exposition(source.snapshot(8), load={}).decode()
+    assert 'dpp_upf_buffering_replayed_total{node="edge-1"} 3.0' in metrics
+    assert 'dpp_upf_buffering_held_packets{node="edge-1"} 0.0' in metrics
+    assert "# TYPE dpp_upf_buffering_held_bytes gauge" in metrics
 
 
 def test_a_gtpu_t_pdu_has_the_teid_and_the_length():

@@ -197,6 +197,9 @@ int dpp_upf_punts_open(struct dpp *d, dpp_upf_punt_cb cb, void *ctx, struct dpp_
 /* Wait up to timeout_ms (-1: forever) for records and hand them over: how many, or -errno
  * (interrupted by a signal: 0). */
 int dpp_upf_punts_poll(struct dpp_upf_punts *p, int timeout_ms);
+/* An fd that polls readable when records wait (to wait without consuming, then poll with 0), or
+ * -errno. Records are consumed by one thread at a time: the caller's to ensure. */
+int dpp_upf_punts_fd(const struct dpp_upf_punts *p);
 /* *out: the records too short for the length they carry (never handed over). */
 int dpp_upf_punts_malformed(const struct dpp_upf_punts *p, __u64 *out);
 void dpp_upf_punts_close(struct dpp_upf_punts *p);
