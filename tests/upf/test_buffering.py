@@ -231,15 +231,19 @@ def collector():
     sock.close()
 
 
-def test_dupl_sends_the_ue_packet_in_gtpu_and_in_udp_to_the_collector(rig, collector):
-    buffering, _, _ = rig
+def copying_to(collector: socket.socket) -> Far:
+    """A FAR that forwards and sends UDP copies to the collector."""
     port = collector.getsockname()[1]
     copies = (DuplicatingParameters(destination_interface=Interface.LI_FUNCTION, transport_level_marking=0xB8,
                                     outer_header_creation=OuterHeaderCreation(kind="udp-ipv4", address="127.0.0.1",
                                                                               port=port)),)
-    far = Far(id=FAR, apply_action=frozenset({"FORW", "DUPL"}), duplicating=copies,
-              forwarding=ForwardingParameters(destination_interface=Interface.ACCESS))
-    buffering.apply(None, with_far(far))
+    return Far(id=FAR, apply_action=frozenset({"FORW", "DUPL"}), duplicating=copies,
+               forwarding=ForwardingParameters(destination_interface=Interface.ACCESS))
+
+
+def test_dupl_sends_the_ue_packet_in_gtpu_and_in_udp_to_the_collector(rig, collector):
+    buffering, _, _ = rig
+    buffering.apply(None, with_far(copying_to(collector)))
     buffering.take([frame(1, kind=PuntKind.DUPLICATE)])
     assert collector.recv(4096) == frame(1).ue_packet
     assert buffering.counters["duplicated"] == 1
@@ -276,13 +280,7 @@ def test_no_copy_goes_outside_upf_peer_networks(rig, collector):
     is sent there, and the refusal is counted."""
     buffering, _, _ = rig
     buffering.allowed = Destinations(["192.0.2.0/24"])
-    port = collector.getsockname()[1]
-    copies = (DuplicatingParameters(destination_interface=Interface.LI_FUNCTION,
-                                    outer_header_creation=OuterHeaderCreation(kind="udp-ipv4", address="127.0.0.1",
-                                                                              port=port)),)
-    far = Far(id=FAR, apply_action=frozenset({"FORW", "DUPL"}), duplicating=copies,
-              forwarding=ForwardingParameters(destination_interface=Interface.ACCESS))
-    buffering.apply(None, with_far(far))
+    buffering.apply(None, with_far(copying_to(collector)))
     buffering.take([frame(1, kind=PuntKind.DUPLICATE)])
     assert buffering.counters["duplicate_refused"] == 1 and buffering.counters["duplicated"] == 0
     collector.setblocking(False)
