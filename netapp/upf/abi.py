@@ -63,6 +63,7 @@ class PdrFlag(enum.IntFlag):
     SDF = 16
     DUPL = 32
     ENTRY = 64
+    UDP = 128
 
 
 class PuntKind(enum.IntEnum):

@@ -12,8 +12,8 @@ on one usage slot: its URR's, or for a PDR naming several URRs that of its set (
 
 What the data path cannot do yet is refused, naming the PDR or FAR, with Rule creation/modification
 failure: SDF filters the classifier cannot hold (netapp.upf.sdf), DUPL without a peer for the copies,
-UDP outer header creation, a network instance the settings do not name, and with output REDIRECT a FAR whose destination no configured
-interface serves. BUFF and DUPL entries carry the SEID and PDR id, for the frames they punt.
+a network instance the settings do not name, and with output REDIRECT a FAR whose destination no
+configured interface serves. BUFF and DUPL entries carry the SEID and PDR id, for the frames they punt.
 """
 
 from __future__ import annotations
@@ -255,8 +255,6 @@ def _forwarding(action: PdrAction, far: Far, pdr: Pdr, site: Site, uplink: bool)
             raise _refused(pdr, "an uplink PDR forwarded without a tunnel needs outer header removal",
                            IEType.OUTER_HEADER_REMOVAL)
         return
-    if not creation.kind.startswith("gtpu"):
-        raise _far_refused(far, "only GTP-U outer header creation is supported")
     family = 6 if creation.kind.endswith("ipv6") else 4
     local = site.n3_ipv6 if family == 6 else site.n3_ipv4
     if local is None:
@@ -265,6 +263,9 @@ def _forwarding(action: PdrAction, far: Far, pdr: Pdr, site: Site, uplink: bool)
         raise _refused(pdr, "re-encapsulation needs outer header removal", IEType.OUTER_HEADER_REMOVAL)
     action.flags |= PdrFlag.ENCAP
     action.family, action.teid, action.pdu_type = family, creation.teid or 0, 1 if uplink else 0
+    if creation.kind.startswith("udp"):  # UDP/IP alone: the port where the TEID would be
+        action.flags |= PdrFlag.UDP
+        action.teid = creation.port or 0
     action.peer[:] = words(creation.address)
     action.local[:] = words(local)
 
