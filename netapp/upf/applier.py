@@ -26,7 +26,6 @@ from netapp.service.function_rules import RuleClash
 from netapp.service.transaction import SiteChange
 from netapp.upf.abi import (
     MAX_UPF_IFACES,
-    MAX_UPF_SDF_PDRS,
     QFI_ANY,
     DownlinkKey,
     Iface,
@@ -87,8 +86,8 @@ class BpfApplier:
 
     def __init__(self, table_of: TableOf, site: Site, ifaces: Mapping[int, Iface], rules: Optional[Rules] = None):
         self._rules = rules
-        self.sdf_slots = MAX_UPF_SDF_PDRS if rules is not None else 0
         self._sdf_pdrs = table_of("dpp_upf_sdf_pdrs")
+        self.sdf_slots = self._sdf_pdrs.max_entries if rules is not None else 0  # slot 0 is never given
         self._teids = _Slots(table_of("dpp_upf_teids"))
         self._uplink = table_of("dpp_upf_uplink")
         self._downlink = table_of("dpp_upf_downlink")
