@@ -10,14 +10,11 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 
-from netapp.service.store import Store
 from netapp.upf.abi import FarAction, Output, PdrFlag, QFI_ANY
 from netapp.upf.compiler import compile_session
 from netapp.upf.models import Far, ForwardingParameters, OuterHeaderCreation
-from netapp.upf.pfcp.ies import Cause, Interface
-from netapp.upf.pfcp.server import PfcpServer
-from netapp.upf.sessions import Upf
-from tests.upf.smf import Smf, cause, create_far, create_pdr, create_qer, create_urr, fseid, ie, node_id, recovery
+from netapp.upf.pfcp.ies import Interface
+from tests.upf.smf import create_far, create_urr, ie
 from tests.upf.test_compiler import SITE
 from tests.upf.test_datapath import (  # noqa: F401 - dp: the module's data plane fixture
     GNB,
@@ -37,6 +34,7 @@ from tests.upf.test_datapath import (  # noqa: F401 - dp: the module's data plan
     uplink_frame,
 )
 from tests.upf import test_datapath as datapath
+from tests.upf.test_usage import site
 
 PORT = 5555
 
@@ -94,24 +92,11 @@ def test_uplink_is_decapsulated_and_put_in_udp_to_the_n9_peer(dp):
 
 
 def test_a_udp_far_established_over_pfcp_tunnels_the_downlink(dp, tmp_path):
-    store = Store.open(tmp_path / "netapp.db", synchronous="NORMAL")
-    server = PfcpServer(Upf(store, applier(dp), n3_ipv4=N3_IP), "127.0.0.1", 0)
-    server.start()
-    smf = Smf(server.address)
-    try:
-        assert cause(smf.ask("PFCPAssociationSetupReq", [node_id(), recovery(1000)])) == Cause.REQUEST_ACCEPTED
-        to_gnb = create_far(2, core=False, gnb=None)
-        to_gnb["Data"][-1]["Data"].append(ie(84, {"UDP_IPv4": 1, "IPv4Addr": GNB, "Port": PORT}))
-        ies = [node_id(), fseid(0x51), create_pdr(1, 1, access=True, choose_id=1, flow=None),
-               create_pdr(3, 2, access=False, ue=UE, flow=None), create_far(1, core=True), to_gnb, create_qer(),
-               create_urr()]
-        assert cause(smf.ask("PFCPSessionEstablishmentReq", ies, seid=0)) == Cause.REQUEST_ACCEPTED
+    to_gnb = create_far(2, core=False, gnb=None)
+    to_gnb["Data"][-1]["Data"].append(ie(84, {"UDP_IPv4": 1, "IPv4Addr": GNB, "Port": PORT}))
+    with site(dp, tmp_path, create_urr(), downlink_far=to_gnb):
         sent = Ether(**MACS) / IP(src=SERVER, dst=UE) / UDP(sport=5004, dport=40000) / (b"d" * 64)
         out = dp.test_run(bytes(sent), datapath.N6_IF)
         expected = (Ether(**MACS) / IP(src=N3_IP, dst=GNB, id=0, ttl=64) / UDP(sport=PORT, dport=PORT, chksum=0)
                     / sent[IP])
         assert out.data == bytes(expected)
-    finally:
-        smf.close()
-        server.close()
-        store.close()
