@@ -225,6 +225,7 @@ static const char *const sizable_maps[] = {
 	"dpp_upf_uplink", /* PDRs by TEID */
 	"dpp_upf_downlink", /* PDRs by UE address */
 	"dpp_upf_usage", /* URR slots */
+	"dpp_upf_sdf_pdrs", /* slots of PDRs with SDF filters */
 };
 
 static bool map_sizable(const char *name)

@@ -253,7 +253,8 @@ class DataplaneSettings(BaseModel):
     map_sizes: dict[str, int] = Field(
         default_factory=dict,
         description="map name -> entries, for the maps whose size is a capacity (dpp_upf_uplink, "
-        "dpp_upf_downlink: PDRs; dpp_upf_teids: the TEIDs the UPF chooses; dpp_upf_usage: URR slots), applied when the instance is loaded; a pinned "
+        "dpp_upf_downlink: PDRs; dpp_upf_teids: the TEIDs the UPF chooses; dpp_upf_usage: URR slots; "
+        "dpp_upf_sdf_pdrs: PDRs with SDF filters), applied when the instance is loaded; a pinned "
         "instance keeps its sizes until it is unpinned. Unnamed maps keep their built-in size",
     )
 

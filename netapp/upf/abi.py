@@ -63,6 +63,7 @@ class PdrFlag(enum.IntFlag):
     SDF = 16
     DUPL = 32
     ENTRY = 64
+    UDP = 128
 
 
 class PuntKind(enum.IntEnum):
@@ -194,5 +195,6 @@ MAPS = {
 # The maps read through libdpp's own calls, not as tables: name -> (type name, size).
 OWN_MAPS = {"dpp_upf_punt": ("RINGBUF", "DPP_UPF_PUNT_RING_SIZE")}  # dpp_upf_punts_* (upf.c)
 # The maps whose size is only a capacity, chosen at load (libdpp's list in maps.c): the PDR tables
-# the TEIDs' array and the URR slots. The program computes slots of the others from their built-in size.
-SIZABLE = frozenset({"dpp_upf_teids", "dpp_upf_uplink", "dpp_upf_downlink", "dpp_upf_usage"})
+# the TEIDs' array, the URR slots and the slots of PDRs with SDF filters. The program computes slots of
+# the others from their built-in size.
+SIZABLE = frozenset({"dpp_upf_teids", "dpp_upf_uplink", "dpp_upf_downlink", "dpp_upf_usage", "dpp_upf_sdf_pdrs"})

@@ -26,7 +26,6 @@ from netapp.service.function_rules import RuleClash
 from netapp.service.transaction import SiteChange
 from netapp.upf.abi import (
     MAX_UPF_IFACES,
-    MAX_UPF_SDF_PDRS,
     QFI_ANY,
     DownlinkKey,
     Iface,
@@ -87,8 +86,8 @@ class BpfApplier:
 
     def __init__(self, table_of: TableOf, site: Site, ifaces: Mapping[int, Iface], rules: Optional[Rules] = None):
         self._rules = rules
-        self.sdf_slots = MAX_UPF_SDF_PDRS if rules is not None else 0
         self._sdf_pdrs = table_of("dpp_upf_sdf_pdrs")
+        self.sdf_slots = self._sdf_pdrs.max_entries if rules is not None else 0  # slot 0 is never given
         self._teids = _Slots(table_of("dpp_upf_teids"))
         self._uplink = table_of("dpp_upf_uplink")
         self._downlink = table_of("dpp_upf_downlink")
@@ -98,8 +97,10 @@ class BpfApplier:
         self.urr_slots = self._usage.max_entries  # slot 0 is never given
         self.site = site
         self.stale: list[str] = []  # entries an undo could not put back: reconcile before the next change
-        # (SEID, URR id) -> (slot, the counts it had when freed)
-        self._final: collections.OrderedDict[tuple[int, int], tuple[int, Usage]] = collections.OrderedDict()
+        # (SEID, URR id) -> the URR's counts when freed (the sum of its slots'), for its final report
+        self._final: collections.OrderedDict[tuple[int, int], Usage] = collections.OrderedDict()
+        # (SEID, slot) -> the counts it had when freed: given back to it should the change be undone
+        self._freed: collections.OrderedDict[tuple[int, int], Usage] = collections.OrderedDict()
         self._write_ifaces(ifaces)
 
     def _write_ifaces(self, ifaces: Mapping[int, Iface]) -> None:
@@ -111,7 +112,7 @@ class BpfApplier:
         before = self._compile(old)
         after = self._compile(new)  # a RuleError here: nothing is written
         given, freed = _slot_changes(old, new)
-        self._start_counting(given)
+        self._start_counting(given, _urr_changes(new, old))
         change, left = SiteChange(), []
         try:
             # the slots the rules point at first (one no rule points at any more is left as it is)
@@ -135,7 +136,7 @@ class BpfApplier:
                 f"{exc}; undoing it left {len(left)} entries wrong ({'; '.join(left[:3])}): the next change "
                 "reconciles the maps first"
             ) from exc
-        self._stop_counting(freed)
+        self._stop_counting(freed, old, _urr_changes(old, new))
 
     def _change_rules(self, change: SiteChange, before: dict, after: dict) -> None:
         if before == after:
@@ -224,22 +225,31 @@ class BpfApplier:
         """The final counts of the session's URRs freed since last asked (deleted with the session or
         removed from it), by URR id; forgotten once given."""
         keys = [key for key in self._final if key[0] == seid]
-        return {key[1]: self._final.pop(key)[1] for key in keys}
+        return {key[1]: self._final.pop(key) for key in keys}
 
-    def _start_counting(self, given: dict[tuple[int, int], int]) -> None:
-        """Slots given to URRs start from zero; one given back (the change that freed it is being
-        undone) starts from the counts it was freed with."""
-        back = [key for key, slot in given.items() if key in self._final and self._final[key][0] == slot]
-        restored = {given[key]: self._final.pop(key)[1] for key in back}
+    def _start_counting(self, given: dict[tuple[int, int], int], back: list[tuple[int, int]]) -> None:
+        """Slots given start from zero; one given back (the change that freed it is being undone)
+        starts from the counts it was freed with, and the URRs `back` have no final counts."""
+        restored = {key[1]: self._freed.pop(key) for key in given if key in self._freed}
+        for key in back:
+            self._final.pop(key, None)
         self._usage.update({**{slot: Usage() for slot in given.values()}, **restored})
 
-    def _stop_counting(self, freed: dict[tuple[int, int], int]) -> None:
-        """Freed slots (their entries gone): their final counts kept, then zeroed."""
-        for (key, slot), counts in zip(freed.items(), self.usage(freed.values()).values()):
-            self._final[key] = (slot, counts)
+    def _stop_counting(self, freed: dict[tuple[int, int], int], old: Optional[Session],
+                       gone: list[tuple[int, int]]) -> None:
+        """The URRs `gone` (their entries gone): their final counts, the sum of their slots', kept;
+        the freed slots' counts kept too (for an undo), then zeroed."""
+        slots_of = old.urr_usage_slots() if old is not None else {}
+        read = self.usage({slot for _, urr_id in gone for slot in slots_of.get(urr_id, ())} | set(freed.values()))
+        for key in gone:
+            self._final[key] = _sum(read[slot] for slot in slots_of.get(key[1], ()))
             self._final.move_to_end(key)
-        while len(self._final) > self.FINAL_KEPT:
-            self._final.popitem(last=False)
+        for key in freed:
+            self._freed[key] = read[key[1]]
+            self._freed.move_to_end(key)
+        for kept in (self._final, self._freed):
+            while len(kept) > self.FINAL_KEPT:
+                kept.popitem(last=False)
         self._usage.update({slot: Usage() for slot in freed.values()})
 
     def _compile(self, session: Optional[Session]) -> Entries:
@@ -252,12 +262,27 @@ def compile_stored(session: Session, site: Site) -> Entries:
 
 
 def _slot_changes(old: Optional[Session], new: Optional[Session]) -> tuple[dict, dict]:
-    """The URR slots `new` gives and those it frees, each by (SEID, URR id)."""
-    before = {(old.seid, urr_id): slot for urr_id, slot in old.urr_slots.items()} if old else {}
-    after = {(new.seid, urr_id): slot for urr_id, slot in new.urr_slots.items()} if new else {}
-    given = {key: slot for key, slot in after.items() if before.get(key) != slot}
-    freed = {key: slot for key, slot in before.items() if after.get(key) != slot}
-    return given, freed
+    """The usage slots `new` gives and those it frees, each by (SEID, slot)."""
+    before = {(old.seid, slot): slot for slot in old.usage_slots()} if old else {}
+    after = {(new.seid, slot): slot for slot in new.usage_slots()} if new else {}
+    return {key: slot for key, slot in after.items() if key not in before}, {
+        key: slot for key, slot in before.items() if key not in after}
+
+
+def _urr_changes(old: Optional[Session], new: Optional[Session]) -> list[tuple[int, int]]:
+    """The URRs (SEID, URR id) that counted in `old` and do not in `new` (removed, session deleted)."""
+    if old is None:
+        return []
+    kept = new.urr_slots if new is not None else {}
+    return [(old.seid, urr_id) for urr_id, slot in old.urr_slots.items() if kept.get(urr_id) != slot]
+
+
+def _sum(counts: Iterable[Usage]) -> Usage:
+    total = Usage()
+    for each in counts:
+        for name, _ in Usage._fields_:
+            setattr(total, name, getattr(total, name) + getattr(each, name))
+    return total
 
 
 class _Slots:

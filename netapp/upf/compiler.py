@@ -7,13 +7,13 @@ and URR folded in, so that a packet needs one lookup. Of several PDRs with one k
 highest precedence (the lowest value, 29.244 5.2.1) wins; PDRs of one TEID that differ by QFI get an
 entry per QFI, found through the TEID's own entry (DPP_UPF_PDR_BY_QFI). PDRs with SDF filters
 become classifier rules and a slot of dpp_upf_sdf_pdrs each (netapp.upf.sdf); the entry of their
-TEID or UE address, marked DPP_UPF_PDR_SDF, holds what the PDRs without filters say.
+TEID or UE address, marked DPP_UPF_PDR_SDF, holds what the PDRs without filters say. An entry counts
+on one usage slot: its URR's, or for a PDR naming several URRs that of its set (models.UrrSet).
 
 What the data path cannot do yet is refused, naming the PDR or FAR, with Rule creation/modification
 failure: SDF filters the classifier cannot hold (netapp.upf.sdf), DUPL without a peer for the copies,
-UDP outer header creation, a network instance the settings do not name, more than one URR on a PDR
-(an entry counts on one usage slot), and with output REDIRECT a FAR whose destination no configured
-interface serves. BUFF and DUPL entries carry the SEID and PDR id, for the frames they punt.
+a network instance the settings do not name, and with output REDIRECT a FAR whose destination no
+configured interface serves. BUFF and DUPL entries carry the SEID and PDR id, for the frames they punt.
 """
 
 from __future__ import annotations
@@ -199,12 +199,9 @@ def _action(session: Session, pdr: Pdr, site: Site, urr_slots: Mapping[int, int]
     """The PDR's FAR, first QER with a QFI (and its gate) and its URR, as one entry value."""
     far = session.fars[pdr.far_id]  # type: ignore[index]
     uplink = pdr.pdi.source_interface == Interface.ACCESS
-    if len(pdr.urr_ids) > 1:
-        raise _refused(pdr, f"{len(pdr.urr_ids)} URRs: the data path counts one URR per PDR", IEType.URR_ID)
     # A URR whose quota is used up: the PDR drops, uncounted (its packets are no usage), until a new quota.
     exhausted = any(session.urrs[urr_id].quota_exhausted for urr_id in pdr.urr_ids)
-    counted = pdr.urr_ids and not exhausted
-    action = PdrAction(output=site.output, urr=urr_slots.get(pdr.urr_ids[0], NO_URR) if counted else NO_URR)
+    action = PdrAction(output=site.output, urr=NO_URR if exhausted else _usage_slot(session, pdr, urr_slots))
     if pdr.outer_header_removal is not None:
         if pdr.outer_header_removal not in GTPU_REMOVALS:
             raise _refused(pdr, "only GTP-U/UDP/IP outer header removal is supported", IEType.OUTER_HEADER_REMOVAL)
@@ -217,6 +214,13 @@ def _action(session: Session, pdr: Pdr, site: Site, urr_slots: Mapping[int, int]
         _forwarding(action, far, pdr, site, uplink)
     _punted(action, session, pdr, far)
     return action
+
+
+def _usage_slot(session: Session, pdr: Pdr, urr_slots: Mapping[int, int]) -> int:
+    """The slot the PDR counts on: its URR's, or that of its set of URRs (models.UrrSet)."""
+    urr_ids = set(pdr.urr_ids)
+    slot = urr_slots.get(next(iter(urr_ids))) if len(urr_ids) == 1 else session.counting_slot(urr_ids)
+    return NO_URR if slot is None else slot
 
 
 def _punted(action: PdrAction, session: Session, pdr: Pdr, far: Far) -> None:
@@ -251,8 +255,6 @@ def _forwarding(action: PdrAction, far: Far, pdr: Pdr, site: Site, uplink: bool)
             raise _refused(pdr, "an uplink PDR forwarded without a tunnel needs outer header removal",
                            IEType.OUTER_HEADER_REMOVAL)
         return
-    if not creation.kind.startswith("gtpu"):
-        raise _far_refused(far, "only GTP-U outer header creation is supported")
     family = 6 if creation.kind.endswith("ipv6") else 4
     local = site.n3_ipv6 if family == 6 else site.n3_ipv4
     if local is None:
@@ -261,6 +263,9 @@ def _forwarding(action: PdrAction, far: Far, pdr: Pdr, site: Site, uplink: bool)
         raise _refused(pdr, "re-encapsulation needs outer header removal", IEType.OUTER_HEADER_REMOVAL)
     action.flags |= PdrFlag.ENCAP
     action.family, action.teid, action.pdu_type = family, creation.teid or 0, 1 if uplink else 0
+    if creation.kind.startswith("udp"):  # UDP/IP alone: the port where the TEID would be
+        action.flags |= PdrFlag.UDP
+        action.teid = creation.port or 0
     action.peer[:] = words(creation.address)
     action.local[:] = words(local)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import ipaddress
-from typing import Annotated, Literal, Optional
+from typing import Annotated, Iterable, Literal, Optional
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
@@ -261,9 +261,21 @@ TRIGGER_NEEDS = {
 }
 
 
+class UrrSet(_Model):
+    """The usage slot the PDRs naming several URRs count on: one per distinct set of URR ids. A URR's
+    usage is that of its own slot (`Session.urr_slots`, which its PDRs naming it alone count on) and
+    of the slots of the sets it is a member of. A URR removed leaves `members`; the slot is freed
+    with the last one. Only a set whose members are all its URRs is counted on again: a URR created
+    later than a set's slot (even with an id it had) starts from zero."""
+
+    slot: int = Field(ge=1, le=UINT32)
+    urr_ids: tuple[int, ...] = Field(description="the set, in increasing order")
+    members: tuple[int, ...] = Field(description="its URRs still in the session, whose usage the slot holds")
+
+
 class Session(_Model):
     """A PFCP session: ours (`seid`) and the CP function's (`remote`), the association it belongs
-    to (`node_id`: the tenant), its rules by id, and the data path's usage slot of each URR and
+    to (`node_id`: the tenant), its rules by id, and the data path's usage slots of its URRs and
     slot of each PDR with SDF filters (given by the UPF, like its TEIDs, and stored with the
     session)."""
 
@@ -277,9 +289,33 @@ class Session(_Model):
     urr_slots: dict[int, int] = Field(
         default_factory=dict, description="URR id -> its slot of the data path's usage counters (dpp_upf_usage)"
     )
+    urr_sets: tuple[UrrSet, ...] = Field(
+        (), description="the usage slots of the PDRs that name several URRs, one per set of URRs"
+    )
     sdf_slots: dict[int, int] = Field(
         default_factory=dict, description="PDR id (with SDF filters) -> its slot of dpp_upf_sdf_pdrs"
     )
+
+    def usage_slots(self) -> list[int]:
+        """Every slot of dpp_upf_usage the session holds."""
+        return [*self.urr_slots.values(), *(each.slot for each in self.urr_sets)]
+
+    def urr_usage_slots(self) -> dict[int, list[int]]:
+        """The slots each URR's usage is the sum of (those of the URRs with a slot): its own, and
+        those of the sets it is a member of."""
+        slots = {urr_id: [slot] for urr_id, slot in self.urr_slots.items() if urr_id in self.urrs}
+        for each in self.urr_sets:
+            for urr_id in each.members:
+                if urr_id in slots:
+                    slots[urr_id].append(each.slot)
+        return slots
+
+    def counting_slot(self, urr_ids: Iterable[int]) -> Optional[int]:
+        """The slot a PDR naming the URRs counts on: the URR's own, or that of the set (None: none)."""
+        wanted = tuple(sorted(set(urr_ids)))
+        if len(wanted) == 1:
+            return self.urr_slots.get(wanted[0])
+        return next((each.slot for each in self.urr_sets if each.urr_ids == wanted == each.members), None)
 
     def teids(self) -> set[int]:
         fteids = [pdr.pdi.local_fteid for pdr in self.pdrs.values()]

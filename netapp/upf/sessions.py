@@ -17,9 +17,11 @@ TEIDs the UPF chooses (CHOOSE) lie below the applier's `teid_slots` while fewer 
 the data path looks those up in an array (dpp_upf_teids), the others in a hash map.
 
 URR slots: each URR of a session is given a slot of the data path's usage counters when it is
-created (the applier's `urr_slots` say how many there are; 0: none), like a TEID, and the slot is
-stored with the session, so that a restart gives out no slot in use. The applier zeroes a slot's
-counters when it is given and when it is freed (after reading its final counts).
+created (the applier's `urr_slots` say how many there are; 0: none), like a TEID, and each distinct
+set of URRs a PDR names (several URRs) one when a PDR first names it (models.UrrSet: a URR's usage is
+its slot's plus its sets'); the slots are stored with the session, so that a restart gives out no
+slot in use. The applier zeroes a slot's counters when it is given and when it is freed (after
+reading its final counts).
 
 Sessions in memory (`SessionTable`) are kept as the JSON of their row, not as models: a Session is
 some 130 objects, which Python's cyclic garbage collector would walk on every full collection (a
@@ -43,7 +45,7 @@ from netapp.service.store import Store
 from netapp.service.transaction import Part, Transactions
 from netapp.upf import store as rows
 from netapp.upf.held import SessionChange, SessionTable
-from netapp.upf.models import FSeid, FTeid, RuleError, Session, check_session
+from netapp.upf.models import FSeid, FTeid, RuleError, Session, UrrSet, check_session
 from netapp.upf.peers import Destinations
 from netapp.upf.pfcp.ies import Cause, IEType, RuleType
 from netapp.upf.pfcp.rules import KINDS, RulePlan, build
@@ -135,7 +137,7 @@ class Upf:
             for session, body in rows.load_sessions(store):
                 self.sessions.put(session, body)
                 self._teids.update(dict.fromkeys(session.teids(), session.seid))
-                self._urr_slots.update(dict.fromkeys(session.urr_slots.values(), session.seid))
+                self._urr_slots.update(dict.fromkeys(session.usage_slots(), session.seid))
                 self._sdf_slots.update(dict.fromkeys(session.sdf_slots.values(), session.seid))
             self._give_stored_urrs_slots()
 
@@ -144,11 +146,16 @@ class Upf:
         if not self._urr_slot_count:
             return
         for seid, session in list(self.sessions.items()):
-            if set(session.urrs) - set(session.urr_slots):
-                session = session.model_copy(update={"urr_slots": self._choose_urr_slots(session, session.urrs)})
+            several = any(len(set(pdr.urr_ids)) > 1 for pdr in session.pdrs.values())
+            if not several and not set(session.urrs) - set(session.urr_slots):
+                continue
+            urr_slots = self._choose_urr_slots(session, session.urrs)
+            urr_sets = self._choose_urr_sets(session, session.pdrs, session.urrs, urr_slots)
+            if urr_slots != session.urr_slots or urr_sets != session.urr_sets:
+                session = session.model_copy(update={"urr_slots": urr_slots, "urr_sets": urr_sets})
                 rows.put_session(self._store, session)
                 self.sessions.put(session)
-                self._urr_slots.update(dict.fromkeys(session.urr_slots.values(), seid))
+                self._urr_slots.update(dict.fromkeys(session.usage_slots(), seid))
         self._urr_cursor = self._pending_urr_cursor
 
     @property
@@ -378,14 +385,14 @@ class Upf:
                 self.sessions.remove(old.seid)
                 for teid in old.teids():
                     self._teids.pop(teid, None)
-                for slot in old.urr_slots.values():
+                for slot in old.usage_slots():
                     self._urr_slots.pop(slot, None)
                 for slot in old.sdf_slots.values():
                     self._sdf_slots.pop(slot, None)
             if new is not None:
                 self.sessions.put(new, body)
                 self._teids.update(dict.fromkeys(new.teids(), new.seid))
-                self._urr_slots.update(dict.fromkeys(new.urr_slots.values(), new.seid))
+                self._urr_slots.update(dict.fromkeys(new.usage_slots(), new.seid))
                 self._sdf_slots.update(dict.fromkeys(new.sdf_slots.values(), new.seid))
 
     # --- building a session from a request -------------------------------------------------------
@@ -418,11 +425,13 @@ class Upf:
                 table[rule_id] = build(kind.model, merged, kind.update_ie, (kind.rule_type, rule_id))
         created = self._choose_teids(base, tables["pdrs"])
         self._pending_urr_cursor = self._urr_cursor
+        urr_slots = self._choose_urr_slots(base, tables["urrs"])
         session = Session(
             seid=base.seid,
             node_id=base.node_id,
             remote=base.remote,
-            urr_slots=self._choose_urr_slots(base, tables["urrs"]),
+            urr_slots=urr_slots,
+            urr_sets=self._choose_urr_sets(base, tables["pdrs"], tables["urrs"], urr_slots),
             sdf_slots=self._choose_sdf_slots(base, tables["pdrs"]),
             **tables,  # type: ignore[arg-type]
         )
@@ -473,6 +482,29 @@ class Upf:
             base.seid, base.urr_slots, set(urrs), self._urr_slots, self._urr_slot_count, self._pending_urr_cursor, "URR slot"
         )
         return slots
+
+    def _choose_urr_sets(
+        self, base: Session, pdrs: dict[int, Any], urrs: dict[int, Any], urr_slots: dict[int, int]
+    ) -> tuple[UrrSet, ...]:
+        """The slots of the sets of URRs the PDRs name (several each): `base`'s kept while a member
+        is left (the URRs removed leave them), a free one for each set no slot counts whole."""
+        if not self._urr_slot_count:
+            return ()
+        kept = []
+        for each in base.urr_sets:
+            members = tuple(urr_id for urr_id in each.members if urr_id in urrs)
+            if members:
+                kept.append(each if members == each.members else each.model_copy(update={"members": members}))
+        whole = {each.urr_ids for each in kept if each.urr_ids == each.members}
+        wanted = {tuple(sorted(set(pdr.urr_ids))) for pdr in pdrs.values() if len(set(pdr.urr_ids)) > 1}
+        taken = _Taken(self._urr_slots, base.seid)
+        for slot in [*base.usage_slots(), *urr_slots.values()]:  # freed ones too: their final counts are read after
+            taken.add(slot)
+        for urr_ids in sorted(wanted - whole):
+            slot = self._pending_urr_cursor = _free(self._pending_urr_cursor, taken, self._urr_slot_count, "URR slot")
+            taken.add(slot)
+            kept.append(UrrSet(slot=slot, urr_ids=urr_ids, members=urr_ids))
+        return tuple(kept)
 
     def _choose_sdf_slots(self, base: Session, pdrs: dict[int, Any]) -> dict[int, int]:
         """The slots of the PDRs with SDF filters: those `base` gave them kept, the first free one

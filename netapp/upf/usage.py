@@ -1,7 +1,8 @@
 """The URR logic of the UPF: each URR's usage measured from its slot of the data path's counters
 (dpp_upf_usage), its thresholds, quotas and periods checked, and usage reports made (29.244 5.2.2).
 
-`UsageMonitor.step(now)` is one poll: every URR's counts read in one batched lookup, and per URR,
+`UsageMonitor.step(now)` is one poll: every URR's counts read in one batched lookup (the sum of
+its own slot and the slots of the sets of URRs it is in, models.UrrSet), and per URR,
 the usage since its previous report (the measurement) compared with what it asks for. In the order
 below, the first that holds makes one Usage Report (trigger, UR-SEQN, Start and End Time, Volume
 Measurement with bytes and packets each way, Duration Measurement when the URR measures DURAT); a
@@ -237,9 +238,9 @@ class UsageMonitor:
 
     def session_counts(self, session: Session) -> dict[int, Counts]:
         """The counts of the session's URRs now, by URR id (those with a slot)."""
-        slots = {urr_id: slot for urr_id, slot in session.urr_slots.items() if urr_id in session.urrs}
-        read = self._upf.usage(slots.values()) if slots else {}
-        return {urr_id: _counts(read[slot]) for urr_id, slot in slots.items() if slot in read}
+        slots = session.urr_usage_slots()
+        read = self._upf.usage({slot for each in slots.values() for slot in each}) if slots else {}
+        return {urr_id: counts for urr_id, each in slots.items() if (counts := _sum(read, each)) is not None}
 
     def totals(self, usages: Iterable[UrrUsage]) -> dict[str, Counts]:
         """Per association: the counts of its URRs (`usages`) and the final counts of those gone."""
@@ -256,15 +257,15 @@ class UsageMonitor:
         return usages
 
     def _counts(self) -> list[tuple[tuple[str, int, int, Urr], Counts]]:
-        """(node id, SEID, URR id, URR) of every URR with a slot, and its slot's counts, read at once."""
+        """(node id, SEID, URR id, URR) of every URR with a slot, and its counts (the sum of its
+        slots': models.UrrSet), read at once."""
         rows = [
-            ((session.node_id, session.seid, urr_id, session.urrs[urr_id]), slot)
+            ((session.node_id, session.seid, urr_id, session.urrs[urr_id]), slots)
             for session in _sessions(self._upf)
-            for urr_id, slot in session.urr_slots.items()
-            if urr_id in session.urrs
+            for urr_id, slots in session.urr_usage_slots().items()
         ]
-        read = self._upf.usage([slot for _, slot in rows]) if rows else {}
-        return [(key, _counts(read[slot])) for key, slot in rows if slot in read]
+        read = self._upf.usage([slot for _, slots in rows for slot in slots]) if rows else {}
+        return [(key, counts) for key, slots in rows if (counts := _sum(read, slots)) is not None]
 
     def _measurement(self, node_id: str, seid: int, urr_id: int, urr: Urr, counts: Counts, now: float) -> _Measurement:
         """The URR's measurement, with the URR as it is now (an Update URR may have changed it)."""
@@ -352,15 +353,16 @@ class UsageMonitor:
     def query(self, session: Session, urr_ids: Iterable[int]) -> list[UsageReport]:
         """Immediate reports (IMMER) of the session's URRs named, each starting a new measurement;
         URRs it has not (or without a slot) are left out."""
-        wanted = sorted(urr_id for urr_id in set(urr_ids) if urr_id in session.urr_slots and urr_id in session.urrs)
+        slots = session.urr_usage_slots()
+        wanted = sorted(urr_id for urr_id in set(urr_ids) if urr_id in slots)
         if not wanted:
             return []
         now = self._clock()
         reports = []
         with self._lock:
-            read = self._upf.usage([session.urr_slots[urr_id] for urr_id in wanted])
+            read = self._upf.usage({slot for urr_id in wanted for slot in slots[urr_id]})
             for urr_id in wanted:
-                counts = _counts(read[session.urr_slots[urr_id]])
+                counts = _sum(read, slots[urr_id]) or ZERO
                 urr = session.urrs[urr_id]
                 measurement = self._measurement(session.node_id, session.seid, urr_id, urr, counts, now)
                 if measurement.first_packet is None and counts != measurement.last:
@@ -381,6 +383,16 @@ def _sessions(upf: Any) -> list[Session]:
 
 def _counts(usage: Any) -> Counts:
     return tuple(int(getattr(usage, name)) for name in COUNTS)  # type: ignore[return-value]
+
+
+def _sum(read: dict[int, Any], slots: Iterable[int]) -> Optional[Counts]:
+    """The sum of the slots' counts (a URR's); None when a slot was not read."""
+    total = ZERO
+    for slot in slots:
+        if slot not in read:
+            return None
+        total = _plus(total, _counts(read[slot]))
+    return total
 
 
 def _minus(a: Counts, b: Counts) -> Counts:

@@ -7,8 +7,8 @@ import dataclasses
 import pytest
 
 from netapp.upf.abi import QFI_ANY, FarAction, Output, PdrFlag, Role
-from netapp.upf.compiler import Port, Site, compile_session
-from netapp.upf.models import DuplicatingParameters, Far, OuterHeaderCreation, Pdi, Pdr, Qer, RuleError, Urr
+from netapp.upf.compiler import NO_URR, Port, Site, compile_session
+from netapp.upf.models import DuplicatingParameters, Far, OuterHeaderCreation, Pdi, Pdr, Qer, RuleError, Urr, UrrSet
 from netapp.upf.pfcp.ies import Cause, IEType, Interface, RuleType
 from tests.upf.test_datapath import GNB, N3_IP, TEID, UE, UE6, session
 
@@ -125,13 +125,16 @@ def test_other_outputs_need_no_port():
     assert compile_session(session(), SITE, {}).uplink[(TEID, QFI_ANY)].ifindex == 0
 
 
-def test_a_pdr_with_two_urrs_is_refused_naming_it_and_the_urr_id_ie():
+def test_a_pdr_with_several_urrs_counts_on_the_slot_of_its_set_and_one_with_one_on_the_urrs():
     base = session()
     two = base.model_copy(update={
         "urrs": {**base.urrs, 2: Urr(id=2, measurement_method=frozenset({"VOLUM"}))},
-        "pdrs": {**base.pdrs, 2: base.pdrs[2].model_copy(update={"urr_ids": (1, 2)})},
+        "pdrs": {**base.pdrs, 2: base.pdrs[2].model_copy(update={"urr_ids": (2, 1, 2)})},
+        "urr_sets": (UrrSet(slot=9, urr_ids=(1, 2), members=(1,)), UrrSet(slot=7, urr_ids=(1, 2), members=(1, 2))),
     })
-    with pytest.raises(RuleError) as caught:
-        compile_session(two, SITE, {1: 5, 2: 6})
-    assert (caught.value.cause, caught.value.rule, caught.value.ie_type) == (
-        Cause.RULE_CREATION_MODIFICATION_FAILURE, (RuleType.PDR, 2), IEType.URR_ID)
+    entries = compile_session(two, SITE, {1: 5, 2: 6})
+    assert entries.uplink[(TEID, QFI_ANY)].urr == 5
+    assert {value.urr for value in entries.downlink.values()} == {7}, "the set whose members are all its URRs"
+    assert {value.urr for value in compile_session(two, SITE, {}).downlink.values()} == {7}
+    without = two.model_copy(update={"urr_sets": ()})  # no data path that counts: no slot
+    assert {value.urr for value in compile_session(without, SITE, {}).downlink.values()} == {NO_URR}

@@ -5,7 +5,9 @@ Each run is a single repetition: the program rewrites the buffer."""
 
 from __future__ import annotations
 
+import contextlib
 import secrets
+from typing import Any, Iterator
 
 import pytest
 from scapy.contrib.gtp import GTP_U_Header, GTPPDUSessionContainer
@@ -69,10 +71,11 @@ def session(*, uplink_far: Far | None = None, sdf: bool = False, seid: int = 1) 
 N3_IF = N6_IF = OTHER_IF = 0  # the ifindexes of the module's namespace's interfaces (fixture `dp`)
 
 
-@pytest.fixture(scope="module")
-def dp():
-    """An instance inside a namespace of its own, whose three veth ends are the N3, the N6 and an
-    interface without a role (BPF_PROG_TEST_RUN wants a real ingress device)."""
+@contextlib.contextmanager
+def instance(**options: Any) -> Iterator[Dataplane]:
+    """An instance (Dataplane.open's `options`) inside a namespace of its own, whose three veth ends
+    are the N3, the N6 and an interface without a role (BPF_PROG_TEST_RUN wants a real ingress
+    device): N3_IF, N6_IF, OTHER_IF."""
     global N3_IF, N6_IF, OTHER_IF
     require_kernel()
     name = f"dpp-upf-{secrets.token_hex(3)}"
@@ -82,10 +85,16 @@ def dp():
             netns.run(["ip", "link", "add", a, "type", "veth", "peer", "name", b], netns=name)
         with netns.entered(name):
             N3_IF, N6_IF, OTHER_IF = (interface_index(ifname) for ifname in ("n3", "n6", "ot"))
-            with Dataplane.open(trace=True) as opened:
+            with Dataplane.open(trace=True, **options) as opened:
                 yield opened
     finally:
         netns.delete_namespace(name)
+
+
+@pytest.fixture(scope="module")
+def dp():
+    with instance() as opened:
+        yield opened
 
 
 def applier(dp: Dataplane, output: Output = Output.PASS) -> BpfApplier:

@@ -97,6 +97,10 @@ def test_a_far_tunnelling_outside_upf_peer_networks_is_refused_naming_it_and_not
     away = ie(10, [ie(108, {"Val": 2}), ie(11, [ie(84, {"GTPU_UDP_IPv4": 1, "TEID": 0x200, "IPv4Addr": OUTSIDE})])])
     assert cause(smf.ask("PFCPSessionModificationReq", [away], seid=up_seid)) == Cause.RULE_CREATION_MODIFICATION_FAILURE
     assert endpoint.upf.sessions[up_seid] == session
+    udp_away = ie(10, [ie(108, {"Val": 2}), ie(11, [ie(84, {"UDP_IPv4": 1, "IPv4Addr": OUTSIDE, "Port": 5555})])])
+    assert cause(smf.ask("PFCPSessionModificationReq", [udp_away], seid=up_seid)) == (
+        Cause.RULE_CREATION_MODIFICATION_FAILURE), "UDP outer header creation too"
+    assert endpoint.upf.sessions[up_seid] == session
     inside = ie(10, [ie(108, {"Val": 2}), ie(11, [ie(84, {"GTPU_UDP_IPv4": 1, "TEID": 0x200, "IPv4Addr": "192.0.2.11"})])])
     assert cause(smf.ask("PFCPSessionModificationReq", [inside], seid=up_seid)) == Cause.REQUEST_ACCEPTED
 

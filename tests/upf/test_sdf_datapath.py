@@ -45,6 +45,11 @@ def state(dp):  # noqa: F811
 
 @pytest.fixture
 def upf(dp, state):  # noqa: F811
+    return sdf_applier(dp, state)
+
+
+def sdf_applier(dp, state: ServiceState) -> BpfApplier:  # noqa: F811
+    """An applier over the instance whose rules go through the service's rule machinery."""
     site = Site(net_instances={"internet": 1}, default_instance="internet", n3_ipv4=N3_IP, n3_ipv6=N3_IP6,
                 output=Output.PASS, ports=(Port(datapath.N3_IF, Role.N3), Port(datapath.N6_IF, Role.N6, "internet")))
     roles = {datapath.N3_IF: (Role.N3, 0), datapath.N6_IF: (Role.N6, 1)}

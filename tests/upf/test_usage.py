@@ -6,7 +6,7 @@ volume quota that stops the traffic until a new quota, periods, and the final us
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator
+from typing import Any, Iterator, Optional
 
 from pycrate_mobile import TS29244_PFCP as P
 from scapy.layers.inet import IP, UDP
@@ -54,23 +54,32 @@ UL_SIZE = len(ue_packet())  # 92: what the URR counts of each uplink packet (the
 T0 = 1_800_000_000.0  # the fake clock's start (Unix seconds)
 
 
-def urr(*children: dict[str, Any]) -> dict[str, Any]:
-    return ie(6, [ie(81, {"Val": 1}), *children])
+def urr(*children: dict[str, Any], urr_id: int = 1) -> dict[str, Any]:
+    return ie(6, [ie(81, {"Val": urr_id}), *children])
+
+
+def with_urrs(pdr: dict[str, Any], urr_ids: tuple[int, ...]) -> dict[str, Any]:
+    """A Create PDR (tests.upf.smf.create_pdr with its URR 1) naming the URRs instead."""
+    kept = [child for child in pdr["Data"] if child["Type"] != 81]
+    return ie(pdr["Type"], [*kept, *(ie(81, {"Val": urr_id}) for urr_id in urr_ids)])
 
 
 @contextlib.contextmanager
-def site(dp, tmp_path, created_urr: dict[str, Any]) -> Iterator[tuple[PfcpServer, Smf, int, int]]:
+def site(dp, tmp_path, created_urr: dict[str, Any], *more_urrs: dict[str, Any], uplink_urrs: tuple[int, ...] = (1,),
+         downlink_urrs: tuple[int, ...] = (1,), downlink_far: Optional[dict[str, Any]] = None
+         ) -> Iterator[tuple[PfcpServer, Smf, int, int]]:
     """A UPF over the data plane serving PFCP, an SMF associated, and one session established with
-    `created_urr` on its uplink and downlink PDRs: (server, smf, UP SEID, uplink TEID)."""
+    `created_urr` (and `more_urrs`), its uplink and downlink PDRs naming the URRs given, the downlink
+    FAR (id 2) GTP-U to GNB unless given: (server, smf, UP SEID, uplink TEID)."""
     store = Store.open(tmp_path / "netapp.db", synchronous="NORMAL")
     server = PfcpServer(Upf(store, applier(dp), n3_ipv4=N3_IP), "127.0.0.1", 0)
     server.start()
     smf = Smf(server.address)
     try:
         assert cause(smf.ask("PFCPAssociationSetupReq", [node_id(), recovery(1000)])) == Cause.REQUEST_ACCEPTED
-        ies = [node_id(), fseid(0x51), create_pdr(1, 1, access=True, choose_id=1, flow=None),
-               create_pdr(3, 2, access=False, ue=UE, flow=None), create_far(1, core=True),
-               create_far(2, core=False, gnb=GNB, teid=DL_TEID), create_qer(), created_urr]
+        ies = [node_id(), fseid(0x51), with_urrs(create_pdr(1, 1, access=True, choose_id=1, flow=None), uplink_urrs),
+               with_urrs(create_pdr(3, 2, access=False, ue=UE, flow=None), downlink_urrs), create_far(1, core=True),
+               downlink_far or create_far(2, core=False, gnb=GNB, teid=DL_TEID), create_qer(), created_urr, *more_urrs]
         assert cause(smf.ask("PFCPSessionEstablishmentReq", ies, seid=0)) == Cause.REQUEST_ACCEPTED
         (session,) = server.upf.sessions.values()
         yield server, smf, session.seid, session.pdrs[1].pdi.local_fteid.teid

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* Outer header creation (TS 29.244 8.2.56, GTP-U/UDP/IPv4 or IPv6): Ethernet (addresses filled in
  * by the output), the outer IP header from our address to the peer's, UDP 2152 to 2152, and a GTP-U
- * header (TS 29.281) with one PDU Session Container (TS 38.415) carrying the QFI. IPv4: header
- * checksum computed, UDP checksum 0 (RFC 768); IPv6: UDP checksum computed over the whole datagram
- * (RFC 8200 8.1). */
+ * header (TS 29.281) with one PDU Session Container (TS 38.415) carrying the QFI. UDP/IPv4 or IPv6
+ * (DPP_UPF_PDR_UDP): the same without GTP-U, UDP from and to the peer's port. IPv4: header checksum
+ * computed, UDP checksum 0 (RFC 768); IPv6: UDP checksum computed over the whole datagram (RFC 8200
+ * 8.1). */
 #ifndef DPP_NF_UPF_ENCAP_H
 #define DPP_NF_UPF_ENCAP_H
 
@@ -56,12 +57,24 @@ static __always_inline void fill_gtpu(struct upf_gtpu_psc *g, const struct dpp_u
 	g->psc_next = 0;
 }
 
-static __always_inline void fill_udp(struct udphdr *udp, __u32 len)
+/* The bytes of the tunnel's own header after UDP: GTP-U's, or none (UDP/IP alone). */
+static __always_inline __u32 tunnel_len(const struct dpp_upf_pdr *pdr)
 {
-	udp->source = bpf_htons(DPP_PORT_GTPU);
-	udp->dest = bpf_htons(DPP_PORT_GTPU);
-	udp->len = bpf_htons(len);
+	return (pdr->flags & DPP_UPF_PDR_UDP) ? 0 : sizeof(struct upf_gtpu_psc);
+}
+
+/* UDP, and the GTP-U header after it unless the tunnel is UDP alone. */
+static __always_inline void fill_udp(struct udphdr *udp, const struct dpp_upf_pdr *pdr, __u32 ue_len)
+{
+	__u32 tun = tunnel_len(pdr);
+	__be16 port = tun ? bpf_htons(DPP_PORT_GTPU) : bpf_htons(pdr->teid);
+
+	udp->source = port;
+	udp->dest = port;
+	udp->len = bpf_htons(sizeof(*udp) + tun + ue_len);
 	udp->check = 0;
+	if (tun)
+		fill_gtpu((void *)(udp + 1), pdr, ue_len);
 }
 
 static __always_inline int encap4(struct xdp_md *ctx, const struct dpp_upf_pdr *pdr, __u32 ue_len)
@@ -71,12 +84,12 @@ static __always_inline int encap4(struct xdp_md *ctx, const struct dpp_upf_pdr *
 	struct iphdr *ip = (void *)(eth + 1);
 	struct udphdr *udp = (void *)(ip + 1);
 
-	if (data + UPF_ENCAP4 > end)
+	if (data + UPF_ENCAP4 > end) /* also UDP alone: the UE packet is longer than GTP-U's header */
 		return -1;
 	eth->h_proto = bpf_htons(ETH_P_IP);
 	*(__u8 *)ip = 0x45;
 	ip->tos = 0;
-	ip->tot_len = bpf_htons(UPF_ENCAP4 - sizeof(*eth) + ue_len);
+	ip->tot_len = bpf_htons(sizeof(*ip) + sizeof(*udp) + tunnel_len(pdr) + ue_len);
 	ip->id = 0;
 	ip->frag_off = 0;
 	ip->ttl = UPF_TTL;
@@ -85,8 +98,7 @@ static __always_inline int encap4(struct xdp_md *ctx, const struct dpp_upf_pdr *
 	ip->saddr = pdr->local[0];
 	ip->daddr = pdr->peer[0];
 	ip->check = ipv4_header_csum(ip);
-	fill_udp(udp, UPF_ENCAP4 - sizeof(*eth) - sizeof(*ip) + ue_len);
-	fill_gtpu((void *)(udp + 1), pdr, ue_len);
+	fill_udp(udp, pdr, ue_len);
 	return 0;
 }
 
@@ -115,7 +127,7 @@ static __always_inline int encap6(struct xdp_md *ctx, const struct dpp_upf_pdr *
 	struct ethhdr *eth = data;
 	struct ipv6hdr *ip6 = (void *)(eth + 1);
 	struct udphdr *udp = (void *)(ip6 + 1);
-	__u32 udp_len = UPF_ENCAP6 - sizeof(*eth) - sizeof(*ip6) + ue_len;
+	__u32 udp_len = sizeof(*udp) + tunnel_len(pdr) + ue_len;
 	__u16 check;
 
 	if (data + UPF_ENCAP6 > end)
@@ -127,8 +139,7 @@ static __always_inline int encap6(struct xdp_md *ctx, const struct dpp_upf_pdr *
 	ip6->hop_limit = UPF_TTL;
 	__builtin_memcpy(&ip6->saddr, pdr->local, sizeof(ip6->saddr));
 	__builtin_memcpy(&ip6->daddr, pdr->peer, sizeof(ip6->daddr));
-	fill_udp(udp, udp_len);
-	fill_gtpu((void *)(udp + 1), pdr, ue_len);
+	fill_udp(udp, pdr, ue_len);
 	if (udp6_csum(ctx, sizeof(*eth) + sizeof(*ip6), udp_len, ip6, &check))
 		return -1;
 	udp->check = check;
@@ -157,7 +168,8 @@ static __always_inline int upf_encap(struct xdp_md *ctx, const struct dpp_upf_pd
 {
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
 	__u32 ue_len = ip_len_at(data, end, l3, family), frame_len = end - data;
-	int hdr = pdr->family == 6 ? UPF_ENCAP6 : UPF_ENCAP4;
+	int hdr = (pdr->family == 6 ? UPF_ENCAP6 : UPF_ENCAP4) - (int)sizeof(struct upf_gtpu_psc) +
+		  (int)tunnel_len(pdr);
 	__u8 macs[2 * ETH_ALEN];
 
 	if (!ue_len || l3 + ue_len > frame_len)

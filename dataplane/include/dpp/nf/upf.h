@@ -68,6 +68,7 @@ enum dpp_upf_pdr_flags {
 	DPP_UPF_PDR_SDF = 16,	  /* the TEID's (UE address's) PDRs have SDF filters: classify first */
 	DPP_UPF_PDR_DUPL = 32,	  /* FAR DUPL: a copy to user space (dpp_upf_punt), then as the FAR says */
 	DPP_UPF_PDR_ENTRY = 64,	  /* dpp_upf_teids: the slot holds its TEID's entry (else: no PDR) */
+	DPP_UPF_PDR_UDP = 128,	  /* ENCAP: UDP/IP alone (no GTP-U), to port teid of the peer */
 };
 
 /* Value of dpp_upf_ifaces, at slot ifindex % DPP_MAX_UPF_IFACES (no two interfaces of the UPF share
@@ -109,7 +110,7 @@ struct dpp_upf_pdr {
 	__u16 pdr_id;  /* FAR BUFFER, DUPL: the PDR's id, for user space (struct dpp_upf_punt) */
 	__u32 ifindex;	/* OUTPUT_REDIRECT: the egress port, a key of dpp_ports */
 	__u32 urr;	/* slot of dpp_upf_usage; DPP_NONE: not measured */
-	__u32 teid;	/* ENCAP: the peer's TEID */
+	__u32 teid;	/* ENCAP: the peer's TEID; with DPP_UPF_PDR_UDP its UDP port */
 	__u32 peer[4];	/* ENCAP: the peer's address, network order (IPv4 in peer[0]) */
 	__u32 local[4]; /* ENCAP: our address, the outer source */
 	__u64 seid;	/* FAR BUFFER, DUPL: the PDR's session (our SEID), for user space */
