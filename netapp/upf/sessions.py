@@ -479,7 +479,8 @@ class Upf:
         """The URRs' slots: those `base` gave them kept, a free one (after the cursor) for each new
         URR; none without a data path that counts."""
         slots, self._pending_urr_cursor = _choose_slots(
-            base.seid, base.urr_slots, set(urrs), self._urr_slots, self._urr_slot_count, self._pending_urr_cursor, "URR slot"
+            base.seid, base.urr_slots, set(urrs), self._urr_slots, self._urr_slot_count, self._pending_urr_cursor,
+            "URR slot", base.usage_slots(),
         )
         return slots
 
@@ -544,16 +545,19 @@ class _Taken:
 
 
 def _choose_slots(
-    seid: int, kept: dict[int, int], wanted: set[int], held: dict[int, int], count: int, cursor: int, what: str
+    seid: int, kept: dict[int, int], wanted: set[int], held: dict[int, int], count: int, cursor: int, what: str,
+    had: Iterable[int] = (),
 ) -> tuple[dict[int, int], int]:
     """Slots for the `wanted` ids of session `seid`: those it `kept` stay, each other id the first
     free one after `cursor` among `count` (`held`: slot -> the SEID holding it); and the cursor
-    after them. None at all when the data path has no such slots (count 0)."""
+    after them. A slot the session had (`kept`'s, `had`) is not given to another id in this change:
+    were it, the applier would see it neither freed nor given, and the new id would inherit the old
+    one's counts. None at all when the data path has no such slots (count 0)."""
     if not count:
         return {}, cursor
     slots = {rule_id: slot for rule_id, slot in kept.items() if rule_id in wanted}
     taken = _Taken(held, seid)
-    for slot in slots.values():
+    for slot in [*kept.values(), *had]:
         taken.add(slot)
     for rule_id in sorted(wanted - set(slots)):
         cursor = slots[rule_id] = _free(cursor, taken, count, what)

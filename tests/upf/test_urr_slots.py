@@ -68,6 +68,19 @@ def test_slots_are_freed_with_the_urr_and_the_session_and_given_again(endpoint, 
     assert _slots(endpoint)[fourth] == {1: 3}
 
 
+def test_a_slot_given_up_is_not_given_to_another_urr_in_the_same_change(endpoint, counted):
+    """Were URR 2 given URR 1's slot as URR 1 goes, the applier would see the slot neither freed nor
+    given: URR 2 would start from URR 1's counts. The slot is free from the next change on."""
+    first, second, third = (_establish(counted, cp_seid) for cp_seid in (1, 2, 3))  # slots 1, 2, 3: all
+    swap = [ie(17, [ie(81, {"Val": 1})]), ie(6, [ie(81, {"Val": 2}), ie(62, {"VOLUM": 1})]),  # Remove 1, Create 2
+            *(ie(9, [ie(56, {"Val": pdr_id}), ie(81, {"Val": 2})]) for pdr_id in range(1, 5))]  # the PDRs count on 2
+    assert cause(counted.ask("PFCPSessionModificationReq", swap, seid=first)) == Cause.NO_RESOURCES_AVAILABLE
+    assert _slots(endpoint) == {first: {1: 1}, second: {1: 2}, third: {1: 3}}
+    assert cause(counted.ask("PFCPSessionDeletionReq", [], seid=third)) == Cause.REQUEST_ACCEPTED
+    assert cause(counted.ask("PFCPSessionModificationReq", swap, seid=first)) == Cause.REQUEST_ACCEPTED
+    assert _slots(endpoint)[first] == {2: 3}
+
+
 def test_sessions_stored_without_slots_get_them_when_a_data_path_counts(endpoint, associated):
     seid = _establish(associated, 1)
     assert _slots(endpoint) == {seid: {}}, "no data path: no slot"
