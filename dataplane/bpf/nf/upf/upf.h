@@ -135,13 +135,18 @@ static __always_inline int upf_signalling(struct xdp_md *ctx, const struct dpp_p
 }
 
 /* A TEID's own entry: its slot of dpp_upf_teids (an inlined array lookup, one line; empty: none)
- * or, past the array, its entry of dpp_upf_uplink. */
+ * or, past the array, its entry of dpp_upf_uplink, looked up only when that may hold one. */
 static __always_inline const struct dpp_upf_pdr *upf_teid_pdr(struct dpp_upf_ul_key *k)
 {
 	const struct dpp_upf_pdr *pdr = bpf_map_lookup_elem(&dpp_upf_teids, &k->teid);
+	const struct dpp_upf_uplink_state *state;
+	__u32 zero = 0;
 
 	if (pdr)
 		return (pdr->flags & DPP_UPF_PDR_ENTRY) ? pdr : NULL;
+	state = bpf_map_lookup_elem(&dpp_upf_uplink_state, &zero);
+	if (!state || !state->teids)
+		return NULL;
 	return bpf_map_lookup_elem(&dpp_upf_uplink, k);
 }
 
