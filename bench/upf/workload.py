@@ -53,7 +53,7 @@ INTERFACES = {  # name -> (own MAC, own address/prefix, neighbour, neighbour's M
 }
 
 TEID_BASE = 1  # the first TEID netapp.upf.sessions chooses
-MISS_TEID_BASE = 0x60000000  # no session has these: past dpp_upf_teids, looked up in dpp_upf_uplink too
+MISS_TEID_BASE = 0x60000000  # no session has these: past dpp_upf_teids (dpp_upf_uplink holds no TEIDs)
 DL_TEID_BASE = 0x20000000
 N9_TEID_BASE = 0x30000000
 UE_BASE = int(IPv4Address("10.64.0.0"))  # UE i: 10.64.0.0 + i (a /12 holds a million)

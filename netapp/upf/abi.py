@@ -152,6 +152,11 @@ class RouteGen(Structure):
     _fields_ = [("gen", c_uint64)]
 
 
+class UplinkState(Structure):
+    C_NAME = "dpp_upf_uplink_state"
+    _fields_ = [("teids", c_uint32)]
+
+
 class Usage(Structure):
     C_NAME = "dpp_upf_usage"
     _fields_ = [
@@ -179,13 +184,14 @@ ENUMS = (
     _tag(PdrFlag, "dpp_upf_pdr_flags", "DPP_UPF_PDR_"),
     _tag(PuntKind, "dpp_upf_punt_kind", "DPP_UPF_PUNT_"),
 )
-STRUCTS = (Iface, UplinkKey, DownlinkKey, PdrAction, Usage, Route, RouteGen, Punt)
+STRUCTS = (Iface, UplinkKey, DownlinkKey, PdrAction, UplinkState, Usage, Route, RouteGen, Punt)
 
 # name -> (map type name, key, value, size): netapp.dataplane.abi makes them MapSpecs.
 MAPS = {
     "dpp_upf_ifaces": ("ARRAY", c_uint32, Iface, "DPP_MAX_UPF_IFACES"),
     "dpp_upf_teids": ("ARRAY", c_uint32, PdrAction, "DPP_MAX_UPF_TEIDS"),
     "dpp_upf_uplink": ("HASH", UplinkKey, PdrAction, "DPP_MAX_UPF_PDRS"),
+    "dpp_upf_uplink_state": ("ARRAY", c_uint32, UplinkState, 1),
     "dpp_upf_downlink": ("HASH", DownlinkKey, PdrAction, "DPP_MAX_UPF_PDRS"),
     "dpp_upf_sdf_pdrs": ("ARRAY", c_uint32, PdrAction, "DPP_MAX_UPF_SDF_PDRS"),
     "dpp_upf_usage": ("ARRAY", c_uint32, Usage, "DPP_MAX_UPF_URRS"),

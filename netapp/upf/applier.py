@@ -33,6 +33,7 @@ from netapp.upf.abi import (
     PdrFlag,
     Role,
     UplinkKey,
+    UplinkState,
     Usage,
 )
 from netapp.upf.compiler import Entries, Site, compile_session, words
@@ -90,6 +91,8 @@ class BpfApplier:
         self.sdf_slots = self._sdf_pdrs.max_entries if rules is not None else 0  # slot 0 is never given
         self._teids = _Slots(table_of("dpp_upf_teids"))
         self._uplink = table_of("dpp_upf_uplink")
+        self._uplink_state = table_of("dpp_upf_uplink_state")
+        self._teids_hashed: Optional[bool] = None  # what dpp_upf_uplink_state says (None: not written yet)
         self._downlink = table_of("dpp_upf_downlink")
         self._ifaces = table_of("dpp_upf_ifaces")
         self._usage = table_of("dpp_upf_usage")
@@ -120,6 +123,7 @@ class BpfApplier:
             _write_delta(change, self._sdf_pdrs, kept, after.sdf_pdrs, int, left)
             (teids_before, uplink_before), (teids_after, uplink_after) = map(self._split, (before, after))
             _write_delta(change, self._teids, teids_before, teids_after, int, left)
+            self._mark_hashed(uplink_after)
             _write_delta(change, self._uplink, uplink_before, uplink_after, UplinkKey, left)
             _write_delta(change, self._downlink, before.downlink, after.downlink, DownlinkKey, left)
             self._change_rules(change, before.rules, after.rules)
@@ -171,6 +175,7 @@ class BpfApplier:
             desired.rules.update(entries.rules)
             rules_of[seid] = entries.rules
         teids, uplink = self._split(desired)
+        self._mark_hashed(uplink)
         for table, want, key_type in (
             (self._teids, teids, int),
             (self._uplink, uplink, UplinkKey),
@@ -179,6 +184,7 @@ class BpfApplier:
             have = {_own(key_type, key): bytes(value) for key, value in table.items() if _held(key_type, value)}
             table.update([(_key(key_type, key), value) for key, value in want.items() if have.get(key) != bytes(value)])
             table.delete([_key(key_type, key) for key in have if key not in want])
+        self._mark_hashed(uplink, exact=True)
         self._sdf_pdrs.update(list(desired.sdf_pdrs.items()))
         self._reconcile_rules(desired.rules, rules_of, refused)
         self.stale = []
@@ -215,6 +221,15 @@ class BpfApplier:
             else:
                 hashed[(teid, qfi)] = action
         return slots, hashed
+
+    def _mark_hashed(self, uplink: dict, exact: bool = False) -> None:
+        """dpp_upf_uplink_state: set before dpp_upf_uplink gets a TEID's own entry (only then does
+        the data path look there for a TEID past dpp_upf_teids); cleared only when `exact`, once the
+        entries written (`reconcile`'s whole table) hold none."""
+        hashed = any(qfi == QFI_ANY for _, qfi in uplink)
+        if hashed != self._teids_hashed and (hashed or exact):
+            self._uplink_state.update({0: UplinkState(teids=int(hashed))})
+            self._teids_hashed = hashed
 
     def usage(self, slots: Iterable[int]) -> dict[int, Usage]:
         """The counts of each slot."""

@@ -12,7 +12,7 @@ from netapp.dataplane.binding import DataplaneError
 from netapp.dataplane.facade import Dataplane
 from netapp.dataplane.fake import FakeDpp
 from netapp.service.contract import DataplaneUnavailable
-from netapp.upf.abi import QFI_ANY, DownlinkKey, Output, PdrAction, PdrFlag, Role, UplinkKey
+from netapp.upf.abi import QFI_ANY, DownlinkKey, Output, PdrAction, PdrFlag, Role, UplinkKey, UplinkState
 from netapp.upf.applier import BpfApplier, iface_entries
 from netapp.upf.compiler import Site, words
 from netapp.upf.models import Far, FTeid, Session, UeIpAddress
@@ -133,3 +133,30 @@ def test_a_modification_refused_half_way_puts_back_what_it_changed_and_deleted(c
     with pytest.raises(DataplaneUnavailable, match="EBUSY"):
         upf.apply(old, new)  # the uplink entry changed, then the deletes refused at the second
     assert _maps(fake) == before and upf.stale == []
+
+
+def _teids_hashed(fake: FakeDpp) -> int:
+    """dpp_upf_uplink_state's flag: dpp_upf_uplink may hold TEIDs' own entries."""
+    value = fake.tables.get("dpp_upf_uplink_state", {}).get((0).to_bytes(4, "little"))
+    return UplinkState.from_buffer_copy(value).teids if value else 0
+
+
+def test_the_hash_map_is_marked_as_holding_teids_before_it_gets_one_and_unmarked_by_reconcile():
+    fake = FakeDpp(map_sizes={"dpp_upf_teids": TEID + 1})
+    site = Site(net_instances={"internet": 1}, default_instance="internet", n3_ipv4=N3_IP, output=Output.PASS)
+    upf = BpfApplier(Dataplane(fake).table, site, iface_entries({5: (Role.N3, 0)}, N3_IP, None))
+    upf.apply(None, session())  # its TEID in its slot of dpp_upf_teids: the hash map holds none
+    assert _teids_hashed(fake) == 0 and _maps(fake)["dpp_upf_uplink"] == {}
+
+    seen = []
+    update = fake.table_update
+    fake.table_update = lambda name, *args: (seen.append((name, _teids_hashed(fake))), update(name, *args))[1]
+    far = _other(2, TEID + 1, "10.45.0.8", "2001:db8:45::8")  # past the array: the hash map's
+    upf.apply(None, far)
+    assert ("dpp_upf_uplink", 1) in seen and ("dpp_upf_uplink", 0) not in seen, "marked before the write"
+    upf.apply(far, None)
+    assert _maps(fake)["dpp_upf_uplink"] == {} and _teids_hashed(fake) == 1, "a delta never unmarks"
+    upf.reconcile([session()])
+    assert _teids_hashed(fake) == 0
+    upf.reconcile([session(), far])
+    assert _teids_hashed(fake) == 1

@@ -121,7 +121,10 @@ static __always_inline int udp6_csum(struct xdp_md *ctx, __u32 udp_off, __u32 ud
 	return 0;
 }
 
-static __always_inline int encap6(struct xdp_md *ctx, const struct dpp_upf_pdr *pdr, __u32 ue_len)
+/* A global function, verified once: its checksum's loops over the UE packet would multiply the
+ * states of every path upf_encap is inlined in (nf/upf/upf.h inlines the PDR's action). */
+__attribute__((noinline)) int dpp_upf_encap6(struct xdp_md *ctx, const struct dpp_upf_pdr *pdr,
+					     __u32 ue_len)
 {
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
 	struct ethhdr *eth = data;
@@ -130,7 +133,7 @@ static __always_inline int encap6(struct xdp_md *ctx, const struct dpp_upf_pdr *
 	__u32 udp_len = sizeof(*udp) + tunnel_len(pdr) + ue_len;
 	__u16 check;
 
-	if (data + UPF_ENCAP6 > end)
+	if (!pdr || data + UPF_ENCAP6 > end)
 		return -1;
 	eth->h_proto = bpf_htons(ETH_P_IPV6);
 	*(__be32 *)ip6 = bpf_htonl(6 << 28);
@@ -187,7 +190,7 @@ static __always_inline int upf_encap(struct xdp_md *ctx, const struct dpp_upf_pd
 	if (data + sizeof(macs) > (void *)(long)ctx->data_end)
 		return -1;
 	__builtin_memcpy(data, macs, sizeof(macs));
-	return pdr->family == 6 ? encap6(ctx, pdr, ue_len) : encap4(ctx, pdr, ue_len);
+	return pdr->family == 6 ? dpp_upf_encap6(ctx, pdr, ue_len) : encap4(ctx, pdr, ue_len);
 }
 
 #endif /* DPP_NF_UPF_ENCAP_H */

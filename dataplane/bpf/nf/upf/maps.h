@@ -41,6 +41,15 @@ struct {
 	__type(value, struct dpp_upf_pdr);
 } dpp_upf_uplink SEC(".maps");
 
+/* 0 -> whether dpp_upf_uplink may hold TEIDs' own entries (the TEIDs the UPF does not choose):
+ * without any (the usual case) a TEID past dpp_upf_teids is a miss without a hash lookup */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct dpp_upf_uplink_state);
+} dpp_upf_uplink_state SEC(".maps");
+
 /* (network instance, family, UE address) -> the downlink PDR's action */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);

@@ -86,19 +86,6 @@ failed:
 	return XDP_DROP;
 }
 
-/* dpp_upf_apply's last argument: the UE packet's family (4 or 6), and whether it goes uplink. */
-#define UPF_UPLINK 0x100
-
-/* upf_apply, verified once: the PDR's entry comes from one of several maps (dpp_upf_teids,
- * dpp_upf_uplink, ...), and inlined, every path after it would be verified once for each. */
-__attribute__((noinline)) int dpp_upf_apply(struct xdp_md *ctx, const struct dpp_upf_pdr *pdr,
-					    struct dpp_outcome *o, __u32 ue_off, __u32 way)
-{
-	if (!pdr || !o)
-		return XDP_ABORTED;
-	return upf_apply(ctx, pdr, o, ue_off, way & 0xff, way & UPF_UPLINK);
-}
-
 /* The IP header carrying GTP-U is addressed to the interface's own address. */
 static __always_inline bool upf_ours(struct xdp_md *ctx, const struct dpp_layers *l,
 				     const struct dpp_upf_iface *iface)
@@ -148,13 +135,18 @@ static __always_inline int upf_signalling(struct xdp_md *ctx, const struct dpp_p
 }
 
 /* A TEID's own entry: its slot of dpp_upf_teids (an inlined array lookup, one line; empty: none)
- * or, past the array, its entry of dpp_upf_uplink. */
+ * or, past the array, its entry of dpp_upf_uplink, looked up only when that may hold one. */
 static __always_inline const struct dpp_upf_pdr *upf_teid_pdr(struct dpp_upf_ul_key *k)
 {
 	const struct dpp_upf_pdr *pdr = bpf_map_lookup_elem(&dpp_upf_teids, &k->teid);
+	const struct dpp_upf_uplink_state *state;
+	__u32 zero = 0;
 
 	if (pdr)
 		return (pdr->flags & DPP_UPF_PDR_ENTRY) ? pdr : NULL;
+	state = bpf_map_lookup_elem(&dpp_upf_uplink_state, &zero);
+	if (!state || !state->teids)
+		return NULL;
 	return bpf_map_lookup_elem(&dpp_upf_uplink, k);
 }
 
@@ -220,7 +212,7 @@ static __always_inline int upf_gtpu(struct xdp_md *ctx, struct dpp_parse *p,
 		o->reason = DPP_REASON_UPF_TEID_MISS;
 		return default_verdict == XDP_DROP ? XDP_DROP : XDP_PASS;
 	}
-	return dpp_upf_apply(ctx, pdr, o, p->layers.ue_l3, p->key.family | UPF_UPLINK);
+	return upf_apply(ctx, pdr, o, p->layers.ue_l3, p->key.family, true);
 }
 
 /* N6: a packet, not tunnelled, to a UE address of the interface's network instance. */
@@ -236,7 +228,7 @@ static __always_inline int upf_downlink(struct xdp_md *ctx, struct dpp_parse *p,
 		return DPP_UPF_NOT_MINE;
 	if (pdr->flags & DPP_UPF_PDR_SDF)
 		return upf_classify(p);
-	return dpp_upf_apply(ctx, pdr, o, p->layers.outer_l3, p->key.family);
+	return upf_apply(ctx, pdr, o, p->layers.outer_l3, p->key.family, false);
 }
 
 /* The UPF's part of a packet on one of its interfaces (a global function: verified once). */
@@ -304,8 +296,7 @@ __attribute__((noinline)) int dpp_upf_sdf(struct xdp_md *ctx, struct dpp_flow_ke
 		pdr = bpf_map_lookup_elem(&dpp_upf_sdf_pdrs, &arg);
 	if (!pdr)
 		return fallback(cfg, o, DPP_REASON_UPF_NO_PDR);
-	return dpp_upf_apply(ctx, pdr, o, uplink ? l->ue_l3 : l->outer_l3,
-			     key->family | (uplink ? UPF_UPLINK : 0));
+	return upf_apply(ctx, pdr, o, uplink ? l->ue_l3 : l->outer_l3, key->family, uplink);
 }
 
 /* The UPF stage of a classifier rule (and of an unmatched packet the UPF stage sent on): the PDR

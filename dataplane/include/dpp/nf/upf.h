@@ -167,6 +167,11 @@ struct dpp_upf_route_gen {
 	__u64 gen;
 };
 
+/* Value of dpp_upf_uplink_state, slot 0: what the applier keeps of dpp_upf_uplink for the data path. */
+struct dpp_upf_uplink_state {
+	__u32 teids; /* 1: it may hold TEIDs' own entries; 0: none, a TEID past dpp_upf_teids is a miss */
+};
+
 /* Value of dpp_upf_usage, indexed by URR slot: the UE packets' volume each way, added to atomically
  * (one copy for every CPU: a packet touches one line of it, not a per-CPU pointer and a value). */
 struct dpp_upf_usage {
