@@ -291,10 +291,10 @@ class Upf:
                 rows.delete_session(self._store, seid)
             else:
                 rows.put_session(self._store, new, body)
-            if next_seid is not None:
-                rows.put_counter(self._store, "next_seid", next_seid)
+            counters = {"next_seid": next_seid} if next_seid is not None else {}
             if cursor != self._teid_cursor:
-                rows.put_counter(self._store, "teid_cursor", cursor)
+                counters["teid_cursor"] = cursor
+            rows.put_counters(self._store, counters)
 
         def commit() -> None:
             self._teid_cursor = cursor
