@@ -1,7 +1,9 @@
 """The UPF's data path side of a session change (the `Applier` of netapp.upf.sessions): the old and
 the new session compiled (netapp.upf.compiler), and only their difference written to the maps,
 through generic tables. Each write is made with its undo (netapp.service.transaction.SiteChange): if
-one is refused, those made are undone and the maps are as before.
+one is refused, those made are undone and the maps are as before. The sessions a transaction changes
+(a group of PFCP requests) are written together, one batch per table, where they touch no entry in
+common (`apply_group`).
 
 It also owns what the compiler is given: the interface roles (written to dpp_upf_ifaces from the
 settings when the applier starts) and network instance ids. The URRs' slots of dpp_upf_usage are
@@ -110,7 +112,24 @@ class BpfApplier:
     def apply(self, old: Optional[Session], new: Optional[Session]) -> None:
         before = self._compile(old)
         after = self._compile(new)  # a RuleError here: nothing is written
-        given, freed = _slot_changes(old, new)
+        self._write(before, after, *_slot_changes(old, new))
+
+    def apply_group(self, pairs: list[tuple[Optional[Session], Optional[Session]]]) -> bool:
+        """The (old, new) pairs of a transaction, as `apply` of each in turn would leave the maps, in
+        one write per table; False, with nothing written, when two pairs touch one entry or URR
+        slot (one session twice, a TEID freed and taken again): the caller then applies them in turn."""
+        compiled = [(self._compile(old), self._compile(new)) for old, new in pairs]  # RuleError: nothing written
+        slots = [_slot_changes(old, new) for old, new in pairs]
+        if not _apart(compiled, slots):
+            return False
+        given = {key: slot for each, _ in slots for key, slot in each.items()}
+        freed = {key: slot for _, each in slots for key, slot in each.items()}
+        self._write(_joined(before for before, _ in compiled), _joined(after for _, after in compiled), given, freed)
+        return True
+
+    def _write(self, before: Entries, after: Entries, given: dict, freed: dict) -> None:
+        """The maps from `before` to `after`, the slots `given` counting from zero, those `freed`
+        (their final counts kept)."""
         self._start_counting(given)
         change, left = SiteChange(), []
         try:
@@ -249,6 +268,29 @@ class BpfApplier:
 def compile_stored(session: Session, site: Site) -> Entries:
     """The session's entries with the slots stored with it (RuleError: it does not compile)."""
     return compile_session(session, site, session.urr_slots, session.sdf_slots)
+
+
+def _joined(parts: Iterable[Entries]) -> Entries:
+    """The entries of several sessions in one (their keys apart)."""
+    joined = Entries()
+    for entries in parts:
+        for table in ("uplink", "downlink", "sdf_pdrs", "rules"):
+            getattr(joined, table).update(getattr(entries, table))
+    return joined
+
+
+def _apart(compiled: list[tuple[Entries, Entries]], slots: list[tuple[dict, dict]]) -> bool:
+    """No two pairs touch one entry (by table and key) or URR slot."""
+    seen: set[tuple[str, Any]] = set()
+    for (before, after), (given, freed) in zip(compiled, slots):
+        own = {("usage", slot) for slot in (*given.values(), *freed.values())}
+        for entries in (before, after):
+            for table in ("uplink", "downlink", "sdf_pdrs", "rules"):
+                own.update((table, key) for key in getattr(entries, table))
+        if not own.isdisjoint(seen):
+            return False
+        seen |= own
+    return True
 
 
 def _slot_changes(old: Optional[Session], new: Optional[Session]) -> tuple[dict, dict]:

@@ -64,7 +64,8 @@ QUOTAS = frozenset({"volume_quota", "time_quota_s"})  # what an Update URR gives
 class Applier(Protocol):
     """The data path's side of a change: make the maps hold `new` instead of `old` (None: no session),
     or raise with the maps as before. `urr_slots`: how many usage slots it counts on (slot 0 is
-    never given; an applier without the attribute has none)."""
+    never given; an applier without the attribute has none). One may also take a transaction's
+    pairs at once (`apply_group`, netapp.upf.held.SessionChange)."""
 
     urr_slots: int
 
