@@ -419,7 +419,9 @@ class Upf:
                 table[rule_id] = build(kind.model, merged, kind.update_ie, (kind.rule_type, rule_id))
         created = self._choose_teids(base, tables["pdrs"])
         self._pending_urr_cursor = self._urr_cursor
-        session = Session(
+        # Of parts each checked already (models, the UPF's own numbers): put together, not checked
+        # again (Session() would run every rule's model validators once more).
+        session = Session.model_construct(
             seid=base.seid,
             node_id=base.node_id,
             remote=base.remote,
