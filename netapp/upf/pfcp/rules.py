@@ -345,11 +345,12 @@ def _create_rule(ie: IE, kind: Kind) -> BaseModel:
     varying = VARYING.get(kind.rule_type)
     shape = _shape(ie, varying) if varying is not None else None
     model = _reshaped(ie, kind, varying, shape) if shape is not None else None  # type: ignore[arg-type]
-    if model is None:  # read whole: a refusal, with its cause, comes from here
-        rule = rule_id(ie, kind)
-        model = build(kind.model, {"id": rule[1], **kind.fields(ie, rule, True)}, kind.create_ie, rule)
-        if shape is not None:
-            _SHAPES.put(shape, model)
+    if model is not None:
+        return model  # not kept by its bytes: they are a session's own, not likely to come again
+    rule = rule_id(ie, kind)  # read whole: a refusal, with its cause, comes from here
+    model = build(kind.model, {"id": rule[1], **kind.fields(ie, rule, True)}, kind.create_ie, rule)
+    if shape is not None:
+        _SHAPES.put(shape, model)
     _CREATED.put(key, model)
     return model
 
