@@ -382,8 +382,9 @@ def _reshaped(ie: IE, kind: Kind, varying: Varying, shape: tuple) -> Optional[Ba
         return None
     part = _PARTS.get((value.type, value.raw))
     if part is None:
+        rule = (kind.rule_type, model.id)  # type: ignore[attr-defined]
         try:
-            part = varying.model.model_validate(varying.fields(value, (kind.rule_type, model.id)))  # type: ignore[attr-defined]
+            part = varying.model.model_validate(varying.fields(value, rule))
         except (RuleError, ValidationError, KeyError, TypeError, ValueError):
             return None
         _PARTS.put((value.type, value.raw), part)
