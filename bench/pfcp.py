@@ -22,6 +22,7 @@ import gc
 import ipaddress
 import json
 import multiprocessing
+import os
 import platform
 import socket
 import statistics
@@ -112,10 +113,14 @@ def serve(db_path: str, applier: str, synchronous: str, settle: bool, pipe: Any)
             settle_collector()  # as `netapp serve` does
         pauses = GcPauses()
         try:
+            started = time.process_time()
             pipe.send(server.address)
             pipe.recv()
             cpu = time.process_time()
-            report = {"counters": server.counters, "sessions": len(server.upf.sessions), "cpu_s": cpu}
+            sessions = len(server.upf.sessions)
+            report = {"counters": server.counters, "sessions": sessions, "cpu_s": cpu,
+                      # while serving (start-up left out), all threads: per establishment, warm-up's too
+                      "serving_cpu_us_per_establishment": round((cpu - started) / max(sessions, 1) * 1e6, 1)}
             pipe.send({**report, "gc": pauses.report()})
         finally:
             gc.callbacks.remove(pauses)
@@ -272,6 +277,7 @@ def summary(samples_ms: Sequence[float]) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    load_before = os.getloadavg()[0]
     sdf = not args.no_sdf and args.applier == "none"
     warm = requests(args.warmup, 2, sdf)
     timed = requests(args.sessions, 2 + args.warmup, sdf)
@@ -290,12 +296,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             endpoint.kill()
     if report["sessions"] != args.warmup + args.sessions:
         raise RuntimeError(f"the endpoint holds {report['sessions']} sessions, not {args.warmup + args.sessions}")
+    load_after = os.getloadavg()[0]
     rate = len(latencies) / elapsed
     latency = summary(latencies)
     return {
         "benchmark": "pfcp",
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "machine": {"python": platform.python_version(), "cpus": multiprocessing.cpu_count()},
+        # 1-minute load average before and after: what else ran on the shared cores
+        "load_average": {"start": round(load_before, 2), "end": round(load_after, 2)},
         "settings": {
             "sessions": args.sessions,
             "warmup": args.warmup,
@@ -329,6 +338,8 @@ def format_table(result: dict[str, Any]) -> str:
         f"(target <= {TARGET_P99_MS}), max {latency['max_ms']} ms",
         f"  gc        {result['endpoint']['gc']['collections']} collections by generation, longest "
         f"{result['endpoint']['gc']['longest_ms']} ms, {result['endpoint']['gc']['total_ms']} ms in all",
+        f"  endpoint  {result['endpoint']['serving_cpu_us_per_establishment']} us of CPU per establishment; "
+        f"load average {result['load_average']['start']} -> {result['load_average']['end']}",
     ]
     if not result["maps_in_figure"]:
         lines.append("  the data-path apply (map writes) is not in these figures: no applier")

@@ -1,7 +1,9 @@
 """The UPF's data path side of a session change (the `Applier` of netapp.upf.sessions): the old and
 the new session compiled (netapp.upf.compiler), and only their difference written to the maps,
 through generic tables. Each write is made with its undo (netapp.service.transaction.SiteChange): if
-one is refused, those made are undone and the maps are as before.
+one is refused, those made are undone and the maps are as before. The sessions a transaction changes
+(a group of PFCP requests) are written together, one batch per table, where they touch no entry in
+common (`apply_group`).
 
 It also owns what the compiler is given: the interface roles (written to dpp_upf_ifaces from the
 settings when the applier starts) and network instance ids. The URRs' slots of dpp_upf_usage are
@@ -114,8 +116,28 @@ class BpfApplier:
     def apply(self, old: Optional[Session], new: Optional[Session]) -> None:
         before = self._compile(old)
         after = self._compile(new)  # a RuleError here: nothing is written
-        given, freed = _slot_changes(old, new)
-        self._start_counting(given, _urr_changes(new, old))
+        self._write(before, after, [(old, new)])
+
+    def apply_group(self, pairs: list[tuple[Optional[Session], Optional[Session]]]) -> bool:
+        """The (old, new) pairs of a transaction, as `apply` of each in turn would leave the maps, in
+        one write per table; False, with nothing written, when two pairs touch one entry or URR
+        slot (one session twice, a TEID freed and taken again): the caller then applies them in turn."""
+        compiled = [(self._compile(old), self._compile(new)) for old, new in pairs]  # RuleError: nothing written
+        if not _apart(compiled, [_slot_changes(old, new) for old, new in pairs]):
+            return False
+        self._write(_joined(before for before, _ in compiled), _joined(after for _, after in compiled), pairs)
+        return True
+
+    def _write(self, before: Entries, after: Entries, pairs: list[tuple[Optional[Session], Optional[Session]]]) -> None:
+        """The maps from `before` to `after`, the entries of the sessions' (old, new) `pairs`: the
+        usage slots they give counting from zero, those they free zeroed (the final counts of the
+        URRs that go kept)."""
+        given, freed = {}, {}
+        for old, new in pairs:
+            gives, frees = _slot_changes(old, new)
+            given.update(gives)
+            freed.update(frees)
+        self._start_counting(given, [key for old, new in pairs for key in _urr_changes(new, old)])
         change, left = SiteChange(), []
         try:
             # the slots the rules point at first (one no rule points at any more is left as it is)
@@ -140,7 +162,9 @@ class BpfApplier:
                 f"{exc}; undoing it left {len(left)} entries wrong ({'; '.join(left[:3])}): the next change "
                 "reconciles the maps first"
             ) from exc
-        self._stop_counting(freed, old, _urr_changes(old, new))
+        slots_of = {(old.seid, urr_id): slots for old, _ in pairs if old is not None
+                    for urr_id, slots in old.urr_usage_slots().items()}
+        self._stop_counting(freed, slots_of, [key for old, new in pairs for key in _urr_changes(old, new)])
 
     def _change_rules(self, change: SiteChange, before: dict, after: dict) -> None:
         if before == after:
@@ -250,14 +274,14 @@ class BpfApplier:
             self._final.pop(key, None)
         self._usage.update({**{slot: Usage() for slot in given.values()}, **restored})
 
-    def _stop_counting(self, freed: dict[tuple[int, int], int], old: Optional[Session],
+    def _stop_counting(self, freed: dict[tuple[int, int], int], slots_of: dict[tuple[int, int], list[int]],
                        gone: list[tuple[int, int]]) -> None:
-        """The URRs `gone` (their entries gone): their final counts, the sum of their slots', kept;
-        the freed slots' counts kept too (for an undo), then zeroed."""
-        slots_of = old.urr_usage_slots() if old is not None else {}
-        read = self.usage({slot for _, urr_id in gone for slot in slots_of.get(urr_id, ())} | set(freed.values()))
+        """The URRs `gone` (SEID, URR id; their entries gone): their final counts, the sum of their
+        slots' (`slots_of` them before the change), kept; the freed slots' counts kept too (for an
+        undo), then zeroed."""
+        read = self.usage({slot for key in gone for slot in slots_of.get(key, ())} | set(freed.values()))
         for key in gone:
-            self._final[key] = _sum(read[slot] for slot in slots_of.get(key[1], ()))
+            self._final[key] = _sum(read[slot] for slot in slots_of.get(key, ()))
             self._final.move_to_end(key)
         for key in freed:
             self._freed[key] = read[key[1]]
@@ -274,6 +298,29 @@ class BpfApplier:
 def compile_stored(session: Session, site: Site) -> Entries:
     """The session's entries with the slots stored with it (RuleError: it does not compile)."""
     return compile_session(session, site, session.urr_slots, session.sdf_slots)
+
+
+def _joined(parts: Iterable[Entries]) -> Entries:
+    """The entries of several sessions in one (their keys apart)."""
+    joined = Entries()
+    for entries in parts:
+        for table in ("uplink", "downlink", "sdf_pdrs", "rules"):
+            getattr(joined, table).update(getattr(entries, table))
+    return joined
+
+
+def _apart(compiled: list[tuple[Entries, Entries]], slots: list[tuple[dict, dict]]) -> bool:
+    """No two pairs touch one entry (by table and key) or URR slot."""
+    seen: set[tuple[str, Any]] = set()
+    for (before, after), (given, freed) in zip(compiled, slots):
+        own = {("usage", slot) for slot in (*given.values(), *freed.values())}
+        for entries in (before, after):
+            for table in ("uplink", "downlink", "sdf_pdrs", "rules"):
+                own.update((table, key) for key in getattr(entries, table))
+        if not own.isdisjoint(seen):
+            return False
+        seen |= own
+    return True
 
 
 def _slot_changes(old: Optional[Session], new: Optional[Session]) -> tuple[dict, dict]:

@@ -5,7 +5,7 @@ sessions held in memory (`SessionTable`). Used by netapp.upf.sessions."""
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Optional, TypeVar
 
 from netapp.upf.models import RuleError, Session
 from netapp.upf.pfcp.ies import Cause
@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from netapp.upf.sessions import Applier, Pair
 
 log = logging.getLogger("netapp.upf")
+T = TypeVar("T")
 
 
 class SessionChange:
@@ -45,16 +46,26 @@ class SessionChange:
             step()
 
     def apply_to_maps(self) -> None:
+        """The pairs to the applier: all at once where it can (its `apply_group`: one write per
+        table for the group), else one by one."""
+        group = getattr(self._applier, "apply_group", None)
+        if group is not None and len(self._pairs) > 1 and self._applying(lambda: group(self._pairs)):
+            self._applied.extend(self._pairs)
+            return
         for old, new in self._pairs:
-            try:
-                self._applier.apply(old, new)
-            except RuleError:
-                self._undo_maps()
-                raise
-            except Exception as exc:
-                self._undo_maps()
-                raise RuleError(Cause.SYSTEM_FAILURE, f"the data path refused the change: {exc}") from exc
+            self._applying(lambda: self._applier.apply(old, new))  # noqa: B023 - called at once
             self._applied.append((old, new))
+
+    def _applying(self, apply: Callable[[], T]) -> T:
+        """`apply()`; if it fails, every pair applied so far undone and a RuleError raised."""
+        try:
+            return apply()
+        except RuleError:
+            self._undo_maps()
+            raise
+        except Exception as exc:
+            self._undo_maps()
+            raise RuleError(Cause.SYSTEM_FAILURE, f"the data path refused the change: {exc}") from exc
 
     def undo_maps(self, cause: Exception) -> None:
         self._undo_maps()

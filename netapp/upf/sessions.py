@@ -66,7 +66,8 @@ QUOTAS = frozenset({"volume_quota", "time_quota_s"})  # what an Update URR gives
 class Applier(Protocol):
     """The data path's side of a change: make the maps hold `new` instead of `old` (None: no session),
     or raise with the maps as before. `urr_slots`: how many usage slots it counts on (slot 0 is
-    never given; an applier without the attribute has none)."""
+    never given; an applier without the attribute has none). One may also take a transaction's
+    pairs at once (`apply_group`, netapp.upf.held.SessionChange)."""
 
     urr_slots: int
 
@@ -298,10 +299,10 @@ class Upf:
                 rows.delete_session(self._store, seid)
             else:
                 rows.put_session(self._store, new, body)
-            if next_seid is not None:
-                rows.put_counter(self._store, "next_seid", next_seid)
+            counters = {"next_seid": next_seid} if next_seid is not None else {}
             if cursor != self._teid_cursor:
-                rows.put_counter(self._store, "teid_cursor", cursor)
+                counters["teid_cursor"] = cursor
+            rows.put_counters(self._store, counters)
 
         def commit() -> None:
             self._teid_cursor = cursor
@@ -426,7 +427,9 @@ class Upf:
         created = self._choose_teids(base, tables["pdrs"])
         self._pending_urr_cursor = self._urr_cursor
         urr_slots = self._choose_urr_slots(base, tables["urrs"])
-        session = Session(
+        # Of parts each checked already (models, the UPF's own numbers): put together, not checked
+        # again (Session() would run every rule's model validators once more).
+        session = Session.model_construct(
             seid=base.seid,
             node_id=base.node_id,
             remote=base.remote,

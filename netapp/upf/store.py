@@ -59,7 +59,15 @@ def delete_session(store: Store, seid: int) -> None:
 
 
 def put_counter(store: Store, name: str, value: int) -> None:
-    store.execute("INSERT OR REPLACE INTO upf_counters (name, value) VALUES (?, ?)", (name, value))
+    put_counters(store, {name: value})
+
+
+def put_counters(store: Store, values: dict[str, int]) -> None:
+    """Several counters in one statement (none: nothing written)."""
+    if values:
+        rows = ", ".join(["(?, ?)"] * len(values))
+        args = tuple(item for pair in values.items() for item in pair)
+        store.execute(f"INSERT OR REPLACE INTO upf_counters (name, value) VALUES {rows}", args)
 
 
 def get_counter(store: Store, name: str) -> Optional[int]:

@@ -79,6 +79,7 @@ class Handlers:
         self.upf = upf
         self.usage = usage
         self.node_id = node_id
+        self._node_id_ie = node_id_ie(node_id)  # in every response that carries ours (IEs are not changed)
         family = "4" if ipaddress.ip_address(address).version == 4 else "6"
         self._fseid_fields = {f"v{family}": 1, f"ipv{family}": address}
         # A handler's response, or what makes it once the change is committed (usage reports).
@@ -98,7 +99,7 @@ class Handlers:
         if msg_type == MsgType.HEARTBEAT_REQUEST:
             return None
         ours = [] if msg_type in (MsgType.SESSION_MODIFICATION_REQUEST, MsgType.SESSION_DELETION_REQUEST) else [
-            node_id_ie(self.node_id)
+            self._node_id_ie
         ]
         if msg_type == MsgType.ASSOCIATION_SETUP_REQUEST:
             ours.append(self._recovery())
@@ -141,7 +142,7 @@ class Handlers:
             MsgType.ASSOCIATION_SETUP_RESPONSE,
             request.seq,
             None,
-            node_id_ie(self.node_id),
+            self._node_id_ie,
             *cause_ies(None),
             self._recovery(),
             IE(IEType.UP_FUNCTION_FEATURES, raw=UP_FUNCTION_FEATURES),
@@ -173,7 +174,7 @@ class Handlers:
         return session
 
     def _node_response(self, msg_type: MsgType, request: Message) -> Message:
-        return message(msg_type, request.seq, None, node_id_ie(self.node_id), *cause_ies(None))
+        return message(msg_type, request.seq, None, self._node_id_ie, *cause_ies(None))
 
     # --- session messages ------------------------------------------------------------------------
 
@@ -190,7 +191,7 @@ class Handlers:
             MsgType.SESSION_ESTABLISHMENT_RESPONSE,
             request.seq,
             remote.seid,
-            node_id_ie(self.node_id),
+            self._node_id_ie,
             *cause_ies(None),
             fseid,
             *_created(outcome),

@@ -12,7 +12,18 @@ from typing import Any, Callable, Optional, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from netapp.upf.flows import FlowError, parse_flow
-from netapp.upf.models import APPLY_ACTIONS, MEASUREMENT_METHODS, REPORTING_TRIGGERS, Far, Pdr, Qer, RuleError, Urr
+from netapp.upf.models import (
+    APPLY_ACTIONS,
+    MEASUREMENT_METHODS,
+    REPORTING_TRIGGERS,
+    Far,
+    OuterHeaderCreation,
+    Pdr,
+    Qer,
+    RuleError,
+    UeIpAddress,
+    Urr,
+)
 from netapp.upf.pfcp.codec import IE, Recent
 from netapp.upf.pfcp.ies import Cause, IEType, RuleType
 
@@ -104,11 +115,7 @@ def _pdi(pdi: IE, rule: RuleId) -> dict[str, Any]:
     if (fteid := pdi.one(IEType.F_TEID)) is not None:
         fields["local_fteid"] = _fteid(fteid)
     if (ue := pdi.one(IEType.UE_IP_ADDRESS)) is not None:
-        fields["ue_ip"] = {
-            "ipv4": str(ue["ipv4"]) if ue["v4"] else None,
-            "ipv6": str(ue["ipv6"]) if ue["v6"] else None,
-            "destination": bool(ue["sd"]),
-        }
+        fields["ue_ip"] = _ue_ip(ue, rule)
     if (instance := pdi.one(IEType.NETWORK_INSTANCE)) is not None:
         fields["network_instance"] = labels_or_text(instance.raw)
     fields["qfis"] = tuple(qfi["qfi"] for qfi in pdi.all(IEType.QFI))
@@ -129,6 +136,14 @@ def _pdi(pdi: IE, rule: RuleId) -> dict[str, Any]:
             ) from None
     fields["sdf_filters"] = tuple(filters)
     return fields
+
+
+def _ue_ip(ue: IE, rule: RuleId) -> dict[str, Any]:
+    return {
+        "ipv4": str(ue["ipv4"]) if ue["v4"] else None,
+        "ipv6": str(ue["ipv6"]) if ue["v6"] else None,
+        "destination": bool(ue["sd"]),
+    }
 
 
 def _fteid(ie: IE) -> dict[str, Any]:
@@ -192,22 +207,26 @@ def _forwarding(ie: IE, rule: RuleId, create: bool) -> dict[str, Any]:
     if (instance := ie.one(IEType.NETWORK_INSTANCE)) is not None:
         fields["network_instance"] = labels_or_text(instance.raw)
     if (outer := ie.one(IEType.OUTER_HEADER_CREATION)) is not None:
-        chosen = next(((kind, family) for flag, kind, family in _OUTER_HEADERS if outer[flag]), None)
-        if chosen is None:
-            raise RuleError(
-                Cause.RULE_CREATION_MODIFICATION_FAILURE,
-                "outer header creation: only GTP-U/UDP/IP and UDP/IP are supported",
-                IEType.OUTER_HEADER_CREATION,
-                rule,
-            )
-        kind, family = chosen
-        fields["outer_header_creation"] = {
-            "kind": kind,
-            "teid": outer["teid"] if kind.startswith("gtpu") else None,
-            "address": str(outer[family]),
-            "port": outer["port"] if kind.startswith("udp") else None,
-        }
+        fields["outer_header_creation"] = _outer_header(outer, rule)
     return fields
+
+
+def _outer_header(outer: IE, rule: RuleId) -> dict[str, Any]:
+    chosen = next(((kind, family) for flag, kind, family in _OUTER_HEADERS if outer[flag]), None)
+    if chosen is None:
+        raise RuleError(
+            Cause.RULE_CREATION_MODIFICATION_FAILURE,
+            "outer header creation: only GTP-U/UDP/IP and UDP/IP are supported",
+            IEType.OUTER_HEADER_CREATION,
+            rule,
+        )
+    kind, family = chosen
+    return {
+        "kind": kind,
+        "teid": outer["teid"] if kind.startswith("gtpu") else None,
+        "address": str(outer[family]),
+        "port": outer["port"] if kind.startswith("udp") else None,
+    }
 
 
 # --- QER, URR ------------------------------------------------------------------------------------
@@ -274,6 +293,32 @@ KINDS = tuple(
 _CREATED: Recent[tuple[int, bytes], BaseModel] = Recent()
 
 
+@dataclasses.dataclass(frozen=True)
+class Varying:
+    """The IE of a Create IE that an SMF gives each session its own value of, while the rest stays
+    the same bytes from one session to the next (a profile): where it is (its group in the Create
+    IE, and its type), the model field it makes (`path`: its group's field, then its own) and how."""
+
+    group: IEType
+    ie_type: IEType
+    path: tuple[str, str]
+    model: type[BaseModel]
+    fields: Callable[[IE, RuleId], dict[str, Any]]
+
+
+# A PDR's UE IP address; a FAR's outer header creation (the gNB's TEID and address).
+VARYING = {
+    RuleType.PDR: Varying(IEType.PDI, IEType.UE_IP_ADDRESS, ("pdi", "ue_ip"), UeIpAddress, _ue_ip),
+    RuleType.FAR: Varying(IEType.FORWARDING_PARAMETERS, IEType.OUTER_HEADER_CREATION,
+                          ("forwarding", "outer_header_creation"), OuterHeaderCreation, _outer_header),
+}
+# The rules made lately by their Create IE but for the varying IE (`_shape`), and the varying IEs'
+# own models by their bytes: a rule whose shape is known is that rule with its own varying value
+# read and checked alone (the models' checks do not look across the two), not read whole again.
+_SHAPES: Recent[tuple, BaseModel] = Recent()
+_PARTS: Recent[tuple[int, bytes], BaseModel] = Recent()
+
+
 def read_rules(ies: IE) -> dict[str, RulePlan]:
     """Session field name ("pdrs", ...) -> what the request's IEs ask of those rules."""
     plans = {}
@@ -290,11 +335,59 @@ def read_rules(ies: IE) -> dict[str, RulePlan]:
 
 def _create_rule(ie: IE, kind: Kind) -> BaseModel:
     """The rule a Create IE makes (RuleError if none)."""
-    key = (kind.create_ie, ie.raw)
-    model = _CREATED.get(key) if ie.raw else None
-    if model is None:
+    if not ie.raw:
         rule = rule_id(ie, kind)
-        model = build(kind.model, {"id": rule[1], **kind.fields(ie, rule, True)}, kind.create_ie, rule)
-        if ie.raw:
-            _CREATED.put(key, model)
+        return build(kind.model, {"id": rule[1], **kind.fields(ie, rule, True)}, kind.create_ie, rule)
+    key = (kind.create_ie, ie.raw)
+    model = _CREATED.get(key)
+    if model is not None:
+        return model
+    varying = VARYING.get(kind.rule_type)
+    shape = _shape(ie, varying) if varying is not None else None
+    model = _reshaped(ie, kind, varying, shape) if shape is not None else None  # type: ignore[arg-type]
+    if model is not None:
+        return model  # not kept by its bytes: they are a session's own, not likely to come again
+    rule = rule_id(ie, kind)  # read whole: a refusal, with its cause, comes from here
+    model = build(kind.model, {"id": rule[1], **kind.fields(ie, rule, True)}, kind.create_ie, rule)
+    if shape is not None:
+        _SHAPES.put(shape, model)
+    _CREATED.put(key, model)
     return model
+
+
+def _shape(ie: IE, varying: Varying) -> Optional[tuple]:
+    """The Create IE's children by type and bytes, its varying IE's left out (None in its place);
+    None if it has no varying IE (or is not one received)."""
+    parts: list[Any] = []
+    found = False
+    for child in ie.children:
+        if child.type == varying.group and child.children:
+            inner = tuple(None if each.type == varying.ie_type else (each.type, each.raw) for each in child.children)
+            found = found or None in inner
+            parts.append((child.type, inner))
+        else:
+            parts.append((child.type, child.raw))
+    return (ie.type, *parts) if found and all(child.raw for child in ie.children) else None
+
+
+def _reshaped(ie: IE, kind: Kind, varying: Varying, shape: tuple) -> Optional[BaseModel]:
+    """The rule of a known shape with this Create IE's varying value; None if the shape is not
+    known or the value does not make a model (the rule is then read whole)."""
+    model = _SHAPES.get(shape)
+    if model is None:
+        return None
+    group = ie.one(varying.group)
+    value = group.one(varying.ie_type) if group is not None else None
+    if value is None:
+        return None
+    part = _PARTS.get((value.type, value.raw))
+    if part is None:
+        rule = (kind.rule_type, model.id)  # type: ignore[attr-defined]
+        try:
+            part = varying.model.model_validate(varying.fields(value, rule))
+        except (RuleError, ValidationError, KeyError, TypeError, ValueError):
+            return None
+        _PARTS.put((value.type, value.raw), part)
+    outer_name, name = varying.path
+    outer = getattr(model, outer_name)
+    return model.model_copy(update={outer_name: outer.model_copy(update={name: part})})
