@@ -35,7 +35,7 @@ from bench.throughput.generator import DEFAULT_BATCH, DEFAULT_SLACK_US, Generato
 from bench.throughput.sink import Sink
 from bench.throughput.systems import RECEIVE_CPU, KernelPath, NetAppPath
 from bench.upf import workload
-from netapp.core.config import InterfaceSetting, PfcpSettings, Settings, UpfSettings
+from netapp.core.config import DataplaneSettings, InterfaceSetting, PfcpSettings, Settings, UpfSettings
 from netapp.dataplane import binding
 from netapp.testbed import netns, scenario
 from netapp.testbed.topology import EdgeSite
@@ -151,6 +151,8 @@ class UpfPath(NetAppPath):
             interfaces=[InterfaceSetting(name=site.n3.ifname, mode="native")],
             pfcp=PfcpSettings(n3_ipv4=scenario.INNER_DST_IP),
             upf=UpfSettings(n3_interfaces=[site.n3.ifname], n6_interfaces={site.n6.ifname: NET_INSTANCE}),
+            # a URR slot for each session (the generator's TEIDs lie past dpp_upf_teids: the hash's)
+            dataplane=DataplaneSettings(map_sizes={"dpp_upf_usage": workload.urr_slot(self.sessions - 1) + 1}),
             auth_disabled=True,
         )
 
