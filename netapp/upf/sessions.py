@@ -45,10 +45,11 @@ from netapp.service.store import Store
 from netapp.service.transaction import Part, Transactions
 from netapp.upf import store as rows
 from netapp.upf.held import SessionChange, SessionTable
-from netapp.upf.models import FSeid, FTeid, RuleError, Session, UrrSet, check_session
+from netapp.upf.models import FSeid, FTeid, RuleError, Session, check_session
 from netapp.upf.peers import Destinations
 from netapp.upf.pfcp.ies import Cause, IEType, RuleType
 from netapp.upf.pfcp.rules import KINDS, RulePlan, build
+from netapp.upf.slots import Slots, Taken, free_number
 from netapp.upf.store import Association, ntp_now
 
 log = logging.getLogger("netapp.upf")
@@ -118,11 +119,7 @@ class Upf:
         self._teids: dict[int, int] = {}  # TEID -> the SEID of the session holding it
         self._teid_slot_count = getattr(self._applier, "teid_slots", 0)
         self._change: Optional[SessionChange] = None  # the transaction in progress, under the lock
-        self._urr_slots: dict[int, int] = {}  # URR slot -> the SEID of the session holding it
-        self._urr_slot_count = getattr(self._applier, "urr_slots", 0)
-        self._urr_cursor = self._pending_urr_cursor = 0
-        self._sdf_slots: dict[int, int] = {}  # slot of dpp_upf_sdf_pdrs -> the SEID of the session holding it
-        self._sdf_slot_count = getattr(self._applier, "sdf_slots", 0)
+        self._slots = Slots(getattr(self._applier, "urr_slots", 0), getattr(self._applier, "sdf_slots", 0))
         self._load()
 
     def _load(self) -> None:
@@ -138,26 +135,25 @@ class Upf:
             for session, body in rows.load_sessions(store):
                 self.sessions.put(session, body)
                 self._teids.update(dict.fromkeys(session.teids(), session.seid))
-                self._urr_slots.update(dict.fromkeys(session.usage_slots(), session.seid))
-                self._sdf_slots.update(dict.fromkeys(session.sdf_slots.values(), session.seid))
+                self._slots.hold(session)
             self._give_stored_urrs_slots()
 
     def _give_stored_urrs_slots(self) -> None:
         """Sessions stored without a data path (or before URRs had slots): their URRs get slots now."""
-        if not self._urr_slot_count:
+        if not self._slots.urr_count:
             return
         for seid, session in list(self.sessions.items()):
             several = any(len(set(pdr.urr_ids)) > 1 for pdr in session.pdrs.values())
             if not several and not set(session.urrs) - set(session.urr_slots):
                 continue
-            urr_slots = self._choose_urr_slots(session, session.urrs)
-            urr_sets = self._choose_urr_sets(session, session.pdrs, session.urrs, urr_slots)
+            urr_slots = self._slots.choose_urr_slots(session, session.urrs)
+            urr_sets = self._slots.choose_urr_sets(session, session.pdrs, session.urrs, urr_slots)
             if urr_slots != session.urr_slots or urr_sets != session.urr_sets:
                 session = session.model_copy(update={"urr_slots": urr_slots, "urr_sets": urr_sets})
                 rows.put_session(self._store, session)
                 self.sessions.put(session)
-                self._urr_slots.update(dict.fromkeys(session.usage_slots(), seid))
-        self._urr_cursor = self._pending_urr_cursor
+                self._slots.hold(session)
+        self._slots.settle()
 
     @property
     def store(self) -> Store:
@@ -309,7 +305,7 @@ class Upf:
             if next_seid is not None:
                 self._next_seid = next_seid
             if new is not None:
-                self._urr_cursor = self._pending_urr_cursor
+                self._slots.settle()
             self._commit_sessions([(old, new)], body)
 
         self._run([(old, new)], write, commit)
@@ -369,12 +365,12 @@ class Upf:
             self._transaction([Part(PFCP, lambda _: self._run(pairs, write, commit))])
             return
         write()
-        counters = (self._next_seid, self._teid_cursor, self._urr_cursor)
+        counters = (self._next_seid, self._teid_cursor, self._slots.cursor)
         associations = dict(self.associations)
         commit()
 
         def undo() -> None:
-            (self._next_seid, self._teid_cursor, self._urr_cursor), self.associations = counters, associations
+            (self._next_seid, self._teid_cursor, self._slots.cursor), self.associations = counters, associations
             self._commit_sessions([(new, old) for old, new in reversed(pairs)])
 
         self._change.add(pairs, undo)
@@ -386,15 +382,11 @@ class Upf:
                 self.sessions.remove(old.seid)
                 for teid in old.teids():
                     self._teids.pop(teid, None)
-                for slot in old.usage_slots():
-                    self._urr_slots.pop(slot, None)
-                for slot in old.sdf_slots.values():
-                    self._sdf_slots.pop(slot, None)
+                self._slots.release(old)
             if new is not None:
                 self.sessions.put(new, body)
                 self._teids.update(dict.fromkeys(new.teids(), new.seid))
-                self._urr_slots.update(dict.fromkeys(new.usage_slots(), new.seid))
-                self._sdf_slots.update(dict.fromkeys(new.sdf_slots.values(), new.seid))
+                self._slots.hold(new)
 
     # --- building a session from a request -------------------------------------------------------
 
@@ -425,8 +417,8 @@ class Upf:
                     merged["forwarding"] = {**old.forwarding.model_dump(), **changes["forwarding"]}
                 table[rule_id] = build(kind.model, merged, kind.update_ie, (kind.rule_type, rule_id))
         created = self._choose_teids(base, tables["pdrs"])
-        self._pending_urr_cursor = self._urr_cursor
-        urr_slots = self._choose_urr_slots(base, tables["urrs"])
+        self._slots.begin()
+        urr_slots = self._slots.choose_urr_slots(base, tables["urrs"])
         # Of parts each checked already (models, the UPF's own numbers): put together, not checked
         # again (Session() would run every rule's model validators once more).
         session = Session.model_construct(
@@ -434,8 +426,8 @@ class Upf:
             node_id=base.node_id,
             remote=base.remote,
             urr_slots=urr_slots,
-            urr_sets=self._choose_urr_sets(base, tables["pdrs"], tables["urrs"], urr_slots),
-            sdf_slots=self._choose_sdf_slots(base, tables["pdrs"]),
+            urr_sets=self._slots.choose_urr_sets(base, tables["pdrs"], tables["urrs"], urr_slots),
+            sdf_slots=self._slots.choose_sdf_slots(base, tables["pdrs"]),
             **tables,  # type: ignore[arg-type]
         )
         check_session(session)
@@ -448,7 +440,7 @@ class Upf:
         request with the same CHOOSE ID share one. A TEID given by the CP must be free."""
         self._pending_cursor = cursor = self._teid_cursor
         by_choose_id: dict[int, FTeid] = {}
-        taken = _Taken(self._teids, base.seid)
+        taken = Taken(self._teids, base.seid)
         created = []
         for pdr_id in sorted(pdrs):
             pdr = pdrs[pdr_id]
@@ -471,51 +463,12 @@ class Upf:
         self._pending_cursor = cursor
         return created
 
-    def _free_teid(self, cursor: int, taken: "_Taken") -> int:
+    def _free_teid(self, cursor: int, taken: Taken) -> int:
         """Below the applier's `teid_slots` (the data path finds those in one array lookup) while
         fewer TEIDs are held than that; else anywhere."""
         if len(taken) < self._teid_slot_count - 1:
-            return _free(cursor, taken, self._teid_slot_count, "TEID")
-        return _free(cursor, taken, TEID_SPACE, "TEID")
-
-    def _choose_urr_slots(self, base: Session, urrs: dict[int, Any]) -> dict[int, int]:
-        """The URRs' slots: those `base` gave them kept, a free one (after the cursor) for each new
-        URR; none without a data path that counts."""
-        slots, self._pending_urr_cursor = _choose_slots(
-            base.seid, base.urr_slots, set(urrs), self._urr_slots, self._urr_slot_count, self._pending_urr_cursor,
-            "URR slot", base.usage_slots(),
-        )
-        return slots
-
-    def _choose_urr_sets(
-        self, base: Session, pdrs: dict[int, Any], urrs: dict[int, Any], urr_slots: dict[int, int]
-    ) -> tuple[UrrSet, ...]:
-        """The slots of the sets of URRs the PDRs name (several each): `base`'s kept while a member
-        is left (the URRs removed leave them), a free one for each set no slot counts whole."""
-        if not self._urr_slot_count:
-            return ()
-        kept = []
-        for each in base.urr_sets:
-            members = tuple(urr_id for urr_id in each.members if urr_id in urrs)
-            if members:
-                kept.append(each if members == each.members else each.model_copy(update={"members": members}))
-        whole = {each.urr_ids for each in kept if each.urr_ids == each.members}
-        wanted = {tuple(sorted(set(pdr.urr_ids))) for pdr in pdrs.values() if len(set(pdr.urr_ids)) > 1}
-        taken = _Taken(self._urr_slots, base.seid)
-        for slot in [*base.usage_slots(), *urr_slots.values()]:  # freed ones too: their final counts are read after
-            taken.add(slot)
-        for urr_ids in sorted(wanted - whole):
-            slot = self._pending_urr_cursor = _free(self._pending_urr_cursor, taken, self._urr_slot_count, "URR slot")
-            taken.add(slot)
-            kept.append(UrrSet(slot=slot, urr_ids=urr_ids, members=urr_ids))
-        return tuple(kept)
-
-    def _choose_sdf_slots(self, base: Session, pdrs: dict[int, Any]) -> dict[int, int]:
-        """The slots of the PDRs with SDF filters: those `base` gave them kept, the first free one
-        for each new one; none without a data path that takes them (the compiler then refuses)."""
-        wanted = {pdr_id for pdr_id, pdr in pdrs.items() if pdr.pdi.sdf_filters}
-        what = "slot for a PDR with SDF filters"
-        return _choose_slots(base.seid, base.sdf_slots, wanted, self._sdf_slots, self._sdf_slot_count, 0, what)[0]
+            return free_number(cursor, taken, self._teid_slot_count, "TEID")
+        return free_number(cursor, taken, TEID_SPACE, "TEID")
 
     def _n3_addresses(self, fteid: FTeid, pdr_id: int) -> dict[str, Optional[str]]:
         ipv4 = self.n3_ipv4 if fteid.want_ipv4 else None
@@ -528,53 +481,6 @@ class Upf:
                 (RuleType.PDR, pdr_id),
             )
         return {"ipv4": ipv4, "ipv6": ipv6}
-
-
-class _Taken:
-    """The numbers (TEIDs, slots) another session holds, and those this change has chosen so far: a
-    view of the holders' table, not a copy (a copy costs a walk of every session's, per request)."""
-
-    def __init__(self, teids: dict[int, int], seid: int):
-        self._teids, self._seid, self._chosen = teids, seid, set()
-
-    def __contains__(self, teid: object) -> bool:
-        return teid in self._chosen or self._teids.get(teid, self._seid) != self._seid  # type: ignore[call-overload]
-
-    def __len__(self) -> int:
-        return len(self._teids) + len(self._chosen)
-
-    def add(self, teid: int) -> None:
-        self._chosen.add(teid)
-
-
-def _choose_slots(
-    seid: int, kept: dict[int, int], wanted: set[int], held: dict[int, int], count: int, cursor: int, what: str,
-    had: Iterable[int] = (),
-) -> tuple[dict[int, int], int]:
-    """Slots for the `wanted` ids of session `seid`: those it `kept` stay, each other id the first
-    free one after `cursor` among `count` (`held`: slot -> the SEID holding it); and the cursor
-    after them. A slot the session had (`kept`'s, `had`) is not given to another id in this change:
-    were it, the applier would see it neither freed nor given, and the new id would inherit the old
-    one's counts. None at all when the data path has no such slots (count 0)."""
-    if not count:
-        return {}, cursor
-    slots = {rule_id: slot for rule_id, slot in kept.items() if rule_id in wanted}
-    taken = _Taken(held, seid)
-    for slot in [*kept.values(), *had]:
-        taken.add(slot)
-    for rule_id in sorted(wanted - set(slots)):
-        cursor = slots[rule_id] = _free(cursor, taken, count, what)
-        taken.add(cursor)
-    return slots, cursor
-
-
-def _free(cursor: int, taken: _Taken, space: int, what: str) -> int:
-    """The first number after `cursor` in 1 .. space-1 (0 is never given) that is not taken."""
-    for _ in range(len(taken) + 2):
-        cursor = cursor % (space - 1) + 1
-        if cursor not in taken:
-            return cursor
-    raise RuleError(Cause.NO_RESOURCES_AVAILABLE, f"no {what} is free")
 
 
 def _failure(rule_type: RuleType, rule_id: int, what: str, ie_type: IEType) -> RuleError:
