@@ -31,6 +31,7 @@ from netapp.upf.models import RuleError, Session
 from netapp.upf.nexthop import RouteWatch
 from netapp.upf.peers import Destinations, SmfPeer, SmfPeers
 from netapp.upf.pfcp.server import PfcpServer
+from netapp.upf.pools import Pools
 from netapp.upf.sessions import Applier, Upf
 from netapp.upf.store import load_sessions
 
@@ -161,6 +162,7 @@ def start_pfcp(
         n3_ipv4=str(pfcp.n3_ipv4) if pfcp.n3_ipv4 else None,
         n3_ipv6=str(pfcp.n3_ipv6) if pfcp.n3_ipv6 else None,
         destinations=allowed,
+        ue_pools=Pools(settings.upf.ue_pools),
     )
     if applier is not None:  # a restart: the maps hold what the store holds, and nothing else
         for seid, error in _reconcile(upf, applier, _STARTUP.pop(store, None), allowed).items():

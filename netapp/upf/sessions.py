@@ -45,8 +45,9 @@ from netapp.service.store import Store
 from netapp.service.transaction import Part, Transactions
 from netapp.upf import store as rows
 from netapp.upf.held import SessionChange, SessionTable
-from netapp.upf.models import FSeid, FTeid, RuleError, Session, UrrSet, check_session
+from netapp.upf.models import FSeid, FTeid, RuleError, Session, UeIpAddress, UrrSet, check_session
 from netapp.upf.peers import Destinations
+from netapp.upf.pools import Pools
 from netapp.upf.pfcp.ies import Cause, IEType, RuleType
 from netapp.upf.pfcp.rules import KINDS, RulePlan, build
 from netapp.upf.store import Association, ntp_now
@@ -93,6 +94,7 @@ class NoApplier:
 class Outcome:
     session: Session
     created: tuple[tuple[int, FTeid], ...] = ()  # (PDR id, the F-TEID the UPF chose) for Created PDR
+    ue_created: tuple[tuple[int, UeIpAddress], ...] = ()  # (PDR id, the UE address the UPF chose (CHV4))
 
 
 class Upf:
@@ -106,11 +108,13 @@ class Upf:
         n3_ipv4: Optional[str] = None,
         n3_ipv6: Optional[str] = None,
         destinations: Optional[Destinations] = None,
+        ue_pools: Optional[Pools] = None,
     ):
         self._store = store
         self.destinations = destinations  # upf.peer_networks (netapp.upf.peers); None: not checked
         self._applier = applier or NoApplier()
         self.n3_ipv4, self.n3_ipv6 = n3_ipv4, n3_ipv6
+        self.pools = ue_pools or Pools()  # upf.ue_pools: the UE addresses the UPF assigns (CHV4)
         self._lock = threading.RLock()
         self._transactions = Transactions(lambda: self._lock, lambda: store, lambda: None)
         self.associations: dict[str, Association] = {}
@@ -138,6 +142,7 @@ class Upf:
             for session, body in rows.load_sessions(store):
                 self.sessions.put(session, body)
                 self._teids.update(dict.fromkeys(session.teids(), session.seid))
+                self.pools.held.update(dict.fromkeys(session.chosen_ue_ipv4(), session.seid))
                 self._urr_slots.update(dict.fromkeys(session.usage_slots(), session.seid))
                 self._sdf_slots.update(dict.fromkeys(session.sdf_slots.values(), session.seid))
             self._give_stored_urrs_slots()
@@ -386,6 +391,8 @@ class Upf:
                 self.sessions.remove(old.seid)
                 for teid in old.teids():
                     self._teids.pop(teid, None)
+                for address in old.chosen_ue_ipv4():
+                    self.pools.held.pop(address, None)
                 for slot in old.usage_slots():
                     self._urr_slots.pop(slot, None)
                 for slot in old.sdf_slots.values():
@@ -393,6 +400,7 @@ class Upf:
             if new is not None:
                 self.sessions.put(new, body)
                 self._teids.update(dict.fromkeys(new.teids(), new.seid))
+                self.pools.held.update(dict.fromkeys(new.chosen_ue_ipv4(), new.seid))
                 self._urr_slots.update(dict.fromkeys(new.usage_slots(), new.seid))
                 self._sdf_slots.update(dict.fromkeys(new.sdf_slots.values(), new.seid))
 
@@ -425,6 +433,7 @@ class Upf:
                     merged["forwarding"] = {**old.forwarding.model_dump(), **changes["forwarding"]}
                 table[rule_id] = build(kind.model, merged, kind.update_ie, (kind.rule_type, rule_id))
         created = self._choose_teids(base, tables["pdrs"])
+        ue_created = self._choose_ue_addresses(base, tables["pdrs"])
         self._pending_urr_cursor = self._urr_cursor
         urr_slots = self._choose_urr_slots(base, tables["urrs"])
         # Of parts each checked already (models, the UPF's own numbers): put together, not checked
@@ -441,7 +450,7 @@ class Upf:
         check_session(session)
         if self.destinations is not None:  # where its tunnels go: the operator's allow-list
             self.destinations.check_session(session)
-        return Outcome(session, tuple(created))
+        return Outcome(session, tuple(created), tuple(ue_created))
 
     def _choose_teids(self, base: Session, pdrs: dict[int, Any]) -> list[tuple[int, FTeid]]:
         """Give every PDR whose F-TEID says CHOOSE (and has none yet) a TEID of ours; PDRs of the
@@ -469,6 +478,29 @@ class Upf:
             pdrs[pdr_id] = pdr.model_copy(update={"pdi": pdr.pdi.model_copy(update={"local_fteid": chosen})})
             created.append((pdr_id, chosen))
         self._pending_cursor = cursor
+        return created
+
+    def _choose_ue_addresses(self, base: Session, pdrs: dict[int, Any]) -> list[tuple[int, UeIpAddress]]:
+        """Give every PDR whose UE IP Address says CHV4 (and has none yet) the session's UE address
+        in its network instance: the one the session holds there already, else a free one of the
+        instance's pool (upf.ue_pools)."""
+        session_ue: dict[Optional[str], str] = {}
+        for pdr in base.pdrs.values():
+            ue = pdr.pdi.ue_ip
+            if ue is not None and ue.choose_ipv4 and ue.ipv4 is not None:
+                session_ue[self.pools.instance_of(pdr.pdi.network_instance)] = ue.ipv4
+        created = []
+        for pdr_id in sorted(pdrs):
+            pdr = pdrs[pdr_id]
+            ue = pdr.pdi.ue_ip
+            if ue is None or not ue.choose_ipv4 or ue.ipv4 is not None:
+                continue
+            instance = self.pools.instance_of(pdr.pdi.network_instance)
+            if instance not in session_ue:
+                session_ue[instance] = self.pools.choose(instance, base.seid, session_ue.values(), pdr_id)
+            chosen = ue.model_copy(update={"ipv4": session_ue[instance]})
+            pdrs[pdr_id] = pdr.model_copy(update={"pdi": pdr.pdi.model_copy(update={"ue_ip": chosen})})
+            created.append((pdr_id, chosen))
         return created
 
     def _free_teid(self, cursor: int, taken: "_Taken") -> int:
