@@ -14,10 +14,13 @@ names (`Pools.first`).
 from __future__ import annotations
 
 import ipaddress
+import logging
 from typing import Iterable, Mapping, Optional
 
 from netapp.upf.models import RuleError
 from netapp.upf.pfcp.ies import Cause, IEType, RuleType
+
+log = logging.getLogger("netapp.upf")
 
 
 class Pools:
@@ -78,3 +81,21 @@ class Pools:
         if network is None or value not in network:
             return None
         return self.first[instance] + int(value) - int(network.network_address)
+
+    def layout(self, instances: Mapping[str, int], slots: int) -> dict[int, tuple[int, int, int]]:
+        """The pools in dpp_upf_ue4 (of `slots` slots), by network instance id (`instances`: name ->
+        id, the N6 interfaces'): (first address as an integer, addresses, first slot). A pool past the
+        array's end is left out (its downlink then goes to dpp_upf_downlink; logged)."""
+        placed = {}
+        for name, network in self.networks.items():
+            first = self.first[name]
+            if name not in instances:
+                continue
+            if first + network.num_addresses > slots:
+                log.warning(
+                    "upf.ue_pools.%s (%s) lies past dpp_upf_ue4's %d slots (dataplane.map_sizes): its downlink "
+                    "is looked up in dpp_upf_downlink", name, network, slots,
+                )
+                continue
+            placed[instances[name]] = (int(network.network_address), network.num_addresses, first)
+        return placed

@@ -44,7 +44,8 @@ def bpf_applier(
     """The applier over `dataplane`, its interface roles written from the settings; `rules`: where
     the rules of PDRs with SDF filters go (the service's, netapp.service.function_rules)."""
     site, roles = _site(upf, pfcp)
-    return BpfApplier(dataplane.table, site, iface_entries(roles, site.n3_ipv4, site.n3_ipv6), rules)
+    ue4 = Pools(upf.ue_pools).layout(site.net_instances, dataplane.table("dpp_upf_ue4").max_entries)
+    return BpfApplier(dataplane.table, site, iface_entries(roles, site.n3_ipv4, site.n3_ipv6, ue4), rules)
 
 
 def smf_peers(pfcp: PfcpSettings) -> SmfPeers:

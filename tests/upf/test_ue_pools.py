@@ -13,7 +13,20 @@ from netapp.upf.models import RuleError
 from netapp.upf.pfcp.ies import Cause, IEType, RuleType
 from netapp.upf.pools import Pools
 from tests.upf.conftest import Endpoint
-from tests.upf.smf import Smf, cause, create_far, create_pdr, create_qer, create_urr, find, fseid, ies_of, node_id, recovery, value
+from tests.upf.smf import (
+    Smf,
+    cause,
+    create_far,
+    create_pdr,
+    create_qer,
+    create_urr,
+    find,
+    fseid,
+    ies_of,
+    node_id,
+    recovery,
+    value,
+)
 
 POOL = "10.45.0.0/30"  # two addresses to give: 10.45.0.1, 10.45.0.2
 
@@ -112,7 +125,8 @@ def test_chv4_without_a_pool_is_refused_naming_the_pdr_and_the_setting(tmp_path)
     finally:
         smf.close()
         endpoint.close()
-    with pytest.raises(RuleError, match="PDR 3: CHV4 .* 'internet', which has no pool \\(setting upf.ue_pools") as refused:
+    no_pool = "PDR 3: CHV4 .* 'internet', which has no pool \\(setting upf.ue_pools"
+    with pytest.raises(RuleError, match=no_pool) as refused:
         Pools().choose("internet", 1, (), 3)
     assert (refused.value.cause, refused.value.rule) == (Cause.RULE_CREATION_MODIFICATION_FAILURE, (RuleType.PDR, 3))
 

@@ -350,7 +350,8 @@ def _encode_ue_ip(fields: Fields) -> Optional[bytes]:
     returns of an address the UPF assigned (CHV4)."""
     if fields.keys() != {"sd", "v4", "ipv4"} or fields["v4"] != 1:
         return None
-    return _ie(IEType.UE_IP_ADDRESS, bytes((0x02 | (int(fields["sd"]) << 2),)) + _address(fields["ipv4"], socket.AF_INET))
+    flags = 0x02 | (int(fields["sd"]) << 2)  # V4, S/D
+    return _ie(IEType.UE_IP_ADDRESS, bytes((flags,)) + _address(fields["ipv4"], socket.AF_INET))
 
 
 VOLUME_MEASUREMENT_FIELDS = ("total", "uplink", "downlink", "total_packets", "uplink_packets", "downlink_packets")
