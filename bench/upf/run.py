@@ -90,8 +90,11 @@ def open_instance(name: str, sessions: int) -> Instance:
     dataplane = Dataplane(handle)
     try:
         roles = {interface_index(workload.N3_IF): (Role.N3, 0), interface_index(workload.N6_IF): (Role.N6, 1)}
-        applier = BpfApplier(dataplane.table, workload.site(output), iface_entries(roles, workload.N3_IP, None))
+        ue4 = workload.pool(sessions)
+        applier = BpfApplier(dataplane.table, workload.site(output), iface_entries(roles, workload.N3_IP, None, ue4))
         applier.apply(None, workload.session(0, n9))
+        first = workload.pool_arrays(0, 1, output)  # the applier wrote UE 0's SMF-given address only
+        dataplane.table("dpp_upf_ue4").update(zip(first.keys, first.values))
         routes = RouteWatch(dataplane.table("dpp_upf_route_gen")).start()
     except Exception:
         dataplane.close()
@@ -112,6 +115,7 @@ def grow(instance: Instance, sessions: int) -> None:
     tables = {
         "dpp_upf_teids": workload.uplink_arrays(instance.sessions, sessions, instance.n9, instance.output),
         "dpp_upf_downlink": workload.downlink_arrays(instance.sessions, sessions, instance.output),
+        "dpp_upf_ue4": workload.pool_arrays(instance.sessions, sessions, instance.output),
     }
     for name, arrays in tables.items():
         table = instance.dataplane.table(name)

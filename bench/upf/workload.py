@@ -5,6 +5,10 @@ its slot of dpp_upf_teids, sized at load to hold them; outer header removal, to 
 core, or in the N9 instance re-encapsulated to N9_PEER with TEID N9_TEID_BASE + i) and a downlink
 PDR on UE address UE_BASE + i (to the gNB with TEID DL_TEID_BASE + i, QFI 9 from the QER), one URR
 in a slot of its own, 1 + i (dpp_upf_usage is sized at load to the sessions and slot 0: `map_sizes`).
+The downlink PDR's entry is also in slot i of dpp_upf_ue4 (sized at load to the sessions): the
+entry of UE address POOL_BASE + i of the N6 interface's pool (upf.ue_pools: addresses the UPF
+assigns), which the `downlink_pool` cases send to. The SMF-given addresses (UE_BASE) are outside
+the pool: their downlink is dpp_upf_downlink's hash lookup, the pool's an array lookup.
 
 Session 0 goes through the UPF's own applier (netapp.upf.applier.BpfApplier, which compiles it);
 the others are copies of the compiler's entries of session 1 with the varying words rewritten,
@@ -57,6 +61,7 @@ MISS_TEID_BASE = 0x60000000  # no session has these: past dpp_upf_teids (dpp_upf
 DL_TEID_BASE = 0x20000000
 N9_TEID_BASE = 0x30000000
 UE_BASE = int(IPv4Address("10.64.0.0"))  # UE i: 10.64.0.0 + i (a /12 holds a million)
+POOL_BASE = int(IPv4Address("10.128.0.0"))  # UE i in the pool: 10.128.0.0 + i, slot i of dpp_upf_ue4
 QFI = 9
 UE_PAYLOAD = bytes(range(64))
 NET_INSTANCE = "internet"
@@ -76,8 +81,16 @@ def urr_slot(i: int) -> int:
 
 def map_sizes(sessions: int) -> dict[str, int]:
     """What an instance holding `sessions` sessions is loaded with: a URR slot for each, and slot 0;
-    a slot of dpp_upf_teids for each TEID, and those below them."""
-    return {"dpp_upf_usage": urr_slot(sessions - 1) + 1, "dpp_upf_teids": TEID_BASE + sessions}
+    a slot of dpp_upf_teids for each TEID, and those below them; a slot of dpp_upf_ue4 for each
+    session's address in the pool."""
+    return {"dpp_upf_usage": urr_slot(sessions - 1) + 1, "dpp_upf_teids": TEID_BASE + sessions,
+            "dpp_upf_ue4": sessions}
+
+
+def pool(sessions: int) -> dict[int, tuple[int, int, int]]:
+    """The N6 interface's pool (network instance 1), as netapp.upf.pools.Pools.layout gives it:
+    POOL_BASE and one address for each session, from slot 0 of dpp_upf_ue4."""
+    return {1: (POOL_BASE, sessions, 0)}
 
 
 def session(i: int, n9: bool = False, teid: int | None = None, n3: str = N3_IP) -> Session:
@@ -187,6 +200,16 @@ def downlink_arrays(first: int, stop: int, output: Output = Output.FIB) -> Table
     return arrays
 
 
+def pool_arrays(first: int, stop: int, output: Output = Output.FIB) -> TableArrays:
+    """dpp_upf_ue4's entries of sessions first..stop-1: each one's downlink entry (that of
+    dpp_upf_downlink, checked against the compiler's), in slot i, marked as there."""
+    downlink = downlink_arrays(first, stop, output)
+    values = downlink.value_words.copy()
+    values.view(numpy.uint8)[:, PdrAction.flags.offset] |= numpy.uint8(PdrFlag.ENTRY)
+    keys = numpy.arange(first, stop, dtype=numpy.uint32).reshape(-1, 1)
+    return _arrays(ctypes.c_uint32, PdrAction, keys, values)
+
+
 def _check_ends(arrays: TableArrays, first: int, stop: int, entries_of: Callable[[int], dict]) -> None:
     """The first and last copy must be the compiler's entry of that session, key and value."""
     for row, i in ((0, first), (stop - first - 1, stop - 1)):
@@ -220,9 +243,13 @@ def uplink_packet(teid: int = TEID_BASE) -> bytes:
     return bytes(outer / gtp / ue_packet(ue_address(0), SERVER, 40000, 5004))
 
 
-def downlink_packet() -> bytes:
-    """Flow 0's packet from the data network to UE 0."""
-    return bytes(Ether(src=ROUTER_MAC, dst=N6_MAC) / ue_packet(SERVER, ue_address(0), 5004, 40000))
+def downlink_packet(ue: str | None = None) -> bytes:
+    """Flow 0's packet from the data network to UE 0 (at `ue`: its address in the pool)."""
+    return bytes(Ether(src=ROUTER_MAC, dst=N6_MAC) / ue_packet(SERVER, ue or ue_address(0), 5004, 40000))
+
+
+def pool_packet() -> bytes:
+    return downlink_packet(str(IPv4Address(POOL_BASE)))
 
 
 UE_OFF_UPLINK = len(uplink_packet()) - len(ue_packet(ue_address(0), SERVER, 40000, 5004))
@@ -235,9 +262,13 @@ def uplink_walk(flows: int, teid_base: int = TEID_BASE) -> Walk:
     return Walk(flows, teid_base, UE_BASE, teid_off, UE_OFF_UPLINK + 12)
 
 
-def downlink_walk(flows: int) -> Walk:
+def downlink_walk(flows: int, base: int = UE_BASE) -> Walk:
     dst = UE_OFF_DOWNLINK + 16
-    return Walk(flows, UE_BASE, UE_BASE, dst, dst)
+    return Walk(flows, base, base, dst, dst)
+
+
+def pool_walk(flows: int) -> Walk:
+    return downlink_walk(flows, POOL_BASE)
 
 
 def walked(packet: bytes, walk: Walk, flow: int) -> bytes:
@@ -316,6 +347,10 @@ CASES = {
              uplink_packet, uplink_walk, _uplink_tx_out),
         Case("downlink_tx", "downlink encap, XDP_TX (no FIB)", "tx", N6_IF, "downlink", "TX", "upf", "",
              downlink_packet, downlink_walk, _downlink_tx_out),
+        Case("downlink_pool", "downlink encap, UE address of a pool (array)", "n6", N6_IF, "downlink", "REDIRECT",
+             "upf", "", pool_packet, pool_walk, _downlink_out),
+        Case("downlink_pool_tx", "downlink encap of a pool's, XDP_TX (no FIB)", "tx", N6_IF, "downlink", "TX",
+             "upf", "", pool_packet, pool_walk, _downlink_tx_out),
         Case("miss", "TEID miss", "n6", N3_IF, "uplink", "DROP", "default", "upf_teid_miss",
              lambda: uplink_packet(MISS_TEID_BASE), lambda flows: uplink_walk(flows, MISS_TEID_BASE),
              lambda sent, flow: sent),

@@ -222,6 +222,7 @@ int maps_check(struct dpp *d)
  * (max_rules, max_flows). */
 static const char *const sizable_maps[] = {
 	"dpp_upf_teids", /* PDRs of the TEIDs below its size */
+	"dpp_upf_ue4", /* PDRs of the UE addresses of the pools the UPF assigns from */
 	"dpp_upf_uplink", /* PDRs by TEID */
 	"dpp_upf_downlink", /* PDRs by UE address */
 	"dpp_upf_usage", /* URR slots */

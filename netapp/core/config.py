@@ -239,10 +239,31 @@ class UpfSettings(BaseModel):
         "anywhere; []: nowhere)",
     )
 
+    ue_pools: dict[str, str] = Field(
+        default_factory=dict,
+        description="network instance -> the IPv4 prefix of the UE addresses the UPF assigns in it (a PDR's UE IP "
+        "Address with CHV4, TS 29.244 8.2.62); none: CHV4 is refused",
+    )
+
     @field_validator("peer_networks")
     @classmethod
     def _peer_networks(cls, prefixes: Optional[list[str]]) -> Optional[list[str]]:
         return None if prefixes is None else [str(_network(prefix)) for prefix in prefixes]
+
+    @field_validator("ue_pools")
+    @classmethod
+    def _ue_pools(cls, pools: dict[str, str]) -> dict[str, str]:
+        networks = {}
+        for name, prefix in pools.items():
+            network = _network(prefix)
+            if network.version != 4:
+                raise ValueError(f"upf.ue_pools.{name}: {prefix}: not an IPv4 prefix (the UPF assigns IPv4 only)")
+            networks[name] = network
+        for name, network in networks.items():
+            for other, overlapping in networks.items():
+                if other < name and network.overlaps(overlapping):
+                    raise ValueError(f"upf.ue_pools.{name}: {network} overlaps the pool of {other} ({overlapping})")
+        return {name: str(network) for name, network in networks.items()}
 
 
 class DataplaneSettings(BaseModel):
@@ -253,7 +274,8 @@ class DataplaneSettings(BaseModel):
     map_sizes: dict[str, int] = Field(
         default_factory=dict,
         description="map name -> entries, for the maps whose size is a capacity (dpp_upf_uplink, "
-        "dpp_upf_downlink: PDRs; dpp_upf_teids: the TEIDs the UPF chooses; dpp_upf_usage: URR slots; "
+        "dpp_upf_downlink: PDRs; dpp_upf_teids: the TEIDs the UPF chooses; dpp_upf_ue4: the UE addresses of "
+        "upf.ue_pools, the pools one after the other; dpp_upf_usage: URR slots; "
         "dpp_upf_sdf_pdrs: PDRs with SDF filters), applied when the instance is loaded; a pinned "
         "instance keeps its sizes until it is unpinned. Unnamed maps keep their built-in size",
     )

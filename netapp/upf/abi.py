@@ -14,6 +14,7 @@ MAX_UPF_IFACES = 1024
 MAX_UPF_PDRS = 1048576
 MAX_UPF_TEIDS = 65536
 MAX_UPF_URRS = 65536
+MAX_UPF_UE4 = 65536
 MAX_UPF_SDF_PDRS = 65536
 QFI_ANY = 0xFF
 ROUTE_SLOTS = 256
@@ -26,6 +27,7 @@ CONSTANTS = {
     "DPP_MAX_UPF_PDRS": MAX_UPF_PDRS,
     "DPP_MAX_UPF_TEIDS": MAX_UPF_TEIDS,
     "DPP_MAX_UPF_URRS": MAX_UPF_URRS,
+    "DPP_MAX_UPF_UE4": MAX_UPF_UE4,
     "DPP_MAX_UPF_SDF_PDRS": MAX_UPF_SDF_PDRS,
     "DPP_UPF_QFI_ANY": QFI_ANY,
     "DPP_UPF_ROUTE_SLOTS": ROUTE_SLOTS,
@@ -85,6 +87,9 @@ class Iface(Structure):
         ("net_instance", c_uint32),
         ("addr4", c_uint32),
         ("addr6", U32x4),
+        ("ue4_base", c_uint32),
+        ("ue4_count", c_uint32),
+        ("ue4_first", c_uint32),
     ]
 
 
@@ -190,6 +195,7 @@ STRUCTS = (Iface, UplinkKey, DownlinkKey, PdrAction, UplinkState, Usage, Route, 
 MAPS = {
     "dpp_upf_ifaces": ("ARRAY", c_uint32, Iface, "DPP_MAX_UPF_IFACES"),
     "dpp_upf_teids": ("ARRAY", c_uint32, PdrAction, "DPP_MAX_UPF_TEIDS"),
+    "dpp_upf_ue4": ("ARRAY", c_uint32, PdrAction, "DPP_MAX_UPF_UE4"),
     "dpp_upf_uplink": ("HASH", UplinkKey, PdrAction, "DPP_MAX_UPF_PDRS"),
     "dpp_upf_uplink_state": ("ARRAY", c_uint32, UplinkState, 1),
     "dpp_upf_downlink": ("HASH", DownlinkKey, PdrAction, "DPP_MAX_UPF_PDRS"),
@@ -201,6 +207,8 @@ MAPS = {
 # The maps read through libdpp's own calls, not as tables: name -> (type name, size).
 OWN_MAPS = {"dpp_upf_punt": ("RINGBUF", "DPP_UPF_PUNT_RING_SIZE")}  # dpp_upf_punts_* (upf.c)
 # The maps whose size is only a capacity, chosen at load (libdpp's list in maps.c): the PDR tables
-# the TEIDs' array, the URR slots and the slots of PDRs with SDF filters. The program computes slots of
-# the others from their built-in size.
-SIZABLE = frozenset({"dpp_upf_teids", "dpp_upf_uplink", "dpp_upf_downlink", "dpp_upf_usage", "dpp_upf_sdf_pdrs"})
+# the TEIDs' array, the pools' UE addresses' array, the URR slots and the slots of PDRs with SDF
+# filters. The program computes slots of the others from their built-in size.
+SIZABLE = frozenset(
+    {"dpp_upf_teids", "dpp_upf_ue4", "dpp_upf_uplink", "dpp_upf_downlink", "dpp_upf_usage", "dpp_upf_sdf_pdrs"}
+)

@@ -48,16 +48,23 @@ log = logging.getLogger("netapp.upf")
 
 
 def iface_entries(
-    roles: Mapping[int, tuple[Role, int]], n3_ipv4: Optional[str], n3_ipv6: Optional[str]
+    roles: Mapping[int, tuple[Role, int]],
+    n3_ipv4: Optional[str],
+    n3_ipv6: Optional[str],
+    ue4: Optional[Mapping[int, tuple[int, int, int]]] = None,
 ) -> dict[int, Iface]:
-    """dpp_upf_ifaces' slots: ifindex -> (role, network instance id). Two interfaces in one slot
-    (ifindex % MAX_UPF_IFACES) cannot be told apart: ValueError."""
+    """dpp_upf_ifaces' slots: ifindex -> (role, network instance id); an N6 one with its instance's
+    pool of UE addresses in dpp_upf_ue4 (`ue4`: instance id -> (first address, addresses, first
+    slot), netapp.upf.pools.Pools.layout). Two interfaces in one slot (ifindex % MAX_UPF_IFACES)
+    cannot be told apart: ValueError."""
     slots: dict[int, Iface] = {}
     for ifindex, (role, instance) in sorted(roles.items()):
         slot = ifindex % MAX_UPF_IFACES
         if slot in slots:
             raise ValueError(f"interfaces {slots[slot].ifindex} and {ifindex} share UPF slot {slot}")
         iface = Iface(ifindex=ifindex, role=role, net_instance=instance)
+        if role == Role.N6 and ue4 and instance in ue4:
+            iface.ue4_base, iface.ue4_count, iface.ue4_first = ue4[instance]
         if role in (Role.N3, Role.N9):
             if n3_ipv4:
                 iface.has_ip4, iface.addr4 = 1, words(n3_ipv4)[0]
@@ -78,7 +85,7 @@ class Rules(Protocol):
 
 
 class BpfApplier:
-    """Sessions into dpp_upf_teids, dpp_upf_uplink and dpp_upf_downlink, as deltas: a TEID's own
+    """Sessions into dpp_upf_teids, dpp_upf_uplink, dpp_upf_ue4 and dpp_upf_downlink, as deltas: a TEID's own
     entry in its slot of dpp_upf_teids when the TEID is below its size, `teid_slots` (the TEIDs the
     UPF chooses: netapp.upf.sessions), else in dpp_upf_uplink with the entries by QFI; their URRs'
     counters in dpp_upf_usage, whose size (setting dataplane.map_sizes) is `urr_slots`; their PDRs
@@ -96,6 +103,10 @@ class BpfApplier:
         self._uplink_state = table_of("dpp_upf_uplink_state")
         self._teids_hashed: Optional[bool] = None  # what dpp_upf_uplink_state says (None: not written yet)
         self._downlink = table_of("dpp_upf_downlink")
+        self._ue4 = _Slots(table_of("dpp_upf_ue4"))
+        # network instance id -> its pool in dpp_upf_ue4: (first address, addresses, first slot)
+        self._pools = {iface.net_instance: (iface.ue4_base, iface.ue4_count, iface.ue4_first)
+                       for iface in ifaces.values() if iface.role == Role.N6 and iface.ue4_count}
         self._ifaces = table_of("dpp_upf_ifaces")
         self._usage = table_of("dpp_upf_usage")
         self.teid_slots = self._teids.max_entries
@@ -147,7 +158,9 @@ class BpfApplier:
             _write_delta(change, self._teids, teids_before, teids_after, int, left)
             self._mark_hashed(uplink_after)
             _write_delta(change, self._uplink, uplink_before, uplink_after, UplinkKey, left)
-            _write_delta(change, self._downlink, before.downlink, after.downlink, DownlinkKey, left)
+            (ue4_before, downlink_before), (ue4_after, downlink_after) = map(self._split_downlink, (before, after))
+            _write_delta(change, self._ue4, ue4_before, ue4_after, int, left)
+            _write_delta(change, self._downlink, downlink_before, downlink_after, DownlinkKey, left)
             self._change_rules(change, before.rules, after.rules)
         except RuleClash as exc:
             change.roll_back()
@@ -199,11 +212,13 @@ class BpfApplier:
             desired.rules.update(entries.rules)
             rules_of[seid] = entries.rules
         teids, uplink = self._split(desired)
+        ue4, downlink = self._split_downlink(desired)
         self._mark_hashed(uplink)
         for table, want, key_type in (
             (self._teids, teids, int),
             (self._uplink, uplink, UplinkKey),
-            (self._downlink, desired.downlink, DownlinkKey),
+            (self._ue4, ue4, int),
+            (self._downlink, downlink, DownlinkKey),
         ):
             have = {_own(key_type, key): bytes(value) for key, value in table.items() if _held(key_type, value)}
             table.update([(_key(key_type, key), value) for key, value in want.items() if have.get(key) != bytes(value)])
@@ -244,6 +259,23 @@ class BpfApplier:
                 slots[teid].flags |= PdrFlag.ENTRY
             else:
                 hashed[(teid, qfi)] = action
+        return slots, hashed
+
+    def _split_downlink(self, entries: Entries) -> tuple[dict[int, PdrAction], dict]:
+        """The downlink entries as written: the UE addresses of an N6 interface's pool by slot in
+        dpp_upf_ue4 (marked as there; the data path looks nowhere else for them), the others by
+        (network instance, family, address) in dpp_upf_downlink."""
+        slots, hashed = {}, {}
+        for key, action in entries.downlink.items():
+            instance, family, packed = key
+            pool = self._pools.get(instance) if family == 4 else None
+            offset = int.from_bytes(packed[:4], "big") - pool[0] if pool else -1
+            if pool and 0 <= offset < pool[1]:
+                slot = pool[2] + offset
+                slots[slot] = PdrAction.from_buffer_copy(action)
+                slots[slot].flags |= PdrFlag.ENTRY
+            else:
+                hashed[key] = action
         return slots, hashed
 
     def _mark_hashed(self, uplink: dict, exact: bool = False) -> None:
@@ -348,8 +380,8 @@ def _sum(counts: Iterable[Usage]) -> Usage:
 
 
 class _Slots:
-    """An array of PDR entries as _write_delta writes a hash map: a deleted slot is zeroed (no
-    DPP_UPF_PDR_ENTRY: empty)."""
+    """An array of PDR entries (dpp_upf_teids, dpp_upf_ue4) as _write_delta writes a hash map: a
+    deleted slot is zeroed (no DPP_UPF_PDR_ENTRY: empty)."""
 
     def __init__(self, table: Table):
         self._table = table

@@ -120,11 +120,16 @@ class FTeid(_Addressed):
 
 
 class UeIpAddress(_Addressed):
+    """A UE's address: given by the CP function, or (`choose_ipv4`, CHV4) assigned by the UPF from
+    its pool of the PDR's network instance (upf.ue_pools; `ipv4` then the address assigned)."""
+
     destination: bool = Field(False, description="the SD flag: the address is the packets' destination")
+    choose_ipv4: bool = Field(False, description="CHV4: the UPF assigns the IPv4 address (ipv4: the one it did)")
 
     @model_validator(mode="after")
     def _one(self) -> "UeIpAddress":
-        self._require_address("a UE IP address (allocation by the UPF is not supported)")
+        if not self.choose_ipv4:
+            self._require_address("a UE IP address")
         return self
 
 
@@ -316,6 +321,11 @@ class Session(_Model):
         if len(wanted) == 1:
             return self.urr_slots.get(wanted[0])
         return next((each.slot for each in self.urr_sets if each.urr_ids == wanted == each.members), None)
+
+    def chosen_ue_ipv4(self) -> set[str]:
+        """The IPv4 addresses the UPF assigned to the session's UE (CHV4): one per network instance."""
+        ues = [pdr.pdi.ue_ip for pdr in self.pdrs.values()]
+        return {ue.ipv4 for ue in ues if ue is not None and ue.choose_ipv4 and ue.ipv4 is not None}
 
     def teids(self) -> set[int]:
         fteids = [pdr.pdi.local_fteid for pdr in self.pdrs.values()]

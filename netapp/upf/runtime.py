@@ -31,6 +31,7 @@ from netapp.upf.models import RuleError, Session
 from netapp.upf.nexthop import RouteWatch
 from netapp.upf.peers import Destinations, SmfPeer, SmfPeers
 from netapp.upf.pfcp.server import PfcpServer
+from netapp.upf.pools import Pools
 from netapp.upf.sessions import Applier, Upf
 from netapp.upf.store import load_sessions
 
@@ -43,7 +44,8 @@ def bpf_applier(
     """The applier over `dataplane`, its interface roles written from the settings; `rules`: where
     the rules of PDRs with SDF filters go (the service's, netapp.service.function_rules)."""
     site, roles = _site(upf, pfcp)
-    return BpfApplier(dataplane.table, site, iface_entries(roles, site.n3_ipv4, site.n3_ipv6), rules)
+    ue4 = Pools(upf.ue_pools).layout(site.net_instances, dataplane.table("dpp_upf_ue4").max_entries)
+    return BpfApplier(dataplane.table, site, iface_entries(roles, site.n3_ipv4, site.n3_ipv6, ue4), rules)
 
 
 def smf_peers(pfcp: PfcpSettings) -> SmfPeers:
@@ -161,6 +163,7 @@ def start_pfcp(
         n3_ipv4=str(pfcp.n3_ipv4) if pfcp.n3_ipv4 else None,
         n3_ipv6=str(pfcp.n3_ipv6) if pfcp.n3_ipv6 else None,
         destinations=allowed,
+        ue_pools=Pools(settings.upf.ue_pools),
     )
     if applier is not None:  # a restart: the maps hold what the store holds, and nothing else
         for seid, error in _reconcile(upf, applier, _STARTUP.pop(store, None), allowed).items():

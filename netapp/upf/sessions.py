@@ -47,6 +47,7 @@ from netapp.upf import store as rows
 from netapp.upf.held import SessionChange, SessionTable
 from netapp.upf.models import FSeid, FTeid, RuleError, Session, check_session
 from netapp.upf.peers import Destinations
+from netapp.upf.pools import Pools
 from netapp.upf.pfcp.ies import Cause, IEType, RuleType
 from netapp.upf.pfcp.rules import KINDS, RulePlan, build
 from netapp.upf.slots import Slots, Taken, free_number
@@ -94,6 +95,7 @@ class NoApplier:
 class Outcome:
     session: Session
     created: tuple[tuple[int, FTeid], ...] = ()  # (PDR id, the F-TEID the UPF chose) for Created PDR
+    ue_created: tuple[tuple[int, UeIpAddress], ...] = ()  # (PDR id, the UE address the UPF chose (CHV4))
 
 
 class Upf:
@@ -107,11 +109,13 @@ class Upf:
         n3_ipv4: Optional[str] = None,
         n3_ipv6: Optional[str] = None,
         destinations: Optional[Destinations] = None,
+        ue_pools: Optional[Pools] = None,
     ):
         self._store = store
         self.destinations = destinations  # upf.peer_networks (netapp.upf.peers); None: not checked
         self._applier = applier or NoApplier()
         self.n3_ipv4, self.n3_ipv6 = n3_ipv4, n3_ipv6
+        self.pools = ue_pools or Pools()  # upf.ue_pools: the UE addresses the UPF assigns (CHV4)
         self._lock = threading.RLock()
         self._transactions = Transactions(lambda: self._lock, lambda: store, lambda: None)
         self.associations: dict[str, Association] = {}
@@ -135,6 +139,7 @@ class Upf:
             for session, body in rows.load_sessions(store):
                 self.sessions.put(session, body)
                 self._teids.update(dict.fromkeys(session.teids(), session.seid))
+                self.pools.held.update(dict.fromkeys(session.chosen_ue_ipv4(), session.seid))
                 self._slots.hold(session)
             self._give_stored_urrs_slots()
 
@@ -382,10 +387,13 @@ class Upf:
                 self.sessions.remove(old.seid)
                 for teid in old.teids():
                     self._teids.pop(teid, None)
+                for address in old.chosen_ue_ipv4():
+                    self.pools.held.pop(address, None)
                 self._slots.release(old)
             if new is not None:
                 self.sessions.put(new, body)
                 self._teids.update(dict.fromkeys(new.teids(), new.seid))
+                self.pools.held.update(dict.fromkeys(new.chosen_ue_ipv4(), new.seid))
                 self._slots.hold(new)
 
     # --- building a session from a request -------------------------------------------------------
@@ -417,6 +425,7 @@ class Upf:
                     merged["forwarding"] = {**old.forwarding.model_dump(), **changes["forwarding"]}
                 table[rule_id] = build(kind.model, merged, kind.update_ie, (kind.rule_type, rule_id))
         created = self._choose_teids(base, tables["pdrs"])
+        ue_created = self.pools.choose_for(base, tables["pdrs"])
         self._slots.begin()
         urr_slots = self._slots.choose_urr_slots(base, tables["urrs"])
         # Of parts each checked already (models, the UPF's own numbers): put together, not checked
@@ -433,7 +442,7 @@ class Upf:
         check_session(session)
         if self.destinations is not None:  # where its tunnels go: the operator's allow-list
             self.destinations.check_session(session)
-        return Outcome(session, tuple(created))
+        return Outcome(session, tuple(created), tuple(ue_created))
 
     def _choose_teids(self, base: Session, pdrs: dict[int, Any]) -> list[tuple[int, FTeid]]:
         """Give every PDR whose F-TEID says CHOOSE (and has none yet) a TEID of ours; PDRs of the

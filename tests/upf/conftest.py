@@ -11,6 +11,7 @@ from netapp.service.store import Store
 from netapp.upf.models import Session
 from netapp.upf.peers import Destinations, SmfPeers
 from netapp.upf.pfcp.server import PfcpServer
+from netapp.upf.pools import Pools
 from netapp.upf.sessions import Upf
 from tests.upf.smf import Smf, node_id, recovery
 
@@ -38,15 +39,17 @@ class Endpoint:
     anyone, anywhere); `restart()` makes a new one over the same store file, as a restarted service
     would (with `peers`: with these pfcp.peers)."""
 
-    def __init__(self, path: Any, peers: Optional[SmfPeers] = None, destinations: Optional[Destinations] = None):
-        self.path = path
+    def __init__(self, path: Any, peers: Optional[SmfPeers] = None, destinations: Optional[Destinations] = None,
+                 ue_pools: Optional[dict[str, str]] = None):
+        self.path, self.ue_pools = path, ue_pools
         self.applier = RecordingApplier()
         self.peers, self.destinations = peers, destinations
         self._open()
 
     def _open(self) -> None:
         self.store = Store.open(self.path, synchronous="NORMAL")
-        self.upf = Upf(self.store, self.applier, n3_ipv4=N3, destinations=self.destinations)
+        self.upf = Upf(self.store, self.applier, n3_ipv4=N3, destinations=self.destinations,
+                       ue_pools=Pools(self.ue_pools))
         self.server = PfcpServer(self.upf, "127.0.0.1", 0, peers=self.peers)
         self.server.start()
 

@@ -32,11 +32,12 @@ def fseid(seid: int, address: str = "10.0.0.1") -> dict[str, Any]:
 
 def create_pdr(pdr_id: int, far_id: int, *, access: bool, choose_id: Optional[int] = None,
                flow: Optional[str] = "permit out ip from any to assigned", qer: Optional[int] = 1,
-               urr: Optional[int] = 1, ue: str = UE) -> dict[str, Any]:
+               urr: Optional[int] = 1, ue: Optional[str] = UE) -> dict[str, Any]:
+    """A PDR; `ue` None: its UE IP Address asks the UPF to choose (CHV4)."""
     pdi = [ie(20, {"If": 0 if access else 2}), ie(22, b"internet")]
     if access:
         pdi.append(ie(21, {"CH": 1, "CHID": int(choose_id is not None), "V4": 1, "CHOOSE_ID": choose_id or 0}))
-    pdi.append(ie(93, {"V4": 1, "SD": int(not access), "IPv4Addr": ue}))
+    pdi.append(ie(93, {"V4": 1, "SD": int(not access), "IPv4Addr": ue} if ue else {"CHV4": 1, "SD": int(not access)}))
     if flow is not None:  # None: no SDF filter
         pdi.append(ie(23, {"FD": 1, "FlowDesc": {"Val": flow.encode()}}))
     rule = [ie(56, {"Val": pdr_id}), ie(29, {"Val": 100 + pdr_id}), ie(2, pdi), ie(108, {"Val": far_id})]

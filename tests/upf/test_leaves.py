@@ -80,6 +80,8 @@ RESPONSE_IES = [
     codec.leaf(IEType.F_TEID, v4=1, v6=1, teid=0x1234, ipv4="127.0.0.2", ipv6="2001:db8::2"),
     codec.leaf(IEType.F_TEID, v4=1, v6=0, teid=1, ipv4="127.0.0.2"),
     codec.leaf(IEType.PDR_ID, id=65535),
+    codec.leaf(IEType.UE_IP_ADDRESS, sd=1, v4=1, ipv4="10.45.0.7"),  # a Created PDR's (CHV4)
+    codec.leaf(IEType.UE_IP_ADDRESS, sd=0, v4=1, ipv4="10.45.255.254"),
     codec.leaf(IEType.RECOVERY_TIME_STAMP, timestamp=0xE0000000),
 ]
 

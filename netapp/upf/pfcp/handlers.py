@@ -263,7 +263,12 @@ def _fseid(ie: IE) -> FSeid:
 
 
 def _created(outcome: Outcome) -> list[IE]:
-    return [
-        group(IEType.CREATED_PDR, leaf(IEType.PDR_ID, id=pdr_id), fteid_ie(fteid)) for pdr_id, fteid in outcome.created
-    ]
+    """A Created PDR for each PDR the UPF chose something of: its F-TEID (CHOOSE), its UE IP Address
+    (CHV4), or both (29.244 7.5.3.2)."""
+    chosen: dict[int, list[IE]] = {}
+    for pdr_id, fteid in outcome.created:
+        chosen.setdefault(pdr_id, []).append(fteid_ie(fteid))
+    for pdr_id, ue in outcome.ue_created:
+        chosen.setdefault(pdr_id, []).append(leaf(IEType.UE_IP_ADDRESS, sd=int(ue.destination), v4=1, ipv4=ue.ipv4))
+    return [group(IEType.CREATED_PDR, leaf(IEType.PDR_ID, id=pdr_id), *ies) for pdr_id, ies in sorted(chosen.items())]
 

@@ -345,6 +345,15 @@ def _encode_fteid(fields: Fields) -> Optional[bytes]:
     return _encode_addressed(IEType.F_TEID, 0, _U32.pack(int(fields.get("teid", 0))), fields, {"teid"})
 
 
+def _encode_ue_ip(fields: Fields) -> Optional[bytes]:
+    """UE IP Address (29.244 8.2.62) with an IPv4 address and the S/D flag: what a Created PDR
+    returns of an address the UPF assigned (CHV4)."""
+    if fields.keys() != {"sd", "v4", "ipv4"} or fields["v4"] != 1:
+        return None
+    flags = 0x02 | (int(fields["sd"]) << 2)  # V4, S/D
+    return _ie(IEType.UE_IP_ADDRESS, bytes((flags,)) + _address(fields["ipv4"], socket.AF_INET))
+
+
 VOLUME_MEASUREMENT_FIELDS = ("total", "uplink", "downlink", "total_packets", "uplink_packets", "downlink_packets")
 
 
@@ -363,6 +372,7 @@ ENCODERS: dict[int, Callable[[Fields], Optional[bytes]]] = {
     IEType.F_SEID: _encode_fseid,
     IEType.F_TEID: _encode_fteid,
     IEType.PDR_ID: _encode_pdr_id,
+    IEType.UE_IP_ADDRESS: _encode_ue_ip,
     IEType.RECOVERY_TIME_STAMP: _encode_u32("timestamp", IEType.RECOVERY_TIME_STAMP),
     IEType.VOLUME_MEASUREMENT: _encode_volume_measurement,
 }

@@ -139,8 +139,20 @@ def _pdi(pdi: IE, rule: RuleId) -> dict[str, Any]:
 
 
 def _ue_ip(ue: IE, rule: RuleId) -> dict[str, Any]:
+    # CHV4, CHV6 (29.244 8.2.62: the UP function assigns the address), from the flags octet: the
+    # library's fields do not have them
+    flags = ue.raw[0] if ue.raw else 0
+    chv4, chv6 = bool(flags & 0x10), bool(flags & 0x20)
+    if chv6:
+        raise RuleError(
+            Cause.RULE_CREATION_MODIFICATION_FAILURE,
+            "UE IP Address: CHV6 (the UPF choosing an IPv6 prefix) is not supported",
+            IEType.UE_IP_ADDRESS,
+            rule,
+        )
     return {
-        "ipv4": str(ue["ipv4"]) if ue["v4"] else None,
+        "choose_ipv4": chv4,
+        "ipv4": str(ue["ipv4"]) if ue["v4"] and not chv4 else None,
         "ipv6": str(ue["ipv6"]) if ue["v6"] else None,
         "destination": bool(ue["sd"]),
     }

@@ -59,6 +59,18 @@ struct {
 	__type(value, struct dpp_upf_pdr);
 } dpp_upf_downlink SEC(".maps");
 
+/* slot (a pool's first slot + the UE address's offset in it, struct dpp_upf_iface.ue4_*) -> the
+ * downlink PDR's action of a UE address of a pool the UPF assigns from: an inlined array lookup, one
+ * line; an empty slot (no DPP_UPF_PDR_ENTRY) is a miss without a second lookup. Mmapable for
+ * page-aligned values, as dpp_upf_teids. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, DPP_MAX_UPF_UE4);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct dpp_upf_pdr);
+} dpp_upf_ue4 SEC(".maps");
+
 /* slot (a UPF rule's arg, dpp_rules) -> the action of a PDR with SDF filters */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

@@ -172,12 +172,24 @@ static __always_inline const struct dpp_upf_pdr *upf_uplink_pdr(const struct dpp
 	return pdr;
 }
 
-/* The downlink PDR of a packet to a UE address of the network instance, or NULL. */
+/* The downlink PDR of a packet to a UE address of the N6 interface's network instance, or NULL: an
+ * address of the instance's pool (the UPF assigned it) by its slot of dpp_upf_ue4 (an inlined array
+ * lookup; an empty slot: none), any other by (instance, address) in dpp_upf_downlink. */
 static __always_inline const struct dpp_upf_pdr *upf_downlink_pdr(const struct dpp_flow_key *key,
-								   __u32 net_instance)
+								   const struct dpp_upf_iface *iface)
 {
-	struct dpp_upf_dl_key k = { .net_instance = net_instance, .family = key->family };
+	struct dpp_upf_dl_key k = { .net_instance = iface->net_instance, .family = key->family };
+	const struct dpp_upf_pdr *pdr;
+	__u32 slot;
 
+	if (key->family == 4 && bpf_ntohl(key->dst[0]) - iface->ue4_base < iface->ue4_count) {
+		slot = iface->ue4_first + (bpf_ntohl(key->dst[0]) - iface->ue4_base);
+		pdr = bpf_map_lookup_elem(&dpp_upf_ue4, &slot);
+		/* two calls, not one: clang would otherwise merge this lookup and the hash's below into
+		 * one call of a branch-chosen map, which the verifier does not inline */
+		barrier_var(pdr);
+		return pdr && (pdr->flags & DPP_UPF_PDR_ENTRY) ? pdr : NULL;
+	}
 	__builtin_memcpy(k.addr, key->dst, sizeof(k.addr));
 	return bpf_map_lookup_elem(&dpp_upf_downlink, &k);
 }
@@ -223,7 +235,7 @@ static __always_inline int upf_downlink(struct xdp_md *ctx, struct dpp_parse *p,
 
 	if (p->key.overlay != DPP_OVERLAY_NONE || (p->key.flags & DPP_KEY_GTP) || !p->key.family)
 		return DPP_UPF_NOT_MINE;
-	pdr = upf_downlink_pdr(&p->key, iface->net_instance);
+	pdr = upf_downlink_pdr(&p->key, iface);
 	if (!pdr)
 		return DPP_UPF_NOT_MINE;
 	if (pdr->flags & DPP_UPF_PDR_SDF)
@@ -269,7 +281,7 @@ static __always_inline const struct dpp_upf_pdr *upf_unfiltered_pdr(const struct
 	iface = upf_iface(key->ifindex);
 	if (!iface)
 		return NULL;
-	pdr = upf_downlink_pdr(key, iface->net_instance);
+	pdr = upf_downlink_pdr(key, iface);
 	if (pdr && (pdr->flags & DPP_UPF_PDR_NO_MATCH))
 		return NULL;
 	return pdr;

@@ -25,6 +25,11 @@
 #ifndef DPP_MAX_UPF_TEIDS
 #define DPP_MAX_UPF_TEIDS 65536
 #endif
+/* Slots of dpp_upf_ue4: the UE IPv4 addresses of the pools the UPF assigns from (upf.ue_pools), the
+ * pools one after the other (preallocated, 64 bytes each: 65,536 is a /16). */
+#ifndef DPP_MAX_UPF_UE4
+#define DPP_MAX_UPF_UE4 65536
+#endif
 #ifndef DPP_MAX_UPF_URRS
 #define DPP_MAX_UPF_URRS 65536
 #endif
@@ -67,12 +72,14 @@ enum dpp_upf_pdr_flags {
 	DPP_UPF_PDR_NO_MATCH = 8, /* a TEID's own entry that matches nothing by itself */
 	DPP_UPF_PDR_SDF = 16,	  /* the TEID's (UE address's) PDRs have SDF filters: classify first */
 	DPP_UPF_PDR_DUPL = 32,	  /* FAR DUPL: a copy to user space (dpp_upf_punt), then as the FAR says */
-	DPP_UPF_PDR_ENTRY = 64,	  /* dpp_upf_teids: the slot holds its TEID's entry (else: no PDR) */
+	DPP_UPF_PDR_ENTRY = 64,	  /* dpp_upf_teids, dpp_upf_ue4: the slot holds its entry (else: no PDR) */
 	DPP_UPF_PDR_UDP = 128,	  /* ENCAP: UDP/IP alone (no GTP-U), to port teid of the peer */
 };
 
 /* Value of dpp_upf_ifaces, at slot ifindex % DPP_MAX_UPF_IFACES (no two interfaces of the UPF share
- * a slot: the control plane refuses that): the interface's role and its addresses. */
+ * a slot: the control plane refuses that): the interface's role and its addresses; on N6 the pool
+ * of UE addresses of its network instance, whose downlink is in dpp_upf_ue4 (address - ue4_base +
+ * ue4_first; an address of the pool is looked up there only, any other in dpp_upf_downlink). */
 struct dpp_upf_iface {
 	__u32 ifindex; /* the interface of this slot; 0: none */
 	__u8 role;     /* enum dpp_upf_role */
@@ -82,6 +89,9 @@ struct dpp_upf_iface {
 	__u32 net_instance; /* N6: the network instance its packets belong to */
 	__u32 addr4;	    /* network order */
 	__u32 addr6[4];	    /* network order */
+	__u32 ue4_base;	    /* N6: the pool's first address, host order */
+	__u32 ue4_count;    /* N6: its addresses; 0: no pool in dpp_upf_ue4 */
+	__u32 ue4_first;    /* N6: the slot of dpp_upf_ue4 of ue4_base */
 };
 
 /* Key of dpp_upf_uplink: a local TEID, and DPP_UPF_QFI_ANY or (PDRs of the TEID that differ by QFI)
@@ -98,7 +108,7 @@ struct dpp_upf_dl_key {
 	__u32 addr[4]; /* network order; IPv4 in addr[0] */
 };
 
-/* Value of dpp_upf_teids, dpp_upf_uplink, dpp_upf_downlink and dpp_upf_sdf_pdrs: what a matched
+/* Value of dpp_upf_teids, dpp_upf_ue4, dpp_upf_uplink, dpp_upf_downlink and dpp_upf_sdf_pdrs: what a matched
  * packet gets, whole, so that one lookup serves it; 64 bytes, in dpp_upf_teids one cache line. */
 struct dpp_upf_pdr {
 	__u8 flags;    /* enum dpp_upf_pdr_flags */

@@ -1,0 +1,125 @@
+"""The UE IPv4 addresses the UPF assigns (TS 29.244 8.2.62: a PDI's UE IP Address with CHV4).
+
+Each network instance may have a pool (setting upf.ue_pools: network instance -> IPv4 prefix); a
+PDR whose UE IP Address says CHV4 gets a free address of its network instance's pool, and the PDRs
+of one session in one network instance share one (the session's UE). The address is stored with
+the session, in the PDR's UE IP Address (like a TEID the UPF chooses), so that a restart gives out
+no address in use; it is free again when no PDR of the session names it.
+
+The data path finds the downlink of a pool's addresses by their offset in the pool (dpp_upf_ue4):
+the pools are laid out one after the other in that array, in the order of their network instances'
+names (`Pools.first`).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+from typing import Any, Iterable, Mapping, Optional
+
+from netapp.upf.models import RuleError, Session, UeIpAddress
+from netapp.upf.pfcp.ies import Cause, IEType, RuleType
+
+log = logging.getLogger("netapp.upf")
+
+
+class Pools:
+    """The pools, and the addresses of them sessions hold (address -> SEID)."""
+
+    def __init__(self, prefixes: Optional[Mapping[str, str]] = None):
+        self.networks = {name: ipaddress.IPv4Network(prefix) for name, prefix in sorted((prefixes or {}).items())}
+        self.first: dict[str, int] = {}  # network instance -> its pool's first slot of dpp_upf_ue4
+        slot = 0
+        for name, network in self.networks.items():
+            self.first[name] = slot
+            slot += network.num_addresses
+        self.held: dict[str, int] = {}
+        self._cursor: dict[str, int] = {}
+
+    def instance_of(self, named: Optional[str]) -> Optional[str]:
+        """The network instance of a PDR's UE address: the PDR's, or the only pool's if it names none."""
+        if named is None and len(self.networks) == 1:
+            return next(iter(self.networks))
+        return named
+
+    def choose(self, instance: Optional[str], seid: int, chosen: Iterable[str], pdr_id: int) -> str:
+        """A free address of the instance's pool for session `seid` (`chosen`: the addresses this
+        change gave already, not free); RuleError naming the PDR when there is no pool or no free
+        address."""
+        network = self.networks.get(instance) if instance is not None else None
+        if network is None:
+            known = ", ".join(self.networks) or "none"
+            raise RuleError(
+                Cause.RULE_CREATION_MODIFICATION_FAILURE,
+                f"PDR {pdr_id}: CHV4 asks the UPF for a UE address in network instance {instance!r}, which has "
+                f"no pool (setting upf.ue_pools; pools: {known})",
+                IEType.UE_IP_ADDRESS,
+                (RuleType.PDR, pdr_id),
+            )
+        assert instance is not None
+        taken = set(chosen)
+        # the hosts of the prefix: not its network and broadcast addresses (but all of a /31, /32)
+        low, high = (0, network.num_addresses) if network.prefixlen >= 31 else (1, network.num_addresses - 1)
+        base, cursor = int(network.network_address), self._cursor.get(instance, low - 1)
+        for _ in range(high - low):
+            cursor = low + (cursor + 1 - low) % (high - low)
+            address = str(ipaddress.IPv4Address(base + cursor))
+            if address not in taken and self.held.get(address, seid) == seid:
+                self._cursor[instance] = cursor
+                return address
+        raise RuleError(
+            Cause.ALL_DYNAMIC_ADDRESSES_OCCUPIED,
+            f"PDR {pdr_id}: every address of the pool of network instance {instance!r} ({network}) is held",
+            IEType.UE_IP_ADDRESS,
+            (RuleType.PDR, pdr_id),
+        )
+
+    def choose_for(self, base: Session, pdrs: dict[int, Any]) -> list[tuple[int, UeIpAddress]]:
+        """Give every PDR of `pdrs` (the session `base` becomes, changed in place) whose UE IP Address
+        says CHV4 (and has none yet) the session's UE address in its network instance: the one the
+        session holds there already, else a free one of the instance's pool; the (PDR id, UE IP
+        Address) given, for the Created PDRs."""
+        session_ue: dict[Optional[str], str] = {}
+        for pdr in base.pdrs.values():
+            ue = pdr.pdi.ue_ip
+            if ue is not None and ue.choose_ipv4 and ue.ipv4 is not None:
+                session_ue[self.instance_of(pdr.pdi.network_instance)] = ue.ipv4
+        created = []
+        for pdr_id in sorted(pdrs):
+            pdr = pdrs[pdr_id]
+            ue = pdr.pdi.ue_ip
+            if ue is None or not ue.choose_ipv4 or ue.ipv4 is not None:
+                continue
+            instance = self.instance_of(pdr.pdi.network_instance)
+            if instance not in session_ue:
+                session_ue[instance] = self.choose(instance, base.seid, session_ue.values(), pdr_id)
+            chosen = ue.model_copy(update={"ipv4": session_ue[instance]})
+            pdrs[pdr_id] = pdr.model_copy(update={"pdi": pdr.pdi.model_copy(update={"ue_ip": chosen})})
+            created.append((pdr_id, chosen))
+        return created
+
+    def slot(self, instance: str, address: str) -> Optional[int]:
+        """The address's slot of dpp_upf_ue4, or None if it is not in the instance's pool."""
+        network = self.networks.get(instance)
+        value = ipaddress.IPv4Address(address)
+        if network is None or value not in network:
+            return None
+        return self.first[instance] + int(value) - int(network.network_address)
+
+    def layout(self, instances: Mapping[str, int], slots: int) -> dict[int, tuple[int, int, int]]:
+        """The pools in dpp_upf_ue4 (of `slots` slots), by network instance id (`instances`: name ->
+        id, the N6 interfaces'): (first address as an integer, addresses, first slot). A pool past the
+        array's end is left out (its downlink then goes to dpp_upf_downlink; logged)."""
+        placed = {}
+        for name, network in self.networks.items():
+            first = self.first[name]
+            if name not in instances:
+                continue
+            if first + network.num_addresses > slots:
+                log.warning(
+                    "upf.ue_pools.%s (%s) lies past dpp_upf_ue4's %d slots (dataplane.map_sizes): its downlink "
+                    "is looked up in dpp_upf_downlink", name, network, slots,
+                )
+                continue
+            placed[instances[name]] = (int(network.network_address), network.num_addresses, first)
+        return placed

@@ -1,0 +1,148 @@
+"""UE IPv4 addresses the UPF assigns (CHV4, 29.244 8.2.62) from upf.ue_pools, over real PFCP on
+loopback with an SMF that speaks pycrate."""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+
+import pytest
+
+from netapp.core.config import UpfSettings
+from netapp.upf.models import RuleError
+from netapp.upf.pfcp.ies import Cause, IEType, RuleType
+from netapp.upf.pools import Pools
+from tests.upf.conftest import Endpoint
+from tests.upf.smf import (
+    Smf,
+    cause,
+    create_far,
+    create_pdr,
+    create_qer,
+    create_urr,
+    find,
+    fseid,
+    ies_of,
+    node_id,
+    recovery,
+    value,
+)
+
+POOL = "10.45.0.0/30"  # two addresses to give: 10.45.0.1, 10.45.0.2
+
+
+def _request(cp_seid: int) -> list:
+    """Two uplink PDRs (one CHOOSE ID) and two downlink ones, each asking for the UE's address (CHV4)."""
+    return [
+        node_id(),
+        fseid(cp_seid),
+        create_pdr(1, 1, access=True, choose_id=1, ue=None, flow=None),
+        create_pdr(2, 1, access=True, choose_id=1, ue=None),
+        create_pdr(3, 2, access=False, ue=None, flow=None),
+        create_pdr(4, 2, access=False, ue=None),
+        create_far(1, core=True),
+        create_far(2, core=False),
+        create_qer(),
+        create_urr(),
+    ]
+
+
+@pytest.fixture
+def pooled(tmp_path):
+    endpoint = Endpoint(tmp_path / "netapp.db", ue_pools={"internet": POOL})
+    smf = Smf(endpoint.server.address)
+    try:
+        assert cause(smf.ask("PFCPAssociationSetupReq", [node_id(), recovery(1000)])) == Cause.REQUEST_ACCEPTED
+        yield endpoint, smf
+    finally:
+        smf.close()
+        endpoint.close()
+
+
+def _establish(smf: Smf, cp_seid: int):
+    return smf.ask("PFCPSessionEstablishmentReq", _request(cp_seid), seid=0)
+
+
+def _created_ues(response) -> dict[int, dict]:
+    """PDR id -> the UE IP Address of its Created PDR, as pycrate reads it."""
+    created = {}
+    for item in ies_of(response):
+        if item["Type"].get_val() == 8:
+            ue = find(item["Data"], 93)
+            if ue is not None:
+                created[value(find(item["Data"], 56))["Val"]] = value(ue)
+    return created
+
+
+def test_chv4_gives_the_session_one_address_of_the_pool_returned_in_created_pdrs(pooled):
+    endpoint, smf = pooled
+    response = _establish(smf, 0x51)
+    assert cause(response) == Cause.REQUEST_ACCEPTED
+    created = _created_ues(response)
+    assert set(created) == {1, 2, 3, 4}, "a Created PDR with the UE IP Address for each PDR that said CHV4"
+    addresses = {socket.inet_ntoa(ue["IPv4Addr"]) for ue in created.values()}
+    assert len(addresses) == 1, "the PDRs of one session share its UE's address"
+    address = addresses.pop()
+    assert ipaddress.IPv4Address(address) in ipaddress.IPv4Network(POOL)
+    assert all(ue["V4"] == 1 and ue["CHV4"] == 0 for ue in created.values())
+    assert [created[pdr_id]["SD"] for pdr_id in (1, 3)] == [0, 1], "the S/D flag as the request's"
+    session = endpoint.upf.sessions[find(response, 57)["Data"]["SEID"].get_val()]
+    assert session.pdrs[3].pdi.ue_ip.ipv4 == address and session.pdrs[3].pdi.ue_ip.choose_ipv4
+    assert endpoint.applier.calls == [(None, session)], "the data path gets the address like a given one"
+
+
+def test_the_address_survives_a_restart_and_is_freed_with_its_session(pooled):
+    endpoint, smf = pooled
+    first = _establish(smf, 0x51)
+    second = _establish(smf, 0x52)
+    given = [socket.inet_ntoa(next(iter(_created_ues(r).values()))["IPv4Addr"]) for r in (first, second)]
+    assert sorted(given) == ["10.45.0.1", "10.45.0.2"], "neither the network nor the broadcast address"
+    full = _establish(smf, 0x53)
+    assert cause(full) == Cause.ALL_DYNAMIC_ADDRESSES_OCCUPIED
+    assert value(find(full, 40)) == IEType.UE_IP_ADDRESS, "the offending IE"
+    assert len(endpoint.upf.sessions) == 2, "nothing half-created"
+    endpoint.restart()
+    smf.upf = endpoint.server.address
+    assert cause(_establish(smf, 0x53)) == Cause.ALL_DYNAMIC_ADDRESSES_OCCUPIED, "the stored addresses are held"
+    first_seid = find(first, 57)["Data"]["SEID"].get_val()
+    deleted = smf.ask("PFCPSessionDeletionReq", [], seid=first_seid)
+    assert cause(deleted) == Cause.REQUEST_ACCEPTED
+    third = _establish(smf, 0x53)
+    assert cause(third) == Cause.REQUEST_ACCEPTED
+    assert socket.inet_ntoa(next(iter(_created_ues(third).values()))["IPv4Addr"]) == given[0], "freed, given again"
+
+
+def test_chv4_without_a_pool_is_refused_naming_the_pdr_and_the_setting(tmp_path):
+    endpoint = Endpoint(tmp_path / "netapp.db")
+    smf = Smf(endpoint.server.address)
+    try:
+        smf.ask("PFCPAssociationSetupReq", [node_id(), recovery(1000)])
+        response = _establish(smf, 0x51)
+        assert cause(response) == Cause.RULE_CREATION_MODIFICATION_FAILURE
+        failed = value(find(response, 114))
+        assert (failed["RuleIDType"], failed["RuleIDVal"]) == (0, 1), "Failed Rule ID: PDR 1"
+        assert endpoint.upf.sessions == {}
+    finally:
+        smf.close()
+        endpoint.close()
+    no_pool = "PDR 3: CHV4 .* 'internet', which has no pool \\(setting upf.ue_pools"
+    with pytest.raises(RuleError, match=no_pool) as refused:
+        Pools().choose("internet", 1, (), 3)
+    assert (refused.value.cause, refused.value.rule) == (Cause.RULE_CREATION_MODIFICATION_FAILURE, (RuleType.PDR, 3))
+
+
+def test_the_setting_takes_ipv4_prefixes_that_do_not_overlap():
+    assert UpfSettings(ue_pools={"internet": "10.45.0.0/16"}).ue_pools == {"internet": "10.45.0.0/16"}
+    with pytest.raises(ValueError, match="upf.ue_pools.ims: .*not an IPv4 prefix"):
+        UpfSettings(ue_pools={"ims": "2001:db8::/64"})
+    with pytest.raises(ValueError, match="upf.ue_pools.internet: 10.45.1.0/24 overlaps the pool of ims"):
+        UpfSettings(ue_pools={"ims": "10.45.0.0/16", "internet": "10.45.1.0/24"})
+    with pytest.raises(ValueError, match="host bits"):
+        UpfSettings(ue_pools={"internet": "10.45.0.1/16"})
+
+
+def test_pools_lie_one_after_the_other_in_the_data_paths_array():
+    pools = Pools({"internet": "10.45.0.0/24", "ims": "10.46.0.0/30"})
+    assert pools.first == {"ims": 0, "internet": 4}
+    assert pools.slot("internet", "10.45.0.9") == 13 and pools.slot("ims", "10.46.0.2") == 2
+    assert pools.slot("internet", "10.46.0.2") is None and pools.slot("none", "10.45.0.9") is None
