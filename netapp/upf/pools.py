@@ -18,9 +18,12 @@ import logging
 from typing import Any, Iterable, Mapping, Optional
 
 from netapp.upf.models import RuleError, Session, UeIpAddress
-from netapp.upf.pfcp.ies import Cause, IEType, RuleType
+from netapp.upf.pfcp.ies import Cause, IEType, Interface, RuleType
 
 log = logging.getLogger("netapp.upf")
+
+DOWNLINK = (Interface.CORE, Interface.SGI_LAN_N6)  # the PDRs the data path finds by UE address
+DownlinkKey = tuple[Optional[str], str]  # (network instance, UE address)
 
 
 class Pools:
@@ -35,6 +38,47 @@ class Pools:
             slot += network.num_addresses
         self.held: dict[str, int] = {}
         self._cursor: dict[str, int] = {}
+        self._downlink: dict[DownlinkKey, int] = {}  # every session's downlink UE addresses -> its SEID
+
+    def hold(self, session: Session) -> None:
+        self.held.update(dict.fromkeys(session.chosen_ue_ipv4(), session.seid))
+        self._downlink.update(dict.fromkeys((key for _, key in self._downlink_keys(session)), session.seid))
+
+    def release(self, session: Session) -> None:
+        for address in session.chosen_ue_ipv4():
+            self.held.pop(address, None)
+        for _, key in self._downlink_keys(session):
+            if self._downlink.get(key) == session.seid:
+                del self._downlink[key]
+
+    def check(self, session: Session) -> None:
+        """The session's downlink UE addresses are its own: no other session's (its packets would go
+        down the other's tunnel, perhaps another SMF's), and an address of a pool only as the UPF
+        gave it (CHV4). RuleError naming the PDR."""
+        for pdr_id, (instance, address) in self._downlink_keys(session):
+            ue = session.pdrs[pdr_id].pdi.ue_ip
+            if self._downlink.get((instance, address), session.seid) != session.seid:
+                problem = f"UE address {address} in network instance {instance!r} is another session's"
+            elif not (ue is not None and ue.choose_ipv4) and any(
+                ipaddress.ip_address(address) in network for network in self.networks.values()
+            ):
+                problem = f"UE address {address} is in a pool of upf.ue_pools, which the UPF assigns (CHV4)"
+            else:
+                continue
+            raise RuleError(Cause.RULE_CREATION_MODIFICATION_FAILURE, f"PDR {pdr_id}: {problem}",
+                            IEType.UE_IP_ADDRESS, (RuleType.PDR, pdr_id))
+
+    def _downlink_keys(self, session: Session) -> list[tuple[int, DownlinkKey]]:
+        """(PDR id, key) of each address the session's downlink PDRs match packets by."""
+        keys = []
+        for pdr in session.pdrs.values():
+            ue = pdr.pdi.ue_ip
+            if ue is None or pdr.pdi.source_interface not in DOWNLINK:
+                continue
+            instance = self.instance_of(pdr.pdi.network_instance)
+            keys += [(pdr.id, (instance, str(ipaddress.ip_address(address))))
+                     for address in (ue.ipv4, ue.ipv6) if address is not None]
+        return keys
 
     def instance_of(self, named: Optional[str]) -> Optional[str]:
         """The network instance of a PDR's UE address: the PDR's, or the only pool's if it names none."""

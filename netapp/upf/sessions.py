@@ -139,7 +139,7 @@ class Upf:
             for session, body in rows.load_sessions(store):
                 self.sessions.put(session, body)
                 self._teids.update(dict.fromkeys(session.teids(), session.seid))
-                self.pools.held.update(dict.fromkeys(session.chosen_ue_ipv4(), session.seid))
+                self.pools.hold(session)
                 self._slots.hold(session)
             self._give_stored_urrs_slots()
 
@@ -387,13 +387,12 @@ class Upf:
                 self.sessions.remove(old.seid)
                 for teid in old.teids():
                     self._teids.pop(teid, None)
-                for address in old.chosen_ue_ipv4():
-                    self.pools.held.pop(address, None)
+                self.pools.release(old)
                 self._slots.release(old)
             if new is not None:
                 self.sessions.put(new, body)
                 self._teids.update(dict.fromkeys(new.teids(), new.seid))
-                self.pools.held.update(dict.fromkeys(new.chosen_ue_ipv4(), new.seid))
+                self.pools.hold(new)
                 self._slots.hold(new)
 
     # --- building a session from a request -------------------------------------------------------
@@ -440,6 +439,7 @@ class Upf:
             **tables,  # type: ignore[arg-type]
         )
         check_session(session)
+        self.pools.check(session)
         if self.destinations is not None:  # where its tunnels go: the operator's allow-list
             self.destinations.check_session(session)
         return Outcome(session, tuple(created), tuple(ue_created))

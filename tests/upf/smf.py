@@ -3,6 +3,7 @@ a codec independent of the one the endpoint uses, over a real UDP socket."""
 
 from __future__ import annotations
 
+import ipaddress
 import itertools
 import socket
 import time
@@ -82,18 +83,25 @@ def create_urr(urr_id: int = 1) -> dict[str, Any]:
                   ie(31, {"TOVOL": 1, "Total": 10_000_000})])
 
 
+def ue_of(cp_seid: int) -> str:
+    """The UE address of the session an SMF numbers `cp_seid` (1: UE): each session's is its own,
+    as the UPF requires of the downlink's UE addresses."""
+    return str(ipaddress.IPv4Address(UE) + cp_seid - 1)
+
+
 def establishment_ies(cp_seid: int, sdf: bool = True) -> list[dict[str, Any]]:
     """4 PDRs (2 uplink sharing one CHOOSE ID, 2 downlink; with SDF filters unless `sdf` is False),
-    2 FARs, 1 QER, 1 URR."""
+    2 FARs, 1 QER, 1 URR; the UE's address `ue_of(cp_seid)`."""
     default, dns, web = ("permit out ip from any to assigned", "permit out 17 from any 53 to assigned",
                          "permit out 6 from 198.51.100.0/24 80,443 to assigned") if sdf else (None, None, None)
+    ue = ue_of(cp_seid)
     return [
         node_id(),
         fseid(cp_seid),
-        create_pdr(1, 1, access=True, choose_id=1, flow=default),
-        create_pdr(2, 1, access=True, choose_id=1, flow=dns),
-        create_pdr(3, 2, access=False, flow=default),
-        create_pdr(4, 2, access=False, flow=web),
+        create_pdr(1, 1, access=True, choose_id=1, flow=default, ue=ue),
+        create_pdr(2, 1, access=True, choose_id=1, flow=dns, ue=ue),
+        create_pdr(3, 2, access=False, flow=default, ue=ue),
+        create_pdr(4, 2, access=False, flow=web, ue=ue),
         create_far(1, core=True),
         create_far(2, core=False),
         create_qer(),

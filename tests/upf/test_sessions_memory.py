@@ -6,6 +6,8 @@ deleting sessions leaves none behind."""
 from __future__ import annotations
 
 import gc
+import ipaddress
+import itertools
 import json
 import subprocess
 import sys
@@ -18,11 +20,13 @@ from netapp.upf.pfcp.handlers import Handlers
 from netapp.upf.sessions import Upf
 from netapp.upf.store import Association
 from tests.upf.conftest import N3
-from tests.upf.smf import Smf, establishment_ies
+from tests.upf.smf import Smf, establishment_ies, ue_of
 
 PEER = ("10.0.0.1", 8805)
 SESSIONS = 2000
 ROUNDS = 30  # of 100 sessions created and deleted
+WARM = 600  # sessions before the count: more than the endpoint's bounded caches hold (256 each)
+UES = itertools.count(1)  # a UE address of its own for every session of the module
 
 
 @pytest.fixture
@@ -45,18 +49,24 @@ def _establish(handlers: Handlers, request: bytes, count: int) -> list[int]:
     """`count` sessions through the endpoint's handler, a group of 32 per transaction; their SEIDs."""
     seids = []
     for start in range(0, count, 32):
-        changes = [lambda: handlers.establishment(decode(request), PEER) for _ in range(min(32, count - start))]
+        changes = [lambda: handlers.establishment(decode(_own_ue(request)), PEER) for _ in range(min(32, count - start))]
         seids += [response.ies.one(57)["seid"] for response in handlers.upf.run_group(changes)]
     return seids
 
 
+def _own_ue(request: bytes) -> bytes:
+    """The request with a UE address no other session has (the UPF refuses one another session holds)."""
+    ue = ipaddress.IPv4Address(ue_of(7)).packed
+    return request.replace(ue, (ipaddress.IPv4Address("10.128.0.0") + next(UES)).packed)
+
+
 def test_sessions_held_add_no_objects_for_the_collector_to_walk(handlers):
     request = Smf.build(Smf.__new__(Smf), "PFCPSessionEstablishmentReq", establishment_ies(7), seid=0, seq=1)
-    _establish(handlers, request, 64)  # caches (addresses, flows) warm
+    _establish(handlers, request, WARM)  # the bounded caches (IEs, rules, addresses, flows) full
     before = _tracked()
     _establish(handlers, request, SESSIONS)
     grown = _tracked() - before
-    assert len(handlers.upf.sessions) == SESSIONS + 64
+    assert len(handlers.upf.sessions) == SESSIONS + WARM
     # Held as models, each session would be some 130 tracked objects (260,000 here).
     assert grown < SESSIONS // 10, f"{grown} more tracked objects for {SESSIONS} sessions"
 

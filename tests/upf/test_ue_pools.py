@@ -112,6 +112,39 @@ def test_the_address_survives_a_restart_and_is_freed_with_its_session(pooled):
     assert socket.inet_ntoa(next(iter(_created_ues(third).values()))["IPv4Addr"]) == given[0], "freed, given again"
 
 
+def _given(cp_seid: int, ue: str) -> list:
+    """A session whose SMF gives the UE's address itself (no CHV4)."""
+    return [node_id(), fseid(cp_seid), create_pdr(1, 1, access=True, choose_id=1, ue=ue),
+            create_pdr(3, 2, access=False, ue=ue), create_far(1, core=True), create_far(2, core=False),
+            create_qer(), create_urr()]
+
+
+def test_a_ue_address_another_session_has_is_refused_naming_the_pdr(pooled):
+    """Its downlink would take the other session's packets down its own tunnel: perhaps another SMF's."""
+    endpoint, smf = pooled
+    other = Smf(endpoint.server.address, local="127.0.0.2")
+    try:
+        assert cause(other.ask("PFCPAssociationSetupReq", [node_id("127.0.0.2"), recovery(7)])) == Cause.REQUEST_ACCEPTED
+        assert cause(smf.ask("PFCPSessionEstablishmentReq", _given(1, "10.60.0.9"), seid=0)) == Cause.REQUEST_ACCEPTED
+        taken = other.ask("PFCPSessionEstablishmentReq", [node_id("127.0.0.2"), *_given(2, "10.60.0.9")[1:]], seid=0)
+        assert cause(taken) == Cause.RULE_CREATION_MODIFICATION_FAILURE
+        failed = value(find(taken, 114))
+        assert (failed["RuleIDType"], failed["RuleIDVal"], value(find(taken, 40))) == (0, 3, IEType.UE_IP_ADDRESS)
+        assert len(endpoint.upf.sessions) == 1, "nothing half-created"
+        assert cause(other.ask("PFCPSessionEstablishmentReq", [node_id("127.0.0.2"), *_given(2, "10.60.0.10")[1:]],
+                               seid=0)) == Cause.REQUEST_ACCEPTED
+    finally:
+        other.close()
+
+
+def test_an_address_of_a_pool_is_only_the_upfs_to_give(pooled):
+    endpoint, smf = pooled
+    refused = smf.ask("PFCPSessionEstablishmentReq", _given(1, "10.45.0.1"), seid=0)
+    assert cause(refused) == Cause.RULE_CREATION_MODIFICATION_FAILURE
+    assert value(find(refused, 114))["RuleIDVal"] == 3 and value(find(refused, 40)) == IEType.UE_IP_ADDRESS
+    assert len(endpoint.upf.sessions) == 0
+
+
 def test_chv4_without_a_pool_is_refused_naming_the_pdr_and_the_setting(tmp_path):
     endpoint = Endpoint(tmp_path / "netapp.db")
     smf = Smf(endpoint.server.address)
