@@ -16,25 +16,29 @@
   TEID, or in UDP to its port, with the transport level marking as the IP ToS/Traffic Class. The
   peer is `Far.duplicating[i].outer_header_creation` (its `address`).
 
-`Buffering` wraps the data path's applier (as netapp.upf.endmarker does): it sees every session
-change, so it knows which PDRs punt and what their FARs say without reading the store. Its thread
-(`start`, `close`) reads the ring.
+`Buffering` wraps the data path's applier (netapp.upf.around, as netapp.upf.endmarker does): it sees
+every session change -- one at a time, a transaction's at once, the stored sessions a reconcile puts
+in the maps -- so it knows which PDRs punt and what their FARs say without reading the store. Its
+thread (`start`, `close`) reads the ring.
 """
 
 from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 import logging
 import os
 import select
 import socket
 import struct
 import threading
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Callable, Iterable, Mapping, Optional
 
 from netapp.telemetry.poll import UPF_BUFFERING_COUNTERS
-from netapp.upf.abi import PuntKind
+from netapp.upf.abi import FarAction, PdrFlag, PuntKind
+from netapp.upf.around import AroundApplier, Compiled, Pair
+from netapp.upf.compiler import Entries
 from netapp.upf.models import Far, OuterHeaderCreation, RuleError, Session
 from netapp.upf.peers import Destinations
 from netapp.upf.punts import Punted
@@ -131,6 +135,12 @@ def _punting(session: Session) -> dict[tuple[int, int], Far]:
     return punting
 
 
+def _punts(entries: Entries) -> bool:
+    """Some entry hands its frames to user space (BUFF, DUPL)."""
+    actions = (*entries.uplink.values(), *entries.downlink.values(), *entries.sdf_pdrs.values())
+    return any(action.far == FarAction.BUFFER or action.flags & PdrFlag.DUPL for action in actions)
+
+
 def gtpu_tpdu(teid: int, payload: bytes) -> bytes:
     """A GTP-U T-PDU (version 1, no optional fields) carrying `payload`."""
     return struct.pack("!BBHI", 0x30, 0xFF, len(payload), teid) + payload
@@ -164,10 +174,12 @@ class Duplicator:
         self._sockets.clear()
 
 
-class Buffering:
+class Buffering(AroundApplier):
     """The applier `inner` with BUFF, NOCP and DUPL carried out: `dataplane` replays (its
     `upf_replay`) and gives the ring's reader (`upf_punts`); `report(seid, pdr_ids)` sends a Downlink
-    Data Report (set once the PFCP endpoint exists: netapp.upf.runtime).
+    Data Report (set once the PFCP endpoint exists: netapp.upf.runtime); `sessions` are the UPF's
+    (set once it exists, netapp.upf.runtime), where a reconcile of entries compiled at start-up,
+    which names sessions by SEID, reads the FARs of those whose entries punt.
 
     A change that makes a FAR stop buffering is carried out once committed (`committed`, called by
     the transaction after COMMIT; a change undone instead leaves the queue as it was): the ring is
@@ -180,7 +192,8 @@ class Buffering:
     def __init__(self, inner: Any, dataplane: Any, limits: Limits = Limits(),
                  report: Optional[Callable[[int, list[int]], None]] = None,
                  allowed: Optional[Destinations] = None):
-        self._inner = inner
+        super().__init__(inner)
+        self.sessions: Mapping[int, Session] = {}
         self.allowed = allowed  # upf.peer_networks (netapp.upf.peers); None: anywhere
         self._dataplane = dataplane
         self.report = report
@@ -196,10 +209,6 @@ class Buffering:
         self._thread: Optional[threading.Thread] = None
         self._reader: Any = None
         self._wake = -1  # an eventfd: `close` wakes the reader thread with it
-
-    def __getattr__(self, name: str) -> Any:
-        """What the applier has besides apply and reconcile (urr_slots, usage, ...)."""
-        return getattr(self._inner, name)
 
     @property
     def counters(self) -> dict[str, int]:
@@ -218,13 +227,14 @@ class Buffering:
 
     # --- the applier ------------------------------------------------------------------------------
 
-    def apply(self, old: Optional[Session], new: Optional[Session]) -> None:
-        self._inner.apply(old, new)
-        self._changed(old, new)
+    def _applied(self, pairs: list[Pair]) -> None:
+        for old, new in pairs:
+            self._changed(old, new)
 
     def committed(self) -> None:
-        """The changes given to `apply` are committed: the queues of the FARs they made stop
-        buffering replayed (FORW) or discarded."""
+        """The changes applied are committed: the queues of the FARs they made stop buffering
+        replayed (FORW) or discarded."""
+        super().committed()
         with self._ring:
             if not self._flush:
                 return
@@ -244,14 +254,42 @@ class Buffering:
     def reconcile(self, sessions: Iterable[Session]) -> dict[int, RuleError]:
         sessions = list(sessions)
         refused = self._inner.reconcile(sessions)
-        with self._lock:
-            self._punting = {key: far for session in sessions if session.seid not in refused
-                             for key, far in _punting(session).items()}
-            by_seid = {session.seid: session for session in sessions if session.seid not in refused}
-            for seid in {key[0] for key in (*self.buffers.keys(), *self._flush)}:
-                self._to_flush(seid, None, by_seid.get(seid))
-        self.committed()  # what the maps now hold is what is
+        self._reconciled({session.seid: session for session in sessions if session.seid not in refused})
         return refused
+
+    def reconcile_compiled(self, compiled: Compiled) -> dict[int, RuleError]:
+        """`reconcile` of the sessions by SEID with their entries (compiled at start-up): of the
+        sessions the maps then hold, those whose entries punt, or which have queues, are read from
+        `sessions` (the others have nothing of interest here, and reading every session is slow)."""
+        given, punting = [], set()
+
+        def noted(seid: int, entries_of: Callable[[], Entries]) -> Entries:
+            entries = entries_of()
+            if _punts(entries):
+                punting.add(seid)
+            return entries
+
+        def each() -> Iterable[tuple[int, Callable[[], Entries]]]:
+            for seid, entries_of in compiled:
+                given.append(seid)
+                yield seid, functools.partial(noted, seid, entries_of)
+
+        refused = self._inner.reconcile_compiled(each())
+        with self._lock:
+            queued = {key[0] for key in (*self.buffers.keys(), *self._flush)}
+        wanted = (punting | queued).intersection(given).difference(refused)
+        self._reconciled({seid: self.sessions[seid] for seid in wanted})
+        return refused
+
+    def _reconciled(self, kept: Mapping[int, Session]) -> None:
+        """The maps hold the sessions `kept` (those that punt or have queues, at least) and no other:
+        the PDRs that punt are theirs; the queues of the others discarded, those of FARs that no
+        longer buffer replayed."""
+        with self._lock:
+            self._punting = {key: far for session in kept.values() for key, far in _punting(session).items()}
+            for seid in {key[0] for key in (*self.buffers.keys(), *self._flush)}:
+                self._to_flush(seid, None, kept.get(seid))
+        self.committed()  # what the maps now hold is what is
 
     def _changed(self, old: Optional[Session], new: Optional[Session]) -> None:
         """The change is in the maps: the PDRs that punt now; the FARs that no longer buffer."""

@@ -2,11 +2,12 @@
 to another peer or TEID with PFCPSMReq-Flags SNDEM (a handover), the UPF tells the old peer that no
 more T-PDUs come on the old tunnel: a GTP-U End Marker, with the old TEID, from our N3 address.
 
-`EndMarkers` wraps the data path's `Applier` (netapp.upf.sessions): once the maps send the downlink
-the new way, it sends one End Marker per moved tunnel, from user space (one datagram per handover,
-not a per-packet concern). A send that fails is logged; the change stands. A restart reapplies
-sessions from none: no End Marker is sent again. An End Marker goes only where upf.peer_networks
-allows (the old tunnel was allowed when it was set; the setting may have narrowed since).
+`EndMarkers` wraps the data path's `Applier` (netapp.upf.around): once the maps send the downlink
+the new way -- one change, or a transaction's changes at once -- it sends one End Marker per moved
+tunnel, from user space (one datagram per handover, not a per-packet concern). A send that fails
+is logged; the change stands. A restart reapplies sessions from none: no End Marker is sent again.
+An End Marker goes only where upf.peer_networks allows (the old tunnel was allowed when it was
+set; the setting may have narrowed since).
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ import ipaddress
 import logging
 import socket
 import struct
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
+from netapp.upf.around import AroundApplier, Pair
 from netapp.upf.models import Session
 from netapp.upf.peers import Destinations
 from netapp.upf.sessions import Applier
@@ -61,7 +63,7 @@ def send_end_marker(peer: str, teid: int, source: Optional[str]) -> None:
         sock.sendto(end_marker(teid), (peer, GTPU_PORT))
 
 
-class EndMarkers:
+class EndMarkers(AroundApplier):
     """An Applier that sends the End Markers of the changes its inner applier made."""
 
     def __init__(
@@ -72,17 +74,16 @@ class EndMarkers:
         send: Send = send_end_marker,
         allowed: Optional[Destinations] = None,
     ):
-        self._inner = inner
+        super().__init__(inner)
         self._sources = {4: n3_ipv4, 6: n3_ipv6}
         self._send = send
         self._allowed = allowed  # upf.peer_networks (netapp.upf.peers); None: anywhere
 
-    def __getattr__(self, name: str) -> Any:
-        """The rest of the Applier (urr_slots, reconcile, the usage readers) is the inner one's."""
-        return getattr(self._inner, name)
+    def _applied(self, pairs: list[Pair]) -> None:
+        for old, new in pairs:
+            self._send_end_markers(old, new)
 
-    def apply(self, old: Optional[Session], new: Optional[Session]) -> None:
-        self._inner.apply(old, new)
+    def _send_end_markers(self, old: Optional[Session], new: Optional[Session]) -> None:
         for peer, teid in moved_tunnels(old, new):
             if self._allowed is not None and not self._allowed.allows(peer):  # narrowed since the tunnel was set
                 log.warning("UPF: End Marker to %s (TEID %#x) not sent: outside upf.peer_networks", peer, teid)

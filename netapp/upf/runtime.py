@@ -165,6 +165,8 @@ def start_pfcp(
         destinations=allowed,
         ue_pools=Pools(settings.upf.ue_pools),
     )
+    if buffering is not None:  # the FARs of the sessions the reconcile below puts in the maps
+        buffering.sessions = upf.sessions
     if applier is not None:  # a restart: the maps hold what the store holds, and nothing else
         for seid, error in _reconcile(upf, applier, _STARTUP.pop(store, None), allowed).items():
             log.warning("session %#x is stored but not in the data path: %s", seid, error)

@@ -16,13 +16,19 @@ import pytest
 from netapp.telemetry.poll import UPF_BUFFERING_FIELDS
 from netapp.telemetry.prometheus import exposition
 from netapp.upf.abi import PuntKind
+from netapp.service.store import Store
 from netapp.upf.buffering import Buffering, Buffers, Limits, gtpu_tpdu
+from netapp.upf.compiler import Site
+from netapp.upf.endmarker import EndMarkers
+from netapp.upf.held import SessionChange
 from netapp.upf.models import DuplicatingParameters, Far, ForwardingParameters, OuterHeaderCreation
 from netapp.upf.peers import Destinations
 from netapp.upf.pfcp.ies import Interface
 from netapp.upf.punts import Punted
+from netapp.upf.runtime import _reconcile
+from netapp.upf.sessions import Upf
 from netapp.upf.telemetry import BufferingPoints
-from tests.upf.test_datapath import session
+from tests.upf.test_datapath import N3_IP, session
 
 SEID, PDR, FAR = 7, 2, 2
 
@@ -58,6 +64,39 @@ class Recorder:
 
     def upf_punts(self):
         return None
+
+
+class GroupRecorder(Recorder):
+    """An inner applier that also takes a transaction's pairs at once, and reconciles sessions
+    compiled at start-up, as the data path's does (netapp.upf.applier.BpfApplier)."""
+
+    site = Site(net_instances={"internet": 1}, default_instance="internet", n3_ipv4=N3_IP)
+
+    def apply_group(self, pairs) -> bool:
+        self.events.append(("apply_group", [new.fars[FAR].apply_action if new else None for _, new in pairs]))
+        return True
+
+    def reconcile_compiled(self, compiled):
+        for _seid, entries in compiled:
+            entries()
+        return {}
+
+
+@pytest.fixture
+def chain():
+    """netapp.upf.runtime's chain, Buffering(EndMarkers(the data path's applier)), over a recorder."""
+    recorder, reports = GroupRecorder(), []
+    buffering = Buffering(EndMarkers(recorder, N3_IP, None), recorder,
+                          report=lambda seid, ids: reports.append((seid, ids)))
+    yield buffering, recorder, reports
+    buffering.close()
+
+
+def _in_one_transaction(applier, pairs) -> None:
+    change = SessionChange(applier)
+    change.add(pairs, lambda: None)
+    change.apply_to_maps()
+    change.committed()
 
 
 @pytest.fixture
@@ -143,6 +182,59 @@ def test_a_change_undone_before_its_commit_keeps_the_queue(rig):
     buffering.committed()
     assert not [event for event in recorder.events if event[0] == "replay"]
     assert buffering.held(SEID) == (3, 342) and reports == [(SEID, [PDR])], "still buffering, reported once"
+
+
+def test_the_chain_gives_what_the_upf_reads_of_the_data_paths_applier_and_nothing_unnamed(chain):
+    buffering, recorder, _ = chain
+    recorder.urr_slots, recorder.stale = 9, ["dpp_upf_downlink (1,): not restored"]
+    assert (buffering.urr_slots, buffering.stale, buffering.site) == (9, recorder.stale, GroupRecorder.site)
+    assert not hasattr(buffering, "teid_slots"), "the inner applier has none"
+    assert not hasattr(buffering, "upf_replay"), "the inner's, but not the applier's: not passed on"
+
+
+def test_a_transactions_changes_at_once_are_buffered_reported_replayed_and_discarded(chain):
+    """A group of PFCP requests (one transaction, netapp.upf.held.SessionChange) reaches the data
+    path's applier at once: buffering sees each of its changes as it sees one alone."""
+    buffering, recorder, reports = chain
+    idle, other, gone = with_far(BUFF_NOCP), with_far(FORW, seid=SEID + 1), with_far(BUFF_NOCP, seid=SEID + 2)
+    _in_one_transaction(buffering, [(None, idle), (None, other), (None, gone)])
+    assert recorder.events[0] == ("apply_group", [BUFF_NOCP.apply_action, FORW.apply_action, BUFF_NOCP.apply_action])
+    buffering.take([frame(0), frame(1), frame(2, seid=SEID + 2)])
+    assert reports == [(SEID, [PDR]), (SEID + 2, [PDR])] and buffering.held(SEID) == (2, 228)
+
+    _in_one_transaction(buffering, [(idle, with_far(FORW)), (gone, None), (None, with_far(FORW, seid=SEID + 3))])
+    assert [event for event in recorder.events if event[0] == "replay"] == [("replay", frame(n).frame, 5)
+                                                                             for n in range(2)]
+    assert buffering.counters["replayed"] == 2 and buffering.counters["discarded"] == 1
+    assert buffering.held(SEID) == buffering.held(SEID + 2) == (0, 0)
+
+
+def test_a_transactions_changes_at_once_duplicate(chain, collector):
+    buffering, recorder, _ = chain
+    _in_one_transaction(buffering, [(None, with_far(copying_to(collector))), (None, with_far(FORW, seid=SEID + 1))])
+    assert recorder.events[0][0] == "apply_group"
+    buffering.take([frame(1, kind=PuntKind.DUPLICATE)])
+    assert collector.recv(4096) == frame(1).ue_packet
+    assert buffering.counters["duplicated"] == 1 and buffering.counters["unknown"] == 0
+
+
+def test_the_start_up_reconcile_of_stored_sessions_buffers_reports_and_duplicates(chain, collector, tmp_path):
+    """netapp.upf.runtime's reconcile at start, with entries compiled from the stored rows: frames
+    punted afterwards for a stored BUFF+NOCP or DUPL session are theirs, not unknown."""
+    buffering, _, reports = chain
+    store = Store.open(tmp_path / "netapp.db", synchronous="NORMAL")
+    try:
+        upf = Upf(store)
+        for stored in (with_far(BUFF_NOCP), with_far(copying_to(collector), seid=SEID + 1), with_far(FORW, seid=9)):
+            upf.sessions.put(stored)
+        buffering.sessions = upf.sessions
+        assert _reconcile(upf, buffering, None, Destinations.anywhere()) == {}
+        buffering.take([frame(0), frame(1, kind=PuntKind.DUPLICATE, seid=SEID + 1)])
+        assert reports == [(SEID, [PDR])] and buffering.held(SEID) == (1, 114)
+        assert collector.recv(4096) == frame(1).ue_packet
+        assert buffering.counters["unknown"] == 0
+    finally:
+        store.close()
 
 
 class Ring:

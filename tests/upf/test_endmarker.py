@@ -8,6 +8,7 @@ from typing import Optional
 from scapy.contrib.gtp import GTP_U_Header
 
 from netapp.upf.endmarker import EndMarkers, end_marker, moved_tunnels
+from netapp.upf.held import SessionChange
 from netapp.upf.models import Far, ForwardingParameters, FSeid, OuterHeaderCreation, Session
 from netapp.upf.pfcp.ies import Interface
 
@@ -68,6 +69,24 @@ def test_the_applier_sends_after_the_maps_changed_and_not_when_they_refused():
     except RuntimeError:
         pass
     assert len(sent) == 1, "nothing sent for a change the data path refused"
+
+
+class GroupRecording(Recording):
+    def apply_group(self, pairs) -> bool:  # noqa: ANN001
+        self.applied.extend(pairs)
+        return True
+
+
+def test_a_transactions_changes_at_once_send_their_end_markers():
+    """A handover in a group of PFCP requests (one transaction, netapp.upf.held.SessionChange)."""
+    sent: list = []
+    inner = GroupRecording()
+    applier = EndMarkers(inner, "10.30.0.1", None, send=lambda *args: sent.append(args))
+    other = session().model_copy(update={"seid": 2})
+    change = SessionChange(applier)
+    change.add([(session(), session("10.32.0.2", 0x200, sndem=True)), (None, other)], lambda: None)
+    change.apply_to_maps()
+    assert len(inner.applied) == 2 and sent == [("10.31.0.2", 0x100, "10.30.0.1")]
 
 
 def test_a_failed_send_leaves_the_change_made():
