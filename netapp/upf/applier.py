@@ -17,6 +17,7 @@ from __future__ import annotations
 import collections
 import errno
 import functools
+import ipaddress
 import logging
 from typing import Any, Callable, Iterable, Mapping, Optional, Protocol
 
@@ -148,6 +149,7 @@ class BpfApplier:
             gives, frees = _slot_changes(old, new)
             given.update(gives)
             freed.update(frees)
+        _refuse_held(self._pdr_tables(before, after))
         self._start_counting(given, [key for old, new in pairs for key in _urr_changes(new, old)])
         change, left = SiteChange(), []
         try:
@@ -179,6 +181,14 @@ class BpfApplier:
                     for urr_id, slots in old.urr_usage_slots().items()}
         self._stop_counting(freed, slots_of, [key for old, new in pairs for key in _urr_changes(old, new)])
 
+    def _pdr_tables(self, before: Entries, after: Entries) -> list[tuple[Any, dict, dict, Any]]:
+        """The PDR tables, each with its entries in `before` and `after` as written, and its key
+        type: dpp_upf_teids, dpp_upf_uplink, dpp_upf_ue4, dpp_upf_downlink."""
+        (teids_before, uplink_before), (teids_after, uplink_after) = map(self._split, (before, after))
+        (ue4_before, downlink_before), (ue4_after, downlink_after) = map(self._split_downlink, (before, after))
+        return [(self._teids, teids_before, teids_after, int), (self._uplink, uplink_before, uplink_after, UplinkKey),
+                (self._ue4, ue4_before, ue4_after, int), (self._downlink, downlink_before, downlink_after, DownlinkKey)]
+
     def _change_rules(self, change: SiteChange, before: dict, after: dict) -> None:
         if before == after:
             return
@@ -205,6 +215,10 @@ class BpfApplier:
                 entries = entries_of()
             except RuleError as exc:
                 refused[seid] = exc
+                continue
+            shared = _shared_keys(desired, entries)
+            if shared:  # stored so by an earlier version: the session first reconciled keeps them
+                refused[seid] = _held_error(shared[0], "another stored session's")
                 continue
             desired.uplink.update(entries.uplink)
             desired.downlink.update(entries.downlink)
@@ -355,6 +369,37 @@ def _apart(compiled: list[tuple[Entries, Entries]], slots: list[tuple[dict, dict
     return True
 
 
+def _refuse_held(tables: list[tuple[Any, dict, dict, Any]]) -> None:
+    """A PDR entry the change adds that the maps hold already is another session's (its packets would
+    take this one's way): RuleError, nothing written. netapp.upf.sessions keeps TEIDs and UE
+    addresses apart; this is the data path's own guard, one batched lookup per table added to."""
+    for table, was, now, key_type in tables:
+        added = [key for key in now if key not in was]
+        for key, value in zip(added, table.lookup([_key(key_type, key) for key in added]) if added else ()):
+            if value is not None and _held(key_type, value):
+                raise _held_error((table.name, key), "another session's")
+
+
+def _shared_keys(desired: Entries, entries: Entries) -> list[tuple[str, Any]]:
+    """The uplink and downlink keys of `entries` that `desired` has already (another session's)."""
+    return [(f"dpp_upf_{table}", key) for table in ("uplink", "downlink")
+            for key in getattr(entries, table) if key in getattr(desired, table)]
+
+
+def _held_error(entry: tuple[str, Any], whose: str) -> RuleError:
+    name, key = entry
+    ie_type = IEType.UE_IP_ADDRESS if name in ("dpp_upf_ue4", "dpp_upf_downlink") else IEType.F_TEID
+    return RuleError(Cause.RULE_CREATION_MODIFICATION_FAILURE, f"the entry {name} {_shown(key)} is {whose}", ie_type)
+
+
+def _shown(key: Any) -> str:
+    """A compiler's key (a slot; (TEID, QFI); (instance, family, packed address)) for a message."""
+    if isinstance(key, tuple) and len(key) == 3:
+        instance, family, packed = key
+        return f"(network instance {instance}, {ipaddress.ip_address(packed[: 4 if family == 4 else 16])})"
+    return str(key)
+
+
 def _slot_changes(old: Optional[Session], new: Optional[Session]) -> tuple[dict, dict]:
     """The usage slots `new` gives and those it frees, each by (SEID, slot)."""
     before = {(old.seid, slot): slot for slot in old.usage_slots()} if old else {}
@@ -388,6 +433,7 @@ class _Slots:
         self.name = table.name
         self.update = table.update
         self.items = table.items
+        self.lookup = table.lookup
 
     @property
     def max_entries(self) -> int:

@@ -29,6 +29,7 @@ from netapp.upf import sdf
 from netapp.upf.abi import QFI_ANY, FarAction, Output, PdrAction, PdrFlag, Role
 from netapp.upf.models import Far, Pdr, RuleError, Session
 from netapp.upf.pfcp.ies import Cause, IEType, Interface, RuleType
+from netapp.upf.pools import ue_instance
 
 # Outer header removal values (29.244 8.2.64) that remove GTP-U/UDP/IPv4, IPv6, or IP.
 GTPU_REMOVALS = (0, 1, 6)
@@ -187,7 +188,7 @@ def _downlink_keys(pdr: Pdr, site: Site) -> list[DownlinkKey]:
     ue = pdr.pdi.ue_ip
     if ue is None:
         raise _refused(pdr, "a downlink PDR needs a UE IP address", IEType.UE_IP_ADDRESS)
-    name = pdr.pdi.network_instance if pdr.pdi.network_instance is not None else site.default_instance
+    name = ue_instance(pdr.pdi.network_instance, site.default_instance)
     if name is None or name not in site.net_instances:
         known = ", ".join(sorted(site.net_instances)) or "none (upf.n6_interfaces)"
         raise _refused(pdr, f"network instance {name!r} is not served here; known: {known}", IEType.NETWORK_INSTANCE)

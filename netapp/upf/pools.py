@@ -26,11 +26,20 @@ DOWNLINK = (Interface.CORE, Interface.SGI_LAN_N6)  # the PDRs the data path find
 DownlinkKey = tuple[Optional[str], str]  # (network instance, UE address)
 
 
-class Pools:
-    """The pools, and the addresses of them sessions hold (address -> SEID)."""
+def ue_instance(named: Optional[str], default: Optional[str]) -> Optional[str]:
+    """The network instance of a PDR's UE address: the one it names, else the data path's default
+    (the only instance of upf.n6_interfaces). The compiler keys the downlink by it, and the UE
+    addresses are told apart by it here: one rule for both."""
+    return named if named is not None else default
 
-    def __init__(self, prefixes: Optional[Mapping[str, str]] = None):
+
+class Pools:
+    """The pools, and the addresses of them sessions hold (address -> SEID). `default_instance`:
+    the data path's default network instance (netapp.upf.compiler.Site's), for PDRs naming none."""
+
+    def __init__(self, prefixes: Optional[Mapping[str, str]] = None, default_instance: Optional[str] = None):
         self.networks = {name: ipaddress.IPv4Network(prefix) for name, prefix in sorted((prefixes or {}).items())}
+        self.default_instance = default_instance
         self.first: dict[str, int] = {}  # network instance -> its pool's first slot of dpp_upf_ue4
         slot = 0
         for name, network in self.networks.items():
@@ -81,10 +90,13 @@ class Pools:
         return keys
 
     def instance_of(self, named: Optional[str]) -> Optional[str]:
-        """The network instance of a PDR's UE address: the PDR's, or the only pool's if it names none."""
-        if named is None and len(self.networks) == 1:
+        """The network instance of a PDR's UE address (`ue_instance`); with no default instance (no
+        data path, or several N6 instances, where the compiler refuses a downlink PDR naming none)
+        that of the only pool, if there is one."""
+        instance = ue_instance(named, self.default_instance)
+        if instance is None and len(self.networks) == 1:
             return next(iter(self.networks))
-        return named
+        return instance
 
     def choose(self, instance: Optional[str], seid: int, chosen: Iterable[str], pdr_id: int) -> str:
         """A free address of the instance's pool for session `seid` (`chosen`: the addresses this

@@ -118,20 +118,31 @@ def _site(upf: UpfSettings, pfcp: PfcpSettings) -> tuple[Site, dict[int, tuple[R
     """The compiler's site and the interface roles (ifindex -> role, network instance id)."""
     n3_ipv4 = str(pfcp.n3_ipv4) if pfcp.n3_ipv4 else None
     n3_ipv6 = str(pfcp.n3_ipv6) if pfcp.n3_ipv6 else None
-    instances = {name: number for number, name in enumerate(sorted(set(upf.n6_interfaces.values())), start=1)}
+    instances = _net_instances(upf)
     ports = [Port(interface_index(name), Role.N3) for name in upf.n3_interfaces]
     ports += [Port(interface_index(name), Role.N9) for name in upf.n9_interfaces]
     ports += [Port(interface_index(name), Role.N6, ni) for name, ni in upf.n6_interfaces.items()]
     roles = {port.ifindex: (port.role, instances.get(port.net_instance, 0)) for port in ports}  # type: ignore[arg-type]
     site = Site(
         net_instances=instances,
-        default_instance=next(iter(instances)) if len(instances) == 1 else None,
+        default_instance=_default_instance(upf),
         n3_ipv4=n3_ipv4,
         n3_ipv6=n3_ipv6,
         output=Output[upf.output.upper()],
         ports=tuple(ports),
     )
     return site, roles
+
+
+def _net_instances(upf: UpfSettings) -> dict[str, int]:
+    """The network instances of upf.n6_interfaces, numbered in the order of their names from 1."""
+    return {name: number for number, name in enumerate(sorted(set(upf.n6_interfaces.values())), start=1)}
+
+
+def _default_instance(upf: UpfSettings) -> Optional[str]:
+    """The network instance of a PDR that names none: the only one of upf.n6_interfaces, if so."""
+    instances = _net_instances(upf)
+    return next(iter(instances)) if len(instances) == 1 else None
 
 
 def start_pfcp(
@@ -163,7 +174,7 @@ def start_pfcp(
         n3_ipv4=str(pfcp.n3_ipv4) if pfcp.n3_ipv4 else None,
         n3_ipv6=str(pfcp.n3_ipv6) if pfcp.n3_ipv6 else None,
         destinations=allowed,
-        ue_pools=Pools(settings.upf.ue_pools),
+        ue_pools=Pools(settings.upf.ue_pools, _default_instance(settings.upf)),
     )
     if buffering is not None:  # the FARs of the sessions the reconcile below puts in the maps
         buffering.sessions = upf.sessions

@@ -15,7 +15,8 @@ from netapp.service.contract import DataplaneUnavailable
 from netapp.upf.abi import QFI_ANY, DownlinkKey, Output, PdrAction, PdrFlag, Role, UplinkKey, UplinkState
 from netapp.upf.applier import BpfApplier, iface_entries
 from netapp.upf.compiler import Site, words
-from netapp.upf.models import Far, FTeid, Session, UeIpAddress
+from netapp.upf.models import Far, FTeid, RuleError, Session, UeIpAddress
+from netapp.upf.pfcp.ies import Cause, IEType
 from tests.upf.test_datapath import N3_IP, TEID, UE6, session
 
 DOWNLINK_ROOM = 3  # one session's two downlink entries (IPv4, IPv6) and one more
@@ -160,3 +161,27 @@ def test_the_hash_map_is_marked_as_holding_teids_before_it_gets_one_and_unmarked
     assert _teids_hashed(fake) == 0
     upf.reconcile([session(), far])
     assert _teids_hashed(fake) == 1
+
+
+def test_an_entry_another_session_holds_is_refused_with_nothing_written(cramped):
+    """The data path's own guard: should two sessions ever name one UE address or TEID, the second
+    is refused rather than taking the first one's packets."""
+    fake, upf = cramped
+    before = _maps(fake)
+    same_ue = _other(2, TEID + 1, "10.45.0.7", "2001:db8:45::8")  # session()'s UE IPv4 address
+    with pytest.raises(RuleError, match=r"dpp_upf_downlink \(network instance 1, 10.45.0.7\) is another session's"):
+        upf.apply(None, same_ue)
+    same_teid = _other(3, TEID, "10.45.0.9", "2001:db8:45::9")
+    with pytest.raises(RuleError, match=r"dpp_upf_uplink \(4097, 255\) is another session's") as refused:
+        upf.apply(None, same_teid)
+    assert refused.value.cause == Cause.RULE_CREATION_MODIFICATION_FAILURE and refused.value.ie_type == IEType.F_TEID
+    assert _maps(fake) == before and upf.stale == []
+
+
+def test_a_reconcile_keeps_an_entry_two_stored_sessions_name_for_the_first(cramped):
+    fake, upf = cramped
+    before = _maps(fake)
+    later = _other(2, TEID + 1, "10.45.0.7", "2001:db8:45::8")
+    refused = upf.reconcile([session(), later])
+    assert list(refused) == [2] and "another stored session's" in str(refused[2])
+    assert _maps(fake) == before

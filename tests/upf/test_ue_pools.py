@@ -8,10 +8,12 @@ import socket
 
 import pytest
 
-from netapp.core.config import UpfSettings
+from netapp.core.config import Settings, UpfSettings
+from netapp.service.store import Store
 from netapp.upf.models import RuleError
 from netapp.upf.pfcp.ies import Cause, IEType, RuleType
 from netapp.upf.pools import Pools
+from netapp.upf.runtime import start_pfcp
 from tests.upf.conftest import Endpoint
 from tests.upf.smf import (
     Smf,
@@ -135,6 +137,42 @@ def test_a_ue_address_another_session_has_is_refused_naming_the_pdr(pooled):
                                seid=0)) == Cause.REQUEST_ACCEPTED
     finally:
         other.close()
+
+
+def _no_instance(pdr: dict) -> dict:
+    """The PDR without its PDI's Network Instance."""
+    pdi = next(child for child in pdr["Data"] if child["Type"] == 2)
+    pdi["Data"] = [child for child in pdi["Data"] if child["Type"] != 22]
+    return pdr
+
+
+@pytest.mark.parametrize("unnamed", ["first", "second"])
+def test_a_pdr_naming_no_network_instance_is_judged_in_the_data_paths_default_one(tmp_path, unnamed):
+    """`netapp serve`'s endpoint (netapp.upf.runtime) with one N6 instance and no pools: a downlink
+    PDR naming no network instance is in that instance, as the data path keys it, whichever SMF
+    names it and whichever leaves it out."""
+    settings = Settings(state_dir=tmp_path, auth_disabled=True,
+                        pfcp={"address": "127.0.0.1:0", "n3_ipv4": "127.0.0.2", "peers": ["127.0.0.0/8"]},
+                        upf={"n6_interfaces": {"n6": "internet"}, "peer_networks": ["0.0.0.0/0"]})
+    store = Store.open(settings.db_path, synchronous="NORMAL")
+    server = start_pfcp(settings, store)
+    smfs = [Smf(server.address), Smf(server.address, local="127.0.0.2")]
+    try:
+        for number, smf in enumerate(smfs, start=1):
+            setup = smf.ask("PFCPAssociationSetupReq", [node_id(f"127.0.0.{number}"), recovery(number)])
+            assert cause(setup) == Cause.REQUEST_ACCEPTED
+        requests = [[node_id(f"127.0.0.{number}"), *_given(number, "10.60.0.9")[1:]] for number in (1, 2)]
+        leaving_out = requests[0 if unnamed == "first" else 1]
+        leaving_out[3] = _no_instance(leaving_out[3])  # the downlink PDR
+        assert cause(smfs[0].ask("PFCPSessionEstablishmentReq", requests[0], seid=0)) == Cause.REQUEST_ACCEPTED
+        taken = smfs[1].ask("PFCPSessionEstablishmentReq", requests[1], seid=0)
+        assert cause(taken) == Cause.RULE_CREATION_MODIFICATION_FAILURE
+        assert value(find(taken, 114))["RuleIDVal"] == 3 and value(find(taken, 40)) == IEType.UE_IP_ADDRESS
+    finally:
+        for smf in smfs:
+            smf.close()
+        server.close()
+        store.close()
 
 
 def test_an_address_of_a_pool_is_only_the_upfs_to_give(pooled):

@@ -72,7 +72,10 @@ def site(dp, tmp_path, created_urr: dict[str, Any], *more_urrs: dict[str, Any], 
     `created_urr` (and `more_urrs`), its uplink and downlink PDRs naming the URRs given, the downlink
     FAR (id 2) GTP-U to GNB unless given: (server, smf, UP SEID, uplink TEID)."""
     store = Store.open(tmp_path / "netapp.db", synchronous="NORMAL")
-    server = PfcpServer(Upf(store, applier(dp), n3_ipv4=N3_IP), "127.0.0.1", 0)
+    data_path = applier(dp)
+    upf = Upf(store, data_path, n3_ipv4=N3_IP)
+    data_path.reconcile(upf.sessions.values())  # as a start does: the maps hold the store's sessions, no others'
+    server = PfcpServer(upf, "127.0.0.1", 0)
     server.start()
     smf = Smf(server.address)
     try:
