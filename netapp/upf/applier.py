@@ -6,10 +6,11 @@ one is refused, those made are undone and the maps are as before. The sessions a
 common (`apply_group`).
 
 It also owns what the compiler is given: the interface roles (written to dpp_upf_ifaces from the
-settings when the applier starts) and network instance ids. The URRs' slots of dpp_upf_usage are
-given by netapp.upf.sessions and stored with each session; the applier zeroes a slot's counters when
-it is given, and when it is freed, after keeping its final counts for the usage report
-(`final_usage`).
+settings when the applier starts; an N6 interface's pools of dpp_upf_ue4, when upf.ue_pools moved
+them, once the reconcile has laid the array out anew) and network instance ids. The URRs' slots of
+dpp_upf_usage are given by netapp.upf.sessions and stored with each session; the applier zeroes a
+slot's counters when it is given, and when it is freed, after keeping its final counts for the
+usage report (`final_usage`).
 """
 
 from __future__ import annotations
@@ -118,12 +119,20 @@ class BpfApplier:
         self._final: collections.OrderedDict[tuple[int, int], Usage] = collections.OrderedDict()
         # (SEID, slot) -> the counts it had when freed: given back to it should the change be undone
         self._freed: collections.OrderedDict[tuple[int, int], Usage] = collections.OrderedDict()
-        self._write_ifaces(ifaces)
+        self._withheld = self._write_ifaces(ifaces)  # N6 interfaces whose pools the next reconcile publishes
 
-    def _write_ifaces(self, ifaces: Mapping[int, Iface]) -> None:
-        """Every slot: the configured interfaces, and none elsewhere (left by an earlier run)."""
-        stale = [slot for slot, value in self._ifaces.items() if value.ifindex and slot not in ifaces]
-        self._ifaces.update({**{slot: Iface() for slot in stale}, **ifaces})
+    def _write_ifaces(self, ifaces: Mapping[int, Iface]) -> dict[int, Iface]:
+        """Every slot: the configured interfaces, and none elsewhere (left by an earlier run). While
+        dpp_upf_ue4 holds entries laid out otherwise (upf.ue_pools changed), an interface whose pools
+        moved is written without them (its addresses miss meanwhile, rather than find another
+        address's entry in their slot): those are returned, for the reconcile to publish."""
+        current = dict(self._ifaces.items())
+        stale = [slot for slot, value in current.items() if value.ifindex and slot not in ifaces]
+        moved = {slot: iface for slot, iface in ifaces.items() if _ue4_layout(current.get(slot)) != _ue4_layout(iface)}
+        withheld = moved if moved and any(_held(int, value) for _, value in self._ue4.items()) else {}
+        self._ifaces.update({**{slot: Iface() for slot in stale}, **ifaces,
+                             **{slot: _without_pools(iface) for slot, iface in withheld.items()}})
+        return withheld
 
     def apply(self, old: Optional[Session], new: Optional[Session]) -> None:
         before = self._compile(old)
@@ -241,6 +250,9 @@ class BpfApplier:
         self._sdf_pdrs.update(list(desired.sdf_pdrs.items()))
         self._reconcile_rules(desired.rules, rules_of, refused)
         self.stale = []
+        if self._withheld:  # dpp_upf_ue4 is laid out as they say
+            self._ifaces.update(self._withheld)
+            self._withheld = {}
         return refused
 
     def _reconcile_rules(self, desired: dict, rules_of: dict[int, dict], refused: dict[int, RuleError]) -> None:
@@ -367,6 +379,18 @@ def _apart(compiled: list[tuple[Entries, Entries]], slots: list[tuple[dict, dict
             return False
         seen |= own
     return True
+
+
+def _ue4_layout(iface: Optional[Iface]) -> tuple[int, int, int]:
+    """Where an interface finds its instance's pool in dpp_upf_ue4 (none: zeros)."""
+    return (iface.ue4_base, iface.ue4_count, iface.ue4_first) if iface is not None else (0, 0, 0)
+
+
+def _without_pools(iface: Iface) -> Iface:
+    """The interface, its addresses looked up in dpp_upf_downlink alone."""
+    bare = Iface.from_buffer_copy(iface)
+    bare.ue4_base = bare.ue4_count = bare.ue4_first = 0
+    return bare
 
 
 def _refuse_held(tables: list[tuple[Any, dict, dict, Any]]) -> None:

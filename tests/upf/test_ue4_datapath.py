@@ -4,6 +4,8 @@ output frame compared byte for byte with the one scapy builds."""
 
 from __future__ import annotations
 
+from typing import Optional
+
 import pytest
 from scapy.contrib.gtp import GTP_U_Header, GTPPDUSessionContainer
 from scapy.layers.inet import IP, UDP
@@ -27,11 +29,12 @@ def dp():
         yield opened
 
 
-def pooled_applier(dp) -> BpfApplier:
+def pooled_applier(dp, pools: Optional[dict[str, str]] = None) -> BpfApplier:
+    """An applier as `netapp serve` makes it with upf.ue_pools `pools` (default: POOL for internet)."""
     instances = {"internet": 1, "ims": 2}
     site = Site(net_instances=instances, default_instance="internet", n3_ipv4=N3_IP, n3_ipv6=N3_IP6,
                 output=Output.PASS)
-    ue4 = Pools({"internet": POOL}).layout(instances, dp.table("dpp_upf_ue4").max_entries)
+    ue4 = Pools(pools or {"internet": POOL}).layout(instances, dp.table("dpp_upf_ue4").max_entries)
     roles = {base.N3_IF: (Role.N3, 0), base.N6_IF: (Role.N6, 1)}
     return BpfApplier(dp.table, site, iface_entries(roles, N3_IP, N3_IP6, ue4))
 
@@ -120,3 +123,22 @@ def test_reconcile_fills_the_slots_of_the_sessions_and_empties_the_others(dp):
         assert dp.test_run(sent, base.N6_IF).data == encapsulated(sent)
     finally:
         upf.reconcile([])
+
+
+def test_pools_laid_out_anew_take_effect_once_the_reconcile_has_moved_the_slots(dp):
+    """A restart with another upf.ue_pools (a pool added whose name comes first: internet's slots
+    move by 4): until the reconcile has moved the entries, the interface has no pools -- its
+    addresses miss -- and no address is found in the slot of another's entry."""
+    first = with_ue(session(), UE, 1)  # slot 7
+    pooled_applier(dp).apply(None, first)
+    restarted = pooled_applier(dp, {"aaa": "10.50.0.0/30", "internet": POOL})  # internet's 10.45.0.3: slot 7
+    try:
+        for address in ("10.45.0.3", UE):
+            sent = downlink_frame(address)
+            out = dp.test_run(sent, base.N6_IF)
+            assert out.action != "upf" and out.data == sent, f"{address} before the reconcile"
+        assert restarted.reconcile([first]) == {}
+        assert dp.test_run(downlink_frame(UE), base.N6_IF).data == encapsulated(downlink_frame(UE))
+        assert dp.test_run(downlink_frame("10.45.0.3"), base.N6_IF).action != "upf"
+    finally:
+        restarted.reconcile([])
