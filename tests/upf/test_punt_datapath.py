@@ -1,37 +1,25 @@
 """FAR BUFF and DUPL in the kernel (BPF_PROG_TEST_RUN): the frame a PDR punts is in the ring
 dpp_upf_punt exactly as it was sent, read back through libdpp's reader (netapp.upf.punts); a
-buffered frame is dropped, a duplicated one still forwarded byte for byte; a full ring is counted.
-`netapp serve`'s UPF (netapp.upf.runtime) started again over its store and maps keeps buffering and
-duplicating the stored sessions."""
+buffered frame is dropped, a duplicated one still forwarded byte for byte; a full ring is counted."""
 
 from __future__ import annotations
-
-import contextlib
-import socket
-from typing import Iterator
 
 import pytest
 from scapy.contrib.gtp import GTP_U_Header, GTPPDUSessionContainer
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
-from netapp.core.config import Settings
-from netapp.service.store import Store
 from netapp.upf.abi import PUNT_FRAME_MAX, PUNT_RING_SIZE, PuntKind
-from netapp.upf.buffering import gtpu_tpdu
 from netapp.upf.models import DuplicatingParameters, Far, ForwardingParameters, OuterHeaderCreation
 from netapp.upf.pfcp.ies import Interface
-from netapp.upf.pfcp.server import PfcpServer
-from netapp.upf.runtime import start_pfcp
 from tests.upf import test_datapath as base
-from tests.upf.smf import Smf, cause, create_far, create_pdr, create_qer, create_urr, find, fseid, node_id, recovery
 from tests.upf.test_datapath import DL_TEID, GNB, MACS, N3_IP, SERVER, UE, applier, dp, session  # noqa: F401
 
 COLLECTOR = "10.77.0.2"
 
 
-def downlink_frame(size: int = 64, ue: str = UE) -> bytes:
-    return bytes(Ether(**MACS) / IP(src=SERVER, dst=ue) / UDP(sport=5004, dport=40000) / (b"d" * size))
+def downlink_frame(size: int = 64) -> bytes:
+    return bytes(Ether(**MACS) / IP(src=SERVER, dst=UE) / UDP(sport=5004, dport=40000) / (b"d" * size))
 
 
 def with_downlink_far(far: Far, seid: int = 7):
@@ -128,68 +116,3 @@ def test_a_full_ring_drops_buffered_frames_counted_and_copies_are_lost_but_packe
     assert reasons[:capacity] == ["upf_buffered"] * capacity
     assert reasons[-1] == "upf_punt_full"
     assert len(drain(reader)) == reasons.count("upf_buffered")
-
-
-UE2 = "10.45.0.8"
-COPY_TEID = 0x77
-
-
-def _upf_settings(tmp_path) -> Settings:
-    """`netapp serve`'s UPF on the module's namespace: its N3 and N6 interfaces, SMFs on loopback."""
-    return Settings(state_dir=tmp_path, auth_disabled=True,
-                    pfcp={"address": "127.0.0.1:0", "n3_ipv4": N3_IP, "peers": ["127.0.0.1"]},
-                    upf={"n3_interfaces": ["n3"], "n6_interfaces": {"n6": "internet"}, "output": "pass",
-                         "peer_networks": ["0.0.0.0/0", "::/0"]})
-
-
-@contextlib.contextmanager
-def _serving(settings: Settings, store: Store, dp) -> Iterator[PfcpServer]:  # noqa: F811
-    server = start_pfcp(settings, store, dataplane=dp)
-    assert server is not None
-    try:
-        yield server
-    finally:
-        server.close()
-
-
-def _downlink_session(cp_seid: int, ue: str, far: dict) -> list:
-    return [node_id(), fseid(cp_seid), create_pdr(1, 1, access=True, choose_id=1, flow=None, ue=ue),
-            create_pdr(2, 2, access=False, flow=None, ue=ue), create_far(1, core=True), far, create_qer(), create_urr()]
-
-
-def test_a_restart_keeps_buffering_reporting_and_duplicating_the_stored_sessions(dp, tmp_path):  # noqa: F811
-    """`netapp serve`'s chain (netapp.upf.runtime.start_pfcp) started again over the store and the
-    maps of a first start, as after a restart: from the first frame on, a stored BUFF+NOCP session's
-    frame is buffered and reported to its SMF, a stored DUPL session's copied to its peer."""
-    settings, store = _upf_settings(tmp_path), Store.open(tmp_path / "netapp.db", synchronous="NORMAL")
-    smf = Smf(("127.0.0.1", 0))
-    copies = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    try:
-        copies.bind(("127.0.0.1", 2152))
-        copies.settimeout(10)
-        with _serving(settings, store, dp) as first:
-            smf.upf = first.address
-            assert cause(smf.ask("PFCPAssociationSetupReq", [node_id(), recovery(1000)])) == 1
-            idle = create_far(2, core=False, gnb=None, actions=("BUFF", "NOCP"))
-            copied = create_far(2, core=False, gnb=GNB, teid=DL_TEID, actions=("FORW", "DUPL"),
-                                duplicate=("127.0.0.1", COPY_TEID))
-            for cp_seid, ue, far in ((1, UE, idle), (2, UE2, copied)):
-                assert cause(smf.ask("PFCPSessionEstablishmentReq", _downlink_session(cp_seid, ue, far), seid=0)) == 1
-        with _serving(settings, store, dp) as again:
-            smf.upf = again.address
-            try:
-                buffered = dp.test_run(downlink_frame(), base.N6_IF)
-                assert (buffered.verdict, buffered.reason) == ("DROP", "upf_buffered")
-                report = smf.next_report()
-                assert find(report, 83) is not None, "a Downlink Data Report"
-                sent = downlink_frame(ue=UE2)
-                assert dp.test_run(sent, base.N6_IF).action == "upf"
-                assert copies.recv(4096) == gtpu_tpdu(COPY_TEID, bytes(Ether(sent)[IP]))
-                assert again.buffering.counters["unknown"] == 0
-            finally:
-                for seid in list(again.upf.sessions):
-                    again.upf.delete(seid)
-    finally:
-        copies.close()
-        smf.close()
-        store.close()
