@@ -41,6 +41,7 @@ from netapp.upf.abi import (
     Usage,
 )
 from netapp.upf.compiler import Entries, Site, compile_session, words
+from netapp.upf.leftout import LeftOut
 from netapp.upf.models import RuleError, Session
 from netapp.upf.pfcp.ies import Cause, IEType, RuleType
 from netapp.upf.sdf import is_upf_rule
@@ -115,6 +116,7 @@ class BpfApplier:
         self.urr_slots = self._usage.max_entries  # slot 0 is never given
         self.site = site
         self.stale: list[str] = []  # entries an undo could not put back: reconcile before the next change
+        self._left_out = LeftOut()  # stored sessions the last reconcile left out of the maps
         # (SEID, URR id) -> the URR's counts when freed (the sum of its slots'), for its final report
         self._final: collections.OrderedDict[tuple[int, int], Usage] = collections.OrderedDict()
         # (SEID, slot) -> the counts it had when freed: given back to it should the change be undone
@@ -135,19 +137,27 @@ class BpfApplier:
         return withheld
 
     def apply(self, old: Optional[Session], new: Optional[Session]) -> None:
-        before = self._compile(old)
-        after = self._compile(new)  # a RuleError here: nothing is written
+        before = self._left_out.before(old, self._compile)
+        after, out_again = self._left_out.after(new, self._compile)  # a RuleError here: nothing is written
         self._write(before, after, [(old, new)])
+        self._left_out.applied([(old, new)], [out_again])
 
     def apply_group(self, pairs: list[tuple[Optional[Session], Optional[Session]]]) -> bool:
         """The (old, new) pairs of a transaction, as `apply` of each in turn would leave the maps, in
         one write per table; False, with nothing written, when two pairs touch one entry or URR
         slot (one session twice, a TEID freed and taken again): the caller then applies them in turn."""
-        compiled = [(self._compile(old), self._compile(new)) for old, new in pairs]  # RuleError: nothing written
+        left_out = self._left_out
+        targets = [left_out.after(new, self._compile) for _, new in pairs]  # RuleError: nothing written
+        compiled = [(left_out.before(old, self._compile), after) for (old, _), (after, _) in zip(pairs, targets)]
         if not _apart(compiled, [_slot_changes(old, new) for old, new in pairs]):
             return False
         self._write(_joined(before for before, _ in compiled), _joined(after for _, after in compiled), pairs)
+        left_out.applied(pairs, [again for _, again in targets])
         return True
+
+    def committed(self) -> None:
+        """The changes applied stand (netapp.upf.held.SessionChange)."""
+        self._left_out.committed()
 
     def _write(self, before: Entries, after: Entries, pairs: list[tuple[Optional[Session], Optional[Session]]]) -> None:
         """The maps from `before` to `after`, the entries of the sessions' (old, new) `pairs`: the
@@ -210,10 +220,15 @@ class BpfApplier:
         """Make the PDR tables hold exactly the sessions' entries (at start: sessions deleted while
         the service was down, or entries of a write cut short, are gone): each table read whole,
         what differs written, what no session has deleted. A session that no longer compiles (the
-        settings changed) is left out; the errors by SEID."""
+        settings changed) is left out, and so is one the last reconcile left out; the errors by SEID."""
         return self.reconcile_compiled(
-            (session.seid, functools.partial(self._compile, session)) for session in sessions
+            (session.seid, functools.partial(self._compile_unless_left_out, session)) for session in sessions
         )
+
+    def _compile_unless_left_out(self, session: Session) -> Entries:
+        if session.seid in self._left_out.seids:
+            raise RuleError(Cause.SYSTEM_FAILURE, "left out of the maps at start (logged then)")
+        return self._compile(session)
 
     def reconcile_compiled(self, compiled: Iterable[tuple[int, Callable[[], Entries]]]) -> dict[int, RuleError]:
         """`reconcile` of sessions by SEID, each with what gives its entries (compiled already at
@@ -249,6 +264,7 @@ class BpfApplier:
         self._mark_hashed(uplink, exact=True)
         self._sdf_pdrs.update(list(desired.sdf_pdrs.items()))
         self._reconcile_rules(desired.rules, rules_of, refused)
+        self._left_out.reconciled(refused)
         self.stale = []
         if self._withheld:  # dpp_upf_ue4 is laid out as they say
             self._ifaces.update(self._withheld)

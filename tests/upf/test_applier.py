@@ -185,3 +185,38 @@ def test_a_reconcile_keeps_an_entry_two_stored_sessions_name_for_the_first(cramp
     refused = upf.reconcile([session(), later])
     assert list(refused) == [2] and "another stored session's" in str(refused[2])
     assert _maps(fake) == before
+
+
+def _fake_applier() -> tuple[FakeDpp, BpfApplier]:
+    fake = FakeDpp(map_sizes={"dpp_upf_teids": TEID + 2, "dpp_upf_ue4": 16})  # arrays a reconcile reads whole
+    site = Site(net_instances={"internet": 1}, default_instance="internet", n3_ipv4=N3_IP, output=Output.PASS)
+    return fake, BpfApplier(Dataplane(fake).table, site, iface_entries({5: (Role.N3, 0), 6: (Role.N6, 1)}, N3_IP, None))
+
+
+def test_a_session_a_reconcile_left_out_is_deleted_without_touching_the_maps():
+    """Left out at start (it shares an entry with another stored session, or upf.peer_networks
+    narrowed): its deletion deletes nothing, the other session's entries least of all."""
+    fake, upf = _fake_applier()
+    kept, sharing = session(), _other(2, TEID + 1, "10.45.0.7", "2001:db8:45::8")
+    assert list(upf.reconcile([kept, sharing])) == [2]
+    maps = _maps(fake)
+    upf.apply(sharing, None)  # the SMF's Session Deletion
+    assert _maps(fake) == maps
+
+
+def test_a_session_a_reconcile_left_out_is_put_in_by_a_change_and_out_again_by_its_undo():
+    fake, upf = _fake_applier()
+    left_out = _other(2, TEID + 1, "10.45.0.8", "2001:db8:45::8")
+    unknown = left_out.model_copy(update={"pdrs": {2: left_out.pdrs[2].model_copy(update={"pdi": left_out.pdrs[
+        2].pdi.model_copy(update={"network_instance": "gone"})})}, "fars": {2: left_out.fars[2]}})
+    assert list(upf.reconcile([session(), unknown])) == [2], "its network instance is no longer served"
+    empty_of_it = _maps(fake)
+    upf.apply(unknown, left_out)  # a modification that compiles: all its entries written
+    upf.apply(left_out, unknown)  # the transaction failed: undone, left out again
+    assert _maps(fake) == empty_of_it
+    upf.apply(unknown, left_out)
+    upf.committed()
+    assert len(_maps(fake)["dpp_upf_teids"]) == 2
+    with pytest.raises(RuleError, match="network instance 'gone' is not served"):
+        upf.apply(left_out, unknown)  # in the maps now: a change to what does not compile is refused
+    assert list(upf.reconcile([session(), left_out])) == [], "a reconcile keeps it in"

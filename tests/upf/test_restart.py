@@ -1,6 +1,7 @@
 """`netapp serve`'s UPF (netapp.upf.runtime.start_pfcp) started again over the store and the maps of a
 first start, as after a restart, in the kernel (BPF_PROG_TEST_RUN), with an SMF speaking pycrate:
-the stored sessions buffer, report and duplicate from the first frame on."""
+the stored sessions buffer, report and duplicate from the first frame on, and a session the start
+left out of the maps (upf.peer_networks narrowed) is deleted, with its association, as any other."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import contextlib
 import socket
 from typing import Iterator
 
+import pytest
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
@@ -23,6 +25,7 @@ from tests.upf.test_datapath import DL_TEID, GNB, MACS, N3_IP, SERVER, UE, dp  #
 
 UE2 = "10.45.0.8"
 COPY_TEID = 0x77
+OUTSIDE = "198.51.100.7"  # a gNB upf.peer_networks no longer allows after the restart
 ANYWHERE = ["0.0.0.0/0", "::/0"]
 
 
@@ -98,3 +101,23 @@ def test_the_stored_sessions_buffer_report_and_duplicate_from_the_first_frame(dp
                 assert again.buffering.counters["unknown"] == 0
             finally:
                 delete_all(again)
+
+
+@pytest.mark.parametrize("first", ["its deletion", "its association's release"])
+def test_a_session_left_out_at_start_goes_with_its_deletion_or_its_association(dp, tmp_path, first):  # noqa: F811
+    with smf_and_store(tmp_path) as (smf, store):
+        with serving(upf_settings(tmp_path, ANYWHERE), store, dp, smf):
+            assert cause(smf.ask("PFCPAssociationSetupReq", [node_id(), recovery(1000)])) == Cause.REQUEST_ACCEPTED
+            establish(smf, 1, UE, create_far(2, core=False, gnb=GNB, teid=DL_TEID))
+            outside = establish(smf, 2, UE2, create_far(2, core=False, gnb=OUTSIDE, teid=DL_TEID))
+        with serving(upf_settings(tmp_path, [f"{GNB}/32"]), store, dp, smf) as narrowed:
+            try:
+                assert dp.test_run(downlink_frame(UE2), base.N6_IF).action != "upf", "left out of the maps"
+                if first == "its deletion":
+                    assert cause(smf.ask("PFCPSessionDeletionReq", [], seid=outside)) == Cause.REQUEST_ACCEPTED
+                    assert dp.test_run(downlink_frame(UE), base.N6_IF).action == "upf", "the other's entries kept"
+                assert cause(smf.ask("PFCPAssociationReleaseReq", [node_id()])) == Cause.REQUEST_ACCEPTED
+                assert dp.test_run(downlink_frame(UE), base.N6_IF).action != "upf"
+                assert len(narrowed.upf.sessions) == 0
+            finally:
+                delete_all(narrowed)
