@@ -322,11 +322,6 @@ class Session(_Model):
             return self.urr_slots.get(wanted[0])
         return next((each.slot for each in self.urr_sets if each.urr_ids == wanted == each.members), None)
 
-    def chosen_ue_ipv4(self) -> set[str]:
-        """The IPv4 addresses the UPF assigned to the session's UE (CHV4): one per network instance."""
-        ues = [pdr.pdi.ue_ip for pdr in self.pdrs.values()]
-        return {ue.ipv4 for ue in ues if ue is not None and ue.choose_ipv4 and ue.ipv4 is not None}
-
     def teids(self) -> set[int]:
         fteids = [pdr.pdi.local_fteid for pdr in self.pdrs.values()]
         return {fteid.teid for fteid in fteids if fteid is not None and fteid.teid is not None}

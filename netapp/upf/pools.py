@@ -4,7 +4,8 @@ Each network instance may have a pool (setting upf.ue_pools: network instance ->
 PDR whose UE IP Address says CHV4 gets a free address of its network instance's pool, and the PDRs
 of one session in one network instance share one (the session's UE). The address is stored with
 the session, in the PDR's UE IP Address (like a TEID the UPF chooses), so that a restart gives out
-no address in use; it is free again when no PDR of the session names it.
+no address in use; the session may name it in PDRs of its own (as 29.244 has the CP use the
+address it was given), and it is free again when no PDR of the session names it.
 
 The data path finds the downlink of a pool's addresses by their offset in the pool (dpp_upf_ue4):
 the pools are laid out one after the other in that array, in the order of their network instances'
@@ -50,12 +51,13 @@ class Pools:
         self._downlink: dict[DownlinkKey, int] = {}  # every session's downlink UE addresses -> its SEID
 
     def hold(self, session: Session) -> None:
-        self.held.update(dict.fromkeys(session.chosen_ue_ipv4(), session.seid))
+        self.held.update(dict.fromkeys(self._pool_addresses(session), session.seid))
         self._downlink.update(dict.fromkeys((key for _, key in self._downlink_keys(session)), session.seid))
 
     def release(self, session: Session) -> None:
-        for address in session.chosen_ue_ipv4():
-            self.held.pop(address, None)
+        for address in self._pool_addresses(session):
+            if self.held.get(address) == session.seid:
+                del self.held[address]
         for _, key in self._downlink_keys(session):
             if self._downlink.get(key) == session.seid:
                 del self._downlink[key]
@@ -63,19 +65,32 @@ class Pools:
     def check(self, session: Session) -> None:
         """The session's downlink UE addresses are its own: no other session's (its packets would go
         down the other's tunnel, perhaps another SMF's), and an address of a pool only as the UPF
-        gave it (CHV4). RuleError naming the PDR."""
+        gave it (CHV4) -- to this session, which may then name it in PDRs of its own. RuleError
+        naming the PDR."""
         for pdr_id, (instance, address) in self._downlink_keys(session):
             ue = session.pdrs[pdr_id].pdi.ue_ip
             if self._downlink.get((instance, address), session.seid) != session.seid:
                 problem = f"UE address {address} in network instance {instance!r} is another session's"
-            elif not (ue is not None and ue.choose_ipv4) and any(
-                ipaddress.ip_address(address) in network for network in self.networks.values()
+            elif not (ue is not None and ue.choose_ipv4) and self.held.get(address) != session.seid and (
+                self._in_a_pool(address)
             ):
                 problem = f"UE address {address} is in a pool of upf.ue_pools, which the UPF assigns (CHV4)"
             else:
                 continue
             raise RuleError(Cause.RULE_CREATION_MODIFICATION_FAILURE, f"PDR {pdr_id}: {problem}",
                             IEType.UE_IP_ADDRESS, (RuleType.PDR, pdr_id))
+
+    def _pool_addresses(self, session: Session) -> set[str]:
+        """The addresses of the pools the session's PDRs name, as the UPF assigned them (CHV4) or
+        named again: the session's while one of its PDRs names them."""
+        if not self.networks:
+            return set()
+        ues = [pdr.pdi.ue_ip for pdr in session.pdrs.values()]
+        return {ue.ipv4 for ue in ues if ue is not None and ue.ipv4 is not None and self._in_a_pool(ue.ipv4)}
+
+    def _in_a_pool(self, address: str) -> bool:
+        value = ipaddress.ip_address(address)
+        return any(value in network for network in self.networks.values())
 
     def _downlink_keys(self, session: Session) -> list[tuple[int, DownlinkKey]]:
         """(PDR id, key) of each address the session's downlink PDRs match packets by."""
@@ -138,7 +153,7 @@ class Pools:
         session_ue: dict[Optional[str], str] = {}
         for pdr in base.pdrs.values():
             ue = pdr.pdi.ue_ip
-            if ue is not None and ue.choose_ipv4 and ue.ipv4 is not None:
+            if ue is not None and ue.ipv4 is not None and (ue.choose_ipv4 or self.held.get(ue.ipv4) == base.seid):
                 session_ue[self.instance_of(pdr.pdi.network_instance)] = ue.ipv4
         created = []
         for pdr_id in sorted(pdrs):

@@ -24,6 +24,7 @@ from tests.upf.smf import (
     create_urr,
     find,
     fseid,
+    ie,
     ies_of,
     node_id,
     recovery,
@@ -112,6 +113,29 @@ def test_the_address_survives_a_restart_and_is_freed_with_its_session(pooled):
     third = _establish(smf, 0x53)
     assert cause(third) == Cause.REQUEST_ACCEPTED
     assert socket.inet_ntoa(next(iter(_created_ues(third).values()))["IPv4Addr"]) == given[0], "freed, given again"
+
+
+def test_the_session_names_the_address_it_was_given_and_holds_it_while_a_pdr_names_it(pooled):
+    """The SMF names the UE address the UPF assigned in a PDR it adds later (V4, no CHV4): accepted,
+    and the address stays the session's once the PDRs that asked for it are gone, a restart too;
+    another session may not name it."""
+    endpoint, smf = pooled
+    first = _establish(smf, 0x51)
+    address = socket.inet_ntoa(next(iter(_created_ues(first).values()))["IPv4Addr"])
+    seid = find(first, 57)["Data"]["SEID"].get_val()
+    naming = [create_pdr(5, 2, access=False, ue=address, flow=None)]
+    assert cause(smf.ask("PFCPSessionModificationReq", naming, seid=seid)) == Cause.REQUEST_ACCEPTED
+    removed = [ie(15, [ie(56, {"Val": pdr_id})]) for pdr_id in (1, 2, 3, 4)]  # every PDR that said CHV4
+    assert cause(smf.ask("PFCPSessionModificationReq", removed, seid=seid)) == Cause.REQUEST_ACCEPTED
+    second = _establish(smf, 0x52)  # the pool's other address
+    assert cause(second) == Cause.REQUEST_ACCEPTED
+    assert cause(_establish(smf, 0x53)) == Cause.ALL_DYNAMIC_ADDRESSES_OCCUPIED
+    endpoint.restart()
+    smf.upf = endpoint.server.address
+    assert cause(_establish(smf, 0x53)) == Cause.ALL_DYNAMIC_ADDRESSES_OCCUPIED, "held after a restart"
+    other = find(second, 57)["Data"]["SEID"].get_val()
+    taken = smf.ask("PFCPSessionModificationReq", [create_pdr(6, 2, access=False, ue=address, flow=None)], seid=other)
+    assert cause(taken) == Cause.RULE_CREATION_MODIFICATION_FAILURE, "not another session's to name"
 
 
 def _given(cp_seid: int, ue: str) -> list:
