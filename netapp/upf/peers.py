@@ -35,6 +35,17 @@ IPNetwork = Union[ipaddress.IPv4Network, ipaddress.IPv6Network]
 ANYWHERE = ("0.0.0.0/0", "::/0")
 
 
+def smf_address(address: str) -> str:
+    """An SMF's address as pfcp.peers judges it: an IPv4 SMF of a dual-stack endpoint (pfcp.address
+    `::`) sends from ::ffff:a.b.c.d, and is the IPv4 host a.b.c.d (an entry ::/0 does not admit it)."""
+    try:
+        mapped = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    inner = mapped.ipv4_mapped if isinstance(mapped, ipaddress.IPv6Address) else None
+    return str(inner) if inner is not None else address
+
+
 def _covered(networks: tuple[IPNetwork, ...], address: str) -> bool:
     try:
         ip = ipaddress.ip_address(address)
@@ -65,11 +76,13 @@ class SmfPeers:
 
     @functools.lru_cache(maxsize=4096)  # noqa: B019 - a handful of SMFs, the list lives as long as the endpoint
     def admits(self, address: str) -> bool:
-        """An entry covers the address."""
-        return _covered(self._networks, address)
+        """An entry covers the address (an IPv4-mapped one as its IPv4 address)."""
+        return _covered(self._networks, smf_address(address))
 
     def admits_node(self, address: str, node_id: str) -> bool:
-        """An entry covers the address and lists the Node ID, or lists none."""
+        """An entry covers the address (an IPv4-mapped one as its IPv4 address, also an
+        association's stored so) and lists the Node ID, or lists none."""
+        address = smf_address(address)
         for entry in self.entries:
             if _covered((entry.prefix,), address) and (not entry.node_ids or node_id in entry.node_ids):
                 return True

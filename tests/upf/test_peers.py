@@ -10,11 +10,13 @@ from typing import Iterator
 
 import pytest
 
+from netapp.service.store import Store
 from netapp.upf.endmarker import EndMarkers
 from netapp.upf.models import DuplicatingParameters, Far, ForwardingParameters, OuterHeaderCreation, RuleError
 from netapp.upf.peers import Destinations, SmfPeer, SmfPeers
 from netapp.upf.pfcp.ies import Cause, IEType, Interface, RuleType
-from netapp.upf.pfcp.server import UsageReport
+from netapp.upf.pfcp.server import PfcpServer, UsageReport
+from netapp.upf.sessions import Upf
 from tests.upf.conftest import N3, Endpoint, RecordingApplier
 from tests.upf.smf import Smf, cause, create_far, establishment_ies, find, ie, node_id, recovery, value
 from tests.upf.test_endmarker import session
@@ -138,3 +140,22 @@ def test_a_far_whose_copies_go_outside_upf_peer_networks_is_refused_naming_its_d
         Destinations([GNBS]).check_far(far)
     assert (refused.value.rule, refused.value.ie_type) == ((RuleType.FAR, 3), IEType.DUPLICATING_PARAMETERS)
     Destinations([GNBS, f"{OUTSIDE}/32"]).check_far(far)  # allowed: no refusal
+
+
+def test_an_ipv4_smf_of_a_dual_stack_endpoint_is_judged_by_its_ipv4_address(tmp_path):
+    """pfcp.address `::`: an IPv4 SMF sends from ::ffff:a.b.c.d; its IPv4 entry admits it, and an
+    IPv6 entry, ::/0 included, does not."""
+    assert ADMITTED.admits("::ffff:127.0.0.1") and ADMITTED.admits_node("::ffff:127.0.0.1", "10.0.0.1")
+    ipv6_only = SmfPeers([SmfPeer(ipaddress.ip_network("::/0"))])
+    assert not ipv6_only.admits("::ffff:127.0.0.1") and ipv6_only.admits("2001:db8::1")
+    for peers, answer in ((ADMITTED, Cause.REQUEST_ACCEPTED), (ipv6_only, Cause.REQUEST_REJECTED)):
+        store = Store.open(tmp_path / f"{answer.name}.db", synchronous="NORMAL")
+        server = PfcpServer(Upf(store, n3_ipv4=N3), "::", 0, peers=peers)
+        server.start()
+        smf = Smf(("127.0.0.1", server.address[1]))
+        try:
+            assert cause(smf.ask("PFCPAssociationSetupReq", [node_id(), recovery(1000)])) == answer
+        finally:
+            smf.close()
+            server.close()
+            store.close()
