@@ -14,7 +14,9 @@
 - DUPL: each copy (the UE packet, without the tunnel it came in) is sent from user space to each of
   the FAR's duplicating parameters' outer header creation peer: in GTP-U/UDP (port 2152) with its
   TEID, or in UDP to its port, with the transport level marking as the IP ToS/Traffic Class. The
-  peer is `Far.duplicating[i].outer_header_creation` (its `address`).
+  peer is `Far.duplicating[i].outer_header_creation` (its `address`). A packet is copied once, by
+  the FAR it arrives under: one that buffers too (BUFF+DUPL; the data path punts it only to be
+  buffered) is copied here as it arrives, and its replay is not copied again.
 
 `Buffering` wraps the data path's applier (netapp.upf.around, as netapp.upf.endmarker does): it sees
 every session change -- one at a time, a transaction's at once, the stored sessions a reconcile puts
@@ -204,7 +206,9 @@ class Buffering(AroundApplier):
         self._punting: dict[tuple[int, int], Far] = {}
         self._reported: set[FarKey] = set()
         self._flush: dict[FarKey, Optional[Far]] = {}  # queues to act on at the commit: the FAR now
-        self._flushing: dict[tuple[int, int], FarKey] = {}  # (SEID, PDR id) of their PDRs -> the queue
+        # (SEID, PDR id) of their PDRs -> the queue, and the FAR its frames were buffered under
+        self._flushing: dict[tuple[int, int], tuple[FarKey, Optional[Far]]] = {}
+        self._echoes: collections.Counter[tuple[int, bytes]] = collections.Counter()  # replayed: (SEID, frame)
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
         self._reader: Any = None
@@ -249,7 +253,8 @@ class Buffering(AroundApplier):
                     else:
                         self.buffers.discard(key)
             self._replay(replays)
-        self._send(copies, reports)
+            more = self._read_ring()  # the copies the replays made, among them
+        self._send(copies + more[0], reports + more[1])
 
     def reconcile(self, sessions: Iterable[Session]) -> dict[int, RuleError]:
         sessions = list(sessions)
@@ -311,17 +316,24 @@ class Buffering(AroundApplier):
         keys |= {(seid, far.id) for far in (old.fars.values() if old is not None else ()) if "BUFF" in far.apply_action}
         for key in keys:
             far = new.fars.get(key[1]) if new is not None else None
-            self._flushing = {pdr: queue for pdr, queue in self._flushing.items() if queue != key}
+            self._flushing = {pdr: queue for pdr, queue in self._flushing.items() if queue[0] != key}
             if far is not None and "BUFF" in far.apply_action:
                 self._flush.pop(key, None)
                 continue
             self._flush[key] = far
             pdrs = {pdr.id for session in (old, new) if session is not None for pdr in session.pdrs.values()
                     if pdr.far_id == key[1]}
-            self._flushing.update({(seid, pdr_id): key for pdr_id in pdrs | self.buffers.pdrs_of(key)})
+            pdrs |= self.buffers.pdrs_of(key)
+            buffered_under = old.fars.get(key[1]) if old is not None else None
+            self._flushing.update({(seid, pdr_id): (key, buffered_under) for pdr_id in pdrs})
 
     def _replay(self, frames: list[Punted]) -> None:
+        """Each frame through the program. A FAR that duplicates copies it there once more: that
+        copy, in the ring once the replay returns, is told from a live one and not sent (`_echoes`,
+        until the ring is next read to its end): a packet is copied once, by the FAR it arrived under."""
         for frame in frames:
+            with self._lock:
+                self._echoes[(frame.seid, frame.frame)] += 1
             try:
                 self._dataplane.upf_replay(frame.frame, frame.ifindex)
                 outcome = "replayed"
@@ -335,10 +347,11 @@ class Buffering(AroundApplier):
 
     def take(self, frames: Iterable[Punted]) -> None:
         """Frames read from the ring: buffered, reported, duplicated (or replayed at once, when their
-        FAR forwards by now)."""
+        FAR forwards by now); then the ring to its end (what the replays punted)."""
         with self._ring:
             copies, reports = self._take(frames)
-        self._send(copies, reports)
+            more = self._read_ring()
+        self._send(copies + more[0], reports + more[1])
 
     def _take(self, frames: Iterable[Punted]) -> tuple[list[tuple[Far, Punted]], list[tuple[int, int]]]:
         """Frames queued or replayed (holding `_ring`); the copies and reports to send."""
@@ -349,12 +362,14 @@ class Buffering(AroundApplier):
             for frame in frames:
                 far = self._punting.get((frame.seid, frame.pdr_id))
                 flushing = self._flushing.get((frame.seid, frame.pdr_id))
-                if far is not None and frame.kind == PuntKind.DUPLICATE:
-                    copies.append((far, frame))
-                elif frame.kind == PuntKind.DUPLICATE:
-                    self.buffers.counters["unknown"] += 1
-                elif flushing is not None:  # punted before a change not yet committed: queued behind
-                    self.buffers.add(flushing, frame)
+                if frame.kind == PuntKind.DUPLICATE:
+                    self._copy_unless_echo(far, frame, copies)
+                    continue
+                buffered_under = flushing[1] if flushing is not None else far
+                if buffered_under is not None and {"BUFF", "DUPL"} <= buffered_under.apply_action:
+                    copies.append((buffered_under, frame))  # copied as it arrives, whatever comes of it
+                if flushing is not None:  # punted before a change not yet committed: queued behind
+                    self.buffers.add(flushing[0], frame)
                 elif far is None:
                     self.buffers.counters["unknown"] += 1
                 elif "BUFF" not in far.apply_action:  # punted before the FAR changed
@@ -368,6 +383,16 @@ class Buffering(AroundApplier):
                         reports.append((frame.seid, frame.pdr_id))
         self._replay(replays)
         return copies, reports
+
+    def _copy_unless_echo(self, far: Optional[Far], frame: Punted, copies: list[tuple[Far, Punted]]) -> None:
+        """A DUPLICATE frame: a copy to send, unless a replay's (holding the lock)."""
+        echo = (frame.seid, frame.frame)
+        if self._echoes[echo]:
+            self._echoes[echo] -= 1
+        elif far is not None:
+            copies.append((far, frame))
+        else:
+            self.buffers.counters["unknown"] += 1
 
     def _send(self, copies: list[tuple[Far, Punted]], reports: list[tuple[int, int]]) -> None:
         for far, frame in copies:
@@ -418,6 +443,8 @@ class Buffering(AroundApplier):
         while self._reader is not None and (frames := self._reader.poll(0)):
             more = self._take(frames)
             copies, reports = copies + more[0], reports + more[1]
+        with self._lock:
+            self._echoes.clear()  # a replay's copy is in the ring once it returns: all read by now
         return copies, reports
 
     def start(self) -> "Buffering":

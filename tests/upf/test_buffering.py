@@ -342,6 +342,46 @@ def test_dupl_sends_the_ue_packet_in_gtpu_and_in_udp_to_the_collector(rig, colle
     assert buffering.held(SEID) == (0, 0), "a copy is not buffered"
 
 
+class EchoingRecorder(RingRecorder):
+    """A replay punts its copy, as the data path does when the FAR now duplicates."""
+
+    def upf_replay(self, data: bytes, ifindex: int) -> None:
+        super().upf_replay(data, ifindex)
+        self.ring.put([Punted(SEID, PDR, PuntKind.DUPLICATE, 4, 14, ifindex, data)])
+
+
+def test_a_far_that_buffers_and_duplicates_copies_each_packet_as_it_arrives_and_not_when_replayed(collector):
+    ring = Ring()
+    recorder = EchoingRecorder(ring)
+    buffering = Buffering(recorder, recorder)
+    buffering._reader = ring  # read by the commit and by `take`, not by a thread
+    copies_buffered = copying_to(collector).model_copy(update={"apply_action": frozenset({"BUFF", "DUPL"})})
+    try:
+        buffering.apply(None, with_far(copies_buffered))
+        buffering.take([frame(0), frame(1)])
+        assert [collector.recv(4096) for _ in range(2)] == [frame(0).ue_packet, frame(1).ue_packet]
+        assert buffering.held(SEID) == (2, 228)
+        buffering.apply(with_far(copies_buffered), with_far(copying_to(collector)))
+        buffering.committed()
+        assert buffering.counters["replayed"] == 2 and ring.frames == []
+        buffering.take([frame(2, kind=PuntKind.DUPLICATE)])  # a live packet
+        assert collector.recv(4096) == frame(2).ue_packet, "the replays made no copy"
+        assert buffering.counters["duplicated"] == 3 and buffering.counters["unknown"] == 0
+    finally:
+        buffering.close()
+
+
+def test_a_buffered_packet_of_a_duplicating_far_is_copied_also_when_its_queue_is_discarded(rig, collector):
+    buffering, _, _ = rig
+    copies_buffered = copying_to(collector).model_copy(update={"apply_action": frozenset({"BUFF", "DUPL"})})
+    buffering.apply(None, with_far(copies_buffered))
+    buffering.take([frame(0)])
+    buffering.apply(with_far(copies_buffered), with_far(Far(id=FAR, apply_action=frozenset({"DROP"}))))
+    buffering.committed()
+    assert collector.recv(4096) == frame(0).ue_packet
+    assert buffering.counters["discarded"] == 1 and buffering.counters["duplicated"] == 1
+
+
 def test_the_counters_and_what_is_held_go_to_influxdb_and_prometheus(rig):
     buffering, _, _ = rig
     buffering.apply(None, with_far(BUFF_NOCP))

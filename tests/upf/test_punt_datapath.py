@@ -4,12 +4,15 @@ buffered frame is dropped, a duplicated one still forwarded byte for byte; a ful
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 from scapy.contrib.gtp import GTP_U_Header, GTPPDUSessionContainer
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
 from netapp.upf.abi import PUNT_FRAME_MAX, PUNT_RING_SIZE, PuntKind
+from netapp.upf.buffering import Buffering
 from netapp.upf.models import DuplicatingParameters, Far, ForwardingParameters, OuterHeaderCreation
 from netapp.upf.pfcp.ies import Interface
 from tests.upf import test_datapath as base
@@ -116,3 +119,32 @@ def test_a_full_ring_drops_buffered_frames_counted_and_copies_are_lost_but_packe
     assert reasons[:capacity] == ["upf_buffered"] * capacity
     assert reasons[-1] == "upf_punt_full"
     assert len(drain(reader)) == reasons.count("upf_buffered")
+
+
+def test_a_packet_a_far_buffers_and_duplicates_is_copied_once_as_it_arrives(dp):  # noqa: F811
+    """Through the real program and ring: the buffered packet is copied as it arrives; its replay,
+    once the FAR forwards (and still duplicates), punts a copy again, which is not sent."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as collector:
+        collector.bind(("127.0.0.1", 0))
+        collector.settimeout(10)
+        copies = DuplicatingParameters(destination_interface=Interface.LI_FUNCTION, outer_header_creation=(
+            OuterHeaderCreation(kind="udp-ipv4", address="127.0.0.1", port=collector.getsockname()[1])))
+        forwarding = duplicating().model_copy(update={"duplicating": (copies,)})
+        buffered = forwarding.model_copy(update={"apply_action": frozenset({"BUFF", "DUPL"}), "forwarding": None})
+        upf = applier(dp)
+        punts = Buffering(upf, dp).start()
+        try:
+            punts.apply(None, with_downlink_far(buffered))
+            sent = downlink_frame()
+            assert dp.test_run(sent, base.N6_IF).reason == "upf_buffered"
+            assert collector.recv(4096) == bytes(Ether(sent)[IP])
+            punts.apply(with_downlink_far(buffered), with_downlink_far(forwarding))
+            punts.committed()
+            assert punts.counters["replayed"] == 1
+            collector.setblocking(False)
+            with pytest.raises(BlockingIOError):
+                collector.recv(4096)  # the replay's copy: the program punted it, user space sent none
+            assert punts.counters["duplicated"] == 1
+        finally:
+            punts.close()
+            upf.apply(with_downlink_far(forwarding), None)
