@@ -27,7 +27,21 @@ class Punted:
 
     @property
     def ue_packet(self) -> bytes:
-        return self.frame[self.ue_off :]
+        """The UE's IP packet, without what follows it in the frame (a short frame's Ethernet padding)."""
+        packet = self.frame[self.ue_off :]
+        return packet[: _ip_length(packet, self.family)]
+
+
+def _ip_length(packet: bytes, family: int) -> int:
+    """The IP packet's length as its header says (IPv4 total length, IPv6 header and payload), at
+    most what there is."""
+    if family == 4 and len(packet) >= 20:
+        said = int.from_bytes(packet[2:4], "big")
+    elif family == 6 and len(packet) >= 40:
+        said = 40 + int.from_bytes(packet[4:6], "big")
+    else:
+        said = len(packet)
+    return min(said, len(packet))
 
 
 def punted(record: Punt) -> Punted:

@@ -9,6 +9,7 @@ import socket
 import pytest
 from scapy.contrib.gtp import GTP_U_Header, GTPPDUSessionContainer
 from scapy.layers.inet import IP, UDP
+from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 
 from netapp.upf.abi import PUNT_FRAME_MAX, PUNT_RING_SIZE, PuntKind
@@ -16,7 +17,7 @@ from netapp.upf.buffering import Buffering
 from netapp.upf.models import DuplicatingParameters, Far, ForwardingParameters, OuterHeaderCreation
 from netapp.upf.pfcp.ies import Interface
 from tests.upf import test_datapath as base
-from tests.upf.test_datapath import DL_TEID, GNB, MACS, N3_IP, SERVER, UE, applier, dp, session  # noqa: F401
+from tests.upf.test_datapath import DL_TEID, GNB, MACS, N3_IP, SERVER, UE, UE6, applier, dp, session  # noqa: F401
 
 COLLECTOR = "10.77.0.2"
 
@@ -148,3 +149,15 @@ def test_a_packet_a_far_buffers_and_duplicates_is_copied_once_as_it_arrives(dp):
         finally:
             punts.close()
             upf.apply(with_downlink_far(forwarding), None)
+
+
+@pytest.mark.parametrize("family", [4, 6])
+def test_a_copy_is_the_ue_packet_without_the_frames_ethernet_padding(dp, reader, installed_with, family):  # noqa: F811
+    installed_with(duplicating())
+    ue = IP(src=SERVER, dst=UE) if family == 4 else IPv6(src="2001:db8:99::1", dst=UE6)
+    frame = bytes(Ether(**MACS) / ue / UDP(sport=5004, dport=40000) / b"d")
+    sent = frame + bytes(max(60 - len(frame), 0) + 8)  # padded, as a NIC hands a short frame over
+    assert dp.test_run(sent, base.N6_IF).action == "upf"
+    [record] = drain(reader)
+    assert record.frame == sent
+    assert record.ue_packet == frame[14:]
