@@ -91,7 +91,10 @@ class SmfPeers:
 
 class PeerGate:
     """The endpoint's screen of datagrams by their source (netapp.upf.pfcp.server): what it refuses
-    is counted by the caller and logged here once per address."""
+    is counted by the caller and logged here once per address, for the first LOGGED addresses (a
+    flood from spoofed sources neither fills the memory nor the log; the count goes on)."""
+
+    LOGGED = 1024
 
     def __init__(self, peers: SmfPeers):
         self.peers = peers
@@ -106,9 +109,11 @@ class PeerGate:
             why = f"Node ID {node_id} may not associate from {address} (pfcp.peers)"
         else:
             return None
-        if address not in self._logged:  # once per peer, not per datagram
+        if address not in self._logged and len(self._logged) < self.LOGGED:  # once per peer, not per datagram
             self._logged.add(address)
             log.warning("PFCP: refused %s; what it sends is not acted on", why)
+            if len(self._logged) == self.LOGGED:
+                log.warning("PFCP: %d addresses refused: those refused from now on are counted, not logged", self.LOGGED)
         return why
 
 

@@ -13,7 +13,7 @@ import pytest
 from netapp.service.store import Store
 from netapp.upf.endmarker import EndMarkers
 from netapp.upf.models import DuplicatingParameters, Far, ForwardingParameters, OuterHeaderCreation, RuleError
-from netapp.upf.peers import Destinations, SmfPeer, SmfPeers
+from netapp.upf.peers import Destinations, PeerGate, SmfPeer, SmfPeers
 from netapp.upf.pfcp.ies import Cause, IEType, Interface, RuleType
 from netapp.upf.pfcp.server import PfcpServer, UsageReport
 from netapp.upf.sessions import Upf
@@ -159,3 +159,18 @@ def test_an_ipv4_smf_of_a_dual_stack_endpoint_is_judged_by_its_ipv4_address(tmp_
             smf.close()
             server.close()
             store.close()
+
+
+def test_refused_addresses_are_logged_once_each_up_to_a_bound(caplog):
+    """Datagrams from ever new (spoofed) sources: the log and the memory of what was logged stop
+    growing; the refusals go on."""
+    gate = PeerGate(ADMITTED)
+    gate.LOGGED = 3
+    with caplog.at_level(logging.WARNING, "netapp.upf.pfcp"):
+        refusals = [gate.refusal(f"203.0.113.{host}") for host in (1, 2, 1, 3, 4, 5)]
+    assert all(refusals)
+    logged = [record.getMessage() for record in caplog.records]
+    assert [line for line in logged if "not in pfcp.peers" in line] == [
+        f"PFCP: refused 203.0.113.{host} is not in pfcp.peers; what it sends is not acted on" for host in (1, 2, 3)]
+    assert len(logged) == 4 and "counted, not logged" in logged[-1]
+    assert len(gate._logged) == 3
