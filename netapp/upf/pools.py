@@ -47,11 +47,17 @@ class Pools:
             self.first[name] = slot
             slot += network.num_addresses
         self.held: dict[str, int] = {}
+        # network instance -> the offset in its pool of the address last held (given, or at start
+        # the stored sessions' in SEID order): the next is given after it, so that an address freed
+        # is given again as late as the pool allows, and a refused request moves nothing
         self._cursor: dict[str, int] = {}
         self._downlink: dict[DownlinkKey, int] = {}  # every session's downlink UE addresses -> its SEID
 
     def hold(self, session: Session) -> None:
-        self.held.update(dict.fromkeys(self._pool_addresses(session), session.seid))
+        for address in self._pool_addresses(session):
+            if self.held.get(address) != session.seid:
+                self._advance_past(address)
+            self.held[address] = session.seid
         self._downlink.update(dict.fromkeys((key for _, key in self._downlink_keys(session)), session.seid))
 
     def release(self, session: Session) -> None:
@@ -87,6 +93,13 @@ class Pools:
             return set()
         ues = [pdr.pdi.ue_ip for pdr in session.pdrs.values()]
         return {ue.ipv4 for ue in ues if ue is not None and ue.ipv4 is not None and self._in_a_pool(ue.ipv4)}
+
+    def _advance_past(self, address: str) -> None:
+        """The next address of the pool `address` is in is looked for after it."""
+        value = ipaddress.ip_address(address)
+        for name, network in self.networks.items():
+            if value in network:
+                self._cursor[name] = int(value) - int(network.network_address)
 
     def _in_a_pool(self, address: str) -> bool:
         value = ipaddress.ip_address(address)
@@ -136,7 +149,6 @@ class Pools:
             cursor = low + (cursor + 1 - low) % (high - low)
             address = str(ipaddress.IPv4Address(base + cursor))
             if address not in taken and self.held.get(address, seid) == seid:
-                self._cursor[instance] = cursor
                 return address
         raise RuleError(
             Cause.ALL_DYNAMIC_ADDRESSES_OCCUPIED,

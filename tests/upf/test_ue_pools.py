@@ -3,8 +3,10 @@ loopback with an SMF that speaks pycrate."""
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import socket
+from typing import Iterator, Optional
 
 import pytest
 
@@ -50,9 +52,10 @@ def _request(cp_seid: int) -> list:
     ]
 
 
-@pytest.fixture
-def pooled(tmp_path):
-    endpoint = Endpoint(tmp_path / "netapp.db", ue_pools={"internet": POOL})
+@contextlib.contextmanager
+def _associated(tmp_path, ue_pools: Optional[dict[str, str]]) -> Iterator[tuple[Endpoint, Smf]]:
+    """An endpoint with these upf.ue_pools, an SMF associated."""
+    endpoint = Endpoint(tmp_path / "netapp.db", ue_pools=ue_pools)
     smf = Smf(endpoint.server.address)
     try:
         assert cause(smf.ask("PFCPAssociationSetupReq", [node_id(), recovery(1000)])) == Cause.REQUEST_ACCEPTED
@@ -60,6 +63,12 @@ def pooled(tmp_path):
     finally:
         smf.close()
         endpoint.close()
+
+
+@pytest.fixture
+def pooled(tmp_path):
+    with _associated(tmp_path, {"internet": POOL}) as associated:
+        yield associated
 
 
 def _establish(smf: Smf, cp_seid: int):
@@ -136,6 +145,49 @@ def test_the_session_names_the_address_it_was_given_and_holds_it_while_a_pdr_nam
     other = find(second, 57)["Data"]["SEID"].get_val()
     taken = smf.ask("PFCPSessionModificationReq", [create_pdr(6, 2, access=False, ue=address, flow=None)], seid=other)
     assert cause(taken) == Cause.RULE_CREATION_MODIFICATION_FAILURE, "not another session's to name"
+
+
+def _given_address(response) -> str:
+    assert cause(response) == Cause.REQUEST_ACCEPTED
+    return socket.inet_ntoa(next(iter(_created_ues(response).values()))["IPv4Addr"])
+
+
+@pytest.fixture
+def pooled_wide(tmp_path):
+    """A pool of six addresses to give (10.45.0.1 to .6)."""
+    with _associated(tmp_path, {"internet": "10.45.0.0/29"}) as associated:
+        yield associated
+
+
+def test_a_refused_request_does_not_move_the_next_address_to_give(pooled_wide):
+    _, smf = pooled_wide
+    assert _given_address(_establish(smf, 0x51)) == "10.45.0.1"
+    missing_far = [create_pdr(9, 9, access=False, ue=None, flow=None) if item["Type"] == 1 and
+                   item["Data"][0]["Data"]["Val"] == 4 else item for item in _request(0x52)]
+    refused = smf.ask("PFCPSessionEstablishmentReq", missing_far, seid=0)  # its address chosen, then FAR 9 missing
+    assert cause(refused) == Cause.RULE_CREATION_MODIFICATION_FAILURE
+    assert _given_address(_establish(smf, 0x53)) == "10.45.0.2"
+
+
+def test_after_a_restart_an_address_freed_is_given_again_as_late_as_before(pooled_wide):
+    """The next address is looked for after the newest stored session's, as it was before the
+    restart: not from the start of the pool, where the address freed last lies."""
+    endpoint, smf = pooled_wide
+    first, _ = _establish(smf, 0x51), _establish(smf, 0x52)
+    assert cause(smf.ask("PFCPSessionDeletionReq", [], seid=find(first, 57)["Data"]["SEID"].get_val())) == 1
+    endpoint.restart()
+    smf.upf = endpoint.server.address
+    assert _given_address(_establish(smf, 0x53)) == "10.45.0.3"
+
+
+def test_chv4_passes_over_an_address_a_session_stored_before_the_pool_was_given(tmp_path):
+    """The SMF gave 10.45.0.1 before upf.ue_pools had a pool there: CHV4 gives the next one."""
+    with _associated(tmp_path, None) as (endpoint, smf):
+        assert cause(smf.ask("PFCPSessionEstablishmentReq", _given(0x51, "10.45.0.1"), seid=0)) == 1
+        endpoint.ue_pools = {"internet": POOL}
+        endpoint.restart()
+        smf.upf = endpoint.server.address
+        assert _given_address(_establish(smf, 0x52)) == "10.45.0.2"
 
 
 def _given(cp_seid: int, ue: str) -> list:
