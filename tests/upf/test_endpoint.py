@@ -235,3 +235,24 @@ def test_another_peer_can_neither_take_over_nor_touch_an_association(endpoint, a
         intruder.close()
     assert endpoint.rows() == before
     assert cause(associated.ask("PFCPSessionDeletionReq", [], seid=up_seid)) == Cause.REQUEST_ACCEPTED
+
+
+def test_a_usage_report_is_answered_only_by_the_smf_it_went_to(endpoint, associated):
+    """Another admitted peer that sends a Session Report Response with the report's sequence number
+    does not answer it (counted as unexpected); the session's SMF does."""
+    up_seid = _up_seid(_establish(associated))
+    report = UsageReport(urr_id=1, seqn=0, trigger="volume_threshold", start=100, end=160)
+    other = Smf(endpoint.server.address, local="127.0.0.2")
+    try:
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            sent = pool.submit(endpoint.server.report_usage, up_seid, [report])
+            request, _ = P.parse_PFCP(associated.receive_raw())
+            seq = request["Hdr"]["SeqNum"].get_val()
+            other.send(other.build("PFCPSessionReportResp", [ie(19, Cause.REQUEST_REJECTED)], seid=up_seid, seq=seq))
+            other.ask("PFCPHeartbeatReq", [recovery(7)])  # answered after the response before it was read
+            assert not sent.done() and endpoint.server.counters["unexpected_message"] == 1
+            associated.send(associated.build("PFCPSessionReportResp", [ie(19, Cause.REQUEST_ACCEPTED)], seid=up_seid,
+                                             seq=seq))
+            assert sent.result(timeout=10) == Cause.REQUEST_ACCEPTED
+    finally:
+        other.close()

@@ -105,7 +105,8 @@ class PfcpProtocol(asyncio.DatagramProtocol):
         self.cache = cache
         self.counters: collections.Counter[str] = collections.Counter()
         self.transport: Optional[asyncio.DatagramTransport] = None
-        self._pending: dict[int, asyncio.Future[Message]] = {}
+        # our requests' sequence numbers -> the response's future, and the address it must come from
+        self._pending: dict[int, tuple[asyncio.Future[Message], str]] = {}
         self._seq = itertools.count(1)
         self._in_flight: set[tuple[Peer, int]] = set()  # requests queued or being handled
         self._writer: Optional[GroupWriter[Job, Optional[Message]]] = None
@@ -165,10 +166,14 @@ class PfcpProtocol(asyncio.DatagramProtocol):
                 self._answer(request, self.handlers.refusal(request, RuleError(cause, str(exc), exc.ie_type)), peer)
             return
         if msg.type == MsgType.SESSION_REPORT_RESPONSE:
+            pending = self._pending.get(msg.seq)
+            if pending is None or pending[1] != peer[0]:  # none of ours, or another peer's to answer
+                self.counters["unexpected_message"] += 1
+                return
             self.counters["report_response"] += 1
-            future = self._pending.pop(msg.seq, None)
-            if future is not None and not future.done():
-                future.set_result(msg)
+            del self._pending[msg.seq]
+            if not pending[0].done():
+                pending[0].set_result(msg)
             return
         handler = self.handlers.by_type.get(msg.type)
         if handler is None:
@@ -249,7 +254,7 @@ class PfcpProtocol(asyncio.DatagramProtocol):
         """Send a request to the peer and wait for its response, sending it again up to n1 times."""
         seq = next(self._seq) % (1 << 24) or next(self._seq)
         future: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
-        self._pending[seq] = future
+        self._pending[seq] = (future, peer[0])
         data = encode(message(msg_type, seq, seid, *ies))
         try:
             for _ in range(n1):
