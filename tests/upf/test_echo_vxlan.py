@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 from scapy.contrib.gtp import GTP_U_Header
-from scapy.layers.inet import IP, UDP
-from scapy.layers.inet6 import IPv6
+from scapy.layers.inet import IP, UDP, IPOption_NOP
+from scapy.layers.inet6 import IPv6, IPv6ExtHdrDestOpt
 from scapy.layers.l2 import Ether
 from scapy.layers.vxlan import VXLAN
 
@@ -67,3 +67,26 @@ def test_near_misses_inside_vxlan_are_left_to_the_pipeline(dp, installed, change
     request = bytes(in_vxlan(4, inner, dport=6081 if change == "geneve-port" else 4789))
     out = dp.test_run(request, datapath.N3_IF)
     assert out.reason != "upf_echo" and out.verdict != "TX" and out.data == request
+
+
+@pytest.mark.parametrize("outer", ["ipv4-options", "ipv6-extension-header"])
+def test_an_echo_request_inside_vxlan_whose_outer_header_is_longer_is_left_whole_to_the_pipeline(
+        dp, installed, outer):  # noqa: F811
+    """The response's outer lengths are written for an outer IP header without options or extension
+    headers: another is checked before anything is changed, not answered and not mangled."""
+    if outer == "ipv4-options":
+        ip = IP(src=PEER_VTEP, dst=VTEP, options=[IPOption_NOP()] * 4)
+    else:
+        ip = IPv6(src=PEER_VTEP6, dst=VTEP6) / IPv6ExtHdrDestOpt()
+    inner = Ether(**INNER_MACS) / IP(src=GNB, dst=N3_IP) / UDP(sport=2152, dport=2152) / gtp_echo_request(seq=SEQ)
+    request = bytes(Ether(**MACS) / ip / UDP(sport=49152, dport=4789) / VXLAN(vni=0x445) / inner)
+    out = dp.test_run(request, datapath.N3_IF)
+    assert (out.verdict, out.reason) != ("TX", "upf_echo")
+    assert out.data == request
+
+
+def test_an_echo_request_whose_ip_header_has_options_is_left_whole_to_the_pipeline(dp, installed):  # noqa: F811
+    request = bytes(Ether(**MACS) / IP(src=GNB, dst=N3_IP, options=[IPOption_NOP()] * 4)
+                    / UDP(sport=2152, dport=2152) / gtp_echo_request(seq=SEQ))
+    out = dp.test_run(request, datapath.N3_IF)
+    assert out.reason != "upf_echo" and out.data == request

@@ -113,6 +113,16 @@ static __always_inline int echo_ip(struct xdp_md *ctx, __u8 family, __u32 l3, __
 	return ip + sizeof(struct ipv6hdr) > end ? -1 : echo_ip6(ctx, ip, udp, l4, udp_len);
 }
 
+/* The outermost IP header is its fixed part alone (no IPv4 options, no IPv6 extension headers): the
+ * one a response's lengths are written for. Checked before the packet is changed, so that another
+ * goes on to the pipeline as it came. */
+static __always_inline int echo_outer_fixed(const struct dpp_layers *l)
+{
+	__u32 fixed = l->outer_family == 4 ? sizeof(struct iphdr) : sizeof(struct ipv6hdr);
+
+	return l->outer_l4 == l->outer_l3 + fixed;
+}
+
 /* The outer headers of VXLAN around a response: MACs and IP addresses swapped, the UDP ports kept
  * (the peer's VTEP listens on 4789, its source port is its flow's entropy), lengths of the new size,
  * the IPv4 header's checksum, UDP's 0; over IPv6 UDP's computed, over the whole datagram (the inner
@@ -172,7 +182,7 @@ __attribute__((noinline)) int dpp_upf_echo_vxlan(struct xdp_md *ctx, const struc
 	struct gtpu_hdr *gtp;
 	__u8 family, *ip;
 
-	if (!l || l->outer_proto != IPPROTO_UDP || !l->outer_l4)
+	if (!l || l->outer_proto != IPPROTO_UDP || !l->outer_l4 || !echo_outer_fixed(l))
 		return -1;
 	out_l4 = bounded_offset(l->outer_l4);
 	in_l2 = out_l4 + sizeof(struct udphdr) + sizeof(struct vxlan_hdr);
@@ -204,7 +214,7 @@ __attribute__((noinline)) int dpp_upf_echo_vxlan(struct xdp_md *ctx, const struc
 }
 
 /* Answer the Echo Request whose GTP-U header is at layers->gtp. XDP_TX, or -1: not answered here
- * (the packet is then as it came, unless an IP header turned out to have options). */
+ * (the packet is then as it came). */
 static __always_inline int upf_echo(struct xdp_md *ctx, const struct dpp_layers *l)
 {
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
@@ -216,7 +226,7 @@ static __always_inline int upf_echo(struct xdp_md *ctx, const struct dpp_layers 
 
 	if (l->tun_l3 != l->outer_l3)
 		return dpp_upf_echo_vxlan(ctx, l);
-	if ((void *)(gtp + 1) > end || gtp->type != GTP_ECHO_REQUEST)
+	if ((void *)(gtp + 1) > end || gtp->type != GTP_ECHO_REQUEST || !echo_outer_fixed(l))
 		return -1;
 	udp_len = echo_udp_len(gtp);
 	if (bpf_xdp_adjust_tail(ctx, (int)(l4 + udp_len) - (int)(end - data)))
