@@ -102,6 +102,37 @@ def delete_seqns(store: Store, keys: Iterable[UrrKey]) -> None:
         store.execute("DELETE FROM upf_counters WHERE name = ?", (f"{SEQN_PREFIX}{seid}:{urr_id}",))
 
 
+# What each URR's last report measured up to (netapp.upf.usage): its counts (netapp.upf.abi.Usage's
+# fields) and its time (Unix seconds), as counters "urr_base:<SEID>:<URR id>:<field>", written with
+# its next UR-SEQN, so that after a restart its next report measures from there.
+BASE_PREFIX = "urr_base:"
+BASE_FIELDS = ("ul_packets", "ul_bytes", "dl_packets", "dl_bytes", "at")
+Base = tuple[int, ...]  # the values of BASE_FIELDS
+
+
+def load_bases(store: Store) -> dict[UrrKey, Base]:
+    rows = store.execute(
+        "SELECT name, value FROM upf_counters WHERE name >= ? AND name < ?", (BASE_PREFIX, BASE_PREFIX[:-1] + ";")
+    ).fetchall()
+    fields: dict[UrrKey, dict[str, int]] = {}
+    for name, value in rows:
+        seid, urr_id, field = name[len(BASE_PREFIX) :].split(":")
+        fields.setdefault((int(seid), int(urr_id)), {})[field] = int(value)
+    return {key: tuple(values[field] for field in BASE_FIELDS) for key, values in fields.items()
+            if set(values) == set(BASE_FIELDS)}
+
+
+def put_bases(store: Store, bases: dict[UrrKey, Base]) -> None:
+    put_counters(store, {f"{BASE_PREFIX}{seid}:{urr_id}:{field}": value for (seid, urr_id), base in bases.items()
+                         for field, value in zip(BASE_FIELDS, base)})
+
+
+def delete_bases(store: Store, keys: Iterable[UrrKey]) -> None:
+    for seid, urr_id in keys:
+        prefix = f"{BASE_PREFIX}{seid}:{urr_id}:"
+        store.execute("DELETE FROM upf_counters WHERE name >= ? AND name < ?", (prefix, prefix[:-1] + ";"))
+
+
 def load_associations(store: Store) -> list[Association]:
     rows = store.execute("SELECT body FROM upf_associations ORDER BY node_id").fetchall()
     return [Association.model_validate_json(row[0]) for row in rows]

@@ -25,12 +25,13 @@ poll period's traffic (and the time the maps take the DROP) -- and times are pol
 
 The PFCP endpoint asks for the final reports of the URRs a Session Deletion or a Remove URR frees
 (`finals`, TERMR) and for those a Query URR names (`query`, IMMER), to put them in its responses.
-The measurements live in memory: after a restart every URR's measurement starts again from zero
-counts, and since its slot kept counting, its next report holds all its usage since it was created,
-also what was reported before the restart. The UR-SEQNs do not start again: each URR's next one is
-written to the store (netapp.upf.store, `urr_seqn:<SEID>:<URR id>`) before the report that took the
-previous one leaves, so that an SMF never sees a URR's sequence number go back (29.244 8.2.70);
-dropped with the URR.
+The measurements live in memory; what a restart needs of them is stored (netapp.upf.store) before
+the report that makes it leaves: each URR's next UR-SEQN (`urr_seqn:<SEID>:<URR id>`), so that an
+SMF never sees a URR's sequence number go back (29.244 8.2.70), and the counts and the time its
+report measured up to (`urr_base:...`), so that after a restart its measurement goes on from there
+(its slot kept counting): nothing reported is reported again, nor counted against a quota renewed
+since. Both are dropped with the URR. The time of a measurement's first packet and its period's grid
+start again at the restart.
 
 `step` also gives what the telemetry writes (netapp.upf.telemetry): every URR's counts since it
 was created, and per association the totals, with the final counts of the URRs gone.
@@ -48,7 +49,17 @@ from netapp.telemetry.poll import UPF_COUNTS
 from netapp.upf.models import Session, Urr, Volume
 from netapp.upf.pfcp.codec import IE, group, leaf
 from netapp.upf.pfcp.ies import IEType
-from netapp.upf.store import NTP_EPOCH_OFFSET, UrrKey, delete_seqns, load_seqns, put_seqns
+from netapp.upf.store import (
+    NTP_EPOCH_OFFSET,
+    Base,
+    UrrKey,
+    delete_bases,
+    delete_seqns,
+    load_bases,
+    load_seqns,
+    put_bases,
+    put_seqns,
+)
 
 log = logging.getLogger("netapp.upf")
 
@@ -174,31 +185,42 @@ class UsageMonitor:
         self._retired: dict[str, Counts] = {}  # node id -> the final counts of its URRs gone
         self.reports_sent = 0
         self._store = getattr(upf, "store", None)  # where the next UR-SEQNs are kept; None: nowhere
-        self._seqns: dict[UrrKey, int] = self._load_seqns()  # the next UR-SEQN of each URR that reported
+        # the next UR-SEQN of each URR that reported; what the last report before a restart measured
+        # up to, of the URRs not measured since (netapp.upf.store.BASE_FIELDS)
+        self._seqns, self._bases = self._load_reported()
 
-    def _load_seqns(self) -> dict[UrrKey, int]:
-        """The stored next UR-SEQNs; those of sessions gone (deleted while the service was down) dropped."""
+    def _load_reported(self) -> tuple[dict[UrrKey, int], dict[UrrKey, Base]]:
+        """The stored next UR-SEQNs and last reports' counts; those of sessions gone (deleted while
+        the service was down) dropped."""
         if self._store is None:
-            return {}
+            return {}, {}
         with self._store.transaction():
-            seqns = load_seqns(self._store)
-            gone = [key for key in seqns if key[0] not in self._upf.sessions]
+            seqns, bases = load_seqns(self._store), load_bases(self._store)
+            gone = [key for key in {*seqns, *bases} if key[0] not in self._upf.sessions]
             delete_seqns(self._store, gone)
-        return {key: seqn for key, seqn in seqns.items() if key[0] in self._upf.sessions}
+            delete_bases(self._store, gone)
+        held = self._upf.sessions
+        return ({key: seqn for key, seqn in seqns.items() if key[0] in held},
+                {key: base for key, base in bases.items() if key[0] in held})
 
     def _keep_seqns(self, reported: Iterable[UrrKey], gone: Iterable[UrrKey] = ()) -> None:
-        """Under the lock, before the reports leave: the next UR-SEQN of the URRs that reported
-        written, those of URRs gone deleted. A store that fails is logged: the reports go all the same."""
+        """Under the lock, before the reports leave: the next UR-SEQN of the URRs that reported and
+        what their reports measured up to written, those of URRs gone deleted. A store that fails is
+        logged: the reports go all the same."""
         for key in gone:
             self._seqns.pop(key, None)
-        kept = {key: self._measurements[key].seqn for key in reported if key in self._measurements}
+            self._bases.pop(key, None)
+        measured = {key: self._measurements[key] for key in reported if key in self._measurements}
+        kept = {key: measurement.seqn for key, measurement in measured.items()}
         self._seqns.update(kept)
         if self._store is None or not (kept or gone):
             return
         try:
             with self._store.transaction():
                 put_seqns(self._store, kept)
+                put_bases(self._store, {key: (*each.base, int(each.start)) for key, each in measured.items()})
                 delete_seqns(self._store, gone)
+                delete_bases(self._store, gone)
         except Exception:  # noqa: BLE001 - a report is not held back by the store
             log.exception("the UR-SEQNs of URRs %s could not be stored", sorted(kept))
 
@@ -272,16 +294,25 @@ class UsageMonitor:
         key = (seid, urr_id)
         measurement = self._measurements.get(key)
         if measurement is None or measurement.gone or not _at_least(counts, measurement.base):
-            # New to us (created, or after a restart), or its slot given again (zeroed): it starts now,
-            # its UR-SEQN where it was.
+            # New to us (created, or after a restart), or its slot given again (zeroed): it starts now
+            # or where its last report before a restart left it, its UR-SEQN where it was.
             seqn = measurement.seqn if measurement is not None else self._seqns.get(key, 0)
-            measurement = _Measurement(node_id, urr, base=ZERO, last=ZERO, start=now, next_period=_period_end(urr, now),
-                                       seqn=seqn)
-            self._measurements[key] = measurement
+            measurement = self._measurements[key] = self._started(key, node_id, urr, counts, now, seqn)
         elif urr.measurement_period_s != measurement.urr.measurement_period_s:
             measurement.next_period = _period_end(urr, now)
         measurement.urr = urr
         return measurement
+
+    def _started(self, key: UrrKey, node_id: str, urr: Urr, counts: Counts, now: float, seqn: int) -> _Measurement:
+        """A new measurement of the URR: from what its last report before a restart measured up to
+        (when the store kept it and the slot counted on since), else from zero, now."""
+        stored = self._bases.pop(key, None)
+        base: Counts = stored[:4] if stored is not None else ZERO  # type: ignore[assignment]
+        if stored is None or not _at_least(counts, base):
+            return _Measurement(node_id, urr, base=ZERO, last=ZERO, start=now, next_period=_period_end(urr, now),
+                                seqn=seqn)
+        return _Measurement(node_id, urr, base=base, last=base, start=float(stored[4]),
+                            next_period=_period_end(urr, now), seqn=seqn)
 
     def _trigger(self, measurement: _Measurement, counts: Counts, now: float) -> Optional[str]:
         """The reporting trigger that fires now, if any; the measurement's time kept up to date."""
@@ -338,11 +369,11 @@ class UsageMonitor:
         with self._lock:
             for urr_id, usage in sorted(self._upf.final_usage(session.seid).items()):
                 counts = _counts(usage)
-                measurement = self._measurements.pop((session.seid, urr_id), None)
-                if measurement is None:  # not polled yet: all of it is this measurement's
+                key = (session.seid, urr_id)
+                measurement = self._measurements.pop(key, None)
+                if measurement is None:  # not polled yet: since its creation, or since a report before a restart
                     urr = session.urrs.get(urr_id) or Urr(id=urr_id, measurement_method=frozenset({"VOLUM"}))
-                    seqn = self._seqns.get((session.seid, urr_id), 0)
-                    measurement = _Measurement(session.node_id, urr, ZERO, ZERO, now, None, seqn=seqn)
+                    measurement = self._started(key, session.node_id, urr, counts, now, self._seqns.get(key, 0))
                 self._retire(measurement.node_id, counts)
                 if measurement.first_packet is None and counts != measurement.last:
                     measurement.first_packet = now

@@ -266,20 +266,63 @@ def test_ur_seqn_never_goes_back_over_a_restart(dp, tmp_path):
 
     with site(dp, tmp_path, plain) as (server, smf, up_seid, _):
         assert [queried(smf, up_seid), queried(smf, up_seid)] == [0, 1]
+    with restarted(dp, tmp_path) as (server, smf):
+        assert queried(smf, up_seid) == 2
+        server.usage.step(T0)
+        server.usage.step(T0 + 10)
+        assert report_of(smf, up_seid)["seqn"] == 3
+        assert cause(smf.ask("PFCPSessionDeletionReq", [], seid=up_seid)) == Cause.REQUEST_ACCEPTED
+        assert server.upf.store.execute("SELECT name FROM upf_counters WHERE name LIKE 'urr_%'").fetchall() == [], \
+            "dropped with the URR"
+
+
+@contextlib.contextmanager
+def restarted(dp, tmp_path) -> Iterator[tuple[PfcpServer, Smf]]:
+    """The UPF of `site` started again over its store and maps, its SMF (a new socket) associated."""
     store = Store.open(tmp_path / "netapp.db", synchronous="NORMAL")
     server = PfcpServer(Upf(store, applier(dp), n3_ipv4=N3_IP), "127.0.0.1", 0)
     server.start()
     smf = Smf(server.address)
     try:
         assert cause(smf.ask("PFCPAssociationUpdateReq", [node_id()])) == Cause.REQUEST_ACCEPTED  # its new port
-        assert queried(smf, up_seid) == 2
-        server.usage.step(T0)
-        server.usage.step(T0 + 10)
-        assert report_of(smf, up_seid)["seqn"] == 3
-        assert cause(smf.ask("PFCPSessionDeletionReq", [], seid=up_seid)) == Cause.REQUEST_ACCEPTED
-        assert store.execute("SELECT name FROM upf_counters WHERE name LIKE 'urr_seqn:%'").fetchall() == [], \
-            "dropped with the URR"
+        yield server, smf
     finally:
         smf.close()
         server.close()
         store.close()
+
+
+def test_after_a_restart_a_urr_measures_from_its_last_report(dp, tmp_path):
+    """A quota used up and renewed before a restart: after it, what was reported is not measured
+    again -- the renewed quota is not used up at once, and the next report holds only what is new."""
+    quota = urr(ie(62, {"VOLUM": 1}), ie(37, {"Octet2": {"VOLQU": 1}}), ie(73, {"ULVOL": 1, "Uplink": 150}))
+    with site(dp, tmp_path, quota) as (server, smf, up_seid, teid):
+        server.usage.step(T0)
+        for _ in range(2):
+            dp.test_run(uplink_frame(teid=teid), datapath.N3_IF)
+        server.usage.step(T0 + 1)
+        assert report_of(smf, up_seid)["trigger"] == {"VOLQU"}
+        renewed = [ie(13, [ie(81, {"Val": 1}), ie(73, {"ULVOL": 1, "Uplink": 250})])]  # 2 of the 3 packets so far
+        assert cause(smf.ask("PFCPSessionModificationReq", renewed, seid=up_seid)) == Cause.REQUEST_ACCEPTED
+        assert dp.test_run(uplink_frame(teid=teid), datapath.N3_IF).data == decapsulated()
+    with restarted(dp, tmp_path) as (server, smf):
+        server.usage.step(T0 + 2)
+        assert server.usage.reports_sent == 0 and not server.upf.sessions[up_seid].urrs[1].quota_exhausted
+        assert dp.test_run(uplink_frame(teid=teid), datapath.N3_IF).data == decapsulated()
+        response = smf.ask("PFCPSessionModificationReq", [ie(77, [ie(81, {"Val": 1})])], seid=up_seid)
+        queried = usage_values(grouped(find(response, 78), "UsageReportSessionModResp"))
+        assert volumes(queried["volume"]) == (2 * UL_SIZE, 2 * UL_SIZE, 0, 2, 2, 0), "since the VOLQU report"
+        assert (queried["seqn"], queried["start"]) == (1, int(T0) + 1 + NTP_EPOCH_OFFSET)
+        assert cause(smf.ask("PFCPSessionDeletionReq", [], seid=up_seid)) == Cause.REQUEST_ACCEPTED
+
+
+def test_after_a_restart_the_final_report_holds_only_what_came_after_the_last_report(dp, tmp_path):
+    plain = urr(ie(62, {"VOLUM": 1}), ie(37, {"Octet1": {}}))
+    with site(dp, tmp_path, plain) as (server, smf, up_seid, teid):
+        dp.test_run(uplink_frame(teid=teid), datapath.N3_IF)
+        assert cause(smf.ask("PFCPSessionModificationReq", [ie(77, [ie(81, {"Val": 1})])], seid=up_seid)) == 1
+        dp.test_run(uplink_frame(teid=teid), datapath.N3_IF)
+    with restarted(dp, tmp_path) as (server, smf):
+        response = smf.ask("PFCPSessionDeletionReq", [], seid=up_seid)  # before any poll of the new start
+        final = usage_values(grouped(find(response, 79), "UsageReportSessionDeletionResp"))
+        assert (final["seqn"], volumes(final["volume"])) == (1, (UL_SIZE, UL_SIZE, 0, 1, 1, 0))
