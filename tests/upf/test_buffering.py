@@ -326,18 +326,29 @@ def collector():
 def copying_to(collector: socket.socket) -> Far:
     """A FAR that forwards and sends UDP copies to the collector."""
     port = collector.getsockname()[1]
+    return copying_by(OuterHeaderCreation(kind="udp-ipv4", address="127.0.0.1", port=port))
+
+
+def copying_by(creation: OuterHeaderCreation) -> Far:
+    """A FAR that forwards and sends copies by the outer header creation."""
     copies = (DuplicatingParameters(destination_interface=Interface.LI_FUNCTION, transport_level_marking=0xB8,
-                                    outer_header_creation=OuterHeaderCreation(kind="udp-ipv4", address="127.0.0.1",
-                                                                              port=port)),)
+                                    outer_header_creation=creation),)
     return Far(id=FAR, apply_action=frozenset({"FORW", "DUPL"}), duplicating=copies,
                forwarding=ForwardingParameters(destination_interface=Interface.ACCESS))
 
 
-def test_dupl_sends_the_ue_packet_in_gtpu_and_in_udp_to_the_collector(rig, collector):
+@pytest.mark.parametrize("tunnel", ["gtpu", "udp"])
+def test_dupl_sends_the_ue_packet_in_gtpu_and_in_udp_to_the_collector(rig, collector, tunnel, monkeypatch):
     buffering, _, _ = rig
-    buffering.apply(None, with_far(copying_to(collector)))
+    if tunnel == "gtpu":  # the GTP-U port is the collector's here (tests/upf/test_restart.py sends to 2152)
+        monkeypatch.setattr("netapp.upf.buffering.GTPU_PORT", collector.getsockname()[1])
+        far = copying_by(OuterHeaderCreation(kind="gtpu-ipv4", address="127.0.0.1", teid=0x77))
+    else:
+        far = copying_to(collector)
+    buffering.apply(None, with_far(far))
     buffering.take([frame(1, kind=PuntKind.DUPLICATE)])
-    assert collector.recv(4096) == frame(1).ue_packet
+    expected = gtpu_tpdu(0x77, frame(1).ue_packet) if tunnel == "gtpu" else frame(1).ue_packet
+    assert collector.recv(4096) == expected
     assert buffering.counters["duplicated"] == 1
     assert buffering.held(SEID) == (0, 0), "a copy is not buffered"
 

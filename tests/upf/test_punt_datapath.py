@@ -62,17 +62,25 @@ def drain(punts) -> list:
 
 @pytest.fixture
 def installed_with(dp):
-    upf, done = applier(dp), []
+    """Installs the session whose downlink FAR is the one given; called again, changes it to the new one."""
+    upf, installed = applier(dp), []
 
     def install(far: Far):
         value = with_downlink_far(far)
-        upf.apply(None, value)
-        done.append(value)
+        upf.apply(installed[0] if installed else None, value)
+        installed[:] = [value]
         return value
 
     yield install
-    for value in done:
+    for value in installed:
         upf.apply(value, None)
+
+
+def encapsulated(sent: bytes) -> bytes:
+    """The downlink frame as the FAR of `duplicating` forwards it: in GTP-U to the gNB."""
+    return bytes(Ether(**MACS) / IP(src=N3_IP, dst=GNB, id=0, ttl=64) / UDP(sport=2152, dport=2152, chksum=0)
+                 / GTP_U_Header(teid=DL_TEID, E=1, next_ex=0x85) / GTPPDUSessionContainer(type=0, QFI=9)
+                 / Ether(sent)[IP])
 
 
 def test_a_buffering_far_puts_the_frame_as_it_came_in_the_ring_and_drops_it(dp, reader, installed_with):
@@ -90,11 +98,8 @@ def test_a_duplicating_far_puts_a_copy_in_the_ring_and_still_forwards(dp, reader
     installed_with(duplicating())
     sent = downlink_frame()
     out = dp.test_run(sent, base.N6_IF)
-    expected = (Ether(**MACS) / IP(src=N3_IP, dst=GNB, id=0, ttl=64) / UDP(sport=2152, dport=2152, chksum=0)
-                / GTP_U_Header(teid=DL_TEID, E=1, next_ex=0x85) / GTPPDUSessionContainer(type=0, QFI=9)
-                / Ether(sent)[IP])
     assert (out.verdict, out.action, out.reason) == ("PASS", "upf", None)
-    assert out.data == bytes(expected)
+    assert out.data == encapsulated(sent)
     [record] = drain(reader)
     assert (record.seid, record.pdr_id, record.kind, record.frame) == (7, 2, PuntKind.DUPLICATE, sent)
 
@@ -119,6 +124,11 @@ def test_a_full_ring_drops_buffered_frames_counted_and_copies_are_lost_but_packe
     reasons = [dp.test_run(downlink_frame(), base.N6_IF).reason for _ in range(capacity + 2)]
     assert reasons[:capacity] == ["upf_buffered"] * capacity
     assert reasons[-1] == "upf_punt_full"
+    installed_with(duplicating())  # the ring still full
+    sent = downlink_frame()
+    out = dp.test_run(sent, base.N6_IF)
+    assert (out.verdict, out.action, out.reason) == ("PASS", "upf", "upf_punt_full")
+    assert out.data == encapsulated(sent), "forwarded without its copy"
     assert len(drain(reader)) == reasons.count("upf_buffered")
 
 
