@@ -4,8 +4,9 @@ own in its namespace), with a sender in the data network and plain UDP sockets o
 
 - BUFF + NOCP: numbered datagrams from the data network to the UE are buffered by the UPF; the SMF
   gets one Session Report Request, a Downlink Data Report naming the downlink PDR; it makes the FAR
-  forward to gNB 1, and gNB 1 receives them all in GTP-U with its TEID, in order, none lost, none
-  twice -- replayed through the XDP program on the N6 interface -- then the live ones after them.
+  forward to gNB 1, while more datagrams are sent, and gNB 1 receives them all in GTP-U with its
+  TEID, none lost, none twice: the buffered ones in order -- replayed through the XDP program on the
+  N6 interface --, and those sent once the SMF has the response after every other, in order.
 - DUPL: a FAR that forwards to gNB 1 and duplicates to a collector in a namespace of its own linked
   to the UPF: the collector gets a GTP-U copy of each datagram (its TEID, the UE packet inside), and
   gNB 1 still gets every one.
@@ -30,11 +31,12 @@ from netapp.testbed.gnb import GTP_TPDU, GTPU_PORT, gtpu_parse
 from netapp.testbed.topology import Port
 from netapp.testbed.upf import UpfSite
 from tests.integration.test_upf_e2e import (  # noqa: F401 - the fixtures
-    DEADLINE_S, GNB1_TEID, LineProcess, ask, instance, serve, site, smf, wait_until,
+    ACCEPTED, DEADLINE_S, GNB1_TEID, LineProcess, ask, instance, serve, site, smf, wait_until,
 )
 from tests.utils.maps import second_handle
 
 DATAGRAMS = 64  # buffered, then as many live: well within upf.buffer_session_packets
+IN_FLIGHT = 32  # sent while the FAR's modification is in flight: buffered, or forwarded at once
 UE_PORT = 9000
 DOWNLINK_PDR = 2  # tests/upf/smf_agent.py's
 DUP_TEID = 0xD0
@@ -128,13 +130,21 @@ def test_buffered_downlink_is_reported_then_replayed_in_order_before_the_live_pa
         assert (report["types"], report["dldr_pdrs"]) == (["DLDR"], [DOWNLINK_PDR]), report
         wait_until(lambda: buffered_by_xdp(instance) >= DATAGRAMS, "the UPF buffers every datagram")
 
-        ask(smf, op="forward_downlink", seid=session["seid"], gnb=site.gnb1.ip, teid=GNB1_TEID)
-        send(dn, range(DATAGRAMS, 2 * DATAGRAMS))
-        arrived = receive(gnb1, 2 * DATAGRAMS)
-        assert arrived == [(GNB1_TEID, number) for number in range(2 * DATAGRAMS)]
+        smf.send(json.dumps({"op": "forward_downlink", "seid": session["seid"], "gnb": site.gnb1.ip,
+                             "teid": GNB1_TEID}))
+        send(dn, range(DATAGRAMS, DATAGRAMS + IN_FLIGHT))
+        assert json.loads(smf.read_line())["cause"] == ACCEPTED
+        after = range(DATAGRAMS + IN_FLIGHT, 2 * DATAGRAMS + IN_FLIGHT)
+        send(dn, after)
+        arrived = receive(gnb1, 2 * DATAGRAMS + IN_FLIGHT)
+        numbers = [number for _, number in arrived]
+        assert {teid for teid, _ in arrived} == {GNB1_TEID}
+        assert sorted(numbers) == list(range(2 * DATAGRAMS + IN_FLIGHT)), "none lost, none twice"
+        assert [number for number in numbers if number < DATAGRAMS] == list(range(DATAGRAMS)), "replayed in order"
+        assert numbers[-DATAGRAMS:] == list(after), "no datagram sent after the response overtakes another"
         quiet = json.loads(smf.ask(json.dumps({"op": "next_report", "timeout": 0.5})))
         assert quiet.get("error", "").startswith("TimeoutError"), f"a second report: {quiet}"
-    assert buffered_by_xdp(instance) == DATAGRAMS
+    assert DATAGRAMS <= buffered_by_xdp(instance) <= DATAGRAMS + IN_FLIGHT
 
 
 def test_duplicated_downlink_reaches_the_collector_and_the_gnb(site, instance, serve, smf: LineProcess, collector):

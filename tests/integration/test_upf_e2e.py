@@ -96,10 +96,14 @@ class LineProcess:
             raise AssertionError(f"{self.process.args[-2:]}: no answer; its log:\n{self.log.read_text()[-2000:]}")
         return line.strip()
 
-    def ask(self, line: str) -> str:
+    def send(self, line: str) -> None:
+        """A request, its answer left to `read_line`."""
         assert self.process.stdin is not None
         self.process.stdin.write(line + "\n")
         self.process.stdin.flush()
+
+    def ask(self, line: str) -> str:
+        self.send(line)
         return self.read_line()
 
     def close(self) -> None:
