@@ -37,6 +37,7 @@ from netapp.telemetry.poll import UPF_BUFFERING_COUNTERS
 from netapp.upf.abi import PuntKind
 from netapp.upf.models import Far, OuterHeaderCreation, RuleError, Session
 from netapp.upf.peers import Destinations
+from netapp.upf.held import apply_group_through
 from netapp.upf.punts import Punted
 
 log = logging.getLogger("netapp.upf")
@@ -221,6 +222,10 @@ class Buffering:
     def apply(self, old: Optional[Session], new: Optional[Session]) -> None:
         self._inner.apply(old, new)
         self._changed(old, new)
+
+    def apply_group(self, pairs: list[tuple[Optional[Session], Optional[Session]]]) -> bool:
+        """The inner applier's, then the punting PDRs and queues of every pair (netapp.upf.held)."""
+        return apply_group_through(self._inner, pairs, self._changed)
 
     def committed(self) -> None:
         """The changes given to `apply` are committed: the queues of the FARs they made stop

@@ -19,6 +19,7 @@ from typing import Any, Callable, Optional
 
 from netapp.upf.models import Session
 from netapp.upf.peers import Destinations
+from netapp.upf.held import apply_group_through
 from netapp.upf.sessions import Applier
 
 GTPU_PORT = 2152
@@ -83,6 +84,13 @@ class EndMarkers:
 
     def apply(self, old: Optional[Session], new: Optional[Session]) -> None:
         self._inner.apply(old, new)
+        self._send_end_markers(old, new)
+
+    def apply_group(self, pairs: list[tuple[Optional[Session], Optional[Session]]]) -> bool:
+        """The inner applier's, then the End Markers of every pair (netapp.upf.held)."""
+        return apply_group_through(self._inner, pairs, self._send_end_markers)
+
+    def _send_end_markers(self, old: Optional[Session], new: Optional[Session]) -> None:
         for peer, teid in moved_tunnels(old, new):
             if self._allowed is not None and not self._allowed.allows(peer):  # narrowed since the tunnel was set
                 log.warning("UPF: End Marker to %s (TEID %#x) not sent: outside upf.peer_networks", peer, teid)

@@ -17,6 +17,21 @@ log = logging.getLogger("netapp.upf")
 T = TypeVar("T")
 
 
+def apply_group_through(
+    inner: Any, pairs: list[Pair], after: Callable[[Optional[Session], Optional[Session]], None]
+) -> bool:
+    """`apply_group` of an applier that wraps another (netapp.upf.endmarker, netapp.upf.buffering):
+    the inner one's (False, nothing done, when it has none or declines), then `after` of each pair,
+    as the wrapper's `apply` does it after the inner `apply`. Without it the wrapper's `__getattr__`
+    would hand out the inner `apply_group`, and a change in a group would pass the wrapper by."""
+    group = getattr(inner, "apply_group", None)
+    if group is None or not group(pairs):
+        return False
+    for old, new in pairs:
+        after(old, new)
+    return True
+
+
 class SessionChange:
     """The `MapChange` of a UPF transaction: the (old, new) pairs its changes made, given to the
     applier in order once all are in; undone (the applier given the inverse pairs, the tables in
