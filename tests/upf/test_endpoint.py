@@ -96,7 +96,7 @@ def test_deletion_removes_the_session_and_frees_its_teids(endpoint, associated):
     up_seid = _up_seid(_establish(associated))
     response = associated.ask("PFCPSessionDeletionReq", [], seid=up_seid)
     assert cause(response) == Cause.REQUEST_ACCEPTED and response["Hdr"]["SEID"].get_val() == CP_SEID
-    assert endpoint.upf.sessions == {} and endpoint.upf._teids == {}
+    assert endpoint.upf.sessions == {} and endpoint.upf._teids.held == {}
     assert endpoint.applier.calls[-1][1] is None
 
 
@@ -121,11 +121,11 @@ def test_one_bad_rule_refuses_the_request_and_changes_nothing(endpoint, associat
 
 def test_a_refusing_data_path_leaves_tables_and_store_as_before(endpoint, associated):
     up_seid = _up_seid(_establish(associated))
-    rows, sessions, teids = endpoint.rows(), dict(endpoint.upf.sessions), dict(endpoint.upf._teids)
+    rows, sessions, teids = endpoint.rows(), dict(endpoint.upf.sessions), dict(endpoint.upf._teids.held)
     endpoint.applier.fail = True
     assert cause(_establish(associated, 0x99)) == Cause.SYSTEM_FAILURE
     assert cause(associated.ask("PFCPSessionDeletionReq", [], seid=up_seid)) == Cause.SYSTEM_FAILURE
-    assert (endpoint.rows(), endpoint.upf.sessions, endpoint.upf._teids) == (rows, sessions, teids)
+    assert (endpoint.rows(), endpoint.upf.sessions, endpoint.upf._teids.held) == (rows, sessions, teids)
     endpoint.applier.fail = False
     assert cause(_establish(associated, 0x99)) == Cause.REQUEST_ACCEPTED
 
