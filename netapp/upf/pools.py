@@ -15,15 +15,26 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import socket
 from typing import Any, Iterable, Mapping, Optional
 
 from netapp.upf.models import RuleError, Session, UeIpAddress
-from netapp.upf.pfcp.ies import Cause, IEType, Interface, RuleType
+from netapp.upf.pfcp.ies import Cause, IEType, RuleType
 
 log = logging.getLogger("netapp.upf")
 
-DOWNLINK = (Interface.CORE, Interface.SGI_LAN_N6)  # the PDRs the data path finds by UE address
 DownlinkKey = tuple[Optional[str], str]  # (network instance, UE address)
+
+
+def canonical(address: str) -> str:
+    """An address as `ipaddress` writes it (a session's addresses are keys of the pools' tables): an
+    IPv4 one by the C library, a fraction of `ipaddress`'s cost."""
+    if ":" not in address:
+        try:
+            return socket.inet_ntoa(socket.inet_pton(socket.AF_INET, address))
+        except OSError:
+            pass
+    return str(ipaddress.ip_address(address))
 
 
 class Pools:
@@ -42,12 +53,12 @@ class Pools:
 
     def hold(self, session: Session) -> None:
         self.held.update(dict.fromkeys(session.chosen_ue_ipv4(), session.seid))
-        self._downlink.update(dict.fromkeys((key for _, key in self._downlink_keys(session)), session.seid))
+        self._downlink.update(dict.fromkeys((key for _, key, _ in self._downlink_keys(session)), session.seid))
 
     def release(self, session: Session) -> None:
         for address in session.chosen_ue_ipv4():
             self.held.pop(address, None)
-        for _, key in self._downlink_keys(session):
+        for _, key, _ in self._downlink_keys(session):
             if self._downlink.get(key) == session.seid:
                 del self._downlink[key]
 
@@ -55,11 +66,10 @@ class Pools:
         """The session's downlink UE addresses are its own: no other session's (its packets would go
         down the other's tunnel, perhaps another SMF's), and an address of a pool only as the UPF
         gave it (CHV4). RuleError naming the PDR."""
-        for pdr_id, (instance, address) in self._downlink_keys(session):
-            ue = session.pdrs[pdr_id].pdi.ue_ip
+        for pdr_id, (instance, address), chosen in self._downlink_keys(session):
             if self._downlink.get((instance, address), session.seid) != session.seid:
                 problem = f"UE address {address} in network instance {instance!r} is another session's"
-            elif not (ue is not None and ue.choose_ipv4) and any(
+            elif not chosen and any(
                 ipaddress.ip_address(address) in network for network in self.networks.values()
             ):
                 problem = f"UE address {address} is in a pool of upf.ue_pools, which the UPF assigns (CHV4)"
@@ -68,17 +78,11 @@ class Pools:
             raise RuleError(Cause.RULE_CREATION_MODIFICATION_FAILURE, f"PDR {pdr_id}: {problem}",
                             IEType.UE_IP_ADDRESS, (RuleType.PDR, pdr_id))
 
-    def _downlink_keys(self, session: Session) -> list[tuple[int, DownlinkKey]]:
-        """(PDR id, key) of each address the session's downlink PDRs match packets by."""
-        keys = []
-        for pdr in session.pdrs.values():
-            ue = pdr.pdi.ue_ip
-            if ue is None or pdr.pdi.source_interface not in DOWNLINK:
-                continue
-            instance = self.instance_of(pdr.pdi.network_instance)
-            keys += [(pdr.id, (instance, str(ipaddress.ip_address(address))))
-                     for address in (ue.ipv4, ue.ipv6) if address is not None]
-        return keys
+    def _downlink_keys(self, session: Session) -> list[tuple[int, DownlinkKey, bool]]:
+        """(PDR id, key, assigned by the UPF) of each address the session's downlink PDRs match
+        packets by."""
+        return [(pdr_id, (self.instance_of(named), canonical(address)), chosen)
+                for pdr_id, named, address, chosen in session.downlink_ues()]
 
     def instance_of(self, named: Optional[str]) -> Optional[str]:
         """The network instance of a PDR's UE address: the PDR's, or the only pool's if it names none."""
