@@ -346,7 +346,7 @@ class Upf:
             except REFUSALS as exc:  # raised before any row is written: nothing of it to undo
                 outcomes.append(exc)
 
-        return Part(PFCP, work)
+        return Part(PFCP, work, savepoint=False)  # a change refuses before it writes (REFUSALS, caught)
 
     def _transaction(self, parts: list[Part[Any]]) -> None:
         if getattr(self._applier, "stale", None):  # an undo left entries wrong: the maps are put right first
