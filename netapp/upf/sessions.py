@@ -48,6 +48,7 @@ from netapp.upf.held import SessionChange, SessionTable
 from netapp.upf.models import FSeid, FTeid, RuleError, Session, UeIpAddress, check_session
 from netapp.upf.peers import Destinations
 from netapp.upf.pools import Pools
+from netapp.upf.prepared import PreparedSession, SessionStencil
 from netapp.upf.pfcp.ies import Cause, IEType, RuleType
 from netapp.upf.pfcp.rules import KINDS, RulePlan, build
 from netapp.upf.slots import Slots, Teids
@@ -158,6 +159,11 @@ class Upf:
         self._slots.settle()
 
     @property
+    def applier(self) -> Applier:
+        """The data path's side of every change (the fast path of establishments compiles for it)."""
+        return self._applier
+
+    @property
     def store(self) -> Store:
         """Where the UPF's rows are (the URR logic keeps its UR-SEQNs there too)."""
         return self._store
@@ -239,6 +245,27 @@ class Upf:
             outcome = self._build(empty, plans)
             self._save(None, outcome.session, next_seid=seid + 1, cursor=self._teids.pending)
             return outcome
+
+    def establish_prepared(self, stencil: SessionStencil, request: list[Any]) -> Optional[PreparedSession]:
+        """`establish` of a request of a known shape (netapp.upf.pfcp.templates): the session its
+        stencil makes of the request's values and of the SEID, TEIDs and URR slots chosen as
+        `establish` chooses them, after the checks `establish` makes of them; None, nothing changed,
+        where one does not pass: the request then goes the full way, which refuses it."""
+        with self._lock:
+            if stencil.node_id not in self.associations:
+                return None
+            seid = self._next_seid
+            try:
+                teids = self._teids.choose_new(seid, stencil.teids)
+                self._slots.begin()
+                session = stencil.session(request, seid, teids, self._slots.choose_new_urr_slots(seid, stencil.urr_ids))
+                self.pools.check(session)  # type: ignore[arg-type]
+                if self.destinations is not None:
+                    self.destinations.check_session(session)  # type: ignore[arg-type]
+            except RuleError:
+                return None
+            self._save(None, session, next_seid=seid + 1, cursor=self._teids.pending)  # type: ignore[arg-type]
+            return session
 
     def modify(self, seid: int, plans: dict[str, RulePlan], remote: Optional[FSeid] = None) -> Outcome:
         with self._lock:

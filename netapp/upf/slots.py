@@ -51,6 +51,13 @@ class Slots:
         )
         return slots
 
+    def choose_new_urr_slots(self, seid: int, urr_ids: Iterable[int]) -> list[int]:
+        """The slots of the URRs of the new session `seid`, in the order of `urr_ids` (increasing),
+        as `choose_urr_slots` gives them: the fast path of establishments."""
+        slots, self._pending = choose_slots(seid, {}, set(urr_ids), self._urr_holders, self.urr_count,
+                                            self._pending, "URR slot")
+        return [slots[urr_id] for urr_id in urr_ids] if slots else []
+
     def choose_urr_sets(
         self, base: Session, pdrs: dict[int, Any], urrs: dict[int, Any], urr_slots: dict[int, int]
     ) -> tuple[UrrSet, ...]:
@@ -130,6 +137,19 @@ class Teids:
             created.append((pdr_id, chosen))
         self.pending = cursor
         return created
+
+    def choose_new(self, seid: int, count: int) -> list[int]:
+        """`count` TEIDs for the new session `seid`, as `choose` gives them to its CHOOSE IDs (or
+        PDRs without one) in turn: the fast path of establishments (netapp.upf.pfcp.templates)."""
+        self.pending = cursor = self.cursor
+        taken = Taken(self.held, seid)
+        chosen = []
+        for _ in range(count):
+            cursor = self._free(cursor, taken)
+            taken.add(cursor)
+            chosen.append(cursor)
+        self.pending = cursor
+        return chosen
 
     def _free(self, cursor: int, taken: Taken) -> int:
         if len(taken) < self._array - 1:

@@ -30,7 +30,7 @@ import logging
 import threading
 import time
 from concurrent.futures import Future
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Union
 
 from netapp.service.contract import ServiceError
 from netapp.service.group_commit import GroupWriter
@@ -38,6 +38,7 @@ from netapp.upf.models import RuleError
 from netapp.upf.pfcp.codec import IE, Header, MalformedMessage, Message, decode, decode_header, encode, group, leaf, message
 from netapp.upf.pfcp.handlers import Handlers, Peer, node_id_of
 from netapp.upf.pfcp.ies import PFCP_PORT, REQUESTS, Cause, IEType, MsgType
+from netapp.upf.pfcp.templates import Templates
 from netapp.upf.peers import PeerGate, SmfPeers
 from netapp.upf.sessions import Upf
 from netapp.upf.usage import UsageMonitor, UsageReport
@@ -93,7 +94,20 @@ class ResponseCache:
             self._entries.popitem(last=False)
 
 
-Job = tuple[Callable[[Message, Peer], Message], Message, Peer]
+class Undecoded:
+    """A request handled from its bytes (the fast path of establishments, netapp.upf.pfcp.templates):
+    its type and sequence number at hand, decoded only should it be refused (a refusal names IEs)."""
+
+    def __init__(self, header: Header, data: bytes):
+        self.type, self.seq, self.data = header.type, header.seq, data
+
+    def decoded(self) -> Message:
+        return decode(self.data)
+
+
+Request = Union[Message, Undecoded]
+Response = Union[Message, bytes, None]  # None: none (a Heartbeat refused); bytes: made from a template
+Job = tuple[Callable[[], Any], Request, Peer]  # the work, on the writer's thread; the request; its peer
 
 
 class PfcpProtocol(asyncio.DatagramProtocol):
@@ -108,13 +122,14 @@ class PfcpProtocol(asyncio.DatagramProtocol):
         self._pending: dict[int, asyncio.Future[Message]] = {}
         self._seq = itertools.count(1)
         self._in_flight: set[tuple[Peer, int]] = set()  # requests queued or being handled
-        self._writer: Optional[GroupWriter[Job, Optional[Message]]] = None
+        self._writer: Optional[GroupWriter[Job, Response]] = None
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         # Responses made on the writer's thread, for the loop's to send: one wake-up of the loop for
         # all that are waiting (a group's), not one each.
-        self._answers: collections.deque[tuple[Message, Optional[Message], Peer]] = collections.deque()
+        self._answers: collections.deque[tuple[Request, Response, Peer]] = collections.deque()
         self._answers_woken = False
         self.gate: Optional[PeerGate] = None  # pfcp.peers; None: every peer is admitted
+        self.templates: Optional[Templates] = Templates.of(handlers)  # None: every establishment the full way
 
     def connection_made(self, transport: Any) -> None:
         self.transport = transport
@@ -155,6 +170,8 @@ class PfcpProtocol(asyncio.DatagramProtocol):
         if is_request and (peer, header.seq) in self._in_flight:
             self.counters["retransmission"] += 1  # answered once handled
             return
+        if header.type == MsgType.SESSION_ESTABLISHMENT_REQUEST and self._established_fast(header, data, peer):
+            return
         try:
             msg = decode(data)
         except MalformedMessage as exc:
@@ -174,12 +191,28 @@ class PfcpProtocol(asyncio.DatagramProtocol):
         if handler is None:
             self.counters["unexpected_message"] += 1
             return
+        if msg.type == MsgType.SESSION_ESTABLISHMENT_REQUEST and self.templates is not None:
+            templates = self.templates
+            self._submit(lambda: templates.establish_full(msg, peer, data), msg, peer)
+        else:
+            self._submit(lambda: handler(msg, peer), msg, peer)
+
+    def _established_fast(self, header: Header, data: bytes, peer: Peer) -> bool:
+        """An establishment of a known shape, queued to be made from its template, undecoded
+        (netapp.upf.pfcp.templates); False: of no known shape."""
+        matched = self.templates.match(data) if self.templates is not None else None
+        if matched is None:
+            return False
+        template, values = matched
+        templates = self.templates
+        self._submit(lambda: templates.establish(template, values, data, peer), Undecoded(header, data), peer)
+        return True
+
+    def _submit(self, work: Callable[[], Any], request: Request, peer: Peer) -> None:
         if self._writer is None:
             raise RuntimeError("the PFCP writer is not started")
-        self._in_flight.add((peer, msg.seq))
-        self._writer.submit((handler, msg, peer)).add_done_callback(
-            lambda future: self._done(msg, peer, future)
-        )
+        self._in_flight.add((peer, request.seq))
+        self._writer.submit((work, request, peer)).add_done_callback(lambda future: self._done(request, peer, future))
 
     def _admitted(self, header: Header, data: bytes, peer: Peer) -> bool:
         """pfcp.peers (netapp.upf.peers): an Association Setup it refuses is answered Request
@@ -194,16 +227,21 @@ class PfcpProtocol(asyncio.DatagramProtocol):
             self._send(encode(self.handlers.refusal(request, RuleError(Cause.REQUEST_REJECTED, why))), peer)
         return False
 
-    def _handle_group(self, jobs: list[Job]) -> list[Optional[Message]]:
+    def _handle_group(self, jobs: list[Job]) -> list[Response]:
         """On the writer's thread: the requests that queued up, in one transaction; a response each."""
-        outcomes = self.handlers.upf.run_group([lambda job=job: job[0](job[1], job[2]) for job in jobs])
+        outcomes = self.handlers.upf.run_group([job[0] for job in jobs])
         return [self._response(job[1], job[2], outcome) for job, outcome in zip(jobs, outcomes)]
 
-    def _response(self, msg: Message, peer: Peer, outcome: Any) -> Optional[Message]:
-        """The response to `msg`: the handler's, or the refusal its error earns."""
+    def _response(self, msg: Request, peer: Peer, outcome: Any) -> Response:
+        """The response to `msg`: the handler's (its bytes, from a template), or the refusal its
+        error earns."""
         if not isinstance(outcome, Exception):
             self.counters["accepted"] += 1
+            if isinstance(outcome, bytes):
+                self.counters["accepted_from_template"] += 1
             return outcome() if callable(outcome) else outcome  # a response finished once committed
+        if isinstance(msg, Undecoded):
+            msg = msg.decoded()
         if isinstance(outcome, RuleError):
             error = outcome
         elif isinstance(outcome, ServiceError):  # the store failed
@@ -218,7 +256,7 @@ class PfcpProtocol(asyncio.DatagramProtocol):
         log.info("PFCP: %s from %s:%s refused: %s", MsgType(msg.type).name, *peer, error)
         return self.handlers.refusal(msg, error)
 
-    def _done(self, msg: Message, peer: Peer, future: "Future[Optional[Message]]") -> None:
+    def _done(self, msg: Request, peer: Peer, future: "Future[Response]") -> None:
         """On the writer's thread: send the response from the loop's."""
         exc = future.exception()
         response = self._response(msg, peer, exc) if exc is not None else future.result()
@@ -233,11 +271,11 @@ class PfcpProtocol(asyncio.DatagramProtocol):
         while self._answers:
             self._answer(*self._answers.popleft())
 
-    def _answer(self, request: Message, response: Optional[Message], peer: Peer) -> None:
+    def _answer(self, request: Request, response: Response, peer: Peer) -> None:
         self._in_flight.discard((peer, request.seq))
         if response is None:
             return
-        data = encode(response)
+        data = response if isinstance(response, bytes) else encode(response)
         self.cache.put((peer, request.seq), data)
         self._send(data, peer)
 
