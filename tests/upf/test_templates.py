@@ -80,10 +80,11 @@ class Side:
         return {key: responses[key] for key in keys}
 
     def rows(self) -> dict[str, list[tuple]]:
-        """The UPF's rows but for when they were written."""
+        """The UPF's rows but for when they were written (and when the endpoint started)."""
         return {
             "upf_sessions": self.store.execute("SELECT seid, node_id, body FROM upf_sessions ORDER BY 1").fetchall(),
-            "upf_counters": self.store.execute("SELECT * FROM upf_counters ORDER BY 1").fetchall(),
+            "upf_counters": self.store.execute(
+                "SELECT * FROM upf_counters WHERE name != 'recovery_time_stamp' ORDER BY 1").fetchall(),
         }
 
     def maps(self) -> dict[str, dict[bytes, bytes]]:
