@@ -211,6 +211,14 @@ class Store:
             except sqlite3.Error as exc:
                 raise StoreError(f"{sql.split()[0].lower()}: {exc}") from exc
 
+    def executemany(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
+        """One statement for each of the rows, as `execute` runs one."""
+        with self._lock:
+            try:
+                self._connection.executemany(sql, rows)
+            except sqlite3.Error as exc:
+                raise StoreError(f"{sql.split()[0].lower()}: {exc}") from exc
+
     # --- intents ---------------------------------------------------------------------------------
 
     def get_intent(self, tenant: str, intent_id: str) -> Optional[IntentRecord]:

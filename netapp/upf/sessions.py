@@ -121,6 +121,7 @@ class Upf:
         self.sessions = SessionTable()
         self._teids = Teids(getattr(self._applier, "teid_slots", 0), n3_ipv4, n3_ipv6)
         self._change: Optional[SessionChange] = None  # the transaction in progress, under the lock
+        self._rows = rows.SessionRows({})  # its session rows
         self._slots = Slots(getattr(self._applier, "urr_slots", 0), getattr(self._applier, "sdf_slots", 0))
         self._load()
 
@@ -224,7 +225,7 @@ class Upf:
             else:
                 rows.put_association(self._store, association)
             for session in doomed:
-                rows.delete_session(self._store, session.seid)
+                self._rows.delete(session.seid)
 
         def commit() -> None:
             if association is None:
@@ -321,13 +322,9 @@ class Upf:
 
         def write() -> None:
             if new is None:
-                rows.delete_session(self._store, seid)
+                self._rows.delete(seid)
             else:
-                rows.put_session(self._store, new, body)
-            counters = {"next_seid": next_seid} if next_seid is not None else {}
-            if cursor != self._teids.cursor:
-                counters["teid_cursor"] = cursor
-            rows.put_counters(self._store, counters)
+                self._rows.put(new, body)  # type: ignore[arg-type]
 
         def commit() -> None:
             self._teids.cursor = cursor
@@ -376,12 +373,20 @@ class Upf:
         return Part(PFCP, work, savepoint=False)  # a change refuses before it writes (REFUSALS, caught)
 
     def _transaction(self, parts: list[Part[Any]]) -> None:
+        """The parts in one transaction of the store and the maps; the session rows they change
+        written once they are all made (`rows.SessionRows`)."""
         if getattr(self._applier, "stale", None):  # an undo left entries wrong: the maps are put right first
             self._applier.reconcile(self.sessions.values())
+        self._rows = rows.SessionRows(self._counters())
+        written = Part(PFCP, lambda _: self._rows.write(self._store, self._counters()), savepoint=False)
         try:
-            self._transactions.run(parts, self._open_change)
+            self._transactions.run([*parts, written], self._open_change)
         finally:
             self._change = None
+
+    def _counters(self) -> dict[str, int]:
+        """The allocators' counters the store keeps."""
+        return {"next_seid": self._next_seid, "teid_cursor": self._teids.cursor}
 
     def _open_change(self) -> SessionChange:
         self._change = SessionChange(self._applier)
