@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import socket
+import time
 
+import pytest
 from pycrate_mobile import TS29244_PFCP as P
 
+from netapp.upf.pfcp import server
 from netapp.upf.pfcp.ies import Cause, Interface
 from netapp.upf.pfcp.server import UsageReport
-from tests.upf.conftest import N3
+from tests.upf.conftest import N3, Endpoint
 from tests.upf.smf import (
     Smf,
     cause,
@@ -235,3 +239,25 @@ def test_another_peer_can_neither_take_over_nor_touch_an_association(endpoint, a
         intruder.close()
     assert endpoint.rows() == before
     assert cause(associated.ask("PFCPSessionDeletionReq", [], seid=up_seid)) == Cause.REQUEST_ACCEPTED
+
+
+@pytest.mark.parametrize("event_loop", ["uvloop", "asyncio"])
+def test_requests_that_wait_together_are_one_transaction_each_answered(tmp_path, monkeypatch, event_loop):
+    if event_loop == "asyncio":  # one datagram a turn of the loop: the group is read a turn at a time
+        monkeypatch.setattr(server, "_event_loop", asyncio.new_event_loop)
+    endpoint = Endpoint(tmp_path / "netapp.db")
+    smf = Smf(endpoint.server.address)
+    groups: list[int] = []
+    run_group = endpoint.upf.run_group
+    monkeypatch.setattr(endpoint.upf, "run_group", lambda changes: (groups.append(len(changes)), run_group(changes))[1])
+    try:
+        assert cause(smf.ask("PFCPAssociationSetupReq", [node_id(), recovery(1000)])) == Cause.REQUEST_ACCEPTED
+        groups.clear()
+        endpoint.server._loop.call_soon_threadsafe(time.sleep, 0.5)  # the loop busy: the requests wait together
+        for cp_seid in range(1, 25):
+            smf.send(smf.build("PFCPSessionEstablishmentReq", establishment_ies(cp_seid), seid=0))
+        assert sorted(cause(smf.receive()) for _ in range(24)) == [Cause.REQUEST_ACCEPTED] * 24
+        assert groups == [24]
+    finally:
+        smf.close()
+        endpoint.close()
