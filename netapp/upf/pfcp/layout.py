@@ -13,9 +13,10 @@ part of the shape.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import socket
 import struct
-from typing import Any, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional
 
 from netapp.upf.pfcp.ies import IEType, MsgType
 
@@ -25,6 +26,13 @@ _IE_HEADER = struct.Struct("!HH")
 WIDTHS = {"seq": 3, "seid": 8, "teid": 4, "slot": 4, "address": 4}
 UE_V4 = 0x02  # the UE IP Address flags (29.244 8.2.62) of an IPv4 address; S/D aside (0x04), no other
 GTPU_UDP_IPV4 = b"\x01\x00"  # the Outer Header Creation description (29.244 8.2.56): GTP-U/UDP/IPv4 only
+
+
+# How a value of each kind is read from its bytes: an int, or an address's text.
+READERS: dict[str, Callable[[bytes], Any]] = {
+    kind: socket.inet_ntoa if kind == "address" else functools.partial(int.from_bytes, byteorder="big")
+    for kind in WIDTHS
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,8 +50,7 @@ class Varying:
 
     def read(self, data: bytes) -> Any:
         """The value at its place: an int, or an address's text."""
-        raw = data[self.offset : self.end]
-        return socket.inet_ntoa(raw) if self.kind == "address" else int.from_bytes(raw, "big")
+        return READERS[self.kind](data[self.offset : self.end])
 
     def write(self, data: bytearray, value: Any) -> None:
         data[self.offset : self.end] = encode(self.kind, value)

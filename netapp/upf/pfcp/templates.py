@@ -33,7 +33,7 @@ from netapp.upf.compiler import Entries, Site
 from netapp.upf.models import RuleError, Session
 from netapp.upf.pfcp.codec import Message, MalformedMessage, Recent, decode, encode
 from netapp.upf.pfcp.ies import IEType
-from netapp.upf.pfcp.layout import Layout, encode as encode_value, layout_of
+from netapp.upf.pfcp.layout import READERS, Layout, encode as encode_value, layout_of
 from netapp.upf.pfcp.rules import read_rules
 from netapp.upf.prepared import SessionStencil
 from netapp.upf.sessions import Outcome
@@ -56,27 +56,31 @@ class Template:
     def __init__(self, layout: Layout, classes: Sequence[int], kinds: Sequence[str], session: SessionStencil,
                  response: Stencil):
         self.layout, self.session, self._response = layout, session, response
-        self._classes = tuple(classes)
-        self._firsts = tuple(classes.index(value) for value in range(max(classes) + 1))
+        firsts = [classes.index(value) for value in range(max(classes) + 1)]  # each class's first place
         self._kinds = tuple(kinds)
-        # the classes of each kind, which must differ (else the first request's would be one class)
-        of_kind: dict[str, list[int]] = {}
-        for value, first in enumerate(self._firsts):
-            of_kind.setdefault(layout.places[first].kind, []).append(value)
-        self._distinct = tuple(tuple(each) for each in of_kind.values() if len(each) > 1)
+        places = layout.places
+        # what a request is read by, with the offsets at hand: each class's value from its first
+        # place; the places that must hold what their class's first does; the classes of a kind,
+        # which must differ (else the first request's would have been one class)
+        self._reads = tuple((places[first].offset, places[first].end, READERS[places[first].kind]) for first in firsts)
+        self._same = tuple((place.offset, place.end, places[firsts[value]].offset)
+                           for at, (place, value) in enumerate(zip(places, classes)) if at != firsts[value])
+        of_kind: dict[str, list[tuple[int, int]]] = {}
+        for first in firsts:
+            of_kind.setdefault(places[first].kind, []).append((places[first].offset, places[first].end))
+        self._apart = tuple(tuple(spans) for spans in of_kind.values() if len(spans) > 1)
         self._in_response = sorted(set(response.holes))
 
     def values(self, data: bytes) -> Optional[list[Any]]:
         """The request's values (`data` of the template's shape), or None if they are not equal
         where the template's were and different where they were not."""
-        raw = self.layout.raw(data)
-        firsts = [raw[first] for first in self._firsts]
-        if any(each != firsts[value] for each, value in zip(raw, self._classes)):
-            return None
-        if any(len({firsts[value] for value in group}) != len(group) for group in self._distinct):
-            return None
-        places = self.layout.places
-        return [places[first].read(data) for first in self._firsts]
+        for start, end, first in self._same:
+            if data[start:end] != data[first : first + end - start]:
+                return None
+        for spans in self._apart:
+            if len({data[start:end] for start, end in spans}) != len(spans):
+                return None
+        return [read(data[start:end]) for start, end, read in self._reads]
 
     def response(self, values: Sequence[Any]) -> bytes:
         """The response to the request of these values (all of them: the request's and the session's)."""
