@@ -50,6 +50,8 @@ class Pools:
         self.held: dict[str, int] = {}
         self._cursor: dict[str, int] = {}
         self._downlink: dict[DownlinkKey, int] = {}  # every session's downlink UE addresses -> its SEID
+        self._keys_of: Optional[Session] = None  # the session whose `_keys` those are
+        self._keys: list[tuple[int, DownlinkKey, bool]] = []
 
     def hold(self, session: Session) -> None:
         self.held.update(dict.fromkeys(session.chosen_ue_ipv4(), session.seid))
@@ -80,9 +82,11 @@ class Pools:
 
     def _downlink_keys(self, session: Session) -> list[tuple[int, DownlinkKey, bool]]:
         """(PDR id, key, assigned by the UPF) of each address the session's downlink PDRs match
-        packets by."""
-        return [(pdr_id, (self.instance_of(named), canonical(address)), chosen)
-                for pdr_id, named, address, chosen in session.downlink_ues()]
+        packets by; read once for a session checked, then held (sessions are not changed)."""
+        if self._keys_of is not session:
+            self._keys_of, self._keys = session, [(pdr_id, (self.instance_of(named), canonical(address)), chosen)
+                                                  for pdr_id, named, address, chosen in session.downlink_ues()]
+        return self._keys
 
     def instance_of(self, named: Optional[str]) -> Optional[str]:
         """The network instance of a PDR's UE address: the PDR's, or the only pool's if it names none."""
