@@ -68,6 +68,11 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser.add_argument(
         "--synchronous", choices=("FULL", "NORMAL"), default="FULL", help="the store's sync mode (serve: FULL)"
     )
+    parser.add_argument(
+        "--templates", choices=("on", "off"), default="on",
+        help="the fast path of establishments of a known shape (netapp.upf.pfcp.templates), as `netapp serve` has it, "
+        "or every establishment the full way",
+    )
     return parser.parse_args(argv)
 
 
@@ -98,7 +103,7 @@ def dpp_applier() -> Iterator[Applier]:
 APPLIERS: dict[str, Callable[[], ContextManager[Applier]]] = {"none": no_applier, "dpp": dpp_applier}
 
 
-def serve(db_path: str, applier: str, synchronous: str, settle: bool, pipe: Any) -> None:
+def serve(db_path: str, applier: str, synchronous: str, settle: bool, templates: bool, pipe: Any) -> None:
     """A UPF over a fresh store and its PFCP server on a loopback port; its address goes up the pipe,
     its counters, session count and CPU seconds once the pipe says stop."""
     from netapp.service.store import Store
@@ -108,6 +113,8 @@ def serve(db_path: str, applier: str, synchronous: str, settle: bool, pipe: Any)
     store = Store.open(Path(db_path), synchronous=synchronous)
     with APPLIERS[applier]() as data_path, contextlib.closing(store):
         server = PfcpServer(Upf(store, data_path, n3_ipv4=N3), "127.0.0.1", 0)
+        if not templates:
+            server.protocol.templates = None  # every establishment the full way
         server.start()
         if settle:
             settle_collector()  # as `netapp serve` does
@@ -158,7 +165,8 @@ class Endpoint:
         self._pipe, child = context.Pipe()
         self._process = context.Process(
             target=serve,
-            args=(str(Path(directory) / "netapp.db"), args.applier, args.synchronous, args.gc == "settled", child),
+            args=(str(Path(directory) / "netapp.db"), args.applier, args.synchronous, args.gc == "settled",
+                  args.templates == "on", child),
         )
         self._process.start()
         if not self._pipe.poll(60):
@@ -312,6 +320,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "applier": args.applier,
             "synchronous": args.synchronous,
             "gc": args.gc,
+            "templates": args.templates,
             "request_bytes": len(timed[0]),
             "sdf_filters": sdf,
             "rules_per_session": {"pdr": 4, "far": 2, "qer": 1, "urr": 1},
@@ -341,6 +350,9 @@ def format_table(result: dict[str, Any]) -> str:
         f"  endpoint  {result['endpoint']['serving_cpu_us_per_establishment']} us of CPU per establishment; "
         f"load average {result['load_average']['start']} -> {result['load_average']['end']}",
     ]
+    counters = result["endpoint"]["counters"]
+    lines.append(f"  path      {counters.get('accepted_from_template', 0):,} of {counters.get('accepted', 0):,} accepted "
+                 "establishments made from a template (netapp.upf.pfcp.templates), the others the full way")
     if not result["maps_in_figure"]:
         lines.append("  the data-path apply (map writes) is not in these figures: no applier")
     return "\n".join(lines)

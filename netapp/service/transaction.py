@@ -78,6 +78,9 @@ class Part(Generic[T]):
     where: Optional[Where] = None
     result: Optional[T] = None
     error: Optional[Exception] = None
+    # False: the work refuses only before it writes to the store (its writes never need undoing
+    # alone), so it runs without a savepoint of its own (two statements fewer)
+    savepoint: bool = True
 
 
 class Transactions:
@@ -133,7 +136,7 @@ class Transactions:
     def _run_part(store: Store, change: MapChange, part: Part[Any]) -> None:
         mark = change.mark()
         try:
-            with store.savepoint():
+            with store.savepoint() if part.savepoint else contextlib.nullcontext():
                 part.result = part.work(change)
                 change.check(part, mark)
         except (ServiceError, IntentError) as exc:

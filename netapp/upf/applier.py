@@ -44,6 +44,7 @@ from netapp.upf.compiler import Entries, Site, compile_session, words
 from netapp.upf.leftout import LeftOut
 from netapp.upf.models import RuleError, Session
 from netapp.upf.pfcp.ies import Cause, IEType, RuleType
+from netapp.upf.prepared import PreparedSession
 from netapp.upf.sdf import is_upf_rule
 
 TableOf = Callable[[str], Table]
@@ -370,8 +371,10 @@ class BpfApplier:
 
 
 def compile_stored(session: Session, site: Site) -> Entries:
-    """The session's entries with the slots stored with it (RuleError: it does not compile)."""
-    return compile_session(session, site, session.urr_slots, session.sdf_slots)
+    """The session's entries with the slots stored with it (RuleError: it does not compile); of a
+    session the fast path of establishments made, those made with it (netapp.upf.prepared)."""
+    made = session.entries_for(site) if isinstance(session, PreparedSession) else None
+    return made if made is not None else compile_session(session, site, session.urr_slots, session.sdf_slots)
 
 
 def _joined(parts: Iterable[Entries]) -> Entries:

@@ -129,12 +129,7 @@ class Buffers:
 
 def _punting(session: Session) -> dict[tuple[int, int], Far]:
     """(SEID, PDR id) -> its FAR, for the session's PDRs whose FAR buffers or duplicates."""
-    punting = {}
-    for pdr in session.pdrs.values():
-        far = session.fars.get(pdr.far_id) if pdr.far_id is not None else None
-        if far is not None and far.apply_action & {"BUFF", "DUPL"}:
-            punting[(session.seid, pdr.id)] = far
-    return punting
+    return {(session.seid, pdr_id): far for pdr_id, far in session.punting().items()}
 
 
 def _punts(entries: Entries) -> bool:

@@ -18,6 +18,7 @@ from netapp.upf.flows import FlowDescription
 from netapp.upf.pfcp.ies import Cause, IEType, Interface, RuleType
 
 UINT8, UINT16, UINT32 = (1 << 8) - 1, (1 << 16) - 1, (1 << 32) - 1
+DOWNLINK = (Interface.CORE, Interface.SGI_LAN_N6)  # the PDRs the data path finds by UE address
 APPLY_ACTIONS = ("DROP", "FORW", "BUFF", "NOCP", "DUPL")
 MEASUREMENT_METHODS = ("DURAT", "VOLUM", "EVENT")
 REPORTING_TRIGGERS = (
@@ -325,6 +326,44 @@ class Session(_Model):
     def teids(self) -> set[int]:
         fteids = [pdr.pdi.local_fteid for pdr in self.pdrs.values()]
         return {fteid.teid for fteid in fteids if fteid is not None and fteid.teid is not None}
+
+    def ue_ipv4(self) -> set[str]:
+        """The IPv4 UE addresses the session's PDRs name (those the UPF assigned it with CHV4 among
+        them): netapp.upf.pools holds those of its pools for the session."""
+        ues = [pdr.pdi.ue_ip for pdr in self.pdrs.values()]
+        return {ue.ipv4 for ue in ues if ue is not None and ue.ipv4 is not None}
+
+    def downlink_ues(self) -> list[tuple[int, Optional[str], str, bool]]:
+        """(PDR id, the network instance it names, UE address, assigned by the UPF (CHV4)) of each
+        address the downlink PDRs (source interface CORE, SGi-LAN/N6) match packets by."""
+        ues = []
+        for pdr in self.pdrs.values():
+            ue = pdr.pdi.ue_ip
+            if ue is not None and pdr.pdi.source_interface in DOWNLINK:
+                ues += [(pdr.id, pdr.pdi.network_instance, address, ue.choose_ipv4)
+                        for address in (ue.ipv4, ue.ipv6) if address is not None]
+        return ues
+
+    def tunnels(self) -> list[tuple[int, str, IEType]]:
+        """(FAR id, peer address, the IE that names it) of each tunnel the FARs send into, by FAR id:
+        the forwarding parameters' outer header creation (OUTER_HEADER_CREATION), then each
+        duplicating parameters' (DUPLICATING_PARAMETERS)."""
+        tunnels = []
+        for far_id in sorted(self.fars):
+            far = self.fars[far_id]
+            creation = far.forwarding.outer_header_creation if far.forwarding is not None else None
+            if creation is not None and creation.address is not None:
+                tunnels.append((far_id, creation.address, IEType.OUTER_HEADER_CREATION))
+            tunnels += [(far_id, each.outer_header_creation.address, IEType.DUPLICATING_PARAMETERS)
+                        for each in far.duplicating
+                        if each.outer_header_creation is not None and each.outer_header_creation.address is not None]
+        return tunnels
+
+    def punting(self) -> dict[int, Far]:
+        """PDR id -> its FAR, for the PDRs whose FAR buffers or duplicates (their frames go to user
+        space: netapp.upf.buffering)."""
+        fars = {pdr.id: self.fars.get(pdr.far_id) for pdr in self.pdrs.values() if pdr.far_id is not None}
+        return {pdr_id: far for pdr_id, far in fars.items() if far is not None and far.apply_action & {"BUFF", "DUPL"}}
 
 
 def check_session(session: Session) -> None:

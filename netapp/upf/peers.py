@@ -26,7 +26,7 @@ import ipaddress
 import logging
 from typing import Iterable, Optional, Union
 
-from netapp.upf.models import Far, RuleError, Session
+from netapp.upf.models import RuleError, Session
 from netapp.upf.pfcp.ies import Cause, IEType, RuleType
 
 log = logging.getLogger("netapp.upf.pfcp")
@@ -149,18 +149,9 @@ class Destinations:
                 (RuleType.FAR, far_id),
             )
 
-    def check_far(self, far: Far) -> None:
-        """The FAR's forwarding outer header creation and its duplicating parameters' go where the
-        list allows (or it has none)."""
-        creation = far.forwarding.outer_header_creation if far.forwarding is not None else None
-        if creation is not None and creation.address is not None:
-            self.check_address(far.id, creation.address)
-        for parameters in far.duplicating:
-            copy_to = parameters.outer_header_creation
-            if copy_to is not None and copy_to.address is not None:
-                self.check_address(far.id, copy_to.address, IEType.DUPLICATING_PARAMETERS)
-
     def check_session(self, session: Session) -> None:
-        """Every FAR of the session (netapp.upf.sessions, before a change is made: all or nothing)."""
-        for far_id in sorted(session.fars):
-            self.check_far(session.fars[far_id])
+        """Every tunnel of the session's FARs (netapp.upf.sessions, before a change is made: all or
+        nothing): their forwarding parameters' outer header creation and their duplicating
+        parameters'."""
+        for far_id, address, ie_type in session.tunnels():
+            self.check_address(far_id, address, ie_type)

@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import socket
 from typing import Any, Iterable, Mapping, Optional
 
 from netapp.upf.models import RuleError, Session, UeIpAddress
-from netapp.upf.pfcp.ies import Cause, IEType, Interface, RuleType
+from netapp.upf.pfcp.ies import Cause, IEType, RuleType
 
 log = logging.getLogger("netapp.upf")
 
-DOWNLINK = (Interface.CORE, Interface.SGI_LAN_N6)  # the PDRs the data path finds by UE address
 DownlinkKey = tuple[Optional[str], str]  # (network instance, UE address)
 
 
@@ -32,6 +32,17 @@ def ue_instance(named: Optional[str], default: Optional[str]) -> Optional[str]:
     (the only instance of upf.n6_interfaces). The compiler keys the downlink by it, and the UE
     addresses are told apart by it here: one rule for both."""
     return named if named is not None else default
+
+
+def canonical(address: str) -> str:
+    """An address as `ipaddress` writes it (a session's addresses are keys of the pools' tables): an
+    IPv4 one by the C library, a fraction of `ipaddress`'s cost."""
+    if ":" not in address:
+        try:
+            return socket.inet_ntoa(socket.inet_pton(socket.AF_INET, address))
+        except OSError:
+            pass
+    return str(ipaddress.ip_address(address))
 
 
 class Pools:
@@ -52,19 +63,21 @@ class Pools:
         # is given again as late as the pool allows, and a refused request moves nothing
         self._cursor: dict[str, int] = {}
         self._downlink: dict[DownlinkKey, int] = {}  # every session's downlink UE addresses -> its SEID
+        self._keys_of: Optional[Session] = None  # the session whose `_keys` those are
+        self._keys: list[tuple[int, DownlinkKey, bool]] = []
 
     def hold(self, session: Session) -> None:
         for address in self._pool_addresses(session):
             if self.held.get(address) != session.seid:
                 self._advance_past(address)
             self.held[address] = session.seid
-        self._downlink.update(dict.fromkeys((key for _, key in self._downlink_keys(session)), session.seid))
+        self._downlink.update(dict.fromkeys((key for _, key, _ in self._downlink_keys(session)), session.seid))
 
     def release(self, session: Session) -> None:
         for address in self._pool_addresses(session):
             if self.held.get(address) == session.seid:
                 del self.held[address]
-        for _, key in self._downlink_keys(session):
+        for _, key, _ in self._downlink_keys(session):
             if self._downlink.get(key) == session.seid:
                 del self._downlink[key]
 
@@ -73,11 +86,10 @@ class Pools:
         down the other's tunnel, perhaps another SMF's), and an address of a pool only as the UPF
         gave it (CHV4) -- to this session, which may then name it in PDRs of its own. RuleError
         naming the PDR."""
-        for pdr_id, (instance, address) in self._downlink_keys(session):
-            ue = session.pdrs[pdr_id].pdi.ue_ip
+        for pdr_id, (instance, address), chosen in self._downlink_keys(session):
             if self._downlink.get((instance, address), session.seid) != session.seid:
                 problem = f"UE address {address} in network instance {instance!r} is another session's"
-            elif not (ue is not None and ue.choose_ipv4) and self.held.get(address) != session.seid and (
+            elif not chosen and self.held.get(address) != session.seid and (
                 self._in_a_pool(address)
             ):
                 problem = f"UE address {address} is in a pool of upf.ue_pools, which the UPF assigns (CHV4)"
@@ -91,8 +103,7 @@ class Pools:
         named again: the session's while one of its PDRs names them."""
         if not self.networks:
             return set()
-        ues = [pdr.pdi.ue_ip for pdr in session.pdrs.values()]
-        return {ue.ipv4 for ue in ues if ue is not None and ue.ipv4 is not None and self._in_a_pool(ue.ipv4)}
+        return {address for address in session.ue_ipv4() if self._in_a_pool(address)}
 
     def _advance_past(self, address: str) -> None:
         """The next address of the pool `address` is in is looked for after it."""
@@ -105,17 +116,13 @@ class Pools:
         value = ipaddress.ip_address(address)
         return any(value in network for network in self.networks.values())
 
-    def _downlink_keys(self, session: Session) -> list[tuple[int, DownlinkKey]]:
-        """(PDR id, key) of each address the session's downlink PDRs match packets by."""
-        keys = []
-        for pdr in session.pdrs.values():
-            ue = pdr.pdi.ue_ip
-            if ue is None or pdr.pdi.source_interface not in DOWNLINK:
-                continue
-            instance = self.instance_of(pdr.pdi.network_instance)
-            keys += [(pdr.id, (instance, str(ipaddress.ip_address(address))))
-                     for address in (ue.ipv4, ue.ipv6) if address is not None]
-        return keys
+    def _downlink_keys(self, session: Session) -> list[tuple[int, DownlinkKey, bool]]:
+        """(PDR id, key, assigned by the UPF) of each address the session's downlink PDRs match
+        packets by; read once for a session checked, then held (sessions are not changed)."""
+        if self._keys_of is not session:
+            self._keys_of, self._keys = session, [(pdr_id, (self.instance_of(named), canonical(address)), chosen)
+                                                  for pdr_id, named, address, chosen in session.downlink_ues()]
+        return self._keys
 
     def instance_of(self, named: Optional[str]) -> Optional[str]:
         """The network instance of a PDR's UE address (`ue_instance`); with no default instance (no

@@ -45,18 +45,17 @@ from netapp.service.store import Store
 from netapp.service.transaction import Part, Transactions
 from netapp.upf import store as rows
 from netapp.upf.held import SessionChange, SessionTable
-from netapp.upf.models import FSeid, FTeid, RuleError, Session, check_session
+from netapp.upf.models import FSeid, FTeid, RuleError, Session, UeIpAddress, check_session
 from netapp.upf.peers import Destinations
 from netapp.upf.pools import Pools
+from netapp.upf.prepared import PreparedSession, SessionStencil
 from netapp.upf.pfcp.ies import Cause, IEType, RuleType
 from netapp.upf.pfcp.rules import KINDS, RulePlan, build
-from netapp.upf.slots import Slots, Taken, free_number
+from netapp.upf.slots import Slots, Teids
 from netapp.upf.store import Association, ntp_now
 
 log = logging.getLogger("netapp.upf")
 
-TEID_SPACE = 1 << 32
-log = logging.getLogger("netapp.upf")
 Pair = tuple[Optional[Session], Optional[Session]]
 T = TypeVar("T")
 PFCP = Principal(tenant="", scopes=frozenset(), name="pfcp")
@@ -120,9 +119,9 @@ class Upf:
         self._transactions = Transactions(lambda: self._lock, lambda: store, lambda: None)
         self.associations: dict[str, Association] = {}
         self.sessions = SessionTable()
-        self._teids: dict[int, int] = {}  # TEID -> the SEID of the session holding it
-        self._teid_slot_count = getattr(self._applier, "teid_slots", 0)
+        self._teids = Teids(getattr(self._applier, "teid_slots", 0), n3_ipv4, n3_ipv6)
         self._change: Optional[SessionChange] = None  # the transaction in progress, under the lock
+        self._rows = rows.SessionRows({})  # its session rows
         self._slots = Slots(getattr(self._applier, "urr_slots", 0), getattr(self._applier, "sdf_slots", 0))
         self._load()
 
@@ -134,11 +133,11 @@ class Upf:
                 self.recovery_time_stamp = ntp_now()
                 rows.put_counter(store, "recovery_time_stamp", self.recovery_time_stamp)
             self._next_seid = rows.get_counter(store, "next_seid") or 1
-            self._teid_cursor = rows.get_counter(store, "teid_cursor") or 0
+            self._teids.cursor = rows.get_counter(store, "teid_cursor") or 0
             self.associations = {item.node_id: item for item in rows.load_associations(store)}
             for session, body in rows.load_sessions(store):
                 self.sessions.put(session, body)
-                self._teids.update(dict.fromkeys(session.teids(), session.seid))
+                self._teids.hold(session)
                 self.pools.hold(session)
                 self._slots.hold(session)
             self._give_stored_urrs_slots()
@@ -159,6 +158,11 @@ class Upf:
                 self.sessions.put(session)
                 self._slots.hold(session)
         self._slots.settle()
+
+    @property
+    def applier(self) -> Applier:
+        """The data path's side of every change (the fast path of establishments compiles for it)."""
+        return self._applier
 
     @property
     def store(self) -> Store:
@@ -221,7 +225,7 @@ class Upf:
             else:
                 rows.put_association(self._store, association)
             for session in doomed:
-                rows.delete_session(self._store, session.seid)
+                self._rows.delete(session.seid)
 
         def commit() -> None:
             if association is None:
@@ -240,15 +244,36 @@ class Upf:
             seid = self._next_seid
             empty = Session(seid=seid, node_id=node_id, remote=remote)
             outcome = self._build(empty, plans)
-            self._save(None, outcome.session, next_seid=seid + 1, cursor=self._pending_cursor)
+            self._save(None, outcome.session, next_seid=seid + 1, cursor=self._teids.pending)
             return outcome
+
+    def establish_prepared(self, stencil: SessionStencil, request: list[Any]) -> Optional[PreparedSession]:
+        """`establish` of a request of a known shape (netapp.upf.pfcp.templates): the session its
+        stencil makes of the request's values and of the SEID, TEIDs and URR slots chosen as
+        `establish` chooses them, after the checks `establish` makes of them; None, nothing changed,
+        where one does not pass: the request then goes the full way, which refuses it."""
+        with self._lock:
+            if stencil.node_id not in self.associations:
+                return None
+            seid = self._next_seid
+            try:
+                teids = self._teids.choose_new(seid, stencil.teids)
+                self._slots.begin()
+                session = stencil.session(request, seid, teids, self._slots.choose_new_urr_slots(seid, stencil.urr_ids))
+                self.pools.check(session)  # type: ignore[arg-type]
+                if self.destinations is not None:
+                    self.destinations.check_session(session)  # type: ignore[arg-type]
+            except RuleError:
+                return None
+            self._save(None, session, next_seid=seid + 1, cursor=self._teids.pending)  # type: ignore[arg-type]
+            return session
 
     def modify(self, seid: int, plans: dict[str, RulePlan], remote: Optional[FSeid] = None) -> Outcome:
         with self._lock:
             old = self.require_session(seid)
             base = old if remote is None else old.model_copy(update={"remote": remote})
             outcome = self._build(base, plans)
-            self._save(old, outcome.session, cursor=self._pending_cursor)
+            self._save(old, outcome.session, cursor=self._teids.pending)
             return outcome
 
     def delete(self, seid: int) -> Session:
@@ -292,21 +317,17 @@ class Upf:
         cursor: Optional[int] = None,
     ) -> None:
         seid = (new or old).seid  # type: ignore[union-attr]
-        cursor = self._teid_cursor if cursor is None else cursor
+        cursor = self._teids.cursor if cursor is None else cursor
         body = None if new is None else new.model_dump_json()  # the row's, and the table's in memory
 
         def write() -> None:
             if new is None:
-                rows.delete_session(self._store, seid)
+                self._rows.delete(seid)
             else:
-                rows.put_session(self._store, new, body)
-            counters = {"next_seid": next_seid} if next_seid is not None else {}
-            if cursor != self._teid_cursor:
-                counters["teid_cursor"] = cursor
-            rows.put_counters(self._store, counters)
+                self._rows.put(new, body)  # type: ignore[arg-type]
 
         def commit() -> None:
-            self._teid_cursor = cursor
+            self._teids.cursor = cursor
             if next_seid is not None:
                 self._next_seid = next_seid
             if new is not None:
@@ -349,15 +370,23 @@ class Upf:
             except REFUSALS as exc:  # raised before any row is written: nothing of it to undo
                 outcomes.append(exc)
 
-        return Part(PFCP, work)
+        return Part(PFCP, work, savepoint=False)  # a change refuses before it writes (REFUSALS, caught)
 
     def _transaction(self, parts: list[Part[Any]]) -> None:
+        """The parts in one transaction of the store and the maps; the session rows they change
+        written once they are all made (`rows.SessionRows`)."""
         if getattr(self._applier, "stale", None):  # an undo left entries wrong: the maps are put right first
             self._applier.reconcile(self.sessions.values())
+        self._rows = rows.SessionRows(self._counters())
+        written = Part(PFCP, lambda _: self._rows.write(self._store, self._counters()), savepoint=False)
         try:
-            self._transactions.run(parts, self._open_change)
+            self._transactions.run([*parts, written], self._open_change)
         finally:
             self._change = None
+
+    def _counters(self) -> dict[str, int]:
+        """The allocators' counters the store keeps."""
+        return {"next_seid": self._next_seid, "teid_cursor": self._teids.cursor}
 
     def _open_change(self) -> SessionChange:
         self._change = SessionChange(self._applier)
@@ -370,12 +399,12 @@ class Upf:
             self._transaction([Part(PFCP, lambda _: self._run(pairs, write, commit))])
             return
         write()
-        counters = (self._next_seid, self._teid_cursor, self._slots.cursor)
+        counters = (self._next_seid, self._teids.cursor, self._slots.cursor)
         associations = dict(self.associations)
         commit()
 
         def undo() -> None:
-            (self._next_seid, self._teid_cursor, self._slots.cursor), self.associations = counters, associations
+            (self._next_seid, self._teids.cursor, self._slots.cursor), self.associations = counters, associations
             self._commit_sessions([(new, old) for old, new in reversed(pairs)])
 
         self._change.add(pairs, undo)
@@ -385,13 +414,12 @@ class Upf:
         for old, new in pairs:
             if old is not None:
                 self.sessions.remove(old.seid)
-                for teid in old.teids():
-                    self._teids.pop(teid, None)
+                self._teids.release(old)
                 self.pools.release(old)
                 self._slots.release(old)
             if new is not None:
                 self.sessions.put(new, body)
-                self._teids.update(dict.fromkeys(new.teids(), new.seid))
+                self._teids.hold(new)
                 self.pools.hold(new)
                 self._slots.hold(new)
 
@@ -423,7 +451,7 @@ class Upf:
                 if "forwarding" in changes and old.forwarding is not None:
                     merged["forwarding"] = {**old.forwarding.model_dump(), **changes["forwarding"]}
                 table[rule_id] = build(kind.model, merged, kind.update_ie, (kind.rule_type, rule_id))
-        created = self._choose_teids(base, tables["pdrs"])
+        created = self._teids.choose(base, tables["pdrs"])
         ue_created = self.pools.choose_for(base, tables["pdrs"])
         self._slots.begin()
         urr_slots = self._slots.choose_urr_slots(base, tables["urrs"])
@@ -443,53 +471,6 @@ class Upf:
         if self.destinations is not None:  # where its tunnels go: the operator's allow-list
             self.destinations.check_session(session)
         return Outcome(session, tuple(created), tuple(ue_created))
-
-    def _choose_teids(self, base: Session, pdrs: dict[int, Any]) -> list[tuple[int, FTeid]]:
-        """Give every PDR whose F-TEID says CHOOSE (and has none yet) a TEID of ours; PDRs of the
-        request with the same CHOOSE ID share one. A TEID given by the CP must be free."""
-        self._pending_cursor = cursor = self._teid_cursor
-        by_choose_id: dict[int, FTeid] = {}
-        taken = Taken(self._teids, base.seid)
-        created = []
-        for pdr_id in sorted(pdrs):
-            pdr = pdrs[pdr_id]
-            fteid = pdr.pdi.local_fteid
-            if fteid is None:
-                continue
-            if not fteid.choose or fteid.teid is not None:
-                if fteid.teid in taken:
-                    raise _failure(RuleType.PDR, pdr_id, f"TEID {fteid.teid:#x} is in use", IEType.F_TEID)
-                continue
-            chosen = by_choose_id.get(fteid.choose_id) if fteid.choose_id is not None else None
-            if chosen is None:
-                cursor = self._free_teid(cursor, taken)
-                chosen = fteid.model_copy(update={"teid": cursor, **self._n3_addresses(fteid, pdr_id)})
-                taken.add(cursor)
-                if fteid.choose_id is not None:
-                    by_choose_id[fteid.choose_id] = chosen
-            pdrs[pdr_id] = pdr.model_copy(update={"pdi": pdr.pdi.model_copy(update={"local_fteid": chosen})})
-            created.append((pdr_id, chosen))
-        self._pending_cursor = cursor
-        return created
-
-    def _free_teid(self, cursor: int, taken: Taken) -> int:
-        """Below the applier's `teid_slots` (the data path finds those in one array lookup) while
-        fewer TEIDs are held than that; else anywhere."""
-        if len(taken) < self._teid_slot_count - 1:
-            return free_number(cursor, taken, self._teid_slot_count, "TEID")
-        return free_number(cursor, taken, TEID_SPACE, "TEID")
-
-    def _n3_addresses(self, fteid: FTeid, pdr_id: int) -> dict[str, Optional[str]]:
-        ipv4 = self.n3_ipv4 if fteid.want_ipv4 else None
-        ipv6 = self.n3_ipv6 if fteid.want_ipv6 else None
-        if (fteid.want_ipv4 and ipv4 is None) or (fteid.want_ipv6 and ipv6 is None) or not (ipv4 or ipv6):
-            raise RuleError(
-                Cause.INVALID_F_TEID_ALLOCATION_OPTION,
-                "CHOOSE asks for an address family the UPF has no N3 address of (pfcp.n3_ipv4, pfcp.n3_ipv6)",
-                IEType.F_TEID,
-                (RuleType.PDR, pdr_id),
-            )
-        return {"ipv4": ipv4, "ipv6": ipv6}
 
 
 def _failure(rule_type: RuleType, rule_id: int, what: str, ie_type: IEType) -> RuleError:

@@ -1,15 +1,17 @@
-"""The numbers the UPF gives a session out of the data path's per-session tables, as it gives
-TEIDs (netapp.upf.sessions): slots of the usage counters (dpp_upf_usage; a URR's, and one per set
-of URRs a PDR names: models.UrrSet) and of the PDRs with SDF filters (dpp_upf_sdf_pdrs). Who holds
-which is kept in memory from the stored sessions; a number is given from a cursor (the last given),
-the first free one after it, 0 never."""
+"""The numbers the UPF gives a session (netapp.upf.sessions): its TEIDs (F-TEID with CHOOSE), and
+its slots of the data path's per-session tables: of the usage counters (dpp_upf_usage; a URR's, and
+one per set of URRs a PDR names: models.UrrSet) and of the PDRs with SDF filters (dpp_upf_sdf_pdrs).
+Who holds which is kept in memory from the stored sessions; a number is given from a cursor (the last
+given), the first free one after it, 0 never."""
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Iterable, Optional
 
-from netapp.upf.models import RuleError, Session, UrrSet
-from netapp.upf.pfcp.ies import Cause
+from netapp.upf.models import FTeid, RuleError, Session, UrrSet
+from netapp.upf.pfcp.ies import Cause, IEType, RuleType
+
+TEID_SPACE = 1 << 32
 
 
 class Slots:
@@ -49,6 +51,13 @@ class Slots:
         )
         return slots
 
+    def choose_new_urr_slots(self, seid: int, urr_ids: Iterable[int]) -> list[int]:
+        """The slots of the URRs of the new session `seid`, in the order of `urr_ids` (increasing),
+        as `choose_urr_slots` gives them: the fast path of establishments."""
+        slots, self._pending = choose_slots(seid, {}, set(urr_ids), self._urr_holders, self.urr_count,
+                                            self._pending, "URR slot")
+        return [slots[urr_id] for urr_id in urr_ids] if slots else []
+
     def choose_urr_sets(
         self, base: Session, pdrs: dict[int, Any], urrs: dict[int, Any], urr_slots: dict[int, int]
     ) -> tuple[UrrSet, ...]:
@@ -78,6 +87,86 @@ class Slots:
         wanted = {pdr_id for pdr_id, pdr in pdrs.items() if pdr.pdi.sdf_filters}
         what = "slot for a PDR with SDF filters"
         return choose_slots(base.seid, base.sdf_slots, wanted, self._sdf_holders, self.sdf_count, 0, what)[0]
+
+
+class Teids:
+    """The TEIDs sessions hold, and the cursor CHOOSE gives them from: below `array` (the applier's
+    `teid_slots`: the data path finds those in one array lookup, dpp_upf_teids) while fewer TEIDs are
+    held than that, else anywhere. A change chooses from the committed `cursor`; `pending` is where
+    it left it, the cursor once it is committed (netapp.upf.sessions)."""
+
+    def __init__(self, array: int, n3_ipv4: Optional[str], n3_ipv6: Optional[str]):
+        self._array = array
+        self._n3 = (n3_ipv4, n3_ipv6)  # the addresses of the F-TEIDs the UPF chooses
+        self.held: dict[int, int] = {}  # TEID -> the SEID of the session holding it
+        self.cursor = self.pending = 0
+
+    def hold(self, session: Session) -> None:
+        self.held.update(dict.fromkeys(session.teids(), session.seid))
+
+    def release(self, session: Session) -> None:
+        for teid in session.teids():
+            self.held.pop(teid, None)
+
+    def choose(self, base: Session, pdrs: dict[int, Any]) -> list[tuple[int, FTeid]]:
+        """Give every PDR of `pdrs` (the session `base` becomes, changed in place) whose F-TEID says
+        CHOOSE (and has none yet) a TEID of ours; PDRs of the request with the same CHOOSE ID share
+        one. A TEID given by the CP must be free. The (PDR id, F-TEID) chosen, for Created PDR."""
+        self.pending = cursor = self.cursor
+        by_choose_id: dict[int, FTeid] = {}
+        taken = Taken(self.held, base.seid)
+        created = []
+        for pdr_id in sorted(pdrs):
+            pdr = pdrs[pdr_id]
+            fteid = pdr.pdi.local_fteid
+            if fteid is None:
+                continue
+            if not fteid.choose or fteid.teid is not None:
+                if fteid.teid in taken:
+                    raise RuleError(Cause.RULE_CREATION_MODIFICATION_FAILURE, f"PDR {pdr_id} TEID {fteid.teid:#x} "
+                                    "is in use", IEType.F_TEID, (RuleType.PDR, pdr_id))
+                continue
+            chosen = by_choose_id.get(fteid.choose_id) if fteid.choose_id is not None else None
+            if chosen is None:
+                cursor = self._free(cursor, taken)
+                chosen = fteid.model_copy(update={"teid": cursor, **self._n3_addresses(fteid, pdr_id)})
+                taken.add(cursor)
+                if fteid.choose_id is not None:
+                    by_choose_id[fteid.choose_id] = chosen
+            pdrs[pdr_id] = pdr.model_copy(update={"pdi": pdr.pdi.model_copy(update={"local_fteid": chosen})})
+            created.append((pdr_id, chosen))
+        self.pending = cursor
+        return created
+
+    def choose_new(self, seid: int, count: int) -> list[int]:
+        """`count` TEIDs for the new session `seid`, as `choose` gives them to its CHOOSE IDs (or
+        PDRs without one) in turn: the fast path of establishments (netapp.upf.pfcp.templates)."""
+        self.pending = cursor = self.cursor
+        taken = Taken(self.held, seid)
+        chosen = []
+        for _ in range(count):
+            cursor = self._free(cursor, taken)
+            taken.add(cursor)
+            chosen.append(cursor)
+        self.pending = cursor
+        return chosen
+
+    def _free(self, cursor: int, taken: Taken) -> int:
+        if len(taken) < self._array - 1:
+            return free_number(cursor, taken, self._array, "TEID")
+        return free_number(cursor, taken, TEID_SPACE, "TEID")
+
+    def _n3_addresses(self, fteid: FTeid, pdr_id: int) -> dict[str, Optional[str]]:
+        ipv4 = self._n3[0] if fteid.want_ipv4 else None
+        ipv6 = self._n3[1] if fteid.want_ipv6 else None
+        if (fteid.want_ipv4 and ipv4 is None) or (fteid.want_ipv6 and ipv6 is None) or not (ipv4 or ipv6):
+            raise RuleError(
+                Cause.INVALID_F_TEID_ALLOCATION_OPTION,
+                "CHOOSE asks for an address family the UPF has no N3 address of (pfcp.n3_ipv4, pfcp.n3_ipv6)",
+                IEType.F_TEID,
+                (RuleType.PDR, pdr_id),
+            )
+        return {"ipv4": ipv4, "ipv6": ipv6}
 
 
 class Taken:

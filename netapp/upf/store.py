@@ -54,8 +54,34 @@ def put_session(store: Store, session: Session, body: Optional[str] = None) -> N
     )
 
 
-def delete_session(store: Store, seid: int) -> None:
-    store.execute("DELETE FROM upf_sessions WHERE seid = ?", (_signed(seid),))
+class SessionRows:
+    """The session rows and counters a transaction changes (netapp.upf.sessions), written once its
+    changes are made: a statement for all its rows put, one for those deleted, one for the counters
+    that moved (`counters`: their values when it began), with one time of writing; not a statement
+    per row and its counters per change. A row put and deleted is as it was last."""
+
+    def __init__(self, counters: dict[str, int]):
+        self._counters = counters
+        self._rows: dict[int, Optional[tuple[str, str]]] = {}  # SEID -> (node id, JSON), or None: deleted
+
+    def put(self, session: Session, body: str) -> None:
+        self._rows[session.seid] = (session.node_id, body)
+
+    def delete(self, seid: int) -> None:
+        self._rows[seid] = None
+
+    def write(self, store: Store, counters: dict[str, int]) -> None:
+        """The rows, and the `counters` that are not what they were."""
+        now = _now()
+        deleted = [(_signed(seid),) for seid, row in self._rows.items() if row is None]
+        put = [(_signed(seid), *row, now) for seid, row in self._rows.items() if row is not None]
+        if deleted:
+            store.executemany("DELETE FROM upf_sessions WHERE seid = ?", deleted)
+        if put:
+            store.executemany("INSERT OR REPLACE INTO upf_sessions (seid, node_id, body, updated_at) VALUES (?, ?, ?, ?)",
+                              put)
+        put_counters(store, {name: value for name, value in counters.items() if self._counters.get(name) != value})
+        self._rows.clear()
 
 
 def put_counter(store: Store, name: str, value: int) -> None:

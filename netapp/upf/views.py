@@ -107,7 +107,7 @@ class SessionViews:
             counts = self._usage.session_counts(session)
             record.usage = [UrrUsage(urr_id=urr_id, **dict(zip(COUNTS, counts[urr_id]))) for urr_id in sorted(counts)]
         if self._buffering is not None:
-            packets, size = self._buffering.held(seid)
+            packets, size = self._buffering.held(session.seid)
             record.buffered = Buffered(packets=packets, bytes=size)
         return record
 

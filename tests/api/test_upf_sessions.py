@@ -83,6 +83,19 @@ def test_a_session_shows_its_urrs_usage_where_a_data_path_counts(api_app, upf, t
     assert body["usage"] == [{"urr_id": 1, "ul_packets": 3, "ul_bytes": 300, "dl_packets": 5, "dl_bytes": 5000}]
 
 
+class Holding:
+    """A data path that buffers: each session holds 2 packets of 300 bytes (netapp.upf.buffering)."""
+
+    def held(self, seid: int) -> tuple[int, int]:
+        return 2, 600
+
+
+def test_a_session_shows_what_its_fars_buffer_where_a_data_path_buffers(api_app, upf, tenant_a):
+    api_app.dependency_overrides[get_session_views] = lambda: SessionViews(upf._store, buffering=Holding())
+    body = tenant_a.get(f"{SESSIONS}/{min(upf.sessions)}").json()
+    assert body["buffered"] == {"packets": 2, "bytes": 600}
+
+
 def test_another_tenants_session_is_not_found(upf, tenant_a, tenant_b):
     theirs = next(seid for seid, session in upf.sessions.items() if session.node_id == "tenant-b")
     assert_problem(tenant_a.get(f"{SESSIONS}/{theirs}"), 404)

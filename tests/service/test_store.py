@@ -12,7 +12,7 @@ from netapp.forwarding.models import AlternativeGroup
 from netapp.steering.models import CpuSpec
 from netapp.service.contract import IntentFilter, IntentRecord, SliceRecord
 from netapp.service.schema import SCHEMA_VERSION
-from netapp.service.store import Attachment, SchemaTooNew, Store
+from netapp.service.store import WAL_CHECKPOINT_PAGES, Attachment, SchemaTooNew, Store
 from tests.utils.service import Clock, intent, slice_spec
 
 NOW = Clock().now
@@ -75,6 +75,7 @@ def test_given_a_filled_store_when_reopened_then_everything_is_still_there(path)
 def test_the_store_runs_in_wal_mode_with_full_sync_by_default(path):
     full = Store.open(path)
     assert (full.pragma("journal_mode"), full.pragma("synchronous")) == ("wal", 2)
+    assert full.pragma("wal_autocheckpoint") == WAL_CHECKPOINT_PAGES, "short checkpoints: short waits of a commit"
     full.close()
     normal = Store.open(path, synchronous="NORMAL")
     assert normal.pragma("synchronous") == 1

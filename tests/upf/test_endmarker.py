@@ -96,3 +96,21 @@ def test_a_failed_send_leaves_the_change_made():
     inner = Recording()
     EndMarkers(inner, "10.30.0.1", None, send=unreachable).apply(session(), session("10.32.0.2", 0x200, sndem=True))
     assert len(inner.applied) == 1
+
+
+class Grouping(Recording):
+    """An inner applier that takes a transaction's pairs at once (netapp.upf.applier's apply_group)."""
+
+    def apply_group(self, pairs: list) -> bool:
+        self.applied.extend(pairs)
+        return True
+
+
+def test_a_handover_in_a_group_of_changes_sends_its_end_marker_too():
+    sent: list = []
+    inner = Grouping()
+    applier = EndMarkers(inner, "10.30.0.1", None, send=lambda *args: sent.append(args))
+    old, new = session(), session("10.32.0.2", 0x200, sndem=True)
+    assert applier.apply_group([(None, session()), (old, new)]) is True
+    assert len(inner.applied) == 2 and sent == [("10.31.0.2", 0x100, "10.30.0.1")]
+    assert EndMarkers(Recording(), "10.30.0.1", None).apply_group([(old, new)]) is False, "pair by pair instead"

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import socket
+import threading
 
+import pytest
 from pycrate_mobile import TS29244_PFCP as P
 
+from netapp.upf.pfcp import server
 from netapp.upf.pfcp.ies import Cause, Interface
 from netapp.upf.pfcp.server import UsageReport
-from tests.upf.conftest import N3
+from tests.upf.conftest import N3, Endpoint
 from tests.upf.smf import (
     Smf,
     cause,
@@ -96,7 +100,7 @@ def test_deletion_removes_the_session_and_frees_its_teids(endpoint, associated):
     up_seid = _up_seid(_establish(associated))
     response = associated.ask("PFCPSessionDeletionReq", [], seid=up_seid)
     assert cause(response) == Cause.REQUEST_ACCEPTED and response["Hdr"]["SEID"].get_val() == CP_SEID
-    assert endpoint.upf.sessions == {} and endpoint.upf._teids == {}
+    assert endpoint.upf.sessions == {} and endpoint.upf._teids.held == {}
     assert endpoint.applier.calls[-1][1] is None
 
 
@@ -121,11 +125,11 @@ def test_one_bad_rule_refuses_the_request_and_changes_nothing(endpoint, associat
 
 def test_a_refusing_data_path_leaves_tables_and_store_as_before(endpoint, associated):
     up_seid = _up_seid(_establish(associated))
-    rows, sessions, teids = endpoint.rows(), dict(endpoint.upf.sessions), dict(endpoint.upf._teids)
+    rows, sessions, teids = endpoint.rows(), dict(endpoint.upf.sessions), dict(endpoint.upf._teids.held)
     endpoint.applier.fail = True
     assert cause(_establish(associated, 0x99)) == Cause.SYSTEM_FAILURE
     assert cause(associated.ask("PFCPSessionDeletionReq", [], seid=up_seid)) == Cause.SYSTEM_FAILURE
-    assert (endpoint.rows(), endpoint.upf.sessions, endpoint.upf._teids) == (rows, sessions, teids)
+    assert (endpoint.rows(), endpoint.upf.sessions, endpoint.upf._teids.held) == (rows, sessions, teids)
     endpoint.applier.fail = False
     assert cause(_establish(associated, 0x99)) == Cause.REQUEST_ACCEPTED
 
@@ -256,3 +260,30 @@ def test_a_usage_report_is_answered_only_by_the_smf_it_went_to(endpoint, associa
             assert sent.result(timeout=10) == Cause.REQUEST_ACCEPTED
     finally:
         other.close()
+
+
+@pytest.mark.parametrize("event_loop", ["uvloop", "asyncio"])
+def test_requests_that_wait_together_are_one_transaction_each_answered(tmp_path, monkeypatch, event_loop):
+    if event_loop == "asyncio":  # one datagram a turn of the loop: the group is read a turn at a time
+        monkeypatch.setattr(server, "_event_loop", asyncio.new_event_loop)
+    endpoint = Endpoint(tmp_path / "netapp.db")
+    smf = Smf(endpoint.server.address)
+    groups: list[int] = []
+    run_group = endpoint.upf.run_group
+    monkeypatch.setattr(endpoint.upf, "run_group", lambda changes: (groups.append(len(changes)), run_group(changes))[1])
+    try:
+        assert cause(smf.ask("PFCPAssociationSetupReq", [node_id(), recovery(1000)])) == Cause.REQUEST_ACCEPTED
+        groups.clear()
+        busy, release = threading.Event(), threading.Event()
+        endpoint.server._loop.call_soon_threadsafe(lambda: (busy.set(), release.wait(30)))
+        assert busy.wait(30)  # the loop held: the requests wait together in its socket
+        try:
+            for cp_seid in range(1, 25):
+                smf.send(smf.build("PFCPSessionEstablishmentReq", establishment_ies(cp_seid), seid=0))
+        finally:
+            release.set()
+        assert sorted(cause(smf.receive()) for _ in range(24)) == [Cause.REQUEST_ACCEPTED] * 24
+        assert groups == [24]
+    finally:
+        smf.close()
+        endpoint.close()

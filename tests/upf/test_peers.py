@@ -12,7 +12,9 @@ import pytest
 
 from netapp.service.store import Store
 from netapp.upf.endmarker import EndMarkers
-from netapp.upf.models import DuplicatingParameters, Far, ForwardingParameters, OuterHeaderCreation, RuleError
+from netapp.upf.models import (
+    DuplicatingParameters, Far, ForwardingParameters, FSeid, OuterHeaderCreation, RuleError, Session,
+)
 from netapp.upf.peers import Destinations, PeerGate, SmfPeer, SmfPeers
 from netapp.upf.pfcp.ies import Cause, IEType, Interface, RuleType
 from netapp.upf.pfcp.server import PfcpServer, UsageReport
@@ -136,10 +138,11 @@ def test_a_far_whose_copies_go_outside_upf_peer_networks_is_refused_naming_its_d
               forwarding=ForwardingParameters(destination_interface=Interface.ACCESS, outer_header_creation=inside),
               duplicating=(DuplicatingParameters(destination_interface=Interface.LI_FUNCTION,
                                                  outer_header_creation=outside),))
+    copying = Session(seid=1, node_id="smf", remote=FSeid(seid=1, ipv4="10.0.0.1"), fars={3: far})
     with pytest.raises(RuleError) as refused:
-        Destinations([GNBS]).check_far(far)
+        Destinations([GNBS]).check_session(copying)
     assert (refused.value.rule, refused.value.ie_type) == ((RuleType.FAR, 3), IEType.DUPLICATING_PARAMETERS)
-    Destinations([GNBS, f"{OUTSIDE}/32"]).check_far(far)  # allowed: no refusal
+    Destinations([GNBS, f"{OUTSIDE}/32"]).check_session(copying)  # allowed: no refusal
 
 
 def test_an_ipv4_smf_of_a_dual_stack_endpoint_is_judged_by_its_ipv4_address(tmp_path):

@@ -80,7 +80,7 @@ def test_creating_and_deleting_sessions_leaves_nothing_behind(handlers):
         for seid in _establish(handlers, request, 100):
             handlers.upf.delete(seid)
         counts.append(_tracked() - before)
-    assert len(handlers.upf.sessions) == 0 and handlers.upf._teids == {}
+    assert len(handlers.upf.sessions) == 0 and handlers.upf._teids.held == {}
     # A few objects come and go (sqlite3 keeps weak references to its cursors, dropped every 200
     # cursors); one left per session would be 100 a round.
     assert max(counts) < 300, f"tracked objects after each round of 100 sessions created and deleted: {counts}"

@@ -179,18 +179,25 @@ class Handlers:
     # --- session messages ------------------------------------------------------------------------
 
     def establishment(self, request: Message, peer: Peer) -> Message:
+        return self.established(request.seq, self.establish(request, peer))
+
+    def establish(self, request: Message, peer: Peer) -> Outcome:
+        """The session a Session Establishment Request makes (RuleError: refused)."""
         ies = request.ies
         node_id = node_id_of(mandatory(ies, IEType.NODE_ID))
         remote = _fseid(mandatory(ies, IEType.F_SEID))
         mandatory(ies, IEType.CREATE_PDR)
         mandatory(ies, IEType.CREATE_FAR)
         self._own(node_id, peer)
-        outcome = self.upf.establish(node_id, remote, read_rules(ies))
+        return self.upf.establish(node_id, remote, read_rules(ies))
+
+    def established(self, seq: int, outcome: Outcome) -> Message:
+        """The Session Establishment Response (sequence number `seq`) of an established session."""
         fseid = leaf(IEType.F_SEID, seid=outcome.session.seid, **self._fseid_fields)
         return message(
             MsgType.SESSION_ESTABLISHMENT_RESPONSE,
-            request.seq,
-            remote.seid,
+            seq,
+            outcome.session.remote.seid,
             self._node_id_ie,
             *cause_ies(None),
             fseid,

@@ -1,0 +1,234 @@
+"""Sessions made from a stencil (netapp.upf.stencil): the fast path of session establishments
+(netapp.upf.pfcp.templates). A `SessionStencil` is what the full path made of one request -- the
+session's row (its JSON), what the UPF's tables read of it (its TEIDs, slots, downlink UE addresses,
+tunnels), its map entries -- with holes for the values that differ from one request of its shape to
+the next: those of the request (its CP SEID, UE addresses, gNB tunnels) and those the UPF chooses
+(its SEID, TEIDs, URR slots). `PreparedSession` is a session filled in from it: what the tables and
+the applier read is at hand; anything else (its rules as models) is read from its JSON on first use,
+as a session held in memory is (netapp.upf.held).
+
+The values are given by index, each an int or an address's text (netapp.upf.pfcp.templates says
+which index is which).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import socket
+import sys
+from ctypes import Structure
+from typing import Any, Callable, Optional, Sequence
+
+from netapp.upf.compiler import Entries, Site
+from netapp.upf.models import Session
+from netapp.upf.stencil import Shape, Stencil, punch, shape_of
+
+# What the UPF's tables and appliers read of a new session, besides its SEID and Node ID: a
+# session's own methods and attributes, filled in for a prepared one (`PreparedSession.fact`).
+FACTS = ("teids", "usage_slots", "urr_usage_slots", "ue_ipv4", "downlink_ues", "tunnels", "punting")
+ATTRIBUTES = ("urr_slots", "sdf_slots", "urr_sets")
+_ZEROS = bytes(12)
+
+
+def _packed(value: Any) -> Any:
+    """A value as the map entries hold it: an address packed into 16 bytes, an int as it is."""
+    return socket.inet_pton(socket.AF_INET, value) + _ZEROS if isinstance(value, str) else value
+
+
+@dataclasses.dataclass(frozen=True)
+class EntryStencil:
+    """One map entry with holes: its key (a tuple, `Shape`) and its value (a ctypes structure's
+    bytes, with (offset, size, value index) holes)."""
+
+    key: Shape
+    value_type: type
+    value: bytes
+    holes: tuple[tuple[int, int, int], ...]
+
+    def fill(self, packed: Sequence[Any]) -> tuple[Any, Structure]:
+        value = bytearray(self.value)
+        for offset, size, index in self.holes:
+            each = packed[index]
+            value[offset : offset + size] = each[:size] if isinstance(each, bytes) else each.to_bytes(size, sys.byteorder)
+        return self.key.fill(packed), self.value_type.from_buffer_copy(value)
+
+
+class EntriesStencil:
+    """A session's map entries (netapp.upf.compiler.Entries) with holes, by table."""
+
+    def __init__(self, tables: dict[str, tuple[EntryStencil, ...]]):
+        self._tables = tables
+
+    def fill(self, values: Sequence[Any]) -> Entries:
+        packed = [_packed(value) for value in values]
+        entries = Entries()
+        for table, stencils in self._tables.items():
+            getattr(entries, table).update(stencil.fill(packed) for stencil in stencils)
+        return entries
+
+    @classmethod
+    def cut(cls, made: Sequence[Entries], values: Sequence[Sequence[Any]]) -> Optional["EntriesStencil"]:
+        """The stencil of `made[0]`, the entries of a session of sentinel values `values[0]`; None
+        unless it gives every `made[k]` from `values[k]` (an entry that is not a ctypes structure,
+        a field that no value explains)."""
+        packed = [[_packed(value) for value in each] for each in values]
+        tables = {}
+        for field in dataclasses.fields(Entries):
+            tables_made = [getattr(entries, field.name) for entries in made]
+            if any(len(table) != len(tables_made[0]) for table in tables_made):
+                return None
+            stencils = []
+            for items in zip(*(table.items() for table in tables_made)):
+                stencil = _entry_stencil([key for key, _ in items], [value for _, value in items], packed)
+                if stencil is None:
+                    return None
+                stencils.append(stencil)
+            tables[field.name] = tuple(stencils)
+        stencil = cls(tables)
+        filled = [stencil.fill(each) for each in values]
+        return stencil if all(_same(one, other) for one, other in zip(filled, made)) else None
+
+
+def _entry_stencil(keys: list[Any], values: list[Any], packed: list[list[Any]]) -> Optional[EntryStencil]:
+    key = shape_of(keys, packed)
+    if key is None or not all(isinstance(value, Structure) for value in values):
+        return None
+    value_type = type(values[0])
+    holes = []
+    for name, *_ in value_type._fields_:
+        field = getattr(value_type, name)
+        made = [bytes(value)[field.offset : field.offset + field.size] for value in values]
+        if all(each == made[0] for each in made):
+            continue
+        index = next((index for index in range(len(packed[0])) if all(
+            _encoded(each[index], field.size) == field_made for each, field_made in zip(packed, made))), None)
+        if index is None:
+            return None
+        holes.append((field.offset, field.size, index))
+    return EntryStencil(key, value_type, bytes(values[0]), tuple(holes))
+
+
+def _encoded(value: Any, size: int) -> Optional[bytes]:
+    """A packed value as a field of `size` bytes holds it; None if it cannot."""
+    if isinstance(value, bytes):
+        return value[:size] if size in (4, 16) else None
+    return value.to_bytes(size, sys.byteorder) if 0 <= value < 1 << (8 * size) else None
+
+
+def _same(one: Entries, other: Entries) -> bool:
+    """The same entries: keys, order and bytes."""
+    for field in dataclasses.fields(Entries):
+        mine, theirs = getattr(one, field.name), getattr(other, field.name)
+        if list(mine) != list(theirs) or [bytes(value) for value in mine.values()] != [
+                bytes(value) for value in theirs.values()]:
+            return False
+    return True
+
+
+class SessionStencil:
+    """A new session with holes: its row's JSON, its facts (`FACTS`, `ATTRIBUTES`) and, for the
+    applier's `site`, its map entries. Its values: the request's (`seid` of them), then the
+    session's SEID, its `teids` TEIDs and the slots of its URRs `urr_ids` (in that order); `node_id`:
+    its association's."""
+
+    def __init__(self, seid: int, teids: int, urr_ids: tuple[int, ...], node_id: str, json: Stencil,
+                 facts: dict[str, Shape], entries: Optional[EntriesStencil], site: Optional[Site]):
+        self.seid, self.teids, self.urr_ids, self.node_id = seid, teids, urr_ids, node_id
+        self._json, self._facts, self._entries, self._site = json, facts, entries, site
+
+    @classmethod
+    def cut(cls, sessions: Sequence[Session], values: Sequence[Sequence[Any]], seid: int, teids: int,
+            urr_ids: tuple[int, ...], compile: Optional[Callable[[Session], Entries]] = None,
+            site: Optional[Site] = None) -> Optional["SessionStencil"]:
+        """The stencil of `sessions[0]`, a session of sentinel values `values[0]`; None unless it
+        gives every `sessions[k]` (its JSON, facts and, with `compile` for `site`, entries) from
+        `values[k]`."""
+        json = punch([session.model_dump_json() for session in sessions], [[str(value) for value in each]
+                                                                            for each in values])
+        facts = {}
+        for name in (*FACTS, *ATTRIBUTES):
+            made = [getattr(session, name) for session in sessions]
+            facts[name] = shape_of([each() if callable(each) else each for each in made], values)
+        entries = EntriesStencil.cut([compile(session) for session in sessions], values) if compile else None
+        if json is None or None in facts.values() or (compile is not None and entries is None):
+            return None
+        return cls(seid, teids, urr_ids, sessions[0].node_id, json, facts, entries, site)  # type: ignore[arg-type]
+
+    def session(self, request: Sequence[Any], seid: int, teids: Sequence[int], slots: Sequence[int]) -> "PreparedSession":
+        """The session of the request's values and those the UPF chose (its entries filled for the
+        site, if any)."""
+        values = [*request, seid, *teids, *slots]
+        body = self._json.fill([str(value) for value in values])
+        entries = self._entries.fill(values) if self._entries is not None else None
+        return PreparedSession(seid, self.node_id, body, self._facts, values, entries, self._site)
+
+
+class PreparedSession:
+    """A session made from a stencil: a Session to those that read it (netapp.upf.sessions, pools,
+    slots, the appliers), its facts filled in when first asked, the rest from its JSON."""
+
+    def __init__(self, seid: int, node_id: str, body: str, facts: dict[str, Shape], values: Sequence[Any],
+                 entries: Optional[Entries], site: Optional[Site]):
+        self.seid, self.node_id = seid, node_id
+        self._body, self._shapes, self.values = body, facts, values
+        self._filled: dict[str, Any] = {}
+        self._entries, self._site = entries, site
+        self._model: Optional[Session] = None
+
+    def model_dump_json(self) -> str:
+        return self._body
+
+    def entries_for(self, site: Site) -> Optional[Entries]:
+        """Its map entries, made for `site` (None: for another, or none made: compile it)."""
+        return self._entries if site is self._site else None
+
+    def fact(self, name: str) -> Any:
+        value = self._filled.get(name)
+        if value is None:
+            value = self._filled[name] = self._shapes[name].fill(self.values)
+        return value
+
+    def teids(self) -> set[int]:
+        return self.fact("teids")
+
+    def usage_slots(self) -> list[int]:
+        return self.fact("usage_slots")
+
+    def urr_usage_slots(self) -> dict[int, list[int]]:
+        return self.fact("urr_usage_slots")
+
+    def ue_ipv4(self) -> set[str]:
+        return self.fact("ue_ipv4")
+
+    def downlink_ues(self) -> list[tuple[int, Optional[str], str, bool]]:
+        return self.fact("downlink_ues")
+
+    def tunnels(self) -> list[tuple[int, str, Any]]:
+        return self.fact("tunnels")
+
+    def punting(self) -> dict[int, Any]:
+        return self.fact("punting")
+
+    @property
+    def urr_slots(self) -> dict[int, int]:
+        return self.fact("urr_slots")
+
+    @property
+    def sdf_slots(self) -> dict[int, int]:
+        return self.fact("sdf_slots")
+
+    @property
+    def urr_sets(self) -> tuple:
+        return self.fact("urr_sets")
+
+    def model(self) -> Session:
+        """The session as models, read from its JSON once."""
+        if self._model is None:
+            self._model = Session.model_validate_json(self._body)
+        return self._model
+
+    def __getattr__(self, name: str) -> Any:
+        """Anything else a Session has (its rules, ...): the model's."""
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self.model(), name)

@@ -1,0 +1,51 @@
+"""Stencils (netapp.upf.stencil, netapp.upf.prepared): cut from what a function made of sentinel
+values, kept only if they give back what it made of the others; anything they cannot say is no
+stencil at all (the caller then runs the function)."""
+
+from __future__ import annotations
+
+from netapp.upf.abi import PdrAction
+from netapp.upf.compiler import Entries
+from netapp.upf.prepared import EntriesStencil
+from netapp.upf.stencil import punch, shape_of
+
+A, B, REAL = 4042326017, 3789750273, 7
+
+
+def test_a_document_is_filled_where_its_values_went_braces_and_percent_signs_kept():
+    made = [f'{{"seid":{value},"ue":"{ue}","rate":"5%"}}' for value, ue in ((A, "240.0.1.1"), (B, "241.0.1.1"),
+                                                                            (REAL, "10.0.0.1"))]
+    stencil = punch(made, [[str(A), "240.0.1.1"], [str(B), "241.0.1.1"], [str(REAL), "10.0.0.1"]])
+    assert stencil is not None and stencil.fill(["9", "10.9.9.9"]) == '{"seid":9,"ue":"10.9.9.9","rate":"5%"}'
+    made = [b"\x00%" + value.to_bytes(4, "big") for value in (A, B, REAL)]
+    stencil = punch(made, [[value.to_bytes(4, "big")] for value in (A, B, REAL)])
+    assert stencil is not None and stencil.fill([b"ABCD"]) == b"\x00%ABCD"
+
+
+def test_a_value_the_function_did_more_with_than_put_in_place_gives_no_stencil():
+    made = [f"{value} {value + 1}" for value in (A, B, REAL)]  # the value, and something made of it
+    assert punch(made, [[str(value)] for value in (A, B, REAL)]) is None
+    made = [f"{value}-{value}" for value in (A, B)] + ["7-8"]  # the real one not where the sentinels went
+    assert punch(made, [[str(value)] for value in (A, B, REAL)]) is None
+
+
+def test_a_structure_is_filled_where_its_values_are_and_only_of_plain_parts():
+    made = [[(3, None, ue, False)] for ue in ("240.0.1.1", "241.0.1.1", "10.0.0.1")]
+    shape = shape_of(made, [["240.0.1.1"], ["241.0.1.1"], ["10.0.0.1"]])
+    assert shape is not None and shape.fill(["10.0.0.2"]) == [(3, None, "10.0.0.2", False)]
+    assert shape_of([{value} for value in (A, B)], [[A], [B]]).fill([5]) == {5}  # type: ignore[union-attr]
+    assert shape_of([[PdrAction()], [PdrAction()]], [[A], [B]]) is None
+
+
+def test_map_entries_are_filled_field_by_field_and_a_field_no_value_explains_gives_none():
+    def entries(teid: int, peer_teid: int, qfi: int = 9) -> Entries:
+        action = PdrAction(teid=peer_teid, qfi=qfi)
+        return Entries(uplink={(teid, 255): action})
+
+    values = [[A, A + 1], [B, B + 1], [REAL, 8]]
+    stencil = EntriesStencil.cut([entries(*each) for each in values], values)
+    assert stencil is not None
+    filled = stencil.fill([5, 6])
+    assert list(filled.uplink) == [(5, 255)] and filled.uplink[(5, 255)].teid == 6
+    unexplained = [entries(*each, qfi=qfi) for each, qfi in zip(values, (1, 2, 3))]
+    assert EntriesStencil.cut(unexplained, values) is None

@@ -1,0 +1,303 @@
+"""The fast path of establishments (netapp.upf.pfcp.templates) against the full path: the same
+randomised requests -- of a template's shape with other values, values that must be refused (a UE
+address another session has, one inside a UE pool, a gNB outside upf.peer_networks, no free URR
+slot), near misses of the template (one IE different, values equal where they differed), other
+shapes, another peer's requests, retransmissions, deletions -- sent by the pycrate SMF (the
+independent codec) to two endpoints alike but for the fast path, over loopback; their responses,
+stored rows and map entries (FakeDpp) must be the same, byte for byte."""
+
+from __future__ import annotations
+
+import ipaddress
+import random
+from typing import Any, Callable, Iterator, Optional
+
+import pytest
+
+from netapp.dataplane.facade import Dataplane
+from netapp.dataplane.fake import FakeDpp
+from netapp.service.store import Store
+from netapp.upf.abi import Output, Role
+from netapp.upf.applier import BpfApplier, iface_entries
+from netapp.upf.compiler import Site
+from netapp.upf.peers import Destinations
+from netapp.upf.pfcp.ies import Cause, MsgType
+from netapp.upf.pfcp.server import PfcpServer
+from netapp.upf.pools import Pools
+from netapp.upf.sessions import Upf
+from tests.upf.conftest import N3, Endpoint
+from tests.upf.smf import (
+    Smf,
+    apply_action,
+    cause,
+    create_far,
+    create_pdr,
+    create_qer,
+    create_urr,
+    establishment_ies,
+    find,
+    fseid,
+    gtpu_tunnel,
+    ie,
+    node_id,
+    recovery,
+)
+
+POOL = "10.46.0.0/26"  # upf.ue_pools: given UE addresses in it are refused
+GNBS = "192.0.2.0/25"  # upf.peer_networks
+MAP_SIZES = {"dpp_upf_teids": 24, "dpp_upf_usage": 72, "dpp_upf_ue4": 64}  # TEIDs past the array, slots run out
+OTHER_SMF = "127.0.0.2"  # a second association's address
+
+
+class Side:
+    """A UPF over a store, FakeDpp maps and a PFCP endpoint on loopback; `fast`: with templates."""
+
+    def __init__(self, path: Any, fast: bool):
+        self.fake = FakeDpp(map_sizes=MAP_SIZES)
+        dataplane = Dataplane(self.fake)
+        site = Site(net_instances={"internet": 1}, default_instance="internet", n3_ipv4=N3, output=Output.PASS)
+        pools = Pools({"internet": POOL})
+        ue4 = pools.layout(site.net_instances, dataplane.table("dpp_upf_ue4").max_entries)
+        applier = BpfApplier(dataplane.table, site, iface_entries({5: (Role.N3, 0), 6: (Role.N6, 1)}, N3, None, ue4))
+        self.store = Store.open(path, synchronous="NORMAL")
+        self.upf = Upf(self.store, applier, n3_ipv4=N3, destinations=Destinations([GNBS]), ue_pools=pools)
+        self.server = PfcpServer(self.upf, "127.0.0.1", 0)
+        if not fast:
+            self.server.protocol.templates = None
+        self.server.start()
+        self.smfs = {address: Smf(self.server.address, local=address) for address in ("127.0.0.1", OTHER_SMF)}
+
+    def ask(self, requests: list[tuple[str, bytes]]) -> dict[tuple[str, int], bytes]:
+        """Send every request (from its SMF's address), then take every response: by (address,
+        sequence number), in the requests' order."""
+        for address, data in requests:
+            self.smfs[address].send(data)
+        keys = [(address, int.from_bytes(data[12:15], "big")) for address, data in requests]
+        responses = {}
+        for address, _ in requests:  # in the order they come (a cached answer goes at once)
+            response = self.smfs[address].receive_raw()
+            responses[(address, int.from_bytes(response[12:15], "big"))] = _timeless(response)
+        return {key: responses[key] for key in keys}
+
+    def rows(self) -> dict[str, list[tuple]]:
+        """The UPF's rows but for when they were written (and when the endpoint started)."""
+        return {
+            "upf_sessions": self.store.execute("SELECT seid, node_id, body FROM upf_sessions ORDER BY 1").fetchall(),
+            "upf_counters": self.store.execute(
+                "SELECT * FROM upf_counters WHERE name != 'recovery_time_stamp' ORDER BY 1").fetchall(),
+        }
+
+    def maps(self) -> dict[str, dict[bytes, bytes]]:
+        return {name: dict(entries) for name, entries in self.fake.tables.items()}
+
+    def close(self) -> None:
+        for smf in self.smfs.values():
+            smf.close()
+        self.server.close()
+        self.store.close()
+
+
+@pytest.fixture
+def sides(tmp_path) -> Iterator[tuple[Side, Side]]:
+    fast, full = Side(tmp_path / "fast.db", True), Side(tmp_path / "full.db", False)
+    try:
+        yield fast, full
+    finally:
+        fast.close()
+        full.close()
+
+
+class Requests:
+    """Random requests, built with pycrate: mostly of the template's shape (tests/upf/smf.py's
+    establishment without SDF filters) with values drawn from small sets, so that they clash."""
+
+    def __init__(self, seed: int):
+        self.random = random.Random(seed)
+        self.smf = Smf.__new__(Smf)  # for its builder only
+        self.seq = 1000  # past the association setups' sequence numbers (a request of one is a retransmission)
+        self.sent: list[tuple[str, bytes]] = []
+
+    def build(self, name: str, ies: list, seid: Optional[int] = None) -> bytes:
+        self.seq += 1
+        return Smf.build(self.smf, name, ies, seid=seid, seq=self.seq)
+
+    def ue(self) -> str:
+        if self.random.random() < 0.05:
+            return str(ipaddress.IPv4Network(POOL)[self.random.randrange(1, 60)])  # the UPF's to give: refused
+        return f"10.45.{self.random.randrange(2)}.{self.random.randrange(1, 120)}"  # clashes now and then
+
+    def gnb(self) -> str:
+        return f"192.0.2.{self.random.randrange(1, 200)}"  # above 127: outside upf.peer_networks
+
+    def establishment(self) -> bytes:
+        ue, pick = self.ue(), self.random.random()
+        ues = [ue, ue, ue, ue]
+        pdrs: list[dict] = []
+        far = create_far(2, core=False, gnb=self.gnb(), teid=self.random.randrange(1 << 32))
+        node = node_id()
+        if pick < 0.06:
+            ues[3] = self.ue()  # values equal in the template differ here
+        elif pick < 0.09:
+            ues[1] = self.ue()  # an uplink PDR's
+        elif pick < 0.12:
+            pdrs = [create_pdr(4, 2, access=False, ue=ue, flow=None, urr=None)]  # one IE fewer
+        elif pick < 0.15:
+            far = ie(3, [ie(108, {"Val": 2}), apply_action("DROP"), ie(4, [ie(42, {"Val": 0})])])  # another FAR
+        elif pick < 0.18:
+            pdrs = [create_pdr(4, 2, access=False, ue=None, flow=None)]  # CHV4: the UPF gives it
+        elif pick < 0.21:
+            pdrs = [create_pdr(4, 2, access=False, ue=ue, flow="permit out ip from any to assigned")]  # SDF
+        elif pick < 0.23:
+            node = node_id("10.0.0.9")  # no association
+        elif pick < 0.25:
+            far = ie(3, [ie(108, {"Val": 2}), apply_action("FORW"), ie(4, [ie(42, {"Val": 0}), ie(84, {
+                "UDP_IPv4": 1, "IPv4Addr": self.gnb(), "Port": 2152})])])  # a UDP tunnel: no place of ours
+        elif pick < 0.27:
+            far = ie(3, [ie(108, {"Val": 2}), apply_action("FORW"), ie(4, [ie(42, {"Val": 0}), gtpu_tunnel(
+                self.gnb(), 7)]), ie(5, [ie(42, {"Val": 4}), gtpu_tunnel("192.0.2.5", 9)])])  # DUPL's parameters
+        plain = {4: create_pdr(4, 2, access=False, ue=ues[3], flow=None)}
+        for each in pdrs:
+            plain[4] = each
+        return self.build("PFCPSessionEstablishmentReq", [
+            node, fseid(self.random.randrange(1 << 64)),
+            create_pdr(1, 1, access=True, choose_id=1, ue=ues[0], flow=None),
+            create_pdr(2, 1, access=True, choose_id=1, ue=ues[1], flow=None),
+            create_pdr(3, 2, access=False, ue=ues[2], flow=None),
+            plain[4],
+            create_far(1, core=True), far, create_qer(), create_urr(),
+        ], seid=0)
+
+    def batch(self, established: list[int]) -> list[tuple[str, bytes]]:
+        """A group of requests: establishments, now and then from the other SMF (not its
+        association's) or a deletion, or one sent before again (a retransmission)."""
+        batch: list[tuple[str, bytes]] = []
+        for _ in range(self.random.randrange(1, 24)):
+            pick = self.random.random()
+            if pick < 0.16 and established:
+                seid = established.pop(self.random.randrange(len(established)))
+                batch.append(("127.0.0.1", self.build("PFCPSessionDeletionReq", [], seid=seid)))
+            elif pick < 0.19:
+                batch.append((OTHER_SMF, self.establishment()))  # the node ID is another's association's
+            else:
+                batch.append(("127.0.0.1", self.establishment()))
+        if self.sent and self.random.random() < 0.3:
+            batch.append(self.random.choice(self.sent))  # answered before: from the cache
+        self.sent += [each for each in batch if each not in self.sent]
+        return batch
+
+
+TIMES = (75, 76)  # Start Time, End Time: the clock's when a final usage report was made
+USAGE_REPORT_DELETION = 79
+
+
+def _timeless(response: bytes) -> bytes:
+    """The response with the times of its usage reports (a deletion's) zeroed: the two endpoints'
+    clocks are read at other moments."""
+    data, offset = bytearray(response), 16
+    while offset + 4 <= len(data):
+        ie_type, length = int.from_bytes(data[offset : offset + 2], "big"), int.from_bytes(data[offset + 2 : offset + 4], "big")
+        if ie_type == USAGE_REPORT_DELETION:
+            inner = offset + 4
+            while inner + 4 <= offset + 4 + length:
+                child, size = int.from_bytes(data[inner : inner + 2], "big"), int.from_bytes(data[inner + 2 : inner + 4], "big")
+                if child in TIMES:
+                    data[inner + 4 : inner + 4 + size] = bytes(size)
+                inner += 4 + size
+        offset += 4 + length
+    return bytes(data)
+
+
+def _associate(side: Side) -> None:
+    for address, node in (("127.0.0.1", "10.0.0.1"), (OTHER_SMF, "10.0.0.2")):
+        response = side.smfs[address].ask("PFCPAssociationSetupReq", [node_id(node), recovery(1000)])
+        assert response[1][1]["Data"].get_val() == Cause.REQUEST_ACCEPTED
+
+
+def _up_seid(response: bytes) -> Optional[int]:
+    """The UP SEID of an accepted establishment's response (its F-SEID, after Node ID and Cause)."""
+    if response[1] != MsgType.SESSION_ESTABLISHMENT_RESPONSE:
+        return None
+    offset = 16
+    while offset + 4 <= len(response):
+        ie_type, length = int.from_bytes(response[offset : offset + 2], "big"), int.from_bytes(
+            response[offset + 2 : offset + 4], "big")
+        if ie_type == 19 and response[offset + 4] != Cause.REQUEST_ACCEPTED:
+            return None
+        if ie_type == 57:
+            return int.from_bytes(response[offset + 5 : offset + 13], "big")
+        offset += 4 + length
+    return None
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_fast_path_answers_stores_and_writes_what_the_full_path_does(sides, seed):
+    fast, full = sides
+    for side in sides:
+        _associate(side)
+    requests, established = Requests(seed), []
+    for _ in range(40):
+        batch = requests.batch(established)
+        answers = fast.ask(batch)
+        assert answers == full.ask(batch)
+        established += [seid for seid in map(_up_seid, answers.values()) if seid is not None and seid not in established]
+        assert fast.rows() == full.rows()
+        assert fast.maps() == full.maps()
+    counters = fast.server.counters
+    assert counters["accepted_from_template"] > counters["accepted"] // 3, counters
+    assert counters.get("refused_rule_creation_modification_failure", 0) > 5
+    assert counters.get("refused_no_resources_available", 0) > 0
+    assert "accepted_from_template" not in full.server.counters
+
+
+def _plain(cp_seid: int, changes: Optional[dict[int, dict]] = None) -> list:
+    """The tests' establishment without SDF filters (the fast path's kind), its UE `ue_of(cp_seid)`;
+    `changes`: IEs in place of some, by index."""
+    ies = establishment_ies(cp_seid, sdf=False)
+    for at, each in (changes or {}).items():
+        ies[at] = each
+    return ies
+
+
+def _given_teid(teid: int) -> dict:
+    """An uplink PDR whose F-TEID the SMF gives (no CHOOSE)."""
+    pdi = [ie(20, {"If": 0}), ie(22, b"internet"), ie(21, {"V4": 1, "TEID": teid, "IPv4Addr": N3})]
+    return ie(1, [ie(56, {"Val": 1}), ie(29, {"Val": 101}), ie(2, pdi), ie(108, {"Val": 1}), ie(95, {"Desc": 0})])
+
+
+UNUSUAL: dict[str, Callable[[int], dict[int, dict]]] = {  # index of the IE in the request -> another
+    "SDF filters": lambda n: {2: create_pdr(1, 1, access=True, choose_id=1, flow="permit out ip from any to assigned")},
+    "CHV4": lambda n: {4: create_pdr(3, 2, access=False, ue=None, flow=None)},
+    "a TEID of the SMF's": lambda n: {2: _given_teid(0x77 + n)},
+    "buffering": lambda n: {7: create_far(2, core=False, actions=("BUFF", "NOCP"), gnb=None)},
+}
+
+
+def test_a_data_path_refusing_a_templated_establishment_leaves_everything_as_before(endpoint, associated):
+    for cp_seid in (1, 2):  # the second makes the template
+        assert cause(associated.ask("PFCPSessionEstablishmentReq", _plain(cp_seid), seid=0)) == Cause.REQUEST_ACCEPTED
+    assert len(endpoint.server.protocol.templates) == 1
+    upf = endpoint.upf
+    before = (endpoint.rows(), dict(upf.sessions), dict(upf._teids.held), upf._teids.cursor, upf._next_seid)
+    endpoint.applier.fail = True
+    refused = associated.ask("PFCPSessionEstablishmentReq", _plain(3), seid=0)
+    assert cause(refused) == Cause.SYSTEM_FAILURE and find(refused, 57) is None
+    assert (endpoint.rows(), dict(upf.sessions), dict(upf._teids.held), upf._teids.cursor, upf._next_seid) == before
+    endpoint.applier.fail = False
+    assert cause(associated.ask("PFCPSessionEstablishmentReq", _plain(3), seid=0)) == Cause.REQUEST_ACCEPTED
+    assert endpoint.server.counters["accepted_from_template"] == 1
+
+
+@pytest.mark.parametrize("unusual", sorted(UNUSUAL))
+def test_an_unusual_session_never_becomes_a_template(tmp_path, unusual):
+    endpoint = Endpoint(tmp_path / "netapp.db", ue_pools={"internet": POOL})
+    smf = Smf(endpoint.server.address)
+    try:
+        assert cause(smf.ask("PFCPAssociationSetupReq", [node_id(), recovery(1000)])) == Cause.REQUEST_ACCEPTED
+        for cp_seid in range(1, 5):
+            request = _plain(cp_seid, UNUSUAL[unusual](cp_seid))
+            assert cause(smf.ask("PFCPSessionEstablishmentReq", request, seid=0)) == Cause.REQUEST_ACCEPTED
+        assert len(endpoint.server.protocol.templates) == 0
+        assert "accepted_from_template" not in endpoint.server.counters
+    finally:
+        smf.close()
+        endpoint.close()
