@@ -172,31 +172,6 @@ def test_a_deleted_session_or_a_dropping_far_discards_its_buffer_counted(rig):
     assert not [event for event in recorder.events if event[0] == "replay"]
 
 
-class GroupRecorder(Recorder):
-    """A Recorder that takes a transaction's pairs at once (netapp.upf.applier's apply_group)."""
-
-    def apply_group(self, pairs) -> bool:
-        for old, new in pairs:
-            self.apply(old, new)
-        return True
-
-
-def test_changes_applied_in_a_group_are_buffered_reported_and_replayed_as_alone():
-    recorder, reports = GroupRecorder(), []
-    buffering = Buffering(recorder, recorder, report=lambda seid, ids: reports.append((seid, ids)))
-    try:
-        other = with_far(FORW, seid=SEID + 1)
-        assert buffering.apply_group([(None, with_far(BUFF_NOCP)), (None, other)]) is True
-        buffering.take([frame(0), frame(1)])
-        assert reports == [(SEID, [PDR])] and buffering.held(SEID) == (2, 228)
-        assert buffering.apply_group([(with_far(BUFF_NOCP), with_far(FORW)), (other, None)]) is True
-        buffering.committed()
-        assert [event[1] for event in recorder.events if event[0] == "replay"] == [frame(0).frame, frame(1).frame]
-        assert Buffering(Recorder(), recorder).apply_group([(None, other)]) is False, "pair by pair instead"
-    finally:
-        buffering.close()
-
-
 def test_a_change_undone_before_its_commit_keeps_the_queue(rig):
     buffering, recorder, reports = rig
     buffering.apply(None, with_far(BUFF_NOCP))
