@@ -57,6 +57,8 @@ class Pools:
         for name, network in self.networks.items():
             self.first[name] = slot
             slot += network.num_addresses
+        self._ranges = [(int(network.network_address), int(network.broadcast_address))
+                        for network in self.networks.values()]
         self.held: dict[str, int] = {}
         # network instance -> the offset in its pool of the address last held (given, or at start
         # the stored sessions' in SEID order): the next is given after it, so that an address freed
@@ -113,8 +115,12 @@ class Pools:
                 self._cursor[name] = int(value) - int(network.network_address)
 
     def _in_a_pool(self, address: str) -> bool:
-        value = ipaddress.ip_address(address)
-        return any(value in network for network in self.networks.values())
+        """Whether the (canonical) address is in a pool: no parsing at all without pools, as most
+        UPFs run (every downlink UE address of every request is asked)."""
+        if not self.networks or ":" in address:
+            return False
+        value = int.from_bytes(socket.inet_aton(address), "big")
+        return any(low <= value <= high for low, high in self._ranges)
 
     def _downlink_keys(self, session: Session) -> list[tuple[int, DownlinkKey, bool]]:
         """(PDR id, key, assigned by the UPF) of each address the session's downlink PDRs match
