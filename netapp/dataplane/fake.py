@@ -252,14 +252,13 @@ class FakeDpp:
         """cursor.state: how many entries were returned, plus one (0: not started)."""
         spec = self._table(name, keys, values)
         entries = self.tables.get(name, {})
-        if spec.array:
-            zero = bytes(_item_size(values))
-            indexes = map(_key_bytes, range(self._max_entries(name)))
-            keyed = [(key, entries.get(key, zero)) for key in indexes]
-        else:
-            keyed = list(entries.items())
         start = max(cursor.state - 1, 0)
-        chunk = keyed[start : start + len(keys)]
+        if spec.array:  # every index, this call's only
+            zero = bytes(_item_size(values))
+            indexes = map(_key_bytes, range(start, min(start + len(keys), self._max_entries(name))))
+            chunk = [(key, entries.get(key, zero)) for key in indexes]
+        else:
+            chunk = list(entries.items())[start : start + len(keys)]
         for index, (key, value) in enumerate(chunk):
             keys[index] = _decode(keys._type_, key)
             values[index] = _decode(values._type_, value)
