@@ -110,6 +110,7 @@ class FakeDpp:
         self.config = Config(default_verdict=Verdict.PASS, default_alt_group=NONE)
         self.cpus = {cpu: Cpu() for cpu in range(MAX_CPUS)}
         self.tables: dict[str, dict[bytes, bytes]] = {}  # generic tables: key bytes -> value bytes
+        self.reader_waits = 0  # table_wait_readers calls
         self.rule_counters = [[0, 0] for _ in range(max_rules)]
         self.cpu_counters = [[0, 0] for _ in range(MAX_CPUS)]
         self.links: dict[int, XdpMode] = {}
@@ -264,6 +265,10 @@ class FakeDpp:
             values[index] = _decode(values._type_, value)
         cursor.state = start + len(chunk) + 1
         return len(chunk)
+
+    def table_wait_readers(self) -> None:
+        """No program runs here: counted, for tests to see the waits."""
+        self.reader_waits += 1
 
     def entries(self, name: str) -> dict[Any, Any]:
         """A table's written entries, decoded (an array's: those not zeroed), for tests to look at."""
