@@ -3,7 +3,9 @@ the new session compiled (netapp.upf.compiler), and only their difference writte
 through generic tables. Each write is made with its undo (netapp.service.transaction.SiteChange): if
 one is refused, those made are undone and the maps are as before. The sessions a transaction changes
 (a group of PFCP requests) are written together, one batch per table, where they touch no entry in
-common (`apply_group`).
+common (`apply_group`). The downlink of the UE IPv4 addresses the SMF gives goes in the ways of
+dpp_upf_dl4 (netapp.upf.ways places them and says in what order they are written), a full bucket's
+in dpp_upf_downlink.
 
 It also owns what the compiler is given: the interface roles (written to dpp_upf_ifaces from the
 settings when the applier starts) and network instance ids. The URRs' slots of dpp_upf_usage are
@@ -30,6 +32,7 @@ from netapp.upf.abi import (
     MAX_UPF_IFACES,
     QFI_ANY,
     DownlinkKey,
+    DownlinkState,
     Iface,
     PdrAction,
     PdrFlag,
@@ -42,6 +45,7 @@ from netapp.upf.compiler import Entries, Site, compile_session, words
 from netapp.upf.models import RuleError, Session
 from netapp.upf.pfcp.ies import Cause, IEType, RuleType
 from netapp.upf.sdf import is_upf_rule
+from netapp.upf.ways import Ways
 
 TableOf = Callable[[str], Table]
 log = logging.getLogger("netapp.upf")
@@ -85,10 +89,11 @@ class Rules(Protocol):
 
 
 class BpfApplier:
-    """Sessions into dpp_upf_teids, dpp_upf_uplink, dpp_upf_ue4 and dpp_upf_downlink, as deltas: a TEID's own
-    entry in its slot of dpp_upf_teids when the TEID is below its size, `teid_slots` (the TEIDs the
-    UPF chooses: netapp.upf.sessions), else in dpp_upf_uplink with the entries by QFI; their URRs'
-    counters in dpp_upf_usage, whose size (setting dataplane.map_sizes) is `urr_slots`; their PDRs
+    """Sessions into dpp_upf_teids, dpp_upf_uplink, dpp_upf_ue4, dpp_upf_dl4 and dpp_upf_downlink, as
+    deltas: a TEID's own entry in its slot of dpp_upf_teids when the TEID is below its size,
+    `teid_slots` (the TEIDs the UPF chooses: netapp.upf.sessions), else in dpp_upf_uplink with the
+    entries by QFI; a UE IPv4 address's downlink in its pool's slot of dpp_upf_ue4, or in a way of
+    dpp_upf_dl4 (netapp.upf.ways), else in dpp_upf_downlink; their URRs' counters in dpp_upf_usage, whose size (setting dataplane.map_sizes) is `urr_slots`; their PDRs
     with SDF filters in dpp_upf_sdf_pdrs and, as rules, through `rules` (None: such PDRs are
     refused)."""
 
@@ -103,6 +108,10 @@ class BpfApplier:
         self._uplink_state = table_of("dpp_upf_uplink_state")
         self._teids_hashed: Optional[bool] = None  # what dpp_upf_uplink_state says (None: not written yet)
         self._downlink = table_of("dpp_upf_downlink")
+        self._downlink_state = table_of("dpp_upf_downlink_state")
+        self._ue4_hashed: Optional[bool] = None  # what dpp_upf_downlink_state says (None: not written yet)
+        self._dl4 = table_of("dpp_upf_dl4")
+        self._ways = Ways(self._dl4)
         self._ue4 = _Slots(table_of("dpp_upf_ue4"))
         # network instance id -> its pool in dpp_upf_ue4: (first address, addresses, first slot)
         self._pools = {iface.net_instance: (iface.ue4_base, iface.ue4_count, iface.ue4_first)
@@ -120,9 +129,14 @@ class BpfApplier:
         self._write_ifaces(ifaces)
 
     def _write_ifaces(self, ifaces: Mapping[int, Iface]) -> None:
-        """Every slot: the configured interfaces, and none elsewhere (left by an earlier run)."""
+        """Every slot: the configured interfaces, and none elsewhere (left by an earlier run); an N6
+        one with the buckets of dpp_upf_dl4 when it can hold its network instance's addresses."""
         stale = [slot for slot, value in self._ifaces.items() if value.ifindex and slot not in ifaces]
-        self._ifaces.update({**{slot: Iface() for slot in stale}, **ifaces})
+        written = {slot: Iface.from_buffer_copy(iface) for slot, iface in ifaces.items()}
+        for iface in written.values():
+            if iface.role == Role.N6 and self._ways.fits((iface.net_instance, 4, b"")):
+                iface.dl4_bits = self._ways.bits
+        self._ifaces.update({**{slot: Iface() for slot in stale}, **written})
 
     def apply(self, old: Optional[Session], new: Optional[Session]) -> None:
         before = self._compile(old)
@@ -148,6 +162,11 @@ class BpfApplier:
             gives, frees = _slot_changes(old, new)
             given.update(gives)
             freed.update(frees)
+        (ue4_before, downlink_before), (ue4_after, downlink_after) = map(self._split_downlink, (before, after))
+        try:
+            ways = self._ways.plan(downlink_before, downlink_after)  # may read and wait; writes nothing
+        except DataplaneError as exc:
+            raise DataplaneUnavailable(f"the data plane refused to read dpp_upf_dl4: {exc}") from exc
         self._start_counting(given, [key for old, new in pairs for key in _urr_changes(new, old)])
         change, left = SiteChange(), []
         try:
@@ -158,9 +177,11 @@ class BpfApplier:
             _write_delta(change, self._teids, teids_before, teids_after, int, left)
             self._mark_hashed(uplink_after)
             _write_delta(change, self._uplink, uplink_before, uplink_after, UplinkKey, left)
-            (ue4_before, downlink_before), (ue4_after, downlink_after) = map(self._split_downlink, (before, after))
             _write_delta(change, self._ue4, ue4_before, ue4_after, int, left)
-            _write_delta(change, self._downlink, downlink_before, downlink_after, DownlinkKey, left)
+            self._ways.publish(change, ways, left)
+            self._mark_ue4_hashed(ways.hashed_after)
+            _write_delta(change, self._downlink, ways.hashed_before, ways.hashed_after, DownlinkKey, left)
+            self._ways.retire(change, ways, left)
             self._change_rules(change, before.rules, after.rules)
         except RuleClash as exc:
             change.roll_back()
@@ -218,16 +239,25 @@ class BpfApplier:
             (self._teids, teids, int),
             (self._uplink, uplink, UplinkKey),
             (self._ue4, ue4, int),
-            (self._downlink, downlink, DownlinkKey),
         ):
-            have = {_own(key_type, key): bytes(value) for key, value in table.items() if _held(key_type, value)}
-            table.update([(_key(key_type, key), value) for key, value in want.items() if have.get(key) != bytes(value)])
-            table.delete([_key(key_type, key) for key in have if key not in want])
+            _reconcile_table(table, want, key_type)
+        self._reconcile_downlink(downlink)
         self._mark_hashed(uplink, exact=True)
         self._sdf_pdrs.update(list(desired.sdf_pdrs.items()))
         self._reconcile_rules(desired.rules, rules_of, refused)
         self.stale = []
         return refused
+
+    def _reconcile_downlink(self, desired: dict) -> None:
+        """dpp_upf_dl4 and dpp_upf_downlink holding exactly the `desired` entries (netapp.upf.ways:
+        placed as a change places them, the hash's moved into free ways), written in a change's
+        order, without undo."""
+        hashed = {_own(DownlinkKey, key): value for key, value in self._downlink.items()}
+        plan = self._ways.reconcile(desired, hashed)  # the ways published
+        self._mark_ue4_hashed(plan.hashed_after)
+        _reconcile_table(self._downlink, plan.hashed_after, DownlinkKey, have=hashed)
+        self._ways.retire_now(plan)
+        self._mark_ue4_hashed(plan.hashed_after, exact=True)
 
     def _reconcile_rules(self, desired: dict, rules_of: dict[int, dict], refused: dict[int, RuleError]) -> None:
         """The rules of every session, in one change; refused (a shape too many since), session by
@@ -287,6 +317,15 @@ class BpfApplier:
             self._uplink_state.update({0: UplinkState(teids=int(hashed))})
             self._teids_hashed = hashed
 
+    def _mark_ue4_hashed(self, downlink: dict, exact: bool = False) -> None:
+        """dpp_upf_downlink_state, as dpp_upf_uplink_state: set before dpp_upf_downlink gets an IPv4
+        entry (only then does the data path look there for an address dpp_upf_dl4 lacks); cleared
+        only when `exact`, once the entries written (`reconcile`'s whole table) hold none."""
+        hashed = any(family == 4 for _, family, _ in downlink)
+        if hashed != self._ue4_hashed and (hashed or exact):
+            self._downlink_state.update({0: DownlinkState(ue4=int(hashed))})
+            self._ue4_hashed = hashed
+
     def usage(self, slots: Iterable[int]) -> dict[int, Usage]:
         """The counts of each slot."""
         slots = list(slots)
@@ -330,6 +369,16 @@ class BpfApplier:
 def compile_stored(session: Session, site: Site) -> Entries:
     """The session's entries with the slots stored with it (RuleError: it does not compile)."""
     return compile_session(session, site, session.urr_slots, session.sdf_slots)
+
+
+def _reconcile_table(table: Table, want: dict, key_type: Any, have: Optional[dict] = None) -> None:
+    """The table holding exactly `want` (`have`: what it holds, if read already): what differs
+    written, what `want` lacks deleted (an array's slot: emptied)."""
+    if have is None:
+        have = {_own(key_type, key): value for key, value in table.items() if _held(key_type, value)}
+    table.update([(_key(key_type, key), value) for key, value in want.items()
+                  if key not in have or bytes(have[key]) != bytes(value)])
+    table.delete([_key(key_type, key) for key in have if key not in want])
 
 
 def _joined(parts: Iterable[Entries]) -> Entries:

@@ -384,6 +384,10 @@ def _table_bytes(dp, name: str) -> dict[bytes, bytes]:
     return {bytes(key): bytes(value) for key, value in dp.table(name).items()}
 
 
+def _published_ways(dp: Dataplane) -> int:
+    return sum(1 for _, way in dp.table("dpp_upf_dl4").items() if way.flags & PdrFlag.ENTRY)
+
+
 def test_reconcile_leaves_the_maps_holding_exactly_the_stored_sessions(dp):
     upf = applier(dp)
     kept, gone = session(), session(seid=2)
@@ -405,10 +409,11 @@ def test_reconcile_leaves_the_maps_holding_exactly_the_stored_sessions(dp):
         assert _table_bytes(dp, "dpp_upf_uplink") == {}, "the TEID's entry in the hash map went too"
         assert bytes(dp.table("dpp_upf_teids").get(teid)) == bytes(wanted)
         assert not dp.table("dpp_upf_teids").get(TEID + 7).flags, "the deleted session's slot is empty"
-        assert len(_table_bytes(dp, "dpp_upf_downlink")) == 2
+        assert len(_table_bytes(dp, "dpp_upf_downlink")) == 1, "the UE's IPv6 address; its IPv4 one in a way"
+        assert _published_ways(dp) == 1
         assert dp.test_run(uplink_frame(), N3_IF).data == decapsulated()
         assert dp.test_run(uplink_frame(teid=TEID + 7), N3_IF).reason == "upf_teid_miss"
     finally:
         upf.reconcile([])
     assert _table_bytes(dp, "dpp_upf_uplink") == _table_bytes(dp, "dpp_upf_downlink") == {}
-    assert not dp.table("dpp_upf_teids").get(TEID).flags
+    assert not dp.table("dpp_upf_teids").get(TEID).flags and _published_ways(dp) == 0
