@@ -8,7 +8,7 @@ It runs as a script, not as a module of this checkout:
 
     python bench/baseline_side.py BENCHMARK ROOT FD
 
-BENCHMARK is "flows" (bench/flows) or "dataplane" (bench/dataplane.py), ROOT the baseline's export
+BENCHMARK is "flows" (bench/flows), "dataplane" (bench/dataplane.py) or "upf" (bench/upf), ROOT the baseline's export
 (bench/build/baseline-<commit>: its dataplane/, netapp/ and bench/), FD a SOCK_SEQPACKET socket to
 the benchmark. Only the standard library is imported before ROOT takes the place of this file's
 directory at the head of sys.path, so none of this checkout's netapp or bench is loaded; `main`
@@ -162,7 +162,45 @@ class DataplaneServer(Server):
         return dataclasses.asdict(counters), []
 
 
-SERVERS = {"flows": FlowsServer, "dataplane": DataplaneServer}
+class UpfServer(Server):
+    """bench/upf, whose instances are its run.py's (opened in the benchmark's network namespace, which
+    this process starts in, so that the interface roles name its interfaces):
+
+        {"op": "cases"} -> {"instances": {case: its instance's name}} (the cases this revision has)
+        {"op": "open", "name", "sessions"} -> {"instance", "sessions"} and the program's fd
+        {"op": "grow", "instance", "sessions"} -> {"sessions"}
+        {"op": "counts", "instance"} -> {"verdicts", "actions", "reasons"} (packets by name)
+    """
+
+    MODULES = ("bench.upf.run", "bench.upf.workload")
+    OPS = ("cases", "open", "grow", "counts")
+
+    def __init__(self, modules: dict[str, ModuleType]):
+        super().__init__()
+        self.run, self.workload = modules["bench.upf.run"], modules["bench.upf.workload"]
+
+    def hello(self) -> dict[str, Any]:
+        workload = self.workload
+        return {"packets": {name: packet().hex() for name, (packet, _, _) in workload.FLOOR_PACKETS.items()}}
+
+    def cases(self, request: dict[str, Any]) -> Reply:
+        return {"instances": {name: case.instance for name, case in self.workload.CASES.items()}}, []
+
+    def open(self, request: dict[str, Any]) -> Reply:
+        instance = self.run.open_instance(request["name"], request["sessions"])
+        self.instances.append(instance)
+        return {"instance": len(self.instances) - 1, "sessions": instance.sessions}, [instance.prog_fd]
+
+    def grow(self, request: dict[str, Any]) -> Reply:
+        instance = self.instances[request["instance"]]
+        self.run.grow(instance, request["sessions"])
+        return {"sessions": instance.sessions}, []
+
+    def counts(self, request: dict[str, Any]) -> Reply:
+        return self.run._counts(self.instances[request["instance"]].dataplane), []
+
+
+SERVERS = {"flows": FlowsServer, "dataplane": DataplaneServer, "upf": UpfServer}
 
 
 def import_modules(server_class: type[Server]) -> dict[str, ModuleType]:

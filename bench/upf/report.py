@@ -5,6 +5,7 @@ from __future__ import annotations
 import statistics
 from typing import Any, Optional, Sequence
 
+from bench.baseline import pair
 from bench.upf.run import Level
 from bench.upf.workload import CASES
 
@@ -19,12 +20,15 @@ EUPF_QUOTED = {
 }
 
 
-def case_results(level: Level) -> list[dict[str, Any]]:
+def case_results(level: Level, version: str = "") -> list[dict[str, Any]]:
+    """The level's results of HEAD's cases, or with `version` ("baseline") of the --baseline
+    revision's (its subjects "baseline/<case>"), each against the same floor."""
     results = []
     for name, case in CASES.items():
-        if name not in level.samples:
+        key = f"{version}/{name}" if version else name
+        if key not in level.samples:
             continue
-        samples = level.samples[name]
+        samples = level.samples[key]
         floors = level.samples[f"floor/{case.floor}"]
         above = [sample - floor for sample, floor in zip(samples, floors)]
         results.append(
@@ -46,6 +50,43 @@ def case_results(level: Level) -> list[dict[str, Any]]:
             }
         )
     return results
+
+
+def baseline_result(levels: Sequence[Level], head_cases: Sequence[dict[str, Any]],
+                    revision: dict[str, Any]) -> dict[str, Any]:
+    """The --baseline revision's cases, from the same runs and floors as HEAD's; each and its HEAD
+    case get the other's figures and the ratios HEAD / baseline (bench.baseline.pair)."""
+    cases = [case for level in levels for case in case_results(level, "baseline")]
+    for case in cases:
+        head = _find(head_cases, case=case["case"], installed=case["installed"], active=case["active"])
+        if head is not None:
+            pair(head, case)
+            # both timed in each run: their difference run by run cancels what the run shares
+            differences = [mine - theirs for mine, theirs in zip(head["samples_ns"], case["samples_ns"])]
+            case["head_minus_baseline_ns"] = head["minus_baseline_ns"] = statistics.median(differences)
+            quartiles = statistics.quantiles(differences, n=4) if len(differences) > 1 else differences * 3
+            case["head_minus_baseline_iqr_ns"] = head["minus_baseline_iqr_ns"] = [quartiles[0], quartiles[2]]
+    return {
+        **revision,
+        "cases": cases,
+        "note": "opened and filled by the revision's own bench/upf and netapp in a process of its own (in "
+        "the same namespace), timed through HEAD's harness in the same interleaved runs and against the same "
+        "floors as HEAD's cases; ratio_to_baseline = HEAD ns / baseline ns (floor included)",
+    }
+
+
+def format_baseline(result: dict[str, Any]) -> str:
+    """Markdown: each case the baseline has, ns above the floor, baseline -> HEAD, per (installed, active)."""
+    revision = result["baseline"]
+    lines = [f"Against {revision['rev']} ({revision['commit'][:12]}), same runs: ns above the floor (medians), "
+             "and HEAD - baseline, the median of its run-by-run differences (interquartile range)", "",
+             "| case | installed | active | baseline | HEAD | HEAD - baseline |", "|---|---|---|---|---|---|"]
+    for case in revision["cases"]:
+        low, high = case["head_minus_baseline_iqr_ns"]
+        lines.append(f"| {CASES[case['case']].title} | {case['installed']:,} | {case['active']:,} | "
+                     f"{case['ns_above_floor']:.0f} | {case['head_ns_above_floor']:.0f} | "
+                     f"{case['head_minus_baseline_ns']:+.0f} ({low:+.0f} to {high:+.0f}) |")
+    return "\n".join(lines)
 
 
 def _find(cases: Sequence[dict[str, Any]], **where: Any) -> Optional[dict[str, Any]]:

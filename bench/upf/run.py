@@ -1,6 +1,7 @@
 """The UPF benchmark's site, instances and runs: a namespace whose routes and neighbours make the
-FIB path real, two pipeline instances grown to each session count, every (case, active count)
-proven to take its path, then timed interleaved with the floors."""
+FIB path real, pipeline instances grown to each session count (and with --baseline the same
+opened by another revision's code: `Twin`), every (case, active count) proven to take its path,
+then timed interleaved with the floors."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import sys
 import time
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence, Union
 
 from netapp.dataplane.abi import MAX_RULES
 from netapp.dataplane.binding import DppHandle, Verdict, load_libdpp
@@ -69,13 +70,48 @@ class Instance:
     sessions: int = 0
     installs: list[Install] = field(default_factory=list)
 
+    version = ""  # HEAD's
+
     @property
     def prog_fd(self) -> int:
         return self.handle.prog_fd()
 
+    def counts(self) -> dict[str, dict[str, int]]:
+        return _counts(self.dataplane)
+
+    def grow(self, sessions: int) -> None:
+        grow(self, sessions)
+
     def close(self) -> None:
         self.routes.close()
         self.dataplane.close()
+
+
+@dataclass
+class Twin:
+    """An instance the --baseline revision opened and grows with its own code, in its own process
+    (bench/baseline_side.py, UpfServer), timed here through its program's fd."""
+
+    name: str
+    prog_fd: int
+    index: int  # the instance's number in the baseline's process
+    side: Any  # bench.baseline.BaselineSide
+    sessions: int
+    version = "baseline"
+
+    def counts(self) -> dict[str, dict[str, int]]:
+        return self.side.request({"op": "counts", "instance": self.index})[0]
+
+    def grow(self, sessions: int) -> None:
+        self.sessions = self.side.request({"op": "grow", "instance": self.index, "sessions": sessions})[0]["sessions"]
+
+
+def open_twin(side: Any, name: str, sessions: int) -> Twin:
+    reply, fds = side.request({"op": "open", "name": name, "sessions": sessions})
+    return Twin(name, fds[0], reply["instance"], side, reply["sessions"])
+
+
+AnyInstance = Union[Instance, Twin]
 
 
 def open_instance(name: str, sessions: int) -> Instance:
@@ -84,17 +120,19 @@ def open_instance(name: str, sessions: int) -> Instance:
     and session 0, both written by its applier, and its route cache kept current as `netapp serve`
     does (netapp.upf.nexthop). Call inside the site's namespace."""
     n9, output = workload.INSTANCES[name]
-    handle = DppHandle.open(
-        load_libdpp(), None, max_rules=MAX_RULES, default_verdict=Verdict.DROP, map_sizes=workload.map_sizes(sessions)
-    )
+    sizes = workload.map_sizes(sessions, name)
+    handle = DppHandle.open(load_libdpp(), None, max_rules=MAX_RULES, default_verdict=Verdict.DROP, map_sizes=sizes)
     dataplane = Dataplane(handle)
     try:
         roles = {interface_index(workload.N3_IF): (Role.N3, 0), interface_index(workload.N6_IF): (Role.N6, 1)}
-        ue4 = workload.pool(sessions)
+        ue4 = workload.pool(sessions) if name != "hashed" else None
+        if name == "hashed":  # its two buckets full: the applier puts session 0's address in the hash
+            dataplane.table("dpp_upf_dl4").update(workload.filler_ways(output))
         applier = BpfApplier(dataplane.table, workload.site(output), iface_entries(roles, workload.N3_IP, None, ue4))
         applier.apply(None, workload.session(0, n9))
-        first = workload.pool_arrays(0, 1, output)  # the applier wrote UE 0's SMF-given address only
-        dataplane.table("dpp_upf_ue4").update(zip(first.keys, first.values))
+        if ue4:  # the applier wrote UE 0's SMF-given address only
+            first = workload.pool_arrays(0, 1, output)
+            dataplane.table("dpp_upf_ue4").update(zip(first.keys, first.values))
         routes = RouteWatch(dataplane.table("dpp_upf_route_gen")).start()
     except Exception:
         dataplane.close()
@@ -112,11 +150,19 @@ def grow(instance: Instance, sessions: int) -> None:
     """Sessions instance.sessions..sessions-1 into both tables, in batches through the tables."""
     if sessions <= instance.sessions:
         return
-    tables = {
-        "dpp_upf_teids": workload.uplink_arrays(instance.sessions, sessions, instance.n9, instance.output),
-        "dpp_upf_downlink": workload.downlink_arrays(instance.sessions, sessions, instance.output),
-        "dpp_upf_ue4": workload.pool_arrays(instance.sessions, sessions, instance.output),
-    }
+    first = instance.sessions
+    if instance.name == "hashed":
+        tables = {"dpp_upf_downlink": workload.downlink_arrays(first, sessions, instance.output)}
+    else:
+        ways, overflow = workload.dl4_arrays(first, sessions, instance.dataplane.map_size("dpp_upf_dl4"),
+                                             instance.output)
+        if len(overflow):
+            raise WrongPathError(f"{instance.name}: {len(overflow):,} sessions' buckets of dpp_upf_dl4 are full")
+        tables = {
+            "dpp_upf_teids": workload.uplink_arrays(first, sessions, instance.n9, instance.output),
+            "dpp_upf_dl4": ways,
+            "dpp_upf_ue4": workload.pool_arrays(first, sessions, instance.output),
+        }
     for name, arrays in tables.items():
         table = instance.dataplane.table(name)
         count = len(arrays.key_words)
@@ -154,12 +200,18 @@ class Subject:
         return result.duration_ns, result.data
 
 
-def case_subject(case: Case, instance: Instance, active: int) -> Subject:
+def subject_key(case: Case, instance: AnyInstance) -> str:
+    """A case's subject: its name, "baseline/" first for the --baseline revision's."""
+    return f"{instance.version}/{case.name}" if instance.version else case.name
+
+
+def case_subject(case: Case, instance: AnyInstance, active: int) -> Subject:
     walk, packet = case.walk(active), case.packet()
     last = walk.flow_at(active - 1)
     expected = case.expected(workload.walked(packet, walk, last), last)
     ifindex = interface_index(case.ingress)
-    return Subject(case.name, instance.prog_fd, packet, walk, ifindex, Verdict[case.verdict], expected)
+    key = subject_key(case, instance)
+    return Subject(key, instance.prog_fd, packet, walk, ifindex, Verdict[case.verdict], expected)
 
 
 def floor_subject(harness: Harness, name: str, active: int) -> Subject:
@@ -183,15 +235,15 @@ def _moved(after: Mapping[str, int], before: Mapping[str, int]) -> dict[str, int
     return {name: count - before.get(name, 0) for name, count in after.items() if count != before.get(name, 0)}
 
 
-def verify(harness: Harness, case: Case, instance: Instance, active: int, rng: random.Random) -> None:
+def verify(harness: Harness, case: Case, instance: AnyInstance, active: int, rng: random.Random) -> None:
     """One walk over every active session: the pipeline's counters must show exactly that many
     packets with the case's verdict, action and reason (and no other), the last flow's output must
     be the expected frame byte for byte, and so must a sample of other flows' run one by one."""
-    where = f"{case.name} with {instance.sessions:,} sessions, {active:,} active"
+    where = f"{subject_key(case, instance)} with {instance.sessions:,} sessions, {active:,} active"
     subject = case_subject(case, instance, active)
-    before = _counts(instance.dataplane)
+    before = instance.counts()
     _, output = subject.run(harness, active)
-    after = _counts(instance.dataplane)
+    after = instance.counts()
     expected = {
         "verdicts": {case.verdict: active},
         "actions": {case.action: active},
@@ -227,18 +279,22 @@ class Level:
 
 def measure_level(
     harness: Harness,
-    instances: Mapping[str, Instance],
+    instances: Mapping[str, AnyInstance],
     active: int,
     runs: int,
     minimum_repeat: int,
     rng: random.Random,
     cases: Sequence[str] = tuple(CASES),
+    twins: Mapping[str, Twin] = {},
 ) -> Level:
+    """`twins`: the --baseline revision's instance of each case of `cases` it has, timed too."""
     installed = min(instance.sessions for instance in instances.values())
-    for name in cases:
-        verify(harness, CASES[name], instances[CASES[name].instance], active, rng)
+    pairs = [(CASES[name], instances[CASES[name].instance]) for name in cases]
+    pairs += [(CASES[name], twins[name]) for name in cases if name in twins]
+    for case, instance in pairs:
+        verify(harness, case, instance, active, rng)
     subjects = [floor_subject(harness, name, active) for name in FLOOR_PACKETS]
-    subjects += [case_subject(CASES[name], instances[CASES[name].instance], active) for name in cases]
+    subjects += [case_subject(case, instance, active) for case, instance in pairs]
     level = Level(installed, active, repeat_for(active, minimum_repeat))
     level.samples = {subject.key: [] for subject in subjects}
     started = time.monotonic()

@@ -5,10 +5,15 @@ its slot of dpp_upf_teids, sized at load to hold them; outer header removal, to 
 core, or in the N9 instance re-encapsulated to N9_PEER with TEID N9_TEID_BASE + i) and a downlink
 PDR on UE address UE_BASE + i (to the gNB with TEID DL_TEID_BASE + i, QFI 9 from the QER), one URR
 in a slot of its own, 1 + i (dpp_upf_usage is sized at load to the sessions and slot 0: `map_sizes`).
-The downlink PDR's entry is also in slot i of dpp_upf_ue4 (sized at load to the sessions): the
-entry of UE address POOL_BASE + i of the N6 interface's pool (upf.ue_pools: addresses the UPF
-assigns), which the `downlink_pool` cases send to. The SMF-given addresses (UE_BASE) are outside
-the pool: their downlink is dpp_upf_downlink's hash lookup, the pool's an array lookup.
+The SMF-given addresses (UE_BASE) are outside the pool: their downlink entries are in ways of
+dpp_upf_dl4 (sized at load to twice the sessions, rounded up to a power of two of buckets: where the
+applier would put them, the first free way of their bucket; none overflows at these sizes). The
+downlink PDR's entry is also in slot i of dpp_upf_ue4 (sized at load to the sessions): the entry of
+UE address POOL_BASE + i of the N6 interface's pool (upf.ue_pools: addresses the UPF assigns), which
+the `downlink_pool` cases send to. The instance `hashed` holds the same sessions' downlink in
+dpp_upf_downlink, its dpp_upf_dl4 two buckets full of addresses no packet goes to (FILLER_BASE):
+the `downlink_hash` case's lookup reads a full bucket's four ways, dpp_upf_downlink_state, then the
+hash, as an address whose bucket overflowed does.
 
 Session 0 goes through the UPF's own applier (netapp.upf.applier.BpfApplier, which compiles it);
 the others are copies of the compiler's entries of session 1 with the varying words rewritten,
@@ -35,10 +40,11 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
-from netapp.upf.abi import MAX_UPF_PDRS, DownlinkKey, Output, PdrAction, PdrFlag
+from netapp.upf.abi import DL4_WAYS, MAX_UPF_PDRS, DownlinkKey, Output, PdrAction, PdrFlag
 from netapp.upf.compiler import Entries, Site, compile_session
 from netapp.upf.models import Far, ForwardingParameters, FSeid, FTeid, OuterHeaderCreation, Pdi, Pdr, Qer, Session, Urr
 from netapp.upf.pfcp.ies import Interface
+from netapp.upf.ways import bucket_of, table_bits
 
 from bench.harness import Walk
 
@@ -62,6 +68,9 @@ DL_TEID_BASE = 0x20000000
 N9_TEID_BASE = 0x30000000
 UE_BASE = int(IPv4Address("10.64.0.0"))  # UE i: 10.64.0.0 + i (a /12 holds a million)
 POOL_BASE = int(IPv4Address("10.128.0.0"))  # UE i in the pool: 10.128.0.0 + i, slot i of dpp_upf_ue4
+FILLER_BASE = int(IPv4Address("198.51.100.0"))  # the `hashed` instance's ways: no packet goes there
+HASHED_WAYS = 2 * DL4_WAYS  # its dpp_upf_dl4: two buckets, full
+NET_INSTANCE_ID = 1
 QFI = 9
 UE_PAYLOAD = bytes(range(64))
 NET_INSTANCE = "internet"
@@ -79,12 +88,17 @@ def urr_slot(i: int) -> int:
     return 1 + i
 
 
-def map_sizes(sessions: int) -> dict[str, int]:
+def map_sizes(sessions: int, instance: str = "n6") -> dict[str, int]:
     """What an instance holding `sessions` sessions is loaded with: a URR slot for each, and slot 0;
     a slot of dpp_upf_teids for each TEID, and those below them; a slot of dpp_upf_ue4 for each
-    session's address in the pool."""
+    session's address in the pool; ways of dpp_upf_dl4 for twice the sessions, in a power of two of
+    buckets (the `hashed` instance: two buckets, and only the sessions' downlink)."""
+    if instance == "hashed":
+        return {"dpp_upf_usage": urr_slot(sessions - 1) + 1, "dpp_upf_teids": TEID_BASE + 1, "dpp_upf_ue4": 1,
+                "dpp_upf_dl4": HASHED_WAYS}
+    buckets = 1 << max(1, (sessions - 1).bit_length() - 1)  # at least sessions / 2
     return {"dpp_upf_usage": urr_slot(sessions - 1) + 1, "dpp_upf_teids": TEID_BASE + sessions,
-            "dpp_upf_ue4": sessions}
+            "dpp_upf_ue4": sessions, "dpp_upf_dl4": buckets * DL4_WAYS}
 
 
 def pool(sessions: int) -> dict[int, tuple[int, int, int]]:
@@ -198,6 +212,51 @@ def downlink_arrays(first: int, stop: int, output: Output = Output.FIB) -> Table
     arrays = _arrays(DownlinkKey, PdrAction, keys, values)
     _check_ends(arrays, first, stop, lambda i: compiled(i, output=output).downlink)
     return arrays
+
+
+def dl4_slots(stop: int, bits: int) -> numpy.ndarray:
+    """The way of dpp_upf_dl4 of each session 0..stop-1's SMF-given address, as the applier places
+    them one after the other (the first free way of the bucket; -1: the bucket was full, to the
+    hash)."""
+    addresses = UE_BASE + numpy.arange(stop, dtype=numpy.uint64)
+    buckets = bucket_of(NET_INSTANCE_ID, addresses, bits).astype(numpy.int64)
+    order = numpy.argsort(buckets, kind="stable")
+    sorted_buckets = buckets[order]
+    starts = numpy.searchsorted(sorted_buckets, sorted_buckets, side="left")
+    ranks = numpy.empty(stop, dtype=numpy.int64)
+    ranks[order] = numpy.arange(stop) - starts
+    return numpy.where(ranks < DL4_WAYS, buckets * DL4_WAYS + ranks, -1)
+
+
+def dl4_arrays(first: int, stop: int, slots: int, output: Output = Output.FIB) -> tuple[TableArrays, numpy.ndarray]:
+    """dpp_upf_dl4's ways of sessions first..stop-1 (a table of `slots` ways), published (the address
+    in ue_addr, ENTRY set: each checked against dpp_upf_downlink's entry, the compiler's); and the
+    sessions whose bucket was full, whose entries go to dpp_upf_downlink instead."""
+    downlink = downlink_arrays(first, stop, output)
+    way_of = dl4_slots(stop, table_bits(slots))[first:]
+    placed = way_of >= 0
+    values = downlink.value_words[placed].copy()
+    values.view(numpy.uint8)[:, PdrAction.flags.offset] |= numpy.uint8(PdrFlag.ENTRY)
+    values[:, _word(PdrAction.ue_addr)] = downlink.key_words[placed, _word(DownlinkKey.addr)]
+    keys = way_of[placed].astype(numpy.uint32).reshape(-1, 1)
+    return _arrays(ctypes.c_uint32, PdrAction, keys, values), first + numpy.flatnonzero(~placed)
+
+
+def filler_ways(output: Output = Output.FIB) -> list[tuple[int, PdrAction]]:
+    """The `hashed` instance's two buckets full: session 0's downlink action for addresses from
+    FILLER_BASE (no packet goes to them), each in the first free way of its bucket."""
+    ((_, action),) = compiled(0, output=output).downlink.items()
+    ways: dict[int, PdrAction] = {}
+    address = FILLER_BASE
+    while len(ways) < HASHED_WAYS:
+        bucket = bucket_of(NET_INSTANCE_ID, address, table_bits(HASHED_WAYS))
+        free = [slot for slot in range(bucket * DL4_WAYS, (bucket + 1) * DL4_WAYS) if slot not in ways]
+        if free:
+            ways[free[0]] = PdrAction.from_buffer_copy(action)
+            ways[free[0]].flags |= PdrFlag.ENTRY
+            ways[free[0]].ue_addr = int(_network_order(numpy.array([address]))[0])
+        address += 1
+    return sorted(ways.items())
 
 
 def pool_arrays(first: int, stop: int, output: Output = Output.FIB) -> TableArrays:
@@ -331,7 +390,8 @@ def _downlink_tx_out(sent: bytes, flow: int) -> bytes:
 
 
 # name -> (sessions to the next UPF instead of the data network, how forwarded packets leave)
-INSTANCES = {"n6": (False, Output.FIB), "n9": (True, Output.FIB), "tx": (False, Output.TX)}
+INSTANCES = {"n6": (False, Output.FIB), "n9": (True, Output.FIB), "tx": (False, Output.TX),
+             "hashed": (False, Output.FIB)}
 
 
 CASES = {
@@ -341,6 +401,8 @@ CASES = {
              uplink_packet, uplink_walk, _uplink_out),
         Case("downlink", "downlink encap (IPv4 outer, PSC)", "n6", N6_IF, "downlink", "REDIRECT", "upf", "",
              downlink_packet, downlink_walk, _downlink_out),
+        Case("downlink_hash", "downlink encap, its bucket full (the hash)", "hashed", N6_IF, "downlink", "REDIRECT",
+             "upf", "", downlink_packet, downlink_walk, _downlink_out),
         Case("n9", "N9 re-encap (FIB to N9)", "n9", N3_IF, "uplink", "REDIRECT", "upf", "",
              uplink_packet, uplink_walk, _n9_out),
         Case("uplink_tx", "uplink decap, XDP_TX (no FIB)", "tx", N3_IF, "uplink", "TX", "upf", "",

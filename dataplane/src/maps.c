@@ -223,6 +223,7 @@ int maps_check(struct dpp *d)
 static const char *const sizable_maps[] = {
 	"dpp_upf_teids", /* PDRs of the TEIDs below its size */
 	"dpp_upf_ue4", /* PDRs of the UE addresses of the pools the UPF assigns from */
+	"dpp_upf_dl4", /* PDRs of the UE IPv4 addresses the SMF gives, a bucket's ways at a time */
 	"dpp_upf_uplink", /* PDRs by TEID */
 	"dpp_upf_downlink", /* PDRs by UE address */
 	"dpp_upf_usage", /* URR slots */

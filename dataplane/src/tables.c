@@ -5,6 +5,7 @@
  * writes and is refused for update and delete; every other map is a table. */
 #include <errno.h>
 #include <string.h>
+#include <unistd.h>
 #include <bpf/bpf.h>
 
 #include "libdpp_internal.h"
@@ -220,4 +221,33 @@ out:
 	if (got < 0)
 		pr_warn("table %s: dump: %s", name, strerror(-got));
 	return got;
+}
+
+/* The kernel waits for every running BPF program (synchronize_rcu) when it has changed an entry of a
+ * map of maps, so that user space knows no program still uses the entry's old map: the wait is
+ * that of a throwaway map of maps, its one entry set. */
+int dpp_table_wait_readers(struct dpp *d)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, opts);
+	int inner, outer, err;
+	__u32 zero = 0;
+
+	if (!d)
+		return -EINVAL;
+	inner = bpf_map_create(BPF_MAP_TYPE_ARRAY, "dpp_wait_inner", sizeof(__u32), sizeof(__u32), 1,
+			       NULL);
+	if (inner < 0) {
+		pr_warn("wait for the programs' runs: create a map: %s", strerror(-inner));
+		return inner;
+	}
+	opts.inner_map_fd = inner;
+	outer = bpf_map_create(BPF_MAP_TYPE_ARRAY_OF_MAPS, "dpp_wait", sizeof(__u32), sizeof(__u32), 1,
+			       &opts);
+	err = outer < 0 ? outer : bpf_map_update_elem(outer, &zero, &inner, BPF_ANY);
+	if (err)
+		pr_warn("wait for the programs' runs: %s", strerror(-err));
+	if (outer >= 0)
+		close(outer);
+	close(inner);
+	return err;
 }

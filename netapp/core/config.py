@@ -275,7 +275,8 @@ class DataplaneSettings(BaseModel):
         default_factory=dict,
         description="map name -> entries, for the maps whose size is a capacity (dpp_upf_uplink, "
         "dpp_upf_downlink: PDRs; dpp_upf_teids: the TEIDs the UPF chooses; dpp_upf_ue4: the UE addresses of "
-        "upf.ue_pools, the pools one after the other; dpp_upf_usage: URR slots; "
+        "upf.ue_pools, the pools one after the other; dpp_upf_dl4: ways for the UE IPv4 addresses the SMF gives, "
+        "four a bucket (give it twice the addresses); dpp_upf_usage: URR slots; "
         "dpp_upf_sdf_pdrs: PDRs with SDF filters), applied when the instance is loaded; a pinned "
         "instance keeps its sizes until it is unpinned. Unnamed maps keep their built-in size",
     )

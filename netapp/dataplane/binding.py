@@ -165,6 +165,7 @@ PROTOTYPES: Mapping[str, tuple[Any, list[Any]]] = {
         c_int,
         [c_void_p, c_char_p, POINTER(TableCursor), c_void_p, c_size_t, c_void_p, c_size_t, c_uint32],
     ),
+    "dpp_table_wait_readers": (c_int, [c_void_p]),
     "dpp_stats_rules": (c_int, [c_void_p, c_uint32, c_uint32, POINTER(Counter)]),
     "dpp_stats_verdicts": (c_int, [c_void_p, POINTER(Counter)]),
     "dpp_stats_actions": (c_int, [c_void_p, POINTER(Counter)]),

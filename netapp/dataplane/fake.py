@@ -110,6 +110,7 @@ class FakeDpp:
         self.config = Config(default_verdict=Verdict.PASS, default_alt_group=NONE)
         self.cpus = {cpu: Cpu() for cpu in range(MAX_CPUS)}
         self.tables: dict[str, dict[bytes, bytes]] = {}  # generic tables: key bytes -> value bytes
+        self.reader_waits = 0  # table_wait_readers calls
         self.rule_counters = [[0, 0] for _ in range(max_rules)]
         self.cpu_counters = [[0, 0] for _ in range(MAX_CPUS)]
         self.links: dict[int, XdpMode] = {}
@@ -252,19 +253,22 @@ class FakeDpp:
         """cursor.state: how many entries were returned, plus one (0: not started)."""
         spec = self._table(name, keys, values)
         entries = self.tables.get(name, {})
-        if spec.array:
-            zero = bytes(_item_size(values))
-            indexes = map(_key_bytes, range(self._max_entries(name)))
-            keyed = [(key, entries.get(key, zero)) for key in indexes]
-        else:
-            keyed = list(entries.items())
         start = max(cursor.state - 1, 0)
-        chunk = keyed[start : start + len(keys)]
+        if spec.array:  # every index, this call's only
+            zero = bytes(_item_size(values))
+            indexes = map(_key_bytes, range(start, min(start + len(keys), self._max_entries(name))))
+            chunk = [(key, entries.get(key, zero)) for key in indexes]
+        else:
+            chunk = list(entries.items())[start : start + len(keys)]
         for index, (key, value) in enumerate(chunk):
             keys[index] = _decode(keys._type_, key)
             values[index] = _decode(values._type_, value)
         cursor.state = start + len(chunk) + 1
         return len(chunk)
+
+    def table_wait_readers(self) -> None:
+        """No program runs here: counted, for tests to see the waits."""
+        self.reader_waits += 1
 
     def entries(self, name: str) -> dict[Any, Any]:
         """A table's written entries, decoded (an array's: those not zeroed), for tests to look at."""

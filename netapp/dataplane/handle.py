@@ -253,6 +253,10 @@ class DppHandle:
         )
         return check(rc, f"dpp_table_dump({name})")
 
+    def table_wait_readers(self) -> None:
+        """Returns once every run of the programs that began before the call has ended."""
+        check(self.lib.dpp_table_wait_readers(self._handle), "dpp_table_wait_readers")
+
     def stats_rules(self, first: int, count: int) -> list[tuple[int, int]]:
         if count <= 0:
             return []

@@ -34,6 +34,7 @@ class TableAdapter(Protocol):
     def table_lookup(self, name: str, keys: Any, values: Any, found: Any) -> int: ...
     def table_delete(self, name: str, keys: Any) -> None: ...
     def table_dump(self, name: str, cursor: TableCursor, keys: Any, values: Any) -> int: ...
+    def table_wait_readers(self) -> None: ...
     def map_info(self, name: str) -> dict[str, int]: ...
 
 
@@ -101,6 +102,11 @@ class Table:
                 return
             for index in range(count):
                 yield _copy(keys, index), _copy(values, index)
+
+    def wait_readers(self) -> None:
+        """Return once every run of the programs that began before the call has ended (an RCU grace
+        period, some milliseconds): a value one may have been reading can then be rewritten."""
+        self._adapter.table_wait_readers()
 
     def _keys(self, keys: Sequence[Any]) -> Any:
         return _array(self.spec.key, keys)

@@ -15,6 +15,9 @@ MAX_UPF_PDRS = 1048576
 MAX_UPF_TEIDS = 65536
 MAX_UPF_URRS = 65536
 MAX_UPF_UE4 = 65536
+MAX_UPF_DL4 = 65536
+DL4_WAYS = 4
+DL4_HASH_MUL = 0x9E3779B1
 MAX_UPF_SDF_PDRS = 65536
 QFI_ANY = 0xFF
 ROUTE_SLOTS = 256
@@ -28,6 +31,9 @@ CONSTANTS = {
     "DPP_MAX_UPF_TEIDS": MAX_UPF_TEIDS,
     "DPP_MAX_UPF_URRS": MAX_UPF_URRS,
     "DPP_MAX_UPF_UE4": MAX_UPF_UE4,
+    "DPP_MAX_UPF_DL4": MAX_UPF_DL4,
+    "DPP_UPF_DL4_WAYS": DL4_WAYS,
+    "DPP_UPF_DL4_HASH_MUL": DL4_HASH_MUL,
     "DPP_MAX_UPF_SDF_PDRS": MAX_UPF_SDF_PDRS,
     "DPP_UPF_QFI_ANY": QFI_ANY,
     "DPP_UPF_ROUTE_SLOTS": ROUTE_SLOTS,
@@ -83,7 +89,7 @@ class Iface(Structure):
         ("role", c_uint8),
         ("has_ip4", c_uint8),
         ("has_ip6", c_uint8),
-        ("reserved", c_uint8),
+        ("dl4_bits", c_uint8),
         ("net_instance", c_uint32),
         ("addr4", c_uint32),
         ("addr6", U32x4),
@@ -118,6 +124,7 @@ class PdrAction(Structure):
         ("teid", c_uint32),
         ("peer", U32x4),
         ("local", U32x4),
+        ("ue_addr", c_uint32),
         ("seid", c_uint64),
     ]
 
@@ -162,6 +169,11 @@ class UplinkState(Structure):
     _fields_ = [("teids", c_uint32)]
 
 
+class DownlinkState(Structure):
+    C_NAME = "dpp_upf_downlink_state"
+    _fields_ = [("ue4", c_uint32)]
+
+
 class Usage(Structure):
     C_NAME = "dpp_upf_usage"
     _fields_ = [
@@ -189,16 +201,18 @@ ENUMS = (
     _tag(PdrFlag, "dpp_upf_pdr_flags", "DPP_UPF_PDR_"),
     _tag(PuntKind, "dpp_upf_punt_kind", "DPP_UPF_PUNT_"),
 )
-STRUCTS = (Iface, UplinkKey, DownlinkKey, PdrAction, UplinkState, Usage, Route, RouteGen, Punt)
+STRUCTS = (Iface, UplinkKey, DownlinkKey, PdrAction, UplinkState, DownlinkState, Usage, Route, RouteGen, Punt)
 
 # name -> (map type name, key, value, size): netapp.dataplane.abi makes them MapSpecs.
 MAPS = {
     "dpp_upf_ifaces": ("ARRAY", c_uint32, Iface, "DPP_MAX_UPF_IFACES"),
     "dpp_upf_teids": ("ARRAY", c_uint32, PdrAction, "DPP_MAX_UPF_TEIDS"),
     "dpp_upf_ue4": ("ARRAY", c_uint32, PdrAction, "DPP_MAX_UPF_UE4"),
+    "dpp_upf_dl4": ("ARRAY", c_uint32, PdrAction, "DPP_MAX_UPF_DL4"),
     "dpp_upf_uplink": ("HASH", UplinkKey, PdrAction, "DPP_MAX_UPF_PDRS"),
     "dpp_upf_uplink_state": ("ARRAY", c_uint32, UplinkState, 1),
     "dpp_upf_downlink": ("HASH", DownlinkKey, PdrAction, "DPP_MAX_UPF_PDRS"),
+    "dpp_upf_downlink_state": ("ARRAY", c_uint32, DownlinkState, 1),
     "dpp_upf_sdf_pdrs": ("ARRAY", c_uint32, PdrAction, "DPP_MAX_UPF_SDF_PDRS"),
     "dpp_upf_usage": ("ARRAY", c_uint32, Usage, "DPP_MAX_UPF_URRS"),
     "dpp_upf_routes": ("PERCPU_ARRAY", c_uint32, Route, "DPP_UPF_ROUTE_SLOTS"),
@@ -207,8 +221,10 @@ MAPS = {
 # The maps read through libdpp's own calls, not as tables: name -> (type name, size).
 OWN_MAPS = {"dpp_upf_punt": ("RINGBUF", "DPP_UPF_PUNT_RING_SIZE")}  # dpp_upf_punts_* (upf.c)
 # The maps whose size is only a capacity, chosen at load (libdpp's list in maps.c): the PDR tables
-# the TEIDs' array, the pools' UE addresses' array, the URR slots and the slots of PDRs with SDF
+# the TEIDs' array, the pools' UE addresses' array, the ways of the SMF-given UE IPv4 addresses (whose
+# buckets the interface entries tell the program), the URR slots and the slots of PDRs with SDF
 # filters. The program computes slots of the others from their built-in size.
-SIZABLE = frozenset(
-    {"dpp_upf_teids", "dpp_upf_ue4", "dpp_upf_uplink", "dpp_upf_downlink", "dpp_upf_usage", "dpp_upf_sdf_pdrs"}
-)
+SIZABLE = frozenset({
+    "dpp_upf_teids", "dpp_upf_ue4", "dpp_upf_dl4", "dpp_upf_uplink", "dpp_upf_downlink", "dpp_upf_usage",
+    "dpp_upf_sdf_pdrs",
+})

@@ -3,7 +3,9 @@ the new session compiled (netapp.upf.compiler), and only their difference writte
 through generic tables. Each write is made with its undo (netapp.service.transaction.SiteChange): if
 one is refused, those made are undone and the maps are as before. The sessions a transaction changes
 (a group of PFCP requests) are written together, one batch per table, where they touch no entry in
-common (`apply_group`).
+common (`apply_group`). The downlink of the UE IPv4 addresses the SMF gives goes in the ways of
+dpp_upf_dl4 (netapp.upf.ways places them and says in what order they are written), a full bucket's
+in dpp_upf_downlink.
 
 It also owns what the compiler is given: the interface roles (written to dpp_upf_ifaces from the
 settings when the applier starts; an N6 interface's pools of dpp_upf_ue4, when upf.ue_pools moved
@@ -32,6 +34,7 @@ from netapp.upf.abi import (
     MAX_UPF_IFACES,
     QFI_ANY,
     DownlinkKey,
+    DownlinkState,
     Iface,
     PdrAction,
     PdrFlag,
@@ -46,6 +49,7 @@ from netapp.upf.models import RuleError, Session
 from netapp.upf.pfcp.ies import Cause, IEType, RuleType
 from netapp.upf.prepared import PreparedSession
 from netapp.upf.sdf import is_upf_rule
+from netapp.upf.ways import Ways
 
 TableOf = Callable[[str], Table]
 log = logging.getLogger("netapp.upf")
@@ -89,10 +93,11 @@ class Rules(Protocol):
 
 
 class BpfApplier:
-    """Sessions into dpp_upf_teids, dpp_upf_uplink, dpp_upf_ue4 and dpp_upf_downlink, as deltas: a TEID's own
-    entry in its slot of dpp_upf_teids when the TEID is below its size, `teid_slots` (the TEIDs the
-    UPF chooses: netapp.upf.sessions), else in dpp_upf_uplink with the entries by QFI; their URRs'
-    counters in dpp_upf_usage, whose size (setting dataplane.map_sizes) is `urr_slots`; their PDRs
+    """Sessions into dpp_upf_teids, dpp_upf_uplink, dpp_upf_ue4, dpp_upf_dl4 and dpp_upf_downlink, as
+    deltas: a TEID's own entry in its slot of dpp_upf_teids when the TEID is below its size,
+    `teid_slots` (the TEIDs the UPF chooses: netapp.upf.sessions), else in dpp_upf_uplink with the
+    entries by QFI; a UE IPv4 address's downlink in its pool's slot of dpp_upf_ue4, or in a way of
+    dpp_upf_dl4 (netapp.upf.ways), else in dpp_upf_downlink; their URRs' counters in dpp_upf_usage, whose size (setting dataplane.map_sizes) is `urr_slots`; their PDRs
     with SDF filters in dpp_upf_sdf_pdrs and, as rules, through `rules` (None: such PDRs are
     refused)."""
 
@@ -107,6 +112,10 @@ class BpfApplier:
         self._uplink_state = table_of("dpp_upf_uplink_state")
         self._teids_hashed: Optional[bool] = None  # what dpp_upf_uplink_state says (None: not written yet)
         self._downlink = table_of("dpp_upf_downlink")
+        self._downlink_state = table_of("dpp_upf_downlink_state")
+        self._ue4_hashed: Optional[bool] = None  # what dpp_upf_downlink_state says (None: not written yet)
+        self._dl4 = table_of("dpp_upf_dl4")
+        self._ways = Ways(self._dl4)
         self._ue4 = _Slots(table_of("dpp_upf_ue4"))
         # network instance id -> its pool in dpp_upf_ue4: (first address, addresses, first slot)
         self._pools = {iface.net_instance: (iface.ue4_base, iface.ue4_count, iface.ue4_first)
@@ -125,17 +134,26 @@ class BpfApplier:
         self._withheld = self._write_ifaces(ifaces)  # N6 interfaces whose pools the next reconcile publishes
 
     def _write_ifaces(self, ifaces: Mapping[int, Iface]) -> dict[int, Iface]:
-        """Every slot: the configured interfaces, and none elsewhere (left by an earlier run). While
+        """Every slot: the configured interfaces, and none elsewhere (left by an earlier run); an N6
+        one with the buckets of dpp_upf_dl4 when it can hold its network instance's addresses. While
         dpp_upf_ue4 holds entries laid out otherwise (upf.ue_pools changed), an interface whose pools
         moved is written without them (its addresses miss meanwhile, rather than find another
         address's entry in their slot): those are returned, for the reconcile to publish."""
         current = dict(self._ifaces.items())
         stale = [slot for slot, value in current.items() if value.ifindex and slot not in ifaces]
-        moved = {slot: iface for slot, iface in ifaces.items() if _ue4_layout(current.get(slot)) != _ue4_layout(iface)}
+        written = {slot: self._with_dl4(iface) for slot, iface in ifaces.items()}
+        moved = {slot: iface for slot, iface in written.items() if _ue4_layout(current.get(slot)) != _ue4_layout(iface)}
         withheld = moved if moved and any(_held(int, value) for _, value in self._ue4.items()) else {}
-        self._ifaces.update({**{slot: Iface() for slot in stale}, **ifaces,
+        self._ifaces.update({**{slot: Iface() for slot in stale}, **written,
                              **{slot: _without_pools(iface) for slot, iface in withheld.items()}})
         return withheld
+
+    def _with_dl4(self, iface: Iface) -> Iface:
+        """The interface as written: an N6 one with dpp_upf_dl4's buckets if its instance fits there."""
+        written = Iface.from_buffer_copy(iface)
+        if written.role == Role.N6 and self._ways.fits((written.net_instance, 4, b"")):
+            written.dl4_bits = self._ways.bits
+        return written
 
     def apply(self, old: Optional[Session], new: Optional[Session]) -> None:
         before = self._left_out.before(old, self._compile)
@@ -169,20 +187,29 @@ class BpfApplier:
             gives, frees = _slot_changes(old, new)
             given.update(gives)
             freed.update(frees)
-        _refuse_held(self._pdr_tables(before, after))
+        (teids_before, uplink_before), (teids_after, uplink_after) = map(self._split, (before, after))
+        (ue4_before, downlink_before), (ue4_after, downlink_after) = map(self._split_downlink, (before, after))
+        _refuse_held([(self._teids, teids_before, teids_after, int), (self._uplink, uplink_before, uplink_after, UplinkKey),
+                      (self._ue4, ue4_before, ue4_after, int), (self._downlink, downlink_before, downlink_after, DownlinkKey)])
+        try:
+            _refuse_held_ways(self._ways, downlink_before, downlink_after)
+            ways = self._ways.plan(downlink_before, downlink_after)  # may read and wait; writes nothing
+        except DataplaneError as exc:
+            raise DataplaneUnavailable(f"the data plane refused to read dpp_upf_dl4: {exc}") from exc
         self._start_counting(given, [key for old, new in pairs for key in _urr_changes(new, old)])
         change, left = SiteChange(), []
         try:
             # the slots the rules point at first (one no rule points at any more is left as it is)
             kept = {slot: value for slot, value in before.sdf_pdrs.items() if slot in after.sdf_pdrs}
             _write_delta(change, self._sdf_pdrs, kept, after.sdf_pdrs, int, left)
-            (teids_before, uplink_before), (teids_after, uplink_after) = map(self._split, (before, after))
             _write_delta(change, self._teids, teids_before, teids_after, int, left)
             self._mark_hashed(uplink_after)
             _write_delta(change, self._uplink, uplink_before, uplink_after, UplinkKey, left)
-            (ue4_before, downlink_before), (ue4_after, downlink_after) = map(self._split_downlink, (before, after))
             _write_delta(change, self._ue4, ue4_before, ue4_after, int, left)
-            _write_delta(change, self._downlink, downlink_before, downlink_after, DownlinkKey, left)
+            self._ways.publish(change, ways, left)
+            self._mark_ue4_hashed(ways.hashed_after)
+            _write_delta(change, self._downlink, ways.hashed_before, ways.hashed_after, DownlinkKey, left)
+            self._ways.retire(change, ways, left)
             self._change_rules(change, before.rules, after.rules)
         except RuleClash as exc:
             change.roll_back()
@@ -200,14 +227,6 @@ class BpfApplier:
         slots_of = {(old.seid, urr_id): slots for old, _ in pairs if old is not None
                     for urr_id, slots in old.urr_usage_slots().items()}
         self._stop_counting(freed, slots_of, [key for old, new in pairs for key in _urr_changes(old, new)])
-
-    def _pdr_tables(self, before: Entries, after: Entries) -> list[tuple[Any, dict, dict, Any]]:
-        """The PDR tables, each with its entries in `before` and `after` as written, and its key
-        type: dpp_upf_teids, dpp_upf_uplink, dpp_upf_ue4, dpp_upf_downlink."""
-        (teids_before, uplink_before), (teids_after, uplink_after) = map(self._split, (before, after))
-        (ue4_before, downlink_before), (ue4_after, downlink_after) = map(self._split_downlink, (before, after))
-        return [(self._teids, teids_before, teids_after, int), (self._uplink, uplink_before, uplink_after, UplinkKey),
-                (self._ue4, ue4_before, ue4_after, int), (self._downlink, downlink_before, downlink_after, DownlinkKey)]
 
     def _change_rules(self, change: SiteChange, before: dict, after: dict) -> None:
         if before == after:
@@ -257,11 +276,9 @@ class BpfApplier:
             (self._teids, teids, int),
             (self._uplink, uplink, UplinkKey),
             (self._ue4, ue4, int),
-            (self._downlink, downlink, DownlinkKey),
         ):
-            have = {_own(key_type, key): bytes(value) for key, value in table.items() if _held(key_type, value)}
-            table.update([(_key(key_type, key), value) for key, value in want.items() if have.get(key) != bytes(value)])
-            table.delete([_key(key_type, key) for key in have if key not in want])
+            _reconcile_table(table, want, key_type)
+        self._reconcile_downlink(downlink)
         self._mark_hashed(uplink, exact=True)
         self._sdf_pdrs.update(list(desired.sdf_pdrs.items()))
         self._reconcile_rules(desired.rules, rules_of, refused)
@@ -271,6 +288,17 @@ class BpfApplier:
             self._ifaces.update(self._withheld)
             self._withheld = {}
         return refused
+
+    def _reconcile_downlink(self, desired: dict) -> None:
+        """dpp_upf_dl4 and dpp_upf_downlink holding exactly the `desired` entries (netapp.upf.ways:
+        placed as a change places them, the hash's moved into free ways), written in a change's
+        order, without undo."""
+        hashed = {_own(DownlinkKey, key): value for key, value in self._downlink.items()}
+        plan = self._ways.reconcile(desired, hashed)  # the ways published
+        self._mark_ue4_hashed(plan.hashed_after)
+        _reconcile_table(self._downlink, plan.hashed_after, DownlinkKey, have=hashed)
+        self._ways.retire_now(plan)
+        self._mark_ue4_hashed(plan.hashed_after, exact=True)
 
     def _reconcile_rules(self, desired: dict, rules_of: dict[int, dict], refused: dict[int, RuleError]) -> None:
         """The rules of every session, in one change; refused (a shape too many since), session by
@@ -330,6 +358,15 @@ class BpfApplier:
             self._uplink_state.update({0: UplinkState(teids=int(hashed))})
             self._teids_hashed = hashed
 
+    def _mark_ue4_hashed(self, downlink: dict, exact: bool = False) -> None:
+        """dpp_upf_downlink_state, as dpp_upf_uplink_state: set before dpp_upf_downlink gets an IPv4
+        entry (only then does the data path look there for an address dpp_upf_dl4 lacks); cleared
+        only when `exact`, once the entries written (`reconcile`'s whole table) hold none."""
+        hashed = any(family == 4 for _, family, _ in downlink)
+        if hashed != self._ue4_hashed and (hashed or exact):
+            self._downlink_state.update({0: DownlinkState(ue4=int(hashed))})
+            self._ue4_hashed = hashed
+
     def usage(self, slots: Iterable[int]) -> dict[int, Usage]:
         """The counts of each slot."""
         slots = list(slots)
@@ -375,6 +412,16 @@ def compile_stored(session: Session, site: Site) -> Entries:
     session the fast path of establishments made, those made with it (netapp.upf.prepared)."""
     made = session.entries_for(site) if isinstance(session, PreparedSession) else None
     return made if made is not None else compile_session(session, site, session.urr_slots, session.sdf_slots)
+
+
+def _reconcile_table(table: Table, want: dict, key_type: Any, have: Optional[dict] = None) -> None:
+    """The table holding exactly `want` (`have`: what it holds, if read already): what differs
+    written, what `want` lacks deleted (an array's slot: emptied)."""
+    if have is None:
+        have = {_own(key_type, key): value for key, value in table.items() if _held(key_type, value)}
+    table.update([(_key(key_type, key), value) for key, value in want.items()
+                  if key not in have or bytes(have[key]) != bytes(value)])
+    table.delete([_key(key_type, key) for key in have if key not in want])
 
 
 def _joined(parts: Iterable[Entries]) -> Entries:
@@ -423,6 +470,13 @@ def _refuse_held(tables: list[tuple[Any, dict, dict, Any]]) -> None:
                 raise _held_error((table.name, key), "another session's")
 
 
+def _refuse_held_ways(ways: Ways, was: dict, now: dict) -> None:
+    """`_refuse_held` of the downlink entries dpp_upf_dl4 holds (its buckets read if not known yet)."""
+    held = ways.holding([key for key in now if key not in was])
+    if held:
+        raise _held_error(("dpp_upf_dl4", held[0]), "another session's")
+
+
 def _shared_keys(desired: Entries, entries: Entries) -> list[tuple[str, Any]]:
     """The uplink and downlink keys of `entries` that `desired` has already (another session's)."""
     return [(f"dpp_upf_{table}", key) for table in ("uplink", "downlink")
@@ -431,7 +485,7 @@ def _shared_keys(desired: Entries, entries: Entries) -> list[tuple[str, Any]]:
 
 def _held_error(entry: tuple[str, Any], whose: str) -> RuleError:
     name, key = entry
-    ie_type = IEType.UE_IP_ADDRESS if name in ("dpp_upf_ue4", "dpp_upf_downlink") else IEType.F_TEID
+    ie_type = IEType.UE_IP_ADDRESS if name in ("dpp_upf_ue4", "dpp_upf_dl4", "dpp_upf_downlink") else IEType.F_TEID
     return RuleError(Cause.RULE_CREATION_MODIFICATION_FAILURE, f"the entry {name} {_shown(key)} is {whose}", ie_type)
 
 

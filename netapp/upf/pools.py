@@ -205,7 +205,8 @@ class Pools:
     def layout(self, instances: Mapping[str, int], slots: int) -> dict[int, tuple[int, int, int]]:
         """The pools in dpp_upf_ue4 (of `slots` slots), by network instance id (`instances`: name ->
         id, the N6 interfaces'): (first address as an integer, addresses, first slot). A pool past the
-        array's end is left out (its downlink then goes to dpp_upf_downlink; logged)."""
+        array's end is left out (its downlink then goes where the SMF's addresses go, netapp.upf.ways;
+        logged)."""
         placed = {}
         for name, network in self.networks.items():
             first = self.first[name]
@@ -214,7 +215,7 @@ class Pools:
             if first + network.num_addresses > slots:
                 log.warning(
                     "upf.ue_pools.%s (%s) lies past dpp_upf_ue4's %d slots (dataplane.map_sizes): its downlink "
-                    "is looked up in dpp_upf_downlink", name, network, slots,
+                    "is looked up as the SMF's addresses are (dpp_upf_dl4)", name, network, slots,
                 )
                 continue
             placed[instances[name]] = (int(network.network_address), network.num_addresses, first)

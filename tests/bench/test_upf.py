@@ -4,14 +4,19 @@ and the README's table is the one the committed result gives."""
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
 import pytest
 
+from bench import baseline
 from bench.upf import __main__ as upf_main
 from bench.upf import report, workload
-from netapp.upf.abi import PdrFlag
+from netapp.dataplane.facade import Dataplane
+from netapp.dataplane.fake import FakeDpp
+from netapp.upf.abi import PdrFlag, Role
+from netapp.upf.applier import BpfApplier, iface_entries
 from tests.utils.kernel import require_kernel
 
 REPO = Path(__file__).resolve().parents[2]
@@ -25,6 +30,20 @@ def test_bulk_entries_are_the_compilers_at_every_row():
         up.flags |= PdrFlag.ENTRY  # in its TEID's slot of dpp_upf_teids
         assert bytes(uplink.values[row]) == bytes(up) and bytes(downlink.values[row]) == bytes(down)
         assert uplink.keys[row] == workload.TEID_BASE + i
+
+
+@pytest.mark.parametrize("sessions", [40, 3000])
+def test_bulk_ways_are_where_the_applier_puts_them(sessions):
+    """dpp_upf_dl4's bulk ways: the applier's own placement of the same sessions, way and value."""
+    sizes = workload.map_sizes(sessions)
+    fake = FakeDpp(map_sizes=sizes)
+    applier = BpfApplier(Dataplane(fake).table, workload.site(), iface_entries({6: (Role.N6, 1)}, workload.N3_IP, None))
+    for i in range(sessions):
+        applier.apply(None, workload.session(i).model_copy(update={"urr_slots": {1: workload.urr_slot(i)}}))
+    ways, overflow = workload.dl4_arrays(0, sessions, sizes["dpp_upf_dl4"])
+    assert len(overflow) == 0 and sizes["dpp_upf_dl4"] >= 2 * sessions
+    assert {int(key): bytes(value) for key, value in zip(ways.keys, ways.values)} == {
+        slot: bytes(way) for slot, way in fake.entries("dpp_upf_dl4").items()}
 
 
 def test_the_walks_rewrite_the_fields_sessions_differ_by():
@@ -60,6 +79,29 @@ def test_a_case_that_takes_another_path_stops_the_run(tmp_path, monkeypatch, cap
     assert upf_main.main(argv) == 1
     assert not out.exists()
     assert "miss: verdict DROP, expected REDIRECT" in capsys.readouterr().err
+
+
+def test_a_baseline_revision_is_measured_beside_head_in_the_same_runs(tmp_path, monkeypatch):
+    """--baseline with this checkout's own commit: its exported bench/upf and netapp open the
+    baseline's instances in a process of their own, in the benchmark's namespace, and both sides'
+    cases are timed in the same runs, each checked on its own path first."""
+    require_kernel()
+    commit = baseline.resolve("HEAD")
+    monkeypatch.setattr(upf_main, "prepare_baseline", functools.partial(baseline.prepare_baseline, build_dir=tmp_path))
+    out = tmp_path / "upf.json"
+    argv = ["--out", str(out), "--sessions", "1,30", "--active", "1,20", "--runs", "2", "--repeat", "100",
+            "--cases", "downlink,miss", "--baseline", "HEAD"]
+    assert upf_main.main(argv) == 0
+    result = json.loads(out.read_text())
+    revision = result["baseline"]
+    assert (revision["rev"], revision["commit"]) == ("HEAD", commit)
+    points = {(c["case"], c["installed"], c["active"]) for c in result["cases"]}
+    assert points == {(c["case"], c["installed"], c["active"]) for c in revision["cases"]} == {
+        (case, installed, active) for case in ("downlink", "miss") for installed, active in ((1, 1), (30, 1), (30, 20))}
+    for case in revision["cases"]:
+        assert len(case["samples_ns"]) == 2 and case["head_ns_above_floor"] is not None
+        assert "head_minus_baseline_ns" in case
+    assert f"({commit[:12]})" in report.format_baseline(result)
 
 
 def test_targets_are_reported_met_or_missed():

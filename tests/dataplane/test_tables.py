@@ -208,3 +208,13 @@ def test_a_per_cpu_table_reads_and_writes_every_cpus_value(adapter):
     routes.fill([9], value(max_len=5))
     assert [item.max_len for item in routes.get(9)] == [5] * routes.cpus
     assert [key for key, values in routes.items() if any(item.max_len for item in values)] == [9]
+
+
+def test_wait_readers_returns_once_the_programs_runs_are_over(adapter):
+    """In the kernel an RCU grace period (some milliseconds: the update of a map of maps waits for
+    the running BPF programs); the fake counts the waits."""
+    table = Table(adapter, "dpp_upf_dl4")
+    table.wait_readers()
+    table.wait_readers()
+    if isinstance(adapter, FakeDpp):
+        assert adapter.reader_waits == 2

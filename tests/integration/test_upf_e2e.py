@@ -44,6 +44,7 @@ from netapp.testbed import netns
 from netapp.testbed.upf import UpfSite
 from netapp.upf.abi import QFI_ANY, DownlinkKey, PdrFlag, UplinkKey
 from netapp.upf.compiler import words
+from netapp.upf.ways import Ways
 from tests.utils.kernel import build_artifact, require_kernel
 from tests.utils.maps import pinned_instance, second_handle
 from tests.utils.serve import REPO, ServeProcess, free_port, write_node_settings
@@ -335,6 +336,11 @@ class Maps:
         self.handle.close()
 
     def downlink(self, site: UpfSite) -> Any:
+        """The UE address's entry: its way of dpp_upf_dl4 (an address the SMF gave) or dpp_upf_downlink's."""
+        ways = Table(self.handle, "dpp_upf_dl4")
+        slot = Ways(ways).slot((1, 4, socket.inet_aton(site.ue_address).ljust(16, b"\0")))
+        if slot is not None:
+            return ways.get(slot)
         key = DownlinkKey(net_instance=1, family=4, addr=tuple(words(site.ue_address)))
         return Table(self.handle, "dpp_upf_downlink").get(key)
 

@@ -12,7 +12,7 @@ from netapp.dataplane.binding import DataplaneError
 from netapp.dataplane.facade import Dataplane
 from netapp.dataplane.fake import FakeDpp
 from netapp.service.contract import DataplaneUnavailable
-from netapp.upf.abi import QFI_ANY, DownlinkKey, Output, PdrAction, PdrFlag, Role, UplinkKey, UplinkState
+from netapp.upf.abi import DL4_WAYS, QFI_ANY, DownlinkKey, Output, PdrAction, PdrFlag, Role, UplinkKey, UplinkState
 from netapp.upf.applier import BpfApplier, iface_entries
 from netapp.upf.compiler import Site, words
 from netapp.upf.models import Far, FTeid, RuleError, Session, UeIpAddress
@@ -24,11 +24,12 @@ TEID_SLOTS = 16  # dpp_upf_teids' size here: the tests' TEIDs lie past it, in dp
 
 
 class CrampedDpp(FakeDpp):
-    """A fake whose downlink table holds DOWNLINK_ROOM entries, and whose deletes of `refused`
-    uplink keys fail (once each)."""
+    """A fake whose downlink table holds DOWNLINK_ROOM entries (every downlink entry there:
+    dpp_upf_dl4 has too few slots for a bucket), and whose deletes of `refused` uplink keys fail
+    (once each)."""
 
     def __init__(self, teid_slots: int = TEID_SLOTS) -> None:
-        super().__init__(map_sizes={"dpp_upf_teids": teid_slots})
+        super().__init__(map_sizes={"dpp_upf_teids": teid_slots, "dpp_upf_dl4": 1})
         self.refused: set[bytes] = set()
 
     def _max_entries(self, name: str) -> int:
@@ -64,11 +65,15 @@ def cramped():
     return fake, upf
 
 
-def _maps(fake: FakeDpp) -> dict[str, dict[bytes, bytes]]:
-    """The PDR tables' entries (dpp_upf_teids': its slots marked as holding one)."""
-    maps = {name: dict(fake.tables.get(name, {})) for name in ("dpp_upf_uplink", "dpp_upf_downlink")}
+def _maps(fake: FakeDpp) -> dict[str, dict]:
+    """The PDR tables' entries (dpp_upf_teids': its slots marked as holding one; dpp_upf_dl4's: its
+    ways published, by bucket and address, whichever way of the bucket holds them)."""
+    maps: dict[str, dict] = {name: dict(fake.tables.get(name, {})) for name in ("dpp_upf_uplink", "dpp_upf_downlink")}
     teids = fake.tables.get("dpp_upf_teids", {})
     maps["dpp_upf_teids"] = {key: value for key, value in teids.items() if value[0] & PdrFlag.ENTRY}
+    ways = fake.entries("dpp_upf_dl4")
+    maps["dpp_upf_dl4"] = {(slot // DL4_WAYS, way.ue_addr): bytes(way) for slot, way in ways.items()
+                           if way.flags & PdrFlag.ENTRY}
     return maps
 
 
@@ -175,6 +180,21 @@ def test_an_entry_another_session_holds_is_refused_with_nothing_written(cramped)
     with pytest.raises(RuleError, match=r"dpp_upf_uplink \(4097, 255\) is another session's") as refused:
         upf.apply(None, same_teid)
     assert refused.value.cause == Cause.RULE_CREATION_MODIFICATION_FAILURE and refused.value.ie_type == IEType.F_TEID
+    assert _maps(fake) == before and upf.stale == []
+
+
+def test_an_smf_address_another_session_holds_in_dpp_upf_dl4_is_refused_with_nothing_written():
+    """The same guard where the SMF's UE IPv4 addresses live (the ways of dpp_upf_dl4): the second
+    session is refused, the first keeps its way."""
+    fake = FakeDpp(map_sizes={"dpp_upf_teids": TEID + 2, "dpp_upf_dl4": 64})
+    site = Site(net_instances={"internet": 1}, default_instance="internet", n3_ipv4=N3_IP, output=Output.PASS)
+    upf = BpfApplier(Dataplane(fake).table, site, iface_entries({5: (Role.N3, 0), 6: (Role.N6, 1)}, N3_IP, None))
+    upf.apply(None, session())
+    before = _maps(fake)
+    assert before["dpp_upf_dl4"], "session()'s UE IPv4 address in a way"
+    with pytest.raises(RuleError, match=r"dpp_upf_dl4 \(network instance 1, 10.45.0.7\) is another session's") as refused:
+        upf.apply(None, _other(2, TEID + 1, "10.45.0.7", "2001:db8:45::8"))
+    assert refused.value.ie_type == IEType.UE_IP_ADDRESS
     assert _maps(fake) == before and upf.stale == []
 
 

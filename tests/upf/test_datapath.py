@@ -148,11 +148,15 @@ def test_uplink_inside_vxlan_is_decapsulated_to_the_ue_packet(dp, installed):
     ("frame", "ifname", "reason"),
     [
         (lambda: uplink_frame(teid=TEID + 1), "n3", "upf_teid_miss"),  # wrong TEID, our address
+        (lambda: uplink_frame(teid=0x7FFFFFFF), "n3", "upf_teid_miss"),  # past dpp_upf_teids
         (lambda: uplink_frame(dst="10.3.0.2"), "n3", None),  # another address: transit GTP-U
+        (lambda: uplink_frame(teid=TEID + 1, dst="10.3.0.2"), "n3", None),  # no TEID of ours, not to us
         (lambda: uplink_frame(), "ot", None),  # an interface without a role
         (lambda: uplink_frame(), "n6", None),  # GTP-U on N6 is not decapsulated
+        (lambda: uplink_frame(teid=TEID + 1), "n6", None),  # nor is a TEID no PDR has a miss there
     ],
-    ids=["wrong-teid", "wrong-address", "no-role", "n6-role"],
+    ids=["wrong-teid", "teid-past-array", "wrong-address", "wrong-teid-and-address", "no-role", "n6-role",
+         "n6-wrong-teid"],
 )
 def test_near_misses_are_left_to_the_pipeline(dp, installed, frame, ifname, reason):
     sent = frame()
@@ -160,7 +164,7 @@ def test_near_misses_are_left_to_the_pipeline(dp, installed, frame, ifname, reas
     assert out.action != "upf" and out.reason == reason
     assert out.data == sent
     if reason is None:
-        assert out.key["teid"] == (TEID if out.key["teid"] else 0)  # classified on the tunnel, as before
+        assert out.key["teid"] in (0, Ether(sent)[GTP_U_Header].teid)  # classified on the tunnel, as before
 
 
 def test_downlink_is_encapsulated_with_the_qers_qfi_in_a_pdu_session_container(dp, installed):
@@ -380,6 +384,10 @@ def _table_bytes(dp, name: str) -> dict[bytes, bytes]:
     return {bytes(key): bytes(value) for key, value in dp.table(name).items()}
 
 
+def _published_ways(dp: Dataplane) -> int:
+    return sum(1 for _, way in dp.table("dpp_upf_dl4").items() if way.flags & PdrFlag.ENTRY)
+
+
 def test_reconcile_leaves_the_maps_holding_exactly_the_stored_sessions(dp):
     upf = applier(dp)
     kept, gone = session(), session(seid=2)
@@ -401,10 +409,11 @@ def test_reconcile_leaves_the_maps_holding_exactly_the_stored_sessions(dp):
         assert _table_bytes(dp, "dpp_upf_uplink") == {}, "the TEID's entry in the hash map went too"
         assert bytes(dp.table("dpp_upf_teids").get(teid)) == bytes(wanted)
         assert not dp.table("dpp_upf_teids").get(TEID + 7).flags, "the deleted session's slot is empty"
-        assert len(_table_bytes(dp, "dpp_upf_downlink")) == 2
+        assert len(_table_bytes(dp, "dpp_upf_downlink")) == 1, "the UE's IPv6 address; its IPv4 one in a way"
+        assert _published_ways(dp) == 1
         assert dp.test_run(uplink_frame(), N3_IF).data == decapsulated()
         assert dp.test_run(uplink_frame(teid=TEID + 7), N3_IF).reason == "upf_teid_miss"
     finally:
         upf.reconcile([])
     assert _table_bytes(dp, "dpp_upf_uplink") == _table_bytes(dp, "dpp_upf_downlink") == {}
-    assert not dp.table("dpp_upf_teids").get(TEID).flags
+    assert not dp.table("dpp_upf_teids").get(TEID).flags and _published_ways(dp) == 0

@@ -165,6 +165,10 @@ struct dpp_table_cursor {
  * An array's dump holds every index. */
 int dpp_table_dump(struct dpp *d, const char *name, struct dpp_table_cursor *cursor, void *keys,
 		   size_t key_size, void *values, size_t value_size, __u32 n);
+/* Returns once every run of the programs that began before the call has ended (an RCU grace period,
+ * some milliseconds): a table value that a run may have been reading can then be rewritten for
+ * another key (netapp/upf/ways.py reuses the ways of dpp_upf_dl4 so). */
+int dpp_table_wait_readers(struct dpp *d);
 
 /* Counters summed over CPUs. Rule counters for slots [first, first + n). */
 int dpp_stats_rules(struct dpp *d, __u32 first, __u32 n, struct dpp_counter *out);

@@ -50,7 +50,8 @@ struct {
 	__type(value, struct dpp_upf_uplink_state);
 } dpp_upf_uplink_state SEC(".maps");
 
-/* (network instance, family, UE address) -> the downlink PDR's action */
+/* (network instance, family, UE address) -> the downlink PDR's action: IPv6 addresses, and the IPv4
+ * addresses the SMF gave whose bucket of dpp_upf_dl4 was full */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, DPP_MAX_UPF_PDRS);
@@ -70,6 +71,30 @@ struct {
 	__type(key, __u32);
 	__type(value, struct dpp_upf_pdr);
 } dpp_upf_ue4 SEC(".maps");
+
+/* slot (a bucket's first slot, bucket * DPP_UPF_DL4_WAYS, + a way) -> the downlink PDR's action of a
+ * UE IPv4 address the SMF gave, the address in ue_addr (set-associative: the bucket is a hash of the
+ * address and the network instance; an inlined array lookup a way, one line each; an address its
+ * bucket lacks is in dpp_upf_downlink, if dpp_upf_downlink_state says it may be there). Written by
+ * netapp/upf/ways.py: a way is published and retired by its DPP_UPF_PDR_ENTRY bit alone, and
+ * rewritten only once no program can still be reading it (the order is argued there). Mmapable
+ * for page-aligned values, as dpp_upf_teids. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, DPP_MAX_UPF_DL4);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct dpp_upf_pdr);
+} dpp_upf_dl4 SEC(".maps");
+
+/* 0 -> whether dpp_upf_downlink may hold IPv4 entries (those whose bucket of dpp_upf_dl4 was full):
+ * without any (the usual case) an IPv4 address dpp_upf_dl4 lacks is a miss without a hash lookup */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct dpp_upf_downlink_state);
+} dpp_upf_downlink_state SEC(".maps");
 
 /* slot (a UPF rule's arg, dpp_rules) -> the action of a PDR with SDF filters */
 struct {

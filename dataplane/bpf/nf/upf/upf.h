@@ -172,23 +172,93 @@ static __always_inline const struct dpp_upf_pdr *upf_uplink_pdr(const struct dpp
 	return pdr;
 }
 
+/* A pool's address (the UPF assigned it): its slot of dpp_upf_ue4 (an inlined array lookup; an
+ * empty slot: none). dst: network order; addr: host order, inside the interface's pool. */
+static __always_inline const struct dpp_upf_pdr *upf_pool_pdr(__u32 addr,
+							      const struct dpp_upf_iface *iface)
+{
+	__u32 slot = iface->ue4_first + (addr - iface->ue4_base);
+	const struct dpp_upf_pdr *pdr = bpf_map_lookup_elem(&dpp_upf_ue4, &slot);
+
+	/* each map its own call: clang would otherwise merge lookups of two maps into one call of a
+	 * branch-chosen map, which the verifier does not inline */
+	barrier_var(pdr);
+	return pdr && (pdr->flags & DPP_UPF_PDR_ENTRY) ? pdr : NULL;
+}
+
+/* The bucket of dpp_upf_dl4 of a UE IPv4 address (host order) in the interface's network instance:
+ * the top dl4_bits bits of the address times DPP_UPF_DL4_HASH_MUL, xor the instance (below 1 <<
+ * dl4_bits, so that an address's buckets in two instances differ and a way's address tells its
+ * instance too). */
+static __always_inline __u32 dl4_bucket(__u32 addr, const struct dpp_upf_iface *iface)
+{
+	__u64 h = (__u32)(addr * DPP_UPF_DL4_HASH_MUL);
+
+	return (__u32)((h << (iface->dl4_bits & 31)) >> 32) ^ iface->net_instance;
+}
+
+/* The way holds dst (network order). Its ENTRY bit is read first and its address after: a way is
+ * published and retired by that bit alone, and its address and action are written only while the
+ * bit is clear and no program still reads the way (netapp/upf/ways.py argues the order). */
+static __always_inline bool dl4_holds(const struct dpp_upf_pdr *way, __u32 dst)
+{
+	if (!(way->flags & DPP_UPF_PDR_ENTRY))
+		return false;
+	barrier();
+	return way->ue_addr == dst;
+}
+
+/* An address the SMF gave: the way of its bucket of dpp_upf_dl4 that holds it (an inlined array
+ * lookup a way, in order), or NULL. */
+static __always_inline const struct dpp_upf_pdr *upf_dl4_pdr(__u32 dst,
+							     const struct dpp_upf_iface *iface)
+{
+	__u32 slot = dl4_bucket(bpf_ntohl(dst), iface) * DPP_UPF_DL4_WAYS;
+	const struct dpp_upf_pdr *way;
+	int i;
+
+	if (!iface->dl4_bits)
+		return NULL;
+#pragma unroll
+	for (i = 0; i < DPP_UPF_DL4_WAYS; i++, slot++) {
+		way = bpf_map_lookup_elem(&dpp_upf_dl4, &slot);
+		barrier_var(way);
+		if (!way)
+			return NULL;
+		if (dl4_holds(way, dst))
+			return way;
+	}
+	return NULL;
+}
+
+/* dpp_upf_downlink may hold IPv4 entries (their buckets of dpp_upf_dl4 were full). */
+static __always_inline bool upf_dl4_overflowed(void)
+{
+	const struct dpp_upf_downlink_state *state;
+	__u32 zero = 0;
+
+	state = bpf_map_lookup_elem(&dpp_upf_downlink_state, &zero);
+	barrier_var(state);
+	return state && state->ue4;
+}
+
 /* The downlink PDR of a packet to a UE address of the N6 interface's network instance, or NULL: an
- * address of the instance's pool (the UPF assigned it) by its slot of dpp_upf_ue4 (an inlined array
- * lookup; an empty slot: none), any other by (instance, address) in dpp_upf_downlink. */
+ * IPv4 address of the instance's pool in dpp_upf_ue4 only, another IPv4 address in dpp_upf_dl4 then,
+ * if it may hold some, dpp_upf_downlink; an IPv6 address in dpp_upf_downlink. */
 static __always_inline const struct dpp_upf_pdr *upf_downlink_pdr(const struct dpp_flow_key *key,
 								   const struct dpp_upf_iface *iface)
 {
 	struct dpp_upf_dl_key k = { .net_instance = iface->net_instance, .family = key->family };
 	const struct dpp_upf_pdr *pdr;
-	__u32 slot;
+	__u32 addr;
 
-	if (key->family == 4 && bpf_ntohl(key->dst[0]) - iface->ue4_base < iface->ue4_count) {
-		slot = iface->ue4_first + (bpf_ntohl(key->dst[0]) - iface->ue4_base);
-		pdr = bpf_map_lookup_elem(&dpp_upf_ue4, &slot);
-		/* two calls, not one: clang would otherwise merge this lookup and the hash's below into
-		 * one call of a branch-chosen map, which the verifier does not inline */
-		barrier_var(pdr);
-		return pdr && (pdr->flags & DPP_UPF_PDR_ENTRY) ? pdr : NULL;
+	if (key->family == 4) {
+		addr = bpf_ntohl(key->dst[0]);
+		if (addr - iface->ue4_base < iface->ue4_count)
+			return upf_pool_pdr(addr, iface);
+		pdr = upf_dl4_pdr(key->dst[0], iface);
+		if (pdr || !upf_dl4_overflowed())
+			return pdr;
 	}
 	__builtin_memcpy(k.addr, key->dst, sizeof(k.addr));
 	return bpf_map_lookup_elem(&dpp_upf_downlink, &k);
@@ -200,6 +270,14 @@ static __always_inline int upf_classify(struct dpp_parse *p)
 {
 	p->key.flags |= DPP_KEY_UPF;
 	return DPP_UPF_NOT_MINE;
+}
+
+/* No PDR has the T-PDU's TEID: the default verdict (pass or drop), counted. */
+static __always_inline int upf_teid_miss(struct dpp_outcome *o, __u32 default_verdict)
+{
+	o->action = DPP_ACTION_DEFAULT;
+	o->reason = DPP_REASON_UPF_TEID_MISS;
+	return default_verdict == XDP_DROP ? XDP_DROP : XDP_PASS;
 }
 
 /* N3, N9: GTP-U to our address. A parser reason other than signalling leaves the packet to the
@@ -219,11 +297,8 @@ static __always_inline int upf_gtpu(struct xdp_md *ctx, struct dpp_parse *p,
 	pdr = upf_uplink_pdr(&p->key, true);
 	if (pdr && (pdr->flags & DPP_UPF_PDR_SDF))
 		return upf_classify(p);
-	if (!pdr) {
-		o->action = DPP_ACTION_DEFAULT;
-		o->reason = DPP_REASON_UPF_TEID_MISS;
-		return default_verdict == XDP_DROP ? XDP_DROP : XDP_PASS;
-	}
+	if (!pdr)
+		return upf_teid_miss(o, default_verdict);
 	return upf_apply(ctx, pdr, o, p->layers.ue_l3, p->key.family, true);
 }
 
@@ -259,13 +334,32 @@ __attribute__((noinline)) int dpp_upf(struct xdp_md *ctx, struct dpp_parse *p, s
 	return upf_gtpu(ctx, p, iface, o, reason, default_verdict);
 }
 
+/* A T-PDU to our N3 (N9) address whose TEID no PDR has: decided here, before dpp_upf, so that a
+ * miss costs no call (each call and return costs 4-10 ns where returns are mitigated). Only the
+ * TEID's own entry is looked up (upf_teid_pdr); any other case (a hit, signalling, a parser
+ * reason) is dpp_upf's. */
+static __always_inline bool upf_teid_missed(struct xdp_md *ctx, const struct dpp_parse *p,
+					    const struct dpp_upf_iface *iface, int reason)
+{
+	struct dpp_upf_ul_key k = { .teid = p->key.teid, .qfi = DPP_UPF_QFI_ANY };
+
+	if (iface->role == DPP_UPF_ROLE_N6 || reason || !(p->key.flags & DPP_KEY_GTP) ||
+	    !p->key.family || !p->layers.gtp)
+		return false;
+	return !upf_teid_pdr(&k) && upf_ours(ctx, &p->layers, iface);
+}
+
 /* The UPF before the classifier: a verdict, or DPP_UPF_NOT_MINE. Interfaces without a role cost
- * one inlined array lookup and no call. */
+ * one inlined array lookup and no call; so does a TEID miss (upf_teid_missed). */
 static __always_inline int upf(struct xdp_md *ctx, struct dpp_parse *p, struct dpp_outcome *o,
 			       int reason, const struct dpp_config *cfg)
 {
-	if (!upf_iface(p->key.ifindex))
+	const struct dpp_upf_iface *iface = upf_iface(p->key.ifindex);
+
+	if (!iface)
 		return DPP_UPF_NOT_MINE;
+	if (upf_teid_missed(ctx, p, iface, reason))
+		return upf_teid_miss(o, cfg->default_verdict);
 	return dpp_upf(ctx, p, o, reason, cfg->default_verdict);
 }
 

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* The ABI of the user plane function (bpf/nf/upf/): interface roles, the PDR tables of the uplink
  * (by TEID: an array for the TEIDs below its size, a hash for the others and for PDRs by QFI) and the
- * downlink (by network instance and UE address), each entry a PDR's whole action with its FAR, QER
+ * downlink (by network instance and UE address: an array for the pools' IPv4 addresses, a
+ * set-associative array for other IPv4 addresses, a hash for IPv6 and what overflows), each entry a PDR's whole action with its FAR, QER
  * and URR folded in, and the usage counters of the URRs. Mirrored in
  * netapp/upf/abi.py, checked against BTF like the core's. */
 #ifndef DPP_NF_UPF_H
@@ -30,6 +31,16 @@
 #ifndef DPP_MAX_UPF_UE4
 #define DPP_MAX_UPF_UE4 65536
 #endif
+/* Slots of dpp_upf_dl4: the downlink of the UE IPv4 addresses the SMF gives, DPP_UPF_DL4_WAYS slots
+ * (ways) a bucket (preallocated, 64 bytes each: 65,536 is 16,384 buckets, 4 MiB). The program uses
+ * the largest power of two of buckets that fits (struct dpp_upf_iface.dl4_bits). */
+#ifndef DPP_MAX_UPF_DL4
+#define DPP_MAX_UPF_DL4 65536
+#endif
+#define DPP_UPF_DL4_WAYS 4
+/* The bucket of a UE IPv4 address in dpp_upf_dl4: the top dl4_bits bits of its host-order value
+ * times this (Fibonacci hashing), xor its network instance (nf/upf/upf.h, netapp/upf/ways.py). */
+#define DPP_UPF_DL4_HASH_MUL 0x9e3779b1u
 #ifndef DPP_MAX_UPF_URRS
 #define DPP_MAX_UPF_URRS 65536
 #endif
@@ -72,20 +83,21 @@ enum dpp_upf_pdr_flags {
 	DPP_UPF_PDR_NO_MATCH = 8, /* a TEID's own entry that matches nothing by itself */
 	DPP_UPF_PDR_SDF = 16,	  /* the TEID's (UE address's) PDRs have SDF filters: classify first */
 	DPP_UPF_PDR_DUPL = 32,	  /* FAR DUPL: a copy to user space (dpp_upf_punt), then as the FAR says */
-	DPP_UPF_PDR_ENTRY = 64,	  /* dpp_upf_teids, dpp_upf_ue4: the slot holds its entry (else: no PDR) */
+	DPP_UPF_PDR_ENTRY = 64,	  /* dpp_upf_teids, _ue4, _dl4: the slot holds its entry (else: no PDR) */
 	DPP_UPF_PDR_UDP = 128,	  /* ENCAP: UDP/IP alone (no GTP-U), to port teid of the peer */
 };
 
 /* Value of dpp_upf_ifaces, at slot ifindex % DPP_MAX_UPF_IFACES (no two interfaces of the UPF share
  * a slot: the control plane refuses that): the interface's role and its addresses; on N6 the pool
  * of UE addresses of its network instance, whose downlink is in dpp_upf_ue4 (address - ue4_base +
- * ue4_first; an address of the pool is looked up there only, any other in dpp_upf_downlink). */
+ * ue4_first; an address of the pool is looked up there only), and how its other IPv4 addresses
+ * are looked up in dpp_upf_dl4 (then, if dpp_upf_downlink_state says so, in dpp_upf_downlink). */
 struct dpp_upf_iface {
 	__u32 ifindex; /* the interface of this slot; 0: none */
 	__u8 role;     /* enum dpp_upf_role */
 	__u8 has_ip4;  /* N3/N9: GTP-U to addr4 is ours */
 	__u8 has_ip6;  /* N3/N9: GTP-U to addr6 is ours */
-	__u8 reserved;
+	__u8 dl4_bits; /* N6: log2 of dpp_upf_dl4's buckets (1-30; net_instance below 1 << it); 0: unused */
 	__u32 net_instance; /* N6: the network instance its packets belong to */
 	__u32 addr4;	    /* network order */
 	__u32 addr6[4];	    /* network order */
@@ -108,8 +120,10 @@ struct dpp_upf_dl_key {
 	__u32 addr[4]; /* network order; IPv4 in addr[0] */
 };
 
-/* Value of dpp_upf_teids, dpp_upf_ue4, dpp_upf_uplink, dpp_upf_downlink and dpp_upf_sdf_pdrs: what a matched
- * packet gets, whole, so that one lookup serves it; 64 bytes, in dpp_upf_teids one cache line. */
+/* Value of dpp_upf_teids, dpp_upf_ue4, dpp_upf_dl4, dpp_upf_uplink, dpp_upf_downlink and
+ * dpp_upf_sdf_pdrs: what a matched packet gets, whole, so that one lookup serves it; 64 bytes, in the
+ * mmapable arrays one cache line. A way of dpp_upf_dl4 holds its key in ue_addr: the network
+ * instance is its bucket's (DPP_UPF_DL4_HASH_MUL), so the address alone tells the entry. */
 struct dpp_upf_pdr {
 	__u8 flags;    /* enum dpp_upf_pdr_flags */
 	__u8 far;      /* enum dpp_upf_far */
@@ -123,6 +137,7 @@ struct dpp_upf_pdr {
 	__u32 teid;	/* ENCAP: the peer's TEID; with DPP_UPF_PDR_UDP its UDP port */
 	__u32 peer[4];	/* ENCAP: the peer's address, network order (IPv4 in peer[0]) */
 	__u32 local[4]; /* ENCAP: our address, the outer source */
+	__u32 ue_addr;	/* dpp_upf_dl4: the way's UE IPv4 address, network order (else 0) */
 	__u64 seid;	/* FAR BUFFER, DUPL: the PDR's session (our SEID), for user space */
 };
 _Static_assert(sizeof(struct dpp_upf_pdr) == 64, "a PDR entry of dpp_upf_teids is one cache line");
@@ -180,6 +195,11 @@ struct dpp_upf_route_gen {
 /* Value of dpp_upf_uplink_state, slot 0: what the applier keeps of dpp_upf_uplink for the data path. */
 struct dpp_upf_uplink_state {
 	__u32 teids; /* 1: it may hold TEIDs' own entries; 0: none, a TEID past dpp_upf_teids is a miss */
+};
+
+/* Value of dpp_upf_downlink_state, slot 0: what the applier keeps of dpp_upf_downlink for the data path. */
+struct dpp_upf_downlink_state {
+	__u32 ue4; /* 1: it may hold IPv4 entries; 0: none, an IPv4 address dpp_upf_dl4 lacks is a miss */
 };
 
 /* Value of dpp_upf_usage, indexed by URR slot: the UE packets' volume each way, added to atomically
