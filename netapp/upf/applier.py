@@ -18,9 +18,7 @@ usage report (`final_usage`).
 from __future__ import annotations
 
 import collections
-import errno
 import functools
-import ipaddress
 import logging
 from typing import Any, Callable, Iterable, Mapping, Optional, Protocol
 
@@ -47,6 +45,17 @@ from netapp.upf.compiler import Entries, Site, compile_session, words
 from netapp.upf.leftout import LeftOut
 from netapp.upf.models import RuleError, Session
 from netapp.upf.pfcp.ies import Cause, IEType, RuleType
+from netapp.upf.pdr_tables import (
+    SlotTable,
+    compiler_key,
+    held_error,
+    is_held,
+    reconcile_table,
+    refuse_held,
+    refuse_held_ways,
+    shared_keys,
+    write_delta,
+)
 from netapp.upf.prepared import PreparedSession
 from netapp.upf.sdf import is_upf_rule
 from netapp.upf.ways import Ways
@@ -107,7 +116,7 @@ class BpfApplier:
         self._rules = rules
         self._sdf_pdrs = table_of("dpp_upf_sdf_pdrs")
         self.sdf_slots = self._sdf_pdrs.max_entries if rules is not None else 0  # slot 0 is never given
-        self._teids = _Slots(table_of("dpp_upf_teids"))
+        self._teids = SlotTable(table_of("dpp_upf_teids"))
         self._uplink = table_of("dpp_upf_uplink")
         self._uplink_state = table_of("dpp_upf_uplink_state")
         self._teids_hashed: Optional[bool] = None  # what dpp_upf_uplink_state says (None: not written yet)
@@ -116,7 +125,7 @@ class BpfApplier:
         self._ue4_hashed: Optional[bool] = None  # what dpp_upf_downlink_state says (None: not written yet)
         self._dl4 = table_of("dpp_upf_dl4")
         self._ways = Ways(self._dl4)
-        self._ue4 = _Slots(table_of("dpp_upf_ue4"))
+        self._ue4 = SlotTable(table_of("dpp_upf_ue4"))
         # network instance id -> its pool in dpp_upf_ue4: (first address, addresses, first slot)
         self._pools = {iface.net_instance: (iface.ue4_base, iface.ue4_count, iface.ue4_first)
                        for iface in ifaces.values() if iface.role == Role.N6 and iface.ue4_count}
@@ -143,7 +152,7 @@ class BpfApplier:
         stale = [slot for slot, value in current.items() if value.ifindex and slot not in ifaces]
         written = {slot: self._with_dl4(iface) for slot, iface in ifaces.items()}
         moved = {slot: iface for slot, iface in written.items() if _ue4_layout(current.get(slot)) != _ue4_layout(iface)}
-        withheld = moved if moved and any(_held(int, value) for _, value in self._ue4.items()) else {}
+        withheld = moved if moved and any(is_held(int, value) for _, value in self._ue4.items()) else {}
         self._ifaces.update({**{slot: Iface() for slot in stale}, **written,
                              **{slot: _without_pools(iface) for slot, iface in withheld.items()}})
         return withheld
@@ -189,10 +198,10 @@ class BpfApplier:
             freed.update(frees)
         (teids_before, uplink_before), (teids_after, uplink_after) = map(self._split, (before, after))
         (ue4_before, downlink_before), (ue4_after, downlink_after) = map(self._split_downlink, (before, after))
-        _refuse_held([(self._teids, teids_before, teids_after, int), (self._uplink, uplink_before, uplink_after, UplinkKey),
+        refuse_held([(self._teids, teids_before, teids_after, int), (self._uplink, uplink_before, uplink_after, UplinkKey),
                       (self._ue4, ue4_before, ue4_after, int), (self._downlink, downlink_before, downlink_after, DownlinkKey)])
         try:
-            _refuse_held_ways(self._ways, downlink_before, downlink_after)
+            refuse_held_ways(self._ways, downlink_before, downlink_after)
             ways = self._ways.plan(downlink_before, downlink_after)  # may read and wait; writes nothing
         except DataplaneError as exc:
             raise DataplaneUnavailable(f"the data plane refused to read dpp_upf_dl4: {exc}") from exc
@@ -201,14 +210,14 @@ class BpfApplier:
         try:
             # the slots the rules point at first (one no rule points at any more is left as it is)
             kept = {slot: value for slot, value in before.sdf_pdrs.items() if slot in after.sdf_pdrs}
-            _write_delta(change, self._sdf_pdrs, kept, after.sdf_pdrs, int, left)
-            _write_delta(change, self._teids, teids_before, teids_after, int, left)
+            write_delta(change, self._sdf_pdrs, kept, after.sdf_pdrs, int, left)
+            write_delta(change, self._teids, teids_before, teids_after, int, left)
             self._mark_hashed(uplink_after)
-            _write_delta(change, self._uplink, uplink_before, uplink_after, UplinkKey, left)
-            _write_delta(change, self._ue4, ue4_before, ue4_after, int, left)
+            write_delta(change, self._uplink, uplink_before, uplink_after, UplinkKey, left)
+            write_delta(change, self._ue4, ue4_before, ue4_after, int, left)
             self._ways.publish(change, ways, left)
             self._mark_ue4_hashed(ways.hashed_after)
-            _write_delta(change, self._downlink, ways.hashed_before, ways.hashed_after, DownlinkKey, left)
+            write_delta(change, self._downlink, ways.hashed_before, ways.hashed_after, DownlinkKey, left)
             self._ways.retire(change, ways, left)
             self._change_rules(change, before.rules, after.rules)
         except RuleClash as exc:
@@ -260,9 +269,9 @@ class BpfApplier:
             except RuleError as exc:
                 refused[seid] = exc
                 continue
-            shared = _shared_keys(desired, entries)
+            shared = shared_keys(desired, entries)
             if shared:  # stored so by an earlier version: the session first reconciled keeps them
-                refused[seid] = _held_error(shared[0], "another stored session's")
+                refused[seid] = held_error(shared[0], "another stored session's")
                 continue
             desired.uplink.update(entries.uplink)
             desired.downlink.update(entries.downlink)
@@ -277,7 +286,7 @@ class BpfApplier:
             (self._uplink, uplink, UplinkKey),
             (self._ue4, ue4, int),
         ):
-            _reconcile_table(table, want, key_type)
+            reconcile_table(table, want, key_type)
         self._reconcile_downlink(downlink)
         self._mark_hashed(uplink, exact=True)
         self._sdf_pdrs.update(list(desired.sdf_pdrs.items()))
@@ -293,10 +302,10 @@ class BpfApplier:
         """dpp_upf_dl4 and dpp_upf_downlink holding exactly the `desired` entries (netapp.upf.ways:
         placed as a change places them, the hash's moved into free ways), written in a change's
         order, without undo."""
-        hashed = {_own(DownlinkKey, key): value for key, value in self._downlink.items()}
+        hashed = {compiler_key(DownlinkKey, key): value for key, value in self._downlink.items()}
         plan = self._ways.reconcile(desired, hashed)  # the ways published
         self._mark_ue4_hashed(plan.hashed_after)
-        _reconcile_table(self._downlink, plan.hashed_after, DownlinkKey, have=hashed)
+        reconcile_table(self._downlink, plan.hashed_after, DownlinkKey, have=hashed)
         self._ways.retire_now(plan)
         self._mark_ue4_hashed(plan.hashed_after, exact=True)
 
@@ -414,16 +423,6 @@ def compile_stored(session: Session, site: Site) -> Entries:
     return made if made is not None else compile_session(session, site, session.urr_slots, session.sdf_slots)
 
 
-def _reconcile_table(table: Table, want: dict, key_type: Any, have: Optional[dict] = None) -> None:
-    """The table holding exactly `want` (`have`: what it holds, if read already): what differs
-    written, what `want` lacks deleted (an array's slot: emptied)."""
-    if have is None:
-        have = {_own(key_type, key): value for key, value in table.items() if _held(key_type, value)}
-    table.update([(_key(key_type, key), value) for key, value in want.items()
-                  if key not in have or bytes(have[key]) != bytes(value)])
-    table.delete([_key(key_type, key) for key in have if key not in want])
-
-
 def _joined(parts: Iterable[Entries]) -> Entries:
     """The entries of several sessions in one (their keys apart)."""
     joined = Entries()
@@ -459,44 +458,6 @@ def _without_pools(iface: Iface) -> Iface:
     return bare
 
 
-def _refuse_held(tables: list[tuple[Any, dict, dict, Any]]) -> None:
-    """A PDR entry the change adds that the maps hold already is another session's (its packets would
-    take this one's way): RuleError, nothing written. netapp.upf.sessions keeps TEIDs and UE
-    addresses apart; this is the data path's own guard, one batched lookup per table added to."""
-    for table, was, now, key_type in tables:
-        added = [key for key in now if key not in was]
-        for key, value in zip(added, table.lookup([_key(key_type, key) for key in added]) if added else ()):
-            if value is not None and _held(key_type, value):
-                raise _held_error((table.name, key), "another session's")
-
-
-def _refuse_held_ways(ways: Ways, was: dict, now: dict) -> None:
-    """`_refuse_held` of the downlink entries dpp_upf_dl4 holds (its buckets read if not known yet)."""
-    held = ways.holding([key for key in now if key not in was])
-    if held:
-        raise _held_error(("dpp_upf_dl4", held[0]), "another session's")
-
-
-def _shared_keys(desired: Entries, entries: Entries) -> list[tuple[str, Any]]:
-    """The uplink and downlink keys of `entries` that `desired` has already (another session's)."""
-    return [(f"dpp_upf_{table}", key) for table in ("uplink", "downlink")
-            for key in getattr(entries, table) if key in getattr(desired, table)]
-
-
-def _held_error(entry: tuple[str, Any], whose: str) -> RuleError:
-    name, key = entry
-    ie_type = IEType.UE_IP_ADDRESS if name in ("dpp_upf_ue4", "dpp_upf_dl4", "dpp_upf_downlink") else IEType.F_TEID
-    return RuleError(Cause.RULE_CREATION_MODIFICATION_FAILURE, f"the entry {name} {_shown(key)} is {whose}", ie_type)
-
-
-def _shown(key: Any) -> str:
-    """A compiler's key (a slot; (TEID, QFI); (instance, family, packed address)) for a message."""
-    if isinstance(key, tuple) and len(key) == 3:
-        instance, family, packed = key
-        return f"(network instance {instance}, {ipaddress.ip_address(packed[: 4 if family == 4 else 16])})"
-    return str(key)
-
-
 def _slot_changes(old: Optional[Session], new: Optional[Session]) -> tuple[dict, dict]:
     """The usage slots `new` gives and those it frees, each by (SEID, slot)."""
     before = {(old.seid, slot): slot for slot in old.usage_slots()} if old else {}
@@ -521,98 +482,8 @@ def _sum(counts: Iterable[Usage]) -> Usage:
     return total
 
 
-class _Slots:
-    """An array of PDR entries (dpp_upf_teids, dpp_upf_ue4) as _write_delta writes a hash map: a
-    deleted slot is zeroed (no DPP_UPF_PDR_ENTRY: empty)."""
-
-    def __init__(self, table: Table):
-        self._table = table
-        self.name = table.name
-        self.update = table.update
-        self.items = table.items
-        self.lookup = table.lookup
-
-    @property
-    def max_entries(self) -> int:
-        return self._table.max_entries
-
-    def delete(self, keys: list[int]) -> None:
-        self._table.update({key: PdrAction() for key in keys})
-
-
-def _write_delta(change: SiteChange, table: Table, before: dict, after: dict, key_type: Any, left: list[str]) -> None:
-    """Entries new or changed first (a session never lacks a rule it keeps), then the gone ones.
-    Each write's undo (also of a write refused half-way) puts back every entry it can, and names
-    in `left` those it cannot."""
-    changed = [key for key, value in after.items() if key not in before or bytes(before[key]) != bytes(value)]
-    gone = [key for key in before if key not in after]
-    if changed:
-        writes = [(_key(key_type, key), after[key]) for key in changed]
-        restore = [(_key(key_type, key), before[key]) for key in changed if key in before]
-        added = [_key(key_type, key) for key in changed if key not in before]
-        undo = functools.partial(_put_back, table, restore, added, left)
-        change.write(lambda: table.update(writes), undo, undo)
-    if gone:
-        keys = [_key(key_type, key) for key in gone]
-        undo = functools.partial(_put_back, table, [(key, before[old]) for key, old in zip(keys, gone)], [], left)
-        change.write(lambda: table.delete(keys), undo, undo)
-
-
-def _put_back(table: Table, restore: list[tuple[Any, Any]], added: list[Any], left: list[str]) -> None:
-    """Write `restore` back and delete `added` (one absent already is as wanted), every entry tried
-    whatever the others do; those refused are named in `left`."""
-    for key, exc in _each(table.update, restore):
-        left.append(f"{table.name} {_tuple(key[0])}: not restored ({exc})")
-    for key, exc in _each(table.delete, added):
-        if exc.errno != errno.ENOENT:
-            left.append(f"{table.name} {_tuple(key)}: not deleted ({exc})")
-
-
-def _each(batch: Callable[[list[Any]], None], items: list[Any]) -> list[tuple[Any, DataplaneError]]:
-    """`batch` over the items, past each one it refuses (a DataplaneError's `done` says which): the
-    refused items with their errors."""
-    refused = []
-    while items:
-        try:
-            batch(items)
-            return refused
-        except DataplaneError as exc:
-            done = min(getattr(exc, "done", 0), len(items) - 1)
-            refused.append((items[done], exc))
-            items = items[done + 1 :]
-    return refused
-
-
 def _clash(exc: RuleClash) -> RuleError:
     """A rule of a PDR that cannot be installed: refused, naming the PDR (from the rule's id)."""
     pdr_id = int(exc.rule_id.split("#")[2]) if is_upf_rule(exc.rule_id) else 0
     return RuleError(Cause.RULE_CREATION_MODIFICATION_FAILURE, f"an SDF filter's rule: {exc}", IEType.SDF_FILTER,
                      (RuleType.PDR, pdr_id))
-
-
-def _tuple(key: Any) -> tuple:
-    """A map key as the compiler's tuple (netapp.upf.compiler.UplinkKey, DownlinkKey; a slot)."""
-    if isinstance(key, int):
-        return (key,)
-    if isinstance(key, UplinkKey):
-        return (key.teid, key.qfi)
-    return (key.net_instance, key.family, bytes(key.addr))
-
-
-def _held(key_type: Any, value: PdrAction) -> bool:
-    """An entry of the table (every one of a hash map; of dpp_upf_teids, the slots marked so)."""
-    return key_type is not int or bool(value.flags & PdrFlag.ENTRY)
-
-
-def _own(key_type: Any, key: Any) -> Any:
-    """A key read from a table as the compiler's (a slot as it is)."""
-    return key if key_type is int else _tuple(key)
-
-
-def _key(key_type: Any, key: Any) -> Any:
-    if key_type is int:
-        return key
-    if key_type is UplinkKey:
-        return UplinkKey(teid=key[0], qfi=key[1])
-    instance, family, packed = key
-    return DownlinkKey(net_instance=instance, family=family, addr=tuple(words(packed)))
