@@ -61,6 +61,7 @@ from netapp.upf.sdf import is_upf_rule
 from netapp.upf.ways import Ways
 
 TableOf = Callable[[str], Table]
+_ENTRY = int(PdrFlag.ENTRY)  # an int: IntFlag's operators cost microseconds a change
 log = logging.getLogger("netapp.upf")
 
 
@@ -199,7 +200,8 @@ class BpfApplier:
         (teids_before, uplink_before), (teids_after, uplink_after) = map(self._split, (before, after))
         (ue4_before, downlink_before), (ue4_after, downlink_after) = map(self._split_downlink, (before, after))
         refuse_held([(self._teids, teids_before, teids_after, int), (self._uplink, uplink_before, uplink_after, UplinkKey),
-                      (self._ue4, ue4_before, ue4_after, int), (self._downlink, downlink_before, downlink_after, DownlinkKey)])
+                      (self._ue4, ue4_before, ue4_after, int),
+                      (self._downlink, downlink_before, self._hash_may_hold(downlink_after), DownlinkKey)])
         try:
             refuse_held_ways(self._ways, downlink_before, downlink_after)
             ways = self._ways.plan(downlink_before, downlink_after)  # may read and wait; writes nothing
@@ -236,6 +238,13 @@ class BpfApplier:
         slots_of = {(old.seid, urr_id): slots for old, _ in pairs if old is not None
                     for urr_id, slots in old.urr_usage_slots().items()}
         self._stop_counting(freed, slots_of, [key for old, new in pairs for key in _urr_changes(old, new)])
+
+    def _hash_may_hold(self, downlink: dict) -> dict:
+        """The entries of `downlink` dpp_upf_downlink may hold: while dpp_upf_downlink_state says it
+        holds no IPv4 address (they are in dpp_upf_dl4's ways), its IPv6 ones alone."""
+        if self._ue4_hashed is not False:
+            return downlink
+        return {key: action for key, action in downlink.items() if key[1] != 4}
 
     def _change_rules(self, change: SiteChange, before: dict, after: dict) -> None:
         if before == after:
@@ -336,7 +345,7 @@ class BpfApplier:
         for (teid, qfi), action in entries.uplink.items():
             if qfi == QFI_ANY and teid < self.teid_slots:
                 slots[teid] = PdrAction.from_buffer_copy(action)
-                slots[teid].flags |= PdrFlag.ENTRY
+                slots[teid].flags |= _ENTRY
             else:
                 hashed[(teid, qfi)] = action
         return slots, hashed
@@ -353,7 +362,7 @@ class BpfApplier:
             if pool and 0 <= offset < pool[1]:
                 slot = pool[2] + offset
                 slots[slot] = PdrAction.from_buffer_copy(action)
-                slots[slot].flags |= PdrFlag.ENTRY
+                slots[slot].flags |= _ENTRY
             else:
                 hashed[key] = action
         return slots, hashed

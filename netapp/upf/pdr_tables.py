@@ -20,6 +20,8 @@ from netapp.upf.models import RuleError
 from netapp.upf.pfcp.ies import Cause, IEType
 from netapp.upf.ways import Ways
 
+_ENTRY = int(PdrFlag.ENTRY)  # an int: IntFlag's operators cost microseconds a change
+
 
 class SlotTable:
     """An array of PDR entries (dpp_upf_teids, dpp_upf_ue4) as write_delta writes a hash map: a
@@ -139,7 +141,7 @@ def _tuple(key: Any) -> tuple:
 
 def is_held(key_type: Any, value: PdrAction) -> bool:
     """An entry of the table (every one of a hash map; of dpp_upf_teids, the slots marked so)."""
-    return key_type is not int or bool(value.flags & PdrFlag.ENTRY)
+    return key_type is not int or bool(value.flags & _ENTRY)
 
 
 def compiler_key(key_type: Any, key: Any) -> Any:
