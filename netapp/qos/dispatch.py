@@ -79,6 +79,14 @@ class Dispatcher:
             self._queues.delete(sorted(gone))
         self._plan = plan if plan.ifindexes else DispatchPlan((), ())
 
+    def requeue(self) -> None:
+        """The queues run the instance's worker program again, after a reload replaced it (each
+        queue's size kept): a CPUMAP entry holds the program it was written with."""
+        queues = list(self._queues.items())
+        if queues:
+            fd = self._worker_fd()
+            self._queues.update({cpu: CpumapVal(qsize=queue.qsize, bpf_prog=fd) for cpu, queue in queues})
+
     def clear(self) -> None:
         """Stop dispatching: every packet stays on the CPU that received it."""
         self.apply(DispatchPlan((), ()))

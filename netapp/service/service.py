@@ -40,6 +40,7 @@ from netapp.forwarding.service import AlternativesService
 from netapp.intents.compiler import CompiledDocument, CompiledRule, CompileError, redirect_ports
 from netapp.intents.index import RuleIndex
 from netapp.intents.models import Intent, LegacyMessage
+from netapp.qos.dispatch import Dispatcher
 from netapp.qos.dispatch import apply_settings as apply_dispatch
 from netapp.service.admin import AdminService
 from netapp.service.contract import (
@@ -383,7 +384,10 @@ class NetAppService(IntentService):
         self._admin.detach(who, interface)
 
     def reload_dataplane(self, who: Principal) -> dict[str, Any]:
-        return self._admin.reload_dataplane(who)
+        reloaded = self._admin.reload_dataplane(who)
+        with self._state.exclusive():
+            Dispatcher(self._state.dataplane).requeue()  # the new worker program in its queues
+        return reloaded
 
     def stats(self, who: Principal) -> dict[str, Any]:
         return self._admin.stats(who)

@@ -1,5 +1,5 @@
-"""The service writes the dispatcher's maps as its settings say when it starts, and a restart with the
-dispatcher off undoes them (root, libdpp, a pinned instance in a namespace of its own)."""
+"""The service writes the dispatcher's maps as its settings say when it starts, a reload puts the new
+worker program in the queues, and a restart with the dispatcher off undoes them (root, libdpp, a pinned instance in a namespace of its own)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from netapp.qos.rss_abi import MAX_RSS_IFACES
 from netapp.service.service import NetAppService
 from netapp.testbed import netns
 from tests.utils.kernel import require_kernel
-from tests.utils.service import settings_for
+from tests.utils.service import ADMIN, settings_for
 
 WORKERS = [0, 1]
 
@@ -54,6 +54,15 @@ def dispatch_maps(service: NetAppService) -> tuple[dict[int, int], list[int]]:
     return ifaces, sorted(cpu for cpu, _ in dp.table("dpp_rss_cpu_map").items())
 
 
+def worker_program(service: NetAppService) -> int:
+    (program,) = [p["id"] for p in service.dataplane.status()["programs"] if p["name"] == "dpp_rss_worker"]
+    return program
+
+
+def queue_programs(service: NetAppService) -> set[int]:
+    return {queue.bpf_prog for _, queue in service.dataplane.table("dpp_rss_cpu_map").items()}
+
+
 def test_given_dispatch_settings_when_started_then_the_maps_dispatch_and_a_restart_without_them_stops(
     tmp_path, site
 ):
@@ -66,6 +75,10 @@ def test_given_dispatch_settings_when_started_then_the_maps_dispatch_and_a_resta
         assert dispatch_maps(service) == ({v0: len(WORKERS)}, WORKERS)
         workers = service.dataplane.table("dpp_rss_workers")
         assert [workers.get(slot).cpu for slot in range(len(WORKERS))] == WORKERS
+        assert queue_programs(service) == {worker_program(service)}
+        old = worker_program(service)
+        service.reload_dataplane(ADMIN)
+        assert queue_programs(service) == {worker_program(service)} != {old}  # the new one runs there
     finally:
         service.close()
     service = started(tmp_path, namespace, instance)
