@@ -35,7 +35,14 @@ from bench.throughput.generator import DEFAULT_BATCH, DEFAULT_SLACK_US, Generato
 from bench.throughput.sink import Sink
 from bench.throughput.systems import RECEIVE_CPU, KernelPath, NetAppPath
 from bench.upf import workload
-from netapp.core.config import DataplaneSettings, InterfaceSetting, PfcpSettings, Settings, UpfSettings
+from netapp.core.config import (
+    DataplaneSettings,
+    DispatchSettings,
+    InterfaceSetting,
+    PfcpSettings,
+    Settings,
+    UpfSettings,
+)
 from netapp.dataplane import binding
 from netapp.testbed import netns, scenario
 from netapp.testbed.topology import EdgeSite
@@ -43,7 +50,7 @@ from netapp.upf.models import Session
 from netapp.upf.nexthop import RouteWatch
 from netapp.upf.runtime import bpf_applier
 
-UPF, KERNEL = "upf", "kernel"
+UPF, KERNEL, DISPATCH = "upf", "kernel", "dispatch"
 SESSIONS = (1024, 100_000)
 FLOWS = len(scenario.flows())
 # The TEID's high 16 bits: the generator adds a frame's session number there (frames.py's layout:
@@ -182,6 +189,19 @@ class UpfPath(NetAppPath):
         super().stop()
 
 
+@dataclass
+class DispatchPath(UpfPath):
+    """The UPF behind the GTP-U dispatcher: n3's receiving core (the node's) spreads the tunnels over
+    `workers` through CPUMAP, and the UPF runs there (netapp.qos.dispatch)."""
+
+    workers: tuple[int, ...] = ()
+    name: str = DISPATCH
+
+    def settings(self) -> Settings:
+        dispatch = DispatchSettings(interfaces=[self.site.n3.ifname], workers=list(self.workers))
+        return super().settings().model_copy(update={"dispatch": dispatch})
+
+
 class UpfRunner(run.Runner):
     """bench.throughput's runner with the core sink and generator of the UPF's traffic."""
 
@@ -200,6 +220,11 @@ class UpfRunner(run.Runner):
         state = Path(tempfile.mkdtemp(dir=self.workdir))
         return UpfPath(self.site, cpus, state, sessions=count, napi_priority=self.args.napi_priority)
 
+    def dispatch(self, cpus: tuple[int, ...], count: int) -> DispatchPath:
+        state = Path(tempfile.mkdtemp(dir=self.workdir))
+        return DispatchPath(self.site, cpus, state, sessions=count, napi_priority=self.args.napi_priority,
+                            workers=tuple(self.args.workers))
+
     def run_size(self, size: int) -> None:
         a = self.args
         pcap = frames.write_pcap(self.workdir / f"flows-{size}.pcap", frames.flow_frames(self.site, size))
@@ -211,6 +236,8 @@ class UpfRunner(run.Runner):
                 systems.append(lambda: KernelDecap(self.site, cpus, napi_priority=a.napi_priority))
             if UPF in a.systems:
                 systems.append(lambda: self.upf(cpus, count))
+            if DISPATCH in a.systems:
+                systems.append(lambda: self.dispatch(cpus, count))
             for make in systems:
                 system = make()
                 run.note(f"  {count:,} sessions")
@@ -226,7 +253,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--out", type=Path, default=Path("bench/results/throughput-upf.json"))
     p.add_argument("--sizes", type=run._ints, default=(64,), help="UE packet sizes in bytes")
     p.add_argument("--sessions", type=run._ints, default=SESSIONS, help="installed sessions, multiples of 16")
-    p.add_argument("--systems", default=f"{KERNEL},{UPF}", help="kernel, upf or both")
+    p.add_argument("--systems", default=f"{KERNEL},{UPF}", help="of kernel, upf, dispatch (the UPF behind the dispatcher)")
+    p.add_argument("--workers", type=run._ints, default=(RECEIVE_CPU,), help="the dispatcher's worker CPUs")
     p.add_argument("--node-cpu", type=int, default=NODE_CPU, help="the node's core (the generator has CPU 0)")
     p.add_argument("--napi-priority", type=int, default=10, help="SCHED_FIFO priority of n3's NAPI thread (0: normal)")
     p.add_argument("--trial-s", type=float, default=1.0, help="seconds of traffic per trial")
@@ -239,8 +267,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--drain-s", type=float, default=0.2, help="least wait after sending")
     args = p.parse_args(argv)
     args.systems = tuple(s for s in args.systems.split(",") if s)
-    if set(args.systems) - {KERNEL, UPF} or min(args.sizes) < frames.MIN_SIZE:
-        p.error(f"--systems: {KERNEL} and {UPF}; --sizes: at least {frames.MIN_SIZE} bytes")
+    if set(args.systems) - {KERNEL, UPF, DISPATCH} or min(args.sizes) < frames.MIN_SIZE:
+        p.error(f"--systems: of {KERNEL}, {UPF}, {DISPATCH}; --sizes: at least {frames.MIN_SIZE} bytes")
     if any(n % FLOWS or not FLOWS <= n <= MAX_SESSIONS for n in args.sessions):
         p.error(f"--sessions: multiples of {FLOWS} (the services) from {FLOWS} to {MAX_SESSIONS:,}, not {args.sessions}")
     args.ue_flows = FLOWS  # what run.Runner reads of bench.throughput's options
@@ -275,7 +303,8 @@ def markdown_table(result: dict[str, Any]) -> str:
 def document(runner: UpfRunner, args: argparse.Namespace, argv: list[str], started: float, load: Any) -> dict:
     rows = summary(runner.results)
     settings = {name: getattr(args, name) for name in ("sizes", "sessions", "systems", "node_cpu", "trial_s",
-                "resolution", "sweep", "sweep_points", "tolerance", "batch", "slack_us", "drain_s", "napi_priority")}  # fmt: skip
+                "resolution", "sweep", "sweep_points", "tolerance", "batch", "slack_us", "drain_s", "napi_priority",
+                "workers")}  # fmt: skip
     settings |= {"mtu": run.MTU, "generator_cpu": RECEIVE_CPU, "load_average_at_start": [round(x, 2) for x in load]}
     return {
         "benchmark": "throughput-upf",

@@ -2,7 +2,9 @@
 /* The DPP pipeline's XDP entry: parse, classify, act, count. The protocol parsers live in proto/,
  * the parse stages, the N3 fast path, the classifier and the action dispatch in core/, the actions
  * in nf/ (one folder per network function, the UPF's ahead of the classifier); this file only wires them together. The programs the
- * entry tail-calls (dpp_progs) come with the headers that hand packets to them (core/trace.h). */
+ * entry tail-calls (dpp_progs) come with the headers that hand packets to them (core/trace.h).
+ * The same pipeline, without the GTP-U dispatcher and the trace, is the CPUMAP program of the
+ * dispatcher's workers (dpp_rss_worker, nf/qos/rss.h). */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 #include "core/maps.h"
@@ -13,6 +15,7 @@
 #include "core/act.h"
 #include "core/counters.h"
 #include "core/trace.h"
+#include "nf/qos/rss.h"
 
 /* Load-time knob (skeleton rodata): record every packet's outcome in dpp_trace. */
 const volatile __u8 cfg_trace = 0;
@@ -52,8 +55,33 @@ static __always_inline bool is_benign(int reason)
 	return reason == DPP_REASON_NOT_IP || reason == DPP_REASON_GTP_SIGNALLING;
 }
 
-SEC("xdp")
-int dpp_xdp(struct xdp_md *ctx)
+/* The verdict of a parsed packet: sent to a worker (by the dispatcher, which a worker skips: no
+ * packet is dispatched twice), the UPF's, the parser's, or its rule's (*rule, maybe at *cached). */
+static __always_inline int decide(struct xdp_md *ctx, struct dpp_parse *p, struct dpp_outcome *o,
+				  const struct dpp_config *cfg, const struct dpp_rule **rule,
+				  struct dpp_rule *cached, int reason, __u64 bytes, bool worker)
+{
+	int verdict;
+
+	if (!worker && rss_dispatch(p, cached, rule, o, reason, bytes) == XDP_REDIRECT)
+		return XDP_REDIRECT;
+	verdict = upf(ctx, p, o, reason, cfg);
+	if (verdict != DPP_UPF_NOT_MINE)
+		return verdict; /* the UPF's: o says what it did */
+	if (is_benign(reason)) {
+		o->action = DPP_ACTION_PASS;
+		o->reason = reason;
+		return XDP_PASS;
+	}
+	if (reason)
+		return fallback(cfg, o, reason);
+	*rule = classify(&p->key, cfg, cached);
+	return act(&(struct dpp_act_ctx){ .ctx = ctx, .key = &p->key, .l = &p->layers, .rule = *rule,
+					  .cfg = cfg, .bytes = bytes, .o = o });
+}
+
+/* The pipeline: parse, decide, count (and trace, on the receiving CPU only). */
+static __always_inline int pipeline(struct xdp_md *ctx, bool worker)
 {
 	struct dpp_outcome o = { .cpu = DPP_NONE, .alt_group = DPP_NONE, .alt_member = DPP_NONE };
 	__u64 bytes = ctx->data_end - ctx->data;
@@ -71,20 +99,7 @@ int dpp_xdp(struct xdp_md *ctx)
 	p.key.ifindex = ctx->ingress_ifindex;
 
 	reason = parse_packet(ctx, &p, &fast);
-	verdict = upf(ctx, &p, &o, reason, cfg);
-	if (verdict != DPP_UPF_NOT_MINE) {
-		/* the UPF's: o says what it did */
-	} else if (is_benign(reason)) {
-		o.action = DPP_ACTION_PASS;
-		o.reason = reason;
-		verdict = XDP_PASS;
-	} else if (reason) {
-		verdict = fallback(cfg, &o, reason);
-	} else {
-		rule = classify(&p.key, cfg, &cached);
-		verdict = act(&(struct dpp_act_ctx){ .ctx = ctx, .key = &p.key, .l = &p.layers,
-						     .rule = rule, .cfg = cfg, .bytes = bytes, .o = &o });
-	}
+	verdict = decide(ctx, &p, &o, cfg, &rule, &cached, reason, bytes, worker);
 
 	if (rule)
 		count(&dpp_rule_stats, rule_stat_index(rule->slot), bytes);
@@ -92,9 +107,22 @@ int dpp_xdp(struct xdp_md *ctx)
 	count(&dpp_verdicts, verdict, bytes);
 	if (o.reason)
 		count(&dpp_reasons, o.reason, bytes);
-	if (cfg_trace)
+	if (cfg_trace && !worker)
 		trace_hand_over(ctx, &p.key, rule, &o, verdict, fast);
 	return verdict;
+}
+
+SEC("xdp")
+int dpp_xdp(struct xdp_md *ctx)
+{
+	return pipeline(ctx, false);
+}
+
+/* The dispatcher's workers: the CPUMAP queues of dpp_rss_cpu_map run it on the worker CPU. */
+SEC("xdp/cpumap")
+int dpp_rss_worker(struct xdp_md *ctx)
+{
+	return rss_worker_verdict(ctx, pipeline(ctx, true));
 }
 
 char LICENSE[] SEC("license") = "GPL";

@@ -136,6 +136,8 @@ void pin_dirs_remove(struct dpp *d);
 
 /* progs.c */
 #define DPP_ENTRY_PROG "dpp_xdp"
+/* The program of the GTP-U dispatcher's CPUMAP queues (bpf/nf/qos/rss.h). */
+#define DPP_CPUMAP_PROG "dpp_rss_worker"
 #define DPP_SLOTS_MAP "dpp_progs"
 int progs_collect_loaded(struct dpp_prog_table *t, struct bpf_object *obj, int slots_fd);
 int progs_collect_pinned(struct dpp *d);

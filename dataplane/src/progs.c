@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
@@ -44,6 +45,8 @@ static int prog_add(struct dpp_prog_table *t, const char *name, int fd)
 	t->nr++;
 	*p = (struct dpp_prog_desc){ .id = info.id, .fd = fd, .slot = -1 };
 	p->kind = entry ? DPP_PROG_KIND_XDP : DPP_PROG_KIND_TAIL;
+	if (!strcmp(name, DPP_CPUMAP_PROG))
+		p->kind = DPP_PROG_KIND_CPUMAP;
 	snprintf(p->name, sizeof(p->name), "%s", name);
 	return 0;
 }
@@ -69,10 +72,19 @@ static int progs_slots_read(struct dpp_prog_table *t, int slots_fd)
 	return 0;
 }
 
-static int table_check(const struct dpp_prog_table *t)
+static int prog_name_cmp(const void *a, const void *b)
 {
-	if (t->nr && t->progs[0].kind == DPP_PROG_KIND_XDP)
+	return strcmp(((const struct dpp_prog_desc *)a)->name, ((const struct dpp_prog_desc *)b)->name);
+}
+
+/* The entry first, the others by name: the loaded object and a reopened instance's pins (whose
+ * directory lists them in no set order) give one list. */
+static int table_check(struct dpp_prog_table *t)
+{
+	if (t->nr && t->progs[0].kind == DPP_PROG_KIND_XDP) {
+		qsort(t->progs + 1, t->nr - 1, sizeof(t->progs[0]), prog_name_cmp);
 		return 0;
+	}
 	pr_warn("no program %s, the XDP entry", DPP_ENTRY_PROG);
 	return -ENOENT;
 }
@@ -130,6 +142,8 @@ int progs_collect_pinned(struct dpp *d)
 	}
 	if (dh)
 		closedir(dh);
+	if (!err)
+		err = table_check(&d->progs);
 	slots = map_find(d, DPP_SLOTS_MAP);
 	if (!err && slots)
 		err = progs_slots_read(&d->progs, slots->fd);

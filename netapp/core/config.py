@@ -266,6 +266,47 @@ class UpfSettings(BaseModel):
         return {name: str(network) for name, network in networks.items()}
 
 
+class DispatchSettings(BaseModel):
+    """The GTP-U dispatcher ("XDP RSS", netapp.qos.dispatch): on its interfaces, the receiving CPU
+    spreads GTP-U tunnels over the worker CPUs by a hash of (TEID, QFI) through CPUMAP, and the
+    pipeline (the UPF first) runs on the worker. A steering intent's CPU wins when it is a worker.
+    Off unless both lists are given."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    interfaces: list[str] = Field(
+        default_factory=list, description="interfaces whose GTP-U is dispatched (N3); each one of `interfaces`"
+    )
+    workers: list[int] = Field(
+        default_factory=list, description="CPU ids the tunnels are spread over, e.g. [1, 2, 3] (the receiving "
+        "CPU may be one, or not: a dedicated dispatcher)"
+    )
+    queue_size: int = Field(2048, ge=1, le=16384, description="frames a worker's CPUMAP queue holds")
+
+    @field_validator("workers")
+    @classmethod
+    def _workers(cls, workers: list[int]) -> list[int]:
+        from netapp.dataplane.handle import possible_cpus
+        from netapp.qos.rss_abi import MAX_RSS_WORKERS
+
+        cpus = possible_cpus()
+        for cpu in workers:
+            if not 0 <= cpu < cpus:
+                raise ValueError(f"dispatch.workers: CPU {cpu}: not a CPU of this node (0..{cpus - 1})")
+        if len(set(workers)) != len(workers):
+            raise ValueError(f"dispatch.workers: {workers}: a CPU listed twice")
+        if len(workers) > MAX_RSS_WORKERS:
+            raise ValueError(f"dispatch.workers: {len(workers)} CPUs: at most {MAX_RSS_WORKERS}")
+        return workers
+
+    @model_validator(mode="after")
+    def _both(self) -> "DispatchSettings":
+        if bool(self.interfaces) != bool(self.workers):
+            given, missing = ("interfaces", "workers") if self.interfaces else ("workers", "interfaces")
+            raise ValueError(f"dispatch.{missing}: required with dispatch.{given} (both lists, or neither: off)")
+        return self
+
+
 class DataplaneSettings(BaseModel):
     """How the data plane is loaded (more of its settings are top-level: max_rules, flow_cache)."""
 
@@ -378,6 +419,7 @@ class Settings(BaseSettings):
     pfcp: PfcpSettings = Field(default_factory=PfcpSettings)
     upf: UpfSettings = Field(default_factory=UpfSettings)
     dataplane: DataplaneSettings = Field(default_factory=DataplaneSettings)
+    dispatch: DispatchSettings = Field(default_factory=DispatchSettings)
 
     @property
     def db_path(self) -> Path:
@@ -393,6 +435,10 @@ class Settings(BaseSettings):
             raise ValueError("tls_cert, tls_key: give both or neither")
         if not _is_loopback(self.api_host) and self.tls_cert is None:
             raise ValueError(f"tls_cert: required to serve on {self.api_host}, which is not loopback")
+        attached = {setting.name for setting in self.interfaces}
+        for name in self.dispatch.interfaces:
+            if name not in attached:
+                raise ValueError(f"dispatch.interfaces: {name}: not one of `interfaces` (the pipeline must run there)")
         if self.pfcp.address is not None and self.upf.peer_networks is None:
             raise ValueError(
                 "upf.peer_networks: required with pfcp.address: the prefixes of the gNBs and N9 peers GTP-U may be "

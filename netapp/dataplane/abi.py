@@ -29,6 +29,7 @@ from ctypes import (
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional, Union
 
+from netapp.qos import rss_abi
 from netapp.upf import abi as upf_abi
 
 # --- dpp_consts.h --------------------------------------------------------------------------------
@@ -99,6 +100,7 @@ CONSTANTS = {
     "DPP_REASON_BASE_FORWARD": REASON_BASE_FORWARD,
     "DPP_REASON_BASE_REDIRECT": REASON_BASE_REDIRECT,
     **upf_abi.CONSTANTS,
+    **rss_abi.CONSTANTS,
 }
 
 
@@ -379,7 +381,7 @@ ABI_STRUCTS = (
     FlowEntry,
     FlowUse,
     Trace,
-) + upf_abi.STRUCTS
+) + upf_abi.STRUCTS + rss_abi.STRUCTS
 
 
 # --- libdpp.h ------------------------------------------------------------------------------------
@@ -453,7 +455,7 @@ class DevmapVal(Structure):
 
 
 # Kernel structs a map holds, checked against the BPF object's BTF like ABI_STRUCTS.
-KERNEL_STRUCTS = (DevmapVal,)
+KERNEL_STRUCTS = (DevmapVal,) + rss_abi.KERNEL_STRUCTS
 
 
 class MapType(enum.IntEnum):
@@ -555,5 +557,10 @@ MAPS: Mapping[str, MapSpec] = {
         for name, (kind, key, value, size) in upf_abi.MAPS.items()
     },
     **{name: MapSpec(MapType[kind], None, None, size) for name, (kind, size) in upf_abi.OWN_MAPS.items()},
+    **{
+        name: MapSpec(MapType[kind], key, value, size, table=True)
+        for name, (kind, key, value, size) in rss_abi.MAPS.items()
+    },
+    **{name: MapSpec(PERCPU_ARRAY, c_uint32, Counter, size, table=True) for name, size in rss_abi.COUNTERS.items()},
 }
 SIZABLE_MAPS = frozenset(name for name, spec in MAPS.items() if spec.sizable)

@@ -195,6 +195,10 @@ class Dataplane(RuleWriter, SiteConfig, Counters):
         """A frame through the program as if it had arrived on `ifindex`, its verdict carried out."""
         self._dpp.upf_replay(frame, ifindex)
 
+    def program_fd(self, name: str) -> int:
+        """The fd of the instance's program `name` (a CPUMAP queue's program), valid while it is open."""
+        return self._dpp.program_fd(name)
+
     def map_size(self, name: str) -> int:
         """The entries a map of this instance holds, as loaded (or as pinned, when reopened)."""
         return self._dpp.map_info(name)["max_entries"]

@@ -111,12 +111,21 @@ class DppHandle:
         """The kernel's id of the loaded program (what `bpftool prog show id` takes)."""
         return int(fdinfo(self.prog_fd())["prog_id"])
 
+    def program_fd(self, name: str) -> int:
+        """The handle's fd of the instance's program `name` (valid while the handle is open)."""
+        found = (ProgDesc * check(self.lib.dpp_programs(self._handle, None, 0), "dpp_programs"))()
+        check(self.lib.dpp_programs(self._handle, found, len(found)), "dpp_programs")
+        for prog in found:
+            if bytes(prog.name).rstrip(b"\0").decode() == name:
+                return prog.fd
+        raise LookupError(f"no program {name} in the instance")
+
     def programs(self) -> list[dict[str, Any]]:
         """The XDP entry, then the programs it tail-calls: name, id, kind and dpp_progs slot."""
         found = (ProgDesc * check(self.lib.dpp_programs(self._handle, None, 0), "dpp_programs"))()
         check(self.lib.dpp_programs(self._handle, found, len(found)), "dpp_programs")
         slots = {slot.value: slot.name.lower() for slot in Prog}  # a newer object's: its number
-        kinds = ("xdp", "tail")  # enum dpp_prog_kind
+        kinds = ("xdp", "tail", "cpumap")  # enum dpp_prog_kind
         return [
             {
                 "name": bytes(p.name).rstrip(b"\0").decode(),

@@ -40,6 +40,8 @@ from netapp.forwarding.service import AlternativesService
 from netapp.intents.compiler import CompiledDocument, CompiledRule, CompileError, redirect_ports
 from netapp.intents.index import RuleIndex
 from netapp.intents.models import Intent, LegacyMessage
+from netapp.qos.dispatch import Dispatcher
+from netapp.qos.dispatch import apply_settings as apply_dispatch
 from netapp.service.admin import AdminService
 from netapp.service.contract import (
     BatchCreateResult,
@@ -135,6 +137,7 @@ class NetAppService(IntentService):
             self._load_function_rules()
             self._reconcile()
             self._admin.attach_interfaces()
+            self._dispatch()
             state.started = True
             if state.liveness is not None:
                 state.liveness.start()
@@ -174,6 +177,17 @@ class NetAppService(IntentService):
         with state.store.transaction():
             state.store.put_setting("snapshot", self._settings_snapshot(), state.now())
 
+    def _dispatch(self) -> None:
+        """The GTP-U dispatcher as the settings say (netapp.qos.dispatch); off: a previous run's undone."""
+        dispatch, state = self.settings.dispatch, self._state
+        try:
+            apply_dispatch(state.dataplane, dispatch.workers, dispatch.interfaces, state.index.interfaces,
+                           dispatch.queue_size)
+        except (ValueError, LookupError, DataplaneError) as exc:
+            state.checks["dispatch"] = str(exc)
+            raise ServiceError(f"dispatch: {exc}") from exc
+        state.checks["dispatch"] = "ok"
+
     def _load_function_rules(self) -> None:
         state = self._state
         for name, stored in state.function_loaders.items():
@@ -195,6 +209,7 @@ class NetAppService(IntentService):
                 "max_rules",
                 "meter_window_ms",
                 "dataplane",
+                "dispatch",
             },
         )
 
@@ -369,7 +384,10 @@ class NetAppService(IntentService):
         self._admin.detach(who, interface)
 
     def reload_dataplane(self, who: Principal) -> dict[str, Any]:
-        return self._admin.reload_dataplane(who)
+        reloaded = self._admin.reload_dataplane(who)
+        with self._state.exclusive():
+            Dispatcher(self._state.dataplane).requeue()  # the new worker program in its queues
+        return reloaded
 
     def stats(self, who: Principal) -> dict[str, Any]:
         return self._admin.stats(who)
