@@ -29,6 +29,7 @@ from ctypes import (
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional, Union
 
+from netapp.qos import abi as qos_abi
 from netapp.upf import abi as upf_abi
 
 # --- dpp_consts.h --------------------------------------------------------------------------------
@@ -99,6 +100,7 @@ CONSTANTS = {
     "DPP_REASON_BASE_FORWARD": REASON_BASE_FORWARD,
     "DPP_REASON_BASE_REDIRECT": REASON_BASE_REDIRECT,
     **upf_abi.CONSTANTS,
+    **qos_abi.CONSTANTS,
 }
 
 
@@ -176,6 +178,7 @@ class Reason(enum.IntEnum):
     UPF_NO_PDR = upf_abi.REASON_BASE_UPF + 9
     UPF_PUNT_FULL = upf_abi.REASON_BASE_UPF + 10
     UPF_PUNT_TOO_LONG = upf_abi.REASON_BASE_UPF + 11
+    QOS_POLICED = qos_abi.REASON_BASE_QOS
 
 
 @_c_enum("dpp_overlay", "DPP_OVERLAY_")
@@ -227,7 +230,7 @@ VERDICT_MAX = Verdict.C_MAX
 REASON_MAX = Reason.C_MAX
 
 # Enums of dpp_consts.h, which the BPF object's BTF carries.
-ABI_ENUMS = (Action, Verdict, Reason, Overlay, RuleFlag, KeyFlag, XdpMode, Prog) + upf_abi.ENUMS
+ABI_ENUMS = (Action, Verdict, Reason, Overlay, RuleFlag, KeyFlag, XdpMode, Prog) + upf_abi.ENUMS + qos_abi.ENUMS
 
 
 # --- dpp_structs.h -------------------------------------------------------------------------------
@@ -379,7 +382,7 @@ ABI_STRUCTS = (
     FlowEntry,
     FlowUse,
     Trace,
-) + upf_abi.STRUCTS
+) + upf_abi.STRUCTS + qos_abi.STRUCTS
 
 
 # --- libdpp.h ------------------------------------------------------------------------------------
@@ -453,7 +456,7 @@ class DevmapVal(Structure):
 
 
 # Kernel structs a map holds, checked against the BPF object's BTF like ABI_STRUCTS.
-KERNEL_STRUCTS = (DevmapVal,)
+KERNEL_STRUCTS = (DevmapVal,) + qos_abi.KERNEL_STRUCTS
 
 
 class MapType(enum.IntEnum):
@@ -553,6 +556,10 @@ MAPS: Mapping[str, MapSpec] = {
     **{
         name: MapSpec(MapType[kind], key, value, size, table=True, sizable=name in upf_abi.SIZABLE)
         for name, (kind, key, value, size) in upf_abi.MAPS.items()
+    },
+    **{
+        name: MapSpec(MapType[kind], key, value, size, table=True, sizable=name in qos_abi.SIZABLE)
+        for name, (kind, key, value, size) in qos_abi.MAPS.items()
     },
     **{name: MapSpec(MapType[kind], None, None, size) for name, (kind, size) in upf_abi.OWN_MAPS.items()},
 }

@@ -10,5 +10,6 @@
 #include "nf/forward.h"
 #include "nf/redirect.h"
 #include "nf/upf.h"
+#include "nf/qos.h"
 
 #endif /* DPP_CONSTS_H */
