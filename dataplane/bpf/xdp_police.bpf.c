@@ -11,12 +11,13 @@
  * policer, which the benchmark (bench/qos) subtracts. */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
 #include "nf/qos/police.h"
 
 #define ETH_LEN 14
 
 struct police_test_hdr {
-	__u32 policer; /* the policer id */
+	__be32 policer; /* the policer id, network order (as bench/harness.py's walk writes it) */
 	__u32 reserved;
 	__u64 now_ns; /* 0: bpf_ktime_get_ns() */
 };
@@ -38,7 +39,7 @@ int xdp_police(struct xdp_md *ctx)
 	if (!hdr)
 		return XDP_ABORTED;
 	now = hdr->now_ns ? hdr->now_ns : bpf_ktime_get_ns();
-	return police(hdr->policer, ctx->data_end - ctx->data, now) ? XDP_PASS : XDP_DROP;
+	return police(bpf_ntohl(hdr->policer), ctx->data_end - ctx->data, now) ? XDP_PASS : XDP_DROP;
 }
 
 SEC("xdp")
@@ -48,7 +49,7 @@ int xdp_police_skip(struct xdp_md *ctx)
 
 	if (!hdr)
 		return XDP_ABORTED;
-	return hdr->policer ? XDP_PASS : XDP_DROP;
+	return bpf_ntohl(hdr->policer) ? XDP_PASS : XDP_DROP;
 }
 
 char LICENSE[] SEC("license") = "GPL";

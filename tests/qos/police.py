@@ -16,13 +16,13 @@ from tests.utils.kernel import build_artifact, require_kernel
 
 XDP_DROP, XDP_PASS = 1, 2
 ETH_LEN = 14
-HEADER = struct.Struct("<IIQ")  # struct police_test_hdr: policer, reserved, now_ns
+HEADER = struct.Struct("<4sIQ")  # struct police_test_hdr: policer (network order), reserved, now_ns
 MIN_FRAME = ETH_LEN + HEADER.size
 
 
 def frame(policer: int, size: int, now_ns: int) -> bytes:
     """A frame of `size` bytes policed by `policer` at `now_ns` (0: the kernel's clock)."""
-    head = b"\x02" * 12 + b"\x88\xb5" + HEADER.pack(policer, 0, now_ns)
+    head = b"\x02" * 12 + b"\x88\xb5" + HEADER.pack(policer.to_bytes(4, "big"), 0, now_ns)
     return head + bytes(size - len(head))
 
 

@@ -42,7 +42,8 @@ def gaps(rate: int) -> st.SearchStrategy[int]:
 
 
 def sequences(rate: int, min_size: int = 20, max_size: int = 100) -> st.SearchStrategy[list[tuple[int, int]]]:
-    """(size, time) pairs, times from a start within the first hours of uptime, never decreasing."""
+    """(size, time) pairs, never decreasing, from a start within 400 days of uptime (window numbers
+    wrap at 2**32 windows: 73 minutes of 1 us windows)."""
 
     def timed(start: int, steps: list[tuple[int, int]]) -> list[tuple[int, int]]:
         now, timed_steps = start, []
@@ -51,6 +52,6 @@ def sequences(rate: int, min_size: int = 20, max_size: int = 100) -> st.SearchSt
             timed_steps.append((size, now))
         return timed_steps
 
-    start = st.integers(min_value=1, max_value=4 * 3600 * 10**9)
+    start = st.integers(min_value=1, max_value=400 * 86400 * 10**9)
     steps = st.lists(st.tuples(SIZE, gaps(rate)), min_size=min_size, max_size=max_size)
     return st.builds(timed, start, steps)

@@ -142,6 +142,12 @@ static __always_inline bool window_previous(const struct dpp_policer *p, __u64 o
 	return true;
 }
 
+/* A later window's count may be published already when it is at most this many windows later: the
+ * CPU that started ours stores within the nanoseconds after its swap, softirq without preemption.
+ * Anything else there (an old count, or the zero of a new policer) is older, however its number
+ * compares: numbers wrap, so "later" is only "shortly after". */
+#define WINDOW_PUBLISH_AHEAD (1U << 16)
+
 /* Publish the count of the window that ended, numbered `number`, unless a later one is already
  * there (two CPUs that started consecutive windows may store in either order). */
 static __always_inline void window_publish(struct dpp_policer *p, __u32 number, __u64 count)
@@ -151,7 +157,7 @@ static __always_inline void window_publish(struct dpp_policer *p, __u32 number, 
 
 	for (i = 0; i < POLICE_CAS_TRIES; i++) {
 		old = *(volatile __u64 *)&p->previous;
-		if ((__s32)((__u32)(old >> 32) - number) > 0)
+		if ((__u32)(old >> 32) - number - 1 < WINDOW_PUBLISH_AHEAD)
 			return;
 		if (__sync_val_compare_and_swap(&p->previous, old, mine) == old)
 			return;
