@@ -6,9 +6,9 @@
  *
  * A time of 0 is the kernel's clock (bpf_ktime_get_ns(), as the pipeline reads it); any other is
  * the test's own, so that a test replays a sequence of times against the reference model
- * (netapp/qos/model.py). xdp_police returns XDP_PASS or XDP_DROP as the policer decides, XDP_ABORTED
- * for a frame too short; xdp_police_skip reads the same header and passes: the path without the
- * policer, which the benchmark (bench/qos) subtracts. */
+ * (netapp/qos/model.py). xdp_police returns XDP_PASS or XDP_DROP as the policer decides,
+ * XDP_ABORTED for a frame too short; xdp_police_skip reads the same header and passes: the path
+ * without the policer, which the benchmark (bench/qos) subtracts. */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
@@ -34,12 +34,12 @@ SEC("xdp")
 int xdp_police(struct xdp_md *ctx)
 {
 	struct police_test_hdr *hdr = test_hdr(ctx);
-	__u64 now;
+	__u64 now, bytes = ctx->data_end - ctx->data;
 
 	if (!hdr)
 		return XDP_ABORTED;
 	now = hdr->now_ns ? hdr->now_ns : bpf_ktime_get_ns();
-	return police(bpf_ntohl(hdr->policer), ctx->data_end - ctx->data, now) ? XDP_PASS : XDP_DROP;
+	return police(bpf_ntohl(hdr->policer), bytes, now) ? XDP_PASS : XDP_DROP;
 }
 
 SEC("xdp")

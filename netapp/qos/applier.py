@@ -10,9 +10,9 @@ more than the burst, so that any stretch of a window's length passes at most rat
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 
-from netapp.dataplane.tables import PerCpuTable, Table, TableAdapter
+from netapp.dataplane.tables import Table
 from netapp.qos.abi import (
     BURST_MAX,
     RATE_MAX,
@@ -68,11 +68,12 @@ def policer_value(spec: PolicerSpec) -> Policer:
 
 
 class PolicerApplier:
-    """Policers by id (1 .. the map's size - 1; 0 is "no policer")."""
+    """Policers by id (1 .. the map's size - 1; 0 is "no policer"), through `table` (an instance's
+    tables by name: `Dataplane.table`, as the UPF's applier takes them)."""
 
-    def __init__(self, adapter: TableAdapter):
-        self._policers = Table(adapter, "dpp_policers")
-        self._stats = PerCpuTable(adapter, "dpp_policer_stats")
+    def __init__(self, table: Callable[[str], Table]):
+        self._policers = table("dpp_policers")
+        self._stats = table("dpp_policer_stats")
 
     def _check_ids(self, ids: Iterable[int]) -> list[int]:
         ids = list(ids)

@@ -5,9 +5,9 @@
  *
  * Arithmetic (unsigned 64 bits), for every configuration within dpp/nf/qos.h's limits: rate R from
  * 8e3 to 4e11 bit/s (< 2^39), burst B up to 2^30 bytes, windows W = 2^s ns with s from 10 to 32 and
- * R x W / 8e9 up to 2^30 bytes. Nothing is divided on the way of a packet (but the token bucket's
- * after 16 ms idle), so nothing is rounded but where said (the sliding window's weight, up, by under
- * a byte: never in the packet's favour). Largest intermediate values:
+ * R x W / 8e9 up to 2^30 bytes. Nothing is divided on the way of a packet (but the token
+ * bucket's after 16 ms idle), so nothing is rounded but where said (the sliding window's weight,
+ * up, by under a byte: never in the packet's favour). Largest intermediate values:
  *   token bucket   credit + elapsed x R < 8.6e18 + 2^24 x 4e11 = 1.54e19 < 2^64 (1.84e19)
  *   fixed window   (count + bytes) x 1e9 <= 2^31 x 1e9 = 2.1e18; R << (s - 3) <= 2^30 x 1e9
  *   sliding window prev x (W - t) + W - 1 < 2^30 x 2^32 + 2^32 < 2^63
@@ -23,7 +23,8 @@
 #include "dpp/nf/qos.h"
 #include "nf/qos/maps.h"
 
-#define NANOBITS_PER_BYTE 8000000000ULL /* the token bucket's unit: R bit/s x t ns = R x t nanobits */
+/* The token bucket's unit, the nanobit: R bit/s x t ns = R x t nanobits, exactly. */
+#define NANOBITS_PER_BYTE 8000000000ULL
 #define NS_PER_S 1000000000ULL
 /* Below this idle time elapsed x R cannot wrap (2^24 x 4e11 < 2^63): no division. */
 #define POLICE_REFILL_EXACT_NS (1ULL << 24)
@@ -44,15 +45,19 @@ static __always_inline __u64 bucket_refill(__u64 credit, __u64 cap, __u64 elapse
 		credit += elapsed * rate; /* < 8.6e18 + 6.7e18: cannot wrap */
 		return credit < cap ? credit : cap;
 	}
-	/* Idle long: elapsed x R may wrap, so ask whether it fills what is missing (rate > 0). */
+	/* Idle long: elapsed x R may wrap, so ask whether it fills what is missing. (A rate of 0,
+	 * which the control plane refuses, would divide to 0 in BPF: a full bucket. No refill.) */
+	if (!rate)
+		return credit;
 	if (credit >= cap || elapsed >= (cap - credit) / rate)
 		return cap;
 	return credit + elapsed * rate; /* < cap - credit: cannot wrap */
 }
 
 /* Token bucket: the bucket fills at R and holds B; a packet takes its bytes out or is dropped.
- * Credit and last_ns change together under the spin lock: no CPU spends credit another spent. A CPU
- * whose clock read came before the last update's gets no refill (elapsed 0), never a negative one. */
+ * Credit and last_ns change together under the spin lock: no CPU spends credit another spent. A
+ * CPU whose clock read came before the last update's gets no refill (elapsed 0), never a negative
+ * one. */
 static __always_inline bool bucket_pass(struct dpp_policer *p, __u64 bytes, __u64 now)
 {
 	__u64 cap = (__u64)p->burst * NANOBITS_PER_BYTE, cost = bytes * NANOBITS_PER_BYTE, credit;
@@ -96,11 +101,12 @@ static __always_inline bool window_current(__u64 old, __u32 number)
 
 /* Fixed window: a window's bytes, counted by compare-and-swap on the one word that holds the window
  * and its count, so that a window's start and its count change together and no two CPUs spend the
- * same room. Any W-long stretch of time spans two windows: at most 2 x R x W passes in it. */
+ * same room. Any W-long stretch of time spans two windows: at most 2 x R x W / 8e9 bytes pass
+ * in it. */
 static __always_inline bool fixed_window_pass(struct dpp_policer *p, __u64 bytes, __u64 now)
 {
 	__u32 number = now >> p->window_shift;
-	__u64 old, count;
+	__u64 old, count, next;
 	int i;
 
 	for (i = 0; i < POLICE_CAS_TRIES; i++) {
@@ -113,8 +119,8 @@ static __always_inline bool fixed_window_pass(struct dpp_policer *p, __u64 bytes
 		}
 		if (!window_fits(p, count + bytes))
 			return false;
-		if (__sync_val_compare_and_swap(&p->window, old, window_pack(number, 0, count + bytes)) ==
-		    old)
+		next = window_pack(number, 0, count + bytes);
+		if (__sync_val_compare_and_swap(&p->window, old, next) == old)
 			return true;
 	}
 	return false;
@@ -185,8 +191,9 @@ static __always_inline bool window_look(const struct dpp_policer *p, __u64 old, 
 		v->count = 0;
 		return true;
 	}
+	/* A late packet counts at the newer window's start: its predecessor all weighed. */
 	if (number != (__u32)(old >> 32))
-		v->t = 0; /* a late packet: at the start of the newer window, its predecessor all weighed */
+		v->t = 0;
 	v->number = old >> 32;
 	v->adjacent = old & WINDOW_ADJACENT;
 	v->count = old & WINDOW_COUNT_MASK;
@@ -197,12 +204,13 @@ static __always_inline bool window_look(const struct dpp_policer *p, __u64 old, 
  * of it they cover plus the current window's, must stay within R x W (Cloudflare's estimate). The
  * current window's word changes by compare-and-swap as the fixed window's; the CPU whose swap
  * started a window knows exactly what the window before counted (no one adds to it after the swap)
- * and publishes it; a CPU that finds it not yet published drops (rare, and never lets more through). */
+ * and publishes it; a CPU that finds it not yet published drops (rare, and never lets more
+ * through). */
 static __always_inline bool sliding_window_pass(struct dpp_policer *p, __u64 bytes, __u64 now)
 {
 	__u32 number = now >> p->window_shift;
 	struct window_view v;
-	__u64 old, total;
+	__u64 old, total, next;
 	int i;
 
 	for (i = 0; i < POLICE_CAS_TRIES; i++) {
@@ -212,8 +220,8 @@ static __always_inline bool sliding_window_pass(struct dpp_policer *p, __u64 byt
 		total = window_weighted(v.prev, v.t, p->window_shift) + v.count + bytes;
 		if (!window_fits(p, total)) /* total >= count + bytes: the count fits too */
 			return false;
-		if (__sync_val_compare_and_swap(&p->window, old,
-						window_pack(v.number, v.adjacent, v.count + bytes)) != old)
+		next = window_pack(v.number, v.adjacent, v.count + bytes);
+		if (__sync_val_compare_and_swap(&p->window, old, next) != old)
 			continue;
 		if (v.starts && v.adjacent)
 			window_publish(p, number - 1, v.prev);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* The ABI of the QoS function's policers (bpf/nf/qos/): a policer's configuration and state, one
- * slot of dpp_policers by policer id, its counters (dpp_policer_stats), the algorithms and the gate.
+ * slot of dpp_policers by policer id, its counters (dpp_policer_stats), the algorithms and the
+ * gate.
  * Mirrored in netapp/qos/abi.py, checked against BTF like the core's. */
 #ifndef DPP_NF_QOS_H
 #define DPP_NF_QOS_H
@@ -8,7 +9,7 @@
 #include <linux/types.h>
 #include <linux/bpf.h>
 
-/* Slots of dpp_policers and dpp_policer_stats (slot 0 is "no policer"): a capacity, sized at load. */
+/* Slots of dpp_policers and dpp_policer_stats (slot 0: no policer): a capacity, sized at load. */
 #ifndef DPP_MAX_POLICERS
 #define DPP_MAX_POLICERS 65536
 #endif
@@ -27,7 +28,7 @@
 /* enum dpp_police_algo: how a policer enforces its rate (struct dpp_policer.algo). */
 enum dpp_police_algo {
 	DPP_POLICE_ALGO_NONE = 0,	    /* an empty slot: packets pass, uncounted */
-	DPP_POLICE_ALGO_TOKEN_BUCKET = 1,   /* a bucket of burst bytes, refilled at rate (spin lock) */
+	DPP_POLICE_ALGO_TOKEN_BUCKET = 1,   /* burst bytes at most, refilled at rate (spin lock) */
 	DPP_POLICE_ALGO_FIXED_WINDOW = 2,   /* rate x window per window of the clock (atomic) */
 	DPP_POLICE_ALGO_SLIDING_WINDOW = 3, /* the last window's count, weighted, plus this one's */
 };
@@ -67,6 +68,6 @@ struct dpp_policer_stats {
 
 /* The QoS function's reasons, from DPP_REASON_BASE_QOS (dpp/core/consts.h). */
 #define DPP_QOS_REASONS(X)                                                                       \
-	X(QOS, QOS_POLICED, qos_policed, 0) /* over its policer's rate, or its gate closed: dropped */
+	X(QOS, QOS_POLICED, qos_policed, 0) /* over its policer's rate, or its gate closed: drop */
 
 #endif /* DPP_NF_QOS_H */
