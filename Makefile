@@ -110,6 +110,11 @@ bench-flows: build python-deps
 bench-upf: build python-deps
 	$(PY) -m bench.upf --out bench/results/upf.json
 
+# Root: the policers, each algorithm passing and dropping, 1 to 1M policers (about five minutes).
+.PHONY: bench-qos
+bench-qos: build python-deps
+	$(PY) -m bench.qos --out bench/results/qos.json
+
 # Root: steer and forward with the CPUMAP enqueue and the transmit carried out (live frames).
 .PHONY: bench-live
 bench-live: build python-deps

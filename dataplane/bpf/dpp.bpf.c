@@ -36,6 +36,8 @@ const volatile struct {
 	enum dpp_upf_output upf_output;
 	enum dpp_upf_pdr_flags upf_pdr_flags;
 	enum dpp_upf_punt_kind upf_punt_kind;
+	enum dpp_police_algo police_algo;
+	enum dpp_police_gate police_gate;
 	struct dpp_upf_punt upf_punt[0]; /* the records of the ring dpp_upf_punt (no space) */
 } dpp_abi_enums;
 

@@ -228,6 +228,8 @@ static const char *const sizable_maps[] = {
 	"dpp_upf_downlink", /* PDRs by UE address */
 	"dpp_upf_usage", /* URR slots */
 	"dpp_upf_sdf_pdrs", /* slots of PDRs with SDF filters */
+	"dpp_policers", /* policer ids */
+	"dpp_policer_stats", /* their counters, per CPU */
 };
 
 static bool map_sizable(const char *name)

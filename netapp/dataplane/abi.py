@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional, Union
 
 from netapp.qos import rss_abi
+from netapp.qos import abi as qos_abi
 from netapp.upf import abi as upf_abi
 
 # --- dpp_consts.h --------------------------------------------------------------------------------
@@ -101,6 +102,7 @@ CONSTANTS = {
     "DPP_REASON_BASE_REDIRECT": REASON_BASE_REDIRECT,
     **upf_abi.CONSTANTS,
     **rss_abi.CONSTANTS,
+    **qos_abi.CONSTANTS,
 }
 
 
@@ -178,6 +180,7 @@ class Reason(enum.IntEnum):
     UPF_NO_PDR = upf_abi.REASON_BASE_UPF + 9
     UPF_PUNT_FULL = upf_abi.REASON_BASE_UPF + 10
     UPF_PUNT_TOO_LONG = upf_abi.REASON_BASE_UPF + 11
+    QOS_POLICED = qos_abi.REASON_BASE_QOS
 
 
 @_c_enum("dpp_overlay", "DPP_OVERLAY_")
@@ -229,7 +232,7 @@ VERDICT_MAX = Verdict.C_MAX
 REASON_MAX = Reason.C_MAX
 
 # Enums of dpp_consts.h, which the BPF object's BTF carries.
-ABI_ENUMS = (Action, Verdict, Reason, Overlay, RuleFlag, KeyFlag, XdpMode, Prog) + upf_abi.ENUMS
+ABI_ENUMS = (Action, Verdict, Reason, Overlay, RuleFlag, KeyFlag, XdpMode, Prog) + upf_abi.ENUMS + qos_abi.ENUMS
 
 
 # --- dpp_structs.h -------------------------------------------------------------------------------
@@ -381,7 +384,7 @@ ABI_STRUCTS = (
     FlowEntry,
     FlowUse,
     Trace,
-) + upf_abi.STRUCTS + rss_abi.STRUCTS
+) + upf_abi.STRUCTS + rss_abi.STRUCTS + qos_abi.STRUCTS
 
 
 # --- libdpp.h ------------------------------------------------------------------------------------
@@ -455,7 +458,7 @@ class DevmapVal(Structure):
 
 
 # Kernel structs a map holds, checked against the BPF object's BTF like ABI_STRUCTS.
-KERNEL_STRUCTS = (DevmapVal,) + rss_abi.KERNEL_STRUCTS
+KERNEL_STRUCTS = (DevmapVal,) + rss_abi.KERNEL_STRUCTS + qos_abi.KERNEL_STRUCTS
 
 
 class MapType(enum.IntEnum):
@@ -555,6 +558,10 @@ MAPS: Mapping[str, MapSpec] = {
     **{
         name: MapSpec(MapType[kind], key, value, size, table=True, sizable=name in upf_abi.SIZABLE)
         for name, (kind, key, value, size) in upf_abi.MAPS.items()
+    },
+    **{
+        name: MapSpec(MapType[kind], key, value, size, table=True, sizable=name in qos_abi.SIZABLE)
+        for name, (kind, key, value, size) in qos_abi.MAPS.items()
     },
     **{name: MapSpec(MapType[kind], None, None, size) for name, (kind, size) in upf_abi.OWN_MAPS.items()},
     **{

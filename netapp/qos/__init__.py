@@ -1,3 +1,10 @@
 """QoS, routing and RSS: the data-plane functions after the 2020 gateway and the 2023 UPF.
-`dispatch` is the GTP-U dispatcher ("XDP RSS"): its BPF is dataplane/bpf/nf/qos/rss.h (maps in
-rss_maps.h), its ABI header dataplane/include/dpp/nf/rss.h, mirrored in `rss_abi`."""
+
+- The policers: a maximum bit rate and a burst per policer, enforced in XDP by one of three
+  algorithms (token bucket, fixed window, sliding window), with a gate and counters. BPF:
+  dataplane/bpf/nf/qos/ (police.h, maps.h); ABI header: dataplane/include/dpp/nf/qos.h, mirrored in
+  `abi`; the reference model of the algorithms: `model`; policers written and read through the
+  generic tables: `applier`. No libdpp calls of their own: their maps are plain tables.
+- `dispatch`, the GTP-U dispatcher ("XDP RSS"): its BPF is dataplane/bpf/nf/qos/rss.h (maps in
+  rss_maps.h), its ABI header dataplane/include/dpp/nf/rss.h, mirrored in `rss_abi`.
+"""

@@ -351,6 +351,7 @@ def test_each_function_s_reasons_lie_in_its_own_range():
         "forward": range(abi.REASON_BASE_FORWARD, abi.REASON_BASE_FORWARD + abi.REASON_RANGE),
         "redirect": range(abi.REASON_BASE_REDIRECT, abi.REASON_BASE_REDIRECT + abi.REASON_RANGE),
         "upf": range(abi.upf_abi.REASON_BASE_UPF, abi.upf_abi.REASON_BASE_UPF + abi.REASON_RANGE),
+        "qos": range(abi.qos_abi.REASON_BASE_QOS, abi.qos_abi.REASON_BASE_QOS + abi.REASON_RANGE),
     }
     owner = {
         binding.Reason.CPU_UNAVAILABLE: "steer",
@@ -358,6 +359,7 @@ def test_each_function_s_reasons_lie_in_its_own_range():
         binding.Reason.NO_ALTERNATIVE: "forward",
         binding.Reason.PORT_UNAVAILABLE: "redirect",
         **{reason: "upf" for reason in binding.Reason if reason.name.startswith("UPF_")},
+        **{reason: "qos" for reason in binding.Reason if reason.name.startswith("QOS_")},
     }
     for reason in binding.Reason:
         assert reason in ranges[owner.get(reason, "core")], reason

@@ -11,6 +11,9 @@
 #include "nf/forward/forward.h"
 #include "nf/redirect/redirect.h"
 #include "nf/upf/upf.h"
+/* police() and the policers' maps, for the stages that police (to come: a PDR's QER, a rule's
+ * police option; bpf/xdp_police.bpf.c runs it alone meanwhile). */
+#include "nf/qos/police.h"
 
 /* PASS; a best-effort rule's flows pass unless this CPU is overloaded (nf/steer/). */
 static __always_inline int act_pass(const struct dpp_act_ctx *a)

@@ -11,5 +11,6 @@
 #include "nf/redirect.h"
 #include "nf/upf.h"
 #include "nf/rss.h"
+#include "nf/qos.h"
 
 #endif /* DPP_CONSTS_H */

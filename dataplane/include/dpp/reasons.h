@@ -10,6 +10,7 @@
 #include "nf/forward.h"
 #include "nf/redirect.h"
 #include "nf/upf.h"
+#include "nf/qos.h"
 
 /* Every reason, X(FUNCTION, NAME, name, n): DPP_REASON_<NAME> = DPP_REASON_BASE_<FUNCTION> + n. */
 #define DPP_REASONS(X)                                                                           \
@@ -17,7 +18,8 @@
 	DPP_STEER_REASONS(X)                                                                     \
 	DPP_FORWARD_REASONS(X)                                                                   \
 	DPP_REDIRECT_REASONS(X)                                                                  \
-	DPP_UPF_REASONS(X)
+	DPP_UPF_REASONS(X)                                                                       \
+	DPP_QOS_REASONS(X)
 
 #define DPP_REASON_ENUM(fn, NAME, name, n) DPP_REASON_##NAME = DPP_REASON_BASE_##fn + (n),
 enum dpp_reason {

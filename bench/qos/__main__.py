@@ -1,0 +1,76 @@
+"""python -m bench.qos: see bench/qos/__init__.py and bench/README.md."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import random
+import sys
+from pathlib import Path
+from typing import Optional, Sequence
+
+from bench.dataplane import machine_info
+from bench.harness import Harness, build_harness
+from bench.qos.run import CASES, PoliceBench
+
+DEFAULT_OUT = Path("bench/results/qos.json")
+
+
+def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench.qos", description=__doc__)
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="result JSON")
+    parser.add_argument("--policers", type=lambda text: [int(v) for v in text.split(",")], default=[1, 1_000_000])
+    parser.add_argument("--runs", type=int, default=7, help="timed runs per subject; medians are reported")
+    parser.add_argument("--repeat", type=int, default=200_000, help="repetitions per run")
+    parser.add_argument("--seed", type=int, default=1, help="seed of the run order")
+    return parser.parse_args(argv)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = parse_args(argv)
+    rng = random.Random(args.seed)
+    rows = []
+    with Harness(build_harness()) as harness:
+        for policers in args.policers:
+            bench = PoliceBench(harness, policers)
+            try:
+                for (clock, algo, decision), policer in CASES.items():
+                    bench.configure(policer)
+                    timing = bench.time(clock, decision, args.runs, args.repeat, rng)
+                    row = {
+                        "policers": policers,
+                        "walk": "hot (best case)" if policers == 1 else "cold: another policer every repetition",
+                        "clock": clock,
+                        "algorithm": algo.name.lower(),
+                        "decision": decision,
+                        "floor_ns": timing.floor_ns,
+                        "without_policer_ns": timing.skip_ns,
+                        "with_policer_ns": timing.police_ns,
+                        "above_without_ns": timing.above_skip,
+                        "above_floor_ns": timing.above_floor,
+                    }
+                    rows.append(row)
+                    print(
+                        f"{policers:>9} {clock:<6} {row['algorithm']:<15} {decision:<5} floor {timing.floor_ns:6.1f}  "
+                        f"without {timing.skip_ns:6.1f}  with {timing.police_ns:6.1f}  "
+                        f"above without {timing.above_skip:+6.1f} ns",
+                        flush=True,
+                    )
+            finally:
+                bench.close()
+    result = {
+        "benchmark": "qos",
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "machine": machine_info(),
+        "runs": args.runs,
+        "repeat": args.repeat,
+        "results": rows,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* The maps of the QoS function's policers: their configuration and state, and their counters
+ * (written and read by netapp/qos/applier.py as generic tables). */
+#ifndef DPP_NF_QOS_MAPS_H
+#define DPP_NF_QOS_MAPS_H
+
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include "dpp/nf/qos.h"
+
+/* policer id -> its configuration and state (slot 0 and empty slots: no policer; shared by the
+ * CPUs: the token bucket under the value's spin lock, the windows by compare-and-swap) */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, DPP_MAX_POLICERS);
+	__type(key, __u32);
+	__type(value, struct dpp_policer);
+} dpp_policers SEC(".maps");
+
+/* policer id -> the packets and bytes it passed and dropped on this CPU */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, DPP_MAX_POLICERS);
+	__type(key, __u32);
+	__type(value, struct dpp_policer_stats);
+} dpp_policer_stats SEC(".maps");
+
+#endif /* DPP_NF_QOS_MAPS_H */

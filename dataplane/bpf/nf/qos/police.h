@@ -1,0 +1,283 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* The policers: whether a packet of some bytes, at some time, conforms to its policer's rate and
+ * burst (police()), by one of three algorithms; its counters. The reference model, written from the
+ * same definitions, is netapp/qos/model.py.
+ *
+ * Arithmetic (unsigned 64 bits), for every configuration within dpp/nf/qos.h's limits: rate R from
+ * 8e3 to 4e11 bit/s (< 2^39), burst B up to 2^30 bytes, windows W = 2^s ns with s from 10 to 32 and
+ * R x W / 8e9 up to 2^30 bytes. Nothing is divided on the way of a packet (but the token
+ * bucket's after 16 ms idle), so nothing is rounded but where said (the sliding window's weight,
+ * up, by under a byte: never in the packet's favour). Largest intermediate values:
+ *   token bucket   credit + elapsed x R < 8.6e18 + 2^24 x 4e11 = 1.54e19 < 2^64 (1.84e19)
+ *   fixed window   (count + bytes) x 1e9 <= 2^31 x 1e9 = 2.1e18; R << (s - 3) <= 2^30 x 1e9
+ *   sliding window prev x (W - t) + W - 1 < 2^30 x 2^32 + 2^32 < 2^63
+ * eUPF's sliding window, by contrast, keeps the rate in 32 bits (wraps above 4.29 Gb/s), divides
+ * 1e9 by the rate in integers (one packet's time is 0 ns above 1 Gb/s: no limit) and updates its
+ * state with plain stores (two CPUs both spend the same room). */
+#ifndef DPP_NF_QOS_POLICE_H
+#define DPP_NF_QOS_POLICE_H
+
+#include <stdbool.h>
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include "dpp/nf/qos.h"
+#include "nf/qos/maps.h"
+
+/* The token bucket's unit, the nanobit: R bit/s x t ns = R x t nanobits, exactly. */
+#define NANOBITS_PER_BYTE 8000000000ULL
+#define NS_PER_S 1000000000ULL
+/* Below this idle time elapsed x R cannot wrap (2^24 x 4e11 < 2^63): no division. */
+#define POLICE_REFILL_EXACT_NS (1ULL << 24)
+/* The windows' packing: a window's number (its start >> s, 32 bits), whether it followed the window
+ * before it directly (ADJACENT), and its bytes (at most 2^30 + a packet below 2^30: 31 bits). */
+#define WINDOW_COUNT_MASK 0x7fffffffULL
+#define WINDOW_ADJACENT (1ULL << 31)
+/* Compare-and-swap tries before a packet is dropped: only CPUs policing the same policer in the
+ * same nanoseconds make one fail, and dropping the loser never lets more through. */
+#define POLICE_CAS_TRIES 8
+
+/* ---- token bucket: credit in nanobits, up to B x 8e9 (<= 8.6e18), under the value's lock ---- */
+
+/* The credit after `elapsed` ns at rate R, capped at the bucket's size. */
+static __always_inline __u64 bucket_refill(__u64 credit, __u64 cap, __u64 elapsed, __u64 rate)
+{
+	if (elapsed < POLICE_REFILL_EXACT_NS) {
+		credit += elapsed * rate; /* < 8.6e18 + 6.7e18: cannot wrap */
+		return credit < cap ? credit : cap;
+	}
+	/* Idle long: elapsed x R may wrap, so ask whether it fills what is missing. (A rate of 0,
+	 * which the control plane refuses, would divide to 0 in BPF: a full bucket. No refill.) */
+	if (!rate)
+		return credit;
+	if (credit >= cap || elapsed >= (cap - credit) / rate)
+		return cap;
+	return credit + elapsed * rate; /* < cap - credit: cannot wrap */
+}
+
+/* Token bucket: the bucket fills at R and holds B; a packet takes its bytes out or is dropped.
+ * Credit and last_ns change together under the spin lock: no CPU spends credit another spent. A
+ * CPU whose clock read came before the last update's gets no refill (elapsed 0), never a negative
+ * one. */
+static __always_inline bool bucket_pass(struct dpp_policer *p, __u64 bytes, __u64 now)
+{
+	__u64 cap = (__u64)p->burst * NANOBITS_PER_BYTE, cost = bytes * NANOBITS_PER_BYTE, credit;
+	bool pass;
+
+	bpf_spin_lock(&p->lock);
+	credit = bucket_refill(p->credit, cap, now > p->last_ns ? now - p->last_ns : 0, p->rate);
+	if (now > p->last_ns)
+		p->last_ns = now;
+	pass = credit >= cost;
+	p->credit = pass ? credit - cost : credit;
+	bpf_spin_unlock(&p->lock);
+	return pass;
+}
+
+/* ---- windows: W = 2^s ns on the clock's grid; a window lets R x W / 8e9 bytes through ---- */
+
+/* Whether `bytes` (the window's, this packet's included) fit: bytes x 8e9 <= R x 2^s, both sides
+ * divided by 8 (s >= 10): exact. The count stays below 2^31, whatever the configuration says, so
+ * that it never spills into the window's number. */
+static __always_inline bool window_fits(const struct dpp_policer *p, __u64 bytes)
+{
+	return bytes <= DPP_POLICE_WINDOW_BYTES_MAX &&
+	       bytes * NS_PER_S <= p->rate << (p->window_shift - 3);
+}
+
+static __always_inline __u64 window_pack(__u32 number, __u64 adjacent, __u64 bytes)
+{
+	return (__u64)number << 32 | adjacent | bytes;
+}
+
+/* Where a packet of window `number` counts, given the policer's window word `old`: in it when it is
+ * that window or the one after (the packet read the clock just before another CPU moved on: it
+ * counts in the newer window, which only tightens it); else a new window starts, empty. */
+static __always_inline bool window_current(__u64 old, __u32 number)
+{
+	__u32 old_number = old >> 32;
+
+	return number == old_number || number + 1 == old_number;
+}
+
+/* Fixed window: a window's bytes, counted by compare-and-swap on the one word that holds the window
+ * and its count, so that a window's start and its count change together and no two CPUs spend the
+ * same room. Any W-long stretch of time spans two windows: at most 2 x R x W / 8e9 bytes pass
+ * in it. */
+static __always_inline bool fixed_window_pass(struct dpp_policer *p, __u64 bytes, __u64 now)
+{
+	__u32 number = now >> p->window_shift;
+	__u64 old, count, next;
+	int i;
+
+	for (i = 0; i < POLICE_CAS_TRIES; i++) {
+		old = *(volatile __u64 *)&p->window;
+		if (window_current(old, number)) {
+			number = old >> 32;
+			count = old & WINDOW_COUNT_MASK;
+		} else {
+			count = 0;
+		}
+		if (!window_fits(p, count + bytes))
+			return false;
+		next = window_pack(number, 0, count + bytes);
+		if (__sync_val_compare_and_swap(&p->window, old, next) == old)
+			return true;
+	}
+	return false;
+}
+
+/* The bytes of the window before the current one, weighted by the part of it that the sliding
+ * window (the W ns up to now) still covers, W - t of W, rounded up to a byte. */
+static __always_inline __u64 window_weighted(__u64 prev, __u64 t, __u8 shift)
+{
+	return (prev * ((1ULL << shift) - t) + (1ULL << shift) - 1) >> shift;
+}
+
+/* The count of window number - 1, as the CPU that started window `number` published it; false
+ * while it has not yet (between its compare-and-swap and its store: a few ns). */
+static __always_inline bool window_previous(const struct dpp_policer *p, __u64 old, __u64 *prev)
+{
+	__u64 published = *(volatile __u64 *)&p->previous;
+
+	*prev = 0;
+	if (!(old & WINDOW_ADJACENT))
+		return true; /* an idle window or more before it: nothing to weigh */
+	if ((__u32)(published >> 32) + 1 != (__u32)(old >> 32))
+		return false;
+	*prev = published & WINDOW_COUNT_MASK;
+	return true;
+}
+
+/* A later window's count may be published already when it is at most this many windows later: the
+ * CPU that started ours stores within the nanoseconds after its swap, softirq without preemption.
+ * Anything else there (an old count, or the zero of a new policer) is older, however its number
+ * compares: numbers wrap, so "later" is only "shortly after". */
+#define WINDOW_PUBLISH_AHEAD (1U << 16)
+
+/* Publish the count of the window that ended, numbered `number`, unless a later one is already
+ * there (two CPUs that started consecutive windows may store in either order). */
+static __always_inline void window_publish(struct dpp_policer *p, __u32 number, __u64 count)
+{
+	__u64 old, mine = window_pack(number, 0, count);
+	int i;
+
+	for (i = 0; i < POLICE_CAS_TRIES; i++) {
+		old = *(volatile __u64 *)&p->previous;
+		if ((__u32)(old >> 32) - number - 1 < WINDOW_PUBLISH_AHEAD)
+			return;
+		if (__sync_val_compare_and_swap(&p->previous, old, mine) == old)
+			return;
+	}
+}
+
+/* The sliding window's view of the policer's window word `old` for a packet of window `number`:
+ * the window it counts in, that window's bytes and whether it follows its predecessor; prev the
+ * predecessor's bytes when a new window starts here (published once the new window is in). */
+struct window_view {
+	__u32 number;
+	__u64 adjacent, count, t, prev;
+	bool starts;
+};
+
+static __always_inline bool window_look(const struct dpp_policer *p, __u64 old, __u32 number,
+					__u64 now, struct window_view *v)
+{
+	v->t = now & ((1ULL << p->window_shift) - 1);
+	v->starts = !window_current(old, number);
+	if (v->starts) {
+		v->number = number;
+		v->adjacent = number == (__u32)(old >> 32) + 1 ? WINDOW_ADJACENT : 0;
+		v->prev = v->adjacent ? old & WINDOW_COUNT_MASK : 0;
+		v->count = 0;
+		return true;
+	}
+	/* A late packet counts at the newer window's start: its predecessor all weighed. */
+	if (number != (__u32)(old >> 32))
+		v->t = 0;
+	v->number = old >> 32;
+	v->adjacent = old & WINDOW_ADJACENT;
+	v->count = old & WINDOW_COUNT_MASK;
+	return window_previous(p, old, &v->prev);
+}
+
+/* Sliding window: the bytes of the last W ns, estimated as the window before's weighted by how much
+ * of it they cover plus the current window's, must stay within R x W (Cloudflare's estimate). The
+ * current window's word changes by compare-and-swap as the fixed window's; the CPU whose swap
+ * started a window knows exactly what the window before counted (no one adds to it after the swap)
+ * and publishes it; a CPU that finds it not yet published drops (rare, and never lets more
+ * through). */
+static __always_inline bool sliding_window_pass(struct dpp_policer *p, __u64 bytes, __u64 now)
+{
+	__u32 number = now >> p->window_shift;
+	struct window_view v;
+	__u64 old, total, next;
+	int i;
+
+	for (i = 0; i < POLICE_CAS_TRIES; i++) {
+		old = *(volatile __u64 *)&p->window;
+		if (!window_look(p, old, number, now, &v))
+			return false;
+		total = window_weighted(v.prev, v.t, p->window_shift) + v.count + bytes;
+		if (!window_fits(p, total)) /* total >= count + bytes: the count fits too */
+			return false;
+		next = window_pack(v.number, v.adjacent, v.count + bytes);
+		if (__sync_val_compare_and_swap(&p->window, old, next) != old)
+			continue;
+		if (v.starts && v.adjacent)
+			window_publish(p, number - 1, v.prev);
+		return true;
+	}
+	return false;
+}
+
+/* ---- the policer ---- */
+
+static __always_inline void police_count(__u32 id, __u64 bytes, bool pass)
+{
+	struct dpp_policer_stats *s = bpf_map_lookup_elem(&dpp_policer_stats, &id);
+
+	if (!s)
+		return;
+	if (pass) {
+		s->passed_packets++;
+		s->passed_bytes += bytes;
+	} else {
+		s->dropped_packets++;
+		s->dropped_bytes += bytes;
+	}
+}
+
+static __always_inline bool police_decide(struct dpp_policer *p, __u64 bytes, __u64 now)
+{
+	if (p->gate != DPP_POLICE_GATE_OPEN || bytes > DPP_POLICE_BURST_MAX)
+		return false;
+	switch (p->algo) {
+	case DPP_POLICE_ALGO_TOKEN_BUCKET:
+		return bucket_pass(p, bytes, now);
+	case DPP_POLICE_ALGO_FIXED_WINDOW:
+		return fixed_window_pass(p, bytes, now);
+	case DPP_POLICE_ALGO_SLIDING_WINDOW:
+		return sliding_window_pass(p, bytes, now);
+	}
+	return false;
+}
+
+/* Whether a packet of `bytes` at clock `now` (ns, bpf_ktime_get_ns() but in tests) passes policer
+ * `id`, counted. Id 0, an id past the map and an empty slot (ALGO_NONE) police nothing: pass,
+ * uncounted. */
+static __always_inline bool police(__u32 id, __u64 bytes, __u64 now)
+{
+	struct dpp_policer *p;
+	bool pass;
+
+	if (!id)
+		return true;
+	p = bpf_map_lookup_elem(&dpp_policers, &id);
+	if (!p || p->algo == DPP_POLICE_ALGO_NONE)
+		return true;
+	pass = police_decide(p, bytes, now);
+	police_count(id, bytes, pass);
+	return pass;
+}
+
+#endif /* DPP_NF_QOS_POLICE_H */

@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* The policers (nf/qos/police.h) alone, for tests and benchmarks: every frame is policed by the
+ * policer its test header names, at the time it names, for its whole length.
+ *
+ *   Ethernet (14 bytes, any type) / struct police_test_hdr
+ *
+ * A time of 0 is the kernel's clock (bpf_ktime_get_ns(), as the pipeline reads it); any other is
+ * the test's own, so that a test replays a sequence of times against the reference model
+ * (netapp/qos/model.py). xdp_police returns XDP_PASS or XDP_DROP as the policer decides,
+ * XDP_ABORTED for a frame too short; xdp_police_skip reads the same header and passes: the path
+ * without the policer, which the benchmark (bench/qos) subtracts. */
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+#include "nf/qos/police.h"
+
+#define ETH_LEN 14
+
+struct police_test_hdr {
+	__be32 policer; /* the policer id, network order (as bench/harness.py's walk writes it) */
+	__u32 reserved;
+	__u64 now_ns; /* 0: bpf_ktime_get_ns() */
+};
+
+static __always_inline struct police_test_hdr *test_hdr(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
+	struct police_test_hdr *hdr = data + ETH_LEN;
+
+	return (void *)(hdr + 1) > end ? NULL : hdr;
+}
+
+SEC("xdp")
+int xdp_police(struct xdp_md *ctx)
+{
+	struct police_test_hdr *hdr = test_hdr(ctx);
+	__u64 now, bytes = ctx->data_end - ctx->data;
+
+	if (!hdr)
+		return XDP_ABORTED;
+	now = hdr->now_ns ? hdr->now_ns : bpf_ktime_get_ns();
+	return police(bpf_ntohl(hdr->policer), bytes, now) ? XDP_PASS : XDP_DROP;
+}
+
+SEC("xdp")
+int xdp_police_skip(struct xdp_md *ctx)
+{
+	struct police_test_hdr *hdr = test_hdr(ctx);
+
+	if (!hdr)
+		return XDP_ABORTED;
+	return bpf_ntohl(hdr->policer) ? XDP_PASS : XDP_DROP;
+}
+
+char LICENSE[] SEC("license") = "GPL";

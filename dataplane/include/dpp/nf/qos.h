@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* The ABI of the QoS function's policers (bpf/nf/qos/): a policer's configuration and state, one
+ * slot of dpp_policers by policer id, its counters (dpp_policer_stats), the algorithms and the
+ * gate.
+ * Mirrored in netapp/qos/abi.py, checked against BTF like the core's. */
+#ifndef DPP_NF_QOS_H
+#define DPP_NF_QOS_H
+
+#include <linux/types.h>
+#include <linux/bpf.h>
+
+/* Slots of dpp_policers and dpp_policer_stats (slot 0: no policer): a capacity, sized at load. */
+#ifndef DPP_MAX_POLICERS
+#define DPP_MAX_POLICERS 65536
+#endif
+
+/* The configurations for which nf/qos/police.h's arithmetic is exact and never wraps (the bounds
+ * of every intermediate value are written there); netapp/qos/abi.py refuses the others. Rates in
+ * bit/s, bursts and window allowances in bytes, windows as log2 of nanoseconds. */
+#define DPP_POLICE_RATE_MIN 8000
+#define DPP_POLICE_RATE_MAX 400000000000
+#define DPP_POLICE_BURST_MAX 1073741824
+#define DPP_POLICE_WINDOW_SHIFT_MIN 10
+#define DPP_POLICE_WINDOW_SHIFT_MAX 32
+/* The most a window lets through (rate x window / 8), so that a window's count keeps 32 bits. */
+#define DPP_POLICE_WINDOW_BYTES_MAX 1073741824
+
+/* enum dpp_police_algo: how a policer enforces its rate (struct dpp_policer.algo). */
+enum dpp_police_algo {
+	DPP_POLICE_ALGO_NONE = 0,	    /* an empty slot: packets pass, uncounted */
+	DPP_POLICE_ALGO_TOKEN_BUCKET = 1,   /* burst bytes at most, refilled at rate (spin lock) */
+	DPP_POLICE_ALGO_FIXED_WINDOW = 2,   /* rate x window per window of the clock (atomic) */
+	DPP_POLICE_ALGO_SLIDING_WINDOW = 3, /* the last window's count, weighted, plus this one's */
+};
+
+/* enum dpp_police_gate: the QER's gate status (struct dpp_policer.gate). */
+enum dpp_police_gate {
+	DPP_POLICE_GATE_OPEN = 0,   /* packets are policed */
+	DPP_POLICE_GATE_CLOSED = 1, /* every packet is dropped (counted as dropped) */
+};
+
+/* Value of dpp_policers, by policer id: the configuration (written by the control plane) and the
+ * state the data path keeps (zero when written: a rewritten policer starts afresh). One cache
+ * line: a policed packet touches this line and its counters' line. */
+struct dpp_policer {
+	__u64 rate;	   /* bit/s, DPP_POLICE_RATE_MIN..MAX */
+	__u32 burst;	   /* TOKEN_BUCKET: the bucket's size, bytes (1..DPP_POLICE_BURST_MAX) */
+	__u8 algo;	   /* enum dpp_police_algo */
+	__u8 gate;	   /* enum dpp_police_gate */
+	__u8 window_shift; /* windows: a window lasts 1 << window_shift ns, on the clock's grid */
+	__u8 reserved;
+	struct bpf_spin_lock lock; /* TOKEN_BUCKET: guards credit and last_ns */
+	__u32 reserved2;
+	__u64 credit;  /* TOKEN_BUCKET: the bucket's content in nanobits (1 byte = 8e9 nanobits) */
+	__u64 last_ns; /* TOKEN_BUCKET: the clock when credit was last brought up to date */
+	__u64 window;  /* windows: the current window's number (high 32 bits) and bytes (low 32) */
+	__u64 previous; /* SLIDING_WINDOW: the window before's number and bytes, the same packing */
+	__u64 reserved3;
+};
+
+/* Value of dpp_policer_stats (per CPU), by policer id: what it let through and what it dropped. */
+struct dpp_policer_stats {
+	__u64 passed_packets;
+	__u64 passed_bytes;
+	__u64 dropped_packets;
+	__u64 dropped_bytes;
+};
+
+/* The QoS function's reasons, from DPP_REASON_BASE_QOS (dpp/core/consts.h). */
+#define DPP_QOS_REASONS(X)                                                                       \
+	X(QOS, QOS_POLICED, qos_policed, 0) /* over its policer's rate, or its gate closed: drop */
+
+#endif /* DPP_NF_QOS_H */

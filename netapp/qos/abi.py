@@ -1,0 +1,96 @@
+"""The QoS function's part of the data plane ABI (dataplane/include/dpp/nf/qos.h) as ctypes mirrors:
+its constants, enums, structs and maps. netapp.dataplane.abi joins them to the core's, so that
+tests/dataplane/test_abi.py checks them against the BTF of the built object like every other.
+
+Only ctypes and enum here: netapp.dataplane.abi imports this module while it is being built.
+"""
+
+from __future__ import annotations
+
+import enum
+from ctypes import Structure, c_uint8, c_uint32, c_uint64
+
+MAX_POLICERS = 65536
+RATE_MIN = 8_000  # bit/s
+RATE_MAX = 400_000_000_000
+BURST_MAX = 1 << 30  # bytes
+WINDOW_SHIFT_MIN = 10  # a window of 2**shift ns
+WINDOW_SHIFT_MAX = 32
+WINDOW_BYTES_MAX = 1 << 30  # the most a window lets through
+REASON_BASE_QOS = 96
+
+CONSTANTS = {
+    "DPP_MAX_POLICERS": MAX_POLICERS,
+    "DPP_POLICE_RATE_MIN": RATE_MIN,
+    "DPP_POLICE_RATE_MAX": RATE_MAX,
+    "DPP_POLICE_BURST_MAX": BURST_MAX,
+    "DPP_POLICE_WINDOW_SHIFT_MIN": WINDOW_SHIFT_MIN,
+    "DPP_POLICE_WINDOW_SHIFT_MAX": WINDOW_SHIFT_MAX,
+    "DPP_POLICE_WINDOW_BYTES_MAX": WINDOW_BYTES_MAX,
+    "DPP_REASON_BASE_QOS": REASON_BASE_QOS,
+}
+
+
+class Algo(enum.IntEnum):
+    NONE = 0
+    TOKEN_BUCKET = 1
+    FIXED_WINDOW = 2
+    SLIDING_WINDOW = 3
+
+
+class Gate(enum.IntEnum):
+    OPEN = 0
+    CLOSED = 1
+
+
+class SpinLock(Structure):
+    C_NAME = "bpf_spin_lock"
+    _fields_ = [("val", c_uint32)]
+
+
+class Policer(Structure):
+    C_NAME = "dpp_policer"
+    _fields_ = [
+        ("rate", c_uint64),
+        ("burst", c_uint32),
+        ("algo", c_uint8),
+        ("gate", c_uint8),
+        ("window_shift", c_uint8),
+        ("reserved", c_uint8),
+        ("lock", SpinLock),
+        ("reserved2", c_uint32),
+        ("credit", c_uint64),  # token bucket: nanobits (1 byte = 8e9)
+        ("last_ns", c_uint64),
+        ("window", c_uint64),  # windows: number << 32 | adjacent << 31 | bytes
+        ("previous", c_uint64),
+        ("reserved3", c_uint64),
+    ]
+
+
+class PolicerStats(Structure):
+    C_NAME = "dpp_policer_stats"
+    _fields_ = [
+        ("passed_packets", c_uint64),
+        ("passed_bytes", c_uint64),
+        ("dropped_packets", c_uint64),
+        ("dropped_bytes", c_uint64),
+    ]
+
+
+def _tag(cls, c_name: str, c_prefix: str):  # noqa: ANN001, ANN202
+    """The C enum a mirror stands for (as netapp.dataplane.abi's own enums are tagged)."""
+    cls.C_NAME, cls.C_PREFIX, cls.C_MAX = c_name, c_prefix, None
+    return cls
+
+
+ENUMS = (_tag(Algo, "dpp_police_algo", "DPP_POLICE_ALGO_"), _tag(Gate, "dpp_police_gate", "DPP_POLICE_GATE_"))
+STRUCTS = (Policer, PolicerStats)
+KERNEL_STRUCTS = (SpinLock,)
+
+# name -> (map type name, key, value, size): netapp.dataplane.abi makes them MapSpecs.
+MAPS = {
+    "dpp_policers": ("ARRAY", c_uint32, Policer, "DPP_MAX_POLICERS"),
+    "dpp_policer_stats": ("PERCPU_ARRAY", c_uint32, PolicerStats, "DPP_MAX_POLICERS"),
+}
+# Both are capacities, chosen at load (libdpp's list in maps.c).
+SIZABLE = frozenset(MAPS)

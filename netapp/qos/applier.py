@@ -1,0 +1,105 @@
+"""Policers written into the data plane and read back, through the generic tables (no libdpp call
+of their own): dpp_policers (configuration and state) and dpp_policer_stats (per-CPU counters).
+
+A policer is written whole, its state zeroed: a token bucket then starts empty and fills from time 0
+(full at once on a running system), a window starts with nothing counted. The windows' length comes
+from the burst: the longest power-of-two window (in ns) whose allowance, rate x window / 8, is no
+more than the burst, so that any stretch of a window's length passes at most rate x window + burst
+(dataplane/bpf/nf/qos/police.h)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Iterable, Mapping
+
+from netapp.dataplane.tables import Table
+from netapp.qos.abi import (
+    BURST_MAX,
+    RATE_MAX,
+    RATE_MIN,
+    WINDOW_BYTES_MAX,
+    WINDOW_SHIFT_MAX,
+    WINDOW_SHIFT_MIN,
+    Algo,
+    Gate,
+    Policer,
+    PolicerStats,
+)
+
+NANOBITS_PER_BYTE = 8 * 10**9  # rate (bit/s) x time (ns) = nanobits
+
+
+@dataclass(frozen=True)
+class PolicerSpec:
+    """What a QER (MBR, burst, gate) or a rule's police option asks of a policer."""
+
+    rate: int  # bit/s
+    burst: int  # bytes
+    algo: Algo = Algo.TOKEN_BUCKET
+    gate: Gate = Gate.OPEN
+
+
+def window_shift_for(rate: int, burst: int) -> int:
+    """The windows' log2 length in ns: the longest whose allowance fits the burst (and a count), or
+    the shortest there is when even it lets more through."""
+    fitting = [
+        shift
+        for shift in range(WINDOW_SHIFT_MIN, WINDOW_SHIFT_MAX + 1)
+        if rate << shift <= min(burst, WINDOW_BYTES_MAX) * NANOBITS_PER_BYTE
+    ]
+    return max(fitting, default=WINDOW_SHIFT_MIN)
+
+
+def policer_value(spec: PolicerSpec) -> Policer:
+    """The slot of dpp_policers for `spec`; ValueError outside the limits police.h is exact within."""
+    if not RATE_MIN <= spec.rate <= RATE_MAX:
+        raise ValueError(f"rate {spec.rate} bit/s: {RATE_MIN} to {RATE_MAX} allowed")
+    if not 1 <= spec.burst <= BURST_MAX:
+        raise ValueError(f"burst {spec.burst} bytes: 1 to {BURST_MAX} allowed")
+    if spec.algo == Algo.NONE:
+        raise ValueError("a policer needs an algorithm")
+    return Policer(
+        rate=spec.rate,
+        burst=spec.burst,
+        algo=spec.algo,
+        gate=spec.gate,
+        window_shift=window_shift_for(spec.rate, spec.burst),
+    )
+
+
+class PolicerApplier:
+    """Policers by id (1 .. the map's size - 1; 0 is "no policer"), through `table` (an instance's
+    tables by name: `Dataplane.table`, as the UPF's applier takes them)."""
+
+    def __init__(self, table: Callable[[str], Table]):
+        self._policers = table("dpp_policers")
+        self._stats = table("dpp_policer_stats")
+
+    def _check_ids(self, ids: Iterable[int]) -> list[int]:
+        ids = list(ids)
+        bad = [policer_id for policer_id in ids if not 0 < policer_id < self._policers.max_entries]
+        if bad:
+            raise ValueError(f"policer ids {bad}: 1 to {self._policers.max_entries - 1} allowed")
+        return ids
+
+    def apply(self, policers: Mapping[int, PolicerSpec]) -> None:
+        """Write each policer afresh (state and counters zeroed); all are checked before any is written."""
+        values = {policer_id: policer_value(spec) for policer_id, spec in policers.items()}
+        self._stats.fill(self._check_ids(values))
+        self._policers.update(values)
+
+    def remove(self, ids: Iterable[int]) -> None:
+        """Empty the slots: their packets pass unpoliced, uncounted."""
+        self._policers.update({policer_id: Policer() for policer_id in self._check_ids(ids)})
+
+    def state(self, policer_id: int) -> Policer:
+        """The configuration and the state the data path keeps (police.h says how to read it)."""
+        return self._policers.get(policer_id)
+
+    def counters(self, policer_id: int) -> PolicerStats:
+        """Its counters, every CPU's added up."""
+        total = PolicerStats()
+        for cpu in self._stats.get(policer_id):
+            for name, *_ in PolicerStats._fields_:
+                setattr(total, name, getattr(total, name) + getattr(cpu, name))
+        return total

@@ -1,0 +1,127 @@
+"""The policers' reference model: the three algorithms of dataplane/bpf/nf/qos/police.h written from
+their definitions, in exact rational arithmetic (bytes as Fractions, no units to scale, nothing that
+wraps), for tests to replay a sequence of (bytes, time) against the real program.
+
+Definitions (W = 2**window_shift ns, R the rate in bit/s, B the burst in bytes):
+  token bucket    a bucket of B bytes, full at most, filling at R / 8e9 bytes a ns since the last
+                  packet (the first one: since time 0, from empty); a packet passes if the bucket
+                  holds its bytes, which it then takes out.
+  fixed window    the clock's windows [k W, (k + 1) W); a window lets R W / 8e9 bytes through.
+  sliding window  the last W ns are estimated as the previous window's bytes weighted by
+                  (W - t) / W, rounded up to a byte, plus the current window's (t: the time since it
+                  began); a packet passes if the estimate with it stays within R W / 8e9 bytes.
+Both windows: a packet whose clock read is one window behind the policer's counts in the newer
+window, at its start; a window's bytes never exceed WINDOW_BYTES_MAX. A closed gate, or a packet
+over BURST_MAX bytes, never passes. State changes only when a packet passes.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+
+from netapp.qos.abi import BURST_MAX, WINDOW_BYTES_MAX, Algo, Gate
+
+NS_PER_S = 10**9
+BITS_PER_BYTE = 8
+
+
+@dataclass(frozen=True)
+class PolicerConfig:
+    rate: int  # bit/s
+    burst: int  # bytes (token bucket)
+    algo: Algo
+    window_shift: int = 20  # windows: 2**shift ns
+    gate: Gate = Gate.OPEN
+
+    @property
+    def window_ns(self) -> int:
+        return 1 << self.window_shift
+
+    @property
+    def window_allowance(self) -> Fraction:
+        """The bytes a window lets through: R W / 8e9."""
+        return Fraction(self.rate * self.window_ns, BITS_PER_BYTE * NS_PER_S)
+
+
+class TokenBucket:
+    def __init__(self, config: PolicerConfig):
+        self.config = config
+        self.credit = Fraction(0)
+        self.last_ns = 0
+
+    def decide(self, size: int, now: int) -> bool:
+        if now > self.last_ns:
+            refill = Fraction(self.config.rate * (now - self.last_ns), BITS_PER_BYTE * NS_PER_S)
+            self.credit = min(Fraction(self.config.burst), self.credit + refill)
+            self.last_ns = now
+        if self.credit < size:
+            return False
+        self.credit -= size
+        return True
+
+
+class FixedWindow:
+    def __init__(self, config: PolicerConfig):
+        self.config = config
+        self.number = 0  # the current window, now // W
+        self.count = 0  # its bytes
+
+    def decide(self, size: int, now: int) -> bool:
+        number = now // self.config.window_ns
+        count = self.count if number in (self.number, self.number - 1) else 0
+        if number == self.number - 1:
+            number = self.number
+        if not window_fits(self.config, count + size):
+            return False
+        self.number, self.count = number, count + size
+        return True
+
+
+class SlidingWindow:
+    def __init__(self, config: PolicerConfig):
+        self.config = config
+        self.number = 0
+        self.count = 0
+        self.previous = 0  # the bytes of window number - 1 (0 when it was idle)
+
+    def decide(self, size: int, now: int) -> bool:
+        width = self.config.window_ns
+        number, t = now // width, now % width
+        if number in (self.number, self.number - 1):
+            t = t if number == self.number else 0
+            number, count, previous = self.number, self.count, self.previous
+        else:
+            previous = self.count if number == self.number + 1 else 0
+            count = 0
+        weighted = math.ceil(Fraction(previous * (width - t), width))
+        if not window_fits(self.config, weighted + count + size):
+            return False
+        self.number, self.count, self.previous = number, count + size, previous
+        return True
+
+
+def window_fits(config: PolicerConfig, size: int) -> bool:
+    return size <= WINDOW_BYTES_MAX and size <= config.window_allowance
+
+
+ALGORITHMS = {Algo.TOKEN_BUCKET: TokenBucket, Algo.FIXED_WINDOW: FixedWindow, Algo.SLIDING_WINDOW: SlidingWindow}
+
+
+class Policer:
+    """One policer: decide(size, now) -> whether the packet passes, with its counters."""
+
+    def __init__(self, config: PolicerConfig):
+        self.config = config
+        self.algorithm = ALGORITHMS[config.algo](config)
+        self.passed_packets = self.passed_bytes = self.dropped_packets = self.dropped_bytes = 0
+
+    def decide(self, size: int, now: int) -> bool:
+        open_gate = self.config.gate == Gate.OPEN and size <= BURST_MAX
+        passed = open_gate and self.algorithm.decide(size, now)
+        if passed:
+            self.passed_packets, self.passed_bytes = self.passed_packets + 1, self.passed_bytes + size
+        else:
+            self.dropped_packets, self.dropped_bytes = self.dropped_packets + 1, self.dropped_bytes + size
+        return passed

@@ -1,0 +1,19 @@
+"""The policer benchmark (bench/qos): a small run in the kernel decides as every case says (a case
+whose policer passed when it should drop, or the reverse, stops the run), and writes its rows."""
+
+from __future__ import annotations
+
+import json
+
+from bench.qos import __main__ as qos_main
+from bench.qos.run import CASES
+from tests.utils.kernel import require_kernel
+
+
+def test_a_small_run_takes_every_case_and_writes_a_row_for_each(tmp_path):
+    require_kernel()
+    out = tmp_path / "qos.json"
+    assert qos_main.main(["--policers", "1,3", "--runs", "1", "--repeat", "1000", "--out", str(out)]) == 0
+    rows = json.loads(out.read_text())["results"]
+    assert len(rows) == 2 * len(CASES)
+    assert all(row["with_policer_ns"] > 0 for row in rows)

@@ -1,0 +1,81 @@
+"""The policers in the kernel, alone: dataplane/build/xdp_police.bpf.o loaded with libbpf, a policer
+written into its dpp_policers, frames carrying their policer id and time run through xdp_police
+(BPF_PROG_TEST_RUN), the per-CPU counters summed."""
+
+from __future__ import annotations
+
+import struct
+from ctypes import c_uint32
+from typing import Iterable, Optional
+
+from bench.libbpf import BpfObject, map_lookup, map_update, test_run
+from netapp.dataplane.handle import possible_cpus
+from netapp.qos.abi import Policer, PolicerStats
+from netapp.qos.model import PolicerConfig
+from tests.utils.kernel import build_artifact, require_kernel
+
+XDP_DROP, XDP_PASS = 1, 2
+ETH_LEN = 14
+HEADER = struct.Struct("<4sIQ")  # struct police_test_hdr: policer (network order), reserved, now_ns
+MIN_FRAME = ETH_LEN + HEADER.size
+
+
+def frame(policer: int, size: int, now_ns: int) -> bytes:
+    """A frame of `size` bytes policed by `policer` at `now_ns` (0: the kernel's clock)."""
+    head = b"\x02" * 12 + b"\x88\xb5" + HEADER.pack(policer.to_bytes(4, "big"), 0, now_ns)
+    return head + bytes(size - len(head))
+
+
+def policer_value(config: PolicerConfig) -> Policer:
+    """The slot as the control plane writes it: the configuration, the state zeroed."""
+    return Policer(
+        rate=config.rate, burst=config.burst, algo=config.algo, gate=config.gate, window_shift=config.window_shift
+    )
+
+
+class PoliceProgram:
+    """xdp_police.bpf.o, loaded; closed with the object."""
+
+    def __init__(self) -> None:
+        require_kernel()
+        self.obj = BpfObject(build_artifact("xdp_police.bpf.o"))
+        self.prog = self.obj.program_fd("xdp_police")
+        self.policers = self.obj.map_fd("dpp_policers")
+        self.stats = self.obj.map_fd("dpp_policer_stats")
+
+    def close(self) -> None:
+        self.obj.close()
+
+    def configure(self, policer: int, config: Optional[PolicerConfig]) -> None:
+        value = policer_value(config) if config is not None else Policer()
+        map_update(self.policers, c_uint32(policer), value)
+        map_update(self.stats, c_uint32(policer), (PolicerStats * possible_cpus())())
+
+    def state(self, policer: int) -> Policer:
+        value = Policer()
+        map_lookup(self.policers, c_uint32(policer), value)
+        return value
+
+    def counters(self, policer: int) -> PolicerStats:
+        """The counters of every CPU, added up."""
+        per_cpu = (PolicerStats * possible_cpus())()
+        map_lookup(self.stats, c_uint32(policer), per_cpu)
+        total = PolicerStats()
+        for cpu in per_cpu:
+            for name, *_ in PolicerStats._fields_:
+                setattr(total, name, getattr(total, name) + getattr(cpu, name))
+        return total
+
+    def passes(self, policer: int, size: int, now_ns: int) -> bool:
+        verdict = test_run(self.prog, frame(policer, size, now_ns), 1).retval
+        assert verdict in (XDP_PASS, XDP_DROP), f"verdict {verdict}"
+        return verdict == XDP_PASS
+
+    def decisions(self, policer: int, packets: Iterable[tuple[int, int]]) -> list[bool]:
+        """Each (size, time) in turn, one run each."""
+        return [self.passes(policer, size, now) for size, now in packets]
+
+
+def counters_tuple(stats: PolicerStats) -> tuple[int, int, int, int]:
+    return (stats.passed_packets, stats.passed_bytes, stats.dropped_packets, stats.dropped_bytes)
+

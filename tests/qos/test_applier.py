@@ -1,0 +1,74 @@
+"""The policers' applier over the generic tables, of a loaded instance (libdpp) and of FakeDpp (the
+same calls over dicts): values within the limits, windows from the burst, counters summed over
+CPUs, ids checked."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import pytest
+
+from netapp.dataplane.facade import Dataplane
+from netapp.dataplane.fake import FakeDpp
+from netapp.qos.abi import RATE_MAX, WINDOW_SHIFT_MIN, Algo, Gate, PolicerStats
+from netapp.qos.applier import PolicerApplier, PolicerSpec, policer_value, window_shift_for
+from tests.utils.kernel import require_kernel
+
+SIZES = {"dpp_policers": 64, "dpp_policer_stats": 64}
+
+
+@pytest.fixture(params=["kernel", "fake"])
+def dataplane(request) -> Iterator[Dataplane]:
+    if request.param == "fake":
+        yield Dataplane(FakeDpp(map_sizes=SIZES))
+        return
+    require_kernel()
+    with Dataplane.open(map_sizes=SIZES) as opened:
+        yield opened
+
+
+def test_a_policer_is_written_with_its_window_and_its_state_zeroed(dataplane):
+    applier = PolicerApplier(dataplane.table)
+    applier.apply({5: PolicerSpec(rate=10**9, burst=125_000, algo=Algo.SLIDING_WINDOW, gate=Gate.CLOSED)})
+    value = applier.state(5)
+    assert (value.rate, value.burst, value.algo, value.gate) == (10**9, 125_000, Algo.SLIDING_WINDOW, Gate.CLOSED)
+    assert value.window_shift == 19  # 524,288 ns: 65,536 bytes at 1 Gb/s; 2^20 would be 131,072
+    assert (value.credit, value.last_ns, value.window, value.previous) == (0, 0, 0, 0)
+
+
+@pytest.mark.parametrize(
+    "rate, burst, shift",
+    [(10**9, 125_000, 19), (8_000, 1, 19), (RATE_MAX, 1000, WINDOW_SHIFT_MIN), (8_000, 10**6, 32), (RATE_MAX, 1 << 30, 24)],
+)
+def test_the_window_is_the_longest_whose_allowance_fits_the_burst(rate, burst, shift):
+    assert window_shift_for(rate, burst) == shift
+
+
+@pytest.mark.parametrize("spec", [PolicerSpec(rate=7_999, burst=1500), PolicerSpec(rate=RATE_MAX + 1, burst=1500),
+                                  PolicerSpec(rate=10**9, burst=0), PolicerSpec(rate=10**9, burst=(1 << 30) + 1),
+                                  PolicerSpec(rate=10**9, burst=1500, algo=Algo.NONE)])
+def test_a_policer_outside_the_limits_is_refused(spec):
+    with pytest.raises(ValueError):
+        policer_value(spec)
+
+
+@pytest.mark.parametrize("bad_id", [0, SIZES["dpp_policers"]])
+def test_ids_outside_the_map_are_refused_before_anything_is_written(dataplane, bad_id):
+    applier = PolicerApplier(dataplane.table)
+    with pytest.raises(ValueError, match="policer ids"):
+        applier.apply({1: PolicerSpec(rate=10**9, burst=1500), bad_id: PolicerSpec(rate=10**9, burst=1500)})
+    assert applier.state(1).algo == Algo.NONE
+
+
+def test_counters_are_summed_over_cpus_and_removal_empties_the_slot(dataplane):
+    applier = PolicerApplier(dataplane.table)
+    applier.apply({2: PolicerSpec(rate=10**9, burst=1500)})
+    stats = dataplane.table("dpp_policer_stats")
+    per_cpu = [PolicerStats(passed_packets=cpu + 1, passed_bytes=100, dropped_packets=1, dropped_bytes=64)
+               for cpu in range(stats.cpus)]
+    stats.update({2: per_cpu})
+    total = applier.counters(2)
+    n = stats.cpus
+    assert (total.passed_packets, total.passed_bytes, total.dropped_packets) == (n * (n + 1) // 2, 100 * n, n)
+    applier.remove([2])
+    assert applier.state(2).algo == Algo.NONE
