@@ -29,7 +29,8 @@ def possible_cpus() -> int:
     return max(int(part.split("-")[-1]) for part in text.split(",")) + 1
 
 
-def _attach(ifindex: int, prog_fd: int) -> None:
+def attach_native(ifindex: int, prog_fd: int) -> None:
+    """Attach `prog_fd` in native (driver) mode to `ifindex` of the calling thread's namespace."""
     lib = load_libbpf()
     lib.bpf_xdp_attach.restype = c_int
     lib.bpf_xdp_attach.argtypes = [c_int, c_int, c_uint32, c_void_p]
@@ -73,7 +74,7 @@ class Sink:
                 map_update(config, c_uint32(slot), c_uint32(value))
             self._counts_fd = self.obj.map_fd("count_flows")
             with netns.entered(ns):
-                _attach(socket.if_nametoindex(ifname), self.obj.program_fd("xdp_count"))
+                attach_native(socket.if_nametoindex(ifname), self.obj.program_fd("xdp_count"))
         except OSError:
             self.obj.close()
             raise

@@ -13,7 +13,7 @@ from netapp.core.netns import entered
 from netapp.testbed import netns, scenario
 from netapp.testbed.topology import EdgeSite
 from bench.libbpf import BpfObject
-from bench.throughput.sink import _attach as attach_native
+from bench.throughput.sink import attach_native
 from tests.utils.kernel import build_artifact, require_kernel
 
 SPREAD, FRAMES = 5, 40
