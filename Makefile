@@ -115,6 +115,10 @@ bench-upf: build python-deps
 bench-qos: build python-deps
 	$(PY) -m bench.qos --out bench/results/qos.json
 
+.PHONY: bench-frer
+bench-frer: build python-deps
+	$(PY) -m bench.frer --out bench/results/frer.json
+
 # Root: steer and forward with the CPUMAP enqueue and the transmit carried out (live frames).
 .PHONY: bench-live
 bench-live: build python-deps

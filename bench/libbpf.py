@@ -53,6 +53,7 @@ _PROTOTYPES = {
     "bpf_program__fd": (c_int, [c_void_p]),
     "bpf_object__find_map_fd_by_name": (c_int, [c_void_p, c_char_p]),
     "bpf_map_lookup_elem": (c_int, [c_int, c_void_p, c_void_p]),
+    "bpf_map_lookup_elem_flags": (c_int, [c_int, c_void_p, c_void_p, c_uint64]),
     "bpf_map_update_elem": (c_int, [c_int, c_void_p, c_void_p, c_uint64]),
     "bpf_map_delete_elem": (c_int, [c_int, c_void_p]),
     "bpf_prog_test_run_opts": (c_int, [c_int, POINTER(TestRunOpts)]),
@@ -121,9 +122,10 @@ def map_update(map_fd: int, key: Any, value: Any) -> None:
     _check(rc, "bpf_map_update_elem")
 
 
-def map_lookup(map_fd: int, key: Any, value: Any) -> bool:
-    """Read one slot into `value` (a ctypes object of the map's value size); False if absent."""
-    rc = load_libbpf().bpf_map_lookup_elem(map_fd, ctypes.byref(key), ctypes.byref(value))
+def map_lookup(map_fd: int, key: Any, value: Any, flags: int = 0) -> bool:
+    """Read one slot into `value` (a ctypes object of the map's value size); False if absent.
+    flags BPF_F_LOCK: under the value's bpf_spin_lock, one consistent snapshot."""
+    rc = load_libbpf().bpf_map_lookup_elem_flags(map_fd, ctypes.byref(key), ctypes.byref(value), flags)
     if rc == -errno.ENOENT:
         return False
     _check(rc, "bpf_map_lookup_elem")
@@ -170,6 +172,7 @@ def test_run(prog_fd: int, packet: bytes, repeat: int, ifindex: int = 0, out_siz
 
 
 BPF_F_TEST_XDP_LIVE_FRAMES = 1 << 1
+BPF_F_LOCK = 1 << 2  # map lookups and updates: under the value's bpf_spin_lock
 
 
 class XdpMd(Structure):

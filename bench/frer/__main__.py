@@ -1,0 +1,149 @@
+"""python -m bench.frer: see bench/frer/__init__.py and bench/README.md."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import random
+import statistics
+import struct
+import sys
+from ctypes import c_uint32
+from pathlib import Path
+from typing import Callable, Optional, Sequence
+
+from bench.dataplane import machine_info
+from bench.harness import Harness, Walk, build_harness
+from bench.libbpf import BpfObject, map_update
+from netapp.dataplane import binding
+from netapp.frer.abi import HISTORY_MAX, MAX_STREAMS, RTAG_ETHERTYPE, SEQ_SPACE, Algo, Flags, Recovery
+
+DEFAULT_OUT = Path("bench/results/frer.json")
+XDP_DROP, XDP_PASS = 1, 2
+MACS = bytes.fromhex("020000000002" "020000000001")
+TEST_ETHERTYPE = 0x88B5
+STREAM_AT = 12 + 2 + 6  # struct frer_test_hdr.stream: after the R-tag (its EtherType, then 6 bytes)
+FLAGS_AT = STREAM_AT + 4  # auto_seq, decision, reserved: the walk's second field, left 0
+FRAME = 128
+# The time every frame carries: a pipeline reads the clock once for every function of a packet, so
+# the clock read (some 30 ns on a VM) is not the recovery's; no recovery timeout is configured.
+GIVEN_NS = 10**12
+COLD_STREAMS = MAX_STREAMS - 1
+
+
+def frame(stream: int, seq: int, auto_seq: bool) -> bytes:
+    head = MACS + struct.pack("!HHHH", RTAG_ETHERTYPE, 0, seq, TEST_ETHERTYPE)
+    test = struct.pack("!I", stream) + struct.pack("<BBHQ", int(auto_seq), 0, 0, GIVEN_NS)
+    return head + test + bytes(FRAME - len(head) - len(test))
+
+
+def recovery(flags: int = 0) -> Recovery:
+    return Recovery(algo=Algo.VECTOR, history_len=HISTORY_MAX, flags=flags, take_any=1, seq=SEQ_SPACE - 1)
+
+
+class FrerBench:
+    def __init__(self, harness: Harness, build: Path):
+        self.harness = harness
+        self.obj = BpfObject(build / "xdp_frer.bpf.o")
+        self.frer_fd = self.obj.program_fd("xdp_frer")
+        self.skip_fd = self.obj.program_fd("xdp_frer_skip")
+        self.recovery_fd = self.obj.map_fd("dpp_frer_recovery")
+
+    def close(self) -> None:
+        self.harness.release_target()
+        self.obj.close()
+
+    def configure(self, streams: int, flags: int = 0) -> None:
+        for stream in range(1, streams + 1):
+            map_update(self.recovery_fd, c_uint32(stream), recovery(flags))
+
+    def timed(self, run: Callable[[int], object], expected: int, repeat: int) -> int:
+        result = run(repeat)
+        if result.retval != expected:  # type: ignore[attr-defined]
+            raise RuntimeError(f"verdict {result.retval}, expected {expected}: the case is not what it says")  # type: ignore[attr-defined]
+        return result.duration_ns  # type: ignore[attr-defined]
+
+
+def cases(bench: FrerBench) -> dict[str, tuple[int, int, Callable[[int, int], object], int]]:
+    """name -> (streams, flags, run(prog_fd, repeat), expected verdict)."""
+    h = bench.harness
+    in_order = frame(1, 0, auto_seq=True)
+    duplicate = frame(1, 7, auto_seq=False)
+    cold = frame(1, 7, auto_seq=False)
+    walk = Walk(COLD_STREAMS, teid_base=1, src_base=0, teid_off=STREAM_AT, src_off=FLAGS_AT)
+
+    def cold_run(prog: int, repeat: int) -> object:
+        h.set_walk(walk)
+        return h.run_walk(prog, cold, repeat)
+
+    def pop_run(prog: int, repeat: int) -> object:
+        h.set_walk(Walk(1, teid_base=1, src_base=0, teid_off=STREAM_AT, src_off=FRAME - 4))
+        return h.run_walk_head(prog, in_order, repeat, 0, FRAME)
+
+    return {
+        "in order, 1 stream (hot, best case)": (1, 0, lambda prog, n: h.run(prog, in_order, n), XDP_PASS),
+        "in order, R-tag popped, 1 stream (hot)": (1, Flags.POP, pop_run, XDP_PASS),
+        "duplicate, 1 stream (hot, best case)": (1, 0, lambda prog, n: h.run(prog, duplicate, n), XDP_DROP),
+        f"duplicate, {COLD_STREAMS} streams (cold)": (COLD_STREAMS, 0, cold_run, XDP_DROP),
+    }
+
+
+def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench.frer", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="result JSON")
+    parser.add_argument("--runs", type=int, default=7, help="timed runs per subject; medians are reported")
+    parser.add_argument("--repeat", type=int, default=200_000, help="repetitions per run")
+    parser.add_argument("--seed", type=int, default=1, help="seed of the run order")
+    return parser.parse_args(argv)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = parse_args(argv)
+    rng = random.Random(args.seed)
+    build = Path(binding.find_libdpp()).parent
+    rows = []
+    with Harness(build_harness()) as harness:
+        bench = FrerBench(harness, build)
+        try:
+            for name, (streams, flags, run, expected) in cases(bench).items():
+                subjects = {"floor": (harness.empty_fd, XDP_PASS), "skip": (bench.skip_fd, XDP_PASS),
+                            "frer": (bench.frer_fd, expected)}  # fmt: skip
+                samples: dict[str, list[int]] = {subject: [] for subject in subjects}
+                for _ in range(args.runs):
+                    order = list(subjects)
+                    rng.shuffle(order)
+                    for subject in order:
+                        prog, verdict = subjects[subject]
+                        bench.configure(streams, int(flags))  # the state afresh: the first frame takes any
+                        samples[subject].append(bench.timed(lambda n: run(prog, n), verdict, args.repeat))
+                medians = {subject: statistics.median(values) for subject, values in samples.items()}
+                row = {
+                    "case": name,
+                    "floor_ns": medians["floor"],
+                    "without_recovery_ns": medians["skip"],
+                    "with_recovery_ns": medians["frer"],
+                    "above_floor_ns": medians["frer"] - medians["floor"],
+                    "above_without_ns": medians["frer"] - medians["skip"],
+                }
+                rows.append(row)
+                print(f"{name:<40} floor {row['floor_ns']:6.1f}  without {row['without_recovery_ns']:6.1f}  "
+                      f"with {row['with_recovery_ns']:6.1f}  above floor {row['above_floor_ns']:+6.1f} ns", flush=True)
+        finally:
+            bench.close()
+    result = {
+        "benchmark": "frer",
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "machine": machine_info(),
+        "runs": args.runs,
+        "repeat": args.repeat,
+        "results": rows,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

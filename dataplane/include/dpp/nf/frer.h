@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* The ABI of FRER, IEEE 802.1CB frame replication and elimination (bpf/nf/frer/): the R-tag, and
+ * the sequence recovery functions, one slot of dpp_frer_recovery by stream handle, each holding its
+ * parameters (802.1CB 10.4.1), its state (7.4.3.2) and its counters (10.8) under one lock.
+ * Mirrored in netapp/frer/abi.py, checked against BTF by tests/frer/test_abi.py. */
+#ifndef DPP_NF_FRER_H
+#define DPP_NF_FRER_H
+
+#include <linux/types.h>
+#include <linux/bpf.h>
+
+/* Slots of dpp_frer_recovery (slot 0: no stream). */
+#ifndef DPP_MAX_FRER_STREAMS
+#define DPP_MAX_FRER_STREAMS 4096
+#endif
+
+/* The R-tag (802.1CB 7.8): EtherType, then reserved (16 bits), sequence number (16 bits) and the
+ * EtherType of what it carries; sequence numbers wrap at 2^16 (RecovSeqSpace). */
+#define DPP_FRER_RTAG_ETHERTYPE 0xF1C1
+#define DPP_FRER_RTAG_LEN 6 /* after its EtherType: reserved, sequence number, next EtherType */
+#define DPP_FRER_SEQ_SPACE 65536
+/* frerSeqRcvyHistoryLength: the vector algorithm's history, in sequence numbers (the standard's
+ * YANG defaults to 2); a history is one 32-bit word. */
+#define DPP_FRER_HISTORY_MIN 2
+#define DPP_FRER_HISTORY_MAX 32
+#define DPP_FRER_HISTORY_DEFAULT 2
+
+/* enum dpp_frer_algo: frerSeqRcvyAlgorithm. */
+enum dpp_frer_algo {
+	DPP_FRER_ALGO_VECTOR = 0, /* 7.4.3.4: a history of the last history_len sequence numbers */
+	DPP_FRER_ALGO_MATCH = 1,  /* 7.4.3.5: only the last sequence number */
+};
+
+/* enum dpp_frer_flags: struct dpp_frer_recovery.flags bits. */
+enum dpp_frer_flags {
+	DPP_FRER_INDIVIDUAL = 1,       /* frerSeqRcvyIndividualRecovery: discards restart the timer too */
+	DPP_FRER_TAKE_NO_SEQUENCE = 2, /* frerSeqRcvyTakeNoSequence: frames without an R-tag pass */
+	DPP_FRER_POP = 4,	       /* the R-tag is removed from a passed frame before delivery */
+	DPP_FRER_LATENT = 8,	       /* latent error detection (7.4.4) runs */
+};
+
+/* enum dpp_frer_decision: what the recovery function decided for one frame (the replay tool's
+ * per-frame line). */
+enum dpp_frer_decision {
+	DPP_FRER_NO_STREAM = 0,		/* no recovery function at the frame's stream handle: passed */
+	DPP_FRER_TAKE_ANY = 1,		/* the first tagged frame after a reset: passed */
+	DPP_FRER_IN_ORDER = 2,		/* the next sequence number: passed */
+	DPP_FRER_OUT_OF_ORDER = 3,	/* a sequence number not seen yet, not the next: passed */
+	DPP_FRER_DUPLICATE = 4,		/* seen already: discarded */
+	DPP_FRER_ROGUE = 5,		/* outside the history: discarded */
+	DPP_FRER_TAGLESS_PASSED = 6,	/* no R-tag, take-no-sequence: passed */
+	DPP_FRER_TAGLESS_DISCARDED = 7, /* no R-tag: discarded */
+};
+
+/* Value of dpp_frer_recovery, by stream handle: one sequence recovery function. The control plane
+ * writes the parameters with the state and counters zeroed but take_any set (the state after
+ * SequenceRecoveryReset, which the standard runs at BEGIN, not counted as a reset); the data path
+ * changes the state and counters together under the lock, and user space reads them with
+ * BPF_F_LOCK, so that counters and state are one consistent snapshot. Times are the kernel's clock
+ * (bpf_ktime_get_ns), ns. The timers of the standard (RemainingTicks, the latent error test and
+ * reset periods) are kept as times and acted on when the next frame of the stream arrives. */
+struct dpp_frer_recovery {
+	struct bpf_spin_lock lock;
+	__u8 algo;	      /* enum dpp_frer_algo */
+	__u8 history_len;     /* frerSeqRcvyHistoryLength, 2..32 (the vector's); 0: an empty slot */
+	__u8 flags;	      /* enum dpp_frer_flags */
+	__u8 latent_paths;    /* frerSeqRcvyLatentErrorPaths */
+	__u32 latent_difference; /* frerSeqRcvyLatentErrorDifference */
+	__u64 reset_ns;	      /* frerSeqRcvyResetMSec, in ns; 0: never reset by time */
+	__u64 latent_period_ns;	      /* frerSeqRcvyLatentErrorPeriod, in ns */
+	__u64 latent_reset_period_ns; /* frerSeqRcvyLatentResetPeriod, in ns */
+	/* state */
+	__u8 take_any;	/* TakeAny: the next tagged frame passes whatever its number */
+	__u8 span;	/* sequence numbers from the first passed after TakeAny up to seq, at most 255 */
+	__u16 seq;	/* RecovSeqNum */
+	__u32 history;	/* SequenceHistory: bit i set when seq - i has been seen */
+	__u64 restart_ns; /* when RemainingTicks was last restarted (a passed frame) */
+	__u64 latent_test_ns;  /* when the next LatentErrorTest is due */
+	__u64 latent_reset_ns; /* when the next LatentErrorReset is due; 0: at the first frame */
+	__s64 base_difference; /* CurBaseDifference */
+	/* counters, frerCpsSeqRcvy... (10.8) */
+	__u64 passed;
+	__u64 discarded;
+	__u64 out_of_order;
+	__u64 rogue;
+	__u64 lost;
+	__u64 tagless;
+	__u64 resets;
+	__u64 latent_errors; /* LatentErrorTest found the difference over latent_difference */
+	__u64 latent_resets; /* LatentErrorReset ran */
+};
+
+#endif /* DPP_NF_FRER_H */
