@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* Sequence recovery (nf/frer/recover.h) alone, for tests and benchmarks: every frame is an Ethernet
- * frame, R-tagged or not (after at most one VLAN tag), whose payload is a test header naming its
+ * frame, R-tagged or not (after its VLAN tags), whose payload is a test header naming its
  * stream handle and its time:
  *
  *   Ethernet [/ 802.1Q] [/ R-tag] / EtherType 0x88B5 / struct frer_test_hdr
@@ -64,11 +64,12 @@ int xdp_frer(struct xdp_md *ctx)
 	struct dpp_frer_recovery *r;
 	struct frer_frame f = {};
 	struct frer_test_hdr *hdr;
+	struct cursor c;
 	__u32 stream;
 	__u64 now;
 	int decision;
 
-	if (!frer_parse(ctx, &f) || !(hdr = test_hdr(ctx, &f)))
+	if (!frer_parse(ctx, &f, &c) || !(hdr = test_hdr(ctx, &f)))
 		return XDP_ABORTED;
 	stream = bpf_ntohl(hdr->stream);
 	now = hdr->now_ns ? hdr->now_ns : bpf_ktime_get_ns();
@@ -89,8 +90,9 @@ int xdp_frer_skip(struct xdp_md *ctx)
 {
 	struct frer_frame f = {};
 	struct frer_test_hdr *hdr;
+	struct cursor c;
 
-	if (!frer_parse(ctx, &f) || !(hdr = test_hdr(ctx, &f)))
+	if (!frer_parse(ctx, &f, &c) || !(hdr = test_hdr(ctx, &f)))
 		return XDP_ABORTED;
 	return hdr->stream ? XDP_PASS : XDP_DROP;
 }

@@ -10,6 +10,8 @@ import enum
 from ctypes import Structure, c_int64, c_uint8, c_uint16, c_uint32, c_uint64
 
 MAX_STREAMS = 4096
+MAX_IDENTITIES = 16384
+MAX_PORTS = 64
 RTAG_ETHERTYPE = 0xF1C1
 RTAG_LEN = 6
 SEQ_SPACE = 65536
@@ -19,6 +21,8 @@ HISTORY_DEFAULT = 2
 
 CONSTANTS = {
     "DPP_MAX_FRER_STREAMS": MAX_STREAMS,
+    "DPP_MAX_FRER_IDENTITIES": MAX_IDENTITIES,
+    "DPP_MAX_FRER_PORTS": MAX_PORTS,
     "DPP_FRER_RTAG_ETHERTYPE": RTAG_ETHERTYPE,
     "DPP_FRER_RTAG_LEN": RTAG_LEN,
     "DPP_FRER_SEQ_SPACE": SEQ_SPACE,
@@ -38,6 +42,12 @@ class Flags(enum.IntFlag):
     TAKE_NO_SEQUENCE = 2
     POP = 4
     LATENT = 8
+
+
+class Role(enum.IntEnum):
+    NONE = 0
+    GENERATE = 1
+    RECOVER = 2
 
 
 class Decision(enum.IntEnum):
@@ -90,6 +100,37 @@ class Recovery(Structure):
         return {name: getattr(self, name) for name in COUNTERS}
 
 
+class NullKey(Structure):
+    C_NAME = "dpp_frer_null_key"
+    _fields_ = [("dmac", c_uint8 * 6), ("vlan", c_uint16)]
+
+
+class Stream(Structure):
+    C_NAME = "dpp_frer_stream"
+    _fields_ = [
+        ("next_seq", c_uint32),
+        ("role", c_uint8),
+        ("reserved", c_uint8 * 3),
+        ("deliver_ifindex", c_uint32),
+        ("reserved2", c_uint32),
+    ]
+
+
+class MemberKey(Structure):
+    C_NAME = "dpp_frer_member_key"
+    _fields_ = [("stream", c_uint32), ("ifindex", c_uint32)]
+
+
+class Member(Structure):
+    C_NAME = "dpp_frer_member"
+    _fields_ = [("vlan", c_uint16), ("reserved", c_uint16)]
+
+
+class PortStats(Structure):
+    C_NAME = "dpp_frer_port_stats"
+    _fields_ = [("encode_errors", c_uint64)]
+
+
 def _tag(cls, c_name: str, c_prefix: str):  # noqa: ANN001, ANN202
     """The C enum a mirror stands for (as the other ABI modules tag theirs)."""
     cls.C_NAME, cls.C_PREFIX, cls.C_MAX = c_name, c_prefix, None
@@ -99,7 +140,17 @@ def _tag(cls, c_name: str, c_prefix: str):  # noqa: ANN001, ANN202
 ENUMS = (
     _tag(Algo, "dpp_frer_algo", "DPP_FRER_ALGO_"),
     _tag(Flags, "dpp_frer_flags", "DPP_FRER_"),
+    _tag(Role, "dpp_frer_role", "DPP_FRER_ROLE_"),
     _tag(Decision, "dpp_frer_decision", "DPP_FRER_"),
 )
-STRUCTS = (Recovery,)
-MAPS = {"dpp_frer_recovery": ("ARRAY", c_uint32, Recovery, "DPP_MAX_FRER_STREAMS")}
+STRUCTS = (Recovery, NullKey, Stream, MemberKey, Member, PortStats)
+# name -> (map type, key, value, size)
+MAPS = {
+    "dpp_frer_recovery": ("ARRAY", c_uint32, Recovery, "DPP_MAX_FRER_STREAMS"),
+    "dpp_frer_streams": ("ARRAY", c_uint32, Stream, "DPP_MAX_FRER_STREAMS"),
+    "dpp_frer_null": ("HASH", NullKey, c_uint32, "DPP_MAX_FRER_IDENTITIES"),
+    "dpp_frer_ip": ("HASH", "dpp_flow_key", c_uint32, "DPP_MAX_FRER_IDENTITIES"),
+    "dpp_frer_members": ("HASH", MemberKey, Member, "DPP_MAX_FRER_IDENTITIES"),
+    "dpp_frer_tx": ("DEVMAP", c_uint32, "bpf_devmap_val", "DPP_MAX_FRER_PORTS"),
+    "dpp_frer_port_stats": ("PERCPU_HASH", c_uint32, PortStats, "DPP_MAX_FRER_PORTS"),
+}

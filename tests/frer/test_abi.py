@@ -1,5 +1,5 @@
-"""FRER's ABI seen from Python: netapp/frer/abi.py's mirrors against the BTF of the built test
-object (dataplane/build/xdp_frer.bpf.o, which holds the map and, through an anchor, the enums) and
+"""FRER's ABI seen from Python: netapp/frer/abi.py's mirrors against the BTF of the built FRER
+object (dataplane/build/dpp_frer.bpf.o, which holds the maps and, through an anchor, the enums) and
 its constants against dataplane/include/dpp/nf/frer.h."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from netapp.frer import abi
 from tests.utils.btf import Btf, find_bpftool
 
 REPO = Path(__file__).resolve().parents[2]
-OBJECT = REPO / "dataplane" / "build" / "xdp_frer.bpf.o"
+OBJECT = REPO / "dataplane" / "build" / "dpp_frer.bpf.o"
 HEADER = REPO / "dataplane" / "include" / "dpp" / "nf" / "frer.h"
 
 
@@ -52,11 +52,20 @@ def test_the_enum_mirrors_match_btf(btf, mirror):
     assert values == {mirror.C_PREFIX + member.name: int(member) for member in mirror}
 
 
-def test_the_map_is_declared_with_its_value_and_size(btf):
-    kind, _, value, size = abi.MAPS["dpp_frer_recovery"]
-    found = btf.maps()["dpp_frer_recovery"]
-    assert (found["value"], found["max_entries"]) == (value.C_NAME, abi.CONSTANTS[size])
-    assert found["type"] == 2 and kind == "ARRAY"  # BPF_MAP_TYPE_ARRAY
+MAP_TYPES = {"HASH": 1, "ARRAY": 2, "PERCPU_HASH": 5, "DEVMAP": 14}  # enum bpf_map_type
+
+
+def c_name(mirror) -> str:  # noqa: ANN001
+    return mirror if isinstance(mirror, str) else getattr(mirror, "C_NAME", "unsigned int")
+
+
+def test_every_map_is_declared_with_its_types_and_size(btf):
+    maps = btf.maps()
+    assert set(maps) == set(abi.MAPS)
+    for name, (kind, key, value, size) in abi.MAPS.items():
+        found = maps[name]
+        assert (found["type"], found["max_entries"]) == (MAP_TYPES[kind], abi.CONSTANTS[size]), name
+        assert (found["key"], found["value"]) == (c_name(key), c_name(value)), name
 
 
 def test_every_define_of_the_header_is_mirrored():

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* The maps of FRER: the sequence recovery functions by stream handle (written and read by
- * netapp/frer as a generic table, read with BPF_F_LOCK). */
+/* The maps of FRER: the sequence recovery functions by stream handle (read with BPF_F_LOCK), the
+ * streams, their identification, the ports a talker replicates to, per-port counters. */
 #ifndef DPP_NF_FRER_MAPS_H
 #define DPP_NF_FRER_MAPS_H
 
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
+#include "dpp/core/structs.h"
 #include "dpp/nf/frer.h"
 
 /* stream handle -> its recovery function: parameters, state and counters under one lock (shared
@@ -16,5 +17,55 @@ struct {
 	__type(key, __u32);
 	__type(value, struct dpp_frer_recovery);
 } dpp_frer_recovery SEC(".maps");
+
+/* stream handle -> this node's part in it (GENERATE: its sequence counter) */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, DPP_MAX_FRER_STREAMS);
+	__type(key, __u32);
+	__type(value, struct dpp_frer_stream);
+} dpp_frer_streams SEC(".maps");
+
+/* null stream identification: destination MAC and VLAN id -> stream handle */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, DPP_MAX_FRER_IDENTITIES);
+	__type(key, struct dpp_frer_null_key);
+	__type(value, __u32);
+} dpp_frer_null SEC(".maps");
+
+/* IP stream identification: VLAN, addresses, DSCP, protocol and ports -> stream handle */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, DPP_MAX_FRER_IDENTITIES);
+	__type(key, struct dpp_flow_key);
+	__type(value, __u32);
+} dpp_frer_ip SEC(".maps");
+
+/* (stream, egress port) -> the VLAN its copies carry there; a port not listed for a stream gets no
+ * copy of it */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, DPP_MAX_FRER_IDENTITIES);
+	__type(key, struct dpp_frer_member_key);
+	__type(value, struct dpp_frer_member);
+} dpp_frer_members SEC(".maps");
+
+/* the ports replicated frames are broadcast to, each with the egress program that keeps a stream's
+ * members only (dpp_frer_egress) */
+struct {
+	__uint(type, BPF_MAP_TYPE_DEVMAP);
+	__uint(max_entries, DPP_MAX_FRER_PORTS);
+	__type(key, __u32);
+	__type(value, struct bpf_devmap_val);
+} dpp_frer_tx SEC(".maps");
+
+/* ingress ifindex -> its per-port counters on this CPU */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, DPP_MAX_FRER_PORTS);
+	__type(key, __u32);
+	__type(value, struct dpp_frer_port_stats);
+} dpp_frer_port_stats SEC(".maps");
 
 #endif /* DPP_NF_FRER_MAPS_H */

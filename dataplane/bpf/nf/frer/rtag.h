@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* The R-tag (IEEE 802.1CB 7.8) of an Ethernet frame: found after the MAC addresses and at most one
- * VLAN tag, read, and removed (popped) before a recovered frame is delivered. */
+/* The R-tag (IEEE 802.1CB 7.8) of an Ethernet frame: found after the MAC addresses and the VLAN tags
+ * (proto/eth.h, proto/rtag.h), and removed (popped) before a recovered frame is delivered. */
 #ifndef DPP_NF_FRER_RTAG_H
 #define DPP_NF_FRER_RTAG_H
 
@@ -10,54 +10,40 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 #include "dpp/nf/frer.h"
+#include "proto/eth.h"
+#include "proto/rtag.h"
 
 #define FRER_VLAN_LEN 4
 
-struct frer_rtag {
-	__be16 reserved;
-	__be16 seq;
-	__be16 next; /* the EtherType of what the tag carries */
-};
-
-/* Where a frame's R-tag is: `at` the offset of its EtherType field (12, or 16 behind a VLAN tag),
- * and the sequence number; `payload` the offset of what follows the tag or, untagged, of what
- * follows the EtherType. */
+/* A frame's tags: `at` the offset of the R-tag's EtherType field (behind the addresses and the VLAN
+ * tags), its sequence number; `payload` the offset of what follows the tag or, untagged, the
+ * EtherType; `next` the EtherType of the payload. */
 struct frer_frame {
 	bool tagged;
 	__u16 seq;
+	__u16 vlan; /* the outermost VLAN id, 0 untagged */
 	__u16 at;
 	__u16 payload;
-	__be16 next; /* the EtherType after the tag (or the frame's, untagged) */
+	__be16 next;
 };
 
-/* Reads the frame's tags; false when it is too short for the headers it announces. */
-static __always_inline bool frer_parse(struct xdp_md *ctx, struct frer_frame *f)
+/* Reads the frame's Ethernet header, VLAN tags and R-tag with the shared parsers, leaving `c` after
+ * them; false when one is cut short or there are more VLAN tags than they read. */
+static __always_inline bool frer_parse(struct xdp_md *ctx, struct frer_frame *f, struct cursor *c)
 {
-	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
-	__be16 *type = data + 2 * ETH_ALEN;
-	struct frer_rtag *tag;
+	void *data = (void *)(long)ctx->data;
+	__be16 proto;
 
-	if ((void *)(type + 1) > end)
+	c->pos = data;
+	c->end = c->stop = (void *)(long)ctx->data_end;
+	f->vlan = 0;
+	if (parse_eth(c, &proto, &f->vlan))
 		return false;
-	f->at = 2 * ETH_ALEN;
-	if (*type == bpf_htons(ETH_P_8021Q) || *type == bpf_htons(ETH_P_8021AD)) {
-		type = (void *)type + FRER_VLAN_LEN;
-		if ((void *)(type + 1) > end)
-			return false;
-		f->at += FRER_VLAN_LEN;
-	}
-	f->tagged = *type == bpf_htons(DPP_FRER_RTAG_ETHERTYPE);
-	if (!f->tagged) {
-		f->next = *type;
-		f->payload = f->at + 2;
-		return true;
-	}
-	tag = (void *)(type + 1);
-	if ((void *)(tag + 1) > end)
+	f->at = c->pos - data - sizeof(proto);
+	if (parse_rtag(c, &proto, &f->tagged, &f->seq))
 		return false;
-	f->seq = bpf_ntohs(tag->seq);
-	f->next = tag->next;
-	f->payload = f->at + 2 + DPP_FRER_RTAG_LEN;
+	f->next = proto;
+	f->payload = c->pos - data;
 	return true;
 }
 
@@ -65,7 +51,7 @@ static __always_inline bool frer_parse(struct xdp_md *ctx, struct frer_frame *f)
  * the EtherType it carried behind them. len is a constant once inlined. */
 static __always_inline int frer_pop_over(struct xdp_md *ctx, __be16 next, const __u32 len)
 {
-	__u8 head[2 * ETH_ALEN + FRER_VLAN_LEN];
+	__u8 head[2 * ETH_ALEN + 2 * FRER_VLAN_LEN];
 	void *data = (void *)(long)ctx->data;
 
 	if (data + len > (void *)(long)ctx->data_end)
@@ -89,7 +75,9 @@ static __always_inline int frer_pop(struct xdp_md *ctx, const struct frer_frame 
 		return 0;
 	if (f->at == 2 * ETH_ALEN)
 		return frer_pop_over(ctx, f->next, 2 * ETH_ALEN);
-	return frer_pop_over(ctx, f->next, 2 * ETH_ALEN + FRER_VLAN_LEN);
+	if (f->at == 2 * ETH_ALEN + FRER_VLAN_LEN)
+		return frer_pop_over(ctx, f->next, 2 * ETH_ALEN + FRER_VLAN_LEN);
+	return frer_pop_over(ctx, f->next, 2 * ETH_ALEN + 2 * FRER_VLAN_LEN);
 }
 
 #endif /* DPP_NF_FRER_RTAG_H */

@@ -9,9 +9,17 @@
 #include <linux/types.h>
 #include <linux/bpf.h>
 
-/* Slots of dpp_frer_recovery (slot 0: no stream). */
+/* Slots of dpp_frer_recovery and dpp_frer_streams (slot 0: no stream); entries of the stream
+ * identification tables and of the ports' membership; slots of dpp_frer_tx (the ports a talker
+ * replicates to, all of them: each copy's egress program keeps the stream's members). */
 #ifndef DPP_MAX_FRER_STREAMS
 #define DPP_MAX_FRER_STREAMS 4096
+#endif
+#ifndef DPP_MAX_FRER_IDENTITIES
+#define DPP_MAX_FRER_IDENTITIES 16384
+#endif
+#ifndef DPP_MAX_FRER_PORTS
+#define DPP_MAX_FRER_PORTS 64
 #endif
 
 /* The R-tag (802.1CB 7.8): EtherType, then reserved (16 bits), sequence number (16 bits) and the
@@ -37,6 +45,13 @@ enum dpp_frer_flags {
 	DPP_FRER_TAKE_NO_SEQUENCE = 2, /* frerSeqRcvyTakeNoSequence: frames without an R-tag pass */
 	DPP_FRER_POP = 4,	       /* the R-tag is removed from a passed frame before delivery */
 	DPP_FRER_LATENT = 8,	       /* latent error detection (7.4.4) runs */
+};
+
+/* enum dpp_frer_role: what this node does with a stream's frames (struct dpp_frer_stream.role). */
+enum dpp_frer_role {
+	DPP_FRER_ROLE_NONE = 0,	    /* not a stream here: frames go on as without FRER */
+	DPP_FRER_ROLE_GENERATE = 1, /* talker side: sequence number in a pushed R-tag, replicated */
+	DPP_FRER_ROLE_RECOVER = 2,  /* listener side: duplicates eliminated, delivered once */
 };
 
 /* enum dpp_frer_decision: what the recovery function decided for one frame (the replay tool's
@@ -88,6 +103,41 @@ struct dpp_frer_recovery {
 	__u64 resets;
 	__u64 latent_errors; /* LatentErrorTest found the difference over latent_difference */
 	__u64 latent_resets; /* LatentErrorReset ran */
+};
+
+/* Key of dpp_frer_null: null stream identification (802.1CB 6.4), a destination MAC address and a
+ * VLAN id (0: untagged). The stream identification by IP (6.6) is keyed by a struct dpp_flow_key
+ * holding only vlan, family, proto, dscp, ports and addresses (the rest 0): dpp_frer_ip. */
+struct dpp_frer_null_key {
+	__u8 dmac[6];
+	__u16 vlan;
+};
+
+/* Value of dpp_frer_streams, by stream handle: the node's part in the stream. */
+struct dpp_frer_stream {
+	__u32 next_seq; /* GENERATE: the next sequence number (GenSeqNum, low 16 bits), atomic */
+	__u8 role;	/* enum dpp_frer_role */
+	__u8 reserved[3];
+	__u32 deliver_ifindex; /* RECOVER: where passed frames go (bpf_redirect); 0: the kernel's stack */
+	__u32 reserved2;
+};
+
+/* Key and value of dpp_frer_members: a port a GENERATE stream is replicated to, and the VLAN id
+ * its copies carry there (0: as they came). */
+struct dpp_frer_member_key {
+	__u32 stream;
+	__u32 ifindex;
+};
+
+struct dpp_frer_member {
+	__u16 vlan;
+	__u16 reserved;
+};
+
+/* Value of dpp_frer_port_stats (per CPU), by ingress ifindex: frerCpsSeqEncErroredPackets, frames
+ * whose R-tag could not be read. */
+struct dpp_frer_port_stats {
+	__u64 encode_errors;
 };
 
 #endif /* DPP_NF_FRER_H */

@@ -1,0 +1,69 @@
+"""The talker side in the kernel (dpp_frer_talker, BPF_PROG_TEST_RUN): a frame of a GENERATE stream
+leaves with an R-tag behind its addresses and VLAN tags, numbered 0, 1, 2, ... per stream, and the
+stream's handle in front of it for the egress programs; frames of no stream, of a stream this node
+does not generate, and frames already tagged go on untouched."""
+
+from __future__ import annotations
+
+import struct
+from ctypes import c_uint32
+from typing import Iterator
+
+import pytest
+
+from bench.libbpf import BpfObject, map_update
+from bench.libbpf import test_run as run_once
+from netapp.frer.abi import RTAG_ETHERTYPE, Role, Stream
+from tests.frer.two_paths import null_key
+from tests.utils.kernel import build_artifact, require_kernel
+
+XDP_PASS, XDP_REDIRECT = 2, 4
+DMAC = "02:00:00:00:aa:01"
+BODY = bytes(range(60))
+
+
+@pytest.fixture(scope="module")
+def talker() -> Iterator[BpfObject]:
+    require_kernel()
+    obj = BpfObject(build_artifact("dpp_frer.bpf.o"))
+    try:
+        yield obj
+    finally:
+        obj.close()
+
+
+def configure(obj: BpfObject, handle: int, role: Role, vlan: int = 0) -> None:
+    map_update(obj.map_fd("dpp_frer_null"), null_key(DMAC, vlan), c_uint32(handle))
+    map_update(obj.map_fd("dpp_frer_streams"), c_uint32(handle), Stream(role=role))
+
+
+def frame(vlan: int | None = None, ethertype: int = 0x88B5) -> bytes:
+    tag = struct.pack("!HH", 0x8100, vlan) if vlan is not None else b""
+    return bytes.fromhex(DMAC.replace(":", "")) + bytes(6) + tag + struct.pack("!H", ethertype) + BODY
+
+
+def run(obj: BpfObject, packet: bytes):  # noqa: ANN201
+    return run_once(obj.program_fd("dpp_frer_talker"), packet, 1, out_size=len(packet) + 64)
+
+
+@pytest.mark.parametrize("vlan", [None, 7], ids=["untagged", "vlan"])
+def test_a_generated_stream_is_tagged_numbered_and_replicated(talker, vlan):
+    handle = 21 if vlan is None else 22
+    configure(talker, handle, Role.GENERATE, vlan or 0)
+    sent = frame(vlan)
+    head = 12 + (4 if vlan is not None else 0)
+    for seq in range(3):
+        result = run(talker, sent)
+        assert result.retval == XDP_REDIRECT
+        meta, out = result.data[:4], result.data[4:]
+        assert struct.unpack("<I", meta)[0] == handle
+        assert out[:head] == sent[:head]
+        assert out[head : head + 6] == struct.pack("!HHH", RTAG_ETHERTYPE, 0, seq)
+        assert out[head + 6 :] == sent[head:], "the frame's EtherType and body behind the tag"
+
+
+def test_frames_of_no_generated_stream_and_tagged_frames_go_on_untouched(talker):
+    configure(talker, 23, Role.RECOVER, vlan=9)
+    for packet in (frame(vlan=9), frame(vlan=10), frame(ethertype=RTAG_ETHERTYPE)):
+        result = run(talker, packet)
+        assert (result.retval, result.data) == (XDP_PASS, packet)

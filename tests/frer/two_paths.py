@@ -1,0 +1,206 @@
+"""The FRER nodes of a FrerSite (netapp/testbed/frer_site.py) loaded and configured, the talker's
+traffic and the listener's capture: dataplane/build/dpp_frer.bpf.o loaded once per node, its
+programs attached natively, its maps written as the control plane will."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import select
+import socket
+import struct
+import threading
+import time
+from ctypes import c_uint8, c_uint32
+from dataclasses import dataclass, field
+from typing import Optional
+
+from bench.libbpf import BPF_F_LOCK, BpfObject, map_lookup, map_update
+from bench.throughput.sink import attach_native
+from netapp.dataplane.abi import FlowKey
+from netapp.frer.abi import MemberKey, Member, NullKey, Recovery, Role, Stream
+from netapp.frer.model import RecoveryConfig
+from netapp.testbed import netns
+from netapp.testbed.frer_site import FrerSite
+from netapp.testbed.topology import Port
+from tests.frer.frer import recovery_value
+
+ETH_P_ALL = 0x0003
+UDP, IPV4 = 17, 0x0800
+VLAN_TPID = b"\x81\x00"
+PAYLOAD = struct.Struct("!IQ")  # stream, number the talker gave the frame
+
+
+def mac_bytes(mac: str) -> bytes:
+    return bytes.fromhex(mac.replace(":", ""))
+
+
+@dataclass(frozen=True)
+class StreamSpec:
+    """A protected stream: UDP from the talker to the listener to `dport`, identified on a by its
+    destination MAC (null stream identification) when `dmac` is given, else by IP; on b by IP."""
+
+    handle: int
+    dport: int
+    dscp: int = 0
+    dmac: Optional[str] = None
+    path2_vlan: int = 0  # the VLAN id its copies get on the second path (0: untagged, as sent)
+
+
+def udp_frame(site: FrerSite, spec: StreamSpec, number: int, size: int = 128) -> bytes:
+    payload = PAYLOAD.pack(spec.handle, number)
+    payload += bytes(size - 14 - 20 - 8 - len(payload))
+    udp = struct.pack("!HHHH", 4000, spec.dport, 8 + len(payload), 0)
+    total = 20 + len(udp) + len(payload)
+    header = struct.pack("!BBHHHBBH4s4s", 0x45, spec.dscp << 2, total, 0, 0, 64, UDP, 0,
+                         ipaddress.IPv4Address(site.t0.ip).packed, ipaddress.IPv4Address(site.l0.ip).packed)
+    header = header[:10] + struct.pack("!H", ipv4_checksum(header)) + header[12:]
+    eth = mac_bytes(spec.dmac or site.l0.mac) + mac_bytes(site.t0.mac) + struct.pack("!H", IPV4)
+    return eth + header + udp + payload  # fmt: skip
+
+
+def ipv4_checksum(header: bytes) -> int:
+    total = sum(struct.unpack("!10H", header))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return ~total & 0xFFFF
+
+
+def ip_key(site: FrerSite, spec: StreamSpec) -> FlowKey:
+    key = FlowKey(family=4, proto=UDP, dscp=spec.dscp, sport=4000, dport=spec.dport)
+    key.src[0] = int.from_bytes(ipaddress.IPv4Address(site.t0.ip).packed, "little")
+    key.dst[0] = int.from_bytes(ipaddress.IPv4Address(site.l0.ip).packed, "little")
+    return key
+
+
+def null_key(mac: str, vlan: int = 0) -> NullKey:
+    return NullKey(dmac=(c_uint8 * 6)(*mac_bytes(mac)), vlan=vlan)
+
+
+class FrerNode:
+    """dpp_frer.bpf.o on one node of the site."""
+
+    def __init__(self, obj_path, site: FrerSite, host: str):  # noqa: ANN001
+        self.site, self.ns = site, site.ns(host)
+        self.obj = BpfObject(obj_path)
+        self.maps = {name: self.obj.map_fd(name) for name in (
+            "dpp_frer_recovery", "dpp_frer_streams", "dpp_frer_null", "dpp_frer_ip", "dpp_frer_members", "dpp_frer_tx")}  # fmt: skip
+
+    def close(self) -> None:
+        self.obj.close()
+
+    def attach(self, program: str, port: Port) -> None:
+        with netns.entered(self.ns):
+            attach_native(socket.if_nametoindex(port.ifname), self.obj.program_fd(program))
+
+    def ifindex(self, port: Port) -> int:
+        return self.site.ifindex(port)
+
+    def identify(self, site: FrerSite, spec: StreamSpec, by_mac: bool, vlan: int = 0) -> None:
+        if by_mac and spec.dmac:
+            map_update(self.maps["dpp_frer_null"], null_key(spec.dmac, vlan), c_uint32(spec.handle))
+        else:
+            key = ip_key(site, spec)
+            key.vlan = vlan
+            map_update(self.maps["dpp_frer_ip"], key, c_uint32(spec.handle))
+
+    def talker(self, spec: StreamSpec, ports: list[Port], vlans: Optional[dict[str, int]] = None) -> None:
+        """GENERATE on this node, replicated to `ports` (each a slot of dpp_frer_tx), with the VLAN
+        id `vlans` gives a port's name."""
+        map_update(self.maps["dpp_frer_streams"], c_uint32(spec.handle), Stream(role=Role.GENERATE))
+        egress = self.obj.program_fd("dpp_frer_egress")
+        with netns.entered(self.ns):
+            for slot, port in enumerate(ports):
+                ifindex = socket.if_nametoindex(port.ifname)
+                vlan = (vlans or {}).get(port.ifname, 0)
+                map_update(self.maps["dpp_frer_tx"], c_uint32(slot), (c_uint32 * 2)(ifindex, egress))
+                map_update(self.maps["dpp_frer_members"], MemberKey(spec.handle, ifindex), Member(vlan=vlan))
+
+    def listener(self, spec: StreamSpec, config: RecoveryConfig, deliver: Port) -> None:
+        """RECOVER on this node, the R-tag popped, delivered out of `deliver`."""
+        map_update(self.maps["dpp_frer_recovery"], c_uint32(spec.handle), recovery_value(config, pop=True))
+        stream = Stream(role=Role.RECOVER, deliver_ifindex=self.ifindex(deliver))
+        map_update(self.maps["dpp_frer_streams"], c_uint32(spec.handle), stream)
+
+    def stream(self, handle: int) -> Stream:
+        value = Stream()
+        map_lookup(self.maps["dpp_frer_streams"], c_uint32(handle), value)
+        return value
+
+    def recovery(self, handle: int) -> Recovery:
+        value = Recovery()
+        map_lookup(self.maps["dpp_frer_recovery"], c_uint32(handle), value, BPF_F_LOCK)
+        return value
+
+
+@dataclass
+class Capture:
+    """What the listener receives on its port, in order: (stream, number) of every UDP frame."""
+
+    site: FrerSite
+    frames: list[tuple[int, int]] = field(default_factory=list)
+    _stop: threading.Event = field(default_factory=threading.Event)
+
+    def __post_init__(self) -> None:
+        with netns.entered(self.site.ns("listener")):
+            self._sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+        self._sock.setsockopt(socket.SOL_SOCKET, 33, 1 << 25)  # SO_RCVBUFFORCE: no drop under load
+        self._sock.bind((self.site.l0.ifname, ETH_P_ALL))
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        while not self._stop.is_set():
+            if not select.select([self._sock], [], [], 0.05)[0]:
+                continue
+            frame = self._sock.recv(65535)
+            if frame[12:14] == VLAN_TPID:
+                frame = frame[:12] + frame[16:]  # a copy of the second path, as it came
+            if len(frame) >= 42 + PAYLOAD.size and frame[12:14] == IPV4.to_bytes(2, "big") and frame[23] == UDP:
+                self.frames.append(PAYLOAD.unpack_from(frame, 42))
+
+    def wait_for(self, count: int, timeout: float) -> bool:
+        """Until `count` frames arrived (or the timeout)."""
+        deadline = time.monotonic() + timeout
+        while len(self.frames) < count and time.monotonic() < deadline:
+            time.sleep(0.01)  # polling a list another thread fills, with a deadline
+        return len(self.frames) >= count
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._sock.close()
+
+
+class Talker:
+    """Frames of the streams, round robin, at `pps` from the talker's port, on one CPU (every hop of
+    the site then runs on it, in the order sent)."""
+
+    def __init__(self, site: FrerSite, specs: list[StreamSpec], cpu: int):
+        self.site, self.specs, self.cpu = site, specs, cpu
+        self.sent = {spec.handle: 0 for spec in specs}
+        with netns.entered(site.ns("talker")):
+            self._sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+        self._sock.bind((site.t0.ifname, 0))
+
+    def send(self, frames: int, pps: float, during=None) -> None:  # noqa: ANN001
+        """`frames` frames in all; `during(k)` is called before frame k (to cut or restore a path
+        at a frame count rather than at a time)."""
+        mine = os.sched_getaffinity(0)
+        os.sched_setaffinity(0, {self.cpu})
+        try:
+            start = time.monotonic()
+            for k in range(frames):
+                if during is not None:
+                    during(k)
+                ahead = start + k / pps - time.monotonic()
+                if ahead > 0.001:
+                    time.sleep(ahead)  # pacing: the sender keeps to its schedule, nothing waits on it
+                spec = self.specs[k % len(self.specs)]
+                self._sock.send(udp_frame(self.site, spec, self.sent[spec.handle]))
+                self.sent[spec.handle] += 1
+        finally:
+            os.sched_setaffinity(0, mine)
+
+    def close(self) -> None:
+        self._sock.close()
