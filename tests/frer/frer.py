@@ -10,8 +10,9 @@ from typing import Optional
 
 from bench.libbpf import BPF_F_LOCK, BpfObject, map_lookup, map_update, test_run
 from netapp.dataplane.handle import possible_cpus
-from netapp.frer.abi import RTAG_ETHERTYPE, SEQ_SPACE, Algo, Decision, Flags, Recovery
+from netapp.frer.abi import RTAG_ETHERTYPE, Decision, Recovery
 from netapp.frer.model import RecoveryConfig
+from netapp.frer.slots import recovery_value
 from tests.utils.kernel import build_artifact, require_kernel
 
 XDP_ABORTED, XDP_DROP, XDP_PASS = 0, 1, 2
@@ -34,28 +35,6 @@ def decision_of(output: bytes) -> Decision:
     """The decision xdp_frer wrote into an output frame's test header (after its EtherType)."""
     at = output.index(TEST_ETHERTYPE.to_bytes(2, "big"), 12) + 2
     return Decision(TEST_HEADER.unpack_from(output, at)[2])
-
-
-def recovery_value(config: RecoveryConfig, pop: bool = False) -> Recovery:
-    """The slot as the control plane writes it: the parameters, the state after a reset."""
-    flags = (
-        (Flags.INDIVIDUAL if config.individual else 0)
-        | (Flags.TAKE_NO_SEQUENCE if config.take_no_sequence else 0)
-        | (Flags.POP if pop else 0)
-        | (Flags.LATENT if config.latent else 0)
-    )
-    return Recovery(
-        algo=config.algo,
-        history_len=config.history_len,
-        flags=int(flags),
-        latent_paths=config.latent_paths,
-        latent_difference=config.latent_difference,
-        reset_ns=config.reset_ns,
-        latent_period_ns=config.latent_period_ns,
-        latent_reset_period_ns=config.latent_reset_period_ns,
-        take_any=1,
-        seq=SEQ_SPACE - 1,
-    )
 
 
 class FrerProgram:

@@ -16,8 +16,8 @@ from bench.libbpf import test_run as run_once
 from netapp.dataplane.handle import possible_cpus
 from netapp.frer.abi import RTAG_ETHERTYPE, PortStats, Recovery, Role, Stream
 from netapp.frer.model import RecoveryConfig
-from tests.frer.frer import recovery_value
-from tests.frer.two_paths import null_key
+from netapp.frer.slots import recovery_value
+from bench.frer.testbed import null_key
 from tests.utils.kernel import build_artifact, require_kernel
 
 XDP_DROP, XDP_PASS = 1, 2

@@ -14,7 +14,7 @@ import pytest
 from bench.libbpf import BpfObject, map_update
 from bench.libbpf import test_run as run_once
 from netapp.frer.abi import RTAG_ETHERTYPE, Role, Stream
-from tests.frer.two_paths import null_key
+from bench.frer.testbed import null_key
 from tests.utils.kernel import build_artifact, require_kernel
 
 XDP_PASS, XDP_REDIRECT = 2, 4

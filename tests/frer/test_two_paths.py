@@ -17,8 +17,7 @@ import pytest
 
 from netapp.frer.abi import Algo
 from netapp.frer.model import RecoveryConfig
-from netapp.testbed.frer_site import FrerSite
-from tests.frer.two_paths import Capture, FrerNode, StreamSpec, Talker
+from bench.frer.testbed import Capture, FrerNode, StreamSpec, Talker, protected_site
 from tests.utils.kernel import build_artifact, require_kernel
 
 PPS = 10_000
@@ -34,32 +33,8 @@ CUT_S = 5
 @pytest.fixture
 def testbed():
     require_kernel()
-    site = FrerSite().build()
-    nodes: list[FrerNode] = []
-    try:
-        obj = build_artifact("dpp_frer.bpf.o")
-        a, b = FrerNode(obj, site, "a"), FrerNode(obj, site, "b")
-        nodes += [a, b]
-        for spec in STREAMS:
-            a.identify(site, spec, by_mac=True)
-            a.talker(spec, [site.a1, site.a2], vlans={site.a2.ifname: spec.path2_vlan})
-            for vlan in {0, spec.path2_vlan}:
-                b.identify(site, spec, by_mac=False, vlan=vlan)
-            b.listener(spec, RECOVERY, deliver=site.b0)
-        a.attach("dpp_frer_talker", site.a0)
-        for port in (site.b1, site.b2):
-            b.attach("dpp_frer_listener", port)
-        capture = Capture(site)
-        talker = Talker(site, STREAMS, cpu=min(os.sched_getaffinity(0)))
-        try:
-            yield site, a, b, talker, capture
-        finally:
-            talker.close()
-            capture.close()
-    finally:
-        for node in nodes:
-            node.close()
-        site.destroy()
+    with protected_site(build_artifact("dpp_frer.bpf.o"), STREAMS, RECOVERY, cpu=min(os.sched_getaffinity(0))) as site:
+        yield site
 
 
 def check_delivery(talker: Talker, capture: Capture, a: FrerNode, b: FrerNode, in_order: bool = True) -> None:
@@ -120,7 +95,7 @@ def test_one_path_two_ms_behind_delivers_no_frame_twice(testbed):
     ns = site.ns("p1")
     subprocess.run(["ip", "-n", ns, "link", "set", x1.ifname, "nomaster"], check=True)
     relay = subprocess.Popen(
-        ["ip", "netns", "exec", ns, sys.executable, "-m", "tests.frer.relay", x1.ifname, y1.ifname, "2"],
+        ["ip", "netns", "exec", ns, sys.executable, "-m", "bench.frer.relay", x1.ifname, y1.ifname, "2"],
         stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:

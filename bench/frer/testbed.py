@@ -4,6 +4,7 @@ programs attached natively, its maps written as the control plane will."""
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import os
 import select
@@ -13,7 +14,7 @@ import threading
 import time
 from ctypes import c_uint8, c_uint32
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Iterator, Optional
 
 from bench.libbpf import BPF_F_LOCK, BpfObject, map_lookup, map_update
 from bench.throughput.sink import attach_native
@@ -23,12 +24,14 @@ from netapp.frer.model import RecoveryConfig
 from netapp.testbed import netns
 from netapp.testbed.frer_site import FrerSite
 from netapp.testbed.topology import Port
-from tests.frer.frer import recovery_value
+from netapp.frer.slots import recovery_value
 
 ETH_P_ALL = 0x0003
 UDP, IPV4 = 17, 0x0800
 VLAN_TPID = b"\x81\x00"
-PAYLOAD = struct.Struct("!IQ")  # stream, number the talker gave the frame
+PAYLOAD = struct.Struct("!IQQ")  # stream, number the talker gave the frame, when it sent it (CLOCK_REALTIME, ns)
+SO_TIMESTAMPNS = 35
+SCM_TIMESTAMPNS = SO_TIMESTAMPNS
 
 
 def mac_bytes(mac: str) -> bytes:
@@ -48,7 +51,7 @@ class StreamSpec:
 
 
 def udp_frame(site: FrerSite, spec: StreamSpec, number: int, size: int = 128) -> bytes:
-    payload = PAYLOAD.pack(spec.handle, number)
+    payload = PAYLOAD.pack(spec.handle, number, time.time_ns())
     payload += bytes(size - 14 - 20 - 8 - len(payload))
     udp = struct.pack("!HHHH", 4000, spec.dport, 8 + len(payload), 0)
     total = 20 + len(udp) + len(payload)
@@ -133,18 +136,30 @@ class FrerNode:
         return value
 
 
+def received_ns(ancillary: list[tuple[int, int, bytes]]) -> int:
+    """The kernel's receive time of a frame (SO_TIMESTAMPNS), ns since the epoch."""
+    for level, kind, data in ancillary:
+        if level == socket.SOL_SOCKET and kind == SCM_TIMESTAMPNS:
+            seconds, nanoseconds = struct.unpack("qq", data[:16])
+            return seconds * 10**9 + nanoseconds
+    return time.time_ns()
+
+
 @dataclass
 class Capture:
-    """What the listener receives on its port, in order: (stream, number) of every UDP frame."""
+    """What the listener receives on its port, in order: (stream, number) of every UDP frame, and
+    each one's latency (the kernel's receive time less the talker's send time, ns)."""
 
     site: FrerSite
     frames: list[tuple[int, int]] = field(default_factory=list)
+    latencies: list[int] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
 
     def __post_init__(self) -> None:
         with netns.entered(self.site.ns("listener")):
             self._sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
         self._sock.setsockopt(socket.SOL_SOCKET, 33, 1 << 25)  # SO_RCVBUFFORCE: no drop under load
+        self._sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
         self._sock.bind((self.site.l0.ifname, ETH_P_ALL))
         self._thread = threading.Thread(target=self._read, daemon=True)
         self._thread.start()
@@ -153,11 +168,13 @@ class Capture:
         while not self._stop.is_set():
             if not select.select([self._sock], [], [], 0.05)[0]:
                 continue
-            frame = self._sock.recv(65535)
+            frame, ancillary, _, _ = self._sock.recvmsg(65535, 64)
             if frame[12:14] == VLAN_TPID:
                 frame = frame[:12] + frame[16:]  # a copy of the second path, as it came
             if len(frame) >= 42 + PAYLOAD.size and frame[12:14] == IPV4.to_bytes(2, "big") and frame[23] == UDP:
-                self.frames.append(PAYLOAD.unpack_from(frame, 42))
+                stream, number, sent_ns = PAYLOAD.unpack_from(frame, 42)
+                self.frames.append((stream, number))
+                self.latencies.append(received_ns(ancillary) - sent_ns)
 
     def wait_for(self, count: int, timeout: float) -> bool:
         """Until `count` frames arrived (or the timeout)."""
@@ -204,3 +221,38 @@ class Talker:
 
     def close(self) -> None:
         self._sock.close()
+
+
+@contextlib.contextmanager
+def protected_site(
+    obj_path, streams: list[StreamSpec], recovery: RecoveryConfig, cpu: int  # noqa: ANN001
+) -> Iterator[tuple[FrerSite, FrerNode, FrerNode, Talker, Capture]]:
+    """A FrerSite with a replicating every stream to both paths (identified by its destination MAC
+    where it has one, else by IP; the second path's copies with the stream's VLAN id) and b
+    recovering it (by IP, behind the R-tag, with or without that VLAN), the R-tag popped and frames
+    delivered to the listener; the talker pinned to `cpu`. Everything removed on exit."""
+    site = FrerSite().build()
+    nodes: list[FrerNode] = []
+    try:
+        a, b = FrerNode(obj_path, site, "a"), FrerNode(obj_path, site, "b")
+        nodes += [a, b]
+        for spec in streams:
+            a.identify(site, spec, by_mac=True)
+            a.talker(spec, [site.a1, site.a2], vlans={site.a2.ifname: spec.path2_vlan})
+            for vlan in {0, spec.path2_vlan}:
+                b.identify(site, spec, by_mac=False, vlan=vlan)
+            b.listener(spec, recovery, deliver=site.b0)
+        a.attach("dpp_frer_talker", site.a0)
+        for port in (site.b1, site.b2):
+            b.attach("dpp_frer_listener", port)
+        capture = Capture(site)
+        talker = Talker(site, streams, cpu)
+        try:
+            yield site, a, b, talker, capture
+        finally:
+            talker.close()
+            capture.close()
+    finally:
+        for node in nodes:
+            node.close()
+        site.destroy()

@@ -1,7 +1,7 @@
 """A path's delay, where the kernel has no netem: frames read from one interface are sent out of
 another a fixed time later, in order. Run inside the path's namespace:
 
-    python -m tests.frer.relay IN OUT DELAY_MS
+    python -m bench.frer.relay IN OUT DELAY_MS
 
 It prints "ready" once both sockets are bound and relays until killed."""
 
