@@ -3,7 +3,7 @@ SMF speaking pycrate: a QER's MBR polices its uplink and downlink PDRs (a token 
 settings' burst, full when written: 3000 bytes, two MTUs, at the small rates here, so that three
 packets of 1000 bytes pass and the next ones drop within the test's milliseconds), a closed gate drops
 every packet, Update QER rewrites the policer, its removal frees it, a refused request leaves it as it
-was, and a restart keeps ids, configuration and counters."""
+was, and a restart keeps ids, configuration and counters; the API's view of them counts what was sent."""
 
 from __future__ import annotations
 
@@ -14,15 +14,18 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
 from netapp.qos.abi import Algo, Gate
+from netapp.service.contract import Principal, Scope
 from netapp.upf import store as rows
 from netapp.upf.pfcp.ies import Cause
 from netapp.upf.pfcp.server import PfcpServer
+from netapp.upf.views import SessionViews
 from tests.upf import test_datapath as base
 from tests.upf.smf import Smf, cause, create_far, create_pdr, create_urr, find, fseid, ie, node_id, recovery
 from tests.upf.test_datapath import DL_TEID, GNB, MACS, N3_IP, SERVER, UE, dp  # noqa: F401 - dp: the module's
 from tests.upf.test_restart import ANYWHERE, serving, smf_and_store, upf_settings
 from tests.utils.packets.gtp import gtpu
 
+ADMIN = Principal(tenant="", scopes=frozenset({Scope.ADMIN}))
 PAYLOAD = b"p" * 972  # a UE packet of 1000 bytes (IPv4 and UDP headers, 28)
 
 
@@ -88,7 +91,7 @@ POLICED = [None, None, None, "qos_policed", "qos_policed"]
 
 
 def test_a_qers_mbr_polices_its_uplink_and_downlink_pdrs_each_on_its_own_policer(dp, tmp_path):  # noqa: F811
-    with associated(tmp_path, dp) as (smf, server, _, _):
+    with associated(tmp_path, dp) as (smf, server, store, _):
         seid = establish(smf, qer(ul_kbps=8, dl_kbps=16))
         ul, dl = policers(server, seid)
         assert ul and dl and ul != dl
@@ -104,6 +107,10 @@ def test_a_qers_mbr_polices_its_uplink_and_downlink_pdrs_each_on_its_own_policer
         slot = server.upf.sessions[seid].urr_slots[1]
         usage = server.upf.usage([slot])[slot]
         assert (usage.ul_packets, usage.dl_packets, usage.ul_bytes) == (3, 3, 3000), "the URR counts what passed"
+        shown = SessionViews(store, policers=applied).session_policers(ADMIN, seid)
+        assert [(item.id, item.direction, item.rate_bps, item.counters.passed_packets, item.counters.dropped_bytes)
+                for item in shown] == [(ul, "uplink", 8000, 3, 2000), (dl, "downlink", 16000, 3, 2000)]
+        assert shown[0].state.credit_bytes < 1000 and shown[0].state.last_ns, "what three packets left"
 
 
 def test_a_closed_gate_drops_every_packet_of_its_direction_only(dp, tmp_path):  # noqa: F811
