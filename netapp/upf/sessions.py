@@ -43,7 +43,7 @@ from typing import Any, Callable, Iterable, Optional, Protocol, TypeVar, Union
 from netapp.service.contract import Principal
 from netapp.service.store import Store
 from netapp.service.transaction import Part, Transactions
-from netapp.upf import store as rows
+from netapp.upf import policing, store as rows
 from netapp.upf.held import SessionChange, SessionTable
 from netapp.upf.models import FSeid, FTeid, RuleError, Session, UeIpAddress, check_session
 from netapp.upf.peers import Destinations
@@ -152,7 +152,7 @@ class Upf:
             return
         for seid, session in list(self.sessions.items()):
             several = any(len(set(pdr.urr_ids)) > 1 for pdr in session.pdrs.values())
-            policed = self._slots.policer_count and bool(session.qers)
+            policed = self._slots.policer_count and not session.qer_policers and policing.wanted(session)
             if not several and not set(session.urrs) - set(session.urr_slots) and not policed:
                 continue
             urr_slots = self._slots.choose_urr_slots(session, session.urrs)
