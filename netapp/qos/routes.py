@@ -13,7 +13,7 @@ from netapp.upf.routes import ViewsDep
 router = APIRouter(prefix="/api/v1/policers", tags=["qos"])
 
 
-@router.get("", response_model=list[PolicerRecord], responses=documented(*AUTHENTICATED, 503))
+@router.get("", response_model=list[PolicerRecord], responses=documented(*AUTHENTICATED))
 def list_policers(views: ViewsDep, who: AdminDep) -> list[PolicerRecord]:
     """List every policer in use, by UPF session (SEID order), QER and direction."""
     return views.list_policers(who)

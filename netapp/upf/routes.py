@@ -60,7 +60,7 @@ def get_session(views: ViewsDep, who: ReaderDep, seid: SeidPath) -> SessionRecor
 
 
 @router.get("/sessions/{seid}/policers", response_model=list[PolicerRecord],
-            responses=documented(*AUTHENTICATED, 404, 503))
+            responses=documented(*AUTHENTICATED, 404))
 def get_session_policers(views: ViewsDep, who: ReaderDep, seid: SeidPath) -> list[PolicerRecord]:
     """A PFCP session's QER policers: configuration, state and counters now."""
     return views.session_policers(who, seid)

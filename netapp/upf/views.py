@@ -21,7 +21,7 @@ from typing import Any, Literal, Optional
 from pydantic import BaseModel, Field
 
 from netapp.qos.views import PolicerReader, PolicerRecord, policer_record
-from netapp.service.contract import DataplaneUnavailable, Forbidden, NotFound, Page, Principal, Scope
+from netapp.service.contract import Forbidden, NotFound, Page, Principal, Scope
 from netapp.service.state import ServiceState
 from netapp.service.store import Store
 from netapp.upf import store as rows
@@ -124,18 +124,15 @@ class SessionViews:
         return record
 
     def session_policers(self, who: Principal, seid: int) -> list[PolicerRecord]:
-        """A session's policers (the caller's session; an admin's: any)."""
-        record = self.get_session(who, seid)
-        if record.policers is None:
-            raise DataplaneUnavailable("no data path polices here (netapp serve without PFCP)")
-        return record.policers
+        """A session's policers (the caller's session; an admin's: any); none without a data path."""
+        return self.get_session(who, seid).policers or []
 
     def list_policers(self, who: Principal) -> list[PolicerRecord]:
-        """Every session's policers, in SEID order (admins only)."""
+        """Every session's policers, in SEID order (admins only); none without a data path."""
         ServiceState.require(who, Scope.ADMIN)
-        if self._policers is None:
-            raise DataplaneUnavailable("no data path polices here (netapp serve without PFCP)")
         reader = self._policers
+        if reader is None:
+            return []
         return [record for session, _ in rows.load_sessions(self._store) for record in session_policers(reader, session)]
 
     def list_associations(self, who: Principal) -> list[Association]:
