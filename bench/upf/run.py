@@ -128,10 +128,12 @@ def open_instance(name: str, sessions: int) -> Instance:
         ue4 = workload.pool(sessions) if name != "hashed" else None
         if name == "hashed":  # its two buckets full: the applier puts session 0's address in the hash
             dataplane.table("dpp_upf_dl4").update(workload.filler_ways(output))
-        applier = BpfApplier(dataplane.table, workload.site(output), iface_entries(roles, workload.N3_IP, None, ue4))
-        applier.apply(None, workload.session(0, n9))
+        site = workload.site(output, name)
+        applier = BpfApplier(dataplane.table, site, iface_entries(roles, workload.N3_IP, None, ue4))
+        policed = name in workload.POLICED
+        applier.apply(None, workload.session(0, n9, policed=policed))
         if ue4:  # the applier wrote UE 0's SMF-given address only
-            first = workload.pool_arrays(0, 1, output)
+            first = workload.pool_arrays(0, 1, output, policed)
             dataplane.table("dpp_upf_ue4").update(zip(first.keys, first.values))
         routes = RouteWatch(dataplane.table("dpp_upf_route_gen")).start()
     except Exception:
@@ -154,15 +156,18 @@ def grow(instance: Instance, sessions: int) -> None:
     if instance.name == "hashed":
         tables = {"dpp_upf_downlink": workload.downlink_arrays(first, sessions, instance.output)}
     else:
+        policed = instance.name in workload.POLICED
         ways, overflow = workload.dl4_arrays(first, sessions, instance.dataplane.map_size("dpp_upf_dl4"),
-                                             instance.output)
+                                             instance.output, policed)
         if len(overflow):
             raise WrongPathError(f"{instance.name}: {len(overflow):,} sessions' buckets of dpp_upf_dl4 are full")
         tables = {
-            "dpp_upf_teids": workload.uplink_arrays(first, sessions, instance.n9, instance.output),
+            "dpp_upf_teids": workload.uplink_arrays(first, sessions, instance.n9, instance.output, policed),
             "dpp_upf_dl4": ways,
-            "dpp_upf_ue4": workload.pool_arrays(first, sessions, instance.output),
+            "dpp_upf_ue4": workload.pool_arrays(first, sessions, instance.output, policed),
         }
+        if policed:  # the policers first: no entry names an empty one
+            tables = {"dpp_policers": workload.policer_arrays(first, sessions, instance.name), **tables}
     for name, arrays in tables.items():
         table = instance.dataplane.table(name)
         count = len(arrays.key_words)

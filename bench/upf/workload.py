@@ -40,8 +40,11 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
+from netapp.qos.abi import Algo, Policer
+from netapp.qos.applier import policer_value
 from netapp.upf.abi import DL4_WAYS, MAX_UPF_PDRS, DownlinkKey, Output, PdrAction, PdrFlag
 from netapp.upf.compiler import Entries, Site, compile_session
+from netapp.upf.policing import PoliceDefaults, policer_spec
 from netapp.upf.models import Far, ForwardingParameters, FSeid, FTeid, OuterHeaderCreation, Pdi, Pdr, Qer, Session, Urr
 from netapp.upf.pfcp.ies import Interface
 from netapp.upf.ways import bucket_of, table_bits
@@ -72,6 +75,11 @@ FILLER_BASE = int(IPv4Address("198.51.100.0"))  # the `hashed` instance's ways: 
 HASHED_WAYS = 2 * DL4_WAYS  # its dpp_upf_dl4: two buckets, full
 NET_INSTANCE_ID = 1
 QFI = 9
+# The policed instances' QERs: an MBR each way their policers never run out of (the policers'
+# largest rate but one: 400 Gbit/s is not policed); session i's uplink policer 1 + 2i, downlink 2 + 2i;
+# by instance, the algorithm (qos.default_algorithm).
+POLICED_MBR_KBPS = 399_000_000
+POLICED = {"policed": Algo.TOKEN_BUCKET, "policed_window": Algo.FIXED_WINDOW}
 UE_PAYLOAD = bytes(range(64))
 NET_INSTANCE = "internet"
 SITE = Site(net_instances={NET_INSTANCE: 1}, default_instance=NET_INSTANCE, n3_ipv4=N3_IP, output=Output.FIB)
@@ -88,11 +96,20 @@ def urr_slot(i: int) -> int:
     return 1 + i
 
 
+def policer_ids(i: int) -> tuple[int, int]:
+    """Session i's policers in the policed instances (uplink, downlink); id 0 is never given."""
+    return 1 + 2 * i, 2 + 2 * i
+
+
 def map_sizes(sessions: int, instance: str = "n6") -> dict[str, int]:
     """What an instance holding `sessions` sessions is loaded with: a URR slot for each, and slot 0;
     a slot of dpp_upf_teids for each TEID, and those below them; a slot of dpp_upf_ue4 for each
     session's address in the pool; ways of dpp_upf_dl4 for twice the sessions, in a power of two of
-    buckets (the `hashed` instance: two buckets, and only the sessions' downlink)."""
+    buckets (the `hashed` instance: two buckets, and only the sessions' downlink; the policed
+    instance: two policers each too)."""
+    if instance in POLICED:
+        policers = policer_ids(sessions - 1)[1] + 1
+        return {**map_sizes(sessions), "dpp_policers": policers, "dpp_policer_stats": policers}
     if instance == "hashed":
         return {"dpp_upf_usage": urr_slot(sessions - 1) + 1, "dpp_upf_teids": TEID_BASE + 1, "dpp_upf_ue4": 1,
                 "dpp_upf_dl4": HASHED_WAYS}
@@ -107,9 +124,10 @@ def pool(sessions: int) -> dict[int, tuple[int, int, int]]:
     return {1: (POOL_BASE, sessions, 0)}
 
 
-def session(i: int, n9: bool = False, teid: int | None = None, n3: str = N3_IP) -> Session:
+def session(i: int, n9: bool = False, teid: int | None = None, n3: str = N3_IP, policed: bool = False) -> Session:
     """UE i's session; with n9 its uplink goes to the next UPF instead of the data network. Its
-    uplink TEID is TEID_BASE + i unless `teid` says otherwise, on the UPF's N3 address `n3`."""
+    uplink TEID is TEID_BASE + i unless `teid` says otherwise, on the UPF's N3 address `n3`. `policed`:
+    its QER has an MBR each way (POLICED_MBR_KBPS), its policers `policer_ids(i)`."""
     to_core = ForwardingParameters(destination_interface=Interface.CORE)
     if n9:
         to_core = ForwardingParameters(
@@ -135,17 +153,20 @@ def session(i: int, n9: bool = False, teid: int | None = None, n3: str = N3_IP) 
             1: Far(id=1, apply_action=frozenset({"FORW"}), forwarding=to_core),
             2: Far(id=2, apply_action=frozenset({"FORW"}), forwarding=to_gnb),
         },
-        qers={1: Qer(id=1, qfi=QFI)},
+        qers={1: Qer(id=1, qfi=QFI, mbr_ul_kbps=POLICED_MBR_KBPS, mbr_dl_kbps=POLICED_MBR_KBPS) if policed
+              else Qer(id=1, qfi=QFI)},
         urrs={1: Urr(id=1, measurement_method=frozenset({"VOLUM"}))},
+        qer_policers={1: policer_ids(i)} if policed else {},
     )
 
 
-def site(output: Output = Output.FIB) -> Site:
-    return dataclasses.replace(SITE, output=output)
+def site(output: Output = Output.FIB, instance: str = "n6") -> Site:
+    """The compiler's site of an instance: its output and, for the policed ones, their algorithm."""
+    return dataclasses.replace(SITE, output=output, police=PoliceDefaults(algo=POLICED.get(instance, Algo.TOKEN_BUCKET)))
 
 
-def compiled(i: int, n9: bool = False, output: Output = Output.FIB) -> Entries:
-    return compile_session(session(i, n9), site(output), {1: urr_slot(i)})
+def compiled(i: int, n9: bool = False, output: Output = Output.FIB, policed: bool = False) -> Entries:
+    return compile_session(session(i, n9, policed=policed), site(output), {1: urr_slot(i)})
 
 
 # --- bulk entries ------------------------------------------------------------------------------
@@ -185,9 +206,10 @@ def _arrays(key_type: Any, value_type: Any, keys: numpy.ndarray, values: numpy.n
     )
 
 
-def uplink_arrays(first: int, stop: int, n9: bool = False, output: Output = Output.FIB) -> TableArrays:
+def uplink_arrays(first: int, stop: int, n9: bool = False, output: Output = Output.FIB,
+                  policed: bool = False) -> TableArrays:
     """dpp_upf_teids' entries of sessions first..stop-1 (by TEID, marked as there)."""
-    ((_, action),) = compiled(first, n9, output).uplink.items()
+    ((_, action),) = compiled(first, n9, output, policed).uplink.items()
     action.flags |= PdrFlag.ENTRY
     ids = numpy.arange(first, stop, dtype=numpy.uint32)
     keys = (TEID_BASE + ids).reshape(-1, 1)
@@ -195,22 +217,26 @@ def uplink_arrays(first: int, stop: int, n9: bool = False, output: Output = Outp
     values[:, _word(PdrAction.urr)] = urr_slot(ids)
     if n9:
         values[:, _word(PdrAction.teid)] = N9_TEID_BASE + ids
+    if policed:
+        values[:, _word(PdrAction.policer)] = policer_ids(ids)[0]
     arrays = _arrays(ctypes.c_uint32, PdrAction, keys, values)
-    _check_ends(arrays, first, stop, lambda i: compiled(i, n9, output).uplink)
+    _check_ends(arrays, first, stop, lambda i: compiled(i, n9, output, policed).uplink)
     return arrays
 
 
-def downlink_arrays(first: int, stop: int, output: Output = Output.FIB) -> TableArrays:
+def downlink_arrays(first: int, stop: int, output: Output = Output.FIB, policed: bool = False) -> TableArrays:
     """dpp_upf_downlink's entries of sessions first..stop-1."""
-    ((key, action),) = compiled(first, output=output).downlink.items()
+    ((key, action),) = compiled(first, output=output, policed=policed).downlink.items()
     ids = numpy.arange(first, stop, dtype=numpy.uint32)
     instance, family, _ = key
     keys, values = _tiled(DownlinkKey(net_instance=instance, family=family), action, len(ids))
     keys[:, _word(DownlinkKey.addr)] = _network_order(UE_BASE + ids)
     values[:, _word(PdrAction.urr)] = urr_slot(ids)
     values[:, _word(PdrAction.teid)] = DL_TEID_BASE + ids
+    if policed:
+        values[:, _word(PdrAction.policer)] = policer_ids(ids)[1]
     arrays = _arrays(DownlinkKey, PdrAction, keys, values)
-    _check_ends(arrays, first, stop, lambda i: compiled(i, output=output).downlink)
+    _check_ends(arrays, first, stop, lambda i: compiled(i, output=output, policed=policed).downlink)
     return arrays
 
 
@@ -228,11 +254,12 @@ def dl4_slots(stop: int, bits: int) -> numpy.ndarray:
     return numpy.where(ranks < DL4_WAYS, buckets * DL4_WAYS + ranks, -1)
 
 
-def dl4_arrays(first: int, stop: int, slots: int, output: Output = Output.FIB) -> tuple[TableArrays, numpy.ndarray]:
+def dl4_arrays(first: int, stop: int, slots: int, output: Output = Output.FIB,
+               policed: bool = False) -> tuple[TableArrays, numpy.ndarray]:
     """dpp_upf_dl4's ways of sessions first..stop-1 (a table of `slots` ways), published (the address
     in ue_addr, ENTRY set: each checked against dpp_upf_downlink's entry, the compiler's); and the
     sessions whose bucket was full, whose entries go to dpp_upf_downlink instead."""
-    downlink = downlink_arrays(first, stop, output)
+    downlink = downlink_arrays(first, stop, output, policed)
     way_of = dl4_slots(stop, table_bits(slots))[first:]
     placed = way_of >= 0
     values = downlink.value_words[placed].copy()
@@ -259,14 +286,22 @@ def filler_ways(output: Output = Output.FIB) -> list[tuple[int, PdrAction]]:
     return sorted(ways.items())
 
 
-def pool_arrays(first: int, stop: int, output: Output = Output.FIB) -> TableArrays:
+def pool_arrays(first: int, stop: int, output: Output = Output.FIB, policed: bool = False) -> TableArrays:
     """dpp_upf_ue4's entries of sessions first..stop-1: each one's downlink entry (that of
     dpp_upf_downlink, checked against the compiler's), in slot i, marked as there."""
-    downlink = downlink_arrays(first, stop, output)
+    downlink = downlink_arrays(first, stop, output, policed)
     values = downlink.value_words.copy()
     values.view(numpy.uint8)[:, PdrAction.flags.offset] |= numpy.uint8(PdrFlag.ENTRY)
     keys = numpy.arange(first, stop, dtype=numpy.uint32).reshape(-1, 1)
     return _arrays(ctypes.c_uint32, PdrAction, keys, values)
+
+
+def policer_arrays(first: int, stop: int, instance: str) -> TableArrays:
+    """dpp_policers' slots of sessions first..stop-1 (both ways: the same configuration, the
+    applier's of session `first`'s QER, its state zero)."""
+    value = policer_value(policer_spec(session(first, policed=True).qers[1], 0, site(instance=instance).police))
+    ids = numpy.arange(policer_ids(first)[0], policer_ids(stop - 1)[1] + 1, dtype=numpy.uint32)
+    return _arrays(ctypes.c_uint32, Policer, ids.reshape(-1, 1), numpy.tile(_words(value), (len(ids), 1)))
 
 
 def _check_ends(arrays: TableArrays, first: int, stop: int, entries_of: Callable[[int], dict]) -> None:
@@ -391,7 +426,7 @@ def _downlink_tx_out(sent: bytes, flow: int) -> bytes:
 
 # name -> (sessions to the next UPF instead of the data network, how forwarded packets leave)
 INSTANCES = {"n6": (False, Output.FIB), "n9": (True, Output.FIB), "tx": (False, Output.TX),
-             "hashed": (False, Output.FIB)}
+             "hashed": (False, Output.FIB), "policed": (False, Output.FIB), "policed_window": (False, Output.FIB)}
 
 
 CASES = {
@@ -413,6 +448,14 @@ CASES = {
              "upf", "", pool_packet, pool_walk, _downlink_out),
         Case("downlink_pool_tx", "downlink encap of a pool's, XDP_TX (no FIB)", "tx", N6_IF, "downlink", "TX",
              "upf", "", pool_packet, pool_walk, _downlink_tx_out),
+        Case("uplink_policed", "uplink decap + forward, policed (token bucket)", "policed", N3_IF, "uplink",
+             "REDIRECT", "upf", "", uplink_packet, uplink_walk, _uplink_out),
+        Case("downlink_pool_policed", "downlink encap of a pool's, policed (token bucket)", "policed", N6_IF,
+             "downlink", "REDIRECT", "upf", "", pool_packet, pool_walk, _downlink_out),
+        Case("uplink_policed_window", "uplink decap + forward, policed (fixed window)", "policed_window", N3_IF,
+             "uplink", "REDIRECT", "upf", "", uplink_packet, uplink_walk, _uplink_out),
+        Case("downlink_pool_policed_window", "downlink encap of a pool's, policed (fixed window)", "policed_window",
+             N6_IF, "downlink", "REDIRECT", "upf", "", pool_packet, pool_walk, _downlink_out),
         Case("miss", "TEID miss", "n6", N3_IF, "uplink", "DROP", "default", "upf_teid_miss",
              lambda: uplink_packet(MISS_TEID_BASE), lambda flows: uplink_walk(flows, MISS_TEID_BASE),
              lambda sent, flow: sent),

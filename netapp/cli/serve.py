@@ -181,6 +181,7 @@ def _run(
     if pfcp is not None:  # the sessions' usage in GET /api/v1/upf/sessions/{seid}
         app.state.upf_usage = pfcp.usage
         app.state.upf_buffering = getattr(pfcp, "buffering", None)
+        app.state.upf_policers = getattr(pfcp.upf.applier, "policers", None)  # None: no data path
     server = uvicorn.Server(
         uvicorn.Config(
             app,

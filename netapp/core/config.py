@@ -307,6 +307,16 @@ class DispatchSettings(BaseModel):
         return self
 
 
+class QosSettings(BaseModel):
+    """What a policer is given when its QER does not say (netapp.upf.policing): the algorithm, and the
+    burst as the rate's worth of this many milliseconds (at least two 1500-byte packets)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    default_algorithm: Literal["token_bucket", "fixed_window", "sliding_window"] = "token_bucket"
+    default_burst_ms: int = Field(10, ge=1, le=10_000, description="a policer's burst: its rate over this long")
+
+
 class DataplaneSettings(BaseModel):
     """How the data plane is loaded (more of its settings are top-level: max_rules, flow_cache)."""
 
@@ -420,6 +430,7 @@ class Settings(BaseSettings):
     upf: UpfSettings = Field(default_factory=UpfSettings)
     dataplane: DataplaneSettings = Field(default_factory=DataplaneSettings)
     dispatch: DispatchSettings = Field(default_factory=DispatchSettings)
+    qos: QosSettings = Field(default_factory=QosSettings)
 
     @property
     def db_path(self) -> Path:

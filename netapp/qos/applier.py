@@ -74,6 +74,7 @@ class PolicerApplier:
     def __init__(self, table: Callable[[str], Table]):
         self._policers = table("dpp_policers")
         self._stats = table("dpp_policer_stats")
+        self.max_entries = self._policers.max_entries
 
     def _check_ids(self, ids: Iterable[int]) -> list[int]:
         ids = list(ids)
@@ -92,6 +93,17 @@ class PolicerApplier:
         """Empty the slots: their packets pass unpoliced, uncounted."""
         self._policers.update({policer_id: Policer() for policer_id in self._check_ids(ids)})
 
+    def reconcile(self, desired: Mapping[int, PolicerSpec]) -> None:
+        """The map holding exactly `desired`: a policer configured otherwise written afresh, one
+        configured so kept as it is (its state and counters too), any other emptied."""
+        current = dict(self._policers.items())
+        wanted = {policer_id: policer_value(spec) for policer_id, spec in desired.items()}
+        stale = {policer_id: spec for policer_id, spec in desired.items()
+                 if policer_id not in current or _config(current[policer_id]) != _config(wanted[policer_id])}
+        self.apply(stale)
+        self.remove([policer_id for policer_id, value in current.items()
+                     if policer_id not in desired and value.algo != Algo.NONE])
+
     def state(self, policer_id: int) -> Policer:
         """The configuration and the state the data path keeps (police.h says how to read it)."""
         return self._policers.get(policer_id)
@@ -103,3 +115,8 @@ class PolicerApplier:
             for name, *_ in PolicerStats._fields_:
                 setattr(total, name, getattr(total, name) + getattr(cpu, name))
         return total
+
+
+def _config(value: Policer) -> tuple[int, ...]:
+    """What the control plane writes of a policer (the rest is the data path's state)."""
+    return (value.rate, value.burst, value.algo, value.gate, value.window_shift)

@@ -11,6 +11,7 @@
 | netapp.upf.abi              | its data path ABI mirrors (dataplane/include/dpp/nf/upf.h)      |
 | netapp.upf.compiler         | a session to its PDR entries (BPF in dataplane/bpf/nf/upf/)     |
 | netapp.upf.applier          | those entries written as deltas, with undo                      |
+| netapp.upf.policing         | which QER polices a PDR, and the policer it asks for            |
 | netapp.upf.ways             | the set-associative downlink of SMF-given UE IPv4 addresses     |
 | netapp.upf.views            | what the REST API shows of them, by tenant (read-only)          |
 | netapp.upf.routes           | the REST router: /api/v1/upf                                    |

@@ -125,7 +125,8 @@ class PdrAction(Structure):
         ("peer", U32x4),
         ("local", U32x4),
         ("ue_addr", c_uint32),
-        ("seid", c_uint64),
+        ("seid", c_uint32),  # our SEIDs are below 2**32 (netapp.upf.sessions.SEID_SPACE)
+        ("policer", c_uint32),  # the QER's policer of the entry's direction (dpp_policers); 0: none
     ]
 
 

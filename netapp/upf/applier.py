@@ -12,7 +12,9 @@ settings when the applier starts; an N6 interface's pools of dpp_upf_ue4, when u
 them, once the reconcile has laid the array out anew) and network instance ids. The URRs' slots of
 dpp_upf_usage are given by netapp.upf.sessions and stored with each session; the applier zeroes a
 slot's counters when it is given, and when it is freed, after keeping its final counts for the
-usage report (`final_usage`).
+usage report (`final_usage`). The QERs' policers (netapp.upf.policing) are given ids likewise; the
+applier writes a policer before the entries that name it, afresh whenever its QER changes, and empties
+it once none does.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Protocol
 from netapp.dataplane.binding import DataplaneError
 from netapp.dataplane.tables import Table
 from netapp.intents.compiler import CompiledRule
+from netapp.qos.applier import PolicerApplier, PolicerSpec
 from netapp.service.contract import DataplaneUnavailable, ServiceError
 from netapp.service.function_rules import RuleClash
 from netapp.service.transaction import SiteChange
@@ -132,8 +135,10 @@ class BpfApplier:
                        for iface in ifaces.values() if iface.role == Role.N6 and iface.ue4_count}
         self._ifaces = table_of("dpp_upf_ifaces")
         self._usage = table_of("dpp_upf_usage")
+        self.policers = PolicerApplier(table_of)
         self.teid_slots = self._teids.max_entries
         self.urr_slots = self._usage.max_entries  # slot 0 is never given
+        self.policer_slots = self.policers.max_entries  # policer id 0 is never given
         self.site = site
         self.stale: list[str] = []  # entries an undo could not put back: reconcile before the next change
         self._left_out = LeftOut()  # stored sessions the last reconcile left out of the maps
@@ -210,6 +215,8 @@ class BpfApplier:
         self._start_counting(given, [key for old, new in pairs for key in _urr_changes(new, old)])
         change, left = SiteChange(), []
         try:
+            # the policers the entries name before the entries (and those none names after them)
+            self._write_policers(change, before.policers, after.policers)
             # the slots the rules point at first (one no rule points at any more is left as it is)
             kept = {slot: value for slot, value in before.sdf_pdrs.items() if slot in after.sdf_pdrs}
             write_delta(change, self._sdf_pdrs, kept, after.sdf_pdrs, int, left)
@@ -222,6 +229,7 @@ class BpfApplier:
             write_delta(change, self._downlink, ways.hashed_before, ways.hashed_after, DownlinkKey, left)
             self._ways.retire(change, ways, left)
             self._change_rules(change, before.rules, after.rules)
+            self._remove_policers(change, before.policers, after.policers)
         except RuleClash as exc:
             change.roll_back()
             raise _clash(exc) from exc
@@ -238,6 +246,26 @@ class BpfApplier:
         slots_of = {(old.seid, urr_id): slots for old, _ in pairs if old is not None
                     for urr_id, slots in old.urr_usage_slots().items()}
         self._stop_counting(freed, slots_of, [key for old, new in pairs for key in _urr_changes(old, new)])
+
+    def _write_policers(self, change: SiteChange, before: dict[int, PolicerSpec], after: dict[int, PolicerSpec]) -> None:
+        """The policers new or changed (a QER's MBR or gate: Update QER), written afresh: their
+        state and counters start from zero; the undo writes back those they replaced."""
+        changed = {policer_id: spec for policer_id, spec in after.items() if before.get(policer_id) != spec}
+        if not changed:
+            return
+        old = {policer_id: before[policer_id] for policer_id in changed if policer_id in before}
+
+        def undo() -> None:
+            self.policers.remove([policer_id for policer_id in changed if policer_id not in old])
+            self.policers.apply(old)
+
+        change.write(lambda: self.policers.apply(changed), undo, undo)
+
+    def _remove_policers(self, change: SiteChange, before: dict[int, PolicerSpec], after: dict[int, PolicerSpec]) -> None:
+        """The policers no entry names any more, emptied (QER removed, its MBR or its PDRs gone)."""
+        gone = {policer_id: spec for policer_id, spec in before.items() if policer_id not in after}
+        if gone:
+            change.write(lambda: self.policers.remove(gone), lambda: self.policers.apply(gone))
 
     def _hash_may_hold(self, downlink: dict) -> dict:
         """The entries of `downlink` dpp_upf_downlink may hold: while dpp_upf_downlink_state says it
@@ -286,9 +314,11 @@ class BpfApplier:
             desired.downlink.update(entries.downlink)
             desired.sdf_pdrs.update(entries.sdf_pdrs)
             desired.rules.update(entries.rules)
+            desired.policers.update(entries.policers)
             rules_of[seid] = entries.rules
         teids, uplink = self._split(desired)
         ue4, downlink = self._split_downlink(desired)
+        self.policers.reconcile(desired.policers)
         self._mark_hashed(uplink)
         for table, want, key_type in (
             (self._teids, teids, int),
@@ -436,7 +466,7 @@ def _joined(parts: Iterable[Entries]) -> Entries:
     """The entries of several sessions in one (their keys apart)."""
     joined = Entries()
     for entries in parts:
-        for table in ("uplink", "downlink", "sdf_pdrs", "rules"):
+        for table in ("uplink", "downlink", "sdf_pdrs", "rules", "policers"):
             getattr(joined, table).update(getattr(entries, table))
     return joined
 
@@ -447,7 +477,7 @@ def _apart(compiled: list[tuple[Entries, Entries]], slots: list[tuple[dict, dict
     for (before, after), (given, freed) in zip(compiled, slots):
         own = {("usage", slot) for slot in (*given.values(), *freed.values())}
         for entries in (before, after):
-            for table in ("uplink", "downlink", "sdf_pdrs", "rules"):
+            for table in ("uplink", "downlink", "sdf_pdrs", "rules", "policers"):
                 own.update((table, key) for key in getattr(entries, table))
         if not own.isdisjoint(seen):
             return False

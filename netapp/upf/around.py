@@ -44,6 +44,14 @@ class AroundApplier:
         return self._inner.sdf_slots
 
     @property
+    def policer_slots(self) -> int:
+        return self._inner.policer_slots
+
+    @property
+    def policers(self) -> Any:
+        return self._inner.policers
+
+    @property
     def site(self) -> Any:
         return self._inner.site
 

@@ -14,6 +14,8 @@ What the data path cannot do yet is refused, naming the PDR or FAR, with Rule cr
 failure: SDF filters the classifier cannot hold (netapp.upf.sdf), DUPL without a peer for the copies,
 a network instance the settings do not name, and with output REDIRECT a FAR whose destination no
 configured interface serves. BUFF and DUPL entries carry the SEID and PDR id, for the frames they punt.
+A forwarding entry carries the policer of the QER that polices its PDR (netapp.upf.policing), whose
+configuration the entries hold too (`Entries.policers`).
 """
 
 from __future__ import annotations
@@ -25,10 +27,12 @@ import struct
 from typing import Mapping, Optional, Union
 
 from netapp.intents.compiler import CompiledRule
-from netapp.upf import sdf
+from netapp.qos.applier import PolicerSpec
+from netapp.upf import policing, sdf
 from netapp.upf.abi import QFI_ANY, FarAction, Output, PdrAction, PdrFlag, Role
 from netapp.upf.models import Far, Pdr, RuleError, Session
 from netapp.upf.pfcp.ies import Cause, IEType, Interface, RuleType
+from netapp.upf.policing import PoliceDefaults
 from netapp.upf.pools import ue_instance
 
 # Outer header removal values (29.244 8.2.64) that remove GTP-U/UDP/IPv4, IPv6, or IP.
@@ -63,6 +67,7 @@ class Site:
     n3_ipv6: Optional[str] = None
     output: Output = Output.FIB
     ports: tuple[Port, ...] = ()
+    police: PoliceDefaults = PoliceDefaults()  # what QERs do not say of their policers
 
 
 @dataclasses.dataclass
@@ -71,6 +76,7 @@ class Entries:
     downlink: dict[DownlinkKey, PdrAction] = dataclasses.field(default_factory=dict)
     sdf_pdrs: dict[int, PdrAction] = dataclasses.field(default_factory=dict)  # slot -> a PDR with SDF filters
     rules: dict[str, CompiledRule] = dataclasses.field(default_factory=dict)  # their classifier rules, by id
+    policers: dict[int, PolicerSpec] = dataclasses.field(default_factory=dict)  # the QERs' policers, by id
 
 
 Pdrs = list[tuple[Pdr, PdrAction]]
@@ -99,6 +105,7 @@ def compile_session(
         _uplink(entries, session.seid, teid, pdrs, sdf_slots)
     for key, pdrs in by_ue.items():
         _downlink(entries, session.seid, key, pdrs, site, sdf_slots)
+    entries.policers = policing.session_policers(session, site.police)
     return entries
 
 
@@ -213,12 +220,21 @@ def _action(session: Session, pdr: Pdr, site: Site, urr_slots: Mapping[int, int]
         action.flags |= PdrFlag.DECAP
     qers = [session.qers[qer_id] for qer_id in pdr.qer_ids]
     action.qfi = next((qer.qfi for qer in qers if qer.qfi is not None), 0)
-    gate_closed = any(not (qer.gate_ul_open if uplink else qer.gate_dl_open) for qer in qers)
+    policer = _policer(session, pdr)
+    gate_closed = not policer and any(not (qer.gate_ul_open if uplink else qer.gate_dl_open) for qer in qers)
     action.far = FarAction.DROP if exhausted else _far_action(far, gate_closed)
     if action.far == FarAction.FORWARD:
         _forwarding(action, far, pdr, site, uplink)
+        action.policer = policer
     _punted(action, session, pdr, far)
     return action
+
+
+def _policer(session: Session, pdr: Pdr) -> int:
+    """The policer of the QER that polices the PDR (netapp.upf.policing; a closed gate's too), 0
+    for none: without a data path that polices, a closed gate is a FAR that drops."""
+    qer = policing.policing_qer(session, pdr)
+    return session.qer_policers.get(qer.id, (0, 0))[policing.direction(pdr)] if qer is not None else 0
 
 
 def _usage_slot(session: Session, pdr: Pdr, urr_slots: Mapping[int, int]) -> int:

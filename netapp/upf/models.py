@@ -281,9 +281,9 @@ class UrrSet(_Model):
 
 class Session(_Model):
     """A PFCP session: ours (`seid`) and the CP function's (`remote`), the association it belongs
-    to (`node_id`: the tenant), its rules by id, and the data path's usage slots of its URRs and
-    slot of each PDR with SDF filters (given by the UPF, like its TEIDs, and stored with the
-    session)."""
+    to (`node_id`: the tenant), its rules by id, and the data path's usage slots of its URRs, slot
+    of each PDR with SDF filters and policers of its QERs (given by the UPF, like its TEIDs, and
+    stored with the session)."""
 
     seid: int = Field(ge=1, le=(1 << 64) - 1)
     node_id: str
@@ -301,10 +301,18 @@ class Session(_Model):
     sdf_slots: dict[int, int] = Field(
         default_factory=dict, description="PDR id (with SDF filters) -> its slot of dpp_upf_sdf_pdrs"
     )
+    qer_policers: dict[int, tuple[int, int]] = Field(
+        default_factory=dict,
+        description="QER id -> its policers of dpp_policers (uplink, downlink; 0: that direction is not policed)",
+    )
 
     def usage_slots(self) -> list[int]:
         """Every slot of dpp_upf_usage the session holds."""
         return [*self.urr_slots.values(), *(each.slot for each in self.urr_sets)]
+
+    def policer_ids(self) -> list[int]:
+        """Every policer of dpp_policers the session holds."""
+        return [policer_id for pair in self.qer_policers.values() for policer_id in pair if policer_id]
 
     def urr_usage_slots(self) -> dict[int, list[int]]:
         """The slots each URR's usage is the sum of (those of the URRs with a slot): its own, and

@@ -3,7 +3,7 @@
 session's row (its JSON), what the UPF's tables read of it (its TEIDs, slots, downlink UE addresses,
 tunnels), its map entries -- with holes for the values that differ from one request of its shape to
 the next: those of the request (its CP SEID, UE addresses, gNB tunnels) and those the UPF chooses
-(its SEID, TEIDs, URR slots). `PreparedSession` is a session filled in from it: what the tables and
+(its SEID, TEIDs, URR slots, policer ids). `PreparedSession` is a session filled in from it: what the tables and
 the applier read is at hand; anything else (its rules as models) is read from its JSON on first use,
 as a session held in memory is (netapp.upf.held).
 
@@ -25,8 +25,8 @@ from netapp.upf.stencil import Shape, Stencil, punch, shape_of
 
 # What the UPF's tables and appliers read of a new session, besides its SEID and Node ID: a
 # session's own methods and attributes, filled in for a prepared one (`PreparedSession.fact`).
-FACTS = ("teids", "usage_slots", "urr_usage_slots", "ue_ipv4", "downlink_ues", "tunnels", "punting")
-ATTRIBUTES = ("urr_slots", "sdf_slots", "urr_sets")
+FACTS = ("teids", "usage_slots", "urr_usage_slots", "ue_ipv4", "downlink_ues", "tunnels", "punting", "policer_ids")
+ATTRIBUTES = ("urr_slots", "sdf_slots", "urr_sets", "qer_policers")
 _ZEROS = bytes(12)
 
 
@@ -38,14 +38,17 @@ def _packed(value: Any) -> Any:
 @dataclasses.dataclass(frozen=True)
 class EntryStencil:
     """One map entry with holes: its key (a tuple, `Shape`) and its value (a ctypes structure's
-    bytes, with (offset, size, value index) holes)."""
+    bytes, with (offset, size, value index) holes; or, `value_type` None, a value of no holes, such
+    as a policer's configuration)."""
 
     key: Shape
-    value_type: type
-    value: bytes
+    value_type: Optional[type]
+    value: Any
     holes: tuple[tuple[int, int, int], ...]
 
-    def fill(self, packed: Sequence[Any]) -> tuple[Any, Structure]:
+    def fill(self, packed: Sequence[Any]) -> tuple[Any, Any]:
+        if self.value_type is None:
+            return self.key.fill(packed), self.value
         value = bytearray(self.value)
         for offset, size, index in self.holes:
             each = packed[index]
@@ -91,8 +94,10 @@ class EntriesStencil:
 
 def _entry_stencil(keys: list[Any], values: list[Any], packed: list[list[Any]]) -> Optional[EntryStencil]:
     key = shape_of(keys, packed)
-    if key is None or not all(isinstance(value, Structure) for value in values):
+    if key is None:
         return None
+    if not all(isinstance(value, Structure) for value in values):
+        return EntryStencil(key, None, values[0], ()) if all(value == values[0] for value in values) else None
     value_type = type(values[0])
     holes = []
     for name, *_ in value_type._fields_:
@@ -119,27 +124,33 @@ def _same(one: Entries, other: Entries) -> bool:
     """The same entries: keys, order and bytes."""
     for field in dataclasses.fields(Entries):
         mine, theirs = getattr(one, field.name), getattr(other, field.name)
-        if list(mine) != list(theirs) or [bytes(value) for value in mine.values()] != [
-                bytes(value) for value in theirs.values()]:
+        if list(mine) != list(theirs) or [_bytes(value) for value in mine.values()] != [
+                _bytes(value) for value in theirs.values()]:
             return False
     return True
+
+
+def _bytes(value: Any) -> Any:
+    """A ctypes structure's bytes; any other value as it is."""
+    return bytes(value) if isinstance(value, Structure) else value
 
 
 class SessionStencil:
     """A new session with holes: its row's JSON, its facts (`FACTS`, `ATTRIBUTES`) and, for the
     applier's `site`, its map entries. Its values: the request's (`seid` of them), then the
-    session's SEID, its `teids` TEIDs and the slots of its URRs `urr_ids` (in that order); `node_id`:
-    its association's."""
+    session's SEID, its `teids` TEIDs, the slots of its URRs `urr_ids` and its `policers` policer ids
+    (in that order); `node_id`: its association's."""
 
     def __init__(self, seid: int, teids: int, urr_ids: tuple[int, ...], node_id: str, json: Stencil,
-                 facts: dict[str, Shape], entries: Optional[EntriesStencil], site: Optional[Site]):
+                 facts: dict[str, Shape], entries: Optional[EntriesStencil], site: Optional[Site], policers: int = 0):
         self.seid, self.teids, self.urr_ids, self.node_id = seid, teids, urr_ids, node_id
+        self.policers = policers
         self._json, self._facts, self._entries, self._site = json, facts, entries, site
 
     @classmethod
     def cut(cls, sessions: Sequence[Session], values: Sequence[Sequence[Any]], seid: int, teids: int,
             urr_ids: tuple[int, ...], compile: Optional[Callable[[Session], Entries]] = None,
-            site: Optional[Site] = None) -> Optional["SessionStencil"]:
+            site: Optional[Site] = None, policers: int = 0) -> Optional["SessionStencil"]:
         """The stencil of `sessions[0]`, a session of sentinel values `values[0]`; None unless it
         gives every `sessions[k]` (its JSON, facts and, with `compile` for `site`, entries) from
         `values[k]`."""
@@ -152,7 +163,8 @@ class SessionStencil:
         entries = EntriesStencil.cut([compile(session) for session in sessions], values) if compile else None
         if json is None or None in facts.values() or (compile is not None and entries is None):
             return None
-        return cls(seid, teids, urr_ids, sessions[0].node_id, json, facts, entries, site)  # type: ignore[arg-type]
+        return cls(seid, teids, urr_ids, sessions[0].node_id, json, facts, entries, site,  # type: ignore[arg-type]
+                   policers)
 
     def session(self, request: Sequence[Any], seid: int, teids: Sequence[int], slots: Sequence[int]) -> "PreparedSession":
         """The session of the request's values and those the UPF chose (its entries filled for the
@@ -209,6 +221,9 @@ class PreparedSession:
     def punting(self) -> dict[int, Any]:
         return self.fact("punting")
 
+    def policer_ids(self) -> list[int]:
+        return self.fact("policer_ids")
+
     @property
     def urr_slots(self) -> dict[int, int]:
         return self.fact("urr_slots")
@@ -220,6 +235,10 @@ class PreparedSession:
     @property
     def urr_sets(self) -> tuple:
         return self.fact("urr_sets")
+
+    @property
+    def qer_policers(self) -> dict[int, tuple[int, int]]:
+        return self.fact("qer_policers")
 
     def model(self) -> Session:
         """The session as models, read from its JSON once."""

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from netapp.api.deps import ReaderDep, ServiceDep
 from netapp.api.pagination import DEFAULT_LIMIT, Limit, Offset, _PageBody, set_link_header
 from netapp.api.routes.common import AUTHENTICATED, documented
+from netapp.qos.views import PolicerRecord
 from netapp.upf.store import Association
 from netapp.upf.views import SessionRecord, SessionViews
 
@@ -27,10 +28,10 @@ class SessionPage(_PageBody[SessionRecord]):
 
 def get_session_views(request: Request, service: ServiceDep) -> SessionViews:
     """The views over the service's store, with the UPF's usage where `netapp serve` runs PFCP
-    (`app.state.upf_usage`); tests override this dependency."""
+    (`app.state.upf_usage`, `upf_buffering`, `upf_policers`); tests override this dependency."""
     state = request.app.state
     return SessionViews(service.store, getattr(state, "upf_usage", None),  # type: ignore[attr-defined]
-                        getattr(state, "upf_buffering", None))
+                        getattr(state, "upf_buffering", None), getattr(state, "upf_policers", None))
 
 
 ViewsDep = Annotated[SessionViews, Depends(get_session_views)]
@@ -56,6 +57,13 @@ def list_sessions(
 def get_session(views: ViewsDep, who: ReaderDep, seid: SeidPath) -> SessionRecord:
     """A PFCP session with its PDRs, FARs, QERs and URRs as stored, and its URRs' usage now."""
     return views.get_session(who, seid)
+
+
+@router.get("/sessions/{seid}/policers", response_model=list[PolicerRecord],
+            responses=documented(*AUTHENTICATED, 404))
+def get_session_policers(views: ViewsDep, who: ReaderDep, seid: SeidPath) -> list[PolicerRecord]:
+    """A PFCP session's QER policers: configuration, state and counters now."""
+    return views.session_policers(who, seid)
 
 
 @router.get("/associations", response_model=list[Association], responses=documented(*AUTHENTICATED))

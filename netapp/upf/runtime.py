@@ -17,7 +17,7 @@ import logging
 import weakref
 from typing import Callable, Iterable, Optional, Union
 
-from netapp.core.config import PfcpSettings, Settings, UpfSettings, pfcp_bind
+from netapp.core.config import PfcpSettings, QosSettings, Settings, UpfSettings, pfcp_bind
 from netapp.dataplane.binding import DataplaneError
 from netapp.dataplane.facade import Dataplane, interface_index
 from netapp.intents.compiler import CompiledRule
@@ -25,7 +25,9 @@ from netapp.service.store import Store
 from netapp.upf.abi import Output, Role
 from netapp.upf.applier import BpfApplier, Rules, compile_stored, iface_entries
 from netapp.upf.buffering import Buffering, Limits
+from netapp.qos.abi import Algo
 from netapp.upf.compiler import Entries, Port, Site
+from netapp.upf.policing import PoliceDefaults
 from netapp.upf.endmarker import EndMarkers
 from netapp.upf.models import RuleError, Session
 from netapp.upf.nexthop import RouteWatch
@@ -39,11 +41,12 @@ log = logging.getLogger("netapp.upf")
 
 
 def bpf_applier(
-    dataplane: Dataplane, upf: UpfSettings, pfcp: PfcpSettings, rules: Optional[Rules] = None
+    dataplane: Dataplane, upf: UpfSettings, pfcp: PfcpSettings, rules: Optional[Rules] = None,
+    qos: Optional[QosSettings] = None,
 ) -> BpfApplier:
     """The applier over `dataplane`, its interface roles written from the settings; `rules`: where
     the rules of PDRs with SDF filters go (the service's, netapp.service.function_rules)."""
-    site, roles = _site(upf, pfcp)
+    site, roles = _site(upf, pfcp, qos)
     ue4 = Pools(upf.ue_pools).layout(site.net_instances, dataplane.table("dpp_upf_ue4").max_entries)
     return BpfApplier(dataplane.table, site, iface_entries(roles, site.n3_ipv4, site.n3_ipv6, ue4), rules)
 
@@ -101,7 +104,7 @@ def stored_rules(settings: Settings, store: Store) -> dict[str, CompiledRule]:
     start_pfcp. A session that does not compile is left out here; start_pfcp names it. None at all
     when the settings' interfaces do not resolve (start_pfcp says so)."""
     try:
-        site, _ = _site(settings.upf, settings.pfcp)
+        site, _ = _site(settings.upf, settings.pfcp, settings.qos)
     except DataplaneError:
         return {}
     startup = _STARTUP[store] = StartupCompile(site, destinations(settings.upf))
@@ -114,7 +117,14 @@ def stored_rules(settings: Settings, store: Store) -> dict[str, CompiledRule]:
     return rules
 
 
-def _site(upf: UpfSettings, pfcp: PfcpSettings) -> tuple[Site, dict[int, tuple[Role, int]]]:
+def police_defaults(qos: Optional[QosSettings]) -> PoliceDefaults:
+    """The QERs' policers' algorithm and burst, from the settings (qos.*)."""
+    qos = qos or QosSettings()
+    return PoliceDefaults(algo=Algo[qos.default_algorithm.upper()], burst_ms=qos.default_burst_ms)
+
+
+def _site(upf: UpfSettings, pfcp: PfcpSettings,
+          qos: Optional[QosSettings] = None) -> tuple[Site, dict[int, tuple[Role, int]]]:
     """The compiler's site and the interface roles (ifindex -> role, network instance id)."""
     n3_ipv4 = str(pfcp.n3_ipv4) if pfcp.n3_ipv4 else None
     n3_ipv6 = str(pfcp.n3_ipv6) if pfcp.n3_ipv6 else None
@@ -130,6 +140,7 @@ def _site(upf: UpfSettings, pfcp: PfcpSettings) -> tuple[Site, dict[int, tuple[R
         n3_ipv6=n3_ipv6,
         output=Output[upf.output.upper()],
         ports=tuple(ports),
+        police=police_defaults(qos),
     )
     return site, roles
 
@@ -164,7 +175,7 @@ def start_pfcp(
         log.warning("upf.peer_networks is empty: every FAR with outer header creation is refused")
     if applier is None and dataplane is not None:  # handovers send End Markers to the old gNB
         n3 = [str(address) if address else None for address in (pfcp.n3_ipv4, pfcp.n3_ipv6)]
-        applier = EndMarkers(bpf_applier(dataplane, settings.upf, pfcp, rules), *n3, allowed=allowed)
+        applier = EndMarkers(bpf_applier(dataplane, settings.upf, pfcp, rules, settings.qos), *n3, allowed=allowed)
         # FAR BUFF, NOCP and DUPL: the frames the data path punts (netapp.upf.buffering)
         applier = buffering = Buffering(applier, dataplane, Limits.of(settings.upf), allowed=allowed)
     host, port = pfcp_bind(pfcp.address)

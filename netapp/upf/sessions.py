@@ -43,7 +43,7 @@ from typing import Any, Callable, Iterable, Optional, Protocol, TypeVar, Union
 from netapp.service.contract import Principal
 from netapp.service.store import Store
 from netapp.service.transaction import Part, Transactions
-from netapp.upf import store as rows
+from netapp.upf import policing, store as rows
 from netapp.upf.held import SessionChange, SessionTable
 from netapp.upf.models import FSeid, FTeid, RuleError, Session, UeIpAddress, check_session
 from netapp.upf.peers import Destinations
@@ -61,6 +61,8 @@ T = TypeVar("T")
 PFCP = Principal(tenant="", scopes=frozenset(), name="pfcp")
 # What a change raises when it refuses a request, before it writes anything.
 REFUSALS = (RuleError, KeyError, TypeError, ValueError)
+# Our SEIDs are below this: a PDR's entry names its session in 32 bits (struct dpp_upf_pdr.seid).
+SEID_SPACE = 1 << 32
 QUOTAS = frozenset({"volume_quota", "time_quota_s"})  # what an Update URR gives to end an exhausted quota
 
 
@@ -122,7 +124,8 @@ class Upf:
         self._teids = Teids(getattr(self._applier, "teid_slots", 0), n3_ipv4, n3_ipv6)
         self._change: Optional[SessionChange] = None  # the transaction in progress, under the lock
         self._rows = rows.SessionRows({})  # its session rows
-        self._slots = Slots(getattr(self._applier, "urr_slots", 0), getattr(self._applier, "sdf_slots", 0))
+        self._slots = Slots(getattr(self._applier, "urr_slots", 0), getattr(self._applier, "sdf_slots", 0),
+                            getattr(self._applier, "policer_slots", 0))
         self._load()
 
     def _load(self) -> None:
@@ -143,17 +146,21 @@ class Upf:
             self._give_stored_urrs_slots()
 
     def _give_stored_urrs_slots(self) -> None:
-        """Sessions stored without a data path (or before URRs had slots): their URRs get slots now."""
-        if not self._slots.urr_count:
+        """Sessions stored without a data path (or before URRs had slots, QERs policers): their URRs
+        get slots now, their QERs policers."""
+        if not self._slots.urr_count and not self._slots.policer_count:
             return
         for seid, session in list(self.sessions.items()):
             several = any(len(set(pdr.urr_ids)) > 1 for pdr in session.pdrs.values())
-            if not several and not set(session.urrs) - set(session.urr_slots):
+            policed = self._slots.policer_count and not session.qer_policers and policing.wanted(session)
+            if not several and not set(session.urrs) - set(session.urr_slots) and not policed:
                 continue
             urr_slots = self._slots.choose_urr_slots(session, session.urrs)
             urr_sets = self._slots.choose_urr_sets(session, session.pdrs, session.urrs, urr_slots)
-            if urr_slots != session.urr_slots or urr_sets != session.urr_sets:
-                session = session.model_copy(update={"urr_slots": urr_slots, "urr_sets": urr_sets})
+            qer_policers = self._slots.choose_policers(session, session)
+            if (urr_slots, urr_sets, qer_policers) != (session.urr_slots, session.urr_sets, session.qer_policers):
+                session = session.model_copy(update={"urr_slots": urr_slots, "urr_sets": urr_sets,
+                                                     "qer_policers": qer_policers})
                 rows.put_session(self._store, session)
                 self.sessions.put(session)
                 self._slots.hold(session)
@@ -241,7 +248,7 @@ class Upf:
     def establish(self, node_id: str, remote: FSeid, plans: dict[str, RulePlan]) -> Outcome:
         with self._lock:
             self.require_association(node_id)
-            seid = self._next_seid
+            seid = self._new_seid()
             empty = Session(seid=seid, node_id=node_id, remote=remote)
             outcome = self._build(empty, plans)
             self._save(None, outcome.session, next_seid=seid + 1, cursor=self._teids.pending)
@@ -255,11 +262,16 @@ class Upf:
         with self._lock:
             if stencil.node_id not in self.associations:
                 return None
-            seid = self._next_seid
+            try:
+                seid = self._new_seid()
+            except RuleError:
+                return None
             try:
                 teids = self._teids.choose_new(seid, stencil.teids)
                 self._slots.begin()
-                session = stencil.session(request, seid, teids, self._slots.choose_new_urr_slots(seid, stencil.urr_ids))
+                slots = self._slots.choose_new_urr_slots(seid, stencil.urr_ids)
+                slots += self._slots.choose_new_policers(seid, stencil.policers)
+                session = stencil.session(request, seid, teids, slots)
                 self.pools.check(session)  # type: ignore[arg-type]
                 if self.destinations is not None:
                     self.destinations.check_session(session)  # type: ignore[arg-type]
@@ -302,6 +314,16 @@ class Upf:
             old = self.require_session(seid)
             used_up = {urr_id: old.urrs[urr_id].model_copy(update={"quota_exhausted": True}) for urr_id in urr_ids}
             self._save(old, old.model_copy(update={"urrs": {**old.urrs, **used_up}}))
+
+    def _new_seid(self) -> int:
+        """The SEID of a new session: the next one, the first free one below SEID_SPACE after it."""
+        seid = self._next_seid
+        for _ in range(len(self.sessions) + 1):
+            seid = seid if 0 < seid < SEID_SPACE else 1
+            if self.sessions.get(seid) is None:
+                return seid
+            seid += 1
+        raise RuleError(Cause.NO_RESOURCES_AVAILABLE, "no SEID is free")
 
     def require_session(self, seid: int) -> Session:
         session = self.sessions.get(seid)
@@ -467,6 +489,9 @@ class Upf:
             **tables,  # type: ignore[arg-type]
         )
         check_session(session)
+        qer_policers = self._slots.choose_policers(base, session)
+        if qer_policers:
+            session = session.model_copy(update={"qer_policers": qer_policers})
         self.pools.check(session)
         if self.destinations is not None:  # where its tunnels go: the operator's allow-list
             self.destinations.check_session(session)

@@ -1,6 +1,7 @@
 """The numbers the UPF gives a session (netapp.upf.sessions): its TEIDs (F-TEID with CHOOSE), and
 its slots of the data path's per-session tables: of the usage counters (dpp_upf_usage; a URR's, and
-one per set of URRs a PDR names: models.UrrSet) and of the PDRs with SDF filters (dpp_upf_sdf_pdrs).
+one per set of URRs a PDR names: models.UrrSet), of the PDRs with SDF filters (dpp_upf_sdf_pdrs) and
+of the QERs' policers (dpp_policers, netapp.upf.policing).
 Who holds which is kept in memory from the stored sessions; a number is given from a cursor (the last
 given), the first free one after it, 0 never."""
 
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Optional
 
+from netapp.upf import policing
 from netapp.upf.models import FTeid, RuleError, Session, UrrSet
 from netapp.upf.pfcp.ies import Cause, IEType, RuleType
 
@@ -18,21 +20,26 @@ class Slots:
     """The slots sessions hold, by table; the URR slots' cursor, which a change moves as it chooses
     (`begin` ... `settle` once committed: an undone change puts `cursor` back)."""
 
-    def __init__(self, urr_count: int, sdf_count: int):
+    def __init__(self, urr_count: int, sdf_count: int, policer_count: int = 0):
         self.urr_count, self.sdf_count = urr_count, sdf_count  # 0: the data path has none
+        self.policer_count = policer_count
         self._urr_holders: dict[int, int] = {}  # URR slot -> the SEID of the session holding it
         self._sdf_holders: dict[int, int] = {}  # slot of dpp_upf_sdf_pdrs -> the SEID holding it
+        self._policer_holders: dict[int, int] = {}  # policer id of dpp_policers -> the SEID holding it
         self.cursor = self._pending = 0
 
     def hold(self, session: Session) -> None:
         self._urr_holders.update(dict.fromkeys(session.usage_slots(), session.seid))
         self._sdf_holders.update(dict.fromkeys(session.sdf_slots.values(), session.seid))
+        self._policer_holders.update(dict.fromkeys(session.policer_ids(), session.seid))
 
     def release(self, session: Session) -> None:
         for slot in session.usage_slots():
             self._urr_holders.pop(slot, None)
         for slot in session.sdf_slots.values():
             self._sdf_holders.pop(slot, None)
+        for policer_id in session.policer_ids():
+            self._policer_holders.pop(policer_id, None)
 
     def begin(self) -> None:
         """A change starts choosing from the committed cursor."""
@@ -87,6 +94,26 @@ class Slots:
         wanted = {pdr_id for pdr_id, pdr in pdrs.items() if pdr.pdi.sdf_filters}
         what = "slot for a PDR with SDF filters"
         return choose_slots(base.seid, base.sdf_slots, wanted, self._sdf_holders, self.sdf_count, 0, what)[0]
+
+    def choose_policers(self, base: Session, session: Session) -> dict[int, tuple[int, int]]:
+        """The policers of the QERs' directions that police a PDR of `session` (netapp.upf.policing):
+        those `base` gave them kept, the first free one for each new one; none without a data path
+        that polices (the compiler then drops what a closed gate stops and polices nothing)."""
+        kept = {(qer_id, way): policer_id for qer_id, pair in base.qer_policers.items()
+                for way, policer_id in enumerate(pair) if policer_id}
+        chosen = choose_slots(base.seid, kept, policing.wanted(session), self._policer_holders, self.policer_count,
+                              0, "policer", base.policer_ids())[0]
+        pairs: dict[int, list[int]] = {}
+        for (qer_id, way), policer_id in chosen.items():
+            pairs.setdefault(qer_id, [0, 0])[way] = policer_id
+        return {qer_id: (pair[0], pair[1]) for qer_id, pair in sorted(pairs.items())}
+
+    def choose_new_policers(self, seid: int, count: int) -> list[int]:
+        """`count` policers for the new session `seid`, as `choose_policers` gives them (the first
+        free ones, in turn): the fast path of establishments."""
+        wanted = set(range(count))
+        chosen = choose_slots(seid, {}, wanted, self._policer_holders, self.policer_count, 0, "policer")[0]
+        return [chosen[index] for index in range(count)] if chosen else []
 
 
 class Teids:

@@ -9,16 +9,18 @@ A session's `usage` is read from the data path's counters when it is shown, list
 (netapp.upf.usage): per URR, the packets and bytes each way since the URR was created; null when no
 data path counts them (`netapp serve` without PFCP, or a view over the store alone). Its `buffered`
 packets and bytes are those user space holds for its FARs with BUFF (netapp.upf.buffering), null
-likewise.
+likewise; its `policers` those of its QERs (netapp.upf.policing) as the data path holds them now
+(netapp.qos.views), null likewise. An admin lists every session's policers.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, Field
 
+from netapp.qos.views import PolicerReader, PolicerRecord, policer_record
 from netapp.service.contract import Forbidden, NotFound, Page, Principal, Scope
 from netapp.service.state import ServiceState
 from netapp.service.store import Store
@@ -26,6 +28,8 @@ from netapp.upf import store as rows
 from netapp.upf.models import Far, FSeid, Pdr, Qer, Session, Urr
 from netapp.upf.store import Association
 from netapp.upf.usage import COUNTS, UsageMonitor
+
+DIRECTIONS: tuple[Literal["uplink"], Literal["downlink"]] = ("uplink", "downlink")  # Session.qer_policers' order
 
 
 class UrrUsage(BaseModel):
@@ -63,6 +67,10 @@ class SessionRecord(BaseModel):
     buffered: Optional[Buffered] = Field(
         None, description="the packets its FARs with BUFF hold now; null when no data path buffers"
     )
+    policers: Optional[list[PolicerRecord]] = Field(
+        None, description="its QERs' policers, by QER id and direction: configuration, state and counters now; "
+        "null when no data path polices"
+    )
 
     @classmethod
     def of(cls, session: Session, updated_at: str) -> "SessionRecord":
@@ -81,10 +89,12 @@ class SessionRecord(BaseModel):
 class SessionViews:
     """The UPF's rows in `store`, as `who` may see them."""
 
-    def __init__(self, store: Store, usage: Optional[UsageMonitor] = None, buffering: Optional[Any] = None):
+    def __init__(self, store: Store, usage: Optional[UsageMonitor] = None, buffering: Optional[Any] = None,
+                 policers: Optional[PolicerReader] = None):
         self._store = store
         self._usage = usage
         self._buffering = buffering  # netapp.upf.buffering.Buffering
+        self._policers = policers
 
     def list_sessions(self, who: Principal, node_id: Optional[str], offset: int, limit: int) -> Page[SessionRecord]:
         """A page of sessions, in SEID order: the caller's (`node_id` None), or an admin's choice."""
@@ -109,7 +119,21 @@ class SessionViews:
         if self._buffering is not None:
             packets, size = self._buffering.held(session.seid)
             record.buffered = Buffered(packets=packets, bytes=size)
+        if self._policers is not None:
+            record.policers = session_policers(self._policers, session)
         return record
+
+    def session_policers(self, who: Principal, seid: int) -> list[PolicerRecord]:
+        """A session's policers (the caller's session; an admin's: any); none without a data path."""
+        return self.get_session(who, seid).policers or []
+
+    def list_policers(self, who: Principal) -> list[PolicerRecord]:
+        """Every session's policers, in SEID order (admins only); none without a data path."""
+        ServiceState.require(who, Scope.ADMIN)
+        reader = self._policers
+        if reader is None:
+            return []
+        return [record for session, _ in rows.load_sessions(self._store) for record in session_policers(reader, session)]
 
     def list_associations(self, who: Principal) -> list[Association]:
         """The PFCP associations: the caller's (at most one), an admin's: all."""
@@ -130,3 +154,9 @@ class SessionViews:
                 required_scope="admin",
             )
         return who.tenant
+
+
+def session_policers(reader: PolicerReader, session: Session) -> list[PolicerRecord]:
+    """The session's policers as the data path holds them, by QER id and direction."""
+    return [policer_record(reader, policer_id, DIRECTIONS[way], session.seid, qer_id)
+            for qer_id, pair in sorted(session.qer_policers.items()) for way, policer_id in enumerate(pair) if policer_id]

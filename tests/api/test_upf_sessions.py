@@ -38,16 +38,23 @@ def _establish(upf: Upf, node_id: str, cp_seid: int) -> int:
     return outcome.session.seid
 
 
+def tenants_upf(store: Store, applier: NoApplier, sessions: dict[str, tuple[int, ...]]) -> Upf:
+    """A UPF over `store` and `applier`, associated with tenant-a and tenant-b, with the sessions of
+    `sessions` (node id -> the CP SEIDs of its sessions)."""
+    upf = Upf(store, applier, n3_ipv4="127.0.0.2")
+    for node_id, port in (("tenant-a", 8805), ("tenant-b", 8806)):
+        upf.setup_association(Association(node_id=node_id, address="10.0.0.1", port=port, recovery_time_stamp=1))
+    for node_id, cp_seids in sessions.items():
+        for cp_seid in cp_seids:
+            _establish(upf, node_id, cp_seid)
+    return upf
+
+
 @pytest.fixture
 def upf(api_app, service, tmp_path) -> Iterator[Upf]:
     """Associations tenant-a (3 sessions) and tenant-b (1), served by the API under test."""
     store = Store.open(tmp_path / "upf.db", synchronous="NORMAL")
-    upf = Upf(store, CountingApplier(), n3_ipv4="127.0.0.2")
-    for node_id, port in (("tenant-a", 8805), ("tenant-b", 8806)):
-        upf.setup_association(Association(node_id=node_id, address="10.0.0.1", port=port, recovery_time_stamp=1))
-    for cp_seid in (1, 2, 3):
-        _establish(upf, "tenant-a", cp_seid)
-    _establish(upf, "tenant-b", 9)
+    upf = tenants_upf(store, CountingApplier(), {"tenant-a": (1, 2, 3), "tenant-b": (9,)})
     api_app.dependency_overrides[get_session_views] = lambda: SessionViews(store)
     try:
         yield upf

@@ -11,8 +11,8 @@
 #include "nf/forward/forward.h"
 #include "nf/redirect/redirect.h"
 #include "nf/upf/upf.h"
-/* police() and the policers' maps, for the stages that police (to come: a PDR's QER, a rule's
- * police option; bpf/xdp_police.bpf.c runs it alone meanwhile). */
+/* police() and the policers' maps, for the stages that police (the UPF's PDRs, through their QERs,
+ * nf/upf/upf.h; to come: a rule's police option). */
 #include "nf/qos/police.h"
 
 /* PASS; a best-effort rule's flows pass unless this CPU is overloaded (nf/steer/). */

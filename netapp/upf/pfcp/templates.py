@@ -179,12 +179,16 @@ def make_template(layout: Layout, data: bytes, outcome: Outcome, response: bytes
     ours = len(real)  # the index of the session's SEID, after the request's values
     teids = list(dict.fromkeys(fteid.teid for _, fteid in outcome.created))
     urr_ids = sorted(session.urr_slots)
+    policers = [(qer_id, way) for qer_id, pair in sorted(session.qer_policers.items())
+                for way, policer_id in enumerate(pair) if policer_id]
     paths += [[("seid",)]]
     paths += [[("pdrs", pdr_id, "pdi", "local_fteid", "teid") for pdr_id, fteid in outcome.created if fteid.teid == teid]
               for teid in teids]
     paths += [[("urr_slots", urr_id)] for urr_id in urr_ids]
-    kinds += ["seid", *["teid"] * len(teids), *["slot"] * len(urr_ids)]
+    paths += [[("qer_policers", qer_id, way)] for qer_id, way in policers]
+    kinds += ["seid", *["teid"] * len(teids), *["slot"] * (len(urr_ids) + len(policers))]
     real += [session.seid, *teids, *(session.urr_slots[urr_id] for urr_id in urr_ids)]
+    real += [session.qer_policers[qer_id][way] for qer_id, way in policers]
     sentinels = [_sentinels(kinds, which) for which in (0, 1)]
     try:
         if _replaced(session, paths, real) != session or not _read_alike(layout, data, classes, sentinels):
@@ -193,7 +197,7 @@ def make_template(layout: Layout, data: bytes, outcome: Outcome, response: bytes
     except (AttributeError, KeyError, TypeError, ValueError, RuleError, MalformedMessage):
         return None
     values = [*sentinels, real]
-    stencil = SessionStencil.cut(sessions, values, ours, len(teids), tuple(urr_ids), compile, site)
+    stencil = SessionStencil.cut(sessions, values, ours, len(teids), tuple(urr_ids), compile, site, len(policers))
     seq = kinds.index("seq")
     responses = [encode(respond(each[seq], _outcome(outcome, sessions[n], each[ours + 1 :]))) for n, each in
                  enumerate(sentinels)]
@@ -260,6 +264,8 @@ def _put(model: Any, path: tuple, value: Any) -> Any:
         return model.model_copy(update={key: _put(getattr(model, key), rest, value)})
     if isinstance(model, dict):
         return {**model, key: _put(model[key], rest, value)}
+    if isinstance(model, tuple):
+        return (*model[:key], _put(model[key], rest, value), *model[key + 1 :])
     raise TypeError(f"no {key!r} in {type(model).__name__}")
 
 

@@ -262,9 +262,9 @@ static __always_inline bool police_decide(struct dpp_policer *p, __u64 bytes, __
 	return false;
 }
 
-/* Whether a packet of `bytes` at clock `now` (ns, bpf_ktime_get_ns() but in tests) passes policer
- * `id`, counted. Id 0, an id past the map and an empty slot (ALGO_NONE) police nothing: pass,
- * uncounted. */
+/* Whether a packet of `bytes` at clock `now` (ns; 0: bpf_ktime_get_ns(), read once the policer is
+ * found, which keeps one value fewer alive across the lookup) passes policer `id`, counted. Id 0, an
+ * id past the map and an empty slot (ALGO_NONE) police nothing: pass, uncounted. */
 static __always_inline bool police(__u32 id, __u64 bytes, __u64 now)
 {
 	struct dpp_policer *p;
@@ -275,7 +275,7 @@ static __always_inline bool police(__u32 id, __u64 bytes, __u64 now)
 	p = bpf_map_lookup_elem(&dpp_policers, &id);
 	if (!p || p->algo == DPP_POLICE_ALGO_NONE)
 		return true;
-	pass = police_decide(p, bytes, now);
+	pass = police_decide(p, bytes, now ? now : bpf_ktime_get_ns());
 	police_count(id, bytes, pass);
 	return pass;
 }

@@ -23,6 +23,7 @@
 #include "nf/upf/echo.h"
 #include "nf/upf/output.h"
 #include "nf/upf/punt.h"
+#include "nf/qos/police.h"
 
 #define GTP_ERROR_INDICATION 26
 #define GTP_END_MARKER 254
@@ -56,11 +57,32 @@ static __always_inline void upf_measure(__u32 urr, bool uplink, __u64 bytes)
 	}
 }
 
+/* Whether a packet of `bytes` passes policer `policer` (nf/qos/police.h), now: a global function
+ * for dpp_upf (inlined, the policers' locals take its frame past what its deepest call chain,
+ * dpp_xdp's and dpp_upf_echo_vxlan's frames, leaves of the 512 bytes of stack). */
+__attribute__((noinline)) int dpp_upf_police(__u32 policer, __u32 bytes)
+{
+	return police(policer, bytes, 0);
+}
+
+/* The PDR's policer (its QER's MBR of this direction, or its closed gate; none but on forwarding
+ * entries) lets its packet of ue_len bytes through. `inlined`: in the caller's frame, where the
+ * call's would not fit after it (dpp_upf_sdf, whose frame is larger than dpp_upf's; it calls only
+ * small functions); else through dpp_upf_police. */
+static __always_inline bool upf_police(const struct dpp_upf_pdr *pdr, __u32 ue_len, bool inlined)
+{
+	if (!pdr->policer)
+		return true;
+	return inlined ? police(pdr->policer, ue_len, 0) : dpp_upf_police(pdr->policer, ue_len);
+}
+
 /* Carry out a matched PDR on the UE packet at ue_off (of family 4 or 6, ue_len bytes). */
 static __always_inline int upf_apply(struct xdp_md *ctx, const struct dpp_upf_pdr *pdr,
-				     struct dpp_outcome *o, __u32 ue_off, __u8 family, bool uplink)
+				     struct dpp_outcome *o, __u32 ue_off, __u8 family, bool uplink,
+				     bool inline_police)
 {
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
+	__u32 ue_len;
 
 	o->action = DPP_ACTION_UPF;
 	/* punt.h: BUFF to user space (measured when replayed), DUPL a copy there first */
@@ -68,7 +90,14 @@ static __always_inline int upf_apply(struct xdp_md *ctx, const struct dpp_upf_pd
 		return upf_buffer(ctx, pdr, o, ue_off, family);
 	if (pdr->flags & DPP_UPF_PDR_DUPL)
 		upf_duplicate(ctx, pdr, o, ue_off, family);
-	upf_measure(pdr->urr, uplink, ip_len_at(data, end, ue_off, family));
+	ue_len = ip_len_at(data, end, ue_off, family);
+	/* on the UE packet's bytes as the URR counts them; before the URR: 29.244 measures usage after
+	 * QoS enforcement unless the URR's Measurement Information sets MBQE (8.2.68), not taken here */
+	if (!upf_police(pdr, ue_len, inline_police)) {
+		o->reason = DPP_REASON_QOS_POLICED;
+		return XDP_DROP;
+	}
+	upf_measure(pdr->urr, uplink, ue_len);
 	if (pdr->far == DPP_UPF_FAR_DROP) {
 		o->reason = DPP_REASON_UPF_FAR_DROP;
 		return XDP_DROP;
@@ -299,7 +328,7 @@ static __always_inline int upf_gtpu(struct xdp_md *ctx, struct dpp_parse *p,
 		return upf_classify(p);
 	if (!pdr)
 		return upf_teid_miss(o, default_verdict);
-	return upf_apply(ctx, pdr, o, p->layers.ue_l3, p->key.family, true);
+	return upf_apply(ctx, pdr, o, p->layers.ue_l3, p->key.family, true, false);
 }
 
 /* N6: a packet, not tunnelled, to a UE address of the interface's network instance. */
@@ -315,7 +344,7 @@ static __always_inline int upf_downlink(struct xdp_md *ctx, struct dpp_parse *p,
 		return DPP_UPF_NOT_MINE;
 	if (pdr->flags & DPP_UPF_PDR_SDF)
 		return upf_classify(p);
-	return upf_apply(ctx, pdr, o, p->layers.outer_l3, p->key.family, false);
+	return upf_apply(ctx, pdr, o, p->layers.outer_l3, p->key.family, false, false);
 }
 
 /* The UPF's part of a packet on one of its interfaces (a global function: verified once). */
@@ -402,7 +431,7 @@ __attribute__((noinline)) int dpp_upf_sdf(struct xdp_md *ctx, struct dpp_flow_ke
 		pdr = bpf_map_lookup_elem(&dpp_upf_sdf_pdrs, &arg);
 	if (!pdr)
 		return fallback(cfg, o, DPP_REASON_UPF_NO_PDR);
-	return upf_apply(ctx, pdr, o, uplink ? l->ue_l3 : l->outer_l3, key->family, uplink);
+	return upf_apply(ctx, pdr, o, uplink ? l->ue_l3 : l->outer_l3, key->family, uplink, true);
 }
 
 /* The UPF stage of a classifier rule (and of an unmatched packet the UPF stage sent on): the PDR

@@ -123,7 +123,13 @@ struct dpp_upf_dl_key {
 /* Value of dpp_upf_teids, dpp_upf_ue4, dpp_upf_dl4, dpp_upf_uplink, dpp_upf_downlink and
  * dpp_upf_sdf_pdrs: what a matched packet gets, whole, so that one lookup serves it; 64 bytes, in the
  * mmapable arrays one cache line. A way of dpp_upf_dl4 holds its key in ue_addr: the network
- * instance is its bucket's (DPP_UPF_DL4_HASH_MUL), so the address alone tells the entry. */
+ * instance is its bucket's (DPP_UPF_DL4_HASH_MUL), so the address alone tells the entry.
+ * The policer id took half of what was a 64-bit SEID: the SEID is only there to name the session
+ * of a punted frame to user space, and the SEIDs are ours to choose (29.244: the UP function's
+ * F-SEID), so the UPF gives them below 2^32 (netapp/upf/sessions.py, SEID_SPACE) and 32 bits name
+ * any; a 4-billion-session node is past any other limit here. The other fields are each needed
+ * by some entry at once (an encapsulating entry uses peer, local and teid; a way its ue_addr), and
+ * a second line per packet would cost more than the policer. */
 struct dpp_upf_pdr {
 	__u8 flags;    /* enum dpp_upf_pdr_flags */
 	__u8 far;      /* enum dpp_upf_far */
@@ -138,7 +144,8 @@ struct dpp_upf_pdr {
 	__u32 peer[4];	/* ENCAP: the peer's address, network order (IPv4 in peer[0]) */
 	__u32 local[4]; /* ENCAP: our address, the outer source */
 	__u32 ue_addr;	/* dpp_upf_dl4: the way's UE IPv4 address, network order (else 0) */
-	__u64 seid;	/* FAR BUFFER, DUPL: the PDR's session (our SEID), for user space */
+	__u32 seid;	/* FAR BUFFER, DUPL: the PDR's session (our SEID), for user space */
+	__u32 policer;	/* its QER's policer of this direction (dpp_policers); 0: not policed */
 };
 _Static_assert(sizeof(struct dpp_upf_pdr) == 64, "a PDR entry of dpp_upf_teids is one cache line");
 

@@ -1,0 +1,81 @@
+"""What the REST API shows of a policer (read-only): its configuration as written, the state the data
+path keeps (dataplane/bpf/nf/qos/police.h says how it reads) and its counters, every CPU's added up,
+since the policer was last written (a QER's change writes it afresh)."""
+
+from __future__ import annotations
+
+from typing import Literal, Optional, Protocol
+
+from pydantic import BaseModel, Field
+
+from netapp.qos.abi import Algo, Gate, Policer, PolicerStats
+from netapp.qos.applier import NANOBITS_PER_BYTE
+
+WINDOW_BYTES = (1 << 31) - 1  # the low bits of a window word: its bytes (police.h's packing)
+
+
+class PolicerReader(Protocol):
+    """Where policers are read from: netapp.qos.applier.PolicerApplier over an instance's tables."""
+
+    def state(self, policer_id: int) -> Policer: ...
+
+    def counters(self, policer_id: int) -> PolicerStats: ...
+
+
+class PolicerCounters(BaseModel):
+    """What the policer let through and what it dropped, packets and bytes (the UE packets' IP bytes)."""
+
+    passed_packets: int
+    passed_bytes: int
+    dropped_packets: int
+    dropped_bytes: int
+
+
+class PolicerState(BaseModel):
+    """What the data path keeps of the policer now; the fields of its algorithm, null for the others."""
+
+    credit_bytes: Optional[int] = Field(None, description="token bucket: the bytes in the bucket when last_ns was")
+    last_ns: Optional[int] = Field(None, description="token bucket: the clock (ns, CLOCK_MONOTONIC) of its last packet")
+    window_start_ns: Optional[int] = Field(
+        None, description="windows: the start of the current window on the clock (its low 32 bits of window number)")
+    window_bytes: Optional[int] = Field(None, description="windows: the bytes the current window let through")
+    previous_window_bytes: Optional[int] = Field(
+        None, description="sliding window: the bytes the window before let through")
+
+
+class PolicerRecord(BaseModel):
+    """A policer: what it polices, its configuration, its state and its counters."""
+
+    id: int = Field(description="its slot of dpp_policers")
+    seid: Optional[int] = Field(None, description="the UPF session whose QER it enforces (decimal)")
+    qer_id: Optional[int] = Field(None, description="that QER")
+    direction: Literal["uplink", "downlink"]
+    rate_bps: int = Field(description="the rate it lets through, bit/s (a QER's MBR x 1000)")
+    burst_bytes: int
+    algorithm: Literal["none", "token_bucket", "fixed_window", "sliding_window"] = Field(
+        description="none: the slot is empty (what it polices passes unpoliced)")
+    gate: Literal["open", "closed"] = Field(description="closed: every packet dropped")
+    window_ns: Optional[int] = Field(None, description="windows: a window's length")
+    state: PolicerState
+    counters: PolicerCounters
+
+
+def policer_record(reader: PolicerReader, policer_id: int, direction: Literal["uplink", "downlink"],
+                   seid: Optional[int] = None, qer_id: Optional[int] = None) -> PolicerRecord:
+    """The policer as the data path holds it now."""
+    value, counts = reader.state(policer_id), reader.counters(policer_id)
+    algo = Algo(value.algo)
+    windowed = algo in (Algo.FIXED_WINDOW, Algo.SLIDING_WINDOW)
+    state = PolicerState()
+    if algo == Algo.TOKEN_BUCKET:
+        state = PolicerState(credit_bytes=value.credit // NANOBITS_PER_BYTE, last_ns=value.last_ns)
+    elif windowed:
+        state = PolicerState(window_start_ns=(value.window >> 32) << value.window_shift,
+                             window_bytes=value.window & WINDOW_BYTES,
+                             previous_window_bytes=value.previous & WINDOW_BYTES if algo == Algo.SLIDING_WINDOW else None)
+    return PolicerRecord(
+        id=policer_id, seid=seid, qer_id=qer_id, direction=direction, rate_bps=value.rate, burst_bytes=value.burst,
+        algorithm=algo.name.lower(), gate=Gate(value.gate).name.lower(),
+        window_ns=1 << value.window_shift if windowed else None, state=state,
+        counters=PolicerCounters(**{name: getattr(counts, name) for name, *_ in PolicerStats._fields_}),
+    )

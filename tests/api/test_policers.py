@@ -1,0 +1,86 @@
+"""/api/v1/policers (admins) and /api/v1/upf/sessions/{seid}/policers (the session's tenant), through
+the real server, over a UPF whose sessions' QERs hold policers and a data path read through a fake
+reader (the kernel's counters are checked against packets sent in tests/upf/test_police_datapath.py)."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import pytest
+
+from netapp.qos.abi import Algo, Gate, Policer, PolicerStats
+from netapp.service.store import Store
+from netapp.upf.routes import get_session_views
+from netapp.upf.sessions import NoApplier, Upf
+from netapp.upf.views import SessionViews
+from tests.api.problems import assert_problem
+from tests.api.test_upf_sessions import tenants_upf
+
+POLICERS, SESSIONS = "/api/v1/policers", "/api/v1/upf/sessions"
+
+
+class PolicingApplier(NoApplier):
+    """A data path of 16 policers (ids 1..15)."""
+
+    policer_slots = 16
+
+
+class Reader:
+    """Every policer a token bucket at its QER's rate holding 1500 bytes, having passed (id) packets
+    of 100 bytes and dropped one of 1000 on each of two CPUs."""
+
+    def state(self, policer_id: int) -> Policer:
+        return Policer(rate=100_000_000, burst=125_000, algo=Algo.TOKEN_BUCKET, gate=Gate.OPEN,
+                       credit=1500 * 8 * 10**9, last_ns=42)
+
+    def counters(self, policer_id: int) -> PolicerStats:
+        return PolicerStats(passed_packets=2 * policer_id, passed_bytes=200 * policer_id, dropped_packets=2,
+                            dropped_bytes=2000)
+
+
+@pytest.fixture
+def upf(api_app, service, tmp_path) -> Iterator[Upf]:
+    """Associations tenant-a (2 sessions) and tenant-b (1), each session's QER policing both ways."""
+    store = Store.open(tmp_path / "upf.db", synchronous="NORMAL")
+    upf = tenants_upf(store, PolicingApplier(), {"tenant-a": (1, 2), "tenant-b": (9,)})
+    api_app.dependency_overrides[get_session_views] = lambda: SessionViews(store, policers=Reader())
+    try:
+        yield upf
+    finally:
+        api_app.dependency_overrides.pop(get_session_views, None)
+        store.close()
+
+
+def test_an_admin_lists_every_sessions_policers_with_their_state_and_counters(upf, admin):
+    response = admin.get(POLICERS)
+    assert response.status_code == 200, response.text
+    body = response.json()
+    expected = [(session.seid, 1, direction, policer_id) for session in sorted(upf.sessions.values(), key=lambda s: s.seid)
+                for direction, policer_id in zip(("uplink", "downlink"), session.qer_policers[1])]
+    assert [(item["seid"], item["qer_id"], item["direction"], item["id"]) for item in body] == expected
+    assert len({item["id"] for item in body}) == 6
+    first = body[0]
+    assert (first["rate_bps"], first["burst_bytes"], first["algorithm"], first["gate"]) == (
+        100_000_000, 125_000, "token_bucket", "open")
+    assert first["state"] == {"credit_bytes": 1500, "last_ns": 42, "window_start_ns": None, "window_bytes": None,
+                              "previous_window_bytes": None}
+    assert first["counters"] == {"passed_packets": 2 * first["id"], "passed_bytes": 200 * first["id"],
+                                 "dropped_packets": 2, "dropped_bytes": 2000}
+
+
+def test_a_tenant_reads_its_own_sessions_policers_only(upf, tenant_a, tenant_b):
+    assert_problem(tenant_a.get(POLICERS), 403)
+    mine = min(seid for seid, session in upf.sessions.items() if session.node_id == "tenant-a")
+    response = tenant_a.get(f"{SESSIONS}/{mine}/policers")
+    assert response.status_code == 200, response.text
+    assert [item["id"] for item in response.json()] == list(upf.sessions[mine].qer_policers[1])
+    assert [item["id"] for item in tenant_a.get(f"{SESSIONS}/{mine}").json()["policers"]] == list(
+        upf.sessions[mine].qer_policers[1])
+    assert_problem(tenant_b.get(f"{SESSIONS}/{mine}/policers"), 404)
+
+
+def test_without_a_data_path_no_policer_is_listed(api_app, upf, admin):
+    api_app.dependency_overrides[get_session_views] = lambda: SessionViews(upf.store)
+    assert admin.get(POLICERS).json() == []
+    assert admin.get(f"{SESSIONS}/{min(upf.sessions)}/policers").json() == []
+    assert admin.get(f"{SESSIONS}/{min(upf.sessions)}").json()["policers"] is None
