@@ -27,8 +27,9 @@ from ctypes import (
     c_void_p,
 )
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Optional, Union
+from typing import Any, Mapping, Optional, Union
 
+from netapp.dataplane.cenum import c_enum
 from netapp.qos import rss_abi
 from netapp.qos import abi as qos_abi
 from netapp.upf import abi as upf_abi
@@ -106,20 +107,7 @@ CONSTANTS = {
 }
 
 
-def _c_enum(c_name: str, c_prefix: str, has_max: bool = False, c_max: Optional[int] = None) -> Callable[[Any], Any]:
-    """Tag an enum with the C enum it mirrors. has_max: the C enum ends with a PREFIX_MAX count, the
-    number of members unless c_max says otherwise (C_MAX: None without a PREFIX_MAX)."""
-
-    def tag(cls: Any) -> Any:
-        cls.C_NAME = c_name
-        cls.C_PREFIX = c_prefix
-        cls.C_MAX = (len(cls) if c_max is None else c_max) if has_max else None
-        return cls
-
-    return tag
-
-
-@_c_enum("dpp_action", "DPP_ACTION_", has_max=True)
+@c_enum("dpp_action", "DPP_ACTION_", has_max=True)
 class Action(enum.IntEnum):
     PASS = 0
     DROP = 1
@@ -130,7 +118,7 @@ class Action(enum.IntEnum):
     UPF = 6  # the UPF's (netapp.upf): what its PDR said, ahead of the classifier or by a rule (SDF filters)
 
 
-@_c_enum("dpp_verdict", "DPP_VERDICT_", has_max=True)
+@c_enum("dpp_verdict", "DPP_VERDICT_", has_max=True)
 class Verdict(enum.IntEnum):
     ABORTED = 0
     DROP = 1
@@ -139,7 +127,7 @@ class Verdict(enum.IntEnum):
     REDIRECT = 4
 
 
-@_c_enum("dpp_reason", "DPP_REASON_", has_max=True, c_max=256)
+@c_enum("dpp_reason", "DPP_REASON_", has_max=True, c_max=256)
 class Reason(enum.IntEnum):
     """dpp/reasons.h: the core's (the parser's) from REASON_BASE_CORE, each function's from its base.
     Sparse: REASON_MAX counters, most of them between ranges and never counted."""
@@ -183,7 +171,7 @@ class Reason(enum.IntEnum):
     QOS_POLICED = qos_abi.REASON_BASE_QOS
 
 
-@_c_enum("dpp_overlay", "DPP_OVERLAY_")
+@c_enum("dpp_overlay", "DPP_OVERLAY_")
 class Overlay(enum.IntEnum):
     NONE = 0
     VXLAN = 1
@@ -191,12 +179,12 @@ class Overlay(enum.IntEnum):
     GRE = 3
 
 
-@_c_enum("dpp_rule_flags", "DPP_RULE_")
+@c_enum("dpp_rule_flags", "DPP_RULE_")
 class RuleFlag(enum.IntFlag):
     BEST_EFFORT = 1
 
 
-@_c_enum("dpp_key_flags", "DPP_KEY_")
+@c_enum("dpp_key_flags", "DPP_KEY_")
 class KeyFlag(enum.IntFlag):
     GTP = 1
     GTP_QFI = 2
@@ -206,19 +194,19 @@ class KeyFlag(enum.IntFlag):
     UPF = 32
 
 
-@_c_enum("dpp_xdp_mode", "DPP_XDP_MODE_")
+@c_enum("dpp_xdp_mode", "DPP_XDP_MODE_")
 class XdpMode(enum.IntEnum):
     NATIVE = 0
     GENERIC = 1
     OFFLOAD = 2
 
 
-@_c_enum("dpp_prog", "DPP_PROG_", has_max=True)
+@c_enum("dpp_prog", "DPP_PROG_", has_max=True)
 class Prog(enum.IntEnum):  # slots of dpp_progs: the programs the XDP entry tail-calls
     TRACE = 0
 
 
-@_c_enum("dpp_log_level", "DPP_LOG_")
+@c_enum("dpp_log_level", "DPP_LOG_")
 class LogLevel(enum.IntEnum):
     """libdpp.h (not in the BPF object's BTF)."""
 

@@ -2,12 +2,14 @@
 constants, enums and the recovery function's slot, checked against the BTF of the built object by
 tests/frer/test_abi.py.
 
-Only ctypes and enum here, as the other functions' ABI modules."""
+Only ctypes, enum and netapp.dataplane.cenum here, as the other functions' ABI modules."""
 
 from __future__ import annotations
 
 import enum
 from ctypes import Structure, c_int64, c_uint8, c_uint16, c_uint32, c_uint64
+
+from netapp.dataplane.cenum import c_enum
 
 MAX_STREAMS = 4096
 MAX_IDENTITIES = 16384
@@ -131,17 +133,11 @@ class PortStats(Structure):
     _fields_ = [("encode_errors", c_uint64)]
 
 
-def _tag(cls, c_name: str, c_prefix: str):  # noqa: ANN001, ANN202
-    """The C enum a mirror stands for (as the other ABI modules tag theirs)."""
-    cls.C_NAME, cls.C_PREFIX, cls.C_MAX = c_name, c_prefix, None
-    return cls
-
-
 ENUMS = (
-    _tag(Algo, "dpp_frer_algo", "DPP_FRER_ALGO_"),
-    _tag(Flags, "dpp_frer_flags", "DPP_FRER_"),
-    _tag(Role, "dpp_frer_role", "DPP_FRER_ROLE_"),
-    _tag(Decision, "dpp_frer_decision", "DPP_FRER_"),
+    c_enum("dpp_frer_algo", "DPP_FRER_ALGO_")(Algo),
+    c_enum("dpp_frer_flags", "DPP_FRER_")(Flags),
+    c_enum("dpp_frer_role", "DPP_FRER_ROLE_")(Role),
+    c_enum("dpp_frer_decision", "DPP_FRER_")(Decision),
 )
 STRUCTS = (Recovery, NullKey, Stream, MemberKey, Member, PortStats)
 # name -> (map type, key, value, size)

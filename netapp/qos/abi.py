@@ -2,13 +2,16 @@
 its constants, enums, structs and maps. netapp.dataplane.abi joins them to the core's, so that
 tests/dataplane/test_abi.py checks them against the BTF of the built object like every other.
 
-Only ctypes and enum here: netapp.dataplane.abi imports this module while it is being built.
+Only ctypes, enum and netapp.dataplane.cenum here: netapp.dataplane.abi imports this module while it is
+being built.
 """
 
 from __future__ import annotations
 
 import enum
 from ctypes import Structure, c_uint8, c_uint32, c_uint64
+
+from netapp.dataplane.cenum import c_enum
 
 MAX_POLICERS = 65536
 RATE_MIN = 8_000  # bit/s
@@ -77,13 +80,7 @@ class PolicerStats(Structure):
     ]
 
 
-def _tag(cls, c_name: str, c_prefix: str):  # noqa: ANN001, ANN202
-    """The C enum a mirror stands for (as netapp.dataplane.abi's own enums are tagged)."""
-    cls.C_NAME, cls.C_PREFIX, cls.C_MAX = c_name, c_prefix, None
-    return cls
-
-
-ENUMS = (_tag(Algo, "dpp_police_algo", "DPP_POLICE_ALGO_"), _tag(Gate, "dpp_police_gate", "DPP_POLICE_GATE_"))
+ENUMS = (c_enum("dpp_police_algo", "DPP_POLICE_ALGO_")(Algo), c_enum("dpp_police_gate", "DPP_POLICE_GATE_")(Gate))
 STRUCTS = (Policer, PolicerStats)
 KERNEL_STRUCTS = (SpinLock,)
 

@@ -2,13 +2,16 @@
 constants, enums, structs and maps. netapp.dataplane.abi joins them to the core's, so that
 tests/dataplane/test_abi.py checks them against the BTF of the built object like every other.
 
-Only ctypes and enum here: netapp.dataplane.abi imports this module while it is being built.
+Only ctypes, enum and netapp.dataplane.cenum here: netapp.dataplane.abi imports this module while it is
+being built.
 """
 
 from __future__ import annotations
 
 import enum
 from ctypes import CFUNCTYPE, POINTER, Structure, c_int, c_uint8, c_uint16, c_uint32, c_uint64, c_void_p
+
+from netapp.dataplane.cenum import c_enum
 
 MAX_UPF_IFACES = 1024
 MAX_UPF_PDRS = 1048576
@@ -189,18 +192,12 @@ class Usage(Structure):
 PUNT_CB = CFUNCTYPE(c_int, POINTER(Punt), c_void_p)
 
 
-def _tag(cls, c_name: str, c_prefix: str):  # noqa: ANN001, ANN202
-    """The C enum a mirror stands for (as netapp.dataplane.abi's own enums are tagged)."""
-    cls.C_NAME, cls.C_PREFIX, cls.C_MAX = c_name, c_prefix, None
-    return cls
-
-
 ENUMS = (
-    _tag(Role, "dpp_upf_role", "DPP_UPF_ROLE_"),
-    _tag(FarAction, "dpp_upf_far", "DPP_UPF_FAR_"),
-    _tag(Output, "dpp_upf_output", "DPP_UPF_OUTPUT_"),
-    _tag(PdrFlag, "dpp_upf_pdr_flags", "DPP_UPF_PDR_"),
-    _tag(PuntKind, "dpp_upf_punt_kind", "DPP_UPF_PUNT_"),
+    c_enum("dpp_upf_role", "DPP_UPF_ROLE_")(Role),
+    c_enum("dpp_upf_far", "DPP_UPF_FAR_")(FarAction),
+    c_enum("dpp_upf_output", "DPP_UPF_OUTPUT_")(Output),
+    c_enum("dpp_upf_pdr_flags", "DPP_UPF_PDR_")(PdrFlag),
+    c_enum("dpp_upf_punt_kind", "DPP_UPF_PUNT_")(PuntKind),
 )
 STRUCTS = (Iface, UplinkKey, DownlinkKey, PdrAction, UplinkState, DownlinkState, Usage, Route, RouteGen, Punt)
 
