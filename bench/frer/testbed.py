@@ -18,13 +18,13 @@ from typing import Iterator, Optional
 
 from bench.libbpf import BPF_F_LOCK, BpfObject, map_lookup, map_update
 from bench.throughput.sink import attach_native
-from netapp.dataplane.abi import FlowKey
-from netapp.frer.abi import MemberKey, Member, NullKey, Recovery, Role, Stream
+from netapp.frer.abi import Algo, MemberKey, NullKey, Recovery, Stream
+from netapp.frer.compiler import FrerTables, compile_streams
 from netapp.frer.model import RecoveryConfig
+from netapp.frer.models import FrerStream
 from netapp.testbed import netns
 from netapp.testbed.frer_site import FrerSite
 from netapp.testbed.topology import Port
-from netapp.frer.slots import recovery_value
 
 ETH_P_ALL = 0x0003
 UDP, IPV4 = 17, 0x0800
@@ -69,15 +69,47 @@ def ipv4_checksum(header: bytes) -> int:
     return ~total & 0xFFFF
 
 
-def ip_key(site: FrerSite, spec: StreamSpec) -> FlowKey:
-    key = FlowKey(family=4, proto=UDP, dscp=spec.dscp, sport=4000, dport=spec.dport)
-    key.src[0] = int.from_bytes(ipaddress.IPv4Address(site.t0.ip).packed, "little")
-    key.dst[0] = int.from_bytes(ipaddress.IPv4Address(site.l0.ip).packed, "little")
-    return key
-
-
 def null_key(mac: str, vlan: int = 0) -> NullKey:
     return NullKey(dmac=(c_uint8 * 6)(*mac_bytes(mac)), vlan=vlan)
+
+
+def interface_index(name: str) -> Optional[int]:
+    """The ifindex of `name` in the calling thread's namespace, None when there is none."""
+    try:
+        return socket.if_nametoindex(name)
+    except OSError:
+        return None
+
+
+def identity(site: FrerSite, spec: StreamSpec, vlan: int, by_mac: bool) -> dict:
+    if by_mac and spec.dmac:
+        return {"null": {"destination_mac": spec.dmac, "vlan": vlan or None}}
+    return {"ip": {"source": site.t0.ip, "destination": site.l0.ip, "protocol": "udp", "source_port": 4000,
+                   "destination_port": spec.dport, "dscp": spec.dscp, "vlan": vlan or None}}  # fmt: skip
+
+
+def talker_stream(site: FrerSite, spec: StreamSpec) -> FrerStream:
+    """The stream as node a has it: identified by its destination MAC when it has one, else by IP;
+    replicated to both paths, the second with the stream's VLAN id."""
+    ports = [{"interface": site.a1.ifname}, {"interface": site.a2.ifname, "vlan": spec.path2_vlan or None}]
+    return FrerStream.model_validate(
+        {"handle": spec.handle, "identification": [identity(site, spec, 0, by_mac=True)], "generation": {"ports": ports}}
+    )
+
+
+def listener_stream(site: FrerSite, spec: StreamSpec, recovery: RecoveryConfig) -> FrerStream:
+    """The stream as node b has it: identified by IP behind the R-tag, as it comes on either path;
+    recovered with `recovery`'s parameters, popped, delivered to the listener."""
+    return FrerStream.model_validate({
+        "handle": spec.handle,
+        "identification": [identity(site, spec, vlan, by_mac=False) for vlan in sorted({0, spec.path2_vlan})],
+        "recovery": {
+            "algorithm": "match" if recovery.algo == Algo.MATCH else "vector",
+            "history_length": recovery.history_len,
+            "reset_timeout_ms": recovery.reset_ns // 1_000_000,
+            "deliver_interface": site.b0.ifname,
+        },
+    })  # fmt: skip
 
 
 class FrerNode:
@@ -99,31 +131,24 @@ class FrerNode:
     def ifindex(self, port: Port) -> int:
         return self.site.ifindex(port)
 
-    def identify(self, site: FrerSite, spec: StreamSpec, by_mac: bool, vlan: int = 0) -> None:
-        if by_mac and spec.dmac:
-            map_update(self.maps["dpp_frer_null"], null_key(spec.dmac, vlan), c_uint32(spec.handle))
-        else:
-            key = ip_key(site, spec)
-            key.vlan = vlan
-            map_update(self.maps["dpp_frer_ip"], key, c_uint32(spec.handle))
-
-    def talker(self, spec: StreamSpec, ports: list[Port], vlans: Optional[dict[str, int]] = None) -> None:
-        """GENERATE on this node, replicated to `ports` (each a slot of dpp_frer_tx), with the VLAN
-        id `vlans` gives a port's name."""
-        map_update(self.maps["dpp_frer_streams"], c_uint32(spec.handle), Stream(role=Role.GENERATE))
-        egress = self.obj.program_fd("dpp_frer_egress")
+    def apply(self, streams: list[FrerStream]) -> FrerTables:
+        """The streams compiled (interfaces resolved in this node's namespace) and written into the
+        maps, as the control plane will."""
         with netns.entered(self.ns):
-            for slot, port in enumerate(ports):
-                ifindex = socket.if_nametoindex(port.ifname)
-                vlan = (vlans or {}).get(port.ifname, 0)
-                map_update(self.maps["dpp_frer_tx"], c_uint32(slot), (c_uint32 * 2)(ifindex, egress))
-                map_update(self.maps["dpp_frer_members"], MemberKey(spec.handle, ifindex), Member(vlan=vlan))
-
-    def listener(self, spec: StreamSpec, config: RecoveryConfig, deliver: Port) -> None:
-        """RECOVER on this node, the R-tag popped, delivered out of `deliver`."""
-        map_update(self.maps["dpp_frer_recovery"], c_uint32(spec.handle), recovery_value(config, pop=True))
-        stream = Stream(role=Role.RECOVER, deliver_ifindex=self.ifindex(deliver))
-        map_update(self.maps["dpp_frer_streams"], c_uint32(spec.handle), stream)
+            tables = compile_streams(streams, interface_index)
+        egress = self.obj.program_fd("dpp_frer_egress")
+        writes = [
+            *(("dpp_frer_null", key, c_uint32(handle)) for key, handle in tables.null.values()),
+            *(("dpp_frer_ip", key, c_uint32(handle)) for key, handle in tables.ip.values()),
+            *(("dpp_frer_streams", c_uint32(handle), value) for handle, value in tables.streams.items()),
+            *(("dpp_frer_recovery", c_uint32(handle), value) for handle, value in tables.recovery.items()),
+            *(("dpp_frer_members", MemberKey(*key), value) for key, value in tables.members.items()),
+            *(("dpp_frer_tx", c_uint32(slot), (c_uint32 * 2)(ifindex, egress)) for slot, ifindex in enumerate(tables.tx_ports)),
+        ]  # fmt: skip
+        with netns.entered(self.ns):  # dpp_frer_tx resolves its ifindexes in the caller's namespace
+            for name, key, value in writes:
+                map_update(self.maps[name], key, value)
+        return tables
 
     def stream(self, handle: int) -> Stream:
         value = Stream()
@@ -227,21 +252,16 @@ class Talker:
 def protected_site(
     obj_path, streams: list[StreamSpec], recovery: RecoveryConfig, cpu: int  # noqa: ANN001
 ) -> Iterator[tuple[FrerSite, FrerNode, FrerNode, Talker, Capture]]:
-    """A FrerSite with a replicating every stream to both paths (identified by its destination MAC
-    where it has one, else by IP; the second path's copies with the stream's VLAN id) and b
-    recovering it (by IP, behind the R-tag, with or without that VLAN), the R-tag popped and frames
-    delivered to the listener; the talker pinned to `cpu`. Everything removed on exit."""
+    """A FrerSite whose nodes have the streams as talker_stream and listener_stream state them,
+    compiled and written as the control plane does; the talker pinned to `cpu`. Everything removed
+    on exit."""
     site = FrerSite().build()
     nodes: list[FrerNode] = []
     try:
         a, b = FrerNode(obj_path, site, "a"), FrerNode(obj_path, site, "b")
         nodes += [a, b]
-        for spec in streams:
-            a.identify(site, spec, by_mac=True)
-            a.talker(spec, [site.a1, site.a2], vlans={site.a2.ifname: spec.path2_vlan})
-            for vlan in {0, spec.path2_vlan}:
-                b.identify(site, spec, by_mac=False, vlan=vlan)
-            b.listener(spec, recovery, deliver=site.b0)
+        a.apply([talker_stream(site, spec) for spec in streams])
+        b.apply([listener_stream(site, spec, recovery) for spec in streams])
         a.attach("dpp_frer_talker", site.a0)
         for port in (site.b1, site.b2):
             b.attach("dpp_frer_listener", port)

@@ -1,0 +1,154 @@
+"""Protected streams (netapp/frer/models.py) into the entries of FRER's maps: the identities into
+dpp_frer_null and dpp_frer_ip (several may name one stream, none two), the stream's role into
+dpp_frer_streams, its recovery function into dpp_frer_recovery, its member ports into
+dpp_frer_members and the node's FRER ports into dpp_frer_tx. Interfaces are named here and resolved
+to ifindexes by the caller's `ifindex` (the node's namespace is the caller's to know); a name that
+resolves to nothing is the stream's error, naming the field."""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Optional
+
+from netapp.dataplane.abi import FlowKey
+from netapp.frer.abi import MAX_PORTS, Algo, Member, NullKey, Recovery, Role, Stream
+from netapp.frer.model import RecoveryConfig
+from netapp.frer.models import FrerStream, IpStreamIdentification, NullStreamIdentification, SequenceRecovery
+from netapp.frer.slots import recovery_value
+from netapp.intents.errors import IntentError
+from netapp.intents.fields import protocol_number
+
+MS = 1_000_000
+
+
+@dataclass
+class FrerTables:
+    """What the streams write, map by map (keys and values as ctypes mirrors)."""
+
+    null: dict[bytes, tuple[NullKey, int]] = field(default_factory=dict)
+    ip: dict[bytes, tuple[FlowKey, int]] = field(default_factory=dict)
+    streams: dict[int, Stream] = field(default_factory=dict)
+    recovery: dict[int, Recovery] = field(default_factory=dict)
+    members: dict[tuple[int, int], Member] = field(default_factory=dict)
+    tx_ports: list[int] = field(default_factory=list)  # the ifindexes of dpp_frer_tx, slot by slot
+
+
+def null_key(identity: NullStreamIdentification) -> NullKey:
+    key = NullKey(vlan=identity.vlan or 0)
+    key.dmac[:] = bytes.fromhex(identity.destination_mac.replace(":", ""))
+    return key
+
+
+def ip_key(identity: IpStreamIdentification) -> FlowKey:
+    """As the data path's parsers fill a struct dpp_flow_key, the fields they learn beyond the
+    identity left 0 (addresses in network order, numbers in host order)."""
+    key = FlowKey(
+        vlan=identity.vlan or 0,
+        family=identity.source.version,
+        proto=protocol_number(identity.protocol) or 0,
+        dscp=identity.dscp,
+        sport=identity.source_port,
+        dport=identity.destination_port,
+    )
+    for words, address in ((key.src, identity.source), (key.dst, identity.destination)):
+        packed = ipaddress.ip_address(address).packed.ljust(16, b"\0")
+        for i in range(4):
+            words[i] = int.from_bytes(packed[4 * i : 4 * i + 4], "little")
+    return key
+
+
+def recovery_config(recovery: SequenceRecovery) -> RecoveryConfig:
+    latent = recovery.latent_error_detection
+    return RecoveryConfig(
+        algo=Algo.MATCH if recovery.algorithm == "match" else Algo.VECTOR,
+        history_len=recovery.history_length,
+        reset_ns=recovery.reset_timeout_ms * MS,
+        individual=recovery.individual_recovery,
+        take_no_sequence=recovery.take_no_sequence,
+        latent=latent is not None,
+        latent_difference=latent.difference if latent else 0,
+        latent_period_ns=latent.period_ms * MS if latent else 0,
+        latent_reset_period_ns=latent.reset_period_ms * MS if latent else 0,
+        latent_paths=latent.paths if latent else 2,
+    )
+
+
+class _Compiler:
+    def __init__(self, ifindex: Callable[[str], Optional[int]]):
+        self.ifindex = ifindex
+        self.tables = FrerTables()
+        self.problems: list[tuple[str, str]] = []
+        self.owners: dict[bytes, tuple[int, str]] = {}
+
+    def resolve(self, where: str, name: str) -> int:
+        index = self.ifindex(name)
+        if not index:
+            self.problems.append((where, f"no interface {name!r} on this node"))
+            return 0
+        return index
+
+    def claim(self, key: bytes, handle: int, where: str) -> bool:
+        """An identity names one stream: a second claim is the later stream's error."""
+        owner = self.owners.setdefault(key, (handle, where))
+        if owner[0] != handle:
+            self.problems.append((where, f"the same frames as stream {owner[0]} ({owner[1]})"))
+            return False
+        return True
+
+    def identities(self, stream: FrerStream, at: str) -> None:
+        for i, identity in enumerate(stream.identification):
+            where = f"{at}.identification[{i}]"
+            if identity.null is not None:
+                nkey = null_key(identity.null)
+                if self.claim(b"n" + bytes(nkey), stream.handle, where):
+                    self.tables.null[bytes(nkey)] = (nkey, stream.handle)
+            elif identity.ip is not None:
+                ikey = ip_key(identity.ip)
+                if self.claim(b"i" + bytes(ikey), stream.handle, where):
+                    self.tables.ip[bytes(ikey)] = (ikey, stream.handle)
+
+    def generation(self, stream: FrerStream, at: str) -> None:
+        assert stream.generation is not None
+        self.tables.streams[stream.handle] = Stream(role=Role.GENERATE)
+        for i, port in enumerate(stream.generation.ports):
+            index = self.resolve(f"{at}.generation.ports[{i}].interface", port.interface)
+            if not index:
+                continue
+            if index not in self.tables.tx_ports:
+                self.tables.tx_ports.append(index)
+            self.tables.members[(stream.handle, index)] = Member(vlan=port.vlan or 0)
+
+    def recovery(self, stream: FrerStream, at: str) -> None:
+        recovery = stream.recovery
+        assert recovery is not None
+        deliver = 0
+        if recovery.deliver_interface is not None:
+            deliver = self.resolve(f"{at}.recovery.deliver_interface", recovery.deliver_interface)
+        self.tables.streams[stream.handle] = Stream(role=Role.RECOVER, deliver_ifindex=deliver)
+        self.tables.recovery[stream.handle] = recovery_value(recovery_config(recovery), pop=recovery.pop)
+
+    def stream(self, stream: FrerStream, at: str) -> None:
+        if stream.handle in self.tables.streams:
+            self.problems.append((f"{at}.handle", f"stream {stream.handle} is given twice"))
+            return
+        self.identities(stream, at)
+        if stream.generation is not None:
+            self.generation(stream, at)
+        else:
+            self.recovery(stream, at)
+
+
+def compile_streams(streams: Iterable[FrerStream], ifindex: Callable[[str], Optional[int]]) -> FrerTables:
+    """The map entries of `streams`; IntentError naming every field at fault. The node's FRER ports
+    (dpp_frer_tx) are the member ports of every generated stream, in order of first use."""
+    compiler = _Compiler(ifindex)
+    for i, stream in enumerate(streams):
+        compiler.stream(stream, f"streams[{i}]")
+    if compiler.problems:
+        raise IntentError(compiler.problems)
+    if len(compiler.tables.tx_ports) > MAX_PORTS:
+        ports = len(compiler.tables.tx_ports)
+        raise IntentError([("streams", f"{ports} member ports in all; a node replicates to at most {MAX_PORTS}")])
+    return compiler.tables
+

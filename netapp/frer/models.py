@@ -1,0 +1,159 @@
+"""A protected stream as an operator states it, modelled on IEEE 802.1CB's YANG modules
+(ieee802-dot1cb-stream-identification: stream identity, null and IP stream identification;
+ieee802-dot1cb-frer: sequence generation, sequence recovery with its parameters, latent error
+detection), with this project's field names: one stream handle, how its frames are recognised
+(several identities may name one stream: e.g. its copies on two paths with different VLAN ids), and
+what this node does with it, generate (tag and replicate to member ports) or recover (eliminate the
+duplicates and deliver once). Read back with the 802.1CB counters (StreamStatus)."""
+
+from __future__ import annotations
+
+from ipaddress import IPv4Address, IPv6Address
+from typing import Annotated, Literal, Optional, Union
+
+from pydantic import BaseModel, ConfigDict, Field, Strict, model_validator
+
+from netapp.frer.abi import HISTORY_DEFAULT, HISTORY_MAX, HISTORY_MIN, MAX_PORTS, MAX_STREAMS
+from netapp.intents.errors import FieldError
+from netapp.intents.fields import Dscp, InterfaceName, MacAddress, Port, Protocol, Vlan
+
+StreamHandle = Annotated[int, Strict(), Field(ge=1, le=MAX_STREAMS - 1, description="the stream's handle")]
+Milliseconds = Annotated[int, Strict(), Field(ge=0, le=3_600_000)]
+
+
+class NullStreamIdentification(BaseModel):
+    """802.1CB 6.4: frames to a destination MAC address, untagged or in a VLAN."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    destination_mac: MacAddress
+    vlan: Optional[Vlan] = Field(None, description="the VLAN id; null: untagged frames")
+
+
+class IpStreamIdentification(BaseModel):
+    """802.1CB 6.6: frames of one IP flow (addresses, DSCP, protocol, ports), untagged or in a VLAN.
+    Every parameter is compared; one the standard lets a stream leave out is not a wildcard here."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: Union[IPv4Address, IPv6Address]
+    destination: Union[IPv4Address, IPv6Address]
+    protocol: Protocol = Field(description="next protocol: udp, tcp, sctp or a number")
+    source_port: Port = 0
+    destination_port: Port = 0
+    dscp: Dscp = 0
+    vlan: Optional[Vlan] = Field(None, description="the VLAN id; null: untagged frames")
+
+    @model_validator(mode="after")
+    def _one_family(self) -> "IpStreamIdentification":
+        if self.source.version != self.destination.version:
+            raise FieldError("destination", "source and destination must be of one family (IPv4 or IPv6)")
+        return self
+
+
+class StreamIdentity(BaseModel):
+    """One way of recognising the stream's frames: null or IP stream identification."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    null: Optional[NullStreamIdentification] = None
+    ip: Optional[IpStreamIdentification] = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> "StreamIdentity":
+        if (self.null is None) == (self.ip is None):
+            raise FieldError("null", "give exactly one of null and ip")
+        return self
+
+
+class MemberPort(BaseModel):
+    """A port the stream is replicated to."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    interface: InterfaceName
+    vlan: Optional[Vlan] = Field(None, description="the VLAN id its copies get there; null: as they came")
+
+
+class SequenceGeneration(BaseModel):
+    """802.1CB 7.4.1 and 7.5 (frerSeqGen): an R-tag with the stream's next number, and a copy to each
+    member port."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    ports: list[MemberPort] = Field(min_length=1, max_length=MAX_PORTS)
+
+    @model_validator(mode="after")
+    def _distinct_ports(self) -> "SequenceGeneration":
+        names = [port.interface for port in self.ports]
+        if len(set(names)) != len(names):
+            raise FieldError("ports", "each interface at most once")
+        return self
+
+
+class LatentErrorDetection(BaseModel):
+    """802.1CB 7.4.4: the number of paths, how far passed and discarded frames may drift apart from
+    what that many paths give, how often that is tested, and how often the base is reset."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    paths: Annotated[int, Strict(), Field(ge=2, le=255)] = 2
+    difference: Annotated[int, Strict(), Field(ge=0, le=(1 << 32) - 1)] = 0
+    period_ms: Milliseconds = 2000
+    reset_period_ms: Milliseconds = 30000
+
+
+class SequenceRecovery(BaseModel):
+    """802.1CB 7.4.3 (frerSeqRcvy): duplicates eliminated by the vector or match algorithm."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    algorithm: Literal["vector", "match"] = "vector"
+    history_length: Annotated[int, Strict(), Field(ge=HISTORY_MIN, le=HISTORY_MAX)] = HISTORY_DEFAULT
+    reset_timeout_ms: Milliseconds = Field(
+        1000, description="without a passed frame for this long, the next frame is taken whatever its number; 0: never"
+    )
+    take_no_sequence: Annotated[bool, Strict()] = Field(False, description="frames without an R-tag pass")
+    individual_recovery: Annotated[bool, Strict()] = Field(False, description="discarded frames restart the timeout too")
+    pop: Annotated[bool, Strict()] = Field(True, description="the R-tag is removed before delivery")
+    deliver_interface: Optional[InterfaceName] = Field(None, description="where passed frames go; null: the node's stack")
+    latent_error_detection: Optional[LatentErrorDetection] = None
+
+
+class FrerStream(BaseModel):
+    """A protected stream on this node: its identities and its one role here."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    handle: StreamHandle
+    identification: list[StreamIdentity] = Field(min_length=1, max_length=16)
+    generation: Optional[SequenceGeneration] = None
+    recovery: Optional[SequenceRecovery] = None
+
+    @model_validator(mode="after")
+    def _one_role(self) -> "FrerStream":
+        if (self.generation is None) == (self.recovery is None):
+            raise FieldError("generation", "give exactly one of generation (talker side) and recovery (listener side)")
+        return self
+
+
+class RecoveryCounters(BaseModel):
+    """802.1CB 10.8's counters of a recovery function (frerCpsSeqRcvy...)."""
+
+    passed: int
+    discarded: int
+    out_of_order: int
+    rogue: int
+    lost: int
+    tagless: int
+    resets: int
+    latent_errors: int
+    latent_resets: int
+
+
+class StreamStatus(FrerStream):
+    """A stream as configured; a recovered one with its counters, a generated one with the next
+    sequence number it gives."""
+
+    counters: Optional[RecoveryCounters] = None
+    next_sequence_number: Optional[int] = None
