@@ -28,7 +28,7 @@ from tests.utils.kernel import require_kernel, veth_namespace
 REPO = Path(__file__).resolve().parents[2]
 PAPER_EXAMPLE = REPO / "api" / "examples" / "paper-legacy.json"  # binds n3, steers to CPU 1, no cpus
 PAPER_INTERFACE = "n3"  # the demo's RAN-side interface, which the example names
-KEYS = ["index", "verdict", "action", "intent", "cpu", "reason", "len"]
+KEYS = ["index", "verdict", "action", "intent", "cpu", "reason", "route_path", "len"]
 EMITTED = {"PASS", "TX", "REDIRECT"}
 # The paper steers to rx_queue 1; a single-CPU host can only steer to CPU 0.
 STEER_CPU = 1 if (os.cpu_count() or 1) > 1 else 0
