@@ -20,6 +20,7 @@ from netapp.api.routes import dataplane, health, intents, metrics, slices, stats
 from netapp.api.routes import subscriptions, telemetry as telemetry_stream, tenants
 from netapp.core.config import Settings
 from netapp.forwarding import routes as forwarding
+from netapp.routing import routes as routing
 from netapp.service.contract import IntentService
 from netapp.steering import routes as steering
 from netapp.tenancy.service import TenantService
@@ -45,6 +46,7 @@ ROUTERS = (
     subscriptions.router,
     telemetry_stream.router,
     upf.router,
+    routing.router,
 )
 
 

@@ -20,7 +20,8 @@ from netapp.testbed import netns
 from netapp.upf.abi import Output, RouteGen, Role
 from netapp.upf.applier import BpfApplier, iface_entries
 from netapp.upf.compiler import Site
-from netapp.upf.nexthop import RTM_DELRULE, RTM_NEWRULE, NLMSG_HEADER, RouteWatch, message_types, policy_routing
+from netapp.core.netlink import NLMSG_HEADER
+from netapp.upf.nexthop import RTM_DELRULE, RTM_NEWRULE, RouteWatch, message_types, policy_routing
 from tests.upf.test_datapath import N3_IP, SERVER, TEID, UE, session
 from tests.utils.kernel import require_kernel
 
