@@ -12,12 +12,12 @@ route is added: its first packets need not wait for traffic to do it.
 
 from __future__ import annotations
 
+import fcntl
 import ipaddress
 import logging
 import socket
 import struct
 import threading
-from pathlib import Path
 from typing import Optional
 
 from netapp.core.netlink import NLMSG_HEADER, RECV_BYTES, NetlinkListener, messages
@@ -34,6 +34,7 @@ NDA_DST, NDA_LLADDR = 1, 2
 # NUD_* (linux/neighbour.h) whose entries hold a link-layer address the kernel itself would use.
 NUD_VALID = 0x02 | 0x04 | 0x08 | 0x10 | 0x40 | 0x80  # REACHABLE STALE DELAY PROBE NOARP PERMANENT
 DISCARD_PORT = 9
+SIOCGIFHWADDR = 0x8927
 
 Want = tuple[int, int, Network]  # (instance id, ifindex, the addresses it wants: a gateway's /32 or /128, a prefix)
 
@@ -69,11 +70,15 @@ def _neighbour(body: bytes) -> Optional[tuple[int, Address, Optional[str], int]]
 
 
 def device_mac(ifindex: int) -> Optional[str]:
-    """The MAC of the interface (None when it has none, or is gone)."""
+    """The MAC of the interface (None when it is gone), asked of this thread's network namespace
+    (SIOCGIFHWADDR: /sys shows the namespace that mounted it)."""
     try:
-        return Path(f"/sys/class/net/{socket.if_indextoname(ifindex)}/address").read_text().strip()
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+            request = struct.pack("16s16x", socket.if_indextoname(ifindex).encode())
+            answer = fcntl.ioctl(sock.fileno(), SIOCGIFHWADDR, request)
     except OSError:
         return None
+    return ":".join(f"{byte:02x}" for byte in answer[18:24])
 
 
 def resolve(address: Address, device: str) -> None:

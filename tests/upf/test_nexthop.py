@@ -6,9 +6,10 @@ change and keeps the cache off under policy routing."""
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 import time
-from typing import Callable
+from typing import Callable, Iterator
 
 import pytest
 from scapy.contrib.gtp import GTP_U_Header, GTPPDUSessionContainer
@@ -31,11 +32,11 @@ DATA_NETWORK = "192.0.2.0/24"
 DEADLINE = 10.0  # seconds for the watch to see a change
 
 
-@pytest.fixture
-def site():
+@contextlib.contextmanager
+def routed_namespace(site: Site) -> Iterator[tuple[str, Dataplane]]:
     """A namespace of its own (each test changes its tables): N3 and N6 veths, the router as a
     permanent neighbour on N6, a route to the data network via it, forwarding on; inside it, an
-    instance with one session whose uplink is routed by the FIB."""
+    instance with one session, compiled for `site` (N6's network instance is 1)."""
     require_kernel()
     name = f"dpp-nh-{secrets.token_hex(3)}"
     netns.add_namespace(name)
@@ -49,11 +50,18 @@ def site():
         netns.sysctl(name, "net.ipv4.conf.all.forwarding", 1)
         with netns.entered(name), Dataplane.open(trace=True) as dp:
             roles = {interface_index("n3"): (Role.N3, 0), interface_index("n6"): (Role.N6, 1)}
-            site = Site(net_instances={"internet": 1}, default_instance="internet", n3_ipv4=N3_IP, output=Output.FIB)
             BpfApplier(dp.table, site, iface_entries(roles, N3_IP, None)).apply(None, session())
             yield name, dp
     finally:
         netns.delete_namespace(name)
+
+
+@pytest.fixture
+def site():
+    """routed_namespace, its session's uplink routed by the FIB."""
+    with routed_namespace(Site(net_instances={"internet": 1}, default_instance="internet", n3_ipv4=N3_IP,
+                               output=Output.FIB)) as routed:
+        yield routed
 
 
 def uplink(dp: Dataplane, payload: int = 64):
