@@ -64,12 +64,16 @@ def site():
         yield routed
 
 
-def uplink(dp: Dataplane, payload: int = 64):
-    """The session's uplink T-PDU (a UE datagram of payload bytes) through the program on N3."""
+def uplink_frame(payload: int = 64) -> bytes:
+    """The session's uplink T-PDU (a UE datagram of payload bytes) as it arrives on N3."""
     ue = IP(src=UE, dst=SERVER) / UDP(sport=40000, dport=5004) / (b"u" * payload)
     gtp = GTP_U_Header(teid=TEID, E=1, next_ex=0x85) / GTPPDUSessionContainer(type=1, QFI=9) / ue
-    frame = Ether() / IP(src="10.3.0.9", dst=N3_IP) / UDP(sport=2152, dport=2152) / gtp
-    return dp.test_run(bytes(frame), interface_index("n3"))
+    return bytes(Ether() / IP(src="10.3.0.9", dst=N3_IP) / UDP(sport=2152, dport=2152) / gtp)
+
+
+def uplink(dp: Dataplane, payload: int = 64):
+    """The session's uplink T-PDU through the program on N3."""
+    return dp.test_run(uplink_frame(payload), interface_index("n3"))
 
 
 def next_hop_mac(out) -> str:

@@ -9,6 +9,7 @@
 #ifndef DPP_NF_UPF_ROUTE_H
 #define DPP_NF_UPF_ROUTE_H
 
+#include <stdbool.h>
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
 #include <bpf/bpf_helpers.h>
