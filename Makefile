@@ -115,6 +115,10 @@ bench-upf: build python-deps
 bench-qos: build python-deps
 	$(PY) -m bench.qos --out bench/results/qos.json
 
+.PHONY: bench-routing
+bench-routing: build python-deps
+	$(PY) -m bench.routing --out bench/results/routing.json
+
 # Root: steer and forward with the CPUMAP enqueue and the transmit carried out (live frames).
 .PHONY: bench-live
 bench-live: build python-deps

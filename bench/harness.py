@@ -154,11 +154,12 @@ class Harness:
         )
         map_update(self._walk_state_fd, c_uint32(0), value)
 
-    def run_walk(self, prog_fd: int, packet: bytes, repeat: int) -> TestRun:
-        """harness_walk -> prog_fd: every repetition the original packet as the walk's next flow."""
+    def run_walk(self, prog_fd: int, packet: bytes, repeat: int, ifindex: int = 0) -> TestRun:
+        """harness_walk -> prog_fd: every repetition the original packet as the walk's next flow
+        (received on `ifindex`, of the calling thread's namespace; 0: its loopback)."""
         self.set_target(prog_fd)
         self.set_packet(packet)
-        return test_run(self.walk_fd, packet, repeat)
+        return test_run(self.walk_fd, packet, repeat, ifindex)
 
     def run_walk_head(self, prog_fd: int, packet: bytes, repeat: int, ifindex: int, out_size: int) -> TestRun:
         """harness_walk_head -> prog_fd, received on `ifindex`: as run_walk, for a program that moves

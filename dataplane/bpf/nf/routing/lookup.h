@@ -17,9 +17,9 @@
 #endif
 
 /* The next hop of fib's destination (family AF_INET or AF_INET6) in instance inst:
- * BPF_FIB_LKUP_RET_SUCCESS with fib's ifindex and MACs, BPF_FIB_LKUP_RET_NO_NEIGH (a route, its next
- * hop unresolved) or BPF_FIB_LKUP_RET_NOT_FWDED (no route). A global function, verified once: its
- * keys stay off the stack of the packet's path, which is short of it. */
+ * BPF_FIB_LKUP_RET_SUCCESS with fib's ifindex and MACs, BPF_FIB_LKUP_RET_NO_NEIGH (a route, its
+ * next hop unresolved) or BPF_FIB_LKUP_RET_NOT_FWDED (no route). A global function, verified once:
+ * its keys stay off the stack of the packet's path, which is short of it. */
 __attribute__((noinline)) long dpp_routing_private(__u32 inst, struct bpf_fib_lookup *fib)
 {
 	/* one key after the other in the same bytes */
@@ -43,7 +43,8 @@ __attribute__((noinline)) long dpp_routing_private(__u32 inst, struct bpf_fib_lo
 	route = bpf_map_lookup_elem(&dpp_routes, &k.route);
 	if (!route)
 		return BPF_FIB_LKUP_RET_NOT_FWDED;
-	k.neigh.family = k.route.family; /* before net_instance overwrites it: nothing kept across */
+	/* read before net_instance overwrites it: nothing is kept across the lookup */
+	k.neigh.family = k.route.family;
 	k.neigh.net_instance = inst;
 	if (!(route->flags & DPP_ROUTE_ONLINK))
 		__builtin_memcpy(k.neigh.addr, route->gateway, sizeof(k.neigh.addr));

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* Where a forwarded packet goes, as its PDR's output says (enum dpp_upf_output): routed by the
  * kernel's FIB and neighbour tables or by its network instance's private table, back out of the
- * ingress (XDP_TX), out of a port (DEVMAP), or to the kernel's stack. A next hop the FIB cannot give
- * passes the packet to the kernel, counted: the kernel resolves the neighbour and the next packet
- * takes the fast way. A private table's unresolved next hop does the same (user space copies the
- * kernel's answer into dpp_neighs); its packet without a route is dropped, counted. */
+ * ingress (XDP_TX), out of a port (DEVMAP), or to the kernel's stack. A next hop the FIB cannot
+ * give passes the packet to the kernel, counted: the kernel resolves the neighbour and the next
+ * packet takes the fast way. A private table's unresolved next hop does the same (user space
+ * copies the kernel's answer into dpp_neighs); its packet without a route is dropped, counted. */
 #ifndef DPP_NF_UPF_OUTPUT_H
 #define DPP_NF_UPF_OUTPUT_H
 
@@ -79,7 +79,8 @@ static __always_inline __u32 route_path(long rc, bool private)
 static __always_inline int no_next_hop(long rc, bool private, struct dpp_outcome *o)
 {
 	if (!private) {
-		o->reason = rc == BPF_FIB_LKUP_RET_NO_NEIGH ? DPP_REASON_UPF_NO_NEIGH : DPP_REASON_UPF_NO_ROUTE;
+		o->reason = rc == BPF_FIB_LKUP_RET_NO_NEIGH ? DPP_REASON_UPF_NO_NEIGH :
+							      DPP_REASON_UPF_NO_ROUTE;
 		return XDP_PASS;
 	}
 	if (rc == BPF_FIB_LKUP_RET_NO_NEIGH) {
@@ -98,7 +99,8 @@ static __always_inline int upf_route(struct xdp_md *ctx, const struct dpp_upf_pd
 	bool private = pdr->output == DPP_UPF_OUTPUT_PRIVATE;
 	struct bpf_fib_lookup fib = {};
 	struct ethhdr *eth;
-	long rc = next_hop(ctx, &fib, private ? DPP_UPF_ROUTE_PRIVATE : DPP_UPF_ROUTE_FIB, pdr->ifindex);
+	long rc = next_hop(ctx, &fib, private ? DPP_UPF_ROUTE_PRIVATE : DPP_UPF_ROUTE_FIB,
+			   pdr->ifindex);
 
 	o->route_path = route_path(rc, private);
 	if (rc != BPF_FIB_LKUP_RET_SUCCESS && rc != DPP_ROUTE_CACHE_HIT)

@@ -2,10 +2,11 @@
 /* The route cache of forwarded packets: a next hop's answer (bpf_fib_lookup's, or a private
  * table's: nf/routing/lookup.h) for a destination kept in a per-CPU slot and reused while the
  * generation it was taken under is current (dpp_upf_routes). A FIB lookup costs about 110 ns; the
- * few destinations a UPF forwards to most (its gNBs, its N9 peers, the servers its UEs talk to) then
- * cost a slot compare. The control plane bumps the generation on any change of routes, neighbours,
- * links or routing rules, and of the private tables, and keeps it 0 (the cache off) when nothing
- * watches them or policy routing (which looks at more than the destination) is configured. */
+ * few destinations a UPF forwards to most (its gNBs, its N9 peers, the servers its UEs talk to)
+ * then cost a slot compare. The control plane bumps the generation on any change of routes,
+ * neighbours, links or routing rules, and of the private tables, and keeps it 0 (the cache off)
+ * when nothing watches them or policy routing (which looks at more than the destination) is
+ * configured. */
 #ifndef DPP_NF_UPF_ROUTE_H
 #define DPP_NF_UPF_ROUTE_H
 
@@ -48,7 +49,8 @@ static __always_inline bool route_matches(const struct dpp_upf_route *r, __u64 g
 					  __u8 table, __u8 family, const __u32 *dst)
 {
 	return r->gen == gen && r->within == within && r->table == table && r->family == family &&
-	       r->dst[0] == dst[0] && r->dst[1] == dst[1] && r->dst[2] == dst[2] && r->dst[3] == dst[3];
+	       r->dst[0] == dst[0] && r->dst[1] == dst[1] && r->dst[2] == dst[2] &&
+	       r->dst[3] == dst[3];
 }
 
 /* The uncached answer: bpf_fib_lookup, or instance inst's private table. */
@@ -60,14 +62,14 @@ static __always_inline long route_answer(struct xdp_md *ctx, struct bpf_fib_look
 	return bpf_fib_lookup(ctx, fib, sizeof(*fib), 0);
 }
 
-/* The next hop of the packet fib describes, from this CPU's cache when it holds the destination for
- * the generation and the table (the FIB for the ingress, or instance inst's private table), and, for
- * the FIB, a packet at least this long went that way (the FIB does not tell the MTU it checked).
- * fib holds the lookup's parameters, zeroed first (an IPv4 destination is then the first word of
- * ipv6_dst, the others 0); on success, as bpf_fib_lookup leaves it: the egress in fib->ifindex, both
- * MACs, and DPP_ROUTE_CACHE_HIT when the cache answered. The destination is copied into the slot
- * before the lookup (which makes it the gateway's) rather than kept on the stack, which the packet's
- * path is short of: the slot is empty until the answer is in. */
+/* The next hop of the packet fib describes, from this CPU's cache when it holds the destination
+ * for the generation and the table (the FIB for the ingress, or instance inst's private table),
+ * and, for the FIB, a packet at least this long went that way (the FIB does not tell the MTU it
+ * checked). fib holds the lookup's parameters, zeroed first (an IPv4 destination is then the first
+ * word of ipv6_dst, the others 0); on success, as bpf_fib_lookup leaves it: the egress in
+ * fib->ifindex, both MACs, and DPP_ROUTE_CACHE_HIT when the cache answered. The destination is
+ * copied into the slot before the lookup (which makes it the gateway's) rather than kept on the
+ * stack, which the packet's path is short of: the slot is empty until the answer is in. */
 static __always_inline long route_lookup(struct xdp_md *ctx, struct bpf_fib_lookup *fib, __u8 table,
 					 __u32 inst)
 {

@@ -26,7 +26,7 @@ enum dpp_route_path {
 	DPP_ROUTE_PATH_NONE = 0,	   /* not routed (not forwarded, or TX/PASS outputs) */
 	DPP_ROUTE_PATH_FIB = 1,		   /* bpf_fib_lookup */
 	DPP_ROUTE_PATH_FIB_CACHED = 2,	   /* the route cache's copy of a FIB answer */
-	DPP_ROUTE_PATH_PRIVATE = 3,	   /* the instance's private table (dpp_routes, dpp_neighs) */
+	DPP_ROUTE_PATH_PRIVATE = 3,	   /* the instance's table (dpp_routes, dpp_neighs) */
 	DPP_ROUTE_PATH_PRIVATE_CACHED = 4, /* the route cache's copy of a private answer */
 	DPP_ROUTE_PATH_UNRESOLVED = 5,	   /* a route, its next hop not resolved: to the kernel */
 	DPP_ROUTE_PATH_NO_ROUTE = 6,	   /* no route */
@@ -71,7 +71,7 @@ struct dpp_neigh {
 
 /* The router's reasons, from DPP_REASON_BASE_ROUTING (dpp/core/consts.h). */
 #define DPP_ROUTING_REASONS(X)                                                                   \
-	X(ROUTING, ROUTING_NO_ROUTE, routing_no_route, 0) /* private: no route, dropped */        \
-	X(ROUTING, ROUTING_NO_NEIGH, routing_no_neigh, 1) /* private: next hop unresolved: to the kernel */
+	X(ROUTING, ROUTING_NO_ROUTE, routing_no_route, 0) /* no route: dropped */                \
+	X(ROUTING, ROUTING_NO_NEIGH, routing_no_neigh, 1) /* next hop unresolved: to the kernel */
 
 #endif /* DPP_NF_ROUTING_H */
