@@ -8,6 +8,8 @@ a program into its tail-call slot, stores the original packet and runs BPF_PROG_
 from __future__ import annotations
 
 import ctypes
+import datetime
+import json
 import math
 import shutil
 import subprocess
@@ -185,3 +187,19 @@ class Harness:
 
     def __exit__(self, *exc_info: Any) -> None:
         self.close()
+
+
+def write_results(out: Path, benchmark: str, runs: int, repeat: int, rows: list[dict[str, Any]]) -> None:
+    """A blocks-of-runs benchmark's result JSON (bench/qos, bench/routing): what ran, where, and its rows."""
+    from bench.dataplane import machine_info  # bench.dataplane imports this module
+
+    result = {
+        "benchmark": benchmark,
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "machine": machine_info(),
+        "runs": runs,
+        "repeat": repeat,
+        "results": rows,
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
