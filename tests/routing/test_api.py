@@ -59,6 +59,7 @@ def node(api_app, service, tmp_path) -> Iterator[Node]:
     try:
         yield node
     finally:
+        api_app.dependency_overrides.pop(get_routing, None)
         node.store.close()
 
 
