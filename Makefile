@@ -118,6 +118,9 @@ bench-qos: build python-deps
 .PHONY: bench-frer
 bench-frer: build python-deps
 	$(PY) -m bench.frer --out bench/results/frer.json
+.PHONY: bench-routing
+bench-routing: build python-deps
+	$(PY) -m bench.routing --out bench/results/routing.json
 
 # Root: steer and forward with the CPUMAP enqueue and the transmit carried out (live frames).
 .PHONY: bench-live

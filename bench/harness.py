@@ -8,6 +8,8 @@ a program into its tail-call slot, stores the original packet and runs BPF_PROG_
 from __future__ import annotations
 
 import ctypes
+import datetime
+import json
 import math
 import shutil
 import subprocess
@@ -154,11 +156,12 @@ class Harness:
         )
         map_update(self._walk_state_fd, c_uint32(0), value)
 
-    def run_walk(self, prog_fd: int, packet: bytes, repeat: int) -> TestRun:
-        """harness_walk -> prog_fd: every repetition the original packet as the walk's next flow."""
+    def run_walk(self, prog_fd: int, packet: bytes, repeat: int, ifindex: int = 0) -> TestRun:
+        """harness_walk -> prog_fd: every repetition the original packet as the walk's next flow
+        (received on `ifindex`, of the calling thread's namespace; 0: its loopback)."""
         self.set_target(prog_fd)
         self.set_packet(packet)
-        return test_run(self.walk_fd, packet, repeat)
+        return test_run(self.walk_fd, packet, repeat, ifindex)
 
     def run_walk_head(self, prog_fd: int, packet: bytes, repeat: int, ifindex: int, out_size: int) -> TestRun:
         """harness_walk_head -> prog_fd, received on `ifindex`: as run_walk, for a program that moves
@@ -184,3 +187,19 @@ class Harness:
 
     def __exit__(self, *exc_info: Any) -> None:
         self.close()
+
+
+def write_results(out: Path, benchmark: str, runs: int, repeat: int, rows: list[dict[str, Any]]) -> None:
+    """A blocks-of-runs benchmark's result JSON (bench/qos, bench/routing): what ran, where, and its rows."""
+    from bench.dataplane import machine_info  # bench.dataplane imports this module
+
+    result = {
+        "benchmark": benchmark,
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "machine": machine_info(),
+        "runs": runs,
+        "repeat": repeat,
+        "results": rows,
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
 import random
 import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
-from bench.dataplane import machine_info
-from bench.harness import Harness, build_harness
+from bench.harness import Harness, build_harness, write_results
 from bench.qos.run import CASES, PoliceBench
 
 DEFAULT_OUT = Path("bench/results/qos.json")
@@ -59,16 +56,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     )
             finally:
                 bench.close()
-    result = {
-        "benchmark": "qos",
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "machine": machine_info(),
-        "runs": args.runs,
-        "repeat": args.repeat,
-        "results": rows,
-    }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    write_results(args.out, "qos", args.runs, args.repeat, rows)
     return 0
 
 

@@ -38,6 +38,9 @@ const volatile struct {
 	enum dpp_upf_punt_kind upf_punt_kind;
 	enum dpp_police_algo police_algo;
 	enum dpp_police_gate police_gate;
+	enum dpp_upf_route_table upf_route_table;
+	enum dpp_route_path route_path;
+	enum dpp_route_flags route_flags;
 	struct dpp_upf_punt upf_punt[0]; /* the records of the ring dpp_upf_punt (no space) */
 } dpp_abi_enums;
 

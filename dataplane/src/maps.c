@@ -230,6 +230,8 @@ static const char *const sizable_maps[] = {
 	"dpp_upf_sdf_pdrs", /* slots of PDRs with SDF filters */
 	"dpp_policers", /* policer ids */
 	"dpp_policer_stats", /* their counters, per CPU */
+	"dpp_routes", /* routes of the private routing tables */
+	"dpp_neighs", /* their resolved next hops */
 };
 
 static bool map_sizable(const char *name)

@@ -21,6 +21,7 @@ from netapp.api.routes import subscriptions, telemetry as telemetry_stream, tena
 from netapp.core.config import Settings
 from netapp.forwarding import routes as forwarding
 from netapp.qos import routes as policers
+from netapp.routing import routes as routing
 from netapp.service.contract import IntentService
 from netapp.steering import routes as steering
 from netapp.tenancy.service import TenantService
@@ -47,6 +48,7 @@ ROUTERS = (
     telemetry_stream.router,
     upf.router,
     policers.router,
+    routing.router,
 )
 
 

@@ -25,7 +25,7 @@ from netapp.steering.models import CpuSpec
 app = typer.Typer(help="Drive the XDP data plane directly (no REST API).", no_args_is_help=True)
 
 # The keys of one --json line, in order; a frame that could not be run adds "error".
-REPLAY_KEYS = ("index", "verdict", "action", "intent", "cpu", "reason", "len")
+REPLAY_KEYS = ("index", "verdict", "action", "intent", "cpu", "reason", "route_path", "len")
 # Verdicts whose frames leave the program (and so go to --out).
 EMITTED_VERDICTS = frozenset({"PASS", "TX", "REDIRECT"})
 # BPF_PROG_TEST_RUN refuses shorter frames (no NIC hands XDP less than an Ethernet header).

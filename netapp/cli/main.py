@@ -8,6 +8,7 @@ import typer
 
 from netapp import __version__
 from netapp.cli import ai, dashboards, dataplane, demo, intents, openstack, serve, slices, status, tenants, tokens
+from netapp.routing import cli as routes
 from netapp.upf import cli as sessions
 
 app = typer.Typer(
@@ -27,6 +28,7 @@ app.command(name="serve")(serve.serve)
 app.add_typer(tokens.app, name="tokens")
 app.add_typer(intents.app, name="intents")
 app.add_typer(openstack.app, name="openstack")
+app.add_typer(routes.app, name="routes")
 app.add_typer(sessions.app, name="sessions")
 app.add_typer(slices.app, name="slices")
 app.add_typer(tenants.app, name="tenants")

@@ -41,10 +41,11 @@ def serve(
     logging.basicConfig(level=log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
     service = _service(settings)
     pfcp = _pfcp(settings, service)
+    routing = _routing(settings, service, pfcp)
     telemetry = _telemetry(settings, service)
     usage = _usage(settings, pfcp, telemetry)
     try:
-        _run(settings, service, telemetry, log_level, pfcp)
+        _run(settings, service, telemetry, log_level, pfcp, routing)
     except _StopRequested:
         pass  # uvicorn has finished the open requests already
     finally:
@@ -52,6 +53,8 @@ def serve(
             usage.stop()
         if telemetry is not None:
             telemetry.stop()
+        if routing is not None:
+            routing.close()
         if pfcp is not None:
             pfcp.close()
         _close(service)
@@ -122,6 +125,20 @@ def _pfcp(settings: Settings, service: IntentService) -> Optional[Any]:
     return server
 
 
+def _routing(settings: Settings, service: IntentService, pfcp: Optional[Any]) -> Optional[Any]:
+    """The private routing tables over the service's data plane: the stored routes in the maps, the
+    neighbour watch on (None without a data plane: the API then keeps the routes in the store only).
+    The route cache's generation is the UPF's route watch's, when it runs."""
+    dataplane = getattr(service, "dataplane", None)
+    if dataplane is None:
+        return None
+    from netapp.routing.service import Routing
+
+    watch = getattr(pfcp, "route_watch", None)
+    return Routing.start(service.store, settings.upf, dataplane.table,  # type: ignore[attr-defined]
+                         watch.bump if watch is not None else lambda: None)
+
+
 def _telemetry(settings: Settings, service: IntentService) -> Optional[Any]:
     """The collector over the started service, polling (None when telemetry is disabled)."""
     from netapp.telemetry.runtime import Telemetry
@@ -166,7 +183,12 @@ def _start_exit_code(exc: ServiceError) -> int:
 
 
 def _run(
-    settings: Settings, service: IntentService, telemetry: Optional[Any], log_level: str, pfcp: Optional[Any] = None
+    settings: Settings,
+    service: IntentService,
+    telemetry: Optional[Any],
+    log_level: str,
+    pfcp: Optional[Any] = None,
+    routing: Optional[Any] = None,
 ) -> None:
     # Imported here: the other commands (and `netapp --help`) need neither uvicorn nor FastAPI.
     import uvicorn
@@ -182,6 +204,8 @@ def _run(
         app.state.upf_usage = pfcp.usage
         app.state.upf_buffering = getattr(pfcp, "buffering", None)
         app.state.upf_policers = getattr(pfcp.upf.applier, "policers", None)  # None: no data path
+    if routing is not None:  # /api/v1/routes writes the maps too
+        app.state.routing = routing
     server = uvicorn.Server(
         uvicorn.Config(
             app,

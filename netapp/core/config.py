@@ -244,6 +244,34 @@ class UpfSettings(BaseModel):
         description="network instance -> the IPv4 prefix of the UE addresses the UPF assigns in it (a PDR's UE IP "
         "Address with CHV4, TS 29.244 8.2.62); none: CHV4 is refused",
     )
+    routing: dict[str, Literal["fib", "private"]] = Field(
+        default_factory=dict,
+        description="network instance -> where its forwarded packets' next hops come from: the host's FIB "
+        '("fib", the default) or the instance\'s own routing table, written through /api/v1/routes ("private": '
+        "isolated, no fallback to the FIB; with output fib only)",
+    )
+
+    def net_instances(self) -> dict[str, int]:
+        """The network instances of n6_interfaces, numbered in the order of their names from 1."""
+        return {name: number for number, name in enumerate(sorted(set(self.n6_interfaces.values())), start=1)}
+
+    def private_instances(self) -> dict[str, int]:
+        """The network instances routed by their private table: name -> id."""
+        return {name: ni for name, ni in self.net_instances().items() if self.routing.get(name) == "private"}
+
+    @model_validator(mode="after")
+    def _routing(self) -> "UpfSettings":
+        instances = self.net_instances()
+        for name, choice in self.routing.items():
+            if name not in instances:
+                known = ", ".join(sorted(instances)) or "none: upf.n6_interfaces names none"
+                raise ValueError(f"upf.routing.{name}: no such network instance (known: {known})")
+            if choice == "private" and self.output != "fib":
+                raise ValueError(
+                    f"upf.routing.{name}: private routing needs upf.output fib (it is {self.output}): the private "
+                    "table gives the next hop that the FIB would"
+                )
+        return self
 
     @field_validator("peer_networks")
     @classmethod

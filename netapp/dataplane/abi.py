@@ -32,6 +32,7 @@ from typing import Any, Mapping, Optional, Union
 from netapp.dataplane.cenum import c_enum
 from netapp.qos import rss_abi
 from netapp.qos import abi as qos_abi
+from netapp.routing import abi as routing_abi
 from netapp.upf import abi as upf_abi
 
 # --- dpp_consts.h --------------------------------------------------------------------------------
@@ -104,6 +105,7 @@ CONSTANTS = {
     **upf_abi.CONSTANTS,
     **rss_abi.CONSTANTS,
     **qos_abi.CONSTANTS,
+    **routing_abi.CONSTANTS,
 }
 
 
@@ -169,6 +171,8 @@ class Reason(enum.IntEnum):
     UPF_PUNT_FULL = upf_abi.REASON_BASE_UPF + 10
     UPF_PUNT_TOO_LONG = upf_abi.REASON_BASE_UPF + 11
     QOS_POLICED = qos_abi.REASON_BASE_QOS
+    ROUTING_NO_ROUTE = routing_abi.REASON_BASE_ROUTING
+    ROUTING_NO_NEIGH = routing_abi.REASON_BASE_ROUTING + 1
 
 
 @c_enum("dpp_overlay", "DPP_OVERLAY_")
@@ -220,7 +224,12 @@ VERDICT_MAX = Verdict.C_MAX
 REASON_MAX = Reason.C_MAX
 
 # Enums of dpp_consts.h, which the BPF object's BTF carries.
-ABI_ENUMS = (Action, Verdict, Reason, Overlay, RuleFlag, KeyFlag, XdpMode, Prog) + upf_abi.ENUMS + qos_abi.ENUMS
+ABI_ENUMS = (
+    (Action, Verdict, Reason, Overlay, RuleFlag, KeyFlag, XdpMode, Prog)
+    + upf_abi.ENUMS
+    + qos_abi.ENUMS
+    + routing_abi.ENUMS
+)
 
 
 # --- dpp_structs.h -------------------------------------------------------------------------------
@@ -353,6 +362,7 @@ class Trace(Structure):
         ("egress_ifindex", c_uint32),
         ("key", FlowKey),
         ("fast_path", c_uint32),
+        ("route_path", c_uint32),  # RoutePath
     ]
 
 
@@ -372,7 +382,7 @@ ABI_STRUCTS = (
     FlowEntry,
     FlowUse,
     Trace,
-) + upf_abi.STRUCTS + rss_abi.STRUCTS + qos_abi.STRUCTS
+) + upf_abi.STRUCTS + rss_abi.STRUCTS + qos_abi.STRUCTS + routing_abi.STRUCTS
 
 
 # --- libdpp.h ------------------------------------------------------------------------------------
@@ -544,12 +554,9 @@ MAPS: Mapping[str, MapSpec] = {
     "dpp_prog_stats": MapSpec(PERCPU_ARRAY, c_uint32, Counter, len(Prog), table=True),
     # Each network function's own plain tables, declared in its ABI module (netapp/<function>/abi.py).
     **{
-        name: MapSpec(MapType[kind], key, value, size, table=True, sizable=name in upf_abi.SIZABLE)
-        for name, (kind, key, value, size) in upf_abi.MAPS.items()
-    },
-    **{
-        name: MapSpec(MapType[kind], key, value, size, table=True, sizable=name in qos_abi.SIZABLE)
-        for name, (kind, key, value, size) in qos_abi.MAPS.items()
+        name: MapSpec(MapType[kind], key, value, size, table=True, sizable=name in module.SIZABLE)
+        for module in (upf_abi, qos_abi, routing_abi)
+        for name, (kind, key, value, size) in module.MAPS.items()
     },
     **{name: MapSpec(MapType[kind], None, None, size) for name, (kind, size) in upf_abi.OWN_MAPS.items()},
     **{

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from netapp.dataplane.binding import MAPS, MAX_CPUS, NONE, Action, Reason, TestResult, Verdict, key_from_c
 from netapp.dataplane.slots import InstalledRule, SlotAllocator
+from netapp.routing.abi import RoutePath
 
 if TYPE_CHECKING:
     from netapp.dataplane.facade import Adapter
@@ -29,6 +30,9 @@ class PacketOutcome:
     egress_ifindex: Optional[int] = None
     duration_ns: int = 0
     fast_path: Optional[bool] = None  # traced only: the N3 fast path parsed it (else the staged parser)
+    # traced only: where a forwarded packet's next hop came from (fib, fib-cached, private,
+    # private-cached, unresolved, no-route); None when it was not routed
+    route_path: Optional[str] = None
 
 
 class Counters:
@@ -133,7 +137,15 @@ class Counters:
             egress_ifindex=trace.egress_ifindex or None,
             duration_ns=result.duration_ns,
             fast_path=bool(trace.fast_path),
+            route_path=route_path_name(trace.route_path),
         )
+
+
+def route_path_name(value: int) -> Optional[str]:
+    """The trace's route_path as the replay tool says it (None: not routed)."""
+    if value == RoutePath.NONE:
+        return None
+    return _enum_name(RoutePath, value).replace("_", "-")
 
 
 def _optional(value: int) -> Optional[int]:

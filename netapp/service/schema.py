@@ -4,6 +4,7 @@ next. A network function's tables come in a migration of their own, their statem
 
 from __future__ import annotations
 
+from netapp.routing.schema import ROUTING_TABLES
 from netapp.upf.schema import UPF_TABLES
 
 # Version 1. A later version adds a migration to MIGRATIONS instead of editing this.
@@ -83,6 +84,7 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         ),
     ),
     2: UPF_TABLES,  # 3: the UPF's associations, sessions and allocators (netapp.upf.store)
+    3: ROUTING_TABLES,  # 4: the routes of the private routing tables (netapp.routing.store)
 }
 
 SCHEMA_VERSION = len(MIGRATIONS) + 1

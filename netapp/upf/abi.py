@@ -64,6 +64,12 @@ class Output(enum.IntEnum):
     TX = 1
     REDIRECT = 2
     PASS = 3
+    PRIVATE = 4  # the network instance's private routing table; PdrAction.ifindex holds the instance
+
+
+class RouteTable(enum.IntEnum):
+    FIB = 0
+    PRIVATE = 1
 
 
 class PdrFlag(enum.IntFlag):
@@ -153,11 +159,11 @@ class Route(Structure):
     _fields_ = [
         ("gen", c_uint64),
         ("dst", U32x4),
-        ("ingress", c_uint32),
+        ("within", c_uint32),  # FIB: the ingress; private: the network instance
         ("egress", c_uint32),
         ("max_len", c_uint16),
         ("family", c_uint8),
-        ("reserved", c_uint8),
+        ("table", c_uint8),  # RouteTable
         ("dmac", c_uint8 * 6),
         ("smac", c_uint8 * 6),
     ]
@@ -198,6 +204,7 @@ ENUMS = (
     c_enum("dpp_upf_output", "DPP_UPF_OUTPUT_")(Output),
     c_enum("dpp_upf_pdr_flags", "DPP_UPF_PDR_")(PdrFlag),
     c_enum("dpp_upf_punt_kind", "DPP_UPF_PUNT_")(PuntKind),
+    c_enum("dpp_upf_route_table", "DPP_UPF_ROUTE_")(RouteTable),
 )
 STRUCTS = (Iface, UplinkKey, DownlinkKey, PdrAction, UplinkState, DownlinkState, Usage, Route, RouteGen, Punt)
 

@@ -58,8 +58,9 @@ class Port:
 @dataclasses.dataclass(frozen=True)
 class Site:
     """What the compiler needs of the node: network instance ids by name (the default for PDRs that
-    name none), our N3 addresses (the outer source of what we encapsulate), how packets leave, and
-    for REDIRECT the ports a FAR's destination is served by (the first that fits is its egress)."""
+    name none), our N3 addresses (the outer source of what we encapsulate), how packets leave, for
+    REDIRECT the ports a FAR's destination is served by (the first that fits is its egress), and the
+    network instances routed by their private table (with output FIB: upf.routing)."""
 
     net_instances: Mapping[str, int]
     default_instance: Optional[str] = None
@@ -68,6 +69,7 @@ class Site:
     output: Output = Output.FIB
     ports: tuple[Port, ...] = ()
     police: PoliceDefaults = PoliceDefaults()  # what QERs do not say of their policers
+    private_instances: frozenset[str] = frozenset()
 
 
 @dataclasses.dataclass
@@ -270,6 +272,7 @@ def _forwarding(action: PdrAction, far: Far, pdr: Pdr, site: Site, uplink: bool)
     assert forwarding is not None  # FORW needs it (models.Far)
     if site.output == Output.REDIRECT:
         action.ifindex = egress_port(far, site)
+    _private_routing(action, far, pdr, site)
     creation = forwarding.outer_header_creation
     if creation is None:
         if not action.flags & _DECAP and uplink:
@@ -289,6 +292,19 @@ def _forwarding(action: PdrAction, far: Far, pdr: Pdr, site: Site, uplink: bool)
         action.teid = creation.port or 0
     action.peer[:] = words(creation.address)
     action.local[:] = words(local)
+
+
+def _private_routing(action: PdrAction, far: Far, pdr: Pdr, site: Site) -> None:
+    """Output FIB, and the packet's network instance routed privately: OUTPUT_PRIVATE, the instance's
+    id in ifindex. The packet's instance is the FAR's (where it is forwarded to), else the PDR's, else
+    the default."""
+    if site.output != Output.FIB or not site.private_instances:
+        return
+    forwarding = far.forwarding
+    assert forwarding is not None
+    name = forwarding.network_instance or pdr.pdi.network_instance or site.default_instance
+    if name in site.private_instances:
+        action.output, action.ifindex = Output.PRIVATE, site.net_instances[name]
 
 
 def egress_port(far: Far, site: Site) -> int:

@@ -128,7 +128,7 @@ def _site(upf: UpfSettings, pfcp: PfcpSettings,
     """The compiler's site and the interface roles (ifindex -> role, network instance id)."""
     n3_ipv4 = str(pfcp.n3_ipv4) if pfcp.n3_ipv4 else None
     n3_ipv6 = str(pfcp.n3_ipv6) if pfcp.n3_ipv6 else None
-    instances = _net_instances(upf)
+    instances = upf.net_instances()
     ports = [Port(interface_index(name), Role.N3) for name in upf.n3_interfaces]
     ports += [Port(interface_index(name), Role.N9) for name in upf.n9_interfaces]
     ports += [Port(interface_index(name), Role.N6, ni) for name, ni in upf.n6_interfaces.items()]
@@ -141,18 +141,14 @@ def _site(upf: UpfSettings, pfcp: PfcpSettings,
         output=Output[upf.output.upper()],
         ports=tuple(ports),
         police=police_defaults(qos),
+        private_instances=frozenset(upf.private_instances()),
     )
     return site, roles
 
 
-def _net_instances(upf: UpfSettings) -> dict[str, int]:
-    """The network instances of upf.n6_interfaces, numbered in the order of their names from 1."""
-    return {name: number for number, name in enumerate(sorted(set(upf.n6_interfaces.values())), start=1)}
-
-
 def _default_instance(upf: UpfSettings) -> Optional[str]:
     """The network instance of a PDR that names none: the only one of upf.n6_interfaces, if so."""
-    instances = _net_instances(upf)
+    instances = upf.net_instances()
     return next(iter(instances)) if len(instances) == 1 else None
 
 
@@ -200,7 +196,8 @@ def start_pfcp(
         server.close_with(buffering.start().close)
     if dataplane is not None:  # the data path's route cache, on while its generation is kept
         # closed after the endpoint, before the data plane is (netapp serve's order)
-        server.close_with(RouteWatch(dataplane.table("dpp_upf_route_gen")).start().close)
+        server.route_watch = RouteWatch(dataplane.table("dpp_upf_route_gen")).start()
+        server.close_with(server.route_watch.close)
     return server
 
 

@@ -352,6 +352,9 @@ def test_each_function_s_reasons_lie_in_its_own_range():
         "redirect": range(abi.REASON_BASE_REDIRECT, abi.REASON_BASE_REDIRECT + abi.REASON_RANGE),
         "upf": range(abi.upf_abi.REASON_BASE_UPF, abi.upf_abi.REASON_BASE_UPF + abi.REASON_RANGE),
         "qos": range(abi.qos_abi.REASON_BASE_QOS, abi.qos_abi.REASON_BASE_QOS + abi.REASON_RANGE),
+        "routing": range(
+            abi.routing_abi.REASON_BASE_ROUTING, abi.routing_abi.REASON_BASE_ROUTING + abi.REASON_RANGE
+        ),
     }
     owner = {
         binding.Reason.CPU_UNAVAILABLE: "steer",
@@ -360,6 +363,7 @@ def test_each_function_s_reasons_lie_in_its_own_range():
         binding.Reason.PORT_UNAVAILABLE: "redirect",
         **{reason: "upf" for reason in binding.Reason if reason.name.startswith("UPF_")},
         **{reason: "qos" for reason in binding.Reason if reason.name.startswith("QOS_")},
+        **{reason: "routing" for reason in binding.Reason if reason.name.startswith("ROUTING_")},
     }
     for reason in binding.Reason:
         assert reason in ranges[owner.get(reason, "core")], reason

@@ -28,7 +28,7 @@ from tests.utils.kernel import require_kernel, veth_namespace
 REPO = Path(__file__).resolve().parents[2]
 PAPER_EXAMPLE = REPO / "api" / "examples" / "paper-legacy.json"  # binds n3, steers to CPU 1, no cpus
 PAPER_INTERFACE = "n3"  # the demo's RAN-side interface, which the example names
-KEYS = ["index", "verdict", "action", "intent", "cpu", "reason", "len"]
+KEYS = ["index", "verdict", "action", "intent", "cpu", "reason", "route_path", "len"]
 EMITTED = {"PASS", "TX", "REDIRECT"}
 # The paper steers to rx_queue 1; a single-CPU host can only steer to CPU 0.
 STEER_CPU = 1 if (os.cpu_count() or 1) > 1 else 0
@@ -86,7 +86,7 @@ def expected_records() -> list[dict[str, Any]]:
         ("PASS", "pass", None, None, None, FRAMES["unmatched"]),
     ]
     return [
-        dict(zip(KEYS, (index, verdict, action, intent, cpu, reason, len(frame))))
+        dict(zip(KEYS, (index, verdict, action, intent, cpu, reason, None, len(frame))))
         for index, (verdict, action, intent, cpu, reason, frame) in enumerate(rows)
     ]
 
@@ -278,12 +278,13 @@ def steer_expectation() -> tuple[dict[str, Any], str]:
             f"netapp: note: {PAPER_EXAMPLE} lists no cpus: replaying with CPU 1 enabled, as its steer "
             "intents name"
         )
-        return {"verdict": "REDIRECT", "action": "steer", "cpu": 1, "reason": None}, note
+        return {"verdict": "REDIRECT", "action": "steer", "cpu": 1, "reason": None, "route_path": None}, note
     warning = (
         f"netapp: warning: {PAPER_EXAMPLE}: intent '{LEGACY_ID}' steers to CPU 1, but this host has CPUs 0-0: "
         "its packets get the fallback (its alternative group, else the default verdict), reason cpu_unavailable"
     )
-    return {"verdict": "PASS", "action": "default", "cpu": None, "reason": "cpu_unavailable"}, warning
+    fallback = {"verdict": "PASS", "action": "default", "cpu": None, "reason": "cpu_unavailable", "route_path": None}
+    return fallback, warning
 
 
 @runners

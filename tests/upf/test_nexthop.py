@@ -6,9 +6,10 @@ change and keeps the cache off under policy routing."""
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 import time
-from typing import Callable
+from typing import Callable, Iterator
 
 import pytest
 from scapy.contrib.gtp import GTP_U_Header, GTPPDUSessionContainer
@@ -20,7 +21,8 @@ from netapp.testbed import netns
 from netapp.upf.abi import Output, RouteGen, Role
 from netapp.upf.applier import BpfApplier, iface_entries
 from netapp.upf.compiler import Site
-from netapp.upf.nexthop import RTM_DELRULE, RTM_NEWRULE, NLMSG_HEADER, RouteWatch, message_types, policy_routing
+from netapp.core.netlink import NLMSG_HEADER
+from netapp.upf.nexthop import RTM_DELRULE, RTM_NEWRULE, RouteWatch, message_types, policy_routing
 from tests.upf.test_datapath import N3_IP, SERVER, TEID, UE, session
 from tests.utils.kernel import require_kernel
 
@@ -30,11 +32,11 @@ DATA_NETWORK = "192.0.2.0/24"
 DEADLINE = 10.0  # seconds for the watch to see a change
 
 
-@pytest.fixture
-def site():
+@contextlib.contextmanager
+def routed_namespace(site: Site) -> Iterator[tuple[str, Dataplane]]:
     """A namespace of its own (each test changes its tables): N3 and N6 veths, the router as a
     permanent neighbour on N6, a route to the data network via it, forwarding on; inside it, an
-    instance with one session whose uplink is routed by the FIB."""
+    instance with one session, compiled for `site` (N6's network instance is 1)."""
     require_kernel()
     name = f"dpp-nh-{secrets.token_hex(3)}"
     netns.add_namespace(name)
@@ -48,19 +50,30 @@ def site():
         netns.sysctl(name, "net.ipv4.conf.all.forwarding", 1)
         with netns.entered(name), Dataplane.open(trace=True) as dp:
             roles = {interface_index("n3"): (Role.N3, 0), interface_index("n6"): (Role.N6, 1)}
-            site = Site(net_instances={"internet": 1}, default_instance="internet", n3_ipv4=N3_IP, output=Output.FIB)
             BpfApplier(dp.table, site, iface_entries(roles, N3_IP, None)).apply(None, session())
             yield name, dp
     finally:
         netns.delete_namespace(name)
 
 
-def uplink(dp: Dataplane, payload: int = 64):
-    """The session's uplink T-PDU (a UE datagram of payload bytes) through the program on N3."""
+@pytest.fixture
+def site():
+    """routed_namespace, its session's uplink routed by the FIB."""
+    with routed_namespace(Site(net_instances={"internet": 1}, default_instance="internet", n3_ipv4=N3_IP,
+                               output=Output.FIB)) as routed:
+        yield routed
+
+
+def uplink_frame(payload: int = 64) -> bytes:
+    """The session's uplink T-PDU (a UE datagram of payload bytes) as it arrives on N3."""
     ue = IP(src=UE, dst=SERVER) / UDP(sport=40000, dport=5004) / (b"u" * payload)
     gtp = GTP_U_Header(teid=TEID, E=1, next_ex=0x85) / GTPPDUSessionContainer(type=1, QFI=9) / ue
-    frame = Ether() / IP(src="10.3.0.9", dst=N3_IP) / UDP(sport=2152, dport=2152) / gtp
-    return dp.test_run(bytes(frame), interface_index("n3"))
+    return bytes(Ether() / IP(src="10.3.0.9", dst=N3_IP) / UDP(sport=2152, dport=2152) / gtp)
+
+
+def uplink(dp: Dataplane, payload: int = 64):
+    """The session's uplink T-PDU through the program on N3."""
+    return dp.test_run(uplink_frame(payload), interface_index("n3"))
 
 
 def next_hop_mac(out) -> str:

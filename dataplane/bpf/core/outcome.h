@@ -29,6 +29,7 @@ struct dpp_outcome {
 	__u32 alt_group;
 	__u32 alt_member;
 	__u32 egress_ifindex;
+	__u32 route_path; /* enum dpp_route_path: where a forwarded packet's next hop came from */
 };
 
 /* What an action's stage (act_<name>, core/act.h) is handed: every stage has this one signature. */

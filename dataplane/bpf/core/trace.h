@@ -32,6 +32,7 @@ static __always_inline void trace_hand_over(struct xdp_md *ctx, const struct dpp
 	t->egress_ifindex = o->egress_ifindex;
 	t->key = *key;
 	t->fast_path = fast;
+	t->route_path = o->route_path;
 	bpf_tail_call(ctx, &dpp_progs, DPP_PROG_TRACE);
 }
 

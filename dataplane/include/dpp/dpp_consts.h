@@ -12,5 +12,6 @@
 #include "nf/upf.h"
 #include "nf/rss.h"
 #include "nf/qos.h"
+#include "nf/routing.h"
 
 #endif /* DPP_CONSTS_H */

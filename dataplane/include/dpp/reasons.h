@@ -11,6 +11,7 @@
 #include "nf/redirect.h"
 #include "nf/upf.h"
 #include "nf/qos.h"
+#include "nf/routing.h"
 
 /* Every reason, X(FUNCTION, NAME, name, n): DPP_REASON_<NAME> = DPP_REASON_BASE_<FUNCTION> + n. */
 #define DPP_REASONS(X)                                                                           \
@@ -19,7 +20,8 @@
 	DPP_FORWARD_REASONS(X)                                                                   \
 	DPP_REDIRECT_REASONS(X)                                                                  \
 	DPP_UPF_REASONS(X)                                                                       \
-	DPP_QOS_REASONS(X)
+	DPP_QOS_REASONS(X)                                                                       \
+	DPP_ROUTING_REASONS(X)
 
 #define DPP_REASON_ENUM(fn, NAME, name, n) DPP_REASON_##NAME = DPP_REASON_BASE_##fn + (n),
 enum dpp_reason {

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* Where a forwarded packet goes, as its PDR's output says (enum dpp_upf_output): routed by the
- * kernel's FIB and neighbour tables, back out of the ingress (XDP_TX), out of a port (DEVMAP), or to
- * the kernel's stack. A next hop the FIB cannot give passes the packet to the kernel, counted: the
- * kernel resolves the neighbour and the next packet takes the fast way. */
+ * kernel's FIB and neighbour tables or by its network instance's private table, back out of the
+ * ingress (XDP_TX), out of a port (DEVMAP), or to the kernel's stack. A next hop the FIB cannot
+ * give passes the packet to the kernel, counted: the kernel resolves the neighbour and the next
+ * packet takes the fast way. A private table's unresolved next hop does the same (user space
+ * copies the kernel's answer into dpp_neighs); its packet without a route is dropped, counted. */
 #ifndef DPP_NF_UPF_OUTPUT_H
 #define DPP_NF_UPF_OUTPUT_H
 
@@ -25,9 +27,11 @@ static __always_inline void swap_macs(struct ethhdr *eth)
 	__builtin_memcpy(eth->h_dest, mac, ETH_ALEN);
 }
 
-/* The FIB's answer (through the route cache) for the IP packet right after the Ethernet header;
- * fib->ifindex is the egress. */
-static __always_inline long fib_lookup(struct xdp_md *ctx, struct bpf_fib_lookup *fib)
+/* The next hop (through the route cache) of the IP packet right after the Ethernet header, from
+ * the FIB or (table DPP_UPF_ROUTE_PRIVATE) instance inst's private table; fib->ifindex is the
+ * egress. */
+static __always_inline long next_hop(struct xdp_md *ctx, struct bpf_fib_lookup *fib, __u8 table,
+				     __u32 inst)
 {
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
 	struct ethhdr *eth = data;
@@ -55,22 +59,52 @@ static __always_inline long fib_lookup(struct xdp_md *ctx, struct bpf_fib_lookup
 		__builtin_memcpy(fib->ipv6_src, &ip6->saddr, sizeof(fib->ipv6_src));
 		__builtin_memcpy(fib->ipv6_dst, &ip6->daddr, sizeof(fib->ipv6_dst));
 	}
-	return route_lookup(ctx, fib);
+	return route_lookup(ctx, fib, table, inst);
 }
 
-/* Routed: the FIB's MACs, then out of its egress (XDP_TX when that is the ingress) or of the PDR's
- * port. No route or no neighbour: to the kernel, counted. */
+/* enum dpp_route_path of a lookup's answer (route_lookup's return). */
+static __always_inline __u32 route_path(long rc, bool private)
+{
+	if (rc == DPP_ROUTE_CACHE_HIT)
+		return private ? DPP_ROUTE_PATH_PRIVATE_CACHED : DPP_ROUTE_PATH_FIB_CACHED;
+	if (rc == BPF_FIB_LKUP_RET_SUCCESS)
+		return private ? DPP_ROUTE_PATH_PRIVATE : DPP_ROUTE_PATH_FIB;
+	if (rc == BPF_FIB_LKUP_RET_NO_NEIGH)
+		return DPP_ROUTE_PATH_UNRESOLVED;
+	return DPP_ROUTE_PATH_NO_ROUTE;
+}
+
+/* The verdict and reason of a packet without a next hop: the kernel resolves a neighbour; a private
+ * instance has no other route (isolation), so its packet without one is dropped. */
+static __always_inline int no_next_hop(long rc, bool private, struct dpp_outcome *o)
+{
+	if (!private) {
+		o->reason = rc == BPF_FIB_LKUP_RET_NO_NEIGH ? DPP_REASON_UPF_NO_NEIGH :
+							      DPP_REASON_UPF_NO_ROUTE;
+		return XDP_PASS;
+	}
+	if (rc == BPF_FIB_LKUP_RET_NO_NEIGH) {
+		o->reason = DPP_REASON_ROUTING_NO_NEIGH;
+		return XDP_PASS;
+	}
+	o->reason = DPP_REASON_ROUTING_NO_ROUTE;
+	return XDP_DROP;
+}
+
+/* Routed: the next hop's MACs, then out of its egress (XDP_TX when that is the ingress) or of the
+ * PDR's port. No route or no neighbour: as no_next_hop says, counted. */
 static __always_inline int upf_route(struct xdp_md *ctx, const struct dpp_upf_pdr *pdr,
 				     struct dpp_outcome *o)
 {
+	bool private = pdr->output == DPP_UPF_OUTPUT_PRIVATE;
 	struct bpf_fib_lookup fib = {};
 	struct ethhdr *eth;
-	long rc = fib_lookup(ctx, &fib);
+	long rc = next_hop(ctx, &fib, private ? DPP_UPF_ROUTE_PRIVATE : DPP_UPF_ROUTE_FIB,
+			   pdr->ifindex);
 
-	if (rc != BPF_FIB_LKUP_RET_SUCCESS) {
-		o->reason = rc == BPF_FIB_LKUP_RET_NO_NEIGH ? DPP_REASON_UPF_NO_NEIGH : DPP_REASON_UPF_NO_ROUTE;
-		return XDP_PASS;
-	}
+	o->route_path = route_path(rc, private);
+	if (rc != BPF_FIB_LKUP_RET_SUCCESS && rc != DPP_ROUTE_CACHE_HIT)
+		return no_next_hop(rc, private, o);
 	eth = (void *)(long)ctx->data;
 	if ((void *)(eth + 1) > (void *)(long)ctx->data_end)
 		return XDP_ABORTED;

@@ -1,17 +1,21 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* The route cache of forwarded packets: bpf_fib_lookup's answer for a destination kept in a per-CPU
- * slot and reused while the generation it was taken under is current (dpp_upf_routes). A FIB lookup
- * costs about 110 ns; the few destinations a UPF forwards to most (its gNBs, its N9 peers, the
- * servers its UEs talk to) then cost a slot compare. The control plane bumps the generation on any
- * change of routes, neighbours, links or routing rules, and keeps it 0 (the cache off) when nothing
- * watches them or policy routing (which looks at more than the destination) is configured. */
+/* The route cache of forwarded packets: a next hop's answer (bpf_fib_lookup's, or a private
+ * table's: nf/routing/lookup.h) for a destination kept in a per-CPU slot and reused while the
+ * generation it was taken under is current (dpp_upf_routes). A FIB lookup costs about 110 ns; the
+ * few destinations a UPF forwards to most (its gNBs, its N9 peers, the servers its UEs talk to)
+ * then cost a slot compare. The control plane bumps the generation on any change of routes,
+ * neighbours, links or routing rules, and of the private tables, and keeps it 0 (the cache off)
+ * when nothing watches them or policy routing (which looks at more than the destination) is
+ * configured. */
 #ifndef DPP_NF_UPF_ROUTE_H
 #define DPP_NF_UPF_ROUTE_H
 
+#include <stdbool.h>
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
 #include <bpf/bpf_helpers.h>
 #include "nf/upf/maps.h"
+#include "nf/routing/lookup.h"
 
 #ifndef AF_INET
 #define AF_INET 2
@@ -19,6 +23,9 @@
 #ifndef AF_INET6
 #define AF_INET6 10
 #endif
+
+/* route_lookup's answer from the cache: a success (apart from bpf_fib_lookup's return codes). */
+#define DPP_ROUTE_CACHE_HIT 0x100
 
 _Static_assert((DPP_UPF_ROUTE_SLOTS & (DPP_UPF_ROUTE_SLOTS - 1)) == 0, "a power of two");
 
@@ -36,51 +43,71 @@ static __always_inline __u32 route_slot(const __u32 *dst)
 	return ((dst[0] ^ dst[1] ^ dst[2] ^ dst[3]) * 0x9e3779b1u) & (DPP_UPF_ROUTE_SLOTS - 1);
 }
 
-/* The slot holds dst of family, looked up for ingress under gen. */
-static __always_inline bool route_matches(const struct dpp_upf_route *r, __u64 gen, __u32 ingress,
-					  __u8 family, const __u32 *dst)
+/* The slot holds dst of family, looked up in table for within (the ingress for the FIB, the
+ * network instance for a private table) under gen. */
+static __always_inline bool route_matches(const struct dpp_upf_route *r, __u64 gen, __u32 within,
+					  __u8 table, __u8 family, const __u32 *dst)
 {
-	return r->gen == gen && r->ingress == ingress && r->family == family && r->dst[0] == dst[0] &&
-	       r->dst[1] == dst[1] && r->dst[2] == dst[2] && r->dst[3] == dst[3];
+	return r->gen == gen && r->within == within && r->table == table && r->family == family &&
+	       r->dst[0] == dst[0] && r->dst[1] == dst[1] && r->dst[2] == dst[2] &&
+	       r->dst[3] == dst[3];
 }
 
-/* bpf_fib_lookup, from this CPU's cache when it holds the destination for the generation and the
- * ingress, and a packet at least this long went that way (the FIB does not tell the MTU it
- * checked). fib holds the lookup's parameters; on success, as bpf_fib_lookup leaves it: the
- * egress in fib->ifindex, both MACs. */
-static __always_inline long route_lookup(struct xdp_md *ctx, struct bpf_fib_lookup *fib)
+/* The uncached answer: bpf_fib_lookup, or instance inst's private table. */
+static __always_inline long route_answer(struct xdp_md *ctx, struct bpf_fib_lookup *fib, __u8 table,
+					 __u32 inst)
 {
-	__u32 dst[4] = { fib->ipv4_dst }, ingress = fib->ifindex, slot;
+	if (table == DPP_UPF_ROUTE_PRIVATE)
+		return dpp_routing_private(inst, fib);
+	return bpf_fib_lookup(ctx, fib, sizeof(*fib), 0);
+}
+
+/* The next hop of the packet fib describes, from this CPU's cache when it holds the destination
+ * for the generation and the table (the FIB for the ingress, or instance inst's private table),
+ * and, for the FIB, a packet at least this long went that way (the FIB does not tell the MTU it
+ * checked). fib holds the lookup's parameters, zeroed first (an IPv4 destination is then the first
+ * word of ipv6_dst, the others 0); on success, as bpf_fib_lookup leaves it: the egress in
+ * fib->ifindex, both MACs, and DPP_ROUTE_CACHE_HIT when the cache answered. The destination is
+ * copied into the slot before the lookup (which makes it the gateway's) rather than kept on the
+ * stack, which the packet's path is short of: the slot is empty until the answer is in. */
+static __always_inline long route_lookup(struct xdp_md *ctx, struct bpf_fib_lookup *fib, __u8 table,
+					 __u32 inst)
+{
+	__u32 within = table == DPP_UPF_ROUTE_PRIVATE ? inst : fib->ifindex, slot;
+	__u16 len = table == DPP_UPF_ROUTE_PRIVATE ? 0 : fib->tot_len;
 	__u8 family = fib->family;
-	__u16 len = fib->tot_len;
 	__u64 gen = route_gen();
 	struct dpp_upf_route *r;
+	bool same;
 	long rc;
 
 	if (!gen)
-		return bpf_fib_lookup(ctx, fib, sizeof(*fib), 0);
-	if (family != AF_INET)
-		__builtin_memcpy(dst, fib->ipv6_dst, sizeof(dst));
-	slot = route_slot(dst);
+		return route_answer(ctx, fib, table, inst);
+	slot = route_slot(fib->ipv6_dst);
 	r = bpf_map_lookup_elem(&dpp_upf_routes, &slot);
-	if (r && route_matches(r, gen, ingress, family, dst) && len <= r->max_len) {
+	if (!r)
+		return route_answer(ctx, fib, table, inst);
+	same = route_matches(r, gen, within, table, family, fib->ipv6_dst);
+	if (same && len <= r->max_len) {
 		fib->ifindex = r->egress;
 		__builtin_memcpy(fib->dmac, r->dmac, ETH_ALEN);
 		__builtin_memcpy(fib->smac, r->smac, ETH_ALEN);
-		return BPF_FIB_LKUP_RET_SUCCESS;
+		return DPP_ROUTE_CACHE_HIT;
 	}
-	rc = bpf_fib_lookup(ctx, fib, sizeof(*fib), 0); /* fib's destination becomes the gateway */
-	if (rc != BPF_FIB_LKUP_RET_SUCCESS || !r)
+	r->gen = 0;
+	__builtin_memcpy(r->dst, fib->ipv6_dst, sizeof(r->dst));
+	rc = route_answer(ctx, fib, table, inst);
+	if (rc != BPF_FIB_LKUP_RET_SUCCESS)
 		return rc;
-	if (!route_matches(r, gen, ingress, family, dst) || len > r->max_len)
+	if (!same || len > r->max_len)
 		r->max_len = len; /* a new entry, or a longer packet the same way */
-	r->gen = gen;
-	__builtin_memcpy(r->dst, dst, sizeof(dst));
-	r->ingress = ingress;
+	r->within = within;
+	r->table = table;
 	r->family = family;
 	r->egress = fib->ifindex;
 	__builtin_memcpy(r->dmac, fib->dmac, ETH_ALEN);
 	__builtin_memcpy(r->smac, fib->smac, ETH_ALEN);
+	r->gen = gen;
 	return rc;
 }
 

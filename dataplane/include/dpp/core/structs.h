@@ -117,6 +117,7 @@ struct dpp_trace {
 	__u32 egress_ifindex; /* REDIRECT/FORWARD via DEVMAP: the port, else 0 */
 	struct dpp_flow_key key; /* what the parser extracted (unmasked) */
 	__u32 fast_path;	 /* 1: the fixed-layout N3 parser took the packet, 0: the staged one */
+	__u32 route_path;	 /* enum dpp_route_path: where a forwarded packet's next hop came from */
 };
 
 #endif /* DPP_CORE_STRUCTS_H */

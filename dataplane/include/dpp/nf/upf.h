@@ -73,6 +73,7 @@ enum dpp_upf_output {
 	DPP_UPF_OUTPUT_TX = 1,	     /* XDP_TX, the MACs swapped: back where it came from */
 	DPP_UPF_OUTPUT_REDIRECT = 2, /* MACs from the FIB, out of struct dpp_upf_pdr.ifindex (dpp_ports) */
 	DPP_UPF_OUTPUT_PASS = 3,     /* XDP_PASS: the kernel's stack routes it */
+	DPP_UPF_OUTPUT_PRIVATE = 4,  /* the network instance's private table (struct dpp_upf_pdr.ifindex) */
 };
 
 /* enum dpp_upf_pdr_flags: struct dpp_upf_pdr.flags bits. */
@@ -138,7 +139,8 @@ struct dpp_upf_pdr {
 	__u8 qfi;      /* ENCAP: the PDU Session Container's QFI (the QER's) */
 	__u8 pdu_type; /* ENCAP: the container's PDU type, 0 downlink, 1 uplink (N9) */
 	__u16 pdr_id;  /* FAR BUFFER, DUPL: the PDR's id, for user space (struct dpp_upf_punt) */
-	__u32 ifindex;	/* OUTPUT_REDIRECT: the egress port, a key of dpp_ports */
+	__u32 ifindex;	/* OUTPUT_REDIRECT: the egress port, a key of dpp_ports; OUTPUT_PRIVATE: the
+			 * network instance whose private routing table gives the next hop */
 	__u32 urr;	/* slot of dpp_upf_usage; DPP_NONE: not measured */
 	__u32 teid;	/* ENCAP: the peer's TEID; with DPP_UPF_PDR_UDP its UDP port */
 	__u32 peer[4];	/* ENCAP: the peer's address, network order (IPv4 in peer[0]) */
@@ -178,18 +180,25 @@ struct dpp_upf_punt {
 	__u8 frame[DPP_UPF_PUNT_FRAME_MAX];
 };
 
+/* enum dpp_upf_route_table: whose answer a slot of the route cache holds (struct dpp_upf_route.table). */
+enum dpp_upf_route_table {
+	DPP_UPF_ROUTE_FIB = 0,	   /* bpf_fib_lookup's */
+	DPP_UPF_ROUTE_PRIVATE = 1, /* a network instance's private table's (dpp_routes, dpp_neighs) */
+};
+
 /* Value of dpp_upf_routes (per CPU), at a slot given by a hash of the destination: an answer of
- * bpf_fib_lookup, reused while the generation it was taken under (dpp_upf_route_gen, which the
+ * bpf_fib_lookup or of a private table, reused while the generation it was taken under (dpp_upf_route_gen, which the
  * control plane bumps on every route, neighbour, link or rule change: netapp/upf/nexthop.py) is
- * current. A generation of 0 turns the cache off. */
+ * current (the private tables' writer bumps it too: netapp/routing/table.py). A generation of 0
+ * turns the cache off. */
 struct dpp_upf_route {
 	__u64 gen;     /* dpp_upf_route_gen when the FIB answered; 0: empty */
 	__u32 dst[4];  /* the destination looked up, network order (IPv4 in dst[0]) */
-	__u32 ingress; /* the ingress ifindex it was looked up for */
+	__u32 within;  /* FIB: the ingress ifindex it was looked up for; private: the network instance */
 	__u32 egress;  /* the FIB's egress ifindex */
 	__u16 max_len; /* the longest packet the FIB let through this way (its MTU is not told) */
 	__u8 family;   /* AF_INET or AF_INET6, as struct bpf_fib_lookup's */
-	__u8 reserved;
+	__u8 table;    /* enum dpp_upf_route_table: whose answer */
 	__u8 dmac[6]; /* the next hop's */
 	__u8 smac[6]; /* the egress's */
 };
