@@ -190,7 +190,8 @@ class Harness:
 
 
 def write_results(out: Path, benchmark: str, runs: int, repeat: int, rows: list[dict[str, Any]]) -> None:
-    """A blocks-of-runs benchmark's result JSON (bench/qos, bench/routing): what ran, where, and its rows."""
+    """A blocks-of-runs benchmark's result JSON (bench/qos, bench/routing, bench/frer): what ran, where, and
+    its rows."""
     from bench.dataplane import machine_info  # bench.dataplane imports this module
 
     result = {

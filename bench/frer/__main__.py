@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
 import random
 import statistics
 import struct
@@ -13,8 +11,7 @@ from ctypes import c_uint32
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-from bench.dataplane import machine_info
-from bench.harness import Harness, Walk, build_harness
+from bench.harness import Harness, Walk, build_harness, write_results
 from bench.libbpf import BpfObject, map_update
 from netapp.dataplane import binding
 from netapp.frer.abi import HISTORY_MAX, MAX_STREAMS, RTAG_ETHERTYPE, SEQ_SPACE, Algo, Flags, Recovery
