@@ -27,6 +27,7 @@ FRAME = 128
 # the clock read (some 30 ns on a VM) is not the recovery's; no recovery timeout is configured.
 GIVEN_NS = 10**12
 COLD_STREAMS = MAX_STREAMS - 1
+SEEN = 7  # the duplicates' number, passed already by every stream
 
 
 def frame(stream: int, seq: int, auto_seq: bool) -> bytes:
@@ -35,8 +36,12 @@ def frame(stream: int, seq: int, auto_seq: bool) -> bytes:
     return head + test + bytes(FRAME - len(head) - len(test))
 
 
-def recovery(flags: int = 0) -> Recovery:
-    return Recovery(algo=Algo.VECTOR, history_len=HISTORY_MAX, flags=flags, take_any=1, seq=SEQ_SPACE - 1)
+def recovery(flags: int = 0, seen: Optional[int] = None) -> Recovery:
+    """A stream's slot after a reset, or (seen) one that has passed that number already: every
+    repetition of that number is then a duplicate, the first included."""
+    if seen is None:
+        return Recovery(algo=Algo.VECTOR, history_len=HISTORY_MAX, flags=flags, take_any=1, seq=SEQ_SPACE - 1)
+    return Recovery(algo=Algo.VECTOR, history_len=HISTORY_MAX, flags=flags, seq=seen, history=1, span=1)
 
 
 class FrerBench:
@@ -51,9 +56,9 @@ class FrerBench:
         self.harness.release_target()
         self.obj.close()
 
-    def configure(self, streams: int, flags: int = 0) -> None:
+    def configure(self, streams: int, flags: int = 0, seen: Optional[int] = None) -> None:
         for stream in range(1, streams + 1):
-            map_update(self.recovery_fd, c_uint32(stream), recovery(flags))
+            map_update(self.recovery_fd, c_uint32(stream), recovery(flags, seen))
 
     def timed(self, run: Callable[[int], object], expected: int, repeat: int) -> int:
         result = run(repeat)
@@ -62,12 +67,13 @@ class FrerBench:
         return result.duration_ns  # type: ignore[attr-defined]
 
 
-def cases(bench: FrerBench) -> dict[str, tuple[int, int, Callable[[int, int], object], int]]:
-    """name -> (streams, flags, run(prog_fd, repeat), expected verdict)."""
+def cases(bench: FrerBench) -> dict[str, tuple[int, int, Optional[int], Callable[[int, int], object], int]]:
+    """name -> (streams, flags, the number the streams have passed already, run(prog_fd, repeat),
+    expected verdict)."""
     h = bench.harness
     in_order = frame(1, 0, auto_seq=True)
-    duplicate = frame(1, 7, auto_seq=False)
-    cold = frame(1, 7, auto_seq=False)
+    duplicate = frame(1, SEEN, auto_seq=False)
+    cold = frame(1, SEEN, auto_seq=False)
     walk = Walk(COLD_STREAMS, teid_base=1, src_base=0, teid_off=STREAM_AT, src_off=FLAGS_AT)
 
     def cold_run(prog: int, repeat: int) -> object:
@@ -79,10 +85,10 @@ def cases(bench: FrerBench) -> dict[str, tuple[int, int, Callable[[int, int], ob
         return h.run_walk_head(prog, in_order, repeat, 0, FRAME)
 
     return {
-        "in order, 1 stream (hot, best case)": (1, 0, lambda prog, n: h.run(prog, in_order, n), XDP_PASS),
-        "in order, R-tag popped, 1 stream (hot)": (1, Flags.POP, pop_run, XDP_PASS),
-        "duplicate, 1 stream (hot, best case)": (1, 0, lambda prog, n: h.run(prog, duplicate, n), XDP_DROP),
-        f"duplicate, {COLD_STREAMS} streams (cold)": (COLD_STREAMS, 0, cold_run, XDP_DROP),
+        "in order, 1 stream (hot, best case)": (1, 0, None, lambda prog, n: h.run(prog, in_order, n), XDP_PASS),
+        "in order, R-tag popped, 1 stream (hot)": (1, Flags.POP, None, pop_run, XDP_PASS),
+        "duplicate, 1 stream (hot, best case)": (1, 0, SEEN, lambda prog, n: h.run(prog, duplicate, n), XDP_DROP),
+        f"duplicate, {COLD_STREAMS} streams (cold)": (COLD_STREAMS, 0, SEEN, cold_run, XDP_DROP),
     }
 
 
@@ -104,7 +110,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     with Harness(build_harness()) as harness:
         bench = FrerBench(harness, build)
         try:
-            for name, (streams, flags, run, expected) in cases(bench).items():
+            for name, (streams, flags, seen, run, expected) in cases(bench).items():
                 subjects = {"floor": (harness.empty_fd, XDP_PASS), "skip": (bench.skip_fd, XDP_PASS),
                             "frer": (bench.frer_fd, expected)}  # fmt: skip
                 samples: dict[str, list[int]] = {subject: [] for subject in subjects}
@@ -113,7 +119,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     rng.shuffle(order)
                     for subject in order:
                         prog, verdict = subjects[subject]
-                        bench.configure(streams, int(flags))  # the state afresh: the first frame takes any
+                        bench.configure(streams, int(flags), seen)  # the state afresh
                         samples[subject].append(bench.timed(lambda n: run(prog, n), verdict, args.repeat))
                 medians = {subject: statistics.median(values) for subject, values in samples.items()}
                 row = {
@@ -129,16 +135,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                       f"with {row['with_recovery_ns']:6.1f}  above floor {row['above_floor_ns']:+6.1f} ns", flush=True)
         finally:
             bench.close()
-    result = {
-        "benchmark": "frer",
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "machine": machine_info(),
-        "runs": args.runs,
-        "repeat": args.repeat,
-        "results": rows,
-    }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    write_results(args.out, "frer", args.runs, args.repeat, rows)
     return 0
 
 
