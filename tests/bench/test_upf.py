@@ -64,7 +64,8 @@ def test_a_small_run_checks_its_paths_and_reports_every_case(tmp_path):
     points = {(case["case"], case["installed"], case["active"]) for case in result["cases"]}
     assert points == {(c, i, a) for c in workload.CASES for i, a in ((1, 1), (300, 1), (300, 200))}
     assert all(case["repeat"] % case["active"] == 0 and case["ns"] > 0 for case in result["cases"])
-    assert {install["entries"] for install in result["install"]} == {299}
+    entries = {(install["table"] == "dpp_policers", install["entries"]) for install in result["install"]}
+    assert entries == {(False, 299), (True, 2 * 299)}, "a PDR entry a session a table; two policers a policed session"
     usage = result["urr_usage"]  # a slot for each session, and slot 0
     assert (usage["slots"], usage["bytes"]) == (301, 301 * 32)
 

@@ -39,7 +39,9 @@ import pytest
 
 from netapp.core.netns import NETNS_DIR, entered
 from netapp.dataplane.abi import Reason, Verdict
-from netapp.dataplane.tables import Table
+from netapp.dataplane.abi import MAPS
+from netapp.dataplane.tables import PerCpuTable, Table
+from netapp.qos.applier import PolicerApplier
 from netapp.testbed import netns
 from netapp.testbed.upf import UpfSite
 from netapp.upf.abi import QFI_ANY, DownlinkKey, PdrFlag, UplinkKey
@@ -356,6 +358,17 @@ class Maps:
         counts = Table(self.handle, "dpp_upf_usage").get(slot)
         return (counts.ul_packets, counts.ul_bytes, counts.dl_packets, counts.dl_bytes)
 
+    def table(self, name: str) -> Table:
+        """A map of the instance, per-CPU ones as such (as Dataplane.table gives them)."""
+        return (PerCpuTable if MAPS[name].per_cpu else Table)(self.handle, name)
+
+    def policed(self, policer: int) -> tuple[int, int]:
+        """(packets, bytes) a policer dropped, every CPU's (0, 0 for no policer)."""
+        if not policer:
+            return 0, 0
+        counters = PolicerApplier(self.table).counters(policer)
+        return counters.dropped_packets, counters.dropped_bytes
+
     def outcomes(self) -> dict[str, int]:
         """Packets redirected (the FIB's egress), and packets of each way the UPF could not route."""
         reasons = self.handle.stats_reasons()
@@ -402,6 +415,7 @@ def test_a_ue_session_downloads_through_a_handover_and_survives_a_kill_of_the_up
         slot = maps.downlink(site).urr
         assert maps.uplink(teid).urr == slot, "one URR counts both ways"
         usage_before, wire_before, outcomes_before = maps.usage(slot), n6_wire(site), maps.outcomes()
+        dropped_before = maps.policed(maps.downlink(site).policer)
 
         # 50 MB down; halfway, the downlink moves to gNB 2 with an End Marker to gNB 1.
         download = Download(site, "big", pause_at=DOWNLOAD_BYTES // 2)
@@ -417,13 +431,19 @@ def test_a_ue_session_downloads_through_a_handover_and_survives_a_kill_of_the_up
         assert after["gnb2"]["downlink_bytes"] - moved["gnb2"]["downlink_bytes"] > DOWNLOAD_BYTES // 3, after
         assert after["gnb1"]["malformed"] == after["gnb2"]["malformed"] == 0
 
-        # The URR counted every UE packet of N6 each way, by its IP length: the wire's frames, of
-        # which veth counts some with their Ethernet header and some without (by path and kernel).
+        # The URR counted every UE packet of N6 each way that the session's QER let through (TS
+        # 29.244: measured after QoS enforcement), by its IP length: uplink, what reached the wire;
+        # downlink, what the wire brought less what the downlink's policer dropped (the QER's MBR
+        # is 200 Mb/s, which a download on veth exceeds). The wire's frames are counted by veth
+        # some with their Ethernet header and some without (by path and kernel).
         usage = [after - before for after, before in zip(maps.usage(slot), usage_before)]
         wire = [after - before for after, before in zip(n6_wire(site), wire_before)]
-        assert (usage[0], usage[2]) == (wire[0], wire[2]), f"packets each way: URR {usage}, wire {wire}"
-        for packets, urr_bytes, wire_bytes in ((usage[0], usage[1], wire[1]), (usage[2], usage[3], wire[3])):
-            assert wire_bytes - ETHERNET * packets <= urr_bytes <= wire_bytes, f"URR {usage}, wire {wire}"
+        dropped = [after - before for after, before in zip(maps.policed(maps.downlink(site).policer), dropped_before)]
+        counts = f"URR {usage}, wire {wire}, downlink policed {dropped}"
+        assert (usage[0], usage[2] + dropped[0]) == (wire[0], wire[2]), f"packets each way: {counts}"
+        assert wire[1] - ETHERNET * usage[0] <= usage[1] <= wire[1], f"uplink bytes: {counts}"
+        headers = wire[3] - dropped[1] - usage[3]  # the downlink frames' Ethernet headers veth counted
+        assert 0 <= headers <= ETHERNET * (usage[2] + dropped[0]), f"downlink bytes: {counts}"
         assert usage[3] > DOWNLOAD_BYTES
         # Every one of them routed by XDP (bpf_fib_lookup's egress, redirected), none left to the kernel.
         outcomes = {name: count - outcomes_before[name] for name, count in maps.outcomes().items()}
