@@ -7,16 +7,19 @@ a program into its tail-call slot, stores the original packet and runs BPF_PROG_
 
 from __future__ import annotations
 
+import argparse
 import ctypes
 import datetime
 import json
 import math
+import random
 import shutil
+import statistics
 import subprocess
 from ctypes import c_uint8, c_uint16, c_uint32
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Mapping
 
 from bench.libbpf import BpfObject, TestRun, map_update, test_run
 
@@ -187,6 +190,25 @@ class Harness:
 
     def __exit__(self, *exc_info: Any) -> None:
         self.close()
+
+
+def add_block_arguments(parser: argparse.ArgumentParser) -> None:
+    """--runs, --repeat and --seed of a blocks-of-runs benchmark."""
+    parser.add_argument("--runs", type=int, default=7, help="timed runs per subject; medians are reported")
+    parser.add_argument("--repeat", type=int, default=200_000, help="repetitions per run")
+    parser.add_argument("--seed", type=int, default=1, help="seed of the run order")
+
+
+def interleaved_medians(subjects: Mapping[str, Callable[[], int]], runs: int, rng: random.Random) -> dict[str, float]:
+    """Each subject (a timed run giving ns) `runs` times, in blocks that run every subject once in a
+    shuffled order, so that drifts of a shared machine fall on all alike; each subject's median."""
+    samples: dict[str, list[int]] = {name: [] for name in subjects}
+    for _ in range(runs):
+        order = list(subjects)
+        rng.shuffle(order)
+        for name in order:
+            samples[name].append(subjects[name]())
+    return {name: statistics.median(values) for name, values in samples.items()}
 
 
 def write_results(out: Path, benchmark: str, runs: int, repeat: int, rows: list[dict[str, Any]]) -> None:

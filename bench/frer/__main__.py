@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import random
-import statistics
 import struct
 import sys
 from ctypes import c_uint32
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-from bench.harness import Harness, Walk, build_harness, write_results
+from bench.harness import Harness, Walk, add_block_arguments, build_harness, interleaved_medians, write_results
 from bench.libbpf import BpfObject, map_update
 from netapp.dataplane import binding
 from netapp.frer.abi import HISTORY_MAX, MAX_STREAMS, RTAG_ETHERTYPE, SEQ_SPACE, Algo, Flags, Recovery
@@ -96,9 +96,7 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.frer", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="result JSON")
-    parser.add_argument("--runs", type=int, default=7, help="timed runs per subject; medians are reported")
-    parser.add_argument("--repeat", type=int, default=200_000, help="repetitions per run")
-    parser.add_argument("--seed", type=int, default=1, help="seed of the run order")
+    add_block_arguments(parser)
     return parser.parse_args(argv)
 
 
@@ -111,17 +109,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         bench = FrerBench(harness, build)
         try:
             for name, (streams, flags, seen, run, expected) in cases(bench).items():
-                subjects = {"floor": (harness.empty_fd, XDP_PASS), "skip": (bench.skip_fd, XDP_PASS),
+                programs = {"floor": (harness.empty_fd, XDP_PASS), "skip": (bench.skip_fd, XDP_PASS),
                             "frer": (bench.frer_fd, expected)}  # fmt: skip
-                samples: dict[str, list[int]] = {subject: [] for subject in subjects}
-                for _ in range(args.runs):
-                    order = list(subjects)
-                    rng.shuffle(order)
-                    for subject in order:
-                        prog, verdict = subjects[subject]
-                        bench.configure(streams, int(flags), seen)  # the state afresh
-                        samples[subject].append(bench.timed(lambda n: run(prog, n), verdict, args.repeat))
-                medians = {subject: statistics.median(values) for subject, values in samples.items()}
+
+                def timed(prog: int, verdict: int) -> int:
+                    bench.configure(streams, int(flags), seen)  # the state afresh
+                    return bench.timed(lambda n: run(prog, n), verdict, args.repeat)
+
+                subjects = {name: functools.partial(timed, *program) for name, program in programs.items()}
+                medians = interleaved_medians(subjects, args.runs, rng)
                 row = {
                     "case": name,
                     "floor_ns": medians["floor"],

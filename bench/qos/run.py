@@ -5,14 +5,14 @@ says."""
 
 from __future__ import annotations
 
+import functools
 import random
-import statistics
 import subprocess
 from ctypes import c_uint32
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.harness import BUILD_DIR, DATAPLANE, Harness, Walk, dataplane_bpf_cflags
+from bench.harness import BUILD_DIR, DATAPLANE, Harness, Walk, dataplane_bpf_cflags, interleaved_medians
 from bench.libbpf import BpfObject, map_update
 from netapp.qos.abi import Algo, Policer
 
@@ -111,17 +111,14 @@ class PoliceBench:
 
     def time(self, clock: str, decision: str, runs: int, repeat: int, rng: random.Random) -> Timing:
         """Blocks of the three subjects in a shuffled order, `runs` times; medians."""
-        subjects = {
+        programs = {
             "floor": (self.harness.empty_fd, XDP_PASS),
             "skip": (self.skip_fd, XDP_PASS),
             "police": (self.police_fd, XDP_PASS if decision == "pass" else XDP_DROP),
         }
-        samples: dict[str, list[int]] = {name: [] for name in subjects}
-        for _ in range(runs):
-            order = list(subjects)
-            rng.shuffle(order)
-            for name in order:
-                prog_fd, expected = subjects[name]
-                samples[name].append(self._run(prog_fd, clock, repeat, expected))
-        medians = {name: statistics.median(values) for name, values in samples.items()}
+        subjects = {
+            name: functools.partial(self._run, prog_fd, clock, repeat, expected)
+            for name, (prog_fd, expected) in programs.items()
+        }
+        medians = interleaved_medians(subjects, runs, rng)
         return Timing(medians["floor"], medians["skip"], medians["police"])

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
-from bench.harness import Harness, build_harness, write_results
+from bench.harness import Harness, add_block_arguments, build_harness, write_results
 from bench.routing.run import FIB_NET, FIRST_NET, RouteBench, fib_namespace
 
 DEFAULT_OUT = Path("bench/results/routing.json")
@@ -19,9 +19,7 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.routing", description=__doc__)
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="result JSON")
     parser.add_argument("--routes", type=lambda text: [int(v) for v in text.split(",")], default=[1000, 1_000_000])
-    parser.add_argument("--runs", type=int, default=7, help="timed runs per subject; medians are reported")
-    parser.add_argument("--repeat", type=int, default=200_000, help="repetitions per run")
-    parser.add_argument("--seed", type=int, default=1, help="seed of the run order")
+    add_block_arguments(parser)
     return parser.parse_args(argv)
 
 

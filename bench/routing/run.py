@@ -6,15 +6,15 @@ case, each run's verdict checked (a lookup that misses where the case hits stops
 from __future__ import annotations
 
 import contextlib
+import functools
 import ipaddress
 import random
 import secrets
-import statistics
 from ctypes import c_uint32
 from dataclasses import dataclass
 from typing import Iterator
 
-from bench.harness import DATAPLANE, Harness, Walk
+from bench.harness import DATAPLANE, Harness, Walk, interleaved_medians
 from bench.libbpf import BpfObject, map_update
 from netapp.core.netns import entered
 from netapp.routing.abi import Neigh, RouteValue
@@ -103,16 +103,7 @@ class RouteBench:
         return result.duration_ns
 
     def time(self, case: str, flows: int, base: int, runs: int, repeat: int, rng: random.Random) -> Timing:
-        subjects = {
-            "floor": self.harness.empty_fd,
-            "skip": self.fds["skip"],
-            "case": self.fds[case],
-        }
-        samples: dict[str, list[int]] = {name: [] for name in subjects}
-        for _ in range(runs):
-            order = list(subjects)
-            rng.shuffle(order)
-            for name in order:
-                samples[name].append(self._run(subjects[name], flows, base, repeat, XDP_PASS))
-        medians = {name: statistics.median(values) for name, values in samples.items()}
+        fds = {"floor": self.harness.empty_fd, "skip": self.fds["skip"], "case": self.fds[case]}
+        subjects = {name: functools.partial(self._run, fd, flows, base, repeat, XDP_PASS) for name, fd in fds.items()}
+        medians = interleaved_medians(subjects, runs, rng)
         return Timing(medians["floor"], medians["skip"], medians["case"])

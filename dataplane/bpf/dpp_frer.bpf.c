@@ -88,10 +88,10 @@ int dpp_frer_listener(struct xdp_md *ctx)
 	s = stream_of(handle, DPP_FRER_ROLE_RECOVER);
 	if (!s)
 		return XDP_PASS;
-	decision = frer_recover(handle, f.tagged, f.seq, bpf_ktime_get_ns());
+	r = frer_recovery(handle);
+	decision = frer_recover(r, f.tagged, f.seq, bpf_ktime_get_ns());
 	if (!frer_passes(decision))
 		return XDP_DROP;
-	r = bpf_map_lookup_elem(&dpp_frer_recovery, &handle);
 	if (r && (r->flags & DPP_FRER_POP) && frer_pop(ctx, &f))
 		return XDP_DROP;
 	return s->deliver_ifindex ? bpf_redirect(s->deliver_ifindex, 0) : XDP_PASS;

@@ -75,11 +75,11 @@ int xdp_frer(struct xdp_md *ctx)
 	now = hdr->now_ns ? hdr->now_ns : bpf_ktime_get_ns();
 	if (hdr->auto_seq)
 		f.seq = auto_seq();
-	decision = frer_recover(stream, f.tagged, f.seq, now);
+	r = frer_recovery(stream);
+	decision = frer_recover(r, f.tagged, f.seq, now);
 	hdr->decision = decision;
 	if (!frer_passes(decision))
 		return XDP_DROP;
-	r = bpf_map_lookup_elem(&dpp_frer_recovery, &stream);
 	if (r && (r->flags & DPP_FRER_POP) && frer_pop(ctx, &f))
 		return XDP_ABORTED;
 	return XDP_PASS;

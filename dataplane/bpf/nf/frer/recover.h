@@ -165,14 +165,21 @@ static __always_inline int frer_decide(struct dpp_frer_recovery *r, bool tagged,
 	return r->algo == DPP_FRER_ALGO_MATCH ? frer_match(r, seq) : frer_vector(r, seq);
 }
 
-/* The recovery function of `stream` decides for a frame (tagged: with sequence number seq) that
- * arrived at `now`: an enum dpp_frer_decision (frer_passes() tells whether it goes on). */
-static __always_inline int frer_recover(__u32 stream, bool tagged, __u16 seq, __u64 now)
+/* The recovery function of `stream` (its slot of dpp_frer_recovery), NULL for none. */
+static __always_inline struct dpp_frer_recovery *frer_recovery(__u32 stream)
 {
 	struct dpp_frer_recovery *r = stream ? bpf_map_lookup_elem(&dpp_frer_recovery, &stream) : NULL;
+
+	return r && r->history_len ? r : NULL;
+}
+
+/* Recovery function `r` (frer_recovery()) decides for a frame (tagged: with sequence number seq)
+ * that arrived at `now`: an enum dpp_frer_decision (frer_passes() tells whether it goes on). */
+static __always_inline int frer_recover(struct dpp_frer_recovery *r, bool tagged, __u16 seq, __u64 now)
+{
 	int decision;
 
-	if (!r || !r->history_len)
+	if (!r)
 		return DPP_FRER_NO_STREAM;
 	bpf_spin_lock(&r->lock);
 	frer_timers(r, now);
