@@ -28,7 +28,7 @@
 
 #define DPP_INSTANCE_NAME_MAX 32
 #define DPP_MAP_NAME_MAX 64
-#define DPP_MAPS_MAX 48
+#define DPP_MAPS_MAX 64
 #define DPP_PROGS_MAX 16
 /* Elements per batch syscall: bounds the kernel's time under one call and our buffer sizes. */
 #define DPP_BATCH_CHUNK 8192
@@ -74,10 +74,17 @@ struct dpp_map_spec {
 extern const struct dpp_map_spec instance_maps[], rules_maps[], shapes_maps[], cpus_maps[],
 	stats_maps[], testrun_maps[], upf_maps[];
 
+enum dpp_map_lock {
+	DPP_MAP_LOCK_UNKNOWN = 0,
+	DPP_MAP_LOCK_NONE,
+	DPP_MAP_LOCK_SPIN, /* its values hold a bpf_spin_lock: read and written under it (BPF_F_LOCK) */
+};
+
 struct dpp_map_ref {
 	char name[DPP_MAP_NAME_MAX];
 	int fd; /* owned */
 	__u32 max_entries;
+	enum dpp_map_lock lock; /* learnt at the first table call that needs it (tables.c) */
 };
 
 /* The instance's programs: [0] is the XDP entry, the others the programs it tail-calls. */
@@ -138,6 +145,8 @@ void pin_dirs_remove(struct dpp *d);
 #define DPP_ENTRY_PROG "dpp_xdp"
 /* The program of the GTP-U dispatcher's CPUMAP queues (bpf/nf/qos/rss.h). */
 #define DPP_CPUMAP_PROG "dpp_rss_worker"
+/* The program of FRER's ports, dpp_frer_tx (bpf/nf/frer/replicate.h). */
+#define DPP_DEVMAP_PROG "dpp_frer_egress"
 #define DPP_SLOTS_MAP "dpp_progs"
 int progs_collect_loaded(struct dpp_prog_table *t, struct bpf_object *obj, int slots_fd);
 int progs_collect_pinned(struct dpp *d);

@@ -66,6 +66,7 @@ int map_add(struct dpp *d, const char *name, int fd)
 	m = &d->maps[d->nr_maps++];
 	snprintf(m->name, sizeof(m->name), "%s", name);
 	m->fd = fd;
+	m->lock = DPP_MAP_LOCK_UNKNOWN;
 	return 0;
 }
 

@@ -4,6 +4,7 @@
  * syscall per element where not. A map a module declares (rules_maps, ...) has a protocol to its
  * writes and is refused for update and delete; every other map is a table. */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
@@ -19,6 +20,7 @@ enum cursor_state {
 
 struct table {
 	const char *name;
+	struct dpp_map_ref *map;
 	int fd;
 	__u32 key_size;
 	__u32 value_size; /* per element in the caller's array: per-CPU values for every CPU */
@@ -61,6 +63,7 @@ static int table_open(struct dpp *d, const char *name, bool write, size_t ksz, s
 		return -EPERM;
 	}
 	t->name = m->name;
+	t->map = m;
 	t->fd = m->fd;
 	t->key_size = info.key_size;
 	t->value_size = per_cpu(info.type) ? ((info.value_size + 7) & ~7U) * (__u32)d->ncpus
@@ -73,17 +76,38 @@ static int table_open(struct dpp *d, const char *name, bool write, size_t ksz, s
 	return 0;
 }
 
+/* BPF_F_LOCK for a map whose values hold a bpf_spin_lock (FRER's recovery slots), so that a value
+ * is read and written whole while the data path holds the lock; 0 for any other map. The kernel
+ * refuses the flag (EINVAL) for a map without a lock before it looks at the key, so one lookup of
+ * `key` (into `value`, a buffer of one element) tells, once per map. */
+static __u64 table_lock_flag(const struct table *t, const void *key, void *value)
+{
+	int err;
+
+	if (t->map->lock == DPP_MAP_LOCK_UNKNOWN) {
+		err = bpf_map_lookup_elem_flags(t->fd, key, value, BPF_F_LOCK);
+		t->map->lock = err == -EINVAL ? DPP_MAP_LOCK_NONE : DPP_MAP_LOCK_SPIN;
+	}
+	return t->map->lock == DPP_MAP_LOCK_SPIN ? BPF_F_LOCK : 0;
+}
+
 int dpp_table_update(struct dpp *d, const char *name, const void *keys, size_t key_size,
 		     const void *values, size_t value_size, __u32 n, __u64 flags, __u32 *done)
 {
 	struct table t;
 	__u32 applied = 0;
+	void *probe;
 	int err;
 
 	if (n && (!keys || !values || !value_size))
 		return -EINVAL;
 	err = table_open(d, name, true, key_size, value_size, &t);
 	if (!err && n) {
+		probe = malloc(value_size);
+		if (!probe)
+			return -ENOMEM;
+		flags |= table_lock_flag(&t, keys, probe);
+		free(probe);
 		err = batch_apply(t.fd, keys, key_size, values, value_size, n, flags, &applied);
 		if (err)
 			pr_warn("table %s: update: %s after %u of %u", name, strerror(-err),
@@ -123,14 +147,17 @@ int dpp_table_lookup(struct dpp *d, const char *name, const void *keys, size_t k
 	char *v = values;
 	struct table t;
 	int err, hits = 0;
+	__u64 lock = 0;
 	bool hit;
 	__u32 i;
 
 	if (n && (!keys || !values || !value_size))
 		return -EINVAL;
 	err = table_open(d, name, false, key_size, value_size, &t);
+	if (!err && n)
+		lock = table_lock_flag(&t, k, v);
 	for (i = 0; !err && i < n; i++) {
-		err = bpf_map_lookup_elem(t.fd, k + i * key_size, v + i * value_size);
+		err = bpf_map_lookup_elem_flags(t.fd, k + i * key_size, v + i * value_size, lock);
 		hit = !err;
 		if (err == -ENOENT) {
 			memset(v + i * value_size, 0, value_size);
