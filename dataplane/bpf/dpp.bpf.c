@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* The DPP pipeline's XDP entry: parse, classify, act, count. The protocol parsers live in proto/,
  * the parse stages, the N3 fast path, the classifier and the action dispatch in core/, the actions
- * in nf/ (one folder per network function, the UPF's ahead of the classifier); this file only wires them together. The programs the
+ * in nf/ (one folder per network function, the UPF's ahead of the classifier, FRER's ahead of the
+ * parser); this file only wires them together. The programs the
  * entry tail-calls (dpp_progs) come with the headers that hand packets to them (core/trace.h).
  * The same pipeline, without the GTP-U dispatcher and the trace, is the CPUMAP program of the
  * dispatcher's workers (dpp_rss_worker, nf/qos/rss.h). */
@@ -16,6 +17,7 @@
 #include "core/counters.h"
 #include "core/trace.h"
 #include "nf/qos/rss.h"
+#include "nf/frer/stage.h"
 
 /* Load-time knob (skeleton rodata): record every packet's outcome in dpp_trace. */
 const volatile __u8 cfg_trace = 0;
@@ -41,6 +43,10 @@ const volatile struct {
 	enum dpp_upf_route_table upf_route_table;
 	enum dpp_route_path route_path;
 	enum dpp_route_flags route_flags;
+	enum dpp_frer_algo frer_algo;
+	enum dpp_frer_flags frer_flags;
+	enum dpp_frer_role frer_role;
+	enum dpp_frer_decision frer_decision;
 	struct dpp_upf_punt upf_punt[0]; /* the records of the ring dpp_upf_punt (no space) */
 } dpp_abi_enums;
 
@@ -120,7 +126,15 @@ static __always_inline int pipeline(struct xdp_md *ctx, bool worker)
 SEC("xdp")
 int dpp_xdp(struct xdp_md *ctx)
 {
+	frer_hand_over(ctx);
 	return pipeline(ctx, false);
+}
+
+/* Each FRER port's devmap program: a replicated copy is kept on its stream's member ports. */
+SEC("xdp/devmap")
+int dpp_frer_egress(struct xdp_md *ctx)
+{
+	return frer_egress(ctx);
 }
 
 /* The dispatcher's workers: the CPUMAP queues of dpp_rss_cpu_map run it on the worker CPU. */

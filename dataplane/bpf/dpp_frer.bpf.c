@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* FRER (IEEE 802.1CB) on a node of its own: the programs of a replicating node (talker side) and of
- * an eliminating node (listener side), as a network function that runs before the pipeline does on
- * the ports a protected stream crosses.
+ * an eliminating node (listener side), each attached to the ports a protected stream crosses. The
+ * NetApp's pipeline takes the same decisions (nf/frer/node.h) in its FRER stage (nf/frer/stage.h).
  *
  *   dpp_frer_talker    on the talker-facing port: a frame of a GENERATE stream (stream
  *                      identification, nf/frer/identify.h) gets the stream's next sequence number in
@@ -14,9 +14,7 @@
  */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
-#include "nf/frer/identify.h"
-#include "nf/frer/recover.h"
-#include "nf/frer/replicate.h"
+#include "nf/frer/node.h"
 
 /* Never read: makes FRER's enums and the structs no map names part of this object's BTF, where
  * tests/frer/test_abi.py checks the Python mirror against them. */
@@ -27,40 +25,22 @@ const volatile struct {
 	enum dpp_frer_decision decision;
 } dpp_frer_abi_enums;
 
-static __always_inline void count_encode_error(__u32 ifindex)
+/* What the node does with a frame FRER leaves alone: the kernel's. */
+static __always_inline int onward_to_kernel(int verdict)
 {
-	struct dpp_frer_port_stats zero = {}, *stats = bpf_map_lookup_elem(&dpp_frer_port_stats, &ifindex);
-
-	if (!stats) {
-		bpf_map_update_elem(&dpp_frer_port_stats, &ifindex, &zero, BPF_NOEXIST);
-		stats = bpf_map_lookup_elem(&dpp_frer_port_stats, &ifindex);
-	}
-	if (stats)
-		stats->encode_errors++;
-}
-
-static __always_inline struct dpp_frer_stream *stream_of(__u32 handle, __u8 role)
-{
-	struct dpp_frer_stream *s = handle ? bpf_map_lookup_elem(&dpp_frer_streams, &handle) : NULL;
-
-	return s && s->role == role ? s : NULL;
+	return verdict == FRER_ONWARD ? XDP_PASS : verdict;
 }
 
 SEC("xdp")
 int dpp_frer_talker(struct xdp_md *ctx)
 {
 	struct frer_frame f = {};
-	struct dpp_frer_stream *s;
-	struct cursor c;
-	__u32 handle;
+	struct frer_match m;
+	__u32 reason = 0;
 
-	if (!frer_parse(ctx, &f, &c) || f.tagged)
+	if (!frer_frame(ctx, &f, &m, &reason))
 		return XDP_PASS; /* not a frame this node tags: the kernel's */
-	handle = frer_identify(ctx, &f, &c);
-	s = stream_of(handle, DPP_FRER_ROLE_GENERATE);
-	if (!s)
-		return XDP_PASS;
-	return frer_replicate(ctx, &f, handle, s);
+	return onward_to_kernel(frer_generate(ctx, &f, &m));
 }
 
 SEC("xdp/devmap")
@@ -73,28 +53,12 @@ SEC("xdp")
 int dpp_frer_listener(struct xdp_md *ctx)
 {
 	struct frer_frame f = {};
-	struct dpp_frer_recovery *r;
-	struct dpp_frer_stream *s;
-	struct cursor c;
-	__u32 handle;
-	int decision;
+	struct frer_match m;
+	__u32 reason = 0;
 
-	if (!frer_parse(ctx, &f, &c)) {
-		if (f.tagged)
-			count_encode_error(ctx->ingress_ifindex);
-		return f.tagged ? XDP_DROP : XDP_PASS;
-	}
-	handle = frer_identify(ctx, &f, &c);
-	s = stream_of(handle, DPP_FRER_ROLE_RECOVER);
-	if (!s)
-		return XDP_PASS;
-	r = frer_recovery(handle);
-	decision = frer_recover(r, f.tagged, f.seq, bpf_ktime_get_ns());
-	if (!frer_passes(decision))
+	if (!frer_frame(ctx, &f, &m, &reason))
 		return XDP_DROP;
-	if (r && (r->flags & DPP_FRER_POP) && frer_pop(ctx, &f))
-		return XDP_DROP;
-	return s->deliver_ifindex ? bpf_redirect(s->deliver_ifindex, 0) : XDP_PASS;
+	return onward_to_kernel(frer_eliminate(ctx, &f, &m, &reason));
 }
 
 char LICENSE[] SEC("license") = "GPL";

@@ -47,6 +47,8 @@ static int print_programs(struct ctl *c)
 			printf(" (XDP entry)\n");
 		else if (progs[i].kind == DPP_PROG_KIND_CPUMAP)
 			printf(" (CPUMAP queues' program)\n");
+		else if (progs[i].kind == DPP_PROG_KIND_DEVMAP)
+			printf(" (DEVMAP ports' program)\n");
 		else if (progs[i].slot >= 0)
 			printf(" (tail call, slot %s)\n", DPP_NAME(dpp_prog_names, progs[i].slot));
 		else

@@ -47,6 +47,8 @@ static int prog_add(struct dpp_prog_table *t, const char *name, int fd)
 	p->kind = entry ? DPP_PROG_KIND_XDP : DPP_PROG_KIND_TAIL;
 	if (!strcmp(name, DPP_CPUMAP_PROG))
 		p->kind = DPP_PROG_KIND_CPUMAP;
+	if (!strcmp(name, DPP_DEVMAP_PROG))
+		p->kind = DPP_PROG_KIND_DEVMAP;
 	snprintf(p->name, sizeof(p->name), "%s", name);
 	return 0;
 }
@@ -64,7 +66,7 @@ static int progs_slots_read(struct dpp_prog_table *t, int slots_fd)
 	for (slot = 0; slot < info.max_entries; slot++) {
 		if (bpf_map_lookup_elem(slots_fd, &slot, &id))
 			continue; /* an empty slot */
-		for (i = 1; i < t->nr; i++) {
+		for (i = 0; i < t->nr; i++) { /* the entry too: FRER's stage hands frames back to it */
 			if (t->progs[i].id == id)
 				t->progs[i].slot = (__s32)slot;
 		}

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Union
 
 from netapp.dataplane.cenum import c_enum
+from netapp.frer import abi as frer_abi
 from netapp.qos import rss_abi
 from netapp.qos import abi as qos_abi
 from netapp.routing import abi as routing_abi
@@ -106,6 +107,7 @@ CONSTANTS = {
     **rss_abi.CONSTANTS,
     **qos_abi.CONSTANTS,
     **routing_abi.CONSTANTS,
+    **frer_abi.CONSTANTS,
 }
 
 
@@ -173,6 +175,9 @@ class Reason(enum.IntEnum):
     QOS_POLICED = qos_abi.REASON_BASE_QOS
     ROUTING_NO_ROUTE = routing_abi.REASON_BASE_ROUTING
     ROUTING_NO_NEIGH = routing_abi.REASON_BASE_ROUTING + 1
+    FRER_ELIMINATED = frer_abi.REASON_BASE_FRER
+    FRER_BAD_RTAG = frer_abi.REASON_BASE_FRER + 1
+    FRER_NO_STREAM = frer_abi.REASON_BASE_FRER + 2
 
 
 @c_enum("dpp_overlay", "DPP_OVERLAY_")
@@ -208,6 +213,8 @@ class XdpMode(enum.IntEnum):
 @c_enum("dpp_prog", "DPP_PROG_", has_max=True)
 class Prog(enum.IntEnum):  # slots of dpp_progs: the programs the XDP entry tail-calls
     TRACE = 0
+    FRER = 1
+    ENTRY = 2
 
 
 @c_enum("dpp_log_level", "DPP_LOG_")
@@ -229,6 +236,7 @@ ABI_ENUMS = (
     + upf_abi.ENUMS
     + qos_abi.ENUMS
     + routing_abi.ENUMS
+    + frer_abi.ENUMS
 )
 
 
@@ -382,7 +390,7 @@ ABI_STRUCTS = (
     FlowEntry,
     FlowUse,
     Trace,
-) + upf_abi.STRUCTS + rss_abi.STRUCTS + qos_abi.STRUCTS + routing_abi.STRUCTS
+) + upf_abi.STRUCTS + rss_abi.STRUCTS + qos_abi.STRUCTS + routing_abi.STRUCTS + frer_abi.STRUCTS
 
 
 # --- libdpp.h ------------------------------------------------------------------------------------
@@ -470,6 +478,7 @@ class MapType(enum.IntEnum):
     LRU_HASH = 9
     LRU_PERCPU_HASH = 10
     LPM_TRIE = 11
+    DEVMAP = 14
     CPUMAP = 16
     DEVMAP_HASH = 25
     RINGBUF = 27
@@ -527,6 +536,12 @@ def map_size_refusal(name: str, entries: int, cpus: int) -> Optional[str]:
 ARRAY, HASH, PERCPU_ARRAY = MapType.ARRAY, MapType.HASH, MapType.PERCPU_ARRAY
 
 # Map names are declared once, here (libdpp opens and pins them by these names).
+def _frer_map(kind: str, key: Any, value: Any, size: Union[int, str]) -> MapSpec:
+    """FRER's maps (netapp.frer.abi, which names the structs it cannot import from here)."""
+    named = {"dpp_flow_key": FlowKey, "bpf_devmap_val": DevmapVal}
+    return MapSpec(MapType[kind], named.get(key, key), named.get(value, value), size, table=True)
+
+
 MAPS: Mapping[str, MapSpec] = {
     "dpp_rules": MapSpec(HASH, FlowKey, Rule, "DPP_MAX_RULES"),
     "dpp_shapes": MapSpec(ARRAY, c_uint32, ShapeSet, 2),
@@ -564,5 +579,6 @@ MAPS: Mapping[str, MapSpec] = {
         for name, (kind, key, value, size) in rss_abi.MAPS.items()
     },
     **{name: MapSpec(PERCPU_ARRAY, c_uint32, Counter, size, table=True) for name, size in rss_abi.COUNTERS.items()},
+    **{name: _frer_map(*spec) for name, spec in frer_abi.MAPS.items()},
 }
 SIZABLE_MAPS = frozenset(name for name, spec in MAPS.items() if spec.sizable)

@@ -125,7 +125,7 @@ class DppHandle:
         found = (ProgDesc * check(self.lib.dpp_programs(self._handle, None, 0), "dpp_programs"))()
         check(self.lib.dpp_programs(self._handle, found, len(found)), "dpp_programs")
         slots = {slot.value: slot.name.lower() for slot in Prog}  # a newer object's: its number
-        kinds = ("xdp", "tail", "cpumap")  # enum dpp_prog_kind
+        kinds = ("xdp", "tail", "cpumap", "devmap")  # enum dpp_prog_kind
         return [
             {
                 "name": bytes(p.name).rstrip(b"\0").decode(),

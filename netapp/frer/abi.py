@@ -20,6 +20,7 @@ SEQ_SPACE = 65536
 HISTORY_MIN = 2
 HISTORY_MAX = 32
 HISTORY_DEFAULT = 2
+REASON_BASE_FRER = 160
 
 CONSTANTS = {
     "DPP_MAX_FRER_STREAMS": MAX_STREAMS,
@@ -28,6 +29,7 @@ CONSTANTS = {
     "DPP_FRER_RTAG_ETHERTYPE": RTAG_ETHERTYPE,
     "DPP_FRER_RTAG_LEN": RTAG_LEN,
     "DPP_FRER_SEQ_SPACE": SEQ_SPACE,
+    "DPP_REASON_BASE_FRER": REASON_BASE_FRER,
     "DPP_FRER_HISTORY_MIN": HISTORY_MIN,
     "DPP_FRER_HISTORY_MAX": HISTORY_MAX,
     "DPP_FRER_HISTORY_DEFAULT": HISTORY_DEFAULT,
@@ -149,4 +151,6 @@ MAPS = {
     "dpp_frer_members": ("HASH", MemberKey, Member, "DPP_MAX_FRER_IDENTITIES"),
     "dpp_frer_tx": ("DEVMAP", c_uint32, "bpf_devmap_val", "DPP_MAX_FRER_PORTS"),
     "dpp_frer_port_stats": ("PERCPU_HASH", c_uint32, PortStats, "DPP_MAX_FRER_PORTS"),
+    "dpp_frer_gate": ("ARRAY", c_uint32, c_uint32, 1),
+    "dpp_frer_onward": ("PERCPU_ARRAY", c_uint32, c_uint32, 1),
 }

@@ -40,6 +40,7 @@ from netapp.forwarding.service import AlternativesService
 from netapp.intents.compiler import CompiledDocument, CompiledRule, CompileError, redirect_ports
 from netapp.intents.index import RuleIndex
 from netapp.intents.models import Intent, LegacyMessage
+from netapp.frer.dataplane import FrerDataplane
 from netapp.qos.dispatch import Dispatcher
 from netapp.qos.dispatch import apply_settings as apply_dispatch
 from netapp.service.admin import AdminService
@@ -387,6 +388,7 @@ class NetAppService(IntentService):
         reloaded = self._admin.reload_dataplane(who)
         with self._state.exclusive():
             Dispatcher(self._state.dataplane).requeue()  # the new worker program in its queues
+            FrerDataplane(self._state.dataplane).requeue()  # the new egress program on FRER's ports
         return reloaded
 
     def stats(self, who: Principal) -> dict[str, Any]:

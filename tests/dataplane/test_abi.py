@@ -113,6 +113,9 @@ def test_array_dimensions_match_the_constants(btf):
     assert members["members"] == f"dpp_alt_member[{binding.MAX_ALT_MEMBERS}]"
 
 
+SCALARS = {ctypes.c_uint32: "unsigned int"}  # the BTF names of the scalar values maps hold
+
+
 def test_every_map_is_declared_once_in_the_binding_with_its_types_and_size(btf):
     maps = btf.maps()
     assert set(maps) == set(binding.MAPS)
@@ -122,7 +125,7 @@ def test_every_map_is_declared_once_in_the_binding_with_its_types_and_size(btf):
         assert found["max_entries"] == size, name
         assert found["type"] == spec.type, name
         if spec.value is not None and found.get("value") is not None:
-            assert found["value"] == getattr(spec.value, "C_NAME", None), name
+            assert found["value"] == getattr(spec.value, "C_NAME", SCALARS.get(spec.value)), name
         if spec.key is not None and hasattr(spec.key, "C_NAME"):
             assert found["key"] == spec.key.C_NAME, name
 
@@ -355,6 +358,7 @@ def test_each_function_s_reasons_lie_in_its_own_range():
         "routing": range(
             abi.routing_abi.REASON_BASE_ROUTING, abi.routing_abi.REASON_BASE_ROUTING + abi.REASON_RANGE
         ),
+        "frer": range(abi.frer_abi.REASON_BASE_FRER, abi.frer_abi.REASON_BASE_FRER + abi.REASON_RANGE),
     }
     owner = {
         binding.Reason.CPU_UNAVAILABLE: "steer",
@@ -364,6 +368,7 @@ def test_each_function_s_reasons_lie_in_its_own_range():
         **{reason: "upf" for reason in binding.Reason if reason.name.startswith("UPF_")},
         **{reason: "qos" for reason in binding.Reason if reason.name.startswith("QOS_")},
         **{reason: "routing" for reason in binding.Reason if reason.name.startswith("ROUTING_")},
+        **{reason: "frer" for reason in binding.Reason if reason.name.startswith("FRER_")},
     }
     for reason in binding.Reason:
         assert reason in ranges[owner.get(reason, "core")], reason

@@ -142,14 +142,17 @@ def test_a_reload_swaps_the_program_and_keeps_rules_counters_and_the_link(ns, da
     dp.test_run(frame())  # through the handle's program: the new one too
     assert video_packets(dp) == 16
     assert tail_called(instance) == 16  # the entry tail-called the trace program for each frame
-    assert programs.keys() == program_ids(dp).keys() == {"dpp_xdp", "dpp_xdp_trace", "dpp_rss_worker"}
+    assert programs.keys() == program_ids(dp).keys() == {
+        "dpp_xdp", "dpp_xdp_trace", "dpp_rss_worker", "dpp_frer_stage", "dpp_frer_egress"}
 
 
 def test_a_reload_replaces_every_program_and_its_pin_and_slot(ns, dataplane):
     dp, instance = dataplane
     old = dp.status()["programs"]
     assert [(p["name"], p["kind"], p["slot"]) for p in old] == [
-        ("dpp_xdp", "xdp", None),
+        ("dpp_xdp", "xdp", "entry"),
+        ("dpp_frer_egress", "devmap", None),
+        ("dpp_frer_stage", "tail", "frer"),
         ("dpp_rss_worker", "cpumap", None),
         ("dpp_xdp_trace", "tail", "trace"),
     ]
@@ -162,7 +165,8 @@ def test_a_reload_replaces_every_program_and_its_pin_and_slot(ns, dataplane):
     # Another process finds the new programs pinned, and the new tail-call target in the pinned
     # dpp_progs' slot (a slot is only named when the array holds that program's id).
     assert pinned_programs(instance) == new
-    assert sorted(os.listdir(PIN_ROOT / instance / "progs")) == ["dpp_rss_worker", "dpp_xdp_trace"]
+    assert sorted(os.listdir(PIN_ROOT / instance / "progs")) == [
+        "dpp_frer_egress", "dpp_frer_stage", "dpp_rss_worker", "dpp_xdp_trace"]
 
 
 @pytest.mark.parametrize(

@@ -68,4 +68,22 @@ struct {
 	__type(value, struct dpp_frer_port_stats);
 } dpp_frer_port_stats SEC(".maps");
 
+/* 0 -> whether the pipeline hands frames to FRER's stage (dpp_frer_stage) before it parses them:
+ * nonzero on a node with streams (the control plane's), 0 elsewhere, where it costs one read */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} dpp_frer_gate SEC(".maps");
+
+/* 0 -> set by FRER's stage on this CPU when it hands a frame on to the pipeline's entry, which
+ * then runs it without the stage (cleared there): the two run back to back on one CPU */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} dpp_frer_onward SEC(".maps");
+
 #endif /* DPP_NF_FRER_MAPS_H */

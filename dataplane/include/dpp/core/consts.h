@@ -90,6 +90,7 @@ enum dpp_verdict {
 #define DPP_REASON_BASE_UPF 80
 #define DPP_REASON_BASE_QOS 96
 #define DPP_REASON_BASE_ROUTING 144
+#define DPP_REASON_BASE_FRER 160
 
 /* The core's reasons: the parser's, which send the packet to the default verdict (but
  * GTP_SIGNALLING and NOT_IP: passed to the kernel). Two ranges. */
@@ -119,6 +120,8 @@ enum dpp_verdict {
  * Appended: a slot is where a program of the same object is found, and dpp_prog_stats' index. */
 enum dpp_prog {
 	DPP_PROG_TRACE = 0, /* records the packet's outcome in dpp_trace (loaded with trace on) */
+	DPP_PROG_FRER = 1,  /* FRER's stage, ahead of the pipeline on a node with FRER streams */
+	DPP_PROG_ENTRY = 2, /* the entry itself: where FRER's stage hands a frame on to the pipeline */
 	DPP_PROG_MAX,
 };
 

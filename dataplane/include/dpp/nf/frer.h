@@ -118,7 +118,8 @@ struct dpp_frer_stream {
 	__u32 next_seq; /* GENERATE: the next sequence number (GenSeqNum, low 16 bits), atomic */
 	__u8 role;	/* enum dpp_frer_role */
 	__u8 reserved[3];
-	__u32 deliver_ifindex; /* RECOVER: where passed frames go (bpf_redirect); 0: the kernel's stack */
+	__u32 deliver_ifindex; /* RECOVER: where passed frames go (bpf_redirect); 0: onward (the
+				* pipeline on a NetApp node, the kernel's stack on a FRER node) */
 	__u32 reserved2;
 };
 
@@ -139,5 +140,11 @@ struct dpp_frer_member {
 struct dpp_frer_port_stats {
 	__u64 encode_errors;
 };
+
+/* FRER's reasons, from DPP_REASON_BASE_FRER (dpp/core/consts.h): counted by the pipeline's stage. */
+#define DPP_FRER_REASONS(X)                                                                      \
+	X(FRER, FRER_ELIMINATED, frer_eliminated, 0) /* a duplicate (or rogue) copy: dropped */ \
+	X(FRER, FRER_BAD_RTAG, frer_bad_rtag, 1)     /* R-tag cut short: dropped, an encode error */ \
+	X(FRER, FRER_NO_STREAM, frer_no_stream, 2)   /* R-tagged, no stream recovers it here: passed */
 
 #endif /* DPP_NF_FRER_H */

@@ -1,0 +1,55 @@
+"""FRER's part of a loaded data plane that its map entries alone do not say: the node's FRER ports
+(dpp_frer_tx, each with the egress program that keeps a stream's members, dpp_frer_egress), the
+gate that hands frames to the pipeline's FRER stage (dpp_frer_gate), and the recovery functions
+read whole (libdpp reads a map whose values hold a bpf_spin_lock under the lock: counters and state
+are one snapshot)."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from netapp.dataplane.abi import DevmapVal
+from netapp.frer.abi import MAX_PORTS, Recovery
+
+EGRESS_PROG = "dpp_frer_egress"  # the devmap program of FRER's ports (dpp.bpf.c)
+
+
+class FrerDataplane:
+    """FRER's ports, gate and recovery slots of one instance (a netapp.dataplane.facade.Dataplane)."""
+
+    def __init__(self, dataplane: Any):
+        self._dp = dataplane
+        self._tx = dataplane.table("dpp_frer_tx")
+        self._gate = dataplane.table("dpp_frer_gate")
+        self._recovery = dataplane.table("dpp_frer_recovery")
+
+    def ports_set(self, ifindexes: Sequence[int]) -> None:
+        """Replicated frames go to these ports, slot by slot; the slots after them are emptied."""
+        if len(ifindexes) > MAX_PORTS:
+            raise ValueError(f"{len(ifindexes)} FRER ports: at most {MAX_PORTS}")
+        if ifindexes:
+            fd = self._dp.program_fd(EGRESS_PROG)
+            self._tx.update({slot: DevmapVal(ifindex=i, bpf_prog=fd) for slot, i in enumerate(ifindexes)})
+        stale = [slot for slot, _ in self._tx.items() if slot >= len(ifindexes)]
+        if stale:
+            self._tx.delete(stale)
+
+    def ports(self) -> list[int]:
+        """The ifindexes of dpp_frer_tx, slot by slot."""
+        return [value.ifindex for _, value in sorted(self._tx.items(), key=lambda item: item[0])]
+
+    def requeue(self) -> None:
+        """The ports run the instance's egress program again, after a reload replaced it: a DEVMAP
+        entry holds the program it was written with."""
+        self.ports_set(self.ports())
+
+    def gate_set(self, on: bool) -> None:
+        """Whether the pipeline hands every frame to the FRER stage first (a node with streams)."""
+        self._gate.update({0: 1 if on else 0})
+
+    def gated(self) -> bool:
+        return bool(self._gate.get(0))
+
+    def recovery_read(self, handles: Sequence[int]) -> list[Recovery]:
+        """The recovery slots of `handles`, each read whole under its lock."""
+        return [value if value is not None else Recovery() for value in self._recovery.lookup(list(handles))]

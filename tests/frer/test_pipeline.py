@@ -1,0 +1,174 @@
+"""FRER in the NetApp's pipeline (dpp.bpf.c, nf/frer/stage.h), in the kernel (BPF_PROG_TEST_RUN): on a
+node with streams the entry hands every frame to the FRER stage first; a recovered stream's first
+copy comes back to the pipeline without its R-tag and is classified like any frame, its duplicate is
+eliminated and counted; a generated stream's frame is tagged and replicated; an R-tag cut short is
+an encode error of its port; frames of no stream go through the pipeline as on a node without FRER,
+and a node without streams never runs the stage."""
+
+from __future__ import annotations
+
+import secrets
+import struct
+
+import pytest
+from scapy.layers.inet import IP, UDP
+from scapy.layers.l2 import Ether
+
+from netapp.dataplane.abi import Prog
+from netapp.dataplane.facade import Dataplane, host_interfaces, interface_index
+from netapp.frer.abi import RTAG_ETHERTYPE, MemberKey
+from netapp.frer.compiler import compile_streams
+from netapp.frer.dataplane import FrerDataplane
+from netapp.frer.models import FrerStream
+from netapp.intents.compiler import compile_document
+from netapp.intents.models import parse_document
+from netapp.testbed import netns
+from tests.utils.kernel import require_kernel
+
+TALKER, LISTENER = "10.20.0.1", "10.20.0.2"
+RECOVERED, GENERATED, OTHER = 5001, 5002, 5003  # UDP destination ports of the streams and of other traffic
+CLASSIFIED = {"id": "protected", "match": {"protocol": "udp", "dst_port": RECOVERED}, "action": {"type": "pass"}}
+
+
+@pytest.fixture(scope="module")
+def ns():
+    require_kernel()
+    name = f"dpp-frer-{secrets.token_hex(3)}"
+    netns.add_namespace(name)
+    try:
+        netns.run(["ip", "link", "add", "p0", "type", "veth", "peer", "name", "p1"], netns=name)
+        netns.run(["ip", "link", "add", "q0", "type", "veth", "peer", "name", "q1"], netns=name)
+        with netns.entered(name):
+            yield name
+    finally:
+        netns.delete_namespace(name)
+
+
+def ip_identity(dport: int) -> dict:
+    return {"ip": {"source": TALKER, "destination": LISTENER, "protocol": "udp", "source_port": 4000,
+                   "destination_port": dport}}
+
+
+STREAMS = [
+    FrerStream.model_validate({"handle": 1, "identification": [ip_identity(RECOVERED)], "recovery": {"pop": True}}),
+    FrerStream.model_validate({"handle": 2, "identification": [ip_identity(GENERATED)],
+                               "generation": {"ports": [{"interface": "p0"}, {"interface": "q0"}]}}),
+]
+
+
+def install(dp: Dataplane, streams: list[FrerStream]) -> FrerDataplane:
+    """The streams' entries written as the control plane writes them, and the gate opened."""
+    tables = compile_streams(streams, lambda name: interface_index(name))
+    for name, entries in (("dpp_frer_null", list(tables.null.values())), ("dpp_frer_ip", list(tables.ip.values())),
+                          ("dpp_frer_streams", tables.streams), ("dpp_frer_recovery", tables.recovery),
+                          ("dpp_frer_members", [(MemberKey(*key), member) for key, member in tables.members.items()])):
+        if entries:
+            dp.table(name).update(entries)
+    frer = FrerDataplane(dp)
+    frer.ports_set(tables.tx_ports)
+    frer.gate_set(bool(streams))
+    return frer
+
+
+@pytest.fixture
+def node(ns):
+    dp = Dataplane.open(trace=True)
+    try:
+        dp.apply_compiled(compile_document(parse_document({"intents": [CLASSIFIED]}), host_interfaces()))
+        yield dp
+    finally:
+        dp.close()
+
+
+def udp(dport: int) -> bytes:
+    return bytes(Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02") / IP(src=TALKER, dst=LISTENER)
+                 / UDP(sport=4000, dport=dport) / (b"x" * 32))
+
+
+def tagged(frame: bytes, seq: int) -> bytes:
+    """The frame with an R-tag carrying `seq` behind its addresses."""
+    return frame[:12] + struct.pack("!HHH", RTAG_ETHERTYPE, 0, seq) + frame[12:]
+
+
+def reasons(dp: Dataplane) -> dict[str, int]:
+    return {name: packets for name, (packets, _) in dp.reason_stats().items()}
+
+
+def stage_runs(dp: Dataplane) -> int:
+    return sum(counter.packets for counter in dp.table("dpp_prog_stats").get(int(Prog.FRER)))
+
+
+def test_a_node_without_streams_never_runs_the_stage(node):
+    outcome = node.test_run(tagged(udp(RECOVERED), 7))
+    assert (outcome.verdict, outcome.reason) == ("PASS", "not_ip")  # an R-tag is not IP to the parser
+    assert stage_runs(node) == 0
+
+
+def test_the_first_copy_is_classified_without_its_tag_and_the_duplicate_is_eliminated(node):
+    frer = install(node, STREAMS)
+    first = node.test_run(tagged(udp(RECOVERED), 7))
+    assert (first.verdict, first.intent) == ("PASS", "protected")  # back in the pipeline, classified
+    assert first.data == udp(RECOVERED)  # popped
+    duplicate = node.test_run(tagged(udp(RECOVERED), 7))
+    assert duplicate.verdict == "DROP"
+    assert reasons(node)["frer_eliminated"] == 1
+    recovery = frer.recovery_read([1])[0]
+    assert (recovery.passed, recovery.discarded) == (1, 1)
+    assert stage_runs(node) == 2
+
+
+def test_a_generated_stream_is_tagged_and_replicated_in_order(node):
+    install(node, STREAMS)
+    for seq in range(3):
+        outcome = node.test_run(udp(GENERATED))
+        assert outcome.verdict == "REDIRECT"
+        meta, out = outcome.data[:4], outcome.data[4:]  # a test run's output starts at the metadata
+        assert struct.unpack("<I", meta)[0] == 2  # the stream's handle, for the ports' egress program
+        assert out == tagged(udp(GENERATED), seq)
+    streams = node.table("dpp_frer_streams").get(2)
+    assert streams.next_seq == 3
+
+
+def test_frames_of_no_stream_go_through_the_pipeline_as_without_frer(node):
+    install(node, STREAMS)
+    other = node.test_run(udp(OTHER))
+    assert (other.verdict, other.intent, other.data) == ("PASS", None, udp(OTHER))
+    classified = node.test_run(udp(RECOVERED))  # the recovered stream's flow untagged: tagless, discarded
+    assert classified.verdict == "DROP"
+    unknown = node.test_run(tagged(udp(OTHER), 1))  # tagged, but no stream recovers it here
+    assert unknown.verdict == "PASS"
+    assert reasons(node)["frer_no_stream"] == 1
+    assert stage_runs(node) == 3
+
+
+def test_an_r_tag_cut_short_is_an_encode_error_of_its_port(node):
+    install(node, STREAMS)
+    p1 = interface_index("p1")
+    outcome = node.test_run(udp(RECOVERED)[:12] + struct.pack("!HH", RTAG_ETHERTYPE, 0), ingress_ifindex=p1)
+    assert outcome.verdict == "DROP"
+    assert reasons(node)["frer_bad_rtag"] == 1
+    errors = node.table("dpp_frer_port_stats").get(p1)
+    assert sum(cpu.encode_errors for cpu in errors) == 1
+
+
+def test_the_gate_closed_hands_nothing_to_the_stage(node):
+    frer = install(node, STREAMS)
+    frer.gate_set(False)
+    outcome = node.test_run(tagged(udp(RECOVERED), 7))
+    assert outcome.reason == "not_ip"
+    assert stage_runs(node) == 0
+
+
+def egress_id(dp: Dataplane) -> int:
+    return next(p["id"] for p in dp.status()["programs"] if p["name"] == "dpp_frer_egress")
+
+
+def test_after_a_reload_the_ports_run_the_new_egress_program(node):
+    frer = install(node, STREAMS)
+    ports = [interface_index("p0"), interface_index("q0")]
+    assert [(v.ifindex, v.bpf_prog) for _, v in sorted(node.table("dpp_frer_tx").items())] == [
+        (port, egress_id(node)) for port in ports]  # read back, a DEVMAP entry names its program by id
+    node.reload()
+    frer.requeue()
+    assert frer.ports() == ports
+    assert {v.bpf_prog for _, v in node.table("dpp_frer_tx").items()} == {egress_id(node)}
