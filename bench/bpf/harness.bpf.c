@@ -133,18 +133,22 @@ int harness_walk(struct xdp_md *ctx)
 /* harness_walk for programs that move the packet's head (decapsulation, encapsulation): the
  * repetition before left the packet's start elsewhere, so the head first moves back to where the
  * stored packet starts. The end must not have moved (such programs do not trim the tail of the
- * benchmark's packets). Every repetition pays the one bpf_xdp_adjust_head, the floor's too. */
+ * benchmark's packets), and metadata a program put in front of it (FRER's stream handle) goes. Every
+ * repetition pays the one bpf_xdp_adjust_head, the floor's too. */
 SEC("xdp")
 int harness_walk_head(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
 	struct harness_packet *pkt;
 	__u32 zero = 0;
-	int len = end - data;
+	int len = end - data, meta;
 
 	asm volatile("" : "+r"(len)); /* a scalar from here: no pointer arithmetic in 32 bits */
 	pkt = bpf_map_lookup_elem(&harness_packet, &zero);
 	if (!pkt || bpf_xdp_adjust_head(ctx, len - (int)pkt->len))
+		return XDP_ABORTED;
+	meta = (int)(ctx->data - ctx->data_meta);
+	if (meta && bpf_xdp_adjust_meta(ctx, meta)) /* metadata the repetition before put in front */
 		return XDP_ABORTED;
 	return walk_and_call(ctx);
 }

@@ -23,6 +23,7 @@ const volatile struct {
 	enum dpp_frer_flags flags;
 	enum dpp_frer_role role;
 	enum dpp_frer_decision decision;
+	enum dpp_frer_gate gate;
 } dpp_frer_abi_enums;
 
 /* What the node does with a frame FRER leaves alone: the kernel's. */
@@ -38,7 +39,7 @@ int dpp_frer_talker(struct xdp_md *ctx)
 	struct frer_match m;
 	__u32 reason = 0;
 
-	if (!frer_frame(ctx, &f, &m, &reason))
+	if (!frer_frame(ctx, &f, &m, FRER_ALL_KINDS, &reason))
 		return XDP_PASS; /* not a frame this node tags: the kernel's */
 	return onward_to_kernel(frer_generate(ctx, &f, &m));
 }
@@ -56,7 +57,7 @@ int dpp_frer_listener(struct xdp_md *ctx)
 	struct frer_match m;
 	__u32 reason = 0;
 
-	if (!frer_frame(ctx, &f, &m, &reason))
+	if (!frer_frame(ctx, &f, &m, FRER_ALL_KINDS, &reason))
 		return XDP_DROP;
 	return onward_to_kernel(frer_eliminate(ctx, &f, &m, &reason));
 }

@@ -48,6 +48,13 @@ class Flags(enum.IntFlag):
     LATENT = 8
 
 
+class Gate(enum.IntFlag):
+    """dpp_frer_gate[0]: the kinds of stream identification the node has entries for."""
+
+    NULL = 1
+    IP = 2
+
+
 class Role(enum.IntEnum):
     NONE = 0
     GENERATE = 1
@@ -140,6 +147,7 @@ ENUMS = (
     c_enum("dpp_frer_flags", "DPP_FRER_")(Flags),
     c_enum("dpp_frer_role", "DPP_FRER_ROLE_")(Role),
     c_enum("dpp_frer_decision", "DPP_FRER_")(Decision),
+    c_enum("dpp_frer_gate", "DPP_FRER_GATE_")(Gate),
 )
 STRUCTS = (Recovery, NullKey, Stream, MemberKey, Member, PortStats)
 # name -> (map type, key, value, size)

@@ -9,9 +9,15 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from netapp.dataplane.abi import DevmapVal
-from netapp.frer.abi import MAX_PORTS, Recovery
+from netapp.frer.abi import MAX_PORTS, Gate, MemberKey, Recovery
+from netapp.frer.compiler import FrerTables
 
 EGRESS_PROG = "dpp_frer_egress"  # the devmap program of FRER's ports (dpp.bpf.c)
+
+
+def gate_of(tables: FrerTables) -> Gate:
+    """The identifications `tables` has entries for (none: the stage never runs)."""
+    return (Gate.NULL if tables.null else Gate(0)) | (Gate.IP if tables.ip else Gate(0))
 
 
 class FrerDataplane:
@@ -22,6 +28,22 @@ class FrerDataplane:
         self._tx = dataplane.table("dpp_frer_tx")
         self._gate = dataplane.table("dpp_frer_gate")
         self._recovery = dataplane.table("dpp_frer_recovery")
+
+    def install(self, tables: FrerTables) -> None:
+        """Every entry of `tables` written (added or replaced, nothing removed), their ports set and
+        the gate opened when they hold a stream: the whole of a node's FRER from nothing."""
+        entries = {
+            "dpp_frer_null": list(tables.null.values()),
+            "dpp_frer_ip": list(tables.ip.values()),
+            "dpp_frer_streams": list(tables.streams.items()),
+            "dpp_frer_recovery": list(tables.recovery.items()),
+            "dpp_frer_members": [(MemberKey(*key), member) for key, member in tables.members.items()],
+        }
+        for name, items in entries.items():
+            if items:
+                self._dp.table(name).update(items)
+        self.ports_set(tables.tx_ports)
+        self.gate_set(gate_of(tables))
 
     def ports_set(self, ifindexes: Sequence[int]) -> None:
         """Replicated frames go to these ports, slot by slot; the slots after them are emptied."""
@@ -43,12 +65,12 @@ class FrerDataplane:
         entry holds the program it was written with."""
         self.ports_set(self.ports())
 
-    def gate_set(self, on: bool) -> None:
-        """Whether the pipeline hands every frame to the FRER stage first (a node with streams)."""
-        self._gate.update({0: 1 if on else 0})
+    def gate_set(self, kinds: Gate) -> None:
+        """The identifications the FRER stage tries; any: the pipeline hands it every frame first."""
+        self._gate.update({0: int(kinds)})
 
-    def gated(self) -> bool:
-        return bool(self._gate.get(0))
+    def gate(self) -> Gate:
+        return Gate(self._gate.get(0) or 0)
 
     def recovery_read(self, handles: Sequence[int]) -> list[Recovery]:
         """The recovery slots of `handles`, each read whole under its lock."""

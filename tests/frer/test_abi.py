@@ -71,4 +71,6 @@ def test_every_map_is_declared_with_its_types_and_size(btf):
 def test_every_define_of_the_header_is_mirrored():
     defines = dict(re.findall(r"^#define (DPP_\w+) (\w+)", HEADER.read_text(), re.M))
     defines.pop("DPP_NF_FRER_H", None)
-    assert {name: int(value, 0) for name, value in defines.items()} == abi.CONSTANTS
+    # the function's reason base is defined with the others' in dpp/core/consts.h (tests/dataplane)
+    mirrored = {name: value for name, value in abi.CONSTANTS.items() if name != "DPP_REASON_BASE_FRER"}
+    assert {name: int(value, 0) for name, value in defines.items()} == mirrored

@@ -16,7 +16,7 @@ from scapy.layers.l2 import Ether
 
 from netapp.dataplane.abi import Prog
 from netapp.dataplane.facade import Dataplane, host_interfaces, interface_index
-from netapp.frer.abi import RTAG_ETHERTYPE, MemberKey
+from netapp.frer.abi import RTAG_ETHERTYPE, Gate
 from netapp.frer.compiler import compile_streams
 from netapp.frer.dataplane import FrerDataplane
 from netapp.frer.models import FrerStream
@@ -57,16 +57,8 @@ STREAMS = [
 
 
 def install(dp: Dataplane, streams: list[FrerStream]) -> FrerDataplane:
-    """The streams' entries written as the control plane writes them, and the gate opened."""
-    tables = compile_streams(streams, lambda name: interface_index(name))
-    for name, entries in (("dpp_frer_null", list(tables.null.values())), ("dpp_frer_ip", list(tables.ip.values())),
-                          ("dpp_frer_streams", tables.streams), ("dpp_frer_recovery", tables.recovery),
-                          ("dpp_frer_members", [(MemberKey(*key), member) for key, member in tables.members.items()])):
-        if entries:
-            dp.table(name).update(entries)
     frer = FrerDataplane(dp)
-    frer.ports_set(tables.tx_ports)
-    frer.gate_set(bool(streams))
+    frer.install(compile_streams(streams, lambda name: interface_index(name)))
     return frer
 
 
@@ -153,7 +145,7 @@ def test_an_r_tag_cut_short_is_an_encode_error_of_its_port(node):
 
 def test_the_gate_closed_hands_nothing_to_the_stage(node):
     frer = install(node, STREAMS)
-    frer.gate_set(False)
+    frer.gate_set(Gate(0))
     outcome = node.test_run(tagged(udp(RECOVERED), 7))
     assert outcome.reason == "not_ip"
     assert stage_runs(node) == 0

@@ -15,8 +15,10 @@
 #include "nf/frer/maps.h"
 #include "nf/frer/rtag.h"
 
-/* The stream handle of a parsed frame (`c` after its tags), 0 when it belongs to none. */
-static __always_inline __u32 frer_identify(struct xdp_md *ctx, const struct frer_frame *f, struct cursor *c)
+/* The stream handle of a parsed frame (`c` after its tags), 0 when it belongs to none; `kinds`
+ * (enum dpp_frer_gate) the identifications to try: a lookup in an empty table costs its hash. */
+static __always_inline __u32 frer_identify(struct xdp_md *ctx, const struct frer_frame *f, struct cursor *c,
+					   __u32 kinds)
 {
 	struct dpp_frer_null_key null = { .vlan = f->vlan };
 	void *data = (void *)(long)ctx->data;
@@ -28,10 +30,10 @@ static __always_inline __u32 frer_identify(struct xdp_md *ctx, const struct frer
 	if (data + ETH_ALEN > (void *)(long)ctx->data_end)
 		return 0;
 	__builtin_memcpy(null.dmac, data, ETH_ALEN);
-	stream = bpf_map_lookup_elem(&dpp_frer_null, &null);
+	stream = kinds & DPP_FRER_GATE_NULL ? bpf_map_lookup_elem(&dpp_frer_null, &null) : NULL;
 	if (stream)
 		return *stream;
-	if (!is_ip_proto(f->next) || parse_ip(c, f->next, &key, &l) || parse_l4(c, &key, &l, &dport))
+	if (!(kinds & DPP_FRER_GATE_IP) || !is_ip_proto(f->next) || parse_ip(c, f->next, &key, &l) || parse_l4(c, &key, &l, &dport))
 		return 0;
 	key.vlan = f->vlan;
 	key.flags = 0; /* what the parsers learned beyond the identity */

@@ -68,8 +68,9 @@ struct {
 	__type(value, struct dpp_frer_port_stats);
 } dpp_frer_port_stats SEC(".maps");
 
-/* 0 -> whether the pipeline hands frames to FRER's stage (dpp_frer_stage) before it parses them:
- * nonzero on a node with streams (the control plane's), 0 elsewhere, where it costs one read */
+/* 0 -> the kinds of stream identification the node has entries for (enum dpp_frer_gate); nonzero:
+ * the pipeline hands frames to FRER's stage (dpp_frer_stage) before it parses them; 0, a node
+ * without streams, costs it one read */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);

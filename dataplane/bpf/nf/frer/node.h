@@ -33,11 +33,15 @@ static __always_inline void count_encode_error(__u32 ifindex)
 		stats->encode_errors++;
 }
 
-/* Reads the frame's tags (f, c after them) and finds its stream: false when an R-tag is cut short,
+/* Every kind of stream identification: a FRER node's programs try them all. */
+#define FRER_ALL_KINDS (DPP_FRER_GATE_NULL | DPP_FRER_GATE_IP)
+
+/* Reads the frame's tags (f, c after them) and finds its stream by the identifications `kinds`
+ * (enum dpp_frer_gate): false when an R-tag is cut short,
  * which is then counted as the port's encode error (*reason says so); frames without a readable
  * Ethernet header are nobody's stream. */
 static __always_inline bool frer_frame(struct xdp_md *ctx, struct frer_frame *f, struct frer_match *m,
-				       __u32 *reason)
+				       __u32 kinds, __u32 *reason)
 {
 	struct cursor c;
 
@@ -50,7 +54,7 @@ static __always_inline bool frer_frame(struct xdp_md *ctx, struct frer_frame *f,
 		*reason = DPP_REASON_FRER_BAD_RTAG;
 		return false;
 	}
-	m->handle = frer_identify(ctx, f, &c);
+	m->handle = frer_identify(ctx, f, &c, kinds);
 	if (m->handle)
 		m->stream = bpf_map_lookup_elem(&dpp_frer_streams, &m->handle);
 	return true;

@@ -63,14 +63,14 @@ static __always_inline int frer_counted(int verdict, __u32 reason, __u64 bytes)
 SEC("xdp")
 int dpp_frer_stage(struct xdp_md *ctx)
 {
+	__u32 zero = 0, reason = 0, *kinds = bpf_map_lookup_elem(&dpp_frer_gate, &zero);
 	__u64 bytes = ctx->data_end - ctx->data;
 	struct frer_frame f = {};
 	struct frer_match m;
-	__u32 reason = 0;
 	int verdict;
 
 	count(&dpp_prog_stats, DPP_PROG_FRER, bytes);
-	if (!frer_frame(ctx, &f, &m, &reason))
+	if (!frer_frame(ctx, &f, &m, kinds ? *kinds : 0, &reason))
 		return frer_counted(XDP_DROP, reason, bytes);
 	verdict = frer_generate(ctx, &f, &m);
 	if (verdict == FRER_ONWARD)

@@ -141,6 +141,13 @@ struct dpp_frer_port_stats {
 	__u64 encode_errors;
 };
 
+/* enum dpp_frer_gate: bits of dpp_frer_gate[0], the kinds of stream identification the node has
+ * entries for; nonzero: the pipeline hands every frame to FRER's stage, which tries only those. */
+enum dpp_frer_gate {
+	DPP_FRER_GATE_NULL = 1, /* dpp_frer_null has entries */
+	DPP_FRER_GATE_IP = 2,	/* dpp_frer_ip has entries */
+};
+
 /* FRER's reasons, from DPP_REASON_BASE_FRER (dpp/core/consts.h): counted by the pipeline's stage. */
 #define DPP_FRER_REASONS(X)                                                                      \
 	X(FRER, FRER_ELIMINATED, frer_eliminated, 0) /* a duplicate (or rogue) copy: dropped */ \
