@@ -14,12 +14,14 @@ import threading
 import time
 from ctypes import c_uint8, c_uint32
 from dataclasses import dataclass, field
-from typing import Iterator, Optional
+from typing import Iterator, Optional, Union
 
 from bench.libbpf import BPF_F_LOCK, BpfObject, map_lookup, map_update
 from bench.throughput.sink import attach_native
 from netapp.frer.abi import Algo, MemberKey, NullKey, Recovery, Stream
+from netapp.dataplane.facade import Dataplane
 from netapp.frer.compiler import FrerTables, compile_streams
+from netapp.frer.dataplane import FrerDataplane
 from netapp.frer.model import RecoveryConfig
 from netapp.frer.models import FrerStream
 from netapp.testbed import netns
@@ -161,6 +163,40 @@ class FrerNode:
         return value
 
 
+class PipelineNode:
+    """The NetApp's pipeline (dpp.bpf.c, an anonymous instance) on one node of the site: its FRER
+    stage, written by netapp.frer.dataplane, does what FrerNode's programs do."""
+
+    def __init__(self, site: FrerSite, host: str):
+        self.site, self.ns = site, site.ns(host)
+        with netns.entered(self.ns):
+            self.dp = Dataplane.open()
+        self.frer = FrerDataplane(self.dp)
+
+    def close(self) -> None:
+        self.dp.close()
+
+    def attach(self, program: str, port: Port) -> None:
+        """The pipeline's entry on `port`, whichever FRER node program `program` names."""
+        with netns.entered(self.ns):
+            self.dp.attach(port.ifname)
+
+    def ifindex(self, port: Port) -> int:
+        return self.site.ifindex(port)
+
+    def apply(self, streams: list[FrerStream]) -> FrerTables:
+        with netns.entered(self.ns):  # interfaces, and dpp_frer_tx's ifindexes, of this node
+            tables = compile_streams(streams, interface_index)
+            self.frer.install(tables)
+        return tables
+
+    def stream(self, handle: int) -> Stream:
+        return self.dp.table("dpp_frer_streams").get(handle)
+
+    def recovery(self, handle: int) -> Recovery:
+        return self.frer.recovery_read([handle])[0]
+
+
 def received_ns(ancillary: list[tuple[int, int, bytes]]) -> int:
     """The kernel's receive time of a frame (SO_TIMESTAMPNS), ns since the epoch."""
     for level, kind, data in ancillary:
@@ -248,17 +284,24 @@ class Talker:
         self._sock.close()
 
 
+Node = Union[FrerNode, PipelineNode]
+
+
 @contextlib.contextmanager
 def protected_site(
     obj_path, streams: list[StreamSpec], recovery: RecoveryConfig, cpu: int  # noqa: ANN001
-) -> Iterator[tuple[FrerSite, FrerNode, FrerNode, Talker, Capture]]:
+) -> Iterator[tuple[FrerSite, Node, Node, Talker, Capture]]:
     """A FrerSite whose nodes have the streams as talker_stream and listener_stream state them,
-    compiled and written as the control plane does; the talker pinned to `cpu`. Everything removed
-    on exit."""
+    compiled and written as the control plane does; the talker pinned to `cpu`. The nodes run
+    dpp_frer.bpf.o's programs at `obj_path`, or with obj_path None the NetApp's pipeline. Everything
+    removed on exit."""
     site = FrerSite().build()
-    nodes: list[FrerNode] = []
+    nodes: list[Node] = []
     try:
-        a, b = FrerNode(obj_path, site, "a"), FrerNode(obj_path, site, "b")
+        if obj_path is None:
+            a, b = PipelineNode(site, "a"), PipelineNode(site, "b")
+        else:
+            a, b = FrerNode(obj_path, site, "a"), FrerNode(obj_path, site, "b")
         nodes += [a, b]
         a.apply([talker_stream(site, spec) for spec in streams])
         b.apply([listener_stream(site, spec, recovery) for spec in streams])

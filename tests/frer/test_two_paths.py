@@ -4,7 +4,8 @@ streams (one identified by its destination MAC on a, the others by IP; all by IP
 on b; one whose copies get a VLAN tag on the second path) at 10,000 frames/s in all. With both paths up, and with one path cut for 5 s (link down, then
 separately 100% loss) and restored, every frame arrives exactly once and in order per stream; with
 one path 2 ms behind the other, no frame twice. The nodes' counters equal what was sent and what
-arrived."""
+arrived. Every test runs twice: the nodes running the FRER node's programs, and the NetApp's pipeline
+with its FRER stage."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import pytest
 
 from netapp.frer.abi import Algo
 from netapp.frer.model import RecoveryConfig
-from bench.frer.testbed import Capture, FrerNode, StreamSpec, Talker, protected_site
+from bench.frer.testbed import Capture, Node, StreamSpec, Talker, protected_site
 from tests.utils.kernel import build_artifact, require_kernel
 
 PPS = 10_000
@@ -30,14 +31,17 @@ RECOVERY = RecoveryConfig(algo=Algo.VECTOR, history_len=32, reset_ns=2_000_000_0
 CUT_S = 5
 
 
-@pytest.fixture
-def testbed():
+@pytest.fixture(params=["frer-node", "pipeline"])
+def testbed(request):
+    """The site's nodes running the FRER node's programs (dpp_frer.bpf.o), or the NetApp's pipeline
+    with its FRER stage."""
     require_kernel()
-    with protected_site(build_artifact("dpp_frer.bpf.o"), STREAMS, RECOVERY, cpu=min(os.sched_getaffinity(0))) as site:
+    programs = build_artifact("dpp_frer.bpf.o") if request.param == "frer-node" else None
+    with protected_site(programs, STREAMS, RECOVERY, cpu=min(os.sched_getaffinity(0))) as site:
         yield site
 
 
-def check_delivery(talker: Talker, capture: Capture, a: FrerNode, b: FrerNode, in_order: bool = True) -> None:
+def check_delivery(talker: Talker, capture: Capture, a: Node, b: Node, in_order: bool = True) -> None:
     total = sum(talker.sent.values())
     assert capture.wait_for(total, timeout=30), f"{len(capture.frames)} of {total} frames arrived"
     counts = Counter(capture.frames)
