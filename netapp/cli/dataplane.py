@@ -7,7 +7,8 @@ import os
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Any, Optional
+import time
+from typing import Annotated, Any, Iterator, Optional
 
 import typer
 
@@ -17,9 +18,12 @@ from netapp.cli.serve import load_cli_settings
 from netapp.core.config import CONFIG_ENV
 from netapp.dataplane.binding import PIN_ROOT, DataplaneError, LibraryNotFoundError, possible_cpus
 from netapp.dataplane.facade import Dataplane, PacketOutcome, host_interfaces
+from netapp.frer.models import FrerStream
+from netapp.frer.replay import FrerReplay, load_streams
 from netapp.intents.compiler import CompiledDocument, compile_document
 from netapp.intents.errors import IntentError
 from netapp.intents.loader import load_document
+from netapp.intents.models import parse_document
 from netapp.steering.models import CpuSpec
 
 app = typer.Typer(help="Drive the XDP data plane directly (no REST API).", no_args_is_help=True)
@@ -36,13 +40,26 @@ MIN_TEST_RUN_FRAME = 14
 def replay(
     pcap: Annotated[Path, typer.Argument(help="Packets to run (pcap or pcapng, Ethernet).")],
     intents: Annotated[
-        Path,
+        Optional[Path],
         typer.Option(
             "--intents",
             help="Intent document (JSON or YAML) to apply first. One that lists no cpus (a bare intent, "
-            "the paper's message) gets the CPUs its steer intents name.",
+            "the paper's message) gets the CPUs its steer intents name. Required unless --frer is given.",
         ),
-    ],
+    ] = None,
+    frer: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--frer",
+            help="FRER streams (JSON or YAML: a list, or {streams: [...]}) the node has: with --json each "
+            "line gets the frame's stream, R-tag number and recovery decision, and a last line each stream's "
+            "802.1CB counters.",
+        ),
+    ] = None,
+    timing: Annotated[
+        bool,
+        typer.Option("--timing", help="Keep the pcap's gaps between frames (FRER recovery timeouts happen as on the wire)."),
+    ] = False,
     out: Annotated[
         Optional[Path],
         typer.Option("--out", help="Write the frames that leave the program (PASS, TX, REDIRECT)."),
@@ -63,28 +80,38 @@ def replay(
 
     What it assumed, and each intent that can act on no packet, are said on stderr first.
     """
+    if intents is None and frer is None:
+        fail("give --intents, --frer or both: the node's intents and FRER streams", EXIT_BAD_INPUT)
     interfaces = host_interfaces()
-    compiled = _compile_intents(intents, interfaces)
+    compiled = _compile_intents(intents, interfaces) if intents else compile_document(parse_document([]), interfaces)
+    streams = _load_streams(frer) if frer else None
     chosen_ifindex = _interface_option(interface, interfaces)
     packets = _read_packets(pcap)
     _require_root()
     records, outcomes = [], []
     with _open_dataplane(None, trace=True) as dataplane:
         # What replay assumes is said only now, so that a failure before it stays one line.
-        ingress_ifindex = _ingress_ifindex(chosen_ifindex, interfaces, compiled, intents)
-        compiled = _cpu_set(compiled, intents)
-        _apply(dataplane, compiled, intents)
-        for index, packet in enumerate(packets):
+        source = intents or frer
+        ingress_ifindex = _ingress_ifindex(chosen_ifindex, interfaces, compiled, source)
+        compiled = _cpu_set(compiled, source)
+        _apply(dataplane, compiled, source)
+        frer_replay = _install_streams(dataplane, streams, interfaces, frer) if streams is not None else None
+        for index, packet in _paced(packets, timing):
             outcome, record = _run_frame(dataplane, index, bytes(packet), ingress_ifindex, compiled)
+            if frer_replay is not None:
+                record["frer"] = frer_replay.observe(bytes(packet)) if outcome is not None else None
             if json_lines:  # as it comes: a later failure must not swallow what was already run
                 typer.echo(json.dumps(record))
             records.append(record)
             if outcome is not None:
                 outcomes.append((packet, outcome))
+        frer_counters = frer_replay.counters() if frer_replay is not None else None
     if out is not None:
         _write_frames(out, outcomes)
+    if json_lines and frer_counters is not None:
+        typer.echo(json.dumps({"frer_streams": frer_counters}))
     if not json_lines:
-        _print_table(records)
+        _print_table(records, frer_counters)
 
 
 @app.command()
@@ -124,6 +151,36 @@ def _compile_intents(path: Path, interfaces: dict[str, int]) -> CompiledDocument
     for conflict in compiled.ruleset.conflicts:
         warn(f"{path}: {conflict.kind} {conflict.intent_a!r} / {conflict.intent_b!r}: {conflict.reason}")
     return compiled
+
+
+def _load_streams(path: Path) -> list[FrerStream]:
+    try:
+        return load_streams(path)
+    except IntentError as exc:
+        fail(f"{path}: {exc.line()}", EXIT_BAD_INPUT)
+
+
+def _install_streams(
+    dataplane: Dataplane, streams: list[FrerStream], interfaces: dict[str, int], path: Path
+) -> FrerReplay:
+    try:
+        return FrerReplay(dataplane, streams, interfaces.get)
+    except IntentError as exc:
+        fail(f"{path}: {exc.line()}", EXIT_BAD_INPUT)
+    except DataplaneError as exc:
+        fail(f"{path}: the data plane refused the streams: {exc}", EXIT_FAILED)
+
+
+def _paced(packets: list[Any], timing: bool) -> Iterator[tuple[int, Any]]:
+    """The packets with their indexes; with `timing`, each only when as long has passed since the
+    first as the capture says (its own clock: the frames' gaps, not their dates)."""
+    start, first = time.monotonic(), (float(packets[0].time) if packets else 0.0)
+    for index, packet in enumerate(packets):
+        if timing:
+            wait = start + (float(packet.time) - first) - time.monotonic()
+            if wait > 0:
+                time.sleep(wait)  # keeping the capture's schedule, not waiting on anything
+        yield index, packet
 
 
 def _interface_option(name: Optional[str], interfaces: dict[str, int]) -> Optional[int]:
@@ -250,22 +307,29 @@ def not_run_record(index: int, frame: bytes, error: str) -> dict[str, Any]:
     return {"index": index, **{key: None for key in REPLAY_KEYS[1:]}, "len": len(frame), "error": error}
 
 
-def _print_table(records: list[dict[str, Any]]) -> None:
+def _print_table(records: list[dict[str, Any]], frer_counters: Optional[list[dict[str, Any]]] = None) -> None:
     from rich.console import Console
     from rich.table import Table
 
     table = Table(title="replay")
-    for key in REPLAY_KEYS:
+    keys = REPLAY_KEYS + (("frer",) if frer_counters is not None else ())
+    for key in keys:
         table.add_column(key, justify="right" if key in ("index", "cpu", "len") else "left")
     for record in records:
-        cells = {**record, "verdict": "not run"} if "error" in record else record
-        table.add_row(*("" if cells[key] is None else str(cells[key]) for key in REPLAY_KEYS))
+        cells = {**record, "verdict": "not run"} if "error" in record else dict(record)
+        if cells.get("frer"):
+            frer = cells["frer"]
+            cells["frer"] = f"stream {frer['stream']} #{frer['seq']} {frer['decision']}"
+        table.add_row(*("" if cells.get(key) is None else str(cells[key]) for key in keys))
     console = Console()
     console.print(table)
     for record in records:
         if "error" in record:
             console.print(f"frame {record['index']}: {record['error']}", markup=False)
     console.print(_summary(records))
+    for row in frer_counters or ():
+        details = ", ".join(f"{key} {value}" for key, value in row.items() if key != "stream")
+        console.print(f"stream {row['stream']}: {details}", markup=False)
 
 
 def _summary(records: list[dict[str, Any]]) -> str:
