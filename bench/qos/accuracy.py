@@ -22,6 +22,7 @@ Methodology and results: bench/README.md, "bench/qos: accuracy on a veth link".
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import secrets
@@ -33,7 +34,7 @@ import time
 from ctypes import c_uint32
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Iterator, Optional, Sequence
 
 from bench.dataplane import machine_info
 from bench.libbpf import BpfObject, map_lookup, map_update
@@ -141,6 +142,14 @@ class Link:
         return Generator(pktgen, self.ns, SENDER, cpu=SENDER_CPU)
 
 
+@contextlib.contextmanager
+def policed_link() -> Iterator[tuple[Link, Generator, Path]]:
+    """The link, its generator and the pcap of the policer's frame, all removed on exit."""
+    build = Path(binding.find_libdpp()).parent
+    with Link(build / "xdp_police.bpf.o") as link, tempfile.TemporaryDirectory() as workdir:
+        yield link, link.generator(build / "dpp-pktgen"), write_pcap(Path(workdir) / "police.pcap", [police_frame(FRAME)])
+
+
 def measure(link: Link, generator: Generator, pcap: Path, case: Case, warmup: float, seconds: float) -> dict:
     """One case: 2x its rate offered for warmup + seconds (+ a tail), the counters read at the
     stretch's ends."""
@@ -200,11 +209,8 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parse_args(argv)
-    build = Path(binding.find_libdpp()).parent
     rows = []
-    with Link(build / "xdp_police.bpf.o") as link, tempfile.TemporaryDirectory() as workdir:
-        generator = link.generator(build / "dpp-pktgen")
-        pcap = write_pcap(Path(workdir) / "police.pcap", [police_frame(FRAME)])
+    with policed_link() as (link, generator, pcap):
         for rate in args.rates:
             for algo in ALGORITHMS:
                 row = measure(link, generator, pcap, Case(algo, rate, args.burst_ms), args.warmup, args.seconds)
