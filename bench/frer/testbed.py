@@ -21,7 +21,7 @@ from bench.throughput.sink import attach_native
 from netapp.frer.abi import Algo, MemberKey, NullKey, Recovery, Stream
 from netapp.dataplane.facade import Dataplane
 from netapp.frer.compiler import FrerTables, compile_streams
-from netapp.frer.dataplane import FrerDataplane
+from netapp.frer.dataplane import FrerDataplane, ip_mask_slots
 from netapp.frer.model import RecoveryConfig
 from netapp.frer.models import FrerStream
 from netapp.testbed import netns
@@ -121,7 +121,8 @@ class FrerNode:
         self.site, self.ns = site, site.ns(host)
         self.obj = BpfObject(obj_path)
         self.maps = {name: self.obj.map_fd(name) for name in (
-            "dpp_frer_recovery", "dpp_frer_streams", "dpp_frer_null", "dpp_frer_ip", "dpp_frer_members", "dpp_frer_tx")}  # fmt: skip
+            "dpp_frer_recovery", "dpp_frer_streams", "dpp_frer_null", "dpp_frer_ip", "dpp_frer_ip_masks", "dpp_frer_members",
+            "dpp_frer_tx")}  # fmt: skip
 
     def close(self) -> None:
         self.obj.close()
@@ -142,6 +143,7 @@ class FrerNode:
         writes = [
             *(("dpp_frer_null", key, c_uint32(handle)) for key, handle in tables.null.values()),
             *(("dpp_frer_ip", key, c_uint32(handle)) for key, handle in tables.ip.values()),
+            *(("dpp_frer_ip_masks", c_uint32(slot), mask) for slot, mask in enumerate(ip_mask_slots(tables))),
             *(("dpp_frer_streams", c_uint32(handle), value) for handle, value in tables.streams.items()),
             *(("dpp_frer_recovery", c_uint32(handle), value) for handle, value in tables.recovery.items()),
             *(("dpp_frer_members", MemberKey(*key), value) for key, value in tables.members.items()),

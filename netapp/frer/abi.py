@@ -14,6 +14,7 @@ from netapp.dataplane.cenum import c_enum
 MAX_STREAMS = 4096
 MAX_IDENTITIES = 16384
 MAX_PORTS = 64
+MAX_IP_MASKS = 8
 RTAG_ETHERTYPE = 0xF1C1
 RTAG_LEN = 6
 SEQ_SPACE = 65536
@@ -26,6 +27,7 @@ CONSTANTS = {
     "DPP_MAX_FRER_STREAMS": MAX_STREAMS,
     "DPP_MAX_FRER_IDENTITIES": MAX_IDENTITIES,
     "DPP_MAX_FRER_PORTS": MAX_PORTS,
+    "DPP_FRER_IP_MASKS": MAX_IP_MASKS,
     "DPP_FRER_RTAG_ETHERTYPE": RTAG_ETHERTYPE,
     "DPP_FRER_RTAG_LEN": RTAG_LEN,
     "DPP_FRER_SEQ_SPACE": SEQ_SPACE,
@@ -156,6 +158,7 @@ MAPS = {
     "dpp_frer_streams": ("ARRAY", c_uint32, Stream, "DPP_MAX_FRER_STREAMS"),
     "dpp_frer_null": ("HASH", NullKey, c_uint32, "DPP_MAX_FRER_IDENTITIES"),
     "dpp_frer_ip": ("HASH", "dpp_flow_key", c_uint32, "DPP_MAX_FRER_IDENTITIES"),
+    "dpp_frer_ip_masks": ("ARRAY", c_uint32, "dpp_flow_key", "DPP_FRER_IP_MASKS"),
     "dpp_frer_members": ("HASH", MemberKey, Member, "DPP_MAX_FRER_IDENTITIES"),
     "dpp_frer_tx": ("DEVMAP", c_uint32, "bpf_devmap_val", "DPP_MAX_FRER_PORTS"),
     "dpp_frer_port_stats": ("PERCPU_HASH", c_uint32, PortStats, "DPP_MAX_FRER_PORTS"),

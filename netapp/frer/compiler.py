@@ -1,5 +1,6 @@
 """Protected streams (netapp/frer/models.py) into the entries of FRER's maps: the identities into
-dpp_frer_null and dpp_frer_ip (several may name one stream, none two), the stream's role into
+dpp_frer_null and dpp_frer_ip (several may name one stream, none two; an IP identity's key under
+its mask, the masks into dpp_frer_ip_masks), the stream's role into
 dpp_frer_streams, its recovery function into dpp_frer_recovery, its member ports into
 dpp_frer_members and the node's FRER ports into dpp_frer_tx. Interfaces are named here and resolved
 to ifindexes by the caller's `ifindex` (the node's namespace is the caller's to know); a name that
@@ -7,12 +8,12 @@ resolves to nothing is the stream's error, naming the field."""
 
 from __future__ import annotations
 
-import ipaddress
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Optional
+from ipaddress import IPv4Address, IPv6Address
+from typing import Callable, Iterable, Optional, Union
 
 from netapp.dataplane.abi import FlowKey
-from netapp.frer.abi import MAX_PORTS, Algo, Member, NullKey, Recovery, Role, Stream
+from netapp.frer.abi import MAX_IP_MASKS, MAX_PORTS, Algo, Member, NullKey, Recovery, Role, Stream
 from netapp.frer.model import RecoveryConfig
 from netapp.frer.models import FrerStream, IpStreamIdentification, NullStreamIdentification, SequenceRecovery
 from netapp.frer.slots import recovery_value
@@ -28,6 +29,7 @@ class FrerTables:
 
     null: dict[bytes, tuple[NullKey, int]] = field(default_factory=dict)
     ip: dict[bytes, tuple[FlowKey, int]] = field(default_factory=dict)
+    ip_masks: list[FlowKey] = field(default_factory=list)  # dpp_frer_ip_masks, slot by slot
     streams: dict[int, Stream] = field(default_factory=dict)
     recovery: dict[int, Recovery] = field(default_factory=dict)
     members: dict[tuple[int, int], Member] = field(default_factory=dict)
@@ -40,22 +42,50 @@ def null_key(identity: NullStreamIdentification) -> NullKey:
     return key
 
 
+def address_words(words, address: Union[IPv4Address, IPv6Address]) -> None:  # noqa: ANN001
+    """An address into a key's four __u32 words, in network order (IPv4 in the first)."""
+    packed = address.packed.ljust(16, b"\0")
+    for i in range(4):
+        words[i] = int.from_bytes(packed[4 * i : 4 * i + 4], "little")
+
+
 def ip_key(identity: IpStreamIdentification) -> FlowKey:
-    """As the data path's parsers fill a struct dpp_flow_key, the fields they learn beyond the
-    identity left 0 (addresses in network order, numbers in host order)."""
+    """As the data path's parsers fill a struct dpp_flow_key, masked by ip_mask (addresses in network
+    order, numbers in host order); .shape is the mask's, set by the compiler."""
     key = FlowKey(
         vlan=identity.vlan or 0,
-        family=identity.source.version,
+        family=identity.family,
         proto=protocol_number(identity.protocol) or 0,
-        dscp=identity.dscp,
-        sport=identity.source_port,
-        dport=identity.destination_port,
+        dscp=identity.dscp or 0,
+        sport=identity.source_port or 0,
+        dport=identity.destination_port or 0,
     )
-    for words, address in ((key.src, identity.source), (key.dst, identity.destination)):
-        packed = ipaddress.ip_address(address).packed.ljust(16, b"\0")
-        for i in range(4):
-            words[i] = int.from_bytes(packed[4 * i : 4 * i + 4], "little")
+    for words, network in ((key.src, identity.source), (key.dst, identity.destination)):
+        if network is not None:
+            address_words(words, network.network_address)
     return key
+
+
+def ip_mask(identity: IpStreamIdentification) -> FlowKey:
+    """The bits of a frame's key the identity compares: the VLAN and family always, every parameter
+    it gives, the prefix of each address; the ones it leaves out match anything."""
+    mask = FlowKey(
+        vlan=0xFFFF,
+        family=0xFF,
+        proto=0xFF if identity.protocol is not None else 0,
+        dscp=0xFF if identity.dscp is not None else 0,
+        sport=0xFFFF if identity.source_port is not None else 0,
+        dport=0xFFFF if identity.destination_port is not None else 0,
+    )
+    for words, network in ((mask.src, identity.source), (mask.dst, identity.destination)):
+        if network is not None:
+            address_words(words, network.netmask)
+    return mask
+
+
+def specificity(mask: FlowKey) -> int:
+    """How many bits a mask compares: the data path tries the most specific first."""
+    return sum(bin(byte).count("1") for byte in bytes(mask))
 
 
 def recovery_config(recovery: SequenceRecovery) -> RecoveryConfig:
@@ -80,6 +110,7 @@ class _Compiler:
         self.tables = FrerTables()
         self.problems: list[tuple[str, str]] = []
         self.owners: dict[bytes, tuple[int, str]] = {}
+        self.ip_identities: list[tuple[FlowKey, FlowKey, int, str]] = []  # key, mask, handle, where
 
     def resolve(self, where: str, name: str) -> int:
         index = self.ifindex(name)
@@ -104,9 +135,27 @@ class _Compiler:
                 if self.claim(b"n" + bytes(nkey), stream.handle, where):
                     self.tables.null[bytes(nkey)] = (nkey, stream.handle)
             elif identity.ip is not None:
-                ikey = ip_key(identity.ip)
-                if self.claim(b"i" + bytes(ikey), stream.handle, where):
-                    self.tables.ip[bytes(ikey)] = (ikey, stream.handle)
+                self.ip_identities.append((ip_key(identity.ip), ip_mask(identity.ip), stream.handle, where))
+
+    def ip_tables(self) -> None:
+        """The IP identities' masks in slots, the most specific first, and their keys under them:
+        each key holds its mask's slot + 1 in .shape, as the data path's masked key does."""
+        masks: dict[bytes, FlowKey] = {}
+        for _, mask, _, where in self.ip_identities:
+            if bytes(mask) not in masks and len(masks) == MAX_IP_MASKS:
+                self.problems.append((f"{where}.ip", f"compares another set of fields: a node's IP identities compare "
+                                                     f"at most {MAX_IP_MASKS} different sets (parameters and prefix lengths)"))
+                return
+            masks.setdefault(bytes(mask), FlowKey.from_buffer_copy(bytes(mask)))
+        ordered = sorted(masks.items(), key=lambda item: specificity(item[1]), reverse=True)
+        slots = {raw: slot for slot, (raw, _) in enumerate(ordered)}
+        for slot, (_, mask) in enumerate(ordered):
+            mask.shape = slot + 1
+        self.tables.ip_masks = [mask for _, mask in ordered]
+        for key, mask, handle, where in self.ip_identities:
+            key.shape = slots[bytes(mask)] + 1
+            if self.claim(b"i" + bytes(key), handle, where):
+                self.tables.ip[bytes(key)] = (key, handle)
 
     def generation(self, stream: FrerStream, at: str) -> None:
         assert stream.generation is not None
@@ -145,6 +194,7 @@ def compile_streams(streams: Iterable[FrerStream], ifindex: Callable[[str], Opti
     compiler = _Compiler(ifindex)
     for i, stream in enumerate(streams):
         compiler.stream(stream, f"streams[{i}]")
+    compiler.ip_tables()
     if compiler.problems:
         raise IntentError(compiler.problems)
     if len(compiler.tables.tx_ports) > MAX_PORTS:

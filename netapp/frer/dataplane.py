@@ -8,11 +8,16 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from netapp.dataplane.abi import DevmapVal
-from netapp.frer.abi import MAX_PORTS, Gate, MemberKey, Recovery
+from netapp.dataplane.abi import DevmapVal, FlowKey
+from netapp.frer.abi import MAX_IP_MASKS, MAX_PORTS, Gate, MemberKey, Recovery
 from netapp.frer.compiler import FrerTables
 
 EGRESS_PROG = "dpp_frer_egress"  # the devmap program of FRER's ports (dpp.bpf.c)
+
+
+def ip_mask_slots(tables: FrerTables) -> list[FlowKey]:
+    """Every slot of dpp_frer_ip_masks: the tables' masks, then empty ones (which end the list)."""
+    return tables.ip_masks + [FlowKey() for _ in range(MAX_IP_MASKS - len(tables.ip_masks))]
 
 
 def gate_of(tables: FrerTables) -> Gate:
@@ -35,6 +40,7 @@ class FrerDataplane:
         entries = {
             "dpp_frer_null": list(tables.null.values()),
             "dpp_frer_ip": list(tables.ip.values()),
+            "dpp_frer_ip_masks": list(enumerate(ip_mask_slots(tables))),
             "dpp_frer_streams": list(tables.streams.items()),
             "dpp_frer_recovery": list(tables.recovery.items()),
             "dpp_frer_members": [(MemberKey(*key), member) for key, member in tables.members.items()],

@@ -8,14 +8,14 @@ duplicates and deliver once). Read back with the 802.1CB counters (StreamStatus)
 
 from __future__ import annotations
 
-from ipaddress import IPv4Address, IPv6Address
-from typing import Annotated, Literal, Optional, Union
+from typing import Annotated, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, Strict, model_validator
 
 from netapp.frer.abi import HISTORY_DEFAULT, HISTORY_MAX, HISTORY_MIN, MAX_PORTS, MAX_STREAMS
 from netapp.intents.errors import FieldError
-from netapp.intents.fields import Dscp, InterfaceName, MacAddress, Port, Protocol, Vlan
+from netapp.intents.fields import (PORT_PROTOCOLS, Dscp, InterfaceName, MacAddress, Port, Prefix, Protocol, Vlan,
+                                  protocol_number)
 
 StreamHandle = Annotated[int, Strict(), Field(ge=1, le=MAX_STREAMS - 1, description="the stream's handle")]
 Milliseconds = Annotated[int, Strict(), Field(ge=0, le=3_600_000)]
@@ -31,24 +31,35 @@ class NullStreamIdentification(BaseModel):
 
 
 class IpStreamIdentification(BaseModel):
-    """802.1CB 6.6: frames of one IP flow (addresses, DSCP, protocol, ports), untagged or in a VLAN.
-    Every parameter is compared; one the standard lets a stream leave out is not a wildcard here."""
+    """802.1CB 6.6: frames of IP flows (addresses, DSCP, protocol, ports), untagged or in a VLAN. A
+    parameter left out (null) matches any value, as the standard lets an identity leave it out; an
+    address may be a prefix. One address at least fixes the IP family."""
 
     model_config = ConfigDict(extra="forbid")
 
-    source: Union[IPv4Address, IPv6Address]
-    destination: Union[IPv4Address, IPv6Address]
-    protocol: Protocol = Field(description="next protocol: udp, tcp, sctp or a number")
-    source_port: Port = 0
-    destination_port: Port = 0
-    dscp: Dscp = 0
+    source: Optional[Prefix] = Field(None, description="source address or prefix; null: any")
+    destination: Optional[Prefix] = Field(None, description="destination address or prefix; null: any")
+    protocol: Optional[Protocol] = Field(None, description="next protocol: udp, tcp, sctp or a number; null: any")
+    source_port: Optional[Port] = Field(None, description="null: any; needs protocol tcp, udp or sctp")
+    destination_port: Optional[Port] = Field(None, description="null: any; needs protocol tcp, udp or sctp")
+    dscp: Optional[Dscp] = Field(None, description="null: any")
     vlan: Optional[Vlan] = Field(None, description="the VLAN id; null: untagged frames")
 
     @model_validator(mode="after")
-    def _one_family(self) -> "IpStreamIdentification":
-        if self.source.version != self.destination.version:
+    def _fields(self) -> "IpStreamIdentification":
+        if self.source is None and self.destination is None:
+            raise FieldError("destination", "give source, destination or both: an address fixes the IP family")
+        if self.source is not None and self.destination is not None and self.source.version != self.destination.version:
             raise FieldError("destination", "source and destination must be of one family (IPv4 or IPv6)")
+        for name in ("source_port", "destination_port"):
+            if getattr(self, name) is not None and protocol_number(self.protocol) not in PORT_PROTOCOLS:
+                got = "no protocol" if self.protocol is None else f"protocol {self.protocol}"
+                raise FieldError(name, f"{name} needs protocol tcp, udp or sctp (got {got})")
         return self
+
+    @property
+    def family(self) -> int:
+        return (self.source or self.destination).version  # type: ignore[union-attr]
 
 
 class StreamIdentity(BaseModel):

@@ -51,6 +51,9 @@ def compiled(*bodies: dict[str, Any]):  # noqa: ANN201
         (stream(recovery=None), "exactly one of generation"),
         (stream(recovery=None, generation={"ports": []}), "generation.ports"),
         (stream(recovery=None, generation={"ports": [{"interface": "eth1"}, {"interface": "eth1"}]}), "each interface"),
+        (stream(identification=[{"ip": {"protocol": "udp"}}]), "give source, destination or both"),
+        (stream(identification=[{"ip": {"destination": "10.0.0.2", "destination_port": 80}}]),
+         "destination_port needs protocol"),
     ],
 )  # fmt: skip
 def test_bad_input_is_refused_naming_the_field(body, field):
@@ -98,3 +101,24 @@ def test_what_cannot_be_written_is_refused_naming_the_field(bodies, field):
     with pytest.raises(IntentError) as caught:
         compiled(*bodies)
     assert [where for where, _ in caught.value.problems] == [field]
+
+
+def test_an_ip_identity_compares_what_it_gives_and_masks_rank_most_specific_first():
+    exact = {"ip": IP}
+    subnet = {"ip": {"destination": "10.0.0.0/24", "protocol": "udp"}}
+    tables = compiled(stream(identification=[subnet]), stream(handle=6, identification=[exact]))
+    narrow, wide = tables.ip_masks
+    assert (narrow.shape, wide.shape) == (1, 2)  # the exact identity's mask is tried first
+    assert (wide.dport, wide.sport, wide.proto, wide.dscp) == (0, 0, 0xFF, 0)  # left out: any
+    assert bytes(wide.dst) == bytes([255, 255, 255, 0]) + bytes(12)  # a /24, in network order
+    assert list(wide.src) == [0, 0, 0, 0]
+    keys = {handle: key for key, handle in tables.ip.values()}
+    assert (keys[5].shape, keys[6].shape) == (2, 1)
+    assert bytes(keys[5].dst)[:4] == bytes([10, 0, 0, 0])
+
+
+def test_more_sets_of_compared_fields_than_a_node_tries_are_refused_naming_the_identity():
+    bodies = [stream(handle=h, identification=[{"ip": {"destination": f"10.0.0.0/{16 + h}"}}]) for h in range(1, 10)]
+    with pytest.raises(IntentError) as caught:
+        compiled(*bodies)
+    assert [where for where, _ in caught.value.problems] == ["streams[8].identification[0].ip"]

@@ -164,3 +164,23 @@ def test_after_a_reload_the_ports_run_the_new_egress_program(node):
     frer.requeue()
     assert frer.ports() == ports
     assert {v.bpf_prog for _, v in node.table("dpp_frer_tx").items()} == {egress_id(node)}
+
+
+def test_an_ip_identity_leaves_out_what_it_does_not_give_and_the_most_specific_wins(node):
+    def generated(handle: int, **ip: object) -> FrerStream:
+        return FrerStream.model_validate({"handle": handle, "identification": [{"ip": ip}],
+                                          "generation": {"ports": [{"interface": "p0"}]}})
+
+    install(node, [generated(3, destination="10.20.0.0/24", protocol="udp"),
+                   generated(4, source=TALKER, destination="10.20.0.9", protocol="udp", destination_port=6000)])
+
+    def stream_of(dst: str, dport: int) -> object:
+        frame = Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02") / IP(src=TALKER, dst=dst) / UDP(
+            sport=4321, dport=dport)
+        outcome = node.test_run(bytes(frame))
+        return struct.unpack("<I", outcome.data[:4])[0] if outcome.verdict == "REDIRECT" else outcome.verdict
+
+    assert stream_of("10.20.0.5", 7777) == 3  # any source, any port, in the /24
+    assert stream_of("10.20.0.9", 6000) == 4  # the exact identity before the /24
+    assert stream_of("10.20.0.9", 6001) == 3
+    assert stream_of("10.21.0.1", 7777) == "PASS"  # outside both: the pipeline's

@@ -7,6 +7,7 @@
 
 #include "core/maps.h"
 #include "core/parse.h"
+#include "core/key.h"
 #include "dpp/core/filter.h"
 
 /* Load-time knob (skeleton rodata): consult dpp_flows before searching the shapes. */
@@ -23,7 +24,6 @@ _Static_assert((DPP_MAX_FLOWS & (DPP_MAX_FLOWS - 1)) == 0, "DPP_MAX_FLOWS must b
  * about 6 ns more, so even one shape gains from it once over 30% of packets hit. */
 #define DPP_CACHE_MIN_SHAPES 1
 
-#define KEY_WORDS (sizeof(struct dpp_flow_key) / sizeof(__u32))
 /* The flow cache reads a packet's key as 64-bit lanes, and .shape (0 in a packet's key) alone. */
 #define KEY_LANES ((KEY_WORDS - 1) / 2)
 #define FLOW_HASH_MUL 0x9e3779b97f4a7c15ULL /* 2^64 / golden ratio, odd */
@@ -38,21 +38,6 @@ _Static_assert(__builtin_offsetof(struct dpp_parse, key) == 0 && _Alignof(struct
 	       "a packet's key is 8-byte aligned");
 _Static_assert(__builtin_offsetof(struct dpp_flow_entry, key) % 8 == 0,
 	       "a cached key is 8-byte aligned");
-
-/* The key a rule of this shape would have: masked fields, and the shape's id (which the mask
- * carries in .shape) so that rules of different shapes never share a key. */
-static __always_inline void key_mask(struct dpp_flow_key *out, const struct dpp_flow_key *key,
-				     const struct dpp_flow_key *mask)
-{
-	const __u32 *k = (const __u32 *)key, *m = (const __u32 *)mask;
-	__u32 *o = (__u32 *)out;
-	int i;
-
-#pragma unroll
-	for (i = 0; i < (int)KEY_WORDS; i++)
-		o[i] = k[i] & m[i];
-	out->shape = mask->shape;
-}
 
 /* False when no rule of the shape can have this masked key: its filter lacks one of the key's bits.
  * The filter of a shape with few rules sits in a few KiB the CPU keeps cached, so a shape that

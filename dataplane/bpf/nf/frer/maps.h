@@ -34,13 +34,24 @@ struct {
 	__type(value, __u32);
 } dpp_frer_null SEC(".maps");
 
-/* IP stream identification: VLAN, addresses, DSCP, protocol and ports -> stream handle */
+/* IP stream identification: VLAN, addresses, DSCP, protocol and ports, masked by one of
+ * dpp_frer_ip_masks (whose slot + 1 the key holds in .shape) -> stream handle */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, DPP_MAX_FRER_IDENTITIES);
 	__type(key, struct dpp_flow_key);
 	__type(value, __u32);
 } dpp_frer_ip SEC(".maps");
+
+/* slot -> a mask of the fields IP stream identities compare (the parameters they leave out are 0
+ * in it, an address prefix its leading bits), .shape its slot + 1; tried in slot order, the most
+ * specific first; the first slot whose mask has .family 0 ends the list */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, DPP_FRER_IP_MASKS);
+	__type(key, __u32);
+	__type(value, struct dpp_flow_key);
+} dpp_frer_ip_masks SEC(".maps");
 
 /* (stream, egress port) -> the VLAN its copies carry there; a port not listed for a stream gets no
  * copy of it */

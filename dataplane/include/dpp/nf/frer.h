@@ -21,6 +21,9 @@
 #ifndef DPP_MAX_FRER_PORTS
 #define DPP_MAX_FRER_PORTS 64
 #endif
+/* Slots of dpp_frer_ip_masks: the distinct sets of fields the node's IP stream identities compare
+ * (each a lookup of a frame that matches none). */
+#define DPP_FRER_IP_MASKS 8
 
 /* The R-tag (802.1CB 7.8): EtherType, then reserved (16 bits), sequence number (16 bits) and the
  * EtherType of what it carries; sequence numbers wrap at 2^16 (RecovSeqSpace). */
