@@ -125,12 +125,16 @@ class RulePolicers:
 
     def reconcile(self, rules: Iterable[tuple[str, int, Policing]]) -> None:
         """The whole of the rules' range as `rules` ask, each policer configured so kept as it is,
-        the others of the range emptied (a start, a full apply)."""
-        rules = list(rules)
+        the others of the range emptied (a start, a full apply). A rule whose slot already names a
+        policer (the maps of an earlier run, pinned) keeps that id where it is free, and so the
+        policer's state and counters when its configuration is the same."""
+        rules = [(rule_id, self._check_slot(rule_id, slot), policing) for rule_id, slot, policing in rules]
+        named = self._named_in_slots([slot for _, slot, (own, shared) in rules if own or shared])
         self.leave(list(self._of_rule))
-        for rule_id, _, (own, shared) in rules:
-            own_id = self._id_for(own_owner(rule_id)) if own is not None else 0
-            shared_id = self._id_for(shared.owner) if shared is not None else 0
+        for rule_id, slot, (own, shared) in rules:
+            had = named.get(slot, (0, 0))
+            own_id = self._id_for(own_owner(rule_id), had[0]) if own is not None else 0
+            shared_id = self._id_for(shared.owner, had[1]) if shared is not None else 0
             self._name(rule_id, (own_id, shared_id))
             if own is not None:
                 self._specs[own_id] = own
@@ -138,8 +142,13 @@ class RulePolicers:
                 self._specs[shared_id] = shared.spec
         self.settle()
         self.policers.reconcile(self._specs, self._ids)
-        self._slots.update({self._check_slot(rule_id, slot): RulePolice(*self._of_rule[rule_id])
-                            for rule_id, slot, _ in rules if any(self._of_rule.get(rule_id, (0, 0)))})
+        self._slots.update({slot: RulePolice(*self._of_rule[rule_id]) for rule_id, slot, _ in rules
+                            if rule_id in self._of_rule})
+
+    def _named_in_slots(self, slots: list[int]) -> dict[int, tuple[int, int]]:
+        """slot -> the (own, shared) ids dpp_rule_policers holds for it now."""
+        return {slot: (value.policer, value.shared)
+                for slot, value in zip(slots, self._slots.lookup(slots)) if value is not None}
 
     # --- bookkeeping -----------------------------------------------------------------------------
 
@@ -161,10 +170,15 @@ class RulePolicers:
             if new:
                 self._users.setdefault(new, set()).add(rule_id)
 
-    def _id_for(self, owner: str) -> int:
+    def _id_for(self, owner: str, hint: int = 0) -> int:
+        """The owner's policer id: the one it has, else `hint` if free, else the next free one."""
         found = self._by_owner.get(owner)
         if found is not None:
             return found
+        if hint in self._ids and hint not in self._owners:
+            self._by_owner[owner], self._owners[hint] = hint, owner
+            self._users.setdefault(hint, set())
+            return hint
         for _ in range(len(self._ids)):
             candidate = self._cursor
             self._cursor = candidate + 1 if candidate + 1 < self._ids.stop else self._ids.start
