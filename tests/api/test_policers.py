@@ -107,3 +107,15 @@ def test_a_tenant_reads_its_own_intents_and_slices_policers_and_an_admin_all(upf
     every = admin.get(POLICERS).json()
     assert [item["id"] for item in every][-3:] == [40_000, 40_001, 40_002], "after the sessions' policers"
     assert every[-1]["counters"]["dropped_packets"] == 7
+
+
+@pytest.mark.parametrize(("police", "field"), [
+    ({"rate_bps": 0}, "action.police.rate_bps"),
+    ({"rate_bps": 10**6, "burst_bytes": 2**30 + 1}, "action.police.burst_bytes"),
+    ({"rate_bps": 10**6, "algorithm": "leaky_bucket"}, "action.police.algorithm"),
+])
+def test_a_bad_police_option_is_a_400_naming_its_field(service, tenant_a, police, field):
+    body = {"id": "capped", "match": {"protocol": "udp"}, "action": {"type": "pass", "police": police}}
+    problem = assert_problem(tenant_a.post("/api/v1/intents", json=body), 400)
+    assert [param["name"] for param in problem["invalid-params"]] == [field]
+    assert service.intents == {}
