@@ -67,6 +67,7 @@ from netapp.intents.legacy import (  # noqa: F401
     LegacyAction,
     LegacyCpu,
     LegacyGroup,
+    LegacyMbr,
     LegacyMessage,
     LegacyParam,
     LegacyPort,

@@ -10,6 +10,7 @@ from netapp.intents.errors import IntentError
 from netapp.intents.models import parse_intent
 from netapp.qos.abi import BURST_MAX
 from netapp.service.contract import InvalidInput
+from tests.utils.intents import paper_message
 from tests.utils.service import ALICE, fake_service, slice_spec
 
 
@@ -57,3 +58,18 @@ def test_the_stored_intent_says_the_burst_and_algorithm_the_settings_gave(tmp_pa
     (shown,) = service.list_rule_policers(ALICE)
     assert (shown.rate_bps, shown.burst_bytes, shown.algorithm) == (10**6, 12_500, "fixed_window")
     service.close()
+
+
+def test_a_legacy_message_polices_with_mbr_kbps_and_refuses_it_on_drop():
+    message = paper_message()
+    message["Action"]["mbr_kbps"] = "50000"
+    assert parse_intent(message).action.police.rate_bps == 50_000_000
+    message["Action"]["actionName"] = "DROP"
+    del message["Action"]["rx_queue"]
+    with pytest.raises(IntentError) as caught:
+        parse_intent(message)
+    assert caught.value.field == "Action.mbr_kbps"
+    message["Action"].update(actionName="PASS", mbr_kbps="7")
+    with pytest.raises(IntentError) as caught:
+        parse_intent(message)
+    assert caught.value.field == "Action.mbr_kbps"
