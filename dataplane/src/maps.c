@@ -231,6 +231,7 @@ static const char *const sizable_maps[] = {
 	"dpp_upf_sdf_pdrs", /* slots of PDRs with SDF filters */
 	"dpp_policers", /* policer ids */
 	"dpp_policer_stats", /* their counters, per CPU */
+	"dpp_rule_policers", /* the policers of the rule slots below its size */
 	"dpp_routes", /* routes of the private routing tables */
 	"dpp_neighs", /* their resolved next hops */
 };

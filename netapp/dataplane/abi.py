@@ -191,6 +191,7 @@ class Overlay(enum.IntEnum):
 @c_enum("dpp_rule_flags", "DPP_RULE_")
 class RuleFlag(enum.IntFlag):
     BEST_EFFORT = 1
+    POLICED = 2
 
 
 @c_enum("dpp_key_flags", "DPP_KEY_")

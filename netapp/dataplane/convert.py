@@ -153,7 +153,7 @@ def rule_value(rule: CompiledRule, slot: int = 0) -> Rule:
         slot=slot,
         priority=rule.priority,
         action=Action[INSTALLED_ACTIONS[rule.action].c_action],
-        flags=RuleFlag.BEST_EFFORT if rule.best_effort else 0,
+        flags=(RuleFlag.BEST_EFFORT if rule.best_effort else 0) | (RuleFlag.POLICED if rule.policed else 0),
         arg=_or_none(rule.arg),
         overflow_group=_or_none(rule.overflow_group),
     )

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 from netapp.dataplane.binding import (
     DataplaneError,
@@ -40,6 +40,7 @@ class Plan:
     intent_slots: Optional[dict[str, int]] = None
     placed: list[InstalledRule] = field(default_factory=list)
     leaving: list[str] = field(default_factory=list)
+    undo_police: Callable[[], None] = lambda: None  # puts the rules' policers back (netapp.qos.rules)
 
     @property
     def writes(self) -> bool:
@@ -65,7 +66,7 @@ class RulePlanner:
         desired: dict[bytes, InstalledRule] = {}
         for rule in ruleset.rules:
             key, value = rule_to_c(rule, intent_slots[rule.intent_id])
-            entry = InstalledRule(key, value, rule.intent_id)
+            entry = InstalledRule(key, value, rule.intent_id, (rule.police, rule.shared_police))
             desired[entry.key_bytes] = entry
         upserts = [
             entry
@@ -139,7 +140,8 @@ class RulePlanner:
                 if slot is None:
                     slot = self._slots.allocate()
                     new_slots.append(slot)
-                placed.append(InstalledRule(key, rule_value(rule, slot), rule.intent_id))
+                placed.append(InstalledRule(key, rule_value(rule, slot), rule.intent_id,
+                                            (rule.police, rule.shared_police)))
         except (DataplaneError, ValueError):
             self._release(new_slots + restored)
             raise

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Mapping, Optional, Sequence
 
-from netapp.dataplane.binding import DataplaneError, struct_bytes
+from netapp.dataplane.binding import DataplaneError, RuleFlag, struct_bytes
 from netapp.dataplane.plan import Plan, RulePlanner
 from netapp.dataplane.slots import InstalledRule, SlotAllocator, contiguous_runs
 from netapp.intents.compiler import CompiledRuleset, Conflict
@@ -19,6 +19,8 @@ from netapp.intents.index import RuleDelta
 
 if TYPE_CHECKING:
     from netapp.dataplane.facade import Adapter
+    from netapp.dataplane.tables import Table
+    from netapp.qos.rules import RulePolicers
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,18 @@ class RuleWriter(RulePlanner):
     _dpp: Adapter
     _counter_epoch: int
     _slot_epochs: dict[int, int]
+    _rule_policers: Optional[RulePolicers] = None
+
+    def table(self, name: str) -> Table: ...
+
+    @property
+    def rule_policers(self) -> RulePolicers:
+        """The policers of the rules (netapp.qos.rules), opened at first use."""
+        if self._rule_policers is None:
+            from netapp.qos.rules import RulePolicers  # it imports the data plane's tables
+
+            self._rule_policers = RulePolicers(self.table)
+        return self._rule_policers
 
     def adopt_installed_rules(self) -> None:
         """Take over the rules of a reused (pinned) instance; the next apply() reconciles them.
@@ -111,6 +125,12 @@ class RuleWriter(RulePlanner):
             self._release(plan.new_slots + plan.restored_slots)
             exc.rolled_back = True  # type: ignore[attr-defined]
             raise
+        try:
+            self._police_before(plan)
+        except DataplaneError as exc:
+            self._release(plan.new_slots + plan.restored_slots)
+            exc.rolled_back = True  # type: ignore[attr-defined]
+            raise
         self._upsert_or_roll_back(plan)
         if plan.shapes_changed or plan.upserts:
             self._publish_or_roll_back(plan)
@@ -120,6 +140,23 @@ class RuleWriter(RulePlanner):
             self._publish_after_deletes(plan)
         else:
             self._commit(plan)
+        if plan.desired is None and self._rule_policers is not None:
+            self._rule_policers.leave(plan.leaving)
+            self._rule_policers.settle()
+
+    def _police_before(self, plan: Plan) -> None:
+        """The policers the rules name, and their slots' ids, before the rules (netapp.qos.rules): a
+        full plan reconciles the rules' whole range; a delta writes only what its rules ask for."""
+        if plan.desired is not None:
+            self.rule_policers.reconcile(
+                (entry.intent_id, entry.rule.slot, entry.policing) for entry in plan.desired.values() if entry.intent_id
+            )
+            return
+        if self._rule_policers is None and not any(entry.rule.flags & RuleFlag.POLICED for entry in plan.placed):
+            return  # nothing was ever policed by this handle, nor is now
+        plan.undo_police = self.rule_policers.place(
+            (entry.intent_id, entry.rule.slot, entry.policing) for entry in plan.placed if entry.intent_id
+        )
 
     def _clear_counters(self, slots: Sequence[int]) -> None:
         for first, count in contiguous_runs(slots):
@@ -166,6 +203,7 @@ class RuleWriter(RulePlanner):
         changed = [
             self._installed[entry.key_bytes] for entry in applied if entry.key_bytes in self._installed
         ]
+        plan.undo_police()  # first: whatever of the rules' undo fails, the policers are as before
         self._dpp.rules_delete(added)
         self._dpp.rules_upsert([entry.key for entry in changed], [entry.rule for entry in changed])
         self._release(plan.new_slots + plan.restored_slots)

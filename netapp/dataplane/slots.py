@@ -6,7 +6,7 @@ from __future__ import annotations
 import errno
 import heapq
 from dataclasses import dataclass
-from typing import Iterable, Optional, Sequence
+from typing import Any, Iterable, Optional, Sequence
 
 from netapp.dataplane.binding import DataplaneError, FlowKey, Rule, struct_bytes
 
@@ -18,6 +18,7 @@ class InstalledRule:
     key: FlowKey
     rule: Rule
     intent_id: Optional[str]
+    policing: Any = (None, None)  # what the rule asks of its policers (netapp.qos.rules.Policing)
 
     @property
     def key_bytes(self) -> bytes:

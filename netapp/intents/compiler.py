@@ -14,7 +14,7 @@ compiler (netapp/<function>/compiler.py) provides: the C action, the rule's argu
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Mapping, Optional
+from typing import Any, Iterable, Iterator, Mapping, NamedTuple, Optional
 
 from netapp.forwarding.compiler import (  # noqa: F401 - CompiledAlt* re-exported
     FORWARD,
@@ -24,7 +24,9 @@ from netapp.forwarding.compiler import (  # noqa: F401 - CompiledAlt* re-exporte
 )
 from netapp.intents.actions import RuleAction, RuleArgument, resolve_interface
 from netapp.intents.errors import CompileError  # noqa: F401 - re-exported
-from netapp.intents.models import CpuSpec, Intent, IntentDocument, Match, RedirectAction
+from netapp.intents.models import CpuSpec, Intent, IntentDocument, Match, Police, RedirectAction
+from netapp.qos.abi import Algo
+from netapp.qos.spec import PoliceDefaults, PolicerSpec
 from netapp.steering.compiler import STEER
 
 # DPP_MAX_SHAPES in dpp_consts.h (checked by tests/dataplane/test_abi.py).
@@ -141,6 +143,14 @@ class RuleShape:
         return (-specificity[0], -specificity[1], ordered_fields, self.family, self.src_len, self.dst_len)
 
 
+class SharedPolice(NamedTuple):
+    """A policer several rules go through together (a slice's MBR): `owner` names it (tenant
+    included, so that two tenants' rules never share one), `spec` is what it enforces."""
+
+    owner: str
+    spec: PolicerSpec
+
+
 @dataclass(frozen=True)
 class CompiledRule:
     """One intent as a data-plane rule: masked values of its shape's fields, and what to do: the
@@ -155,6 +165,8 @@ class CompiledRule:
     overflow_group: Optional[int] = None  # None: the site's default group (DPP_NONE)
     best_effort: bool = False
     arg_text: str = ""  # the argument as messages name it
+    police: Optional[PolicerSpec] = None  # its own policer, before the action (an intent's police option)
+    shared_police: Optional[SharedPolice] = None  # then the one it shares (its slice's MBR)
 
     @property
     def match_key(self) -> tuple[RuleShape, FieldValues]:
@@ -163,7 +175,11 @@ class CompiledRule:
 
     def outcome(self) -> tuple[Any, ...]:
         """Everything that decides what happens to a matching packet."""
-        return (self.action, self.arg, self.overflow_group, self.best_effort)
+        return (self.action, self.arg, self.overflow_group, self.best_effort, self.police, self.shared_police)
+
+    @property
+    def policed(self) -> bool:
+        return self.police is not None or self.shared_police is not None
 
     def describe_action(self) -> str:
         text = f"{self.action} {self.arg_text}" if self.arg_text else self.action
@@ -247,7 +263,28 @@ def compile_intent(
         overflow_group=action.overflow_group(intent) if overflows else None,
         best_effort=intent.best_effort,
         arg_text=argument.text,
+        police=police_spec(getattr(intent.action, "police", None)),
     )
+
+
+def police_spec(police: Optional[Police], defaults: PoliceDefaults = PoliceDefaults()) -> Optional[PolicerSpec]:
+    """An intent's police option as its policer; what it leaves unset, `defaults` (the service
+    fills in the settings' when it stores the intent: `with_police_defaults`)."""
+    if police is None:
+        return None
+    algo = Algo[police.algorithm.upper()] if police.algorithm else defaults.algo
+    burst = police.burst_bytes if police.burst_bytes is not None else defaults.burst(police.rate_bps)
+    return PolicerSpec(rate=police.rate_bps, burst=burst, algo=algo)
+
+
+def with_police_defaults(intent: Intent, defaults: PoliceDefaults) -> Intent:
+    """The intent with its police option's unset burst and algorithm given (as it is stored)."""
+    police = getattr(intent.action, "police", None)
+    spec = police_spec(police, defaults)
+    if police is None or spec is None:
+        return intent
+    filled = police.model_copy(update={"burst_bytes": spec.burst, "algorithm": spec.algo.name.lower()})
+    return intent.model_copy(update={"action": intent.action.model_copy(update={"police": filled})})
 
 
 def match_values(

@@ -30,6 +30,7 @@ from netapp.intents.fields import (
     protocol_number,
 )
 from netapp.intents.native import Intent
+from netapp.qos.abi import RATE_MAX, RATE_MIN
 
 # The paper's messages give ports without a protocol; its examples are RTP/UDP streams (port 5004).
 LEGACY_DEFAULT_PORT_PROTOCOL = "udp"
@@ -81,6 +82,7 @@ def _decimal_string(low: int, high: int) -> Any:
 LegacyPort = _decimal_string(0, 65535)
 LegacyCpu = _decimal_string(0, MAX_CPUS - 1)
 LegacyGroup = _decimal_string(0, MAX_ALT_GROUPS - 1)
+LegacyMbr = _decimal_string(RATE_MIN // 1000, RATE_MAX // 1000)  # kbit/s, as a slice's and PFCP's MBR
 LegacyProtocol = Annotated[Union[ProtocolName, ProtocolNumber], BeforeValidator(_legacy_protocol)]
 EncapsulationType = Literal["vxlan", "geneve", "gre", "gtp"]
 
@@ -154,6 +156,7 @@ class LegacyAction(BaseModel):
     flow_hash: HexId
     rx_queue: Optional[LegacyCpu] = None
     alt_group: Optional[LegacyGroup] = None
+    mbr_kbps: Optional[LegacyMbr] = None  # police the flow at this rate first (native action.police)
 
     @model_validator(mode="after")
     def _check_arguments(self) -> "LegacyAction":
@@ -165,14 +168,17 @@ class LegacyAction(BaseModel):
             raise FieldError("rx_queue", f"rx_queue has no meaning for {self.action_name}")
         if self.action_name in ("DROP", "PASS") and self.alt_group is not None:
             raise FieldError("alt_group", f"alt_group has no meaning for {self.action_name}")
+        if self.action_name == "DROP" and self.mbr_kbps is not None:
+            raise FieldError("mbr_kbps", "mbr_kbps has no meaning for DROP: every packet is dropped")
         return self
 
     def native_action(self) -> dict[str, Any]:
+        police = {"police": {"rate_bps": self.mbr_kbps * 1000}} if self.mbr_kbps is not None else {}
         if self.action_name == "PRIO_QUEUE":
-            return {"type": "steer", "cpu": self.rx_queue}
+            return {"type": "steer", "cpu": self.rx_queue, **police}
         if self.action_name == "FORWARD":
-            return {"type": "forward", "alternative": self.alt_group}
-        return {"type": self.action_name.lower()}
+            return {"type": "forward", "alternative": self.alt_group, **police}
+        return {"type": self.action_name.lower(), **police}
 
 
 class LegacyParam(BaseModel):

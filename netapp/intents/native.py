@@ -3,9 +3,18 @@
 from __future__ import annotations
 
 from ipaddress import IPv4Network, IPv6Network
-from typing import Annotated, Literal, Optional, Union
+from typing import Annotated, Any, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    StrictInt,
+    StringConstraints,
+    model_serializer,
+    model_validator,
+)
 
 from netapp.intents.errors import FieldError
 from netapp.intents.fields import (
@@ -27,6 +36,7 @@ from netapp.intents.fields import (
     Vlan,
     protocol_number,
 )
+from netapp.qos.abi import BURST_MAX, RATE_MAX, RATE_MIN
 
 
 def check_vni(vni: Optional[int], overlay: Optional[str]) -> None:
@@ -100,7 +110,39 @@ class Match(BaseModel):
         return protocol_number(self.protocol)
 
 
-class PassAction(BaseModel):
+PoliceAlgorithm = Literal["token_bucket", "fixed_window", "sliding_window"]
+
+
+class Police(BaseModel):
+    """Police the intent's packets before its action: those above the rate are dropped (counted by
+    the intent's policer and as reason qos_policed). An intent matches one direction of traffic: one
+    rate. Unset burst and algorithm are the settings' (qos.default_burst_ms, qos.default_algorithm),
+    filled in when the intent is stored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rate_bps: StrictInt = Field(ge=RATE_MIN, le=RATE_MAX, description="the most it lets through, bit/s (frames)")
+    burst_bytes: Optional[StrictInt] = Field(
+        None, ge=1, le=BURST_MAX, description="token bucket: its size; windows: the most a window lets through"
+    )
+    algorithm: Optional[PoliceAlgorithm] = None
+
+
+class Policed(BaseModel):
+    """An action whose packets may be policed first."""
+
+    police: Optional[Police] = Field(None, description="police the matched packets before the action")
+
+    @model_serializer(mode="wrap")
+    def _without_unset_police(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """An action that polices nothing reads as it did before the option existed (no null)."""
+        data = handler(self)
+        if isinstance(data, dict) and data.get("police") is None:
+            data.pop("police", None)
+        return data
+
+
+class PassAction(Policed):
     """Hand the packet to the kernel stack on the CPU that received it."""
 
     model_config = ConfigDict(extra="forbid")
@@ -114,7 +156,7 @@ class DropAction(BaseModel):
     type: Literal["drop"]
 
 
-class SteerAction(BaseModel):
+class SteerAction(Policed):
     """Steer the packet to a CPU (CPUMAP); overflow goes to the intent's alternative group."""
 
     model_config = ConfigDict(extra="forbid")
@@ -122,7 +164,7 @@ class SteerAction(BaseModel):
     cpu: CpuId
 
 
-class ForwardAction(BaseModel):
+class ForwardAction(Policed):
     """Forward the packet to a member of an alternative node group (MAC/IP rewrite, XDP_TX)."""
 
     model_config = ConfigDict(extra="forbid")
@@ -130,7 +172,7 @@ class ForwardAction(BaseModel):
     alternative: GroupId
 
 
-class RedirectAction(BaseModel):
+class RedirectAction(Policed):
     """Redirect the packet out of another interface (DEVMAP)."""
 
     model_config = ConfigDict(extra="forbid")

@@ -14,6 +14,7 @@ from ctypes import Structure, c_uint8, c_uint32, c_uint64
 from netapp.dataplane.cenum import c_enum
 
 MAX_POLICERS = 65536
+MAX_RULE_POLICE = 65536  # rule slots dpp_rule_policers holds
 RATE_MIN = 8_000  # bit/s
 RATE_MAX = 400_000_000_000
 BURST_MAX = 1 << 30  # bytes
@@ -24,6 +25,7 @@ REASON_BASE_QOS = 96
 
 CONSTANTS = {
     "DPP_MAX_POLICERS": MAX_POLICERS,
+    "DPP_MAX_RULE_POLICE": MAX_RULE_POLICE,
     "DPP_POLICE_RATE_MIN": RATE_MIN,
     "DPP_POLICE_RATE_MAX": RATE_MAX,
     "DPP_POLICE_BURST_MAX": BURST_MAX,
@@ -80,14 +82,23 @@ class PolicerStats(Structure):
     ]
 
 
+class RulePolice(Structure):
+    C_NAME = "dpp_rule_police"
+    _fields_ = [
+        ("policer", c_uint32),  # the rule's own; 0: none
+        ("shared", c_uint32),  # the one it shares (its slice's); 0: none
+    ]
+
+
 ENUMS = (c_enum("dpp_police_algo", "DPP_POLICE_ALGO_")(Algo), c_enum("dpp_police_gate", "DPP_POLICE_GATE_")(Gate))
-STRUCTS = (Policer, PolicerStats)
+STRUCTS = (Policer, PolicerStats, RulePolice)
 KERNEL_STRUCTS = (SpinLock,)
 
 # name -> (map type name, key, value, size): netapp.dataplane.abi makes them MapSpecs.
 MAPS = {
     "dpp_policers": ("ARRAY", c_uint32, Policer, "DPP_MAX_POLICERS"),
     "dpp_policer_stats": ("PERCPU_ARRAY", c_uint32, PolicerStats, "DPP_MAX_POLICERS"),
+    "dpp_rule_policers": ("ARRAY", c_uint32, RulePolice, "DPP_MAX_RULE_POLICE"),
 }
 # Both are capacities, chosen at load (libdpp's list in maps.c).
 SIZABLE = frozenset(MAPS)

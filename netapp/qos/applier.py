@@ -9,7 +9,6 @@ more than the burst, so that any stretch of a window's length passes at most rat
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping
 
 from netapp.dataplane.tables import Table
@@ -21,22 +20,14 @@ from netapp.qos.abi import (
     WINDOW_SHIFT_MAX,
     WINDOW_SHIFT_MIN,
     Algo,
-    Gate,
     Policer,
     PolicerStats,
 )
+from netapp.qos.spec import PolicerSpec
+
+__all__ = ["NANOBITS_PER_BYTE", "PolicerApplier", "PolicerSpec", "policer_value", "window_shift_for"]
 
 NANOBITS_PER_BYTE = 8 * 10**9  # rate (bit/s) x time (ns) = nanobits
-
-
-@dataclass(frozen=True)
-class PolicerSpec:
-    """What a QER (MBR, burst, gate) or a rule's police option asks of a policer."""
-
-    rate: int  # bit/s
-    burst: int  # bytes
-    algo: Algo = Algo.TOKEN_BUCKET
-    gate: Gate = Gate.OPEN
 
 
 def window_shift_for(rate: int, burst: int) -> int:
@@ -93,10 +84,11 @@ class PolicerApplier:
         """Empty the slots: their packets pass unpoliced, uncounted."""
         self._policers.update({policer_id: Policer() for policer_id in self._check_ids(ids)})
 
-    def reconcile(self, desired: Mapping[int, PolicerSpec]) -> None:
-        """The map holding exactly `desired`: a policer configured otherwise written afresh, one
-        configured so kept as it is (its state and counters too), any other emptied."""
-        current = dict(self._policers.items())
+    def reconcile(self, desired: Mapping[int, PolicerSpec], ids: range) -> None:
+        """The caller's range of ids (netapp.qos.ids) holding exactly `desired`: a policer configured
+        otherwise written afresh, one configured so kept as it is (its state and counters too), any
+        other of the range emptied."""
+        current = {policer_id: value for policer_id, value in self._policers.items() if policer_id in ids}
         wanted = {policer_id: policer_value(spec) for policer_id, spec in desired.items()}
         stale = {policer_id: spec for policer_id, spec in desired.items()
                  if policer_id not in current or _config(current[policer_id]) != _config(wanted[policer_id])}

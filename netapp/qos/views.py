@@ -1,6 +1,7 @@
-"""What the REST API shows of a policer (read-only): its configuration as written, the state the data
-path keeps (dataplane/bpf/nf/qos/police.h says how it reads) and its counters, every CPU's added up,
-since the policer was last written (a QER's change writes it afresh)."""
+"""What the REST API shows of a policer (read-only): what it polices (a UPF session's QER and
+direction, or a tenant's intent or slice), its configuration as written, the state the data path
+keeps (dataplane/bpf/nf/qos/police.h says how it reads) and its counters, every CPU's added up,
+since the policer was last written (a change of its QER, police option or MBR writes it afresh)."""
 
 from __future__ import annotations
 
@@ -49,8 +50,13 @@ class PolicerRecord(BaseModel):
     id: int = Field(description="its slot of dpp_policers")
     seid: Optional[int] = Field(None, description="the UPF session whose QER it enforces (decimal)")
     qer_id: Optional[int] = Field(None, description="that QER")
-    direction: Literal["uplink", "downlink"]
-    rate_bps: int = Field(description="the rate it lets through, bit/s (a QER's MBR x 1000)")
+    tenant: Optional[str] = Field(None, description="the tenant whose intent or slice it polices")
+    intent_id: Optional[str] = Field(None, description="the intent whose police option it enforces")
+    slice_id: Optional[str] = Field(
+        None, description="the slice whose MBR it enforces, for all the slice's intents together")
+    direction: Optional[Literal["uplink", "downlink"]] = Field(
+        None, description="a QER's direction; null for an intent's (it matches one) and a slice's (both)")
+    rate_bps: int = Field(description="the rate it lets through, bit/s (a QER's MBR x 1000, a slice's likewise)")
     burst_bytes: int
     algorithm: Literal["none", "token_bucket", "fixed_window", "sliding_window"] = Field(
         description="none: the slot is empty (what it polices passes unpoliced)")
@@ -60,9 +66,9 @@ class PolicerRecord(BaseModel):
     counters: PolicerCounters
 
 
-def policer_record(reader: PolicerReader, policer_id: int, direction: Literal["uplink", "downlink"],
-                   seid: Optional[int] = None, qer_id: Optional[int] = None) -> PolicerRecord:
-    """The policer as the data path holds it now."""
+def policer_record(reader: PolicerReader, policer_id: int, direction: Optional[Literal["uplink", "downlink"]] = None,
+                   seid: Optional[int] = None, qer_id: Optional[int] = None, **owner: Optional[str]) -> PolicerRecord:
+    """The policer as the data path holds it now; `owner`: tenant and intent_id or slice_id."""
     value, counts = reader.state(policer_id), reader.counters(policer_id)
     algo = Algo(value.algo)
     windowed = algo in (Algo.FIXED_WINDOW, Algo.SLIDING_WINDOW)
@@ -75,6 +81,7 @@ def policer_record(reader: PolicerReader, policer_id: int, direction: Literal["u
                              previous_window_bytes=value.previous & WINDOW_BYTES if algo == Algo.SLIDING_WINDOW else None)
     return PolicerRecord(
         id=policer_id, seid=seid, qer_id=qer_id, direction=direction, rate_bps=value.rate, burst_bytes=value.burst,
+        **owner,
         algorithm=algo.name.lower(), gate=Gate(value.gate).name.lower(),
         window_ns=1 << value.window_shift if windowed else None, state=state,
         counters=PolicerCounters(**{name: getattr(counts, name) for name, *_ in PolicerStats._fields_}),

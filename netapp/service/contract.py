@@ -19,6 +19,7 @@ from netapp.forwarding.compiler import rule_group
 from netapp.forwarding.contract import AlternativesContract
 from netapp.intents.compiler import CompiledRule
 from netapp.intents.models import Intent, LegacyMessage
+from netapp.qos.contract import PolicersContract
 from netapp.steering.contract import CpusContract
 
 T = TypeVar("T")
@@ -231,8 +232,7 @@ class DryRunReport(BaseModel):
     warnings: list[IntentWarning] = Field(default_factory=list)
 
 
-# A bitrate in kbps takes 40 bits in PFCP's MBR and GBR information elements (TS 29.244), which
-# the policers will be given.
+# A bitrate in kbps takes 40 bits in PFCP's MBR and GBR information elements (TS 29.244).
 MAX_BITRATE_KBPS = (1 << 40) - 1
 
 
@@ -268,13 +268,14 @@ class SliceSpec(BaseModel):
         0,
         ge=0,
         le=MAX_BITRATE_KBPS,
-        description="guaranteed bitrate (stored; enforced once policers land); at most 2^40 - 1, PFCP's",
+        description="guaranteed bitrate (stored, not enforced); at most 2^40 - 1, PFCP's",
     )
     mbr_kbps: StrictInt = Field(
         0,
         ge=0,
         le=MAX_BITRATE_KBPS,
-        description="maximum bitrate (stored; enforced once policers land); at most 2^40 - 1, PFCP's",
+        description="maximum bitrate of all the slice's traffic together, enforced by one policer its intents "
+        "share (0, or 400 Gb/s and more: not policed; 1..7 refused); at most 2^40 - 1, PFCP's",
     )
     members: SliceMembers
     cpus: list[StrictInt] = Field(default_factory=list, description="dedicated CPUs; empty: pass locally")
@@ -437,7 +438,9 @@ class DataplaneContract(abc.ABC):
         """Per intent and slice (the caller's own), and for admins per CPU, verdict and reason."""
 
 
-class IntentService(IntentsContract, SlicesContract, AlternativesContract, CpusContract, DataplaneContract):
+class IntentService(
+    IntentsContract, SlicesContract, AlternativesContract, CpusContract, DataplaneContract, PolicersContract
+):
     """Everything the front doors call: the contract of each domain, and the service's health. The
     REST routers depend on this; the one implementation composes one class per domain. A network
     function adds its contract (`netapp.<function>.contract`) to these bases."""

@@ -10,10 +10,11 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Optional
 
-from netapp.intents.compiler import CompiledRule, Conflict as RuleConflict
+from netapp.intents.compiler import CompiledRule, Conflict as RuleConflict, SharedPolice, with_police_defaults
 from netapp.intents.errors import IntentError
 from netapp.intents.models import Intent
 from netapp.service.contract import Conflict, ConflictView, IntentWarning, Principal, batch_field
+from netapp.qos.slices import with_slice_police
 from netapp.service.overlaps import overlap_warnings
 
 if TYPE_CHECKING:
@@ -46,8 +47,10 @@ class Rules:
     def __init__(self, state: "ServiceState"):
         self._state = state
 
-    def compile(self, tenant: str, intent: Intent) -> CompiledRule:
-        return self._state.index.compile(intent, rule_id(tenant, intent.id))
+    def compile(self, tenant: str, intent: Intent, shared: Optional[SharedPolice] = None) -> CompiledRule:
+        """The tenant's intent as a rule; `shared`: the policer of its slice (netapp.qos.slices)."""
+        rule = self._state.index.compile(intent, rule_id(tenant, intent.id))
+        return with_slice_police(rule, shared)
 
     def display(self, who: Principal, qualified: str) -> str:
         """How `who` may see an intent's name: its own by id, an admin everything, others nothing."""
@@ -69,13 +72,15 @@ class Rules:
         self, who: Principal, tenant: str, intent: Intent, notes: Optional[list[IntentWarning]] = None
     ) -> Intent:
         """The intent kept inside the traffic its tenant owns (netapp.tenancy); IntentError if it
-        cannot be. A narrowed match is logged, and told in `notes` (a `narrowed` warning)."""
+        cannot be. A narrowed match is logged, and told in `notes` (a `narrowed` warning). Its police
+        option, if any, is given the settings' burst and algorithm where it leaves them unset: the
+        intent is stored as it is enforced."""
         confined, narrowed = self._state.tenancy.confined(who, tenant, intent)
         if narrowed is not None:
             log.info("intent %s of tenant %s: match %s", intent.id, tenant, narrowed)
             if notes is not None:
                 notes.append(IntentWarning(kind="narrowed", intent_a=intent.id, reason=f"the match was {narrowed}"))
-        return confined
+        return with_police_defaults(confined, self._state.police_defaults)
 
     def confined_member(self, who: Principal, tenant: str, intent: Intent) -> Intent:
         """`confined` for a slice member's intent: an error names the member (its label)."""

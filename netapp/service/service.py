@@ -37,12 +37,15 @@ from netapp.dataplane.facade import Dataplane
 from netapp.forwarding.liveness import GTPU_PORT
 from netapp.forwarding.models import AlternativeGroup, AlternativeGroupStatus
 from netapp.forwarding.service import AlternativesService
-from netapp.intents.compiler import CompiledDocument, CompiledRule, CompileError, redirect_ports
+from netapp.intents.compiler import CompiledDocument, CompiledRule, CompileError, SharedPolice, redirect_ports
 from netapp.intents.index import RuleIndex
 from netapp.intents.models import Intent, LegacyMessage
 from netapp.frer.dataplane import FrerDataplane
 from netapp.qos.dispatch import Dispatcher
 from netapp.qos.dispatch import apply_settings as apply_dispatch
+from netapp.qos.service import RulePolicerViews
+from netapp.qos.slices import with_slice_police
+from netapp.qos.views import PolicerRecord
 from netapp.service.admin import AdminService
 from netapp.service.contract import (
     BatchCreateResult,
@@ -100,6 +103,7 @@ class NetAppService(IntentService):
         state.reconcile = self._reconcile
         self._intents = IntentsService(state)
         self._slices = SliceService(state)
+        self._rule_policers = RulePolicerViews(state)
         self._alternatives = AlternativesService(state, echo_port, peer_echo_port)
         self._cpus = CpuService(state)
         self._admin = AdminService(state, self._cpus, self._left_out)
@@ -266,10 +270,14 @@ class NetAppService(IntentService):
         away) are left out and reported, the others installed."""
         index = RuleIndex(self._state.index.interfaces)
         uncompiled: dict[str, str] = {}
+        slices: dict[tuple[str, str], Optional[SharedPolice]] = {}
         for record in self._state.store.all_intents():
             qualified = rule_id(record.tenant, record.intent.id)
             try:
-                index.add(index.compile(record.intent, qualified))
+                rule = index.compile(record.intent, qualified)
+                if record.slice_id is not None:
+                    rule = with_slice_police(rule, self._slice_police(slices, record.tenant, record.slice_id))
+                index.add(rule)
             except CompileError as exc:
                 uncompiled[qualified] = exc.line()
         for rules in self._state.function_rules.values():  # the network functions' own (the UPF's)
@@ -279,6 +287,15 @@ class NetAppService(IntentService):
                 except CompileError as exc:
                     uncompiled[rule.intent_id] = exc.line()
         return index, uncompiled
+
+    def _slice_police(
+        self, known: dict[tuple[str, str], Optional[SharedPolice]], tenant: str, slice_id: str
+    ) -> Optional[SharedPolice]:
+        """The policer of a stored slice's rules (netapp.qos.slices), each slice read once."""
+        if (tenant, slice_id) not in known:
+            record = self._state.store.get_slice(tenant, slice_id)
+            known[(tenant, slice_id)] = self._slices.shared_police(tenant, record.spec) if record else None
+        return known[(tenant, slice_id)]
 
     def _site_document(self, index: RuleIndex, uncompiled: dict[str, str]) -> CompiledDocument:
         groups = self._alternatives.compiled(uncompiled)
@@ -353,6 +370,9 @@ class NetAppService(IntentService):
 
     def delete_slice(self, who: Principal, slice_id: str) -> None:
         self._slices.delete_slice(who, slice_id)
+
+    def list_rule_policers(self, who: Principal) -> list[PolicerRecord]:
+        return self._rule_policers.list_rule_policers(who)
 
     def list_alternatives(self, who: Principal) -> list[AlternativeGroup]:
         return self._alternatives.list_alternatives(who)

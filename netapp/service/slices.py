@@ -28,7 +28,10 @@ directions of a UE prefix together) goes to cpus[i mod len(cpus)], spreading mem
 the CPUs in the order the spec lists them. Without CPUs, pass (the CPU that received the packet
 handles it). The alternative group takes the overflow: of a steered CPU that is overloaded, or,
 without CPUs, of the local CPU (the intents are then best-effort, which is what lets pass traffic
-overflow). Bitrates are stored with the slice and not yet compiled: policers are not there yet.
+overflow).
+
+Bitrates: the MBR is enforced by one policer that all the slice's rules share (netapp.qos.slices: the
+slice's traffic, every member and both directions, together); the GBR is stored, not enforced.
 """
 
 from __future__ import annotations
@@ -41,7 +44,9 @@ from typing import Any, Optional
 from pydantic import ValidationError
 
 from netapp.intents.errors import IntentError
+from netapp.intents.compiler import SharedPolice
 from netapp.intents.models import MAX_CPUS, MAX_U24, MAX_U32, Intent
+from netapp.qos.slices import slice_police
 from netapp.service.contract import (
     IntentRecord,
     NotFound,
@@ -221,6 +226,7 @@ class SliceService(SlicesContract):
         tenant = who.tenant
         try:
             asked = {intent.id: intent for intent in slice_intents(spec)}
+            shared = slice_police(tenant, spec, self._state.police_defaults)
         except IntentError as exc:
             raise invalid_input(exc) from exc
 
@@ -234,7 +240,8 @@ class SliceService(SlicesContract):
             current = {record.intent.id: record for record in store.slice_intents(tenant, spec.id)}
             for intent_id in wanted.keys() - current.keys():
                 self._rules.require_free_intent_id(tenant, intent_id)
-            self._resize(change, tenant, spec.id, current, wanted, now)
+            repolice = old is not None and self.shared_police(tenant, old.spec) != shared
+            self._resize(change, tenant, spec.id, current, wanted, now, shared, repolice)
             created_at = old.created_at if old else now
             revision = old.revision + 1 if old else 1
             store.put_slice(
@@ -253,6 +260,14 @@ class SliceService(SlicesContract):
             return record, old is None
 
         return self._state.change(who, work)
+
+    def shared_police(self, tenant: str, spec: SliceSpec) -> Optional[SharedPolice]:
+        """The policer the stored slice's rules share (None for a slice stored before its MBR was
+        enforced with one the policers refuse: it then polices nothing, as before)."""
+        try:
+            return slice_police(tenant, spec, self._state.police_defaults)
+        except IntentError:
+            return None
 
     def delete_slice(self, who: Principal, slice_id: str) -> None:
         self._state.require(who, Scope.SLICES_WRITE)
@@ -276,11 +291,14 @@ class SliceService(SlicesContract):
         current: dict[str, IntentRecord],
         wanted: dict[str, Intent],
         now: datetime,
+        shared: Optional[SharedPolice] = None,
+        repolice: bool = False,
     ) -> None:
         """Store and index steps from the slice's current intents to the wanted ones: removals
-        first, so that an intent that moves does not collide with its old self."""
+        first, so that an intent that moves does not collide with its old self. `shared`: the
+        slice's policer; `repolice`: it changed, so every rule of the slice is rewritten."""
         store = self._state.store
-        changed = [i for i in wanted if i in current and current[i].intent != wanted[i]]
+        changed = [i for i in wanted if i in current and (repolice or current[i].intent != wanted[i])]
         removed = [i for i in current if i not in wanted]
         added = [i for i in wanted if i not in current]
         for intent_id in removed + changed:
@@ -291,6 +309,8 @@ class SliceService(SlicesContract):
             store.delete_intent(tenant, intent_id)
         for intent_id in changed:
             old = current[intent_id]
+            if old.intent == wanted[intent_id]:
+                continue  # only its slice's policer changed
             store.update_intent(
                 old.model_copy(
                     update={"intent": wanted[intent_id], "updated_at": now, "revision": old.revision + 1}
@@ -308,4 +328,4 @@ class SliceService(SlicesContract):
                 )
             )
         for intent_id in changed + added:
-            change.add(self._rules.compile(tenant, wanted[intent_id]))
+            change.add(self._rules.compile(tenant, wanted[intent_id], shared))

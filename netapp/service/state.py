@@ -23,6 +23,7 @@ from netapp.dataplane.facade import Dataplane
 from netapp.forwarding.liveness import LivenessMonitor
 from netapp.intents.compiler import CompiledRule
 from netapp.intents.index import RuleIndex
+from netapp.qos.spec import PoliceDefaults
 from netapp.service.contract import DataplaneUnavailable, Forbidden, NotFound, Principal, Scope, ServiceError
 from netapp.service.rules import Rules, split_rule_id
 from netapp.service.store import Store
@@ -80,6 +81,12 @@ class ServiceState:
     @property
     def tenancy(self) -> TenantPolicy:
         return TenantPolicy(self.store)
+
+    @property
+    def police_defaults(self) -> PoliceDefaults:
+        """What a policer is given when its intent or slice does not say (settings qos.*)."""
+        qos = self.settings.qos
+        return PoliceDefaults.of(qos.default_algorithm, qos.default_burst_ms)
 
     def now(self) -> datetime:
         return self.clock()

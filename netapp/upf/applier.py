@@ -28,6 +28,7 @@ from netapp.dataplane.binding import DataplaneError
 from netapp.dataplane.tables import Table
 from netapp.intents.compiler import CompiledRule
 from netapp.qos.applier import PolicerApplier, PolicerSpec
+from netapp.qos.ids import upf_ids
 from netapp.service.contract import DataplaneUnavailable, ServiceError
 from netapp.service.function_rules import RuleClash
 from netapp.service.transaction import SiteChange
@@ -138,7 +139,7 @@ class BpfApplier:
         self.policers = PolicerApplier(table_of)
         self.teid_slots = self._teids.max_entries
         self.urr_slots = self._usage.max_entries  # slot 0 is never given
-        self.policer_slots = self.policers.max_entries  # policer id 0 is never given
+        self.policer_slots = upf_ids(self.policers.max_entries).stop  # ids 1 .. this - 1 (netapp.qos.ids)
         self.site = site
         self.stale: list[str] = []  # entries an undo could not put back: reconcile before the next change
         self._left_out = LeftOut()  # stored sessions the last reconcile left out of the maps
@@ -318,7 +319,7 @@ class BpfApplier:
             rules_of[seid] = entries.rules
         teids, uplink = self._split(desired)
         ue4, downlink = self._split_downlink(desired)
-        self.policers.reconcile(desired.policers)
+        self.policers.reconcile(desired.policers, upf_ids(self.policers.max_entries))
         self._mark_hashed(uplink)
         for table, want, key_type in (
             (self._teids, teids, int),

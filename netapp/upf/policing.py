@@ -11,29 +11,22 @@ policer of its own, shared by its PDRs, as a QER's MBR is shared by the packets 
 it (29.244 5.2.1). An MBR is in kbit/s (8.2.8); the policer's rate in bit/s. An MBR of 0 (the IE
 gives both directions: one the SMF leaves unlimited) and one at or above the policers' largest rate
 (400 Gb/s) are not policed; one under their smallest (8 kbit/s) is refused. The burst and the algorithm are the settings' (qos.default_burst_ms,
-qos.default_algorithm): the larger of the rate over the burst's milliseconds and two MTUs.
+qos.default_algorithm): the larger of the rate over the burst's milliseconds and two MTUs
+(netapp.qos.spec.PoliceDefaults). The UPF gives ids of its range only (netapp.qos.ids).
 """
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Optional
 
-from netapp.qos.abi import BURST_MAX, RATE_MAX, RATE_MIN, Algo, Gate
-from netapp.qos.applier import PolicerSpec
+from netapp.qos.abi import RATE_MAX, RATE_MIN, Gate
+from netapp.qos.spec import MTU, PoliceDefaults, PolicerSpec
 from netapp.upf.models import Pdr, Qer, RuleError, Session
 from netapp.upf.pfcp.ies import Cause, IEType, Interface, RuleType
 
+__all__ = ["PoliceDefaults", "direction", "policer_spec", "policing_qer", "session_policers", "wanted"]
+
 UPLINK, DOWNLINK = 0, 1  # the index of a direction in Session.qer_policers' pairs
-MTU = 1500  # bytes: the smallest burst is two packets of it
-
-
-@dataclasses.dataclass(frozen=True)
-class PoliceDefaults:
-    """What a QER does not say of its policers (settings qos.default_algorithm, qos.default_burst_ms)."""
-
-    algo: Algo = Algo.TOKEN_BUCKET
-    burst_ms: int = 10
 
 
 def direction(pdr: Pdr) -> int:
@@ -84,8 +77,7 @@ def policer_spec(qer: Qer, way: int, defaults: PoliceDefaults) -> PolicerSpec:
         raise RuleError(Cause.RULE_CREATION_MODIFICATION_FAILURE,
                         f"MBR {mbr} kbit/s: the policers take {RATE_MIN // 1000} kbit/s or more (0: nothing passes)",
                         IEType.MBR, (RuleType.QER, qer.id))
-    burst = min(max(rate * defaults.burst_ms // 8000, 2 * MTU), BURST_MAX)
-    return PolicerSpec(rate=rate, burst=burst, algo=defaults.algo)
+    return PolicerSpec(rate=rate, burst=defaults.burst(rate), algo=defaults.algo)
 
 
 def session_policers(session: Session, defaults: PoliceDefaults) -> dict[int, PolicerSpec]:

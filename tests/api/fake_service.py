@@ -43,6 +43,7 @@ from netapp.service.contract import (
 )
 from tests.api.fake_state import FakeState, intent_key, require_admin, same_match, utc_now
 from tests.forwarding.fake import FakeAlternatives
+from tests.qos.fake import FakePolicers
 from tests.steering.fake import FakeCpus
 
 T = TypeVar("T")
@@ -223,7 +224,9 @@ class FakeDataplane(FakeState, DataplaneContract):
         return {"intents": intents, **({"cpus": {}} if who.is_admin else {})}
 
 
-class FakeIntentService(FakeIntents, FakeSlices, FakeAlternatives, FakeCpus, FakeDataplane, IntentService):
+class FakeIntentService(
+    FakeIntents, FakeSlices, FakeAlternatives, FakeCpus, FakeDataplane, FakePolicers, IntentService
+):
     """Every domain's fake over one set of dicts, as the real service composes its domains."""
 
     def health(self) -> Health:

@@ -6,7 +6,6 @@ Needs root and libdpp (tests/utils/kernel.py: skipped outside CI, a failure unde
 
 from __future__ import annotations
 
-import secrets
 from typing import Iterator
 
 import httpx
@@ -22,8 +21,7 @@ from tests.api.conftest import token_of
 from tests.api.problems import assert_problem
 from tests.api.server import ServerThread
 from tests.utils.intents import native_intent, paper_message
-from tests.utils.kernel import require_kernel
-from tests.utils.service import grant_site
+from tests.utils.service import grant_site, pinned_instance
 
 INTENTS = "/api/v1/intents"
 STEER_CPU = 0  # every machine has CPU 0
@@ -33,12 +31,7 @@ VETH = "dppe2e0"
 @pytest.fixture(scope="module")
 def instance() -> Iterator[str]:
     """A pinned instance of this module only; its pins and links go whatever happened."""
-    require_kernel()
-    name = f"api-{secrets.token_hex(3)}"
-    yield name
-    handle = binding.DppHandle.open(binding.load_libdpp(), name)
-    handle.unpin()
-    handle.close()
+    yield from pinned_instance("api")
 
 
 @pytest.fixture(scope="module")

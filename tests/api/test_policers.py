@@ -1,6 +1,8 @@
-"""/api/v1/policers (admins) and /api/v1/upf/sessions/{seid}/policers (the session's tenant), through
-the real server, over a UPF whose sessions' QERs hold policers and a data path read through a fake
-reader (the kernel's counters are checked against packets sent in tests/upf/test_police_datapath.py)."""
+"""/api/v1/policers (admins), /api/v1/upf/sessions/{seid}/policers (the session's tenant) and
+/api/v1/policers/intents (the tenant's intents and slices), through the real server, over a UPF whose
+sessions' QERs hold policers and a data path read through a fake reader, and the fake service's
+intents' policers (the kernel's counters are checked against packets sent in
+tests/upf/test_police_datapath.py and tests/qos/test_intent_police.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from typing import Iterator
 import pytest
 
 from netapp.qos.abi import Algo, Gate, Policer, PolicerStats
+from netapp.qos.views import PolicerCounters, PolicerRecord, PolicerState
 from netapp.service.store import Store
 from netapp.upf.routes import get_session_views
 from netapp.upf.sessions import NoApplier, Upf
@@ -84,3 +87,35 @@ def test_without_a_data_path_no_policer_is_listed(api_app, upf, admin):
     assert admin.get(POLICERS).json() == []
     assert admin.get(f"{SESSIONS}/{min(upf.sessions)}/policers").json() == []
     assert admin.get(f"{SESSIONS}/{min(upf.sessions)}").json()["policers"] is None
+
+
+def rule_policer(policer_id: int, tenant: str, **what: str) -> PolicerRecord:
+    return PolicerRecord(id=policer_id, tenant=tenant, rate_bps=8_000, burst_bytes=3_000, algorithm="token_bucket",
+                         gate="open", state=PolicerState(credit_bytes=0, last_ns=0), counters=PolicerCounters(
+                             passed_packets=3, passed_bytes=3_000, dropped_packets=7, dropped_bytes=7_000), **what)
+
+
+def test_a_tenant_reads_its_own_intents_and_slices_policers_and_an_admin_all(upf, service, admin, tenant_a, tenant_b):
+    service.rule_policers = [rule_policer(40_000, "tenant-a", intent_id="capped"),
+                             rule_policer(40_001, "tenant-a", slice_id="gold"),
+                             rule_policer(40_002, "tenant-b", intent_id="capped")]
+    mine = tenant_a.get(f"{POLICERS}/intents")
+    assert mine.status_code == 200, mine.text
+    assert [(item["id"], item["intent_id"], item["slice_id"], item["direction"]) for item in mine.json()] == [
+        (40_000, "capped", None, None), (40_001, None, "gold", None)]
+    assert [item["id"] for item in tenant_b.get(f"{POLICERS}/intents").json()] == [40_002]
+    every = admin.get(POLICERS).json()
+    assert [item["id"] for item in every][-3:] == [40_000, 40_001, 40_002], "after the sessions' policers"
+    assert every[-1]["counters"]["dropped_packets"] == 7
+
+
+@pytest.mark.parametrize(("police", "field"), [
+    ({"rate_bps": 0}, "action.police.rate_bps"),
+    ({"rate_bps": 10**6, "burst_bytes": 2**30 + 1}, "action.police.burst_bytes"),
+    ({"rate_bps": 10**6, "algorithm": "leaky_bucket"}, "action.police.algorithm"),
+])
+def test_a_bad_police_option_is_a_400_naming_its_field(service, tenant_a, police, field):
+    body = {"id": "capped", "match": {"protocol": "udp"}, "action": {"type": "pass", "police": police}}
+    problem = assert_problem(tenant_a.post("/api/v1/intents", json=body), 400)
+    assert [param["name"] for param in problem["invalid-params"]] == [field]
+    assert service.intents == {}

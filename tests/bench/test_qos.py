@@ -1,11 +1,13 @@
-"""The policer benchmark (bench/qos): a small run in the kernel decides as every case says (a case
-whose policer passed when it should drop, or the reverse, stops the run), and writes its rows."""
+"""The policer benchmarks (bench/qos, bench/qos/rule.py): a small run in the kernel decides as every
+case says (a case whose policer passed when it should drop, or the reverse, stops the run), and
+writes its rows."""
 
 from __future__ import annotations
 
 import json
 
 from bench.qos import __main__ as qos_main
+from bench.qos import rule as rule_bench
 from bench.qos.run import CASES
 from tests.utils.kernel import require_kernel
 
@@ -17,3 +19,12 @@ def test_a_small_run_takes_every_case_and_writes_a_row_for_each(tmp_path):
     rows = json.loads(out.read_text())["results"]
     assert len(rows) == 2 * len(CASES)
     assert all(row["with_policer_ns"] > 0 for row in rows)
+
+
+def test_a_small_run_of_the_policed_rule_times_every_case_against_the_unpoliced_rule(tmp_path):
+    require_kernel()
+    out = tmp_path / "qos_rule.json"
+    assert rule_bench.main(["--runs", "1", "--repeat", "1000", "--out", str(out)]) == 0
+    rows = {row["case"]: row for row in json.loads(out.read_text())["results"]}
+    assert set(rows) == set(rule_bench.CASES)
+    assert all(row["ns"] > 0 and row["unpoliced_ns"] == rows["unpoliced"]["ns"] for row in rows.values())

@@ -4,7 +4,6 @@ process serving TLS over the real service and stopping cleanly on SIGTERM."""
 from __future__ import annotations
 
 import os
-import secrets
 import signal
 import socket
 import ssl
@@ -21,9 +20,8 @@ from typer.testing import CliRunner
 from netapp.api.auth import TokenEntry, TokensFile, token_hash, write_tokens_file
 from netapp.cli.main import app
 from netapp.core.config import CONFIG_ENV
-from netapp.dataplane import binding
 from netapp.service.contract import DataplaneUnavailable, Scope
-from tests.utils.kernel import require_kernel
+from tests.utils.service import pinned_instance
 from tests.utils.tls import self_signed
 
 REPO = Path(__file__).resolve().parents[2]
@@ -137,12 +135,7 @@ def free_port() -> int:
 
 @pytest.fixture
 def instance():
-    require_kernel()
-    name = f"srv-{secrets.token_hex(3)}"
-    yield name
-    handle = binding.DppHandle.open(binding.load_libdpp(), name)
-    handle.unpin()
-    handle.close()
+    yield from pinned_instance("srv")
 
 
 def test_given_a_config_file_with_tls_then_serve_answers_over_https_and_stops_cleanly_on_sigterm(

@@ -107,7 +107,7 @@ def test_settings_take_the_sizes_of_capacity_maps(tmp_path):
         ({"dpp_upf_sessions": 10}, "dataplane.map_sizes.dpp_upf_sessions: no map of that name"),
         ({"dpp_rules": 10}, "dataplane.map_sizes.dpp_rules: its size is the program's"),
         ({"dpp_upf_ifaces": 10}, "the maps sized at load: dpp_neighs, dpp_policer_stats, dpp_policers, "
-                                 "dpp_routes, dpp_upf_dl4, "
+                                 "dpp_routes, dpp_rule_policers, dpp_upf_dl4, "
                                  "dpp_upf_downlink, dpp_upf_sdf_pdrs, "
                                  "dpp_upf_teids, dpp_upf_ue4, dpp_upf_uplink, dpp_upf_usage"),
         ({"dpp_upf_usage": 0}, "dataplane.map_sizes.dpp_upf_usage: 0 entries: 1 to 4294967295 allowed"),

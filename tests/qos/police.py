@@ -1,6 +1,7 @@
 """The policers in the kernel, alone: dataplane/build/xdp_police.bpf.o loaded with libbpf, a policer
 written into its dpp_policers, frames carrying their policer id and time run through xdp_police
-(BPF_PROG_TEST_RUN), the per-CPU counters summed."""
+(BPF_PROG_TEST_RUN), the per-CPU counters summed; a rule slot's policers (dpp_rule_policers) run
+through xdp_police_rule, frames carrying the slot instead of a policer id."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Iterable, Optional
 
 from bench.libbpf import BpfObject, map_lookup, map_update, test_run
 from netapp.dataplane.handle import possible_cpus
-from netapp.qos.abi import Policer, PolicerStats
+from netapp.qos.abi import Policer, PolicerStats, RulePolice
 from netapp.qos.model import PolicerConfig
 from tests.utils.kernel import build_artifact, require_kernel
 
@@ -42,6 +43,8 @@ class PoliceProgram:
         self.prog = self.obj.program_fd("xdp_police")
         self.policers = self.obj.map_fd("dpp_policers")
         self.stats = self.obj.map_fd("dpp_policer_stats")
+        self.rule_prog = self.obj.program_fd("xdp_police_rule")
+        self.rule_slots = self.obj.map_fd("dpp_rule_policers")
 
     def close(self) -> None:
         self.obj.close()
@@ -68,6 +71,16 @@ class PoliceProgram:
 
     def passes(self, policer: int, size: int, now_ns: int) -> bool:
         verdict = test_run(self.prog, frame(policer, size, now_ns), 1).retval
+        assert verdict in (XDP_PASS, XDP_DROP), f"verdict {verdict}"
+        return verdict == XDP_PASS
+
+    def name_rule_policers(self, slot: int, own: int, shared: int) -> None:
+        """The rule slot's policers, as the control plane writes them (netapp.qos.rules)."""
+        map_update(self.rule_slots, c_uint32(slot), RulePolice(policer=own, shared=shared))
+
+    def rule_passes(self, slot: int, size: int, now_ns: int) -> bool:
+        """Whether the policers of rule slot `slot` let the frame through."""
+        verdict = test_run(self.rule_prog, frame(slot, size, now_ns), 1).retval
         assert verdict in (XDP_PASS, XDP_DROP), f"verdict {verdict}"
         return verdict == XDP_PASS
 

@@ -31,7 +31,8 @@ from netapp.testbed import netns
 from netapp.testbed.traffic import Sender
 from tests.utils.kernel import require_kernel
 from tests.utils.maps import assert_maps_hold_the_store, second_handle
-from tests.utils.service import ADMIN, ALICE, BOB, grant_site, intent, settings_for, slice_spec
+from tests.utils.service import ADMIN, ALICE, BOB, intent, pinned_instance, slice_spec
+from tests.utils.service import started_on as started
 
 REPO = Path(__file__).resolve().parents[2]
 PAYLOAD = b"x" * 32
@@ -39,20 +40,7 @@ PAYLOAD = b"x" * 32
 
 @pytest.fixture
 def instance() -> Iterator[str]:
-    """A pinned instance name of this test only; its pins (and links) go whatever happened."""
-    require_kernel()
-    name = f"svc-{secrets.token_hex(3)}"
-    yield name
-    handle = binding.DppHandle.open(binding.load_libdpp(), name)
-    handle.unpin()
-    handle.close()
-
-
-def started(state_dir: Path, instance: str, **settings) -> NetAppService:
-    service = NetAppService(settings_for(state_dir, instance=instance, max_rules=4096, **settings))
-    service.start()
-    grant_site(service, ALICE.tenant, BOB.tenant)
-    return service
+    yield from pinned_instance("svc")
 
 
 def test_given_a_restart_then_stale_map_entries_go_missing_ones_come_and_counters_stay(tmp_path, instance):

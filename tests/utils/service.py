@@ -1,12 +1,15 @@
-"""Factories for service tests: principals, intents and slice specs as models, a service over FakeDpp."""
+"""Factories for service tests: principals, intents and slice specs as models, a service over FakeDpp,
+and one over the real data plane on a pinned instance of the test's own."""
 
 from __future__ import annotations
 
+import secrets
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 from netapp.core.config import Settings
+from netapp.dataplane import binding
 from netapp.dataplane.facade import Dataplane
 from netapp.intents.models import Intent
 from netapp.service.contract import Principal, Scope, SliceSpec
@@ -16,6 +19,7 @@ from netapp.tenancy.models import TenantSpec
 from netapp.tenancy.service import TenantService
 from tests.utils.fakes import RecordingDpp
 from tests.utils.intents import native_intent
+from tests.utils.kernel import require_kernel
 
 WRITER_SCOPES = frozenset({Scope.READ, Scope.INTENTS_WRITE, Scope.SLICES_WRITE})
 ALICE = Principal("alice", WRITER_SCOPES, "alice-token")
@@ -95,3 +99,22 @@ def grant_site(service: NetAppService, *tenants: str) -> None:
     traffic isolation grant traffic instead)."""
     for tenant in tenants:
         TenantService(lambda: service.store).put_tenant(ADMIN, tenant, TenantSpec(site=True))
+
+
+def pinned_instance(prefix: str) -> Iterator[str]:
+    """A pinned instance name of one test only (a fixture's body); its pins (and links) go whatever
+    happened."""
+    require_kernel()
+    name = f"{prefix}-{secrets.token_hex(3)}"
+    yield name
+    handle = binding.DppHandle.open(binding.load_libdpp(), name)
+    handle.unpin()
+    handle.close()
+
+
+def started_on(state_dir: Path, instance: str, **settings: Any) -> NetAppService:
+    """A started service on the real data plane (the pinned `instance`), alice and bob site-wide."""
+    service = NetAppService(settings_for(state_dir, instance=instance, max_rules=4096, **settings))
+    service.start()
+    grant_site(service, ALICE.tenant, BOB.tenant)
+    return service

@@ -12,8 +12,9 @@
 #include "nf/redirect/redirect.h"
 #include "nf/upf/upf.h"
 /* police() and the policers' maps, for the stages that police (the UPF's PDRs, through their QERs,
- * nf/upf/upf.h; to come: a rule's police option). */
+ * nf/upf/upf.h), and a rule's own policers (DPP_RULE_POLICED), before its action. */
 #include "nf/qos/police.h"
+#include "nf/qos/rule.h"
 
 /* PASS; a best-effort rule's flows pass unless this CPU is overloaded (nf/steer/). */
 static __always_inline int act_pass(const struct dpp_act_ctx *a)
@@ -40,12 +41,15 @@ static __always_inline int act_default(const struct dpp_act_ctx *a)
 	case DPP_ACTION_##NAME:                                                                  \
 		return act_##name(a);
 
-/* Carry out a matched rule (or, with a->rule NULL, the best-effort treatment of unmatched traffic;
- * the UPF's packets that matched none of its rules go back to it). */
+/* Carry out a matched rule, once its policers (DPP_RULE_POLICED, nf/qos/rule.h) let the packet
+ * through (or, with a->rule NULL, the best-effort treatment of unmatched traffic; the UPF's packets
+ * that matched none of its rules go back to it). */
 static __always_inline int act(const struct dpp_act_ctx *a)
 {
 	if (!a->rule)
 		return (a->key->flags & DPP_KEY_UPF) ? act_upf(a) : best_effort(a, DPP_NONE);
+	if ((a->rule->flags & DPP_RULE_POLICED) && !dpp_police_rule(a->rule->slot, a->bytes))
+		return rule_policed(a->o);
 	switch (a->rule->action) {
 		DPP_ACTIONS(DPP_ACT_CASE)
 	}

@@ -25,4 +25,12 @@ struct {
 	__type(value, struct dpp_policer_stats);
 } dpp_policer_stats SEC(".maps");
 
+/* rule slot -> the policers of the rule in that slot, read only when it has DPP_RULE_POLICED */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, DPP_MAX_RULE_POLICE);
+	__type(key, __u32);
+	__type(value, struct dpp_rule_police);
+} dpp_rule_policers SEC(".maps");
+
 #endif /* DPP_NF_QOS_MAPS_H */

@@ -136,6 +136,7 @@ enum dpp_overlay {
 /* enum dpp_rule_flags: struct dpp_rule.flags bits. */
 enum dpp_rule_flags {
 	DPP_RULE_BEST_EFFORT = 1, /* pass locally, forward to alternatives when the local CPU is overloaded */
+	DPP_RULE_POLICED = 2,	  /* policed before its action: the policers of its slot in dpp_rule_policers */
 };
 
 /* enum dpp_key_flags: struct dpp_flow_key.flags bits (which optional layers the packet had). */

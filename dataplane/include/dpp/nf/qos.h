@@ -66,6 +66,23 @@ struct dpp_policer_stats {
 	__u64 dropped_bytes;
 };
 
+/* Slots of dpp_rule_policers: rule slots that can be policed (a capacity, sized at load). */
+#ifndef DPP_MAX_RULE_POLICE
+#define DPP_MAX_RULE_POLICE 65536
+#endif
+
+/* Value of dpp_rule_policers, by rule slot (struct dpp_rule.slot): the policers a rule with
+ * DPP_RULE_POLICED goes through before its action, its own first, then the one it shares (its
+ * slice's MBR, one policer for all the slice's rules); 0: none. A rule names its policers through
+ * its slot, so struct dpp_rule keeps its 16 bytes, and a rule without the flag never reads this.
+ * The ids are the control plane's: the policer ids are split in two ranges, the UPF's QERs below
+ * half the size of dpp_policers, rules and slices from there on (netapp/qos/ids.py), so that
+ * neither ever empties or rewrites the other's. */
+struct dpp_rule_police {
+	__u32 policer; /* the rule's own (an intent's police option) */
+	__u32 shared;  /* the one it shares with other rules of its tenant (a slice's MBR) */
+};
+
 /* The QoS function's reasons, from DPP_REASON_BASE_QOS (dpp/core/consts.h). */
 #define DPP_QOS_REASONS(X)                                                                       \
 	X(QOS, QOS_POLICED, qos_policed, 0) /* over its policer's rate, or its gate closed: drop */
