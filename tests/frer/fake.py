@@ -1,0 +1,81 @@
+"""TEST DOUBLE: FRER's service over a fake data plane (netapp.dataplane.fake.FakeDpp), for the tests
+of the store, the service, the REST API and the CLI.
+
+The main pipeline's object (dpp.bpf.o) does not hold FRER's maps yet, so the data plane's map
+specs (netapp.dataplane.abi.MAPS) do not list them: `add_frer_maps` adds their specs for the test
+(netapp.frer.table.map_specs) while they are missing. FRER's two calls beyond plain tables (the
+recovery slots read under their lock, dpp_frer_tx with its egress program) are TableFrerDataplane's,
+over the fake's dicts. Interfaces are names in a dict (`INTERFACES`), not the kernel's.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+import pytest
+
+from netapp.dataplane import abi as dataplane_abi
+from netapp.dataplane.facade import Dataplane
+from netapp.dataplane.fake import FakeDpp
+from netapp.frer.service import Frer
+from netapp.frer.table import FrerMaps, TableFrerDataplane, map_specs
+from netapp.service.store import Store
+
+INTERFACES = {"pa1": 11, "pa2": 12, "la0": 13, "pb1": 21, "lb0": 22}
+FRER_MAPS = tuple(map_specs())
+
+
+def add_frer_maps(monkeypatch: pytest.MonkeyPatch) -> None:
+    """FRER's map specs in the data plane's, where they are not yet (see the module's docstring)."""
+    for name, spec in map_specs().items():
+        if name not in dataplane_abi.MAPS:
+            monkeypatch.setitem(dataplane_abi.MAPS, name, spec)  # type: ignore[index]
+
+
+class FakeFrerNode:
+    """A store and a fake data plane's FRER maps, and the Frer service over them; `restart` opens
+    the store and the service anew, over the same maps (pinned) or new ones (`lost=True`)."""
+
+    def __init__(self, path: Path, store: Optional[Store] = None):
+        self.path = path
+        self.store = store or Store.open(path, synchronous="NORMAL")
+        self._own_store = store is None
+        self.dpp = FakeDpp()
+        self.open_service()
+
+    def open_service(self) -> None:
+        dataplane = Dataplane(self.dpp)
+        self.frer_dataplane = TableFrerDataplane(dataplane.table)
+        self.maps = FrerMaps(dataplane.table, self.frer_dataplane)
+        self.frer = Frer(self.store, self.maps, ifindex=INTERFACES.get, ifname=self.ifname)
+
+    @staticmethod
+    def ifname(ifindex: int) -> Optional[str]:
+        return next((name for name, index in INTERFACES.items() if index == ifindex), None)
+
+    def restart(self, lost: bool = False) -> None:
+        if self._own_store:
+            self.store.close()
+            self.store = Store.open(self.path, synchronous="NORMAL")
+        if lost:
+            self.dpp = FakeDpp()
+        ports = self.frer_dataplane.ports
+        self.open_service()
+        self.frer_dataplane.ports = [] if lost else ports  # dpp_frer_tx is pinned with the rest
+        self.frer.reconcile()
+
+    def close(self) -> None:
+        if self._own_store:
+            self.store.close()
+
+    def snapshot(self) -> dict[str, Any]:
+        """Every FRER map's raw entries, and the ports: to compare before and after."""
+        return {**{name: dict(self.dpp.tables.get(name, {})) for name in FRER_MAPS},
+                "dpp_frer_tx": list(self.frer_dataplane.ports)}
+
+    def entries(self, name: str) -> Any:
+        """An array's written slots (index -> value); a hash map's (key, value) pairs."""
+        if map_specs()[name].array:
+            return self.dpp.entries(name)
+        return list(Dataplane(self.dpp).table(name).items())
