@@ -193,3 +193,13 @@ def admin_principal() -> Any:
     from netapp.service.contract import Principal, Scope
 
     return Principal("operator", frozenset({Scope.ADMIN}))
+
+
+def test_a_tenants_grants_and_record_cannot_leave_its_streams_outside(node, tenant_a, admin):
+    tenant_a.post(STREAMS, json=talker())
+    narrowed = [grant for grant in GRANTS["tenant-a"] if grant.get("interface") != "pa2"]
+    problem = assert_problem(admin.put("/api/v1/tenants/tenant-a", json={"traffic": narrowed}), 409)
+    assert "FRER stream 't1'" in problem["detail"] and "generation.ports[1].interface" in problem["detail"], problem
+    assert "FRER streams" in assert_problem(admin.delete("/api/v1/tenants/tenant-a"), 409)["detail"]
+    tenant_a.delete(f"{STREAMS}/t1")
+    assert admin.put("/api/v1/tenants/tenant-a", json={"traffic": narrowed}).status_code == 200
