@@ -14,6 +14,7 @@ from netapp.dataplane.binding import DataplaneError
 from netapp.dataplane.facade import Dataplane
 from netapp.frer.abi import Algo, Recovery, Role
 from netapp.frer.models import FrerStreamSpec
+from netapp.frer.table import frer_dataplane
 from netapp.intents.errors import IntentError
 from netapp.service.contract import DataplaneUnavailable, NotFound, Principal, Scope
 from tests.frer.fake import INTERFACES, FakeFrerNode
@@ -168,3 +169,11 @@ def test_a_stored_stream_the_node_cannot_serve_stays_stored_out_of_the_maps(node
     assert [stream.name for stream in node.frer.list_streams(ADMIN)] == ["l1", "t1"]
     put(node, listener("l2", identification=[{"ip": {**IP, "destination_port": 5001}}]))  # others still change
     assert len(node.entries("dpp_frer_streams")) == 2
+
+
+def test_netapp_serve_drives_the_maps_only_of_a_data_plane_with_frers_stage(node, monkeypatch):
+    dataplane = Dataplane(node.dpp)
+    assert frer_dataplane(dataplane) is None, "the facade has no frer_recovery_read, frer_ports_set yet"
+    monkeypatch.setattr(dataplane, "frer_recovery_read", node.frer_dataplane.frer_recovery_read, raising=False)
+    monkeypatch.setattr(dataplane, "frer_ports_set", node.frer_dataplane.frer_ports_set, raising=False)
+    assert frer_dataplane(dataplane) is dataplane
