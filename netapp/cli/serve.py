@@ -147,13 +147,13 @@ def _frer(settings: Settings, service: IntentService) -> Optional[Any]:
     if dataplane is None:
         return None
     from netapp.frer.service import Frer
-    from netapp.frer.table import frer_dataplane
+    from netapp.frer.table import frer_calls
 
-    frer = frer_dataplane(dataplane)
-    if frer is None:
+    calls = frer_calls(dataplane)
+    if calls is None:
         log.warning("the data plane has no FRER stage: FRER streams are stored, not in the data path")
         return None
-    return Frer.start(service.store, dataplane.table, frer, settings.netns)  # type: ignore[attr-defined]
+    return Frer.start(service.store, dataplane.table, calls, settings.netns)  # type: ignore[attr-defined]
 
 
 def _telemetry(settings: Settings, service: IntentService) -> Optional[Any]:

@@ -34,7 +34,7 @@ from netapp.frer.models import (
     StreamStatus,
 )
 from netapp.frer.scope import check_scope
-from netapp.frer.table import FrerDataplane, FrerMaps, TableOf
+from netapp.frer.table import FrerCalls, FrerMaps, TableOf
 from netapp.intents.errors import IntentError
 from netapp.service.contract import (
     Conflict,
@@ -86,9 +86,9 @@ class Frer:
         self.unserved: dict[str, str] = {}  # "<tenant>/<name>" -> why it is stored but not in the maps
 
     @classmethod
-    def start(cls, store: Store, table_of: TableOf, dataplane: FrerDataplane, netns: Optional[str] = None) -> "Frer":
+    def start(cls, store: Store, table_of: TableOf, calls: FrerCalls, netns: Optional[str] = None) -> "Frer":
         """Over a data plane's maps: the stored streams reconciled into them."""
-        frer = cls(store, FrerMaps(table_of, dataplane), netns=netns)
+        frer = cls(store, FrerMaps(table_of, calls), netns=netns)
         frer.reconcile()
         return frer
 

@@ -1,9 +1,10 @@
 """FRER's maps written from compiled streams (netapp.frer.compiler.FrerTables) and read back.
 
 The plain maps (identities, streams, members, the ports' counters) go through the generic tables
-(`table_of(name)`, as netapp.routing.table). Two things need more than a plain write, and are the
-data plane's (`FrerDataplane`): a recovery function's counters and state read as one snapshot
-(under its lock, BPF_F_LOCK), and dpp_frer_tx, whose slots carry the egress program with the port.
+(`table_of(name)`, as netapp.routing.table). What needs more than a plain write is the data
+plane's (`FrerCalls`): a recovery function's counters and state read as one snapshot (under its
+lock, BPF_F_LOCK), dpp_frer_tx, whose slots carry the egress program with the port, and the gate
+that sends frames to the pipeline's FRER stage only on a node with streams.
 
 `FrerMaps.sync` makes the maps hold exactly what the tables say, writing only what differs: an
 unchanged stream's recovery slot keeps its state and counters, and a generated stream's next
@@ -34,7 +35,7 @@ TX_MAP = "dpp_frer_tx"
 
 def map_specs() -> dict[str, MapSpec]:
     """FRER's plain tables (netapp.frer.abi.MAPS) as the data plane's map specs: every map but
-    dpp_frer_tx, which only `FrerDataplane.frer_ports_set` writes."""
+    dpp_frer_tx, which only `FrerCalls.ports_set` writes."""
     specs = {}
     for name, (kind, key, value, size) in abi.MAPS.items():
         if name == TX_MAP:
@@ -44,36 +45,47 @@ def map_specs() -> dict[str, MapSpec]:
     return specs
 
 
-class FrerDataplane(Protocol):
-    """What FRER needs of the data plane beyond plain tables."""
+class FrerCalls(Protocol):
+    """What FRER needs of the data plane beyond plain tables (netapp.frer.dataplane.FrerDataplane,
+    which comes with the pipeline's FRER stage)."""
 
-    def frer_recovery_read(self, handles: list[int]) -> list[Recovery]:
+    def recovery_read(self, handles: list[int]) -> list[Recovery]:
         """The recovery slots of `handles`, each read under its lock (one consistent snapshot)."""
 
-    def frer_ports_set(self, ifindexes: list[int]) -> None:
+    def ports_set(self, ifindexes: list[int]) -> None:
         """dpp_frer_tx slot by slot: these ports with the egress program, the slots after them emptied."""
 
-
-def frer_dataplane(dataplane: Any) -> Optional[FrerDataplane]:
-    """The loaded data plane (netapp.dataplane.facade.Dataplane) as FRER's, None when it has not
-    FRER's maps and calls (a program built without the FRER stage)."""
-    calls = all(callable(getattr(dataplane, name, None)) for name in ("frer_recovery_read", "frer_ports_set"))
-    return dataplane if calls and all(name in MAPS for name in map_specs()) else None
+    def gate_set(self, on: bool) -> None:
+        """Whether the pipeline hands frames to its FRER stage (a node with streams)."""
 
 
-class TableFrerDataplane:
-    """FrerDataplane over the generic tables, for a data plane with no kernel behind it (the fake):
-    no lock to take, no program to give the ports; the ports set are kept in `ports`."""
+def frer_calls(dataplane: Any) -> Optional[FrerCalls]:
+    """FRER's calls on the loaded data plane (a netapp.dataplane.facade.Dataplane), None when its
+    program has no FRER stage: FRER's maps are then not among the data plane's (abi.MAPS)."""
+    if not all(name in MAPS for name in map_specs()):
+        return None
+    from netapp.frer.dataplane import FrerDataplane  # with the stage, FRER's maps and their calls
+
+    return FrerDataplane(dataplane)
+
+
+class TableFrerCalls:
+    """FrerCalls over the generic tables, for a data plane with no kernel behind it (the fake): no
+    lock to take, no program to give the ports; the ports and the gate are kept in `ports`, `gate`."""
 
     def __init__(self, table_of: TableOf):
         self._recovery = table_of("dpp_frer_recovery")
         self.ports: list[int] = []
+        self.gate = False
 
-    def frer_recovery_read(self, handles: list[int]) -> list[Recovery]:
+    def recovery_read(self, handles: list[int]) -> list[Recovery]:
         return [value if value is not None else Recovery() for value in self._recovery.lookup(handles)]
 
-    def frer_ports_set(self, ifindexes: list[int]) -> None:
+    def ports_set(self, ifindexes: list[int]) -> None:
         self.ports = list(ifindexes)
+
+    def gate_set(self, on: bool) -> None:
+        self.gate = on
 
 
 def _parameters(value: Recovery) -> tuple[int, ...]:
@@ -88,14 +100,14 @@ def _placement(value: Stream) -> tuple[int, int]:
 class FrerMaps:
     """FRER's maps of one loaded data plane."""
 
-    def __init__(self, table_of: TableOf, dataplane: FrerDataplane):
+    def __init__(self, table_of: TableOf, calls: FrerCalls):
         self._null = table_of("dpp_frer_null")
         self._ip = table_of("dpp_frer_ip")
         self._streams = table_of("dpp_frer_streams")
         self._recovery = table_of("dpp_frer_recovery")
         self._members = table_of("dpp_frer_members")
         self._port_stats = table_of("dpp_frer_port_stats")
-        self._dataplane = dataplane
+        self._calls = calls
 
     # --- writes --------------------------------------------------------------------------------
 
@@ -105,14 +117,18 @@ class FrerMaps:
         slots = self._slots()
         members = {bytes(MemberKey(*key)): (MemberKey(*key), value) for key, value in tables.members.items()}
         self._write_slots(tables, slots)
+        if tables.streams:  # before any identity leads a frame to the stage
+            self._calls.gate_set(True)
         _upsert(self._members, members)
-        self._dataplane.frer_ports_set(list(tables.tx_ports))
+        self._calls.ports_set(list(tables.tx_ports))
         _upsert(self._null, tables.null)
         _upsert(self._ip, tables.ip)
         _prune(self._null, tables.null)
         _prune(self._ip, tables.ip)
         _prune(self._members, members)
         self._empty_slots(set(slots) - set(tables.streams))
+        if not tables.streams:  # a node without streams: frames skip the stage
+            self._calls.gate_set(False)
 
     def _slots(self) -> dict[int, tuple[Stream, Recovery]]:
         """The handles whose stream slot holds a role, with both their slots."""
@@ -145,7 +161,7 @@ class FrerMaps:
     # --- reads ---------------------------------------------------------------------------------
 
     def recovery(self, handles: list[int]) -> list[Recovery]:
-        return self._dataplane.frer_recovery_read(handles)
+        return self._calls.recovery_read(handles)
 
     def next_sequence_numbers(self, handles: list[int]) -> list[Optional[int]]:
         """GenSeqNum of each handle's stream slot (the low 16 bits of next_seq)."""

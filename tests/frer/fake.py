@@ -4,7 +4,7 @@ of the store, the service, the REST API and the CLI.
 The main pipeline's object (dpp.bpf.o) does not hold FRER's maps yet, so the data plane's map
 specs (netapp.dataplane.abi.MAPS) do not list them: `add_frer_maps` adds their specs for the test
 (netapp.frer.table.map_specs) while they are missing. FRER's two calls beyond plain tables (the
-recovery slots read under their lock, dpp_frer_tx with its egress program) are TableFrerDataplane's,
+recovery slots read under their lock, dpp_frer_tx with its egress program) are TableFrerCalls's,
 over the fake's dicts. Interfaces are names in a dict (`INTERFACES`), not the kernel's.
 """
 
@@ -19,7 +19,7 @@ from netapp.dataplane import abi as dataplane_abi
 from netapp.dataplane.facade import Dataplane
 from netapp.dataplane.fake import FakeDpp
 from netapp.frer.service import Frer
-from netapp.frer.table import FrerMaps, TableFrerDataplane, map_specs
+from netapp.frer.table import FrerMaps, TableFrerCalls, map_specs
 from netapp.service.store import Store
 
 INTERFACES = {"pa1": 11, "pa2": 12, "la0": 13, "pb1": 21, "lb0": 22}
@@ -46,8 +46,8 @@ class FakeFrerNode:
 
     def open_service(self) -> None:
         dataplane = Dataplane(self.dpp)
-        self.frer_dataplane = TableFrerDataplane(dataplane.table)
-        self.maps = FrerMaps(dataplane.table, self.frer_dataplane)
+        self.frer_calls = TableFrerCalls(dataplane.table)
+        self.maps = FrerMaps(dataplane.table, self.frer_calls)
         self.frer = Frer(self.store, self.maps, ifindex=INTERFACES.get, ifname=self.ifname)
 
     @staticmethod
@@ -60,9 +60,9 @@ class FakeFrerNode:
             self.store = Store.open(self.path, synchronous="NORMAL")
         if lost:
             self.dpp = FakeDpp()
-        ports = self.frer_dataplane.ports
+        ports = self.frer_calls.ports
         self.open_service()
-        self.frer_dataplane.ports = [] if lost else ports  # dpp_frer_tx is pinned with the rest
+        self.frer_calls.ports = [] if lost else ports  # dpp_frer_tx is pinned with the rest
         self.frer.reconcile()
 
     def close(self) -> None:
@@ -72,7 +72,7 @@ class FakeFrerNode:
     def snapshot(self) -> dict[str, Any]:
         """Every FRER map's raw entries, and the ports: to compare before and after."""
         return {**{name: dict(self.dpp.tables.get(name, {})) for name in FRER_MAPS},
-                "dpp_frer_tx": list(self.frer_dataplane.ports)}
+                "dpp_frer_tx": list(self.frer_calls.ports)}
 
     def entries(self, name: str) -> Any:
         """An array's written slots (index -> value); a hash map's (key, value) pairs."""

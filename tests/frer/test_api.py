@@ -69,7 +69,7 @@ def test_a_tenant_creates_reads_replaces_and_deletes_its_stream(node, tenant_a):
     assert replaced.status_code == 200 and replaced.json()["revision"] == 2, replaced.text
     assert replaced.json()["recovery"]["history_length"] == 8
     assert tenant_a.put(f"{STREAMS}/t1", json=talker()).status_code == 201, "PUT creates"
-    assert node.frer_dataplane.ports == [INTERFACES["pa1"], INTERFACES["pa2"]]
+    assert node.frer_calls.ports == [INTERFACES["pa1"], INTERFACES["pa2"]]
     assert tenant_a.delete(f"{STREAMS}/l1").status_code == 204
     assert_problem(tenant_a.get(f"{STREAMS}/l1"), 404)
     assert set(node.entries("dpp_frer_streams")) == {2}

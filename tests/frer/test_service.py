@@ -10,11 +10,12 @@ from typing import Any, Iterator
 
 import pytest
 
+from netapp.dataplane import abi as dataplane_abi
 from netapp.dataplane.binding import DataplaneError
 from netapp.dataplane.facade import Dataplane
 from netapp.frer.abi import Algo, Recovery, Role
 from netapp.frer.models import FrerStreamSpec
-from netapp.frer.table import frer_dataplane
+from netapp.frer.table import frer_calls
 from netapp.intents.errors import IntentError
 from netapp.service.contract import DataplaneUnavailable, NotFound, Principal, Scope
 from tests.frer.fake import INTERFACES, FakeFrerNode
@@ -48,7 +49,7 @@ def put(node: FakeFrerNode, spec: FrerStreamSpec) -> int:
 
 
 def recovery_slot(node: FakeFrerNode, handle: int) -> Recovery:
-    [value] = node.frer_dataplane.frer_recovery_read([handle])
+    [value] = node.frer_calls.recovery_read([handle])
     return value
 
 
@@ -69,7 +70,7 @@ def test_streams_are_stored_and_written_to_the_maps(node):
     assert [handle for _, handle in node.entries("dpp_frer_ip")] == [l1]
     members = {(key.stream, key.ifindex): value.vlan for key, value in node.entries("dpp_frer_members")}
     assert members == {(t1, INTERFACES["pa1"]): 0, (t1, INTERFACES["pa2"]): 7}
-    assert node.frer_dataplane.ports == [INTERFACES["pa1"], INTERFACES["pa2"]]
+    assert node.frer_calls.ports == [INTERFACES["pa1"], INTERFACES["pa2"]]
     assert recovery_slot(node, l1).algo == Algo.VECTOR and recovery_slot(node, l1).history_len == 2
     assert [stream.name for stream in node.frer.list_streams(ADMIN)] == ["l1", "t1"]
 
@@ -92,7 +93,7 @@ def test_a_restart_keeps_the_state_of_the_streams_and_takes_out_what_is_not_stor
     node.store.execute("DELETE FROM frer_streams WHERE name = 'x'")  # in the maps, no longer stored
     node.restart()
     assert recovery_slot(node, handle).passed == 7, "the pinned slot's counters are kept"
-    assert node.entries("dpp_frer_null") == [] and node.frer_dataplane.ports == []
+    assert node.entries("dpp_frer_null") == [] and node.frer_calls.ports == []
     assert set(node.entries("dpp_frer_streams")) == {handle}
 
 
@@ -131,16 +132,16 @@ def test_a_stream_the_node_cannot_serve_changes_nothing(node, spec, field, says)
 def test_a_refusal_of_the_maps_is_undone_and_nothing_stored(node, monkeypatch):
     put(node, talker())
     maps, stored = node.snapshot(), node.frer.list_streams(ADMIN)
-    set_ports = node.frer_dataplane.frer_ports_set
+    set_ports = node.frer_calls.ports_set
     calls = []
 
     def refuse_once(ifindexes: list[int]) -> None:
         calls.append(ifindexes)
         if len(calls) == 1:
-            raise DataplaneError(28, "dpp_frer_ports_set", "no space")
+            raise DataplaneError(28, "dpp_ports_set", "no space")
         set_ports(ifindexes)
 
-    monkeypatch.setattr(node.frer_dataplane, "frer_ports_set", refuse_once)
+    monkeypatch.setattr(node.frer_calls, "ports_set", refuse_once)
     with pytest.raises(DataplaneUnavailable):
         put(node, talker("t2", identification=[{"null": {"destination_mac": MAC, "vlan": 200}}],
                          generation={"ports": [{"interface": "pb1"}]}))
@@ -153,7 +154,7 @@ def test_a_deleted_stream_leaves_no_entry_and_its_handle_is_given_again(node):
     put(node, listener())
     node.frer.delete_stream(ADMIN, "t1")
     assert set(node.entries("dpp_frer_streams")) == {2} and node.entries("dpp_frer_members") == []
-    assert node.entries("dpp_frer_null") == [] and node.frer_dataplane.ports == []
+    assert node.entries("dpp_frer_null") == [] and node.frer_calls.ports == []
     with pytest.raises(NotFound):
         node.frer.delete_stream(ADMIN, "t1")
     assert put(node, talker("t3")) == first
@@ -172,8 +173,14 @@ def test_a_stored_stream_the_node_cannot_serve_stays_stored_out_of_the_maps(node
 
 
 def test_netapp_serve_drives_the_maps_only_of_a_data_plane_with_frers_stage(node, monkeypatch):
-    dataplane = Dataplane(node.dpp)
-    assert frer_dataplane(dataplane) is None, "the facade has no frer_recovery_read, frer_ports_set yet"
-    monkeypatch.setattr(dataplane, "frer_recovery_read", node.frer_dataplane.frer_recovery_read, raising=False)
-    monkeypatch.setattr(dataplane, "frer_ports_set", node.frer_dataplane.frer_ports_set, raising=False)
-    assert frer_dataplane(dataplane) is dataplane
+    for name in ("dpp_frer_streams", "dpp_frer_recovery"):
+        monkeypatch.delitem(dataplane_abi.MAPS, name)
+    assert frer_calls(Dataplane(node.dpp)) is None, "a program without the FRER stage"
+
+
+def test_the_gate_is_open_while_the_node_has_streams(node):
+    assert not node.frer_calls.gate
+    put(node, talker())
+    assert node.frer_calls.gate
+    node.frer.delete_stream(ADMIN, "t1")
+    assert not node.frer_calls.gate

@@ -91,13 +91,13 @@ class ObjectTables:
 
 class ObjectFrer:
     """FRER's calls beyond tables over the object: recovery slots read with BPF_F_LOCK, dpp_frer_tx
-    written slot by slot with the egress program."""
+    written slot by slot with the egress program (no gate: the object's programs are FRER's alone)."""
 
     def __init__(self, obj: BpfObject):
         self.obj = obj
         self.slots = 0
 
-    def frer_recovery_read(self, handles: list[int]) -> list[Recovery]:
+    def recovery_read(self, handles: list[int]) -> list[Recovery]:
         values = []
         for handle in handles:
             value = Recovery()
@@ -105,7 +105,7 @@ class ObjectFrer:
             values.append(value)
         return values
 
-    def frer_ports_set(self, ifindexes: list[int]) -> None:
+    def ports_set(self, ifindexes: list[int]) -> None:
         egress = self.obj.program_fd("dpp_frer_egress")
         for slot, ifindex in enumerate(ifindexes):
             map_update(self.obj.map_fd("dpp_frer_tx"), c_uint32(slot), (c_uint32 * 2)(ifindex, egress))
@@ -116,6 +116,9 @@ class ObjectFrer:
                 if exc.errno != errno.ENOENT:
                     raise
         self.slots = len(ifindexes)
+
+    def gate_set(self, on: bool) -> None:
+        """The standalone object runs FRER on every frame: it has no gate."""
 
 
 class Node:
