@@ -3,8 +3,7 @@
 The plain maps (identities, streams, members, the ports' counters) go through the generic tables
 (`table_of(name)`, as netapp.routing.table). What needs more than a plain write is the data
 plane's (`FrerCalls`): a recovery function's counters and state read as one snapshot (under its
-lock, BPF_F_LOCK), dpp_frer_tx, whose slots carry the egress program with the port, and the gate
-that sends frames to the pipeline's FRER stage only on a node with streams.
+lock, BPF_F_LOCK), and dpp_frer_tx, whose slots carry the egress program with the port.
 
 `FrerMaps.sync` makes the maps hold exactly what the tables say, writing only what differs: an
 unchanged stream's recovery slot keeps its state and counters, and a generated stream's next
@@ -55,9 +54,6 @@ class FrerCalls(Protocol):
     def ports_set(self, ifindexes: list[int]) -> None:
         """dpp_frer_tx slot by slot: these ports with the egress program, the slots after them emptied."""
 
-    def gate_set(self, on: bool) -> None:
-        """Whether the pipeline hands frames to its FRER stage (a node with streams)."""
-
 
 def frer_calls(dataplane: Any) -> Optional[FrerCalls]:
     """FRER's calls on the loaded data plane (a netapp.dataplane.facade.Dataplane), None when its
@@ -71,21 +67,17 @@ def frer_calls(dataplane: Any) -> Optional[FrerCalls]:
 
 class TableFrerCalls:
     """FrerCalls over the generic tables, for a data plane with no kernel behind it (the fake): no
-    lock to take, no program to give the ports; the ports and the gate are kept in `ports`, `gate`."""
+    lock to take, no program to give the ports; the ports set are kept in `ports`."""
 
     def __init__(self, table_of: TableOf):
         self._recovery = table_of("dpp_frer_recovery")
         self.ports: list[int] = []
-        self.gate = False
 
     def recovery_read(self, handles: list[int]) -> list[Recovery]:
         return [value if value is not None else Recovery() for value in self._recovery.lookup(handles)]
 
     def ports_set(self, ifindexes: list[int]) -> None:
         self.ports = list(ifindexes)
-
-    def gate_set(self, on: bool) -> None:
-        self.gate = on
 
 
 def _parameters(value: Recovery) -> tuple[int, ...]:
@@ -117,8 +109,6 @@ class FrerMaps:
         slots = self._slots()
         members = {bytes(MemberKey(*key)): (MemberKey(*key), value) for key, value in tables.members.items()}
         self._write_slots(tables, slots)
-        if tables.streams:  # before any identity leads a frame to the stage
-            self._calls.gate_set(True)
         _upsert(self._members, members)
         self._calls.ports_set(list(tables.tx_ports))
         _upsert(self._null, tables.null)
@@ -127,8 +117,6 @@ class FrerMaps:
         _prune(self._ip, tables.ip)
         _prune(self._members, members)
         self._empty_slots(set(slots) - set(tables.streams))
-        if not tables.streams:  # a node without streams: frames skip the stage
-            self._calls.gate_set(False)
 
     def _slots(self) -> dict[int, tuple[Stream, Recovery]]:
         """The handles whose stream slot holds a role, with both their slots."""

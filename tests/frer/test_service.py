@@ -176,11 +176,3 @@ def test_netapp_serve_drives_the_maps_only_of_a_data_plane_with_frers_stage(node
     for name in ("dpp_frer_streams", "dpp_frer_recovery"):
         monkeypatch.delitem(dataplane_abi.MAPS, name)
     assert frer_calls(Dataplane(node.dpp)) is None, "a program without the FRER stage"
-
-
-def test_the_gate_is_open_while_the_node_has_streams(node):
-    assert not node.frer_calls.gate
-    put(node, talker())
-    assert node.frer_calls.gate
-    node.frer.delete_stream(ADMIN, "t1")
-    assert not node.frer_calls.gate

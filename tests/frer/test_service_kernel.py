@@ -91,7 +91,7 @@ class ObjectTables:
 
 class ObjectFrer:
     """FRER's calls beyond tables over the object: recovery slots read with BPF_F_LOCK, dpp_frer_tx
-    written slot by slot with the egress program (no gate: the object's programs are FRER's alone)."""
+    written slot by slot with the egress program."""
 
     def __init__(self, obj: BpfObject):
         self.obj = obj
@@ -116,9 +116,6 @@ class ObjectFrer:
                 if exc.errno != errno.ENOENT:
                     raise
         self.slots = len(ifindexes)
-
-    def gate_set(self, on: bool) -> None:
-        """The standalone object runs FRER on every frame: it has no gate."""
 
 
 class Node:
