@@ -43,6 +43,7 @@ from netapp.service.contract import (
     InvalidInput,
     NotFound,
     Principal,
+    QuotaExceeded,
     Scope,
 )
 from netapp.service.state import ServiceState, namespace
@@ -183,6 +184,10 @@ class Frer:
             old = next((stream for stream in before if (stream.tenant, stream.name) == (tenant, spec.name)), None)
             if old is not None and must_be_new:
                 raise Conflict(f"tenant {tenant!r} has a stream {spec.name!r} already: PUT replaces it", field="name")
+            if old is None:
+                held = sum(stream.tenant == tenant for stream in before)
+                quota = TenantPolicy(self._store).quotas_of(tenant).frer_streams
+                QuotaExceeded.unless_room(tenant, "frer_streams", held, quota, "delete one first")
             handle = old.handle if old is not None else self._free_handle()
             status = StreamStatus(**dict(spec), tenant=tenant, handle=handle, updated_at=self._clock(),
                                   revision=old.revision + 1 if old is not None else 1)

@@ -32,6 +32,10 @@ def stored_stream(store: Store, tenant: str, name: str) -> Optional[StreamStatus
     return None if row is None else _status(row)
 
 
+def count_streams(store: Store, tenant: str) -> int:
+    return store.execute("SELECT count(*) FROM frer_streams WHERE tenant = ?", (tenant,)).fetchone()[0]
+
+
 def free_handle(store: Store) -> Optional[int]:
     """The lowest handle no stream holds (1..MAX_STREAMS - 1; slot 0 means no stream), None when
     every one is taken."""

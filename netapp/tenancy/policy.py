@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 from netapp.frer.scope import check_scope
-from netapp.frer.store import load_streams
+from netapp.frer.store import count_streams, load_streams
 from netapp.intents.errors import IntentError
 from netapp.intents.models import Intent
 from netapp.service.contract import Conflict, Forbidden, Principal, QuotaExceeded, SliceSpec, Snssai
@@ -82,7 +82,7 @@ class TenantPolicy:
 
     def usage(self, tenant: str) -> TenantUsage:
         intents, slices = self.store.tenant_usage(tenant)
-        return TenantUsage(intents=intents, slices=slices)
+        return TenantUsage(intents=intents, slices=slices, frer_streams=self.holds_streams(tenant))
 
     def check_spec(self, tenant: str, spec: TenantSpec) -> None:
         """Conflict when `spec` would let the tenant's traffic meet another tenant's, or leave one of
@@ -140,7 +140,8 @@ class TenantPolicy:
                 ) from None
 
     def holds_streams(self, tenant: str) -> int:
-        return len(load_streams(self.store, tenant))
+        """The tenant's FRER streams."""
+        return count_streams(self.store, tenant)
 
 
 def _snssai(snssai: Snssai) -> str:

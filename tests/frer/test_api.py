@@ -203,3 +203,13 @@ def test_a_tenants_grants_and_record_cannot_leave_its_streams_outside(node, tena
     assert "FRER streams" in assert_problem(admin.delete("/api/v1/tenants/tenant-a"), 409)["detail"]
     tenant_a.delete(f"{STREAMS}/t1")
     assert admin.put("/api/v1/tenants/tenant-a", json={"traffic": narrowed}).status_code == 200
+
+
+def test_a_tenant_holds_at_most_its_quota_of_streams(node, tenant_a, admin):
+    assert admin.put("/api/v1/tenants/tenant-a", json={"traffic": GRANTS["tenant-a"], "quotas": {"frer_streams": 1}}
+                     ).status_code == 200
+    tenant_a.post(STREAMS, json=listener())
+    problem = assert_problem(tenant_a.post(STREAMS, json=talker()), 403)
+    assert (problem["quota"], problem["limit"], problem["used"]) == ("frer_streams", 1, 2), problem
+    assert tenant_a.put(f"{STREAMS}/l1", json=listener(history_length=4)).status_code == 200, "a replace holds no more"
+    assert admin.get("/api/v1/tenants/tenant-a").json()["usage"]["frer_streams"] == 1
