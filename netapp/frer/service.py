@@ -148,7 +148,8 @@ class Frer:
         ServiceState.require(who, Scope.INTENTS_WRITE)
         owner, local = ServiceState.owner(who, name, "stream")
         if spec.name != local:
-            raise InvalidInput(f"name {spec.name!r} differs from the stream's name in the path ({local!r})", field="name")
+            raise InvalidInput(f"name {spec.name!r} differs from the stream's name in the path ({local!r})",
+                               field="name")
         return owner
 
     def delete_stream(self, who: Principal, name: str) -> None:

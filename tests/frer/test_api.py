@@ -111,7 +111,8 @@ def test_a_tenant_cannot_use_what_is_not_granted_to_it(node, tenant_a, body, fie
 def test_a_tenant_cannot_take_the_frames_of_another_tenants_stream(node, tenant_a, admin):
     assert admin.post(STREAMS, json=listener("site")).status_code == 201, "the operator's, site-wide"
     problem = assert_problem(tenant_a.post(STREAMS, json=listener()), 400)
-    assert invalid_param(problem) == {"name": "identification[0]", "reason": "the same frames as a stream of another tenant"}
+    assert invalid_param(problem) == {"name": "identification[0]",
+                                      "reason": "the same frames as a stream of another tenant"}
 
 
 @pytest.mark.parametrize(

@@ -113,7 +113,8 @@ def test_a_replaced_stream_is_reset_only_when_its_recovery_parameters_change(nod
     ("spec", "field", "says"),
     [
         (talker("t2", identification=[{"null": {"destination_mac": MAC, "vlan": 200}}],
-                generation={"ports": [{"interface": "nosuch0"}]}), "generation.ports[0].interface", "no interface 'nosuch0'"),
+                generation={"ports": [{"interface": "nosuch0"}]}),
+         "generation.ports[0].interface", "no interface 'nosuch0'"),
         (listener("l2", identification=[{"ip": {**IP, "destination_port": 5001}}],
                   recovery={"deliver_interface": "nosuch0"}), "recovery.deliver_interface", "no interface"),
         (talker("t2"), "identification[0]", "the same frames as stream 't1' (identification[0])"),
