@@ -142,18 +142,15 @@ def _routing(settings: Settings, service: IntentService, pfcp: Optional[Any]) ->
 
 def _frer(settings: Settings, service: IntentService) -> Optional[Any]:
     """FRER's streams over the service's data plane: the stored streams in its maps (None without a
-    data plane, or with one built without FRER: the API then keeps the streams in the store only)."""
+    data plane: the API then keeps the streams in the store only)."""
     dataplane = getattr(service, "dataplane", None)
     if dataplane is None:
         return None
+    from netapp.frer.dataplane import FrerDataplane
     from netapp.frer.service import Frer
-    from netapp.frer.table import frer_calls
 
-    calls = frer_calls(dataplane)
-    if calls is None:
-        log.warning("the data plane has no FRER stage: FRER streams are stored, not in the data path")
-        return None
-    return Frer.start(service.store, dataplane.table, calls, settings.netns)  # type: ignore[attr-defined]
+    return Frer.start(service.store, dataplane.table, FrerDataplane(dataplane),  # type: ignore[attr-defined]
+                      settings.netns)
 
 
 def _telemetry(settings: Settings, service: IntentService) -> Optional[Any]:

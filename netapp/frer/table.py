@@ -2,14 +2,16 @@
 
 The plain maps (identities, streams, members, the ports' counters) go through the generic tables
 (`table_of(name)`, as netapp.routing.table). What needs more than a plain write is the data
-plane's (`FrerCalls`): a recovery function's counters and state read as one snapshot (under its
-lock, BPF_F_LOCK), and dpp_frer_tx, whose slots carry the egress program with the port.
+plane's (`FrerCalls`, netapp.frer.dataplane): a recovery function's counters and state read as one
+snapshot (under its lock, BPF_F_LOCK), dpp_frer_tx, whose slots carry the egress program with the
+port, and the gate (dpp_frer_gate: the kinds of identification the pipeline's FRER stage tries,
+none on a node without streams).
 
 `FrerMaps.sync` makes the maps hold exactly what the tables say, writing only what differs: an
 unchanged stream's recovery slot keeps its state and counters, and a generated stream's next
 sequence number goes on while its role stays. What a frame may meet while that runs is always a
-stream whole: new slots and members are written before the identities that lead to them, and
-identities are deleted before the slots they led to are emptied.
+stream whole: new slots and members are written before the identities that lead to them (the gate
+opened to their kinds first), and identities are deleted before the slots they led to are emptied.
 """
 
 from __future__ import annotations
@@ -17,31 +19,17 @@ from __future__ import annotations
 from ctypes import c_uint32
 from typing import Any, Callable, Iterable, Mapping, Optional, Protocol
 
-from netapp.dataplane.abi import MAPS, FlowKey, MapSpec, MapType
 from netapp.dataplane.tables import Table
 from netapp.frer import abi
-from netapp.frer.abi import MemberKey, Recovery, Role, Stream
+from netapp.frer.abi import Gate, MemberKey, Recovery, Role, Stream
 from netapp.frer.compiler import FrerTables
+from netapp.frer.dataplane import gate_of
 
 TableOf = Callable[[str], Table]
 
 # What the control plane writes into a recovery slot (the rest is the data path's state and counters).
 RECOVERY_PARAMETERS = ("algo", "history_len", "flags", "latent_paths", "latent_difference", "reset_ns",
                        "latent_period_ns", "latent_reset_period_ns")
-_KERNEL_TYPES = {"dpp_flow_key": FlowKey}
-TX_MAP = "dpp_frer_tx"
-
-
-def map_specs() -> dict[str, MapSpec]:
-    """FRER's plain tables (netapp.frer.abi.MAPS) as the data plane's map specs: every map but
-    dpp_frer_tx, which only `FrerCalls.ports_set` writes."""
-    specs = {}
-    for name, (kind, key, value, size) in abi.MAPS.items():
-        if name == TX_MAP:
-            continue
-        specs[name] = MapSpec(MapType[kind], _KERNEL_TYPES.get(key, key), _KERNEL_TYPES.get(value, value),
-                              abi.CONSTANTS[size] if isinstance(size, str) else size, table=True)
-    return specs
 
 
 class FrerCalls(Protocol):
@@ -54,30 +42,32 @@ class FrerCalls(Protocol):
     def ports_set(self, ifindexes: list[int]) -> None:
         """dpp_frer_tx slot by slot: these ports with the egress program, the slots after them emptied."""
 
+    def gate_set(self, kinds: Gate) -> None:
+        """The kinds of identification the pipeline's FRER stage tries (none: it never runs)."""
 
-def frer_calls(dataplane: Any) -> Optional[FrerCalls]:
-    """FRER's calls on the loaded data plane (a netapp.dataplane.facade.Dataplane), None when its
-    program has no FRER stage: FRER's maps are then not among the data plane's (abi.MAPS)."""
-    if not all(name in MAPS for name in map_specs()):
-        return None
-    from netapp.frer.dataplane import FrerDataplane  # with the stage, FRER's maps and their calls
-
-    return FrerDataplane(dataplane)
+    def gate(self) -> Gate: ...
 
 
 class TableFrerCalls:
     """FrerCalls over the generic tables, for a data plane with no kernel behind it (the fake): no
-    lock to take, no program to give the ports; the ports set are kept in `ports`."""
+    lock to take, no program to give the ports; the ports and the gate are kept in `ports`, `kinds`."""
 
     def __init__(self, table_of: TableOf):
         self._recovery = table_of("dpp_frer_recovery")
         self.ports: list[int] = []
+        self.kinds = Gate(0)
 
     def recovery_read(self, handles: list[int]) -> list[Recovery]:
         return [value if value is not None else Recovery() for value in self._recovery.lookup(handles)]
 
     def ports_set(self, ifindexes: list[int]) -> None:
         self.ports = list(ifindexes)
+
+    def gate_set(self, kinds: Gate) -> None:
+        self.kinds = kinds
+
+    def gate(self) -> Gate:
+        return self.kinds
 
 
 def _parameters(value: Recovery) -> tuple[int, ...]:
@@ -111,10 +101,12 @@ class FrerMaps:
         self._write_slots(tables, slots)
         _upsert(self._members, members)
         self._calls.ports_set(list(tables.tx_ports))
+        self._calls.gate_set(self._calls.gate() | gate_of(tables))  # the stage tries the new kinds too
         _upsert(self._null, tables.null)
         _upsert(self._ip, tables.ip)
         _prune(self._null, tables.null)
         _prune(self._ip, tables.ip)
+        self._calls.gate_set(gate_of(tables))  # and no longer the kinds of no identity
         _prune(self._members, members)
         self._empty_slots(set(slots) - set(tables.streams))
 

@@ -1,5 +1,4 @@
-"""The recovery program, loaded once for the FRER tests that run it in the kernel; FRER's maps in
-the fake data plane's (tests/frer/fake.py) for the control plane's tests."""
+"""The recovery program, loaded once for the FRER tests that run it in the kernel."""
 
 from __future__ import annotations
 
@@ -7,7 +6,6 @@ from typing import Iterator
 
 import pytest
 
-from tests.frer.fake import add_frer_maps
 from tests.frer.frer import FrerProgram
 
 
@@ -18,8 +16,3 @@ def frer() -> Iterator[FrerProgram]:
         yield program
     finally:
         program.close()
-
-
-@pytest.fixture
-def fake_frer_maps(monkeypatch: pytest.MonkeyPatch) -> None:
-    add_frer_maps(monkeypatch)

@@ -1,11 +1,8 @@
 """TEST DOUBLE: FRER's service over a fake data plane (netapp.dataplane.fake.FakeDpp), for the tests
-of the store, the service, the REST API and the CLI.
-
-The main pipeline's object (dpp.bpf.o) does not hold FRER's maps yet, so the data plane's map
-specs (netapp.dataplane.abi.MAPS) do not list them: `add_frer_maps` adds their specs for the test
-(netapp.frer.table.map_specs) while they are missing. FRER's two calls beyond plain tables (the
-recovery slots read under their lock, dpp_frer_tx with its egress program) are TableFrerCalls's,
-over the fake's dicts. Interfaces are names in a dict (`INTERFACES`), not the kernel's.
+of the store, the service, the REST API and the CLI, which need no kernel (the real data plane's:
+tests/frer/test_service_pipeline.py). FRER's calls beyond plain tables (the recovery slots read
+under their lock, dpp_frer_tx with its egress program, the gate) are TableFrerCalls's, over the
+fake's dicts. Interfaces are names in a dict (`INTERFACES`), not the kernel's.
 """
 
 from __future__ import annotations
@@ -13,24 +10,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional
 
-import pytest
-
-from netapp.dataplane import abi as dataplane_abi
+from netapp.dataplane.abi import MAPS
 from netapp.dataplane.facade import Dataplane
 from netapp.dataplane.fake import FakeDpp
 from netapp.frer.service import Frer
-from netapp.frer.table import FrerMaps, TableFrerCalls, map_specs
+from netapp.frer import abi as frer_abi
+from netapp.frer.table import FrerMaps, TableFrerCalls
 from netapp.service.store import Store
 
 INTERFACES = {"pa1": 11, "pa2": 12, "la0": 13, "pb1": 21, "lb0": 22}
-FRER_MAPS = tuple(map_specs())
-
-
-def add_frer_maps(monkeypatch: pytest.MonkeyPatch) -> None:
-    """FRER's map specs in the data plane's, where they are not yet (see the module's docstring)."""
-    for name, spec in map_specs().items():
-        if name not in dataplane_abi.MAPS:
-            monkeypatch.setitem(dataplane_abi.MAPS, name, spec)  # type: ignore[index]
+FRER_MAPS = tuple(name for name in frer_abi.MAPS if name != "dpp_frer_tx")  # tx: `ports`
 
 
 class FakeFrerNode:
@@ -60,9 +49,10 @@ class FakeFrerNode:
             self.store = Store.open(self.path, synchronous="NORMAL")
         if lost:
             self.dpp = FakeDpp()
-        ports = self.frer_calls.ports
+        ports, kinds = self.frer_calls.ports, self.frer_calls.kinds
         self.open_service()
-        self.frer_calls.ports = [] if lost else ports  # dpp_frer_tx is pinned with the rest
+        if not lost:  # dpp_frer_tx and the gate are pinned with the rest
+            self.frer_calls.ports, self.frer_calls.kinds = ports, kinds
         self.frer.reconcile()
 
     def close(self) -> None:
@@ -72,10 +62,10 @@ class FakeFrerNode:
     def snapshot(self) -> dict[str, Any]:
         """Every FRER map's raw entries, and the ports: to compare before and after."""
         return {**{name: dict(self.dpp.tables.get(name, {})) for name in FRER_MAPS},
-                "dpp_frer_tx": list(self.frer_calls.ports)}
+                "dpp_frer_tx": list(self.frer_calls.ports), "gate": self.frer_calls.kinds}
 
     def entries(self, name: str) -> Any:
         """An array's written slots (index -> value); a hash map's (key, value) pairs."""
-        if map_specs()[name].array:
+        if MAPS[name].array:
             return self.dpp.entries(name)
         return list(Dataplane(self.dpp).table(name).items())

@@ -1,7 +1,7 @@
 """/api/v1/frer and `netapp frer`, through the real server (uvicorn): streams tenant-scoped as intents
 (a tenant sees and changes only its own, and uses only the interfaces and traffic granted to it),
 errors naming their field, the 802.1CB counters. The maps are a fake data plane's here
-(tests/frer/fake.py: the main pipeline does not hold FRER's maps yet)."""
+(tests/frer/fake.py); the kernel's in test_service_pipeline.py."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def listener(name: str = "l1", vlan: int = 100, deliver: str = "la0", **recovery
 
 
 @pytest.fixture
-def node(api_app, service, tmp_path, fake_frer_maps, admin) -> Iterator[FakeFrerNode]:
+def node(api_app, service, tmp_path, admin) -> Iterator[FakeFrerNode]:
     """FRER's service over the test's store (the tenants' records are there) and a fake data plane."""
     node = FakeFrerNode(tmp_path / "unused.db", store=api_app.state.tenants.store)
     api_app.dependency_overrides[get_frer] = lambda: node.frer

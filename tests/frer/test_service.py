@@ -1,7 +1,7 @@
-"""FRER's service (netapp/frer/service.py) over a fake data plane (tests/frer/fake.py: the main
-pipeline's maps do not hold FRER's yet): streams stored and written to the maps together, kept over a
-restart (the maps reconciled, the state of unchanged streams kept), a stream the node cannot serve
-changing nothing, a refusal of the maps undone."""
+"""FRER's service (netapp/frer/service.py) over a fake data plane (tests/frer/fake.py): streams stored
+and written to the maps together, kept over a restart (the maps reconciled, the state of unchanged
+streams kept), a stream the node cannot serve changing nothing, a refusal of the maps undone, the
+gate open to the kinds of identification the node has."""
 
 from __future__ import annotations
 
@@ -10,12 +10,10 @@ from typing import Any, Iterator
 
 import pytest
 
-from netapp.dataplane import abi as dataplane_abi
 from netapp.dataplane.binding import DataplaneError
 from netapp.dataplane.facade import Dataplane
-from netapp.frer.abi import Algo, Recovery, Role
+from netapp.frer.abi import Algo, Gate, Recovery, Role
 from netapp.frer.models import FrerStreamSpec
-from netapp.frer.table import frer_calls
 from netapp.intents.errors import IntentError
 from netapp.service.contract import DataplaneUnavailable, NotFound, Principal, Scope
 from tests.frer.fake import INTERFACES, FakeFrerNode
@@ -37,7 +35,7 @@ def listener(name: str = "l1", **overrides: Any) -> FrerStreamSpec:
 
 
 @pytest.fixture
-def node(tmp_path, fake_frer_maps) -> Iterator[FakeFrerNode]:
+def node(tmp_path) -> Iterator[FakeFrerNode]:
     node = FakeFrerNode(tmp_path / "netapp.db")
     yield node
     node.close()
@@ -173,7 +171,14 @@ def test_a_stored_stream_the_node_cannot_serve_stays_stored_out_of_the_maps(node
     assert len(node.entries("dpp_frer_streams")) == 2
 
 
-def test_netapp_serve_drives_the_maps_only_of_a_data_plane_with_frers_stage(node, monkeypatch):
-    for name in ("dpp_frer_streams", "dpp_frer_recovery"):
-        monkeypatch.delitem(dataplane_abi.MAPS, name)
-    assert frer_calls(Dataplane(node.dpp)) is None, "a program without the FRER stage"
+
+def test_the_gate_opens_to_the_kinds_of_identification_the_node_has(node):
+    assert node.frer_calls.kinds == Gate(0), "a node without streams: the stage never runs"
+    put(node, talker())
+    assert node.frer_calls.kinds == Gate.NULL
+    put(node, listener())
+    assert node.frer_calls.kinds == Gate.NULL | Gate.IP
+    node.frer.delete_stream(ADMIN, "t1")
+    assert node.frer_calls.kinds == Gate.IP
+    node.frer.delete_stream(ADMIN, "l1")
+    assert node.frer_calls.kinds == Gate(0)

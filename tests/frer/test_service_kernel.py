@@ -1,11 +1,11 @@
-"""FRER's service writing the maps of the FRER program in the kernel (dataplane/build/dpp_frer.bpf.o,
-loaded with libbpf), and frames run through its listener (BPF_PROG_TEST_RUN, received on loopback):
-what the service writes is what the program acts on, and what it reads back (the recovery slot
-under its lock, the ports' per-CPU encode errors) is what the program counted.
+"""FRER's service writing the maps of the FRER node's programs in the kernel
+(dataplane/build/dpp_frer.bpf.o, loaded with libbpf), and frames run through its listener
+(BPF_PROG_TEST_RUN, received on loopback): what the service writes is what the program acts on, and
+what it reads back (the recovery slot under its lock, the ports' per-CPU encode errors) is what the
+program counted. (The NetApp's pipeline, through libdpp: test_service_pipeline.py.)
 
-The main pipeline (dpp.bpf.o, what libdpp loads) does not hold FRER's maps yet: the tables here go
-to the standalone object's maps by their file descriptors (`ObjectTables`, the four calls of the
-generic tables' adapter over libbpf), and FRER's two calls are `ObjectFrer`'s, over the same maps.
+The tables go to the object's maps by their file descriptors (`ObjectTables`, the calls of the
+generic tables' adapter over libbpf), and FRER's other calls are `ObjectFrer`'s, over the same maps.
 """
 
 from __future__ import annotations
@@ -20,11 +20,12 @@ import pytest
 
 from bench.libbpf import BPF_F_LOCK, BpfObject, map_delete, map_keys, map_lookup, map_update
 from bench.libbpf import test_run as run_once
+from netapp.dataplane.abi import CONSTANTS, MAPS
 from netapp.dataplane.tables import PerCpuTable, Table
-from netapp.frer.abi import RTAG_ETHERTYPE, NullKey, Recovery
+from netapp.frer.abi import RTAG_ETHERTYPE, Gate, NullKey, Recovery
 from netapp.frer.models import FrerStreamSpec
 from netapp.frer.service import Frer
-from netapp.frer.table import FrerMaps, map_specs
+from netapp.frer.table import FrerMaps
 from netapp.service.contract import Principal, Scope
 from netapp.service.store import Store
 from tests.utils.kernel import build_artifact, require_kernel
@@ -46,7 +47,7 @@ class ObjectTables:
 
     def __init__(self, obj: BpfObject):
         self.obj = obj
-        self.specs = map_specs()
+        self.specs = MAPS
         self._dumps: dict[str, list[Any]] = {}
 
     def table_update(self, name: str, keys: Any, values: Any, flags: int = 0) -> None:
@@ -66,7 +67,7 @@ class ObjectTables:
         """cursor.state: entries returned so far, plus one (0: not started)."""
         if cursor.state == 0:
             spec = self.specs[name]
-            every = ([c_uint32(index) for index in range(spec.max_entries)] if spec.array
+            every = ([c_uint32(index) for index in range(self.map_info(name)["max_entries"])] if spec.array
                      else map_keys(self.obj.map_fd(name), keys._type_))
             self._dumps[name] = every
         start = max(cursor.state - 1, 0)
@@ -82,7 +83,8 @@ class ObjectTables:
         pass
 
     def map_info(self, name: str) -> dict[str, int]:
-        return {"id": 0, "max_entries": self.specs[name].max_entries}
+        size = self.specs[name].max_entries
+        return {"id": 0, "max_entries": CONSTANTS[size] if isinstance(size, str) else size}
 
     def table(self, name: str) -> Table:
         spec = self.specs[name]
@@ -96,6 +98,7 @@ class ObjectFrer:
     def __init__(self, obj: BpfObject):
         self.obj = obj
         self.slots = 0
+        self.kinds = Gate(0)
 
     def recovery_read(self, handles: list[int]) -> list[Recovery]:
         values = []
@@ -116,6 +119,13 @@ class ObjectFrer:
                 if exc.errno != errno.ENOENT:
                     raise
         self.slots = len(ifindexes)
+
+    def gate_set(self, kinds: Gate) -> None:
+        """The object's programs are FRER's alone: they have no gate, every frame is theirs."""
+        self.kinds = kinds
+
+    def gate(self) -> Gate:
+        return self.kinds
 
 
 class Node:
