@@ -56,6 +56,7 @@ _PROTOTYPES = {
     "bpf_map_lookup_elem_flags": (c_int, [c_int, c_void_p, c_void_p, c_uint64]),
     "bpf_map_update_elem": (c_int, [c_int, c_void_p, c_void_p, c_uint64]),
     "bpf_map_delete_elem": (c_int, [c_int, c_void_p]),
+    "bpf_map_get_next_key": (c_int, [c_int, c_void_p, c_void_p]),
     "bpf_prog_test_run_opts": (c_int, [c_int, POINTER(TestRunOpts)]),
 }
 
@@ -134,6 +135,19 @@ def map_lookup(map_fd: int, key: Any, value: Any, flags: int = 0) -> bool:
 
 def map_delete(map_fd: int, key: Any) -> None:
     _check(load_libbpf().bpf_map_delete_elem(map_fd, ctypes.byref(key)), "bpf_map_delete_elem")
+
+
+def map_keys(map_fd: int, key_type: Any) -> list[Any]:
+    """Every key of a hash map (`key_type`: its ctypes type), in the kernel's order."""
+    keys: list[Any] = []
+    while True:
+        key = key_type()
+        previous = ctypes.byref(keys[-1]) if keys else None
+        rc = load_libbpf().bpf_map_get_next_key(map_fd, previous, ctypes.byref(key))
+        if rc == -errno.ENOENT:
+            return keys
+        _check(rc, "bpf_map_get_next_key")
+        keys.append(key)
 
 
 @dataclass(frozen=True)

@@ -112,6 +112,8 @@ def problem_line(method: str, path: str, response: httpx.Response) -> str:
     params = [param for param in body.get("invalid-params") or [] if isinstance(param, dict)]
     fields = "; ".join(words for words in (_param_words(param, detail) for param in params) if words)
     hint = {401: f" (give a token with --token or {TOKEN_ENV})", 403: " (this token lacks the scope)"}
+    if params:  # a 403 naming a field refuses what the body asks, whatever the token's scopes
+        hint.pop(403)
     return (f"{method} {path}: {response.status_code} {detail}"
             + (f" [{fields}]" if fields else "") + hint.get(response.status_code, ""))
 

@@ -18,7 +18,7 @@ from netapp.cli.serve import load_cli_settings
 from netapp.core.config import CONFIG_ENV
 from netapp.dataplane.binding import PIN_ROOT, DataplaneError, LibraryNotFoundError, possible_cpus
 from netapp.dataplane.facade import Dataplane, PacketOutcome, host_interfaces
-from netapp.frer.models import FrerStream
+from netapp.frer.models import FrerStreamSpec
 from netapp.frer.replay import FrerReplay, load_streams
 from netapp.intents.compiler import CompiledDocument, compile_document
 from netapp.intents.errors import IntentError
@@ -153,7 +153,7 @@ def _compile_intents(path: Path, interfaces: dict[str, int]) -> CompiledDocument
     return compiled
 
 
-def _load_streams(path: Path) -> list[FrerStream]:
+def _load_streams(path: Path) -> list[FrerStreamSpec]:
     try:
         return load_streams(path)
     except IntentError as exc:
@@ -161,7 +161,7 @@ def _load_streams(path: Path) -> list[FrerStream]:
 
 
 def _install_streams(
-    dataplane: Dataplane, streams: list[FrerStream], interfaces: dict[str, int], path: Path
+    dataplane: Dataplane, streams: list[FrerStreamSpec], interfaces: dict[str, int], path: Path
 ) -> FrerReplay:
     try:
         return FrerReplay(dataplane, streams, interfaces.get)

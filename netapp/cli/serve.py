@@ -42,10 +42,11 @@ def serve(
     service = _service(settings)
     pfcp = _pfcp(settings, service)
     routing = _routing(settings, service, pfcp)
+    frer = _frer(settings, service)
     telemetry = _telemetry(settings, service)
     usage = _usage(settings, pfcp, telemetry)
     try:
-        _run(settings, service, telemetry, log_level, pfcp, routing)
+        _run(settings, service, telemetry, log_level, pfcp, routing, frer)
     except _StopRequested:
         pass  # uvicorn has finished the open requests already
     finally:
@@ -139,6 +140,19 @@ def _routing(settings: Settings, service: IntentService, pfcp: Optional[Any]) ->
                          watch.bump if watch is not None else lambda: None)
 
 
+def _frer(settings: Settings, service: IntentService) -> Optional[Any]:
+    """FRER's streams over the service's data plane: the stored streams in its maps (None without a
+    data plane: the API then keeps the streams in the store only)."""
+    dataplane = getattr(service, "dataplane", None)
+    if dataplane is None:
+        return None
+    from netapp.frer.dataplane import FrerDataplane
+    from netapp.frer.service import Frer
+
+    return Frer.start(service.store, dataplane.table, FrerDataplane(dataplane),  # type: ignore[attr-defined]
+                      settings.netns)
+
+
 def _telemetry(settings: Settings, service: IntentService) -> Optional[Any]:
     """The collector over the started service, polling (None when telemetry is disabled)."""
     from netapp.telemetry.runtime import Telemetry
@@ -189,6 +203,7 @@ def _run(
     log_level: str,
     pfcp: Optional[Any] = None,
     routing: Optional[Any] = None,
+    frer: Optional[Any] = None,
 ) -> None:
     # Imported here: the other commands (and `netapp --help`) need neither uvicorn nor FastAPI.
     import uvicorn
@@ -206,6 +221,8 @@ def _run(
         app.state.upf_policers = getattr(pfcp.upf.applier, "policers", None)  # None: no data path
     if routing is not None:  # /api/v1/routes writes the maps too
         app.state.routing = routing
+    if frer is not None:  # and /api/v1/frer/streams
+        app.state.frer = frer
     server = uvicorn.Server(
         uvicorn.Config(
             app,

@@ -39,12 +39,13 @@ def grant(
 @app.command("list")
 def list_tenants(url: UrlOption = None, token: TokenOption = None) -> None:
     """Every tenant with a record, what it owns and what it holds (admin)."""
-    table = Table("tenant", "traffic", "intents", "slices", "subscriptions", "streams")
+    kinds = ("intents", "slices", "subscriptions", "streams", "frer_streams")
+    table = Table("tenant", "traffic", *kinds)
     for record in Api.from_options(url, token).get(BASE):
         spec, usage, quotas = record["spec"], record["usage"], record["spec"]["quotas"]
         owned = "site-wide" if spec["site"] else f"{len(spec['traffic'])} grants"
         table.add_row(
-            record["tenant"], owned, *(f"{usage[k]}/{quotas[k]}" for k in ("intents", "slices", "subscriptions", "streams"))
+            record["tenant"], owned, *(f"{usage[k]}/{quotas[k]}" for k in kinds)
         )
     Console().print(table)
 

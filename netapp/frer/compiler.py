@@ -104,9 +104,17 @@ def recovery_config(recovery: SequenceRecovery) -> RecoveryConfig:
     )
 
 
+Describe = Callable[[int, str], str]  # (a stream's handle, the field of its identity) -> words for an error
+
+
+def describe_by_handle(handle: int, where: str) -> str:
+    return f"stream {handle} ({where})"
+
+
 class _Compiler:
-    def __init__(self, ifindex: Callable[[str], Optional[int]]):
+    def __init__(self, ifindex: Callable[[str], Optional[int]], describe: Describe):
         self.ifindex = ifindex
+        self.describe = describe
         self.tables = FrerTables()
         self.problems: list[tuple[str, str]] = []
         self.owners: dict[bytes, tuple[int, str]] = {}
@@ -123,7 +131,7 @@ class _Compiler:
         """An identity names one stream: a second claim is the later stream's error."""
         owner = self.owners.setdefault(key, (handle, where))
         if owner[0] != handle:
-            self.problems.append((where, f"the same frames as stream {owner[0]} ({owner[1]})"))
+            self.problems.append((where, f"the same frames as {self.describe(*owner)}"))
             return False
         return True
 
@@ -188,10 +196,12 @@ class _Compiler:
             self.recovery(stream, at)
 
 
-def compile_streams(streams: Iterable[FrerStream], ifindex: Callable[[str], Optional[int]]) -> FrerTables:
-    """The map entries of `streams`; IntentError naming every field at fault. The node's FRER ports
-    (dpp_frer_tx) are the member ports of every generated stream, in order of first use."""
-    compiler = _Compiler(ifindex)
+def compile_streams(streams: Iterable[FrerStream], ifindex: Callable[[str], Optional[int]],
+                    describe: Describe = describe_by_handle) -> FrerTables:
+    """The map entries of `streams`; IntentError naming every field at fault (`describe` words the
+    stream whose identity an earlier stream claimed first). The node's FRER ports (dpp_frer_tx) are
+    the member ports of every generated stream, in order of first use."""
+    compiler = _Compiler(ifindex, describe)
     for i, stream in enumerate(streams):
         compiler.stream(stream, f"streams[{i}]")
     compiler.ip_tables()

@@ -4,10 +4,13 @@ ieee802-dot1cb-frer: sequence generation, sequence recovery with its parameters,
 detection), with this project's field names: one stream handle, how its frames are recognised
 (several identities may name one stream: e.g. its copies on two paths with different VLAN ids), and
 what this node does with it, generate (tag and replicate to member ports) or recover (eliminate the
-duplicates and deliver once). Read back with the 802.1CB counters (StreamStatus)."""
+duplicates and deliver once). A tenant names its streams (FrerStreamSpec); the node gives each a
+handle (FrerStream, what the compiler takes). Read back with the 802.1CB counters (StreamCounters,
+PortCounters)."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, Strict, model_validator
@@ -19,6 +22,9 @@ from netapp.intents.fields import (PORT_PROTOCOLS, Dscp, InterfaceName, MacAddre
 
 StreamHandle = Annotated[int, Strict(), Field(ge=1, le=MAX_STREAMS - 1, description="the stream's handle")]
 Milliseconds = Annotated[int, Strict(), Field(ge=0, le=3_600_000)]
+StreamName = Annotated[str, Field(
+    min_length=1, max_length=64, pattern=r"^[A-Za-z0-9._-]+$", description="the stream's name, unique per tenant"
+)]
 
 
 class NullStreamIdentification(BaseModel):
@@ -131,40 +137,98 @@ class SequenceRecovery(BaseModel):
     latent_error_detection: Optional[LatentErrorDetection] = None
 
 
-class FrerStream(BaseModel):
-    """A protected stream on this node: its identities and its one role here."""
+class StreamDefinition(BaseModel):
+    """What a stream is on this node: its identities and its one role here."""
 
     model_config = ConfigDict(extra="forbid")
 
-    handle: StreamHandle
     identification: list[StreamIdentity] = Field(min_length=1, max_length=16)
     generation: Optional[SequenceGeneration] = None
     recovery: Optional[SequenceRecovery] = None
 
     @model_validator(mode="after")
-    def _one_role(self) -> "FrerStream":
+    def _one_role(self) -> "StreamDefinition":
         if (self.generation is None) == (self.recovery is None):
             raise FieldError("generation", "give exactly one of generation (talker side) and recovery (listener side)")
         return self
 
-
-class RecoveryCounters(BaseModel):
-    """802.1CB 10.8's counters of a recovery function (frerCpsSeqRcvy...)."""
-
-    passed: int
-    discarded: int
-    out_of_order: int
-    rogue: int
-    lost: int
-    tagless: int
-    resets: int
-    latent_errors: int
-    latent_resets: int
+    @property
+    def role(self) -> Literal["generation", "recovery"]:
+        return "generation" if self.generation is not None else "recovery"
 
 
-class StreamStatus(FrerStream):
-    """A stream as configured; a recovered one with its counters, a generated one with the next
-    sequence number it gives."""
+class FrerStream(StreamDefinition):
+    """A protected stream as the compiler takes it: its definition at its handle (the slot of
+    dpp_frer_streams and dpp_frer_recovery)."""
 
-    counters: Optional[RecoveryCounters] = None
-    next_sequence_number: Optional[int] = None
+    handle: StreamHandle
+
+
+class FrerStreamSpec(StreamDefinition):
+    """A protected stream as a tenant states it (the body of POST and PUT /api/v1/frer/streams): named,
+    unique per tenant. The node gives it its handle: handles are slots of the node's maps, shared by
+    every tenant, and mean nothing on the wire or on the peer node."""
+
+    name: StreamName
+
+
+class StreamStatus(FrerStreamSpec):
+    """A stored stream: its definition, its owner and the handle the node gave it."""
+
+    tenant: str
+    handle: int = Field(description="its slot in the node's FRER maps, given by the node")
+    revision: int = Field(description="bumped on every replace")
+    updated_at: datetime
+
+
+class SequenceRecoveryCounters(BaseModel):
+    """802.1CB 10.8's counters of a sequence recovery function, by their managed objects' names."""
+
+    frerCpsSeqRcvyPassedPackets: int
+    frerCpsSeqRcvyDiscardedPackets: int
+    frerCpsSeqRcvyOutOfOrderPackets: int
+    frerCpsSeqRcvyRoguePackets: int
+    frerCpsSeqRcvyLostPackets: int
+    frerCpsSeqRcvyTaglessPackets: int
+    frerCpsSeqRcvyResets: int
+    frerCpsSeqRcvyLatentErrorResets: int
+    latentErrors: int = Field(description="SIGNAL_LATENT_ERROR (7.4.4.2): 10.8 has no managed object counting it")
+
+    @classmethod
+    def of(cls, counters: dict[str, int]) -> "SequenceRecoveryCounters":
+        """From the data path's counter names (netapp.frer.abi.COUNTERS)."""
+        return cls(**{RECOVERY_COUNTER_NAMES[name]: value for name, value in counters.items()})
+
+
+# The data path's counters (struct dpp_frer_recovery) by 802.1CB 10.8's names.
+RECOVERY_COUNTER_NAMES = {
+    "passed": "frerCpsSeqRcvyPassedPackets",
+    "discarded": "frerCpsSeqRcvyDiscardedPackets",
+    "out_of_order": "frerCpsSeqRcvyOutOfOrderPackets",
+    "rogue": "frerCpsSeqRcvyRoguePackets",
+    "lost": "frerCpsSeqRcvyLostPackets",
+    "tagless": "frerCpsSeqRcvyTaglessPackets",
+    "resets": "frerCpsSeqRcvyResets",
+    "latent_resets": "frerCpsSeqRcvyLatentErrorResets",
+    "latent_errors": "latentErrors",
+}
+
+
+class StreamCounters(BaseModel):
+    """A stream's counters on this node: a recovered stream's recovery function's, a generated
+    stream's next sequence number (GenSeqNum). Null where the node has no data path."""
+
+    name: str
+    tenant: str
+    handle: int
+    role: Literal["generation", "recovery"]
+    recovery: Optional[SequenceRecoveryCounters] = None
+    next_sequence_number: Optional[int] = Field(None, description="generation: the number the next frame gets")
+
+
+class PortCounters(BaseModel):
+    """A port's counter of 802.1CB 10.8, summed over the CPUs."""
+
+    interface: Optional[str] = Field(description="its name on this node; null: no interface has its index now")
+    ifindex: int
+    frerCpsSeqEncErroredPackets: int = Field(description="frames whose R-tag could not be read, received here")

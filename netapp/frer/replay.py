@@ -16,26 +16,28 @@ from netapp.dataplane.facade import Dataplane
 from netapp.frer.abi import COUNTERS, RTAG_ETHERTYPE, Decision, Recovery, Role
 from netapp.frer.compiler import compile_streams
 from netapp.frer.dataplane import FrerDataplane
-from netapp.frer.models import FrerStream
+from netapp.frer.models import FrerStream, FrerStreamSpec
 from netapp.intents.errors import IntentError
 from netapp.intents.loader import IntentFileError, read_data
 
 VLAN_TPIDS = (0x8100, 0x88A8)
 
 
-def load_streams(path: Path) -> list[FrerStream]:
-    """A streams file (JSON or YAML): a list of streams, or {"streams": [...]}; IntentError naming
-    the field at fault."""
+def load_streams(path: Path) -> list[FrerStreamSpec]:
+    """A streams file (JSON or YAML): a list of streams as /api/v1/frer/streams takes them, or
+    {"streams": [...]}; IntentError naming the field at fault (a name given twice too)."""
     data = read_data(path)
     items = data.get("streams") if isinstance(data, dict) else data
     if not isinstance(items, list):
         raise IntentFileError.at("", 'a list of streams, or an object with "streams", a list')
-    streams = []
+    streams: list[FrerStreamSpec] = []
     for i, item in enumerate(items):
         try:
-            streams.append(FrerStream.model_validate(item))
+            streams.append(FrerStreamSpec.model_validate(item))
         except ValidationError as exc:
             raise IntentError.from_validation(exc, f"streams[{i}]") from None
+        if streams[-1].name in [stream.name for stream in streams[:-1]]:
+            raise IntentError.at(f"streams[{i}].name", f"{streams[-1].name!r} is given twice")
     return streams
 
 
@@ -74,9 +76,12 @@ def decision_of(before: Recovery, after: Recovery) -> Optional[Decision]:
 class FrerReplay:
     """The streams of a file on the replay's instance, and each frame's effect on them."""
 
-    def __init__(self, dataplane: Dataplane, streams: list[FrerStream], ifindex: Callable[[str], Optional[int]]):
+    def __init__(self, dataplane: Dataplane, specs: list[FrerStreamSpec], ifindex: Callable[[str], Optional[int]]):
         self._frer = FrerDataplane(dataplane)
         self._generators = dataplane.table("dpp_frer_streams")
+        # The replay's node gives the handles, in the file's order, as a node does.
+        streams = [FrerStream(handle=h, **spec.model_dump(exclude={"name"})) for h, spec in enumerate(specs, 1)]
+        self._names = {stream.handle: spec.name for stream, spec in zip(streams, specs)}
         self._frer.install(compile_streams(streams, ifindex))
         self._recovered = [s.handle for s in streams if s.recovery is not None]
         self._generated = [s.handle for s in streams if s.generation is not None]
@@ -97,10 +102,10 @@ class FrerReplay:
             for handle, after in slots.items():
                 decision = decision_of(self._slots[handle], after)
                 if decision is not None:
-                    return {"stream": handle, "seq": rtag_seq(frame), "decision": decision.name.lower()}
+                    return {"stream": self._names[handle], "seq": rtag_seq(frame), "decision": decision.name.lower()}
             for handle, after_next in nexts.items():
                 if after_next != self._next[handle]:
-                    return {"stream": handle, "seq": self._next[handle] % 65536, "decision": "generated"}
+                    return {"stream": self._names[handle], "seq": self._next[handle] % 65536, "decision": "generated"}
             return None
         finally:
             self._slots, self._next = slots, nexts
@@ -108,9 +113,9 @@ class FrerReplay:
     def counters(self) -> list[dict[str, Any]]:
         """Each stream's counters now: a recovered one's 802.1CB counters, a generated one's next number."""
         rows: list[dict[str, Any]] = [
-            {"stream": handle, "role": Role.RECOVER.name.lower(), **slot.counters()}
+            {"stream": self._names[handle], "role": Role.RECOVER.name.lower(), **slot.counters()}
             for handle, slot in self._read_recovery().items()
         ]
-        rows += [{"stream": handle, "role": Role.GENERATE.name.lower(), "next_sequence_number": next_seq}
+        rows += [{"stream": self._names[handle], "role": Role.GENERATE.name.lower(), "next_sequence_number": next_seq}
                  for handle, next_seq in self._read_next().items()]
         return rows

@@ -26,6 +26,8 @@ DEFAULT_MAX_INTENTS = 10_000
 DEFAULT_MAX_SLICES = 100
 DEFAULT_MAX_SUBSCRIPTIONS = 100
 DEFAULT_MAX_STREAMS = 4
+# The node's FRER stream handles (4,095) are shared: one tenant may not take them all by default.
+DEFAULT_MAX_FRER_STREAMS = 256
 MAX_GRANTS = 64
 
 
@@ -101,6 +103,9 @@ class TenantQuotas(BaseModel):
     slices: StrictInt = Field(DEFAULT_MAX_SLICES, ge=0, le=1 << 20)
     subscriptions: StrictInt = Field(DEFAULT_MAX_SUBSCRIPTIONS, ge=0, le=10_000)
     streams: StrictInt = Field(DEFAULT_MAX_STREAMS, ge=0, le=1024, description="telemetry streams open at once")
+    frer_streams: StrictInt = Field(
+        DEFAULT_MAX_FRER_STREAMS, ge=0, le=4095, description="FRER protected streams (the node has 4,095 handles)"
+    )
 
 
 class TenantSpec(BaseModel):
@@ -135,6 +140,7 @@ class TenantUsage(BaseModel):
     slices: int
     subscriptions: int = 0
     streams: int = 0
+    frer_streams: int = 0
 
 
 class TenantRecord(BaseModel):

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
+from netapp.frer.scope import check_scope
+from netapp.frer.store import count_streams, load_streams
 from netapp.intents.errors import IntentError
 from netapp.intents.models import Intent
-from netapp.service.contract import Conflict, Principal, QuotaExceeded, SliceSpec, Snssai
+from netapp.service.contract import Conflict, Forbidden, Principal, QuotaExceeded, SliceSpec, Snssai
 from netapp.service.store import Store
 from netapp.tenancy.confine import confine, grants_intersect
 from netapp.tenancy.models import TenantQuotas, TenantSpec, TenantUsage, TrafficGrant
@@ -80,7 +82,7 @@ class TenantPolicy:
 
     def usage(self, tenant: str) -> TenantUsage:
         intents, slices = self.store.tenant_usage(tenant)
-        return TenantUsage(intents=intents, slices=slices)
+        return TenantUsage(intents=intents, slices=slices, frer_streams=self.holds_streams(tenant))
 
     def check_spec(self, tenant: str, spec: TenantSpec) -> None:
         """Conflict when `spec` would let the tenant's traffic meet another tenant's, or leave one of
@@ -89,6 +91,7 @@ class TenantPolicy:
             return
         self._check_disjoint(tenant, spec.traffic)
         self._check_intents_inside(tenant, spec.traffic)
+        self._check_streams_inside(tenant, spec.traffic)
 
     def _check_disjoint(self, tenant: str, traffic: Sequence[TrafficGrant]) -> None:
         for other in self.store.list_tenants():
@@ -122,6 +125,23 @@ class TenantPolicy:
                 field="traffic",
                 intents=outside[:SHOWN_INTENTS],
             )
+
+    def _check_streams_inside(self, tenant: str, traffic: Sequence[TrafficGrant]) -> None:
+        """Conflict when one of the tenant's FRER streams would reach outside this traffic."""
+        for stream in load_streams(self.store, tenant):
+            try:
+                check_scope(stream, traffic, tenant)
+            except Forbidden as exc:
+                raise Conflict(
+                    f"FRER stream {stream.name!r} of tenant {tenant!r} would lie outside this traffic "
+                    f"({exc.field}): change or delete it first",
+                    field="traffic",
+                    stream=stream.name,
+                ) from None
+
+    def holds_streams(self, tenant: str) -> int:
+        """The tenant's FRER streams."""
+        return count_streams(self.store, tenant)
 
 
 def _snssai(snssai: Snssai) -> str:

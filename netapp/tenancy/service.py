@@ -70,15 +70,17 @@ class TenantService:
         return self._with_usage(record), old is None
 
     def delete_tenant(self, who: Principal, tenant: str) -> None:
-        """Refused while the tenant holds intents or slices: they would be left outside any grant."""
+        """Refused while the tenant holds intents, slices or FRER streams: they would be left outside any grant."""
         _require_admin(who)
         with self.store.transaction():
             if self.store.get_tenant(tenant) is None:
                 raise NotFound(f"no tenant {tenant!r}")
             usage = self.policy.usage(tenant)
-            if usage.intents or usage.slices:
+            streams = self.policy.holds_streams(tenant)
+            if usage.intents or usage.slices or streams:
                 raise Conflict(
-                    f"tenant {tenant!r} holds {usage.intents} intents and {usage.slices} slices: delete them first",
+                    f"tenant {tenant!r} holds {usage.intents} intents, {usage.slices} slices and {streams} FRER "
+                    "streams: delete them first",
                     field="tenant",
                 )
             self.store.delete_tenant(tenant)

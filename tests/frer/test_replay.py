@@ -23,7 +23,7 @@ HISTORY = 8
 RESET_MS = 1000  # long beside a back-to-back replay on a loaded machine
 SEQUENCE = [0, 0, 1, 2, 1, 5, 3, 3, 4, 6, 300, 7, 7, 8]  # copies, a gap, a late one, a rogue number
 STREAM = {
-    "handle": 1,
+    "name": "control",
     "identification": [{"ip": {"source": "10.30.0.1", "destination": "10.30.0.2", "protocol": "udp",
                                "source_port": 4000, "destination_port": 5001}}],
     "recovery": {"history_length": HISTORY, "reset_timeout_ms": RESET_MS},
@@ -62,12 +62,12 @@ def test_each_frame_s_decision_and_the_counters_are_the_reference_model_s(tmp_pa
     model = Recovery(RecoveryConfig(algo=Algo.VECTOR, history_len=HISTORY, reset_ns=RESET_MS * 1_000_000))
     decisions = [model.decide(seq, 0).name.lower() for seq in SEQUENCE]  # back to back: no timeout
     assert [line["frer"] for line in frames] == [
-        {"stream": 1, "seq": seq, "decision": decision} for seq, decision in zip(SEQUENCE, decisions)]
+        {"stream": "control", "seq": seq, "decision": decision} for seq, decision in zip(SEQUENCE, decisions)]
     assert {"duplicate", "rogue", "out_of_order", "take_any", "in_order"} <= set(decisions)  # every kind met
     passed = [line["verdict"] for line, d in zip(frames, decisions) if d not in ("duplicate", "rogue")]
     assert set(passed) == {"PASS"}  # popped, then through the pipeline to the stack
     (counters,) = last["frer_streams"]
-    assert counters == {"stream": 1, "role": "recover", **model.counters}
+    assert counters == {"stream": "control", "role": "recover", **model.counters}
 
 
 @pytest.mark.parametrize("timing", [True, False], ids=["timing", "back-to-back"])

@@ -122,7 +122,7 @@ def test_a_grant_cannot_shrink_away_from_the_tenants_intents(service, tenants):
     service.create_intent(CAROL, intent("held"))
     with pytest.raises(Conflict, match=r"1 intents of tenant 'carol' would lie outside this traffic \('held'\)"):
         tenants.put_tenant(ADMIN, "carol", spec(traffic=[{"overlay": "vxlan", "vni": 1093, "src": "10.0.0.0/8"}]))
-    with pytest.raises(Conflict, match="holds 1 intents and 0 slices"):
+    with pytest.raises(Conflict, match="holds 1 intents, 0 slices and 0 FRER streams"):
         tenants.delete_tenant(ADMIN, "carol")
     service.delete_intent(CAROL, "held")
     tenants.delete_tenant(ADMIN, "carol")
