@@ -119,6 +119,10 @@ bench-qos: build python-deps
 .PHONY: bench-frer
 bench-frer: build python-deps
 	$(PY) -m bench.frer --out bench/results/frer.json
+
+.PHONY: bench-atsss
+bench-atsss: build python-deps
+	$(PY) -m bench.atsss --out bench/results/atsss.json
 .PHONY: bench-routing
 bench-routing: build python-deps
 	$(PY) -m bench.routing --out bench/results/routing.json
