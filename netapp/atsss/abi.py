@@ -45,6 +45,7 @@ class Mode(enum.IntEnum):
     ROUND_ROBIN = 0
     WEIGHTED = 1
     ACTIVE_STANDBY = 2
+    SMALLEST_DELAY = 3
 
 
 @c_enum("dpp_atsss_access", "DPP_ATSSS_ACCESS_")

@@ -15,13 +15,15 @@ SEQ_MASK = (1 << DCCP_SEQ_BITS) - 1
 
 @dataclass
 class SessionModel:
-    """A session's paths by position, in priority order: whether each is up, its weight (WEIGHTED)
-    and its next DCCP sequence number; the scheduler's state; the next MP_SEQ number."""
+    """A session's paths by position, in priority order: whether each is up, its weight (WEIGHTED),
+    its RTT in µs (SMALLEST_DELAY; 0: unknown) and its next DCCP sequence number; the scheduler's
+    state; the next MP_SEQ number."""
 
     mode: Mode
     up: list[bool]
     weights: Sequence[int] = ()
     mp_seq: int = 0
+    rtts: list[int] = field(default_factory=list)
     dccp_seq: list[int] = field(default_factory=list)
     next: int = 0
     current: list[int] = field(default_factory=list)
@@ -31,6 +33,7 @@ class SessionModel:
         self.weights = list(self.weights) or [1] * n
         self.dccp_seq = self.dccp_seq or [0] * n
         self.current = self.current or [0] * n
+        self.rtts = self.rtts or [0] * n
 
     def pick(self) -> int | None:
         """The position of the path the scheduler picks for the next packet, None when none is up."""
@@ -38,6 +41,9 @@ class SessionModel:
             return next((i for i, up in enumerate(self.up) if up), None)
         if self.mode == Mode.WEIGHTED:
             return self._pick_weighted()
+        if self.mode == Mode.SMALLEST_DELAY:
+            up = [i for i, up in enumerate(self.up) if up]
+            return min(up, key=lambda i: (self.rtts[i] or float("inf"), i), default=None)
         return self._pick_round_robin()
 
     def _pick_round_robin(self) -> int | None:

@@ -37,6 +37,7 @@ class PathSpec:
     smac: bytes = bytes.fromhex("02000000aa01")
     dmac: bytes = bytes.fromhex("02000000bb01")
     up: bool = True
+    rtt_us: int = 0
 
     @property
     def family(self) -> int:
@@ -57,7 +58,7 @@ def session_key(ue: str) -> SessionKey:
 
 def path_value(spec: PathSpec, dccp_seq: int = 0) -> Path:
     value = Path(dccp_seq=dccp_seq, access=spec.access, family=spec.family,
-                 flags=PathFlags.UP if spec.up else 0,
+                 flags=PathFlags.UP if spec.up else 0, rtt_us=spec.rtt_us,
                  sport=int.from_bytes(spec.sport.to_bytes(2, "big"), "little"),
                  dport=int.from_bytes(spec.dport.to_bytes(2, "big"), "little"))  # fmt: skip
     value.smac[:] = spec.smac
@@ -89,6 +90,12 @@ class AtsssProgram:
         """The path reported up or down, the rest of it (its sequence number) kept."""
         value = self.path(slot)
         value.flags = (value.flags | PathFlags.UP) if up else (value.flags & ~PathFlags.UP)
+        map_update(self.paths, c_uint32(slot), value)
+
+    def set_rtt(self, slot: int, rtt_us: int) -> None:
+        """The path's RTT as the control plane feeds it, the rest of it kept."""
+        value = self.path(slot)
+        value.rtt_us = rtt_us
         map_update(self.paths, c_uint32(slot), value)
 
     def path(self, slot: int) -> Path:

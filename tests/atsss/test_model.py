@@ -26,6 +26,11 @@ def test_round_robin_skips_paths_down_and_active_standby_takes_the_first_up():
     assert SessionModel(Mode.ACTIVE_STANDBY, [False, False]).send() is None
 
 
+def test_smallest_delay_takes_the_known_smallest_rtt_of_the_paths_up():
+    assert picks(SessionModel(Mode.SMALLEST_DELAY, [True, True, True], rtts=[0, 40, 20]), 2) == [2, 2]
+    assert SessionModel(Mode.SMALLEST_DELAY, [True, True, False], rtts=[0, 0, 5]).pick() == 0
+
+
 def test_numbers_wrap_at_48_bits():
     model = SessionModel(Mode.ROUND_ROBIN, [True], mp_seq=SEQ_MASK, dccp_seq=[SEQ_MASK])
     assert [model.send(), model.send()] == [(0, SEQ_MASK, SEQ_MASK), (0, 0, 0)]

@@ -1,6 +1,7 @@
 """The schedulers in the kernel against the reference model (netapp/atsss/model.py), packet by
 packet: round-robin, smooth weighted round-robin (its split over many packets is the weights'),
-active-standby with failover when a path is reported down and back; 10,000 sessions at once."""
+active-standby with failover when a path is reported down and back, smallest delay as the RTTs
+change; 10,000 sessions at once."""
 
 from __future__ import annotations
 
@@ -99,6 +100,21 @@ def test_active_standby_fails_over_when_the_active_path_is_down_and_back(atsss, 
         send(atsss, model)
     assert model.dccp_seq == [20, 5, 5]  # active 10 + 10, standby 5, second standby 5
     assert [atsss.sent(slot)[0] for slot in (1, 2, 3)] == [20, 5, 5]
+
+
+def test_smallest_delay_follows_the_rtts_fed_and_the_paths_up(atsss, session):
+    model = session(Mode.SMALLEST_DELAY, 3)
+    steps = {0: (0, 30_000), 3: (1, 12_000), 6: (2, 12_000), 9: (1, 50_000), 12: (2, 0)}
+    for step in range(18):
+        if step in steps:
+            position, rtt = steps[step]
+            atsss.set_rtt(position + 1, rtt)
+            model.rtts[position] = rtt
+        if step == 15:
+            set_up(atsss, model, 0, False)
+        send(atsss, model)
+    # 0 alone known; 1 faster; 1 and 2 equal (the first); 2 faster; 2 unknown again; 0 down
+    assert [atsss.sent(slot)[0] for slot in (1, 2, 3)] == [6, 9, 3]
 
 
 def test_a_session_with_every_path_down_drops_and_takes_no_number(atsss, session):

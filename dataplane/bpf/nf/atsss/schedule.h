@@ -10,13 +10,26 @@
 #include "dpp/nf/atsss.h"
 #include "nf/atsss/maps.h"
 
-/* A session's positions whose path is up, as bits; read before the lock is taken (the lookups are
- * helper calls, which the verifier forbids under a lock). A path marked down between this read and
+/* What the scheduler reads of a session's paths, before the lock is taken (the lookups are helper
+ * calls, which the verifier forbids under a lock): the positions whose path is up, as bits, and the
+ * position of the one with the smallest RTT among them. A path marked down between this read and
  * the pick still gets this one packet. */
-static __always_inline __u32 atsss_up_paths(const struct dpp_atsss_session *s)
+struct atsss_paths_view {
+	__u32 up;
+	int fastest; /* -1: none up */
+};
+
+/* An RTT to compare: unknown (0) after every known one. */
+static __always_inline __u32 rtt_rank(const struct dpp_atsss_path *p)
 {
+	return p->rtt_us ? p->rtt_us : 0xffffffff;
+}
+
+static __always_inline struct atsss_paths_view atsss_view_paths(const struct dpp_atsss_session *s)
+{
+	struct atsss_paths_view v = { .up = 0, .fastest = -1 };
+	__u32 slot, best = 0;
 	struct dpp_atsss_path *p;
-	__u32 up = 0, slot;
 	int i;
 
 #pragma unroll
@@ -25,10 +38,15 @@ static __always_inline __u32 atsss_up_paths(const struct dpp_atsss_session *s)
 			break;
 		slot = s->path[i];
 		p = bpf_map_lookup_elem(&dpp_atsss_paths, &slot);
-		if (p && slot && (p->flags & DPP_ATSSS_PATH_UP))
-			up |= 1u << i;
+		if (!p || !slot || !(p->flags & DPP_ATSSS_PATH_UP))
+			continue;
+		v.up |= 1u << i;
+		if (v.fastest < 0 || rtt_rank(p) < best) {
+			v.fastest = i;
+			best = rtt_rank(p);
+		}
 	}
-	return up;
+	return v;
 }
 
 /* Round-robin: the first position that is up from the cursor on; the cursor moves past it. */
@@ -89,18 +107,20 @@ static __always_inline int pick_active_standby(__u32 up)
  * of the session is up (no number is then taken). */
 static __always_inline int atsss_schedule(struct dpp_atsss_session *s, __u64 *mp_seq)
 {
-	__u32 up = atsss_up_paths(s);
+	struct atsss_paths_view v = atsss_view_paths(s);
 	int pos;
 
-	if (!up)
+	if (!v.up)
 		return -1;
 	bpf_spin_lock(&s->lock);
 	if (s->mode == DPP_ATSSS_WEIGHTED)
-		pos = pick_weighted(s, up);
+		pos = pick_weighted(s, v.up);
 	else if (s->mode == DPP_ATSSS_ACTIVE_STANDBY)
-		pos = pick_active_standby(up);
+		pos = pick_active_standby(v.up);
+	else if (s->mode == DPP_ATSSS_SMALLEST_DELAY)
+		pos = v.fastest;
 	else
-		pos = pick_round_robin(s, up);
+		pos = pick_round_robin(s, v.up);
 	if (pos >= 0)
 		*mp_seq = s->mp_seq++;
 	bpf_spin_unlock(&s->lock);

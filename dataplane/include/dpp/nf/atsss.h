@@ -51,6 +51,7 @@ enum dpp_atsss_mode {
 	DPP_ATSSS_ROUND_ROBIN = 0,    /* the paths that are up in turn */
 	DPP_ATSSS_WEIGHTED = 1,	      /* load balancing by weight: smooth weighted round-robin */
 	DPP_ATSSS_ACTIVE_STANDBY = 2, /* the first path that is up, in the session's order */
+	DPP_ATSSS_SMALLEST_DELAY = 3, /* the path up with the smallest RTT (unknown: last; ties: first) */
 };
 
 /* enum dpp_atsss_access: the access a path runs over (TS 29.244 ATSSS: 3GPP and non-3GPP). */
