@@ -6,10 +6,11 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 # prometheus: the server and promtool the tests and the demo run with configs of their own
-# (never the system service its package installs).
+# (never the system service its package installs). tshark: Wireshark's dissectors judge the frames
+# the data path builds (tests/atsss/tshark.py: DCCP header, options and checksum).
 APT_PACKAGES := clang llvm libbpf-dev bpftool libxdp-dev iproute2 gcc make pkg-config \
 	libelf-dev zlib1g-dev python3 python3-venv python3-pip procps \
-	prometheus
+	prometheus tshark
 PYTEST_ARGS ?=
 # Options of `netapp demo`, e.g. DEMO_ARGS="--duration 60".
 DEMO_ARGS ?=
@@ -118,6 +119,10 @@ bench-qos: build python-deps
 .PHONY: bench-frer
 bench-frer: build python-deps
 	$(PY) -m bench.frer --out bench/results/frer.json
+
+.PHONY: bench-atsss
+bench-atsss: build python-deps
+	$(PY) -m bench.atsss --out bench/results/atsss.json
 .PHONY: bench-routing
 bench-routing: build python-deps
 	$(PY) -m bench.routing --out bench/results/routing.json

@@ -92,6 +92,11 @@ def _ones_complement_sum(data: bytes) -> int:
     return total
 
 
+def internet_checksum(data: bytes) -> int:
+    """The checksum field's value for data (RFC 1071), a zero byte padding an odd length."""
+    return ~_ones_complement_sum(data) & 0xFFFF
+
+
 def ipv4_header_valid(header: bytes) -> bool:
     return _ones_complement_sum(header) == 0xFFFF
 

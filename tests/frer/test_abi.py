@@ -5,14 +5,12 @@ its constants against dataplane/include/dpp/nf/frer.h."""
 from __future__ import annotations
 
 import ctypes
-import os
-import re
 from pathlib import Path
 
 import pytest
 
 from netapp.frer import abi
-from tests.utils.btf import Btf, find_bpftool
+from tests.utils.btf import Btf, assert_maps_declared, header_defines, object_btf
 
 REPO = Path(__file__).resolve().parents[2]
 OBJECT = REPO / "dataplane" / "build" / "dpp_frer.bpf.o"
@@ -21,15 +19,7 @@ HEADER = REPO / "dataplane" / "include" / "dpp" / "nf" / "frer.h"
 
 @pytest.fixture(scope="module")
 def btf() -> Btf:
-    bpftool = find_bpftool()
-    reason = "bpftool is not installed" if bpftool is None else None
-    if reason is None and not OBJECT.exists():
-        reason = f"{OBJECT.relative_to(REPO)} is not built (run `make -C dataplane`)"
-    if reason:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{reason} (CI=true: the ABI check must run)")
-        pytest.skip(reason)
-    return Btf.of_object(OBJECT, bpftool)
+    return object_btf(OBJECT)
 
 
 def ctypes_members(mirror: type[ctypes.Structure]) -> list[tuple[str, int]]:
@@ -52,25 +42,11 @@ def test_the_enum_mirrors_match_btf(btf, mirror):
     assert values == {mirror.C_PREFIX + member.name: int(member) for member in mirror}
 
 
-MAP_TYPES = {"HASH": 1, "ARRAY": 2, "PERCPU_HASH": 5, "PERCPU_ARRAY": 6, "DEVMAP": 14}  # enum bpf_map_type
-
-
-def c_name(mirror) -> str:  # noqa: ANN001
-    return mirror if isinstance(mirror, str) else getattr(mirror, "C_NAME", "unsigned int")
-
-
 def test_every_map_is_declared_with_its_types_and_size(btf):
-    maps = btf.maps()
-    assert set(maps) == set(abi.MAPS)
-    for name, (kind, key, value, size) in abi.MAPS.items():
-        found = maps[name]
-        assert (found["type"], found["max_entries"]) == (MAP_TYPES[kind], abi.CONSTANTS.get(size, size)), name
-        assert (found["key"], found["value"]) == (c_name(key), c_name(value)), name
+    assert_maps_declared(btf, abi.MAPS, abi.CONSTANTS)
 
 
 def test_every_define_of_the_header_is_mirrored():
-    defines = dict(re.findall(r"^#define (DPP_\w+) (\w+)", HEADER.read_text(), re.M))
-    defines.pop("DPP_NF_FRER_H", None)
     # the function's reason base is defined with the others' in dpp/core/consts.h (tests/dataplane)
     mirrored = {name: value for name, value in abi.CONSTANTS.items() if name != "DPP_REASON_BASE_FRER"}
-    assert {name: int(value, 0) for name, value in defines.items()} == mirrored
+    assert header_defines(HEADER) == mirrored

@@ -8,14 +8,13 @@ as the standard has it, so only the sums hold there)."""
 
 from __future__ import annotations
 
-import os
 
 import pytest
 
 from netapp.frer.abi import HISTORY_MAX, SEQ_SPACE, Algo
 from netapp.frer.model import RecoveryConfig
 from tests.frer.frer import XDP_DROP, XDP_PASS, frame
-from tests.utils.dataplane import run_on_cpus
+from tests.utils.dataplane import run_on_cpus, two_cpus
 
 STREAM = 13
 # Below the number space less a history: a CPU far behind the other never finds its numbers ahead.
@@ -25,10 +24,7 @@ ROUNDS = 5
 
 @pytest.fixture(scope="module")
 def cpus() -> list[int]:
-    mine = sorted(os.sched_getaffinity(0))
-    if len(mine) < 2:
-        pytest.skip("needs two CPUs")
-    return mine[:2]
+    return two_cpus()
 
 
 def race(frer, cpus, algo: Algo):

@@ -6,7 +6,6 @@ for windows and refills on the kernel's clock."""
 
 from __future__ import annotations
 
-import os
 import time
 
 import pytest
@@ -14,7 +13,7 @@ import pytest
 from netapp.qos.abi import Algo
 from netapp.qos.model import PolicerConfig
 from tests.qos.police import XDP_DROP, XDP_PASS, frame
-from tests.utils.dataplane import run_on_cpus
+from tests.utils.dataplane import run_on_cpus, two_cpus
 
 POLICER = 3
 SIZE = 64
@@ -24,10 +23,7 @@ ALGOS = (Algo.TOKEN_BUCKET, Algo.FIXED_WINDOW, Algo.SLIDING_WINDOW)
 
 @pytest.fixture(scope="module")
 def cpus() -> list[int]:
-    mine = sorted(os.sched_getaffinity(0))
-    if len(mine) < 2:
-        pytest.skip("needs two CPUs")
-    return mine[:2]
+    return two_cpus()
 
 
 def race(police, cpus, config: PolicerConfig, now_ns: int) -> tuple[int, int]:

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
+
+import pytest
 
 
 @dataclass(frozen=True)
@@ -83,6 +87,46 @@ class Btf:
         if target["kind"] == "ARRAY":
             return target["nr_elems"]
         return target.get("name", target["kind"])
+
+
+def object_btf(obj: Path) -> "Btf":
+    """The BTF of a built object for an ABI test; the test skips when bpftool or the object is
+    missing, and fails instead under CI (CI=true), where the ABI check must run."""
+    bpftool = find_bpftool()
+    reason = "bpftool is not installed" if bpftool is None else None
+    if reason is None and not obj.exists():
+        reason = f"{obj.name} is not built (run `make -C dataplane`)"
+    if reason:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{reason} (CI=true: the ABI check must run)")
+        pytest.skip(reason)
+    return Btf.of_object(obj, bpftool)
+
+
+MAP_TYPES = {"HASH": 1, "ARRAY": 2, "PERCPU_HASH": 5, "PERCPU_ARRAY": 6, "DEVMAP": 14}  # enum bpf_map_type
+
+
+def c_name(mirror: Any) -> str:
+    """The C name of a map's key or value mirror: a ctypes Structure's C_NAME, a C name given as a
+    string, or a plain integer."""
+    return mirror if isinstance(mirror, str) else getattr(mirror, "C_NAME", "unsigned int")
+
+
+def assert_maps_declared(btf: "Btf", maps: dict[str, tuple[str, Any, Any, Any]], constants: dict[str, int]) -> None:
+    """The object declares exactly `maps` (name -> (map type, key, value, size: a constant's name or a
+    number)), each with its type, key, value and size."""
+    found = btf.maps()
+    assert set(found) == set(maps)
+    for name, (kind, key, value, size) in maps.items():
+        assert (found[name]["type"], found[name]["max_entries"]) == (MAP_TYPES[kind], constants.get(size, size)), name
+        assert (found[name]["key"], found[name]["value"]) == (c_name(key), c_name(value)), name
+
+
+def header_defines(header: Path) -> dict[str, int]:
+    """The DPP_ constants an ABI header defines (its include guard left out), for the test that
+    each is mirrored in Python."""
+    defines = re.findall(r"^#define (DPP_\w+) (\w+)", header.read_text(), re.M)
+    return {name: int(value, 0) for name, value in defines if not name.endswith("_H")}
 
 
 def find_bpftool() -> Optional[str]:

@@ -7,6 +7,8 @@ import threading
 from collections.abc import Sequence
 from typing import Any, Optional
 
+import pytest
+
 from netapp.dataplane.binding import KeyFlag, Overlay
 from netapp.dataplane.facade import Dataplane, PacketOutcome
 from netapp.intents.compiler import compile_document
@@ -54,16 +56,25 @@ def run(dp: Dataplane, frame: bytes) -> PacketOutcome:
     return dp.test_run(bytes(frame))
 
 
-def run_on_cpus(prog_fd: int, frame: bytes, repeat: int, cpus: Sequence[int]) -> dict[int, int]:
+def two_cpus() -> list[int]:
+    """Two CPUs this process may run on, for a race between them; the test skips on one CPU."""
+    mine = sorted(os.sched_getaffinity(0))
+    if len(mine) < 2:
+        pytest.skip("needs two CPUs")
+    return mine[:2]
+
+
+def run_on_cpus(prog_fd: int, frame: bytes, repeat: int, cpus: Sequence[int], out_size: int = 0) -> dict[int, int]:
     """BPF_PROG_TEST_RUN of `frame`, `repeat` times, on each of `cpus` at once (a thread pinned to
-    each: the kernel runs the repetitions on the calling thread's CPU). CPU -> last verdict."""
+    each: the kernel runs the repetitions on the calling thread's CPU). CPU -> last verdict.
+    out_size: room for an output longer than the frame (a program that pushes headers)."""
     from bench.libbpf import test_run as prog_test_run
 
     verdicts: dict[int, int] = {}
 
     def receive(cpu: int) -> None:
         os.sched_setaffinity(0, {cpu})
-        verdicts[cpu] = prog_test_run(prog_fd, frame, repeat).retval
+        verdicts[cpu] = prog_test_run(prog_fd, frame, repeat, out_size=out_size).retval
 
     threads = [threading.Thread(target=receive, args=(cpu,)) for cpu in cpus]
     for thread in threads:

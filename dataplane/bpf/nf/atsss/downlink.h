@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* The downlink: a packet to a UE with a session goes, whole, into MP-DCCP on the path its
+ * session's scheduler picks: Ethernet (the path's next hop) / IPv4 or IPv6 (protocol 33, from our
+ * address on that access to the UE's) / DCCP-Data with the path's sequence number and the MP_SEQ
+ * option / the UE packet. */
+#ifndef DPP_NF_ATSSS_DOWNLINK_H
+#define DPP_NF_ATSSS_DOWNLINK_H
+
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <bpf/bpf_endian.h>
+#include <bpf/bpf_helpers.h>
+#include "dpp/nf/atsss.h"
+#include "nf/atsss/maps.h"
+#include "nf/atsss/schedule.h"
+#include "nf/atsss/dccp.h"
+#include "core/outcome.h"
+
+#define ATSSS_TTL 64
+#define ATSSS_IP_DF 0x4000 /* Don't Fragment: path MTU discovery is the UE's to do end to end */
+#define ATSSS_ENCAP4 (sizeof(struct iphdr) + sizeof(struct atsss_dccp_data))
+#define ATSSS_ENCAP6 (sizeof(struct ipv6hdr) + sizeof(struct atsss_dccp_data))
+/* UE packets this function carries at most: csum_packet's reach (nf/upf/csum.h) */
+#define ATSSS_MAX_UE_LEN (UPF_CSUM_CHUNK * UPF_CSUM_CHUNKS - ATSSS_ENCAP6)
+
+/* What the downlink decided for a packet. */
+enum atsss_verdict {
+	ATSSS_NO_SESSION = 0, /* not a UE of ours: the packet goes on untouched */
+	ATSSS_SENT = 1,	      /* encapsulated, ready to leave on the picked path */
+	ATSSS_NO_PATH = 2,    /* every path of the session is down */
+	ATSSS_ERROR = 3,      /* the packet could not be made so (no headroom, too long) */
+};
+
+static __always_inline void atsss_fill_ipv4(struct iphdr *ip, const struct dpp_atsss_path *p,
+					    __u32 dccp_len)
+{
+	*(__u8 *)ip = 0x45;
+	ip->tos = 0;
+	ip->tot_len = bpf_htons(sizeof(*ip) + dccp_len);
+	ip->id = 0;
+	ip->frag_off = bpf_htons(ATSSS_IP_DF);
+	ip->ttl = ATSSS_TTL;
+	ip->protocol = DPP_ATSSS_IPPROTO_DCCP;
+	ip->check = 0;
+	ip->saddr = p->local[0];
+	ip->daddr = p->peer[0];
+	ip->check = ipv4_header_csum(ip);
+}
+
+static __always_inline void atsss_fill_ipv6(struct ipv6hdr *ip6, const struct dpp_atsss_path *p,
+					    __u32 dccp_len)
+{
+	*(__be32 *)ip6 = bpf_htonl(6 << 28);
+	ip6->payload_len = bpf_htons(dccp_len);
+	ip6->nexthdr = DPP_ATSSS_IPPROTO_DCCP;
+	ip6->hop_limit = ATSSS_TTL;
+	__builtin_memcpy(&ip6->saddr, p->local, sizeof(ip6->saddr));
+	__builtin_memcpy(&ip6->daddr, p->peer, sizeof(ip6->daddr));
+}
+
+static __always_inline __u64 atsss_addr_sum(const struct dpp_atsss_path *p)
+{
+	if (p->family == 4)
+		return (__u64)p->local[0] + p->peer[0];
+	return (__u64)p->local[0] + p->local[1] + p->local[2] + p->local[3] + p->peer[0] + p->peer[1] +
+	       p->peer[2] + p->peer[3];
+}
+
+/* Frame the headers in front of the UE packet, which starts right after them (ue_len bytes). */
+static __always_inline int atsss_fill(struct xdp_md *ctx, const struct dpp_atsss_path *p, __u64 seq,
+				      __u64 mp_seq, __u32 ue_len)
+{
+	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
+	struct ethhdr *eth = data;
+	__u32 ip_len = p->family == 4 ? sizeof(struct iphdr) : sizeof(struct ipv6hdr);
+	__u32 dccp_len = sizeof(struct atsss_dccp_data) + ue_len;
+	struct atsss_dccp_data *d;
+	__u16 check;
+
+	if (data + sizeof(*eth) + ATSSS_ENCAP6 > end) /* the UE packet is longer than IPv6's 40 - 20 */
+		return -1;
+	__builtin_memcpy(eth->h_dest, p->dmac, ETH_ALEN);
+	__builtin_memcpy(eth->h_source, p->smac, ETH_ALEN);
+	if (p->family == 4) {
+		eth->h_proto = bpf_htons(ETH_P_IP);
+		atsss_fill_ipv4((void *)(eth + 1), p, dccp_len);
+		d = (void *)(eth + 1) + sizeof(struct iphdr);
+	} else {
+		eth->h_proto = bpf_htons(ETH_P_IPV6);
+		atsss_fill_ipv6((void *)(eth + 1), p, dccp_len);
+		d = (void *)(eth + 1) + sizeof(struct ipv6hdr);
+	}
+	if ((void *)(d + 1) > end)
+		return -1;
+	atsss_fill_dccp(d, p->sport, p->dport, seq, mp_seq);
+	if (atsss_dccp_csum(ctx, sizeof(*eth) + ip_len, dccp_len, atsss_addr_sum(p), &check))
+		return -1;
+	data = (void *)(long)ctx->data;
+	d = data + sizeof(*eth) + (ip_len & 0x3f);
+	if ((void *)(d + 1) > (void *)(long)ctx->data_end)
+		return -1;
+	d->check = check;
+	return 0;
+}
+
+/* Put the UE packet at l3 (ue_len bytes: what is after it, link padding, goes) behind the path's
+ * outer headers. 0, or -1 when it could not be made so. */
+static __always_inline int atsss_encap(struct xdp_md *ctx, const struct dpp_atsss_path *p, __u64 seq,
+				       __u64 mp_seq, __u32 l3, __u32 ue_len)
+{
+	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
+	__u32 frame_len = end - data;
+	int hdr = p->family == 4 ? ATSSS_ENCAP4 : ATSSS_ENCAP6;
+
+	if (ue_len > ATSSS_MAX_UE_LEN || l3 + ue_len > frame_len || (p->family != 4 && p->family != 6))
+		return -1;
+	if (l3 + ue_len < frame_len && bpf_xdp_adjust_tail(ctx, (int)(l3 + ue_len) - (int)frame_len))
+		return -1;
+	/* the Ethernet header stays where it is relative to the new start: it is rewritten whole */
+	if (bpf_xdp_adjust_head(ctx, (int)(bounded_offset(l3) - sizeof(struct ethhdr)) - hdr))
+		return -1;
+	return atsss_fill(ctx, p, seq, mp_seq, ue_len);
+}
+
+static __always_inline void atsss_count(__u32 slot, __u32 ue_len)
+{
+	struct dpp_atsss_path_stats *st = bpf_map_lookup_elem(&dpp_atsss_path_stats, &slot);
+
+	if (st) {
+		st->packets++;
+		st->bytes += ue_len;
+	}
+}
+
+/* The downlink for the UE packet at l3 (family 4 or 6, ue_len bytes) to the UE address `ue`. */
+static __always_inline enum atsss_verdict atsss_downlink(struct xdp_md *ctx, __u8 family, const __u32 *ue,
+							 __u32 l3, __u32 ue_len)
+{
+	struct dpp_atsss_session_key key = { .family = family };
+	struct dpp_atsss_session *s;
+	struct dpp_atsss_path *p;
+	__u64 mp_seq = 0, seq;
+	__u32 slot;
+	int pos;
+
+	__builtin_memcpy(key.addr, ue, sizeof(key.addr));
+	s = bpf_map_lookup_elem(&dpp_atsss_sessions, &key);
+	if (!s || !s->n_paths)
+		return ATSSS_NO_SESSION;
+	pos = atsss_schedule(s, &mp_seq);
+	if (pos < 0)
+		return ATSSS_NO_PATH;
+	slot = s->path[pos & (DPP_ATSSS_MAX_PATHS - 1)];
+	p = bpf_map_lookup_elem(&dpp_atsss_paths, &slot);
+	if (!p)
+		return ATSSS_ERROR;
+	seq = __sync_fetch_and_add(&p->dccp_seq, 1) & ATSSS_SEQ_MASK;
+	if (atsss_encap(ctx, p, seq, mp_seq & ATSSS_SEQ_MASK, l3, ue_len))
+		return ATSSS_ERROR;
+	atsss_count(slot, ue_len);
+	return ATSSS_SENT;
+}
+
+#endif /* DPP_NF_ATSSS_DOWNLINK_H */

@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* The schedulers: which of a session's paths carries the next downlink packet, and the packet's
+ * MP_SEQ number, taken together under the session's lock (include/dpp/nf/atsss.h argues why).
+ * netapp/atsss/model.py is the reference the tests hold these against. */
+#ifndef DPP_NF_ATSSS_SCHEDULE_H
+#define DPP_NF_ATSSS_SCHEDULE_H
+
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include "dpp/nf/atsss.h"
+#include "nf/atsss/maps.h"
+
+/* What the scheduler reads of a session's paths, before the lock is taken (the lookups are helper
+ * calls, which the verifier forbids under a lock): the positions whose path is up, as bits, and the
+ * position of the one with the smallest RTT among them. A path marked down between this read and
+ * the pick still gets this one packet. */
+struct atsss_paths_view {
+	__u32 up;
+	int fastest; /* -1: none up */
+};
+
+/* An RTT to compare: unknown (0) after every known one. */
+static __always_inline __u32 rtt_rank(const struct dpp_atsss_path *p)
+{
+	return p->rtt_us ? p->rtt_us : 0xffffffff;
+}
+
+static __always_inline struct atsss_paths_view atsss_view_paths(const struct dpp_atsss_session *s)
+{
+	struct atsss_paths_view v = { .up = 0, .fastest = -1 };
+	__u32 slot, best = 0;
+	struct dpp_atsss_path *p;
+	int i;
+
+#pragma unroll
+	for (i = 0; i < DPP_ATSSS_MAX_PATHS; i++) {
+		if (i >= s->n_paths)
+			break;
+		slot = s->path[i];
+		p = bpf_map_lookup_elem(&dpp_atsss_paths, &slot);
+		if (!p || !slot || !(p->flags & DPP_ATSSS_PATH_UP))
+			continue;
+		v.up |= 1u << i;
+		if (v.fastest < 0 || rtt_rank(p) < best) {
+			v.fastest = i;
+			best = rtt_rank(p);
+		}
+	}
+	return v;
+}
+
+/* Round-robin: the first position that is up from the cursor on; the cursor moves past it. */
+static __always_inline int pick_round_robin(struct dpp_atsss_session *s, __u32 up)
+{
+	__u32 n = s->n_paths, pos;
+	int i;
+
+#pragma unroll
+	for (i = 0; i < DPP_ATSSS_MAX_PATHS; i++) {
+		pos = s->next + i;
+		if (pos >= n)
+			pos -= n;
+		if (pos < DPP_ATSSS_MAX_PATHS && (up & (1u << pos))) {
+			s->next = pos + 1 < n ? pos + 1 : 0;
+			return pos;
+		}
+	}
+	return -1;
+}
+
+/* Smooth weighted round-robin (nginx's): every position that is up gains its weight, the largest
+ * current weight is picked and loses the total. Over any sum(weights) picks each position is picked
+ * exactly its weight's times, spread out rather than in bursts; a position that goes down keeps its
+ * current weight until it is up again. */
+static __always_inline int pick_weighted(struct dpp_atsss_session *s, __u32 up)
+{
+	__s32 total = 0;
+	int i, best = -1;
+
+#pragma unroll
+	for (i = 0; i < DPP_ATSSS_MAX_PATHS; i++) {
+		if (!(up & (1u << i)) || !s->weight[i])
+			continue;
+		s->current[i] += s->weight[i];
+		total += s->weight[i];
+		if (best < 0 || s->current[i] > s->current[best & (DPP_ATSSS_MAX_PATHS - 1)])
+			best = i;
+	}
+	if (best >= 0)
+		s->current[best & (DPP_ATSSS_MAX_PATHS - 1)] -= total;
+	return best;
+}
+
+/* Active-standby: the first position (the session's priority order) that is up. */
+static __always_inline int pick_active_standby(__u32 up)
+{
+	int i;
+
+#pragma unroll
+	for (i = 0; i < DPP_ATSSS_MAX_PATHS; i++)
+		if (up & (1u << i))
+			return i;
+	return -1;
+}
+
+/* The position of the path for the next packet and its MP_SEQ number (*mp_seq), or -1 when no path
+ * of the session is up (no number is then taken). */
+static __always_inline int atsss_schedule(struct dpp_atsss_session *s, __u64 *mp_seq)
+{
+	struct atsss_paths_view v = atsss_view_paths(s);
+	int pos;
+
+	if (!v.up)
+		return -1;
+	bpf_spin_lock(&s->lock);
+	if (s->mode == DPP_ATSSS_WEIGHTED)
+		pos = pick_weighted(s, v.up);
+	else if (s->mode == DPP_ATSSS_ACTIVE_STANDBY)
+		pos = pick_active_standby(v.up);
+	else if (s->mode == DPP_ATSSS_SMALLEST_DELAY)
+		pos = v.fastest;
+	else
+		pos = pick_round_robin(s, v.up);
+	if (pos >= 0)
+		*mp_seq = s->mp_seq++;
+	bpf_spin_unlock(&s->lock);
+	return pos;
+}
+
+#endif /* DPP_NF_ATSSS_SCHEDULE_H */

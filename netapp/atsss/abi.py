@@ -1,0 +1,117 @@
+"""ATSSS's part of the data plane ABI (dataplane/include/dpp/nf/atsss.h) as ctypes mirrors: its
+constants, enums, the session, the path and its counters, checked against the BTF of the built
+object by tests/atsss/test_abi.py.
+
+Only ctypes, enum and netapp.dataplane.cenum here, as the other functions' ABI modules."""
+
+from __future__ import annotations
+
+import enum
+from ctypes import Structure, c_int32, c_uint8, c_uint16, c_uint32, c_uint64
+
+from netapp.dataplane.cenum import c_enum
+
+MAX_SESSIONS = 16384
+MAX_PATHS_PER_SESSION = 4
+MAX_PATHS = 65536
+IPPROTO_DCCP = 33
+DCCP_HDR_LEN = 16
+DCCP_TYPE_DATA = 2
+DCCP_OPT_PADDING = 0
+DCCP_SEQ_BITS = 48
+DCCP_OPT_MULTIPATH = 46
+MP_SEQ = 4
+MP_SEQ_LEN = 9
+OPTIONS_LEN = 12
+
+CONSTANTS = {
+    "DPP_MAX_ATSSS_SESSIONS": MAX_SESSIONS,
+    "DPP_ATSSS_MAX_PATHS": MAX_PATHS_PER_SESSION,
+    "DPP_MAX_ATSSS_PATHS": MAX_PATHS,
+    "DPP_ATSSS_IPPROTO_DCCP": IPPROTO_DCCP,
+    "DPP_ATSSS_DCCP_HDR_LEN": DCCP_HDR_LEN,
+    "DPP_ATSSS_DCCP_TYPE_DATA": DCCP_TYPE_DATA,
+    "DPP_ATSSS_DCCP_OPT_PADDING": DCCP_OPT_PADDING,
+    "DPP_ATSSS_DCCP_SEQ_BITS": DCCP_SEQ_BITS,
+    "DPP_ATSSS_DCCP_OPT_MULTIPATH": DCCP_OPT_MULTIPATH,
+    "DPP_ATSSS_MP_SEQ": MP_SEQ,
+    "DPP_ATSSS_MP_SEQ_LEN": MP_SEQ_LEN,
+    "DPP_ATSSS_OPTIONS_LEN": OPTIONS_LEN,
+}
+
+
+@c_enum("dpp_atsss_mode", "DPP_ATSSS_")
+class Mode(enum.IntEnum):
+    ROUND_ROBIN = 0
+    WEIGHTED = 1
+    ACTIVE_STANDBY = 2
+    SMALLEST_DELAY = 3
+
+
+@c_enum("dpp_atsss_access", "DPP_ATSSS_ACCESS_")
+class Access(enum.IntEnum):
+    THREE_GPP = 0
+    NON_THREE_GPP = 1
+
+
+@c_enum("dpp_atsss_path_flags", "DPP_ATSSS_PATH_")
+class PathFlags(enum.IntFlag):
+    UP = 1
+
+
+class SpinLock(Structure):
+    C_NAME = "bpf_spin_lock"
+    _fields_ = [("val", c_uint32)]
+
+
+class SessionKey(Structure):
+    C_NAME = "dpp_atsss_session_key"
+    _fields_ = [("family", c_uint8), ("reserved", c_uint8 * 3), ("addr", c_uint32 * 4)]
+
+
+class Session(Structure):
+    C_NAME = "dpp_atsss_session"
+    _fields_ = [
+        ("lock", SpinLock),
+        ("mode", c_uint8),
+        ("n_paths", c_uint8),
+        ("next", c_uint8),
+        ("reserved", c_uint8),
+        ("weight", c_uint16 * MAX_PATHS_PER_SESSION),
+        ("current", c_int32 * MAX_PATHS_PER_SESSION),
+        ("path", c_uint32 * MAX_PATHS_PER_SESSION),
+        ("mp_seq", c_uint64),
+    ]
+
+
+class Path(Structure):
+    C_NAME = "dpp_atsss_path"
+    _fields_ = [
+        ("dccp_seq", c_uint64),
+        ("access", c_uint8),
+        ("family", c_uint8),
+        ("flags", c_uint8),
+        ("reserved", c_uint8),
+        ("rtt_us", c_uint32),
+        ("sport", c_uint16),
+        ("dport", c_uint16),
+        ("smac", c_uint8 * 6),
+        ("dmac", c_uint8 * 6),
+        ("local", c_uint32 * 4),
+        ("peer", c_uint32 * 4),
+    ]
+
+
+class PathStats(Structure):
+    C_NAME = "dpp_atsss_path_stats"
+    _fields_ = [("packets", c_uint64), ("bytes", c_uint64)]
+
+
+ENUMS = (Mode, Access, PathFlags)
+STRUCTS = (SessionKey, Session, Path, PathStats)
+# name -> (map type, key, value, size)
+MAPS = {
+    "dpp_atsss_sessions": ("HASH", SessionKey, Session, "DPP_MAX_ATSSS_SESSIONS"),
+    "dpp_atsss_paths": ("ARRAY", c_uint32, Path, "DPP_MAX_ATSSS_PATHS"),
+    "dpp_atsss_path_stats": ("PERCPU_ARRAY", c_uint32, PathStats, "DPP_MAX_ATSSS_PATHS"),
+}

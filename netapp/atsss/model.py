@@ -1,0 +1,78 @@
+"""The reference model of ATSSS's schedulers (bpf/nf/atsss/schedule.h), written from their
+definitions rather than from the C: which of a session's paths carries each downlink packet, and
+the numbers it carries (the connection's MP_SEQ, the path's DCCP sequence number). The tests hold
+the kernel's picks against it packet by packet."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from netapp.atsss.abi import DCCP_SEQ_BITS, Mode
+
+SEQ_MASK = (1 << DCCP_SEQ_BITS) - 1
+
+
+@dataclass
+class SessionModel:
+    """A session's paths by position, in priority order: whether each is up, its weight (WEIGHTED),
+    its RTT in µs (SMALLEST_DELAY; 0: unknown) and its next DCCP sequence number; the scheduler's
+    state; the next MP_SEQ number."""
+
+    mode: Mode
+    up: list[bool]
+    weights: Sequence[int] = ()
+    mp_seq: int = 0
+    rtts: list[int] = field(default_factory=list)
+    dccp_seq: list[int] = field(default_factory=list)
+    next: int = 0
+    current: list[int] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        n = len(self.up)
+        self.weights = list(self.weights) or [1] * n
+        self.dccp_seq = self.dccp_seq or [0] * n
+        self.current = self.current or [0] * n
+        self.rtts = self.rtts or [0] * n
+
+    def pick(self) -> int | None:
+        """The position of the path the scheduler picks for the next packet, None when none is up."""
+        if self.mode == Mode.ACTIVE_STANDBY:
+            return next((i for i, up in enumerate(self.up) if up), None)
+        if self.mode == Mode.WEIGHTED:
+            return self._pick_weighted()
+        if self.mode == Mode.SMALLEST_DELAY:
+            up = [i for i, up in enumerate(self.up) if up]
+            return min(up, key=lambda i: (self.rtts[i] or float("inf"), i), default=None)
+        return self._pick_round_robin()
+
+    def _pick_round_robin(self) -> int | None:
+        n = len(self.up)
+        for step in range(n):
+            pos = (self.next + step) % n
+            if self.up[pos]:
+                self.next = (pos + 1) % n
+                return pos
+        return None
+
+    def _pick_weighted(self) -> int | None:
+        """Smooth weighted round-robin: every eligible position gains its weight, the largest (the
+        first of equals) is picked and loses the sum of the eligible weights."""
+        eligible = [i for i, up in enumerate(self.up) if up and self.weights[i]]
+        if not eligible:
+            return None
+        for i in eligible:
+            self.current[i] += self.weights[i]
+        best = max(eligible, key=lambda i: (self.current[i], -i))
+        self.current[best] -= sum(self.weights[i] for i in eligible)
+        return best
+
+    def send(self) -> tuple[int, int, int] | None:
+        """The next packet: (position, its MP_SEQ number, its DCCP sequence number on that path), or
+        None when no path is up (no number is taken)."""
+        pos = self.pick()
+        if pos is None:
+            return None
+        mp_seq, self.mp_seq = self.mp_seq & SEQ_MASK, self.mp_seq + 1
+        seq, self.dccp_seq[pos] = self.dccp_seq[pos] & SEQ_MASK, self.dccp_seq[pos] + 1
+        return pos, mp_seq, seq

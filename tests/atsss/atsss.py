@@ -1,0 +1,215 @@
+"""The ATSSS downlink in the kernel, alone: dataplane/build/xdp_atsss.bpf.o loaded with libbpf,
+sessions and paths written into its maps as the control plane will, UE packets run through
+xdp_atsss (BPF_PROG_TEST_RUN).
+
+The expected frames are built here from the field layouts of RFC 4340 (5.1 generic header with
+X=1, 5.2 DCCP-Data, 5.8 options, 9.1 checksum) and of the MP_SEQ option of Multipath DCCP
+(draft-ietf-tsvwg-multipath-dccp / RFC 9897: type 46, length 9, MP_OPT 4, a 48-bit number), not
+from the C: scapy has no DCCP layer."""
+
+from __future__ import annotations
+
+import ipaddress
+import struct
+from ctypes import c_uint32
+from dataclasses import dataclass
+from typing import Optional
+
+from bench.packets import internet_checksum
+from bench.libbpf import BPF_F_LOCK, BpfObject, map_delete, map_lookup, map_update, test_run
+from netapp.atsss.abi import Access, Mode, Path, PathFlags, PathStats, Session, SessionKey
+from netapp.dataplane.handle import possible_cpus
+from tests.utils.kernel import build_artifact, require_kernel
+
+XDP_ABORTED, XDP_DROP, XDP_PASS, XDP_TX = 0, 1, 2, 3
+ROOM = 256  # output bytes beyond the input: the pushed headers
+
+
+@dataclass(frozen=True)
+class PathSpec:
+    """One access path as the control plane states it."""
+
+    local: str
+    peer: str
+    sport: int = 5001
+    dport: int = 5002
+    access: Access = Access.THREE_GPP
+    smac: bytes = bytes.fromhex("02000000aa01")
+    dmac: bytes = bytes.fromhex("02000000bb01")
+    up: bool = True
+    rtt_us: int = 0
+
+    @property
+    def family(self) -> int:
+        return ipaddress.ip_address(self.local).version
+
+
+def addr_words(address: str) -> tuple[int, int, int, int]:
+    """An address as the four 32-bit words of the ABI (network order in memory), IPv4 in the first."""
+    packed = ipaddress.ip_address(address).packed.ljust(16, b"\0")
+    return struct.unpack("=4I", packed)
+
+
+def session_key(ue: str) -> SessionKey:
+    key = SessionKey(family=ipaddress.ip_address(ue).version)
+    key.addr[:] = addr_words(ue)
+    return key
+
+
+def path_value(spec: PathSpec, dccp_seq: int = 0) -> Path:
+    value = Path(dccp_seq=dccp_seq, access=spec.access, family=spec.family,
+                 flags=PathFlags.UP if spec.up else 0, rtt_us=spec.rtt_us,
+                 sport=int.from_bytes(spec.sport.to_bytes(2, "big"), "little"),
+                 dport=int.from_bytes(spec.dport.to_bytes(2, "big"), "little"))  # fmt: skip
+    value.smac[:] = spec.smac
+    value.dmac[:] = spec.dmac
+    value.local[:] = addr_words(spec.local)
+    value.peer[:] = addr_words(spec.peer)
+    return value
+
+
+class AtsssProgram:
+    """xdp_atsss.bpf.o, loaded; closed with the object."""
+
+    def __init__(self) -> None:
+        require_kernel()
+        self.obj = BpfObject(build_artifact("xdp_atsss.bpf.o"))
+        self.prog = self.obj.program_fd("xdp_atsss")
+        self.sessions = self.obj.map_fd("dpp_atsss_sessions")
+        self.paths = self.obj.map_fd("dpp_atsss_paths")
+        self.stats = self.obj.map_fd("dpp_atsss_path_stats")
+
+    def close(self) -> None:
+        self.obj.close()
+
+    def add_path(self, slot: int, spec: PathSpec, dccp_seq: int = 0) -> None:
+        map_update(self.paths, c_uint32(slot), path_value(spec, dccp_seq))
+        map_update(self.stats, c_uint32(slot), (PathStats * possible_cpus())())
+
+    def set_up(self, slot: int, up: bool) -> None:
+        """The path reported up or down, the rest of it (its sequence number) kept."""
+        value = self.path(slot)
+        value.flags = (value.flags | PathFlags.UP) if up else (value.flags & ~PathFlags.UP)
+        map_update(self.paths, c_uint32(slot), value)
+
+    def set_rtt(self, slot: int, rtt_us: int) -> None:
+        """The path's RTT as the control plane feeds it, the rest of it kept."""
+        value = self.path(slot)
+        value.rtt_us = rtt_us
+        map_update(self.paths, c_uint32(slot), value)
+
+    def path(self, slot: int) -> Path:
+        value = Path()
+        map_lookup(self.paths, c_uint32(slot), value)
+        return value
+
+    def add_session(self, ue: str, mode: Mode, slots: list[int], weights: Optional[list[int]] = None,
+                    mp_seq: int = 0) -> None:
+        value = Session(mode=mode, n_paths=len(slots), mp_seq=mp_seq)
+        value.path[: len(slots)] = slots
+        value.weight[: len(slots)] = weights or [1] * len(slots)
+        map_update(self.sessions, session_key(ue), value)
+
+    def delete_session(self, ue: str) -> None:
+        map_delete(self.sessions, session_key(ue))
+
+    def session(self, ue: str) -> Optional[Session]:
+        value = Session()
+        return value if map_lookup(self.sessions, session_key(ue), value, BPF_F_LOCK) else None
+
+    def sent(self, slot: int) -> tuple[int, int]:
+        """(packets, bytes) the path sent, summed over the CPUs."""
+        values = (PathStats * possible_cpus())()
+        map_lookup(self.stats, c_uint32(slot), values)
+        return sum(v.packets for v in values), sum(v.bytes for v in values)
+
+    def run(self, frame: bytes) -> tuple[int, bytes]:
+        result = test_run(self.prog, frame, 1, out_size=len(frame) + ROOM)
+        return result.retval, result.data
+
+
+# --- frames, from the protocols' field layouts ----------------------------------------------------
+
+ETH_IP, ETH_IPV6 = 0x0800, 0x86DD
+IN_MACS = bytes.fromhex("020000000002" "020000000001")
+
+
+def ue_packet(ue: str, payload: bytes = b"downlink data", src: Optional[str] = None) -> bytes:
+    """A UDP datagram to the UE (checksum 0 over IPv4, left unchecked here: only carried)."""
+    udp = struct.pack("!HHHH", 443, 40000, 8 + len(payload), 0) + payload
+    if ipaddress.ip_address(ue).version == 4:
+        src4 = ipaddress.ip_address(src or "198.51.100.7").packed
+        head = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 1, 0, 63, 17, 0, src4,
+                           ipaddress.ip_address(ue).packed)
+        return head[:10] + struct.pack("!H", internet_checksum(head)) + head[12:] + udp
+    src6 = ipaddress.ip_address(src or "2001:db8:dd::7").packed
+    return struct.pack("!IHBB16s16s", 6 << 28, len(udp), 17, 63, src6, ipaddress.ip_address(ue).packed) + udp
+
+
+def ethernet(packet: bytes, padding: int = 0) -> bytes:
+    ethertype = ETH_IP if packet[0] >> 4 == 4 else ETH_IPV6
+    return IN_MACS + struct.pack("!H", ethertype) + packet + bytes(padding)
+
+
+def dccp_data(spec: PathSpec, seq: int, mp_seq: int, payload: bytes) -> bytes:
+    """A DCCP-Data packet, checksum 0: the generic header with X=1 (RFC 4340 5.1), MP_SEQ
+    (type 46, length 9, MP_OPT 4, 48-bit number) and Padding (type 0) to a 4-byte boundary."""
+    options = bytes([46, 9, 4]) + mp_seq.to_bytes(6, "big")
+    options += bytes(-len(options) % 4)
+    doff = (16 + len(options)) // 4
+    res_type_x = (2 << 1) | 1  # Res 0, Type 2 (DCCP-Data), X 1
+    header = struct.pack("!HHBBHBBH", spec.sport, spec.dport, doff, 0, 0, res_type_x, 0, seq >> 32)
+    header += struct.pack("!I", seq & 0xFFFFFFFF)
+    return header + options + payload
+
+
+def expected_frame(spec: PathSpec, seq: int, mp_seq: int, inner: bytes) -> bytes:
+    """The frame the downlink must send on `spec` for the UE packet `inner`."""
+    dccp = dccp_data(spec, seq, mp_seq, inner)
+    local, peer = ipaddress.ip_address(spec.local).packed, ipaddress.ip_address(spec.peer).packed
+    if spec.family == 4:
+        pseudo = local + peer + struct.pack("!BBH", 0, 33, len(dccp))
+        ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(dccp), 0, 0x4000, 64, 33, 0, local, peer)
+        ip = ip[:10] + struct.pack("!H", internet_checksum(ip)) + ip[12:]
+        ethertype = ETH_IP
+    else:
+        pseudo = local + peer + struct.pack("!I3xB", len(dccp), 33)
+        ip = struct.pack("!IHBB16s16s", 6 << 28, len(dccp), 33, 64, local, peer)
+        ethertype = ETH_IPV6
+    dccp = dccp[:6] + struct.pack("!H", internet_checksum(pseudo + dccp)) + dccp[8:]
+    return spec.dmac + spec.smac + struct.pack("!H", ethertype) + ip + dccp
+
+
+@dataclass(frozen=True)
+class Decoded:
+    """What this test's own decoder reads from an emitted frame."""
+
+    family: int
+    src: str
+    dst: str
+    sport: int
+    dport: int
+    seq: int
+    mp_seq: int
+    inner: bytes
+
+
+def decode(frame: bytes) -> Decoded:
+    """Read a frame the downlink sent, by the same layouts; fails on anything else."""
+    ethertype = struct.unpack_from("!H", frame, 12)[0]
+    if ethertype == ETH_IP:
+        ihl = (frame[14] & 0x0F) * 4
+        assert frame[14 + 9] == 33, "not DCCP"
+        src, dst = (str(ipaddress.ip_address(frame[26 + 4 * i : 30 + 4 * i])) for i in range(2))
+        family, l4 = 4, 14 + ihl
+    else:
+        assert ethertype == ETH_IPV6 and frame[14 + 6] == 33, "not DCCP over IPv6"
+        src, dst = (str(ipaddress.ip_address(frame[22 + 16 * i : 38 + 16 * i])) for i in range(2))
+        family, l4 = 6, 54
+    sport, dport, doff, _, _, res_type_x, _, seq_high, seq_low = struct.unpack_from("!HHBBHBBHI", frame, l4)
+    assert res_type_x == (2 << 1) | 1, f"not DCCP-Data with X=1: {res_type_x:#x}"
+    options = frame[l4 + 16 : l4 + doff * 4]
+    assert options[:3] == bytes([46, 9, 4]), f"no MP_SEQ first: {options.hex()}"
+    assert set(options[9:]) <= {0}, f"not Padding after MP_SEQ: {options.hex()}"
+    return Decoded(family, src, dst, sport, dport, (seq_high << 32) | seq_low,
+                   int.from_bytes(options[3:9], "big"), frame[l4 + doff * 4 :])  # fmt: skip

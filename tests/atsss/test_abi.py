@@ -1,0 +1,50 @@
+"""ATSSS's ABI seen from Python: netapp/atsss/abi.py's mirrors against the BTF of the built downlink
+object (dataplane/build/xdp_atsss.bpf.o, which holds the maps and, through an anchor, the enums) and
+its constants against dataplane/include/dpp/nf/atsss.h."""
+
+from __future__ import annotations
+
+import ctypes
+from pathlib import Path
+
+import pytest
+
+from netapp.atsss import abi
+from tests.utils.btf import Btf, assert_maps_declared, header_defines, object_btf
+
+REPO = Path(__file__).resolve().parents[2]
+OBJECT = REPO / "dataplane" / "build" / "xdp_atsss.bpf.o"
+HEADER = REPO / "dataplane" / "include" / "dpp" / "nf" / "atsss.h"
+
+
+@pytest.fixture(scope="module")
+def btf() -> Btf:
+    return object_btf(OBJECT)
+
+
+@pytest.mark.parametrize("mirror", abi.STRUCTS, ids=lambda s: s.C_NAME)
+def test_the_struct_mirrors_match_btf(btf, mirror):
+    struct = btf.struct(mirror.C_NAME)
+    assert struct is not None, f"struct {mirror.C_NAME} is not in the BTF"
+    assert ctypes.sizeof(mirror) == struct["size"]
+    members = [(name, getattr(mirror, name).offset) for name, *_ in mirror._fields_]
+    assert members == [(m.name, m.byte_offset) for m in btf.members(struct)]
+
+
+@pytest.mark.parametrize("mirror", abi.ENUMS, ids=lambda e: e.C_NAME)
+def test_the_enum_mirrors_match_btf(btf, mirror):
+    enum = btf.enum(mirror.C_NAME)
+    assert enum is not None, f"enum {mirror.C_NAME} is not in the BTF"
+    assert {v["name"]: v["val"] for v in enum["values"]} == {mirror.C_PREFIX + m.name: int(m) for m in mirror}
+
+
+def test_every_map_is_declared_with_its_types_and_size(btf):
+    assert_maps_declared(btf, abi.MAPS, abi.CONSTANTS)
+
+
+def test_every_define_of_the_header_is_mirrored():
+    assert header_defines(HEADER) == abi.CONSTANTS
+
+
+def test_ten_thousand_sessions_of_four_paths_fit():
+    assert abi.MAX_SESSIONS >= 10_000 and abi.MAX_PATHS > 10_000 * abi.MAX_PATHS_PER_SESSION

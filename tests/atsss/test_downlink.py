@@ -1,0 +1,104 @@
+"""The downlink's frames, in the kernel (xdp_atsss under BPF_PROG_TEST_RUN): byte for byte what
+RFC 4340 and the MP_SEQ layout say (tests/atsss/atsss.py builds them from the layouts), read without
+a complaint by Wireshark's DCCP dissector, numbered per path and per connection."""
+
+from __future__ import annotations
+
+import pytest
+
+from netapp.atsss.abi import Mode
+from tests.atsss.atsss import XDP_PASS, XDP_TX, PathSpec, decode, ethernet, expected_frame, ue_packet
+from tests.atsss.tshark import dissect
+
+UE4, UE6 = "10.45.0.2", "2001:db8:45::2"
+CELLULAR4 = PathSpec("10.0.1.1", "10.0.1.2", sport=5001, dport=5002)
+WIFI4 = PathSpec("192.168.7.1", "192.168.7.20", sport=6001, dport=6002, smac=bytes.fromhex("02000000aa02"),
+                 dmac=bytes.fromhex("02000000bb02"))  # fmt: skip
+CELLULAR6 = PathSpec("2001:db8:1::1", "2001:db8:1::2", sport=5003, dport=5004)
+WIFI6 = PathSpec("2001:db8:7::1", "2001:db8:7::20", sport=6003, dport=6004)
+
+
+@pytest.fixture
+def sessions(atsss):
+    added: list[str] = []
+
+    def add(ue: str, mode: Mode, paths: list[tuple[int, PathSpec, int]], **kwargs) -> None:  # noqa: ANN003
+        for slot, spec, seq in paths:
+            atsss.add_path(slot, spec, dccp_seq=seq)
+        atsss.add_session(ue, mode, [slot for slot, _, _ in paths], **kwargs)
+        added.append(ue)
+
+    yield add
+    for ue in added:
+        atsss.delete_session(ue)
+
+
+# The sequence numbers a path starts from: near the 48-bit wrap, over 32 bits, and small.
+STARTS = [(1 << 48) - 2, (1 << 40) + 5, 7]
+
+
+@pytest.mark.parametrize("ue, cellular, wifi", [(UE4, CELLULAR4, WIFI4), (UE6, CELLULAR6, WIFI6),
+                                                 (UE4, CELLULAR6, WIFI4), (UE6, CELLULAR4, WIFI6)],
+                         ids=["v4 in v4", "v6 in v6", "v4 in v6 and v4", "v6 in v4 and v6"])  # fmt: skip
+@pytest.mark.parametrize("payload_len", [0, 1, 3, 517, 1400])
+def test_every_frame_is_byte_for_byte_the_layouts(atsss, sessions, ue, cellular, wifi, payload_len):
+    sessions(ue, Mode.ROUND_ROBIN, [(1, cellular, STARTS[0]), (2, wifi, STARTS[1])], mp_seq=(1 << 48) - 3)
+    expected_seq = {1: STARTS[0], 2: STARTS[1]}
+    for n in range(6):
+        inner = ue_packet(ue, (bytes(range(256)) * 6)[:payload_len])
+        verdict, out = atsss.run(ethernet(inner))
+        slot, spec = (1, cellular) if n % 2 == 0 else (2, wifi)
+        assert verdict == XDP_TX
+        mp_seq = ((1 << 48) - 3 + n) % (1 << 48)
+        assert out == expected_frame(spec, expected_seq[slot] % (1 << 48), mp_seq, inner), f"packet {n}"
+        expected_seq[slot] += 1
+
+
+def test_link_padding_after_the_ue_packet_is_not_carried(atsss, sessions):
+    sessions(UE4, Mode.ROUND_ROBIN, [(1, CELLULAR4, 0)])
+    inner = ue_packet(UE4, b"x")  # 29 bytes: an Ethernet frame of 43, padded to 60 on the wire
+    verdict, out = atsss.run(ethernet(inner, padding=17))
+    assert verdict == XDP_TX
+    assert out == expected_frame(CELLULAR4, 0, 0, inner)
+
+
+def test_a_packet_to_no_session_passes_untouched(atsss, sessions):
+    sessions(UE4, Mode.ROUND_ROBIN, [(1, CELLULAR4, 0)])
+    frame = ethernet(ue_packet("10.45.0.3"))
+    assert atsss.run(frame) == (XDP_PASS, frame)
+    assert atsss.sent(1) == (0, 0)
+
+
+def test_tshark_decodes_every_frame_with_no_expert_info_and_good_checksums(atsss, sessions):
+    sessions(UE4, Mode.ROUND_ROBIN, [(1, CELLULAR4, STARTS[0]), (2, WIFI6, STARTS[2])])
+    sessions(UE6, Mode.ROUND_ROBIN, [(3, CELLULAR6, STARTS[1]), (4, WIFI4, STARTS[2])])
+    frames, sent = [], []
+    for n in range(40):
+        ue = UE4 if n % 2 else UE6
+        verdict, out = atsss.run(ethernet(ue_packet(ue, bytes([n]) * (n * 37 % 1300))))
+        assert verdict == XDP_TX
+        frames.append(out)
+        sent.append(decode(out))
+    dissected = dissect(frames)
+    assert len(dissected) == len(frames)
+    for ours, theirs in zip(sent, dissected):
+        assert theirs.expert == "", f"frame {theirs.number}: {theirs.expert}"
+        assert theirs.checksum_status == "1", f"frame {theirs.number}: DCCP checksum {theirs.checksum_status}"
+        assert theirs.ip_checksum_status in ("1", "") and (theirs.ip_checksum_status == "1") == (ours.family == 4)
+        assert (theirs.type, theirs.x) == (2, "1")  # DCCP-Data, 48-bit sequence numbers
+        assert (theirs.sport, theirs.dport, theirs.seq) == (ours.sport, ours.dport, ours.seq)
+
+
+def test_each_path_numbers_its_own_packets_and_the_connection_numbers_all(atsss, sessions):
+    sessions(UE4, Mode.ROUND_ROBIN, [(1, CELLULAR4, 100), (2, WIFI4, 5000)], mp_seq=10)
+    by_path: dict[str, list[int]] = {}
+    mp_seqs = []
+    for _ in range(9):
+        sent = decode(atsss.run(ethernet(ue_packet(UE4)))[1])
+        by_path.setdefault(sent.dst, []).append(sent.seq)
+        mp_seqs.append(sent.mp_seq)
+    assert by_path == {CELLULAR4.peer: [100, 101, 102, 103, 104], WIFI4.peer: [5000, 5001, 5002, 5003]}
+    assert mp_seqs == list(range(10, 19))
+    assert atsss.path(1).dccp_seq == 105 and atsss.session(UE4).mp_seq == 19
+    inner_len = len(ue_packet(UE4))
+    assert atsss.sent(1) == (5, 5 * inner_len) and atsss.sent(2) == (4, 4 * inner_len)

@@ -1,0 +1,36 @@
+"""The reference model of the schedulers on its own, against published sequences and definitions."""
+
+from __future__ import annotations
+
+from netapp.atsss.abi import Mode
+from netapp.atsss.model import SEQ_MASK, SessionModel
+
+
+def picks(model: SessionModel, n: int) -> list:
+    return [model.pick() for _ in range(n)]
+
+
+def test_smooth_weighted_round_robin_spreads_as_nginx_documents_it():
+    # nginx's upstream weights a=5, b=1, c=1: a a b a c a a (ngx_http_upstream_round_robin.c)
+    assert picks(SessionModel(Mode.WEIGHTED, [True] * 3, [5, 1, 1]), 7) == [0, 0, 1, 0, 2, 0, 0]
+
+
+def test_a_zero_weight_or_a_path_down_is_never_picked():
+    model = SessionModel(Mode.WEIGHTED, [True, False, True], [1, 9, 0])
+    assert set(picks(model, 20)) == {0}
+
+
+def test_round_robin_skips_paths_down_and_active_standby_takes_the_first_up():
+    assert picks(SessionModel(Mode.ROUND_ROBIN, [True, False, True]), 4) == [0, 2, 0, 2]
+    assert picks(SessionModel(Mode.ACTIVE_STANDBY, [False, True, True]), 3) == [1, 1, 1]
+    assert SessionModel(Mode.ACTIVE_STANDBY, [False, False]).send() is None
+
+
+def test_smallest_delay_takes_the_known_smallest_rtt_of_the_paths_up():
+    assert picks(SessionModel(Mode.SMALLEST_DELAY, [True, True, True], rtts=[0, 40, 20]), 2) == [2, 2]
+    assert SessionModel(Mode.SMALLEST_DELAY, [True, True, False], rtts=[0, 0, 5]).pick() == 0
+
+
+def test_numbers_wrap_at_48_bits():
+    model = SessionModel(Mode.ROUND_ROBIN, [True], mp_seq=SEQ_MASK, dccp_seq=[SEQ_MASK])
+    assert [model.send(), model.send()] == [(0, SEQ_MASK, SEQ_MASK), (0, 0, 0)]

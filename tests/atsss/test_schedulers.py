@@ -1,0 +1,151 @@
+"""The schedulers in the kernel against the reference model (netapp/atsss/model.py), packet by
+packet: round-robin, smooth weighted round-robin (its split over many packets is the weights'),
+active-standby with failover when a path is reported down and back, smallest delay as the RTTs
+change; 10,000 sessions at once."""
+
+from __future__ import annotations
+
+import ipaddress
+
+import pytest
+
+from netapp.atsss.abi import Mode
+from netapp.atsss.model import SessionModel
+from tests.atsss.atsss import XDP_DROP, XDP_TX, PathSpec, decode, ethernet, ue_packet
+
+UE = "10.45.0.2"
+PEERS = ["10.0.1.2", "192.168.7.20", "10.0.2.2", "172.16.0.2"]
+SPECS = [PathSpec(f"10.9.{i}.1", peer, sport=5000 + i, dport=6000 + i) for i, peer in enumerate(PEERS)]
+
+
+@pytest.fixture
+def session(atsss):
+    def add(mode: Mode, n: int, weights: list[int] | None = None) -> SessionModel:
+        for i in range(n):
+            atsss.add_path(i + 1, SPECS[i])
+        atsss.add_session(UE, mode, list(range(1, n + 1)), weights)
+        return SessionModel(mode, [True] * n, weights or ())
+
+    yield add
+    atsss.delete_session(UE)
+
+
+def send(atsss, model: SessionModel) -> None:
+    """One packet through the kernel and the model: the same path, the same numbers, or both drop."""
+    verdict, out = atsss.run(ethernet(ue_packet(UE)))
+    expected = model.send()
+    if expected is None:
+        assert verdict == XDP_DROP
+        return
+    assert verdict == XDP_TX
+    sent = decode(out)
+    assert (PEERS.index(sent.dst), sent.mp_seq, sent.seq) == expected
+
+
+def set_up(atsss, model: SessionModel, position: int, up: bool) -> None:
+    atsss.set_up(position + 1, up)
+    model.up[position] = up
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4])
+def test_round_robin_takes_the_paths_that_are_up_in_turn(atsss, session, n):
+    model = session(Mode.ROUND_ROBIN, n)
+    for step in range(40):
+        if step == 13:
+            set_up(atsss, model, n - 1, False)
+        if step == 27:
+            set_up(atsss, model, n - 1, True)
+        send(atsss, model)
+
+
+@pytest.mark.parametrize("weights", [[3, 1], [1, 1], [5, 2, 1], [7, 0, 3], [1, 2, 3, 4]])
+def test_weighted_round_robin_follows_the_model_packet_by_packet(atsss, session, weights):
+    model = session(Mode.WEIGHTED, len(weights), weights)
+    for _ in range(3 * sum(weights) + 5):
+        send(atsss, model)
+
+
+def test_weighted_round_robin_splits_many_packets_as_the_weights_say(atsss, session):
+    weights = [5, 3, 2]
+    session(Mode.WEIGHTED, 3, weights)
+    packets = 1000 * sum(weights)
+    counts = [0, 0, 0]
+    for _ in range(packets):
+        verdict, out = atsss.run(ethernet(ue_packet(UE)))
+        assert verdict == XDP_TX
+        counts[PEERS.index(decode(out).dst)] += 1
+    assert counts == [1000 * w for w in weights]
+    assert [atsss.sent(slot)[0] for slot in (1, 2, 3)] == counts
+
+
+def test_weighted_round_robin_shares_among_the_paths_left_when_one_goes_down(atsss, session):
+    model = session(Mode.WEIGHTED, 3, [2, 1, 1])
+    for _ in range(8):
+        send(atsss, model)
+    set_up(atsss, model, 0, False)
+    for _ in range(20):
+        send(atsss, model)
+    assert atsss.sent(1)[0] == 4 and atsss.sent(2)[0] == atsss.sent(3)[0] == 12
+
+
+def test_active_standby_fails_over_when_the_active_path_is_down_and_back(atsss, session):
+    model = session(Mode.ACTIVE_STANDBY, 3)
+    for step in range(30):
+        if step == 10:
+            set_up(atsss, model, 0, False)
+        if step == 15:
+            set_up(atsss, model, 1, False)
+        if step == 20:
+            set_up(atsss, model, 0, True)
+        send(atsss, model)
+    assert model.dccp_seq == [20, 5, 5]  # active 10 + 10, standby 5, second standby 5
+    assert [atsss.sent(slot)[0] for slot in (1, 2, 3)] == [20, 5, 5]
+
+
+def test_smallest_delay_follows_the_rtts_fed_and_the_paths_up(atsss, session):
+    model = session(Mode.SMALLEST_DELAY, 3)
+    steps = {0: (0, 30_000), 3: (1, 12_000), 6: (2, 12_000), 9: (1, 50_000), 12: (2, 0)}
+    for step in range(18):
+        if step in steps:
+            position, rtt = steps[step]
+            atsss.set_rtt(position + 1, rtt)
+            model.rtts[position] = rtt
+        if step == 15:
+            set_up(atsss, model, 0, False)
+        send(atsss, model)
+    # 0 alone known; 1 faster; 1 and 2 equal (the first); 2 faster; 2 unknown again; 0 down
+    assert [atsss.sent(slot)[0] for slot in (1, 2, 3)] == [6, 9, 3]
+
+
+def test_a_session_with_every_path_down_drops_and_takes_no_number(atsss, session):
+    model = session(Mode.ROUND_ROBIN, 2)
+    send(atsss, model)
+    set_up(atsss, model, 0, False)
+    set_up(atsss, model, 1, False)
+    for _ in range(3):
+        send(atsss, model)
+    assert atsss.session(UE).mp_seq == 1
+    set_up(atsss, model, 1, True)
+    send(atsss, model)
+
+
+SESSIONS = 10_000
+
+
+def test_ten_thousand_sessions_of_four_paths_each_are_installed_and_found(atsss):
+    ues = [str(ipaddress.ip_address("10.64.0.0") + i) for i in range(SESSIONS)]
+    for i, ue in enumerate(ues):
+        slots = [4 * i + k + 1 for k in range(4)]
+        for k, slot in enumerate(slots):
+            atsss.add_path(slot, PathSpec(f"10.9.{k}.1", f"10.{100 + k}.{i >> 8}.{i & 0xFF}"))
+        atsss.add_session(ue, Mode.ROUND_ROBIN, slots)
+    try:
+        for i in range(0, SESSIONS, 97):
+            for k in range(4):
+                sent = decode(atsss.run(ethernet(ue_packet(ues[i])))[1])
+                assert sent.dst == f"10.{100 + k}.{i >> 8}.{i & 0xFF}", f"session {i}, packet {k}"
+        last = decode(atsss.run(ethernet(ue_packet(ues[-1])))[1])
+        assert last.dst == f"10.100.{(SESSIONS - 1) >> 8}.{(SESSIONS - 1) & 0xFF}"
+    finally:
+        for ue in ues:
+            atsss.delete_session(ue)
