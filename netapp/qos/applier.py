@@ -78,9 +78,10 @@ class PolicerApplier:
 
     def _check_ids(self, ids: Iterable[int]) -> list[int]:
         ids = list(ids)
-        bad = [policer_id for policer_id in ids if not 0 < policer_id < self._policers.max_entries]
+        # the size read once, at start: the table's `max_entries` asks the kernel every time
+        bad = [policer_id for policer_id in ids if not 0 < policer_id < self.max_entries]
         if bad:
-            raise ValueError(f"policer ids {bad}: 1 to {self._policers.max_entries - 1} allowed")
+            raise ValueError(f"policer ids {bad}: 1 to {self.max_entries - 1} allowed")
         return ids
 
     def apply(self, policers: Mapping[int, PolicerSpec]) -> None:
