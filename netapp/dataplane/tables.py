@@ -131,9 +131,10 @@ class PerCpuTable(Table):
         self._value_type = self.spec.value * self.cpus
 
     def fill(self, keys: Sequence[Any], value: Any = None) -> None:
-        """Write `value` (by default a zeroed one) on every CPU of each key."""
-        one = value if value is not None else self.spec.value()
-        self.update([(key, [one] * self.cpus) for key in keys])
+        """Write `value` (by default a zeroed one) on every CPU of each key (one per-CPU array for
+        all: not one made per key)."""
+        every = self._value_type(*[value] * self.cpus) if value is not None else self._value_type()
+        self.update([(key, every) for key in keys])
 
     def _values(self, values: Sequence[Any]) -> Any:
         return _array(self._value_type, [item if isinstance(item, self._value_type) else self._value_type(*item)

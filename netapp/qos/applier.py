@@ -9,6 +9,7 @@ more than the burst, so that any stretch of a window's length passes at most rat
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping
 
@@ -39,9 +40,11 @@ class PolicerSpec:
     gate: Gate = Gate.OPEN
 
 
+@functools.lru_cache(maxsize=1024)
 def window_shift_for(rate: int, burst: int) -> int:
     """The windows' log2 length in ns: the longest whose allowance fits the burst (and a count), or
-    the shortest there is when even it lets more through."""
+    the shortest there is when even it lets more through. Kept for the rates and bursts met lately:
+    a QER's policy is usually many sessions' (each session's policers are written with it)."""
     fitting = [
         shift
         for shift in range(WINDOW_SHIFT_MIN, WINDOW_SHIFT_MAX + 1)
