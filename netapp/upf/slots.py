@@ -64,9 +64,10 @@ class Slots:
     def choose_new_urr_slots(self, seid: int, urr_ids: Iterable[int]) -> list[int]:
         """The slots of the URRs of the new session `seid`, in the order of `urr_ids` (increasing),
         as `choose_urr_slots` gives them: the fast path of establishments."""
-        slots, self._pending = choose_slots(seid, {}, set(urr_ids), self._urr_holders, self.urr_count,
-                                            self._pending, "URR slot")
-        return [slots[urr_id] for urr_id in urr_ids] if slots else []
+        if not self.urr_count:
+            return []
+        slots, self._pending = free_numbers(self._pending, self._urr_holders, self.urr_count, len(urr_ids), "URR slot")
+        return slots
 
     def choose_urr_sets(
         self, base: Session, pdrs: dict[int, Any], urrs: dict[int, Any], urr_slots: dict[int, int]
@@ -116,10 +117,11 @@ class Slots:
     def choose_new_policers(self, seid: int, count: int) -> list[int]:
         """`count` policers for the new session `seid`, as `choose_policers` gives them (the free
         ones after the cursor, in turn): the fast path of establishments."""
-        wanted = set(range(count))
-        chosen, self._pending_policer = choose_slots(seid, {}, wanted, self._policer_holders, self.policer_count,
-                                                     self._pending_policer, "policer")
-        return [chosen[index] for index in range(count)] if chosen else []
+        if not self.policer_count:
+            return []
+        chosen, self._pending_policer = free_numbers(self._pending_policer, self._policer_holders, self.policer_count,
+                                                     count, "policer")
+        return chosen
 
 
 class Teids:
@@ -238,6 +240,23 @@ def choose_slots(
         cursor = slots[rule_id] = free_number(cursor, taken, count, what)
         taken.add(cursor)
     return slots, cursor
+
+
+def free_numbers(cursor: int, held: dict[int, int], space: int, count: int, what: str) -> tuple[list[int], int]:
+    """`count` numbers for a new session (it holds none), as `choose_slots` gives them: each the
+    first after `cursor` in 1 .. space-1 that no session holds (`held`) and that is not given
+    already; and the cursor after them. Without `Taken` and `choose_slots`' dicts: the fast path of
+    establishments takes a URR slot and two policers a session this way."""
+    chosen: list[int] = []
+    for _ in range(count):
+        for _ in range(len(held) + len(chosen) + 2):
+            cursor = cursor % (space - 1) + 1
+            if cursor not in held and cursor not in chosen:
+                chosen.append(cursor)
+                break
+        else:
+            raise RuleError(Cause.NO_RESOURCES_AVAILABLE, f"no {what} is free")
+    return chosen, cursor
 
 
 def free_number(cursor: int, taken: Taken, space: int, what: str) -> int:
