@@ -86,7 +86,8 @@ class Table:
         values = (self._value_type * len(keys))()
         found = (c_uint8 * len(keys))()
         self._adapter.table_lookup(self.name, self._keys(keys), values, found)
-        return [_copy(values, index) if hit else None for index, hit in enumerate(found)]
+        # the array is this call's alone: its items are given out as they are, not copied again
+        return [values[index] if hit else None for index, hit in enumerate(found)]
 
     def get(self, key: Any) -> Optional[Any]:
         return self.lookup([key])[0]
