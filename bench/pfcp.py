@@ -87,7 +87,9 @@ def no_applier() -> Iterator[Applier]:
 @contextlib.contextmanager
 def dpp_applier() -> Iterator[Applier]:
     """The UPF's applier over an anonymous data-plane instance (loaded, attached nowhere: the map
-    writes are the same), network instance "internet" as the request's PDRs name it. Without the
+    writes are the same), network instance "internet" as the request's PDRs name it, reconciled
+    with the (empty) store as `netapp serve` reconciles it at start (netapp.upf.runtime): the
+    reconcile reads dpp_upf_dl4 whole, so that a change reads none of its buckets again. Without the
     service's rules (netapp.service.function_rules), it refuses PDRs with SDF filters: `run` sends
     none to it."""
     from netapp.dataplane.facade import Dataplane
@@ -96,7 +98,9 @@ def dpp_applier() -> Iterator[Applier]:
 
     with Dataplane.open() as dataplane:
         site = Site(net_instances={"internet": 1}, default_instance="internet", n3_ipv4=N3)
-        yield BpfApplier(dataplane.table, site, {})
+        applier = BpfApplier(dataplane.table, site, {})
+        applier.reconcile([])
+        yield applier
 
 
 # The data-path appliers the endpoint can be given, by --applier: a context each, in the endpoint.

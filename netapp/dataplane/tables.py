@@ -86,7 +86,8 @@ class Table:
         values = (self._value_type * len(keys))()
         found = (c_uint8 * len(keys))()
         self._adapter.table_lookup(self.name, self._keys(keys), values, found)
-        return [_copy(values, index) if hit else None for index, hit in enumerate(found)]
+        # the array is this call's alone: its items are given out as they are, not copied again
+        return [values[index] if hit else None for index, hit in enumerate(found)]
 
     def get(self, key: Any) -> Optional[Any]:
         return self.lookup([key])[0]
@@ -131,9 +132,10 @@ class PerCpuTable(Table):
         self._value_type = self.spec.value * self.cpus
 
     def fill(self, keys: Sequence[Any], value: Any = None) -> None:
-        """Write `value` (by default a zeroed one) on every CPU of each key."""
-        one = value if value is not None else self.spec.value()
-        self.update([(key, [one] * self.cpus) for key in keys])
+        """Write `value` (by default a zeroed one) on every CPU of each key (one per-CPU array for
+        all: not one made per key)."""
+        every = self._value_type(*[value] * self.cpus) if value is not None else self._value_type()
+        self.update([(key, every) for key in keys])
 
     def _values(self, values: Sequence[Any]) -> Any:
         return _array(self._value_type, [item if isinstance(item, self._value_type) else self._value_type(*item)

@@ -9,6 +9,7 @@ more than the burst, so that any stretch of a window's length passes at most rat
 
 from __future__ import annotations
 
+import functools
 from typing import Callable, Iterable, Mapping
 
 from netapp.dataplane.tables import Table
@@ -30,9 +31,11 @@ __all__ = ["NANOBITS_PER_BYTE", "PolicerApplier", "PolicerSpec", "policer_value"
 NANOBITS_PER_BYTE = 8 * 10**9  # rate (bit/s) x time (ns) = nanobits
 
 
+@functools.lru_cache(maxsize=1024)
 def window_shift_for(rate: int, burst: int) -> int:
     """The windows' log2 length in ns: the longest whose allowance fits the burst (and a count), or
-    the shortest there is when even it lets more through."""
+    the shortest there is when even it lets more through. Kept for the rates and bursts met lately:
+    a QER's policy is usually many sessions' (each session's policers are written with it)."""
     fitting = [
         shift
         for shift in range(WINDOW_SHIFT_MIN, WINDOW_SHIFT_MAX + 1)
@@ -69,9 +72,10 @@ class PolicerApplier:
 
     def _check_ids(self, ids: Iterable[int]) -> list[int]:
         ids = list(ids)
-        bad = [policer_id for policer_id in ids if not 0 < policer_id < self._policers.max_entries]
+        # the size read once, at start: the table's `max_entries` asks the kernel every time
+        bad = [policer_id for policer_id in ids if not 0 < policer_id < self.max_entries]
         if bad:
-            raise ValueError(f"policer ids {bad}: 1 to {self._policers.max_entries - 1} allowed")
+            raise ValueError(f"policer ids {bad}: 1 to {self.max_entries - 1} allowed")
         return ids
 
     def apply(self, policers: Mapping[int, PolicerSpec]) -> None:

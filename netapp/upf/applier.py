@@ -463,26 +463,34 @@ def compile_stored(session: Session, site: Site) -> Entries:
     return made if made is not None else compile_session(session, site, session.urr_slots, session.sdf_slots)
 
 
+_TABLES = ("uplink", "downlink", "sdf_pdrs", "rules", "policers")  # the tables of netapp.upf.compiler.Entries
+
+
 def _joined(parts: Iterable[Entries]) -> Entries:
     """The entries of several sessions in one (their keys apart)."""
     joined = Entries()
     for entries in parts:
-        for table in ("uplink", "downlink", "sdf_pdrs", "rules", "policers"):
+        for table in _TABLES:
             getattr(joined, table).update(getattr(entries, table))
     return joined
 
 
 def _apart(compiled: list[tuple[Entries, Entries]], slots: list[tuple[dict, dict]]) -> bool:
-    """No two pairs touch one entry (by table and key) or URR slot."""
-    seen: set[tuple[str, Any]] = set()
+    """No two pairs touch one entry (by table and key) or URR slot. The keys seen are kept by table
+    (a set each), not as (table, key) pairs: no tuple made per entry of the group."""
+    usage: set[int] = set()
+    seen: dict[str, set[Any]] = {table: set() for table in _TABLES}
     for (before, after), (given, freed) in zip(compiled, slots):
-        own = {("usage", slot) for slot in (*given.values(), *freed.values())}
-        for entries in (before, after):
-            for table in ("uplink", "downlink", "sdf_pdrs", "rules", "policers"):
-                own.update((table, key) for key in getattr(entries, table))
-        if not own.isdisjoint(seen):
+        own = {*given.values(), *freed.values()}
+        if not usage.isdisjoint(own):
             return False
-        seen |= own
+        usage |= own
+        for table, keys in seen.items():
+            was, now = getattr(before, table), getattr(after, table)
+            if not keys.isdisjoint(was) or not keys.isdisjoint(now):
+                return False
+            keys.update(was)
+            keys.update(now)
     return True
 
 

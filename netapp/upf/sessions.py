@@ -320,7 +320,7 @@ class Upf:
         seid = self._next_seid
         for _ in range(len(self.sessions) + 1):
             seid = seid if 0 < seid < SEID_SPACE else 1
-            if self.sessions.get(seid) is None:
+            if seid not in self.sessions:  # not `get`: that reads a held session's JSON into models
                 return seid
             seid += 1
         raise RuleError(Cause.NO_RESOURCES_AVAILABLE, "no SEID is free")

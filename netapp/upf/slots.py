@@ -3,7 +3,8 @@ its slots of the data path's per-session tables: of the usage counters (dpp_upf_
 one per set of URRs a PDR names: models.UrrSet), of the PDRs with SDF filters (dpp_upf_sdf_pdrs) and
 of the QERs' policers (dpp_policers, netapp.upf.policing).
 Who holds which is kept in memory from the stored sessions; a number is given from a cursor (the last
-given), the first free one after it, 0 never."""
+given), the first free one after it, 0 never: a search from 1 on every request would walk every
+number held before it, as many as there are sessions."""
 
 from __future__ import annotations
 
@@ -17,8 +18,9 @@ TEID_SPACE = 1 << 32
 
 
 class Slots:
-    """The slots sessions hold, by table; the URR slots' cursor, which a change moves as it chooses
-    (`begin` ... `settle` once committed: an undone change puts `cursor` back)."""
+    """The slots sessions hold, by table; the cursors of the URR slots and of the policers, which a
+    change moves as it chooses (`begin` ... `settle` once committed: an undone change puts `cursor`,
+    the pair, back)."""
 
     def __init__(self, urr_count: int, sdf_count: int, policer_count: int = 0):
         self.urr_count, self.sdf_count = urr_count, sdf_count  # 0: the data path has none
@@ -26,7 +28,8 @@ class Slots:
         self._urr_holders: dict[int, int] = {}  # URR slot -> the SEID of the session holding it
         self._sdf_holders: dict[int, int] = {}  # slot of dpp_upf_sdf_pdrs -> the SEID holding it
         self._policer_holders: dict[int, int] = {}  # policer id of dpp_policers -> the SEID holding it
-        self.cursor = self._pending = 0
+        self.cursor = (0, 0)  # the URR slot and the policer id last given, committed
+        self._pending = self._pending_policer = 0  # where the change in progress left them
 
     def hold(self, session: Session) -> None:
         self._urr_holders.update(dict.fromkeys(session.usage_slots(), session.seid))
@@ -42,12 +45,12 @@ class Slots:
             self._policer_holders.pop(policer_id, None)
 
     def begin(self) -> None:
-        """A change starts choosing from the committed cursor."""
-        self._pending = self.cursor
+        """A change starts choosing from the committed cursors."""
+        self._pending, self._pending_policer = self.cursor
 
     def settle(self) -> None:
-        """The change that chose is committed: its cursor is the cursor."""
-        self.cursor = self._pending
+        """The change that chose is committed: its cursors are the cursors."""
+        self.cursor = (self._pending, self._pending_policer)
 
     def choose_urr_slots(self, base: Session, urrs: dict[int, Any]) -> dict[int, int]:
         """The URRs' slots: those `base` gave them kept, a free one (after the cursor) for each new
@@ -61,9 +64,10 @@ class Slots:
     def choose_new_urr_slots(self, seid: int, urr_ids: Iterable[int]) -> list[int]:
         """The slots of the URRs of the new session `seid`, in the order of `urr_ids` (increasing),
         as `choose_urr_slots` gives them: the fast path of establishments."""
-        slots, self._pending = choose_slots(seid, {}, set(urr_ids), self._urr_holders, self.urr_count,
-                                            self._pending, "URR slot")
-        return [slots[urr_id] for urr_id in urr_ids] if slots else []
+        if not self.urr_count:
+            return []
+        slots, self._pending = free_numbers(self._pending, self._urr_holders, self.urr_count, len(urr_ids), "URR slot")
+        return slots
 
     def choose_urr_sets(
         self, base: Session, pdrs: dict[int, Any], urrs: dict[int, Any], urr_slots: dict[int, int]
@@ -97,23 +101,27 @@ class Slots:
 
     def choose_policers(self, base: Session, session: Session) -> dict[int, tuple[int, int]]:
         """The policers of the QERs' directions that police a PDR of `session` (netapp.upf.policing):
-        those `base` gave them kept, the first free one for each new one; none without a data path
-        that polices (the compiler then drops what a closed gate stops and polices nothing)."""
+        those `base` gave them kept, a free one (after the cursor) for each new one; none without a
+        data path that polices (the compiler then drops what a closed gate stops and polices nothing)."""
         kept = {(qer_id, way): policer_id for qer_id, pair in base.qer_policers.items()
                 for way, policer_id in enumerate(pair) if policer_id}
-        chosen = choose_slots(base.seid, kept, policing.wanted(session), self._policer_holders, self.policer_count,
-                              0, "policer", base.policer_ids())[0]
+        chosen, self._pending_policer = choose_slots(
+            base.seid, kept, policing.wanted(session), self._policer_holders, self.policer_count,
+            self._pending_policer, "policer", base.policer_ids(),
+        )
         pairs: dict[int, list[int]] = {}
         for (qer_id, way), policer_id in chosen.items():
             pairs.setdefault(qer_id, [0, 0])[way] = policer_id
         return {qer_id: (pair[0], pair[1]) for qer_id, pair in sorted(pairs.items())}
 
     def choose_new_policers(self, seid: int, count: int) -> list[int]:
-        """`count` policers for the new session `seid`, as `choose_policers` gives them (the first
-        free ones, in turn): the fast path of establishments."""
-        wanted = set(range(count))
-        chosen = choose_slots(seid, {}, wanted, self._policer_holders, self.policer_count, 0, "policer")[0]
-        return [chosen[index] for index in range(count)] if chosen else []
+        """`count` policers for the new session `seid`, as `choose_policers` gives them (the free
+        ones after the cursor, in turn): the fast path of establishments."""
+        if not self.policer_count:
+            return []
+        chosen, self._pending_policer = free_numbers(self._pending_policer, self._policer_holders, self.policer_count,
+                                                     count, "policer")
+        return chosen
 
 
 class Teids:
@@ -232,6 +240,23 @@ def choose_slots(
         cursor = slots[rule_id] = free_number(cursor, taken, count, what)
         taken.add(cursor)
     return slots, cursor
+
+
+def free_numbers(cursor: int, held: dict[int, int], space: int, count: int, what: str) -> tuple[list[int], int]:
+    """`count` numbers for a new session (it holds none), as `choose_slots` gives them: each the
+    first after `cursor` in 1 .. space-1 that no session holds (`held`) and that is not given
+    already; and the cursor after them. Without `Taken` and `choose_slots`' dicts: the fast path of
+    establishments takes a URR slot and two policers a session this way."""
+    chosen: list[int] = []
+    for _ in range(count):
+        for _ in range(len(held) + len(chosen) + 2):
+            cursor = cursor % (space - 1) + 1
+            if cursor not in held and cursor not in chosen:
+                chosen.append(cursor)
+                break
+        else:
+            raise RuleError(Cause.NO_RESOURCES_AVAILABLE, f"no {what} is free")
+    return chosen, cursor
 
 
 def free_number(cursor: int, taken: Taken, space: int, what: str) -> int:

@@ -16,6 +16,7 @@ from netapp.upf.compiler import Site, compile_session
 from netapp.upf.models import Qer, RuleError, Session
 from netapp.upf.policing import DOWNLINK, UPLINK, PoliceDefaults, policer_spec, policing_qer, wanted
 from netapp.upf.pfcp.ies import IEType, RuleType
+from netapp.upf.slots import Slots
 from tests.upf.test_applier import CrampedDpp, _other
 from tests.upf.test_datapath import N3_IP, session
 
@@ -107,3 +108,43 @@ def test_the_reconcile_keeps_a_policer_configured_as_desired_and_empties_the_oth
     Dataplane(fake).table("dpp_policers").update({1: state, 9: stray})
     assert upf.reconcile([kept]) == {}
     assert sorted(_policers(fake)) == [1] and bytes(upf.policers.state(1)) == bytes(state)
+
+
+def _policed(slots: Slots, seid: int, ids: list[int]) -> Session:
+    """A session of QER 1 policing both directions, holding the policer ids `ids`, held by `slots`."""
+    held = _with({1: Qer(id=1, mbr_ul_kbps=8_000, mbr_dl_kbps=16_000)}, policers={1: (ids[0], ids[1])})
+    held = held.model_copy(update={"seid": seid})
+    slots.hold(held)
+    return held
+
+
+def _chosen(slots: Slots, seid: int, fast: bool) -> list[int]:
+    """The policer ids a new session `seid` of QER 1 (both directions policed) is given, committed:
+    by the fast path of establishments or the full one."""
+    slots.begin()
+    if fast:
+        ids = slots.choose_new_policers(seid, 2)
+    else:
+        bare = _with({1: Qer(id=1, mbr_ul_kbps=8_000, mbr_dl_kbps=16_000)}).model_copy(update={"seid": seid})
+        ids = list(slots.choose_policers(bare, bare)[1])
+    slots.settle()
+    return ids
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["fast path", "full path"])
+def test_policer_ids_are_given_after_the_last_given_and_a_freed_one_once_the_ids_wrap(fast):
+    """From a cursor, as URR slots are: the first free id from 1 would walk every id held before it,
+    one a session, on every establishment."""
+    slots = Slots(0, 0, policer_count=6)  # ids 1 .. 5
+    first = _policed(slots, 1, _chosen(slots, 1, fast))
+    assert first.policer_ids() == [1, 2]
+    _policed(slots, 2, _chosen(slots, 2, fast))
+    slots.release(first)
+    assert _chosen(slots, 3, fast) == [5, 1], "after 4, then 1: freed, once past the last id"
+
+
+def test_policer_ids_chosen_by_a_change_that_is_not_committed_are_given_again():
+    slots = Slots(0, 0, policer_count=6)
+    slots.begin()
+    assert slots.choose_new_policers(1, 2) == [1, 2]  # refused afterwards: never settled
+    assert _chosen(slots, 2, fast=True) == [1, 2]

@@ -1,0 +1,46 @@
+"""The PFCP benchmark (bench/pfcp.py), small runs: every establishment accepted by a real endpoint in
+a process of its own (a refusal stops the run), the endpoint holding each one, the fast path taking
+every timed one (the warm-up taught it the shape); with the data path, its applier reconciled at
+start as `netapp serve` reconciles it (no bucket of dpp_upf_dl4 left to read by a change)."""
+
+from __future__ import annotations
+
+import json
+
+from bench import pfcp
+from tests.utils.kernel import require_kernel
+
+
+def _run(tmp_path, *args: str) -> dict:
+    out = tmp_path / "pfcp.json"
+    assert pfcp.main(["--out", str(out), "--sessions", "300", "--warmup", "20", *args]) == 0
+    return json.loads(out.read_text())
+
+
+def _check(result: dict) -> None:
+    counters = result["endpoint"]["counters"]
+    assert result["endpoint"]["sessions"] == 320 and counters["accepted"] == 320 + 1, "and the Association Setup"
+    assert counters["accepted_from_template"] >= 300, "every timed one: the shape was learnt in the warm-up"
+    assert result["latency"]["count"] == 300 and result["establishments_per_s"] > 0
+    assert {target["name"] for target in result["targets"]} == {"establishments_per_s", "p99_ms"}
+
+
+def test_a_small_run_without_a_data_path(tmp_path):
+    result = _run(tmp_path, "--applier", "none", "--no-sdf")
+    _check(result)
+    assert not result["maps_in_figure"]
+
+
+def test_a_small_run_with_the_maps(tmp_path):
+    require_kernel()
+    result = _run(tmp_path, "--applier", "dpp")
+    _check(result)
+    assert result["maps_in_figure"] and result["settings"]["sdf_filters"] is False
+
+
+def test_the_applier_starts_reconciled_with_every_bucket_known():
+    """A change reads the dpp_upf_dl4 buckets it does not know from the kernel; `netapp serve`'s
+    reconcile at start reads the table whole, and the bench's applier must start the same way."""
+    require_kernel()
+    with pfcp.dpp_applier() as applier:
+        assert applier._ways._known == set(range(1 << applier._ways.bits))
