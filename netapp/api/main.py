@@ -20,6 +20,7 @@ from netapp.api.routes import dataplane, health, intents, metrics, slices, stats
 from netapp.api.routes import subscriptions, telemetry as telemetry_stream, tenants
 from netapp.core.config import Settings
 from netapp.forwarding import routes as forwarding
+from netapp.mec import routes as mec
 from netapp.qos import routes as policers
 from netapp.routing import routes as routing
 from netapp.service.contract import IntentService
@@ -49,6 +50,8 @@ ROUTERS = (
     upf.router,
     policers.router,
     routing.router,
+    mec.applications,
+    mec.app_support,
 )
 
 
