@@ -178,7 +178,7 @@ def _address(text: str, member: str) -> str:
 
 def _port(text: str, member: str) -> int:
     value = text.strip()
-    if not value.isdigit() or not 0 <= int(value) <= 65535:
+    if not _decimal(value) or not 0 <= int(value) <= 65535:
         why = "ranges are not matched, give one port" if "-" in value else "is not a port (0 to 65535)"
         raise IntentError.at(f"{FILTER}.{member}[0]", f"{text!r}: {why}")
     return int(value)
@@ -188,10 +188,15 @@ def _protocol(text: str) -> Any:
     value = text.strip().lower()
     if value in PROTOCOL_NUMBERS:
         return value
-    if value.isdigit() and int(value) <= 255:
+    if _decimal(value) and int(value) <= 255:
         return int(value)
     known = ", ".join(name.upper() for name in PROTOCOL_NUMBERS)
     raise IntentError.at(f"{FILTER}.protocol[0]", f"{text!r} is not {known} or an IP protocol number (0 to 255)")
+
+
+def _decimal(text: str) -> bool:
+    """ASCII digits only: str.isdigit() also takes digits int() does not read ("²")."""
+    return text.isascii() and text.isdigit()
 
 
 def _dscp(flt: TrafficFilter, fields: dict[str, Any]) -> None:
