@@ -15,8 +15,6 @@ application does not exist for a caller (404).
 
 from __future__ import annotations
 
-from typing import Callable, TypeVar
-
 from netapp.intents.errors import IntentError
 from netapp.intents.models import Intent
 from netapp.mec import store as mec_store
@@ -35,8 +33,6 @@ from netapp.service.contract import (
 from netapp.service.rules import rule_id
 from netapp.service.state import ServiceState
 from netapp.service.transaction import RuleChange
-
-T = TypeVar("T")
 
 
 class MecService:
@@ -66,7 +62,7 @@ class MecService:
             self._state.tenancy.check_quotas(application.tenant)
             return application
 
-        return self._change(who, work)
+        return self._state.change(who, work)
 
     def delete_application(self, who: Principal, app_instance_id: str) -> None:
         """Remove an application instance and what its rules installed."""
@@ -78,7 +74,7 @@ class MecService:
                 self._uninstall(change, application, rule.trafficRuleId)
             mec_store.delete_application(self._state.store, app_instance_id)
 
-        self._change(who, work)
+        self._state.change(who, work)
 
     def list_applications(self, who: Principal) -> list[MecApplication]:
         self._state.require(who, Scope.READ)
@@ -119,7 +115,7 @@ class MecService:
             return rule
 
         try:
-            return self._change(who, work)
+            return self._state.change(who, work)
         except Conflict as exc:
             raise RuleRefused.of(exc) from exc
 
@@ -128,7 +124,8 @@ class MecService:
     def _install(self, change: RuleChange, who: Principal, application: MecApplication, rule: TrafficRule) -> None:
         """Store and index the intents an (active) rule compiles to, inside the tenant's traffic."""
         tenant, now = application.tenant, self._state.now()
-        for intent in installed_intents(application.appInstanceId, rule, self._interfaces_by_mac()):
+        interfaces = self._interfaces_by_mac() if rule.dstInterface is not None else {}
+        for intent in installed_intents(application.appInstanceId, rule, interfaces):
             self._confine(who, tenant, intent)
             if self._state.store.get_intent(tenant, intent.id) is not None:
                 raise Conflict(f"tenant {tenant!r} has an intent {intent.id!r}, the id of this rule's", field="trafficRuleId")
@@ -183,9 +180,6 @@ class MecService:
         if rule is None:
             raise NotFound(f"application instance {app_instance_id!r} has no traffic rule {traffic_rule_id!r}")
         return rule
-
-    def _change(self, who: Principal, work: Callable[[RuleChange], T]) -> T:
-        return self._state.change(who, work)
 
 
 class RuleRefused(Forbidden):
