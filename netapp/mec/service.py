@@ -117,7 +117,7 @@ class MecService:
         try:
             return self._state.change(who, work)
         except Conflict as exc:
-            raise RuleRefused.of(exc) from exc
+            raise RuleRefused.of(traffic_rule_id, exc) from exc
 
     # --- the rules' intents ----------------------------------------------------------------------
 
@@ -190,8 +190,10 @@ class RuleRefused(Forbidden):
     title = "Conflict"
 
     @classmethod
-    def of(cls, exc: Conflict) -> "RuleRefused":
-        return cls(exc.detail, field=exc.field, reason=exc.reason, **exc.extra)
+    def of(cls, traffic_rule_id: str, exc: Conflict) -> "RuleRefused":
+        """The conflict, said of the rule (its intents are named `mec-<tag>-<n>`, netapp.mec.compiler)."""
+        field = "trafficFilter" if exc.field == "match" else exc.field
+        return cls(f"traffic rule {traffic_rule_id!r}: {exc.detail}", field=field, reason=exc.reason, **exc.extra)
 
 
 def _reject_repeated_rule_ids(spec: MecApplicationSpec) -> None:

@@ -102,7 +102,8 @@ def test_a_rule_that_collides_with_an_installed_one_is_a_403_and_changes_nothing
     service.mec.create_application(ADMIN, application(rule(), rule("r2", state="INACTIVE", priority=1)))
     with pytest.raises(RuleRefused) as refused:
         service.mec.put_traffic_rule(ALICE, APP, "r2", rule("r2", action="PASSTHROUGH"))
-    assert refused.value.status == 403 and "collides" in refused.value.detail
+    assert refused.value.status == 403 and refused.value.field == "trafficFilter"
+    assert refused.value.detail.startswith("traffic rule 'r2': ") and "collides" in refused.value.detail
     assert installed(service, "alice", APP, "r2") == []
 
 
