@@ -19,8 +19,11 @@ from netapp.intents.fields import MAX_I64
 # int32, as ETSI's document says of its integers ("contentEncoding": "int32").
 Int32 = Annotated[int, Field(ge=-(1 << 31), le=(1 << 31) - 1)]
 # Ids of an application instance and of a traffic rule: ETSI says "string"; ours are bounded and
-# printable, as they name rows and appear in paths.
-MecId = Annotated[str, StringConstraints(min_length=1, max_length=128, pattern=r"^[\x21-\x7e]+$")]
+# made of what a path segment holds as it is (RFC 3986 unreserved, sub-delims, ':' and '@'), as
+# they appear in paths.
+MEC_ID_PATTERN = r"^[A-Za-z0-9._~!$&'()*+,;=:@-]+$"
+MEC_ID_MAX = 128
+MecId = Annotated[str, StringConstraints(min_length=1, max_length=MEC_ID_MAX, pattern=MEC_ID_PATTERN)]
 
 
 class FilterType(str, Enum):

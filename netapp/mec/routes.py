@@ -13,9 +13,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Request, Response
 
-from netapp.api.deps import AdminDep, IntentWriterDep, JsonBody, ReaderDep, ServiceDep
+from netapp.api.deps import AdminDep, IntentWriterDep, JsonBody, PrincipalDep, ReaderDep, ServiceDep
 from netapp.api.routes.common import AUTHENTICATED, CHANGES, WITH_BODY, documented
-from netapp.mec.models import MecApplication, MecApplicationSpec, TrafficRule
+from netapp.mec.models import MEC_ID_MAX, MEC_ID_PATTERN, MecApplication, MecApplicationSpec, TrafficRule
 from netapp.mec.service import MecService
 from netapp.service.contract import DataplaneUnavailable
 
@@ -25,8 +25,9 @@ applications = APIRouter(prefix="/api/v1/mec/applications", tags=["mec"])
 app_support = APIRouter(prefix=MEC_APP_SUPPORT, tags=["mec011"])
 
 
-def get_mec(service: ServiceDep) -> MecService:
-    """The service's MEC part; a service without one (the API tests' fakes) answers 503."""
+def get_mec(service: ServiceDep, _caller: PrincipalDep) -> MecService:
+    """The service's MEC part; a service without one (the API tests' fakes) answers 503, once the
+    caller is known (a request without a valid token gets its 401 first)."""
     mec = getattr(service, "mec", None)
     if mec is None:
         raise DataplaneUnavailable("MEC 011 is served by the NetApp's service only")
@@ -35,11 +36,10 @@ def get_mec(service: ServiceDep) -> MecService:
 
 MecDep = Annotated[MecService, Depends(get_mec)]
 AppInstanceIdPath = Annotated[
-    str,
-    Path(min_length=1, max_length=128, pattern=r"^[\x21-\x7e]+$", description="a MEC application instance"),
+    str, Path(min_length=1, max_length=MEC_ID_MAX, pattern=MEC_ID_PATTERN, description="a MEC application instance")
 ]
 TrafficRuleIdPath = Annotated[
-    str, Path(min_length=1, max_length=128, pattern=r"^[\x21-\x7e]+$", description="a traffic rule")
+    str, Path(min_length=1, max_length=MEC_ID_MAX, pattern=MEC_ID_PATTERN, description="a traffic rule")
 ]
 
 
