@@ -21,6 +21,7 @@ from netapp.api.routes import subscriptions, telemetry as telemetry_stream, tena
 from netapp.core.config import Settings
 from netapp.forwarding import routes as forwarding
 from netapp.frer import routes as frer
+from netapp.mec import routes as mec
 from netapp.qos import routes as policers
 from netapp.routing import routes as routing
 from netapp.service.contract import IntentService
@@ -51,6 +52,8 @@ ROUTERS = (
     policers.router,
     routing.router,
     frer.router,
+    mec.applications,
+    mec.app_support,
 )
 
 

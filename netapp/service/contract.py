@@ -141,6 +141,11 @@ class TelemetryUnavailable(ServiceError):
 # --- resources -----------------------------------------------------------------------------------
 
 
+# Where a stored intent came from: created directly (native, legacy), by a slice, or by a MEC 011
+# traffic rule (netapp.mec.compiler.MEC_SOURCE).
+IntentSource = Literal["native", "legacy", "slice", "mec011"]
+
+
 class IntentRecord(BaseModel):
     """An intent as stored: the intent, its owner, where it came from, when it changed."""
 
@@ -149,7 +154,7 @@ class IntentRecord(BaseModel):
     intent: Intent
     tenant: str
     slice_id: Optional[str] = Field(None, description="the slice that owns it; null: created directly")
-    source: Literal["native", "legacy", "slice"] = "native"
+    source: IntentSource = "native"
     created_at: datetime
     updated_at: datetime
     revision: int = Field(1, description="bumped on every replace")

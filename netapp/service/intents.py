@@ -19,6 +19,7 @@ from typing import Callable, Optional, Union
 from netapp.intents.errors import IntentError
 from netapp.intents.index import IndexChange
 from netapp.intents.models import Intent, LegacyMessage, legacy_to_native
+from netapp.mec.compiler import MEC_SOURCE
 from netapp.service.contract import (
     MAX_BATCH_INTENTS,
     BatchCreateResult,
@@ -312,6 +313,12 @@ class IntentsService(IntentsContract):
         if record.slice_id is not None:
             raise Conflict(
                 f"intent {intent_id!r} belongs to slice {record.slice_id!r}: change the slice instead",
+                field="id",
+            )
+        if record.source == MEC_SOURCE:
+            raise Conflict(
+                f"intent {intent_id!r} is a MEC 011 traffic rule's ({record.intent.label}): change the rule "
+                "through /mec_app_support/v1 instead",
                 field="id",
             )
         return record

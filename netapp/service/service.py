@@ -12,6 +12,7 @@ together or not at all. The service is one class per domain over a shared state
 | CPUs                          | netapp.steering.service             | CpusContract           |
 | interfaces, program, stats    | netapp.service.admin                | DataplaneContract      |
 | telemetry counters            | netapp.service.counters             | (netapp.telemetry)     |
+| MEC 011 applications, rules   | netapp.mec.service                  | (its routes call it)   |
 
 A network function brings its own package, `netapp/<function>/` (its contract, its class, its
 `MapChange` if its tables are not rules), and is composed here: built in `__init__`, its contract's
@@ -41,6 +42,7 @@ from netapp.intents.compiler import CompiledDocument, CompiledRule, CompileError
 from netapp.intents.index import RuleIndex
 from netapp.intents.models import Intent, LegacyMessage
 from netapp.frer.dataplane import FrerDataplane
+from netapp.mec.service import MecService
 from netapp.qos.dispatch import Dispatcher
 from netapp.qos.dispatch import apply_settings as apply_dispatch
 from netapp.qos.service import RulePolicerViews
@@ -108,6 +110,7 @@ class NetAppService(IntentService):
         self._cpus = CpuService(state)
         self._admin = AdminService(state, self._cpus, self._left_out)
         self._counters = ServiceCounters(state, self._admin.wanted_attachments)
+        self._mec = MecService(state)
 
     @property
     def dataplane(self) -> Dataplane:
@@ -116,6 +119,11 @@ class NetAppService(IntentService):
     @property
     def store(self) -> Store:
         return self._state.store
+
+    @property
+    def mec(self) -> MecService:
+        """MEC 011: application instances and their traffic rules, as intents of their tenants."""
+        return self._mec
 
     def function_rules(self, name: str) -> FunctionRules:
         """The rules network function `name` installs itself (the UPF's SDF filters), beside the

@@ -29,9 +29,9 @@ from typing import Any, Callable, ContextManager, Generic, Optional, Protocol, T
 
 from netapp.dataplane.binding import DataplaneError
 from netapp.dataplane.facade import Dataplane
-from netapp.intents.compiler import CompiledRule
+from netapp.intents.compiler import CompiledRule, redirect_ports
 from netapp.intents.errors import IntentError
-from netapp.intents.index import IndexChange
+from netapp.intents.index import IndexChange, RuleDelta
 from netapp.service.contract import DataplaneFull, DataplaneUnavailable, InvalidInput, Principal, ServiceError
 from netapp.service.store import Store, StoreError
 
@@ -198,6 +198,7 @@ class RuleChange:
         delta = self.index_change.delta()
         if delta.empty:
             return
+        self._add_ports(delta)
         slots = self._dataplane.slots_of(rule.intent_id for rule in delta.removes)
         try:
             self._dataplane.apply_changes(delta)
@@ -211,6 +212,15 @@ class RuleChange:
                 ) from exc
             raise DataplaneUnavailable(f"the data plane refused the change: {exc}") from exc
         self._slots = slots
+
+    def _add_ports(self, delta: RuleDelta) -> None:
+        """The ports the delta's redirects send out of, in the port map before the rules that use them
+        (the full reconcile adds them too; a port left there by a rule that went is harmless)."""
+        try:
+            for ifindex in sorted(redirect_ports(delta.upserts)):
+                self._dataplane.add_port(ifindex)
+        except DataplaneError as exc:
+            raise DataplaneUnavailable(f"the data plane refused a redirect's port: {exc}") from exc
 
     def undo_maps(self, cause: Exception) -> None:
         """Put the maps back as they were before the change (before rolling the index back)."""

@@ -28,6 +28,7 @@ from netapp.service.contract import (
     IntentFilter,
     IntentRecord,
     IntentResult,
+    IntentSource,
     IntentService,
     IntentWarning,
     InvalidInput,
@@ -37,7 +38,7 @@ from netapp.service.contract import (
 router = APIRouter(prefix="/api/v1/intents", tags=["intents"])
 
 ActionName = Literal[ACTIONS]  # type: ignore[valid-type]
-SourceName = Literal["native", "legacy", "slice"]
+SourceName = IntentSource
 IntentIdPath = Annotated[IntentId, Path(description="the intent's id")]
 DryRun = Annotated[bool, Query(description="compile and report the rules and conflicts; change nothing")]
 IdempotencyKey = Annotated[

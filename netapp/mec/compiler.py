@@ -1,0 +1,309 @@
+"""MEC 011 traffic rules as intents (pure): a rule's filter becomes a classifier match, its action
+pass, drop or a redirect out of one of the node's interfaces.
+
+A rule compiles to the intents that do exactly what it asks, or is refused (IntentError) naming the
+ETSI field (`trafficFilter[0].srcTunnelAddress`, `action`, `dstInterface.interfaceType`) and why the
+data plane cannot do it; nothing is accepted and left undone:
+
+| rule                                  | intents                                                        |
+|---------------------------------------|----------------------------------------------------------------|
+| filterType PACKET                     | one: the filter as written                                     |
+| filterType FLOW (DROP, PASSTHROUGH)   | two: the filter and its reverse (addresses and ports swapped)  |
+| action DROP                           | drop (no dstInterface, as ETSI says)                           |
+| action PASSTHROUGH                    | pass; with a MAC dstInterface, redirect out of it              |
+| action FORWARD_DECAPSULATED           | redirect out of the interface whose MAC is srcMacAddress       |
+| FORWARD_ENCAPSULATED, DUPLICATE_*     | refused: no intent encapsulates or duplicates                  |
+| state INACTIVE                        | none installed (the rule is still checked, so it can be turned on) |
+
+The classifier holds one value per field, so a filter compiles when each of its lists holds at most
+one value (an address or prefix, a port, a protocol), and a rule has exactly one filter. It matches
+a GTP-U packet's TEID and inner headers, not its tunnel's outer addresses or ports, nor a 4G QCI:
+those members are refused. dSCP (IPv4) and tC (IPv6) match the DSCP of the innermost header, which
+is family-blind, so they need an address of their family. A redirect sends the packet as it came:
+FORWARD_DECAPSULATED is right for packets that arrive without a tunnel (the N6 side).
+
+Priority: MEC's 0 (highest) to 255 (lowest) become intent priorities MEC_PRIORITY_BASE + 255 - p,
+ordered as MEC orders them and above slices' (1001 to 1127): an application's rule on a slice's
+traffic is what decides where the application's traffic goes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+from typing import Any, Mapping, Optional
+
+from pydantic import ValidationError
+
+from netapp.intents.errors import IntentError
+from netapp.intents.fields import PROTOCOL_NUMBERS
+from netapp.intents.models import Intent, Match
+from netapp.mec.models import (
+    DestinationInterface,
+    FilterType,
+    InterfaceType,
+    RuleAction,
+    RuleState,
+    TrafficFilter,
+    TrafficRule,
+)
+
+MEC_SOURCE = "mec011"  # the source of the intents a traffic rule compiles to
+MEC_PRIORITY_BASE = 2000
+MAX_MEC_PRIORITY = 255
+RULE_TAG_DIGITS = 16
+FILTER = "trafficFilter[0]"
+
+# Intent match fields -> the ETSI filter members they come from, for errors to name the latter.
+_MATCH_TO_FILTER = {
+    "src": "srcAddress",
+    "dst": "dstAddress",
+    "src_port": "srcPort",
+    "dst_port": "dstPort",
+    "protocol": "protocol",
+    "dscp": "dSCP",
+}
+_UNMATCHED = {
+    "token": "token-based rules are not matched: the classifier sees packet headers only",
+    "srcTunnelAddress": "the classifier matches a GTP-U packet's TEID and inner headers, not its tunnel's addresses",
+    "tgtTunnelAddress": "the classifier matches a GTP-U packet's TEID and inner headers, not its tunnel's addresses",
+    "srcTunnelPort": "the classifier matches a GTP-U packet's TEID and inner headers, not its tunnel's ports",
+    "dstTunnelPort": "the classifier matches a GTP-U packet's TEID and inner headers, not its tunnel's ports",
+    "qCI": "QCI is a 4G bearer class the packets do not carry; the classifier matches the 5G QFI",
+}
+_REFUSED_ACTIONS = {
+    RuleAction.FORWARD_ENCAPSULATED.value: "the data plane's redirect does not encapsulate (GTP-U encapsulation is "
+    "the UPF's, driven by PFCP FARs)",
+    RuleAction.DUPLICATE_DECAPSULATED.value: "no intent duplicates packets (FRER replicates only its own streams)",
+    RuleAction.DUPLICATE_ENCAPSULATED.value: "no intent duplicates packets (FRER replicates only its own streams)",
+}
+
+
+def intent_ids(app_instance_id: str, traffic_rule_id: str) -> list[str]:
+    """The ids of the (at most two) intents of a rule: a tag of both ids (they may hold any character)."""
+    tag = hashlib.sha256(f"{app_instance_id}\0{traffic_rule_id}".encode()).hexdigest()[:RULE_TAG_DIGITS]
+    return [f"mec-{tag}-0", f"mec-{tag}-1"]
+
+
+def installed_intents(
+    app_instance_id: str, rule: TrafficRule, interfaces_by_mac: Mapping[str, str]
+) -> list[Intent]:
+    """What a rule installs now: its intents when ACTIVE, none when INACTIVE (checked either way)."""
+    intents = rule_intents(app_instance_id, rule, interfaces_by_mac)
+    return intents if rule.state == RuleState.ACTIVE.value else []
+
+
+def rule_intents(app_instance_id: str, rule: TrafficRule, interfaces_by_mac: Mapping[str, str]) -> list[Intent]:
+    """The intents that do what `rule` asks; IntentError naming the ETSI field when none can.
+    `interfaces_by_mac`: the node's interfaces by MAC (lower case, colons)."""
+    priority = _priority(rule.priority)
+    action = _action(rule, interfaces_by_mac)
+    match = _match(_one_filter(rule.trafficFilter))
+    matches = [match]
+    if rule.filterType == FilterType.FLOW.value:
+        matches = _both_directions(match, rule)
+    ids = intent_ids(app_instance_id, rule.trafficRuleId)
+    label = f"MEC 011 traffic rule {rule.trafficRuleId[:96]!r} of application {app_instance_id[:96]!r}"
+    return [
+        Intent(id=ids[n], priority=priority, match=one, action=action, label=label)
+        for n, one in enumerate(matches)
+    ]
+
+
+def _priority(priority: int) -> int:
+    if not 0 <= priority <= MAX_MEC_PRIORITY:
+        raise IntentError.at("priority", f"{priority} is outside 0 (highest) to {MAX_MEC_PRIORITY} (lowest)")
+    return MEC_PRIORITY_BASE + MAX_MEC_PRIORITY - priority
+
+
+# --- the filter ----------------------------------------------------------------------------------
+
+
+def _one_filter(filters: list[TrafficFilter]) -> TrafficFilter:
+    if len(filters) != 1:
+        raise IntentError.at(
+            "trafficFilter",
+            f"{len(filters)} filters: a rule compiles to one classifier match, so it takes exactly one filter",
+        )
+    return filters[0]
+
+
+def _match(flt: TrafficFilter) -> Match:
+    for member, why in _UNMATCHED.items():
+        if _given(getattr(flt, member)):
+            raise IntentError.at(f"{FILTER}.{member}", why)
+    fields: dict[str, Any] = {}
+    for member, name in (("srcAddress", "src"), ("dstAddress", "dst")):
+        value = _single(flt, member)
+        if value is not None:
+            fields[name] = _address(value, member)
+    for member, name in (("srcPort", "src_port"), ("dstPort", "dst_port")):
+        value = _single(flt, member)
+        if value is not None:
+            fields[name] = _port(value, member)
+    protocol = _single(flt, "protocol")
+    if protocol is not None:
+        fields["protocol"] = _protocol(protocol)
+    _dscp(flt, fields)
+    try:
+        return Match.model_validate(fields)
+    except ValidationError as exc:
+        raise _renamed(IntentError.from_validation(exc)) from None
+
+
+def _given(value: Any) -> bool:
+    return value is not None and value != []
+
+
+def _single(flt: TrafficFilter, member: str) -> Optional[str]:
+    values = getattr(flt, member)
+    if not values:
+        return None
+    if len(values) > 1:
+        raise IntentError.at(
+            f"{FILTER}.{member}",
+            f"{len(values)} values: the classifier holds one value per field (write one rule per value)",
+        )
+    return values[0]
+
+
+def _address(text: str, member: str) -> str:
+    if "-" in text:
+        raise IntentError.at(f"{FILTER}.{member}[0]", f"{text!r}: ranges are not matched, give an address or a prefix")
+    try:
+        return str(ipaddress.ip_network(text.strip(), strict=False))
+    except ValueError:
+        raise IntentError.at(f"{FILTER}.{member}[0]", f"{text!r} is not an IPv4 or IPv6 address or prefix") from None
+
+
+def _port(text: str, member: str) -> int:
+    value = text.strip()
+    if not _decimal(value) or not 0 <= int(value) <= 65535:
+        why = "ranges are not matched, give one port" if "-" in value else "is not a port (0 to 65535)"
+        raise IntentError.at(f"{FILTER}.{member}[0]", f"{text!r}: {why}")
+    return int(value)
+
+
+def _protocol(text: str) -> Any:
+    value = text.strip().lower()
+    if value in PROTOCOL_NUMBERS:
+        return value
+    if _decimal(value) and int(value) <= 255:
+        return int(value)
+    known = ", ".join(name.upper() for name in PROTOCOL_NUMBERS)
+    raise IntentError.at(f"{FILTER}.protocol[0]", f"{text!r} is not {known} or an IP protocol number (0 to 255)")
+
+
+def _decimal(text: str) -> bool:
+    """ASCII digits only: str.isdigit() also takes digits int() does not read ("²")."""
+    return text.isascii() and text.isdigit()
+
+
+def _dscp(flt: TrafficFilter, fields: dict[str, Any]) -> None:
+    """dSCP (IPv4) or tC (IPv6) as the DSCP match, which is family-blind: an address fixes the family."""
+    if flt.dSCP is not None and flt.tC is not None:
+        raise IntentError.at(f"{FILTER}.tC", "give dSCP (IPv4) or tC (IPv6), not both")
+    if flt.dSCP is not None:
+        if not 0 <= flt.dSCP <= 63:
+            raise IntentError.at(f"{FILTER}.dSCP", f"{flt.dSCP} is not a DSCP (0 to 63)")
+        _require_family(fields, 4, "dSCP")
+        fields["dscp"] = flt.dSCP
+    if flt.tC is not None:
+        if not 0 <= flt.tC <= 255 or flt.tC & 3:
+            raise IntentError.at(
+                f"{FILTER}.tC", f"{flt.tC}: the traffic class's DSCP is matched, not its ECN bits (a multiple of 4, 0 to 252)"
+            )
+        _require_family(fields, 6, "tC")
+        fields["dscp"] = flt.tC >> 2
+
+
+def _require_family(fields: dict[str, Any], version: int, member: str) -> None:
+    prefix = fields.get("src") or fields.get("dst")
+    if prefix is None or ipaddress.ip_network(prefix).version != version:
+        raise IntentError.at(
+            f"{FILTER}.{member}",
+            f"{member} matches IPv{version} packets only, and the DSCP match is family-blind: "
+            f"it needs an IPv{version} srcAddress or dstAddress",
+        )
+
+
+def _renamed(error: IntentError) -> IntentError:
+    """An intent match's field paths as the ETSI filter members they came from."""
+    return IntentError([(filter_path(path), message) for path, message in error.problems])
+
+
+def filter_path(path: str) -> str:
+    """`dst_port` or `match.dst_port` -> `trafficFilter[0].dstPort`."""
+    name = path.removeprefix("match.").split(".", 1)[0]
+    member = _MATCH_TO_FILTER.get(name)
+    return f"{FILTER}.{member}" if member else FILTER
+
+
+def _both_directions(match: Match, rule: TrafficRule) -> list[Match]:
+    """FLOW: the filter and its reverse, for actions that are the same both ways."""
+    if rule.action != RuleAction.DROP.value and not (
+        rule.action == RuleAction.PASSTHROUGH.value and rule.dstInterface is None
+    ):
+        raise IntentError.at(
+            "filterType",
+            f"FLOW with {rule.action} would send the reverse direction out of the same interface; the "
+            "classifier acts per direction: use PACKET (and a rule for the reverse direction if it needs one)",
+        )
+    reverse = match.model_copy(
+        update={"src": match.dst, "dst": match.src, "src_port": match.dst_port, "dst_port": match.src_port}
+    )
+    return [match] if reverse == match else [match, reverse]
+
+
+# --- the action ----------------------------------------------------------------------------------
+
+
+def _action(rule: TrafficRule, interfaces_by_mac: Mapping[str, str]) -> dict[str, Any]:
+    if rule.action in _REFUSED_ACTIONS:
+        raise IntentError.at("action", f"{rule.action}: {_REFUSED_ACTIONS[rule.action]}")
+    if rule.action == RuleAction.DROP.value:
+        if rule.dstInterface is not None:
+            raise IntentError.at("dstInterface", "DROP takes no destination interface (MEC 011: none shall be given)")
+        return {"type": "drop"}
+    if rule.dstInterface is None:
+        if rule.action == RuleAction.PASSTHROUGH.value:
+            return {"type": "pass"}
+        raise IntentError.at("dstInterface", f"{rule.action} needs a destination interface")
+    return {"type": "redirect", "interface": _interface(rule.dstInterface, interfaces_by_mac)}
+
+
+def _interface(destination: DestinationInterface, interfaces_by_mac: Mapping[str, str]) -> str:
+    kind = destination.interfaceType
+    if kind == InterfaceType.TUNNEL.value:
+        raise IntentError.at(
+            "dstInterface.interfaceType", "TUNNEL needs encapsulation, which the data plane's redirect does not do"
+        )
+    if kind == InterfaceType.IP.value:
+        raise IntentError.at(
+            "dstInterface.interfaceType",
+            "IP: reaching a remote address needs a next-hop MAC rewrite, which the redirect does not do; "
+            "use MAC, with srcMacAddress naming one of the node's interfaces",
+        )
+    for member in ("tunnelInfo", "dstIpAddress", "dstMacAddress"):
+        if getattr(destination, member) is not None:
+            raise IntentError.at(
+                f"dstInterface.{member}", "not used by a MAC interface: the packet leaves as it came, unrewritten"
+            )
+    if destination.srcMacAddress is None:
+        raise IntentError.at("dstInterface.srcMacAddress", "a MAC interface is named by its MAC address")
+    return _interface_of(destination.srcMacAddress, interfaces_by_mac)
+
+
+def _interface_of(text: str, interfaces_by_mac: Mapping[str, str]) -> str:
+    mac = mac_key(text)
+    if mac in interfaces_by_mac:
+        return interfaces_by_mac[mac]
+    known = ", ".join(f"{address} ({name})" for address, name in sorted(interfaces_by_mac.items())) or "none"
+    raise IntentError.at(
+        "dstInterface.srcMacAddress", f"{text!r} is not the MAC of an interface of the data plane (known: {known})"
+    )
+
+
+def mac_key(mac: str) -> str:
+    """A MAC as `interfaces_by_mac` keys it."""
+    return mac.strip().lower().replace("-", ":")

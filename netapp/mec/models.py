@@ -1,0 +1,139 @@
+"""ETSI GS MEC 011 v2.1.1 data types (MecAppSupportApi: TrafficRule and what it holds), and the
+application instance an administrator declares.
+
+The ETSI types keep ETSI's names, enums and required fields (clause 7.1.2; the OpenAPI document
+MecAppSupportApi.json), so that the API's answers are what a MEC application expects. Their fields are
+as loose as ETSI's (addresses and ports are strings, lists are lists): what the data plane cannot do
+with a value is said by the compiler (netapp.mec.compiler), naming the field, not by a schema of ours.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Annotated, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+from netapp.intents.fields import MAX_I64
+
+# int32, as ETSI's document says of its integers ("contentEncoding": "int32").
+Int32 = Annotated[int, Field(ge=-(1 << 31), le=(1 << 31) - 1)]
+# Ids of an application instance and of a traffic rule: ETSI says "string"; ours are bounded and
+# made of what a path segment holds as it is (RFC 3986 unreserved, sub-delims, ':' and '@'), as
+# they appear in paths.
+MEC_ID_PATTERN = r"^[A-Za-z0-9._~!$&'()*+,;=:@-]+$"
+MEC_ID_MAX = 128
+MecId = Annotated[str, StringConstraints(min_length=1, max_length=MEC_ID_MAX, pattern=MEC_ID_PATTERN)]
+
+
+class FilterType(str, Enum):
+    """TrafficRule.FilterType: FLOW matches UE->EPC packets and their reverse; PACKET the packets as written."""
+
+    FLOW = "FLOW"
+    PACKET = "PACKET"
+
+
+class RuleAction(str, Enum):
+    """TrafficRule.Action: what the MEC host's data plane does with a matching packet."""
+
+    DROP = "DROP"
+    FORWARD_DECAPSULATED = "FORWARD_DECAPSULATED"
+    FORWARD_ENCAPSULATED = "FORWARD_ENCAPSULATED"
+    PASSTHROUGH = "PASSTHROUGH"
+    DUPLICATE_DECAPSULATED = "DUPLICATE_DECAPSULATED"
+    DUPLICATE_ENCAPSULATED = "DUPLICATE_ENCAPSULATED"
+
+
+class RuleState(str, Enum):
+    """TrafficRule.State: an INACTIVE rule is kept, not installed."""
+
+    ACTIVE = "ACTIVE"
+    INACTIVE = "INACTIVE"
+
+
+class InterfaceType(str, Enum):
+    """DestinationInterface.InterfaceType."""
+
+    TUNNEL = "TUNNEL"
+    MAC = "MAC"
+    IP = "IP"
+
+
+class TunnelType(str, Enum):
+    """TunnelInfo.TunnelType."""
+
+    GTP_U = "GTP_U"
+    GRE = "GRE"
+
+
+class _Etsi(BaseModel):
+    # ETSI's types do not forbid other members; a member we do not know is kept out of the answer.
+    model_config = ConfigDict(extra="ignore", use_enum_values=True)
+
+
+class TunnelInfo(_Etsi):
+    """The tunnel a packet is forwarded in."""
+
+    tunnelType: TunnelType
+    tunnelDstAddress: Optional[str] = Field(None, description="Destination address of the tunnel")
+    tunnelSrcAddress: Optional[str] = Field(None, description="Source address of the tunnel")
+
+
+class DestinationInterface(_Etsi):
+    """Where matching packets go: one for FORWARD_* and PASSTHROUGH, two for DUPLICATE_*, none for DROP."""
+
+    interfaceType: InterfaceType
+    tunnelInfo: Optional[TunnelInfo] = None
+    srcMacAddress: Optional[str] = Field(None, description="MAC address of the interface")
+    dstMacAddress: Optional[str] = Field(None, description="MAC address of the destination")
+    dstIpAddress: Optional[str] = Field(None, description="IP address of the remote destination")
+
+
+class TrafficFilter(_Etsi):
+    """Which packets a rule is about (every member optional)."""
+
+    srcAddress: Optional[list[str]] = None
+    dstAddress: Optional[list[str]] = None
+    srcPort: Optional[list[str]] = None
+    dstPort: Optional[list[str]] = None
+    protocol: Optional[list[str]] = None
+    token: Optional[list[str]] = None
+    srcTunnelAddress: Optional[list[str]] = None
+    tgtTunnelAddress: Optional[list[str]] = None
+    srcTunnelPort: Optional[list[str]] = None
+    dstTunnelPort: Optional[list[str]] = None
+    qCI: Optional[Int32] = None
+    dSCP: Optional[Int32] = None
+    tC: Optional[Int32] = None
+
+
+class TrafficRule(_Etsi):
+    """MEC 011 TrafficRule: a filter, an action, where matching packets go, and whether it is on."""
+
+    trafficRuleId: MecId
+    filterType: FilterType
+    priority: Int32 = Field(description="0 (highest) to 255 (lowest), MEC 011 clause 7.1.2.2")
+    trafficFilter: list[TrafficFilter]
+    action: RuleAction
+    dstInterface: Optional[DestinationInterface] = None
+    state: RuleState
+
+
+class MecApplicationSpec(BaseModel):
+    """An application instance as an administrator declares it (later: as its AppD's instantiation
+    does): its id, the tenant that owns it, and its traffic rules (the AppD's appTrafficRule)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    appInstanceId: MecId
+    tenant: Annotated[str, StringConstraints(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9._-]+$")] = Field(
+        description="the tenant whose traffic the application's rules act on"
+    )
+    appName: Optional[Annotated[str, StringConstraints(max_length=256)]] = None
+    trafficRules: list[TrafficRule] = Field(default_factory=list, max_length=64)
+
+
+class MecApplication(MecApplicationSpec):
+    """An application instance as stored."""
+
+    revision: Annotated[int, Field(ge=1, le=MAX_I64)] = 1

@@ -1,0 +1,208 @@
+"""MEC 011 application instances and their traffic rules, in the store and, as intents of the
+application's tenant, in the maps.
+
+A rule goes the way an intent goes: compiled (netapp.mec.compiler), kept inside its tenant's
+traffic (netapp.tenancy), written to the store and the index in one transaction of the service
+(netapp.service.transaction), so its entries in the maps are those of the equivalent intent. A rule
+that would be narrowed to fit the tenant's grants is refused instead: the rule an application reads
+back must be the rule that acts. A PUT that collides with an installed rule is a 403 (`RuleRefused`):
+MEC 011 lets a PUT answer that, and no 409.
+
+Who: administrators declare and delete applications; an application's tenant (or an administrator)
+reads its rules with scope read and changes them with scope intents:write. Another tenant's
+application does not exist for a caller (404).
+"""
+
+from __future__ import annotations
+
+from netapp.intents.errors import IntentError
+from netapp.intents.models import Intent
+from netapp.mec import store as mec_store
+from netapp.mec.compiler import MEC_SOURCE, filter_path, installed_intents, intent_ids, mac_key
+from netapp.mec.models import MecApplication, MecApplicationSpec, TrafficRule
+from netapp.routing.neighbours import device_mac
+from netapp.service.contract import (
+    Conflict,
+    Forbidden,
+    IntentRecord,
+    InvalidInput,
+    NotFound,
+    Principal,
+    Scope,
+)
+from netapp.service.rules import rule_id
+from netapp.service.state import ServiceState
+from netapp.service.transaction import RuleChange
+
+
+class MecService:
+    """The MEC 011 application instances of the site and their traffic rules."""
+
+    def __init__(self, state: ServiceState):
+        self._state = state
+
+    # --- applications (administrators) -----------------------------------------------------------
+
+    def create_application(self, who: Principal, spec: MecApplicationSpec) -> MecApplication:
+        """Declare an application instance with its traffic rules; all installed, or none."""
+        self._state.require(who, Scope.ADMIN)
+        _reject_repeated_rule_ids(spec)
+        application = MecApplication(**spec.model_dump())
+
+        def work(change: RuleChange) -> MecApplication:
+            store, now = self._state.store, self._state.now()
+            if mec_store.get_application(store, spec.appInstanceId) is not None:
+                raise Conflict(f"application instance {spec.appInstanceId!r} exists", field="appInstanceId")
+            for position, rule in enumerate(spec.trafficRules):
+                try:
+                    self._install(change, who, application, rule)
+                except IntentError as exc:
+                    raise exc.prefixed(f"trafficRules[{position}]") from None
+            mec_store.insert_application(store, application, now)
+            self._state.tenancy.check_quotas(application.tenant)
+            return application
+
+        return self._state.change(who, work)
+
+    def delete_application(self, who: Principal, app_instance_id: str) -> None:
+        """Remove an application instance and what its rules installed."""
+        self._state.require(who, Scope.ADMIN)
+
+        def work(change: RuleChange) -> None:
+            application = self._application(who, app_instance_id)
+            for rule in application.trafficRules:
+                self._uninstall(change, application, rule.trafficRuleId)
+            mec_store.delete_application(self._state.store, app_instance_id)
+
+        self._state.change(who, work)
+
+    def list_applications(self, who: Principal) -> list[MecApplication]:
+        self._state.require(who, Scope.READ)
+        return mec_store.list_applications(self._state.store, None if who.is_admin else who.tenant)
+
+    def get_application(self, who: Principal, app_instance_id: str) -> MecApplication:
+        self._state.require(who, Scope.READ)
+        return self._application(who, app_instance_id)
+
+    # --- traffic rules (MEC 011) -----------------------------------------------------------------
+
+    def list_traffic_rules(self, who: Principal, app_instance_id: str) -> list[TrafficRule]:
+        return self.get_application(who, app_instance_id).trafficRules
+
+    def get_traffic_rule(self, who: Principal, app_instance_id: str, traffic_rule_id: str) -> TrafficRule:
+        self._state.require(who, Scope.READ)
+        self._application(who, app_instance_id)
+        return self._rule(app_instance_id, traffic_rule_id)
+
+    def put_traffic_rule(
+        self, who: Principal, app_instance_id: str, traffic_rule_id: str, rule: TrafficRule
+    ) -> TrafficRule:
+        """Replace a rule: what it installed goes, what it now asks comes, in one transaction."""
+        self._state.require(who, Scope.INTENTS_WRITE)
+        if rule.trafficRuleId != traffic_rule_id:
+            raise InvalidInput(
+                f"trafficRuleId {rule.trafficRuleId!r} differs from the rule being replaced ({traffic_rule_id!r})",
+                field="trafficRuleId",
+            )
+
+        def work(change: RuleChange) -> TrafficRule:
+            application = self._application(who, app_instance_id)
+            self._rule(app_instance_id, traffic_rule_id)
+            self._uninstall(change, application, traffic_rule_id)
+            self._install(change, who, application, rule)
+            mec_store.put_rule(self._state.store, app_instance_id, rule, self._state.now())
+            self._state.tenancy.check_quotas(application.tenant)
+            return rule
+
+        try:
+            return self._state.change(who, work)
+        except Conflict as exc:
+            raise RuleRefused.of(traffic_rule_id, exc) from exc
+
+    # --- the rules' intents ----------------------------------------------------------------------
+
+    def _install(self, change: RuleChange, who: Principal, application: MecApplication, rule: TrafficRule) -> None:
+        """Store and index the intents an (active) rule compiles to, inside the tenant's traffic."""
+        tenant, now = application.tenant, self._state.now()
+        interfaces = self._interfaces_by_mac() if rule.dstInterface is not None else {}
+        for intent in installed_intents(application.appInstanceId, rule, interfaces):
+            self._confine(who, tenant, intent)
+            if self._state.store.get_intent(tenant, intent.id) is not None:
+                raise Conflict(f"tenant {tenant!r} has an intent {intent.id!r}, the id of this rule's", field="trafficRuleId")
+            self._state.store.insert_intent(
+                IntentRecord(intent=intent, tenant=tenant, source=MEC_SOURCE, created_at=now, updated_at=now)
+            )
+            change.add(self._state.rules.compile(tenant, intent))
+
+    def _uninstall(self, change: RuleChange, application: MecApplication, traffic_rule_id: str) -> None:
+        tenant = application.tenant
+        for intent_id in intent_ids(application.appInstanceId, traffic_rule_id):
+            record = self._state.store.get_intent(tenant, intent_id)
+            if record is None or record.source != MEC_SOURCE:
+                continue
+            self._state.store.delete_intent(tenant, intent_id)
+            if rule_id(tenant, intent_id) in self._state.index:
+                change.remove(rule_id(tenant, intent_id))
+
+    def _confine(self, who: Principal, tenant: str, intent: Intent) -> None:
+        """The tenant's grants hold every packet the intent matches, or IntentError naming the filter."""
+        try:
+            _, narrowed = self._state.tenancy.confined(who, tenant, intent)
+        except IntentError as exc:
+            raise IntentError([(filter_path(path), message) for path, message in exc.problems]) from None
+        if narrowed is not None:
+            raise IntentError.at(
+                "trafficFilter[0]",
+                f"matches traffic outside tenant {tenant!r}'s grants (to fit, the match {narrowed}): "
+                "a rule must lie inside its tenant's traffic",
+            )
+
+    def _interfaces_by_mac(self) -> dict[str, str]:
+        """The data plane's interfaces by MAC, asked of the site's namespace (the change runs in it)."""
+        found = {}
+        for name, ifindex in self._state.index.interfaces.items():
+            mac = device_mac(ifindex)
+            if mac is not None:
+                found.setdefault(mac_key(mac), name)
+        return found
+
+    # --- lookups and the transaction ------------------------------------------------------------
+
+    def _application(self, who: Principal, app_instance_id: str) -> MecApplication:
+        """The application instance, if `who` may see it (its tenant's, or an administrator)."""
+        application = mec_store.get_application(self._state.store, app_instance_id)
+        if application is None or not (who.is_admin or application.tenant == who.tenant):
+            raise NotFound(f"no application instance {app_instance_id!r}")
+        return application
+
+    def _rule(self, app_instance_id: str, traffic_rule_id: str) -> TrafficRule:
+        rule = mec_store.get_rule(self._state.store, app_instance_id, traffic_rule_id)
+        if rule is None:
+            raise NotFound(f"application instance {app_instance_id!r} has no traffic rule {traffic_rule_id!r}")
+        return rule
+
+
+class RuleRefused(Forbidden):
+    """A traffic rule's change that contradicts the state (a collision with an installed rule, an id
+    in use): MEC 011 lets a PUT answer 403, "not allowed given the current status of the resource",
+    and no 409."""
+
+    title = "Conflict"
+
+    @classmethod
+    def of(cls, traffic_rule_id: str, exc: Conflict) -> "RuleRefused":
+        """The conflict, said of the rule (its intents are named `mec-<tag>-<n>`, netapp.mec.compiler)."""
+        field = "trafficFilter" if exc.field == "match" else exc.field
+        return cls(f"traffic rule {traffic_rule_id!r}: {exc.detail}", field=field, reason=exc.reason, **exc.extra)
+
+
+def _reject_repeated_rule_ids(spec: MecApplicationSpec) -> None:
+    seen: dict[str, int] = {}
+    for position, rule in enumerate(spec.trafficRules):
+        if rule.trafficRuleId in seen:
+            raise InvalidInput(
+                f"trafficRules[{position}].trafficRuleId: {rule.trafficRuleId!r} is already "
+                f"trafficRules[{seen[rule.trafficRuleId]}]'s",
+                field=f"trafficRules[{position}].trafficRuleId",
+            )
+        seen[rule.trafficRuleId] = position

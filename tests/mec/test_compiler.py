@@ -1,0 +1,126 @@
+"""MEC 011 traffic rules compiled onto intents (netapp.mec.compiler): what each accepted rule becomes,
+and that what the data plane cannot do is refused naming the ETSI field."""
+
+from __future__ import annotations
+
+
+import pytest
+
+from netapp.intents.errors import IntentError
+from netapp.mec.compiler import MEC_PRIORITY_BASE, installed_intents, intent_ids, rule_intents
+from netapp.mec.models import TrafficRule
+from tests.utils.mec import rule_model as rule
+
+APP = "app-1"
+MAC, IFACE = "02:00:00:00:00:0a", "eth-app"
+INTERFACES = {MAC: IFACE}
+
+
+def refusal(value: TrafficRule) -> tuple[str, str]:
+    with pytest.raises(IntentError) as refused:
+        rule_intents(APP, value, INTERFACES)
+    return refused.value.field, refused.value.message
+
+
+def test_a_packet_rule_is_one_intent_with_the_filter_as_its_match():
+    (intent,) = rule_intents(APP, rule(), INTERFACES)
+    assert intent.id == intent_ids(APP, "r1")[0]
+    assert str(intent.match.dst) == "192.0.2.0/24"
+    assert (intent.match.protocol, intent.match.dst_port) == ("udp", 5000)
+    assert intent.action.type == "drop"
+
+
+def test_priorities_keep_mec_order_zero_highest():
+    top, bottom = (rule_intents(APP, rule(priority=p), INTERFACES)[0].priority for p in (0, 255))
+    assert top == MEC_PRIORITY_BASE + 255 and bottom == MEC_PRIORITY_BASE and top > bottom
+
+
+def test_forward_decapsulated_redirects_out_of_the_interface_of_the_mac():
+    destination = {"interfaceType": "MAC", "srcMacAddress": "02-00-00-00-00-0A"}
+    (intent,) = rule_intents(APP, rule(action="FORWARD_DECAPSULATED", dstInterface=destination), INTERFACES)
+    assert intent.action.type == "redirect" and intent.action.interface == IFACE
+
+
+def test_passthrough_without_an_interface_passes():
+    (intent,) = rule_intents(APP, rule(action="PASSTHROUGH"), INTERFACES)
+    assert intent.action.type == "pass"
+
+
+def test_a_flow_rule_also_matches_the_reverse_direction():
+    flow = rule(filterType="FLOW", trafficFilter=[{"srcAddress": ["10.0.0.1"], "dstAddress": ["192.0.2.0/24"],
+                                                   "protocol": ["tcp"], "srcPort": ["40000"], "dstPort": ["80"]}])
+    forward, reverse = rule_intents(APP, flow, INTERFACES)
+    assert (str(forward.match.src), str(forward.match.dst)) == ("10.0.0.1/32", "192.0.2.0/24")
+    assert (str(reverse.match.src), str(reverse.match.dst)) == ("192.0.2.0/24", "10.0.0.1/32")
+    assert (reverse.match.src_port, reverse.match.dst_port) == (80, 40000)
+    assert forward.id != reverse.id
+
+
+def test_a_symmetric_flow_rule_is_one_intent():
+    flow = rule(filterType="FLOW", trafficFilter=[{"protocol": ["icmp"]}])
+    assert len(rule_intents(APP, flow, INTERFACES)) == 1
+
+
+def test_an_inactive_rule_installs_nothing_but_is_still_checked():
+    assert installed_intents(APP, rule(state="INACTIVE"), INTERFACES) == []
+    with pytest.raises(IntentError):
+        installed_intents(APP, rule(state="INACTIVE", action="DUPLICATE_DECAPSULATED"), INTERFACES)
+
+
+def test_dscp_with_an_ipv4_address_and_tc_with_an_ipv6_one():
+    (v4,) = rule_intents(APP, rule(trafficFilter=[{"srcAddress": ["10.0.0.0/8"], "dSCP": 46}]), INTERFACES)
+    (v6,) = rule_intents(APP, rule(trafficFilter=[{"srcAddress": ["2001:db8::/32"], "tC": 184}]), INTERFACES)
+    assert v4.match.dscp == 46 and v6.match.dscp == 46
+
+
+@pytest.mark.parametrize(
+    ("fields", "field", "why"),
+    [
+        ({"action": "DUPLICATE_ENCAPSULATED"}, "action", "duplicates"),
+        ({"action": "FORWARD_ENCAPSULATED", "dstInterface": {"interfaceType": "TUNNEL",
+                                                             "tunnelInfo": {"tunnelType": "GTP_U"}}},
+         "action", "encapsulate"),
+        ({"action": "FORWARD_DECAPSULATED", "dstInterface": {"interfaceType": "TUNNEL",
+                                                             "tunnelInfo": {"tunnelType": "GRE"}}},
+         "dstInterface.interfaceType", "encapsulation"),
+        ({"action": "FORWARD_DECAPSULATED", "dstInterface": {"interfaceType": "IP", "dstIpAddress": "20.1.1.1"}},
+         "dstInterface.interfaceType", "MAC rewrite"),
+        ({"action": "FORWARD_DECAPSULATED", "dstInterface": {"interfaceType": "MAC",
+                                                             "srcMacAddress": "02:00:00:00:00:ff"}},
+         "dstInterface.srcMacAddress", "known: 02:00:00:00:00:0a (eth-app)"),
+        ({"action": "FORWARD_DECAPSULATED", "dstInterface": {"interfaceType": "MAC", "srcMacAddress": MAC,
+                                                             "dstMacAddress": "02:00:00:00:00:01"}},
+         "dstInterface.dstMacAddress", "unrewritten"),
+        ({"action": "FORWARD_DECAPSULATED"}, "dstInterface", "needs a destination"),
+        ({"dstInterface": {"interfaceType": "MAC", "srcMacAddress": MAC}}, "dstInterface", "DROP takes no"),
+        ({"trafficFilter": []}, "trafficFilter", "exactly one"),
+        ({"trafficFilter": [{"protocol": ["udp"]}, {"protocol": ["tcp"]}]}, "trafficFilter", "exactly one"),
+        ({"trafficFilter": [{"srcAddress": ["10.0.0.0/8", "11.0.0.0/8"]}]}, "trafficFilter[0].srcAddress",
+         "one value per field"),
+        ({"trafficFilter": [{"srcAddress": ["10.0.0.1-10.0.0.9"]}]}, "trafficFilter[0].srcAddress[0]", "ranges"),
+        ({"trafficFilter": [{"dstAddress": ["not an address"]}]}, "trafficFilter[0].dstAddress[0]", "not an IPv4"),
+        ({"trafficFilter": [{"protocol": ["udp"], "dstPort": ["80-90"]}]}, "trafficFilter[0].dstPort[0]", "ranges"),
+        ({"trafficFilter": [{"protocol": ["udp"], "dstPort": ["70000"]}]}, "trafficFilter[0].dstPort[0]",
+         "not a port"),
+        ({"trafficFilter": [{"protocol": ["udp"], "dstPort": ["\u00b2"]}]}, "trafficFilter[0].dstPort[0]",
+         "not a port"),
+        ({"trafficFilter": [{"protocol": ["\u00b9"]}]}, "trafficFilter[0].protocol[0]", "IP protocol number"),
+        ({"trafficFilter": [{"protocol": ["ospf"]}]}, "trafficFilter[0].protocol[0]", "IP protocol number"),
+        ({"trafficFilter": [{"dstPort": ["80"]}]}, "trafficFilter[0].dstPort", "needs protocol"),
+        ({"trafficFilter": [{"srcAddress": ["10.0.0.0/8"], "dstAddress": ["2001:db8::/32"]}]},
+         "trafficFilter[0].dstAddress", "IPv6"),
+        ({"trafficFilter": [{"tgtTunnelAddress": ["198.51.100.1"]}]}, "trafficFilter[0].tgtTunnelAddress", "TEID"),
+        ({"trafficFilter": [{"dstTunnelPort": ["2152"]}]}, "trafficFilter[0].dstTunnelPort", "TEID"),
+        ({"trafficFilter": [{"token": ["abc"]}]}, "trafficFilter[0].token", "token"),
+        ({"trafficFilter": [{"qCI": 9}]}, "trafficFilter[0].qCI", "QFI"),
+        ({"trafficFilter": [{"dSCP": 46}]}, "trafficFilter[0].dSCP", "IPv4 srcAddress"),
+        ({"trafficFilter": [{"srcAddress": ["2001:db8::/32"], "tC": 185}]}, "trafficFilter[0].tC", "ECN"),
+        ({"priority": 256}, "priority", "0 (highest) to 255"),
+        ({"filterType": "FLOW", "action": "FORWARD_DECAPSULATED",
+          "dstInterface": {"interfaceType": "MAC", "srcMacAddress": MAC}}, "filterType", "use PACKET"),
+    ],
+)
+def test_what_the_data_plane_cannot_do_is_refused_naming_the_field(fields, field, why):
+    got_field, message = refusal(rule(**fields))
+    assert got_field == field
+    assert why in message

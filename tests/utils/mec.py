@@ -1,0 +1,26 @@
+"""MEC 011 traffic rules for the tests, as ETSI bodies."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from netapp.mec.models import TrafficRule
+
+
+def traffic_rule(rule_id: str = "r1", **fields: Any) -> dict[str, Any]:
+    """An active PACKET rule dropping UDP to 192.0.2.0/24 port 5000, with the given parts replaced."""
+    body: dict[str, Any] = {
+        "trafficRuleId": rule_id,
+        "filterType": "PACKET",
+        "priority": 1,
+        "trafficFilter": [{"dstAddress": ["192.0.2.0/24"], "protocol": ["UDP"], "dstPort": ["5000"]}],
+        "action": "DROP",
+        "state": "ACTIVE",
+    }
+    body.update(fields)
+    return body
+
+
+def rule_model(rule_id: str = "r1", **fields: Any) -> TrafficRule:
+    """`traffic_rule` as the model."""
+    return TrafficRule.model_validate(traffic_rule(rule_id, **fields))
