@@ -83,8 +83,8 @@ demo: build python-runtime influxd
 		$(VENV)/bin/netapp demo $(DEMO_ARGS)
 
 test: build python-test influxd
-	@$(call step,5) -s $(SETUP_START) -x "running the tests (about 10 minutes)" \
-		$(PY) -m pytest $(PYTEST_ARGS) tests
+	@$(call step,5) -s $(SETUP_START) -x "running the tests (about 25 minutes on two CPUs; the slowest 25 are listed at the end)" \
+		$(PY) -m pytest --durations=25 $(PYTEST_ARGS) tests
 
 # dist/: the Juju charm (dpp-netapp.charm), the OSM packages (dpp-netapp_vnf.tar.gz,
 # dpp-netapp_ns.tar.gz) and the SOL004 CSAR for ONAP (dpp-netapp.csar). The charm carries wheels/:
