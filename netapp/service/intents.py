@@ -228,6 +228,10 @@ class IntentsService(IntentsContract):
                     raise exc.prefixed(batch_field(n)) if batch else exc
                 record = IntentRecord(intent=intent, tenant=tenant, source=source, created_at=now, updated_at=now)
                 store.insert_intent(record)
+                try:
+                    self._state.protection.follow(change, who, tenant, intent.id, intent)
+                except IntentError as exc:
+                    raise exc.prefixed(batch_field(n)) if batch else exc
                 records.append(record)
             self._state.tenancy.check_quotas(tenant)
             if key is not None:
@@ -285,6 +289,7 @@ class IntentsService(IntentsContract):
                 }
             )
             self._state.store.update_intent(record)
+            self._state.protection.follow(change, who, tenant, intent_id, confined)
             if qualified in self._state.index:
                 change.remove(qualified)
             change.add(self._rules.compile(tenant, confined))
@@ -300,6 +305,7 @@ class IntentsService(IntentsContract):
         def work(change: RuleChange) -> None:
             self._changeable_intent(tenant, intent_id)
             self._state.store.delete_intent(tenant, intent_id)
+            self._state.protection.follow(change, who, tenant, intent_id, None)
             if qualified in self._state.index:
                 change.remove(qualified)
 
