@@ -31,10 +31,16 @@ FOLLOWER = "frer"
 PROTECT = "action.protect"
 
 
+def protects(intent: Optional[Intent]) -> bool:
+    return intent is not None and getattr(intent.action, "protect", None) is not None
+
+
 def wanted_stream(intent: Optional[Intent]) -> Optional[StreamDefinition]:
-    """The stream `intent` asks for (None: no protection, or no intent)."""
-    protect = getattr(intent.action, "protect", None) if intent is not None else None
-    return None if protect is None else stream_definition(intent.match, protect)  # type: ignore[union-attr]
+    """The stream `intent` asks for (None: no protection, or no intent); IntentError naming the
+    match field FRER cannot compare."""
+    if intent is None or not protects(intent):
+        return None
+    return stream_definition(intent.match, intent.action.protect)  # type: ignore[union-attr]
 
 
 class Protection:
@@ -59,11 +65,14 @@ class Protection:
     def _store(self) -> Store:
         return self._open_store()
 
-    def follow(self, change: RuleChange, who: Principal, tenant: str, intent_id: str,
+    def follow(self, change: RuleChange, who: Principal, tenant: str, before: Optional[Intent],
                intent: Optional[Intent]) -> None:
-        """In the change's transaction: the stream intent `intent_id` owns made what `intent` asks for
-        (None: the intent is deleted). IntentError naming the intent's field, Forbidden, Conflict
-        or QuotaExceeded when it cannot be."""
+        """In the change's transaction: the stream of the intent that was `before` (None: created)
+        made what `intent` asks for (None: the intent is deleted). IntentError naming the intent's
+        field, Forbidden, Conflict or QuotaExceeded when it cannot be. Free when neither protects."""
+        if not protects(before) and not protects(intent):
+            return
+        intent_id = (intent or before).id  # type: ignore[union-attr]
         wanted = wanted_stream(intent)
         streams = self.frer.stored_streams()
         old = next((stream for stream in streams if (stream.tenant, stream.name) == (tenant, intent_id)), None)

@@ -338,14 +338,16 @@ class SliceService(SlicesContract):
                 )
             )
         for intent_id in removed:
-            self._state.protection.follow(change, who, tenant, intent_id, None)
+            self._state.protection.follow(change, who, tenant, current[intent_id].intent, None)
         for intent_id in changed + added:
-            self._protect(change, who, tenant, wanted[intent_id])
+            before = current[intent_id].intent if intent_id in current else None
+            self._protect(change, who, tenant, before, wanted[intent_id])
             change.add(self._rules.compile(tenant, wanted[intent_id], shared))
 
-    def _protect(self, change: RuleChange, who: Principal, tenant: str, intent: Intent) -> None:
+    def _protect(self, change: RuleChange, who: Principal, tenant: str, before: Optional[Intent],
+                 intent: Intent) -> None:
         """The member's stream (the slice's protect), an error naming the slice's field and the member."""
         try:
-            self._state.protection.follow(change, who, tenant, intent.id, intent)
+            self._state.protection.follow(change, who, tenant, before, intent)
         except IntentError as exc:
             raise IntentError.at("protect", f"{intent.label}: {exc.line()}") from exc

@@ -164,3 +164,11 @@ def test_a_slice_protects_each_of_its_flows_and_refuses_members_frer_cannot_iden
     service.put_slice(ALICE, SliceSpec.model_validate(spec))
     service.delete_slice(ALICE, "urllc")
     assert service.frer.list_streams(ALICE) == [] and frer_maps(service)["dpp_frer_ip"] == []
+
+
+def test_a_dry_run_refuses_a_match_frer_cannot_identify(service):
+    body = protected().model_dump(mode="json")
+    body["match"]["teid"] = 7
+    with pytest.raises(InvalidInput) as refused:
+        service.dry_run(ALICE, [Intent.model_validate(body)])
+    assert refused.value.field == "match.teid" and "inside GTP-U" in refused.value.detail
