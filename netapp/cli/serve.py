@@ -141,16 +141,21 @@ def _routing(settings: Settings, service: IntentService, pfcp: Optional[Any]) ->
 
 
 def _frer(settings: Settings, service: IntentService) -> Optional[Any]:
-    """FRER's streams over the service's data plane: the stored streams in its maps (None without a
-    data plane: the API then keeps the streams in the store only)."""
+    """FRER's streams over the service's data plane: the stored streams in its maps, the intents'
+    protected streams among them (None without a data plane: the API then keeps the streams in the
+    store only)."""
     dataplane = getattr(service, "dataplane", None)
     if dataplane is None:
         return None
     from netapp.frer.dataplane import FrerDataplane
     from netapp.frer.service import Frer
 
-    return Frer.start(service.store, dataplane.table, FrerDataplane(dataplane),  # type: ignore[attr-defined]
-                      settings.netns)
+    frer = Frer.start(service.store, dataplane.table, FrerDataplane(dataplane),  # type: ignore[attr-defined]
+                      settings.netns, lock=getattr(service, "lock", None))
+    protect_with = getattr(service, "protect_with", None)
+    if protect_with is not None:  # intents' action.protect writes FRER's maps too
+        protect_with(frer)
+    return frer
 
 
 def _telemetry(settings: Settings, service: IntentService) -> Optional[Any]:

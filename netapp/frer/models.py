@@ -179,6 +179,10 @@ class StreamStatus(FrerStreamSpec):
     handle: int = Field(description="its slot in the node's FRER maps, given by the node")
     revision: int = Field(description="bumped on every replace")
     updated_at: datetime
+    intent: Optional[str] = Field(
+        None, description="the intent whose action.protect this stream is (named as it is, changed and deleted "
+        "with it, not through /api/v1/frer); null: made through /api/v1/frer"
+    )
 
 
 class SequenceRecoveryCounters(BaseModel):

@@ -1,5 +1,6 @@
-"""The store's table of the protected streams (a migration of netapp.service.schema): one row a
-stream, by tenant and name, with the handle the node gave it (unique: a slot of the FRER maps)."""
+"""The store's table of the protected streams (migrations of netapp.service.schema): one row a
+stream, by tenant and name, with the handle the node gave it (unique: a slot of the FRER maps), and
+the intent that owns it when it is an intent's protection (netapp.frer.protect)."""
 
 from __future__ import annotations
 
@@ -15,3 +16,6 @@ FRER_TABLES = (
         PRIMARY KEY (tenant, name)
     ) WITHOUT ROWID""",
 )
+
+# The intent (of the stream's tenant, by id) whose action.protect the stream is; null: made directly.
+FRER_INTENT_OWNER = ("ALTER TABLE frer_streams ADD COLUMN intent TEXT",)

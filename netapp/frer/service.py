@@ -19,7 +19,7 @@ import logging
 import socket
 import threading
 from datetime import datetime, timezone
-from typing import Callable, Optional
+from typing import Any, Callable, ContextManager, Optional
 
 from netapp.dataplane.binding import DataplaneError
 from netapp.frer import store as stored
@@ -76,20 +76,24 @@ class Frer:
 
     def __init__(self, store: Store, maps: Optional[FrerMaps] = None, ifindex: IfIndex = interface_index,
                  ifname: Callable[[int], Optional[str]] = interface_name, netns: Optional[str] = None,
-                 clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc)):
+                 clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
+                 lock: Optional[ContextManager[Any]] = None):
         self._store = store
         self._maps = maps
         self._ifindex = ifindex
         self._ifname = ifname
         self._netns = netns
         self._clock = clock
-        self._lock = threading.Lock()  # one change of the maps at a time
+        # One change of the maps at a time. The NetApp service's lock where intents protect their flows
+        # (netapp.service.protection): an intent's change holds it, then the store's, as a stream's does.
+        self._lock = lock if lock is not None else threading.Lock()
         self.unserved: dict[str, str] = {}  # "<tenant>/<name>" -> why it is stored but not in the maps
 
     @classmethod
-    def start(cls, store: Store, table_of: TableOf, calls: FrerCalls, netns: Optional[str] = None) -> "Frer":
-        """Over a data plane's maps: the stored streams reconciled into them."""
-        frer = cls(store, FrerMaps(table_of, calls), netns=netns)
+    def start(cls, store: Store, table_of: TableOf, calls: FrerCalls, netns: Optional[str] = None,
+              lock: Optional[ContextManager[Any]] = None) -> "Frer":
+        """Over a data plane's maps: the stored streams reconciled into them (the intents' too)."""
+        frer = cls(store, FrerMaps(table_of, calls), netns=netns, lock=lock)
         frer.reconcile()
         return frer
 
@@ -157,8 +161,11 @@ class Frer:
         owner, local = ServiceState.owner(who, name, "stream")
         with self._lock, self._store.transaction():
             before = self._stored_streams()
-            if not stored.remove_stream(self._store, owner, local):
+            old = next((stream for stream in before if (stream.tenant, stream.name) == (owner, local)), None)
+            if old is None:
                 raise NotFound(f"no stream {name!r}")
+            _require_direct(old)
+            stored.remove_stream(self._store, owner, local)
             self._apply([stream for stream in before if (stream.tenant, stream.name) != (owner, local)], None, before)
         self.unserved.pop(f"{owner}/{local}", None)
 
@@ -178,6 +185,48 @@ class Frer:
     def _stored_streams(self) -> list[StreamStatus]:
         return stored.load_streams(self._store)
 
+    # --- for the intents that protect their flows (netapp.service.protection) -------------------
+    # They run in the NetApp service's transaction, under the lock this service was given.
+
+    def stored_streams(self) -> list[StreamStatus]:
+        """Every stored stream, as the caller's store transaction sees them."""
+        return self._stored_streams()
+
+    def stored_save(self, stream: StreamStatus) -> None:
+        stored.save_stream(self._store, stream)
+        self.unserved.pop(f"{stream.tenant}/{stream.name}", None)
+
+    def stored_remove(self, tenant: str, name: str) -> None:
+        stored.remove_stream(self._store, tenant, name)
+        self.unserved.pop(f"{tenant}/{name}", None)
+
+    def now(self) -> datetime:
+        return self._clock()
+
+    def tables(self, others: list[StreamStatus], changed: Optional[StreamStatus] = None,
+               quiet: bool = False) -> FrerTables:
+        """The map entries of `others` and `changed`: IntentError naming `changed`'s fields the node
+        cannot serve (`others`' the node cannot serve now are left out, told in `unserved`)."""
+        return self._servable(others, changed, quiet)
+
+    def write_maps(self, tables: FrerTables, before: Callable[[], FrerTables]) -> None:
+        """The maps made to hold `tables`; refused, put back to `before()` (compiled only then) and
+        DataplaneUnavailable. Nothing to do without maps."""
+        if self._maps is None:
+            return
+        with namespace(self._netns):
+            try:
+                self._maps.sync(tables)
+            except DataplaneError as exc:
+                self._undo(before())
+                raise DataplaneUnavailable(f"the data plane refused the streams: {exc}") from exc
+
+    def put_back(self, before: FrerTables) -> None:
+        """The maps back to `before`, after a change that wrote them failed later on."""
+        if self._maps is not None:
+            with namespace(self._netns):
+                self._undo(before)
+
     def _put(self, who: Principal, tenant: str, spec: FrerStreamSpec, must_be_new: bool) -> tuple[StreamStatus, bool]:
         with self._lock, self._store.transaction():
             check_scope(spec, TenantPolicy(self._store).grants_for(who, tenant), tenant)
@@ -185,6 +234,8 @@ class Frer:
             old = next((stream for stream in before if (stream.tenant, stream.name) == (tenant, spec.name)), None)
             if old is not None and must_be_new:
                 raise Conflict(f"tenant {tenant!r} has a stream {spec.name!r} already: PUT replaces it", field="name")
+            if old is not None:
+                _require_direct(old)
             if old is None:
                 held = sum(stream.tenant == tenant for stream in before)
                 quota = TenantPolicy(self._store).quotas_of(tenant).frer_streams
@@ -198,6 +249,10 @@ class Frer:
         self.unserved.pop(f"{tenant}/{spec.name}", None)
         return status, old is None
 
+    def free_handle(self) -> int:
+        """The lowest handle no stream holds (in the caller's store transaction); DataplaneFull if none."""
+        return self._free_handle()
+
     def _free_handle(self) -> int:
         handle = stored.free_handle(self._store)
         if handle is None:
@@ -209,14 +264,8 @@ class Frer:
         IntentError naming the fields of `changed` the node cannot serve; the maps refusing, synced
         back to the streams of `before`."""
         tables = self._servable(others, changed)
-        if self._maps is None:
-            return
-        with namespace(self._netns):
-            try:
-                self._maps.sync(tables)
-            except DataplaneError as exc:
-                self._undo(self._servable(before, None, quiet=True))
-                raise DataplaneUnavailable(f"the data plane refused the streams: {exc}") from exc
+        if self._maps is not None:
+            self.write_maps(tables, lambda: self._servable(before, None, quiet=True))
 
     def _undo(self, before: FrerTables) -> None:
         try:
@@ -277,6 +326,13 @@ class Frer:
         if changed is not None and owner.tenant != changed.tenant:
             return "a stream of another tenant"
         return f"stream {owner.name!r} ({where.partition('.')[2]})"
+
+
+def _require_direct(stream: StreamStatus) -> None:
+    """Conflict for a stream an intent owns: it is changed through the intent."""
+    if stream.intent is not None:
+        raise Conflict(f"stream {stream.name!r} is the protection of intent {stream.intent!r}: change or delete "
+                       "the intent's action.protect instead", field="name")
 
 
 def _compiled(stream: StreamStatus) -> FrerStream:

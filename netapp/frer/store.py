@@ -10,14 +10,14 @@ from netapp.frer.abi import MAX_STREAMS
 from netapp.frer.models import StreamDefinition, StreamStatus
 from netapp.service.store import Store
 
-_COLUMNS = "tenant, name, handle, body, updated_at, revision"
+_COLUMNS = "tenant, name, handle, body, updated_at, revision, intent"
 
 
 def _status(row: tuple) -> StreamStatus:
-    tenant, name, handle, body, updated_at, revision = row
+    tenant, name, handle, body, updated_at, revision, intent = row
     definition = StreamDefinition.model_validate_json(body)
     return StreamStatus(**dict(definition), name=name, tenant=tenant, handle=handle, revision=revision,
-                        updated_at=datetime.fromisoformat(updated_at))
+                        updated_at=datetime.fromisoformat(updated_at), intent=intent)
 
 
 def load_streams(store: Store, tenant: Optional[str] = None) -> list[StreamStatus]:
@@ -52,10 +52,12 @@ def save_stream(store: Store, stream: StreamStatus) -> None:
     body = StreamDefinition.model_validate(stream.model_dump(include=set(StreamDefinition.model_fields)))
     when = stream.updated_at.isoformat()
     store.execute(
-        "INSERT INTO frer_streams (tenant, name, handle, body, created_at, updated_at, revision) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, name) DO UPDATE SET handle = excluded.handle, "
-        "body = excluded.body, updated_at = excluded.updated_at, revision = excluded.revision",
-        (stream.tenant, stream.name, stream.handle, body.model_dump_json(), when, when, stream.revision),
+        "INSERT INTO frer_streams (tenant, name, handle, body, created_at, updated_at, revision, intent) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, name) DO UPDATE SET handle = excluded.handle, "
+        "body = excluded.body, updated_at = excluded.updated_at, revision = excluded.revision, "
+        "intent = excluded.intent",
+        (stream.tenant, stream.name, stream.handle, body.model_dump_json(), when, when, stream.revision,
+         stream.intent),
     )
 
 

@@ -78,12 +78,14 @@ from netapp.intents.legacy import (  # noqa: F401
 )
 from netapp.intents.native import (  # noqa: F401
     Action,
+    ActionOptions,
     DropAction,
     ForwardAction,
     Intent,
     Match,
     PassAction,
     Police,
+    Protect,
     Policed,
     PoliceAlgorithm,
     RedirectAction,

@@ -36,6 +36,7 @@ from netapp.intents.fields import (
     Vlan,
     protocol_number,
 )
+from netapp.frer.protect import Protect
 from netapp.qos.abi import BURST_MAX, RATE_MAX, RATE_MIN
 
 
@@ -128,21 +129,30 @@ class Police(BaseModel):
     algorithm: Optional[PoliceAlgorithm] = None
 
 
-class Policed(BaseModel):
-    """An action whose packets may be policed first."""
+class ActionOptions(BaseModel):
+    """What an action may do to the matched packets besides: police them first, protect their flow
+    with FRER (netapp.frer.protect)."""
 
     police: Optional[Police] = Field(None, description="police the matched packets before the action")
+    protect: Optional[Protect] = Field(
+        None, description="protect the flow with FRER (IEEE 802.1CB): replicate it here or eliminate its duplicates"
+    )
 
     @model_serializer(mode="wrap")
-    def _without_unset_police(self, handler: SerializerFunctionWrapHandler) -> Any:
-        """An action that polices nothing reads as it did before the option existed (no null)."""
+    def _without_unset_options(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """An action without an option reads as it did before the option existed (no null)."""
         data = handler(self)
-        if isinstance(data, dict) and data.get("police") is None:
-            data.pop("police", None)
+        if isinstance(data, dict):
+            for name in ("police", "protect"):
+                if data.get(name) is None:
+                    data.pop(name, None)
         return data
 
 
-class PassAction(Policed):
+Policed = ActionOptions  # the name it had when police was its one option
+
+
+class PassAction(ActionOptions):
     """Hand the packet to the kernel stack on the CPU that received it."""
 
     model_config = ConfigDict(extra="forbid")
@@ -156,7 +166,7 @@ class DropAction(BaseModel):
     type: Literal["drop"]
 
 
-class SteerAction(Policed):
+class SteerAction(ActionOptions):
     """Steer the packet to a CPU (CPUMAP); overflow goes to the intent's alternative group."""
 
     model_config = ConfigDict(extra="forbid")
@@ -164,7 +174,7 @@ class SteerAction(Policed):
     cpu: CpuId
 
 
-class ForwardAction(Policed):
+class ForwardAction(ActionOptions):
     """Forward the packet to a member of an alternative node group (MAC/IP rewrite, XDP_TX)."""
 
     model_config = ConfigDict(extra="forbid")
@@ -172,7 +182,7 @@ class ForwardAction(Policed):
     alternative: GroupId
 
 
-class RedirectAction(Policed):
+class RedirectAction(ActionOptions):
     """Redirect the packet out of another interface (DEVMAP)."""
 
     model_config = ConfigDict(extra="forbid")
@@ -204,6 +214,17 @@ class Intent(BaseModel):
         description="overflow alternative group for steer or best-effort; null: the site default",
     )
     label: Optional[Annotated[str, StringConstraints(max_length=256)]] = None
+
+    @model_validator(mode="after")
+    def _check_protect(self) -> "Intent":
+        protect = getattr(self.action, "protect", None)
+        if protect is not None and protect.role == "replicate" and not isinstance(self.action, PassAction):
+            raise FieldError(
+                "action.protect.role",
+                f"replicate sends the flow's copies out of its member ports before any action: "
+                f"a {self.action.type} action would never see them (use pass)",
+            )
+        return self
 
     @model_validator(mode="after")
     def _check_alternative(self) -> "Intent":

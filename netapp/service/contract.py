@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Annotated, Any, Generic, Literal, Mapping, Optional, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, Strict
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, Strict, model_serializer
 
 from netapp.forwarding.compiler import rule_group
 from netapp.forwarding.contract import AlternativesContract
 from netapp.intents.compiler import CompiledRule
-from netapp.intents.models import Intent, LegacyMessage
+from netapp.intents.models import Intent, LegacyMessage, Protect
 from netapp.qos.contract import PolicersContract
 from netapp.steering.contract import CpusContract
 
@@ -285,6 +285,18 @@ class SliceSpec(BaseModel):
     members: SliceMembers
     cpus: list[StrictInt] = Field(default_factory=list, description="dedicated CPUs; empty: pass locally")
     alternative: Optional[StrictInt] = Field(None, ge=0, le=63)
+    protect: Optional[Protect] = Field(
+        None, description="protect every flow of the slice with FRER (IEEE 802.1CB), as an intent's action.protect: "
+        "each of its intents' flows a stream of its own (members FRER can identify only: UE prefixes)"
+    )
+
+    @model_serializer(mode="wrap")
+    def _without_unset_protect(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """A slice that protects nothing reads as it did before the option existed (no null)."""
+        data = handler(self)
+        if isinstance(data, dict) and data.get("protect") is None:
+            data.pop("protect", None)
+        return data
 
 
 class SliceRecord(BaseModel):

@@ -42,6 +42,7 @@ from netapp.service.contract import (
     batch_field,
 )
 from netapp.service.group_commit import GroupWriter, WriterClosed
+from netapp.service.protection import wanted_stream
 from netapp.service.rules import rule_id
 from netapp.service.state import ServiceState
 from netapp.service.transaction import Part, RuleChange, Where, invalid_input
@@ -228,6 +229,10 @@ class IntentsService(IntentsContract):
                     raise exc.prefixed(batch_field(n)) if batch else exc
                 record = IntentRecord(intent=intent, tenant=tenant, source=source, created_at=now, updated_at=now)
                 store.insert_intent(record)
+                try:
+                    self._state.protection.follow(change, who, tenant, None, intent)
+                except IntentError as exc:
+                    raise exc.prefixed(batch_field(n)) if batch else exc
                 records.append(record)
             self._state.tenancy.check_quotas(tenant)
             if key is not None:
@@ -285,6 +290,7 @@ class IntentsService(IntentsContract):
                 }
             )
             self._state.store.update_intent(record)
+            self._state.protection.follow(change, who, tenant, old.intent, confined)
             if qualified in self._state.index:
                 change.remove(qualified)
             change.add(self._rules.compile(tenant, confined))
@@ -298,8 +304,9 @@ class IntentsService(IntentsContract):
         qualified = rule_id(tenant, intent_id)
 
         def work(change: RuleChange) -> None:
-            self._changeable_intent(tenant, intent_id)
+            old = self._changeable_intent(tenant, intent_id)
             self._state.store.delete_intent(tenant, intent_id)
+            self._state.protection.follow(change, who, tenant, old.intent, None)
             if qualified in self._state.index:
                 change.remove(qualified)
 
@@ -344,6 +351,7 @@ class IntentsService(IntentsContract):
         """Add an intent to the change, replacing the caller's intent of that id if there is one."""
         tenant = who.tenant
         intent = self._rules.confined(who, tenant, intent, notes)
+        wanted_stream(intent)  # a match FRER cannot identify is refused here too
         qualified = rule_id(tenant, intent.id)
         if qualified in self._state.index and qualified not in {rule.intent_id for rule in change.added()}:
             change.remove(qualified)

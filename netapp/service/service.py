@@ -42,6 +42,7 @@ from netapp.intents.compiler import CompiledDocument, CompiledRule, CompileError
 from netapp.intents.index import RuleIndex
 from netapp.intents.models import Intent, LegacyMessage
 from netapp.frer.dataplane import FrerDataplane
+from netapp.frer.service import Frer
 from netapp.mec.service import MecService
 from netapp.qos.dispatch import Dispatcher
 from netapp.qos.dispatch import apply_settings as apply_dispatch
@@ -119,6 +120,16 @@ class NetAppService(IntentService):
     @property
     def store(self) -> Store:
         return self._state.store
+
+    @property
+    def lock(self) -> Any:
+        """The lock every change holds: FRER's service takes it too where intents protect their flows."""
+        return self._state.lock
+
+    def protect_with(self, frer: Frer) -> None:
+        """Intents' protected streams (action.protect) go through `frer`, over the node's FRER maps;
+        it must hold this service's lock (`lock`). Without it they are stored only."""
+        self._state.protection.use(frer)
 
     @property
     def mec(self) -> MecService:

@@ -30,6 +30,11 @@ handles it). The alternative group takes the overflow: of a steered CPU that is 
 without CPUs, of the local CPU (the intents are then best-effort, which is what lets pass traffic
 overflow).
 
+Protection: `protect` is every intent's action.protect (netapp.service.protection): each flow of the
+slice its own FRER stream, named by its intent's id. Only the members FRER's IP identification can
+express are protected: UE prefixes; a slice with VNIs, TEIDs or DSCPs and protect is refused, naming
+the member.
+
 Bitrates: the MBR is enforced by one policer that all the slice's rules share (netapp.qos.slices: the
 slice's traffic, every member and both directions, together); the GBR is stored, not enforced.
 """
@@ -172,9 +177,13 @@ def _check_cpus(cpus: list[int]) -> None:
 
 
 def _action(spec: SliceSpec, position: int) -> dict[str, Any]:
+    protect = {} if spec.protect is None else {"protect": spec.protect.model_dump()}
     if not spec.cpus:
-        return {"type": "pass"}
-    return {"type": "steer", "cpu": spec.cpus[position % len(spec.cpus)]}
+        return {"type": "pass", **protect}
+    if spec.protect is not None and spec.protect.role == "replicate":
+        raise IntentError.at("protect.role", "replicate sends the flows' copies out of the member ports before any "
+                                             "action: a slice with cpus would never steer them (leave cpus empty)")
+    return {"type": "steer", "cpu": spec.cpus[position % len(spec.cpus)], **protect}
 
 
 def _intent(
@@ -241,7 +250,7 @@ class SliceService(SlicesContract):
             for intent_id in wanted.keys() - current.keys():
                 self._rules.require_free_intent_id(tenant, intent_id)
             repolice = old is not None and self.shared_police(tenant, old.spec) != shared
-            self._resize(change, tenant, spec.id, current, wanted, now, shared, repolice)
+            self._resize(change, who, tenant, spec.id, current, wanted, now, shared, repolice)
             created_at = old.created_at if old else now
             revision = old.revision + 1 if old else 1
             store.put_slice(
@@ -278,7 +287,7 @@ class SliceService(SlicesContract):
             if store.get_slice(tenant, local) is None:
                 raise NotFound(f"no slice {slice_id!r}")
             current = {record.intent.id: record for record in store.slice_intents(tenant, local)}
-            self._resize(change, tenant, local, current, {}, self._state.now())
+            self._resize(change, who, tenant, local, current, {}, self._state.now())
             store.delete_slice(tenant, local)
 
         self._state.change(who, work)
@@ -286,6 +295,7 @@ class SliceService(SlicesContract):
     def _resize(
         self,
         change: RuleChange,
+        who: Principal,
         tenant: str,
         slice_id: str,
         current: dict[str, IntentRecord],
@@ -327,5 +337,17 @@ class SliceService(SlicesContract):
                     updated_at=now,
                 )
             )
+        for intent_id in removed:
+            self._state.protection.follow(change, who, tenant, current[intent_id].intent, None)
         for intent_id in changed + added:
+            before = current[intent_id].intent if intent_id in current else None
+            self._protect(change, who, tenant, before, wanted[intent_id])
             change.add(self._rules.compile(tenant, wanted[intent_id], shared))
+
+    def _protect(self, change: RuleChange, who: Principal, tenant: str, before: Optional[Intent],
+                 intent: Intent) -> None:
+        """The member's stream (the slice's protect), an error naming the slice's field and the member."""
+        try:
+            self._state.protection.follow(change, who, tenant, before, intent)
+        except IntentError as exc:
+            raise IntentError.at("protect", f"{intent.label}: {exc.line()}") from exc

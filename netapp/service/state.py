@@ -64,6 +64,10 @@ class ServiceState:
         self.liveness: Optional[LivenessMonitor] = None  # None: probing off, every member alive
         self.reconcile: Callable[[], None] = lambda: None  # set by the service: a full reconcile
         self.rules = Rules(self)
+        # Imported here: FRER's service (which protection drives) imports this module.
+        from netapp.service.protection import Protection
+
+        self.protection = Protection(lambda: self.store)  # the intents' FRER streams
         self.transactions = Transactions(self.exclusive, lambda: self.store, self.require_started)
 
     @property

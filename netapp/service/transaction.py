@@ -157,10 +157,22 @@ class Transactions:
             raise ServiceError(f"the store could not commit ({exc}); the data plane change was undone") from exc
 
 
+class Follower(Protocol):
+    """Another function's tables that follow a change of rules (an intent's protected stream,
+    netapp.service.protection): written from the store's state of the change before the rules'
+    delta, put back when the change fails after that."""
+
+    def apply(self) -> None:
+        """Write the tables; a ServiceError, with them as before, if they are refused."""
+
+    def undo(self) -> None:
+        """Put the tables back as they were before the change."""
+
+
 class RuleChange:
     """Rules: steps on the incremental index (`add`, `remove`), whose delta goes to the maps in one
     write once every part is in; undone by the inverse delta, the removed rules' slots (and so
-    their counters) given back."""
+    their counters) given back. Followers (`follow`) write their tables first and are undone with it."""
 
     def __init__(
         self,
@@ -176,6 +188,14 @@ class RuleChange:
         self._on_stale = on_stale
         self._on_commit = on_commit
         self._slots: dict[str, int] = {}
+        self._followers: dict[str, Follower] = {}
+        self._followed: list[Follower] = []  # those whose tables are written
+
+    def follow(self, name: str, make: Callable[[], Follower]) -> None:
+        """Have follower `name` (made by `make` the first time: before the part's store writes) write
+        its tables with this change."""
+        if name not in self._followers:
+            self._followers[name] = make()
 
     def add(self, rule: CompiledRule) -> None:
         self.index_change.add(rule)
@@ -194,7 +214,23 @@ class RuleChange:
         self.index_change.roll_back(to)
 
     def apply_to_maps(self) -> None:
-        """Apply the delta; DataplaneFull or DataplaneUnavailable (maps as before) if refused."""
+        """The followers' tables, then the delta; DataplaneFull or DataplaneUnavailable (maps as
+        before) if refused."""
+        try:
+            for follower in self._followers.values():
+                follower.apply()
+                self._followed.append(follower)
+            self._apply_rules()
+        except ServiceError:
+            self._undo_followers()
+            raise
+
+    def _undo_followers(self) -> None:
+        followed, self._followed = self._followed, []
+        for follower in reversed(followed):
+            follower.undo()
+
+    def _apply_rules(self) -> None:
         delta = self.index_change.delta()
         if delta.empty:
             return
@@ -225,6 +261,7 @@ class RuleChange:
     def undo_maps(self, cause: Exception) -> None:
         """Put the maps back as they were before the change (before rolling the index back)."""
         self._undo(self._slots, cause)
+        self._undo_followers()
 
     def committed(self) -> None:
         self._on_commit()
