@@ -4,6 +4,7 @@ next. A network function's tables come in a migration of their own, their statem
 
 from __future__ import annotations
 
+from netapp.atsss.schema import ATSSS_TABLES
 from netapp.frer.schema import FRER_TABLES
 from netapp.mec.schema import MEC_TABLES
 from netapp.routing.schema import ROUTING_TABLES
@@ -89,6 +90,7 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     3: ROUTING_TABLES,  # 4: the routes of the private routing tables (netapp.routing.store)
     4: FRER_TABLES,  # 5: the protected streams of FRER (netapp.frer.store)
     5: MEC_TABLES,  # 6: MEC 011 application instances and their traffic rules (netapp.mec.store)
+    6: ATSSS_TABLES,  # 7: ATSSS sessions, their path slots and MEC 015 MTS sessions (netapp.atsss.store)
 }
 
 SCHEMA_VERSION = len(MIGRATIONS) + 1
