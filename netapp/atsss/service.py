@@ -21,6 +21,8 @@ import threading
 from datetime import datetime, timezone
 from typing import Callable, Optional
 
+from pydantic import ValidationError
+
 from netapp.atsss import store as stored
 from netapp.atsss.abi import MAX_PATHS, PathFlags
 from netapp.atsss.models import (
@@ -36,6 +38,7 @@ from netapp.atsss.resolve import Unresolved, path_macs
 from netapp.atsss.scope import check_scope
 from netapp.atsss.table import AtsssMaps, AtsssTables, Macs, TableOf, session_key
 from netapp.dataplane.binding import DataplaneError
+from netapp.intents.errors import IntentError
 from netapp.service.contract import (
     Conflict,
     DataplaneFull,
@@ -147,7 +150,10 @@ class Atsss:
                 update={key: value for key, value in change.model_dump(exclude={"index"}).items() if value is not None})
         body = current.model_dump(include=set(AtsssSessionSpec.model_fields))
         body.update(paths=[path.model_dump() for path in paths], mode=patch.mode or current.mode)
-        spec = AtsssSessionSpec.model_validate(body)
+        try:
+            spec = AtsssSessionSpec.model_validate(body)
+        except ValidationError as exc:  # e.g. every weight of a weighted session made 0
+            raise IntentError.from_validation(exc) from None
         ServiceState.require(who, Scope.INTENTS_WRITE)
         session, _ = self._put(who, current.tenant, spec, must_be_new=False)
         return session
