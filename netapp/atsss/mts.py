@@ -228,8 +228,9 @@ def _steer(atsss: Atsss, tenant: str, mts_id: str, info: MtsSessionInfo) -> MtsS
 
 # --- routes ---------------------------------------------------------------------------------------
 
-SessionIdPath = Annotated[str, Path(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9._~-]+$",
-                                    description="an MTS session")]
+# Any string, as ETSI's document says: one the node never gave is not found (404, which every
+# operation documents; a 400 DELETE does not).
+SessionIdPath = Annotated[str, Path(description="an MTS session")]
 
 
 @router.get("/mts_capability_info", response_model=MtsCapabilityInfo, response_model_exclude_none=True,

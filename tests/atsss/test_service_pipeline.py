@@ -4,11 +4,13 @@ read through a second handle on the pinned instance (another process's view) and
 entries built here from the ABI's field layout (tests/atsss/atsss.py); an unchanged session keeps
 the numbers the data path advanced, a changed one carries them over; a restart of the control plane
 reconciles without rewriting; the kernel refusing a session (its map full) leaves the maps and the
-store as they were."""
+store as they were; a path naming an interface gets its MAC addresses from the node's namespace
+(a veth and a neighbour entry there)."""
 
 from __future__ import annotations
 
 from ctypes import c_uint32
+from dataclasses import replace
 from pathlib import Path as FilePath
 from typing import Any, Iterator
 
@@ -17,11 +19,13 @@ import pytest
 from netapp.atsss.abi import MAX_SESSIONS, Access, Mode, Path, PathFlags, Session, SessionKey
 from netapp.atsss.models import AtsssSessionPatch, AtsssSessionSpec
 from netapp.atsss.service import Atsss
+from netapp.atsss.table import AtsssMaps
 from netapp.dataplane.facade import Dataplane
-from netapp.service.contract import DataplaneUnavailable, Principal, Scope
+from netapp.service.contract import DataplaneUnavailable, InvalidInput, Principal, Scope
 from netapp.service.store import Store
+from netapp.testbed.netns import run
 from tests.atsss.atsss import PathSpec, path_value, session_key
-from tests.utils.kernel import require_kernel
+from tests.utils.kernel import require_kernel, veth_namespace
 from tests.utils.maps import pinned_instance
 
 ADMIN = Principal("operator", frozenset({Scope.ADMIN}))
@@ -184,3 +188,26 @@ def test_the_kernel_refusing_a_session_leaves_the_maps_and_the_store_as_they_wer
         assert atsss.create_session(ADMIN, "late", session("late", ue="10.60.0.9")).slots == [3, 4]
     finally:
         node.close()
+
+
+def test_a_path_naming_an_interface_gets_its_macs_from_the_nodes_namespace(instance, store, kernel):
+    with veth_namespace("atsss", "acc0", "acc1") as netns:
+        run(["ip", "-n", netns, "link", "set", "acc0", "address", "02:00:00:00:cc:01"])
+        run(["ip", "-n", netns, "neigh", "add", CELL.peer, "lladdr", "02:00:00:00:dd:01", "dev", "acc0",
+             "nud", "permanent"])
+        node = Dataplane.open(instance=instance)
+        try:
+            atsss = Atsss(store, AtsssMaps(node.table), netns=netns)
+            cell = path_body(CELL, source_mac=None, next_hop_mac=None, interface="acc0")
+            unknown = path_body(WIFI, next_hop_mac=None, interface="acc0")  # no neighbour entry of its peer
+            with pytest.raises(InvalidInput) as refused:
+                atsss.create_session(ADMIN, "ue7", AtsssSessionSpec.model_validate(
+                    {"name": "ue7", "ue": UE, "mode": "round_robin", "paths": [cell, unknown]}))
+            assert refused.value.field == "paths[1].interface" and WIFI.peer in refused.value.detail
+            assert atsss.list_sessions(ADMIN) == []
+            [slot] = atsss.create_session(ADMIN, "ue7", AtsssSessionSpec.model_validate(
+                {"name": "ue7", "ue": UE, "mode": "round_robin", "paths": [cell]})).slots
+        finally:
+            node.close()
+        expected = path_value(replace(CELL, smac=bytes.fromhex("02000000cc01"), dmac=bytes.fromhex("02000000dd01")))
+        assert bytes(held_path(kernel, slot)) == bytes(expected)
