@@ -246,18 +246,17 @@ def mts_capability_info(who: ReaderDep) -> MtsCapabilityInfo:
 def mts_sessions_list(
     atsss: AtsssDep,
     who: ReaderDep,
-    app_instance_id: Annotated[Optional[list[str]], Query(description="only these application instances'")] = None,
-    app_name: Annotated[Optional[list[str]], Query(description="only these applications' (the node knows none)")] = None,
-    session_id: Annotated[Optional[list[str]], Query(description="only these sessions")] = None,
+    app_instance_id: Annotated[list[str], Query(description="only these application instances' (none: all)")] = [],
+    app_name: Annotated[list[str], Query(description="only these applications' (the node is told no names)")] = [],
+    session_id: Annotated[list[str], Query(description="only these sessions (none: all)")] = [],
 ) -> list[MtsSessionInfo]:
     """MEC 015 mtsSessionsListGET: the caller's MTS sessions (an admin's: all)."""
     ServiceState.require(who, Scope.READ)
     found = []
     for _, mts_id, _, body in stored.load_mts(atsss.store, None if who.is_admin else who.tenant):
-        if app_name is not None:
+        if app_name:
             continue  # the node is told no application names: none matches
-        if (app_instance_id is None or body["appInsId"] in app_instance_id) and (
-                session_id is None or mts_id in session_id):
+        if (not app_instance_id or body["appInsId"] in app_instance_id) and (not session_id or mts_id in session_id):
             found.append(_info(mts_id, body))
     return found
 
