@@ -18,6 +18,7 @@
 #include "core/trace.h"
 #include "nf/qos/rss.h"
 #include "nf/frer/stage.h"
+#include "nf/atsss/maps.h" /* ATSSS's maps, pinned with the pipeline's for the control plane */
 
 /* Load-time knob (skeleton rodata): record every packet's outcome in dpp_trace. */
 const volatile __u8 cfg_trace = 0;

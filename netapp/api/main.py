@@ -18,6 +18,7 @@ from netapp.api.openapi import OPENAPI_PATH, install_openapi
 from netapp.api.problems import install_problem_handlers
 from netapp.api.routes import dataplane, health, intents, metrics, slices, stats
 from netapp.api.routes import subscriptions, telemetry as telemetry_stream, tenants
+from netapp.atsss import mts, routes as atsss
 from netapp.core.config import Settings
 from netapp.forwarding import routes as forwarding
 from netapp.frer import routes as frer
@@ -52,8 +53,10 @@ ROUTERS = (
     policers.router,
     routing.router,
     frer.router,
+    atsss.router,
     mec.applications,
     mec.app_support,
+    mts.router,
 )
 
 

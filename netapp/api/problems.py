@@ -72,6 +72,21 @@ class Problem(BaseModel):
     invalid_params: Optional[list[InvalidParam]] = Field(None, alias="invalid-params")
 
 
+# Paths served after ETSI documents whose ProblemDetails.instance is a URI ("format": "uri", not a
+# reference): MEC 015's (netapp.atsss.mts). Their problems name the request by its absolute URL.
+ABSOLUTE_INSTANCE_PATHS = ("/mts/v1/",)
+
+
+def problem_instance(request: Request) -> str:
+    """The problem's `instance`: the request's path, or its URL where the path's document says a URI
+    (the path as the client sent it, percent-encoded: a decoded one may hold what a URI cannot)."""
+    path = request.url.path
+    if not path.startswith(ABSOLUTE_INSTANCE_PATHS):
+        return path
+    raw = request.scope.get("raw_path") or path.encode()
+    return f"{request.url.scheme}://{request.url.netloc}{raw.decode('ascii', 'replace')}"
+
+
 def problem_type(status: int) -> str:
     return PROBLEM_TYPE_PREFIX + _PROBLEM_SLUGS.get(status, f"http-{status}")
 
@@ -91,7 +106,7 @@ def problem_response(
         title=title,
         status=status,
         detail=detail,
-        instance=request.url.path,
+        instance=problem_instance(request),
         invalid_params=invalid_params or None,
         **jsonable_encoder(_without_standard_members(extensions)),
     )

@@ -8,6 +8,7 @@ import typer
 
 from netapp import __version__
 from netapp.cli import ai, dashboards, dataplane, demo, intents, openstack, serve, slices, status, tenants, tokens
+from netapp.atsss import cli as atsss
 from netapp.frer import cli as frer
 from netapp.routing import cli as routes
 from netapp.upf import cli as sessions
@@ -25,6 +26,7 @@ app.add_typer(ai.app, name="ai")
 app.add_typer(dashboards.app, name="dashboards")
 app.add_typer(dataplane.app, name="dataplane")
 app.add_typer(frer.app, name="frer")
+app.add_typer(atsss.app, name="atsss")
 app.command(name="demo")(demo.demo)
 app.command(name="serve")(serve.serve)
 app.add_typer(tokens.app, name="tokens")

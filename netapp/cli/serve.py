@@ -43,10 +43,11 @@ def serve(
     pfcp = _pfcp(settings, service)
     routing = _routing(settings, service, pfcp)
     frer = _frer(settings, service)
+    atsss = _atsss(settings, service)
     telemetry = _telemetry(settings, service)
     usage = _usage(settings, pfcp, telemetry)
     try:
-        _run(settings, service, telemetry, log_level, pfcp, routing, frer)
+        _run(settings, service, telemetry, log_level, pfcp, routing, frer, atsss)
     except _StopRequested:
         pass  # uvicorn has finished the open requests already
     finally:
@@ -158,6 +159,17 @@ def _frer(settings: Settings, service: IntentService) -> Optional[Any]:
     return frer
 
 
+def _atsss(settings: Settings, service: IntentService) -> Optional[Any]:
+    """ATSSS's sessions over the service's data plane: the stored sessions in its maps (None without
+    a data plane: the API then keeps the sessions in the store only)."""
+    dataplane = getattr(service, "dataplane", None)
+    if dataplane is None:
+        return None
+    from netapp.atsss.service import Atsss
+
+    return Atsss.start(service.store, dataplane.table, settings.netns)  # type: ignore[attr-defined]
+
+
 def _telemetry(settings: Settings, service: IntentService) -> Optional[Any]:
     """The collector over the started service, polling (None when telemetry is disabled)."""
     from netapp.telemetry.runtime import Telemetry
@@ -209,6 +221,7 @@ def _run(
     pfcp: Optional[Any] = None,
     routing: Optional[Any] = None,
     frer: Optional[Any] = None,
+    atsss: Optional[Any] = None,
 ) -> None:
     # Imported here: the other commands (and `netapp --help`) need neither uvicorn nor FastAPI.
     import uvicorn
@@ -228,6 +241,8 @@ def _run(
         app.state.routing = routing
     if frer is not None:  # and /api/v1/frer/streams
         app.state.frer = frer
+    if atsss is not None:  # /api/v1/atsss and /mts/v1
+        app.state.atsss = atsss
     server = uvicorn.Server(
         uvicorn.Config(
             app,

@@ -39,7 +39,7 @@ def grant(
 @app.command("list")
 def list_tenants(url: UrlOption = None, token: TokenOption = None) -> None:
     """Every tenant with a record, what it owns and what it holds (admin)."""
-    kinds = ("intents", "slices", "subscriptions", "streams", "frer_streams")
+    kinds = ("intents", "slices", "subscriptions", "streams", "frer_streams", "atsss_sessions")
     table = Table("tenant", "traffic", *kinds)
     for record in Api.from_options(url, token).get(BASE):
         spec, usage, quotas = record["spec"], record["usage"], record["spec"]["quotas"]

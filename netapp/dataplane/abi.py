@@ -29,6 +29,7 @@ from ctypes import (
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Union
 
+from netapp.atsss import abi as atsss_abi
 from netapp.dataplane.cenum import c_enum
 from netapp.frer import abi as frer_abi
 from netapp.qos import rss_abi
@@ -581,5 +582,10 @@ MAPS: Mapping[str, MapSpec] = {
     },
     **{name: MapSpec(PERCPU_ARRAY, c_uint32, Counter, size, table=True) for name, size in rss_abi.COUNTERS.items()},
     **{name: _frer_map(*spec) for name, spec in frer_abi.MAPS.items()},
+    # ATSSS's (netapp.atsss.abi), sized by its header's constants, which dpp_consts.h does not include.
+    **{
+        name: MapSpec(MapType[kind], key, value, atsss_abi.CONSTANTS[size], table=True)
+        for name, (kind, key, value, size) in atsss_abi.MAPS.items()
+    },
 }
 SIZABLE_MAPS = frozenset(name for name, spec in MAPS.items() if spec.sizable)

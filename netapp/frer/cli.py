@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from netapp.cli.client import Api
-from netapp.cli.errors import EXIT_BAD_INPUT, fail
+from netapp.cli.named import put_named
 from netapp.cli.options import TokenOption, UrlOption
-from netapp.intents.errors import IntentError
-from netapp.intents.loader import read_data
 
 app = typer.Typer(help="FRER (IEEE 802.1CB): protected streams, replicated and eliminated.", no_args_is_help=True)
 streams = typer.Typer(help="Protected streams: how they are identified, generated or recovered here.",
@@ -24,16 +22,6 @@ BASE = "/api/v1/frer"
 STREAMS = f"{BASE}/streams"
 JsonOption = Annotated[bool, typer.Option("--json", help="The API's answer as JSON instead of a table.")]
 NameArgument = Annotated[str, typer.Argument(help="The stream's name.")]
-
-
-def streams_of(data: Any) -> list[dict]:
-    """The streams a file holds: one stream, a list, or a document's "streams"."""
-    if isinstance(data, dict) and "streams" in data:
-        data = data["streams"]
-    entries = data if isinstance(data, list) else [data]
-    if not all(isinstance(entry, dict) and isinstance(entry.get("name"), str) for entry in entries):
-        raise ValueError("every stream must be an object with a name")
-    return entries
 
 
 def _uses(stream: dict) -> str:
@@ -65,17 +53,8 @@ def apply(
     token: TokenOption = None,
 ) -> None:
     """Create or replace each stream of FILE by its name (PUT), in order; the first refusal stops."""
-    try:
-        entries = streams_of(read_data(file))
-    except IntentError as exc:
-        fail(f"{file}: {exc.line()}", EXIT_BAD_INPUT)
-    except ValueError as exc:
-        fail(f"{file}: {exc}", EXIT_BAD_INPUT)
-    api = Api.from_options(url, token)
-    for entry in entries:
-        response = api.request("PUT", f"{STREAMS}/{entry['name']}", json=entry)
-        stream = response.json()
-        done = "created" if response.status_code == 201 else "replaced"
+    for stream, created in put_named(file, "streams", "stream", STREAMS, url, token):
+        done = "created" if created else "replaced"
         Console().print(f"{done} {stream['name']} (handle {stream['handle']}, {_uses(stream)})", markup=False)
 
 

@@ -40,7 +40,6 @@ from netapp.service.contract import (
     Conflict,
     DataplaneFull,
     DataplaneUnavailable,
-    InvalidInput,
     NotFound,
     Principal,
     QuotaExceeded,
@@ -149,12 +148,7 @@ class Frer:
     @staticmethod
     def _owner(who: Principal, name: str, spec: FrerStreamSpec) -> str:
         """The tenant of the stream `name` names, whose name the body must repeat."""
-        ServiceState.require(who, Scope.INTENTS_WRITE)
-        owner, local = ServiceState.owner(who, name, "stream")
-        if spec.name != local:
-            raise InvalidInput(f"name {spec.name!r} differs from the stream's name in the path ({local!r})",
-                               field="name")
-        return owner
+        return ServiceState.writer_owner(who, name, "stream", spec.name)
 
     def delete_stream(self, who: Principal, name: str) -> None:
         ServiceState.require(who, Scope.INTENTS_WRITE)

@@ -4,6 +4,7 @@ next. A network function's tables come in a migration of their own, their statem
 
 from __future__ import annotations
 
+from netapp.atsss.schema import ATSSS_TABLES
 from netapp.frer.schema import FRER_INTENT_OWNER, FRER_TABLES
 from netapp.mec.schema import MEC_TABLES
 from netapp.routing.schema import ROUTING_TABLES
@@ -90,6 +91,7 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     4: FRER_TABLES,  # 5: the protected streams of FRER (netapp.frer.store)
     5: MEC_TABLES,  # 6: MEC 011 application instances and their traffic rules (netapp.mec.store)
     6: FRER_INTENT_OWNER,  # 7: the intent a protected stream is the protection of (netapp.frer.protect)
+    7: ATSSS_TABLES,  # 8: ATSSS sessions, their path slots and MEC 015 MTS sessions (netapp.atsss.store)
 }
 
 SCHEMA_VERSION = len(MIGRATIONS) + 1

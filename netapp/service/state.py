@@ -24,7 +24,15 @@ from netapp.forwarding.liveness import LivenessMonitor
 from netapp.intents.compiler import CompiledRule
 from netapp.intents.index import RuleIndex
 from netapp.qos.spec import PoliceDefaults
-from netapp.service.contract import DataplaneUnavailable, Forbidden, NotFound, Principal, Scope, ServiceError
+from netapp.service.contract import (
+    DataplaneUnavailable,
+    Forbidden,
+    InvalidInput,
+    NotFound,
+    Principal,
+    Scope,
+    ServiceError,
+)
 from netapp.service.rules import Rules, split_rule_id
 from netapp.service.store import Store
 from netapp.service.transaction import RuleChange, SiteChange, Transactions, Where
@@ -141,6 +149,17 @@ class ServiceState:
         if tenant != who.tenant and not who.is_admin:
             raise NotFound(f"no {kind} {name!r}")
         return tenant, local
+
+    @staticmethod
+    def writer_owner(who: Principal, name: str, kind: str, body_name: str) -> str:
+        """The tenant of the object `who` names (`owner`) to write it (scope intents:write), whose
+        body must repeat the name in the path."""
+        ServiceState.require(who, Scope.INTENTS_WRITE)
+        owner, local = ServiceState.owner(who, name, kind)
+        if body_name != local:
+            raise InvalidInput(f"name {body_name!r} differs from the {kind}'s name in the path ({local!r})",
+                               field="name")
+        return owner
 
     def read_owned(self, who: Principal, name: str, kind: str, get: Callable[[str, str], Optional[T]]) -> T:
         """The object `who` names (`owner`), read with `get(tenant, id)`; NotFound if there is none."""

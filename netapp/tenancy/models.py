@@ -28,6 +28,7 @@ DEFAULT_MAX_SUBSCRIPTIONS = 100
 DEFAULT_MAX_STREAMS = 4
 # The node's FRER stream handles (4,095) are shared: one tenant may not take them all by default.
 DEFAULT_MAX_FRER_STREAMS = 256
+DEFAULT_MAX_ATSSS_SESSIONS = 1024
 MAX_GRANTS = 64
 
 
@@ -106,6 +107,9 @@ class TenantQuotas(BaseModel):
     frer_streams: StrictInt = Field(
         DEFAULT_MAX_FRER_STREAMS, ge=0, le=4095, description="FRER protected streams (the node has 4,095 handles)"
     )
+    atsss_sessions: StrictInt = Field(
+        DEFAULT_MAX_ATSSS_SESSIONS, ge=0, le=16384, description="ATSSS sessions (the node has room for 16,384 UEs)"
+    )
 
 
 class TenantSpec(BaseModel):
@@ -141,6 +145,7 @@ class TenantUsage(BaseModel):
     subscriptions: int = 0
     streams: int = 0
     frer_streams: int = 0
+    atsss_sessions: int = 0
 
 
 class TenantRecord(BaseModel):

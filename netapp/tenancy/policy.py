@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
+from netapp.atsss import scope as atsss_scope
+from netapp.atsss.store import count_sessions, load_sessions
 from netapp.frer.scope import check_scope
 from netapp.frer.store import count_streams, load_streams
 from netapp.intents.errors import IntentError
@@ -82,7 +84,8 @@ class TenantPolicy:
 
     def usage(self, tenant: str) -> TenantUsage:
         intents, slices = self.store.tenant_usage(tenant)
-        return TenantUsage(intents=intents, slices=slices, frer_streams=self.holds_streams(tenant))
+        return TenantUsage(intents=intents, slices=slices, frer_streams=self.holds_streams(tenant),
+                           atsss_sessions=count_sessions(self.store, tenant))
 
     def check_spec(self, tenant: str, spec: TenantSpec) -> None:
         """Conflict when `spec` would let the tenant's traffic meet another tenant's, or leave one of
@@ -92,6 +95,7 @@ class TenantPolicy:
         self._check_disjoint(tenant, spec.traffic)
         self._check_intents_inside(tenant, spec.traffic)
         self._check_streams_inside(tenant, spec.traffic)
+        self._check_atsss_inside(tenant, spec.traffic)
 
     def _check_disjoint(self, tenant: str, traffic: Sequence[TrafficGrant]) -> None:
         for other in self.store.list_tenants():
@@ -137,6 +141,19 @@ class TenantPolicy:
                     f"({exc.field}): change or delete it first",
                     field="traffic",
                     stream=stream.name,
+                ) from None
+
+    def _check_atsss_inside(self, tenant: str, traffic: Sequence[TrafficGrant]) -> None:
+        """Conflict when one of the tenant's ATSSS sessions would steer a UE outside this traffic."""
+        for session in load_sessions(self.store, tenant):
+            try:
+                atsss_scope.check_scope(session, traffic, tenant)
+            except Forbidden as exc:
+                raise Conflict(
+                    f"ATSSS session {session.name!r} of tenant {tenant!r} would lie outside this traffic "
+                    f"({exc.field}): change or delete it first",
+                    field="traffic",
+                    session=session.name,
                 ) from None
 
     def holds_streams(self, tenant: str) -> int:

@@ -1,0 +1,300 @@
+"""ETSI GS MEC 015 v2.1.1 Multi-access Traffic Steering (TrafficSteeringApi: its server URL is
+/mts/v1): what the node can steer (mts_capability_info) and MTS sessions, each of which sets the
+steering mode of one UE's ATSSS session (netapp.atsss.service).
+
+The ETSI types keep ETSI's names and required members (clauses 7.2.4, 7.2.5); answers leave absent
+members out, as ETSI's types have no nulls, and carry `sessionId` besides (the id of the path's
+{sessionId}, which v2.1.1's MtsSessionInfo lacks and later versions add). What the node cannot
+serve is refused with a ProblemDetails naming ETSI's field:
+
+- mtsMode, onto our schedulers (abi.Mode): 0 low cost -> ACTIVE_STANDBY over the session's paths in
+  their order, which must put the unmetered (non-3GPP) accesses first; 1 low latency ->
+  SMALLEST_DELAY (the path with the smallest RTT fed through the PATCH of /api/v1/atsss);
+  2 high throughput -> WEIGHTED (every path at once, by the paths' weights). 3 redundancy and
+  4 QoS are refused: the data path has no redundant scheduler and none driven by qosD.
+- flowFilter: one filter, whose dstIp is the UE of an ATSSS session of the caller's tenant (an
+  address, or a prefix of that one address); the node steers a UE's whole downlink, so a filter
+  on ports, protocol, DSCP, flow label or source is refused.
+- requestType 1 (FLOW_SPECIFIC_MTS_SESSION) only: an application's sessions are not known to the
+  node; trafficDirection "00" (downlink) only: the node steers the downlink, the UE its uplink.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import time
+import uuid
+from typing import Annotated, Any, Optional
+
+from fastapi import APIRouter, Path, Query, Request, Response
+from pydantic import BaseModel, ConfigDict, Field
+
+from netapp.api.deps import IntentWriterDep, JsonBody, ReaderDep
+from netapp.api.routes.common import AUTHENTICATED, WITH_BODY, documented
+from netapp.atsss import store as stored
+from netapp.atsss.models import AccessType, AtsssSession, SteeringMode
+from netapp.atsss.routes import AtsssDep
+from netapp.atsss.service import Atsss
+from netapp.service.contract import InvalidInput, NotFound, Principal, Scope
+from netapp.service.state import ServiceState
+
+MTS = "/mts/v1"
+router = APIRouter(prefix=MTS, tags=["mec015"])
+
+Uint32 = Annotated[int, Field(ge=0, le=(1 << 32) - 1)]
+
+# mtsMode -> the scheduler that serves it (the module's docstring says why).
+LOW_COST, LOW_LATENCY, HIGH_THROUGHPUT, REDUNDANCY, QOS = range(5)
+SERVED_MODES = {
+    LOW_COST: SteeringMode.ACTIVE_STANDBY,
+    LOW_LATENCY: SteeringMode.SMALLEST_DELAY,
+    HIGH_THROUGHPUT: SteeringMode.WEIGHTED,
+}
+REFUSED_MODES = {
+    REDUNDANCY: "redundancy (3) is not served: the data path has no redundant scheduler",
+    QOS: "QoS (4) is not served: no scheduler is driven by qosD",
+}
+FLOW_SPECIFIC = 1
+DOWNLINK = "00"
+# The node's accesses as MtsCapabilityInfo.mtsAccessInfo says them: accessType 2 "any 3GPP-based
+# cellular technology", metered (1); accessType 1 "any IEEE 802.11-based WLAN", not metered (0): low
+# cost prefers it.
+ACCESS_INFO = (
+    {"accessId": 1, "accessType": 2, "metered": 1},
+    {"accessId": 2, "accessType": 1, "metered": 0},
+)
+UNSERVED_FILTER_MEMBERS = {
+    "sourceIp": "the node steers all of a UE's downlink, whatever its source",
+    "sourcePort": "the node steers all of a UE's downlink, not flows within it",
+    "dstPort": "the node steers all of a UE's downlink, not flows within it",
+    "protocol": "the node steers all of a UE's downlink, not flows within it",
+    "dscp": "the node steers all of a UE's downlink, whatever its DSCP",
+    "flowlabel": "the node steers all of a UE's downlink, whatever its flow label",
+}
+
+
+class _Etsi(BaseModel):
+    # ETSI's types do not forbid other members; a member we do not know is kept out of the answer.
+    model_config = ConfigDict(extra="ignore")
+
+
+class TimeStamp(_Etsi):
+    seconds: Uint32
+    nanoSeconds: Uint32
+
+    @classmethod
+    def now(cls) -> "TimeStamp":
+        ns = time.time_ns()
+        return cls(seconds=ns // 1_000_000_000 % (1 << 32), nanoSeconds=ns % 1_000_000_000)
+
+
+class MtsAccessInfo(_Etsi):
+    accessId: Uint32
+    accessType: Uint32
+    metered: Uint32
+
+
+class MtsCapabilityInfo(_Etsi):
+    """7.2.4: the accesses the node steers over and the MTS modes it serves."""
+
+    mtsAccessInfo: list[MtsAccessInfo] = Field(min_length=1)
+    mtsMode: list[Uint32] = Field(min_length=1)
+    timeStamp: Optional[TimeStamp] = None
+
+
+class FlowFilter(_Etsi):
+    """MtsSessionInfo.flowFilter's items."""
+
+    sourceIp: Optional[str] = None
+    sourcePort: Optional[list[Uint32]] = None
+    dstIp: Optional[str] = None
+    dstPort: Optional[list[Uint32]] = None
+    protocol: Optional[Uint32] = None
+    dscp: Optional[Uint32] = None
+    flowlabel: Optional[Uint32] = None
+
+
+class QosD(_Etsi):
+    """MtsSessionInfo.qosD: the QoS an app asks (mtsMode 4 only)."""
+
+    minTpt: Optional[Uint32] = None
+    maxLatency: Optional[Uint32] = None
+    maxLoss: Optional[Uint32] = None
+    maxJitter: Optional[Uint32] = None
+    priority: Optional[Uint32] = None
+
+
+class MtsSessionInfo(_Etsi):
+    """7.2.5: an MTS session, as an application asks it (POST, PUT) and reads it back."""
+
+    appInsId: str
+    requestType: int = Field(description="0 APPLICATION_SPECIFIC_MTS_SESSION, 1 FLOW_SPECIFIC_MTS_SESSION")
+    flowFilter: list[FlowFilter] = Field(min_length=1)
+    qosD: QosD
+    mtsMode: Uint32
+    trafficDirection: str = Field(description='"00" downlink, "01" uplink, "10" symmetrical')
+    timeStamp: Optional[TimeStamp] = None
+    sessionId: Optional[str] = Field(None, description="the node's id of the session (the path's {sessionId})")
+
+
+# --- what an MTS session becomes --------------------------------------------------------------------
+
+
+def served_mode(info: MtsSessionInfo) -> SteeringMode:
+    """The scheduler serving `info.mtsMode`; InvalidInput naming mtsMode when none does."""
+    if info.mtsMode in SERVED_MODES:
+        return SERVED_MODES[info.mtsMode]
+    why = REFUSED_MODES.get(info.mtsMode, f"{info.mtsMode} is not an MTS mode of MEC 015")
+    allowed = ", ".join(str(mode) for mode in SERVED_MODES)
+    raise InvalidInput(f"mtsMode: {why} (served: {allowed})", field="mtsMode", reason=why, allowed=allowed)
+
+
+def steered_ue(info: MtsSessionInfo) -> str:
+    """The UE address whose downlink the session steers; InvalidInput naming the field of what the
+    node cannot serve."""
+    if info.requestType != FLOW_SPECIFIC:
+        raise InvalidInput("requestType: the node steers one UE's downlink, named by a flow filter: give 1 "
+                           "(FLOW_SPECIFIC_MTS_SESSION)", field="requestType", allowed="1")
+    if info.trafficDirection != DOWNLINK:
+        raise InvalidInput(f"trafficDirection: {info.trafficDirection!r} is not served: the node steers the "
+                           "downlink (towards the UE)", field="trafficDirection", allowed='"00"')
+    if len(info.flowFilter) != 1:
+        raise InvalidInput("flowFilter: give one filter, naming the UE in dstIp", field="flowFilter",
+                           allowed="one filter")
+    given = info.flowFilter[0].model_dump(exclude_none=True)
+    for member, why in UNSERVED_FILTER_MEMBERS.items():
+        if given.get(member) not in (None, []):
+            raise InvalidInput(f"flowFilter[0].{member}: {why}: leave it out", field=f"flowFilter[0].{member}",
+                               reason=why, allowed="absent")
+    return _ue_address(info.flowFilter[0].dstIp)
+
+
+def _ue_address(text: Optional[str]) -> str:
+    field = "flowFilter[0].dstIp"
+    if text is None:
+        raise InvalidInput(f"{field}: give the UE's address", field=field)
+    try:
+        network = ipaddress.ip_network(text.strip(), strict=True)
+    except ValueError:
+        raise InvalidInput(f"{field}: {text!r} is not an IPv4 or IPv6 address", field=field) from None
+    if network.num_addresses != 1:
+        raise InvalidInput(f"{field}: {text!r} is a range: the node steers one UE, give its address", field=field)
+    return str(network.network_address)
+
+
+def check_low_cost(session: AtsssSession) -> None:
+    """Low cost runs active-standby over the session's order: the unmetered paths must come first."""
+    metered = [path.access is AccessType.THREE_GPP for path in session.paths]
+    if metered != sorted(metered):
+        raise InvalidInput(
+            f"mtsMode: low cost (0) takes the first path up in the order of ATSSS session {session.name!r}, whose "
+            "paths put a 3GPP (metered) access before a non-3GPP one: reorder its paths, or ask another mode",
+            field="mtsMode", allowed="1, 2")
+
+
+# --- the service part -----------------------------------------------------------------------------
+
+
+def _body(info: MtsSessionInfo) -> dict[str, Any]:
+    return info.model_dump(mode="json", exclude_none=True, exclude={"sessionId", "timeStamp"})
+
+
+def _info(mts_id: str, body: dict[str, Any]) -> MtsSessionInfo:
+    return MtsSessionInfo.model_validate({**body, "sessionId": mts_id, "timeStamp": TimeStamp.now().model_dump()})
+
+
+def _found(atsss: Atsss, who: Principal, mts_id: str) -> tuple[str, dict[str, Any]]:
+    """(tenant, body) of the MTS session `mts_id` the caller may see; NotFound otherwise."""
+    ServiceState.require(who, Scope.READ)
+    tenants = [owner for owner, found, _, _ in stored.load_mts(atsss.store) if found == mts_id]
+    owner = next((tenant for tenant in tenants if who.is_admin or tenant == who.tenant), None)
+    if owner is None:
+        raise NotFound(f"no MTS session {mts_id!r}")
+    body = stored.stored_mts(atsss.store, owner, mts_id)
+    assert body is not None
+    return owner, body[1]
+
+
+def _steer(atsss: Atsss, tenant: str, mts_id: str, info: MtsSessionInfo) -> MtsSessionInfo:
+    mode = served_mode(info)
+    ue = steered_ue(info)
+    owner = stored.session_of_ue(atsss.store, ue)
+    session = stored.stored_session(atsss.store, *owner) if owner is not None and owner[0] == tenant else None
+    if session is not None and info.mtsMode == LOW_COST:
+        check_low_cost(session)
+    atsss.steer(tenant, mts_id, ue, mode, _body(info), field="flowFilter[0].dstIp")
+    return _info(mts_id, _body(info))
+
+
+# --- routes ---------------------------------------------------------------------------------------
+
+# Any string, as ETSI's document says: one the node never gave is not found (404, which every
+# operation documents; a 400 DELETE does not).
+SessionIdPath = Annotated[str, Path(description="an MTS session")]
+
+
+@router.get("/mts_capability_info", response_model=MtsCapabilityInfo, response_model_exclude_none=True,
+            responses=documented(*AUTHENTICATED))
+def mts_capability_info(who: ReaderDep) -> MtsCapabilityInfo:
+    """MEC 015 mtsCapabilityInfoGET: the accesses the node steers over and the MTS modes it serves."""
+    return MtsCapabilityInfo(mtsAccessInfo=[MtsAccessInfo(**access) for access in ACCESS_INFO],
+                             mtsMode=list(SERVED_MODES), timeStamp=TimeStamp.now())
+
+
+@router.get("/mts_sessions", response_model=list[MtsSessionInfo], response_model_exclude_none=True,
+            responses=documented(*AUTHENTICATED))
+def mts_sessions_list(
+    atsss: AtsssDep,
+    who: ReaderDep,
+    app_instance_id: Annotated[list[str], Query(description="only these application instances' (none: all)")] = [],
+    app_name: Annotated[list[str], Query(description="only these applications' (the node is told no names)")] = [],
+    session_id: Annotated[list[str], Query(description="only these sessions (none: all)")] = [],
+) -> list[MtsSessionInfo]:
+    """MEC 015 mtsSessionsListGET: the caller's MTS sessions (an admin's: all)."""
+    ServiceState.require(who, Scope.READ)
+    found = []
+    for _, mts_id, _, body in stored.load_mts(atsss.store, None if who.is_admin else who.tenant):
+        if app_name:
+            continue  # the node is told no application names: none matches
+        if (not app_instance_id or body["appInsId"] in app_instance_id) and (not session_id or mts_id in session_id):
+            found.append(_info(mts_id, body))
+    return found
+
+
+@router.post("/mts_sessions", response_model=MtsSessionInfo, response_model_exclude_none=True, status_code=201,
+             responses=documented(*AUTHENTICATED, *WITH_BODY, 404, 409, 503), dependencies=[JsonBody])
+def mts_session_post(request: Request, response: Response, atsss: AtsssDep, who: IntentWriterDep,
+                     body: MtsSessionInfo) -> MtsSessionInfo:
+    """MEC 015 mtsSessionPOST: steer a UE's downlink as the session asks; the node gives its sessionId."""
+    mts_id = str(uuid.uuid4())
+    created = _steer(atsss, who.tenant, mts_id, body)
+    response.headers["Location"] = f"{request.scope.get('root_path', '')}{MTS}/mts_sessions/{mts_id}"
+    return created
+
+
+@router.get("/mts_sessions/{sessionId}", response_model=MtsSessionInfo, response_model_exclude_none=True,
+            responses=documented(*AUTHENTICATED, 404))
+def mts_session_get(atsss: AtsssDep, who: ReaderDep, sessionId: SessionIdPath) -> MtsSessionInfo:
+    """MEC 015 mtsSessionGET."""
+    _, body = _found(atsss, who, sessionId)
+    return _info(sessionId, body)
+
+
+@router.put("/mts_sessions/{sessionId}", response_model=MtsSessionInfo, response_model_exclude_none=True,
+            responses=documented(*AUTHENTICATED, *WITH_BODY, 404, 409, 503), dependencies=[JsonBody])
+def mts_session_put(atsss: AtsssDep, who: IntentWriterDep, sessionId: SessionIdPath,
+                    body: MtsSessionInfo) -> MtsSessionInfo:
+    """MEC 015 mtsSessionPUT: replace a session (its UE may change); the data path follows."""
+    tenant, _ = _found(atsss, who, sessionId)
+    if body.sessionId is not None and body.sessionId != sessionId:
+        raise InvalidInput(f"sessionId: {body.sessionId!r} differs from the path's ({sessionId!r})", field="sessionId")
+    return _steer(atsss, tenant, sessionId, body)
+
+
+@router.delete("/mts_sessions/{sessionId}", status_code=204, response_model=None,
+               responses=documented(*AUTHENTICATED, 404, 503))
+def mts_session_delete(atsss: AtsssDep, who: IntentWriterDep, sessionId: SessionIdPath) -> None:
+    """MEC 015 mtsSessionDELETE: the UE's ATSSS session runs its own mode again."""
+    tenant, _ = _found(atsss, who, sessionId)
+    atsss.unsteer(tenant, sessionId)
+

@@ -1,0 +1,317 @@
+"""The ATSSS sessions as a service: tenant-scoped, stored and written to ATSSS's maps together,
+reconciled at start.
+
+A change touches the sessions of one or two UEs (a replace may move a session to another UE): the
+store's transaction and the sync of those UEs' entries go together, and the maps refusing syncs
+them back to what they held and rolls the store back. A stored session the node cannot serve now
+(an interface gone, a neighbour unknown) stays stored, out of the maps, and is told in `unserved`.
+Without a data plane the sessions are only stored, and reach the maps when a service with one
+starts (`reconcile`).
+
+A tenant names its sessions (unique per tenant); the node gives each path a slot of
+dpp_atsss_paths, so that no tenant can aim at another's slot or need to know which are free. A
+MEC 015 MTS session (netapp.atsss.mts) steering a UE sets the mode its session runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+from datetime import datetime, timezone
+from typing import Callable, Optional
+
+from pydantic import ValidationError
+
+from netapp.atsss import store as stored
+from netapp.atsss.abi import MAX_PATHS, PathFlags
+from netapp.atsss.models import (
+    AtsssSession,
+    AtsssSessionPatch,
+    AtsssSessionSpec,
+    PathCounters,
+    SessionCounters,
+    SessionDefinition,
+    SteeringMode,
+)
+from netapp.atsss.resolve import Unresolved, path_macs
+from netapp.atsss.scope import check_scope
+from netapp.atsss.table import AtsssMaps, AtsssTables, Macs, TableOf, session_key
+from netapp.dataplane.binding import DataplaneError
+from netapp.intents.errors import IntentError
+from netapp.service.contract import (
+    Conflict,
+    DataplaneFull,
+    DataplaneUnavailable,
+    InvalidInput,
+    NotFound,
+    Principal,
+    QuotaExceeded,
+    Scope,
+)
+from netapp.service.state import ServiceState, namespace
+from netapp.service.store import Store
+from netapp.tenancy.policy import TenantPolicy
+
+log = logging.getLogger(__name__)
+
+PathMacs = Callable[[AtsssSession, int, Optional[int]], Macs]
+
+
+def interface_index(name: str) -> Optional[int]:
+    try:
+        return socket.if_nametoindex(name)
+    except OSError:
+        return None
+
+
+def resolve_macs(session: AtsssSession, index: int, ifindex: Optional[int]) -> Macs:
+    return path_macs(session.paths[index], index, ifindex)
+
+
+class Atsss:
+    """The ATSSS sessions of every tenant on this node. `netns`: the node's namespace, where
+    interfaces and neighbours are looked up and the maps written (setting netns)."""
+
+    def __init__(self, store: Store, maps: Optional[AtsssMaps] = None, netns: Optional[str] = None,
+                 macs: PathMacs = resolve_macs, ifindex: Callable[[str], Optional[int]] = interface_index,
+                 clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc)):
+        self.store = store
+        self._maps = maps
+        self._netns = netns
+        self._macs = macs
+        self._ifindex = ifindex
+        self._clock = clock
+        self._lock = threading.Lock()  # one change of the maps at a time
+        self.unserved: dict[str, str] = {}  # "<tenant>/<name>" -> why it is stored but not in the maps
+
+    @classmethod
+    def start(cls, store: Store, table_of: TableOf, netns: Optional[str] = None) -> "Atsss":
+        """Over a data plane's maps: the stored sessions reconciled into them."""
+        atsss = cls(store, AtsssMaps(table_of), netns=netns)
+        atsss.reconcile()
+        return atsss
+
+    # --- reads ---------------------------------------------------------------------------------
+
+    def list_sessions(self, who: Principal) -> list[AtsssSession]:
+        """The caller's sessions; an admin's: every tenant's."""
+        ServiceState.require(who, Scope.READ)
+        return stored.load_sessions(self.store, None if who.is_admin else who.tenant)
+
+    def get_session(self, who: Principal, name: str) -> AtsssSession:
+        """`name`: the caller's own, or for admins `<tenant>/<name>`; another tenant's is not found."""
+        ServiceState.require(who, Scope.READ)
+        tenant, local = ServiceState.owner(who, name, "session")
+        session = stored.stored_session(self.store, tenant, local)
+        if session is None:
+            raise NotFound(f"no ATSSS session {name!r}")
+        return session
+
+    def session_counters(self, who: Principal, name: str) -> SessionCounters:
+        """Each path's packets and bytes, its state in the data path and its share of the packets."""
+        session = self.get_session(who, name)
+        counters = SessionCounters(name=session.name, tenant=session.tenant, ue=session.ue, paths=[])
+        if self._maps is None or f"{session.tenant}/{session.name}" in self.unserved:
+            return counters
+        with namespace(self._netns):
+            values, sent = self._maps.paths(session.slots), self._maps.sent(session.slots)
+        total = sum(packets for packets, _ in sent)
+        for index, (slot, value, (packets, octets)) in enumerate(zip(session.slots, values, sent)):
+            path = session.paths[index]
+            counters.paths.append(PathCounters(
+                index=index, slot=slot, access=path.access, packets=packets, bytes=octets,
+                up=bool(value.flags & PathFlags.UP) if value is not None else False,
+                rtt_us=value.rtt_us if value is not None else 0,
+                share=packets / total if total else None))  # fmt: skip
+        return counters
+
+    # --- changes -------------------------------------------------------------------------------
+
+    def create_session(self, who: Principal, name: str, spec: AtsssSessionSpec) -> AtsssSession:
+        """A new session, named as get_session names one; Conflict when the tenant has one of that name."""
+        session, _ = self._put(who, self._owner(who, name, spec), spec, must_be_new=True)
+        return session
+
+    def put_session(self, who: Principal, name: str, spec: AtsssSessionSpec) -> tuple[AtsssSession, bool]:
+        """Create or replace the session `name` names; True when created. Paths keep their slots
+        by position (and, unchanged, their DCCP sequence numbers)."""
+        return self._put(who, self._owner(who, name, spec), spec, must_be_new=False)
+
+    def patch_session(self, who: Principal, name: str, patch: AtsssSessionPatch) -> AtsssSession:
+        """The session's mode and paths' state (up, RTT, weight) changed, the rest kept."""
+        current = self.get_session(who, name)
+        paths = [path.model_copy() for path in current.paths]
+        for change in patch.paths:
+            if change.index >= len(paths):
+                raise InvalidInput(f"paths: the session has {len(paths)} paths, no index {change.index}",
+                                   field="paths", allowed=f"0..{len(paths) - 1}")
+            paths[change.index] = paths[change.index].model_copy(
+                update={key: value for key, value in change.model_dump(exclude={"index"}).items() if value is not None})
+        body = current.model_dump(include=set(AtsssSessionSpec.model_fields))
+        body.update(paths=[path.model_dump() for path in paths], mode=patch.mode or current.mode)
+        try:
+            spec = AtsssSessionSpec.model_validate(body)
+        except ValidationError as exc:  # e.g. every weight of a weighted session made 0
+            raise IntentError.from_validation(exc) from None
+        ServiceState.require(who, Scope.INTENTS_WRITE)
+        session, _ = self._put(who, current.tenant, spec, must_be_new=False)
+        return session
+
+    def delete_session(self, who: Principal, name: str) -> None:
+        ServiceState.require(who, Scope.INTENTS_WRITE)
+        owner, local = ServiceState.owner(who, name, "session")
+        with self._lock, self.store.transaction():
+            old = stored.stored_session(self.store, owner, local)
+            if old is None:
+                raise NotFound(f"no ATSSS session {name!r}")
+            if old.mts_session is not None:
+                raise Conflict(f"MTS session {old.mts_session!r} steers this session's UE: delete it first "
+                               f"(/mts/v1/mts_sessions/{old.mts_session})", field="name")
+            stored.remove_session(self.store, owner, local)
+            self._apply([old], [], None)
+        self.unserved.pop(f"{owner}/{local}", None)
+
+    def steer(self, tenant: str, mts_id: str, ue: str, mode: SteeringMode, body: dict, field: str) -> None:
+        """The MTS session `mts_id` of `tenant` (stored with `body`) steers the session of `ue` in
+        `mode`, replacing what it steered before; `field` names the UE in the caller's terms."""
+        with self._lock, self.store.transaction():
+            owner = stored.session_of_ue(self.store, ue)
+            if owner is None or owner[0] != tenant:
+                raise InvalidInput(f"{field}: tenant {tenant!r} has no ATSSS session of UE {ue}: create one with its "
+                                   "paths first (/api/v1/atsss/sessions)", field=field)
+            steering = stored.mts_of_ue(self.store, ue)
+            if steering is not None and steering != (tenant, mts_id):
+                # 400, not 409: MEC 015 rejects a session whose filter another one matches as a bad request.
+                raise InvalidInput(f"{field}: MTS session {steering[1]!r} steers UE {ue} already", field=field)
+            earlier = stored.stored_mts(self.store, tenant, mts_id)
+            ues = [ue] + ([earlier[0]] if earlier is not None else [])
+            before = stored.sessions_of_ues(self.store, ues)
+            stored.save_mts(self.store, tenant, mts_id, ue, {**body, "mode": mode.value}, self._clock())
+            self._apply(before, stored.sessions_of_ues(self.store, ues), None)
+
+    def unsteer(self, tenant: str, mts_id: str) -> bool:
+        """The MTS session gone: its UE's session runs its own mode again. False: there was none."""
+        with self._lock, self.store.transaction():
+            earlier = stored.stored_mts(self.store, tenant, mts_id)
+            if earlier is None:
+                return False
+            before = stored.sessions_of_ues(self.store, [earlier[0]])
+            stored.remove_mts(self.store, tenant, mts_id)
+            self._apply(before, stored.sessions_of_ues(self.store, [earlier[0]]), None)
+        return True
+
+    # --- start ---------------------------------------------------------------------------------
+
+    def reconcile(self) -> None:
+        """The maps hold the stored sessions the node can serve, and no other; the rest are logged
+        and told in `unserved`."""
+        assert self._maps is not None
+        with self._lock:
+            self.unserved = {}
+            tables = self._tables(stored.load_sessions(self.store), None)
+            with namespace(self._netns):
+                self._maps.sync(tables)
+
+    # --- helpers -------------------------------------------------------------------------------
+
+    @staticmethod
+    def _owner(who: Principal, name: str, spec: AtsssSessionSpec) -> str:
+        """The tenant of the session `name` names, whose name the body must repeat."""
+        return ServiceState.writer_owner(who, name, "session", spec.name)
+
+    def _put(self, who: Principal, tenant: str, spec: AtsssSessionSpec, must_be_new: bool) -> tuple[AtsssSession, bool]:
+        with self._lock, self.store.transaction():
+            policy = TenantPolicy(self.store)
+            check_scope(spec, policy.grants_for(who, tenant), tenant)
+            old = stored.stored_session(self.store, tenant, spec.name)
+            if old is not None and must_be_new:
+                raise Conflict(f"tenant {tenant!r} has an ATSSS session {spec.name!r} already: PUT replaces it",
+                               field="name")
+            if old is None:
+                QuotaExceeded.unless_room(tenant, "atsss_sessions", stored.count_sessions(self.store, tenant),
+                                          policy.quotas_of(tenant).atsss_sessions, "delete one first")
+            self._check_ue(tenant, spec, old)
+            ues = [str(spec.ue)] + ([str(old.ue)] if old is not None else [])
+            before = stored.sessions_of_ues(self.store, ues)
+            kept = old.slots[: len(spec.paths)] if old is not None else []
+            session = AtsssSession(
+                **dict(spec), tenant=tenant, slots=kept + self._free_slots(len(spec.paths) - len(kept)),
+                effective_mode=spec.mode, updated_at=self._clock(),
+                revision=old.revision + 1 if old is not None else 1)  # fmt: skip
+            stored.save_session(self.store, session)
+            session = stored.stored_session(self.store, tenant, spec.name)
+            assert session is not None
+            self._apply(before, stored.sessions_of_ues(self.store, ues), session)
+        self.unserved.pop(f"{tenant}/{spec.name}", None)
+        return session, old is None
+
+    def _check_ue(self, tenant: str, spec: SessionDefinition, old: Optional[AtsssSession]) -> None:
+        """Conflict when another session holds the UE, or when the session moves off a UE an MTS
+        session steers."""
+        holder = stored.session_of_ue(self.store, str(spec.ue))
+        if holder is not None and (old is None or holder != (old.tenant, old.name)):
+            whose = f"session {holder[1]!r}" if holder[0] == tenant else "a session of another tenant"
+            raise Conflict(f"UE {spec.ue} has an ATSSS session already ({whose}): a UE's downlink has one scheduler",
+                           field="ue")
+        if old is not None and old.mts_session is not None and old.ue != spec.ue:
+            raise Conflict(f"MTS session {old.mts_session!r} steers UE {old.ue}: delete it before moving the session",
+                           field="ue")
+
+    def _free_slots(self, count: int) -> list[int]:
+        if count <= 0:
+            return []
+        slots = stored.free_slots(self.store, count)
+        if slots is None:
+            raise DataplaneFull(f"the node's {MAX_PATHS - 1} ATSSS path slots cannot hold {count} more paths",
+                                field="paths")
+        return slots
+
+    def _apply(self, before: list[AtsssSession], after: list[AtsssSession], changed: Optional[AtsssSession]) -> None:
+        """The maps' entries of the UEs of `before` and `after` made those of `after` (in the
+        caller's store transaction): InvalidInput naming the path of `changed` whose addresses
+        cannot be found; the maps refusing, synced back to `before`."""
+        tables = self._tables(after, changed)
+        if self._maps is None:
+            return
+        ues = [bytes(session_key(session.ue)) for session in before + after]
+        slots = [slot for session in before + after for slot in session.slots]
+        with namespace(self._netns):
+            try:
+                self._maps.sync(tables, ues, slots)
+            except DataplaneError as exc:
+                self._undo(self._tables(before, None, quiet=True), ues, slots)
+                raise DataplaneUnavailable(f"the data plane refused the ATSSS sessions: {exc}") from exc
+
+    def _undo(self, before: AtsssTables, ues: list[bytes], slots: list[int]) -> None:
+        try:
+            self._maps.sync(before, ues, slots)  # type: ignore[union-attr]
+        except DataplaneError as exc:
+            log.error("ATSSS's maps could not be put back after a refused change (%s): a restart reconciles them", exc)
+
+    def _tables(self, sessions: list[AtsssSession], changed: Optional[AtsssSession], quiet: bool = False) -> AtsssTables:
+        """The entries of `sessions` whose paths' MACs are found; `changed`'s not found are the
+        caller's error, any other's leave it out (unserved)."""
+        tables = AtsssTables()
+        for session in sessions:
+            key = f"{session.tenant}/{session.name}"
+            try:
+                tables.add(session, self._session_macs(session))
+            except Unresolved as exc:
+                if changed is not None and (session.tenant, session.name) == (changed.tenant, changed.name):
+                    raise InvalidInput(str(exc), field=exc.field) from None
+                if not quiet:
+                    self.unserved[key] = f"{exc.field}: {exc}"
+                    log.warning("ATSSS session %s is stored but not in the data path: %s", key, self.unserved[key])
+                continue
+            if not quiet:
+                self.unserved.pop(key, None)
+        return tables
+
+    def _session_macs(self, session: AtsssSession) -> list[Macs]:
+        if self._maps is None:
+            return [("00:00:00:00:00:00", "00:00:00:00:00:00")] * len(session.paths)  # stored only
+        with namespace(self._netns):
+            return [self._macs(session, index, self._ifindex(path.interface) if path.interface else None)
+                    for index, path in enumerate(session.paths)]
+

@@ -1,0 +1,147 @@
+"""The stored ATSSS sessions, their path slots and MTS sessions (the tables of netapp.atsss.schema):
+what the maps are reconciled with when the service starts. Writes run in the caller's transaction."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Optional
+
+from netapp.atsss.abi import MAX_PATHS
+from netapp.atsss.models import AtsssSession, SessionDefinition, SteeringMode
+from netapp.service.store import Store
+
+_COLUMNS = "s.tenant, s.name, s.body, s.updated_at, s.revision, m.id, m.body"
+_JOINED = "atsss_sessions s LEFT JOIN atsss_mts_sessions m ON m.ue = s.ue"
+
+
+def _session(row: tuple, slots: list[int]) -> AtsssSession:
+    tenant, name, body, updated_at, revision, mts_id, mts_body = row
+    definition = SessionDefinition.model_validate_json(body)
+    effective = SteeringMode(json.loads(mts_body)["mode"]) if mts_body is not None else definition.mode
+    return AtsssSession(**dict(definition), name=name, tenant=tenant, slots=slots, mts_session=mts_id,
+                        effective_mode=effective, revision=revision, updated_at=datetime.fromisoformat(updated_at))
+
+
+def _slots(store: Store, tenant: Optional[str]) -> dict[tuple[str, str], list[int]]:
+    where, args = ("WHERE tenant = ?", (tenant,)) if tenant is not None else ("", ())
+    rows = store.execute(f"SELECT tenant, name, slot FROM atsss_path_slots {where} ORDER BY tenant, name, position",
+                         args).fetchall()
+    slots: dict[tuple[str, str], list[int]] = {}
+    for owner, name, slot in rows:
+        slots.setdefault((owner, name), []).append(slot)
+    return slots
+
+
+def load_sessions(store: Store, tenant: Optional[str] = None) -> list[AtsssSession]:
+    """Every stored session (of `tenant`, when given), by tenant and name."""
+    where, args = ("WHERE s.tenant = ?", (tenant,)) if tenant is not None else ("", ())
+    rows = store.execute(f"SELECT {_COLUMNS} FROM {_JOINED} {where} ORDER BY s.tenant, s.name", args).fetchall()
+    slots = _slots(store, tenant)
+    return [_session(row, slots.get((row[0], row[1]), [])) for row in rows]
+
+
+def sessions_of_ues(store: Store, ues: list[str]) -> list[AtsssSession]:
+    """The stored sessions of these UE addresses (as str() writes them)."""
+    found = []
+    for ue in sorted(set(ues)):
+        owner = session_of_ue(store, ue)
+        session = stored_session(store, *owner) if owner is not None else None
+        if session is not None:
+            found.append(session)
+    return found
+
+
+def stored_session(store: Store, tenant: str, name: str) -> Optional[AtsssSession]:
+    row = store.execute(f"SELECT {_COLUMNS} FROM {_JOINED} WHERE s.tenant = ? AND s.name = ?", (tenant, name)).fetchone()
+    if row is None:
+        return None
+    slots = [slot for (slot,) in store.execute(
+        "SELECT slot FROM atsss_path_slots WHERE tenant = ? AND name = ? ORDER BY position", (tenant, name))]
+    return _session(row, slots)
+
+
+def session_of_ue(store: Store, ue: str) -> Optional[tuple[str, str]]:
+    """(tenant, name) of the session of the UE address `ue` (as str() writes it), None when none."""
+    row = store.execute("SELECT tenant, name FROM atsss_sessions WHERE ue = ?", (ue,)).fetchone()
+    return None if row is None else (row[0], row[1])
+
+
+def count_sessions(store: Store, tenant: str) -> int:
+    return store.execute("SELECT count(*) FROM atsss_sessions WHERE tenant = ?", (tenant,)).fetchone()[0]
+
+
+def save_session(store: Store, session: AtsssSession) -> None:
+    """Insert or replace the session of (tenant, name) with its slots (one a path, by position)."""
+    body = SessionDefinition.model_validate(session.model_dump(include=set(SessionDefinition.model_fields)))
+    when = session.updated_at.isoformat()
+    store.execute(
+        "INSERT INTO atsss_sessions (tenant, name, ue, body, created_at, updated_at, revision) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, name) DO UPDATE SET ue = excluded.ue, "
+        "body = excluded.body, updated_at = excluded.updated_at, revision = excluded.revision",
+        (session.tenant, session.name, str(session.ue), body.model_dump_json(), when, when, session.revision),
+    )
+    store.execute("DELETE FROM atsss_path_slots WHERE tenant = ? AND name = ?", (session.tenant, session.name))
+    store.executemany(
+        "INSERT INTO atsss_path_slots (slot, tenant, name, position) VALUES (?, ?, ?, ?)",
+        [(slot, session.tenant, session.name, position) for position, slot in enumerate(session.slots)],
+    )
+
+
+def remove_session(store: Store, tenant: str, name: str) -> bool:
+    """Whether there was one; its slots are freed."""
+    store.execute("DELETE FROM atsss_path_slots WHERE tenant = ? AND name = ?", (tenant, name))
+    return store.execute("DELETE FROM atsss_sessions WHERE tenant = ? AND name = ?", (tenant, name)).rowcount > 0
+
+
+def free_slots(store: Store, count: int) -> Optional[list[int]]:
+    """The `count` lowest slots no path holds (1..MAX_PATHS - 1; slot 0 means no path), None when
+    there are not that many."""
+    found: list[int] = []
+    after = 0
+    while len(found) < count:
+        row = store.execute(
+            "SELECT min(slot + 1) FROM (SELECT ? AS slot UNION ALL SELECT slot FROM atsss_path_slots WHERE slot >= ?) "
+            "WHERE slot + 1 NOT IN (SELECT slot FROM atsss_path_slots)", (after, after)
+        ).fetchone()
+        slot = row[0]
+        if slot is None or slot >= MAX_PATHS:
+            return None
+        found.append(slot)
+        after = slot
+    return found
+
+
+# --- MTS sessions (MEC 015) -------------------------------------------------------------------------
+
+
+def load_mts(store: Store, tenant: Optional[str] = None) -> list[tuple[str, str, str, dict]]:
+    """(tenant, id, UE, body) of every stored MTS session (of `tenant`, when given), by tenant and id."""
+    where, args = ("WHERE tenant = ?", (tenant,)) if tenant is not None else ("", ())
+    rows = store.execute(f"SELECT tenant, id, ue, body FROM atsss_mts_sessions {where} ORDER BY tenant, id", args)
+    return [(owner, mts_id, ue, json.loads(body)) for owner, mts_id, ue, body in rows.fetchall()]
+
+
+def stored_mts(store: Store, tenant: str, mts_id: str) -> Optional[tuple[str, dict]]:
+    """(UE, body) of the tenant's MTS session `mts_id`."""
+    row = store.execute("SELECT ue, body FROM atsss_mts_sessions WHERE tenant = ? AND id = ?", (tenant, mts_id)).fetchone()
+    return None if row is None else (row[0], json.loads(row[1]))
+
+
+def mts_of_ue(store: Store, ue: str) -> Optional[tuple[str, str]]:
+    """(tenant, id) of the MTS session steering the UE `ue`."""
+    row = store.execute("SELECT tenant, id FROM atsss_mts_sessions WHERE ue = ?", (ue,)).fetchone()
+    return None if row is None else (row[0], row[1])
+
+
+def save_mts(store: Store, tenant: str, mts_id: str, ue: str, body: dict, when: datetime) -> None:
+    """Insert or replace; `body` holds "mode" (the SteeringMode it runs) beside what the caller keeps."""
+    store.execute(
+        "INSERT INTO atsss_mts_sessions (tenant, id, ue, body, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT (tenant, id) DO UPDATE SET ue = excluded.ue, body = excluded.body, updated_at = excluded.updated_at",
+        (tenant, mts_id, ue, json.dumps(body), when.isoformat(), when.isoformat()),
+    )
+
+
+def remove_mts(store: Store, tenant: str, mts_id: str) -> bool:
+    return store.execute("DELETE FROM atsss_mts_sessions WHERE tenant = ? AND id = ?", (tenant, mts_id)).rowcount > 0

@@ -1,0 +1,172 @@
+"""ATSSS's maps written from stored sessions, and read back: dpp_atsss_sessions (UE address ->
+paths, mode, weights, the scheduler's state and the MP_SEQ counter), dpp_atsss_paths (slot -> the
+path's outer headers, up flag, RTT and DCCP sequence number), dpp_atsss_path_stats (slot -> what
+it sent, per CPU), through the generic tables (`table_of(name)`, as netapp.frer.table).
+
+`AtsssMaps.sync` makes the entries of some UEs (or of all) what the tables say, writing only what
+differs: an unchanged session is not written, so its MP_SEQ counter and scheduler state go on, nor
+is an unchanged path, whose DCCP sequence number goes on. A changed session or path is written
+with the numbers it holds carried over (read just before: a packet scheduled between the read and
+the write may reuse a number, the data path's own writes being atomic but not ours). What a packet
+may meet while that runs is a session whole: new and changed paths are written before the
+sessions that lead to them, sessions deleted before their slots are emptied.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+from ctypes import c_uint32
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Optional
+
+from netapp.atsss.abi import Path, PathFlags, Session, SessionKey
+from netapp.atsss.models import Address, AtsssSession
+from netapp.dataplane.tables import Table
+
+TableOf = Callable[[str], Table]
+Macs = tuple[str, str]  # (source, next hop) of one path
+
+
+def address_words(address: Address) -> tuple[int, int, int, int]:
+    """An address as the ABI's four 32-bit words (network order in memory), IPv4 in the first."""
+    return struct.unpack("=4I", address.packed.ljust(16, b"\0"))
+
+
+def session_key(ue: Address) -> SessionKey:
+    key = SessionKey(family=ue.version)
+    key.addr[:] = address_words(ue)
+    return key
+
+
+def _mac(text: str) -> bytes:
+    return bytes.fromhex(text.replace(":", ""))
+
+
+def path_value(session: AtsssSession, position: int, macs: Macs) -> Path:
+    """The slot of `session`'s path at `position` as the control plane writes it (DCCP sequence 0)."""
+    path = session.paths[position]
+    value = Path(access=path.access.c_access, family=path.local.version,
+                 flags=PathFlags.UP if path.up else 0, rtt_us=path.rtt_us,
+                 sport=socket.htons(path.local_port), dport=socket.htons(path.peer_port))  # fmt: skip
+    value.smac[:] = _mac(macs[0])
+    value.dmac[:] = _mac(macs[1])
+    value.local[:] = address_words(path.local)
+    value.peer[:] = address_words(path.peer)
+    return value
+
+
+def session_value(session: AtsssSession) -> Session:
+    """The session's entry as the control plane writes it: its scheduler state zero, MP_SEQ 0."""
+    n = len(session.paths)
+    value = Session(mode=session.effective_mode.c_mode, n_paths=n)
+    value.weight[:n] = [path.weight for path in session.paths]
+    value.path[:n] = session.slots
+    return value
+
+
+@dataclass
+class AtsssTables:
+    """What the maps hold for some UEs: raw session key -> (key, session), path slot -> path."""
+
+    sessions: dict[bytes, tuple[SessionKey, Session]] = field(default_factory=dict)
+    paths: dict[int, Path] = field(default_factory=dict)
+
+    def add(self, session: AtsssSession, macs: list[Macs]) -> None:
+        key = session_key(session.ue)
+        self.sessions[bytes(key)] = (key, session_value(session))
+        for position, slot in enumerate(session.slots):
+            self.paths[slot] = path_value(session, position, macs[position])
+
+
+def _session_part(value: Session) -> tuple:
+    """What the control plane says of a session (the rest is the scheduler's state)."""
+    n = value.n_paths
+    return value.mode, n, tuple(value.weight[:n]), tuple(value.path[:n])
+
+
+def _path_part(value: Path) -> bytes:
+    """What the control plane says of a path (all but its DCCP sequence number)."""
+    copy = Path.from_buffer_copy(value)
+    copy.dccp_seq = 0
+    return bytes(copy)
+
+
+class AtsssMaps:
+    """ATSSS's maps of one loaded data plane."""
+
+    def __init__(self, table_of: TableOf):
+        self._sessions = table_of("dpp_atsss_sessions")
+        self._paths = table_of("dpp_atsss_paths")
+        self._stats = table_of("dpp_atsss_path_stats")
+
+    # --- writes --------------------------------------------------------------------------------
+
+    def sync(self, tables: AtsssTables, ues: Optional[Iterable[bytes]] = None, slots: Iterable[int] = ()) -> None:
+        """The sessions of the raw keys `ues` (None: every UE) are those of `tables` and their paths,
+        and no other; `slots`: path slots these UEs' sessions had or have, emptied unless `tables`
+        holds them (a path written before its session was refused is not led to by any session).
+        DataplaneError when the maps refuse: the caller syncs what it had before."""
+        held = self._held(ues)
+        used = {slot for _, value in held.values() for slot in value.path[: value.n_paths]}
+        self._write_paths(tables.paths, used)
+        self._write_sessions(tables.sessions, held)
+        self._sessions.delete([key for raw, (key, _) in held.items() if raw not in tables.sessions])
+        gone = sorted((used | set(slots)) - set(tables.paths))
+        self._paths.update([(c_uint32(slot), Path()) for slot in gone])
+
+    def _held(self, ues: Optional[Iterable[bytes]]) -> dict[bytes, tuple[SessionKey, Session]]:
+        if ues is None:
+            return {bytes(key): (key, value) for key, value in self._sessions.items()}
+        keys = [SessionKey.from_buffer_copy(raw) for raw in set(ues)]
+        return {bytes(key): (key, value) for key, value in zip(keys, self._sessions.lookup(keys)) if value is not None}
+
+    def _write_paths(self, wanted: dict[int, Path], used: set[int]) -> None:
+        """New paths (their counters zeroed: the slot may have been another's) and changed ones,
+        whose DCCP sequence number goes on."""
+        slots = sorted(wanted)
+        writes, fresh = [], []
+        for slot, now in zip(slots, self._paths.lookup([c_uint32(slot) for slot in slots])):
+            value = Path.from_buffer_copy(wanted[slot])
+            if slot not in used:
+                fresh.append(c_uint32(slot))
+            elif now is not None and _path_part(now) == _path_part(value):
+                continue
+            elif now is not None:
+                value.dccp_seq = now.dccp_seq
+            writes.append((c_uint32(slot), value))
+        self._stats.fill(fresh)  # type: ignore[attr-defined]
+        self._paths.update(writes)
+
+    def _write_sessions(self, wanted: dict[bytes, tuple[SessionKey, Session]],
+                        held: dict[bytes, tuple[SessionKey, Session]]) -> None:
+        """New sessions, and changed ones with their MP_SEQ counter carried over (read again under
+        the session's lock, just before)."""
+        changed = [raw for raw, (_, value) in wanted.items()
+                   if raw in held and _session_part(held[raw][1]) != _session_part(value)]
+        now = dict(zip(changed, self._sessions.lookup([wanted[raw][0] for raw in changed])))
+        writes = []
+        for raw, (key, value) in wanted.items():
+            if raw in held and raw not in now:
+                continue
+            value = Session.from_buffer_copy(value)
+            if now.get(raw) is not None:
+                value.mp_seq = now[raw].mp_seq  # type: ignore[union-attr]
+            writes.append((key, value))
+        self._sessions.update(writes)
+
+    # --- reads ---------------------------------------------------------------------------------
+
+    def paths(self, slots: list[int]) -> list[Optional[Path]]:
+        return self._paths.lookup([c_uint32(slot) for slot in slots])
+
+    def sent(self, slots: list[int]) -> list[tuple[int, int]]:
+        """(packets, bytes) each slot's path sent, summed over the CPUs."""
+        per_slot = self._stats.lookup([c_uint32(slot) for slot in slots])
+        return [(sum(cpu.packets for cpu in cpus), sum(cpu.bytes for cpu in cpus)) if cpus is not None else (0, 0)
+                for cpus in per_slot]
+
+    def session(self, ue: Address) -> Optional[Session]:
+        """The UE's entry, read under its lock."""
+        return self._sessions.get(session_key(ue))
+
