@@ -33,7 +33,8 @@ enum atsss_verdict {
 	ATSSS_ERROR = 3,      /* the packet could not be made so (no headroom, too long) */
 };
 
-static __always_inline void atsss_fill_ipv4(struct iphdr *ip, const struct dpp_atsss_path *p,
+/* The outer IPv4 header from src to dst (address words as the ABI holds them) of a DCCP packet. */
+static __always_inline void atsss_fill_ipv4(struct iphdr *ip, const __be32 *src, const __be32 *dst,
 					    __u32 dccp_len)
 {
 	*(__u8 *)ip = 0x45;
@@ -44,20 +45,20 @@ static __always_inline void atsss_fill_ipv4(struct iphdr *ip, const struct dpp_a
 	ip->ttl = ATSSS_TTL;
 	ip->protocol = DPP_ATSSS_IPPROTO_DCCP;
 	ip->check = 0;
-	ip->saddr = p->local[0];
-	ip->daddr = p->peer[0];
+	ip->saddr = src[0];
+	ip->daddr = dst[0];
 	ip->check = ipv4_header_csum(ip);
 }
 
-static __always_inline void atsss_fill_ipv6(struct ipv6hdr *ip6, const struct dpp_atsss_path *p,
+static __always_inline void atsss_fill_ipv6(struct ipv6hdr *ip6, const __be32 *src, const __be32 *dst,
 					    __u32 dccp_len)
 {
 	*(__be32 *)ip6 = bpf_htonl(6 << 28);
 	ip6->payload_len = bpf_htons(dccp_len);
 	ip6->nexthdr = DPP_ATSSS_IPPROTO_DCCP;
 	ip6->hop_limit = ATSSS_TTL;
-	__builtin_memcpy(&ip6->saddr, p->local, sizeof(ip6->saddr));
-	__builtin_memcpy(&ip6->daddr, p->peer, sizeof(ip6->daddr));
+	__builtin_memcpy(&ip6->saddr, src, sizeof(ip6->saddr));
+	__builtin_memcpy(&ip6->daddr, dst, sizeof(ip6->daddr));
 }
 
 static __always_inline __u64 atsss_addr_sum(const struct dpp_atsss_path *p)
@@ -85,11 +86,11 @@ static __always_inline int atsss_fill(struct xdp_md *ctx, const struct dpp_atsss
 	__builtin_memcpy(eth->h_source, p->smac, ETH_ALEN);
 	if (p->family == 4) {
 		eth->h_proto = bpf_htons(ETH_P_IP);
-		atsss_fill_ipv4((void *)(eth + 1), p, dccp_len);
+		atsss_fill_ipv4((void *)(eth + 1), p->local, p->peer, dccp_len);
 		d = (void *)(eth + 1) + sizeof(struct iphdr);
 	} else {
 		eth->h_proto = bpf_htons(ETH_P_IPV6);
-		atsss_fill_ipv6((void *)(eth + 1), p, dccp_len);
+		atsss_fill_ipv6((void *)(eth + 1), p->local, p->peer, dccp_len);
 		d = (void *)(eth + 1) + sizeof(struct ipv6hdr);
 	}
 	if ((void *)(d + 1) > end)
