@@ -11,7 +11,9 @@
  *   Ethernet [/ 802.1Q] / IPv4 or IPv6 (destination: the UE) / anything
  *
  * and gets XDP_TX when encapsulated (towards the picked path's next hop), XDP_PASS for no session,
- * XDP_DROP when every path of the session is down. A DCCP packet that is neither valid MP-DCCP of
+ * XDP_DROP when every path of the session is down; a REDUNDANT session's packet is broadcast to
+ * dpp_atsss_tx (XDP_REDIRECT), whose entries' programs (dpp_atsss_copy_*) encapsulate a copy each
+ * (nf/atsss/redundant.h). A DCCP packet that is neither valid MP-DCCP of
  * a known path nor to a UE of a session is counted by reason and passed, or dropped as the node's
  * setting says (dpp_atsss_config). XDP_ABORTED: a frame it cannot read or encapsulate. */
 #include <linux/bpf.h>
@@ -57,6 +59,8 @@ static __always_inline int downlink_verdict(enum atsss_verdict v)
 		return XDP_PASS;
 	case ATSSS_NO_PATH:
 		return XDP_DROP;
+	case ATSSS_COPIES:
+		return bpf_redirect_map(&dpp_atsss_tx, 0, BPF_F_BROADCAST);
 	default:
 		return XDP_ABORTED;
 	}
@@ -119,5 +123,32 @@ int xdp_atsss(struct xdp_md *ctx)
 		return atsss_invalid(cfg, DPP_ATSSS_UP_UNKNOWN_PATH);
 	return downlink_verdict(down);
 }
+
+/* The programs of dpp_atsss_tx's entries: a REDUNDANT frame's copy for the path at each position. */
+SEC("xdp/devmap")
+int dpp_atsss_copy_0(struct xdp_md *ctx)
+{
+	return atsss_copy_out(ctx, 0);
+}
+
+SEC("xdp/devmap")
+int dpp_atsss_copy_1(struct xdp_md *ctx)
+{
+	return atsss_copy_out(ctx, 1);
+}
+
+SEC("xdp/devmap")
+int dpp_atsss_copy_2(struct xdp_md *ctx)
+{
+	return atsss_copy_out(ctx, 2);
+}
+
+SEC("xdp/devmap")
+int dpp_atsss_copy_3(struct xdp_md *ctx)
+{
+	return atsss_copy_out(ctx, 3);
+}
+
+_Static_assert(DPP_ATSSS_MAX_PATHS == 4, "a copy program per position");
 
 char LICENSE[] SEC("license") = "GPL";

@@ -59,6 +59,8 @@ class Mode(enum.IntEnum):
     WEIGHTED = 1
     ACTIVE_STANDBY = 2
     SMALLEST_DELAY = 3
+    PRIORITY = 4
+    REDUNDANT = 5
 
 
 @c_enum("dpp_atsss_uplink_reason", "DPP_ATSSS_UP_", has_max=True)
@@ -92,6 +94,7 @@ class Access(enum.IntEnum):
 @c_enum("dpp_atsss_path_flags", "DPP_ATSSS_PATH_")
 class PathFlags(enum.IntFlag):
     UP = 1
+    CONGESTED = 2
 
 
 class SpinLock(Structure):
@@ -115,6 +118,7 @@ class Session(Structure):
         ("weight", c_uint16 * MAX_PATHS_PER_SESSION),
         ("current", c_int32 * MAX_PATHS_PER_SESSION),
         ("path", c_uint32 * MAX_PATHS_PER_SESSION),
+        ("priority", c_uint8 * MAX_PATHS_PER_SESSION),
         ("mp_seq", c_uint64),
     ]
 
@@ -187,6 +191,7 @@ MAPS = {
     "dpp_atsss_path_rx": ("ARRAY", c_uint32, PathRx, "DPP_MAX_ATSSS_PATHS"),
     "dpp_atsss_uplink_stats": ("PERCPU_ARRAY", c_uint32, "unsigned long long", len(UplinkReason)),
     "dpp_atsss_config": ("ARRAY", c_uint32, Config, 1),
+    "dpp_atsss_tx": ("DEVMAP", c_uint32, "bpf_devmap_val", MAX_PATHS_PER_SESSION),
 }
 # rings: name -> (map type, size); their records are struct dpp_atsss_ack (Ack)
 RINGS = {"dpp_atsss_acks": ("RINGBUF", "DPP_ATSSS_ACK_RING_SIZE")}

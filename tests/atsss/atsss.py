@@ -22,7 +22,7 @@ from netapp.atsss.abi import (Access, Config, Mode, Path, PathFlags, PathRx, Pat
 from netapp.dataplane.handle import possible_cpus
 from tests.utils.kernel import build_artifact, require_kernel
 
-XDP_ABORTED, XDP_DROP, XDP_PASS, XDP_TX = 0, 1, 2, 3
+XDP_ABORTED, XDP_DROP, XDP_PASS, XDP_TX, XDP_REDIRECT = 0, 1, 2, 3, 4
 ROOM = 256  # output bytes beyond the input: the pushed headers
 
 
@@ -143,6 +143,13 @@ class AtsssProgram:
         value.flags = (value.flags | PathFlags.UP) if up else (value.flags & ~PathFlags.UP)
         map_update(self.paths, c_uint32(slot), value)
 
+    def set_congested(self, slot: int, congested: bool) -> None:
+        """The path reported congested or no longer, the rest of it kept."""
+        value = self.path(slot)
+        flag = PathFlags.CONGESTED
+        value.flags = (value.flags | flag) if congested else (value.flags & ~flag)
+        map_update(self.paths, c_uint32(slot), value)
+
     def set_rtt(self, slot: int, rtt_us: int) -> None:
         """The path's RTT as the control plane feeds it, the rest of it kept."""
         value = self.path(slot)
@@ -155,10 +162,11 @@ class AtsssProgram:
         return value
 
     def add_session(self, ue: str, mode: Mode, slots: list[int], weights: Optional[list[int]] = None,
-                    mp_seq: int = 0) -> None:
+                    mp_seq: int = 0, priorities: Optional[list[int]] = None) -> None:
         value = Session(mode=mode, n_paths=len(slots), mp_seq=mp_seq)
         value.path[: len(slots)] = slots
         value.weight[: len(slots)] = weights or [1] * len(slots)
+        value.priority[: len(slots)] = priorities or [0] * len(slots)
         map_update(self.sessions, session_key(ue), value)
 
     def delete_session(self, ue: str) -> None:

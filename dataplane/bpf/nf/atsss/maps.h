@@ -73,4 +73,15 @@ struct {
 	__uint(max_entries, DPP_ATSSS_ACK_RING_SIZE);
 } dpp_atsss_acks SEC(".maps");
 
+/* position -> the interface a REDUNDANT session's copy for the path at that position leaves by,
+ * and the devmap program that encapsulates it for that path (dpp_atsss_copy_<position>). Every
+ * entry gets a copy of each REDUNDANT packet (BPF_F_BROADCAST); the control plane writes as many as
+ * the longest session has paths. */
+struct {
+	__uint(type, BPF_MAP_TYPE_DEVMAP);
+	__uint(max_entries, DPP_ATSSS_MAX_PATHS);
+	__type(key, __u32);
+	__type(value, struct bpf_devmap_val);
+} dpp_atsss_tx SEC(".maps");
+
 #endif /* DPP_NF_ATSSS_MAPS_H */

@@ -342,14 +342,14 @@ static __always_inline int atsss_send_ack(struct xdp_md *ctx, const struct atsss
 static __always_inline int atsss_decap(struct xdp_md *ctx, const struct atsss_up *u, __u32 inner, __u8 family)
 {
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
-	__u32 frame_len = end - data, l2 = u->l3;
+	__u32 frame_len = end - data, l2 = u->l3 & 0x1f; /* masked for the verifier, checked below */
+	__be16 proto = bpf_htons(family == 4 ? ETH_P_IP : ETH_P_IPV6);
 	__u8 head[ATSSS_L2_MAX] = {};
 
-	if (l2 < ETH_HLEN || l2 > ATSSS_L2_MAX || inner < l2 || u->ip_end > frame_len)
+	if (l2 != u->l3 || l2 < ETH_HLEN || l2 > ATSSS_L2_MAX || inner < l2 || u->ip_end > frame_len)
 		return -1;
 	if (u->ip_end < frame_len && bpf_xdp_adjust_tail(ctx, (int)u->ip_end - (int)frame_len))
 		return -1;
-	__be16 proto = bpf_htons(family == 4 ? ETH_P_IP : ETH_P_IPV6);
 
 	if (bpf_xdp_load_bytes(ctx, 0, head, l2) || bpf_xdp_adjust_head(ctx, (int)(inner - l2)))
 		return -1;

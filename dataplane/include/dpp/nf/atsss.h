@@ -66,6 +66,8 @@ enum dpp_atsss_mode {
 	DPP_ATSSS_WEIGHTED = 1,	      /* load balancing by weight: smooth weighted round-robin */
 	DPP_ATSSS_ACTIVE_STANDBY = 2, /* the first path that is up, in the session's order */
 	DPP_ATSSS_SMALLEST_DELAY = 3, /* the path up with the smallest RTT (unknown: last; ties: first) */
+	DPP_ATSSS_PRIORITY = 4,	      /* the path up of the highest priority not congested (else: up) */
+	DPP_ATSSS_REDUNDANT = 5,      /* every path up, a copy each, all with one MP_SEQ number */
 };
 
 /* enum dpp_atsss_uplink_reason: why an uplink packet (outer IP protocol 33) was not taken as
@@ -97,7 +99,8 @@ enum dpp_atsss_access {
 
 /* enum dpp_atsss_path_flags: struct dpp_atsss_path.flags bits. */
 enum dpp_atsss_path_flags {
-	DPP_ATSSS_PATH_UP = 1, /* the scheduler may pick it; cleared when the path is reported down */
+	DPP_ATSSS_PATH_UP = 1,	      /* the scheduler may pick it; cleared when the path is reported down */
+	DPP_ATSSS_PATH_CONGESTED = 2, /* PRIORITY: reported congested, taken only when no other is free */
 };
 
 /* Key of dpp_atsss_sessions: the UE's address, family 4 (addr[0], the rest 0) or 6. */
@@ -119,6 +122,7 @@ struct dpp_atsss_session {
 	__u16 weight[DPP_ATSSS_MAX_PATHS]; /* WEIGHTED: each position's weight; 0 never picked */
 	__s32 current[DPP_ATSSS_MAX_PATHS]; /* WEIGHTED: smooth WRR's current weights */
 	__u32 path[DPP_ATSSS_MAX_PATHS];    /* slots of dpp_atsss_paths, by position */
+	__u8 priority[DPP_ATSSS_MAX_PATHS]; /* PRIORITY: each position's, 0 the highest; ties: first */
 	__u64 mp_seq; /* the next MP_SEQ number (48 bits used) */
 };
 
