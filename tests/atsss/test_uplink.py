@@ -96,6 +96,17 @@ def test_link_padding_and_vlan_tags_are_handled(atsss, session):
     assert out == OUR_MAC + UE_SIDE_MAC + struct.pack("!HHH", 0x8100, 30, 0x0800) + inner
 
 
+def test_outer_ipv4_options_go_with_the_outer_header(atsss, session):
+    session(UE4, [CELLULAR4])
+    inner = ue_up(UE4)
+    frame = uplink_frame(CELLULAR4, inner, seq=1)
+    ip = bytearray(frame[14:34] + bytes([1, 1, 1, 0]))  # three NOPs and End of Options
+    ip[0], ip[2:4], ip[10:12] = 0x46, struct.pack("!H", len(frame) - 14 + 4), b"\0\0"
+    ip[10:12] = struct.pack("!H", internet_checksum(bytes(ip)))
+    verdict, out = atsss.run(frame[:14] + bytes(ip) + frame[34:])
+    assert (verdict, out) == (XDP_PASS, decapsulated(inner))
+
+
 def test_acks_and_data_acks_move_the_paths_state_forward_only(atsss, session):
     session(UE4, [CELLULAR4, WIFI4])
     before = atsss.uplink_counts()
