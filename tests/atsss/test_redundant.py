@@ -27,7 +27,8 @@ UE = "10.45.0.2"
 SPECS = [PathSpec("10.0.1.1", "10.0.1.2", sport=5001, dport=5002),
          PathSpec("192.168.7.1", "192.168.7.20", sport=6001, dport=6002, dmac=bytes.fromhex("02000000bb02"))]  # fmt: skip
 PORTS = ("out0", "out1")
-PACKETS = 20
+PACKETS = 20  # at most 64: a live run writes the frame into its pool's 64 pages once, and the
+# encapsulation overwrites the Ethernet header in front of the UE packet in the page
 ETH_P_ALL = 0x0003
 
 
