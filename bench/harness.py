@@ -50,19 +50,23 @@ class HarnessWalk(ctypes.Structure):
         ("src_base", c_uint32),
         ("teid_off", c_uint16),
         ("src_off", c_uint16),
+        ("csum_off", c_uint16),
+        ("reserved", c_uint16),
     ]
 
 
 @dataclass(frozen=True)
 class Walk:
     """Flow f of `flows` gets TEID teid_base + f and UE source src_base + f (bytes at teid_off and
-    src_off of the packet); f steps by `stride`, coprime with `flows`."""
+    src_off of the packet); f steps by `stride`, coprime with `flows`. csum_off: a checksum over
+    both fields the walk keeps right (0: none)."""
 
     flows: int
     teid_base: int
     src_base: int
     teid_off: int
     src_off: int
+    csum_off: int = 0
 
     @property
     def stride(self) -> int:
@@ -156,6 +160,7 @@ class Harness:
             src_base=walk.src_base,
             teid_off=walk.teid_off,
             src_off=walk.src_off,
+            csum_off=walk.csum_off,
         )
         map_update(self._walk_state_fd, c_uint32(0), value)
 

@@ -1,9 +1,12 @@
-"""What the ATSSS downlink costs per packet (dataplane/bpf/nf/atsss/downlink.h, run alone by
-dataplane/bpf/xdp_atsss.bpf.c): a UE packet scheduled and put into MP-DCCP (IPv4, DCCP-Data with
-MP_SEQ, both checksums) by each scheduler (round-robin, smooth weighted round-robin, active-standby,
-two paths), for one session (hot: the best case) and among 10,000 sessions (every repetition
-another UE), against the harness's empty program (the floor). Every repetition starts from the
-original packet (the harness puts the head back and writes the packet again).
+"""What ATSSS costs per packet (dataplane/bpf/nf/atsss/, run alone by dataplane/bpf/xdp_atsss.bpf.c).
+Uplink (bench/atsss/uplink.py): an MP-DCCP Data frame checked, its path found and moved on,
+decapsulated, with no Ack owed and with an Ack into the ring for every packet. Downlink: a UE packet
+scheduled and put into MP-DCCP (IPv4, DCCP-Data with MP_SEQ, both checksums) by each scheduler
+(round-robin, smooth weighted round-robin, active-standby, priority; redundant's marking, its copies
+not made in the harness), two paths. Each for one session (hot: the best case) and among 10,000
+sessions (every repetition another UE), against the harness's empty program (the floor). Every
+repetition starts from the original packet (the harness puts the head back and writes the packet
+again). Then live (bench/atsss/live.py): round-robin against redundant with its two copies made.
 
     python -m bench.atsss --out bench/results/atsss.json
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import ctypes
 import functools
 import ipaddress
 import random
@@ -12,13 +13,16 @@ from ctypes import c_uint32
 from pathlib import Path
 from typing import Optional, Sequence
 
+from bench.atsss import live, uplink
+from bench.atsss.ring import AckRing
 from bench.harness import Harness, Walk, add_block_arguments, build_harness, interleaved_medians, write_results
-from bench.libbpf import BpfObject, map_update
-from netapp.atsss.abi import Mode, Path as PathValue, PathFlags, Session, SessionKey
+from bench.libbpf import BpfObject, map_lookup, map_update
+from netapp.atsss.abi import Mode, Path as PathValue, PathFlags, Session, SessionKey, UplinkReason
 from netapp.dataplane import binding
+from netapp.dataplane.handle import possible_cpus
 
 DEFAULT_OUT = Path("bench/results/atsss.json")
-XDP_PASS, XDP_TX = 2, 3
+XDP_PASS, XDP_TX, XDP_REDIRECT = 2, 3, 4
 SESSIONS = 10_000
 FIRST_UE = ipaddress.IPv4Address("10.64.0.0")
 FRAME = 128  # Ethernet frame of the UE packet
@@ -26,7 +30,10 @@ UE_AT = 14 + 16  # the UE packet's IPv4 destination: the walk writes the UE's ad
 PAYLOAD_AT = 14 + 20 + 8  # the walk's other field, a word of the UDP payload
 ROOM = 256
 MODES = {"round-robin": (Mode.ROUND_ROBIN, [1, 1]), "weighted round-robin 3:1": (Mode.WEIGHTED, [3, 1]),
-         "active-standby": (Mode.ACTIVE_STANDBY, [1, 1])}  # fmt: skip
+         "active-standby": (Mode.ACTIVE_STANDBY, [1, 1]), "priority": (Mode.PRIORITY, [1, 1]),
+         "redundant (marking, no copies)": (Mode.REDUNDANT, [1, 1])}  # fmt: skip
+# what each scheduler's packets get in the harness: REDUNDANT's broadcast is not carried out there
+VERDICTS = {Mode.REDUNDANT: XDP_REDIRECT}
 
 
 def ue_frame() -> bytes:
@@ -61,6 +68,7 @@ class AtsssBench:
             value = Session(mode=mode, n_paths=2)
             value.path[:2] = [2 * i + 1, 2 * i + 2]
             value.weight[:2] = weights
+            value.priority[:2] = [1, 0]  # PRIORITY: the second path first
             map_update(self.sessions_fd, key, value)
 
     def close(self) -> None:
@@ -84,6 +92,58 @@ def timed(harness: Harness, prog: int, walk: Walk, expected: int, repeat: int) -
     return result.duration_ns
 
 
+def row(name: tuple[str, str], sessions: int, what: str, medians: dict[str, float]) -> dict:
+    """A result row (printed as it comes): the case's name, the floor, the case, the difference."""
+    result = {name[0]: name[1], "sessions": sessions, "floor_ns": medians["floor"], f"{what}_ns": medians["atsss"],
+              "above_floor_ns": medians["atsss"] - medians["floor"]}  # fmt: skip
+    print(f"{name[1]:<32} {sessions:>6} sessions  floor {medians['floor']:6.1f}  {what} {medians['atsss']:6.1f}  "
+          f"above floor {result['above_floor_ns']:+6.1f} ns", flush=True)
+    return result
+
+
+def timed_walk(harness: Harness, prog: int, frame: bytes, expected: int, repeat: int) -> int:
+    """As timed, the walk going on from where it was (set by the caller)."""
+    result = harness.run_walk_head(prog, frame, repeat, 0, len(frame) + ROOM)
+    if result.retval != expected:
+        raise RuntimeError(f"verdict {result.retval}, expected {expected}: the case is not what it says")
+    return result.duration_ns
+
+
+def acks_lost(bench: AtsssBench) -> int:
+    values = (ctypes.c_uint64 * possible_cpus())()
+    map_lookup(bench.obj.map_fd("dpp_atsss_uplink_stats"), c_uint32(UplinkReason.ACK_LOST), values)
+    return sum(values)
+
+
+UPLINK_CASES = {"uplink Data, no Ack owed": uplink.NEVER, "uplink Data + Ack every packet": 1}
+
+
+def uplink_rows(args: argparse.Namespace, harness: Harness, bench: AtsssBench, rng: random.Random) -> list[dict]:
+    """The uplink's rows: decapsulation alone and with an Ack into the ring for every Data packet,
+    one session and 10,000, against the floor."""
+    rows = []
+    frame = uplink.data_frame(FIRST_UE)
+    uplink.install(bench.obj, SESSIONS, FIRST_UE)
+    ring = AckRing(bench.obj.map_fd("dpp_atsss_acks"))
+    try:
+        for case, ratio in UPLINK_CASES.items():
+            uplink.set_ack_ratio(bench.obj, ratio)
+            for sessions in (1, SESSIONS):
+                harness.set_walk(uplink.walk(sessions, FIRST_UE))
+                floor = functools.partial(timed_walk, harness, harness.empty_fd, frame, XDP_PASS)
+                atsss = functools.partial(timed_walk, harness, bench.prog_fd, frame, XDP_PASS)
+                subjects = {"floor": functools.partial(uplink.drained_runs, floor, ring, args.repeat),
+                            "atsss": functools.partial(uplink.drained_runs, atsss, ring, args.repeat)}  # fmt: skip
+                lost = acks_lost(bench)
+                medians = interleaved_medians(subjects, args.runs, rng)
+                if acks_lost(bench) != lost:
+                    raise RuntimeError("the ring lost Acks: the case is not what it says")
+                rows.append(row(("case", case), sessions, "uplink", medians))
+    finally:
+        ring.close()
+    return rows
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parse_args(argv)
     rng = random.Random(args.seed)
@@ -93,18 +153,22 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     with Harness(build_harness()) as harness:
         bench = AtsssBench(build)
         try:
+            rows += uplink_rows(args, harness, bench, rng)
             for scheduler, (mode, weights) in MODES.items():
                 bench.configure(mode, weights)
                 for sessions in (1, SESSIONS):
                     walk = Walk(sessions, teid_base=0, src_base=ue, teid_off=PAYLOAD_AT, src_off=UE_AT)
                     subjects = {"floor": functools.partial(timed, harness, harness.empty_fd, walk, XDP_PASS, args.repeat),
-                                "atsss": functools.partial(timed, harness, bench.prog_fd, walk, XDP_TX, args.repeat)}  # fmt: skip
+                                "atsss": functools.partial(timed, harness, bench.prog_fd, walk,
+                                                           VERDICTS.get(mode, XDP_TX), args.repeat)}  # fmt: skip
                     medians = interleaved_medians(subjects, args.runs, rng)
-                    row = {"scheduler": scheduler, "sessions": sessions, "floor_ns": medians["floor"],
-                           "downlink_ns": medians["atsss"], "above_floor_ns": medians["atsss"] - medians["floor"]}  # fmt: skip
-                    rows.append(row)
-                    print(f"{scheduler:<26} {sessions:>6} sessions  floor {row['floor_ns']:6.1f}  "
-                          f"downlink {row['downlink_ns']:6.1f}  above floor {row['above_floor_ns']:+6.1f} ns", flush=True)
+                    rows.append(row(("scheduler", scheduler), sessions, "downlink", medians))
+            site = live.LiveSite(build, bench.obj)
+            try:
+                rows += live.live_rows(site, bench.prog_fd, ue_frame(), lambda mode: bench.configure(mode, [1, 1]),
+                                       args.runs, args.repeat)  # fmt: skip
+            finally:
+                site.close()
         finally:
             harness.release_target()
             bench.close()

@@ -70,7 +70,10 @@ int harness(struct xdp_md *ctx)
 
 /* How harness_walk turns the stored packet into flow f of N: the TEID and the UE source address
  * become teid_base + f and src_base + f. f walks with a stride coprime with N, so N repetitions
- * visit every flow once, and consecutive flows are far apart (no prefetcher helps). */
+ * visit every flow once, and consecutive flows are far apart (no prefetcher helps). A checksum
+ * over both fields (at csum_off, 0: none) is kept right: a packet whose flow is told by checksummed
+ * fields (the outer addresses of MP-DCCP, in its pseudo-header) stays valid. Both fields must lie
+ * at an even distance from where the checksummed words start. */
 struct harness_walk {
 	__u32 flows;	 /* N */
 	__u32 stride;	 /* coprime with N, below it */
@@ -79,6 +82,8 @@ struct harness_walk {
 	__u32 src_base;	 /* host order */
 	__u16 teid_off;	 /* where the TEID sits in the packet */
 	__u16 src_off;	 /* where the UE source address sits */
+	__u16 csum_off;	 /* where a 16-bit Internet checksum over both sits; 0: none */
+	__u16 reserved;
 };
 
 /* 0 -> the walk */
@@ -105,9 +110,25 @@ static __always_inline int store_be32(struct xdp_md *ctx, __u32 off, __u32 value
 	return bpf_xdp_store_bytes(ctx, off, &be, sizeof(be));
 }
 
+/* The checksum at csum_off updated for the two fields' change from `from` to `to` (RFC 1624). */
+static __always_inline int fix_checksum(struct xdp_md *ctx, __u32 off, __be32 *from, __be32 *to)
+{
+	__u16 check;
+	__u32 sum;
+
+	if (bpf_xdp_load_bytes(ctx, off, &check, sizeof(check)))
+		return -1;
+	sum = bpf_csum_diff(from, 8, to, 8, (__u16)~check);
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	check = (__u16)~sum;
+	return bpf_xdp_store_bytes(ctx, off, &check, sizeof(check));
+}
+
 /* The original packet as the walk's next flow, then the program under test. */
 static __always_inline int walk_and_call(struct xdp_md *ctx)
 {
+	__be32 from[2] = {}, to[2];
 	struct harness_walk *w;
 	__u32 zero = 0, f;
 
@@ -115,8 +136,15 @@ static __always_inline int walk_and_call(struct xdp_md *ctx)
 	if (!w || !w->flows || !restore_packet(ctx))
 		return XDP_ABORTED;
 	f = walk_next(w);
+	to[0] = bpf_htonl(w->teid_base + f);
+	to[1] = bpf_htonl(w->src_base + f);
+	if (w->csum_off && (bpf_xdp_load_bytes(ctx, w->teid_off, &from[0], 4) ||
+			    bpf_xdp_load_bytes(ctx, w->src_off, &from[1], 4)))
+		return XDP_ABORTED;
 	if (store_be32(ctx, w->teid_off, w->teid_base + f) ||
 	    store_be32(ctx, w->src_off, w->src_base + f))
+		return XDP_ABORTED;
+	if (w->csum_off && fix_checksum(ctx, w->csum_off, from, to))
 		return XDP_ABORTED;
 	bpf_tail_call(ctx, &harness_target, 0);
 	return XDP_ABORTED;

@@ -46,10 +46,7 @@ class ReplicateBench:
         self.drop: Optional[BpfObject] = None
         try:
             netns.add_namespace(self.ns)
-            for name in ("in0", *PORTS):
-                netns.run(["ip", "-n", self.ns, "link", "add", name, "type", "veth", "peer", "name", f"{name}p"])
-                for end in (name, f"{name}p"):
-                    netns.run(["ip", "-n", self.ns, "link", "set", end, "up"])
+            netns.add_ports(self.ns, ("in0", *PORTS))
             self.frer = BpfObject(build / "dpp_frer.bpf.o")
             self.drop = BpfObject(build / "xdp_drop.bpf.o")
             self._configure()

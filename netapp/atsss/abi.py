@@ -1,6 +1,7 @@
 """ATSSS's part of the data plane ABI (dataplane/include/dpp/nf/atsss.h) as ctypes mirrors: its
-constants, enums, the session, the path and its counters, checked against the BTF of the built
-object by tests/atsss/test_abi.py.
+constants, enums, the session, the path and its counters, the uplink's path index, per-path state,
+node settings and Ack records, checked against the BTF of the built object by
+tests/atsss/test_abi.py.
 
 Only ctypes, enum and netapp.dataplane.cenum here, as the other functions' ABI modules."""
 
@@ -17,12 +18,18 @@ MAX_PATHS = 65536
 IPPROTO_DCCP = 33
 DCCP_HDR_LEN = 16
 DCCP_TYPE_DATA = 2
+DCCP_TYPE_ACK = 3
+DCCP_TYPE_DATAACK = 4
+DCCP_ACK_LEN = 8
 DCCP_OPT_PADDING = 0
 DCCP_SEQ_BITS = 48
 DCCP_OPT_MULTIPATH = 46
 MP_SEQ = 4
 MP_SEQ_LEN = 9
 OPTIONS_LEN = 12
+MAX_OPTIONS = 32
+ACK_RING_SIZE = 262144
+ACK_FRAME_MAX = 88
 
 CONSTANTS = {
     "DPP_MAX_ATSSS_SESSIONS": MAX_SESSIONS,
@@ -31,12 +38,18 @@ CONSTANTS = {
     "DPP_ATSSS_IPPROTO_DCCP": IPPROTO_DCCP,
     "DPP_ATSSS_DCCP_HDR_LEN": DCCP_HDR_LEN,
     "DPP_ATSSS_DCCP_TYPE_DATA": DCCP_TYPE_DATA,
+    "DPP_ATSSS_DCCP_TYPE_ACK": DCCP_TYPE_ACK,
+    "DPP_ATSSS_DCCP_TYPE_DATAACK": DCCP_TYPE_DATAACK,
+    "DPP_ATSSS_DCCP_ACK_LEN": DCCP_ACK_LEN,
     "DPP_ATSSS_DCCP_OPT_PADDING": DCCP_OPT_PADDING,
     "DPP_ATSSS_DCCP_SEQ_BITS": DCCP_SEQ_BITS,
     "DPP_ATSSS_DCCP_OPT_MULTIPATH": DCCP_OPT_MULTIPATH,
     "DPP_ATSSS_MP_SEQ": MP_SEQ,
     "DPP_ATSSS_MP_SEQ_LEN": MP_SEQ_LEN,
     "DPP_ATSSS_OPTIONS_LEN": OPTIONS_LEN,
+    "DPP_ATSSS_MAX_OPTIONS": MAX_OPTIONS,
+    "DPP_ATSSS_ACK_RING_SIZE": ACK_RING_SIZE,
+    "DPP_ATSSS_ACK_FRAME_MAX": ACK_FRAME_MAX,
 }
 
 
@@ -46,6 +59,30 @@ class Mode(enum.IntEnum):
     WEIGHTED = 1
     ACTIVE_STANDBY = 2
     SMALLEST_DELAY = 3
+    PRIORITY = 4
+    REDUNDANT = 5
+
+
+@c_enum("dpp_atsss_uplink_reason", "DPP_ATSSS_UP_", has_max=True)
+class UplinkReason(enum.IntEnum):
+    """What became of an uplink packet: the first two are MP-DCCP of a known path, the rest why a
+    packet was not (and ACK_LOST: an Ack owed the UE that the ring had no room for)."""
+
+    DECAPSULATED = 0
+    ACK = 1
+    TRUNC_HEADER = 2
+    BAD_HEADER = 3
+    TRUNC_OPTIONS = 4
+    BAD_OPTIONS = 5
+    BAD_CHECKSUM = 6
+    UNKNOWN_PATH = 7
+    BAD_INNER = 8
+    ACK_LOST = 9
+
+
+@c_enum("dpp_atsss_uplink_flags", "DPP_ATSSS_")
+class UplinkFlags(enum.IntFlag):
+    DROP_INVALID = 1
 
 
 @c_enum("dpp_atsss_access", "DPP_ATSSS_ACCESS_")
@@ -57,6 +94,7 @@ class Access(enum.IntEnum):
 @c_enum("dpp_atsss_path_flags", "DPP_ATSSS_PATH_")
 class PathFlags(enum.IntFlag):
     UP = 1
+    CONGESTED = 2
 
 
 class SpinLock(Structure):
@@ -80,6 +118,7 @@ class Session(Structure):
         ("weight", c_uint16 * MAX_PATHS_PER_SESSION),
         ("current", c_int32 * MAX_PATHS_PER_SESSION),
         ("path", c_uint32 * MAX_PATHS_PER_SESSION),
+        ("priority", c_uint8 * MAX_PATHS_PER_SESSION),
         ("mp_seq", c_uint64),
     ]
 
@@ -104,14 +143,55 @@ class Path(Structure):
 
 class PathStats(Structure):
     C_NAME = "dpp_atsss_path_stats"
-    _fields_ = [("packets", c_uint64), ("bytes", c_uint64)]
+    _fields_ = [("packets", c_uint64), ("bytes", c_uint64), ("rx_packets", c_uint64), ("rx_bytes", c_uint64),
+                ("rx_acks", c_uint64)]  # fmt: skip
 
 
-ENUMS = (Mode, Access, PathFlags)
-STRUCTS = (SessionKey, Session, Path, PathStats)
+class UplinkKey(Structure):
+    C_NAME = "dpp_atsss_uplink_key"
+    _fields_ = [
+        ("family", c_uint8),
+        ("reserved", c_uint8),
+        ("sport", c_uint16),
+        ("dport", c_uint16),
+        ("reserved2", c_uint16),
+        ("peer", c_uint32 * 4),
+        ("local", c_uint32 * 4),
+    ]
+
+
+class Uplink(Structure):
+    C_NAME = "dpp_atsss_uplink"
+    _fields_ = [("path", c_uint32), ("family", c_uint8), ("reserved", c_uint8 * 3), ("ue", c_uint32 * 4)]
+
+
+class PathRx(Structure):
+    C_NAME = "dpp_atsss_path_rx"
+    _fields_ = [("gsr", c_uint64), ("gar", c_uint64), ("last_heard_ns", c_uint64), ("unacked", c_uint64)]
+
+
+class Config(Structure):
+    C_NAME = "dpp_atsss_config"
+    _fields_ = [("flags", c_uint32), ("ack_ratio", c_uint32)]
+
+
+class Ack(Structure):
+    C_NAME = "dpp_atsss_ack"
+    _fields_ = [("ifindex", c_uint32), ("len", c_uint32), ("frame", c_uint8 * ACK_FRAME_MAX)]
+
+
+ENUMS = (Mode, Access, PathFlags, UplinkReason, UplinkFlags)
+STRUCTS = (SessionKey, Session, Path, PathStats, UplinkKey, Uplink, PathRx, Config, Ack)
 # name -> (map type, key, value, size)
 MAPS = {
     "dpp_atsss_sessions": ("HASH", SessionKey, Session, "DPP_MAX_ATSSS_SESSIONS"),
     "dpp_atsss_paths": ("ARRAY", c_uint32, Path, "DPP_MAX_ATSSS_PATHS"),
     "dpp_atsss_path_stats": ("PERCPU_ARRAY", c_uint32, PathStats, "DPP_MAX_ATSSS_PATHS"),
+    "dpp_atsss_uplink": ("HASH", UplinkKey, Uplink, "DPP_MAX_ATSSS_PATHS"),
+    "dpp_atsss_path_rx": ("ARRAY", c_uint32, PathRx, "DPP_MAX_ATSSS_PATHS"),
+    "dpp_atsss_uplink_stats": ("PERCPU_ARRAY", c_uint32, "unsigned long long", len(UplinkReason)),
+    "dpp_atsss_config": ("ARRAY", c_uint32, Config, 1),
+    "dpp_atsss_tx": ("DEVMAP", c_uint32, "bpf_devmap_val", MAX_PATHS_PER_SESSION),
 }
+# rings: name -> (map type, size); their records are struct dpp_atsss_ack (Ack)
+RINGS = {"dpp_atsss_acks": ("RINGBUF", "DPP_ATSSS_ACK_RING_SIZE")}

@@ -16,8 +16,8 @@ SEQ_MASK = (1 << DCCP_SEQ_BITS) - 1
 @dataclass
 class SessionModel:
     """A session's paths by position, in priority order: whether each is up, its weight (WEIGHTED),
-    its RTT in µs (SMALLEST_DELAY; 0: unknown) and its next DCCP sequence number; the scheduler's
-    state; the next MP_SEQ number."""
+    its RTT in µs (SMALLEST_DELAY; 0: unknown), its priority and whether it is congested (PRIORITY)
+    and its next DCCP sequence number; the scheduler's state; the next MP_SEQ number."""
 
     mode: Mode
     up: list[bool]
@@ -27,6 +27,8 @@ class SessionModel:
     dccp_seq: list[int] = field(default_factory=list)
     next: int = 0
     current: list[int] = field(default_factory=list)
+    priorities: list[int] = field(default_factory=list)
+    congested: list[bool] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         n = len(self.up)
@@ -34,9 +36,12 @@ class SessionModel:
         self.dccp_seq = self.dccp_seq or [0] * n
         self.current = self.current or [0] * n
         self.rtts = self.rtts or [0] * n
+        self.priorities = self.priorities or [0] * n
+        self.congested = self.congested or [False] * n
 
     def pick(self) -> int | None:
-        """The position of the path the scheduler picks for the next packet, None when none is up."""
+        """The position of the path the scheduler picks for the next packet, None when none is up
+        (REDUNDANT: see copies)."""
         if self.mode == Mode.ACTIVE_STANDBY:
             return next((i for i, up in enumerate(self.up) if up), None)
         if self.mode == Mode.WEIGHTED:
@@ -44,7 +49,29 @@ class SessionModel:
         if self.mode == Mode.SMALLEST_DELAY:
             up = [i for i, up in enumerate(self.up) if up]
             return min(up, key=lambda i: (self.rtts[i] or float("inf"), i), default=None)
+        if self.mode == Mode.PRIORITY:
+            return self._pick_priority()
         return self._pick_round_robin()
+
+    def _pick_priority(self) -> int | None:
+        """The highest priority (the smallest number, the first of equals) among the paths up and not
+        congested; among those up when every one is congested."""
+        up = [i for i, up in enumerate(self.up) if up]
+        free = [i for i in up if not self.congested[i]] or up
+        return min(free, key=lambda i: (self.priorities[i], i), default=None)
+
+    def copies(self) -> list[tuple[int, int, int]]:
+        """REDUNDANT's next packet: (position, MP_SEQ number, DCCP sequence number) of a copy on every
+        path up, all of one MP_SEQ number; none when no path is up (no number is taken)."""
+        up = [i for i, up in enumerate(self.up) if up]
+        if not up:
+            return []
+        mp_seq, self.mp_seq = self.mp_seq & SEQ_MASK, self.mp_seq + 1
+        sent = []
+        for pos in up:
+            sent.append((pos, mp_seq, self.dccp_seq[pos] & SEQ_MASK))
+            self.dccp_seq[pos] += 1
+        return sent
 
     def _pick_round_robin(self) -> int | None:
         n = len(self.up)

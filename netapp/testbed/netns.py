@@ -62,6 +62,15 @@ def add_veth(a_ns: str, a_name: str, b_ns: str, b_name: str, queues: int = 1) ->
     run(["ip", "link", "set", tmp, "name", a_name], netns=a_ns)
 
 
+def add_ports(netns: str, names: Sequence[str]) -> None:
+    """For each name a veth pair inside `netns`, name <-> name + "p", both ends up: ports whose
+    peers see what leaves them."""
+    for name in names:
+        run(["ip", "-n", netns, "link", "add", name, "type", "veth", "peer", "name", f"{name}p"])
+        for end in (name, f"{name}p"):
+            run(["ip", "-n", netns, "link", "set", end, "up"])
+
+
 def configure(netns: str, ifname: str, mac: str, cidr: str) -> None:
     run(["ip", "link", "set", ifname, "address", mac], netns=netns)
     run(["ip", "addr", "add", cidr, "dev", ifname], netns=netns)

@@ -11,17 +11,18 @@ from __future__ import annotations
 
 import ipaddress
 import struct
-from ctypes import c_uint32
+from ctypes import c_uint32, c_uint64
 from dataclasses import dataclass
 from typing import Optional
 
 from bench.packets import internet_checksum
 from bench.libbpf import BPF_F_LOCK, BpfObject, map_delete, map_lookup, map_update, test_run
-from netapp.atsss.abi import Access, Mode, Path, PathFlags, PathStats, Session, SessionKey
+from netapp.atsss.abi import (Access, Config, Mode, Path, PathFlags, PathRx, PathStats, Session, SessionKey,
+                              Uplink, UplinkKey, UplinkReason)  # fmt: skip
 from netapp.dataplane.handle import possible_cpus
 from tests.utils.kernel import build_artifact, require_kernel
 
-XDP_ABORTED, XDP_DROP, XDP_PASS, XDP_TX = 0, 1, 2, 3
+XDP_ABORTED, XDP_DROP, XDP_PASS, XDP_TX, XDP_REDIRECT = 0, 1, 2, 3, 4
 ROOM = 256  # output bytes beyond the input: the pushed headers
 
 
@@ -50,6 +51,19 @@ def addr_words(address: str) -> tuple[int, int, int, int]:
     return struct.unpack("=4I", packed)
 
 
+def port_be(port: int) -> int:
+    """A port as the ABI holds it (network order in memory), read as a host-order number."""
+    return int.from_bytes(port.to_bytes(2, "big"), "little")
+
+
+def uplink_key(spec: PathSpec) -> UplinkKey:
+    """The path's uplink packets as they arrive: from the UE's address and port to ours."""
+    key = UplinkKey(family=spec.family, sport=port_be(spec.dport), dport=port_be(spec.sport))
+    key.peer[:] = addr_words(spec.peer)
+    key.local[:] = addr_words(spec.local)
+    return key
+
+
 def session_key(ue: str) -> SessionKey:
     key = SessionKey(family=ipaddress.ip_address(ue).version)
     key.addr[:] = addr_words(ue)
@@ -59,8 +73,7 @@ def session_key(ue: str) -> SessionKey:
 def path_value(spec: PathSpec, dccp_seq: int = 0) -> Path:
     value = Path(dccp_seq=dccp_seq, access=spec.access, family=spec.family,
                  flags=PathFlags.UP if spec.up else 0, rtt_us=spec.rtt_us,
-                 sport=int.from_bytes(spec.sport.to_bytes(2, "big"), "little"),
-                 dport=int.from_bytes(spec.dport.to_bytes(2, "big"), "little"))  # fmt: skip
+                 sport=port_be(spec.sport), dport=port_be(spec.dport))  # fmt: skip
     value.smac[:] = spec.smac
     value.dmac[:] = spec.dmac
     value.local[:] = addr_words(spec.local)
@@ -78,18 +91,63 @@ class AtsssProgram:
         self.sessions = self.obj.map_fd("dpp_atsss_sessions")
         self.paths = self.obj.map_fd("dpp_atsss_paths")
         self.stats = self.obj.map_fd("dpp_atsss_path_stats")
+        self.uplink = self.obj.map_fd("dpp_atsss_uplink")
+        self.rx = self.obj.map_fd("dpp_atsss_path_rx")
+        self.uplink_stats = self.obj.map_fd("dpp_atsss_uplink_stats")
+        self.config = self.obj.map_fd("dpp_atsss_config")
+        self.acks = self.obj.map_fd("dpp_atsss_acks")
 
     def close(self) -> None:
         self.obj.close()
 
-    def add_path(self, slot: int, spec: PathSpec, dccp_seq: int = 0) -> None:
+    def add_path(self, slot: int, spec: PathSpec, dccp_seq: int = 0, ue: Optional[str] = None) -> None:
+        """The path in its slot, its counters and heard state zeroed; with `ue`, its uplink too (the
+        packets from the path's peer, carrying the UE's packets)."""
         map_update(self.paths, c_uint32(slot), path_value(spec, dccp_seq))
         map_update(self.stats, c_uint32(slot), (PathStats * possible_cpus())())
+        map_update(self.rx, c_uint32(slot), PathRx())
+        if ue is not None:
+            value = Uplink(path=slot, family=ipaddress.ip_address(ue).version)
+            value.ue[:] = addr_words(ue)
+            map_update(self.uplink, uplink_key(spec), value)
+
+    def delete_uplink(self, spec: PathSpec) -> None:
+        map_delete(self.uplink, uplink_key(spec))
+
+    def path_rx(self, slot: int) -> PathRx:
+        value = PathRx()
+        map_lookup(self.rx, c_uint32(slot), value)
+        return value
+
+    def received(self, slot: int) -> tuple[int, int, int]:
+        """(UE packets, their bytes, Acks) the path received, summed over the CPUs."""
+        values = (PathStats * possible_cpus())()
+        map_lookup(self.stats, c_uint32(slot), values)
+        return sum(v.rx_packets for v in values), sum(v.rx_bytes for v in values), sum(v.rx_acks for v in values)
+
+    def uplink_counts(self) -> dict[UplinkReason, int]:
+        """The uplink's counters by reason, summed over the CPUs."""
+        counts = {}
+        for reason in UplinkReason:
+            values = (c_uint64 * possible_cpus())()
+            map_lookup(self.uplink_stats, c_uint32(reason), values)
+            counts[reason] = sum(values)
+        return counts
+
+    def set_config(self, flags: int = 0, ack_ratio: int = 0) -> None:
+        map_update(self.config, c_uint32(0), Config(flags=flags, ack_ratio=ack_ratio))
 
     def set_up(self, slot: int, up: bool) -> None:
         """The path reported up or down, the rest of it (its sequence number) kept."""
         value = self.path(slot)
         value.flags = (value.flags | PathFlags.UP) if up else (value.flags & ~PathFlags.UP)
+        map_update(self.paths, c_uint32(slot), value)
+
+    def set_congested(self, slot: int, congested: bool) -> None:
+        """The path reported congested or no longer, the rest of it kept."""
+        value = self.path(slot)
+        flag = PathFlags.CONGESTED
+        value.flags = (value.flags | flag) if congested else (value.flags & ~flag)
         map_update(self.paths, c_uint32(slot), value)
 
     def set_rtt(self, slot: int, rtt_us: int) -> None:
@@ -104,10 +162,11 @@ class AtsssProgram:
         return value
 
     def add_session(self, ue: str, mode: Mode, slots: list[int], weights: Optional[list[int]] = None,
-                    mp_seq: int = 0) -> None:
+                    mp_seq: int = 0, priorities: Optional[list[int]] = None) -> None:
         value = Session(mode=mode, n_paths=len(slots), mp_seq=mp_seq)
         value.path[: len(slots)] = slots
         value.weight[: len(slots)] = weights or [1] * len(slots)
+        value.priority[: len(slots)] = priorities or [0] * len(slots)
         map_update(self.sessions, session_key(ue), value)
 
     def delete_session(self, ue: str) -> None:

@@ -34,3 +34,21 @@ def test_smallest_delay_takes_the_known_smallest_rtt_of_the_paths_up():
 def test_numbers_wrap_at_48_bits():
     model = SessionModel(Mode.ROUND_ROBIN, [True], mp_seq=SEQ_MASK, dccp_seq=[SEQ_MASK])
     assert [model.send(), model.send()] == [(0, SEQ_MASK, SEQ_MASK), (0, 0, 0)]
+
+
+def test_priority_takes_the_highest_priority_free_path_then_a_congested_one():
+    model = SessionModel(Mode.PRIORITY, [True, True, True], priorities=[2, 0, 1])
+    assert picks(model, 2) == [1, 1]
+    model.congested[1] = True
+    assert model.pick() == 2
+    model.up[2] = False
+    assert model.pick() == 0
+    model.congested[0] = True
+    assert model.pick() == 1, "every path up congested: the highest priority of them"
+
+
+def test_redundant_sends_one_number_on_every_path_up():
+    model = SessionModel(Mode.REDUNDANT, [True, False, True], mp_seq=7, dccp_seq=[3, 0, 9])
+    assert model.copies() == [(0, 7, 3), (2, 7, 9)]
+    assert model.copies() == [(0, 8, 4), (2, 8, 10)]
+    assert SessionModel(Mode.REDUNDANT, [False, False]).copies() == []

@@ -1,7 +1,8 @@
 """The schedulers in the kernel against the reference model (netapp/atsss/model.py), packet by
 packet: round-robin, smooth weighted round-robin (its split over many packets is the weights'),
 active-standby with failover when a path is reported down and back, smallest delay as the RTTs
-change; 10,000 sessions at once."""
+change, priority-based as paths are reported congested and down, redundant's one number per packet
+(its copies: tests/atsss/test_redundant.py); 10,000 sessions at once."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 
 from netapp.atsss.abi import Mode
 from netapp.atsss.model import SessionModel
-from tests.atsss.atsss import XDP_DROP, XDP_TX, PathSpec, decode, ethernet, ue_packet
+from tests.atsss.atsss import XDP_DROP, XDP_REDIRECT, XDP_TX, PathSpec, decode, ethernet, ue_packet
 
 UE = "10.45.0.2"
 PEERS = ["10.0.1.2", "192.168.7.20", "10.0.2.2", "172.16.0.2"]
@@ -20,11 +21,11 @@ SPECS = [PathSpec(f"10.9.{i}.1", peer, sport=5000 + i, dport=6000 + i) for i, pe
 
 @pytest.fixture
 def session(atsss):
-    def add(mode: Mode, n: int, weights: list[int] | None = None) -> SessionModel:
+    def add(mode: Mode, n: int, weights: list[int] | None = None, priorities: list[int] | None = None) -> SessionModel:
         for i in range(n):
             atsss.add_path(i + 1, SPECS[i])
-        atsss.add_session(UE, mode, list(range(1, n + 1)), weights)
-        return SessionModel(mode, [True] * n, weights or ())
+        atsss.add_session(UE, mode, list(range(1, n + 1)), weights, priorities=priorities)
+        return SessionModel(mode, [True] * n, weights or (), priorities=list(priorities or []))
 
     yield add
     atsss.delete_session(UE)
@@ -115,6 +116,38 @@ def test_smallest_delay_follows_the_rtts_fed_and_the_paths_up(atsss, session):
         send(atsss, model)
     # 0 alone known; 1 faster; 1 and 2 equal (the first); 2 faster; 2 unknown again; 0 down
     assert [atsss.sent(slot)[0] for slot in (1, 2, 3)] == [6, 9, 3]
+
+
+def set_congested(atsss, model: SessionModel, position: int, congested: bool) -> None:
+    atsss.set_congested(position + 1, congested)
+    model.congested[position] = congested
+
+
+def test_priority_takes_the_highest_priority_path_until_it_is_congested_or_down(atsss, session):
+    model = session(Mode.PRIORITY, 4, priorities=[3, 1, 2, 1])
+    changes = {4: (set_congested, 1, True), 8: (set_congested, 3, True), 12: (set_up, 2, False),
+               16: (set_congested, 0, True), 20: (set_congested, 3, False), 24: (set_up, 3, False),
+               28: (set_congested, 1, False)}  # fmt: skip
+    for step in range(32):
+        if step in changes:
+            change, position, value = changes[step]
+            change(atsss, model, position, value)
+        send(atsss, model)
+    # by fours: 1 (the first of the highest); 3; 2; 0 (the only one free); 1 (the highest of the
+    # congested); 3 (free again); 1 (3 down: the highest of the congested); 1 (free)
+    assert [atsss.sent(slot)[0] for slot in (1, 2, 3, 4)] == [4, 4 * 4, 4, 2 * 4]
+
+
+def test_redundant_takes_one_number_per_packet_and_broadcasts_it(atsss, session):
+    session(Mode.REDUNDANT, 3)
+    frame = ethernet(ue_packet(UE))
+    for n in range(5):
+        verdict, _ = atsss.run(frame)
+        assert verdict == XDP_REDIRECT
+        assert atsss.session(UE).mp_seq == n + 1
+    for slot in (1, 2, 3):
+        atsss.set_up(slot, False)
+    assert atsss.run(frame)[0] == XDP_DROP and atsss.session(UE).mp_seq == 5
 
 
 def test_a_session_with_every_path_down_drops_and_takes_no_number(atsss, session):

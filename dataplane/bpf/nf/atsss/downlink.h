@@ -16,6 +16,7 @@
 #include "nf/atsss/maps.h"
 #include "nf/atsss/schedule.h"
 #include "nf/atsss/dccp.h"
+#include "nf/atsss/redundant.h"
 #include "core/outcome.h"
 
 #define ATSSS_TTL 64
@@ -31,9 +32,11 @@ enum atsss_verdict {
 	ATSSS_SENT = 1,	      /* encapsulated, ready to leave on the picked path */
 	ATSSS_NO_PATH = 2,    /* every path of the session is down */
 	ATSSS_ERROR = 3,      /* the packet could not be made so (no headroom, too long) */
+	ATSSS_COPIES = 4,     /* REDUNDANT: marked for a copy on every path up, to broadcast */
 };
 
-static __always_inline void atsss_fill_ipv4(struct iphdr *ip, const struct dpp_atsss_path *p,
+/* The outer IPv4 header from src to dst (address words as the ABI holds them) of a DCCP packet. */
+static __always_inline void atsss_fill_ipv4(struct iphdr *ip, const __be32 *src, const __be32 *dst,
 					    __u32 dccp_len)
 {
 	*(__u8 *)ip = 0x45;
@@ -44,20 +47,20 @@ static __always_inline void atsss_fill_ipv4(struct iphdr *ip, const struct dpp_a
 	ip->ttl = ATSSS_TTL;
 	ip->protocol = DPP_ATSSS_IPPROTO_DCCP;
 	ip->check = 0;
-	ip->saddr = p->local[0];
-	ip->daddr = p->peer[0];
+	ip->saddr = src[0];
+	ip->daddr = dst[0];
 	ip->check = ipv4_header_csum(ip);
 }
 
-static __always_inline void atsss_fill_ipv6(struct ipv6hdr *ip6, const struct dpp_atsss_path *p,
+static __always_inline void atsss_fill_ipv6(struct ipv6hdr *ip6, const __be32 *src, const __be32 *dst,
 					    __u32 dccp_len)
 {
 	*(__be32 *)ip6 = bpf_htonl(6 << 28);
 	ip6->payload_len = bpf_htons(dccp_len);
 	ip6->nexthdr = DPP_ATSSS_IPPROTO_DCCP;
 	ip6->hop_limit = ATSSS_TTL;
-	__builtin_memcpy(&ip6->saddr, p->local, sizeof(ip6->saddr));
-	__builtin_memcpy(&ip6->daddr, p->peer, sizeof(ip6->daddr));
+	__builtin_memcpy(&ip6->saddr, src, sizeof(ip6->saddr));
+	__builtin_memcpy(&ip6->daddr, dst, sizeof(ip6->daddr));
 }
 
 static __always_inline __u64 atsss_addr_sum(const struct dpp_atsss_path *p)
@@ -85,11 +88,11 @@ static __always_inline int atsss_fill(struct xdp_md *ctx, const struct dpp_atsss
 	__builtin_memcpy(eth->h_source, p->smac, ETH_ALEN);
 	if (p->family == 4) {
 		eth->h_proto = bpf_htons(ETH_P_IP);
-		atsss_fill_ipv4((void *)(eth + 1), p, dccp_len);
+		atsss_fill_ipv4((void *)(eth + 1), p->local, p->peer, dccp_len);
 		d = (void *)(eth + 1) + sizeof(struct iphdr);
 	} else {
 		eth->h_proto = bpf_htons(ETH_P_IPV6);
-		atsss_fill_ipv6((void *)(eth + 1), p, dccp_len);
+		atsss_fill_ipv6((void *)(eth + 1), p->local, p->peer, dccp_len);
 		d = (void *)(eth + 1) + sizeof(struct ipv6hdr);
 	}
 	if ((void *)(d + 1) > end)
@@ -134,26 +137,13 @@ static __always_inline void atsss_count(__u32 slot, __u32 ue_len)
 	}
 }
 
-/* The downlink for the UE packet at l3 (family 4 or 6, ue_len bytes) to the UE address `ue`. */
-static __always_inline enum atsss_verdict atsss_downlink(struct xdp_md *ctx, __u8 family, const __u32 *ue,
-							 __u32 l3, __u32 ue_len)
+/* The UE packet at l3 (ue_len bytes) put into MP-DCCP on the path in `slot`, numbered mp_seq. */
+static __always_inline enum atsss_verdict atsss_send(struct xdp_md *ctx, __u32 slot, __u64 mp_seq, __u32 l3,
+						     __u32 ue_len)
 {
-	struct dpp_atsss_session_key key = { .family = family };
-	struct dpp_atsss_session *s;
-	struct dpp_atsss_path *p;
-	__u64 mp_seq = 0, seq;
-	__u32 slot;
-	int pos;
+	struct dpp_atsss_path *p = bpf_map_lookup_elem(&dpp_atsss_paths, &slot);
+	__u64 seq;
 
-	__builtin_memcpy(key.addr, ue, sizeof(key.addr));
-	s = bpf_map_lookup_elem(&dpp_atsss_sessions, &key);
-	if (!s || !s->n_paths)
-		return ATSSS_NO_SESSION;
-	pos = atsss_schedule(s, &mp_seq);
-	if (pos < 0)
-		return ATSSS_NO_PATH;
-	slot = s->path[pos & (DPP_ATSSS_MAX_PATHS - 1)];
-	p = bpf_map_lookup_elem(&dpp_atsss_paths, &slot);
 	if (!p)
 		return ATSSS_ERROR;
 	seq = __sync_fetch_and_add(&p->dccp_seq, 1) & ATSSS_SEQ_MASK;
@@ -161,6 +151,43 @@ static __always_inline enum atsss_verdict atsss_downlink(struct xdp_md *ctx, __u
 		return ATSSS_ERROR;
 	atsss_count(slot, ue_len);
 	return ATSSS_SENT;
+}
+
+/* The downlink for the UE packet at l3 (family 4 or 6, ue_len bytes) to the UE address `ue`. */
+static __always_inline enum atsss_verdict atsss_downlink(struct xdp_md *ctx, __u8 family, const __u32 *ue,
+							 __u32 l3, __u32 ue_len)
+{
+	struct dpp_atsss_session_key key = { .family = family };
+	struct dpp_atsss_session *s;
+	__u64 mp_seq = 0;
+	__u32 up;
+	int pos;
+
+	__builtin_memcpy(key.addr, ue, sizeof(key.addr));
+	s = bpf_map_lookup_elem(&dpp_atsss_sessions, &key);
+	if (!s || !s->n_paths)
+		return ATSSS_NO_SESSION;
+	pos = atsss_schedule(s, &mp_seq, &up);
+	if (pos < 0)
+		return ATSSS_NO_PATH;
+	if (pos == ATSSS_EVERY_PATH)
+		return atsss_mark_copies(ctx, s, up, mp_seq, l3, ue_len) ? ATSSS_ERROR : ATSSS_COPIES;
+	return atsss_send(ctx, s->path[pos & (DPP_ATSSS_MAX_PATHS - 1)], mp_seq, l3, ue_len);
+}
+
+/* A REDUNDANT frame's copy on its way out by the entry of dpp_atsss_tx for `position` (a constant):
+ * encapsulated for the session's path there, or dropped when the session has none up there. */
+static __always_inline int atsss_copy_out(struct xdp_md *ctx, const __u32 position)
+{
+	struct atsss_copy_meta *m = (void *)(long)ctx->data_meta, copy;
+
+	if ((void *)(m + 1) > (void *)(long)ctx->data)
+		return XDP_DROP; /* not a marked frame */
+	copy = *m; /* the metadata moves with the head */
+	if (!copy.path[position])
+		return XDP_DROP;
+	return atsss_send(ctx, copy.path[position], copy.mp_seq, copy.l3, copy.ue_len) == ATSSS_SENT ? XDP_PASS
+												       : XDP_DROP;
 }
 
 #endif /* DPP_NF_ATSSS_DOWNLINK_H */

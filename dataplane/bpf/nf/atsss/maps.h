@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* The maps of ATSSS: sessions by UE address (their scheduler state under the session's lock), the
- * paths by slot, per-CPU counters per path. */
+ * paths by slot, per-CPU counters per path; for the uplink, the paths by the addresses and ports
+ * their packets arrive with, what each path heard from its UE, the node's uplink settings and
+ * counters, and the ring of the Acks owed the UEs. */
 #ifndef DPP_NF_ATSSS_MAPS_H
 #define DPP_NF_ATSSS_MAPS_H
 
@@ -32,5 +34,54 @@ struct {
 	__type(key, __u32);
 	__type(value, struct dpp_atsss_path_stats);
 } dpp_atsss_path_stats SEC(".maps");
+
+/* outer addresses and DCCP ports of an uplink packet -> its path and the UE it is for */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, DPP_MAX_ATSSS_PATHS);
+	__type(key, struct dpp_atsss_uplink_key);
+	__type(value, struct dpp_atsss_uplink);
+} dpp_atsss_uplink SEC(".maps");
+
+/* path slot -> what the path heard from the UE (greatest numbers received, last heard) */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, DPP_MAX_ATSSS_PATHS);
+	__type(key, __u32);
+	__type(value, struct dpp_atsss_path_rx);
+} dpp_atsss_path_rx SEC(".maps");
+
+/* enum dpp_atsss_uplink_reason -> uplink packets of that outcome on this CPU */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, DPP_ATSSS_UP_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} dpp_atsss_uplink_stats SEC(".maps");
+
+/* 0 -> the node's uplink settings */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct dpp_atsss_config);
+} dpp_atsss_config SEC(".maps");
+
+/* the DCCP-Acks owed the UEs, whole frames (struct dpp_atsss_ack) for user space to send */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, DPP_ATSSS_ACK_RING_SIZE);
+} dpp_atsss_acks SEC(".maps");
+
+/* position -> the interface a REDUNDANT session's copy for the path at that position leaves by,
+ * and the devmap program that encapsulates it for that path (dpp_atsss_copy_<position>). Every
+ * entry gets a copy of each REDUNDANT packet (BPF_F_BROADCAST); the control plane writes as many as
+ * the longest session has paths. */
+struct {
+	__uint(type, BPF_MAP_TYPE_DEVMAP);
+	__uint(max_entries, DPP_ATSSS_MAX_PATHS);
+	__type(key, __u32);
+	__type(value, struct bpf_devmap_val);
+} dpp_atsss_tx SEC(".maps");
 
 #endif /* DPP_NF_ATSSS_MAPS_H */

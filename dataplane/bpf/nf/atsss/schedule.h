@@ -11,13 +11,17 @@
 #include "nf/atsss/maps.h"
 
 /* What the scheduler reads of a session's paths, before the lock is taken (the lookups are helper
- * calls, which the verifier forbids under a lock): the positions whose path is up, as bits, and the
- * position of the one with the smallest RTT among them. A path marked down between this read and
- * the pick still gets this one packet. */
+ * calls, which the verifier forbids under a lock): the positions whose path is up, as bits, those
+ * of them not congested, and the position of the one with the smallest RTT among them. A path
+ * marked down between this read and the pick still gets this one packet. */
 struct atsss_paths_view {
 	__u32 up;
+	__u32 free; /* up and not congested */
 	int fastest; /* -1: none up */
 };
+
+/* atsss_schedule's position for REDUNDANT: every path up. */
+#define ATSSS_EVERY_PATH DPP_ATSSS_MAX_PATHS
 
 /* An RTT to compare: unknown (0) after every known one. */
 static __always_inline __u32 rtt_rank(const struct dpp_atsss_path *p)
@@ -27,7 +31,7 @@ static __always_inline __u32 rtt_rank(const struct dpp_atsss_path *p)
 
 static __always_inline struct atsss_paths_view atsss_view_paths(const struct dpp_atsss_session *s)
 {
-	struct atsss_paths_view v = { .up = 0, .fastest = -1 };
+	struct atsss_paths_view v = { .up = 0, .free = 0, .fastest = -1 };
 	__u32 slot, best = 0;
 	struct dpp_atsss_path *p;
 	int i;
@@ -41,6 +45,8 @@ static __always_inline struct atsss_paths_view atsss_view_paths(const struct dpp
 		if (!p || !slot || !(p->flags & DPP_ATSSS_PATH_UP))
 			continue;
 		v.up |= 1u << i;
+		if (!(p->flags & DPP_ATSSS_PATH_CONGESTED))
+			v.free |= 1u << i;
 		if (v.fastest < 0 || rtt_rank(p) < best) {
 			v.fastest = i;
 			best = rtt_rank(p);
@@ -103,12 +109,30 @@ static __always_inline int pick_active_standby(__u32 up)
 	return -1;
 }
 
-/* The position of the path for the next packet and its MP_SEQ number (*mp_seq), or -1 when no path
- * of the session is up (no number is then taken). */
-static __always_inline int atsss_schedule(struct dpp_atsss_session *s, __u64 *mp_seq)
+/* Priority-based: of the positions in `among`, the one of the highest priority (the smallest
+ * number; the first of equals). */
+static __always_inline int pick_priority(const struct dpp_atsss_session *s, __u32 among)
+{
+	int i, best = -1;
+
+#pragma unroll
+	for (i = 0; i < DPP_ATSSS_MAX_PATHS; i++) {
+		if (!(among & (1u << i)))
+			continue;
+		if (best < 0 || s->priority[i] < s->priority[best & (DPP_ATSSS_MAX_PATHS - 1)])
+			best = i;
+	}
+	return best;
+}
+
+/* The position of the path for the next packet (ATSSS_EVERY_PATH: each of *up) and its MP_SEQ
+ * number (*mp_seq), or -1 when no path of the session is up (no number is then taken). */
+static __always_inline int atsss_schedule(struct dpp_atsss_session *s, __u64 *mp_seq, __u32 *up)
 {
 	struct atsss_paths_view v = atsss_view_paths(s);
 	int pos;
+
+	*up = v.up;
 
 	if (!v.up)
 		return -1;
@@ -119,6 +143,10 @@ static __always_inline int atsss_schedule(struct dpp_atsss_session *s, __u64 *mp
 		pos = pick_active_standby(v.up);
 	else if (s->mode == DPP_ATSSS_SMALLEST_DELAY)
 		pos = v.fastest;
+	else if (s->mode == DPP_ATSSS_PRIORITY)
+		pos = pick_priority(s, v.free ? v.free : v.up);
+	else if (s->mode == DPP_ATSSS_REDUNDANT)
+		pos = ATSSS_EVERY_PATH;
 	else
 		pos = pick_round_robin(s, v.up);
 	if (pos >= 0)

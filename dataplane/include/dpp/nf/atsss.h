@@ -36,6 +36,11 @@
 #define DPP_ATSSS_IPPROTO_DCCP 33
 #define DPP_ATSSS_DCCP_HDR_LEN 16
 #define DPP_ATSSS_DCCP_TYPE_DATA 2
+/* DCCP-Ack and DCCP-DataAck (5.3): the generic header, then the Acknowledgement Number Subheader
+ * (with X=1: 16 reserved bits and a 48-bit acknowledgement number). */
+#define DPP_ATSSS_DCCP_TYPE_ACK 3
+#define DPP_ATSSS_DCCP_TYPE_DATAACK 4
+#define DPP_ATSSS_DCCP_ACK_LEN 8
 #define DPP_ATSSS_DCCP_OPT_PADDING 0
 #define DPP_ATSSS_DCCP_SEQ_BITS 48
 /* Multipath DCCP: the Multipath option's type (46), and its MP_SEQ form (MP_OPT 4): type, length 9,
@@ -45,6 +50,15 @@
 #define DPP_ATSSS_MP_SEQ 4
 #define DPP_ATSSS_MP_SEQ_LEN 9
 #define DPP_ATSSS_OPTIONS_LEN 12
+/* Options an uplink packet may carry at most (single-byte ones, Padding included, count one each):
+ * the bound of the parser's loop; more is counted DPP_ATSSS_BAD_OPTIONS. */
+#define DPP_ATSSS_MAX_OPTIONS 32
+/* The ring of the proxy's DCCP-Acks to the UEs (struct dpp_atsss_ack records), and the longest
+ * frame a record holds (Ethernet with two VLAN tags, IPv6, DCCP-Ack: 86 bytes). */
+#ifndef DPP_ATSSS_ACK_RING_SIZE
+#define DPP_ATSSS_ACK_RING_SIZE 262144
+#endif
+#define DPP_ATSSS_ACK_FRAME_MAX 88
 
 /* enum dpp_atsss_mode: a session's scheduler (TS 29.244's steering modes). */
 enum dpp_atsss_mode {
@@ -52,6 +66,29 @@ enum dpp_atsss_mode {
 	DPP_ATSSS_WEIGHTED = 1,	      /* load balancing by weight: smooth weighted round-robin */
 	DPP_ATSSS_ACTIVE_STANDBY = 2, /* the first path that is up, in the session's order */
 	DPP_ATSSS_SMALLEST_DELAY = 3, /* the path up with the smallest RTT (unknown: last; ties: first) */
+	DPP_ATSSS_PRIORITY = 4,	      /* the path up of the highest priority not congested (else: up) */
+	DPP_ATSSS_REDUNDANT = 5,      /* every path up, a copy each, all with one MP_SEQ number */
+};
+
+/* enum dpp_atsss_uplink_reason: why an uplink packet (outer IP protocol 33) was not taken as
+ * MP-DCCP of a known path, and what else the uplink counts, by index of dpp_atsss_uplink_stats. */
+enum dpp_atsss_uplink_reason {
+	DPP_ATSSS_UP_DECAPSULATED = 0, /* Data or DataAck of a known path: its UE packet went on */
+	DPP_ATSSS_UP_ACK = 1,	       /* an Ack of a known path: its state updated, the frame consumed */
+	DPP_ATSSS_UP_TRUNC_HEADER = 2, /* shorter than its generic header, or its ack subheader */
+	DPP_ATSSS_UP_BAD_HEADER = 3,   /* X=0 (24-bit numbers), a type not Data/Ack/DataAck, doff short */
+	DPP_ATSSS_UP_TRUNC_OPTIONS = 4, /* doff reaches past the packet, or an option past doff */
+	DPP_ATSSS_UP_BAD_OPTIONS = 5,  /* an option length below 2, MP_SEQ not 9 bytes, too many */
+	DPP_ATSSS_UP_BAD_CHECKSUM = 6, /* the DCCP checksum, or a coverage (CsCov) past the packet */
+	DPP_ATSSS_UP_UNKNOWN_PATH = 7, /* no path of any session has these addresses and ports */
+	DPP_ATSSS_UP_BAD_INNER = 8,    /* Data with no IPv4/IPv6 packet, or not from the UE's address */
+	DPP_ATSSS_UP_ACK_LOST = 9,     /* an Ack owed the UE that the ring had no room for */
+	DPP_ATSSS_UP_MAX,
+};
+
+/* enum dpp_atsss_uplink_flags: struct dpp_atsss_config.flags bits. */
+enum dpp_atsss_uplink_flags {
+	DPP_ATSSS_DROP_INVALID = 1, /* drop what is not valid MP-DCCP of a known path (else: pass it) */
 };
 
 /* enum dpp_atsss_access: the access a path runs over (TS 29.244 ATSSS: 3GPP and non-3GPP). */
@@ -62,7 +99,8 @@ enum dpp_atsss_access {
 
 /* enum dpp_atsss_path_flags: struct dpp_atsss_path.flags bits. */
 enum dpp_atsss_path_flags {
-	DPP_ATSSS_PATH_UP = 1, /* the scheduler may pick it; cleared when the path is reported down */
+	DPP_ATSSS_PATH_UP = 1,	      /* the scheduler may pick it; cleared when the path is reported down */
+	DPP_ATSSS_PATH_CONGESTED = 2, /* PRIORITY: reported congested, taken only when no other is free */
 };
 
 /* Key of dpp_atsss_sessions: the UE's address, family 4 (addr[0], the rest 0) or 6. */
@@ -84,6 +122,7 @@ struct dpp_atsss_session {
 	__u16 weight[DPP_ATSSS_MAX_PATHS]; /* WEIGHTED: each position's weight; 0 never picked */
 	__s32 current[DPP_ATSSS_MAX_PATHS]; /* WEIGHTED: smooth WRR's current weights */
 	__u32 path[DPP_ATSSS_MAX_PATHS];    /* slots of dpp_atsss_paths, by position */
+	__u8 priority[DPP_ATSSS_MAX_PATHS]; /* PRIORITY: each position's, 0 the highest; ties: first */
 	__u64 mp_seq; /* the next MP_SEQ number (48 bits used) */
 };
 
@@ -105,10 +144,61 @@ struct dpp_atsss_path {
 	__be32 peer[4];
 };
 
-/* Value of dpp_atsss_path_stats (per CPU), by path slot: what the path sent. */
+/* Value of dpp_atsss_path_stats (per CPU), by path slot: what the path sent (UE packets and their
+ * bytes, downlink) and received (uplink UE packets decapsulated and their bytes; Acks). */
 struct dpp_atsss_path_stats {
 	__u64 packets;
 	__u64 bytes;
+	__u64 rx_packets;
+	__u64 rx_bytes;
+	__u64 rx_acks;
+};
+
+/* Key of dpp_atsss_uplink: an uplink packet's outer addresses and DCCP ports, as they arrive: from
+ * the UE's address on the access (a path's peer, its dport) to ours (the path's local, its sport). */
+struct dpp_atsss_uplink_key {
+	__u8 family;
+	__u8 reserved;
+	__be16 sport; /* the UE's port: the path's dport */
+	__be16 dport; /* ours: the path's sport */
+	__u16 reserved2;
+	__be32 peer[4];
+	__be32 local[4];
+};
+
+/* Value of dpp_atsss_uplink: the path the packet came by, and the UE address its session is for,
+ * which the packets it carries must come from (a UE sends only as itself). */
+struct dpp_atsss_uplink {
+	__u32 path;    /* slot of dpp_atsss_paths */
+	__u8 family;   /* of ue: 4 or 6 */
+	__u8 reserved[3];
+	__be32 ue[4];
+};
+
+/* Value of dpp_atsss_path_rx, by path slot: what the path heard from the UE, written by the uplink
+ * only (the control plane reads it, and zeroes it with the path). Numbers are 48-bit DCCP sequence
+ * numbers compared modulo 2^48 (RFC 4340 7.1); each moves only forward, by compare-and-swap, so two
+ * CPUs' packets leave the greater. */
+struct dpp_atsss_path_rx {
+	__u64 gsr;	     /* Greatest Sequence number Received from the UE (valid once heard) */
+	__u64 gar;	     /* Greatest Acknowledgement number Received: the highest of ours acked */
+	__u64 last_heard_ns; /* bpf_ktime_get_ns() of the last valid packet; 0: never heard */
+	__u64 unacked;	     /* Data packets received, counted for the Ack ratio (atomic add) */
+};
+
+/* Value of dpp_atsss_config[0]: the node's uplink settings. Zeroed: invalid packets pass, every
+ * Data packet acknowledged. */
+struct dpp_atsss_config {
+	__u32 flags;	 /* enum dpp_atsss_uplink_flags */
+	__u32 ack_ratio; /* Data packets per DCCP-Ack to the UE (RFC 4341 Ack Ratio); 0 or 1: every */
+};
+
+/* A record of the ring dpp_atsss_acks: a DCCP-Ack the proxy owes the UE, the frame whole and
+ * ready to leave by ifindex (the interface its Data came in on), back towards the UE. */
+struct dpp_atsss_ack {
+	__u32 ifindex;
+	__u32 len;
+	__u8 frame[DPP_ATSSS_ACK_FRAME_MAX];
 };
 
 #endif /* DPP_NF_ATSSS_H */
