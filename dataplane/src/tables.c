@@ -62,6 +62,11 @@ static int table_open(struct dpp *d, const char *name, bool write, size_t ksz, s
 		pr_warn("table %s: holds programs, replaced only by dpp_upgrade", name);
 		return -EPERM;
 	}
+	/* A ring has no elements: the programs produce into it, its consumer reads it. */
+	if (write && info.type == BPF_MAP_TYPE_RINGBUF) {
+		pr_warn("table %s: a ring, read by its consumer, never written as a table", name);
+		return -EPERM;
+	}
 	t->name = m->name;
 	t->map = m;
 	t->fd = m->fd;

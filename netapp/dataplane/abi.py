@@ -538,9 +538,12 @@ def map_size_refusal(name: str, entries: int, cpus: int) -> Optional[str]:
 ARRAY, HASH, PERCPU_ARRAY = MapType.ARRAY, MapType.HASH, MapType.PERCPU_ARRAY
 
 # Map names are declared once, here (libdpp opens and pins them by these names).
-def _frer_map(kind: str, key: Any, value: Any, size: Union[int, str]) -> MapSpec:
-    """FRER's maps (netapp.frer.abi, which names the structs it cannot import from here)."""
-    named = {"dpp_flow_key": FlowKey, "bpf_devmap_val": DevmapVal}
+def _nf_map(kind: str, key: Any, value: Any, size: Union[int, str]) -> MapSpec:
+    """A network function's map as its ABI module declares it (netapp.frer.abi, netapp.atsss.abi),
+    naming the types it cannot import from here; ATSSS sizes its maps by its own header's constants,
+    which dpp_consts.h does not include, so those are resolved here."""
+    named = {"dpp_flow_key": FlowKey, "bpf_devmap_val": DevmapVal, "unsigned long long": c_uint64}
+    size = atsss_abi.CONSTANTS.get(size, size) if isinstance(size, str) else size
     return MapSpec(MapType[kind], named.get(key, key), named.get(value, value), size, table=True)
 
 
@@ -581,11 +584,9 @@ MAPS: Mapping[str, MapSpec] = {
         for name, (kind, key, value, size) in rss_abi.MAPS.items()
     },
     **{name: MapSpec(PERCPU_ARRAY, c_uint32, Counter, size, table=True) for name, size in rss_abi.COUNTERS.items()},
-    **{name: _frer_map(*spec) for name, spec in frer_abi.MAPS.items()},
-    # ATSSS's (netapp.atsss.abi), sized by its header's constants, which dpp_consts.h does not include.
-    **{
-        name: MapSpec(MapType[kind], key, value, atsss_abi.CONSTANTS[size], table=True)
-        for name, (kind, key, value, size) in atsss_abi.MAPS.items()
-    },
+    **{name: _nf_map(*spec) for name, spec in (*frer_abi.MAPS.items(), *atsss_abi.MAPS.items())},
+    # The ring of the proxy's DCCP-Acks: read by its consumer, never as a table.
+    **{name: MapSpec(MapType[kind], None, None, atsss_abi.CONSTANTS[size])
+       for name, (kind, size) in atsss_abi.RINGS.items()},
 }
 SIZABLE_MAPS = frozenset(name for name, spec in MAPS.items() if spec.sizable)

@@ -113,7 +113,7 @@ def test_array_dimensions_match_the_constants(btf):
     assert members["members"] == f"dpp_alt_member[{binding.MAX_ALT_MEMBERS}]"
 
 
-SCALARS = {ctypes.c_uint32: "unsigned int"}  # the BTF names of the scalar values maps hold
+SCALARS = {ctypes.c_uint32: "unsigned int", ctypes.c_uint64: "unsigned long long"}  # the BTF names of the scalar values maps hold
 
 
 def test_every_map_is_declared_once_in_the_binding_with_its_types_and_size(btf):
