@@ -5,7 +5,7 @@ next. A network function's tables come in a migration of their own, their statem
 from __future__ import annotations
 
 from netapp.frer.schema import FRER_TABLES
-from netapp.mec.schema import MEC_TABLES
+from netapp.mec.schema import MEC_BWM_TABLES, MEC_TABLES
 from netapp.routing.schema import ROUTING_TABLES
 from netapp.upf.schema import UPF_TABLES
 
@@ -89,6 +89,8 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     3: ROUTING_TABLES,  # 4: the routes of the private routing tables (netapp.routing.store)
     4: FRER_TABLES,  # 5: the protected streams of FRER (netapp.frer.store)
     5: MEC_TABLES,  # 6: MEC 011 application instances and their traffic rules (netapp.mec.store)
+    6: (),  # 7: reserved
+    7: MEC_BWM_TABLES,  # 8: MEC 015 bandwidth allocations, MEC 011 DNS rules, lifecycle, subscriptions (netapp.mec)
 }
 
 SCHEMA_VERSION = len(MIGRATIONS) + 1

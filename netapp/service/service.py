@@ -13,6 +13,7 @@ together or not at all. The service is one class per domain over a shared state
 | interfaces, program, stats    | netapp.service.admin                | DataplaneContract      |
 | telemetry counters            | netapp.service.counters             | (netapp.telemetry)     |
 | MEC 011 applications, rules   | netapp.mec.service                  | (its routes call it)   |
+| MEC 015 bandwidth allocations | netapp.mec.bwm_service              | (its routes call it)   |
 
 A network function brings its own package, `netapp/<function>/` (its contract, its class, its
 `MapChange` if its tables are not rules), and is composed here: built in `__init__`, its contract's
@@ -42,6 +43,7 @@ from netapp.intents.compiler import CompiledDocument, CompiledRule, CompileError
 from netapp.intents.index import RuleIndex
 from netapp.intents.models import Intent, LegacyMessage
 from netapp.frer.dataplane import FrerDataplane
+from netapp.mec.bwm_service import BwmService
 from netapp.mec.service import MecService
 from netapp.qos.dispatch import Dispatcher
 from netapp.qos.dispatch import apply_settings as apply_dispatch
@@ -111,6 +113,7 @@ class NetAppService(IntentService):
         self._admin = AdminService(state, self._cpus, self._left_out)
         self._counters = ServiceCounters(state, self._admin.wanted_attachments)
         self._mec = MecService(state)
+        self._bwm = BwmService(state, self._mec)
 
     @property
     def dataplane(self) -> Dataplane:
@@ -124,6 +127,11 @@ class NetAppService(IntentService):
     def mec(self) -> MecService:
         """MEC 011: application instances and their traffic rules, as intents of their tenants."""
         return self._mec
+
+    @property
+    def bwm(self) -> BwmService:
+        """MEC 015: bandwidth allocations, enforced by the intents' policers."""
+        return self._bwm
 
     def function_rules(self, name: str) -> FunctionRules:
         """The rules network function `name` installs itself (the UPF's SDF filters), beside the
