@@ -21,7 +21,7 @@ from netapp.api.routes import subscriptions, telemetry as telemetry_stream, tena
 from netapp.core.config import Settings
 from netapp.forwarding import routes as forwarding
 from netapp.frer import routes as frer
-from netapp.mec import bwm_routes, routes as mec
+from netapp.mec import app_routes, bwm_routes, routes as mec
 from netapp.qos import routes as policers
 from netapp.routing import routes as routing
 from netapp.service.contract import IntentService
@@ -54,6 +54,8 @@ ROUTERS = (
     frer.router,
     mec.applications,
     mec.app_support,
+    app_routes.app_lifecycle,
+    app_routes.terminations,
     bwm_routes.bwm,
 )
 

@@ -52,6 +52,7 @@ class MecService:
         """Declare an application instance with its traffic rules; all installed, or none."""
         self._state.require(who, Scope.ADMIN)
         _reject_repeated_rule_ids(spec)
+        _check_dns_rules(spec)
         application = MecApplication(**spec.model_dump())
 
         def work(change: RuleChange) -> MecApplication:
@@ -72,6 +73,12 @@ class MecService:
     def delete_application(self, who: Principal, app_instance_id: str) -> None:
         """Remove an application instance and what its rules installed."""
         self._state.require(who, Scope.ADMIN)
+        self.remove_application(who, app_instance_id)
+
+    def remove_application(self, who: Principal, app_instance_id: str) -> None:
+        """Remove an application instance `who` sees, what its rules and allocations installed, its
+        DNS rules and subscriptions (an administrator's DELETE, or the confirmation of a termination
+        an administrator asked)."""
 
         def work(change: RuleChange) -> None:
             application = self._application(who, app_instance_id)
@@ -264,6 +271,19 @@ class RuleRefused(Forbidden):
         """The conflict, said of the rule (its intents are named `mec-<tag>-<n>`, netapp.mec.compiler)."""
         field = "trafficFilter" if exc.field == "match" else exc.field
         return cls(f"traffic rule {traffic_rule_id!r}: {exc.detail}", field=field, reason=exc.reason, **exc.extra)
+
+
+def _check_dns_rules(spec: MecApplicationSpec) -> None:
+    """InvalidInput naming a DNS rule that cannot be served or repeats an id."""
+    seen: set[str] = set()
+    for position, rule in enumerate(spec.dnsRules):
+        problem = rule.problem()
+        if problem is not None:
+            raise InvalidInput(problem[1], field=f"dnsRules[{position}].{problem[0]}")
+        if rule.dnsRuleId in seen:
+            raise InvalidInput(f"{rule.dnsRuleId!r} is the id of an earlier DNS rule",
+                               field=f"dnsRules[{position}].dnsRuleId")
+        seen.add(rule.dnsRuleId)
 
 
 def _reject_repeated_rule_ids(spec: MecApplicationSpec) -> None:
