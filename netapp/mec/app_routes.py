@@ -36,7 +36,7 @@ AppsDep = Annotated[MecAppService, Depends(service_part("mec_apps", "MEC 011"))]
 DnsRuleIdPath = Annotated[
     str, Path(min_length=1, max_length=MEC_ID_MAX, pattern=MEC_ID_PATTERN, description="a DNS rule")
 ]
-SubscriptionIdPath = Annotated[str, Path(min_length=1, max_length=64, description="a subscription")]
+SubscriptionIdPath = Annotated[str, Path(description="a subscription")]
 RULE = "/applications/{appInstanceId}"
 
 

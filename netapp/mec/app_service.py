@@ -30,10 +30,12 @@ from netapp.mec.app_models import (
 )
 from netapp.mec.models import DnsRule, MecApplication
 from netapp.mec.service import MecService
-from netapp.service.contract import Conflict, InvalidInput, NotFound, Principal, Scope
+from netapp.service.contract import Conflict, Forbidden, InvalidInput, NotFound, Principal, Scope
 from netapp.service.state import ServiceState
 from netapp.telemetry.pinned import check_url
 from netapp.telemetry.subscription_models import callback_refusal
+
+MAX_SUBSCRIPTIONS = 16  # termination subscriptions one application instance may hold
 
 
 class MecAppService:
@@ -145,6 +147,10 @@ class MecAppService:
         subscription_id = str(uuid.uuid4())
         with self._state.store.transaction():
             self._mec.application_of(who, app_instance_id)
+            held = len(app_store.list_subscriptions(self._state.store, app_instance_id))
+            if held >= MAX_SUBSCRIPTIONS:
+                raise Forbidden(f"application instance {app_instance_id!r} holds {held} subscriptions, the most it may: "
+                                "delete one first", field="callbackReference")
             app_store.insert_subscription(
                 self._state.store, subscription_id, app_instance_id, request.callbackReference, self._state.now()
             )

@@ -22,6 +22,7 @@ from netapp.mec.bwm_models import APPLICATION_SPECIFIC, BwAllocation, BwInfo, Bw
 from netapp.mec.models import MecApplication
 from netapp.mec.service import MecService
 from netapp.service.contract import Conflict, Forbidden, InvalidInput, NotFound, Principal, Scope
+from netapp.service.rules import rule_id, split_rule_id
 from netapp.service.state import ServiceState
 from netapp.service.transaction import RuleChange, invalid_input
 
@@ -121,11 +122,24 @@ class BwmService:
         if allocation.info.requestType == APPLICATION_SPECIFIC:
             self._mec.police_rules(change, who, application, allocation.info)
             return
+        intents = session_intents(allocation.allocationId, allocation.info)
         self._mec.write_intents(
-            change, who, application.tenant, session_intents(allocation.allocationId, allocation.info),
-            source=BWM_SOURCE, rename=session_path, matched=SESSION,
+            change, who, application.tenant, intents, source=BWM_SOURCE, rename=session_path, matched=SESSION,
         )
+        for intent in intents:
+            self._require_policed_everywhere(who, rule_id(application.tenant, intent.id))
         self._state.tenancy.check_quotas(application.tenant)
+
+    def _require_policed_everywhere(self, who: Principal, qualified: str) -> None:
+        """Forbidden when a rule of another shape wins over some of the session's packets (a traffic
+        rule of the application, of a higher priority): those would go its way, unpoliced."""
+        for found in self._state.index.overlaps(qualified).overlaps:
+            if found.winner.intent_id != qualified:
+                raise Forbidden(
+                    f"the session's packets also match {self._named(who, found.winner.intent_id)}, which acts on them ({found.reason}): "
+                    "they would go unpoliced; allocate to the application (requestType 0) or narrow that rule",
+                    field=SESSION,
+                )
 
     def _uninstall(
         self, change: RuleChange, who: Principal, application: MecApplication, allocation: BwAllocation
@@ -134,6 +148,13 @@ class BwmService:
             self._mec.police_rules(change, who, application, None)  # the rules back as they were
             return
         self._mec.uninstall_intents(change, application.tenant, allocation_intent_ids(allocation.allocationId), BWM_SOURCE)
+
+    def _named(self, who: Principal, qualified: str) -> str:
+        """A rule as `who` may see it: its label (a traffic rule's says which) where it is its own."""
+        shown = self._state.rules.display(who, qualified)
+        tenant, intent_id = split_rule_id(qualified)
+        record = self._state.store.get_intent(tenant, intent_id) if who.is_admin or tenant == who.tenant else None
+        return f"{shown!r}" if record is None or not record.intent.label else f"{shown!r} ({record.intent.label})"
 
     # --- lookups and the transaction -------------------------------------------------------------
 

@@ -22,7 +22,7 @@ from tests.utils.service import ADMIN, ALICE, BOB, fake_service
 
 APP = "video-1"
 SESSION = {"sourceIp": "10.0.0.1", "dstAddress": "192.0.2.10", "protocol": "UDP", "dstPort": ["5000"]}
-FLOW_RULE = {"filterType": "FLOW", "action": "PASSTHROUGH", "trafficFilter": [{"dstAddress": ["192.0.2.0/24"]}]}
+FLOW_RULE = {"filterType": "FLOW", "action": "PASSTHROUGH", "trafficFilter": [{"dstAddress": ["198.51.100.0/24"]}]}
 
 
 def bw(**fields: Any) -> BwInfo:
@@ -123,6 +123,17 @@ def test_an_application_allocation_needs_one_rule_per_direction(service):
     with pytest.raises(InvalidInput) as none:
         service.bwm.create_allocation(ALICE, bw(requestType=0, sessionFilter=None, allocationDirection="00"))
     assert none.value.field == "allocationDirection"
+
+
+def test_a_session_a_traffic_rule_of_higher_priority_also_matches_is_refused(service):
+    service.mec.put_traffic_rule(ALICE, APP, "r1", rule("r1", **{**FLOW_RULE, "trafficFilter": [
+        {"dstAddress": ["192.0.2.0/24"]}]}))
+    with pytest.raises(Forbidden) as refused:
+        service.bwm.create_allocation(ALICE, bw())
+    assert refused.value.field == "sessionFilter[0]"
+    assert "traffic rule 'r1'" in refused.value.detail and "unpoliced" in refused.value.detail
+    assert service.bwm.list_allocations(ALICE) == []
+    assert [record.source for record in service.store.tenant_intents("alice")] == ["mec011", "mec011"]
 
 
 def test_one_application_allocation_per_application(service):
