@@ -17,6 +17,17 @@ class _Etsi(BaseModel):
     model_config = ConfigDict(extra="ignore", populate_by_name=True)
 
 
+class TerminationRequest(BaseModel):
+    """An administrator's request that an application terminate (sent to it as maxGracefulTimeout)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    maxGracefulTimeout: int = Field(
+        60, ge=0, le=86_400, description="seconds the application is told it has to confirm; the NetApp does not "
+        "end it when they pass (DELETE does)",
+    )
+
+
 class AppReadyConfirmation(_Etsi):
     indication: Literal["READY"]
 

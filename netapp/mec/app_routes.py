@@ -8,7 +8,7 @@ out, errors are ProblemDetails (netapp.api.problems).
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Optional
 
 from fastapi import APIRouter, Depends, Path, Request, Response
 
@@ -24,6 +24,7 @@ from netapp.mec.app_models import (
     SubscriptionLink,
     SubscriptionLinkList,
     SubscriptionListLinks,
+    TerminationRequest,
 )
 from netapp.mec.app_service import MecAppService
 from netapp.mec.models import MEC_ID_MAX, MEC_ID_PATTERN, DnsRule, MecApplication
@@ -86,10 +87,14 @@ def confirm_termination(apps: AppsDep, who: IntentWriterDep, appInstanceId: AppI
 
 
 @terminations.post("/{appInstanceId}/termination", response_model=MecApplication, response_model_exclude_none=True,
-                   responses=documented(*AUTHENTICATED, 404, 503))
-def request_termination(apps: AppsDep, who: AdminDep, appInstanceId: AppInstanceIdPath) -> MecApplication:
-    """Ask a MEC application instance to terminate (admin); it goes once it confirms (confirm_termination)."""
-    return apps.request_termination(who, appInstanceId)
+                   responses=documented(*AUTHENTICATED, *WITH_BODY, 404, 503))
+def request_termination(
+    apps: AppsDep, who: AdminDep, appInstanceId: AppInstanceIdPath, body: Optional[TerminationRequest] = None
+) -> MecApplication:
+    """Ask a MEC application instance to terminate (admin): its subscribers are notified, and it goes once
+    it confirms (confirm_termination)."""
+    timeout_s = (body or TerminationRequest()).maxGracefulTimeout
+    return apps.request_termination(who, appInstanceId, timeout_s)[0]
 
 
 # --- termination subscriptions -------------------------------------------------------------------

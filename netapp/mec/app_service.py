@@ -14,8 +14,9 @@ with confirm_termination, and the instance then goes as an administrator's DELET
 
 from __future__ import annotations
 
+import threading
 import uuid
-from typing import Optional
+from typing import Any, Optional
 
 import httpx
 
@@ -28,7 +29,8 @@ from netapp.mec.app_models import (
     AppTerminationConfirmation,
     AppTerminationNotificationSubscription,
 )
-from netapp.mec.models import DnsRule, MecApplication
+from netapp.mec.models import MEC_APP_SUPPORT, DnsRule, MecApplication
+from netapp.mec.notify import TerminationNotifier
 from netapp.mec.service import MecService
 from netapp.service.contract import Conflict, Forbidden, InvalidInput, NotFound, Principal, Scope
 from netapp.service.state import ServiceState
@@ -44,8 +46,10 @@ class MecAppService:
     def __init__(self, state: ServiceState, mec: MecService, destinations: Optional[Destinations] = None):
         self._state = state
         self._mec = mec
-        allow = state.settings.telemetry.subscriptions.callback_allow
-        self._destinations = destinations if destinations is not None else Destinations(AllowList.of(allow))
+        callbacks = state.settings.telemetry.subscriptions
+        self._destinations = destinations if destinations is not None else Destinations(
+            AllowList.of(callbacks.callback_allow))
+        self.notifier = TerminationNotifier(self._destinations, callbacks.proxy)
 
     # --- DNS rules -------------------------------------------------------------------------------
 
@@ -92,13 +96,21 @@ class MecAppService:
                 )
             app_store.set_state(self._state.store, app_instance_id, READY, None)
 
-    def request_termination(self, who: Principal, app_instance_id: str) -> MecApplication:
-        """An administrator asks the application to terminate; it confirms with confirm_termination."""
+    def request_termination(
+        self, who: Principal, app_instance_id: str, max_graceful_timeout_s: int
+    ) -> tuple[MecApplication, threading.Thread]:
+        """An administrator asks the application to terminate: its subscribers are notified (in the
+        thread returned) and it confirms with confirm_termination."""
         self._state.require(who, Scope.ADMIN)
         with self._state.store.transaction():
             application = self._mec.application_of(who, app_instance_id)
             app_store.set_state(self._state.store, app_instance_id, application.state, TERMINATING)
-        return self._mec.application_of(who, app_instance_id)
+            subscriptions = app_store.list_subscriptions(self._state.store, app_instance_id)
+        notifications = [
+            (callback, termination_notification(app_instance_id, subscription_id, max_graceful_timeout_s))
+            for subscription_id, callback in subscriptions
+        ]
+        return self._mec.application_of(who, app_instance_id), self.notifier.send(notifications)
 
     def confirm_termination(self, who: Principal, app_instance_id: str, confirmation: AppTerminationConfirmation) -> None:
         """The application is ready to go: the termination asked of it is done (the instance, its
@@ -175,6 +187,20 @@ class MecAppService:
             except OSError as exc:
                 refusal = f"its host does not resolve ({exc})"
         raise InvalidInput(f"{uri!r}: {refusal}", field="callbackReference")
+
+
+def termination_notification(app_instance_id: str, subscription_id: str, max_graceful_timeout_s: int) -> dict[str, Any]:
+    """The AppTerminationNotification of a subscription (its links as paths of this API)."""
+    application = f"{MEC_APP_SUPPORT}/applications/{app_instance_id}"
+    return {
+        "notificationType": "AppTerminationNotification",
+        "operationAction": TERMINATING,
+        "maxGracefulTimeout": max_graceful_timeout_s,
+        "_links": {
+            "subscription": {"href": f"{application}/subscriptions/{subscription_id}"},
+            "confirmTermination": {"href": f"{application}/confirm_termination"},
+        },
+    }
 
 
 def check_dns_rule(rule: DnsRule) -> None:

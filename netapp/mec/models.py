@@ -26,6 +26,7 @@ MEC_ID_PATTERN = r"^[A-Za-z0-9._~!$&'()*+,;=:@-]+$"
 MEC_ID_MAX = 128
 MecId = Annotated[str, StringConstraints(min_length=1, max_length=MEC_ID_MAX, pattern=MEC_ID_PATTERN)]
 _FAMILIES = {"IP_V4": 4, "IP_V6": 6}  # DnsRule.IpAddressType
+MEC_APP_SUPPORT = "/mec_app_support/v1"  # where MEC 011's MecAppSupportApi is served (ETSI's server URL)
 
 
 class FilterType(str, Enum):

@@ -15,11 +15,17 @@ from fastapi import APIRouter, Depends, Path, Request, Response
 
 from netapp.api.deps import AdminDep, IntentWriterDep, JsonBody, PrincipalDep, ReaderDep, ServiceDep
 from netapp.api.routes.common import AUTHENTICATED, CHANGES, WITH_BODY, documented
-from netapp.mec.models import MEC_ID_MAX, MEC_ID_PATTERN, MecApplication, MecApplicationSpec, TrafficRule
+from netapp.mec.models import (
+    MEC_APP_SUPPORT,
+    MEC_ID_MAX,
+    MEC_ID_PATTERN,
+    MecApplication,
+    MecApplicationSpec,
+    TrafficRule,
+)
 from netapp.mec.service import MecService
 from netapp.service.contract import DataplaneUnavailable
 
-MEC_APP_SUPPORT = "/mec_app_support/v1"
 
 applications = APIRouter(prefix="/api/v1/mec/applications", tags=["mec"])
 app_support = APIRouter(prefix=MEC_APP_SUPPORT, tags=["mec011"])

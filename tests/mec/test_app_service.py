@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import pytest
 
+from netapp.core.destinations import AllowList, Destinations
 from netapp.mec.app_models import AppTerminationConfirmation, AppTerminationNotificationSubscription
+from netapp.mec.app_service import MecAppService
 from netapp.mec.compiler import intent_ids
 from netapp.mec.models import DnsRule, MecApplicationSpec
 from netapp.service.contract import Conflict, InvalidInput, NotFound
 from netapp.service.service import NetAppService
+from tests.mec.test_etsi_conformance import etsi_validator
+from tests.utils.callbacks import CallbackReceiver
 from tests.utils.mec import rule_model as rule
 from tests.utils.service import ADMIN, ALICE, BOB, fake_service
 
@@ -32,6 +36,11 @@ def subscription(callback: str = PUBLIC_CALLBACK, **fields) -> AppTerminationNot
             "_links": {"self": {"href": "ignored"}}, "appInstanceId": APP}
     body.update(fields)
     return AppTerminationNotificationSubscription.model_validate(body)
+
+
+def operation_schema_of(name: str) -> dict:
+    """A schema of ETSI's MEC 011 document, by name."""
+    return {"$ref": f"#/components/schemas/{name}"}
 
 
 @pytest.fixture
@@ -85,7 +94,9 @@ def test_confirm_termination_without_a_termination_asked_is_a_conflict(service):
 
 
 def test_a_termination_asked_and_confirmed_removes_the_instance_and_its_rules(service):
-    assert service.mec_apps.request_termination(ADMIN, APP).termination == "TERMINATING"
+    asked, sent = service.mec_apps.request_termination(ADMIN, APP, 60)
+    sent.join(timeout=30)
+    assert asked.termination == "TERMINATING"
     with pytest.raises(Conflict):
         service.mec_apps.confirm_ready(ALICE, APP)
     with pytest.raises(Conflict):
@@ -95,6 +106,21 @@ def test_a_termination_asked_and_confirmed_removes_the_instance_and_its_rules(se
     with pytest.raises(NotFound):
         service.mec.get_application(ADMIN, APP)
     assert all(service.store.get_intent("alice", one) is None for one in intent_ids(APP, "r1"))
+
+
+def test_a_termination_asked_notifies_each_subscriber_with_etsis_notification(service):
+    local = MecAppService(service._state, service.mec, Destinations(AllowList.of(["127.0.0.0/8"])))
+    with CallbackReceiver() as receiver:
+        made = local.create_subscription(ALICE, APP, subscription(receiver.url))
+        _, sent = local.request_termination(ADMIN, APP, 45)
+        sent.join(timeout=30)
+        assert not sent.is_alive()
+        (got,) = receiver.accepted()
+    body = got.json()
+    etsi_validator(operation_schema_of("AppTerminationNotification")).validate(body)
+    assert body["maxGracefulTimeout"] == 45 and body["operationAction"] == "TERMINATING"
+    assert body["_links"]["subscription"]["href"].endswith(f"/applications/{APP}/subscriptions/{made}")
+    assert body["_links"]["confirmTermination"]["href"] == f"/mec_app_support/v1/applications/{APP}/confirm_termination"
 
 
 def test_subscriptions_are_made_listed_and_deleted(service):
