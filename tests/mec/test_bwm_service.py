@@ -14,7 +14,7 @@ from netapp.mec.bwm_compiler import BWM_SOURCE, allocation_intent_ids
 from netapp.mec.bwm_models import BwInfo, BwInfoDeltas
 from netapp.mec.compiler import intent_ids
 from netapp.mec.models import MecApplicationSpec
-from netapp.service.contract import Forbidden, InvalidInput, NotFound
+from netapp.service.contract import Conflict, Forbidden, InvalidInput, NotFound
 from netapp.service.service import NetAppService
 from netapp.service.store import Store
 from tests.utils.mec import rule_model as rule
@@ -171,6 +171,15 @@ def test_the_list_filters_by_application_and_name(service):
     assert [one.allocationId for one in service.bwm.list_allocations(ALICE, app_names=["video"])] == ids
     assert service.bwm.list_allocations(ALICE, app_instance_ids=["other"]) == []
     assert service.bwm.list_allocations(ALICE, session_ids=["s1"]) == []
+
+
+def test_the_intents_api_cannot_change_what_an_allocation_installed(service):
+    created = service.bwm.create_allocation(ALICE, bw())
+    (uplink, _) = allocation_intent_ids(created.allocationId)
+    with pytest.raises(Conflict) as refused:
+        service.delete_intent(ALICE, uplink)
+    assert "/bwm/v1" in refused.value.detail
+    assert service.store.get_intent("alice", uplink) is not None
 
 
 def test_deleting_the_application_takes_its_allocations_out(service):
