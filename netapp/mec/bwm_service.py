@@ -20,9 +20,10 @@ from netapp.mec import bwm_store
 from netapp.mec.bwm_compiler import BWM_SOURCE, SESSION, allocation_intent_ids, check_allocation, session_intents, session_path
 from netapp.mec.bwm_models import APPLICATION_SPECIFIC, BwAllocation, BwInfo, BwInfoDeltas
 from netapp.mec.models import MecApplication
+from netapp.mec.policed import overriding_rule
 from netapp.mec.service import MecService
 from netapp.service.contract import Conflict, Forbidden, InvalidInput, NotFound, Principal, Scope
-from netapp.service.rules import rule_id, split_rule_id
+from netapp.service.rules import rule_id
 from netapp.service.state import ServiceState
 from netapp.service.transaction import RuleChange, invalid_input
 
@@ -133,13 +134,13 @@ class BwmService:
     def _require_policed_everywhere(self, who: Principal, qualified: str) -> None:
         """Forbidden when a rule of another shape wins over some of the session's packets (a traffic
         rule of the application, of a higher priority): those would go its way, unpoliced."""
-        for found in self._state.index.overlaps(qualified).overlaps:
-            if found.winner.intent_id != qualified:
-                raise Forbidden(
-                    f"the session's packets also match {self._named(who, found.winner.intent_id)}, which acts on them ({found.reason}): "
-                    "they would go unpoliced; allocate to the application (requestType 0) or narrow that rule",
-                    field=SESSION,
-                )
+        winner = overriding_rule(self._state, who, qualified)
+        if winner is not None:
+            raise Forbidden(
+                f"the session's packets also match {winner}, which acts on them: they would go unpoliced; "
+                "allocate to the application (requestType 0) or narrow that rule",
+                field=SESSION,
+            )
 
     def _uninstall(
         self, change: RuleChange, who: Principal, application: MecApplication, allocation: BwAllocation
@@ -148,13 +149,6 @@ class BwmService:
             self._mec.police_rules(change, who, application, None)  # the rules back as they were
             return
         self._mec.uninstall_intents(change, application.tenant, allocation_intent_ids(allocation.allocationId), BWM_SOURCE)
-
-    def _named(self, who: Principal, qualified: str) -> str:
-        """A rule as `who` may see it: its label (a traffic rule's says which) where it is its own."""
-        shown = self._state.rules.display(who, qualified)
-        tenant, intent_id = split_rule_id(qualified)
-        record = self._state.store.get_intent(tenant, intent_id) if who.is_admin or tenant == who.tenant else None
-        return f"{shown!r}" if record is None or not record.intent.label else f"{shown!r} ({record.intent.label})"
 
     # --- lookups and the transaction -------------------------------------------------------------
 

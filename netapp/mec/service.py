@@ -25,6 +25,7 @@ from netapp.mec.bwm_compiler import BWM_SOURCE, allocation_intent_ids, policed_r
 from netapp.mec.bwm_models import APPLICATION_SPECIFIC, BwInfo
 from netapp.mec.compiler import MEC_SOURCE, filter_path, installed_intents, intent_ids, mac_key
 from netapp.mec.models import MecApplication, MecApplicationSpec, TrafficRule
+from netapp.mec.policed import overridden_session
 from netapp.routing.neighbours import device_mac
 from netapp.service.contract import (
     Conflict,
@@ -133,6 +134,7 @@ class MecService:
                 rules = [rule if old.trafficRuleId == traffic_rule_id else old for old in application.trafficRules]
                 self._police_rules(change, who, application.model_copy(update={"trafficRules": rules}),
                                    allocation, traffic_rule_id)
+            self._require_sessions_policed(who, application, traffic_rule_id)
             self._state.tenancy.check_quotas(application.tenant)
             return rule
 
@@ -170,6 +172,17 @@ class MecService:
         if changed_rule is not None:
             [rule] = [rule for rule in application.trafficRules if rule.trafficRuleId == changed_rule]
             mec_store.put_rule(self._state.store, application.appInstanceId, rule, self._state.now())
+
+    def _require_sessions_policed(self, who: Principal, application: MecApplication, traffic_rule_id: str) -> None:
+        """Forbidden when the rule now takes packets of one of the application's session allocations."""
+        overridden = overridden_session(self._state, who, application.appInstanceId)
+        if overridden is not None:
+            allocation_id, winner = overridden
+            raise Forbidden(
+                f"traffic rule {traffic_rule_id!r}: bandwidth allocation {allocation_id!r} polices a session whose "
+                f"packets {winner} would then take, unpoliced; change or delete the allocation first",
+                field="trafficFilter",
+            )
 
     def _application_allocation(self, app_instance_id: str) -> Optional[BwInfo]:
         """The application's APPLICATION_SPECIFIC allocation, if it has one."""

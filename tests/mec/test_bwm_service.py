@@ -136,6 +136,15 @@ def test_a_session_a_traffic_rule_of_higher_priority_also_matches_is_refused(ser
     assert [record.source for record in service.store.tenant_intents("alice")] == ["mec011", "mec011"]
 
 
+def test_a_traffic_rule_that_would_take_a_policed_sessions_packets_is_refused(service):
+    created = service.bwm.create_allocation(ALICE, bw())
+    wider = rule("r1", **{**FLOW_RULE, "trafficFilter": [{"dstAddress": ["192.0.2.0/24"]}]})
+    with pytest.raises(Forbidden) as refused:
+        service.mec.put_traffic_rule(ALICE, APP, "r1", wider)
+    assert refused.value.field == "trafficFilter" and created.allocationId in refused.value.detail
+    assert service.mec.get_traffic_rule(ALICE, APP, "r1") == rule("r1", **FLOW_RULE)
+
+
 def test_one_application_allocation_per_application(service):
     service.bwm.create_allocation(ALICE, bw(requestType=0, sessionFilter=None))
     with pytest.raises(Forbidden) as refused:
