@@ -24,7 +24,7 @@ bwm = APIRouter(prefix=BWM, tags=["mec015"])
 
 
 BwmDep = Annotated[BwmService, Depends(service_part("bwm", "MEC 015 BWM"))]
-AllocationIdPath = Annotated[str, Path(min_length=1, max_length=64, description="a bandwidth allocation")]
+AllocationIdPath = Annotated[str, Path(description="a bandwidth allocation (an unknown one, of any length, is a 404)")]
 Names = Optional[list[str]]
 
 
