@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from http import HTTPStatus
 from typing import Any, Callable, Iterable, Optional
+from urllib.parse import quote
 
 from fastapi import FastAPI, Request
 from fastapi.encoders import jsonable_encoder
@@ -72,6 +73,21 @@ class Problem(BaseModel):
     invalid_params: Optional[list[InvalidParam]] = Field(None, alias="invalid-params")
 
 
+# Paths whose ETSI document (MEC 015 BWM) types ProblemDetails.instance as an absolute URI (format
+# "uri"); elsewhere instance is the request's path, a URI reference.
+ABSOLUTE_INSTANCE_PREFIXES = ("/bwm/",)
+
+
+def problem_instance(request: Request) -> str:
+    """The `instance` of a problem about `request`: its path, absolute where ETSI's document asks."""
+    path = request.url.path
+    if path.startswith(ABSOLUTE_INSTANCE_PREFIXES):
+        # as the request spelt it (percent-encoded): a URI holds no raw control or non-ASCII characters
+        raw = request.scope.get("raw_path") or quote(path).encode()
+        return f"{request.url.scheme}://{request.url.netloc}{raw.decode('ascii', 'replace')}"
+    return path
+
+
 def problem_type(status: int) -> str:
     return PROBLEM_TYPE_PREFIX + _PROBLEM_SLUGS.get(status, f"http-{status}")
 
@@ -91,7 +107,7 @@ def problem_response(
         title=title,
         status=status,
         detail=detail,
-        instance=request.url.path,
+        instance=problem_instance(request),
         invalid_params=invalid_params or None,
         **jsonable_encoder(_without_standard_members(extensions)),
     )
