@@ -8,6 +8,10 @@ that would be narrowed to fit the tenant's grants is refused instead: the rule a
 back must be the rule that acts. A PUT that collides with an installed rule is a 403 (`RuleRefused`):
 MEC 011 lets a PUT answer that, and no 409.
 
+MEC 015 allocations (netapp.mec.bwm_service) lean on this class: an application's APPLICATION_SPECIFIC
+allocation polices its rules' intents (`police_rules`; a rule's PUT then reinstalls them all,
+policed), and a rule's PUT that would take the packets of a session an allocation polices is refused.
+
 Who: administrators declare and delete applications; an application's tenant (or an administrator)
 reads its rules with scope read and changes them with scope intents:write. Another tenant's
 application does not exist for a caller (404).
