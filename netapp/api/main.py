@@ -22,7 +22,7 @@ from netapp.atsss import mts, routes as atsss
 from netapp.core.config import Settings
 from netapp.forwarding import routes as forwarding
 from netapp.frer import routes as frer
-from netapp.mec import routes as mec
+from netapp.mec import app_routes, bwm_routes, routes as mec
 from netapp.qos import routes as policers
 from netapp.routing import routes as routing
 from netapp.service.contract import IntentService
@@ -57,6 +57,9 @@ ROUTERS = (
     mec.applications,
     mec.app_support,
     mts.router,
+    app_routes.app_lifecycle,
+    app_routes.terminations,
+    bwm_routes.bwm,
 )
 
 

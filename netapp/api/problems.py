@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from http import HTTPStatus
 from typing import Any, Callable, Iterable, Optional
+from urllib.parse import quote
 
 from fastapi import FastAPI, Request
 from fastapi.encoders import jsonable_encoder
@@ -73,18 +74,19 @@ class Problem(BaseModel):
 
 
 # Paths served after ETSI documents whose ProblemDetails.instance is a URI ("format": "uri", not a
-# reference): MEC 015's (netapp.atsss.mts). Their problems name the request by its absolute URL.
-ABSOLUTE_INSTANCE_PATHS = ("/mts/v1/",)
+# reference): MEC 015's, traffic steering (netapp.atsss.mts) and bandwidth management (netapp.mec).
+# Their problems name the request by its absolute URL; elsewhere instance is the request's path.
+ABSOLUTE_INSTANCE_PATHS = ("/mts/v1/", "/bwm/")
 
 
 def problem_instance(request: Request) -> str:
-    """The problem's `instance`: the request's path, or its URL where the path's document says a URI
-    (the path as the client sent it, percent-encoded: a decoded one may hold what a URI cannot)."""
+    """The `instance` of a problem about `request`: its path, absolute where ETSI's document asks."""
     path = request.url.path
-    if not path.startswith(ABSOLUTE_INSTANCE_PATHS):
-        return path
-    raw = request.scope.get("raw_path") or path.encode()
-    return f"{request.url.scheme}://{request.url.netloc}{raw.decode('ascii', 'replace')}"
+    if path.startswith(ABSOLUTE_INSTANCE_PATHS):
+        # as the request spelt it (percent-encoded): a URI holds no raw control or non-ASCII characters
+        raw = request.scope.get("raw_path") or quote(path).encode()
+        return f"{request.url.scheme}://{request.url.netloc}{raw.decode('ascii', 'replace')}"
+    return path
 
 
 def problem_type(status: int) -> str:

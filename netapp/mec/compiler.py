@@ -136,14 +136,14 @@ def _match(flt: TrafficFilter) -> Match:
     for member, name in (("srcAddress", "src"), ("dstAddress", "dst")):
         value = _single(flt, member)
         if value is not None:
-            fields[name] = _address(value, member)
+            fields[name] = parse_address(value, f"{FILTER}.{member}[0]")
     for member, name in (("srcPort", "src_port"), ("dstPort", "dst_port")):
         value = _single(flt, member)
         if value is not None:
-            fields[name] = _port(value, member)
+            fields[name] = parse_port(value, f"{FILTER}.{member}[0]")
     protocol = _single(flt, "protocol")
     if protocol is not None:
-        fields["protocol"] = _protocol(protocol)
+        fields["protocol"] = parse_protocol(protocol, f"{FILTER}.protocol[0]")
     _dscp(flt, fields)
     try:
         return Match.model_validate(fields)
@@ -167,34 +167,37 @@ def _single(flt: TrafficFilter, member: str) -> Optional[str]:
     return values[0]
 
 
-def _address(text: str, member: str) -> str:
+def parse_address(text: str, field: str) -> str:
+    """An ETSI address member (an address or a prefix) as a match prefix; IntentError at `field`."""
     if "-" in text:
-        raise IntentError.at(f"{FILTER}.{member}[0]", f"{text!r}: ranges are not matched, give an address or a prefix")
+        raise IntentError.at(field, f"{text!r}: ranges are not matched, give an address or a prefix")
     try:
         return str(ipaddress.ip_network(text.strip(), strict=False))
     except ValueError:
-        raise IntentError.at(f"{FILTER}.{member}[0]", f"{text!r} is not an IPv4 or IPv6 address or prefix") from None
+        raise IntentError.at(field, f"{text!r} is not an IPv4 or IPv6 address or prefix") from None
 
 
-def _port(text: str, member: str) -> int:
+def parse_port(text: str, field: str) -> int:
+    """An ETSI port member (a decimal string) as a match port; IntentError at `field`."""
     value = text.strip()
-    if not _decimal(value) or not 0 <= int(value) <= 65535:
+    if not decimal(value) or not 0 <= int(value) <= 65535:
         why = "ranges are not matched, give one port" if "-" in value else "is not a port (0 to 65535)"
-        raise IntentError.at(f"{FILTER}.{member}[0]", f"{text!r}: {why}")
+        raise IntentError.at(field, f"{text!r}: {why}")
     return int(value)
 
 
-def _protocol(text: str) -> Any:
+def parse_protocol(text: str, field: str) -> Any:
+    """An ETSI protocol member (a name or a number) as a match protocol; IntentError at `field`."""
     value = text.strip().lower()
     if value in PROTOCOL_NUMBERS:
         return value
-    if _decimal(value) and int(value) <= 255:
+    if decimal(value) and int(value) <= 255:
         return int(value)
     known = ", ".join(name.upper() for name in PROTOCOL_NUMBERS)
-    raise IntentError.at(f"{FILTER}.protocol[0]", f"{text!r} is not {known} or an IP protocol number (0 to 255)")
+    raise IntentError.at(field, f"{text!r} is not {known} or an IP protocol number (0 to 255)")
 
 
-def _decimal(text: str) -> bool:
+def decimal(text: str) -> bool:
     """ASCII digits only: str.isdigit() also takes digits int() does not read ("²")."""
     return text.isascii() and text.isdigit()
 

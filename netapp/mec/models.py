@@ -1,5 +1,5 @@
-"""ETSI GS MEC 011 v2.1.1 data types (MecAppSupportApi: TrafficRule and what it holds), and the
-application instance an administrator declares.
+"""ETSI GS MEC 011 v2.1.1 data types (MecAppSupportApi: TrafficRule and what it holds, DnsRule), and
+the application instance an administrator declares.
 
 The ETSI types keep ETSI's names, enums and required fields (clause 7.1.2; the OpenAPI document
 MecAppSupportApi.json), so that the API's answers are what a MEC application expects. Their fields are
@@ -9,8 +9,9 @@ with a value is said by the compiler (netapp.mec.compiler), naming the field, no
 
 from __future__ import annotations
 
+import ipaddress
 from enum import Enum
-from typing import Annotated, Optional
+from typing import Annotated, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
@@ -24,6 +25,8 @@ Int32 = Annotated[int, Field(ge=-(1 << 31), le=(1 << 31) - 1)]
 MEC_ID_PATTERN = r"^[A-Za-z0-9._~!$&'()*+,;=:@-]+$"
 MEC_ID_MAX = 128
 MecId = Annotated[str, StringConstraints(min_length=1, max_length=MEC_ID_MAX, pattern=MEC_ID_PATTERN)]
+_FAMILIES = {"IP_V4": 4, "IP_V6": 6}  # DnsRule.IpAddressType
+MEC_APP_SUPPORT = "/mec_app_support/v1"  # where MEC 011's MecAppSupportApi is served (ETSI's server URL)
 
 
 class FilterType(str, Enum):
@@ -119,6 +122,29 @@ class TrafficRule(_Etsi):
     state: RuleState
 
 
+class DnsRule(_Etsi):
+    """MEC 011 DnsRule: a name the MEC platform's DNS answers with the application's address."""
+
+    dnsRuleId: MecId
+    domainName: str = Field(min_length=1, max_length=253)
+    ipAddressType: Literal["IP_V6", "IP_V4"]
+    ipAddress: str
+    ttl: Optional[Int32] = None
+    state: RuleState
+
+    def problem(self) -> Optional[tuple[str, str]]:
+        """(field, why) of what makes the rule unusable, None if nothing does."""
+        try:
+            address = ipaddress.ip_address(self.ipAddress.strip())
+        except ValueError:
+            return "ipAddress", f"{self.ipAddress!r} is not an IP address"
+        if address.version != _FAMILIES[self.ipAddressType]:
+            return "ipAddress", f"{self.ipAddress!r} is not an address of ipAddressType {self.ipAddressType}"
+        if self.ttl is not None and self.ttl < 0:
+            return "ttl", f"{self.ttl}: a time to live is 0 or more seconds"
+        return None
+
+
 class MecApplicationSpec(BaseModel):
     """An application instance as an administrator declares it (later: as its AppD's instantiation
     does): its id, the tenant that owns it, and its traffic rules (the AppD's appTrafficRule)."""
@@ -131,9 +157,13 @@ class MecApplicationSpec(BaseModel):
     )
     appName: Optional[Annotated[str, StringConstraints(max_length=256)]] = None
     trafficRules: list[TrafficRule] = Field(default_factory=list, max_length=64)
+    dnsRules: list[DnsRule] = Field(default_factory=list, max_length=64, description="the AppD's appDNSRule")
 
 
 class MecApplication(MecApplicationSpec):
-    """An application instance as stored."""
+    """An application instance as stored, with where it is in its life (READY once it said
+    confirm_ready, MEC 011) and the termination asked of it and not yet confirmed, if any."""
 
     revision: Annotated[int, Field(ge=1, le=MAX_I64)] = 1
+    state: Literal["INSTANTIATED", "READY"] = "INSTANTIATED"
+    termination: Optional[Literal["STOPPING", "TERMINATING"]] = None

@@ -9,32 +9,42 @@ are ProblemDetails (netapp.api.problems).
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any, Callable
 
 from fastapi import APIRouter, Depends, Path, Request, Response
 
 from netapp.api.deps import AdminDep, IntentWriterDep, JsonBody, PrincipalDep, ReaderDep, ServiceDep
 from netapp.api.routes.common import AUTHENTICATED, CHANGES, WITH_BODY, documented
-from netapp.mec.models import MEC_ID_MAX, MEC_ID_PATTERN, MecApplication, MecApplicationSpec, TrafficRule
+from netapp.mec.models import (
+    MEC_APP_SUPPORT,
+    MEC_ID_MAX,
+    MEC_ID_PATTERN,
+    MecApplication,
+    MecApplicationSpec,
+    TrafficRule,
+)
 from netapp.mec.service import MecService
 from netapp.service.contract import DataplaneUnavailable
 
-MEC_APP_SUPPORT = "/mec_app_support/v1"
 
 applications = APIRouter(prefix="/api/v1/mec/applications", tags=["mec"])
 app_support = APIRouter(prefix=MEC_APP_SUPPORT, tags=["mec011"])
 
 
-def get_mec(service: ServiceDep, _caller: PrincipalDep) -> MecService:
-    """The service's MEC part; a service without one (the API tests' fakes) answers 503, once the
-    caller is known (a request without a valid token gets its 401 first)."""
-    mec = getattr(service, "mec", None)
-    if mec is None:
-        raise DataplaneUnavailable("MEC 011 is served by the NetApp's service only")
-    return mec
+def service_part(attribute: str, served: str) -> Callable[..., Any]:
+    """A dependency giving the service's MEC part `attribute`; a service without one (the API tests'
+    fakes) answers 503, once the caller is known (a request without a valid token gets its 401 first)."""
+
+    def get_part(service: ServiceDep, _caller: PrincipalDep) -> Any:
+        part = getattr(service, attribute, None)
+        if part is None:
+            raise DataplaneUnavailable(f"{served} is served by the NetApp's service only")
+        return part
+
+    return get_part
 
 
-MecDep = Annotated[MecService, Depends(get_mec)]
+MecDep = Annotated[MecService, Depends(service_part("mec", "MEC 011"))]
 AppInstanceIdPath = Annotated[
     str, Path(min_length=1, max_length=MEC_ID_MAX, pattern=MEC_ID_PATTERN, description="a MEC application instance")
 ]

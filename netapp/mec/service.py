@@ -8,6 +8,10 @@ that would be narrowed to fit the tenant's grants is refused instead: the rule a
 back must be the rule that acts. A PUT that collides with an installed rule is a 403 (`RuleRefused`):
 MEC 011 lets a PUT answer that, and no 409.
 
+MEC 015 allocations (netapp.mec.bwm_service) lean on this class: an application's APPLICATION_SPECIFIC
+allocation polices its rules' intents (`police_rules`; a rule's PUT then reinstalls them all,
+policed), and a rule's PUT that would take the packets of a session an allocation polices is refused.
+
 Who: administrators declare and delete applications; an application's tenant (or an administrator)
 reads its rules with scope read and changes them with scope intents:write. Another tenant's
 application does not exist for a caller (404).
@@ -15,11 +19,17 @@ application does not exist for a caller (404).
 
 from __future__ import annotations
 
+from typing import Callable, Optional
+
+from netapp.intents.compiler import with_police_defaults
 from netapp.intents.errors import IntentError
 from netapp.intents.models import Intent
-from netapp.mec import store as mec_store
+from netapp.mec import bwm_store, store as mec_store
+from netapp.mec.bwm_compiler import BWM_SOURCE, allocation_intent_ids, policed_rule_intents
+from netapp.mec.bwm_models import APPLICATION_SPECIFIC, BwInfo
 from netapp.mec.compiler import MEC_SOURCE, filter_path, installed_intents, intent_ids, mac_key
 from netapp.mec.models import MecApplication, MecApplicationSpec, TrafficRule
+from netapp.mec.policed import overridden_session
 from netapp.routing.neighbours import device_mac
 from netapp.service.contract import (
     Conflict,
@@ -47,6 +57,7 @@ class MecService:
         """Declare an application instance with its traffic rules; all installed, or none."""
         self._state.require(who, Scope.ADMIN)
         _reject_repeated_rule_ids(spec)
+        _check_dns_rules(spec)
         application = MecApplication(**spec.model_dump())
 
         def work(change: RuleChange) -> MecApplication:
@@ -55,7 +66,7 @@ class MecService:
                 raise Conflict(f"application instance {spec.appInstanceId!r} exists", field="appInstanceId")
             for position, rule in enumerate(spec.trafficRules):
                 try:
-                    self._install(change, who, application, rule)
+                    self.write_intents(change, who, application.tenant, self._rule_intents(application, rule))
                 except IntentError as exc:
                     raise exc.prefixed(f"trafficRules[{position}]") from None
             mec_store.insert_application(store, application, now)
@@ -67,11 +78,21 @@ class MecService:
     def delete_application(self, who: Principal, app_instance_id: str) -> None:
         """Remove an application instance and what its rules installed."""
         self._state.require(who, Scope.ADMIN)
+        self.remove_application(who, app_instance_id)
+
+    def remove_application(self, who: Principal, app_instance_id: str) -> None:
+        """Remove an application instance `who` sees, what its rules and allocations installed, its
+        DNS rules and subscriptions (an administrator's DELETE, or the confirmation of a termination
+        an administrator asked)."""
 
         def work(change: RuleChange) -> None:
             application = self._application(who, app_instance_id)
             for rule in application.trafficRules:
                 self._uninstall(change, application, rule.trafficRuleId)
+            for allocation in bwm_store.application_allocations(self._state.store, app_instance_id):
+                self.uninstall_intents(change, application.tenant, allocation_intent_ids(allocation.allocationId),
+                                       BWM_SOURCE)
+                bwm_store.delete_allocation(self._state.store, allocation.allocationId)
             mec_store.delete_application(self._state.store, app_instance_id)
 
         self._state.change(who, work)
@@ -108,9 +129,16 @@ class MecService:
         def work(change: RuleChange) -> TrafficRule:
             application = self._application(who, app_instance_id)
             self._rule(app_instance_id, traffic_rule_id)
-            self._uninstall(change, application, traffic_rule_id)
-            self._install(change, who, application, rule)
-            mec_store.put_rule(self._state.store, app_instance_id, rule, self._state.now())
+            allocation = self._application_allocation(app_instance_id)
+            if allocation is None:
+                self._uninstall(change, application, traffic_rule_id)
+                self.write_intents(change, who, application.tenant, self._rule_intents(application, rule))
+                mec_store.put_rule(self._state.store, app_instance_id, rule, self._state.now())
+            else:
+                rules = [rule if old.trafficRuleId == traffic_rule_id else old for old in application.trafficRules]
+                self._police_rules(change, who, application.model_copy(update={"trafficRules": rules}),
+                                   allocation, traffic_rule_id)
+            self._require_sessions_policed(who, application, traffic_rule_id)
             self._state.tenancy.check_quotas(application.tenant)
             return rule
 
@@ -119,40 +147,102 @@ class MecService:
         except Conflict as exc:
             raise RuleRefused.of(traffic_rule_id, exc) from exc
 
+    # --- application-specific bandwidth allocations (MEC 015, netapp.mec.bwm_service) -----------
+
+    def police_rules(self, change: RuleChange, who: Principal, application: MecApplication,
+                     allocation: Optional[BwInfo]) -> None:
+        """Reinstall the application's rules policed by `allocation` (None: unpoliced); IntentError
+        naming the allocation's field when it cannot police them."""
+        self._police_rules(change, who, application, allocation, None)
+
+    def _police_rules(self, change: RuleChange, who: Principal, application: MecApplication,
+                      allocation: Optional[BwInfo], changed_rule: Optional[str]) -> None:
+        """The application's rules reinstalled (`changed_rule`: the one a PUT replaces, stored here;
+        an error is then said of it, else of the allocation)."""
+        for rule in application.trafficRules:
+            self._uninstall(change, application, rule.trafficRuleId)
+        compiled = [(rule, self._rule_intents(application, rule)) for rule in application.trafficRules]
+        intents = [intents for _, intents in compiled]
+        if allocation is not None:
+            try:
+                intents = policed_rule_intents(compiled, allocation, require_every_direction=changed_rule is None)
+            except IntentError as exc:
+                if changed_rule is None:
+                    raise
+                raise Forbidden(f"traffic rule {changed_rule!r}: the application's bandwidth allocation cannot "
+                                f"police its rules: {exc.message}", field="trafficRuleId") from None
+        for rule_intents in intents:
+            self.write_intents(change, who, application.tenant, rule_intents)
+        if changed_rule is not None:
+            [rule] = [rule for rule in application.trafficRules if rule.trafficRuleId == changed_rule]
+            mec_store.put_rule(self._state.store, application.appInstanceId, rule, self._state.now())
+
+    def _require_sessions_policed(self, who: Principal, application: MecApplication, traffic_rule_id: str) -> None:
+        """Forbidden when the rule now takes packets of one of the application's session allocations."""
+        overridden = overridden_session(self._state, who, application.appInstanceId)
+        if overridden is not None:
+            allocation_id, winner = overridden
+            raise Forbidden(
+                f"traffic rule {traffic_rule_id!r}: bandwidth allocation {allocation_id!r} polices a session whose "
+                f"packets {winner} would then take, unpoliced; change or delete the allocation first",
+                field="trafficFilter",
+            )
+
+    def _application_allocation(self, app_instance_id: str) -> Optional[BwInfo]:
+        """The application's APPLICATION_SPECIFIC allocation, if it has one."""
+        for allocation in bwm_store.application_allocations(self._state.store, app_instance_id):
+            if allocation.info.requestType == APPLICATION_SPECIFIC:
+                return allocation.info
+        return None
+
     # --- the rules' intents ----------------------------------------------------------------------
 
-    def _install(self, change: RuleChange, who: Principal, application: MecApplication, rule: TrafficRule) -> None:
-        """Store and index the intents an (active) rule compiles to, inside the tenant's traffic."""
-        tenant, now = application.tenant, self._state.now()
+    def _rule_intents(self, application: MecApplication, rule: TrafficRule) -> list[Intent]:
+        """What an (active) rule installs."""
         interfaces = self._interfaces_by_mac() if rule.dstInterface is not None else {}
-        for intent in installed_intents(application.appInstanceId, rule, interfaces):
-            self._confine(who, tenant, intent)
+        return installed_intents(application.appInstanceId, rule, interfaces)
+
+    def write_intents(
+        self, change: RuleChange, who: Principal, tenant: str, intents: list[Intent], source: str = MEC_SOURCE,
+        rename: Callable[[str], str] = filter_path, matched: str = "trafficFilter[0]",
+    ) -> None:
+        """Store and index intents of the tenant, inside its traffic (`rename`: a match field's path
+        as the ETSI member it came from; `matched`: the ETSI member of the whole match)."""
+        now = self._state.now()
+        for intent in intents:
+            self._confine(who, tenant, intent, rename, matched)
             if self._state.store.get_intent(tenant, intent.id) is not None:
                 raise Conflict(f"tenant {tenant!r} has an intent {intent.id!r}, the id of this rule's", field="trafficRuleId")
+            intent = with_police_defaults(intent, self._state.police_defaults)
             self._state.store.insert_intent(
-                IntentRecord(intent=intent, tenant=tenant, source=MEC_SOURCE, created_at=now, updated_at=now)
+                IntentRecord(intent=intent, tenant=tenant, source=source, created_at=now, updated_at=now)
             )
             change.add(self._state.rules.compile(tenant, intent))
 
     def _uninstall(self, change: RuleChange, application: MecApplication, traffic_rule_id: str) -> None:
-        tenant = application.tenant
-        for intent_id in intent_ids(application.appInstanceId, traffic_rule_id):
+        self.uninstall_intents(change, application.tenant, intent_ids(application.appInstanceId, traffic_rule_id))
+
+    def uninstall_intents(self, change: RuleChange, tenant: str, ids: list[str], source: str = MEC_SOURCE) -> None:
+        """Take out the tenant's intents of these ids that `source` installed."""
+        for intent_id in ids:
             record = self._state.store.get_intent(tenant, intent_id)
-            if record is None or record.source != MEC_SOURCE:
+            if record is None or record.source != source:
                 continue
             self._state.store.delete_intent(tenant, intent_id)
             if rule_id(tenant, intent_id) in self._state.index:
                 change.remove(rule_id(tenant, intent_id))
 
-    def _confine(self, who: Principal, tenant: str, intent: Intent) -> None:
+    def _confine(
+        self, who: Principal, tenant: str, intent: Intent, rename: Callable[[str], str], matched: str
+    ) -> None:
         """The tenant's grants hold every packet the intent matches, or IntentError naming the filter."""
         try:
             _, narrowed = self._state.tenancy.confined(who, tenant, intent)
         except IntentError as exc:
-            raise IntentError([(filter_path(path), message) for path, message in exc.problems]) from None
+            raise IntentError([(rename(path), message) for path, message in exc.problems]) from None
         if narrowed is not None:
             raise IntentError.at(
-                "trafficFilter[0]",
+                matched,
                 f"matches traffic outside tenant {tenant!r}'s grants (to fit, the match {narrowed}): "
                 "a rule must lie inside its tenant's traffic",
             )
@@ -167,6 +257,10 @@ class MecService:
         return found
 
     # --- lookups and the transaction ------------------------------------------------------------
+
+    def application_of(self, who: Principal, app_instance_id: str) -> MecApplication:
+        """The application instance, if `who` may see it; NotFound otherwise."""
+        return self._application(who, app_instance_id)
 
     def _application(self, who: Principal, app_instance_id: str) -> MecApplication:
         """The application instance, if `who` may see it (its tenant's, or an administrator)."""
@@ -194,6 +288,19 @@ class RuleRefused(Forbidden):
         """The conflict, said of the rule (its intents are named `mec-<tag>-<n>`, netapp.mec.compiler)."""
         field = "trafficFilter" if exc.field == "match" else exc.field
         return cls(f"traffic rule {traffic_rule_id!r}: {exc.detail}", field=field, reason=exc.reason, **exc.extra)
+
+
+def _check_dns_rules(spec: MecApplicationSpec) -> None:
+    """InvalidInput naming a DNS rule that cannot be served or repeats an id."""
+    seen: set[str] = set()
+    for position, rule in enumerate(spec.dnsRules):
+        problem = rule.problem()
+        if problem is not None:
+            raise InvalidInput(problem[1], field=f"dnsRules[{position}].{problem[0]}")
+        if rule.dnsRuleId in seen:
+            raise InvalidInput(f"{rule.dnsRuleId!r} is the id of an earlier DNS rule",
+                               field=f"dnsRules[{position}].dnsRuleId")
+        seen.add(rule.dnsRuleId)
 
 
 def _reject_repeated_rule_ids(spec: MecApplicationSpec) -> None:

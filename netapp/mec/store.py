@@ -1,28 +1,33 @@
-"""The stored MEC 011 application instances and traffic rules (netapp.mec.schema), read and written
-in the caller's transaction."""
+"""The stored MEC 011 application instances and traffic rules (netapp.mec.schema; their DNS rules,
+state and subscriptions: netapp.mec.app_store), read and written in the caller's transaction."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Optional
 
+from netapp.mec import app_store
 from netapp.mec.models import MecApplication, TrafficRule
 from netapp.service.store import Store
 
 
 def get_application(store: Store, app_instance_id: str) -> Optional[MecApplication]:
     row = store.execute(
-        "SELECT tenant, app_name, revision FROM mec_applications WHERE app_instance_id = ?", (app_instance_id,)
+        "SELECT tenant, app_name, revision, state, termination FROM mec_applications WHERE app_instance_id = ?",
+        (app_instance_id,),
     ).fetchone()
     if row is None:
         return None
-    tenant, app_name, revision = row
+    tenant, app_name, revision, state, termination = row
     return MecApplication(
         appInstanceId=app_instance_id,
         tenant=tenant,
         appName=app_name,
         trafficRules=list_rules(store, app_instance_id),
+        dnsRules=app_store.list_dns_rules(store, app_instance_id),
         revision=revision,
+        state=state,
+        termination=termination,
     )
 
 
@@ -44,10 +49,12 @@ def insert_application(store: Store, application: MecApplication, now: datetime)
     )
     for position, rule in enumerate(application.trafficRules):
         put_rule(store, application.appInstanceId, rule, now, position)
+    app_store.insert_dns_rules(store, application.appInstanceId, application.dnsRules, now)
 
 
 def delete_application(store: Store, app_instance_id: str) -> bool:
     store.execute("DELETE FROM mec_traffic_rules WHERE app_instance_id = ?", (app_instance_id,))
+    app_store.delete_application_rows(store, app_instance_id)
     cursor = store.execute("DELETE FROM mec_applications WHERE app_instance_id = ?", (app_instance_id,))
     return cursor.rowcount > 0
 

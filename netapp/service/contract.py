@@ -141,9 +141,10 @@ class TelemetryUnavailable(ServiceError):
 # --- resources -----------------------------------------------------------------------------------
 
 
-# Where a stored intent came from: created directly (native, legacy), by a slice, or by a MEC 011
-# traffic rule (netapp.mec.compiler.MEC_SOURCE).
-IntentSource = Literal["native", "legacy", "slice", "mec011"]
+# Where a stored intent came from: created directly (native, legacy), by a slice, by a MEC 011
+# traffic rule (netapp.mec.compiler.MEC_SOURCE) or a MEC 015 session's bandwidth allocation
+# (netapp.mec.bwm_compiler.BWM_SOURCE).
+IntentSource = Literal["native", "legacy", "slice", "mec011", "mec015"]
 
 
 class IntentRecord(BaseModel):

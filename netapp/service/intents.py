@@ -19,6 +19,7 @@ from typing import Callable, Optional, Union
 from netapp.intents.errors import IntentError
 from netapp.intents.index import IndexChange
 from netapp.intents.models import Intent, LegacyMessage, legacy_to_native
+from netapp.mec.bwm_compiler import BWM_SOURCE
 from netapp.mec.compiler import MEC_SOURCE
 from netapp.service.contract import (
     MAX_BATCH_INTENTS,
@@ -326,6 +327,12 @@ class IntentsService(IntentsContract):
             raise Conflict(
                 f"intent {intent_id!r} is a MEC 011 traffic rule's ({record.intent.label}): change the rule "
                 "through /mec_app_support/v1 instead",
+                field="id",
+            )
+        if record.source == BWM_SOURCE:
+            raise Conflict(
+                f"intent {intent_id!r} is a MEC 015 bandwidth allocation's ({record.intent.label}): change the "
+                "allocation through /bwm/v1 instead",
                 field="id",
             )
         return record

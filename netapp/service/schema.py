@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from netapp.atsss.schema import ATSSS_TABLES
 from netapp.frer.schema import FRER_INTENT_OWNER, FRER_TABLES
-from netapp.mec.schema import MEC_TABLES
+from netapp.mec.schema import MEC_BWM_TABLES, MEC_TABLES
 from netapp.routing.schema import ROUTING_TABLES
 from netapp.upf.schema import UPF_TABLES
 
@@ -92,6 +92,7 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     5: MEC_TABLES,  # 6: MEC 011 application instances and their traffic rules (netapp.mec.store)
     6: FRER_INTENT_OWNER,  # 7: the intent a protected stream is the protection of (netapp.frer.protect)
     7: ATSSS_TABLES,  # 8: ATSSS sessions, their path slots and MEC 015 MTS sessions (netapp.atsss.store)
+    8: MEC_BWM_TABLES,  # 9: MEC 015 bandwidth allocations, MEC 011 DNS rules, lifecycle, subscriptions (netapp.mec)
 }
 
 SCHEMA_VERSION = len(MIGRATIONS) + 1

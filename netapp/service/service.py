@@ -13,6 +13,8 @@ together or not at all. The service is one class per domain over a shared state
 | interfaces, program, stats    | netapp.service.admin                | DataplaneContract      |
 | telemetry counters            | netapp.service.counters             | (netapp.telemetry)     |
 | MEC 011 applications, rules   | netapp.mec.service                  | (its routes call it)   |
+| MEC 011 DNS rules, lifecycle  | netapp.mec.app_service              | (its routes call it)   |
+| MEC 015 bandwidth allocations | netapp.mec.bwm_service              | (its routes call it)   |
 
 A network function brings its own package, `netapp/<function>/` (its contract, its class, its
 `MapChange` if its tables are not rules), and is composed here: built in `__init__`, its contract's
@@ -43,6 +45,8 @@ from netapp.intents.index import RuleIndex
 from netapp.intents.models import Intent, LegacyMessage
 from netapp.frer.dataplane import FrerDataplane
 from netapp.frer.service import Frer
+from netapp.mec.app_service import MecAppService
+from netapp.mec.bwm_service import BwmService
 from netapp.mec.service import MecService
 from netapp.qos.dispatch import Dispatcher
 from netapp.qos.dispatch import apply_settings as apply_dispatch
@@ -112,6 +116,8 @@ class NetAppService(IntentService):
         self._admin = AdminService(state, self._cpus, self._left_out)
         self._counters = ServiceCounters(state, self._admin.wanted_attachments)
         self._mec = MecService(state)
+        self._bwm = BwmService(state, self._mec)
+        self._mec_apps = MecAppService(state, self._mec)
 
     @property
     def dataplane(self) -> Dataplane:
@@ -135,6 +141,16 @@ class NetAppService(IntentService):
     def mec(self) -> MecService:
         """MEC 011: application instances and their traffic rules, as intents of their tenants."""
         return self._mec
+
+    @property
+    def mec_apps(self) -> MecAppService:
+        """MEC 011: DNS rules, confirm_ready / confirm_termination, termination subscriptions."""
+        return self._mec_apps
+
+    @property
+    def bwm(self) -> BwmService:
+        """MEC 015: bandwidth allocations, enforced by the intents' policers."""
+        return self._bwm
 
     def function_rules(self, name: str) -> FunctionRules:
         """The rules network function `name` installs itself (the UPF's SDF filters), beside the

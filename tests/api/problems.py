@@ -34,6 +34,7 @@ def assert_problem(response: httpx.Response, status: int) -> dict[str, Any]:
     problem = response.json()
     assert problem["status"] == status
     assert problem["title"] and problem["type"]
+    # the path; where ETSI's document asks for a URI (MEC 015: netapp.api.problems), the absolute URL
     assert problem["instance"] in (response.request.url.path, str(response.request.url.copy_with(query=None)))
     for param in problem.get("invalid-params", []):
         assert set(param) <= {"name", "reason", "allowed"} and param["name"] and param["reason"]

@@ -1,0 +1,210 @@
+"""MEC 011 application support beyond traffic rules: DNS rules (stored and served as written, state
+included: the NetApp runs no DNS server, so an INACTIVE rule is one a platform's DNS must not
+answer), confirm_ready and confirm_termination against the application's lifecycle state, and
+subscriptions to the application's termination.
+
+Who: as for traffic rules (netapp.mec.service), an application's tenant or an administrator; other
+tenants get 404s. A callback goes only where the operator's allow-list lets callbacks go
+(netapp.core.destinations: public addresses and telemetry.subscriptions.callback_allow), checked
+when the subscription is made.
+
+A termination is asked by an administrator (`request_termination`); the application confirms it
+with confirm_termination, and the instance then goes as an administrator's DELETE takes it.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from typing import Any, Optional
+
+import httpx
+
+from netapp.core.destinations import AllowList, DestinationRefused, Destinations
+from netapp.mec import app_store
+from netapp.mec.app_models import (
+    READY,
+    TERMINATING,
+    TERMINATION_SUBSCRIPTION,
+    AppTerminationConfirmation,
+    AppTerminationNotificationSubscription,
+)
+from netapp.mec.models import MEC_APP_SUPPORT, DnsRule, MecApplication
+from netapp.mec.notify import TerminationNotifier
+from netapp.mec.service import MecService
+from netapp.service.contract import Conflict, Forbidden, InvalidInput, NotFound, Principal, Scope
+from netapp.service.state import ServiceState
+from netapp.telemetry.pinned import check_url
+from netapp.telemetry.subscription_models import callback_refusal
+
+MAX_SUBSCRIPTIONS = 16  # termination subscriptions one application instance may hold
+
+
+class MecAppService:
+    """DNS rules, lifecycle confirmations and termination subscriptions of application instances."""
+
+    def __init__(self, state: ServiceState, mec: MecService, destinations: Optional[Destinations] = None):
+        self._state = state
+        self._mec = mec
+        callbacks = state.settings.telemetry.subscriptions
+        self._destinations = destinations if destinations is not None else Destinations(
+            AllowList.of(callbacks.callback_allow))
+        self.notifier = TerminationNotifier(self._destinations, callbacks.proxy)
+
+    # --- DNS rules -------------------------------------------------------------------------------
+
+    def list_dns_rules(self, who: Principal, app_instance_id: str) -> list[DnsRule]:
+        self._state.require(who, Scope.READ)
+        return self._mec.application_of(who, app_instance_id).dnsRules
+
+    def get_dns_rule(self, who: Principal, app_instance_id: str, dns_rule_id: str) -> DnsRule:
+        self._state.require(who, Scope.READ)
+        self._mec.application_of(who, app_instance_id)
+        return self._dns_rule(app_instance_id, dns_rule_id)
+
+    def put_dns_rule(self, who: Principal, app_instance_id: str, dns_rule_id: str, rule: DnsRule) -> DnsRule:
+        """Replace a DNS rule (its state too: ACTIVE or INACTIVE, served as it is)."""
+        self._state.require(who, Scope.INTENTS_WRITE)
+        if rule.dnsRuleId != dns_rule_id:
+            raise InvalidInput(
+                f"dnsRuleId {rule.dnsRuleId!r} differs from the rule being replaced ({dns_rule_id!r})", field="dnsRuleId"
+            )
+        check_dns_rule(rule)
+        with self._state.store.transaction():
+            self._mec.application_of(who, app_instance_id)
+            self._dns_rule(app_instance_id, dns_rule_id)
+            app_store.replace_dns_rule(self._state.store, app_instance_id, rule, self._state.now())
+        return rule
+
+    def _dns_rule(self, app_instance_id: str, dns_rule_id: str) -> DnsRule:
+        rule = app_store.get_dns_rule(self._state.store, app_instance_id, dns_rule_id)
+        if rule is None:
+            raise NotFound(f"application instance {app_instance_id!r} has no DNS rule {dns_rule_id!r}")
+        return rule
+
+    # --- lifecycle -------------------------------------------------------------------------------
+
+    def confirm_ready(self, who: Principal, app_instance_id: str) -> None:
+        """The application is up (again, after a restart of its own: the same answer)."""
+        self._state.require(who, Scope.INTENTS_WRITE)
+        with self._state.store.transaction():
+            application = self._mec.application_of(who, app_instance_id)
+            if application.termination is not None:
+                raise Conflict(
+                    f"application instance {app_instance_id!r} is being asked to stop ({application.termination}): "
+                    "it confirms the termination, not its readiness", field="indication"
+                )
+            app_store.set_state(self._state.store, app_instance_id, READY, None)
+
+    def request_termination(
+        self, who: Principal, app_instance_id: str, max_graceful_timeout_s: int
+    ) -> tuple[MecApplication, threading.Thread]:
+        """An administrator asks the application to terminate: its subscribers are notified (in the
+        thread returned) and it confirms with confirm_termination."""
+        self._state.require(who, Scope.ADMIN)
+        with self._state.store.transaction():
+            application = self._mec.application_of(who, app_instance_id)
+            app_store.set_state(self._state.store, app_instance_id, application.state, TERMINATING)
+            subscriptions = app_store.list_subscriptions(self._state.store, app_instance_id)
+        notifications = [
+            (callback, termination_notification(app_instance_id, subscription_id, max_graceful_timeout_s))
+            for subscription_id, callback in subscriptions
+        ]
+        return self._mec.application_of(who, app_instance_id), self.notifier.send(notifications)
+
+    def confirm_termination(self, who: Principal, app_instance_id: str, confirmation: AppTerminationConfirmation) -> None:
+        """The application is ready to go: the termination asked of it is done (the instance, its
+        rules and allocations removed). 409 when none was asked, or another operation was."""
+        self._state.require(who, Scope.INTENTS_WRITE)
+        application = self._mec.application_of(who, app_instance_id)
+        if application.termination is None:
+            raise Conflict(f"no termination of application instance {app_instance_id!r} was asked",
+                           field="operationAction")
+        if confirmation.operationAction != application.termination:
+            raise Conflict(
+                f"{confirmation.operationAction}: the operation asked of the instance is {application.termination}",
+                field="operationAction",
+            )
+        self._mec.remove_application(who, app_instance_id)
+
+    # --- termination subscriptions ---------------------------------------------------------------
+
+    def list_subscriptions(self, who: Principal, app_instance_id: str) -> list[str]:
+        """The ids of the application's termination subscriptions."""
+        self._state.require(who, Scope.READ)
+        self._mec.application_of(who, app_instance_id)
+        return [subscription_id for subscription_id, _ in app_store.list_subscriptions(self._state.store, app_instance_id)]
+
+    def get_subscription(self, who: Principal, app_instance_id: str, subscription_id: str) -> str:
+        """The callback of one of the application's termination subscriptions."""
+        self._state.require(who, Scope.READ)
+        self._mec.application_of(who, app_instance_id)
+        for known, callback in app_store.list_subscriptions(self._state.store, app_instance_id):
+            if known == subscription_id:
+                return callback
+        raise NotFound(f"application instance {app_instance_id!r} has no subscription {subscription_id!r}")
+
+    def create_subscription(
+        self, who: Principal, app_instance_id: str, request: AppTerminationNotificationSubscription
+    ) -> str:
+        """Subscribe a callback to the application's termination; its id."""
+        self._state.require(who, Scope.INTENTS_WRITE)
+        if request.subscriptionType != TERMINATION_SUBSCRIPTION:
+            raise InvalidInput(f"{request.subscriptionType!r}: this resource takes {TERMINATION_SUBSCRIPTION}",
+                               field="subscriptionType")
+        if request.appInstanceId != app_instance_id:
+            raise InvalidInput(f"{request.appInstanceId!r} is not the application of the path ({app_instance_id!r})",
+                               field="appInstanceId")
+        self._check_callback(request.callbackReference)
+        subscription_id = str(uuid.uuid4())
+        with self._state.store.transaction():
+            self._mec.application_of(who, app_instance_id)
+            held = len(app_store.list_subscriptions(self._state.store, app_instance_id))
+            if held >= MAX_SUBSCRIPTIONS:
+                raise Forbidden(f"application instance {app_instance_id!r} holds {held} subscriptions, the most it may: "
+                                "delete one first", field="callbackReference")
+            app_store.insert_subscription(
+                self._state.store, subscription_id, app_instance_id, request.callbackReference, self._state.now()
+            )
+        return subscription_id
+
+    def delete_subscription(self, who: Principal, app_instance_id: str, subscription_id: str) -> None:
+        self._state.require(who, Scope.INTENTS_WRITE)
+        with self._state.store.transaction():
+            self._mec.application_of(who, app_instance_id)
+            if not app_store.delete_subscription(self._state.store, app_instance_id, subscription_id):
+                raise NotFound(f"application instance {app_instance_id!r} has no subscription {subscription_id!r}")
+
+    def _check_callback(self, uri: str) -> None:
+        """A URI the notifier may send to, whose host resolves only to addresses it may reach."""
+        refusal = callback_refusal(uri)
+        if refusal is None:
+            try:
+                check_url(self._destinations, httpx.URL(uri))
+                return
+            except DestinationRefused as exc:
+                refusal = str(exc)
+            except OSError as exc:
+                refusal = f"its host does not resolve ({exc})"
+        raise InvalidInput(f"{uri!r}: {refusal}", field="callbackReference")
+
+
+def termination_notification(app_instance_id: str, subscription_id: str, max_graceful_timeout_s: int) -> dict[str, Any]:
+    """The AppTerminationNotification of a subscription (its links as paths of this API)."""
+    application = f"{MEC_APP_SUPPORT}/applications/{app_instance_id}"
+    return {
+        "notificationType": "AppTerminationNotification",
+        "operationAction": TERMINATING,
+        "maxGracefulTimeout": max_graceful_timeout_s,
+        "_links": {
+            "subscription": {"href": f"{application}/subscriptions/{subscription_id}"},
+            "confirmTermination": {"href": f"{application}/confirm_termination"},
+        },
+    }
+
+
+def check_dns_rule(rule: DnsRule) -> None:
+    """InvalidInput naming the member of a DNS rule that cannot be served."""
+    problem = rule.problem()
+    if problem is not None:
+        raise InvalidInput(problem[1], field=problem[0])

@@ -1,0 +1,179 @@
+"""MEC 011 DNS rules, lifecycle confirmations and termination subscriptions through the service
+(netapp.mec.app_service) over the recording fake data plane: DNS rules are stored and served with
+their state, a confirmation answers to the application's state, a termination confirmed removes the
+instance with what it installed, callbacks go only where callbacks may, and another tenant sees
+none of it."""
+
+from __future__ import annotations
+
+import pytest
+
+from netapp.core.destinations import AllowList, Destinations
+from netapp.mec.app_models import AppTerminationConfirmation, AppTerminationNotificationSubscription
+from netapp.mec.app_service import MecAppService
+from netapp.mec.compiler import intent_ids
+from netapp.mec.models import DnsRule, MecApplicationSpec
+from netapp.service.contract import Conflict, InvalidInput, NotFound
+from netapp.service.service import NetAppService
+from tests.mec.test_etsi_conformance import etsi_validator
+from tests.utils.callbacks import CallbackReceiver
+from tests.utils.mec import rule_model as rule
+from tests.utils.service import ADMIN, ALICE, BOB, fake_service
+
+APP = "video-1"
+PUBLIC_CALLBACK = "http://8.8.8.8/mec/termination"  # a public literal: checked, never connected to here
+
+
+def dns(rule_id: str = "d1", **fields) -> DnsRule:
+    body = {"dnsRuleId": rule_id, "domainName": "video.example.com", "ipAddressType": "IP_V4",
+            "ipAddress": "192.0.2.7", "ttl": 300, "state": "ACTIVE"}
+    body.update(fields)
+    return DnsRule.model_validate(body)
+
+
+def subscription(callback: str = PUBLIC_CALLBACK, **fields) -> AppTerminationNotificationSubscription:
+    body = {"subscriptionType": "AppTerminationNotificationSubscription", "callbackReference": callback,
+            "_links": {"self": {"href": "ignored"}}, "appInstanceId": APP}
+    body.update(fields)
+    return AppTerminationNotificationSubscription.model_validate(body)
+
+
+def operation_schema_of(name: str) -> dict:
+    """A schema of ETSI's MEC 011 document, by name."""
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+@pytest.fixture
+def service(tmp_path) -> NetAppService:
+    started = fake_service(tmp_path)
+    started.mec.create_application(ADMIN, MecApplicationSpec(
+        appInstanceId=APP, tenant="alice", trafficRules=[rule("r1")], dnsRules=[dns(), dns("d2", state="INACTIVE")]))
+    yield started
+    started.close()
+
+
+def test_dns_rules_are_served_as_declared_and_put_with_their_state(service):
+    assert service.mec_apps.list_dns_rules(ALICE, APP) == [dns(), dns("d2", state="INACTIVE")]
+    service.mec_apps.put_dns_rule(ALICE, APP, "d1", dns(state="INACTIVE", ipAddress="192.0.2.8"))
+    served = service.mec_apps.get_dns_rule(ALICE, APP, "d1")
+    assert served.state == "INACTIVE" and served.ipAddress == "192.0.2.8"
+
+
+@pytest.mark.parametrize("fields, field", [
+    ({"ipAddress": "2001:db8::1"}, "ipAddress"),  # not of ipAddressType IP_V4
+    ({"ipAddress": "video"}, "ipAddress"),
+    ({"ttl": -1}, "ttl"),
+    ({"dnsRuleId": "d2"}, "dnsRuleId"),  # not the rule of the path
+])
+def test_a_dns_rule_that_cannot_be_served_is_refused_naming_the_field(service, fields, field):
+    with pytest.raises(InvalidInput) as refused:
+        service.mec_apps.put_dns_rule(ALICE, APP, "d1", dns(**fields))
+    assert refused.value.field == field
+    assert service.mec_apps.get_dns_rule(ALICE, APP, "d1") == dns()
+
+
+def test_a_declaration_with_a_bad_dns_rule_is_refused_naming_it(service):
+    with pytest.raises(InvalidInput) as refused:
+        service.mec.create_application(ADMIN, MecApplicationSpec(
+            appInstanceId="other", tenant="alice", dnsRules=[dns(), dns(ipAddressType="IP_V6")]))
+    assert refused.value.field == "dnsRules[1].ipAddress"
+
+
+def test_confirm_ready_makes_the_application_ready(service):
+    assert service.mec.get_application(ALICE, APP).state == "INSTANTIATED"
+    service.mec_apps.confirm_ready(ALICE, APP)
+    service.mec_apps.confirm_ready(ALICE, APP)  # again, after a restart of its own: the same
+    assert service.mec.get_application(ALICE, APP).state == "READY"
+
+
+def test_confirm_termination_without_a_termination_asked_is_a_conflict(service):
+    with pytest.raises(Conflict) as refused:
+        service.mec_apps.confirm_termination(ALICE, APP, AppTerminationConfirmation(operationAction="TERMINATING"))
+    assert refused.value.field == "operationAction"
+    assert service.mec.get_application(ALICE, APP)
+
+
+def test_a_termination_asked_and_confirmed_removes_the_instance_and_its_rules(service):
+    asked, sent = service.mec_apps.request_termination(ADMIN, APP, 60)
+    sent.join(timeout=30)
+    assert asked.termination == "TERMINATING"
+    with pytest.raises(Conflict):
+        service.mec_apps.confirm_ready(ALICE, APP)
+    with pytest.raises(Conflict):
+        service.mec_apps.confirm_termination(ALICE, APP, AppTerminationConfirmation(operationAction="STOPPING"))
+
+    service.mec_apps.confirm_termination(ALICE, APP, AppTerminationConfirmation(operationAction="TERMINATING"))
+    with pytest.raises(NotFound):
+        service.mec.get_application(ADMIN, APP)
+    assert all(service.store.get_intent("alice", one) is None for one in intent_ids(APP, "r1"))
+
+
+def test_a_termination_asked_notifies_each_subscriber_with_etsis_notification(service):
+    local = MecAppService(service._state, service.mec, Destinations(AllowList.of(["127.0.0.0/8"])))
+    with CallbackReceiver() as receiver:
+        made = local.create_subscription(ALICE, APP, subscription(receiver.url))
+        _, sent = local.request_termination(ADMIN, APP, 45)
+        sent.join(timeout=30)
+        assert not sent.is_alive()
+        (got,) = receiver.accepted()
+    body = got.json()
+    etsi_validator(operation_schema_of("AppTerminationNotification")).validate(body)
+    assert body["maxGracefulTimeout"] == 45 and body["operationAction"] == "TERMINATING"
+    assert body["_links"]["subscription"]["href"].endswith(f"/applications/{APP}/subscriptions/{made}")
+    assert body["_links"]["confirmTermination"]["href"] == f"/mec_app_support/v1/applications/{APP}/confirm_termination"
+
+
+def test_subscriptions_are_made_listed_and_deleted(service):
+    made = service.mec_apps.create_subscription(ALICE, APP, subscription())
+    assert service.mec_apps.list_subscriptions(ALICE, APP) == [made]
+    assert service.mec_apps.get_subscription(ALICE, APP, made) == PUBLIC_CALLBACK
+    service.mec_apps.delete_subscription(ALICE, APP, made)
+    assert service.mec_apps.list_subscriptions(ALICE, APP) == []
+    with pytest.raises(NotFound):
+        service.mec_apps.delete_subscription(ALICE, APP, made)
+
+
+@pytest.mark.parametrize("callback", [
+    "http://127.0.0.1:8080/cb",  # loopback
+    "http://169.254.169.254/latest",  # the cloud metadata service
+    "http://10.1.2.3/cb",  # private
+    "ftp://8.8.8.8/cb",
+    "http://user:secret@8.8.8.8/cb",
+])
+def test_a_callback_goes_only_where_callbacks_may(service, callback):
+    with pytest.raises(InvalidInput) as refused:
+        service.mec_apps.create_subscription(ALICE, APP, subscription(callback))
+    assert refused.value.field == "callbackReference"
+    assert service.mec_apps.list_subscriptions(ALICE, APP) == []
+
+
+def test_a_subscription_is_of_its_type_and_application(service):
+    for fields, field in (({"subscriptionType": "Other"}, "subscriptionType"), ({"appInstanceId": "x"}, "appInstanceId")):
+        with pytest.raises(InvalidInput) as refused:
+            service.mec_apps.create_subscription(ALICE, APP, subscription(**fields))
+        assert refused.value.field == field
+
+
+def test_another_tenant_sees_and_changes_none_of_it(service):
+    made = service.mec_apps.create_subscription(ALICE, APP, subscription())
+    for attempt in (
+        lambda: service.mec_apps.list_dns_rules(BOB, APP),
+        lambda: service.mec_apps.put_dns_rule(BOB, APP, "d1", dns(state="INACTIVE")),
+        lambda: service.mec_apps.confirm_ready(BOB, APP),
+        lambda: service.mec_apps.list_subscriptions(BOB, APP),
+        lambda: service.mec_apps.delete_subscription(BOB, APP, made),
+        lambda: service.mec_apps.create_subscription(BOB, APP, subscription()),
+    ):
+        with pytest.raises(NotFound):
+            attempt()
+    assert service.mec_apps.get_dns_rule(ALICE, APP, "d1") == dns()
+    assert service.mec.get_application(ALICE, APP).state == "INSTANTIATED"
+    assert service.mec_apps.list_subscriptions(ALICE, APP) == [made]
+
+
+def test_deleting_the_application_takes_its_dns_rules_and_subscriptions(service):
+    service.mec_apps.create_subscription(ALICE, APP, subscription())
+    service.mec.delete_application(ADMIN, APP)
+    service.mec.create_application(ADMIN, MecApplicationSpec(appInstanceId=APP, tenant="alice"))
+    assert service.mec_apps.list_dns_rules(ALICE, APP) == []
+    assert service.mec_apps.list_subscriptions(ALICE, APP) == []
