@@ -127,6 +127,10 @@ bench-atsss: build python-deps
 bench-routing: build python-deps
 	$(PY) -m bench.routing --out bench/results/routing.json
 
+.PHONY: bench-mec
+bench-mec: build python-deps
+	$(PY) -m bench.mec --out bench/results/mec.json
+
 # Root: steer and forward with the CPUMAP enqueue and the transmit carried out (live frames).
 .PHONY: bench-live
 bench-live: build python-deps
