@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from netapp.frer.schema import FRER_TABLES
 from netapp.mec.schema import MEC_TABLES
+from netapp.mec.service_schema import SERVICE_TABLES
 from netapp.routing.schema import ROUTING_TABLES
 from netapp.upf.schema import UPF_TABLES
 
@@ -89,6 +90,9 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     3: ROUTING_TABLES,  # 4: the routes of the private routing tables (netapp.routing.store)
     4: FRER_TABLES,  # 5: the protected streams of FRER (netapp.frer.store)
     5: MEC_TABLES,  # 6: MEC 011 application instances and their traffic rules (netapp.mec.store)
+    6: (),  # reserved
+    7: (),  # reserved
+    8: SERVICE_TABLES,  # 9: MEC 011 services of applications, their subscriptions (netapp.mec.service_store)
 }
 
 SCHEMA_VERSION = len(MIGRATIONS) + 1

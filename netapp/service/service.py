@@ -13,6 +13,7 @@ together or not at all. The service is one class per domain over a shared state
 | interfaces, program, stats    | netapp.service.admin                | DataplaneContract      |
 | telemetry counters            | netapp.service.counters             | (netapp.telemetry)     |
 | MEC 011 applications, rules   | netapp.mec.service                  | (its routes call it)   |
+| MEC 011 services, discovery   | netapp.mec.services                 | (its routes call it)   |
 
 A network function brings its own package, `netapp/<function>/` (its contract, its class, its
 `MapChange` if its tables are not rules), and is composed here: built in `__init__`, its contract's
@@ -43,6 +44,7 @@ from netapp.intents.index import RuleIndex
 from netapp.intents.models import Intent, LegacyMessage
 from netapp.frer.dataplane import FrerDataplane
 from netapp.mec.service import MecService
+from netapp.mec.services import MecServices
 from netapp.qos.dispatch import Dispatcher
 from netapp.qos.dispatch import apply_settings as apply_dispatch
 from netapp.qos.service import RulePolicerViews
@@ -111,6 +113,7 @@ class NetAppService(IntentService):
         self._admin = AdminService(state, self._cpus, self._left_out)
         self._counters = ServiceCounters(state, self._admin.wanted_attachments)
         self._mec = MecService(state)
+        self._mec_services = MecServices(state, self._mec)
 
     @property
     def dataplane(self) -> Dataplane:
@@ -124,6 +127,11 @@ class NetAppService(IntentService):
     def mec(self) -> MecService:
         """MEC 011: application instances and their traffic rules, as intents of their tenants."""
         return self._mec
+
+    @property
+    def mec_services(self) -> MecServices:
+        """MEC 011 service management: the NetApp's services and its applications', discovered."""
+        return self._mec_services
 
     def function_rules(self, name: str) -> FunctionRules:
         """The rules network function `name` installs itself (the UPF's SDF filters), beside the
@@ -156,11 +164,13 @@ class NetAppService(IntentService):
                 state.liveness.start()
             state.checks.pop("started", None)
             self._intents.start()
+            self._mec_services.start()
 
     def close(self) -> None:
         """Release the handles; pinned maps and links stay, and so does forwarding. Creates already
         queued are made first."""
         self._intents.close()
+        self._mec_services.close()
         self._alternatives.close_liveness()  # before the lock: its thread takes the lock
         state = self._state
         with state.exclusive():

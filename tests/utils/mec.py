@@ -24,3 +24,23 @@ def traffic_rule(rule_id: str = "r1", **fields: Any) -> dict[str, Any]:
 def rule_model(rule_id: str = "r1", **fields: Any) -> TrafficRule:
     """`traffic_rule` as the model."""
     return TrafficRule.model_validate(traffic_rule(rule_id, **fields))
+
+
+def service_info(name: str = "video-cache", **fields: Any) -> dict[str, Any]:
+    """An ACTIVE MEC 011 ServiceInfo reached over REST at a documentation address, parts replaced."""
+    body: dict[str, Any] = {
+        "serName": name,
+        "serCategory": {"href": "/catalogue/cache", "id": "cache", "name": "Cache", "version": "1"},
+        "version": "1.0",
+        "state": "ACTIVE",
+        "transportInfo": {
+            "id": "rest-1", "name": "REST", "type": "REST_HTTP", "protocol": "HTTP", "version": "1.1",
+            "endpoint": {"addresses": [{"host": "192.0.2.10", "port": 8443}]}, "security": {},
+        },
+        "serializer": "JSON",
+        "scopeOfLocality": "MEC_HOST",
+        "consumedLocalOnly": False,
+        "isLocal": True,
+    }
+    body.update(fields)
+    return body
