@@ -22,6 +22,7 @@ from netapp.core.config import Settings
 from netapp.forwarding import routes as forwarding
 from netapp.frer import routes as frer
 from netapp.mec import routes as mec
+from netapp.mec import service_routes as mec_services
 from netapp.qos import routes as policers
 from netapp.routing import routes as routing
 from netapp.service.contract import IntentService
@@ -54,6 +55,8 @@ ROUTERS = (
     frer.router,
     mec.applications,
     mec.app_support,
+    mec_services.service_mgmt,
+    mec_services.app_timing,
 )
 
 

@@ -136,12 +136,12 @@ class ServiceInfo(_Etsi):
     isLocal: Optional[bool] = None
 
 
-class LinkType(_Etsi):
+class MecLink(_Etsi):
     href: str
 
 
 class Self(_Etsi):
-    self: LinkType
+    self: MecLink
 
 
 class FilteringCriteria(_Etsi):
@@ -165,22 +165,22 @@ class SerAvailabilitySubscription(_Etsi):
     model_config = ConfigDict(extra="ignore", use_enum_values=True, populate_by_name=True)
 
 
-class SubscriptionLink(_Etsi):
+class ServiceSubscriptionLink(_Etsi):
     """MecServiceMgmtApiSubscriptionLinkList.Subscription."""
 
     href: str
     rel: str
 
 
-class SubscriptionLinks(_Etsi):
-    self: LinkType
-    subscriptions: list[SubscriptionLink] = Field(default_factory=list)
+class ServiceSubscriptionLinks(_Etsi):
+    self: MecLink
+    subscriptions: list[ServiceSubscriptionLink] = Field(default_factory=list)
 
 
-class SubscriptionLinkList(_Etsi):
+class ServiceSubscriptionLinkList(_Etsi):
     """MecServiceMgmtApiSubscriptionLinkList: an application's subscriptions."""
 
-    links: SubscriptionLinks = Field(alias="_links")
+    links: ServiceSubscriptionLinks = Field(alias="_links")
 
     model_config = ConfigDict(extra="ignore", populate_by_name=True)
 
@@ -195,7 +195,7 @@ class ChangeType(str, Enum):
 class ServiceReference(_Etsi):
     """ServiceAvailabilityNotification.ServiceReferences."""
 
-    link: Optional[LinkType] = None
+    link: Optional[MecLink] = None
     serName: str
     serInstanceId: str
     state: ServiceState
@@ -203,7 +203,7 @@ class ServiceReference(_Etsi):
 
 
 class SubscriptionRef(_Etsi):
-    subscription: LinkType
+    subscription: MecLink
 
 
 class ServiceAvailabilityNotification(_Etsi):
@@ -228,7 +228,7 @@ class CurrentTime(_Etsi):
     timeSourceStatus: TimeSourceStatus
 
 
-class TimeStamp(_Etsi):
+class MecTimeStamp(_Etsi):
     seconds: Int32
     nanoSeconds: Int32
 
@@ -237,4 +237,4 @@ class TimingCaps(_Etsi):
     """What the platform says of its time: the time it answered at. It names no NTP server nor PTP
     master: the host's clock discipline is not the NetApp's to configure or report."""
 
-    timeStamp: Optional[TimeStamp] = None
+    timeStamp: Optional[MecTimeStamp] = None

@@ -39,7 +39,7 @@ from netapp.mec.service_models import (
     ChangeType,
     EndPointUris,
     FilteringCriteria,
-    LinkType,
+    MecLink,
     LocalityType,
     SecurityInfo,
     SerAvailabilitySubscription,
@@ -49,9 +49,9 @@ from netapp.mec.service_models import (
     ServiceReference,
     ServiceState,
     Self,
-    SubscriptionLink,
-    SubscriptionLinkList,
-    SubscriptionLinks,
+    ServiceSubscriptionLink,
+    ServiceSubscriptionLinkList,
+    ServiceSubscriptionLinks,
     SubscriptionRef,
     TransportInfo,
     TransportType,
@@ -272,13 +272,13 @@ class MecServices:
                                               self._state.now())
         return subscription_id, stored
 
-    def subscriptions(self, who: Principal, app_instance_id: str) -> SubscriptionLinkList:
+    def subscriptions(self, who: Principal, app_instance_id: str) -> ServiceSubscriptionLinkList:
         self._mec.get_application(who, app_instance_id)
         listed = service_store.list_subscriptions(self._state.store, app_instance_id)
         base = api_base_url(self._settings)
-        return SubscriptionLinkList(links=SubscriptionLinks(
-            self=LinkType(href=f"{base}{SERVICE_MGMT}/applications/{app_instance_id}/subscriptions"),
-            subscriptions=[SubscriptionLink(href=stored.links.self.href, rel=SER_AVAILABILITY)
+        return ServiceSubscriptionLinkList(links=ServiceSubscriptionLinks(
+            self=MecLink(href=f"{base}{SERVICE_MGMT}/applications/{app_instance_id}/subscriptions"),
+            subscriptions=[ServiceSubscriptionLink(href=stored.links.self.href, rel=SER_AVAILABILITY)
                            for _, stored in listed if stored.links is not None],
         ))
 
@@ -313,16 +313,16 @@ class MecServices:
         if reason is not None:
             raise InvalidInput(reason, field="callbackReference")
 
-    def _subscription_link(self, app_instance_id: str, subscription_id: str) -> LinkType:
+    def _subscription_link(self, app_instance_id: str, subscription_id: str) -> MecLink:
         base = api_base_url(self._settings)
-        return LinkType(href=f"{base}{SERVICE_MGMT}/applications/{app_instance_id}/subscriptions/{subscription_id}")
+        return MecLink(href=f"{base}{SERVICE_MGMT}/applications/{app_instance_id}/subscriptions/{subscription_id}")
 
     # --- notifications ---------------------------------------------------------------------------
 
     def _notify(self, service: ServiceInfo, change: ChangeType) -> None:
         """Queue a ServiceAvailabilityNotification to every subscription whose criteria match."""
         reference = ServiceReference(
-            link=LinkType(href=f"{api_base_url(self._settings)}{SERVICE_MGMT}/services/{service.serInstanceId}"),
+            link=MecLink(href=f"{api_base_url(self._settings)}{SERVICE_MGMT}/services/{service.serInstanceId}"),
             serName=service.serName, serInstanceId=service.serInstanceId, state=service.state, changeType=change,
         )
         for subscription_id, subscription in service_store.list_subscriptions(self._state.store):

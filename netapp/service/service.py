@@ -164,7 +164,8 @@ class NetAppService(IntentService):
                 state.liveness.start()
             state.checks.pop("started", None)
             self._intents.start()
-            self._mec_services.start()
+        # Outside the site's namespace: the notifier's threads reach callbacks from the host's.
+        self._mec_services.start()
 
     def close(self) -> None:
         """Release the handles; pinned maps and links stay, and so does forwarding. Creates already

@@ -1,8 +1,14 @@
-"""MEC 011 traffic rules for the tests, as ETSI bodies."""
+"""MEC 011 traffic rules and services for the tests, as ETSI bodies, and ETSI's documents to check
+answers against."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
+
+import jsonschema
+import pytest
 
 from netapp.mec.models import TrafficRule
 
@@ -44,3 +50,24 @@ def service_info(name: str = "video-cache", **fields: Any) -> dict[str, Any]:
     }
     body.update(fields)
     return body
+
+
+def etsi_document(path: Path) -> dict[str, Any]:
+    """One of ETSI's OpenAPI documents (../shared/specs beside the repository); the test is skipped,
+    saying why, when it is not there."""
+    if not path.exists():
+        pytest.skip(f"ETSI's document is not beside the repository ({path}): nothing to check against")
+    return json.loads(path.read_text())
+
+
+def etsi_answer_validator(path: Path, operation: str, method: str, status: str = "200") -> jsonschema.Draft202012Validator:
+    """A validator of the JSON answer ETSI's document at `path` gives an operation, its $refs resolved
+    in that document (OpenAPI 3.1: JSON Schema 2020-12)."""
+    document = etsi_document(path)
+    schema = document["paths"][operation][method]["responses"][status]["content"]["application/json"]["schema"]
+    return etsi_schema_validator(path, schema)
+
+
+def etsi_schema_validator(path: Path, schema: dict[str, Any]) -> jsonschema.Draft202012Validator:
+    """A validator of `schema` whose $refs resolve in ETSI's document at `path`."""
+    return jsonschema.Draft202012Validator({**schema, "components": etsi_document(path)["components"]})
