@@ -45,6 +45,10 @@ SubscriptionIdPath = Annotated[
     str, Path(min_length=1, max_length=MEC_ID_MAX, pattern=MEC_ID_PATTERN, description="a subscription")
 ]
 
+# What a DELETE's path names: any string. ETSI documents no 400 for its DELETEs, and an id we could
+# never have assigned names nothing to delete: 404.
+AnyIdPath = Annotated[str, Path(description="an id as the resource's URI has it")]
+
 
 def service_query(
     ser_instance_id: Annotated[Optional[list[str]], Query(max_length=64)] = None,
@@ -134,7 +138,7 @@ def put_app_service(
 @service_mgmt.delete("/applications/{appInstanceId}/services/{serviceId}", status_code=204, response_model=None,
                      responses=documented(*AUTHENTICATED, 404, 503))
 def delete_app_service(
-    services: ServicesDep, who: IntentWriterDep, appInstanceId: AppInstanceIdPath, serviceId: ServiceIdPath
+    services: ServicesDep, who: IntentWriterDep, appInstanceId: AnyIdPath, serviceId: AnyIdPath
 ) -> None:
     """MEC 011 AppServicesServiceId_DELETE: the application instance's service is gone."""
     services.remove(who, appInstanceId, serviceId)
@@ -175,7 +179,7 @@ def get_service_subscription(
 @service_mgmt.delete("/applications/{appInstanceId}/subscriptions/{subscriptionId}", status_code=204,
                      response_model=None, responses=documented(*AUTHENTICATED, 404, 503))
 def delete_service_subscription(
-    services: ServicesDep, who: IntentWriterDep, appInstanceId: AppInstanceIdPath, subscriptionId: SubscriptionIdPath
+    services: ServicesDep, who: IntentWriterDep, appInstanceId: AnyIdPath, subscriptionId: AnyIdPath
 ) -> None:
     """MEC 011 ApplicationsSubscription_DELETE: no more notifications to this subscription."""
     services.unsubscribe(who, appInstanceId, subscriptionId)
