@@ -23,6 +23,7 @@ from netapp.core.config import Settings
 from netapp.forwarding import routes as forwarding
 from netapp.frer import routes as frer
 from netapp.mec import app_routes, bwm_routes, routes as mec
+from netapp.mec import service_routes as mec_services
 from netapp.qos import routes as policers
 from netapp.routing import routes as routing
 from netapp.service.contract import IntentService
@@ -60,6 +61,8 @@ ROUTERS = (
     app_routes.app_lifecycle,
     app_routes.terminations,
     bwm_routes.bwm,
+    mec_services.service_mgmt,
+    mec_services.app_timing,
 )
 
 

@@ -50,6 +50,12 @@ class MecService:
 
     def __init__(self, state: ServiceState):
         self._state = state
+        # What goes with an application besides its rules (its services, netapp.mec.services): each
+        # runs in the removal's transaction and returns what to do once it committed.
+        self._removal_hooks: list[Callable[[str], Callable[[], None]]] = []
+
+    def on_application_removed(self, hook: Callable[[str], Callable[[], None]]) -> None:
+        self._removal_hooks.append(hook)
 
     # --- applications (administrators) -----------------------------------------------------------
 
@@ -94,8 +100,12 @@ class MecService:
                                        BWM_SOURCE)
                 bwm_store.delete_allocation(self._state.store, allocation.allocationId)
             mec_store.delete_application(self._state.store, app_instance_id)
+            committed[:] = [hook(app_instance_id) for hook in self._removal_hooks]
 
+        committed: list[Callable[[], None]] = []
         self._state.change(who, work)
+        for then in committed:
+            then()
 
     def list_applications(self, who: Principal) -> list[MecApplication]:
         self._state.require(who, Scope.READ)

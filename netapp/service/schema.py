@@ -7,6 +7,7 @@ from __future__ import annotations
 from netapp.atsss.schema import ATSSS_TABLES
 from netapp.frer.schema import FRER_INTENT_OWNER, FRER_TABLES
 from netapp.mec.schema import MEC_BWM_TABLES, MEC_TABLES
+from netapp.mec.service_schema import SERVICE_TABLES
 from netapp.routing.schema import ROUTING_TABLES
 from netapp.upf.schema import UPF_TABLES
 
@@ -93,6 +94,7 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     6: FRER_INTENT_OWNER,  # 7: the intent a protected stream is the protection of (netapp.frer.protect)
     7: ATSSS_TABLES,  # 8: ATSSS sessions, their path slots and MEC 015 MTS sessions (netapp.atsss.store)
     8: MEC_BWM_TABLES,  # 9: MEC 015 bandwidth allocations, MEC 011 DNS rules, lifecycle, subscriptions (netapp.mec)
+    9: SERVICE_TABLES,  # 10: MEC 011 services of applications, their subscriptions (netapp.mec.service_store)
 }
 
 SCHEMA_VERSION = len(MIGRATIONS) + 1

@@ -15,6 +15,7 @@ together or not at all. The service is one class per domain over a shared state
 | MEC 011 applications, rules   | netapp.mec.service                  | (its routes call it)   |
 | MEC 011 DNS rules, lifecycle  | netapp.mec.app_service              | (its routes call it)   |
 | MEC 015 bandwidth allocations | netapp.mec.bwm_service              | (its routes call it)   |
+| MEC 011 services, discovery   | netapp.mec.services                 | (its routes call it)   |
 
 A network function brings its own package, `netapp/<function>/` (its contract, its class, its
 `MapChange` if its tables are not rules), and is composed here: built in `__init__`, its contract's
@@ -48,6 +49,7 @@ from netapp.frer.service import Frer
 from netapp.mec.app_service import MecAppService
 from netapp.mec.bwm_service import BwmService
 from netapp.mec.service import MecService
+from netapp.mec.services import MecServices
 from netapp.qos.dispatch import Dispatcher
 from netapp.qos.dispatch import apply_settings as apply_dispatch
 from netapp.qos.service import RulePolicerViews
@@ -118,6 +120,7 @@ class NetAppService(IntentService):
         self._mec = MecService(state)
         self._bwm = BwmService(state, self._mec)
         self._mec_apps = MecAppService(state, self._mec)
+        self._mec_services = MecServices(state, self._mec)
 
     @property
     def dataplane(self) -> Dataplane:
@@ -152,6 +155,11 @@ class NetAppService(IntentService):
         """MEC 015: bandwidth allocations, enforced by the intents' policers."""
         return self._bwm
 
+    @property
+    def mec_services(self) -> MecServices:
+        """MEC 011 service management: the NetApp's services and its applications', discovered."""
+        return self._mec_services
+
     def function_rules(self, name: str) -> FunctionRules:
         """The rules network function `name` installs itself (the UPF's SDF filters), beside the
         intents' in the index and maps."""
@@ -183,11 +191,14 @@ class NetAppService(IntentService):
                 state.liveness.start()
             state.checks.pop("started", None)
             self._intents.start()
+        # Outside the site's namespace: the notifier's threads reach callbacks from the host's.
+        self._mec_services.start()
 
     def close(self) -> None:
         """Release the handles; pinned maps and links stay, and so does forwarding. Creates already
         queued are made first."""
         self._intents.close()
+        self._mec_services.close()
         self._alternatives.close_liveness()  # before the lock: its thread takes the lock
         state = self._state
         with state.exclusive():

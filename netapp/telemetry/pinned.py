@@ -22,7 +22,7 @@ from typing import Optional
 
 import httpx
 
-from netapp.core.destinations import Destinations, IPAddress
+from netapp.core.destinations import DestinationRefused, Destinations, IPAddress
 
 # Origins (scheme, host, port) whose connections are kept; the least recently used beyond are closed.
 MAX_ORIGINS = 64
@@ -32,6 +32,19 @@ DEFAULT_PORTS = {"http": 80, "https": 443}
 def check_url(destinations: Destinations, url: httpx.URL) -> IPAddress:
     """The address to connect to for `url`'s host, checked (Destinations.check raises)."""
     return destinations.check(url.host, url.port or DEFAULT_PORTS[url.scheme])
+
+
+def callback_refusal(destinations: Destinations, url: httpx.URL) -> Optional[str]:
+    """Why notifications may not go to `url` (its host does not resolve, or not only to addresses
+    the policy allows), said for the subscriber; None: they may. The notifier checks again at every
+    delivery: a name may resolve elsewhere later."""
+    try:
+        check_url(destinations, url)
+    except DestinationRefused as exc:
+        return str(exc)
+    except OSError as exc:
+        return f"{url.host} does not resolve ({exc}); allowed: {destinations.allow}"
+    return None
 
 
 class PinnedTransport(httpx.BaseTransport):

@@ -43,10 +43,9 @@ from typing import Any, Optional
 import httpx
 
 from netapp.core.config import SubscriptionSettings
-from netapp.core.destinations import DestinationRefused
 from netapp.service.contract import Conflict, InvalidInput, NotFound, Principal, QuotaExceeded
 from netapp.telemetry.notify import Delivery, DeliveryStats, Notifier
-from netapp.telemetry.pinned import check_url
+from netapp.telemetry.pinned import callback_refusal
 from netapp.telemetry.poll import Point, PointFilter, Poll
 from netapp.telemetry.subscription_models import (
     FilterCriteria,
@@ -242,17 +241,10 @@ class SubscriptionManager:
             )
 
     def _check_callback(self, uri: str) -> None:
-        """The callback's host resolves, and only to addresses it may reach (the notifier checks
-        again at every delivery: a name may resolve elsewhere later)."""
-        url, destinations = httpx.URL(uri), self.notifier.destinations
-        try:
-            check_url(destinations, url)
-            return
-        except DestinationRefused as exc:
-            reason = str(exc)
-        except OSError as exc:
-            reason = f"{url.host} does not resolve ({exc}); allowed: {destinations.allow}"
-        raise InvalidInput(reason, field="callbackReference")
+        """The callback's host resolves, and only to addresses it may reach."""
+        reason = callback_refusal(self.notifier.destinations, httpx.URL(uri))
+        if reason is not None:
+            raise InvalidInput(reason, field="callbackReference")
 
     @staticmethod
     def _check_deadline(request: SubscriptionRequest, now_ns: int) -> None:

@@ -16,7 +16,7 @@ import pytest
 
 from netapp.api.auth import write_tokens_file
 from netapp.api.main import create_app
-from netapp.core.config import InterfaceSetting, Settings
+from netapp.core.config import InterfaceSetting, Settings, SubscriptionSettings, TelemetrySettings
 from netapp.core.netns import entered
 from netapp.routing.neighbours import device_mac
 from netapp.service.service import NetAppService
@@ -33,6 +33,7 @@ VETH, PEER = "dppmec0", "dppmec1"
 APP, TENANT = "app-1", "tenant-a"
 RULE_IDS = ("r1", "r2")
 MAX_RULES = 64
+CALLBACKS_ALLOWED = "127.0.0.1/32"
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,8 @@ def mec_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MecSite]:
             tokens_file=tokens,
             netns=netns,
             interfaces=[InterfaceSetting(name=VETH, mode="generic")],
+            # Service availability notifications go to the tests' receivers on loopback.
+            telemetry=TelemetrySettings(subscriptions=SubscriptionSettings(callback_allow=[CALLBACKS_ALLOWED])),
         )
         service = NetAppService(settings)
         service.start()

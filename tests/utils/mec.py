@@ -1,8 +1,14 @@
-"""MEC 011 traffic rules for the tests, as ETSI bodies."""
+"""MEC 011 traffic rules and services for the tests, as ETSI bodies, and ETSI's documents to check
+answers against."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
+
+import jsonschema
+import pytest
 
 from netapp.mec.models import TrafficRule
 
@@ -24,3 +30,44 @@ def traffic_rule(rule_id: str = "r1", **fields: Any) -> dict[str, Any]:
 def rule_model(rule_id: str = "r1", **fields: Any) -> TrafficRule:
     """`traffic_rule` as the model."""
     return TrafficRule.model_validate(traffic_rule(rule_id, **fields))
+
+
+def service_info(name: str = "video-cache", **fields: Any) -> dict[str, Any]:
+    """An ACTIVE MEC 011 ServiceInfo reached over REST at a documentation address, parts replaced."""
+    body: dict[str, Any] = {
+        "serName": name,
+        "serCategory": {"href": "/catalogue/cache", "id": "cache", "name": "Cache", "version": "1"},
+        "version": "1.0",
+        "state": "ACTIVE",
+        "transportInfo": {
+            "id": "rest-1", "name": "REST", "type": "REST_HTTP", "protocol": "HTTP", "version": "1.1",
+            "endpoint": {"addresses": [{"host": "192.0.2.10", "port": 8443}]}, "security": {},
+        },
+        "serializer": "JSON",
+        "scopeOfLocality": "MEC_HOST",
+        "consumedLocalOnly": False,
+        "isLocal": True,
+    }
+    body.update(fields)
+    return body
+
+
+def etsi_document(path: Path) -> dict[str, Any]:
+    """One of ETSI's OpenAPI documents (../shared/specs beside the repository); the test is skipped,
+    saying why, when it is not there."""
+    if not path.exists():
+        pytest.skip(f"ETSI's document is not beside the repository ({path}): nothing to check against")
+    return json.loads(path.read_text())
+
+
+def etsi_answer_validator(path: Path, operation: str, method: str, status: str = "200") -> jsonschema.Draft202012Validator:
+    """A validator of the JSON answer ETSI's document at `path` gives an operation, its $refs resolved
+    in that document (OpenAPI 3.1: JSON Schema 2020-12)."""
+    document = etsi_document(path)
+    schema = document["paths"][operation][method]["responses"][status]["content"]["application/json"]["schema"]
+    return etsi_schema_validator(path, schema)
+
+
+def etsi_schema_validator(path: Path, schema: dict[str, Any]) -> jsonschema.Draft202012Validator:
+    """A validator of `schema` whose $refs resolve in ETSI's document at `path`."""
+    return jsonschema.Draft202012Validator({**schema, "components": etsi_document(path)["components"]})
