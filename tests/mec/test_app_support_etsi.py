@@ -98,7 +98,7 @@ def test_subscriptions_answers_validate_and_a_private_callback_is_refused(dns_si
     assert tenant.delete(location).status_code == 204
     assert_problem(tenant.get(location), 404)
 
-    refused = tenant.post(f"{APPLICATION}/subscriptions", json=subscription(callbackReference="http://127.0.0.1/cb"))
+    refused = tenant.post(f"{APPLICATION}/subscriptions", json=subscription(callbackReference="http://10.1.2.3/cb"))
     assert invalid_param(assert_problem(refused, 400))["name"] == "callbackReference"
 
 
