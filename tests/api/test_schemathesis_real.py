@@ -35,9 +35,9 @@ from tests.utils.kernel import require_kernel, veth_namespace
 from tests.utils.maps import map_rules, pinned_instance, unlike_the_store
 
 # At least this many per operation (hypothesis stops sooner only for an operation with fewer
-# distinct requests, such as one without parameters). 100 keeps the whole suite inside CI's time
+# distinct requests, such as one without parameters). 50 keeps the whole suite inside CI's time
 # on two shared CPUs; DPP_REAL_EXAMPLES asks a deeper run of it (e.g. 2000 before a release).
-EXAMPLES_PER_OPERATION = int(os.environ.get("DPP_REAL_EXAMPLES", "100"))
+EXAMPLES_PER_OPERATION = int(os.environ.get("DPP_REAL_EXAMPLES", "50"))
 
 VETH, PEER = "dppst0", "dppst1"
 # Stands for the listener's URL in generated bodies; the test puts the real one in.

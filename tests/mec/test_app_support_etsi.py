@@ -23,7 +23,7 @@ from tests.mec.test_etsi_conformance import etsi_validator, operation_schema
 pytestmark = pytest.mark.slow
 
 # Per operation (nine); about 40 s in all on an idle machine.
-EXAMPLES_PER_OPERATION = 120
+EXAMPLES_PER_OPERATION = 60
 BASE = "/mec_app_support/v1"
 DNS_APP = "app-dns"
 APPLICATION = f"{BASE}/applications/{DNS_APP}"

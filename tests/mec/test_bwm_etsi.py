@@ -28,7 +28,7 @@ pytestmark = pytest.mark.slow
 
 BWM_SPEC = Path(MEC_SPEC).parents[1] / "mec015-v2.1.1-etsi-forge" / "BwManagementApi.json"
 # Per operation (six); about 30 s in all on an idle machine.
-EXAMPLES_PER_OPERATION = 150
+EXAMPLES_PER_OPERATION = 75
 BASE = "/bwm/v1"
 ALLOCATIONS = f"{BASE}/bw_allocations"
 SESSION = {"sourceIp": "10.0.0.1", "dstAddress": "192.0.2.10", "protocol": "UDP", "dstPort": ["5000"]}

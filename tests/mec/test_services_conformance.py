@@ -28,7 +28,7 @@ from tests.utils.mec import service_info
 pytestmark = pytest.mark.slow
 
 # Per operation (eleven of service management, two of timing).
-EXAMPLES_PER_OPERATION = 100
+EXAMPLES_PER_OPERATION = 50
 SERVICE_SPEC = MEC_SPEC.with_name("MecServiceMgmtApi.json")
 MGMT, APP_SUPPORT = "/mec_service_mgmt/v1", "/mec_app_support/v1"
 

@@ -106,7 +106,7 @@ def traced_service(state_dir: Path) -> NetAppService:
     return service
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_no_tenants_rule_acts_on_a_packet_another_tenant_owns(tmp_path_factory, data):
     service = traced_service(tmp_path_factory.mktemp("isolation"))
