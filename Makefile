@@ -83,7 +83,7 @@ demo: build python-runtime influxd
 		$(VENV)/bin/netapp demo $(DEMO_ARGS)
 
 test: build python-test influxd
-	@$(call step,5) -s $(SETUP_START) -x "running the tests (about 25 minutes on two CPUs; the slowest 25 are listed at the end)" \
+	@$(call step,5) -s $(SETUP_START) -x "running the tests (about 35 minutes on two CPUs; the slowest 25 are listed at the end)" \
 		$(PY) -m pytest --durations=25 $(PYTEST_ARGS) tests
 
 # dist/: the Juju charm (dpp-netapp.charm), the OSM packages (dpp-netapp_vnf.tar.gz,
