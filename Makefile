@@ -82,9 +82,13 @@ demo: build python-runtime influxd
 	@$(call step,5) -s $(SETUP_START) -x "starting the demo: Ctrl-C stops it and removes what it made" \
 		$(VENV)/bin/netapp demo $(DEMO_ARGS)
 
+# The test files run in TEST_WORKERS processes (default: one per CPU), a whole file in one worker, so a
+# file's module fixtures (namespaces, pinned instances, servers) are made once; TEST_WORKERS=0 runs
+# everything in this process.
+TEST_WORKERS ?= $(shell nproc)
 test: build python-test influxd
-	@$(call step,5) -s $(SETUP_START) -x "running the tests (about 35 minutes on two CPUs; the slowest 25 are listed at the end)" \
-		$(PY) -m pytest --durations=25 $(PYTEST_ARGS) tests
+	@$(call step,5) -s $(SETUP_START) -x "running the tests in $(TEST_WORKERS) workers (about 25 minutes on two CPUs; the slowest 25 are listed at the end)" \
+		$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=25 $(PYTEST_ARGS) tests
 
 # dist/: the Juju charm (dpp-netapp.charm), the OSM packages (dpp-netapp_vnf.tar.gz,
 # dpp-netapp_ns.tar.gz) and the SOL004 CSAR for ONAP (dpp-netapp.csar). The charm carries wheels/:
