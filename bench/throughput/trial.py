@@ -90,11 +90,18 @@ def frames_for(rate: float, seconds: float) -> int:
     return max(int(rate * seconds), 16 * 64)
 
 
+def send_timeout(bench: Bench, rate: float, frames: int) -> float:
+    """How long a run may take before it counts as hung: four times what it should take, the
+    trial or the frames at `rate` (a paced sender on a CPU it shares falls behind, it does not
+    hang), and a minute's margin."""
+    return 60 + 4 * max(bench.trial_s, frames / rate if rate > 0 else 0.0)
+
+
 def run(bench: Bench, rate: float, frames: int | None = None) -> Probe:
     """A trial at `rate` pps (0: as fast as the generator can, `frames` frames)."""
     before = _snapshot(bench)
     count = frames if frames is not None else frames_for(rate, bench.trial_s)
-    sent = bench.generator.send(bench.pcap, count, rate, timeout=60 + 4 * bench.trial_s)
+    sent = bench.generator.send(bench.pcap, count, rate, timeout=send_timeout(bench, rate, count))
     drained_s = _drain(bench)
     after = _snapshot(bench)
     return _probe(bench, rate, sent, before, after, drained_s)
