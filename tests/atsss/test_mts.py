@@ -32,6 +32,7 @@ from tests.api.openapi_run import examples
 from tests.api.problems import assert_problem, invalid_param
 from tests.utils.kernel import require_kernel
 from tests.utils.maps import pinned_instance
+from tests.utils.mec import etsi_examples, etsi_timeout
 
 admin, api_app, client_for, server, service, tenant_a, tenant_b, tokens_path = (
     api.admin, api.api_app, api.client_for, api.server, api.service, api.tenant_a, api.tenant_b, api.tokens_path)
@@ -41,7 +42,7 @@ pytestmark = pytest.mark.slow
 MTS_SPEC = (FilePath(__file__).resolve().parents[3] / "shared" / "specs" / "mec015-v2.1.1-etsi-forge"
             / "TrafficSteeringApi.json")
 BASE = "/mts/v1"
-EXAMPLES_PER_OPERATION = 60  # six operations: about half a minute on an idle machine
+EXAMPLES_PER_OPERATION = etsi_examples(60)  # six operations: about half a minute on an idle machine
 UE, OTHER_UE = "10.60.0.5", "10.70.0.5"
 GRANTS = {"tenant-a": [{"dst": "10.60.0.0/24"}], "tenant-b": [{"dst": "10.70.0.0/24"}]}
 
@@ -217,6 +218,7 @@ if etsi_schema is not None:
 
     @etsi_schema.parametrize()
     @examples(EXAMPLES_PER_OPERATION)
+    @pytest.mark.timeout(etsi_timeout(EXAMPLES_PER_OPERATION))
     def test_schemathesis_with_etsis_document_finds_no_5xx_and_only_conformant_answers(case, node, server):
         # A session valid by ETSI's schema may still be one the node cannot serve: its 400 is the point
         # (test_what_the_node_cannot_serve_...), so acceptance of every valid body is not a check here.

@@ -19,11 +19,12 @@ from tests.api.openapi_run import examples
 from tests.api.problems import MEC_SPEC, assert_problem, invalid_param
 from tests.mec.conftest import TENANT
 from tests.mec.test_etsi_conformance import etsi_validator, operation_schema
+from tests.utils.mec import etsi_examples, etsi_timeout
 
 pytestmark = pytest.mark.slow
 
 # Per operation (nine); about 40 s in all on an idle machine.
-EXAMPLES_PER_OPERATION = 60
+EXAMPLES_PER_OPERATION = etsi_examples(60)
 BASE = "/mec_app_support/v1"
 DNS_APP = "app-dns"
 APPLICATION = f"{BASE}/applications/{DNS_APP}"
@@ -174,6 +175,7 @@ if etsi_schema is not None:
 
     @etsi_schema.parametrize()
     @examples(EXAMPLES_PER_OPERATION)
+    @pytest.mark.timeout(etsi_timeout(EXAMPLES_PER_OPERATION))
     def test_schemathesis_with_etsis_document_finds_no_5xx_and_only_conformant_answers(case, dns_site):
         without_400 = any(case.path.endswith(ending) for ending in WITHOUT_400) and (
             case.method.upper() == case.operation.method.upper())  # not the run's probes of other methods

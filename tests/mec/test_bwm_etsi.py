@@ -23,12 +23,13 @@ from tests.api.openapi_run import examples
 from tests.api.problems import MEC_SPEC, assert_problem, invalid_param
 from tests.mec.conftest import APP
 from tests.utils.maps import assert_maps_hold_the_store
+from tests.utils.mec import etsi_examples, etsi_timeout
 
 pytestmark = pytest.mark.slow
 
 BWM_SPEC = Path(MEC_SPEC).parents[1] / "mec015-v2.1.1-etsi-forge" / "BwManagementApi.json"
 # Per operation (six); about 30 s in all on an idle machine.
-EXAMPLES_PER_OPERATION = 75
+EXAMPLES_PER_OPERATION = etsi_examples(75)
 BASE = "/bwm/v1"
 ALLOCATIONS = f"{BASE}/bw_allocations"
 SESSION = {"sourceIp": "10.0.0.1", "dstAddress": "192.0.2.10", "protocol": "UDP", "dstPort": ["5000"]}
@@ -150,6 +151,7 @@ if etsi_schema is not None:
 
     @etsi_schema.parametrize()
     @examples(EXAMPLES_PER_OPERATION)
+    @pytest.mark.timeout(etsi_timeout(EXAMPLES_PER_OPERATION))
     def test_schemathesis_with_etsis_document_finds_no_5xx_and_only_conformant_answers(case, mec_site):
         if not KNOWN:
             made = mec_site.client("tenant-a").post(ALLOCATIONS, json=allocation(sessionFilter=[{

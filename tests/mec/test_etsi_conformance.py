@@ -22,12 +22,12 @@ from tests.api.openapi_run import examples
 from tests.api.problems import MEC_SPEC, assert_problem, invalid_param
 from tests.mec.conftest import APP, RULE_IDS
 from tests.utils.maps import assert_maps_hold_the_store
-from tests.utils.mec import traffic_rule
+from tests.utils.mec import etsi_examples, etsi_timeout, traffic_rule
 
 pytestmark = pytest.mark.slow
 
 # Per operation (three: the rules' GET, a rule's GET and PUT); about 20 s in all on an idle machine.
-EXAMPLES_PER_OPERATION = 100
+EXAMPLES_PER_OPERATION = etsi_examples(100)
 BASE = "/mec_app_support/v1"
 RULES = f"{BASE}/applications/{APP}/traffic_rules"
 
@@ -142,6 +142,7 @@ if etsi_schema is not None:
 
     @etsi_schema.parametrize()
     @examples(EXAMPLES_PER_OPERATION)
+    @pytest.mark.timeout(etsi_timeout(EXAMPLES_PER_OPERATION))
     def test_schemathesis_with_etsis_document_finds_no_5xx_and_only_conformant_answers(case, mec_site):
         destination = case.body.get("dstInterface") if isinstance(case.body, dict) else None
         if isinstance(destination, dict) and destination.get("srcMacAddress") == PEER_MAC:

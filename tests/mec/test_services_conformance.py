@@ -23,12 +23,12 @@ from tests.api.openapi_run import examples
 from tests.api.problems import MEC_SPEC
 from tests.mec.conftest import APP
 from tests.utils.callbacks import CallbackReceiver
-from tests.utils.mec import service_info
+from tests.utils.mec import etsi_examples, etsi_timeout, service_info
 
 pytestmark = pytest.mark.slow
 
 # Per operation (eleven of service management, two of timing).
-EXAMPLES_PER_OPERATION = 50
+EXAMPLES_PER_OPERATION = etsi_examples(50)
 SERVICE_SPEC = MEC_SPEC.with_name("MecServiceMgmtApi.json")
 MGMT, APP_SUPPORT = "/mec_service_mgmt/v1", "/mec_app_support/v1"
 
@@ -94,6 +94,7 @@ def _run(case: Any, base: str, aimed: bool = False) -> None:
 if service_schema is not None and timing_schema is not None:
     @service_schema.parametrize()
     @examples(EXAMPLES_PER_OPERATION)
+    @pytest.mark.timeout(etsi_timeout(EXAMPLES_PER_OPERATION))
     def test_schemathesis_with_etsis_service_mgmt_document(case, mec_site, aims):
         generated = dict(case.path_parameters or {})
         aimed = _aimed(case, aims)
@@ -101,6 +102,7 @@ if service_schema is not None and timing_schema is not None:
 
     @timing_schema.parametrize()
     @examples(EXAMPLES_PER_OPERATION)
+    @pytest.mark.timeout(etsi_timeout(EXAMPLES_PER_OPERATION))
     def test_schemathesis_with_etsis_timing_paths(case, mec_site):
         _run(case, mec_site.url + APP_SUPPORT)
 

@@ -4,6 +4,7 @@ answers against."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,18 @@ import jsonschema
 import pytest
 
 from netapp.mec.models import TrafficRule
+
+
+def etsi_examples(default: int) -> int:
+    """Examples per operation of a schemathesis run with an ETSI document: `default`, sized for CI's
+    time, or DPP_ETSI_EXAMPLES (e.g. 1000 before a release, the depth the MEC issue asks)."""
+    return int(os.environ.get("DPP_ETSI_EXAMPLES", default))
+
+
+def etsi_timeout(examples: int) -> float:
+    """A run's limit per operation: the suite's 120 s, and a third of a second per example above 300
+    (a deep run on two shared CPUs takes about a tenth)."""
+    return 120 + max(0, examples - 300) / 3
 
 
 def traffic_rule(rule_id: str = "r1", **fields: Any) -> dict[str, Any]:
