@@ -5,12 +5,10 @@ stores and both sets of maps, whoever refuses. The real data plane's: tests/api/
 
 from __future__ import annotations
 
-import errno
 from typing import Any
 
 import pytest
 
-from netapp.dataplane.binding import DataplaneError
 from netapp.frer.models import FrerStreamSpec
 from netapp.frer.protect import stream_definition
 from netapp.frer.service import Frer
@@ -97,15 +95,8 @@ def test_a_stream_of_the_intents_name_made_directly_is_left_alone_and_blocks_pro
 def test_whoever_refuses_neither_the_intent_nor_its_stream_stays_and_the_maps_are_as_before(service, refusal):
     service.create_intent(ALICE, protected("first"))
     before, rules_before = frer_maps(service), rules(service)
-    if refusal == "frer_maps":
-        maps = service.frer._maps
-        real_sync = maps.sync
-
-        def refuse_once(tables):  # noqa: ANN001
-            maps.sync = real_sync
-            raise DataplaneError(errno.EIO, "dpp_frer_ip update", "refused on purpose")
-
-        maps.sync = refuse_once
+    if refusal == "frer_maps":  # after the new stream's slots and members are written
+        service.dataplane._dpp.fail("table_update dpp_frer_ip")
     else:
         service.dataplane._dpp.fail("rules_upsert")  # the rules' delta comes after FRER's maps
     with pytest.raises(DataplaneUnavailable):
