@@ -333,5 +333,8 @@ def _require_direct(stream: StreamStatus) -> None:
 
 
 def _compiled(stream: StreamStatus) -> FrerStream:
-    return FrerStream.model_validate(stream.model_dump(include={"handle", "identification", "generation", "recovery"}))
+    """The stream as the compiler takes it: its parts, validated with the stored stream, are taken as
+    they are (not dumped and validated again: every change compiles every stream)."""
+    return FrerStream(handle=stream.handle, identification=stream.identification, generation=stream.generation,
+                      recovery=stream.recovery)
 
