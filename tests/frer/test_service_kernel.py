@@ -17,6 +17,7 @@ from ctypes import c_uint32
 from typing import Any, Iterator, Optional
 
 import pytest
+from scapy.layers.inet import IP, UDP
 
 from bench.libbpf import BPF_F_LOCK, BpfObject, map_delete, map_keys, map_lookup, map_update
 from bench.libbpf import test_run as run_once
@@ -190,6 +191,12 @@ def tagged(seq: int, dmac: str = DMAC) -> bytes:
     return bytes.fromhex(dmac.replace(":", "")) + bytes(6) + struct.pack("!HHHH", RTAG_ETHERTYPE, 0, seq, 0x88B5) + BODY
 
 
+def in_vlan(vlan: int, seq: int, dmac: str = DMAC, payload: bytes = BODY, ethertype: int = 0x88B5) -> bytes:
+    """`tagged`'s frame in a VLAN (the 802.1Q tag before the R-tag)."""
+    head = bytes.fromhex(dmac.replace(":", "")) + bytes(6) + struct.pack("!HH", 0x8100, vlan)
+    return head + struct.pack("!HHHH", RTAG_ETHERTYPE, 0, seq, ethertype) + payload
+
+
 def listener(name: str = "l1", dmac: str = DMAC, history: int = 8, extra: Optional[str] = None) -> FrerStreamSpec:
     identities = [{"null": {"destination_mac": mac}} for mac in (dmac, extra) if mac]
     return FrerStreamSpec.model_validate({"name": name, "identification": identities,
@@ -337,3 +344,24 @@ def test_the_maps_hold_the_same_whichever_way_a_change_is_written(node):
     node.frer._maps.held = None  # as after a refused put back: the next write reads the maps whole
     node.frer.reconcile()
     assert maps_now(node) == incremental
+
+
+def test_an_identity_without_a_vlan_takes_frames_of_any_vlan_and_one_of_the_frames_vlan_wins(node):
+    node.frer.put_stream(ADMIN, "any", listener("any"))
+    node.frer.put_stream(ADMIN, "v7", FrerStreamSpec.model_validate({
+        "name": "v7", "identification": [{"null": {"destination_mac": DMAC, "vlan": 7}}], "recovery": {"pop": False}}))
+    assert node.run(tagged(1)) == XDP_PASS, "untagged"
+    assert node.run(in_vlan(5, 1)) == XDP_DROP, "VLAN 5: the same stream, a duplicate"
+    assert node.run(in_vlan(7, 1)) == XDP_PASS, "VLAN 7: its own stream"
+    assert passed(node, "any") == (1, 1) and passed(node, "v7") == (1, 0)
+
+
+def test_an_ip_identity_without_a_vlan_takes_the_flows_frames_of_any_vlan(node):
+    ip = {"source": "10.9.0.1", "destination": "10.9.0.2", "protocol": "udp", "destination_port": 5000}
+    node.frer.put_stream(ADMIN, "flow", FrerStreamSpec.model_validate(
+        {"name": "flow", "identification": [{"ip": ip}], "recovery": {"pop": False}}))
+    packet = bytes(IP(src="10.9.0.1", dst="10.9.0.2") / UDP(sport=4000, dport=5000) / (b"x" * 32))
+    other = bytes(IP(src="10.9.0.1", dst="10.9.0.3") / UDP(sport=4000, dport=5000) / (b"x" * 32))
+    assert [node.run(in_vlan(vlan, 3, payload=packet, ethertype=0x0800)) for vlan in (5, 9)] == [XDP_PASS, XDP_DROP]
+    assert node.run(in_vlan(5, 3, payload=other, ethertype=0x0800)) == XDP_PASS
+    assert passed(node, "flow") == (1, 1), "the other flow's frame is no stream's"
