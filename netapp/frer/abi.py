@@ -21,6 +21,7 @@ SEQ_SPACE = 65536
 HISTORY_MIN = 2
 HISTORY_MAX = 32
 HISTORY_DEFAULT = 2
+VLAN_ANY = 0xFFFF  # a null identity's VLAN when it gives none: any VLAN, tagged or not
 REASON_BASE_FRER = 160
 
 CONSTANTS = {
@@ -35,6 +36,7 @@ CONSTANTS = {
     "DPP_FRER_HISTORY_MIN": HISTORY_MIN,
     "DPP_FRER_HISTORY_MAX": HISTORY_MAX,
     "DPP_FRER_HISTORY_DEFAULT": HISTORY_DEFAULT,
+    "DPP_FRER_VLAN_ANY": VLAN_ANY,
 }
 
 
@@ -55,6 +57,7 @@ class Gate(enum.IntFlag):
 
     NULL = 1
     IP = 2
+    NULL_ANY = 4  # null identities of any VLAN: a second lookup
 
 
 class Role(enum.IntEnum):

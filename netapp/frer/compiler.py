@@ -13,7 +13,7 @@ from ipaddress import IPv4Address, IPv6Address
 from typing import Callable, Iterable, Optional, Union
 
 from netapp.dataplane.abi import FlowKey
-from netapp.frer.abi import MAX_IP_MASKS, MAX_PORTS, Algo, Member, NullKey, Recovery, Role, Stream
+from netapp.frer.abi import MAX_IP_MASKS, MAX_PORTS, VLAN_ANY, Algo, Member, NullKey, Recovery, Role, Stream
 from netapp.frer.model import RecoveryConfig
 from netapp.frer.models import FrerStream, IpStreamIdentification, NullStreamIdentification, SequenceRecovery
 from netapp.frer.slots import recovery_value
@@ -37,7 +37,8 @@ class FrerTables:
 
 
 def null_key(identity: NullStreamIdentification) -> NullKey:
-    key = NullKey(vlan=identity.vlan or 0)
+    """Its destination and VLAN; none given: VLAN_ANY, which the data path looks up after the frame's."""
+    key = NullKey(vlan=identity.vlan if identity.vlan is not None else VLAN_ANY)
     key.dmac[:] = bytes.fromhex(identity.destination_mac.replace(":", ""))
     return key
 
@@ -67,10 +68,11 @@ def ip_key(identity: IpStreamIdentification) -> FlowKey:
 
 
 def ip_mask(identity: IpStreamIdentification) -> FlowKey:
-    """The bits of a frame's key the identity compares: the VLAN and family always, every parameter
-    it gives, the prefix of each address; the ones it leaves out match anything."""
+    """The bits of a frame's key the identity compares: the family always, every parameter it gives
+    (the VLAN too), the prefix of each address; the ones it leaves out match anything (no VLAN: any
+    VLAN, tagged or not)."""
     mask = FlowKey(
-        vlan=0xFFFF,
+        vlan=0xFFFF if identity.vlan is not None else 0,
         family=0xFF,
         proto=0xFF if identity.protocol is not None else 0,
         dscp=0xFF if identity.dscp is not None else 0,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from netapp.dataplane.abi import DevmapVal, FlowKey
-from netapp.frer.abi import MAX_IP_MASKS, MAX_PORTS, Gate, MemberKey, Recovery
+from netapp.frer.abi import MAX_IP_MASKS, MAX_PORTS, VLAN_ANY, Gate, MemberKey, Recovery
 from netapp.frer.compiler import FrerTables
 
 EGRESS_PROG = "dpp_frer_egress"  # the devmap program of FRER's ports (dpp.bpf.c)
@@ -22,7 +22,9 @@ def ip_mask_slots(tables: FrerTables) -> list[FlowKey]:
 
 def gate_of(tables: FrerTables) -> Gate:
     """The identifications `tables` has entries for (none: the stage never runs)."""
-    return (Gate.NULL if tables.null else Gate(0)) | (Gate.IP if tables.ip else Gate(0))
+    any_vlan = any(key.vlan == VLAN_ANY for key, _ in tables.null.values())
+    return ((Gate.NULL if tables.null else Gate(0)) | (Gate.NULL_ANY if any_vlan else Gate(0))
+            | (Gate.IP if tables.ip else Gate(0)))
 
 
 class FrerDataplane:

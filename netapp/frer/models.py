@@ -28,18 +28,21 @@ StreamName = Annotated[str, Field(
 
 
 class NullStreamIdentification(BaseModel):
-    """802.1CB 6.4: frames to a destination MAC address, untagged or in a VLAN."""
+    """802.1CB 6.4: frames to a destination MAC address, in a VLAN or in any (tagged or not, the
+    standard's tagged "all"); an identity of the frame's VLAN wins over one of any."""
 
     model_config = ConfigDict(extra="forbid")
 
     destination_mac: MacAddress
-    vlan: Optional[Vlan] = Field(None, description="the VLAN id; null: untagged frames")
+    vlan: Optional[Vlan] = Field(
+        None, description="the VLAN id; null: any VLAN, tagged or not (an identity of the frame's VLAN wins)"
+    )
 
 
 class IpStreamIdentification(BaseModel):
-    """802.1CB 6.6: frames of IP flows (addresses, DSCP, protocol, ports), untagged or in a VLAN. A
-    parameter left out (null) matches any value, as the standard lets an identity leave it out; an
-    address may be a prefix. One address at least fixes the IP family."""
+    """802.1CB 6.6: frames of IP flows (addresses, DSCP, protocol, ports, VLAN). A parameter left
+    out (null) matches any value, as the standard lets an identity leave it out (no VLAN: tagged or
+    not); an address may be a prefix. One address at least fixes the IP family."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -49,7 +52,7 @@ class IpStreamIdentification(BaseModel):
     source_port: Optional[Port] = Field(None, description="null: any; needs protocol tcp, udp or sctp")
     destination_port: Optional[Port] = Field(None, description="null: any; needs protocol tcp, udp or sctp")
     dscp: Optional[Dscp] = Field(None, description="null: any")
-    vlan: Optional[Vlan] = Field(None, description="the VLAN id; null: untagged frames")
+    vlan: Optional[Vlan] = Field(None, description="the VLAN id; null: any VLAN, tagged or not")
 
     @model_validator(mode="after")
     def _fields(self) -> "IpStreamIdentification":

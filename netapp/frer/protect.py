@@ -6,8 +6,8 @@ The peer node takes the other role for the same flow.
 
 The intent's match becomes the stream's IP stream identification (802.1CB 6.6). FRER identifies a
 frame by the IP header behind its Ethernet header (and VLAN, R-tag), on every ingress interface, and
-always compares the VLAN: a match field that identification cannot express is refused, naming it
-(`stream_definition`)."""
+compares the VLAN when the match gives one (none: frames of any VLAN, as the intent's rules match
+them): a match field that identification cannot express is refused, naming it (`stream_definition`)."""
 
 from __future__ import annotations
 

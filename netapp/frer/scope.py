@@ -1,11 +1,11 @@
 """What a confined tenant's stream may use: identities inside its traffic, interfaces its grants name.
 
 An identity acts on frames of every ingress interface (the identification tables have no port), so
-it must lie inside one of the tenant's grants as a whole: its VLAN (untagged frames only where the
-grant fixes none) and, for IP identification, its addresses inside the grant's prefixes, compared
-as an intent's match is (netapp.tenancy.confine). A grant that fixes the ingress interface, an
-overlay or TEIDs cannot hold one. Since the grants of different tenants never intersect, no stream
-of one tenant identifies a frame of another.
+it must lie inside one of the tenant's grants as a whole: its VLAN (an identity without one holds
+frames of every VLAN, so only a grant that fixes none holds it) and, for IP identification, its
+addresses inside the grant's prefixes, compared as an intent's match is (netapp.tenancy.confine).
+A grant that fixes the ingress interface, an overlay or TEIDs cannot hold one. Since the grants of
+different tenants never intersect, no stream of one tenant identifies a frame of another.
 
 The member ports a stream is replicated to, and the interface a recovered stream is delivered to,
 are the tenant's when one of its grants names them (`interface`). A site-wide tenant may use any.

@@ -204,22 +204,24 @@ class Frer:
         return self._servable(others, changed, quiet)
 
     def write_maps(self, tables: FrerTables, before: Callable[[], FrerTables]) -> None:
-        """The maps made to hold `tables`; refused, put back to `before()` (compiled only then) and
-        DataplaneUnavailable. Nothing to do without maps."""
+        """The maps made to hold `tables`, only the entries that change written; refused, put back
+        (should the entries the change touched not go back, synced whole to `before()`, compiled only
+        then) and DataplaneUnavailable. Nothing to do without maps."""
         if self._maps is None:
             return
         with namespace(self._netns):
             try:
-                self._maps.sync(tables)
+                self._maps.change(tables)
             except DataplaneError as exc:
-                self._undo(before())
+                if self._maps.held is None:
+                    self._undo(before())
                 raise DataplaneUnavailable(f"the data plane refused the streams: {exc}") from exc
 
-    def put_back(self, before: FrerTables) -> None:
-        """The maps back to `before`, after a change that wrote them failed later on."""
+    def put_back(self, before: Callable[[], FrerTables]) -> None:
+        """The maps back to `before()`, after a change that wrote them failed later on."""
         if self._maps is not None:
             with namespace(self._netns):
-                self._undo(before)
+                self._undo(before())
 
     def _put(self, who: Principal, tenant: str, spec: FrerStreamSpec, must_be_new: bool) -> tuple[StreamStatus, bool]:
         with self._lock, self._store.transaction():
@@ -263,9 +265,10 @@ class Frer:
 
     def _undo(self, before: FrerTables) -> None:
         try:
-            self._maps.sync(before)  # type: ignore[union-attr]
+            self._maps.change(before)  # type: ignore[union-attr]
         except DataplaneError as exc:
-            log.error("FRER's maps could not be put back after a refused change (%s): a restart reconciles them", exc)
+            log.error("FRER's maps could not be put back after a refused change (%s): the next change or a "
+                      "restart syncs them whole", exc)
 
     def _servable(self, others: list[StreamStatus], changed: Optional[StreamStatus], quiet: bool = False) -> FrerTables:
         """The tables of `others` and `changed` (compiled last): a stream of `others` the compiler
@@ -330,5 +333,8 @@ def _require_direct(stream: StreamStatus) -> None:
 
 
 def _compiled(stream: StreamStatus) -> FrerStream:
-    return FrerStream.model_validate(stream.model_dump(include={"handle", "identification", "generation", "recovery"}))
+    """The stream as the compiler takes it: its parts, validated with the stored stream, are taken as
+    they are (not dumped and validated again: every change compiles every stream)."""
+    return FrerStream(handle=stream.handle, identification=stream.identification, generation=stream.generation,
+                      recovery=stream.recovery)
 

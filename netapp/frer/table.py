@@ -7,24 +7,33 @@ snapshot (under its lock, BPF_F_LOCK), dpp_frer_tx, whose slots carry the egress
 port, and the gate (dpp_frer_gate: the kinds of identification the pipeline's FRER stage tries,
 none on a node without streams).
 
-`FrerMaps.sync` makes the maps hold exactly what the tables say, writing only what differs: an
-unchanged stream's recovery slot keeps its state and counters, and a generated stream's next
-sequence number goes on while its role stays. What a frame may meet while that runs is always a
-stream whole: new slots and members are written before the identities that lead to them (the gate
-opened to their kinds first), and identities are deleted before the slots they led to are emptied; the IP masks (which fields the IP
-identities compare) are written between the new keys and the pruning of the old.
+`FrerMaps.sync` makes the maps hold exactly what the tables say, reading them whole and writing only
+what differs: an unchanged stream's recovery slot keeps its state and counters, and a generated
+stream's next sequence number goes on while its role stays. The maps are read whole only there (at
+start, and after a change that could not be put back); from then on `FrerMaps.change` knows what they
+hold (`held`, the tables last written) and writes only the entries where the new tables differ, so a
+change costs what it touches, not the 4,096 slots of each array. What a frame may meet while either
+runs is always a stream whole: new slots and members are written before the identities that lead to
+them (the gate opened to their kinds first), and identities are deleted before the slots they led to
+are emptied; the IP masks (which fields the IP identities compare) are written between the new keys
+and the pruning of the old. A refused change puts back the entries it touched, as read back from the
+maps, in the same order.
 """
 
 from __future__ import annotations
 
+import logging
 from ctypes import c_uint32
-from typing import Any, Callable, Iterable, Mapping, Optional, Protocol
+from typing import Any, Callable, Iterable, Optional, Protocol
 
+from netapp.dataplane.errors import DataplaneError
 from netapp.dataplane.tables import Table
 from netapp.frer import abi
 from netapp.frer.abi import Gate, MemberKey, Recovery, Role, Stream
 from netapp.frer.compiler import FrerTables
 from netapp.frer.dataplane import gate_of, ip_mask_slots
+
+log = logging.getLogger(__name__)
 
 TableOf = Callable[[str], Table]
 
@@ -75,9 +84,26 @@ def _parameters(value: Recovery) -> tuple[int, ...]:
     return tuple(getattr(value, name) for name in RECOVERY_PARAMETERS)
 
 
+def _same_parameters(held: Recovery, wanted: Recovery) -> bool:
+    """Whether a recovery slot has the parameters wanted (its state aside). Two compiled slots are
+    equal byte for byte when their parameters are: the quick test, as a change compares them."""
+    return bytes(held) == bytes(wanted) or _parameters(held) == _parameters(wanted)
+
+
 def _placement(value: Stream) -> tuple[int, int]:
     """What the control plane says of a stream slot (next_seq is the data path's)."""
     return value.role, value.deliver_ifindex
+
+
+Entries = dict[bytes, tuple[Any, Any]]  # a hash map's entries by raw key: (key, value)
+
+
+def _members(tables: FrerTables) -> Entries:
+    return {bytes(MemberKey(*key)): (MemberKey(*key), value) for key, value in tables.members.items()}
+
+
+def _same(held: Optional[tuple[Any, Any]], wanted: tuple[Any, Any]) -> bool:
+    return held is not None and bytes(_c(held[1])) == bytes(_c(wanted[1]))
 
 
 class FrerMaps:
@@ -92,46 +118,118 @@ class FrerMaps:
         self._port_stats = table_of("dpp_frer_port_stats")
         self._masks = table_of("dpp_frer_ip_masks")
         self._calls = calls
+        # The tables the maps hold, as last written here; None when not known (before the first sync,
+        # after a refused change that could not be put back): the next change then syncs whole.
+        self.held: Optional[FrerTables] = None
 
     # --- writes --------------------------------------------------------------------------------
 
     def sync(self, tables: FrerTables) -> None:
-        """The maps hold the entries of `tables` and no other (DataplaneError when they refuse: the
-        caller syncs the tables it had before, to undo)."""
-        slots = self._slots()
-        members = {bytes(MemberKey(*key)): (MemberKey(*key), value) for key, value in tables.members.items()}
-        self._write_slots(tables, slots)
-        _upsert(self._members, members)
-        self._calls.ports_set(list(tables.tx_ports))
-        self._calls.gate_set(self._calls.gate() | gate_of(tables))  # the stage tries the new kinds too
-        _upsert(self._null, tables.null)
-        _upsert(self._ip, tables.ip)
-        # Changed masks renumber the keys under them: a frame between the two writes may miss its stream.
-        self._masks.update(list(enumerate(ip_mask_slots(tables))))
-        _prune(self._null, tables.null)
-        _prune(self._ip, tables.ip)
-        self._calls.gate_set(gate_of(tables))  # and no longer the kinds of no identity
-        _prune(self._members, members)
-        self._empty_slots(set(slots) - set(tables.streams))
+        """The maps, read whole, made to hold the entries of `tables` and no other (DataplaneError
+        when they refuse: the caller syncs the tables it had before, to undo)."""
+        self.held = None
+        self._write(self._read(), tables, self._calls.gate(), ports_now=None)
+        self.held = tables
 
-    def _slots(self) -> dict[int, tuple[Stream, Recovery]]:
-        """The handles whose stream slot holds a role, with both their slots."""
+    def change(self, tables: FrerTables) -> None:
+        """The maps made to hold `tables`, writing only the entries where they differ from `held` (a
+        sync when it is not known). DataplaneError when the maps refuse: the entries the change
+        touched are put back, and `held` is right again; should that be refused too, `held` is None
+        and the caller syncs the tables it had before."""
+        before = self.held
+        if before is None:
+            self.sync(tables)
+            return
+        self.held = None
+        try:
+            self._write(before, tables, gate_of(before), ports_now=before.tx_ports)
+        except DataplaneError:
+            self._put_back(before, tables)
+            raise
+        self.held = tables
+
+    def _put_back(self, before: FrerTables, after: FrerTables) -> None:
+        """After a refused change from `before` to `after`: every entry where they differ, as the maps
+        hold it now (read back), made `before`'s again."""
+        try:
+            self._write(self._touched(before, after), before, self._calls.gate(), ports_now=after.tx_ports)
+        except DataplaneError as exc:
+            log.error("FRER's maps could not be put back after a refused change (%s): they are synced whole next", exc)
+            return
+        self.held = before
+
+    def _write(self, now: FrerTables, wanted: FrerTables, gate: Gate, ports_now: Optional[list[int]]) -> None:
+        """The maps, holding `now` (the gate `gate`, the ports `ports_now`, None: not known), made to
+        hold `wanted`, writing what differs in the order the module's docstring gives."""
+        members_now, members = _members(now), _members(wanted)
+        self._write_slots(now, wanted)
+        _upsert(self._members, members_now, members)
+        if ports_now is None or list(ports_now) != list(wanted.tx_ports):
+            self._calls.ports_set(list(wanted.tx_ports))
+        opened = gate | gate_of(wanted)  # the stage tries the new kinds too
+        if opened != gate:
+            self._calls.gate_set(opened)
+        _upsert(self._null, now.null, wanted.null)
+        _upsert(self._ip, now.ip, wanted.ip)
+        masks = ip_mask_slots(wanted)
+        if [bytes(mask) for mask in ip_mask_slots(now)] != [bytes(mask) for mask in masks]:
+            # Changed masks renumber the keys under them: a frame between the two writes may miss its stream.
+            self._masks.update(list(enumerate(masks)))
+        _prune(self._null, now.null, wanted.null)
+        _prune(self._ip, now.ip, wanted.ip)
+        if gate_of(wanted) != opened:
+            self._calls.gate_set(gate_of(wanted))  # and no longer the kinds of no identity
+        _prune(self._members, members_now, members)
+        self._empty_slots(set(now.streams) - set(wanted.streams))
+
+    def _read(self) -> FrerTables:
+        """Every entry of the maps (the arrays' slots that hold a stream), as tables."""
+        now = FrerTables(null=_entries(self._null), ip=_entries(self._ip),
+                         ip_masks=[mask for _, mask in sorted(self._masks.items(), key=lambda item: item[0])])
+        now.members = {(key.stream, key.ifindex): value for key, value in self._members.items()}
         used = [handle for handle, value in self._streams.items() if value.role != Role.NONE]
         used += [handle for handle, value in self._recovery.items() if value.history_len and handle not in used]
-        streams = self._streams.lookup(used)
-        recovery = self._recovery.lookup(used)
-        return {handle: (stream or Stream(), rec or Recovery()) for handle, stream, rec in zip(used, streams, recovery)}
+        self._read_slots(now, used)
+        return now
 
-    def _write_slots(self, tables: FrerTables, slots: dict[int, tuple[Stream, Recovery]]) -> None:
+    def _touched(self, before: FrerTables, after: FrerTables) -> FrerTables:
+        """`before`, but for the entries where `after` differs from it: those as the maps hold them
+        now. The masks and ports are taken as `after`'s (writing `before`'s again is harmless)."""
+        now = FrerTables(null=dict(before.null), ip=dict(before.ip), ip_masks=after.ip_masks,
+                         streams=dict(before.streams), recovery=dict(before.recovery),
+                         members=dict(before.members), tx_ports=after.tx_ports)
+        for table, held, wanted in ((self._null, now.null, after.null), (self._ip, now.ip, after.ip)):
+            _read_back(table, held, _differing(held, wanted))
+        members = _differing(_members(before), _members(after))
+        for (key, _), value in zip(members.values(), self._members.lookup([key for key, _ in members.values()])):
+            if value is None:
+                now.members.pop((key.stream, key.ifindex), None)
+            else:
+                now.members[(key.stream, key.ifindex)] = value
+        handles = [handle for handle in set(before.streams) | set(after.streams)
+                   if not _same_slot(before, after, handle)]
+        for handle in handles:
+            now.streams.pop(handle, None)
+            now.recovery.pop(handle, None)
+        self._read_slots(now, sorted(handles))
+        return now
+
+    def _read_slots(self, tables: FrerTables, handles: list[int]) -> None:
+        """The slots of `handles` into `tables`, those that hold a stream."""
+        for handle, stream, recovery in zip(handles, self._streams.lookup(handles), self._recovery.lookup(handles)):
+            if (stream is not None and stream.role != Role.NONE) or (recovery is not None and recovery.history_len):
+                tables.streams[handle] = stream or Stream()
+                tables.recovery[handle] = recovery or Recovery()
+
+    def _write_slots(self, now: FrerTables, wanted: FrerTables) -> None:
         """The slots of new and changed streams; an unchanged one keeps its state (next_seq, the
         recovery function's state and counters)."""
         streams, recovery = [], []
-        for handle, value in tables.streams.items():
-            stream_now, recovery_now = slots.get(handle, (Stream(), Recovery()))
-            wanted = tables.recovery.get(handle, Recovery())
-            if _parameters(recovery_now) != _parameters(wanted):
-                recovery.append((c_uint32(handle), wanted))
-            if _placement(stream_now) != _placement(value):
+        for handle, value in wanted.streams.items():
+            parameters = wanted.recovery.get(handle, Recovery())
+            if not _same_parameters(now.recovery.get(handle, Recovery()), parameters):
+                recovery.append((c_uint32(handle), parameters))
+            if _placement(now.streams.get(handle, Stream())) != _placement(value):
                 streams.append((c_uint32(handle), value))
         self._recovery.update(recovery)
         self._streams.update(streams)
@@ -156,15 +254,43 @@ class FrerMaps:
         return {ifindex: sum(cpu.encode_errors for cpu in per_cpu) for ifindex, per_cpu in self._port_stats.items()}
 
 
-def _upsert(table: Table, wanted: Mapping[bytes, tuple[Any, Any]]) -> None:
-    """The entries of `wanted` (raw key -> key, value) that the map lacks or holds otherwise, written."""
-    held = {bytes(key): bytes(_c(value)) for key, value in table.items()}
-    table.update([(key, value) for raw, (key, value) in wanted.items() if held.get(raw) != bytes(_c(value))])
+def _entries(table: Table) -> Entries:
+    return {bytes(key): (key, value) for key, value in table.items()}
 
 
-def _prune(table: Table, wanted: Mapping[bytes, tuple[Any, Any]]) -> None:
-    """The map's entries that `wanted` has no key of, deleted."""
-    table.delete([key for key, _ in table.items() if bytes(key) not in wanted])
+def _upsert(table: Table, held: Entries, wanted: Entries) -> None:
+    """The entries of `wanted` that the map (holding `held`) lacks or holds otherwise, written."""
+    table.update([entry for raw, entry in wanted.items() if not _same(held.get(raw), entry)])
+
+
+def _prune(table: Table, held: Entries, wanted: Entries) -> None:
+    """The entries of `held` that `wanted` has no key of, deleted."""
+    table.delete([key for raw, (key, _) in held.items() if raw not in wanted])
+
+
+def _differing(before: Entries, after: Entries) -> Entries:
+    """The entries, of either, whose key the other lacks or holds with another value."""
+    return {raw: before.get(raw) or after[raw] for raw in set(before) | set(after)
+            if raw not in before or raw not in after or not _same(before[raw], after[raw])}
+
+
+def _read_back(table: Table, held: Entries, keys: Entries) -> None:
+    """`held` made to say what the map holds for `keys`."""
+    entries = list(keys.items())
+    for (raw, (key, _)), value in zip(entries, table.lookup([key for _, (key, _) in entries])):
+        if value is None:
+            held.pop(raw, None)
+        else:
+            held[raw] = (key, value)
+
+
+def _same_slot(before: FrerTables, after: FrerTables, handle: int) -> bool:
+    """Whether both say the same of the handle's slots (a stream in each)."""
+    if handle not in before.streams or handle not in after.streams:
+        return False
+    recovery_before, recovery_after = (tables.recovery.get(handle, Recovery()) for tables in (before, after))
+    return (_placement(before.streams[handle]) == _placement(after.streams[handle])
+            and _same_parameters(recovery_before, recovery_after))
 
 
 def _c(value: Any) -> Any:

@@ -305,6 +305,27 @@ def legacy_to_native(message: Union[LegacyMessage, dict[str, Any]]) -> tuple[str
         raise IntentError.from_validation(exc) from None
 
 
+def legacy_update(old: Intent, new: Intent) -> Intent:
+    """The intent a legacy UPDATE makes of `old`: `new`, the message's translation, keeping what a
+    legacy message cannot say: the flow's protection (action.protect), which would otherwise end
+    unasked. IntentError naming Action.actionName when the message's action cannot keep it (DROP,
+    or replicate on another action than PASS): the protection is changed through the native intent."""
+    protect = getattr(old.action, "protect", None)
+    if protect is None:
+        return new
+    body = new.model_dump(mode="json")
+    body["action"]["protect"] = protect.model_dump(mode="json")
+    try:
+        return Intent.model_validate(body)
+    except ValidationError:
+        raise IntentError.at(
+            "Action.actionName",
+            f"intent {old.id!r} protects its flow (action.protect, role {protect.role}), which a legacy message "
+            f"cannot say and a {new.action.type} action cannot keep (replicate needs pass; drop takes no protect): "
+            f"change or remove the protection through PUT /api/v1/intents/{old.id} first",
+        ) from None
+
+
 def is_legacy(data: Any) -> bool:
     """The paper's messages are recognised by their "Resources" key."""
     return isinstance(data, dict) and "Resources" in data

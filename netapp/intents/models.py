@@ -75,6 +75,7 @@ from netapp.intents.legacy import (  # noqa: F401
     LegacyResource,
     is_legacy,
     legacy_to_native,
+    legacy_update,
 )
 from netapp.intents.native import (  # noqa: F401
     Action,
@@ -243,5 +244,8 @@ def _apply_legacy(
     if action_type == "DELETE":
         del by_id[intent.id]
         del origin[intent.id]
-    else:
-        by_id[intent.id] = intent
+        return
+    try:
+        by_id[intent.id] = legacy_update(by_id[intent.id], intent)
+    except IntentError as exc:
+        raise exc.prefixed(where) from None

@@ -18,7 +18,7 @@ from typing import Callable, Optional, Union
 
 from netapp.intents.errors import IntentError
 from netapp.intents.index import IndexChange
-from netapp.intents.models import Intent, LegacyMessage, legacy_to_native
+from netapp.intents.models import Intent, LegacyMessage, legacy_to_native, legacy_update
 from netapp.mec.bwm_compiler import BWM_SOURCE
 from netapp.mec.compiler import MEC_SOURCE
 from netapp.service.contract import (
@@ -280,8 +280,10 @@ class IntentsService(IntentsContract):
 
         def work(change: RuleChange) -> IntentResult:
             old = self._changeable_intent(tenant, intent_id)
+            # A legacy UPDATE says what the paper's message can say: the rest (its protection) is kept.
+            wanted = legacy_update(old.intent, intent) if source == LEGACY_SOURCE else intent
             narrowed: list[IntentWarning] = []
-            confined = self._rules.confined(who, tenant, intent, narrowed)
+            confined = self._rules.confined(who, tenant, wanted, narrowed)
             record = old.model_copy(
                 update={
                     "intent": confined,

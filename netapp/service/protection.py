@@ -130,14 +130,17 @@ def _intent_field(path: str) -> str:
 
 class _StreamsFollower:
     """FRER's maps, following a change of rules: made to hold the stored streams of the change, put
-    back to those before it."""
+    back to those before it (compiled only then: a change writes only what it touches)."""
 
     def __init__(self, frer: Frer, before: list[StreamStatus]):
         self._frer = frer
-        self._before: FrerTables = frer.tables(before, quiet=True)
+        self._before = before
 
     def apply(self) -> None:
-        self._frer.write_maps(self._frer.tables(self._frer.stored_streams()), lambda: self._before)
+        self._frer.write_maps(self._frer.tables(self._frer.stored_streams()), self._before_tables)
 
     def undo(self) -> None:
-        self._frer.put_back(self._before)
+        self._frer.put_back(self._before_tables)
+
+    def _before_tables(self) -> FrerTables:
+        return self._frer.tables(self._before, quiet=True)

@@ -182,3 +182,5 @@ def test_the_gate_opens_to_the_kinds_of_identification_the_node_has(node):
     assert node.frer_calls.kinds == Gate.IP
     node.frer.delete_stream(ADMIN, "l1")
     assert node.frer_calls.kinds == Gate(0)
+    put(node, talker(identification=[{"null": {"destination_mac": MAC}}]))  # no VLAN: a second lookup, of any
+    assert node.frer_calls.kinds == Gate.NULL | Gate.NULL_ANY

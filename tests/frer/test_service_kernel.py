@@ -17,16 +17,18 @@ from ctypes import c_uint32
 from typing import Any, Iterator, Optional
 
 import pytest
+from scapy.layers.inet import IP, UDP
 
 from bench.libbpf import BPF_F_LOCK, BpfObject, map_delete, map_keys, map_lookup, map_update
 from bench.libbpf import test_run as run_once
 from netapp.dataplane.abi import CONSTANTS, MAPS
+from netapp.dataplane.errors import DataplaneError
 from netapp.dataplane.tables import PerCpuTable, Table
 from netapp.frer.abi import RTAG_ETHERTYPE, Gate, NullKey, Recovery
 from netapp.frer.models import FrerStreamSpec
 from netapp.frer.service import Frer
 from netapp.frer.table import FrerMaps
-from netapp.service.contract import Principal, Scope
+from netapp.service.contract import DataplaneUnavailable, Principal, Scope
 from netapp.service.store import Store
 from tests.utils.kernel import build_artifact, require_kernel
 
@@ -43,29 +45,50 @@ def _item(array: Any, index: int) -> Any:
 
 class ObjectTables:
     """The generic tables' adapter (netapp.dataplane.tables.TableAdapter) over a loaded object's
-    maps, one element per libbpf call."""
+    maps, one element per libbpf call. Each call is recorded in `calls` (call, map, entries).
+
+    TEST DOUBLE in one respect: `refuse` makes a write fail as libdpp's would (DataplaneError), since
+    these maps refuse nothing a test can bring about (they are far from full)."""
 
     def __init__(self, obj: BpfObject):
         self.obj = obj
         self.specs = MAPS
         self._dumps: dict[str, list[Any]] = {}
+        self.calls: list[tuple[str, str, int]] = []
+        self._refusals: dict[str, list[int]] = {}  # map -> the numbers of its coming writes to refuse (1: the next)
+
+    def refuse(self, name: str, *writes: int) -> None:
+        """Refuse these of the map's coming writes (1: the next), whole."""
+        self._refusals[name] = list(writes or (1,))
+
+    def _write(self, call: str, name: str, count: int) -> None:
+        self.calls.append((call, name, count))
+        coming = self._refusals.get(name)
+        if coming:
+            self._refusals[name] = [number - 1 for number in coming if number > 1]
+            if 1 in coming:
+                raise DataplaneError(errno.EIO, f"dpp_table_{call}({name})", "refused by the test")
 
     def table_update(self, name: str, keys: Any, values: Any, flags: int = 0) -> None:
+        self._write("update", name, len(keys))
         for index in range(len(keys)):
             map_update(self.obj.map_fd(name), _item(keys, index), _item(values, index))
 
     def table_lookup(self, name: str, keys: Any, values: Any, found: Any) -> int:
+        self.calls.append(("lookup", name, len(keys)))
         for index in range(len(keys)):
             found[index] = map_lookup(self.obj.map_fd(name), _item(keys, index), _item(values, index))
         return sum(found)
 
     def table_delete(self, name: str, keys: Any) -> None:
+        self._write("delete", name, len(keys))
         for index in range(len(keys)):
             map_delete(self.obj.map_fd(name), _item(keys, index))
 
     def table_dump(self, name: str, cursor: Any, keys: Any, values: Any) -> int:
         """cursor.state: entries returned so far, plus one (0: not started)."""
         if cursor.state == 0:
+            self.calls.append(("dump", name, 0))
             spec = self.specs[name]
             every = ([c_uint32(index) for index in range(self.map_info(name)["max_entries"])] if spec.array
                      else map_keys(self.obj.map_fd(name), keys._type_))
@@ -168,6 +191,12 @@ def tagged(seq: int, dmac: str = DMAC) -> bytes:
     return bytes.fromhex(dmac.replace(":", "")) + bytes(6) + struct.pack("!HHHH", RTAG_ETHERTYPE, 0, seq, 0x88B5) + BODY
 
 
+def in_vlan(vlan: int, seq: int, dmac: str = DMAC, payload: bytes = BODY, ethertype: int = 0x88B5) -> bytes:
+    """`tagged`'s frame in a VLAN (the 802.1Q tag before the R-tag)."""
+    head = bytes.fromhex(dmac.replace(":", "")) + bytes(6) + struct.pack("!HH", 0x8100, vlan)
+    return head + struct.pack("!HHHH", RTAG_ETHERTYPE, 0, seq, ethertype) + payload
+
+
 def listener(name: str = "l1", dmac: str = DMAC, history: int = 8, extra: Optional[str] = None) -> FrerStreamSpec:
     identities = [{"null": {"destination_mac": mac}} for mac in (dmac, extra) if mac]
     return FrerStreamSpec.model_validate({"name": name, "identification": identities,
@@ -214,3 +243,125 @@ def test_the_ports_counters_are_the_programs(node):
     assert node.run(tagged(1)[:16]) == XDP_DROP
     [port] = node.frer.port_counters(ADMIN)
     assert (port.ifindex, port.interface, port.frerCpsSeqEncErroredPackets) == (LOOPBACK, "lo", 1)
+
+
+def mac(number: int) -> str:
+    return f"02:00:00:00:{number >> 8:02x}:{number & 0xFF:02x}"
+
+
+def maps_now(node: Node) -> dict[str, dict[bytes, bytes]]:
+    """Every entry of FRER's tables as the kernel holds them (states and counters too), read with
+    libbpf apart from the service's calls."""
+    held = {}
+    for name in ("dpp_frer_null", "dpp_frer_ip", "dpp_frer_ip_masks", "dpp_frer_streams", "dpp_frer_recovery",
+                 "dpp_frer_members"):
+        spec, fd = MAPS[name], node.obj.map_fd(name)
+        keys = ([c_uint32(index) for index in range(node.tables.map_info(name)["max_entries"])] if spec.array
+                else map_keys(fd, spec.key))
+        entries = {}
+        for key in keys:
+            value = spec.value()
+            map_lookup(fd, key, value)
+            entries[bytes(key)] = bytes(value)
+        held[name] = entries
+    return held
+
+
+def writes(node: Node) -> dict[tuple[str, str], int]:
+    """The entries each map had written or deleted since the calls were last cleared."""
+    counted: dict[tuple[str, str], int] = {}
+    for call, name, count in node.tables.calls:
+        if call in ("update", "delete") and count:
+            counted[call, name] = counted.get((call, name), 0) + count
+    return counted
+
+
+def dumped(node: Node) -> list[str]:
+    return [name for call, name, _ in node.tables.calls if call == "dump"]
+
+
+def test_a_change_writes_only_the_entries_it_touches(node):
+    for number in range(12):
+        node.frer.put_stream(ADMIN, f"l{number}", listener(f"l{number}", dmac=mac(number)))
+    assert [node.run(tagged(seq, mac(3))) for seq in (1, 2)] == [XDP_PASS, XDP_PASS]
+    node.tables.calls.clear()
+    node.frer.put_stream(ADMIN, "new", listener("new", dmac=mac(99)))
+    assert dumped(node) == [], "no map read whole"
+    assert writes(node) == {("update", "dpp_frer_streams"): 1, ("update", "dpp_frer_recovery"): 1,
+                            ("update", "dpp_frer_null"): 1}
+    assert [node.run(tagged(7, mac(99))) for _ in range(2)] == [XDP_PASS, XDP_DROP], "the new stream eliminates"
+    assert node.run(tagged(2, mac(3))) == XDP_DROP and passed(node, "l3") == (2, 1), "another's history kept"
+    node.tables.calls.clear()
+    node.frer.delete_stream(ADMIN, "new")
+    assert dumped(node) == [] and writes(node) == {("delete", "dpp_frer_null"): 1, ("update", "dpp_frer_streams"): 1,
+                                                   ("update", "dpp_frer_recovery"): 1}
+    assert node.run(tagged(7, mac(99))) == XDP_PASS and node.run(tagged(7, mac(99))) == XDP_PASS, "no stream"
+
+
+def test_a_refused_write_puts_back_what_the_change_touched(node):
+    node.frer.put_stream(ADMIN, "l1", listener())
+    [node.run(tagged(seq)) for seq in (1, 2)]
+    before = maps_now(node)
+    node.tables.calls.clear()
+    node.tables.refuse("dpp_frer_null")  # after the new stream's slots are written
+    with pytest.raises(DataplaneUnavailable):
+        node.frer.put_stream(ADMIN, "l2", listener("l2", dmac=mac(2), history=4))
+    assert maps_now(node) == before, "its slots emptied again, l1's state as it was"
+    assert dumped(node) == [] and [stream.name for stream in node.frer.list_streams(ADMIN)] == ["l1"]
+    node.frer.put_stream(ADMIN, "l2", listener("l2", dmac=mac(2), history=4))
+    assert [node.run(tagged(5, mac(2))) for _ in range(2)] == [XDP_PASS, XDP_DROP]
+    assert node.run(tagged(2)) == XDP_DROP and passed(node) == (2, 1)
+
+
+def test_when_the_put_back_is_refused_too_the_maps_are_synced_whole_to_the_store(node):
+    node.frer.put_stream(ADMIN, "l1", listener())
+    node.run(tagged(1))
+    before = maps_now(node)
+    node.tables.calls.clear()
+    node.tables.refuse("dpp_frer_null")
+    node.tables.refuse("dpp_frer_streams", 2)  # the new slot written, its emptying by the put back refused
+    with pytest.raises(DataplaneUnavailable):
+        node.frer.put_stream(ADMIN, "l2", listener("l2", dmac=mac(2)))
+    assert set(dumped(node)) >= {"dpp_frer_streams", "dpp_frer_recovery", "dpp_frer_null"}, "read whole"
+    assert maps_now(node) == before and node.run(tagged(1)) == XDP_DROP
+    assert node.run(tagged(1, mac(2))) == XDP_PASS and passed(node) == (1, 1)
+
+
+def test_the_maps_hold_the_same_whichever_way_a_change_is_written(node):
+    """A change written incrementally leaves what a full sync of the same streams would (the
+    tables compared in the kernel, the IP masks renumbered by a new set of compared fields)."""
+    ip = {"source": "10.1.0.1", "destination": "10.1.0.2", "protocol": "udp", "destination_port": 5000}
+    node.frer.put_stream(ADMIN, "l1", listener())
+    node.frer.put_stream(ADMIN, "i1", FrerStreamSpec.model_validate(
+        {"name": "i1", "identification": [{"ip": ip}], "recovery": {}}))
+    node.frer.put_stream(ADMIN, "i2", FrerStreamSpec.model_validate(
+        {"name": "i2", "identification": [{"ip": {**ip, "destination": "10.2.0.0/16", "destination_port": None}}],
+         "recovery": {"algorithm": "match"}}))
+    node.frer.delete_stream(ADMIN, "l1")
+    incremental = maps_now(node)
+    assert len([mask for mask in incremental["dpp_frer_ip_masks"].values() if any(mask)]) == 2
+    assert node.frer._maps.held is not None
+    node.frer._maps.held = None  # as after a refused put back: the next write reads the maps whole
+    node.frer.reconcile()
+    assert maps_now(node) == incremental
+
+
+def test_an_identity_without_a_vlan_takes_frames_of_any_vlan_and_one_of_the_frames_vlan_wins(node):
+    node.frer.put_stream(ADMIN, "any", listener("any"))
+    node.frer.put_stream(ADMIN, "v7", FrerStreamSpec.model_validate({
+        "name": "v7", "identification": [{"null": {"destination_mac": DMAC, "vlan": 7}}], "recovery": {"pop": False}}))
+    assert node.run(tagged(1)) == XDP_PASS, "untagged"
+    assert node.run(in_vlan(5, 1)) == XDP_DROP, "VLAN 5: the same stream, a duplicate"
+    assert node.run(in_vlan(7, 1)) == XDP_PASS, "VLAN 7: its own stream"
+    assert passed(node, "any") == (1, 1) and passed(node, "v7") == (1, 0)
+
+
+def test_an_ip_identity_without_a_vlan_takes_the_flows_frames_of_any_vlan(node):
+    ip = {"source": "10.9.0.1", "destination": "10.9.0.2", "protocol": "udp", "destination_port": 5000}
+    node.frer.put_stream(ADMIN, "flow", FrerStreamSpec.model_validate(
+        {"name": "flow", "identification": [{"ip": ip}], "recovery": {"pop": False}}))
+    packet = bytes(IP(src="10.9.0.1", dst="10.9.0.2") / UDP(sport=4000, dport=5000) / (b"x" * 32))
+    other = bytes(IP(src="10.9.0.1", dst="10.9.0.3") / UDP(sport=4000, dport=5000) / (b"x" * 32))
+    assert [node.run(in_vlan(vlan, 3, payload=packet, ethertype=0x0800)) for vlan in (5, 9)] == [XDP_PASS, XDP_DROP]
+    assert node.run(in_vlan(5, 3, payload=other, ethertype=0x0800)) == XDP_PASS
+    assert passed(node, "flow") == (1, 1), "the other flow's frame is no stream's"

@@ -5,17 +5,15 @@ stores and both sets of maps, whoever refuses. The real data plane's: tests/api/
 
 from __future__ import annotations
 
-import errno
 from typing import Any
 
 import pytest
 
-from netapp.dataplane.binding import DataplaneError
 from netapp.frer.models import FrerStreamSpec
 from netapp.frer.protect import stream_definition
 from netapp.frer.service import Frer
 from netapp.frer.table import FrerMaps, TableFrerCalls
-from netapp.intents.models import Intent
+from netapp.intents.models import Intent, LegacyMessage, parse_document
 from netapp.service.contract import (Conflict, DataplaneUnavailable, Forbidden, InvalidInput, NotFound,
                                      QuotaExceeded, SliceSpec)
 from netapp.tenancy.models import TenantSpec
@@ -97,15 +95,8 @@ def test_a_stream_of_the_intents_name_made_directly_is_left_alone_and_blocks_pro
 def test_whoever_refuses_neither_the_intent_nor_its_stream_stays_and_the_maps_are_as_before(service, refusal):
     service.create_intent(ALICE, protected("first"))
     before, rules_before = frer_maps(service), rules(service)
-    if refusal == "frer_maps":
-        maps = service.frer._maps
-        real_sync = maps.sync
-
-        def refuse_once(tables):  # noqa: ANN001
-            maps.sync = real_sync
-            raise DataplaneError(errno.EIO, "dpp_frer_ip update", "refused on purpose")
-
-        maps.sync = refuse_once
+    if refusal == "frer_maps":  # after the new stream's slots and members are written
+        service.dataplane._dpp.fail("table_update dpp_frer_ip")
     else:
         service.dataplane._dpp.fail("rules_upsert")  # the rules' delta comes after FRER's maps
     with pytest.raises(DataplaneUnavailable):
@@ -172,3 +163,52 @@ def test_a_dry_run_refuses_a_match_frer_cannot_identify(service):
     with pytest.raises(InvalidInput) as refused:
         service.dry_run(ALICE, [Intent.model_validate(body)])
     assert refused.value.field == "match.teid" and "inside GTP-U" in refused.value.detail
+
+
+def legacy(action_type: str, action_name: str = "PASS", port: str = "5000") -> dict:
+    """The paper's message for intent legacy-0000abcd: a flow FRER can identify."""
+    return {
+        "Resources": [{"resourceId": "00000001", "srcIP": "10.0.0.1", "dstIP": "10.0.0.2", "protocol": "udp",
+                       "dstPort": port}],
+        "Action": {"actionType": action_type, "actionName": action_name, "flow_hash": "0000ABCD",
+                   **({"rx_queue": "1"} if action_name == "PRIO_QUEUE" else {})},
+    }  # fmt: skip
+
+
+def apply(service, message: dict):  # noqa: ANN001, ANN201
+    return service.apply_legacy(ALICE, LegacyMessage.model_validate(message))
+
+
+def test_a_legacy_update_keeps_the_protection_a_legacy_message_cannot_say(service):
+    apply(service, legacy("INSERT"))
+    body = service.get_intent(ALICE, "legacy-0000abcd").intent.model_dump(mode="json")
+    body["action"]["protect"] = REPLICATE  # protected the native way
+    service.replace_intent(ALICE, "legacy-0000abcd", Intent.model_validate(body))
+    [stream] = service.frer.list_streams(ALICE)
+    updated = apply(service, legacy("UPDATE", port="5001"))
+    assert updated.intent.match.dst_port == 5001 and updated.intent.action.protect.role == "replicate"
+    [kept] = service.frer.list_streams(ALICE)
+    assert (kept.handle, kept.intent, kept.revision) == (stream.handle, "legacy-0000abcd", 2)
+    assert kept.identification[0].ip.destination_port == 5001, "the stream follows the updated match"
+    assert len(frer_maps(service)["dpp_frer_ip"]) == 1 and len(frer_maps(service)["dpp_frer_members"]) == 2
+
+
+@pytest.mark.parametrize("action_name", ["DROP", "PRIO_QUEUE"])
+def test_a_legacy_update_whose_action_cannot_keep_the_protection_is_refused_naming_it(service, action_name):
+    body = {"id": "legacy-0000abcd", "match": {"src": "10.0.0.1", "dst": "10.0.0.2", "protocol": "udp",
+                                               "dst_port": 5000}, "action": {"type": "pass", "protect": REPLICATE}}
+    service.create_intent(ALICE, Intent.model_validate(body))
+    before, record = frer_maps(service), service.get_intent(ALICE, "legacy-0000abcd")
+    with pytest.raises(InvalidInput) as refused:
+        apply(service, legacy("UPDATE", action_name))
+    assert refused.value.field == "Action.actionName"
+    assert "PUT /api/v1/intents/legacy-0000abcd" in refused.value.detail and "replicate" in refused.value.detail
+    assert service.get_intent(ALICE, "legacy-0000abcd") == record and frer_maps(service) == before
+
+
+def test_a_legacy_update_in_a_document_keeps_the_protection_too():
+    native = {"id": "legacy-0000abcd", "match": {"src": "10.0.0.1", "dst": "10.0.0.2", "protocol": "udp",
+                                                 "dst_port": 5000},
+              "action": {"type": "pass", "protect": {"role": "eliminate", "algorithm": "match"}}}
+    [intent] = parse_document({"intents": [native, legacy("UPDATE", "PRIO_QUEUE")]}).intents
+    assert (intent.action.type, intent.action.protect.algorithm) == ("steer", "match")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from netapp.dataplane.binding import DataplaneError, FlowKey, Rule, Shape, struct_bytes
 from netapp.dataplane.fake import FakeDpp
@@ -100,7 +101,7 @@ class RecordingDpp(FakeDpp):
 
     def fail(self, op: str, times: int = 1, code: int = errno.EIO) -> None:
         """Make the next `times` calls of `op` (rules_upsert, rules_delete, shapes_publish,
-        cpu_disable) fail with `code`."""
+        cpu_disable, or "table_update <map>" for a table's writes) fail with `code`."""
         self.failing[op] = times
         self.failing_errno[op] = code
 
@@ -126,6 +127,11 @@ class RecordingDpp(FakeDpp):
             self._fail_if_armed("rules_delete")
             self.deletes.append(DeleteSeen(tuple(struct_bytes(k) for k in keys), self.active_shape_ids()))
         super().rules_delete(keys)
+
+    def table_update(self, name: str, keys: Any, values: Any, flags: int = 0) -> None:
+        if len(keys):
+            self._fail_if_armed(f"table_update {name}")
+        super().table_update(name, keys, values, flags)
 
     def cpu_disable(self, cpu: int) -> None:
         self._fail_if_armed("cpu_disable")

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* Stream identification (IEEE 802.1CB clause 6): which stream a frame belongs to, by its
- * destination MAC address and VLAN (null stream identification, 6.4) or, failing that, by its IP
+ * destination MAC address and VLAN (null stream identification, 6.4: the frame's VLAN first, then
+ * an identity of any VLAN) or, failing that, by its IP
  * header (IP stream identification, 6.6: VLAN, addresses, DSCP, protocol, ports), read with the
  * shared parsers behind the R-tag if there is one. An IP identity compares the fields its mask
  * keeps (dpp_frer_ip_masks): a parameter it leaves out matches any value, an address may be a
@@ -55,6 +56,10 @@ static __always_inline __u32 frer_identify(struct xdp_md *ctx, const struct frer
 		return 0;
 	__builtin_memcpy(null.dmac, data, ETH_ALEN);
 	stream = kinds & DPP_FRER_GATE_NULL ? bpf_map_lookup_elem(&dpp_frer_null, &null) : NULL;
+	if (!stream && (kinds & DPP_FRER_GATE_NULL_ANY)) {
+		null.vlan = DPP_FRER_VLAN_ANY;
+		stream = bpf_map_lookup_elem(&dpp_frer_null, &null);
+	}
 	if (stream)
 		return *stream;
 	if (!(kinds & DPP_FRER_GATE_IP) || !is_ip_proto(f->next) || parse_ip(c, f->next, &key, &l) || parse_l4(c, &key, &l, &dport))

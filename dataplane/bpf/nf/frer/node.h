@@ -34,7 +34,7 @@ static __always_inline void count_encode_error(__u32 ifindex)
 }
 
 /* Every kind of stream identification: a FRER node's programs try them all. */
-#define FRER_ALL_KINDS (DPP_FRER_GATE_NULL | DPP_FRER_GATE_IP)
+#define FRER_ALL_KINDS (DPP_FRER_GATE_NULL | DPP_FRER_GATE_NULL_ANY | DPP_FRER_GATE_IP)
 
 /* Reads the frame's tags (f, c after them) and finds its stream by the identifications `kinds`
  * (enum dpp_frer_gate): false when an R-tag is cut short,

@@ -36,6 +36,10 @@
 #define DPP_FRER_HISTORY_MAX 32
 #define DPP_FRER_HISTORY_DEFAULT 2
 
+/* The VLAN id of a null identity that gives none: frames of any VLAN, tagged or not (802.1CB's
+ * tagged "all"), looked up after the frame's own VLAN. Not a VLAN id (12 bits). */
+#define DPP_FRER_VLAN_ANY 0xffff
+
 /* enum dpp_frer_algo: frerSeqRcvyAlgorithm. */
 enum dpp_frer_algo {
 	DPP_FRER_ALGO_VECTOR = 0, /* 7.4.3.4: a history of the last history_len sequence numbers */
@@ -109,7 +113,7 @@ struct dpp_frer_recovery {
 };
 
 /* Key of dpp_frer_null: null stream identification (802.1CB 6.4), a destination MAC address and a
- * VLAN id (0: untagged). The stream identification by IP (6.6) is keyed by a struct dpp_flow_key
+ * VLAN id (0: untagged; DPP_FRER_VLAN_ANY: any). The stream identification by IP (6.6) is keyed by a struct dpp_flow_key
  * holding only vlan, family, proto, dscp, ports and addresses (the rest 0): dpp_frer_ip. */
 struct dpp_frer_null_key {
 	__u8 dmac[6];
@@ -149,6 +153,7 @@ struct dpp_frer_port_stats {
 enum dpp_frer_gate {
 	DPP_FRER_GATE_NULL = 1, /* dpp_frer_null has entries */
 	DPP_FRER_GATE_IP = 2,	/* dpp_frer_ip has entries */
+	DPP_FRER_GATE_NULL_ANY = 4, /* dpp_frer_null has entries of DPP_FRER_VLAN_ANY: a second lookup */
 };
 
 /* FRER's reasons, from DPP_REASON_BASE_FRER (dpp/core/consts.h): counted by the pipeline's stage. */
