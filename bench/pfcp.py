@@ -52,7 +52,9 @@ TIMEOUT_S = 10.0
 def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.pfcp", description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="result document (JSON)")
-    parser.add_argument("--sessions", type=int, default=20_000, help="timed establishments")
+    parser.add_argument("--sessions", type=int, default=15_000,
+                        help="timed establishments (with the warm-up, at most the 16,383 sessions the UPF's half of "
+                             "dpp_policers holds at two policers each)")
     parser.add_argument("--warmup", type=int, default=500, help="untimed establishments before")
     parser.add_argument("--inflight", type=int, default=32, help="requests outstanding at once")
     parser.add_argument("--applier", choices=sorted(APPLIERS), default="none", help="the endpoint's data path")

@@ -61,6 +61,14 @@ def policer_value(spec: PolicerSpec) -> Policer:
     )
 
 
+@functools.lru_cache(maxsize=1024)
+def _written(spec: PolicerSpec) -> bytes:
+    """`policer_value(spec)`'s bytes, kept for the specs met lately: a QER's policy is usually many
+    sessions', and each session's policers are written with it (a refused spec is checked again
+    each time: its ValueError is not kept)."""
+    return bytes(policer_value(spec))
+
+
 class PolicerApplier:
     """Policers by id (1 .. the map's size - 1; 0 is "no policer"), through `table` (an instance's
     tables by name: `Dataplane.table`, as the UPF's applier takes them)."""
@@ -80,7 +88,7 @@ class PolicerApplier:
 
     def apply(self, policers: Mapping[int, PolicerSpec]) -> None:
         """Write each policer afresh (state and counters zeroed); all are checked before any is written."""
-        values = {policer_id: policer_value(spec) for policer_id, spec in policers.items()}
+        values = {policer_id: Policer.from_buffer_copy(_written(spec)) for policer_id, spec in policers.items()}
         self._stats.fill(self._check_ids(values))
         self._policers.update(values)
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import collections
 import functools
 import logging
-from typing import Any, Callable, Iterable, Mapping, Optional, Protocol
+from typing import Callable, Iterable, Mapping, Optional, Protocol
 
 from netapp.dataplane.binding import DataplaneError
 from netapp.dataplane.tables import Table
@@ -174,7 +174,7 @@ class BpfApplier:
     def apply(self, old: Optional[Session], new: Optional[Session]) -> None:
         before = self._left_out.before(old, self._compile)
         after, out_again = self._left_out.after(new, self._compile)  # a RuleError here: nothing is written
-        self._write(before, after, [(old, new)])
+        self._write(before, after, [(old, new)], [_slot_changes(old, new)])
         self._left_out.applied([(old, new)], [out_again])
 
     def apply_group(self, pairs: list[tuple[Optional[Session], Optional[Session]]]) -> bool:
@@ -184,9 +184,11 @@ class BpfApplier:
         left_out = self._left_out
         targets = [left_out.after(new, self._compile) for _, new in pairs]  # RuleError: nothing written
         compiled = [(left_out.before(old, self._compile), after) for (old, _), (after, _) in zip(pairs, targets)]
-        if not _apart(compiled, [_slot_changes(old, new) for old, new in pairs]):
+        slots = [_slot_changes(old, new) for old, new in pairs]
+        joined = _joined_apart(compiled, slots)
+        if joined is None:
             return False
-        self._write(_joined(before for before, _ in compiled), _joined(after for _, after in compiled), pairs)
+        self._write(*joined, pairs, slots)
         left_out.applied(pairs, [again for _, again in targets])
         return True
 
@@ -194,13 +196,13 @@ class BpfApplier:
         """The changes applied stand (netapp.upf.held.SessionChange)."""
         self._left_out.committed()
 
-    def _write(self, before: Entries, after: Entries, pairs: list[tuple[Optional[Session], Optional[Session]]]) -> None:
+    def _write(self, before: Entries, after: Entries, pairs: list[tuple[Optional[Session], Optional[Session]]],
+               slots: list[tuple[dict, dict]]) -> None:
         """The maps from `before` to `after`, the entries of the sessions' (old, new) `pairs`: the
         usage slots they give counting from zero, those they free zeroed (the final counts of the
-        URRs that go kept)."""
+        URRs that go kept; `slots`: each pair's `_slot_changes`)."""
         given, freed = {}, {}
-        for old, new in pairs:
-            gives, frees = _slot_changes(old, new)
+        for gives, frees in slots:
             given.update(gives)
             freed.update(frees)
         (teids_before, uplink_before), (teids_after, uplink_after) = map(self._split, (before, after))
@@ -475,23 +477,30 @@ def _joined(parts: Iterable[Entries]) -> Entries:
     return joined
 
 
-def _apart(compiled: list[tuple[Entries, Entries]], slots: list[tuple[dict, dict]]) -> bool:
-    """No two pairs touch one entry (by table and key) or URR slot. The keys seen are kept by table
-    (a set each), not as (table, key) pairs: no tuple made per entry of the group."""
+def _joined_apart(compiled: list[tuple[Entries, Entries]],
+                  slots: list[tuple[dict, dict]]) -> Optional[tuple[Entries, Entries]]:
+    """The pairs' entries joined, before and after; None when two pairs touch one entry (by table
+    and key) or URR slot. A key two pairs hold on one side shows as a joined table shorter than
+    theirs together; a key held before by one pair and after by another is looked for only among
+    the keys both joined sides hold (those a modification keeps; none when sessions are only
+    established). No set or tuple is made per entry of the group."""
     usage: set[int] = set()
-    seen: dict[str, set[Any]] = {table: set() for table in _TABLES}
-    for (before, after), (given, freed) in zip(compiled, slots):
+    for given, freed in slots:
         own = {*given.values(), *freed.values()}
         if not usage.isdisjoint(own):
-            return False
+            return None
         usage |= own
-        for table, keys in seen.items():
-            was, now = getattr(before, table), getattr(after, table)
-            if not keys.isdisjoint(was) or not keys.isdisjoint(now):
-                return False
-            keys.update(was)
-            keys.update(now)
-    return True
+    before, after = _joined(was for was, _ in compiled), _joined(now for _, now in compiled)
+    for table in _TABLES:
+        was, now = getattr(before, table), getattr(after, table)
+        if len(was) != sum(len(getattr(each, table)) for each, _ in compiled) or len(now) != sum(
+                len(getattr(each, table)) for _, each in compiled):
+            return None
+        both = was.keys() & now.keys()
+        if both and any(both & getattr(old, table).keys() != both & getattr(new, table).keys()
+                        for old, new in compiled):
+            return None
+    return before, after
 
 
 def _ue4_layout(iface: Optional[Iface]) -> tuple[int, int, int]:

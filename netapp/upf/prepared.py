@@ -45,15 +45,32 @@ class EntryStencil:
     value_type: Optional[type]
     value: Any
     holes: tuple[tuple[int, int, int], ...]
+    # the value as its parts between the holes, each hole (value index, size) with the part after it:
+    # filled by joining them (no bytearray copied and written into per entry)
+    _first: bytes = dataclasses.field(init=False, repr=False, compare=False, default=b"")
+    _rest: tuple[tuple[int, int, bytes], ...] = dataclasses.field(init=False, repr=False, compare=False, default=())
+
+    def __post_init__(self) -> None:
+        if self.value_type is None:
+            return
+        ordered, rest, at = sorted(self.holes), [], 0
+        for (offset, size, index), following in zip(ordered, [*ordered[1:], (len(self.value), 0, 0)]):
+            if offset < at or following[0] < offset + size:
+                raise ValueError(f"the holes of a {self.value_type.__name__} overlap: {self.holes}")
+            rest.append((index, size, bytes(self.value[offset + size : following[0]])))
+            at = offset + size
+        object.__setattr__(self, "_first", bytes(self.value[: ordered[0][0] if ordered else len(self.value)]))
+        object.__setattr__(self, "_rest", tuple(rest))
 
     def fill(self, packed: Sequence[Any]) -> tuple[Any, Any]:
         if self.value_type is None:
             return self.key.fill(packed), self.value
-        value = bytearray(self.value)
-        for offset, size, index in self.holes:
+        out = [self._first]
+        for index, size, part in self._rest:
             each = packed[index]
-            value[offset : offset + size] = each[:size] if isinstance(each, bytes) else each.to_bytes(size, sys.byteorder)
-        return self.key.fill(packed), self.value_type.from_buffer_copy(value)
+            out.append(each[:size] if isinstance(each, bytes) else each.to_bytes(size, sys.byteorder))
+            out.append(part)
+        return self.key.fill(packed), self.value_type.from_buffer_copy(b"".join(out))
 
 
 class EntriesStencil:
@@ -110,7 +127,10 @@ def _entry_stencil(keys: list[Any], values: list[Any], packed: list[list[Any]]) 
         if index is None:
             return None
         holes.append((field.offset, field.size, index))
-    return EntryStencil(key, value_type, bytes(values[0]), tuple(holes))
+    try:
+        return EntryStencil(key, value_type, bytes(values[0]), tuple(holes))
+    except ValueError:  # fields that share bytes: no stencil says them
+        return None
 
 
 def _encoded(value: Any, size: int) -> Optional[bytes]:
