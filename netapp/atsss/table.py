@@ -1,7 +1,10 @@
 """ATSSS's maps written from stored sessions, and read back: dpp_atsss_sessions (UE address ->
 paths, mode, weights, the scheduler's state and the MP_SEQ counter), dpp_atsss_paths (slot -> the
 path's outer headers, up flag, RTT and DCCP sequence number), dpp_atsss_path_stats (slot -> what
-it sent, per CPU), through the generic tables (`table_of(name)`, as netapp.frer.table).
+it sent, per CPU), dpp_atsss_uplink (a path's uplink addresses and ports -> its slot and UE),
+dpp_atsss_path_rx (slot -> what the path heard), and dpp_atsss_gate (nonzero while any session is
+held: the pipeline hands ATSSS's frames to its stage), through the generic tables
+(`table_of(name)`, as netapp.frer.table).
 
 `AtsssMaps.sync` makes the entries of some UEs (or of all) what the tables say, writing only what
 differs: an unchanged session is not written, so its MP_SEQ counter and scheduler state go on, nor
@@ -9,7 +12,8 @@ is an unchanged path, whose DCCP sequence number goes on. A changed session or p
 with the numbers it holds carried over (read just before: a packet scheduled between the read and
 the write may reuse a number, the data path's own writes being atomic but not ours). What a packet
 may meet while that runs is a session whole: new and changed paths are written before the
-sessions that lead to them, sessions deleted before their slots are emptied.
+sessions that lead to them, sessions deleted before their slots are emptied; a path's uplink entry
+is written with the path and deleted once no path has its addresses and ports.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from ctypes import c_uint32
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional
 
-from netapp.atsss.abi import Path, PathFlags, Session, SessionKey
+from netapp.atsss.abi import Path, PathFlags, PathRx, Session, SessionKey, Uplink, UplinkKey
 from netapp.atsss.models import Address, AtsssSession
 from netapp.dataplane.tables import Table
 
@@ -56,6 +60,22 @@ def path_value(session: AtsssSession, position: int, macs: Macs) -> Path:
     return value
 
 
+def uplink_key(path: Path) -> UplinkKey:
+    """How the path's uplink packets arrive: from the UE's address and port (the path's peer and
+    dport) to ours (its local and sport)."""
+    key = UplinkKey(family=path.family, sport=path.dport, dport=path.sport)
+    key.peer[:] = path.peer[:]
+    key.local[:] = path.local[:]
+    return key
+
+
+def uplink_value(session: AtsssSession, slot: int) -> Uplink:
+    """The path in `slot` and the UE address its uplink's UE packets must come from."""
+    value = Uplink(path=slot, family=session.ue.version)
+    value.ue[:] = address_words(session.ue)
+    return value
+
+
 def session_value(session: AtsssSession) -> Session:
     """The session's entry as the control plane writes it: its scheduler state zero, MP_SEQ 0."""
     n = len(session.paths)
@@ -71,12 +91,14 @@ class AtsssTables:
 
     sessions: dict[bytes, tuple[SessionKey, Session]] = field(default_factory=dict)
     paths: dict[int, Path] = field(default_factory=dict)
+    uplinks: dict[int, Uplink] = field(default_factory=dict)  # path slot -> its uplink entry's value
 
     def add(self, session: AtsssSession, macs: list[Macs]) -> None:
         key = session_key(session.ue)
         self.sessions[bytes(key)] = (key, session_value(session))
         for position, slot in enumerate(session.slots):
             self.paths[slot] = path_value(session, position, macs[position])
+            self.uplinks[slot] = uplink_value(session, slot)
 
 
 def _session_part(value: Session) -> tuple:
@@ -99,6 +121,9 @@ class AtsssMaps:
         self._sessions = table_of("dpp_atsss_sessions")
         self._paths = table_of("dpp_atsss_paths")
         self._stats = table_of("dpp_atsss_path_stats")
+        self._uplink = table_of("dpp_atsss_uplink")
+        self._rx = table_of("dpp_atsss_path_rx")
+        self._gate = table_of("dpp_atsss_gate")
 
     # --- writes --------------------------------------------------------------------------------
 
@@ -109,11 +134,30 @@ class AtsssMaps:
         DataplaneError when the maps refuse: the caller syncs what it had before."""
         held = self._held(ues)
         used = {slot for _, value in held.values() for slot in value.path[: value.n_paths]}
+        before = self._uplink_keys(sorted(used | set(slots)))
         self._write_paths(tables.paths, used)
+        self._write_uplinks(tables)
         self._write_sessions(tables.sessions, held)
         self._sessions.delete([key for raw, (key, _) in held.items() if raw not in tables.sessions])
         gone = sorted((used | set(slots)) - set(tables.paths))
         self._paths.update([(c_uint32(slot), Path()) for slot in gone])
+        wanted = {bytes(uplink_key(path)) for path in tables.paths.values()}
+        self._uplink.delete([key for raw, key in before.items() if raw not in wanted])
+        self._gate.update([(c_uint32(0), c_uint32(1 if self._any_session() else 0))])
+
+    def _uplink_keys(self, slots: list[int]) -> dict[bytes, UplinkKey]:
+        """The uplink keys of the paths the slots hold now (raw key -> key)."""
+        keys = [uplink_key(path) for path in self._paths.lookup([c_uint32(slot) for slot in slots])
+                if path is not None and path.family]
+        return {bytes(key): key for key in keys}
+
+    def _write_uplinks(self, tables: AtsssTables) -> None:
+        """Each path's uplink entry, written whole (a few bytes: the same value again costs nothing
+        that a comparison would save)."""
+        self._uplink.update([(uplink_key(tables.paths[slot]), value) for slot, value in tables.uplinks.items()])
+
+    def _any_session(self) -> bool:
+        return next(iter(self._sessions.items()), None) is not None
 
     def _held(self, ues: Optional[Iterable[bytes]]) -> dict[bytes, tuple[SessionKey, Session]]:
         if ues is None:
@@ -136,6 +180,7 @@ class AtsssMaps:
                 value.dccp_seq = now.dccp_seq
             writes.append((c_uint32(slot), value))
         self._stats.fill(fresh)  # type: ignore[attr-defined]
+        self._rx.update([(slot, PathRx()) for slot in fresh])
         self._paths.update(writes)
 
     def _write_sessions(self, wanted: dict[bytes, tuple[SessionKey, Session]],
