@@ -2,9 +2,10 @@
 paths, mode, weights, the scheduler's state and the MP_SEQ counter), dpp_atsss_paths (slot -> the
 path's outer headers, up flag, RTT and DCCP sequence number), dpp_atsss_path_stats (slot -> what
 it sent, per CPU), dpp_atsss_uplink (a path's uplink addresses and ports -> its slot and UE),
-dpp_atsss_path_rx (slot -> what the path heard), and dpp_atsss_gate (nonzero while any session is
-held: the pipeline hands ATSSS's frames to its stage), through the generic tables
-(`table_of(name)`, as netapp.frer.table).
+dpp_atsss_path_rx (slot -> what the path heard), dpp_atsss_gate (nonzero while any session is
+held: the pipeline hands ATSSS's frames to its stage) and dpp_atsss_tx (position -> the interface
+REDUNDANT copies for that position leave by, with the position's copy program), through the generic
+tables (`table_of(name)`, as netapp.frer.table).
 
 `AtsssMaps.sync` makes the entries of some UEs (or of all) what the tables say, writing only what
 differs: an unchanged session is not written, so its MP_SEQ counter and scheduler state go on, nor
@@ -26,9 +27,12 @@ from typing import Callable, Iterable, Optional
 
 from netapp.atsss.abi import Path, PathFlags, PathRx, Session, SessionKey, Uplink, UplinkKey
 from netapp.atsss.models import Address, AtsssSession
+from netapp.dataplane.abi import DevmapVal
 from netapp.dataplane.tables import Table
 
 TableOf = Callable[[str], Table]
+ProgramFd = Callable[[str], int]  # a loaded program's fd by its name in the BPF object
+COPY_PROG = "dpp_atsss_copy_"  # + position: the devmap program of dpp_atsss_tx's entry (nf/atsss/copies.h)
 Macs = tuple[str, str]  # (source, next hop) of one path
 
 
@@ -51,7 +55,8 @@ def path_value(session: AtsssSession, position: int, macs: Macs) -> Path:
     """The slot of `session`'s path at `position` as the control plane writes it (DCCP sequence 0)."""
     path = session.paths[position]
     value = Path(access=path.access.c_access, family=path.local.version,
-                 flags=PathFlags.UP if path.up else 0, rtt_us=path.rtt_us,
+                 flags=(PathFlags.UP if path.up else 0) | (PathFlags.CONGESTED if path.congested else 0),
+                 rtt_us=path.rtt_us,
                  sport=socket.htons(path.local_port), dport=socket.htons(path.peer_port))  # fmt: skip
     value.smac[:] = _mac(macs[0])
     value.dmac[:] = _mac(macs[1])
@@ -81,6 +86,7 @@ def session_value(session: AtsssSession) -> Session:
     n = len(session.paths)
     value = Session(mode=session.effective_mode.c_mode, n_paths=n)
     value.weight[:n] = [path.weight for path in session.paths]
+    value.priority[:n] = [path.priority for path in session.paths]
     value.path[:n] = session.slots
     return value
 
@@ -104,7 +110,7 @@ class AtsssTables:
 def _session_part(value: Session) -> tuple:
     """What the control plane says of a session (the rest is the scheduler's state)."""
     n = value.n_paths
-    return value.mode, n, tuple(value.weight[:n]), tuple(value.path[:n])
+    return value.mode, n, tuple(value.weight[:n]), tuple(value.path[:n]), tuple(value.priority[:n])
 
 
 def _path_part(value: Path) -> bytes:
@@ -124,6 +130,7 @@ class AtsssMaps:
         self._uplink = table_of("dpp_atsss_uplink")
         self._rx = table_of("dpp_atsss_path_rx")
         self._gate = table_of("dpp_atsss_gate")
+        self._tx = table_of("dpp_atsss_tx")
 
     # --- writes --------------------------------------------------------------------------------
 
@@ -199,6 +206,20 @@ class AtsssMaps:
                 value.mp_seq = now[raw].mp_seq  # type: ignore[union-attr]
             writes.append((key, value))
         self._sessions.update(writes)
+
+    def ports_set(self, ports: dict[int, int], program_fd: ProgramFd) -> None:
+        """dpp_atsss_tx: each position of `ports` sends its REDUNDANT copies out of that ifindex
+        through the position's copy program; the other positions emptied (no copy for them)."""
+        if ports:
+            self._tx.update({position: DevmapVal(ifindex=ifindex, bpf_prog=program_fd(f"{COPY_PROG}{position}"))
+                             for position, ifindex in sorted(ports.items())})
+        stale = [position for position, _ in self._tx.items() if position not in ports]
+        if stale:
+            self._tx.delete(stale)
+
+    def ports(self) -> dict[int, tuple[int, int]]:
+        """dpp_atsss_tx: position -> (ifindex, the id of the program its copies run)."""
+        return {position: (value.ifindex, value.bpf_prog) for position, value in self._tx.items()}
 
     # --- reads ---------------------------------------------------------------------------------
 

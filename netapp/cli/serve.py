@@ -167,7 +167,8 @@ def _atsss(settings: Settings, service: IntentService) -> Optional[Any]:
         return None
     from netapp.atsss.service import Atsss
 
-    return Atsss.start(service.store, dataplane.table, settings.netns)  # type: ignore[attr-defined]
+    return Atsss.start(service.store, dataplane.table, settings.netns,  # type: ignore[attr-defined]
+                       program_fd=dataplane.program_fd)  # type: ignore[attr-defined]
 
 
 def _telemetry(settings: Settings, service: IntentService) -> Optional[Any]:

@@ -4,7 +4,11 @@ pipeline's entry does to a real frame (BPF_PROG_TEST_RUN on dpp_xdp): the downli
 encapsulated on the path the scheduler picks, byte for byte the frame built here from RFC 4340's
 layouts; the uplink from its path is decapsulated and the proxy's Ack is in the ring. A frame to
 another UE, an uplink carrying another UE's packet, and every frame once the session is deleted
-are left to the pipeline as before: untouched, and not run through the stage (its counter)."""
+are left to the pipeline as before: untouched, and not run through the stage (its counter). A
+REDUNDANT session gets dpp_atsss_tx's entries from the control plane (its paths' interfaces, each
+with its position's copy program) and its frames are broadcast to them (the copies themselves:
+tests/atsss/test_redundant.py); a PRIORITY session's paths' priorities and congestion reach the
+scheduler."""
 
 from __future__ import annotations
 
@@ -16,15 +20,17 @@ import pytest
 
 from bench.atsss.ring import AckRing
 from netapp.atsss.abi import Access, UplinkReason
-from netapp.atsss.models import AtsssSessionSpec
+from netapp.atsss.models import AtsssSessionPatch, AtsssSessionSpec
 from netapp.atsss.service import Atsss
+from netapp.atsss.table import AtsssMaps
 from netapp.dataplane.abi import Prog
 from netapp.dataplane.facade import Dataplane
+from netapp.testbed.netns import ifindex
 from netapp.service.contract import Principal, Scope
 from netapp.service.store import Store
 from tests.atsss.atsss import PathSpec, decode, path_body, ethernet, expected_frame, ue_packet
 from tests.atsss.uplink import decapsulated, expected_ack, uplink_frame
-from tests.utils.kernel import require_kernel
+from tests.utils.kernel import require_kernel, veth_namespace
 from tests.utils.maps import pinned_instance, second_handle
 
 XDP_PASS, XDP_TX = "PASS", "TX"  # the facade's names of the verdicts
@@ -146,3 +152,40 @@ def test_a_deleted_session_leaves_the_pipeline_as_it_was(node, atsss):
     assert staged(dp) == before
     assert list(dp.table("dpp_atsss_uplink").items()) == [], "its paths' uplink entries went with it"
 
+
+def test_a_redundant_session_gets_its_copies_ports_and_its_frames_are_broadcast(node, tmp_path):
+    instance, dp = node
+    with veth_namespace("atsss-tx", "acc0", "acc1") as netns:
+        indexes = {name: ifindex(netns, name) for name in ("acc0", "acc1")}
+        store = Store.open(tmp_path / "redundant.db", synchronous="NORMAL")
+        atsss = Atsss(store, AtsssMaps(dp.table), netns=netns, program_fd=dp.program_fd)
+        try:
+            spec = round_robin().model_dump(mode="json")
+            spec["mode"] = "redundant"
+            for path, interface in zip(spec["paths"], ("acc0", "acc1")):
+                path["interface"] = interface
+            atsss.create_session(ADMIN, "ue7", AtsssSessionSpec.model_validate(spec))
+            ids = {p["name"]: p["id"] for p in dp.status()["programs"]}
+
+            assert AtsssMaps(dp.table).ports() == {0: (indexes["acc0"], ids["dpp_atsss_copy_0"]),
+                                                   1: (indexes["acc1"], ids["dpp_atsss_copy_1"])}
+            assert run(dp, ethernet(ue_packet(UE)))[0] == "REDIRECT", "broadcast to dpp_atsss_tx"
+
+            atsss.delete_session(ADMIN, "ue7")
+            assert AtsssMaps(dp.table).ports() == {}
+        finally:
+            store.close()
+
+
+def test_a_priority_session_takes_its_highest_priority_path_until_it_is_reported_congested(node, atsss):
+    _, dp = node
+    spec = round_robin().model_dump(mode="json")
+    spec["mode"] = "priority"
+    spec["paths"][0]["priority"], spec["paths"][1]["priority"] = 5, 1
+    atsss.create_session(ADMIN, "ue7", AtsssSessionSpec.model_validate(spec))
+    frame = ethernet(ue_packet(UE))
+
+    assert [decode(run(dp, frame)[1]).dst for _ in range(2)] == [WIFI.peer] * 2
+
+    atsss.patch_session(ADMIN, "ue7", AtsssSessionPatch.model_validate({"paths": [{"index": 1, "congested": True}]}))
+    assert decode(run(dp, frame)[1]).dst == CELL.peer
