@@ -8,31 +8,34 @@ are left to the pipeline as before: untouched, and not run through the stage (it
 REDUNDANT session gets dpp_atsss_tx's entries from the control plane (its paths' interfaces, each
 with its position's copy program) and its frames are broadcast to them (the copies themselves:
 tests/atsss/test_redundant.py); a PRIORITY session's paths' priorities and congestion reach the
-scheduler."""
+scheduler. The Ack sender (netapp.atsss.acks) sends the ring's Acks out of the interface the Data
+came in on (a veth pair in a namespace of the test's)."""
 
 from __future__ import annotations
 
+import socket
 from ctypes import c_uint32
 from pathlib import Path as FilePath
 from typing import Iterator
 
 import pytest
 
-from bench.atsss.ring import AckRing
 from netapp.atsss.abi import Access, UplinkReason
+from netapp.atsss.acks import AckRing, AckSender
 from netapp.atsss.models import AtsssSessionPatch, AtsssSessionSpec
 from netapp.atsss.service import Atsss
 from netapp.atsss.table import AtsssMaps
 from netapp.dataplane.abi import Prog
 from netapp.dataplane.facade import Dataplane
-from netapp.testbed.netns import ifindex
 from netapp.service.contract import Principal, Scope
 from netapp.service.store import Store
+from netapp.testbed.netns import entered, ifindex, run as ip
 from tests.atsss.atsss import PathSpec, decode, path_body, ethernet, expected_frame, ue_packet
 from tests.atsss.uplink import decapsulated, expected_ack, uplink_frame
 from tests.utils.kernel import require_kernel, veth_namespace
 from tests.utils.maps import pinned_instance, second_handle
 
+ETH_P_ALL = 0x0003
 XDP_PASS, XDP_TX = "PASS", "TX"  # the facade's names of the verdicts
 ADMIN = Principal("operator", frozenset({Scope.ADMIN}))
 UE, OTHER_UE = "10.60.0.7", "10.60.0.8"
@@ -189,3 +192,42 @@ def test_a_priority_session_takes_its_highest_priority_path_until_it_is_reported
 
     atsss.patch_session(ADMIN, "ue7", AtsssSessionPatch.model_validate({"paths": [{"index": 1, "congested": True}]}))
     assert decode(run(dp, frame)[1]).dst == CELL.peer
+
+
+def received_dccp(sock: socket.socket) -> bytes:
+    """The first DCCP-over-IPv4 frame the socket gets (the link's own traffic, e.g. IPv6 router
+    solicitations, skipped); socket.timeout when none comes."""
+    while True:
+        frame = sock.recv(2048)
+        if frame[12:14] == b"\x08\x00" and frame[23] == 33:
+            return frame
+
+
+def test_the_ack_sender_sends_the_rings_acks_out_of_the_interface_the_data_came_in_on(node, atsss):
+    instance, dp = node
+    atsss.create_session(ADMIN, "ue7", round_robin())
+    handle = second_handle(instance)
+    with veth_namespace("atsss-ack", "acc0", "acc1") as netns:
+        sender = AckSender(AckRing(handle.map_fd("dpp_atsss_acks")), netns=netns)
+        sender.drain()  # what earlier tests left
+        with entered(netns):
+            listener = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+            listener.bind(("acc1", 0))
+            listener.settimeout(5)
+            acc0 = socket.if_nametoindex("acc0")
+            data = uplink_frame(CELL, ue_packet("198.51.100.80", b"uplink data", src=UE), seq=41)
+            assert dp.test_run(data, acc0).verdict == XDP_PASS
+        try:
+            assert sender.drain() == 1
+            assert received_dccp(listener) == expected_ack(CELL, seq=0, ack=41), "out of acc0, to acc1"
+            assert (sender.counters.sent, sender.counters.failed) == (1, {})
+
+            ip(["ip", "-n", netns, "link", "set", "acc0", "down"])
+            with entered(netns):
+                dp.test_run(uplink_frame(CELL, ue_packet("198.51.100.80", b"more", src=UE), seq=42), acc0)
+            assert sender.drain() == 1
+            assert (sender.counters.sent, sender.counters.failed) == (1, {"ENETDOWN": 1}), "lost, and counted"
+        finally:
+            listener.close()
+            sender.stop()
+            handle.close()
