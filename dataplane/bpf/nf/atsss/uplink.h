@@ -25,7 +25,7 @@
  * (RFC 4341's Ack Ratio, a node setting), cumulative: each acknowledges the greatest number
  * received. A full ring loses the Ack, not the UE packet (counted DPP_ATSSS_UP_ACK_LOST); the next
  * one acknowledges the same numbers and more. ATSSS runs in the pipeline (dpp.bpf.o, its stage:
- * nf/atsss/stage.h) as alone; no sender drains the ring yet: the tests and bench/atsss read it. */
+ * nf/atsss/stage.h) as alone; netapp serve's sender (netapp/atsss/acks.py) drains the ring. */
 #ifndef DPP_NF_ATSSS_UPLINK_H
 #define DPP_NF_ATSSS_UPLINK_H
 
