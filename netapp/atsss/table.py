@@ -217,6 +217,11 @@ class AtsssMaps:
         if stale:
             self._tx.delete(stale)
 
+    def requeue(self, program_fd: ProgramFd) -> None:
+        """The ports run the instance's copy programs again, after a reload replaced them: a DEVMAP
+        entry holds the program it was written with."""
+        self.ports_set({position: ifindex for position, (ifindex, _) in self.ports().items()}, program_fd)
+
     def ports(self) -> dict[int, tuple[int, int]]:
         """dpp_atsss_tx: position -> (ifindex, the id of the program its copies run)."""
         return {position: (value.ifindex, value.bpf_prog) for position, value in self._tx.items()}

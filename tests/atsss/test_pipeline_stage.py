@@ -50,6 +50,15 @@ def round_robin(ue: str = UE) -> AtsssSessionSpec:
         {"name": "ue7", "ue": ue, "mode": "round_robin", "paths": [path_body(CELL), path_body(WIFI)]})
 
 
+def redundant() -> AtsssSessionSpec:
+    """round_robin()'s paths, out of acc0 and acc1, in redundant mode."""
+    spec = round_robin().model_dump(mode="json")
+    spec["mode"] = "redundant"
+    for path, interface in zip(spec["paths"], ("acc0", "acc1")):
+        path["interface"] = interface
+    return AtsssSessionSpec.model_validate(spec)
+
+
 @pytest.fixture(scope="module")
 def node() -> Iterator[tuple[str, Dataplane]]:
     """The pipeline loaded and pinned once for these tests; each test leaves no session behind."""
@@ -163,11 +172,7 @@ def test_a_redundant_session_gets_its_copies_ports_and_its_frames_are_broadcast(
         store = Store.open(tmp_path / "redundant.db", synchronous="NORMAL")
         atsss = Atsss(store, AtsssMaps(dp.table), netns=netns, program_fd=dp.program_fd)
         try:
-            spec = round_robin().model_dump(mode="json")
-            spec["mode"] = "redundant"
-            for path, interface in zip(spec["paths"], ("acc0", "acc1")):
-                path["interface"] = interface
-            atsss.create_session(ADMIN, "ue7", AtsssSessionSpec.model_validate(spec))
+            atsss.create_session(ADMIN, "ue7", redundant())
             ids = {p["name"]: p["id"] for p in dp.status()["programs"]}
 
             assert AtsssMaps(dp.table).ports() == {0: (indexes["acc0"], ids["dpp_atsss_copy_0"]),
@@ -231,3 +236,24 @@ def test_the_ack_sender_sends_the_rings_acks_out_of_the_interface_the_data_came_
             listener.close()
             sender.stop()
             handle.close()
+
+
+def test_after_a_reload_the_redundant_ports_run_the_new_copy_programs(tmp_path):
+    require_kernel()
+    with pinned_instance("atsss-reload") as instance, veth_namespace("atsss-rl", "acc0", "acc1") as netns:
+        dp = Dataplane.open(instance=instance)
+        store = Store.open(tmp_path / "reload.db", synchronous="NORMAL")
+        try:
+            maps = AtsssMaps(dp.table)
+            Atsss(store, maps, netns=netns, program_fd=dp.program_fd).create_session(ADMIN, "ue7", redundant())
+            old = maps.ports()
+
+            dp.reload()
+            maps.requeue(dp.program_fd)
+
+            ids = {p["name"]: p["id"] for p in dp.status()["programs"]}
+            assert maps.ports() == {position: (old[position][0], ids[f"dpp_atsss_copy_{position}"]) for position in old}
+            assert {bpf_prog for _, bpf_prog in old.values()}.isdisjoint(ids.values()), "the old programs are gone"
+        finally:
+            store.close()
+            dp.close()
