@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* The DPP pipeline's XDP entry: parse, classify, act, count. The protocol parsers live in proto/,
  * the parse stages, the N3 fast path, the classifier and the action dispatch in core/, the actions
- * in nf/ (one folder per network function, the UPF's ahead of the classifier, FRER's ahead of the
- * parser); this file only wires them together. The programs the
+ * in nf/ (one folder per network function, ATSSS's and the UPF's ahead of the classifier, FRER's
+ * ahead of the parser); this file only wires them together. The programs the
  * entry tail-calls (dpp_progs) come with the headers that hand packets to them (core/trace.h).
  * The same pipeline, without the GTP-U dispatcher and the trace, is the CPUMAP program of the
  * dispatcher's workers (dpp_rss_worker, nf/qos/rss.h). */
@@ -18,7 +18,8 @@
 #include "core/trace.h"
 #include "nf/qos/rss.h"
 #include "nf/frer/stage.h"
-#include "nf/atsss/maps.h" /* ATSSS's maps, pinned with the pipeline's for the control plane */
+#include "nf/atsss/stage.h"
+#include "nf/atsss/copies.h"
 
 /* Load-time knob (skeleton rodata): record every packet's outcome in dpp_trace. */
 const volatile __u8 cfg_trace = 0;
@@ -69,7 +70,8 @@ static __always_inline bool is_benign(int reason)
 }
 
 /* The verdict of a parsed packet: sent to a worker (by the dispatcher, which a worker skips: no
- * packet is dispatched twice), the UPF's, the parser's, or its rule's (*rule, maybe at *cached). */
+ * packet is dispatched twice), ATSSS's (its stage, which does not come back), the UPF's, the
+ * parser's, or its rule's (*rule, maybe at *cached). */
 static __always_inline int decide(struct xdp_md *ctx, struct dpp_parse *p, struct dpp_outcome *o,
 				  const struct dpp_config *cfg, const struct dpp_rule **rule,
 				  struct dpp_rule *cached, int reason, __u64 bytes, bool worker)
@@ -78,6 +80,8 @@ static __always_inline int decide(struct xdp_md *ctx, struct dpp_parse *p, struc
 
 	if (!worker && rss_dispatch(p, cached, rule, o, reason, bytes) == XDP_REDIRECT)
 		return XDP_REDIRECT;
+	if (!worker && !reason)
+		atsss_hand_over(ctx, &p->key);
 	verdict = upf(ctx, p, o, reason, cfg);
 	if (verdict != DPP_UPF_NOT_MINE)
 		return verdict; /* the UPF's: o says what it did */

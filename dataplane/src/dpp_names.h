@@ -37,6 +37,7 @@ static const char *const dpp_prog_names[DPP_PROG_MAX] = {
 	[DPP_PROG_TRACE] = "trace",
 	[DPP_PROG_FRER] = "frer",
 	[DPP_PROG_ENTRY] = "entry",
+	[DPP_PROG_ATSSS] = "atsss",
 };
 
 /* Bit i of struct dpp_flow_key.flags (enum dpp_key_flags). */

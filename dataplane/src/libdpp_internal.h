@@ -145,8 +145,10 @@ void pin_dirs_remove(struct dpp *d);
 #define DPP_ENTRY_PROG "dpp_xdp"
 /* The program of the GTP-U dispatcher's CPUMAP queues (bpf/nf/qos/rss.h). */
 #define DPP_CPUMAP_PROG "dpp_rss_worker"
-/* The program of FRER's ports, dpp_frer_tx (bpf/nf/frer/replicate.h). */
+/* The program of FRER's ports, dpp_frer_tx (bpf/nf/frer/replicate.h), and the prefix of those of
+ * ATSSS's, dpp_atsss_tx (bpf/nf/atsss/copies.h). */
 #define DPP_DEVMAP_PROG "dpp_frer_egress"
+#define DPP_DEVMAP_PROG_PREFIX "dpp_atsss_copy_"
 #define DPP_SLOTS_MAP "dpp_progs"
 int progs_collect_loaded(struct dpp_prog_table *t, struct bpf_object *obj, int slots_fd);
 int progs_collect_pinned(struct dpp *d);

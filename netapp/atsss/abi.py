@@ -192,6 +192,7 @@ MAPS = {
     "dpp_atsss_uplink_stats": ("PERCPU_ARRAY", c_uint32, "unsigned long long", len(UplinkReason)),
     "dpp_atsss_config": ("ARRAY", c_uint32, Config, 1),
     "dpp_atsss_tx": ("DEVMAP", c_uint32, "bpf_devmap_val", MAX_PATHS_PER_SESSION),
+    "dpp_atsss_gate": ("ARRAY", c_uint32, c_uint32, 1),
 }
 # rings: name -> (map type, size); their records are struct dpp_atsss_ack (Ack)
 RINGS = {"dpp_atsss_acks": ("RINGBUF", "DPP_ATSSS_ACK_RING_SIZE")}

@@ -29,6 +29,7 @@ SessionName = Annotated[str, Field(
 DccpPort = Annotated[int, Strict(), Field(ge=1, le=65535)]
 Weight = Annotated[int, Strict(), Field(ge=0, le=65535, description="weighted mode's share; 0: never picked")]
 RttMicroseconds = Annotated[int, Strict(), Field(ge=0, le=(1 << 32) - 1, description="smoothed RTT in µs; 0: unknown")]
+PathPriority = Annotated[int, Strict(), Field(ge=0, le=255, description="priority mode's rank: 0 the highest")]
 PathIndex = Annotated[int, Strict(), Field(ge=0, le=MAX_PATHS_PER_SESSION - 1, description="the path's position")]
 
 
@@ -50,6 +51,8 @@ class SteeringMode(str, enum.Enum):
     WEIGHTED = "weighted"  # load balancing by the paths' weights (smooth weighted round-robin)
     ACTIVE_STANDBY = "active_standby"  # the first path up, in the session's order
     SMALLEST_DELAY = "smallest_delay"  # the path up with the smallest RTT the control plane fed
+    PRIORITY = "priority"  # the path up of the highest priority that is not congested (else: up)
+    REDUNDANT = "redundant"  # every path up, a copy each, all with one MP_SEQ number
 
     @property
     def c_mode(self) -> Mode:
@@ -71,9 +74,13 @@ class AtsssPath(BaseModel):
     peer_port: DccpPort = Field(description="DCCP destination port of the downlink")
     source_mac: Optional[MacAddress] = Field(None, description="null: the interface's address")
     next_hop_mac: Optional[MacAddress] = Field(None, description="null: the interface's neighbour entry of peer")
-    interface: Optional[InterfaceName] = Field(None, description="where the MAC addresses not given are looked up")
+    interface: Optional[InterfaceName] = Field(
+        None, description="where the MAC addresses not given are looked up; redundant mode: where its copies leave")
     weight: Weight = 1
+    priority: PathPriority = Field(0, description="priority mode: the path of the smallest number is taken; ties: "
+                                                  "the first")
     up: bool = Field(True, description="false: the scheduler leaves the path out (reported down)")
+    congested: bool = Field(False, description="priority mode: taken only when no path up is free of congestion")
     rtt_us: RttMicroseconds = 0
 
     @model_validator(mode="after")
@@ -101,6 +108,11 @@ class SessionDefinition(BaseModel):
     def _fields(self) -> "SessionDefinition":
         if self.mode is SteeringMode.WEIGHTED and not any(path.weight for path in self.paths):
             raise FieldError("paths", "weighted mode needs a path of weight above 0: every weight is 0")
+        if self.mode is SteeringMode.REDUNDANT:
+            for i, path in enumerate(self.paths):
+                if path.interface is None:
+                    raise FieldError(f"paths[{i}].interface",
+                                     "redundant mode sends a copy out of each path's interface: give it")
         seen: dict[tuple, int] = {}
         for i, path in enumerate(self.paths):
             subflow = (path.local, path.peer, path.local_port, path.peer_port)
@@ -129,7 +141,7 @@ class AtsssSession(AtsssSessionSpec):
 
 
 class PathPatch(BaseModel):
-    """What the control plane learnt of one path: up or down, its RTT, its weight."""
+    """What the control plane learnt of one path: up or down, its RTT, its weight, congested or not."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -137,11 +149,12 @@ class PathPatch(BaseModel):
     up: Optional[bool] = None
     rtt_us: Optional[RttMicroseconds] = None
     weight: Optional[Weight] = None
+    congested: Optional[bool] = None
 
     @model_validator(mode="after")
     def _something(self) -> "PathPatch":
-        if self.up is None and self.rtt_us is None and self.weight is None:
-            raise FieldError("index", "give up, rtt_us or weight for the path")
+        if self.up is None and self.rtt_us is None and self.weight is None and self.congested is None:
+            raise FieldError("index", "give up, rtt_us, weight or congested for the path")
         return self
 
 

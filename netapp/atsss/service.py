@@ -11,6 +11,11 @@ starts (`reconcile`).
 A tenant names its sessions (unique per tenant); the node gives each path a slot of
 dpp_atsss_paths, so that no tenant can aim at another's slot or need to know which are free. A
 MEC 015 MTS session (netapp.atsss.mts) steering a UE sets the mode its session runs.
+
+REDUNDANT sessions send a copy of each packet out of each path's interface: the node has one
+interface per position (dpp_atsss_tx), so every redundant session names the same interface at a
+position, and the entries (each with the copy program of its position) are written from the stored
+redundant sessions whenever one comes or goes, once the program is loaded (`program_fd`).
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ from netapp.atsss.models import (
 )
 from netapp.atsss.resolve import Unresolved, path_macs
 from netapp.atsss.scope import check_scope
-from netapp.atsss.table import AtsssMaps, AtsssTables, Macs, TableOf, session_key
+from netapp.atsss.table import AtsssMaps, AtsssTables, Macs, ProgramFd, TableOf, session_key
 from netapp.dataplane.binding import DataplaneError
 from netapp.intents.errors import IntentError
 from netapp.service.contract import (
@@ -69,14 +74,22 @@ def resolve_macs(session: AtsssSession, index: int, ifindex: Optional[int]) -> M
     return path_macs(session.paths[index], index, ifindex)
 
 
+def redundant_ports(sessions: list[AtsssSession]) -> dict[int, str]:
+    """Position -> the interface the redundant sessions among `sessions` send its copies out of."""
+    return {i: path.interface for session in sessions if session.effective_mode is SteeringMode.REDUNDANT
+            for i, path in enumerate(session.paths) if path.interface is not None}
+
+
 class Atsss:
     """The ATSSS sessions of every tenant on this node. `netns`: the node's namespace, where
     interfaces and neighbours are looked up and the maps written (setting netns)."""
 
     def __init__(self, store: Store, maps: Optional[AtsssMaps] = None, netns: Optional[str] = None,
                  macs: PathMacs = resolve_macs, ifindex: Callable[[str], Optional[int]] = interface_index,
-                 clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc)):
+                 clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
+                 program_fd: Optional[ProgramFd] = None):
         self.store = store
+        self._program_fd = program_fd
         self._maps = maps
         self._netns = netns
         self._macs = macs
@@ -86,9 +99,11 @@ class Atsss:
         self.unserved: dict[str, str] = {}  # "<tenant>/<name>" -> why it is stored but not in the maps
 
     @classmethod
-    def start(cls, store: Store, table_of: TableOf, netns: Optional[str] = None) -> "Atsss":
-        """Over a data plane's maps: the stored sessions reconciled into them."""
-        atsss = cls(store, AtsssMaps(table_of), netns=netns)
+    def start(cls, store: Store, table_of: TableOf, netns: Optional[str] = None,
+              program_fd: Optional[ProgramFd] = None) -> "Atsss":
+        """Over a data plane's maps (and its programs, for redundant sessions' copies): the stored
+        sessions reconciled into them."""
+        atsss = cls(store, AtsssMaps(table_of), netns=netns, program_fd=program_fd)
         atsss.reconcile()
         return atsss
 
@@ -209,8 +224,10 @@ class Atsss:
         assert self._maps is not None
         with self._lock:
             self.unserved = {}
-            tables = self._tables(stored.load_sessions(self.store), None)
+            sessions = stored.load_sessions(self.store)
+            tables = self._tables(sessions, None)
             with namespace(self._netns):
+                self._sync_ports(sessions)
                 self._maps.sync(tables)
 
     # --- helpers -------------------------------------------------------------------------------
@@ -232,6 +249,7 @@ class Atsss:
                 QuotaExceeded.unless_room(tenant, "atsss_sessions", stored.count_sessions(self.store, tenant),
                                           policy.quotas_of(tenant).atsss_sessions, "delete one first")
             self._check_ue(tenant, spec, old)
+            self._check_ports(tenant, spec)
             ues = [str(spec.ue)] + ([str(old.ue)] if old is not None else [])
             before = stored.sessions_of_ues(self.store, ues)
             kept = old.slots[: len(spec.paths)] if old is not None else []
@@ -258,6 +276,28 @@ class Atsss:
             raise Conflict(f"MTS session {old.mts_session!r} steers UE {old.ue}: delete it before moving the session",
                            field="ue")
 
+    def _check_ports(self, tenant: str, spec: AtsssSessionSpec) -> None:
+        """InvalidInput naming the path whose interface is not the one other redundant sessions
+        send that position's copies out of (whose they are is not said: maybe another tenant's)."""
+        if spec.mode is not SteeringMode.REDUNDANT:
+            return
+        taken = redundant_ports([s for s in stored.load_sessions(self.store)
+                                 if (s.tenant, s.name) != (tenant, spec.name)])
+        for i, path in enumerate(spec.paths):
+            if taken.get(i, path.interface) != path.interface:
+                raise InvalidInput(f"paths[{i}].interface: the node sends redundant copies of position {i} out of "
+                                   f"{taken[i]!r}; every redundant session's paths[{i}] leaves by it",
+                                   field=f"paths[{i}].interface", allowed=repr(taken[i]))
+
+    def _sync_ports(self, sessions: list[AtsssSession]) -> None:
+        """dpp_atsss_tx from the stored redundant sessions (all of them: `sessions` are every
+        tenant's), in the node's namespace; left as it is while no program is loaded."""
+        if self._maps is None or self._program_fd is None:
+            return
+        ports = {position: self._ifindex(name) for position, name in redundant_ports(sessions).items()}
+        self._maps.ports_set({position: ifindex for position, ifindex in ports.items() if ifindex is not None},
+                             self._program_fd)
+
     def _free_slots(self, count: int) -> list[int]:
         if count <= 0:
             return []
@@ -276,8 +316,11 @@ class Atsss:
             return
         ues = [bytes(session_key(session.ue)) for session in before + after]
         slots = [slot for session in before + after for slot in session.slots]
+        redundant = any(session.effective_mode is SteeringMode.REDUNDANT for session in before + after)
         with namespace(self._netns):
             try:
+                if redundant:
+                    self._sync_ports(stored.load_sessions(self.store))
                 self._maps.sync(tables, ues, slots)
             except DataplaneError as exc:
                 self._undo(self._tables(before, None, quiet=True), ues, slots)

@@ -1,7 +1,11 @@
 """ATSSS's maps written from stored sessions, and read back: dpp_atsss_sessions (UE address ->
 paths, mode, weights, the scheduler's state and the MP_SEQ counter), dpp_atsss_paths (slot -> the
 path's outer headers, up flag, RTT and DCCP sequence number), dpp_atsss_path_stats (slot -> what
-it sent, per CPU), through the generic tables (`table_of(name)`, as netapp.frer.table).
+it sent, per CPU), dpp_atsss_uplink (a path's uplink addresses and ports -> its slot and UE),
+dpp_atsss_path_rx (slot -> what the path heard), dpp_atsss_gate (nonzero while any session is
+held: the pipeline hands ATSSS's frames to its stage) and dpp_atsss_tx (position -> the interface
+REDUNDANT copies for that position leave by, with the position's copy program), through the generic
+tables (`table_of(name)`, as netapp.frer.table).
 
 `AtsssMaps.sync` makes the entries of some UEs (or of all) what the tables say, writing only what
 differs: an unchanged session is not written, so its MP_SEQ counter and scheduler state go on, nor
@@ -9,7 +13,8 @@ is an unchanged path, whose DCCP sequence number goes on. A changed session or p
 with the numbers it holds carried over (read just before: a packet scheduled between the read and
 the write may reuse a number, the data path's own writes being atomic but not ours). What a packet
 may meet while that runs is a session whole: new and changed paths are written before the
-sessions that lead to them, sessions deleted before their slots are emptied.
+sessions that lead to them, sessions deleted before their slots are emptied; a path's uplink entry
+is written with the path and deleted once no path has its addresses and ports.
 """
 
 from __future__ import annotations
@@ -20,11 +25,14 @@ from ctypes import c_uint32
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional
 
-from netapp.atsss.abi import Path, PathFlags, Session, SessionKey
+from netapp.atsss.abi import Path, PathFlags, PathRx, Session, SessionKey, Uplink, UplinkKey
 from netapp.atsss.models import Address, AtsssSession
+from netapp.dataplane.abi import DevmapVal
 from netapp.dataplane.tables import Table
 
 TableOf = Callable[[str], Table]
+ProgramFd = Callable[[str], int]  # a loaded program's fd by its name in the BPF object
+COPY_PROG = "dpp_atsss_copy_"  # + position: the devmap program of dpp_atsss_tx's entry (nf/atsss/copies.h)
 Macs = tuple[str, str]  # (source, next hop) of one path
 
 
@@ -47,7 +55,8 @@ def path_value(session: AtsssSession, position: int, macs: Macs) -> Path:
     """The slot of `session`'s path at `position` as the control plane writes it (DCCP sequence 0)."""
     path = session.paths[position]
     value = Path(access=path.access.c_access, family=path.local.version,
-                 flags=PathFlags.UP if path.up else 0, rtt_us=path.rtt_us,
+                 flags=(PathFlags.UP if path.up else 0) | (PathFlags.CONGESTED if path.congested else 0),
+                 rtt_us=path.rtt_us,
                  sport=socket.htons(path.local_port), dport=socket.htons(path.peer_port))  # fmt: skip
     value.smac[:] = _mac(macs[0])
     value.dmac[:] = _mac(macs[1])
@@ -56,11 +65,28 @@ def path_value(session: AtsssSession, position: int, macs: Macs) -> Path:
     return value
 
 
+def uplink_key(path: Path) -> UplinkKey:
+    """How the path's uplink packets arrive: from the UE's address and port (the path's peer and
+    dport) to ours (its local and sport)."""
+    key = UplinkKey(family=path.family, sport=path.dport, dport=path.sport)
+    key.peer[:] = path.peer[:]
+    key.local[:] = path.local[:]
+    return key
+
+
+def uplink_value(session: AtsssSession, slot: int) -> Uplink:
+    """The path in `slot` and the UE address its uplink's UE packets must come from."""
+    value = Uplink(path=slot, family=session.ue.version)
+    value.ue[:] = address_words(session.ue)
+    return value
+
+
 def session_value(session: AtsssSession) -> Session:
     """The session's entry as the control plane writes it: its scheduler state zero, MP_SEQ 0."""
     n = len(session.paths)
     value = Session(mode=session.effective_mode.c_mode, n_paths=n)
     value.weight[:n] = [path.weight for path in session.paths]
+    value.priority[:n] = [path.priority for path in session.paths]
     value.path[:n] = session.slots
     return value
 
@@ -71,18 +97,20 @@ class AtsssTables:
 
     sessions: dict[bytes, tuple[SessionKey, Session]] = field(default_factory=dict)
     paths: dict[int, Path] = field(default_factory=dict)
+    uplinks: dict[int, Uplink] = field(default_factory=dict)  # path slot -> its uplink entry's value
 
     def add(self, session: AtsssSession, macs: list[Macs]) -> None:
         key = session_key(session.ue)
         self.sessions[bytes(key)] = (key, session_value(session))
         for position, slot in enumerate(session.slots):
             self.paths[slot] = path_value(session, position, macs[position])
+            self.uplinks[slot] = uplink_value(session, slot)
 
 
 def _session_part(value: Session) -> tuple:
     """What the control plane says of a session (the rest is the scheduler's state)."""
     n = value.n_paths
-    return value.mode, n, tuple(value.weight[:n]), tuple(value.path[:n])
+    return value.mode, n, tuple(value.weight[:n]), tuple(value.path[:n]), tuple(value.priority[:n])
 
 
 def _path_part(value: Path) -> bytes:
@@ -99,6 +127,10 @@ class AtsssMaps:
         self._sessions = table_of("dpp_atsss_sessions")
         self._paths = table_of("dpp_atsss_paths")
         self._stats = table_of("dpp_atsss_path_stats")
+        self._uplink = table_of("dpp_atsss_uplink")
+        self._rx = table_of("dpp_atsss_path_rx")
+        self._gate = table_of("dpp_atsss_gate")
+        self._tx = table_of("dpp_atsss_tx")
 
     # --- writes --------------------------------------------------------------------------------
 
@@ -109,11 +141,30 @@ class AtsssMaps:
         DataplaneError when the maps refuse: the caller syncs what it had before."""
         held = self._held(ues)
         used = {slot for _, value in held.values() for slot in value.path[: value.n_paths]}
+        before = self._uplink_keys(sorted(used | set(slots)))
         self._write_paths(tables.paths, used)
+        self._write_uplinks(tables)
         self._write_sessions(tables.sessions, held)
         self._sessions.delete([key for raw, (key, _) in held.items() if raw not in tables.sessions])
         gone = sorted((used | set(slots)) - set(tables.paths))
         self._paths.update([(c_uint32(slot), Path()) for slot in gone])
+        wanted = {bytes(uplink_key(path)) for path in tables.paths.values()}
+        self._uplink.delete([key for raw, key in before.items() if raw not in wanted])
+        self._gate.update([(c_uint32(0), c_uint32(1 if self._any_session() else 0))])
+
+    def _uplink_keys(self, slots: list[int]) -> dict[bytes, UplinkKey]:
+        """The uplink keys of the paths the slots hold now (raw key -> key)."""
+        keys = [uplink_key(path) for path in self._paths.lookup([c_uint32(slot) for slot in slots])
+                if path is not None and path.family]
+        return {bytes(key): key for key in keys}
+
+    def _write_uplinks(self, tables: AtsssTables) -> None:
+        """Each path's uplink entry, written whole (a few bytes: the same value again costs nothing
+        that a comparison would save)."""
+        self._uplink.update([(uplink_key(tables.paths[slot]), value) for slot, value in tables.uplinks.items()])
+
+    def _any_session(self) -> bool:
+        return next(iter(self._sessions.items()), None) is not None
 
     def _held(self, ues: Optional[Iterable[bytes]]) -> dict[bytes, tuple[SessionKey, Session]]:
         if ues is None:
@@ -136,6 +187,7 @@ class AtsssMaps:
                 value.dccp_seq = now.dccp_seq
             writes.append((c_uint32(slot), value))
         self._stats.fill(fresh)  # type: ignore[attr-defined]
+        self._rx.update([(slot, PathRx()) for slot in fresh])
         self._paths.update(writes)
 
     def _write_sessions(self, wanted: dict[bytes, tuple[SessionKey, Session]],
@@ -154,6 +206,25 @@ class AtsssMaps:
                 value.mp_seq = now[raw].mp_seq  # type: ignore[union-attr]
             writes.append((key, value))
         self._sessions.update(writes)
+
+    def ports_set(self, ports: dict[int, int], program_fd: ProgramFd) -> None:
+        """dpp_atsss_tx: each position of `ports` sends its REDUNDANT copies out of that ifindex
+        through the position's copy program; the other positions emptied (no copy for them)."""
+        if ports:
+            self._tx.update({position: DevmapVal(ifindex=ifindex, bpf_prog=program_fd(f"{COPY_PROG}{position}"))
+                             for position, ifindex in sorted(ports.items())})
+        stale = [position for position, _ in self._tx.items() if position not in ports]
+        if stale:
+            self._tx.delete(stale)
+
+    def requeue(self, program_fd: ProgramFd) -> None:
+        """The ports run the instance's copy programs again, after a reload replaced them: a DEVMAP
+        entry holds the program it was written with."""
+        self.ports_set({position: ifindex for position, (ifindex, _) in self.ports().items()}, program_fd)
+
+    def ports(self) -> dict[int, tuple[int, int]]:
+        """dpp_atsss_tx: position -> (ifindex, the id of the program its copies run)."""
+        return {position: (value.ifindex, value.bpf_prog) for position, value in self._tx.items()}
 
     # --- reads ---------------------------------------------------------------------------------
 

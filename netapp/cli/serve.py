@@ -44,6 +44,7 @@ def serve(
     routing = _routing(settings, service, pfcp)
     frer = _frer(settings, service)
     atsss = _atsss(settings, service)
+    acks = _atsss_acks(settings, service, atsss)
     telemetry = _telemetry(settings, service)
     usage = _usage(settings, pfcp, telemetry)
     try:
@@ -51,6 +52,8 @@ def serve(
     except _StopRequested:
         pass  # uvicorn has finished the open requests already
     finally:
+        if acks is not None:
+            acks.stop()
         if usage is not None:
             usage.stop()
         if telemetry is not None:
@@ -167,7 +170,20 @@ def _atsss(settings: Settings, service: IntentService) -> Optional[Any]:
         return None
     from netapp.atsss.service import Atsss
 
-    return Atsss.start(service.store, dataplane.table, settings.netns)  # type: ignore[attr-defined]
+    return Atsss.start(service.store, dataplane.table, settings.netns,  # type: ignore[attr-defined]
+                       program_fd=dataplane.program_fd)  # type: ignore[attr-defined]
+
+
+def _atsss_acks(settings: Settings, service: IntentService, atsss: Optional[Any]) -> Optional[Any]:
+    """The sender of the DCCP-Acks ATSSS's uplink owes the UEs (netapp.atsss.acks), started (None
+    without ATSSS over a data plane, whose ring it drains)."""
+    if atsss is None:
+        return None
+    from netapp.atsss.acks import AckRing, AckSender
+
+    sender = AckSender(AckRing(service.dataplane.map_fd("dpp_atsss_acks")), settings.netns)  # type: ignore[attr-defined]
+    sender.start()
+    return sender
 
 
 def _telemetry(settings: Settings, service: IntentService) -> Optional[Any]:

@@ -217,6 +217,7 @@ class Prog(enum.IntEnum):  # slots of dpp_progs: the programs the XDP entry tail
     TRACE = 0
     FRER = 1
     ENTRY = 2
+    ATSSS = 3
 
 
 @c_enum("dpp_log_level", "DPP_LOG_")

@@ -103,6 +103,7 @@ class Adapter(TableAdapter, Protocol):
     def prog_id(self) -> int: ...
     def programs(self) -> list[dict[str, Any]]: ...
     def map_info(self, name: str) -> dict[str, int]: ...
+    def map_fd(self, name: str) -> int: ...
 
 
 def host_interfaces() -> dict[str, int]:
@@ -194,6 +195,10 @@ class Dataplane(RuleWriter, SiteConfig, Counters):
     def upf_replay(self, frame: bytes, ifindex: int) -> None:
         """A frame through the program as if it had arrived on `ifindex`, its verdict carried out."""
         self._dpp.upf_replay(frame, ifindex)
+
+    def map_fd(self, name: str) -> int:
+        """The fd of the instance's map `name` (a ring's, to read it), valid while it is open."""
+        return self._dpp.map_fd(name)
 
     def program_fd(self, name: str) -> int:
         """The fd of the instance's program `name` (a CPUMAP queue's program), valid while it is open."""

@@ -35,6 +35,7 @@ from concurrent.futures import Future
 from datetime import datetime, timezone
 from typing import Any, Callable, Mapping, Optional
 
+from netapp.atsss.table import AtsssMaps
 from netapp.core.config import Settings
 from netapp.dataplane.binding import DataplaneError
 from netapp.dataplane.facade import Dataplane
@@ -455,6 +456,7 @@ class NetAppService(IntentService):
         with self._state.exclusive():
             Dispatcher(self._state.dataplane).requeue()  # the new worker program in its queues
             FrerDataplane(self._state.dataplane).requeue()  # the new egress program on FRER's ports
+            AtsssMaps(self._state.dataplane.table).requeue(self._state.dataplane.program_fd)  # and copy programs
         return reloaded
 
     def stats(self, who: Principal) -> dict[str, Any]:

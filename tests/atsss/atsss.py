@@ -13,7 +13,7 @@ import ipaddress
 import struct
 from ctypes import c_uint32, c_uint64
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 from bench.packets import internet_checksum
 from bench.libbpf import BPF_F_LOCK, BpfObject, map_delete, map_lookup, map_update, test_run
@@ -79,6 +79,17 @@ def path_value(spec: PathSpec, dccp_seq: int = 0) -> Path:
     value.local[:] = addr_words(spec.local)
     value.peer[:] = addr_words(spec.peer)
     return value
+
+
+def mac(raw: bytes) -> str:
+    return ":".join(f"{byte:02x}" for byte in raw)
+
+
+def path_body(spec: PathSpec, **overrides: Any) -> dict[str, Any]:
+    """The path as a session's body (REST, AtsssSessionSpec) states it."""
+    return {"access": "3GPP" if spec.access == Access.THREE_GPP else "non-3GPP", "local": spec.local,
+            "peer": spec.peer, "local_port": spec.sport, "peer_port": spec.dport, "source_mac": mac(spec.smac),
+            "next_hop_mac": mac(spec.dmac), **overrides}
 
 
 class AtsssProgram:

@@ -29,7 +29,9 @@ admin, api_app, client_for, server, service, tenant_a, tenant_b, tokens_path = (
     api.admin, api.api_app, api.client_for, api.server, api.service, api.tenant_a, api.tenant_b, api.tokens_path)
 
 SESSIONS = "/api/v1/atsss/sessions"
-GRANTS = {"tenant-a": [{"dst": "10.60.0.0/24"}], "tenant-b": [{"dst": "10.70.0.0/24"}]}
+# tenant-a's access interfaces: where its redundant sessions' copies leave
+GRANTS = {"tenant-a": [{"dst": "10.60.0.0/24"}, *({"interface": f"acc{n}", "dst": "10.60.0.0/24"} for n in range(3))],
+          "tenant-b": [{"dst": "10.70.0.0/24"}]}
 
 
 def path(n: int, **overrides: Any) -> dict[str, Any]:
@@ -118,11 +120,27 @@ def test_a_tenant_sees_and_changes_only_its_own_sessions(node, tenant_a, tenant_
     ({"paths": [path(1, local="2001:db8::1")]}, "paths[0].peer"),
     ({"paths": [path(1, next_hop_mac=None)]}, "paths[0].next_hop_mac"),
     ({"ue": "not an address"}, "ue"),
+    ({"mode": "redundant"}, "paths[0].interface"),  # its copies leave by each path's interface
+    ({"mode": "priority", "paths": [path(1, priority=256)]}, "paths[0].priority"),
 ])  # fmt: skip
 def test_a_bad_session_is_a_problem_naming_its_field(node, tenant_a, change, field):
     problem = assert_problem(tenant_a.post(SESSIONS, json=body(**change)), 400)
     assert {param["name"] for param in problem["invalid-params"]} == {field}  # an address: one per family
     assert node.sessions() == []
+
+
+def test_every_redundant_session_sends_a_positions_copies_out_of_one_interface(node, tenant_a):
+    first = body(mode="redundant", paths=[path(1, interface="acc0"), path(2, interface="acc1")])
+    assert tenant_a.post(SESSIONS, json=first).status_code == 201
+    second = body("ue6", ue="10.60.0.6", mode="redundant", paths=[path(1, interface="acc0"),
+                                                                   path(2, interface="acc2")])
+
+    problem = assert_problem(tenant_a.post(SESSIONS, json=second), 400)
+
+    assert invalid_param(problem)["name"] == "paths[1].interface"
+    assert "acc1" in problem["detail"] and "ue5" not in problem["detail"], "the interface, not whose session"
+    second["paths"][1]["interface"] = "acc1"
+    assert tenant_a.post(SESSIONS, json=second).status_code == 201
 
 
 @pytest.mark.parametrize("patch, status, field", [

@@ -12,7 +12,7 @@ from __future__ import annotations
 from ctypes import c_uint32
 from dataclasses import replace
 from pathlib import Path as FilePath
-from typing import Any, Iterator
+from typing import Iterator
 
 import pytest
 
@@ -24,7 +24,7 @@ from netapp.dataplane.facade import Dataplane
 from netapp.service.contract import DataplaneUnavailable, InvalidInput, Principal, Scope
 from netapp.service.store import Store
 from netapp.testbed.netns import run
-from tests.atsss.atsss import PathSpec, path_value, session_key
+from tests.atsss.atsss import PathSpec, path_body, path_value, session_key
 from tests.utils.kernel import require_kernel, veth_namespace
 from tests.utils.maps import pinned_instance
 
@@ -34,16 +34,6 @@ CELL = PathSpec("192.0.2.1", "198.51.100.7", 5001, 5002, Access.THREE_GPP,
                 bytes.fromhex("02000000aa01"), bytes.fromhex("02000000bb01"))
 WIFI = PathSpec("192.0.2.2", "203.0.113.7", 5003, 5004, Access.NON_THREE_GPP,
                 bytes.fromhex("02000000aa02"), bytes.fromhex("02000000bb02"))
-
-
-def mac(raw: bytes) -> str:
-    return ":".join(f"{byte:02x}" for byte in raw)
-
-
-def path_body(spec: PathSpec, **overrides: Any) -> dict[str, Any]:
-    return {"access": "3GPP" if spec.access == Access.THREE_GPP else "non-3GPP", "local": spec.local,
-            "peer": spec.peer, "local_port": spec.sport, "peer_port": spec.dport, "source_mac": mac(spec.smac),
-            "next_hop_mac": mac(spec.dmac), **overrides}
 
 
 def session(name: str = "ue7", ue: str = UE, mode: str = "weighted", weights: tuple[int, int] = (3, 1)) -> AtsssSessionSpec:

@@ -68,7 +68,7 @@ def problem_of(exc: ValidationError) -> InvalidParam:
     ({"paths": [path(1, next_hop_mac=None)]}, "paths[0].next_hop_mac", "or an interface", None),
     ({"paths": [path(1, local_port=0)]}, "paths[0].local_port", "greater than or equal to 1", ">= 1"),
     ({"paths": [path(1, access="wifi")]}, "paths[0].access", "'3GPP' or 'non-3GPP'", "'3GPP' or 'non-3GPP'"),
-    ({"mode": "fastest"}, "mode", "round_robin", "'round_robin', 'weighted', 'active_standby' or 'smallest_delay'"),
+    ({"mode": "fastest"}, "mode", "round_robin", "'round_robin', 'weighted', 'active_standby', 'smallest_delay', 'priority' or 'redundant'"),
     ({"mode": "weighted", "paths": [path(1, weight=0), path(2, weight=0)]}, "paths", "every weight is 0", None),
     ({"paths": [path(1), path(1)]}, "paths[1]", "as paths[0]", None),
     ({"ue": "10.60.0.0/24"}, "ue", "valid IPv4 address", None),

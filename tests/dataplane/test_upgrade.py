@@ -32,6 +32,8 @@ from tests.utils.maps import pinned_instance, second_handle
 REPO = Path(__file__).resolve().parents[2]
 DPPCTL = REPO / "dataplane" / "build" / "dppctl"
 PIN_ROOT = Path("/sys/fs/bpf/dpp")
+# the pipeline's ATSSS programs: a REDUNDANT copy's per position (devmap), and the stage (tail call)
+ATSSS_PROGS = ("dpp_atsss_copy_0", "dpp_atsss_copy_1", "dpp_atsss_copy_2", "dpp_atsss_copy_3", "dpp_atsss_stage")
 IFACE, PEER = "v1", "v0"  # the pipeline sits on v1; frames are written into v0
 PORT = 5004
 
@@ -143,7 +145,7 @@ def test_a_reload_swaps_the_program_and_keeps_rules_counters_and_the_link(ns, da
     assert video_packets(dp) == 16
     assert tail_called(instance) == 16  # the entry tail-called the trace program for each frame
     assert programs.keys() == program_ids(dp).keys() == {
-        "dpp_xdp", "dpp_xdp_trace", "dpp_rss_worker", "dpp_frer_stage", "dpp_frer_egress"}
+        "dpp_xdp", "dpp_xdp_trace", "dpp_rss_worker", "dpp_frer_stage", "dpp_frer_egress", *ATSSS_PROGS}
 
 
 def test_a_reload_replaces_every_program_and_its_pin_and_slot(ns, dataplane):
@@ -151,6 +153,8 @@ def test_a_reload_replaces_every_program_and_its_pin_and_slot(ns, dataplane):
     old = dp.status()["programs"]
     assert [(p["name"], p["kind"], p["slot"]) for p in old] == [
         ("dpp_xdp", "xdp", "entry"),
+        *[(name, "devmap", None) for name in ATSSS_PROGS[:4]],
+        ("dpp_atsss_stage", "tail", "atsss"),
         ("dpp_frer_egress", "devmap", None),
         ("dpp_frer_stage", "tail", "frer"),
         ("dpp_rss_worker", "cpumap", None),
@@ -166,7 +170,7 @@ def test_a_reload_replaces_every_program_and_its_pin_and_slot(ns, dataplane):
     # dpp_progs' slot (a slot is only named when the array holds that program's id).
     assert pinned_programs(instance) == new
     assert sorted(os.listdir(PIN_ROOT / instance / "progs")) == [
-        "dpp_frer_egress", "dpp_frer_stage", "dpp_rss_worker", "dpp_xdp_trace"]
+        *ATSSS_PROGS, "dpp_frer_egress", "dpp_frer_stage", "dpp_rss_worker", "dpp_xdp_trace"]
 
 
 @pytest.mark.parametrize(

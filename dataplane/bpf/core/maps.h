@@ -107,12 +107,13 @@ struct {
 	__type(value, struct dpp_trace);
 } dpp_trace SEC(".maps");
 
-/* The programs in dpp_progs' slots, defined further on (core/trace.h, nf/frer/stage.h, the entry
- * itself in dpp.bpf.c): libbpf fills the slots when it loads the object, so the entry never meets
+/* The programs in dpp_progs' slots, defined further on (core/trace.h, nf/frer/stage.h,
+ * nf/atsss/stage.h, the entry itself in dpp.bpf.c): libbpf fills the slots when it loads the object, so the entry never meets
  * an empty one. */
 int dpp_xdp_trace(struct xdp_md *ctx);
 int dpp_frer_stage(struct xdp_md *ctx);
 int dpp_xdp(struct xdp_md *ctx);
+int dpp_atsss_stage(struct xdp_md *ctx);
 
 /* enum dpp_prog -> the program the entry tail-calls for that step. Each load (dpp_open,
  * dpp_upgrade) makes its own, filled with its own programs: a packet runs one load's programs. */
@@ -126,6 +127,7 @@ struct {
 		[DPP_PROG_TRACE] = (void *)&dpp_xdp_trace,
 		[DPP_PROG_FRER] = (void *)&dpp_frer_stage,
 		[DPP_PROG_ENTRY] = (void *)&dpp_xdp,
+		[DPP_PROG_ATSSS] = (void *)&dpp_atsss_stage,
 	},
 };
 

@@ -2,7 +2,7 @@
 /* The maps of ATSSS: sessions by UE address (their scheduler state under the session's lock), the
  * paths by slot, per-CPU counters per path; for the uplink, the paths by the addresses and ports
  * their packets arrive with, what each path heard from its UE, the node's uplink settings and
- * counters, and the ring of the Acks owed the UEs. */
+ * counters, and the ring of the Acks owed the UEs; the gate of the pipeline's ATSSS stage. */
 #ifndef DPP_NF_ATSSS_MAPS_H
 #define DPP_NF_ATSSS_MAPS_H
 
@@ -83,5 +83,15 @@ struct {
 	__type(key, __u32);
 	__type(value, struct bpf_devmap_val);
 } dpp_atsss_tx SEC(".maps");
+
+/* 0 -> nonzero when the node has ATSSS sessions: the pipeline then hands ATSSS's frames (DCCP, and
+ * plain IP to a UE with a session) to its stage (nf/atsss/stage.h); 0: a frame costs one array
+ * read. Written by the control plane with the sessions. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} dpp_atsss_gate SEC(".maps");
 
 #endif /* DPP_NF_ATSSS_MAPS_H */

@@ -24,8 +24,8 @@
  * and two CPUs never give two Acks one number. Acks are owed every ack_ratio Data packets of a path
  * (RFC 4341's Ack Ratio, a node setting), cumulative: each acknowledges the greatest number
  * received. A full ring loses the Ack, not the UE packet (counted DPP_ATSSS_UP_ACK_LOST); the next
- * one acknowledges the same numbers and more. The sender is libdpp's to run once ATSSS is a stage
- * of the pipeline (dpp.bpf.o); until then the tests and bench/atsss read the ring themselves. */
+ * one acknowledges the same numbers and more. ATSSS runs in the pipeline (dpp.bpf.o, its stage:
+ * nf/atsss/stage.h) as alone; netapp serve's sender (netapp/atsss/acks.py) drains the ring. */
 #ifndef DPP_NF_ATSSS_UPLINK_H
 #define DPP_NF_ATSSS_UPLINK_H
 

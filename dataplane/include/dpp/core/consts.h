@@ -122,6 +122,7 @@ enum dpp_prog {
 	DPP_PROG_TRACE = 0, /* records the packet's outcome in dpp_trace (loaded with trace on) */
 	DPP_PROG_FRER = 1,  /* FRER's stage, ahead of the pipeline on a node with FRER streams */
 	DPP_PROG_ENTRY = 2, /* the entry itself: where FRER's stage hands a frame on to the pipeline */
+	DPP_PROG_ATSSS = 3, /* ATSSS's stage: the frames of a node's ATSSS sessions, once parsed */
 	DPP_PROG_MAX,
 };
 
