@@ -249,6 +249,7 @@ class Atsss:
                 QuotaExceeded.unless_room(tenant, "atsss_sessions", stored.count_sessions(self.store, tenant),
                                           policy.quotas_of(tenant).atsss_sessions, "delete one first")
             self._check_ue(tenant, spec, old)
+            self._check_subflows(tenant, spec, old)
             self._check_ports(tenant, spec)
             ues = [str(spec.ue)] + ([str(old.ue)] if old is not None else [])
             before = stored.sessions_of_ues(self.store, ues)
@@ -275,6 +276,20 @@ class Atsss:
         if old is not None and old.mts_session is not None and old.ue != spec.ue:
             raise Conflict(f"MTS session {old.mts_session!r} steers UE {old.ue}: delete it before moving the session",
                            field="ue")
+
+    def _check_subflows(self, tenant: str, spec: SessionDefinition, old: Optional[AtsssSession]) -> None:
+        """Conflict naming the path whose subflow is another session's path: a subflow's uplink
+        packets are found by its addresses and ports alone (dpp_atsss_uplink), so a second session
+        of them would take the first one's uplink (maybe another tenant's: whose is not said)."""
+        subflows = [stored.subflow_of(path) for path in spec.paths]
+        holders = stored.subflow_holders(self.store, subflows)
+        for i, subflow in enumerate(subflows):
+            holder = holders.get(subflow)
+            if holder is not None and (old is None or holder != (old.tenant, old.name)):
+                whose = f"session {holder[1]!r}" if holder[0] == tenant else "a session of another tenant"
+                local, peer, local_port, peer_port = subflow
+                raise Conflict(f"paths[{i}]: the subflow {local} port {local_port} - {peer} port {peer_port} is a path "
+                               f"of {whose} already: its uplink packets reach one session", field=f"paths[{i}]")
 
     def _check_ports(self, tenant: str, spec: AtsssSessionSpec) -> None:
         """InvalidInput naming the path whose interface is not the one other redundant sessions

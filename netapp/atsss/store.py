@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Optional
 
 from netapp.atsss.abi import MAX_PATHS
-from netapp.atsss.models import AtsssSession, SessionDefinition, SteeringMode
+from netapp.atsss.models import AtsssPath, AtsssSession, SessionDefinition, SteeringMode
 from netapp.service.store import Store
 
 _COLUMNS = "s.tenant, s.name, s.body, s.updated_at, s.revision, m.id, m.body"
@@ -65,6 +65,32 @@ def session_of_ue(store: Store, ue: str) -> Optional[tuple[str, str]]:
     """(tenant, name) of the session of the UE address `ue` (as str() writes it), None when none."""
     row = store.execute("SELECT tenant, name FROM atsss_sessions WHERE ue = ?", (ue,)).fetchone()
     return None if row is None else (row[0], row[1])
+
+
+# A subflow: this node's address, the UE's address on the access (as str() writes them), the ports.
+Subflow = tuple[str, str, int, int]
+
+
+def subflow_of(path: AtsssPath) -> Subflow:
+    return (str(path.local), str(path.peer), path.local_port, path.peer_port)
+
+
+def subflow_holders(store: Store, subflows: list[Subflow]) -> dict[Subflow, tuple[str, str]]:
+    """(tenant, name) of the stored session that has a path of each of these subflows, where one
+    has. One pass over the sessions' paths in SQLite, narrowed to the UEs' access addresses asked."""
+    if not subflows:
+        return {}
+    peers = sorted({peer for _, peer, _, _ in subflows})
+    rows = store.execute(
+        "SELECT s.tenant, s.name, json_extract(p.value, '$.local'), json_extract(p.value, '$.peer'), "
+        "json_extract(p.value, '$.local_port'), json_extract(p.value, '$.peer_port') "
+        "FROM atsss_sessions s, json_each(s.body, '$.paths') p "
+        f"WHERE json_extract(p.value, '$.peer') IN ({', '.join('?' * len(peers))})",
+        peers,
+    ).fetchall()
+    asked = set(subflows)
+    return {(local, peer, lport, pport): (tenant, name) for tenant, name, local, peer, lport, pport in rows
+            if (local, peer, lport, pport) in asked}
 
 
 def count_sessions(store: Store, tenant: str) -> int:

@@ -132,8 +132,8 @@ def test_a_bad_session_is_a_problem_naming_its_field(node, tenant_a, change, fie
 def test_every_redundant_session_sends_a_positions_copies_out_of_one_interface(node, tenant_a):
     first = body(mode="redundant", paths=[path(1, interface="acc0"), path(2, interface="acc1")])
     assert tenant_a.post(SESSIONS, json=first).status_code == 201
-    second = body("ue6", ue="10.60.0.6", mode="redundant", paths=[path(1, interface="acc0"),
-                                                                   path(2, interface="acc2")])
+    second = body("ue6", ue="10.60.0.6", mode="redundant", paths=[path(3, interface="acc0"),
+                                                                   path(4, interface="acc2")])
 
     problem = assert_problem(tenant_a.post(SESSIONS, json=second), 400)
 
@@ -160,12 +160,13 @@ def test_the_cli_applies_lists_feeds_a_path_counts_and_deletes(node, server, tmp
     runner = CliRunner()
     options = ["--url", server.url, "--token", token_of("tenant-a")]
     file = tmp_path / "sessions.json"
-    file.write_text(json.dumps({"sessions": [body(), body("ue6", ue="10.60.0.6", mode="smallest_delay")]}))
+    ue6 = body("ue6", ue="10.60.0.6", mode="smallest_delay", paths=[path(1, peer="198.51.100.6"), path(4)])
+    file.write_text(json.dumps({"sessions": [body(), ue6]}))
     result = runner.invoke(cli, ["atsss", "sessions", "apply", str(file), *options])
     assert result.exit_code == 0, result.output
     assert "created ue5 (UE 10.60.0.5, slots [1, 2])" in result.output
     result = runner.invoke(cli, ["atsss", "sessions", "path", "ue6", "0", "--rtt-us", "900", "--down", *options])
-    assert result.exit_code == 0 and "3GPP 198.51.100.1 (down)" in result.output, result.output
+    assert result.exit_code == 0 and "3GPP 198.51.100.6 (down)" in result.output, result.output
     result = runner.invoke(cli, ["atsss", "sessions", "list", "--json", *options])
     assert [s["name"] for s in json.loads(result.output)] == ["ue5", "ue6"]
     result = runner.invoke(cli, ["atsss", "sessions", "counters", "ue5", *options])

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ctypes import c_uint32
 from dataclasses import replace
+from ipaddress import ip_address
 from pathlib import Path as FilePath
 from typing import Iterator
 
@@ -37,9 +38,12 @@ WIFI = PathSpec("192.0.2.2", "203.0.113.7", 5003, 5004, Access.NON_THREE_GPP,
 
 
 def session(name: str = "ue7", ue: str = UE, mode: str = "weighted", weights: tuple[int, int] = (3, 1)) -> AtsssSessionSpec:
+    """UE's session over CELL and WIFI; another UE's over the same accesses, its own ports (a subflow is one session's)."""
+    step = int(ip_address(ue)) - int(ip_address(UE))
     return AtsssSessionSpec.model_validate({
         "name": name, "ue": ue, "mode": mode,
-        "paths": [path_body(CELL, weight=weights[0]), path_body(WIFI, weight=weights[1])]})  # fmt: skip
+        "paths": [path_body(CELL, weight=weights[0], peer_port=CELL.dport + 2 * step),
+                  path_body(WIFI, weight=weights[1], peer_port=WIFI.dport + 2 * step)]})  # fmt: skip
 
 
 @pytest.fixture

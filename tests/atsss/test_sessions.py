@@ -88,11 +88,31 @@ def test_a_tenant_stores_reads_replaces_and_deletes_its_session_with_slots_given
     assert second.slots == [3]
     replaced, created = atsss.put_session(CAROL, "s1", spec(paths=[path(1)]))
     assert (created, replaced.slots, replaced.revision) == (False, [1], 2), "position 0 keeps its slot"
-    assert atsss.create_session(CAROL, "s3", spec("s3", ue="10.60.0.7")).slots == [2, 4], "slot 2 freed"
+    assert atsss.create_session(CAROL, "s3", spec("s3", ue="10.60.0.7", paths=[path(4), path(5)])).slots == [2, 4], \
+        "slot 2 freed"
     atsss.delete_session(CAROL, "s1")
     with pytest.raises(NotFound):
         atsss.get_session(CAROL, "s1")
     assert [s.name for s in atsss.list_sessions(CAROL)] == ["s2", "s3"]
+
+
+def test_a_path_whose_subflow_is_another_sessions_is_a_conflict_naming_the_path(atsss):
+    """A subflow's uplink is found by its addresses and ports alone: two sessions of one subflow,
+    the later would take the earlier's uplink packets, maybe another tenant's."""
+    carols = atsss.create_session(CAROL, "s1", spec())
+    with pytest.raises(Conflict) as theirs:
+        atsss.create_session(DAVE, "d1", spec("d1", ue="10.70.0.5", paths=[path(5), path(2)]))
+    assert theirs.value.field == "paths[1]" and "a session of another tenant" in str(theirs.value)
+    assert "s1" not in str(theirs.value), "another tenant's session is not named"
+    with pytest.raises(Conflict) as own:
+        atsss.create_session(CAROL, "s2", spec("s2", ue="10.60.0.6", paths=[path(1)]))
+    assert own.value.field == "paths[0]" and "session 's1'" in str(own.value)
+    assert atsss.list_sessions(DAVE) == [] and [s.name for s in atsss.list_sessions(CAROL)] == ["s1"]
+    assert atsss.get_session(CAROL, "s1").paths == carols.paths
+
+    atsss.put_session(CAROL, "s1", spec(paths=[path(2), path(1)]))  # its own subflows, reordered
+    atsss.delete_session(CAROL, "s1")
+    assert atsss.create_session(DAVE, "d1", spec("d1", ue="10.70.0.5", paths=[path(5), path(2)])).slots == [1, 2]
 
 
 def test_a_tenant_sees_and_changes_only_its_own(atsss):
@@ -126,7 +146,7 @@ def test_a_grant_of_the_uplink_or_of_an_interface_does_not_hold_a_session(store,
 
 
 def test_a_ue_has_one_session_and_a_name_one_session_per_tenant(atsss):
-    atsss.create_session(ADMIN, "site", spec("site", ue="10.80.0.1"))
+    atsss.create_session(ADMIN, "site", spec("site", ue="10.80.0.1", paths=[path(7), path(8)]))
     with pytest.raises(Conflict) as taken:
         atsss.create_session(ADMIN, "again", spec("again", ue="10.80.0.1"))
     assert taken.value.field == "ue" and "'site'" in taken.value.detail
