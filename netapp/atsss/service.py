@@ -24,7 +24,7 @@ from typing import Callable, Optional
 from pydantic import ValidationError
 
 from netapp.atsss import store as stored
-from netapp.atsss.abi import MAX_PATHS, PathFlags
+from netapp.atsss.abi import MAX_PATHS, Path, PathFlags, PathStats
 from netapp.atsss.models import (
     AtsssSession,
     AtsssSessionPatch,
@@ -69,6 +69,20 @@ def resolve_macs(session: AtsssSession, index: int, ifindex: Optional[int]) -> M
     return path_macs(session.paths[index], index, ifindex)
 
 
+def session_counters(session: AtsssSession, values: list[Optional[Path]], stats: list[PathStats]) -> SessionCounters:
+    """The session's paths as its slots' entries (`values`, None: not there) and counters say, by position."""
+    total = sum(stat.packets for stat in stats)
+    paths = []
+    for index, (slot, value, stat) in enumerate(zip(session.slots, values, stats)):
+        paths.append(PathCounters(
+            index=index, slot=slot, access=session.paths[index].access, weight=session.paths[index].weight,
+            up=bool(value.flags & PathFlags.UP) if value is not None else False,
+            rtt_us=value.rtt_us if value is not None else 0,
+            packets=stat.packets, bytes=stat.bytes, rx_packets=stat.rx_packets, rx_bytes=stat.rx_bytes,
+            rx_acks=stat.rx_acks, share=stat.packets / total if total else None))  # fmt: skip
+    return SessionCounters(name=session.name, tenant=session.tenant, ue=session.ue, paths=paths)
+
+
 class Atsss:
     """The ATSSS sessions of every tenant on this node. `netns`: the node's namespace, where
     interfaces and neighbours are looked up and the maps written (setting netns)."""
@@ -111,19 +125,29 @@ class Atsss:
     def session_counters(self, who: Principal, name: str) -> SessionCounters:
         """Each path's packets and bytes, its state in the data path and its share of the packets."""
         session = self.get_session(who, name)
-        counters = SessionCounters(name=session.name, tenant=session.tenant, ue=session.ue, paths=[])
         if self._maps is None or f"{session.tenant}/{session.name}" in self.unserved:
-            return counters
+            return SessionCounters(name=session.name, tenant=session.tenant, ue=session.ue, paths=[])
+        return self._counters([session])[0]
+
+    def all_counters(self) -> list[SessionCounters]:
+        """The counters of every tenant's sessions in the data path, read in one batch per map (the
+        telemetry's poll: netapp.atsss.telemetry); none without a data plane."""
+        if self._maps is None:
+            return []
+        sessions = [session for session in stored.load_sessions(self.store)
+                    if f"{session.tenant}/{session.name}" not in self.unserved]
+        return self._counters(sessions)
+
+    def _counters(self, sessions: list[AtsssSession]) -> list[SessionCounters]:
+        assert self._maps is not None
+        slots = [slot for session in sessions for slot in session.slots]
         with namespace(self._netns):
-            values, sent = self._maps.paths(session.slots), self._maps.sent(session.slots)
-        total = sum(packets for packets, _ in sent)
-        for index, (slot, value, (packets, octets)) in enumerate(zip(session.slots, values, sent)):
-            path = session.paths[index]
-            counters.paths.append(PathCounters(
-                index=index, slot=slot, access=path.access, packets=packets, bytes=octets,
-                up=bool(value.flags & PathFlags.UP) if value is not None else False,
-                rtt_us=value.rtt_us if value is not None else 0,
-                share=packets / total if total else None))  # fmt: skip
+            values, stats = self._maps.paths(slots), self._maps.stats(slots)
+        counters, start = [], 0
+        for session in sessions:
+            end = start + len(session.slots)
+            counters.append(session_counters(session, values[start:end], stats[start:end]))
+            start = end
         return counters
 
     # --- changes -------------------------------------------------------------------------------

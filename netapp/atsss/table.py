@@ -20,9 +20,9 @@ from ctypes import c_uint32
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional
 
-from netapp.atsss.abi import Path, PathFlags, Session, SessionKey
+from netapp.atsss.abi import Path, PathFlags, PathStats, Session, SessionKey
 from netapp.atsss.models import Address, AtsssSession
-from netapp.dataplane.tables import Table
+from netapp.dataplane.tables import Table, summed
 
 TableOf = Callable[[str], Table]
 Macs = tuple[str, str]  # (source, next hop) of one path
@@ -160,11 +160,10 @@ class AtsssMaps:
     def paths(self, slots: list[int]) -> list[Optional[Path]]:
         return self._paths.lookup([c_uint32(slot) for slot in slots])
 
-    def sent(self, slots: list[int]) -> list[tuple[int, int]]:
-        """(packets, bytes) each slot's path sent, summed over the CPUs."""
+    def stats(self, slots: list[int]) -> list[PathStats]:
+        """What each slot's path sent and received, summed over the CPUs (zero for a slot not read)."""
         per_slot = self._stats.lookup([c_uint32(slot) for slot in slots])
-        return [(sum(cpu.packets for cpu in cpus), sum(cpu.bytes for cpu in cpus)) if cpus is not None else (0, 0)
-                for cpus in per_slot]
+        return [summed(PathStats, cpus) if cpus is not None else PathStats() for cpus in per_slot]
 
     def session(self, ue: Address) -> Optional[Session]:
         """The UE's entry, read under its lock."""

@@ -9,6 +9,8 @@ from pathlib import Path
 import numpy
 import pytest
 
+from netapp.atsss.models import AccessType, PathCounters, SessionCounters
+from netapp.atsss.telemetry import AtsssPoints
 from netapp.core.config import InfluxSettings
 from netapp.telemetry.collector import Collector
 from netapp.telemetry.influx import InfluxSink
@@ -91,11 +93,28 @@ class FakeUpf:
         return {}
 
 
+class FakeAtsss:
+    """One ATSSS session of two paths sending and receiving more on each read (netapp.atsss.service's
+    all_counters)."""
+
+    def __init__(self) -> None:
+        self.reads = 0
+
+    def all_counters(self) -> list[SessionCounters]:
+        self.reads += 1
+        n = self.reads
+        paths = [PathCounters(index=index, slot=index + 1, access=access, up=True, rtt_us=20000, weight=1,
+                              packets=n, bytes=100 * n, rx_packets=n, rx_bytes=90 * n, rx_acks=n, share=0.5)
+                 for index, access in enumerate(AccessType)]
+        return [SessionCounters(name="ue5", tenant="alice", ue="10.60.0.5", paths=paths)]
+
+
 def everything_collector(sinks=()) -> Collector:
-    """A collector of EverythingSource's counters, a UPF's usage and its buffering."""
+    """A collector of EverythingSource's counters, a UPF's usage and its buffering, ATSSS's paths."""
     collector = Collector(EverythingSource(), node="edge-1", sinks=list(sinks))
     collector.add_source(UsagePoints(UsageMonitor(FakeUpf(), lambda seid, reports: None), "edge-1"))
     collector.add_source(BufferingPoints(Buffering(NoApplier(), None), "edge-1"))
+    collector.add_source(AtsssPoints(FakeAtsss().all_counters, "edge-1"))
     return collector
 
 
