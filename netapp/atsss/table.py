@@ -14,18 +14,36 @@ sessions that lead to them, sessions deleted before their slots are emptied.
 
 from __future__ import annotations
 
+import ctypes
 import socket
 import struct
-from ctypes import c_uint32
+from ctypes import c_uint32, c_uint64
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Optional
+from typing import Callable, Iterable, NamedTuple, Optional
+
+import numpy
 
 from netapp.atsss.abi import Path, PathFlags, PathStats, Session, SessionKey
 from netapp.atsss.models import Address, AtsssSession
-from netapp.dataplane.tables import Table, summed
+from netapp.dataplane.tables import Table
 
 TableOf = Callable[[str], Table]
 Macs = tuple[str, str]  # (source, next hop) of one path
+
+
+STAT_FIELDS = tuple(name for name, _ in PathStats._fields_)
+# read as one array of 64-bit counters (AtsssMaps.stats)
+assert all(kind is c_uint64 for _, kind in PathStats._fields_), "dpp_atsss_path_stats holds __u64 counters only"
+
+
+class PathCounts(NamedTuple):
+    """dpp_atsss_path_stats of one path, summed over the CPUs."""
+
+    packets: int
+    bytes: int
+    rx_packets: int
+    rx_bytes: int
+    rx_acks: int
 
 
 def address_words(address: Address) -> tuple[int, int, int, int]:
@@ -160,10 +178,16 @@ class AtsssMaps:
     def paths(self, slots: list[int]) -> list[Optional[Path]]:
         return self._paths.lookup([c_uint32(slot) for slot in slots])
 
-    def stats(self, slots: list[int]) -> list[PathStats]:
-        """What each slot's path sent and received, summed over the CPUs (zero for a slot not read)."""
+    def stats(self, slots: list[int]) -> list[PathCounts]:
+        """What each slot's path sent and received, summed over the CPUs (zero for a slot not read).
+        Summed in numpy over the raw per-CPU values: a poll of 20,000 paths field by field in Python
+        took a quarter of a second."""
         per_slot = self._stats.lookup([c_uint32(slot) for slot in slots])
-        return [summed(PathStats, cpus) if cpus is not None else PathStats() for cpus in per_slot]
+        cpus = self._stats.cpus  # type: ignore[attr-defined]
+        zero = bytes(ctypes.sizeof(PathStats) * cpus)
+        raw = b"".join(bytes(values) if values is not None else zero for values in per_slot)
+        counts = numpy.frombuffer(raw, dtype=numpy.uint64).reshape(len(slots), cpus, len(STAT_FIELDS))
+        return [PathCounts(*row) for row in counts.sum(axis=1, dtype=numpy.uint64).tolist()]
 
     def session(self, ue: Address) -> Optional[Session]:
         """The UE's entry, read under its lock."""

@@ -17,57 +17,55 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Optional
 
-from netapp.atsss.models import PathCounters, SessionCounters
+from netapp.atsss.service import PathReading
 from netapp.telemetry.collector import RateKeeper
 from netapp.telemetry.poll import ATSSS_PATH, FieldValue, Point, counter_fields
 
-CountersOf = Callable[[], Iterable[SessionCounters]]
+Readings = Callable[[], Iterable[PathReading]]
 
 
 class AtsssPoints:
-    """The paths' counters of `read()` (netapp.atsss.service.Atsss.all_counters) as points."""
+    """The paths of `read()` (netapp.atsss.service.Atsss.readings) as points."""
 
     name = "atsss"
 
-    def __init__(self, read: CountersOf, node: str):
+    def __init__(self, read: Readings, node: str):
         self.read = read
         self.node = node
         self._rates = RateKeeper()
 
     def poll(self, time_ns: int) -> list[Point]:
-        sessions = list(self.read())
-        self._rates.keep_only({rate_key(session, path) for session in sessions for path in session.paths})
-        return self._points(sessions, time_ns, self._rates)
+        paths = list(self.read())
+        self._rates.keep_only({rate_key(path) for path in paths})
+        return self._points(paths, time_ns, self._rates)
 
     def snapshot(self, time_ns: int) -> list[Point]:
         return self._points(list(self.read()), time_ns, None)
 
-    def _points(self, sessions: list[SessionCounters], time_ns: int, rates: Optional[RateKeeper]) -> list[Point]:
-        return [
-            Point(ATSSS_PATH, self._tags(session, path), path_fields(session, path, time_ns, rates), time_ns)
-            for session in sessions
-            for path in session.paths
-        ]
+    def _points(self, paths: list[PathReading], time_ns: int, rates: Optional[RateKeeper]) -> list[Point]:
+        return [Point(ATSSS_PATH, self._tags(path), path_fields(path, time_ns, rates), time_ns) for path in paths]
 
-    def _tags(self, session: SessionCounters, path: PathCounters) -> dict[str, str]:
+    def _tags(self, path: PathReading) -> dict[str, str]:
+        session = path.session
         return {"node": self.node, "tenant": session.tenant, "session": session.name, "path": str(path.index),
-                "access": path.access.value}
+                "access": session.paths[path.index].access.value}
 
 
-def path_fields(session: SessionCounters, path: PathCounters, time_ns: int,
-                rates: Optional[RateKeeper]) -> dict[str, FieldValue]:
+def path_fields(path: PathReading, time_ns: int, rates: Optional[RateKeeper]) -> dict[str, FieldValue]:
     """The path's counters, their rates where `rates` knows the previous ones, its state and share."""
-    values = (path.packets, path.bytes)
+    counts = path.counts
+    values = (counts.packets, counts.bytes)
     nan = float("nan")
-    measured = rates.rates(rate_key(session, path), time_ns, values) if rates is not None else (nan, nan)
+    measured = rates.rates(rate_key(path), time_ns, values) if rates is not None else (nan, nan)
     fields = counter_fields(*values, *measured)
-    fields.update(rx_packets=path.rx_packets, rx_bytes=path.rx_bytes, rx_acks=path.rx_acks, up=path.up,
-                  rtt_us=path.rtt_us, weight=path.weight)
+    fields.update(rx_packets=counts.rx_packets, rx_bytes=counts.rx_bytes, rx_acks=counts.rx_acks, up=path.up,
+                  rtt_us=path.rtt_us, weight=path.session.paths[path.index].weight)
     if path.share is not None:  # no packet sent on the session yet: no split to tell
         fields["share"] = path.share
     return fields
 
 
-def rate_key(session: SessionCounters, path: PathCounters) -> tuple[str, str, int, int]:
+def rate_key(path: PathReading) -> tuple[str, str, int, int]:
     """A path's identity for its rates: its session, position and slot."""
-    return session.tenant, session.name, path.index, path.slot
+    session = path.session
+    return session.tenant, session.name, path.index, session.slots[path.index]

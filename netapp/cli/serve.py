@@ -216,7 +216,7 @@ def _atsss_telemetry(settings: Settings, atsss: Optional[Any], telemetry: Option
         return
     from netapp.atsss.telemetry import AtsssPoints
 
-    telemetry.collector.add_source(AtsssPoints(atsss.all_counters, settings.telemetry.node))
+    telemetry.collector.add_source(AtsssPoints(atsss.readings, settings.telemetry.node))
 
 
 def _start_exit_code(exc: ServiceError) -> int:

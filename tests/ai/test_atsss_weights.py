@@ -86,7 +86,7 @@ def test_the_loop_weighs_the_paths_by_their_measured_rtts_and_the_data_path_spli
 
     sink = InfluxSink(influx_settings(influxd, database))
     collector = Collector(NoCounters(), node=NODE, sinks=[sink])
-    collector.add_source(AtsssPoints(service.all_counters, NODE))
+    collector.add_source(AtsssPoints(service.readings, NODE))
     client = NetAppClient(api_server.url, ADMIN_TOKEN)
     try:
         collector.poll_once()

@@ -13,6 +13,7 @@ from typing import Any, Iterator
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from netapp.atsss import store as stored
 from netapp.atsss.models import AtsssSessionPatch, AtsssSessionSpec
 from netapp.atsss.service import Atsss
 from netapp.atsss.table import AtsssMaps
@@ -53,7 +54,7 @@ class Node:
         self.program = program
         self.atsss = Atsss(store, AtsssMaps(ObjectTables(program.obj).table))
         self.collector = Collector(NoCounters(), node=NODE, clock_ns=self._now)
-        self.collector.add_source(AtsssPoints(self.atsss.all_counters, NODE))
+        self.collector.add_source(AtsssPoints(self.atsss.readings, NODE))
         self.time_ns = S
         self.sent: Counter[tuple[str, int]] = Counter()  # (peer on the path, what) -> how many, from the frames
 
@@ -145,3 +146,24 @@ def test_a_tenant_sees_its_own_paths_only_in_polls_and_scrapes(node):
     tenants = {s.labels["tenant"] for family in text_string_to_metric_families(text) for s in family.samples
                if s.name.startswith("dpp_atsss_path")}
     assert tenants == {"dave"}
+
+
+def test_the_polls_follow_every_change_of_the_sessions_having_loaded_them_once(node, monkeypatch):
+    loads = []
+    load_sessions = stored.load_sessions
+    monkeypatch.setattr(stored, "load_sessions", lambda *args: loads.append(args) or load_sessions(*args))
+    node.atsss.create_session(CAROL, "ue5", spec("ue5", "10.60.0.5", "weighted", [path(1), path(2)]))
+    node.atsss.create_session(CAROL, "ue7", spec("ue7", "10.60.0.7", "round_robin", [path(3)]))
+    assert set(path_points(node.collector.poll_once().points())) == {
+        ("carol", "ue5", "0"), ("carol", "ue5", "1"), ("carol", "ue7", "0")}
+
+    node.atsss.patch_session(CAROL, "ue5", AtsssSessionPatch.model_validate({"paths": [{"index": 1, "weight": 9}]}))
+    node.atsss.delete_session(CAROL, "ue7")
+    node.atsss.create_session(DAVE, "ue6", spec("ue6", "10.70.0.6", "round_robin", [path(4)]))
+    node.atsss.put_session(CAROL, "ue5", spec("ue5", "10.60.0.8", "weighted", [path(1), path(2, weight=9)]))
+    node.send("10.60.0.8", [10])
+    polled = path_points(node.collector.poll_once().points())
+    assert set(polled) == {("carol", "ue5", "0"), ("carol", "ue5", "1"), ("dave", "ue6", "0")}
+    assert [polled[("carol", "ue5", i)]["weight"] for i in "01"] == [1, 9]
+    assert sum(polled[("carol", "ue5", i)]["packets"] for i in "01") == 1, "the session moved to its new UE"
+    assert len(loads) == 1, "loaded at the first poll, then kept up to date by the changes"

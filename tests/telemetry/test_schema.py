@@ -9,7 +9,11 @@ from pathlib import Path
 import numpy
 import pytest
 
-from netapp.atsss.models import AccessType, PathCounters, SessionCounters
+from netapp.atsss.abi import Path as PathEntry
+from netapp.atsss.abi import PathFlags
+from netapp.atsss.models import AtsssSession
+from netapp.atsss.service import PathReading
+from netapp.atsss.table import PathCounts
 from netapp.atsss.telemetry import AtsssPoints
 from netapp.core.config import InfluxSettings
 from netapp.telemetry.collector import Collector
@@ -95,18 +99,22 @@ class FakeUpf:
 
 class FakeAtsss:
     """One ATSSS session of two paths sending and receiving more on each read (netapp.atsss.service's
-    all_counters)."""
+    readings)."""
 
     def __init__(self) -> None:
         self.reads = 0
+        paths = [{"access": access, "local": f"192.0.2.{n}", "peer": f"198.51.100.{n}", "local_port": 5000 + n,
+                  "peer_port": 6000 + n, "source_mac": "02:00:00:00:aa:01", "next_hop_mac": "02:00:00:00:bb:01"}
+                 for n, access in ((1, "3GPP"), (2, "non-3GPP"))]
+        self.session = AtsssSession.model_validate({
+            "name": "ue5", "tenant": "alice", "ue": "10.60.0.5", "mode": "weighted", "effective_mode": "weighted",
+            "paths": paths, "slots": [1, 2], "revision": 1, "updated_at": "2026-11-29T12:00:00Z"})
 
-    def all_counters(self) -> list[SessionCounters]:
+    def readings(self) -> list[PathReading]:
         self.reads += 1
         n = self.reads
-        paths = [PathCounters(index=index, slot=index + 1, access=access, up=True, rtt_us=20000, weight=1,
-                              packets=n, bytes=100 * n, rx_packets=n, rx_bytes=90 * n, rx_acks=n, share=0.5)
-                 for index, access in enumerate(AccessType)]
-        return [SessionCounters(name="ue5", tenant="alice", ue="10.60.0.5", paths=paths)]
+        entry = PathEntry(flags=PathFlags.UP, rtt_us=20000)
+        return [PathReading(self.session, index, entry, PathCounts(n, 100 * n, n, 90 * n, n), 0.5) for index in range(2)]
 
 
 def everything_collector(sinks=()) -> Collector:
@@ -114,7 +122,7 @@ def everything_collector(sinks=()) -> Collector:
     collector = Collector(EverythingSource(), node="edge-1", sinks=list(sinks))
     collector.add_source(UsagePoints(UsageMonitor(FakeUpf(), lambda seid, reports: None), "edge-1"))
     collector.add_source(BufferingPoints(Buffering(NoApplier(), None), "edge-1"))
-    collector.add_source(AtsssPoints(FakeAtsss().all_counters, "edge-1"))
+    collector.add_source(AtsssPoints(FakeAtsss().readings, "edge-1"))
     return collector
 
 
