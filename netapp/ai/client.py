@@ -1,6 +1,7 @@
 """The AI module's hands: the NetApp's REST API, as an admin. It reads the priority intents that
-steer to a CPU, replaces one with another CPU (PUT /api/v1/intents/{id}), and sets a CPU's
-overload flag (PUT /api/v1/dataplane/cpus/{cpu}) keeping the rest of its spec.
+steer to a CPU, replaces one with another CPU (PUT /api/v1/intents/{id}), sets a CPU's overload
+flag (PUT /api/v1/dataplane/cpus/{cpu}) keeping the rest of its spec, reads every tenant's ATSSS
+sessions and sets their paths' weights (PATCH /api/v1/atsss/sessions/{name}).
 
 Errors raise ApiError with one line that says what failed: the loop logs it and carries on.
 """
@@ -17,6 +18,7 @@ from netapp.cli.client import problem_line
 
 INTENTS = "/api/v1/intents"
 CPUS = "/api/v1/dataplane/cpus"
+ATSSS_SESSIONS = "/api/v1/atsss/sessions"
 PAGE = 1000  # the API's largest page
 TIMEOUT_S = 10.0
 
@@ -76,6 +78,15 @@ class NetAppClient:
         """Set the CPU's overload flag; its capacity and queue size stay as configured."""
         spec = self._cpu_spec(cpu)
         return self._call("PUT", f"{CPUS}/{cpu}", json={**spec, "overloaded": overloaded})
+
+    def atsss_sessions(self) -> list[dict[str, Any]]:
+        """Every tenant's ATSSS sessions (AtsssSession bodies)."""
+        return list(self._call("GET", ATSSS_SESSIONS))
+
+    def set_weights(self, tenant: str, session: str, weights: dict[int, int]) -> dict[str, Any]:
+        """Set the weights of the session's paths by index (the others, and the rest, kept)."""
+        paths = [{"index": index, "weight": weight} for index, weight in sorted(weights.items())]
+        return self._call("PATCH", f"{ATSSS_SESSIONS}/{session}", json={"paths": paths}, params={"tenant": tenant})
 
     def _cpu_spec(self, cpu: int) -> dict[str, Any]:
         for view in self._call("GET", CPUS):

@@ -1,10 +1,12 @@
 """The closed loop: every interval, read each CPU's load series from InfluxDB, forecast it a few
 polls ahead (Holt), let the policy decide, carry the decisions out through the NetApp's REST API
-(or only report them, in dry-run mode), and write forecasts and decisions back to InfluxDB.
+(or only report them, in dry-run mode), and write forecasts and decisions back to InfluxDB. With a
+weight policy (netapp.ai.weights), the same step weighs the ATSSS sessions' paths by their RTTs.
 
     InfluxDB --dpp_cpu--> forecast --> policy --> REST API --> data plane --> collector --+
-       ^                                  |                                              |
-       +------ dpp_ai_forecast, dpp_ai_decision                 dpp_cpu, dpp_intent <-----+
+       ^     --dpp_atsss_path--> weight policy --'                                        |
+       +------ dpp_ai_forecast, dpp_ai_decision, dpp_ai_weight    dpp_cpu, dpp_intent,    |
+                                                                  dpp_atsss_path <--------+
 
 A step that fails (InfluxDB or the API unreachable) is logged and counted; the next one tries
 again. Run it at the collector's interval: the policy's confirmation counts steps, not seconds.
@@ -27,6 +29,7 @@ from netapp.ai.forecast import Forecast, Holt
 from netapp.ai.policy import CLEAR_OVERLOADED, MARK_OVERLOADED, MOVE, CpuView, Decision, Policy, SteerIntent
 from netapp.ai.reader import CpuSeries, ReadError
 from netapp.ai.record import Recorder
+from netapp.ai.weights import WEIGHTED, SessionState, WeightDecision, WeightPolicy
 
 log = logging.getLogger("netapp.ai")
 
@@ -40,6 +43,8 @@ class SeriesReader(Protocol):
 
     def intent_rates(self, window_s: float) -> dict[tuple[str, str], float]: ...
 
+    def path_rtts(self, window_s: float) -> dict[tuple[str, str, int], float]: ...
+
 
 class NetApp(Protocol):
     """NetAppClient, or a test's fake."""
@@ -49,6 +54,10 @@ class NetApp(Protocol):
     def move_intent(self, record: SteerRecord, cpu: int) -> object: ...
 
     def set_overloaded(self, cpu: int, overloaded: bool) -> object: ...
+
+    def atsss_sessions(self) -> list[dict]: ...
+
+    def set_weights(self, tenant: str, session: str, weights: dict[int, int]) -> object: ...
 
 
 @dataclass(frozen=True)
@@ -129,6 +138,7 @@ class AiLoop:
         clock: Callable[[], float] = time.monotonic,
         wall_clock_ns: Callable[[], int] = time.time_ns,
         on_decision: Optional[Callable[[Decision], None]] = None,
+        weights: Optional[WeightPolicy] = None,
     ):
         self.reader = reader
         self.netapp = netapp
@@ -145,6 +155,8 @@ class AiLoop:
         self._clock = clock
         self._wall_clock_ns = wall_clock_ns
         self._on_decision = on_decision
+        self.weights = weights
+        self.weight_decisions: list[WeightDecision] = []  # the last step's, each with its outcome
         self._records: dict[tuple[str, str], SteerRecord] = {}
         self._changed_ns: dict[int, int] = {}  # CPU -> when a decision last changed it (wall clock)
         self._stop = threading.Event()
@@ -174,7 +186,30 @@ class AiLoop:
         for decision in done:
             if self._on_decision is not None:
                 self._on_decision(decision)
+        if self.weights is not None:
+            self.weight_decisions = self._reweigh_paths(self.weights, time_ns)
         return done
+
+    def _reweigh_paths(self, policy: WeightPolicy, time_ns: int) -> list[WeightDecision]:
+        """The weight policy's turn: the weighted sessions' paths by their RTTs in the window."""
+        sessions = [SessionState.from_api(body) for body in self.netapp.atsss_sessions()]
+        if not any(session.mode == WEIGHTED for session in sessions):
+            return []  # no session reads weights: nothing to ask InfluxDB
+        decided = policy.decide(sessions, self.reader.path_rtts(self.settings.window_s))
+        done = [self._set_weights(decision) for decision in decided]
+        self.recorder.record_weights(done, time_ns)
+        return done
+
+    def _set_weights(self, decision: WeightDecision) -> WeightDecision:
+        if self.settings.dry_run:
+            return dataclasses.replace(decision, outcome="dry-run")
+        try:
+            self.netapp.set_weights(decision.tenant, decision.session, decision.changed())
+        except ApiError as exc:
+            log.warning("ai: weights of %s/%s failed: %s", decision.tenant, decision.session, exc)
+            return dataclasses.replace(decision, outcome=f"failed: {exc}")
+        log.info("ai: applied: weights of %s/%s (%s)", decision.tenant, decision.session, decision.reason)
+        return dataclasses.replace(decision, outcome="applied")
 
     def _remember_changes(self, done: Sequence[Decision]) -> None:
         """When the CPUs of the applied decisions changed: their forecasts start over from there."""

@@ -1,6 +1,6 @@
-"""What the AI module reads from InfluxDB (Flux): the load series of each CPU of one node, and the
-latest packet rate of each intent. Schema: the collector's `dpp_cpu` and `dpp_intent` points
-(netapp.telemetry.poll, api/telemetry.md).
+"""What the AI module reads from InfluxDB (Flux): the load series of each CPU of one node, the
+latest packet rate of each intent, and the mean RTT of each ATSSS path. Schema: the collector's
+`dpp_cpu`, `dpp_intent` and `dpp_atsss_path` points (netapp.telemetry.poll, api/telemetry.md).
 
 Works with InfluxDB 2.x and with 1.8 when flux-enabled (bucket "database/retention-policy").
 """
@@ -20,6 +20,7 @@ from netapp.core.config import InfluxSettings
 
 CPU_MEASUREMENT = "dpp_cpu"
 INTENT_MEASUREMENT = "dpp_intent"
+ATSSS_PATH_MEASUREMENT = "dpp_atsss_path"
 CPU_FIELDS = ("load", "enabled", "overloaded", "capacity_pps")
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
@@ -91,6 +92,19 @@ def intent_rate_query(bucket: str, node: str, window_s: float) -> str:
     )
 
 
+def path_rtt_query(bucket: str, node: str, window_s: float) -> str:
+    """The mean RTT of each ATSSS path over the last `window_s` seconds, from the polls that knew one
+    (0: unknown)."""
+    return (
+        f"from(bucket: {flux_string(bucket)})\n"
+        f"  |> range(start: -{flux_duration(window_s)})\n"
+        f"  |> filter(fn: (r) => r._measurement == {flux_string(ATSSS_PATH_MEASUREMENT)}"
+        f' and r.node == {flux_string(node)} and r._field == "rtt_us" and r._value > 0)\n'
+        '  |> group(columns: ["tenant", "session", "path"])\n'
+        "  |> mean()"
+    )
+
+
 class InfluxReader:
     """Flux queries of one node's series in one bucket."""
 
@@ -108,6 +122,12 @@ class InfluxReader:
         """(tenant, intent) -> its last packets per second within `window_s` seconds."""
         rows = self._rows(intent_rate_query(self.bucket, self.node, window_s))
         return {(row["tenant"], row["intent"]): float(row["_value"]) for row in rows}
+
+    def path_rtts(self, window_s: float) -> dict[tuple[str, str, int], float]:
+        """(tenant, session, path index) -> its mean RTT in µs within `window_s` seconds (paths with
+        none known absent)."""
+        rows = self._rows(path_rtt_query(self.bucket, self.node, window_s))
+        return {(row["tenant"], row["session"], int(row["path"])): float(row["_value"]) for row in rows}
 
     def _rows(self, flux: str) -> list[dict[str, Any]]:
         try:

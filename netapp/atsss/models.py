@@ -177,15 +177,19 @@ class AtsssSessionPatch(BaseModel):
 
 
 class PathCounters(BaseModel):
-    """What one path sent, summed over the CPUs, and its state as the data path sees it."""
+    """What one path sent and received, summed over the CPUs, and its state as the data path sees it."""
 
     index: int
     slot: int
     access: AccessType
     up: bool
     rtt_us: int
-    packets: int
-    bytes: int
+    weight: int = Field(description="its weight in weighted mode, as written to the data path")
+    packets: int = Field(description="downlink packets sent on it")
+    bytes: int = Field(description="their bytes (the UE's packets, before encapsulation)")
+    rx_packets: int = Field(description="uplink packets received on it and decapsulated")
+    rx_bytes: int = Field(description="their bytes (the UE's packets, after decapsulation)")
+    rx_acks: int = Field(description="DCCP-Acks received on it from the UE")
     share: Optional[float] = Field(description="its part of the session's packets (null: none sent)")
 
 

@@ -24,12 +24,12 @@ import logging
 import socket
 import threading
 from datetime import datetime, timezone
-from typing import Callable, Optional
+from typing import Callable, NamedTuple, Optional
 
 from pydantic import ValidationError
 
 from netapp.atsss import store as stored
-from netapp.atsss.abi import MAX_PATHS, PathFlags
+from netapp.atsss.abi import MAX_PATHS, Path, PathFlags
 from netapp.atsss.models import (
     AtsssSession,
     AtsssSessionPatch,
@@ -41,7 +41,7 @@ from netapp.atsss.models import (
 )
 from netapp.atsss.resolve import Unresolved, path_macs
 from netapp.atsss.scope import check_scope
-from netapp.atsss.table import AtsssMaps, AtsssTables, Macs, ProgramFd, TableOf, session_key
+from netapp.atsss.table import AtsssMaps, AtsssTables, Macs, PathCounts, ProgramFd, TableOf, session_key
 from netapp.dataplane.binding import DataplaneError
 from netapp.intents.errors import IntentError
 from netapp.service.contract import (
@@ -80,6 +80,42 @@ def redundant_ports(sessions: list[AtsssSession]) -> dict[int, str]:
             for i, path in enumerate(session.paths) if path.interface is not None}
 
 
+class PathReading(NamedTuple):
+    """One path of a session as the maps hold it now: its slot's entry (None: not there), its
+    counters, and its share of the session's packets (None: the session sent none). Plain tuples:
+    a poll reads 20,000 of them, and validated models would cost it most of its time."""
+
+    session: AtsssSession
+    index: int
+    value: Optional[Path]
+    counts: PathCounts
+    share: Optional[float]
+
+    @property
+    def up(self) -> bool:
+        return bool(self.value.flags & PathFlags.UP) if self.value is not None else False
+
+    @property
+    def rtt_us(self) -> int:
+        return self.value.rtt_us if self.value is not None else 0
+
+
+def path_readings(session: AtsssSession, values: list[Optional[Path]], counts: list[PathCounts]) -> list[PathReading]:
+    """The session's paths, by position, as its slots' entries and counters say."""
+    total = sum(count.packets for count in counts)
+    return [PathReading(session, index, value, count, count.packets / total if total else None)
+            for index, (value, count) in enumerate(zip(values, counts))]
+
+
+def session_counters(session: AtsssSession, readings: list[PathReading]) -> SessionCounters:
+    """What GET .../counters answers of the session's paths."""
+    paths = [PathCounters(index=path.index, slot=session.slots[path.index], access=session.paths[path.index].access,
+                          weight=session.paths[path.index].weight, up=path.up, rtt_us=path.rtt_us,
+                          share=path.share, **path.counts._asdict())
+             for path in readings]
+    return SessionCounters(name=session.name, tenant=session.tenant, ue=session.ue, paths=paths)
+
+
 class Atsss:
     """The ATSSS sessions of every tenant on this node. `netns`: the node's namespace, where
     interfaces and neighbours are looked up and the maps written (setting netns)."""
@@ -97,6 +133,9 @@ class Atsss:
         self._clock = clock
         self._lock = threading.Lock()  # one change of the maps at a time
         self.unserved: dict[str, str] = {}  # "<tenant>/<name>" -> why it is stored but not in the maps
+        # The sessions in the maps, for the telemetry's polls: loaded from the store once, then kept
+        # up to date by each change (loading 10,000 takes far longer than reading their counters).
+        self._served: Optional[list[AtsssSession]] = None
 
     @classmethod
     def start(cls, store: Store, table_of: TableOf, netns: Optional[str] = None,
@@ -126,20 +165,35 @@ class Atsss:
     def session_counters(self, who: Principal, name: str) -> SessionCounters:
         """Each path's packets and bytes, its state in the data path and its share of the packets."""
         session = self.get_session(who, name)
-        counters = SessionCounters(name=session.name, tenant=session.tenant, ue=session.ue, paths=[])
         if self._maps is None or f"{session.tenant}/{session.name}" in self.unserved:
-            return counters
+            return SessionCounters(name=session.name, tenant=session.tenant, ue=session.ue, paths=[])
+        return session_counters(session, self._readings([session]))
+
+    def readings(self) -> list[PathReading]:
+        """Every path of every tenant's sessions in the data path, read in one batch per map (the
+        telemetry's poll: netapp.atsss.telemetry); none without a data plane."""
+        if self._maps is None:
+            return []
+        return self._readings(self._served_sessions())
+
+    def _served_sessions(self) -> list[AtsssSession]:
+        with self._lock:  # not while a change is under way: its transaction is not over
+            if self._served is None:
+                self._served = [session for session in stored.load_sessions(self.store)
+                                if f"{session.tenant}/{session.name}" not in self.unserved]
+            return self._served
+
+    def _readings(self, sessions: list[AtsssSession]) -> list[PathReading]:
+        assert self._maps is not None
+        slots = [slot for session in sessions for slot in session.slots]
         with namespace(self._netns):
-            values, sent = self._maps.paths(session.slots), self._maps.sent(session.slots)
-        total = sum(packets for packets, _ in sent)
-        for index, (slot, value, (packets, octets)) in enumerate(zip(session.slots, values, sent)):
-            path = session.paths[index]
-            counters.paths.append(PathCounters(
-                index=index, slot=slot, access=path.access, packets=packets, bytes=octets,
-                up=bool(value.flags & PathFlags.UP) if value is not None else False,
-                rtt_us=value.rtt_us if value is not None else 0,
-                share=packets / total if total else None))  # fmt: skip
-        return counters
+            values, counts = self._maps.paths(slots), self._maps.stats(slots)
+        readings, start = [], 0
+        for session in sessions:
+            end = start + len(session.slots)
+            readings += path_readings(session, values[start:end], counts[start:end])
+            start = end
+        return readings
 
     # --- changes -------------------------------------------------------------------------------
 
@@ -224,6 +278,7 @@ class Atsss:
         assert self._maps is not None
         with self._lock:
             self.unserved = {}
+            self._served = None
             sessions = stored.load_sessions(self.store)
             tables = self._tables(sessions, None)
             with namespace(self._netns):
@@ -326,6 +381,7 @@ class Atsss:
         """The maps' entries of the UEs of `before` and `after` made those of `after` (in the
         caller's store transaction): InvalidInput naming the path of `changed` whose addresses
         cannot be found; the maps refusing, synced back to `before`."""
+        served, self._served = self._served, None  # loaded again if this fails
         tables = self._tables(after, changed)
         if self._maps is None:
             return
@@ -340,6 +396,15 @@ class Atsss:
             except DataplaneError as exc:
                 self._undo(self._tables(before, None, quiet=True), ues, slots)
                 raise DataplaneUnavailable(f"the data plane refused the ATSSS sessions: {exc}") from exc
+        if served is not None:
+            self._served = self._served_after(served, before + after, after)
+
+    def _served_after(self, served: list[AtsssSession], touched: list[AtsssSession],
+                      after: list[AtsssSession]) -> list[AtsssSession]:
+        """`served` with the `touched` sessions replaced by what they are `after` the change."""
+        names = {(session.tenant, session.name) for session in touched}
+        return [session for session in served if (session.tenant, session.name) not in names] + [
+            session for session in after if f"{session.tenant}/{session.name}" not in self.unserved]
 
     def _undo(self, before: AtsssTables, ues: list[bytes], slots: list[int]) -> None:
         try:

@@ -19,13 +19,16 @@ is written with the path and deleted once no path has its addresses and ports.
 
 from __future__ import annotations
 
+import ctypes
 import socket
 import struct
-from ctypes import c_uint32
+from ctypes import c_uint32, c_uint64
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Optional
+from typing import Callable, Iterable, NamedTuple, Optional
 
-from netapp.atsss.abi import Path, PathFlags, PathRx, Session, SessionKey, Uplink, UplinkKey
+import numpy
+
+from netapp.atsss.abi import Path, PathFlags, PathRx, PathStats, Session, SessionKey, Uplink, UplinkKey
 from netapp.atsss.models import Address, AtsssSession
 from netapp.dataplane.abi import DevmapVal
 from netapp.dataplane.tables import Table
@@ -34,6 +37,21 @@ TableOf = Callable[[str], Table]
 ProgramFd = Callable[[str], int]  # a loaded program's fd by its name in the BPF object
 COPY_PROG = "dpp_atsss_copy_"  # + position: the devmap program of dpp_atsss_tx's entry (nf/atsss/copies.h)
 Macs = tuple[str, str]  # (source, next hop) of one path
+
+
+STAT_FIELDS = tuple(name for name, _ in PathStats._fields_)
+# read as one array of 64-bit counters (AtsssMaps.stats)
+assert all(kind is c_uint64 for _, kind in PathStats._fields_), "dpp_atsss_path_stats holds __u64 counters only"
+
+
+class PathCounts(NamedTuple):
+    """dpp_atsss_path_stats of one path, summed over the CPUs."""
+
+    packets: int
+    bytes: int
+    rx_packets: int
+    rx_bytes: int
+    rx_acks: int
 
 
 def address_words(address: Address) -> tuple[int, int, int, int]:
@@ -231,11 +249,16 @@ class AtsssMaps:
     def paths(self, slots: list[int]) -> list[Optional[Path]]:
         return self._paths.lookup([c_uint32(slot) for slot in slots])
 
-    def sent(self, slots: list[int]) -> list[tuple[int, int]]:
-        """(packets, bytes) each slot's path sent, summed over the CPUs."""
+    def stats(self, slots: list[int]) -> list[PathCounts]:
+        """What each slot's path sent and received, summed over the CPUs (zero for a slot not read).
+        Summed in numpy over the raw per-CPU values: a poll of 20,000 paths field by field in Python
+        took a quarter of a second."""
         per_slot = self._stats.lookup([c_uint32(slot) for slot in slots])
-        return [(sum(cpu.packets for cpu in cpus), sum(cpu.bytes for cpu in cpus)) if cpus is not None else (0, 0)
-                for cpus in per_slot]
+        cpus = self._stats.cpus  # type: ignore[attr-defined]
+        zero = bytes(ctypes.sizeof(PathStats) * cpus)
+        raw = b"".join(bytes(values) if values is not None else zero for values in per_slot)
+        counts = numpy.frombuffer(raw, dtype=numpy.uint64).reshape(len(slots), cpus, len(STAT_FIELDS))
+        return [PathCounts(*row) for row in counts.sum(axis=1, dtype=numpy.uint64).tolist()]
 
     def session(self, ue: Address) -> Optional[Session]:
         """The UE's entry, read under its lock."""

@@ -1,6 +1,7 @@
 """`netapp ai run`: the reference AI module. Reads the NetApp's telemetry from InfluxDB, forecasts
 each CPU's load a few polls ahead and, when one will be overloaded, moves a priority flow to
-another CPU or marks it overloaded through the REST API. Runs until Ctrl-C or SIGTERM.
+another CPU or marks it overloaded through the REST API; with --atsss-weights, also weighs the
+paths of the weighted ATSSS sessions inversely to their RTTs. Runs until Ctrl-C or SIGTERM.
 
 The InfluxDB options default to the variables `netapp serve` reads (NETAPP_TELEMETRY__INFLUXDB__*,
 NETAPP_TELEMETRY__NODE), so the module reads what the NetApp writes.
@@ -23,6 +24,7 @@ from netapp.ai.loop import AiLoop, LoopSettings, describe
 from netapp.ai.policy import Decision, Policy, PolicyConfig
 from netapp.ai.reader import InfluxReader, influx_client
 from netapp.ai.record import InfluxRecorder
+from netapp.ai.weights import WeightConfig, WeightPolicy
 from netapp.cli.client_config import Address, resolve_address
 from netapp.cli.errors import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_FAILED, fail
 from netapp.cli.options import TokenOption, UrlOption
@@ -72,6 +74,12 @@ def run(
     ] = 10.0,
     alpha: Annotated[float, typer.Option("--alpha", help="Holt: weight of the newest load.")] = DEFAULT_ALPHA,
     beta: Annotated[float, typer.Option("--beta", help="Holt: weight of the newest trend.")] = DEFAULT_BETA,
+    atsss_weights: Annotated[
+        bool, typer.Option("--atsss-weights", help="Weigh the weighted ATSSS sessions' paths inversely to their RTTs.")
+    ] = False,
+    weight_tolerance: Annotated[
+        float, typer.Option("--weight-tolerance", help="The least change of a path's share worth new weights.")
+    ] = WeightConfig.tolerance,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Decide and record; change nothing.")] = False,
     duration: Annotated[
         Optional[float], typer.Option("--duration", min=0.1, help="Stop after this many seconds (default: never).")
@@ -87,6 +95,11 @@ def run(
         model = Holt(alpha, beta)
     except ValueError as exc:
         fail(f"ai run: {exc}", EXIT_BAD_INPUT)
+    try:
+        weight_config = WeightConfig(tolerance=weight_tolerance)
+    except ValueError as exc:
+        fail(f"ai run: --weight-tolerance: {exc}", EXIT_BAD_INPUT)
+    weights = WeightPolicy(weight_config) if atsss_weights else None
     node = node or socket.gethostname()
     client = influx_client(influx)
     address = resolve_address(url, token)  # as every other command finds them
@@ -96,7 +109,7 @@ def run(
         loop = AiLoop(
             InfluxReader(client, influx.bucket, node), netapp, policy,
             InfluxRecorder(client, influx.bucket, node, dry_run=dry_run), settings, model,
-            on_decision=_print_decision,
+            on_decision=_print_decision, weights=weights,
         )
         typer.echo(f"ai: node {node}, {influx.url} bucket {influx.bucket}, NetApp {netapp.http.base_url}"
                    f"{' (dry run)' if dry_run else ''}; Ctrl-C stops")

@@ -47,6 +47,7 @@ def serve(
     acks = _atsss_acks(settings, service, atsss)
     telemetry = _telemetry(settings, service)
     usage = _usage(settings, pfcp, telemetry)
+    _atsss_telemetry(settings, atsss, telemetry)
     try:
         _run(settings, service, telemetry, log_level, pfcp, routing, frer, atsss)
     except _StopRequested:
@@ -223,6 +224,15 @@ def _usage(settings: Settings, pfcp: Optional[Any], telemetry: Optional[Any]) ->
     ticker = UsageTicker(pfcp.usage, settings.telemetry.interval_s)
     ticker.start()
     return ticker
+
+
+def _atsss_telemetry(settings: Settings, atsss: Optional[Any], telemetry: Optional[Any]) -> None:
+    """ATSSS's paths in every poll and scrape (dpp_atsss_path), when both run."""
+    if atsss is None or telemetry is None:
+        return
+    from netapp.atsss.telemetry import AtsssPoints
+
+    telemetry.collector.add_source(AtsssPoints(atsss.readings, settings.telemetry.node))
 
 
 def _start_exit_code(exc: ServiceError) -> int:

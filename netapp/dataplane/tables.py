@@ -142,6 +142,16 @@ class PerCpuTable(Table):
                                          for item in values])
 
 
+def summed(kind: Any, values: Iterable[Any]) -> Any:
+    """A `kind` (a structure of integer counters) each of whose fields is the sum of `values`' (a
+    per-CPU value's CPUs, or several slots)."""
+    total = kind()
+    for value in values:
+        for name, _ in kind._fields_:
+            setattr(total, name, getattr(total, name) + getattr(value, name))
+    return total
+
+
 def _array(ctype: Any, items: Sequence[Any]) -> Any:
     if isinstance(items, ctypes.Array) and items._type_ is ctype:
         return items
@@ -154,4 +164,4 @@ def _copy(array: Any, index: int) -> Any:
     return type(item).from_buffer_copy(item) if isinstance(item, (Structure, ctypes.Array)) else item
 
 
-__all__ = ["PerCpuTable", "Table", "TableAdapter", "UpdateFlag"]
+__all__ = ["PerCpuTable", "Table", "TableAdapter", "UpdateFlag", "summed"]

@@ -147,6 +147,10 @@ class RateKeeper:
         prior[known] = old_counters[rows[known]]
         return then, prior, known
 
+    def keep_only(self, keys: set[tuple[Any, ...]]) -> None:
+        """Forget the rows not in `keys` (gone since: a source whose rows come and go)."""
+        self._rows = {key: row for key, row in self._rows.items() if key in keys}
+
     def rates(self, key: tuple[Any, ...], time_ns: int, values: tuple[int, ...]) -> tuple[float, ...]:
         """Rates per second of `values` for the row `key`; NaN each when unknown."""
         previous = self._rows.get(key)

@@ -4,7 +4,7 @@ Every point of a poll carries the poll's one timestamp. Counters are cumulative 
 (per second, from the previous poll) are floats and are left out, never faked, when there is no
 honest previous value: the first poll, a program reload, a counter that went backwards, a new
 intent. Tags are bounded sets only (node, tenant, intent, slice, cpu, verdict, action, reason,
-interface, sink); addresses, ports and TEIDs never become tags.
+interface, sink, ATSSS session and path); addresses, ports and TEIDs never become tags.
 
 A poll holds the per-intent counters as arrays, so a million intents cost no Python object until
 someone asks for their points (`points`) or their line protocol (`line_chunks`).
@@ -42,10 +42,14 @@ UPF_BUFFERING = "dpp_upf_buffering"
 UPF_BUFFERING_COUNTERS = ("buffered", "overflow", "replayed", "replay_failed", "discarded", "reported", "duplicated",
                           "duplicate_failed", "duplicate_refused", "unknown")
 UPF_BUFFERING_FIELDS = (*UPF_BUFFERING_COUNTERS, "held_packets", "held_bytes")
+ATSSS_PATH = "dpp_atsss_path"
+# netapp.atsss.telemetry's fields: what the path sent and received, then its state and split
+ATSSS_PATH_COUNTERS = ("packets", "bytes", "rx_packets", "rx_bytes", "rx_acks")
+ATSSS_PATH_FIELDS = (*ATSSS_PATH_COUNTERS, "packets_rate", "bytes_rate", "up", "rtt_us", "weight", "share")
 
 # Measurements about the whole node, not one tenant's objects: admins only.
 NODE_MEASUREMENTS = frozenset({CPU, VERDICT, ACTION, REASON, INTERFACE, TELEMETRY, ALTERNATIVE, UPF_BUFFERING})
-TENANT_MEASUREMENTS = frozenset({INTENT, SLICE, UPF_URR, UPF_ASSOCIATION})
+TENANT_MEASUREMENTS = frozenset({INTENT, SLICE, UPF_URR, UPF_ASSOCIATION, ATSSS_PATH})
 MEASUREMENTS = NODE_MEASUREMENTS | TENANT_MEASUREMENTS
 
 
@@ -199,7 +203,7 @@ class Poll:
 def _other_point_wanted(which: PointFilter, point: Point) -> bool:
     if point.measurement == SLICE:
         return which.wants_slice(point.tags["tenant"], point.tags["slice"])
-    if point.measurement in (UPF_URR, UPF_ASSOCIATION):  # no intent nor slice of theirs to narrow to
+    if point.measurement in (UPF_URR, UPF_ASSOCIATION, ATSSS_PATH):  # no intent nor slice of theirs to narrow to
         return not which.narrowed and which.tenant in (None, point.tags["tenant"])
     return True
 

@@ -3,7 +3,8 @@
 Every point becomes samples named `<measurement>_<field>` in Prometheus' base units: integer
 counters as counters (`dpp_intent_packets_total`), states and sizes as gauges (`dpp_cpu_overloaded`,
 `dpp_cpu_load_ratio`), the interfaces' kernel counters under node_exporter's words
-(`dpp_interface_receive_bytes_total`). Rates are left out: Prometheus computes them itself
+(`dpp_interface_receive_bytes_total`), an ATSSS path's RTT in seconds though held in microseconds
+(`dpp_atsss_path_rtt_seconds`). Rates are left out: Prometheus computes them itself
 (`rate(dpp_intent_packets_total[1m])`), except the CPU load, which the data plane's capacity gives
 meaning to. Labels are the point's tags. `dpp_build_info` says which NetApp answers.
 
@@ -32,7 +33,7 @@ BUILD_INFO = "dpp_build_info"
 # Integer fields that are levels, not counts since start, and float fields: exposed as gauges.
 GAUGE_FIELDS = frozenset(
     {"capacity_pps", "intents", "points", "points_queued", "buffer_points", "poll_duration_s", "load", "held_packets",
-     "held_bytes"}
+     "held_bytes", "rtt_us", "weight", "share"}
 )
 # Booleans of the schema (CPU and alternative node state): gauges of 0 or 1.
 BOOLEAN_FIELDS = frozenset({"enabled", "overloaded", "up"})
@@ -49,7 +50,11 @@ RENAMED = {
     "err_out": "transmit_errors",
     "drop_in": "receive_dropped_packets",
     "drop_out": "transmit_dropped_packets",
+    "rtt_us": "rtt_seconds",
+    "share": "share_ratio",
 }
+# Fields whose unit is not the base unit: the factor to it (microseconds to seconds).
+SCALED = {"rtt_us": 1e-6}
 
 # Exposed name -> HELP: api/telemetry.md "Prometheus metrics" says the same (tests/telemetry).
 HELP = {
@@ -111,6 +116,15 @@ HELP = {
     "dpp_upf_buffering_unknown_total": "Frames the data path handed to user space for no PDR that buffers or duplicates",
     "dpp_upf_buffering_held_packets": "Packets the UPF holds for FARs with BUFF now",
     "dpp_upf_buffering_held_bytes": "Bytes the UPF holds for FARs with BUFF now",
+    "dpp_atsss_path_packets_total": "Downlink packets the ATSSS path sent (the UE's, before encapsulation)",
+    "dpp_atsss_path_bytes_total": "Bytes of the downlink packets the ATSSS path sent, before encapsulation",
+    "dpp_atsss_path_rx_packets_total": "Uplink packets received on the ATSSS path and decapsulated",
+    "dpp_atsss_path_rx_bytes_total": "Bytes of the uplink packets received on the ATSSS path, after decapsulation",
+    "dpp_atsss_path_rx_acks_total": "DCCP-Acks the UE sent on the ATSSS path",
+    "dpp_atsss_path_up": "1 when the scheduler may pick the ATSSS path (not reported down)",
+    "dpp_atsss_path_rtt_seconds": "The ATSSS path's RTT the scheduler holds, as fed through the API (0: unknown)",
+    "dpp_atsss_path_weight": "The ATSSS path's weight in weighted mode",
+    "dpp_atsss_path_share_ratio": "The ATSSS path's part of its session's downlink packets: the scheduler's split",
     "dpp_telemetry_polls_total": "Polls the collector made",
     "dpp_telemetry_polls_failed_total": "Polls that could not read the counters",
     "dpp_telemetry_polls_late_total": "Intervals skipped because a poll overran",
@@ -193,7 +207,7 @@ def _exposed_fields(point: Point, load: dict[str, float]) -> Iterator[tuple[str,
     for field, value in point.fields.items():
         if field.endswith("_rate") or field == "load":
             continue
-        yield field, float(value)
+        yield field, float(value) * SCALED.get(field, 1)
     if point.measurement == CPU and point.tags.get("cpu") in load:
         yield "load", load[point.tags["cpu"]]
 

@@ -22,6 +22,8 @@ from netapp.telemetry.notify import DeliveryStats
 from netapp.telemetry.poll import (
     ACTION,
     ALTERNATIVE,
+    ATSSS_PATH,
+    ATSSS_PATH_FIELDS,
     CPU,
     INTENT,
     INTERFACE,
@@ -64,6 +66,7 @@ THRESHOLD_FIELDS: dict[str, frozenset[str]] = {
     UPF_URR: frozenset(UPF_COUNTS),
     UPF_ASSOCIATION: frozenset(UPF_COUNTS),
     UPF_BUFFERING: frozenset(UPF_BUFFERING_FIELDS),
+    ATSSS_PATH: frozenset(ATSSS_PATH_FIELDS),
 }
 
 MeasurementName = Literal[tuple(sorted(MEASUREMENTS))]  # type: ignore[valid-type]
@@ -327,7 +330,7 @@ def require_visible(who: Principal, measurements: Optional[Iterable[str]], field
     if node_wide and not who.is_admin:
         raise Forbidden(
             f"{', '.join(node_wide)}: node-wide measurements need scope 'admin'; "
-            "a tenant sees dpp_intent, dpp_slice, dpp_upf_urr and dpp_upf_association",
+            "a tenant sees dpp_intent, dpp_slice, dpp_upf_urr, dpp_upf_association and dpp_atsss_path",
             field=field,
             required_scope="admin",
         )

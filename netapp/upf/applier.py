@@ -25,7 +25,7 @@ import logging
 from typing import Callable, Iterable, Mapping, Optional, Protocol
 
 from netapp.dataplane.binding import DataplaneError
-from netapp.dataplane.tables import Table
+from netapp.dataplane.tables import Table, summed
 from netapp.intents.compiler import CompiledRule
 from netapp.qos.applier import PolicerApplier, PolicerSpec
 from netapp.qos.ids import upf_ids
@@ -444,7 +444,7 @@ class BpfApplier:
         undo), then zeroed."""
         read = self.usage({slot for key in gone for slot in slots_of.get(key, ())} | set(freed.values()))
         for key in gone:
-            self._final[key] = _sum(read[slot] for slot in slots_of.get(key, ()))
+            self._final[key] = summed(Usage, (read[slot] for slot in slots_of.get(key, ())))
             self._final.move_to_end(key)
         for key in freed:
             self._freed[key] = read[key[1]]
@@ -529,14 +529,6 @@ def _urr_changes(old: Optional[Session], new: Optional[Session]) -> list[tuple[i
         return []
     kept = new.urr_slots if new is not None else {}
     return [(old.seid, urr_id) for urr_id, slot in old.urr_slots.items() if kept.get(urr_id) != slot]
-
-
-def _sum(counts: Iterable[Usage]) -> Usage:
-    total = Usage()
-    for each in counts:
-        for name, _ in Usage._fields_:
-            setattr(total, name, getattr(total, name) + getattr(each, name))
-    return total
 
 
 def _clash(exc: RuleClash) -> RuleError:

@@ -13,6 +13,7 @@ from netapp.ai.client import SteerRecord
 from netapp.ai.loop import AiLoop, LoopSettings
 from netapp.ai.policy import Policy, PolicyConfig
 from netapp.ai.reader import CpuSeries
+from netapp.ai.weights import WeightPolicy
 from netapp.api.auth import TokenEntry, TokensFile, token_hash, write_tokens_file
 from netapp.intents.models import Intent
 from netapp.service.contract import IntentRecord, Scope
@@ -75,6 +76,7 @@ class FakeReader:
     cpus: dict[int, CpuSeries]
     rates: dict[tuple[str, str], float] = field(default_factory=dict)
     error: Exception | None = None
+    rtts: dict[tuple[str, str, int], float] = field(default_factory=dict)
 
     def cpu_series(self, window_s: float) -> dict[int, CpuSeries]:
         if self.error is not None:
@@ -84,6 +86,9 @@ class FakeReader:
     def intent_rates(self, window_s: float) -> dict[tuple[str, str], float]:
         return self.rates
 
+    def path_rtts(self, window_s: float) -> dict[tuple[str, str, int], float]:
+        return self.rtts
+
 
 @dataclass
 class FakeNetApp:
@@ -92,6 +97,7 @@ class FakeNetApp:
     records: list[SteerRecord]
     calls: list[tuple] = field(default_factory=list)
     error: Exception | None = None
+    sessions: list[dict] = field(default_factory=list)  # AtsssSession bodies
 
     def steer_intents(self) -> list[SteerRecord]:
         self.calls.append(("steer_intents",))
@@ -107,15 +113,29 @@ class FakeNetApp:
         self.calls.append(("set_overloaded", cpu, overloaded))
         return {}
 
+    def atsss_sessions(self) -> list[dict]:
+        self.calls.append(("atsss_sessions",))
+        return self.sessions
+
+    def set_weights(self, tenant: str, session: str, weights: dict[int, int]) -> dict:
+        self.calls.append(("set_weights", tenant, session, weights))
+        if self.error is not None:
+            raise self.error
+        return {}
+
 
 @dataclass
 class ListRecorder:
-    """Keeps each step's (forecasts, decisions, time)."""
+    """Keeps each step's (forecasts, decisions, time) and weight decisions."""
 
     steps: list[tuple] = field(default_factory=list)
+    weights: list[tuple] = field(default_factory=list)
 
     def record(self, forecasts, decisions, time_ns) -> None:
         self.steps.append((list(forecasts), list(decisions), time_ns))
+
+    def record_weights(self, decisions, time_ns) -> None:
+        self.weights.append((list(decisions), time_ns))
 
 
 def record(name: str, cpu: int, tenant: str = "operator") -> SteerRecord:
@@ -123,7 +143,8 @@ def record(name: str, cpu: int, tenant: str = "operator") -> SteerRecord:
 
 
 def make_loop(
-    reader: FakeReader, netapp: FakeNetApp, dry_run: bool = False, clock: Optional[Callable[[], float]] = None
+    reader: FakeReader, netapp: FakeNetApp, dry_run: bool = False, clock: Optional[Callable[[], float]] = None,
+    weights: Optional[WeightPolicy] = None,
 ) -> tuple[AiLoop, ListRecorder]:
     """A loop over the fakes; its clock ticks one second per step unless `clock` is given."""
     recorder = ListRecorder()
@@ -136,6 +157,7 @@ def make_loop(
         LoopSettings(interval_s=0.01, horizon=3, dry_run=dry_run),
         clock=clock or (lambda: float(next(ticks))),
         wall_clock_ns=lambda: 1234,
+        weights=weights,
     )
     return loop, recorder
 

@@ -71,6 +71,14 @@ def test_given_low_not_below_high_then_exit_2():
     )
 
 
+def test_given_a_weight_tolerance_outside_0_1_then_exit_2_names_the_option():
+    result = ai_run(*influx_options("http://127.0.0.1:9", "dpp/autogen"), "--atsss-weights", "--weight-tolerance", "2")
+    assert result.exit_code == 2
+    assert error_line(result) == (
+        "netapp: ai run: --weight-tolerance: tolerance must satisfy 0 < tolerance < 1 (a share of packets), got 2.0"
+    )
+
+
 def test_given_influxdb_down_then_exit_3_names_it():
     result = ai_run(*influx_options("http://127.0.0.1:9", "dpp/autogen"))
     assert result.exit_code == 3

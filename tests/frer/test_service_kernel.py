@@ -10,7 +10,6 @@ generic tables' adapter over libbpf), and FRER's other calls are `ObjectFrer`'s,
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import struct
 from ctypes import c_uint32
@@ -21,9 +20,7 @@ from scapy.layers.inet import IP, UDP
 
 from bench.libbpf import BPF_F_LOCK, BpfObject, map_delete, map_keys, map_lookup, map_update
 from bench.libbpf import test_run as run_once
-from netapp.dataplane.abi import CONSTANTS, MAPS
-from netapp.dataplane.errors import DataplaneError
-from netapp.dataplane.tables import PerCpuTable, Table
+from netapp.dataplane.abi import MAPS
 from netapp.frer.abi import RTAG_ETHERTYPE, Gate, NullKey, Recovery
 from netapp.frer.models import FrerStreamSpec
 from netapp.frer.service import Frer
@@ -31,87 +28,13 @@ from netapp.frer.table import FrerMaps
 from netapp.service.contract import DataplaneUnavailable, Principal, Scope
 from netapp.service.store import Store
 from tests.utils.kernel import build_artifact, require_kernel
+from tests.utils.object_tables import ObjectTables
 
 XDP_DROP, XDP_PASS = 1, 2
 LOOPBACK = 1
 DMAC = "02:00:00:00:bb:01"
 ADMIN = Principal("operator", frozenset({Scope.ADMIN}))
 BODY = bytes(range(46))
-
-
-def _item(array: Any, index: int) -> Any:
-    return array._type_.from_buffer(array, index * ctypes.sizeof(array._type_))
-
-
-class ObjectTables:
-    """The generic tables' adapter (netapp.dataplane.tables.TableAdapter) over a loaded object's
-    maps, one element per libbpf call. Each call is recorded in `calls` (call, map, entries).
-
-    TEST DOUBLE in one respect: `refuse` makes a write fail as libdpp's would (DataplaneError), since
-    these maps refuse nothing a test can bring about (they are far from full)."""
-
-    def __init__(self, obj: BpfObject):
-        self.obj = obj
-        self.specs = MAPS
-        self._dumps: dict[str, list[Any]] = {}
-        self.calls: list[tuple[str, str, int]] = []
-        self._refusals: dict[str, list[int]] = {}  # map -> the numbers of its coming writes to refuse (1: the next)
-
-    def refuse(self, name: str, *writes: int) -> None:
-        """Refuse these of the map's coming writes (1: the next), whole."""
-        self._refusals[name] = list(writes or (1,))
-
-    def _write(self, call: str, name: str, count: int) -> None:
-        self.calls.append((call, name, count))
-        coming = self._refusals.get(name)
-        if coming:
-            self._refusals[name] = [number - 1 for number in coming if number > 1]
-            if 1 in coming:
-                raise DataplaneError(errno.EIO, f"dpp_table_{call}({name})", "refused by the test")
-
-    def table_update(self, name: str, keys: Any, values: Any, flags: int = 0) -> None:
-        self._write("update", name, len(keys))
-        for index in range(len(keys)):
-            map_update(self.obj.map_fd(name), _item(keys, index), _item(values, index))
-
-    def table_lookup(self, name: str, keys: Any, values: Any, found: Any) -> int:
-        self.calls.append(("lookup", name, len(keys)))
-        for index in range(len(keys)):
-            found[index] = map_lookup(self.obj.map_fd(name), _item(keys, index), _item(values, index))
-        return sum(found)
-
-    def table_delete(self, name: str, keys: Any) -> None:
-        self._write("delete", name, len(keys))
-        for index in range(len(keys)):
-            map_delete(self.obj.map_fd(name), _item(keys, index))
-
-    def table_dump(self, name: str, cursor: Any, keys: Any, values: Any) -> int:
-        """cursor.state: entries returned so far, plus one (0: not started)."""
-        if cursor.state == 0:
-            self.calls.append(("dump", name, 0))
-            spec = self.specs[name]
-            every = ([c_uint32(index) for index in range(self.map_info(name)["max_entries"])] if spec.array
-                     else map_keys(self.obj.map_fd(name), keys._type_))
-            self._dumps[name] = every
-        start = max(cursor.state - 1, 0)
-        chunk = self._dumps[name][start:start + len(keys)]
-        for index, key in enumerate(chunk):
-            ctypes.memmove(ctypes.addressof(keys) + index * ctypes.sizeof(keys._type_), ctypes.byref(key),
-                           ctypes.sizeof(keys._type_))
-            map_lookup(self.obj.map_fd(name), key, _item(values, index))
-        cursor.state = start + len(chunk) + 1
-        return len(chunk)
-
-    def table_wait_readers(self) -> None:
-        pass
-
-    def map_info(self, name: str) -> dict[str, int]:
-        size = self.specs[name].max_entries
-        return {"id": 0, "max_entries": CONSTANTS[size] if isinstance(size, str) else size}
-
-    def table(self, name: str) -> Table:
-        spec = self.specs[name]
-        return (PerCpuTable if spec.per_cpu else Table)(self, name, spec)  # type: ignore[arg-type]
 
 
 class ObjectFrer:

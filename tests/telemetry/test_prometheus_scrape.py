@@ -1,7 +1,8 @@
 """A real Prometheus (Debian's package) scrapes a real `netapp serve`'s metrics listener and
 evaluates the shipped scaling rules (vnfd/prometheus/dpp-netapp-rules.yml) as an operator's would.
 
-The NetApp runs natively on an emulated edge site's n3 with one metered CPU. Idle, that CPU's
+The NetApp runs natively on an emulated edge site's n3 with one metered CPU, and an ATSSS session
+whose paths' series (`dpp_atsss_path_*`) the scrapes carry. Idle, that CPU's
 `dpp_cpu_load_ratio` is 0 and the scale-in alert fires; once the RAN side sends a priority flow
 steered to that CPU at twice its capacity, the scale-out alert fires and the scale-in one ends.
 The test's copy of the rules shortens `for:` (the VNFD's 60 s) to a few seconds; the expressions,
@@ -44,6 +45,10 @@ OFFERED_PPS = 100.0  # twice the capacity: a load of 2, against the rules' 0.8
 FOR_S = 3  # the test's `for:`, instead of the VNFD's threshold-time
 TELEMETRY_INTERVAL_S = 0.5
 DEADLINE_S = 60.0  # each wait; two busy cores make every step slow
+ATSSS_SESSION = {"name": "ue9", "ue": "10.99.0.9", "mode": "weighted", "paths": [
+    {"access": access, "local": f"192.0.2.{n}", "peer": f"198.51.100.{n}", "local_port": 5000 + n,
+     "peer_port": 6000 + n, "source_mac": "02:00:00:00:aa:01", "next_hop_mac": "02:00:00:00:bb:01",
+     "rtt_us": 20_000 * n} for n, access in ((1, "3GPP"), (2, "non-3GPP"))]}
 
 
 @pytest.fixture
@@ -101,11 +106,14 @@ def prometheus(serve, tmp_path: Path) -> Iterator[LocalPrometheus]:
 
 
 def configure(api: httpx.Client, site: EdgeSite) -> None:
-    """The alternative node, one CPU with a capacity, one priority intent steered to it."""
+    """The alternative node, one CPU with a capacity, one priority intent steered to it; an ATSSS
+    session of a UE the site sends nothing to, whose paths the scrapes show."""
     for group in scenario.document(site, [CPU])["alternatives"]:
         api.put(f"/api/v1/alternatives/{group['id']}", json=group).raise_for_status()
     api.put(f"/api/v1/dataplane/cpus/{CPU}", json={"cpu": CPU, "capacity_pps": CAPACITY_PPS}).raise_for_status()
     response = api.post("/api/v1/intents", json=scenario.priority_intent(site, FLOW, [CPU]))
+    assert response.status_code == 201, response.text
+    response = api.post("/api/v1/atsss/sessions", json=ATSSS_SESSION)
     assert response.status_code == 201, response.text
 
 
@@ -140,6 +148,10 @@ def test_prometheus_scrapes_the_listener_and_the_scaling_alerts_follow_the_load(
     assert build[0]["metric"]["job"] == "dpp-netapp"
     wait_for("CPU counter", lambda: prometheus.query(f'dpp_cpu_packets_total{{node="{NODE}",cpu="{CPU}"}}'),
              prometheus)
+    rtts = wait_for("the ATSSS paths' RTTs", lambda: prometheus.query(
+        f'dpp_atsss_path_rtt_seconds{{node="{NODE}",tenant="operator",session="ue9"}}'), prometheus)
+    assert sorted((row["metric"]["path"], row["metric"]["access"], float(row["value"][1])) for row in rtts) == [
+        ("0", "3GPP", 0.02), ("1", "non-3GPP", 0.04)]
 
     # Idle: the load is 0, under the scale-in threshold.
     wait_for("firing scale-in alert while idle", lambda: alerts(prometheus, "DppNetAppScaleIn"), prometheus)

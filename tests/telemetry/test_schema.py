@@ -9,6 +9,12 @@ from pathlib import Path
 import numpy
 import pytest
 
+from netapp.atsss.abi import Path as PathEntry
+from netapp.atsss.abi import PathFlags
+from netapp.atsss.models import AtsssSession
+from netapp.atsss.service import PathReading
+from netapp.atsss.table import PathCounts
+from netapp.atsss.telemetry import AtsssPoints
 from netapp.core.config import InfluxSettings
 from netapp.telemetry.collector import Collector
 from netapp.telemetry.influx import InfluxSink
@@ -91,11 +97,32 @@ class FakeUpf:
         return {}
 
 
+class FakeAtsss:
+    """One ATSSS session of two paths sending and receiving more on each read (netapp.atsss.service's
+    readings)."""
+
+    def __init__(self) -> None:
+        self.reads = 0
+        paths = [{"access": access, "local": f"192.0.2.{n}", "peer": f"198.51.100.{n}", "local_port": 5000 + n,
+                  "peer_port": 6000 + n, "source_mac": "02:00:00:00:aa:01", "next_hop_mac": "02:00:00:00:bb:01"}
+                 for n, access in ((1, "3GPP"), (2, "non-3GPP"))]
+        self.session = AtsssSession.model_validate({
+            "name": "ue5", "tenant": "alice", "ue": "10.60.0.5", "mode": "weighted", "effective_mode": "weighted",
+            "paths": paths, "slots": [1, 2], "revision": 1, "updated_at": "2026-11-29T12:00:00Z"})
+
+    def readings(self) -> list[PathReading]:
+        self.reads += 1
+        n = self.reads
+        entry = PathEntry(flags=PathFlags.UP, rtt_us=20000)
+        return [PathReading(self.session, index, entry, PathCounts(n, 100 * n, n, 90 * n, n), 0.5) for index in range(2)]
+
+
 def everything_collector(sinks=()) -> Collector:
-    """A collector of EverythingSource's counters, a UPF's usage and its buffering."""
+    """A collector of EverythingSource's counters, a UPF's usage and its buffering, ATSSS's paths."""
     collector = Collector(EverythingSource(), node="edge-1", sinks=list(sinks))
     collector.add_source(UsagePoints(UsageMonitor(FakeUpf(), lambda seid, reports: None), "edge-1"))
     collector.add_source(BufferingPoints(Buffering(NoApplier(), None), "edge-1"))
+    collector.add_source(AtsssPoints(FakeAtsss().readings, "edge-1"))
     return collector
 
 

@@ -1,0 +1,71 @@
+"""ATSSS in the telemetry: a point source of the collector (netapp.telemetry.collector), one
+`dpp_atsss_path` point per path of every session in the data path, each poll (api/telemetry.md).
+
+A point says what the path sent (downlink: the UE's packets and bytes, their rates since the last
+poll) and received (uplink packets, bytes, DCCP-Acks), the state the scheduler holds for it (up,
+RTT, weight) and the scheduler's split: the path's share of the session's packets. InfluxDB gets
+them every poll, `/metrics` at every scrape; an AI module reads them back to set the weights
+(netapp.ai.weights), through the REST API.
+
+Rates follow the collector's rules (netapp.telemetry.collector.RateKeeper): a path is the same
+counter from poll to poll only in the same slot, so a path given another slot, or a slot emptied
+and given again (its counters zeroed), starts its rates over. A scrape reads counters only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Optional
+
+from netapp.atsss.service import PathReading
+from netapp.telemetry.collector import RateKeeper
+from netapp.telemetry.poll import ATSSS_PATH, FieldValue, Point, counter_fields
+
+Readings = Callable[[], Iterable[PathReading]]
+
+
+class AtsssPoints:
+    """The paths of `read()` (netapp.atsss.service.Atsss.readings) as points."""
+
+    name = "atsss"
+
+    def __init__(self, read: Readings, node: str):
+        self.read = read
+        self.node = node
+        self._rates = RateKeeper()
+
+    def poll(self, time_ns: int) -> list[Point]:
+        paths = list(self.read())
+        self._rates.keep_only({rate_key(path) for path in paths})
+        return self._points(paths, time_ns, self._rates)
+
+    def snapshot(self, time_ns: int) -> list[Point]:
+        return self._points(list(self.read()), time_ns, None)
+
+    def _points(self, paths: list[PathReading], time_ns: int, rates: Optional[RateKeeper]) -> list[Point]:
+        return [Point(ATSSS_PATH, self._tags(path), path_fields(path, time_ns, rates), time_ns) for path in paths]
+
+    def _tags(self, path: PathReading) -> dict[str, str]:
+        session = path.session
+        return {"node": self.node, "tenant": session.tenant, "session": session.name, "path": str(path.index),
+                "access": session.paths[path.index].access.value}
+
+
+def path_fields(path: PathReading, time_ns: int, rates: Optional[RateKeeper]) -> dict[str, FieldValue]:
+    """The path's counters, their rates where `rates` knows the previous ones, its state and share."""
+    counts = path.counts
+    values = (counts.packets, counts.bytes)
+    nan = float("nan")
+    measured = rates.rates(rate_key(path), time_ns, values) if rates is not None else (nan, nan)
+    fields = counter_fields(*values, *measured)
+    fields.update(rx_packets=counts.rx_packets, rx_bytes=counts.rx_bytes, rx_acks=counts.rx_acks, up=path.up,
+                  rtt_us=path.rtt_us, weight=path.session.paths[path.index].weight)
+    if path.share is not None:  # no packet sent on the session yet: no split to tell
+        fields["share"] = path.share
+    return fields
+
+
+def rate_key(path: PathReading) -> tuple[str, str, int, int]:
+    """A path's identity for its rates: its session, position and slot."""
+    session = path.session
+    return session.tenant, session.name, path.index, session.slots[path.index]
