@@ -72,7 +72,7 @@ class MecService:
                 raise Conflict(f"application instance {spec.appInstanceId!r} exists", field="appInstanceId")
             for position, rule in enumerate(spec.trafficRules):
                 try:
-                    self.write_intents(change, who, application.tenant, self._rule_intents(application, rule))
+                    self.write_intents(change, who, application.tenant, self.rule_intents(application, rule))
                 except IntentError as exc:
                     raise exc.prefixed(f"trafficRules[{position}]") from None
             mec_store.insert_application(store, application, now)
@@ -94,7 +94,7 @@ class MecService:
         def work(change: RuleChange) -> None:
             application = self._application(who, app_instance_id)
             for rule in application.trafficRules:
-                self._uninstall(change, application, rule.trafficRuleId)
+                self.uninstall_rule(change, application, rule.trafficRuleId)
             for allocation in bwm_store.application_allocations(self._state.store, app_instance_id):
                 self.uninstall_intents(change, application.tenant, allocation_intent_ids(allocation.allocationId),
                                        BWM_SOURCE)
@@ -139,16 +139,16 @@ class MecService:
         def work(change: RuleChange) -> TrafficRule:
             application = self._application(who, app_instance_id)
             self._rule(app_instance_id, traffic_rule_id)
-            allocation = self._application_allocation(app_instance_id)
+            allocation = self.application_allocation(app_instance_id)
             if allocation is None:
-                self._uninstall(change, application, traffic_rule_id)
-                self.write_intents(change, who, application.tenant, self._rule_intents(application, rule))
+                self.uninstall_rule(change, application, traffic_rule_id)
+                self.write_intents(change, who, application.tenant, self.rule_intents(application, rule))
                 mec_store.put_rule(self._state.store, app_instance_id, rule, self._state.now())
             else:
                 rules = [rule if old.trafficRuleId == traffic_rule_id else old for old in application.trafficRules]
                 self._police_rules(change, who, application.model_copy(update={"trafficRules": rules}),
                                    allocation, traffic_rule_id)
-            self._require_sessions_policed(who, application, traffic_rule_id)
+            self.require_sessions_policed(who, application, traffic_rule_id)
             self._state.tenancy.check_quotas(application.tenant)
             return rule
 
@@ -170,8 +170,8 @@ class MecService:
         """The application's rules reinstalled (`changed_rule`: the one a PUT replaces, stored here;
         an error is then said of it, else of the allocation)."""
         for rule in application.trafficRules:
-            self._uninstall(change, application, rule.trafficRuleId)
-        compiled = [(rule, self._rule_intents(application, rule)) for rule in application.trafficRules]
+            self.uninstall_rule(change, application, rule.trafficRuleId)
+        compiled = [(rule, self.rule_intents(application, rule)) for rule in application.trafficRules]
         intents = [intents for _, intents in compiled]
         if allocation is not None:
             try:
@@ -187,7 +187,7 @@ class MecService:
             [rule] = [rule for rule in application.trafficRules if rule.trafficRuleId == changed_rule]
             mec_store.put_rule(self._state.store, application.appInstanceId, rule, self._state.now())
 
-    def _require_sessions_policed(self, who: Principal, application: MecApplication, traffic_rule_id: str) -> None:
+    def require_sessions_policed(self, who: Principal, application: MecApplication, traffic_rule_id: str) -> None:
         """Forbidden when the rule now takes packets of one of the application's session allocations."""
         overridden = overridden_session(self._state, who, application.appInstanceId)
         if overridden is not None:
@@ -198,7 +198,7 @@ class MecService:
                 field="trafficFilter",
             )
 
-    def _application_allocation(self, app_instance_id: str) -> Optional[BwInfo]:
+    def application_allocation(self, app_instance_id: str) -> Optional[BwInfo]:
         """The application's APPLICATION_SPECIFIC allocation, if it has one."""
         for allocation in bwm_store.application_allocations(self._state.store, app_instance_id):
             if allocation.info.requestType == APPLICATION_SPECIFIC:
@@ -207,7 +207,7 @@ class MecService:
 
     # --- the rules' intents ----------------------------------------------------------------------
 
-    def _rule_intents(self, application: MecApplication, rule: TrafficRule) -> list[Intent]:
+    def rule_intents(self, application: MecApplication, rule: TrafficRule) -> list[Intent]:
         """What an (active) rule installs."""
         interfaces = self._interfaces_by_mac() if rule.dstInterface is not None else {}
         return installed_intents(application.appInstanceId, rule, interfaces)
@@ -229,7 +229,7 @@ class MecService:
             )
             change.add(self._state.rules.compile(tenant, intent))
 
-    def _uninstall(self, change: RuleChange, application: MecApplication, traffic_rule_id: str) -> None:
+    def uninstall_rule(self, change: RuleChange, application: MecApplication, traffic_rule_id: str) -> None:
         self.uninstall_intents(change, application.tenant, intent_ids(application.appInstanceId, traffic_rule_id))
 
     def uninstall_intents(self, change: RuleChange, tenant: str, ids: list[str], source: str = MEC_SOURCE) -> None:
