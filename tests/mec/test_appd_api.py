@@ -1,5 +1,5 @@
 """Onboarding from a MEC 010-2 AppD over the real service (tests/mec/conftest.py: uvicorn, a pinned
-XDP program): PUT /api/v1/mec/applications/{id}/appd.
+XDP program): PUT /api/v1/mec/applications/{id}/appd and `netapp mec apply-appd`, which calls it.
 The AppD's rules are in the kernel's dpp_rules as intents of the application's tenant; applying the
 same AppD again changes nothing, a changed one replaces only what an AppD made, and a refused one
 changes nothing at all."""
@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import copy
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
+from netapp.cli.main import app as cli
+from tests.api.conftest import token_of
 from tests.api.problems import assert_problem, invalid_param
 from tests.descriptors.test_mec_appd import APPD as SHIPPED
 from tests.mec.conftest import TENANT
@@ -124,3 +128,20 @@ def test_a_tenant_without_grants_gets_no_rules_and_tenants_cannot_onboard(mec_si
     assert_problem(mec_site.client("admin").get(f"{APPLICATIONS}/b-app"), 404)
 
     assert_problem(apply(mec_site.client("tenant-a"), "a-app", appd_document()), 403)
+
+
+def test_the_cli_applies_an_appd_through_the_api(mec_site, tmp_path: Path):
+    file = tmp_path / "appd.json"
+    file.write_text(json.dumps(appd_document(appName="cli-cache")))
+    options = ["--tenant", TENANT, "--url", mec_site.url, "--token", token_of("admin")]
+
+    first = CliRunner().invoke(cli, ["mec", "apply-appd", str(file), *options])
+    again = CliRunner().invoke(cli, ["mec", "apply-appd", str(file), *options])
+    unset = CliRunner().invoke(cli, ["mec", "apply-appd", str(SHIPPED), "--app-instance-id", "cli-netapp", *options])
+
+    assert first.exit_code == 0, first.output
+    assert "cli-cache (tenant tenant-a): created and onboarded" in first.output
+    assert again.exit_code == 0 and "unchanged" in again.output
+    assert rule_ids(mec_site, "cli-cache") == ["drop-5000"]
+    assert unset.exit_code == 2, unset.output  # the API refused the input (400)
+    assert "appTrafficRule[0].trafficFilter[0].dstAddress[0]" in unset.output and "<mgmt-address>" in unset.output
