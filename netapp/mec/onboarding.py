@@ -108,7 +108,7 @@ class AppdOnboarding:
         """What the previously applied AppD made: its rules (and their intents) and DNS rules."""
         store = self._state.store
         for rule_id in origin.trafficRuleIds:
-            self._mec.uninstall_rule(change, application, rule_id)
+            self._mec.uninstall_rule(change, application.tenant, application.appInstanceId, rule_id)
             appd_store.delete_traffic_rule(store, application.appInstanceId, rule_id)
         for rule_id in origin.dnsRuleIds:
             appd_store.delete_dns_rule(store, application.appInstanceId, rule_id)
@@ -128,11 +128,11 @@ class AppdOnboarding:
         else:
             for position, rule in enumerate(made.trafficRules):
                 try:
-                    self._mec.write_intents(change, who, application.tenant, self._mec.rule_intents(application, rule))
+                    self._mec.write_intents(change, who, application.tenant, self._mec.rule_intents(app_id, rule))
                 except IntentError as exc:
                     raise exc.prefixed(f"appTrafficRule[{position}]") from None
         if made.trafficRules:
-            self._mec.require_sessions_policed(who, application, made.trafficRules[0].trafficRuleId)
+            self._mec.require_sessions_policed(who, app_id, made.trafficRules[0].trafficRuleId)
 
     def _put_services(self, application: MecApplication, made: Onboarded,
                       previous: AppdOrigin) -> list[tuple[ServiceInfo, ChangeType]]:
