@@ -10,6 +10,7 @@ from netapp import __version__
 from netapp.cli import ai, dashboards, dataplane, demo, intents, openstack, serve, slices, status, tenants, tokens
 from netapp.atsss import cli as atsss
 from netapp.frer import cli as frer
+from netapp.mec import cli as mec
 from netapp.routing import cli as routes
 from netapp.upf import cli as sessions
 
@@ -31,6 +32,7 @@ app.command(name="demo")(demo.demo)
 app.command(name="serve")(serve.serve)
 app.add_typer(tokens.app, name="tokens")
 app.add_typer(intents.app, name="intents")
+app.add_typer(mec.app, name="mec")
 app.add_typer(openstack.app, name="openstack")
 app.add_typer(routes.app, name="routes")
 app.add_typer(sessions.app, name="sessions")

@@ -25,11 +25,12 @@ def get_dns_rule(store: Store, app_instance_id: str, dns_rule_id: str) -> Option
     return None if row is None else DnsRule.model_validate_json(row[0])
 
 
-def insert_dns_rules(store: Store, app_instance_id: str, rules: list[DnsRule], now: datetime) -> None:
+def insert_dns_rules(store: Store, app_instance_id: str, rules: list[DnsRule], now: datetime, first: int = 0) -> None:
+    """Insert DNS rules at the positions from `first` on."""
     store.executemany(
         "INSERT INTO mec_dns_rules (app_instance_id, dns_rule_id, position, body, updated_at) VALUES (?, ?, ?, ?, ?)",
         [(app_instance_id, rule.dnsRuleId, position, rule.model_dump_json(exclude_none=True), now.isoformat())
-         for position, rule in enumerate(rules)],
+         for position, rule in enumerate(rules, start=first)],
     )
 
 

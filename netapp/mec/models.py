@@ -146,8 +146,8 @@ class DnsRule(_Etsi):
 
 
 class MecApplicationSpec(BaseModel):
-    """An application instance as an administrator declares it (later: as its AppD's instantiation
-    does): its id, the tenant that owns it, and its traffic rules (the AppD's appTrafficRule)."""
+    """An application instance as an administrator declares it (or its AppD's onboarding makes it,
+    netapp.mec.onboarding): its id, the tenant that owns it, and its traffic rules."""
 
     model_config = ConfigDict(extra="forbid")
 

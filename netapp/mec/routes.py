@@ -9,9 +9,9 @@ are ProblemDetails (netapp.api.problems).
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Callable
+from typing import Annotated, Any, Callable, Optional
 
-from fastapi import APIRouter, Depends, Path, Request, Response
+from fastapi import APIRouter, Depends, Path, Query, Request, Response
 
 from netapp.api.deps import AdminDep, IntentWriterDep, JsonBody, PrincipalDep, ReaderDep, ServiceDep
 from netapp.api.routes.common import AUTHENTICATED, CHANGES, WITH_BODY, documented
@@ -23,8 +23,10 @@ from netapp.mec.models import (
     MecApplicationSpec,
     TrafficRule,
 )
+from netapp.mec.appd import PLACEHOLDER, AppD
+from netapp.mec.onboarding import AppdApplied, AppdOnboarding
 from netapp.mec.service import MecService
-from netapp.service.contract import DataplaneUnavailable
+from netapp.service.contract import DataplaneUnavailable, InvalidInput
 
 
 applications = APIRouter(prefix="/api/v1/mec/applications", tags=["mec"])
@@ -45,6 +47,7 @@ def service_part(attribute: str, served: str) -> Callable[..., Any]:
 
 
 MecDep = Annotated[MecService, Depends(service_part("mec", "MEC 011"))]
+OnboardingDep = Annotated[AppdOnboarding, Depends(service_part("mec_onboarding", "MEC 010-2 onboarding"))]
 AppInstanceIdPath = Annotated[
     str, Path(min_length=1, max_length=MEC_ID_MAX, pattern=MEC_ID_PATTERN, description="a MEC application instance")
 ]
@@ -88,6 +91,37 @@ def get_mec_application(mec: MecDep, who: ReaderDep, appInstanceId: AppInstanceI
 def delete_mec_application(mec: MecDep, who: AdminDep, appInstanceId: AppInstanceIdPath) -> None:
     """Remove a MEC application instance and what its traffic rules installed (admin)."""
     mec.delete_application(who, appInstanceId)
+
+
+@applications.put("/{appInstanceId}/appd", response_model=AppdApplied, responses=documented(*CHANGES),
+                  dependencies=[JsonBody])
+def apply_mec_appd(
+    onboarding: OnboardingDep,
+    who: AdminDep,
+    appInstanceId: AppInstanceIdPath,
+    body: AppD,
+    tenant: Annotated[Optional[str], Query(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9._-]+$",
+                                           description="the tenant of an instance the AppD creates "
+                                                       "(default: the caller's)")] = None,
+    value: Annotated[list[str], Query(max_length=32, description="NAME=VALUE: the value of the AppD's "
+                                                                 "<NAME> placeholders")] = [],
+) -> AppdApplied:
+    """Apply a MEC 010-2 AppD to an application instance (admin): its appTrafficRule, appDNSRule and
+    appServiceProduced become the instance's MEC 011 rules and services, replacing those an AppD made
+    before; the same AppD again changes nothing."""
+    return onboarding.apply(who, appInstanceId, body, tenant, placeholder_values(value))
+
+
+def placeholder_values(given: list[str]) -> dict[str, str]:
+    """`value` query parameters (NAME=VALUE) by name; InvalidInput naming one that is not that."""
+    values = {}
+    for position, item in enumerate(given):
+        name, sep, text = item.partition("=")
+        if not sep or PLACEHOLDER.fullmatch(f"<{name}>") is None:
+            raise InvalidInput(f"value[{position}]: {item!r} is not NAME=VALUE with NAME lower-case letters, "
+                               "digits and '-'", field=f"value[{position}]")
+        values[name] = text
+    return values
 
 
 # --- MEC 011 /mec_app_support/v1 -----------------------------------------------------------------

@@ -57,3 +57,17 @@ MEC_BWM_TABLES = (
     ) WITHOUT ROWID""",
     "CREATE INDEX mec_app_subscriptions_by_application ON mec_app_subscriptions (app_instance_id)",
 )
+
+# Schema version 12 (migration key 11): the AppD applied to each application instance, and which of
+# its traffic rules, DNS rules and services came from it (netapp.mec.onboarding): applying the same
+# AppD again changes nothing, a changed one replaces those and leaves the API's.
+MEC_APPD_TABLES = (
+    """CREATE TABLE mec_appds (
+        app_instance_id TEXT PRIMARY KEY,
+        appd_id TEXT NOT NULL,
+        appd_version TEXT NOT NULL,
+        digest TEXT NOT NULL,
+        origin TEXT NOT NULL,
+        applied_at TEXT NOT NULL
+    ) WITHOUT ROWID""",
+)

@@ -72,7 +72,8 @@ class MecService:
                 raise Conflict(f"application instance {spec.appInstanceId!r} exists", field="appInstanceId")
             for position, rule in enumerate(spec.trafficRules):
                 try:
-                    self.write_intents(change, who, application.tenant, self._rule_intents(application, rule))
+                    self.write_intents(change, who, application.tenant,
+                                       self.rule_intents(application.appInstanceId, rule))
                 except IntentError as exc:
                     raise exc.prefixed(f"trafficRules[{position}]") from None
             mec_store.insert_application(store, application, now)
@@ -94,7 +95,7 @@ class MecService:
         def work(change: RuleChange) -> None:
             application = self._application(who, app_instance_id)
             for rule in application.trafficRules:
-                self._uninstall(change, application, rule.trafficRuleId)
+                self.uninstall_rule(change, application.tenant, app_instance_id, rule.trafficRuleId)
             for allocation in bwm_store.application_allocations(self._state.store, app_instance_id):
                 self.uninstall_intents(change, application.tenant, allocation_intent_ids(allocation.allocationId),
                                        BWM_SOURCE)
@@ -137,19 +138,22 @@ class MecService:
             )
 
         def work(change: RuleChange) -> TrafficRule:
-            application = self._application(who, app_instance_id)
+            # The application's tenant only: its other rules are read when an allocation polices
+            # them with this one (a PUT of one of 64 rules then reads one).
+            tenant = self._tenant_of(who, app_instance_id)
             self._rule(app_instance_id, traffic_rule_id)
-            allocation = self._application_allocation(app_instance_id)
+            allocation = self.application_allocation(app_instance_id)
             if allocation is None:
-                self._uninstall(change, application, traffic_rule_id)
-                self.write_intents(change, who, application.tenant, self._rule_intents(application, rule))
+                self.uninstall_rule(change, tenant, app_instance_id, traffic_rule_id)
+                self.write_intents(change, who, tenant, self.rule_intents(app_instance_id, rule))
                 mec_store.put_rule(self._state.store, app_instance_id, rule, self._state.now())
             else:
+                application = self._application(who, app_instance_id)
                 rules = [rule if old.trafficRuleId == traffic_rule_id else old for old in application.trafficRules]
                 self._police_rules(change, who, application.model_copy(update={"trafficRules": rules}),
                                    allocation, traffic_rule_id)
-            self._require_sessions_policed(who, application, traffic_rule_id)
-            self._state.tenancy.check_quotas(application.tenant)
+            self.require_sessions_policed(who, app_instance_id, traffic_rule_id)
+            self._state.tenancy.check_quotas(tenant)
             return rule
 
         try:
@@ -170,8 +174,8 @@ class MecService:
         """The application's rules reinstalled (`changed_rule`: the one a PUT replaces, stored here;
         an error is then said of it, else of the allocation)."""
         for rule in application.trafficRules:
-            self._uninstall(change, application, rule.trafficRuleId)
-        compiled = [(rule, self._rule_intents(application, rule)) for rule in application.trafficRules]
+            self.uninstall_rule(change, application.tenant, application.appInstanceId, rule.trafficRuleId)
+        compiled = [(rule, self.rule_intents(application.appInstanceId, rule)) for rule in application.trafficRules]
         intents = [intents for _, intents in compiled]
         if allocation is not None:
             try:
@@ -187,9 +191,9 @@ class MecService:
             [rule] = [rule for rule in application.trafficRules if rule.trafficRuleId == changed_rule]
             mec_store.put_rule(self._state.store, application.appInstanceId, rule, self._state.now())
 
-    def _require_sessions_policed(self, who: Principal, application: MecApplication, traffic_rule_id: str) -> None:
+    def require_sessions_policed(self, who: Principal, app_instance_id: str, traffic_rule_id: str) -> None:
         """Forbidden when the rule now takes packets of one of the application's session allocations."""
-        overridden = overridden_session(self._state, who, application.appInstanceId)
+        overridden = overridden_session(self._state, who, app_instance_id)
         if overridden is not None:
             allocation_id, winner = overridden
             raise Forbidden(
@@ -198,7 +202,7 @@ class MecService:
                 field="trafficFilter",
             )
 
-    def _application_allocation(self, app_instance_id: str) -> Optional[BwInfo]:
+    def application_allocation(self, app_instance_id: str) -> Optional[BwInfo]:
         """The application's APPLICATION_SPECIFIC allocation, if it has one."""
         for allocation in bwm_store.application_allocations(self._state.store, app_instance_id):
             if allocation.info.requestType == APPLICATION_SPECIFIC:
@@ -207,10 +211,10 @@ class MecService:
 
     # --- the rules' intents ----------------------------------------------------------------------
 
-    def _rule_intents(self, application: MecApplication, rule: TrafficRule) -> list[Intent]:
-        """What an (active) rule installs."""
+    def rule_intents(self, app_instance_id: str, rule: TrafficRule) -> list[Intent]:
+        """What an (active) rule of the application installs."""
         interfaces = self._interfaces_by_mac() if rule.dstInterface is not None else {}
-        return installed_intents(application.appInstanceId, rule, interfaces)
+        return installed_intents(app_instance_id, rule, interfaces)
 
     def write_intents(
         self, change: RuleChange, who: Principal, tenant: str, intents: list[Intent], source: str = MEC_SOURCE,
@@ -229,8 +233,8 @@ class MecService:
             )
             change.add(self._state.rules.compile(tenant, intent))
 
-    def _uninstall(self, change: RuleChange, application: MecApplication, traffic_rule_id: str) -> None:
-        self.uninstall_intents(change, application.tenant, intent_ids(application.appInstanceId, traffic_rule_id))
+    def uninstall_rule(self, change: RuleChange, tenant: str, app_instance_id: str, traffic_rule_id: str) -> None:
+        self.uninstall_intents(change, tenant, intent_ids(app_instance_id, traffic_rule_id))
 
     def uninstall_intents(self, change: RuleChange, tenant: str, ids: list[str], source: str = MEC_SOURCE) -> None:
         """Take out the tenant's intents of these ids that `source` installed."""
@@ -278,6 +282,13 @@ class MecService:
         if application is None or not (who.is_admin or application.tenant == who.tenant):
             raise NotFound(f"no application instance {app_instance_id!r}")
         return application
+
+    def _tenant_of(self, who: Principal, app_instance_id: str) -> str:
+        """The application instance's tenant, if `who` may see it; NotFound as `_application`."""
+        tenant = mec_store.get_tenant(self._state.store, app_instance_id)
+        if tenant is None or not (who.is_admin or tenant == who.tenant):
+            raise NotFound(f"no application instance {app_instance_id!r}")
+        return tenant
 
     def _rule(self, app_instance_id: str, traffic_rule_id: str) -> TrafficRule:
         rule = mec_store.get_rule(self._state.store, app_instance_id, traffic_rule_id)

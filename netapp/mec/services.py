@@ -216,7 +216,7 @@ class MecServices:
         with self._state.store.transaction():
             tenant = self._mec.get_application(who, app_instance_id).tenant
             service_store.put_service(self._state.store, app_instance_id, tenant, registered, self._state.now())
-        self._notify(registered, ChangeType.ADDED)
+        self.notify(registered, ChangeType.ADDED)
         return registered
 
     def update(self, who: Principal, app_instance_id: str, ser_instance_id: str, service: ServiceInfo) -> ServiceInfo:
@@ -234,7 +234,7 @@ class MecServices:
             service_store.put_service(self._state.store, app_instance_id, tenant, updated, self._state.now())
         if updated != before:
             changed = ChangeType.STATE_CHANGED if updated.state != before.state else ChangeType.ATTRIBUTES_CHANGED
-            self._notify(updated, changed)
+            self.notify(updated, changed)
         return updated
 
     def remove(self, who: Principal, app_instance_id: str, ser_instance_id: str) -> None:
@@ -243,7 +243,7 @@ class MecServices:
             self._mec.get_application(who, app_instance_id)
             removed = self._owned(app_instance_id, ser_instance_id)
             service_store.delete_service(self._state.store, ser_instance_id)
-        self._notify(removed, ChangeType.REMOVED)
+        self.notify(removed, ChangeType.REMOVED)
 
     def _application_removed(self, app_instance_id: str) -> Callable[[], None]:
         """In the application's removal: its services and subscriptions go too; once that is
@@ -253,7 +253,7 @@ class MecServices:
 
         def notify() -> None:
             for service in gone:
-                self._notify(service, ChangeType.REMOVED)
+                self.notify(service, ChangeType.REMOVED)
 
         return notify
 
@@ -332,7 +332,7 @@ class MecServices:
 
     # --- notifications ---------------------------------------------------------------------------
 
-    def _notify(self, service: ServiceInfo, change: ChangeType) -> None:
+    def notify(self, service: ServiceInfo, change: ChangeType) -> None:
         """Queue a ServiceAvailabilityNotification to every subscription whose criteria match."""
         reference = ServiceReference(
             link=MecLink(href=f"{api_base_url(self._settings)}{SERVICE_MGMT}/services/{service.serInstanceId}"),

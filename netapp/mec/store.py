@@ -31,6 +31,12 @@ def get_application(store: Store, app_instance_id: str) -> Optional[MecApplicati
     )
 
 
+def get_tenant(store: Store, app_instance_id: str) -> Optional[str]:
+    """The tenant of an application instance (None: there is none), its rules left unread."""
+    row = store.execute("SELECT tenant FROM mec_applications WHERE app_instance_id = ?", (app_instance_id,)).fetchone()
+    return None if row is None else row[0]
+
+
 def list_applications(store: Store, tenant: Optional[str]) -> list[MecApplication]:
     """Every application (tenant None) or a tenant's, by id."""
     sql = "SELECT app_instance_id FROM mec_applications"

@@ -16,6 +16,7 @@ together or not at all. The service is one class per domain over a shared state
 | MEC 011 DNS rules, lifecycle  | netapp.mec.app_service              | (its routes call it)   |
 | MEC 015 bandwidth allocations | netapp.mec.bwm_service              | (its routes call it)   |
 | MEC 011 services, discovery   | netapp.mec.services                 | (its routes call it)   |
+| MEC 010-2 AppD onboarding     | netapp.mec.onboarding               | (its route calls it)   |
 
 A network function brings its own package, `netapp/<function>/` (its contract, its class, its
 `MapChange` if its tables are not rules), and is composed here: built in `__init__`, its contract's
@@ -49,6 +50,7 @@ from netapp.frer.dataplane import FrerDataplane
 from netapp.frer.service import Frer
 from netapp.mec.app_service import MecAppService
 from netapp.mec.bwm_service import BwmService
+from netapp.mec.onboarding import AppdOnboarding
 from netapp.mec.service import MecService
 from netapp.mec.services import MecServices
 from netapp.qos.dispatch import Dispatcher
@@ -122,6 +124,7 @@ class NetAppService(IntentService):
         self._bwm = BwmService(state, self._mec)
         self._mec_apps = MecAppService(state, self._mec)
         self._mec_services = MecServices(state, self._mec)
+        self._mec_onboarding = AppdOnboarding(state, self._mec, self._mec_services)
 
     @property
     def dataplane(self) -> Dataplane:
@@ -150,6 +153,11 @@ class NetAppService(IntentService):
     def mec_apps(self) -> MecAppService:
         """MEC 011: DNS rules, confirm_ready / confirm_termination, termination subscriptions."""
         return self._mec_apps
+
+    @property
+    def mec_onboarding(self) -> AppdOnboarding:
+        """MEC 010-2 AppDs applied to application instances (netapp.mec.onboarding)."""
+        return self._mec_onboarding
 
     @property
     def bwm(self) -> BwmService:

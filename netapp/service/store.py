@@ -28,6 +28,7 @@ Timestamps are ISO 8601 strings in UTC, which sort as they compare.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import sqlite3
 import threading
@@ -508,10 +509,18 @@ def _tenant_record(row: tuple[Any, ...]) -> TenantRecord:
     tenant, spec, updated_at, revision = row
     return TenantRecord(
         tenant=tenant,
-        spec=TenantSpec.model_validate_json(spec),
+        spec=_tenant_spec(spec),
         updated_at=datetime.fromisoformat(updated_at),
         revision=revision,
     )
+
+
+@functools.lru_cache(maxsize=256)
+def _tenant_spec(text: str) -> TenantSpec:
+    """A tenant's record as stored, parsed once: a change reads it for its grants and again for its
+    quotas, and its grants may be long. Keyed by the text, so a changed record is parsed anew; the
+    spec is shared, and nothing changes a spec in place."""
+    return TenantSpec.model_validate_json(text)
 
 
 def _intent_row(record: IntentRecord) -> tuple[Any, ...]:

@@ -97,6 +97,10 @@ class FakeClient:
             raise ApiError(404, f"CPU {cpu} is not in the CPU set")
         self.absent_cpus.add(cpu)
 
+    def apply_appd(self, appd, app_instance_id, values):
+        self._call("apply_appd", appd, app_instance_id, values)
+        return {"appInstanceId": app_instance_id, "tenant": "operator", "appDId": appd.get("appDId"), "changed": True}
+
     def wait_answering(self, timeout):
         """Like /healthz: only an unreachable NetApp fails it, not a refusal of other calls."""
         self.calls.append(("wait_answering", ()))

@@ -33,6 +33,7 @@ PARAMETERS = {
     "remove-cpu": {"cpu"},
     "check-openstack": {"server", "data-networks"},
     "reload-dataplane": set(),
+    "apply-appd": {"appd", "app-instance-id"},
 }
 
 

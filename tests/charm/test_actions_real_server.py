@@ -17,7 +17,7 @@ from charm_config import CharmConfig
 from netapp_workload import ApiError, NetApp, NetAppClient
 from ops import testing
 
-from tests.charm.conftest import CHARMCRAFT, charm_context
+from tests.charm.conftest import CHARM_DIR, CHARMCRAFT, charm_context
 from tests.charm.real_netapp import served_netapp
 from tests.utils.callbacks import CallbackReceiver
 from tests.utils.kernel import veth_namespace, xdp_program_on
@@ -96,7 +96,7 @@ def act(served, monkeypatch):
 def test_the_module_runs_every_action_of_the_charm():
     ran = {"add-intent", "list-intents", "remove-intent", "create-slice", "update-slice", "delete-slice"}
     ran |= {"set-alternatives", "get-stats", "attach", "detach", "subscribe-telemetry", "unsubscribe-telemetry"}
-    ran |= {"set-cpu", "remove-cpu", "reload-dataplane"}
+    ran |= {"set-cpu", "remove-cpu", "reload-dataplane", "apply-appd"}
     # check-openstack calls OpenStack, not the NetApp: test_check_openstack.py runs it against the
     # recorded cloud.
     assert ran | {"check-openstack"} == set(CHARMCRAFT["actions"])
@@ -235,6 +235,19 @@ def test_given_real_netapp_when_reload_dataplane_then_a_new_program_runs_on_the_
     assert json.loads(reloaded["result"])["interfaces"] == [VETH]
     assert served.get("/api/v1/dataplane")["program_id"] == int(reloaded["program-id"])
     assert xdp_program_on(served.namespace, VETH) == int(reloaded["program-id"])
+
+
+def test_given_real_netapp_when_apply_appd_then_the_instance_has_its_rules_and_again_changes_nothing(served, act):
+    appd = (CHARM_DIR.parents[1] / "vnfd" / "dpp-netapp_appd.json").read_text()
+
+    first = dict(act("apply-appd", appd=appd))  # the context's results are one dict, refilled by each run
+    again = act("apply-appd", appd=appd)
+
+    assert (first["app-instance-id"], first["changed"], again["changed"]) == ("dpp-netapp", "true", "false")
+    rules = served.get("/mec_app_support/v1/applications/dpp-netapp/traffic_rules")
+    # <api-port>: the port the charm configured the API on; <mgmt-address>: the unit's address.
+    assert [rule["trafficFilter"][0]["dstPort"] for rule in rules] == [[str(served.config["api-port"])]]
+    assert "<" not in json.dumps(rules)
 
 
 def test_given_real_netapp_when_an_intent_it_refuses_then_the_action_fails_with_its_reason(served, act):

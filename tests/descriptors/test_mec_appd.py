@@ -76,16 +76,14 @@ def test_appd_describes_the_vnfd(appd, descriptors):
     } == ext_types
 
 
-def test_appd_default_traffic_rules_take_the_n3_encapsulations(appd):
-    ports = {
-        p
-        for rule in appd["appTrafficRule"]
-        for f in rule["trafficFilter"]
-        for p in f.get("dstPort", []) + f.get("srcPort", [])
-    }
-    assert {"2152", "4789", "6081"} <= ports  # GTP-U, VXLAN, GENEVE (DESIGN.md "Data plane")
+def test_appd_traffic_rules_act_on_the_netapps_management_address_only(appd):
+    # Onboarding installs them above every operator intent (netapp.mec.compiler's priorities): a
+    # rule on a port of every address (the N3 encapsulations) would override the site's steering.
+    for rule in appd["appTrafficRule"]:
+        for flt in rule["trafficFilter"]:
+            assert "<mgmt-address>" in flt.get("dstAddress", []) + flt.get("srcAddress", []), rule
     ids = [rule["trafficRuleId"] for rule in appd["appTrafficRule"]]
-    assert len(ids) == len(set(ids))
+    assert ids and len(ids) == len(set(ids))
 
 
 @pytest.mark.parametrize(

@@ -35,6 +35,7 @@ DAY2_PRIMITIVES = {
     "remove-cpu": {"cpu": "INTEGER"},
     "check-openstack": {"server": "STRING", "data-networks": "STRING"},
     "reload-dataplane": {},
+    "apply-appd": {"appd": "STRING", "app-instance-id": "STRING"},
 }
 
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from typing import Any, Callable, Collection, Optional, cast
@@ -146,6 +147,13 @@ def _remove_cpu(client: NetAppClient, params: dict[str, Any]) -> dict[str, Any]:
     return _result(None, cpu=cpu)
 
 
+def _apply_appd(client: NetAppClient, params: dict[str, Any]) -> dict[str, Any]:
+    appd = p.json_object(params, "appd", key="appName")
+    instance = str(params.get("app-instance-id") or appd["appName"])
+    applied = client.apply_appd(appd, instance, params["values"])
+    return _result(applied, changed=str(applied["changed"]).lower(), **{"app-instance-id": applied["appInstanceId"]})
+
+
 def _reload(client: NetAppClient, params: dict[str, Any]) -> dict[str, Any]:
     reloaded = client.reload_dataplane()
     return _result(
@@ -171,6 +179,7 @@ ACTIONS: dict[str, ActionHandler] = {
     "set-cpu": _set_cpu,
     "remove-cpu": _remove_cpu,
     "reload-dataplane": _reload,
+    "apply-appd": _apply_appd,
 }
 
 
@@ -186,7 +195,9 @@ class DppNetappCharm(ops.CharmBase):
     # steer_cpus: the steer-cpus entries the NetApp took ({"cpu": capacity_pps}, JSON): only new
     # or changed entries are sent, so that set-cpu's changes to the others stay, and only these
     # CPUs are removed when dropped from the option (those set-cpu added stay).
-    # workload_error, alt_error, steer_error: why the unit is blocked, kept until the step that
+    # appd_applied: a digest of the `appd` option and the values its placeholders took when the
+    # NetApp took it (applied again only when either changes; "" for none).
+    # workload_error, alt_error, steer_error, appd_error: why the unit is blocked, kept until the step that
     # failed succeeds, so that the status does not flip back to active on an event that does not
     # retry that step.
     _stored = ops.StoredState()
@@ -195,7 +206,8 @@ class DppNetappCharm(ops.CharmBase):
         super().__init__(framework)
         self.workload = NetApp()
         self._stored.set_default(
-            alt_group="", installed_source="", applied_api="", workload_error="", alt_error="", steer_cpus="{}", steer_error=""
+            alt_group="", installed_source="", applied_api="", workload_error="", alt_error="", steer_cpus="{}", steer_error="",
+            appd_applied="", appd_error="",
         )
         self._config_error: Optional[str] = None
         self._config: Optional[CharmConfig] = None
@@ -334,6 +346,7 @@ class DppNetappCharm(ops.CharmBase):
         )
         self.unit.set_ports(*_open_ports(config))
         self._apply_steer_cpus(config)
+        self._apply_appd(config)
         self._sync_alternatives(config)
 
     # --- steer-cpus: the steering set on day 1 -------------------------------------------------
@@ -365,6 +378,38 @@ class DppNetappCharm(ops.CharmBase):
         finally:
             self._stored.steer_cpus = json.dumps(kept)
         self._stored.steer_error = ""
+
+    # --- appd: the MEC 010-2 AppD applied on day 1 ------------------------------------------------
+
+    def _appd_values(self, config: CharmConfig) -> dict[str, str]:
+        """The values of the AppD placeholders the charm knows: the unit's management address (when
+        Juju gives one) and the API's port."""
+        values = {"api-port": str(config.api_port)}
+        address = self._management_address()
+        if address is not None:
+            values["mgmt-address"] = address
+        return values
+
+    def _apply_appd(self, config: CharmConfig) -> None:
+        """Apply the `appd` option once the API answers, when it or its values changed since the
+        NetApp took it; a refusal blocks the unit until it takes one, an API that does not answer is
+        tried again on the next event."""
+        if not config.appd:
+            self._stored.appd_applied = self._stored.appd_error = ""
+            return
+        values = self._appd_values(config)
+        wanted = hashlib.sha256(json.dumps([config.appd, values], sort_keys=True).encode()).hexdigest()
+        if self._stored.appd_applied == wanted:
+            return
+        appd = json.loads(config.appd)
+        try:
+            client = self.workload.client(config)
+            client.wait_answering(API_WAIT_S)
+            client.apply_appd(appd, appd["appName"], values)
+        except ApiError as exc:
+            self._stored.appd_error = _refusal("appd", "it", exc) or self._stored.appd_error
+            return
+        self._stored.appd_applied, self._stored.appd_error = wanted, ""
 
     # --- alternatives: every peer on the alternative-node network is a member of one group ---------
 
@@ -455,11 +500,7 @@ class DppNetappCharm(ops.CharmBase):
         try:
             _replace_group(self.workload.client(config), json.loads(applied) if applied else None, group)
         except ApiError as exc:
-            if exc.status is None:
-                logger.warning("alternatives: %s; trying again on the next event", exc)
-            else:
-                self._stored.alt_error = f"alternatives: the NetApp refused the group: {exc}"
-                logger.error("%s", self._stored.alt_error)
+            self._stored.alt_error = _refusal("alternatives", "the group", exc) or self._stored.alt_error
             return
         self._stored.alt_group = wanted
 
@@ -500,6 +541,8 @@ class DppNetappCharm(ops.CharmBase):
             event.add_status(ops.BlockedStatus(self._stored.alt_error))
         if self._stored.steer_error:
             event.add_status(ops.BlockedStatus(self._stored.steer_error))
+        if self._stored.appd_error:
+            event.add_status(ops.BlockedStatus(self._stored.appd_error))
         if config is not None and config.metrics_enabled and not config.metrics_host:
             event.add_status(
                 ops.BlockedStatus("metrics-host: Juju gives no management address; set it, or metrics-port 0 for off")
@@ -516,8 +559,11 @@ class DppNetappCharm(ops.CharmBase):
             event.fail(f"invalid config: {self._config_error}")
             return
         client = _ClientOnFirstUse(lambda: self._running_client(config))
+        params = dict(event.params)
+        if name == "apply-appd":  # the AppD defaults to the option's; its values are the charm's to know
+            params = {"appd": config.appd or None, **params, "values": self._appd_values(config)}
         try:
-            event.set_results(ACTIONS[name](cast(NetAppClient, client), dict(event.params)))
+            event.set_results(ACTIONS[name](cast(NetAppClient, client), params))
         except p.ParamError as exc:
             event.fail(str(exc))
         except _NotRunning:
@@ -605,6 +651,17 @@ class _ClientOnFirstUse:
         if self._client is None:
             self._client = self._make()
         return getattr(self._client, name)
+
+
+def _refusal(step: str, what: str, exc: ApiError) -> str:
+    """Why a step the NetApp refused blocks the unit; "" when the API did not answer (the step is
+    tried again on the next event)."""
+    if exc.status is None:
+        logger.warning("%s: %s; trying again on the next event", step, exc)
+        return ""
+    refused = f"{step}: the NetApp refused {what}: {exc}"
+    logger.error("%s", refused)
+    return refused
 
 
 def _replace_group(client: NetAppClient, applied: Optional[dict[str, Any]], group: Optional[dict[str, Any]]) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import json
 import re
 from typing import Any, Literal
 
@@ -60,6 +61,8 @@ class CharmConfig(BaseModel):
     alt_interface: str = ""
     alt_group: int = Field(63, ge=0, le=MAX_ALT_GROUPS - 1)
     alt_default: bool = True
+    # appd: a MEC 010-2 AppD (JSON) applied on day 1 (PUT /api/v1/mec/applications/{appName}/appd).
+    appd: str = ""
 
     @field_validator("interfaces", mode="before")
     @classmethod
@@ -100,6 +103,19 @@ class CharmConfig(BaseModel):
         if lines and NETAPP_PROJECT not in names:
             raise ValueError(f"names no {NETAPP_PROJECT}==<version> --hash=sha256:<digest>")
         return "\n".join(lines)
+
+    @field_validator("appd")
+    @classmethod
+    def _check_appd(cls, value: str) -> str:
+        if not value.strip():
+            return ""
+        try:
+            appd = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"not JSON ({exc})") from None
+        if not isinstance(appd, dict) or not isinstance(appd.get("appName"), str) or not appd["appName"]:
+            raise ValueError("a MEC 010-2 AppD is a JSON object with an appName (the instance is named after it)")
+        return value
 
     @field_validator("alt_interface")
     @classmethod

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import httpx
 import yaml
@@ -490,6 +490,12 @@ class NetAppClient:
         except ApiError as exc:
             if not (missing_ok and exc.status == 404):
                 raise
+
+    def apply_appd(self, appd: dict[str, Any], app_instance_id: str, values: dict[str, str]) -> Any:
+        """PUT /api/v1/mec/applications/{id}/appd: the AppD's rules and services made the instance's,
+        its <name> placeholders given `values`."""
+        query = urlencode([("value", f"{name}={value}") for name, value in sorted(values.items())])
+        return self.request("PUT", f"/api/v1/mec/applications/{_seg(app_instance_id)}/appd?{query}", appd)
 
     def wait_answering(self, timeout: float) -> None:
         """Return once GET /healthz answers (a service just started binds its port after a while);
