@@ -58,7 +58,7 @@ MEC_BWM_TABLES = (
     "CREATE INDEX mec_app_subscriptions_by_application ON mec_app_subscriptions (app_instance_id)",
 )
 
-# Schema version 12 (migration key 11): the AppD applied to each application instance, and which of
+# Schema version 11 (migration key 10): the AppD applied to each application instance, and which of
 # its traffic rules, DNS rules and services came from it (netapp.mec.onboarding): applying the same
 # AppD again changes nothing, a changed one replaces those and leaves the API's.
 MEC_APPD_TABLES = (

@@ -95,8 +95,7 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     7: ATSSS_TABLES,  # 8: ATSSS sessions, their path slots and MEC 015 MTS sessions (netapp.atsss.store)
     8: MEC_BWM_TABLES,  # 9: MEC 015 bandwidth allocations, MEC 011 DNS rules, lifecycle, subscriptions (netapp.mec)
     9: SERVICE_TABLES,  # 10: MEC 011 services of applications, their subscriptions (netapp.mec.service_store)
-    10: (),  # reserved
-    11: MEC_APPD_TABLES,  # 12: the AppD applied to each MEC application instance (netapp.mec.appd_store)
+    10: MEC_APPD_TABLES,  # 11: the AppD applied to each MEC application instance (netapp.mec.appd_store)
 }
 
 SCHEMA_VERSION = len(MIGRATIONS) + 1
