@@ -3,12 +3,16 @@ service's call to its return (netapp.frer.service.Frer.create_stream: the store'
 node's streams compiled, FRER's maps written), over the NetApp's loaded data plane (an anonymous
 instance opened by its own code) and a SQLite store, with `--streams` streams installed already.
 
-Two ways of writing the maps, interleaved in one run (each create's way drawn at random, seeded):
+Three ways, interleaved in one run (each create's way drawn at random, seeded):
 
-- incremental: only the entries the change touches (`FrerMaps.change`, what a change writes now);
-- whole: the maps read whole (the 4,096 slots of each array and every identity) and rewritten by
-  difference (`FrerMaps.sync`, what every change did before and the start's reconcile still does),
-  brought about by forgetting what the maps hold before the create.
+- incremental: what a change does now: each stored stream parsed and compiled once and kept
+  (netapp.frer.service: StreamCache, StreamParts), only the map entries the change touches written
+  (`FrerMaps.change`);
+- reparsed: as incremental, but every stored stream parsed and compiled again by the change (what
+  every change did before they were kept), brought about by `Frer.forget` before the create;
+- whole: as reparsed, and the maps read whole (the 4,096 slots of each array and every identity)
+  and rewritten by difference (`FrerMaps.sync`, what every change did before that and the start's
+  reconcile still does), brought about by forgetting what the maps hold too.
 
 Each create is of a new recovered stream (its own destination MAC), deleted again untimed, so the
 count of streams stays; after each, its slot is checked in dpp_frer_streams. Prints and writes p50,
@@ -45,7 +49,7 @@ from netapp.service.store import Store
 
 DEFAULT_OUT = Path("bench/results/frer_create.json")
 ADMIN = Principal("operator", frozenset({Scope.ADMIN}))
-WAYS = ("incremental", "whole")
+WAYS = ("incremental", "reparsed", "whole")
 FILL_PER_TENANT = 200
 
 
@@ -85,6 +89,8 @@ def timed_creates(dataplane: Dataplane, frer: Frer, creates: int, rng: random.Ra
     took: dict[str, list[float]] = {way: [] for way in WAYS}
     for number, way in enumerate(ways, start=1 << 24):
         spec = listener(number)
+        if way != "incremental":
+            frer.forget()
         if way == "whole":
             frer._maps.held = None  # type: ignore[union-attr]  # not known: the change reads the maps whole
         started = time.perf_counter()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from ipaddress import IPv4Address, IPv6Address
-from typing import Callable, Iterable, Optional, Union
+from typing import Callable, Optional, Sequence, Union
 
 from netapp.dataplane.abi import FlowKey
 from netapp.frer.abi import MAX_IP_MASKS, MAX_PORTS, VLAN_ANY, Algo, Member, NullKey, Recovery, Role, Stream
@@ -113,6 +113,26 @@ def describe_by_handle(handle: int, where: str) -> str:
     return f"stream {handle} ({where})"
 
 
+@dataclass(frozen=True)
+class StreamParts:
+    """What a stream writes that depends on its definition alone, neither on the node's interfaces
+    nor on the other streams: the same for as long as the stream is, so a caller may keep it
+    between compiles. Shared between compiles, hence never changed (the compiler copies an IP key
+    before it numbers its mask)."""
+
+    identities: list[tuple[Optional[NullKey], Optional[tuple[FlowKey, FlowKey]]]]  # null key, or IP key and mask
+    recovery: Optional[Recovery]  # the recovery slot's value, a recovered stream's
+
+
+def stream_parts(stream: FrerStream) -> StreamParts:
+    identities = [(null_key(identity.null) if identity.null is not None else None,
+                   (ip_key(identity.ip), ip_mask(identity.ip)) if identity.ip is not None else None)
+                  for identity in stream.identification]
+    recovery = stream.recovery
+    return StreamParts(identities=identities, recovery=None if recovery is None else
+                       recovery_value(recovery_config(recovery), pop=recovery.pop))
+
+
 class _Compiler:
     def __init__(self, ifindex: Callable[[str], Optional[int]], describe: Describe):
         self.ifindex = ifindex
@@ -137,15 +157,15 @@ class _Compiler:
             return False
         return True
 
-    def identities(self, stream: FrerStream, at: str) -> None:
-        for i, identity in enumerate(stream.identification):
+    def identities(self, stream: FrerStream, parts: StreamParts, at: str) -> None:
+        for i, (nkey, ip) in enumerate(parts.identities):
             where = f"{at}.identification[{i}]"
-            if identity.null is not None:
-                nkey = null_key(identity.null)
+            if nkey is not None:
                 if self.claim(b"n" + bytes(nkey), stream.handle, where):
                     self.tables.null[bytes(nkey)] = (nkey, stream.handle)
-            elif identity.ip is not None:
-                self.ip_identities.append((ip_key(identity.ip), ip_mask(identity.ip), stream.handle, where))
+            elif ip is not None:
+                key, mask = ip
+                self.ip_identities.append((FlowKey.from_buffer_copy(key), mask, stream.handle, where))
 
     def ip_tables(self) -> None:
         """The IP identities' masks in slots, the most specific first, and their keys under them:
@@ -178,34 +198,36 @@ class _Compiler:
                 self.tables.tx_ports.append(index)
             self.tables.members[(stream.handle, index)] = Member(vlan=port.vlan or 0)
 
-    def recovery(self, stream: FrerStream, at: str) -> None:
+    def recovery(self, stream: FrerStream, parts: StreamParts, at: str) -> None:
         recovery = stream.recovery
-        assert recovery is not None
+        assert recovery is not None and parts.recovery is not None
         deliver = 0
         if recovery.deliver_interface is not None:
             deliver = self.resolve(f"{at}.recovery.deliver_interface", recovery.deliver_interface)
         self.tables.streams[stream.handle] = Stream(role=Role.RECOVER, deliver_ifindex=deliver)
-        self.tables.recovery[stream.handle] = recovery_value(recovery_config(recovery), pop=recovery.pop)
+        self.tables.recovery[stream.handle] = parts.recovery
 
-    def stream(self, stream: FrerStream, at: str) -> None:
+    def stream(self, stream: FrerStream, parts: StreamParts, at: str) -> None:
         if stream.handle in self.tables.streams:
             self.problems.append((f"{at}.handle", f"stream {stream.handle} is given twice"))
             return
-        self.identities(stream, at)
+        self.identities(stream, parts, at)
         if stream.generation is not None:
             self.generation(stream, at)
         else:
-            self.recovery(stream, at)
+            self.recovery(stream, parts, at)
 
 
-def compile_streams(streams: Iterable[FrerStream], ifindex: Callable[[str], Optional[int]],
-                    describe: Describe = describe_by_handle) -> FrerTables:
+def compile_streams(streams: Sequence[FrerStream], ifindex: Callable[[str], Optional[int]],
+                    describe: Describe = describe_by_handle,
+                    parts: Optional[Sequence[StreamParts]] = None) -> FrerTables:
     """The map entries of `streams`; IntentError naming every field at fault (`describe` words the
     stream whose identity an earlier stream claimed first). The node's FRER ports (dpp_frer_tx) are
-    the member ports of every generated stream, in order of first use."""
+    the member ports of every generated stream, in order of first use. `parts`: each stream's
+    StreamParts, in the same order, as the caller kept them from an earlier compile (none: made here)."""
     compiler = _Compiler(ifindex, describe)
     for i, stream in enumerate(streams):
-        compiler.stream(stream, f"streams[{i}]")
+        compiler.stream(stream, parts[i] if parts is not None else stream_parts(stream), f"streams[{i}]")
     compiler.ip_tables()
     if compiler.problems:
         raise IntentError(compiler.problems)

@@ -1,4 +1,5 @@
-"""The recovery program, loaded once for the FRER tests that run it in the kernel."""
+"""The recovery program, loaded once for the FRER tests that run it in the kernel; the fake node of the
+service's tests (tests/frer/fake.py), for those that do not define their own."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from typing import Iterator
 
 import pytest
 
+from tests.frer.fake import FakeFrerNode
 from tests.frer.frer import FrerProgram
 
 
@@ -16,3 +18,10 @@ def frer() -> Iterator[FrerProgram]:
         yield program
     finally:
         program.close()
+
+
+@pytest.fixture
+def node(tmp_path) -> Iterator[FakeFrerNode]:
+    node = FakeFrerNode(tmp_path / "netapp.db")
+    yield node
+    node.close()

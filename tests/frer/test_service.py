@@ -6,7 +6,7 @@ gate open to the kinds of identification the node has."""
 from __future__ import annotations
 
 from ctypes import c_uint32
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -32,13 +32,6 @@ def talker(name: str = "t1", **overrides: Any) -> FrerStreamSpec:
 def listener(name: str = "l1", **overrides: Any) -> FrerStreamSpec:
     body = {"name": name, "identification": [{"ip": IP}], "recovery": {"deliver_interface": "la0"}}
     return FrerStreamSpec.model_validate({**body, **overrides})
-
-
-@pytest.fixture
-def node(tmp_path) -> Iterator[FakeFrerNode]:
-    node = FakeFrerNode(tmp_path / "netapp.db")
-    yield node
-    node.close()
 
 
 def put(node: FakeFrerNode, spec: FrerStreamSpec) -> int:
