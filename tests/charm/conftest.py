@@ -3,8 +3,12 @@ Context whose workload is a fake (no apt, no systemctl on this machine)."""
 
 from __future__ import annotations
 
+import atexit
+import functools
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -196,6 +200,18 @@ def netapp(monkeypatch: pytest.MonkeyPatch) -> FakeNetApp:
     return fake
 
 
+@functools.cache
+def private_charm_root() -> Path:
+    """A copy of the charm's tree, one per test process, for ops.testing to run the charm in. Its
+    Context writes metadata.yaml, config.yaml and actions.yaml into the charm root for each event
+    and removes them afterwards: in the source tree, tests in another worker that run the charm,
+    pack it or check it against the VNFD would meet them half made or see them vanish."""
+    root = Path(tempfile.mkdtemp(prefix="dpp-charm-")) / CHARM_DIR.name
+    shutil.copytree(CHARM_DIR, root)
+    atexit.register(shutil.rmtree, root.parent, True)
+    return root
+
+
 def charm_context():
     """An ops.testing Context of the charm as charmcraft.yaml declares it."""
     import charm
@@ -208,7 +224,7 @@ def charm_context():
         meta=meta,
         config=CHARMCRAFT["config"],
         actions=CHARMCRAFT["actions"],
-        charm_root=CHARM_DIR,
+        charm_root=private_charm_root(),
     )
 
 

@@ -9,7 +9,7 @@ import pytest
 from netapp_workload import ApiError, InterfaceAddress, WorkloadError
 from ops import testing
 
-from tests.charm.conftest import CHARM_DIR
+from tests.charm.conftest import private_charm_root
 
 INTENT = {
     "id": "video",
@@ -35,14 +35,14 @@ def test_given_fresh_machine_when_install_then_installs_from_the_charms_wheels_a
     out = ctx.run(ctx.on.install(), testing.State())
     assert netapp.steps == ["install charm", "configure", "restart"]
     source, wheels, requirements = netapp.installs[0]
-    assert wheels == CHARM_DIR / "wheels" and requirements == ""
+    assert wheels == private_charm_root() / "wheels" and requirements == ""
     assert out.unit_status == testing.ActiveStatus()
 
 
 def test_given_index_source_when_install_then_the_pinned_hashed_list_goes_to_the_workload(ctx, netapp):
     netapp.installed, netapp.running = False, False
     ctx.run(ctx.on.install(), testing.State(config=FROM_INDEX))
-    assert netapp.installs == [("index", CHARM_DIR / "wheels", f"{NETAPP_PIN}\n{NUMPY_PIN}")]
+    assert netapp.installs == [("index", private_charm_root() / "wheels", f"{NETAPP_PIN}\n{NUMPY_PIN}")]
 
 
 @pytest.mark.parametrize(
