@@ -227,12 +227,14 @@ def _usage(settings: Settings, pfcp: Optional[Any], telemetry: Optional[Any]) ->
 
 
 def _atsss_telemetry(settings: Settings, atsss: Optional[Any], telemetry: Optional[Any]) -> None:
-    """ATSSS's paths in every poll and scrape (dpp_atsss_path), when both run."""
+    """ATSSS's paths in every poll (dpp_atsss_path), and in every scrape with
+    telemetry.atsss_path_metrics, when both run."""
     if atsss is None or telemetry is None:
         return
     from netapp.atsss.telemetry import AtsssPoints
 
-    telemetry.collector.add_source(AtsssPoints(atsss.readings, settings.telemetry.node))
+    telemetry.collector.add_source(AtsssPoints(atsss.readings, settings.telemetry.node,
+                                               settings.telemetry.atsss_path_metrics))
 
 
 def _start_exit_code(exc: ServiceError) -> int:

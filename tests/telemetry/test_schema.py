@@ -122,7 +122,7 @@ def everything_collector(sinks=()) -> Collector:
     collector = Collector(EverythingSource(), node="edge-1", sinks=list(sinks))
     collector.add_source(UsagePoints(UsageMonitor(FakeUpf(), lambda seid, reports: None), "edge-1"))
     collector.add_source(BufferingPoints(Buffering(NoApplier(), None), "edge-1"))
-    collector.add_source(AtsssPoints(FakeAtsss().readings, "edge-1"))
+    collector.add_source(AtsssPoints(FakeAtsss().readings, "edge-1", path_metrics=True))
     return collector
 
 
