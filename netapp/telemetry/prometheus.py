@@ -125,6 +125,7 @@ HELP = {
     "dpp_atsss_path_rtt_seconds": "The ATSSS path's RTT the scheduler holds, as fed through the API (0: unknown) (telemetry.atsss_path_metrics only)",
     "dpp_atsss_path_weight": "The ATSSS path's weight in weighted mode (telemetry.atsss_path_metrics only)",
     "dpp_atsss_path_share_ratio": "The ATSSS path's part of its session's downlink packets: the scheduler's split (telemetry.atsss_path_metrics only)",
+    "dpp_atsss_ack_records_total": "Records of the ATSSS Ack ring by outcome: sent, refused by the kernel (errno), unreadable",
     "dpp_telemetry_polls_total": "Polls the collector made",
     "dpp_telemetry_polls_failed_total": "Polls that could not read the counters",
     "dpp_telemetry_polls_late_total": "Intervals skipped because a poll overran",
