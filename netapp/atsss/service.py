@@ -312,7 +312,8 @@ class Atsss:
                                           policy.quotas_of(tenant).atsss_sessions, "delete one first")
             self._check_ue(tenant, spec, old)
             self._check_subflows(tenant, spec, old)
-            if spec.mode is SteeringMode.REDUNDANT:
+            if self._runs(spec, old) is SteeringMode.REDUNDANT:
+                self._check_interfaces(spec.paths)
                 self._check_ports(tenant, spec.name, spec.paths)
             ues = [str(spec.ue)] + ([str(old.ue)] if old is not None else [])
             before = stored.sessions_of_ues(self.store, ues)
@@ -364,6 +365,21 @@ class Atsss:
                 raise InvalidInput(f"{field}[{i}].interface: the node sends redundant copies of position {i} out of "
                                    f"{taken[i]!r}; every redundant session's paths[{i}] leaves by it",
                                    field=f"{field}[{i}].interface", allowed=repr(taken[i]))
+
+    @staticmethod
+    def _runs(spec: AtsssSessionSpec, old: Optional[AtsssSession]) -> SteeringMode:
+        """The mode the data path will run the session in: its MTS session's, if one steers it."""
+        return old.effective_mode if old is not None and old.mts_session is not None else spec.mode
+
+    @staticmethod
+    def _check_interfaces(paths: list[AtsssPath]) -> None:
+        """InvalidInput naming the first path without an interface: a redundant session's copies
+        leave by each path's (the definition checks it for its own mode, not for an MTS session's)."""
+        for i, path in enumerate(paths):
+            if path.interface is None:
+                raise InvalidInput(f"paths[{i}].interface: the session runs redundant (its MTS session's mode), "
+                                   "which sends a copy out of each path's interface: give it",
+                                   field=f"paths[{i}].interface")
 
     def _check_redundant(self, session: AtsssSession, field: str) -> None:
         """InvalidInput naming `field` (the caller's name of the mode) when `session`'s paths cannot

@@ -198,6 +198,10 @@ def test_redundancy_runs_the_redundant_scheduler_when_every_path_names_its_inter
     etsi_validator("/mts_sessions", "post", "201").validate(created.json())
     assert kernel_mode(node) == Mode.REDUNDANT
     assert tenant_a.get("/api/v1/atsss/sessions/ue").json()["effective_mode"] == "redundant"
+    without = [{**path(1, "3GPP"), "interface": "acc0"}, path(2, "non-3GPP")]
+    problem = assert_problem(tenant_a.put("/api/v1/atsss/sessions/ue", json={
+        "name": "ue", "ue": UE, "mode": "round_robin", "paths": without}), 400)
+    assert invalid_param(problem)["name"] == "paths[1].interface", "the MTS session's mode needs it"
     clear(tenant_a)
     assert kernel_mode(node) == Mode.ROUND_ROBIN
 
