@@ -2,7 +2,8 @@
 transaction and reconciled into an anonymous data-plane instance's ATSSS maps (loaded, attached
 nowhere: the reads are the same), then, seven times, the paths read (Atsss.readings: one batched
 lookup per map), one poll of the point source (netapp.atsss.telemetry: readings, rates and
-points), its line protocol (what the InfluxDB sink formats) and its /metrics text; medians.
+points), its line protocol (what the InfluxDB sink formats) and its /metrics text with the paths
+(telemetry.atsss_path_metrics) and as a scrape makes it by default (no path read); medians.
 
     python -m bench.atsss.telemetry --sessions 10000
 """
@@ -70,10 +71,12 @@ def run(count: int) -> dict[str, float]:
             poll_ms, points = median_ms(lambda: source.poll(next(polls) * 1_000_000_000))
             lines_ms, _ = median_ms(lambda: "\n".join(point.line() for point in points))
             metrics_ms, text = median_ms(lambda: exposition(points, load={}))
+            scrape_ms, scraped = median_ms(lambda: exposition(source.snapshot(time.time_ns()), load={}))
         finally:
             store.close()
     return {"sessions": count, "paths": len(points), "readings_ms": readings_ms, "poll_ms": poll_ms,
-            "line_protocol_ms": lines_ms, "metrics_ms": metrics_ms, "metrics_bytes": len(text)}
+            "line_protocol_ms": lines_ms, "metrics_ms": metrics_ms, "metrics_bytes": len(text),
+            "default_scrape_ms": scrape_ms, "default_scrape_bytes": len(scraped)}
 
 
 def main() -> None:

@@ -25,8 +25,13 @@ NameArgument = Annotated[str, typer.Argument(help="The session's name.")]
 
 
 def _paths(session: dict) -> str:
-    """The session's paths in words: access, peer, up or down."""
-    return ", ".join(f"{path['access']} {path['peer']}{'' if path['up'] else ' (down)'}" for path in session["paths"])
+    """The session's paths in words: access, peer, down or congested."""
+    return ", ".join(f"{path['access']} {path['peer']}{_state(path)}" for path in session["paths"])
+
+
+def _state(path: dict) -> str:
+    said = [word for word, is_so in (("down", not path["up"]), ("congested", path.get("congested"))) if is_so]
+    return f" ({', '.join(said)})" if said else ""
 
 
 @sessions.command("list")
@@ -62,13 +67,16 @@ def path(
     up: Annotated[Optional[bool], typer.Option("--up/--down", help="Report the path up or down.")] = None,
     rtt_us: Annotated[Optional[int], typer.Option("--rtt-us", help="The path's smoothed RTT in µs.")] = None,
     weight: Annotated[Optional[int], typer.Option("--weight", help="The path's weight (weighted mode).")] = None,
+    congested: Annotated[Optional[bool], typer.Option(
+        "--congested/--not-congested", help="Report the path congested or not (priority mode).")] = None,
     url: UrlOption = None,
     token: TokenOption = None,
 ) -> None:
-    """Feed one path's state: up or down, RTT, weight (PATCH); the rest of the session is kept."""
-    change = {key: value for key, value in (("up", up), ("rtt_us", rtt_us), ("weight", weight)) if value is not None}
+    """Feed one path's state: up or down, RTT, weight, congested (PATCH); the rest of the session is kept."""
+    given = (("up", up), ("rtt_us", rtt_us), ("weight", weight), ("congested", congested))
+    change = {key: value for key, value in given if value is not None}
     if not change:
-        fail("give --up/--down, --rtt-us or --weight", EXIT_BAD_INPUT)
+        fail("give --up/--down, --rtt-us, --weight or --congested/--not-congested", EXIT_BAD_INPUT)
     session = Api.from_options(url, token).request("PATCH", f"{SESSIONS}/{name}",
                                                    json={"paths": [{"index": index, **change}]}).json()
     Console().print(f"{session['name']}: {_paths(session)}", markup=False)

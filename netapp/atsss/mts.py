@@ -10,8 +10,10 @@ serve is refused with a ProblemDetails naming ETSI's field:
 - mtsMode, onto our schedulers (abi.Mode): 0 low cost -> ACTIVE_STANDBY over the session's paths in
   their order, which must put the unmetered (non-3GPP) accesses first; 1 low latency ->
   SMALLEST_DELAY (the path with the smallest RTT fed through the PATCH of /api/v1/atsss);
-  2 high throughput -> WEIGHTED (every path at once, by the paths' weights). 3 redundancy and
-  4 QoS are refused: the data path has no redundant scheduler and none driven by qosD.
+  2 high throughput -> WEIGHTED (every path at once, by the paths' weights); 3 redundancy ->
+  REDUNDANT (a copy on every path up), which sends each copy out of its path's interface: a
+  session whose paths lack one is refused naming mtsMode and the path. 4 QoS is refused: no
+  scheduler is driven by qosD.
 - flowFilter: one filter, whose dstIp is the UE of an ATSSS session of the caller's tenant (an
   address, or a prefix of that one address); the node steers a UE's whole downlink, so a filter
   on ports, protocol, DSCP, flow label or source is refused.
@@ -49,9 +51,9 @@ SERVED_MODES = {
     LOW_COST: SteeringMode.ACTIVE_STANDBY,
     LOW_LATENCY: SteeringMode.SMALLEST_DELAY,
     HIGH_THROUGHPUT: SteeringMode.WEIGHTED,
+    REDUNDANCY: SteeringMode.REDUNDANT,
 }
 REFUSED_MODES = {
-    REDUNDANCY: "redundancy (3) is not served: the data path has no redundant scheduler",
     QOS: "QoS (4) is not served: no scheduler is driven by qosD",
 }
 FLOW_SPECIFIC = 1
@@ -189,7 +191,7 @@ def check_low_cost(session: AtsssSession) -> None:
         raise InvalidInput(
             f"mtsMode: low cost (0) takes the first path up in the order of ATSSS session {session.name!r}, whose "
             "paths put a 3GPP (metered) access before a non-3GPP one: reorder its paths, or ask another mode",
-            field="mtsMode", allowed="1, 2")
+            field="mtsMode", allowed="1, 2, 3")
 
 
 # --- the service part -----------------------------------------------------------------------------
@@ -222,7 +224,7 @@ def _steer(atsss: Atsss, tenant: str, mts_id: str, info: MtsSessionInfo) -> MtsS
     session = stored.stored_session(atsss.store, *owner) if owner is not None and owner[0] == tenant else None
     if session is not None and info.mtsMode == LOW_COST:
         check_low_cost(session)
-    atsss.steer(tenant, mts_id, ue, mode, _body(info), field="flowFilter[0].dstIp")
+    atsss.steer(tenant, mts_id, ue, mode, _body(info), field="flowFilter[0].dstIp", mode_field="mtsMode")
     return _info(mts_id, _body(info))
 
 

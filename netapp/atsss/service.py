@@ -31,6 +31,7 @@ from pydantic import ValidationError
 from netapp.atsss import store as stored
 from netapp.atsss.abi import MAX_PATHS, Path, PathFlags
 from netapp.atsss.models import (
+    AtsssPath,
     AtsssSession,
     AtsssSessionPatch,
     AtsssSessionSpec,
@@ -241,14 +242,20 @@ class Atsss:
             self._apply([old], [], None)
         self.unserved.pop(f"{owner}/{local}", None)
 
-    def steer(self, tenant: str, mts_id: str, ue: str, mode: SteeringMode, body: dict, field: str) -> None:
+    def steer(self, tenant: str, mts_id: str, ue: str, mode: SteeringMode, body: dict, field: str,
+              mode_field: str = "mode") -> None:
         """The MTS session `mts_id` of `tenant` (stored with `body`) steers the session of `ue` in
-        `mode`, replacing what it steered before; `field` names the UE in the caller's terms."""
+        `mode`, replacing what it steered before; `field` names the UE in the caller's terms,
+        `mode_field` the mode (refused when the session's paths cannot run it)."""
         with self._lock, self.store.transaction():
             owner = stored.session_of_ue(self.store, ue)
             if owner is None or owner[0] != tenant:
                 raise InvalidInput(f"{field}: tenant {tenant!r} has no ATSSS session of UE {ue}: create one with its "
                                    "paths first (/api/v1/atsss/sessions)", field=field)
+            session = stored.stored_session(self.store, *owner)
+            assert session is not None
+            if mode is SteeringMode.REDUNDANT:
+                self._check_redundant(session, mode_field)
             steering = stored.mts_of_ue(self.store, ue)
             if steering is not None and steering != (tenant, mts_id):
                 # 400, not 409: MEC 015 rejects a session whose filter another one matches as a bad request.
@@ -305,7 +312,9 @@ class Atsss:
                                           policy.quotas_of(tenant).atsss_sessions, "delete one first")
             self._check_ue(tenant, spec, old)
             self._check_subflows(tenant, spec, old)
-            self._check_ports(tenant, spec)
+            if self._runs(spec, old) is SteeringMode.REDUNDANT:
+                self._check_interfaces(spec.paths)
+                self._check_ports(tenant, spec.name, spec.paths)
             ues = [str(spec.ue)] + ([str(old.ue)] if old is not None else [])
             before = stored.sessions_of_ues(self.store, ues)
             kept = old.slots[: len(spec.paths)] if old is not None else []
@@ -346,18 +355,45 @@ class Atsss:
                 raise Conflict(f"paths[{i}]: the subflow {local} port {local_port} - {peer} port {peer_port} is a path "
                                f"of {whose} already: its uplink packets reach one session", field=f"paths[{i}]")
 
-    def _check_ports(self, tenant: str, spec: AtsssSessionSpec) -> None:
-        """InvalidInput naming the path whose interface is not the one other redundant sessions
-        send that position's copies out of (whose they are is not said: maybe another tenant's)."""
-        if spec.mode is not SteeringMode.REDUNDANT:
-            return
-        taken = redundant_ports([s for s in stored.load_sessions(self.store)
-                                 if (s.tenant, s.name) != (tenant, spec.name)])
-        for i, path in enumerate(spec.paths):
+    def _check_ports(self, tenant: str, name: str, paths: list[AtsssPath], field: str = "paths") -> None:
+        """InvalidInput naming the path (within `field`) whose interface is not the one other
+        redundant sessions send that position's copies out of (whose they are is not said: maybe
+        another tenant's)."""
+        taken = redundant_ports([s for s in stored.load_sessions(self.store) if (s.tenant, s.name) != (tenant, name)])
+        for i, path in enumerate(paths):
             if taken.get(i, path.interface) != path.interface:
-                raise InvalidInput(f"paths[{i}].interface: the node sends redundant copies of position {i} out of "
+                raise InvalidInput(f"{field}[{i}].interface: the node sends redundant copies of position {i} out of "
                                    f"{taken[i]!r}; every redundant session's paths[{i}] leaves by it",
-                                   field=f"paths[{i}].interface", allowed=repr(taken[i]))
+                                   field=f"{field}[{i}].interface", allowed=repr(taken[i]))
+
+    @staticmethod
+    def _runs(spec: AtsssSessionSpec, old: Optional[AtsssSession]) -> SteeringMode:
+        """The mode the data path will run the session in: its MTS session's, if one steers it."""
+        return old.effective_mode if old is not None and old.mts_session is not None else spec.mode
+
+    @staticmethod
+    def _check_interfaces(paths: list[AtsssPath]) -> None:
+        """InvalidInput naming the first path without an interface: a redundant session's copies
+        leave by each path's (the definition checks it for its own mode, not for an MTS session's)."""
+        for i, path in enumerate(paths):
+            if path.interface is None:
+                raise InvalidInput(f"paths[{i}].interface: the session runs redundant (its MTS session's mode), "
+                                   "which sends a copy out of each path's interface: give it",
+                                   field=f"paths[{i}].interface")
+
+    def _check_redundant(self, session: AtsssSession, field: str) -> None:
+        """InvalidInput naming `field` (the caller's name of the mode) when `session`'s paths cannot
+        run redundant: a path without an interface, or one other redundant sessions' copies of its
+        position do not leave by."""
+        for i, path in enumerate(session.paths):
+            if path.interface is None:
+                why = (f"redundancy sends a copy out of each path's interface, and path {i} (paths[{i}].interface) "
+                       f"of ATSSS session {session.name!r} names none: give it one (/api/v1/atsss/sessions)")
+                raise InvalidInput(f"{field}: {why}", field=field, reason=why)
+        try:
+            self._check_ports(session.tenant, session.name, session.paths, f"ATSSS session {session.name!r} paths")
+        except InvalidInput as exc:
+            raise InvalidInput(f"{field}: {exc}", field=field, reason=str(exc)) from None
 
     def _sync_ports(self, sessions: list[AtsssSession]) -> None:
         """dpp_atsss_tx from the stored redundant sessions (all of them: `sessions` are every

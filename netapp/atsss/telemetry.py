@@ -1,10 +1,15 @@
 """ATSSS in the telemetry: a point source of the collector (netapp.telemetry.collector), one
 `dpp_atsss_path` point per path of every session in the data path, each poll (api/telemetry.md).
+/metrics shows them only when asked (`telemetry.atsss_path_metrics`): a series per path of every
+session is 16 MB a scrape at 10,000 sessions (python -m bench.atsss.telemetry).
+
+The Ack sender (netapp.atsss.acks) is a node-wide source: `dpp_atsss_ack` points, one per outcome
+of the records it read from the ring (sent; refused by the kernel, one point per errno; unreadable).
 
 A point says what the path sent (downlink: the UE's packets and bytes, their rates since the last
 poll) and received (uplink packets, bytes, DCCP-Acks), the state the scheduler holds for it (up,
 RTT, weight) and the scheduler's split: the path's share of the session's packets. InfluxDB gets
-them every poll, `/metrics` at every scrape; an AI module reads them back to set the weights
+them every poll, `/metrics` at every scrape when asked; an AI module reads them back to set the weights
 (netapp.ai.weights), through the REST API.
 
 Rates follow the collector's rules (netapp.telemetry.collector.RateKeeper): a path is the same
@@ -17,21 +22,24 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Optional
 
+from netapp.atsss.acks import AckCounters
 from netapp.atsss.service import PathReading
 from netapp.telemetry.collector import RateKeeper
-from netapp.telemetry.poll import ATSSS_PATH, FieldValue, Point, counter_fields
+from netapp.telemetry.poll import ATSSS_ACK, ATSSS_PATH, FieldValue, Point, counter_fields
 
 Readings = Callable[[], Iterable[PathReading]]
 
 
 class AtsssPoints:
-    """The paths of `read()` (netapp.atsss.service.Atsss.readings) as points."""
+    """The paths of `read()` (netapp.atsss.service.Atsss.readings) as points: every poll's, and
+    every scrape's when `path_metrics`."""
 
     name = "atsss"
 
-    def __init__(self, read: Readings, node: str):
+    def __init__(self, read: Readings, node: str, path_metrics: bool = False):
         self.read = read
         self.node = node
+        self.path_metrics = path_metrics
         self._rates = RateKeeper()
 
     def poll(self, time_ns: int) -> list[Point]:
@@ -40,6 +48,8 @@ class AtsssPoints:
         return self._points(paths, time_ns, self._rates)
 
     def snapshot(self, time_ns: int) -> list[Point]:
+        if not self.path_metrics:
+            return []  # not even read: the scrape costs nothing per session
         return self._points(list(self.read()), time_ns, None)
 
     def _points(self, paths: list[PathReading], time_ns: int, rates: Optional[RateKeeper]) -> list[Point]:
@@ -69,3 +79,25 @@ def rate_key(path: PathReading) -> tuple[str, str, int, int]:
     """A path's identity for its rates: its session, position and slot."""
     session = path.session
     return session.tenant, session.name, path.index, session.slots[path.index]
+
+
+class AckPoints:
+    """The Ack sender's counters (netapp.atsss.acks.AckCounters, kept by its thread) as
+    `dpp_atsss_ack` points, every poll and scrape: a point per outcome, a refused one per errno."""
+
+    name = "atsss_acks"
+
+    def __init__(self, counters: AckCounters, node: str):
+        self.counters = counters
+        self.node = node
+
+    def poll(self, time_ns: int) -> list[Point]:
+        counters = self.counters
+        refused = dict(counters.failed)  # one copy: the sender's thread may add an errno meanwhile
+        points = [self._point("sent", counters.sent, time_ns), self._point("unreadable", counters.malformed, time_ns)]
+        return points + [self._point("refused", count, time_ns, errno=name) for name, count in sorted(refused.items())]
+
+    snapshot = poll
+
+    def _point(self, outcome: str, records: int, time_ns: int, **tags: str) -> Point:
+        return Point(ATSSS_ACK, {"node": self.node, "outcome": outcome, **tags}, {"records": records}, time_ns)

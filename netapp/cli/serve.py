@@ -47,7 +47,7 @@ def serve(
     acks = _atsss_acks(settings, service, atsss)
     telemetry = _telemetry(settings, service)
     usage = _usage(settings, pfcp, telemetry)
-    _atsss_telemetry(settings, atsss, telemetry)
+    _atsss_telemetry(settings, atsss, acks, telemetry)
     try:
         _run(settings, service, telemetry, log_level, pfcp, routing, frer, atsss)
     except _StopRequested:
@@ -226,13 +226,17 @@ def _usage(settings: Settings, pfcp: Optional[Any], telemetry: Optional[Any]) ->
     return ticker
 
 
-def _atsss_telemetry(settings: Settings, atsss: Optional[Any], telemetry: Optional[Any]) -> None:
-    """ATSSS's paths in every poll and scrape (dpp_atsss_path), when both run."""
+def _atsss_telemetry(settings: Settings, atsss: Optional[Any], acks: Optional[Any], telemetry: Optional[Any]) -> None:
+    """ATSSS's paths in every poll (dpp_atsss_path), and in every scrape with
+    telemetry.atsss_path_metrics, and the Ack sender's counters (dpp_atsss_ack), when both run."""
     if atsss is None or telemetry is None:
         return
-    from netapp.atsss.telemetry import AtsssPoints
+    from netapp.atsss.telemetry import AckPoints, AtsssPoints
 
-    telemetry.collector.add_source(AtsssPoints(atsss.readings, settings.telemetry.node))
+    if acks is not None:
+        telemetry.collector.add_source(AckPoints(acks.counters, settings.telemetry.node))
+    telemetry.collector.add_source(AtsssPoints(atsss.readings, settings.telemetry.node,
+                                               settings.telemetry.atsss_path_metrics))
 
 
 def _start_exit_code(exc: ServiceError) -> int:

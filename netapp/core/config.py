@@ -125,6 +125,10 @@ class TelemetrySettings(BaseModel):
         False, description="/metrics shows every URR (dpp_upf_urr_*, a series per session); by default the UPF's "
         "usage per association only (InfluxDB always gets both)"
     )
+    atsss_path_metrics: bool = Field(
+        False, description="/metrics shows every ATSSS path (dpp_atsss_path_*, a series per path of every session); "
+        "by default none (InfluxDB always gets them): 10,000 sessions of two paths are 16 MB a scrape"
+    )
     node: str = Field(
         default_factory=socket.gethostname,
         min_length=1,

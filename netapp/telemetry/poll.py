@@ -46,9 +46,14 @@ ATSSS_PATH = "dpp_atsss_path"
 # netapp.atsss.telemetry's fields: what the path sent and received, then its state and split
 ATSSS_PATH_COUNTERS = ("packets", "bytes", "rx_packets", "rx_bytes", "rx_acks")
 ATSSS_PATH_FIELDS = (*ATSSS_PATH_COUNTERS, "packets_rate", "bytes_rate", "up", "rtt_us", "weight", "share")
+ATSSS_ACK = "dpp_atsss_ack"
+# netapp.atsss.telemetry.AckPoints': the Ack sender's records by outcome (tag outcome, errno when refused)
+ATSSS_ACK_FIELDS = ("records",)
+ATSSS_ACK_OUTCOMES = ("sent", "refused", "unreadable")
 
 # Measurements about the whole node, not one tenant's objects: admins only.
-NODE_MEASUREMENTS = frozenset({CPU, VERDICT, ACTION, REASON, INTERFACE, TELEMETRY, ALTERNATIVE, UPF_BUFFERING})
+NODE_MEASUREMENTS = frozenset({CPU, VERDICT, ACTION, REASON, INTERFACE, TELEMETRY, ALTERNATIVE, UPF_BUFFERING,
+                               ATSSS_ACK})
 TENANT_MEASUREMENTS = frozenset({INTENT, SLICE, UPF_URR, UPF_ASSOCIATION, ATSSS_PATH})
 MEASUREMENTS = NODE_MEASUREMENTS | TENANT_MEASUREMENTS
 

@@ -22,6 +22,8 @@ from netapp.telemetry.notify import DeliveryStats
 from netapp.telemetry.poll import (
     ACTION,
     ALTERNATIVE,
+    ATSSS_ACK,
+    ATSSS_ACK_FIELDS,
     ATSSS_PATH,
     ATSSS_PATH_FIELDS,
     CPU,
@@ -67,6 +69,7 @@ THRESHOLD_FIELDS: dict[str, frozenset[str]] = {
     UPF_ASSOCIATION: frozenset(UPF_COUNTS),
     UPF_BUFFERING: frozenset(UPF_BUFFERING_FIELDS),
     ATSSS_PATH: frozenset(ATSSS_PATH_FIELDS),
+    ATSSS_ACK: frozenset(ATSSS_ACK_FIELDS),
 }
 
 MeasurementName = Literal[tuple(sorted(MEASUREMENTS))]  # type: ignore[valid-type]

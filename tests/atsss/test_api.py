@@ -172,6 +172,12 @@ def test_the_cli_applies_lists_feeds_a_path_counts_and_deletes(node, server, tmp
     result = runner.invoke(cli, ["atsss", "sessions", "counters", "ue5", *options])
     assert result.exit_code == 0 and "non-3GPP" in result.output, result.output
     result = runner.invoke(cli, ["atsss", "sessions", "path", "ue5", "0", *options])
-    assert result.exit_code == 2 and "--up/--down, --rtt-us or --weight" in result.output
+    assert result.exit_code == 2 and "--up/--down, --rtt-us, --weight or --congested" in result.output
+    result = runner.invoke(cli, ["atsss", "sessions", "path", "ue6", "1", "--congested", *options])
+    assert result.exit_code == 0 and "198.51.100.4 (congested)" in result.output, result.output
+    slots = node.atsss.get_session(ADMIN, "tenant-a/ue6").slots
+    assert [bool(node.path(slot).flags & PathFlags.CONGESTED) for slot in slots] == [False, True], "in the map"
+    result = runner.invoke(cli, ["atsss", "sessions", "path", "ue6", "1", "--not-congested", *options])
+    assert result.exit_code == 0 and "(congested)" not in result.output, result.output
     result = runner.invoke(cli, ["atsss", "sessions", "delete", "ue5", *options])
     assert result.exit_code == 0 and [s.name for s in node.atsss.list_sessions(ADMIN)] == ["ue6"]

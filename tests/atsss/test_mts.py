@@ -3,7 +3,7 @@ pinned pipeline's maps, checked against ETSI's own document (TrafficSteeringApi.
 v2.1.1, in ../shared/specs beside the repository; skipped with the reason when it is not there),
 not against our exported one: answers validate against ETSI's schemas (jsonschema); an MTS session
 changes the scheduler of its UE's session in the kernel's map (mtsMode 1 -> smallest delay, 2 ->
-weighted, deleted -> the session's own mode); what the node cannot serve is a ProblemDetails naming
+weighted, 3 -> redundant, deleted -> the session's own mode); what the node cannot serve is a ProblemDetails naming
 ETSI's field; and schemathesis, with ETSI's document as the schema, runs the MTS operations against
 the server as a tenant: no 5xx, every answer of a status, media type and body ETSI's document allows."""
 
@@ -44,7 +44,9 @@ MTS_SPEC = (FilePath(__file__).resolve().parents[3] / "shared" / "specs" / "mec0
 BASE = "/mts/v1"
 EXAMPLES_PER_OPERATION = etsi_examples(60)  # six operations: about half a minute on an idle machine
 UE, OTHER_UE = "10.60.0.5", "10.70.0.5"
-GRANTS = {"tenant-a": [{"dst": "10.60.0.0/24"}], "tenant-b": [{"dst": "10.70.0.0/24"}]}
+# tenant-a's access interfaces: where redundant copies leave
+GRANTS = {"tenant-a": [{"dst": "10.60.0.0/24"}, *({"interface": f"acc{n}", "dst": "10.60.0.0/24"} for n in range(2))],
+          "tenant-b": [{"dst": "10.70.0.0/24"}]}
 
 
 @lru_cache(maxsize=1)
@@ -112,7 +114,7 @@ def test_the_capability_info_validates_and_names_the_served_modes(node, tenant_a
     response = tenant_a.get(f"{BASE}/mts_capability_info")
     assert response.status_code == 200, response.text
     etsi_validator("/mts_capability_info", "get").validate(response.json())
-    assert response.json()["mtsMode"] == [0, 1, 2]
+    assert response.json()["mtsMode"] == [0, 1, 2, 3]
     assert {access["metered"] for access in response.json()["mtsAccessInfo"]} == {0, 1}
 
 
@@ -145,7 +147,7 @@ def test_an_mts_session_sets_the_scheduler_of_its_ues_session_in_the_kernel(node
 
 
 @pytest.mark.parametrize("body, field", [
-    (mts_session(mode=3), "mtsMode"),
+    (mts_session(mode=3), "mtsMode"),  # redundancy: the session's paths name no interface
     (mts_session(mode=4, qosD={"maxLatency": 100}), "mtsMode"),
     (mts_session(mode=0), "mtsMode"),  # low cost: the session puts its 3GPP path first
     (mts_session(mode=9), "mtsMode"),
@@ -174,6 +176,34 @@ def test_low_cost_is_served_when_the_unmetered_path_comes_first(node, tenant_a):
     assert tenant_a.post(f"{BASE}/mts_sessions", json=mts_session(mode=0)).status_code == 201
     assert kernel_mode(node) == Mode.ACTIVE_STANDBY
     clear(tenant_a)
+
+
+def test_redundancy_runs_the_redundant_scheduler_when_every_path_names_its_interface(node, tenant_a):
+    clear(tenant_a)
+    refused = assert_problem(tenant_a.post(f"{BASE}/mts_sessions", json=mts_session(mode=3)), 400)
+    assert invalid_param(refused)["name"] == "mtsMode" and "paths[0].interface" in refused["detail"], refused
+    with_interfaces = [{**path(1, "3GPP"), "interface": "acc0"}, {**path(2, "non-3GPP"), "interface": "acc1"}]
+    assert tenant_a.put("/api/v1/atsss/sessions/ue", json={
+        "name": "ue", "ue": UE, "mode": "round_robin", "paths": with_interfaces}).status_code == 200
+    # another redundant session sends position 0's copies out of acc1: this one's paths[0] cannot
+    crossed = [{**path(3, "3GPP"), "interface": "acc1"}, {**path(4, "non-3GPP"), "interface": "acc0"}]
+    assert tenant_a.put("/api/v1/atsss/sessions/ue6", json={
+        "name": "ue6", "ue": "10.60.0.6", "mode": "redundant", "paths": crossed}).status_code == 201
+    refused = assert_problem(tenant_a.post(f"{BASE}/mts_sessions", json=mts_session(mode=3)), 400)
+    assert invalid_param(refused)["name"] == "mtsMode" and "paths[0].interface" in refused["detail"], refused
+    assert tenant_a.delete("/api/v1/atsss/sessions/ue6").status_code == 204
+    assert kernel_mode(node) == Mode.ROUND_ROBIN and tenant_a.get(f"{BASE}/mts_sessions").json() == []
+    created = tenant_a.post(f"{BASE}/mts_sessions", json=mts_session(mode=3))
+    assert created.status_code == 201, created.text
+    etsi_validator("/mts_sessions", "post", "201").validate(created.json())
+    assert kernel_mode(node) == Mode.REDUNDANT
+    assert tenant_a.get("/api/v1/atsss/sessions/ue").json()["effective_mode"] == "redundant"
+    without = [{**path(1, "3GPP"), "interface": "acc0"}, path(2, "non-3GPP")]
+    problem = assert_problem(tenant_a.put("/api/v1/atsss/sessions/ue", json={
+        "name": "ue", "ue": UE, "mode": "round_robin", "paths": without}), 400)
+    assert invalid_param(problem)["name"] == "paths[1].interface", "the MTS session's mode needs it"
+    clear(tenant_a)
+    assert kernel_mode(node) == Mode.ROUND_ROBIN
 
 
 def test_another_tenant_gets_404s_and_changes_nothing(node, tenant_a, tenant_b):

@@ -9,7 +9,8 @@ REDUNDANT session gets dpp_atsss_tx's entries from the control plane (its paths'
 with its position's copy program) and its frames are broadcast to them (the copies themselves:
 tests/atsss/test_redundant.py); a PRIORITY session's paths' priorities and congestion reach the
 scheduler. The Ack sender (netapp.atsss.acks) sends the ring's Acks out of the interface the Data
-came in on (a veth pair in a namespace of the test's)."""
+came in on (a veth pair in a namespace of the test's), its counters of sent and refused Acks in a
+poll's dpp_atsss_ack points and in /metrics."""
 
 from __future__ import annotations
 
@@ -19,17 +20,23 @@ from pathlib import Path as FilePath
 from typing import Iterator
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from netapp.atsss.abi import Access, UplinkReason
 from netapp.atsss.acks import AckRing, AckSender
 from netapp.atsss.models import AtsssSessionPatch, AtsssSessionSpec
 from netapp.atsss.service import Atsss
+from netapp.atsss.telemetry import AckPoints
 from netapp.atsss.table import AtsssMaps
 from netapp.dataplane.abi import Prog
 from netapp.dataplane.facade import Dataplane
 from netapp.service.contract import Principal, Scope
 from netapp.service.store import Store
+from netapp.telemetry.collector import Collector
+from netapp.telemetry.poll import ATSSS_ACK, PointFilter
+from netapp.telemetry.prometheus import scrape
 from netapp.testbed.netns import entered, ifindex, run as ip
+from tests.api.conftest import NoCounters
 from tests.atsss.atsss import PathSpec, decode, path_body, ethernet, expected_frame, ue_packet
 from tests.atsss.uplink import decapsulated, expected_ack, uplink_frame
 from tests.utils.kernel import require_kernel, veth_namespace
@@ -208,6 +215,18 @@ def received_dccp(sock: socket.socket) -> bytes:
             return frame
 
 
+def assert_ack_telemetry(sender: AckSender, expected: dict[tuple[str, str], int]) -> None:
+    """The sender's counters as a collector polls them (InfluxDB's points) and /metrics shows them."""
+    collector = Collector(NoCounters(), node="edge-1")
+    collector.add_source(AckPoints(sender.counters, "edge-1"))
+    points = [p for p in collector.poll_once().points() if p.measurement == ATSSS_ACK]
+    assert {(p.tags["outcome"], p.tags.get("errno", "")): p.fields["records"] for p in points} == expected
+    samples = {(s.labels["outcome"], s.labels["errno"]): s.value for family in text_string_to_metric_families(
+        scrape(collector, None).decode()) for s in family.samples if s.name == "dpp_atsss_ack_records_total"}
+    assert samples == expected
+    assert not list(collector.poll_once().points(PointFilter(tenant="carol"))), "node-wide: admins only"
+
+
 def test_the_ack_sender_sends_the_rings_acks_out_of_the_interface_the_data_came_in_on(node, atsss):
     instance, dp = node
     atsss.create_session(ADMIN, "ue7", round_robin())
@@ -232,6 +251,7 @@ def test_the_ack_sender_sends_the_rings_acks_out_of_the_interface_the_data_came_
                 dp.test_run(uplink_frame(CELL, ue_packet("198.51.100.80", b"more", src=UE), seq=42), acc0)
             assert sender.drain() == 1
             assert (sender.counters.sent, sender.counters.failed) == (1, {"ENETDOWN": 1}), "lost, and counted"
+            assert_ack_telemetry(sender, {("sent", ""): 1, ("unreadable", ""): 0, ("refused", "ENETDOWN"): 1})
         finally:
             listener.close()
             sender.stop()

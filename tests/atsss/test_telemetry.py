@@ -2,7 +2,8 @@
 program in the kernel (xdp_atsss.bpf.o, tests/atsss/atsss.py), UE packets run through it
 (BPF_PROG_TEST_RUN), and the collector's polls and the Prometheus exposition checked against what
 the frames the program emitted say (each decoded by the draft's layout: which path, how many bytes),
-not against the program's counters. A tenant sees its own paths only."""
+not against the program's counters. A tenant sees its own paths only; /metrics has them only when
+asked (telemetry.atsss_path_metrics)."""
 
 from __future__ import annotations
 
@@ -54,7 +55,7 @@ class Node:
         self.program = program
         self.atsss = Atsss(store, AtsssMaps(ObjectTables(program.obj).table))
         self.collector = Collector(NoCounters(), node=NODE, clock_ns=self._now)
-        self.collector.add_source(AtsssPoints(self.atsss.readings, NODE))
+        self.collector.add_source(AtsssPoints(self.atsss.readings, NODE, path_metrics=True))
         self.time_ns = S
         self.sent: Counter[tuple[str, int]] = Counter()  # (peer on the path, what) -> how many, from the frames
 
@@ -167,3 +168,18 @@ def test_the_polls_follow_every_change_of_the_sessions_having_loaded_them_once(n
     assert [polled[("carol", "ue5", i)]["weight"] for i in "01"] == [1, 9]
     assert sum(polled[("carol", "ue5", i)]["packets"] for i in "01") == 1, "the session moved to its new UE"
     assert len(loads) == 1, "loaded at the first poll, then kept up to date by the changes"
+
+
+def test_by_default_the_scrape_has_no_path_series_and_reads_no_path_while_the_poll_has_them(node):
+    reads = []
+    collector = Collector(NoCounters(), node=NODE)
+    collector.add_source(AtsssPoints(lambda: reads.append(1) or node.atsss.readings(), NODE))
+    node.atsss.create_session(CAROL, "ue5", spec("ue5", "10.60.0.5", "round_robin", [path(1), path(2)]))
+    node.send("10.60.0.5", [10, 20])
+    text = scrape(collector, None).decode()
+    assert not [s for family in text_string_to_metric_families(text) for s in family.samples
+                if s.name.startswith("dpp_atsss_path")], text
+    assert reads == [], "a scrape reads no path"
+    polled = path_points(collector.poll_once().points())
+    assert sorted(polled) == [("carol", "ue5", "0"), ("carol", "ue5", "1")]
+    assert [polled[("carol", "ue5", i)]["packets"] for i in "01"] == [1, 1], "InfluxDB keeps every path"

@@ -14,7 +14,8 @@ from netapp.atsss.abi import PathFlags
 from netapp.atsss.models import AtsssSession
 from netapp.atsss.service import PathReading
 from netapp.atsss.table import PathCounts
-from netapp.atsss.telemetry import AtsssPoints
+from netapp.atsss.acks import AckCounters
+from netapp.atsss.telemetry import AckPoints, AtsssPoints
 from netapp.core.config import InfluxSettings
 from netapp.telemetry.collector import Collector
 from netapp.telemetry.influx import InfluxSink
@@ -122,7 +123,8 @@ def everything_collector(sinks=()) -> Collector:
     collector = Collector(EverythingSource(), node="edge-1", sinks=list(sinks))
     collector.add_source(UsagePoints(UsageMonitor(FakeUpf(), lambda seid, reports: None), "edge-1"))
     collector.add_source(BufferingPoints(Buffering(NoApplier(), None), "edge-1"))
-    collector.add_source(AtsssPoints(FakeAtsss().readings, "edge-1"))
+    collector.add_source(AtsssPoints(FakeAtsss().readings, "edge-1", path_metrics=True))
+    collector.add_source(AckPoints(AckCounters(sent=3, failed={"ENETDOWN": 1}), "edge-1"))
     return collector
 
 
