@@ -94,7 +94,7 @@ def request_termination(
     """Ask a MEC application instance to terminate (admin): its subscribers are notified, and it goes once
     it confirms (confirm_termination)."""
     timeout_s = (body or TerminationRequest()).maxGracefulTimeout
-    return apps.request_termination(who, appInstanceId, timeout_s)[0]
+    return apps.request_termination(who, appInstanceId, timeout_s)
 
 
 # --- termination subscriptions -------------------------------------------------------------------

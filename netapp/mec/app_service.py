@@ -8,19 +8,19 @@ tenants get 404s. A callback goes only where the operator's allow-list lets call
 (netapp.core.destinations: public addresses and telemetry.subscriptions.callback_allow), checked
 when the subscription is made.
 
-A termination is asked by an administrator (`request_termination`); the application confirms it
-with confirm_termination, and the instance then goes as an administrator's DELETE takes it.
+A termination is asked by an administrator (`request_termination`): the application's subscribers
+get an AppTerminationNotification (retried: netapp.mec.notify); the application confirms it with
+confirm_termination, and the instance then goes as an administrator's DELETE takes it.
 """
 
 from __future__ import annotations
 
-import threading
 import uuid
 from typing import Any, Optional
 
 import httpx
 
-from netapp.core.destinations import AllowList, DestinationRefused, Destinations
+from netapp.core.destinations import DestinationRefused
 from netapp.mec import app_store
 from netapp.mec.app_models import (
     READY,
@@ -34,6 +34,7 @@ from netapp.mec.notify import TerminationNotifier
 from netapp.mec.service import MecService
 from netapp.service.contract import Conflict, Forbidden, InvalidInput, NotFound, Principal, Scope
 from netapp.service.state import ServiceState
+from netapp.telemetry.notify import DeliveryStats
 from netapp.telemetry.pinned import check_url
 from netapp.telemetry.subscription_models import callback_refusal
 
@@ -43,13 +44,18 @@ MAX_SUBSCRIPTIONS = 16  # termination subscriptions one application instance may
 class MecAppService:
     """DNS rules, lifecycle confirmations and termination subscriptions of application instances."""
 
-    def __init__(self, state: ServiceState, mec: MecService, destinations: Optional[Destinations] = None):
+    def __init__(self, state: ServiceState, mec: MecService, notifier: Optional[TerminationNotifier] = None):
+        """`notifier`: one over telemetry.subscriptions' settings unless given."""
         self._state = state
         self._mec = mec
-        callbacks = state.settings.telemetry.subscriptions
-        self._destinations = destinations if destinations is not None else Destinations(
-            AllowList.of(callbacks.callback_allow))
-        self.notifier = TerminationNotifier(self._destinations, callbacks.proxy)
+        self.notifier = notifier or TerminationNotifier(state.settings.telemetry.subscriptions)
+        self._destinations = self.notifier.destinations
+
+    def start(self) -> None:
+        self.notifier.start()
+
+    def close(self) -> None:
+        self.notifier.close()
 
     # --- DNS rules -------------------------------------------------------------------------------
 
@@ -96,21 +102,23 @@ class MecAppService:
                 )
             app_store.set_state(self._state.store, app_instance_id, READY, None)
 
-    def request_termination(
-        self, who: Principal, app_instance_id: str, max_graceful_timeout_s: int
-    ) -> tuple[MecApplication, threading.Thread]:
-        """An administrator asks the application to terminate: its subscribers are notified (in the
-        thread returned) and it confirms with confirm_termination."""
+    def request_termination(self, who: Principal, app_instance_id: str, max_graceful_timeout_s: int) -> MecApplication:
+        """An administrator asks the application to terminate: its subscribers are notified (queued,
+        retried: netapp.mec.notify) and it confirms with confirm_termination."""
         self._state.require(who, Scope.ADMIN)
         with self._state.store.transaction():
             application = self._mec.application_of(who, app_instance_id)
             app_store.set_state(self._state.store, app_instance_id, application.state, TERMINATING)
             subscriptions = app_store.list_subscriptions(self._state.store, app_instance_id)
-        notifications = [
-            (callback, termination_notification(app_instance_id, subscription_id, max_graceful_timeout_s))
+        self.notifier.send([
+            (subscription_id, callback, termination_notification(app_instance_id, subscription_id, max_graceful_timeout_s))
             for subscription_id, callback in subscriptions
-        ]
-        return self._mec.application_of(who, app_instance_id), self.notifier.send(notifications)
+        ])
+        return self._mec.application_of(who, app_instance_id)
+
+    def delivery_stats(self, subscription_id: str) -> Optional[DeliveryStats]:
+        """How the termination notifications of a subscription went (None: none was sent)."""
+        return self.notifier.stats_of(subscription_id)
 
     def confirm_termination(self, who: Principal, app_instance_id: str, confirmation: AppTerminationConfirmation) -> None:
         """The application is ready to go: the termination asked of it is done (the instance, its

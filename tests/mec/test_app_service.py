@@ -6,22 +6,29 @@ none of it."""
 
 from __future__ import annotations
 
+
 import pytest
 
-from netapp.core.destinations import AllowList, Destinations
+from netapp.core.config import SubscriptionSettings
+from netapp.core.destinations import AllowList, Destinations, Resolver, resolve
 from netapp.mec.app_models import AppTerminationConfirmation, AppTerminationNotificationSubscription
 from netapp.mec.app_service import MecAppService
 from netapp.mec.compiler import intent_ids
 from netapp.mec.models import DnsRule, MecApplicationSpec
+from netapp.mec.notify import TerminationNotifier
 from netapp.service.contract import Conflict, InvalidInput, NotFound
 from netapp.service.service import NetAppService
 from tests.mec.test_etsi_conformance import etsi_validator
-from tests.utils.callbacks import CallbackReceiver
+from tests.utils.callbacks import CallbackReceiver, Names
 from tests.utils.mec import rule_model as rule
 from tests.utils.service import ADMIN, ALICE, BOB, fake_service
 
 APP = "video-1"
 PUBLIC_CALLBACK = "http://8.8.8.8/mec/termination"  # a public literal: checked, never connected to here
+# Retries in milliseconds, so that a test waits for three attempts, not three seconds; the
+# receivers listen on 127.0.0.1, which the allow-list names.
+FAST = SubscriptionSettings(workers=1, timeout_ms=2000, max_retries=2, retry_interval_ms=10, max_retry_delay_ms=40,
+                            callback_allow=["127.0.0.1/32"])
 
 
 def dns(rule_id: str = "d1", **fields) -> DnsRule:
@@ -41,6 +48,16 @@ def subscription(callback: str = PUBLIC_CALLBACK, **fields) -> AppTerminationNot
 def operation_schema_of(name: str) -> dict:
     """A schema of ETSI's MEC 011 document, by name."""
     return {"$ref": f"#/components/schemas/{name}"}
+
+
+def local_apps(service: NetAppService, settings: SubscriptionSettings = FAST, resolver: Resolver = resolve,
+               start: bool = True) -> MecAppService:
+    """The service's MEC 011 application support with the test's notifier and DNS."""
+    notifier = TerminationNotifier(settings, Destinations(AllowList.of(settings.callback_allow), resolver))
+    apps = MecAppService(service._state, service.mec, notifier)
+    if start:
+        apps.start()
+    return apps
 
 
 @pytest.fixture
@@ -94,8 +111,7 @@ def test_confirm_termination_without_a_termination_asked_is_a_conflict(service):
 
 
 def test_a_termination_asked_and_confirmed_removes_the_instance_and_its_rules(service):
-    asked, sent = service.mec_apps.request_termination(ADMIN, APP, 60)
-    sent.join(timeout=30)
+    asked = service.mec_apps.request_termination(ADMIN, APP, 60)
     assert asked.termination == "TERMINATING"
     with pytest.raises(Conflict):
         service.mec_apps.confirm_ready(ALICE, APP)
@@ -109,13 +125,12 @@ def test_a_termination_asked_and_confirmed_removes_the_instance_and_its_rules(se
 
 
 def test_a_termination_asked_notifies_each_subscriber_with_etsis_notification(service):
-    local = MecAppService(service._state, service.mec, Destinations(AllowList.of(["127.0.0.0/8"])))
+    local = local_apps(service)
     with CallbackReceiver() as receiver:
         made = local.create_subscription(ALICE, APP, subscription(receiver.url))
-        _, sent = local.request_termination(ADMIN, APP, 45)
-        sent.join(timeout=30)
-        assert not sent.is_alive()
-        (got,) = receiver.accepted()
+        local.request_termination(ADMIN, APP, 45)
+        (got,) = receiver.wait_for(1)
+        local.close()
     body = got.json()
     etsi_validator(operation_schema_of("AppTerminationNotification")).validate(body)
     assert body["maxGracefulTimeout"] == 45 and body["operationAction"] == "TERMINATING"
@@ -177,3 +192,58 @@ def test_deleting_the_application_takes_its_dns_rules_and_subscriptions(service)
     service.mec.create_application(ADMIN, MecApplicationSpec(appInstanceId=APP, tenant="alice"))
     assert service.mec_apps.list_dns_rules(ALICE, APP) == []
     assert service.mec_apps.list_subscriptions(ALICE, APP) == []
+
+
+# --- notification retries ------------------------------------------------------------------------
+
+
+def test_a_termination_notification_is_queued_not_awaited_and_retried_until_taken(service):
+    local = local_apps(service, start=False)  # no worker yet: the request cannot wait on a delivery
+    with CallbackReceiver() as receiver:
+        receiver.answer(503, 503)
+        made = local.create_subscription(ALICE, APP, subscription(receiver.url))
+        assert local.request_termination(ADMIN, APP, 60).termination == "TERMINATING"
+        assert receiver.received == []
+        local.start()
+        receiver.wait_for(1)
+        assert local.notifier.flush()
+        local.close()
+    assert [got.status for got in receiver.received] == [503, 503, 204]
+    assert receiver.received[0].body == receiver.received[2].body  # the same notification again
+    stats = local.delivery_stats(made)
+    assert (stats.sent, stats.retried, stats.failed, stats.last_error) == (1, 2, 0, "")
+
+
+@pytest.mark.parametrize("failure", ["HTTP 500", "connection refused"])
+def test_a_termination_notification_failing_every_attempt_is_given_up_and_counted(service, failure):
+    local = local_apps(service)
+    with CallbackReceiver() as receiver:
+        receiver.answer(500, 500, 500, 500)
+        made = local.create_subscription(ALICE, APP, subscription(receiver.url))
+        if failure == "connection refused":
+            receiver.__exit__()  # nobody listens at the callback any more
+        local.request_termination(ADMIN, APP, 60)
+        assert local.notifier.flush()
+        local.close()
+    stats = local.delivery_stats(made)
+    assert (stats.sent, stats.retried, stats.failed) == (0, FAST.max_retries, 1)
+    if failure == "HTTP 500":
+        assert [got.status for got in receiver.received] == [500] * (FAST.max_retries + 1)
+    else:
+        assert receiver.received == [] and "ConnectError" in stats.last_error
+    assert service.mec.get_application(ADMIN, APP).termination == "TERMINATING"  # delivery or not
+
+
+def test_a_termination_notification_goes_only_where_the_policy_allows_when_sent(service):
+    with CallbackReceiver() as receiver:
+        # Allowed when subscribed; then the name moves to an address the policy does not allow.
+        names = Names({"subscriber.test": ["127.0.0.1", "192.0.2.1"]})
+        local = local_apps(service, resolver=names)
+        made = local.create_subscription(ALICE, APP, subscription(receiver.url_for("subscriber.test")))
+        local.request_termination(ADMIN, APP, 60)
+        assert local.notifier.flush()
+        local.close()
+        assert receiver.received == []
+    stats = local.delivery_stats(made)
+    assert (stats.sent, stats.refused, stats.retried) == (0, 1, 0)
+    assert "192.0.2.1" in stats.last_error
