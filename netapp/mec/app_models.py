@@ -23,8 +23,8 @@ class TerminationRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     maxGracefulTimeout: int = Field(
-        60, ge=0, le=86_400, description="seconds the application is told it has to confirm; the NetApp does not "
-        "end it when they pass (DELETE does)",
+        60, ge=0, le=86_400, description="seconds the application has to confirm its termination "
+        "(confirm_termination); when they pass, it is terminated all the same (MEC 011 graceful timeout)",
     )
 
 

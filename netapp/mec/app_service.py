@@ -8,15 +8,22 @@ tenants get 404s. A callback goes only where the operator's allow-list lets call
 (netapp.core.destinations: public addresses and telemetry.subscriptions.callback_allow), checked
 when the subscription is made.
 
-A termination is asked by an administrator (`request_termination`): the application's subscribers
-get an AppTerminationNotification (retried: netapp.mec.notify); the application confirms it with
-confirm_termination, and the instance then goes as an administrator's DELETE takes it.
+A termination is asked by an administrator (`request_termination`, with a maxGracefulTimeout): the
+application's subscribers get an AppTerminationNotification (operationAction TERMINATING, retried:
+netapp.mec.notify), the instance's termination is TERMINATING from then on, and it goes, as an
+administrator's DELETE takes it (rules, allocations, DNS rules, subscriptions), when the application
+confirms with confirm_termination or, at the latest, when maxGracefulTimeout has passed (MEC 011:
+the graceful timeout bounds the application's own termination actions). The timeout is kept in
+memory: after a restart of the NetApp an instance still TERMINATING goes on its confirmation or an
+administrator's DELETE.
 """
 
 from __future__ import annotations
 
+import logging
+import threading
 import uuid
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import httpx
 
@@ -38,23 +45,51 @@ from netapp.telemetry.notify import DeliveryStats
 from netapp.telemetry.pinned import check_url
 from netapp.telemetry.subscription_models import callback_refusal
 
+log = logging.getLogger("netapp.mec")
+
 MAX_SUBSCRIPTIONS = 16  # termination subscriptions one application instance may hold
+
+Schedule = Callable[[float, Callable[[], None]], Callable[[], None]]
+"""(delay in seconds, what to do then) -> what cancels it."""
+
+
+def timer_schedule(delay_s: float, action: Callable[[], None]) -> Callable[[], None]:
+    """`action` in a timer thread of its own after `delay_s`."""
+    timer = threading.Timer(delay_s, action)
+    timer.name = "mec-graceful-timeout"
+    timer.daemon = True
+    timer.start()
+    return timer.cancel
 
 
 class MecAppService:
     """DNS rules, lifecycle confirmations and termination subscriptions of application instances."""
 
-    def __init__(self, state: ServiceState, mec: MecService, notifier: Optional[TerminationNotifier] = None):
-        """`notifier`: one over telemetry.subscriptions' settings unless given."""
+    def __init__(
+        self, state: ServiceState, mec: MecService, notifier: Optional[TerminationNotifier] = None,
+        schedule: Schedule = timer_schedule,
+    ):
+        """`notifier`: one over telemetry.subscriptions' settings unless given; `schedule`: how a
+        graceful timeout is awaited (a timer thread unless given)."""
         self._state = state
         self._mec = mec
         self.notifier = notifier or TerminationNotifier(state.settings.telemetry.subscriptions)
         self._destinations = self.notifier.destinations
+        self._schedule = schedule
+        # application -> (its request, what cancels its graceful timeout)
+        self._deadlines: dict[str, tuple[object, Callable[[], None]]] = {}
+        self._deadlines_lock = threading.Lock()
+        # However the instance goes (confirmed, DELETE), its graceful timeout has nothing left to end.
+        mec.on_application_removed(lambda app_instance_id: lambda: self._cancel_deadline(app_instance_id))
 
     def start(self) -> None:
         self.notifier.start()
 
     def close(self) -> None:
+        with self._deadlines_lock:
+            armed, self._deadlines = list(self._deadlines.values()), {}
+        for _, cancel in armed:
+            cancel()
         self.notifier.close()
 
     # --- DNS rules -------------------------------------------------------------------------------
@@ -104,12 +139,15 @@ class MecAppService:
 
     def request_termination(self, who: Principal, app_instance_id: str, max_graceful_timeout_s: int) -> MecApplication:
         """An administrator asks the application to terminate: its subscribers are notified (queued,
-        retried: netapp.mec.notify) and it confirms with confirm_termination."""
+        retried: netapp.mec.notify) and it has `max_graceful_timeout_s` to confirm with
+        confirm_termination; when it does, or when they pass, the instance and its rules go.
+        Asking again starts the graceful timeout over."""
         self._state.require(who, Scope.ADMIN)
         with self._state.store.transaction():
             application = self._mec.application_of(who, app_instance_id)
             app_store.set_state(self._state.store, app_instance_id, application.state, TERMINATING)
             subscriptions = app_store.list_subscriptions(self._state.store, app_instance_id)
+        self._arm_deadline(who, app_instance_id, max_graceful_timeout_s)
         self.notifier.send([
             (subscription_id, callback, termination_notification(app_instance_id, subscription_id, max_graceful_timeout_s))
             for subscription_id, callback in subscriptions
@@ -133,7 +171,44 @@ class MecAppService:
                 f"{confirmation.operationAction}: the operation asked of the instance is {application.termination}",
                 field="operationAction",
             )
-        self._mec.remove_application(who, app_instance_id)
+        self._mec.remove_application(who, app_instance_id)  # its graceful timeout cancelled with it
+
+    def _arm_deadline(self, who: Principal, app_instance_id: str, timeout_s: float) -> None:
+        """After `timeout_s`, terminate the instance as `who` (the administrator who asked) unless
+        it confirmed first."""
+        arming = object()  # which request this deadline is of
+
+        def passed() -> None:
+            with self._deadlines_lock:
+                if self._deadlines.get(app_instance_id, (None,))[0] is not arming:
+                    return  # confirmed, asked again or closed meanwhile
+                del self._deadlines[app_instance_id]
+            self._graceful_timeout_passed(who, app_instance_id, timeout_s)
+
+        self._cancel_deadline(app_instance_id)
+        with self._deadlines_lock:  # held: a timeout of 0 must find its deadline armed
+            self._deadlines[app_instance_id] = (arming, self._schedule(timeout_s, passed))
+
+    def _cancel_deadline(self, app_instance_id: str) -> None:
+        with self._deadlines_lock:
+            _, cancel = self._deadlines.pop(app_instance_id, (None, None))
+        if cancel is not None:
+            cancel()
+
+    def _graceful_timeout_passed(self, who: Principal, app_instance_id: str, timeout_s: float) -> None:
+        try:
+            application = self._mec.application_of(who, app_instance_id)
+            if application.termination != TERMINATING:
+                return
+            self._mec.remove_application(who, app_instance_id)
+        except NotFound:
+            return  # deleted meanwhile (an administrator's DELETE)
+        except Exception:  # a timer thread: nobody else would hear of it
+            log.exception("MEC 011: application instance %s: termination after its graceful timeout failed",
+                          app_instance_id)
+            return
+        log.warning("MEC 011: application instance %s did not confirm its termination within %ss: terminated",
+                    app_instance_id, timeout_s)
 
     # --- termination subscriptions ---------------------------------------------------------------
 

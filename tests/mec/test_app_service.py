@@ -6,6 +6,8 @@ none of it."""
 
 from __future__ import annotations
 
+import threading
+from typing import Callable, Optional
 
 import pytest
 
@@ -50,11 +52,28 @@ def operation_schema_of(name: str) -> dict:
     return {"$ref": f"#/components/schemas/{name}"}
 
 
+class Deadlines:
+    """The graceful timeouts a service arms, fired when the test says (no waiting on a clock)."""
+
+    def __init__(self):
+        self.armed: list[list] = []  # [delay_s, action, cancelled]
+
+    def __call__(self, delay_s: float, action: Callable[[], None]) -> Callable[[], None]:
+        entry = [delay_s, action, False]
+        self.armed.append(entry)
+        return lambda: entry.__setitem__(2, True)
+
+    def fire(self, index: int = -1) -> None:
+        """What a timer does when the delay has passed: the action, cancelled or not (the action
+        must tell)."""
+        self.armed[index][1]()
+
+
 def local_apps(service: NetAppService, settings: SubscriptionSettings = FAST, resolver: Resolver = resolve,
-               start: bool = True) -> MecAppService:
-    """The service's MEC 011 application support with the test's notifier and DNS."""
+               schedule: Optional[Deadlines] = None, start: bool = True) -> MecAppService:
+    """The service's MEC 011 application support with the test's notifier, DNS and deadlines."""
     notifier = TerminationNotifier(settings, Destinations(AllowList.of(settings.callback_allow), resolver))
-    apps = MecAppService(service._state, service.mec, notifier)
+    apps = MecAppService(service._state, service.mec, notifier, schedule or Deadlines())
     if start:
         apps.start()
     return apps
@@ -247,3 +266,63 @@ def test_a_termination_notification_goes_only_where_the_policy_allows_when_sent(
     stats = local.delivery_stats(made)
     assert (stats.sent, stats.refused, stats.retried) == (0, 1, 0)
     assert "192.0.2.1" in stats.last_error
+
+
+# --- graceful termination ------------------------------------------------------------------------
+
+
+def test_an_application_that_does_not_confirm_goes_when_its_graceful_timeout_passes(service):
+    deadlines = Deadlines()
+    local = local_apps(service, schedule=deadlines)
+    local.request_termination(ADMIN, APP, 45)
+    assert [entry[0] for entry in deadlines.armed] == [45]
+    assert service.store.get_intent("alice", intent_ids(APP, "r1")[0]) is not None  # still in force
+    deadlines.fire()
+    with pytest.raises(NotFound):
+        service.mec.get_application(ADMIN, APP)
+    assert all(service.store.get_intent("alice", one) is None for one in intent_ids(APP, "r1"))
+    local.close()
+
+
+def test_a_confirmation_before_the_timeout_ends_it_and_the_timeout_does_nothing_more(service):
+    deadlines = Deadlines()
+    local = local_apps(service, schedule=deadlines)
+    local.request_termination(ADMIN, APP, 45)
+    local.confirm_termination(ALICE, APP, AppTerminationConfirmation(operationAction="TERMINATING"))
+    assert deadlines.armed[0][2], "the graceful timeout is cancelled"
+    service.mec.create_application(ADMIN, MecApplicationSpec(appInstanceId=APP, tenant="alice", trafficRules=[rule("r1")]))
+    deadlines.fire()  # a timer that ran all the same: the new instance of the same id stays
+    assert service.mec.get_application(ADMIN, APP).termination is None
+    local.close()
+
+
+def test_an_instance_deleted_while_terminating_takes_its_graceful_timeout_with_it(service):
+    deadlines = Deadlines()
+    local = local_apps(service, schedule=deadlines)
+    local.request_termination(ADMIN, APP, 45)
+    service.mec.delete_application(ADMIN, APP)
+    assert deadlines.armed[0][2], "the graceful timeout is cancelled"
+    local.close()
+
+
+def test_asking_again_starts_the_graceful_timeout_over(service):
+    deadlines = Deadlines()
+    local = local_apps(service, schedule=deadlines)
+    local.request_termination(ADMIN, APP, 45)
+    local.request_termination(ADMIN, APP, 90)
+    assert [(entry[0], entry[2]) for entry in deadlines.armed] == [(45, True), (90, False)]
+    deadlines.fire(0)  # the first one's timer, cancelled too late: nothing
+    assert service.mec.get_application(ADMIN, APP).termination == "TERMINATING"
+    deadlines.fire(1)
+    with pytest.raises(NotFound):
+        service.mec.get_application(ADMIN, APP)
+    local.close()
+
+
+def test_the_graceful_timeout_runs_on_a_real_timer(service):
+    removed = threading.Event()
+    service.mec.on_application_removed(lambda app_instance_id: removed.set)
+    service.mec_apps.request_termination(ADMIN, APP, 0)
+    assert removed.wait(10), "the instance was not terminated when its graceful timeout passed"
+    with pytest.raises(NotFound):
+        service.mec.get_application(ADMIN, APP)
