@@ -137,19 +137,22 @@ class MecAppService:
                 )
             app_store.set_state(self._state.store, app_instance_id, READY, None)
 
-    def request_termination(self, who: Principal, app_instance_id: str, max_graceful_timeout_s: int) -> MecApplication:
-        """An administrator asks the application to terminate: its subscribers are notified (queued,
-        retried: netapp.mec.notify) and it has `max_graceful_timeout_s` to confirm with
-        confirm_termination; when it does, or when they pass, the instance and its rules go.
-        Asking again starts the graceful timeout over."""
+    def request_termination(
+        self, who: Principal, app_instance_id: str, max_graceful_timeout_s: int, operation_action: str = TERMINATING
+    ) -> MecApplication:
+        """An administrator asks the application to terminate (or stop: `operation_action`): its
+        subscribers are notified (queued, retried: netapp.mec.notify) and it has
+        `max_graceful_timeout_s` to confirm with confirm_termination; when it does, or when they
+        pass, the operation is done (`_end`). Asking again starts the graceful timeout over."""
         self._state.require(who, Scope.ADMIN)
         with self._state.store.transaction():
             application = self._mec.application_of(who, app_instance_id)
-            app_store.set_state(self._state.store, app_instance_id, application.state, TERMINATING)
+            app_store.set_state(self._state.store, app_instance_id, application.state, operation_action)
             subscriptions = app_store.list_subscriptions(self._state.store, app_instance_id)
         self._arm_deadline(who, app_instance_id, max_graceful_timeout_s)
         self.notifier.send([
-            (subscription_id, callback, termination_notification(app_instance_id, subscription_id, max_graceful_timeout_s))
+            (subscription_id, callback,
+             termination_notification(app_instance_id, subscription_id, max_graceful_timeout_s, operation_action))
             for subscription_id, callback in subscriptions
         ])
         return self._mec.application_of(who, app_instance_id)
@@ -171,7 +174,18 @@ class MecAppService:
                 f"{confirmation.operationAction}: the operation asked of the instance is {application.termination}",
                 field="operationAction",
             )
-        self._mec.remove_application(who, app_instance_id)  # its graceful timeout cancelled with it
+        self._end(who, application)
+
+    def _end(self, who: Principal, application: MecApplication) -> None:
+        """Do the operation asked of the instance. TERMINATING: the instance goes as a DELETE takes
+        it (its graceful timeout cancelled with it). STOPPING: its rules leave the data plane
+        (INACTIVE), the instance stays, INSTANTIATED until it confirms ready again."""
+        app_instance_id = application.appInstanceId
+        if application.termination == TERMINATING:
+            self._mec.remove_application(who, app_instance_id)
+            return
+        self._cancel_deadline(app_instance_id)
+        self._mec.stop_application(who, app_instance_id)
 
     def _arm_deadline(self, who: Principal, app_instance_id: str, timeout_s: float) -> None:
         """After `timeout_s`, terminate the instance as `who` (the administrator who asked) unless
@@ -198,17 +212,17 @@ class MecAppService:
     def _graceful_timeout_passed(self, who: Principal, app_instance_id: str, timeout_s: float) -> None:
         try:
             application = self._mec.application_of(who, app_instance_id)
-            if application.termination != TERMINATING:
+            if application.termination is None:
                 return
-            self._mec.remove_application(who, app_instance_id)
+            self._end(who, application)
         except NotFound:
             return  # deleted meanwhile (an administrator's DELETE)
         except Exception:  # a timer thread: nobody else would hear of it
             log.exception("MEC 011: application instance %s: termination after its graceful timeout failed",
                           app_instance_id)
             return
-        log.warning("MEC 011: application instance %s did not confirm its termination within %ss: terminated",
-                    app_instance_id, timeout_s)
+        log.warning("MEC 011: application instance %s did not confirm within %ss: %s done all the same",
+                    app_instance_id, timeout_s, application.termination)
 
     # --- termination subscriptions ---------------------------------------------------------------
 
@@ -272,12 +286,14 @@ class MecAppService:
         raise InvalidInput(f"{uri!r}: {refusal}", field="callbackReference")
 
 
-def termination_notification(app_instance_id: str, subscription_id: str, max_graceful_timeout_s: int) -> dict[str, Any]:
+def termination_notification(
+    app_instance_id: str, subscription_id: str, max_graceful_timeout_s: int, operation_action: str = TERMINATING
+) -> dict[str, Any]:
     """The AppTerminationNotification of a subscription (its links as paths of this API)."""
     application = f"{MEC_APP_SUPPORT}/applications/{app_instance_id}"
     return {
         "notificationType": "AppTerminationNotification",
-        "operationAction": TERMINATING,
+        "operationAction": operation_action,
         "maxGracefulTimeout": max_graceful_timeout_s,
         "_links": {
             "subscription": {"href": f"{application}/subscriptions/{subscription_id}"},

@@ -326,3 +326,46 @@ def test_the_graceful_timeout_runs_on_a_real_timer(service):
     assert removed.wait(10), "the instance was not terminated when its graceful timeout passed"
     with pytest.raises(NotFound):
         service.mec.get_application(ADMIN, APP)
+
+
+@pytest.mark.parametrize("ended_by", ["confirmation", "graceful timeout"])
+def test_a_stop_takes_the_rules_out_of_the_data_plane_and_keeps_the_instance(service, ended_by):
+    deadlines = Deadlines()
+    local = local_apps(service, schedule=deadlines)
+    service.mec_apps.confirm_ready(ALICE, APP)
+    installed = installed_of(service)
+    assert installed
+    assert local.request_termination(ADMIN, APP, 45, "STOPPING").termination == "STOPPING"
+    with pytest.raises(Conflict):
+        local.confirm_termination(ALICE, APP, AppTerminationConfirmation(operationAction="TERMINATING"))
+    if ended_by == "confirmation":
+        local.confirm_termination(ALICE, APP, AppTerminationConfirmation(operationAction="STOPPING"))
+        assert deadlines.armed[0][2], "the graceful timeout is cancelled"
+    else:
+        deadlines.fire()
+    stopped = service.mec.get_application(ALICE, APP)
+    assert (stopped.state, stopped.termination) == ("INSTANTIATED", None)
+    assert [one.state for one in stopped.trafficRules] == ["INACTIVE"]
+    assert installed_of(service) == []
+    assert service.mec_apps.list_dns_rules(ALICE, APP)  # the rest of the instance stays
+
+    service.mec.put_traffic_rule(ALICE, APP, "r1", rule("r1"))  # started again: its rule ACTIVE
+    assert installed_of(service) == installed
+    local.close()
+
+
+def installed_of(service: NetAppService) -> list[str]:
+    """The ids of the intents the application's rule r1 installed."""
+    return [one for one in intent_ids(APP, "r1") if service.store.get_intent("alice", one) is not None]
+
+
+def test_a_stop_is_notified_as_stopping(service):
+    local = local_apps(service)
+    with CallbackReceiver() as receiver:
+        local.create_subscription(ALICE, APP, subscription(receiver.url))
+        local.request_termination(ADMIN, APP, 30, "STOPPING")
+        (got,) = receiver.wait_for(1)
+        local.close()
+    body = got.json()
+    etsi_validator(operation_schema_of("AppTerminationNotification")).validate(body)
+    assert (body["operationAction"], body["maxGracefulTimeout"]) == ("STOPPING", 30)
