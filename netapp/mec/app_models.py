@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-READY = "READY"
+INSTANTIATED, READY = "INSTANTIATED", "READY"
 TERMINATING, STOPPING = "TERMINATING", "STOPPING"
 TERMINATION_SUBSCRIPTION = "AppTerminationNotificationSubscription"
 
@@ -18,13 +18,18 @@ class _Etsi(BaseModel):
 
 
 class TerminationRequest(BaseModel):
-    """An administrator's request that an application terminate (sent to it as maxGracefulTimeout)."""
+    """An administrator's request that an application terminate or stop (sent to it as an
+    AppTerminationNotification's operationAction and maxGracefulTimeout)."""
 
     model_config = ConfigDict(extra="forbid")
 
+    operationAction: Literal["STOPPING", "TERMINATING"] = Field(
+        TERMINATING, description="TERMINATING: the instance and its rules are removed; STOPPING: its rules are made "
+        "INACTIVE (out of the data plane), the instance kept",
+    )
     maxGracefulTimeout: int = Field(
-        60, ge=0, le=86_400, description="seconds the application is told it has to confirm; the NetApp does not "
-        "end it when they pass (DELETE does)",
+        60, ge=0, le=86_400, description="seconds the application has to confirm its termination "
+        "(confirm_termination); when they pass, it is terminated all the same (MEC 011 graceful timeout)",
     )
 
 

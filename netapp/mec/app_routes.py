@@ -91,10 +91,10 @@ def confirm_termination(apps: AppsDep, who: IntentWriterDep, appInstanceId: AppI
 def request_termination(
     apps: AppsDep, who: AdminDep, appInstanceId: AppInstanceIdPath, body: Optional[TerminationRequest] = None
 ) -> MecApplication:
-    """Ask a MEC application instance to terminate (admin): its subscribers are notified, and it goes once
-    it confirms (confirm_termination)."""
-    timeout_s = (body or TerminationRequest()).maxGracefulTimeout
-    return apps.request_termination(who, appInstanceId, timeout_s)[0]
+    """Ask a MEC application instance to terminate or stop (admin): its subscribers are notified, and it
+    goes (or stops) once it confirms (confirm_termination) or its maxGracefulTimeout has passed."""
+    asked = body or TerminationRequest()
+    return apps.request_termination(who, appInstanceId, asked.maxGracefulTimeout, asked.operationAction)
 
 
 # --- termination subscriptions -------------------------------------------------------------------

@@ -8,19 +8,26 @@ tenants get 404s. A callback goes only where the operator's allow-list lets call
 (netapp.core.destinations: public addresses and telemetry.subscriptions.callback_allow), checked
 when the subscription is made.
 
-A termination is asked by an administrator (`request_termination`); the application confirms it
-with confirm_termination, and the instance then goes as an administrator's DELETE takes it.
+A termination is asked by an administrator (`request_termination`, with a maxGracefulTimeout): the
+application's subscribers get an AppTerminationNotification (operationAction TERMINATING, retried:
+netapp.mec.notify), the instance's termination is TERMINATING from then on, and it goes, as an
+administrator's DELETE takes it (rules, allocations, DNS rules, subscriptions), when the application
+confirms with confirm_termination or, at the latest, when maxGracefulTimeout has passed (MEC 011:
+the graceful timeout bounds the application's own termination actions). The timeout is kept in
+memory: after a restart of the NetApp an instance still TERMINATING goes on its confirmation or an
+administrator's DELETE.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import uuid
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import httpx
 
-from netapp.core.destinations import AllowList, DestinationRefused, Destinations
+from netapp.core.destinations import DestinationRefused
 from netapp.mec import app_store
 from netapp.mec.app_models import (
     READY,
@@ -34,22 +41,56 @@ from netapp.mec.notify import TerminationNotifier
 from netapp.mec.service import MecService
 from netapp.service.contract import Conflict, Forbidden, InvalidInput, NotFound, Principal, Scope
 from netapp.service.state import ServiceState
+from netapp.telemetry.notify import DeliveryStats
 from netapp.telemetry.pinned import check_url
 from netapp.telemetry.subscription_models import callback_refusal
 
+log = logging.getLogger("netapp.mec")
+
 MAX_SUBSCRIPTIONS = 16  # termination subscriptions one application instance may hold
+
+Schedule = Callable[[float, Callable[[], None]], Callable[[], None]]
+"""(delay in seconds, what to do then) -> what cancels it."""
+
+
+def timer_schedule(delay_s: float, action: Callable[[], None]) -> Callable[[], None]:
+    """`action` in a timer thread of its own after `delay_s`."""
+    timer = threading.Timer(delay_s, action)
+    timer.name = "mec-graceful-timeout"
+    timer.daemon = True
+    timer.start()
+    return timer.cancel
 
 
 class MecAppService:
     """DNS rules, lifecycle confirmations and termination subscriptions of application instances."""
 
-    def __init__(self, state: ServiceState, mec: MecService, destinations: Optional[Destinations] = None):
+    def __init__(
+        self, state: ServiceState, mec: MecService, notifier: Optional[TerminationNotifier] = None,
+        schedule: Schedule = timer_schedule,
+    ):
+        """`notifier`: one over telemetry.subscriptions' settings unless given; `schedule`: how a
+        graceful timeout is awaited (a timer thread unless given)."""
         self._state = state
         self._mec = mec
-        callbacks = state.settings.telemetry.subscriptions
-        self._destinations = destinations if destinations is not None else Destinations(
-            AllowList.of(callbacks.callback_allow))
-        self.notifier = TerminationNotifier(self._destinations, callbacks.proxy)
+        self.notifier = notifier or TerminationNotifier(state.settings.telemetry.subscriptions)
+        self._destinations = self.notifier.destinations
+        self._schedule = schedule
+        # application -> (its request, what cancels its graceful timeout)
+        self._deadlines: dict[str, tuple[object, Callable[[], None]]] = {}
+        self._deadlines_lock = threading.Lock()
+        # However the instance goes (confirmed, DELETE), its graceful timeout has nothing left to end.
+        mec.on_application_removed(lambda app_instance_id: lambda: self._cancel_deadline(app_instance_id))
+
+    def start(self) -> None:
+        self.notifier.start()
+
+    def close(self) -> None:
+        with self._deadlines_lock:
+            armed, self._deadlines = list(self._deadlines.values()), {}
+        for _, cancel in armed:
+            cancel()
+        self.notifier.close()
 
     # --- DNS rules -------------------------------------------------------------------------------
 
@@ -97,20 +138,28 @@ class MecAppService:
             app_store.set_state(self._state.store, app_instance_id, READY, None)
 
     def request_termination(
-        self, who: Principal, app_instance_id: str, max_graceful_timeout_s: int
-    ) -> tuple[MecApplication, threading.Thread]:
-        """An administrator asks the application to terminate: its subscribers are notified (in the
-        thread returned) and it confirms with confirm_termination."""
+        self, who: Principal, app_instance_id: str, max_graceful_timeout_s: int, operation_action: str = TERMINATING
+    ) -> MecApplication:
+        """An administrator asks the application to terminate (or stop: `operation_action`): its
+        subscribers are notified (queued, retried: netapp.mec.notify) and it has
+        `max_graceful_timeout_s` to confirm with confirm_termination; when it does, or when they
+        pass, the operation is done (`_end`). Asking again starts the graceful timeout over."""
         self._state.require(who, Scope.ADMIN)
         with self._state.store.transaction():
             application = self._mec.application_of(who, app_instance_id)
-            app_store.set_state(self._state.store, app_instance_id, application.state, TERMINATING)
+            app_store.set_state(self._state.store, app_instance_id, application.state, operation_action)
             subscriptions = app_store.list_subscriptions(self._state.store, app_instance_id)
-        notifications = [
-            (callback, termination_notification(app_instance_id, subscription_id, max_graceful_timeout_s))
+        self._arm_deadline(who, app_instance_id, max_graceful_timeout_s)
+        self.notifier.send([
+            (subscription_id, callback,
+             termination_notification(app_instance_id, subscription_id, max_graceful_timeout_s, operation_action))
             for subscription_id, callback in subscriptions
-        ]
-        return self._mec.application_of(who, app_instance_id), self.notifier.send(notifications)
+        ])
+        return self._mec.application_of(who, app_instance_id)
+
+    def delivery_stats(self, subscription_id: str) -> Optional[DeliveryStats]:
+        """How the termination notifications of a subscription went (None: none was sent)."""
+        return self.notifier.stats_of(subscription_id)
 
     def confirm_termination(self, who: Principal, app_instance_id: str, confirmation: AppTerminationConfirmation) -> None:
         """The application is ready to go: the termination asked of it is done (the instance, its
@@ -125,7 +174,55 @@ class MecAppService:
                 f"{confirmation.operationAction}: the operation asked of the instance is {application.termination}",
                 field="operationAction",
             )
-        self._mec.remove_application(who, app_instance_id)
+        self._end(who, application)
+
+    def _end(self, who: Principal, application: MecApplication) -> None:
+        """Do the operation asked of the instance. TERMINATING: the instance goes as a DELETE takes
+        it (its graceful timeout cancelled with it). STOPPING: its rules leave the data plane
+        (INACTIVE), the instance stays, INSTANTIATED until it confirms ready again."""
+        app_instance_id = application.appInstanceId
+        if application.termination == TERMINATING:
+            self._mec.remove_application(who, app_instance_id)
+            return
+        self._cancel_deadline(app_instance_id)
+        self._mec.stop_application(who, app_instance_id)
+
+    def _arm_deadline(self, who: Principal, app_instance_id: str, timeout_s: float) -> None:
+        """After `timeout_s`, terminate the instance as `who` (the administrator who asked) unless
+        it confirmed first."""
+        arming = object()  # which request this deadline is of
+
+        def passed() -> None:
+            with self._deadlines_lock:
+                if self._deadlines.get(app_instance_id, (None,))[0] is not arming:
+                    return  # confirmed, asked again or closed meanwhile
+                del self._deadlines[app_instance_id]
+            self._graceful_timeout_passed(who, app_instance_id, timeout_s)
+
+        self._cancel_deadline(app_instance_id)
+        with self._deadlines_lock:  # held: a timeout of 0 must find its deadline armed
+            self._deadlines[app_instance_id] = (arming, self._schedule(timeout_s, passed))
+
+    def _cancel_deadline(self, app_instance_id: str) -> None:
+        with self._deadlines_lock:
+            _, cancel = self._deadlines.pop(app_instance_id, (None, None))
+        if cancel is not None:
+            cancel()
+
+    def _graceful_timeout_passed(self, who: Principal, app_instance_id: str, timeout_s: float) -> None:
+        try:
+            application = self._mec.application_of(who, app_instance_id)
+            if application.termination is None:
+                return
+            self._end(who, application)
+        except NotFound:
+            return  # deleted meanwhile (an administrator's DELETE)
+        except Exception:  # a timer thread: nobody else would hear of it
+            log.exception("MEC 011: application instance %s: termination after its graceful timeout failed",
+                          app_instance_id)
+            return
+        log.warning("MEC 011: application instance %s did not confirm within %ss: %s done all the same",
+                    app_instance_id, timeout_s, application.termination)
 
     # --- termination subscriptions ---------------------------------------------------------------
 
@@ -189,12 +286,14 @@ class MecAppService:
         raise InvalidInput(f"{uri!r}: {refusal}", field="callbackReference")
 
 
-def termination_notification(app_instance_id: str, subscription_id: str, max_graceful_timeout_s: int) -> dict[str, Any]:
+def termination_notification(
+    app_instance_id: str, subscription_id: str, max_graceful_timeout_s: int, operation_action: str = TERMINATING
+) -> dict[str, Any]:
     """The AppTerminationNotification of a subscription (its links as paths of this API)."""
     application = f"{MEC_APP_SUPPORT}/applications/{app_instance_id}"
     return {
         "notificationType": "AppTerminationNotification",
-        "operationAction": TERMINATING,
+        "operationAction": operation_action,
         "maxGracefulTimeout": max_graceful_timeout_s,
         "_links": {
             "subscription": {"href": f"{application}/subscriptions/{subscription_id}"},

@@ -24,11 +24,12 @@ from typing import Callable, Optional
 from netapp.intents.compiler import with_police_defaults
 from netapp.intents.errors import IntentError
 from netapp.intents.models import Intent
-from netapp.mec import bwm_store, store as mec_store
+from netapp.mec import app_store, bwm_store, store as mec_store
+from netapp.mec.app_models import INSTANTIATED
 from netapp.mec.bwm_compiler import BWM_SOURCE, allocation_intent_ids, policed_rule_intents
 from netapp.mec.bwm_models import APPLICATION_SPECIFIC, BwInfo
 from netapp.mec.compiler import MEC_SOURCE, filter_path, installed_intents, intent_ids, mac_key
-from netapp.mec.models import MecApplication, MecApplicationSpec, TrafficRule
+from netapp.mec.models import MecApplication, MecApplicationSpec, RuleState, TrafficRule
 from netapp.mec.policed import overridden_session
 from netapp.routing.neighbours import device_mac
 from netapp.service.contract import (
@@ -107,6 +108,24 @@ class MecService:
         self._state.change(who, work)
         for then in committed:
             then()
+
+    def stop_application(self, who: Principal, app_instance_id: str) -> None:
+        """Stop an application instance `who` sees (the confirmation of a stop an administrator
+        asked, MEC 011 STOPPING): each ACTIVE rule becomes INACTIVE, so what it installed leaves the
+        maps, while the instance, its rules, DNS rules, allocations and subscriptions stay; the
+        application sets its rules ACTIVE again when it starts again. The instance is INSTANTIATED,
+        no termination asked, until it confirms ready again."""
+
+        def work(change: RuleChange) -> None:
+            application = self._application(who, app_instance_id)
+            for rule in application.trafficRules:
+                if rule.state == RuleState.ACTIVE:
+                    self.uninstall_rule(change, application.tenant, app_instance_id, rule.trafficRuleId)
+                    stopped = rule.model_copy(update={"state": RuleState.INACTIVE})
+                    mec_store.put_rule(self._state.store, app_instance_id, stopped, self._state.now())
+            app_store.set_state(self._state.store, app_instance_id, INSTANTIATED, None)
+
+        self._state.change(who, work)
 
     def list_applications(self, who: Principal) -> list[MecApplication]:
         self._state.require(who, Scope.READ)

@@ -200,14 +200,16 @@ class NetAppService(IntentService):
                 state.liveness.start()
             state.checks.pop("started", None)
             self._intents.start()
-        # Outside the site's namespace: the notifier's threads reach callbacks from the host's.
+        # Outside the site's namespace: the notifiers' threads reach callbacks from the host's.
         self._mec_services.start()
+        self._mec_apps.start()
 
     def close(self) -> None:
         """Release the handles; pinned maps and links stay, and so does forwarding. Creates already
         queued are made first."""
         self._intents.close()
         self._mec_services.close()
+        self._mec_apps.close()
         self._alternatives.close_liveness()  # before the lock: its thread takes the lock
         state = self._state
         with state.exclusive():

@@ -194,12 +194,15 @@ class Notifier:
         *,
         clock_s: Callable[[], float] = time.time,
         resolver: Resolver = resolve,
+        destinations: Optional[Destinations] = None,
     ):
         self.settings = settings
         self.queue = DeliveryQueue(settings.queue)
         self._clock_s = clock_s
-        # Where callbacks may go; the subscription manager checks new ones with it too.
-        self.destinations = Destinations(AllowList.of(settings.callback_allow), resolver)
+        # Where callbacks may go (the settings' policy unless given); the subscription manager
+        # checks new ones with it too.
+        self.destinations = destinations if destinations is not None else Destinations(
+            AllowList.of(settings.callback_allow), resolver)
         self._lock = threading.Lock()  # the stats, which API readers and workers share
         self._busy = 0  # deliveries being sent now
         self._workers: list[threading.Thread] = []

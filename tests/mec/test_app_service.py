@@ -6,22 +6,31 @@ none of it."""
 
 from __future__ import annotations
 
+import threading
+from typing import Callable, Optional
+
 import pytest
 
-from netapp.core.destinations import AllowList, Destinations
+from netapp.core.config import SubscriptionSettings
+from netapp.core.destinations import AllowList, Destinations, Resolver, resolve
 from netapp.mec.app_models import AppTerminationConfirmation, AppTerminationNotificationSubscription
 from netapp.mec.app_service import MecAppService
 from netapp.mec.compiler import intent_ids
 from netapp.mec.models import DnsRule, MecApplicationSpec
+from netapp.mec.notify import TerminationNotifier
 from netapp.service.contract import Conflict, InvalidInput, NotFound
 from netapp.service.service import NetAppService
 from tests.mec.test_etsi_conformance import etsi_validator
-from tests.utils.callbacks import CallbackReceiver
+from tests.utils.callbacks import CallbackReceiver, Names
 from tests.utils.mec import rule_model as rule
 from tests.utils.service import ADMIN, ALICE, BOB, fake_service
 
 APP = "video-1"
 PUBLIC_CALLBACK = "http://8.8.8.8/mec/termination"  # a public literal: checked, never connected to here
+# Retries in milliseconds, so that a test waits for three attempts, not three seconds; the
+# receivers listen on 127.0.0.1, which the allow-list names.
+FAST = SubscriptionSettings(workers=1, timeout_ms=2000, max_retries=2, retry_interval_ms=10, max_retry_delay_ms=40,
+                            callback_allow=["127.0.0.1/32"])
 
 
 def dns(rule_id: str = "d1", **fields) -> DnsRule:
@@ -41,6 +50,33 @@ def subscription(callback: str = PUBLIC_CALLBACK, **fields) -> AppTerminationNot
 def operation_schema_of(name: str) -> dict:
     """A schema of ETSI's MEC 011 document, by name."""
     return {"$ref": f"#/components/schemas/{name}"}
+
+
+class Deadlines:
+    """The graceful timeouts a service arms, fired when the test says (no waiting on a clock)."""
+
+    def __init__(self):
+        self.armed: list[list] = []  # [delay_s, action, cancelled]
+
+    def __call__(self, delay_s: float, action: Callable[[], None]) -> Callable[[], None]:
+        entry = [delay_s, action, False]
+        self.armed.append(entry)
+        return lambda: entry.__setitem__(2, True)
+
+    def fire(self, index: int = -1) -> None:
+        """What a timer does when the delay has passed: the action, cancelled or not (the action
+        must tell)."""
+        self.armed[index][1]()
+
+
+def local_apps(service: NetAppService, settings: SubscriptionSettings = FAST, resolver: Resolver = resolve,
+               schedule: Optional[Deadlines] = None, start: bool = True) -> MecAppService:
+    """The service's MEC 011 application support with the test's notifier, DNS and deadlines."""
+    notifier = TerminationNotifier(settings, Destinations(AllowList.of(settings.callback_allow), resolver))
+    apps = MecAppService(service._state, service.mec, notifier, schedule or Deadlines())
+    if start:
+        apps.start()
+    return apps
 
 
 @pytest.fixture
@@ -94,8 +130,7 @@ def test_confirm_termination_without_a_termination_asked_is_a_conflict(service):
 
 
 def test_a_termination_asked_and_confirmed_removes_the_instance_and_its_rules(service):
-    asked, sent = service.mec_apps.request_termination(ADMIN, APP, 60)
-    sent.join(timeout=30)
+    asked = service.mec_apps.request_termination(ADMIN, APP, 60)
     assert asked.termination == "TERMINATING"
     with pytest.raises(Conflict):
         service.mec_apps.confirm_ready(ALICE, APP)
@@ -109,13 +144,12 @@ def test_a_termination_asked_and_confirmed_removes_the_instance_and_its_rules(se
 
 
 def test_a_termination_asked_notifies_each_subscriber_with_etsis_notification(service):
-    local = MecAppService(service._state, service.mec, Destinations(AllowList.of(["127.0.0.0/8"])))
+    local = local_apps(service)
     with CallbackReceiver() as receiver:
         made = local.create_subscription(ALICE, APP, subscription(receiver.url))
-        _, sent = local.request_termination(ADMIN, APP, 45)
-        sent.join(timeout=30)
-        assert not sent.is_alive()
-        (got,) = receiver.accepted()
+        local.request_termination(ADMIN, APP, 45)
+        (got,) = receiver.wait_for(1)
+        local.close()
     body = got.json()
     etsi_validator(operation_schema_of("AppTerminationNotification")).validate(body)
     assert body["maxGracefulTimeout"] == 45 and body["operationAction"] == "TERMINATING"
@@ -177,3 +211,161 @@ def test_deleting_the_application_takes_its_dns_rules_and_subscriptions(service)
     service.mec.create_application(ADMIN, MecApplicationSpec(appInstanceId=APP, tenant="alice"))
     assert service.mec_apps.list_dns_rules(ALICE, APP) == []
     assert service.mec_apps.list_subscriptions(ALICE, APP) == []
+
+
+# --- notification retries ------------------------------------------------------------------------
+
+
+def test_a_termination_notification_is_queued_not_awaited_and_retried_until_taken(service):
+    local = local_apps(service, start=False)  # no worker yet: the request cannot wait on a delivery
+    with CallbackReceiver() as receiver:
+        receiver.answer(503, 503)
+        made = local.create_subscription(ALICE, APP, subscription(receiver.url))
+        assert local.request_termination(ADMIN, APP, 60).termination == "TERMINATING"
+        assert receiver.received == []
+        local.start()
+        receiver.wait_for(1)
+        assert local.notifier.flush()
+        local.close()
+    assert [got.status for got in receiver.received] == [503, 503, 204]
+    assert receiver.received[0].body == receiver.received[2].body  # the same notification again
+    stats = local.delivery_stats(made)
+    assert (stats.sent, stats.retried, stats.failed, stats.last_error) == (1, 2, 0, "")
+
+
+@pytest.mark.parametrize("failure", ["HTTP 500", "connection refused"])
+def test_a_termination_notification_failing_every_attempt_is_given_up_and_counted(service, failure):
+    local = local_apps(service)
+    with CallbackReceiver() as receiver:
+        receiver.answer(500, 500, 500, 500)
+        made = local.create_subscription(ALICE, APP, subscription(receiver.url))
+        if failure == "connection refused":
+            receiver.__exit__()  # nobody listens at the callback any more
+        local.request_termination(ADMIN, APP, 60)
+        assert local.notifier.flush()
+        local.close()
+    stats = local.delivery_stats(made)
+    assert (stats.sent, stats.retried, stats.failed) == (0, FAST.max_retries, 1)
+    if failure == "HTTP 500":
+        assert [got.status for got in receiver.received] == [500] * (FAST.max_retries + 1)
+    else:
+        assert receiver.received == [] and "ConnectError" in stats.last_error
+    assert service.mec.get_application(ADMIN, APP).termination == "TERMINATING"  # delivery or not
+
+
+def test_a_termination_notification_goes_only_where_the_policy_allows_when_sent(service):
+    with CallbackReceiver() as receiver:
+        # Allowed when subscribed; then the name moves to an address the policy does not allow.
+        names = Names({"subscriber.test": ["127.0.0.1", "192.0.2.1"]})
+        local = local_apps(service, resolver=names)
+        made = local.create_subscription(ALICE, APP, subscription(receiver.url_for("subscriber.test")))
+        local.request_termination(ADMIN, APP, 60)
+        assert local.notifier.flush()
+        local.close()
+        assert receiver.received == []
+    stats = local.delivery_stats(made)
+    assert (stats.sent, stats.refused, stats.retried) == (0, 1, 0)
+    assert "192.0.2.1" in stats.last_error
+
+
+# --- graceful termination ------------------------------------------------------------------------
+
+
+def test_an_application_that_does_not_confirm_goes_when_its_graceful_timeout_passes(service):
+    deadlines = Deadlines()
+    local = local_apps(service, schedule=deadlines)
+    local.request_termination(ADMIN, APP, 45)
+    assert [entry[0] for entry in deadlines.armed] == [45]
+    assert service.store.get_intent("alice", intent_ids(APP, "r1")[0]) is not None  # still in force
+    deadlines.fire()
+    with pytest.raises(NotFound):
+        service.mec.get_application(ADMIN, APP)
+    assert all(service.store.get_intent("alice", one) is None for one in intent_ids(APP, "r1"))
+    local.close()
+
+
+def test_a_confirmation_before_the_timeout_ends_it_and_the_timeout_does_nothing_more(service):
+    deadlines = Deadlines()
+    local = local_apps(service, schedule=deadlines)
+    local.request_termination(ADMIN, APP, 45)
+    local.confirm_termination(ALICE, APP, AppTerminationConfirmation(operationAction="TERMINATING"))
+    assert deadlines.armed[0][2], "the graceful timeout is cancelled"
+    service.mec.create_application(ADMIN, MecApplicationSpec(appInstanceId=APP, tenant="alice", trafficRules=[rule("r1")]))
+    deadlines.fire()  # a timer that ran all the same: the new instance of the same id stays
+    assert service.mec.get_application(ADMIN, APP).termination is None
+    local.close()
+
+
+def test_an_instance_deleted_while_terminating_takes_its_graceful_timeout_with_it(service):
+    deadlines = Deadlines()
+    local = local_apps(service, schedule=deadlines)
+    local.request_termination(ADMIN, APP, 45)
+    service.mec.delete_application(ADMIN, APP)
+    assert deadlines.armed[0][2], "the graceful timeout is cancelled"
+    local.close()
+
+
+def test_asking_again_starts_the_graceful_timeout_over(service):
+    deadlines = Deadlines()
+    local = local_apps(service, schedule=deadlines)
+    local.request_termination(ADMIN, APP, 45)
+    local.request_termination(ADMIN, APP, 90)
+    assert [(entry[0], entry[2]) for entry in deadlines.armed] == [(45, True), (90, False)]
+    deadlines.fire(0)  # the first one's timer, cancelled too late: nothing
+    assert service.mec.get_application(ADMIN, APP).termination == "TERMINATING"
+    deadlines.fire(1)
+    with pytest.raises(NotFound):
+        service.mec.get_application(ADMIN, APP)
+    local.close()
+
+
+def test_the_graceful_timeout_runs_on_a_real_timer(service):
+    removed = threading.Event()
+    service.mec.on_application_removed(lambda app_instance_id: removed.set)
+    service.mec_apps.request_termination(ADMIN, APP, 0)
+    assert removed.wait(10), "the instance was not terminated when its graceful timeout passed"
+    with pytest.raises(NotFound):
+        service.mec.get_application(ADMIN, APP)
+
+
+@pytest.mark.parametrize("ended_by", ["confirmation", "graceful timeout"])
+def test_a_stop_takes_the_rules_out_of_the_data_plane_and_keeps_the_instance(service, ended_by):
+    deadlines = Deadlines()
+    local = local_apps(service, schedule=deadlines)
+    service.mec_apps.confirm_ready(ALICE, APP)
+    installed = installed_of(service)
+    assert installed
+    assert local.request_termination(ADMIN, APP, 45, "STOPPING").termination == "STOPPING"
+    with pytest.raises(Conflict):
+        local.confirm_termination(ALICE, APP, AppTerminationConfirmation(operationAction="TERMINATING"))
+    if ended_by == "confirmation":
+        local.confirm_termination(ALICE, APP, AppTerminationConfirmation(operationAction="STOPPING"))
+        assert deadlines.armed[0][2], "the graceful timeout is cancelled"
+    else:
+        deadlines.fire()
+    stopped = service.mec.get_application(ALICE, APP)
+    assert (stopped.state, stopped.termination) == ("INSTANTIATED", None)
+    assert [one.state for one in stopped.trafficRules] == ["INACTIVE"]
+    assert installed_of(service) == []
+    assert service.mec_apps.list_dns_rules(ALICE, APP)  # the rest of the instance stays
+
+    service.mec.put_traffic_rule(ALICE, APP, "r1", rule("r1"))  # started again: its rule ACTIVE
+    assert installed_of(service) == installed
+    local.close()
+
+
+def installed_of(service: NetAppService) -> list[str]:
+    """The ids of the intents the application's rule r1 installed."""
+    return [one for one in intent_ids(APP, "r1") if service.store.get_intent("alice", one) is not None]
+
+
+def test_a_stop_is_notified_as_stopping(service):
+    local = local_apps(service)
+    with CallbackReceiver() as receiver:
+        local.create_subscription(ALICE, APP, subscription(receiver.url))
+        local.request_termination(ADMIN, APP, 30, "STOPPING")
+        (got,) = receiver.wait_for(1)
+        local.close()
+    body = got.json()
+    etsi_validator(operation_schema_of("AppTerminationNotification")).validate(body)
+    assert (body["operationAction"], body["maxGracefulTimeout"]) == ("STOPPING", 30)

@@ -19,7 +19,7 @@ from tests.api.openapi_run import examples
 from tests.api.problems import MEC_SPEC, assert_problem, invalid_param
 from tests.mec.conftest import TENANT
 from tests.mec.test_etsi_conformance import etsi_validator, operation_schema
-from tests.utils.mec import etsi_examples, etsi_timeout
+from tests.utils.mec import etsi_examples, etsi_timeout, traffic_rule
 
 pytestmark = pytest.mark.slow
 
@@ -116,6 +116,27 @@ def test_confirm_ready_and_termination_answer_to_the_state(dns_site):
     assert_problem(tenant.post(f"{gone}/confirm_ready", json={"indication": "READY"}), 409)
     assert tenant.post(f"{gone}/confirm_termination", json={"operationAction": "TERMINATING"}).status_code == 204
     assert_problem(admin.get("/api/v1/mec/applications/app-gone"), 404)
+
+
+def test_a_stop_asked_and_confirmed_keeps_the_instance_over_http(dns_site):
+    tenant, admin = dns_site.client("tenant-a"), dns_site.client("admin")
+    declared = admin.post("/api/v1/mec/applications", json={
+        "appInstanceId": "app-stop", "tenant": TENANT,
+        "trafficRules": [traffic_rule("udp", trafficFilter=[{"protocol": ["udp"], "dstPort": ["7100"]}])]})
+    assert declared.status_code == 201, declared.text
+    application = f"{BASE}/applications/app-stop"
+    assert tenant.get(f"{application}/traffic_rules/udp").json()["state"] == "ACTIVE"
+    termination = "/api/v1/mec/applications/app-stop/termination"
+    refused = admin.post(termination, json={"operationAction": "PAUSING"})
+    assert invalid_param(assert_problem(refused, 400))["name"].endswith("operationAction")
+    asked = admin.post(termination, json={"operationAction": "STOPPING", "maxGracefulTimeout": 600})
+    assert asked.json()["termination"] == "STOPPING", asked.text
+    assert_problem(tenant.post(f"{application}/confirm_termination", json={"operationAction": "TERMINATING"}), 409)
+    assert tenant.post(f"{application}/confirm_termination", json={"operationAction": "STOPPING"}).status_code == 204
+    stopped = admin.get("/api/v1/mec/applications/app-stop").json()
+    assert (stopped["state"], stopped.get("termination")) == ("INSTANTIATED", None)
+    assert tenant.get(f"{application}/traffic_rules/udp").json()["state"] == "INACTIVE"
+    assert admin.delete("/api/v1/mec/applications/app-stop").status_code == 204
 
 
 def test_another_tenant_gets_404s(dns_site):
