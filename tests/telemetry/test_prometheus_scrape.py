@@ -2,8 +2,8 @@
 evaluates the shipped scaling rules (vnfd/prometheus/dpp-netapp-rules.yml) as an operator's would.
 
 The NetApp runs natively on an emulated edge site's n3 with one metered CPU, and an ATSSS session
-whose paths' series (`dpp_atsss_path_*`) the scrapes carry. Idle, that CPU's
-`dpp_cpu_load_ratio` is 0 and the scale-in alert fires; once the RAN side sends a priority flow
+whose paths' series (`dpp_atsss_path_*`, which telemetry.atsss_path_metrics asks for) the scrapes
+carry. Idle, that CPU's `dpp_cpu_load_ratio` is 0 and the scale-in alert fires; once the RAN side sends a priority flow
 steered to that CPU at twice its capacity, the scale-out alert fires and the scale-in one ends.
 The test's copy of the rules shortens `for:` (the VNFD's 60 s) to a few seconds; the expressions,
 thresholds included, are the shipped ones.
@@ -75,6 +75,7 @@ def serve(site: EdgeSite, tmp_path: Path) -> Iterator[tuple[ServeProcess, str, i
                 "interval_s": TELEMETRY_INTERVAL_S,
                 "node": NODE,
                 "metrics_listener": {"enabled": True, "host": "127.0.0.1", "port": listener_port},
+                "atsss_path_metrics": True,  # per-path series are off /metrics by default
             },
         )
         process = ServeProcess(config, free_port(), tmp_path)
