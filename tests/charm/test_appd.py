@@ -8,20 +8,35 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 
 import pytest
+import yaml
 from netapp_workload import ApiError
 from ops import testing
 
 from tests.charm.conftest import CHARM_DIR
 
-APPD = json.loads((CHARM_DIR.parents[1] / "vnfd" / "dpp-netapp_appd.json").read_text())
+VNFD_DIR = CHARM_DIR.parents[1] / "vnfd"
+SHIPPED_APPD = (VNFD_DIR / "dpp-netapp_appd.json").read_text()  # the VNF package's mec/dpp-netapp_appd.json
+APPD = json.loads(SHIPPED_APPD)
 MGMT = testing.Network("juju-info", bind_addresses=[testing.BindAddress([testing.Address("10.10.0.5")])])
 DAY1 = testing.State(config={"appd": json.dumps(APPD), "api-port": 8443}, networks={MGMT})
 
 
 def _applied(netapp) -> list[tuple]:
     return [args for name, args in netapp.api.calls if name == "apply_appd"]
+
+
+def day1_primitive_params(name: str, instantiation: dict[str, str]) -> dict[str, str]:
+    """The parameters the VNFD's day-1 primitive `name` passes to the charm's action, as OSM passes
+    them: each <placeholder> filled from the instantiation parameters (additionalParamsForVnf)."""
+    vnfd = yaml.safe_load((VNFD_DIR / "dpp-netapp_vnfd.yaml").read_text())["vnfd"]
+    (df,) = vnfd["df"]
+    (day12,) = df["lcm-operations-configuration"]["operate-vnf-op-config"]["day1-2"]
+    (primitive,) = [one for one in day12["initial-config-primitive"] if one["name"] == name]
+    return {param["name"]: re.sub(r"<(\w+)>", lambda found: instantiation[found[1]], str(param["value"]))
+            for param in primitive.get("parameter", [])}
 
 
 def test_given_an_appd_when_config_changed_then_applied_with_the_units_address_and_port_once(ctx, netapp):
@@ -80,3 +95,13 @@ def test_given_no_appd_anywhere_when_apply_appd_action_then_it_fails_naming_the_
     with pytest.raises(testing.ActionFailed, match="^appd: required"):
         ctx.run(ctx.on.action("apply-appd"), testing.State())
     assert _applied(netapp) == []
+
+
+def test_given_the_vnfds_day1_primitive_when_osm_runs_it_then_the_shipped_appd_is_applied(ctx, netapp):
+    """No appd option: the AppD comes from the primitive, as an OSM instantiation gives it."""
+    params = day1_primitive_params("apply-appd", {"mec_appd": SHIPPED_APPD})
+
+    ctx.run(ctx.on.action("apply-appd", params=params), testing.State(config={"api-port": 8443}, networks={MGMT}))
+
+    assert _applied(netapp) == [(APPD, "dpp-netapp", {"mgmt-address": "10.10.0.5", "api-port": "8443"})]
+    assert ctx.action_results["app-instance-id"] == "dpp-netapp" and ctx.action_results["changed"] == "true"

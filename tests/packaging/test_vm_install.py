@@ -192,13 +192,13 @@ def day1_primitives(vnfd: dict[str, Any]) -> list[dict[str, Any]]:
     return sorted(day12["initial-config-primitive"], key=lambda primitive: primitive["seq"])
 
 
-def parameters(primitive: dict[str, Any]) -> dict[str, Any]:
-    """A primitive's parameters with OSM's <placeholders> filled from PARAMS."""
+def parameters(primitive: dict[str, Any], params: dict[str, str] = PARAMS) -> dict[str, Any]:
+    """A primitive's parameters with OSM's <placeholders> filled from `params`."""
     values = {}
     for parameter in primitive.get("parameter", []):
         value = str(parameter["value"])
         found = re.fullmatch(r"<(\w+)>", value)
-        values[parameter["name"]] = PARAMS[found[1]] if found else value
+        values[parameter["name"]] = params[found[1]] if found else value
     return values
 
 
@@ -246,18 +246,28 @@ def test_the_vnf_package_alone_installs_starts_takes_day1_and_steers_on_a_day2_i
     assert installed == {"version": version, "installed": True}
     assert (vm.root / "etc" / CHARM / "requirements.txt").read_text() == (wheels / REQUIREMENTS_FILE).read_text()
 
-    # Day 1: the VNFD's initial config primitives, as OSM runs them.
+    # Day 1: the VNFD's initial config primitives, as OSM runs them, the package's AppD given at
+    # instantiation.
+    params = {**PARAMS, "mec_appd": (vm.package / "mec" / f"{CHARM}_appd.json").read_text()}
     config: dict[str, Any] = {}
     for primitive in day1_primitives(vnfd):
         if primitive["name"] == "config":
-            config.update(parameters(primitive))
+            config.update(parameters(primitive, params))
             configured = vm.run("configure", config=config)
             assert configured["running"], vm.log_tail()
             assert configured["steer_cpus"] == ([STEER_CPU] if "steer-cpus" in config else [])
             vm.run("ready", config=config)
         else:
-            vm.run("action", name=primitive["name"], params=parameters(primitive), config=config)
-    assert [primitive["name"] for primitive in day1_primitives(vnfd)][-1] == "reload-dataplane"
+            action_params = parameters(primitive, params)
+            if primitive["name"] == "apply-appd":
+                # What the charm's action handler adds (DppNetappCharm._appd_values): the unit's
+                # management address and api-port. The driver runs the handler alone.
+                action_params["values"] = {"mgmt-address": params["rw_mgmt_ip"], "api-port": str(config["api-port"])}
+            vm.run("action", name=primitive["name"], params=action_params, config=config)
+    assert [primitive["name"] for primitive in day1_primitives(vnfd)][-2:] == ["reload-dataplane", "apply-appd"]
+    onboarded = vm.run("request", method="GET", path=f"/api/v1/mec/applications/{appd['appName']}", config=config)
+    assert [rule["trafficRuleId"] for rule in onboarded["body"]["trafficRules"]] == [
+        rule["trafficRuleId"] for rule in appd["appTrafficRule"]]
 
     # The service runs the installed NetApp with the data plane its wheel carries, attached to n3.
     pid = vm.service_pid()
