@@ -346,7 +346,7 @@ def test_a_stop_takes_the_rules_out_of_the_data_plane_and_keeps_the_instance(ser
     else:
         deadlines.fire()
     stopped = service.mec.get_application(ALICE, APP)
-    assert (stopped.state, stopped.termination) == ("INSTANTIATED", None)
+    assert (stopped.state, stopped.termination, stopped.terminationDeadline) == ("INSTANTIATED", None, None)
     assert [one.state for one in stopped.trafficRules] == ["INACTIVE"]
     assert installed_of(service) == []
     assert service.mec_apps.list_dns_rules(ALICE, APP)  # the rest of the instance stays
@@ -439,15 +439,3 @@ def test_a_graceful_timeout_not_passed_at_a_restart_is_armed_again_for_what_is_l
         local.close()
         again.close()
 
-
-def test_a_stop_confirmed_forgets_its_deadline_so_a_restart_does_nothing_more(tmp_path, before_restart):
-    before_restart.mec_apps.request_termination(ADMIN, APP, 45, "STOPPING")
-    before_restart.mec_apps.confirm_termination(ALICE, APP, AppTerminationConfirmation(operationAction="STOPPING"))
-    before_restart.mec.put_traffic_rule(ALICE, APP, "r1", rule("r1"))  # started again: ACTIVE
-
-    again = restart(tmp_path, before_restart, seconds=60)
-    try:
-        assert again.mec.get_application(ALICE, APP).terminationDeadline is None
-        assert installed(again, "alice", APP, "r1")
-    finally:
-        again.close()
