@@ -13,12 +13,14 @@ import re
 import shutil
 from collections.abc import Iterator
 
+import jsonschema
 import pytest
 import yaml
 from netapp_workload import SHIPPED_APPD, ApiError
 from ops import testing
 
 from tests.charm.conftest import CHARM_DIR, private_charm_root
+from tests.charm.test_action_schemas import schema_of
 
 VNFD_DIR = CHARM_DIR.parents[1] / "vnfd"
 APPD_SOURCE = VNFD_DIR / "dpp-netapp_appd.json"  # the VNF package's mec/dpp-netapp_appd.json
@@ -147,3 +149,14 @@ def test_given_the_option_and_the_charms_appd_when_apply_appd_then_the_parameter
     assert _applied(netapp)[-1][:2] == (option, "from-option") and ctx.action_results["appd-source"] == "option"
     ctx.run(ctx.on.action("apply-appd", params={"appd": json.dumps(given)}), state)
     assert _applied(netapp)[-1][:2] == (given, "from-action") and ctx.action_results["appd-source"] == "action"
+
+
+def test_given_osms_day2_defaults_when_apply_appd_then_the_options_appd_goes_to_its_app_name(ctx, netapp):
+    """An `osm ns-action` that leaves both parameters out passes the VNFD's default-values ("");
+    Juju's schema takes them and the charm reads them as not given."""
+    params = {"appd": "", "app-instance-id": ""}
+    jsonschema.validate(params, schema_of("apply-appd"))
+
+    ctx.run(ctx.on.action("apply-appd", params=params), DAY1)
+
+    assert _applied(netapp)[-1][:2] == (APPD, "dpp-netapp") and ctx.action_results["appd-source"] == "option"
