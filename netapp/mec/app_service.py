@@ -13,9 +13,10 @@ application's subscribers get an AppTerminationNotification (operationAction TER
 netapp.mec.notify), the instance's termination is TERMINATING from then on, and it goes, as an
 administrator's DELETE takes it (rules, allocations, DNS rules, subscriptions), when the application
 confirms with confirm_termination or, at the latest, when maxGracefulTimeout has passed (MEC 011:
-the graceful timeout bounds the application's own termination actions). The timeout is kept in
-memory: after a restart of the NetApp an instance still TERMINATING goes on its confirmation or an
-administrator's DELETE.
+the graceful timeout bounds the application's own termination actions). When it passes is stored
+with the termination (the instance's terminationDeadline) and awaited by a timer: a restart of the
+NetApp arms the timer again for what is left, and does at start what passed while it was down, so
+that no application's rules stay in force for ever because the NetApp restarted meanwhile.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
+from datetime import datetime, timedelta
 from typing import Any, Callable, Optional
 
 import httpx
@@ -48,6 +50,9 @@ from netapp.telemetry.subscription_models import callback_refusal
 log = logging.getLogger("netapp.mec")
 
 MAX_SUBSCRIPTIONS = 16  # termination subscriptions one application instance may hold
+# Who does a termination once its graceful timeout passed: the platform, on the administrator's
+# earlier request (which may predate a restart, so the administrator is not known any more).
+GRACEFUL_TIMEOUT = Principal(tenant="", scopes=frozenset({Scope.ADMIN}), name="mec-graceful-timeout")
 
 Schedule = Callable[[float, Callable[[], None]], Callable[[], None]]
 """(delay in seconds, what to do then) -> what cancels it."""
@@ -83,7 +88,9 @@ class MecAppService:
         mec.on_application_removed(lambda app_instance_id: lambda: self._cancel_deadline(app_instance_id))
 
     def start(self) -> None:
+        """Start the notifier, and take over the graceful timeouts the store holds (a restart)."""
         self.notifier.start()
+        self._resume_deadlines()
 
     def close(self) -> None:
         with self._deadlines_lock:
@@ -147,9 +154,10 @@ class MecAppService:
         self._state.require(who, Scope.ADMIN)
         with self._state.store.transaction():
             application = self._mec.application_of(who, app_instance_id)
-            app_store.set_state(self._state.store, app_instance_id, application.state, operation_action)
+            deadline = self._state.now() + timedelta(seconds=max_graceful_timeout_s)
+            app_store.set_state(self._state.store, app_instance_id, application.state, operation_action, deadline)
             subscriptions = app_store.list_subscriptions(self._state.store, app_instance_id)
-        self._arm_deadline(who, app_instance_id, max_graceful_timeout_s)
+        self._arm_deadline(app_instance_id, max_graceful_timeout_s)
         self.notifier.send([
             (subscription_id, callback,
              termination_notification(app_instance_id, subscription_id, max_graceful_timeout_s, operation_action))
@@ -187,17 +195,27 @@ class MecAppService:
         self._cancel_deadline(app_instance_id)
         self._mec.stop_application(who, app_instance_id)
 
-    def _arm_deadline(self, who: Principal, app_instance_id: str, timeout_s: float) -> None:
-        """After `timeout_s`, terminate the instance as `who` (the administrator who asked) unless
-        it confirmed first."""
+    def _resume_deadlines(self) -> None:
+        """The graceful timeouts stored by an earlier run: those that passed meanwhile are done now,
+        the others armed for what is left of them."""
+        for app_instance_id, deadline in app_store.pending_terminations(self._state.store):
+            left_s = (deadline - self._state.now()).total_seconds()
+            if left_s <= 0:
+                self._graceful_timeout_passed(app_instance_id, deadline)
+            else:
+                self._arm_deadline(app_instance_id, left_s)
+
+    def _arm_deadline(self, app_instance_id: str, timeout_s: float) -> None:
+        """After `timeout_s`, do the operation asked of the instance unless it confirmed first."""
         arming = object()  # which request this deadline is of
+        deadline = self._state.now() + timedelta(seconds=timeout_s)
 
         def passed() -> None:
             with self._deadlines_lock:
                 if self._deadlines.get(app_instance_id, (None,))[0] is not arming:
                     return  # confirmed, asked again or closed meanwhile
                 del self._deadlines[app_instance_id]
-            self._graceful_timeout_passed(who, app_instance_id, timeout_s)
+            self._graceful_timeout_passed(app_instance_id, deadline)
 
         self._cancel_deadline(app_instance_id)
         with self._deadlines_lock:  # held: a timeout of 0 must find its deadline armed
@@ -209,20 +227,20 @@ class MecAppService:
         if cancel is not None:
             cancel()
 
-    def _graceful_timeout_passed(self, who: Principal, app_instance_id: str, timeout_s: float) -> None:
+    def _graceful_timeout_passed(self, app_instance_id: str, deadline: datetime) -> None:
         try:
-            application = self._mec.application_of(who, app_instance_id)
+            application = self._mec.application_of(GRACEFUL_TIMEOUT, app_instance_id)
             if application.termination is None:
                 return
-            self._end(who, application)
+            self._end(GRACEFUL_TIMEOUT, application)
         except NotFound:
             return  # deleted meanwhile (an administrator's DELETE)
-        except Exception:  # a timer thread: nobody else would hear of it
-            log.exception("MEC 011: application instance %s: termination after its graceful timeout failed",
-                          app_instance_id)
+        except Exception:  # a timer thread, or start(): nobody else would hear of it
+            log.exception("MEC 011: application instance %s: the operation asked, due at %s, failed",
+                          app_instance_id, deadline.isoformat())
             return
-        log.warning("MEC 011: application instance %s did not confirm within %ss: %s done all the same",
-                    app_instance_id, timeout_s, application.termination)
+        log.warning("MEC 011: application instance %s did not confirm by %s: %s done all the same",
+                    app_instance_id, deadline.isoformat(), application.termination)
 
     # --- termination subscriptions ---------------------------------------------------------------
 

@@ -49,11 +49,25 @@ def get_state(store: Store, app_instance_id: str) -> tuple[str, Optional[str]]:
     return row[0], row[1]
 
 
-def set_state(store: Store, app_instance_id: str, state: str, termination: Optional[str]) -> None:
+def set_state(
+    store: Store, app_instance_id: str, state: str, termination: Optional[str], deadline: Optional[datetime] = None
+) -> None:
+    """The lifecycle state, and the termination asked with when its graceful timeout passes (None
+    with no termination, or for one asked before deadlines were kept)."""
     store.execute(
-        "UPDATE mec_applications SET state = ?, termination = ? WHERE app_instance_id = ?",
-        (state, termination, app_instance_id),
+        "UPDATE mec_applications SET state = ?, termination = ?, termination_deadline = ? WHERE app_instance_id = ?",
+        (state, termination, None if deadline is None else deadline.isoformat(), app_instance_id),
     )
+
+
+def pending_terminations(store: Store) -> list[tuple[str, datetime]]:
+    """(application instance, when its graceful timeout passes) of every termination or stop asked
+    and not yet done, soonest first."""
+    rows = store.execute(
+        "SELECT app_instance_id, termination_deadline FROM mec_applications "
+        "WHERE termination IS NOT NULL AND termination_deadline IS NOT NULL ORDER BY termination_deadline"
+    )
+    return [(app_instance_id, datetime.fromisoformat(deadline)) for app_instance_id, deadline in rows.fetchall()]
 
 
 def list_subscriptions(store: Store, app_instance_id: str) -> list[tuple[str, str]]:

@@ -10,6 +10,7 @@ with a value is said by the compiler (netapp.mec.compiler), naming the field, no
 from __future__ import annotations
 
 import ipaddress
+from datetime import datetime
 from enum import Enum
 from typing import Annotated, Literal, Optional
 
@@ -167,3 +168,7 @@ class MecApplication(MecApplicationSpec):
     revision: Annotated[int, Field(ge=1, le=MAX_I64)] = 1
     state: Literal["INSTANTIATED", "READY"] = "INSTANTIATED"
     termination: Optional[Literal["STOPPING", "TERMINATING"]] = None
+    terminationDeadline: Optional[datetime] = Field(
+        None, description="when the termination's maxGracefulTimeout passes: the operation is done then unless "
+        "the application confirmed it first (kept over a restart of the NetApp)",
+    )

@@ -71,3 +71,10 @@ MEC_APPD_TABLES = (
         applied_at TEXT NOT NULL
     ) WITHOUT ROWID""",
 )
+
+# Schema version 12 (migration key 11): when the graceful timeout of a termination or stop an
+# administrator asked passes (netapp.mec.app_service), so that a restart of the NetApp resumes it
+# instead of leaving the application's rules in force for ever.
+MEC_GRACEFUL_DEADLINE = (
+    "ALTER TABLE mec_applications ADD COLUMN termination_deadline TEXT",
+)

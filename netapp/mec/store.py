@@ -13,12 +13,13 @@ from netapp.service.store import Store
 
 def get_application(store: Store, app_instance_id: str) -> Optional[MecApplication]:
     row = store.execute(
-        "SELECT tenant, app_name, revision, state, termination FROM mec_applications WHERE app_instance_id = ?",
+        "SELECT tenant, app_name, revision, state, termination, termination_deadline FROM mec_applications "
+        "WHERE app_instance_id = ?",
         (app_instance_id,),
     ).fetchone()
     if row is None:
         return None
-    tenant, app_name, revision, state, termination = row
+    tenant, app_name, revision, state, termination, deadline = row
     return MecApplication(
         appInstanceId=app_instance_id,
         tenant=tenant,
@@ -28,6 +29,7 @@ def get_application(store: Store, app_instance_id: str) -> Optional[MecApplicati
         revision=revision,
         state=state,
         termination=termination,
+        terminationDeadline=None if deadline is None else datetime.fromisoformat(deadline),
     )
 
 

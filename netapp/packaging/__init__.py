@@ -4,7 +4,8 @@
 
 * ``dpp-netapp.charm``: the Juju machine charm, packed as charmcraft packs it (charm.py), with
   the NetApp's wheel (its data plane inside) and its dependencies as wheels (wheels.py), which
-  the charm installs from without an index;
+  the charm installs from without an index, and the VNF package's MEC 010-2 AppD, which its
+  apply-appd action applies by default;
 * ``dpp-netapp_vnf.tar.gz`` and ``dpp-netapp_ns.tar.gz``: the OSM packages, laid out as
   ``osm package-build`` lays them out and checked as OSM's NBI checks an upload (osm.py).
 
@@ -79,6 +80,7 @@ def build_all(
                 platform,
                 log,
                 wheelhouse if name == NAME else None,
+                src.appd if name == NAME else None,
             )
             for name, project in projects.items()
         }

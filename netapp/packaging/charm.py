@@ -16,7 +16,11 @@ writes for a machine charm with the unified ``charmcraft.yaml`` (canonical/charm
   requirements.txt, installed for the charm's base rather than for this machine;
 * ``wheels/``, when given a wheelhouse (wheels.py): the NetApp and its dependencies as wheels,
   which the charm installs from without an index. Not charmcraft's: its ``dump`` part would copy
-  a prepared folder the same way.
+  a prepared folder the same way;
+* ``appd.json``, when given an AppD: the VNF package's MEC 010-2 AppD, copied from its one source
+  at build time, which the charm's apply-appd action applies when neither the action nor the
+  ``appd`` option gives one (so OSM's day 1 onboards it with no instantiation parameter). Not
+  charmcraft's either: a ``dump`` part of the file would do the same.
 """
 
 from __future__ import annotations
@@ -301,6 +305,8 @@ def write_metadata_files(project: CharmProject, tree: Path) -> None:
 
 
 WHEELS_DIR = "wheels"
+# Where the charm carries the AppD (charms/dpp-netapp/src/netapp_workload.py SHIPPED_APPD reads it).
+APPD_FILE = "appd.json"
 
 
 def stage(
@@ -310,9 +316,10 @@ def stage(
     platform: str,
     log: Log,
     wheelhouse: Path | None = None,
+    appd: Path | None = None,
 ) -> None:
-    """Lay out the charm as it is packed: what charmcraft's prime directory holds, and
-    ``wheelhouse`` (a folder of wheels) as ``wheels/``."""
+    """Lay out the charm as it is packed: what charmcraft's prime directory holds,
+    ``wheelhouse`` (a folder of wheels) as ``wheels/`` and ``appd`` (an AppD file) as APPD_FILE."""
     tree.mkdir(parents=True, exist_ok=True)
     copy_sources(project.root / "src", tree / "src")
     (tree / ENTRYPOINT).chmod(EXEC_MODE)  # dispatch execs it
@@ -327,6 +334,8 @@ def stage(
     install_dependencies(project.root / REQUIREMENTS_FILE, tree / "venv", python_version, platform)
     if wheelhouse is not None:
         shutil.copytree(wheelhouse, tree / WHEELS_DIR)
+    if appd is not None:
+        shutil.copyfile(appd, tree / APPD_FILE)
 
 
 def build_charm(
@@ -336,16 +345,18 @@ def build_charm(
     platform: str | None = None,
     log: Log = print,
     wheelhouse: Path | None = None,
+    appd: Path | None = None,
 ) -> Path:
     """Build ``out`` (a ``.charm`` zip) from the charm project at ``charm_root``; ``wheelhouse``:
-    a folder of wheels (wheels.py) the charm carries as ``wheels/``."""
+    a folder of wheels (wheels.py) the charm carries as ``wheels/``; ``appd``: the AppD file it
+    carries as APPD_FILE."""
     project = CharmProject.load(charm_root)
     python_version = python_version or default_python_version(project)
     platform = platform or default_platform(project)
     log(f"building charm {project.name} -> {out}")
     with tempfile.TemporaryDirectory(prefix=f"{project.name}-charm-") as tmp:
         tree = Path(tmp) / project.name
-        stage(project, tree, python_version, platform, log, wheelhouse)
+        stage(project, tree, python_version, platform, log, wheelhouse, appd)
         write_zip(tree, out, build_epoch())
     log(f"  wrote {out} ({out.stat().st_size / 1e6:.1f} MB)")
     return out

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from netapp.atsss.schema import ATSSS_TABLES
 from netapp.frer.schema import FRER_INTENT_OWNER, FRER_TABLES
-from netapp.mec.schema import MEC_APPD_TABLES, MEC_BWM_TABLES, MEC_TABLES
+from netapp.mec.schema import MEC_APPD_TABLES, MEC_BWM_TABLES, MEC_GRACEFUL_DEADLINE, MEC_TABLES
 from netapp.mec.service_schema import SERVICE_TABLES
 from netapp.routing.schema import ROUTING_TABLES
 from netapp.upf.schema import UPF_TABLES
@@ -96,6 +96,7 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     8: MEC_BWM_TABLES,  # 9: MEC 015 bandwidth allocations, MEC 011 DNS rules, lifecycle, subscriptions (netapp.mec)
     9: SERVICE_TABLES,  # 10: MEC 011 services of applications, their subscriptions (netapp.mec.service_store)
     10: MEC_APPD_TABLES,  # 11: the AppD applied to each MEC application instance (netapp.mec.appd_store)
+    11: MEC_GRACEFUL_DEADLINE,  # 12: when a MEC 011 termination's graceful timeout passes (netapp.mec.app_service)
 }
 
 SCHEMA_VERSION = len(MIGRATIONS) + 1

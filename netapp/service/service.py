@@ -84,6 +84,8 @@ from netapp.service.state import ServiceState
 from netapp.service.store import Store, StoreError
 from netapp.steering.models import CpuSpec
 from netapp.steering.service import CpuService
+from netapp.telemetry.notifications import MEC_SERVICE_AVAILABILITY, MEC_TERMINATION
+from netapp.telemetry.notify import Notifier
 from netapp.telemetry.sample import Counters
 
 __all__ = ["NetAppService", "rule_id", "split_rule_id"]
@@ -168,6 +170,11 @@ class NetAppService(IntentService):
     def mec_services(self) -> MecServices:
         """MEC 011 service management: the NetApp's services and its applications', discovered."""
         return self._mec_services
+
+    def notifiers(self) -> dict[str, Notifier]:
+        """The service's notifiers by name, whose delivery counts telemetry exposes
+        (netapp.telemetry.notifications)."""
+        return {MEC_TERMINATION: self._mec_apps.notifier.notifier, MEC_SERVICE_AVAILABILITY: self._mec_services.notifier}
 
     def function_rules(self, name: str) -> FunctionRules:
         """The rules network function `name` installs itself (the UPF's SDF filters), beside the

@@ -204,6 +204,8 @@ class Notifier:
         self.destinations = destinations if destinations is not None else Destinations(
             AllowList.of(settings.callback_allow), resolver)
         self._lock = threading.Lock()  # the stats, which API readers and workers share
+        # Every subscription's counts summed, those deleted since included (netapp.telemetry.notifications).
+        self._totals = DeliveryStats()
         self._busy = 0  # deliveries being sent now
         self._workers: list[threading.Thread] = []
 
@@ -228,6 +230,7 @@ class Notifier:
         with self._lock:
             for delivery in left:
                 delivery.stats.dropped += 1
+                self._totals.dropped += 1
 
     def send(self, delivery: Delivery) -> bool:
         """Queue a delivery (never waits); False, counted as dropped, when the queue is full."""
@@ -235,6 +238,7 @@ class Notifier:
             return True
         with self._lock:
             delivery.stats.dropped += 1
+            self._totals.dropped += 1
         return False
 
     def idle(self) -> bool:
@@ -242,6 +246,10 @@ class Notifier:
         with self._lock:
             busy = self._busy
         return busy == 0 and len(self.queue) == 0
+
+    def totals(self) -> DeliveryStats:
+        """What became of every notification since the notifier was made, whatever its subscription."""
+        return self.stats_of(self._totals)
 
     def stats_of(self, stats: DeliveryStats) -> DeliveryStats:
         """A copy of `stats`, consistent (taken under the workers' lock)."""
@@ -314,6 +322,7 @@ class Notifier:
         with self._lock:
             stats = delivery.stats
             stats.sent += 1
+            self._totals.sent += 1
             stats.last_sequence = max(stats.last_sequence, delivery.sequence)
             recovered = bool(stats.last_error)
             stats.last_error = ""
@@ -327,6 +336,7 @@ class Notifier:
     def _count_retry(self, delivery: Delivery, error: str) -> None:
         with self._lock:
             delivery.stats.retried += 1
+            self._totals.retried += 1
             first = not delivery.stats.last_error
             delivery.stats.last_error = error
         if first:  # once per outage, not once per attempt
@@ -340,6 +350,7 @@ class Notifier:
     def _count_refused(self, delivery: Delivery, error: str) -> None:
         with self._lock:
             delivery.stats.refused += 1
+            self._totals.refused += 1
             first = delivery.stats.last_error != error
             delivery.stats.last_error = error
         if first:  # once, not once per notification, until something changes
@@ -353,6 +364,7 @@ class Notifier:
     def _count_failed(self, delivery: Delivery, error: str) -> None:
         with self._lock:
             delivery.stats.failed += 1
+            self._totals.failed += 1
             delivery.stats.last_error = error
         log.warning(
             "telemetry: subscription %s: notification %d to %s given up after %d attempts (%s)",

@@ -4,7 +4,7 @@ Every point of a poll carries the poll's one timestamp. Counters are cumulative 
 (per second, from the previous poll) are floats and are left out, never faked, when there is no
 honest previous value: the first poll, a program reload, a counter that went backwards, a new
 intent. Tags are bounded sets only (node, tenant, intent, slice, cpu, verdict, action, reason,
-interface, sink, ATSSS session and path); addresses, ports and TEIDs never become tags.
+interface, sink, ATSSS session and path, notifier); addresses, ports and TEIDs never become tags.
 
 A poll holds the per-intent counters as arrays, so a million intents cost no Python object until
 someone asks for their points (`points`) or their line protocol (`line_chunks`).
@@ -50,10 +50,13 @@ ATSSS_ACK = "dpp_atsss_ack"
 # netapp.atsss.telemetry.AckPoints': the Ack sender's records by outcome (tag outcome, errno when refused)
 ATSSS_ACK_FIELDS = ("records",)
 ATSSS_ACK_OUTCOMES = ("sent", "refused", "unreadable")
+NOTIFICATION = "dpp_notification"
+# netapp.telemetry.notifications' fields: what became of a notifier's notifications (tag notifier)
+NOTIFICATION_FIELDS = ("delivered", "retried", "failed", "refused", "dropped")
 
 # Measurements about the whole node, not one tenant's objects: admins only.
 NODE_MEASUREMENTS = frozenset({CPU, VERDICT, ACTION, REASON, INTERFACE, TELEMETRY, ALTERNATIVE, UPF_BUFFERING,
-                               ATSSS_ACK})
+                               ATSSS_ACK, NOTIFICATION})
 TENANT_MEASUREMENTS = frozenset({INTENT, SLICE, UPF_URR, UPF_ASSOCIATION, ATSSS_PATH})
 MEASUREMENTS = NODE_MEASUREMENTS | TENANT_MEASUREMENTS
 

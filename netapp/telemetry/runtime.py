@@ -1,5 +1,6 @@
 """The telemetry of a running NetApp: the collector over the service, with the sinks its settings
-ask for, the subscriptions (a collector listener) and the event streams. `netapp serve` starts it
+ask for, the subscriptions (a collector listener), the event streams, and the delivery counts of
+the notifiers (the subscriptions' and the service's: netapp.telemetry.notifications). `netapp serve` starts it
 after the service and stops it before; the API reaches it as `app.state.telemetry` (None when
 telemetry is disabled)."""
 
@@ -11,6 +12,8 @@ from typing import Optional
 from netapp.core.config import MetricsListenerSettings, Settings, StreamSettings
 from netapp.telemetry.collector import Collector, Sink
 from netapp.telemetry.metrics_listener import MetricsListener
+from netapp.telemetry.notifications import TELEMETRY_SUBSCRIPTIONS, NotificationPoints
+from netapp.telemetry.notify import Notifier
 from netapp.telemetry.sample import CounterSource
 from netapp.telemetry.stream import StreamHub
 from netapp.telemetry.subscriptions import SubscriptionManager
@@ -53,6 +56,7 @@ class Telemetry:
         subscriptions = SubscriptionManager.open(
             settings.state_dir, telemetry.subscriptions, interval_s=telemetry.interval_s
         )
+        collector.add_source(NotificationPoints(_notifiers(subscriptions, source), telemetry.node))
         return cls(collector, subscriptions, telemetry.stream, telemetry.metrics_listener)
 
     def start(self) -> None:
@@ -76,6 +80,13 @@ class Telemetry:
         self.collector.stop(timeout_s)
         if self.subscriptions is not None:
             self.subscriptions.stop(timeout_s)
+
+
+def _notifiers(subscriptions: SubscriptionManager, source: CounterSource) -> dict[str, Notifier]:
+    """The subscriptions' notifier and the counter source's own, if it has any (the service's MEC
+    notifiers: NetAppService.notifiers)."""
+    own = getattr(source, "notifiers", None)
+    return {TELEMETRY_SUBSCRIPTIONS: subscriptions.notifier, **(own() if callable(own) else {})}
 
 
 def _sinks(settings: Settings) -> list[Sink]:

@@ -26,6 +26,8 @@ from netapp.telemetry.poll import (
     ATSSS_ACK_FIELDS,
     ATSSS_PATH,
     ATSSS_PATH_FIELDS,
+    NOTIFICATION,
+    NOTIFICATION_FIELDS,
     CPU,
     INTENT,
     INTERFACE,
@@ -70,6 +72,7 @@ THRESHOLD_FIELDS: dict[str, frozenset[str]] = {
     UPF_BUFFERING: frozenset(UPF_BUFFERING_FIELDS),
     ATSSS_PATH: frozenset(ATSSS_PATH_FIELDS),
     ATSSS_ACK: frozenset(ATSSS_ACK_FIELDS),
+    NOTIFICATION: frozenset(NOTIFICATION_FIELDS),
 }
 
 MeasurementName = Literal[tuple(sorted(MEASUREMENTS))]  # type: ignore[valid-type]

@@ -179,6 +179,17 @@ def test_initial_config_sets_interfaces_xdp_api_and_influxdb(descriptors):
     assert {p["name"] for p in conf["terminate-config-primitive"]} == {"detach"}
 
 
+def test_day1_ends_with_the_mec_onboarding_of_the_appd_the_charm_carries(descriptors):
+    """apply-appd once the API answers (after reload-dataplane), with no parameter: OSM's LCM
+    (ns.py _map_primitive_params) refuses a primitive whose <placeholder> the instantiation does
+    not give, so the AppD is the charm's own, which needs none (tests/charm/test_appd.py runs it)."""
+    conf = _day12(descriptors.vnfd)
+    names = [p["name"] for p in sorted(conf["initial-config-primitive"], key=lambda p: p["seq"])]
+    assert names[-2:] == ["reload-dataplane", "apply-appd"]
+    (onboarding,) = [p for p in conf["initial-config-primitive"] if p["name"] == "apply-appd"]
+    assert "parameter" not in onboarding, onboarding
+
+
 def test_no_credentials_in_descriptors(descriptors):
     """Secrets only as OSM placeholders (<name>), no ssh-password like the hackfest VNFD."""
     text = (REPO_ROOT / "vnfd" / "dpp-netapp_vnfd.yaml").read_text()

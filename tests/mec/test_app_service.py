@@ -7,6 +7,7 @@ none of it."""
 from __future__ import annotations
 
 import threading
+from datetime import timedelta
 from typing import Callable, Optional
 
 import pytest
@@ -21,9 +22,10 @@ from netapp.mec.notify import TerminationNotifier
 from netapp.service.contract import Conflict, InvalidInput, NotFound
 from netapp.service.service import NetAppService
 from tests.mec.test_etsi_conformance import etsi_validator
+from tests.mec.test_service import installed
 from tests.utils.callbacks import CallbackReceiver, Names
 from tests.utils.mec import rule_model as rule
-from tests.utils.service import ADMIN, ALICE, BOB, fake_service
+from tests.utils.service import ADMIN, ALICE, BOB, Clock, fake_service
 
 APP = "video-1"
 PUBLIC_CALLBACK = "http://8.8.8.8/mec/termination"  # a public literal: checked, never connected to here
@@ -344,7 +346,7 @@ def test_a_stop_takes_the_rules_out_of_the_data_plane_and_keeps_the_instance(ser
     else:
         deadlines.fire()
     stopped = service.mec.get_application(ALICE, APP)
-    assert (stopped.state, stopped.termination) == ("INSTANTIATED", None)
+    assert (stopped.state, stopped.termination, stopped.terminationDeadline) == ("INSTANTIATED", None, None)
     assert [one.state for one in stopped.trafficRules] == ["INACTIVE"]
     assert installed_of(service) == []
     assert service.mec_apps.list_dns_rules(ALICE, APP)  # the rest of the instance stays
@@ -369,3 +371,71 @@ def test_a_stop_is_notified_as_stopping(service):
     body = got.json()
     etsi_validator(operation_schema_of("AppTerminationNotification")).validate(body)
     assert (body["operationAction"], body["maxGracefulTimeout"]) == ("STOPPING", 30)
+
+
+# --- graceful timeouts over a restart ------------------------------------------------------------
+
+
+@pytest.fixture
+def before_restart(tmp_path) -> NetAppService:
+    """A service whose application confirmed ready, on a clock the test moves; the test restarts it."""
+    started = fake_service(tmp_path, clock=Clock())
+    started.mec.create_application(ADMIN, MecApplicationSpec(appInstanceId=APP, tenant="alice", trafficRules=[rule("r1")]))
+    started.mec_apps.confirm_ready(ALICE, APP)
+    return started
+
+
+def restart(tmp_path, before: NetAppService, **advance: float) -> NetAppService:
+    """`before` closed, its clock moved by `advance`, and a service started again on its store and
+    data plane (what a restart of `netapp serve` does)."""
+    clock, fake = before._state.clock, before.dataplane._dpp
+    before.close()
+    clock.advance(**advance)
+    return fake_service(tmp_path, fake, clock=clock)
+
+
+@pytest.mark.parametrize("action", ["TERMINATING", "STOPPING"])
+def test_a_graceful_timeout_that_passed_while_the_netapp_was_down_is_done_at_start(tmp_path, before_restart, action):
+    asked_at = before_restart._state.now()
+    asked = before_restart.mec_apps.request_termination(ADMIN, APP, 45, action)
+    assert asked.terminationDeadline == asked_at + timedelta(seconds=45)
+    assert installed(before_restart, "alice", APP, "r1")
+
+    again = restart(tmp_path, before_restart, seconds=46)
+    try:
+        assert not installed(again, "alice", APP, "r1")
+        if action == "TERMINATING":
+            with pytest.raises(NotFound):
+                again.mec.get_application(ADMIN, APP)
+        else:
+            stopped = again.mec.get_application(ALICE, APP)
+            assert (stopped.state, stopped.termination, stopped.terminationDeadline) == ("INSTANTIATED", None, None)
+            assert [one.state for one in stopped.trafficRules] == ["INACTIVE"]
+    finally:
+        again.close()
+
+
+@pytest.mark.parametrize("ended_by", ["confirmation", "graceful timeout"])
+def test_a_graceful_timeout_not_passed_at_a_restart_is_armed_again_for_what_is_left(tmp_path, before_restart, ended_by):
+    deadline = before_restart.mec_apps.request_termination(ADMIN, APP, 45).terminationDeadline
+
+    again = restart(tmp_path, before_restart, seconds=10)
+    deadlines = Deadlines()
+    local = local_apps(again, schedule=deadlines)  # started: takes over the stored timeouts
+    try:
+        pending = again.mec.get_application(ALICE, APP)
+        assert (pending.termination, pending.terminationDeadline) == ("TERMINATING", deadline)
+        assert installed(again, "alice", APP, "r1")  # in force until confirmed or timed out
+        assert [entry[0] for entry in deadlines.armed] == [35]
+        if ended_by == "confirmation":
+            again.mec_apps.confirm_termination(ALICE, APP, AppTerminationConfirmation(operationAction="TERMINATING"))
+            assert deadlines.armed[0][2], "the graceful timeout is cancelled"
+        else:
+            deadlines.fire()
+        with pytest.raises(NotFound):
+            again.mec.get_application(ADMIN, APP)
+        assert not installed(again, "alice", APP, "r1")
+    finally:
+        local.close()
+        again.close()
+

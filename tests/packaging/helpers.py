@@ -20,10 +20,12 @@ import pytest
 from netapp.packaging.archive import DEFAULT_EPOCH
 from netapp.packaging.charm import build_charm
 from netapp.packaging.errors import PackagingError
+from netapp.packaging.osm import Sources
 from netapp.packaging.wheels import Wheelhouse, build_wheelhouse
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CHARM_ROOT = REPO_ROOT / "charms" / "dpp-netapp"
+APPD_SOURCE = Sources(REPO_ROOT).appd  # the one AppD file: the VNF package's and the charm's
 RUNNING_PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
 RUNNING_PLATFORM = f"manylinux2014_{platform.machine()}"
 
@@ -62,9 +64,12 @@ def build_test_wheelhouse(folder: Path) -> Wheelhouse:
 
 
 def build_test_charm(out: Path, wheelhouse: Path | None = None) -> Path:
-    """The charm for this interpreter, carrying ``wheelhouse`` as wheels/ when given."""
+    """The charm for this interpreter, carrying ``wheelhouse`` as wheels/ when given and the
+    repository's AppD, as make package builds it."""
     try:
-        return build_charm(CHARM_ROOT, out, RUNNING_PYTHON, RUNNING_PLATFORM, log=quiet, wheelhouse=wheelhouse)
+        return build_charm(
+            CHARM_ROOT, out, RUNNING_PYTHON, RUNNING_PLATFORM, log=quiet, wheelhouse=wheelhouse, appd=APPD_SOURCE
+        )
     except PackagingError:
         _skip_when_offline()
         raise

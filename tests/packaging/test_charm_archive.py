@@ -1,9 +1,11 @@
 """The packed charm holds what charmcraft packs for a machine charm: dispatch and the mandatory
 hooks (executable), metadata/config/actions generated from charmcraft.yaml, manifest.yaml with
-the base, the sources, and a venv from which the dependencies import."""
+the base, the sources, and a venv from which the dependencies import; and, ours, the VNF
+package's AppD where the charm's apply-appd looks for it."""
 
 from __future__ import annotations
 
+import re
 import stat
 import subprocess
 import zipfile
@@ -12,10 +14,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from netapp.packaging.charm import DISPATCH, MANDATORY_HOOKS, build_charm
+from netapp.packaging.charm import APPD_FILE, DISPATCH, MANDATORY_HOOKS, build_charm
 from netapp.packaging.errors import PackagingError
 from tests.packaging.fake_juju import base_python
 from tests.packaging.helpers import (
+    APPD_SOURCE,
     CHARM_ROOT,
     RUNNING_PLATFORM,
     build_test_charm,
@@ -76,6 +79,16 @@ def test_sources_are_packed_and_build_leftovers_are_not(charm_archive):
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc") or "/." in f"/{n}"]
     assert not [n for n in names if n.startswith("venv/bin/")], "console scripts name this machine's python"
     assert names == sorted(names)
+
+
+def test_the_charm_carries_the_appd_source_where_its_apply_appd_reads_it(charm_archive):
+    """The file's bytes as in vnfd/ (copied at build time, no second copy in git), under the name
+    the charm's code reads (netapp_workload.SHIPPED_APPD; its sources do not import here)."""
+    workload = (CHARM_ROOT / "src" / "netapp_workload.py").read_text()
+    assert re.search(r'^SHIPPED_APPD = "(.+)"$', workload, re.MULTILINE)[1] == APPD_FILE
+    with zipfile.ZipFile(charm_archive) as archive:
+        assert archive.read(APPD_FILE) == APPD_SOURCE.read_bytes()
+    assert not (CHARM_ROOT / APPD_FILE).exists()
 
 
 def test_venv_holds_the_requirements_and_they_import_from_it(charm_dir):

@@ -39,6 +39,7 @@ VNF_FILES = {
     "charms/dpp-netapp/actions.yaml",
     "charms/dpp-netapp/manifest.yaml",
     "charms/dpp-netapp/src/charm.py",
+    "charms/dpp-netapp/appd.json",
 }
 NS_FILES = {"dpp-netapp_nsd.yaml", "README.md", "checksums.txt"}
 

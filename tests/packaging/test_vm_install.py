@@ -15,8 +15,9 @@ only way the NetApp can arrive. What differs from a VM:
   installed on this machine (the Makefile's Debian packages bring them) and installs nothing;
 * `python3` is the interpreter of this test environment, whose version the wheels were built for.
 
-Then, as OSM would: the VNFD's initial config primitives (day 1: three `config` steps, then
-`reload-dataplane`) with instantiation parameters for this namespace; one day-2 action,
+Then, as OSM would: the VNFD's initial config primitives (day 1: three `config` steps,
+`reload-dataplane`, then `apply-appd`, which onboards the AppD the charm carries) with
+instantiation parameters for this namespace, none of them an AppD; one day-2 action,
 add-intent through the charm's handler, and the intent's frames counted and steered to a CPU of
 the steering set the day-1 `steer-cpus` option made (nothing set through the REST API by hand).
 The installed version, the wheel's SHA-256 in the charm and the VNFD's software-version agree.
@@ -246,8 +247,10 @@ def test_the_vnf_package_alone_installs_starts_takes_day1_and_steers_on_a_day2_i
     assert installed == {"version": version, "installed": True}
     assert (vm.root / "etc" / CHARM / "requirements.txt").read_text() == (wheels / REQUIREMENTS_FILE).read_text()
 
-    # Day 1: the VNFD's initial config primitives, as OSM runs them.
+    # Day 1: the VNFD's initial config primitives, as OSM runs them; no AppD among the
+    # instantiation parameters, no appd option: apply-appd takes the one the charm carries.
     config: dict[str, Any] = {}
+    onboarding: dict[str, Any] = {}
     for primitive in day1_primitives(vnfd):
         if primitive["name"] == "config":
             config.update(parameters(primitive))
@@ -255,9 +258,18 @@ def test_the_vnf_package_alone_installs_starts_takes_day1_and_steers_on_a_day2_i
             assert configured["running"], vm.log_tail()
             assert configured["steer_cpus"] == ([STEER_CPU] if "steer-cpus" in config else [])
             vm.run("ready", config=config)
+        elif primitive["name"] == "apply-appd":
+            # What Juju gives the charm's action event (DppNetappCharm._appd_values): the unit's
+            # management address and api-port.
+            values = {"mgmt-address": PARAMS["rw_mgmt_ip"], "api-port": str(config["api-port"])}
+            onboarding = vm.run("action", name="apply-appd", params=parameters(primitive), config=config, values=values)
         else:
             vm.run("action", name=primitive["name"], params=parameters(primitive), config=config)
-    assert [primitive["name"] for primitive in day1_primitives(vnfd)][-1] == "reload-dataplane"
+    assert [primitive["name"] for primitive in day1_primitives(vnfd)][-2:] == ["reload-dataplane", "apply-appd"]
+    assert "appd" not in config and onboarding["appd-source"] == "charm", onboarding
+    onboarded = vm.run("request", method="GET", path=f"/api/v1/mec/applications/{appd['appName']}", config=config)
+    assert [rule["trafficRuleId"] for rule in onboarded["body"]["trafficRules"]] == [
+        rule["trafficRuleId"] for rule in appd["appTrafficRule"]]
 
     # The service runs the installed NetApp with the data plane its wheel carries, attached to n3.
     pid = vm.service_pid()

@@ -16,9 +16,11 @@ from netapp.atsss.service import PathReading
 from netapp.atsss.table import PathCounts
 from netapp.atsss.acks import AckCounters
 from netapp.atsss.telemetry import AckPoints, AtsssPoints
-from netapp.core.config import InfluxSettings
+from netapp.core.config import InfluxSettings, SubscriptionSettings
 from netapp.telemetry.collector import Collector
 from netapp.telemetry.influx import InfluxSink
+from netapp.telemetry.notifications import NotificationPoints
+from netapp.telemetry.notify import Notifier
 from netapp.telemetry.poll import MEASUREMENTS, TELEMETRY
 from netapp.telemetry.sample import AlternativeCounters, Counters, CpuCounters, IntentTable, InterfaceCounters
 from netapp.upf.abi import Usage
@@ -119,12 +121,14 @@ class FakeAtsss:
 
 
 def everything_collector(sinks=()) -> Collector:
-    """A collector of EverythingSource's counters, a UPF's usage and its buffering, ATSSS's paths."""
+    """A collector of EverythingSource's counters, a UPF's usage and its buffering, ATSSS's paths,
+    the Ack sender's counts, a notifier's."""
     collector = Collector(EverythingSource(), node="edge-1", sinks=list(sinks))
     collector.add_source(UsagePoints(UsageMonitor(FakeUpf(), lambda seid, reports: None), "edge-1"))
     collector.add_source(BufferingPoints(Buffering(NoApplier(), None), "edge-1"))
     collector.add_source(AtsssPoints(FakeAtsss().readings, "edge-1", path_metrics=True))
     collector.add_source(AckPoints(AckCounters(sent=3, failed={"ENETDOWN": 1}), "edge-1"))
+    collector.add_source(NotificationPoints({"telemetry_subscriptions": Notifier(SubscriptionSettings())}, "edge-1"))
     return collector
 
 

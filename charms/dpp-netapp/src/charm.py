@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from pathlib import Path
 from typing import Any, Callable, Collection, Optional, cast
 
 import ops
@@ -14,7 +15,7 @@ from pydantic import ValidationError
 import action_params as p
 import alternatives as alt
 from charm_config import MAX_CAPACITY_PPS, MAX_CPUS, MAX_QUEUE_SIZE, CharmConfig, describe_error
-from netapp_workload import WHEELS_DIR, ApiError, InterfaceAddress, NetApp, NetAppClient, WorkloadError
+from netapp_workload import SHIPPED_APPD, WHEELS_DIR, ApiError, InterfaceAddress, NetApp, NetAppClient, WorkloadError
 
 logger = logging.getLogger(__name__)
 
@@ -147,11 +148,37 @@ def _remove_cpu(client: NetAppClient, params: dict[str, Any]) -> dict[str, Any]:
     return _result(None, cpu=cpu)
 
 
+def apply_appd_params(
+    params: dict[str, Any], option: str, charm_dir: Path, values: dict[str, str]
+) -> dict[str, Any]:
+    """apply-appd's parameters as its handler takes them: `appd` the first AppD given of the
+    action's own, the appd option's and the one the charm carries (SHIPPED_APPD), `appd-source`
+    which it is (None when none), and `values`, those of its placeholders the charm knows."""
+    shipped = charm_dir / SHIPPED_APPD
+    sources = (
+        ("action", params.get("appd")),
+        ("option", option),
+        ("charm", shipped.read_text() if shipped.is_file() else None),
+    )
+    source, appd = next(((name, appd) for name, appd in sources if appd), (None, None))
+    return {**params, "appd": appd, "appd-source": source, "values": values}
+
+
 def _apply_appd(client: NetAppClient, params: dict[str, Any]) -> dict[str, Any]:
+    if params.get("appd-source") is None:
+        raise p.ParamError(
+            "appd",
+            f"required: none given, the appd option is empty and the charm carries no {SHIPPED_APPD} "
+            "(`make package` puts the VNF package's AppD there)",
+        )
     appd = p.json_object(params, "appd", key="appName")
     instance = str(params.get("app-instance-id") or appd["appName"])
     applied = client.apply_appd(appd, instance, params["values"])
-    return _result(applied, changed=str(applied["changed"]).lower(), **{"app-instance-id": applied["appInstanceId"]})
+    return _result(
+        applied,
+        changed=str(applied["changed"]).lower(),
+        **{"app-instance-id": applied["appInstanceId"], "appd-source": params["appd-source"]},
+    )
 
 
 def _reload(client: NetAppClient, params: dict[str, Any]) -> dict[str, Any]:
@@ -560,8 +587,8 @@ class DppNetappCharm(ops.CharmBase):
             return
         client = _ClientOnFirstUse(lambda: self._running_client(config))
         params = dict(event.params)
-        if name == "apply-appd":  # the AppD defaults to the option's; its values are the charm's to know
-            params = {"appd": config.appd or None, **params, "values": self._appd_values(config)}
+        if name == "apply-appd":  # the AppD defaults to the option's, then the charm's own
+            params = apply_appd_params(params, config.appd, self.charm_dir, self._appd_values(config))
         try:
             event.set_results(ACTIONS[name](cast(NetAppClient, client), params))
         except p.ParamError as exc:

@@ -31,6 +31,10 @@ APT_PACKAGES = ("python3-venv", "iproute2", "libbpf1")
 # The charm's folder of wheels (`make package`, netapp/packaging/wheels.py) and its hash-pinned list.
 WHEELS_DIR = "wheels"
 WHEELS_REQUIREMENTS = "requirements.txt"
+# The VNF package's MEC 010-2 AppD in the charm, which `make package` copies there
+# (netapp/packaging/charm.py APPD_FILE): what apply-appd applies when neither the action nor the
+# appd option gives one.
+SHIPPED_APPD = "appd.json"
 CHARM_TOKEN_NAME = "juju-charm"
 CHARM_TENANT = "operator"
 API_TIMEOUT_S = 30.0

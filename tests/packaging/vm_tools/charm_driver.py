@@ -14,7 +14,10 @@ Requests ({"command": ...}):
   CPUs sent;
 * ``ready`` with ``config``: wait until the NetApp's /readyz answers 200 (60 s at most);
 * ``action`` with ``name``, ``params``, ``config``: the charm's handler for that action (charm.ACTIONS)
-  with the charm's API client; answers the action's results;
+  with the charm's API client; answers the action's results. For ``apply-appd``, with ``values``
+  (the unit's management address and api-port Juju would give), first what the charm's action
+  event adds (charm.apply_appd_params): the AppD from the parameter, the appd option or the charm's
+  own file, found from this folder as the charm finds it from its charm_dir;
 * ``request`` with ``method``, ``path``, ``config``: one REST call with the charm's client;
 * ``stop``: NetApp.stop.
 """
@@ -73,8 +76,11 @@ def handle(root: Path, request: dict) -> dict:
     if command == "ready":
         return _ready(netapp, _config(request))
     if command == "action":
-        client = netapp.client(_config(request))
-        return charm.ACTIONS[request["name"]](client, request.get("params", {}))
+        config = _config(request)
+        params = request.get("params", {})
+        if request["name"] == "apply-appd":
+            params = charm.apply_appd_params(params, config.appd, Path.cwd(), request["values"])
+        return charm.ACTIONS[request["name"]](netapp.client(config), params)
     if command == "request":
         client = netapp.client(_config(request))
         return {"body": client.request(request["method"], request["path"], request.get("body"))}
