@@ -44,3 +44,14 @@ def test_the_applier_starts_reconciled_with_every_bucket_known():
     require_kernel()
     with pfcp.dpp_applier() as applier:
         assert applier._ways._known == set(range(1 << applier._ways.bits))
+
+
+def test_a_baseline_revision_is_timed_in_the_same_run_by_its_own_code(tmp_path):
+    """--baseline: the revision's endpoint (its export's netapp, checked by the endpoint itself as it
+    starts) answers the same requests; both sides' figures in one result."""
+    result = _run(tmp_path, "--applier", "none", "--no-sdf", "--sessions", "100", "--baseline", "HEAD")
+    baseline = result["baseline"]
+    assert baseline["rev"] == "HEAD" and len(baseline["commit"]) == 40
+    assert baseline["endpoint"]["sessions"] == 120 and baseline["latency"]["count"] == 100
+    assert baseline["endpoint"]["counters"]["accepted_from_template"] >= 100
+    assert result["endpoint"]["sessions"] == 120 and result["latency"]["count"] == 100
