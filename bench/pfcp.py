@@ -376,11 +376,14 @@ def timed_run(args: argparse.Namespace, open_endpoint: Callable[[str], Endpoint]
 
 def baseline_run(args: argparse.Namespace, warm: list[bytes], timed: list[bytes]) -> Optional[dict[str, Any]]:
     """The --baseline revision's endpoint timed as HEAD's is (None without --baseline)."""
-    baseline = prepare_baseline(args.baseline)
+    baseline = prepare_baseline(args.baseline, dataplane=args.applier != "none")  # none: no libdpp loaded
     if baseline is None:
         return None
     report, rate, latency = timed_run(args, lambda directory: BaselineEndpoint(directory, args, baseline), warm, timed)
-    return {**baseline.describe(), "establishments_per_s": round(rate, 1), "latency": latency, "endpoint": report}
+    described = baseline.describe()
+    if args.applier == "none":
+        del described["libdpp"]  # not built
+    return {**described, "establishments_per_s": round(rate, 1), "latency": latency, "endpoint": report}
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
