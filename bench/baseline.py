@@ -119,24 +119,28 @@ def cache_min_shapes(dataplane: Path) -> int:
     return int(match.group(1))
 
 
-def prepare(rev: str, build_dir: Path = BUILD_DIR) -> Baseline:
-    """Export and build the baseline; returns where its tree and libdpp are."""
+def prepare(rev: str, build_dir: Path = BUILD_DIR, dataplane: bool = True) -> Baseline:
+    """Export and build the baseline; returns where its tree and libdpp are (`dataplane` False:
+    exported only, for a baseline that loads no data plane)."""
     commit = resolve(rev)
     baseline = Baseline(rev, commit, build_dir / f"baseline-{commit[:12]}")
     export(commit, baseline.root)
+    if not dataplane:
+        return baseline
     build(baseline.dataplane)
     if not baseline.libdpp.is_file():
         raise BaselineError(f"{baseline.libdpp} was not built")
     return baseline
 
 
-def prepare_baseline(rev: Optional[str], build_dir: Path = BUILD_DIR) -> Optional[Baseline]:
+def prepare_baseline(rev: Optional[str], build_dir: Path = BUILD_DIR, dataplane: bool = True) -> Optional[Baseline]:
     """`prepare` for a benchmark's --baseline (None without one), saying what it does on stderr."""
     if rev is None:
         return None
     exported = ", ".join(f"{path}/" for path in EXPORTED)
-    print(f"  baseline {rev}: exporting {exported} and building it", file=sys.stderr, flush=True)
-    baseline = prepare(rev, build_dir)
+    building = " and building it" if dataplane else ""
+    print(f"  baseline {rev}: exporting {exported}{building}", file=sys.stderr, flush=True)
+    baseline = prepare(rev, build_dir, dataplane)
     print(f"  baseline {rev} = {baseline.commit}: {baseline.root}", file=sys.stderr, flush=True)
     return baseline
 

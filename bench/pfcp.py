@@ -9,8 +9,9 @@ SEID. `--inflight` requests are kept outstanding; the latency of one is from its
 arrival of its response (Cause checked: Request accepted). The endpoint answers once the session is
 in the store (committed) and given to its data-path applier: `--applier dpp` (root) writes the
 session's entries into the UPF's maps of a loaded data-plane instance (netapp.upf.applier), so the
-figures contain the map writes; `--applier none` keeps no maps. Methodology: bench/README.md
-("bench/pfcp.py").
+figures contain the map writes; `--applier none` keeps no maps. `--baseline REV` also times the
+endpoint of git revision REV (bench.baseline: exported and built apart) in the same run, before
+HEAD's, with the same requests. Methodology: bench/README.md ("bench/pfcp.py").
 """
 
 from __future__ import annotations
@@ -27,12 +28,18 @@ import platform
 import socket
 import statistics
 import struct
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable, ContextManager, Iterator, Optional, Sequence
 
+from multiprocessing.connection import Connection
+
+from bench.baseline import Baseline, prepare_baseline
+from bench.harness import REPO
+from netapp.dataplane.binding import LIBDPP_ENV
 from netapp.upf.pfcp.ies import Cause, IEType, MsgType
 from netapp.upf.sessions import Applier, NoApplier
 from tests.upf.smf import UE, Smf, establishment_ies, node_id, recovery
@@ -74,6 +81,11 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
         "--templates", choices=("on", "off"), default="on",
         help="the fast path of establishments of a known shape (netapp.upf.pfcp.templates), as `netapp serve` has it, "
         "or every establishment the full way",
+    )
+    parser.add_argument(
+        "--baseline", metavar="REV",
+        help="also time the endpoint of git revision REV (exported and built into bench/build/baseline-<commit>), "
+        "in the same run, before HEAD's",
     )
     return parser.parse_args(argv)
 
@@ -165,19 +177,21 @@ class GcPauses:
         }
 
 
+def serve_args(directory: str, args: argparse.Namespace) -> tuple[Any, ...]:
+    """`serve`'s arguments but the pipe."""
+    return (str(Path(directory) / "netapp.db"), args.applier, args.synchronous, args.gc == "settled",
+            args.templates == "on")
+
+
 class Endpoint:
+    """HEAD's endpoint (`serve`), in a process of its own."""
+
     def __init__(self, directory: str, args: argparse.Namespace):
         context = multiprocessing.get_context("spawn")
         self._pipe, child = context.Pipe()
-        self._process = context.Process(
-            target=serve,
-            args=(str(Path(directory) / "netapp.db"), args.applier, args.synchronous, args.gc == "settled",
-                  args.templates == "on", child),
-        )
+        self._process = context.Process(target=serve, args=(*serve_args(directory, args), child))
         self._process.start()
-        if not self._pipe.poll(60):
-            raise RuntimeError("the endpoint did not start within 60 s")
-        self.address: tuple[str, int] = tuple(self._pipe.recv())  # type: ignore[assignment]
+        self.address = started(self._pipe)
 
     def stop(self) -> dict[str, Any]:
         self._pipe.send("stop")
@@ -189,6 +203,55 @@ class Endpoint:
         if self._process.is_alive():
             self._process.kill()
             self._process.join()
+
+
+def started(pipe: Connection) -> tuple[str, int]:
+    """The address an endpoint sends up its pipe once it serves."""
+    if not pipe.poll(60):
+        raise RuntimeError("the endpoint did not start within 60 s")
+    return tuple(pipe.recv())  # type: ignore[return-value]
+
+
+# The baseline's endpoint: its own bench.pfcp's `serve` on its own netapp and libdpp (this
+# checkout's tests/ after them: its bench.pfcp imports the SMF from there), the pipe by its fd.
+BASELINE_SERVE = """\
+import sys
+from multiprocessing.connection import Connection
+import bench.pfcp, netapp
+if not netapp.__file__.startswith(sys.argv[1]):
+    raise SystemExit(f"the baseline's endpoint loaded netapp from {netapp.__file__}")
+db, applier, synchronous, settle, templates, fd = sys.argv[2:]
+bench.pfcp.serve(db, applier, synchronous, settle == "1", templates == "1", Connection(int(fd)))
+"""
+
+
+class BaselineEndpoint(Endpoint):
+    """The --baseline revision's endpoint, in a process of its own running that revision's code."""
+
+    def __init__(self, directory: str, args: argparse.Namespace, baseline: Baseline):
+        self._pipe, child = multiprocessing.Pipe()
+        root = str(baseline.root.resolve())
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, str(REPO)]), **{LIBDPP_ENV: str(baseline.libdpp)})
+        argv = [str(int(value)) if isinstance(value, bool) else value for value in serve_args(directory, args)]
+        try:
+            self._process = subprocess.Popen(  # type: ignore[assignment]
+                [sys.executable, "-c", BASELINE_SERVE, root, *argv, str(child.fileno())],
+                pass_fds=[child.fileno()], env=env, cwd=root,
+            )
+        finally:
+            child.close()
+        self.address = started(self._pipe)
+
+    def stop(self) -> dict[str, Any]:
+        self._pipe.send("stop")
+        report = self._pipe.recv()
+        self._process.wait(30)  # type: ignore[attr-defined]
+        return report
+
+    def kill(self) -> None:
+        if self._process.poll() is None:  # type: ignore[attr-defined]
+            self._process.kill()
+            self._process.wait()  # type: ignore[attr-defined]
 
 
 # --- the SMF -----------------------------------------------------------------------------------
@@ -290,13 +353,11 @@ def summary(samples_ms: Sequence[float]) -> dict[str, Any]:
     }
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
-    load_before = os.getloadavg()[0]
-    sdf = not args.no_sdf and args.applier == "none"
-    warm = requests(args.warmup, 2, sdf)
-    timed = requests(args.sessions, 2 + args.warmup, sdf)
+def timed_run(args: argparse.Namespace, open_endpoint: Callable[[str], Endpoint], warm: list[bytes],
+              timed: list[bytes]) -> tuple[dict[str, Any], float, dict[str, Any]]:
+    """One endpoint over a fresh store: set up, warmed, timed; (its report, the rate, the latency)."""
     with tempfile.TemporaryDirectory(prefix="bench-pfcp-") as directory:
-        endpoint = Endpoint(directory, args)
+        endpoint = open_endpoint(directory)
         try:
             with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
@@ -310,9 +371,29 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             endpoint.kill()
     if report["sessions"] != args.warmup + args.sessions:
         raise RuntimeError(f"the endpoint holds {report['sessions']} sessions, not {args.warmup + args.sessions}")
+    return report, len(latencies) / elapsed, summary(latencies)
+
+
+def baseline_run(args: argparse.Namespace, warm: list[bytes], timed: list[bytes]) -> Optional[dict[str, Any]]:
+    """The --baseline revision's endpoint timed as HEAD's is (None without --baseline)."""
+    baseline = prepare_baseline(args.baseline, dataplane=args.applier != "none")  # none: no libdpp loaded
+    if baseline is None:
+        return None
+    report, rate, latency = timed_run(args, lambda directory: BaselineEndpoint(directory, args, baseline), warm, timed)
+    described = baseline.describe()
+    if args.applier == "none":
+        del described["libdpp"]  # not built
+    return {**described, "establishments_per_s": round(rate, 1), "latency": latency, "endpoint": report}
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    load_before = os.getloadavg()[0]
+    sdf = not args.no_sdf and args.applier == "none"
+    warm = requests(args.warmup, 2, sdf)
+    timed = requests(args.sessions, 2 + args.warmup, sdf)
+    baseline = baseline_run(args, warm, timed)
+    report, rate, latency = timed_run(args, lambda directory: Endpoint(directory, args), warm, timed)
     load_after = os.getloadavg()[0]
-    rate = len(latencies) / elapsed
-    latency = summary(latencies)
     return {
         "benchmark": "pfcp",
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -340,6 +421,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             {"name": "p99_ms", "value": latency["p99_ms"], "limit": TARGET_P99_MS,
              "met": latency["p99_ms"] <= TARGET_P99_MS},
         ],
+        **({"baseline": baseline} if baseline else {}),
     }
 
 
@@ -361,7 +443,16 @@ def format_table(result: dict[str, Any]) -> str:
                  "establishments made from a template (netapp.upf.pfcp.templates), the others the full way")
     if not result["maps_in_figure"]:
         lines.append("  the data-path apply (map writes) is not in these figures: no applier")
+    if "baseline" in result:
+        lines.append(format_baseline(result["baseline"]))
     return "\n".join(lines)
+
+
+def format_baseline(baseline: dict[str, Any]) -> str:
+    latency = baseline["latency"]
+    return (f"  baseline  {baseline['rev']} ({baseline['commit'][:12]}), timed just before: "
+            f"{baseline['establishments_per_s']:,.0f} /s, median {latency['median_ms']} ms, p99 {latency['p99_ms']} ms, "
+            f"{baseline['endpoint']['serving_cpu_us_per_establishment']} us of CPU per establishment")
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

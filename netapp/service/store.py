@@ -15,11 +15,10 @@ the 10 ms budget of a change; concurrent single creates share one commit, so one
 synchronous="NORMAL" and accept losing the last changes on power loss.
 
 Checkpoints (the WAL's pages copied back into the database file, then a sync of that file) are made
-by the COMMIT that finds the WAL past WAL_CHECKPOINT_PAGES, and that commit waits for it: 200 pages,
-not SQLite's 1,000, so that each wait is a fifth as long. Under the PFCP endpoint's load (a group of
-establishments a commit) the 1,000-page checkpoint took some 9 ms every 30 commits, the p99 of a
-commit and the p99 of the requests waiting for it (bench/README.md, `bench/pfcp.py`); at 200 pages
-it is some 2-3 ms, for about as many pages written in all.
+on a thread of their own every CHECKPOINT_EVERY commits (netapp.service.checkpoint), so that no
+COMMIT waits for one: made in the COMMIT that found the WAL past its mark, they took 2-6 ms where a
+commit takes 0.6 (bench/README.md, `bench/pfcp.py`). SQLite's own checkpoint stays as a backstop at
+WAL_BACKSTOP_PAGES, should that thread fall behind.
 
 The schema is versioned (table schema_version); a database written by a newer NetApp is refused.
 Timestamps are ISO 8601 strings in UTC, which sort as they compare.
@@ -35,17 +34,19 @@ import threading
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional
 
 from netapp.forwarding.models import AlternativeGroup
 from netapp.intents.models import Intent
+from netapp.service.checkpoint import Checkpointer
 from netapp.service.contract import IntentFilter, IntentRecord, Page, SliceRecord, SliceSpec
 from netapp.service.schema import MIGRATIONS, SCHEMA_V1, SCHEMA_VERSION
 from netapp.steering.models import CpuSpec
 from netapp.tenancy.models import TenantRecord, TenantSpec
 
 BUSY_TIMEOUT_MS = 5000
-WAL_CHECKPOINT_PAGES = 200  # a COMMIT that finds the WAL longer checkpoints it (see above)
+CHECKPOINT_EVERY = 8  # commits between the checkpointer's runs (one in a few: each syncs the file too)
+WAL_BACKSTOP_PAGES = 2000  # a COMMIT that finds the WAL longer checkpoints it itself (see above)
 SYNCHRONOUS_MODES = ("NORMAL", "FULL")
 
 _INTENT_COLUMNS = "tenant, id, body, slice_id, source, created_at, updated_at, revision"
@@ -81,8 +82,9 @@ class Attachment:
 class Transaction:
     """An open BEGIN IMMEDIATE transaction; commit() ends it (raising StoreError if it cannot)."""
 
-    def __init__(self, connection: sqlite3.Connection):
+    def __init__(self, connection: sqlite3.Connection, committed: Callable[[], None]):
         self._connection = connection
+        self._committed = committed  # told after each COMMIT (the checkpointer's wake-up)
         self.done = False
 
     def commit(self) -> None:
@@ -91,6 +93,7 @@ class Transaction:
         except sqlite3.Error as exc:
             raise StoreError(f"commit: {exc}") from exc
         self.done = True
+        self._committed()
 
     def roll_back(self) -> None:
         if not self.done:
@@ -106,6 +109,7 @@ class Store:
         self._connection = connection
         self.path = path
         self._lock = threading.RLock()
+        self.checkpointer: Optional[Checkpointer] = None  # started once the store is configured
 
     @classmethod
     def open(cls, path: Path, *, synchronous: str = "FULL") -> "Store":
@@ -123,6 +127,7 @@ class Store:
         try:
             store._configure(synchronous)
             store._prepare_schema()
+            store.checkpointer = Checkpointer(path, BUSY_TIMEOUT_MS, CHECKPOINT_EVERY)
         except BaseException:
             connection.close()
             raise
@@ -130,6 +135,9 @@ class Store:
 
     def close(self) -> None:
         with self._lock:
+            if self.checkpointer is not None:
+                self.checkpointer.close()
+                self.checkpointer = None
             self._connection.close()
 
     def _configure(self, synchronous: str) -> None:
@@ -138,7 +146,7 @@ class Store:
             raise StoreError(f"{self.path}: journal mode WAL refused (got {mode})")
         self._connection.execute(f"PRAGMA synchronous={synchronous}")
         self._connection.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-        self._connection.execute(f"PRAGMA wal_autocheckpoint={WAL_CHECKPOINT_PAGES}")
+        self._connection.execute(f"PRAGMA wal_autocheckpoint={WAL_BACKSTOP_PAGES}")
 
     def _prepare_schema(self) -> None:
         with self.transaction():
@@ -189,7 +197,7 @@ class Store:
                 self._connection.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
                 raise StoreError(f"begin: {exc}") from exc
-            transaction = Transaction(self._connection)
+            transaction = Transaction(self._connection, self._committed)
             try:
                 yield transaction
                 if not transaction.done:
@@ -197,6 +205,10 @@ class Store:
             except BaseException:
                 transaction.roll_back()
                 raise
+
+    def _committed(self) -> None:
+        if self.checkpointer is not None:
+            self.checkpointer.committed()
 
     @contextlib.contextmanager
     def savepoint(self) -> Iterator[None]:

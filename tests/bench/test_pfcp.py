@@ -5,9 +5,12 @@ start as `netapp serve` reconciles it (no bucket of dpp_upf_dl4 left to read by 
 
 from __future__ import annotations
 
+import functools
 import json
+import subprocess
 
-from bench import pfcp
+from bench import baseline, pfcp
+from bench.harness import REPO
 from tests.utils.kernel import require_kernel
 
 
@@ -44,3 +47,20 @@ def test_the_applier_starts_reconciled_with_every_bucket_known():
     require_kernel()
     with pfcp.dpp_applier() as applier:
         assert applier._ways._known == set(range(1 << applier._ways.bits))
+
+
+def test_a_baseline_revision_is_timed_in_the_same_run_by_its_own_code(tmp_path, monkeypatch):
+    """--baseline: the revision's endpoint (its export's netapp, checked by the endpoint itself as it
+    starts) answers the same requests; both sides' figures in one result. Exported into a temporary
+    directory, not bench/build/, so the test leaves nothing behind; without a data path, its data
+    plane is not built (test_dataplane.py builds one)."""
+    monkeypatch.setattr(pfcp, "prepare_baseline", functools.partial(baseline.prepare_baseline, build_dir=tmp_path))
+    commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True,
+                            check=True).stdout.strip()
+    result = _run(tmp_path, "--applier", "none", "--no-sdf", "--sessions", "100", "--baseline", "HEAD")
+    revision = result["baseline"]
+    assert (revision["rev"], revision["commit"]) == ("HEAD", commit)
+    assert revision["endpoint"]["sessions"] == 120 and revision["latency"]["count"] == 100
+    assert revision["endpoint"]["counters"]["accepted_from_template"] >= 100
+    assert result["endpoint"]["sessions"] == 120 and result["latency"]["count"] == 100
+    assert f"baseline  HEAD ({commit[:12]})" in pfcp.format_table(result)

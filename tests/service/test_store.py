@@ -3,6 +3,7 @@ transactions that commit or roll back as a whole, idempotency keys that expire."
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from datetime import timedelta
 
@@ -12,7 +13,7 @@ from netapp.forwarding.models import AlternativeGroup
 from netapp.steering.models import CpuSpec
 from netapp.service.contract import IntentFilter, IntentRecord, SliceRecord
 from netapp.service.schema import SCHEMA_VERSION
-from netapp.service.store import WAL_CHECKPOINT_PAGES, Attachment, SchemaTooNew, Store
+from netapp.service.store import CHECKPOINT_EVERY, WAL_BACKSTOP_PAGES, Attachment, SchemaTooNew, Store
 from tests.utils.service import Clock, intent, slice_spec
 
 NOW = Clock().now
@@ -75,13 +76,42 @@ def test_given_a_filled_store_when_reopened_then_everything_is_still_there(path)
 def test_the_store_runs_in_wal_mode_with_full_sync_by_default(path):
     full = Store.open(path)
     assert (full.pragma("journal_mode"), full.pragma("synchronous")) == ("wal", 2)
-    assert full.pragma("wal_autocheckpoint") == WAL_CHECKPOINT_PAGES, "short checkpoints: short waits of a commit"
+    assert full.pragma("wal_autocheckpoint") == WAL_BACKSTOP_PAGES, "a commit checkpoints only as a backstop"
     full.close()
     normal = Store.open(path, synchronous="NORMAL")
     assert normal.pragma("synchronous") == 1
     normal.close()
     with pytest.raises(ValueError, match="synchronous"):
         Store.open(path, synchronous="OFF")
+
+
+def settings_without_wal(path, tmp_path) -> list[str]:
+    """The settings' names in the database file alone, without its WAL: what checkpoints copied
+    back into it (none while not even the schema was)."""
+    copy = tmp_path / "alone.db"
+    copy.write_bytes(path.read_bytes())
+    with contextlib.closing(sqlite3.connect(str(copy))) as alone:
+        if not alone.execute("SELECT 1 FROM sqlite_master WHERE name = 'settings'").fetchall():
+            return []
+        return [name for (name,) in alone.execute("SELECT name FROM settings ORDER BY name")]
+
+
+def test_checkpoints_are_made_by_the_checkpointer_not_by_a_commit(path, tmp_path):
+    store = Store.open(path)
+
+    def commit(name: str) -> None:
+        with store.transaction():
+            store.put_setting(name, 1, NOW)
+
+    for index in range(CHECKPOINT_EVERY - 1):
+        commit(f"s{index}")
+    assert store.checkpointer.runs == 0, "fewer commits than CHECKPOINT_EVERY: no checkpoint yet"
+    assert settings_without_wal(path, tmp_path) == []
+    commit("last")  # the CHECKPOINT_EVERY-th commit wakes the checkpointer
+    assert store.checkpointer.wait_runs(1, timeout_s=30), "the checkpointer did not run"
+    assert settings_without_wal(path, tmp_path) == sorted(["last", *(f"s{index}" for index in range(CHECKPOINT_EVERY - 1))])
+    assert store.checkpointer.failures == 0
+    store.close()
 
 
 def test_a_new_store_has_the_current_schema_version(store):
