@@ -91,6 +91,13 @@ class Access(enum.IntEnum):
     NON_THREE_GPP = 1
 
 
+@c_enum("dpp_atsss_session_flags", "DPP_ATSSS_")
+class SessionFlags(enum.IntFlag):
+    """HEADER_CHECKSUM: the downlink's DCCP checksum covers the header and options only (CsCov 1)."""
+
+    HEADER_CHECKSUM = 1
+
+
 @c_enum("dpp_atsss_path_flags", "DPP_ATSSS_PATH_")
 class PathFlags(enum.IntFlag):
     UP = 1
@@ -113,7 +120,7 @@ class Session(Structure):
         ("lock", SpinLock),
         ("mode", c_uint8),
         ("n_paths", c_uint8),
-        ("next", c_uint8),
+        ("flags", c_uint8),
         ("reserved", c_uint8),
         ("weight", c_uint16 * MAX_PATHS_PER_SESSION),
         ("current", c_int32 * MAX_PATHS_PER_SESSION),
@@ -180,7 +187,7 @@ class Ack(Structure):
     _fields_ = [("ifindex", c_uint32), ("len", c_uint32), ("frame", c_uint8 * ACK_FRAME_MAX)]
 
 
-ENUMS = (Mode, Access, PathFlags, UplinkReason, UplinkFlags)
+ENUMS = (Mode, Access, SessionFlags, PathFlags, UplinkReason, UplinkFlags)
 STRUCTS = (SessionKey, Session, Path, PathStats, UplinkKey, Uplink, PathRx, Config, Ack)
 # name -> (map type, key, value, size)
 MAPS = {
