@@ -63,6 +63,19 @@
 #endif
 #define DPP_ATSSS_ACK_FRAME_MAX 88
 
+/* The pipeline's filter of UE addresses (dpp_atsss_ues): a bit per hash of an address, set for
+ * every UE with a session, so that a frame to any other address is told apart by one array read
+ * instead of a lookup in dpp_atsss_sessions (a hash of the 20-byte key and its bucket). Bits of
+ * 64-bit words; the hash of an address is its four words xored, taken as a number in network order,
+ * multiplied by the golden ratio's 32 bits, of which the top DPP_ATSSS_UE_FILTER_LOG2 bits are the
+ * bit's number: consecutive addresses (a UE pool) spread over the words. With 10,000 UEs a quarter
+ * million bits let 4% of other addresses through to the lookup. Mirrored in netapp/atsss/abi.py
+ * (ue_filter_bit). */
+#define DPP_ATSSS_UE_FILTER_LOG2 18
+#define DPP_ATSSS_UE_FILTER_WORDS 4096
+#define DPP_ATSSS_UE_FILTER_MULTIPLIER 0x9e3779b1
+_Static_assert(DPP_ATSSS_UE_FILTER_WORDS * 64 == 1 << DPP_ATSSS_UE_FILTER_LOG2, "a bit per hash");
+
 /* enum dpp_atsss_mode: a session's scheduler (TS 29.244's steering modes). */
 enum dpp_atsss_mode {
 	DPP_ATSSS_ROUND_ROBIN = 0,    /* the paths that are up in turn */
