@@ -30,9 +30,9 @@ from typing import Callable, Iterable, NamedTuple, Optional
 
 import numpy
 
-from netapp.atsss.abi import (UE_FILTER_WORDS, Path, PathFlags, PathRx, PathStats, Session, SessionKey, Uplink,
-                              UplinkKey, ue_filter_bit)
-from netapp.atsss.models import Address, AtsssSession
+from netapp.atsss.abi import (UE_FILTER_WORDS, Path, PathFlags, PathRx, PathStats, Session, SessionFlags, SessionKey,
+                              Uplink, UplinkKey, ue_filter_bit)
+from netapp.atsss.models import Address, AtsssSession, ChecksumCoverage
 from netapp.dataplane.abi import DevmapVal
 from netapp.dataplane.tables import Table
 
@@ -105,7 +105,9 @@ def uplink_value(session: AtsssSession, slot: int) -> Uplink:
 def session_value(session: AtsssSession) -> Session:
     """The session's entry as the control plane writes it: its scheduler state zero, MP_SEQ 0."""
     n = len(session.paths)
-    value = Session(mode=session.effective_mode.c_mode, n_paths=n)
+    header_only = session.checksum_coverage is ChecksumCoverage.HEADER
+    value = Session(mode=session.effective_mode.c_mode, n_paths=n,
+                    flags=SessionFlags.HEADER_CHECKSUM if header_only else 0)
     value.weight[:n] = [path.weight for path in session.paths]
     value.priority[:n] = [path.priority for path in session.paths]
     value.path[:n] = session.slots
@@ -131,7 +133,7 @@ class AtsssTables:
 def _session_part(value: Session) -> tuple:
     """What the control plane says of a session (the rest is the scheduler's state)."""
     n = value.n_paths
-    return value.mode, n, tuple(value.weight[:n]), tuple(value.path[:n]), tuple(value.priority[:n])
+    return value.mode, value.flags, n, tuple(value.weight[:n]), tuple(value.path[:n]), tuple(value.priority[:n])
 
 
 def _path_part(value: Path) -> bytes:

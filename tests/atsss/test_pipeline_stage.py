@@ -132,6 +132,17 @@ def test_a_session_put_through_the_service_steers_the_pipelines_downlink(node, a
     assert staged(dp) - before == 2
 
 
+def test_a_sessions_checksum_coverage_reaches_its_frames_and_can_change(node, atsss):
+    _, dp = node
+    inner = ue_packet(UE, b"covered or not")
+    spec = round_robin().model_dump(mode="json")
+    atsss.create_session(ADMIN, "ue7", AtsssSessionSpec.model_validate({**spec, "checksum_coverage": "header"}))
+    assert run(dp, ethernet(inner)) == (XDP_TX, expected_frame(CELL, 0, 0, inner, cscov=1))
+
+    atsss.put_session(ADMIN, "ue7", AtsssSessionSpec.model_validate(spec))  # full coverage, the default
+    assert run(dp, ethernet(inner)) == (XDP_TX, expected_frame(WIFI, 0, 1, inner)), "MP_SEQ goes on"
+
+
 def test_a_frame_to_another_ue_is_left_to_the_pipeline(node, atsss):
     _, dp = node
     atsss.create_session(ADMIN, "ue7", round_robin())
