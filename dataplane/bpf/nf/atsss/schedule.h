@@ -129,13 +129,18 @@ static __always_inline int pick_priority(const struct dpp_atsss_session *s, __u3
 	return best;
 }
 
-/* WEIGHTED's pick, under the session's lock: it reads and writes every position's current weight. */
-static __always_inline int pick_weighted_locked(struct dpp_atsss_session *s, __u32 up)
+/* WEIGHTED's pick and its MP_SEQ number, under the session's lock: the pick reads and writes every
+ * position's current weight. The number is taken there by a plain increment, no atomic add: every
+ * packet that meets this entry is WEIGHTED's and holds the lock to take one (a change of mode is a
+ * new entry: the control plane replaces a session, never writes it in place). */
+static __always_inline int pick_weighted_locked(struct dpp_atsss_session *s, __u32 up, __u64 *mp_seq)
 {
 	int pos;
 
 	bpf_spin_lock(&s->lock);
 	pos = pick_weighted(s, up);
+	if (pos >= 0)
+		*mp_seq = s->mp_seq++;
 	bpf_spin_unlock(&s->lock);
 	return pos;
 }
@@ -158,8 +163,8 @@ static __always_inline int atsss_schedule(struct dpp_atsss_session *s, __u64 *mp
 	if (!v.up)
 		return -1;
 	if (mode == DPP_ATSSS_WEIGHTED)
-		pos = pick_weighted_locked(s, v.up);
-	else if (mode == DPP_ATSSS_ACTIVE_STANDBY)
+		return pick_weighted_locked(s, v.up, mp_seq);
+	if (mode == DPP_ATSSS_ACTIVE_STANDBY)
 		pos = pick_active_standby(v.up);
 	else if (mode == DPP_ATSSS_SMALLEST_DELAY)
 		pos = v.fastest;

@@ -12,7 +12,9 @@
  * which of the paths up it takes (nf/atsss/schedule.h), so the paths take turns across CPUs as the
  * numbers do. Only weighted round-robin changes several words per packet (the current weight of
  * every path up), and does so under the session's bpf_spin_lock, which nothing else takes: two CPUs
- * must not read the same current weights and both pick the same path. The lock is the dearest part
+ * must not read the same current weights and both pick the same path; its MP_SEQ number is taken
+ * under that lock by a plain increment (every packet of a WEIGHTED entry holds the lock to take one:
+ * the control plane replaces an entry whole, never writes it in place, so one entry has one mode). The lock is the dearest part
  * of a packet's way (it saves and disables interrupts), which is why the other schedulers, whose
  * pick is a function of what the control plane wrote, go without. Whether a path is up, its RTT
  * and addresses are written by the control plane only and read as they are; counters are per CPU.
@@ -150,7 +152,7 @@ struct dpp_atsss_session {
 	__s32 current[DPP_ATSSS_MAX_PATHS]; /* WEIGHTED: smooth WRR's current weights */
 	__u32 path[DPP_ATSSS_MAX_PATHS];    /* slots of dpp_atsss_paths, by position */
 	__u8 priority[DPP_ATSSS_MAX_PATHS]; /* PRIORITY: each position's, 0 the highest; ties: first */
-	__u64 mp_seq; /* the next MP_SEQ number (48 bits used), atomic */
+	__u64 mp_seq; /* the next MP_SEQ number (48 bits used): atomic, WEIGHTED's under the lock */
 };
 
 /* Value of dpp_atsss_paths: one access path of a session, towards the UE's address on that access.
