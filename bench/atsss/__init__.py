@@ -2,13 +2,16 @@
 Uplink (bench/atsss/uplink.py): an MP-DCCP Data frame checked, its path found and moved on,
 decapsulated, with no Ack owed and with an Ack into the ring for every packet. Downlink: a UE packet
 scheduled and put into MP-DCCP (IPv4, DCCP-Data with MP_SEQ, both checksums) by each scheduler
-(round-robin, smooth weighted round-robin, active-standby, priority; redundant's marking, its copies
-not made in the harness), two paths. Each for one session (hot: the best case) and among 10,000
-sessions (every repetition another UE), against the harness's empty program (the floor). Every
-repetition starts from the original packet (the harness puts the head back and writes the packet
-again). Then live (bench/atsss/live.py): round-robin against redundant with its two copies made.
+(round-robin, with the DCCP checksum over the whole packet and over the header only; smooth weighted
+round-robin, active-standby, smallest delay, priority; redundant's marking, its copies not made in
+the harness), two paths. Each for one session (hot: the best case) and among 10,000 sessions (every
+repetition another UE), against the harness's empty program (the floor). Every repetition starts
+from the original packet (the harness puts the head back and writes the packet again). The pipeline
+(bench/atsss/gate.py): a frame that is not ATSSS's with the gate closed and open. Then live
+(bench/atsss/live.py): round-robin against redundant with its two copies made. With --before, the
+downlink and pipeline cases also run another build's objects in the same blocks.
 
-    python -m bench.atsss --out bench/results/atsss.json
+    python -m bench.atsss --out bench/results/atsss.json [--before OTHER/dataplane/build]
 
 Methodology: bench/README.md, "bench/atsss".
 """

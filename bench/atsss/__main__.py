@@ -13,11 +13,11 @@ from ctypes import c_uint32
 from pathlib import Path
 from typing import Optional, Sequence
 
-from bench.atsss import live, uplink
+from bench.atsss import gate, live, uplink
 from bench.atsss.ring import AckRing
 from bench.harness import Harness, Walk, add_block_arguments, build_harness, interleaved_medians, write_results
 from bench.libbpf import BpfObject, map_lookup, map_update
-from netapp.atsss.abi import Mode, Path as PathValue, PathFlags, Session, SessionKey, UplinkReason
+from netapp.atsss.abi import Mode, Path as PathValue, PathFlags, Session, SessionFlags, SessionKey, UplinkReason
 from netapp.dataplane import binding
 from netapp.dataplane.handle import possible_cpus
 
@@ -29,9 +29,14 @@ FRAME = 128  # Ethernet frame of the UE packet
 UE_AT = 14 + 16  # the UE packet's IPv4 destination: the walk writes the UE's address there
 PAYLOAD_AT = 14 + 20 + 8  # the walk's other field, a word of the UDP payload
 ROOM = 256
-MODES = {"round-robin": (Mode.ROUND_ROBIN, [1, 1]), "weighted round-robin 3:1": (Mode.WEIGHTED, [3, 1]),
-         "active-standby": (Mode.ACTIVE_STANDBY, [1, 1]), "priority": (Mode.PRIORITY, [1, 1]),
-         "redundant (marking, no copies)": (Mode.REDUNDANT, [1, 1])}  # fmt: skip
+HEADER = SessionFlags.HEADER_CHECKSUM
+# scheduler -> (mode, weights, session flags); flags are this build's only (a --before build has none)
+MODES = {"round-robin": (Mode.ROUND_ROBIN, [1, 1], 0),
+         "round-robin, header checksum (CsCov 1)": (Mode.ROUND_ROBIN, [1, 1], HEADER),
+         "weighted round-robin 3:1": (Mode.WEIGHTED, [3, 1], 0),
+         "active-standby": (Mode.ACTIVE_STANDBY, [1, 1], 0), "smallest delay": (Mode.SMALLEST_DELAY, [1, 1], 0),
+         "priority": (Mode.PRIORITY, [1, 1], 0), "redundant (marking, no copies)": (Mode.REDUNDANT, [1, 1], 0)}
+CASES = ("uplink", "downlink", "gate", "live")
 # what each scheduler's packets get in the harness: REDUNDANT's broadcast is not carried out there
 VERDICTS = {Mode.REDUNDANT: XDP_REDIRECT}
 
@@ -45,13 +50,17 @@ def ue_frame() -> bytes:
 
 
 def path(i: int) -> PathValue:
-    value = PathValue(access=i & 1, family=4, flags=PathFlags.UP, sport=0x8913, dport=0x8A13)
+    """Slot i: odd slots a session's first path (RTT 30 ms), even its second (10 ms: smallest delay's)."""
+    value = PathValue(access=i & 1, family=4, flags=PathFlags.UP, rtt_us=30_000 if i & 1 else 10_000,
+                      sport=0x8913, dport=0x8A13)
     value.local[0] = int.from_bytes(bytes([10, 0, i & 1, 1]), "little")
     value.peer[0] = int.from_bytes(bytes([10, 100 + (i & 1), (i >> 8) & 0xFF, i & 0xFF]), "little")
     return value
 
 
 class AtsssBench:
+    """xdp_atsss.bpf.o of `build` (this tree's, or --before's) with SESSIONS sessions' paths."""
+
     def __init__(self, build: Path):
         self.obj = BpfObject(build / "xdp_atsss.bpf.o")
         self.prog_fd = self.obj.program_fd("xdp_atsss")
@@ -60,12 +69,12 @@ class AtsssBench:
         for slot in range(1, 2 * SESSIONS + 1):
             map_update(self.paths_fd, c_uint32(slot), path(slot))
 
-    def configure(self, mode: Mode, weights: list[int]) -> None:
+    def configure(self, mode: Mode, weights: list[int], flags: int = 0) -> None:
         """SESSIONS sessions of two paths each, the scheduler's state afresh."""
         for i in range(SESSIONS):
             key = SessionKey(family=4)
             key.addr[0] = int.from_bytes((FIRST_UE + i).packed, "little")
-            value = Session(mode=mode, n_paths=2)
+            value = Session(mode=mode, n_paths=2, flags=flags)
             value.path[:2] = [2 * i + 1, 2 * i + 2]
             value.weight[:2] = weights
             value.priority[:2] = [1, 0]  # PRIORITY: the second path first
@@ -79,6 +88,10 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.atsss", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="result JSON")
+    parser.add_argument("--before", type=Path, metavar="BUILD",
+                        help="a build directory of other code (its xdp_atsss.bpf.o and dpp.bpf.o, e.g. of the "
+                        "commit before a change), measured in the same blocks as this tree's (*_before_ns)")
+    parser.add_argument("--cases", default=",".join(CASES), help=f"which, comma-separated, of {','.join(CASES)}")
     add_block_arguments(parser)
     return parser.parse_args(argv)
 
@@ -93,11 +106,16 @@ def timed(harness: Harness, prog: int, walk: Walk, expected: int, repeat: int) -
 
 
 def row(name: tuple[str, str], sessions: int, what: str, medians: dict[str, float]) -> dict:
-    """A result row (printed as it comes): the case's name, the floor, the case, the difference."""
+    """A result row (printed as it comes): the case's name, the floor, the case, the difference; and
+    the same of the --before build when it ran."""
     result = {name[0]: name[1], "sessions": sessions, "floor_ns": medians["floor"], f"{what}_ns": medians["atsss"],
               "above_floor_ns": medians["atsss"] - medians["floor"]}  # fmt: skip
-    print(f"{name[1]:<32} {sessions:>6} sessions  floor {medians['floor']:6.1f}  {what} {medians['atsss']:6.1f}  "
-          f"above floor {result['above_floor_ns']:+6.1f} ns", flush=True)
+    line = (f"{name[1]:<40} {sessions:>6} sessions  floor {medians['floor']:6.1f}  {what} {medians['atsss']:6.1f}  "
+            f"above floor {result['above_floor_ns']:+6.1f} ns")
+    if "before" in medians:
+        result.update({f"{what}_before_ns": medians["before"], "before_above_floor_ns": medians["before"] - medians["floor"]})
+        line += f"  (before: {result['before_above_floor_ns']:+6.1f})"
+    print(line, flush=True)
     return result
 
 
@@ -144,34 +162,79 @@ def uplink_rows(args: argparse.Namespace, harness: Harness, bench: AtsssBench, r
     return rows
 
 
+def downlink_rows(args: argparse.Namespace, harness: Harness, benches: dict[str, AtsssBench],
+                  rng: random.Random) -> list[dict]:
+    """Each scheduler's downlink, one session and 10,000, against the floor; "before" too if given."""
+    rows = []
+    for scheduler, (mode, weights, flags) in MODES.items():
+        for name, bench in benches.items():
+            bench.configure(mode, weights, flags if name == "atsss" else 0)
+        for sessions in (1, SESSIONS):
+            walk = Walk(sessions, teid_base=0, src_base=int(FIRST_UE), teid_off=PAYLOAD_AT, src_off=UE_AT)
+            subjects = {"floor": functools.partial(timed, harness, harness.empty_fd, walk, XDP_PASS, args.repeat)}
+            for name, bench in benches.items():
+                subjects[name] = functools.partial(timed, harness, bench.prog_fd, walk,
+                                                   VERDICTS.get(mode, XDP_TX), args.repeat)  # fmt: skip
+            medians = interleaved_medians(subjects, args.runs, rng)
+            rows.append(row(("scheduler", scheduler), sessions, "downlink", medians))
+    return rows
+
+
+def gate_rows(args: argparse.Namespace, harness: Harness, builds: dict[str, Path], rng: random.Random) -> list[dict]:
+    """A frame not ATSSS's through the pipeline, the gate closed and open, at one session and 10,000;
+    "before" too if given."""
+    rows = []
+    pipelines = {name: gate.Pipeline(build) for name, build in builds.items()}
+    try:
+        for sessions in (1, SESSIONS):
+            for pipeline in pipelines.values():
+                pipeline.install(FIRST_UE, sessions)
+            walk = gate.other_walk(sessions, UE_AT, PAYLOAD_AT)
+            for open_ in (False, True):
+                for pipeline in pipelines.values():
+                    pipeline.set_gate(open_)
+                subjects = {"floor": functools.partial(timed, harness, harness.empty_fd, walk, XDP_PASS, args.repeat)}
+                for name, pipeline in pipelines.items():
+                    subjects[name] = functools.partial(timed, harness, pipeline.prog_fd, walk, XDP_PASS, args.repeat)
+                medians = interleaved_medians(subjects, args.runs, rng)
+                case = f"not ATSSS's, gate {'open' if open_ else 'closed'}"
+                rows.append(row(("pipeline", case), sessions, "pipeline", medians))
+    finally:
+        harness.release_target()
+        for pipeline in pipelines.values():
+            pipeline.close()
+    return rows
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parse_args(argv)
     rng = random.Random(args.seed)
     build = Path(binding.find_libdpp()).parent
-    ue = int(FIRST_UE)
+    builds = {"atsss": build, **({"before": args.before} if args.before else {})}
+    cases = args.cases.split(",")
     rows = []
     with Harness(build_harness()) as harness:
-        bench = AtsssBench(build)
+        benches = {name: AtsssBench(path) for name, path in builds.items()}
+        bench = benches["atsss"]
         try:
-            rows += uplink_rows(args, harness, bench, rng)
-            for scheduler, (mode, weights) in MODES.items():
-                bench.configure(mode, weights)
-                for sessions in (1, SESSIONS):
-                    walk = Walk(sessions, teid_base=0, src_base=ue, teid_off=PAYLOAD_AT, src_off=UE_AT)
-                    subjects = {"floor": functools.partial(timed, harness, harness.empty_fd, walk, XDP_PASS, args.repeat),
-                                "atsss": functools.partial(timed, harness, bench.prog_fd, walk,
-                                                           VERDICTS.get(mode, XDP_TX), args.repeat)}  # fmt: skip
-                    medians = interleaved_medians(subjects, args.runs, rng)
-                    rows.append(row(("scheduler", scheduler), sessions, "downlink", medians))
-            site = live.LiveSite(build, bench.obj)
-            try:
-                rows += live.live_rows(site, bench.prog_fd, ue_frame(), lambda mode: bench.configure(mode, [1, 1]),
-                                       args.runs, args.repeat)  # fmt: skip
-            finally:
-                site.close()
+            if "uplink" in cases:
+                rows += uplink_rows(args, harness, bench, rng)
+            if "downlink" in cases:
+                rows += downlink_rows(args, harness, benches, rng)
+            if "gate" in cases:
+                harness.release_target()
+                rows += gate_rows(args, harness, builds, rng)
+            if "live" in cases:
+                site = live.LiveSite(build, bench.obj)
+                try:
+                    rows += live.live_rows(site, bench.prog_fd, ue_frame(), lambda mode: bench.configure(mode, [1, 1]),
+                                           args.runs, args.repeat)  # fmt: skip
+                finally:
+                    site.close()
         finally:
             harness.release_target()
-            bench.close()
+            for each in benches.values():
+                each.close()
     write_results(args.out, "atsss", args.runs, args.repeat, rows)
     return 0
 

@@ -12,6 +12,7 @@
 const volatile struct {
 	enum dpp_atsss_mode mode;
 	enum dpp_atsss_access access;
+	enum dpp_atsss_session_flags session_flags;
 	enum dpp_atsss_path_flags path_flags;
 	enum dpp_atsss_uplink_reason uplink_reason;
 	enum dpp_atsss_uplink_flags uplink_flags;

@@ -8,6 +8,7 @@ Only ctypes, enum and netapp.dataplane.cenum here, as the other functions' ABI m
 from __future__ import annotations
 
 import enum
+import sys
 from ctypes import Structure, c_int32, c_uint8, c_uint16, c_uint32, c_uint64
 
 from netapp.dataplane.cenum import c_enum
@@ -30,6 +31,9 @@ OPTIONS_LEN = 12
 MAX_OPTIONS = 32
 ACK_RING_SIZE = 262144
 ACK_FRAME_MAX = 88
+UE_FILTER_LOG2 = 18
+UE_FILTER_WORDS = (1 << UE_FILTER_LOG2) // 64
+UE_FILTER_MULTIPLIER = 0x9E3779B1
 
 CONSTANTS = {
     "DPP_MAX_ATSSS_SESSIONS": MAX_SESSIONS,
@@ -50,6 +54,9 @@ CONSTANTS = {
     "DPP_ATSSS_MAX_OPTIONS": MAX_OPTIONS,
     "DPP_ATSSS_ACK_RING_SIZE": ACK_RING_SIZE,
     "DPP_ATSSS_ACK_FRAME_MAX": ACK_FRAME_MAX,
+    "DPP_ATSSS_UE_FILTER_LOG2": UE_FILTER_LOG2,
+    "DPP_ATSSS_UE_FILTER_WORDS": UE_FILTER_WORDS,
+    "DPP_ATSSS_UE_FILTER_MULTIPLIER": UE_FILTER_MULTIPLIER,
 }
 
 
@@ -91,10 +98,26 @@ class Access(enum.IntEnum):
     NON_THREE_GPP = 1
 
 
+@c_enum("dpp_atsss_session_flags", "DPP_ATSSS_")
+class SessionFlags(enum.IntFlag):
+    """HEADER_CHECKSUM: the downlink's DCCP checksum covers the header and options only (CsCov 1)."""
+
+    HEADER_CHECKSUM = 1
+
+
 @c_enum("dpp_atsss_path_flags", "DPP_ATSSS_PATH_")
 class PathFlags(enum.IntFlag):
     UP = 1
     CONGESTED = 2
+
+
+def ue_filter_bit(words: tuple[int, int, int, int]) -> int:
+    """The bit of the UE filter (dpp_atsss_ues) for an address given as the ABI's four 32-bit words
+    (network order in memory, read in host order): its words xored, read in network order, times
+    the multiplier, the top UE_FILTER_LOG2 bits of the low 32."""
+    folded = words[0] ^ words[1] ^ words[2] ^ words[3]
+    number = int.from_bytes(folded.to_bytes(4, sys.byteorder), "big")
+    return ((number * UE_FILTER_MULTIPLIER) & 0xFFFFFFFF) >> (32 - UE_FILTER_LOG2)
 
 
 class SpinLock(Structure):
@@ -113,7 +136,7 @@ class Session(Structure):
         ("lock", SpinLock),
         ("mode", c_uint8),
         ("n_paths", c_uint8),
-        ("next", c_uint8),
+        ("flags", c_uint8),
         ("reserved", c_uint8),
         ("weight", c_uint16 * MAX_PATHS_PER_SESSION),
         ("current", c_int32 * MAX_PATHS_PER_SESSION),
@@ -180,7 +203,7 @@ class Ack(Structure):
     _fields_ = [("ifindex", c_uint32), ("len", c_uint32), ("frame", c_uint8 * ACK_FRAME_MAX)]
 
 
-ENUMS = (Mode, Access, PathFlags, UplinkReason, UplinkFlags)
+ENUMS = (Mode, Access, SessionFlags, PathFlags, UplinkReason, UplinkFlags)
 STRUCTS = (SessionKey, Session, Path, PathStats, UplinkKey, Uplink, PathRx, Config, Ack)
 # name -> (map type, key, value, size)
 MAPS = {
@@ -193,6 +216,7 @@ MAPS = {
     "dpp_atsss_config": ("ARRAY", c_uint32, Config, 1),
     "dpp_atsss_tx": ("DEVMAP", c_uint32, "bpf_devmap_val", MAX_PATHS_PER_SESSION),
     "dpp_atsss_gate": ("ARRAY", c_uint32, c_uint32, 1),
+    "dpp_atsss_ues": ("ARRAY", c_uint32, "unsigned long long", UE_FILTER_WORDS),
 }
 # rings: name -> (map type, size); their records are struct dpp_atsss_ack (Ack)
 RINGS = {"dpp_atsss_acks": ("RINGBUF", "DPP_ATSSS_ACK_RING_SIZE")}

@@ -25,7 +25,6 @@ class SessionModel:
     mp_seq: int = 0
     rtts: list[int] = field(default_factory=list)
     dccp_seq: list[int] = field(default_factory=list)
-    next: int = 0
     current: list[int] = field(default_factory=list)
     priorities: list[int] = field(default_factory=list)
     congested: list[bool] = field(default_factory=list)
@@ -74,13 +73,10 @@ class SessionModel:
         return sent
 
     def _pick_round_robin(self) -> int | None:
-        n = len(self.up)
-        for step in range(n):
-            pos = (self.next + step) % n
-            if self.up[pos]:
-                self.next = (pos + 1) % n
-                return pos
-        return None
+        """Of the positions up, the one the next MP_SEQ number falls on: its low 32 bits mod how many
+        are up, counted from the first."""
+        up = [i for i, up in enumerate(self.up) if up]
+        return up[(self.mp_seq & 0xFFFFFFFF) % len(up)] if up else None
 
     def _pick_weighted(self) -> int | None:
         """Smooth weighted round-robin: every eligible position gains its weight, the largest (the

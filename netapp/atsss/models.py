@@ -59,6 +59,13 @@ class SteeringMode(str, enum.Enum):
         return Mode[self.name]
 
 
+class ChecksumCoverage(str, enum.Enum):
+    """What the DCCP checksum of the session's downlink packets covers (RFC 4340 9.2)."""
+
+    FULL = "full"  # CsCov 0: the whole packet; every DCCP receiver takes it
+    HEADER = "header"  # CsCov 1: header and options; only a receiver that asked for it (MinCsCov 1)
+
+
 class AtsssPath(BaseModel):
     """One access path: an MP-DCCP subflow from `local` (this node, DCCP `local_port`) to `peer` (the
     UE's address on that access, DCCP `peer_port`), one IP family. Ethernet: `source_mac` and
@@ -103,6 +110,11 @@ class SessionDefinition(BaseModel):
     mode: SteeringMode
     paths: list[AtsssPath] = Field(min_length=1, max_length=MAX_PATHS_PER_SESSION,
                                    description="in priority order (active-standby takes the first up)")
+    checksum_coverage: ChecksumCoverage = Field(
+        ChecksumCoverage.FULL,
+        description="what the DCCP checksum of the downlink covers: full (CsCov 0), or header (CsCov 1: header "
+        "and options, cheaper; for a UE whose receiver accepts partial coverage, Minimum Checksum Coverage 1, "
+        "RFC 4340 9.2.1: one at the default 0 drops such packets)")
 
     @model_validator(mode="after")
     def _fields(self) -> "SessionDefinition":

@@ -3,9 +3,10 @@ paths, mode, weights, the scheduler's state and the MP_SEQ counter), dpp_atsss_p
 path's outer headers, up flag, RTT and DCCP sequence number), dpp_atsss_path_stats (slot -> what
 it sent, per CPU), dpp_atsss_uplink (a path's uplink addresses and ports -> its slot and UE),
 dpp_atsss_path_rx (slot -> what the path heard), dpp_atsss_gate (nonzero while any session is
-held: the pipeline hands ATSSS's frames to its stage) and dpp_atsss_tx (position -> the interface
-REDUNDANT copies for that position leave by, with the position's copy program), through the generic
-tables (`table_of(name)`, as netapp.frer.table).
+held: the pipeline hands ATSSS's frames to its stage), dpp_atsss_ues (the UE filter: a bit per hash
+of the UE addresses with a session, which the pipeline reads before it looks a session up) and
+dpp_atsss_tx (position -> the interface REDUNDANT copies for that position leave by, with the
+position's copy program), through the generic tables (`table_of(name)`, as netapp.frer.table).
 
 `AtsssMaps.sync` makes the entries of some UEs (or of all) what the tables say, writing only what
 differs: an unchanged session is not written, so its MP_SEQ counter and scheduler state go on, nor
@@ -14,7 +15,8 @@ with the numbers it holds carried over (read just before: a packet scheduled bet
 the write may reuse a number, the data path's own writes being atomic but not ours). What a packet
 may meet while that runs is a session whole: new and changed paths are written before the
 sessions that lead to them, sessions deleted before their slots are emptied; a path's uplink entry
-is written with the path and deleted once no path has its addresses and ports.
+is written with the path and deleted once no path has its addresses and ports; a UE's filter bit is
+set before its session is written and cleared once no session left has that bit.
 """
 
 from __future__ import annotations
@@ -28,8 +30,9 @@ from typing import Callable, Iterable, NamedTuple, Optional
 
 import numpy
 
-from netapp.atsss.abi import Path, PathFlags, PathRx, PathStats, Session, SessionKey, Uplink, UplinkKey
-from netapp.atsss.models import Address, AtsssSession
+from netapp.atsss.abi import (UE_FILTER_WORDS, Path, PathFlags, PathRx, PathStats, Session, SessionFlags, SessionKey,
+                              Uplink, UplinkKey, ue_filter_bit)
+from netapp.atsss.models import Address, AtsssSession, ChecksumCoverage
 from netapp.dataplane.abi import DevmapVal
 from netapp.dataplane.tables import Table
 
@@ -102,7 +105,9 @@ def uplink_value(session: AtsssSession, slot: int) -> Uplink:
 def session_value(session: AtsssSession) -> Session:
     """The session's entry as the control plane writes it: its scheduler state zero, MP_SEQ 0."""
     n = len(session.paths)
-    value = Session(mode=session.effective_mode.c_mode, n_paths=n)
+    header_only = session.checksum_coverage is ChecksumCoverage.HEADER
+    value = Session(mode=session.effective_mode.c_mode, n_paths=n,
+                    flags=SessionFlags.HEADER_CHECKSUM if header_only else 0)
     value.weight[:n] = [path.weight for path in session.paths]
     value.priority[:n] = [path.priority for path in session.paths]
     value.path[:n] = session.slots
@@ -128,7 +133,7 @@ class AtsssTables:
 def _session_part(value: Session) -> tuple:
     """What the control plane says of a session (the rest is the scheduler's state)."""
     n = value.n_paths
-    return value.mode, n, tuple(value.weight[:n]), tuple(value.path[:n]), tuple(value.priority[:n])
+    return value.mode, value.flags, n, tuple(value.weight[:n]), tuple(value.path[:n]), tuple(value.priority[:n])
 
 
 def _path_part(value: Path) -> bytes:
@@ -148,6 +153,7 @@ class AtsssMaps:
         self._uplink = table_of("dpp_atsss_uplink")
         self._rx = table_of("dpp_atsss_path_rx")
         self._gate = table_of("dpp_atsss_gate")
+        self._ues = table_of("dpp_atsss_ues")
         self._tx = table_of("dpp_atsss_tx")
 
     # --- writes --------------------------------------------------------------------------------
@@ -162,8 +168,12 @@ class AtsssMaps:
         before = self._uplink_keys(sorted(used | set(slots)))
         self._write_paths(tables.paths, used)
         self._write_uplinks(tables)
+        self._set_ue_bits([key for key, _ in tables.sessions.values()])
         self._write_sessions(tables.sessions, held)
-        self._sessions.delete([key for raw, (key, _) in held.items() if raw not in tables.sessions])
+        deleted = [key for raw, (key, _) in held.items() if raw not in tables.sessions]
+        self._sessions.delete(deleted)
+        if deleted or ues is None:
+            self._clear_ue_bits(None if ues is None else {ue_filter_bit(tuple(key.addr)) // 64 for key in deleted})
         gone = sorted((used | set(slots)) - set(tables.paths))
         self._paths.update([(c_uint32(slot), Path()) for slot in gone])
         wanted = {bytes(uplink_key(path)) for path in tables.paths.values()}
@@ -180,6 +190,37 @@ class AtsssMaps:
         """Each path's uplink entry, written whole (a few bytes: the same value again costs nothing
         that a comparison would save)."""
         self._uplink.update([(uplink_key(tables.paths[slot]), value) for slot, value in tables.uplinks.items()])
+
+    def _set_ue_bits(self, keys: list[SessionKey]) -> None:
+        """The UE filter's bits of these sessions' addresses set (the words that lack one written)."""
+        wanted: dict[int, int] = {}
+        for key in keys:
+            bit = ue_filter_bit(tuple(key.addr))
+            wanted[bit // 64] = wanted.get(bit // 64, 0) | 1 << (bit % 64)
+        self._write_ue_words(wanted, lambda now, bits: now | bits)
+
+    def _clear_ue_bits(self, words: Optional[set[int]]) -> None:
+        """The UE filter's `words` (None: all) made exactly the bits of the sessions held, read from
+        the map: a bit no session has any more is cleared (a full sync also sheds stale bits, which
+        the pinned map kept over a restart)."""
+        held: dict[int, int] = {}
+        for key, _ in self._sessions.items():
+            bit = ue_filter_bit(tuple(key.addr))
+            held[bit // 64] = held.get(bit // 64, 0) | 1 << (bit % 64)
+        exact = {word: held.get(word, 0) for word in (range(UE_FILTER_WORDS) if words is None else words)}
+        self._write_ue_words(exact, lambda now, bits: bits)
+
+    def _write_ue_words(self, words: dict[int, int], merge: Callable[[int, int], int]) -> None:
+        """Each word of `words` made merge(its value now, the given bits), written only if it changes."""
+        indexes = sorted(words)
+        now = self._ues.lookup([c_uint32(word) for word in indexes])
+        writes = []
+        for word, value in zip(indexes, now):
+            before = int(value or 0)
+            after = merge(before, words[word])
+            if after != before:
+                writes.append((c_uint32(word), c_uint64(after)))
+        self._ues.update(writes)
 
     def _any_session(self) -> bool:
         return next(iter(self._sessions.items()), None) is not None

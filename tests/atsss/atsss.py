@@ -173,8 +173,8 @@ class AtsssProgram:
         return value
 
     def add_session(self, ue: str, mode: Mode, slots: list[int], weights: Optional[list[int]] = None,
-                    mp_seq: int = 0, priorities: Optional[list[int]] = None) -> None:
-        value = Session(mode=mode, n_paths=len(slots), mp_seq=mp_seq)
+                    mp_seq: int = 0, priorities: Optional[list[int]] = None, flags: int = 0) -> None:
+        value = Session(mode=mode, n_paths=len(slots), mp_seq=mp_seq, flags=flags)
         value.path[: len(slots)] = slots
         value.weight[: len(slots)] = weights or [1] * len(slots)
         value.priority[: len(slots)] = priorities or [0] * len(slots)
@@ -221,21 +221,25 @@ def ethernet(packet: bytes, padding: int = 0) -> bytes:
     return IN_MACS + struct.pack("!H", ethertype) + packet + bytes(padding)
 
 
-def dccp_data(spec: PathSpec, seq: int, mp_seq: int, payload: bytes) -> bytes:
-    """A DCCP-Data packet, checksum 0: the generic header with X=1 (RFC 4340 5.1), MP_SEQ
-    (type 46, length 9, MP_OPT 4, 48-bit number) and Padding (type 0) to a 4-byte boundary."""
+def dccp_data(spec: PathSpec, seq: int, mp_seq: int, payload: bytes, cscov: int = 0) -> bytes:
+    """A DCCP-Data packet, checksum 0: the generic header with X=1 (RFC 4340 5.1; CCVal 0, the
+    checksum coverage cscov), MP_SEQ (type 46, length 9, MP_OPT 4, 48-bit number) and Padding
+    (type 0) to a 4-byte boundary."""
     options = bytes([46, 9, 4]) + mp_seq.to_bytes(6, "big")
     options += bytes(-len(options) % 4)
     doff = (16 + len(options)) // 4
     res_type_x = (2 << 1) | 1  # Res 0, Type 2 (DCCP-Data), X 1
-    header = struct.pack("!HHBBHBBH", spec.sport, spec.dport, doff, 0, 0, res_type_x, 0, seq >> 32)
+    header = struct.pack("!HHBBHBBH", spec.sport, spec.dport, doff, cscov, 0, res_type_x, 0, seq >> 32)
     header += struct.pack("!I", seq & 0xFFFFFFFF)
     return header + options + payload
 
 
-def expected_frame(spec: PathSpec, seq: int, mp_seq: int, inner: bytes) -> bytes:
-    """The frame the downlink must send on `spec` for the UE packet `inner`."""
-    dccp = dccp_data(spec, seq, mp_seq, inner)
+def expected_frame(spec: PathSpec, seq: int, mp_seq: int, inner: bytes, cscov: int = 0) -> bytes:
+    """The frame the downlink must send on `spec` for the UE packet `inner`; its DCCP checksum over
+    the whole packet (cscov 0), or over the header and options and the first (cscov - 1) * 4 bytes
+    of `inner` (RFC 4340 9.2; the pseudo-header's length is the whole packet's either way)."""
+    dccp = dccp_data(spec, seq, mp_seq, inner, cscov)
+    covered = dccp if cscov == 0 else dccp[: len(dccp) - len(inner) + (cscov - 1) * 4]
     local, peer = ipaddress.ip_address(spec.local).packed, ipaddress.ip_address(spec.peer).packed
     if spec.family == 4:
         pseudo = local + peer + struct.pack("!BBH", 0, 33, len(dccp))
@@ -246,7 +250,7 @@ def expected_frame(spec: PathSpec, seq: int, mp_seq: int, inner: bytes) -> bytes
         pseudo = local + peer + struct.pack("!I3xB", len(dccp), 33)
         ip = struct.pack("!IHBB16s16s", 6 << 28, len(dccp), 33, 64, local, peer)
         ethertype = ETH_IPV6
-    dccp = dccp[:6] + struct.pack("!H", internet_checksum(pseudo + dccp)) + dccp[8:]
+    dccp = dccp[:6] + struct.pack("!H", internet_checksum(pseudo + covered)) + dccp[8:]
     return spec.dmac + spec.smac + struct.pack("!H", ethertype) + ip + dccp
 
 

@@ -1,12 +1,14 @@
 """The downlink's frames, in the kernel (xdp_atsss under BPF_PROG_TEST_RUN): byte for byte what
-RFC 4340 and the MP_SEQ layout say (tests/atsss/atsss.py builds them from the layouts), read without
-a complaint by Wireshark's DCCP dissector, numbered per path and per connection."""
+RFC 4340 and the MP_SEQ layout say (tests/atsss/atsss.py builds them from the layouts), with the
+checksum over the whole packet or, for a session that asks for it, over the header and options only
+(CsCov 1), read without a complaint by Wireshark's DCCP dissector, numbered per path and per
+connection."""
 
 from __future__ import annotations
 
 import pytest
 
-from netapp.atsss.abi import Mode
+from netapp.atsss.abi import Mode, SessionFlags
 from tests.atsss.atsss import XDP_PASS, XDP_TX, PathSpec, decode, ethernet, expected_frame, ue_packet
 from tests.atsss.tshark import dissect
 
@@ -47,11 +49,25 @@ def test_every_frame_is_byte_for_byte_the_layouts(atsss, sessions, ue, cellular,
     for n in range(6):
         inner = ue_packet(ue, (bytes(range(256)) * 6)[:payload_len])
         verdict, out = atsss.run(ethernet(inner))
-        slot, spec = (1, cellular) if n % 2 == 0 else (2, wifi)
         assert verdict == XDP_TX
         mp_seq = ((1 << 48) - 3 + n) % (1 << 48)
+        slot, spec = (1, cellular) if mp_seq % 2 == 0 else (2, wifi)  # round-robin: the number's turn
         assert out == expected_frame(spec, expected_seq[slot] % (1 << 48), mp_seq, inner), f"packet {n}"
         expected_seq[slot] += 1
+
+
+@pytest.mark.parametrize("cellular, wifi", [(CELLULAR4, WIFI6), (CELLULAR6, WIFI4)], ids=["v4, v6", "v6, v4"])
+@pytest.mark.parametrize("payload_len", [0, 3, 1400])
+def test_a_header_checksum_session_covers_the_header_and_options_only(atsss, sessions, cellular, wifi, payload_len):
+    sessions(UE4, Mode.ROUND_ROBIN, [(1, cellular, STARTS[1]), (2, wifi, STARTS[2])], mp_seq=6,
+             flags=SessionFlags.HEADER_CHECKSUM)  # fmt: skip
+    inner = ue_packet(UE4, (bytes(range(256)) * 6)[:payload_len])
+    frames = [atsss.run(ethernet(inner)) for _ in range(2)]
+    assert [verdict for verdict, _ in frames] == [XDP_TX, XDP_TX]
+    assert frames[0][1] == expected_frame(cellular, STARTS[1], 6, inner, cscov=1)
+    assert frames[1][1] == expected_frame(wifi, STARTS[2], 7, inner, cscov=1)
+    # the UE packet is not covered: a full-coverage checksum differs (unless the payload sums to 0)
+    assert frames[0][1] != expected_frame(cellular, STARTS[1], 6, inner)
 
 
 def test_link_padding_after_the_ue_packet_is_not_carried(atsss, sessions):
@@ -87,6 +103,16 @@ def test_tshark_decodes_every_frame_with_no_expert_info_and_good_checksums(atsss
         assert theirs.ip_checksum_status in ("1", "") and (theirs.ip_checksum_status == "1") == (ours.family == 4)
         assert (theirs.type, theirs.x) == (2, "1")  # DCCP-Data, 48-bit sequence numbers
         assert (theirs.sport, theirs.dport, theirs.seq) == (ours.sport, ours.dport, ours.seq)
+        assert theirs.cscov == 0
+
+
+def test_tshark_verifies_the_header_checksum_of_cscov_1(atsss, sessions):
+    sessions(UE4, Mode.ROUND_ROBIN, [(1, CELLULAR4, STARTS[0]), (2, WIFI6, STARTS[2])],
+             flags=SessionFlags.HEADER_CHECKSUM)  # fmt: skip
+    frames = [atsss.run(ethernet(ue_packet(UE4, bytes([n]) * (n * 97 % 1300))))[1] for n in range(8)]
+    for theirs in dissect(frames):
+        assert theirs.expert == "", f"frame {theirs.number}: {theirs.expert}"
+        assert (theirs.cscov, theirs.checksum_status) == (1, "1"), f"frame {theirs.number}"
 
 
 def test_each_path_numbers_its_own_packets_and_the_connection_numbers_all(atsss, sessions):

@@ -20,8 +20,15 @@ def test_a_zero_weight_or_a_path_down_is_never_picked():
     assert set(picks(model, 20)) == {0}
 
 
+def sent_on(model: SessionModel, n: int) -> list:
+    """The positions of the next n packets sent (each takes its MP_SEQ number)."""
+    return [model.send()[0] for _ in range(n)]  # type: ignore[index]
+
+
 def test_round_robin_skips_paths_down_and_active_standby_takes_the_first_up():
-    assert picks(SessionModel(Mode.ROUND_ROBIN, [True, False, True]), 4) == [0, 2, 0, 2]
+    assert sent_on(SessionModel(Mode.ROUND_ROBIN, [True, False, True]), 4) == [0, 2, 0, 2]
+    # the number's turn: its low 32 bits mod the paths up (with three, 2**32 - 1 and 2**32 both 0)
+    assert sent_on(SessionModel(Mode.ROUND_ROBIN, [True] * 3, mp_seq=(1 << 32) - 2), 4) == [2, 0, 0, 1]
     assert picks(SessionModel(Mode.ACTIVE_STANDBY, [False, True, True]), 3) == [1, 1, 1]
     assert SessionModel(Mode.ACTIVE_STANDBY, [False, False]).send() is None
 

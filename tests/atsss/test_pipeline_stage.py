@@ -4,7 +4,9 @@ pipeline's entry does to a real frame (BPF_PROG_TEST_RUN on dpp_xdp): the downli
 encapsulated on the path the scheduler picks, byte for byte the frame built here from RFC 4340's
 layouts; the uplink from its path is decapsulated and the proxy's Ack is in the ring. A frame to
 another UE, an uplink carrying another UE's packet, and every frame once the session is deleted
-are left to the pipeline as before: untouched, and not run through the stage (its counter). A
+are left to the pipeline as before: untouched, and not run through the stage (its counter); the UE
+filter holds the bits of the sessions' UEs alone, and a frame whose destination's bit is clear is
+not looked up, even when a session has that address (as the control plane never leaves it). A
 REDUNDANT session gets dpp_atsss_tx's entries from the control plane (its paths' interfaces, each
 with its position's copy program) and its frames are broadcast to them (the copies themselves:
 tests/atsss/test_redundant.py); a PRIORITY session's paths' priorities and congestion reach the
@@ -14,20 +16,21 @@ poll's dpp_atsss_ack points and in /metrics."""
 
 from __future__ import annotations
 
+import ipaddress
 import socket
-from ctypes import c_uint32
+from ctypes import c_uint32, c_uint64
 from pathlib import Path as FilePath
 from typing import Iterator
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from netapp.atsss.abi import Access, UplinkReason
+from netapp.atsss.abi import Access, UplinkReason, ue_filter_bit
 from netapp.atsss.acks import AckRing, AckSender
 from netapp.atsss.models import AtsssSessionPatch, AtsssSessionSpec
 from netapp.atsss.service import Atsss
 from netapp.atsss.telemetry import AckPoints
-from netapp.atsss.table import AtsssMaps
+from netapp.atsss.table import AtsssMaps, address_words
 from netapp.dataplane.abi import Prog
 from netapp.dataplane.facade import Dataplane
 from netapp.service.contract import Principal, Scope
@@ -100,6 +103,15 @@ def gate(dp: Dataplane) -> int:
     return int(dp.table("dpp_atsss_gate").get(c_uint32(0)))
 
 
+def ue_bits(dp: Dataplane) -> set[int]:
+    """The bits set in the UE filter (dpp_atsss_ues)."""
+    return {word * 64 + i for word, bits in dp.table("dpp_atsss_ues").items() for i in range(64) if bits >> i & 1}
+
+
+def bit_of(ue: str) -> int:
+    return ue_filter_bit(address_words(ipaddress.ip_address(ue)))
+
+
 def run(dp: Dataplane, frame: bytes) -> tuple[str, bytes]:
     outcome = dp.test_run(frame)
     return outcome.verdict, outcome.data
@@ -114,10 +126,21 @@ def test_a_session_put_through_the_service_steers_the_pipelines_downlink(node, a
     before = staged(dp)
     first, second = run(dp, ethernet(inner)), run(dp, ethernet(inner, padding=6))
 
-    assert gate(dp) == 1
+    assert (gate(dp), ue_bits(dp)) == (1, {bit_of(UE)})
     assert first == (XDP_TX, expected_frame(CELL, 0, 0, inner))
     assert second == (XDP_TX, expected_frame(WIFI, 0, 1, inner)), "round-robin: the next path, the next MP_SEQ"
     assert staged(dp) - before == 2
+
+
+def test_a_sessions_checksum_coverage_reaches_its_frames_and_can_change(node, atsss):
+    _, dp = node
+    inner = ue_packet(UE, b"covered or not")
+    spec = round_robin().model_dump(mode="json")
+    atsss.create_session(ADMIN, "ue7", AtsssSessionSpec.model_validate({**spec, "checksum_coverage": "header"}))
+    assert run(dp, ethernet(inner)) == (XDP_TX, expected_frame(CELL, 0, 0, inner, cscov=1))
+
+    atsss.put_session(ADMIN, "ue7", AtsssSessionSpec.model_validate(spec))  # full coverage, the default
+    assert run(dp, ethernet(inner)) == (XDP_TX, expected_frame(WIFI, 0, 1, inner)), "MP_SEQ goes on"
 
 
 def test_a_frame_to_another_ue_is_left_to_the_pipeline(node, atsss):
@@ -165,11 +188,30 @@ def test_a_deleted_session_leaves_the_pipeline_as_it_was(node, atsss):
     before = staged(dp)
     uplink = uplink_frame(CELL, ue_packet("198.51.100.80", b"late", src=UE), seq=9)
 
-    assert gate(dp) == 0
+    assert (gate(dp), ue_bits(dp)) == (0, set())
     assert run(dp, frame) == (XDP_PASS, frame)
     assert run(dp, uplink) == (XDP_PASS, uplink)
     assert staged(dp) == before
     assert list(dp.table("dpp_atsss_uplink").items()) == [], "its paths' uplink entries went with it"
+
+
+@pytest.mark.parametrize("ue", [UE, "2001:db8:60::7"])
+def test_a_frame_whose_ue_bit_is_clear_is_not_looked_up(node, atsss, ue):
+    _, dp = node
+    atsss.create_session(ADMIN, "ue7", round_robin(ue))
+    frame, word = ethernet(ue_packet(ue)), bit_of(ue) // 64
+    filter_ = dp.table("dpp_atsss_ues")
+    bits = filter_.get(c_uint32(word))
+    assert ue_bits(dp) == {bit_of(ue)}
+
+    filter_.update([(c_uint32(word), c_uint64(bits & ~(1 << bit_of(ue) % 64)))])  # as if it had no session
+    before = staged(dp)
+    assert run(dp, frame) == (XDP_PASS, frame)
+    assert staged(dp) == before, "its session is there, but its bit is not: not looked up"
+
+    filter_.update([(c_uint32(word), c_uint64(bits))])
+    assert run(dp, frame)[0] == XDP_TX
+    assert staged(dp) == before + 1
 
 
 def test_a_redundant_session_gets_its_copies_ports_and_its_frames_are_broadcast(node, tmp_path):

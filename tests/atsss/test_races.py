@@ -1,9 +1,10 @@
 """One session on two CPUs at once: the downlink run from two threads, each pinned to its CPU,
 through the benchmark harness (bench/bpf/harness.bpf.c), which puts the original packet back before
 every repetition, so that both CPUs schedule packets of the same UE in the same microseconds. With
-the scheduler's state under the session's lock and the paths' numbers taken by atomic adds, no
-MP_SEQ number or DCCP sequence number is lost or taken twice and the weighted split stays exact
-(without the lock two CPUs read the same current weights and pick the same path). The uplink the
+weighted round-robin's state under the session's lock and the MP_SEQ and paths' numbers taken by
+atomic adds, no MP_SEQ number or DCCP sequence number is lost or taken twice and the weighted split
+stays exact (without the lock two CPUs read the same current weights and pick the same path); with
+round-robin, which takes no lock (the number picks the path), the split is exactly even. The uplink the
 same way: one path's Data from both CPUs, every packet counted for the Ack ratio by atomic add, every
 Ack numbered once."""
 
@@ -37,10 +38,12 @@ def harness():
         h.release_target()
 
 
-def test_two_cpus_on_one_session_lose_and_repeat_no_number(atsss, harness, cpus):
+def downlink_on_two_cpus(atsss, harness, cpus, mode: Mode, weights: list[int]) -> list[int]:
+    """PACKETS of one session's downlink from each CPU at once: every verdict XDP_TX and every MP_SEQ
+    number taken once; the packets each path sent, which its DCCP numbers must count exactly."""
     atsss.add_path(1, PathSpec("10.0.1.1", "10.0.1.2"))
     atsss.add_path(2, PathSpec("10.0.2.1", "10.0.2.2"))
-    atsss.add_session(UE, Mode.WEIGHTED, [1, 2], WEIGHTS, mp_seq=0)
+    atsss.add_session(UE, mode, [1, 2], weights, mp_seq=0)
     frame = ethernet(ue_packet(UE, bytes(64)))
     ue = int.from_bytes(bytes(map(int, UE.split("."))), "big")
     harness.set_walk(Walk(1, teid_base=0, src_base=ue, teid_off=PAYLOAD_AT, src_off=UE_AT))
@@ -49,13 +52,22 @@ def test_two_cpus_on_one_session_lose_and_repeat_no_number(atsss, harness, cpus)
     try:
         verdicts = run_on_cpus(harness.walk_head_fd, frame, PACKETS, cpus, out_size=len(frame) + 256)
         assert set(verdicts.values()) == {XDP_TX}
-        total = 2 * PACKETS
-        assert atsss.session(UE).mp_seq == total
+        assert atsss.session(UE).mp_seq == 2 * PACKETS
         sent = [atsss.sent(1)[0], atsss.sent(2)[0]]
-        assert sent == [total * w // sum(WEIGHTS) for w in WEIGHTS]
         assert [atsss.path(1).dccp_seq, atsss.path(2).dccp_seq] == sent
+        return sent
     finally:
         atsss.delete_session(UE)
+
+
+def test_two_cpus_on_one_session_lose_and_repeat_no_number(atsss, harness, cpus):
+    sent = downlink_on_two_cpus(atsss, harness, cpus, Mode.WEIGHTED, WEIGHTS)
+    assert sent == [2 * PACKETS * w // sum(WEIGHTS) for w in WEIGHTS]
+
+
+def test_two_cpus_round_robin_without_a_lock_split_evenly_and_repeat_no_number(atsss, harness, cpus):
+    # each number taken once: the even ones went on the first path, the odd ones on the second
+    assert downlink_on_two_cpus(atsss, harness, cpus, Mode.ROUND_ROBIN, [1, 1]) == [PACKETS, PACKETS]
 
 
 ACK_RATIO = 20

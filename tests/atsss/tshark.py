@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import pytest
 
 FIELDS = ("frame.number", "dccp.srcport", "dccp.dstport", "dccp.seq_raw", "dccp.type", "dccp.x",
-          "dccp.checksum.status", "ip.checksum.status", "_ws.expert.message")  # fmt: skip
+          "dccp.checksum.status", "ip.checksum.status", "_ws.expert.message", "dccp.cscov")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -28,6 +28,7 @@ class Dissected:
     checksum_status: str
     ip_checksum_status: str
     expert: str
+    cscov: int  # the checksum coverage the dissector read (RFC 4340 9.2)
 
 
 def require_tshark() -> str:
@@ -59,5 +60,5 @@ def dissect(frames: list[bytes]) -> list[Dissected]:
             command += ["-e", field]
         out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
     rows = [line.split("\t") for line in out.splitlines()]
-    return [Dissected(int(r[0]), int(r[1] or -1), int(r[2] or -1), int(r[3] or -1), int(r[4] or -1), *r[5:9])
-            for r in rows]  # fmt: skip
+    return [Dissected(int(r[0]), int(r[1] or -1), int(r[2] or -1), int(r[3] or -1), int(r[4] or -1), *r[5:9],
+                      int(r[9] or -1)) for r in rows]  # fmt: skip

@@ -2,8 +2,10 @@
 /* The DCCP-Data header the downlink sends (RFC 4340 5.1, 5.2): the generic header with 48-bit
  * sequence numbers (X=1), then the options, a Multipath option of the MP_SEQ form
  * (draft-ietf-tsvwg-multipath-dccp, RFC 9897: type 46, length 9, MP_OPT 4, 48-bit number) and
- * Padding to a multiple of 4 bytes; and its checksum (RFC 4340 9.1), over the pseudo-header and,
- * with CsCov 0, the whole DCCP packet. */
+ * Padding to a multiple of 4 bytes; and its checksum (RFC 4340 9.1), over the pseudo-header, the
+ * header and options and, with CsCov 0, the UE packet (CsCov 1: not; include/dpp/nf/atsss.h,
+ * DPP_ATSSS_HEADER_CHECKSUM, says when). The header is written as seven 32-bit words whose sum is
+ * its part of the checksum: nothing of it is read back from the packet. */
 #ifndef DPP_NF_ATSSS_DCCP_H
 #define DPP_NF_ATSSS_DCCP_H
 
@@ -34,46 +36,51 @@ struct atsss_dccp_data {
 _Static_assert(sizeof(struct atsss_dccp_data) == DPP_ATSSS_DCCP_HDR_LEN + DPP_ATSSS_OPTIONS_LEN,
 	       "DCCP-Data header and options");
 
-/* The header, checksum 0: the checksum is summed over it afterwards. */
-static __always_inline void atsss_fill_dccp(struct atsss_dccp_data *d, __be16 sport, __be16 dport,
-					    __u64 seq, __u64 mp_seq)
+/* The header (checksum 0) and options, seven 32-bit stores of words in network order: the ports;
+ * doff, CCVal 0 and cscov, the checksum; Res 0, Type Data, X 1, Reserved, the sequence number's
+ * high 16 bits; its low 32; MP_SEQ's type, length, MP_OPT and the number's first byte; its next
+ * four; its last and three Padding options. Returns the words' sum (unfolded) for the checksum. */
+static __always_inline __u64 atsss_fill_dccp(struct atsss_dccp_data *d, __be16 sport, __be16 dport,
+					     __u64 seq, __u64 mp_seq, __u8 cscov)
 {
-	int i;
+	__u32 *w = (__u32 *)d, word;
+	__u64 sum;
 
 	d->sport = sport;
 	d->dport = dport;
-	d->doff = sizeof(*d) / 4;
-	d->ccval_cscov = 0;
-	d->check = 0;
-	d->type_x = (DPP_ATSSS_DCCP_TYPE_DATA << 1) | 1;
-	d->reserved = 0;
-	d->seq_high = bpf_htons((seq >> 32) & 0xffff);
-	d->seq_low = bpf_htonl((__u32)seq);
-	d->mp_type = DPP_ATSSS_DCCP_OPT_MULTIPATH;
-	d->mp_len = DPP_ATSSS_MP_SEQ_LEN;
-	d->mp_opt = DPP_ATSSS_MP_SEQ;
-#pragma unroll
-	for (i = 0; i < 6; i++)
-		d->mp_seq[i] = mp_seq >> (40 - 8 * i);
-#pragma unroll
-	for (i = 0; i < 3; i++)
-		d->padding[i] = DPP_ATSSS_DCCP_OPT_PADDING;
+	sum = (__u32)sport + (__u32)dport; /* 16-bit words sum as 32-bit ones do, once folded */
+	word = bpf_htonl((sizeof(*d) / 4) << 24 | (__u32)cscov << 16);
+	w[1] = word;
+	sum += word;
+	word = bpf_htonl((DPP_ATSSS_DCCP_TYPE_DATA << 1 | 1) << 24 | ((seq >> 32) & 0xffff));
+	w[2] = word;
+	sum += word;
+	word = bpf_htonl((__u32)seq);
+	w[3] = word;
+	sum += word;
+	word = bpf_htonl(DPP_ATSSS_DCCP_OPT_MULTIPATH << 24 | DPP_ATSSS_MP_SEQ_LEN << 16 | DPP_ATSSS_MP_SEQ << 8 |
+			 ((mp_seq >> 40) & 0xff));
+	w[4] = word;
+	sum += word;
+	word = bpf_htonl((__u32)(mp_seq >> 8));
+	w[5] = word;
+	sum += word;
+	word = bpf_htonl(((__u32)mp_seq & 0xff) << 24 | DPP_ATSSS_DCCP_OPT_PADDING * 0x010101);
+	w[6] = word;
+	return sum + word;
 }
 
-/* The DCCP checksum of the dccp_len bytes at off, given the sum of the pseudo-header's addresses:
- * the pseudo-header's protocol and length words are the same sum for IPv4 (zero, protocol, 16-bit
- * length) and IPv6 (32-bit length, zeros, next header) once folded to 16 bits. -1 if the bytes are
- * not all in the packet. */
-static __always_inline int atsss_dccp_csum(struct xdp_md *ctx, __u32 off, __u32 dccp_len,
-					   __u64 addr_sum, __u16 *check)
-{
-	__s64 sum = csum_packet(ctx, off, dccp_len);
+_Static_assert(sizeof(struct atsss_dccp_data) == 7 * 4, "seven words");
 
-	if (sum < 0)
-		return -1;
-	sum += addr_sum + bpf_htonl(dccp_len) + bpf_htonl(DPP_ATSSS_IPPROTO_DCCP);
-	*check = (__u16)~csum_fold(sum);
-	return 0;
+/* The DCCP checksum of a packet of dccp_len bytes, given the sums of its header words, of the
+ * pseudo-header's addresses and of what else it covers (the UE packet with CsCov 0, else 0): the
+ * pseudo-header's protocol and length words are the same sum for IPv4 (zero, protocol, 16-bit
+ * length) and IPv6 (32-bit length, zeros, next header) once folded to 16 bits. */
+static __always_inline __u16 atsss_dccp_check(__u64 header_sum, __u64 addr_sum, __u32 dccp_len, __u64 covered_sum)
+{
+	__u64 sum = header_sum + addr_sum + covered_sum + bpf_htonl(dccp_len) + bpf_htonl(DPP_ATSSS_IPPROTO_DCCP);
+
+	return (__u16)~csum_fold(sum);
 }
 
 #endif /* DPP_NF_ATSSS_DCCP_H */

@@ -35,21 +35,21 @@ enum atsss_verdict {
 	ATSSS_COPIES = 4,     /* REDUNDANT: marked for a copy on every path up, to broadcast */
 };
 
-/* The outer IPv4 header from src to dst (address words as the ABI holds them) of a DCCP packet. */
+/* The outer IPv4 header from src to dst (address words as the ABI holds them) of a DCCP packet, as
+ * five 32-bit stores whose sum gives its checksum: nothing is read back from the packet. */
 static __always_inline void atsss_fill_ipv4(struct iphdr *ip, const __be32 *src, const __be32 *dst,
 					    __u32 dccp_len)
 {
-	*(__u8 *)ip = 0x45;
-	ip->tos = 0;
-	ip->tot_len = bpf_htons(sizeof(*ip) + dccp_len);
-	ip->id = 0;
-	ip->frag_off = bpf_htons(ATSSS_IP_DF);
-	ip->ttl = ATSSS_TTL;
-	ip->protocol = DPP_ATSSS_IPPROTO_DCCP;
-	ip->check = 0;
-	ip->saddr = src[0];
-	ip->daddr = dst[0];
-	ip->check = ipv4_header_csum(ip);
+	__u32 *w = (__u32 *)ip;
+	__u64 sum;
+
+	w[0] = bpf_htonl(0x45 << 24 | (sizeof(*ip) + dccp_len)); /* version, IHL, TOS 0, length */
+	w[1] = bpf_htonl(ATSSS_IP_DF);				  /* ID 0, flags and offset */
+	w[2] = bpf_htonl(ATSSS_TTL << 24 | DPP_ATSSS_IPPROTO_DCCP << 16); /* checksum 0 */
+	w[3] = src[0];
+	w[4] = dst[0];
+	sum = (__u64)w[0] + w[1] + w[2] + src[0] + dst[0];
+	ip->check = (__u16)~csum_fold(sum);
 }
 
 static __always_inline void atsss_fill_ipv6(struct ipv6hdr *ip6, const __be32 *src, const __be32 *dst,
@@ -71,16 +71,18 @@ static __always_inline __u64 atsss_addr_sum(const struct dpp_atsss_path *p)
 	       p->peer[2] + p->peer[3];
 }
 
-/* Frame the headers in front of the UE packet, which starts right after them (ue_len bytes). */
+/* Frame the headers in front of the UE packet, which starts right after them (ue_len bytes); the
+ * DCCP checksum covers the UE packet unless cscov is 1 (enum dpp_atsss_session_flags). */
 static __always_inline int atsss_fill(struct xdp_md *ctx, const struct dpp_atsss_path *p, __u64 seq,
-				      __u64 mp_seq, __u32 ue_len)
+				      __u64 mp_seq, __u32 ue_len, __u8 cscov)
 {
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
 	struct ethhdr *eth = data;
 	__u32 ip_len = p->family == 4 ? sizeof(struct iphdr) : sizeof(struct ipv6hdr);
 	__u32 dccp_len = sizeof(struct atsss_dccp_data) + ue_len;
 	struct atsss_dccp_data *d;
-	__u16 check;
+	__u64 header_sum;
+	__s64 ue_sum = 0;
 
 	if (data + sizeof(*eth) + ATSSS_ENCAP6 > end) /* the UE packet is longer than IPv6's 40 - 20 */
 		return -1;
@@ -97,21 +99,24 @@ static __always_inline int atsss_fill(struct xdp_md *ctx, const struct dpp_atsss
 	}
 	if ((void *)(d + 1) > end)
 		return -1;
-	atsss_fill_dccp(d, p->sport, p->dport, seq, mp_seq);
-	if (atsss_dccp_csum(ctx, sizeof(*eth) + ip_len, dccp_len, atsss_addr_sum(p), &check))
-		return -1;
-	data = (void *)(long)ctx->data;
-	d = data + sizeof(*eth) + (ip_len & 0x3f);
-	if ((void *)(d + 1) > (void *)(long)ctx->data_end)
-		return -1;
-	d->check = check;
+	header_sum = atsss_fill_dccp(d, p->sport, p->dport, seq, mp_seq, cscov);
+	if (!cscov) {
+		ue_sum = csum_packet(ctx, sizeof(*eth) + ip_len + sizeof(*d), ue_len);
+		if (ue_sum < 0)
+			return -1;
+		data = (void *)(long)ctx->data;
+		d = data + sizeof(*eth) + (ip_len & 0x3f);
+		if ((void *)(d + 1) > (void *)(long)ctx->data_end)
+			return -1;
+	}
+	d->check = atsss_dccp_check(header_sum, atsss_addr_sum(p), dccp_len, ue_sum);
 	return 0;
 }
 
 /* Put the UE packet at l3 (ue_len bytes: what is after it, link padding, goes) behind the path's
  * outer headers. 0, or -1 when it could not be made so. */
 static __always_inline int atsss_encap(struct xdp_md *ctx, const struct dpp_atsss_path *p, __u64 seq,
-				       __u64 mp_seq, __u32 l3, __u32 ue_len)
+				       __u64 mp_seq, __u32 l3, __u32 ue_len, __u8 cscov)
 {
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
 	__u32 frame_len = end - data;
@@ -124,7 +129,7 @@ static __always_inline int atsss_encap(struct xdp_md *ctx, const struct dpp_atss
 	/* the Ethernet header stays where it is relative to the new start: it is rewritten whole */
 	if (bpf_xdp_adjust_head(ctx, (int)(bounded_offset(l3) - sizeof(struct ethhdr)) - hdr))
 		return -1;
-	return atsss_fill(ctx, p, seq, mp_seq, ue_len);
+	return atsss_fill(ctx, p, seq, mp_seq, ue_len, cscov);
 }
 
 static __always_inline void atsss_count(__u32 slot, __u32 ue_len)
@@ -137,9 +142,16 @@ static __always_inline void atsss_count(__u32 slot, __u32 ue_len)
 	}
 }
 
-/* The UE packet at l3 (ue_len bytes) put into MP-DCCP on the path in `slot`, numbered mp_seq. */
+/* The CsCov of a session's packets (RFC 4340 9.2): 1, the header only, when it asks for it. */
+static __always_inline __u8 atsss_cscov(__u8 session_flags)
+{
+	return session_flags & DPP_ATSSS_HEADER_CHECKSUM ? 1 : 0;
+}
+
+/* The UE packet at l3 (ue_len bytes) put into MP-DCCP on the path in `slot`, numbered mp_seq,
+ * checksummed as its session's flags say. */
 static __always_inline enum atsss_verdict atsss_send(struct xdp_md *ctx, __u32 slot, __u64 mp_seq, __u32 l3,
-						     __u32 ue_len)
+						     __u32 ue_len, __u8 session_flags)
 {
 	struct dpp_atsss_path *p = bpf_map_lookup_elem(&dpp_atsss_paths, &slot);
 	__u64 seq;
@@ -147,7 +159,7 @@ static __always_inline enum atsss_verdict atsss_send(struct xdp_md *ctx, __u32 s
 	if (!p)
 		return ATSSS_ERROR;
 	seq = __sync_fetch_and_add(&p->dccp_seq, 1) & ATSSS_SEQ_MASK;
-	if (atsss_encap(ctx, p, seq, mp_seq & ATSSS_SEQ_MASK, l3, ue_len))
+	if (atsss_encap(ctx, p, seq, mp_seq & ATSSS_SEQ_MASK, l3, ue_len, atsss_cscov(session_flags)))
 		return ATSSS_ERROR;
 	atsss_count(slot, ue_len);
 	return ATSSS_SENT;
@@ -172,7 +184,7 @@ static __always_inline enum atsss_verdict atsss_downlink(struct xdp_md *ctx, __u
 		return ATSSS_NO_PATH;
 	if (pos == ATSSS_EVERY_PATH)
 		return atsss_mark_copies(ctx, s, up, mp_seq, l3, ue_len) ? ATSSS_ERROR : ATSSS_COPIES;
-	return atsss_send(ctx, s->path[pos & (DPP_ATSSS_MAX_PATHS - 1)], mp_seq, l3, ue_len);
+	return atsss_send(ctx, s->path[pos & (DPP_ATSSS_MAX_PATHS - 1)], mp_seq, l3, ue_len, s->flags);
 }
 
 /* A REDUNDANT frame's copy on its way out by the entry of dpp_atsss_tx for `position` (a constant):
@@ -186,7 +198,7 @@ static __always_inline int atsss_copy_out(struct xdp_md *ctx, const __u32 positi
 	copy = *m; /* the metadata moves with the head */
 	if (!copy.path[position])
 		return XDP_DROP;
-	return atsss_send(ctx, copy.path[position], copy.mp_seq, copy.l3, copy.ue_len) == ATSSS_SENT ? XDP_PASS
+	return atsss_send(ctx, copy.path[position], copy.mp_seq, copy.l3, copy.ue_len, copy.flags) == ATSSS_SENT ? XDP_PASS
 												       : XDP_DROP;
 }
 

@@ -94,4 +94,14 @@ struct {
 	__type(value, __u32);
 } dpp_atsss_gate SEC(".maps");
 
+/* word -> bits of the hashes of UE addresses with a session (include/dpp/nf/atsss.h, the UE
+ * filter): a bit clear says no session has that address. The control plane sets a session's bit
+ * before it writes the session and clears it once no session left has it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, DPP_ATSSS_UE_FILTER_WORDS);
+	__type(key, __u32);
+	__type(value, __u64);
+} dpp_atsss_ues SEC(".maps");
+
 #endif /* DPP_NF_ATSSS_MAPS_H */

@@ -27,7 +27,8 @@ struct atsss_copy_meta {
 	__u64 mp_seq;
 	__u16 l3;     /* where the UE packet starts */
 	__u16 ue_len; /* and its length */
-	__u32 reserved;
+	__u8 flags;   /* the session's (enum dpp_atsss_session_flags) */
+	__u8 reserved[3];
 };
 
 _Static_assert(sizeof(struct atsss_copy_meta) <= 32, "XDP metadata holds 32 bytes at most");
@@ -50,7 +51,8 @@ static __always_inline int atsss_mark_copies(struct xdp_md *ctx, const struct dp
 	m->mp_seq = mp_seq;
 	m->l3 = l3;
 	m->ue_len = ue_len;
-	m->reserved = 0;
+	m->flags = s->flags;
+	m->reserved[0] = m->reserved[1] = m->reserved[2] = 0;
 	return 0;
 }
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* The schedulers: which of a session's paths carries the next downlink packet, and the packet's
- * MP_SEQ number, taken together under the session's lock (include/dpp/nf/atsss.h argues why).
+ * MP_SEQ number, taken by atomic add; weighted round-robin's pick under the session's lock, the
+ * others' without (include/dpp/nf/atsss.h argues why).
  * netapp/atsss/model.py is the reference the tests hold these against. */
 #ifndef DPP_NF_ATSSS_SCHEDULE_H
 #define DPP_NF_ATSSS_SCHEDULE_H
@@ -55,21 +56,24 @@ static __always_inline struct atsss_paths_view atsss_view_paths(const struct dpp
 	return v;
 }
 
-/* Round-robin: the first position that is up from the cursor on; the cursor moves past it. */
-static __always_inline int pick_round_robin(struct dpp_atsss_session *s, __u32 up)
+/* Round-robin: of the positions up, the one the packet's MP_SEQ number falls on (its low 32 bits
+ * mod how many are up, counted from the first): consecutive numbers take the paths up in turn, on
+ * any CPU, with no state but the number. When a path goes down or up the turns go on from where the
+ * number says; with three up, the wrap of the low 32 bits gives one path two turns in a row. */
+static __always_inline int pick_round_robin(__u32 up, __u64 mp_seq)
 {
-	__u32 n = s->n_paths, pos;
+	__u32 n = (up & 1) + ((up >> 1) & 1) + ((up >> 2) & 1) + ((up >> 3) & 1), turn;
 	int i;
 
+	/* a constant divisor is a multiplication, a variable one a division: 1, 2 and 4 are masks */
+	turn = n == 3 ? (__u32)mp_seq % 3 : (__u32)mp_seq & (n - 1);
 #pragma unroll
 	for (i = 0; i < DPP_ATSSS_MAX_PATHS; i++) {
-		pos = s->next + i;
-		if (pos >= n)
-			pos -= n;
-		if (pos < DPP_ATSSS_MAX_PATHS && (up & (1u << pos))) {
-			s->next = pos + 1 < n ? pos + 1 : 0;
-			return pos;
-		}
+		if (!(up & (1u << i)))
+			continue;
+		if (!turn)
+			return i;
+		turn--;
 	}
 	return -1;
 }
@@ -125,33 +129,53 @@ static __always_inline int pick_priority(const struct dpp_atsss_session *s, __u3
 	return best;
 }
 
+/* WEIGHTED's pick and its MP_SEQ number, under the session's lock: the pick reads and writes every
+ * position's current weight. The number is taken there by a plain increment, no atomic add: every
+ * packet that meets this entry is WEIGHTED's and holds the lock to take one (a change of mode is a
+ * new entry: the control plane replaces a session, never writes it in place). */
+static __always_inline int pick_weighted_locked(struct dpp_atsss_session *s, __u32 up, __u64 *mp_seq)
+{
+	int pos;
+
+	bpf_spin_lock(&s->lock);
+	pos = pick_weighted(s, up);
+	if (pos >= 0)
+		*mp_seq = s->mp_seq++;
+	bpf_spin_unlock(&s->lock);
+	return pos;
+}
+
+/* The next MP_SEQ number of the session: one atomic add, unique and increasing across CPUs. */
+static __always_inline __u64 take_mp_seq(struct dpp_atsss_session *s)
+{
+	return __sync_fetch_and_add(&s->mp_seq, 1);
+}
+
 /* The position of the path for the next packet (ATSSS_EVERY_PATH: each of *up) and its MP_SEQ
  * number (*mp_seq), or -1 when no path of the session is up (no number is then taken). */
 static __always_inline int atsss_schedule(struct dpp_atsss_session *s, __u64 *mp_seq, __u32 *up)
 {
 	struct atsss_paths_view v = atsss_view_paths(s);
+	__u8 mode = s->mode;
 	int pos;
 
 	*up = v.up;
-
 	if (!v.up)
 		return -1;
-	bpf_spin_lock(&s->lock);
-	if (s->mode == DPP_ATSSS_WEIGHTED)
-		pos = pick_weighted(s, v.up);
-	else if (s->mode == DPP_ATSSS_ACTIVE_STANDBY)
+	if (mode == DPP_ATSSS_WEIGHTED)
+		return pick_weighted_locked(s, v.up, mp_seq);
+	if (mode == DPP_ATSSS_ACTIVE_STANDBY)
 		pos = pick_active_standby(v.up);
-	else if (s->mode == DPP_ATSSS_SMALLEST_DELAY)
+	else if (mode == DPP_ATSSS_SMALLEST_DELAY)
 		pos = v.fastest;
-	else if (s->mode == DPP_ATSSS_PRIORITY)
+	else if (mode == DPP_ATSSS_PRIORITY)
 		pos = pick_priority(s, v.free ? v.free : v.up);
-	else if (s->mode == DPP_ATSSS_REDUNDANT)
+	else if (mode == DPP_ATSSS_REDUNDANT)
 		pos = ATSSS_EVERY_PATH;
-	else
-		pos = pick_round_robin(s, v.up);
+	else /* ROUND_ROBIN: the number picks the path */
+		return pick_round_robin(v.up, *mp_seq = take_mp_seq(s));
 	if (pos >= 0)
-		*mp_seq = s->mp_seq++;
-	bpf_spin_unlock(&s->lock);
+		*mp_seq = take_mp_seq(s);
 	return pos;
 }
 

@@ -6,13 +6,15 @@
  * the plain ones (no overlay, no GTP-U) that are DCCP (IP protocol 33: the uplink's, or a UE's) or
  * go to a UE with a session. Behind a tail call, not inline: the DCCP checksum and option walks are
  * verified once in their own program rather than in every path of the entry, and a frame that is
- * not ATSSS's pays the gate's read and, on a node with sessions, one lookup in dpp_atsss_sessions.
+ * not ATSSS's pays the gate's read and, on a node with sessions, a read of the UE filter
+ * (dpp_atsss_ues), and a lookup in dpp_atsss_sessions only when its destination's bit is set.
  * The stage runs on the receiving CPU only: the dispatcher's workers get GTP-U, never ATSSS's. */
 #ifndef DPP_NF_ATSSS_STAGE_H
 #define DPP_NF_ATSSS_STAGE_H
 
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
 #include "core/maps.h"
 #include "core/counters.h"
 #include "core/parse.h"
@@ -25,6 +27,16 @@ static __always_inline bool atsss_gate_open(void)
 	return gate && *gate;
 }
 
+/* Whether a UE with a session may have the address: its bit in the UE filter is set. */
+static __always_inline bool atsss_maybe_ue(const __be32 *addr)
+{
+	__u32 hash = bpf_ntohl(addr[0] ^ addr[1] ^ addr[2] ^ addr[3]) * DPP_ATSSS_UE_FILTER_MULTIPLIER;
+	__u32 bit = hash >> (32 - DPP_ATSSS_UE_FILTER_LOG2), word = bit / 64;
+	__u64 *bits = bpf_map_lookup_elem(&dpp_atsss_ues, &word);
+
+	return bits && (*bits & (1ULL << (bit & 63)));
+}
+
 /* Whether the parsed frame is ATSSS's: plain IP, and DCCP or to a UE with a session. */
 static __always_inline bool atsss_mine(const struct dpp_flow_key *k)
 {
@@ -34,6 +46,8 @@ static __always_inline bool atsss_mine(const struct dpp_flow_key *k)
 		return false;
 	if (k->proto == DPP_ATSSS_IPPROTO_DCCP)
 		return true;
+	if (!atsss_maybe_ue(k->dst))
+		return false;
 	__builtin_memcpy(key.addr, k->dst, sizeof(key.addr));
 	return bpf_map_lookup_elem(&dpp_atsss_sessions, &key) != NULL;
 }

@@ -5,15 +5,20 @@
  * option of Multipath DCCP (draft-ietf-tsvwg-multipath-dccp, RFC 9897).
  * Mirrored in netapp/atsss/abi.py, checked against BTF by tests/atsss/test_abi.py.
  *
- * Concurrency: a UE's packets arrive on any CPU. What one packet's scheduling changes together (the
- * round-robin cursor, the weighted round-robin's current weights and the connection's MP_SEQ number)
- * is the session's and is changed under the session's bpf_spin_lock: the pick and its MP_SEQ number
- * are one decision, and two CPUs must not both take the same number or both skip a path. A lock is
- * needed, not atomics, because the pick reads and writes several words (the current weights of
- * every path). The path's DCCP sequence number is a single counter, taken with one atomic add
- * (__sync_fetch_and_add) outside the session's lock: a program may hold one lock at a time and no
- * helper may be called under it, and the path lookups are helpers. Whether a path is up, its RTT
- * and addresses are written by the control plane only and read as they are; counters are per CPU. */
+ * Concurrency: a UE's packets arrive on any CPU. A packet's MP_SEQ number is taken with one atomic
+ * add (__sync_fetch_and_add) on the session's counter, and its path's DCCP sequence number with one
+ * on the path's: each number is handed out once per session (per path), in increasing order, by
+ * whichever CPU comes first. Round-robin needs no other state: the packet's own MP_SEQ number says
+ * which of the paths up it takes (nf/atsss/schedule.h), so the paths take turns across CPUs as the
+ * numbers do. Only weighted round-robin changes several words per packet (the current weight of
+ * every path up), and does so under the session's bpf_spin_lock, which nothing else takes: two CPUs
+ * must not read the same current weights and both pick the same path; its MP_SEQ number is taken
+ * under that lock by a plain increment (every packet of a WEIGHTED entry holds the lock to take one:
+ * the control plane replaces an entry whole, never writes it in place, so one entry has one mode). The lock is the dearest part
+ * of a packet's way (it saves and disables interrupts), which is why the other schedulers, whose
+ * pick is a function of what the control plane wrote, go without. Whether a path is up, its RTT
+ * and addresses are written by the control plane only and read as they are; counters are per CPU.
+ */
 #ifndef DPP_NF_ATSSS_H
 #define DPP_NF_ATSSS_H
 
@@ -60,6 +65,19 @@
 #endif
 #define DPP_ATSSS_ACK_FRAME_MAX 88
 
+/* The pipeline's filter of UE addresses (dpp_atsss_ues): a bit per hash of an address, set for
+ * every UE with a session, so that a frame to any other address is told apart by one array read
+ * instead of a lookup in dpp_atsss_sessions (a hash of the 20-byte key and its bucket). Bits of
+ * 64-bit words; the hash of an address is its four words xored, taken as a number in network order,
+ * multiplied by the golden ratio's 32 bits, of which the top DPP_ATSSS_UE_FILTER_LOG2 bits are the
+ * bit's number: consecutive addresses (a UE pool) spread over the words. With 10,000 UEs a quarter
+ * million bits let 4% of other addresses through to the lookup. Mirrored in netapp/atsss/abi.py
+ * (ue_filter_bit). */
+#define DPP_ATSSS_UE_FILTER_LOG2 18
+#define DPP_ATSSS_UE_FILTER_WORDS 4096
+#define DPP_ATSSS_UE_FILTER_MULTIPLIER 0x9e3779b1
+_Static_assert(DPP_ATSSS_UE_FILTER_WORDS * 64 == 1 << DPP_ATSSS_UE_FILTER_LOG2, "a bit per hash");
+
 /* enum dpp_atsss_mode: a session's scheduler (TS 29.244's steering modes). */
 enum dpp_atsss_mode {
 	DPP_ATSSS_ROUND_ROBIN = 0,    /* the paths that are up in turn */
@@ -97,6 +115,17 @@ enum dpp_atsss_access {
 	DPP_ATSSS_ACCESS_NON_THREE_GPP = 1,
 };
 
+/* enum dpp_atsss_session_flags: struct dpp_atsss_session.flags bits. */
+enum dpp_atsss_session_flags {
+	/* CsCov 1 (RFC 4340 9.2): the DCCP checksum of the downlink's packets covers their header
+	 * and options only, not the UE packet. A receiver takes such packets only when it asked
+	 * for partial coverage (its Minimum Checksum Coverage feature 1, 9.2.1: at the default 0,
+	 * Linux's DCCP among others drops every packet with CsCov other than 0), so it is the
+	 * session's choice; the UE packet keeps its own checksums (IPv4 header, TCP, UDP) and the
+	 * link's CRC. Without it CsCov is 0: the whole packet, which every receiver takes. */
+	DPP_ATSSS_HEADER_CHECKSUM = 1,
+};
+
 /* enum dpp_atsss_path_flags: struct dpp_atsss_path.flags bits. */
 enum dpp_atsss_path_flags {
 	DPP_ATSSS_PATH_UP = 1,	      /* the scheduler may pick it; cleared when the path is reported down */
@@ -111,19 +140,19 @@ struct dpp_atsss_session_key {
 };
 
 /* Value of dpp_atsss_sessions: a UE's paths, in priority order (active-standby's order), and its
- * scheduler's state, all under lock. The control plane writes it with the state zeroed and
- * mp_seq the first MP_SEQ number to send. */
+ * scheduler's state (WEIGHTED's under the lock, the MP_SEQ counter atomic). The control plane
+ * writes it with the state zeroed and mp_seq the first MP_SEQ number to send. */
 struct dpp_atsss_session {
-	struct bpf_spin_lock lock;
+	struct bpf_spin_lock lock; /* WEIGHTED's current weights */
 	__u8 mode;    /* enum dpp_atsss_mode */
 	__u8 n_paths; /* 1..DPP_ATSSS_MAX_PATHS; 0: no path, packets are passed untouched */
-	__u8 next;    /* ROUND_ROBIN: the position to try first */
+	__u8 flags;   /* enum dpp_atsss_session_flags */
 	__u8 reserved;
 	__u16 weight[DPP_ATSSS_MAX_PATHS]; /* WEIGHTED: each position's weight; 0 never picked */
 	__s32 current[DPP_ATSSS_MAX_PATHS]; /* WEIGHTED: smooth WRR's current weights */
 	__u32 path[DPP_ATSSS_MAX_PATHS];    /* slots of dpp_atsss_paths, by position */
 	__u8 priority[DPP_ATSSS_MAX_PATHS]; /* PRIORITY: each position's, 0 the highest; ties: first */
-	__u64 mp_seq; /* the next MP_SEQ number (48 bits used) */
+	__u64 mp_seq; /* the next MP_SEQ number (48 bits used): atomic, WEIGHTED's under the lock */
 };
 
 /* Value of dpp_atsss_paths: one access path of a session, towards the UE's address on that access.
