@@ -33,7 +33,7 @@ class FrerTables:
     streams: dict[int, Stream] = field(default_factory=dict)
     recovery: dict[int, Recovery] = field(default_factory=dict)
     members: dict[tuple[int, int], Member] = field(default_factory=dict)
-    tx_ports: list[int] = field(default_factory=list)  # the ifindexes of dpp_frer_tx, slot by slot
+    tx_ports: list[int] = field(default_factory=list)  # the ifindexes of dpp_frer_tx
 
 
 def null_key(identity: NullStreamIdentification) -> NullKey:

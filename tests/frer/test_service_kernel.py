@@ -39,11 +39,11 @@ BODY = bytes(range(46))
 
 class ObjectFrer:
     """FRER's calls beyond tables over the object: recovery slots read with BPF_F_LOCK, dpp_frer_tx
-    written slot by slot with the egress program."""
+    written by ifindex with the egress program."""
 
     def __init__(self, obj: BpfObject):
         self.obj = obj
-        self.slots = 0
+        self.ports: list[int] = []
         self.kinds = Gate(0)
 
     def recovery_read(self, handles: list[int]) -> list[Recovery]:
@@ -56,15 +56,15 @@ class ObjectFrer:
 
     def ports_set(self, ifindexes: list[int]) -> None:
         egress = self.obj.program_fd("dpp_frer_egress")
-        for slot, ifindex in enumerate(ifindexes):
-            map_update(self.obj.map_fd("dpp_frer_tx"), c_uint32(slot), (c_uint32 * 2)(ifindex, egress))
-        for slot in range(len(ifindexes), self.slots):
+        for ifindex in ifindexes:
+            map_update(self.obj.map_fd("dpp_frer_tx"), c_uint32(ifindex), (c_uint32 * 2)(ifindex, egress))
+        for ifindex in set(self.ports) - set(ifindexes):
             try:
-                map_delete(self.obj.map_fd("dpp_frer_tx"), c_uint32(slot))
+                map_delete(self.obj.map_fd("dpp_frer_tx"), c_uint32(ifindex))
             except OSError as exc:
                 if exc.errno != errno.ENOENT:
                     raise
-        self.slots = len(ifindexes)
+        self.ports = list(ifindexes)
 
     def gate_set(self, kinds: Gate) -> None:
         """The object's programs are FRER's alone: they have no gate, every frame is theirs."""

@@ -10,8 +10,8 @@
 #include <linux/bpf.h>
 
 /* Slots of dpp_frer_recovery and dpp_frer_streams (slot 0: no stream); entries of the stream
- * identification tables and of the ports' membership; slots of dpp_frer_tx (the ports a talker
- * replicates to, all of them: each copy's egress program keeps the stream's members). */
+ * identification tables and of the ports' membership; entries of dpp_frer_tx (the ports a talker
+ * replicates to, all of them, by ifindex: each copy's egress program keeps the stream's members). */
 #ifndef DPP_MAX_FRER_STREAMS
 #define DPP_MAX_FRER_STREAMS 4096
 #endif
