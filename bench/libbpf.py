@@ -52,6 +52,10 @@ _PROTOTYPES = {
     "bpf_object__find_program_by_name": (c_void_p, [c_void_p, c_char_p]),
     "bpf_program__fd": (c_int, [c_void_p]),
     "bpf_object__find_map_fd_by_name": (c_int, [c_void_p, c_char_p]),
+    "bpf_object__find_map_by_name": (c_void_p, [c_void_p, c_char_p]),
+    "bpf_map__type": (c_int, [c_void_p]),
+    "bpf_map__key_size": (c_uint32, [c_void_p]),
+    "bpf_map__value_size": (c_uint32, [c_void_p]),
     "bpf_map_lookup_elem": (c_int, [c_int, c_void_p, c_void_p]),
     "bpf_map_lookup_elem_flags": (c_int, [c_int, c_void_p, c_void_p, c_uint64]),
     "bpf_map_update_elem": (c_int, [c_int, c_void_p, c_void_p, c_uint64]),
@@ -104,6 +108,14 @@ class BpfObject:
 
     def map_fd(self, name: str) -> int:
         return _check(self._lib.bpf_object__find_map_fd_by_name(self._obj, name.encode()), f"map {name}")
+
+    def map_shape(self, name: str) -> tuple[int, int, int]:
+        """The type (enum bpf_map_type), key size and value size of map `name`."""
+        found = self._lib.bpf_object__find_map_by_name(self._obj, name.encode())
+        if not found:
+            raise OSError(2, f"{self.path.name} has no map {name!r}")
+        lib = self._lib
+        return lib.bpf_map__type(found), lib.bpf_map__key_size(found), lib.bpf_map__value_size(found)
 
     def close(self) -> None:
         if self._obj:

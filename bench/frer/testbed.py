@@ -147,7 +147,7 @@ class FrerNode:
             *(("dpp_frer_streams", c_uint32(handle), value) for handle, value in tables.streams.items()),
             *(("dpp_frer_recovery", c_uint32(handle), value) for handle, value in tables.recovery.items()),
             *(("dpp_frer_members", MemberKey(*key), value) for key, value in tables.members.items()),
-            *(("dpp_frer_tx", c_uint32(slot), (c_uint32 * 2)(ifindex, egress)) for slot, ifindex in enumerate(tables.tx_ports)),
+            *(("dpp_frer_tx", c_uint32(ifindex), (c_uint32 * 2)(ifindex, egress)) for ifindex in tables.tx_ports),
         ]  # fmt: skip
         with netns.entered(self.ns):  # dpp_frer_tx resolves its ifindexes in the caller's namespace
             for name, key, value in writes:

@@ -15,7 +15,8 @@ from typing import Callable, Optional, Sequence, Union
 from netapp.dataplane.abi import FlowKey
 from netapp.frer.abi import MAX_IP_MASKS, MAX_PORTS, VLAN_ANY, Algo, Member, NullKey, Recovery, Role, Stream
 from netapp.frer.model import RecoveryConfig
-from netapp.frer.models import FrerStream, IpStreamIdentification, NullStreamIdentification, SequenceRecovery
+from netapp.frer.models import (FrerStream, IpStreamIdentification, NullStreamIdentification, SequenceRecovery,
+                               tagged_of)
 from netapp.frer.slots import recovery_value
 from netapp.intents.errors import IntentError
 from netapp.intents.fields import protocol_number
@@ -33,12 +34,18 @@ class FrerTables:
     streams: dict[int, Stream] = field(default_factory=dict)
     recovery: dict[int, Recovery] = field(default_factory=dict)
     members: dict[tuple[int, int], Member] = field(default_factory=dict)
-    tx_ports: list[int] = field(default_factory=list)  # the ifindexes of dpp_frer_tx, slot by slot
+    tx_ports: list[int] = field(default_factory=list)  # the ifindexes of dpp_frer_tx
+
+
+def identity_vlan(tagged: str, vlan: Optional[int]) -> int:
+    """The VLAN id a frame of the identity has as the data path reads it: the identity's (tagged), 0
+    (priority: untagged and priority-tagged frames alike read 0), or VLAN_ANY (all)."""
+    return {"tagged": vlan or 0, "priority": 0, "all": VLAN_ANY}[tagged]
 
 
 def null_key(identity: NullStreamIdentification) -> NullKey:
-    """Its destination and VLAN; none given: VLAN_ANY, which the data path looks up after the frame's."""
-    key = NullKey(vlan=identity.vlan if identity.vlan is not None else VLAN_ANY)
+    """Its destination and VLAN (identity_vlan); VLAN_ANY the data path looks up after the frame's."""
+    key = NullKey(vlan=identity_vlan(tagged_of(identity.tagged, identity.vlan), identity.vlan))
     key.dmac[:] = bytes.fromhex(identity.destination_mac.replace(":", ""))
     return key
 
@@ -54,7 +61,7 @@ def ip_key(identity: IpStreamIdentification) -> FlowKey:
     """As the data path's parsers fill a struct dpp_flow_key, masked by ip_mask (addresses in network
     order, numbers in host order); .shape is the mask's, set by the compiler."""
     key = FlowKey(
-        vlan=identity.vlan or 0,
+        vlan=identity.vlan or 0,  # priority: 0, all: masked out
         family=identity.family,
         proto=protocol_number(identity.protocol) or 0,
         dscp=identity.dscp or 0,
@@ -69,10 +76,10 @@ def ip_key(identity: IpStreamIdentification) -> FlowKey:
 
 def ip_mask(identity: IpStreamIdentification) -> FlowKey:
     """The bits of a frame's key the identity compares: the family always, every parameter it gives
-    (the VLAN too), the prefix of each address; the ones it leaves out match anything (no VLAN: any
-    VLAN, tagged or not)."""
+    (the VLAN too, 0 for priority), the prefix of each address; the ones it leaves out match anything
+    (tagged all: any VLAN, tagged or not)."""
     mask = FlowKey(
-        vlan=0xFFFF if identity.vlan is not None else 0,
+        vlan=0 if tagged_of(identity.tagged, identity.vlan) == "all" else 0xFFFF,
         family=0xFF,
         proto=0xFF if identity.protocol is not None else 0,
         dscp=0xFF if identity.dscp is not None else 0,

@@ -54,19 +54,19 @@ class FrerDataplane:
         self.gate_set(gate_of(tables))
 
     def ports_set(self, ifindexes: Sequence[int]) -> None:
-        """Replicated frames go to these ports, slot by slot; the slots after them are emptied."""
+        """Replicated frames go to these ports (dpp_frer_tx keyed by ifindex); the others are removed."""
         if len(ifindexes) > MAX_PORTS:
             raise ValueError(f"{len(ifindexes)} FRER ports: at most {MAX_PORTS}")
         if ifindexes:
             fd = self._dp.program_fd(EGRESS_PROG)
-            self._tx.update({slot: DevmapVal(ifindex=i, bpf_prog=fd) for slot, i in enumerate(ifindexes)})
-        stale = [slot for slot, _ in self._tx.items() if slot >= len(ifindexes)]
+            self._tx.update({i: DevmapVal(ifindex=i, bpf_prog=fd) for i in ifindexes})
+        stale = [ifindex for ifindex, _ in self._tx.items() if ifindex not in ifindexes]
         if stale:
             self._tx.delete(stale)
 
     def ports(self) -> list[int]:
-        """The ifindexes of dpp_frer_tx, slot by slot."""
-        return [value.ifindex for _, value in sorted(self._tx.items(), key=lambda item: item[0])]
+        """The ifindexes of dpp_frer_tx, in ascending order."""
+        return sorted(ifindex for ifindex, _ in self._tx.items())
 
     def requeue(self) -> None:
         """The ports run the instance's egress program again, after a reload replaced it: a DEVMAP

@@ -27,22 +27,54 @@ StreamName = Annotated[str, Field(
 )]
 
 
+Tagged = Literal["tagged", "priority", "all"]
+TAGGED_DESCRIPTION = (
+    "which frames the identity takes by their VLAN tag (802.1CB's tagged): tagged, those of the VLAN `vlan` "
+    "names; priority, untagged or priority-tagged (VLAN id 0) frames only; all, frames of any VLAN, tagged "
+    "or not. null: tagged when vlan is given, all when not"
+)
+
+
+def check_tagged(tagged: Optional[str], vlan: Optional[int]) -> None:
+    """An identity's tagged and vlan together: only tagged names a VLAN, and it must."""
+    if tagged == "tagged" and vlan is None:
+        raise FieldError("vlan", "tagged 'tagged' takes the frames of one VLAN: give its id (1..4094)")
+    if tagged in ("priority", "all") and vlan is not None:
+        takes = "untagged and priority-tagged (VLAN id 0) frames" if tagged == "priority" else "frames of any VLAN"
+        raise FieldError("vlan", f"tagged {tagged!r} takes {takes}: give no vlan, or tagged 'tagged'")
+
+
+def tagged_of(tagged: Optional[str], vlan: Optional[int]) -> str:
+    """What an identity takes: its tagged, or the default (tagged with a VLAN, all without)."""
+    if tagged is not None:
+        return tagged
+    return "tagged" if vlan is not None else "all"
+
+
 class NullStreamIdentification(BaseModel):
-    """802.1CB 6.4: frames to a destination MAC address, in a VLAN or in any (tagged or not, the
-    standard's tagged "all"); an identity of the frame's VLAN wins over one of any."""
+    """802.1CB 6.4: frames to a destination MAC address, in one VLAN, untagged (or priority-tagged)
+    only, or in any VLAN tagged or not (the standard's tagged: tagged, priority, all); an identity of
+    the frame's VLAN (or of none, priority) wins over one of any."""
 
     model_config = ConfigDict(extra="forbid")
 
     destination_mac: MacAddress
+    tagged: Optional[Tagged] = Field(None, description=TAGGED_DESCRIPTION)
     vlan: Optional[Vlan] = Field(
-        None, description="the VLAN id; null: any VLAN, tagged or not (an identity of the frame's VLAN wins)"
+        None, description="the VLAN id, with tagged 'tagged' (or no tagged); null: as tagged says"
     )
+
+    @model_validator(mode="after")
+    def _tagged(self) -> "NullStreamIdentification":
+        check_tagged(self.tagged, self.vlan)
+        return self
 
 
 class IpStreamIdentification(BaseModel):
     """802.1CB 6.6: frames of IP flows (addresses, DSCP, protocol, ports, VLAN). A parameter left
-    out (null) matches any value, as the standard lets an identity leave it out (no VLAN: tagged or
-    not); an address may be a prefix. One address at least fixes the IP family."""
+    out (null) matches any value, as the standard lets an identity leave it out (no VLAN and no
+    tagged: any VLAN, tagged or not); an address may be a prefix. One address at least fixes the IP
+    family."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -52,10 +84,14 @@ class IpStreamIdentification(BaseModel):
     source_port: Optional[Port] = Field(None, description="null: any; needs protocol tcp, udp or sctp")
     destination_port: Optional[Port] = Field(None, description="null: any; needs protocol tcp, udp or sctp")
     dscp: Optional[Dscp] = Field(None, description="null: any")
-    vlan: Optional[Vlan] = Field(None, description="the VLAN id; null: any VLAN, tagged or not")
+    tagged: Optional[Tagged] = Field(None, description=TAGGED_DESCRIPTION)
+    vlan: Optional[Vlan] = Field(
+        None, description="the VLAN id, with tagged 'tagged' (or no tagged); null: as tagged says"
+    )
 
     @model_validator(mode="after")
     def _fields(self) -> "IpStreamIdentification":
+        check_tagged(self.tagged, self.vlan)
         if self.source is None and self.destination is None:
             raise FieldError("destination", "give source, destination or both: an address fixes the IP family")
         if self.source is not None and self.destination is not None and self.source.version != self.destination.version:

@@ -3,7 +3,7 @@
 The plain maps (identities, streams, members, the ports' counters) go through the generic tables
 (`table_of(name)`, as netapp.routing.table). What needs more than a plain write is the data
 plane's (`FrerCalls`, netapp.frer.dataplane): a recovery function's counters and state read as one
-snapshot (under its lock, BPF_F_LOCK), dpp_frer_tx, whose slots carry the egress program with the
+snapshot (under its lock, BPF_F_LOCK), dpp_frer_tx, whose entries carry the egress program with the
 port, and the gate (dpp_frer_gate: the kinds of identification the pipeline's FRER stage tries,
 none on a node without streams).
 
@@ -50,7 +50,7 @@ class FrerCalls(Protocol):
         """The recovery slots of `handles`, each read under its lock (one consistent snapshot)."""
 
     def ports_set(self, ifindexes: list[int]) -> None:
-        """dpp_frer_tx slot by slot: these ports with the egress program, the slots after them emptied."""
+        """dpp_frer_tx: these ports (by ifindex) with the egress program, the others removed."""
 
     def gate_set(self, kinds: Gate) -> None:
         """The kinds of identification the pipeline's FRER stage tries (none: it never runs)."""

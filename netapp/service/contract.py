@@ -416,6 +416,10 @@ class IntentsContract(abc.ABC):
     def dry_run(self, who: Principal, intents: list[Intent]) -> DryRunReport:
         """What creating (or replacing) these intents would install, next to what is installed."""
 
+    @abc.abstractmethod
+    def dry_run_legacy(self, who: Principal, message: LegacyMessage) -> DryRunReport:
+        """dry_run of a legacy INSERT or UPDATE, the UPDATE's intent as applying it would make it."""
+
 
 class SlicesContract(abc.ABC):
     """Slices: each a set of intents (netapp.service.slices), created and resized atomically."""

@@ -43,7 +43,6 @@ from netapp.service.contract import (
     batch_field,
 )
 from netapp.service.group_commit import GroupWriter, WriterClosed
-from netapp.service.protection import wanted_stream
 from netapp.service.rules import rule_id
 from netapp.service.state import ServiceState
 from netapp.service.transaction import Part, RuleChange, Where, invalid_input
@@ -356,11 +355,29 @@ class IntentsService(IntentsContract):
             finally:
                 change.roll_back()
 
+    def dry_run_legacy(self, who: Principal, message: LegacyMessage) -> DryRunReport:
+        """dry_run of a legacy INSERT or UPDATE; an UPDATE's intent keeps the stored one's protection,
+        as applying it would (legacy_update), and is refused where that would refuse it."""
+        self._state.require(who, Scope.INTENTS_WRITE)
+        try:
+            action_type, intent = legacy_to_native(message)
+            if action_type == "DELETE":
+                raise IntentError.at(
+                    "Action.actionType", "a dry run compiles INSERT and UPDATE messages; a DELETE has nothing to compile")
+            stored = self._state.store.get_intent(who.tenant, intent.id)
+            if action_type == "UPDATE" and stored is not None:
+                intent = legacy_update(stored.intent, intent)
+        except IntentError as exc:
+            raise invalid_input(exc) from exc
+        return self.dry_run(who, [intent])
+
     def _stage(self, change: IndexChange, who: Principal, intent: Intent, notes: list[IntentWarning]) -> str:
-        """Add an intent to the change, replacing the caller's intent of that id if there is one."""
+        """Add an intent to the change, replacing the caller's intent of that id if there is one; its
+        protection checked as applying it would check it (nothing stored)."""
         tenant = who.tenant
         intent = self._rules.confined(who, tenant, intent, notes)
-        wanted_stream(intent)  # a match FRER cannot identify is refused here too
+        stored = self._state.store.get_intent(tenant, intent.id)
+        self._state.protection.check(who, tenant, stored.intent if stored is not None else None, intent)
         qualified = rule_id(tenant, intent.id)
         if qualified in self._state.index and qualified not in {rule.intent_id for rule in change.added()}:
             change.remove(qualified)

@@ -13,6 +13,7 @@ were. A restart reconciles both from the one store (the service's rules, and Fre
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable, Optional
 
 from netapp.frer.compiler import FrerTables
@@ -70,38 +71,54 @@ class Protection:
         """In the change's transaction: the stream of the intent that was `before` (None: created)
         made what `intent` asks for (None: the intent is deleted). IntentError naming the intent's
         field, Forbidden, Conflict or QuotaExceeded when it cannot be. Free when neither protects."""
-        if not protects(before) and not protects(intent):
+        plan = self._plan(who, tenant, before, intent)
+        if plan is None:
             return
+        change.follow(FOLLOWER, lambda: _StreamsFollower(self.frer, plan.streams))
+        if plan.wanted is None:
+            self.frer.stored_remove(tenant, plan.intent_id)
+            return
+        status = plan.status(self.frer)
+        self.frer.stored_save(status)
+        self._compile(plan.others, status)
+
+    def check(self, who: Principal, tenant: str, before: Optional[Intent], intent: Intent) -> None:
+        """What `follow` would refuse of replacing `before` (None: a new intent) by `intent`,
+        refused the same way with nothing stored or written: a dry run's check."""
+        plan = self._plan(who, tenant, before, intent)
+        if plan is not None and plan.wanted is not None:
+            self._compile(plan.others, plan.status(self.frer), quiet=True)
+
+    def _plan(self, who: Principal, tenant: str, before: Optional[Intent],
+              intent: Optional[Intent]) -> Optional["_Plan"]:
+        """The stream change that replacing `before` by `intent` makes, checked against an
+        /api/v1/frer stream of that name, the tenant's grants and quota; None: the stream stays."""
+        if not protects(before) and not protects(intent):
+            return None
         intent_id = (intent or before).id  # type: ignore[union-attr]
         wanted = wanted_stream(intent)
         streams = self.frer.stored_streams()
         old = next((stream for stream in streams if (stream.tenant, stream.name) == (tenant, intent_id)), None)
         if old is not None and old.intent != intent_id:
             if wanted is None:
-                return  # a stream of that name made through /api/v1/frer: not this intent's
+                return None  # a stream of that name made through /api/v1/frer: not this intent's
             raise Conflict(f"tenant {tenant!r} has a stream {intent_id!r} made through /api/v1/frer: an intent's "
                            "protection is the stream of the intent's id; rename or delete that stream first",
                            field=PROTECT)
         if (old is None and wanted is None) or (old is not None and _definition(old) == wanted):
-            return
-        change.follow(FOLLOWER, lambda: _StreamsFollower(self.frer, streams))
-        others = [stream for stream in streams if stream is not old]
-        if wanted is None:
-            self.frer.stored_remove(tenant, intent_id)
-            return
-        self._check_scope(who, tenant, wanted)
-        if old is None:
-            held = sum(stream.tenant == tenant for stream in streams)
-            quota = TenantPolicy(self._store).quotas_of(tenant).frer_streams
-            QuotaExceeded.unless_room(tenant, "frer_streams", held, quota, "delete a stream or a protection first")
-        status = StreamStatus(
-            **dict(wanted), name=intent_id, tenant=tenant, intent=intent_id,
-            handle=old.handle if old is not None else self.frer.free_handle(),
-            revision=old.revision + 1 if old is not None else 1, updated_at=self.frer.now(),
-        )
-        self.frer.stored_save(status)
+            return None
+        if wanted is not None:
+            self._check_scope(who, tenant, wanted)
+            if old is None:
+                held = sum(stream.tenant == tenant for stream in streams)
+                quota = TenantPolicy(self._store).quotas_of(tenant).frer_streams
+                QuotaExceeded.unless_room(tenant, "frer_streams", held, quota, "delete a stream or a protection first")
+        return _Plan(tenant, intent_id, wanted, old, streams)
+
+    def _compile(self, others: list[StreamStatus], status: StreamStatus, quiet: bool = False) -> None:
+        """FRER's compiler over the node's other streams and the intent's: its refusals as the intent's."""
         try:
-            self.frer.tables(others, status)
+            self.frer.tables(others, status, quiet=quiet)
         except IntentError as exc:
             raise IntentError([(_intent_field(path), f"FRER cannot take the flow's stream: {message}")
                                for path, message in exc.problems]) from None
@@ -113,6 +130,31 @@ class Protection:
         except Forbidden as exc:
             field = _intent_field(exc.field or "")
             raise Forbidden(f"{field}: {exc.detail.partition(': ')[2]}", field=field, allowed=exc.allowed) from None
+
+
+@dataclass
+class _Plan:
+    """What an intent's change does to its stream: `old` (None: none yet) becomes `wanted` (None:
+    removed), beside the other stored `streams`."""
+
+    tenant: str
+    intent_id: str
+    wanted: Optional[StreamDefinition]
+    old: Optional[StreamStatus]
+    streams: list[StreamStatus]
+
+    @property
+    def others(self) -> list[StreamStatus]:
+        return [stream for stream in self.streams if stream is not self.old]
+
+    def status(self, frer: Frer) -> StreamStatus:
+        """The intent's stream as stored: the old one's handle and next revision, or a free handle."""
+        old = self.old
+        return StreamStatus(
+            **dict(self.wanted or {}), name=self.intent_id, tenant=self.tenant, intent=self.intent_id,
+            handle=old.handle if old is not None else frer.free_handle(),
+            revision=old.revision + 1 if old is not None else 1, updated_at=frer.now(),
+        )
 
 
 def _definition(stream: StreamStatus) -> StreamDefinition:

@@ -423,6 +423,9 @@ class NetAppService(IntentService):
     def dry_run(self, who: Principal, intents: list[Intent]) -> DryRunReport:
         return self._intents.dry_run(who, intents)
 
+    def dry_run_legacy(self, who: Principal, message: LegacyMessage) -> DryRunReport:
+        return self._intents.dry_run_legacy(who, message)
+
     def list_slices(self, who: Principal, offset: int = 0, limit: int = 100) -> Page[SliceRecord]:
         return self._slices.list_slices(who, offset, limit)
 

@@ -150,6 +150,13 @@ class FakeIntents(FakeState, IntentsContract):
         ]
         return DryRunReport(rules=rules, conflicts=conflicts)
 
+    def dry_run_legacy(self, who: Principal, message: LegacyMessage) -> DryRunReport:
+        action_type, intent = legacy_to_native(message)
+        if action_type == "DELETE":
+            raise InvalidInput("a dry run compiles INSERT and UPDATE messages; a DELETE has nothing to compile",
+                               field="Action.actionType")
+        return self.dry_run(who, [intent])
+
 
 class FakeSlices(FakeState, SlicesContract):
     """Slices: stored as asked, one intent id each."""

@@ -54,6 +54,13 @@ def compiled(*bodies: dict[str, Any]):  # noqa: ANN201
         (stream(identification=[{"ip": {"protocol": "udp"}}]), "give source, destination or both"),
         (stream(identification=[{"ip": {"destination": "10.0.0.2", "destination_port": 80}}]),
          "destination_port needs protocol"),
+        (stream(identification=[{"null": {"destination_mac": "02:00:00:00:00:01", "tagged": "tagged"}}]),
+         "tagged 'tagged' takes the frames of one VLAN: give its id"),
+        (stream(identification=[{"ip": {**IP, "tagged": "priority", "vlan": 5}}]),
+         "tagged 'priority' takes untagged and priority-tagged (VLAN id 0) frames: give no vlan"),
+        (stream(identification=[{"null": {"destination_mac": "02:00:00:00:00:01", "tagged": "all", "vlan": 5}}]),
+         "tagged 'all' takes frames of any VLAN: give no vlan"),
+        (stream(identification=[{"ip": {**IP, "tagged": "untagged"}}]), "identification.0.ip.tagged"),
     ],
 )  # fmt: skip
 def test_bad_input_is_refused_naming_the_field(body, field):

@@ -39,11 +39,11 @@ BODY = bytes(range(46))
 
 class ObjectFrer:
     """FRER's calls beyond tables over the object: recovery slots read with BPF_F_LOCK, dpp_frer_tx
-    written slot by slot with the egress program."""
+    written by ifindex with the egress program."""
 
     def __init__(self, obj: BpfObject):
         self.obj = obj
-        self.slots = 0
+        self.ports: list[int] = []
         self.kinds = Gate(0)
 
     def recovery_read(self, handles: list[int]) -> list[Recovery]:
@@ -56,15 +56,15 @@ class ObjectFrer:
 
     def ports_set(self, ifindexes: list[int]) -> None:
         egress = self.obj.program_fd("dpp_frer_egress")
-        for slot, ifindex in enumerate(ifindexes):
-            map_update(self.obj.map_fd("dpp_frer_tx"), c_uint32(slot), (c_uint32 * 2)(ifindex, egress))
-        for slot in range(len(ifindexes), self.slots):
+        for ifindex in ifindexes:
+            map_update(self.obj.map_fd("dpp_frer_tx"), c_uint32(ifindex), (c_uint32 * 2)(ifindex, egress))
+        for ifindex in set(self.ports) - set(ifindexes):
             try:
-                map_delete(self.obj.map_fd("dpp_frer_tx"), c_uint32(slot))
+                map_delete(self.obj.map_fd("dpp_frer_tx"), c_uint32(ifindex))
             except OSError as exc:
                 if exc.errno != errno.ENOENT:
                     raise
-        self.slots = len(ifindexes)
+        self.ports = list(ifindexes)
 
     def gate_set(self, kinds: Gate) -> None:
         """The object's programs are FRER's alone: they have no gate, every frame is theirs."""
@@ -288,3 +288,45 @@ def test_an_ip_identity_without_a_vlan_takes_the_flows_frames_of_any_vlan(node):
     assert [node.run(in_vlan(vlan, 3, payload=packet, ethertype=0x0800)) for vlan in (5, 9)] == [XDP_PASS, XDP_DROP]
     assert node.run(in_vlan(5, 3, payload=other, ethertype=0x0800)) == XDP_PASS
     assert passed(node, "flow") == (1, 1), "the other flow's frame is no stream's"
+
+
+FLOW = bytes(IP(src="10.9.0.1", dst="10.9.0.2") / UDP(sport=4000, dport=5000) / (b"x" * 32))
+IP_FLOW = {"source": "10.9.0.1", "destination": "10.9.0.2", "protocol": "udp", "destination_port": 5000}
+VLANS = (None, 0, 5, 6)  # untagged, priority-tagged (VLAN id 0), VLAN 5, VLAN 6
+
+
+def frame_in(vlan: Optional[int], seq: int) -> bytes:
+    """An R-tagged frame of FLOW to DMAC, untagged (None) or with an 802.1Q tag of `vlan`."""
+    if vlan is None:
+        return bytes.fromhex(DMAC.replace(":", "")) + bytes(6) + struct.pack("!HHHH", RTAG_ETHERTYPE, 0, seq, 0x0800) + FLOW
+    return in_vlan(vlan, seq, payload=FLOW, ethertype=0x0800)
+
+
+# (tagged, vlan) of an identity -> the frames of VLANS it takes
+TAKEN = {
+    ("tagged", 5): [5],
+    ("priority", None): [None, 0],
+    ("all", None): [None, 0, 5, 6],
+    (None, 5): [5],  # the default with a VLAN: tagged
+    (None, None): [None, 0, 5, 6],  # the default without: all
+}
+
+
+@pytest.mark.parametrize("kind", ["null", "ip"])
+def test_an_identity_s_tagged_says_which_vlans_frames_it_takes(node, kind):
+    seq, took = 0, {}
+    for case, (tagged, vlan) in enumerate(TAKEN):
+        identity = {"destination_mac": DMAC} if kind == "null" else dict(IP_FLOW)
+        identity.update({name: value for name, value in (("tagged", tagged), ("vlan", vlan)) if value is not None})
+        name = f"s{case}"
+        node.frer.put_stream(ADMIN, name, FrerStreamSpec.model_validate(
+            {"name": name, "identification": [{kind: identity}], "recovery": {"pop": False}}))
+        took[tagged, vlan] = []
+        for frame_vlan in VLANS:
+            seq += 1  # each frame a new number: passed when it is the stream's
+            before = passed(node, name)
+            assert node.run(frame_in(frame_vlan, seq)) == XDP_PASS
+            if passed(node, name) != before:
+                took[tagged, vlan].append(frame_vlan)
+        node.frer.delete_stream(ADMIN, name)
+    assert took == TAKEN

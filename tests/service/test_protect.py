@@ -212,3 +212,39 @@ def test_a_legacy_update_in_a_document_keeps_the_protection_too():
               "action": {"type": "pass", "protect": {"role": "eliminate", "algorithm": "match"}}}
     [intent] = parse_document({"intents": [native, legacy("UPDATE", "PRIO_QUEUE")]}).intents
     assert (intent.action.type, intent.action.protect.algorithm) == ("steer", "match")
+
+
+def protected_legacy(service) -> None:  # noqa: ANN001
+    """Intent legacy-0000abcd (legacy()'s flow), protected the native way."""
+    body = {"id": "legacy-0000abcd", "match": {"src": "10.0.0.1", "dst": "10.0.0.2", "protocol": "udp",
+                                               "dst_port": 5000}, "action": {"type": "pass", "protect": REPLICATE}}
+    service.create_intent(ALICE, Intent.model_validate(body))
+
+
+@pytest.mark.parametrize("action_name", ["DROP", "PRIO_QUEUE"])
+def test_a_legacy_update_s_dry_run_refuses_an_action_that_cannot_keep_the_protection(service, action_name):
+    protected_legacy(service)
+    before, record = frer_maps(service), service.get_intent(ALICE, "legacy-0000abcd")
+    with pytest.raises(InvalidInput) as refused:
+        service.dry_run_legacy(ALICE, LegacyMessage.model_validate(legacy("UPDATE", action_name)))
+    assert refused.value.field == "Action.actionName" and "PUT /api/v1/intents/legacy-0000abcd" in refused.value.detail
+    assert service.get_intent(ALICE, "legacy-0000abcd") == record and frer_maps(service) == before
+
+
+def test_a_legacy_update_s_dry_run_compiles_the_kept_protection_as_applying_it_does(service):
+    protected_legacy(service)
+    other = Intent.model_validate({"id": "other", "match": {"src": "10.0.0.1", "dst": "10.0.0.2", "protocol": "udp",
+                                                            "dst_port": 5001}, "action": {"type": "pass"}})
+    spec = FrerStreamSpec(name="taken", **dict(stream_definition(other.match, protected().action.protect)))
+    service.frer.put_stream(ALICE, "taken", spec)  # the flow of port 5001 is another stream's already
+    update = LegacyMessage.model_validate(legacy("UPDATE", port="5001"))
+    before, streams = frer_maps(service), service.frer.list_streams(ALICE)
+    with pytest.raises(InvalidInput) as dry:
+        service.dry_run_legacy(ALICE, update)
+    with pytest.raises(InvalidInput) as applied:
+        service.apply_legacy(ALICE, update)
+    assert dry.value.field == applied.value.field == "match" and "FRER cannot take" in dry.value.detail
+    assert frer_maps(service) == before and service.frer.list_streams(ALICE) == streams
+    report = service.dry_run_legacy(ALICE, LegacyMessage.model_validate(legacy("UPDATE", port="5002")))
+    assert [rule.intent_id for rule in report.rules] == ["legacy-0000abcd"]
+    assert frer_maps(service) == before and service.frer.list_streams(ALICE) == streams, "a dry run writes nothing"

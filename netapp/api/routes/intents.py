@@ -21,7 +21,7 @@ from netapp.api.routes.common import (
     service_name,
 )
 from netapp.intents.compiler import ACTIONS
-from netapp.intents.models import Intent, IntentEntry, IntentId, LegacyMessage, is_legacy, legacy_to_native
+from netapp.intents.models import Intent, IntentEntry, IntentId, LegacyMessage, is_legacy
 from netapp.service.contract import (
     MAX_BATCH_INTENTS,
     DryRunReport,
@@ -31,7 +31,6 @@ from netapp.service.contract import (
     IntentSource,
     IntentService,
     IntentWarning,
-    InvalidInput,
     Principal,
 )
 
@@ -250,23 +249,13 @@ def _apply_legacy(
     dry_run: bool,
 ) -> Union[IntentResult, DryRunReport, Response]:
     if dry_run:
-        return _dry_run_legacy(service, who, message)
+        return service.dry_run_legacy(who, message)
     record = service.apply_legacy(who, message)
     if record is None:
         return Response(status_code=204)
     if message.action.action_type == "INSERT":
         _created(request, response, record)
     return record
-
-
-def _dry_run_legacy(service: IntentService, who: Principal, message: LegacyMessage) -> DryRunReport:
-    action_type, intent = legacy_to_native(message)
-    if action_type == "DELETE":
-        raise InvalidInput(
-            "a dry run compiles INSERT and UPDATE messages; a DELETE has nothing to compile",
-            field="Action.actionType",
-        )
-    return service.dry_run(who, [intent])
 
 
 def _created(request: Request, response: Response, record: IntentRecord) -> None:

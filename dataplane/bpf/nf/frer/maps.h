@@ -62,10 +62,12 @@ struct {
 	__type(value, struct dpp_frer_member);
 } dpp_frer_members SEC(".maps");
 
-/* the ports replicated frames are broadcast to, each with the egress program that keeps a stream's
- * members only (dpp_frer_egress) */
+/* ifindex -> a port replicated frames are broadcast to, with the egress program that keeps a
+ * stream's members only (dpp_frer_egress). A hash, not an array: a broadcast visits every slot of
+ * a DEVMAP, used or not, and 62 empty slots cost a frame more than FRER's own work does
+ * (bench/frer/replicate.py); a DEVMAP_HASH's broadcast walks its buckets' lists. */
 struct {
-	__uint(type, BPF_MAP_TYPE_DEVMAP);
+	__uint(type, BPF_MAP_TYPE_DEVMAP_HASH);
 	__uint(max_entries, DPP_MAX_FRER_PORTS);
 	__type(key, __u32);
 	__type(value, struct bpf_devmap_val);

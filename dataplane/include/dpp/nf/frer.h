@@ -10,8 +10,8 @@
 #include <linux/bpf.h>
 
 /* Slots of dpp_frer_recovery and dpp_frer_streams (slot 0: no stream); entries of the stream
- * identification tables and of the ports' membership; slots of dpp_frer_tx (the ports a talker
- * replicates to, all of them: each copy's egress program keeps the stream's members). */
+ * identification tables and of the ports' membership; entries of dpp_frer_tx (the ports a talker
+ * replicates to, all of them, by ifindex: each copy's egress program keeps the stream's members). */
 #ifndef DPP_MAX_FRER_STREAMS
 #define DPP_MAX_FRER_STREAMS 4096
 #endif
@@ -113,7 +113,7 @@ struct dpp_frer_recovery {
 };
 
 /* Key of dpp_frer_null: null stream identification (802.1CB 6.4), a destination MAC address and a
- * VLAN id (0: untagged; DPP_FRER_VLAN_ANY: any). The stream identification by IP (6.6) is keyed by a struct dpp_flow_key
+ * VLAN id (0: untagged or priority-tagged, tagged "priority"; DPP_FRER_VLAN_ANY: any, tagged "all"). The stream identification by IP (6.6) is keyed by a struct dpp_flow_key
  * holding only vlan, family, proto, dscp, ports and addresses (the rest 0): dpp_frer_ip. */
 struct dpp_frer_null_key {
 	__u8 dmac[6];
