@@ -28,7 +28,7 @@
 
 #define DPP_INSTANCE_NAME_MAX 32
 #define DPP_MAP_NAME_MAX 64
-#define DPP_MAPS_MAX 64
+#define DPP_MAPS_MAX 96
 #define DPP_PROGS_MAX 16
 /* Elements per batch syscall: bounds the kernel's time under one call and our buffer sizes. */
 #define DPP_BATCH_CHUNK 8192

@@ -32,6 +32,7 @@ from typing import Any, Mapping, Optional, Union
 from netapp.atsss import abi as atsss_abi
 from netapp.dataplane.cenum import c_enum
 from netapp.frer import abi as frer_abi
+from netapp.mec import tunnel_abi
 from netapp.qos import rss_abi
 from netapp.qos import abi as qos_abi
 from netapp.routing import abi as routing_abi
@@ -108,6 +109,7 @@ CONSTANTS = {
     **rss_abi.CONSTANTS,
     **qos_abi.CONSTANTS,
     **routing_abi.CONSTANTS,
+    **tunnel_abi.CONSTANTS,
     **frer_abi.CONSTANTS,
 }
 
@@ -121,6 +123,7 @@ class Action(enum.IntEnum):
     REDIRECT = 4
     DEFAULT = 5  # never installed: the packet got the configured default verdict
     UPF = 6  # the UPF's (netapp.upf): what its PDR said, ahead of the classifier or by a rule (SDF filters)
+    TUNNEL = 7  # a rule's decapsulation or re-tunnelling, then a port or the router (netapp.mec.tunnels)
 
 
 @c_enum("dpp_verdict", "DPP_VERDICT_", has_max=True)
@@ -179,6 +182,10 @@ class Reason(enum.IntEnum):
     FRER_ELIMINATED = frer_abi.REASON_BASE_FRER
     FRER_BAD_RTAG = frer_abi.REASON_BASE_FRER + 1
     FRER_NO_STREAM = frer_abi.REASON_BASE_FRER + 2
+    TUNNEL_MISSING = tunnel_abi.REASON_BASE_TUNNEL
+    TUNNEL_NOT_GTPU = tunnel_abi.REASON_BASE_TUNNEL + 1
+    TUNNEL_NO_SOURCE = tunnel_abi.REASON_BASE_TUNNEL + 2
+    TUNNEL_FAILED = tunnel_abi.REASON_BASE_TUNNEL + 3
 
 
 @c_enum("dpp_overlay", "DPP_OVERLAY_")
@@ -576,7 +583,7 @@ MAPS: Mapping[str, MapSpec] = {
     # Each network function's own plain tables, declared in its ABI module (netapp/<function>/abi.py).
     **{
         name: MapSpec(MapType[kind], key, value, size, table=True, sizable=name in module.SIZABLE)
-        for module in (upf_abi, qos_abi, routing_abi)
+        for module in (upf_abi, qos_abi, routing_abi, tunnel_abi)
         for name, (kind, key, value, size) in module.MAPS.items()
     },
     **{name: MapSpec(MapType[kind], None, None, size) for name, (kind, size) in upf_abi.OWN_MAPS.items()},

@@ -137,6 +137,7 @@ class Dataplane(RuleWriter, SiteConfig, Counters):
         self._alt_groups: set[int] = set()
         self._ports_table = Table(adapter, "dpp_ports")
         self._alt_groups_table = Table(adapter, "dpp_alt_groups")
+        self._tunnels_table = Table(adapter, "dpp_tunnels")
         self._cpus: set[int] = set()
         self._counter_epoch = 0
         self._slot_epochs: dict[int, int] = {}

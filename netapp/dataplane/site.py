@@ -1,5 +1,5 @@
-"""What rules refer to, set on the maps: alternative groups and egress ports (generic tables), the
-CPU set and the configuration. Dataplane's site half (a mixin)."""
+"""What rules refer to, set on the maps: alternative groups, egress ports and tunnel entries (generic
+tables), the CPU set and the configuration. Dataplane's site half (a mixin)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from netapp.dataplane.binding import (
 )
 from netapp.dataplane.tables import Table
 from netapp.intents.compiler import CompiledAltMember, CompiledDocument
+from netapp.mec.tunnels import TunnelEntry
 
 if TYPE_CHECKING:
     from netapp.dataplane.facade import Adapter
@@ -33,6 +34,7 @@ class SiteConfig:
     _cpus: set[int]
     _ports_table: Table
     _alt_groups_table: Table
+    _tunnels_table: Table
 
     def set_alternative(self, group_id: int, members: Sequence[CompiledAltMember]) -> None:
         """Publish an alternative group; member egress interfaces become ports first. No members
@@ -88,6 +90,19 @@ class SiteConfig:
             self._ports_table.update([(ifindex, DevmapVal(ifindex=ifindex))])
             self._ports.add(ifindex)
 
+    def add_tunnel(self, entry: TunnelEntry) -> None:
+        """A tunnel rule's entry (netapp.mec.tunnels), written before the rule. Entries are named by
+        their content, so one held already is left as it is; ValueError when its id holds another."""
+        value = entry.value()
+        held = self._tunnels_table.get(entry.entry_id)
+        if held is None:
+            self._tunnels_table.update([(entry.entry_id, value)])
+        elif bytes(held) != bytes(value):
+            raise ValueError(
+                f"dpp_tunnels entry {entry.entry_id:#x} holds another tunnel (two tunnels with one digest): "
+                "change the rule's destination"
+            )
+
     def remove_port(self, ifindex: int) -> None:
         self._ports_table.delete([ifindex])
         self._ports.discard(ifindex)
@@ -117,6 +132,8 @@ class SiteConfig:
     def _apply_site(self, compiled: CompiledDocument) -> None:
         for ifindex in sorted(compiled.redirect_ifindexes):
             self.add_port(ifindex)
+        for entry in compiled.tunnels.values():
+            self.add_tunnel(entry)
         for group in compiled.alternatives:
             self.set_alternative(group.group_id, group.members)
         for group_id in sorted(self._alt_groups - {group.group_id for group in compiled.alternatives}):

@@ -8,7 +8,7 @@ a CPU, a group, a port), so an action's compiler is one function from an intent 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Mapping, NamedTuple, Optional
+from typing import Any, Callable, Mapping, NamedTuple, Optional
 
 from netapp.intents.errors import CompileError
 from netapp.intents.native import Intent
@@ -20,6 +20,7 @@ class RuleArgument(NamedTuple):
 
     index: Optional[int] = None  # None: DPP_NONE
     text: str = ""
+    entry: Any = None  # the entry index names, for a table written with its rules (tunnel: dpp_tunnels)
 
 
 def no_argument(intent: Intent, interfaces: Mapping[str, int]) -> RuleArgument:

@@ -25,6 +25,7 @@ from netapp.forwarding.compiler import (  # noqa: F401 - CompiledAlt* re-exporte
 from netapp.intents.actions import RuleAction, RuleArgument, resolve_interface
 from netapp.intents.errors import CompileError  # noqa: F401 - re-exported
 from netapp.intents.models import CpuSpec, Intent, IntentDocument, Match, Police, RedirectAction
+from netapp.mec.tunnels import TUNNEL, TunnelEntry, tunnel_entries
 from netapp.qos.abi import Algo
 from netapp.qos.spec import PoliceDefaults, PolicerSpec
 from netapp.steering.compiler import STEER
@@ -76,6 +77,7 @@ RULE_ACTIONS: Mapping[str, RuleAction] = {
     "steer": STEER,
     "forward": FORWARD,
     "redirect": RuleAction("REDIRECT", _redirect_argument),
+    "tunnel": TUNNEL,
 }
 ACTIONS = tuple(RULE_ACTIONS)
 # Every action a rule of the index may carry: the intents', and the UPF's, whose rules
@@ -167,6 +169,7 @@ class CompiledRule:
     arg_text: str = ""  # the argument as messages name it
     police: Optional[PolicerSpec] = None  # its own policer, before the action (an intent's police option)
     shared_police: Optional[SharedPolice] = None  # then the one it shares (its slice's MBR)
+    arg_entry: Any = None  # the table entry arg names, written with the rule (tunnel: netapp.mec.tunnels)
 
     @property
     def match_key(self) -> tuple[RuleShape, FieldValues]:
@@ -222,6 +225,7 @@ class CompiledDocument:
     default_verdict: str = "pass"
     default_alternative: Optional[int] = None
     redirect_ifindexes: frozenset[int] = field(default_factory=frozenset)
+    tunnels: Mapping[int, TunnelEntry] = field(default_factory=dict)  # dpp_tunnels: entry id -> entry
 
 
 # --- Intents -> rules --------------------------------------------------------------------------
@@ -264,6 +268,7 @@ def compile_intent(
         best_effort=intent.best_effort,
         arg_text=argument.text,
         police=police_spec(getattr(intent.action, "police", None)),
+        arg_entry=argument.entry,
     )
 
 
@@ -443,9 +448,19 @@ def compile_document(
         default_verdict=document.default_verdict,
         default_alternative=document.default_alternative,
         redirect_ifindexes=redirect_ports(ruleset.rules),
+        tunnels=rule_tunnels(ruleset.rules),
     )
 
 
 def redirect_ports(rules: Iterable[CompiledRule]) -> frozenset[int]:
-    """The interfaces redirect rules send out of (dpp_ports)."""
-    return frozenset(rule.arg for rule in rules if rule.action == "redirect" and rule.arg)
+    """The interfaces redirect rules, and tunnel rules out of an interface, send out of (dpp_ports)."""
+    rules = list(rules)
+    tunnelled = (entry.ifindex for entry in rule_tunnels(rules).values())
+    return frozenset(rule.arg for rule in rules if rule.action == "redirect" and rule.arg) | frozenset(
+        ifindex for ifindex in tunnelled if ifindex
+    )
+
+
+def rule_tunnels(rules: Iterable[CompiledRule]) -> dict[int, TunnelEntry]:
+    """The entries of dpp_tunnels tunnel rules name, by id."""
+    return tunnel_entries(rule.arg_entry for rule in rules if rule.action == "tunnel")

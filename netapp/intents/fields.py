@@ -95,6 +95,27 @@ Prefix = Annotated[
     ),
 ]
 
+def _parse_address(value: Any) -> Any:
+    """One host's address, given as a string (pydantic would read 167772161 as one)."""
+    if isinstance(value, (IPv4Address, IPv6Address)):
+        return value
+    if not isinstance(value, str):
+        raise ValueError("must be an IPv4 or IPv6 address, as a string")
+    try:
+        return ipaddress.ip_address(value.strip())
+    except ValueError:
+        raise ValueError(f"{value!r} is not an IPv4 or IPv6 address") from None
+
+
+Address = Annotated[
+    Union[IPv4Address, IPv6Address],
+    BeforeValidator(_parse_address),
+    PlainSerializer(str, return_type=str, when_used="json"),
+    WithJsonSchema(
+        {"type": "string", "description": "IPv4 or IPv6 address", "examples": ["198.51.100.7", "2001:db8::7"]}
+    ),
+]
+
 MacAddress = Annotated[
     str,
     StringConstraints(pattern=r"^[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5}$"),

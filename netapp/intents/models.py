@@ -39,6 +39,7 @@ from netapp.intents.fields import (  # noqa: F401
     MAX_U32,
     PORT_PROTOCOLS,
     PROTOCOL_NUMBERS,
+    Address,
     CpuId,
     Dscp,
     GroupId,
@@ -82,6 +83,7 @@ from netapp.intents.native import (  # noqa: F401
     ActionOptions,
     DropAction,
     ForwardAction,
+    GtpuTunnel,
     Intent,
     Match,
     PassAction,
@@ -91,6 +93,7 @@ from netapp.intents.native import (  # noqa: F401
     PoliceAlgorithm,
     RedirectAction,
     SteerAction,
+    TunnelAction,
     check_one_family,
     check_vni,
 )

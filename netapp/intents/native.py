@@ -10,6 +10,7 @@ from pydantic import (
     ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
+    Strict,
     StrictInt,
     StringConstraints,
     model_serializer,
@@ -18,6 +19,7 @@ from pydantic import (
 
 from netapp.intents.errors import FieldError
 from netapp.intents.fields import (
+    Address,
     DEFAULT_PRIORITY,
     MAX_U24,
     PORT_PROTOCOLS,
@@ -190,8 +192,57 @@ class RedirectAction(ActionOptions):
     interface: InterfaceName
 
 
+class GtpuTunnel(BaseModel):
+    """The GTP-U tunnel a packet is moved into: the packet keeps its TEID and QFI."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    peer: Address = Field(description="the tunnel's far end: the outer destination, reached through the router")
+    source: Optional[Address] = Field(
+        None,
+        description="the outer source, of the peer's family; null: the address the packet's own tunnel was sent to",
+    )
+
+    @model_validator(mode="after")
+    def _one_family(self) -> "GtpuTunnel":
+        if self.source is not None and self.source.version != self.peer.version:
+            raise FieldError("source", f"source is IPv{self.source.version} but peer is IPv{self.peer.version}")
+        return self
+
+
+class TunnelAction(ActionOptions):
+    """Take a GTP-U packet out of its tunnel (decapsulate), or move it into another one (encapsulate),
+    then send it out of an interface or towards an address (MEC 011's FORWARD_DECAPSULATED and
+    FORWARD_ENCAPSULATED, netapp.mec.tunnels). A packet that arrived without GTP-U is sent as it came
+    when decapsulating, and gets the default verdict when encapsulating."""
+
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["tunnel"]
+    decapsulate: Annotated[bool, Strict()] = Field(
+        False, description="remove the headers up to and including GTP-U (overlay and extension headers too)"
+    )
+    encapsulate: Optional[GtpuTunnel] = Field(
+        None, description="replace the packet's tunnel with this one; the packet then goes towards its peer"
+    )
+    interface: Optional[InterfaceName] = Field(None, description="out of this interface, the frame's MACs kept")
+    towards: Optional[Address] = Field(None, description="towards this address, its next hop from the host's FIB")
+
+    @model_validator(mode="after")
+    def _one_way_out(self) -> "TunnelAction":
+        if self.encapsulate is not None:
+            if self.decapsulate:
+                raise FieldError("decapsulate", "encapsulate replaces the packet's tunnel already: leave decapsulate false")
+            for name in ("interface", "towards"):
+                if getattr(self, name) is not None:
+                    raise FieldError(name, "an encapsulated packet goes towards its tunnel's peer: leave it unset")
+            return self
+        if (self.interface is None) == (self.towards is None):
+            raise FieldError("interface", "give one way out: interface or towards")
+        return self
+
+
 Action = Annotated[
-    Union[PassAction, DropAction, SteerAction, ForwardAction, RedirectAction],
+    Union[PassAction, DropAction, SteerAction, ForwardAction, RedirectAction, TunnelAction],
     Field(discriminator="type"),
 ]
 

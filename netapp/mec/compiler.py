@@ -1,5 +1,6 @@
 """MEC 011 traffic rules as intents (pure): a rule's filter becomes a classifier match, its action
-pass, drop or a redirect out of one of the node's interfaces.
+pass, drop, a redirect out of one of the node's interfaces, or a tunnel action (decapsulated, moved
+into a GTP-U tunnel, sent towards an address).
 
 A rule compiles to the intents that do exactly what it asks, or is refused (IntentError) naming the
 ETSI field (`trafficFilter[0].srcTunnelAddress`, `action`, `dstInterface.interfaceType`) and why the
@@ -11,16 +12,32 @@ data plane cannot do it; nothing is accepted and left undone:
 | filterType FLOW (DROP, PASSTHROUGH)   | two: the filter and its reverse (addresses and ports swapped)  |
 | action DROP                           | drop (no dstInterface, as ETSI says)                           |
 | action PASSTHROUGH                    | pass; with a MAC dstInterface, redirect out of it              |
-| action FORWARD_DECAPSULATED           | redirect out of the interface whose MAC is srcMacAddress       |
-| FORWARD_ENCAPSULATED, DUPLICATE_*     | refused: no intent encapsulates or duplicates                  |
+| FORWARD_DECAPSULATED, MAC             | tunnel: decapsulated, out of the interface whose MAC is srcMacAddress |
+| FORWARD_DECAPSULATED, IP              | tunnel: decapsulated, towards dstIpAddress (next hop: the FIB)  |
+| FORWARD_DECAPSULATED, TUNNEL          | refused: a decapsulated packet leaves its tunnel (FORWARD_ENCAPSULATED moves it) |
+| FORWARD_ENCAPSULATED, MAC             | redirect out of the srcMacAddress interface, as the packet came |
+| FORWARD_ENCAPSULATED, IP              | tunnel: as the packet came, towards dstIpAddress (next hop: the FIB) |
+| FORWARD_ENCAPSULATED, TUNNEL GTP_U    | tunnel: moved into GTP-U to tunnelDstAddress (next hop: the FIB) |
+| FORWARD_ENCAPSULATED, TUNNEL GRE      | refused at dstInterface.tunnelInfo.tunnelType                  |
+| DUPLICATE_*                           | refused: no intent duplicates                                  |
 | state INACTIVE                        | none installed (the rule is still checked, so it can be turned on) |
+
+Decapsulated (FORWARD_DECAPSULATED): a GTP-U packet loses every header up to and including GTP-U and its
+extension headers (the overlay it came in too: VXLAN, GENEVE, GRE), keeps the outermost Ethernet
+header's addresses and gets its UE packet's EtherType; a packet that came without GTP-U leaves as it
+came. Moved into a tunnel (FORWARD_ENCAPSULATED, TUNNEL GTP_U): the GTP-U packet's UE packet gets a new
+outer IP/UDP/GTP-U header towards tunnelDstAddress, from tunnelSrcAddress (none: the address its own
+tunnel was sent to), with the packet's own TEID, QFI and direction, which say which PDU session it is
+(TS 29.281: the TEID is the receiving endpoint's, which MEC 011 does not give; a tunnel endpoint that
+forwards a T-PDU unchanged keeps it). A packet that came without GTP-U has no TEID to keep: it is not
+moved (the default verdict, counted as tunnel_not_gtpu). GRE is refused: the data plane builds the
+UPF's GTP-U (and UDP) headers only. The frames are built by the UPF's code (netapp.mec.tunnels).
 
 The classifier holds one value per field, so a filter compiles when each of its lists holds at most
 one value (an address or prefix, a port, a protocol), and a rule has exactly one filter. It matches
 a GTP-U packet's TEID and inner headers, not its tunnel's outer addresses or ports, nor a 4G QCI:
 those members are refused. dSCP (IPv4) and tC (IPv6) match the DSCP of the innermost header, which
-is family-blind, so they need an address of their family. A redirect sends the packet as it came:
-FORWARD_DECAPSULATED is right for packets that arrive without a tunnel (the N6 side).
+is family-blind, so they need an address of their family.
 
 Priority: MEC's 0 (highest) to 255 (lowest) become intent priorities MEC_PRIORITY_BASE + 255 - p,
 ordered as MEC orders them and above slices' (1001 to 1127): an application's rule on a slice's
@@ -46,6 +63,7 @@ from netapp.mec.models import (
     RuleState,
     TrafficFilter,
     TrafficRule,
+    TunnelType,
 )
 
 MEC_SOURCE = "mec011"  # the source of the intents a traffic rule compiles to
@@ -72,8 +90,6 @@ _UNMATCHED = {
     "qCI": "QCI is a 4G bearer class the packets do not carry; the classifier matches the 5G QFI",
 }
 _REFUSED_ACTIONS = {
-    RuleAction.FORWARD_ENCAPSULATED.value: "the data plane's redirect does not encapsulate (GTP-U encapsulation is "
-    "the UPF's, driven by PFCP FARs)",
     RuleAction.DUPLICATE_DECAPSULATED.value: "no intent duplicates packets (FRER replicates only its own streams)",
     RuleAction.DUPLICATE_ENCAPSULATED.value: "no intent duplicates packets (FRER replicates only its own streams)",
 }
@@ -272,29 +288,88 @@ def _action(rule: TrafficRule, interfaces_by_mac: Mapping[str, str]) -> dict[str
         if rule.action == RuleAction.PASSTHROUGH.value:
             return {"type": "pass"}
         raise IntentError.at("dstInterface", f"{rule.action} needs a destination interface")
-    return {"type": "redirect", "interface": _interface(rule.dstInterface, interfaces_by_mac)}
+    return _forward(rule, rule.dstInterface, interfaces_by_mac)
+
+
+def _forward(rule: TrafficRule, destination: DestinationInterface, interfaces_by_mac: Mapping[str, str]) -> dict[str, Any]:
+    """PASSTHROUGH and FORWARD_* with their destination interface (the module's table)."""
+    kind = destination.interfaceType
+    if rule.action == RuleAction.PASSTHROUGH.value and kind != InterfaceType.MAC.value:
+        raise IntentError.at(
+            "dstInterface.interfaceType",
+            f"{kind}: PASSTHROUGH sends the packet on unchanged, out of an interface of the node; "
+            "use MAC, with srcMacAddress naming one of them",
+        )
+    decapsulate = rule.action == RuleAction.FORWARD_DECAPSULATED.value
+    if kind == InterfaceType.TUNNEL.value:
+        return _into_tunnel(destination, decapsulate)
+    if kind == InterfaceType.IP.value:
+        return {"type": "tunnel", "decapsulate": decapsulate, "towards": _ip_destination(destination)}
+    interface = _interface(destination, interfaces_by_mac)
+    if decapsulate:
+        return {"type": "tunnel", "decapsulate": True, "interface": interface}
+    return {"type": "redirect", "interface": interface}
+
+
+def _unused(destination: DestinationInterface, members: tuple[str, ...], why: str) -> None:
+    for member in members:
+        if getattr(destination, member) is not None:
+            raise IntentError.at(f"dstInterface.{member}", why)
 
 
 def _interface(destination: DestinationInterface, interfaces_by_mac: Mapping[str, str]) -> str:
-    kind = destination.interfaceType
-    if kind == InterfaceType.TUNNEL.value:
-        raise IntentError.at(
-            "dstInterface.interfaceType", "TUNNEL needs encapsulation, which the data plane's redirect does not do"
-        )
-    if kind == InterfaceType.IP.value:
-        raise IntentError.at(
-            "dstInterface.interfaceType",
-            "IP: reaching a remote address needs a next-hop MAC rewrite, which the redirect does not do; "
-            "use MAC, with srcMacAddress naming one of the node's interfaces",
-        )
-    for member in ("tunnelInfo", "dstIpAddress", "dstMacAddress"):
-        if getattr(destination, member) is not None:
-            raise IntentError.at(
-                f"dstInterface.{member}", "not used by a MAC interface: the packet leaves as it came, unrewritten"
-            )
+    _unused(destination, ("tunnelInfo", "dstIpAddress", "dstMacAddress"),
+            "not used by a MAC interface: the frame's MAC addresses are kept")
     if destination.srcMacAddress is None:
         raise IntentError.at("dstInterface.srcMacAddress", "a MAC interface is named by its MAC address")
     return _interface_of(destination.srcMacAddress, interfaces_by_mac)
+
+
+def _ip_destination(destination: DestinationInterface) -> str:
+    _unused(destination, ("tunnelInfo", "srcMacAddress", "dstMacAddress"),
+            "not used by an IP interface: the next hop and its MACs come from the FIB")
+    if destination.dstIpAddress is None:
+        raise IntentError.at("dstInterface.dstIpAddress", "an IP interface is named by the address to forward towards")
+    return parse_host(destination.dstIpAddress, "dstInterface.dstIpAddress")
+
+
+def _into_tunnel(destination: DestinationInterface, decapsulate: bool) -> dict[str, Any]:
+    """FORWARD_ENCAPSULATED into a GTP-U tunnel (see the module's docstring for what it keeps)."""
+    if decapsulate:
+        raise IntentError.at(
+            "dstInterface.interfaceType",
+            "TUNNEL with FORWARD_DECAPSULATED: a decapsulated packet leaves its tunnel; to move it into another "
+            "tunnel use FORWARD_ENCAPSULATED",
+        )
+    _unused(destination, ("srcMacAddress", "dstMacAddress", "dstIpAddress"),
+            "not used by a TUNNEL interface: the tunnel goes to tunnelInfo.tunnelDstAddress")
+    info = destination.tunnelInfo
+    if info is None:
+        raise IntentError.at("dstInterface.tunnelInfo", "a TUNNEL interface needs its tunnelInfo")
+    if info.tunnelType != TunnelType.GTP_U.value:
+        raise IntentError.at(
+            "dstInterface.tunnelInfo.tunnelType",
+            f"{info.tunnelType}: the data plane builds GTP-U tunnels only (the UPF's encapsulation); use GTP_U",
+        )
+    if info.tunnelDstAddress is None:
+        raise IntentError.at("dstInterface.tunnelInfo.tunnelDstAddress", "a GTP-U tunnel needs its far end's address")
+    tunnel = {"peer": parse_host(info.tunnelDstAddress, "dstInterface.tunnelInfo.tunnelDstAddress")}
+    if info.tunnelSrcAddress is not None:
+        tunnel["source"] = parse_host(info.tunnelSrcAddress, "dstInterface.tunnelInfo.tunnelSrcAddress")
+        if ipaddress.ip_address(tunnel["source"]).version != ipaddress.ip_address(tunnel["peer"]).version:
+            raise IntentError.at(
+                "dstInterface.tunnelInfo.tunnelSrcAddress",
+                f"{info.tunnelSrcAddress!r} is not of tunnelDstAddress's family",
+            )
+    return {"type": "tunnel", "encapsulate": tunnel}
+
+
+def parse_host(text: str, field: str) -> str:
+    """An ETSI address member that names one host (not a prefix); IntentError at `field`."""
+    try:
+        return str(ipaddress.ip_address(text.strip()))
+    except ValueError:
+        raise IntentError.at(field, f"{text!r} is not an IPv4 or IPv6 address") from None
 
 
 def _interface_of(text: str, interfaces_by_mac: Mapping[str, str]) -> str:

@@ -43,7 +43,7 @@ from netapp.dataplane.facade import Dataplane
 from netapp.forwarding.liveness import GTPU_PORT
 from netapp.forwarding.models import AlternativeGroup, AlternativeGroupStatus
 from netapp.forwarding.service import AlternativesService
-from netapp.intents.compiler import CompiledDocument, CompiledRule, CompileError, SharedPolice, redirect_ports
+from netapp.intents.compiler import CompiledDocument, CompiledRule, CompileError, SharedPolice, redirect_ports, rule_tunnels
 from netapp.intents.index import RuleIndex
 from netapp.intents.models import Intent, LegacyMessage
 from netapp.frer.dataplane import FrerDataplane
@@ -371,6 +371,7 @@ class NetAppService(IntentService):
             default_verdict=self.settings.default_verdict,
             default_alternative=self.settings.default_alternative,
             redirect_ifindexes=redirect_ports(ruleset.rules),
+            tunnels=rule_tunnels(ruleset.rules),
         )
 
     def _left_out(self) -> dict[str, str]:

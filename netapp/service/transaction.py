@@ -29,7 +29,7 @@ from typing import Any, Callable, ContextManager, Generic, Optional, Protocol, T
 
 from netapp.dataplane.binding import DataplaneError
 from netapp.dataplane.facade import Dataplane
-from netapp.intents.compiler import CompiledRule, redirect_ports
+from netapp.intents.compiler import CompiledRule, redirect_ports, rule_tunnels
 from netapp.intents.errors import IntentError
 from netapp.intents.index import IndexChange, RuleDelta
 from netapp.service.contract import DataplaneFull, DataplaneUnavailable, InvalidInput, Principal, ServiceError
@@ -250,13 +250,19 @@ class RuleChange:
         self._slots = slots
 
     def _add_ports(self, delta: RuleDelta) -> None:
-        """The ports the delta's redirects send out of, in the port map before the rules that use them
-        (the full reconcile adds them too; a port left there by a rule that went is harmless)."""
+        """The ports the delta's redirects send out of, and its tunnel rules' entries, in their maps
+        before the rules that use them (the full reconcile adds them too; a port or an entry left
+        there by a rule that went is harmless)."""
         try:
             for ifindex in sorted(redirect_ports(delta.upserts)):
                 self._dataplane.add_port(ifindex)
         except DataplaneError as exc:
             raise DataplaneUnavailable(f"the data plane refused a redirect's port: {exc}") from exc
+        try:
+            for entry in rule_tunnels(delta.upserts).values():
+                self._dataplane.add_tunnel(entry)
+        except (DataplaneError, ValueError) as exc:
+            raise DataplaneUnavailable(f"the data plane refused a tunnel rule's entry: {exc}") from exc
 
     def undo_maps(self, cause: Exception) -> None:
         """Put the maps back as they were before the change (before rolling the index back)."""

@@ -359,6 +359,7 @@ def test_each_function_s_reasons_lie_in_its_own_range():
             abi.routing_abi.REASON_BASE_ROUTING, abi.routing_abi.REASON_BASE_ROUTING + abi.REASON_RANGE
         ),
         "frer": range(abi.frer_abi.REASON_BASE_FRER, abi.frer_abi.REASON_BASE_FRER + abi.REASON_RANGE),
+        "tunnel": range(abi.tunnel_abi.REASON_BASE_TUNNEL, abi.tunnel_abi.REASON_BASE_TUNNEL + abi.REASON_RANGE),
     }
     owner = {
         binding.Reason.CPU_UNAVAILABLE: "steer",
@@ -369,6 +370,7 @@ def test_each_function_s_reasons_lie_in_its_own_range():
         **{reason: "qos" for reason in binding.Reason if reason.name.startswith("QOS_")},
         **{reason: "routing" for reason in binding.Reason if reason.name.startswith("ROUTING_")},
         **{reason: "frer" for reason in binding.Reason if reason.name.startswith("FRER_")},
+        **{reason: "tunnel" for reason in binding.Reason if reason.name.startswith("TUNNEL_")},
     }
     for reason in binding.Reason:
         assert reason in ranges[owner.get(reason, "core")], reason

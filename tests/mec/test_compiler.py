@@ -35,10 +35,35 @@ def test_priorities_keep_mec_order_zero_highest():
     assert top == MEC_PRIORITY_BASE + 255 and bottom == MEC_PRIORITY_BASE and top > bottom
 
 
-def test_forward_decapsulated_redirects_out_of_the_interface_of_the_mac():
-    destination = {"interfaceType": "MAC", "srcMacAddress": "02-00-00-00-00-0A"}
-    (intent,) = rule_intents(APP, rule(action="FORWARD_DECAPSULATED", dstInterface=destination), INTERFACES)
-    assert intent.action.type == "redirect" and intent.action.interface == IFACE
+def action_of(action: str, destination: dict) -> dict:
+    (intent,) = rule_intents(APP, rule(action=action, dstInterface=destination), INTERFACES)
+    return intent.action.model_dump(mode="json", exclude_none=True)
+
+
+MAC_OUT = {"interfaceType": "MAC", "srcMacAddress": "02-00-00-00-00-0A"}
+IP_OUT = {"interfaceType": "IP", "dstIpAddress": " 2001:db8::7 "}
+
+
+def gtpu_out(**info: str) -> dict:
+    return {"interfaceType": "TUNNEL", "tunnelInfo": {"tunnelType": "GTP_U", **info}}
+
+
+@pytest.mark.parametrize(
+    ("action", "destination", "expected"),
+    [
+        ("FORWARD_DECAPSULATED", MAC_OUT, {"type": "tunnel", "decapsulate": True, "interface": IFACE}),
+        ("FORWARD_DECAPSULATED", IP_OUT, {"type": "tunnel", "decapsulate": True, "towards": "2001:db8::7"}),
+        ("FORWARD_ENCAPSULATED", MAC_OUT, {"type": "redirect", "interface": IFACE}),
+        ("FORWARD_ENCAPSULATED", IP_OUT, {"type": "tunnel", "decapsulate": False, "towards": "2001:db8::7"}),
+        ("FORWARD_ENCAPSULATED", gtpu_out(tunnelDstAddress="198.51.100.7"),
+         {"type": "tunnel", "decapsulate": False, "encapsulate": {"peer": "198.51.100.7"}}),
+        ("FORWARD_ENCAPSULATED", gtpu_out(tunnelDstAddress="198.51.100.7", tunnelSrcAddress="192.0.2.1"),
+         {"type": "tunnel", "decapsulate": False, "encapsulate": {"peer": "198.51.100.7", "source": "192.0.2.1"}}),
+        ("PASSTHROUGH", MAC_OUT, {"type": "redirect", "interface": IFACE}),
+    ],
+)
+def test_forward_actions_become_the_tunnel_or_redirect_intent_of_their_destination(action, destination, expected):
+    assert action_of(action, destination) == expected
 
 
 def test_passthrough_without_an_interface_passes():
@@ -77,20 +102,36 @@ def test_dscp_with_an_ipv4_address_and_tc_with_an_ipv6_one():
     ("fields", "field", "why"),
     [
         ({"action": "DUPLICATE_ENCAPSULATED"}, "action", "duplicates"),
-        ({"action": "FORWARD_ENCAPSULATED", "dstInterface": {"interfaceType": "TUNNEL",
-                                                             "tunnelInfo": {"tunnelType": "GTP_U"}}},
-         "action", "encapsulate"),
-        ({"action": "FORWARD_DECAPSULATED", "dstInterface": {"interfaceType": "TUNNEL",
-                                                             "tunnelInfo": {"tunnelType": "GRE"}}},
-         "dstInterface.interfaceType", "encapsulation"),
-        ({"action": "FORWARD_DECAPSULATED", "dstInterface": {"interfaceType": "IP", "dstIpAddress": "20.1.1.1"}},
-         "dstInterface.interfaceType", "MAC rewrite"),
+        ({"action": "FORWARD_ENCAPSULATED", "dstInterface": {"interfaceType": "TUNNEL"}},
+         "dstInterface.tunnelInfo", "needs its tunnelInfo"),
+        ({"action": "FORWARD_ENCAPSULATED", "dstInterface": gtpu_out()},
+         "dstInterface.tunnelInfo.tunnelDstAddress", "far end"),
+        ({"action": "FORWARD_ENCAPSULATED", "dstInterface": gtpu_out(tunnelDstAddress="198.51.100.0/24")},
+         "dstInterface.tunnelInfo.tunnelDstAddress", "not an IPv4 or IPv6 address"),
+        ({"action": "FORWARD_ENCAPSULATED", "dstInterface": gtpu_out(tunnelDstAddress="198.51.100.7",
+                                                                     tunnelSrcAddress="2001:db8::1")},
+         "dstInterface.tunnelInfo.tunnelSrcAddress", "family"),
+        ({"action": "FORWARD_ENCAPSULATED", "dstInterface": {"interfaceType": "TUNNEL", "tunnelInfo": {
+            "tunnelType": "GRE", "tunnelDstAddress": "198.51.100.7"}}},
+         "dstInterface.tunnelInfo.tunnelType", "GTP-U tunnels only"),
+        ({"action": "FORWARD_ENCAPSULATED", "dstInterface": {**gtpu_out(tunnelDstAddress="198.51.100.7"),
+                                                             "dstIpAddress": "20.1.1.1"}},
+         "dstInterface.dstIpAddress", "not used by a TUNNEL interface"),
+        ({"action": "FORWARD_DECAPSULATED", "dstInterface": gtpu_out(tunnelDstAddress="198.51.100.7")},
+         "dstInterface.interfaceType", "use FORWARD_ENCAPSULATED"),
+        ({"action": "FORWARD_DECAPSULATED", "dstInterface": {"interfaceType": "IP"}},
+         "dstInterface.dstIpAddress", "named by the address"),
+        ({"action": "FORWARD_DECAPSULATED", "dstInterface": {"interfaceType": "IP", "dstIpAddress": "host"}},
+         "dstInterface.dstIpAddress", "not an IPv4 or IPv6 address"),
+        ({"action": "FORWARD_DECAPSULATED", "dstInterface": {**IP_OUT, "srcMacAddress": MAC}},
+         "dstInterface.srcMacAddress", "not used by an IP interface"),
+        ({"action": "PASSTHROUGH", "dstInterface": IP_OUT}, "dstInterface.interfaceType", "use MAC"),
         ({"action": "FORWARD_DECAPSULATED", "dstInterface": {"interfaceType": "MAC",
                                                              "srcMacAddress": "02:00:00:00:00:ff"}},
          "dstInterface.srcMacAddress", "known: 02:00:00:00:00:0a (eth-app)"),
         ({"action": "FORWARD_DECAPSULATED", "dstInterface": {"interfaceType": "MAC", "srcMacAddress": MAC,
                                                              "dstMacAddress": "02:00:00:00:00:01"}},
-         "dstInterface.dstMacAddress", "unrewritten"),
+         "dstInterface.dstMacAddress", "MAC addresses are kept"),
         ({"action": "FORWARD_DECAPSULATED"}, "dstInterface", "needs a destination"),
         ({"dstInterface": {"interfaceType": "MAC", "srcMacAddress": MAC}}, "dstInterface", "DROP takes no"),
         ({"trafficFilter": []}, "trafficFilter", "exactly one"),

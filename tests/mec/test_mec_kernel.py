@@ -1,11 +1,13 @@
 """A MEC 011 traffic rule PUT through the API changes what the loaded XDP program does with a matching
 packet (BPF_PROG_TEST_RUN): DROP drops it, FORWARD_DECAPSULATED to the MAC of one of the data plane's
-interfaces redirects it, INACTIVE gives it back to the default verdict; a packet the filter does not
-match is never touched. The rule's entries are those of the equivalent native intent."""
+interfaces redirects it (a GTP-U packet's UE packet alone), FORWARD_ENCAPSULATED into a GTP-U tunnel
+moves a GTP-U packet into it, INACTIVE gives it back to the default verdict; a packet the filter does
+not match is never touched. The rule's entries are those of the equivalent native intent."""
 
 from __future__ import annotations
 
 import pytest
+from scapy.contrib.gtp import GTP_U_Header, GTPPDUSessionContainer
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
@@ -23,6 +25,10 @@ pytestmark = pytest.mark.slow
 RULE = f"/mec_app_support/v1/applications/{APP}/traffic_rules/r1"
 MATCHING = bytes(Ether() / IP(src="10.0.0.1", dst="192.0.2.10") / UDP(sport=9, dport=5000) / (b"x" * 32))
 OTHER = bytes(Ether() / IP(src="10.0.0.1", dst="192.0.2.10") / UDP(sport=9, dport=5001) / (b"x" * 32))
+TEID = 0x1234
+TUNNELLED = bytes(Ether(src="02:00:00:00:03:02", dst="02:00:00:00:03:01") / IP(src="10.3.0.9", dst="10.3.0.1")
+                  / UDP(sport=2152, dport=2152) / GTP_U_Header(teid=TEID, E=1, next_ex=0x85)
+                  / GTPPDUSessionContainer(type=1, QFI=9) / Ether(MATCHING)[IP])
 
 
 def put(mec_site, body) -> dict:
@@ -68,3 +74,21 @@ def test_the_rules_entry_in_the_kernels_map_is_the_equivalent_native_intents(mec
 
     put(mec_site, traffic_rule("r1", state="INACTIVE"))
     assert key not in map_rules(mec_site.service.settings.instance)
+
+
+def test_forward_decapsulated_sends_a_gtpu_packets_ue_packet_alone_out_of_the_interface(mec_site):
+    forward = {"interfaceType": "MAC", "srcMacAddress": mec_site.peer_mac}
+    put(mec_site, traffic_rule("r1", action="FORWARD_DECAPSULATED", dstInterface=forward))
+    out = mec_site.service.dataplane.test_run(TUNNELLED)
+    assert out.verdict == "REDIRECT"
+    assert out.data == bytes(Ether(src="02:00:00:00:03:02", dst="02:00:00:00:03:01") / Ether(MATCHING)[IP])
+
+
+def test_forward_encapsulated_into_a_gtpu_tunnel_moves_the_packet_with_its_teid(mec_site):
+    tunnel = {"interfaceType": "TUNNEL", "tunnelInfo": {
+        "tunnelType": "GTP_U", "tunnelDstAddress": "198.51.100.7", "tunnelSrcAddress": "192.0.2.1"}}
+    put(mec_site, traffic_rule("r1", action="FORWARD_ENCAPSULATED", dstInterface=tunnel))
+    out = mec_site.service.dataplane.test_run(TUNNELLED)
+    moved = Ether(out.data)  # where it goes next is the FIB's to say: this namespace has no route
+    assert (moved[IP].src, moved[IP].dst, moved[GTP_U_Header].teid) == ("192.0.2.1", "198.51.100.7", TEID)
+    assert bytes(moved[GTPPDUSessionContainer].payload) == bytes(Ether(MATCHING)[IP])

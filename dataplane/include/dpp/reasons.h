@@ -13,6 +13,7 @@
 #include "nf/qos.h"
 #include "nf/routing.h"
 #include "nf/frer.h"
+#include "nf/tunnel.h"
 
 /* Every reason, X(FUNCTION, NAME, name, n): DPP_REASON_<NAME> = DPP_REASON_BASE_<FUNCTION> + n. */
 #define DPP_REASONS(X)                                                                           \
@@ -23,7 +24,8 @@
 	DPP_UPF_REASONS(X)                                                                       \
 	DPP_QOS_REASONS(X)                                                                       \
 	DPP_ROUTING_REASONS(X)                                                                   \
-	DPP_FRER_REASONS(X)
+	DPP_FRER_REASONS(X)                                                                      \
+	DPP_TUNNEL_REASONS(X)
 
 #define DPP_REASON_ENUM(fn, NAME, name, n) DPP_REASON_##NAME = DPP_REASON_BASE_##fn + (n),
 enum dpp_reason {

@@ -91,6 +91,28 @@ static __always_inline int no_next_hop(long rc, bool private, struct dpp_outcome
 	return XDP_DROP;
 }
 
+/* The next hop's MACs into the frame; false when it has no Ethernet header. */
+static __always_inline bool set_next_hop_macs(struct xdp_md *ctx, const struct bpf_fib_lookup *fib)
+{
+	struct ethhdr *eth = (void *)(long)ctx->data;
+
+	if ((void *)(eth + 1) > (void *)(long)ctx->data_end)
+		return false;
+	__builtin_memcpy(eth->h_dest, fib->dmac, ETH_ALEN);
+	__builtin_memcpy(eth->h_source, fib->smac, ETH_ALEN);
+	return true;
+}
+
+/* Out of the next hop's egress (XDP_TX when that is the ingress), its MACs in the frame. */
+static __always_inline int next_hop_out(struct xdp_md *ctx, const struct bpf_fib_lookup *fib,
+					struct dpp_outcome *o)
+{
+	o->egress_ifindex = fib->ifindex;
+	if (fib->ifindex == ctx->ingress_ifindex)
+		return XDP_TX;
+	return bpf_redirect(fib->ifindex, 0);
+}
+
 /* Routed: the next hop's MACs, then out of its egress (XDP_TX when that is the ingress) or of the
  * PDR's port. No route or no neighbour: as no_next_hop says, counted. */
 static __always_inline int upf_route(struct xdp_md *ctx, const struct dpp_upf_pdr *pdr,
@@ -98,18 +120,14 @@ static __always_inline int upf_route(struct xdp_md *ctx, const struct dpp_upf_pd
 {
 	bool private = pdr->output == DPP_UPF_OUTPUT_PRIVATE;
 	struct bpf_fib_lookup fib = {};
-	struct ethhdr *eth;
 	long rc = next_hop(ctx, &fib, private ? DPP_UPF_ROUTE_PRIVATE : DPP_UPF_ROUTE_FIB,
 			   pdr->ifindex);
 
 	o->route_path = route_path(rc, private);
 	if (rc != BPF_FIB_LKUP_RET_SUCCESS && rc != DPP_ROUTE_CACHE_HIT)
 		return no_next_hop(rc, private, o);
-	eth = (void *)(long)ctx->data;
-	if ((void *)(eth + 1) > (void *)(long)ctx->data_end)
+	if (!set_next_hop_macs(ctx, &fib))
 		return XDP_ABORTED;
-	__builtin_memcpy(eth->h_dest, fib.dmac, ETH_ALEN);
-	__builtin_memcpy(eth->h_source, fib.smac, ETH_ALEN);
 	if (pdr->output == DPP_UPF_OUTPUT_REDIRECT) {
 		o->egress_ifindex = pdr->ifindex;
 		if (bpf_redirect_map(&dpp_ports, pdr->ifindex, 0) == XDP_REDIRECT)
@@ -117,10 +135,7 @@ static __always_inline int upf_route(struct xdp_md *ctx, const struct dpp_upf_pd
 		o->reason = DPP_REASON_PORT_UNAVAILABLE;
 		return XDP_PASS;
 	}
-	o->egress_ifindex = fib.ifindex;
-	if (fib.ifindex == ctx->ingress_ifindex)
-		return XDP_TX;
-	return bpf_redirect(fib.ifindex, 0);
+	return next_hop_out(ctx, &fib, o);
 }
 
 /* The verdict of a packet made ready to go (Ethernet first). */

@@ -56,7 +56,8 @@
 	X(FORWARD, forward)                                                                      \
 	X(REDIRECT, redirect)                                                                    \
 	X(DEFAULT, default)                                                                      \
-	X(UPF, upf)
+	X(UPF, upf)                                                                              \
+	X(TUNNEL, tunnel)
 
 #define DPP_ACTION_ENUM(NAME, name) DPP_ACTION_##NAME,
 enum dpp_action {
@@ -79,8 +80,8 @@ enum dpp_verdict {
  * header (dpp/nf/<function>.h) as X(FUNCTION, NAME, name, n): DPP_REASON_<NAME> = base + n. Ranges:
  *   core (the parser)   0..31      forward   48..63     upf    80..95     frer    112..127
  *   steer              32..47      redirect  64..79     qos    96..111    atsss   128..143
- *   routing           144..159
- * (frer and atsss reserved); 160..255 for functions to come, DPP_REASON_MAX 256. Values are ABI: counters are
+ *   routing           144..159    tunnel   176..191
+ * (frer and atsss reserved); 192..255 for functions to come, DPP_REASON_MAX 256. Values are ABI: counters are
  * indexed by them (dpp_reasons), so a reason keeps its value once released. */
 #define DPP_REASON_RANGE 16
 #define DPP_REASON_BASE_CORE 0
@@ -91,6 +92,7 @@ enum dpp_verdict {
 #define DPP_REASON_BASE_QOS 96
 #define DPP_REASON_BASE_ROUTING 144
 #define DPP_REASON_BASE_FRER 160
+#define DPP_REASON_BASE_TUNNEL 176
 
 /* The core's reasons: the parser's, which send the packet to the default verdict (but
  * GTP_SIGNALLING and NOT_IP: passed to the kernel). Two ranges. */
