@@ -62,6 +62,8 @@ _PROTOTYPES = {
     "bpf_map_delete_elem": (c_int, [c_int, c_void_p]),
     "bpf_map_get_next_key": (c_int, [c_int, c_void_p, c_void_p]),
     "bpf_prog_test_run_opts": (c_int, [c_int, POINTER(TestRunOpts)]),
+    "bpf_map_create": (c_int, [c_int, c_char_p, c_uint32, c_uint32, c_uint32, c_void_p]),
+    "bpf_map_get_fd_by_id": (c_int, [c_uint32]),
 }
 
 
@@ -147,6 +149,30 @@ def map_lookup(map_fd: int, key: Any, value: Any, flags: int = 0) -> bool:
 
 def map_delete(map_fd: int, key: Any) -> None:
     _check(load_libbpf().bpf_map_delete_elem(map_fd, ctypes.byref(key)), "bpf_map_delete_elem")
+
+
+def map_create(map_type: int, key_size: int, value_size: int, max_entries: int, name: str = "bench") -> int:
+    """A new map's fd (the caller closes it)."""
+    rc = load_libbpf().bpf_map_create(map_type, name.encode(), key_size, value_size, max_entries, None)
+    return _check(rc, "bpf_map_create")
+
+
+def inner_map_set(outer_fd: int, index: int, map_type: int, max_entries: int, entries: list[tuple[Any, Any]],
+                  key_size: int, value_size: int) -> None:
+    """Entry `index` of a map of maps made a new inner map of `map_type` holding `entries` (ctypes
+    keys and values), put in with one write."""
+    inner = map_create(map_type, key_size, value_size, max_entries)
+    try:
+        for key, value in entries:
+            map_update(inner, key, value)
+        map_update(outer_fd, c_uint32(index), c_uint32(inner))
+    finally:
+        os.close(inner)
+
+
+def map_fd_by_id(map_id: int) -> int:
+    """An fd of the map of that id (the caller closes it)."""
+    return _check(load_libbpf().bpf_map_get_fd_by_id(map_id), "bpf_map_get_fd_by_id")
 
 
 def map_keys(map_fd: int, key_type: Any) -> list[Any]:

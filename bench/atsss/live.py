@@ -12,6 +12,7 @@ the same live frames through a program that drops them."""
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import secrets
 import socket
 import statistics
@@ -19,10 +20,11 @@ from ctypes import c_uint32
 from pathlib import Path
 from typing import Callable, Optional
 
-from bench.libbpf import BpfObject, map_delete, map_lookup, map_update, test_run_live
+from bench.libbpf import BpfObject, inner_map_set, map_delete, map_lookup, test_run_live
 from bench.throughput.sink import attach_native
-from netapp.atsss.abi import Mode, PathStats
+from netapp.atsss.abi import MAX_PATHS_PER_SESSION, Mode, PathStats
 from netapp.core import netns as namespaces
+from netapp.dataplane.abi import DevmapVal, MapType
 from netapp.dataplane.handle import possible_cpus
 from netapp.testbed import netns
 
@@ -50,10 +52,11 @@ class LiveSite:
     def _configure(self) -> None:
         assert self.drop is not None
         with namespaces.entered(self.ns):
-            for position, port in enumerate(PORTS):
-                prog = self.atsss.program_fd(f"dpp_atsss_copy_{position}")
-                map_update(self.atsss.map_fd("dpp_atsss_tx"), c_uint32(position),
-                           (c_uint32 * 2)(socket.if_nametoindex(port), prog))  # fmt: skip
+            ports = [(c_uint32(position), DevmapVal(socket.if_nametoindex(port),
+                                                    self.atsss.program_fd(f"dpp_atsss_copy_{position}")))
+                     for position, port in enumerate(PORTS)]  # fmt: skip
+            inner_map_set(self.atsss.map_fd("dpp_atsss_tx"), 0, MapType.DEVMAP, MAX_PATHS_PER_SESSION, ports,
+                          ctypes.sizeof(c_uint32), ctypes.sizeof(DevmapVal))  # group 0: the sessions'
             for name in ("in0", *PORTS):
                 attach_native(socket.if_nametoindex(f"{name}p"), self.drop.program_fd("xdp_drop"))
             self.ingress = socket.if_nametoindex("in0")
@@ -67,9 +70,8 @@ class LiveSite:
 
     def close(self) -> None:
         netns.delete_namespace(self.ns)
-        for position in range(len(PORTS)):
-            with contextlib.suppress(OSError):  # an entry the setup did not get to
-                map_delete(self.atsss.map_fd("dpp_atsss_tx"), c_uint32(position))
+        with contextlib.suppress(OSError):  # the group the setup did not get to
+            map_delete(self.atsss.map_fd("dpp_atsss_tx"), c_uint32(0))
         if self.drop is not None:
             self.drop.close()
 

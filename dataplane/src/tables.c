@@ -255,6 +255,95 @@ out:
 	return got;
 }
 
+/* The map of maps `name` opened for its entry `index`: the outer's fd and key checked. */
+static int outer_open(struct dpp *d, const char *name, bool write, struct table *t)
+{
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info);
+	int err;
+
+	err = table_open(d, name, write, sizeof(__u32), sizeof(__u32), t);
+	if (err)
+		return err;
+	err = bpf_obj_get_info_by_fd(t->fd, &info, &len);
+	if (!err && info.type != BPF_MAP_TYPE_ARRAY_OF_MAPS && info.type != BPF_MAP_TYPE_HASH_OF_MAPS) {
+		pr_warn("table %s: not a map of maps", name);
+		err = -EINVAL;
+	}
+	return err;
+}
+
+int dpp_table_inner_set(struct dpp *d, const char *name, __u32 index, __u32 inner_type,
+			__u32 max_entries, const void *keys, size_t key_size, const void *values,
+			size_t value_size, __u32 n)
+{
+	__u32 applied = 0;
+	struct table t;
+	int inner, err;
+
+	if (n && (!keys || !values || !key_size || !value_size))
+		return -EINVAL;
+	err = outer_open(d, name, true, &t);
+	if (err)
+		return err;
+	inner = bpf_map_create(inner_type, "dpp_inner", key_size, value_size, max_entries, NULL);
+	if (inner < 0) {
+		pr_warn("table %s[%u]: create its inner map: %s", name, index, strerror(-inner));
+		return inner;
+	}
+	err = batch_apply(inner, keys, key_size, values, value_size, n, BPF_ANY, &applied);
+	if (err)
+		pr_warn("table %s[%u]: fill its inner map: %s after %u of %u", name, index,
+			strerror(-err), applied, n);
+	else if ((err = bpf_map_update_elem(t.fd, &index, &inner, BPF_ANY)))
+		pr_warn("table %s[%u]: put its inner map in: %s", name, index, strerror(-err));
+	close(inner); /* the outer map holds it from now on, or no one does */
+	return err;
+}
+
+int dpp_table_inner_lookup(struct dpp *d, const char *name, __u32 index, const void *keys,
+			   size_t key_size, void *values, size_t value_size, __u32 n, __u8 *found)
+{
+	const char *k = keys;
+	char *v = values;
+	int err, inner, hits = 0;
+	struct table t;
+	__u32 id, i;
+
+	if (n && (!keys || !values || !value_size))
+		return -EINVAL;
+	err = outer_open(d, name, false, &t);
+	if (err)
+		return err;
+	err = bpf_map_lookup_elem(t.fd, &index, &id);
+	if (err)
+		return err; /* -ENOENT: the entry leads to no map */
+	inner = bpf_map_get_fd_by_id(id);
+	if (inner < 0) {
+		pr_warn("table %s[%u]: open its inner map %u: %s", name, index, id, strerror(-inner));
+		return inner;
+	}
+	for (i = 0; !err && i < n; i++) {
+		err = bpf_map_lookup_elem(inner, k + i * key_size, v + i * value_size);
+		if (err == -ENOENT) {
+			memset(v + i * value_size, 0, value_size);
+			if (found)
+				found[i] = 0;
+			err = 0;
+			continue;
+		}
+		if (!err) {
+			hits++;
+			if (found)
+				found[i] = 1;
+		}
+	}
+	if (err)
+		pr_warn("table %s[%u]: lookup in its inner map: %s", name, index, strerror(-err));
+	close(inner);
+	return err ? err : hits;
+}
+
 /* The kernel waits for every running BPF program (synchronize_rcu) when it has changed an entry of a
  * map of maps, so that user space knows no program still uses the entry's old map: the wait is
  * that of a throwaway map of maps, its one entry set. */

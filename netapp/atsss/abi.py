@@ -34,6 +34,7 @@ ACK_FRAME_MAX = 88
 UE_FILTER_LOG2 = 18
 UE_FILTER_WORDS = (1 << UE_FILTER_LOG2) // 64
 UE_FILTER_MULTIPLIER = 0x9E3779B1
+TX_GROUPS = 256
 
 CONSTANTS = {
     "DPP_MAX_ATSSS_SESSIONS": MAX_SESSIONS,
@@ -57,6 +58,7 @@ CONSTANTS = {
     "DPP_ATSSS_UE_FILTER_LOG2": UE_FILTER_LOG2,
     "DPP_ATSSS_UE_FILTER_WORDS": UE_FILTER_WORDS,
     "DPP_ATSSS_UE_FILTER_MULTIPLIER": UE_FILTER_MULTIPLIER,
+    "DPP_ATSSS_TX_GROUPS": TX_GROUPS,
 }
 
 
@@ -137,7 +139,7 @@ class Session(Structure):
         ("mode", c_uint8),
         ("n_paths", c_uint8),
         ("flags", c_uint8),
-        ("reserved", c_uint8),
+        ("tx_group", c_uint8),
         ("weight", c_uint16 * MAX_PATHS_PER_SESSION),
         ("current", c_int32 * MAX_PATHS_PER_SESSION),
         ("path", c_uint32 * MAX_PATHS_PER_SESSION),
@@ -214,9 +216,12 @@ MAPS = {
     "dpp_atsss_path_rx": ("ARRAY", c_uint32, PathRx, "DPP_MAX_ATSSS_PATHS"),
     "dpp_atsss_uplink_stats": ("PERCPU_ARRAY", c_uint32, "unsigned long long", len(UplinkReason)),
     "dpp_atsss_config": ("ARRAY", c_uint32, Config, 1),
-    "dpp_atsss_tx": ("DEVMAP", c_uint32, "bpf_devmap_val", MAX_PATHS_PER_SESSION),
+    # a map of maps: a group's entry is written as an inner map's fd and read back as its id
+    "dpp_atsss_tx": ("ARRAY_OF_MAPS", c_uint32, c_uint32, "DPP_ATSSS_TX_GROUPS"),
     "dpp_atsss_gate": ("ARRAY", c_uint32, c_uint32, 1),
     "dpp_atsss_ues": ("ARRAY", c_uint32, "unsigned long long", UE_FILTER_WORDS),
 }
+# maps of maps: name -> (their inner maps' type, key, value, size)
+INNER_MAPS = {"dpp_atsss_tx": ("DEVMAP", c_uint32, "bpf_devmap_val", MAX_PATHS_PER_SESSION)}
 # rings: name -> (map type, size); their records are struct dpp_atsss_ack (Ack)
 RINGS = {"dpp_atsss_acks": ("RINGBUF", "DPP_ATSSS_ACK_RING_SIZE")}

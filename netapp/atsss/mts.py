@@ -12,8 +12,28 @@ serve is refused with a ProblemDetails naming ETSI's field:
   SMALLEST_DELAY (the path with the smallest RTT fed through the PATCH of /api/v1/atsss);
   2 high throughput -> WEIGHTED (every path at once, by the paths' weights); 3 redundancy ->
   REDUNDANT (a copy on every path up), which sends each copy out of its path's interface: a
-  session whose paths lack one is refused naming mtsMode and the path. 4 QoS is refused: no
-  scheduler is driven by qosD.
+  session whose paths lack one is refused naming mtsMode and the path. 4 QoS -> the scheduler
+  qosD asks for, below.
+- qosD (mtsMode 4), decided from the requirement and what the node knows of the session's paths
+  when the MTS session is written (POST, PUT: a PUT decides again); one requirement per session,
+  but for maxLatency beside maxLoss, which redundancy serves too:
+
+  | qosD field       | scheduler                    | served when (else a 400 naming qosD.<field>)   |
+  |------------------|------------------------------|------------------------------------------------|
+  | maxLoss (1/10^x) | REDUNDANT: a copy on every   | two paths or more, each with its interface     |
+  |                  | path up, the UE keeps one    |                                                |
+  | maxLatency       | SMALLEST_DELAY: the path up  | a path up whose RTT (rtt_us, fed through the   |
+  | (10 ns, one way) | of the smallest RTT          | PATCH of /api/v1/atsss) is known and at most   |
+  |                  |                              | twice maxLatency                               |
+  | minTpt (kbps)    | WEIGHTED: every path up at   | always: the paths' capacities add up (the node |
+  |                  | once, by the paths' weights  | measures none)                                 |
+  | priority (0..3)  | PRIORITY: the path of the    | always                                         |
+  |                  | highest one not congested    |                                                |
+  | maxJitter        | none                         | never: the node measures no jitter             |
+
+  An empty qosD, or two requirements one scheduler cannot serve together, is refused naming qosD
+  or the second field; with maxLoss, maxLatency is checked against the fastest path (the UE's
+  first copy comes by it).
 - flowFilter: one filter, whose dstIp is the UE of an ATSSS session of the caller's tenant (an
   address, or a prefix of that one address); the node steers a UE's whole downlink, so a filter
   on ports, protocol, DSCP, flow label or source is refused.
@@ -53,9 +73,15 @@ SERVED_MODES = {
     HIGH_THROUGHPUT: SteeringMode.WEIGHTED,
     REDUNDANCY: SteeringMode.REDUNDANT,
 }
-REFUSED_MODES = {
-    QOS: "QoS (4) is not served: no scheduler is driven by qosD",
+# qosD's requirements, in the order one is taken when several are given, and their schedulers
+QOS_SCHEDULERS = {
+    "maxLoss": SteeringMode.REDUNDANT,
+    "maxLatency": SteeringMode.SMALLEST_DELAY,
+    "minTpt": SteeringMode.WEIGHTED,
+    "priority": SteeringMode.PRIORITY,
 }
+UNSERVED_QOS = {"maxJitter": "the node measures no path's jitter"}
+TEN_NS_PER_US = 100  # qosD's latency unit, 10 ns, in a microsecond (the RTTs' unit)
 FLOW_SPECIFIC = 1
 DOWNLINK = "00"
 # The node's accesses as MtsCapabilityInfo.mtsAccessInfo says them: accessType 2 "any 3GPP-based
@@ -117,7 +143,9 @@ class FlowFilter(_Etsi):
 
 
 class QosD(_Etsi):
-    """MtsSessionInfo.qosD: the QoS an app asks (mtsMode 4 only)."""
+    """MtsSessionInfo.qosD: the QoS an app asks (mtsMode 4 only), one requirement: maxLoss runs
+    redundancy (maxLatency may come with it), maxLatency the smallest delay, minTpt weighted load
+    balancing, priority the priority-based scheduler; maxJitter is not served."""
 
     minTpt: Optional[Uint32] = None
     maxLatency: Optional[Uint32] = None
@@ -143,12 +171,63 @@ class MtsSessionInfo(_Etsi):
 
 
 def served_mode(info: MtsSessionInfo) -> SteeringMode:
-    """The scheduler serving `info.mtsMode`; InvalidInput naming mtsMode when none does."""
+    """The scheduler serving `info.mtsMode` (but QoS, which qos_mode decides); InvalidInput naming
+    mtsMode when none does."""
     if info.mtsMode in SERVED_MODES:
         return SERVED_MODES[info.mtsMode]
-    why = REFUSED_MODES.get(info.mtsMode, f"{info.mtsMode} is not an MTS mode of MEC 015")
-    allowed = ", ".join(str(mode) for mode in SERVED_MODES)
+    why = f"{info.mtsMode} is not an MTS mode of MEC 015"
+    allowed = ", ".join(str(mode) for mode in (*SERVED_MODES, QOS))
     raise InvalidInput(f"mtsMode: {why} (served: {allowed})", field="mtsMode", reason=why, allowed=allowed)
+
+
+def _qos_refused(field: str, why: str, allowed: Optional[str] = None) -> InvalidInput:
+    return InvalidInput(f"{field}: {why}", field=field, reason=why, allowed=allowed)
+
+
+def qos_requirement(qos: QosD) -> str:
+    """The qosD field that chooses the scheduler; InvalidInput naming what cannot be served."""
+    given = [name for name, value in qos.model_dump(exclude_none=True).items() if value is not None]
+    for name, why in UNSERVED_QOS.items():
+        if name in given:
+            raise _qos_refused(f"qosD.{name}", f"{why}: leave it out", allowed="absent")
+    wanted = [name for name in QOS_SCHEDULERS if name in given]
+    if not wanted:
+        raise _qos_refused("qosD", "QoS (mtsMode 4) needs one of its requirements", allowed=", ".join(QOS_SCHEDULERS))
+    extra = [name for name in wanted[1:] if (wanted[0], name) != ("maxLoss", "maxLatency")]
+    if extra:
+        raise _qos_refused(f"qosD.{extra[0]}", f"qosD.{wanted[0]} chose the {QOS_SCHEDULERS[wanted[0]].value} "
+                           f"scheduler, which cannot serve qosD.{extra[0]} too: ask one requirement", allowed="absent")
+    return wanted[0]
+
+
+def _fastest(session: AtsssSession) -> Optional[int]:
+    """The smallest RTT (µs) of the session's paths that are up with one known; None without."""
+    known = [path.rtt_us for path in session.paths if path.up and path.rtt_us]
+    return min(known) if known else None
+
+
+def check_latency(session: AtsssSession, max_latency: int) -> None:
+    """A path up whose one-way delay (half its RTT) is within qosD.maxLatency (10 ns)."""
+    fastest, field = _fastest(session), "qosD.maxLatency"
+    if fastest is None:
+        raise _qos_refused(field, f"no path up of ATSSS session {session.name!r} has a known RTT: feed the paths' "
+                           "rtt_us (PATCH /api/v1/atsss/sessions) before asking a latency")
+    if fastest * TEN_NS_PER_US // 2 > max_latency:
+        raise _qos_refused(field, f"the fastest path up of ATSSS session {session.name!r} takes "
+                           f"{fastest * TEN_NS_PER_US // 2} (10 ns, half its RTT of {fastest} µs) one way, more than "
+                           f"{max_latency}", allowed=f">= {fastest * TEN_NS_PER_US // 2}")
+
+
+def qos_mode(qos: QosD, session: Optional[AtsssSession]) -> tuple[SteeringMode, str]:
+    """The scheduler serving `qos` over `session`'s paths (None: the UE has none, which the steer
+    refuses) and the qosD field that chose it."""
+    requirement = qos_requirement(qos)
+    field = f"qosD.{requirement}"
+    if session is not None and requirement == "maxLoss" and len(session.paths) < 2:
+        raise _qos_refused(field, f"ATSSS session {session.name!r} has one path: redundancy needs two to lose less")
+    if session is not None and qos.maxLatency is not None:
+        check_latency(session, qos.maxLatency)
+    return QOS_SCHEDULERS[requirement], field
 
 
 def steered_ue(info: MtsSessionInfo) -> str:
@@ -191,7 +270,7 @@ def check_low_cost(session: AtsssSession) -> None:
         raise InvalidInput(
             f"mtsMode: low cost (0) takes the first path up in the order of ATSSS session {session.name!r}, whose "
             "paths put a 3GPP (metered) access before a non-3GPP one: reorder its paths, or ask another mode",
-            field="mtsMode", allowed="1, 2, 3")
+            field="mtsMode", allowed="1, 2, 3, 4")
 
 
 # --- the service part -----------------------------------------------------------------------------
@@ -218,13 +297,16 @@ def _found(atsss: Atsss, who: Principal, mts_id: str) -> tuple[str, dict[str, An
 
 
 def _steer(atsss: Atsss, tenant: str, mts_id: str, info: MtsSessionInfo) -> MtsSessionInfo:
-    mode = served_mode(info)
+    mode = served_mode(info) if info.mtsMode != QOS else None
     ue = steered_ue(info)
     owner = stored.session_of_ue(atsss.store, ue)
     session = stored.stored_session(atsss.store, *owner) if owner is not None and owner[0] == tenant else None
     if session is not None and info.mtsMode == LOW_COST:
         check_low_cost(session)
-    atsss.steer(tenant, mts_id, ue, mode, _body(info), field="flowFilter[0].dstIp", mode_field="mtsMode")
+    mode_field = "mtsMode"
+    if mode is None:
+        mode, mode_field = qos_mode(info.qosD, session)
+    atsss.steer(tenant, mts_id, ue, mode, _body(info), field="flowFilter[0].dstIp", mode_field=mode_field)
     return _info(mts_id, _body(info))
 
 
@@ -240,7 +322,7 @@ SessionIdPath = Annotated[str, Path(description="an MTS session")]
 def mts_capability_info(who: ReaderDep) -> MtsCapabilityInfo:
     """MEC 015 mtsCapabilityInfoGET: the accesses the node steers over and the MTS modes it serves."""
     return MtsCapabilityInfo(mtsAccessInfo=[MtsAccessInfo(**access) for access in ACCESS_INFO],
-                             mtsMode=list(SERVED_MODES), timeStamp=TimeStamp.now())
+                             mtsMode=[*SERVED_MODES, QOS], timeStamp=TimeStamp.now())
 
 
 @router.get("/mts_sessions", response_model=list[MtsSessionInfo], response_model_exclude_none=True,

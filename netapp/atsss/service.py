@@ -12,10 +12,12 @@ A tenant names its sessions (unique per tenant); the node gives each path a slot
 dpp_atsss_paths, so that no tenant can aim at another's slot or need to know which are free. A
 MEC 015 MTS session (netapp.atsss.mts) steering a UE sets the mode its session runs.
 
-REDUNDANT sessions send a copy of each packet out of each path's interface: the node has one
-interface per position (dpp_atsss_tx), so every redundant session names the same interface at a
-position, and the entries (each with the copy program of its position) are written from the stored
-redundant sessions whenever one comes or goes, once the program is loaded (`program_fd`).
+REDUNDANT sessions send a copy of each packet out of each path's interface: the sessions naming the
+same interfaces by position share a group of ports (dpp_atsss_tx, netapp.atsss.groups), any other
+set of interfaces (another session's, maybe another tenant's) has its own, so a session's copies
+leave by its own ports only. The groups are planned from the stored redundant sessions whenever one
+comes or goes: new ones written before the sessions that name them, unnamed ones emptied after;
+their ports once the program is loaded (`program_fd`).
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ from typing import Callable, NamedTuple, Optional
 from pydantic import ValidationError
 
 from netapp.atsss import store as stored
-from netapp.atsss.abi import MAX_PATHS, Path, PathFlags
+from netapp.atsss.abi import MAX_PATHS, TX_GROUPS, Path, PathFlags
+from netapp.atsss.groups import GroupPlan, GroupsFull, PortNames, TxGroups
 from netapp.atsss.models import (
     AtsssPath,
     AtsssSession,
@@ -73,12 +76,6 @@ def interface_index(name: str) -> Optional[int]:
 
 def resolve_macs(session: AtsssSession, index: int, ifindex: Optional[int]) -> Macs:
     return path_macs(session.paths[index], index, ifindex)
-
-
-def redundant_ports(sessions: list[AtsssSession]) -> dict[int, str]:
-    """Position -> the interface the redundant sessions among `sessions` send its copies out of."""
-    return {i: path.interface for session in sessions if session.effective_mode is SteeringMode.REDUNDANT
-            for i, path in enumerate(session.paths) if path.interface is not None}
 
 
 class PathReading(NamedTuple):
@@ -134,6 +131,7 @@ class Atsss:
         self._clock = clock
         self._lock = threading.Lock()  # one change of the maps at a time
         self.unserved: dict[str, str] = {}  # "<tenant>/<name>" -> why it is stored but not in the maps
+        self._groups = TxGroups(ifindex)  # the redundant sessions' groups of ports
         # The sessions in the maps, for the telemetry's polls: loaded from the store once, then kept
         # up to date by each change (loading 10,000 takes far longer than reading their counters).
         self._served: Optional[list[AtsssSession]] = None
@@ -287,10 +285,11 @@ class Atsss:
             self.unserved = {}
             self._served = None
             sessions = stored.load_sessions(self.store)
-            tables = self._tables(sessions, None)
             with namespace(self._netns):
-                self._sync_ports(sessions)
-                self._maps.sync(tables)
+                plan = self._groups.adopt(self._maps, sessions)
+                self._groups.write(plan, self._maps, self._program_fd)
+                self._maps.sync(self._tables(sessions, None))
+                self._groups.clear(plan, self._maps)
 
     # --- helpers -------------------------------------------------------------------------------
 
@@ -314,7 +313,6 @@ class Atsss:
             self._check_subflows(tenant, spec, old)
             if self._runs(spec, old) is SteeringMode.REDUNDANT:
                 self._check_interfaces(spec.paths)
-                self._check_ports(tenant, spec.name, spec.paths)
             ues = [str(spec.ue)] + ([str(old.ue)] if old is not None else [])
             before = stored.sessions_of_ues(self.store, ues)
             kept = old.slots[: len(spec.paths)] if old is not None else []
@@ -355,17 +353,6 @@ class Atsss:
                 raise Conflict(f"paths[{i}]: the subflow {local} port {local_port} - {peer} port {peer_port} is a path "
                                f"of {whose} already: its uplink packets reach one session", field=f"paths[{i}]")
 
-    def _check_ports(self, tenant: str, name: str, paths: list[AtsssPath], field: str = "paths") -> None:
-        """InvalidInput naming the path (within `field`) whose interface is not the one other
-        redundant sessions send that position's copies out of (whose they are is not said: maybe
-        another tenant's)."""
-        taken = redundant_ports([s for s in stored.load_sessions(self.store) if (s.tenant, s.name) != (tenant, name)])
-        for i, path in enumerate(paths):
-            if taken.get(i, path.interface) != path.interface:
-                raise InvalidInput(f"{field}[{i}].interface: the node sends redundant copies of position {i} out of "
-                                   f"{taken[i]!r}; every redundant session's paths[{i}] leaves by it",
-                                   field=f"{field}[{i}].interface", allowed=repr(taken[i]))
-
     @staticmethod
     def _runs(spec: AtsssSessionSpec, old: Optional[AtsssSession]) -> SteeringMode:
         """The mode the data path will run the session in: its MTS session's, if one steers it."""
@@ -381,28 +368,25 @@ class Atsss:
                                    "which sends a copy out of each path's interface: give it",
                                    field=f"paths[{i}].interface")
 
-    def _check_redundant(self, session: AtsssSession, field: str) -> None:
+    @staticmethod
+    def _check_redundant(session: AtsssSession, field: str) -> None:
         """InvalidInput naming `field` (the caller's name of the mode) when `session`'s paths cannot
-        run redundant: a path without an interface, or one other redundant sessions' copies of its
-        position do not leave by."""
+        run redundant: a path without an interface."""
         for i, path in enumerate(session.paths):
             if path.interface is None:
                 why = (f"redundancy sends a copy out of each path's interface, and path {i} (paths[{i}].interface) "
                        f"of ATSSS session {session.name!r} names none: give it one (/api/v1/atsss/sessions)")
                 raise InvalidInput(f"{field}: {why}", field=field, reason=why)
-        try:
-            self._check_ports(session.tenant, session.name, session.paths, f"ATSSS session {session.name!r} paths")
-        except InvalidInput as exc:
-            raise InvalidInput(f"{field}: {exc}", field=field, reason=str(exc)) from None
 
-    def _sync_ports(self, sessions: list[AtsssSession]) -> None:
-        """dpp_atsss_tx from the stored redundant sessions (all of them: `sessions` are every
-        tenant's), in the node's namespace; left as it is while no program is loaded."""
-        if self._maps is None or self._program_fd is None:
-            return
-        ports = {position: self._ifindex(name) for position, name in redundant_ports(sessions).items()}
-        self._maps.ports_set({position: ifindex for position, ifindex in ports.items() if ifindex is not None},
-                             self._program_fd)
+    def _plan_groups(self, sessions: list[AtsssSession]) -> GroupPlan:
+        """The groups after a change whose stored sessions (every tenant's) are `sessions`;
+        DataplaneFull when a new set of ports finds no free group."""
+        try:
+            return self._groups.plan(sessions)
+        except GroupsFull as exc:
+            raise DataplaneFull(f"paths: the node's {TX_GROUPS} groups of redundant ports each hold another set of "
+                                f"interfaces; the interfaces {list(exc.args[0])} need one: give the paths the "
+                                "interfaces of another redundant session, or delete one", field="paths") from None
 
     def _free_slots(self, count: int) -> list[int]:
         if count <= 0:
@@ -418,20 +402,25 @@ class Atsss:
         caller's store transaction): InvalidInput naming the path of `changed` whose addresses
         cannot be found; the maps refusing, synced back to `before`."""
         served, self._served = self._served, None  # loaded again if this fails
-        tables = self._tables(after, changed)
+        redundant = any(session.effective_mode is SteeringMode.REDUNDANT for session in before + after)
+        plan = self._plan_groups(stored.load_sessions(self.store)) if redundant else None
+        if plan is not None and self._maps is None:
+            self._groups.write(plan, None, None)
+        tables = self._tables(after, changed, groups=plan.assigned if plan is not None else None)
         if self._maps is None:
             return
         ues = [bytes(session_key(session.ue)) for session in before + after]
         slots = [slot for session in before + after for slot in session.slots]
-        redundant = any(session.effective_mode is SteeringMode.REDUNDANT for session in before + after)
         with namespace(self._netns):
             try:
-                if redundant:
-                    self._sync_ports(stored.load_sessions(self.store))
+                if plan is not None:
+                    self._groups.write(plan, self._maps, self._program_fd)
                 self._maps.sync(tables, ues, slots)
             except DataplaneError as exc:
                 self._undo(self._tables(before, None, quiet=True), ues, slots)
                 raise DataplaneUnavailable(f"the data plane refused the ATSSS sessions: {exc}") from exc
+            if plan is not None:
+                self._groups.clear(plan, self._maps)
         if served is not None:
             self._served = self._served_after(served, before + after, after)
 
@@ -448,14 +437,16 @@ class Atsss:
         except DataplaneError as exc:
             log.error("ATSSS's maps could not be put back after a refused change (%s): a restart reconciles them", exc)
 
-    def _tables(self, sessions: list[AtsssSession], changed: Optional[AtsssSession], quiet: bool = False) -> AtsssTables:
-        """The entries of `sessions` whose paths' MACs are found; `changed`'s not found are the
-        caller's error, any other's leave it out (unserved)."""
+    def _tables(self, sessions: list[AtsssSession], changed: Optional[AtsssSession], quiet: bool = False,
+                groups: Optional[dict[PortNames, int]] = None) -> AtsssTables:
+        """The entries of `sessions` whose paths' MACs are found, naming their groups of ports
+        (`groups`, else the current ones); `changed`'s not found are the caller's error, any other's
+        leave it out (unserved)."""
         tables = AtsssTables()
         for session in sessions:
             key = f"{session.tenant}/{session.name}"
             try:
-                tables.add(session, self._session_macs(session))
+                tables.add(session, self._session_macs(session), self._groups.group_of(session, groups))
             except Unresolved as exc:
                 if changed is not None and (session.tenant, session.name) == (changed.tenant, changed.name):
                     raise InvalidInput(str(exc), field=exc.field) from None

@@ -5,8 +5,9 @@ it sent, per CPU), dpp_atsss_uplink (a path's uplink addresses and ports -> its 
 dpp_atsss_path_rx (slot -> what the path heard), dpp_atsss_gate (nonzero while any session is
 held: the pipeline hands ATSSS's frames to its stage), dpp_atsss_ues (the UE filter: a bit per hash
 of the UE addresses with a session, which the pipeline reads before it looks a session up) and
-dpp_atsss_tx (position -> the interface REDUNDANT copies for that position leave by, with the
-position's copy program), through the generic tables (`table_of(name)`, as netapp.frer.table).
+dpp_atsss_tx (group -> an inner map of position -> the interface REDUNDANT copies for that position
+leave by, with the position's copy program; netapp.atsss.groups), through the generic tables
+(`table_of(name)`, as netapp.frer.table).
 
 `AtsssMaps.sync` makes the entries of some UEs (or of all) what the tables say, writing only what
 differs: an unchanged session is not written, so its MP_SEQ counter and scheduler state go on, nor
@@ -30,8 +31,20 @@ from typing import Callable, Iterable, NamedTuple, Optional
 
 import numpy
 
-from netapp.atsss.abi import (UE_FILTER_WORDS, Path, PathFlags, PathRx, PathStats, Session, SessionFlags, SessionKey,
-                              Uplink, UplinkKey, ue_filter_bit)
+from netapp.atsss.abi import (
+    MAX_PATHS_PER_SESSION,
+    UE_FILTER_WORDS,
+    Path,
+    PathFlags,
+    PathRx,
+    PathStats,
+    Session,
+    SessionFlags,
+    SessionKey,
+    Uplink,
+    UplinkKey,
+    ue_filter_bit,
+)
 from netapp.atsss.models import Address, AtsssSession, ChecksumCoverage
 from netapp.dataplane.abi import DevmapVal
 from netapp.dataplane.tables import Table
@@ -102,11 +115,12 @@ def uplink_value(session: AtsssSession, slot: int) -> Uplink:
     return value
 
 
-def session_value(session: AtsssSession) -> Session:
-    """The session's entry as the control plane writes it: its scheduler state zero, MP_SEQ 0."""
+def session_value(session: AtsssSession, tx_group: int = 0) -> Session:
+    """The session's entry as the control plane writes it: its scheduler state zero, MP_SEQ 0;
+    `tx_group`: a REDUNDANT session's group of ports."""
     n = len(session.paths)
     header_only = session.checksum_coverage is ChecksumCoverage.HEADER
-    value = Session(mode=session.effective_mode.c_mode, n_paths=n,
+    value = Session(mode=session.effective_mode.c_mode, n_paths=n, tx_group=tx_group,
                     flags=SessionFlags.HEADER_CHECKSUM if header_only else 0)
     value.weight[:n] = [path.weight for path in session.paths]
     value.priority[:n] = [path.priority for path in session.paths]
@@ -122,9 +136,9 @@ class AtsssTables:
     paths: dict[int, Path] = field(default_factory=dict)
     uplinks: dict[int, Uplink] = field(default_factory=dict)  # path slot -> its uplink entry's value
 
-    def add(self, session: AtsssSession, macs: list[Macs]) -> None:
+    def add(self, session: AtsssSession, macs: list[Macs], tx_group: int = 0) -> None:
         key = session_key(session.ue)
-        self.sessions[bytes(key)] = (key, session_value(session))
+        self.sessions[bytes(key)] = (key, session_value(session, tx_group))
         for position, slot in enumerate(session.slots):
             self.paths[slot] = path_value(session, position, macs[position])
             self.uplinks[slot] = uplink_value(session, slot)
@@ -133,7 +147,8 @@ class AtsssTables:
 def _session_part(value: Session) -> tuple:
     """What the control plane says of a session (the rest is the scheduler's state)."""
     n = value.n_paths
-    return value.mode, value.flags, n, tuple(value.weight[:n]), tuple(value.path[:n]), tuple(value.priority[:n])
+    return (value.mode, value.flags, n, tuple(value.weight[:n]), tuple(value.path[:n]), tuple(value.priority[:n]),
+            value.tx_group)
 
 
 def _path_part(value: Path) -> bytes:
@@ -266,24 +281,37 @@ class AtsssMaps:
             writes.append((key, value))
         self._sessions.update(writes)
 
-    def ports_set(self, ports: dict[int, int], program_fd: ProgramFd) -> None:
-        """dpp_atsss_tx: each position of `ports` sends its REDUNDANT copies out of that ifindex
-        through the position's copy program; the other positions emptied (no copy for them)."""
-        if ports:
-            self._tx.update({position: DevmapVal(ifindex=ifindex, bpf_prog=program_fd(f"{COPY_PROG}{position}"))
+    def group_set(self, group: int, ports: dict[int, int], program_fd: ProgramFd) -> None:
+        """dpp_atsss_tx[group]: each position of `ports` sends its REDUNDANT copies out of that
+        ifindex through the position's copy program, the other positions none; a new inner map,
+        put in with one write (a packet broadcast meanwhile finds the old ports or the new)."""
+        self._tx.set(group, {position: DevmapVal(ifindex=ifindex, bpf_prog=program_fd(f"{COPY_PROG}{position}"))
                              for position, ifindex in sorted(ports.items())})
-        stale = [position for position, _ in self._tx.items() if position not in ports]
-        if stale:
-            self._tx.delete(stale)
+
+    def groups_clear(self, groups: Iterable[int]) -> None:
+        """The groups lead to no ports (a session still naming one has its copies dropped)."""
+        held = set(self.groups())
+        self._tx.delete([group for group in sorted(set(groups)) if group in held])
 
     def requeue(self, program_fd: ProgramFd) -> None:
-        """The ports run the instance's copy programs again, after a reload replaced them: a DEVMAP
-        entry holds the program it was written with."""
-        self.ports_set({position: ifindex for position, (ifindex, _) in self.ports().items()}, program_fd)
+        """The groups' ports run the instance's copy programs again, after a reload replaced them: a
+        DEVMAP entry holds the program it was written with."""
+        for group, ports in self.groups_ports().items():
+            self.group_set(group, {position: ifindex for position, (ifindex, _) in ports.items()}, program_fd)
 
-    def ports(self) -> dict[int, tuple[int, int]]:
-        """dpp_atsss_tx: position -> (ifindex, the id of the program its copies run)."""
-        return {position: (value.ifindex, value.bpf_prog) for position, value in self._tx.items()}
+    def groups(self) -> list[int]:
+        """The entries of dpp_atsss_tx that lead to a group of ports."""
+        return [group for group, _ in self._tx.items()]
+
+    def groups_ports(self) -> dict[int, dict[int, tuple[int, int]]]:
+        """dpp_atsss_tx: group -> position -> (ifindex, the id of the program its copies run)."""
+        positions = list(range(MAX_PATHS_PER_SESSION))
+        found = {}
+        for group in self.groups():
+            values = self._tx.inner(group, positions)  # type: ignore[attr-defined]
+            found[group] = {position: (value.ifindex, value.bpf_prog)
+                            for position, value in zip(positions, values) if value is not None}
+        return found
 
     # --- reads ---------------------------------------------------------------------------------
 

@@ -488,6 +488,7 @@ class MapType(enum.IntEnum):
     LRU_HASH = 9
     LRU_PERCPU_HASH = 10
     LPM_TRIE = 11
+    ARRAY_OF_MAPS = 12
     DEVMAP = 14
     CPUMAP = 16
     DEVMAP_HASH = 25
@@ -512,6 +513,7 @@ class MapSpec:
     max_entries: Union[int, str]  # a number, or the name of a dpp_consts.h constant
     table: bool = False
     sizable: bool = False
+    inner: Optional["MapSpec"] = None  # a map of maps': its inner maps' (the value is their fd, read: id)
 
     @property
     def per_cpu(self) -> bool:
@@ -546,13 +548,15 @@ def map_size_refusal(name: str, entries: int, cpus: int) -> Optional[str]:
 ARRAY, HASH, PERCPU_ARRAY = MapType.ARRAY, MapType.HASH, MapType.PERCPU_ARRAY
 
 # Map names are declared once, here (libdpp opens and pins them by these names).
-def _nf_map(kind: str, key: Any, value: Any, size: Union[int, str]) -> MapSpec:
+def _nf_map(kind: str, key: Any, value: Any, size: Union[int, str], inner: Optional[tuple] = None) -> MapSpec:
     """A network function's map as its ABI module declares it (netapp.frer.abi, netapp.atsss.abi),
     naming the types it cannot import from here; ATSSS sizes its maps by its own header's constants,
-    which dpp_consts.h does not include, so those are resolved here."""
+    which dpp_consts.h does not include, so those are resolved here. `inner`: a map of maps' inner
+    maps, declared the same way."""
     named = {"dpp_flow_key": FlowKey, "bpf_devmap_val": DevmapVal, "unsigned long long": c_uint64}
     size = atsss_abi.CONSTANTS.get(size, size) if isinstance(size, str) else size
-    return MapSpec(MapType[kind], named.get(key, key), named.get(value, value), size, table=True)
+    return MapSpec(MapType[kind], named.get(key, key), named.get(value, value), size, table=True,
+                   inner=_nf_map(*inner) if inner is not None else None)
 
 
 MAPS: Mapping[str, MapSpec] = {
@@ -592,7 +596,8 @@ MAPS: Mapping[str, MapSpec] = {
         for name, (kind, key, value, size) in rss_abi.MAPS.items()
     },
     **{name: MapSpec(PERCPU_ARRAY, c_uint32, Counter, size, table=True) for name, size in rss_abi.COUNTERS.items()},
-    **{name: _nf_map(*spec) for name, spec in (*frer_abi.MAPS.items(), *atsss_abi.MAPS.items())},
+    **{name: _nf_map(*spec, inner=atsss_abi.INNER_MAPS.get(name))
+       for name, spec in (*frer_abi.MAPS.items(), *atsss_abi.MAPS.items())},
     # The ring of the proxy's DCCP-Acks: read by its consumer, never as a table.
     **{name: MapSpec(MapType[kind], None, None, atsss_abi.CONSTANTS[size])
        for name, (kind, size) in atsss_abi.RINGS.items()},

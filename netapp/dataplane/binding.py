@@ -166,6 +166,14 @@ PROTOTYPES: Mapping[str, tuple[Any, list[Any]]] = {
         [c_void_p, c_char_p, POINTER(TableCursor), c_void_p, c_size_t, c_void_p, c_size_t, c_uint32],
     ),
     "dpp_table_wait_readers": (c_int, [c_void_p]),
+    "dpp_table_inner_set": (
+        c_int,
+        [c_void_p, c_char_p, c_uint32, c_uint32, c_uint32, c_void_p, c_size_t, c_void_p, c_size_t, c_uint32],
+    ),
+    "dpp_table_inner_lookup": (
+        c_int,
+        [c_void_p, c_char_p, c_uint32, c_void_p, c_size_t, c_void_p, c_size_t, c_uint32, POINTER(c_uint8)],
+    ),
     "dpp_stats_rules": (c_int, [c_void_p, c_uint32, c_uint32, POINTER(Counter)]),
     "dpp_stats_verdicts": (c_int, [c_void_p, POINTER(Counter)]),
     "dpp_stats_actions": (c_int, [c_void_p, POINTER(Counter)]),

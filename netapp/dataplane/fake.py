@@ -9,6 +9,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import sys
+from ctypes import c_uint32
 from typing import Any, Mapping, Optional, Sequence
 
 import numpy
@@ -111,6 +112,8 @@ class FakeDpp:
         self.cpus = {cpu: Cpu() for cpu in range(MAX_CPUS)}
         self.tables: dict[str, dict[bytes, bytes]] = {}  # generic tables: key bytes -> value bytes
         self.reader_waits = 0  # table_wait_readers calls
+        self.inner_tables: dict[tuple[str, int], dict[bytes, bytes]] = {}  # (map of maps, index) -> its inner map
+        self._inner_ids = 0  # the made-up id of the last inner map made
         self.rule_counters = [[0, 0] for _ in range(max_rules)]
         self.cpu_counters = [[0, 0] for _ in range(MAX_CPUS)]
         self.links: dict[int, XdpMode] = {}
@@ -248,6 +251,7 @@ class FakeDpp:
                 code = errno.EINVAL if spec.array else errno.ENOENT
                 raise _batch_error(code, f"dpp_table_delete({name})", done, len(keys))
             del entries[_raw(key)]
+            self.inner_tables.pop((name, _index(key)), None)  # a map of maps' entry: its inner map goes
 
     def table_dump(self, name: str, cursor: Any, keys: Any, values: Any) -> int:
         """cursor.state: how many entries were returned, plus one (0: not started)."""
@@ -265,6 +269,35 @@ class FakeDpp:
             values[index] = _decode(values._type_, value)
         cursor.state = start + len(chunk) + 1
         return len(chunk)
+
+    def table_inner_set(self, name: str, index: int, inner_type: int, max_entries: int, keys: Any, values: Any) -> None:
+        """A new inner map at `index`, its id in the outer entry (the kernel's read of a map of maps)."""
+        spec = self._table(name, (c_uint32 * 1)(), (c_uint32 * 1)(), write=True)
+        inner = spec.inner
+        if inner is None or (inner_type, max_entries) != (inner.type, self._inner_size(inner)):
+            raise DataplaneError(errno.EINVAL, f"dpp_table_inner_set({name})", "not the map of maps' inner maps")
+        self.calls.append(("table_inner_set", name, index, [bytes(key) for key in _items(keys)]))
+        if index >= self._max_entries(name):
+            raise DataplaneError(errno.E2BIG, f"dpp_table_inner_set({name})", f"no index {index}")
+        self._inner_ids += 1
+        self.inner_tables[(name, index)] = {_raw(key): bytes(value) for key, value in zip(_items(keys), _items(values))}
+        self.tables.setdefault(name, {})[_key_bytes(index)] = bytes(c_uint32(self._inner_ids))
+
+    def table_inner_lookup(self, name: str, index: int, keys: Any, values: Any, found: Any) -> int:
+        self._table(name, (c_uint32 * 1)(), (c_uint32 * 1)())
+        if _key_bytes(index) not in self.tables.get(name, {}):
+            raise DataplaneError(errno.ENOENT, f"dpp_table_inner_lookup({name}[{index}])")
+        entries = self.inner_tables.get((name, index), {})
+        for position, key in enumerate(_items(keys)):
+            raw = entries.get(_raw(key))
+            found[position] = raw is not None
+            out = raw if raw is not None else bytes(_item_size(values))
+            ctypes.memmove(ctypes.addressof(values) + position * _item_size(values), out, len(out))
+        return sum(found)
+
+    @staticmethod
+    def _inner_size(inner: MapSpec) -> int:
+        return inner.max_entries if isinstance(inner.max_entries, int) else CONSTANTS[inner.max_entries]
 
     def table_wait_readers(self) -> None:
         """No program runs here: counted, for tests to see the waits."""

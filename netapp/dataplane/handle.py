@@ -266,6 +266,21 @@ class DppHandle:
         """Returns once every run of the programs that began before the call has ended."""
         check(self.lib.dpp_table_wait_readers(self._handle), "dpp_table_wait_readers")
 
+    def table_inner_set(self, name: str, index: int, inner_type: int, max_entries: int, keys: Any, values: Any) -> None:
+        """Entry `index` of the map of maps `name` made a new inner map holding keys -> values."""
+        rc = self.lib.dpp_table_inner_set(
+            self._handle, name.encode(), index, inner_type, max_entries, keys, _item_size(keys), values,
+            _item_size(values), len(keys)
+        )
+        check(rc, f"dpp_table_inner_set({name}[{index}])")
+
+    def table_inner_lookup(self, name: str, index: int, keys: Any, values: Any, found: Any) -> int:
+        """table_lookup in the inner map at `index`; DataplaneError (ENOENT) when there is none."""
+        rc = self.lib.dpp_table_inner_lookup(
+            self._handle, name.encode(), index, keys, _item_size(keys), values, _item_size(values), len(keys), found
+        )
+        return check(rc, f"dpp_table_inner_lookup({name}[{index}])")
+
     def stats_rules(self, first: int, count: int) -> list[tuple[int, int]]:
         if count <= 0:
             return []

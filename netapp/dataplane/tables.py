@@ -35,6 +35,9 @@ class TableAdapter(Protocol):
     def table_delete(self, name: str, keys: Any) -> None: ...
     def table_dump(self, name: str, cursor: TableCursor, keys: Any, values: Any) -> int: ...
     def table_wait_readers(self) -> None: ...
+    def table_inner_set(self, name: str, index: int, inner_type: int, max_entries: int, keys: Any,
+                        values: Any) -> None: ...
+    def table_inner_lookup(self, name: str, index: int, keys: Any, values: Any, found: Any) -> int: ...
     def map_info(self, name: str) -> dict[str, int]: ...
 
 
@@ -116,6 +119,34 @@ class Table:
         return _array(self._value_type, values)
 
 
+class MapOfMaps(Table):
+    """A map of maps (its spec names the inner maps): an entry is written whole, as a new inner map
+    holding what it should (`set`), and emptied with `delete`; `items` reads the entries' inner map
+    ids, `inner` an entry's inner map."""
+
+    def __init__(self, adapter: TableAdapter, name: str, spec: Optional[MapSpec] = None):
+        super().__init__(adapter, name, spec)
+        if self.spec.inner is None:
+            raise ValueError(f"map {name}: no inner maps in its MapSpec: open it as a Table")
+        self.inner_spec = self.spec.inner
+
+    def set(self, index: int, entries: Entries) -> None:
+        """Entry `index` leads to a new inner map holding `entries`, put in with one write."""
+        pairs = list(entries.items() if isinstance(entries, Mapping) else entries)
+        keys = _array(self.inner_spec.key, [key for key, _ in pairs])
+        values = _array(self.inner_spec.value, [value for _, value in pairs])
+        size = self.inner_spec.max_entries
+        self._adapter.table_inner_set(self.name, index, int(self.inner_spec.type), int(size), keys, values)
+
+    def inner(self, index: int, keys: Sequence[Any]) -> list[Optional[Any]]:
+        """The value of each key in entry `index`'s inner map (None where it has none); a
+        DataplaneError (ENOENT) when the entry leads to no map."""
+        values = (self.inner_spec.value * len(keys))()
+        found = (c_uint8 * len(keys))()
+        self._adapter.table_inner_lookup(self.name, index, _array(self.inner_spec.key, keys), values, found)
+        return [values[position] if hit else None for position, hit in enumerate(found)]
+
+
 class PerCpuTable(Table):
     """A per-CPU map: a value is a ctypes array with one value per possible CPU (index: the CPU).
     `update` takes such arrays or sequences of values; `fill` writes one value on every CPU."""
@@ -164,4 +195,4 @@ def _copy(array: Any, index: int) -> Any:
     return type(item).from_buffer_copy(item) if isinstance(item, (Structure, ctypes.Array)) else item
 
 
-__all__ = ["PerCpuTable", "Table", "TableAdapter", "UpdateFlag", "summed"]
+__all__ = ["MapOfMaps", "PerCpuTable", "Table", "TableAdapter", "UpdateFlag", "summed"]

@@ -287,3 +287,10 @@ def decode(frame: bytes) -> Decoded:
     assert set(options[9:]) <= {0}, f"not Padding after MP_SEQ: {options.hex()}"
     return Decoded(family, src, dst, sport, dport, (seq_high << 32) | seq_low,
                    int.from_bytes(options[3:9], "big"), frame[l4 + doff * 4 :])  # fmt: skip
+
+
+def delete_every_session(service: Any, admin: Any) -> None:
+    """Every tenant's sessions out of `service` (netapp.atsss.service.Atsss), as `admin`: a module's
+    program starts the next test empty."""
+    for session in service.list_sessions(admin):
+        service.delete_session(admin, f"{session.tenant}/{session.name}")

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from netapp.atsss import abi
-from tests.utils.btf import Btf, assert_maps_declared, header_defines, object_btf
+from netapp.dataplane.abi import DevmapVal
+from tests.utils.btf import Btf, assert_inner_maps_declared, assert_maps_declared, header_defines, object_btf
 
 REPO = Path(__file__).resolve().parents[2]
 OBJECT = REPO / "dataplane" / "build" / "xdp_atsss.bpf.o"
@@ -48,6 +49,8 @@ def test_every_map_is_declared_with_its_types_and_size(btf):
         name: (RING_TYPES[kind], abi.CONSTANTS[size]) for name, (kind, size) in abi.RINGS.items()
     }
     assert_maps_declared(_Without(btf, set(abi.RINGS)), abi.MAPS, abi.CONSTANTS)
+    assert_inner_maps_declared(btf, {name: (kind, key, DevmapVal if value == "bpf_devmap_val" else value, size)
+                                     for name, (kind, key, value, size) in abi.INNER_MAPS.items()}, abi.CONSTANTS)
 
 
 class _Without:

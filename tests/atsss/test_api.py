@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from ctypes import c_uint32
+from ipaddress import ip_address
 from typing import Any, Iterator
 
 import pytest
@@ -56,6 +57,12 @@ class FakeNode:
 
     def sessions(self) -> list[Any]:
         return list(self.dataplane.table("dpp_atsss_sessions").items())
+
+    def group(self, ue: str) -> int:
+        """The group of ports the UE's session names (dpp_atsss_tx)."""
+        value = AtsssMaps(self.dataplane.table).session(ip_address(ue))
+        assert value is not None
+        return value.tx_group
 
 
 @pytest.fixture
@@ -129,18 +136,17 @@ def test_a_bad_session_is_a_problem_naming_its_field(node, tenant_a, change, fie
     assert node.sessions() == []
 
 
-def test_every_redundant_session_sends_a_positions_copies_out_of_one_interface(node, tenant_a):
+def test_redundant_sessions_of_the_same_ports_share_a_group_and_of_other_ports_get_their_own(node, tenant_a):
     first = body(mode="redundant", paths=[path(1, interface="acc0"), path(2, interface="acc1")])
-    assert tenant_a.post(SESSIONS, json=first).status_code == 201
-    second = body("ue6", ue="10.60.0.6", mode="redundant", paths=[path(3, interface="acc0"),
-                                                                   path(4, interface="acc2")])
+    other = body("ue6", ue="10.60.0.6", mode="redundant", paths=[path(3, interface="acc0"), path(4, interface="acc2")])
+    same = body("ue7", ue="10.60.0.7", mode="redundant", paths=[path(5, interface="acc0"), path(6, interface="acc1")])
+    for session in (first, other, same):
+        assert tenant_a.post(SESSIONS, json=session).status_code == 201
 
-    problem = assert_problem(tenant_a.post(SESSIONS, json=second), 400)
-
-    assert invalid_param(problem)["name"] == "paths[1].interface"
-    assert "acc1" in problem["detail"] and "ue5" not in problem["detail"], "the interface, not whose session"
-    second["paths"][1]["interface"] = "acc1"
-    assert tenant_a.post(SESSIONS, json=second).status_code == 201
+    shared = node.group("10.60.0.5")
+    assert node.group("10.60.0.7") == shared != node.group("10.60.0.6")
+    assert tenant_a.delete(f"{SESSIONS}/ue5").status_code == 204
+    assert node.group("10.60.0.7") == shared, "a group stays while a session names it"
 
 
 @pytest.mark.parametrize("patch, status, field", [

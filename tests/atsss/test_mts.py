@@ -105,6 +105,12 @@ def kernel_mode(dataplane: Dataplane, ue: str = UE) -> Mode:
     return Mode(value.mode)
 
 
+def kernel_group(dataplane: Dataplane, ue: str = UE) -> int:
+    value = dataplane.table("dpp_atsss_sessions").get(session_key(ip_address(ue)))
+    assert value is not None
+    return value.tx_group
+
+
 def clear(client: Any) -> None:
     for found in client.get(f"{BASE}/mts_sessions").json():
         assert client.delete(f"{BASE}/mts_sessions/{found['sessionId']}").status_code == 204
@@ -114,7 +120,7 @@ def test_the_capability_info_validates_and_names_the_served_modes(node, tenant_a
     response = tenant_a.get(f"{BASE}/mts_capability_info")
     assert response.status_code == 200, response.text
     etsi_validator("/mts_capability_info", "get").validate(response.json())
-    assert response.json()["mtsMode"] == [0, 1, 2, 3]
+    assert response.json()["mtsMode"] == [0, 1, 2, 3, 4]
     assert {access["metered"] for access in response.json()["mtsAccessInfo"]} == {0, 1}
 
 
@@ -148,7 +154,11 @@ def test_an_mts_session_sets_the_scheduler_of_its_ues_session_in_the_kernel(node
 
 @pytest.mark.parametrize("body, field", [
     (mts_session(mode=3), "mtsMode"),  # redundancy: the session's paths name no interface
-    (mts_session(mode=4, qosD={"maxLatency": 100}), "mtsMode"),
+    (mts_session(mode=4, qosD={"maxLatency": 100}), "qosD.maxLatency"),  # no path's RTT known
+    (mts_session(mode=4), "qosD"),  # no requirement
+    (mts_session(mode=4, qosD={"maxJitter": 10}), "qosD.maxJitter"),
+    (mts_session(mode=4, qosD={"minTpt": 1000, "priority": 2}), "qosD.priority"),  # one scheduler each
+    (mts_session(mode=4, qosD={"maxLoss": 3}), "qosD.maxLoss"),  # redundancy: the paths name no interface
     (mts_session(mode=0), "mtsMode"),  # low cost: the session puts its 3GPP path first
     (mts_session(mode=9), "mtsMode"),
     (mts_session(flowFilter=[{"dstIp": UE, "dstPort": [443]}]), "flowFilter[0].dstPort"),
@@ -185,18 +195,16 @@ def test_redundancy_runs_the_redundant_scheduler_when_every_path_names_its_inter
     with_interfaces = [{**path(1, "3GPP"), "interface": "acc0"}, {**path(2, "non-3GPP"), "interface": "acc1"}]
     assert tenant_a.put("/api/v1/atsss/sessions/ue", json={
         "name": "ue", "ue": UE, "mode": "round_robin", "paths": with_interfaces}).status_code == 200
-    # another redundant session sends position 0's copies out of acc1: this one's paths[0] cannot
+    # another redundant session sends its copies out of the same interfaces crossed: a group of its own
     crossed = [{**path(3, "3GPP"), "interface": "acc1"}, {**path(4, "non-3GPP"), "interface": "acc0"}]
     assert tenant_a.put("/api/v1/atsss/sessions/ue6", json={
         "name": "ue6", "ue": "10.60.0.6", "mode": "redundant", "paths": crossed}).status_code == 201
-    refused = assert_problem(tenant_a.post(f"{BASE}/mts_sessions", json=mts_session(mode=3)), 400)
-    assert invalid_param(refused)["name"] == "mtsMode" and "paths[0].interface" in refused["detail"], refused
-    assert tenant_a.delete("/api/v1/atsss/sessions/ue6").status_code == 204
-    assert kernel_mode(node) == Mode.ROUND_ROBIN and tenant_a.get(f"{BASE}/mts_sessions").json() == []
     created = tenant_a.post(f"{BASE}/mts_sessions", json=mts_session(mode=3))
     assert created.status_code == 201, created.text
     etsi_validator("/mts_sessions", "post", "201").validate(created.json())
     assert kernel_mode(node) == Mode.REDUNDANT
+    assert kernel_group(node) != kernel_group(node, "10.60.0.6"), "each set of ports its group"
+    assert tenant_a.delete("/api/v1/atsss/sessions/ue6").status_code == 204
     assert tenant_a.get("/api/v1/atsss/sessions/ue").json()["effective_mode"] == "redundant"
     without = [{**path(1, "3GPP"), "interface": "acc0"}, path(2, "non-3GPP")]
     problem = assert_problem(tenant_a.put("/api/v1/atsss/sessions/ue", json={
@@ -204,6 +212,44 @@ def test_redundancy_runs_the_redundant_scheduler_when_every_path_names_its_inter
     assert invalid_param(problem)["name"] == "paths[1].interface", "the MTS session's mode needs it"
     clear(tenant_a)
     assert kernel_mode(node) == Mode.ROUND_ROBIN
+
+
+def feed_rtts(client: Any, *rtts_us: int) -> None:
+    """The paths' RTTs, as a monitoring module feeds them."""
+    patch = {"paths": [{"index": index, "rtt_us": rtt} for index, rtt in enumerate(rtts_us)]}
+    assert client.patch("/api/v1/atsss/sessions/ue", json=patch).status_code == 200
+
+
+@pytest.mark.parametrize("qos, mode", [
+    ({"minTpt": 50_000}, Mode.WEIGHTED),
+    ({"priority": 3}, Mode.PRIORITY),
+    ({"maxLatency": 1_000_000}, Mode.SMALLEST_DELAY),  # 10 ms one way: the 20 ms RTT path meets it
+])  # fmt: skip
+def test_qos_runs_the_scheduler_its_requirement_asks(node, tenant_a, qos, mode):
+    clear(tenant_a)
+    feed_rtts(tenant_a, 40_000, 20_000)
+    created = tenant_a.post(f"{BASE}/mts_sessions", json=mts_session(mode=4, qosD=qos))
+    assert created.status_code == 201, created.text
+    etsi_validator("/mts_sessions", "post", "201").validate(created.json())
+    assert kernel_mode(node) == mode
+    clear(tenant_a)
+
+
+def test_qos_latency_is_refused_when_no_path_meets_it_and_loss_runs_redundancy(node, tenant_a):
+    clear(tenant_a)
+    feed_rtts(tenant_a, 40_000, 20_000)  # one way: 10 ms on the faster path
+    refused = assert_problem(tenant_a.post(f"{BASE}/mts_sessions", json=mts_session(
+        mode=4, qosD={"maxLatency": 999_999})), 400)
+    assert invalid_param(refused)["name"] == "qosD.maxLatency" and "1000000" in refused["detail"], refused
+    with_interfaces = [{**path(1, "3GPP"), "interface": "acc0", "rtt_us": 40_000},
+                       {**path(2, "non-3GPP"), "interface": "acc1", "rtt_us": 20_000}]
+    assert tenant_a.put("/api/v1/atsss/sessions/ue", json={
+        "name": "ue", "ue": UE, "mode": "round_robin", "paths": with_interfaces}).status_code == 200
+    created = tenant_a.post(f"{BASE}/mts_sessions", json=mts_session(
+        mode=4, qosD={"maxLoss": 4, "maxLatency": 1_000_000}))
+    assert created.status_code == 201, created.text
+    assert kernel_mode(node) == Mode.REDUNDANT
+    clear(tenant_a)
 
 
 def test_another_tenant_gets_404s_and_changes_nothing(node, tenant_a, tenant_b):

@@ -224,12 +224,12 @@ def test_a_redundant_session_gets_its_copies_ports_and_its_frames_are_broadcast(
             atsss.create_session(ADMIN, "ue7", redundant())
             ids = {p["name"]: p["id"] for p in dp.status()["programs"]}
 
-            assert AtsssMaps(dp.table).ports() == {0: (indexes["acc0"], ids["dpp_atsss_copy_0"]),
-                                                   1: (indexes["acc1"], ids["dpp_atsss_copy_1"])}
-            assert run(dp, ethernet(ue_packet(UE)))[0] == "REDIRECT", "broadcast to dpp_atsss_tx"
+            assert AtsssMaps(dp.table).groups_ports() == {0: {0: (indexes["acc0"], ids["dpp_atsss_copy_0"]),
+                                                              1: (indexes["acc1"], ids["dpp_atsss_copy_1"])}}
+            assert run(dp, ethernet(ue_packet(UE)))[0] == "REDIRECT", "broadcast to its group in dpp_atsss_tx"
 
             atsss.delete_session(ADMIN, "ue7")
-            assert AtsssMaps(dp.table).ports() == {}
+            assert AtsssMaps(dp.table).groups_ports() == {}
         finally:
             store.close()
 
@@ -308,13 +308,14 @@ def test_after_a_reload_the_redundant_ports_run_the_new_copy_programs(tmp_path):
         try:
             maps = AtsssMaps(dp.table)
             Atsss(store, maps, netns=netns, program_fd=dp.program_fd).create_session(ADMIN, "ue7", redundant())
-            old = maps.ports()
+            old = maps.groups_ports()[0]
 
             dp.reload()
             maps.requeue(dp.program_fd)
 
             ids = {p["name"]: p["id"] for p in dp.status()["programs"]}
-            assert maps.ports() == {position: (old[position][0], ids[f"dpp_atsss_copy_{position}"]) for position in old}
+            assert maps.groups_ports() == {
+                0: {position: (old[position][0], ids[f"dpp_atsss_copy_{position}"]) for position in old}}
             assert {bpf_prog for _, bpf_prog in old.values()}.isdisjoint(ids.values()), "the old programs are gone"
         finally:
             store.close()

@@ -1,6 +1,6 @@
 """REDUNDANT's copies for real: xdp_atsss run in live-frame mode (BPF_F_TEST_XDP_LIVE_FRAMES, the
-broadcast carried out) on a port of a namespace whose dpp_atsss_tx holds two more ports, each entry
-with its position's copy program; what leaves each port is read on its veth peer (an AF_PACKET
+broadcast carried out) on a port of a namespace whose dpp_atsss_tx holds a group of two more ports,
+each entry with its position's copy program; what leaves each port is read on its veth peer (an AF_PACKET
 socket behind an XDP program that passes, which veth needs to take redirected frames). Every UE
 packet arrives once on each path that is up, byte for byte what RFC 4340 and the MP_SEQ layout say,
 all copies of a packet with one MP_SEQ number and each path numbering its own."""
@@ -14,14 +14,16 @@ from ctypes import c_uint32
 
 import pytest
 
-from bench.libbpf import BpfObject, map_delete, map_update
+from bench.libbpf import BpfObject, map_delete
 from bench.libbpf import test_run_live as run_live  # not collected as a test
 from bench.throughput.sink import attach_native
 from netapp.atsss.abi import Mode
 from netapp.core import netns as namespaces
+from netapp.dataplane.abi import DevmapVal
 from netapp.testbed import netns
 from tests.atsss.atsss import PathSpec, ethernet, expected_frame, ue_packet
 from tests.utils.kernel import build_artifact
+from tests.utils.object_tables import ObjectTables
 
 UE = "10.45.0.2"
 SPECS = [PathSpec("10.0.1.1", "10.0.1.2", sport=5001, dport=5002),
@@ -34,19 +36,19 @@ ETH_P_ALL = 0x0003
 
 @pytest.fixture
 def site(atsss):
-    """A namespace: the ingress port in0, the paths' ports out0 and out1 in dpp_atsss_tx (positions
-    0 and 1), their peers passing what they receive to capturing sockets."""
+    """A namespace: the ingress port in0, the paths' ports out0 and out1 in group 0 of dpp_atsss_tx
+    (positions 0 and 1), their peers passing what they receive to capturing sockets."""
     ns = f"dppatsss-{secrets.token_hex(3)}"
+    tx = ObjectTables(atsss.obj).table("dpp_atsss_tx")
     passer = BpfObject(build_artifact("xdp_pass.bpf.o"))
     sockets: dict[str, socket.socket] = {}
     try:
         netns.add_namespace(ns)
         netns.add_ports(ns, ("in0", *PORTS))
         with namespaces.entered(ns):
+            tx.set(0, {position: DevmapVal(socket.if_nametoindex(port), atsss.obj.program_fd(f"dpp_atsss_copy_{position}"))
+                       for position, port in enumerate(PORTS)})
             for position, port in enumerate(PORTS):
-                prog = atsss.obj.program_fd(f"dpp_atsss_copy_{position}")
-                map_update(atsss.obj.map_fd("dpp_atsss_tx"), c_uint32(position),
-                           (c_uint32 * 2)(socket.if_nametoindex(port), prog))  # fmt: skip
                 attach_native(socket.if_nametoindex(f"{port}p"), passer.program_fd("xdp_pass"))
                 capture = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
                 capture.bind((f"{port}p", 0))
@@ -62,9 +64,8 @@ def site(atsss):
     finally:
         for capture in sockets.values():
             capture.close()
-        for position in range(len(PORTS)):
-            with contextlib.suppress(OSError):  # an entry the setup did not get to
-                map_delete(atsss.obj.map_fd("dpp_atsss_tx"), c_uint32(position))
+        with contextlib.suppress(OSError):  # the group the setup did not get to
+            map_delete(atsss.obj.map_fd("dpp_atsss_tx"), c_uint32(0))
         netns.delete_namespace(ns)
         passer.close()
 

@@ -12,7 +12,11 @@ import pytest
 
 from netapp.atsss.abi import Mode
 from netapp.atsss.model import SessionModel
+from netapp.dataplane.abi import DevmapVal
 from tests.atsss.atsss import XDP_DROP, XDP_REDIRECT, XDP_TX, PathSpec, decode, ethernet, ue_packet
+from tests.utils.object_tables import ObjectTables
+
+LOOPBACK = 1  # an interface every namespace has: the test run only says where the frame would go
 
 UE = "10.45.0.2"
 PEERS = ["10.0.1.2", "192.168.7.20", "10.0.2.2", "172.16.0.2"]
@@ -138,16 +142,22 @@ def test_priority_takes_the_highest_priority_path_until_it_is_congested_or_down(
     assert [atsss.sent(slot)[0] for slot in (1, 2, 3, 4)] == [4, 4 * 4, 4, 2 * 4]
 
 
-def test_redundant_takes_one_number_per_packet_and_broadcasts_it(atsss, session):
+def test_redundant_takes_one_number_per_packet_and_broadcasts_it_to_its_group(atsss, session):
     session(Mode.REDUNDANT, 3)
     frame = ethernet(ue_packet(UE))
-    for n in range(5):
-        verdict, _ = atsss.run(frame)
-        assert verdict == XDP_REDIRECT
-        assert atsss.session(UE).mp_seq == n + 1
-    for slot in (1, 2, 3):
-        atsss.set_up(slot, False)
-    assert atsss.run(frame)[0] == XDP_DROP and atsss.session(UE).mp_seq == 5
+    assert atsss.run(frame)[0] == XDP_DROP, "its group (0) holds no ports yet"
+    tx = ObjectTables(atsss.obj).table("dpp_atsss_tx")
+    tx.set(0, {0: DevmapVal(LOOPBACK, atsss.obj.program_fd("dpp_atsss_copy_0"))})
+    try:
+        for n in range(5):
+            verdict, _ = atsss.run(frame)
+            assert verdict == XDP_REDIRECT
+            assert atsss.session(UE).mp_seq == n + 2
+        for slot in (1, 2, 3):
+            atsss.set_up(slot, False)
+        assert atsss.run(frame)[0] == XDP_DROP and atsss.session(UE).mp_seq == 6
+    finally:
+        tx.delete([0])
 
 
 def test_a_session_with_every_path_down_drops_and_takes_no_number(atsss, session):

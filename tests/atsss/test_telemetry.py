@@ -27,7 +27,7 @@ from netapp.telemetry.prometheus import scrape
 from netapp.tenancy.models import TenantSpec
 from netapp.tenancy.service import TenantService
 from tests.api.conftest import NoCounters
-from tests.atsss.atsss import XDP_TX, AtsssProgram, decode, ethernet, ue_packet
+from tests.atsss.atsss import XDP_TX, AtsssProgram, decode, delete_every_session, ethernet, ue_packet
 from tests.utils.object_tables import ObjectTables
 
 ADMIN = Principal("operator", frozenset({Scope.ADMIN}))
@@ -83,8 +83,7 @@ def node(atsss: AtsssProgram, tmp_path) -> Iterator[Node]:
     try:
         yield node
     finally:
-        for session in node.atsss.list_sessions(ADMIN):  # the module's program starts the next test empty
-            node.atsss.delete_session(ADMIN, f"{session.tenant}/{session.name}")
+        delete_every_session(node.atsss, ADMIN)
         store.close()
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import re
@@ -81,6 +82,16 @@ class Btf:
             }
         return found
 
+    def inner_map(self, name: str) -> dict[str, Any]:
+        """A map of maps' inner map definition (its `values` member: an array of pointers to it),
+        as `maps` gives a map's."""
+        section = self.named("DATASEC", ".maps")
+        var = next(var for var in (section or {}).get("vars", []) if self.by_id[var["type_id"]]["name"] == name)
+        definition = self.resolve(self.by_id[var["type_id"]]["type_id"])
+        values = next(member for member in definition["members"] if member["name"] == "values")
+        inner = self.resolve(self.resolve(self.resolve(values["type_id"])["type_id"])["type_id"])
+        return {member["name"]: self._map_attribute(member["type_id"]) for member in inner["members"]}
+
     def _map_attribute(self, type_id: int) -> Any:
         pointer = self.resolve(type_id)
         target = self.resolve(pointer["type_id"])
@@ -103,7 +114,8 @@ def object_btf(obj: Path) -> "Btf":
     return Btf.of_object(obj, bpftool)
 
 
-MAP_TYPES = {"HASH": 1, "ARRAY": 2, "PERCPU_HASH": 5, "PERCPU_ARRAY": 6, "DEVMAP": 14, "DEVMAP_HASH": 25}  # enum bpf_map_type
+MAP_TYPES = {"HASH": 1, "ARRAY": 2, "PERCPU_HASH": 5, "PERCPU_ARRAY": 6, "ARRAY_OF_MAPS": 12, "DEVMAP": 14,
+             "DEVMAP_HASH": 25}  # enum bpf_map_type
 
 
 def c_name(mirror: Any) -> str:
@@ -119,7 +131,19 @@ def assert_maps_declared(btf: "Btf", maps: dict[str, tuple[str, Any, Any, Any]],
     assert set(found) == set(maps)
     for name, (kind, key, value, size) in maps.items():
         assert (found[name]["type"], found[name]["max_entries"]) == (MAP_TYPES[kind], constants.get(size, size)), name
+        if kind.endswith("_OF_MAPS"):  # its values are its inner maps, checked by assert_inner_maps_declared
+            assert found[name]["key"] == c_name(key), name
+            continue
         assert (found[name]["key"], found[name]["value"]) == (c_name(key), c_name(value)), name
+
+
+def assert_inner_maps_declared(btf: "Btf", inner: dict[str, tuple[str, Any, Any, Any]], constants: dict[str, int]) -> None:
+    """Each map of maps' inner maps have the type, size, and key and value sizes of the mirrors
+    `inner` gives them (an inner map declares sizes: its types would not reach the BTF)."""
+    for name, (kind, key, value, size) in inner.items():
+        found = btf.inner_map(name)
+        assert (found["type"], found["max_entries"]) == (MAP_TYPES[kind], constants.get(size, size)), name
+        assert (found["key_size"], found["value_size"]) == (ctypes.sizeof(key), ctypes.sizeof(value)), name
 
 
 def header_defines(header: Path) -> dict[str, int]:

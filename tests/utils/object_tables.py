@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import os
 from ctypes import c_uint32
 from typing import Any
 
-from bench.libbpf import BpfObject, map_delete, map_keys, map_lookup, map_update
+from bench.libbpf import BpfObject, inner_map_set, map_delete, map_fd_by_id, map_keys, map_lookup, map_update
 from netapp.dataplane.abi import CONSTANTS, MAPS
 from netapp.dataplane.errors import DataplaneError
-from netapp.dataplane.tables import PerCpuTable, Table
+from netapp.dataplane.tables import MapOfMaps, PerCpuTable, Table
 
 
 def _item(array: Any, index: int) -> Any:
@@ -61,13 +62,37 @@ class ObjectTables:
         for index in range(len(keys)):
             map_delete(self.obj.map_fd(name), _item(keys, index))
 
+    def table_inner_set(self, name: str, index: int, inner_type: int, max_entries: int, keys: Any,
+                        values: Any) -> None:
+        """libdpp's dpp_table_inner_set: a new inner map, filled, put in with one write."""
+        self._write("inner_set", name, len(keys))
+        inner_map_set(self.obj.map_fd(name), index, inner_type, max_entries,
+                      [(_item(keys, position), _item(values, position)) for position in range(len(keys))],
+                      ctypes.sizeof(keys._type_), ctypes.sizeof(values._type_))
+
+    def table_inner_lookup(self, name: str, index: int, keys: Any, values: Any, found: Any) -> int:
+        self.calls.append(("inner_lookup", name, len(keys)))
+        inner_id = c_uint32()
+        if not map_lookup(self.obj.map_fd(name), c_uint32(index), inner_id):
+            raise DataplaneError(errno.ENOENT, f"dpp_table_inner_lookup({name}[{index}])")
+        inner = map_fd_by_id(inner_id.value)
+        try:
+            for position in range(len(keys)):
+                found[position] = map_lookup(inner, _item(keys, position), _item(values, position))
+        finally:
+            os.close(inner)
+        return sum(found)
+
     def table_dump(self, name: str, cursor: Any, keys: Any, values: Any) -> int:
-        """cursor.state: entries returned so far, plus one (0: not started)."""
+        """cursor.state: entries returned so far, plus one (0: not started); a map of maps' empty
+        entries left out, as the kernel's lookups leave them."""
         if cursor.state == 0:
             self.calls.append(("dump", name, 0))
             spec = self.specs[name]
             every = ([c_uint32(index) for index in range(self.map_info(name)["max_entries"])] if spec.array
                      else map_keys(self.obj.map_fd(name), keys._type_))
+            if spec.inner is not None:
+                every = [key for key in every if map_lookup(self.obj.map_fd(name), key, c_uint32())]
             self._dumps[name] = every
         start = max(cursor.state - 1, 0)
         chunk = self._dumps[name][start:start + len(keys)]
@@ -87,4 +112,6 @@ class ObjectTables:
 
     def table(self, name: str) -> Table:
         spec = self.specs[name]
+        if spec.inner is not None:
+            return MapOfMaps(self, name, spec)  # type: ignore[arg-type]
         return (PerCpuTable if spec.per_cpu else Table)(self, name, spec)  # type: ignore[arg-type]

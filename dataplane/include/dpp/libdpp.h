@@ -167,6 +167,17 @@ struct dpp_table_cursor {
  * An array's dump holds every index. */
 int dpp_table_dump(struct dpp *d, const char *name, struct dpp_table_cursor *cursor, void *keys,
 		   size_t key_size, void *values, size_t value_size, __u32 n);
+/* A map of maps' entry `index` (of the map `name`) given a new inner map of `inner_type` and
+ * `max_entries` (its template's: the kernel refuses another) holding the n pairs of keys and values,
+ * put in with one write: a program that looks the entry up finds the old inner map or the new one,
+ * never one half written. Where the entry should lead nowhere, delete it (dpp_table_delete). */
+int dpp_table_inner_set(struct dpp *d, const char *name, __u32 index, __u32 inner_type,
+			__u32 max_entries, const void *keys, size_t key_size, const void *values,
+			size_t value_size, __u32 n);
+/* dpp_table_lookup of the inner map at `index` of the map of maps `name`; -ENOENT when the entry
+ * leads to no map. */
+int dpp_table_inner_lookup(struct dpp *d, const char *name, __u32 index, const void *keys,
+			   size_t key_size, void *values, size_t value_size, __u32 n, __u8 *found);
 /* Returns once every run of the programs that began before the call has ended (an RCU grace period,
  * some milliseconds): a table value that a run may have been reading can then be rewritten for
  * another key (netapp/upf/ways.py reuses the ways of dpp_upf_dl4 so). */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* The programs of dpp_atsss_tx's entries, one per position: a REDUNDANT frame's copy for the
- * session's path at that position (nf/atsss/redundant.h). The control plane puts the program of
- * position i in entry i, with the interface that position's copies leave by. */
+/* The programs of the entries of dpp_atsss_tx's groups, one per position: a REDUNDANT frame's copy
+ * for the session's path at that position (nf/atsss/redundant.h). The control plane puts the
+ * program of position i in each group's entry i, with the interface that position's copies leave by. */
 #ifndef DPP_NF_ATSSS_COPIES_H
 #define DPP_NF_ATSSS_COPIES_H
 

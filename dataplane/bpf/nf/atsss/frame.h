@@ -13,10 +13,10 @@
  *
  * and gets XDP_TX when encapsulated (towards the picked path's next hop), XDP_PASS for no session,
  * XDP_DROP when every path of the session is down; a REDUNDANT session's packet is broadcast to
- * dpp_atsss_tx (XDP_REDIRECT), whose entries' programs (dpp_atsss_copy_*, nf/atsss/copies.h)
- * encapsulate a copy each (nf/atsss/redundant.h). A DCCP packet that is neither valid MP-DCCP of
- * a known path nor to a UE of a session is counted by reason and passed, or dropped as the node's
- * setting says (dpp_atsss_config). XDP_ABORTED: a frame it cannot read or encapsulate. */
+ * its group of ports in dpp_atsss_tx (XDP_REDIRECT), whose entries' programs (dpp_atsss_copy_*,
+ * nf/atsss/copies.h) encapsulate a copy each (nf/atsss/redundant.h). A DCCP packet that is neither
+ * valid MP-DCCP of a known path nor to a UE of a session is counted by reason and passed, or
+ * dropped as the node's setting says (dpp_atsss_config). XDP_ABORTED: a frame it cannot read or encapsulate. */
 #ifndef DPP_NF_ATSSS_FRAME_H
 #define DPP_NF_ATSSS_FRAME_H
 
@@ -43,7 +43,7 @@ static __always_inline int atsss_invalid(const struct dpp_atsss_config *cfg, __u
 	return cfg && (cfg->flags & DPP_ATSSS_DROP_INVALID) ? XDP_DROP : XDP_PASS;
 }
 
-static __always_inline int downlink_verdict(enum atsss_verdict v)
+static __always_inline int downlink_verdict(struct xdp_md *ctx, enum atsss_verdict v)
 {
 	switch (v) {
 	case ATSSS_SENT:
@@ -53,7 +53,7 @@ static __always_inline int downlink_verdict(enum atsss_verdict v)
 	case ATSSS_NO_PATH:
 		return XDP_DROP;
 	case ATSSS_COPIES:
-		return bpf_redirect_map(&dpp_atsss_tx, 0, BPF_F_BROADCAST);
+		return atsss_broadcast(ctx);
 	default:
 		return XDP_ABORTED;
 	}
@@ -114,7 +114,7 @@ static __always_inline int atsss_frame(struct xdp_md *ctx)
 	down = atsss_downlink(ctx, key.family, key.dst, l3, ip_end - l3);
 	if (dccp && down == ATSSS_NO_SESSION)
 		return atsss_invalid(cfg, DPP_ATSSS_UP_UNKNOWN_PATH);
-	return downlink_verdict(down);
+	return downlink_verdict(ctx, down);
 }
 
 #endif /* DPP_NF_ATSSS_FRAME_H */

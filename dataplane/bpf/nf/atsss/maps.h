@@ -73,15 +73,27 @@ struct {
 	__uint(max_entries, DPP_ATSSS_ACK_RING_SIZE);
 } dpp_atsss_acks SEC(".maps");
 
-/* position -> the interface a REDUNDANT session's copy for the path at that position leaves by,
- * and the devmap program that encapsulates it for that path (dpp_atsss_copy_<position>). Every
- * entry gets a copy of each REDUNDANT packet (BPF_F_BROADCAST); the control plane writes as many as
- * the longest session has paths. */
-struct {
+/* A group of ports (an inner map of dpp_atsss_tx): position -> the interface a REDUNDANT session's
+ * copy for its path at that position leaves by, and the devmap program that encapsulates it for
+ * that path (dpp_atsss_copy_<position>). Every entry gets a copy of each packet broadcast to the
+ * group (BPF_F_BROADCAST). */
+struct dpp_atsss_tx_group {
 	__uint(type, BPF_MAP_TYPE_DEVMAP);
 	__uint(max_entries, DPP_ATSSS_MAX_PATHS);
+	/* sizes, not types: a type reached only through the outer map's pointer is not in the BTF */
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(struct bpf_devmap_val));
+};
+
+/* group -> its ports: one group per distinct set of ports the REDUNDANT sessions use, shared by the
+ * sessions that name it (tx_group), so that a session's copies leave by its own paths' interfaces
+ * only, whatever other sessions (other tenants') use. The control plane gives a group a new inner
+ * map whole when its ports change, and empties the entries no session names. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, DPP_ATSSS_TX_GROUPS);
 	__type(key, __u32);
-	__type(value, struct bpf_devmap_val);
+	__array(values, struct dpp_atsss_tx_group);
 } dpp_atsss_tx SEC(".maps");
 
 /* 0 -> nonzero when the node has ATSSS sessions: the pipeline then hands ATSSS's frames (DCCP, and

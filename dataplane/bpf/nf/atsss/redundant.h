@@ -6,8 +6,9 @@
  *
  * How the copies are made: XDP cannot clone a frame, and XDP_TX sends it once. The frame is marked
  * (XDP metadata: the slots of the paths up by position, the MP_SEQ number, where the UE packet is)
- * and broadcast to dpp_atsss_tx (bpf_redirect_map, BPF_F_BROADCAST), as FRER's replication does
- * (nf/frer/replicate.h): the kernel copies the frame, metadata included, once per entry, and each
+ * and broadcast to the session's group of ports in dpp_atsss_tx (bpf_redirect_map, BPF_F_BROADCAST),
+ * as FRER's replication does (nf/frer/replicate.h): the kernel copies the frame, metadata included,
+ * once per entry of the group, and each
  * entry's program (dpp_atsss_copy_<position>) encapsulates its copy for the session's path at its
  * position, or drops it when the session has no path up there. The alternatives cost more: a TC
  * program cloning sk_buffs (bpf_clone_redirect) allocates an sk_buff per copy, after the stack took
@@ -28,7 +29,8 @@ struct atsss_copy_meta {
 	__u16 l3;     /* where the UE packet starts */
 	__u16 ue_len; /* and its length */
 	__u8 flags;   /* the session's (enum dpp_atsss_session_flags) */
-	__u8 reserved[3];
+	__u8 group;   /* the session's group of ports (dpp_atsss_tx): its tx_group */
+	__u8 reserved[2];
 };
 
 _Static_assert(sizeof(struct atsss_copy_meta) <= 32, "XDP metadata holds 32 bytes at most");
@@ -52,8 +54,26 @@ static __always_inline int atsss_mark_copies(struct xdp_md *ctx, const struct dp
 	m->l3 = l3;
 	m->ue_len = ue_len;
 	m->flags = s->flags;
-	m->reserved[0] = m->reserved[1] = m->reserved[2] = 0;
+	m->group = s->tx_group;
+	m->reserved[0] = m->reserved[1] = 0;
 	return 0;
+}
+
+/* The marked frame broadcast to its session's group of ports; XDP_DROP when the group has none
+ * (the control plane has not given it ports yet), XDP_ABORTED for a frame not marked. */
+static __always_inline int atsss_broadcast(struct xdp_md *ctx)
+{
+	struct atsss_copy_meta *m = (void *)(long)ctx->data_meta;
+	__u32 group;
+	void *ports;
+
+	if ((void *)(m + 1) > (void *)(long)ctx->data)
+		return XDP_ABORTED;
+	group = m->group;
+	ports = bpf_map_lookup_elem(&dpp_atsss_tx, &group);
+	if (!ports)
+		return XDP_DROP;
+	return bpf_redirect_map(ports, 0, BPF_F_BROADCAST);
 }
 
 #endif /* DPP_NF_ATSSS_REDUNDANT_H */

@@ -64,6 +64,9 @@
 #define DPP_ATSSS_ACK_RING_SIZE 262144
 #endif
 #define DPP_ATSSS_ACK_FRAME_MAX 88
+/* Entries of dpp_atsss_tx: the distinct sets of ports REDUNDANT sessions send their copies out of
+ * (a session names its set by index, struct dpp_atsss_session.tx_group, a byte). */
+#define DPP_ATSSS_TX_GROUPS 256
 
 /* The pipeline's filter of UE addresses (dpp_atsss_ues): a bit per hash of an address, set for
  * every UE with a session, so that a frame to any other address is told apart by one array read
@@ -147,7 +150,7 @@ struct dpp_atsss_session {
 	__u8 mode;    /* enum dpp_atsss_mode */
 	__u8 n_paths; /* 1..DPP_ATSSS_MAX_PATHS; 0: no path, packets are passed untouched */
 	__u8 flags;   /* enum dpp_atsss_session_flags */
-	__u8 reserved;
+	__u8 tx_group; /* REDUNDANT: the entry of dpp_atsss_tx whose ports its copies leave by */
 	__u16 weight[DPP_ATSSS_MAX_PATHS]; /* WEIGHTED: each position's weight; 0 never picked */
 	__s32 current[DPP_ATSSS_MAX_PATHS]; /* WEIGHTED: smooth WRR's current weights */
 	__u32 path[DPP_ATSSS_MAX_PATHS];    /* slots of dpp_atsss_paths, by position */
