@@ -21,6 +21,7 @@ BURST_MAX = 1 << 30  # bytes
 WINDOW_SHIFT_MIN = 10  # a window of 2**shift ns
 WINDOW_SHIFT_MAX = 32
 WINDOW_BYTES_MAX = 1 << 30  # the most a window lets through
+DEPTH = 2  # a policer and its parent: a parent's parent is refused
 REASON_BASE_QOS = 96
 
 CONSTANTS = {
@@ -32,6 +33,7 @@ CONSTANTS = {
     "DPP_POLICE_WINDOW_SHIFT_MIN": WINDOW_SHIFT_MIN,
     "DPP_POLICE_WINDOW_SHIFT_MAX": WINDOW_SHIFT_MAX,
     "DPP_POLICE_WINDOW_BYTES_MAX": WINDOW_BYTES_MAX,
+    "DPP_POLICE_DEPTH": DEPTH,
     "DPP_REASON_BASE_QOS": REASON_BASE_QOS,
 }
 
@@ -63,7 +65,7 @@ class Policer(Structure):
         ("window_shift", c_uint8),
         ("reserved", c_uint8),
         ("lock", SpinLock),
-        ("reserved2", c_uint32),
+        ("parent", c_uint32),  # the policer a packet this one passes goes through next; 0: none
         ("credit", c_uint64),  # token bucket: nanobits (1 byte = 8e9)
         ("last_ns", c_uint64),
         ("window", c_uint64),  # windows: number << 32 | adjacent << 31 | bytes

@@ -5,7 +5,7 @@ A policer is written whole, its state zeroed: a token bucket then starts empty a
 (full at once on a running system), a window starts with nothing counted. The windows' length comes
 from the burst: the longest power-of-two window (in ns) whose allowance, rate x window / 8, is no
 more than the burst, so that any stretch of a window's length passes at most rate x window + burst
-(dataplane/bpf/nf/qos/police.h)."""
+(dataplane/bpf/nf/qos/police.h). A policer may name a parent (a session's AMBR): a batch writes parents first."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from typing import Callable, Iterable, Mapping
 from netapp.dataplane.tables import Table
 from netapp.qos.abi import (
     BURST_MAX,
+    DEPTH,
     RATE_MAX,
     RATE_MIN,
     WINDOW_BYTES_MAX,
@@ -58,6 +59,7 @@ def policer_value(spec: PolicerSpec) -> Policer:
         algo=spec.algo,
         gate=spec.gate,
         window_shift=window_shift_for(spec.rate, spec.burst),
+        parent=spec.parent,
     )
 
 
@@ -87,9 +89,12 @@ class PolicerApplier:
         return ids
 
     def apply(self, policers: Mapping[int, PolicerSpec]) -> None:
-        """Write each policer afresh (state and counters zeroed); all are checked before any is written."""
-        values = {policer_id: Policer.from_buffer_copy(_written(spec)) for policer_id, spec in policers.items()}
-        self._stats.fill(self._check_ids(values))
+        """Write each policer afresh (state and counters zeroed); all are checked before any is written,
+        parents before the policers that name them (a child never names a slot not yet written)."""
+        _check_parents(policers)
+        ordered = sorted(policers.items(), key=lambda item: item[1].parent != 0)
+        values = {policer_id: Policer.from_buffer_copy(_written(spec)) for policer_id, spec in ordered}
+        self._stats.fill(self._check_ids([*values, *(spec.parent for spec in policers.values() if spec.parent)]))
         self._policers.update(values)
 
     def remove(self, ids: Iterable[int]) -> None:
@@ -121,6 +126,18 @@ class PolicerApplier:
         return total
 
 
+def _check_parents(policers: Mapping[int, PolicerSpec]) -> None:
+    """ValueError for a policer that is its own parent or whose parent, written with it, has a parent:
+    the data path follows one parent (DPP_POLICE_DEPTH) and would ignore the second silently."""
+    for policer_id, spec in policers.items():
+        if spec.parent and spec.parent == policer_id:
+            raise ValueError(f"policer {policer_id}: its own parent")
+        grandparent = policers[spec.parent].parent if spec.parent in policers else 0
+        if spec.parent and grandparent:
+            raise ValueError(f"policer {policer_id}: its parent {spec.parent} has a parent ({grandparent}); "
+                             f"chains of {DEPTH} policers at most")
+
+
 def _config(value: Policer) -> tuple[int, ...]:
     """What the control plane writes of a policer (the rest is the data path's state)."""
-    return (value.rate, value.burst, value.algo, value.gate, value.window_shift)
+    return (value.rate, value.burst, value.algo, value.gate, value.window_shift, value.parent)

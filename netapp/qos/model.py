@@ -12,7 +12,8 @@ Definitions (W = 2**window_shift ns, R the rate in bit/s, B the burst in bytes):
                   began); a packet passes if the estimate with it stays within R W / 8e9 bytes.
 Both windows: a packet whose clock read is one window behind the policer's counts in the newer
 window, at its start; a window's bytes never exceed WINDOW_BYTES_MAX. A closed gate, or a packet
-over BURST_MAX bytes, never passes. State changes only when a packet passes.
+over BURST_MAX bytes, never passes. State changes only when a packet passes. A chain (`Chain`: a
+flow's policer, then its parent, the session's) offers the parent only what the child passed.
 """
 
 from __future__ import annotations
@@ -125,3 +126,14 @@ class Policer:
         else:
             self.dropped_packets, self.dropped_bytes = self.dropped_packets + 1, self.dropped_bytes + size
         return passed
+
+
+class Chain:
+    """A policer and its parent (struct dpp_policer.parent): the child decides first, the parent only
+    on what the child passed; a packet the parent drops keeps what it took from the child."""
+
+    def __init__(self, child: Policer, parent: Policer):
+        self.child, self.parent = child, parent
+
+    def decide(self, size: int, now: int) -> bool:
+        return self.child.decide(size, now) and self.parent.decide(size, now)

@@ -19,6 +19,7 @@ class PolicerSpec:
     burst: int  # bytes
     algo: Algo = Algo.TOKEN_BUCKET
     gate: Gate = Gate.OPEN
+    parent: int = 0  # the policer id a packet this one passes goes through next (a session's AMBR); 0: none
 
 
 @dataclass(frozen=True)

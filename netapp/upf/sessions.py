@@ -146,13 +146,16 @@ class Upf:
             self._give_stored_urrs_slots()
 
     def _give_stored_urrs_slots(self) -> None:
-        """Sessions stored without a data path (or before URRs had slots, QERs policers): their URRs
-        get slots now, their QERs policers."""
+        """Sessions stored without a data path (or before URRs had slots, QERs policers, or a PDR's
+        second QER a policer of its own: its session's AMBR): their URRs get slots now, their QERs
+        policers."""
         if not self._slots.urr_count and not self._slots.policer_count:
             return
         for seid, session in list(self.sessions.items()):
             several = any(len(set(pdr.urr_ids)) > 1 for pdr in session.pdrs.values())
-            policed = self._slots.policer_count and not session.qer_policers and policing.wanted(session)
+            held = {(qer_id, way) for qer_id, pair in session.qer_policers.items() for way, policer_id in enumerate(pair)
+                    if policer_id}
+            policed = self._slots.policer_count and policing.wanted(session) - held
             if not several and not set(session.urrs) - set(session.urr_slots) and not policed:
                 continue
             urr_slots = self._slots.choose_urr_slots(session, session.urrs)

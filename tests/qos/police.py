@@ -27,10 +27,11 @@ def frame(policer: int, size: int, now_ns: int) -> bytes:
     return head + bytes(size - len(head))
 
 
-def policer_value(config: PolicerConfig) -> Policer:
-    """The slot as the control plane writes it: the configuration, the state zeroed."""
+def policer_value(config: PolicerConfig, parent: int = 0) -> Policer:
+    """The slot as the control plane writes it: the configuration (and its parent), the state zeroed."""
     return Policer(
-        rate=config.rate, burst=config.burst, algo=config.algo, gate=config.gate, window_shift=config.window_shift
+        rate=config.rate, burst=config.burst, algo=config.algo, gate=config.gate, window_shift=config.window_shift,
+        parent=parent,
     )
 
 
@@ -49,8 +50,8 @@ class PoliceProgram:
     def close(self) -> None:
         self.obj.close()
 
-    def configure(self, policer: int, config: Optional[PolicerConfig]) -> None:
-        value = policer_value(config) if config is not None else Policer()
+    def configure(self, policer: int, config: Optional[PolicerConfig], parent: int = 0) -> None:
+        value = policer_value(config, parent) if config is not None else Policer()
         map_update(self.policers, c_uint32(policer), value)
         map_update(self.stats, c_uint32(policer), (PolicerStats * possible_cpus())())
 

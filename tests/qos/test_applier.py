@@ -72,3 +72,17 @@ def test_counters_are_summed_over_cpus_and_removal_empties_the_slot(dataplane):
     assert (total.passed_packets, total.passed_bytes, total.dropped_packets) == (n * (n + 1) // 2, 100 * n, n)
     applier.remove([2])
     assert applier.state(2).algo == Algo.NONE
+
+
+def test_a_parent_is_written_with_its_children_and_a_chain_of_three_or_a_loop_is_refused(dataplane):
+    applier = PolicerApplier(dataplane.table)
+    spec = PolicerSpec(rate=10**9, burst=1500)
+    applier.apply({5: PolicerSpec(rate=10**9, burst=1500, parent=4), 4: spec})
+    assert (applier.state(5).parent, applier.state(4).parent) == (4, 0)
+    with pytest.raises(ValueError, match="its parent 5 has a parent"):
+        applier.apply({6: PolicerSpec(rate=10**9, burst=1500, parent=5), 5: PolicerSpec(rate=10**9, burst=1500, parent=4)})
+    with pytest.raises(ValueError, match="its own parent"):
+        applier.apply({7: PolicerSpec(rate=10**9, burst=1500, parent=7)})
+    with pytest.raises(ValueError, match="policer ids"):
+        applier.apply({8: PolicerSpec(rate=10**9, burst=1500, parent=SIZES["dpp_policers"])})
+    assert [applier.state(policer_id).algo for policer_id in (6, 7, 8)] == [Algo.NONE] * 3, "nothing written"

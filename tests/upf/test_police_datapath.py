@@ -20,7 +20,7 @@ from netapp.upf.pfcp.ies import Cause
 from netapp.upf.pfcp.server import PfcpServer
 from netapp.upf.views import SessionViews
 from tests.upf import test_datapath as base
-from tests.upf.smf import Smf, cause, create_far, create_pdr, create_urr, find, fseid, ie, node_id, recovery
+from tests.upf.smf import Smf, cause, create_far, create_pdr, create_urr, find, fseid, ie, node_id, recovery, value
 from tests.upf.test_datapath import DL_TEID, GNB, MACS, N3_IP, SERVER, UE, dp  # noqa: F401 - dp: the module's
 from tests.upf.test_restart import ANYWHERE, serving, smf_and_store, upf_settings
 from tests.utils.packets.gtp import gtpu
@@ -52,8 +52,8 @@ def smf_seid(response: Any) -> int:
     return find(response, 57)["Data"]["SEID"].get_val()
 
 
-def uplink(server: PfcpServer, seid: int) -> bytes:
-    teid = server.upf.sessions[seid].pdrs[1].pdi.local_fteid.teid
+def uplink(server: PfcpServer, seid: int, pdr_id: int = 1) -> bytes:
+    teid = server.upf.sessions[seid].pdrs[pdr_id].pdi.local_fteid.teid
     inner = IP(src=UE, dst=SERVER) / UDP(sport=40000, dport=5004) / PAYLOAD
     return bytes(Ether(**MACS) / IP(src=GNB, dst=N3_IP) / UDP(sport=2152, dport=2152) / gtpu(teid, 9, ul=True, inner=inner))
 
@@ -181,3 +181,50 @@ def test_a_restart_keeps_the_policers_ids_configuration_and_counts(dp, tmp_path)
             finally:
                 for each in list(again.upf.sessions):
                     again.upf.delete(each)
+
+
+def with_qers(pdr: dict[str, Any], *qer_ids: int) -> dict[str, Any]:
+    """A Create PDR naming more QERs."""
+    return ie(pdr["Type"], [*pdr["Data"], *(ie(109, {"Val": qer_id}) for qer_id in qer_ids)])
+
+
+def test_two_flows_under_their_mbrs_share_the_sessions_ambr_policer(dp, tmp_path):  # noqa: F811
+    """Uplink PDRs 1 and 3 (two TEIDs), each with its flow's QER (1, 2: 16 kbit/s, a bucket of 3000
+    bytes) and the session's AMBR QER 9 (8 kbit/s, 3000 bytes), which the downlink PDR names too:
+    2 packets of flow 1 and 3 of flow 3, each flow within its own bucket, together 5000 bytes: the
+    AMBR lets 3000 through."""
+    with associated(tmp_path, dp) as (smf, server, _, _):
+        ies = [node_id(), fseid(1),
+               with_qers(create_pdr(1, 1, access=True, choose_id=1, flow=None, ue=UE, qer=1), 9),
+               with_qers(create_pdr(3, 1, access=True, choose_id=3, flow=None, ue=UE, qer=2), 9),
+               create_pdr(2, 2, access=False, flow=None, ue=UE, qer=9), create_far(1, core=True),
+               create_far(2, core=False, gnb=GNB, teid=DL_TEID), qer(1, ul_kbps=16, dl_kbps=16),
+               qer(2, ul_kbps=16, dl_kbps=16), qer(9, ul_kbps=8, dl_kbps=8), create_urr()]
+        response = smf.ask("PFCPSessionEstablishmentReq", ies, seid=0)
+        assert cause(response) == Cause.REQUEST_ACCEPTED
+        seid = smf_seid(response)
+        ids = server.upf.sessions[seid].qer_policers
+        (flow1, _), (flow2, _), (ambr, ambr_dl) = ids[1], ids[2], ids[9]
+        applied = server.upf.applier.policers
+        assert [applied.state(each).parent for each in (flow1, flow2, ambr, ambr_dl)] == [ambr, ambr, 0, 0]
+        assert verdicts(dp, uplink(server, seid, 1), base.N3_IF, 2) == [None, None]
+        assert verdicts(dp, uplink(server, seid, 3), base.N3_IF, 3) == [None, "qos_policed", "qos_policed"]
+        counts = {each: applied.counters(each) for each in (flow1, flow2, ambr)}
+        assert [(c.passed_packets, c.dropped_packets) for c in counts.values()] == [(2, 0), (3, 0), (3, 2)], (
+            "the flows' policers passed all; the AMBR's dropped what was over its 3000 bytes")
+
+
+def test_a_pdr_with_three_policing_qers_is_refused_naming_it_and_the_qer_id(dp, tmp_path):  # noqa: F811
+    with associated(tmp_path, dp) as (smf, server, _, _):
+        ies = [node_id(), fseid(1),
+               with_qers(create_pdr(1, 1, access=True, choose_id=1, flow=None, ue=UE, qer=1), 2, 9),
+               create_pdr(2, 2, access=False, flow=None, ue=UE, qer=9), create_far(1, core=True),
+               create_far(2, core=False, gnb=GNB, teid=DL_TEID), qer(1, ul_kbps=16), qer(2, ul_kbps=32),
+               qer(9, ul_kbps=8, dl_kbps=8), create_urr()]
+        response = smf.ask("PFCPSessionEstablishmentReq", ies, seid=0)
+        assert cause(response) == Cause.RULE_CREATION_MODIFICATION_FAILURE
+        assert value(find(response, 40)) == 109, "Offending IE: QER ID"
+        failed = value(find(response, 114))
+        assert (failed["RuleIDType"], failed["RuleIDVal"]) == (0, 1), "Failed Rule ID: PDR 1"
+        assert not server.upf.sessions
+

@@ -4,6 +4,8 @@ maps refuse half-way (FakeDpp)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from netapp.dataplane.facade import Dataplane
@@ -14,7 +16,16 @@ from netapp.upf.abi import FarAction
 from netapp.upf.applier import BpfApplier, iface_entries
 from netapp.upf.compiler import Site, compile_session
 from netapp.upf.models import Qer, RuleError, Session
-from netapp.upf.policing import DOWNLINK, UPLINK, PoliceDefaults, policer_spec, policing_qer, wanted
+from netapp.upf.policing import (
+    DOWNLINK,
+    UPLINK,
+    PoliceDefaults,
+    parents,
+    policer_spec,
+    policing_qer,
+    policing_qers,
+    wanted,
+)
 from netapp.upf.pfcp.ies import IEType, RuleType
 from netapp.upf.slots import Slots
 from tests.upf.test_applier import CrampedDpp, _other
@@ -29,12 +40,13 @@ def _with(qers: dict[int, Qer], qer_ids: tuple[int, ...] = (1,), policers: dict[
     return base.model_copy(update={"qers": qers, "pdrs": pdrs, "qer_policers": policers})
 
 
-def test_a_closed_gate_polices_first_then_the_lowest_mbr_of_the_pdrs_direction():
+def test_between_qers_equally_shared_a_closed_gate_polices_first_then_the_lowest_mbr_of_the_pdrs_direction():
     ambr, flow = Qer(id=1, mbr_ul_kbps=50_000, mbr_dl_kbps=100_000), Qer(id=2, mbr_ul_kbps=80_000, mbr_dl_kbps=20_000)
     policed = _with({1: ambr, 2: flow}, (1, 2))
-    assert policing_qer(policed, policed.pdrs[1]).id == 1, "uplink: 50 < 80 Mbit/s"
-    assert policing_qer(policed, policed.pdrs[2]).id == 2, "downlink: 20 < 100 Mbit/s"
-    assert wanted(policed) == {(1, UPLINK), (2, DOWNLINK)}
+    assert [qer.id for qer in policing_qers(policed, policed.pdrs[1])] == [1, 2], "uplink: 50 < 80 Mbit/s"
+    assert [qer.id for qer in policing_qers(policed, policed.pdrs[2])] == [2, 1], "downlink: 20 < 100 Mbit/s"
+    assert policing_qer(policed, policed.pdrs[1]).id == 1
+    assert wanted(policed) == {(1, UPLINK), (2, UPLINK), (1, DOWNLINK), (2, DOWNLINK)}, "every QER of a chain"
     gated = _with({1: ambr, 2: flow.model_copy(update={"gate_ul_open": False})}, (1, 2))
     assert policing_qer(gated, gated.pdrs[1]).id == 2
 
@@ -69,6 +81,45 @@ def test_the_entries_name_their_policer_and_a_closed_gate_without_one_is_a_far_t
     assert (up.policer, up.far) == (0, FarAction.FORWARD)
     assert [(each.policer, each.far) for each in down] == [(0, FarAction.DROP)] * 2
     assert bare.policers == {}
+
+
+def _uplinks(*qer_ids: tuple[int, ...], extra: dict[int, Qer] = {}) -> Session:
+    """Uplink PDRs 1, 3, 4... naming `qer_ids` (each its own TEID) and the downlink PDR 2 naming QER
+    9: QER 9 the session's AMBR, 1 and 2 the flows' MBRs."""
+    base = session()
+    uplink, fteid = base.pdrs[1], base.pdrs[1].pdi.local_fteid
+    pdrs = {pdr_id: uplink.model_copy(update={"id": pdr_id, "qer_ids": qers, "pdi": uplink.pdi.model_copy(
+        update={"local_fteid": fteid.model_copy(update={"teid": fteid.teid + pdr_id})})})
+        for pdr_id, qers in zip((1, 3, 4, 5), qer_ids)}
+    pdrs[2] = base.pdrs[2].model_copy(update={"qer_ids": (9,)})
+    qers = {1: Qer(id=1, mbr_ul_kbps=16), 2: Qer(id=2, mbr_ul_kbps=32), 9: Qer(id=9, mbr_ul_kbps=8, mbr_dl_kbps=8),
+            **extra}
+    return base.model_copy(update={"qers": qers, "pdrs": pdrs})
+
+
+def test_a_pdr_with_a_flows_qer_and_the_sessions_shared_ambr_qer_chains_the_flow_to_one_shared_parent():
+    two = _uplinks((1, 9), (2, 9))
+    assert [qer.id for qer in policing_qers(two, two.pdrs[1])] == [1, 9], "shared by more PDRs: the parent"
+    assert [qer.id for qer in policing_qers(two, two.pdrs[3])] == [2, 9]
+    assert parents(two) == {(1, UPLINK): 9, (2, UPLINK): 9, (9, UPLINK): None, (9, DOWNLINK): None}
+    ids = {1: (11, 0), 2: (12, 0), 9: (19, 20)}
+    entries = compile_session(two.model_copy(update={"qer_policers": ids}), SITE, {1: 1})
+    assert sorted(entry.policer for entry in entries.uplink.values()) == [11, 12], "each PDR names its flow's"
+    assert {policer_id: (spec.rate, spec.parent) for policer_id, spec in entries.policers.items()} == {
+        11: (16_000, 19), 12: (32_000, 19), 19: (8_000, 0), 20: (8_000, 0)}
+
+
+@pytest.mark.parametrize("qer_ids, words", [
+    (((1, 9), (2, 9, 4)), "PDR 3: uplink: QERs [2, 4, 9] police it; policers chain 2 deep at most"),
+    # all named twice: by MBR, 9 under 1 (PDR 1), 1 under 2 (PDR 3), 2 under 9 (PDR 4)
+    (((1, 9), (1, 2), (2, 9)), "PDR 3: uplink: QER 1 is under QER 2 here and under none in PDR 1"),
+], ids=["three QERs", "a parent under another"])
+def test_a_chain_the_data_path_cannot_follow_as_asked_is_refused_naming_the_pdr_and_its_qers(qer_ids, words):
+    bad = _uplinks(*qer_ids, extra={4: Qer(id=4, mbr_ul_kbps=64)})
+    bad = bad.model_copy(update={"qer_policers": {1: (11, 0), 2: (12, 0), 4: (14, 0), 9: (19, 20)}})
+    with pytest.raises(RuleError, match=re.escape(words)) as refused:
+        compile_session(bad, SITE, {1: 1})
+    assert (refused.value.ie_type, refused.value.rule[0]) == (IEType.QER_ID, RuleType.PDR)
 
 
 def _policers(fake: CrampedDpp) -> dict[int, bytes]:

@@ -35,6 +35,8 @@
 /* Compare-and-swap tries before a packet is dropped: only CPUs policing the same policer in the
  * same nanoseconds make one fail, and dropping the loser never lets more through. */
 #define POLICE_CAS_TRIES 8
+/* police_step(): what follows a policer that dropped (no id: ids stay below DPP_MAX_POLICERS). */
+#define POLICE_DROPPED 0xffffffffU
 
 /* ---- token bucket: credit in nanobits, up to B x 8e9 (<= 8.6e18), under the value's lock ---- */
 
@@ -232,9 +234,9 @@ static __always_inline bool sliding_window_pass(struct dpp_policer *p, __u64 byt
 
 /* ---- the policer ---- */
 
-static __always_inline void police_count(__u32 id, __u64 bytes, bool pass)
+static __always_inline void police_count(const __u32 *id, __u64 bytes, bool pass)
 {
-	struct dpp_policer_stats *s = bpf_map_lookup_elem(&dpp_policer_stats, &id);
+	struct dpp_policer_stats *s = bpf_map_lookup_elem(&dpp_policer_stats, id);
 
 	if (!s)
 		return;
@@ -262,22 +264,54 @@ static __always_inline bool police_decide(struct dpp_policer *p, __u64 bytes, __
 	return false;
 }
 
-/* Whether a packet of `bytes` at clock `now` (ns; 0: bpf_ktime_get_ns(), read once the policer is
- * found, which keeps one value fewer alive across the lookup) passes policer `id`, counted. Id 0, an
- * id past the map and an empty slot (ALGO_NONE) police nothing: pass, uncounted. */
+/* Policer *id's decision on a packet of `bytes`, counted: what follows it, its parent when it
+ * passed (0: none), POLICE_DROPPED when it dropped. Id 0, an id past the map and an empty slot (ALGO_NONE)
+ * police nothing: 0, uncounted (a parent emptied before its children are rewritten too). *now 0:
+ * the clock, read once a policer is found (which keeps one value fewer alive across the lookup),
+ * kept for the parent. The decision and the parent leave together, so that what is alive across
+ * police_count's lookup fits the registers a call keeps: dpp_upf_police's frame is at the size
+ * that fills the 512 bytes of stack with dpp_xdp's and dpp_upf's. */
+static __always_inline __u32 police_step(__u32 *id, __u64 bytes, __u64 *now)
+{
+	struct dpp_policer *p = bpf_map_lookup_elem(&dpp_policers, id);
+	bool pass;
+
+	if (!p || p->algo == DPP_POLICE_ALGO_NONE)
+		return 0;
+	if (!*now)
+		*now = bpf_ktime_get_ns();
+	pass = police_decide(p, bytes, *now);
+	police_count(id, bytes, pass);
+	return pass ? p->parent : POLICE_DROPPED;
+}
+
+/* Whether a packet of `bytes` at clock `now` (ns; 0: the clock) passes policer `id` and its parent
+ * (struct dpp_policer.parent: a flow's MBR, then the session's AMBR that its flows share), each
+ * counted; a parent's own parent is not followed (DPP_POLICE_DEPTH, which keeps the verifier's walk
+ * at two policers; the control plane refuses a deeper chain).
+ *
+ * The child decides first and only a packet it passes is offered to the parent: a packet the child
+ * drops takes nothing from the parent, so the flows under their own rates share the whole AMBR. A
+ * packet the child passes and the parent drops keeps what it took from the child (tokens, or its
+ * bytes in the window), as RFC 2698's meters do: a meter charges a packet by the colour it gives
+ * it, and a later stage's drop does not re-colour it there (TS 23.501 5.7.2.5 and 5.7.2.6 ask the
+ * UPF to enforce the flow's MBR and the Session-AMBR, and say nothing of giving room back). So a
+ * chain never lets through more than either policer alone would; while the AMBR drops, a flow's
+ * own room is spent on what did not leave (it resumes at its rate, its burst refilling). Giving it
+ * back would take the child's lock or a second compare-and-swap, not always possible (its window
+ * may have moved on), exactly when the session is over its AMBR. The child's counters say what it
+ * decided; what left is what the parent passed. The clock is read once for both. */
 static __always_inline bool police(__u32 id, __u64 bytes, __u64 now)
 {
-	struct dpp_policer *p;
-	bool pass;
+	__u32 next;
 
 	if (!id)
 		return true;
-	p = bpf_map_lookup_elem(&dpp_policers, &id);
-	if (!p || p->algo == DPP_POLICE_ALGO_NONE)
-		return true;
-	pass = police_decide(p, bytes, now ? now : bpf_ktime_get_ns());
-	police_count(id, bytes, pass);
-	return pass;
+	next = police_step(&id, bytes, &now);
+	if (!next || next == POLICE_DROPPED)
+		return !next;
+	id = next;
+	return police_step(&id, bytes, &now) != POLICE_DROPPED;
 }
 
 #endif /* DPP_NF_QOS_POLICE_H */

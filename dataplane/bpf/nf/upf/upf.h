@@ -57,29 +57,25 @@ static __always_inline void upf_measure(__u32 urr, bool uplink, __u64 bytes)
 	}
 }
 
-/* Whether a packet of `bytes` passes policer `policer` (nf/qos/police.h), now: a global function
- * for dpp_upf (inlined, the policers' locals take its frame past what its deepest call chain,
- * dpp_xdp's and dpp_upf_echo_vxlan's frames, leaves of the 512 bytes of stack). */
+/* Whether a packet of `bytes` passes policer `policer` and its parent (nf/qos/police.h: a flow's
+ * MBR, then its session's AMBR), now: a global function for dpp_upf and dpp_upf_sdf (inlined, the
+ * two policers' locals would take their frames past what dpp_xdp's frame leaves of the 512 bytes
+ * of stack; called, the three frames fill them). */
 __attribute__((noinline)) int dpp_upf_police(__u32 policer, __u32 bytes)
 {
 	return police(policer, bytes, 0);
 }
 
-/* The PDR's policer (its QER's MBR of this direction, or its closed gate; none but on forwarding
- * entries) lets its packet of ue_len bytes through. `inlined`: in the caller's frame, where the
- * call's would not fit after it (dpp_upf_sdf, whose frame is larger than dpp_upf's; it calls only
- * small functions); else through dpp_upf_police. */
-static __always_inline bool upf_police(const struct dpp_upf_pdr *pdr, __u32 ue_len, bool inlined)
+/* The PDR's policer (its QER's MBR of this direction, or its closed gate, then the session's AMBR;
+ * none but on forwarding entries) lets its packet of ue_len bytes through. */
+static __always_inline bool upf_police(const struct dpp_upf_pdr *pdr, __u32 ue_len)
 {
-	if (!pdr->policer)
-		return true;
-	return inlined ? police(pdr->policer, ue_len, 0) : dpp_upf_police(pdr->policer, ue_len);
+	return !pdr->policer || dpp_upf_police(pdr->policer, ue_len);
 }
 
 /* Carry out a matched PDR on the UE packet at ue_off (of family 4 or 6, ue_len bytes). */
 static __always_inline int upf_apply(struct xdp_md *ctx, const struct dpp_upf_pdr *pdr,
-				     struct dpp_outcome *o, __u32 ue_off, __u8 family, bool uplink,
-				     bool inline_police)
+				     struct dpp_outcome *o, __u32 ue_off, __u8 family, bool uplink)
 {
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
 	__u32 ue_len;
@@ -93,7 +89,7 @@ static __always_inline int upf_apply(struct xdp_md *ctx, const struct dpp_upf_pd
 	ue_len = ip_len_at(data, end, ue_off, family);
 	/* on the UE packet's bytes as the URR counts them; before the URR: 29.244 measures usage after
 	 * QoS enforcement unless the URR's Measurement Information sets MBQE (8.2.68), not taken here */
-	if (!upf_police(pdr, ue_len, inline_police)) {
+	if (!upf_police(pdr, ue_len)) {
 		o->reason = DPP_REASON_QOS_POLICED;
 		return XDP_DROP;
 	}
@@ -328,7 +324,7 @@ static __always_inline int upf_gtpu(struct xdp_md *ctx, struct dpp_parse *p,
 		return upf_classify(p);
 	if (!pdr)
 		return upf_teid_miss(o, default_verdict);
-	return upf_apply(ctx, pdr, o, p->layers.ue_l3, p->key.family, true, false);
+	return upf_apply(ctx, pdr, o, p->layers.ue_l3, p->key.family, true);
 }
 
 /* N6: a packet, not tunnelled, to a UE address of the interface's network instance. */
@@ -344,7 +340,7 @@ static __always_inline int upf_downlink(struct xdp_md *ctx, struct dpp_parse *p,
 		return DPP_UPF_NOT_MINE;
 	if (pdr->flags & DPP_UPF_PDR_SDF)
 		return upf_classify(p);
-	return upf_apply(ctx, pdr, o, p->layers.outer_l3, p->key.family, false, false);
+	return upf_apply(ctx, pdr, o, p->layers.outer_l3, p->key.family, false);
 }
 
 /* The UPF's part of a packet on one of its interfaces (a global function: verified once). */
@@ -421,17 +417,20 @@ __attribute__((noinline)) int dpp_upf_sdf(struct xdp_md *ctx, struct dpp_flow_ke
 	__u32 zero = 0;
 	bool uplink;
 
-	cfg = bpf_map_lookup_elem(&dpp_config, &zero);
-	if (!key || !l || !o || !cfg)
+	if (!key || !l || !o)
 		return XDP_ABORTED;
 	uplink = key->flags & DPP_KEY_GTP;
 	if (arg == DPP_NONE)
 		pdr = upf_unfiltered_pdr(key);
 	else
 		pdr = bpf_map_lookup_elem(&dpp_upf_sdf_pdrs, &arg);
-	if (!pdr)
-		return fallback(cfg, o, DPP_REASON_UPF_NO_PDR);
-	return upf_apply(ctx, pdr, o, uplink ? l->ue_l3 : l->outer_l3, key->family, uplink, true);
+	if (!pdr) {
+		/* the configuration looked up here only, not kept across the PDR's: this frame,
+		 * dpp_xdp's and dpp_upf_police's fill the 512 bytes of stack */
+		cfg = bpf_map_lookup_elem(&dpp_config, &zero);
+		return cfg ? fallback(cfg, o, DPP_REASON_UPF_NO_PDR) : XDP_ABORTED;
+	}
+	return upf_apply(ctx, pdr, o, uplink ? l->ue_l3 : l->outer_l3, key->family, uplink);
 }
 
 /* The UPF stage of a classifier rule (and of an unmatched packet the UPF stage sent on): the PDR

@@ -24,6 +24,9 @@
 #define DPP_POLICE_WINDOW_SHIFT_MAX 32
 /* The most a window lets through (rate x window / 8), so that a window's count keeps 32 bits. */
 #define DPP_POLICE_WINDOW_BYTES_MAX 1073741824
+/* The policers a packet goes through from the one it names: itself and its parent (struct
+ * dpp_policer.parent); a parent's own parent is not followed (the control plane refuses it). */
+#define DPP_POLICE_DEPTH 2
 
 /* enum dpp_police_algo: how a policer enforces its rate (struct dpp_policer.algo). */
 enum dpp_police_algo {
@@ -41,7 +44,8 @@ enum dpp_police_gate {
 
 /* Value of dpp_policers, by policer id: the configuration (written by the control plane) and the
  * state the data path keeps (zero when written: a rewritten policer starts afresh). One cache
- * line: a policed packet touches this line and its counters' line. */
+ * line: a policed packet touches this line and its counters' line (and its parent's two). A parent
+ * chains policers: a flow's MBR, then its session's AMBR, which all the session's flows share. */
 struct dpp_policer {
 	__u64 rate;	   /* bit/s, DPP_POLICE_RATE_MIN..MAX */
 	__u32 burst;	   /* TOKEN_BUCKET: the bucket's size, bytes (1..DPP_POLICE_BURST_MAX) */
@@ -50,7 +54,7 @@ struct dpp_policer {
 	__u8 window_shift; /* windows: a window lasts 1 << window_shift ns, on the clock's grid */
 	__u8 reserved;
 	struct bpf_spin_lock lock; /* TOKEN_BUCKET: guards credit and last_ns */
-	__u32 reserved2;
+	__u32 parent; /* the policer a packet this one passes goes through next; 0: none */
 	__u64 credit;  /* TOKEN_BUCKET: the bucket's content in nanobits (1 byte = 8e9 nanobits) */
 	__u64 last_ns; /* TOKEN_BUCKET: the clock when credit was last brought up to date */
 	__u64 window;  /* windows: the current window's number (high 32 bits) and bytes (low 32) */
