@@ -31,6 +31,7 @@ from typing import Any, Mapping, Optional, Union
 
 from netapp.atsss import abi as atsss_abi
 from netapp.dataplane.cenum import c_enum
+from netapp.duplicate import abi as duplicate_abi
 from netapp.frer import abi as frer_abi
 from netapp.qos import rss_abi
 from netapp.qos import abi as qos_abi
@@ -109,6 +110,7 @@ CONSTANTS = {
     **qos_abi.CONSTANTS,
     **routing_abi.CONSTANTS,
     **frer_abi.CONSTANTS,
+    **duplicate_abi.CONSTANTS,
 }
 
 
@@ -121,6 +123,7 @@ class Action(enum.IntEnum):
     REDIRECT = 4
     DEFAULT = 5  # never installed: the packet got the configured default verdict
     UPF = 6  # the UPF's (netapp.upf): what its PDR said, ahead of the classifier or by a rule (SDF filters)
+    DUPLICATE = 7  # a copy out of each interface of the rule's group (netapp.duplicate)
 
 
 @c_enum("dpp_verdict", "DPP_VERDICT_", has_max=True)
@@ -393,7 +396,9 @@ ABI_STRUCTS = (
     FlowEntry,
     FlowUse,
     Trace,
-) + upf_abi.STRUCTS + rss_abi.STRUCTS + qos_abi.STRUCTS + routing_abi.STRUCTS + frer_abi.STRUCTS
+) + upf_abi.STRUCTS + rss_abi.STRUCTS + qos_abi.STRUCTS + routing_abi.STRUCTS + frer_abi.STRUCTS + (
+    duplicate_abi.STRUCTS
+)
 
 
 # --- libdpp.h ------------------------------------------------------------------------------------
@@ -585,7 +590,7 @@ MAPS: Mapping[str, MapSpec] = {
         for name, (kind, key, value, size) in rss_abi.MAPS.items()
     },
     **{name: MapSpec(PERCPU_ARRAY, c_uint32, Counter, size, table=True) for name, size in rss_abi.COUNTERS.items()},
-    **{name: _nf_map(*spec) for name, spec in (*frer_abi.MAPS.items(), *atsss_abi.MAPS.items())},
+    **{name: _nf_map(*spec) for name, spec in (*frer_abi.MAPS.items(), *atsss_abi.MAPS.items(), *duplicate_abi.MAPS.items())},
     # The ring of the proxy's DCCP-Acks: read by its consumer, never as a table.
     **{name: MapSpec(MapType[kind], None, None, atsss_abi.CONSTANTS[size])
        for name, (kind, size) in atsss_abi.RINGS.items()},

@@ -20,6 +20,7 @@ class RuleArgument(NamedTuple):
 
     index: Optional[int] = None  # None: DPP_NONE
     text: str = ""
+    copies: tuple[int, ...] = ()  # duplicate: the ifindexes of its copy group (netapp.duplicate)
 
 
 def no_argument(intent: Intent, interfaces: Mapping[str, int]) -> RuleArgument:

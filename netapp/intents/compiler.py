@@ -22,6 +22,7 @@ from netapp.forwarding.compiler import (  # noqa: F401 - CompiledAlt* re-exporte
     CompiledAltMember,
     compile_alternatives,
 )
+from netapp.duplicate.compiler import DUPLICATE
 from netapp.intents.actions import RuleAction, RuleArgument, resolve_interface
 from netapp.intents.errors import CompileError  # noqa: F401 - re-exported
 from netapp.intents.models import CpuSpec, Intent, IntentDocument, Match, Police, RedirectAction
@@ -76,6 +77,7 @@ RULE_ACTIONS: Mapping[str, RuleAction] = {
     "steer": STEER,
     "forward": FORWARD,
     "redirect": RuleAction("REDIRECT", _redirect_argument),
+    "duplicate": DUPLICATE,
 }
 ACTIONS = tuple(RULE_ACTIONS)
 # Every action a rule of the index may carry: the intents', and the UPF's, whose rules
@@ -167,6 +169,7 @@ class CompiledRule:
     arg_text: str = ""  # the argument as messages name it
     police: Optional[PolicerSpec] = None  # its own policer, before the action (an intent's police option)
     shared_police: Optional[SharedPolice] = None  # then the one it shares (its slice's MBR)
+    copies: tuple[int, ...] = ()  # duplicate: the ifindexes of its group (arg), which the data plane writes first
 
     @property
     def match_key(self) -> tuple[RuleShape, FieldValues]:
@@ -264,6 +267,7 @@ def compile_intent(
         best_effort=intent.best_effort,
         arg_text=argument.text,
         police=police_spec(getattr(intent.action, "police", None)),
+        copies=argument.copies,
     )
 
 

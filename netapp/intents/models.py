@@ -81,6 +81,7 @@ from netapp.intents.native import (  # noqa: F401
     Action,
     ActionOptions,
     DropAction,
+    DuplicateAction,
     ForwardAction,
     Intent,
     Match,

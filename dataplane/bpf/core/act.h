@@ -10,6 +10,7 @@
 #include "nf/steer/steer.h"
 #include "nf/forward/forward.h"
 #include "nf/redirect/redirect.h"
+#include "nf/duplicate/duplicate.h"
 #include "nf/upf/upf.h"
 /* police() and the policers' maps, for the stages that police (the UPF's PDRs, through their QERs,
  * nf/upf/upf.h), and a rule's own policers (DPP_RULE_POLICED), before its action. */

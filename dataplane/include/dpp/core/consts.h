@@ -56,7 +56,8 @@
 	X(FORWARD, forward)                                                                      \
 	X(REDIRECT, redirect)                                                                    \
 	X(DEFAULT, default)                                                                      \
-	X(UPF, upf)
+	X(UPF, upf)                                                                              \
+	X(DUPLICATE, duplicate)
 
 #define DPP_ACTION_ENUM(NAME, name) DPP_ACTION_##NAME,
 enum dpp_action {
