@@ -12,7 +12,9 @@ data plane cannot do it; nothing is accepted and left undone:
 | action DROP                           | drop (no dstInterface, as ETSI says)                           |
 | action PASSTHROUGH                    | pass; with a MAC dstInterface, redirect out of it              |
 | action FORWARD_DECAPSULATED           | redirect out of the interface whose MAC is srcMacAddress       |
-| FORWARD_ENCAPSULATED, DUPLICATE_*     | refused: no intent encapsulates or duplicates                  |
+| DUPLICATE_ENCAPSULATED                | duplicate out of the two MAC dstInterfaces, copies as they came |
+| DUPLICATE_DECAPSULATED                | the same, for packets without a tunnel (a tunnel filter: refused) |
+| FORWARD_ENCAPSULATED                  | refused: no intent encapsulates                                |
 | state INACTIVE                        | none installed (the rule is still checked, so it can be turned on) |
 
 The classifier holds one value per field, so a filter compiles when each of its lists holds at most
@@ -21,6 +23,12 @@ a GTP-U packet's TEID and inner headers, not its tunnel's outer addresses or por
 those members are refused. dSCP (IPv4) and tC (IPv6) match the DSCP of the innermost header, which
 is family-blind, so they need an address of their family. A redirect sends the packet as it came:
 FORWARD_DECAPSULATED is right for packets that arrive without a tunnel (the N6 side).
+
+DUPLICATE_*: MEC 011 gives two dstInterface values (a list of two; ETSI's v2.1.1 document types
+the member as one object, which is refused as one value). Each is a MAC interface named by
+srcMacAddress, as for FORWARD_DECAPSULATED; the copies leave as the packet came (the intent action
+`duplicate`: netapp.duplicate). The replication does not decapsulate, so DUPLICATE_DECAPSULATED is
+the same as DUPLICATE_ENCAPSULATED for plain packets, and a filter that names a tunnel is refused.
 
 Priority: MEC's 0 (highest) to 255 (lowest) become intent priorities MEC_PRIORITY_BASE + 255 - p,
 ordered as MEC orders them and above slices' (1001 to 1127): an application's rule on a slice's
@@ -74,9 +82,10 @@ _UNMATCHED = {
 _REFUSED_ACTIONS = {
     RuleAction.FORWARD_ENCAPSULATED.value: "the data plane's redirect does not encapsulate (GTP-U encapsulation is "
     "the UPF's, driven by PFCP FARs)",
-    RuleAction.DUPLICATE_DECAPSULATED.value: "no intent duplicates packets (FRER replicates only its own streams)",
-    RuleAction.DUPLICATE_ENCAPSULATED.value: "no intent duplicates packets (FRER replicates only its own streams)",
 }
+_DUPLICATES = (RuleAction.DUPLICATE_DECAPSULATED.value, RuleAction.DUPLICATE_ENCAPSULATED.value)
+DUPLICATE_COPIES = 2  # MEC 011: "two values shall be provided"
+_TUNNEL_MEMBERS = ("srcTunnelAddress", "tgtTunnelAddress", "srcTunnelPort", "dstTunnelPort")
 
 
 def intent_ids(app_instance_id: str, traffic_rule_id: str) -> list[str]:
@@ -264,6 +273,8 @@ def _both_directions(match: Match, rule: TrafficRule) -> list[Match]:
 def _action(rule: TrafficRule, interfaces_by_mac: Mapping[str, str]) -> dict[str, Any]:
     if rule.action in _REFUSED_ACTIONS:
         raise IntentError.at("action", f"{rule.action}: {_REFUSED_ACTIONS[rule.action]}")
+    if rule.action in _DUPLICATES:
+        return _duplicate(rule, interfaces_by_mac)
     if rule.action == RuleAction.DROP.value:
         if rule.dstInterface is not None:
             raise IntentError.at("dstInterface", "DROP takes no destination interface (MEC 011: none shall be given)")
@@ -272,6 +283,11 @@ def _action(rule: TrafficRule, interfaces_by_mac: Mapping[str, str]) -> dict[str
         if rule.action == RuleAction.PASSTHROUGH.value:
             return {"type": "pass"}
         raise IntentError.at("dstInterface", f"{rule.action} needs a destination interface")
+    if isinstance(rule.dstInterface, list):
+        if len(rule.dstInterface) != 1:
+            raise IntentError.at("dstInterface", f"{len(rule.dstInterface)} values: {rule.action} sends a packet "
+                                                 "to one (MEC 011: one value shall be provided)")
+        return {"type": "redirect", "interface": _interface(rule.dstInterface[0], interfaces_by_mac)}
     return {"type": "redirect", "interface": _interface(rule.dstInterface, interfaces_by_mac)}
 
 
@@ -310,3 +326,54 @@ def _interface_of(text: str, interfaces_by_mac: Mapping[str, str]) -> str:
 def mac_key(mac: str) -> str:
     """A MAC as `interfaces_by_mac` keys it."""
     return mac.strip().lower().replace("-", ":")
+
+
+# --- DUPLICATE_* ---------------------------------------------------------------------------------
+
+
+def _duplicate(rule: TrafficRule, interfaces_by_mac: Mapping[str, str]) -> dict[str, Any]:
+    """DUPLICATE_*: a copy out of each of the two MAC interfaces (the intent action `duplicate`)."""
+    if rule.action == RuleAction.DUPLICATE_DECAPSULATED.value:
+        _refuse_tunnel_filter(rule)
+    destinations = rule.dstInterface if isinstance(rule.dstInterface, list) else [rule.dstInterface]
+    if rule.dstInterface is None or len(destinations) != DUPLICATE_COPIES:
+        given = 0 if rule.dstInterface is None else len(destinations)
+        raise IntentError.at("dstInterface", f"{given} values: {rule.action} sends a copy out of each of "
+                                             f"{DUPLICATE_COPIES} (MEC 011: two values shall be provided, as a list)")
+    names = [_copy_interface(destination, f"dstInterface[{n}]", interfaces_by_mac)
+             for n, destination in enumerate(destinations)]
+    if names[0] == names[1]:
+        raise IntentError.at("dstInterface[1].srcMacAddress", f"{names[1]} is dstInterface[0]'s interface too: "
+                                                              "each copy leaves by its own")
+    return {"type": "duplicate", "interfaces": names}
+
+
+def _refuse_tunnel_filter(rule: TrafficRule) -> None:
+    """DUPLICATE_DECAPSULATED of tunnelled traffic would need the copies decapsulated, which the
+    replication does not do: a filter naming the tunnel is refused at that member."""
+    for n, flt in enumerate(rule.trafficFilter):
+        for member in _TUNNEL_MEMBERS:
+            if _given(getattr(flt, member)):
+                raise IntentError.at(
+                    f"trafficFilter[{n}].{member}",
+                    "DUPLICATE_DECAPSULATED of tunnelled (GTP-U) packets: the copies would leave encapsulated, the "
+                    "replication does not decapsulate; use DUPLICATE_ENCAPSULATED, or filter the packets where "
+                    "they arrive without a tunnel",
+                )
+
+
+def _copy_interface(destination: DestinationInterface, where: str, interfaces_by_mac: Mapping[str, str]) -> str:
+    """A copy's interface: a MAC interface named by srcMacAddress; IntentError at `where`."""
+    if destination.interfaceType != InterfaceType.MAC.value:
+        raise IntentError.at(f"{where}.interfaceType", f"{destination.interfaceType}: a copy leaves by one of the "
+                                                       "node's interfaces as it came; use MAC, with srcMacAddress")
+    for member in ("tunnelInfo", "dstIpAddress", "dstMacAddress"):
+        if getattr(destination, member) is not None:
+            raise IntentError.at(f"{where}.{member}", "not used by a copy: it leaves as the packet came, unrewritten")
+    if destination.srcMacAddress is None:
+        raise IntentError.at(f"{where}.srcMacAddress", "a MAC interface is named by its MAC address")
+    try:
+        return _interface_of(destination.srcMacAddress, interfaces_by_mac)
+    except IntentError as exc:
+        raise IntentError([(path.replace("dstInterface", where, 1), message)
+                           for path, message in exc.problems]) from None
