@@ -143,6 +143,13 @@ int dpp_frer_egress(struct xdp_md *ctx)
 	return frer_egress(ctx);
 }
 
+/* Each duplicating interface's devmap program: a copy is kept on its group's interfaces. */
+SEC("xdp/devmap")
+int dpp_dup_egress(struct xdp_md *ctx)
+{
+	return dup_egress(ctx);
+}
+
 /* The dispatcher's workers: the CPUMAP queues of dpp_rss_cpu_map run it on the worker CPU. */
 SEC("xdp/cpumap")
 int dpp_rss_worker(struct xdp_md *ctx)

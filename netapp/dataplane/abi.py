@@ -1,5 +1,5 @@
-"""The C ABI as ctypes mirrors: dataplane/include/dpp/*.h constants, enums and structs, libdpp.h's
-structs, and every map of the BPF object by name (`MAPS`).
+"""The C ABI as ctypes mirrors: dataplane/include/dpp/*.h constants, enums and structs, and every map of
+the BPF object by name (`MAPS`); libdpp.h's structs are netapp.dataplane.libdpp_abi's.
 
 Mirrors keep the C names (`C_NAME`, `C_PREFIX`) so tests/dataplane/test_abi.py can check every struct,
 enum and map against the BTF of the built BPF object.
@@ -12,25 +12,13 @@ from __future__ import annotations
 
 import ctypes
 import enum
-from ctypes import (
-    CFUNCTYPE,
-    POINTER,
-    Structure,
-    c_bool,
-    c_char_p,
-    c_int,
-    c_size_t,
-    c_uint8,
-    c_uint16,
-    c_uint32,
-    c_uint64,
-    c_void_p,
-)
+from ctypes import Structure, c_uint8, c_uint16, c_uint32, c_uint64
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Union
 
 from netapp.atsss import abi as atsss_abi
 from netapp.dataplane.cenum import c_enum
+from netapp.duplicate import abi as duplicate_abi
 from netapp.frer import abi as frer_abi
 from netapp.mec import tunnel_abi
 from netapp.qos import rss_abi
@@ -111,6 +99,7 @@ CONSTANTS = {
     **routing_abi.CONSTANTS,
     **tunnel_abi.CONSTANTS,
     **frer_abi.CONSTANTS,
+    **duplicate_abi.CONSTANTS,
 }
 
 
@@ -124,6 +113,7 @@ class Action(enum.IntEnum):
     DEFAULT = 5  # never installed: the packet got the configured default verdict
     UPF = 6  # the UPF's (netapp.upf): what its PDR said, ahead of the classifier or by a rule (SDF filters)
     TUNNEL = 7  # a rule's decapsulation or re-tunnelling, then a port or the router (netapp.mec.tunnels)
+    DUPLICATE = 8  # a copy out of each interface of the rule's group (netapp.duplicate)
 
 
 @c_enum("dpp_verdict", "DPP_VERDICT_", has_max=True)
@@ -400,67 +390,12 @@ ABI_STRUCTS = (
     FlowEntry,
     FlowUse,
     Trace,
-) + upf_abi.STRUCTS + rss_abi.STRUCTS + qos_abi.STRUCTS + routing_abi.STRUCTS + frer_abi.STRUCTS
+) + upf_abi.STRUCTS + rss_abi.STRUCTS + qos_abi.STRUCTS + routing_abi.STRUCTS + frer_abi.STRUCTS + (
+    duplicate_abi.STRUCTS
+)
 
 
-# --- libdpp.h ------------------------------------------------------------------------------------
-
-
-class MapSize(Structure):
-    C_NAME = "dpp_map_size"
-    _fields_ = [("name", c_char_p), ("max_entries", c_uint32)]
-
-
-PERCPU_BYTES_MAX = 4 << 30  # DPP_PERCPU_BYTES_MAX: the most one per-CPU map may take over all CPUs
-
-
-class OpenOpts(Structure):
-    C_NAME = "dpp_open_opts"
-    _fields_ = [
-        ("sz", c_size_t),
-        ("instance", c_char_p),
-        ("max_rules", c_uint32),
-        ("max_flows", c_uint32),
-        ("flow_cache", c_bool),
-        ("trace", c_bool),
-        ("default_verdict", c_uint32),
-        ("meter_window_ns", c_uint64),
-        ("map_sizes", POINTER(MapSize)),
-        ("nr_map_sizes", c_uint32),
-    ]
-
-
-class UpgradeOpts(Structure):
-    C_NAME = "dpp_upgrade_opts"
-    _fields_ = [("sz", c_size_t), ("flow_cache", c_bool), ("trace", c_bool)]
-
-
-class TestResult(Structure):
-    C_NAME = "dpp_test_result"
-    __test__ = False  # not a pytest test class
-    _fields_ = [("verdict", c_uint32), ("duration_ns", c_uint32), ("trace", Trace)]
-
-
-TABLE_TOKEN_MAX = 512  # DPP_TABLE_TOKEN_MAX
-
-
-class TableCursor(Structure):
-    """Where a dpp_table_dump stands: zeroed before the first call, then libdpp's own."""
-
-    C_NAME = "dpp_table_cursor"
-    _fields_ = [("state", c_uint32), ("reserved", c_uint32), ("token", c_uint8 * TABLE_TOKEN_MAX)]
-
-
-class ProgDesc(Structure):
-    C_NAME = "dpp_prog_desc"
-    _fields_ = [("name", c_uint8 * 64), ("id", c_uint32), ("kind", c_uint32), ("slot", c_int), ("fd", c_int)]
-
-
-LIBDPP_STRUCTS = (MapSize, OpenOpts, UpgradeOpts, TestResult, TableCursor, ProgDesc)
-
-# libdpp.h's callbacks: dpp_log_fn, dpp_rule_cb.
-LOG_FN = CFUNCTYPE(None, c_int, c_char_p, c_void_p)
-RULE_CB = CFUNCTYPE(c_int, POINTER(FlowKey), POINTER(Rule), c_void_p)
+PERCPU_BYTES_MAX = 4 << 30  # libdpp.h's DPP_PERCPU_BYTES_MAX: the most one per-CPU map may take over all CPUs
 
 
 # --- kernel types the maps hold (linux/bpf.h) ----------------------------------------------------
@@ -597,7 +532,7 @@ MAPS: Mapping[str, MapSpec] = {
     },
     **{name: MapSpec(PERCPU_ARRAY, c_uint32, Counter, size, table=True) for name, size in rss_abi.COUNTERS.items()},
     **{name: _nf_map(*spec, inner=atsss_abi.INNER_MAPS.get(name))
-       for name, spec in (*frer_abi.MAPS.items(), *atsss_abi.MAPS.items())},
+       for name, spec in (*frer_abi.MAPS.items(), *atsss_abi.MAPS.items(), *duplicate_abi.MAPS.items())},
     # The ring of the proxy's DCCP-Acks: read by its consumer, never as a table.
     **{name: MapSpec(MapType[kind], None, None, atsss_abi.CONSTANTS[size])
        for name, (kind, size) in atsss_abi.RINGS.items()},

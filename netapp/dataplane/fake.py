@@ -131,6 +131,11 @@ class FakeDpp:
     def reused(self) -> bool:
         return self._reused
 
+    def program_fd(self, name: str) -> int:
+        """No program runs here: a DEVMAP entry written with this fd holds none."""
+        self.calls.append(("program_fd", name))
+        return 0
+
     def attach(self, ifindex: int, mode: XdpMode) -> None:
         self.calls.append(("attach", ifindex, mode))
         if ifindex in self.links:

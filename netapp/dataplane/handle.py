@@ -12,10 +12,8 @@ import numpy
 
 from netapp.dataplane.abi import (
     Prog,
-    ProgDesc,
     ACTION_MAX,
     MAPS,
-    MapSize,
     MAX_CPUS,
     REASON_MAX,
     VERDICT_MAX,
@@ -23,18 +21,14 @@ from netapp.dataplane.abi import (
     Counter,
     Cpu,
     FlowKey,
-    RULE_CB,
-    OpenOpts,
     Rule,
     Shape,
     ShapeSet,
-    TableCursor,
-    TestResult,
-    UpgradeOpts,
     Verdict,
     XdpMode,
 )
 from netapp.dataplane.errors import DataplaneError, check, check_batch
+from netapp.dataplane.libdpp_abi import RULE_CB, MapSize, OpenOpts, ProgDesc, TableCursor, TestResult, UpgradeOpts
 
 if TYPE_CHECKING:
     from netapp.dataplane.binding import Libdpp

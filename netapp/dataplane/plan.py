@@ -66,7 +66,7 @@ class RulePlanner:
         desired: dict[bytes, InstalledRule] = {}
         for rule in ruleset.rules:
             key, value = rule_to_c(rule, intent_slots[rule.intent_id])
-            entry = InstalledRule(key, value, rule.intent_id, (rule.police, rule.shared_police))
+            entry = InstalledRule(key, value, rule.intent_id, (rule.police, rule.shared_police), rule.copies)
             desired[entry.key_bytes] = entry
         upserts = [
             entry
@@ -141,7 +141,7 @@ class RulePlanner:
                     slot = self._slots.allocate()
                     new_slots.append(slot)
                 placed.append(InstalledRule(key, rule_value(rule, slot), rule.intent_id,
-                                            (rule.police, rule.shared_police)))
+                                            (rule.police, rule.shared_police), rule.copies))
         except (DataplaneError, ValueError):
             self._release(new_slots + restored)
             raise

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Mapping, Optional, Sequence
 
-from netapp.dataplane.binding import DataplaneError, RuleFlag, struct_bytes
+from netapp.dataplane.binding import Action, DataplaneError, RuleFlag, struct_bytes
 from netapp.dataplane.plan import Plan, RulePlanner
 from netapp.dataplane.slots import InstalledRule, SlotAllocator, contiguous_runs
 from netapp.intents.compiler import CompiledRuleset, Conflict
@@ -20,6 +20,7 @@ from netapp.intents.index import RuleDelta
 if TYPE_CHECKING:
     from netapp.dataplane.facade import Adapter
     from netapp.dataplane.tables import Table
+    from netapp.duplicate.groups import CopyGroups
     from netapp.qos.rules import RulePolicers
 
 
@@ -41,6 +42,7 @@ class RuleWriter(RulePlanner):
     _counter_epoch: int
     _slot_epochs: dict[int, int]
     _rule_policers: Optional[RulePolicers] = None
+    _copy_groups: Optional[CopyGroups] = None
 
     def table(self, name: str) -> Table: ...
 
@@ -52,6 +54,17 @@ class RuleWriter(RulePlanner):
 
             self._rule_policers = RulePolicers(self.table)
         return self._rule_policers
+
+    @property
+    def copy_groups(self) -> CopyGroups:
+        """The copy groups of the DUPLICATE rules (netapp.duplicate.groups), opened at first use."""
+        if self._copy_groups is None:
+            from netapp.duplicate.groups import CopyGroups  # it imports the data plane's tables
+
+            self._copy_groups = CopyGroups(self.table, self.program_fd)
+        return self._copy_groups
+
+    def program_fd(self, name: str) -> int: ...
 
     def adopt_installed_rules(self) -> None:
         """Take over the rules of a reused (pinned) instance; the next apply() reconciles them.
@@ -119,8 +132,11 @@ class RuleWriter(RulePlanner):
         return ApplyReport(len(plan.upserts), len(plan.deletes), len(plan.shapes), plan.writes)
 
     def _execute(self, plan: Plan) -> None:
+        duplicates = self._touches_duplicates(plan)
         try:
             self._clear_counters(plan.new_slots)
+            if duplicates:
+                self._groups_before(plan)
         except DataplaneError as exc:
             self._release(plan.new_slots + plan.restored_slots)
             exc.rolled_back = True  # type: ignore[attr-defined]
@@ -143,6 +159,27 @@ class RuleWriter(RulePlanner):
         if plan.desired is None and self._rule_policers is not None:
             self._rule_policers.leave(plan.leaving)
             self._rule_policers.settle()
+        if duplicates:
+            self.copy_groups.settle(
+                entry.rule.arg for entry in self._installed.values() if entry.rule.action == Action.DUPLICATE
+            )
+
+    def _touches_duplicates(self, plan: Plan) -> bool:
+        """Whether the plan writes, replaces or deletes a DUPLICATE rule (a full plan always may: it
+        settles the groups a restart found). Only then are the groups placed and settled, which
+        reads every installed rule."""
+        if plan.desired is not None:
+            return True
+        changed = [*plan.upserts, *plan.deletes, *plan.placed]
+        changed += [self._installed[entry.key_bytes] for entry in plan.upserts if entry.key_bytes in self._installed]
+        return any(entry.rule.action == Action.DUPLICATE for entry in changed)
+
+    def _groups_before(self, plan: Plan) -> None:
+        """The copy groups the plan's DUPLICATE rules name, in the maps before the rules."""
+        entries = plan.desired.values() if plan.desired is not None else plan.placed
+        self.copy_groups.place(
+            {entry.rule.arg: entry.copies for entry in entries if entry.rule.action == Action.DUPLICATE}
+        )
 
     def _police_before(self, plan: Plan) -> None:
         """The policers the rules name, and their slots' ids, before the rules (netapp.qos.rules): a

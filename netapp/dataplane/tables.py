@@ -15,7 +15,8 @@ import enum
 from ctypes import Structure, c_uint8
 from typing import Any, Iterable, Iterator, Mapping, Optional, Protocol, Sequence, Union
 
-from netapp.dataplane.abi import MAPS, MapSpec, TableCursor
+from netapp.dataplane.abi import MAPS, MapSpec
+from netapp.dataplane.libdpp_abi import TableCursor
 from netapp.dataplane.handle import possible_cpus
 
 

@@ -22,6 +22,7 @@ from netapp.forwarding.compiler import (  # noqa: F401 - CompiledAlt* re-exporte
     CompiledAltMember,
     compile_alternatives,
 )
+from netapp.duplicate.compiler import DUPLICATE
 from netapp.intents.actions import RuleAction, RuleArgument, resolve_interface
 from netapp.intents.errors import CompileError  # noqa: F401 - re-exported
 from netapp.intents.models import CpuSpec, Intent, IntentDocument, Match, Police, RedirectAction
@@ -78,6 +79,7 @@ RULE_ACTIONS: Mapping[str, RuleAction] = {
     "forward": FORWARD,
     "redirect": RuleAction("REDIRECT", _redirect_argument),
     "tunnel": TUNNEL,
+    "duplicate": DUPLICATE,
 }
 ACTIONS = tuple(RULE_ACTIONS)
 # Every action a rule of the index may carry: the intents', and the UPF's, whose rules
@@ -170,6 +172,7 @@ class CompiledRule:
     police: Optional[PolicerSpec] = None  # its own policer, before the action (an intent's police option)
     shared_police: Optional[SharedPolice] = None  # then the one it shares (its slice's MBR)
     arg_entry: Any = None  # the table entry arg names, written with the rule (tunnel: netapp.mec.tunnels)
+    copies: tuple[int, ...] = ()  # duplicate: the ifindexes of its group (arg), which the data plane writes first
 
     @property
     def match_key(self) -> tuple[RuleShape, FieldValues]:
@@ -269,6 +272,7 @@ def compile_intent(
         arg_text=argument.text,
         police=police_spec(getattr(intent.action, "police", None)),
         arg_entry=argument.entry,
+        copies=argument.copies,
     )
 
 

@@ -82,6 +82,7 @@ from netapp.intents.native import (  # noqa: F401
     Action,
     ActionOptions,
     DropAction,
+    DuplicateAction,
     ForwardAction,
     GtpuTunnel,
     Intent,

@@ -38,6 +38,7 @@ from netapp.intents.fields import (
     Vlan,
     protocol_number,
 )
+from netapp.duplicate.abi import MAX_COPIES
 from netapp.frer.protect import Protect
 from netapp.qos.abi import BURST_MAX, RATE_MAX, RATE_MIN
 
@@ -241,8 +242,28 @@ class TunnelAction(ActionOptions):
         return self
 
 
+class DuplicateAction(ActionOptions):
+    """Send a copy of the packet out of each of several interfaces, as it came (a DEVMAP broadcast,
+    FRER's replication: netapp.duplicate)."""
+
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["duplicate"]
+    interfaces: list[InterfaceName] = Field(
+        min_length=2, max_length=MAX_COPIES,
+        description=f"the interfaces a copy leaves by, each at most once (2 to {MAX_COPIES}; one: use redirect)",
+    )
+
+    @model_validator(mode="after")
+    def _each_once(self) -> "DuplicateAction":
+        for n, name in enumerate(self.interfaces):
+            if name in self.interfaces[:n]:
+                raise FieldError(f"interfaces[{n}]", f"{name!r} is already interfaces[{self.interfaces.index(name)}]: "
+                                                     "each interface gets one copy")
+        return self
+
+
 Action = Annotated[
-    Union[PassAction, DropAction, SteerAction, ForwardAction, RedirectAction, TunnelAction],
+    Union[PassAction, DropAction, SteerAction, ForwardAction, RedirectAction, TunnelAction, DuplicateAction],
     Field(discriminator="type"),
 ]
 

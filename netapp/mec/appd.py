@@ -11,7 +11,7 @@ spelling is read and MEC 011's written:
 |-----------------------------------------|----------------------------------------------|
 | action FORWARD_AS_IS, DUPLICATE_AS_IS   | FORWARD_ENCAPSULATED, DUPLICATE_ENCAPSULATED |
 | action DUPLICATED_DECAPSULATED          | DUPLICATE_DECAPSULATED                       |
-| dstInterface: a list of 0 to 2          | one dstInterface (the second is a duplicate's) |
+| dstInterface: a list of 0 to 2          | one dstInterface; a DUPLICATE_*'s two as a list |
 | dstIPAddress, dstMACAddress, srcMACAddress | dstIpAddress, dstMacAddress, srcMacAddress |
 | tunnelType GTP-U, filter member tag     | GTP_U, token                                 |
 | (no state)                              | state ACTIVE                                 |
@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from typing import Any, Callable, Literal, Mapping, Optional, TypeVar
+from typing import Any, Callable, Literal, Mapping, Optional, TypeVar, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -208,14 +208,21 @@ def _traffic_filter(flt: AppdTrafficFilter) -> TrafficFilter:
     return TrafficFilter(**members, token=flt.tag)
 
 
-def _destination(rule: TrafficRuleDescriptor, where: str) -> Optional[DestinationInterface]:
-    """MEC 011's one dstInterface: a DUPLICATE_* action's second interface is its copy's, which no
-    intent makes (the compiler refuses the action, naming it)."""
+def _destination(
+    rule: TrafficRuleDescriptor, where: str
+) -> Optional[Union[DestinationInterface, list[DestinationInterface]]]:
+    """MEC 011's dstInterface: one, or a DUPLICATE_* action's list (its copies' interfaces)."""
     if not rule.dstInterface:
         return None
-    if len(rule.dstInterface) > 1 and not rule.action.startswith("DUPLICATE"):
+    if rule.action.startswith("DUPLICATE"):
+        return [_interface(given) for given in rule.dstInterface]
+    if len(rule.dstInterface) > 1:
         raise refused(f"{where}.dstInterface", f"{len(rule.dstInterface)} interfaces: {rule.action} sends a packet to one")
-    given = rule.dstInterface[0]
+    return _interface(rule.dstInterface[0])
+
+
+def _interface(given: InterfaceDescriptor) -> DestinationInterface:
+    """An AppD's interface in MEC 011's spelling."""
     tunnel = None
     if given.tunnelInfo is not None:
         tunnel = TunnelInfo(tunnelType=_TUNNELS[given.tunnelInfo.tunnelType],

@@ -1,6 +1,6 @@
 """MEC 011 traffic rules as intents (pure): a rule's filter becomes a classifier match, its action
-pass, drop, a redirect out of one of the node's interfaces, or a tunnel action (decapsulated, moved
-into a GTP-U tunnel, sent towards an address).
+pass, drop, a redirect out of one of the node's interfaces, a tunnel action (decapsulated, moved
+into a GTP-U tunnel, sent towards an address) or a duplicate out of two.
 
 A rule compiles to the intents that do exactly what it asks, or is refused (IntentError) naming the
 ETSI field (`trafficFilter[0].srcTunnelAddress`, `action`, `dstInterface.interfaceType`) and why the
@@ -19,7 +19,8 @@ data plane cannot do it; nothing is accepted and left undone:
 | FORWARD_ENCAPSULATED, IP              | tunnel: as the packet came, towards dstIpAddress (next hop: the FIB) |
 | FORWARD_ENCAPSULATED, TUNNEL GTP_U    | tunnel: moved into GTP-U to tunnelDstAddress (next hop: the FIB) |
 | FORWARD_ENCAPSULATED, TUNNEL GRE      | refused at dstInterface.tunnelInfo.tunnelType                  |
-| DUPLICATE_*                           | refused: no intent duplicates                                  |
+| DUPLICATE_ENCAPSULATED                | duplicate out of the two MAC dstInterfaces, copies as they came |
+| DUPLICATE_DECAPSULATED                | the same, for packets without a tunnel (a tunnel filter: refused) |
 | state INACTIVE                        | none installed (the rule is still checked, so it can be turned on) |
 
 Decapsulated (FORWARD_DECAPSULATED): a GTP-U packet loses every header up to and including GTP-U and its
@@ -38,6 +39,12 @@ one value (an address or prefix, a port, a protocol), and a rule has exactly one
 a GTP-U packet's TEID and inner headers, not its tunnel's outer addresses or ports, nor a 4G QCI:
 those members are refused. dSCP (IPv4) and tC (IPv6) match the DSCP of the innermost header, which
 is family-blind, so they need an address of their family.
+
+DUPLICATE_*: MEC 011 gives two dstInterface values (a list of two; ETSI's v2.1.1 document types
+the member as one object, which is refused as one value). Each is a MAC interface named by
+srcMacAddress, as for FORWARD_DECAPSULATED; the copies leave as the packet came (the intent action
+`duplicate`: netapp.duplicate). The replication does not decapsulate, so DUPLICATE_DECAPSULATED is
+the same as DUPLICATE_ENCAPSULATED for plain packets, and a filter that names a tunnel is refused.
 
 Priority: MEC's 0 (highest) to 255 (lowest) become intent priorities MEC_PRIORITY_BASE + 255 - p,
 ordered as MEC orders them and above slices' (1001 to 1127): an application's rule on a slice's
@@ -89,10 +96,9 @@ _UNMATCHED = {
     "dstTunnelPort": "the classifier matches a GTP-U packet's TEID and inner headers, not its tunnel's ports",
     "qCI": "QCI is a 4G bearer class the packets do not carry; the classifier matches the 5G QFI",
 }
-_REFUSED_ACTIONS = {
-    RuleAction.DUPLICATE_DECAPSULATED.value: "no intent duplicates packets (FRER replicates only its own streams)",
-    RuleAction.DUPLICATE_ENCAPSULATED.value: "no intent duplicates packets (FRER replicates only its own streams)",
-}
+_DUPLICATES = (RuleAction.DUPLICATE_DECAPSULATED.value, RuleAction.DUPLICATE_ENCAPSULATED.value)
+DUPLICATE_COPIES = 2  # MEC 011: "two values shall be provided"
+_TUNNEL_MEMBERS = ("srcTunnelAddress", "tgtTunnelAddress", "srcTunnelPort", "dstTunnelPort")
 
 
 def intent_ids(app_instance_id: str, traffic_rule_id: str) -> list[str]:
@@ -278,8 +284,8 @@ def _both_directions(match: Match, rule: TrafficRule) -> list[Match]:
 
 
 def _action(rule: TrafficRule, interfaces_by_mac: Mapping[str, str]) -> dict[str, Any]:
-    if rule.action in _REFUSED_ACTIONS:
-        raise IntentError.at("action", f"{rule.action}: {_REFUSED_ACTIONS[rule.action]}")
+    if rule.action in _DUPLICATES:
+        return _duplicate(rule, interfaces_by_mac)
     if rule.action == RuleAction.DROP.value:
         if rule.dstInterface is not None:
             raise IntentError.at("dstInterface", "DROP takes no destination interface (MEC 011: none shall be given)")
@@ -288,7 +294,17 @@ def _action(rule: TrafficRule, interfaces_by_mac: Mapping[str, str]) -> dict[str
         if rule.action == RuleAction.PASSTHROUGH.value:
             return {"type": "pass"}
         raise IntentError.at("dstInterface", f"{rule.action} needs a destination interface")
-    return _forward(rule, rule.dstInterface, interfaces_by_mac)
+    return _forward(rule, _one_destination(rule), interfaces_by_mac)
+
+
+def _one_destination(rule: TrafficRule) -> DestinationInterface:
+    """FORWARD_* and PASSTHROUGH's one dstInterface, given as the object or as a list of one."""
+    if not isinstance(rule.dstInterface, list):
+        return rule.dstInterface
+    if len(rule.dstInterface) != 1:
+        raise IntentError.at("dstInterface", f"{len(rule.dstInterface)} values: {rule.action} sends a packet "
+                                             "to one (MEC 011: one value shall be provided)")
+    return rule.dstInterface[0]
 
 
 def _forward(rule: TrafficRule, destination: DestinationInterface, interfaces_by_mac: Mapping[str, str]) -> dict[str, Any]:
@@ -385,3 +401,54 @@ def _interface_of(text: str, interfaces_by_mac: Mapping[str, str]) -> str:
 def mac_key(mac: str) -> str:
     """A MAC as `interfaces_by_mac` keys it."""
     return mac.strip().lower().replace("-", ":")
+
+
+# --- DUPLICATE_* ---------------------------------------------------------------------------------
+
+
+def _duplicate(rule: TrafficRule, interfaces_by_mac: Mapping[str, str]) -> dict[str, Any]:
+    """DUPLICATE_*: a copy out of each of the two MAC interfaces (the intent action `duplicate`)."""
+    if rule.action == RuleAction.DUPLICATE_DECAPSULATED.value:
+        _refuse_tunnel_filter(rule)
+    destinations = rule.dstInterface if isinstance(rule.dstInterface, list) else [rule.dstInterface]
+    if rule.dstInterface is None or len(destinations) != DUPLICATE_COPIES:
+        given = 0 if rule.dstInterface is None else len(destinations)
+        raise IntentError.at("dstInterface", f"{given} values: {rule.action} sends a copy out of each of "
+                                             f"{DUPLICATE_COPIES} (MEC 011: two values shall be provided, as a list)")
+    names = [_copy_interface(destination, f"dstInterface[{n}]", interfaces_by_mac)
+             for n, destination in enumerate(destinations)]
+    if names[0] == names[1]:
+        raise IntentError.at("dstInterface[1].srcMacAddress", f"{names[1]} is dstInterface[0]'s interface too: "
+                                                              "each copy leaves by its own")
+    return {"type": "duplicate", "interfaces": names}
+
+
+def _refuse_tunnel_filter(rule: TrafficRule) -> None:
+    """DUPLICATE_DECAPSULATED of tunnelled traffic would need the copies decapsulated, which the
+    replication does not do: a filter naming the tunnel is refused at that member."""
+    for n, flt in enumerate(rule.trafficFilter):
+        for member in _TUNNEL_MEMBERS:
+            if _given(getattr(flt, member)):
+                raise IntentError.at(
+                    f"trafficFilter[{n}].{member}",
+                    "DUPLICATE_DECAPSULATED of tunnelled (GTP-U) packets: the copies would leave encapsulated, the "
+                    "replication does not decapsulate; use DUPLICATE_ENCAPSULATED, or filter the packets where "
+                    "they arrive without a tunnel",
+                )
+
+
+def _copy_interface(destination: DestinationInterface, where: str, interfaces_by_mac: Mapping[str, str]) -> str:
+    """A copy's interface: a MAC interface named by srcMacAddress; IntentError at `where`."""
+    if destination.interfaceType != InterfaceType.MAC.value:
+        raise IntentError.at(f"{where}.interfaceType", f"{destination.interfaceType}: a copy leaves by one of the "
+                                                       "node's interfaces as it came; use MAC, with srcMacAddress")
+    for member in ("tunnelInfo", "dstIpAddress", "dstMacAddress"):
+        if getattr(destination, member) is not None:
+            raise IntentError.at(f"{where}.{member}", "not used by a copy: it leaves as the packet came, unrewritten")
+    if destination.srcMacAddress is None:
+        raise IntentError.at(f"{where}.srcMacAddress", "a MAC interface is named by its MAC address")
+    try:
+        return _interface_of(destination.srcMacAddress, interfaces_by_mac)
+    except IntentError as exc:
+        raise IntentError([(path.replace("dstInterface", where, 1), message)
+                           for path, message in exc.problems]) from None

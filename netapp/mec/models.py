@@ -12,7 +12,7 @@ from __future__ import annotations
 import ipaddress
 from datetime import datetime
 from enum import Enum
-from typing import Annotated, Literal, Optional
+from typing import Annotated, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
@@ -119,7 +119,9 @@ class TrafficRule(_Etsi):
     priority: Int32 = Field(description="0 (highest) to 255 (lowest), MEC 011 clause 7.1.2.2")
     trafficFilter: list[TrafficFilter]
     action: RuleAction
-    dstInterface: Optional[DestinationInterface] = None
+    dstInterface: Optional[Union[DestinationInterface, list[DestinationInterface]]] = Field(
+        None, description="one (ETSI's v2.1.1 document), or a list: two values for DUPLICATE_*"
+    )
     state: RuleState
 
 

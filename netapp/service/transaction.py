@@ -29,6 +29,7 @@ from typing import Any, Callable, ContextManager, Generic, Optional, Protocol, T
 
 from netapp.dataplane.binding import DataplaneError
 from netapp.dataplane.facade import Dataplane
+from netapp.duplicate.groups import OP as DUPLICATE_GROUPS
 from netapp.intents.compiler import CompiledRule, redirect_ports, rule_tunnels
 from netapp.intents.errors import IntentError
 from netapp.intents.index import IndexChange, RuleDelta
@@ -243,7 +244,7 @@ class RuleChange:
                 self._undo(slots, exc)
             if exc.errno == errno.ENOSPC:
                 raise DataplaneFull(
-                    f"the data plane has no room for the change: {exc.message} (setting max_rules); "
+                    f"the data plane has no room for the change: {exc.message} ({_room_hint(exc)}); "
                     "nothing was changed"
                 ) from exc
             raise DataplaneUnavailable(f"the data plane refused the change: {exc}") from exc
@@ -277,6 +278,11 @@ class RuleChange:
             self._dataplane.apply_changes(self.index_change.inverse(), restore_slots=slots)
         except (DataplaneError, ValueError) as exc:
             self._on_stale(f"undoing a failed change ({cause}) failed: {exc}")
+
+
+def _room_hint(exc: DataplaneError) -> str:
+    """What makes room: fewer copy groups for DUPLICATE's (netapp.duplicate.groups), else more rules."""
+    return exc.hint if exc.op == DUPLICATE_GROUPS else "setting max_rules"
 
 
 class SiteChange:

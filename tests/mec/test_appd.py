@@ -89,6 +89,19 @@ def test_etsi_spellings_become_mec_011s(etsi_validator):
     assert made.dstInterface.tunnelInfo.tunnelType == "GTP_U"
 
 
+def test_a_duplicates_two_interfaces_are_both_kept(etsi_validator):
+    rule = {"trafficRuleId": "copy", "filterType": "PACKET", "priority": 1, "action": "DUPLICATE_AS_IS",
+            "trafficFilter": [{"dstAddress": ["198.51.100.7"]}],
+            "dstInterface": [{"interfaceType": "MAC", "srcMACAddress": "02:00:00:00:00:01"},
+                             {"interfaceType": "MAC", "srcMACAddress": "02:00:00:00:00:02"}]}
+    appd = etsi_valid(etsi_validator, appd_document(appTrafficRule=[rule]))
+
+    [made] = onboarded(appd, "cache").trafficRules
+
+    assert made.action == "DUPLICATE_ENCAPSULATED"
+    assert [one.srcMacAddress for one in made.dstInterface] == ["02:00:00:00:00:01", "02:00:00:00:00:02"]
+
+
 @pytest.mark.parametrize(("rule_change", "field"), [
     ({"trafficFilter": [{"protocol": ["UDP"], "dstPort": ["2152"]}]}, "appTrafficRule[1].trafficFilter[0].dstAddress"),
     ({"trafficRuleId": "drop-5000"}, "appTrafficRule[1].trafficRuleId"),

@@ -13,7 +13,9 @@ from tests.utils.mec import rule_model as rule
 
 APP = "app-1"
 MAC, IFACE = "02:00:00:00:00:0a", "eth-app"
-INTERFACES = {MAC: IFACE}
+MAC2, IFACE2 = "02:00:00:00:00:0b", "eth-copy"
+INTERFACES = {MAC: IFACE, MAC2: IFACE2}
+COPIES = [{"interfaceType": "MAC", "srcMacAddress": "02-00-00-00-00-0A"}, {"interfaceType": "MAC", "srcMacAddress": MAC2}]
 
 
 def refusal(value: TrafficRule) -> tuple[str, str]:
@@ -28,6 +30,14 @@ def test_a_packet_rule_is_one_intent_with_the_filter_as_its_match():
     assert str(intent.match.dst) == "192.0.2.0/24"
     assert (intent.match.protocol, intent.match.dst_port) == ("udp", 5000)
     assert intent.action.type == "drop"
+
+
+@pytest.mark.parametrize("action", ["DUPLICATE_ENCAPSULATED", "DUPLICATE_DECAPSULATED"])
+def test_a_duplicate_sends_a_copy_out_of_each_of_its_two_mac_interfaces(action):
+    # DECAPSULATED of a packet without a tunnel is ENCAPSULATED: the copies leave as they came.
+    (intent,) = rule_intents(APP, rule(action=action, dstInterface=COPIES), INTERFACES)
+    assert (intent.action.type, intent.action.interfaces) == ("duplicate", [IFACE, IFACE2])
+    assert str(intent.match.dst) == "192.0.2.0/24"
 
 
 def test_priorities_keep_mec_order_zero_highest():
@@ -89,7 +99,7 @@ def test_a_symmetric_flow_rule_is_one_intent():
 def test_an_inactive_rule_installs_nothing_but_is_still_checked():
     assert installed_intents(APP, rule(state="INACTIVE"), INTERFACES) == []
     with pytest.raises(IntentError):
-        installed_intents(APP, rule(state="INACTIVE", action="DUPLICATE_DECAPSULATED"), INTERFACES)
+        installed_intents(APP, rule(state="INACTIVE", trafficFilter=[{"qCI": 9}]), INTERFACES)
 
 
 def test_dscp_with_an_ipv4_address_and_tc_with_an_ipv6_one():
@@ -101,7 +111,6 @@ def test_dscp_with_an_ipv4_address_and_tc_with_an_ipv6_one():
 @pytest.mark.parametrize(
     ("fields", "field", "why"),
     [
-        ({"action": "DUPLICATE_ENCAPSULATED"}, "action", "duplicates"),
         ({"action": "FORWARD_ENCAPSULATED", "dstInterface": {"interfaceType": "TUNNEL"}},
          "dstInterface.tunnelInfo", "needs its tunnelInfo"),
         ({"action": "FORWARD_ENCAPSULATED", "dstInterface": gtpu_out()},
@@ -126,6 +135,23 @@ def test_dscp_with_an_ipv4_address_and_tc_with_an_ipv6_one():
         ({"action": "FORWARD_DECAPSULATED", "dstInterface": {**IP_OUT, "srcMacAddress": MAC}},
          "dstInterface.srcMacAddress", "not used by an IP interface"),
         ({"action": "PASSTHROUGH", "dstInterface": IP_OUT}, "dstInterface.interfaceType", "use MAC"),
+        ({"action": "DUPLICATE_ENCAPSULATED"}, "dstInterface", "0 values"),
+        ({"action": "DUPLICATE_ENCAPSULATED", "dstInterface": COPIES[0]}, "dstInterface", "two values"),
+        ({"action": "DUPLICATE_ENCAPSULATED", "dstInterface": [COPIES[0], {"interfaceType": "IP",
+                                                                           "dstIpAddress": "20.1.1.1"}]},
+         "dstInterface[1].interfaceType", "use MAC"),
+        ({"action": "DUPLICATE_ENCAPSULATED", "dstInterface": [COPIES[0], COPIES[0] | {"dstMacAddress": MAC2}]},
+         "dstInterface[1].dstMacAddress", "unrewritten"),
+        ({"action": "DUPLICATE_ENCAPSULATED", "dstInterface": [COPIES[0], {"interfaceType": "MAC",
+                                                                           "srcMacAddress": MAC}]},
+         "dstInterface[1].srcMacAddress", "its own"),
+        ({"action": "DUPLICATE_ENCAPSULATED", "dstInterface": [COPIES[0], {"interfaceType": "MAC",
+                                                                           "srcMacAddress": "02:00:00:00:00:ff"}]},
+         "dstInterface[1].srcMacAddress", "not the MAC of an interface"),
+        ({"action": "DUPLICATE_DECAPSULATED", "dstInterface": COPIES,
+          "trafficFilter": [{"srcTunnelAddress": ["198.51.100.1"]}]}, "trafficFilter[0].srcTunnelAddress",
+         "does not decapsulate"),
+        ({"action": "FORWARD_DECAPSULATED", "dstInterface": COPIES}, "dstInterface", "one value"),
         ({"action": "FORWARD_DECAPSULATED", "dstInterface": {"interfaceType": "MAC",
                                                              "srcMacAddress": "02:00:00:00:00:ff"}},
          "dstInterface.srcMacAddress", "known: 02:00:00:00:00:0a (eth-app)"),

@@ -14,6 +14,7 @@ Needs root and libdpp (tests/utils/kernel.py: skipped outside CI, a failure unde
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,32 +64,45 @@ class Node:
         return scenario.frame(self.site, flow)
 
 
-@pytest.fixture
-def node(tmp_path: Path) -> Iterator[Node]:
+@contextlib.contextmanager
+def serving_node(tmp_path: Path, tenants: dict[str, TenantSpec], rules: list[dict],
+                 receivers: tuple[str, ...] = ("alt",)) -> Iterator[Node]:
+    """An edge site whose node runs the service, with `tenants`, and APP of tenant-a holding `rules`,
+    as declared by the administrator; `receivers`: the hosts whose end of their link with the node
+    receives what the node redirects to it."""
     require_kernel()
     tokens = tmp_path / "tokens.yaml"
     write_tokens_file(tokens, tokens_file_for(CALLERS))
     with EdgeSite() as site, pinned_instance("mece2e", site.ns("node")) as instance:
         # Frames redirected into a veth are only received when its peer runs XDP.
-        netns.attach_xdp_object(site.ns("alt"), site.alt0.ifname, str(build_artifact("xdp_pass.bpf.o")))
+        for host in receivers:
+            port = {"alt": site.alt0, "core": site.core0}[host]
+            netns.attach_xdp_object(site.ns(host), port.ifname, str(build_artifact("xdp_pass.bpf.o")))
         settings = Settings(state_dir=tmp_path / "state", instance=instance, max_rules=256, tokens_file=tokens,
                             netns=site.ns("node"), interfaces=[InterfaceSetting(name=site.n3.ifname, mode="native")],
                             qos=QosSettings(default_burst_ms=BURST_MS))
         service = NetAppService(settings)
         service.start()
         try:
-            TenantService(lambda: service.store).put_tenant(ADMIN, TENANT, TenantSpec(site=True))
+            for name, spec in tenants.items():
+                TenantService(lambda: service.store).put_tenant(ADMIN, name, spec)
             with ServerThread(create_app(settings, service)) as server:
                 admin, api = (httpx.Client(base_url=server.url, timeout=30,
                                            headers={"Authorization": f"Bearer {token_of(name)}"})
                               for name in ("admin", TENANT))
                 with admin, api:
                     declared = admin.post("/api/v1/mec/applications", json={
-                        "appInstanceId": APP, "tenant": TENANT, "trafficRules": [moved_rule("INACTIVE")]})
+                        "appInstanceId": APP, "tenant": TENANT, "trafficRules": rules})
                     assert declared.status_code == 201, declared.text
                     yield Node(site, service, api)
         finally:
             service.close()
+
+
+@pytest.fixture
+def node(tmp_path: Path) -> Iterator[Node]:
+    with serving_node(tmp_path, {TENANT: TenantSpec(site=True)}, [moved_rule("INACTIVE")]) as serving:
+        yield serving
 
 
 def teid_of(frame: bytes) -> int:

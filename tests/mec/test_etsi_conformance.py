@@ -73,8 +73,8 @@ def test_a_refused_rule_is_a_problem_details_naming_the_field(mec_site):
     response = tenant.put(f"{RULES}/r2", json=traffic_rule("r2", action="DUPLICATE_DECAPSULATED", dstInterface=duplicate))
 
     problem = assert_problem(response, 400)  # also validates against ETSI's ProblemDetails
-    assert invalid_param(problem)["name"] == "action"
-    assert "duplicates" in problem["detail"]
+    assert invalid_param(problem)["name"] == "dstInterface"
+    assert "two values shall be provided" in problem["detail"]
 
 
 def test_another_tenant_gets_404s_and_its_put_changes_nothing(mec_site):

@@ -64,8 +64,8 @@ def test_a_refused_put_leaves_the_rule_and_its_entries_as_they_were(service):
     service.mec.create_application(ADMIN, application(rule()))
     before = installed(service, "alice", APP, "r1")
     with pytest.raises(InvalidInput) as refused:
-        service.mec.put_traffic_rule(ALICE, APP, "r1", rule(action="DUPLICATE_DECAPSULATED"))
-    assert refused.value.field == "action"
+        service.mec.put_traffic_rule(ALICE, APP, "r1", rule(trafficFilter=[{"qCI": 9}]))
+    assert refused.value.field == "trafficFilter[0].qCI"
     assert installed(service, "alice", APP, "r1") == before
     assert service.mec.get_traffic_rule(ALICE, APP, "r1") == rule()
 

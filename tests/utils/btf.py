@@ -124,11 +124,23 @@ def c_name(mirror: Any) -> str:
     return mirror if isinstance(mirror, str) else getattr(mirror, "C_NAME", "unsigned int")
 
 
-def assert_maps_declared(btf: "Btf", maps: dict[str, tuple[str, Any, Any, Any]], constants: dict[str, int]) -> None:
+def assert_struct_mirrored(btf: "Btf", mirror: Any) -> None:
+    """A ctypes mirror has its C struct's size, and its members at their offsets, in order."""
+    struct = btf.struct(mirror.C_NAME)
+    assert struct is not None, f"struct {mirror.C_NAME} is not in the BTF"
+    assert ctypes.sizeof(mirror) == struct["size"]
+    members = [(name, getattr(mirror, name).offset) for name, *_ in mirror._fields_]
+    assert members == [(m.name, m.byte_offset) for m in btf.members(struct)]
+
+
+def assert_maps_declared(
+    btf: "Btf", maps: dict[str, tuple[str, Any, Any, Any]], constants: dict[str, int], among_others: bool = False
+) -> None:
     """The object declares exactly `maps` (name -> (map type, key, value, size: a constant's name or a
-    number)), each with its type, key, value and size."""
+    number)), each with its type, key, value and size; `among_others`: those maps, and others too (a
+    function's maps in the pipeline's object)."""
     found = btf.maps()
-    assert set(found) == set(maps)
+    assert set(maps) <= set(found) if among_others else set(found) == set(maps)
     for name, (kind, key, value, size) in maps.items():
         assert (found[name]["type"], found[name]["max_entries"]) == (MAP_TYPES[kind], constants.get(size, size)), name
         if kind.endswith("_OF_MAPS"):  # its values are its inner maps, checked by assert_inner_maps_declared

@@ -10,6 +10,7 @@
 #include "nf/steer/steer.h"
 #include "nf/forward/forward.h"
 #include "nf/redirect/redirect.h"
+#include "nf/duplicate/duplicate.h"
 #include "nf/upf/upf.h"
 #include "nf/tunnel/tunnel.h"
 /* police() and the policers' maps, for the stages that police (the UPF's PDRs, through their QERs,

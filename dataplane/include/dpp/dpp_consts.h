@@ -9,6 +9,7 @@
 #include "nf/steer.h"
 #include "nf/forward.h"
 #include "nf/redirect.h"
+#include "nf/duplicate.h"
 #include "nf/upf.h"
 #include "nf/rss.h"
 #include "nf/qos.h"

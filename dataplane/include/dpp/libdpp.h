@@ -74,7 +74,7 @@ enum dpp_prog_kind {
 	DPP_PROG_KIND_XDP = 0,	/* the entry: the interfaces' XDP links run it */
 	DPP_PROG_KIND_TAIL = 1, /* tail-called by the entry through its slot of dpp_progs */
 	DPP_PROG_KIND_CPUMAP = 2, /* run by CPUMAP queues: the dispatcher's workers (dpp_rss_cpu_map) */
-	DPP_PROG_KIND_DEVMAP = 3, /* run by DEVMAP entries on a frame's way out: FRER's ports (dpp_frer_tx) */
+	DPP_PROG_KIND_DEVMAP = 3, /* egress programs of DEVMAP entries: FRER's, ATSSS's, DUPLICATE's */
 };
 
 struct dpp_prog_desc {

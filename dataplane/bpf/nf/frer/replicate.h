@@ -2,8 +2,9 @@
 /* The talker side of FRER (IEEE 802.1CB 7.4.1, 7.5): a stream's next sequence number, an R-tag
  * pushed behind the addresses and VLAN tags, the frame broadcast to every FRER port of the node
  * (DEVMAP, BPF_F_BROADCAST), and on each copy's way out the egress program (frer_egress) keeps it
- * only on the stream's member ports, with the VLAN id the port wants (rewritten or pushed). The stream handle rides to the
- * egress program in the frame's XDP metadata, which a broadcast copies with the frame. */
+ * only on the stream's member ports, with the VLAN id the port wants (rewritten or pushed). The
+ * stream handle rides to the egress program as the replica's id (core/replicate.h, which
+ * DUPLICATE shares). */
 #ifndef DPP_NF_FRER_REPLICATE_H
 #define DPP_NF_FRER_REPLICATE_H
 
@@ -11,13 +12,9 @@
 #include <linux/if_ether.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
+#include "core/replicate.h"
 #include "nf/frer/maps.h"
 #include "nf/frer/rtag.h"
-
-/* What a replicated frame carries to the egress programs, in front of its data. */
-struct frer_meta {
-	__u32 stream;
-};
 
 /* SequenceGenerationAlgorithm (7.4.1.4): the counter is shared by the CPUs that receive the stream,
  * so it moves by one atomic add; its low 16 bits are the number. */
@@ -68,17 +65,9 @@ static __always_inline int frer_push(struct xdp_md *ctx, const struct frer_frame
 static __always_inline int frer_replicate(struct xdp_md *ctx, const struct frer_frame *f, __u32 stream,
 					  struct dpp_frer_stream *s)
 {
-	struct frer_meta *meta;
-	void *data;
-
-	if (frer_push(ctx, f, frer_next_seq(s)) || bpf_xdp_adjust_meta(ctx, -(int)sizeof(*meta)))
+	if (frer_push(ctx, f, frer_next_seq(s)))
 		return XDP_ABORTED;
-	meta = (void *)(long)ctx->data_meta;
-	data = (void *)(long)ctx->data;
-	if ((void *)(meta + 1) > data)
-		return XDP_ABORTED;
-	meta->stream = stream;
-	return bpf_redirect_map(&dpp_frer_tx, 0, BPF_F_BROADCAST | BPF_F_EXCLUDE_INGRESS);
+	return replicate(ctx, &dpp_frer_tx, stream, BPF_F_EXCLUDE_INGRESS);
 }
 
 /* Gives an untagged frame a VLAN tag with `vid` (priority 0) behind its addresses. */
@@ -109,22 +98,22 @@ static __always_inline int frer_push_vlan(struct xdp_md *ctx, __u16 vid)
  * the port's VLAN id when it names one (the outermost tag's id rewritten, or a tag pushed). */
 static __always_inline int frer_egress(struct xdp_md *ctx)
 {
-	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
-	struct frer_meta *meta = (void *)(long)ctx->data_meta;
 	struct dpp_frer_member_key key;
 	struct dpp_frer_member *member;
 	struct vlan_tag *vlan;
+	void *data, *end;
 	__be16 *type;
 
-	if ((void *)(meta + 1) > data)
+	if (!replica_id(ctx, &key.stream))
 		return XDP_DROP; /* not a replicated frame */
-	key.stream = meta->stream;
 	key.ifindex = ctx->egress_ifindex;
 	member = bpf_map_lookup_elem(&dpp_frer_members, &key);
 	if (!member)
 		return XDP_DROP;
 	if (!member->vlan)
 		return XDP_PASS;
+	data = (void *)(long)ctx->data;
+	end = (void *)(long)ctx->data_end;
 	type = data + 2 * ETH_ALEN;
 	vlan = (void *)(type + 1);
 	if ((void *)(vlan + 1) > end)

@@ -57,7 +57,8 @@
 	X(REDIRECT, redirect)                                                                    \
 	X(DEFAULT, default)                                                                      \
 	X(UPF, upf)                                                                              \
-	X(TUNNEL, tunnel)
+	X(TUNNEL, tunnel)                                                                        \
+	X(DUPLICATE, duplicate)
 
 #define DPP_ACTION_ENUM(NAME, name) DPP_ACTION_##NAME,
 enum dpp_action {

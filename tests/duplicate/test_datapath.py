@@ -1,0 +1,126 @@
+"""DUPLICATE in the kernel: the pipeline's verdict and its maps (BPF_PROG_TEST_RUN), and real
+copies out of veth ports (the same program replaying frames in live mode, dpp_upf_replay).
+
+One namespace holds four veth pairs: frames come in on in0; a0, b0 and c0 are the ports copies may
+leave by, and their peers a1, b1, c1 run xdp_pass (a frame redirected into a veth is only received
+when its peer runs XDP). Two intents duplicate to {a0, b0} and {b0, c0}, so every packet is
+broadcast to all three ports and each port's egress program must keep only its group's copies."""
+
+from __future__ import annotations
+
+import secrets
+import sys
+import time
+from typing import Iterator
+
+import pytest
+
+from netapp.dataplane.facade import Dataplane, host_interfaces
+from netapp.duplicate.abi import MemberKey
+from netapp.duplicate.compiler import group_id
+from netapp.intents.compiler import compile_document
+from netapp.intents.models import parse_document
+from netapp.testbed import netns
+from netapp.testbed.traffic import Capture
+from tests.utils import packets
+from tests.utils.kernel import build_artifact, require_kernel
+
+PAIRS = {"in0": "in1", "a0": "a1", "b0": "b1", "c0": "c1"}
+AB, BC = "10.0.0.1", "10.0.0.2"  # the destinations the two intents duplicate
+FRAMES = 20
+ARRIVAL_TIMEOUT_S = 10.0
+
+
+def frame(dst: str, sport: int = 40000) -> bytes:
+    return bytes(packets.ether(packets.ue_udp("10.9.0.1", dst, sport, 5004)))
+
+
+def intent(intent_id: str, dst: str, interfaces: list[str]) -> dict:
+    return {"id": intent_id, "match": {"dst": f"{dst}/32"}, "action": {"type": "duplicate", "interfaces": interfaces}}
+
+
+DOCUMENT = {"intents": [intent("ab", AB, ["a0", "b0"]), intent("bc", BC, ["c0", "b0"])]}
+
+
+@pytest.fixture(scope="module")
+def ns() -> Iterator[str]:
+    require_kernel()
+    name = f"dpp-dup-{secrets.token_hex(3)}"
+    netns.add_namespace(name)
+    try:
+        for port, peer in PAIRS.items():
+            netns.run(["ip", "link", "add", port, "type", "veth", "peer", "name", peer], netns=name)
+            for end in (port, peer):
+                netns.run(["ip", "link", "set", end, "up"], netns=name)
+        for peer in ("a1", "b1", "c1"):
+            netns.attach_xdp_object(name, peer, str(build_artifact("xdp_pass.bpf.o")))
+        with netns.entered(name):
+            yield name
+    finally:
+        netns.delete_namespace(name)
+
+
+@pytest.fixture(scope="module")
+def loaded(ns: str) -> Iterator[Dataplane]:
+    with Dataplane.open(trace=True) as dataplane:
+        yield dataplane
+
+
+@pytest.fixture
+def dp(loaded: Dataplane) -> Dataplane:
+    """The module's instance holding both intents (whatever the test before left)."""
+    loaded.apply_compiled(compile_document(parse_document(DOCUMENT), host_interfaces()))
+    return loaded
+
+
+def test_a_duplicated_packet_is_broadcast_to_the_groups_ports_which_the_maps_hold(dp):
+    index = host_interfaces()
+    outcome = dp.test_run(frame(AB))
+    assert (outcome.verdict, outcome.action, outcome.intent) == ("REDIRECT", "duplicate", "ab")
+    ab, bc = group_id([index["a0"], index["b0"]]), group_id([index["b0"], index["c0"]])
+    # BPF_PROG_TEST_RUN hands back the metadata too: the group the copies are marked with, then the
+    # frame as it came, which is what each copy carries out.
+    assert outcome.data == ab.to_bytes(4, sys.byteorder) + frame(AB)
+
+    members = {(key.group, key.ifindex) for key, _ in dp.table("dpp_dup_members").items()}
+    assert members == {(ab, index["a0"]), (ab, index["b0"]), (bc, index["b0"]), (bc, index["c0"])}
+    assert sorted(ifindex for ifindex, _ in dp.table("dpp_dup_tx").items()) == sorted(
+        index[name] for name in ("a0", "b0", "c0"))
+    unmatched = dp.test_run(frame("10.0.0.3"))
+    assert (unmatched.verdict, unmatched.action) == ("PASS", "pass")
+
+
+def test_a_group_no_rule_names_any_more_leaves_the_maps(dp):
+    index = host_interfaces()
+    only_ab = {"intents": [DOCUMENT["intents"][0]]}
+    dp.apply_compiled(compile_document(parse_document(only_ab), index))
+    ab = group_id([index["a0"], index["b0"]])
+    members = {(key.group, key.ifindex) for key, _ in dp.table("dpp_dup_members").items()}
+    assert members == {(ab, index["a0"]), (ab, index["b0"])}
+    assert sorted(ifindex for ifindex, _ in dp.table("dpp_dup_tx").items()) == sorted([index["a0"], index["b0"]])
+    assert dp.table("dpp_dup_members").get(MemberKey(group_id([index["b0"], index["c0"]]), index["c0"])) is None
+
+
+def received(capture: Capture, wanted: bytes) -> int:
+    return sum(1 for rx in list(capture.frames) if rx.frame == wanted)
+
+
+def wait_for(capture: Capture, wanted: bytes, count: int) -> int:
+    """How many `wanted` frames arrived, once `count` did (or the timeout passed)."""
+    deadline = time.monotonic() + ARRIVAL_TIMEOUT_S
+    while received(capture, wanted) < count and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return received(capture, wanted)
+
+
+def test_each_port_of_the_group_gets_one_copy_of_every_frame_and_no_other_port_does(ns, dp):
+    in0 = host_interfaces()["in0"]
+    ab, bc = frame(AB), frame(BC, sport=40001)
+    with Capture(ns, "a1", cpus=1) as a1, Capture(ns, "b1", cpus=1) as b1, Capture(ns, "c1", cpus=1) as c1:
+        for _ in range(FRAMES):
+            dp.upf_replay(ab, in0)
+        dp.upf_replay(bc, in0)  # the marker: once c1 has it, any copy of `ab` c1 got is in too
+        at_a, at_b = wait_for(a1, ab, FRAMES), wait_for(b1, ab, FRAMES)
+        marker = wait_for(c1, bc, 1)
+        assert (at_a, at_b, marker, received(c1, ab)) == (FRAMES, FRAMES, 1, 0)
+        assert wait_for(b1, bc, 1) == 1 and received(a1, bc) == 0

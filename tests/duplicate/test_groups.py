@@ -1,0 +1,104 @@
+"""The `duplicate` action from the intent to the maps, without a kernel: its model's refusals, its
+compiled rule (a group named by its interfaces), and the copy groups the rules' writer keeps in
+the maps (FakeDpp: in-memory maps with libdpp's semantics), placed before the rules, shared, freed
+with the last intent that names them, refused past DPP_MAX_DUP_GROUPS, settled after a restart.
+tests/duplicate/test_datapath.py runs the same in the kernel."""
+
+from __future__ import annotations
+
+import errno
+
+import pytest
+
+from netapp.dataplane.errors import DataplaneError
+from netapp.dataplane.facade import Dataplane
+from netapp.dataplane.fake import FakeDpp
+from netapp.duplicate import abi
+from netapp.duplicate.compiler import group_id
+from netapp.intents.compiler import compile_intents
+from netapp.intents.errors import CompileError, IntentError
+from netapp.intents.models import parse_intent
+
+PORTS = {f"p{n}": 10 + n for n in range(12)}
+
+
+def intent(intent_id: str, interfaces: list[str], dst: str = "10.0.0.1/32") -> dict:
+    return {"id": intent_id, "match": {"dst": dst}, "action": {"type": "duplicate", "interfaces": interfaces}}
+
+
+def ruleset(*intents: dict):
+    return compile_intents([parse_intent(one) for one in intents], PORTS)
+
+
+def groups(dp: Dataplane) -> dict[int, set[int]]:
+    found: dict[int, set[int]] = {}
+    for key, _ in dp.table("dpp_dup_members").items():
+        found.setdefault(key.group, set()).add(key.ifindex)
+    return found
+
+
+def ports(dp: Dataplane) -> set[int]:
+    return {ifindex for ifindex, _ in dp.table("dpp_dup_tx").items()}
+
+
+@pytest.mark.parametrize(("interfaces", "field", "why"), [
+    (["p1"], "action.duplicate.interfaces", "at least 2"),
+    (["p1", "p2", "p1"], "action.duplicate.interfaces[2]", "already interfaces[0]"),
+    ([f"p{n}" for n in range(abi.MAX_COPIES + 1)], "action.duplicate.interfaces", f"at most {abi.MAX_COPIES}"),
+])
+def test_a_duplicate_names_two_to_eight_interfaces_each_once(interfaces, field, why):
+    with pytest.raises(IntentError) as refused:
+        parse_intent(intent("x", interfaces))
+    assert refused.value.field == field and why in refused.value.message
+
+
+def test_an_unknown_interface_is_named_by_its_position():
+    with pytest.raises(CompileError, match=r"action.interfaces\[1\]: unknown interface 'nope'"):
+        ruleset(intent("x", ["p1", "nope"]))
+
+
+def test_the_rule_names_the_group_of_its_interfaces_whatever_their_order():
+    first, second = ruleset(intent("a", ["p1", "p2"]), intent("b", ["p2", "p1"], dst="10.0.0.2/32")).rules
+    assert first.action == second.action == "duplicate"
+    assert first.arg == second.arg == group_id([11, 12]) and first.copies == second.copies == (11, 12)
+    assert ruleset(intent("c", ["p1", "p3"])).rules[0].arg != first.arg
+
+
+def test_groups_are_written_before_their_rules_shared_and_freed_with_the_last_rule():
+    fake = FakeDpp()
+    dp = Dataplane(fake)
+    dp.apply(ruleset(intent("a", ["p1", "p2"]), intent("b", ["p2", "p1"], dst="10.0.0.2/32")))
+    assert groups(dp) == {group_id([11, 12]): {11, 12}} and ports(dp) == {11, 12}
+    calls = [call[0] if call[0] != "table_update" else call[1] for call in fake.calls]
+    assert calls.index("dpp_dup_tx") < calls.index("dpp_dup_members") < calls.index("rules_upsert")
+
+    dp.apply(ruleset(intent("a", ["p1", "p2"])))  # the group stays: "a" still names it
+    assert groups(dp) == {group_id([11, 12]): {11, 12}}
+    dp.apply(ruleset(intent("a", ["p3", "p2"])))
+    assert groups(dp) == {group_id([12, 13]): {12, 13}} and ports(dp) == {12, 13}
+    dp.apply(ruleset())
+    assert groups(dp) == {} and ports(dp) == set()
+
+
+def test_a_group_past_the_limit_is_refused_and_nothing_is_written():
+    dp = Dataplane(FakeDpp())
+    sets = [[f"p{a}", f"p{b}"] for a in range(12) for b in range(a + 1, 12)]
+    sets += [[f"p{a}", f"p{b}", f"p{c}"] for a in range(12) for b in range(a + 1, 12) for c in range(b + 1, 12)]
+    wanted = [intent(f"i{n}", names, dst=f"10.{n // 250}.{n % 250}.1/32") for n, names in enumerate(sets)]
+    dp.apply(ruleset(*wanted[: abi.MAX_GROUPS]))
+    before = (groups(dp), dp.installed_count)
+    with pytest.raises(DataplaneError) as refused:
+        dp.apply(ruleset(*wanted[: abi.MAX_GROUPS + 1]))
+    assert refused.value.errno == errno.ENOSPC and refused.value.rolled_back
+    assert f"the data plane holds {abi.MAX_GROUPS} (DPP_MAX_DUP_GROUPS)" in str(refused.value)
+    assert (groups(dp), dp.installed_count) == before
+
+
+def test_a_restart_keeps_the_groups_in_use_and_removes_the_others():
+    fake = FakeDpp()
+    Dataplane(fake).apply(ruleset(intent("a", ["p1", "p2"]), intent("b", ["p3", "p4"], dst="10.0.0.2/32")))
+    fake._reused = True
+    restarted = Dataplane(fake)
+    restarted.adopt_installed_rules()
+    restarted.apply(ruleset(intent("a", ["p1", "p2"])))
+    assert groups(restarted) == {group_id([11, 12]): {11, 12}} and ports(restarted) == {11, 12}
