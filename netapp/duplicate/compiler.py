@@ -30,7 +30,7 @@ def _duplicate_argument(intent: Intent, interfaces: Mapping[str, int]) -> RuleAr
     ifindexes = tuple(sorted(
         resolve_interface(name, interfaces, f"action.interfaces[{n}]", intent.id) for n, name in enumerate(names)
     ))
-    return RuleArgument(group_id(ifindexes), f"to {', '.join(names)}", ifindexes)
+    return RuleArgument(group_id(ifindexes), f"to {', '.join(names)}", copies=ifindexes)
 
 
 DUPLICATE = RuleAction("DUPLICATE", _duplicate_argument)

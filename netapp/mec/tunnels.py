@@ -79,7 +79,7 @@ def describe(action: TunnelAction) -> str:
 def tunnel_argument(intent: Intent, interfaces: Mapping[str, int]) -> RuleArgument:
     assert isinstance(intent.action, TunnelAction)
     entry = tunnel_entry(intent.action, interfaces, intent.id)
-    return RuleArgument(entry.entry_id, describe(intent.action), entry)
+    return RuleArgument(entry.entry_id, describe(intent.action), entry=entry)
 
 
 def tunnel_entries(entries: Iterable[Optional[TunnelEntry]]) -> dict[int, TunnelEntry]:
