@@ -122,7 +122,7 @@ def test_an_intent_with_protect_replicates_its_flow_and_owns_its_stream(api, rea
     assert (stream["intent"], stream["generation"]["ports"][1]["interface"]) == ("video", "q0")
     assert stream["identification"] == [{"null": None, "ip": {
         "source": f"{TALKER}/32", "destination": f"{LISTENER}/32", "protocol": "udp", "source_port": None,
-        "destination_port": PORT, "dscp": None, "vlan": None}}]  # fmt: skip
+        "destination_port": PORT, "dscp": None, "tagged": None, "vlan": None}}]  # fmt: skip
     for seq in range(2):
         outcome = run(service, frame(), namespace)
         assert outcome.verdict == "REDIRECT"  # to the FRER ports, each copy kept by the egress program

@@ -25,4 +25,6 @@ def test_a_small_replication_run_adds_its_row(tmp_path):
     out = tmp_path / "frer.json"
     assert frer_main.main(["--runs", "1", "--repeat", "1000", "--out", str(out)]) == 0
     assert replicate.main(["--runs", "1", "--repeat", "1000", "--out", str(out)]) == 0
-    assert json.loads(out.read_text())["replicate"]["replicate_ns"] > 0
+    rows = json.loads(out.read_text())["replicate"]
+    assert [row["case"].split(",")[1].strip() for row in rows][:1] == ["1 stream (hot"]
+    assert all(row["replicate_ns"] > 0 and row["broadcast_ns"] > 0 for row in rows)

@@ -175,7 +175,10 @@ def test_a_restart_keeps_the_policers_ids_configuration_and_counts(dp, tmp_path)
                     seid: {1: ids}}
                 counts = again.upf.applier.policers.counters(ids[0])
                 assert (counts.passed_packets, counts.dropped_packets) == (3, 2), "not written afresh"
-                assert verdicts(dp, uplink(again, seid), base.N3_IF, 1) == ["qos_policed"]
+                # Still policed: the bucket refills 1000 bytes a second, so however long the restart
+                # took (a loaded machine), it holds at most its 3000-byte burst: of four packets of
+                # 1000 bytes, one at least is dropped.
+                assert "qos_policed" in verdicts(dp, uplink(again, seid), base.N3_IF, 4)
                 second = establish(smf, qer(ul_kbps=8, dl_kbps=16), cp_seid=2, ue="10.45.0.8")
                 assert not set(policers(again, second)) & set(ids), "none in use given again"
             finally:
