@@ -66,8 +66,13 @@ class NetlinkListener:
         self._sock.close()
 
     def _run(self) -> None:
+        # poll, not select: select refuses descriptors from 1024 up, which a serve holding many
+        # sockets and maps reaches, and the watch would stop for good.
+        poller = select.poll()
+        poller.register(self._sock, select.POLLIN)
+        poller.register(self._wake_r, select.POLLIN)
         while True:
-            ready, _, _ = select.select([self._sock, self._wake_r], [], [])
+            ready = {fd for fd, _ in poller.poll()}
             if self._wake_r in ready:
                 return
             self._drain()

@@ -7,6 +7,8 @@ change and keeps the cache off under policy routing."""
 from __future__ import annotations
 
 import contextlib
+import os
+import resource
 import secrets
 import time
 from typing import Callable, Iterator
@@ -130,6 +132,29 @@ def test_the_watch_moves_the_generation_when_a_neighbour_changes(site):
         out = uplink(dp)
         assert (out.verdict, out.reason) == ("PASS", "upf_no_route")
     assert dp.table("dpp_upf_route_gen").get(0).gen == 0, "closed: the cache is off"
+
+
+def test_the_watch_follows_changes_when_its_socket_is_numbered_past_1024(site):
+    """A serve holding many sockets and maps gets descriptors from 1024 up, which select() refuses:
+    the watch's thread must still wait on its socket."""
+    name, dp = site
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 2048:
+        pytest.skip(f"the descriptor limit ({hard}) does not reach past 1024")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (2048, hard))
+    held: list[int] = []
+    try:
+        while not held or held[-1] < 1100:
+            held.append(os.open(os.devnull, os.O_RDONLY))
+        with RouteWatch(dp.table("dpp_upf_route_gen")) as watch:
+            first = watch.generation
+            netns.run(["ip", "neigh", "replace", ROUTER, "lladdr", OTHER_MAC, "dev", "n6", "nud", "permanent"],
+                      netns=name)
+            wait_for(lambda: watch.generation != first, "a new generation")
+    finally:
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
 def test_the_watch_keeps_the_cache_off_under_policy_routing(site):
