@@ -95,6 +95,7 @@ Prefix = Annotated[
     ),
 ]
 
+
 def _parse_address(value: Any) -> Any:
     """One host's address, given as a string (pydantic would read 167772161 as one)."""
     if isinstance(value, (IPv4Address, IPv6Address)):
