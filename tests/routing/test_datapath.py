@@ -8,7 +8,6 @@ gateway into the data path."""
 from __future__ import annotations
 
 import ipaddress
-import os
 import subprocess
 
 import pytest
@@ -25,6 +24,7 @@ from netapp.upf.abi import Output, RouteGen
 from netapp.upf.compiler import Site, compile_session
 from tests.upf.test_datapath import N3_IP, SERVER, session
 from tests.upf.test_nexthop import N6_MAC, ROUTER_MAC, next_hop_mac, routed_namespace, uplink, wait_for
+from tests.utils.kernel import one_cpu  # noqa: F401 - a fixture
 
 INTERNET, VOICE = 1, 2  # network instance ids, in the order of their names; internet is the session's
 GW_WIDE, GW_NARROW = ipaddress.ip_address("10.6.0.20"), ipaddress.ip_address("10.6.0.30")
@@ -103,17 +103,6 @@ def test_an_on_link_route_resolves_the_destination_itself(site):
     table.put_route(INTERNET, network("192.0.2.0/24"), None, n6)
     table.put_neigh(INTERNET, ipaddress.ip_address(SERVER), MAC_NARROW, N6_MAC, n6)
     assert next_hop_mac(uplink(dp)) == MAC_NARROW
-
-
-@pytest.fixture
-def one_cpu():
-    """This thread on one CPU: the route cache is per CPU, and a test run runs on the caller's."""
-    cpus = os.sched_getaffinity(0)
-    os.sched_setaffinity(0, {min(cpus)})
-    try:
-        yield
-    finally:
-        os.sched_setaffinity(0, cpus)
 
 
 def test_the_cache_keeps_private_answers_under_its_generation(site, one_cpu):

@@ -26,7 +26,7 @@ from netapp.upf.compiler import Site
 from netapp.core.netlink import NLMSG_HEADER
 from netapp.upf.nexthop import RTM_DELRULE, RTM_NEWRULE, RouteWatch, message_types, policy_routing
 from tests.upf.test_datapath import N3_IP, SERVER, TEID, UE, session
-from tests.utils.kernel import require_kernel
+from tests.utils.kernel import one_cpu, require_kernel  # noqa: F401 - one_cpu: a fixture
 
 N6_IP, ROUTER, ROUTER_MAC, N6_MAC = "10.6.0.1", "10.6.0.2", "02:00:00:00:06:02", "02:00:00:00:06:01"
 OTHER_MAC = "02:00:00:00:06:99"
@@ -93,7 +93,7 @@ def wait_for(condition: Callable[[], bool], what: str) -> None:
         time.sleep(0.01)
 
 
-def test_a_cached_answer_is_reused_under_its_generation_and_dropped_with_it(site):
+def test_a_cached_answer_is_reused_under_its_generation_and_dropped_with_it(site, one_cpu):
     name, dp = site
     set_gen(dp, 1)
     assert next_hop_mac(uplink(dp)) == ROUTER_MAC  # the FIB's answer, now cached

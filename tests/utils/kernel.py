@@ -93,3 +93,14 @@ def xdp_program_on(netns: str, ifname: str) -> Optional[int]:
 def pin_dir(instance: str) -> Path:
     """Where a named instance keeps its pins (program, maps, links)."""
     return Path(binding.PIN_ROOT) / instance
+
+
+@pytest.fixture
+def one_cpu():
+    """This thread on one CPU: the route cache is per CPU, and a test run runs on the caller's."""
+    cpus = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(cpus)})
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, cpus)
