@@ -50,6 +50,7 @@ const volatile struct {
 	enum dpp_frer_role frer_role;
 	enum dpp_frer_decision frer_decision;
 	enum dpp_frer_gate frer_gate;
+	enum dpp_tunnel_type tunnel_type;
 	struct dpp_upf_punt upf_punt[0]; /* the records of the ring dpp_upf_punt (no space) */
 } dpp_abi_enums;
 

@@ -176,6 +176,7 @@ class Reason(enum.IntEnum):
     TUNNEL_NOT_GTPU = tunnel_abi.REASON_BASE_TUNNEL + 1
     TUNNEL_NO_SOURCE = tunnel_abi.REASON_BASE_TUNNEL + 2
     TUNNEL_FAILED = tunnel_abi.REASON_BASE_TUNNEL + 3
+    TUNNEL_NOT_IP = tunnel_abi.REASON_BASE_TUNNEL + 4
 
 
 @c_enum("dpp_overlay", "DPP_OVERLAY_")
@@ -237,6 +238,7 @@ ABI_ENUMS = (
     + qos_abi.ENUMS
     + routing_abi.ENUMS
     + frer_abi.ENUMS
+    + tunnel_abi.ENUMS
 )
 
 

@@ -193,36 +193,43 @@ class RedirectAction(ActionOptions):
     interface: InterfaceName
 
 
-class GtpuTunnel(BaseModel):
-    """The GTP-U tunnel a packet is moved into: the packet keeps its TEID and QFI."""
+class OuterTunnel(BaseModel):
+    """The tunnel a packet is moved into: GTP-U, where the packet keeps its TEID and its PDU Session
+    Container (QFI) if it had one; or GRE, carrying the IP packet (a GTP-U packet's UE packet)."""
 
     model_config = ConfigDict(extra="forbid")
 
+    protocol: Literal["gtpu", "gre"] = Field("gtpu", description="the tunnel's kind: GTP-U/UDP/IP or GRE/IP")
     peer: Address = Field(description="the tunnel's far end: the outer destination, reached through the router")
     source: Optional[Address] = Field(
         None,
-        description="the outer source, of the peer's family; null: the address the packet's own tunnel was sent to",
+        description="the outer source, of the peer's family; null: the address the packet's own GTP-U tunnel was "
+        "sent to (a packet without GTP-U then gets the default verdict)",
     )
+    key: Optional[U32] = Field(None, description="gre: the key every packet carries (RFC 2890); null: no key")
 
     @model_validator(mode="after")
-    def _one_family(self) -> "GtpuTunnel":
+    def _one_family(self) -> "OuterTunnel":
         if self.source is not None and self.source.version != self.peer.version:
             raise FieldError("source", f"source is IPv{self.source.version} but peer is IPv{self.peer.version}")
+        if self.key is not None and self.protocol != "gre":
+            raise FieldError("key", "a GTP-U tunnel keeps the packet's own TEID: a key is for protocol gre")
         return self
 
 
 class TunnelAction(ActionOptions):
-    """Take a GTP-U packet out of its tunnel (decapsulate), or move it into another one (encapsulate),
-    then send it out of an interface or towards an address (MEC 011's FORWARD_DECAPSULATED and
-    FORWARD_ENCAPSULATED, netapp.mec.tunnels). A packet that arrived without GTP-U is sent as it came
-    when decapsulating, and gets the default verdict when encapsulating."""
+    """Take a GTP-U packet out of its tunnel (decapsulate), or move it into another one (encapsulate:
+    GTP-U or GRE), then send it out of an interface or towards an address (MEC 011's
+    FORWARD_DECAPSULATED and FORWARD_ENCAPSULATED, netapp.mec.tunnels). A packet that arrived without
+    GTP-U is sent as it came when decapsulating, carried as it is into GRE, and gets the default
+    verdict when moved into GTP-U."""
 
     model_config = ConfigDict(extra="forbid")
     type: Literal["tunnel"]
     decapsulate: Annotated[bool, Strict()] = Field(
         False, description="remove the headers up to and including GTP-U (overlay and extension headers too)"
     )
-    encapsulate: Optional[GtpuTunnel] = Field(
+    encapsulate: Optional[OuterTunnel] = Field(
         None, description="replace the packet's tunnel with this one; the packet then goes towards its peer"
     )
     interface: Optional[InterfaceName] = Field(None, description="out of this interface, the frame's MACs kept")

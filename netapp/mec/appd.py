@@ -85,6 +85,7 @@ class AppdTunnelInfo(_Etsi):
     tunnelType: Literal["GTP-U", "GRE"]
     tunnelDstAddress: str
     tunnelSrcAddress: str
+    tunnelSpecificData: Optional[Any] = None
 
 
 class InterfaceDescriptor(_Etsi):
@@ -227,7 +228,8 @@ def _interface(given: InterfaceDescriptor) -> DestinationInterface:
     if given.tunnelInfo is not None:
         tunnel = TunnelInfo(tunnelType=_TUNNELS[given.tunnelInfo.tunnelType],
                             tunnelDstAddress=given.tunnelInfo.tunnelDstAddress,
-                            tunnelSrcAddress=given.tunnelInfo.tunnelSrcAddress)
+                            tunnelSrcAddress=given.tunnelInfo.tunnelSrcAddress,
+                            tunnelSpecificData=given.tunnelInfo.tunnelSpecificData)
     return DestinationInterface(interfaceType=given.interfaceType, tunnelInfo=tunnel,
                                 srcMacAddress=given.srcMACAddress, dstMacAddress=given.dstMACAddress,
                                 dstIpAddress=given.dstIPAddress)

@@ -18,7 +18,7 @@ data plane cannot do it; nothing is accepted and left undone:
 | FORWARD_ENCAPSULATED, MAC             | redirect out of the srcMacAddress interface, as the packet came |
 | FORWARD_ENCAPSULATED, IP              | tunnel: as the packet came, towards dstIpAddress (next hop: the FIB) |
 | FORWARD_ENCAPSULATED, TUNNEL GTP_U    | tunnel: moved into GTP-U to tunnelDstAddress (next hop: the FIB) |
-| FORWARD_ENCAPSULATED, TUNNEL GRE      | refused at dstInterface.tunnelInfo.tunnelType                  |
+| FORWARD_ENCAPSULATED, TUNNEL GRE      | tunnel: carried in GRE to tunnelDstAddress (next hop: the FIB)  |
 | DUPLICATE_ENCAPSULATED                | duplicate out of the two MAC dstInterfaces, copies as they came |
 | DUPLICATE_DECAPSULATED                | the same, for packets without a tunnel (a tunnel filter: refused) |
 | state INACTIVE                        | none installed (the rule is still checked, so it can be turned on) |
@@ -28,11 +28,22 @@ extension headers (the overlay it came in too: VXLAN, GENEVE, GRE), keeps the ou
 header's addresses and gets its UE packet's EtherType; a packet that came without GTP-U leaves as it
 came. Moved into a tunnel (FORWARD_ENCAPSULATED, TUNNEL GTP_U): the GTP-U packet's UE packet gets a new
 outer IP/UDP/GTP-U header towards tunnelDstAddress, from tunnelSrcAddress (none: the address its own
-tunnel was sent to), with the packet's own TEID, QFI and direction, which say which PDU session it is
-(TS 29.281: the TEID is the receiving endpoint's, which MEC 011 does not give; a tunnel endpoint that
-forwards a T-PDU unchanged keeps it). A packet that came without GTP-U has no TEID to keep: it is not
-moved (the default verdict, counted as tunnel_not_gtpu). GRE is refused: the data plane builds the
-UPF's GTP-U (and UDP) headers only. The frames are built by the UPF's code (netapp.mec.tunnels).
+tunnel was sent to), with the packet's own TEID, which says which PDU session it is (TS 29.281: the TEID is the receiving
+endpoint's, which MEC 011 does not give; a tunnel endpoint that forwards a T-PDU unchanged keeps it),
+and its PDU Session Container (QFI and direction) if it had one: none is added to a T-PDU that came
+without. A packet that came without GTP-U has no TEID to keep: it is not moved (the default verdict,
+counted as tunnel_not_gtpu). The frames are built by the UPF's code (netapp.mec.tunnels).
+
+Carried in GRE (FORWARD_ENCAPSULATED, TUNNEL GRE): the IP packet, a GTP-U packet's UE packet (its
+tunnel's headers gone, as FORWARD_DECAPSULATED takes them) or the innermost IP packet of one that
+came without GTP-U, gets an outer IP and a GRE header (RFC 2784) towards tunnelDstAddress, from
+tunnelSrcAddress (none: the address a GTP-U packet's tunnel was sent to; a packet without GTP-U then
+gets the default verdict, counted as tunnel_no_source). The key (RFC 2890): tunnelSpecificData, an
+integer 0 to 4294967295 (or its decimal string), the same for every packet of the rule, as a GRE
+endpoint (a Linux gre device's ikey) expects one key per tunnel; none given: no key. MEC 011 v2.1.1's
+TunnelInfo has no member for it; MEC 010-2's (the AppD's) has tunnelSpecificData, which ETSI leaves
+unspecified, and MEC 011's document allows members it does not list. The packet's TEID is not carried:
+GRE's far end is not a GTP-U endpoint.
 
 The classifier holds one value per field, so a filter compiles when each of its lists holds at most
 one value (an address or prefix, a port, a protocol), and a rule has exactly one filter. It matches
@@ -99,6 +110,7 @@ _UNMATCHED = {
 _DUPLICATES = (RuleAction.DUPLICATE_DECAPSULATED.value, RuleAction.DUPLICATE_ENCAPSULATED.value)
 DUPLICATE_COPIES = 2  # MEC 011: "two values shall be provided"
 _TUNNEL_MEMBERS = ("srcTunnelAddress", "tgtTunnelAddress", "srcTunnelPort", "dstTunnelPort")
+MAX_GRE_KEY = (1 << 32) - 1
 
 
 def intent_ids(app_instance_id: str, traffic_rule_id: str) -> list[str]:
@@ -350,7 +362,7 @@ def _ip_destination(destination: DestinationInterface) -> str:
 
 
 def _into_tunnel(destination: DestinationInterface, decapsulate: bool) -> dict[str, Any]:
-    """FORWARD_ENCAPSULATED into a GTP-U tunnel (see the module's docstring for what it keeps)."""
+    """FORWARD_ENCAPSULATED into a GTP-U or GRE tunnel (see the module's docstring for what it keeps)."""
     if decapsulate:
         raise IntentError.at(
             "dstInterface.interfaceType",
@@ -362,14 +374,17 @@ def _into_tunnel(destination: DestinationInterface, decapsulate: bool) -> dict[s
     info = destination.tunnelInfo
     if info is None:
         raise IntentError.at("dstInterface.tunnelInfo", "a TUNNEL interface needs its tunnelInfo")
-    if info.tunnelType != TunnelType.GTP_U.value:
-        raise IntentError.at(
-            "dstInterface.tunnelInfo.tunnelType",
-            f"{info.tunnelType}: the data plane builds GTP-U tunnels only (the UPF's encapsulation); use GTP_U",
-        )
     if info.tunnelDstAddress is None:
-        raise IntentError.at("dstInterface.tunnelInfo.tunnelDstAddress", "a GTP-U tunnel needs its far end's address")
-    tunnel = {"peer": parse_host(info.tunnelDstAddress, "dstInterface.tunnelInfo.tunnelDstAddress")}
+        raise IntentError.at("dstInterface.tunnelInfo.tunnelDstAddress", "a tunnel needs its far end's address")
+    tunnel: dict[str, Any] = {"peer": parse_host(info.tunnelDstAddress, "dstInterface.tunnelInfo.tunnelDstAddress")}
+    if info.tunnelType == TunnelType.GRE.value:
+        tunnel["protocol"] = "gre"
+        key = gre_key(info.tunnelSpecificData)
+        if key is not None:
+            tunnel["key"] = key
+    elif info.tunnelSpecificData is not None:
+        raise IntentError.at("dstInterface.tunnelInfo.tunnelSpecificData",
+                             "a GTP-U tunnel keeps the packet's own TEID and QFI: it takes no tunnelSpecificData")
     if info.tunnelSrcAddress is not None:
         tunnel["source"] = parse_host(info.tunnelSrcAddress, "dstInterface.tunnelInfo.tunnelSrcAddress")
         if ipaddress.ip_address(tunnel["source"]).version != ipaddress.ip_address(tunnel["peer"]).version:
@@ -378,6 +393,19 @@ def _into_tunnel(destination: DestinationInterface, decapsulate: bool) -> dict[s
                 f"{info.tunnelSrcAddress!r} is not of tunnelDstAddress's family",
             )
     return {"type": "tunnel", "encapsulate": tunnel}
+
+
+def gre_key(data: Any) -> Optional[int]:
+    """tunnelSpecificData as a GRE key: an integer 0 to 4294967295 or its decimal string, or none."""
+    if data is None:
+        return None
+    text = data.strip() if isinstance(data, str) else None
+    if text is not None and decimal(text):
+        data = int(text)
+    if isinstance(data, bool) or not isinstance(data, int) or not 0 <= data <= MAX_GRE_KEY:
+        raise IntentError.at("dstInterface.tunnelInfo.tunnelSpecificData",
+                             f"{data!r}: a GRE tunnel's tunnelSpecificData is its key, an integer 0 to {MAX_GRE_KEY}")
+    return data
 
 
 def parse_host(text: str, field: str) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ipaddress
 from datetime import datetime
 from enum import Enum
-from typing import Annotated, Literal, Optional, Union
+from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
@@ -81,6 +81,10 @@ class TunnelInfo(_Etsi):
     tunnelType: TunnelType
     tunnelDstAddress: Optional[str] = Field(None, description="Destination address of the tunnel")
     tunnelSrcAddress: Optional[str] = Field(None, description="Source address of the tunnel")
+    tunnelSpecificData: Optional[Any] = Field(
+        None, description="MEC 010-2's TunnelInfo member (v2.1.1's MEC 011 document has none, and allows it): "
+        "for GRE the key, 0 to 4294967295 (netapp.mec.compiler)",
+    )
 
 
 class DestinationInterface(_Etsi):

@@ -54,8 +54,12 @@ MAC_OUT = {"interfaceType": "MAC", "srcMacAddress": "02-00-00-00-00-0A"}
 IP_OUT = {"interfaceType": "IP", "dstIpAddress": " 2001:db8::7 "}
 
 
-def gtpu_out(**info: str) -> dict:
+def gtpu_out(**info) -> dict:
     return {"interfaceType": "TUNNEL", "tunnelInfo": {"tunnelType": "GTP_U", **info}}
+
+
+def gre_out(**info) -> dict:
+    return {"interfaceType": "TUNNEL", "tunnelInfo": {"tunnelType": "GRE", "tunnelDstAddress": "198.51.100.7", **info}}
 
 
 @pytest.mark.parametrize(
@@ -66,9 +70,17 @@ def gtpu_out(**info: str) -> dict:
         ("FORWARD_ENCAPSULATED", MAC_OUT, {"type": "redirect", "interface": IFACE}),
         ("FORWARD_ENCAPSULATED", IP_OUT, {"type": "tunnel", "decapsulate": False, "towards": "2001:db8::7"}),
         ("FORWARD_ENCAPSULATED", gtpu_out(tunnelDstAddress="198.51.100.7"),
-         {"type": "tunnel", "decapsulate": False, "encapsulate": {"peer": "198.51.100.7"}}),
+         {"type": "tunnel", "decapsulate": False, "encapsulate": {"protocol": "gtpu", "peer": "198.51.100.7"}}),
         ("FORWARD_ENCAPSULATED", gtpu_out(tunnelDstAddress="198.51.100.7", tunnelSrcAddress="192.0.2.1"),
-         {"type": "tunnel", "decapsulate": False, "encapsulate": {"peer": "198.51.100.7", "source": "192.0.2.1"}}),
+         {"type": "tunnel", "decapsulate": False, "encapsulate": {"protocol": "gtpu", "peer": "198.51.100.7",
+                                                                   "source": "192.0.2.1"}}),
+        ("FORWARD_ENCAPSULATED", gre_out(),
+         {"type": "tunnel", "decapsulate": False, "encapsulate": {"protocol": "gre", "peer": "198.51.100.7"}}),
+        ("FORWARD_ENCAPSULATED", gre_out(tunnelSrcAddress="192.0.2.1", tunnelSpecificData=" 4294967295 "),
+         {"type": "tunnel", "decapsulate": False, "encapsulate": {"protocol": "gre", "peer": "198.51.100.7",
+                                                                   "source": "192.0.2.1", "key": 4294967295}}),
+        ("FORWARD_ENCAPSULATED", gre_out(tunnelSpecificData=0),
+         {"type": "tunnel", "decapsulate": False, "encapsulate": {"protocol": "gre", "peer": "198.51.100.7", "key": 0}}),
         ("PASSTHROUGH", MAC_OUT, {"type": "redirect", "interface": IFACE}),
     ],
 )
@@ -120,9 +132,15 @@ def test_dscp_with_an_ipv4_address_and_tc_with_an_ipv6_one():
         ({"action": "FORWARD_ENCAPSULATED", "dstInterface": gtpu_out(tunnelDstAddress="198.51.100.7",
                                                                      tunnelSrcAddress="2001:db8::1")},
          "dstInterface.tunnelInfo.tunnelSrcAddress", "family"),
-        ({"action": "FORWARD_ENCAPSULATED", "dstInterface": {"interfaceType": "TUNNEL", "tunnelInfo": {
-            "tunnelType": "GRE", "tunnelDstAddress": "198.51.100.7"}}},
-         "dstInterface.tunnelInfo.tunnelType", "GTP-U tunnels only"),
+        ({"action": "FORWARD_ENCAPSULATED", "dstInterface": gre_out(tunnelSpecificData=1 << 32)},
+         "dstInterface.tunnelInfo.tunnelSpecificData", "its key, an integer 0 to 4294967295"),
+        ({"action": "FORWARD_ENCAPSULATED", "dstInterface": gre_out(tunnelSpecificData={"key": 1})},
+         "dstInterface.tunnelInfo.tunnelSpecificData", "its key"),
+        ({"action": "FORWARD_ENCAPSULATED", "dstInterface": gre_out(tunnelSpecificData=True)},
+         "dstInterface.tunnelInfo.tunnelSpecificData", "its key"),
+        ({"action": "FORWARD_ENCAPSULATED", "dstInterface": gtpu_out(tunnelDstAddress="198.51.100.7",
+                                                                     tunnelSpecificData=7)},
+         "dstInterface.tunnelInfo.tunnelSpecificData", "keeps the packet's own TEID"),
         ({"action": "FORWARD_ENCAPSULATED", "dstInterface": {**gtpu_out(tunnelDstAddress="198.51.100.7"),
                                                              "dstIpAddress": "20.1.1.1"}},
          "dstInterface.dstIpAddress", "not used by a TUNNEL interface"),

@@ -1,6 +1,7 @@
 """The tunnel action in the kernel (BPF_PROG_TEST_RUN): what MEC 011's FORWARD_DECAPSULATED and
 FORWARD_ENCAPSULATED compile to (netapp.mec.tunnels) does to real frames, compared byte for byte with
-the frames scapy builds for what the rule asks.
+the frames scapy builds for what the rule asks; the GRE frames are also read by tshark, which must
+find nothing wrong in them.
 
 The module runs in a network namespace of its own: the packets arrive on `n3`; `n6` leads to a router
 (a permanent neighbour) through which the kernel's FIB reaches the tunnels' far ends and the IP
@@ -11,6 +12,8 @@ so their dpp_tunnels entries and ports are written by the control plane's own co
 from __future__ import annotations
 
 import secrets
+import subprocess
+import tempfile
 
 import pytest
 from scapy.contrib.geneve import GENEVE
@@ -24,6 +27,7 @@ from netapp.dataplane.facade import Dataplane, host_interfaces, interface_index
 from netapp.intents.compiler import compile_document
 from netapp.intents.models import parse_document
 from netapp.testbed import netns
+from tests.atsss.tshark import pcap, require_tshark
 from tests.utils.kernel import require_kernel
 
 OUR_MAC, GNB_MAC = "02:00:00:00:03:01", "02:00:00:00:03:02"
@@ -141,12 +145,16 @@ def test_forward_encapsulated_towards_an_ip_address_keeps_the_tunnel(dp):
     assert out.data == bytes(Ether(dst=ROUTER_MAC, src=N6_MAC) / frame[IP])
 
 
-def moved(source: str, peer: str, inner):
-    """What the UPF's encapsulation builds: TTL 64, id 0, UDP checksum 0 over IPv4 (computed over
-    IPv6), the packet's TEID, an uplink container with its QFI."""
-    ip = IP(src=source, dst=peer, id=0, ttl=64) if ":" not in peer else IPv6(src=source, dst=peer, hlim=64)
+def outer_ip(source: str, peer: str):
+    """The new tunnel's IP header as the encapsulations build it: TTL 64, id 0."""
+    return IP(src=source, dst=peer, id=0, ttl=64) if ":" not in peer else IPv6(src=source, dst=peer, hlim=64)
+
+
+def moved(source: str, peer: str, inner, container: bool = True):
+    """What the UPF's encapsulation builds: UDP checksum 0 over IPv4 (computed over IPv6), the
+    packet's TEID, an uplink container with its QFI (or none, as the packet came)."""
     udp = UDP(sport=2152, dport=2152, chksum=0 if ":" not in peer else None)
-    return bytes(Ether(dst=ROUTER_MAC, src=N6_MAC) / ip / udp / gtpu(inner))
+    return bytes(Ether(dst=ROUTER_MAC, src=N6_MAC) / outer_ip(source, peer) / udp / gtpu(inner, container))
 
 
 @pytest.mark.parametrize(
@@ -164,6 +172,60 @@ def test_forward_encapsulated_into_gtpu_keeps_the_packets_teid_and_qfi(dp, tunne
     out = run(dp, frame())
     assert (out.verdict, out.action, out.reason) == ("REDIRECT", "tunnel", None)
     assert out.data == expected()
+
+
+def test_forward_encapsulated_into_gtpu_adds_no_container_to_a_packet_that_had_none(dp):
+    install(dp, {"type": "tunnel", "encapsulate": {"peer": PEER}})
+    out = run(dp, outer(gtpu(ue(), container=False)))
+    assert (out.verdict, out.action, out.reason) == ("REDIRECT", "tunnel", None)
+    assert out.data == moved(N3_IP, PEER, ue(), container=False)
+
+
+def in_gre(source: str, peer: str, inner, key=None) -> bytes:
+    """What the GRE encapsulation builds: RFC 2784's header (RFC 2890's key if any), no checksum."""
+    gre = GRE(proto=0x0800) if key is None else GRE(key_present=1, key=key, proto=0x0800)
+    return bytes(Ether(dst=ROUTER_MAC, src=N6_MAC) / outer_ip(source, peer) / gre / inner)
+
+
+@pytest.mark.parametrize(
+    ("tunnel", "frame", "expected"),
+    [
+        ({"peer": PEER}, lambda: outer(gtpu(ue())), lambda: in_gre(N3_IP, PEER, ue())),
+        ({"peer": PEER, "key": 0x8894D0D4}, lambda: outer(gtpu(ue(), container=False)),
+         lambda: in_gre(N3_IP, PEER, ue(), key=0x8894D0D4)),
+        ({"peer": PEER6, "key": 7}, lambda: outer(gtpu(ue()), family=6), lambda: in_gre(N3_IP6, PEER6, ue(), key=7)),
+        ({"peer": PEER, "source": "10.6.0.1"}, lambda: in_overlay("vxlan"), lambda: in_gre("10.6.0.1", PEER, ue())),
+        ({"peer": PEER, "source": "10.6.0.1"}, lambda: bytes(Ether(dst=OUR_MAC, src=GNB_MAC) / ue()) + bytes(6),
+         lambda: in_gre("10.6.0.1", PEER, ue())),
+    ],
+    ids=["gtpu", "keyed-no-extension", "ipv6", "from-vxlan", "plain-padded"],
+)
+def test_forward_encapsulated_into_gre_carries_the_ip_packet_to_the_peer(dp, tunnel, frame, expected):
+    install(dp, {"type": "tunnel", "encapsulate": {"protocol": "gre", **tunnel}})
+    out = run(dp, frame())
+    assert (out.verdict, out.action, out.reason, out.egress_ifindex) == ("REDIRECT", "tunnel", None,
+                                                                          interface_index("n6"))
+    assert out.data == expected()
+    assert tshark_problems(out.data) == ""
+
+
+def tshark_problems(frame: bytes) -> str:
+    """What tshark's expert finds in a frame (malformed, bad checksum, ...): '' when nothing."""
+    with tempfile.NamedTemporaryFile(suffix=".pcap") as f:
+        f.write(pcap([frame]))
+        f.flush()
+        command = [require_tshark(), "-n", "-r", f.name, "-o", "ip.check_checksum:TRUE", "-T", "fields",
+                   "-e", "_ws.expert.message", "-e", "gre.proto"]
+        fields = subprocess.run(command, check=True, capture_output=True, text=True).stdout.rstrip("\n").split("\t")
+    assert fields[-1] in ("0x0800", "0x86dd"), f"tshark read no GRE: {fields}"
+    return fields[0]
+
+
+def test_a_packet_without_a_tunnel_or_a_source_is_not_carried_in_gre_but_counted(dp):
+    install(dp, {"type": "tunnel", "encapsulate": {"protocol": "gre", "peer": PEER}})
+    frame = bytes(Ether(dst=OUR_MAC, src=GNB_MAC) / ue())  # no tunnel of its own to take a source from
+    out = run(dp, frame)
+    assert (out.verdict, out.action, out.reason, out.data) == ("PASS", "default", "tunnel_no_source", frame)
 
 
 def test_a_packet_without_gtpu_is_not_moved_into_a_tunnel_but_counted(dp):

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* TUNNEL: a rule's packet leaves its GTP-U tunnel (decapsulated) or is put into another one
- * (re-tunnelled), then goes out of a port or towards an address through the router, as the rule's
- * entry of dpp_tunnels says (dpp/nf/tunnel.h). The headers are removed and built by the UPF's code
- * (nf/upf/decap.h, nf/upf/encap.h), the next hop found by its route cache over bpf_fib_lookup
- * (nf/upf/route.h). */
+ * (re-tunnelled into GTP-U, or carried in GRE), then goes out of a port or towards an address
+ * through the router, as the rule's entry of dpp_tunnels says (dpp/nf/tunnel.h). The headers are
+ * removed and built by the UPF's code (nf/upf/decap.h, nf/upf/encap.h; GRE's by nf/tunnel/gre.h
+ * over the latter), the next hop found by its route cache over bpf_fib_lookup (nf/upf/route.h). */
 #ifndef DPP_NF_TUNNEL_TUNNEL_H
 #define DPP_NF_TUNNEL_TUNNEL_H
 
@@ -14,6 +14,7 @@
 #include <bpf/bpf_helpers.h>
 #include "core/maps.h"
 #include "core/outcome.h"
+#include "nf/tunnel/gre.h"
 #include "nf/tunnel/maps.h"
 #include "nf/upf/decap.h"
 #include "nf/upf/encap.h"
@@ -25,10 +26,20 @@ static __always_inline bool tunnelled(const struct dpp_flow_key *key, const stru
 	return (key->flags & DPP_KEY_GTP) && l->ue_l3 && key->family;
 }
 
+/* The IP packet a GRE tunnel carries: a GTP-U packet's UE packet, or the innermost IP packet of
+ * one without GTP-U. 0 when there is none (a T-PDU of another kind, or no IP at all). */
+static __always_inline __u32 carried_l3(const struct dpp_flow_key *key, const struct dpp_layers *l)
+{
+	if (key->flags & DPP_KEY_GTP)
+		return tunnelled(key, l) ? l->ue_l3 : 0;
+	return key->family ? l->l3 : 0;
+}
+
 /* The new tunnel's source when the entry gives none: where the packet's own tunnel was sent (the
- * IP header carrying its GTP-U), if of the peer's family. 0, or -1 when there is none. */
-static __always_inline int tunnel_source(struct xdp_md *ctx, const struct dpp_layers *l,
-					 struct dpp_upf_pdr *e)
+ * IP header carrying its GTP-U), if of the peer's family. 0, or -1 when there is none (a packet
+ * without GTP-U has no tunnel of its own). */
+static __always_inline int tunnel_source(struct xdp_md *ctx, const struct dpp_flow_key *key,
+					 const struct dpp_layers *l, struct dpp_upf_pdr *e)
 {
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
 	void *ip = data + bounded_offset(l->tun_l3);
@@ -37,7 +48,7 @@ static __always_inline int tunnel_source(struct xdp_md *ctx, const struct dpp_la
 
 	if (e->local[0] | e->local[1] | e->local[2] | e->local[3])
 		return 0;
-	if ((void *)(ip4 + 1) > end)
+	if (!tunnelled(key, l) || (void *)(ip4 + 1) > end)
 		return -1;
 	if (ip4->version == 4 && e->family == 4) {
 		e->local[0] = ip4->daddr;
@@ -49,9 +60,26 @@ static __always_inline int tunnel_source(struct xdp_md *ctx, const struct dpp_la
 	return 0;
 }
 
-/* This CPU's copy of a re-tunnelling entry, made for the packet: its own TEID, QFI and direction
- * (the container's PDU type), and the source if the entry gives none. NULL, the packet unchanged
- * and *reason set, when it cannot be re-tunnelled. */
+static __always_inline bool into_gtpu(const struct dpp_upf_pdr *t)
+{
+	return t->far == DPP_TUNNEL_GTPU;
+}
+
+/* What a GTP-U packet keeps in its new GTP-U tunnel: its TEID, and its PDU Session Container's QFI
+ * and direction (PDU type) if it had one, no container if it had none. */
+static __always_inline void keep_gtpu(struct dpp_upf_pdr *e, const struct dpp_flow_key *key)
+{
+	e->flags &= ~DPP_UPF_PDR_UDP;
+	e->teid = key->teid;
+	e->qfi = key->qfi;
+	e->pdu_type = (key->flags & DPP_KEY_GTP_UL) ? 1 : 0;
+	if (!(key->flags & DPP_KEY_GTP_QFI))
+		e->pdu_type = DPP_UPF_PDU_NO_CONTAINER;
+}
+
+/* This CPU's copy of a re-tunnelling entry, made for the packet: into GTP-U, what the packet keeps
+ * (keep_gtpu); either way the source if the entry gives none. NULL, the packet unchanged and
+ * *reason set, when it cannot be re-tunnelled. */
 static __always_inline struct dpp_upf_pdr *tunnel_prepare(struct xdp_md *ctx,
 							  const struct dpp_flow_key *key,
 							  const struct dpp_layers *l,
@@ -60,20 +88,27 @@ static __always_inline struct dpp_upf_pdr *tunnel_prepare(struct xdp_md *ctx,
 	struct dpp_upf_pdr *e;
 	__u32 zero = 0;
 
-	*reason = DPP_REASON_TUNNEL_NOT_GTPU;
-	if (!tunnelled(key, l))
+	*reason = into_gtpu(t) ? DPP_REASON_TUNNEL_NOT_GTPU : DPP_REASON_TUNNEL_NOT_IP;
+	if (into_gtpu(t) ? !tunnelled(key, l) : !carried_l3(key, l))
 		return NULL;
 	*reason = DPP_REASON_TUNNEL_FAILED;
 	e = bpf_map_lookup_elem(&dpp_tunnel_scratch, &zero);
 	if (!e)
 		return NULL;
 	__builtin_memcpy(e, t, sizeof(*e));
-	e->flags &= ~DPP_UPF_PDR_UDP;
-	e->teid = key->teid;
-	e->qfi = (key->flags & DPP_KEY_GTP_QFI) ? key->qfi : 0;
-	e->pdu_type = (key->flags & DPP_KEY_GTP_UL) ? 1 : 0;
+	if (into_gtpu(t))
+		keep_gtpu(e, key);
 	*reason = DPP_REASON_TUNNEL_NO_SOURCE;
-	return tunnel_source(ctx, l, e) ? NULL : e;
+	return tunnel_source(ctx, key, l, e) ? NULL : e;
+}
+
+/* Into the prepared entry's tunnel. 0, or -1 when the packet could not be made so. */
+static __always_inline int tunnel_encap(struct xdp_md *ctx, const struct dpp_flow_key *key,
+					const struct dpp_layers *l, const struct dpp_upf_pdr *e)
+{
+	if (into_gtpu(e))
+		return upf_encap(ctx, e, l->ue_l3, key->family);
+	return tunnel_gre(ctx, e, carried_l3(key, l), key->family);
 }
 
 /* The next hop towards the entry's peer (not the packet's own destination: an IP interface's
@@ -137,7 +172,7 @@ __attribute__((noinline)) int dpp_tunnel(struct xdp_md *ctx, const struct dpp_fl
 			return fallback(cfg, o, reason);
 	}
 	o->action = DPP_ACTION_TUNNEL;
-	if (e && upf_encap(ctx, e, l->ue_l3, key->family))
+	if (e && tunnel_encap(ctx, key, l, e))
 		return tunnel_failed(o, DPP_REASON_TUNNEL_FAILED);
 	if (!e && (t->flags & DPP_UPF_PDR_DECAP) && tunnelled(key, l) &&
 	    upf_decap(ctx, l->ue_l3, key->family))

@@ -52,6 +52,10 @@
 /* struct dpp_upf_ul_key.qfi of a TEID's own entry: packets of any QFI, or none. */
 #define DPP_UPF_QFI_ANY 0xff
 
+/* struct dpp_upf_pdr.pdu_type of an ENCAP entry: GTP-U without a PDU Session Container (the tunnel
+ * action keeps a T-PDU's lack of one: nf/tunnel/tunnel.h). */
+#define DPP_UPF_PDU_NO_CONTAINER 0xff
+
 /* enum dpp_upf_role: what an interface is to the UPF (struct dpp_upf_iface.role). */
 enum dpp_upf_role {
 	DPP_UPF_ROLE_NONE = 0, /* not the UPF's: the pipeline as without it */
@@ -137,7 +141,7 @@ struct dpp_upf_pdr {
 	__u8 output;   /* enum dpp_upf_output */
 	__u8 family;   /* ENCAP: 4 or 6, the outer header's */
 	__u8 qfi;      /* ENCAP: the PDU Session Container's QFI (the QER's) */
-	__u8 pdu_type; /* ENCAP: the container's PDU type, 0 downlink, 1 uplink (N9) */
+	__u8 pdu_type; /* ENCAP: the container's PDU type, 0 downlink, 1 uplink (N9); or no container */
 	__u16 pdr_id;  /* FAR BUFFER, DUPL: the PDR's id, for user space (struct dpp_upf_punt) */
 	__u32 ifindex;	/* OUTPUT_REDIRECT: the egress port, a key of dpp_ports; OUTPUT_PRIVATE: the
 			 * network instance whose private routing table gives the next hop */
