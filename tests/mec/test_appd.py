@@ -89,6 +89,22 @@ def test_etsi_spellings_become_mec_011s(etsi_validator):
     assert made.dstInterface.tunnelInfo.tunnelType == "GTP_U"
 
 
+def test_a_gre_tunnels_specific_data_is_kept_as_its_key(etsi_validator):
+    rule = {"trafficRuleId": "gre", "filterType": "PACKET", "priority": 1, "action": "FORWARD_AS_IS",
+            "trafficFilter": [{"srcAddress": ["198.51.100.0/24"]}],
+            "dstInterface": [{"interfaceType": "TUNNEL", "tunnelInfo": {
+                "tunnelType": "GRE", "tunnelDstAddress": "192.0.2.1", "tunnelSrcAddress": "192.0.2.2",
+                "tunnelSpecificData": "1234"}}]}  # ETSI: Not_specified, a string
+    appd = etsi_valid(etsi_validator, appd_document(appTrafficRule=[rule]))
+
+    [made] = onboarded(appd, "cache").trafficRules
+
+    assert (made.dstInterface.tunnelInfo.tunnelType, made.dstInterface.tunnelInfo.tunnelSpecificData) == ("GRE", "1234")
+    [intent] = rule_intents("cache", made, {})
+    assert intent.action.encapsulate.model_dump(mode="json", exclude_none=True) == {
+        "protocol": "gre", "peer": "192.0.2.1", "source": "192.0.2.2", "key": 1234}
+
+
 def test_a_duplicates_two_interfaces_are_both_kept(etsi_validator):
     rule = {"trafficRuleId": "copy", "filterType": "PACKET", "priority": 1, "action": "DUPLICATE_AS_IS",
             "trafficFilter": [{"dstAddress": ["198.51.100.7"]}],
