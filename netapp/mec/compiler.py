@@ -51,8 +51,8 @@ a GTP-U packet's TEID and inner headers, not its tunnel's outer addresses or por
 those members are refused. dSCP (IPv4) and tC (IPv6) match the DSCP of the innermost header, which
 is family-blind, so they need an address of their family.
 
-DUPLICATE_*: MEC 011 gives two dstInterface values (a list of two; ETSI's v2.1.1 document types
-the member as one object, which is refused as one value). Each is a MAC interface named by
+DUPLICATE_*: MEC 011 gives two dstInterface values (a list of two, or v2.1.1's object with both in
+dstInterfaces: netapp.mec.models.TrafficRule; one alone is refused). Each is a MAC interface named by
 srcMacAddress, as for FORWARD_DECAPSULATED; the copies leave as the packet came (the intent action
 `duplicate`: netapp.duplicate). The replication does not decapsulate, so DUPLICATE_DECAPSULATED is
 the same as DUPLICATE_ENCAPSULATED for plain packets, and a filter that names a tunnel is refused.
@@ -311,12 +311,11 @@ def _action(rule: TrafficRule, interfaces_by_mac: Mapping[str, str]) -> dict[str
 
 def _one_destination(rule: TrafficRule) -> DestinationInterface:
     """FORWARD_* and PASSTHROUGH's one dstInterface, given as the object or as a list of one."""
-    if not isinstance(rule.dstInterface, list):
-        return rule.dstInterface
-    if len(rule.dstInterface) != 1:
-        raise IntentError.at("dstInterface", f"{len(rule.dstInterface)} values: {rule.action} sends a packet "
+    destinations = rule.destinations()
+    if len(destinations) != 1:
+        raise IntentError.at("dstInterface", f"{len(destinations)} values: {rule.action} sends a packet "
                                              "to one (MEC 011: one value shall be provided)")
-    return rule.dstInterface[0]
+    return destinations[0]
 
 
 def _forward(rule: TrafficRule, destination: DestinationInterface, interfaces_by_mac: Mapping[str, str]) -> dict[str, Any]:
@@ -438,11 +437,11 @@ def _duplicate(rule: TrafficRule, interfaces_by_mac: Mapping[str, str]) -> dict[
     """DUPLICATE_*: a copy out of each of the two MAC interfaces (the intent action `duplicate`)."""
     if rule.action == RuleAction.DUPLICATE_DECAPSULATED.value:
         _refuse_tunnel_filter(rule)
-    destinations = rule.dstInterface if isinstance(rule.dstInterface, list) else [rule.dstInterface]
-    if rule.dstInterface is None or len(destinations) != DUPLICATE_COPIES:
-        given = 0 if rule.dstInterface is None else len(destinations)
-        raise IntentError.at("dstInterface", f"{given} values: {rule.action} sends a copy out of each of "
-                                             f"{DUPLICATE_COPIES} (MEC 011: two values shall be provided, as a list)")
+    destinations = rule.destinations()
+    if len(destinations) != DUPLICATE_COPIES:
+        raise IntentError.at("dstInterface", f"{len(destinations)} values: {rule.action} sends a copy out of each "
+                                             f"of {DUPLICATE_COPIES} (MEC 011: two values shall be provided, as a "
+                                             "list, or in dstInterfaces)")
     names = [_copy_interface(destination, f"dstInterface[{n}]", interfaces_by_mac)
              for n, destination in enumerate(destinations)]
     if names[0] == names[1]:

@@ -14,7 +14,7 @@ from datetime import datetime
 from enum import Enum
 from typing import Annotated, Any, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from netapp.intents.fields import MAX_I64
 
@@ -116,7 +116,15 @@ class TrafficFilter(_Etsi):
 
 
 class TrafficRule(_Etsi):
-    """MEC 011 TrafficRule: a filter, an action, where matching packets go, and whether it is on."""
+    """MEC 011 TrafficRule: a filter, an action, where matching packets go, and whether it is on.
+
+    dstInterface: MEC 011's text asks for two values for DUPLICATE_* (one for FORWARD_* and
+    PASSTHROUGH), and its later documents (v2.2.1 on) type the member as a list of up to two, but
+    ETSI's v2.1.1 document, the one served, types it as one object. A rule is taken either way: a
+    list in dstInterface, or v2.1.1's object with every destination in dstInterfaces, a member that
+    document does not list and allows. It is answered in v2.1.1's shape: dstInterface the first
+    destination, and dstInterfaces all of them when there are more than one, so that an answer
+    validates against ETSI's document and, put back, is the same rule."""
 
     trafficRuleId: MecId
     filterType: FilterType
@@ -124,9 +132,33 @@ class TrafficRule(_Etsi):
     trafficFilter: list[TrafficFilter]
     action: RuleAction
     dstInterface: Optional[Union[DestinationInterface, list[DestinationInterface]]] = Field(
-        None, description="one (ETSI's v2.1.1 document), or a list: two values for DUPLICATE_*"
+        None, description="one (ETSI's v2.1.1 document; answered so), or a list: two values for DUPLICATE_*"
+    )
+    dstInterfaces: Optional[list[DestinationInterface]] = Field(
+        None, description="every destination interface, when there are more than one (DUPLICATE_*'s two); "
+        "dstInterface is then the first"
     )
     state: RuleState
+
+    @model_validator(mode="after")
+    def _answered_as_v2_1_1(self) -> "TrafficRule":
+        destinations = self.dstInterface if isinstance(self.dstInterface, list) else None
+        if self.dstInterfaces is not None:
+            if destinations is not None and destinations != self.dstInterfaces:
+                raise ValueError("dstInterface is a list other than dstInterfaces: give the destinations once")
+            if destinations is None and self.dstInterface not in (None, *self.dstInterfaces[:1]):
+                raise ValueError("dstInterface is not dstInterfaces[0]: dstInterface names the first destination")
+            destinations = self.dstInterfaces
+        if destinations is not None:
+            self.dstInterface = destinations[0] if destinations else None
+            self.dstInterfaces = destinations if len(destinations) > 1 else None
+        return self
+
+    def destinations(self) -> list[DestinationInterface]:
+        """Every destination interface the rule names, in order."""
+        if self.dstInterfaces is not None:
+            return self.dstInterfaces
+        return [] if self.dstInterface is None else [self.dstInterface]  # type: ignore[list-item]
 
 
 class DnsRule(_Etsi):

@@ -115,7 +115,7 @@ def test_a_duplicates_two_interfaces_are_both_kept(etsi_validator):
     [made] = onboarded(appd, "cache").trafficRules
 
     assert made.action == "DUPLICATE_ENCAPSULATED"
-    assert [one.srcMacAddress for one in made.dstInterface] == ["02:00:00:00:00:01", "02:00:00:00:00:02"]
+    assert [one.srcMacAddress for one in made.destinations()] == ["02:00:00:00:00:01", "02:00:00:00:00:02"]
 
 
 @pytest.mark.parametrize(("rule_change", "field"), [

@@ -40,6 +40,23 @@ def test_a_duplicate_sends_a_copy_out_of_each_of_its_two_mac_interfaces(action):
     assert str(intent.match.dst) == "192.0.2.0/24"
 
 
+def test_a_duplicate_written_in_etsi_v2_1_1s_shape_with_dst_interfaces_is_the_same_rule():
+    listed = rule(action="DUPLICATE_ENCAPSULATED", dstInterface=COPIES)
+    shaped = rule(action="DUPLICATE_ENCAPSULATED", dstInterface=COPIES[0], dstInterfaces=COPIES)
+    assert listed == shaped
+    assert (listed.dstInterface, listed.dstInterfaces) == (shaped.destinations()[0], shaped.destinations())
+    assert rule_intents(APP, listed, INTERFACES) == rule_intents(APP, shaped, INTERFACES)
+
+
+@pytest.mark.parametrize(("fields", "why"), [
+    ({"dstInterface": COPIES[1], "dstInterfaces": COPIES}, r"dstInterface is not dstInterfaces\[0\]"),
+    ({"dstInterface": COPIES[::-1], "dstInterfaces": COPIES}, "give the destinations once"),
+])
+def test_dst_interface_and_dst_interfaces_that_disagree_are_refused(fields, why):
+    with pytest.raises(ValueError, match=why):
+        rule(action="DUPLICATE_ENCAPSULATED", **fields)
+
+
 def test_priorities_keep_mec_order_zero_highest():
     top, bottom = (rule_intents(APP, rule(priority=p), INTERFACES)[0].priority for p in (0, 255))
     assert top == MEC_PRIORITY_BASE + 255 and bottom == MEC_PRIORITY_BASE and top > bottom

@@ -54,7 +54,7 @@ def node(tmp_path: Path) -> Iterator[Node]:
 def test_a_duplicate_rule_sends_a_copy_to_each_interface_and_leaves_another_tenants_flow_alone(node):
     site = node.site
     stored = node.api.get(f"{RULES}/copies")
-    assert stored.status_code == 200 and len(stored.json()["dstInterface"]) == 2, stored.text
+    assert stored.status_code == 200 and len(stored.json()["dstInterfaces"]) == 2, stored.text
     others = node.api.put(f"{RULES}/copies", json=duplicate_rule(ue_ip=KEPT.ue_ip))
     assert others.status_code == 400, others.text
     assert others.json()["invalid-params"][0]["name"] == "trafficFilter[0].srcAddress"

@@ -17,10 +17,12 @@ import schemathesis
 from hypothesis import strategies as st
 from schemathesis.checks import positive_data_acceptance
 
+from netapp.core.netns import entered
+from netapp.routing.neighbours import device_mac
 from tests.api.conftest import token_of
 from tests.api.openapi_run import examples
 from tests.api.problems import MEC_SPEC, assert_problem, invalid_param
-from tests.mec.conftest import APP, RULE_IDS
+from tests.mec.conftest import APP, RULE_IDS, VETH, declared_rules
 from tests.utils.maps import assert_maps_hold_the_store
 from tests.utils.mec import etsi_examples, etsi_timeout, traffic_rule
 
@@ -65,6 +67,28 @@ def test_the_answers_validate_against_etsis_schemas(mec_site):
     assert [rule["trafficRuleId"] for rule in listed.json()] == list(RULE_IDS)
     assert one.json()["trafficFilter"] == [{"protocol": ["tcp"], "dstPort": ["443"]}]
     assert "dstInterface" not in one.json()  # absent, not null: ETSI's types have no nulls
+
+
+def test_a_duplicate_rule_is_answered_in_etsis_shape_and_put_back_is_the_same_rule(mec_site):
+    """DUPLICATE_*'s two destinations, written as a list (MEC 011's text), answered as v2.1.1's
+    document types dstInterface (one object, the first) with both in dstInterfaces."""
+    with entered(mec_site.service._state.settings.netns):
+        node_mac = device_mac(mec_site.service._state.index.interfaces[VETH])
+    copies = [{"interfaceType": "MAC", "srcMacAddress": mac} for mac in (node_mac, mec_site.peer_mac)]
+    tenant = mec_site.client("tenant-a")
+    rule_schema = etsi_validator(operation_schema("/applications/{appInstanceId}/traffic_rules/{trafficRuleId}", "get"))
+    try:
+        put = tenant.put(f"{RULES}/r2", json=traffic_rule("r2", action="DUPLICATE_ENCAPSULATED", dstInterface=copies))
+        assert put.status_code == 200, put.text
+        for body in (put.json(), tenant.get(f"{RULES}/r2").json()):
+            rule_schema.validate(body)
+            assert (body["dstInterface"], body["dstInterfaces"]) == (copies[0], copies)
+        again = tenant.put(f"{RULES}/r2", json=put.json())
+        assert (again.status_code, again.json()) == (200, put.json())
+        etsi_validator(operation_schema("/applications/{appInstanceId}/traffic_rules", "get")).validate(
+            tenant.get(RULES).json())
+    finally:
+        assert tenant.put(f"{RULES}/r2", json=declared_rules()[1]).status_code == 200
 
 
 def test_a_refused_rule_is_a_problem_details_naming_the_field(mec_site):
