@@ -16,7 +16,10 @@ confirms with confirm_termination or, at the latest, when maxGracefulTimeout has
 the graceful timeout bounds the application's own termination actions). When it passes is stored
 with the termination (the instance's terminationDeadline) and awaited by a timer: a restart of the
 NetApp arms the timer again for what is left, and does at start what passed while it was down, so
-that no application's rules stay in force for ever because the NetApp restarted meanwhile.
+that no application's rules stay in force for ever because the NetApp restarted meanwhile. An
+operation that fails when due (at start, or when its timer fires: the data plane refused a write)
+is tried again by the running service, after 1 s, then twice as long each time up to a minute,
+until it is done, confirmed or deleted, or the service closes (the next start tries it again).
 """
 
 from __future__ import annotations
@@ -57,6 +60,14 @@ GRACEFUL_TIMEOUT = Principal(tenant="", scopes=frozenset({Scope.ADMIN}), name="m
 Schedule = Callable[[float, Callable[[], None]], Callable[[], None]]
 """(delay in seconds, what to do then) -> what cancels it."""
 
+RETRY_FIRST_S = 1.0  # an operation due that failed is tried again after this, then twice as long
+RETRY_MAX_S = 60.0  # each time, up to this
+
+
+def retry_delay_s(failures: int) -> float:
+    """How long after its `failures`-th failure (1 on) an operation due is tried again."""
+    return min(RETRY_FIRST_S * 2 ** min(failures - 1, 32), RETRY_MAX_S)
+
 
 def timer_schedule(delay_s: float, action: Callable[[], None]) -> Callable[[], None]:
     """`action` in a timer thread of its own after `delay_s`."""
@@ -84,6 +95,7 @@ class MecAppService:
         # application -> (its request, what cancels its graceful timeout)
         self._deadlines: dict[str, tuple[object, Callable[[], None]]] = {}
         self._deadlines_lock = threading.Lock()
+        self._closed = False  # no graceful timeout, nor retry, is armed any more
         # However the instance goes (confirmed, DELETE), its graceful timeout has nothing left to end.
         mec.on_application_removed(lambda app_instance_id: lambda: self._cancel_deadline(app_instance_id))
 
@@ -94,7 +106,7 @@ class MecAppService:
 
     def close(self) -> None:
         with self._deadlines_lock:
-            armed, self._deadlines = list(self._deadlines.values()), {}
+            armed, self._deadlines, self._closed = list(self._deadlines.values()), {}, True
         for _, cancel in armed:
             cancel()
         self.notifier.close()
@@ -207,19 +219,24 @@ class MecAppService:
 
     def _arm_deadline(self, app_instance_id: str, timeout_s: float) -> None:
         """After `timeout_s`, do the operation asked of the instance unless it confirmed first."""
-        arming = object()  # which request this deadline is of
-        deadline = self._state.now() + timedelta(seconds=timeout_s)
+        self._arm(app_instance_id, timeout_s, self._state.now() + timedelta(seconds=timeout_s), 0)
+
+    def _arm(self, app_instance_id: str, delay_s: float, deadline: datetime, failures: int) -> None:
+        """After `delay_s`, the operation due at `deadline` (which failed `failures` times so far),
+        unless the instance confirmed, was asked again or went first."""
+        arming = object()  # which request (or retry) this is
 
         def passed() -> None:
             with self._deadlines_lock:
                 if self._deadlines.get(app_instance_id, (None,))[0] is not arming:
                     return  # confirmed, asked again or closed meanwhile
                 del self._deadlines[app_instance_id]
-            self._graceful_timeout_passed(app_instance_id, deadline)
+            self._graceful_timeout_passed(app_instance_id, deadline, failures)
 
         self._cancel_deadline(app_instance_id)
         with self._deadlines_lock:  # held: a timeout of 0 must find its deadline armed
-            self._deadlines[app_instance_id] = (arming, self._schedule(timeout_s, passed))
+            if not self._closed:
+                self._deadlines[app_instance_id] = (arming, self._schedule(delay_s, passed))
 
     def _cancel_deadline(self, app_instance_id: str) -> None:
         with self._deadlines_lock:
@@ -227,7 +244,7 @@ class MecAppService:
         if cancel is not None:
             cancel()
 
-    def _graceful_timeout_passed(self, app_instance_id: str, deadline: datetime) -> None:
+    def _graceful_timeout_passed(self, app_instance_id: str, deadline: datetime, failures: int = 0) -> None:
         try:
             application = self._mec.application_of(GRACEFUL_TIMEOUT, app_instance_id)
             if application.termination is None:
@@ -236,8 +253,10 @@ class MecAppService:
         except NotFound:
             return  # deleted meanwhile (an administrator's DELETE)
         except Exception:  # a timer thread, or start(): nobody else would hear of it
-            log.exception("MEC 011: application instance %s: the operation asked, due at %s, failed",
-                          app_instance_id, deadline.isoformat())
+            delay_s = retry_delay_s(failures + 1)
+            log.exception("MEC 011: application instance %s: the operation asked, due at %s, failed (%d times): "
+                          "tried again in %.0f s", app_instance_id, deadline.isoformat(), failures + 1, delay_s)
+            self._arm(app_instance_id, delay_s, deadline, failures + 1)
             return
         log.warning("MEC 011: application instance %s did not confirm by %s: %s done all the same",
                     app_instance_id, deadline.isoformat(), application.termination)

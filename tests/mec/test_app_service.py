@@ -15,7 +15,7 @@ import pytest
 from netapp.core.config import SubscriptionSettings
 from netapp.core.destinations import AllowList, Destinations, Resolver, resolve
 from netapp.mec.app_models import AppTerminationConfirmation, AppTerminationNotificationSubscription
-from netapp.mec.app_service import MecAppService
+from netapp.mec.app_service import MecAppService, retry_delay_s
 from netapp.mec.compiler import intent_ids
 from netapp.mec.models import DnsRule, MecApplicationSpec
 from netapp.mec.notify import TerminationNotifier
@@ -439,3 +439,65 @@ def test_a_graceful_timeout_not_passed_at_a_restart_is_armed_again_for_what_is_l
         local.close()
         again.close()
 
+
+
+# --- an operation due that fails is tried again --------------------------------------------------
+
+
+@pytest.fixture
+def terminating(service):
+    """The application asked to terminate within 45 s, through a service whose timers the test fires."""
+    deadlines = Deadlines()
+    local = local_apps(service, schedule=deadlines)
+    local.request_termination(ADMIN, APP, 45)
+    yield local, deadlines
+    local.close()
+
+
+def test_a_termination_that_fails_when_due_is_tried_again_with_growing_delays_until_done(service, terminating):
+    _, deadlines = terminating
+    service.dataplane._dpp.fail("rules_delete", times=3)  # the data plane refuses to remove the rule
+    for _ in range(3):
+        deadlines.fire()
+        assert service.mec.get_application(ALICE, APP).termination == "TERMINATING"
+        assert installed_of(service) == intent_ids(APP, "r1")[:1]
+    assert [entry[0] for entry in deadlines.armed] == [45, 1, 2, 4]
+    deadlines.fire()
+    with pytest.raises(NotFound):
+        service.mec.get_application(ADMIN, APP)
+    assert installed_of(service) == []
+    assert len(deadlines.armed) == 4, "nothing is armed once done"
+
+
+def test_a_confirmation_cancels_the_retry_of_a_failed_termination(service, terminating):
+    local, deadlines = terminating
+    service.dataplane._dpp.fail("rules_delete")
+    deadlines.fire()
+    assert [entry[0] for entry in deadlines.armed] == [45, 1]
+    local.confirm_termination(ALICE, APP, AppTerminationConfirmation(operationAction="TERMINATING"))
+    assert deadlines.armed[1][2], "the retry is cancelled"
+    with pytest.raises(NotFound):
+        service.mec.get_application(ADMIN, APP)
+
+
+def test_retries_wait_twice_as_long_each_time_up_to_a_minute():
+    assert [retry_delay_s(n) for n in (1, 2, 3, 6, 7, 8, 1000)] == [1, 2, 4, 32, 60, 60, 60]
+
+
+def test_a_termination_overdue_at_start_that_fails_is_done_by_the_running_service(tmp_path, before_restart):
+    """The service's own timer (a real one): the retry a second after the failed attempt at start."""
+    before_restart.mec_apps.request_termination(ADMIN, APP, 45)
+    before_restart.dataplane._dpp.fail("rules_delete")  # armed for the start after the restart
+
+    again = restart(tmp_path, before_restart, seconds=46)
+    try:
+        removed = threading.Event()
+        again.mec.on_application_removed(lambda app_instance_id: removed.set)
+        if not removed.is_set() and installed(again, "alice", APP, "r1"):  # not yet retried
+            assert ("failed", "rules_delete") in again.dataplane._dpp.calls, "the attempt at start failed"
+            assert removed.wait(timeout=30), "the running service did not try again"
+        with pytest.raises(NotFound):
+            again.mec.get_application(ADMIN, APP)
+        assert not installed(again, "alice", APP, "r1")
+    finally:
+        again.close()
