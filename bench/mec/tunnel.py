@@ -15,6 +15,7 @@ intent per case, each on its own UE destination port, compiled as MEC 011 rules 
 | as_is_ip     | FORWARD_ENCAPSULATED, IP (the router)         | as it came, next hop from the FIB       |
 | decap_ip     | FORWARD_DECAPSULATED, IP (the router)         | GTP-U/UDP/IP removed, next hop from FIB |
 | encap_gtpu   | FORWARD_ENCAPSULATED, TUNNEL GTP_U (N9 peer)  | moved into GTP-U to the N9 peer         |
+| encap_gre    | FORWARD_ENCAPSULATED, TUNNEL GRE (N9 peer)    | its UE packet in GRE (a key) to the peer |
 
 Every case's output is checked byte for byte against the frame scapy builds before it is timed, and
 its verdict on every timed run. The route cache is off (generation 0): each routed packet asks the
@@ -34,7 +35,7 @@ from typing import Any, Optional, Sequence
 
 from scapy.contrib.gtp import GTP_U_Header, GTPPDUSessionContainer
 from scapy.layers.inet import IP, UDP
-from scapy.layers.l2 import Ether
+from scapy.layers.l2 import GRE, Ether
 
 from bench.dataplane import machine_info
 from bench.flows.__main__ import write
@@ -52,12 +53,15 @@ from netapp.testbed import netns
 DEFAULT_OUT = Path("bench/results/mec_tunnel.json")
 TEID = 0x1234
 SOURCE = "10.9.0.1"  # the new tunnel's source: N9's address
+GRE_KEY = 0x445
 CASES = {  # name -> (UE destination port, intent action)
     "redirect": (5001, {"type": "redirect", "interface": w.N6_IF}),
     "decap_mac": (5002, {"type": "tunnel", "decapsulate": True, "interface": w.N6_IF}),
     "as_is_ip": (5003, {"type": "tunnel", "towards": w.ROUTER}),
     "decap_ip": (5004, {"type": "tunnel", "decapsulate": True, "towards": w.ROUTER}),
     "encap_gtpu": (5005, {"type": "tunnel", "encapsulate": {"peer": w.N9_PEER, "source": SOURCE}}),
+    "encap_gre": (5006, {"type": "tunnel", "encapsulate": {"protocol": "gre", "peer": w.N9_PEER, "source": SOURCE,
+                                                           "key": GRE_KEY}}),
 }
 
 
@@ -85,9 +89,11 @@ def expected(case: str) -> bytes:
         return bytes(routed / frame[IP])
     if case == "decap_ip":
         return bytes(routed / ue(port))
+    to_peer = Ether(src=w.N9_MAC, dst=w.N9_PEER_MAC) / IP(src=SOURCE, dst=w.N9_PEER, id=0, ttl=64)
+    if case == "encap_gre":
+        return bytes(to_peer / GRE(key_present=1, key=GRE_KEY, proto=0x0800) / ue(port))
     gtp = GTP_U_Header(teid=TEID, E=1, next_ex=0x85) / GTPPDUSessionContainer(type=1, QFI=w.QFI)
-    return bytes(Ether(src=w.N9_MAC, dst=w.N9_PEER_MAC) / IP(src=SOURCE, dst=w.N9_PEER, id=0, ttl=64)
-                 / UDP(sport=2152, dport=2152, chksum=0) / gtp / ue(port))
+    return bytes(to_peer / UDP(sport=2152, dport=2152, chksum=0) / gtp / ue(port))
 
 
 def walk_of(packet: bytes) -> Walk:
@@ -144,6 +150,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             "decapsulation (decap_mac - redirect)": round(above["decap_mac"] - above["redirect"], 1),
             "decapsulation, routed (decap_ip - as_is_ip)": round(above["decap_ip"] - above["as_is_ip"], 1),
             "re-tunnelling (encap_gtpu - as_is_ip)": round(above["encap_gtpu"] - above["as_is_ip"], 1),
+            "into GRE (encap_gre - as_is_ip)": round(above["encap_gre"] - above["as_is_ip"], 1),
         },
     }
 
