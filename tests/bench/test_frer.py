@@ -4,11 +4,14 @@ broadcast out into real veth ports."""
 
 from __future__ import annotations
 
+import ctypes
 import json
+import struct
 
 from bench.frer import __main__ as frer_main
 from bench.frer import replicate
-from tests.utils.kernel import require_kernel
+from netapp.frer.abi import Recovery
+from tests.utils.kernel import build_artifact, require_kernel
 
 
 def test_a_small_elimination_run_takes_every_case_and_writes_a_row_for_each(tmp_path):
@@ -28,3 +31,21 @@ def test_a_small_replication_run_adds_its_row(tmp_path):
     rows = json.loads(out.read_text())["replicate"]
     assert [row["case"].split(",")[1].strip() for row in rows][:1] == ["1 stream (hot"]
     assert all(row["replicate_ns"] > 0 and row["broadcast_ns"] > 0 for row in rows)
+
+
+def test_a_slot_is_written_in_the_layout_of_the_object_compared():
+    """--compare times another build's object, whose struct dpp_frer_recovery may order its fields
+    otherwise: each field lands at that object's offset, the ones it lacks are left out."""
+    value = frer_main.recovery(seen=frer_main.SEEN)
+    value.passed, value.lost = 5, 3
+    other = (24, {"seq": (0, 2), "passed": (8, 8), "lost": (16, 8), "history": (2, 4)})
+    raw = bytes(frer_main.in_layout(value, other))
+    assert raw == struct.pack("<HIxxQQ", frer_main.SEEN, 1, 5, 3)
+
+
+def test_this_trees_layout_is_read_from_its_object_as_the_mirror_has_it():
+    require_kernel()
+    size, members = frer_main.recovery_layout(build_artifact("xdp_frer.bpf.o"))
+    value = frer_main.recovery(seen=frer_main.SEEN)
+    assert size == ctypes.sizeof(Recovery)
+    assert bytes(frer_main.in_layout(value, (size, members))) == bytes(value)
