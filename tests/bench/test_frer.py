@@ -4,12 +4,16 @@ broadcast out into real veth ports."""
 
 from __future__ import annotations
 
+import argparse
+import csv
 import ctypes
 import json
 import struct
 
+import pytest
+
 from bench.frer import __main__ as frer_main
-from bench.frer import replicate
+from bench.frer import latency, replicate
 from netapp.frer.abi import Recovery
 from tests.utils.kernel import build_artifact, require_kernel
 
@@ -49,3 +53,16 @@ def test_this_trees_layout_is_read_from_its_object_as_the_mirror_has_it():
     value = frer_main.recovery(seen=frer_main.SEEN)
     assert size == ctypes.sizeof(Recovery)
     assert bytes(frer_main.in_layout(value, (size, members))) == bytes(value)
+
+
+def test_the_latency_csv_holds_each_cases_cdf_and_a_bad_rate_is_refused(tmp_path):
+    rows = [{"rate": rate, "sent_pps": 10, "load": load, "latencies_us": [float(k) for k in range(1, 1001)]}
+            for rate in ("10000", latency.MAX) for load in ("idle", "every CPU busy")]  # fmt: skip
+    latency.write_csv(rows, tmp_path / "frer_latency.csv")
+    with (tmp_path / "frer_latency.csv").open() as written:
+        lines = list(csv.DictReader(written))
+    assert len(lines) == 4 * len(latency.CDF_POINTS)
+    by_case = {(line["rate"], line["load"], float(line["percentile"])): float(line["latency_us"]) for line in lines}
+    assert by_case[("max", "idle", 50.0)] == 501.0 and by_case[("10000", "every CPU busy", 99.9)] == 1000.0
+    with pytest.raises(argparse.ArgumentTypeError, match="positive integer"):
+        latency.rate("0")
