@@ -3,24 +3,30 @@ eliminating node -> listener on the FRER veth testbed (netapp/testbed/frer_site.
 configuration as tests/frer/test_two_paths.py has them), each frame from the talker's send (its
 payload carries CLOCK_REALTIME) to the kernel's receive time at the listener (SO_TIMESTAMPNS). Twice:
 on an idle machine, and with every CPU busy with a spinning process (background load on the nodes'
-CPUs, the shape of the per-packet service protection paper's latency figures). The distribution is
-plotted as CDFs.
+CPUs, the shape of the per-packet service protection paper's latency figures), at each rate asked
+for: 10,000 frames/s, and "max", the highest rate the machine carries (the talker sends without
+pacing, as fast as its socket takes frames; the rate it reached is in the results). The
+distribution is plotted as CDFs, a panel per rate.
 
-    python -m bench.frer.latency [--frames 30000] [--pps 10000]
+    python -m bench.frer.latency [--frames 30000] [--rates 10000 max]
 
-Writes bench/results/frer_latency.json and, with matplotlib, frer_latency.png. Both sides are user
-space: the figures include a socket send and the stack's delivery to a packet socket, which a
-frame through a NIC would not pay; the load's effect, not the absolute, is what they show."""
+Writes bench/results/frer_latency.json (percentiles, frames arrived, rate reached), frer_latency.csv
+(each case's CDF: the latency at every 0.5 % of its frames, and at 99.9 and 99.99 %) and, with
+matplotlib (the bench extra), frer_latency.png. Both sides are user space: the figures include a
+socket send and the stack's delivery to a packet socket, which a frame through a NIC would not pay;
+the load's effect, not the absolute, is what they show."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import csv
 import datetime
 import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
@@ -34,6 +40,8 @@ DEFAULT_OUT = Path("bench/results/frer_latency.json")
 STREAMS = [StreamSpec(handle=1, dport=5001), StreamSpec(handle=2, dport=5002)]
 RECOVERY = RecoveryConfig(algo=Algo.VECTOR, history_len=32, reset_ns=2_000_000_000)
 PERCENTILES = (50, 90, 99, 99.9)
+CDF_POINTS = tuple(k / 2 for k in range(201)) + (99.9, 99.99)  # the CSV's percentiles
+MAX = "max"  # the rate of a talker without pacing
 
 
 @contextlib.contextmanager
@@ -55,13 +63,24 @@ def percentile(values: list[int], p: float) -> float:
     return float(ordered[min(len(ordered) - 1, int(len(ordered) * p / 100))])
 
 
-def measure(obj: Path, frames: int, pps: float, loaded: bool) -> dict:
+def rate(text: str) -> str:
+    if text != MAX and not (text.isdigit() and int(text) > 0):
+        raise argparse.ArgumentTypeError(f"{text!r}: a rate is frames/s (a positive integer) or {MAX!r}")
+    return text
+
+
+def measure(obj: Path, frames: int, rate_asked: str, loaded: bool) -> dict:
+    pps = float("inf") if rate_asked == MAX else float(rate_asked)
     with protected_site(obj, STREAMS, RECOVERY, cpu=0) as (site, a, b, talker, capture), background_load(loaded):
+        start = time.monotonic()
         talker.send(frames, pps)
+        sent_pps = frames / (time.monotonic() - start)
         arrived = capture.wait_for(frames, timeout=60)
         latencies = list(capture.latencies)
     us = [value / 1000 for value in latencies]
     return {
+        "rate": rate_asked,
+        "sent_pps": round(sent_pps),
         "load": "every CPU busy" if loaded else "idle",
         "frames": frames,
         "arrived": len(latencies),
@@ -72,6 +91,21 @@ def measure(obj: Path, frames: int, pps: float, loaded: bool) -> dict:
     }
 
 
+def rate_label(row: dict) -> str:
+    asked = "highest rate" if row["rate"] == MAX else f"{int(row['rate']):,} frames/s"
+    return f"{asked} (sent {row['sent_pps']:,}/s)"
+
+
+def write_csv(rows: list[dict], path: Path) -> None:
+    """Each case's CDF: rate asked, rate reached, load, percentile, latency (µs)."""
+    with path.open("w", newline="") as out:
+        writer = csv.writer(out)
+        writer.writerow(["rate", "sent_pps", "load", "percentile", "latency_us"])
+        for row in rows:
+            for p in CDF_POINTS:
+                writer.writerow([row["rate"], row["sent_pps"], row["load"], p, f"{percentile(row['latencies_us'], p):.1f}"])
+
+
 def plot(rows: list[dict], path: Path) -> bool:
     try:
         import matplotlib
@@ -80,16 +114,19 @@ def plot(rows: list[dict], path: Path) -> bool:
         import matplotlib.pyplot as plt
     except ImportError:
         return False
-    figure, axes = plt.subplots(figsize=(7, 4))
-    for row in rows:
-        values = sorted(row["latencies_us"])
-        axes.plot(values, [(k + 1) / len(values) for k in range(len(values))], label=row["load"])
-    axes.set_xscale("log")
-    axes.set_xlabel("latency, talker send to listener receive (µs)")
-    axes.set_ylabel("fraction of frames")
-    axes.set_title("FRER: replicate, two paths, eliminate (veth testbed)")
-    axes.grid(True, which="both", alpha=0.3)
-    axes.legend()
+    rates = list(dict.fromkeys(row["rate"] for row in rows))
+    figure, panels = plt.subplots(1, len(rates), figsize=(6 * len(rates), 4), sharey=True, squeeze=False)
+    for axes, rate_asked in zip(panels[0], rates):
+        for row in (row for row in rows if row["rate"] == rate_asked):
+            values = sorted(row["latencies_us"])
+            axes.plot(values, [(k + 1) / len(values) for k in range(len(values))], label=row["load"])
+        axes.set_xscale("log")
+        axes.set_xlabel("latency, talker send to listener receive (µs)")
+        axes.set_title(rate_label(next(row for row in rows if row["rate"] == rate_asked)))
+        axes.grid(True, which="both", alpha=0.3)
+        axes.legend()
+    panels[0][0].set_ylabel("fraction of frames")
+    figure.suptitle("FRER: replicate, two paths, eliminate (veth testbed)")
     figure.tight_layout()
     figure.savefig(path, dpi=120)
     return True
@@ -100,21 +137,24 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="result JSON; the plot goes next to it")
     parser.add_argument("--frames", type=int, default=30_000)
-    parser.add_argument("--pps", type=float, default=10_000)
+    parser.add_argument("--rates", type=rate, nargs="+", default=["10000", MAX],
+                        help=f"frames/s of the streams together, or {MAX!r}: the talker without pacing")
     args = parser.parse_args(argv)
     obj = Path(binding.find_libdpp()).parent / "dpp_frer.bpf.o"
-    rows = [measure(obj, args.frames, args.pps, loaded) for loaded in (False, True)]
+    rows = [measure(obj, args.frames, rate_asked, loaded) for rate_asked in args.rates for loaded in (False, True)]
     for row in rows:
-        print(f"{row['load']:<15} {row['arrived']}/{row['frames']} arrived  " + "  ".join(
+        print(f"{rate_label(row):<36} {row['load']:<15} {row['arrived']}/{row['frames']} arrived  " + "  ".join(
             f"p{p:g} {row[f'p{p:g}_us']:.0f}" for p in PERCENTILES) + f"  max {row['max_us']:.0f} µs", flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
+    write_csv(rows, args.out.with_suffix(".csv"))
     plotted = plot(rows, args.out.with_suffix(".png"))
     summary = [{key: value for key, value in row.items() if key != "latencies_us"} for row in rows]
     args.out.write_text(json.dumps({
         "benchmark": "frer_latency",
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "machine": machine_info(),
-        "pps": args.pps,
+        "rates": args.rates,
+        "csv": args.out.with_suffix(".csv").name,
         "plot": args.out.with_suffix(".png").name if plotted else None,
         "results": summary,
     }, indent=2) + "\n")  # fmt: skip

@@ -18,15 +18,17 @@ T0 = 10**12
 PAYLOAD = bytes(range(40))
 
 
-@pytest.mark.parametrize("vlan", [None, 42], ids=["untagged", "vlan"])
-def test_a_passed_frame_leaves_without_its_r_tag(frer, vlan):
+@pytest.mark.parametrize("tags", [(), ((0x8100, 42),), ((0x88A8, 7), (0x8100, 42))], ids=["untagged", "vlan", "qinq"])
+def test_a_passed_frame_leaves_without_its_r_tag(frer, tags):
+    """The addresses and every VLAN tag (12, 16 or 20 bytes, each moved as words) end up right
+    before the EtherType the R-tag carried."""
     frer.configure(STREAM, RecoveryConfig(), pop=True)
-    verdict, decision, out = frer.run(frame(STREAM, 7, T0, vlan=vlan, payload=PAYLOAD))
-    expected_head = MACS + (struct.pack("!HH", 0x8100, vlan) if vlan is not None else b"")
+    head = MACS + b"".join(struct.pack("!HH", tpid, vid) for tpid, vid in tags)
+    verdict, decision, out = frer.run(head + frame(STREAM, 7, T0, payload=PAYLOAD)[len(MACS):])
     assert (verdict, decision) == (XDP_PASS, Decision.TAKE_ANY)
-    assert out.startswith(expected_head + TEST_ETHERTYPE.to_bytes(2, "big"))
+    assert out.startswith(head + TEST_ETHERTYPE.to_bytes(2, "big") + STREAM.to_bytes(4, "big"))
     assert out.endswith(PAYLOAD)
-    assert len(out) == len(frame(STREAM, None, T0, vlan=vlan, payload=PAYLOAD))
+    assert len(out) == len(head) + len(frame(STREAM, None, T0, payload=PAYLOAD)) - len(MACS)
 
 
 def test_without_pop_the_frame_leaves_as_it_came(frer):

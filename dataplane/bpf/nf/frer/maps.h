@@ -10,10 +10,12 @@
 #include "dpp/nf/frer.h"
 
 /* stream handle -> its recovery function: parameters, state and counters under one lock (shared
- * by the CPUs: frames of one stream arrive on any of them, one per path at least) */
+ * by the CPUs: frames of one stream arrive on any of them, one per path at least). Mmapable only so
+ * that the values start page-aligned: each slot's first line is then the one its frames touch. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, DPP_MAX_FRER_STREAMS);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__type(key, __u32);
 	__type(value, struct dpp_frer_recovery);
 } dpp_frer_recovery SEC(".maps");

@@ -126,9 +126,11 @@ static __always_inline int frer_vector(struct dpp_frer_recovery *r, __u16 seq)
 		r->out_of_order++;
 		return DPP_FRER_OUT_OF_ORDER;
 	}
-	/* delta in 1..len-1: bits len-delta..len-1 leave; those unseen and tracked are lost */
-	leaving = mask & ~(mask >> delta);
-	r->lost += __builtin_popcount(leaving & ~r->history & frer_tracked_mask(r->span));
+	/* delta in 1..len-1: bits len-delta..len-1 leave; those unseen and tracked are lost (counted
+	 * only then: a frame in order leaves nothing unseen, and its line is not written for nothing) */
+	leaving = mask & ~(mask >> delta) & ~r->history & frer_tracked_mask(r->span);
+	if (leaving)
+		r->lost += __builtin_popcount(leaving);
 	r->history = ((r->history << delta) | 1) & mask;
 	r->span = r->span + delta > FRER_SPAN_MAX ? FRER_SPAN_MAX : r->span + delta;
 	r->seq = seq;

@@ -80,36 +80,44 @@ enum dpp_frer_decision {
  * changes the state and counters together under the lock, and user space reads them with
  * BPF_F_LOCK, so that counters and state are one consistent snapshot. Times are the kernel's clock
  * (bpf_ktime_get_ns), ns. The timers of the standard (RemainingTicks, the latent error test and
- * reset periods) are kept as times and acted on when the next frame of the stream arrives. */
+ * reset periods) are kept as times and acted on when the next frame of the stream arrives.
+ *
+ * Three cache lines, the slots page-aligned (dpp_frer_recovery is mmapable for that): the first
+ * line holds all that a frame in order or a duplicate reads and writes (lock, parameters, state,
+ * the counters those frames move), so that a stream's frame touches one line of it; the rare
+ * counters and latent error detection (opt-in) come after. */
 struct dpp_frer_recovery {
 	struct bpf_spin_lock lock;
-	__u8 algo;	      /* enum dpp_frer_algo */
-	__u8 history_len;     /* frerSeqRcvyHistoryLength, 2..32 (the vector's); 0: an empty slot */
-	__u8 flags;	      /* enum dpp_frer_flags */
-	__u8 latent_paths;    /* frerSeqRcvyLatentErrorPaths */
-	__u32 latent_difference; /* frerSeqRcvyLatentErrorDifference */
-	__u64 reset_ns;	      /* frerSeqRcvyResetMSec, in ns; 0: never reset by time */
-	__u64 latent_period_ns;	      /* frerSeqRcvyLatentErrorPeriod, in ns */
-	__u64 latent_reset_period_ns; /* frerSeqRcvyLatentResetPeriod, in ns */
-	/* state */
-	__u8 take_any;	/* TakeAny: the next tagged frame passes whatever its number */
-	__u8 span;	/* sequence numbers from the first passed after TakeAny up to seq, at most 255 */
-	__u16 seq;	/* RecovSeqNum */
-	__u32 history;	/* SequenceHistory: bit i set when seq - i has been seen */
+	__u8 algo;	  /* enum dpp_frer_algo */
+	__u8 history_len; /* frerSeqRcvyHistoryLength, 2..32 (the vector's); 0: an empty slot */
+	__u8 flags;	  /* enum dpp_frer_flags */
+	__u8 take_any;	  /* TakeAny: the next tagged frame passes whatever its number */
+	__u16 seq;	  /* RecovSeqNum */
+	__u8 span;	  /* sequence numbers from the first passed after TakeAny up to seq, at most 255 */
+	__u8 latent_paths; /* frerSeqRcvyLatentErrorPaths */
+	__u32 history;	  /* SequenceHistory: bit i set when seq - i has been seen */
+	__u64 reset_ns;	  /* frerSeqRcvyResetMSec, in ns; 0: never reset by time */
 	__u64 restart_ns; /* when RemainingTicks was last restarted (a passed frame) */
-	__u64 latent_test_ns;  /* when the next LatentErrorTest is due */
-	__u64 latent_reset_ns; /* when the next LatentErrorReset is due; 0: at the first frame */
-	__s64 base_difference; /* CurBaseDifference */
 	/* counters, frerCpsSeqRcvy... (10.8) */
 	__u64 passed;
 	__u64 discarded;
 	__u64 out_of_order;
-	__u64 rogue;
 	__u64 lost;
+	/* second line: what reordering, rogue frames, resets and latent error detection touch */
+	__u64 rogue;
 	__u64 tagless;
 	__u64 resets;
 	__u64 latent_errors; /* LatentErrorTest found the difference over latent_difference */
 	__u64 latent_resets; /* LatentErrorReset ran */
+	__u32 latent_difference; /* frerSeqRcvyLatentErrorDifference */
+	__u32 reserved;
+	__u64 latent_period_ns;	      /* frerSeqRcvyLatentErrorPeriod, in ns */
+	__u64 latent_reset_period_ns; /* frerSeqRcvyLatentResetPeriod, in ns */
+	/* third line */
+	__u64 latent_test_ns;  /* when the next LatentErrorTest is due */
+	__u64 latent_reset_ns; /* when the next LatentErrorReset is due; 0: at the first frame */
+	__s64 base_difference; /* CurBaseDifference */
+	__u64 reserved2[5];    /* to a whole number of lines */
 };
 
 /* Key of dpp_frer_null: null stream identification (802.1CB 6.4), a destination MAC address and a
