@@ -243,9 +243,15 @@ def send(site: AtsssSite, transfer: Transfer, receiver: Receiver, window: int,
          during: Optional[Callable[[int], None]] = None) -> Received:
     """The transfer from the data network to the UE's address, at most `window` datagrams beyond
     what the receiver delivered; `during(k)` is called before datagram k is sent (to cut a path at
-    a point of the transfer rather than at a time). Returns once every datagram was delivered."""
+    a point of the transfer rather than at a time). Returns once every datagram was delivered.
+
+    The sending thread stays on one CPU meanwhile: each datagram then goes through the router into
+    the node on that CPU's backlog, in the order sent, so the node numbers them in that order (on
+    two CPUs' backlogs two datagrams could reach it the other way round)."""
     with netns.entered(site.ns("dn")):
         sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    mine = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(mine)})
     try:
         for k in range(transfer.datagrams):
             if during is not None:
@@ -254,6 +260,7 @@ def send(site: AtsssSite, transfer: Transfer, receiver: Receiver, window: int,
             sock.sendto(HEADER.pack(k) + transfer.part(k), (UE_ADDRESS, UE_PORT))
         receiver.wait_for(transfer.datagrams)
     finally:
+        os.sched_setaffinity(0, mine)
         sock.close()
     return receiver.result
 
