@@ -2,7 +2,7 @@
 of their own): dpp_policers (configuration and state) and dpp_policer_stats (per-CPU counters).
 
 A policer is written whole, its state zeroed: a token bucket then starts empty and fills from time 0
-(full at once on a running system), a window starts with nothing counted. The windows' length comes
+(full at once on a running system), a GCRA full, a window with nothing counted. The windows' length comes
 from the burst: the longest power-of-two window (in ns) whose allowance, rate x window / 8, is no
 more than the burst, so that any stretch of a window's length passes at most rate x window + burst
 (dataplane/bpf/nf/qos/police.h). A policer may name a parent (a session's AMBR): a batch writes parents first."""
@@ -25,6 +25,7 @@ from netapp.qos.abi import (
     Policer,
     PolicerStats,
 )
+from netapp.qos.model import gcra_interval
 from netapp.qos.spec import PolicerSpec
 
 __all__ = ["NANOBITS_PER_BYTE", "PolicerApplier", "PolicerSpec", "policer_value", "window_shift_for"]
@@ -60,6 +61,7 @@ def policer_value(spec: PolicerSpec) -> Policer:
         gate=spec.gate,
         window_shift=window_shift_for(spec.rate, spec.burst),
         parent=spec.parent,
+        interval=gcra_interval(spec.rate) if spec.algo == Algo.GCRA else 0,
     )
 
 

@@ -9,7 +9,7 @@ from typing import Literal, Optional, Protocol
 
 from pydantic import BaseModel, Field
 
-from netapp.qos.abi import Algo, Gate, Policer, PolicerStats
+from netapp.qos.abi import GCRA_TAT_SHIFT, Algo, Gate, Policer, PolicerStats
 from netapp.qos.applier import NANOBITS_PER_BYTE
 
 WINDOW_BYTES = (1 << 31) - 1  # the low bits of a window word: its bytes (police.h's packing)
@@ -42,6 +42,8 @@ class PolicerState(BaseModel):
     window_bytes: Optional[int] = Field(None, description="windows: the bytes the current window let through")
     previous_window_bytes: Optional[int] = Field(
         None, description="sliding window: the bytes the window before let through")
+    full_at_ns: Optional[int] = Field(
+        None, description="gcra: the clock (ns, CLOCK_MONOTONIC) at which its bucket is full again, rounded down")
 
 
 class PolicerRecord(BaseModel):
@@ -58,7 +60,7 @@ class PolicerRecord(BaseModel):
         None, description="a QER's direction; null for an intent's (it matches one) and a slice's (both)")
     rate_bps: int = Field(description="the rate it lets through, bit/s (a QER's MBR x 1000, a slice's likewise)")
     burst_bytes: int
-    algorithm: Literal["none", "token_bucket", "fixed_window", "sliding_window"] = Field(
+    algorithm: Literal["none", "token_bucket", "fixed_window", "sliding_window", "gcra"] = Field(
         description="none: the slot is empty (what it polices passes unpoliced)")
     gate: Literal["open", "closed"] = Field(description="closed: every packet dropped")
     window_ns: Optional[int] = Field(None, description="windows: a window's length")
@@ -75,6 +77,8 @@ def policer_record(reader: PolicerReader, policer_id: int, direction: Optional[L
     state = PolicerState()
     if algo == Algo.TOKEN_BUCKET:
         state = PolicerState(credit_bytes=value.credit // NANOBITS_PER_BYTE, last_ns=value.last_ns)
+    elif algo == Algo.GCRA:
+        state = PolicerState(full_at_ns=value.window >> GCRA_TAT_SHIFT)
     elif windowed:
         state = PolicerState(window_start_ns=(value.window >> 32) << value.window_shift,
                              window_bytes=value.window & WINDOW_BYTES,

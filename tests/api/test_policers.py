@@ -66,7 +66,7 @@ def test_an_admin_lists_every_sessions_policers_with_their_state_and_counters(up
     assert (first["rate_bps"], first["burst_bytes"], first["algorithm"], first["gate"]) == (
         100_000_000, 125_000, "token_bucket", "open")
     assert first["state"] == {"credit_bytes": 1500, "last_ns": 42, "window_start_ns": None, "window_bytes": None,
-                              "previous_window_bytes": None}
+                              "previous_window_bytes": None, "full_at_ns": None}
     assert first["counters"] == {"passed_packets": 2 * first["id"], "passed_bytes": 200 * first["id"],
                                  "dropped_packets": 2, "dropped_bytes": 2000}
 

@@ -10,7 +10,7 @@ import pytest
 
 from netapp.dataplane.facade import Dataplane
 from netapp.dataplane.fake import FakeDpp
-from netapp.qos.abi import RATE_MAX, WINDOW_SHIFT_MIN, Algo, Gate, PolicerStats
+from netapp.qos.abi import GCRA_INTERVAL_SHIFT, GCRA_TAT_SHIFT, RATE_MAX, WINDOW_SHIFT_MIN, Algo, Gate, PolicerStats
 from netapp.qos.applier import PolicerApplier, PolicerSpec, policer_value, window_shift_for
 from tests.utils.kernel import require_kernel
 
@@ -35,6 +35,15 @@ def test_a_policer_is_written_with_its_window_and_its_state_zeroed(dataplane):
     assert value.window_shift == 19  # 524,288 ns: 65,536 bytes at 1 Gb/s; 2^20 would be 131,072
     assert (value.credit, value.last_ns, value.window, value.previous) == (0, 0, 0, 0)
 
+
+
+@pytest.mark.parametrize("rate", [8_000, 10**9, 3 * 10**9, RATE_MAX])
+def test_a_gcra_is_written_with_a_bytes_time_rounded_up_and_the_others_without(rate):
+    """interval: 8e9 / rate ns a byte, in 2**-26 ns, the least integer not below it."""
+    interval = policer_value(PolicerSpec(rate=rate, burst=3000, algo=Algo.GCRA)).interval
+    exact = 8 * 10**9 * (1 << (GCRA_TAT_SHIFT + GCRA_INTERVAL_SHIFT))
+    assert interval * rate >= exact > (interval - 1) * rate
+    assert policer_value(PolicerSpec(rate=rate, burst=3000, algo=Algo.TOKEN_BUCKET)).interval == 0
 
 @pytest.mark.parametrize(
     "rate, burst, shift",
