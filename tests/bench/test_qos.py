@@ -8,6 +8,7 @@ import json
 
 from bench.qos import __main__ as qos_main
 from bench.qos import rule as rule_bench
+from bench.harness import DATAPLANE
 from bench.qos.run import CASES
 from tests.utils.kernel import require_kernel
 
@@ -19,6 +20,17 @@ def test_a_small_run_takes_every_case_and_writes_a_row_for_each(tmp_path):
     rows = json.loads(out.read_text())["results"]
     assert len(rows) == 2 * len(CASES)
     assert all(row["with_policer_ns"] > 0 for row in rows)
+
+
+def test_a_small_run_with_another_build_times_it_in_the_same_blocks(tmp_path):
+    """--before with this tree's own dataplane/ (any tree's will do): a before_ns for every case, its
+    verdicts checked as this build's."""
+    require_kernel()
+    out = tmp_path / "qos.json"
+    argv = ["--policers", "1", "--runs", "1", "--repeat", "1000", "--before", str(DATAPLANE), "--out", str(out)]
+    assert qos_main.main(argv) == 0
+    rows = json.loads(out.read_text())["results"]
+    assert len(rows) == len(CASES) and all(row["before_ns"] > 0 for row in rows)
 
 
 def test_a_small_run_of_the_policed_rule_times_every_case_against_the_unpoliced_rule(tmp_path):
