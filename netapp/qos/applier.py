@@ -100,8 +100,13 @@ class PolicerApplier:
         self._policers.update(values)
 
     def remove(self, ids: Iterable[int]) -> None:
-        """Empty the slots: their packets pass unpoliced, uncounted."""
-        self._policers.update({policer_id: Policer() for policer_id in self._check_ids(ids)})
+        """Empty the slots: their packets pass unpoliced, uncounted. Children before their parents, as
+        the slots hold them now: a parent is never emptied (and its id never given to another policer)
+        while a child removed with it still names it."""
+        ids = self._check_ids(ids)
+        current = dict(zip(ids, self._policers.lookup(ids)))
+        children_first = sorted(ids, key=lambda policer_id: not (current[policer_id] and current[policer_id].parent))
+        self._policers.update({policer_id: Policer() for policer_id in children_first})
 
     def reconcile(self, desired: Mapping[int, PolicerSpec], ids: range) -> None:
         """The caller's range of ids (netapp.qos.ids) holding exactly `desired`: a policer configured

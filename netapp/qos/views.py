@@ -63,6 +63,9 @@ class PolicerRecord(BaseModel):
     algorithm: Literal["none", "token_bucket", "fixed_window", "sliding_window", "gcra"] = Field(
         description="none: the slot is empty (what it polices passes unpoliced)")
     gate: Literal["open", "closed"] = Field(description="closed: every packet dropped")
+    parent: Optional[int] = Field(
+        None, description="the policer a packet this one passes goes through next (a flow's MBR, then its session's "
+        "AMBR); null: none")
     window_ns: Optional[int] = Field(None, description="windows: a window's length")
     state: PolicerState
     counters: PolicerCounters
@@ -86,7 +89,7 @@ def policer_record(reader: PolicerReader, policer_id: int, direction: Optional[L
     return PolicerRecord(
         id=policer_id, seid=seid, qer_id=qer_id, direction=direction, rate_bps=value.rate, burst_bytes=value.burst,
         **owner,
-        algorithm=algo.name.lower(), gate=Gate(value.gate).name.lower(),
+        algorithm=algo.name.lower(), gate=Gate(value.gate).name.lower(), parent=value.parent or None,
         window_ns=1 << value.window_shift if windowed else None, state=state,
         counters=PolicerCounters(**{name: getattr(counts, name) for name, *_ in PolicerStats._fields_}),
     )
