@@ -4,7 +4,7 @@ policer hot (every repetition the same: the best case) and 1,000,000 cold (every
 against the same frames through xdp_police_skip (the path without the policer) and the harness's
 empty program (the floor).
 
-    python -m bench.qos --out bench/results/qos.json
+    python -m bench.qos --out bench/results/qos.json [--before OTHER/dataplane]
 
 Methodology: bench/README.md, "bench/qos".
 """

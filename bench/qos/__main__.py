@@ -18,6 +18,9 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.qos", description=__doc__)
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="result JSON")
     parser.add_argument("--policers", type=lambda text: [int(v) for v in text.split(",")], default=[1, 1_000_000])
+    parser.add_argument("--before", type=Path, metavar="DATAPLANE",
+                        help="another tree's dataplane/ (e.g. the commit before a change), its xdp_police timed in "
+                        "the same blocks (before_ns; GCRA's case runs its token bucket there)")
     add_block_arguments(parser)
     return parser.parse_args(argv)
 
@@ -28,7 +31,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     rows = []
     with Harness(build_harness()) as harness:
         for policers in args.policers:
-            bench = PoliceBench(harness, policers)
+            bench = PoliceBench(harness, policers, args.before)
             try:
                 for (clock, algo, decision), policer in CASES.items():
                     bench.configure(policer)
@@ -45,11 +48,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         "above_without_ns": timing.above_skip,
                         "above_floor_ns": timing.above_floor,
                     }
+                    before = ""
+                    if timing.before_ns is not None:
+                        row.update(before_ns=timing.before_ns, before_above_without_ns=timing.before_ns - timing.skip_ns)
+                        before = f"  (before: {row['before_above_without_ns']:+6.1f})"
                     rows.append(row)
                     print(
                         f"{policers:>9} {clock:<6} {row['algorithm']:<15} {decision:<5} floor {timing.floor_ns:6.1f}  "
                         f"without {timing.skip_ns:6.1f}  with {timing.police_ns:6.1f}  "
-                        f"above without {timing.above_skip:+6.1f} ns",
+                        f"above without {timing.above_skip:+6.1f} ns{before}",
                         flush=True,
                     )
             finally:

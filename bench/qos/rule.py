@@ -18,7 +18,7 @@ import argparse
 import random
 import sys
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
@@ -93,17 +93,22 @@ def measure(runs: int, repeat: int, rng: random.Random) -> list[dict[str, Any]]:
     ]
 
 
+def report(args: argparse.Namespace, name: str, rows: list[dict[str, Any]], line: Callable[[dict], str]) -> int:
+    """Each row's line printed, the rows written to args.out (bench/qos/rule_cold.py's too)."""
+    for row in rows:
+        print(line(row), flush=True)
+    write_results(args.out, name, args.runs, args.repeat, rows)
+    return 0
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.qos.rule", description=__doc__)
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="result JSON")
     add_block_arguments(parser)
     args = parser.parse_args(argv)
-    rows = measure(args.runs, args.repeat, random.Random(args.seed))
-    for row in rows:
-        print(f"{row['case']:<20} {row['ns']:6.1f} ns  above unpoliced {row['above_unpoliced_ns']:+6.1f} ns  "
-              f"x{row['ratio_to_unpoliced']:.3f}  (above the floor x{row['ratio_above_floor']:.3f})", flush=True)
-    write_results(args.out, "qos_rule", args.runs, args.repeat, rows)
-    return 0
+    return report(args, "qos_rule", measure(args.runs, args.repeat, random.Random(args.seed)), lambda row: (
+        f"{row['case']:<20} {row['ns']:6.1f} ns  above unpoliced {row['above_unpoliced_ns']:+6.1f} ns  "
+        f"x{row['ratio_to_unpoliced']:.3f}  (above the floor x{row['ratio_above_floor']:.3f})"))
 
 
 if __name__ == "__main__":

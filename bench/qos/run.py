@@ -1,7 +1,7 @@
 """The policer benchmark's object, policers and timed runs: xdp_police.bpf.c compiled with room for
 the policers asked, every policer written as the case says, then blocks of runs interleaving the
-floor, the path without the policer and the case, each run checked to have decided as the case
-says."""
+floor, the path without the policer and the case (and the case in another tree's build, --before),
+each run checked to have decided as the case says."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from pathlib import Path
 from bench.harness import BUILD_DIR, DATAPLANE, Harness, Walk, dataplane_bpf_cflags, interleaved_medians
 from bench.libbpf import BpfObject, map_update
 from netapp.qos.abi import Algo, Policer
+from netapp.qos.model import gcra_interval
 
 SOURCE = DATAPLANE / "bpf" / "xdp_police.bpf.c"
 XDP_DROP, XDP_PASS = 1, 2
@@ -29,19 +30,29 @@ RESERVED_AT = 18  # its reserved word: the walk's second field, left 0
 # it); passing: a bucket or window of 2^30 bytes, 16.7 million frames, more than a case's runs.
 # Dropping, either clock: a bucket of 1 byte, or a window that lets 0.001 bytes through.
 GIVEN_NS = 10**12
+
+
+def bucket(rate: int, burst: int, algo: Algo) -> Policer:
+    """A token bucket or a GCRA (its interval written, as netapp.qos.applier does)."""
+    return Policer(rate=rate, burst=burst, algo=algo, interval=gcra_interval(rate) if algo == Algo.GCRA else 0)
+
+
 DROPPING = {
-    Algo.TOKEN_BUCKET: Policer(rate=8_000, burst=1, algo=Algo.TOKEN_BUCKET),
+    Algo.TOKEN_BUCKET: bucket(8_000, 1, Algo.TOKEN_BUCKET),
+    Algo.GCRA: bucket(8_000, 1, Algo.GCRA),
     Algo.FIXED_WINDOW: Policer(rate=8_000, algo=Algo.FIXED_WINDOW, window_shift=10),
     Algo.SLIDING_WINDOW: Policer(rate=8_000, algo=Algo.SLIDING_WINDOW, window_shift=10),
 }
 PASSING = {
     "kernel": {
-        Algo.TOKEN_BUCKET: Policer(rate=400 * 10**9, burst=1 << 30, algo=Algo.TOKEN_BUCKET),
+        Algo.TOKEN_BUCKET: bucket(400 * 10**9, 1 << 30, Algo.TOKEN_BUCKET),
+        Algo.GCRA: bucket(400 * 10**9, 1 << 30, Algo.GCRA),
         Algo.FIXED_WINDOW: Policer(rate=400 * 10**9, algo=Algo.FIXED_WINDOW, window_shift=24),
         Algo.SLIDING_WINDOW: Policer(rate=400 * 10**9, algo=Algo.SLIDING_WINDOW, window_shift=24),
     },
     "given": {
-        Algo.TOKEN_BUCKET: Policer(rate=8 * 10**9, burst=1 << 30, algo=Algo.TOKEN_BUCKET),
+        Algo.TOKEN_BUCKET: bucket(8 * 10**9, 1 << 30, Algo.TOKEN_BUCKET),
+        Algo.GCRA: bucket(8 * 10**9, 1 << 30, Algo.GCRA),
         Algo.FIXED_WINDOW: Policer(rate=8 * 10**9, algo=Algo.FIXED_WINDOW, window_shift=30),
         Algo.SLIDING_WINDOW: Policer(rate=8 * 10**9, algo=Algo.SLIDING_WINDOW, window_shift=30),
     },
@@ -54,13 +65,25 @@ CASES = {
 }
 
 
-def build(policers: int, build_dir: Path = BUILD_DIR) -> Path:
-    """xdp_police.bpf.c with dpp_policers sized for ids 1..policers."""
+def build(policers: int, build_dir: Path = BUILD_DIR, dataplane: Path = DATAPLANE) -> Path:
+    """xdp_police.bpf.c of `dataplane` (this tree's, or another's: --before) with dpp_policers sized
+    for ids 1..policers."""
     build_dir.mkdir(parents=True, exist_ok=True)
-    obj = build_dir / f"xdp_police_{policers}.bpf.o"
-    command = ["clang", *dataplane_bpf_cflags(), f"-DDPP_MAX_POLICERS={policers + 1}", "-c", str(SOURCE), "-o", str(obj)]
-    subprocess.run(command, cwd=DATAPLANE, check=True)
+    suffix = "" if dataplane == DATAPLANE else "_before"
+    obj = build_dir / f"xdp_police_{policers}{suffix}.bpf.o"
+    source = dataplane / SOURCE.relative_to(DATAPLANE)
+    command = ["clang", *dataplane_bpf_cflags(), f"-DDPP_MAX_POLICERS={policers + 1}", "-c", str(source), "-o", str(obj)]
+    subprocess.run(command, cwd=dataplane, check=True)
     return obj
+
+
+def before_value(policer: Policer) -> Policer:
+    """What a build from before GCRA runs for `policer`: GCRA's rate and burst as its token bucket
+    (the algorithm the lock-free one replaces); the others as they are."""
+    value = Policer.from_buffer_copy(bytes(policer))
+    if value.algo == Algo.GCRA:
+        value.algo, value.interval = Algo.TOKEN_BUCKET, 0
+    return value
 
 
 def frame(clock: str) -> bytes:
@@ -74,6 +97,7 @@ class Timing:
     floor_ns: float  # harness_walk -> the empty program
     skip_ns: float  # -> xdp_police_skip: the path without the policer
     police_ns: float  # -> xdp_police
+    before_ns: float | None = None  # -> xdp_police of the --before build
 
     @property
     def above_skip(self) -> float:
@@ -85,22 +109,29 @@ class Timing:
 
 
 class PoliceBench:
-    def __init__(self, harness: Harness, policers: int):
+    def __init__(self, harness: Harness, policers: int, before: Path | None = None):
         self.harness = harness
         self.policers = policers
         self.obj = BpfObject(build(policers))
         self.police_fd = self.obj.program_fd("xdp_police")
         self.skip_fd = self.obj.program_fd("xdp_police_skip")
         self._policers_fd = self.obj.map_fd("dpp_policers")
+        self.before = BpfObject(build(policers, dataplane=before)) if before else None
 
     def close(self) -> None:
         self.harness.release_target()
         self.obj.close()
+        if self.before:
+            self.before.close()
 
     def configure(self, policer: Policer) -> None:
-        """Every policer 1..N as `policer`, its state zeroed."""
+        """Every policer 1..N as `policer`, its state zeroed (in the --before build's map too)."""
         for policer_id in range(1, self.policers + 1):
             map_update(self._policers_fd, c_uint32(policer_id), policer)
+        if self.before:
+            before_fd, value = self.before.map_fd("dpp_policers"), before_value(policer)
+            for policer_id in range(1, self.policers + 1):
+                map_update(before_fd, c_uint32(policer_id), value)
 
     def _run(self, prog_fd: int, clock: str, repeat: int, expected: int) -> int:
         self.harness.set_walk(Walk(self.policers, teid_base=1, src_base=0, teid_off=POLICER_AT, src_off=RESERVED_AT))
@@ -116,9 +147,11 @@ class PoliceBench:
             "skip": (self.skip_fd, XDP_PASS),
             "police": (self.police_fd, XDP_PASS if decision == "pass" else XDP_DROP),
         }
+        if self.before:
+            programs["before"] = (self.before.program_fd("xdp_police"), programs["police"][1])
         subjects = {
             name: functools.partial(self._run, prog_fd, clock, repeat, expected)
             for name, (prog_fd, expected) in programs.items()
         }
         medians = interleaved_medians(subjects, runs, rng)
-        return Timing(medians["floor"], medians["skip"], medians["police"])
+        return Timing(medians["floor"], medians["skip"], medians["police"], medians.get("before"))

@@ -345,7 +345,7 @@ class QosSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    default_algorithm: Literal["token_bucket", "fixed_window", "sliding_window"] = "token_bucket"
+    default_algorithm: Literal["token_bucket", "fixed_window", "sliding_window", "gcra"] = "token_bucket"
     default_burst_ms: int = Field(10, ge=1, le=10_000, description="a policer's burst: its rate over this long")
 
 

@@ -114,7 +114,7 @@ class Match(BaseModel):
         return protocol_number(self.protocol)
 
 
-PoliceAlgorithm = Literal["token_bucket", "fixed_window", "sliding_window"]
+PoliceAlgorithm = Literal["token_bucket", "fixed_window", "sliding_window", "gcra"]
 
 
 class Police(BaseModel):

@@ -1,7 +1,7 @@
 """QoS, routing and RSS: the data-plane functions after the 2020 gateway and the 2023 UPF.
 
-- The policers: a maximum bit rate and a burst per policer, enforced in XDP by one of three
-  algorithms (token bucket, fixed window, sliding window), with a gate and counters. BPF:
+- The policers: a maximum bit rate and a burst per policer, enforced in XDP by one of four
+  algorithms (token bucket, GCRA, fixed window, sliding window), with a gate and counters. BPF:
   dataplane/bpf/nf/qos/ (police.h, maps.h); ABI header: dataplane/include/dpp/nf/qos.h, mirrored in
   `abi`; the reference model of the algorithms: `model`; policers written and read through the
   generic tables: `applier`. No libdpp calls of their own: their maps are plain tables. The UPF's

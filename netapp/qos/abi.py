@@ -22,6 +22,8 @@ WINDOW_SHIFT_MIN = 10  # a window of 2**shift ns
 WINDOW_SHIFT_MAX = 32
 WINDOW_BYTES_MAX = 1 << 30  # the most a window lets through
 DEPTH = 2  # a policer and its parent: a parent's parent is refused
+GCRA_TAT_SHIFT = 6  # GCRA's arrival time in 2**-6 ns
+GCRA_INTERVAL_SHIFT = 20  # a byte's time in 2**-(6 + 20) ns
 REASON_BASE_QOS = 96
 
 CONSTANTS = {
@@ -34,6 +36,8 @@ CONSTANTS = {
     "DPP_POLICE_WINDOW_SHIFT_MAX": WINDOW_SHIFT_MAX,
     "DPP_POLICE_WINDOW_BYTES_MAX": WINDOW_BYTES_MAX,
     "DPP_POLICE_DEPTH": DEPTH,
+    "DPP_POLICE_GCRA_TAT_SHIFT": GCRA_TAT_SHIFT,
+    "DPP_POLICE_GCRA_INTERVAL_SHIFT": GCRA_INTERVAL_SHIFT,
     "DPP_REASON_BASE_QOS": REASON_BASE_QOS,
 }
 
@@ -43,6 +47,7 @@ class Algo(enum.IntEnum):
     TOKEN_BUCKET = 1
     FIXED_WINDOW = 2
     SLIDING_WINDOW = 3
+    GCRA = 4
 
 
 class Gate(enum.IntEnum):
@@ -68,9 +73,9 @@ class Policer(Structure):
         ("parent", c_uint32),  # the policer a packet this one passes goes through next; 0: none
         ("credit", c_uint64),  # token bucket: nanobits (1 byte = 8e9)
         ("last_ns", c_uint64),
-        ("window", c_uint64),  # windows: number << 32 | adjacent << 31 | bytes
+        ("window", c_uint64),  # windows: number << 32 | adjacent << 31 | bytes; GCRA: arrival time, 1/64 ns
         ("previous", c_uint64),
-        ("reserved3", c_uint64),
+        ("interval", c_uint64),  # GCRA: a byte's time, 2**-26 ns
     ]
 
 

@@ -2,7 +2,7 @@
 of their own): dpp_policers (configuration and state) and dpp_policer_stats (per-CPU counters).
 
 A policer is written whole, its state zeroed: a token bucket then starts empty and fills from time 0
-(full at once on a running system), a window starts with nothing counted. The windows' length comes
+(full at once on a running system), a GCRA full, a window with nothing counted. The windows' length comes
 from the burst: the longest power-of-two window (in ns) whose allowance, rate x window / 8, is no
 more than the burst, so that any stretch of a window's length passes at most rate x window + burst
 (dataplane/bpf/nf/qos/police.h). A policer may name a parent (a session's AMBR): a batch writes parents first."""
@@ -25,6 +25,7 @@ from netapp.qos.abi import (
     Policer,
     PolicerStats,
 )
+from netapp.qos.model import gcra_interval
 from netapp.qos.spec import PolicerSpec
 
 __all__ = ["NANOBITS_PER_BYTE", "PolicerApplier", "PolicerSpec", "policer_value", "window_shift_for"]
@@ -60,6 +61,7 @@ def policer_value(spec: PolicerSpec) -> Policer:
         gate=spec.gate,
         window_shift=window_shift_for(spec.rate, spec.burst),
         parent=spec.parent,
+        interval=gcra_interval(spec.rate) if spec.algo == Algo.GCRA else 0,
     )
 
 
@@ -98,8 +100,13 @@ class PolicerApplier:
         self._policers.update(values)
 
     def remove(self, ids: Iterable[int]) -> None:
-        """Empty the slots: their packets pass unpoliced, uncounted."""
-        self._policers.update({policer_id: Policer() for policer_id in self._check_ids(ids)})
+        """Empty the slots: their packets pass unpoliced, uncounted. Children before their parents, as
+        the slots hold them now: a parent is never emptied (and its id never given to another policer)
+        while a child removed with it still names it."""
+        ids = self._check_ids(ids)
+        current = dict(zip(ids, self._policers.lookup(ids)))
+        children_first = sorted(ids, key=lambda policer_id: not (current[policer_id] and current[policer_id].parent))
+        self._policers.update({policer_id: Policer() for policer_id in children_first})
 
     def reconcile(self, desired: Mapping[int, PolicerSpec], ids: range) -> None:
         """The caller's range of ids (netapp.qos.ids) holding exactly `desired`: a policer configured

@@ -1,4 +1,4 @@
-"""The policers' reference model: the three algorithms of dataplane/bpf/nf/qos/police.h written from
+"""The policers' reference model: the four algorithms of dataplane/bpf/nf/qos/police.h written from
 their definitions, in exact rational arithmetic (bytes as Fractions, no units to scale, nothing that
 wraps), for tests to replay a sequence of (bytes, time) against the real program.
 
@@ -10,6 +10,12 @@ Definitions (W = 2**window_shift ns, R the rate in bit/s, B the burst in bytes):
   sliding window  the last W ns are estimated as the previous window's bytes weighted by
                   (W - t) / W, rounded up to a byte, plus the current window's (t: the time since it
                   began); a packet passes if the estimate with it stays within R W / 8e9 bytes.
+  GCRA            the token bucket kept as the time it is full again (TAT), in integer units of
+                  1/64 ns: a byte takes I = ceil(8e9 * 2**26 / R) units of 2**-26 ns; a packet of
+                  b <= B bytes passes if max(TAT, now) - now <= floor((B - b) I / 2**20) (the
+                  rest of the burst's time), then TAT becomes max(TAT, now) + ceil(b I / 2**20).
+                  Full from the start (TAT 0). The roundings are the algorithm's, all against the
+                  packet: at most R T / 8e9 + B bytes in any T ns, as the token bucket.
 Both windows: a packet whose clock read is one window behind the policer's counts in the newer
 window, at its start; a window's bytes never exceed WINDOW_BYTES_MAX. A closed gate, or a packet
 over BURST_MAX bytes, never passes. State changes only when a packet passes. A chain (`Chain`: a
@@ -22,7 +28,7 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
-from netapp.qos.abi import BURST_MAX, WINDOW_BYTES_MAX, Algo, Gate
+from netapp.qos.abi import BURST_MAX, GCRA_INTERVAL_SHIFT, GCRA_TAT_SHIFT, WINDOW_BYTES_MAX, Algo, Gate
 
 NS_PER_S = 10**9
 BITS_PER_BYTE = 8
@@ -103,11 +109,39 @@ class SlidingWindow:
         return True
 
 
+def gcra_interval(rate: int) -> int:
+    """A byte's time at `rate` bit/s in units of 2**-(TAT_SHIFT + INTERVAL_SHIFT) ns, rounded up
+    (struct dpp_policer.interval, as the control plane writes it)."""
+    unit = 1 << (GCRA_TAT_SHIFT + GCRA_INTERVAL_SHIFT)
+    return -(-BITS_PER_BYTE * NS_PER_S * unit // rate)
+
+
+class Gcra:
+    def __init__(self, config: PolicerConfig):
+        self.config = config
+        self.interval = gcra_interval(config.rate)
+        self.tat = 0  # the time the bucket is full again, 1/64 ns
+
+    def _time(self, size: int, up: bool) -> int:
+        """size bytes' time in 1/64 ns, rounded up or down."""
+        whole, rest = divmod(size * self.interval, 1 << GCRA_INTERVAL_SHIFT)
+        return whole + (1 if up and rest else 0)
+
+    def decide(self, size: int, now: int) -> bool:
+        at = now << GCRA_TAT_SHIFT
+        start = max(self.tat, at)
+        if size > self.config.burst or start - at > self._time(self.config.burst - size, up=False):
+            return False
+        self.tat = start + self._time(size, up=True)
+        return True
+
+
 def window_fits(config: PolicerConfig, size: int) -> bool:
     return size <= WINDOW_BYTES_MAX and size <= config.window_allowance
 
 
-ALGORITHMS = {Algo.TOKEN_BUCKET: TokenBucket, Algo.FIXED_WINDOW: FixedWindow, Algo.SLIDING_WINDOW: SlidingWindow}
+ALGORITHMS = {Algo.TOKEN_BUCKET: TokenBucket, Algo.FIXED_WINDOW: FixedWindow, Algo.SLIDING_WINDOW: SlidingWindow,
+              Algo.GCRA: Gcra}
 
 
 class Policer:

@@ -9,7 +9,7 @@ from typing import Literal, Optional, Protocol
 
 from pydantic import BaseModel, Field
 
-from netapp.qos.abi import Algo, Gate, Policer, PolicerStats
+from netapp.qos.abi import GCRA_TAT_SHIFT, Algo, Gate, Policer, PolicerStats
 from netapp.qos.applier import NANOBITS_PER_BYTE
 
 WINDOW_BYTES = (1 << 31) - 1  # the low bits of a window word: its bytes (police.h's packing)
@@ -42,6 +42,8 @@ class PolicerState(BaseModel):
     window_bytes: Optional[int] = Field(None, description="windows: the bytes the current window let through")
     previous_window_bytes: Optional[int] = Field(
         None, description="sliding window: the bytes the window before let through")
+    full_at_ns: Optional[int] = Field(
+        None, description="gcra: the clock (ns, CLOCK_MONOTONIC) at which its bucket is full again, rounded down")
 
 
 class PolicerRecord(BaseModel):
@@ -58,9 +60,12 @@ class PolicerRecord(BaseModel):
         None, description="a QER's direction; null for an intent's (it matches one) and a slice's (both)")
     rate_bps: int = Field(description="the rate it lets through, bit/s (a QER's MBR x 1000, a slice's likewise)")
     burst_bytes: int
-    algorithm: Literal["none", "token_bucket", "fixed_window", "sliding_window"] = Field(
+    algorithm: Literal["none", "token_bucket", "fixed_window", "sliding_window", "gcra"] = Field(
         description="none: the slot is empty (what it polices passes unpoliced)")
     gate: Literal["open", "closed"] = Field(description="closed: every packet dropped")
+    parent: Optional[int] = Field(
+        None, description="the policer a packet this one passes goes through next (a flow's MBR, then its session's "
+        "AMBR); null: none")
     window_ns: Optional[int] = Field(None, description="windows: a window's length")
     state: PolicerState
     counters: PolicerCounters
@@ -75,6 +80,8 @@ def policer_record(reader: PolicerReader, policer_id: int, direction: Optional[L
     state = PolicerState()
     if algo == Algo.TOKEN_BUCKET:
         state = PolicerState(credit_bytes=value.credit // NANOBITS_PER_BYTE, last_ns=value.last_ns)
+    elif algo == Algo.GCRA:
+        state = PolicerState(full_at_ns=value.window >> GCRA_TAT_SHIFT)
     elif windowed:
         state = PolicerState(window_start_ns=(value.window >> 32) << value.window_shift,
                              window_bytes=value.window & WINDOW_BYTES,
@@ -82,7 +89,7 @@ def policer_record(reader: PolicerReader, policer_id: int, direction: Optional[L
     return PolicerRecord(
         id=policer_id, seid=seid, qer_id=qer_id, direction=direction, rate_bps=value.rate, burst_bytes=value.burst,
         **owner,
-        algorithm=algo.name.lower(), gate=Gate(value.gate).name.lower(),
+        algorithm=algo.name.lower(), gate=Gate(value.gate).name.lower(), parent=value.parent or None,
         window_ns=1 << value.window_shift if windowed else None, state=state,
         counters=PolicerCounters(**{name: getattr(counts, name) for name, *_ in PolicerStats._fields_}),
     )

@@ -28,13 +28,18 @@ class PolicingApplier(NoApplier):
     policer_slots = 16
 
 
+def parent_of(policer_id: int) -> int:
+    """The parent the reader gives a policer: slot 15 to the even ids, none to the odd."""
+    return 15 if policer_id % 2 == 0 else 0
+
+
 class Reader:
     """Every policer a token bucket at its QER's rate holding 1500 bytes, having passed (id) packets
-    of 100 bytes and dropped one of 1000 on each of two CPUs."""
+    of 100 bytes and dropped one of 1000 on each of two CPUs, the even ones chained to slot 15."""
 
     def state(self, policer_id: int) -> Policer:
         return Policer(rate=100_000_000, burst=125_000, algo=Algo.TOKEN_BUCKET, gate=Gate.OPEN,
-                       credit=1500 * 8 * 10**9, last_ns=42)
+                       credit=1500 * 8 * 10**9, last_ns=42, parent=parent_of(policer_id))
 
     def counters(self, policer_id: int) -> PolicerStats:
         return PolicerStats(passed_packets=2 * policer_id, passed_bytes=200 * policer_id, dropped_packets=2,
@@ -66,9 +71,12 @@ def test_an_admin_lists_every_sessions_policers_with_their_state_and_counters(up
     assert (first["rate_bps"], first["burst_bytes"], first["algorithm"], first["gate"]) == (
         100_000_000, 125_000, "token_bucket", "open")
     assert first["state"] == {"credit_bytes": 1500, "last_ns": 42, "window_start_ns": None, "window_bytes": None,
-                              "previous_window_bytes": None}
+                              "previous_window_bytes": None, "full_at_ns": None}
     assert first["counters"] == {"passed_packets": 2 * first["id"], "passed_bytes": 200 * first["id"],
                                  "dropped_packets": 2, "dropped_bytes": 2000}
+    parents = {item["id"]: item["parent"] for item in body}
+    assert parents == {policer_id: parent_of(policer_id) or None for policer_id in parents}
+    assert set(parents.values()) == {15, None}, "both kinds among the listed"
 
 
 def test_a_tenant_reads_its_own_sessions_policers_only(upf, tenant_a, tenant_b):

@@ -1,6 +1,6 @@
-"""The policer benchmarks (bench/qos, bench/qos/rule.py): a small run in the kernel decides as every
-case says (a case whose policer passed when it should drop, or the reverse, stops the run), and
-writes its rows."""
+"""The policer benchmarks (bench/qos, bench/qos/rule.py, bench/qos/rule_cold.py): a small run in the
+kernel decides as every case says (a case whose policer passed when it should drop, or the reverse,
+stops the run), and writes its rows."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ import json
 
 from bench.qos import __main__ as qos_main
 from bench.qos import rule as rule_bench
+from bench.qos import rule_cold
+from bench.harness import DATAPLANE
 from bench.qos.run import CASES
 from tests.utils.kernel import require_kernel
 
@@ -21,10 +23,30 @@ def test_a_small_run_takes_every_case_and_writes_a_row_for_each(tmp_path):
     assert all(row["with_policer_ns"] > 0 for row in rows)
 
 
+def test_a_small_run_with_another_build_times_it_in_the_same_blocks(tmp_path):
+    """--before with this tree's own dataplane/ (any tree's will do): a before_ns for every case, its
+    verdicts checked as this build's."""
+    require_kernel()
+    out = tmp_path / "qos.json"
+    argv = ["--policers", "1", "--runs", "1", "--repeat", "1000", "--before", str(DATAPLANE), "--out", str(out)]
+    assert qos_main.main(argv) == 0
+    rows = json.loads(out.read_text())["results"]
+    assert len(rows) == len(CASES) and all(row["before_ns"] > 0 for row in rows)
+
+
 def test_a_small_run_of_the_policed_rule_times_every_case_against_the_unpoliced_rule(tmp_path):
     require_kernel()
     out = tmp_path / "qos_rule.json"
     assert rule_bench.main(["--runs", "1", "--repeat", "1000", "--out", str(out)]) == 0
     rows = {row["case"]: row for row in json.loads(out.read_text())["results"]}
     assert set(rows) == set(rule_bench.CASES)
+    assert all(row["ns"] > 0 and row["unpoliced_ns"] == rows["unpoliced"]["ns"] for row in rows.values())
+
+
+def test_a_small_cold_run_of_policed_rules_times_every_kind_against_the_unpoliced_rules(tmp_path):
+    require_kernel()
+    out = tmp_path / "qos_rule_cold.json"
+    assert rule_cold.main(["--rules", "16", "--runs", "1", "--repeat", "1000", "--out", str(out)]) == 0
+    rows = {row["case"]: row for row in json.loads(out.read_text())["results"]}
+    assert set(rows) == set(rule_cold.KINDS)
     assert all(row["ns"] > 0 and row["unpoliced_ns"] == rows["unpoliced"]["ns"] for row in rows.values())

@@ -12,7 +12,8 @@ from typing import Iterable, Optional
 from bench.libbpf import BpfObject, map_lookup, map_update, test_run
 from netapp.dataplane.handle import possible_cpus
 from netapp.qos.abi import Policer, PolicerStats, RulePolice
-from netapp.qos.model import PolicerConfig
+from netapp.qos.abi import Algo
+from netapp.qos.model import PolicerConfig, gcra_interval
 from tests.utils.kernel import build_artifact, require_kernel
 
 XDP_DROP, XDP_PASS = 1, 2
@@ -31,7 +32,7 @@ def policer_value(config: PolicerConfig, parent: int = 0) -> Policer:
     """The slot as the control plane writes it: the configuration (and its parent), the state zeroed."""
     return Policer(
         rate=config.rate, burst=config.burst, algo=config.algo, gate=config.gate, window_shift=config.window_shift,
-        parent=parent,
+        parent=parent, interval=gcra_interval(config.rate) if config.algo == Algo.GCRA else 0,
     )
 
 

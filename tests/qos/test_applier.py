@@ -10,8 +10,9 @@ import pytest
 
 from netapp.dataplane.facade import Dataplane
 from netapp.dataplane.fake import FakeDpp
-from netapp.qos.abi import RATE_MAX, WINDOW_SHIFT_MIN, Algo, Gate, PolicerStats
+from netapp.qos.abi import GCRA_INTERVAL_SHIFT, GCRA_TAT_SHIFT, RATE_MAX, WINDOW_SHIFT_MIN, Algo, Gate, PolicerStats
 from netapp.qos.applier import PolicerApplier, PolicerSpec, policer_value, window_shift_for
+from netapp.qos.views import policer_record
 from tests.utils.kernel import require_kernel
 
 SIZES = {"dpp_policers": 64, "dpp_policer_stats": 64}
@@ -35,6 +36,15 @@ def test_a_policer_is_written_with_its_window_and_its_state_zeroed(dataplane):
     assert value.window_shift == 19  # 524,288 ns: 65,536 bytes at 1 Gb/s; 2^20 would be 131,072
     assert (value.credit, value.last_ns, value.window, value.previous) == (0, 0, 0, 0)
 
+
+
+@pytest.mark.parametrize("rate", [8_000, 10**9, 3 * 10**9, RATE_MAX])
+def test_a_gcra_is_written_with_a_bytes_time_rounded_up_and_the_others_without(rate):
+    """interval: 8e9 / rate ns a byte, in 2**-26 ns, the least integer not below it."""
+    interval = policer_value(PolicerSpec(rate=rate, burst=3000, algo=Algo.GCRA)).interval
+    exact = 8 * 10**9 * (1 << (GCRA_TAT_SHIFT + GCRA_INTERVAL_SHIFT))
+    assert interval * rate >= exact > (interval - 1) * rate
+    assert policer_value(PolicerSpec(rate=rate, burst=3000, algo=Algo.TOKEN_BUCKET)).interval == 0
 
 @pytest.mark.parametrize(
     "rate, burst, shift",
@@ -86,3 +96,43 @@ def test_a_parent_is_written_with_its_children_and_a_chain_of_three_or_a_loop_is
     with pytest.raises(ValueError, match="policer ids"):
         applier.apply({8: PolicerSpec(rate=10**9, burst=1500, parent=SIZES["dpp_policers"])})
     assert [applier.state(policer_id).algo for policer_id in (6, 7, 8)] == [Algo.NONE] * 3, "nothing written"
+
+
+def test_a_childs_record_names_its_parent(dataplane):
+    applier = PolicerApplier(dataplane.table)
+    applier.apply({3: PolicerSpec(rate=10**9, burst=125_000), 4: PolicerSpec(rate=10**8, burst=12_500, parent=3)})
+    assert (policer_record(applier, 4).parent, policer_record(applier, 3).parent) == (3, None)
+
+
+class WritesSeen:
+    """The instance's tables, the order of the ids written into dpp_policers noted on the way through
+    (each write still goes to the real table)."""
+
+    def __init__(self, dataplane: Dataplane):
+        self.dataplane, self.written = dataplane, []
+
+    def __call__(self, name: str):
+        table = self.dataplane.table(name)
+        if name == "dpp_policers":
+            update = table.update
+
+            def noted(entries, *args):
+                self.written += list(dict(entries))
+                update(entries, *args)
+
+            table.update = noted
+        return table
+
+
+def test_policers_are_emptied_children_before_their_parents(dataplane):
+    """Asked in any order, the children go first, as the slots say (not as the caller lists them):
+    a parent never empty while a child removed with it still names it."""
+    seen = WritesSeen(dataplane)
+    applier = PolicerApplier(seen)
+    applier.apply({2: PolicerSpec(rate=10**9, burst=125_000), 5: PolicerSpec(rate=10**8, burst=12_500, parent=2),
+                   7: PolicerSpec(rate=10**8, burst=12_500, parent=2), 9: PolicerSpec(rate=10**8, burst=12_500)})
+    assert seen.written.index(2) < seen.written.index(5), "a parent is written before its children"
+    seen.written.clear()
+    applier.remove([2, 9, 5, 7])
+    assert set(seen.written[:2]) == {5, 7} and set(seen.written) == {2, 5, 7, 9}
+    assert [applier.state(policer_id).algo for policer_id in (2, 5, 7, 9)] == [Algo.NONE] * 4

@@ -1,6 +1,6 @@
 """The policers in the kernel against the reference model: every decision of xdp_police
 (BPF_PROG_TEST_RUN, times given by the test) for hypothesis-made sequences of sizes and times, at
-1, 100 and 400 Gb/s, each algorithm; the counters; the gate, empty slots and policer 0."""
+1, 100 and 400 Gb/s, each algorithm (GCRA against its own model, with its roundings); the counters; the gate, empty slots and policer 0."""
 
 from __future__ import annotations
 
@@ -8,17 +8,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from netapp.qos.abi import Algo, Gate
+from netapp.qos.abi import BURST_MAX, Algo, Gate
 from netapp.qos.model import Policer, PolicerConfig
 from tests.qos.police import counters_tuple
 from tests.qos.strategies import RATES, configs, sequences
 
 POLICER = 7
-ALGOS = (Algo.TOKEN_BUCKET, Algo.FIXED_WINDOW, Algo.SLIDING_WINDOW)
+ALGOS = (Algo.TOKEN_BUCKET, Algo.FIXED_WINDOW, Algo.SLIDING_WINDOW, Algo.GCRA)
 EXAMPLES = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
-def replay(police, config: PolicerConfig, packets: list[tuple[int, int]]) -> None:
+def replay(police, config: PolicerConfig, packets: list[tuple[int, int]]) -> Policer:
     police.configure(POLICER, config)
     model = Policer(config)
     expected = [model.decide(size, now) for size, now in packets]
@@ -29,6 +29,7 @@ def replay(police, config: PolicerConfig, packets: list[tuple[int, int]]) -> Non
         model.dropped_packets,
         model.dropped_bytes,
     )
+    return model
 
 
 @pytest.mark.parametrize("algo", ALGOS, ids=lambda a: a.name.lower())
@@ -84,3 +85,24 @@ def test_the_state_is_readable(police):
     police.configure(POLICER, PolicerConfig(rate=8 * 10**9, burst=0, algo=Algo.FIXED_WINDOW, window_shift=20))
     assert police.passes(POLICER, 1000, 3 << 20)
     assert police.state(POLICER).window == 3 << 32 | 1000
+
+
+
+def test_gcra_at_the_largest_burst_and_the_slowest_rate_does_not_wrap(police):
+    """8 kb/s: a byte's time is 2**46 units, the burst's 2**30 bytes of it 2**76 before the shift:
+    the kernel's two products give the model's decisions and arrival time (a full bucket of 2**30
+    bytes: every packet passes; an idle 10**15 ns then refills a billion bytes)."""
+    config = PolicerConfig(rate=8_000, burst=BURST_MAX, algo=Algo.GCRA)
+    model = replay(police, config, [(1500, 10**12 + k) for k in range(50)] + [(1500, 10**12 + 10**15)])
+    assert model.passed_packets == 51
+    assert police.state(POLICER).window == model.algorithm.tat
+
+
+@pytest.mark.parametrize("rate", RATES.values(), ids=RATES.keys())
+def test_gcra_passes_a_packet_of_its_whole_burst_from_a_full_bucket(police, rate):
+    """Its bytes' time rounded up is never more than the burst's: a 1500-byte burst passes a 1500-byte
+    packet when full, then nothing until the bucket has refilled."""
+    config = PolicerConfig(rate=rate, burst=1500, algo=Algo.GCRA)
+    refill = 1500 * 8 * 10**9 // rate + 1
+    model = replay(police, config, [(1500, 10**12), (64, 10**12), (1500, 10**12 + refill)])
+    assert (model.passed_packets, model.dropped_packets) == (2, 1)

@@ -10,9 +10,8 @@ import time
 
 import pytest
 
-from bench.qos.accuracy import ALGORITHMS, FRAME, Case, Link, police_frame
+from bench.qos.accuracy import ALGORITHMS, BUCKETS, FRAME, Case, Link, police_frame
 from bench.throughput.frames import write_pcap
-from netapp.qos.abi import Algo
 from tests.utils.kernel import build_artifact, require_kernel
 
 RATE = 10**8  # bit/s: 12,500 frames/s of 1,000 bytes at 2x, well within the generator's reach
@@ -21,7 +20,7 @@ SECONDS = 1.0
 
 def ceiling(case: Case, window_ns: int, elapsed_ns: int) -> float:
     """The most the policer may let through in elapsed_ns (from its first frame on)."""
-    if case.algo == Algo.TOKEN_BUCKET:
+    if case.algo in BUCKETS:
         return case.burst + case.rate * elapsed_ns / 8e9
     allowance = case.rate * window_ns / 8e9  # a window's, whichever way it is counted
     return allowance * (elapsed_ns // window_ns + 2)  # every window the stretch touches, full

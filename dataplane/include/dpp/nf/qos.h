@@ -22,6 +22,10 @@
 #define DPP_POLICE_BURST_MAX 1073741824
 #define DPP_POLICE_WINDOW_SHIFT_MIN 10
 #define DPP_POLICE_WINDOW_SHIFT_MAX 32
+/* GCRA's units: the arrival time in 2^-DPP_POLICE_GCRA_TAT_SHIFT ns, a byte's time (interval) in
+ * 2^-(TAT_SHIFT + INTERVAL_SHIFT) ns. */
+#define DPP_POLICE_GCRA_TAT_SHIFT 6
+#define DPP_POLICE_GCRA_INTERVAL_SHIFT 20
 /* The most a window lets through (rate x window / 8), so that a window's count keeps 32 bits. */
 #define DPP_POLICE_WINDOW_BYTES_MAX 1073741824
 /* The policers a packet goes through from the one it names: itself and its parent (struct
@@ -34,6 +38,7 @@ enum dpp_police_algo {
 	DPP_POLICE_ALGO_TOKEN_BUCKET = 1,   /* burst bytes at most, refilled at rate (spin lock) */
 	DPP_POLICE_ALGO_FIXED_WINDOW = 2,   /* rate x window per window of the clock (atomic) */
 	DPP_POLICE_ALGO_SLIDING_WINDOW = 3, /* the last window's count, weighted, plus this one's */
+	DPP_POLICE_ALGO_GCRA = 4,	    /* the token bucket as one arrival time (atomic) */
 };
 
 /* enum dpp_police_gate: the QER's gate status (struct dpp_policer.gate). */
@@ -57,9 +62,11 @@ struct dpp_policer {
 	__u32 parent; /* the policer a packet this one passes goes through next; 0: none */
 	__u64 credit;  /* TOKEN_BUCKET: the bucket's content in nanobits (1 byte = 8e9 nanobits) */
 	__u64 last_ns; /* TOKEN_BUCKET: the clock when credit was last brought up to date */
-	__u64 window;  /* windows: the current window's number (high 32 bits) and bytes (low 32) */
+	/* windows: the current window's number (high 32 bits) and bytes (low 32); GCRA: the
+	 * theoretical arrival time, 1/64 ns (the word the lock-free algorithms compare-and-swap) */
+	__u64 window;
 	__u64 previous; /* SLIDING_WINDOW: the window before's number and bytes, the same packing */
-	__u64 reserved3;
+	__u64 interval; /* GCRA: a byte's time at rate, 2^-26 ns, rounded up (control plane's) */
 };
 
 /* Value of dpp_policer_stats (per CPU), by policer id: what it let through and what it dropped. */
