@@ -164,10 +164,17 @@ class PerCpuTable(Table):
         self._value_type = self.spec.value * self.cpus
 
     def fill(self, keys: Sequence[Any], value: Any = None) -> None:
-        """Write `value` (by default a zeroed one) on every CPU of each key (one per-CPU array for
-        all: not one made per key)."""
-        every = self._value_type(*[value] * self.cpus) if value is not None else self._value_type()
-        self.update([(key, every) for key in keys])
+        """Write `value` (by default a zeroed one) on every CPU of each key, in one write: the
+        values' C array made at once (zeroed as made, for the default), not a per-CPU array copied
+        in per key (a UPF establishment's policers' counters, two a session, are zeroed this way)."""
+        if not keys:
+            return
+        values = (self._value_type * len(keys))()
+        if value is not None:
+            every = self._value_type(*[value] * self.cpus)
+            for index in range(len(keys)):
+                values[index] = every
+        self._adapter.table_update(self.name, self._keys(keys), values, int(UpdateFlag.ANY))
 
     def _values(self, values: Sequence[Any]) -> Any:
         return _array(self._value_type, [item if isinstance(item, self._value_type) else self._value_type(*item)

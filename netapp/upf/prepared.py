@@ -62,29 +62,36 @@ class EntryStencil:
         object.__setattr__(self, "_first", bytes(self.value[: ordered[0][0] if ordered else len(self.value)]))
         object.__setattr__(self, "_rest", tuple(rest))
 
-    def fill(self, packed: Sequence[Any]) -> tuple[Any, Any]:
+    def expression(self, addresses: frozenset[int], constants: list[Any]) -> str:
+        """Python's text of `key: value` for a dict display, from the packed values `v` (those at
+        `addresses` 16 bytes, the others ints), its constants appended to `constants` as `k[j]`:
+        the value's parts joined with its holes' bytes, then copied into its structure once."""
+        key = self.key.expression(constants)
         if self.value_type is None:
-            return self.key.fill(packed), self.value
-        out = [self._first]
+            return f"{key}: {_constant(self.value, constants)}"
+        out = [_constant(self._first, constants)]
         for index, size, part in self._rest:
-            each = packed[index]
-            out.append(each[:size] if isinstance(each, bytes) else each.to_bytes(size, sys.byteorder))
-            out.append(part)
-        return self.key.fill(packed), self.value_type.from_buffer_copy(b"".join(out))
+            out.append(f"v[{index}][:{size}]" if index in addresses else f"v[{index}].to_bytes({size}, {sys.byteorder!r})")
+            out.append(_constant(part, constants))
+        made = f"{_constant(self.value_type, constants)}.from_buffer_copy"
+        return f"{key}: {made}(b''.join(({', '.join(out)},)))"
 
 
 class EntriesStencil:
-    """A session's map entries (netapp.upf.compiler.Entries) with holes, by table."""
+    """A session's map entries (netapp.upf.compiler.Entries) with holes, by table. `addresses`: the
+    indexes of the values that are addresses (text, packed into 16 bytes for the entries; the
+    others are ints). Compiled once into one function that packs the addresses and builds every
+    table's dict in one display (as `Shape` is): filling it costs what writing the entries out
+    would, not a call and a copy per entry and hole."""
 
-    def __init__(self, tables: dict[str, tuple[EntryStencil, ...]]):
-        self._tables = tables
-
-    def fill(self, values: Sequence[Any]) -> Entries:
-        packed = [_packed(value) for value in values]
-        entries = Entries()
-        for table, stencils in self._tables.items():
-            getattr(entries, table).update(stencil.fill(packed) for stencil in stencils)
-        return entries
+    def __init__(self, tables: dict[str, tuple[EntryStencil, ...]], addresses: frozenset[int] = frozenset()):
+        constants: list[Any] = [Entries, _packed]
+        packing = "".join(f"v[{index}] = k[1](v[{index}]); " for index in sorted(addresses))
+        displays = ", ".join(f"{table}={{{', '.join(stencil.expression(addresses, constants) for stencil in stencils)}}}"
+                             for table, stencils in tables.items())
+        namespace: dict[str, Any] = {"k": constants}
+        exec(f"def fill(values):\n    v = [*values]; {packing}\n    return k[0]({displays})", namespace)  # noqa: S102 - our own text
+        self.fill: Callable[[Sequence[Any]], Entries] = namespace["fill"]
 
     @classmethod
     def cut(cls, made: Sequence[Entries], values: Sequence[Sequence[Any]]) -> Optional["EntriesStencil"]:
@@ -104,7 +111,7 @@ class EntriesStencil:
                     return None
                 stencils.append(stencil)
             tables[field.name] = tuple(stencils)
-        stencil = cls(tables)
+        stencil = cls(tables, frozenset(index for index, value in enumerate(values[0]) if isinstance(value, str)))
         filled = [stencil.fill(each) for each in values]
         return stencil if all(_same(one, other) for one, other in zip(filled, made)) else None
 
@@ -131,6 +138,12 @@ def _entry_stencil(keys: list[Any], values: list[Any], packed: list[list[Any]]) 
         return EntryStencil(key, value_type, bytes(values[0]), tuple(holes))
     except ValueError:  # fields that share bytes: no stencil says them
         return None
+
+
+def _constant(value: Any, constants: list[Any]) -> str:
+    """`k[j]`, the place of `value` among the compiled function's constants."""
+    constants.append(value)
+    return f"k[{len(constants) - 1}]"
 
 
 def _encoded(value: Any, size: int) -> Optional[bytes]:

@@ -83,6 +83,11 @@ class Shape:
         constants: list[Any] = []
         self.fill = eval(f"lambda v: {_source(shape, constants)}", {"k": constants})  # noqa: S307 - our own text
 
+    def expression(self, constants: list[Any]) -> str:
+        """Python's text of the expression that builds the structure from the values `v`, its
+        constants appended to `constants` as `k[j]` (for a caller compiling several into one)."""
+        return _source(self._shape, constants)
+
 
 def shape_of(made: Sequence[Any], values: Sequence[Sequence[Any]]) -> Optional[Shape]:
     """The shape of `made[0]`, where each value equal to `values[0][i]` is hole `i`; None unless

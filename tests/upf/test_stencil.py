@@ -4,6 +4,8 @@ stencil at all (the caller then runs the function)."""
 
 from __future__ import annotations
 
+import socket
+
 from netapp.upf.abi import PdrAction
 from netapp.upf.compiler import Entries
 from netapp.upf.prepared import EntriesStencil
@@ -49,3 +51,16 @@ def test_map_entries_are_filled_field_by_field_and_a_field_no_value_explains_giv
     assert list(filled.uplink) == [(5, 255)] and filled.uplink[(5, 255)].teid == 6
     unexplained = [entries(*each, qfi=qfi) for each, qfi in zip(values, (1, 2, 3))]
     assert EntriesStencil.cut(unexplained, values) is None
+
+
+def test_an_address_is_packed_for_the_keys_and_fields_it_fills_and_a_real_one_comes_back_alike():
+    def entries(ue: str, teid: int) -> Entries:
+        packed = socket.inet_aton(ue).ljust(16, b"\0")
+        return Entries(downlink={(1, 4, packed): PdrAction(teid=teid, peer=(int.from_bytes(packed[:4], "little"), 0, 0, 0))})
+
+    values = [["240.0.0.1", A], ["241.0.0.1", B], ["10.0.0.1", REAL]]
+    stencil = EntriesStencil.cut([entries(*each) for each in values], values)
+    assert stencil is not None
+    filled, expected = stencil.fill(["10.9.8.7", 42]), entries("10.9.8.7", 42)
+    assert list(filled.downlink) == list(expected.downlink)
+    assert [bytes(value) for value in filled.downlink.values()] == [bytes(value) for value in expected.downlink.values()]

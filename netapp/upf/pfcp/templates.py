@@ -62,25 +62,15 @@ class Template:
         # what a request is read by, with the offsets at hand: each class's value from its first
         # place; the places that must hold what their class's first does; the classes of a kind,
         # which must differ (else the first request's would have been one class)
-        self._reads = tuple((places[first].offset, places[first].end, READERS[places[first].kind]) for first in firsts)
-        self._same = tuple((place.offset, place.end, places[firsts[value]].offset)
-                           for at, (place, value) in enumerate(zip(places, classes)) if at != firsts[value])
+        reads = tuple((places[first].offset, places[first].end, places[first].kind) for first in firsts)
+        same = tuple((place.offset, place.end, places[firsts[value]].offset)
+                     for at, (place, value) in enumerate(zip(places, classes)) if at != firsts[value])
         of_kind: dict[str, list[tuple[int, int]]] = {}
         for first in firsts:
             of_kind.setdefault(places[first].kind, []).append((places[first].offset, places[first].end))
-        self._apart = tuple(tuple(spans) for spans in of_kind.values() if len(spans) > 1)
+        apart = tuple(tuple(spans) for spans in of_kind.values() if len(spans) > 1)
+        self.values: Callable[[bytes], Optional[list[Any]]] = _reader(reads, same, apart)
         self._in_response = sorted(set(response.holes))
-
-    def values(self, data: bytes) -> Optional[list[Any]]:
-        """The request's values (`data` of the template's shape), or None if they are not equal
-        where the template's were and different where they were not."""
-        for start, end, first in self._same:
-            if data[start:end] != data[first : first + end - start]:
-                return None
-        for spans in self._apart:
-            if len({data[start:end] for start, end in spans}) != len(spans):
-                return None
-        return [read(data[start:end]) for start, end, read in self._reads]
 
     def response(self, values: Sequence[Any]) -> bytes:
         """The response to the request of these values (all of them: the request's and the session's)."""
@@ -206,6 +196,23 @@ def make_template(layout: Layout, data: bytes, outcome: Outcome, response: bytes
     if stencil is None or made is None:
         return None
     return Template(layout, classes, kinds, stencil, made)
+
+
+def _reader(reads: Sequence[tuple[int, int, str]], same: Sequence[tuple[int, int, int]],
+            apart: Sequence[Sequence[tuple[int, int]]]) -> Callable[[bytes], Optional[list[Any]]]:
+    """A template's `values`: the request's values (`data` of the template's shape, each class's
+    read from its first place, `reads`), or None if they are not equal where the template's were
+    (`same`: a place and its class's first) and different where they were not (`apart`: the
+    classes of a kind). Compiled into one function, the offsets written in (as netapp.upf.stencil
+    compiles its shapes): a request's values are read on the event loop's thread for every one."""
+    checks = [f"d[{start}:{end}] != d[{first}:{first + end - start}]" for start, end, first in same]
+    checks += [f"len({{{', '.join(f'd[{start}:{end}]' for start, end in spans)}}}) != {len(spans)}" for spans in apart]
+    read = [f"k[{index}](d[{start}:{end}])" if kind == "address" else f"int.from_bytes(d[{start}:{end}], 'big')"
+            for index, (start, end, kind) in enumerate(reads)]  # READERS', an int's without a call of partial
+    namespace: dict[str, Any] = {"k": [READERS[kind] for _, _, kind in reads]}
+    test = f"    if {' or '.join(checks)}:\n        return None\n" if checks else ""
+    exec(f"def values(d):\n{test}    return [{', '.join(read)}]", namespace)  # noqa: S102 - our own text
+    return namespace["values"]
 
 
 def _plain(outcome: Outcome) -> bool:
