@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
 INSTANTIATED, READY = "INSTANTIATED", "READY"
 TERMINATING, STOPPING = "TERMINATING", "STOPPING"
@@ -27,7 +27,7 @@ class TerminationRequest(BaseModel):
         TERMINATING, description="TERMINATING: the instance and its rules are removed; STOPPING: its rules are made "
         "INACTIVE (out of the data plane), the instance kept",
     )
-    maxGracefulTimeout: int = Field(
+    maxGracefulTimeout: StrictInt = Field(
         60, ge=0, le=86_400, description="seconds the application has to confirm its termination "
         "(confirm_termination); when they pass, it is terminated all the same (MEC 011 graceful timeout)",
     )

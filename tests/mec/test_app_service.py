@@ -11,10 +11,11 @@ from datetime import timedelta
 from typing import Callable, Optional
 
 import pytest
+from pydantic import ValidationError
 
 from netapp.core.config import SubscriptionSettings
 from netapp.core.destinations import AllowList, Destinations, Resolver, resolve
-from netapp.mec.app_models import AppTerminationConfirmation, AppTerminationNotificationSubscription
+from netapp.mec.app_models import AppTerminationConfirmation, AppTerminationNotificationSubscription, TerminationRequest
 from netapp.mec.app_service import MecAppService, retry_delay_s
 from netapp.mec.compiler import intent_ids
 from netapp.mec.models import DnsRule, MecApplicationSpec
@@ -305,6 +306,14 @@ def test_an_instance_deleted_while_terminating_takes_its_graceful_timeout_with_i
     service.mec.delete_application(ADMIN, APP)
     assert deadlines.armed[0][2], "the graceful timeout is cancelled"
     local.close()
+
+
+@pytest.mark.parametrize("timeout", [False, True, "60", 1.5, -1, 86_401])
+def test_a_graceful_timeout_that_is_not_a_whole_number_of_seconds_in_range_is_refused(timeout):
+    # JSON's false is not 0 s: a bool or a string is refused, not converted.
+    with pytest.raises(ValidationError) as refused:
+        TerminationRequest(maxGracefulTimeout=timeout)
+    assert refused.value.errors()[0]["loc"] == ("maxGracefulTimeout",)
 
 
 def test_asking_again_starts_the_graceful_timeout_over(service):
