@@ -124,20 +124,20 @@ def test_a_stream_the_node_cannot_serve_changes_nothing(node, spec, field, says)
 def test_a_refusal_of_the_maps_is_undone_and_nothing_stored(node, monkeypatch):
     put(node, talker())
     maps, stored = node.snapshot(), node.frer.list_streams(ADMIN)
-    set_ports = node.frer_calls.ports_set
+    set_groups = node.frer_calls.groups_set
     calls = []
 
-    def refuse_once(ifindexes: list[int]) -> None:
-        calls.append(ifindexes)
+    def refuse_once(groups: dict) -> None:
+        calls.append(groups)
         if len(calls) == 1:
-            raise DataplaneError(28, "dpp_ports_set", "no space")
-        set_ports(ifindexes)
+            raise DataplaneError(28, "dpp_table_inner_set", "no space")
+        set_groups(groups)
 
-    monkeypatch.setattr(node.frer_calls, "ports_set", refuse_once)
+    monkeypatch.setattr(node.frer_calls, "groups_set", refuse_once)
     with pytest.raises(DataplaneUnavailable):
         put(node, talker("t2", identification=[{"null": {"destination_mac": MAC, "vlan": 200}}],
                          generation={"ports": [{"interface": "pb1"}]}))
-    assert len(calls) == 2, "the ports set, then set back"
+    assert len(calls) == 2, "the groups set, then set back"
     assert node.snapshot() == maps and node.frer.list_streams(ADMIN) == stored
 
 

@@ -9,9 +9,9 @@
 #include <linux/types.h>
 #include <linux/bpf.h>
 
-/* Slots of dpp_frer_recovery and dpp_frer_streams (slot 0: no stream); entries of the stream
- * identification tables and of the ports' membership; entries of dpp_frer_tx (the ports a talker
- * replicates to, all of them, by ifindex: each copy's egress program keeps the stream's members). */
+/* Slots of dpp_frer_recovery, dpp_frer_streams and dpp_frer_tx (slot 0: no stream); entries of the
+ * stream identification tables and of the ports' membership; the FRER ports of a node (those of
+ * every stream's group in dpp_frer_tx, and those counted in dpp_frer_port_stats). */
 #ifndef DPP_MAX_FRER_STREAMS
 #define DPP_MAX_FRER_STREAMS 4096
 #endif
