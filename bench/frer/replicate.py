@@ -120,10 +120,9 @@ class ReplicateBench:
     def _configure_talker(self, talker: BpfObject) -> None:
         fd = talker.map_fd
         layout = talker.map_shape("dpp_frer_tx")[0]
-        if layout == BPF_MAP_TYPE_ARRAY_OF_MAPS:  # a group of its own ports per stream, no egress program
-            for handle in range(1, self.streams + 1):
-                inner_map_set(fd("dpp_frer_tx"), handle, BPF_MAP_TYPE_DEVMAP_HASH, MAX_PORTS,
-                              [(c_uint32(i), (c_uint32 * 2)(i, 0)) for i in self.ifindexes], 4, 8)
+        if layout == BPF_MAP_TYPE_ARRAY_OF_MAPS:  # one group of the two ports (tx_group 0), no egress program
+            inner_map_set(fd("dpp_frer_tx"), 0, BPF_MAP_TYPE_DEVMAP_HASH, MAX_PORTS,
+                          [(c_uint32(i), (c_uint32 * 2)(i, 0)) for i in self.ifindexes], 4, 8)
         else:  # before: the node's ports, each copy's egress program keeping the stream's members
             egress = talker.program_fd("dpp_frer_egress")
             for slot, ifindex in enumerate(self.ifindexes):

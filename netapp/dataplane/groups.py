@@ -4,16 +4,53 @@ broadcast to that group is copied to, each maybe with the devmap program its cop
 written whole, as a new inner map put in with one write (a frame broadcast meanwhile meets the old
 ports or the new), and read back by key. Shared by the functions that replicate: FRER's groups of
 member ports (netapp.frer.dataplane), DUPLICATE's copy groups (netapp.duplicate.groups) and ATSSS's
-groups of redundant ports (netapp.atsss.table)."""
+groups of redundant ports (netapp.atsss.table).
+
+Which entry a set of ports gets is planned here too (plan_groups), for the functions whose rules name
+their group by index (FRER's streams, ATSSS's sessions): a set keeps its entry while it is named,
+rules naming the same set share it, and a new set never gets an entry another set held in the same
+change (a rule not yet rewritten may still lead to it)."""
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping, Optional, Sequence
+from dataclasses import dataclass, field
+from typing import Generic, Iterable, Mapping, Optional, Sequence, TypeVar
 
 from netapp.dataplane.abi import DevmapVal
 from netapp.dataplane.tables import MapOfMaps
 
 Port = tuple[int, int]  # (ifindex, the id of the program its copies run; 0: none) as read back
+Ports = TypeVar("Ports")  # what names a set of ports: a function's own (sortable, hashable) key
+
+
+class GroupsFull(LookupError):
+    """Every entry of the map of groups holds another set of ports (args: the set)."""
+
+
+@dataclass
+class GroupPlan(Generic[Ports]):
+    assigned: dict[Ports, int]  # every set of ports named, its group
+    new: dict[int, Ports] = field(default_factory=dict)  # written before the rules naming them
+    stale: list[int] = field(default_factory=list)  # emptied once no rule names them
+
+
+def plan_groups(current: Mapping[Ports, int], wanted: set[Ports], size: int,
+                held: Iterable[int] = ()) -> GroupPlan[Ports]:
+    """The groups of `wanted` after a change from `current`; `held`: entries the maps hold besides
+    (not to be given to a new set). GroupsFull naming a set no entry is free for."""
+    assigned = {names: group for names, group in current.items() if names in wanted}
+    unnamed = {group for names, group in current.items() if names not in wanted}
+    stale = sorted(unnamed | (set(held) - set(assigned.values())))
+    busy = set(current.values()) | set(held)
+    free = (index for index in range(size) if index not in busy)
+    new = {}
+    for names in sorted(wanted - assigned.keys()):  # type: ignore[type-var]
+        group = next(free, None)
+        if group is None:
+            raise GroupsFull(names)
+        assigned[names] = group
+        new[group] = names
+    return GroupPlan(assigned, new, stale)
 
 
 class DevmapGroups:

@@ -128,7 +128,7 @@ class Stream(Structure):
         ("role", c_uint8),
         ("reserved", c_uint8 * 3),
         ("deliver_ifindex", c_uint32),
-        ("reserved2", c_uint32),
+        ("tx_group", c_uint32),
     ]
 
 

@@ -1,5 +1,5 @@
-"""FRER's part of a loaded data plane that its map entries alone do not say: each generated stream's
-group of member ports (dpp_frer_tx, a map of DEVMAP groups by stream handle, netapp.dataplane.groups;
+"""FRER's part of a loaded data plane that its map entries alone do not say: the groups of member ports
+the generated streams replicate through (dpp_frer_tx, a map of DEVMAP groups, netapp.dataplane.groups;
 the ports that name a VLAN id with the egress program that sets it, dpp_frer_egress), the
 gate that hands frames to the pipeline's FRER stage (dpp_frer_gate), and the recovery functions
 read whole (libdpp reads a map whose values hold a bpf_spin_lock under the lock: counters and state
@@ -11,8 +11,8 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from netapp.dataplane.abi import FlowKey
 from netapp.dataplane.groups import DevmapGroups
-from netapp.frer.abi import MAX_IP_MASKS, VLAN_ANY, Gate, MemberKey, Recovery
-from netapp.frer.compiler import FrerTables, Group, groups_of
+from netapp.frer.abi import MAX_IP_MASKS, VLAN_ANY, Gate, MemberKey, Recovery, Role
+from netapp.frer.compiler import FrerTables, Group, assign_groups
 
 EGRESS_PROG = "dpp_frer_egress"  # the devmap program of FRER's ports (dpp.bpf.c)
 
@@ -36,12 +36,15 @@ class FrerDataplane:
         self._dp = dataplane
         self._tx = DevmapGroups(dataplane.table("dpp_frer_tx"))
         self._members = dataplane.table("dpp_frer_members")
+        self._streams = dataplane.table("dpp_frer_streams")
         self._gate = dataplane.table("dpp_frer_gate")
         self._recovery = dataplane.table("dpp_frer_recovery")
 
     def install(self, tables: FrerTables) -> None:
         """Every entry of `tables` written (added or replaced, nothing removed), their groups set and
         the gate opened when they hold a stream: the whole of a node's FRER from nothing."""
+        groups = assign_groups(tables, {}).assigned  # the streams' tx_group set, the groups first
+        self.groups_set({group: dict(key) for key, group in groups.items()})
         entries = {
             "dpp_frer_null": list(tables.null.values()),
             "dpp_frer_ip": list(tables.ip.values()),
@@ -53,29 +56,34 @@ class FrerDataplane:
         for name, items in entries.items():
             if items:
                 self._dp.table(name).update(items)
-        self.groups_set(groups_of(tables))
         self.gate_set(gate_of(tables))
 
     def groups_set(self, groups: Mapping[int, Group]) -> None:
-        """Each stream's group (handle -> member ifindex -> with the egress program), written whole:
-        a frame replicated meanwhile meets the group's old ports or its new."""
+        """Each group's ports (entry -> member ifindex -> with the egress program), written whole: a
+        frame replicated meanwhile meets the group's old ports or its new."""
         fd = self._dp.program_fd(EGRESS_PROG) if any(any(group.values()) for group in groups.values()) else None
-        for handle, group in sorted(groups.items()):
-            self._tx.set_each(handle, {ifindex: (ifindex, fd if program else None)
-                                       for ifindex, program in group.items()})
+        for index, group in sorted(groups.items()):
+            self._tx.set_each(index, {ifindex: (ifindex, fd if program else None)
+                                      for ifindex, program in group.items()})
 
-    def groups_clear(self, handles: Iterable[int]) -> None:
-        """The streams' groups emptied, those held (a frame of such a stream is not replicated)."""
-        self._tx.delete(handles)
+    def groups_clear(self, groups: Iterable[int]) -> None:
+        """The entries emptied, those held (a stream still naming one is not replicated)."""
+        self._tx.delete(groups)
+
+    def groups_held(self) -> list[int]:
+        return self._tx.groups()
 
     def groups(self) -> dict[int, Group]:
-        """The groups dpp_frer_tx holds, read by the members their streams list."""
-        candidates: dict[int, list[int]] = {}
+        """The groups dpp_frer_tx holds, read by the member ports of the generated streams that name
+        them (tx_group)."""
+        candidates: dict[int, set[int]] = {}
         for key, _ in self._members.items():
-            candidates.setdefault(key.stream, []).append(key.ifindex)
-        held = self._tx.ports({handle: sorted(ports) for handle, ports in candidates.items()})
-        return {handle: {ifindex: bool(program) for ifindex, program in ports.values()}
-                for handle, ports in held.items()}
+            stream = self._streams.get(key.stream)
+            if stream is not None and stream.role == Role.GENERATE:
+                candidates.setdefault(stream.tx_group, set()).add(key.ifindex)
+        held = self._tx.ports({group: sorted(ports) for group, ports in candidates.items()})
+        return {group: {ifindex: bool(program) for ifindex, program in ports.values()}
+                for group, ports in held.items()}
 
     def ports(self) -> list[int]:
         """The node's FRER ports: those of every group, in ascending order."""
@@ -84,7 +92,7 @@ class FrerDataplane:
     def requeue(self) -> None:
         """The ports that name a VLAN id run the instance's egress program again, after a reload
         replaced it: a DEVMAP entry holds the program it was written with."""
-        self.groups_set({handle: group for handle, group in self.groups().items() if any(group.values())})
+        self.groups_set({index: group for index, group in self.groups().items() if any(group.values())})
 
     def gate_set(self, kinds: Gate) -> None:
         """The identifications the FRER stage tries; any: the pipeline hands it every frame first."""

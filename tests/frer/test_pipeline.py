@@ -161,13 +161,15 @@ def test_a_stream_replicates_to_its_own_group_and_after_a_reload_its_vlan_port_r
         "ports": [{"interface": "p0"}, {"interface": "q0", "vlan": 7}]}})
     frer = install(node, [STREAMS[0], vlan_q0])
     p0, q0 = interface_index("p0"), interface_index("q0")
-    held = DevmapGroups(node.table("dpp_frer_tx")).ports({2: [p0, q0]})
+    group = node.table("dpp_frer_streams").get(2).tx_group
     # read back, a DEVMAP entry names its program by id; a port without a VLAN id runs none
-    assert held == {2: {p0: (p0, 0), q0: (q0, egress_id(node))}}
+    held = DevmapGroups(node.table("dpp_frer_tx")).ports({group: [p0, q0]})
+    assert held == {group: {p0: (p0, 0), q0: (q0, egress_id(node))}}
     node.reload()
     frer.requeue()
     assert frer.ports() == [p0, q0]
-    assert DevmapGroups(node.table("dpp_frer_tx")).ports({2: [p0, q0]}) == {2: {p0: (p0, 0), q0: (q0, egress_id(node))}}
+    held = DevmapGroups(node.table("dpp_frer_tx")).ports({group: [p0, q0]})
+    assert held == {group: {p0: (p0, 0), q0: (q0, egress_id(node))}}
 
 
 def test_an_ip_identity_leaves_out_what_it_does_not_give_and_the_most_specific_wins(node):

@@ -59,16 +59,19 @@ class ObjectFrer:
 
     def groups_set(self, groups: dict[int, dict[int, bool]]) -> None:
         egress = self.obj.program_fd("dpp_frer_egress")
-        for handle, group in groups.items():
-            inner_map_set(self.obj.map_fd("dpp_frer_tx"), handle, MapType.DEVMAP_HASH, MAX_PORTS,
+        for index, group in groups.items():
+            inner_map_set(self.obj.map_fd("dpp_frer_tx"), index, MapType.DEVMAP_HASH, MAX_PORTS,
                           [(c_uint32(ifindex), (c_uint32 * 2)(ifindex, egress if program else 0))
                            for ifindex, program in group.items()], 4, 8)
-            self.groups[handle] = dict(group)
+            self.groups[index] = dict(group)
 
-    def groups_clear(self, handles: list[int]) -> None:
-        for handle in handles:
-            if self.groups.pop(handle, None) is not None:
-                map_delete(self.obj.map_fd("dpp_frer_tx"), c_uint32(handle))
+    def groups_clear(self, groups: list[int]) -> None:
+        for index in groups:
+            if self.groups.pop(index, None) is not None:
+                map_delete(self.obj.map_fd("dpp_frer_tx"), c_uint32(index))
+
+    def groups_held(self) -> list[int]:
+        return sorted(self.groups)
 
     def gate_set(self, kinds: Gate) -> None:
         """The object's programs are FRER's alone: they have no gate, every frame is theirs."""

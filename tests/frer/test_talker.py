@@ -34,12 +34,12 @@ def talker() -> Iterator[BpfObject]:
 
 
 def configure(obj: BpfObject, handle: int, role: Role, vlan: int = 0) -> None:
-    """The stream's identity and slot; a generated one gets its group of ports, none here (the frame
-    comes back from BPF_PROG_TEST_RUN as the copies would leave)."""
+    """The stream's identity and slot; a generated one replicates through a group of ports (entry 0 of
+    dpp_frer_tx), none here: the frame comes back from BPF_PROG_TEST_RUN as the copies would leave."""
     if role == Role.GENERATE:
-        inner_map_set(obj.map_fd("dpp_frer_tx"), handle, MapType.DEVMAP_HASH, MAX_PORTS, [], 4, 8)
+        inner_map_set(obj.map_fd("dpp_frer_tx"), 0, MapType.DEVMAP_HASH, MAX_PORTS, [], 4, 8)
     map_update(obj.map_fd("dpp_frer_null"), null_key(DMAC, vlan), c_uint32(handle))
-    map_update(obj.map_fd("dpp_frer_streams"), c_uint32(handle), Stream(role=role))
+    map_update(obj.map_fd("dpp_frer_streams"), c_uint32(handle), Stream(role=role, tx_group=0))
 
 
 def frame(vlan: int | None = None, ethertype: int = 0x88B5) -> bytes:

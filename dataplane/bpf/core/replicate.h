@@ -31,8 +31,10 @@ static __always_inline int broadcast_group(void *groups, __u32 group, __u64 flag
 }
 
 /* The frame marked with `id` and broadcast to the ports of entry `group` of `groups`
- * (broadcast_group); XDP_ABORTED when the frame cannot take the metadata or no such group is held. */
-static __always_inline int replicate(struct xdp_md *ctx, void *groups, __u32 group, __u32 id, __u64 flags)
+ * (broadcast_group); XDP_ABORTED when the frame cannot take the metadata or no such group is
+ * held. */
+static __always_inline int replicate(struct xdp_md *ctx, void *groups, __u32 group, __u32 id,
+				     __u64 flags)
 {
 	struct replica_meta *meta;
 

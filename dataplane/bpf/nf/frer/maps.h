@@ -62,7 +62,7 @@ struct {
 	__type(value, struct dpp_frer_member);
 } dpp_frer_members SEC(".maps");
 
-/* A stream's group of ports (an inner map of dpp_frer_tx): ifindex -> a member port its frames are
+/* A group of ports (an inner map of dpp_frer_tx): ifindex -> a member port its streams' frames are
  * copied to, with the egress program (dpp_frer_egress) where the port wants a VLAN id. A hash, not
  * an array: a broadcast visits every slot of a DEVMAP, used or not, and empty slots cost a frame
  * more than FRER's own work does (bench/frer/replicate.py). */
@@ -74,9 +74,11 @@ struct dpp_frer_tx_group {
 	__uint(value_size, sizeof(struct bpf_devmap_val));
 };
 
-/* stream handle -> the group of its member ports (GENERATE streams): a frame is broadcast to its
- * stream's ports only, so no port of another stream (another tenant's) is handed a copy, and the
- * cost stays that of the stream's copies however many ports the node's streams replicate to. */
+/* group (a GENERATE stream's tx_group) -> its member ports: one group per distinct set of ports,
+ * shared by the streams that name it (a hot group for many streams, measured: a group per stream
+ * made 4,095 cold streams 40 ns dearer). A frame is broadcast to its stream's ports only, so no
+ * port of another stream (another tenant's) is handed a copy, and the cost stays that of the
+ * stream's copies however many ports the node's streams replicate to. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
 	__uint(max_entries, DPP_MAX_FRER_STREAMS);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* The talker side of FRER (IEEE 802.1CB 7.4.1, 7.5): a stream's next sequence number, an R-tag
- * pushed behind the addresses and VLAN tags, the frame broadcast to the stream's own group of
- * member ports (dpp_frer_tx, a map of DEVMAP groups by stream handle; core/replicate.h, which
- * DUPLICATE shares), so a frame costs its own copies whatever other streams replicate to. A member
+ * pushed behind the addresses and VLAN tags, the frame broadcast to the group of the stream's
+ * member ports (dpp_frer_tx, a map of DEVMAP groups, one per distinct set of ports, the stream's
+ * tx_group; core/replicate.h, which DUPLICATE shares), so a frame costs its own copies whatever
+ * other streams replicate to. A member
  * port that wants a VLAN id runs the egress program (frer_egress), which rewrites or pushes it; the
  * stream handle rides to it as the replica's id. The other members run no program. */
 #ifndef DPP_NF_FRER_REPLICATE_H
@@ -67,7 +68,7 @@ static __always_inline int frer_replicate(struct xdp_md *ctx, const struct frer_
 {
 	if (frer_push(ctx, f, frer_next_seq(s)))
 		return XDP_ABORTED;
-	return replicate(ctx, &dpp_frer_tx, stream, stream, BPF_F_EXCLUDE_INGRESS);
+	return replicate(ctx, &dpp_frer_tx, s->tx_group, stream, BPF_F_EXCLUDE_INGRESS);
 }
 
 /* Gives an untagged frame a VLAN tag with `vid` (priority 0) behind its addresses. */
