@@ -8,7 +8,8 @@ It runs as a script, not as a module of this checkout:
 
     python bench/baseline_side.py BENCHMARK ROOT FD
 
-BENCHMARK is "flows" (bench/flows), "dataplane" (bench/dataplane.py) or "upf" (bench/upf), ROOT the baseline's export
+BENCHMARK is "flows" (bench/flows), "dataplane" (bench/dataplane.py), "upf" (bench/upf) or "duplicate"
+(bench/mec/duplicate.py), ROOT the baseline's export
 (bench/build/baseline-<commit>: its dataplane/, netapp/ and bench/), FD a SOCK_SEQPACKET socket to
 the benchmark. Only the standard library is imported before ROOT takes the place of this file's
 directory at the head of sys.path, so none of this checkout's netapp or bench is loaded; `main`
@@ -200,7 +201,39 @@ class UpfServer(Server):
         return self.run._counts(self.instances[request["instance"]].dataplane), []
 
 
-SERVERS = {"flows": FlowsServer, "dataplane": DataplaneServer, "upf": UpfServer}
+class DuplicateServer(Server):
+    """bench/mec/duplicate.py, whose instances this server opens with the revision's binding and
+    compiler (opened in the benchmark's network namespace, which this process starts in, so that the
+    intents' interfaces are its ports):
+
+        {"op": "open", "document"} -> {"instance"} and the program's fd
+    """
+
+    MODULES = ("netapp.dataplane.binding", "netapp.dataplane.facade", "netapp.dataplane.abi",
+               "netapp.intents.compiler", "netapp.intents.models")
+    OPS = ("open",)
+
+    def __init__(self, modules: dict[str, ModuleType]):
+        super().__init__()
+        self.modules = modules
+
+    def hello(self) -> dict[str, Any]:
+        return {}
+
+    def open(self, request: dict[str, Any]) -> Reply:
+        binding, facade = self.modules["netapp.dataplane.binding"], self.modules["netapp.dataplane.facade"]
+        compiler, models = self.modules["netapp.intents.compiler"], self.modules["netapp.intents.models"]
+        max_rules = self.modules["netapp.dataplane.abi"].MAX_RULES
+        handle = binding.DppHandle.open(binding.load_libdpp(), None, max_rules=max_rules,
+                                        default_verdict=binding.Verdict.DROP)
+        dp = facade.Dataplane(handle)
+        self.instances.append(dp)
+        document = models.parse_document(request["document"])
+        dp.apply_compiled(compiler.compile_document(document, facade.host_interfaces()))
+        return {"instance": len(self.instances) - 1}, [handle.prog_fd()]
+
+
+SERVERS = {"flows": FlowsServer, "dataplane": DataplaneServer, "upf": UpfServer, "duplicate": DuplicateServer}
 
 
 def import_modules(server_class: type[Server]) -> dict[str, ModuleType]:

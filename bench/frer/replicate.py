@@ -1,9 +1,10 @@
 """What replicating a frame costs: the talker side (dpp_frer_talker: stream identification, the next
-number by atomic add, the R-tag pushed, the metadata, the DEVMAP broadcast and each copy's egress
-program) run in live-frame mode (BPF_F_TEST_XDP_LIVE_FRAMES: the broadcast is carried out, into two
-veth ports), against the same live frames through a program that drops them (the floor of a live
-run) and through a bare broadcast to the same ports (xdp_frer_broadcast: what any XDP replication
-pays there, FRER's work aside).
+number by atomic add, the R-tag pushed, the metadata, the broadcast to the stream's group of ports,
+and the egress program of a port that has one: every port had one before the groups) run in
+live-frame mode (BPF_F_TEST_XDP_LIVE_FRAMES: the broadcast is carried out, into two veth ports),
+against the same live frames through a program that drops them (the floor of a live run) and through
+a bare broadcast to the same ports (xdp_frer_broadcast: what any XDP replication pays there, FRER's
+work aside).
 
 Every run must start from the original frame, and live-frame mode does not write it again: the
 kernel copies it into a page once and reuses the page as the last run left it, R-tag pushed and
@@ -35,11 +36,11 @@ from typing import Callable, Optional, Sequence
 from bench.baseline import prepare_baseline
 from bench.frer.__main__ import DEFAULT_OUT
 from bench.harness import Walk, interleaved_medians
-from bench.libbpf import BpfObject, map_lookup, map_update, test_run_live
+from bench.libbpf import BpfObject, inner_map_set, map_lookup, map_update, test_run_live
 from bench.throughput.sink import attach_native
 from netapp.core import netns as namespaces
 from netapp.dataplane import binding
-from netapp.frer.abi import MAX_STREAMS, Member, MemberKey, NullKey, Role, Stream
+from netapp.frer.abi import MAX_PORTS, MAX_STREAMS, Member, MemberKey, NullKey, Role, Stream
 from netapp.testbed import netns
 
 DMAC_PREFIX = bytes.fromhex("0200")  # a stream's destination: this, then its handle (4 bytes)
@@ -48,8 +49,8 @@ FRAME_LEN = 128
 PORTS = ("out1", "out2")
 COLD_STREAMS = MAX_STREAMS - 1
 # The maps the benchmark writes in a talker's object, with this checkout's mirror.
-BPF_MAP_TYPE_DEVMAP_HASH = 25
-WRITTEN_MAPS = ("dpp_frer_null", "dpp_frer_streams", "dpp_frer_members", "dpp_frer_tx")
+BPF_MAP_TYPE_ARRAY_OF_MAPS, BPF_MAP_TYPE_DEVMAP_HASH = 12, 25
+WRITTEN_MAPS = ("dpp_frer_null", "dpp_frer_streams", "dpp_frer_members")  # and dpp_frer_tx, by its type
 
 
 def dmac(handle: int) -> bytes:
@@ -118,11 +119,15 @@ class ReplicateBench:
 
     def _configure_talker(self, talker: BpfObject) -> None:
         fd = talker.map_fd
-        egress = talker.program_fd("dpp_frer_egress")
-        by_ifindex = talker.map_shape("dpp_frer_tx")[0] == BPF_MAP_TYPE_DEVMAP_HASH
-        for slot, ifindex in enumerate(self.ifindexes):
-            key = ifindex if by_ifindex else slot  # a DEVMAP (dpp_frer_tx before it was a hash) has slots
-            map_update(fd("dpp_frer_tx"), c_uint32(key), (c_uint32 * 2)(ifindex, egress))
+        layout = talker.map_shape("dpp_frer_tx")[0]
+        if layout == BPF_MAP_TYPE_ARRAY_OF_MAPS:  # one group of the two ports (tx_group 0), no egress program
+            inner_map_set(fd("dpp_frer_tx"), 0, BPF_MAP_TYPE_DEVMAP_HASH, MAX_PORTS,
+                          [(c_uint32(i), (c_uint32 * 2)(i, 0)) for i in self.ifindexes], 4, 8)
+        else:  # before: the node's ports, each copy's egress program keeping the stream's members
+            egress = talker.program_fd("dpp_frer_egress")
+            for slot, ifindex in enumerate(self.ifindexes):
+                key = ifindex if layout == BPF_MAP_TYPE_DEVMAP_HASH else slot  # a DEVMAP has slots
+                map_update(fd("dpp_frer_tx"), c_uint32(key), (c_uint32 * 2)(ifindex, egress))
         for handle in range(1, self.streams + 1):
             map_update(fd("dpp_frer_null"), NullKey(dmac=(c_uint8 * 6)(*dmac(handle)), vlan=0), c_uint32(handle))
             map_update(fd("dpp_frer_streams"), c_uint32(handle), Stream(role=Role.GENERATE))
@@ -154,7 +159,8 @@ class ReplicateBench:
 
 def check_same_maps(head: Path, baseline: Path) -> None:
     """The benchmark writes the baseline's maps with this checkout's mirror: their key and value sizes
-    must agree (dpp_frer_tx, an array of slots or a hash by ifindex, is keyed by its type)."""
+    must agree (dpp_frer_tx is written by its type: a map of groups by stream, a hash by ifindex, an
+    array of slots)."""
     with BpfObject(head) as ours, BpfObject(baseline) as theirs:
         for name in WRITTEN_MAPS:
             if ours.map_shape(name)[1:] != theirs.map_shape(name)[1:]:

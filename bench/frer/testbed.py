@@ -16,11 +16,12 @@ from ctypes import c_uint8, c_uint32
 from dataclasses import dataclass, field
 from typing import Iterator, Optional, Union
 
-from bench.libbpf import BPF_F_LOCK, BpfObject, map_lookup, map_update
+from bench.libbpf import BPF_F_LOCK, BpfObject, inner_map_set, map_lookup, map_update
 from bench.throughput.sink import attach_native
-from netapp.frer.abi import Algo, MemberKey, NullKey, Recovery, Stream
+from netapp.frer.abi import MAX_PORTS, Algo, MemberKey, NullKey, Recovery, Stream
+from netapp.dataplane.abi import MapType
 from netapp.dataplane.facade import Dataplane
-from netapp.frer.compiler import FrerTables, compile_streams
+from netapp.frer.compiler import FrerTables, assign_groups, compile_streams
 from netapp.frer.dataplane import FrerDataplane, ip_mask_slots
 from netapp.frer.model import RecoveryConfig
 from netapp.frer.models import FrerStream
@@ -139,6 +140,7 @@ class FrerNode:
         maps, as the control plane will."""
         with netns.entered(self.ns):
             tables = compile_streams(streams, interface_index)
+        groups = assign_groups(tables, {}).assigned  # and the streams' tx_group
         egress = self.obj.program_fd("dpp_frer_egress")
         writes = [
             *(("dpp_frer_null", key, c_uint32(handle)) for key, handle in tables.null.values()),
@@ -147,9 +149,12 @@ class FrerNode:
             *(("dpp_frer_streams", c_uint32(handle), value) for handle, value in tables.streams.items()),
             *(("dpp_frer_recovery", c_uint32(handle), value) for handle, value in tables.recovery.items()),
             *(("dpp_frer_members", MemberKey(*key), value) for key, value in tables.members.items()),
-            *(("dpp_frer_tx", c_uint32(ifindex), (c_uint32 * 2)(ifindex, egress)) for ifindex in tables.tx_ports),
         ]  # fmt: skip
         with netns.entered(self.ns):  # dpp_frer_tx resolves its ifindexes in the caller's namespace
+            for key, group in groups.items():  # the groups before the streams that name them
+                inner_map_set(self.maps["dpp_frer_tx"], group, MapType.DEVMAP_HASH, MAX_PORTS,
+                              [(c_uint32(ifindex), (c_uint32 * 2)(ifindex, egress if program else 0))
+                               for ifindex, program in key], 4, 8)
             for name, key, value in writes:
                 map_update(self.maps[name], key, value)
         return tables

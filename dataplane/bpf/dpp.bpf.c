@@ -137,18 +137,11 @@ int dpp_xdp(struct xdp_md *ctx)
 	return pipeline(ctx, false);
 }
 
-/* Each FRER port's devmap program: a replicated copy is kept on its stream's member ports. */
+/* The devmap program of a FRER member port that wants a VLAN id: its copies get it. */
 SEC("xdp/devmap")
 int dpp_frer_egress(struct xdp_md *ctx)
 {
 	return frer_egress(ctx);
-}
-
-/* Each duplicating interface's devmap program: a copy is kept on its group's interfaces. */
-SEC("xdp/devmap")
-int dpp_dup_egress(struct xdp_md *ctx)
-{
-	return dup_egress(ctx);
 }
 
 /* The dispatcher's workers: the CPUMAP queues of dpp_rss_cpu_map run it on the worker CPU. */

@@ -5,8 +5,9 @@
  *
  *   dpp_frer_talker    on the talker-facing port: a frame of a GENERATE stream (stream
  *                      identification, nf/frer/identify.h) gets the stream's next sequence number in
- *                      an R-tag and is broadcast to the FRER ports (dpp_frer_tx); anything else passes
- *   dpp_frer_egress    each FRER port's devmap program: a copy is kept on its stream's member ports
+ *                      an R-tag and is broadcast to the stream's group of member ports
+ *                      (dpp_frer_tx); anything else passes
+ *   dpp_frer_egress    the devmap program of a member port that wants a VLAN id: it sets it
  *   dpp_frer_listener  on the path-facing ports: a frame of a RECOVER stream is passed once
  *                      (nf/frer/recover.h), its R-tag popped if the stream says so, and delivered
  *                      (bpf_redirect) to the stream's port, or to the kernel; an R-tag cut short is

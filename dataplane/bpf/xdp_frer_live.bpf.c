@@ -92,7 +92,7 @@ int xdp_frer_sink(struct xdp_md *ctx)
 	return XDP_DROP;
 }
 
-/* ifindex -> a port xdp_frer_broadcast sends to, without an egress program (a hash, as
+/* ifindex -> a port xdp_frer_broadcast sends to, without an egress program (a hash, as a group of
  * dpp_frer_tx) */
 struct {
 	__uint(type, BPF_MAP_TYPE_DEVMAP_HASH);

@@ -145,11 +145,10 @@ void pin_dirs_remove(struct dpp *d);
 #define DPP_ENTRY_PROG "dpp_xdp"
 /* The program of the GTP-U dispatcher's CPUMAP queues (bpf/nf/qos/rss.h). */
 #define DPP_CPUMAP_PROG "dpp_rss_worker"
-/* The program of FRER's ports, dpp_frer_tx (bpf/nf/frer/replicate.h), and the prefix of those of
- * ATSSS's, dpp_atsss_tx (bpf/nf/atsss/copies.h). */
+/* The program of FRER's member ports that name a VLAN id, in dpp_frer_tx's groups
+ * (bpf/nf/frer/replicate.h), and the prefix of those of ATSSS's, dpp_atsss_tx
+ * (bpf/nf/atsss/copies.h). */
 #define DPP_DEVMAP_PROG "dpp_frer_egress"
-/* The program of DUPLICATE's interfaces, dpp_dup_tx (bpf/nf/duplicate/duplicate.h). */
-#define DPP_DUP_DEVMAP_PROG "dpp_dup_egress"
 #define DPP_DEVMAP_PROG_PREFIX "dpp_atsss_copy_"
 #define DPP_SLOTS_MAP "dpp_progs"
 int progs_collect_loaded(struct dpp_prog_table *t, struct bpf_object *obj, int slots_fd);

@@ -74,8 +74,9 @@ static int table_open(struct dpp *d, const char *name, bool write, size_t ksz, s
 	t->value_size = per_cpu(info.type) ? ((info.value_size + 7) & ~7U) * (__u32)d->ncpus
 					    : info.value_size;
 	if (ksz != t->key_size || (vsz && vsz != t->value_size)) {
-		pr_warn("table %s: key %zu value %zu bytes given, the map has key %u value %u", name,
-			ksz, vsz, t->key_size, t->value_size);
+		pr_warn("table %s: key %zu value %zu bytes given, the map has key %u value %u%s", name,
+			ksz, vsz, t->key_size, t->value_size,
+			d->reused ? ": the ABI changed, unpin the instance and load it again" : "");
 		return -EINVAL;
 	}
 	return 0;
@@ -262,12 +263,14 @@ static int outer_open(struct dpp *d, const char *name, bool write, struct table 
 	__u32 len = sizeof(info);
 	int err;
 
-	err = table_open(d, name, write, sizeof(__u32), sizeof(__u32), t);
+	/* the type first: a map pinned by an older layout may have had other value sizes */
+	err = table_open(d, name, write, sizeof(__u32), 0, t);
 	if (err)
 		return err;
 	err = bpf_obj_get_info_by_fd(t->fd, &info, &len);
 	if (!err && info.type != BPF_MAP_TYPE_ARRAY_OF_MAPS && info.type != BPF_MAP_TYPE_HASH_OF_MAPS) {
-		pr_warn("table %s: not a map of maps", name);
+		pr_warn("table %s: not a map of maps%s", name,
+			d->reused ? ": the ABI changed, unpin the instance and load it again" : "");
 		err = -EINVAL;
 	}
 	return err;

@@ -13,27 +13,16 @@ once the sessions that led to them are rewritten.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping, Optional
 
 from netapp.atsss.abi import TX_GROUPS
 from netapp.atsss.models import AtsssSession, SteeringMode
 from netapp.atsss.table import AtsssMaps, ProgramFd
+from netapp.dataplane.groups import GroupPlan, GroupsFull, plan_groups
 
 log = logging.getLogger(__name__)
 
 PortNames = tuple[str, ...]  # the interface of each position ("": none)
-
-
-class GroupsFull(LookupError):
-    """Every entry of dpp_atsss_tx holds another set of ports."""
-
-
-@dataclass
-class GroupPlan:
-    assigned: dict[PortNames, int]  # every set of ports named, its group
-    new: dict[int, PortNames] = field(default_factory=dict)  # written before the sessions naming them
-    stale: list[int] = field(default_factory=list)  # emptied once no session names them
 
 
 def port_names(session: AtsssSession) -> Optional[PortNames]:
@@ -45,25 +34,6 @@ def port_names(session: AtsssSession) -> Optional[PortNames]:
 
 def wanted_groups(sessions: Iterable[AtsssSession]) -> set[PortNames]:
     return {names for session in sessions if (names := port_names(session)) is not None}
-
-
-def plan_groups(current: Mapping[PortNames, int], wanted: set[PortNames], size: int,
-                held: Iterable[int] = ()) -> GroupPlan:
-    """The groups of `wanted` after a change from `current`; `held`: entries the maps hold besides
-    (not to be given to a new set). GroupsFull naming a set no entry is free for."""
-    assigned = {names: group for names, group in current.items() if names in wanted}
-    unnamed = {group for names, group in current.items() if names not in wanted}
-    stale = sorted(unnamed | (set(held) - set(assigned.values())))
-    busy = set(current.values()) | set(held)
-    free = (index for index in range(size) if index not in busy)
-    new = {}
-    for names in sorted(wanted - assigned.keys()):
-        group = next(free, None)
-        if group is None:
-            raise GroupsFull(names)
-        assigned[names] = group
-        new[group] = names
-    return GroupPlan(assigned, new, stale)
 
 
 class TxGroups:

@@ -32,7 +32,6 @@ from typing import Callable, Iterable, NamedTuple, Optional
 import numpy
 
 from netapp.atsss.abi import (
-    MAX_PATHS_PER_SESSION,
     UE_FILTER_WORDS,
     Path,
     PathFlags,
@@ -46,7 +45,7 @@ from netapp.atsss.abi import (
     ue_filter_bit,
 )
 from netapp.atsss.models import Address, AtsssSession, ChecksumCoverage
-from netapp.dataplane.abi import DevmapVal
+from netapp.dataplane.groups import DevmapGroups
 from netapp.dataplane.tables import Table
 
 TableOf = Callable[[str], Table]
@@ -169,7 +168,7 @@ class AtsssMaps:
         self._rx = table_of("dpp_atsss_path_rx")
         self._gate = table_of("dpp_atsss_gate")
         self._ues = table_of("dpp_atsss_ues")
-        self._tx = table_of("dpp_atsss_tx")
+        self._tx = DevmapGroups(table_of("dpp_atsss_tx"))  # type: ignore[arg-type]
 
     # --- writes --------------------------------------------------------------------------------
 
@@ -285,13 +284,12 @@ class AtsssMaps:
         """dpp_atsss_tx[group]: each position of `ports` sends its REDUNDANT copies out of that
         ifindex through the position's copy program, the other positions none; a new inner map,
         put in with one write (a packet broadcast meanwhile finds the old ports or the new)."""
-        self._tx.set(group, {position: DevmapVal(ifindex=ifindex, bpf_prog=program_fd(f"{COPY_PROG}{position}"))
-                             for position, ifindex in sorted(ports.items())})
+        self._tx.set_each(group, {position: (ifindex, program_fd(f"{COPY_PROG}{position}"))
+                                  for position, ifindex in ports.items()})
 
     def groups_clear(self, groups: Iterable[int]) -> None:
         """The groups lead to no ports (a session still naming one has its copies dropped)."""
-        held = set(self.groups())
-        self._tx.delete([group for group in sorted(set(groups)) if group in held])
+        self._tx.delete(groups)
 
     def requeue(self, program_fd: ProgramFd) -> None:
         """The groups' ports run the instance's copy programs again, after a reload replaced them: a
@@ -301,17 +299,11 @@ class AtsssMaps:
 
     def groups(self) -> list[int]:
         """The entries of dpp_atsss_tx that lead to a group of ports."""
-        return [group for group, _ in self._tx.items()]
+        return self._tx.groups()
 
     def groups_ports(self) -> dict[int, dict[int, tuple[int, int]]]:
         """dpp_atsss_tx: group -> position -> (ifindex, the id of the program its copies run)."""
-        positions = list(range(MAX_PATHS_PER_SESSION))
-        found = {}
-        for group in self.groups():
-            values = self._tx.inner(group, positions)  # type: ignore[attr-defined]
-            found[group] = {position: (value.ifindex, value.bpf_prog)
-                            for position, value in zip(positions, values) if value is not None}
-        return found
+        return self._tx.ports()
 
     # --- reads ---------------------------------------------------------------------------------
 

@@ -426,6 +426,7 @@ class MapType(enum.IntEnum):
     LRU_PERCPU_HASH = 10
     LPM_TRIE = 11
     ARRAY_OF_MAPS = 12
+    HASH_OF_MAPS = 13
     DEVMAP = 14
     CPUMAP = 16
     DEVMAP_HASH = 25
@@ -496,6 +497,9 @@ def _nf_map(kind: str, key: Any, value: Any, size: Union[int, str], inner: Optio
                    inner=_nf_map(*inner) if inner is not None else None)
 
 
+# maps of maps: name -> their inner maps, as each function's ABI module declares them
+INNER_MAPS = {**frer_abi.INNER_MAPS, **atsss_abi.INNER_MAPS, **duplicate_abi.INNER_MAPS}
+
 MAPS: Mapping[str, MapSpec] = {
     "dpp_rules": MapSpec(HASH, FlowKey, Rule, "DPP_MAX_RULES"),
     "dpp_shapes": MapSpec(ARRAY, c_uint32, ShapeSet, 2),
@@ -533,7 +537,7 @@ MAPS: Mapping[str, MapSpec] = {
         for name, (kind, key, value, size) in rss_abi.MAPS.items()
     },
     **{name: MapSpec(PERCPU_ARRAY, c_uint32, Counter, size, table=True) for name, size in rss_abi.COUNTERS.items()},
-    **{name: _nf_map(*spec, inner=atsss_abi.INNER_MAPS.get(name))
+    **{name: _nf_map(*spec, inner=INNER_MAPS.get(name))
        for name, spec in (*frer_abi.MAPS.items(), *atsss_abi.MAPS.items(), *duplicate_abi.MAPS.items())},
     # The ring of the proxy's DCCP-Acks: read by its consumer, never as a table.
     **{name: MapSpec(MapType[kind], None, None, atsss_abi.CONSTANTS[size])

@@ -282,8 +282,11 @@ class FakeDpp:
         if inner is None or (inner_type, max_entries) != (inner.type, self._inner_size(inner)):
             raise DataplaneError(errno.EINVAL, f"dpp_table_inner_set({name})", "not the map of maps' inner maps")
         self.calls.append(("table_inner_set", name, index, [bytes(key) for key in _items(keys)]))
-        if index >= self._max_entries(name):
+        held = self.tables.get(name, {})
+        if spec.type == MapType.ARRAY_OF_MAPS and index >= self._max_entries(name):
             raise DataplaneError(errno.E2BIG, f"dpp_table_inner_set({name})", f"no index {index}")
+        if _key_bytes(index) not in held and len(held) >= self._max_entries(name):
+            raise DataplaneError(errno.E2BIG, f"dpp_table_inner_set({name})", f"{name} is full")
         self._inner_ids += 1
         self.inner_tables[(name, index)] = {_raw(key): bytes(value) for key, value in zip(_items(keys), _items(values))}
         self.tables.setdefault(name, {})[_key_bytes(index)] = bytes(c_uint32(self._inner_ids))

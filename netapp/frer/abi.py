@@ -138,7 +138,7 @@ class Stream(Structure):
         ("role", c_uint8),
         ("reserved", c_uint8 * 3),
         ("deliver_ifindex", c_uint32),
-        ("reserved2", c_uint32),
+        ("tx_group", c_uint32),
     ]
 
 
@@ -173,8 +173,11 @@ MAPS = {
     "dpp_frer_ip": ("HASH", "dpp_flow_key", c_uint32, "DPP_MAX_FRER_IDENTITIES"),
     "dpp_frer_ip_masks": ("ARRAY", c_uint32, "dpp_flow_key", "DPP_FRER_IP_MASKS"),
     "dpp_frer_members": ("HASH", MemberKey, Member, "DPP_MAX_FRER_IDENTITIES"),
-    "dpp_frer_tx": ("DEVMAP_HASH", c_uint32, "bpf_devmap_val", "DPP_MAX_FRER_PORTS"),
+    # a map of maps: a stream's group is written as an inner map's fd and read back as its id
+    "dpp_frer_tx": ("ARRAY_OF_MAPS", c_uint32, c_uint32, "DPP_MAX_FRER_STREAMS"),
     "dpp_frer_port_stats": ("PERCPU_HASH", c_uint32, PortStats, "DPP_MAX_FRER_PORTS"),
     "dpp_frer_gate": ("ARRAY", c_uint32, c_uint32, 1),
     "dpp_frer_onward": ("PERCPU_ARRAY", c_uint32, c_uint32, 1),
 }
+# maps of maps: name -> (their inner maps' type, key, value, size)
+INNER_MAPS = {"dpp_frer_tx": ("DEVMAP_HASH", c_uint32, "bpf_devmap_val", MAX_PORTS)}

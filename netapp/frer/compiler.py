@@ -2,7 +2,8 @@
 dpp_frer_null and dpp_frer_ip (several may name one stream, none two; an IP identity's key under
 its mask, the masks into dpp_frer_ip_masks), the stream's role into
 dpp_frer_streams, its recovery function into dpp_frer_recovery, its member ports into
-dpp_frer_members and the node's FRER ports into dpp_frer_tx. Interfaces are named here and resolved
+dpp_frer_members and the distinct sets of member ports into dpp_frer_tx (groups_of, assign_groups).
+Interfaces are named here and resolved
 to ifindexes by the caller's `ifindex` (the node's namespace is the caller's to know); a name that
 resolves to nothing is the stream's error, naming the field."""
 
@@ -10,10 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from ipaddress import IPv4Address, IPv6Address
-from typing import Callable, Optional, Sequence, Union
+from typing import Callable, Iterable, Mapping, Optional, Sequence, Union
 
 from netapp.dataplane.abi import FlowKey
-from netapp.frer.abi import MAX_IP_MASKS, MAX_PORTS, VLAN_ANY, Algo, Member, NullKey, Recovery, Role, Stream
+from netapp.dataplane.groups import GroupPlan, plan_groups
+from netapp.frer.abi import (MAX_IP_MASKS, MAX_PORTS, MAX_STREAMS, VLAN_ANY, Algo, Member, NullKey, Recovery, Role,
+                             Stream)
 from netapp.frer.model import RecoveryConfig
 from netapp.frer.models import (FrerStream, IpStreamIdentification, NullStreamIdentification, SequenceRecovery,
                                tagged_of)
@@ -34,7 +37,35 @@ class FrerTables:
     streams: dict[int, Stream] = field(default_factory=dict)
     recovery: dict[int, Recovery] = field(default_factory=dict)
     members: dict[tuple[int, int], Member] = field(default_factory=dict)
-    tx_ports: list[int] = field(default_factory=list)  # the ifindexes of dpp_frer_tx
+    tx_ports: list[int] = field(default_factory=list)  # the node's FRER ports: every group's, in order of first use
+
+
+Group = dict[int, bool]  # a group of dpp_frer_tx: member ifindex -> whether it runs the egress program
+GroupKey = tuple[tuple[int, bool], ...]  # a group's ports as a key: its items, sorted
+
+
+def groups_of(tables: FrerTables) -> dict[int, Group]:
+    """Each generated stream's ports, by stream handle: its member ports, the egress program on those
+    that name a VLAN id (the others' copies leave as they are)."""
+    groups: dict[int, Group] = {}
+    for (handle, ifindex), member in sorted(tables.members.items()):
+        groups.setdefault(handle, {})[ifindex] = bool(member.vlan)
+    return groups
+
+
+def group_key(group: Group) -> GroupKey:
+    return tuple(sorted(group.items()))
+
+
+def assign_groups(tables: FrerTables, current: Mapping[GroupKey, int], held: Iterable[int] = ()) -> GroupPlan[GroupKey]:
+    """The entries of dpp_frer_tx the tables' generated streams replicate through, one per distinct
+    set of ports, planned from `current` (netapp.dataplane.groups.plan_groups; `held`: entries the map
+    holds besides), each stream's tx_group set to its set's. GroupsFull when no entry is free."""
+    by_stream = {handle: group_key(group) for handle, group in groups_of(tables).items()}
+    plan = plan_groups(current, set(by_stream.values()), MAX_STREAMS, held)
+    for handle, key in by_stream.items():
+        tables.streams[handle].tx_group = plan.assigned[key]
+    return plan
 
 
 def identity_vlan(tagged: str, vlan: Optional[int]) -> int:
@@ -229,8 +260,8 @@ def compile_streams(streams: Sequence[FrerStream], ifindex: Callable[[str], Opti
                     describe: Describe = describe_by_handle,
                     parts: Optional[Sequence[StreamParts]] = None) -> FrerTables:
     """The map entries of `streams`; IntentError naming every field at fault (`describe` words the
-    stream whose identity an earlier stream claimed first). The node's FRER ports (dpp_frer_tx) are
-    the member ports of every generated stream, in order of first use. `parts`: each stream's
+    stream whose identity an earlier stream claimed first). The node's FRER ports (tx_ports) are the
+    member ports of every generated stream, in order of first use. `parts`: each stream's
     StreamParts, in the same order, as the caller kept them from an earlier compile (none: made here)."""
     compiler = _Compiler(ifindex, describe)
     for i, stream in enumerate(streams):

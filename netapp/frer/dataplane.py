@@ -1,16 +1,18 @@
-"""FRER's part of a loaded data plane that its map entries alone do not say: the node's FRER ports
-(dpp_frer_tx, each with the egress program that keeps a stream's members, dpp_frer_egress), the
+"""FRER's part of a loaded data plane that its map entries alone do not say: the groups of member ports
+the generated streams replicate through (dpp_frer_tx, a map of DEVMAP groups, netapp.dataplane.groups;
+the ports that name a VLAN id with the egress program that sets it, dpp_frer_egress), the
 gate that hands frames to the pipeline's FRER stage (dpp_frer_gate), and the recovery functions
 read whole (libdpp reads a map whose values hold a bpf_spin_lock under the lock: counters and state
 are one snapshot)."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
-from netapp.dataplane.abi import DevmapVal, FlowKey
-from netapp.frer.abi import MAX_IP_MASKS, MAX_PORTS, VLAN_ANY, Gate, MemberKey, Recovery
-from netapp.frer.compiler import FrerTables
+from netapp.dataplane.abi import FlowKey
+from netapp.dataplane.groups import DevmapGroups
+from netapp.frer.abi import MAX_IP_MASKS, VLAN_ANY, Gate, MemberKey, Recovery, Role
+from netapp.frer.compiler import FrerTables, Group, assign_groups
 
 EGRESS_PROG = "dpp_frer_egress"  # the devmap program of FRER's ports (dpp.bpf.c)
 
@@ -28,17 +30,21 @@ def gate_of(tables: FrerTables) -> Gate:
 
 
 class FrerDataplane:
-    """FRER's ports, gate and recovery slots of one instance (a netapp.dataplane.facade.Dataplane)."""
+    """FRER's groups of ports, gate and recovery slots of one instance (a netapp.dataplane.facade.Dataplane)."""
 
     def __init__(self, dataplane: Any):
         self._dp = dataplane
-        self._tx = dataplane.table("dpp_frer_tx")
+        self._tx = DevmapGroups(dataplane.table("dpp_frer_tx"))
+        self._members = dataplane.table("dpp_frer_members")
+        self._streams = dataplane.table("dpp_frer_streams")
         self._gate = dataplane.table("dpp_frer_gate")
         self._recovery = dataplane.table("dpp_frer_recovery")
 
     def install(self, tables: FrerTables) -> None:
-        """Every entry of `tables` written (added or replaced, nothing removed), their ports set and
+        """Every entry of `tables` written (added or replaced, nothing removed), their groups set and
         the gate opened when they hold a stream: the whole of a node's FRER from nothing."""
+        groups = assign_groups(tables, {}).assigned  # the streams' tx_group set, the groups first
+        self.groups_set({group: dict(key) for key, group in groups.items()})
         entries = {
             "dpp_frer_null": list(tables.null.values()),
             "dpp_frer_ip": list(tables.ip.values()),
@@ -50,28 +56,43 @@ class FrerDataplane:
         for name, items in entries.items():
             if items:
                 self._dp.table(name).update(items)
-        self.ports_set(tables.tx_ports)
         self.gate_set(gate_of(tables))
 
-    def ports_set(self, ifindexes: Sequence[int]) -> None:
-        """Replicated frames go to these ports (dpp_frer_tx keyed by ifindex); the others are removed."""
-        if len(ifindexes) > MAX_PORTS:
-            raise ValueError(f"{len(ifindexes)} FRER ports: at most {MAX_PORTS}")
-        if ifindexes:
-            fd = self._dp.program_fd(EGRESS_PROG)
-            self._tx.update({i: DevmapVal(ifindex=i, bpf_prog=fd) for i in ifindexes})
-        stale = [ifindex for ifindex, _ in self._tx.items() if ifindex not in ifindexes]
-        if stale:
-            self._tx.delete(stale)
+    def groups_set(self, groups: Mapping[int, Group]) -> None:
+        """Each group's ports (entry -> member ifindex -> with the egress program), written whole: a
+        frame replicated meanwhile meets the group's old ports or its new."""
+        fd = self._dp.program_fd(EGRESS_PROG) if any(any(group.values()) for group in groups.values()) else None
+        for index, group in sorted(groups.items()):
+            self._tx.set_each(index, {ifindex: (ifindex, fd if program else None)
+                                      for ifindex, program in group.items()})
+
+    def groups_clear(self, groups: Iterable[int]) -> None:
+        """The entries emptied, those held (a stream still naming one is not replicated)."""
+        self._tx.delete(groups)
+
+    def groups_held(self) -> list[int]:
+        return self._tx.groups()
+
+    def groups(self) -> dict[int, Group]:
+        """The groups dpp_frer_tx holds, read by the member ports of the generated streams that name
+        them (tx_group)."""
+        candidates: dict[int, set[int]] = {}
+        for key, _ in self._members.items():
+            stream = self._streams.get(key.stream)
+            if stream is not None and stream.role == Role.GENERATE:
+                candidates.setdefault(stream.tx_group, set()).add(key.ifindex)
+        held = self._tx.ports({group: sorted(ports) for group, ports in candidates.items()})
+        return {group: {ifindex: bool(program) for ifindex, program in ports.values()}
+                for group, ports in held.items()}
 
     def ports(self) -> list[int]:
-        """The ifindexes of dpp_frer_tx, in ascending order."""
-        return sorted(ifindex for ifindex, _ in self._tx.items())
+        """The node's FRER ports: those of every group, in ascending order."""
+        return sorted({ifindex for group in self.groups().values() for ifindex in group})
 
     def requeue(self) -> None:
-        """The ports run the instance's egress program again, after a reload replaced it: a DEVMAP
-        entry holds the program it was written with."""
-        self.ports_set(self.ports())
+        """The ports that name a VLAN id run the instance's egress program again, after a reload
+        replaced it: a DEVMAP entry holds the program it was written with."""
+        self.groups_set({index: group for index, group in self.groups().items() if any(group.values())})
 
     def gate_set(self, kinds: Gate) -> None:
         """The identifications the FRER stage tries; any: the pipeline hands it every frame first."""

@@ -1,11 +1,12 @@
 """FRER's maps written from compiled streams (netapp.frer.compiler.FrerTables) and read back.
 
 The plain maps (identities, streams, members, the ports' counters) go through the generic tables
-(`table_of(name)`, as netapp.routing.table). What needs more than a plain write is the data
-plane's (`FrerCalls`, netapp.frer.dataplane): a recovery function's counters and state read as one
-snapshot (under its lock, BPF_F_LOCK), dpp_frer_tx, whose entries carry the egress program with the
-port, and the gate (dpp_frer_gate: the kinds of identification the pipeline's FRER stage tries,
-none on a node without streams).
+(`table_of(name)`, as netapp.routing.table). What needs more than a plain write is the data plane's
+(`FrerCalls`, netapp.frer.dataplane): a recovery function's counters and state read as one snapshot
+(under its lock, BPF_F_LOCK), dpp_frer_tx, each generated stream's group of member ports (a map of
+DEVMAP groups by stream handle, whose entries carry the egress program), and the gate
+(dpp_frer_gate: the kinds of identification the pipeline's FRER stage tries, none on a node without
+streams).
 
 `FrerMaps.sync` makes the maps hold exactly what the tables say, reading them whole and writing only
 what differs: an unchanged stream's recovery slot keeps its state and counters, and a generated
@@ -13,24 +14,26 @@ stream's next sequence number goes on while its role stays. The maps are read wh
 start, and after a change that could not be put back); from then on `FrerMaps.change` knows what they
 hold (`held`, the tables last written) and writes only the entries where the new tables differ, so a
 change costs what it touches, not the 4,096 slots of each array. What a frame may meet while either
-runs is always a stream whole: new slots and members are written before the identities that lead to
-them (the gate opened to their kinds first), and identities are deleted before the slots they led to
-are emptied; the IP masks (which fields the IP identities compare) are written between the new keys
+runs is always a stream whole: new slots, members and groups are written before the identities that
+lead to them (the gate opened to their kinds first), and identities are deleted before the groups and
+slots they led to are emptied; the IP masks (which fields the IP identities compare) are written between the new keys
 and the pruning of the old. A refused change puts back the entries it touched, as read back from the
 maps, in the same order.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 from ctypes import c_uint32
-from typing import Any, Callable, Iterable, Optional, Protocol
+from typing import Any, Callable, Iterable, Mapping, Optional, Protocol
 
 from netapp.dataplane.errors import DataplaneError
 from netapp.dataplane.tables import Table
 from netapp.frer import abi
 from netapp.frer.abi import Gate, MemberKey, Recovery, Role, Stream
-from netapp.frer.compiler import FrerTables
+from netapp.dataplane.groups import GroupPlan, GroupsFull
+from netapp.frer.compiler import FrerTables, Group, GroupKey, assign_groups, group_key, groups_of
 from netapp.frer.dataplane import gate_of, ip_mask_slots
 
 log = logging.getLogger(__name__)
@@ -49,8 +52,14 @@ class FrerCalls(Protocol):
     def recovery_read(self, handles: list[int]) -> list[Recovery]:
         """The recovery slots of `handles`, each read under its lock (one consistent snapshot)."""
 
-    def ports_set(self, ifindexes: list[int]) -> None:
-        """dpp_frer_tx: these ports (by ifindex) with the egress program, the others removed."""
+    def groups_set(self, groups: dict[int, Group]) -> None:
+        """dpp_frer_tx: each group's ports (entry -> ifindex -> with the egress program), written whole."""
+
+    def groups_clear(self, groups: list[int]) -> None:
+        """dpp_frer_tx: the entries emptied (those held)."""
+
+    def groups_held(self) -> list[int]:
+        """dpp_frer_tx: the entries that lead to a group."""
 
     def gate_set(self, kinds: Gate) -> None:
         """The kinds of identification the pipeline's FRER stage tries (none: it never runs)."""
@@ -60,18 +69,30 @@ class FrerCalls(Protocol):
 
 class TableFrerCalls:
     """FrerCalls over the generic tables, for a data plane with no kernel behind it (the fake): no
-    lock to take, no program to give the ports; the ports and the gate are kept in `ports`, `kinds`."""
+    lock to take, no program to give the ports; the groups and the gate are kept in `groups`, `kinds`."""
 
     def __init__(self, table_of: TableOf):
         self._recovery = table_of("dpp_frer_recovery")
-        self.ports: list[int] = []
+        self.groups: dict[int, Group] = {}
         self.kinds = Gate(0)
+
+    @property
+    def ports(self) -> list[int]:
+        """The node's FRER ports: those of every group, in ascending order."""
+        return sorted(set().union(*self.groups.values())) if self.groups else []
 
     def recovery_read(self, handles: list[int]) -> list[Recovery]:
         return [value if value is not None else Recovery() for value in self._recovery.lookup(handles)]
 
-    def ports_set(self, ifindexes: list[int]) -> None:
-        self.ports = list(ifindexes)
+    def groups_set(self, groups: dict[int, Group]) -> None:
+        self.groups.update({index: dict(group) for index, group in groups.items()})
+
+    def groups_clear(self, groups: list[int]) -> None:
+        for index in groups:
+            self.groups.pop(index, None)
+
+    def groups_held(self) -> list[int]:
+        return sorted(self.groups)
 
     def gate_set(self, kinds: Gate) -> None:
         self.kinds = kinds
@@ -90,9 +111,20 @@ def _same_parameters(held: Recovery, wanted: Recovery) -> bool:
     return bytes(held) == bytes(wanted) or _parameters(held) == _parameters(wanted)
 
 
-def _placement(value: Stream) -> tuple[int, int]:
+def _placement(value: Stream) -> tuple[int, int, int]:
     """What the control plane says of a stream slot (next_seq is the data path's)."""
-    return value.role, value.deliver_ifindex
+    return value.role, value.deliver_ifindex, value.tx_group
+
+
+def _adopted(now: FrerTables) -> dict[GroupKey, int]:
+    """The groups the maps' generated streams name, by their sets of ports (the first stream's, if
+    two sets name one group)."""
+    adopted: dict[GroupKey, int] = {}
+    for handle, group in groups_of(now).items():
+        stream = now.streams.get(handle)
+        if stream is not None and stream.role == Role.GENERATE and stream.tx_group not in adopted.values():
+            adopted.setdefault(group_key(group), stream.tx_group)
+    return adopted
 
 
 Entries = dict[bytes, tuple[Any, Any]]  # a hash map's entries by raw key: (key, value)
@@ -121,6 +153,8 @@ class FrerMaps:
         # The tables the maps hold, as last written here; None when not known (before the first sync,
         # after a refused change that could not be put back): the next change then syncs whole.
         self.held: Optional[FrerTables] = None
+        # The entries of dpp_frer_tx the held tables' sets of ports have (netapp.frer.compiler.assign_groups).
+        self.groups: dict[GroupKey, int] = {}
 
     # --- writes --------------------------------------------------------------------------------
 
@@ -128,7 +162,8 @@ class FrerMaps:
         """The maps, read whole, made to hold the entries of `tables` and no other (DataplaneError
         when they refuse: the caller syncs the tables it had before, to undo)."""
         self.held = None
-        self._write(self._read(), tables, self._calls.gate(), ports_now=None)
+        now = self._read()
+        self.groups = self._write(now, tables, self._calls.gate(), _adopted(now), known=False)
         self.held = tables
 
     def change(self, tables: FrerTables) -> None:
@@ -142,30 +177,34 @@ class FrerMaps:
             return
         self.held = None
         try:
-            self._write(before, tables, gate_of(before), ports_now=before.tx_ports)
+            groups = self._write(before, tables, gate_of(before), self.groups, known=True)
         except DataplaneError:
             self._put_back(before, tables)
             raise
-        self.held = tables
+        self.held, self.groups = tables, groups
 
     def _put_back(self, before: FrerTables, after: FrerTables) -> None:
         """After a refused change from `before` to `after`: every entry where they differ, as the maps
         hold it now (read back), made `before`'s again."""
         try:
-            self._write(self._touched(before, after), before, self._calls.gate(), ports_now=after.tx_ports)
+            self._write(self._touched(before, after), before, self._calls.gate(), self.groups, known=False)
         except DataplaneError as exc:
             log.error("FRER's maps could not be put back after a refused change (%s): they are synced whole next", exc)
             return
         self.held = before
 
-    def _write(self, now: FrerTables, wanted: FrerTables, gate: Gate, ports_now: Optional[list[int]]) -> None:
-        """The maps, holding `now` (the gate `gate`, the ports `ports_now`, None: not known), made to
-        hold `wanted`, writing what differs in the order the module's docstring gives."""
+    def _write(self, now: FrerTables, wanted: FrerTables, gate: Gate, groups: Mapping[GroupKey, int],
+               known: bool) -> dict[GroupKey, int]:
+        """The maps, holding `now` (the gate `gate`, the groups `groups`; `known`: those and no other,
+        else what the map holds is read and every group written again), made to hold `wanted`, writing
+        what differs in the order the module's docstring gives; the groups `wanted` has then."""
         members_now, members = _members(now), _members(wanted)
-        self._write_slots(now, wanted)
+        plan = self._plan(wanted, groups, known)
+        written = plan.new if known else {group: key for key, group in plan.assigned.items()}
+        if written:
+            self._calls.groups_set({group: dict(key) for group, key in sorted(written.items())})
         _upsert(self._members, members_now, members)
-        if ports_now is None or list(ports_now) != list(wanted.tx_ports):
-            self._calls.ports_set(list(wanted.tx_ports))
+        self._write_slots(now, wanted)
         opened = gate | gate_of(wanted)  # the stage tries the new kinds too
         if opened != gate:
             self._calls.gate_set(opened)
@@ -179,8 +218,22 @@ class FrerMaps:
         _prune(self._ip, now.ip, wanted.ip)
         if gate_of(wanted) != opened:
             self._calls.gate_set(gate_of(wanted))  # and no longer the kinds of no identity
+        if plan.stale:
+            self._calls.groups_clear(plan.stale)
         _prune(self._members, members_now, members)
         self._empty_slots(set(now.streams) - set(wanted.streams))
+        return plan.assigned
+
+    def _plan(self, wanted: FrerTables, groups: Mapping[GroupKey, int], known: bool) -> GroupPlan[GroupKey]:
+        """The groups of `wanted` from `groups` (the streams' tx_group set); DataplaneError (ENOSPC)
+        when dpp_frer_tx has no entry left for a new set of ports."""
+        try:
+            return assign_groups(wanted, groups, () if known else self._calls.groups_held())
+        except GroupsFull as exc:
+            raise DataplaneError(errno.ENOSPC, "FRER groups", f"no entry of dpp_frer_tx is free for member ports "
+                                 f"{[ifindex for ifindex, _ in exc.args[0]]}: it holds {abi.MAX_STREAMS} sets of ports "
+                                 f"(DPP_MAX_FRER_STREAMS), the old sets until the change is written",
+                                 hint="streams that replicate to the same ports share one set") from exc
 
     def _read(self) -> FrerTables:
         """Every entry of the maps (the arrays' slots that hold a stream), as tables."""
@@ -194,7 +247,8 @@ class FrerMaps:
 
     def _touched(self, before: FrerTables, after: FrerTables) -> FrerTables:
         """`before`, but for the entries where `after` differs from it: those as the maps hold them
-        now. The masks and ports are taken as `after`'s (writing `before`'s again is harmless)."""
+        now. The masks are taken as `after`'s (writing `before`'s again is harmless); the groups are
+        written whole again."""
         now = FrerTables(null=dict(before.null), ip=dict(before.ip), ip_masks=after.ip_masks,
                          streams=dict(before.streams), recovery=dict(before.recovery),
                          members=dict(before.members), tx_ports=after.tx_ports)

@@ -12,6 +12,7 @@ import pytest
 
 from netapp.dataplane.errors import DataplaneError
 from netapp.dataplane.facade import Dataplane
+from netapp.dataplane.groups import DevmapGroups
 from netapp.dataplane.fake import FakeDpp
 from netapp.duplicate import abi
 from netapp.duplicate.compiler import group_id
@@ -31,14 +32,13 @@ def ruleset(*intents: dict):
 
 
 def groups(dp: Dataplane) -> dict[int, set[int]]:
-    found: dict[int, set[int]] = {}
-    for key, _ in dp.table("dpp_dup_members").items():
-        found.setdefault(key.group, set()).add(key.ifindex)
-    return found
+    """group id -> its interfaces, as dpp_dup_tx's inner maps hold them."""
+    held = DevmapGroups(dp.table("dpp_dup_tx")).ports()
+    return {group: {ifindex for ifindex, _ in ports.values()} for group, ports in held.items()}
 
 
 def ports(dp: Dataplane) -> set[int]:
-    return {ifindex for ifindex, _ in dp.table("dpp_dup_tx").items()}
+    return set().union(*groups(dp).values())
 
 
 @pytest.mark.parametrize(("interfaces", "field", "why"), [
@@ -69,8 +69,8 @@ def test_groups_are_written_before_their_rules_shared_and_freed_with_the_last_ru
     dp = Dataplane(fake)
     dp.apply(ruleset(intent("a", ["p1", "p2"]), intent("b", ["p2", "p1"], dst="10.0.0.2/32")))
     assert groups(dp) == {group_id([11, 12]): {11, 12}} and ports(dp) == {11, 12}
-    calls = [call[0] if call[0] != "table_update" else call[1] for call in fake.calls]
-    assert calls.index("dpp_dup_tx") < calls.index("dpp_dup_members") < calls.index("rules_upsert")
+    calls = [call[0] if call[0] != "table_inner_set" else call[1] for call in fake.calls]
+    assert calls.index("dpp_dup_tx") < calls.index("rules_upsert")
 
     dp.apply(ruleset(intent("a", ["p1", "p2"])))  # the group stays: "a" still names it
     assert groups(dp) == {group_id([11, 12]): {11, 12}}

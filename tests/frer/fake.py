@@ -19,7 +19,7 @@ from netapp.frer.table import FrerMaps, TableFrerCalls
 from netapp.service.store import Store
 
 INTERFACES = {"pa1": 11, "pa2": 12, "la0": 13, "pb1": 21, "lb0": 22}
-FRER_MAPS = tuple(name for name in frer_abi.MAPS if name != "dpp_frer_tx")  # tx: `ports`
+FRER_MAPS = tuple(name for name in frer_abi.MAPS if name != "dpp_frer_tx")  # tx: `groups`
 
 
 class FakeFrerNode:
@@ -49,10 +49,10 @@ class FakeFrerNode:
             self.store = Store.open(self.path, synchronous="NORMAL")
         if lost:
             self.dpp = FakeDpp()
-        ports, kinds = self.frer_calls.ports, self.frer_calls.kinds
+        groups, kinds = self.frer_calls.groups, self.frer_calls.kinds
         self.open_service()
         if not lost:  # dpp_frer_tx and the gate are pinned with the rest
-            self.frer_calls.ports, self.frer_calls.kinds = ports, kinds
+            self.frer_calls.groups, self.frer_calls.kinds = groups, kinds
         self.frer.reconcile()
 
     def close(self) -> None:
@@ -60,9 +60,10 @@ class FakeFrerNode:
             self.store.close()
 
     def snapshot(self) -> dict[str, Any]:
-        """Every FRER map's raw entries, and the ports: to compare before and after."""
+        """Every FRER map's raw entries, and the groups: to compare before and after."""
         return {**{name: dict(self.dpp.tables.get(name, {})) for name in FRER_MAPS},
-                "dpp_frer_tx": list(self.frer_calls.ports), "gate": self.frer_calls.kinds}
+                "dpp_frer_tx": {handle: dict(group) for handle, group in self.frer_calls.groups.items()},
+                "gate": self.frer_calls.kinds}
 
     def entries(self, name: str) -> Any:
         """An array's written slots (index -> value); a hash map's (key, value) pairs."""

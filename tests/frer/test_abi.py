@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from netapp.frer import abi
-from tests.utils.btf import Btf, assert_maps_declared, header_defines, object_btf
+from netapp.dataplane.abi import DevmapVal
+from tests.utils.btf import Btf, assert_inner_maps_declared, assert_maps_declared, header_defines, object_btf
 
 REPO = Path(__file__).resolve().parents[2]
 OBJECT = REPO / "dataplane" / "build" / "dpp_frer.bpf.o"
@@ -44,6 +45,8 @@ def test_the_enum_mirrors_match_btf(btf, mirror):
 
 def test_every_map_is_declared_with_its_types_and_size(btf):
     assert_maps_declared(btf, abi.MAPS, abi.CONSTANTS)
+    assert_inner_maps_declared(btf, {name: (kind, key, DevmapVal if value == "bpf_devmap_val" else value, size)
+                                     for name, (kind, key, value, size) in abi.INNER_MAPS.items()}, abi.CONSTANTS)
 
 
 def test_every_define_of_the_header_is_mirrored():

@@ -16,6 +16,7 @@ from scapy.layers.l2 import Ether
 
 from netapp.dataplane.abi import Prog
 from netapp.dataplane.facade import Dataplane, host_interfaces, interface_index
+from netapp.dataplane.groups import DevmapGroups
 from netapp.frer.abi import RTAG_ETHERTYPE, Gate
 from netapp.frer.compiler import compile_streams
 from netapp.frer.dataplane import FrerDataplane
@@ -155,15 +156,20 @@ def egress_id(dp: Dataplane) -> int:
     return next(p["id"] for p in dp.status()["programs"] if p["name"] == "dpp_frer_egress")
 
 
-def test_after_a_reload_the_ports_run_the_new_egress_program(node):
-    frer = install(node, STREAMS)
-    ports = [interface_index("p0"), interface_index("q0")]
-    assert [(v.ifindex, v.bpf_prog) for _, v in sorted(node.table("dpp_frer_tx").items())] == [
-        (port, egress_id(node)) for port in ports]  # read back, a DEVMAP entry names its program by id
+def test_a_stream_replicates_to_its_own_group_and_after_a_reload_its_vlan_port_runs_the_new_egress(node):
+    vlan_q0 = FrerStream.model_validate({"handle": 2, "identification": [ip_identity(GENERATED)], "generation": {
+        "ports": [{"interface": "p0"}, {"interface": "q0", "vlan": 7}]}})
+    frer = install(node, [STREAMS[0], vlan_q0])
+    p0, q0 = interface_index("p0"), interface_index("q0")
+    group = node.table("dpp_frer_streams").get(2).tx_group
+    # read back, a DEVMAP entry names its program by id; a port without a VLAN id runs none
+    held = DevmapGroups(node.table("dpp_frer_tx")).ports({group: [p0, q0]})
+    assert held == {group: {p0: (p0, 0), q0: (q0, egress_id(node))}}
     node.reload()
     frer.requeue()
-    assert frer.ports() == ports
-    assert {v.bpf_prog for _, v in node.table("dpp_frer_tx").items()} == {egress_id(node)}
+    assert frer.ports() == [p0, q0]
+    held = DevmapGroups(node.table("dpp_frer_tx")).ports({group: [p0, q0]})
+    assert held == {group: {p0: (p0, 0), q0: (q0, egress_id(node))}}
 
 
 def test_an_ip_identity_leaves_out_what_it_does_not_give_and_the_most_specific_wins(node):

@@ -124,20 +124,20 @@ def test_a_stream_the_node_cannot_serve_changes_nothing(node, spec, field, says)
 def test_a_refusal_of_the_maps_is_undone_and_nothing_stored(node, monkeypatch):
     put(node, talker())
     maps, stored = node.snapshot(), node.frer.list_streams(ADMIN)
-    set_ports = node.frer_calls.ports_set
+    set_groups = node.frer_calls.groups_set
     calls = []
 
-    def refuse_once(ifindexes: list[int]) -> None:
-        calls.append(ifindexes)
+    def refuse_once(groups: dict) -> None:
+        calls.append(groups)
         if len(calls) == 1:
-            raise DataplaneError(28, "dpp_ports_set", "no space")
-        set_ports(ifindexes)
+            raise DataplaneError(28, "dpp_table_inner_set", "no space")
+        set_groups(groups)
 
-    monkeypatch.setattr(node.frer_calls, "ports_set", refuse_once)
+    monkeypatch.setattr(node.frer_calls, "groups_set", refuse_once)
     with pytest.raises(DataplaneUnavailable):
         put(node, talker("t2", identification=[{"null": {"destination_mac": MAC, "vlan": 200}}],
                          generation={"ports": [{"interface": "pb1"}]}))
-    assert len(calls) == 2, "the ports set, then set back"
+    assert len(calls) == 2, "the groups set, then set back"
     assert node.snapshot() == maps and node.frer.list_streams(ADMIN) == stored
 
 
@@ -177,3 +177,26 @@ def test_the_gate_opens_to_the_kinds_of_identification_the_node_has(node):
     assert node.frer_calls.kinds == Gate(0)
     put(node, talker(identification=[{"null": {"destination_mac": MAC}}]))  # no VLAN: a second lookup, of any
     assert node.frer_calls.kinds == Gate.NULL | Gate.NULL_ANY
+
+
+def test_streams_of_the_same_ports_share_a_group_and_a_group_goes_with_its_last_stream(node):
+    def other(name: str, vlan: int, ports: list[dict]) -> FrerStreamSpec:
+        return talker(name, identification=[{"null": {"destination_mac": MAC, "vlan": vlan}}],
+                      generation={"ports": ports})
+
+    same = [{"interface": "pa1"}, {"interface": "pa2", "vlan": 7}]
+    t1, t2 = put(node, talker()), put(node, other("t2", 200, same))
+    t3 = put(node, other("t3", 300, [{"interface": "pb1"}]))
+    streams = node.entries("dpp_frer_streams")
+    assert streams[t1].tx_group == streams[t2].tx_group != streams[t3].tx_group
+    assert node.frer_calls.groups == {
+        streams[t1].tx_group: {INTERFACES["pa1"]: False, INTERFACES["pa2"]: True},  # a VLAN id: the egress program
+        streams[t3].tx_group: {INTERFACES["pb1"]: False},
+    }
+    node.frer.delete_stream(ADMIN, "t1")
+    assert set(node.frer_calls.groups) == {streams[t2].tx_group, streams[t3].tx_group}, "t2 still names it"
+    node.frer.delete_stream(ADMIN, "t2")
+    assert set(node.frer_calls.groups) == {streams[t3].tx_group}
+    node.restart()
+    assert node.entries("dpp_frer_streams")[t3].tx_group == streams[t3].tx_group, "a restart keeps the group"
+    assert set(node.frer_calls.groups) == {streams[t3].tx_group}

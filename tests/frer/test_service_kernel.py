@@ -10,7 +10,6 @@ generic tables' adapter over libbpf), and FRER's other calls are `ObjectFrer`'s,
 
 from __future__ import annotations
 
-import errno
 import struct
 from ctypes import c_uint32
 from typing import Any, Iterator, Optional
@@ -18,10 +17,10 @@ from typing import Any, Iterator, Optional
 import pytest
 from scapy.layers.inet import IP, UDP
 
-from bench.libbpf import BPF_F_LOCK, BpfObject, map_delete, map_keys, map_lookup, map_update
+from bench.libbpf import BPF_F_LOCK, BpfObject, inner_map_set, map_delete, map_keys, map_lookup
 from bench.libbpf import test_run as run_once
-from netapp.dataplane.abi import MAPS
-from netapp.frer.abi import RTAG_ETHERTYPE, Gate, NullKey, Recovery
+from netapp.dataplane.abi import MAPS, MapType
+from netapp.frer.abi import MAX_PORTS, RTAG_ETHERTYPE, Gate, NullKey, Recovery
 from netapp.frer.models import FrerStreamSpec
 from netapp.frer.service import Frer
 from netapp.frer.table import FrerMaps
@@ -38,13 +37,17 @@ BODY = bytes(range(46))
 
 
 class ObjectFrer:
-    """FRER's calls beyond tables over the object: recovery slots read with BPF_F_LOCK, dpp_frer_tx
-    written by ifindex with the egress program."""
+    """FRER's calls beyond tables over the object: recovery slots read with BPF_F_LOCK, dpp_frer_tx's
+    groups written as new inner maps (the egress program on the ports that name a VLAN id)."""
 
     def __init__(self, obj: BpfObject):
         self.obj = obj
-        self.ports: list[int] = []
+        self.groups: dict[int, dict[int, bool]] = {}
         self.kinds = Gate(0)
+
+    @property
+    def ports(self) -> list[int]:
+        return sorted(set().union(*self.groups.values())) if self.groups else []
 
     def recovery_read(self, handles: list[int]) -> list[Recovery]:
         values = []
@@ -54,17 +57,21 @@ class ObjectFrer:
             values.append(value)
         return values
 
-    def ports_set(self, ifindexes: list[int]) -> None:
+    def groups_set(self, groups: dict[int, dict[int, bool]]) -> None:
         egress = self.obj.program_fd("dpp_frer_egress")
-        for ifindex in ifindexes:
-            map_update(self.obj.map_fd("dpp_frer_tx"), c_uint32(ifindex), (c_uint32 * 2)(ifindex, egress))
-        for ifindex in set(self.ports) - set(ifindexes):
-            try:
-                map_delete(self.obj.map_fd("dpp_frer_tx"), c_uint32(ifindex))
-            except OSError as exc:
-                if exc.errno != errno.ENOENT:
-                    raise
-        self.ports = list(ifindexes)
+        for index, group in groups.items():
+            inner_map_set(self.obj.map_fd("dpp_frer_tx"), index, MapType.DEVMAP_HASH, MAX_PORTS,
+                          [(c_uint32(ifindex), (c_uint32 * 2)(ifindex, egress if program else 0))
+                           for ifindex, program in group.items()], 4, 8)
+            self.groups[index] = dict(group)
+
+    def groups_clear(self, groups: list[int]) -> None:
+        for index in groups:
+            if self.groups.pop(index, None) is not None:
+                map_delete(self.obj.map_fd("dpp_frer_tx"), c_uint32(index))
+
+    def groups_held(self) -> list[int]:
+        return sorted(self.groups)
 
     def gate_set(self, kinds: Gate) -> None:
         """The object's programs are FRER's alone: they have no gate, every frame is theirs."""

@@ -11,9 +11,10 @@ from typing import Iterator
 
 import pytest
 
-from bench.libbpf import BpfObject, map_update
+from bench.libbpf import BpfObject, inner_map_set, map_update
 from bench.libbpf import test_run as run_once
-from netapp.frer.abi import RTAG_ETHERTYPE, Role, Stream
+from netapp.dataplane.abi import MapType
+from netapp.frer.abi import MAX_PORTS, RTAG_ETHERTYPE, Role, Stream
 from bench.frer.testbed import null_key
 from tests.utils.kernel import build_artifact, require_kernel
 
@@ -33,8 +34,12 @@ def talker() -> Iterator[BpfObject]:
 
 
 def configure(obj: BpfObject, handle: int, role: Role, vlan: int = 0) -> None:
+    """The stream's identity and slot; a generated one replicates through a group of ports (entry 0 of
+    dpp_frer_tx), none here: the frame comes back from BPF_PROG_TEST_RUN as the copies would leave."""
+    if role == Role.GENERATE:
+        inner_map_set(obj.map_fd("dpp_frer_tx"), 0, MapType.DEVMAP_HASH, MAX_PORTS, [], 4, 8)
     map_update(obj.map_fd("dpp_frer_null"), null_key(DMAC, vlan), c_uint32(handle))
-    map_update(obj.map_fd("dpp_frer_streams"), c_uint32(handle), Stream(role=role))
+    map_update(obj.map_fd("dpp_frer_streams"), c_uint32(handle), Stream(role=role, tx_group=0))
 
 
 def frame(vlan: int | None = None, ethertype: int = 0x88B5) -> bytes:

@@ -114,8 +114,8 @@ def object_btf(obj: Path) -> "Btf":
     return Btf.of_object(obj, bpftool)
 
 
-MAP_TYPES = {"HASH": 1, "ARRAY": 2, "PERCPU_HASH": 5, "PERCPU_ARRAY": 6, "ARRAY_OF_MAPS": 12, "DEVMAP": 14,
-             "DEVMAP_HASH": 25}  # enum bpf_map_type
+MAP_TYPES = {"HASH": 1, "ARRAY": 2, "PERCPU_HASH": 5, "PERCPU_ARRAY": 6, "ARRAY_OF_MAPS": 12, "HASH_OF_MAPS": 13,
+             "DEVMAP": 14, "DEVMAP_HASH": 25}  # enum bpf_map_type
 
 
 def c_name(mirror: Any) -> str:

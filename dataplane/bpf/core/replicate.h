@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* Replication in XDP, shared by FRER (nf/frer/replicate.h) and DUPLICATE (nf/duplicate/): XDP
- * cannot clone a frame, so the frame is marked with the id of what it is a copy of (its XDP
- * metadata, which the kernel copies with it) and broadcast to every entry of a DEVMAP
- * (BPF_F_BROADCAST); on each copy's way out, the entry's egress program reads the id back
- * (replica_id) and keeps the copy only where its table says the id goes. */
+ * cannot clone a frame, so the frame is broadcast to every entry of a DEVMAP (BPF_F_BROADCAST),
+ * which the kernel copies it to. Where the copies may go is a group of ports, an inner map of a
+ * map of DEVMAP groups (broadcast_group): a frame is copied to its group's ports only, so its cost
+ * grows with its own copies, not with every replicating port of the node, and no port of another
+ * group (another rule's, another tenant's) is ever handed one. A frame whose copies need more on
+ * their way out is marked with the id of what it is a copy of (its XDP metadata, which the kernel
+ * copies with it): the entry's egress program reads the id back (replica_id). */
 #ifndef DPP_CORE_REPLICATE_H
 #define DPP_CORE_REPLICATE_H
 
@@ -15,10 +18,23 @@ struct replica_meta {
 	__u32 id;
 };
 
-/* The frame marked with `id` and broadcast to every entry of `ports` (a DEVMAP or DEVMAP_HASH);
- * `flags`: more BPF_F_* of bpf_redirect_map (BPF_F_EXCLUDE_INGRESS). XDP_ABORTED when the frame
- * cannot take the metadata. */
-static __always_inline int replicate(struct xdp_md *ctx, void *ports, __u32 id, __u64 flags)
+/* The frame broadcast to every port of entry `group` of `groups` (a map of DEVMAP or DEVMAP_HASH
+ * groups); `flags`: more BPF_F_* of bpf_redirect_map. XDP_ABORTED when no such group is held (the
+ * control plane writes a group before the rules that name it). */
+static __always_inline int broadcast_group(void *groups, __u32 group, __u64 flags)
+{
+	void *ports = bpf_map_lookup_elem(groups, &group);
+
+	if (!ports)
+		return XDP_ABORTED;
+	return bpf_redirect_map(ports, 0, BPF_F_BROADCAST | flags);
+}
+
+/* The frame marked with `id` and broadcast to the ports of entry `group` of `groups`
+ * (broadcast_group); XDP_ABORTED when the frame cannot take the metadata or no such group is
+ * held. */
+static __always_inline int replicate(struct xdp_md *ctx, void *groups, __u32 group, __u32 id,
+				     __u64 flags)
 {
 	struct replica_meta *meta;
 
@@ -28,7 +44,7 @@ static __always_inline int replicate(struct xdp_md *ctx, void *ports, __u32 id, 
 	if ((void *)(meta + 1) > (void *)(long)ctx->data)
 		return XDP_ABORTED;
 	meta->id = id;
-	return bpf_redirect_map(ports, 0, BPF_F_BROADCAST | flags);
+	return broadcast_group(groups, group, flags);
 }
 
 /* In an egress program: the id a copy was marked with; false for a frame no replicate() marked. */

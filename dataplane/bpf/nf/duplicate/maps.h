@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* The maps of duplicating packets: the interfaces copies may leave by, and each group's members. */
+/* The map of duplicating packets: each copy group's interfaces, a DEVMAP group of its own. */
 #ifndef DPP_NF_DUPLICATE_MAPS_H
 #define DPP_NF_DUPLICATE_MAPS_H
 
@@ -7,21 +7,26 @@
 #include <bpf/bpf_helpers.h>
 #include "dpp/nf/duplicate.h"
 
-/* ifindex -> that interface with the egress program that keeps a group's copies (dpp_dup_egress):
- * every interface of every group in use; a DUPLICATE packet is broadcast to all of them */
-struct {
-	__uint(type, BPF_MAP_TYPE_DEVMAP_HASH);
-	__uint(max_entries, DPP_MAX_DUP_PORTS);
-	__type(key, __u32);
-	__type(value, struct bpf_devmap_val);
-} dpp_dup_tx SEC(".maps");
+/* A copy group (an inner map of dpp_dup_tx): position -> an interface the group's packets get a
+ * copy out of, as they came (no devmap program). Every entry gets a copy of each packet broadcast
+ * to the group. */
+struct dpp_dup_group {
+	__uint(type, BPF_MAP_TYPE_DEVMAP);
+	__uint(max_entries, DPP_MAX_DUP_COPIES);
+	/* sizes, not types: a type reached only through the outer map's pointer is not in the BTF */
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(struct bpf_devmap_val));
+};
 
-/* (group, egress ifindex) -> present when the group's packets get a copy out of that interface */
+/* group id (a DUPLICATE rule's arg) -> its interfaces: one group per distinct set of interfaces
+ * the rules duplicate to, shared by the rules that name it, so a packet is copied to its own
+ * group's interfaces only, whatever other rules (other tenants') duplicate to. A hash: the id is
+ * a hash of the interfaces (netapp/duplicate/compiler.py), stable over restarts. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, DPP_MAX_DUP_GROUPS * DPP_MAX_DUP_COPIES);
-	__type(key, struct dpp_dup_member_key);
-	__type(value, struct dpp_dup_member);
-} dpp_dup_members SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_HASH_OF_MAPS);
+	__uint(max_entries, DPP_MAX_DUP_GROUPS);
+	__type(key, __u32);
+	__array(values, struct dpp_dup_group);
+} dpp_dup_tx SEC(".maps");
 
 #endif /* DPP_NF_DUPLICATE_MAPS_H */

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* The talker side of FRER (IEEE 802.1CB 7.4.1, 7.5): a stream's next sequence number, an R-tag
- * pushed behind the addresses and VLAN tags, the frame broadcast to every FRER port of the node
- * (DEVMAP, BPF_F_BROADCAST), and on each copy's way out the egress program (frer_egress) keeps it
- * only on the stream's member ports, with the VLAN id the port wants (rewritten or pushed). The
- * stream handle rides to the egress program as the replica's id (core/replicate.h, which
- * DUPLICATE shares). */
+ * pushed behind the addresses and VLAN tags, the frame broadcast to the group of the stream's
+ * member ports (dpp_frer_tx, a map of DEVMAP groups, one per distinct set of ports, the stream's
+ * tx_group; core/replicate.h, which DUPLICATE shares), so a frame costs its own copies whatever
+ * other streams replicate to. A member
+ * port that wants a VLAN id runs the egress program (frer_egress), which rewrites or pushes it; the
+ * stream handle rides to it as the replica's id. The other members run no program. */
 #ifndef DPP_NF_FRER_REPLICATE_H
 #define DPP_NF_FRER_REPLICATE_H
 
@@ -60,14 +61,14 @@ static __always_inline int frer_push(struct xdp_md *ctx, const struct frer_frame
 	return frer_push_at(ctx, seq, 2 * ETH_ALEN + 2 * FRER_VLAN_LEN);
 }
 
-/* The stream's frame, tagged, to every FRER port but the one it came in on; the egress programs
- * keep the members. XDP_ABORTED when the frame cannot take the tag or the metadata. */
+/* The stream's frame, tagged, to its member ports but the one it came in on. XDP_ABORTED when the
+ * frame cannot take the tag or the metadata, or the stream has no group of ports. */
 static __always_inline int frer_replicate(struct xdp_md *ctx, const struct frer_frame *f, __u32 stream,
 					  struct dpp_frer_stream *s)
 {
 	if (frer_push(ctx, f, frer_next_seq(s)))
 		return XDP_ABORTED;
-	return replicate(ctx, &dpp_frer_tx, stream, BPF_F_EXCLUDE_INGRESS);
+	return replicate(ctx, &dpp_frer_tx, s->tx_group, stream, BPF_F_EXCLUDE_INGRESS);
 }
 
 /* Gives an untagged frame a VLAN tag with `vid` (priority 0) behind its addresses. */
@@ -94,8 +95,9 @@ static __always_inline int frer_push_vlan(struct xdp_md *ctx, __u16 vid)
 	return 0;
 }
 
-/* A copy on its way out of ctx->egress_ifindex: kept if the port is a member of its stream, with
- * the port's VLAN id when it names one (the outermost tag's id rewritten, or a tag pushed). */
+/* A copy on its way out of ctx->egress_ifindex, a member port of its stream that names a VLAN id:
+ * the outermost tag's id rewritten, or a tag pushed. A port its stream does not list drops it (the
+ * group holds only members; this guards a group written ahead of its members). */
 static __always_inline int frer_egress(struct xdp_md *ctx)
 {
 	struct dpp_frer_member_key key;

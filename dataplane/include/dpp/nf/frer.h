@@ -9,9 +9,9 @@
 #include <linux/types.h>
 #include <linux/bpf.h>
 
-/* Slots of dpp_frer_recovery and dpp_frer_streams (slot 0: no stream); entries of the stream
- * identification tables and of the ports' membership; entries of dpp_frer_tx (the ports a talker
- * replicates to, all of them, by ifindex: each copy's egress program keeps the stream's members). */
+/* Slots of dpp_frer_recovery and dpp_frer_streams (slot 0: no stream), and of dpp_frer_tx (a group
+ * per distinct set of member ports); entries of the stream identification tables and of the ports'
+ * membership; the FRER ports of a node (those of its groups, those dpp_frer_port_stats counts). */
 #ifndef DPP_MAX_FRER_STREAMS
 #define DPP_MAX_FRER_STREAMS 4096
 #endif
@@ -135,7 +135,8 @@ struct dpp_frer_stream {
 	__u8 reserved[3];
 	__u32 deliver_ifindex; /* RECOVER: where passed frames go (bpf_redirect); 0: onward (the
 				* pipeline on a NetApp node, the kernel's stack on a FRER node) */
-	__u32 reserved2;
+	__u32 tx_group; /* GENERATE: its entry of dpp_frer_tx, the group of its member ports (shared
+			 * by the streams of the same ports) */
 };
 
 /* Key and value of dpp_frer_members: a port a GENERATE stream is replicated to, and the VLAN id
