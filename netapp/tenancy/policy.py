@@ -9,7 +9,7 @@ record owns no traffic, so its intents are refused until an administrator grants
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Iterable, Optional, Sequence
 
 from netapp.atsss import scope as atsss_scope
 from netapp.atsss.store import count_sessions, load_sessions
@@ -104,6 +104,25 @@ class TenantPolicy:
         self._check_intents_destinations(tenant, spec)
         self._check_streams_inside(tenant, spec)
         self._check_atsss_inside(tenant, spec)
+
+    def check_group_users(self, group_id: int, users: Iterable[tuple[str, str]]) -> None:
+        """Conflict when, with alternative group `group_id` as the store now holds it, an intent of a
+        confined tenant among `users` ((tenant, intent id) of the rules sending to it) would send
+        outside its tenant's destinations."""
+        for tenant, intent_id in users:
+            spec = self.spec_of(tenant)
+            record = self.store.get_intent(tenant, intent_id)
+            if spec is None or spec.site or record is None:
+                continue
+            try:
+                destinations.check_intent(record.intent, destinations.allowed(spec), tenant, self.store.get_alternative)
+            except IntentError as exc:
+                raise Conflict(
+                    f"alternative group {group_id}: intent {intent_id!r} of tenant {tenant!r} sends to it, and "
+                    f"{exc.message}: change or delete the intent first, or the tenant's destinations",
+                    field="members",
+                    tenant=tenant,
+                ) from None
 
     def _check_disjoint(self, tenant: str, traffic: Sequence[TrafficGrant]) -> None:
         for other in self.store.list_tenants():

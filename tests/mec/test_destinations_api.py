@@ -2,7 +2,8 @@
 server (uvicorn) over a started service on the real data plane (tests/mec/conftest.py): native
 intents, a batch, and MEC 011 traffic rules are refused naming the destination field (for MEC, its
 dstInterface member), a refused rule leaves nothing in the maps, an allowed one is installed with its
-dpp_tunnels entry; a narrowing of the destinations that an intent would violate is refused, naming it.
+dpp_tunnels entry; a narrowing of the destinations, or a change of an alternative group, that an
+intent would then violate is refused, naming it.
 
 tenant-b owns UDP to 192.0.2.0/24; the data plane's interfaces are VETH and PEER.
 
@@ -89,6 +90,14 @@ def test_each_destination_field_of_an_intent_is_kept_inside_the_destinations(mec
     detail = refused_at(tenant_b.post(INTENTS, json=intent("fwd", {"type": "forward", "alternative": 7})),
                         "action.alternative")
     assert "alternative group 7, members[0]" in detail
+    inside = {"id": 8, "members": [{"mac": "02:00:00:00:00:08", "ip4": INSIDE}]}
+    assert admin.put("/api/v1/alternatives/8", json=inside).status_code in (200, 201)
+    assert tenant_b.post(INTENTS, json=intent("fwd", {"type": "forward", "alternative": 8}, 5002)).status_code == 201
+    moved = admin.put("/api/v1/alternatives/8", json={"id": 8, "members": [{"mac": "02:00:00:00:00:08", "ip4": OUTSIDE}]})
+    problem = assert_problem(moved, 409)
+    assert problem["tenant"] == TENANT and "intent 'fwd'" in problem["detail"], problem
+    assert admin.get("/api/v1/alternatives/8").json()["members"][0]["ip4"] == INSIDE
+    assert tenant_b.delete(f"{INTENTS}/fwd").status_code == 204
 
     created = tenant_b.post(INTENTS, json=intent("ok", encapsulate(INSIDE)))
     assert created.status_code == 201, created.text
