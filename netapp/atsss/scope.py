@@ -7,8 +7,10 @@ destination, that grant holding every packet to it, compared as an intent's matc
 source cannot. Since the grants of different tenants never intersect, no other tenant owns a
 packet to that UE, and no session of one tenant steers a packet of another.
 
-The interfaces a path's MAC addresses are looked up on are the tenant's when a grant names them. A
-site-wide tenant may use any.
+The interfaces a path's MAC addresses are looked up on (and its copies leave by) are the tenant's
+when they are among its destinations (netapp.tenancy.destinations: without them, the interfaces its
+grants name). A path's peer is the UE's own address on that access, the tenant's subscriber, and is
+not checked against the destinations' peers. A site-wide tenant may use any.
 """
 
 from __future__ import annotations
@@ -23,8 +25,10 @@ from netapp.tenancy.confine import INSIDE, fit
 from netapp.tenancy.models import TrafficGrant
 
 
-def check_scope(session: SessionDefinition, grants: Optional[Sequence[TrafficGrant]], tenant: str) -> None:
-    """Forbidden naming the field when `session` reaches outside the tenant's `grants` (None: site-wide)."""
+def check_scope(session: SessionDefinition, grants: Optional[Sequence[TrafficGrant]], tenant: str,
+                interfaces: Optional[Sequence[str]] = None) -> None:
+    """Forbidden naming the field when `session` reaches outside the tenant's `grants` (None: site-wide),
+    or sends out of an interface not among `interfaces` (None: those its grants name)."""
     if grants is None:
         return
     if not any(fit(Match(dst=ip_network(session.ue)), grant).kind == INSIDE for grant in grants):
@@ -34,7 +38,8 @@ def check_scope(session: SessionDefinition, grants: Optional[Sequence[TrafficGra
             "lie in a grant of dst alone (no interface, overlay, TEIDs, VLAN or src)",
             field="ue",
         )
-    owned = sorted({grant.interface for grant in grants if grant.interface is not None})
+    owned = sorted(interfaces if interfaces is not None else
+                   {grant.interface for grant in grants if grant.interface is not None})
     for i, path in enumerate(session.paths):
         if path.interface is not None and path.interface not in owned:
             raise Forbidden(

@@ -301,7 +301,7 @@ class Atsss:
     def _put(self, who: Principal, tenant: str, spec: AtsssSessionSpec, must_be_new: bool) -> tuple[AtsssSession, bool]:
         with self._lock, self.store.transaction():
             policy = TenantPolicy(self.store)
-            check_scope(spec, policy.grants_for(who, tenant), tenant)
+            check_scope(spec, policy.grants_for(who, tenant), tenant, policy.interfaces_for(who, tenant))
             old = stored.stored_session(self.store, tenant, spec.name)
             if old is not None and must_be_new:
                 raise Conflict(f"tenant {tenant!r} has an ATSSS session {spec.name!r} already: PUT replaces it",

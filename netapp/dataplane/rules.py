@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from netapp.dataplane.facade import Adapter
     from netapp.dataplane.tables import Table
     from netapp.duplicate.groups import CopyGroups
+    from netapp.mec.tunnel_entries import TunnelEntries
     from netapp.qos.rules import RulePolicers
 
 
@@ -43,6 +44,7 @@ class RuleWriter(RulePlanner):
     _slot_epochs: dict[int, int]
     _rule_policers: Optional[RulePolicers] = None
     _copy_groups: Optional[CopyGroups] = None
+    tunnel_entries: TunnelEntries
 
     def table(self, name: str) -> Table: ...
 
@@ -75,6 +77,7 @@ class RuleWriter(RulePlanner):
         for key, rule in self._dpp.rules_dump():
             entry = InstalledRule(key, rule, None)
             self._installed[entry.key_bytes] = entry
+        self.tunnel_entries.recount(_tunnel_ids(self._installed.values()))
         self._slots.reserve_many(entry.rule.slot for entry in self._installed.values())
         shape_set = self._dpp.shapes_get()
         self._published_shapes = [struct_bytes(shape_set.shapes[i]) for i in range(shape_set.count)]
@@ -163,6 +166,7 @@ class RuleWriter(RulePlanner):
             self.copy_groups.settle(
                 entry.rule.arg for entry in self._installed.values() if entry.rule.action == Action.DUPLICATE
             )
+        self.tunnel_entries.free()
 
     def _touches_duplicates(self, plan: Plan) -> bool:
         """Whether the plan writes, replaces or deletes a DUPLICATE rule (a full plan always may: it
@@ -271,7 +275,7 @@ class RuleWriter(RulePlanner):
         else:
             self._commit_changes(plan)
         for entry in leftovers:
-            self._installed[entry.key_bytes] = InstalledRule(entry.key, entry.rule, None)
+            self._install(InstalledRule(entry.key, entry.rule, None))
         leftover_slots = {entry.rule.slot for entry in leftovers}
         for slot in plan.freed_slots:
             if slot not in leftover_slots:
@@ -281,13 +285,14 @@ class RuleWriter(RulePlanner):
     def _commit_full(self, plan: Plan) -> None:
         assert plan.desired is not None and plan.intent_slots is not None
         self._installed = dict(plan.desired)
+        self.tunnel_entries.recount(_tunnel_ids(self._installed.values()))
         self._intent_slots = plan.intent_slots
         self._slot_intents = {slot: intent for intent, slot in plan.intent_slots.items()}
         self._intent_keys = {entry.intent_id: key for key, entry in plan.desired.items() if entry.intent_id}
 
     def _commit_changes(self, plan: Plan) -> None:
         for entry in plan.deletes:
-            self._installed.pop(entry.key_bytes, None)
+            self._uninstall(entry.key_bytes)
         for intent in plan.leaving:
             slot = self._intent_slots.pop(intent)
             self._intent_keys.pop(intent, None)
@@ -295,10 +300,23 @@ class RuleWriter(RulePlanner):
                 del self._slot_intents[slot]
         for entry in plan.placed:
             assert entry.intent_id is not None
-            self._installed[entry.key_bytes] = entry
+            self._install(entry)
             self._intent_slots[entry.intent_id] = entry.rule.slot
             self._slot_intents[entry.rule.slot] = entry.intent_id
             self._intent_keys[entry.intent_id] = entry.key_bytes
+
+    def _install(self, entry: InstalledRule) -> None:
+        """The entry in the shadow, in place of the one at its key; its tunnel entry counted."""
+        self._uninstall(entry.key_bytes)
+        self._installed[entry.key_bytes] = entry
+        if entry.rule.action == Action.TUNNEL:
+            self.tunnel_entries.hold(entry.rule.arg)
+
+    def _uninstall(self, key: bytes) -> None:
+        """The entry at `key` out of the shadow; its tunnel entry no longer counted."""
+        entry = self._installed.pop(key, None)
+        if entry is not None and entry.rule.action == Action.TUNNEL:
+            self.tunnel_entries.drop(entry.rule.arg)
 
     def intent_of_slot(self, slot: int) -> Optional[str]:
         return self._slot_intents.get(slot)
@@ -324,3 +342,8 @@ class RuleWriter(RulePlanner):
     def dump_rules(self) -> dict[bytes, bytes]:
         """Key bytes -> rule bytes, read from the map itself (not the shadow): for checks."""
         return {struct_bytes(key): struct_bytes(rule) for key, rule in self._dpp.rules_dump()}
+
+
+def _tunnel_ids(entries: Iterable[InstalledRule]) -> list[int]:
+    """The dpp_tunnels entry each TUNNEL rule names (its arg), once per rule."""
+    return [entry.rule.arg for entry in entries if entry.rule.action == Action.TUNNEL]

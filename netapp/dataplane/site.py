@@ -19,6 +19,7 @@ from netapp.dataplane.binding import (
 )
 from netapp.dataplane.tables import Table
 from netapp.intents.compiler import CompiledAltMember, CompiledDocument
+from netapp.mec.tunnel_entries import TunnelEntries
 from netapp.mec.tunnels import TunnelEntry
 
 if TYPE_CHECKING:
@@ -34,7 +35,7 @@ class SiteConfig:
     _cpus: set[int]
     _ports_table: Table
     _alt_groups_table: Table
-    _tunnels_table: Table
+    tunnel_entries: TunnelEntries
 
     def set_alternative(self, group_id: int, members: Sequence[CompiledAltMember]) -> None:
         """Publish an alternative group; member egress interfaces become ports first. No members
@@ -91,17 +92,9 @@ class SiteConfig:
             self._ports.add(ifindex)
 
     def add_tunnel(self, entry: TunnelEntry) -> None:
-        """A tunnel rule's entry (netapp.mec.tunnels), written before the rule. Entries are named by
-        their content, so one held already is left as it is; ValueError when its id holds another."""
-        value = entry.value()
-        held = self._tunnels_table.get(entry.entry_id)
-        if held is None:
-            self._tunnels_table.update([(entry.entry_id, value)])
-        elif bytes(held) != bytes(value):
-            raise ValueError(
-                f"dpp_tunnels entry {entry.entry_id:#x} holds another tunnel (two tunnels with one digest): "
-                "change the rule's destination"
-            )
+        """A tunnel rule's entry (netapp.mec.tunnel_entries), written before the rule; ValueError when
+        its id holds another."""
+        self.tunnel_entries.add(entry)
 
     def remove_port(self, ifindex: int) -> None:
         self._ports_table.delete([ifindex])

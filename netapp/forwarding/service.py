@@ -1,6 +1,7 @@
 """Alternative node groups (admin): where overflow goes, and which of their members are alive.
 
-A group's members marked `probe` are watched by the liveness monitor (netapp.forwarding.liveness);
+A group's new members are checked against the destinations of the confined tenants whose intents
+send to it (netapp.tenancy.destinations). A group's members marked `probe` are watched by the liveness monitor (netapp.forwarding.liveness);
 the maps hold only a group's alive members (all, when probing is off), republished when one changes.
 """
 
@@ -17,6 +18,7 @@ from netapp.forwarding.liveness import GTPU_PORT, UNPROBED, LivenessMonitor, Mem
 from netapp.forwarding.models import AlternativeGroup, AlternativeGroupStatus, AlternativeMemberStatus
 from netapp.intents.errors import CompileError
 from netapp.service.contract import Conflict, NotFound, Principal, Scope
+from netapp.service.rules import split_rule_id
 from netapp.service.state import ServiceState
 from netapp.service.transaction import SiteChange, invalid_input
 
@@ -63,6 +65,7 @@ class AlternativesService(AlternativesContract):
             store, dataplane = self._state.store, self._state.dataplane
             previous = store.get_alternative(group.id)
             store.put_alternative(group, self._state.now())
+            self._state.tenancy.check_group_users(group.id, map(split_rule_id, self._users(group.id)))
             self.watch()  # new probed members start not alive: forwarded to once they answer
             change.write(
                 lambda: dataplane.set_alternative(group.id, self.live(compiled).members),
@@ -99,14 +102,14 @@ class AlternativesService(AlternativesContract):
         (compiled,) = compile_alternatives([previous], self._state.index.interfaces)
         self._state.dataplane.set_alternative(group_id, self.live(compiled).members)
 
-    def _require_unused(self, who: Principal, group_id: int) -> None:
+    def _users(self, group_id: int) -> list[str]:
+        """The rules (`<tenant>/<intent id>`) that send to the group."""
         index = self._state.index
         rules = ((name, index.get(name)) for name in index.rule_ids())
-        users = sorted(
-            self._state.rules.display(who, name)
-            for name, rule in rules
-            if rule is not None and rule_group(rule) == group_id
-        )
+        return [name for name, rule in rules if rule is not None and rule_group(rule) == group_id]
+
+    def _require_unused(self, who: Principal, group_id: int) -> None:
+        users = sorted(self._state.rules.display(who, name) for name in self._users(group_id))
         if users:
             listed = ", ".join(repr(name) for name in users[:5]) + (" ..." if len(users) > 5 else "")
             raise Conflict(

@@ -8,7 +8,8 @@ A grant that fixes the ingress interface, an overlay or TEIDs cannot hold one. S
 different tenants never intersect, no stream of one tenant identifies a frame of another.
 
 The member ports a stream is replicated to, and the interface a recovered stream is delivered to,
-are the tenant's when one of its grants names them (`interface`). A site-wide tenant may use any.
+are the tenant's when they are among its destinations (netapp.tenancy.destinations: without them,
+the interfaces its grants name). A site-wide tenant may use any.
 """
 
 from __future__ import annotations
@@ -30,8 +31,10 @@ def identity_match(identity: StreamIdentity) -> Match:
     return Match(vlan=identity.ip.vlan, src=identity.ip.source, dst=identity.ip.destination)  # None: any
 
 
-def check_scope(stream: StreamDefinition, grants: Optional[Sequence[TrafficGrant]], tenant: str) -> None:
-    """Forbidden naming the field when `stream` reaches outside the tenant's `grants` (None: site-wide)."""
+def check_scope(stream: StreamDefinition, grants: Optional[Sequence[TrafficGrant]], tenant: str,
+                interfaces: Optional[Sequence[str]] = None) -> None:
+    """Forbidden naming the field when `stream` reaches outside the tenant's `grants` (None: site-wide),
+    or sends out of an interface not among `interfaces` (None: those its grants name)."""
     if grants is None:
         return
     for i, identity in enumerate(stream.identification):
@@ -43,7 +46,8 @@ def check_scope(stream: StreamDefinition, grants: Optional[Sequence[TrafficGrant
                 "VLAN and addresses (no interface, overlay or TEIDs) can hold it",
                 field=f"identification[{i}].{kind}",
             )
-    owned = sorted({grant.interface for grant in grants if grant.interface is not None})
+    owned = sorted(interfaces if interfaces is not None else
+                   {grant.interface for grant in grants if grant.interface is not None})
     for field, interface in _interfaces(stream):
         if interface not in owned:
             raise Forbidden(

@@ -239,7 +239,8 @@ class Frer:
 
     def _put(self, who: Principal, tenant: str, spec: FrerStreamSpec, must_be_new: bool) -> tuple[StreamStatus, bool]:
         with self._lock, self._store.transaction():
-            check_scope(spec, TenantPolicy(self._store).grants_for(who, tenant), tenant)
+            policy = TenantPolicy(self._store)
+            check_scope(spec, policy.grants_for(who, tenant), tenant, policy.interfaces_for(who, tenant))
             before = self._stored_streams()
             old = next((stream for stream in before if (stream.tenant, stream.name) == (tenant, spec.name)), None)
             if old is not None and must_be_new:

@@ -2,10 +2,11 @@
 application's tenant, in the maps.
 
 A rule goes the way an intent goes: compiled (netapp.mec.compiler), kept inside its tenant's
-traffic (netapp.tenancy), written to the store and the index in one transaction of the service
-(netapp.service.transaction), so its entries in the maps are those of the equivalent intent. A rule
-that would be narrowed to fit the tenant's grants is refused instead: the rule an application reads
-back must be the rule that acts. A PUT that collides with an installed rule is a 403 (`RuleRefused`):
+traffic and destinations (netapp.tenancy; a destination refused is named by its dstInterface member,
+e.g. `dstInterface.tunnelInfo.tunnelDstAddress`), written to the store and the index in one
+transaction of the service (netapp.service.transaction), so its entries in the maps are those of
+the equivalent intent. A rule that would be narrowed to fit the tenant's grants is refused instead:
+the rule an application reads back must be the rule that acts. A PUT that collides with an installed rule is a 403 (`RuleRefused`):
 MEC 011 lets a PUT answer that, and no 409.
 
 MEC 015 allocations (netapp.mec.bwm_service) lean on this class: an application's APPLICATION_SPECIFIC
@@ -272,7 +273,8 @@ class MecService:
         try:
             _, narrowed = self._state.tenancy.confined(who, tenant, intent)
         except IntentError as exc:
-            raise IntentError([(rename(path), message) for path, message in exc.problems]) from None
+            raise IntentError([(destination_path(path) or rename(path), message)
+                               for path, message in exc.problems]) from None
         if narrowed is not None:
             raise IntentError.at(
                 matched,
@@ -314,6 +316,25 @@ class MecService:
         if rule is None:
             raise NotFound(f"application instance {app_instance_id!r} has no traffic rule {traffic_rule_id!r}")
         return rule
+
+
+# The ETSI member each destination field of a rule's intent came from (netapp.mec.compiler's table).
+_DESTINATION_MEMBERS = {
+    "action.interface": "dstInterface.srcMacAddress",
+    "action.towards": "dstInterface.dstIpAddress",
+    "action.encapsulate.peer": "dstInterface.tunnelInfo.tunnelDstAddress",
+}
+
+
+def destination_path(path: str) -> Optional[str]:
+    """A destination field of a rule's intent as the dstInterface member it came from (None: not one):
+    `action.encapsulate.peer` -> `dstInterface.tunnelInfo.tunnelDstAddress`, `action.interfaces[1]` ->
+    `dstInterface[1].srcMacAddress` (a DUPLICATE's copy)."""
+    if path in _DESTINATION_MEMBERS:
+        return _DESTINATION_MEMBERS[path]
+    if path.startswith("action.interfaces["):
+        return f"dstInterface{path.removeprefix('action.interfaces')}.srcMacAddress"
+    return None
 
 
 class RuleRefused(Forbidden):

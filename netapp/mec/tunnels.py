@@ -4,8 +4,9 @@ action TUNNEL and its entry of dpp_tunnels (dataplane/include/dpp/nf/tunnel.h).
 Entries are named by their content: a rule's arg is a 31-bit digest of its entry, so compiling stays
 pure, rules asking the same share an entry, and an entry never changes while a rule reads it (another
 entry means another arg, and the rule is rewritten to it). The entries go into the map before the
-rules that name them, as redirect's ports do (netapp.service.transaction); one no rule names any more
-only takes room. Two different entries with one digest cannot both be written: the second is refused.
+rules that name them, as redirect's ports do (netapp.service.transaction), and go with the last rule
+that names them (netapp.mec.tunnel_entries). Two different entries with one digest cannot both be
+written: the second is refused.
 """
 
 from __future__ import annotations

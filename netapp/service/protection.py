@@ -126,7 +126,8 @@ class Protection:
     def _check_scope(self, who: Principal, tenant: str, wanted: StreamDefinition) -> None:
         """The stream inside the tenant's grants, as a stream of its own must be (netapp.frer.scope)."""
         try:
-            check_scope(wanted, TenantPolicy(self._store).grants_for(who, tenant), tenant)
+            policy = TenantPolicy(self._store)
+            check_scope(wanted, policy.grants_for(who, tenant), tenant, policy.interfaces_for(who, tenant))
         except Forbidden as exc:
             field = _intent_field(exc.field or "")
             raise Forbidden(f"{field}: {exc.detail.partition(': ')[2]}", field=field, allowed=exc.allowed) from None

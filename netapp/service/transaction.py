@@ -252,8 +252,8 @@ class RuleChange:
 
     def _add_ports(self, delta: RuleDelta) -> None:
         """The ports the delta's redirects send out of, and its tunnel rules' entries, in their maps
-        before the rules that use them (the full reconcile adds them too; a port or an entry left
-        there by a rule that went is harmless)."""
+        before the rules that use them (the full reconcile adds them too; a port left there by a rule
+        that went is harmless, an entry goes with the last rule that names it)."""
         try:
             for ifindex in sorted(redirect_ports(delta.upserts)):
                 self._dataplane.add_port(ifindex)

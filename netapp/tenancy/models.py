@@ -3,7 +3,8 @@
 An administrator writes a tenant's record (`PUT /api/v1/tenants/{tenant}`). Every intent a
 confined tenant installs, directly, in a batch, as a legacy message or as a slice member, is kept
 inside its grants (netapp.tenancy.confine), so that no rule of one tenant can ever act on a packet
-of another: grants of different tenants never intersect.
+of another: grants of different tenants never intersect. Where its rules may send that traffic is
+its `destinations` (netapp.tenancy.destinations).
 """
 
 from __future__ import annotations
@@ -95,6 +96,27 @@ class TrafficGrant(BaseModel):
         return ", ".join(parts)
 
 
+class Destinations(BaseModel):
+    """Where a confined tenant's rules may send its traffic: out of these interfaces, towards these
+    addresses. Without it, a confined tenant's rules may send out of the interfaces its grants name,
+    and towards no address (netapp.tenancy.destinations)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    interfaces: list[InterfaceName] = Field(
+        default_factory=list,
+        max_length=MAX_GRANTS,
+        description="interfaces its packets may leave by: redirect, duplicate, a tunnel action's interface, an "
+        "alternative member's egress, FRER member ports and delivery, ATSSS paths",
+    )
+    peers: list[Prefix] = Field(
+        default_factory=list,
+        max_length=MAX_GRANTS,
+        description="addresses its packets may be sent towards: a tunnel action's peer or `towards`, an "
+        "alternative member's ip4 or ip6",
+    )
+
+
 class TenantQuotas(BaseModel):
     """Most of each kind of object the tenant may hold at once."""
 
@@ -130,12 +152,19 @@ class TenantSpec(BaseModel):
     snssais: list[Snssai] = Field(
         default_factory=list, max_length=MAX_GRANTS, description="S-NSSAIs the tenant's slices may use; empty: any"
     )
+    destinations: Optional[Destinations] = Field(
+        None,
+        description="where the tenant's rules may send its traffic; null: out of the interfaces its grants name, "
+        "towards no address (a site tenant: anywhere)",
+    )
     quotas: TenantQuotas = Field(default_factory=TenantQuotas)
 
     @model_validator(mode="after")
     def _site_or_traffic(self) -> "TenantSpec":
         if self.site and self.traffic:
             raise FieldError("traffic", "a site tenant owns all traffic: leave traffic empty, or set site false")
+        if self.site and self.destinations is not None:
+            raise FieldError("destinations", "a site tenant may send anywhere: leave destinations out, or set site false")
         return self
 
 

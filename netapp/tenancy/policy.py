@@ -3,13 +3,13 @@ confined tenant's intent becomes, the quotas, and which tenant records may be wr
 
 Site-wide: a tenant whose record says `site: true`, and an administrator's own tenant while it has
 no record (the operator's token needs no grant to run its site). Every other tenant is confined to
-its grants; a tenant without a record owns no traffic, so its intents are refused until an
-administrator grants it some.
+its grants, and sends only to its destinations (netapp.tenancy.destinations); a tenant without a
+record owns no traffic, so its intents are refused until an administrator grants it some.
 """
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Iterable, Optional, Sequence
 
 from netapp.atsss import scope as atsss_scope
 from netapp.atsss.store import count_sessions, load_sessions
@@ -19,6 +19,7 @@ from netapp.intents.errors import IntentError
 from netapp.intents.models import Intent
 from netapp.service.contract import Conflict, Forbidden, Principal, QuotaExceeded, SliceSpec, Snssai
 from netapp.service.store import Store
+from netapp.tenancy import destinations
 from netapp.tenancy.confine import confine, grants_intersect
 from netapp.tenancy.models import TenantQuotas, TenantSpec, TenantUsage, TrafficGrant
 
@@ -46,13 +47,19 @@ class TenantPolicy:
         spec = self.effective_spec(who, tenant)
         return None if spec.site else spec.traffic
 
+    def interfaces_for(self, who: Principal, tenant: str) -> Optional[list[str]]:
+        """The interfaces `tenant`'s rules may send out of when `who` writes them; None: any."""
+        return destinations.interfaces_of(self.effective_spec(who, tenant))
+
     def confined(self, who: Principal, tenant: str, intent: Intent) -> tuple[Intent, Optional[str]]:
         """The intent as it may be installed for `tenant`, and what was narrowed (None: nothing).
-        IntentError (field below `match`) when it cannot be kept inside the tenant's traffic."""
-        grants = self.grants_for(who, tenant)
-        if grants is None:
+        IntentError (field below `match`) when it cannot be kept inside the tenant's traffic, or
+        (field below `action`, or `alternative`) when it sends outside its destinations."""
+        spec = self.effective_spec(who, tenant)
+        if spec.site:
             return intent, None
-        match, narrowed = confine(intent.match, grants, tenant)
+        destinations.check_intent(intent, destinations.allowed(spec), tenant, self.store.get_alternative)
+        match, narrowed = confine(intent.match, spec.traffic, tenant)
         if narrowed is None:
             return intent, None
         return intent.model_copy(update={"match": match}), narrowed
@@ -94,8 +101,28 @@ class TenantPolicy:
             return
         self._check_disjoint(tenant, spec.traffic)
         self._check_intents_inside(tenant, spec.traffic)
-        self._check_streams_inside(tenant, spec.traffic)
-        self._check_atsss_inside(tenant, spec.traffic)
+        self._check_intents_destinations(tenant, spec)
+        self._check_streams_inside(tenant, spec)
+        self._check_atsss_inside(tenant, spec)
+
+    def check_group_users(self, group_id: int, users: Iterable[tuple[str, str]]) -> None:
+        """Conflict when, with alternative group `group_id` as the store now holds it, an intent of a
+        confined tenant among `users` ((tenant, intent id) of the rules sending to it) would send
+        outside its tenant's destinations."""
+        for tenant, intent_id in users:
+            spec = self.spec_of(tenant)
+            record = self.store.get_intent(tenant, intent_id)
+            if spec is None or spec.site or record is None:
+                continue
+            try:
+                destinations.check_intent(record.intent, destinations.allowed(spec), tenant, self.store.get_alternative)
+            except IntentError as exc:
+                raise Conflict(
+                    f"alternative group {group_id}: intent {intent_id!r} of tenant {tenant!r} sends to it, and "
+                    f"{exc.message}: change or delete the intent first, or the tenant's destinations",
+                    field="members",
+                    tenant=tenant,
+                ) from None
 
     def _check_disjoint(self, tenant: str, traffic: Sequence[TrafficGrant]) -> None:
         for other in self.store.list_tenants():
@@ -120,45 +147,64 @@ class TenantPolicy:
                 narrowed = "outside"
             if narrowed is not None:
                 outside.append(record.intent.id)
-        if outside:
-            shown = ", ".join(repr(i) for i in outside[:SHOWN_INTENTS])
-            more = f" and {len(outside) - SHOWN_INTENTS} more" if len(outside) > SHOWN_INTENTS else ""
-            raise Conflict(
-                f"{len(outside)} intents of tenant {tenant!r} would lie outside this traffic ({shown}{more}): "
-                "change or delete them first",
-                field="traffic",
-                intents=outside[:SHOWN_INTENTS],
-            )
+        _refuse_intents(tenant, outside, "lie outside this traffic", "traffic")
 
-    def _check_streams_inside(self, tenant: str, traffic: Sequence[TrafficGrant]) -> None:
+    def _check_intents_destinations(self, tenant: str, spec: TenantSpec) -> None:
+        """Conflict when one of the tenant's intents would send outside the spec's destinations."""
+        intents = [record.intent for record in self.store.tenant_intents(tenant)]
+        outside = destinations.outside(intents, destinations.allowed(spec), tenant, self.store.get_alternative)
+        if outside:
+            first, why = outside[0]
+            _refuse_intents(tenant, [intent_id for intent_id, _ in outside], "send outside these destinations",
+                            "destinations", f" ({first!r}: {why.line()})")
+
+    def _check_streams_inside(self, tenant: str, spec: TenantSpec) -> None:
         """Conflict when one of the tenant's FRER streams would reach outside this traffic."""
         for stream in load_streams(self.store, tenant):
             try:
-                check_scope(stream, traffic, tenant)
+                check_scope(stream, spec.traffic, tenant, destinations.interfaces_of(spec))
             except Forbidden as exc:
                 raise Conflict(
-                    f"FRER stream {stream.name!r} of tenant {tenant!r} would lie outside this traffic "
+                    f"FRER stream {stream.name!r} of tenant {tenant!r} would lie outside this traffic or its destinations "
                     f"({exc.field}): change or delete it first",
-                    field="traffic",
+                    field=_spec_field(exc.field),
                     stream=stream.name,
                 ) from None
 
-    def _check_atsss_inside(self, tenant: str, traffic: Sequence[TrafficGrant]) -> None:
+    def _check_atsss_inside(self, tenant: str, spec: TenantSpec) -> None:
         """Conflict when one of the tenant's ATSSS sessions would steer a UE outside this traffic."""
         for session in load_sessions(self.store, tenant):
             try:
-                atsss_scope.check_scope(session, traffic, tenant)
+                atsss_scope.check_scope(session, spec.traffic, tenant, destinations.interfaces_of(spec))
             except Forbidden as exc:
                 raise Conflict(
-                    f"ATSSS session {session.name!r} of tenant {tenant!r} would lie outside this traffic "
+                    f"ATSSS session {session.name!r} of tenant {tenant!r} would lie outside this traffic or its destinations "
                     f"({exc.field}): change or delete it first",
-                    field="traffic",
+                    field=_spec_field(exc.field),
                     session=session.name,
                 ) from None
 
     def holds_streams(self, tenant: str) -> int:
         """The tenant's FRER streams."""
         return count_streams(self.store, tenant)
+
+
+def _refuse_intents(tenant: str, outside: list[str], what: str, field: str, why: str = "") -> None:
+    """Conflict naming the first of the tenant's intents that would `what` (none: nothing to refuse)."""
+    if not outside:
+        return
+    shown = ", ".join(repr(i) for i in outside[:SHOWN_INTENTS])
+    more = f" and {len(outside) - SHOWN_INTENTS} more" if len(outside) > SHOWN_INTENTS else ""
+    raise Conflict(
+        f"{len(outside)} intents of tenant {tenant!r} would {what} ({shown}{more}){why}: change or delete them first",
+        field=field,
+        intents=outside[:SHOWN_INTENTS],
+    )
+
+
+def _spec_field(field: str) -> str:
+    """The spec's field that refuses a stream's or a session's `field`: an interface is a destination."""
+    return "destinations" if field.endswith("interface") else "traffic"
 
 
 def _snssai(snssai: Snssai) -> str:

@@ -187,3 +187,19 @@ def test_the_cli_applies_lists_feeds_a_path_counts_and_deletes(node, server, tmp
     assert result.exit_code == 0 and "(congested)" not in result.output, result.output
     result = runner.invoke(cli, ["atsss", "sessions", "delete", "ue5", *options])
     assert result.exit_code == 0 and [s.name for s in node.atsss.list_sessions(ADMIN)] == ["ue6"]
+
+
+def test_a_path_leaves_by_the_tenants_destinations_and_a_narrowing_that_strands_one_is_refused(node, admin, tenant_a):
+    destinations = {"interfaces": ["acc0", "acc1"]}  # no longer every interface its grants name
+    assert admin.put("/api/v1/tenants/tenant-a", json={"traffic": GRANTS["tenant-a"], "destinations": destinations}
+                     ).status_code == 200
+    stray = body(mode="redundant", paths=[path(1, interface="acc0"), path(2, interface="acc2")])
+    problem = assert_problem(tenant_a.post(SESSIONS, json=stray), 403)
+    assert invalid_param(problem)["name"] == "paths[1].interface" and invalid_param(problem)["allowed"] == "acc0, acc1"
+    assert node.sessions() == []
+    session = body(mode="redundant", paths=[path(1, interface="acc0"), path(2, interface="acc1")])
+    assert tenant_a.post(SESSIONS, json=session).status_code == 201
+    narrowed = admin.put("/api/v1/tenants/tenant-a", json={"traffic": GRANTS["tenant-a"],
+                                                           "destinations": {"interfaces": ["acc0"]}})
+    problem = assert_problem(narrowed, 409)
+    assert invalid_param(problem)["name"] == "destinations" and problem["session"] == "ue5", problem

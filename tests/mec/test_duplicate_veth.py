@@ -20,7 +20,7 @@ from typing import Iterator
 
 import pytest
 
-from netapp.tenancy.models import TenantSpec, TrafficGrant
+from netapp.tenancy.models import Destinations, TenantSpec, TrafficGrant
 from netapp.testbed.topology import EdgeSite
 from netapp.testbed.traffic import Capture, Sender
 from tests.mec.test_e2e_veth import APP, KEPT, MOVED, TENANT, Node, node_mac, serving_node, wait_for_flows
@@ -45,7 +45,9 @@ def duplicate_rule(rule_id: str = "copies", ue_ip: str = MOVED.ue_ip) -> dict:
 
 @pytest.fixture
 def node(tmp_path: Path) -> Iterator[Node]:
-    tenants = {TENANT: TenantSpec(traffic=[TrafficGrant(src=f"{MOVED.ue_ip}/32")]),
+    # tenant-a's copies leave by n6 and alt: its destinations (a confined tenant's default: none)
+    copies_out = Destinations(interfaces=[EdgeSite.n6.ifname, EdgeSite.alt.ifname])
+    tenants = {TENANT: TenantSpec(traffic=[TrafficGrant(src=f"{MOVED.ue_ip}/32")], destinations=copies_out),
                OTHER: TenantSpec(traffic=[TrafficGrant(src=f"{KEPT.ue_ip}/32")])}
     with serving_node(tmp_path, tenants, [duplicate_rule()], receivers=("alt", "core")) as serving:
         yield serving
