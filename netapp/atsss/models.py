@@ -203,6 +203,10 @@ class PathCounters(BaseModel):
     rx_bytes: int = Field(description="their bytes (the UE's packets, after decapsulation)")
     rx_acks: int = Field(description="DCCP-Acks received on it from the UE")
     share: Optional[float] = Field(description="its part of the session's packets (null: none sent)")
+    delivered: int = Field(description="DCCP numbers of the path the UE's Ack Vectors reported received")
+    lost: int = Field(description="DCCP numbers of the path the UE's Ack Vectors reported not received")
+    loss: Optional[float] = Field(description="lost / (delivered + lost) since the path got its slot, 0-1 (null: "
+                                              "none judged yet; the telemetry has each poll's window)")
 
 
 class SessionCounters(BaseModel):

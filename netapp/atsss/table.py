@@ -2,7 +2,7 @@
 paths, mode, weights, the scheduler's state and the MP_SEQ counter), dpp_atsss_paths (slot -> the
 path's outer headers, up flag, RTT and DCCP sequence number), dpp_atsss_path_stats (slot -> what
 it sent, per CPU), dpp_atsss_uplink (a path's uplink addresses and ports -> its slot and UE),
-dpp_atsss_path_rx (slot -> what the path heard), dpp_atsss_gate (nonzero while any session is
+dpp_atsss_path_rx (slot -> what the path heard, its loss estimate), dpp_atsss_gate (nonzero while any session is
 held: the pipeline hands ATSSS's frames to its stage), dpp_atsss_ues (the UE filter: a bit per hash
 of the UE addresses with a session, which the pipeline reads before it looks a session up) and
 dpp_atsss_tx (group -> an inner map of position -> the interface REDUNDANT copies for that position
@@ -68,6 +68,20 @@ class PathCounts(NamedTuple):
     rx_packets: int
     rx_bytes: int
     rx_acks: int
+
+
+class PathLoss(NamedTuple):
+    """dpp_atsss_path_rx's loss estimate of one path: the numbers of ours the UE's Ack Vectors
+    reported received and not received, each judged once (include/dpp/nf/atsss.h)."""
+
+    delivered: int
+    lost: int
+
+    @property
+    def ratio(self) -> Optional[float]:
+        """The part of the judged numbers lost; None before any was judged."""
+        judged = self.delivered + self.lost
+        return self.lost / judged if judged else None
 
 
 def address_words(address: Address) -> tuple[int, int, int, int]:
@@ -328,6 +342,11 @@ class AtsssMaps:
         raw = b"".join(bytes(values) if values is not None else zero for values in per_slot)
         counts = numpy.frombuffer(raw, dtype=numpy.uint64).reshape(len(slots), cpus, len(STAT_FIELDS))
         return [PathCounts(*row) for row in counts.sum(axis=1, dtype=numpy.uint64).tolist()]
+
+    def losses(self, slots: list[int]) -> list[PathLoss]:
+        """What each slot's path learnt of its loss from the UE's Ack Vectors (zero for a slot not read)."""
+        return [PathLoss(rx.delivered, rx.lost) if rx is not None else PathLoss(0, 0)
+                for rx in self._rx.lookup([c_uint32(slot) for slot in slots])]
 
     def session(self, ue: Address) -> Optional[Session]:
         """The UE's entry, read under its lock."""
