@@ -9,7 +9,9 @@ repetition another UE), against the harness's empty program (the floor). Every r
 from the original packet (the harness puts the head back and writes the packet again). The pipeline
 (bench/atsss/gate.py): a frame that is not ATSSS's with the gate closed and open. Then live
 (bench/atsss/live.py): round-robin against redundant with its two copies made. With --before, the
-downlink and pipeline cases also run another build's objects in the same blocks.
+downlink and pipeline cases also run another build's objects in the same blocks. Split
+(bench/atsss/split.py): weighted round-robin's paths' counts over --split-packets packets against
+their weights' shares.
 
     python -m bench.atsss --out bench/results/atsss.json [--before OTHER/dataplane/build]
 

@@ -13,7 +13,7 @@ from ctypes import c_uint32
 from pathlib import Path
 from typing import Optional, Sequence
 
-from bench.atsss import gate, live, uplink
+from bench.atsss import gate, live, split, uplink
 from bench.atsss.ring import AckRing
 from bench.harness import Harness, Walk, add_block_arguments, build_harness, interleaved_medians, write_results
 from bench.libbpf import BpfObject, map_lookup, map_update
@@ -36,7 +36,7 @@ MODES = {"round-robin": (Mode.ROUND_ROBIN, [1, 1], 0),
          "weighted round-robin 3:1": (Mode.WEIGHTED, [3, 1], 0),
          "active-standby": (Mode.ACTIVE_STANDBY, [1, 1], 0), "smallest delay": (Mode.SMALLEST_DELAY, [1, 1], 0),
          "priority": (Mode.PRIORITY, [1, 1], 0), "redundant (marking, no copies)": (Mode.REDUNDANT, [1, 1], 0)}
-CASES = ("uplink", "downlink", "gate", "live")
+CASES = ("uplink", "downlink", "gate", "live", "split")
 # what each scheduler's packets get in the harness: REDUNDANT's broadcast is not carried out there
 VERDICTS = {Mode.REDUNDANT: XDP_REDIRECT}
 
@@ -92,6 +92,8 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
                         help="a build directory of other code (its xdp_atsss.bpf.o and dpp.bpf.o, e.g. of the "
                         "commit before a change), measured in the same blocks as this tree's (*_before_ns)")
     parser.add_argument("--cases", default=",".join(CASES), help=f"which, comma-separated, of {','.join(CASES)}")
+    parser.add_argument("--split-packets", type=int, default=1_000_000, metavar="N",
+                        help="packets of each weighted round-robin split case (split)")
     add_block_arguments(parser)
     return parser.parse_args(argv)
 
@@ -206,6 +208,20 @@ def gate_rows(args: argparse.Namespace, harness: Harness, builds: dict[str, Path
     return rows
 
 
+def split_rows(args: argparse.Namespace, harness: Harness, bench: AtsssBench) -> list[dict]:
+    """Weighted round-robin's split over --split-packets packets, for each weights of split.WEIGHTS,
+    one session and 10,000."""
+    rows = []
+    stats_fd = bench.obj.map_fd("dpp_atsss_path_stats")
+    for sessions in (1, SESSIONS):
+        walk = Walk(sessions, teid_base=0, src_base=int(FIRST_UE), teid_off=PAYLOAD_AT, src_off=UE_AT)
+        harness.set_walk(walk)
+        run = functools.partial(timed_walk, harness, bench.prog_fd, ue_frame(), XDP_TX)
+        for weights in split.WEIGHTS:
+            rows.append(split.split_row(run, bench.configure, stats_fd, sessions, weights, args.split_packets))
+    return rows
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parse_args(argv)
     rng = random.Random(args.seed)
@@ -224,6 +240,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             if "gate" in cases:
                 harness.release_target()
                 rows += gate_rows(args, harness, builds, rng)
+            if "split" in cases:
+                rows += split_rows(args, harness, bench)
             if "live" in cases:
                 site = live.LiveSite(build, bench.obj)
                 try:

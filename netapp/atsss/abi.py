@@ -29,6 +29,11 @@ MP_SEQ = 4
 MP_SEQ_LEN = 9
 OPTIONS_LEN = 12
 MAX_OPTIONS = 32
+DCCP_OPT_ACK_VECTOR0 = 38
+DCCP_OPT_ACK_VECTOR1 = 39
+ACK_VECTOR_MAX = 64
+LOSS_REORDER = 3
+LOSS_MARKED = 1 << 63
 ACK_RING_SIZE = 262144
 ACK_FRAME_MAX = 88
 UE_FILTER_LOG2 = 18
@@ -53,6 +58,11 @@ CONSTANTS = {
     "DPP_ATSSS_MP_SEQ_LEN": MP_SEQ_LEN,
     "DPP_ATSSS_OPTIONS_LEN": OPTIONS_LEN,
     "DPP_ATSSS_MAX_OPTIONS": MAX_OPTIONS,
+    "DPP_ATSSS_DCCP_OPT_ACK_VECTOR0": DCCP_OPT_ACK_VECTOR0,
+    "DPP_ATSSS_DCCP_OPT_ACK_VECTOR1": DCCP_OPT_ACK_VECTOR1,
+    "DPP_ATSSS_ACK_VECTOR_MAX": ACK_VECTOR_MAX,
+    "DPP_ATSSS_LOSS_REORDER": LOSS_REORDER,
+    "DPP_ATSSS_LOSS_MARKED": LOSS_MARKED,
     "DPP_ATSSS_ACK_RING_SIZE": ACK_RING_SIZE,
     "DPP_ATSSS_ACK_FRAME_MAX": ACK_FRAME_MAX,
     "DPP_ATSSS_UE_FILTER_LOG2": UE_FILTER_LOG2,
@@ -192,7 +202,8 @@ class Uplink(Structure):
 
 class PathRx(Structure):
     C_NAME = "dpp_atsss_path_rx"
-    _fields_ = [("gsr", c_uint64), ("gar", c_uint64), ("last_heard_ns", c_uint64), ("unacked", c_uint64)]
+    _fields_ = [("gsr", c_uint64), ("gar", c_uint64), ("last_heard_ns", c_uint64), ("unacked", c_uint64),
+                ("loss_mark", c_uint64), ("delivered", c_uint64), ("lost", c_uint64)]
 
 
 class Config(Structure):

@@ -5,7 +5,8 @@ access: the outer addresses, the DCCP ports, and the next hop's MAC addresses, o
 whose neighbour table gives them.
 
 What the control plane feeds the scheduler while the session runs (a path up or down, its RTT, its
-weight: what a monitoring or AI module reports) comes as a patch (AtsssSessionPatch). Read back
+loss, its weight: what a monitoring or AI module reports) comes as a patch (AtsssSessionPatch); the
+RTT and loss are what MEC 015's QoS sessions are checked against (netapp.atsss.mts). Read back
 with each path's counters (SessionCounters). The steering modes are TS 29.244's ATSSS modes that the
 data path has (netapp.atsss.abi.Mode)."""
 
@@ -29,6 +30,8 @@ SessionName = Annotated[str, Field(
 DccpPort = Annotated[int, Strict(), Field(ge=1, le=65535)]
 Weight = Annotated[int, Strict(), Field(ge=0, le=65535, description="weighted mode's share; 0: never picked")]
 RttMicroseconds = Annotated[int, Strict(), Field(ge=0, le=(1 << 32) - 1, description="smoothed RTT in µs; 0: unknown")]
+LossRatio = Annotated[float, Field(ge=0, le=1, description="the part of the path's packets lost, 0-1, as a monitor "
+                                   "or AI module reports it (e.g. the counters' loss); null: unknown")]
 PathPriority = Annotated[int, Strict(), Field(ge=0, le=255, description="priority mode's rank: 0 the highest")]
 PathIndex = Annotated[int, Strict(), Field(ge=0, le=MAX_PATHS_PER_SESSION - 1, description="the path's position")]
 
@@ -89,6 +92,7 @@ class AtsssPath(BaseModel):
     up: bool = Field(True, description="false: the scheduler leaves the path out (reported down)")
     congested: bool = Field(False, description="priority mode: taken only when no path up is free of congestion")
     rtt_us: RttMicroseconds = 0
+    loss: Optional[LossRatio] = None
 
     @model_validator(mode="after")
     def _fields(self) -> "AtsssPath":
@@ -153,20 +157,22 @@ class AtsssSession(AtsssSessionSpec):
 
 
 class PathPatch(BaseModel):
-    """What the control plane learnt of one path: up or down, its RTT, its weight, congested or not."""
+    """What the control plane learnt of one path: up or down, its RTT, its loss, its weight,
+    congested or not."""
 
     model_config = ConfigDict(extra="forbid")
 
     index: PathIndex
     up: Optional[bool] = None
     rtt_us: Optional[RttMicroseconds] = None
+    loss: Optional[LossRatio] = None
     weight: Optional[Weight] = None
     congested: Optional[bool] = None
 
     @model_validator(mode="after")
     def _something(self) -> "PathPatch":
-        if self.up is None and self.rtt_us is None and self.weight is None and self.congested is None:
-            raise FieldError("index", "give up, rtt_us, weight or congested for the path")
+        if all(value is None for value in (self.up, self.rtt_us, self.loss, self.weight, self.congested)):
+            raise FieldError("index", "give up, rtt_us, loss, weight or congested for the path")
         return self
 
 
@@ -203,6 +209,10 @@ class PathCounters(BaseModel):
     rx_bytes: int = Field(description="their bytes (the UE's packets, after decapsulation)")
     rx_acks: int = Field(description="DCCP-Acks received on it from the UE")
     share: Optional[float] = Field(description="its part of the session's packets (null: none sent)")
+    delivered: int = Field(description="DCCP numbers of the path the UE's Ack Vectors reported received")
+    lost: int = Field(description="DCCP numbers of the path the UE's Ack Vectors reported not received")
+    loss: Optional[float] = Field(description="lost / (delivered + lost) since the path got its slot, 0-1 (null: "
+                                              "none judged yet; the telemetry has each poll's window)")
 
 
 class SessionCounters(BaseModel):

@@ -34,6 +34,20 @@ serve is refused with a ProblemDetails naming ETSI's field:
   An empty qosD, or two requirements one scheduler cannot serve together, is refused naming qosD
   or the second field; with maxLoss, maxLatency is checked against the fastest path (the UE's
   first copy comes by it).
+- Whether qosD is still met: the paths' RTT and loss change after the session is written (fed
+  through the PATCH of /api/v1/atsss: rtt_us, loss, up). The scheduler chosen stays: it is already
+  the one that serves its requirement best over whatever paths are up (smallest delay takes the
+  fastest, redundancy loses a packet only when every path loses it), so no other mode or set of
+  paths would meet a requirement it misses. What changes is said: every read of an MTS session of
+  mtsMode 4 checks qosD against the paths' state at that moment and answers `qosStatus` MET,
+  NOT_MET (with `qosStatusReason`: which field, by how much) or UNVERIFIED (the node lacks what it
+  would take to tell). MEC 015 v2.1.1's MtsSessionInfo has no member for it and does not forbid
+  others (as `sessionId`); ETSI's readers ignore them. maxLatency: the fastest path up's RTT / 2
+  against it (no path up with a known RTT: NOT_MET). maxLoss (a loss of at most 10^-maxLoss): the
+  paths up lose a packet together, taken as independent, with the product of their losses; MET
+  when the known ones' product is within it (an unknown loss is at most 1), UNVERIFIED when an
+  unknown one could decide, else NOT_MET. minTpt: UNVERIFIED (the node measures no capacity).
+  priority: MET.
 - flowFilter: one filter, whose dstIp is the UE of an ATSSS session of the caller's tenant (an
   address, or a prefix of that one address); the node steers a UE's whole downlink, so a filter
   on ports, protocol, DSCP, flow label or source is refused.
@@ -43,7 +57,9 @@ serve is refused with a ProblemDetails naming ETSI's field:
 
 from __future__ import annotations
 
+import enum
 import ipaddress
+import math
 import time
 import uuid
 from typing import Annotated, Any, Optional
@@ -154,6 +170,14 @@ class QosD(_Etsi):
     priority: Optional[Uint32] = None
 
 
+class QosStatus(str, enum.Enum):
+    """Whether an MTS session's qosD is met over its paths' state now (the module's docstring)."""
+
+    MET = "MET"
+    NOT_MET = "NOT_MET"
+    UNVERIFIED = "UNVERIFIED"
+
+
 class MtsSessionInfo(_Etsi):
     """7.2.5: an MTS session, as an application asks it (POST, PUT) and reads it back."""
 
@@ -165,6 +189,9 @@ class MtsSessionInfo(_Etsi):
     trafficDirection: str = Field(description='"00" downlink, "01" uplink, "10" symmetrical')
     timeStamp: Optional[TimeStamp] = None
     sessionId: Optional[str] = Field(None, description="the node's id of the session (the path's {sessionId})")
+    qosStatus: Optional[QosStatus] = Field(
+        None, description="mtsMode 4, read back: whether qosD is met over the paths' state now (not ETSI's)")
+    qosStatusReason: Optional[str] = Field(None, description="NOT_MET, UNVERIFIED: which qosD field and why")
 
 
 # --- what an MTS session becomes --------------------------------------------------------------------
@@ -230,6 +257,45 @@ def qos_mode(qos: QosD, session: Optional[AtsssSession]) -> tuple[SteeringMode, 
     return QOS_SCHEDULERS[requirement], field
 
 
+def _latency_status(session: AtsssSession, max_latency: int) -> tuple[QosStatus, Optional[str]]:
+    fastest = _fastest(session)
+    if fastest is None:
+        return QosStatus.NOT_MET, "qosD.maxLatency: no path up has a known RTT"
+    one_way = fastest * TEN_NS_PER_US // 2
+    if one_way > max_latency:
+        return QosStatus.NOT_MET, (f"qosD.maxLatency: the fastest path up takes {one_way} (10 ns, half its RTT of "
+                                   f"{fastest} µs) one way, more than {max_latency}")
+    return QosStatus.MET, None
+
+
+def _loss_status(session: AtsssSession, max_loss: int) -> tuple[QosStatus, Optional[str]]:
+    up = [path for path in session.paths if path.up]
+    if not up:
+        return QosStatus.NOT_MET, "qosD.maxLoss: no path is up"
+    bound = 10.0 ** -max_loss
+    known = math.prod(path.loss for path in up if path.loss is not None)
+    if known <= bound:
+        return QosStatus.MET, None
+    if any(path.loss is None for path in up):
+        return QosStatus.UNVERIFIED, (f"qosD.maxLoss: the paths up of known loss lose {known:.3g} together, more "
+                                      f"than {bound:.3g}; a path's loss is unknown (feed it: PATCH /api/v1/atsss)")
+    return QosStatus.NOT_MET, f"qosD.maxLoss: the {len(up)} paths up lose {known:.3g} together, more than {bound:.3g}"
+
+
+def qos_status(qos: QosD, session: AtsssSession) -> tuple[QosStatus, Optional[str]]:
+    """Whether `qos` is met over `session`'s paths as they are now, and if not, why: the worst of
+    its requirements' (NOT_MET before UNVERIFIED before MET)."""
+    found = []
+    if qos.maxLatency is not None:
+        found.append(_latency_status(session, qos.maxLatency))
+    if qos.maxLoss is not None:
+        found.append(_loss_status(session, qos.maxLoss))
+    if qos.minTpt is not None:
+        found.append((QosStatus.UNVERIFIED, "qosD.minTpt: the node measures no path's capacity"))
+    order = [QosStatus.NOT_MET, QosStatus.UNVERIFIED, QosStatus.MET]
+    return min(found, key=lambda status: order.index(status[0]), default=(QosStatus.MET, None))
+
+
 def steered_ue(info: MtsSessionInfo) -> str:
     """The UE address whose downlink the session steers; InvalidInput naming the field of what the
     node cannot serve."""
@@ -277,37 +343,50 @@ def check_low_cost(session: AtsssSession) -> None:
 
 
 def _body(info: MtsSessionInfo) -> dict[str, Any]:
-    return info.model_dump(mode="json", exclude_none=True, exclude={"sessionId", "timeStamp"})
+    return info.model_dump(mode="json", exclude_none=True,
+                           exclude={"sessionId", "timeStamp", "qosStatus", "qosStatusReason"})
 
 
-def _info(mts_id: str, body: dict[str, Any]) -> MtsSessionInfo:
-    return MtsSessionInfo.model_validate({**body, "sessionId": mts_id, "timeStamp": TimeStamp.now().model_dump()})
+def _info(mts_id: str, body: dict[str, Any], session: Optional[AtsssSession] = None) -> MtsSessionInfo:
+    """The stored MTS session as read back; of mtsMode 4, with its qosD checked over `session`'s
+    paths now."""
+    status: dict[str, Any] = {}
+    if body.get("mtsMode") == QOS and session is not None:
+        found, reason = qos_status(QosD.model_validate(body["qosD"]), session)
+        status = {"qosStatus": found, "qosStatusReason": reason}
+    return MtsSessionInfo.model_validate({**body, **status, "sessionId": mts_id,
+                                          "timeStamp": TimeStamp.now().model_dump()})
 
 
-def _found(atsss: Atsss, who: Principal, mts_id: str) -> tuple[str, dict[str, Any]]:
-    """(tenant, body) of the MTS session `mts_id` the caller may see; NotFound otherwise."""
+def _steered(atsss: Atsss, tenant: str, ue: str) -> Optional[AtsssSession]:
+    """The tenant's ATSSS session of `ue`, None when it has none."""
+    owner = stored.session_of_ue(atsss.store, ue)
+    return stored.stored_session(atsss.store, *owner) if owner is not None and owner[0] == tenant else None
+
+
+def _found(atsss: Atsss, who: Principal, mts_id: str) -> tuple[str, str, dict[str, Any]]:
+    """(tenant, UE, body) of the MTS session `mts_id` the caller may see; NotFound otherwise."""
     ServiceState.require(who, Scope.READ)
     tenants = [owner for owner, found, _, _ in stored.load_mts(atsss.store) if found == mts_id]
     owner = next((tenant for tenant in tenants if who.is_admin or tenant == who.tenant), None)
     if owner is None:
         raise NotFound(f"no MTS session {mts_id!r}")
-    body = stored.stored_mts(atsss.store, owner, mts_id)
-    assert body is not None
-    return owner, body[1]
+    found = stored.stored_mts(atsss.store, owner, mts_id)
+    assert found is not None
+    return owner, found[0], found[1]
 
 
 def _steer(atsss: Atsss, tenant: str, mts_id: str, info: MtsSessionInfo) -> MtsSessionInfo:
     mode = served_mode(info) if info.mtsMode != QOS else None
     ue = steered_ue(info)
-    owner = stored.session_of_ue(atsss.store, ue)
-    session = stored.stored_session(atsss.store, *owner) if owner is not None and owner[0] == tenant else None
+    session = _steered(atsss, tenant, ue)
     if session is not None and info.mtsMode == LOW_COST:
         check_low_cost(session)
     mode_field = "mtsMode"
     if mode is None:
         mode, mode_field = qos_mode(info.qosD, session)
     atsss.steer(tenant, mts_id, ue, mode, _body(info), field="flowFilter[0].dstIp", mode_field=mode_field)
-    return _info(mts_id, _body(info))
+    return _info(mts_id, _body(info), session)
 
 
 # --- routes ---------------------------------------------------------------------------------------
@@ -337,11 +416,11 @@ def mts_sessions_list(
     """MEC 015 mtsSessionsListGET: the caller's MTS sessions (an admin's: all)."""
     ServiceState.require(who, Scope.READ)
     found = []
-    for _, mts_id, _, body in stored.load_mts(atsss.store, None if who.is_admin else who.tenant):
+    for tenant, mts_id, ue, body in stored.load_mts(atsss.store, None if who.is_admin else who.tenant):
         if app_name:
             continue  # the node is told no application names: none matches
         if (not app_instance_id or body["appInsId"] in app_instance_id) and (not session_id or mts_id in session_id):
-            found.append(_info(mts_id, body))
+            found.append(_info(mts_id, body, _steered(atsss, tenant, ue)))
     return found
 
 
@@ -360,8 +439,8 @@ def mts_session_post(request: Request, response: Response, atsss: AtsssDep, who:
             responses=documented(*AUTHENTICATED, 404))
 def mts_session_get(atsss: AtsssDep, who: ReaderDep, sessionId: SessionIdPath) -> MtsSessionInfo:
     """MEC 015 mtsSessionGET."""
-    _, body = _found(atsss, who, sessionId)
-    return _info(sessionId, body)
+    tenant, ue, body = _found(atsss, who, sessionId)
+    return _info(sessionId, body, _steered(atsss, tenant, ue))
 
 
 @router.put("/mts_sessions/{sessionId}", response_model=MtsSessionInfo, response_model_exclude_none=True,
@@ -369,7 +448,7 @@ def mts_session_get(atsss: AtsssDep, who: ReaderDep, sessionId: SessionIdPath) -
 def mts_session_put(atsss: AtsssDep, who: IntentWriterDep, sessionId: SessionIdPath,
                     body: MtsSessionInfo) -> MtsSessionInfo:
     """MEC 015 mtsSessionPUT: replace a session (its UE may change); the data path follows."""
-    tenant, _ = _found(atsss, who, sessionId)
+    tenant, _, _ = _found(atsss, who, sessionId)
     if body.sessionId is not None and body.sessionId != sessionId:
         raise InvalidInput(f"sessionId: {body.sessionId!r} differs from the path's ({sessionId!r})", field="sessionId")
     return _steer(atsss, tenant, sessionId, body)
@@ -379,6 +458,6 @@ def mts_session_put(atsss: AtsssDep, who: IntentWriterDep, sessionId: SessionIdP
                responses=documented(*AUTHENTICATED, 404, 503))
 def mts_session_delete(atsss: AtsssDep, who: IntentWriterDep, sessionId: SessionIdPath) -> None:
     """MEC 015 mtsSessionDELETE: the UE's ATSSS session runs its own mode again."""
-    tenant, _ = _found(atsss, who, sessionId)
+    tenant, _, _ = _found(atsss, who, sessionId)
     atsss.unsteer(tenant, sessionId)
 

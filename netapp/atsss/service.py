@@ -45,7 +45,7 @@ from netapp.atsss.models import (
 )
 from netapp.atsss.resolve import Unresolved, path_macs
 from netapp.atsss.scope import check_scope
-from netapp.atsss.table import AtsssMaps, AtsssTables, Macs, PathCounts, ProgramFd, TableOf, session_key
+from netapp.atsss.table import AtsssMaps, AtsssTables, Macs, PathCounts, PathLoss, ProgramFd, TableOf, session_key
 from netapp.dataplane.binding import DataplaneError
 from netapp.intents.errors import IntentError
 from netapp.service.contract import (
@@ -80,14 +80,16 @@ def resolve_macs(session: AtsssSession, index: int, ifindex: Optional[int]) -> M
 
 class PathReading(NamedTuple):
     """One path of a session as the maps hold it now: its slot's entry (None: not there), its
-    counters, and its share of the session's packets (None: the session sent none). Plain tuples:
-    a poll reads 20,000 of them, and validated models would cost it most of its time."""
+    counters, its share of the session's packets (None: the session sent none) and what the UE's
+    Ack Vectors told of its loss. Plain tuples: a poll reads 20,000 of them, and validated models
+    would cost it most of its time."""
 
     session: AtsssSession
     index: int
     value: Optional[Path]
     counts: PathCounts
     share: Optional[float]
+    loss: PathLoss = PathLoss(0, 0)
 
     @property
     def up(self) -> bool:
@@ -98,18 +100,20 @@ class PathReading(NamedTuple):
         return self.value.rtt_us if self.value is not None else 0
 
 
-def path_readings(session: AtsssSession, values: list[Optional[Path]], counts: list[PathCounts]) -> list[PathReading]:
+def path_readings(session: AtsssSession, values: list[Optional[Path]], counts: list[PathCounts],
+                  losses: list[PathLoss]) -> list[PathReading]:
     """The session's paths, by position, as its slots' entries and counters say."""
     total = sum(count.packets for count in counts)
-    return [PathReading(session, index, value, count, count.packets / total if total else None)
-            for index, (value, count) in enumerate(zip(values, counts))]
+    return [PathReading(session, index, value, count, count.packets / total if total else None, loss)
+            for index, (value, count, loss) in enumerate(zip(values, counts, losses))]
 
 
 def session_counters(session: AtsssSession, readings: list[PathReading]) -> SessionCounters:
     """What GET .../counters answers of the session's paths."""
     paths = [PathCounters(index=path.index, slot=session.slots[path.index], access=session.paths[path.index].access,
                           weight=session.paths[path.index].weight, up=path.up, rtt_us=path.rtt_us,
-                          share=path.share, **path.counts._asdict())
+                          share=path.share, delivered=path.loss.delivered, lost=path.loss.lost,
+                          loss=path.loss.ratio, **path.counts._asdict())
              for path in readings]
     return SessionCounters(name=session.name, tenant=session.tenant, ue=session.ue, paths=paths)
 
@@ -186,11 +190,11 @@ class Atsss:
         assert self._maps is not None
         slots = [slot for session in sessions for slot in session.slots]
         with namespace(self._netns):
-            values, counts = self._maps.paths(slots), self._maps.stats(slots)
+            values, counts, losses = self._maps.paths(slots), self._maps.stats(slots), self._maps.losses(slots)
         readings, start = [], 0
         for session in sessions:
             end = start + len(session.slots)
-            readings += path_readings(session, values[start:end], counts[start:end])
+            readings += path_readings(session, values[start:end], counts[start:end], losses[start:end])
             start = end
         return readings
 

@@ -2,7 +2,7 @@
 paths, mode, weights, the scheduler's state and the MP_SEQ counter), dpp_atsss_paths (slot -> the
 path's outer headers, up flag, RTT and DCCP sequence number), dpp_atsss_path_stats (slot -> what
 it sent, per CPU), dpp_atsss_uplink (a path's uplink addresses and ports -> its slot and UE),
-dpp_atsss_path_rx (slot -> what the path heard), dpp_atsss_gate (nonzero while any session is
+dpp_atsss_path_rx (slot -> what the path heard, its loss estimate), dpp_atsss_gate (nonzero while any session is
 held: the pipeline hands ATSSS's frames to its stage), dpp_atsss_ues (the UE filter: a bit per hash
 of the UE addresses with a session, which the pipeline reads before it looks a session up) and
 dpp_atsss_tx (group -> an inner map of position -> the interface REDUNDANT copies for that position
@@ -17,7 +17,9 @@ the write may reuse a number, the data path's own writes being atomic but not ou
 may meet while that runs is a session whole: new and changed paths are written before the
 sessions that lead to them, sessions deleted before their slots are emptied; a path's uplink entry
 is written with the path and deleted once no path has its addresses and ports; a UE's filter bit is
-set before its session is written and cleared once no session left has that bit.
+set before its session is written and cleared once no session left has that bit, which a count of
+the sessions per bit says without reading the others (a delete costs the same among 10 sessions or
+10,000).
 """
 
 from __future__ import annotations
@@ -67,6 +69,20 @@ class PathCounts(NamedTuple):
     rx_packets: int
     rx_bytes: int
     rx_acks: int
+
+
+class PathLoss(NamedTuple):
+    """dpp_atsss_path_rx's loss estimate of one path: the numbers of ours the UE's Ack Vectors
+    reported received and not received, each judged once (include/dpp/nf/atsss.h)."""
+
+    delivered: int
+    lost: int
+
+    @property
+    def ratio(self) -> Optional[float]:
+        """The part of the judged numbers lost; None before any was judged."""
+        judged = self.delivered + self.lost
+        return self.lost / judged if judged else None
 
 
 def address_words(address: Address) -> tuple[int, int, int, int]:
@@ -169,6 +185,7 @@ class AtsssMaps:
         self._gate = table_of("dpp_atsss_gate")
         self._ues = table_of("dpp_atsss_ues")
         self._tx = DevmapGroups(table_of("dpp_atsss_tx"))  # type: ignore[arg-type]
+        self._bit_counts: Optional[dict[int, int]] = None  # UE filter bit -> sessions held with it
 
     # --- writes --------------------------------------------------------------------------------
 
@@ -178,6 +195,8 @@ class AtsssMaps:
         holds them (a path written before its session was refused is not led to by any session).
         DataplaneError when the maps refuse: the caller syncs what it had before."""
         held = self._held(ues)
+        counts = self._ue_bit_counts()
+        self._bit_counts = None  # counted again from the map if this sync fails on the way
         used = {slot for _, value in held.values() for slot in value.path[: value.n_paths]}
         before = self._uplink_keys(sorted(used | set(slots)))
         self._write_paths(tables.paths, used)
@@ -186,13 +205,16 @@ class AtsssMaps:
         self._write_sessions(tables.sessions, held)
         deleted = [key for raw, (key, _) in held.items() if raw not in tables.sessions]
         self._sessions.delete(deleted)
-        if deleted or ues is None:
-            self._clear_ue_bits(None if ues is None else {ue_filter_bit(tuple(key.addr)) // 64 for key in deleted})
+        added = [key for raw, (key, _) in tables.sessions.items() if raw not in held]
+        if ues is None:
+            self._clear_ue_bits()
+        else:
+            self._count_ue_bits(counts, added, deleted)
         gone = sorted((used | set(slots)) - set(tables.paths))
         self._paths.update([(c_uint32(slot), Path()) for slot in gone])
         wanted = {bytes(uplink_key(path)) for path in tables.paths.values()}
         self._uplink.delete([key for raw, key in before.items() if raw not in wanted])
-        self._gate.update([(c_uint32(0), c_uint32(1 if self._any_session() else 0))])
+        self._gate.update([(c_uint32(0), c_uint32(1 if self._ue_bit_counts() else 0))])  # any session held
 
     def _uplink_keys(self, slots: list[int]) -> dict[bytes, UplinkKey]:
         """The uplink keys of the paths the slots hold now (raw key -> key)."""
@@ -213,16 +235,41 @@ class AtsssMaps:
             wanted[bit // 64] = wanted.get(bit // 64, 0) | 1 << (bit % 64)
         self._write_ue_words(wanted, lambda now, bits: now | bits)
 
-    def _clear_ue_bits(self, words: Optional[set[int]]) -> None:
-        """The UE filter's `words` (None: all) made exactly the bits of the sessions held, read from
-        the map: a bit no session has any more is cleared (a full sync also sheds stale bits, which
-        the pinned map kept over a restart)."""
-        held: dict[int, int] = {}
-        for key, _ in self._sessions.items():
+    def _ue_bit_counts(self) -> dict[int, int]:
+        """The sessions held per bit of the UE filter: counted from the map once (and after a full
+        sync or a failed one), then kept by each sync, so that a delete needs no read of every
+        session to know whether the bit it leaves is another's too."""
+        if self._bit_counts is None:
+            counts: dict[int, int] = {}
+            for key, _ in self._sessions.items():
+                bit = ue_filter_bit(tuple(key.addr))
+                counts[bit] = counts.get(bit, 0) + 1
+            self._bit_counts = counts
+        return self._bit_counts
+
+    def _count_ue_bits(self, counts: dict[int, int], added: list[SessionKey], deleted: list[SessionKey]) -> None:
+        """The counts moved by the sessions `added` and `deleted` (the map written already); a bit
+        whose last session went is cleared."""
+        for key in added:
             bit = ue_filter_bit(tuple(key.addr))
+            counts[bit] = counts.get(bit, 0) + 1
+        cleared: dict[int, int] = {}
+        for key in deleted:
+            bit = ue_filter_bit(tuple(key.addr))
+            counts[bit] = counts.get(bit, 1) - 1
+            if not counts[bit]:
+                del counts[bit]
+                cleared[bit // 64] = cleared.get(bit // 64, 0) | 1 << (bit % 64)
+        self._write_ue_words(cleared, lambda now, bits: now & ~bits)
+        self._bit_counts = counts
+
+    def _clear_ue_bits(self) -> None:
+        """Every word of the UE filter made exactly the bits of the sessions held, read from the map
+        (a full sync sheds stale bits, which the pinned map kept over a restart); the counts with it."""
+        held: dict[int, int] = {}
+        for bit in self._ue_bit_counts():
             held[bit // 64] = held.get(bit // 64, 0) | 1 << (bit % 64)
-        exact = {word: held.get(word, 0) for word in (range(UE_FILTER_WORDS) if words is None else words)}
-        self._write_ue_words(exact, lambda now, bits: bits)
+        self._write_ue_words({word: held.get(word, 0) for word in range(UE_FILTER_WORDS)}, lambda now, bits: bits)
 
     def _write_ue_words(self, words: dict[int, int], merge: Callable[[int, int], int]) -> None:
         """Each word of `words` made merge(its value now, the given bits), written only if it changes."""
@@ -235,9 +282,6 @@ class AtsssMaps:
             if after != before:
                 writes.append((c_uint32(word), c_uint64(after)))
         self._ues.update(writes)
-
-    def _any_session(self) -> bool:
-        return next(iter(self._sessions.items()), None) is not None
 
     def _held(self, ues: Optional[Iterable[bytes]]) -> dict[bytes, tuple[SessionKey, Session]]:
         if ues is None:
@@ -320,6 +364,11 @@ class AtsssMaps:
         raw = b"".join(bytes(values) if values is not None else zero for values in per_slot)
         counts = numpy.frombuffer(raw, dtype=numpy.uint64).reshape(len(slots), cpus, len(STAT_FIELDS))
         return [PathCounts(*row) for row in counts.sum(axis=1, dtype=numpy.uint64).tolist()]
+
+    def losses(self, slots: list[int]) -> list[PathLoss]:
+        """What each slot's path learnt of its loss from the UE's Ack Vectors (zero for a slot not read)."""
+        return [PathLoss(rx.delivered, rx.lost) if rx is not None else PathLoss(0, 0)
+                for rx in self._rx.lookup([c_uint32(slot) for slot in slots])]
 
     def session(self, ue: Address) -> Optional[Session]:
         """The UE's entry, read under its lock."""

@@ -8,7 +8,10 @@ of the records it read from the ring (sent; refused by the kernel, one point per
 
 A point says what the path sent (downlink: the UE's packets and bytes, their rates since the last
 poll) and received (uplink packets, bytes, DCCP-Acks), the state the scheduler holds for it (up,
-RTT, weight) and the scheduler's split: the path's share of the session's packets. InfluxDB gets
+RTT, weight), the scheduler's split (the path's share of the session's packets) and its loss: the
+numbers of the path the UE's Ack Vectors reported delivered and lost (counters), and each poll the
+loss of the window since the previous one, lost over judged (the rates of both, whose interval
+cancels out; left out when the window judged none). InfluxDB gets
 them every poll, `/metrics` at every scrape when asked; an AI module reads them back to set the weights
 (netapp.ai.weights), through the REST API.
 
@@ -41,11 +44,19 @@ class AtsssPoints:
         self.node = node
         self.path_metrics = path_metrics
         self._rates = RateKeeper()
+        self._losses = RateKeeper()
 
     def poll(self, time_ns: int) -> list[Point]:
         paths = list(self.read())
-        self._rates.keep_only({rate_key(path) for path in paths})
-        return self._points(paths, time_ns, self._rates)
+        keys = {rate_key(path) for path in paths}
+        self._rates.keep_only(keys)
+        self._losses.keep_only(keys)
+        points = self._points(paths, time_ns, self._rates)
+        for path, point in zip(paths, points):
+            loss = window_loss(path, time_ns, self._losses)
+            if loss is not None:
+                point.fields["loss"] = loss
+        return points
 
     def snapshot(self, time_ns: int) -> list[Point]:
         if not self.path_metrics:
@@ -69,10 +80,19 @@ def path_fields(path: PathReading, time_ns: int, rates: Optional[RateKeeper]) ->
     measured = rates.rates(rate_key(path), time_ns, values) if rates is not None else (nan, nan)
     fields = counter_fields(*values, *measured)
     fields.update(rx_packets=counts.rx_packets, rx_bytes=counts.rx_bytes, rx_acks=counts.rx_acks, up=path.up,
-                  rtt_us=path.rtt_us, weight=path.session.paths[path.index].weight)
+                  rtt_us=path.rtt_us, weight=path.session.paths[path.index].weight, delivered=path.loss.delivered,
+                  lost=path.loss.lost)
     if path.share is not None:  # no packet sent on the session yet: no split to tell
         fields["share"] = path.share
     return fields
+
+
+def window_loss(path: PathReading, time_ns: int, losses: RateKeeper) -> Optional[float]:
+    """The part of the numbers judged since the previous poll that the UE reported lost; None on the
+    first poll of the path, or when the window judged none."""
+    delivered, lost = losses.rates(rate_key(path), time_ns, tuple(path.loss))
+    judged = delivered + lost
+    return lost / judged if judged > 0 else None  # NaN (unknown) compares false too
 
 
 def rate_key(path: PathReading) -> tuple[str, str, int, int]:

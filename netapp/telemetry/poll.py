@@ -44,8 +44,8 @@ UPF_BUFFERING_COUNTERS = ("buffered", "overflow", "replayed", "replay_failed", "
 UPF_BUFFERING_FIELDS = (*UPF_BUFFERING_COUNTERS, "held_packets", "held_bytes")
 ATSSS_PATH = "dpp_atsss_path"
 # netapp.atsss.telemetry's fields: what the path sent and received, then its state and split
-ATSSS_PATH_COUNTERS = ("packets", "bytes", "rx_packets", "rx_bytes", "rx_acks")
-ATSSS_PATH_FIELDS = (*ATSSS_PATH_COUNTERS, "packets_rate", "bytes_rate", "up", "rtt_us", "weight", "share")
+ATSSS_PATH_COUNTERS = ("packets", "bytes", "rx_packets", "rx_bytes", "rx_acks", "delivered", "lost")
+ATSSS_PATH_FIELDS = (*ATSSS_PATH_COUNTERS, "packets_rate", "bytes_rate", "up", "rtt_us", "weight", "share", "loss")
 ATSSS_ACK = "dpp_atsss_ack"
 # netapp.atsss.telemetry.AckPoints': the Ack sender's records by outcome (tag outcome, errno when refused)
 ATSSS_ACK_FIELDS = ("records",)

@@ -33,7 +33,7 @@ BUILD_INFO = "dpp_build_info"
 # Integer fields that are levels, not counts since start, and float fields: exposed as gauges.
 GAUGE_FIELDS = frozenset(
     {"capacity_pps", "intents", "points", "points_queued", "buffer_points", "poll_duration_s", "load", "held_packets",
-     "held_bytes", "rtt_us", "weight", "share"}
+     "held_bytes", "rtt_us", "weight", "share", "loss"}
 )
 # Booleans of the schema (CPU and alternative node state): gauges of 0 or 1.
 BOOLEAN_FIELDS = frozenset({"enabled", "overloaded", "up"})
@@ -52,6 +52,7 @@ RENAMED = {
     "drop_out": "transmit_dropped_packets",
     "rtt_us": "rtt_seconds",
     "share": "share_ratio",
+    "loss": "loss_ratio",
 }
 # Fields whose unit is not the base unit: the factor to it (microseconds to seconds).
 SCALED = {"rtt_us": 1e-6}
@@ -121,9 +122,12 @@ HELP = {
     "dpp_atsss_path_rx_packets_total": "Uplink packets received on the ATSSS path and decapsulated (telemetry.atsss_path_metrics only)",
     "dpp_atsss_path_rx_bytes_total": "Bytes of the uplink packets received on the ATSSS path, after decapsulation (telemetry.atsss_path_metrics only)",
     "dpp_atsss_path_rx_acks_total": "DCCP-Acks the UE sent on the ATSSS path (telemetry.atsss_path_metrics only)",
+    "dpp_atsss_path_delivered_total": "DCCP numbers of the ATSSS path the UE's Ack Vectors reported received (telemetry.atsss_path_metrics only)",
+    "dpp_atsss_path_lost_total": "DCCP numbers of the ATSSS path the UE's Ack Vectors reported not received (telemetry.atsss_path_metrics only)",
     "dpp_atsss_path_up": "1 when the scheduler may pick the ATSSS path (not reported down) (telemetry.atsss_path_metrics only)",
     "dpp_atsss_path_rtt_seconds": "The ATSSS path's RTT the scheduler holds, as fed through the API (0: unknown) (telemetry.atsss_path_metrics only)",
     "dpp_atsss_path_weight": "The ATSSS path's weight in weighted mode (telemetry.atsss_path_metrics only)",
+    "dpp_atsss_path_loss_ratio": "The part of the ATSSS path's DCCP numbers judged in the latest poll's window that the UE reported lost (polls only: a scrape computes it with rate() of lost and delivered)",
     "dpp_atsss_path_share_ratio": "The ATSSS path's part of its session's downlink packets: the scheduler's split (telemetry.atsss_path_metrics only)",
     "dpp_atsss_ack_records_total": "Records of the ATSSS Ack ring by outcome: sent, refused by the kernel (errno), unreadable",
     "dpp_notification_delivered_total": "Notifications the notifier's callbacks took (2xx)",

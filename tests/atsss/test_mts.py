@@ -235,20 +235,72 @@ def test_qos_runs_the_scheduler_its_requirement_asks(node, tenant_a, qos, mode):
     clear(tenant_a)
 
 
+def put_with_interfaces(client: Any) -> None:
+    """tenant-a's UE session, its paths naming their interfaces (redundancy's) and RTTs (40, 20 ms)."""
+    with_interfaces = [{**path(1, "3GPP"), "interface": "acc0", "rtt_us": 40_000},
+                       {**path(2, "non-3GPP"), "interface": "acc1", "rtt_us": 20_000}]
+    assert client.put("/api/v1/atsss/sessions/ue", json={
+        "name": "ue", "ue": UE, "mode": "round_robin", "paths": with_interfaces}).status_code == 200
+
+
 def test_qos_latency_is_refused_when_no_path_meets_it_and_loss_runs_redundancy(node, tenant_a):
     clear(tenant_a)
     feed_rtts(tenant_a, 40_000, 20_000)  # one way: 10 ms on the faster path
     refused = assert_problem(tenant_a.post(f"{BASE}/mts_sessions", json=mts_session(
         mode=4, qosD={"maxLatency": 999_999})), 400)
     assert invalid_param(refused)["name"] == "qosD.maxLatency" and "1000000" in refused["detail"], refused
-    with_interfaces = [{**path(1, "3GPP"), "interface": "acc0", "rtt_us": 40_000},
-                       {**path(2, "non-3GPP"), "interface": "acc1", "rtt_us": 20_000}]
-    assert tenant_a.put("/api/v1/atsss/sessions/ue", json={
-        "name": "ue", "ue": UE, "mode": "round_robin", "paths": with_interfaces}).status_code == 200
+    put_with_interfaces(tenant_a)
     created = tenant_a.post(f"{BASE}/mts_sessions", json=mts_session(
         mode=4, qosD={"maxLoss": 4, "maxLatency": 1_000_000}))
     assert created.status_code == 201, created.text
     assert kernel_mode(node) == Mode.REDUNDANT
+    clear(tenant_a)
+
+
+def qos_status(client: Any, mts_id: str) -> tuple[str, str]:
+    """(qosStatus, qosStatusReason or "") of the MTS session, read back as one and in the list."""
+    one = client.get(f"{BASE}/mts_sessions/{mts_id}")
+    assert one.status_code == 200, one.text
+    etsi_validator("/mts_sessions/{sessionId}", "get").validate(one.json())
+    listed = [found for found in client.get(f"{BASE}/mts_sessions").json() if found["sessionId"] == mts_id]
+    assert [(found["qosStatus"], found.get("qosStatusReason")) for found in listed] == [
+        (one.json()["qosStatus"], one.json().get("qosStatusReason"))]
+    return one.json()["qosStatus"], one.json().get("qosStatusReason", "")
+
+
+def feed(client: Any, **paths: dict[str, Any]) -> None:
+    """Paths' state as a monitoring module feeds it: path0={...}, path1={...}."""
+    patch = {"paths": [{"index": int(name[-1]), **state} for name, state in paths.items()]}
+    assert client.patch("/api/v1/atsss/sessions/ue", json=patch).status_code == 200
+
+
+def test_a_qos_sessions_status_follows_the_rtt_and_loss_fed_through_the_api(node, tenant_a):
+    """maxLoss 2 (at most 1%) and maxLatency 10 ms one way, served by redundancy over two paths:
+    the status is checked again over the paths' state at each read, the scheduler stays."""
+    clear(tenant_a)
+    put_with_interfaces(tenant_a)
+    created = tenant_a.post(f"{BASE}/mts_sessions", json=mts_session(
+        mode=4, qosD={"maxLoss": 2, "maxLatency": 1_000_000}))
+    assert created.status_code == 201, created.text
+    mts_id = created.json()["sessionId"]
+    assert created.json()["qosStatus"] == "UNVERIFIED" and "qosD.maxLoss" in created.json()["qosStatusReason"]
+
+    feed(tenant_a, path0={"loss": 0.05}, path1={"loss": 0.1})  # together 0.005
+    assert qos_status(tenant_a, mts_id) == ("MET", "")
+    feed(tenant_a, path1={"loss": 0.5})  # together 0.025
+    status, reason = qos_status(tenant_a, mts_id)
+    assert status == "NOT_MET" and reason.startswith("qosD.maxLoss") and "0.025" in reason, reason
+    feed(tenant_a, path1={"loss": 0.1}, path0={"loss": 0.02})
+    assert qos_status(tenant_a, mts_id) == ("MET", "")
+    feed(tenant_a, path1={"rtt_us": 3_000_000})  # the fastest now 40 ms: 20 ms one way
+    status, reason = qos_status(tenant_a, mts_id)
+    assert status == "NOT_MET" and reason.startswith("qosD.maxLatency") and "2000000" in reason, reason
+    feed(tenant_a, path0={"up": False}, path1={"rtt_us": 20_000})  # one path up, 10% loss alone
+    status, reason = qos_status(tenant_a, mts_id)
+    assert status == "NOT_MET" and reason.startswith("qosD.maxLoss"), reason
+    assert kernel_mode(node) == Mode.REDUNDANT, "redundancy stays: no other scheduler loses less"
+    feed(tenant_a, path0={"up": True})
+    assert qos_status(tenant_a, mts_id) == ("MET", "")
     clear(tenant_a)
 
 

@@ -27,7 +27,9 @@ from netapp.telemetry.prometheus import scrape
 from netapp.tenancy.models import TenantSpec
 from netapp.tenancy.service import TenantService
 from tests.api.conftest import NoCounters
-from tests.atsss.atsss import XDP_TX, AtsssProgram, decode, delete_every_session, ethernet, ue_packet
+from tests.atsss.atsss import (XDP_DROP, XDP_TX, AtsssProgram, PathSpec, decode, delete_every_session, ethernet,
+                               ue_packet)  # fmt: skip
+from tests.atsss.uplink import ACK, RECEIVED, ack_vector, mp_seq_option, uplink_frame
 from tests.utils.object_tables import ObjectTables
 
 ADMIN = Principal("operator", frozenset({Scope.ADMIN}))
@@ -182,3 +184,33 @@ def test_by_default_the_scrape_has_no_path_series_and_reads_no_path_while_the_po
     polled = path_points(collector.poll_once().points())
     assert sorted(polled) == [("carol", "ue5", "0"), ("carol", "ue5", "1")]
     assert [polled[("carol", "ue5", i)]["packets"] for i in "01"] == [1, 1], "InfluxDB keeps every path"
+
+
+def acks_from_the_ue(node: Node, n: int, states: dict[int, int], acks: list[int]) -> None:
+    """The UE's Acks on path(n) of a session, each with the Ack Vector of the last 64 numbers."""
+    spec = PathSpec(f"192.0.2.{n}", f"198.51.100.{n}", sport=5000 + n, dport=6000 + n)
+    for seq, ack in enumerate(acks, start=1):
+        options = mp_seq_option(seq) + ack_vector(ack, states, 64)
+        verdict, _ = node.program.run(uplink_frame(spec, b"", seq=seq, kind=ACK, ack=ack, options=options))
+        assert verdict == XDP_DROP, "an Ack of a known path is consumed"
+
+
+def test_each_path_reports_the_loss_the_ues_ack_vectors_tell_per_poll_window_and_since_its_start(node):
+    """Path 0's UE loses every 4th number of 0-199, then every 2nd of 200-399; path 1 hears no vector."""
+    node.atsss.create_session(CAROL, "ue5", spec("ue5", "10.60.0.5", "round_robin", [path(1), path(2)]))
+    states = {n: RECEIVED for n in range(0, 400) if (n % 4 if n < 200 else n % 2)}
+    acks_from_the_ue(node, 1, states, [3, *range(23, 204, 20)])  # judges 1..200
+    first = path_points(node.collector.poll_once().points())[("carol", "ue5", "0")]
+    acks_from_the_ue(node, 1, states, list(range(223, 404, 20)))  # judges 201..400
+    polled = path_points(node.collector.poll_once().points())
+
+    second = polled[("carol", "ue5", "0")]
+    assert (first["delivered"], first["lost"]) == (150, 50) and "loss" not in first, "no window on a first poll"
+    assert (second["delivered"], second["lost"]) == (250, 150)
+    assert second["loss"] == 100 / 200, "the window's: every 2nd of 201..400"
+    assert (polled[("carol", "ue5", "1")]["lost"], "loss" in polled[("carol", "ue5", "1")]) == (0, False)
+    counters = node.atsss.session_counters(CAROL, "ue5").paths
+    assert [(p.delivered, p.lost, p.loss) for p in counters] == [(250, 150, 150 / 400), (0, 0, None)]
+    samples = {(s.name, s.labels["path"]): s.value for family in text_string_to_metric_families(
+        scrape(node.collector, None).decode()) for s in family.samples if s.name.startswith("dpp_atsss_path_")}
+    assert (samples[("dpp_atsss_path_delivered_total", "0")], samples[("dpp_atsss_path_lost_total", "0")]) == (250, 150)

@@ -1,5 +1,5 @@
 """Uplink frames for the ATSSS tests, built from RFC 4340's layouts (5.1 generic header, 5.3 the
-Acknowledgement Number Subheader, 5.8 options, 9.1 checksum and 9.2 its coverage) and the MP_SEQ
+Acknowledgement Number Subheader, 5.8 options, 9.1 checksum and 9.2 its coverage, 11.4 Ack Vector) and the MP_SEQ
 option of Multipath DCCP, not from the C."""
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from bench.packets import internet_checksum
 from tests.atsss.atsss import ETH_IP, ETH_IPV6, PathSpec
 
 DATA, ACK, DATAACK = 2, 3, 4
+RECEIVED, ECN_MARKED, RESERVED, NOT_RECEIVED = 0, 1, 2, 3  # Ack Vector states (RFC 4340 11.4)
+SEQ48 = 1 << 48
 UE_SIDE_MAC = bytes.fromhex("02000000cc01")  # the UE side's next hop, the uplink frames' source
 OUR_MAC = bytes.fromhex("02000000dd01")
 
@@ -19,6 +21,21 @@ OUR_MAC = bytes.fromhex("02000000dd01")
 def mp_seq_option(number: int) -> bytes:
     """Multipath option (46), length 9, MP_OPT MP_SEQ (4), a 48-bit number."""
     return bytes([46, 9, 4]) + number.to_bytes(6, "big")
+
+
+def ack_vector(ack: int, states: dict[int, int], span: int, option: int = 38) -> bytes:
+    """An Ack Vector option reporting the `span` numbers from `ack` down: each number's state as
+    `states` says (absent: not received), runs of one state of at most 64 numbers a byte."""
+    runs: list[list[int]] = []
+    for k in range(span):
+        state = states.get((ack - k) % SEQ48, NOT_RECEIVED)
+        if runs and runs[-1][0] == state and runs[-1][1] < 63:
+            runs[-1][1] += 1
+        else:
+            runs.append([state, 0])
+    body = bytes(state << 6 | run for state, run in runs)
+    assert len(body) <= 253, "one option holds 253 state bytes"
+    return bytes([option, 2 + len(body)]) + body
 
 
 def dccp_header(sport: int, dport: int, kind: int, seq: int, ack: Optional[int] = None, options: bytes = b"",

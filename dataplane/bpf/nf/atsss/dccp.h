@@ -15,6 +15,7 @@
 #include "nf/upf/csum.h"
 
 #define ATSSS_SEQ_MASK ((1ULL << DPP_ATSSS_DCCP_SEQ_BITS) - 1)
+#define ATSSS_DCCP_OFF_MASK 0xfff /* offsets in the frame: within the 4 KiB csum_packet reaches */
 
 struct atsss_dccp_data {
 	__be16 sport;

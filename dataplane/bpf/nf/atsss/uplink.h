@@ -40,6 +40,7 @@
 #include "nf/atsss/maps.h"
 #include "nf/atsss/dccp.h"
 #include "nf/atsss/downlink.h"
+#include "nf/atsss/loss.h"
 
 /* The generic header with X=1 (RFC 4340 5.1), as an uplink packet has it. */
 struct atsss_dccp_hdr {
@@ -73,7 +74,6 @@ _Static_assert(sizeof(struct atsss_dccp_ack) == DPP_ATSSS_DCCP_HDR_LEN + DPP_ATS
 #define ATSSS_SEQ_HALF (1ULL << (DPP_ATSSS_DCCP_SEQ_BITS - 1))
 #define ATSSS_CAS_TRIES 4
 #define ATSSS_L2_MAX (ETH_HLEN + 8) /* two VLAN tags at most (proto/eth.h) */
-#define ATSSS_DCCP_OFF_MASK 0xfff	/* offsets in the frame: within the 4 KiB csum_packet reaches */
 
 /* An uplink packet as the outer parse found it: offsets in the frame, its outer addresses. */
 struct atsss_up {
@@ -423,6 +423,9 @@ static __always_inline int atsss_uplink(struct xdp_md *ctx, const struct atsss_u
 	if (!p || !rx)
 		return DPP_ATSSS_UP_UNKNOWN_PATH;
 	atsss_heard(rx, &r, &gsr);
+	if (r.type != DPP_ATSSS_DCCP_TYPE_DATA)
+		atsss_count_loss(ctx, rx, r.ack, u->l4 + sizeof(*h) + sizeof(struct atsss_dccp_ack_sub),
+				 u->l4 + r.hdr_len);
 	if (r.type == DPP_ATSSS_DCCP_TYPE_ACK) {
 		atsss_count_rx(slot, 0, false);
 		return DPP_ATSSS_UP_ACK;

@@ -58,6 +58,16 @@
 /* Options an uplink packet may carry at most (single-byte ones, Padding included, count one each):
  * the bound of the parser's loop; more is counted DPP_ATSSS_BAD_OPTIONS. */
 #define DPP_ATSSS_MAX_OPTIONS 32
+/* The Ack Vector option (RFC 4340 11.4), types 38 and 39 (ECN Nonce 0 and 1): bytes of a state
+ * (top 2 bits: 0 received, 1 received ECN-marked, 2 reserved, 3 not yet received) and a run length
+ * (low 6 bits: the byte tells run length + 1 numbers), from the packet's acknowledgement number
+ * down. The loss estimate (struct dpp_atsss_path_rx) reads at most DPP_ATSSS_ACK_VECTOR_MAX of its
+ * bytes, and judges a number once the UE's acknowledgement number is DPP_ATSSS_LOSS_REORDER past it
+ * (CCID 2's NUMDUPACK, RFC 4341 6.1: a packet later than that is counted lost). */
+#define DPP_ATSSS_DCCP_OPT_ACK_VECTOR0 38
+#define DPP_ATSSS_DCCP_OPT_ACK_VECTOR1 39
+#define DPP_ATSSS_ACK_VECTOR_MAX 64
+#define DPP_ATSSS_LOSS_REORDER 3
 /* The ring of the proxy's DCCP-Acks to the UEs (struct dpp_atsss_ack records), and the longest
  * frame a record holds (Ethernet with two VLAN tags, IPv6, DCCP-Ack: 86 bytes). */
 #ifndef DPP_ATSSS_ACK_RING_SIZE
@@ -210,13 +220,31 @@ struct dpp_atsss_uplink {
 /* Value of dpp_atsss_path_rx, by path slot: what the path heard from the UE, written by the uplink
  * only (the control plane reads it, and zeroes it with the path). Numbers are 48-bit DCCP sequence
  * numbers compared modulo 2^48 (RFC 4340 7.1); each moves only forward, by compare-and-swap, so two
- * CPUs' packets leave the greater. */
+ * CPUs' packets leave the greater.
+ *
+ * The path's loss, from the Ack Vectors of the UE's Acks and DataAcks (CCID 2 has the receiver send
+ * them, RFC 4341 3): every number of ours the UE's vectors reported, judged once, counted delivered
+ * (states 0, 1) or lost (state 3), each number at most once. loss_mark is the greatest number
+ * judged (DPP_ATSSS_LOSS_MARKED set once the first Ack with a vector fixed it): an Ack acknowledging
+ * A judges the numbers after the mark up to A - DPP_ATSSS_LOSS_REORDER, which the CPU that moves
+ * the mark there (compare-and-swap) counts from the Ack's vector; numbers its vector does not reach
+ * (Acks lost on the way, a vector longer than the parser reads) are counted neither way. Bounds:
+ * a packet the UE got more than DPP_ATSSS_LOSS_REORDER numbers late is counted lost; a lost Ack
+ * loses nothing while a later vector still reports its numbers; the proxy's own Acks are numbers of
+ * the path too, and count like its Data. The control plane takes the loss of a window as the
+ * growth of lost over that of delivered + lost between two reads. */
 struct dpp_atsss_path_rx {
 	__u64 gsr;	     /* Greatest Sequence number Received from the UE (valid once heard) */
 	__u64 gar;	     /* Greatest Acknowledgement number Received: the highest of ours acked */
 	__u64 last_heard_ns; /* bpf_ktime_get_ns() of the last valid packet; 0: never heard */
 	__u64 unacked;	     /* Data packets received, counted for the Ack ratio (atomic add) */
+	__u64 loss_mark;     /* DPP_ATSSS_LOSS_MARKED | the greatest number judged; 0: none yet */
+	__u64 delivered;     /* numbers of ours the UE reported received (atomic add) */
+	__u64 lost;	     /* numbers of ours the UE reported not received (atomic add) */
 };
+
+/* loss_mark's bit that says it holds a number (a 48-bit number may be 0). */
+#define DPP_ATSSS_LOSS_MARKED 0x8000000000000000 /* unsigned long long: 2^63 */
 
 /* Value of dpp_atsss_config[0]: the node's uplink settings. Zeroed: invalid packets pass, every
  * Data packet acknowledged. */
