@@ -125,10 +125,9 @@ class SessionDefinition(BaseModel):
         if self.mode is SteeringMode.WEIGHTED and not any(path.weight for path in self.paths):
             raise FieldError("paths", "weighted mode needs a path of weight above 0: every weight is 0")
         if self.mode is SteeringMode.REDUNDANT:
-            for i, path in enumerate(self.paths):
-                if path.interface is None:
-                    raise FieldError(f"paths[{i}].interface",
-                                     "redundant mode sends a copy out of each path's interface: give it")
+            problem = redundant_problem(self.paths)
+            if problem is not None:
+                raise FieldError(*problem)
         seen: dict[tuple, int] = {}
         for i, path in enumerate(self.paths):
             subflow = (path.local, path.peer, path.local_port, path.peer_port)
@@ -136,6 +135,22 @@ class SessionDefinition(BaseModel):
                 raise FieldError(f"paths[{i}]", f"the same subflow (addresses and ports) as paths[{seen[subflow]}]")
             seen[subflow] = i
         return self
+
+
+def redundant_problem(paths: list[AtsssPath]) -> Optional[tuple[str, str]]:
+    """(field, why) of the first path that cannot carry a redundant copy; None if all can. Each
+    copy leaves by its path's interface, and two paths may not share one: the kernel runs a
+    DEVMAP broadcast's program once per interface of a batch, not per entry, so both copies would
+    take the first position's encapsulation (the same path's addresses, twice)."""
+    seen: dict[str, int] = {}
+    for i, path in enumerate(paths):
+        if path.interface is None:
+            return f"paths[{i}].interface", "redundant mode sends a copy out of each path's interface: give it"
+        if path.interface in seen:
+            return (f"paths[{i}].interface", f"redundant mode sends each copy out of its own interface, and "
+                    f"{path.interface!r} is already paths[{seen[path.interface]}]'s: give each path another")
+        seen[path.interface] = i
+    return None
 
 
 class AtsssSessionSpec(SessionDefinition):

@@ -42,6 +42,7 @@ from netapp.atsss.models import (
     SessionCounters,
     SessionDefinition,
     SteeringMode,
+    redundant_problem,
 )
 from netapp.atsss.resolve import Unresolved, path_macs
 from netapp.atsss.scope import check_scope
@@ -364,23 +365,23 @@ class Atsss:
 
     @staticmethod
     def _check_interfaces(paths: list[AtsssPath]) -> None:
-        """InvalidInput naming the first path without an interface: a redundant session's copies
-        leave by each path's (the definition checks it for its own mode, not for an MTS session's)."""
-        for i, path in enumerate(paths):
-            if path.interface is None:
-                raise InvalidInput(f"paths[{i}].interface: the session runs redundant (its MTS session's mode), "
-                                   "which sends a copy out of each path's interface: give it",
-                                   field=f"paths[{i}].interface")
+        """InvalidInput naming the first path that cannot carry a redundant copy (models.
+        redundant_problem): the session runs redundant through its MTS session's mode, which its
+        definition's own check does not see."""
+        problem = redundant_problem(paths)
+        if problem is not None:
+            field, why = problem
+            raise InvalidInput(f"{field}: the session runs redundant (its MTS session's mode): {why}", field=field)
 
     @staticmethod
     def _check_redundant(session: AtsssSession, field: str) -> None:
         """InvalidInput naming `field` (the caller's name of the mode) when `session`'s paths cannot
-        run redundant: a path without an interface."""
-        for i, path in enumerate(session.paths):
-            if path.interface is None:
-                why = (f"redundancy sends a copy out of each path's interface, and path {i} (paths[{i}].interface) "
-                       f"of ATSSS session {session.name!r} names none: give it one (/api/v1/atsss/sessions)")
-                raise InvalidInput(f"{field}: {why}", field=field, reason=why)
+        run redundant (models.redundant_problem)."""
+        problem = redundant_problem(session.paths)
+        if problem is not None:
+            path_field, why = problem
+            why = f"ATSSS session {session.name!r}'s {path_field}: {why} (/api/v1/atsss/sessions)"
+            raise InvalidInput(f"{field}: {why}", field=field, reason=why)
 
     def _plan_groups(self, sessions: list[AtsssSession]) -> GroupPlan:
         """The groups after a change whose stored sessions (every tenant's) are `sessions`;

@@ -189,6 +189,17 @@ def test_the_cli_applies_lists_feeds_a_path_counts_and_deletes(node, server, tmp
     assert result.exit_code == 0 and [s.name for s in node.atsss.list_sessions(ADMIN)] == ["ue6"]
 
 
+def test_a_redundant_session_whose_paths_share_an_interface_is_refused_naming_the_second(node, tenant_a):
+    # the kernel runs a broadcast's devmap program once per interface, so both copies would leave
+    # with the first path's headers: refused, and nothing is written
+    shared = body(mode="redundant", paths=[path(1, interface="acc0"), path(2, interface="acc0")])
+    problem = assert_problem(tenant_a.post(SESSIONS, json=shared), 400)
+    assert invalid_param(problem)["name"] == "paths[1].interface" and "paths[0]" in problem["detail"], problem
+    assert node.sessions() == []
+    shared["mode"] = "round_robin"  # one copy a packet: sharing an interface is fine
+    assert tenant_a.post(SESSIONS, json=shared).status_code == 201
+
+
 def test_a_path_leaves_by_the_tenants_destinations_and_a_narrowing_that_strands_one_is_refused(node, admin, tenant_a):
     destinations = {"interfaces": ["acc0", "acc1"]}  # no longer every interface its grants name
     assert admin.put("/api/v1/tenants/tenant-a", json={"traffic": GRANTS["tenant-a"], "destinations": destinations}

@@ -210,6 +210,10 @@ def test_redundancy_runs_the_redundant_scheduler_when_every_path_names_its_inter
     problem = assert_problem(tenant_a.put("/api/v1/atsss/sessions/ue", json={
         "name": "ue", "ue": UE, "mode": "round_robin", "paths": without}), 400)
     assert invalid_param(problem)["name"] == "paths[1].interface", "the MTS session's mode needs it"
+    shared = [{**path(1, "3GPP"), "interface": "acc0"}, {**path(2, "non-3GPP"), "interface": "acc0"}]
+    problem = assert_problem(tenant_a.put("/api/v1/atsss/sessions/ue", json={
+        "name": "ue", "ue": UE, "mode": "round_robin", "paths": shared}), 400)
+    assert invalid_param(problem)["name"] == "paths[1].interface" and "own interface" in problem["detail"], problem
     clear(tenant_a)
     assert kernel_mode(node) == Mode.ROUND_ROBIN
 
