@@ -67,16 +67,19 @@ def path(
     up: Annotated[Optional[bool], typer.Option("--up/--down", help="Report the path up or down.")] = None,
     rtt_us: Annotated[Optional[int], typer.Option("--rtt-us", help="The path's smoothed RTT in µs.")] = None,
     weight: Annotated[Optional[int], typer.Option("--weight", help="The path's weight (weighted mode).")] = None,
+    loss: Annotated[Optional[float], typer.Option(
+        "--loss", help="The part of the path's packets lost, 0-1 (what MEC 015 QoS sessions' maxLoss is checked "
+        "against; e.g. the counters' loss over a recent window).")] = None,
     congested: Annotated[Optional[bool], typer.Option(
         "--congested/--not-congested", help="Report the path congested or not (priority mode).")] = None,
     url: UrlOption = None,
     token: TokenOption = None,
 ) -> None:
-    """Feed one path's state: up or down, RTT, weight, congested (PATCH); the rest of the session is kept."""
-    given = (("up", up), ("rtt_us", rtt_us), ("weight", weight), ("congested", congested))
+    """Feed one path's state: up or down, RTT, weight, loss, congested (PATCH); the rest of the session is kept."""
+    given = (("up", up), ("rtt_us", rtt_us), ("weight", weight), ("loss", loss), ("congested", congested))
     change = {key: value for key, value in given if value is not None}
     if not change:
-        fail("give --up/--down, --rtt-us, --weight or --congested/--not-congested", EXIT_BAD_INPUT)
+        fail("give --up/--down, --rtt-us, --weight, --loss or --congested/--not-congested", EXIT_BAD_INPUT)
     session = Api.from_options(url, token).request("PATCH", f"{SESSIONS}/{name}",
                                                    json={"paths": [{"index": index, **change}]}).json()
     Console().print(f"{session['name']}: {_paths(session)}", markup=False)
@@ -96,12 +99,17 @@ def counters(name: NameArgument, as_json: JsonOption = False, url: UrlOption = N
     if as_json:
         Console().print_json(json.dumps(found))
         return
-    table = Table("path", "slot", "access", "up", "rtt µs", "packets", "bytes", "share",
+    table = Table("path", "slot", "access", "up", "rtt µs", "packets", "bytes", "share", "lost",
                   caption=f"{found['name']} (UE {found['ue']})")
     for row in found["paths"]:
-        share = "-" if row["share"] is None else f"{row['share']:.1%}"
         table.add_row(str(row["index"]), str(row["slot"]), row["access"], "yes" if row["up"] else "no",
-                      str(row["rtt_us"]), str(row["packets"]), str(row["bytes"]), share)
+                      str(row["rtt_us"]), str(row["packets"]), str(row["bytes"]), _ratio(row["share"]),
+                      _ratio(row["loss"]))
     if not found["paths"]:
-        table.add_row("-", "-", "-", "-", "-", "-", "-", "not in a data path on this node")
+        table.add_row("-", "-", "-", "-", "-", "-", "-", "not in a data path on this node", "-")
     Console().print(table)
+
+
+def _ratio(value: Optional[float]) -> str:
+    """A share or loss as a percentage; "-" when not known (no packets yet, no Ack Vector yet)."""
+    return "-" if value is None else f"{value:.1%}"

@@ -178,7 +178,13 @@ def test_the_cli_applies_lists_feeds_a_path_counts_and_deletes(node, server, tmp
     result = runner.invoke(cli, ["atsss", "sessions", "counters", "ue5", *options])
     assert result.exit_code == 0 and "non-3GPP" in result.output, result.output
     result = runner.invoke(cli, ["atsss", "sessions", "path", "ue5", "0", *options])
-    assert result.exit_code == 2 and "--up/--down, --rtt-us, --weight or --congested" in result.output
+    assert result.exit_code == 2 and "--up/--down, --rtt-us, --weight, --loss or --congested" in result.output
+    result = runner.invoke(cli, ["atsss", "sessions", "path", "ue5", "1", "--loss", "0.25", *options])
+    assert result.exit_code == 0, result.output
+    assert [p.loss for p in node.atsss.get_session(ADMIN, "tenant-a/ue5").paths] == [None, 0.25], "stored"
+    result = runner.invoke(cli, ["atsss", "sessions", "path", "ue5", "1", "--loss", "1.5", *options])
+    assert result.exit_code != 0 and "loss" in result.output, result.output
+    assert [p.loss for p in node.atsss.get_session(ADMIN, "tenant-a/ue5").paths] == [None, 0.25], "kept"
     result = runner.invoke(cli, ["atsss", "sessions", "path", "ue6", "1", "--congested", *options])
     assert result.exit_code == 0 and "198.51.100.4 (congested)" in result.output, result.output
     slots = node.atsss.get_session(ADMIN, "tenant-a/ue6").slots
