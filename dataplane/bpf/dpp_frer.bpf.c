@@ -6,7 +6,8 @@
  *   dpp_frer_talker    on the talker-facing port: a frame of a GENERATE stream (stream
  *                      identification, nf/frer/identify.h) gets the stream's next sequence number in
  *                      an R-tag and is broadcast to the stream's group of member ports
- *                      (dpp_frer_tx); anything else passes
+ *                      (dpp_frer_tx), or dropped while the stream has no group held there;
+ *                      anything else passes
  *   dpp_frer_egress    the devmap program of a member port that wants a VLAN id: it sets it
  *   dpp_frer_listener  on the path-facing ports: a frame of a RECOVER stream is passed once
  *                      (nf/frer/recover.h), its R-tag popped if the stream says so, and delivered
@@ -39,10 +40,14 @@ int dpp_frer_talker(struct xdp_md *ctx)
 	struct frer_frame f = {};
 	struct frer_match m;
 	__u32 reason = 0;
+	int verdict;
 
 	if (!frer_frame(ctx, &f, &m, FRER_ALL_KINDS, &reason))
 		return XDP_PASS; /* not a frame this node tags: the kernel's */
-	return onward_to_kernel(frer_generate(ctx, &f, &m));
+	verdict = frer_generate(ctx, &f, &m, &reason);
+	if (verdict == FRER_UNGROUPED)
+		return XDP_DROP; /* a protected stream's frame goes over its paths or nowhere */
+	return onward_to_kernel(verdict);
 }
 
 SEC("xdp/devmap")

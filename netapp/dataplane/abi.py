@@ -172,6 +172,7 @@ class Reason(enum.IntEnum):
     FRER_ELIMINATED = frer_abi.REASON_BASE_FRER
     FRER_BAD_RTAG = frer_abi.REASON_BASE_FRER + 1
     FRER_NO_STREAM = frer_abi.REASON_BASE_FRER + 2
+    FRER_NO_GROUP = frer_abi.REASON_BASE_FRER + 3
     TUNNEL_MISSING = tunnel_abi.REASON_BASE_TUNNEL
     TUNNEL_NOT_GTPU = tunnel_abi.REASON_BASE_TUNNEL + 1
     TUNNEL_NO_SOURCE = tunnel_abi.REASON_BASE_TUNNEL + 2

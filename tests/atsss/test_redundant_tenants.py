@@ -23,12 +23,11 @@ from netapp.core import netns as namespaces
 from netapp.service.contract import Principal, Scope
 from netapp.service.store import Store
 from netapp.testbed import netns
-from netapp.tenancy.models import TenantSpec
-from netapp.tenancy.service import TenantService
 from tests.atsss.atsss import PathSpec, delete_every_session, ethernet, expected_frame, path_body, ue_packet
 from tests.atsss.test_redundant import received
 from tests.utils.kernel import build_artifact
 from tests.utils.object_tables import ObjectTables
+from tests.utils.service import grant_subnets
 
 ADMIN = Principal("operator", frozenset({Scope.ADMIN}))
 CAROL = Principal("carol", frozenset({Scope.READ, Scope.INTENTS_WRITE}))
@@ -85,11 +84,7 @@ class Site:
 @pytest.fixture
 def site(atsss, tmp_path) -> Iterator[Site]:
     store = Store.open(tmp_path / "netapp.db", synchronous="NORMAL")
-    tenants = TenantService(lambda: store)
-    for tenant, (ue, ports) in TENANTS.items():
-        prefix = f"{ue.rsplit('.', 1)[0]}.0/24"
-        traffic = [{"dst": prefix}, *({"interface": port, "dst": prefix} for port in ports)]
-        tenants.put_tenant(ADMIN, tenant, TenantSpec.model_validate({"traffic": traffic}))
+    grant_subnets(store, TENANTS)
     site = Site(atsss, store)
     try:
         yield site

@@ -1,7 +1,8 @@
 """FRER in the NetApp's pipeline (dpp.bpf.c, nf/frer/stage.h), in the kernel (BPF_PROG_TEST_RUN): on a
 node with streams the entry hands every frame to the FRER stage first; a recovered stream's first
 copy comes back to the pipeline without its R-tag and is classified like any frame, its duplicate is
-eliminated and counted; a generated stream's frame is tagged and replicated; an R-tag cut short is
+eliminated and counted; a generated stream's frame is tagged and replicated, or, while its group of
+ports is not held, counted and given the node's default verdict untagged; an R-tag cut short is
 an encode error of its port; frames of no stream go through the pipeline as on a node without FRER,
 and a node without streams never runs the stage."""
 
@@ -120,6 +121,26 @@ def test_a_generated_stream_is_tagged_and_replicated_in_order(node):
         assert out == tagged(udp(GENERATED), seq)
     streams = node.table("dpp_frer_streams").get(2)
     assert streams.next_seq == 3
+
+
+@pytest.mark.parametrize("default", ["pass", "drop"])
+def test_a_generated_stream_without_its_group_gets_the_default_verdict_untagged_and_unnumbered(ns, default):
+    dp = Dataplane.open(default_verdict=default)
+    try:
+        frer = install(dp, STREAMS)
+        group = dp.table("dpp_frer_streams").get(2).tx_group
+        ports = frer.groups()[group]
+        frer.groups_clear([group])
+        for _ in range(2):
+            outcome = dp.test_run(udp(GENERATED))
+            assert (outcome.verdict, outcome.data) == (default.upper(), udp(GENERATED))
+        assert reasons(dp)["frer_no_group"] == 2
+        assert dp.table("dpp_frer_streams").get(2).next_seq == 0, "no number taken"
+        frer.groups_set({group: ports})  # held again: numbered from where the stream stood
+        outcome = dp.test_run(udp(GENERATED))
+        assert (outcome.verdict, outcome.data[4:]) == ("REDIRECT", tagged(udp(GENERATED), 0))
+    finally:
+        dp.close()
 
 
 def test_frames_of_no_stream_go_through_the_pipeline_as_without_frer(node):

@@ -1,7 +1,8 @@
 """The talker side in the kernel (dpp_frer_talker, BPF_PROG_TEST_RUN): a frame of a GENERATE stream
 leaves with an R-tag behind its addresses and VLAN tags, numbered 0, 1, 2, ... per stream, and the
 stream's handle in front of it for the egress programs; frames of no stream, of a stream this node
-does not generate, and frames already tagged go on untouched."""
+does not generate, and frames already tagged go on untouched; a generated stream with no group of
+ports held is dropped untagged, without taking a number."""
 
 from __future__ import annotations
 
@@ -11,14 +12,14 @@ from typing import Iterator
 
 import pytest
 
-from bench.libbpf import BpfObject, inner_map_set, map_update
+from bench.libbpf import BpfObject, inner_map_set, map_lookup, map_update
 from bench.libbpf import test_run as run_once
 from netapp.dataplane.abi import MapType
 from netapp.frer.abi import MAX_PORTS, RTAG_ETHERTYPE, Role, Stream
 from bench.frer.testbed import null_key
 from tests.utils.kernel import build_artifact, require_kernel
 
-XDP_PASS, XDP_REDIRECT = 2, 4
+XDP_DROP, XDP_PASS, XDP_REDIRECT = 1, 2, 4
 DMAC = "02:00:00:00:aa:01"
 BODY = bytes(range(60))
 
@@ -72,3 +73,20 @@ def test_frames_of_no_generated_stream_and_tagged_frames_go_on_untouched(talker)
     for packet in (frame(vlan=9), frame(vlan=10), frame(ethertype=RTAG_ETHERTYPE)):
         result = run(talker, packet)
         assert (result.retval, result.data) == (XDP_PASS, packet)
+
+
+def test_a_generated_stream_without_a_group_is_dropped_untagged_and_takes_no_number(talker):
+    handle, group = 24, 9  # no entry 9 of dpp_frer_tx is written
+    map_update(talker.map_fd("dpp_frer_null"), null_key(DMAC, 11), c_uint32(handle))
+    map_update(talker.map_fd("dpp_frer_streams"), c_uint32(handle), Stream(role=Role.GENERATE, tx_group=group))
+    sent = frame(vlan=11)
+    for _ in range(2):
+        result = run(talker, sent)
+        assert (result.retval, result.data) == (XDP_DROP, sent)
+    stream = Stream()
+    assert map_lookup(talker.map_fd("dpp_frer_streams"), c_uint32(handle), stream)
+    assert stream.next_seq == 0, "no number taken: the listener sees no gap once the group is written"
+    inner_map_set(talker.map_fd("dpp_frer_tx"), group, MapType.DEVMAP_HASH, MAX_PORTS, [], 4, 8)
+    result = run(talker, sent)
+    assert result.retval == XDP_REDIRECT
+    assert result.data[4 + 16 : 4 + 22] == struct.pack("!HHH", RTAG_ETHERTYPE, 0, 0)

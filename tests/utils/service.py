@@ -6,7 +6,7 @@ from __future__ import annotations
 import secrets
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Iterable, Iterator, Mapping, Optional
 
 from netapp.core.config import Settings
 from netapp.dataplane import binding
@@ -99,6 +99,16 @@ def grant_site(service: NetAppService, *tenants: str) -> None:
     traffic isolation grant traffic instead)."""
     for tenant in tenants:
         TenantService(lambda: service.store).put_tenant(ADMIN, tenant, TenantSpec(site=True))
+
+
+def grant_subnets(store: Store, tenants: Mapping[str, tuple[str, Iterable[str]]]) -> None:
+    """Each tenant (-> an address of its, its ports) granted the traffic to the address's /24 (IPv4),
+    anywhere and on each of its ports (what a replicating function's rules identify and send out of)."""
+    service = TenantService(lambda: store)
+    for tenant, (address, ports) in tenants.items():
+        prefix = f"{address.rsplit('.', 1)[0]}.0/24"
+        traffic = [{"dst": prefix}, *({"interface": port, "dst": prefix} for port in ports)]
+        service.put_tenant(ADMIN, tenant, TenantSpec.model_validate({"traffic": traffic}))
 
 
 def pinned_instance(prefix: str) -> Iterator[str]:

@@ -18,23 +18,29 @@ struct replica_meta {
 	__u32 id;
 };
 
-/* The frame broadcast to every port of entry `group` of `groups` (a map of DEVMAP or DEVMAP_HASH
- * groups); `flags`: more BPF_F_* of bpf_redirect_map. XDP_ABORTED when no such group is held (the
- * control plane writes a group before the rules that name it). */
+/* The group of ports at entry `group` of `groups` (a map of DEVMAP or DEVMAP_HASH groups); NULL
+ * when none is held there. */
+static __always_inline void *replica_group(void *groups, __u32 group)
+{
+	return bpf_map_lookup_elem(groups, &group);
+}
+
+/* The frame broadcast to every port of entry `group` of `groups`; `flags`: more BPF_F_* of
+ * bpf_redirect_map. XDP_ABORTED when no such group is held (the control plane writes a group before
+ * the rules that name it). */
 static __always_inline int broadcast_group(void *groups, __u32 group, __u64 flags)
 {
-	void *ports = bpf_map_lookup_elem(groups, &group);
+	void *ports = replica_group(groups, group);
 
 	if (!ports)
 		return XDP_ABORTED;
 	return bpf_redirect_map(ports, 0, BPF_F_BROADCAST | flags);
 }
 
-/* The frame marked with `id` and broadcast to the ports of entry `group` of `groups`
- * (broadcast_group); XDP_ABORTED when the frame cannot take the metadata or no such group is
- * held. */
-static __always_inline int replicate(struct xdp_md *ctx, void *groups, __u32 group, __u32 id,
-				     __u64 flags)
+/* The frame marked with `id` and broadcast to `ports`, a group replica_group found (the caller
+ * decides what a frame with no group gets before it changes the frame); XDP_ABORTED when the
+ * frame cannot take the metadata. */
+static __always_inline int replicate(struct xdp_md *ctx, void *ports, __u32 id, __u64 flags)
 {
 	struct replica_meta *meta;
 
@@ -44,7 +50,7 @@ static __always_inline int replicate(struct xdp_md *ctx, void *groups, __u32 gro
 	if ((void *)(meta + 1) > (void *)(long)ctx->data)
 		return XDP_ABORTED;
 	meta->id = id;
-	return broadcast_group(groups, group, flags);
+	return bpf_redirect_map(ports, 0, BPF_F_BROADCAST | flags);
 }
 
 /* In an egress program: the id a copy was marked with; false for a frame no replicate() marked. */

@@ -2,7 +2,8 @@
 /* FRER's decisions on one frame, shared by the programs of a FRER node (dpp_frer.bpf.c) and the
  * pipeline's FRER stage (nf/frer/stage.h): the frame's stream, then generation (talker side) or
  * recovery (listener side). Each returns an XDP verdict, or FRER_ONWARD for a frame FRER leaves to
- * what comes after it: the kernel's stack on a FRER node, the pipeline on a NetApp node. */
+ * what comes after it: the kernel's stack on a FRER node, the pipeline on a NetApp node; generation
+ * also FRER_UNGROUPED (below). */
 #ifndef DPP_NF_FRER_NODE_H
 #define DPP_NF_FRER_NODE_H
 
@@ -14,6 +15,9 @@
 #include "nf/frer/replicate.h"
 
 #define FRER_ONWARD (-1)
+/* A generated stream's frame that cannot be replicated (no group of ports held): dropped or passed as
+ * the program's setting says. */
+#define FRER_UNGROUPED (-2)
 
 /* The stream a frame belongs to here (0: none) and this node's part in it. */
 struct frer_match {
@@ -65,13 +69,22 @@ static __always_inline bool frer_plays(const struct frer_match *m, __u8 role)
 	return m->stream && m->stream->role == role;
 }
 
-/* Talker side: an untagged frame of a stream generated here gets its number and is replicated. */
+/* Talker side: an untagged frame of a stream generated here gets its number and is replicated. A
+ * stream with no group of ports held (dpp_frer_tx emptied under it) cannot be: its frame is
+ * FRER_UNGROUPED, untouched and without a number (the listener sees no gap), *reason saying why. */
 static __always_inline int frer_generate(struct xdp_md *ctx, const struct frer_frame *f,
-					 const struct frer_match *m)
+					 const struct frer_match *m, __u32 *reason)
 {
+	void *ports;
+
 	if (f->tagged || !frer_plays(m, DPP_FRER_ROLE_GENERATE))
 		return FRER_ONWARD;
-	return frer_replicate(ctx, f, m->handle, m->stream);
+	ports = frer_ports(m->stream);
+	if (!ports) {
+		*reason = DPP_REASON_FRER_NO_GROUP;
+		return FRER_UNGROUPED;
+	}
+	return frer_replicate(ctx, f, m->handle, m->stream, ports);
 }
 
 /* Listener side: a frame of a stream recovered here passes once (its R-tag popped if the stream

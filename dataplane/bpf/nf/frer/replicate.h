@@ -61,14 +61,21 @@ static __always_inline int frer_push(struct xdp_md *ctx, const struct frer_frame
 	return frer_push_at(ctx, seq, 2 * ETH_ALEN + 2 * FRER_VLAN_LEN);
 }
 
-/* The stream's frame, tagged, to its member ports but the one it came in on. XDP_ABORTED when the
- * frame cannot take the tag or the metadata, or the stream has no group of ports. */
+/* The group of the stream's member ports (its tx_group of dpp_frer_tx); NULL when none is held
+ * there. */
+static __always_inline void *frer_ports(const struct dpp_frer_stream *s)
+{
+	return replica_group(&dpp_frer_tx, s->tx_group);
+}
+
+/* The stream's frame, numbered and tagged, to `ports` (frer_ports) but the one it came in on.
+ * XDP_ABORTED when the frame cannot take the tag or the metadata. */
 static __always_inline int frer_replicate(struct xdp_md *ctx, const struct frer_frame *f, __u32 stream,
-					  struct dpp_frer_stream *s)
+					  struct dpp_frer_stream *s, void *ports)
 {
 	if (frer_push(ctx, f, frer_next_seq(s)))
 		return XDP_ABORTED;
-	return replicate(ctx, &dpp_frer_tx, s->tx_group, stream, BPF_F_EXCLUDE_INGRESS);
+	return replicate(ctx, ports, stream, BPF_F_EXCLUDE_INGRESS);
 }
 
 /* Gives an untagged frame a VLAN tag with `vid` (priority 0) behind its addresses. */

@@ -51,6 +51,17 @@ static __always_inline int frer_onward(struct xdp_md *ctx)
 	return XDP_PASS;
 }
 
+/* A generated stream's frame that cannot be replicated gets the node's default verdict
+ * (dpp_config.default_verdict, the pipeline's for what it cannot handle): dropped, or passed to the
+ * kernel as it came. */
+static __always_inline int frer_ungrouped(void)
+{
+	__u32 zero = 0;
+	const struct dpp_config *cfg = bpf_map_lookup_elem(&dpp_config, &zero);
+
+	return cfg && cfg->default_verdict == XDP_DROP ? XDP_DROP : XDP_PASS;
+}
+
 /* The stage's own verdicts are counted as the entry counts its own. */
 static __always_inline int frer_counted(int verdict, __u32 reason, __u64 bytes)
 {
@@ -72,7 +83,9 @@ int dpp_frer_stage(struct xdp_md *ctx)
 	count(&dpp_prog_stats, DPP_PROG_FRER, bytes);
 	if (!frer_frame(ctx, &f, &m, kinds ? *kinds : 0, &reason))
 		return frer_counted(XDP_DROP, reason, bytes);
-	verdict = frer_generate(ctx, &f, &m);
+	verdict = frer_generate(ctx, &f, &m, &reason);
+	if (verdict == FRER_UNGROUPED)
+		verdict = frer_ungrouped();
 	if (verdict == FRER_ONWARD)
 		verdict = frer_eliminate(ctx, &f, &m, &reason);
 	if (verdict != FRER_ONWARD)

@@ -169,6 +169,7 @@ enum dpp_frer_gate {
 #define DPP_FRER_REASONS(X)                                                                      \
 	X(FRER, FRER_ELIMINATED, frer_eliminated, 0) /* a duplicate (or rogue) copy: dropped */ \
 	X(FRER, FRER_BAD_RTAG, frer_bad_rtag, 1)     /* R-tag cut short: dropped, an encode error */ \
-	X(FRER, FRER_NO_STREAM, frer_no_stream, 2)   /* R-tagged, no stream recovers it here: passed */
+	X(FRER, FRER_NO_STREAM, frer_no_stream, 2)   /* R-tagged, no stream recovers it here: passed */ \
+	X(FRER, FRER_NO_GROUP, frer_no_group, 3)     /* generated, no group of ports: default verdict */
 
 #endif /* DPP_NF_FRER_H */
