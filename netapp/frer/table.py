@@ -2,9 +2,10 @@
 
 The plain maps (identities, streams, members, the ports' counters) go through the generic tables
 (`table_of(name)`, as netapp.routing.table). What needs more than a plain write is the data plane's
-(`FrerCalls`, netapp.frer.dataplane): a recovery function's counters and state read as one snapshot
-(under its lock, BPF_F_LOCK), dpp_frer_tx, each generated stream's group of member ports (a map of
-DEVMAP groups by stream handle, whose entries carry the egress program), and the gate
+(`FrerCalls`, netapp.frer.dataplane): a recovery function's counters and state read under its lock
+(BPF_F_LOCK), with what its CPUs counted without the lock added (dpp_frer_cpu_counts),
+dpp_frer_tx, each generated stream's group of member ports (a map of DEVMAP groups by stream
+handle, whose entries carry the egress program), and the gate
 (dpp_frer_gate: the kinds of identification the pipeline's FRER stage tries, none on a node without
 streams).
 
@@ -290,8 +291,9 @@ class FrerMaps:
                 recovery.append((c_uint32(handle), parameters))
             if _placement(now.streams.get(handle, Stream())) != _placement(value):
                 streams.append((c_uint32(handle), value))
-        # The CPUs' counts zeroed first: a frame they count before the slot is written was decided
-        # by the old one, the same stream's
+        # The CPUs' counts zeroed before the slot is written: a frame counted between the two writes
+        # was decided under the old parameters and is counted with the new ones (a handle given to
+        # a new stream was emptied before and counted nothing since)
         self._cpu_counts.fill([key for key, _ in recovery])
         self._recovery.update(recovery)
         self._streams.update(streams)
