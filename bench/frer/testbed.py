@@ -18,13 +18,15 @@ from typing import Iterator, Optional, Union
 
 from bench.libbpf import BPF_F_LOCK, BpfObject, inner_map_set, map_lookup, map_update
 from bench.throughput.sink import attach_native
-from netapp.frer.abi import MAX_PORTS, Algo, MemberKey, NullKey, Recovery, Stream
+from netapp.dataplane.handle import possible_cpus
+from netapp.frer.abi import MAX_PORTS, Algo, CpuCounts, MemberKey, NullKey, Recovery, Stream
 from netapp.dataplane.abi import MapType
 from netapp.dataplane.facade import Dataplane
 from netapp.frer.compiler import FrerTables, assign_groups, compile_streams
 from netapp.frer.dataplane import FrerDataplane, ip_mask_slots
 from netapp.frer.model import RecoveryConfig
 from netapp.frer.models import FrerStream
+from netapp.frer.slots import with_cpu_counts
 from netapp.testbed import netns
 from netapp.testbed.frer_site import FrerSite
 from netapp.testbed.topology import Port
@@ -115,6 +117,15 @@ def listener_stream(site: FrerSite, spec: StreamSpec, recovery: RecoveryConfig) 
     })  # fmt: skip
 
 
+def read_recovery(obj: BpfObject, handle: int) -> Recovery:
+    """Stream `handle`'s recovery slot in the loaded FRER object `obj`, read under its lock, with what
+    its CPUs counted without the lock added."""
+    slot, cpus = Recovery(), (CpuCounts * possible_cpus())()
+    map_lookup(obj.map_fd("dpp_frer_recovery"), c_uint32(handle), slot, BPF_F_LOCK)
+    map_lookup(obj.map_fd("dpp_frer_cpu_counts"), c_uint32(handle), cpus)
+    return with_cpu_counts(slot, cpus)
+
+
 class FrerNode:
     """dpp_frer.bpf.o on one node of the site."""
 
@@ -165,9 +176,7 @@ class FrerNode:
         return value
 
     def recovery(self, handle: int) -> Recovery:
-        value = Recovery()
-        map_lookup(self.maps["dpp_frer_recovery"], c_uint32(handle), value, BPF_F_LOCK)
-        return value
+        return read_recovery(self.obj, handle)
 
 
 class PipelineNode:

@@ -76,7 +76,7 @@ int xdp_frer(struct xdp_md *ctx)
 	if (hdr->auto_seq)
 		f.seq = auto_seq();
 	r = frer_recovery(stream);
-	decision = frer_recover(r, f.tagged, f.seq, now);
+	decision = frer_recover(r, stream, f.tagged, f.seq, now);
 	hdr->decision = decision;
 	if (!frer_passes(decision))
 		return XDP_DROP;

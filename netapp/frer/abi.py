@@ -96,11 +96,11 @@ class Recovery(Structure):
         ("algo", c_uint8),
         ("history_len", c_uint8),
         ("flags", c_uint8),
-        ("take_any", c_uint8),
-        ("seq", c_uint16),
-        ("span", c_uint8),
         ("latent_paths", c_uint8),
         ("history", c_uint32),
+        ("seq", c_uint16),
+        ("span", c_uint8),
+        ("take_any", c_uint8),
         ("reset_ns", c_uint64),
         ("restart_ns", c_uint64),
         ("passed", c_uint64),
@@ -124,6 +124,14 @@ class Recovery(Structure):
 
     def counters(self) -> dict[str, int]:
         return {name: getattr(self, name) for name in COUNTERS}
+
+
+class CpuCounts(Structure):
+    """dpp_frer_cpu_counts's value on one CPU: the frames it passed and discarded without the slot's
+    lock (netapp.frer.slots.with_cpu_counts adds them to the slot's)."""
+
+    C_NAME = "dpp_frer_cpu_counts"
+    _fields_ = [("passed", c_uint64), ("discarded", c_uint64)]
 
 
 class NullKey(Structure):
@@ -164,10 +172,11 @@ ENUMS = (
     c_enum("dpp_frer_decision", "DPP_FRER_")(Decision),
     c_enum("dpp_frer_gate", "DPP_FRER_GATE_")(Gate),
 )
-STRUCTS = (Recovery, NullKey, Stream, MemberKey, Member, PortStats)
+STRUCTS = (Recovery, CpuCounts, NullKey, Stream, MemberKey, Member, PortStats)
 # name -> (map type, key, value, size)
 MAPS = {
     "dpp_frer_recovery": ("ARRAY", c_uint32, Recovery, "DPP_MAX_FRER_STREAMS"),
+    "dpp_frer_cpu_counts": ("PERCPU_ARRAY", c_uint32, CpuCounts, "DPP_MAX_FRER_STREAMS"),
     "dpp_frer_streams": ("ARRAY", c_uint32, Stream, "DPP_MAX_FRER_STREAMS"),
     "dpp_frer_null": ("HASH", NullKey, c_uint32, "DPP_MAX_FRER_IDENTITIES"),
     "dpp_frer_ip": ("HASH", "dpp_flow_key", c_uint32, "DPP_MAX_FRER_IDENTITIES"),

@@ -2,8 +2,8 @@
 the generated streams replicate through (dpp_frer_tx, a map of DEVMAP groups, netapp.dataplane.groups;
 the ports that name a VLAN id with the egress program that sets it, dpp_frer_egress), the
 gate that hands frames to the pipeline's FRER stage (dpp_frer_gate), and the recovery functions
-read whole (libdpp reads a map whose values hold a bpf_spin_lock under the lock: counters and state
-are one snapshot)."""
+read whole (libdpp reads a map whose values hold a bpf_spin_lock under the lock), with what each CPU
+counted for them without the lock (dpp_frer_cpu_counts) added."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from netapp.dataplane.abi import FlowKey
 from netapp.dataplane.groups import DevmapGroups
 from netapp.frer.abi import MAX_IP_MASKS, VLAN_ANY, Gate, MemberKey, Recovery, Role
 from netapp.frer.compiler import FrerTables, Group, assign_groups
+from netapp.frer.slots import with_cpu_counts
 
 EGRESS_PROG = "dpp_frer_egress"  # the devmap program of FRER's ports (dpp.bpf.c)
 
@@ -39,6 +40,7 @@ class FrerDataplane:
         self._streams = dataplane.table("dpp_frer_streams")
         self._gate = dataplane.table("dpp_frer_gate")
         self._recovery = dataplane.table("dpp_frer_recovery")
+        self._cpu_counts = dataplane.table("dpp_frer_cpu_counts")
 
     def install(self, tables: FrerTables) -> None:
         """Every entry of `tables` written (added or replaced, nothing removed), their groups set and
@@ -102,5 +104,7 @@ class FrerDataplane:
         return Gate(self._gate.get(0) or 0)
 
     def recovery_read(self, handles: Sequence[int]) -> list[Recovery]:
-        """The recovery slots of `handles`, each read whole under its lock."""
-        return [value if value is not None else Recovery() for value in self._recovery.lookup(list(handles))]
+        """The recovery slots of `handles`, each read whole under its lock, its CPUs' counts added."""
+        handles = list(handles)
+        return [with_cpu_counts(slot, cpus)
+                for slot, cpus in zip(self._recovery.lookup(handles), self._cpu_counts.lookup(handles))]

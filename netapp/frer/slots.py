@@ -1,8 +1,14 @@
-"""The slots of FRER's maps as the control plane writes them."""
+"""The slots of FRER's maps as the control plane writes them, and a recovery slot's counters as
+802.1CB gives them (the slot's and its CPUs' added)."""
 
 from __future__ import annotations
 
-from netapp.frer.abi import SEQ_SPACE, Flags, Recovery
+from typing import Iterable, Optional
+
+from netapp.frer.abi import SEQ_SPACE, CpuCounts, Flags, Recovery
+
+# What each CPU counts for a stream, without the slot's lock, beside the slot's own counters.
+CPU_COUNTED = tuple(name for name, _ in CpuCounts._fields_)
 from netapp.frer.model import RecoveryConfig
 
 
@@ -27,3 +33,14 @@ def recovery_value(config: RecoveryConfig, pop: bool = False) -> Recovery:
         take_any=1,
         seq=SEQ_SPACE - 1,
     )
+
+
+def with_cpu_counts(slot: Optional[Recovery], cpus: Optional[Iterable[CpuCounts]]) -> Recovery:
+    """A recovery slot (an empty one for None) whose passed and discarded are its stream's whole
+    counts: the frames decided under the slot's lock (counted in it) and those the CPUs decided
+    without it (dpp_frer_cpu_counts, `cpus` its value on each CPU)."""
+    whole = Recovery.from_buffer_copy(slot) if slot is not None else Recovery()
+    for cpu in cpus or ():
+        for name in CPU_COUNTED:
+            setattr(whole, name, getattr(whole, name) + getattr(cpu, name))
+    return whole

@@ -2,9 +2,10 @@
 
 The plain maps (identities, streams, members, the ports' counters) go through the generic tables
 (`table_of(name)`, as netapp.routing.table). What needs more than a plain write is the data plane's
-(`FrerCalls`, netapp.frer.dataplane): a recovery function's counters and state read as one snapshot
-(under its lock, BPF_F_LOCK), dpp_frer_tx, each generated stream's group of member ports (a map of
-DEVMAP groups by stream handle, whose entries carry the egress program), and the gate
+(`FrerCalls`, netapp.frer.dataplane): a recovery function's counters and state read under its lock
+(BPF_F_LOCK), with what its CPUs counted without the lock added (dpp_frer_cpu_counts),
+dpp_frer_tx, each generated stream's group of member ports (a map of DEVMAP groups by stream
+handle, whose entries carry the egress program), and the gate
 (dpp_frer_gate: the kinds of identification the pipeline's FRER stage tries, none on a node without
 streams).
 
@@ -35,6 +36,7 @@ from netapp.frer.abi import Gate, MemberKey, Recovery, Role, Stream
 from netapp.dataplane.groups import GroupPlan, GroupsFull
 from netapp.frer.compiler import FrerTables, Group, GroupKey, assign_groups, group_key, groups_of
 from netapp.frer.dataplane import gate_of, ip_mask_slots
+from netapp.frer.slots import with_cpu_counts
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +52,8 @@ class FrerCalls(Protocol):
     which comes with the pipeline's FRER stage)."""
 
     def recovery_read(self, handles: list[int]) -> list[Recovery]:
-        """The recovery slots of `handles`, each read under its lock (one consistent snapshot)."""
+        """The recovery slots of `handles`, each read under its lock, with what its CPUs counted
+        without the lock added (netapp.frer.slots.with_cpu_counts)."""
 
     def groups_set(self, groups: dict[int, Group]) -> None:
         """dpp_frer_tx: each group's ports (entry -> ifindex -> with the egress program), written whole."""
@@ -73,6 +76,7 @@ class TableFrerCalls:
 
     def __init__(self, table_of: TableOf):
         self._recovery = table_of("dpp_frer_recovery")
+        self._cpu_counts = table_of("dpp_frer_cpu_counts")
         self.groups: dict[int, Group] = {}
         self.kinds = Gate(0)
 
@@ -82,7 +86,8 @@ class TableFrerCalls:
         return sorted(set().union(*self.groups.values())) if self.groups else []
 
     def recovery_read(self, handles: list[int]) -> list[Recovery]:
-        return [value if value is not None else Recovery() for value in self._recovery.lookup(handles)]
+        return [with_cpu_counts(slot, cpus)
+                for slot, cpus in zip(self._recovery.lookup(handles), self._cpu_counts.lookup(handles))]
 
     def groups_set(self, groups: dict[int, Group]) -> None:
         self.groups.update({index: dict(group) for index, group in groups.items()})
@@ -146,6 +151,7 @@ class FrerMaps:
         self._ip = table_of("dpp_frer_ip")
         self._streams = table_of("dpp_frer_streams")
         self._recovery = table_of("dpp_frer_recovery")
+        self._cpu_counts = table_of("dpp_frer_cpu_counts")
         self._members = table_of("dpp_frer_members")
         self._port_stats = table_of("dpp_frer_port_stats")
         self._masks = table_of("dpp_frer_ip_masks")
@@ -285,6 +291,10 @@ class FrerMaps:
                 recovery.append((c_uint32(handle), parameters))
             if _placement(now.streams.get(handle, Stream())) != _placement(value):
                 streams.append((c_uint32(handle), value))
+        # The CPUs' counts zeroed before the slot is written: a frame counted between the two writes
+        # was decided under the old parameters and is counted with the new ones (a handle given to
+        # a new stream was emptied before and counted nothing since)
+        self._cpu_counts.fill([key for key, _ in recovery])
         self._recovery.update(recovery)
         self._streams.update(streams)
 
@@ -293,6 +303,7 @@ class FrerMaps:
         handles = sorted(handles)
         self._streams.update([(c_uint32(handle), Stream()) for handle in handles])
         self._recovery.update([(c_uint32(handle), Recovery()) for handle in handles])
+        self._cpu_counts.fill([c_uint32(handle) for handle in handles])
 
     # --- reads ---------------------------------------------------------------------------------
 

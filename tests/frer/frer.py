@@ -8,9 +8,10 @@ import struct
 from ctypes import c_uint32
 from typing import Optional
 
-from bench.libbpf import BPF_F_LOCK, BpfObject, map_lookup, map_update, test_run
+from bench.libbpf import BpfObject, map_update, test_run
 from netapp.dataplane.handle import possible_cpus
-from netapp.frer.abi import RTAG_ETHERTYPE, Decision, Recovery
+from bench.frer.testbed import read_recovery
+from netapp.frer.abi import RTAG_ETHERTYPE, CpuCounts, Decision, Recovery
 from netapp.frer.model import RecoveryConfig
 from netapp.frer.slots import recovery_value
 from tests.utils.kernel import build_artifact, require_kernel
@@ -45,19 +46,19 @@ class FrerProgram:
         self.obj = BpfObject(build_artifact("xdp_frer.bpf.o"))
         self.prog = self.obj.program_fd("xdp_frer")
         self.recovery = self.obj.map_fd("dpp_frer_recovery")
+        self._cpu_counts = self.obj.map_fd("dpp_frer_cpu_counts")
         self._seq = self.obj.map_fd("frer_test_seq")
 
     def close(self) -> None:
         self.obj.close()
 
     def configure(self, stream: int, config: Optional[RecoveryConfig], pop: bool = False) -> None:
+        map_update(self._cpu_counts, c_uint32(stream), (CpuCounts * possible_cpus())())
         map_update(self.recovery, c_uint32(stream), recovery_value(config, pop) if config else Recovery())
         map_update(self._seq, c_uint32(0), (c_uint32 * possible_cpus())())
 
     def state(self, stream: int) -> Recovery:
-        value = Recovery()
-        map_lookup(self.recovery, c_uint32(stream), value, BPF_F_LOCK)
-        return value
+        return read_recovery(self.obj, stream)
 
     def run(self, packet: bytes) -> tuple[int, Decision, bytes]:
         """One frame: the verdict, the function's decision, the frame as it leaves."""

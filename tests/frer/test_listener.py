@@ -11,13 +11,13 @@ from typing import Iterator
 
 import pytest
 
-from bench.libbpf import BPF_F_LOCK, BpfObject, map_lookup, map_update
+from bench.libbpf import BpfObject, map_lookup, map_update
 from bench.libbpf import test_run as run_once
 from netapp.dataplane.handle import possible_cpus
 from netapp.frer.abi import RTAG_ETHERTYPE, PortStats, Recovery, Role, Stream
 from netapp.frer.model import RecoveryConfig
 from netapp.frer.slots import recovery_value
-from bench.frer.testbed import null_key
+from bench.frer.testbed import null_key, read_recovery
 from tests.utils.kernel import build_artifact, require_kernel
 
 XDP_DROP, XDP_PASS = 1, 2
@@ -56,9 +56,7 @@ def encode_errors(obj: BpfObject) -> int:
 
 
 def recovery(obj: BpfObject) -> Recovery:
-    value = Recovery()
-    map_lookup(obj.map_fd("dpp_frer_recovery"), c_uint32(HANDLE), value, BPF_F_LOCK)
-    return value
+    return read_recovery(obj, HANDLE)
 
 
 def test_an_r_tag_cut_short_is_an_encode_error_of_its_port(listener):

@@ -17,8 +17,9 @@ from typing import Any, Iterator, Optional
 import pytest
 from scapy.layers.inet import IP, UDP
 
-from bench.libbpf import BPF_F_LOCK, BpfObject, inner_map_set, map_delete, map_keys, map_lookup
+from bench.libbpf import BpfObject, inner_map_set, map_delete, map_keys, map_lookup
 from bench.libbpf import test_run as run_once
+from bench.frer.testbed import read_recovery
 from netapp.dataplane.abi import MAPS, MapType
 from netapp.frer.abi import MAX_PORTS, RTAG_ETHERTYPE, Gate, NullKey, Recovery
 from netapp.frer.models import FrerStreamSpec
@@ -50,12 +51,7 @@ class ObjectFrer:
         return sorted(set().union(*self.groups.values())) if self.groups else []
 
     def recovery_read(self, handles: list[int]) -> list[Recovery]:
-        values = []
-        for handle in handles:
-            value = Recovery()
-            map_lookup(self.obj.map_fd("dpp_frer_recovery"), c_uint32(handle), value, BPF_F_LOCK)
-            values.append(value)
-        return values
+        return [read_recovery(self.obj, handle) for handle in handles]
 
     def groups_set(self, groups: dict[int, dict[int, bool]]) -> None:
         egress = self.obj.program_fd("dpp_frer_egress")
@@ -218,13 +214,14 @@ def test_a_change_writes_only_the_entries_it_touches(node):
     node.frer.put_stream(ADMIN, "new", listener("new", dmac=mac(99)))
     assert dumped(node) == [], "no map read whole"
     assert writes(node) == {("update", "dpp_frer_streams"): 1, ("update", "dpp_frer_recovery"): 1,
-                            ("update", "dpp_frer_null"): 1}
+                            ("update", "dpp_frer_cpu_counts"): 1, ("update", "dpp_frer_null"): 1}
     assert [node.run(tagged(7, mac(99))) for _ in range(2)] == [XDP_PASS, XDP_DROP], "the new stream eliminates"
     assert node.run(tagged(2, mac(3))) == XDP_DROP and passed(node, "l3") == (2, 1), "another's history kept"
     node.tables.calls.clear()
     node.frer.delete_stream(ADMIN, "new")
     assert dumped(node) == [] and writes(node) == {("delete", "dpp_frer_null"): 1, ("update", "dpp_frer_streams"): 1,
-                                                   ("update", "dpp_frer_recovery"): 1}
+                                                   ("update", "dpp_frer_recovery"): 1,
+                                                   ("update", "dpp_frer_cpu_counts"): 1}
     assert node.run(tagged(7, mac(99))) == XDP_PASS and node.run(tagged(7, mac(99))) == XDP_PASS, "no stream"
 
 

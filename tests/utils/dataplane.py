@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
 import pytest
@@ -68,15 +68,20 @@ def run_on_cpus(prog_fd: int, frame: bytes, repeat: int, cpus: Sequence[int], ou
     """BPF_PROG_TEST_RUN of `frame`, `repeat` times, on each of `cpus` at once (a thread pinned to
     each: the kernel runs the repetitions on the calling thread's CPU). CPU -> last verdict.
     out_size: room for an output longer than the frame (a program that pushes headers)."""
+    return run_each_on_cpus(prog_fd, {cpu: frame for cpu in cpus}, repeat, out_size)
+
+
+def run_each_on_cpus(prog_fd: int, frames: Mapping[int, bytes], repeat: int, out_size: int = 0) -> dict[int, int]:
+    """run_on_cpus with a frame of its own on each CPU (CPU -> frame)."""
     from bench.libbpf import test_run as prog_test_run
 
     verdicts: dict[int, int] = {}
 
     def receive(cpu: int) -> None:
         os.sched_setaffinity(0, {cpu})
-        verdicts[cpu] = prog_test_run(prog_fd, frame, repeat, out_size=out_size).retval
+        verdicts[cpu] = prog_test_run(prog_fd, frames[cpu], repeat, out_size=out_size).retval
 
-    threads = [threading.Thread(target=receive, args=(cpu,)) for cpu in cpus]
+    threads = [threading.Thread(target=receive, args=(cpu,)) for cpu in frames]
     for thread in threads:
         thread.start()
     for thread in threads:

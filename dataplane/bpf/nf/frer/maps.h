@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* The maps of FRER: the sequence recovery functions by stream handle (read with BPF_F_LOCK), the
- * streams, their identification, each generated stream's group of ports, per-port counters. */
+/* The maps of FRER: the sequence recovery functions by stream handle (read with BPF_F_LOCK) and
+ * what each CPU counted for them, the streams, their identification, each generated stream's group
+ * of ports, per-port counters. */
 #ifndef DPP_NF_FRER_MAPS_H
 #define DPP_NF_FRER_MAPS_H
 
@@ -19,6 +20,16 @@ struct {
 	__type(key, __u32);
 	__type(value, struct dpp_frer_recovery);
 } dpp_frer_recovery SEC(".maps");
+
+/* stream handle -> the frames this CPU passed and discarded without the slot's lock (a duplicate
+ * then writes nothing another CPU reads, a frame in order only the state word); the slot counts
+ * the rest */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, DPP_MAX_FRER_STREAMS);
+	__type(key, __u32);
+	__type(value, struct dpp_frer_cpu_counts);
+} dpp_frer_cpu_counts SEC(".maps");
 
 /* stream handle -> this node's part in it (GENERATE: its sequence counter) */
 struct {

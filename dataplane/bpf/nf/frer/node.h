@@ -101,7 +101,7 @@ static __always_inline int frer_eliminate(struct xdp_md *ctx, const struct frer_
 		return FRER_ONWARD;
 	}
 	r = frer_recovery(m->handle);
-	decision = frer_recover(r, f->tagged, f->seq, bpf_ktime_get_ns());
+	decision = frer_recover(r, m->handle, f->tagged, f->seq, bpf_ktime_get_ns());
 	if (!frer_passes(decision)) {
 		*reason = DPP_REASON_FRER_ELIMINATED;
 		return XDP_DROP;

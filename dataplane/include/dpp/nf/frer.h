@@ -76,26 +76,35 @@ enum dpp_frer_decision {
 
 /* Value of dpp_frer_recovery, by stream handle: one sequence recovery function. The control plane
  * writes the parameters with the state and counters zeroed but take_any set (the state after
- * SequenceRecoveryReset, which the standard runs at BEGIN, not counted as a reset); the data path
- * changes the state and counters together under the lock, and user space reads them with
- * BPF_F_LOCK, so that counters and state are one consistent snapshot. Times are the kernel's clock
- * (bpf_ktime_get_ns), ns. The timers of the standard (RemainingTicks, the latent error test and
- * reset periods) are kept as times and acted on when the next frame of the stream arrives.
+ * SequenceRecoveryReset, which the standard runs at BEGIN, not counted as a reset). The data path
+ * decides a frame in order or a duplicate without the lock: the state that decides it (history,
+ * seq, span, take_any) is one aligned 8-byte word, read at once and replaced by compare-and-swap;
+ * the rare paths (a reset, latent error detection, a frame outside the history, the first after a
+ * reset, one without an R-tag) take the lock (nf/frer/recover.h says why the two together are
+ * linearizable). The frames passed and discarded without the lock are counted per CPU
+ * (dpp_frer_cpu_counts), those under it here: frerCpsSeqRcvyPassedPackets and
+ * frerCpsSeqRcvyDiscardedPackets are the sums. User space reads a slot with
+ * BPF_F_LOCK: a consistent snapshot of the lock's part, the rest as of a moment during the read.
+ * Times are the kernel's clock (bpf_ktime_get_ns), ns. The timers of the standard (RemainingTicks,
+ * the latent error test and reset periods) are kept as times and acted on when the next frame of
+ * the stream arrives.
  *
  * Three cache lines, the slots page-aligned (dpp_frer_recovery is mmapable for that): the first
- * line holds all that a frame in order or a duplicate reads and writes (lock, parameters, state,
- * the counters those frames move), so that a stream's frame touches one line of it; the rare
- * counters and latent error detection (opt-in) come after. */
+ * line holds all that a frame in order or a duplicate reads and writes (parameters, state, the
+ * counters those frames move), so that a stream's frame touches one line of it; the rare counters
+ * and latent error detection (opt-in) come after. */
 struct dpp_frer_recovery {
 	struct bpf_spin_lock lock;
 	__u8 algo;	  /* enum dpp_frer_algo */
 	__u8 history_len; /* frerSeqRcvyHistoryLength, 2..32 (the vector's); 0: an empty slot */
 	__u8 flags;	  /* enum dpp_frer_flags */
-	__u8 take_any;	  /* TakeAny: the next tagged frame passes whatever its number */
-	__u16 seq;	  /* RecovSeqNum */
-	__u8 span;	  /* sequence numbers from the first passed after TakeAny up to seq, at most 255 */
 	__u8 latent_paths; /* frerSeqRcvyLatentErrorPaths */
-	__u32 history;	  /* SequenceHistory: bit i set when seq - i has been seen */
+	/* the state, one 8-byte word at offset 8 (union frer_state in nf/frer/recover.h) */
+	__u32 history; /* SequenceHistory: bit i set when seq - i has been seen */
+	__u16 seq;     /* RecovSeqNum */
+	__u8 span;     /* sequence numbers from the first passed after TakeAny up to seq, at most 255 */
+	__u8 take_any; /* TakeAny: the next tagged frame passes whatever its number (1); bit 7 is the
+			* lock holder's while it decides (never seen under BPF_F_LOCK) */
 	__u64 reset_ns;	  /* frerSeqRcvyResetMSec, in ns; 0: never reset by time */
 	__u64 restart_ns; /* when RemainingTicks was last restarted (a passed frame) */
 	/* counters, frerCpsSeqRcvy... (10.8) */
@@ -149,6 +158,14 @@ struct dpp_frer_member_key {
 struct dpp_frer_member {
 	__u16 vlan;
 	__u16 reserved;
+};
+
+/* Value of dpp_frer_cpu_counts (per CPU), by stream handle: the frames this CPU decided without
+ * the slot's lock, passed (in order or out of order) and discarded (duplicates); the slot's passed
+ * and discarded count those decided under it. */
+struct dpp_frer_cpu_counts {
+	__u64 passed;
+	__u64 discarded;
 };
 
 /* Value of dpp_frer_port_stats (per CPU), by ingress ifindex: frerCpsSeqEncErroredPackets, frames
