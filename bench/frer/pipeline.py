@@ -36,6 +36,8 @@ LISTENER_MAC, TALKER_MAC, OTHER_MAC = "02:00:00:00:00:02", "02:00:00:00:00:03", 
 SOURCE_MAC = "02:00:00:00:00:01"
 COLD_STREAMS = MAX_STREAMS - 1
 GENERATED = COLD_STREAMS  # the handle of the one generated stream, after the recovered ones
+GROUP = 1  # its group of ports in dpp_frer_tx
+LOOPBACK_IFINDEX = 1  # the group's one port: the broadcast is decided, never sent (no live frames)
 SEEN = 7  # the number every recovered stream has passed already: each copy of it is a duplicate
 VLAN_TAG_AT = 12  # the VLAN tag (TPID, TCI), a big-endian word the walk writes: a stream per VLAN id
 FRAME = 128
@@ -68,7 +70,8 @@ def seen_recovery() -> Recovery:
 
 class PipelineBench:
     """One anonymous instance: streams 1..COLD_STREAMS recovered (null identification: the listener's
-    MAC, VLAN id = handle), stream GENERATED generated (the talker's MAC) to no port."""
+    MAC, VLAN id = handle), stream GENERATED generated (the talker's MAC) to group GROUP: the loopback
+    (a stream without a group is not replicated: it takes the node's default verdict, frer_no_group)."""
 
     def __init__(self, harness: Harness):
         self.harness = harness
@@ -79,7 +82,8 @@ class PipelineBench:
         self.dp.table("dpp_frer_null").update(
             [(null_key(LISTENER_MAC, h), h) for h in handles] + [(null_key(TALKER_MAC, 1), GENERATED)])
         self.dp.table("dpp_frer_streams").update(
-            [(h, Stream(role=Role.RECOVER)) for h in handles] + [(GENERATED, Stream(role=Role.GENERATE))])
+            [(h, Stream(role=Role.RECOVER)) for h in handles] + [(GENERATED, Stream(role=Role.GENERATE, tx_group=GROUP))])
+        self.frer.groups_set({GROUP: {LOOPBACK_IFINDEX: False}})
 
     def close(self) -> None:
         self.harness.release_target()
