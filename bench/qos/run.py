@@ -77,11 +77,16 @@ def build(policers: int, build_dir: Path = BUILD_DIR, dataplane: Path = DATAPLAN
     return obj
 
 
-def before_value(policer: Policer) -> Policer:
-    """What a build from before GCRA runs for `policer`: GCRA's rate and burst as its token bucket
-    (the algorithm the lock-free one replaces); the others as they are."""
+def knows_gcra(dataplane: Path) -> bool:
+    """Whether another tree's data plane has GCRA (its ABI header names the algorithm)."""
+    return "DPP_POLICE_ALGO_GCRA" in (dataplane / "include" / "dpp" / "nf" / "qos.h").read_text()
+
+
+def before_value(policer: Policer, gcra: bool) -> Policer:
+    """What another build runs for `policer`: in a build from before GCRA (`gcra` false), GCRA's rate
+    and burst as its token bucket (the algorithm the lock-free one replaces); the others as they are."""
     value = Policer.from_buffer_copy(bytes(policer))
-    if value.algo == Algo.GCRA:
+    if value.algo == Algo.GCRA and not gcra:
         value.algo, value.interval = Algo.TOKEN_BUCKET, 0
     return value
 
@@ -117,6 +122,7 @@ class PoliceBench:
         self.skip_fd = self.obj.program_fd("xdp_police_skip")
         self._policers_fd = self.obj.map_fd("dpp_policers")
         self.before = BpfObject(build(policers, dataplane=before)) if before else None
+        self.before_gcra = knows_gcra(before) if before else False
 
     def close(self) -> None:
         self.harness.release_target()
@@ -129,7 +135,7 @@ class PoliceBench:
         for policer_id in range(1, self.policers + 1):
             map_update(self._policers_fd, c_uint32(policer_id), policer)
         if self.before:
-            before_fd, value = self.before.map_fd("dpp_policers"), before_value(policer)
+            before_fd, value = self.before.map_fd("dpp_policers"), before_value(policer, self.before_gcra)
             for policer_id in range(1, self.policers + 1):
                 map_update(before_fd, c_uint32(policer_id), value)
 

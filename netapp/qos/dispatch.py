@@ -56,7 +56,6 @@ class Dispatcher:
         self._ifaces = dataplane.table("dpp_rss_ifaces")
         self._workers: Table = dataplane.table("dpp_rss_workers")
         self._queues: Table = dataplane.table("dpp_rss_cpu_map")
-        self._stats: PerCpuTable = dataplane.table("dpp_rss_stats")
         self._plan = self._pinned()
 
     def apply(self, plan: DispatchPlan) -> None:
@@ -93,9 +92,7 @@ class Dispatcher:
 
     def dispatched(self) -> dict[int, int]:
         """Worker CPU -> packets dispatched to it (by the hash or a steering rule), summed over CPUs."""
-        counts = self._stats.lookup(list(range(self._stats.max_entries)))
-        return {cpu: sum(c.packets for c in per_cpu) for cpu, per_cpu in enumerate(counts) if per_cpu
-                and any(c.packets for c in per_cpu)}
+        return {cpu: packets for cpu, (packets, _) in worker_counters(self._dp).items()}
 
     def _pinned(self) -> DispatchPlan:
         """What the maps hold already (a restart finds the last run's): undone by the first apply."""
@@ -107,6 +104,16 @@ class Dispatcher:
 
     def _worker_fd(self) -> int:
         return self._dp.program_fd(WORKER_PROG)
+
+
+def worker_counters(dataplane: Any) -> dict[int, tuple[int, int]]:
+    """Worker CPU -> (packets, bytes) dispatched to it since the instance was loaded, summed over the
+    CPUs that dispatched them; the workers given nothing left out (the telemetry's dpp_rss_worker)."""
+    stats: PerCpuTable = dataplane.table("dpp_rss_stats")
+    counts = stats.lookup(list(range(stats.max_entries)))
+    summed = {cpu: (sum(c.packets for c in per_cpu), sum(c.bytes for c in per_cpu))
+              for cpu, per_cpu in enumerate(counts) if per_cpu}
+    return {cpu: values for cpu, values in summed.items() if values[0]}
 
 
 def apply_settings(dataplane: Any, workers: Sequence[int], interfaces: Sequence[str],

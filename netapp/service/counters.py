@@ -9,6 +9,7 @@ from typing import Callable, Optional
 import numpy
 
 from netapp.dataplane.binding import DataplaneError
+from netapp.qos.dispatch import worker_counters
 from netapp.service.state import ServiceState
 from netapp.telemetry.interfaces import read_interfaces
 from netapp.telemetry.sample import Counters, CpuCounters, IntentTable, rule_rows
@@ -41,6 +42,7 @@ class ServiceCounters:
                 verdicts=dataplane.verdict_stats(),
                 actions=dataplane.action_stats(),
                 reasons=dataplane.reason_stats(),
+                workers={str(cpu): values for cpu, values in worker_counters(dataplane).items()},
             )
             attached = self._attachments()
         liveness = state.liveness

@@ -25,6 +25,7 @@ from netapp.telemetry.poll import (
     CPU,
     INTERFACE,
     REASON,
+    RSS_WORKER,
     SLICE,
     TELEMETRY,
     VERDICT,
@@ -318,6 +319,7 @@ class Collector:
         yield from self._table_points(VERDICT, "verdict", counters.verdicts, time_ns, rates)
         yield from self._table_points(ACTION, "action", counters.actions, time_ns, rates)
         yield from self._table_points(REASON, "reason", counters.reasons, time_ns, rates)
+        yield from self._table_points(RSS_WORKER, "cpu", counters.workers, time_ns, rates)
         yield from self._interface_points(counters, time_ns, rates)
         for node in counters.alternatives:
             fields: dict[str, FieldValue] = {

@@ -34,6 +34,7 @@ REASON = "dpp_reason"
 INTERFACE = "dpp_interface"
 TELEMETRY = "dpp_telemetry"
 ALTERNATIVE = "dpp_alternative"
+RSS_WORKER = "dpp_rss_worker"  # the GTP-U dispatcher's worker CPUs (netapp.qos.dispatch)
 UPF_URR = "dpp_upf_urr"
 UPF_ASSOCIATION = "dpp_upf_association"
 UPF_COUNTS = ("ul_packets", "ul_bytes", "dl_packets", "dl_bytes")  # the fields of both UPF measurements
@@ -56,7 +57,7 @@ NOTIFICATION_FIELDS = ("delivered", "retried", "failed", "refused", "dropped")
 
 # Measurements about the whole node, not one tenant's objects: admins only.
 NODE_MEASUREMENTS = frozenset({CPU, VERDICT, ACTION, REASON, INTERFACE, TELEMETRY, ALTERNATIVE, UPF_BUFFERING,
-                               ATSSS_ACK, NOTIFICATION})
+                               ATSSS_ACK, RSS_WORKER, NOTIFICATION})
 TENANT_MEASUREMENTS = frozenset({INTENT, SLICE, UPF_URR, UPF_ASSOCIATION, ATSSS_PATH})
 MEASUREMENTS = NODE_MEASUREMENTS | TENANT_MEASUREMENTS
 

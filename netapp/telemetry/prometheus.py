@@ -71,6 +71,8 @@ HELP = {
     "dpp_cpu_overloaded": "1 when the CPU is marked overloaded: priority overflow and best effort leave it",
     "dpp_cpu_capacity_packets_per_second": "The capacity the data plane meters the CPU against (0: unmetered)",
     "dpp_cpu_load_ratio": "Packets per second steered to the CPU over its capacity, in the latest poll",
+    "dpp_rss_worker_packets_total": "GTP-U packets the dispatcher sent to this worker CPU (by the TEID hash or a steering rule)",
+    "dpp_rss_worker_bytes_total": "Bytes of GTP-U packets the dispatcher sent to this worker CPU",
     "dpp_verdict_packets_total": "Packets the XDP program returned this verdict for",
     "dpp_verdict_bytes_total": "Bytes the XDP program returned this verdict for",
     "dpp_action_packets_total": "Packets the pipeline took this action on",

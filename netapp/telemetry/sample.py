@@ -96,6 +96,7 @@ class Counters:
     reasons: dict[str, tuple[int, int]] = field(default_factory=dict)
     interfaces: tuple[InterfaceCounters, ...] = ()
     alternatives: tuple[AlternativeCounters, ...] = ()
+    workers: dict[str, tuple[int, int]] = field(default_factory=dict)  # the GTP-U dispatcher's, by CPU
 
 
 class CounterSource(Protocol):

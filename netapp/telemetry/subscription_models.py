@@ -34,6 +34,7 @@ from netapp.telemetry.poll import (
     MEASUREMENTS,
     NODE_MEASUREMENTS,
     REASON,
+    RSS_WORKER,
     SLICE,
     UPF_ASSOCIATION,
     UPF_BUFFERING,
@@ -60,6 +61,7 @@ THRESHOLD_FIELDS: dict[str, frozenset[str]] = {
     SLICE: _COUNTER_FIELDS | {"intents"},
     CPU: _COUNTER_FIELDS | {"enabled", "overloaded", "capacity_pps", "load"},
     VERDICT: _COUNTER_FIELDS,
+    RSS_WORKER: _COUNTER_FIELDS,
     ACTION: _COUNTER_FIELDS,
     REASON: _COUNTER_FIELDS,
     INTERFACE: frozenset(

@@ -1,21 +1,30 @@
 """The service writes the dispatcher's maps as its settings say when it starts, a reload puts the new
-worker program in the queues, and a restart with the dispatcher off undoes them (root, libdpp, a pinned instance in a namespace of its own)."""
+worker program in the queues, and a restart with the dispatcher off undoes them; what each worker was
+given reaches the telemetry (root, libdpp, a pinned instance in a namespace of its own)."""
 
 from __future__ import annotations
 
 import os
 import secrets
+from collections import Counter
 from pathlib import Path
 from typing import Iterator
 
 import pytest
 
+from prometheus_client.parser import text_string_to_metric_families
+
 from netapp.core import netns as entering
 from netapp.dataplane import binding
 from netapp.dataplane.facade import interface_index
+from netapp.qos.dispatch import worker_of
 from netapp.qos.rss_abi import MAX_RSS_IFACES
 from netapp.service.service import NetAppService
+from netapp.telemetry.collector import Collector
+from netapp.telemetry.poll import RSS_WORKER, PointFilter
+from netapp.telemetry.prometheus import exposition
 from netapp.testbed import netns
+from tests.dataplane.test_rss import t_pdu
 from tests.utils.kernel import require_kernel
 from tests.utils.service import ADMIN, settings_for
 
@@ -85,5 +94,32 @@ def test_given_dispatch_settings_when_started_then_the_maps_dispatch_and_a_resta
     try:
         assert dispatch_maps(service) == ({}, [])
         assert service.dataplane.table("dpp_rss_ifaces").get(v0 % MAX_RSS_IFACES).ifindex == 0
+    finally:
+        service.close()
+
+
+def test_given_dispatched_t_pdus_when_polled_then_each_worker_s_packets_reach_the_telemetry(tmp_path, site):
+    """The service's counters carry dpp_rss_stats (what each worker CPU was given), the collector makes
+    them dpp_rss_worker points and /metrics' exposition shows them: real T-PDUs through the loaded
+    program (BPF_PROG_TEST_RUN counts the redirect it does not carry out), each worker's count the
+    hash's model's."""
+    namespace, instance = site
+    service = started(tmp_path, namespace, instance, dispatch={"interfaces": ["v0"], "workers": WORKERS})
+    try:
+        teids, size = range(0x1000, 0x1000 + 40), len(t_pdu(0x1000))
+        with entering.entered(namespace):
+            v0 = interface_index("v0")
+            for teid in teids:
+                assert service.dataplane.test_run(t_pdu(teid), v0).verdict == "REDIRECT"
+        expected = Counter(worker_of(teid, 9, WORKERS) for teid in teids)
+        assert set(expected) == set(WORKERS), "the TEIDs reach every worker"
+        poll = Collector(service, node="edge-1").poll_once()
+        points = {p.tags["cpu"]: p.fields for p in poll.points(PointFilter()) if p.measurement == RSS_WORKER}
+        assert {cpu: (fields["packets"], fields["bytes"]) for cpu, fields in points.items()} == {
+            str(cpu): (count, count * size) for cpu, count in expected.items()}
+        exposed = {sample.labels["cpu"]: sample.value
+                   for family in text_string_to_metric_families(exposition(poll.points(PointFilter()), load={}).decode())
+                   for sample in family.samples if sample.name == "dpp_rss_worker_packets_total"}
+        assert exposed == {str(cpu): count for cpu, count in expected.items()}
     finally:
         service.close()

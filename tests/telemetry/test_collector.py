@@ -212,8 +212,9 @@ def test_a_tenant_sees_only_its_own_intents_and_slices_and_no_node_measurements(
     assert bobs and {p.tags["tenant"] for p in bobs} == {"bob"}
     assert not {p.measurement for p in bobs} & NODE_MEASUREMENTS
     admins = {p.measurement for p in poll.points(PointFilter())}
-    # none attached, none probed, no UPF, no ATSSS, no notifier given to this collector
-    unseen = {"dpp_interface", "dpp_alternative", "dpp_upf_buffering", "dpp_atsss_ack", "dpp_notification"}
+    # none attached, none probed, no UPF, no ATSSS, no dispatcher, no notifier given to this collector
+    unseen = {"dpp_interface", "dpp_alternative", "dpp_upf_buffering", "dpp_atsss_ack", "dpp_rss_worker",
+              "dpp_notification"}
     assert NODE_MEASUREMENTS - unseen <= admins
 
 

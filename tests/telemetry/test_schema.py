@@ -78,6 +78,7 @@ class EverythingSource:
             reasons={"none": (n, 64 * n)},
             interfaces=(InterfaceCounters("eth0", n, n, n, n, 0, 0, 0, 0),),
             alternatives=(AlternativeCounters("10.30.0.2", True, 1, 10 * n, 10 * n),),
+            workers={"1": (5 * n, 320 * n)},
         )
 
 
