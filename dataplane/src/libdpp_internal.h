@@ -85,6 +85,12 @@ struct dpp_map_ref {
 	int fd; /* owned */
 	__u32 max_entries;
 	enum dpp_map_lock lock; /* learnt at the first table call that needs it (tables.c) */
+	/* type and sizes, read from the kernel at the first table call (tables.c): they never change
+	 * for the fd's life, and a call per write cost a syscall per batch */
+	bool info_known;
+	__u32 type;
+	__u32 key_size;
+	__u32 value_size;
 };
 
 /* The instance's programs: [0] is the XDP entry, the others the programs it tail-calls. */

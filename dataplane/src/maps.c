@@ -67,6 +67,7 @@ int map_add(struct dpp *d, const char *name, int fd)
 	snprintf(m->name, sizeof(m->name), "%s", name);
 	m->fd = fd;
 	m->lock = DPP_MAP_LOCK_UNKNOWN;
+	m->info_known = false;
 	return 0;
 }
 

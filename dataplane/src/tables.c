@@ -32,12 +32,31 @@ static bool per_cpu(__u32 type)
 	       type == BPF_MAP_TYPE_LRU_PERCPU_HASH || type == BPF_MAP_TYPE_PERCPU_CGROUP_STORAGE;
 }
 
+/* The map's type and sizes, asked of the kernel once per map (kept in its ref). */
+static int map_info_of(struct dpp_map_ref *m)
+{
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info);
+	int err;
+
+	if (m->info_known)
+		return 0;
+	err = bpf_obj_get_info_by_fd(m->fd, &info, &len);
+	if (err) {
+		pr_warn("table %s: get info: %s", m->name, strerror(-err));
+		return err;
+	}
+	m->type = info.type;
+	m->key_size = info.key_size;
+	m->value_size = info.value_size;
+	m->info_known = true;
+	return 0;
+}
+
 /* The map by name, its sizes checked against the caller's; write: refuse maps with a protocol. */
 static int table_open(struct dpp *d, const char *name, bool write, size_t ksz, size_t vsz,
 		      struct table *t)
 {
-	struct bpf_map_info info = {};
-	__u32 len = sizeof(info);
 	struct dpp_map_ref *m;
 	int err;
 
@@ -52,27 +71,25 @@ static int table_open(struct dpp *d, const char *name, bool write, size_t ksz, s
 		pr_warn("table %s: written only through libdpp's calls for it, not as a table", name);
 		return -EPERM;
 	}
-	err = bpf_obj_get_info_by_fd(m->fd, &info, &len);
-	if (err) {
-		pr_warn("table %s: get info: %s", name, strerror(-err));
+	err = map_info_of(m);
+	if (err)
 		return err;
-	}
 	/* The tail-call slots switch with the programs in dpp_upgrade, never one by one. */
-	if (write && info.type == BPF_MAP_TYPE_PROG_ARRAY) {
+	if (write && m->type == BPF_MAP_TYPE_PROG_ARRAY) {
 		pr_warn("table %s: holds programs, replaced only by dpp_upgrade", name);
 		return -EPERM;
 	}
 	/* A ring has no elements: the programs produce into it, its consumer reads it. */
-	if (write && info.type == BPF_MAP_TYPE_RINGBUF) {
+	if (write && m->type == BPF_MAP_TYPE_RINGBUF) {
 		pr_warn("table %s: a ring, read by its consumer, never written as a table", name);
 		return -EPERM;
 	}
 	t->name = m->name;
 	t->map = m;
 	t->fd = m->fd;
-	t->key_size = info.key_size;
-	t->value_size = per_cpu(info.type) ? ((info.value_size + 7) & ~7U) * (__u32)d->ncpus
-					    : info.value_size;
+	t->key_size = m->key_size;
+	t->value_size = per_cpu(m->type) ? ((m->value_size + 7) & ~7U) * (__u32)d->ncpus
+					 : m->value_size;
 	if (ksz != t->key_size || (vsz && vsz != t->value_size)) {
 		pr_warn("table %s: key %zu value %zu bytes given, the map has key %u value %u%s", name,
 			ksz, vsz, t->key_size, t->value_size,
@@ -85,16 +102,22 @@ static int table_open(struct dpp *d, const char *name, bool write, size_t ksz, s
 /* BPF_F_LOCK for a map whose values hold a bpf_spin_lock (FRER's recovery slots), so that a value
  * is read and written whole while the data path holds the lock; 0 for any other map. The kernel
  * refuses the flag (EINVAL) for a map without a lock before it looks at the key, so one lookup of
- * `key` (into `value`, a buffer of one element) tells, once per map. */
-static __u64 table_lock_flag(const struct table *t, const void *key, void *value)
+ * `key` (into a buffer of one value, made for it) tells, once per map; -ENOMEM if none can be. */
+static int table_lock_flag(const struct table *t, const void *key, __u64 *flag)
 {
+	void *probe;
 	int err;
 
 	if (t->map->lock == DPP_MAP_LOCK_UNKNOWN) {
-		err = bpf_map_lookup_elem_flags(t->fd, key, value, BPF_F_LOCK);
+		probe = malloc(t->value_size);
+		if (!probe)
+			return -ENOMEM;
+		err = bpf_map_lookup_elem_flags(t->fd, key, probe, BPF_F_LOCK);
+		free(probe);
 		t->map->lock = err == -EINVAL ? DPP_MAP_LOCK_NONE : DPP_MAP_LOCK_SPIN;
 	}
-	return t->map->lock == DPP_MAP_LOCK_SPIN ? BPF_F_LOCK : 0;
+	*flag = t->map->lock == DPP_MAP_LOCK_SPIN ? BPF_F_LOCK : 0;
+	return 0;
 }
 
 int dpp_table_update(struct dpp *d, const char *name, const void *keys, size_t key_size,
@@ -102,19 +125,17 @@ int dpp_table_update(struct dpp *d, const char *name, const void *keys, size_t k
 {
 	struct table t;
 	__u32 applied = 0;
-	void *probe;
+	__u64 lock = 0;
 	int err;
 
 	if (n && (!keys || !values || !value_size))
 		return -EINVAL;
 	err = table_open(d, name, true, key_size, value_size, &t);
+	if (!err && n)
+		err = table_lock_flag(&t, keys, &lock);
 	if (!err && n) {
-		probe = malloc(value_size);
-		if (!probe)
-			return -ENOMEM;
-		flags |= table_lock_flag(&t, keys, probe);
-		free(probe);
-		err = batch_apply(t.fd, keys, key_size, values, value_size, n, flags, &applied);
+		err = batch_apply(t.fd, keys, key_size, values, value_size, n, flags | lock,
+				  &applied);
 		if (err)
 			pr_warn("table %s: update: %s after %u of %u", name, strerror(-err),
 				applied, n);
@@ -161,7 +182,7 @@ int dpp_table_lookup(struct dpp *d, const char *name, const void *keys, size_t k
 		return -EINVAL;
 	err = table_open(d, name, false, key_size, value_size, &t);
 	if (!err && n)
-		lock = table_lock_flag(&t, k, v);
+		err = table_lock_flag(&t, k, &lock);
 	for (i = 0; !err && i < n; i++) {
 		err = bpf_map_lookup_elem_flags(t.fd, k + i * key_size, v + i * value_size, lock);
 		hit = !err;

@@ -308,6 +308,7 @@ static void upgrade_take(struct dpp *d, struct upgrade *u)
 			close(d->retired_slots_fd);
 		d->retired_slots_fd = slots->fd;
 		slots->fd = u->slots_fd;
+		slots->info_known = false; /* another map: the tables ask the kernel again */
 		u->slots_fd = -1;
 	}
 	progs_close(&d->progs);

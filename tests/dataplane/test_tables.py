@@ -154,6 +154,19 @@ def test_given_sizes_other_than_the_maps_then_nothing_is_written(adapter):
     assert same(Table(adapter, "dpp_alt_groups").get(1), AltGroup())
 
 
+def test_given_sizes_other_than_the_maps_after_a_write_then_they_are_still_refused(adapter):
+    """libdpp asks the kernel for a map's type and sizes once and keeps them: what it kept still
+    refuses a caller's wrong sizes, for every operation, and takes the right ones again."""
+    right = Table(adapter, "dpp_alt_groups")
+    right.update({1: group(1)})
+    wrong = Table(adapter, "dpp_alt_groups", MapSpec(MapType.ARRAY, c_uint32, Counter, "DPP_MAX_ALT_GROUPS", table=True))
+
+    assert errno_of(lambda: wrong.update({1: Counter(1, 1)})).errno == errno.EINVAL
+    assert errno_of(lambda: wrong.lookup([1])).errno == errno.EINVAL
+    right.update({2: group(2)})
+    assert [value.count for value in right.lookup([1, 2])] == [1, 2]
+
+
 def test_given_a_name_no_map_has_then_every_operation_says_so(adapter):
     table = Table(adapter, "dpp_nothing", MapSpec(MapType.HASH, c_uint32, c_uint32, 1, table=True))
     assert errno_of(lambda: table.update({1: 1})).errno == errno.ENOENT
