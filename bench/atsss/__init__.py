@@ -1,6 +1,8 @@
 """What ATSSS costs per packet (dataplane/bpf/nf/atsss/, run alone by dataplane/bpf/xdp_atsss.bpf.c).
 Uplink (bench/atsss/uplink.py): an MP-DCCP Data frame checked, its path found and moved on,
-decapsulated, with no Ack owed and with an Ack into the ring for every packet. Downlink: a UE packet
+decapsulated, with no Ack owed and with an Ack into the ring for every packet; the UE's Acks on one
+path, without an Ack Vector and with a short and a long one, each Ack judging its numbers (the
+loss estimate's cost: against the build before it with --before). Downlink: a UE packet
 scheduled and put into MP-DCCP (IPv4, DCCP-Data with MP_SEQ, both checksums) by each scheduler
 (round-robin, with the DCCP checksum over the whole packet and over the header only; smooth weighted
 round-robin, active-standby, smallest delay, priority; redundant's marking, its copies not made in
@@ -9,7 +11,7 @@ repetition another UE), against the harness's empty program (the floor). Every r
 from the original packet (the harness puts the head back and writes the packet again). The pipeline
 (bench/atsss/gate.py): a frame that is not ATSSS's with the gate closed and open. Then live
 (bench/atsss/live.py): round-robin against redundant with its two copies made. With --before, the
-downlink and pipeline cases also run another build's objects in the same blocks. Split
+downlink, Ack and pipeline cases also run another build's objects in the same blocks. Split
 (bench/atsss/split.py): weighted round-robin's paths' counts over --split-packets packets against
 their weights' shares.
 

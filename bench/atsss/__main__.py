@@ -22,7 +22,7 @@ from netapp.dataplane import binding
 from netapp.dataplane.handle import possible_cpus
 
 DEFAULT_OUT = Path("bench/results/atsss.json")
-XDP_PASS, XDP_TX, XDP_REDIRECT = 2, 3, 4
+XDP_DROP, XDP_PASS, XDP_TX, XDP_REDIRECT = 1, 2, 3, 4
 SESSIONS = 10_000
 FIRST_UE = ipaddress.IPv4Address("10.64.0.0")
 FRAME = 128  # Ethernet frame of the UE packet
@@ -36,7 +36,7 @@ MODES = {"round-robin": (Mode.ROUND_ROBIN, [1, 1], 0),
          "weighted round-robin 3:1": (Mode.WEIGHTED, [3, 1], 0),
          "active-standby": (Mode.ACTIVE_STANDBY, [1, 1], 0), "smallest delay": (Mode.SMALLEST_DELAY, [1, 1], 0),
          "priority": (Mode.PRIORITY, [1, 1], 0), "redundant (marking, no copies)": (Mode.REDUNDANT, [1, 1], 0)}
-CASES = ("uplink", "downlink", "gate", "live", "split")
+CASES = ("uplink", "acks", "downlink", "gate", "live", "split")
 # what each scheduler's packets get in the harness: REDUNDANT's broadcast is not carried out there
 VERDICTS = {Mode.REDUNDANT: XDP_REDIRECT}
 
@@ -90,7 +90,8 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="result JSON")
     parser.add_argument("--before", type=Path, metavar="BUILD",
                         help="a build directory of other code (its xdp_atsss.bpf.o and dpp.bpf.o, e.g. of the "
-                        "commit before a change), measured in the same blocks as this tree's (*_before_ns)")
+                        "commit before a change), measured in the same blocks as this tree's (*_before_ns): "
+                        "downlink, acks, gate")
     parser.add_argument("--cases", default=",".join(CASES), help=f"which, comma-separated, of {','.join(CASES)}")
     parser.add_argument("--split-packets", type=int, default=1_000_000, metavar="N",
                         help="packets of each weighted round-robin split case (split)")
@@ -136,6 +137,11 @@ def acks_lost(bench: AtsssBench) -> int:
 
 
 UPLINK_CASES = {"uplink Data, no Ack owed": uplink.NEVER, "uplink Data + Ack every packet": 1}
+# the UE's Acks on one path: (options, numbers each judges)
+ACK_CASES = {"uplink Ack, no Ack Vector": (b"", 2),
+             "uplink Ack + short Ack Vector (1 byte), 2 numbers judged": (uplink.short_vector(), 2),
+             "uplink Ack + long Ack Vector (64 bytes), 2 numbers judged": (uplink.long_vector(), 2),
+             "uplink Ack + long Ack Vector (64 bytes), 61 numbers judged": (uplink.long_vector(), 61)}
 
 
 def uplink_rows(args: argparse.Namespace, harness: Harness, bench: AtsssBench, rng: random.Random) -> list[dict]:
@@ -161,6 +167,27 @@ def uplink_rows(args: argparse.Namespace, harness: Harness, bench: AtsssBench, r
                 rows.append(row(("case", case), sessions, "uplink", medians))
     finally:
         ring.close()
+    return rows
+
+
+def ack_rows(args: argparse.Namespace, harness: Harness, benches: dict[str, AtsssBench], rng: random.Random) -> list[dict]:
+    """The UE's Acks on one path, each judging its numbers (uplink.AckWalk), against the floor;
+    "before" too if given (say, the build before the loss estimate: the same Acks without it)."""
+    rows = []
+    for bench in benches.values():
+        uplink.install(bench.obj, 1, FIRST_UE)
+    for case, (options, step) in ACK_CASES.items():
+        frame = uplink.ack_frame(options)
+        for bench in benches.values():
+            uplink.restart_loss(bench.obj)
+        harness.set_walk(uplink.ack_walk(step))  # one walk for all: every subject's Acks go on from the last
+        subjects = {"floor": functools.partial(timed_walk, harness, harness.empty_fd, frame, XDP_PASS, args.repeat)}
+        for name, bench in benches.items():
+            subjects[name] = functools.partial(timed_walk, harness, bench.prog_fd, frame, XDP_DROP, args.repeat)
+        medians = interleaved_medians(subjects, args.runs, rng)
+        if options and uplink.judged(benches["atsss"].obj) < (args.runs * args.repeat - 1) * step:
+            raise RuntimeError("the Acks judged fewer numbers than they carry: the case is not what it says")
+        rows.append(row(("case", case), 1, "uplink", medians))
     return rows
 
 
@@ -235,6 +262,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         try:
             if "uplink" in cases:
                 rows += uplink_rows(args, harness, bench, rng)
+            if "acks" in cases:
+                rows += ack_rows(args, harness, benches, rng)
             if "downlink" in cases:
                 rows += downlink_rows(args, harness, benches, rng)
             if "gate" in cases:

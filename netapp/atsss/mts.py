@@ -48,6 +48,14 @@ serve is refused with a ProblemDetails naming ETSI's field:
   when the known ones' product is within it (an unknown loss is at most 1), UNVERIFIED when an
   unknown one could decide, else NOT_MET. minTpt: UNVERIFIED (the node measures no capacity).
   priority: MET.
+- A path's loss is measured as well: the data path counts what the UE's Ack Vectors report
+  delivered and lost, and each telemetry poll hands the loss of its window to QosWatch, which
+  keeps it in the service and checks the QoS sessions of the paths whose measured loss changed
+  again, logging each change of their qosStatus. When a path has both, the measured loss wins:
+  it is what the UE received over the latest window, while a fed one is a monitor's report of an
+  unknown age (often of the same counters); a fed loss stands for a path no Ack Vector reported
+  on (a UE that sends none, no telemetry). The data path measures no RTT: the RTT it holds is the
+  one fed, checked at each read as it changes.
 - flowFilter: one filter, whose dstIp is the UE of an ATSSS session of the caller's tenant (an
   address, or a prefix of that one address); the node steers a UE's whole downlink, so a filter
   on ports, protocol, DSCP, flow label or source is refused.
@@ -59,6 +67,7 @@ from __future__ import annotations
 
 import enum
 import ipaddress
+import logging
 import math
 import time
 import uuid
@@ -72,9 +81,11 @@ from netapp.api.routes.common import AUTHENTICATED, WITH_BODY, documented
 from netapp.atsss import store as stored
 from netapp.atsss.models import AccessType, AtsssSession, SteeringMode
 from netapp.atsss.routes import AtsssDep
-from netapp.atsss.service import Atsss
+from netapp.atsss.service import Atsss, PathKey
 from netapp.service.contract import InvalidInput, NotFound, Principal, Scope
 from netapp.service.state import ServiceState
+
+log = logging.getLogger(__name__)
 
 MTS = "/mts/v1"
 router = APIRouter(prefix=MTS, tags=["mec015"])
@@ -278,7 +289,8 @@ def _loss_status(session: AtsssSession, max_loss: int) -> tuple[QosStatus, Optio
         return QosStatus.MET, None
     if any(path.loss is None for path in up):
         return QosStatus.UNVERIFIED, (f"qosD.maxLoss: the paths up of known loss lose {known:.3g} together, more "
-                                      f"than {bound:.3g}; a path's loss is unknown (feed it: PATCH /api/v1/atsss)")
+                                      f"than {bound:.3g}; a path's loss is unknown (no Ack Vector of the UE measured "
+                                      "it: feed it, PATCH /api/v1/atsss)")
     return QosStatus.NOT_MET, f"qosD.maxLoss: the {len(up)} paths up lose {known:.3g} together, more than {bound:.3g}"
 
 
@@ -358,10 +370,54 @@ def _info(mts_id: str, body: dict[str, Any], session: Optional[AtsssSession] = N
                                           "timeStamp": TimeStamp.now().model_dump()})
 
 
+def with_measured_loss(session: AtsssSession, measured: list[Optional[float]]) -> AtsssSession:
+    """`session` with each path's loss the `measured` one where there is one (it wins over a fed
+    one: the module's docstring), else the fed one."""
+    if all(loss is None for loss in measured):
+        return session
+    paths = [path if loss is None else path.model_copy(update={"loss": loss})
+             for path, loss in zip(session.paths, measured)]
+    return session.model_copy(update={"paths": paths})
+
+
 def _steered(atsss: Atsss, tenant: str, ue: str) -> Optional[AtsssSession]:
-    """The tenant's ATSSS session of `ue`, None when it has none."""
+    """The tenant's ATSSS session of `ue`, its paths' losses the measured ones where known; None
+    when it has none."""
     owner = stored.session_of_ue(atsss.store, ue)
-    return stored.stored_session(atsss.store, *owner) if owner is not None and owner[0] == tenant else None
+    if owner is None or owner[0] != tenant:
+        return None
+    session = stored.stored_session(atsss.store, *owner)
+    return with_measured_loss(session, atsss.measured_losses(session)) if session is not None else None
+
+
+class QosWatch:
+    """The telemetry's polls' window losses (netapp.atsss.telemetry.AtsssPoints' `on_losses`) kept
+    in the service; the QoS sessions (mtsMode 4) whose paths' measured loss changed checked again,
+    a change of their qosStatus logged. Reads check again anyway: `statuses` only tells a change."""
+
+    def __init__(self, atsss: Atsss):
+        self.atsss = atsss
+        self.statuses: dict[tuple[str, str], QosStatus] = {}  # (tenant, MTS session) -> as last checked
+
+    def __call__(self, windows: dict[PathKey, Optional[float]]) -> None:
+        changed = self.atsss.note_losses(windows)
+        if not changed:
+            return
+        qos_sessions = [(tenant, mts_id, ue, body) for tenant, mts_id, ue, body in stored.load_mts(self.atsss.store)
+                        if body.get("mtsMode") == QOS]
+        self.statuses = {key: status for key, status in self.statuses.items()  # the deleted ones forgotten
+                         if key in {(tenant, mts_id) for tenant, mts_id, _, _ in qos_sessions}}
+        for tenant, mts_id, ue, body in qos_sessions:
+            session = _steered(self.atsss, tenant, ue)
+            if session is not None and (session.tenant, session.name) in changed:
+                self._checked(tenant, mts_id, *qos_status(QosD.model_validate(body["qosD"]), session))
+
+    def _checked(self, tenant: str, mts_id: str, status: QosStatus, reason: Optional[str]) -> None:
+        before = self.statuses.get((tenant, mts_id))
+        self.statuses[(tenant, mts_id)] = status
+        if before is not None and before is not status:
+            log.warning("MTS session %s of tenant %s: qosStatus %s -> %s over the measured losses%s", mts_id, tenant,
+                        before.value, status.value, f" ({reason})" if reason else "")
 
 
 def _found(atsss: Atsss, who: Principal, mts_id: str) -> tuple[str, str, dict[str, Any]]:

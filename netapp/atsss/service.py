@@ -26,7 +26,7 @@ import logging
 import socket
 import threading
 from datetime import datetime, timezone
-from typing import Callable, NamedTuple, Optional
+from typing import Callable, Mapping, NamedTuple, Optional
 
 from pydantic import ValidationError
 
@@ -66,6 +66,13 @@ from netapp.tenancy.policy import TenantPolicy
 log = logging.getLogger(__name__)
 
 PathMacs = Callable[[AtsssSession, int, Optional[int]], Macs]
+# A path's identity while it runs: its session's tenant and name, its position and its slot (a path
+# given another slot, or its slot emptied and given again, starts over: its counters are zeroed).
+PathKey = tuple[str, str, int, int]
+
+
+def path_key(session: AtsssSession, index: int) -> PathKey:
+    return session.tenant, session.name, index, session.slots[index]
 
 
 def interface_index(name: str) -> Optional[int]:
@@ -140,6 +147,9 @@ class Atsss:
         # The sessions in the maps, for the telemetry's polls: loaded from the store once, then kept
         # up to date by each change (loading 10,000 takes far longer than reading their counters).
         self._served: Optional[list[AtsssSession]] = None
+        # Each path's loss as last measured from the UE's Ack Vectors, by path_key: a poll's window
+        # of the data path's counters (netapp.atsss.telemetry), what MEC 015's QoS check reads.
+        self._measured_loss: dict[PathKey, float] = {}
 
     @classmethod
     def start(cls, store: Store, table_of: TableOf, netns: Optional[str] = None,
@@ -179,6 +189,21 @@ class Atsss:
         if self._maps is None:
             return []
         return self._readings(self._served_sessions())
+
+    def measured_losses(self, session: AtsssSession) -> list[Optional[float]]:
+        """Each path's loss as last measured (note_losses), by position; None: never measured."""
+        return [self._measured_loss.get(path_key(session, index)) for index in range(len(session.slots))]
+
+    def note_losses(self, windows: Mapping[PathKey, Optional[float]]) -> set[tuple[str, str]]:
+        """A poll's loss of every path in the data path: the part of the numbers judged since the
+        previous poll that the UE reported lost (None: none judged, the previous measure kept, as
+        a UE sending nothing loses nothing new). Paths the poll did not read are forgotten.
+        Returns (tenant, name) of the sessions whose measured loss changed."""
+        before = self._measured_loss
+        measured = {key: before[key] for key in windows if key in before}
+        measured.update((key, loss) for key, loss in windows.items() if loss is not None)
+        self._measured_loss = measured  # one assignment: a reader sees the old dict or the new one
+        return {key[:2] for key in before.keys() | measured.keys() if before.get(key) != measured.get(key)}
 
     def _served_sessions(self) -> list[AtsssSession]:
         with self._lock:  # not while a change is under way: its transaction is not over

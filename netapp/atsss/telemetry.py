@@ -14,6 +14,8 @@ loss of the window since the previous one, lost over judged (the rates of both, 
 cancels out; left out when the window judged none). InfluxDB gets
 them every poll, `/metrics` at every scrape when asked; an AI module reads them back to set the weights
 (netapp.ai.weights), through the REST API.
+Each poll's window loss goes to the service too (`on_losses`: netapp.atsss.mts.QosWatch), whose
+MEC 015 QoS sessions are checked against it.
 
 Rates follow the collector's rules (netapp.telemetry.collector.RateKeeper): a path is the same
 counter from poll to poll only in the same slot, so a path given another slot, or a slot emptied
@@ -26,11 +28,14 @@ from collections.abc import Callable, Iterable
 from typing import Optional
 
 from netapp.atsss.acks import AckCounters
-from netapp.atsss.service import PathReading
+from netapp.atsss.service import PathKey, PathReading, path_key
 from netapp.telemetry.collector import RateKeeper
 from netapp.telemetry.poll import ATSSS_ACK, ATSSS_PATH, FieldValue, Point, counter_fields
 
 Readings = Callable[[], Iterable[PathReading]]
+# Told each poll's window loss of every path read (None: the window judged no number), by rate_key:
+# netapp.atsss.mts.QosWatch, which checks MEC 015's QoS sessions against it.
+LossListener = Callable[[dict[PathKey, Optional[float]]], None]
 
 
 class AtsssPoints:
@@ -39,10 +44,12 @@ class AtsssPoints:
 
     name = "atsss"
 
-    def __init__(self, read: Readings, node: str, path_metrics: bool = False):
+    def __init__(self, read: Readings, node: str, path_metrics: bool = False,
+                 on_losses: Optional[LossListener] = None):
         self.read = read
         self.node = node
         self.path_metrics = path_metrics
+        self.on_losses = on_losses
         self._rates = RateKeeper()
         self._losses = RateKeeper()
 
@@ -52,10 +59,13 @@ class AtsssPoints:
         self._rates.keep_only(keys)
         self._losses.keep_only(keys)
         points = self._points(paths, time_ns, self._rates)
+        windows: dict[PathKey, Optional[float]] = {}
         for path, point in zip(paths, points):
-            loss = window_loss(path, time_ns, self._losses)
+            loss = windows[rate_key(path)] = window_loss(path, time_ns, self._losses)
             if loss is not None:
                 point.fields["loss"] = loss
+        if self.on_losses is not None:
+            self.on_losses(windows)
         return points
 
     def snapshot(self, time_ns: int) -> list[Point]:
@@ -95,10 +105,9 @@ def window_loss(path: PathReading, time_ns: int, losses: RateKeeper) -> Optional
     return lost / judged if judged > 0 else None  # NaN (unknown) compares false too
 
 
-def rate_key(path: PathReading) -> tuple[str, str, int, int]:
+def rate_key(path: PathReading) -> PathKey:
     """A path's identity for its rates: its session, position and slot."""
-    session = path.session
-    return session.tenant, session.name, path.index, session.slots[path.index]
+    return path_key(path.session, path.index)
 
 
 class AckPoints:

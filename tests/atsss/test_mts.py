@@ -10,6 +10,7 @@ the server as a tenant: no 5xx, every answer of a status, media type and body ET
 from __future__ import annotations
 
 import json
+import logging
 from functools import lru_cache
 from ipaddress import ip_address
 from pathlib import Path as FilePath
@@ -22,14 +23,18 @@ from hypothesis import strategies as st
 from schemathesis.checks import positive_data_acceptance
 
 from netapp.atsss.abi import Mode
+from netapp.atsss.mts import QosStatus, QosWatch
 from netapp.atsss.routes import get_atsss
 from netapp.atsss.service import Atsss
+from netapp.atsss.telemetry import AtsssPoints
 from netapp.atsss.table import session_key
 from netapp.dataplane.facade import Dataplane
 from tests.api import conftest as api
 from tests.api.conftest import token_of
 from tests.api.openapi_run import examples
 from tests.api.problems import assert_problem, invalid_param
+from tests.atsss.atsss import PathSpec
+from tests.atsss.uplink import ACK, RECEIVED, ack_vector, mp_seq_option, uplink_frame
 from tests.utils.kernel import require_kernel
 from tests.utils.maps import pinned_instance
 from tests.utils.mec import etsi_examples, etsi_timeout
@@ -305,6 +310,52 @@ def test_a_qos_sessions_status_follows_the_rtt_and_loss_fed_through_the_api(node
     assert kernel_mode(node) == Mode.REDUNDANT, "redundancy stays: no other scheduler loses less"
     feed(tenant_a, path0={"up": True})
     assert qos_status(tenant_a, mts_id) == ("MET", "")
+    clear(tenant_a)
+
+
+def send_acks(dataplane: Dataplane, n: int, acks: list[int], lost_every: int) -> None:
+    """The UE's DCCP-Acks on path(n), through the pipeline's entry (BPF_PROG_TEST_RUN): each with
+    an Ack Vector of the 210 numbers up to it, the multiples of `lost_every` not received."""
+    spec = PathSpec(f"192.0.2.{n}", f"198.51.100.{n}", sport=5000 + n, dport=6000 + n)
+    states = {number: RECEIVED for number in range(max(acks) + 1) if number % lost_every}
+    for seq, ack in enumerate(acks, start=1):
+        dataplane.test_run(uplink_frame(spec, b"", seq=seq, kind=ACK, ack=ack,
+                                        options=mp_seq_option(seq) + ack_vector(ack, states, 210)))
+
+
+def test_a_qos_sessions_status_follows_the_loss_the_ues_ack_vectors_report(node, api_app, tenant_a, caplog):
+    """maxLoss 2 (at most 1%) served by redundancy over two paths, their fed losses 50% each: the
+    UE's Ack Vectors run through the kernel's uplink, a telemetry poll hands each path's measured
+    window loss to the QoS check, and the MEC 015 view's qosStatus follows the measured losses,
+    which win over the fed ones; a window that judged nothing keeps the last measure."""
+    clear(tenant_a)
+    put_with_interfaces(tenant_a)
+    atsss = api_app.dependency_overrides[get_atsss]()
+    watch = QosWatch(atsss)
+    poll = AtsssPoints(atsss.readings, "edge-1", on_losses=watch).poll
+    created = tenant_a.post(f"{BASE}/mts_sessions", json=mts_session(mode=4, qosD={"maxLoss": 2}))
+    assert created.status_code == 201, created.text
+    mts_id = created.json()["sessionId"]
+    feed(tenant_a, path0={"loss": 0.5}, path1={"loss": 0.5})
+    poll(1_000_000_000)  # each path's first poll: no window yet
+    assert qos_status(tenant_a, mts_id)[0] == "NOT_MET", "the fed losses: 0.25 together"
+
+    send_acks(node, 1, [100], lost_every=20)  # the first Acks only mark where judging starts
+    send_acks(node, 2, [100], lost_every=10)
+    poll(2_000_000_000)
+    send_acks(node, 1, [300], lost_every=20)  # 98..297 judged: 10 of 200 lost, 5%
+    send_acks(node, 2, [300], lost_every=10)  # 20 of 200, 10%
+    poll(3_000_000_000)
+    assert qos_status(tenant_a, mts_id) == ("MET", ""), "measured: 0.005 together"
+    assert watch.statuses == {("tenant-a", mts_id): QosStatus.MET}
+
+    send_acks(node, 2, [350, 400, 450, 500], lost_every=2)  # 298..497: half lost (64 numbers a vector here)
+    with caplog.at_level(logging.WARNING, logger="netapp.atsss.mts"):
+        poll(4_000_000_000)  # path 1 judged nothing: its 5% stays
+    status, reason = qos_status(tenant_a, mts_id)
+    assert status == "NOT_MET" and reason.startswith("qosD.maxLoss") and "0.025" in reason, reason
+    assert f"{mts_id} of tenant tenant-a: qosStatus MET -> NOT_MET" in caplog.text
+    assert kernel_mode(node) == Mode.REDUNDANT, "redundancy stays: no other scheduler loses less"
     clear(tenant_a)
 
 
