@@ -32,6 +32,12 @@ class TenantPolicy:
     def __init__(self, store: Store):
         self.store = store
 
+    def default_group(self) -> Optional[int]:
+        """The site's default overflow group as the running service applied it (its settings snapshot
+        in the store, written at start); None: overflow without a group takes the default verdict."""
+        snapshot = self.store.get_setting("snapshot") or {}
+        return snapshot.get("default_alternative")
+
     def spec_of(self, tenant: str) -> Optional[TenantSpec]:
         record = self.store.get_tenant(tenant)
         return None if record is None else record.spec
@@ -58,7 +64,8 @@ class TenantPolicy:
         spec = self.effective_spec(who, tenant)
         if spec.site:
             return intent, None
-        destinations.check_intent(intent, destinations.allowed(spec), tenant, self.store.get_alternative)
+        destinations.check_intent(intent, destinations.allowed(spec), tenant, self.store.get_alternative,
+                                  self.default_group())
         match, narrowed = confine(intent.match, spec.traffic, tenant)
         if narrowed is None:
             return intent, None
@@ -115,7 +122,8 @@ class TenantPolicy:
             if spec is None or spec.site or record is None:
                 continue
             try:
-                destinations.check_intent(record.intent, destinations.allowed(spec), tenant, self.store.get_alternative)
+                destinations.check_intent(record.intent, destinations.allowed(spec), tenant, self.store.get_alternative,
+                                          self.default_group())
             except IntentError as exc:
                 raise Conflict(
                     f"alternative group {group_id}: intent {intent_id!r} of tenant {tenant!r} sends to it, and "
@@ -123,6 +131,29 @@ class TenantPolicy:
                     field="members",
                     tenant=tenant,
                 ) from None
+
+    def check_default_group(self, group_id: Optional[int]) -> None:
+        """Conflict when, with `group_id` as the site's default overflow group (the store's groups as
+        they are now), an intent of a confined tenant that names no group would overflow outside its
+        tenant's destinations."""
+        if group_id is None:
+            return
+        for record in self.store.list_tenants():
+            if record.spec.site:
+                continue
+            intents = [stored.intent for stored in self.store.tenant_intents(record.tenant)]
+            outside = destinations.outside(intents, destinations.allowed(record.spec), record.tenant,
+                                           self.store.get_alternative, group_id)
+            if outside:
+                intent_id, why = outside[0]
+                raise Conflict(
+                    f"default alternative group {group_id}: intent {intent_id!r} of tenant {record.tenant!r} "
+                    f"overflows to it, and {why.line()}: give the intent an alternative group, or change the "
+                    "tenant's destinations",
+                    field="default_alternative",
+                    tenant=record.tenant,
+                    intent=intent_id,
+                )
 
     def _check_disjoint(self, tenant: str, traffic: Sequence[TrafficGrant]) -> None:
         for other in self.store.list_tenants():
@@ -152,7 +183,8 @@ class TenantPolicy:
     def _check_intents_destinations(self, tenant: str, spec: TenantSpec) -> None:
         """Conflict when one of the tenant's intents would send outside the spec's destinations."""
         intents = [record.intent for record in self.store.tenant_intents(tenant)]
-        outside = destinations.outside(intents, destinations.allowed(spec), tenant, self.store.get_alternative)
+        outside = destinations.outside(intents, destinations.allowed(spec), tenant, self.store.get_alternative,
+                                       self.default_group())
         if outside:
             first, why = outside[0]
             _refuse_intents(tenant, [intent_id for intent_id, _ in outside], "send outside these destinations",
