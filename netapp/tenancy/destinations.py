@@ -11,6 +11,18 @@ overflows to the site's default group (settings default_alternative): that group
 checked the same way, and the error says to name a group. FRER member ports and ATSSS paths ask
 `interfaces_of`.
 
+A tunnel's outer source (`action.encapsulate.source`; MEC 011's tunnelSrcAddress) must be an address
+of the node, one of its interfaces': a tenant's packets must not claim to come from another host (a
+peer would take them for that host's, and its answers would go there). Without a source the packet
+keeps the address its own GTP-U tunnel was sent to, which reached this node. A site tenant (the
+operator) may name any: a service address may live on another box of the site.
+
+An ATSSS path's `peer` is not checked here: it is the UE's own address on an access network (Wi-Fi,
+cellular), which generally lies outside the tenant's grants (they hold the UE's PDU session address,
+the downlink's destination), so requiring it inside them would refuse real sessions. What a session
+sends to it is its own UE's downlink only (netapp.atsss.scope keeps the UE inside the tenant's
+grants), never another tenant's packets.
+
 Without `destinations`, a confined tenant may send out of the interfaces its grants name (as FRER
 and ATSSS always did) and towards no address: an administrator who wants its traffic tunnelled or
 sent to a node says where. A site tenant may send anywhere (None below).
@@ -19,7 +31,7 @@ sent to a node says where. A site tenant may send anywhere (None below).
 from __future__ import annotations
 
 from ipaddress import IPv4Address, IPv6Address
-from typing import Callable, Iterator, Optional, Union
+from typing import AbstractSet, Callable, Iterator, Optional, Union
 
 from netapp.forwarding.models import AlternativeGroup
 from netapp.intents.compiler import uses_default_group
@@ -77,6 +89,22 @@ def check_address(field: str, address: AddressValue, where: Destinations, tenant
             field,
             f"{address} is not a destination of tenant {tenant!r}: its rules may send towards "
             f"{_listed([str(peer) for peer in where.peers])} (an administrator sets destinations.peers)",
+        )
+
+
+def check_source(intent: Intent, addresses: Callable[[], AbstractSet[AddressValue]]) -> None:
+    """IntentError on `action.encapsulate.source` when it is not one of the node's `addresses`
+    (asked only when the intent names a source)."""
+    action = intent.action
+    if not isinstance(action, TunnelAction) or action.encapsulate is None or action.encapsulate.source is None:
+        return
+    source, own = action.encapsulate.source, addresses()
+    if source not in own:
+        listed = sorted((a for a in own if a.version == source.version and not a.is_link_local), key=str)
+        raise IntentError.at(
+            "action.encapsulate.source",
+            f"{source} is not an address of this node: a tunnel's source must be one of its interfaces' "
+            f"addresses ({_listed([str(a) for a in listed])}), not another host's",
         )
 
 

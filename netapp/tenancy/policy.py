@@ -9,10 +9,11 @@ record owns no traffic, so its intents are refused until an administrator grants
 
 from __future__ import annotations
 
-from typing import Iterable, Optional, Sequence
+from typing import AbstractSet, Callable, Iterable, Optional, Sequence
 
 from netapp.atsss import scope as atsss_scope
 from netapp.atsss.store import count_sessions, load_sessions
+from netapp.core.addresses import Address, node_addresses
 from netapp.frer.scope import check_scope
 from netapp.frer.store import count_streams, load_streams
 from netapp.intents.errors import IntentError
@@ -29,8 +30,11 @@ SHOWN_INTENTS = 5
 class TenantPolicy:
     """Reads the tenants' records from the store, in the caller's transaction."""
 
-    def __init__(self, store: Store):
+    def __init__(self, store: Store, addresses: Callable[[], AbstractSet[Address]] = node_addresses):
+        """`addresses`: the node's own, asked when an intent names a tunnel source (the site's
+        namespace's, from the service)."""
         self.store = store
+        self.addresses = addresses
 
     def default_group(self) -> Optional[int]:
         """The site's default overflow group as the running service applied it (its settings snapshot
@@ -60,12 +64,14 @@ class TenantPolicy:
     def confined(self, who: Principal, tenant: str, intent: Intent) -> tuple[Intent, Optional[str]]:
         """The intent as it may be installed for `tenant`, and what was narrowed (None: nothing).
         IntentError (field below `match`) when it cannot be kept inside the tenant's traffic, or
-        (field below `action`, or `alternative`) when it sends outside its destinations."""
+        (field below `action`, or `alternative`) when it sends outside its destinations, or puts
+        another host's address as a tunnel's source."""
         spec = self.effective_spec(who, tenant)
         if spec.site:
             return intent, None
         destinations.check_intent(intent, destinations.allowed(spec), tenant, self.store.get_alternative,
                                   self.default_group())
+        destinations.check_source(intent, self.addresses)
         match, narrowed = confine(intent.match, spec.traffic, tenant)
         if narrowed is None:
             return intent, None
