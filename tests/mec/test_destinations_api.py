@@ -2,8 +2,9 @@
 server (uvicorn) over a started service on the real data plane (tests/mec/conftest.py): native
 intents, a batch, and MEC 011 traffic rules are refused naming the destination field (for MEC, its
 dstInterface member), a refused rule leaves nothing in the maps, an allowed one is installed with its
-dpp_tunnels entry; a tunnel's source must be an address of the node (the service's namespace); a narrowing of the destinations, or a change of an alternative group, that an
-intent would then violate is refused, naming it.
+dpp_tunnels entry; a tunnel's source must be an address of the node (the service's namespace); a
+narrowing of the destinations, or a change of an alternative group, that an intent would then
+violate is refused, naming it.
 
 tenant-b owns UDP to 192.0.2.0/24; the data plane's interfaces are VETH and PEER.
 
@@ -115,7 +116,8 @@ def test_each_destination_field_of_an_intent_is_kept_inside_the_destinations(mec
         assert admin.get(f"{TENANTS}/{TENANT}").json()["spec"]["destinations"]["peers"] == ALLOWED["peers"]
     finally:
         assert tenant_b.delete(f"{INTENTS}/ok").status_code == 204
-    assert mec_site.service.dataplane.table("dpp_tunnels").get(entry.entry_id) is None, "gone with its rule"
+    tunnels = mec_site.service.dataplane.tunnel_entries
+    assert tunnels.references(entry.entry_id) == 0 and tunnels.pending() >= 1, "unnamed with its rule, freed in a batch"
     assert admin.put(f"{TENANTS}/{TENANT}", json={"traffic": GRANT, "destinations": {"interfaces": [PEER]}}
                      ).status_code == 200
 
