@@ -31,7 +31,7 @@ import random
 import sys
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from scapy.contrib.gtp import GTP_U_Header, GTPPDUSessionContainer
 from scapy.layers.inet import IP, UDP
@@ -136,22 +136,29 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                                                       Verdict.REDIRECT, case)[0])
         medians = interleaved_medians(subjects, args.runs, rng)
         harness.release_target()
+    return report("mec_tunnel", args, medians, {
+        "decapsulation (decap_mac - redirect)": ("decap_mac", "redirect"),
+        "decapsulation, routed (decap_ip - as_is_ip)": ("decap_ip", "as_is_ip"),
+        "re-tunnelling (encap_gtpu - as_is_ip)": ("encap_gtpu", "as_is_ip"),
+        "into GRE (encap_gre - as_is_ip)": ("encap_gre", "as_is_ip"),
+    })
+
+
+def report(benchmark: str, args: argparse.Namespace, medians: dict[str, float],
+           added: dict[str, tuple[str, str]], **fields: Any) -> dict[str, Any]:
+    """The result: each case's median above the floor's, and what each (case, against) pair adds."""
     floor = medians.pop("floor")
     above = {case: round(ns - floor, 1) for case, ns in medians.items()}
     return {
-        "benchmark": "mec_tunnel",
+        "benchmark": benchmark,
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "machine": machine_info(),
+        **fields,
         "runs": args.runs,
         "repeat": args.repeat,
         "floor_ns": floor,
         "ns_above_floor": above,
-        "added_ns": {
-            "decapsulation (decap_mac - redirect)": round(above["decap_mac"] - above["redirect"], 1),
-            "decapsulation, routed (decap_ip - as_is_ip)": round(above["decap_ip"] - above["as_is_ip"], 1),
-            "re-tunnelling (encap_gtpu - as_is_ip)": round(above["encap_gtpu"] - above["as_is_ip"], 1),
-            "into GRE (encap_gre - as_is_ip)": round(above["encap_gre"] - above["as_is_ip"], 1),
-        },
+        "added_ns": {label: round(above[case] - above[against], 1) for label, (case, against) in added.items()},
     }
 
 
@@ -160,17 +167,26 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="result JSON")
     add_block_arguments(parser)
     args = parser.parse_args(argv)
+    status, result = measured("bench.mec.tunnel", measure, args)
+    if result is not None:
+        print(f"floor {result['floor_ns']} ns; above it: {result['ns_above_floor']}; added: {result['added_ns']}")
+    return status
+
+
+def measured(prog: str, measure: Callable[[argparse.Namespace], dict[str, Any]],
+             args: argparse.Namespace) -> tuple[int, Optional[dict[str, Any]]]:
+    """The exit status and the result written to args.out; 2 without root, 1 (said why) when a case
+    took another path than its rule says."""
     if os.geteuid() != 0:
-        print("bench.mec.tunnel: loading BPF programs needs root", file=sys.stderr)
-        return 2
+        print(f"{prog}: loading BPF programs needs root", file=sys.stderr)
+        return 2, None
     try:
         result = measure(args)
     except WrongPathError as exc:
-        print(f"bench.mec.tunnel: {exc}", file=sys.stderr)
-        return 1
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return 1, None
     write(result, args.out)
-    print(f"floor {result['floor_ns']} ns; above it: {result['ns_above_floor']}; added: {result['added_ns']}")
-    return 0
+    return 0, result
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """Alternative node groups (admin): where overflow goes, and which of their members are alive.
 
 A group's new members are checked against the destinations of the confined tenants whose intents
-send to it (netapp.tenancy.destinations). A group's members marked `probe` are watched by the liveness monitor (netapp.forwarding.liveness);
+send to it, or, for the site's default group, overflow to it naming none (netapp.tenancy.destinations).
+A group's members marked `probe` are watched by the liveness monitor (netapp.forwarding.liveness);
 the maps hold only a group's alive members (all, when probing is off), republished when one changes.
 """
 
@@ -65,7 +66,10 @@ class AlternativesService(AlternativesContract):
             store, dataplane = self._state.store, self._state.dataplane
             previous = store.get_alternative(group.id)
             store.put_alternative(group, self._state.now())
-            self._state.tenancy.check_group_users(group.id, map(split_rule_id, self._users(group.id)))
+            tenancy = self._state.tenancy
+            tenancy.check_group_users(group.id, map(split_rule_id, self._users(group.id)))
+            if group.id == tenancy.default_group():  # it also takes the overflow of intents naming none
+                tenancy.check_default_group(group.id)
             self.watch()  # new probed members start not alive: forwarded to once they answer
             change.write(
                 lambda: dataplane.set_alternative(group.id, self.live(compiled).members),

@@ -247,6 +247,16 @@ def compile_intents(
     return CompiledRuleset(sort_rules(installed, shapes), shapes, max_priorities, tuple(conflicts))
 
 
+def overflows(intent: Intent) -> bool:
+    """The intent's flows overflow to an alternative group: its action's do, or it is best-effort."""
+    return RULE_ACTIONS[intent.action.type].overflows or intent.best_effort
+
+
+def uses_default_group(intent: Intent) -> bool:
+    """The intent's flows overflow to the site's default group: they overflow and it names none."""
+    return overflows(intent) and RULE_ACTIONS[intent.action.type].overflow_group(intent) is None
+
+
 def compile_intent(
     intent: Intent, interfaces: Mapping[str, int], rule_id: Optional[str] = None
 ) -> CompiledRule:
@@ -258,7 +268,6 @@ def compile_intent(
     """
     values = match_values(intent.match, interfaces, intent.id)
     action = RULE_ACTIONS[intent.action.type]
-    overflows = action.overflows or intent.best_effort
     argument = action.argument(intent, interfaces)
     return CompiledRule(
         intent_id=intent.id if rule_id is None else rule_id,
@@ -267,7 +276,7 @@ def compile_intent(
         priority=intent.priority,
         action=intent.action.type,
         arg=argument.index,
-        overflow_group=action.overflow_group(intent) if overflows else None,
+        overflow_group=action.overflow_group(intent) if overflows(intent) else None,
         best_effort=intent.best_effort,
         arg_text=argument.text,
         police=police_spec(getattr(intent.action, "police", None)),

@@ -323,6 +323,7 @@ _DESTINATION_MEMBERS = {
     "action.interface": "dstInterface.srcMacAddress",
     "action.towards": "dstInterface.dstIpAddress",
     "action.encapsulate.peer": "dstInterface.tunnelInfo.tunnelDstAddress",
+    "action.encapsulate.source": "dstInterface.tunnelInfo.tunnelSrcAddress",  # not a destination: its source
 }
 
 

@@ -61,6 +61,7 @@ from netapp.qos.views import PolicerRecord
 from netapp.service.admin import AdminService
 from netapp.service.contract import (
     BatchCreateResult,
+    Conflict,
     CreateResult,
     DataplaneUnavailable,
     DryRunReport,
@@ -91,6 +92,20 @@ from netapp.telemetry.sample import Counters
 __all__ = ["NetAppService", "rule_id", "split_rule_id"]
 
 log = logging.getLogger("netapp.service")
+
+
+def check_default_alternative(state: ServiceState) -> None:
+    """A changed default_alternative must keep every confined tenant's intents that name no group
+    inside its destinations: the service does not start otherwise (naming the tenant and intent),
+    as a tenant's narrowed spec or a group's new members are refused."""
+    wanted = state.settings.default_alternative
+    if wanted == state.tenancy.default_group():
+        return
+    try:
+        state.tenancy.check_default_group(wanted)
+    except Conflict as exc:
+        state.checks["store"] = f"settings default_alternative: {exc}"
+        raise ServiceError(f"settings default_alternative {wanted}: {exc}") from exc
 
 
 class NetAppService(IntentService):
@@ -244,6 +259,7 @@ class NetAppService(IntentService):
                 raise ServiceError(f"store: {exc}") from exc
         state.checks["store"] = "ok"
         with state.store.transaction():
+            check_default_alternative(state)
             state.store.put_setting("snapshot", self._settings_snapshot(), state.now())
 
     def _dispatch(self) -> None:

@@ -16,6 +16,7 @@ import threading
 from datetime import datetime
 from typing import Callable, Iterator, Mapping, Optional, TypeVar
 
+from netapp.core.addresses import Address, node_addresses
 from netapp.core.config import Settings
 from netapp.core.netns import entered
 from netapp.dataplane.binding import DataplaneError
@@ -92,7 +93,7 @@ class ServiceState:
 
     @property
     def tenancy(self) -> TenantPolicy:
-        return TenantPolicy(self.store)
+        return TenantPolicy(self.store, lambda: site_addresses(self.settings.netns))
 
     @property
     def police_defaults(self) -> PoliceDefaults:
@@ -178,6 +179,12 @@ class ServiceState:
         the kernel resolves the ifindexes of ports and links in the caller's namespace."""
         with self.lock, namespace(self.settings.netns):
             yield
+
+
+def site_addresses(netns: Optional[str]) -> frozenset[Address]:
+    """The addresses of the site namespace's interfaces: what a tunnel's source may be."""
+    with namespace(netns):
+        return node_addresses()
 
 
 def ifindex(name: str, netns: Optional[str]) -> int:

@@ -6,7 +6,22 @@ addresses. Every field of an intent that names a destination is checked: a redir
 action's interface, a duplicate's interfaces, a tunnel's peer or `towards`, and the members of an
 alternative group the intent forwards or overflows to (each member's egress interface and the
 addresses it rewrites to; a member without an interface goes back out of the ingress interface, the
-link the tenant's own packet came in on). FRER member ports and ATSSS paths ask `interfaces_of`.
+link the tenant's own packet came in on). An intent whose flows overflow and that names no group
+overflows to the site's default group (settings default_alternative): that group's members are
+checked the same way, and the error says to name a group. FRER member ports and ATSSS paths ask
+`interfaces_of`.
+
+A tunnel's outer source (`action.encapsulate.source`; MEC 011's tunnelSrcAddress) must be an address
+of the node, one of its interfaces': a tenant's packets must not claim to come from another host (a
+peer would take them for that host's, and its answers would go there). Without a source the packet
+keeps the address its own GTP-U tunnel was sent to, which reached this node. A site tenant (the
+operator) may name any: a service address may live on another box of the site.
+
+An ATSSS path's `peer` is not checked here: it is the UE's own address on an access network (Wi-Fi,
+cellular), which generally lies outside the tenant's grants (they hold the UE's PDU session address,
+the downlink's destination), so requiring it inside them would refuse real sessions. What a session
+sends to it is its own UE's downlink only (netapp.atsss.scope keeps the UE inside the tenant's
+grants), never another tenant's packets.
 
 Without `destinations`, a confined tenant may send out of the interfaces its grants name (as FRER
 and ATSSS always did) and towards no address: an administrator who wants its traffic tunnelled or
@@ -16,9 +31,10 @@ sent to a node says where. A site tenant may send anywhere (None below).
 from __future__ import annotations
 
 from ipaddress import IPv4Address, IPv6Address
-from typing import Callable, Iterator, Optional, Union
+from typing import AbstractSet, Callable, Iterator, Optional, Union
 
 from netapp.forwarding.models import AlternativeGroup
+from netapp.intents.compiler import uses_default_group
 from netapp.intents.errors import IntentError
 from netapp.intents.models import DuplicateAction, ForwardAction, Intent, RedirectAction, TunnelAction
 from netapp.tenancy.models import Destinations, TenantSpec
@@ -42,8 +58,10 @@ def interfaces_of(spec: TenantSpec) -> Optional[list[str]]:
     return None if where is None else where.interfaces
 
 
-def check_intent(intent: Intent, where: Optional[Destinations], tenant: str, groups: GroupLookup) -> None:
-    """IntentError naming the field when the intent sends somewhere `where` does not allow."""
+def check_intent(intent: Intent, where: Optional[Destinations], tenant: str, groups: GroupLookup,
+                 default_group: Optional[int] = None) -> None:
+    """IntentError naming the field when the intent sends somewhere `where` does not allow.
+    default_group: the site's default overflow group (None: overflow takes the default verdict)."""
     if where is None:
         return
     for field, interface in _interfaces(intent):
@@ -52,6 +70,8 @@ def check_intent(intent: Intent, where: Optional[Destinations], tenant: str, gro
         check_address(field, address, where, tenant)
     for field, group_id in _groups(intent):
         _check_group(field, group_id, where, tenant, groups)
+    if default_group is not None and uses_default_group(intent):
+        _check_default_group(default_group, where, tenant, groups)
 
 
 def check_interface(field: str, interface: str, where: Destinations, tenant: str) -> None:
@@ -72,13 +92,29 @@ def check_address(field: str, address: AddressValue, where: Destinations, tenant
         )
 
 
+def check_source(intent: Intent, addresses: Callable[[], AbstractSet[AddressValue]]) -> None:
+    """IntentError on `action.encapsulate.source` when it is not one of the node's `addresses`
+    (asked only when the intent names a source)."""
+    action = intent.action
+    if not isinstance(action, TunnelAction) or action.encapsulate is None or action.encapsulate.source is None:
+        return
+    source, own = action.encapsulate.source, addresses()
+    if source not in own:
+        listed = sorted((a for a in own if a.version == source.version and not a.is_link_local), key=str)
+        raise IntentError.at(
+            "action.encapsulate.source",
+            f"{source} is not an address of this node: a tunnel's source must be one of its interfaces' "
+            f"addresses ({_listed([str(a) for a in listed])}), not another host's",
+        )
+
+
 def outside(intents: list[Intent], where: Optional[Destinations], tenant: str,
-            groups: GroupLookup) -> list[tuple[str, IntentError]]:
+            groups: GroupLookup, default_group: Optional[int] = None) -> list[tuple[str, IntentError]]:
     """The intents that would send outside `where`: each one's id, and why."""
     found = []
     for intent in intents:
         try:
-            check_intent(intent, where, tenant, groups)
+            check_intent(intent, where, tenant, groups, default_group)
         except IntentError as exc:
             found.append((intent.id, exc))
     return found
@@ -125,6 +161,19 @@ def _check_group(field: str, group_id: int, where: Destinations, tenant: str, gr
                     check_address(field, address, where, tenant)
         except IntentError as exc:
             raise IntentError.at(field, f"alternative group {group_id}, members[{n}]: {exc.message}") from None
+
+
+def _check_default_group(group_id: int, where: Destinations, tenant: str, groups: GroupLookup) -> None:
+    """The site's default group takes the overflow of an intent that names none: its members are
+    checked as a named group's, and the error says how the tenant gets out of it."""
+    try:
+        _check_group("alternative", group_id, where, tenant, groups)
+    except IntentError as exc:
+        raise IntentError.at(
+            "alternative",
+            f"names no group, so its overflow goes to the site's default group; {exc.message}; "
+            "name an alternative group whose members are destinations of the tenant",
+        ) from None
 
 
 def _listed(items: list[str]) -> str:

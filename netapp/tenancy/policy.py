@@ -9,10 +9,11 @@ record owns no traffic, so its intents are refused until an administrator grants
 
 from __future__ import annotations
 
-from typing import Iterable, Optional, Sequence
+from typing import AbstractSet, Callable, Iterable, Optional, Sequence
 
 from netapp.atsss import scope as atsss_scope
 from netapp.atsss.store import count_sessions, load_sessions
+from netapp.core.addresses import Address, node_addresses
 from netapp.frer.scope import check_scope
 from netapp.frer.store import count_streams, load_streams
 from netapp.intents.errors import IntentError
@@ -29,8 +30,17 @@ SHOWN_INTENTS = 5
 class TenantPolicy:
     """Reads the tenants' records from the store, in the caller's transaction."""
 
-    def __init__(self, store: Store):
+    def __init__(self, store: Store, addresses: Callable[[], AbstractSet[Address]] = node_addresses):
+        """`addresses`: the node's own, asked when an intent names a tunnel source (the site's
+        namespace's, from the service)."""
         self.store = store
+        self.addresses = addresses
+
+    def default_group(self) -> Optional[int]:
+        """The site's default overflow group as the running service applied it (its settings snapshot
+        in the store, written at start); None: overflow without a group takes the default verdict."""
+        snapshot = self.store.get_setting("snapshot") or {}
+        return snapshot.get("default_alternative")
 
     def spec_of(self, tenant: str) -> Optional[TenantSpec]:
         record = self.store.get_tenant(tenant)
@@ -54,11 +64,14 @@ class TenantPolicy:
     def confined(self, who: Principal, tenant: str, intent: Intent) -> tuple[Intent, Optional[str]]:
         """The intent as it may be installed for `tenant`, and what was narrowed (None: nothing).
         IntentError (field below `match`) when it cannot be kept inside the tenant's traffic, or
-        (field below `action`, or `alternative`) when it sends outside its destinations."""
+        (field below `action`, or `alternative`) when it sends outside its destinations, or puts
+        another host's address as a tunnel's source."""
         spec = self.effective_spec(who, tenant)
         if spec.site:
             return intent, None
-        destinations.check_intent(intent, destinations.allowed(spec), tenant, self.store.get_alternative)
+        destinations.check_intent(intent, destinations.allowed(spec), tenant, self.store.get_alternative,
+                                  self.default_group())
+        destinations.check_source(intent, self.addresses)
         match, narrowed = confine(intent.match, spec.traffic, tenant)
         if narrowed is None:
             return intent, None
@@ -115,7 +128,8 @@ class TenantPolicy:
             if spec is None or spec.site or record is None:
                 continue
             try:
-                destinations.check_intent(record.intent, destinations.allowed(spec), tenant, self.store.get_alternative)
+                destinations.check_intent(record.intent, destinations.allowed(spec), tenant, self.store.get_alternative,
+                                          self.default_group())
             except IntentError as exc:
                 raise Conflict(
                     f"alternative group {group_id}: intent {intent_id!r} of tenant {tenant!r} sends to it, and "
@@ -123,6 +137,29 @@ class TenantPolicy:
                     field="members",
                     tenant=tenant,
                 ) from None
+
+    def check_default_group(self, group_id: Optional[int]) -> None:
+        """Conflict when, with `group_id` as the site's default overflow group (the store's groups as
+        they are now), an intent of a confined tenant that names no group would overflow outside its
+        tenant's destinations."""
+        if group_id is None:
+            return
+        for record in self.store.list_tenants():
+            if record.spec.site:
+                continue
+            intents = [stored.intent for stored in self.store.tenant_intents(record.tenant)]
+            outside = destinations.outside(intents, destinations.allowed(record.spec), record.tenant,
+                                           self.store.get_alternative, group_id)
+            if outside:
+                intent_id, why = outside[0]
+                raise Conflict(
+                    f"default alternative group {group_id}: intent {intent_id!r} of tenant {record.tenant!r} "
+                    f"overflows to it, and {why.line()}: give the intent an alternative group, or change the "
+                    "tenant's destinations",
+                    field="default_alternative",
+                    tenant=record.tenant,
+                    intent=intent_id,
+                )
 
     def _check_disjoint(self, tenant: str, traffic: Sequence[TrafficGrant]) -> None:
         for other in self.store.list_tenants():
@@ -152,7 +189,8 @@ class TenantPolicy:
     def _check_intents_destinations(self, tenant: str, spec: TenantSpec) -> None:
         """Conflict when one of the tenant's intents would send outside the spec's destinations."""
         intents = [record.intent for record in self.store.tenant_intents(tenant)]
-        outside = destinations.outside(intents, destinations.allowed(spec), tenant, self.store.get_alternative)
+        outside = destinations.outside(intents, destinations.allowed(spec), tenant, self.store.get_alternative,
+                                       self.default_group())
         if outside:
             first, why = outside[0]
             _refuse_intents(tenant, [intent_id for intent_id, _ in outside], "send outside these destinations",

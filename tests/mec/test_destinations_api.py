@@ -2,8 +2,9 @@
 server (uvicorn) over a started service on the real data plane (tests/mec/conftest.py): native
 intents, a batch, and MEC 011 traffic rules are refused naming the destination field (for MEC, its
 dstInterface member), a refused rule leaves nothing in the maps, an allowed one is installed with its
-dpp_tunnels entry; a narrowing of the destinations, or a change of an alternative group, that an
-intent would then violate is refused, naming it.
+dpp_tunnels entry; a tunnel's source must be an address of the node (the service's namespace); a
+narrowing of the destinations, or a change of an alternative group, that an intent would then
+violate is refused, naming it.
 
 tenant-b owns UDP to 192.0.2.0/24; the data plane's interfaces are VETH and PEER.
 
@@ -11,10 +12,12 @@ Needs root and libdpp (tests/utils/kernel.py: skipped outside CI, a failure unde
 
 from __future__ import annotations
 
+import subprocess
 from typing import Any
 
 import pytest
 
+from netapp.core.addresses import node_addresses
 from netapp.intents.models import Intent
 from netapp.mec.tunnels import tunnel_entry
 from tests.api.problems import assert_problem, invalid_param
@@ -26,6 +29,7 @@ INTENTS, TENANTS = "/api/v1/intents", "/api/v1/tenants"
 GRANT = [{"dst": "192.0.2.0/24"}]
 ALLOWED = {"interfaces": [PEER], "peers": ["198.51.100.0/24"]}
 OUTSIDE, INSIDE = "203.0.113.9", "198.51.100.9"  # a peer not allowed, one allowed
+OWN_SOURCE = "198.18.0.1"  # given to VETH by the test of sources
 
 
 def intent(intent_id: str, action: dict[str, Any], port: int = 5000) -> dict[str, Any]:
@@ -112,7 +116,8 @@ def test_each_destination_field_of_an_intent_is_kept_inside_the_destinations(mec
         assert admin.get(f"{TENANTS}/{TENANT}").json()["spec"]["destinations"]["peers"] == ALLOWED["peers"]
     finally:
         assert tenant_b.delete(f"{INTENTS}/ok").status_code == 204
-    assert mec_site.service.dataplane.table("dpp_tunnels").get(entry.entry_id) is None, "gone with its rule"
+    tunnels = mec_site.service.dataplane.tunnel_entries
+    assert tunnels.references(entry.entry_id) == 0 and tunnels.pending() >= 1, "unnamed with its rule, freed in a batch"
     assert admin.put(f"{TENANTS}/{TENANT}", json={"traffic": GRANT, "destinations": {"interfaces": [PEER]}}
                      ).status_code == 200
 
@@ -144,3 +149,27 @@ def test_a_mec_rule_names_its_refused_destination_by_its_dst_interface_member(me
 def test_a_site_tenant_takes_no_destinations(mec_site):
     refused_at(mec_site.client("admin").put(f"{TENANTS}/tenant-c", json={"site": True, "destinations": ALLOWED}),
                "destinations")
+
+
+def test_a_tunnels_source_is_an_address_of_the_node_or_refused_naming_it(mec_site, tenant_b):
+    """The node is the service's namespace: an address given to its interface VETH becomes a source
+    the tenant may use; the host's own addresses, outside that namespace, and other hosts' may not."""
+    admin, netns = mec_site.client("admin"), mec_site.service.settings.netns
+    assert admin.put(f"{TENANTS}/{TENANT}", json={"traffic": GRANT, "destinations": ALLOWED}).status_code == 200
+    from_ = lambda source: {"type": "tunnel", "encapsulate": {"peer": INSIDE, "source": source}}  # noqa: E731
+    host = sorted(str(a) for a in node_addresses() if a.version == 4 and not a.is_loopback)
+    for source in [OWN_SOURCE, *host[:1]]:
+        detail = refused_at(tenant_b.post(INTENTS, json=intent("src", from_(source))), "action.encapsulate.source")
+        assert f"{source} is not an address of this node" in detail
+    rule = tunnel_rule(INSIDE)
+    rule["dstInterface"]["tunnelInfo"]["tunnelSrcAddress"] = OWN_SOURCE
+    declared = admin.post("/api/v1/mec/applications", json={"appInstanceId": APP_B, "tenant": TENANT,
+                                                             "trafficRules": [rule]})
+    refused_at(declared, "trafficRules[0].dstInterface.tunnelInfo.tunnelSrcAddress")
+    subprocess.run(["ip", "-n", netns, "addr", "add", f"{OWN_SOURCE}/32", "dev", VETH], check=True)
+    try:
+        created = tenant_b.post(INTENTS, json=intent("src", from_(OWN_SOURCE)))
+        assert created.status_code == 201, created.text
+        assert tenant_b.delete(f"{INTENTS}/src").status_code == 204
+    finally:
+        subprocess.run(["ip", "-n", netns, "addr", "del", f"{OWN_SOURCE}/32", "dev", VETH], check=True)

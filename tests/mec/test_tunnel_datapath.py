@@ -240,3 +240,16 @@ def test_a_tunnel_of_the_other_family_without_a_source_is_left_to_the_default_an
     frame = bytes(outer(gtpu(ue())))  # arrived over IPv4: no IPv6 address of ours to leave from
     out = run(dp, frame)
     assert (out.verdict, out.action, out.reason, out.data) == ("PASS", "default", "tunnel_no_source", frame)
+
+
+def test_a_t_pdu_that_carries_no_ip_packet_is_not_put_into_gre_but_counted(dp):
+    """An Ethernet or unstructured PDU session's T-PDU is classified on its tunnel alone (its UE fields
+    empty), so a rule on the TEID reaches the tunnel action with no IP packet for GRE to carry."""
+    document = {"intents": [{"id": "mec", "match": {"teid": TEID},
+                             "action": {"type": "tunnel", "encapsulate": {"protocol": "gre", "peer": PEER}}}]}
+    dp.apply_compiled(compile_document(parse_document(document), host_interfaces()))
+    ethernet_pdu = Ether(src="02:00:00:00:45:07", dst="02:00:00:00:02:10", type=0x88B5) / (b"e" * 46)
+    frame = bytes(outer(GTP_U_Header(teid=TEID, gtp_type=255) / ethernet_pdu))  # a T-PDU, said outright
+    out = run(dp, frame)
+    assert (out.verdict, out.action, out.reason, out.data) == ("PASS", "default", "tunnel_not_ip", frame)
+    assert run(dp, outer(gtpu(ue(), container=False))).reason is None, "the same tunnel's IP packets are carried"

@@ -1,7 +1,9 @@
 """dpp_tunnels entries counted by the rules that name them (netapp.mec.tunnel_entries), in the kernel's
-map: an entry goes with its last rule, so rules created and deleted with ever new destinations never
-fill the map's 4,096 entries; one shared by two rules stays while either is installed; a restart
-frees what no rule names and keeps what one does.
+map: an entry goes after its last rule (in batches), so rules created and deleted with ever new
+destinations never fill the map's 4,096 entries; one shared by two rules stays while either is
+installed; a restart frees what no rule names and keeps what one does; an entry is deleted only
+after its rule left the maps and the kernel's readers were waited for (the calls recorded by a
+wrapper around the real adapter).
 
 Changes go the service's way (netapp.service.transaction): the delta's entries written, then the
 delta applied by the facade, on a real instance (anonymous, or pinned for the restart).
@@ -10,15 +12,18 @@ Needs root and libdpp (tests/utils/kernel.py: skipped outside CI, a failure unde
 
 from __future__ import annotations
 
-from typing import Iterator, Optional
+from typing import Any, Iterator, Optional
 
 import pytest
 
+from netapp.dataplane.binding import load_libdpp
 from netapp.dataplane.facade import Dataplane
+from netapp.dataplane.handle import DppHandle
 from netapp.intents.compiler import rule_tunnels
 from netapp.intents.index import RuleIndex
 from netapp.intents.models import Intent
 from netapp.mec.tunnel_abi import MAX_TUNNELS
+from netapp.mec.tunnel_entries import FREE_BATCH
 from netapp.mec.tunnels import TunnelEntry, tunnel_entry
 from tests.utils.kernel import require_kernel
 from tests.utils.maps import pinned_instance
@@ -69,12 +74,14 @@ def test_rules_with_ever_new_destinations_never_fill_the_map(dp):
         intent = tunnel_intent(f"t{n}", n)
         change(dp, index, add=intent)
         if n % 1000 == 0:
-            assert held(dp) == {entry_of(intent).entry_id}, f"cycle {n}: the installed rule's entry alone"
+            stale = held(dp) - {entry_of(intent).entry_id}
+            assert len(stale) == dp.tunnel_entries.pending() < FREE_BATCH, f"cycle {n}: a batch at most waits"
         change(dp, index, remove=f"t{n}")
-    assert held(dp) == set()
+    assert len(held(dp)) == dp.tunnel_entries.pending() < FREE_BATCH
 
 
 def test_a_shared_entry_goes_with_the_last_rule_that_names_it(dp):
+    dp.tunnel_entries.batch = 1  # each entry freed at the end of the change that left it unnamed
     index = RuleIndex({})
     first, second = tunnel_intent("a", 7, port=5000), tunnel_intent("b", 7, port=5001)
     shared = entry_of(first).entry_id
@@ -104,3 +111,51 @@ def test_a_restart_frees_the_entries_no_rule_names_and_keeps_the_others():
             again.apply(index.ruleset())  # the start's reconcile
             assert held(again) == {entry_of(kept).entry_id}
             assert again.tunnel_entries.references(entry_of(kept).entry_id) == 1
+
+
+class Recording:
+    """The real adapter, each call that the order of a removal depends on recorded in `calls`."""
+
+    RECORDED = ("rules_delete", "shapes_publish", "table_wait_readers", "table_delete")
+
+    def __init__(self, handle: DppHandle):
+        self._handle = handle
+        self.calls: list[tuple[str, Any]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        call = getattr(self._handle, name)
+        if name not in self.RECORDED:
+            return call
+
+        def recorded(*args: Any, **kwargs: Any) -> Any:
+            self.calls.append((name, args[0] if name == "table_delete" else None))
+            return call(*args, **kwargs)
+
+        return recorded
+
+
+def test_an_entry_is_deleted_after_its_rule_left_the_maps_and_the_readers_were_waited_for():
+    require_kernel()
+    recording = Recording(DppHandle.open(load_libdpp()))
+    with Dataplane(recording) as dp:
+        dp.tunnel_entries.batch = 1
+        index, intent = RuleIndex({}), tunnel_intent("t", 1)
+        change(dp, index, add=intent)
+        recording.calls.clear()
+        change(dp, index, remove="t")
+        names = [name for name, _ in recording.calls]
+        assert names[-2:] == ["table_wait_readers", "table_delete"], recording.calls
+        assert recording.calls[-1][1] == "dpp_tunnels"
+        assert "rules_delete" in names[:-2] and "shapes_publish" in names[:-2], recording.calls
+        assert held(dp) == set()
+
+        for n in range(FREE_BATCH - 1):  # with the default batch, unnamed entries gather, unwaited
+            dp.tunnel_entries.batch = FREE_BATCH
+            change(dp, index, add=tunnel_intent(f"u{n}", 100 + n))
+            change(dp, index, remove=f"u{n}")
+        assert ("table_wait_readers", None) not in recording.calls[len(names):]
+        assert len(held(dp)) == FREE_BATCH - 1
+        change(dp, index, add=tunnel_intent("last", 999))
+        change(dp, index, remove="last")  # the batch is full: one wait, then all of them go
+        assert held(dp) == set()
+        assert [name for name, _ in recording.calls[len(names):]].count("table_wait_readers") == 1
