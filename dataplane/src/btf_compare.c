@@ -198,8 +198,9 @@ static int types_compare(struct btf_walk *w, __u32 old_id, __u32 new_id, int dep
 	}
 }
 
-int btf_value_compare(const struct btf *old_btf, __u32 old_id, const struct btf *new_btf,
-		      __u32 new_id, char *why, size_t why_len)
+/* 0: the value types are laid out alike; 1: not, the first difference said in why. */
+static int btf_value_compare(const struct btf *old_btf, __u32 old_id, const struct btf *new_btf,
+			     __u32 new_id, char *why, size_t why_len)
 {
 	struct btf_walk w = { .old = old_btf, .new = new_btf, .why = why, .why_len = why_len };
 

@@ -187,8 +187,6 @@ struct dpp_btf_cache {
 	struct btf *btf;
 };
 #define DPP_BTF_WHY_MAX 256
-int btf_value_compare(const struct btf *old_btf, __u32 old_id, const struct btf *new_btf,
-		      __u32 new_id, char *why, size_t why_len);
 int map_btf_differs(const struct bpf_map *map, const struct btf *new_btf,
 		    const struct bpf_map_info *info, struct dpp_btf_cache *cache, char *why,
 		    size_t why_len);
