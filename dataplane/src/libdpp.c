@@ -163,6 +163,19 @@ static int config_init(struct dpp *d, const struct dpp_open_opts *o)
 	return update_u32(d, DPP_MAP_CONFIG, 0, &cfg);
 }
 
+/* The object this library carries, opened (not loaded): to load, or for its BTF. */
+int skel_open(struct dpp_bpf **out)
+{
+	int err;
+
+	*out = dpp_bpf__open();
+	if (*out)
+		return 0;
+	err = -errno;
+	pr_warn("open BPF object: %s", strerror(-err));
+	return err;
+}
+
 static int instance_load(struct dpp *d, const struct dpp_open_opts *o)
 {
 	int err;
@@ -171,12 +184,9 @@ static int instance_load(struct dpp *d, const struct dpp_open_opts *o)
 		pr_warn("invalid default verdict %u", o->default_verdict);
 		return -EINVAL;
 	}
-	d->skel = dpp_bpf__open();
-	if (!d->skel) {
-		err = -errno;
-		pr_warn("open BPF object: %s", strerror(-err));
+	err = skel_open(&d->skel);
+	if (err)
 		return err;
-	}
 	err = skel_configure(d, o);
 	if (err)
 		return err;
@@ -205,6 +215,8 @@ static int instance_reopen(struct dpp *d, const struct dpp_open_opts *o)
 	err = maps_collect_pinned(d);
 	if (!err)
 		err = maps_check(d);
+	if (!err)
+		err = maps_check_btf(d);
 	if (!err)
 		err = maps_sizes_compare(d, o->map_sizes, o->nr_map_sizes);
 	if (!err)

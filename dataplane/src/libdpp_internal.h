@@ -9,7 +9,7 @@
  *   tables.c  plain maps by name (generic tables)   stats.c    counters
  *   testrun.c BPF_PROG_TEST_RUN                     upgrade.c  program upgrade
  *   log.c     messages                              filters.c  the shape filters' bits (filters.h)
- *   upf.c     the UPF's punted frames and replays
+ *   upf.c     the UPF's punted frames and replays  btf_compare.c a pinned map's value layout
  * A module that uses maps declares their specs (a `<module>_maps` list) and maps.c checks them;
  * a declared map is written through its module's calls only, never as a generic table.
  * Nothing here is exported: libdpp.map exports dpp_* only, so no internal name starts with it. */
@@ -177,6 +177,20 @@ int maps_check(struct dpp *d);
 int maps_size(struct dpp *d, struct bpf_object *obj, const struct dpp_map_size *sizes, __u32 n);
 int maps_sizes_compare(struct dpp *d, const struct dpp_map_size *sizes, __u32 n);
 int map_size_adopt(struct bpf_map *map, int fd);
+int maps_check_btf(struct dpp *d);
+int map_info_get(const char *name, int fd, struct bpf_map_info *info);
+int skel_open(struct dpp_bpf **out);
+
+/* btf_compare.c: the kernel BTF last loaded, by id (the maps of one load share theirs) */
+struct dpp_btf_cache {
+	__u32 id;
+	struct btf *btf;
+};
+#define DPP_BTF_WHY_MAX 256
+int map_btf_differs(const struct bpf_map *map, const struct btf *new_btf,
+		    const struct bpf_map_info *info, struct dpp_btf_cache *cache, char *why,
+		    size_t why_len);
+void btf_cache_free(struct dpp_btf_cache *cache);
 int lookup_u32(const struct dpp *d, enum dpp_map_id id, __u32 key, void *value);
 int update_u32(const struct dpp *d, enum dpp_map_id id, __u32 key, const void *value);
 

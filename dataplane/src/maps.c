@@ -218,6 +218,62 @@ int maps_check(struct dpp *d)
 	return err;
 }
 
+int map_info_get(const char *name, int fd, struct bpf_map_info *info)
+{
+	__u32 len = sizeof(*info);
+	int err;
+
+	memset(info, 0, sizeof(*info));
+	err = bpf_obj_get_info_by_fd(fd, info, &len);
+	if (err)
+		pr_warn("get info of map %s: %s", name, strerror(-err));
+	return err;
+}
+
+/* Whether a pinned map's values are laid out as the carried object declares them (map_btf_differs);
+ * the maps the object does not have are not this build's to judge. */
+static int map_btf_reusable(const struct dpp *d, const struct bpf_map *map,
+			    const struct btf *new_btf, struct dpp_btf_cache *btf)
+{
+	const struct dpp_map_ref *m = map_find(d, bpf_map__name(map));
+	char why[DPP_BTF_WHY_MAX];
+	struct bpf_map_info info;
+	int err;
+
+	if (!m || bpf_map__is_internal(map))
+		return 0;
+	err = map_info_get(m->name, m->fd, &info);
+	if (!err)
+		err = map_btf_differs(map, new_btf, &info, btf, why, sizeof(why));
+	if (err <= 0)
+		return err;
+	pr_warn("map %s: %s: the ABI changed: unpin the instance and load it again", m->name, why);
+	return -EPROTO;
+}
+
+/* A reopened instance's maps against the BTF of the object this library carries: every map, not
+ * only those map_check knows, since any struct may change at the same size (the object is opened,
+ * not loaded, for its BTF). */
+int maps_check_btf(struct dpp *d)
+{
+	struct dpp_btf_cache btf = {};
+	struct dpp_bpf *skel;
+	struct bpf_map *map;
+	int err;
+
+	err = skel_open(&skel);
+	if (err)
+		return err;
+	bpf_object__for_each_map(map, skel->obj) {
+		err = map_btf_reusable(d, map, bpf_object__btf(skel->obj), &btf);
+		if (err)
+			break;
+	}
+	btf_cache_free(&btf);
+	dpp_bpf__destroy(skel);
+	return err;
+}
+
 /* Maps whose size is only a capacity: the program computes no index from it (hash maps, and arrays
  * indexed by slots the control plane hands out, which the lookup bounds). Only these are sized at
  * load (dpp_open_opts.map_sizes); every other map's size is the program's, or libdpp's own

@@ -51,6 +51,10 @@ static void links_switch_back(struct dpp *d, int from_fd, int to_fd, int count)
 	d->nr_links = nr;
 }
 
+#define UPGRADE_ABI_HINT                                                                           \
+	"it was loaded by a build with another ABI and cannot be upgraded in place; unpin the "   \
+	"instance and load it again"
+
 /* The new load: its skeleton, its programs and a dup of its dpp_progs. */
 struct upgrade {
 	struct dpp_bpf *skel;
@@ -61,28 +65,33 @@ struct upgrade {
 
 /* Whether the instance's map has the layout the new object declares for it. libbpf would refuse the
  * load as well, but without naming the map; a different layout means the instance was loaded by a
- * build with another ABI (a table resized, counters renumbered), whose maps cannot be shared. */
-static int map_reusable(const struct dpp *d, const struct bpf_map *map, int fd)
+ * build with another ABI (a table resized, counters renumbered, a struct laid out otherwise at the
+ * same size: map_btf_differs), whose maps cannot be shared. */
+static int map_reusable(const struct dpp *d, const struct bpf_map *map, const struct btf *new_btf,
+			int fd, struct dpp_btf_cache *btf)
 {
-	struct bpf_map_info info = {};
-	__u32 len = sizeof(info);
+	struct bpf_map_info info;
+	char why[DPP_BTF_WHY_MAX];
 	int err;
 
-	err = bpf_obj_get_info_by_fd(fd, &info, &len);
-	if (err) {
-		pr_warn("get info of map %s: %s", bpf_map__name(map), strerror(-err));
+	err = map_info_get(bpf_map__name(map), fd, &info);
+	if (err)
 		return err;
+	if (info.type != bpf_map__type(map) || info.key_size != bpf_map__key_size(map) ||
+	    info.value_size != bpf_map__value_size(map) ||
+	    info.max_entries != bpf_map__max_entries(map)) {
+		pr_warn("map %s of instance '%s' is type %u key %u value %u bytes with %u entries, "
+			"the new program's type %u key %u value %u with %u: " UPGRADE_ABI_HINT,
+			bpf_map__name(map), d->instance, info.type, info.key_size, info.value_size,
+			info.max_entries, bpf_map__type(map), bpf_map__key_size(map),
+			bpf_map__value_size(map), bpf_map__max_entries(map));
+		return -EPROTO;
 	}
-	if (info.type == bpf_map__type(map) && info.key_size == bpf_map__key_size(map) &&
-	    info.value_size == bpf_map__value_size(map) &&
-	    info.max_entries == bpf_map__max_entries(map))
-		return 0;
-	pr_warn("map %s of instance '%s' is type %u key %u value %u bytes with %u entries, the new "
-		"program's type %u key %u value %u with %u: it was loaded by a build with another ABI "
-		"and cannot be upgraded in place; unpin the instance and load it again",
-		bpf_map__name(map), d->instance, info.type, info.key_size, info.value_size,
-		info.max_entries, bpf_map__type(map), bpf_map__key_size(map),
-		bpf_map__value_size(map), bpf_map__max_entries(map));
+	err = map_btf_differs(map, new_btf, &info, btf, why, sizeof(why));
+	if (err <= 0)
+		return err;
+	pr_warn("map %s of instance '%s': %s: " UPGRADE_ABI_HINT, bpf_map__name(map), d->instance,
+		why);
 	return -EPROTO;
 }
 
@@ -92,17 +101,15 @@ static int map_reusable(const struct dpp *d, const struct bpf_map *map, int fd)
 static int upgrade_skel_open(struct dpp *d, const struct dpp_upgrade_opts *o,
 			     struct dpp_bpf **out)
 {
+	struct dpp_btf_cache btf = {};
 	struct dpp_bpf *skel;
 	struct dpp_map_ref *m;
 	struct bpf_map *map;
-	int err = 0;
+	int err;
 
-	skel = dpp_bpf__open();
-	if (!skel) {
-		err = -errno;
-		pr_warn("open BPF object: %s", strerror(-err));
+	err = skel_open(&skel);
+	if (err)
 		return err;
-	}
 	skel->rodata->cfg_flow_cache = o->flow_cache;
 	skel->rodata->cfg_trace = o->trace;
 	skel->rodata->cfg_flow_slots = d->known[DPP_MAP_FLOWS]->max_entries / d->ncpus;
@@ -123,7 +130,7 @@ static int upgrade_skel_open(struct dpp *d, const struct dpp_upgrade_opts *o,
 			continue;
 		err = map_size_adopt(map, m->fd);
 		if (!err)
-			err = map_reusable(d, map, m->fd);
+			err = map_reusable(d, map, bpf_object__btf(skel->obj), m->fd, &btf);
 		if (err)
 			break;
 		err = bpf_map__reuse_fd(map, m->fd);
@@ -132,6 +139,7 @@ static int upgrade_skel_open(struct dpp *d, const struct dpp_upgrade_opts *o,
 			break;
 		}
 	}
+	btf_cache_free(&btf);
 	if (!err) {
 		err = dpp_bpf__load(skel);
 		if (err)
