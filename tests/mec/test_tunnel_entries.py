@@ -1,9 +1,9 @@
 """dpp_tunnels entries counted by the rules that name them (netapp.mec.tunnel_entries), in the kernel's
 map: an entry goes after its last rule (in batches), so rules created and deleted with ever new
 destinations never fill the map's 4,096 entries; one shared by two rules stays while either is
-installed; a restart frees what no rule names and keeps what one does; an entry is deleted only
-after its rule left the maps and the kernel's readers were waited for (the calls recorded by a
-wrapper around the real adapter).
+installed; a restart frees what no rule names and keeps what one does; a write into the full map
+frees what no rule names first; an entry is deleted only after its rule left the maps and the
+kernel's readers were waited for (the calls recorded by a wrapper around the real adapter).
 
 Changes go the service's way (netapp.service.transaction): the delta's entries written, then the
 delta applied by the facade, on a real instance (anonymous, or pinned for the restart).
@@ -159,3 +159,20 @@ def test_an_entry_is_deleted_after_its_rule_left_the_maps_and_the_readers_were_w
         change(dp, index, remove="last")  # the batch is full: one wait, then all of them go
         assert held(dp) == set()
         assert [name for name, _ in recording.calls[len(names):]].count("table_wait_readers") == 1
+
+
+def test_a_write_into_the_full_map_frees_the_entries_no_rule_names_and_then_writes(dp):
+    dp.tunnel_entries.batch = MAX_TUNNELS + 1  # no batch ever fills: only the full map's refusal frees
+    index = RuleIndex({})
+    kept = tunnel_intent("kept", 0, port=6000)
+    change(dp, index, add=kept)
+    for n in range(1, MAX_TUNNELS):
+        change(dp, index, add=tunnel_intent(f"t{n}", n))
+        change(dp, index, remove=f"t{n}")
+    assert len(held(dp)) == MAX_TUNNELS, "full: one entry named, the others by no rule"
+
+    last = tunnel_intent("last", MAX_TUNNELS)
+    change(dp, index, add=last)
+
+    assert held(dp) == {entry_of(kept).entry_id, entry_of(last).entry_id}
+    assert dp.tunnel_entries.pending() == 0
