@@ -25,9 +25,9 @@
  * last tick (a few ns: no clock source is read), so that it lags the precise clock by less than a
  * tick, 1/CONFIG_HZ (4 ms at HZ=250, 1 ms at 1000, 10 ms at 100; clock_getres() of
  * CLOCK_MONOTONIC_COARSE says it), and moves in steps of a tick. A late tick (a timer interrupt held
- * off) makes one step two: the bounds below allow a lag of up to two ticks, L = 2 x tick. Read at a
- * tick later than the real time, the clock never runs ahead, and over any stretch of T ns it advances
- * between T - L and T + L. What that does to each algorithm (R bit/s, B bytes, D = R x tick / 8e9
+ * off) makes one step two: the bounds below allow a lag of up to two ticks, L = 2 x tick. Never
+ * ahead of the real time and at most L behind it, the clock advances between T - L and T + L over
+ * any stretch of T ns. What that does to each algorithm (R bit/s, B bytes, D = R x tick / 8e9
  * the bytes a tick refills, A = R x W / 8e9 a window's allowance):
  *   token bucket, GCRA  time arrives a tick at a time, and with it D bytes of room at once. Any
  *                  stretch of T passes at most R (T + L) / 8e9 + B = R T / 8e9 + B + 2 D; over time
