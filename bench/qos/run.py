@@ -14,7 +14,7 @@ from pathlib import Path
 
 from bench.harness import BUILD_DIR, DATAPLANE, Harness, Walk, dataplane_bpf_cflags, interleaved_medians
 from bench.libbpf import BpfObject, map_update
-from netapp.qos.abi import Algo, Policer
+from netapp.qos.abi import Algo, Clock, Policer
 from netapp.qos.model import gcra_interval
 
 SOURCE = DATAPLANE / "bpf" / "xdp_police.bpf.c"
@@ -28,8 +28,11 @@ RESERVED_AT = 18  # its reserved word: the walk's second field, left 0
 # ns, far more than a 64-byte frame every few tens of ns. "given": the frame carries a fixed time, so
 # that what the clock read costs is apart (a pipeline reads it once for every function that needs
 # it); passing: a bucket or window of 2^30 bytes, 16.7 million frames, more than a case's runs.
-# Dropping, either clock: a bucket of 1 byte, or a window that lets 0.001 bytes through.
+# Dropping, either clock: a bucket of 1 byte, or a window that lets 0.001 bytes through. "coarse":
+# the kernel's cases with the policer on the coarse clock (bpf_ktime_get_coarse_ns), the frame's
+# time 0 as "kernel"'s.
 GIVEN_NS = 10**12
+CLOCKS = ("kernel", "coarse", "given")
 
 
 def bucket(rate: int, burst: int, algo: Algo) -> Policer:
@@ -57,9 +60,25 @@ PASSING = {
         Algo.SLIDING_WINDOW: Policer(rate=8 * 10**9, algo=Algo.SLIDING_WINDOW, window_shift=30),
     },
 }
+
+
+def on_clock(policer: Policer, clock: Clock) -> Policer:
+    value = Policer.from_buffer_copy(bytes(policer))
+    value.clock = clock
+    return value
+
+
+PASSING["coarse"] = {algo: on_clock(policer, Clock.COARSE) for algo, policer in PASSING["kernel"].items()}
+
+
+def case_policer(clock: str, algo: Algo, decision: str) -> Policer:
+    policer = PASSING[clock][algo] if decision == "pass" else DROPPING[algo]
+    return on_clock(policer, Clock.COARSE if clock == "coarse" else Clock.PRECISE)
+
+
 CASES = {
-    (clock, algo, decision): PASSING[clock][algo] if decision == "pass" else DROPPING[algo]
-    for clock in ("kernel", "given")
+    (clock, algo, decision): case_policer(clock, algo, decision)
+    for clock in CLOCKS
     for algo in DROPPING
     for decision in ("pass", "drop")
 }
@@ -84,8 +103,10 @@ def knows_gcra(dataplane: Path) -> bool:
 
 def before_value(policer: Policer, gcra: bool) -> Policer:
     """What another build runs for `policer`: in a build from before GCRA (`gcra` false), GCRA's rate
-    and burst as its token bucket (the algorithm the lock-free one replaces); the others as they are."""
+    and burst as its token bucket (the algorithm the lock-free one replaces); the others as they are.
+    A build from before the clock's choice has a reserved byte where the clock is: 0, precise."""
     value = Policer.from_buffer_copy(bytes(policer))
+    value.clock = Clock.PRECISE
     if value.algo == Algo.GCRA and not gcra:
         value.algo, value.interval = Algo.TOKEN_BUCKET, 0
     return value

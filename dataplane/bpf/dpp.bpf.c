@@ -42,6 +42,7 @@ const volatile struct {
 	enum dpp_upf_punt_kind upf_punt_kind;
 	enum dpp_police_algo police_algo;
 	enum dpp_police_gate police_gate;
+	enum dpp_police_clock police_clock;
 	enum dpp_upf_route_table upf_route_table;
 	enum dpp_route_path route_path;
 	enum dpp_route_flags route_flags;

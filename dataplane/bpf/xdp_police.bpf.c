@@ -4,12 +4,13 @@
  *
  *   Ethernet (14 bytes, any type) / struct police_test_hdr
  *
- * A time of 0 is the kernel's clock (bpf_ktime_get_ns(), as the pipeline reads it); any other is
- * the test's own, so that a test replays a sequence of times against the reference model
- * (netapp/qos/model.py). xdp_police returns XDP_PASS or XDP_DROP as the policer decides,
- * XDP_ABORTED for a frame too short; xdp_police_rule takes the header's id for a rule's slot and
- * runs that rule's policers (nf/qos/rule.h); xdp_police_skip reads the same header and passes: the
- * path without the policer, which the benchmark (bench/qos) subtracts. */
+ * A time of 0 is the kernel's clock, the one the first policer asks for (police.h's police_clock,
+ * as the pipeline reads it); any other is the test's own, for every policer, so that a test
+ * replays a sequence of times against the reference model (netapp/qos/model.py). xdp_police
+ * returns XDP_PASS or XDP_DROP as the policer decides, XDP_ABORTED for a frame too short;
+ * xdp_police_rule takes the header's id for a rule's slot and runs that rule's policers
+ * (nf/qos/rule.h); xdp_police_skip reads the same header and passes: the path without the
+ * policer, which the benchmark (bench/qos) subtracts. */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
@@ -36,12 +37,11 @@ SEC("xdp")
 int xdp_police(struct xdp_md *ctx)
 {
 	struct police_test_hdr *hdr = test_hdr(ctx);
-	__u64 now, bytes = ctx->data_end - ctx->data;
+	__u64 bytes = ctx->data_end - ctx->data;
 
 	if (!hdr)
 		return XDP_ABORTED;
-	now = hdr->now_ns ? hdr->now_ns : bpf_ktime_get_ns();
-	return police(bpf_ntohl(hdr->policer), bytes, now) ? XDP_PASS : XDP_DROP;
+	return police(bpf_ntohl(hdr->policer), bytes, hdr->now_ns) ? XDP_PASS : XDP_DROP;
 }
 
 /* A rule's policers (nf/qos/rule.h), as the pipeline runs them for a policed rule: the header's id
@@ -50,12 +50,11 @@ SEC("xdp")
 int xdp_police_rule(struct xdp_md *ctx)
 {
 	struct police_test_hdr *hdr = test_hdr(ctx);
-	__u64 now, bytes = ctx->data_end - ctx->data;
+	__u64 bytes = ctx->data_end - ctx->data;
 
 	if (!hdr)
 		return XDP_ABORTED;
-	now = hdr->now_ns ? hdr->now_ns : bpf_ktime_get_ns();
-	return rule_police(bpf_ntohl(hdr->policer), bytes, now) ? XDP_PASS : XDP_DROP;
+	return rule_police(bpf_ntohl(hdr->policer), bytes, hdr->now_ns) ? XDP_PASS : XDP_DROP;
 }
 
 SEC("xdp")

@@ -50,6 +50,11 @@ class Algo(enum.IntEnum):
     GCRA = 4
 
 
+class Clock(enum.IntEnum):
+    PRECISE = 0
+    COARSE = 1
+
+
 class Gate(enum.IntEnum):
     OPEN = 0
     CLOSED = 1
@@ -68,7 +73,7 @@ class Policer(Structure):
         ("algo", c_uint8),
         ("gate", c_uint8),
         ("window_shift", c_uint8),
-        ("reserved", c_uint8),
+        ("clock", c_uint8),  # Clock: the clock it decides on
         ("lock", SpinLock),
         ("parent", c_uint32),  # the policer a packet this one passes goes through next; 0: none
         ("credit", c_uint64),  # token bucket: nanobits (1 byte = 8e9)
@@ -97,7 +102,8 @@ class RulePolice(Structure):
     ]
 
 
-ENUMS = (c_enum("dpp_police_algo", "DPP_POLICE_ALGO_")(Algo), c_enum("dpp_police_gate", "DPP_POLICE_GATE_")(Gate))
+ENUMS = (c_enum("dpp_police_algo", "DPP_POLICE_ALGO_")(Algo), c_enum("dpp_police_gate", "DPP_POLICE_GATE_")(Gate),
+         c_enum("dpp_police_clock", "DPP_POLICE_CLOCK_")(Clock))
 STRUCTS = (Policer, PolicerStats, RulePolice)
 KERNEL_STRUCTS = (SpinLock,)
 

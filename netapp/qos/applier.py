@@ -5,12 +5,17 @@ A policer is written whole, its state zeroed: a token bucket then starts empty a
 (full at once on a running system), a GCRA full, a window with nothing counted. The windows' length comes
 from the burst: the longest power-of-two window (in ns) whose allowance, rate x window / 8, is no
 more than the burst, so that any stretch of a window's length passes at most rate x window + burst
-(dataplane/bpf/nf/qos/police.h). A policer may name a parent (a session's AMBR): a batch writes parents first."""
+(dataplane/bpf/nf/qos/police.h). A policer may name a parent (a session's AMBR): a batch writes parents first.
+
+The clock a policer decides on is chosen here, where the machine is known (`clock_for`): the coarse
+one (bpf_ktime_get_coarse_ns, cheaper, stepped by the kernel's tick) where police.h's bounds for it
+hold, the precise one elsewhere; the API shows the choice (netapp.qos.views)."""
 
 from __future__ import annotations
 
 import functools
-from typing import Callable, Iterable, Mapping
+import time
+from typing import Callable, Iterable, Mapping, Optional
 
 from netapp.dataplane.tables import Table
 from netapp.qos.abi import (
@@ -22,15 +27,49 @@ from netapp.qos.abi import (
     WINDOW_SHIFT_MAX,
     WINDOW_SHIFT_MIN,
     Algo,
+    Clock,
+    Gate,
     Policer,
     PolicerStats,
 )
 from netapp.qos.model import gcra_interval
-from netapp.qos.spec import PolicerSpec
+from netapp.qos.spec import MTU, PolicerSpec
 
-__all__ = ["NANOBITS_PER_BYTE", "PolicerApplier", "PolicerSpec", "policer_value", "window_shift_for"]
+__all__ = ["NANOBITS_PER_BYTE", "PolicerApplier", "PolicerSpec", "clock_for", "coarse_tick_ns", "policer_value",
+           "window_shift_for"]
 
 NANOBITS_PER_BYTE = 8 * 10**9  # rate (bit/s) x time (ns) = nanobits
+CLOCK_MONOTONIC_COARSE = getattr(time, "CLOCK_MONOTONIC_COARSE", 6)  # Linux's id (Python names it on few builds)
+# police.h's bounds for the coarse clock: its lag allowed for (a tick, and one late tick), and the
+# ticks a window must last (so that a window is within L / W = 1/16 of its length).
+COARSE_LAG_TICKS = 2
+COARSE_WINDOW_TICKS = 32
+
+
+@functools.lru_cache(maxsize=1)
+def coarse_tick_ns() -> int:
+    """The coarse clock's step on this kernel (bpf_ktime_get_coarse_ns is CLOCK_MONOTONIC_COARSE):
+    1/CONFIG_HZ, as clock_getres says; 0 where there is no such clock (every policer precise)."""
+    try:
+        return round(time.clock_getres(CLOCK_MONOTONIC_COARSE) * 10**9)
+    except OSError:
+        return 0
+
+
+def clock_for(algo: Algo, rate: int, burst: int, window_shift: int, gate: Gate, tick_ns: int) -> Clock:
+    """The clock a policer decides on (dataplane/bpf/nf/qos/police.h, "The clock"): coarse where its
+    tick-sized steps cost the algorithm nothing over time, precise elsewhere. Token bucket and GCRA:
+    the burst holds two ticks' refill and a packet (B >= 2 R tick / 8e9 + MTU); windows: a window
+    lasts 32 ticks or more. A closed gate decides without the time: coarse."""
+    if not tick_ns:
+        return Clock.PRECISE
+    if gate == Gate.CLOSED:
+        return Clock.COARSE
+    if algo in (Algo.TOKEN_BUCKET, Algo.GCRA):
+        fits = burst * NANOBITS_PER_BYTE >= COARSE_LAG_TICKS * rate * tick_ns + MTU * NANOBITS_PER_BYTE
+    else:
+        fits = 1 << window_shift >= COARSE_WINDOW_TICKS * tick_ns
+    return Clock.COARSE if fits else Clock.PRECISE
 
 
 @functools.lru_cache(maxsize=1024)
@@ -46,20 +85,24 @@ def window_shift_for(rate: int, burst: int) -> int:
     return max(fitting, default=WINDOW_SHIFT_MIN)
 
 
-def policer_value(spec: PolicerSpec) -> Policer:
-    """The slot of dpp_policers for `spec`; ValueError outside the limits police.h is exact within."""
+def policer_value(spec: PolicerSpec, tick_ns: Optional[int] = None) -> Policer:
+    """The slot of dpp_policers for `spec`, its clock chosen for a tick of `tick_ns` (None: this
+    kernel's); ValueError outside the limits police.h is exact within."""
     if not RATE_MIN <= spec.rate <= RATE_MAX:
         raise ValueError(f"rate {spec.rate} bit/s: {RATE_MIN} to {RATE_MAX} allowed")
     if not 1 <= spec.burst <= BURST_MAX:
         raise ValueError(f"burst {spec.burst} bytes: 1 to {BURST_MAX} allowed")
     if spec.algo == Algo.NONE:
         raise ValueError("a policer needs an algorithm")
+    window_shift = window_shift_for(spec.rate, spec.burst)
+    tick_ns = coarse_tick_ns() if tick_ns is None else tick_ns
     return Policer(
         rate=spec.rate,
         burst=spec.burst,
         algo=spec.algo,
         gate=spec.gate,
-        window_shift=window_shift_for(spec.rate, spec.burst),
+        window_shift=window_shift,
+        clock=clock_for(spec.algo, spec.rate, spec.burst, window_shift, spec.gate, tick_ns),
         parent=spec.parent,
         interval=gcra_interval(spec.rate) if spec.algo == Algo.GCRA else 0,
     )
@@ -95,9 +138,25 @@ class PolicerApplier:
         parents before the policers that name them (a child never names a slot not yet written)."""
         _check_parents(policers)
         ordered = sorted(policers.items(), key=lambda item: item[1].parent != 0)
-        values = {policer_id: Policer.from_buffer_copy(_written(spec)) for policer_id, spec in ordered}
+        values = self._chained({policer_id: Policer.from_buffer_copy(_written(spec)) for policer_id, spec in ordered})
         self._stats.fill(self._check_ids([*values, *(spec.parent for spec in policers.values() if spec.parent)]))
         self._policers.update(values)
+
+    def _chained(self, values: dict[int, Policer]) -> dict[int, Policer]:
+        """`values` with a child on the coarse clock only when its parent (written with it, else as its
+        slot holds it) is too: a chain decides on the reading of its first policer's clock (police.h),
+        and a precise parent must not get coarse readings. A parent written precise later leaves its
+        children as they were written until they are written again."""
+        outside = sorted({value.parent for value in values.values()
+                          if value.parent and value.parent not in values and value.clock == Clock.COARSE})
+        written = dict(zip(outside, self._policers.lookup(outside))) if outside else {}
+        for value in values.values():
+            if value.clock != Clock.COARSE or not value.parent:
+                continue
+            parent = values[value.parent] if value.parent in values else written.get(value.parent)
+            if parent is None or parent.clock != Clock.COARSE:
+                value.clock = Clock.PRECISE
+        return values
 
     def remove(self, ids: Iterable[int]) -> None:
         """Empty the slots: their packets pass unpoliced, uncounted. Children before their parents, as
@@ -113,7 +172,7 @@ class PolicerApplier:
         otherwise written afresh, one configured so kept as it is (its state and counters too), any
         other of the range emptied."""
         current = {policer_id: value for policer_id, value in self._policers.items() if policer_id in ids}
-        wanted = {policer_id: policer_value(spec) for policer_id, spec in desired.items()}
+        wanted = self._chained({policer_id: policer_value(spec) for policer_id, spec in desired.items()})
         stale = {policer_id: spec for policer_id, spec in desired.items()
                  if policer_id not in current or _config(current[policer_id]) != _config(wanted[policer_id])}
         self.apply(stale)
@@ -147,4 +206,4 @@ def _check_parents(policers: Mapping[int, PolicerSpec]) -> None:
 
 def _config(value: Policer) -> tuple[int, ...]:
     """What the control plane writes of a policer (the rest is the data path's state)."""
-    return (value.rate, value.burst, value.algo, value.gate, value.window_shift, value.parent)
+    return (value.rate, value.burst, value.algo, value.gate, value.window_shift, value.clock, value.parent)

@@ -9,7 +9,7 @@ from typing import Literal, Optional, Protocol
 
 from pydantic import BaseModel, Field
 
-from netapp.qos.abi import GCRA_TAT_SHIFT, Algo, Gate, Policer, PolicerStats
+from netapp.qos.abi import GCRA_TAT_SHIFT, Algo, Clock, Gate, Policer, PolicerStats
 from netapp.qos.applier import NANOBITS_PER_BYTE
 
 WINDOW_BYTES = (1 << 31) - 1  # the low bits of a window word: its bytes (police.h's packing)
@@ -67,6 +67,10 @@ class PolicerRecord(BaseModel):
         None, description="the policer a packet this one passes goes through next (a flow's MBR, then its session's "
         "AMBR); null: none")
     window_ns: Optional[int] = Field(None, description="windows: a window's length")
+    clock: Literal["precise", "coarse"] = Field(
+        description="the clock it decides on, chosen when it is written: coarse (the kernel's tick-stepped clock, "
+        "cheaper) where the burst holds two ticks' refill and a packet (token bucket, gcra) or a window lasts 32 "
+        "ticks (windows), precise otherwise")
     state: PolicerState
     counters: PolicerCounters
 
@@ -90,6 +94,6 @@ def policer_record(reader: PolicerReader, policer_id: int, direction: Optional[L
         id=policer_id, seid=seid, qer_id=qer_id, direction=direction, rate_bps=value.rate, burst_bytes=value.burst,
         **owner,
         algorithm=algo.name.lower(), gate=Gate(value.gate).name.lower(), parent=value.parent or None,
-        window_ns=1 << value.window_shift if windowed else None, state=state,
+        window_ns=1 << value.window_shift if windowed else None, clock=Clock(value.clock).name.lower(), state=state,
         counters=PolicerCounters(**{name: getattr(counts, name) for name, *_ in PolicerStats._fields_}),
     )

@@ -99,7 +99,7 @@ def test_without_a_data_path_no_policer_is_listed(api_app, upf, admin):
 
 def rule_policer(policer_id: int, tenant: str, **what: str) -> PolicerRecord:
     return PolicerRecord(id=policer_id, tenant=tenant, rate_bps=8_000, burst_bytes=3_000, algorithm="token_bucket",
-                         gate="open", state=PolicerState(credit_bytes=0, last_ns=0), counters=PolicerCounters(
+                         gate="open", clock="precise", state=PolicerState(credit_bytes=0, last_ns=0), counters=PolicerCounters(
                              passed_packets=3, passed_bytes=3_000, dropped_packets=7, dropped_bytes=7_000), **what)
 
 

@@ -11,8 +11,7 @@ from typing import Iterable, Optional
 
 from bench.libbpf import BpfObject, map_lookup, map_update, test_run
 from netapp.dataplane.handle import possible_cpus
-from netapp.qos.abi import Policer, PolicerStats, RulePolice
-from netapp.qos.abi import Algo
+from netapp.qos.abi import Algo, Clock, Policer, PolicerStats, RulePolice
 from netapp.qos.model import PolicerConfig, gcra_interval
 from tests.utils.kernel import build_artifact, require_kernel
 
@@ -28,11 +27,12 @@ def frame(policer: int, size: int, now_ns: int) -> bytes:
     return head + bytes(size - len(head))
 
 
-def policer_value(config: PolicerConfig, parent: int = 0) -> Policer:
-    """The slot as the control plane writes it: the configuration (and its parent), the state zeroed."""
+def policer_value(config: PolicerConfig, parent: int = 0, clock: Clock = Clock.PRECISE) -> Policer:
+    """The slot as the control plane writes it: the configuration (and its parent, its clock), the
+    state zeroed."""
     return Policer(
         rate=config.rate, burst=config.burst, algo=config.algo, gate=config.gate, window_shift=config.window_shift,
-        parent=parent, interval=gcra_interval(config.rate) if config.algo == Algo.GCRA else 0,
+        clock=clock, parent=parent, interval=gcra_interval(config.rate) if config.algo == Algo.GCRA else 0,
     )
 
 
@@ -51,8 +51,9 @@ class PoliceProgram:
     def close(self) -> None:
         self.obj.close()
 
-    def configure(self, policer: int, config: Optional[PolicerConfig], parent: int = 0) -> None:
-        value = policer_value(config, parent) if config is not None else Policer()
+    def configure(self, policer: int, config: Optional[PolicerConfig], parent: int = 0,
+                  clock: Clock = Clock.PRECISE) -> None:
+        value = policer_value(config, parent, clock) if config is not None else Policer()
         map_update(self.policers, c_uint32(policer), value)
         map_update(self.stats, c_uint32(policer), (PolicerStats * possible_cpus())())
 

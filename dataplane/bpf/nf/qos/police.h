@@ -18,7 +18,49 @@
  *                  years since boot)
  * eUPF's sliding window, by contrast, keeps the rate in 32 bits (wraps above 4.29 Gb/s), divides
  * 1e9 by the rate in integers (one packet's time is 0 ns above 1 Gb/s: no limit) and updates its
- * state with plain stores (two CPUs both spend the same room). */
+ * state with plain stores (two CPUs both spend the same room).
+ *
+ * The clock (struct dpp_policer.clock). PRECISE reads bpf_ktime_get_ns() (some 30 ns on a VM's
+ * kvm-clock); COARSE reads bpf_ktime_get_coarse_ns(), the same CLOCK_MONOTONIC as it was at its
+ * last tick (a few ns: no clock source is read), so that it lags the precise clock by less than a
+ * tick, 1/CONFIG_HZ (4 ms at HZ=250, 1 ms at 1000, 10 ms at 100; clock_getres() of
+ * CLOCK_MONOTONIC_COARSE says it), and moves in steps of a tick. A late tick (a timer interrupt held
+ * off) makes one step two: the bounds below allow a lag of up to two ticks, L = 2 x tick. Never
+ * ahead of the real time and at most L behind it, the clock advances between T - L and T + L over
+ * any stretch of T ns. What that does to each algorithm (R bit/s, B bytes, D = R x tick / 8e9
+ * the bytes a tick refills, A = R x W / 8e9 a window's allowance):
+ *   token bucket, GCRA  time arrives a tick at a time, and with it D bytes of room at once. Any
+ *                  stretch of T passes at most R (T + L) / 8e9 + B = R T / 8e9 + B + 2 D; over time
+ *                  the rate is exact (the clock does not drift), provided a step's refill fits in
+ *                  the bucket: with traffic over the rate the bucket holds under a packet when a
+ *                  step comes, so nothing is lost while B >= 2 D + MTU (two ticks' refill, and a
+ *                  packet's leftover). Then the bound is at most R T / 8e9 + 2 B. Below that the
+ *                  rate falls to at most B per step (at B = D / 2, half of it): precise.
+ *   fixed window   a window starts when the clock crosses k W, up to L late: windows last W +- L
+ *                  and average W, so the rate over time is the same; a stretch of T spans at most
+ *                  floor((T + L) / W) + 2 windows, A each (precise: floor(T / W) + 2); in a W-long
+ *                  stretch 3 A where the precise clock allows 2 A, so long as W > L (rare: only
+ *                  stretches within L of a multiple of W). Coarse when W >= 32 ticks, so that a
+ *                  window is within 1/16 of its length (L / W) and stretches meet a third window
+ *                  1 time in 16 at most.
+ *   sliding window the same windows, and the weight of the window before read up to L late: its
+ *                  estimate is never below the precise one (fewer of the window's ns are taken as
+ *                  gone), and the room that grows within a step arrives at its end, as if the
+ *                  arrivals were L apart: at most L / W of the rate is lost (accuracy.py's G / W),
+ *                  1/16 at 32 ticks; its bound is the fixed window's.
+ * The control plane (netapp/qos/applier.py, clock_for) writes COARSE where those hold and PRECISE
+ * elsewhere. A chain (struct dpp_policer.parent) reads the clock once, the one its first policer
+ * asks for, and the parent decides on that reading: the control plane writes a child coarse only
+ * when its parent is too (a precise parent fed coarse readings would be a coarse one, without the
+ * bound's check), so that what differs is a precise child's reading serving a coarse parent, which
+ * is better than it asked for. (Reading the precise clock again for a precise parent after a coarse
+ * child took 8 bytes more of stack than dpp_upf_police has.) A parent shared by children of both
+ * clocks decides on readings of either: a reading behind the policer's last one refills nothing
+ * (token bucket), finds less room (GCRA) or counts in the newer window: it never lets more through.
+ * A rule's own policer and its slice's (nf/qos/rule.h) share a reading the same way, the own
+ * one's; there the control plane does not yet keep the own one precise under a precise slice
+ * policer, which then decides on coarse readings (rare with the settings' bursts, both burst_ms at
+ * their rate: only a slice rate under MTU x 8 / (burst_ms - 2 ticks) makes it precise). */
 #ifndef DPP_NF_QOS_POLICE_H
 #define DPP_NF_QOS_POLICE_H
 
@@ -329,13 +371,23 @@ static __always_inline bool police_decide(struct dpp_policer *p, __u64 bytes, __
 	return false;
 }
 
+/* The time policer p decides on: the chain's reading *now, or when there is none yet (0) p's own
+ * clock's, read now and kept for the next policer (the file's head: "The clock"). */
+static __always_inline __u64 police_clock(const struct dpp_policer *p, __u64 *now)
+{
+	if (!*now)
+		*now = p->clock == DPP_POLICE_CLOCK_COARSE ? bpf_ktime_get_coarse_ns() : bpf_ktime_get_ns();
+	return *now;
+}
+
 /* Policer *id's decision on a packet of `bytes`, counted: what follows it, its parent when it
  * passed (0: none), POLICE_DROPPED when it dropped. Id 0, an id past the map and an empty slot (ALGO_NONE)
  * police nothing: 0, uncounted (a parent emptied before its children are rewritten too). *now 0:
- * the clock, read once a policer is found (which keeps one value fewer alive across the lookup),
- * kept for the parent. The decision and the parent leave together, so that what is alive across
- * police_count's lookup fits the registers a call keeps: dpp_upf_police's frame is at the size
- * that fills the 512 bytes of stack with dpp_xdp's and dpp_upf's. */
+ * the policer's clock, read once a policer is found (which keeps one value fewer alive across the
+ * lookup; and the policer says which clock), kept for the parent (police_clock). The decision and
+ * the parent leave together, so that what is alive across police_count's lookup fits the registers
+ * a call keeps: dpp_upf_police's frame is at the size that fills the 512 bytes of stack with
+ * dpp_xdp's and dpp_upf's. */
 static __always_inline __u32 police_step(__u32 *id, __u64 bytes, __u64 *now)
 {
 	struct dpp_policer *p = bpf_map_lookup_elem(&dpp_policers, id);
@@ -344,14 +396,13 @@ static __always_inline __u32 police_step(__u32 *id, __u64 bytes, __u64 *now)
 	if (!p || p->algo == DPP_POLICE_ALGO_NONE)
 		return 0;
 	police_prefetch(id);
-	if (!*now)
-		*now = bpf_ktime_get_ns();
-	pass = police_decide(p, bytes, *now);
+	pass = police_decide(p, bytes, police_clock(p, now));
 	police_count(id, bytes, pass);
 	return pass ? p->parent : POLICE_DROPPED;
 }
 
-/* Whether a packet of `bytes` at clock `now` (ns; 0: the clock) passes policer `id` and its parent
+/* Whether a packet of `bytes` at clock *now (ns; 0: the first policer's clock, then its reading,
+ * kept for a next policer: police_clock) passes policer `id` and its parent
  * (struct dpp_policer.parent: a flow's MBR, then the session's AMBR that its flows share), each
  * counted; a parent's own parent is not followed (DPP_POLICE_DEPTH, which keeps the verifier's walk
  * at two policers; the control plane refuses a deeper chain).
@@ -366,18 +417,24 @@ static __always_inline __u32 police_step(__u32 *id, __u64 bytes, __u64 *now)
  * own room is spent on what did not leave (it resumes at its rate, its burst refilling). Giving it
  * back would take the child's lock or a second compare-and-swap, not always possible (its window
  * may have moved on), exactly when the session is over its AMBR. The child's counters say what it
- * decided; what left is what the parent passed. The clock is read once for both. */
-static __always_inline bool police(__u32 id, __u64 bytes, __u64 now)
+ * decided; what left is what the parent passed. The clock is read once for both, the child's. */
+static __always_inline bool police_at(__u32 id, __u64 bytes, __u64 *now)
 {
 	__u32 next;
 
 	if (!id)
 		return true;
-	next = police_step(&id, bytes, &now);
+	next = police_step(&id, bytes, now);
 	if (!next || next == POLICE_DROPPED)
 		return !next;
 	id = next;
-	return police_step(&id, bytes, &now) != POLICE_DROPPED;
+	return police_step(&id, bytes, now) != POLICE_DROPPED;
+}
+
+/* police_at with a time of its own: the chain's reading is not wanted after it. */
+static __always_inline bool police(__u32 id, __u64 bytes, __u64 now)
+{
+	return police_at(id, bytes, &now);
 }
 
 #endif /* DPP_NF_QOS_POLICE_H */

@@ -11,17 +11,16 @@
 #include "core/outcome.h"
 #include "nf/qos/police.h"
 
-/* Whether a packet of `bytes` at `now` (0: the clock, read once for both) passes the policers of
- * rule slot `slot`; a slot past dpp_rule_policers polices nothing. */
+/* Whether a packet of `bytes` at `now` (0: the clock, read once for both as a chain reads it, the
+ * rule's own policer's: police_clock) passes the policers of rule slot `slot`; a slot past
+ * dpp_rule_policers polices nothing. */
 static __always_inline bool rule_police(__u32 slot, __u64 bytes, __u64 now)
 {
 	const struct dpp_rule_police *rp = bpf_map_lookup_elem(&dpp_rule_policers, &slot);
 
 	if (!rp)
 		return true;
-	if (!now)
-		now = bpf_ktime_get_ns();
-	return police(rp->policer, bytes, now) && police(rp->shared, bytes, now);
+	return police_at(rp->policer, bytes, &now) && police_at(rp->shared, bytes, &now);
 }
 
 /* rule_police on the clock, in a frame of its own (a global function, as dpp_upf_police): act()'s

@@ -41,6 +41,14 @@ enum dpp_police_algo {
 	DPP_POLICE_ALGO_GCRA = 4,	    /* the token bucket as one arrival time (atomic) */
 };
 
+/* enum dpp_police_clock: the clock a policer decides on (struct dpp_policer.clock): the precise one
+ * or the tick-stepped one (cheaper; nf/qos/police.h says what it does to each algorithm and when the
+ * control plane chooses it). */
+enum dpp_police_clock {
+	DPP_POLICE_CLOCK_PRECISE = 0, /* bpf_ktime_get_ns() */
+	DPP_POLICE_CLOCK_COARSE = 1,  /* bpf_ktime_get_coarse_ns(): the same clock, read at its last tick */
+};
+
 /* enum dpp_police_gate: the QER's gate status (struct dpp_policer.gate). */
 enum dpp_police_gate {
 	DPP_POLICE_GATE_OPEN = 0,   /* packets are policed */
@@ -57,7 +65,7 @@ struct dpp_policer {
 	__u8 algo;	   /* enum dpp_police_algo */
 	__u8 gate;	   /* enum dpp_police_gate */
 	__u8 window_shift; /* windows: a window lasts 1 << window_shift ns, on the clock's grid */
-	__u8 reserved;
+	__u8 clock;	   /* enum dpp_police_clock */
 	struct bpf_spin_lock lock; /* TOKEN_BUCKET: guards credit and last_ns */
 	__u32 parent; /* the policer a packet this one passes goes through next; 0: none */
 	__u64 credit;  /* TOKEN_BUCKET: the bucket's content in nanobits (1 byte = 8e9 nanobits) */
