@@ -10,8 +10,11 @@ arrival of its response (Cause checked: Request accepted). The endpoint answers 
 in the store (committed) and given to its data-path applier: `--applier dpp` (root) writes the
 session's entries into the UPF's maps of a loaded data-plane instance (netapp.upf.applier), so the
 figures contain the map writes; `--applier none` keeps no maps. `--baseline REV` also times the
-endpoint of git revision REV (bench.baseline: exported and built apart) in the same run, before
-HEAD's, with the same requests. Methodology: bench/README.md ("bench/pfcp.py").
+endpoint of git revision REV (bench.baseline: exported and built apart) in the same run, with the
+same requests, in `--pairs` pairs whose order alternates (the first pair times REV first, the second
+HEAD first, ...), so that what the first of a pair meets or leaves behind (the disk's WAL, the
+caches, the other engineers' load) falls on each side as often; the result has each pair and each
+order's figures. Methodology: bench/README.md ("bench/pfcp.py").
 """
 
 from __future__ import annotations
@@ -85,7 +88,12 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser.add_argument(
         "--baseline", metavar="REV",
         help="also time the endpoint of git revision REV (exported and built into bench/build/baseline-<commit>), "
-        "in the same run, before HEAD's",
+        "in the same run, with the same requests",
+    )
+    parser.add_argument(
+        "--pairs", type=int, default=2,
+        help="with --baseline, how many pairs of runs (REV's and HEAD's): the first times REV first, the second HEAD "
+        "first, alternating, so neither side is always the first of its pair",
     )
     return parser.parse_args(argv)
 
@@ -374,11 +382,9 @@ def timed_run(args: argparse.Namespace, open_endpoint: Callable[[str], Endpoint]
     return report, len(latencies) / elapsed, summary(latencies)
 
 
-def baseline_run(args: argparse.Namespace, warm: list[bytes], timed: list[bytes]) -> Optional[dict[str, Any]]:
-    """The --baseline revision's endpoint timed as HEAD's is (None without --baseline)."""
-    baseline = prepare_baseline(args.baseline, dataplane=args.applier != "none")  # none: no libdpp loaded
-    if baseline is None:
-        return None
+def baseline_run(args: argparse.Namespace, baseline: Baseline, warm: list[bytes],
+                 timed: list[bytes]) -> dict[str, Any]:
+    """The --baseline revision's endpoint timed as HEAD's is."""
     report, rate, latency = timed_run(args, lambda directory: BaselineEndpoint(directory, args, baseline), warm, timed)
     described = baseline.describe()
     if args.applier == "none":
@@ -386,13 +392,67 @@ def baseline_run(args: argparse.Namespace, warm: list[bytes], timed: list[bytes]
     return {**described, "establishments_per_s": round(rate, 1), "latency": latency, "endpoint": report}
 
 
+def head_run(args: argparse.Namespace, warm: list[bytes], timed: list[bytes]) -> dict[str, Any]:
+    """HEAD's endpoint timed."""
+    report, rate, latency = timed_run(args, lambda directory: Endpoint(directory, args), warm, timed)
+    return {"establishments_per_s": round(rate, 1), "latency": latency, "endpoint": report}
+
+
+BASELINE_FIRST, HEAD_FIRST = "baseline first", "head first"
+
+
+def pair_order(index: int) -> str:
+    """Which side pair `index` (from 0) times first: alternating, the baseline's in the first pair."""
+    return BASELINE_FIRST if index % 2 == 0 else HEAD_FIRST
+
+
+def timed_pair(args: argparse.Namespace, baseline: Baseline, order: str, warm: list[bytes],
+               timed: list[bytes]) -> dict[str, Any]:
+    """One pair of runs, REV's and HEAD's, in `order`."""
+    if order == BASELINE_FIRST:
+        base = baseline_run(args, baseline, warm, timed)
+        head = head_run(args, warm, timed)
+    else:
+        head = head_run(args, warm, timed)
+        base = baseline_run(args, baseline, warm, timed)
+    return {"order": order, "head": head, "baseline": base}
+
+
+def brief(run_result: dict[str, Any]) -> dict[str, Any]:
+    """A run's headline figures: rate, median and p99 latency, CPU per establishment."""
+    return {
+        "establishments_per_s": run_result["establishments_per_s"],
+        "median_ms": run_result["latency"]["median_ms"],
+        "p99_ms": run_result["latency"]["p99_ms"],
+        "cpu_us_per_establishment": run_result["endpoint"]["serving_cpu_us_per_establishment"],
+    }
+
+
+def by_order(pairs: Sequence[dict[str, Any]]) -> dict[str, dict[str, list[dict[str, Any]]]]:
+    """Each order's runs, each side's headline figures: what being timed first or second does."""
+    orders: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for pair in pairs:
+        side = orders.setdefault(pair["order"], {"head": [], "baseline": []})
+        side["head"].append(brief(pair["head"]))
+        side["baseline"].append(brief(pair["baseline"]))
+    return orders
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    if args.pairs < 1:
+        raise SystemExit(f"--pairs must be at least 1, not {args.pairs}")
     load_before = os.getloadavg()[0]
     sdf = not args.no_sdf and args.applier == "none"
     warm = requests(args.warmup, 2, sdf)
     timed = requests(args.sessions, 2 + args.warmup, sdf)
-    baseline = baseline_run(args, warm, timed)
-    report, rate, latency = timed_run(args, lambda directory: Endpoint(directory, args), warm, timed)
+    baseline = prepare_baseline(args.baseline, dataplane=args.applier != "none") if args.baseline else None
+    if baseline is None:
+        pairs = []
+        head = head_run(args, warm, timed)
+    else:
+        pairs = [timed_pair(args, baseline, pair_order(index), warm, timed) for index in range(args.pairs)]
+        head = pairs[0]["head"]
+    rate, latency = head["establishments_per_s"], head["latency"]
     load_after = os.getloadavg()[0]
     return {
         "benchmark": "pfcp",
@@ -411,17 +471,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "request_bytes": len(timed[0]),
             "sdf_filters": sdf,
             "rules_per_session": {"pdr": 4, "far": 2, "qer": 1, "urr": 1},
+            "pairs": len(pairs),
         },
         "maps_in_figure": args.applier != "none",
-        "establishments_per_s": round(rate, 1),
+        # HEAD's run (with --baseline, that of the first pair; every pair's in `pairs`)
+        "establishments_per_s": rate,
         "latency": latency,
-        "endpoint": report,
+        "endpoint": head["endpoint"],
         "targets": [
-            {"name": "establishments_per_s", "value": round(rate, 1), "limit": TARGET_RATE, "met": rate >= TARGET_RATE},
+            {"name": "establishments_per_s", "value": rate, "limit": TARGET_RATE, "met": rate >= TARGET_RATE},
             {"name": "p99_ms", "value": latency["p99_ms"], "limit": TARGET_P99_MS,
              "met": latency["p99_ms"] <= TARGET_P99_MS},
         ],
-        **({"baseline": baseline} if baseline else {}),
+        **({"baseline": pairs[0]["baseline"], "pairs": pairs, "by_order": by_order(pairs)} if pairs else {}),
     }
 
 
@@ -444,15 +506,20 @@ def format_table(result: dict[str, Any]) -> str:
     if not result["maps_in_figure"]:
         lines.append("  the data-path apply (map writes) is not in these figures: no applier")
     if "baseline" in result:
-        lines.append(format_baseline(result["baseline"]))
+        lines.append(f"  baseline  {result['baseline']['rev']} ({result['baseline']['commit'][:12]}), "
+                     "pairs of runs in alternating order:")
+        lines.extend(format_pair(number, pair) for number, pair in enumerate(result["pairs"], 1))
     return "\n".join(lines)
 
 
-def format_baseline(baseline: dict[str, Any]) -> str:
-    latency = baseline["latency"]
-    return (f"  baseline  {baseline['rev']} ({baseline['commit'][:12]}), timed just before: "
-            f"{baseline['establishments_per_s']:,.0f} /s, median {latency['median_ms']} ms, p99 {latency['p99_ms']} ms, "
-            f"{baseline['endpoint']['serving_cpu_us_per_establishment']} us of CPU per establishment")
+def format_pair(number: int, pair: dict[str, Any]) -> str:
+    sides = ("baseline", "head") if pair["order"] == BASELINE_FIRST else ("head", "baseline")
+    return f"    pair {number} ({pair['order']}): " + "; ".join(f"{side} {format_brief(brief(pair[side]))}" for side in sides)
+
+
+def format_brief(figures: dict[str, Any]) -> str:
+    return (f"{figures['establishments_per_s']:,.0f} /s, median {figures['median_ms']} ms, p99 {figures['p99_ms']} ms, "
+            f"{figures['cpu_us_per_establishment']} us CPU")
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -109,7 +109,7 @@ class SessionTable(Mapping[int, Session]):
 
     def put(self, session: Session, body: Optional[str] = None) -> None:
         """Hold `session`; `body`: its JSON, when the caller has it already."""
-        self._rows[session.seid] = (session.node_id, session.model_dump_json() if body is None else body)
+        self._rows[session.seid] = (session.node_id, session.stored_json() if body is None else body)
 
     def body(self, seid: int) -> str:
         """The session's JSON, as held (KeyError: none)."""

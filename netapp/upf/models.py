@@ -306,6 +306,13 @@ class Session(_Model):
         description="QER id -> its policers of dpp_policers (uplink, downlink; 0: that direction is not policed)",
     )
 
+    def stored_json(self) -> str:
+        """The session as its row holds it: only the fields that differ from their defaults (read
+        back, a field left out is its default), 1.4 kB for the 4 PDRs, 2 FARs, QER and URR of the
+        tests' establishment instead of 2.3 kB: fewer WAL pages a transaction. A row written whole
+        reads the same."""
+        return self.model_dump_json(exclude_defaults=True)
+
     def usage_slots(self) -> list[int]:
         """Every slot of dpp_upf_usage the session holds."""
         return [*self.urr_slots.values(), *(each.slot for each in self.urr_sets)]

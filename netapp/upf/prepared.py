@@ -187,7 +187,7 @@ class SessionStencil:
         """The stencil of `sessions[0]`, a session of sentinel values `values[0]`; None unless it
         gives every `sessions[k]` (its JSON, facts and, with `compile` for `site`, entries) from
         `values[k]`."""
-        json = punch([session.model_dump_json() for session in sessions], [[str(value) for value in each]
+        json = punch([session.stored_json() for session in sessions], [[str(value) for value in each]
                                                                             for each in values])
         facts = {}
         for name in (*FACTS, *ATTRIBUTES):
@@ -220,8 +220,11 @@ class PreparedSession:
         self._entries, self._site = entries, site
         self._model: Optional[Session] = None
 
-    def model_dump_json(self) -> str:
+    def stored_json(self) -> str:
         return self._body
+
+    def model_dump_json(self) -> str:
+        return self.model().model_dump_json()
 
     def entries_for(self, site: Site) -> Optional[Entries]:
         """Its map entries, made for `site` (None: for another, or none made: compile it)."""

@@ -343,7 +343,7 @@ class Upf:
     ) -> None:
         seid = (new or old).seid  # type: ignore[union-attr]
         cursor = self._teids.cursor if cursor is None else cursor
-        body = None if new is None else new.model_dump_json()  # the row's, and the table's in memory
+        body = None if new is None else new.stored_json()  # the row's, and the table's in memory
 
         def write() -> None:
             if new is None:

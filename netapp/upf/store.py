@@ -50,7 +50,7 @@ def put_session(store: Store, session: Session, body: Optional[str] = None) -> N
     """Write the session's row; `body`: its JSON, when the caller has it already."""
     store.execute(
         "INSERT OR REPLACE INTO upf_sessions (seid, node_id, body, updated_at) VALUES (?, ?, ?, ?)",
-        (_signed(session.seid), session.node_id, session.model_dump_json() if body is None else body, _now()),
+        (_signed(session.seid), session.node_id, session.stored_json() if body is None else body, _now()),
     )
 
 

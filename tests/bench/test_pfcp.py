@@ -51,16 +51,30 @@ def test_the_applier_starts_reconciled_with_every_bucket_known():
 
 def test_a_baseline_revision_is_timed_in_the_same_run_by_its_own_code(tmp_path, monkeypatch):
     """--baseline: the revision's endpoint (its export's netapp, checked by the endpoint itself as it
-    starts) answers the same requests; both sides' figures in one result. Exported into a temporary
+    starts) answers the same requests; both sides' figures in one result, in pairs whose order
+    alternates (the first pair the baseline first, the second HEAD first). Exported into a temporary
     directory, not bench/build/, so the test leaves nothing behind; without a data path, its data
     plane is not built (test_dataplane.py builds one)."""
     monkeypatch.setattr(pfcp, "prepare_baseline", functools.partial(baseline.prepare_baseline, build_dir=tmp_path))
     commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True,
                             check=True).stdout.strip()
-    result = _run(tmp_path, "--applier", "none", "--no-sdf", "--sessions", "100", "--baseline", "HEAD")
+    result = _run(tmp_path, "--applier", "none", "--no-sdf", "--sessions", "100", "--baseline", "HEAD",
+                  "--pairs", "2")
     revision = result["baseline"]
     assert (revision["rev"], revision["commit"]) == ("HEAD", commit)
-    assert revision["endpoint"]["sessions"] == 120 and revision["latency"]["count"] == 100
-    assert revision["endpoint"]["counters"]["accepted_from_template"] >= 100
-    assert result["endpoint"]["sessions"] == 120 and result["latency"]["count"] == 100
-    assert f"baseline  HEAD ({commit[:12]})" in pfcp.format_table(result)
+    assert [pair["order"] for pair in result["pairs"]] == [pfcp.BASELINE_FIRST, pfcp.HEAD_FIRST]
+    for pair in result["pairs"]:
+        for side in ("baseline", "head"):
+            assert pair[side]["endpoint"]["sessions"] == 120 and pair[side]["latency"]["count"] == 100
+            assert pair[side]["endpoint"]["counters"]["accepted_from_template"] >= 100
+    assert result["endpoint"] == result["pairs"][0]["head"]["endpoint"]
+    assert {order: [len(runs) for runs in sides.values()] for order, sides in result["by_order"].items()} == {
+        pfcp.BASELINE_FIRST: [1, 1], pfcp.HEAD_FIRST: [1, 1]}
+    table = pfcp.format_table(result)
+    assert f"baseline  HEAD ({commit[:12]})" in table
+    assert "pair 1 (baseline first): baseline " in table and "pair 2 (head first): head " in table
+
+
+def test_pairs_alternate_which_side_is_timed_first():
+    assert [pfcp.pair_order(index) for index in range(4)] == [
+        pfcp.BASELINE_FIRST, pfcp.HEAD_FIRST, pfcp.BASELINE_FIRST, pfcp.HEAD_FIRST]
