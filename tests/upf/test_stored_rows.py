@@ -5,10 +5,13 @@ session that was made; a row written whole, as every row was before, reads the s
 from __future__ import annotations
 
 import json
+import typing
+from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import BaseModel
+from pydantic_core import PydanticUndefined
 
 from netapp.service.store import Store
 from netapp.upf.models import Session
@@ -104,3 +107,58 @@ def test_rows_written_whole_are_read_as_before_at_start(store):
     assert all('"ipv6":null' in body for body in _rows(store).values()), "the rows hold every field"
     restarted = _upf(store)
     assert {seid: restarted.sessions[seid] for seid in restarted.sessions} == sessions
+
+
+# A row leaves out every field at its default, so a default is part of what every stored row means:
+# changed, the rows written before read back as something else. The record below is each default as
+# it was when the rows were written; the test fails on a changed or unrecorded default.
+RECORDED_DEFAULTS = Path(__file__).with_name("stored_defaults.json")
+
+
+def _annotations(annotation: Any):
+    yield annotation
+    for argument in typing.get_args(annotation):
+        yield from _annotations(argument)
+
+
+def _stored_models() -> list[type[BaseModel]]:
+    """Session and every model its fields hold, however nested (Optional, dict, tuple)."""
+    found: list[type[BaseModel]] = []
+    pending: list[type[BaseModel]] = [Session]
+    while pending:
+        model = pending.pop()
+        if model in found:
+            continue
+        found.append(model)
+        for field in model.model_fields.values():
+            pending += [each for each in _annotations(field.annotation)
+                        if isinstance(each, type) and issubclass(each, BaseModel)]
+    return found
+
+
+def _defaults() -> dict[str, str]:
+    """Model.field -> repr of its default, for every field of the stored models that has one."""
+    defaults = {}
+    for model in _stored_models():
+        for name, field in model.model_fields.items():
+            if field.default is not PydanticUndefined:
+                defaults[f"{model.__name__}.{name}"] = repr(field.default)
+            elif field.default_factory is not None:
+                defaults[f"{model.__name__}.{name}"] = repr(field.default_factory())
+    return defaults
+
+
+def test_no_default_of_a_stored_field_changes_without_a_migration():
+    recorded = json.loads(RECORDED_DEFAULTS.read_text())
+    current = _defaults()
+    changed = {name: (recorded[name], value) for name, value in current.items()
+               if name in recorded and recorded[name] != value}
+    assert not changed, (
+        f"defaults changed (recorded, now): {changed}. Stored session rows leave out fields at their "
+        "defaults, so rows written before now read differently: add a store migration "
+        "(netapp/service/schema.py) that writes the old value into the rows that lack the field, "
+        f"then record the new default in {RECORDED_DEFAULTS.name}")
+    unrecorded = sorted(set(current) - set(recorded))
+    assert not unrecorded, (
+        f"fields with a default not in {RECORDED_DEFAULTS.name}: {unrecorded}; record them (rows "
+        "written before the field existed read back with that default)")
