@@ -53,6 +53,7 @@ const volatile struct {
 	enum dpp_frer_gate frer_gate;
 	enum dpp_tunnel_type tunnel_type;
 	struct dpp_upf_punt upf_punt[0]; /* the records of the ring dpp_upf_punt (no space) */
+	struct dpp_dup_meta dup_meta[0]; /* a decapsulating group's frames' metadata (no space) */
 } dpp_abi_enums;
 
 /* A fast path (N3, plain) when the packet has its layout, else the staged parser from the first
@@ -143,6 +144,14 @@ SEC("xdp/devmap")
 int dpp_frer_egress(struct xdp_md *ctx)
 {
 	return frer_egress(ctx);
+}
+
+/* The devmap program of a DUPLICATE port that decapsulates its copies (MEC 011's
+ * DUPLICATE_DECAPSULATED): its copy of a GTP-U packet leaves as the UE packet. */
+SEC("xdp/devmap")
+int dpp_dup_decap(struct xdp_md *ctx)
+{
+	return dup_decap(ctx);
 }
 
 /* The dispatcher's workers: the CPUMAP queues of dpp_rss_cpu_map run it on the worker CPU. */

@@ -59,7 +59,7 @@ from netapp.service.contract import (
     QuotaExceeded,
     Scope,
 )
-from netapp.service.state import ServiceState, namespace
+from netapp.service.state import ServiceState, namespace, site_addresses
 from netapp.service.store import Store
 from netapp.tenancy.policy import TenantPolicy
 
@@ -331,7 +331,8 @@ class Atsss:
     def _put(self, who: Principal, tenant: str, spec: AtsssSessionSpec, must_be_new: bool) -> tuple[AtsssSession, bool]:
         with self._lock, self.store.transaction():
             policy = TenantPolicy(self.store)
-            check_scope(spec, policy.grants_for(who, tenant), tenant, policy.interfaces_for(who, tenant))
+            check_scope(spec, policy.grants_for(who, tenant), tenant, policy.interfaces_for(who, tenant),
+                        lambda: site_addresses(self._netns))
             old = stored.stored_session(self.store, tenant, spec.name)
             if old is not None and must_be_new:
                 raise Conflict(f"tenant {tenant!r} has an ATSSS session {spec.name!r} already: PUT replaces it",

@@ -178,6 +178,7 @@ class Reason(enum.IntEnum):
     TUNNEL_NO_SOURCE = tunnel_abi.REASON_BASE_TUNNEL + 2
     TUNNEL_FAILED = tunnel_abi.REASON_BASE_TUNNEL + 3
     TUNNEL_NOT_IP = tunnel_abi.REASON_BASE_TUNNEL + 4
+    TUNNEL_COPY_FAILED = tunnel_abi.REASON_BASE_TUNNEL + 5
 
 
 @c_enum("dpp_overlay", "DPP_OVERLAY_")

@@ -63,7 +63,7 @@ class RuleWriter(RulePlanner):
         if self._copy_groups is None:
             from netapp.duplicate.groups import CopyGroups  # it imports the data plane's tables
 
-            self._copy_groups = CopyGroups(self.table)
+            self._copy_groups = CopyGroups(self.table, self.program_fd)
         return self._copy_groups
 
     def program_fd(self, name: str) -> int: ...

@@ -19,7 +19,7 @@ class InstalledRule:
     rule: Rule
     intent_id: Optional[str]
     policing: Any = (None, None)  # what the rule asks of its policers (netapp.qos.rules.Policing)
-    copies: tuple[int, ...] = ()  # DUPLICATE: its group's interfaces (netapp.duplicate.groups)
+    copies: tuple[tuple[int, bool], ...] = ()  # DUPLICATE: its group, (ifindex, decapsulated) each
 
     @property
     def key_bytes(self) -> bytes:

@@ -21,7 +21,7 @@ class RuleArgument(NamedTuple):
     index: Optional[int] = None  # None: DPP_NONE
     text: str = ""
     entry: Any = None  # the entry index names, for a table written with its rules (tunnel: dpp_tunnels)
-    copies: tuple[int, ...] = ()  # duplicate: the ifindexes of its copy group (netapp.duplicate)
+    copies: tuple[tuple[int, bool], ...] = ()  # duplicate: its group, (ifindex, decapsulated) each
 
 
 def no_argument(intent: Intent, interfaces: Mapping[str, int]) -> RuleArgument:

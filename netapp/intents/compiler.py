@@ -172,7 +172,7 @@ class CompiledRule:
     police: Optional[PolicerSpec] = None  # its own policer, before the action (an intent's police option)
     shared_police: Optional[SharedPolice] = None  # then the one it shares (its slice's MBR)
     arg_entry: Any = None  # the table entry arg names, written with the rule (tunnel: netapp.mec.tunnels)
-    copies: tuple[int, ...] = ()  # duplicate: the ifindexes of its group (arg), which the data plane writes first
+    copies: tuple[tuple[int, bool], ...] = ()  # duplicate: its group (arg), (ifindex, decapsulated) each, written first
 
     @property
     def match_key(self) -> tuple[RuleShape, FieldValues]:

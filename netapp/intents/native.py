@@ -250,14 +250,20 @@ class TunnelAction(ActionOptions):
 
 
 class DuplicateAction(ActionOptions):
-    """Send a copy of the packet out of each of several interfaces, as it came (a DEVMAP broadcast,
-    FRER's replication: netapp.duplicate)."""
+    """Send a copy of the packet out of each of several interfaces, as it came, or decapsulated out of
+    those `decapsulate` names (a DEVMAP broadcast, FRER's replication: netapp.duplicate)."""
 
     model_config = ConfigDict(extra="forbid")
     type: Literal["duplicate"]
     interfaces: list[InterfaceName] = Field(
         min_length=2, max_length=MAX_COPIES,
         description=f"the interfaces a copy leaves by, each at most once (2 to {MAX_COPIES}; one: use redirect)",
+    )
+    decapsulate: list[InterfaceName] = Field(
+        default_factory=list, max_length=MAX_COPIES,
+        description="those of `interfaces` whose copy of a GTP-U packet leaves decapsulated: its UE packet behind "
+                    "the outermost Ethernet header's addresses (a copy whose GTP-U payload is not IP is dropped, "
+                    "counted as tunnel_copy_failed); a packet without GTP-U leaves as it came",
     )
 
     @model_validator(mode="after")
@@ -266,6 +272,12 @@ class DuplicateAction(ActionOptions):
             if name in self.interfaces[:n]:
                 raise FieldError(f"interfaces[{n}]", f"{name!r} is already interfaces[{self.interfaces.index(name)}]: "
                                                      "each interface gets one copy")
+        for n, name in enumerate(self.decapsulate):
+            if name not in self.interfaces:
+                raise FieldError(f"decapsulate[{n}]", f"{name!r} is not one of interfaces "
+                                                      f"({', '.join(self.interfaces)}): only a copy's interface decapsulates")
+            if name in self.decapsulate[:n]:
+                raise FieldError(f"decapsulate[{n}]", f"{name!r} is already decapsulate[{self.decapsulate.index(name)}]")
         return self
 
 

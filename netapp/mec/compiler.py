@@ -20,7 +20,7 @@ data plane cannot do it; nothing is accepted and left undone:
 | FORWARD_ENCAPSULATED, TUNNEL GTP_U    | tunnel: moved into GTP-U to tunnelDstAddress (next hop: the FIB) |
 | FORWARD_ENCAPSULATED, TUNNEL GRE      | tunnel: carried in GRE to tunnelDstAddress (next hop: the FIB)  |
 | DUPLICATE_ENCAPSULATED                | duplicate out of the two MAC dstInterfaces, copies as they came |
-| DUPLICATE_DECAPSULATED                | the same, for packets without a tunnel (a tunnel filter: refused) |
+| DUPLICATE_DECAPSULATED                | the same, dstInterface[0]'s copy of a GTP-U packet decapsulated |
 | state INACTIVE                        | none installed (the rule is still checked, so it can be turned on) |
 
 Decapsulated (FORWARD_DECAPSULATED): a GTP-U packet loses every header up to and including GTP-U and its
@@ -53,9 +53,13 @@ is family-blind, so they need an address of their family.
 
 DUPLICATE_*: MEC 011 gives two dstInterface values (a list of two, or v2.1.1's object with both in
 dstInterfaces: netapp.mec.models.TrafficRule; one alone is refused). Each is a MAC interface named by
-srcMacAddress, as for FORWARD_DECAPSULATED; the copies leave as the packet came (the intent action
-`duplicate`: netapp.duplicate). The replication does not decapsulate, so DUPLICATE_DECAPSULATED is
-the same as DUPLICATE_ENCAPSULATED for plain packets, and a filter that names a tunnel is refused.
+srcMacAddress, as for FORWARD_DECAPSULATED (the intent action `duplicate`: netapp.duplicate).
+DUPLICATE_ENCAPSULATED: both copies leave as the packet came. DUPLICATE_DECAPSULATED: the first,
+the application's, leaves decapsulated as FORWARD_DECAPSULATED's packet does (its interface's
+copies run the egress program that removes the headers up to and including GTP-U), the second as
+the packet came; MEC 011 does not say which value is the application's, so the first is. A GTP-U
+copy whose payload is not IP cannot be decapsulated: dropped and counted (tunnel_copy_failed), the
+other copy still sent; a packet without GTP-U leaves as it came out of both.
 
 Priority: MEC's 0 (highest) to 255 (lowest) become intent priorities MEC_PRIORITY_BASE + 255 - p,
 ordered as MEC orders them and above slices' (1001 to 1127): an application's rule on a slice's
@@ -109,7 +113,6 @@ _UNMATCHED = {
 }
 _DUPLICATES = (RuleAction.DUPLICATE_DECAPSULATED.value, RuleAction.DUPLICATE_ENCAPSULATED.value)
 DUPLICATE_COPIES = 2  # MEC 011: "two values shall be provided"
-_TUNNEL_MEMBERS = ("srcTunnelAddress", "tgtTunnelAddress", "srcTunnelPort", "dstTunnelPort")
 MAX_GRE_KEY = (1 << 32) - 1
 
 
@@ -434,9 +437,8 @@ def mac_key(mac: str) -> str:
 
 
 def _duplicate(rule: TrafficRule, interfaces_by_mac: Mapping[str, str]) -> dict[str, Any]:
-    """DUPLICATE_*: a copy out of each of the two MAC interfaces (the intent action `duplicate`)."""
-    if rule.action == RuleAction.DUPLICATE_DECAPSULATED.value:
-        _refuse_tunnel_filter(rule)
+    """DUPLICATE_*: a copy out of each of the two MAC interfaces (the intent action `duplicate`), the
+    first's decapsulated for DUPLICATE_DECAPSULATED."""
     destinations = rule.destinations()
     if len(destinations) != DUPLICATE_COPIES:
         raise IntentError.at("dstInterface", f"{len(destinations)} values: {rule.action} sends a copy out of each "
@@ -447,21 +449,8 @@ def _duplicate(rule: TrafficRule, interfaces_by_mac: Mapping[str, str]) -> dict[
     if names[0] == names[1]:
         raise IntentError.at("dstInterface[1].srcMacAddress", f"{names[1]} is dstInterface[0]'s interface too: "
                                                               "each copy leaves by its own")
-    return {"type": "duplicate", "interfaces": names}
-
-
-def _refuse_tunnel_filter(rule: TrafficRule) -> None:
-    """DUPLICATE_DECAPSULATED of tunnelled traffic would need the copies decapsulated, which the
-    replication does not do: a filter naming the tunnel is refused at that member."""
-    for n, flt in enumerate(rule.trafficFilter):
-        for member in _TUNNEL_MEMBERS:
-            if _given(getattr(flt, member)):
-                raise IntentError.at(
-                    f"trafficFilter[{n}].{member}",
-                    "DUPLICATE_DECAPSULATED of tunnelled (GTP-U) packets: the copies would leave encapsulated, the "
-                    "replication does not decapsulate; use DUPLICATE_ENCAPSULATED, or filter the packets where "
-                    "they arrive without a tunnel",
-                )
+    decapsulate = names[:1] if rule.action == RuleAction.DUPLICATE_DECAPSULATED.value else []
+    return {"type": "duplicate", "interfaces": names, "decapsulate": decapsulate}
 
 
 def _copy_interface(destination: DestinationInterface, where: str, interfaces_by_mac: Mapping[str, str]) -> str:

@@ -10,10 +10,12 @@ find it. A full apply (a start, a reconcile) counts them again from the rules it
 change the data plane refused after its entries were written, go too. Without it the map's 4,096
 entries would fill with destinations no rule sends to.
 
-The wait is some milliseconds, more than a change's own work, so entries no rule names gather and
-go together: once `batch` of them have, when an entry is to be written and the map is full, and at
-a full apply. An entry no rule names is harmless meanwhile (no rule leads to it), and one a new
-rule names again before it goes is simply kept.
+The wait is some milliseconds, so it is made once per change, not once per entry: at the end of a
+change that left entries no rule names (its rules took out the last reference to them, or it was
+refused after its entries were written), every such entry goes after one wait, and nothing is left
+behind for a later change. A change that removes no reference waits for nothing. Should the wait or
+the deletion fail, the entries stay unnamed and go at the end of the next change, or first thing
+when an entry is to be written and the map is full.
 """
 
 from __future__ import annotations
@@ -28,20 +30,17 @@ from netapp.mec.tunnels import TunnelEntry
 
 log = logging.getLogger("netapp.dataplane")
 
-FREE_BATCH = 64  # entries no rule names, freed together after one wait for the kernel's readers
 MAP_FULL = (errno.E2BIG, errno.ENOSPC)  # what a full hash map's update fails with
 
 
 class TunnelEntries:
     """The entries of dpp_tunnels, with how many installed rules name each."""
 
-    def __init__(self, table: Any, batch: int = FREE_BATCH):
+    def __init__(self, table: Any):
         self._table = table
-        self.batch = batch
         self._refs: Counter[int] = Counter()
-        self._unnamed: set[int] = set()  # dropped to 0, or found so: freed once enough gathered
+        self._unnamed: set[int] = set()  # dropped to 0, or found so: freed at the end of the change
         self._fresh: set[int] = set()  # written for a change, not yet named: unnamed after that change
-        self._flush = False  # a full apply recounted: free whatever is unnamed at its end
 
     def add(self, entry: TunnelEntry) -> None:
         """A rule's entry, written before the rule. Entries are named by their content, so one held
@@ -87,20 +86,19 @@ class TunnelEntries:
         self._refs = Counter(named)
         self._unnamed = {int(key) for key, _ in self._table.items()} - set(self._refs)
         self._fresh.clear()
-        self._flush = True
 
     def free(self) -> None:
         """At the end of a change to the rules (after the rules that named them went and the shapes
-        were published again): free the entries no installed rule names, when `batch` of them have
-        gathered or a full apply recounted. Entries written for a change that named none of them (it
-        was refused) are unnamed from now on."""
+        were published again): free every entry no installed rule names, after one wait, when there
+        is any. Entries written for a change that named none of them (it was refused) are unnamed
+        from now on, and go with them."""
         self._unnamed |= self._fresh
         self._fresh.clear()
-        if self._flush or len(self._unnamed) >= self.batch:
-            self._flush = not self._free_unnamed() and bool(self._unnamed)  # a failure: again next time
+        self._free_unnamed()  # a failure: they stay unnamed, tried again at the next change
 
     def pending(self) -> int:
-        """Entries no installed rule names that the map still holds (freed with the next batch)."""
+        """Entries no installed rule names that the map still holds (after a change: only those a
+        failed free left, or those written for the change at hand)."""
         return len(self._unnamed | self._fresh)
 
     def _free_unnamed(self) -> bool:

@@ -493,6 +493,7 @@ class NetAppService(IntentService):
         with self._state.exclusive():
             Dispatcher(self._state.dataplane).requeue()  # the new worker program in its queues
             FrerDataplane(self._state.dataplane).requeue()  # the new egress program on FRER's ports
+            self._state.dataplane.copy_groups.requeue()  # and on the ports that decapsulate copies
             AtsssMaps(self._state.dataplane.table).requeue(self._state.dataplane.program_fd)  # and copy programs
         return reloaded
 

@@ -21,7 +21,8 @@ An ATSSS path's `peer` is not checked here: it is the UE's own address on an acc
 cellular), which generally lies outside the tenant's grants (they hold the UE's PDU session address,
 the downlink's destination), so requiring it inside them would refuse real sessions. What a session
 sends to it is its own UE's downlink only (netapp.atsss.scope keeps the UE inside the tenant's
-grants), never another tenant's packets.
+grants), never another tenant's packets. Its `local`, the outer source of those packets, is the
+node's address as a tunnel's source is (netapp.atsss.scope, with `foreign` below).
 
 Without `destinations`, a confined tenant may send out of the interfaces its grants name (as FRER
 and ATSSS always did) and towards no address: an administrator who wants its traffic tunnelled or
@@ -98,14 +99,24 @@ def check_source(intent: Intent, addresses: Callable[[], AbstractSet[AddressValu
     action = intent.action
     if not isinstance(action, TunnelAction) or action.encapsulate is None or action.encapsulate.source is None:
         return
-    source, own = action.encapsulate.source, addresses()
-    if source not in own:
-        listed = sorted((a for a in own if a.version == source.version and not a.is_link_local), key=str)
-        raise IntentError.at(
-            "action.encapsulate.source",
-            f"{source} is not an address of this node: a tunnel's source must be one of its interfaces' "
-            f"addresses ({_listed([str(a) for a in listed])}), not another host's",
-        )
+    source = action.encapsulate.source
+    why = foreign(source, addresses(), "a tunnel's source")
+    if why is not None:
+        raise IntentError.at("action.encapsulate.source", why)
+
+
+def foreign(address: AddressValue, own: AbstractSet[AddressValue], what: str) -> Optional[str]:
+    """Why `address` may not be `what` (the outer source of a tenant's packets) when it is not one of
+    the node's `own` addresses, naming those of its family that it may be; None: it is the node's."""
+    if address in own:
+        return None
+    return (f"{address} is not an address of this node: {what} must be one of its interfaces' addresses "
+            f"({_listed(own_listed(address, own))}), not another host's")
+
+
+def own_listed(address: AddressValue, own: AbstractSet[AddressValue]) -> list[str]:
+    """The node's addresses of `address`'s family a source may be (link-local ones left out)."""
+    return sorted(str(a) for a in own if a.version == address.version and not a.is_link_local)
 
 
 def outside(intents: list[Intent], where: Optional[Destinations], tenant: str,

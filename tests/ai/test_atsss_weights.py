@@ -32,6 +32,7 @@ from tests.ai.fakes import ADMIN_TOKEN
 from tests.api.conftest import NoCounters
 from tests.atsss.atsss import XDP_TX, AtsssProgram, decode, ethernet, ue_packet
 from tests.utils.influxd import influx_settings
+from tests.utils.kernel import addresses_namespace
 from tests.utils.object_tables import ObjectTables
 
 ADMIN = Principal("operator", frozenset({Scope.ADMIN}))
@@ -49,12 +50,18 @@ def path(n: int) -> dict[str, Any]:
 
 @pytest.fixture
 def atsss(api_app, tmp_path) -> Iterator[tuple[Atsss, AtsssProgram]]:
-    """The service over the program's maps, served by the session's API as `netapp serve` does."""
+    """The service over the program's maps, served by the session's API as `netapp serve` does, on
+    a node (a namespace) whose addresses are the paths' local ones."""
+    with addresses_namespace("dpp-weights", [path(n)["local"] for n in (1, 2)]) as node_ns:
+        yield from _served(api_app, tmp_path, node_ns)
+
+
+def _served(api_app, tmp_path, node_ns: str) -> Iterator[tuple[Atsss, AtsssProgram]]:
     program = AtsssProgram()
     store = Store.open(tmp_path / "netapp.db", synchronous="NORMAL")
     TenantService(lambda: store).put_tenant(ADMIN, "carol", TenantSpec.model_validate(
         {"traffic": [{"dst": "10.60.0.0/24"}]}))
-    service = Atsss(store, AtsssMaps(ObjectTables(program.obj).table))
+    service = Atsss(store, AtsssMaps(ObjectTables(program.obj).table), netns=node_ns)
     api_app.state.atsss = service
     try:
         yield service, program

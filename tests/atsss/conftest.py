@@ -1,5 +1,6 @@
 """The downlink program, loaded once for the ATSSS tests that run it in the kernel; every test
-starts from empty maps (the sessions it added are removed)."""
+starts from empty maps (the sessions it added are removed). The namespace whose addresses are the
+paths' local ones, for the tests whose confined tenants create sessions."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Iterator
 import pytest
 
 from tests.atsss.atsss import AtsssProgram
+from tests.utils.kernel import addresses_namespace
 
 
 @pytest.fixture(scope="module")
@@ -17,3 +19,16 @@ def atsss() -> Iterator[AtsssProgram]:
         yield program
     finally:
         program.close()
+
+
+# The paths' `local` addresses the tests give: 192.0.2.1-16 and 2001:db8::1-10 (hex).
+NODE_LOCALS = [f"192.0.2.{n}" for n in range(1, 17)] + [f"2001:db8::{n:x}" for n in range(1, 17)]
+
+
+@pytest.fixture(scope="session")
+def node_ns() -> Iterator[str]:
+    """A namespace whose addresses are NODE_LOCALS: the node's own, which a confined tenant's path's
+    `local` must be (netapp.atsss.scope). A service given it as its netns checks the paths against
+    them, as a node checks its sessions against its interfaces'."""
+    with addresses_namespace("dpp-locals", NODE_LOCALS) as name:
+        yield name

@@ -48,9 +48,9 @@ def body(name: str = "ue5", ue: str = "10.60.0.5", mode: str = "weighted", **ove
 class FakeNode:
     """The service over the test's store and a fake data plane's ATSSS maps."""
 
-    def __init__(self, store: Any):
+    def __init__(self, store: Any, netns: str):
         self.dataplane = Dataplane(FakeDpp())
-        self.atsss = Atsss(store, AtsssMaps(self.dataplane.table))
+        self.atsss = Atsss(store, AtsssMaps(self.dataplane.table), netns=netns)
 
     def path(self, slot: int) -> Any:
         return self.dataplane.table("dpp_atsss_paths").get(c_uint32(slot))
@@ -66,8 +66,8 @@ class FakeNode:
 
 
 @pytest.fixture
-def node(api_app, admin) -> Iterator[FakeNode]:
-    node = FakeNode(api_app.state.tenants.store)
+def node(api_app, admin, node_ns) -> Iterator[FakeNode]:
+    node = FakeNode(api_app.state.tenants.store, node_ns)
     api_app.dependency_overrides[get_atsss] = lambda: node.atsss
     for tenant, traffic in GRANTS.items():
         assert admin.put(f"/api/v1/tenants/{tenant}", json={"traffic": traffic}).status_code in (200, 201)

@@ -86,11 +86,11 @@ def instance() -> Iterator[str]:
 
 
 @pytest.fixture
-def node(instance, api_app, admin, tenant_a) -> Iterator[Dataplane]:
+def node(instance, api_app, admin, tenant_a, node_ns) -> Iterator[Dataplane]:
     """ATSSS over the pinned pipeline's maps, the tenants granted their UEs, tenant-a's UE with a
     round-robin session (a 3GPP path, then a non-3GPP one)."""
     dataplane = Dataplane.open(instance=instance)
-    atsss = Atsss.start(api_app.state.tenants.store, dataplane.table)
+    atsss = Atsss.start(api_app.state.tenants.store, dataplane.table, netns=node_ns)
     api_app.dependency_overrides[get_atsss] = lambda: atsss
     for tenant, traffic in GRANTS.items():
         assert admin.put(f"/api/v1/tenants/{tenant}", json={"traffic": traffic}).status_code in (200, 201)

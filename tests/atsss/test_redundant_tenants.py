@@ -45,8 +45,8 @@ ETH_P_ALL = 0x0003
 
 
 class Site:
-    """A namespace: the ingress port in0 and each tenant's ports, their peers captured; the service
-    over the program's maps, looking the ports up in that namespace."""
+    """A namespace: the ingress port in0 and each tenant's ports (each with its path's local address),
+    their peers captured; the service over the program's maps, looking the ports up in that namespace."""
 
     def __init__(self, program: Any, store: Store):
         self.ns = f"dppred-{secrets.token_hex(3)}"
@@ -56,6 +56,9 @@ class Site:
         self.captures: dict[str, socket.socket] = {}
         netns.add_namespace(self.ns)
         netns.add_ports(self.ns, ("in0", *self.ports))
+        for tenant, (_, ports) in TENANTS.items():  # each path's local: its port's address on the node
+            for spec, port in zip(PATHS[tenant], ports):
+                netns.run(["ip", "addr", "add", f"{spec.local}/32", "dev", port], netns=self.ns)
         with namespaces.entered(self.ns):
             for port in self.ports:
                 attach_native(socket.if_nametoindex(f"{port}p"), self.passer.program_fd("xdp_pass"))

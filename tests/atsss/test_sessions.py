@@ -20,6 +20,7 @@ from netapp.service.schema import MIGRATIONS, SCHEMA_V1, SCHEMA_VERSION
 from netapp.service.store import Store
 from netapp.tenancy.models import TenantSpec
 from netapp.tenancy.service import TenantService
+from tests.atsss.conftest import NODE_LOCALS
 
 ADMIN = Principal("operator", frozenset({Scope.ADMIN}))
 CAROL = Principal("carol", frozenset({Scope.READ, Scope.INTENTS_WRITE}))
@@ -52,8 +53,8 @@ def store(tmp_path) -> Iterator[Store]:
 
 
 @pytest.fixture
-def atsss(store) -> Atsss:
-    return Atsss(store)
+def atsss(store, node_ns) -> Atsss:
+    return Atsss(store, netns=node_ns)
 
 
 def problem_of(exc: ValidationError) -> InvalidParam:
@@ -135,6 +136,20 @@ def test_a_session_outside_the_tenants_grants_is_forbidden_naming_the_field(atss
         atsss.create_session(CAROL, "s1", spec(ue=ue, paths=paths))
     assert refused.value.field == field
     assert atsss.list_sessions(ADMIN) == []
+
+
+@pytest.mark.parametrize("local", ["198.51.100.7", "2001:db8:ff::1"])
+def test_a_confined_tenants_path_whose_local_is_not_the_nodes_is_forbidden_naming_it_and_the_nodes(atsss, local):
+    peer = "198.51.100.9" if "." in local else "2001:db8:99::9"
+    with pytest.raises(Forbidden) as refused:
+        atsss.create_session(CAROL, "s1", spec(paths=[path(1), path(2, local=local, peer=peer)]))
+    assert refused.value.field == "paths[1].local"
+    assert f"{local} is not an address of this node" in refused.value.detail
+    family = [a for a in NODE_LOCALS if ("." in a) == ("." in local)]
+    assert set(refused.value.allowed.split(", ")) >= set(family)  # the node's, of the family
+    assert atsss.list_sessions(ADMIN) == []
+    # the site's operator may name any: a service address may live on another box of the site
+    assert atsss.create_session(ADMIN, "s1", spec(paths=[path(1, local=local, peer=peer)])).name == "s1"
 
 
 def test_a_grant_of_the_uplink_or_of_an_interface_does_not_hold_a_session(store, atsss):

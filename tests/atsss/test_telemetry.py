@@ -53,9 +53,9 @@ def spec(name: str, ue: str, mode: str, paths: list[dict[str, Any]]) -> AtsssSes
 class Node:
     """The service over a store and the downlink program's maps, its paths a collector's source."""
 
-    def __init__(self, program: AtsssProgram, store: Store):
+    def __init__(self, program: AtsssProgram, store: Store, netns: str):
         self.program = program
-        self.atsss = Atsss(store, AtsssMaps(ObjectTables(program.obj).table))
+        self.atsss = Atsss(store, AtsssMaps(ObjectTables(program.obj).table), netns=netns)
         self.collector = Collector(NoCounters(), node=NODE, clock_ns=self._now)
         self.collector.add_source(AtsssPoints(self.atsss.readings, NODE, path_metrics=True))
         self.time_ns = S
@@ -76,12 +76,12 @@ class Node:
 
 
 @pytest.fixture
-def node(atsss: AtsssProgram, tmp_path) -> Iterator[Node]:
+def node(atsss: AtsssProgram, tmp_path, node_ns) -> Iterator[Node]:
     store = Store.open(tmp_path / "netapp.db", synchronous="NORMAL")
     tenants = TenantService(lambda: store)
     for tenant, prefix in GRANTS.items():
         tenants.put_tenant(ADMIN, tenant, TenantSpec.model_validate({"traffic": [{"dst": prefix}]}))
-    node = Node(atsss, store)
+    node = Node(atsss, store, node_ns)
     try:
         yield node
     finally:

@@ -64,12 +64,13 @@ class CountingItems:
 
 
 @pytest.fixture
-def node(atsss: AtsssProgram, tmp_path) -> Iterator[tuple[Atsss, CountingItems]]:
+def node(atsss: AtsssProgram, tmp_path, node_ns) -> Iterator[tuple[Atsss, CountingItems]]:
     store = Store.open(tmp_path / "netapp.db", synchronous="NORMAL")
     TenantService(lambda: store).put_tenant(ADMIN, "carol", TenantSpec.model_validate({"traffic": [{"dst": str(POOL)}]}))
     tables = ObjectTables(atsss.obj).table
     counted = CountingItems(tables("dpp_atsss_sessions"))
-    service = Atsss(store, AtsssMaps(lambda name: counted if name == "dpp_atsss_sessions" else tables(name)))
+    service = Atsss(store, AtsssMaps(lambda name: counted if name == "dpp_atsss_sessions" else tables(name)),
+                    netns=node_ns)
     try:
         yield service, counted
     finally:

@@ -52,6 +52,32 @@ def test_a_duplicate_names_two_to_eight_interfaces_each_once(interfaces, field, 
     assert refused.value.field == field and why in refused.value.message
 
 
+@pytest.mark.parametrize(("decapsulate", "field", "why"), [
+    (["p3"], "action.duplicate.decapsulate[0]", "not one of interfaces (p1, p2)"),
+    (["p1", "p1"], "action.duplicate.decapsulate[1]", "already decapsulate[0]"),
+])
+def test_only_a_copys_interface_decapsulates_and_once(decapsulate, field, why):
+    body = intent("x", ["p1", "p2"])
+    body["action"]["decapsulate"] = decapsulate
+    with pytest.raises(IntentError) as refused:
+        parse_intent(body)
+    assert refused.value.field == field and why in refused.value.message
+
+
+def test_a_decapsulating_copy_makes_another_group_flagged_and_its_port_runs_the_egress_program():
+    decap = intent("d", ["p1", "p2"], dst="10.0.0.3/32")
+    decap["action"]["decapsulate"] = ["p2"]
+    plain, decapsulating = ruleset(intent("a", ["p1", "p2"]), decap).rules
+    assert decapsulating.copies == ((11, False), (12, True))
+    assert decapsulating.arg == group_id([11, 12], [12]) and decapsulating.arg & abi.GROUP_DECAP
+    assert not plain.arg & abi.GROUP_DECAP and plain.arg != decapsulating.arg
+    fake = FakeDpp()
+    dp = Dataplane(fake)
+    dp.apply(ruleset(decap))
+    # the fake holds no program (fd 0): that the entry runs it is test_datapath.py's, in the kernel
+    assert groups(dp) == {decapsulating.arg: {11, 12}} and ("program_fd", abi.DECAP_PROG) in fake.calls
+
+
 def test_an_unknown_interface_is_named_by_its_position():
     with pytest.raises(CompileError, match=r"action.interfaces\[1\]: unknown interface 'nope'"):
         ruleset(intent("x", ["p1", "nope"]))
@@ -60,7 +86,7 @@ def test_an_unknown_interface_is_named_by_its_position():
 def test_the_rule_names_the_group_of_its_interfaces_whatever_their_order():
     first, second = ruleset(intent("a", ["p1", "p2"]), intent("b", ["p2", "p1"], dst="10.0.0.2/32")).rules
     assert first.action == second.action == "duplicate"
-    assert first.arg == second.arg == group_id([11, 12]) and first.copies == second.copies == (11, 12)
+    assert first.arg == second.arg == group_id([11, 12]) and first.copies == second.copies == ((11, False), (12, False))
     assert ruleset(intent("c", ["p1", "p3"])).rules[0].arg != first.arg
 
 

@@ -34,9 +34,10 @@ def test_a_packet_rule_is_one_intent_with_the_filter_as_its_match():
 
 @pytest.mark.parametrize("action", ["DUPLICATE_ENCAPSULATED", "DUPLICATE_DECAPSULATED"])
 def test_a_duplicate_sends_a_copy_out_of_each_of_its_two_mac_interfaces(action):
-    # DECAPSULATED of a packet without a tunnel is ENCAPSULATED: the copies leave as they came.
+    # DECAPSULATED: the first dstInterface's copy (the application's) leaves without its GTP-U tunnel.
     (intent,) = rule_intents(APP, rule(action=action, dstInterface=COPIES), INTERFACES)
     assert (intent.action.type, intent.action.interfaces) == ("duplicate", [IFACE, IFACE2])
+    assert intent.action.decapsulate == ([IFACE] if action == "DUPLICATE_DECAPSULATED" else [])
     assert str(intent.match.dst) == "192.0.2.0/24"
 
 
@@ -185,7 +186,7 @@ def test_dscp_with_an_ipv4_address_and_tc_with_an_ipv6_one():
          "dstInterface[1].srcMacAddress", "not the MAC of an interface"),
         ({"action": "DUPLICATE_DECAPSULATED", "dstInterface": COPIES,
           "trafficFilter": [{"srcTunnelAddress": ["198.51.100.1"]}]}, "trafficFilter[0].srcTunnelAddress",
-         "does not decapsulate"),
+         "not its tunnel's addresses"),
         ({"action": "FORWARD_DECAPSULATED", "dstInterface": COPIES}, "dstInterface", "one value"),
         ({"action": "FORWARD_DECAPSULATED", "dstInterface": {"interfaceType": "MAC",
                                                              "srcMacAddress": "02:00:00:00:00:ff"}},

@@ -117,7 +117,8 @@ def test_each_destination_field_of_an_intent_is_kept_inside_the_destinations(mec
     finally:
         assert tenant_b.delete(f"{INTENTS}/ok").status_code == 204
     tunnels = mec_site.service.dataplane.tunnel_entries
-    assert tunnels.references(entry.entry_id) == 0 and tunnels.pending() >= 1, "unnamed with its rule, freed in a batch"
+    assert tunnels.references(entry.entry_id) == 0 and tunnels.pending() == 0, "freed with its rule's delete"
+    assert mec_site.service.dataplane.table("dpp_tunnels").get(entry.entry_id) is None
     assert admin.put(f"{TENANTS}/{TENANT}", json={"traffic": GRANT, "destinations": {"interfaces": [PEER]}}
                      ).status_code == 200
 

@@ -1,9 +1,11 @@
 """dpp_tunnels entries counted by the rules that name them (netapp.mec.tunnel_entries), in the kernel's
-map: an entry goes after its last rule (in batches), so rules created and deleted with ever new
-destinations never fill the map's 4,096 entries; one shared by two rules stays while either is
-installed; a restart frees what no rule names and keeps what one does; a write into the full map
-frees what no rule names first; an entry is deleted only after its rule left the maps and the
-kernel's readers were waited for (the calls recorded by a wrapper around the real adapter).
+map: an entry goes at the end of the change that took out its last rule, so rules created and
+deleted with ever new destinations never fill the map's 4,096 entries and no entry no rule names
+stays behind a change; one shared by two rules stays while either is installed; a restart frees
+what no rule names and keeps what one does; an entry is deleted only after its rule left the maps
+and the kernel's readers were waited for, once per change however many go (the calls recorded by a
+wrapper around the real adapter); a write into the full map frees first what a failed free left
+(the failure injected by that wrapper: the kernel's wait does not fail on demand).
 
 Changes go the service's way (netapp.service.transaction): the delta's entries written, then the
 delta applied by the facade, on a real instance (anonymous, or pinned for the restart).
@@ -12,23 +14,24 @@ Needs root and libdpp (tests/utils/kernel.py: skipped outside CI, a failure unde
 
 from __future__ import annotations
 
+import errno
 from typing import Any, Iterator, Optional
 
 import pytest
 
 from netapp.dataplane.binding import load_libdpp
+from netapp.dataplane.errors import DataplaneError
 from netapp.dataplane.facade import Dataplane
 from netapp.dataplane.handle import DppHandle
 from netapp.intents.compiler import rule_tunnels
 from netapp.intents.index import RuleIndex
 from netapp.intents.models import Intent
 from netapp.mec.tunnel_abi import MAX_TUNNELS
-from netapp.mec.tunnel_entries import FREE_BATCH
 from netapp.mec.tunnels import TunnelEntry, tunnel_entry
 from tests.utils.kernel import require_kernel
 from tests.utils.maps import pinned_instance
 
-CYCLES = 5_000
+CYCLES, PER_CHANGE = 80, 64  # 5,120 destinations, each named by one rule for one change
 
 
 def tunnel_intent(intent_id: str, n: int, port: int = 5000) -> Intent:
@@ -68,20 +71,24 @@ def dp() -> Iterator[Dataplane]:
 
 
 def test_rules_with_ever_new_destinations_never_fill_the_map(dp):
-    assert dp.map_size("dpp_tunnels") == MAX_TUNNELS < CYCLES
+    assert dp.map_size("dpp_tunnels") == MAX_TUNNELS < CYCLES * PER_CHANGE
     index = RuleIndex({})
-    for n in range(CYCLES):
-        intent = tunnel_intent(f"t{n}", n)
-        change(dp, index, add=intent)
-        if n % 1000 == 0:
-            stale = held(dp) - {entry_of(intent).entry_id}
-            assert len(stale) == dp.tunnel_entries.pending() < FREE_BATCH, f"cycle {n}: a batch at most waits"
-        change(dp, index, remove=f"t{n}")
-    assert len(held(dp)) == dp.tunnel_entries.pending() < FREE_BATCH
+    for n in range(CYCLES):  # each change installs PER_CHANGE new rules and takes out the last change's
+        tracked = index.track()
+        for k in range(PER_CHANGE):
+            if n:
+                tracked.remove(f"t{n - 1}-{k}")
+            tracked.add(index.compile(tunnel_intent(f"t{n}-{k}", n * PER_CHANGE + k, port=5000 + k)))
+        delta = tracked.delta()
+        for entry in rule_tunnels(delta.upserts).values():
+            dp.add_tunnel(entry)
+        dp.apply_changes(delta)
+        installed = {entry_of(tunnel_intent("x", n * PER_CHANGE + k)).entry_id for k in range(PER_CHANGE)}
+        assert held(dp) == installed, f"change {n}: only the installed rules' entries"
+    assert dp.tunnel_entries.pending() == 0
 
 
 def test_a_shared_entry_goes_with_the_last_rule_that_names_it(dp):
-    dp.tunnel_entries.batch = 1  # each entry freed at the end of the change that left it unnamed
     index = RuleIndex({})
     first, second = tunnel_intent("a", 7, port=5000), tunnel_intent("b", 7, port=5001)
     shared = entry_of(first).entry_id
@@ -114,13 +121,15 @@ def test_a_restart_frees_the_entries_no_rule_names_and_keeps_the_others():
 
 
 class Recording:
-    """The real adapter, each call that the order of a removal depends on recorded in `calls`."""
+    """The real adapter, each call that the order of a removal depends on recorded in `calls`; while
+    `fail_waits`, a wait for the readers fails as a refused syscall would (DataplaneError)."""
 
     RECORDED = ("rules_delete", "shapes_publish", "table_wait_readers", "table_delete")
 
     def __init__(self, handle: DppHandle):
         self._handle = handle
         self.calls: list[tuple[str, Any]] = []
+        self.fail_waits = False
 
     def __getattr__(self, name: str) -> Any:
         call = getattr(self._handle, name)
@@ -129,18 +138,24 @@ class Recording:
 
         def recorded(*args: Any, **kwargs: Any) -> Any:
             self.calls.append((name, args[0] if name == "table_delete" else None))
+            if name == "table_wait_readers" and self.fail_waits:
+                raise DataplaneError(errno.EINTR, "table_wait_readers")
             return call(*args, **kwargs)
 
         return recorded
+
+
+def waits(recording: Recording, since: int = 0) -> int:
+    return [name for name, _ in recording.calls[since:]].count("table_wait_readers")
 
 
 def test_an_entry_is_deleted_after_its_rule_left_the_maps_and_the_readers_were_waited_for():
     require_kernel()
     recording = Recording(DppHandle.open(load_libdpp()))
     with Dataplane(recording) as dp:
-        dp.tunnel_entries.batch = 1
         index, intent = RuleIndex({}), tunnel_intent("t", 1)
         change(dp, index, add=intent)
+        assert waits(recording) == 0, "a change that removes no reference waits for nothing"
         recording.calls.clear()
         change(dp, index, remove="t")
         names = [name for name, _ in recording.calls]
@@ -149,30 +164,40 @@ def test_an_entry_is_deleted_after_its_rule_left_the_maps_and_the_readers_were_w
         assert "rules_delete" in names[:-2] and "shapes_publish" in names[:-2], recording.calls
         assert held(dp) == set()
 
-        for n in range(FREE_BATCH - 1):  # with the default batch, unnamed entries gather, unwaited
-            dp.tunnel_entries.batch = FREE_BATCH
-            change(dp, index, add=tunnel_intent(f"u{n}", 100 + n))
-            change(dp, index, remove=f"u{n}")
-        assert ("table_wait_readers", None) not in recording.calls[len(names):]
-        assert len(held(dp)) == FREE_BATCH - 1
-        change(dp, index, add=tunnel_intent("last", 999))
-        change(dp, index, remove="last")  # the batch is full: one wait, then all of them go
-        assert held(dp) == set()
-        assert [name for name, _ in recording.calls[len(names):]].count("table_wait_readers") == 1
+
+def test_no_entry_no_rule_names_remains_after_a_change_and_one_wait_frees_them_all():
+    require_kernel()
+    recording = Recording(DppHandle.open(load_libdpp()))
+    with Dataplane(recording) as dp:
+        index = RuleIndex({})
+        for n in range(10):
+            change(dp, index, add=tunnel_intent(f"u{n}", 100 + n, port=5000 + n))
+        kept = tunnel_intent("kept", 200, port=6000)
+        change(dp, index, add=kept)
+        tracked, before = index.track(), len(recording.calls)
+        for n in range(10):
+            tracked.remove(f"u{n}")
+        dp.apply_changes(tracked.delta())  # one change takes out ten rules, each the last of its entry
+        assert held(dp) == {entry_of(kept).entry_id} and dp.tunnel_entries.pending() == 0
+        assert waits(recording, before) == 1, "one wait for the change, not one per entry"
 
 
-def test_a_write_into_the_full_map_frees_the_entries_no_rule_names_and_then_writes(dp):
-    dp.tunnel_entries.batch = MAX_TUNNELS + 1  # no batch ever fills: only the full map's refusal frees
-    index = RuleIndex({})
-    kept = tunnel_intent("kept", 0, port=6000)
-    change(dp, index, add=kept)
-    for n in range(1, MAX_TUNNELS):
-        change(dp, index, add=tunnel_intent(f"t{n}", n))
-        change(dp, index, remove=f"t{n}")
-    assert len(held(dp)) == MAX_TUNNELS, "full: one entry named, the others by no rule"
+def test_a_write_into_the_full_map_frees_what_a_failed_free_left_and_then_writes():
+    require_kernel()
+    recording = Recording(DppHandle.open(load_libdpp()))
+    with Dataplane(recording) as dp:
+        index = RuleIndex({})
+        kept = tunnel_intent("kept", 0, port=6000)
+        change(dp, index, add=kept)
+        for n in range(1, MAX_TUNNELS):  # written for changes that never came
+            dp.add_tunnel(entry_of(tunnel_intent(f"t{n}", n)))
+        recording.fail_waits = True
+        dp.tunnel_entries.free()  # the end of a change whose free fails: they stay, unnamed
+        assert len(held(dp)) == MAX_TUNNELS == dp.tunnel_entries.pending() + 1, "full, one entry named"
+        recording.fail_waits = False
 
-    last = tunnel_intent("last", MAX_TUNNELS)
-    change(dp, index, add=last)
+        last = tunnel_intent("last", MAX_TUNNELS)
+        change(dp, index, add=last)
 
-    assert held(dp) == {entry_of(kept).entry_id, entry_of(last).entry_id}
-    assert dp.tunnel_entries.pending() == 0
+        assert held(dp) == {entry_of(kept).entry_id, entry_of(last).entry_id}
+        assert dp.tunnel_entries.pending() == 0

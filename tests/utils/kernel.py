@@ -68,6 +68,27 @@ def veth_namespace(prefix: str, ifname: str, peer: str) -> Iterator[str]:
 
 
 @contextlib.contextmanager
+def addresses_namespace(prefix: str, addresses: list[str]) -> Iterator[str]:
+    """A namespace of its own whose interface `access` (a veth's end: the kernel may lack the dummy
+    device) holds `addresses` (IPv4 and IPv6): a node's own addresses, for a service given it as
+    its netns (what a path's local or a tunnel's source may be); removed whatever the block did."""
+    require_kernel()
+    name = f"{prefix}-{secrets.token_hex(3)}"
+    try:
+        netns.add_namespace(name)
+        netns.sysctl(name, "net.ipv6.conf.all.disable_ipv6", 0)
+        netns.sysctl(name, "net.ipv6.conf.default.disable_ipv6", 0)
+        netns.run(["ip", "link", "add", "access", "type", "veth", "peer", "name", "accessp"], netns=name)
+        netns.run(["ip", "link", "set", "access", "up"], netns=name)
+        for address in addresses:
+            length = 32 if "." in address else 128
+            netns.run(["ip", "addr", "add", f"{address}/{length}", "dev", "access", "nodad"], netns=name)
+        yield name
+    finally:
+        netns.delete_namespace(name)
+
+
+@contextlib.contextmanager
 def edge_site_with_alternative() -> Iterator[EdgeSite]:
     """A built edge site (netapp.testbed.topology) whose alternative node receives what the node
     forwards to it: frames redirected into a veth are only received when its peer runs XDP, so alt0

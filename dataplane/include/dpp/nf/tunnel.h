@@ -36,7 +36,8 @@
 	X(TUNNEL, TUNNEL_NOT_GTPU, tunnel_not_gtpu, 1)	 /* re-tunnelling a packet without GTP-U */   \
 	X(TUNNEL, TUNNEL_NO_SOURCE, tunnel_no_source, 2) /* no source of the peer's family */        \
 	X(TUNNEL, TUNNEL_FAILED, tunnel_failed, 3)	 /* headers not removed or added (headroom) */ \
-	X(TUNNEL, TUNNEL_NOT_IP, tunnel_not_ip, 4)	 /* into GRE: no IP packet to carry */
+	X(TUNNEL, TUNNEL_NOT_IP, tunnel_not_ip, 4)	 /* into GRE: no IP packet to carry */        \
+	X(TUNNEL, TUNNEL_COPY_FAILED, tunnel_copy_failed, 5) /* a copy not decapsulated: dropped */
 
 /* enum dpp_tunnel_type: the tunnel an ENCAP entry builds (struct dpp_upf_pdr.far of its entry). */
 enum dpp_tunnel_type {
