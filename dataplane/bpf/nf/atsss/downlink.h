@@ -164,6 +164,10 @@ static __always_inline enum atsss_verdict atsss_send(struct xdp_md *ctx, __u32 s
 
 	if (!p)
 		return ATSSS_ERROR;
+	/* one atomic add, not a block of numbers per CPU: the numbers a block leaves unused would be
+	 * reported not received by the UE's Ack Vector, counted lost by the path's loss estimate
+	 * (nf/atsss/loss.h judges every number it passes), and a block used late falls behind the
+	 * UE's sequence window (RFC 4340 7.5.1), which drops its packets */
 	seq = __sync_fetch_and_add(&p->dccp_seq, 1) & ATSSS_SEQ_MASK;
 	if (atsss_encap(ctx, p, seq, mp_seq & ATSSS_SEQ_MASK, l3, ue_len, atsss_cscov(session_flags)))
 		return ATSSS_ERROR;
