@@ -15,14 +15,15 @@ from typing import Optional, Sequence
 
 from bench.atsss import gate, live, split, uplink
 from bench.atsss.ring import AckRing
-from bench.harness import Harness, Walk, add_block_arguments, build_harness, interleaved_medians, write_results
+from bench.harness import HARNESS_MAX_PACKET, Harness, Walk, add_block_arguments, build_harness, interleaved_medians, write_results
 from bench.libbpf import BpfObject, map_lookup, map_update
+from bench.packets import internet_checksum
 from netapp.atsss.abi import Mode, Path as PathValue, PathFlags, Session, SessionFlags, SessionKey, UplinkReason
 from netapp.dataplane import binding
 from netapp.dataplane.handle import possible_cpus
 
 DEFAULT_OUT = Path("bench/results/atsss.json")
-XDP_DROP, XDP_PASS, XDP_TX, XDP_REDIRECT = 1, 2, 3, 4
+XDP_DROP, XDP_PASS, XDP_TX = 1, 2, 3
 SESSIONS = 10_000
 FIRST_UE = ipaddress.IPv4Address("10.64.0.0")
 FRAME = 128  # Ethernet frame of the UE packet
@@ -32,20 +33,29 @@ ROOM = 256
 HEADER = SessionFlags.HEADER_CHECKSUM
 # scheduler -> (mode, weights, session flags); flags are this build's only (a --before build has none)
 MODES = {"round-robin": (Mode.ROUND_ROBIN, [1, 1], 0),
+         "round-robin, UDP checksum (sum derived)": (Mode.ROUND_ROBIN, [1, 1], 0),
          "round-robin, header checksum (CsCov 1)": (Mode.ROUND_ROBIN, [1, 1], HEADER),
          "weighted round-robin 3:1": (Mode.WEIGHTED, [3, 1], 0),
          "active-standby": (Mode.ACTIVE_STANDBY, [1, 1], 0), "smallest delay": (Mode.SMALLEST_DELAY, [1, 1], 0),
-         "priority": (Mode.PRIORITY, [1, 1], 0), "redundant (marking, no copies)": (Mode.REDUNDANT, [1, 1], 0)}
+         "priority": (Mode.PRIORITY, [1, 1], 0), "redundant (marking, no group)": (Mode.REDUNDANT, [1, 1], 0)}
 CASES = ("uplink", "acks", "downlink", "gate", "live", "split")
-# what each scheduler's packets get in the harness: REDUNDANT's broadcast is not carried out there
-VERDICTS = {Mode.REDUNDANT: XDP_REDIRECT}
+# what each scheduler's packets get in the harness: REDUNDANT's frame is marked, then dropped, as
+# its session names no group of ports (tx_group 0 is empty here: no broadcast is carried out)
+VERDICTS = {Mode.REDUNDANT: XDP_DROP}
+# the cases whose UE packet carries a UDP checksum (the others': 0, none), from which the downlink
+# takes the UE packet's sum (nf/atsss/inner_sum.h) instead of summing its bytes
+CHECKSUMMED = {"round-robin, UDP checksum (sum derived)"}
 
 
-def ue_frame() -> bytes:
-    """Ethernet / IPv4 / UDP to the first UE, FRAME bytes."""
-    udp_len = FRAME - 14 - 20
+def ue_frame(udp_checksum: bool = False, size: int = FRAME) -> bytes:
+    """Ethernet / IPv4 / UDP to the first UE, `size` bytes; the UDP checksum made, or 0. The walk's
+    writes keep it right at one session (the first UE, a payload word 0), not among 10,000."""
+    udp_len = size - 14 - 20
     ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + udp_len, 0, 0, 64, 17, 0, bytes(4), FIRST_UE.packed)
     udp = struct.pack("!HHHH", 443, 40000, udp_len, 0) + bytes(udp_len - 8)
+    if udp_checksum:
+        pseudo = bytes(4) + FIRST_UE.packed + struct.pack("!BBH", 0, 17, udp_len)
+        udp = udp[:6] + struct.pack("!H", internet_checksum(pseudo + udp) or 0xFFFF) + udp[8:]
     return bytes.fromhex("020000000002020000000001") + b"\x08\x00" + ip + udp
 
 
@@ -93,15 +103,23 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
                         "commit before a change), measured in the same blocks as this tree's (*_before_ns): "
                         "downlink, acks, gate")
     parser.add_argument("--cases", default=",".join(CASES), help=f"which, comma-separated, of {','.join(CASES)}")
+    parser.add_argument("--schedulers", nargs="+", default=list(MODES), metavar="NAME",
+                        help="downlink: which of the schedulers' cases, each name quoted (default: every one)")
+    parser.add_argument("--frame", type=int, default=FRAME, metavar="BYTES",
+                        help=f"downlink: the Ethernet frame's size (default {FRAME}; at most {HARNESS_MAX_PACKET}, what the "
+                        "harness restores)")
     parser.add_argument("--split-packets", type=int, default=1_000_000, metavar="N",
                         help="packets of each weighted round-robin split case (split)")
     add_block_arguments(parser)
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if not 64 <= args.frame <= HARNESS_MAX_PACKET:
+        parser.error(f"--frame {args.frame}: an Ethernet frame of 64 to {HARNESS_MAX_PACKET} bytes (the harness's)")
+    return args
 
 
-def timed(harness: Harness, prog: int, walk: Walk, expected: int, repeat: int) -> int:
+def timed(harness: Harness, prog: int, walk: Walk, expected: int, repeat: int, frame: Optional[bytes] = None) -> int:
     harness.set_walk(walk)
-    frame = ue_frame()
+    frame = frame or ue_frame()
     result = harness.run_walk_head(prog, frame, repeat, 0, len(frame) + ROOM)
     if result.retval != expected:
         raise RuntimeError(f"verdict {result.retval}, expected {expected}: the case is not what it says")
@@ -195,15 +213,22 @@ def downlink_rows(args: argparse.Namespace, harness: Harness, benches: dict[str,
                   rng: random.Random) -> list[dict]:
     """Each scheduler's downlink, one session and 10,000, against the floor; "before" too if given."""
     rows = []
+    chosen = args.schedulers
+    unknown = set(chosen) - set(MODES)
+    if unknown:
+        raise SystemExit(f"--schedulers: no case {', '.join(sorted(unknown))}; the cases: {', '.join(MODES)}")
     for scheduler, (mode, weights, flags) in MODES.items():
+        if scheduler not in chosen:
+            continue
         for name, bench in benches.items():
             bench.configure(mode, weights, flags if name == "atsss" else 0)
+        frame = ue_frame(udp_checksum=scheduler in CHECKSUMMED, size=args.frame)
         for sessions in (1, SESSIONS):
             walk = Walk(sessions, teid_base=0, src_base=int(FIRST_UE), teid_off=PAYLOAD_AT, src_off=UE_AT)
-            subjects = {"floor": functools.partial(timed, harness, harness.empty_fd, walk, XDP_PASS, args.repeat)}
+            subjects = {"floor": functools.partial(timed, harness, harness.empty_fd, walk, XDP_PASS, args.repeat, frame)}
             for name, bench in benches.items():
                 subjects[name] = functools.partial(timed, harness, bench.prog_fd, walk,
-                                                   VERDICTS.get(mode, XDP_TX), args.repeat)  # fmt: skip
+                                                   VERDICTS.get(mode, XDP_TX), args.repeat, frame)  # fmt: skip
             medians = interleaved_medians(subjects, args.runs, rng)
             rows.append(row(("scheduler", scheduler), sessions, "downlink", medians))
     return rows

@@ -7,6 +7,9 @@ connection."""
 from __future__ import annotations
 
 import pytest
+from scapy.layers.inet import IP, TCP, UDP, IPOption
+from scapy.layers.inet6 import IPv6
+from scapy.packet import Raw
 
 from netapp.atsss.abi import Mode, SessionFlags
 from tests.atsss.atsss import XDP_PASS, XDP_TX, PathSpec, decode, ethernet, expected_frame, ue_packet
@@ -128,3 +131,58 @@ def test_each_path_numbers_its_own_packets_and_the_connection_numbers_all(atsss,
     assert atsss.path(1).dccp_seq == 105 and atsss.session(UE4).mp_seq == 19
     inner_len = len(ue_packet(UE4))
     assert atsss.sent(1) == (5, 5 * inner_len) and atsss.sent(2) == (4, 4 * inner_len)
+
+
+# UE packets whose own checksum gives their sum (nf/atsss/inner_sum.h), built by scapy, which fills in
+# the TCP and UDP checksums; and ones summed byte by byte because theirs says nothing of the packet.
+def checksummed(ue: str, l4: str, payload: bytes) -> bytes:
+    ip = IP(src="198.51.100.7", dst=ue, ttl=63) if ":" not in ue else IPv6(src="2001:db8:dd::7", dst=ue, hlim=63)
+    segment = UDP(sport=443, dport=40000) if l4 == "udp" else TCP(sport=443, dport=40000, seq=7, flags="PA")
+    return bytes(ip / segment / Raw(payload))
+
+
+def first_fragment(ue: str, payload: bytes) -> bytes:
+    """The first fragment of a datagram: its UDP checksum is the whole datagram's, not this part's."""
+    return bytes(IP(src="198.51.100.7", dst=ue, ttl=63, flags="MF") / UDP(sport=443, dport=40000, chksum=0x1234)
+                 / Raw(payload))  # fmt: skip
+
+
+@pytest.mark.parametrize("ue, l4", [(UE4, "udp"), (UE4, "tcp"), (UE6, "udp"), (UE6, "tcp")])
+def test_a_checksummed_ue_packet_is_covered_as_if_summed(atsss, sessions, ue, l4):
+    sessions(ue, Mode.ROUND_ROBIN, [(1, CELLULAR4, STARTS[0]), (2, WIFI6, STARTS[1])], mp_seq=4)
+    seq, frames = {1: STARTS[0], 2: STARTS[1]}, []
+    for n, payload_len in enumerate([0, 1, 3, 517, 1400, 1401]):
+        inner = checksummed(ue, l4, (bytes(range(251)) * 6)[:payload_len])
+        verdict, out = atsss.run(ethernet(inner, padding=2))
+        assert verdict == XDP_TX
+        slot, spec = (1, CELLULAR4) if n % 2 == 0 else (2, WIFI6)
+        assert out == expected_frame(spec, seq[slot] % (1 << 48), 4 + n, inner), f"{payload_len} bytes"
+        seq[slot] += 1
+        frames.append(out)
+    for theirs in dissect(frames):
+        assert (theirs.expert, theirs.checksum_status) == ("", "1"), f"frame {theirs.number}: {theirs.expert}"
+
+
+@pytest.mark.parametrize("inner", [first_fragment(UE4, b"part of a datagram"),
+                                   bytes(IP(src="198.51.100.7", dst=UE4, options=[IPOption(b"\x01\x01\x01\x01")])
+                                         / UDP(sport=443, dport=40000) / Raw(b"options"))],
+                         ids=["first fragment", "IPv4 options"])  # fmt: skip
+def test_a_ue_packet_whose_checksum_cannot_give_its_sum_is_summed(atsss, sessions, inner):
+    sessions(UE4, Mode.ROUND_ROBIN, [(1, CELLULAR4, 9)])
+    verdict, out = atsss.run(ethernet(inner))
+    assert verdict == XDP_TX
+    assert out == expected_frame(CELLULAR4, 9, 0, inner)
+
+
+@pytest.mark.parametrize("ue, l4", [(UE4, "udp"), (UE4, "tcp"), (UE6, "udp"), (UE6, "tcp")])
+def test_a_ue_packet_corrupted_before_us_gets_a_dccp_checksum_wrong_by_as_much(atsss, sessions, ue, l4):
+    """The cost of taking the sum from the UE packet's checksum (and the proof that it is taken so):
+    a payload changed after its checksum was made leaves the DCCP checksum wrong too, and the UE's
+    DCCP drops the packet, as its transport would."""
+    sessions(ue, Mode.ROUND_ROBIN, [(1, CELLULAR4, 9)])
+    good = checksummed(ue, l4, b"payload\x00\x00")
+    corrupted = good[:-2] + b"\x00\x01"
+    verdict, out = atsss.run(ethernet(corrupted))
+    assert verdict == XDP_TX
+    assert out != expected_frame(CELLULAR4, 9, 0, corrupted)
+    assert out == expected_frame(CELLULAR4, 9, 0, good)[:-len(good)] + corrupted

@@ -16,6 +16,7 @@
 #include "nf/atsss/maps.h"
 #include "nf/atsss/schedule.h"
 #include "nf/atsss/dccp.h"
+#include "nf/atsss/inner_sum.h"
 #include "nf/atsss/redundant.h"
 #include "core/outcome.h"
 
@@ -72,9 +73,10 @@ static __always_inline __u64 atsss_addr_sum(const struct dpp_atsss_path *p)
 }
 
 /* Frame the headers in front of the UE packet, which starts right after them (ue_len bytes); the
- * DCCP checksum covers the UE packet unless cscov is 1 (enum dpp_atsss_session_flags). */
+ * DCCP checksum covers the UE packet unless cscov is 1 (enum dpp_atsss_session_flags), with ue_sum
+ * its sum, or summed here when ue_sum is -1. */
 static __always_inline int atsss_fill(struct xdp_md *ctx, const struct dpp_atsss_path *p, __u64 seq,
-				      __u64 mp_seq, __u32 ue_len, __u8 cscov)
+				      __u64 mp_seq, __u32 ue_len, __u8 cscov, __s64 ue_sum)
 {
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
 	struct ethhdr *eth = data;
@@ -82,7 +84,6 @@ static __always_inline int atsss_fill(struct xdp_md *ctx, const struct dpp_atsss
 	__u32 dccp_len = sizeof(struct atsss_dccp_data) + ue_len;
 	struct atsss_dccp_data *d;
 	__u64 header_sum;
-	__s64 ue_sum = 0;
 
 	if (data + sizeof(*eth) + ATSSS_ENCAP6 > end) /* the UE packet is longer than IPv6's 40 - 20 */
 		return -1;
@@ -100,7 +101,9 @@ static __always_inline int atsss_fill(struct xdp_md *ctx, const struct dpp_atsss
 	if ((void *)(d + 1) > end)
 		return -1;
 	header_sum = atsss_fill_dccp(d, p->sport, p->dport, seq, mp_seq, cscov);
-	if (!cscov) {
+	if (cscov) {
+		ue_sum = 0;
+	} else if (ue_sum < 0) {
 		ue_sum = csum_packet(ctx, sizeof(*eth) + ip_len + sizeof(*d), ue_len);
 		if (ue_sum < 0)
 			return -1;
@@ -121,15 +124,18 @@ static __always_inline int atsss_encap(struct xdp_md *ctx, const struct dpp_atss
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
 	__u32 frame_len = end - data;
 	int hdr = p->family == 4 ? ATSSS_ENCAP4 : ATSSS_ENCAP6;
+	__s64 ue_sum;
 
 	if (ue_len > ATSSS_MAX_UE_LEN || l3 + ue_len > frame_len || (p->family != 4 && p->family != 6))
 		return -1;
+	/* the UE packet's sum from its own checksum, read before the frame's ends move */
+	ue_sum = cscov ? 0 : atsss_inner_sum(data + bounded_offset(l3), end, ue_len);
 	if (l3 + ue_len < frame_len && bpf_xdp_adjust_tail(ctx, (int)(l3 + ue_len) - (int)frame_len))
 		return -1;
 	/* the Ethernet header stays where it is relative to the new start: it is rewritten whole */
 	if (bpf_xdp_adjust_head(ctx, (int)(bounded_offset(l3) - sizeof(struct ethhdr)) - hdr))
 		return -1;
-	return atsss_fill(ctx, p, seq, mp_seq, ue_len, cscov);
+	return atsss_fill(ctx, p, seq, mp_seq, ue_len, cscov, ue_sum);
 }
 
 static __always_inline void atsss_count(__u32 slot, __u32 ue_len)
@@ -158,6 +164,10 @@ static __always_inline enum atsss_verdict atsss_send(struct xdp_md *ctx, __u32 s
 
 	if (!p)
 		return ATSSS_ERROR;
+	/* one atomic add, not a block of numbers per CPU: the numbers a block leaves unused would be
+	 * reported not received by the UE's Ack Vector, counted lost by the path's loss estimate
+	 * (nf/atsss/loss.h judges every number it passes), and a block used late falls behind the
+	 * UE's sequence window (RFC 4340 7.5.1), which drops its packets */
 	seq = __sync_fetch_and_add(&p->dccp_seq, 1) & ATSSS_SEQ_MASK;
 	if (atsss_encap(ctx, p, seq, mp_seq & ATSSS_SEQ_MASK, l3, ue_len, atsss_cscov(session_flags)))
 		return ATSSS_ERROR;
