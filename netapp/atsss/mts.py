@@ -49,9 +49,10 @@ serve is refused with a ProblemDetails naming ETSI's field:
   unknown one could decide, else NOT_MET. minTpt: UNVERIFIED (the node measures no capacity).
   priority: MET.
 - A path's loss is measured as well: the data path counts what the UE's Ack Vectors report
-  delivered and lost, and each telemetry poll hands the loss of its window to QosWatch, which
-  keeps it in the service and checks the QoS sessions of the paths whose measured loss changed
-  again, logging each change of their qosStatus. When a path has both, the measured loss wins:
+  delivered and lost, and each telemetry poll hands the loss of its window to
+  netapp.atsss.qos_watch.QosWatch, which keeps it in the service, checks the QoS sessions of the
+  paths whose measured loss changed again and tells each change of their qosStatus as a
+  `dpp_atsss_qos` point of that poll (InfluxDB, the event stream, subscriptions). When a path has both, the measured loss wins:
   it is what the UE received over the latest window, while a fed one is a monitor's report of an
   unknown age (often of the same counters); a fed loss stands for a path no Ack Vector reported
   on (a UE that sends none, no telemetry). The data path measures no RTT: the RTT it holds is the
@@ -67,7 +68,6 @@ from __future__ import annotations
 
 import enum
 import ipaddress
-import logging
 import math
 import time
 import uuid
@@ -81,11 +81,9 @@ from netapp.api.routes.common import AUTHENTICATED, WITH_BODY, documented
 from netapp.atsss import store as stored
 from netapp.atsss.models import AccessType, AtsssSession, SteeringMode
 from netapp.atsss.routes import AtsssDep
-from netapp.atsss.service import Atsss, PathKey
+from netapp.atsss.service import Atsss
 from netapp.service.contract import InvalidInput, NotFound, Principal, Scope
 from netapp.service.state import ServiceState
-
-log = logging.getLogger(__name__)
 
 MTS = "/mts/v1"
 router = APIRouter(prefix=MTS, tags=["mec015"])
@@ -380,7 +378,7 @@ def with_measured_loss(session: AtsssSession, measured: list[Optional[float]]) -
     return session.model_copy(update={"paths": paths})
 
 
-def _steered(atsss: Atsss, tenant: str, ue: str) -> Optional[AtsssSession]:
+def steered_session(atsss: Atsss, tenant: str, ue: str) -> Optional[AtsssSession]:
     """The tenant's ATSSS session of `ue`, its paths' losses the measured ones where known; None
     when it has none."""
     owner = stored.session_of_ue(atsss.store, ue)
@@ -388,36 +386,6 @@ def _steered(atsss: Atsss, tenant: str, ue: str) -> Optional[AtsssSession]:
         return None
     session = stored.stored_session(atsss.store, *owner)
     return with_measured_loss(session, atsss.measured_losses(session)) if session is not None else None
-
-
-class QosWatch:
-    """The telemetry's polls' window losses (netapp.atsss.telemetry.AtsssPoints' `on_losses`) kept
-    in the service; the QoS sessions (mtsMode 4) whose paths' measured loss changed checked again,
-    a change of their qosStatus logged. Reads check again anyway: `statuses` only tells a change."""
-
-    def __init__(self, atsss: Atsss):
-        self.atsss = atsss
-        self.statuses: dict[tuple[str, str], QosStatus] = {}  # (tenant, MTS session) -> as last checked
-
-    def __call__(self, windows: dict[PathKey, Optional[float]]) -> None:
-        changed = self.atsss.note_losses(windows)
-        if not changed:
-            return
-        qos_sessions = [(tenant, mts_id, ue, body) for tenant, mts_id, ue, body in stored.load_mts(self.atsss.store)
-                        if body.get("mtsMode") == QOS]
-        self.statuses = {key: status for key, status in self.statuses.items()  # the deleted ones forgotten
-                         if key in {(tenant, mts_id) for tenant, mts_id, _, _ in qos_sessions}}
-        for tenant, mts_id, ue, body in qos_sessions:
-            session = _steered(self.atsss, tenant, ue)
-            if session is not None and (session.tenant, session.name) in changed:
-                self._checked(tenant, mts_id, *qos_status(QosD.model_validate(body["qosD"]), session))
-
-    def _checked(self, tenant: str, mts_id: str, status: QosStatus, reason: Optional[str]) -> None:
-        before = self.statuses.get((tenant, mts_id))
-        self.statuses[(tenant, mts_id)] = status
-        if before is not None and before is not status:
-            log.warning("MTS session %s of tenant %s: qosStatus %s -> %s over the measured losses%s", mts_id, tenant,
-                        before.value, status.value, f" ({reason})" if reason else "")
 
 
 def _found(atsss: Atsss, who: Principal, mts_id: str) -> tuple[str, str, dict[str, Any]]:
@@ -435,7 +403,7 @@ def _found(atsss: Atsss, who: Principal, mts_id: str) -> tuple[str, str, dict[st
 def _steer(atsss: Atsss, tenant: str, mts_id: str, info: MtsSessionInfo) -> MtsSessionInfo:
     mode = served_mode(info) if info.mtsMode != QOS else None
     ue = steered_ue(info)
-    session = _steered(atsss, tenant, ue)
+    session = steered_session(atsss, tenant, ue)
     if session is not None and info.mtsMode == LOW_COST:
         check_low_cost(session)
     mode_field = "mtsMode"
@@ -476,7 +444,7 @@ def mts_sessions_list(
         if app_name:
             continue  # the node is told no application names: none matches
         if (not app_instance_id or body["appInsId"] in app_instance_id) and (not session_id or mts_id in session_id):
-            found.append(_info(mts_id, body, _steered(atsss, tenant, ue)))
+            found.append(_info(mts_id, body, steered_session(atsss, tenant, ue)))
     return found
 
 
@@ -496,7 +464,7 @@ def mts_session_post(request: Request, response: Response, atsss: AtsssDep, who:
 def mts_session_get(atsss: AtsssDep, who: ReaderDep, sessionId: SessionIdPath) -> MtsSessionInfo:
     """MEC 015 mtsSessionGET."""
     tenant, ue, body = _found(atsss, who, sessionId)
-    return _info(sessionId, body, _steered(atsss, tenant, ue))
+    return _info(sessionId, body, steered_session(atsss, tenant, ue))
 
 
 @router.put("/mts_sessions/{sessionId}", response_model=MtsSessionInfo, response_model_exclude_none=True,
