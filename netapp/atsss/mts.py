@@ -46,7 +46,8 @@ serve is refused with a ProblemDetails naming ETSI's field:
   against it (no path up with a known RTT: NOT_MET). maxLoss (a loss of at most 10^-maxLoss): the
   paths up lose a packet together, taken as independent, with the product of their losses; MET
   when the known ones' product is within it (an unknown loss is at most 1), UNVERIFIED when an
-  unknown one could decide, else NOT_MET. minTpt: UNVERIFIED (the node measures no capacity).
+  unknown one could decide, else NOT_MET; with hysteresis: a session last told NOT_MET
+  (Atsss.qos_held) is MET again only once the product is LOSS_MARGIN below the bound. minTpt: UNVERIFIED (the node measures no capacity).
   priority: MET.
 - A path's loss is measured as well: the data path counts what the UE's Ack Vectors report
   delivered and lost, and each telemetry poll hands the loss of its window to
@@ -107,6 +108,13 @@ QOS_SCHEDULERS = {
 }
 UNSERVED_QOS = {"maxJitter": "the node measures no path's jitter"}
 TEN_NS_PER_US = 100  # qosD's latency unit, 10 ns, in a microsecond (the RTTs' unit)
+# A session last told NOT_MET over its paths' loss is MET again only when their product is this part
+# of maxLoss's bound below it (0.8 of it). Relative: the bounds span decades (maxLoss 2 is 1%, 6 one
+# in a million), where one absolute margin would be nothing at one end and all at the other. A
+# fifth: the average loss (telemetry.atsss_loss_weight) still moves a few percent a window when the
+# UE's loss sits at the bound, and a product that hovers there must not flap the status each poll;
+# a lasting return to the bound's level is told once it is clearly below it.
+LOSS_MARGIN = 0.2
 FLOW_SPECIFIC = 1
 DOWNLINK = "00"
 # The node's accesses as MtsCapabilityInfo.mtsAccessInfo says them: accessType 2 "any 3GPP-based
@@ -277,14 +285,19 @@ def _latency_status(session: AtsssSession, max_latency: int) -> tuple[QosStatus,
     return QosStatus.MET, None
 
 
-def _loss_status(session: AtsssSession, max_loss: int) -> tuple[QosStatus, Optional[str]]:
+def _loss_status(session: AtsssSession, max_loss: int, held: Optional[str]) -> tuple[QosStatus, Optional[str]]:
     up = [path for path in session.paths if path.up]
     if not up:
         return QosStatus.NOT_MET, "qosD.maxLoss: no path is up"
     bound = 10.0 ** -max_loss
+    met_below = bound * (1 - LOSS_MARGIN) if held == QosStatus.NOT_MET else bound
     known = math.prod(path.loss for path in up if path.loss is not None)
-    if known <= bound:
+    if known <= met_below:
         return QosStatus.MET, None
+    if known <= bound:
+        return QosStatus.NOT_MET, (f"qosD.maxLoss: the paths up lose {known:.3g} together, within {bound:.3g} but not "
+                                   f"yet {met_below:.3g} ({LOSS_MARGIN:.0%} below it), which a session NOT_MET "
+                                   "needs to be MET again")
     if any(path.loss is None for path in up):
         return QosStatus.UNVERIFIED, (f"qosD.maxLoss: the paths up of known loss lose {known:.3g} together, more "
                                       f"than {bound:.3g}; a path's loss is unknown (no Ack Vector of the UE measured "
@@ -292,14 +305,15 @@ def _loss_status(session: AtsssSession, max_loss: int) -> tuple[QosStatus, Optio
     return QosStatus.NOT_MET, f"qosD.maxLoss: the {len(up)} paths up lose {known:.3g} together, more than {bound:.3g}"
 
 
-def qos_status(qos: QosD, session: AtsssSession) -> tuple[QosStatus, Optional[str]]:
+def qos_status(qos: QosD, session: AtsssSession, held: Optional[str] = None) -> tuple[QosStatus, Optional[str]]:
     """Whether `qos` is met over `session`'s paths as they are now, and if not, why: the worst of
-    its requirements' (NOT_MET before UNVERIFIED before MET)."""
+    its requirements' (NOT_MET before UNVERIFIED before MET). `held`: the status last told of the
+    session (Atsss.qos_held), whose NOT_MET keeps maxLoss's margin (LOSS_MARGIN)."""
     found = []
     if qos.maxLatency is not None:
         found.append(_latency_status(session, qos.maxLatency))
     if qos.maxLoss is not None:
-        found.append(_loss_status(session, qos.maxLoss))
+        found.append(_loss_status(session, qos.maxLoss, held))
     if qos.minTpt is not None:
         found.append((QosStatus.UNVERIFIED, "qosD.minTpt: the node measures no path's capacity"))
     order = [QosStatus.NOT_MET, QosStatus.UNVERIFIED, QosStatus.MET]
@@ -357,12 +371,13 @@ def _body(info: MtsSessionInfo) -> dict[str, Any]:
                            exclude={"sessionId", "timeStamp", "qosStatus", "qosStatusReason"})
 
 
-def _info(mts_id: str, body: dict[str, Any], session: Optional[AtsssSession] = None) -> MtsSessionInfo:
+def _info(mts_id: str, body: dict[str, Any], session: Optional[AtsssSession] = None,
+          held: Optional[str] = None) -> MtsSessionInfo:
     """The stored MTS session as read back; of mtsMode 4, with its qosD checked over `session`'s
-    paths now."""
+    paths now (`held`: its status last told)."""
     status: dict[str, Any] = {}
     if body.get("mtsMode") == QOS and session is not None:
-        found, reason = qos_status(QosD.model_validate(body["qosD"]), session)
+        found, reason = qos_status(QosD.model_validate(body["qosD"]), session, held)
         status = {"qosStatus": found, "qosStatusReason": reason}
     return MtsSessionInfo.model_validate({**body, **status, "sessionId": mts_id,
                                           "timeStamp": TimeStamp.now().model_dump()})
@@ -410,6 +425,7 @@ def _steer(atsss: Atsss, tenant: str, mts_id: str, info: MtsSessionInfo) -> MtsS
     if mode is None:
         mode, mode_field = qos_mode(info.qosD, session)
     atsss.steer(tenant, mts_id, ue, mode, _body(info), field="flowFilter[0].dstIp", mode_field=mode_field)
+    atsss.qos_held.pop((tenant, mts_id), None)  # a new qosD, or a new UE: its first check sets it again
     return _info(mts_id, _body(info), session)
 
 
@@ -444,7 +460,7 @@ def mts_sessions_list(
         if app_name:
             continue  # the node is told no application names: none matches
         if (not app_instance_id or body["appInsId"] in app_instance_id) and (not session_id or mts_id in session_id):
-            found.append(_info(mts_id, body, steered_session(atsss, tenant, ue)))
+            found.append(_info(mts_id, body, steered_session(atsss, tenant, ue), atsss.qos_held.get((tenant, mts_id))))
     return found
 
 
@@ -464,7 +480,7 @@ def mts_session_post(request: Request, response: Response, atsss: AtsssDep, who:
 def mts_session_get(atsss: AtsssDep, who: ReaderDep, sessionId: SessionIdPath) -> MtsSessionInfo:
     """MEC 015 mtsSessionGET."""
     tenant, ue, body = _found(atsss, who, sessionId)
-    return _info(sessionId, body, steered_session(atsss, tenant, ue))
+    return _info(sessionId, body, steered_session(atsss, tenant, ue), atsss.qos_held.get((tenant, sessionId)))
 
 
 @router.put("/mts_sessions/{sessionId}", response_model=MtsSessionInfo, response_model_exclude_none=True,

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from schemathesis.checks import positive_data_acceptance
 
 from netapp.atsss.abi import Mode
-from netapp.atsss.qos_watch import QosWatch
+from netapp.atsss.qos_watch import LOSS_WEIGHT, QosWatch
 from netapp.atsss.routes import get_atsss
 from netapp.atsss.service import Atsss
 from netapp.atsss.telemetry import AtsssPoints
@@ -358,46 +358,55 @@ def watched(node, api_app) -> Iterator[Any]:
 
 def test_a_qos_sessions_status_follows_the_loss_the_ues_ack_vectors_report(watched, node, tenant_a, tenant_b, caplog):
     """maxLoss 2 (at most 1%) served by redundancy over two paths, their fed losses 50% each: the
-    UE's Ack Vectors run through the kernel's uplink, a telemetry poll hands each path's measured
-    window loss to the QoS check, and the MEC 015 view's qosStatus follows the measured losses,
-    which win over the fed ones; a window that judged nothing keeps the last measure. The change
-    MET -> NOT_MET is a dpp_atsss_qos point of the poll that saw it, in tenant-a's event stream
-    (uvicorn), with the losses that decided it; tenant-b's stream, open all along, has none."""
+    UE's Ack Vectors run through the kernel's uplink, each telemetry poll hands each path's window
+    loss to the QoS check, which averages them (LOSS_WEIGHT) and the MEC 015 view's qosStatus
+    follows the averages, which win over the fed losses; a window that judged nothing keeps the
+    average. Path 1 loses 5% of one window, path 2 10%, 50%, 10%, 10%: by the windows alone MET,
+    NOT_MET, MET, MET; averaged with the hysteresis MET, NOT_MET, NOT_MET (0.0092: within 1% but
+    not yet below 0.8%), MET. Each change is a dpp_atsss_qos point of the poll that saw it, in
+    tenant-a's event stream (uvicorn) with the losses that decided it; tenant-b's stream has none."""
     clear(tenant_a)
     put_with_interfaces(tenant_a)
     created = tenant_a.post(f"{BASE}/mts_sessions", json=mts_session(mode=4, qosD={"maxLoss": 2}))
     assert created.status_code == 201, created.text
     mts_id = created.json()["sessionId"]
     feed(tenant_a, path0={"loss": 0.5}, path1={"loss": 0.5})
+    averages, statuses = [], []
     with tenant_a.stream("GET", STREAM) as mine, tenant_b.stream("GET", STREAM) as theirs:
         lines, other_lines = mine.iter_lines(), theirs.iter_lines()
         assert next(lines).startswith("retry:") and next(other_lines).startswith("retry:"), "both listening"
         watched.poll_once()  # each path's first poll: no window yet
         assert qos_status(tenant_a, mts_id)[0] == "NOT_MET", "the fed losses: 0.25 together"
-
         send_acks(node, 1, [100], lost_every=20)  # the first Acks only mark where judging starts
         send_acks(node, 2, [100], lost_every=10)
         watched.poll_once()
-        send_acks(node, 1, [300], lost_every=20)  # 98..297 judged: 10 of 200 lost, 5%
-        send_acks(node, 2, [300], lost_every=10)  # 20 of 200, 10%
-        watched.poll_once()
-        assert qos_status(tenant_a, mts_id) == ("MET", ""), "measured: 0.005 together"
+        # Acks every 50 numbers (a vector reaches 64 back): 98..297 judged, 10 of 200 lost, 5%; none after
+        send_acks(node, 1, [150, 200, 250, 300], lost_every=20)
+        average = 0.1
+        for window, (ack, lost_every) in enumerate([(300, 10), (500, 2), (700, 10), (900, 10)]):
+            # the 200 numbers before ack - 3: 10%, 50%, 10%, 10% lost
+            send_acks(node, 2, list(range(ack - 150, ack + 1, 50)), lost_every=lost_every)
+            average = LOSS_WEIGHT / lost_every + (1 - LOSS_WEIGHT) * average if window else average
+            with caplog.at_level(logging.WARNING, logger="netapp.atsss.qos_watch"):
+                watched.poll_once()
+            averages.append(average)
+            statuses.append(qos_status(tenant_a, mts_id))
+        polls, other_polls = stream_events(lines, 6), stream_events(other_lines, 6)
 
-        send_acks(node, 2, [350, 400, 450, 500], lost_every=2)  # 298..497: half lost (64 numbers a vector here)
-        with caplog.at_level(logging.WARNING, logger="netapp.atsss.qos_watch"):
-            watched.poll_once()  # path 1 judged nothing: its 5% stays
-        status, reason = qos_status(tenant_a, mts_id)
-        assert status == "NOT_MET" and reason.startswith("qosD.maxLoss") and "0.025" in reason, reason
-        assert f"{mts_id} of tenant tenant-a: qosStatus MET -> NOT_MET" in caplog.text
-        polls, other_polls = stream_events(lines, 4), stream_events(other_lines, 4)
-
-    assert [len(qos_points(poll)) for poll in polls] == [0, 0, 0, 1], "the first checks set where it stands"
-    [event] = qos_points(polls[-1])
-    assert event["tags"] == {"node": "edge-1", "tenant": "tenant-a", "mts_session": mts_id, "session": "ue",
-                             "app": "app-1", "previous": "MET", "status": "NOT_MET"}
-    assert event["fields"] == {"paths_up": 2, "loss_0": 0.05, "loss_1": 0.5}
-    assert event["time"] == polls[-1]["time"]
-    assert [qos_points(poll) for poll in other_polls] == [[]] * 4, "tenant-b sees no session of tenant-a"
+    assert averages == pytest.approx([0.1, 0.22, 0.184, 0.1588])
+    assert [status for status, _ in statuses] == ["MET", "NOT_MET", "NOT_MET", "MET"]
+    assert "0.011" in statuses[1][1] and "0.0092" in statuses[2][1] and "0.008" in statuses[2][1], statuses
+    assert f"{mts_id} of tenant tenant-a: qosStatus MET -> NOT_MET" in caplog.text
+    assert [len(qos_points(poll)) for poll in polls] == [0, 0, 0, 1, 0, 1], "the first check sets where it stands"
+    events = [qos_points(poll)[0] for poll in (polls[3], polls[5])]
+    assert [(event["tags"]["previous"], event["tags"]["status"]) for event in events] == [("MET", "NOT_MET"),
+                                                                                          ("NOT_MET", "MET")]
+    assert events[0]["tags"] == {"node": "edge-1", "tenant": "tenant-a", "mts_session": mts_id, "session": "ue",
+                                 "app": "app-1", "previous": "MET", "status": "NOT_MET"}
+    assert events[0]["fields"] == {"paths_up": 2, "loss_0": 0.05, "loss_1": pytest.approx(averages[1])}
+    assert events[1]["fields"] == {"paths_up": 2, "loss_0": 0.05, "loss_1": pytest.approx(averages[3])}
+    assert events[0]["time"] == polls[3]["time"]
+    assert [qos_points(poll) for poll in other_polls] == [[]] * 6, "tenant-b sees no session of tenant-a"
     assert kernel_mode(node) == Mode.REDUNDANT, "redundancy stays: no other scheduler loses less"
     clear(tenant_a)
 
