@@ -46,12 +46,14 @@ serve is refused with a ProblemDetails naming ETSI's field:
   against it (no path up with a known RTT: NOT_MET). maxLoss (a loss of at most 10^-maxLoss): the
   paths up lose a packet together, taken as independent, with the product of their losses; MET
   when the known ones' product is within it (an unknown loss is at most 1), UNVERIFIED when an
-  unknown one could decide, else NOT_MET. minTpt: UNVERIFIED (the node measures no capacity).
+  unknown one could decide, else NOT_MET; with hysteresis: a session last told NOT_MET
+  (Atsss.qos_held) is MET again only once the product is LOSS_MARGIN below the bound. minTpt: UNVERIFIED (the node measures no capacity).
   priority: MET.
 - A path's loss is measured as well: the data path counts what the UE's Ack Vectors report
-  delivered and lost, and each telemetry poll hands the loss of its window to QosWatch, which
-  keeps it in the service and checks the QoS sessions of the paths whose measured loss changed
-  again, logging each change of their qosStatus. When a path has both, the measured loss wins:
+  delivered and lost, and each telemetry poll hands the loss of its window to
+  netapp.atsss.qos_watch.QosWatch, which keeps it in the service, checks the QoS sessions of the
+  paths whose measured loss changed again and tells each change of their qosStatus as a
+  `dpp_atsss_qos` point of that poll (InfluxDB, the event stream, subscriptions). When a path has both, the measured loss wins:
   it is what the UE received over the latest window, while a fed one is a monitor's report of an
   unknown age (often of the same counters); a fed loss stands for a path no Ack Vector reported
   on (a UE that sends none, no telemetry). The data path measures no RTT: the RTT it holds is the
@@ -67,7 +69,6 @@ from __future__ import annotations
 
 import enum
 import ipaddress
-import logging
 import math
 import time
 import uuid
@@ -81,11 +82,9 @@ from netapp.api.routes.common import AUTHENTICATED, WITH_BODY, documented
 from netapp.atsss import store as stored
 from netapp.atsss.models import AccessType, AtsssSession, SteeringMode
 from netapp.atsss.routes import AtsssDep
-from netapp.atsss.service import Atsss, PathKey
+from netapp.atsss.service import Atsss
 from netapp.service.contract import InvalidInput, NotFound, Principal, Scope
 from netapp.service.state import ServiceState
-
-log = logging.getLogger(__name__)
 
 MTS = "/mts/v1"
 router = APIRouter(prefix=MTS, tags=["mec015"])
@@ -109,6 +108,13 @@ QOS_SCHEDULERS = {
 }
 UNSERVED_QOS = {"maxJitter": "the node measures no path's jitter"}
 TEN_NS_PER_US = 100  # qosD's latency unit, 10 ns, in a microsecond (the RTTs' unit)
+# A session last told NOT_MET over its paths' loss is MET again only when their product is this part
+# of maxLoss's bound below it (0.8 of it). Relative: the bounds span decades (maxLoss 2 is 1%, 6 one
+# in a million), where one absolute margin would be nothing at one end and all at the other. A
+# fifth: the average loss (telemetry.atsss_loss_weight) still moves a few percent a window when the
+# UE's loss sits at the bound, and a product that hovers there must not flap the status each poll;
+# a lasting return to the bound's level is told once it is clearly below it.
+LOSS_MARGIN = 0.2
 FLOW_SPECIFIC = 1
 DOWNLINK = "00"
 # The node's accesses as MtsCapabilityInfo.mtsAccessInfo says them: accessType 2 "any 3GPP-based
@@ -279,14 +285,19 @@ def _latency_status(session: AtsssSession, max_latency: int) -> tuple[QosStatus,
     return QosStatus.MET, None
 
 
-def _loss_status(session: AtsssSession, max_loss: int) -> tuple[QosStatus, Optional[str]]:
+def _loss_status(session: AtsssSession, max_loss: int, held: Optional[str]) -> tuple[QosStatus, Optional[str]]:
     up = [path for path in session.paths if path.up]
     if not up:
         return QosStatus.NOT_MET, "qosD.maxLoss: no path is up"
     bound = 10.0 ** -max_loss
+    met_below = bound * (1 - LOSS_MARGIN) if held == QosStatus.NOT_MET else bound
     known = math.prod(path.loss for path in up if path.loss is not None)
-    if known <= bound:
+    if known <= met_below:
         return QosStatus.MET, None
+    if known <= bound:
+        return QosStatus.NOT_MET, (f"qosD.maxLoss: the paths up lose {known:.3g} together, within {bound:.3g} but not "
+                                   f"yet {met_below:.3g} ({LOSS_MARGIN:.0%} below it), which a session NOT_MET "
+                                   "needs to be MET again")
     if any(path.loss is None for path in up):
         return QosStatus.UNVERIFIED, (f"qosD.maxLoss: the paths up of known loss lose {known:.3g} together, more "
                                       f"than {bound:.3g}; a path's loss is unknown (no Ack Vector of the UE measured "
@@ -294,14 +305,15 @@ def _loss_status(session: AtsssSession, max_loss: int) -> tuple[QosStatus, Optio
     return QosStatus.NOT_MET, f"qosD.maxLoss: the {len(up)} paths up lose {known:.3g} together, more than {bound:.3g}"
 
 
-def qos_status(qos: QosD, session: AtsssSession) -> tuple[QosStatus, Optional[str]]:
+def qos_status(qos: QosD, session: AtsssSession, held: Optional[str] = None) -> tuple[QosStatus, Optional[str]]:
     """Whether `qos` is met over `session`'s paths as they are now, and if not, why: the worst of
-    its requirements' (NOT_MET before UNVERIFIED before MET)."""
+    its requirements' (NOT_MET before UNVERIFIED before MET). `held`: the status last told of the
+    session (Atsss.qos_held), whose NOT_MET keeps maxLoss's margin (LOSS_MARGIN)."""
     found = []
     if qos.maxLatency is not None:
         found.append(_latency_status(session, qos.maxLatency))
     if qos.maxLoss is not None:
-        found.append(_loss_status(session, qos.maxLoss))
+        found.append(_loss_status(session, qos.maxLoss, held))
     if qos.minTpt is not None:
         found.append((QosStatus.UNVERIFIED, "qosD.minTpt: the node measures no path's capacity"))
     order = [QosStatus.NOT_MET, QosStatus.UNVERIFIED, QosStatus.MET]
@@ -359,12 +371,13 @@ def _body(info: MtsSessionInfo) -> dict[str, Any]:
                            exclude={"sessionId", "timeStamp", "qosStatus", "qosStatusReason"})
 
 
-def _info(mts_id: str, body: dict[str, Any], session: Optional[AtsssSession] = None) -> MtsSessionInfo:
+def _info(mts_id: str, body: dict[str, Any], session: Optional[AtsssSession] = None,
+          held: Optional[str] = None) -> MtsSessionInfo:
     """The stored MTS session as read back; of mtsMode 4, with its qosD checked over `session`'s
-    paths now."""
+    paths now (`held`: its status last told)."""
     status: dict[str, Any] = {}
     if body.get("mtsMode") == QOS and session is not None:
-        found, reason = qos_status(QosD.model_validate(body["qosD"]), session)
+        found, reason = qos_status(QosD.model_validate(body["qosD"]), session, held)
         status = {"qosStatus": found, "qosStatusReason": reason}
     return MtsSessionInfo.model_validate({**body, **status, "sessionId": mts_id,
                                           "timeStamp": TimeStamp.now().model_dump()})
@@ -380,7 +393,7 @@ def with_measured_loss(session: AtsssSession, measured: list[Optional[float]]) -
     return session.model_copy(update={"paths": paths})
 
 
-def _steered(atsss: Atsss, tenant: str, ue: str) -> Optional[AtsssSession]:
+def steered_session(atsss: Atsss, tenant: str, ue: str) -> Optional[AtsssSession]:
     """The tenant's ATSSS session of `ue`, its paths' losses the measured ones where known; None
     when it has none."""
     owner = stored.session_of_ue(atsss.store, ue)
@@ -388,36 +401,6 @@ def _steered(atsss: Atsss, tenant: str, ue: str) -> Optional[AtsssSession]:
         return None
     session = stored.stored_session(atsss.store, *owner)
     return with_measured_loss(session, atsss.measured_losses(session)) if session is not None else None
-
-
-class QosWatch:
-    """The telemetry's polls' window losses (netapp.atsss.telemetry.AtsssPoints' `on_losses`) kept
-    in the service; the QoS sessions (mtsMode 4) whose paths' measured loss changed checked again,
-    a change of their qosStatus logged. Reads check again anyway: `statuses` only tells a change."""
-
-    def __init__(self, atsss: Atsss):
-        self.atsss = atsss
-        self.statuses: dict[tuple[str, str], QosStatus] = {}  # (tenant, MTS session) -> as last checked
-
-    def __call__(self, windows: dict[PathKey, Optional[float]]) -> None:
-        changed = self.atsss.note_losses(windows)
-        if not changed:
-            return
-        qos_sessions = [(tenant, mts_id, ue, body) for tenant, mts_id, ue, body in stored.load_mts(self.atsss.store)
-                        if body.get("mtsMode") == QOS]
-        self.statuses = {key: status for key, status in self.statuses.items()  # the deleted ones forgotten
-                         if key in {(tenant, mts_id) for tenant, mts_id, _, _ in qos_sessions}}
-        for tenant, mts_id, ue, body in qos_sessions:
-            session = _steered(self.atsss, tenant, ue)
-            if session is not None and (session.tenant, session.name) in changed:
-                self._checked(tenant, mts_id, *qos_status(QosD.model_validate(body["qosD"]), session))
-
-    def _checked(self, tenant: str, mts_id: str, status: QosStatus, reason: Optional[str]) -> None:
-        before = self.statuses.get((tenant, mts_id))
-        self.statuses[(tenant, mts_id)] = status
-        if before is not None and before is not status:
-            log.warning("MTS session %s of tenant %s: qosStatus %s -> %s over the measured losses%s", mts_id, tenant,
-                        before.value, status.value, f" ({reason})" if reason else "")
 
 
 def _found(atsss: Atsss, who: Principal, mts_id: str) -> tuple[str, str, dict[str, Any]]:
@@ -435,13 +418,14 @@ def _found(atsss: Atsss, who: Principal, mts_id: str) -> tuple[str, str, dict[st
 def _steer(atsss: Atsss, tenant: str, mts_id: str, info: MtsSessionInfo) -> MtsSessionInfo:
     mode = served_mode(info) if info.mtsMode != QOS else None
     ue = steered_ue(info)
-    session = _steered(atsss, tenant, ue)
+    session = steered_session(atsss, tenant, ue)
     if session is not None and info.mtsMode == LOW_COST:
         check_low_cost(session)
     mode_field = "mtsMode"
     if mode is None:
         mode, mode_field = qos_mode(info.qosD, session)
     atsss.steer(tenant, mts_id, ue, mode, _body(info), field="flowFilter[0].dstIp", mode_field=mode_field)
+    atsss.qos_held.pop((tenant, mts_id), None)  # a new qosD, or a new UE: its first check sets it again
     return _info(mts_id, _body(info), session)
 
 
@@ -476,7 +460,7 @@ def mts_sessions_list(
         if app_name:
             continue  # the node is told no application names: none matches
         if (not app_instance_id or body["appInsId"] in app_instance_id) and (not session_id or mts_id in session_id):
-            found.append(_info(mts_id, body, _steered(atsss, tenant, ue)))
+            found.append(_info(mts_id, body, steered_session(atsss, tenant, ue), atsss.qos_held.get((tenant, mts_id))))
     return found
 
 
@@ -496,7 +480,7 @@ def mts_session_post(request: Request, response: Response, atsss: AtsssDep, who:
 def mts_session_get(atsss: AtsssDep, who: ReaderDep, sessionId: SessionIdPath) -> MtsSessionInfo:
     """MEC 015 mtsSessionGET."""
     tenant, ue, body = _found(atsss, who, sessionId)
-    return _info(sessionId, body, _steered(atsss, tenant, ue))
+    return _info(sessionId, body, steered_session(atsss, tenant, ue), atsss.qos_held.get((tenant, sessionId)))
 
 
 @router.put("/mts_sessions/{sessionId}", response_model=MtsSessionInfo, response_model_exclude_none=True,

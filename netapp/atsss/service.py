@@ -147,9 +147,12 @@ class Atsss:
         # The sessions in the maps, for the telemetry's polls: loaded from the store once, then kept
         # up to date by each change (loading 10,000 takes far longer than reading their counters).
         self._served: Optional[list[AtsssSession]] = None
-        # Each path's loss as last measured from the UE's Ack Vectors, by path_key: a poll's window
-        # of the data path's counters (netapp.atsss.telemetry), what MEC 015's QoS check reads.
+        # Each path's loss as measured from the UE's Ack Vectors, by path_key: the average of the polls'
+        # windows of the data path's counters (netapp.atsss.telemetry), what MEC 015's QoS check reads.
         self._measured_loss: dict[PathKey, float] = {}
+        # Each MEC 015 QoS session's qosStatus as last told, by (tenant, MTS session): its hysteresis
+        # (netapp.atsss.mts.qos_status's `held`), kept by netapp.atsss.qos_watch.QosWatch.
+        self.qos_held: dict[tuple[str, str], str] = {}
 
     @classmethod
     def start(cls, store: Store, table_of: TableOf, netns: Optional[str] = None,
@@ -194,14 +197,16 @@ class Atsss:
         """Each path's loss as last measured (note_losses), by position; None: never measured."""
         return [self._measured_loss.get(path_key(session, index)) for index in range(len(session.slots))]
 
-    def note_losses(self, windows: Mapping[PathKey, Optional[float]]) -> set[tuple[str, str]]:
-        """A poll's loss of every path in the data path: the part of the numbers judged since the
-        previous poll that the UE reported lost (None: none judged, the previous measure kept, as
-        a UE sending nothing loses nothing new). Paths the poll did not read are forgotten.
+    def note_losses(self, windows: Mapping[PathKey, Optional[float]], weight: float = 1.0) -> set[tuple[str, str]]:
+        """A poll's loss of every path in the data path, the part of the numbers judged since the
+        previous poll that the UE reported lost, into each path's exponentially weighted average
+        (`weight` the window's; a path's first window starts it). None: none judged, the average
+        kept, as a UE sending nothing loses nothing new. Paths the poll did not read are forgotten.
         Returns (tenant, name) of the sessions whose measured loss changed."""
         before = self._measured_loss
         measured = {key: before[key] for key in windows if key in before}
-        measured.update((key, loss) for key, loss in windows.items() if loss is not None)
+        measured.update((key, loss if key not in before else weight * loss + (1 - weight) * before[key])
+                        for key, loss in windows.items() if loss is not None)
         self._measured_loss = measured  # one assignment: a reader sees the old dict or the new one
         return {key[:2] for key in before.keys() | measured.keys() if before.get(key) != measured.get(key)}
 

@@ -14,8 +14,9 @@ loss of the window since the previous one, lost over judged (the rates of both, 
 cancels out; left out when the window judged none). InfluxDB gets
 them every poll, `/metrics` at every scrape when asked; an AI module reads them back to set the weights
 (netapp.ai.weights), through the REST API.
-Each poll's window loss goes to the service too (`on_losses`: netapp.atsss.mts.QosWatch), whose
-MEC 015 QoS sessions are checked against it.
+Each poll's window loss goes to the service too (`on_losses`: netapp.atsss.qos_watch.QosWatch), whose
+MEC 015 QoS sessions are checked against it; each change of their qosStatus it returns is a
+`dpp_atsss_qos` point of the same poll (`qos_point`), a tenant's like its paths'.
 
 Rates follow the collector's rules (netapp.telemetry.collector.RateKeeper): a path is the same
 counter from poll to poll only in the same slot, so a path given another slot, or a slot emptied
@@ -25,17 +26,21 @@ and given again (its counters zeroed), starts its rates over. A scrape reads cou
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from netapp.atsss.acks import AckCounters
 from netapp.atsss.service import PathKey, PathReading, path_key
 from netapp.telemetry.collector import RateKeeper
-from netapp.telemetry.poll import ATSSS_ACK, ATSSS_PATH, FieldValue, Point, counter_fields
+from netapp.telemetry.poll import ATSSS_ACK, ATSSS_PATH, ATSSS_QOS, FieldValue, Point, counter_fields
+
+if TYPE_CHECKING:  # the watch's module serves MEC 015 (FastAPI): not imported for a type
+    from netapp.atsss.qos_watch import QosChange
 
 Readings = Callable[[], Iterable[PathReading]]
 # Told each poll's window loss of every path read (None: the window judged no number), by rate_key:
-# netapp.atsss.mts.QosWatch, which checks MEC 015's QoS sessions against it.
-LossListener = Callable[[dict[PathKey, Optional[float]]], None]
+# netapp.atsss.qos_watch.QosWatch, which checks MEC 015's QoS sessions against it and returns the
+# changes of their qosStatus.
+LossListener = Callable[[dict[PathKey, Optional[float]]], Iterable["QosChange"]]
 
 
 class AtsssPoints:
@@ -65,7 +70,7 @@ class AtsssPoints:
             if loss is not None:
                 point.fields["loss"] = loss
         if self.on_losses is not None:
-            self.on_losses(windows)
+            points += [qos_point(change, self.node, time_ns) for change in self.on_losses(windows)]
         return points
 
     def snapshot(self, time_ns: int) -> list[Point]:
@@ -103,6 +108,23 @@ def window_loss(path: PathReading, time_ns: int, losses: RateKeeper) -> Optional
     delivered, lost = losses.rates(rate_key(path), time_ns, tuple(path.loss))
     judged = delivered + lost
     return lost / judged if judged > 0 else None  # NaN (unknown) compares false too
+
+
+def qos_point(change: "QosChange", node: str, time_ns: int) -> Point:
+    """A change of an MTS session's qosStatus as a point: the statuses as tags (three values each),
+    each path's loss as checked as a field (left out when unknown)."""
+    tags = {"node": node, "tenant": change.tenant, "mts_session": change.mts_session, "session": change.session,
+            "app": tag_text(change.app), "previous": change.before.value, "status": change.after.value}
+    fields: dict[str, FieldValue] = {"paths_up": sum(change.up)}
+    fields.update((f"loss_{index}", loss) for index, loss in enumerate(change.losses) if loss is not None)
+    return Point(ATSSS_QOS, tags, fields, time_ns)
+
+
+def tag_text(text: str) -> str:
+    """`text` (an application's, any string) fit for a tag: line protocol has no escape for a
+    control character (a newline would end the line, the rest read as another point), so each
+    becomes U+FFFD."""
+    return "".join("\ufffd" if ord(char) < 0x20 or ord(char) == 0x7F else char for char in text)
 
 
 def rate_key(path: PathReading) -> PathKey:

@@ -229,16 +229,18 @@ def _usage(settings: Settings, pfcp: Optional[Any], telemetry: Optional[Any]) ->
 def _atsss_telemetry(settings: Settings, atsss: Optional[Any], acks: Optional[Any], telemetry: Optional[Any]) -> None:
     """ATSSS's paths in every poll (dpp_atsss_path), and in every scrape with
     telemetry.atsss_path_metrics, and the Ack sender's counters (dpp_atsss_ack), when both run;
-    each poll's measured losses checked against MEC 015's QoS sessions (netapp.atsss.mts.QosWatch)."""
+    each poll's measured losses checked against MEC 015's QoS sessions (netapp.atsss.qos_watch.QosWatch),
+    each change of their qosStatus a point of the poll (dpp_atsss_qos)."""
     if atsss is None or telemetry is None:
         return
-    from netapp.atsss.mts import QosWatch
+    from netapp.atsss.qos_watch import QosWatch
     from netapp.atsss.telemetry import AckPoints, AtsssPoints
 
     if acks is not None:
         telemetry.collector.add_source(AckPoints(acks.counters, settings.telemetry.node))
+    watch = QosWatch(atsss, settings.telemetry.atsss_loss_weight)
     telemetry.collector.add_source(AtsssPoints(atsss.readings, settings.telemetry.node,
-                                               settings.telemetry.atsss_path_metrics, on_losses=QosWatch(atsss)))
+                                               settings.telemetry.atsss_path_metrics, on_losses=watch))
 
 
 def _start_exit_code(exc: ServiceError) -> int:

@@ -129,6 +129,12 @@ class TelemetrySettings(BaseModel):
         False, description="/metrics shows every ATSSS path (dpp_atsss_path_*, a series per path of every session); "
         "by default none (InfluxDB always gets them): 10,000 sessions of two paths are 16 MB a scrape"
     )
+    atsss_loss_weight: float = Field(
+        0.3, gt=0, le=1, description="the weight of a poll's window in an ATSSS path's average loss, which MEC 015's "
+        "QoS sessions (mtsMode 4) are checked against: average = weight * window + (1 - weight) * average; a window "
+        "without Ack Vectors leaves it as is; 1: each window alone. 0.3: a lossy window moves the average 30% of the "
+        "way, a lasting change is 90% in after 7 windows"
+    )
     node: str = Field(
         default_factory=socket.gethostname,
         min_length=1,

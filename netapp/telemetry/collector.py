@@ -234,6 +234,11 @@ class Collector:
         with self._lock:
             self._sources.append(source)
 
+    def remove_source(self, source: PointSource) -> None:
+        with self._lock:
+            if source in self._sources:
+                self._sources.remove(source)
+
     def remove_listener(self, listener: Callable[[Poll], None]) -> None:
         with self._listeners_lock:
             if listener in self._listeners:

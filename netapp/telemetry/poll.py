@@ -4,7 +4,7 @@ Every point of a poll carries the poll's one timestamp. Counters are cumulative 
 (per second, from the previous poll) are floats and are left out, never faked, when there is no
 honest previous value: the first poll, a program reload, a counter that went backwards, a new
 intent. Tags are bounded sets only (node, tenant, intent, slice, cpu, verdict, action, reason,
-interface, sink, ATSSS session and path, notifier); addresses, ports and TEIDs never become tags.
+interface, sink, ATSSS session and path, MEC 015 session and status, notifier); addresses, ports and TEIDs never become tags.
 
 A poll holds the per-intent counters as arrays, so a million intents cost no Python object until
 someone asks for their points (`points`) or their line protocol (`line_chunks`).
@@ -47,6 +47,10 @@ ATSSS_PATH = "dpp_atsss_path"
 # netapp.atsss.telemetry's fields: what the path sent and received, then its state and split
 ATSSS_PATH_COUNTERS = ("packets", "bytes", "rx_packets", "rx_bytes", "rx_acks", "delivered", "lost")
 ATSSS_PATH_FIELDS = (*ATSSS_PATH_COUNTERS, "packets_rate", "bytes_rate", "up", "rtt_us", "weight", "share", "loss")
+ATSSS_QOS = "dpp_atsss_qos"
+# netapp.atsss.telemetry.qos_point's: an MEC 015 QoS session's qosStatus changed (tags previous, status);
+# a loss field per path, netapp.atsss.abi.MAX_PATHS_PER_SESSION of them (a test holds the two together)
+ATSSS_QOS_FIELDS = ("paths_up", *(f"loss_{index}" for index in range(4)))
 ATSSS_ACK = "dpp_atsss_ack"
 # netapp.atsss.telemetry.AckPoints': the Ack sender's records by outcome (tag outcome, errno when refused)
 ATSSS_ACK_FIELDS = ("records",)
@@ -58,8 +62,11 @@ NOTIFICATION_FIELDS = ("delivered", "retried", "failed", "refused", "dropped")
 # Measurements about the whole node, not one tenant's objects: admins only.
 NODE_MEASUREMENTS = frozenset({CPU, VERDICT, ACTION, REASON, INTERFACE, TELEMETRY, ALTERNATIVE, UPF_BUFFERING,
                                ATSSS_ACK, RSS_WORKER, NOTIFICATION})
-TENANT_MEASUREMENTS = frozenset({INTENT, SLICE, UPF_URR, UPF_ASSOCIATION, ATSSS_PATH})
+TENANT_MEASUREMENTS = frozenset({INTENT, SLICE, UPF_URR, UPF_ASSOCIATION, ATSSS_PATH, ATSSS_QOS})
 MEASUREMENTS = NODE_MEASUREMENTS | TENANT_MEASUREMENTS
+# Points that tell a change seen at one poll, not the state of a series: InfluxDB, the stream and the
+# subscriptions get them with their poll, /metrics never (a gauge of the last change would stay).
+EVENT_MEASUREMENTS = frozenset({ATSSS_QOS})
 
 
 @dataclass(frozen=True)
@@ -212,7 +219,7 @@ class Poll:
 def _other_point_wanted(which: PointFilter, point: Point) -> bool:
     if point.measurement == SLICE:
         return which.wants_slice(point.tags["tenant"], point.tags["slice"])
-    if point.measurement in (UPF_URR, UPF_ASSOCIATION, ATSSS_PATH):  # no intent nor slice of theirs to narrow to
+    if point.measurement in (UPF_URR, UPF_ASSOCIATION, ATSSS_PATH, ATSSS_QOS):  # no intent nor slice of theirs to narrow to
         return not which.narrowed and which.tenant in (None, point.tags["tenant"])
     return True
 

@@ -6,7 +6,8 @@ counters as counters (`dpp_intent_packets_total`), states and sizes as gauges (`
 (`dpp_interface_receive_bytes_total`), an ATSSS path's RTT in seconds though held in microseconds
 (`dpp_atsss_path_rtt_seconds`). Rates are left out: Prometheus computes them itself
 (`rate(dpp_intent_packets_total[1m])`), except the CPU load, which the data plane's capacity gives
-meaning to. Labels are the point's tags. `dpp_build_info` says which NetApp answers.
+meaning to. Labels are the point's tags. `dpp_build_info` says which NetApp answers. Events
+(EVENT_MEASUREMENTS: a change at one poll, not a series) are not exposed.
 
 HELP texts are the descriptions of api/telemetry.md's "Prometheus metrics" table, which a test
 holds equal to HELP below.
@@ -22,7 +23,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector as PrometheusCollector
 
 from netapp import __version__
-from netapp.telemetry.poll import CPU, Point, PointFilter
+from netapp.telemetry.poll import CPU, EVENT_MEASUREMENTS, Point, PointFilter
 
 if TYPE_CHECKING:
     from netapp.telemetry.collector import Collector
@@ -198,6 +199,8 @@ class _PointCollector(PrometheusCollector):
         label_names = _label_names(self._points)
         families: dict[str, Metric] = {}
         for point in self._points:
+            if point.measurement in EVENT_MEASUREMENTS:
+                continue
             names = label_names[point.measurement]
             values = [point.tags.get(name, "") for name in names]
             for field, value in _exposed_fields(point, self._load):

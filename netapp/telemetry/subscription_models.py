@@ -25,6 +25,8 @@ from netapp.telemetry.poll import (
     ATSSS_ACK,
     ATSSS_ACK_FIELDS,
     ATSSS_PATH,
+    ATSSS_QOS,
+    ATSSS_QOS_FIELDS,
     ATSSS_PATH_FIELDS,
     NOTIFICATION,
     NOTIFICATION_FIELDS,
@@ -73,6 +75,7 @@ THRESHOLD_FIELDS: dict[str, frozenset[str]] = {
     UPF_ASSOCIATION: frozenset(UPF_COUNTS),
     UPF_BUFFERING: frozenset(UPF_BUFFERING_FIELDS),
     ATSSS_PATH: frozenset(ATSSS_PATH_FIELDS),
+    ATSSS_QOS: frozenset(ATSSS_QOS_FIELDS),
     ATSSS_ACK: frozenset(ATSSS_ACK_FIELDS),
     NOTIFICATION: frozenset(NOTIFICATION_FIELDS),
 }

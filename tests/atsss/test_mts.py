@@ -23,12 +23,13 @@ from hypothesis import strategies as st
 from schemathesis.checks import positive_data_acceptance
 
 from netapp.atsss.abi import Mode
-from netapp.atsss.mts import QosStatus, QosWatch
+from netapp.atsss.qos_watch import LOSS_WEIGHT, QosWatch
 from netapp.atsss.routes import get_atsss
 from netapp.atsss.service import Atsss
 from netapp.atsss.telemetry import AtsssPoints
 from netapp.atsss.table import session_key
 from netapp.dataplane.facade import Dataplane
+from netapp.telemetry.poll import ATSSS_QOS
 from tests.api import conftest as api
 from tests.api.conftest import token_of
 from tests.api.openapi_run import examples
@@ -47,6 +48,7 @@ pytestmark = pytest.mark.slow
 MTS_SPEC = (FilePath(__file__).resolve().parents[3] / "shared" / "specs" / "mec015-v2.1.1-etsi-forge"
             / "TrafficSteeringApi.json")
 BASE = "/mts/v1"
+STREAM = "/api/v1/telemetry/stream"
 EXAMPLES_PER_OPERATION = etsi_examples(60)  # six operations: about half a minute on an idle machine
 UE, OTHER_UE = "10.60.0.5", "10.70.0.5"
 # tenant-a's access interfaces: where redundant copies leave
@@ -323,38 +325,89 @@ def send_acks(dataplane: Dataplane, n: int, acks: list[int], lost_every: int) ->
                                         options=mp_seq_option(seq) + ack_vector(ack, states, 210)))
 
 
-def test_a_qos_sessions_status_follows_the_loss_the_ues_ack_vectors_report(node, api_app, tenant_a, caplog):
+def stream_events(lines: Iterator[str], polls: int) -> list[dict[str, Any]]:
+    """The data of the next `polls` poll events of an open stream (keep-alives skipped)."""
+    found, previous = [], ""
+    while len(found) < polls:
+        line = next(lines)
+        if line.startswith("data: ") and previous == "event: poll":
+            found.append(json.loads(line[len("data: "):]))
+        previous = line
+    return found
+
+
+def qos_points(poll: dict[str, Any]) -> list[dict[str, Any]]:
+    return [point for point in poll["points"] if point["measurement"] == ATSSS_QOS]
+
+
+@pytest.fixture
+def watched(node, api_app) -> Iterator[Any]:
+    """The app's collector with ATSSS's paths as a source, the QoS watch behind it (as `netapp serve`
+    wires them), and its event stream served; the test makes the polls."""
+    telemetry = api_app.state.telemetry
+    atsss = api_app.dependency_overrides[get_atsss]()
+    source = AtsssPoints(atsss.readings, "edge-1", on_losses=QosWatch(atsss))
+    telemetry.collector.add_source(source)
+    telemetry.streams.start()
+    try:
+        yield telemetry.collector
+    finally:
+        telemetry.streams.stop()
+        telemetry.collector.remove_source(source)
+
+
+def test_a_qos_sessions_status_follows_the_loss_the_ues_ack_vectors_report(watched, node, tenant_a, tenant_b, caplog):
     """maxLoss 2 (at most 1%) served by redundancy over two paths, their fed losses 50% each: the
-    UE's Ack Vectors run through the kernel's uplink, a telemetry poll hands each path's measured
-    window loss to the QoS check, and the MEC 015 view's qosStatus follows the measured losses,
-    which win over the fed ones; a window that judged nothing keeps the last measure."""
+    UE's Ack Vectors run through the kernel's uplink, each telemetry poll hands each path's window
+    loss to the QoS check, which averages them (LOSS_WEIGHT) and the MEC 015 view's qosStatus
+    follows the averages, which win over the fed losses; a window that judged nothing keeps the
+    average. Path 1 loses 5% of one window, path 2 10%, 50%, 10%, 10%: by the windows alone MET,
+    NOT_MET, MET, MET; averaged with the hysteresis MET, NOT_MET, NOT_MET (0.0092: within 1% but
+    not yet below 0.8%), MET. Each change is a dpp_atsss_qos point of the poll that saw it, in
+    tenant-a's event stream (uvicorn) with the losses that decided it; tenant-b's stream has none."""
     clear(tenant_a)
     put_with_interfaces(tenant_a)
-    atsss = api_app.dependency_overrides[get_atsss]()
-    watch = QosWatch(atsss)
-    poll = AtsssPoints(atsss.readings, "edge-1", on_losses=watch).poll
     created = tenant_a.post(f"{BASE}/mts_sessions", json=mts_session(mode=4, qosD={"maxLoss": 2}))
     assert created.status_code == 201, created.text
     mts_id = created.json()["sessionId"]
     feed(tenant_a, path0={"loss": 0.5}, path1={"loss": 0.5})
-    poll(1_000_000_000)  # each path's first poll: no window yet
-    assert qos_status(tenant_a, mts_id)[0] == "NOT_MET", "the fed losses: 0.25 together"
+    averages, statuses = [], []
+    with tenant_a.stream("GET", STREAM) as mine, tenant_b.stream("GET", STREAM) as theirs:
+        lines, other_lines = mine.iter_lines(), theirs.iter_lines()
+        assert next(lines).startswith("retry:") and next(other_lines).startswith("retry:"), "both listening"
+        watched.poll_once()  # each path's first poll: no window yet
+        assert qos_status(tenant_a, mts_id)[0] == "NOT_MET", "the fed losses: 0.25 together"
+        send_acks(node, 1, [100], lost_every=20)  # the first Acks only mark where judging starts
+        send_acks(node, 2, [100], lost_every=10)
+        watched.poll_once()
+        # Acks every 50 numbers (a vector reaches 64 back): 98..297 judged, 10 of 200 lost, 5%; none after
+        send_acks(node, 1, [150, 200, 250, 300], lost_every=20)
+        average = 0.1
+        for window, (ack, lost_every) in enumerate([(300, 10), (500, 2), (700, 10), (900, 10)]):
+            # the 200 numbers before ack - 3: 10%, 50%, 10%, 10% lost
+            send_acks(node, 2, list(range(ack - 150, ack + 1, 50)), lost_every=lost_every)
+            average = LOSS_WEIGHT / lost_every + (1 - LOSS_WEIGHT) * average if window else average
+            with caplog.at_level(logging.WARNING, logger="netapp.atsss.qos_watch"):
+                watched.poll_once()
+            averages.append(average)
+            statuses.append(qos_status(tenant_a, mts_id))
+        polls, other_polls = stream_events(lines, 6), stream_events(other_lines, 6)
 
-    send_acks(node, 1, [100], lost_every=20)  # the first Acks only mark where judging starts
-    send_acks(node, 2, [100], lost_every=10)
-    poll(2_000_000_000)
-    send_acks(node, 1, [300], lost_every=20)  # 98..297 judged: 10 of 200 lost, 5%
-    send_acks(node, 2, [300], lost_every=10)  # 20 of 200, 10%
-    poll(3_000_000_000)
-    assert qos_status(tenant_a, mts_id) == ("MET", ""), "measured: 0.005 together"
-    assert watch.statuses == {("tenant-a", mts_id): QosStatus.MET}
-
-    send_acks(node, 2, [350, 400, 450, 500], lost_every=2)  # 298..497: half lost (64 numbers a vector here)
-    with caplog.at_level(logging.WARNING, logger="netapp.atsss.mts"):
-        poll(4_000_000_000)  # path 1 judged nothing: its 5% stays
-    status, reason = qos_status(tenant_a, mts_id)
-    assert status == "NOT_MET" and reason.startswith("qosD.maxLoss") and "0.025" in reason, reason
+    assert averages == pytest.approx([0.1, 0.22, 0.184, 0.1588])
+    assert [status for status, _ in statuses] == ["MET", "NOT_MET", "NOT_MET", "MET"]
+    assert "0.011" in statuses[1][1] and "0.0092" in statuses[2][1] and "0.008" in statuses[2][1], statuses
     assert f"{mts_id} of tenant tenant-a: qosStatus MET -> NOT_MET" in caplog.text
+    assert [len(qos_points(poll)) for poll in polls] == [0, 0, 0, 1, 0, 1], "the first check sets where it stands"
+    events = [qos_points(poll)[0] for poll in (polls[3], polls[5])]
+    assert [(event["tags"]["previous"], event["tags"]["status"]) for event in events] == [("MET", "NOT_MET"),
+                                                                                          ("NOT_MET", "MET")]
+    assert events[0]["tags"] == {"node": "edge-1", "tenant": "tenant-a", "mts_session": mts_id, "session": "ue",
+                                 "app": "app-1", "previous": "MET", "status": "NOT_MET"}
+    # approx: a window's loss is the ratio of two rates over the poll's interval (the app's collector's clock)
+    assert events[0]["fields"] == {"paths_up": 2, "loss_0": pytest.approx(0.05), "loss_1": pytest.approx(averages[1])}
+    assert events[1]["fields"] == {"paths_up": 2, "loss_0": pytest.approx(0.05), "loss_1": pytest.approx(averages[3])}
+    assert events[0]["time"] == polls[3]["time"]
+    assert [qos_points(poll) for poll in other_polls] == [[]] * 6, "tenant-b sees no session of tenant-a"
     assert kernel_mode(node) == Mode.REDUNDANT, "redundancy stays: no other scheduler loses less"
     clear(tenant_a)
 

@@ -10,14 +10,17 @@ from typing import Any
 
 import pytest
 
+from netapp.atsss.mts import QosStatus
+from netapp.atsss.qos_watch import QosChange
+from netapp.atsss.telemetry import AtsssPoints
 from netapp.service.service import NetAppService
 from netapp.telemetry.collector import Collector
 from netapp.telemetry.influx import InfluxSink
-from netapp.telemetry.poll import INTENT, SLICE, TELEMETRY, UPF_ASSOCIATION, UPF_URR, Poll
+from netapp.telemetry.poll import ATSSS_QOS, INTENT, SLICE, TELEMETRY, UPF_ASSOCIATION, UPF_URR, Poll
 from netapp.upf.telemetry import UsagePoints
 from netapp.upf.usage import UsageMonitor
 from tests.utils.influxd import field_types, influx_settings, points_per_time, rows, write_lines
-from tests.telemetry.test_schema import FakeUpf
+from tests.telemetry.test_schema import FakeAtsss, FakeUpf
 from tests.utils.service import ALICE, BOB, fake_service, intent, slice_spec
 
 SECOND = 1_000_000_000
@@ -155,6 +158,32 @@ def test_the_sinks_own_counters_reach_influxdb_as_integers(influxd, database, se
     assert len(own) == 2 and own[1]["points_offered"] == first.point_count  # stats as the poll was built
     types = field_types(influxd, database, TELEMETRY)
     assert {types[name] for name in sink.stats()} == {"integer"}
+
+
+def test_a_qos_status_change_is_one_point_of_its_poll_whatever_the_app_instance_holds(
+    influxd, database, service, make_sink
+):
+    """A change of an MTS session's qosStatus, as netapp.atsss.qos_watch.QosWatch returns it, with
+    the poll of ATSSS's paths (test_schema's FakeAtsss) that saw it: one dpp_atsss_qos row under the
+    poll's time, statuses as tags, the known losses as floats. Its appInsId is the application's
+    text: one holding a newline and a line of another tenant's point stays one tag of this point."""
+    app = "app-1\ndpp_atsss_qos,node=edge-1,tenant=bob paths_up=9i"
+    change = QosChange("alice", "mts-1", "ue5", app, QosStatus.MET, QosStatus.NOT_MET, "qosD.maxLoss: ...",
+                       (0.05, None), (True, True))
+    sink = make_sink(influx_settings(influxd, database))
+    collector = Collector(service, node="edge-1", sinks=[sink], clock_ns=Clock())
+    collector.add_source(AtsssPoints(FakeAtsss().readings, "edge-1", on_losses=lambda windows: [change]))
+    poll = collector.poll_once()
+
+    assert sink.flush(10)
+
+    [row] = rows(influxd, database, ATSSS_QOS)
+    assert row["time"] == poll.time_ns
+    assert {tag: row[tag] for tag in row["_tags"]} == {
+        "node": "edge-1", "tenant": "alice", "mts_session": "mts-1", "session": "ue5",
+        "app": app.replace("\n", "\ufffd"), "previous": "MET", "status": "NOT_MET"}
+    assert (row["paths_up"], row["loss_0"], "loss_1" in row) == (2, 0.05, False)
+    assert field_types(influxd, database, ATSSS_QOS) == {"paths_up": "integer", "loss_0": "float"}
 
 
 # --- InfluxDB down, stalled, refusing ----------------------------------------------------------

@@ -9,19 +9,22 @@ from pathlib import Path
 import numpy
 import pytest
 
+from netapp.atsss.abi import MAX_PATHS_PER_SESSION
 from netapp.atsss.abi import Path as PathEntry
 from netapp.atsss.abi import PathFlags
 from netapp.atsss.models import AtsssSession
 from netapp.atsss.service import PathReading
 from netapp.atsss.table import PathCounts, PathLoss
 from netapp.atsss.acks import AckCounters
+from netapp.atsss.mts import QosStatus
+from netapp.atsss.qos_watch import QosChange
 from netapp.atsss.telemetry import AckPoints, AtsssPoints
 from netapp.core.config import InfluxSettings, SubscriptionSettings
 from netapp.telemetry.collector import Collector
 from netapp.telemetry.influx import InfluxSink
 from netapp.telemetry.notifications import NotificationPoints
 from netapp.telemetry.notify import Notifier
-from netapp.telemetry.poll import MEASUREMENTS, TELEMETRY
+from netapp.telemetry.poll import ATSSS_QOS_FIELDS, MEASUREMENTS, TELEMETRY
 from netapp.telemetry.sample import AlternativeCounters, Counters, CpuCounters, IntentTable, InterfaceCounters
 from netapp.upf.abi import Usage
 from netapp.upf.models import FSeid, Session, Urr
@@ -122,13 +125,20 @@ class FakeAtsss:
                 for index in range(2)]
 
 
+def one_qos_change(windows) -> list[QosChange]:
+    """What netapp.atsss.qos_watch.QosWatch returns when an MTS session's qosStatus changed: one
+    change, of a session of four paths, each of known loss."""
+    return [QosChange("alice", "mts-1", "ue5", "app-1", QosStatus.MET, QosStatus.NOT_MET, "qosD.maxLoss: ...",
+                      (0.1, 0.2, 0.3, 0.4), (True, True, False, True))]
+
+
 def everything_collector(sinks=()) -> Collector:
-    """A collector of EverythingSource's counters, a UPF's usage and its buffering, ATSSS's paths,
-    the Ack sender's counts, a notifier's."""
+    """A collector of EverythingSource's counters, a UPF's usage and its buffering, ATSSS's paths
+    and a change of an MTS session's qosStatus, the Ack sender's counts, a notifier's."""
     collector = Collector(EverythingSource(), node="edge-1", sinks=list(sinks))
     collector.add_source(UsagePoints(UsageMonitor(FakeUpf(), lambda seid, reports: None), "edge-1"))
     collector.add_source(BufferingPoints(Buffering(NoApplier(), None), "edge-1"))
-    collector.add_source(AtsssPoints(FakeAtsss().readings, "edge-1", path_metrics=True))
+    collector.add_source(AtsssPoints(FakeAtsss().readings, "edge-1", path_metrics=True, on_losses=one_qos_change))
     collector.add_source(AckPoints(AckCounters(sent=3, failed={"ENETDOWN": 1}), "edge-1"))
     collector.add_source(NotificationPoints({"telemetry_subscriptions": Notifier(SubscriptionSettings())}, "edge-1"))
     return collector
@@ -169,6 +179,10 @@ def points(schema):
 
 def test_the_doc_lists_exactly_the_measurements_of_the_code(schema):
     assert set(schema) == set(MEASUREMENTS)
+
+
+def test_a_qos_change_has_a_loss_field_for_each_path_a_session_may_have():
+    assert ATSSS_QOS_FIELDS == ("paths_up", *(f"loss_{index}" for index in range(MAX_PATHS_PER_SESSION)))
 
 
 def test_every_tag_written_is_documented(schema, points):
