@@ -58,9 +58,8 @@
  * clocks decides on readings of either: a reading behind the policer's last one refills nothing
  * (token bucket), finds less room (GCRA) or counts in the newer window: it never lets more through.
  * A rule's own policer and its slice's (nf/qos/rule.h) share a reading the same way, the own
- * one's; there the control plane does not yet keep the own one precise under a precise slice
- * policer, which then decides on coarse readings (rare with the settings' bursts, both burst_ms at
- * their rate: only a slice rate under MTU x 8 / (burst_ms - 2 ticks) makes it precise). */
+ * one's, and are chosen the same way: the own one coarse only when its slice policer is too (or
+ * there is none). */
 #ifndef DPP_NF_QOS_POLICE_H
 #define DPP_NF_QOS_POLICE_H
 
