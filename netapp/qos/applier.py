@@ -9,7 +9,9 @@ more than the burst, so that any stretch of a window's length passes at most rat
 
 The clock a policer decides on is chosen here, where the machine is known (`clock_for`): the coarse
 one (bpf_ktime_get_coarse_ns, cheaper, stepped by the kernel's tick) where police.h's bounds for it
-hold, the precise one elsewhere; the API shows the choice (netapp.qos.views)."""
+hold, the precise one elsewhere, and coarse only when every policer deciding on its reading is too
+(a chain's parent, a rule's slice policer), which a rewrite of those keeps true; the API shows the
+choice (netapp.qos.views)."""
 
 from __future__ import annotations
 
@@ -143,6 +145,7 @@ class PolicerApplier:
         values = {policer_id: Policer.from_buffer_copy(_written(spec)) for policer_id, spec in ordered}
         values = self._joint(values, pairs or {})
         self._stats.fill(self._check_ids([*values, *(spec.parent for spec in policers.values() if spec.parent)]))
+        self._policers.update(self._made_precise(values, pairs or {}))
         self._policers.update(values)
 
     def _joint(self, values: dict[int, Policer], pairs: Mapping[int, int]) -> dict[int, Policer]:
@@ -164,6 +167,30 @@ class PolicerApplier:
                 if value.clock == Clock.COARSE and any(clocks.get(f) != Clock.COARSE for f in followers[policer_id]):
                     value.clock, changed = Clock.PRECISE, True
         return values
+
+    def _made_precise(self, values: dict[int, Policer], pairs: Mapping[int, int]) -> dict[int, Policer]:
+        """The coarse policers not in `values` that read first for one of them now precise (a child
+        of a parent, a rule's own policer of a slice policer), as their slots hold them with the
+        precise clock: written before `values`, so that no coarse policer is ever followed by a
+        precise one. Their state is kept (a packet decided between the read and the write has its
+        spending undone: at most once the room it took). A parent's children are found in the
+        records, read whole (the map's every slot), only when a parent goes from coarse to precise."""
+        precise = {policer_id for policer_id, value in values.items() if value.clock == Clock.PRECISE}
+        leads = {own for own, shared in pairs.items() if shared in precise and own not in values}
+        parents = sorted(policer_id for policer_id in precise if not values[policer_id].parent)
+        was_coarse = {policer_id for policer_id, value in zip(parents, self._policers.lookup(parents))
+                      if value is not None and value.clock == Clock.COARSE}
+        found = {}
+        if was_coarse:
+            found = {policer_id: value for policer_id, value in self._policers.items()
+                     if value.parent in was_coarse and value.clock == Clock.COARSE and policer_id not in values}
+        leads -= set(found)
+        leads = sorted(leads)
+        found.update({policer_id: value for policer_id, value in zip(leads, self._policers.lookup(leads))
+                      if value is not None and value.clock == Clock.COARSE})
+        for value in found.values():
+            value.clock = Clock.PRECISE
+        return found
 
     def remove(self, ids: Iterable[int]) -> None:
         """Empty the slots: their packets pass unpoliced, uncounted. Children before their parents, as

@@ -119,10 +119,11 @@ def test_a_child_is_coarse_only_under_a_coarse_parent():
         Clock.COARSE, Clock.COARSE, Clock.PRECISE, Clock.PRECISE]
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def kernel_tables():
-    """A loaded instance's tables (the policers and the rules' slots in the kernel's maps), with a
-    10 ms burst at 100 Mb/s coarse on this kernel's tick (else the choice is not there to test)."""
+    """A loaded instance's tables (the policers and the rules' slots in the kernel's maps), one for the
+    module's tests (each writes afresh what it reads), with a 10 ms burst at 100 Mb/s coarse on this
+    kernel's tick (else the choice is not there to test)."""
     require_kernel()
     if not coarse_tick_ns() or policer_value(COARSE).clock != Clock.COARSE:
         pytest.skip(f"a 10 ms burst is not coarse with this kernel's tick ({coarse_tick_ns()} ns)")
@@ -145,6 +146,28 @@ def test_a_rules_own_policer_is_coarse_only_with_a_coarse_slice_policer(kernel_t
               for rule_id in ("alice/a", "alice/b", "alice/c")}
     assert clocks == {"alice/a": (Clock.PRECISE, Clock.PRECISE), "alice/b": (Clock.COARSE, Clock.COARSE),
                       "alice/c": (Clock.COARSE,)}
+
+
+def test_a_parent_rewritten_precise_takes_its_coarse_children_along(kernel_tables):
+    """A parent rewritten from coarse to precise rewrites the clock of its coarse children in the same
+    call (their configuration otherwise and their parent kept), not another's child."""
+    applier = PolicerApplier(kernel_tables)
+    applier.apply({1: COARSE, 2: dataclasses.replace(COARSE, parent=1), 3: COARSE,
+                   4: dataclasses.replace(COARSE, parent=3)})
+    assert applier.state(2).clock == Clock.COARSE
+    applier.apply({1: PRECISE})
+    child = applier.state(2)
+    assert (child.clock, child.parent, child.rate, child.burst) == (Clock.PRECISE, 1, COARSE.rate, COARSE.burst)
+    assert [applier.state(policer_id).clock for policer_id in (3, 4)] == [Clock.COARSE, Clock.COARSE]
+
+
+def test_a_slice_policer_rewritten_precise_takes_its_rules_own_policers_along(kernel_tables):
+    rules = RulePolicers(kernel_tables)
+    rules.place([("alice/a", 0, (COARSE, SharedPolice("slice alice/s", COARSE)))])
+    own = rules.of_rule("alice/a")[0]
+    assert rules.policers.state(own).clock == Clock.COARSE
+    rules.place([("alice/b", 1, (None, SharedPolice("slice alice/s", PRECISE)))])
+    assert rules.policers.state(own).clock == Clock.PRECISE
 
 
 # --- the clock the kernel reads -------------------------------------------------------------------
