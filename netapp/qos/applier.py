@@ -9,7 +9,9 @@ more than the burst, so that any stretch of a window's length passes at most rat
 
 The clock a policer decides on is chosen here, where the machine is known (`clock_for`): the coarse
 one (bpf_ktime_get_coarse_ns, cheaper, stepped by the kernel's tick) where police.h's bounds for it
-hold, the precise one elsewhere; the API shows the choice (netapp.qos.views)."""
+hold, the precise one elsewhere, and coarse only when every policer deciding on its reading is too
+(a chain's parent, a rule's slice policer), which a rewrite of those keeps true; the API shows the
+choice (netapp.qos.views)."""
 
 from __future__ import annotations
 
@@ -133,30 +135,62 @@ class PolicerApplier:
             raise ValueError(f"policer ids {bad}: 1 to {self.max_entries - 1} allowed")
         return ids
 
-    def apply(self, policers: Mapping[int, PolicerSpec]) -> None:
+    def apply(self, policers: Mapping[int, PolicerSpec], pairs: Optional[Mapping[int, int]] = None) -> None:
         """Write each policer afresh (state and counters zeroed); all are checked before any is written,
-        parents before the policers that name them (a child never names a slot not yet written)."""
+        parents before the policers that name them (a child never names a slot not yet written).
+        `pairs`: a rule's own policer -> the slice policer it is paired with (nf/qos/rule.h), for
+        the rules naming one of `policers` (netapp.qos.rules): the two share a reading as a chain."""
         _check_parents(policers)
         ordered = sorted(policers.items(), key=lambda item: item[1].parent != 0)
-        values = self._chained({policer_id: Policer.from_buffer_copy(_written(spec)) for policer_id, spec in ordered})
+        values = {policer_id: Policer.from_buffer_copy(_written(spec)) for policer_id, spec in ordered}
+        values = self._joint(values, pairs or {})
         self._stats.fill(self._check_ids([*values, *(spec.parent for spec in policers.values() if spec.parent)]))
+        self._policers.update(self._made_precise(values, pairs or {}))
         self._policers.update(values)
 
-    def _chained(self, values: dict[int, Policer]) -> dict[int, Policer]:
-        """`values` with a child on the coarse clock only when its parent (written with it, else as its
-        slot holds it) is too: a chain decides on the reading of its first policer's clock (police.h),
-        and a precise parent must not get coarse readings. A parent written precise later leaves its
-        children as they were written until they are written again."""
-        outside = sorted({value.parent for value in values.values()
-                          if value.parent and value.parent not in values and value.clock == Clock.COARSE})
-        written = dict(zip(outside, self._policers.lookup(outside))) if outside else {}
-        for value in values.values():
-            if value.clock != Clock.COARSE or not value.parent:
-                continue
-            parent = values[value.parent] if value.parent in values else written.get(value.parent)
-            if parent is None or parent.clock != Clock.COARSE:
-                value.clock = Clock.PRECISE
+    def _joint(self, values: dict[int, Policer], pairs: Mapping[int, int]) -> dict[int, Policer]:
+        """`values` with a policer on the coarse clock only when every policer deciding on its reading
+        (its parent; a rule's own policer's slice policer), written with it or as its slot holds it,
+        is too: a chain and a rule's two policers decide on their first policer's reading (police.h),
+        and a precise policer must not get coarse readings."""
+        followers = {policer_id: {value.parent, pairs.get(policer_id, 0)} - {0}
+                     for policer_id, value in values.items()}
+        outside = sorted({follower for policer_id, value in values.items() if value.clock == Clock.COARSE
+                          for follower in followers[policer_id] if follower not in values})
+        clocks = {policer_id: value.clock for policer_id, value in zip(outside, self._policers.lookup(outside))
+                  if value is not None}
+        changed = True
+        while changed:  # a follower made precise may have followers of its own written with it
+            clocks.update({policer_id: value.clock for policer_id, value in values.items()})
+            changed = False
+            for policer_id, value in values.items():
+                if value.clock == Clock.COARSE and any(clocks.get(f) != Clock.COARSE for f in followers[policer_id]):
+                    value.clock, changed = Clock.PRECISE, True
         return values
+
+    def _made_precise(self, values: dict[int, Policer], pairs: Mapping[int, int]) -> dict[int, Policer]:
+        """The coarse policers not in `values` that read first for one of them now precise (a child
+        of a parent, a rule's own policer of a slice policer), as their slots hold them with the
+        precise clock: written before `values`, so that no coarse policer is ever followed by a
+        precise one. Their state is kept (a packet decided between the read and the write has its
+        spending undone: at most once the room it took). A parent's children are found in the
+        records, read whole (the map's every slot), only when a parent goes from coarse to precise."""
+        precise = {policer_id for policer_id, value in values.items() if value.clock == Clock.PRECISE}
+        leads = {own for own, shared in pairs.items() if shared in precise and own not in values}
+        parents = sorted(policer_id for policer_id in precise if not values[policer_id].parent)
+        was_coarse = {policer_id for policer_id, value in zip(parents, self._policers.lookup(parents))
+                      if value is not None and value.clock == Clock.COARSE}
+        found = {}
+        if was_coarse:
+            found = {policer_id: value for policer_id, value in self._policers.items()
+                     if value.parent in was_coarse and value.clock == Clock.COARSE and policer_id not in values}
+        leads -= set(found)
+        leads = sorted(leads)
+        found.update({policer_id: value for policer_id, value in zip(leads, self._policers.lookup(leads))
+                      if value is not None and value.clock == Clock.COARSE})
+        for value in found.values():
+            value.clock = Clock.PRECISE
+        return found
 
     def remove(self, ids: Iterable[int]) -> None:
         """Empty the slots: their packets pass unpoliced, uncounted. Children before their parents, as
@@ -167,15 +201,16 @@ class PolicerApplier:
         children_first = sorted(ids, key=lambda policer_id: not (current[policer_id] and current[policer_id].parent))
         self._policers.update({policer_id: Policer() for policer_id in children_first})
 
-    def reconcile(self, desired: Mapping[int, PolicerSpec], ids: range) -> None:
+    def reconcile(self, desired: Mapping[int, PolicerSpec], ids: range,
+                  pairs: Optional[Mapping[int, int]] = None) -> None:
         """The caller's range of ids (netapp.qos.ids) holding exactly `desired`: a policer configured
         otherwise written afresh, one configured so kept as it is (its state and counters too), any
-        other of the range emptied."""
+        other of the range emptied. `pairs` as `apply`'s, for all of `desired`."""
         current = {policer_id: value for policer_id, value in self._policers.items() if policer_id in ids}
-        wanted = self._chained({policer_id: policer_value(spec) for policer_id, spec in desired.items()})
+        wanted = self._joint({policer_id: policer_value(spec) for policer_id, spec in desired.items()}, pairs or {})
         stale = {policer_id: spec for policer_id, spec in desired.items()
                  if policer_id not in current or _config(current[policer_id]) != _config(wanted[policer_id])}
-        self.apply(stale)
+        self.apply(stale, pairs)
         self.remove([policer_id for policer_id, value in current.items()
                      if policer_id not in desired and value.algo != Algo.NONE])
 

@@ -89,7 +89,7 @@ class RulePolicers:
                 slots[slot] = RulePolice(policer=own_id, shared=shared_id)
         rewritten = {policer_id: self._specs[policer_id] for policer_id in wanted if policer_id in self._specs}
         try:
-            self.policers.apply(wanted)
+            self.policers.apply(wanted, self._pairs(wanted))
             self._specs.update(wanted)
             self._slots.update(slots)
         except DataplaneError:
@@ -102,7 +102,7 @@ class RulePolicers:
         the ones it gave are emptied."""
         for rule_id, (_, ids) in prior.items():
             self._name(rule_id, ids)
-        self.policers.apply(rewritten)
+        self.policers.apply(rewritten, self._pairs(rewritten))
         self._specs.update(rewritten)
         self._slots.update({slot: RulePolice(*ids) for slot, ids in prior.values() if any(ids)})
         self.settle()
@@ -141,9 +141,15 @@ class RulePolicers:
             if shared is not None:
                 self._specs[shared_id] = shared.spec
         self.settle()
-        self.policers.reconcile(self._specs, self._ids)
+        self.policers.reconcile(self._specs, self._ids, self._pairs(self._specs))
         self._slots.update({slot: RulePolice(*self._of_rule[rule_id]) for rule_id, slot, _ in rules
                             if rule_id in self._of_rule})
+
+    def _pairs(self, policer_ids: Iterable[int]) -> dict[int, int]:
+        """A rule's own policer -> its slice policer, for the rules naming one of `policer_ids`: the two
+        share the own one's clock reading (nf/qos/rule.h), so the applier chooses their clocks together."""
+        rules = {rule_id for policer_id in policer_ids for rule_id in self._users.get(policer_id, ())}
+        return {own: shared for own, shared in map(self.of_rule, rules) if own and shared}
 
     def _named_in_slots(self, slots: list[int]) -> dict[int, tuple[int, int]]:
         """slot -> the (own, shared) ids dpp_rule_policers holds for it now."""

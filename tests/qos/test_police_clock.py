@@ -2,7 +2,8 @@
 chooses (netapp.qos.applier.clock_for, at the edges of its bounds), which one the kernel reads for a
 policer and for a chain or a rule's two policers (xdp_police, xdp_police_rule: the time each policer
 kept, against CLOCK_MONOTONIC_COARSE and CLOCK_MONOTONIC read around the run) and for a chain's
-child under a precise parent (written precise), the decisions on a
+child under a precise parent and a rule's own policer under a precise slice policer (written
+precise, the kernel's records), the decisions on a
 tick-stepped clock (kernel against the model, times given), and what a tick-stepped clock does to
 each algorithm over time (the reference model, netapp.qos.model, on synthetic times): the delivered
 bytes within police.h's bounds where the coarse clock is chosen, and not where it is not."""
@@ -18,6 +19,7 @@ import pytest
 
 from netapp.dataplane.fake import FakeDpp
 from netapp.dataplane.facade import Dataplane
+from netapp.intents.compiler import SharedPolice
 from netapp.qos.abi import Algo, Clock, Gate
 from netapp.qos.applier import (
     CLOCK_MONOTONIC_COARSE,
@@ -30,9 +32,11 @@ from netapp.qos.applier import (
     policer_value,
 )
 from netapp.qos.model import Policer, PolicerConfig
+from netapp.qos.rules import RulePolicers
 from netapp.qos.spec import MTU
 from netapp.qos.views import policer_record
 from tests.qos.test_burst import most_in_any_stretch
+from tests.utils.kernel import require_kernel
 
 TICK = 1 << 22  # ns, about HZ=250's 4 ms; a power of two puts the windows' edge on a shift
 NANOBITS = 8 * 10**9
@@ -113,6 +117,57 @@ def test_a_child_is_coarse_only_under_a_coarse_parent():
                         4: dataclasses.replace(coarse, parent=3)}.items()}, range(1, 16))
     assert [applier.state(policer_id).clock for policer_id in (1, 2, 3, 4)] == [
         Clock.COARSE, Clock.COARSE, Clock.PRECISE, Clock.PRECISE]
+
+
+@pytest.fixture(scope="module")
+def kernel_tables():
+    """A loaded instance's tables (the policers and the rules' slots in the kernel's maps), one for the
+    module's tests (each writes afresh what it reads), with a 10 ms burst at 100 Mb/s coarse on this
+    kernel's tick (else the choice is not there to test)."""
+    require_kernel()
+    if not coarse_tick_ns() or policer_value(COARSE).clock != Clock.COARSE:
+        pytest.skip(f"a 10 ms burst is not coarse with this kernel's tick ({coarse_tick_ns()} ns)")
+    with Dataplane.open(map_sizes={"dpp_policers": 64, "dpp_policer_stats": 64, "dpp_rule_policers": 8}) as opened:
+        yield opened.table
+
+
+COARSE, PRECISE = PolicerSpec(rate=10**8, burst=125_000), PolicerSpec(rate=10**8, burst=3000)
+
+
+def test_a_rules_own_policer_is_coarse_only_with_a_coarse_slice_policer(kernel_tables):
+    """A rule's two policers decide on the own one's reading: under a precise slice policer the own
+    one is written precise, under a coarse one coarse (the kernel's records)."""
+    rules = RulePolicers(kernel_tables)
+    rules.place([("alice/a", 0, (COARSE, SharedPolice("slice alice/precise", PRECISE))),
+                 ("alice/b", 1, (COARSE, SharedPolice("slice alice/coarse", COARSE))),
+                 ("alice/c", 2, (COARSE, None))])
+    clocks = {rule_id: tuple(rules.policers.state(policer_id).clock
+                             for policer_id in rules.of_rule(rule_id) if policer_id)
+              for rule_id in ("alice/a", "alice/b", "alice/c")}
+    assert clocks == {"alice/a": (Clock.PRECISE, Clock.PRECISE), "alice/b": (Clock.COARSE, Clock.COARSE),
+                      "alice/c": (Clock.COARSE,)}
+
+
+def test_a_parent_rewritten_precise_takes_its_coarse_children_along(kernel_tables):
+    """A parent rewritten from coarse to precise rewrites the clock of its coarse children in the same
+    call (their configuration otherwise and their parent kept), not another's child."""
+    applier = PolicerApplier(kernel_tables)
+    applier.apply({1: COARSE, 2: dataclasses.replace(COARSE, parent=1), 3: COARSE,
+                   4: dataclasses.replace(COARSE, parent=3)})
+    assert applier.state(2).clock == Clock.COARSE
+    applier.apply({1: PRECISE})
+    child = applier.state(2)
+    assert (child.clock, child.parent, child.rate, child.burst) == (Clock.PRECISE, 1, COARSE.rate, COARSE.burst)
+    assert [applier.state(policer_id).clock for policer_id in (3, 4)] == [Clock.COARSE, Clock.COARSE]
+
+
+def test_a_slice_policer_rewritten_precise_takes_its_rules_own_policers_along(kernel_tables):
+    rules = RulePolicers(kernel_tables)
+    rules.place([("alice/a", 0, (COARSE, SharedPolice("slice alice/s", COARSE)))])
+    own = rules.of_rule("alice/a")[0]
+    assert rules.policers.state(own).clock == Clock.COARSE
+    rules.place([("alice/b", 1, (None, SharedPolice("slice alice/s", PRECISE)))])
+    assert rules.policers.state(own).clock == Clock.PRECISE
 
 
 # --- the clock the kernel reads -------------------------------------------------------------------

@@ -52,15 +52,15 @@
  * elsewhere. A chain (struct dpp_policer.parent) reads the clock once, the one its first policer
  * asks for, and the parent decides on that reading: the control plane writes a child coarse only
  * when its parent is too (a precise parent fed coarse readings would be a coarse one, without the
- * bound's check), so that what differs is a precise child's reading serving a coarse parent, which
+ * bound's check), and a parent rewritten precise has its coarse children's clock rewritten precise
+ * first, in the same call (their state kept), so that what differs is a precise child's reading serving a coarse parent, which
  * is better than it asked for. (Reading the precise clock again for a precise parent after a coarse
  * child took 8 bytes more of stack than dpp_upf_police has.) A parent shared by children of both
  * clocks decides on readings of either: a reading behind the policer's last one refills nothing
  * (token bucket), finds less room (GCRA) or counts in the newer window: it never lets more through.
  * A rule's own policer and its slice's (nf/qos/rule.h) share a reading the same way, the own
- * one's; there the control plane does not yet keep the own one precise under a precise slice
- * policer, which then decides on coarse readings (rare with the settings' bursts, both burst_ms at
- * their rate: only a slice rate under MTU x 8 / (burst_ms - 2 ticks) makes it precise). */
+ * one's, and are chosen the same way: the own one coarse only when its slice policer is too (or
+ * there is none), made precise with it when the slice policer is rewritten precise. */
 #ifndef DPP_NF_QOS_POLICE_H
 #define DPP_NF_QOS_POLICE_H
 
