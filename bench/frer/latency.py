@@ -87,7 +87,7 @@ def measure(obj: Path, frames: int, rate_asked: str, loaded: bool) -> dict:
         sent_pps = frames / (time.monotonic() - start)
         arrived = capture.wait_for(frames, timeout=60)
         latencies = list(capture.latencies)
-    return row_of(rate_asked, sent_pps, loaded, frames, arrived, [value / 1000 for value in latencies])
+    return row_of(rate_asked, sent_pps, loaded, frames, len(latencies), arrived, [value / 1000 for value in latencies])
 
 
 def measure_live(obj: Path, frames: int, loaded: bool) -> dict:
