@@ -4,17 +4,22 @@ configuration as tests/frer/test_two_paths.py has them), each frame from the tal
 payload carries CLOCK_REALTIME) to the kernel's receive time at the listener (SO_TIMESTAMPNS). Twice:
 on an idle machine, and with every CPU busy with a spinning process (background load on the nodes'
 CPUs, the shape of the per-packet service protection paper's latency figures), at each rate asked
-for: 10,000 frames/s, and "max", the highest rate the machine carries (the talker sends without
-pacing, as fast as its socket takes frames; the rate it reached is in the results). The
-distribution is plotted as CDFs, a panel per rate.
+for: 10,000 frames/s; "max", the Python talker without pacing (as fast as its socket takes
+frames); and "live", the highest rate the machine carries: the talker and the listener are XDP
+programs (bench/frer/fast.py: BPF_PROG_TEST_RUN in live-frame mode transmits the frames unpaced into
+the talker's port; the listener's port checks every stream's numbers, exactly once and in order, and
+drops), so no socket bounds the rate; its frames are --live-frames many. The rate each case reached is
+in the results. The distribution is plotted as CDFs, a panel per rate.
 
-    python -m bench.frer.latency [--frames 30000] [--rates 10000 max]
+    python -m bench.frer.latency [--frames 30000] [--live-frames 1000000] [--rates 10000 max live]
 
 Writes bench/results/frer_latency.json (percentiles, frames arrived, rate reached), frer_latency.csv
 (each case's CDF: the latency at every 0.5 % of its frames, and at 99.9 and 99.99 %) and, with
 matplotlib (the bench extra), frer_latency.png. Both sides are user space: the figures include a
 socket send and the stack's delivery to a packet socket, which a frame through a NIC would not pay;
-the load's effect, not the absolute, is what they show."""
+the load's effect, not the absolute, is what they show. The "live" case's latency runs from the talker
+program's clock read to the listener program's (1 µs buckets), the kernel's path alone; it is
+counted only when every frame arrived once and in order."""
 
 from __future__ import annotations
 
@@ -31,7 +36,8 @@ from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
 from bench.dataplane import machine_info
-from bench.frer.testbed import StreamSpec, protected_site
+from bench.frer.fast import FastTraffic, wait_until
+from bench.frer.testbed import StreamSpec, protected_nodes, protected_site
 from netapp.dataplane import binding
 from netapp.frer.abi import Algo
 from netapp.frer.model import RecoveryConfig
@@ -41,7 +47,9 @@ STREAMS = [StreamSpec(handle=1, dport=5001), StreamSpec(handle=2, dport=5002)]
 RECOVERY = RecoveryConfig(algo=Algo.VECTOR, history_len=32, reset_ns=2_000_000_000)
 PERCENTILES = (50, 90, 99, 99.9)
 CDF_POINTS = tuple(k / 2 for k in range(201)) + (99.9, 99.99)  # the CSV's percentiles
-MAX = "max"  # the rate of a talker without pacing
+MAX = "max"  # the rate of the Python talker without pacing
+LIVE = "live"  # the rate of the XDP talker in live-frame mode, without pacing
+TALKERS = {LIVE: "XDP live-frame talker"}  # how a rate's frames are made; otherwise the Python socket talker
 
 
 @contextlib.contextmanager
@@ -64,12 +72,14 @@ def percentile(values: list[int], p: float) -> float:
 
 
 def rate(text: str) -> str:
-    if text != MAX and not (text.isdigit() and int(text) > 0):
-        raise argparse.ArgumentTypeError(f"{text!r}: a rate is frames/s (a positive integer) or {MAX!r}")
+    if text not in (MAX, LIVE) and not (text.isdigit() and int(text) > 0):
+        raise argparse.ArgumentTypeError(f"{text!r}: a rate is frames/s (a positive integer), {MAX!r} or {LIVE!r}")
     return text
 
 
 def measure(obj: Path, frames: int, rate_asked: str, loaded: bool) -> dict:
+    if rate_asked == LIVE:
+        return measure_live(obj, frames, loaded)
     pps = float("inf") if rate_asked == MAX else float(rate_asked)
     with protected_site(obj, STREAMS, RECOVERY, cpu=0) as (site, a, b, talker, capture), background_load(loaded):
         start = time.monotonic()
@@ -77,14 +87,34 @@ def measure(obj: Path, frames: int, rate_asked: str, loaded: bool) -> dict:
         sent_pps = frames / (time.monotonic() - start)
         arrived = capture.wait_for(frames, timeout=60)
         latencies = list(capture.latencies)
-    us = [value / 1000 for value in latencies]
+    return row_of(rate_asked, sent_pps, loaded, frames, len(latencies), arrived, [value / 1000 for value in latencies])
+
+
+def measure_live(obj: Path, frames: int, loaded: bool) -> dict:
+    """The XDP talker's unpaced run through the testbed, every frame checked by the XDP listener."""
+    with protected_nodes(obj, STREAMS, RECOVERY) as (site, _, _b), background_load(loaded):
+        traffic = FastTraffic(obj.parent / "xdp_frer_traffic.bpf.o", site, STREAMS)
+        try:
+            took = traffic.send(frames)
+            wait_until(lambda: sum(check.received for check in traffic.checks().values()) >= frames, 30)
+            sent, checks, histogram = traffic.sent(), traffic.checks(), traffic.latency_us()
+        finally:
+            traffic.close()
+    exact = all((check.received, check.in_order, check.next) == (sent[handle],) * 3 for handle, check in checks.items())
+    us = [float(bucket) for bucket, count in enumerate(histogram) for _ in range(count)]
+    return row_of(LIVE, frames / took, loaded, frames, sum(check.received for check in checks.values()), exact, us)
+
+
+def row_of(rate_asked: str, sent_pps: float, loaded: bool, frames: int, arrived: int, all_arrived: bool,
+           us: list[float]) -> dict:
     return {
         "rate": rate_asked,
+        "talker": TALKERS.get(rate_asked, "Python packet socket"),
         "sent_pps": round(sent_pps),
         "load": "every CPU busy" if loaded else "idle",
         "frames": frames,
-        "arrived": len(latencies),
-        "all_arrived": arrived,
+        "arrived": arrived,
+        "all_arrived": all_arrived,
         **{f"p{p:g}_us": percentile(us, p) for p in PERCENTILES},  # type: ignore[arg-type]
         "max_us": max(us),
         "latencies_us": us,
@@ -92,8 +122,8 @@ def measure(obj: Path, frames: int, rate_asked: str, loaded: bool) -> dict:
 
 
 def rate_label(row: dict) -> str:
-    asked = "highest rate" if row["rate"] == MAX else f"{int(row['rate']):,} frames/s"
-    return f"{asked} (sent {row['sent_pps']:,}/s)"
+    asked = "highest rate" if row["rate"] in (MAX, LIVE) else f"{int(row['rate']):,} frames/s"
+    return f"{asked}, {row['talker']} (sent {row['sent_pps']:,}/s)"
 
 
 def write_csv(rows: list[dict], path: Path) -> None:
@@ -137,13 +167,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="result JSON; the plot goes next to it")
     parser.add_argument("--frames", type=int, default=30_000)
-    parser.add_argument("--rates", type=rate, nargs="+", default=["10000", MAX],
-                        help=f"frames/s of the streams together, or {MAX!r}: the talker without pacing")
+    parser.add_argument("--live-frames", type=int, default=1_000_000, help="frames of the XDP talker's run")
+    parser.add_argument("--rates", type=rate, nargs="+", default=["10000", MAX, LIVE],
+                        help=f"frames/s of the streams together, {MAX!r}: the Python talker without pacing, "
+                        f"{LIVE!r}: the XDP live-frame talker without pacing")
     args = parser.parse_args(argv)
     obj = Path(binding.find_libdpp()).parent / "dpp_frer.bpf.o"
-    rows = [measure(obj, args.frames, rate_asked, loaded) for rate_asked in args.rates for loaded in (False, True)]
+    rows = [measure(obj, args.live_frames if rate_asked == LIVE else args.frames, rate_asked, loaded)
+            for rate_asked in args.rates for loaded in (False, True)]  # fmt: skip
     for row in rows:
-        print(f"{rate_label(row):<36} {row['load']:<15} {row['arrived']}/{row['frames']} arrived  " + "  ".join(
+        print(f"{rate_label(row):<64} {row['load']:<15} {row['arrived']}/{row['frames']} arrived  " + "  ".join(
             f"p{p:g} {row[f'p{p:g}_us']:.0f}" for p in PERCENTILES) + f"  max {row['max_us']:.0f} µs", flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     write_csv(rows, args.out.with_suffix(".csv"))

@@ -304,13 +304,12 @@ Node = Union[FrerNode, PipelineNode]
 
 
 @contextlib.contextmanager
-def protected_site(
-    obj_path, streams: list[StreamSpec], recovery: RecoveryConfig, cpu: int  # noqa: ANN001
-) -> Iterator[tuple[FrerSite, Node, Node, Talker, Capture]]:
+def protected_nodes(
+    obj_path, streams: list[StreamSpec], recovery: RecoveryConfig  # noqa: ANN001
+) -> Iterator[tuple[FrerSite, Node, Node]]:
     """A FrerSite whose nodes have the streams as talker_stream and listener_stream state them,
-    compiled and written as the control plane does; the talker pinned to `cpu`. The nodes run
-    dpp_frer.bpf.o's programs at `obj_path`, or with obj_path None the NetApp's pipeline. Everything
-    removed on exit."""
+    compiled and written as the control plane does. The nodes run dpp_frer.bpf.o's programs at
+    `obj_path`, or with obj_path None the NetApp's pipeline. Everything removed on exit."""
     site = FrerSite().build()
     nodes: list[Node] = []
     try:
@@ -324,6 +323,19 @@ def protected_site(
         a.attach("dpp_frer_talker", site.a0)
         for port in (site.b1, site.b2):
             b.attach("dpp_frer_listener", port)
+        yield site, a, b
+    finally:
+        for node in nodes:
+            node.close()
+        site.destroy()
+
+
+@contextlib.contextmanager
+def protected_site(
+    obj_path, streams: list[StreamSpec], recovery: RecoveryConfig, cpu: int  # noqa: ANN001
+) -> Iterator[tuple[FrerSite, Node, Node, Talker, Capture]]:
+    """protected_nodes' site with the Python talker (pinned to `cpu`) and the listener's capture."""
+    with protected_nodes(obj_path, streams, recovery) as (site, a, b):
         capture = Capture(site)
         talker = Talker(site, streams, cpu)
         try:
@@ -331,7 +343,3 @@ def protected_site(
         finally:
             talker.close()
             capture.close()
-    finally:
-        for node in nodes:
-            node.close()
-        site.destroy()

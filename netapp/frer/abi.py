@@ -162,7 +162,7 @@ class Member(Structure):
 
 class PortStats(Structure):
     C_NAME = "dpp_frer_port_stats"
-    _fields_ = [("encode_errors", c_uint64)]
+    _fields_ = [("encode_errors", c_uint64), ("ungrouped", c_uint64)]
 
 
 ENUMS = (

@@ -275,3 +275,7 @@ class PortCounters(BaseModel):
     interface: Optional[str] = Field(description="its name on this node; null: no interface has its index now")
     ifindex: int
     frerCpsSeqEncErroredPackets: int = Field(description="frames whose R-tag could not be read, received here")
+    ungroupedPackets: int = Field(
+        description="frames of a stream generated on this node, received here, that had no group of ports to be "
+        "replicated to (dropped, or the pipeline's default verdict): 802.1CB 10.8 has no managed object counting them"
+    )

@@ -133,13 +133,15 @@ class Frer:
         return counters
 
     def port_counters(self, who: Principal) -> list[PortCounters]:
-        """Every port that counted an encode error (admin: ports are the node's)."""
+        """Every port that counted an encode error or a generated frame with no group of ports
+        (admin: ports are the node's)."""
         ServiceState.require(who, Scope.ADMIN)
         if self._maps is None:
             return []
         with namespace(self._netns):
-            return [PortCounters(interface=self._ifname(ifindex), ifindex=ifindex, frerCpsSeqEncErroredPackets=count)
-                    for ifindex, count in sorted(self._maps.encode_errors().items())]
+            return [PortCounters(interface=self._ifname(ifindex), ifindex=ifindex,
+                                 frerCpsSeqEncErroredPackets=counts.encode_errors, ungroupedPackets=counts.ungrouped)
+                    for ifindex, counts in sorted(self._maps.port_counts().items())]
 
     # --- changes -------------------------------------------------------------------------------
 

@@ -1,5 +1,20 @@
 """The slots of FRER's maps as the control plane writes them, and a recovery slot's counters as
-802.1CB gives them (the slot's and its CPUs' added)."""
+802.1CB gives them (the slot's and its CPUs' added).
+
+What a reader gets while frames flow. A slot read with BPF_F_LOCK (FrerCalls.recovery_read) is
+copied under the slot's bpf_spin_lock: the counters only the lock's way moves (rogue, tagless,
+resets, latent error detection's, and the passed and discarded of the frames decided under the lock)
+are those of one instant. It is no longer the whole slot's instant: frames decided without the lock
+(nf/frer/recover.h, frer_fast) change the state word by compare-and-swap and add to out_of_order and
+lost atomically while the copy is made, and count their passed and discarded in their CPU's
+dpp_frer_cpu_counts, read by a second syscall after the slot. So, under traffic:
+  - each counter is a value it held between the start of the first read and the end of the second,
+    and, until the stream's slot is written anew, never goes back from one read to the next;
+  - passed and discarded (slot plus CPUs) may include frames decided after the slot was copied, so
+    out_of_order and lost (counted with those frames) can lag them by the frames of that interval;
+  - the state word (history, sequence number) may mix two values (the copy is not one 8-byte load
+    against the swaps): for display, not for deciding anything.
+Once the stream's frames have stopped (a test after its traffic) every counter is exact."""
 
 from __future__ import annotations
 

@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Protocol
 from netapp.dataplane.errors import DataplaneError
 from netapp.dataplane.tables import Table
 from netapp.frer import abi
-from netapp.frer.abi import Gate, MemberKey, Recovery, Role, Stream
+from netapp.frer.abi import Gate, MemberKey, PortStats, Recovery, Role, Stream
 from netapp.dataplane.groups import GroupPlan, GroupsFull
 from netapp.frer.compiler import FrerTables, Group, GroupKey, assign_groups, group_key, groups_of
 from netapp.frer.dataplane import gate_of, ip_mask_slots
@@ -314,9 +314,18 @@ class FrerMaps:
         """GenSeqNum of each handle's stream slot (the low 16 bits of next_seq)."""
         return [None if value is None else value.next_seq % abi.SEQ_SPACE for value in self._streams.lookup(handles)]
 
-    def encode_errors(self) -> dict[int, int]:
-        """Ingress ifindex -> frames whose R-tag could not be read there, summed over the CPUs."""
-        return {ifindex: sum(cpu.encode_errors for cpu in per_cpu) for ifindex, per_cpu in self._port_stats.items()}
+    def port_counts(self) -> dict[int, PortStats]:
+        """Ingress ifindex -> its counters (frames whose R-tag could not be read there, generated
+        frames with no group of ports), summed over the CPUs."""
+        return {ifindex: _summed(per_cpu) for ifindex, per_cpu in self._port_stats.items()}
+
+
+def _summed(per_cpu: Iterable[PortStats]) -> PortStats:
+    total = PortStats()
+    for cpu in per_cpu:
+        total.encode_errors += cpu.encode_errors
+        total.ungrouped += cpu.ungrouped
+    return total
 
 
 def _entries(table: Table) -> Entries:

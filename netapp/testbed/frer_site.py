@@ -77,6 +77,14 @@ class FrerSite(Site):
         port = self.towards_b(path)
         netns.run(["ip", "link", "set", port.ifname, "up" if up else "down"], netns=self.ns(port.host))
 
+    def forwards(self, path: str) -> bool:
+        """Whether `path`'s port towards b is up with its carrier and its bridge forwards to it: after
+        set_link(up=True) the bridge takes the port back only once the kernel has seen the carrier
+        come on (asynchronously)."""
+        port = self.towards_b(path)
+        shown = netns.run(["ip", "-d", "link", "show", port.ifname], netns=self.ns(port.host))
+        return ",LOWER_UP" in shown and " state UP " in shown and "bridge_slave state forwarding" in shown
+
     def drop_all(self, path: str, drop_object: str | None) -> None:
         """100% loss on `path` with its links up: an XDP program that drops every frame on the
         path's port towards a (None: removed, the path forwards again). The kernel may have no

@@ -152,11 +152,12 @@ def test_counters_by_802_1cb_names(node, tenant_a):
 
 def test_port_counters_are_summed_over_the_cpus_for_admins(node, tenant_a, admin):
     stats = Dataplane(node.dpp).table("dpp_frer_port_stats")
-    stats.update([(INTERFACES["pa1"], [PortStats(encode_errors=cpu + 1) for cpu in range(stats.cpus)])])
+    stats.update([(INTERFACES["pa1"], [PortStats(encode_errors=cpu + 1, ungrouped=2 * cpu + 5) for cpu in range(stats.cpus)])])
     assert_problem(tenant_a.get("/api/v1/frer/ports"), 403)
     expected = stats.cpus * (stats.cpus + 1) // 2
     assert admin.get("/api/v1/frer/ports").json() == [
-        {"interface": "pa1", "ifindex": INTERFACES["pa1"], "frerCpsSeqEncErroredPackets": expected}]
+        {"interface": "pa1", "ifindex": INTERFACES["pa1"], "frerCpsSeqEncErroredPackets": expected,
+         "ungroupedPackets": stats.cpus * (stats.cpus - 1) + 5 * stats.cpus}]
 
 
 def test_the_cli_applies_lists_counts_and_deletes(node, server, tmp_path):

@@ -2,7 +2,7 @@
 leaves with an R-tag behind its addresses and VLAN tags, numbered 0, 1, 2, ... per stream, and the
 stream's handle in front of it for the egress programs; frames of no stream, of a stream this node
 does not generate, and frames already tagged go on untouched; a generated stream with no group of
-ports held is dropped untagged, without taking a number."""
+ports held is dropped untagged, without taking a number, and counted as its ingress port's."""
 
 from __future__ import annotations
 
@@ -15,11 +15,13 @@ import pytest
 from bench.libbpf import BpfObject, inner_map_set, map_lookup, map_update
 from bench.libbpf import test_run as run_once
 from netapp.dataplane.abi import MapType
-from netapp.frer.abi import MAX_PORTS, RTAG_ETHERTYPE, Role, Stream
+from netapp.dataplane.handle import possible_cpus
+from netapp.frer.abi import MAX_PORTS, RTAG_ETHERTYPE, PortStats, Role, Stream
 from bench.frer.testbed import null_key
 from tests.utils.kernel import build_artifact, require_kernel
 
 XDP_DROP, XDP_PASS, XDP_REDIRECT = 1, 2, 4
+LOOPBACK = 1  # BPF_PROG_TEST_RUN's ingress port when the context names none
 DMAC = "02:00:00:00:aa:01"
 BODY = bytes(range(60))
 
@@ -46,6 +48,15 @@ def configure(obj: BpfObject, handle: int, role: Role, vlan: int = 0) -> None:
 def frame(vlan: int | None = None, ethertype: int = 0x88B5) -> bytes:
     tag = struct.pack("!HH", 0x8100, vlan) if vlan is not None else b""
     return bytes.fromhex(DMAC.replace(":", "")) + bytes(6) + tag + struct.pack("!H", ethertype) + BODY
+
+
+def port_counts(obj: BpfObject) -> PortStats:
+    """The ingress port's counters summed over the CPUs (zero before its first count)."""
+    per_cpu, total = (PortStats * possible_cpus())(), PortStats()
+    if map_lookup(obj.map_fd("dpp_frer_port_stats"), c_uint32(LOOPBACK), per_cpu):
+        total.encode_errors = sum(cpu.encode_errors for cpu in per_cpu)
+        total.ungrouped = sum(cpu.ungrouped for cpu in per_cpu)
+    return total
 
 
 def run(obj: BpfObject, packet: bytes):  # noqa: ANN201
@@ -80,9 +91,11 @@ def test_a_generated_stream_without_a_group_is_dropped_untagged_and_takes_no_num
     map_update(talker.map_fd("dpp_frer_null"), null_key(DMAC, 11), c_uint32(handle))
     map_update(talker.map_fd("dpp_frer_streams"), c_uint32(handle), Stream(role=Role.GENERATE, tx_group=group))
     sent = frame(vlan=11)
+    before = port_counts(talker).ungrouped
     for _ in range(2):
         result = run(talker, sent)
         assert (result.retval, result.data) == (XDP_DROP, sent)
+    assert port_counts(talker).ungrouped == before + 2, "each dropped frame counted at its port"
     stream = Stream()
     assert map_lookup(talker.map_fd("dpp_frer_streams"), c_uint32(handle), stream)
     assert stream.next_seq == 0, "no number taken: the listener sees no gap once the group is written"
@@ -90,3 +103,5 @@ def test_a_generated_stream_without_a_group_is_dropped_untagged_and_takes_no_num
     result = run(talker, sent)
     assert result.retval == XDP_REDIRECT
     assert result.data[4 + 16 : 4 + 22] == struct.pack("!HHH", RTAG_ETHERTYPE, 0, 0)
+    counts = port_counts(talker)
+    assert (counts.ungrouped, counts.encode_errors) == (before + 2, 0), "a replicated frame is not counted"

@@ -25,16 +25,32 @@ struct frer_match {
 	struct dpp_frer_stream *stream;
 };
 
-static __always_inline void count_encode_error(__u32 ifindex)
+/* This CPU's counters of the port `ifindex`, created zero on its first count; NULL when the map is
+ * full. */
+static __always_inline struct dpp_frer_port_stats *port_stats(__u32 ifindex)
 {
 	struct dpp_frer_port_stats zero = {}, *stats = bpf_map_lookup_elem(&dpp_frer_port_stats, &ifindex);
 
-	if (!stats) {
-		bpf_map_update_elem(&dpp_frer_port_stats, &ifindex, &zero, BPF_NOEXIST);
-		stats = bpf_map_lookup_elem(&dpp_frer_port_stats, &ifindex);
-	}
+	if (stats)
+		return stats;
+	bpf_map_update_elem(&dpp_frer_port_stats, &ifindex, &zero, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&dpp_frer_port_stats, &ifindex);
+}
+
+static __always_inline void count_encode_error(__u32 ifindex)
+{
+	struct dpp_frer_port_stats *stats = port_stats(ifindex);
+
 	if (stats)
 		stats->encode_errors++;
+}
+
+static __always_inline void count_ungrouped(__u32 ifindex)
+{
+	struct dpp_frer_port_stats *stats = port_stats(ifindex);
+
+	if (stats)
+		stats->ungrouped++;
 }
 
 /* Every kind of stream identification: a FRER node's programs try them all. */
@@ -71,7 +87,8 @@ static __always_inline bool frer_plays(const struct frer_match *m, __u8 role)
 
 /* Talker side: an untagged frame of a stream generated here gets its number and is replicated. A
  * stream with no group of ports held (dpp_frer_tx emptied under it) cannot be: its frame is
- * FRER_UNGROUPED, untouched and without a number (the listener sees no gap), *reason saying why. */
+ * FRER_UNGROUPED, untouched and without a number (the listener sees no gap), *reason saying why and
+ * its ingress port's ungrouped counter counting it (a FRER node has no reason counters). */
 static __always_inline int frer_generate(struct xdp_md *ctx, const struct frer_frame *f,
 					 const struct frer_match *m, __u32 *reason)
 {
@@ -81,6 +98,7 @@ static __always_inline int frer_generate(struct xdp_md *ctx, const struct frer_f
 		return FRER_ONWARD;
 	ports = frer_ports(m->stream);
 	if (!ports) {
+		count_ungrouped(ctx->ingress_ifindex);
 		*reason = DPP_REASON_FRER_NO_GROUP;
 		return FRER_UNGROUPED;
 	}

@@ -169,9 +169,12 @@ struct dpp_frer_cpu_counts {
 };
 
 /* Value of dpp_frer_port_stats (per CPU), by ingress ifindex: frerCpsSeqEncErroredPackets, frames
- * whose R-tag could not be read. */
+ * whose R-tag could not be read; and frames of a stream generated here that had no group of ports
+ * to be replicated to (802.1CB has no counter for them; the pipeline's frer_no_group reason counts
+ * them node-wide, a FRER node's talker only here). */
 struct dpp_frer_port_stats {
 	__u64 encode_errors;
+	__u64 ungrouped;
 };
 
 /* enum dpp_frer_gate: bits of dpp_frer_gate[0], the kinds of stream identification the node has
