@@ -57,9 +57,11 @@ class Generator:
     slack_us: int = DEFAULT_SLACK_US
     spread: int = 1  # flows per pcap frame: the UE source port of frame k advances by (k / 16) % spread
     spread_offset: int = 0  # where that port sits in the frame
+    checksums: tuple[int, ...] = ()  # offsets of the checksums covering that number (-C), kept valid
 
     def command(self, pcap: Path, frames: int, pps: float) -> list[str]:
         spread = ["-s", str(self.spread), "-S", str(self.spread_offset)] if self.spread > 1 else []
+        spread += [arg for offset in self.checksums for arg in ("-C", str(offset))] if spread else []
         return [
             "ip", "netns", "exec", self.ns, str(self.pktgen), "-i", self.ifname, "-r", str(pcap), "-m",
             "-n", str(frames), "-p", f"{pps:.0f}", "-b", str(self.batch), "-c", str(self.cpu),

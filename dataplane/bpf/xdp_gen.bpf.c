@@ -18,6 +18,8 @@
 #endif
 /* The frames of one run differ only in their first GEN_TEMPLATE_MAX bytes (dpp-pktgen checks). */
 #define GEN_TEMPLATE_MAX 256
+/* Checksums a spread number may be covered by: the IPv4 header's and the UDP or TCP one. */
+#define GEN_CSUMS_MAX 2
 /* bpf_loop's own limit; at some 20 ns per clock read a wait can last about 150 ms, longer than
  * the gap between any two frames of a run that is worth measuring. */
 #define GEN_WAIT_MAX_LOOPS (1 << 23)
@@ -49,6 +51,8 @@ const volatile __u64 period_ps = 0; /* gap between two slots; 0: no pacing, as f
 const volatile __u64 slack_ns = 0;  /* how far behind its slot a frame may be and still catch up */
 const volatile __u32 spread = 1;    /* flows per template: frame k adds (k / nflows) % spread ... */
 const volatile __u32 spread_off = 0; /* ... to the 16-bit big-endian number at this offset */
+const volatile __u32 ncsums = 0;    /* checksums covering that number, updated with it */
+const volatile __u32 csum_off[GEN_CSUMS_MAX] = {}; /* where each sits */
 
 /* Run state, read by dpp-pktgen when the run is over. */
 __u64 gen_seq = 0;	   /* frames so far */
@@ -102,18 +106,60 @@ static __always_inline int apply_template(struct xdp_md *ctx, __u32 flow)
 	return bpf_xdp_store_bytes(ctx, 0, t->bytes, len);
 }
 
+/* m' for m in a checksum: RFC 1624's HC' = ~(~HC + ~m + m'), all three as they lie in the frame
+ * (a one's complement sum is the same in either byte order). A number at an odd distance from its
+ * checksum lies across the sum's 16-bit words: its bytes count swapped. */
+static __always_inline __u16 csum_replace(__u16 csum, __u16 old, __u16 new, int swapped)
+{
+	__u32 sum;
+
+	if (swapped) {
+		old = (__u16)(old << 8 | old >> 8);
+		new = (__u16)(new << 8 | new >> 8);
+	}
+	sum = (__u16)~csum + (__u16)~old + new;
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	return (__u16)~sum;
+}
+
+/* Keeps the checksums at csum_off right for the number changed from old to new. A checksum of 0
+ * stays 0 (UDP's "none"); one that comes out 0 is written 0xffff, UDP's way of sending it and the
+ * same one's complement number for the others. */
+static __always_inline int fix_csums(struct xdp_md *ctx, __u16 old, __u16 new)
+{
+	__u16 csum;
+
+	for (__u32 i = 0; i < GEN_CSUMS_MAX && i < ncsums; i++) {
+		if (bpf_xdp_load_bytes(ctx, csum_off[i], &csum, sizeof(csum)))
+			return -1;
+		if (!csum)
+			continue;
+		csum = csum_replace(csum, old, new, (csum_off[i] ^ spread_off) & 1);
+		if (!csum)
+			csum = 0xffff;
+		if (bpf_xdp_store_bytes(ctx, csum_off[i], &csum, sizeof(csum)))
+			return -1;
+	}
+	return 0;
+}
+
 /* Frame seq as the (seq / nflows) % spread-th flow of its template: many flows per template, so
  * that the receiver's flow caches are not always warm. */
 static __always_inline int apply_spread(struct xdp_md *ctx, __u64 seq)
 {
-	__u16 number;
+	__u16 old, number;
 
 	if (spread <= 1)
 		return 0;
-	if (bpf_xdp_load_bytes(ctx, spread_off, &number, sizeof(number)))
+	if (bpf_xdp_load_bytes(ctx, spread_off, &old, sizeof(old)))
 		return -1;
-	number = bpf_htons(bpf_ntohs(number) + (__u16)(seq / nflows % spread));
-	return bpf_xdp_store_bytes(ctx, spread_off, &number, sizeof(number));
+	number = bpf_htons(bpf_ntohs(old) + (__u16)(seq / nflows % spread));
+	if (number == old)
+		return 0;
+	if (bpf_xdp_store_bytes(ctx, spread_off, &number, sizeof(number)))
+		return -1;
+	return fix_csums(ctx, old, number);
 }
 
 SEC("xdp")

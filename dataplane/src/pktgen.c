@@ -30,6 +30,7 @@
 /* Mixed mode: what xdp_gen.bpf.c can hold (GEN_MAX_FLOWS, GEN_TEMPLATE_MAX). */
 #define MIX_MAX_FRAMES 256
 #define MIX_TEMPLATE_MAX 256
+#define MIX_CSUMS_MAX 2	/* GEN_CSUMS_MAX */
 /* How far behind its slot a paced frame may be and still catch up (more: the schedule slips). */
 #define DEFAULT_SLACK_US 100
 
@@ -55,7 +56,7 @@ static void usage(const char *prog)
 		"usage: %s -i IFACE -r PCAP [-n FRAMES_PER_PACKET] [-R ROUNDS] [-b BATCH]\n"
 		"           [-c CPU]\n"
 		"       %s -i IFACE -r PCAP -m -n FRAMES [-p PPS] [-b BATCH] [-c CPU]\n"
-		"           [-L SLACK_US] [-s SPREAD -S OFFSET]\n"
+		"           [-L SLACK_US] [-s SPREAD -S OFFSET [-C CSUM_OFFSET]...]\n"
 		"Sends every frame of PCAP (Ethernet, little-endian pcap) FRAMES_PER_PACKET times out of\n"
 		"IFACE, interleaved over ROUNDS rounds. Prints frames sent and the rate achieved.\n"
 		"Each frame of each round is one live-frame test run, and every run costs the kernel\n"
@@ -69,8 +70,10 @@ static void usage(const char *prog)
 		"ends. -c: run on this CPU. A mixed run prints one JSON object with the\n"
 		"frames sent per PCAP frame. -s SPREAD (mixed) makes each PCAP frame SPREAD flows:\n"
 		"frame k adds (k / N) mod SPREAD to the 16-bit big-endian number at byte OFFSET\n"
-		"(-S), e.g. the UE's UDP source port.\n",
-		prog, prog, MIX_TEMPLATE_MAX, MIX_MAX_FRAMES, DEFAULT_SLACK_US);
+		"(-S), e.g. the UE's UDP source port. -C (up to %d times, with -s): a 16-bit\n"
+		"Internet checksum at byte CSUM_OFFSET that covers that number (the IPv4\n"
+		"header's, the UDP or TCP one), updated with it; a checksum of 0 stays 0.\n",
+		prog, prog, MIX_TEMPLATE_MAX, MIX_MAX_FRAMES, DEFAULT_SLACK_US, MIX_CSUMS_MAX);
 }
 
 struct options {
@@ -82,6 +85,8 @@ struct options {
 	__u64 slack_us;	  /* mixed: how far behind a frame may catch up */
 	__u32 spread;	  /* mixed: flows per PCAP frame (1: none) */
 	long spread_off;  /* mixed: where the 16-bit number spread is added to sits */
+	__u32 ncsums;	  /* mixed: checksums covering that number (-C) */
+	long csum_off[MIX_CSUMS_MAX];
 };
 
 /* Reads up to MAX_FRAMES Ethernet frames; returns the count or -errno. */
@@ -200,18 +205,35 @@ static int run_mixed(const struct options *o, int ifindex, struct frame *frames,
 			frames[0].len);
 		return 1;
 	}
+	for (__u32 i = 0; i < o->ncsums; i++) {
+		if (o->csum_off[i] + 2 > (long)frames[0].len) {
+			fprintf(stderr, "dpp-pktgen: -C %ld: the frames have %u bytes\n",
+				o->csum_off[i], frames[0].len);
+			return 1;
+		}
+	}
 	if (tlen < 0 || n > MIX_MAX_FRAMES) {
 		fprintf(stderr, "dpp-pktgen: -m needs at most %d frames of one length that "
 			"differ only in their first %d bytes\n", MIX_MAX_FRAMES, MIX_TEMPLATE_MAX);
 		return 1;
 	}
-	/* The template restores the spread number each frame: live frames reuse their pages. */
-	if (o->spread > 1 && tlen >= 0 && tlen < o->spread_off + 2)
+	/* The template restores the spread number and its checksums each frame: live frames reuse
+	 * their pages. */
+	if (o->spread > 1 && tlen < o->spread_off + 2)
 		tlen = (int)o->spread_off + 2;
 	if (tlen > MIX_TEMPLATE_MAX) {
 		fprintf(stderr, "dpp-pktgen: -S %ld lies beyond the first %d bytes\n", o->spread_off,
 			MIX_TEMPLATE_MAX);
 		return 1;
+	}
+	for (__u32 i = 0; i < o->ncsums; i++) {
+		if (o->csum_off[i] + 2 > MIX_TEMPLATE_MAX) {
+			fprintf(stderr, "dpp-pktgen: -C %ld lies beyond the first %d bytes\n",
+				o->csum_off[i], MIX_TEMPLATE_MAX);
+			return 1;
+		}
+		if (tlen < o->csum_off[i] + 2)
+			tlen = (int)o->csum_off[i] + 2;
 	}
 	skel = xdp_gen_bpf__open();
 	if (!skel) {
@@ -224,6 +246,9 @@ static int run_mixed(const struct options *o, int ifindex, struct frame *frames,
 	skel->rodata->slack_ns = o->slack_us * 1000;
 	skel->rodata->spread = o->spread;
 	skel->rodata->spread_off = o->spread > 1 ? (__u32)o->spread_off : 0;
+	skel->rodata->ncsums = o->ncsums;
+	for (__u32 i = 0; i < o->ncsums; i++)
+		skel->rodata->csum_off[i] = (__u32)o->csum_off[i];
 	ret = xdp_gen_bpf__load(skel);
 	if (!ret)
 		ret = write_templates(skel, frames, n);
@@ -279,6 +304,14 @@ static int run_rounds(const struct options *o, int ifindex, struct frame *frames
 	return err;
 }
 
+static bool csum_offsets_valid(const struct options *o)
+{
+	for (__u32 i = 0; i < o->ncsums; i++)
+		if (o->csum_off[i] < 0)
+			return false;
+	return true;
+}
+
 /* 0 when the options make sense, else the exit status (usage printed). */
 static int parse_options(int argc, char **argv, struct options *o)
 {
@@ -286,7 +319,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 
 	*o = (struct options){ .per_packet = 1, .rounds = 1, .batch = 64, .cpu = -1,
 			       .slack_us = DEFAULT_SLACK_US, .spread = 1, .spread_off = -1 };
-	while ((opt = getopt(argc, argv, "i:r:n:R:b:c:mp:L:s:S:h")) != -1) {
+	while ((opt = getopt(argc, argv, "i:r:n:R:b:c:mp:L:s:S:C:h")) != -1) {
 		switch (opt) {
 		case 'i': o->ifname = optarg; break;
 		case 'r': o->pcap = optarg; break;
@@ -299,11 +332,21 @@ static int parse_options(int argc, char **argv, struct options *o)
 		case 'L': o->slack_us = strtoull(optarg, NULL, 0); break;
 		case 's': o->spread = strtoul(optarg, NULL, 0); break;
 		case 'S': o->spread_off = strtol(optarg, NULL, 0); break;
+		case 'C':
+			if (o->ncsums == MIX_CSUMS_MAX) {
+				fprintf(stderr, "dpp-pktgen: -C: at most %d checksums\n",
+					MIX_CSUMS_MAX);
+				return 2;
+			}
+			o->csum_off[o->ncsums++] = strtol(optarg, NULL, 0);
+			break;
 		default: usage(argv[0]); return opt == 'h' ? 0 : 2;
 		}
 	}
 	if (!o->ifname || !o->pcap || !o->rounds || o->per_packet < o->rounds || o->pps < 0 ||
-	    (o->pps > 0 && !o->mixed) || !o->spread || (o->spread > 1 && (!o->mixed || o->spread_off < 0))) {
+	    (o->pps > 0 && !o->mixed) || !o->spread ||
+	    (o->spread > 1 && (!o->mixed || o->spread_off < 0)) ||
+	    (o->ncsums && o->spread <= 1) || !csum_offsets_valid(o)) {
 		usage(argv[0]);
 		return 2;
 	}

@@ -29,7 +29,7 @@ from netapp.testbed import netns
 from netapp.testbed.topology import Port, Site
 
 UE_ADDRESS = "10.45.0.2"  # the UE's own address, which the data network sends to
-UE_PREFIX = "10.45.0.0/24"
+UE_PREFIX = "10.45.0.0/16"  # room for a UE address each of 10,000 UEs (bench/atsss/testbed.py)
 
 
 @dataclass
