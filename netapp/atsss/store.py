@@ -77,20 +77,14 @@ def subflow_of(path: AtsssPath) -> Subflow:
 
 def subflow_holders(store: Store, subflows: list[Subflow]) -> dict[Subflow, tuple[str, str]]:
     """(tenant, name) of the stored session that has a path of each of these subflows, where one
-    has. One pass over the sessions' paths in SQLite, narrowed to the UEs' access addresses asked."""
-    if not subflows:
-        return {}
-    peers = sorted({peer for _, peer, _, _ in subflows})
-    rows = store.execute(
-        "SELECT s.tenant, s.name, json_extract(p.value, '$.local'), json_extract(p.value, '$.peer'), "
-        "json_extract(p.value, '$.local_port'), json_extract(p.value, '$.peer_port') "
-        "FROM atsss_sessions s, json_each(s.body, '$.paths') p "
-        f"WHERE json_extract(p.value, '$.peer') IN ({', '.join('?' * len(peers))})",
-        peers,
-    ).fetchall()
-    asked = set(subflows)
-    return {(local, peer, lport, pport): (tenant, name) for tenant, name, local, peer, lport, pport in rows
-            if (local, peer, lport, pport) in asked}
+    has: a lookup by the key of atsss_subflows for each."""
+    holders = {}
+    for subflow in dict.fromkeys(subflows):
+        row = store.execute("SELECT tenant, name FROM atsss_subflows WHERE local = ? AND peer = ? AND local_port = ? "
+                            "AND peer_port = ?", subflow).fetchone()
+        if row is not None:
+            holders[subflow] = (row[0], row[1])
+    return holders
 
 
 def count_sessions(store: Store, tenant: str) -> int:
@@ -112,11 +106,17 @@ def save_session(store: Store, session: AtsssSession) -> None:
         "INSERT INTO atsss_path_slots (slot, tenant, name, position) VALUES (?, ?, ?, ?)",
         [(slot, session.tenant, session.name, position) for position, slot in enumerate(session.slots)],
     )
+    store.execute("DELETE FROM atsss_subflows WHERE tenant = ? AND name = ?", (session.tenant, session.name))
+    store.executemany(  # OR IGNORE: a session whose two paths are one subflow holds it once
+        "INSERT OR IGNORE INTO atsss_subflows (local, peer, local_port, peer_port, tenant, name) VALUES (?, ?, ?, ?, ?, ?)",
+        [(*subflow_of(path), session.tenant, session.name) for path in session.paths],
+    )
 
 
 def remove_session(store: Store, tenant: str, name: str) -> bool:
     """Whether there was one; its slots are freed."""
     store.execute("DELETE FROM atsss_path_slots WHERE tenant = ? AND name = ?", (tenant, name))
+    store.execute("DELETE FROM atsss_subflows WHERE tenant = ? AND name = ?", (tenant, name))
     return store.execute("DELETE FROM atsss_sessions WHERE tenant = ? AND name = ?", (tenant, name)).rowcount > 0
 
 

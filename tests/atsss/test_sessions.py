@@ -12,8 +12,8 @@ import pytest
 from pydantic import ValidationError
 
 from netapp.api.problems import InvalidParam, invalid_params_of
-from netapp.atsss.models import AtsssSessionSpec
-from netapp.atsss.schema import ATSSS_TABLES
+from netapp.atsss.models import AtsssSessionSpec, SessionDefinition
+from netapp.atsss.schema import ATSSS_SUBFLOWS, ATSSS_TABLES
 from netapp.atsss.service import Atsss
 from netapp.service.contract import Conflict, Forbidden, InvalidInput, NotFound, Principal, QuotaExceeded, Scope
 from netapp.service.schema import MIGRATIONS, SCHEMA_V1, SCHEMA_VERSION
@@ -210,3 +210,44 @@ def test_the_atsss_tables_are_migration_7_and_a_version_7_store_gets_them(tmp_pa
         Atsss(store).create_session(ADMIN, "s1", spec())
     finally:
         store.close()
+
+
+def test_the_subflows_table_is_migration_12_and_holds_the_paths_of_sessions_stored_before(tmp_path):
+    """A version 12 store's sessions get their subflows in atsss_subflows, so a new session that takes
+    one of their paths' subflows is refused as before (found by the key, not by reading every path)."""
+    assert MIGRATIONS[12] == ATSSS_SUBFLOWS and SCHEMA_VERSION >= 13
+    path_ = tmp_path / "netapp.db"
+    raw = sqlite3.connect(path_)
+    for statement in SCHEMA_V1 + tuple(s for version in range(1, 12) for s in MIGRATIONS[version]):
+        raw.execute(statement)
+    raw.execute("INSERT INTO schema_version VALUES (12)")
+    body = SessionDefinition.model_validate(spec().model_dump(include=set(SessionDefinition.model_fields)))
+    raw.execute("INSERT INTO atsss_sessions VALUES ('operator', 's1', '10.60.0.5', ?, '2026-01-01T00:00:00+00:00', "
+                "'2026-01-01T00:00:00+00:00', 1)", (body.model_dump_json(),))
+    raw.commit()
+    raw.close()
+    store = Store.open(path_)
+    try:
+        assert store.schema_version() == SCHEMA_VERSION
+        rows = store.execute("SELECT local, peer, local_port, peer_port, tenant, name FROM atsss_subflows "
+                             "ORDER BY local_port").fetchall()
+        assert rows == [("192.0.2.1", "198.51.100.1", 5001, 6001, "operator", "s1"),
+                        ("192.0.2.2", "198.51.100.2", 5002, 6002, "operator", "s1")]
+        with pytest.raises(Conflict) as taken:
+            Atsss(store).create_session(ADMIN, "s2", spec("s2", ue="10.60.0.6", paths=[path(3), path(2)]))
+        assert taken.value.field == "paths[1]"
+    finally:
+        store.close()
+
+
+def test_a_session_s_subflows_follow_its_paths_and_leave_with_it(store):
+    service = Atsss(store)
+    service.create_session(ADMIN, "s1", spec())
+    service.put_session(ADMIN, "s1", spec(paths=[path(1), path(3)]))
+    service.create_session(ADMIN, "s2", spec("s2", ue="10.60.0.6", paths=[path(2)]))  # s1 gave path 2's subflow up
+    with pytest.raises(Conflict):
+        service.create_session(ADMIN, "s3", spec("s3", ue="10.60.0.7", paths=[path(3)]))
+    service.delete_session(ADMIN, "s1")
+    service.create_session(ADMIN, "s3", spec("s3", ue="10.60.0.7", paths=[path(3)]))
+    held = store.execute("SELECT name, local_port FROM atsss_subflows ORDER BY local_port").fetchall()
+    assert held == [("s2", 5002), ("s3", 5003)]
