@@ -193,15 +193,20 @@ def test_a_grant_cannot_be_narrowed_under_a_tenants_session(store, atsss):
     assert "ATSSS session 's1'" in refused.value.detail
 
 
+def store_at_version(path, version: int) -> sqlite3.Connection:
+    """A store at `path` as a build of that schema version made it, open for rows to go in."""
+    raw = sqlite3.connect(path)
+    for statement in SCHEMA_V1 + tuple(s for step in range(1, version) for s in MIGRATIONS[step]):
+        raw.execute(statement)
+    raw.execute("INSERT INTO schema_version VALUES (?)", (version,))
+    raw.commit()
+    return raw
+
+
 def test_the_atsss_tables_are_migration_7_and_a_version_7_store_gets_them(tmp_path):
     assert MIGRATIONS[7] == ATSSS_TABLES and SCHEMA_VERSION >= 8
     path = tmp_path / "netapp.db"
-    raw = sqlite3.connect(path)
-    for statement in SCHEMA_V1 + tuple(s for version in range(1, 7) for s in MIGRATIONS[version]):
-        raw.execute(statement)
-    raw.execute("INSERT INTO schema_version VALUES (7)")
-    raw.commit()
-    raw.close()
+    store_at_version(path, 7).close()
     store = Store.open(path)
     try:
         assert store.schema_version() == SCHEMA_VERSION
@@ -217,10 +222,7 @@ def test_the_subflows_table_is_migration_12_and_holds_the_paths_of_sessions_stor
     one of their paths' subflows is refused as before (found by the key, not by reading every path)."""
     assert MIGRATIONS[12] == ATSSS_SUBFLOWS and SCHEMA_VERSION >= 13
     path_ = tmp_path / "netapp.db"
-    raw = sqlite3.connect(path_)
-    for statement in SCHEMA_V1 + tuple(s for version in range(1, 12) for s in MIGRATIONS[version]):
-        raw.execute(statement)
-    raw.execute("INSERT INTO schema_version VALUES (12)")
+    raw = store_at_version(path_, 12)
     body = SessionDefinition.model_validate(spec().model_dump(include=set(SessionDefinition.model_fields)))
     raw.execute("INSERT INTO atsss_sessions VALUES ('operator', 's1', '10.60.0.5', ?, '2026-01-01T00:00:00+00:00', "
                 "'2026-01-01T00:00:00+00:00', 1)", (body.model_dump_json(),))
