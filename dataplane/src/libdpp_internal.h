@@ -156,6 +156,8 @@ void pin_dirs_remove(struct dpp *d);
  * (bpf/nf/atsss/copies.h). */
 #define DPP_DEVMAP_PROG "dpp_frer_egress"
 #define DPP_DEVMAP_PROG_PREFIX "dpp_atsss_copy_"
+/* The program of DUPLICATE's ports that decapsulate their copies (bpf/nf/duplicate/duplicate.h). */
+#define DPP_DUP_DEVMAP_PROG "dpp_dup_decap"
 #define DPP_SLOTS_MAP "dpp_progs"
 int progs_collect_loaded(struct dpp_prog_table *t, struct bpf_object *obj, int slots_fd);
 int progs_collect_pinned(struct dpp *d);

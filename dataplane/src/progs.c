@@ -47,7 +47,7 @@ static int prog_add(struct dpp_prog_table *t, const char *name, int fd)
 	p->kind = entry ? DPP_PROG_KIND_XDP : DPP_PROG_KIND_TAIL;
 	if (!strcmp(name, DPP_CPUMAP_PROG))
 		p->kind = DPP_PROG_KIND_CPUMAP;
-	if (!strcmp(name, DPP_DEVMAP_PROG) ||
+	if (!strcmp(name, DPP_DEVMAP_PROG) || !strcmp(name, DPP_DUP_DEVMAP_PROG) ||
 	    !strncmp(name, DPP_DEVMAP_PROG_PREFIX, strlen(DPP_DEVMAP_PROG_PREFIX)))
 		p->kind = DPP_PROG_KIND_DEVMAP;
 	snprintf(p->name, sizeof(p->name), "%s", name);

@@ -136,10 +136,11 @@ def test_attach_loads_a_pinned_instance_that_status_in_another_process_reuses(ns
         assert re.fullmatch(rf" {{11}}id \d+, dpp_atsss_copy_{position} \(DEVMAP ports' program\)",
                             lines[2 + position]), lines[2 + position]
     assert re.fullmatch(r" {11}id \d+, dpp_atsss_stage \(tail call, slot atsss\)", lines[6]), lines[6]
-    assert re.fullmatch(r" {11}id \d+, dpp_frer_egress \(DEVMAP ports' program\)", lines[7]), lines[7]
-    assert re.fullmatch(r" {11}id \d+, dpp_frer_stage \(tail call, slot frer\)", lines[8]), lines[8]
-    assert re.fullmatch(r" {11}id \d+, dpp_rss_worker \(CPUMAP queues' program\)", lines[9]), lines[9]
-    assert re.fullmatch(r" {11}id \d+, dpp_xdp_trace \(tail call, slot trace\)", lines[10]), lines[10]
+    assert re.fullmatch(r" {11}id \d+, dpp_dup_decap \(DEVMAP ports' program\)", lines[7]), lines[7]
+    assert re.fullmatch(r" {11}id \d+, dpp_frer_egress \(DEVMAP ports' program\)", lines[8]), lines[8]
+    assert re.fullmatch(r" {11}id \d+, dpp_frer_stage \(tail call, slot frer\)", lines[9]), lines[9]
+    assert re.fullmatch(r" {11}id \d+, dpp_rss_worker \(CPUMAP queues' program\)", lines[10]), lines[10]
+    assert re.fullmatch(r" {11}id \d+, dpp_xdp_trace \(tail call, slot trace\)", lines[11]), lines[11]
     assert f"attached   {IFACE} (ifindex {netns.ifindex(ns, IFACE)})" in lines
     assert "rules      0 of 65536 (dpp_rules)" in lines
     assert "cpus       0: unmetered, ok" in lines
