@@ -59,6 +59,7 @@ def timed_creates(count: int, creates: int, seed: int) -> list[float]:
     from bench.atsss.telemetry import path, store_sessions
     from netapp.atsss.models import AtsssSessionSpec
     from netapp.atsss.service import Atsss
+    from netapp.atsss.table import address_words
     from netapp.dataplane.facade import Dataplane
     from netapp.service.contract import Principal, Scope
     from netapp.service.store import Store
@@ -82,12 +83,18 @@ def timed_creates(count: int, creates: int, seed: int) -> list[float]:
                 started = time.perf_counter()
                 session = atsss.create_session(admin, spec.name, spec)
                 took.append((time.perf_counter() - started) * 1000)
-                missing = [slot for slot in session.slots if paths.get(slot_key(slot)) is None]
+                missing = [slot for slot, path_ in zip(session.slots, spec.paths)
+                           if not holds(paths.get(slot_key(slot)), address_words(path_.peer))]
                 if missing:
-                    raise RuntimeError(f"session {spec.name}'s slots {missing} are not in dpp_atsss_paths")
+                    raise RuntimeError(f"session {spec.name}'s slots {missing} do not hold its paths in dpp_atsss_paths")
         finally:
             store.close()
     return took
+
+
+def holds(value: Any, peer: tuple[int, ...]) -> bool:
+    """Whether a slot's entry (an array's: never missing, zero when empty) is the path to `peer`."""
+    return value is not None and tuple(value.peer) == tuple(peer)
 
 
 def slot_key(slot: int) -> Any:
