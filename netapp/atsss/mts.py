@@ -46,9 +46,14 @@ serve is refused with a ProblemDetails naming ETSI's field:
   against it (no path up with a known RTT: NOT_MET). maxLoss (a loss of at most 10^-maxLoss): the
   paths up lose a packet together, taken as independent, with the product of their losses; MET
   when the known ones' product is within it (an unknown loss is at most 1), UNVERIFIED when an
-  unknown one could decide, else NOT_MET; with hysteresis: a session last told NOT_MET
-  (Atsss.qos_held) is MET again only once the product is LOSS_MARGIN below the bound. minTpt: UNVERIFIED (the node measures no capacity).
-  priority: MET.
+  unknown one could decide, else NOT_MET; with hysteresis: a maxLoss last told NOT_MET is MET
+  again only once the product is LOSS_MARGIN below the bound. minTpt: UNVERIFIED (the node measures
+  no capacity). priority: MET. qosD's members are requirements each of its own (ETSI: any member
+  left out is ignored), so each keeps its own status (Atsss.qos_held, by qosD field): the margin
+  is maxLoss's alone, held by maxLoss's NOT_MET and by no other's (a latency missed, then met again,
+  leaves a loss within its bound MET; a loss missed stays NOT_MET inside its margin while the
+  latency recovers). The session's qosStatus is its worst requirement's, and `qosStatusReason`
+  names each requirement not met, the worst first.
 - A path's loss is measured as well: the data path counts what the UE's Ack Vectors report
   delivered and lost, and each telemetry poll hands the loss of its window to
   netapp.atsss.qos_watch.QosWatch, which keeps it in the service, checks the QoS sessions of the
@@ -72,7 +77,7 @@ import ipaddress
 import math
 import time
 import uuid
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, Iterable, Mapping, NamedTuple, Optional
 
 from fastapi import APIRouter, Path, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
@@ -305,19 +310,42 @@ def _loss_status(session: AtsssSession, max_loss: int, held: Optional[str]) -> t
     return QosStatus.NOT_MET, f"qosD.maxLoss: the {len(up)} paths up lose {known:.3g} together, more than {bound:.3g}"
 
 
-def qos_status(qos: QosD, session: AtsssSession, held: Optional[str] = None) -> tuple[QosStatus, Optional[str]]:
-    """Whether `qos` is met over `session`'s paths as they are now, and if not, why: the worst of
-    its requirements' (NOT_MET before UNVERIFIED before MET). `held`: the status last told of the
-    session (Atsss.qos_held), whose NOT_MET keeps maxLoss's margin (LOSS_MARGIN)."""
-    found = []
+class QosCheck(NamedTuple):
+    """An MTS session's qosD checked: its qosStatus, the worst of its requirements' (NOT_MET before
+    UNVERIFIED before MET), why (each requirement not met, the worst first) and each requirement's
+    own status, by its qosD field: what the next check holds (`held`)."""
+
+    status: QosStatus
+    reason: Optional[str]
+    requirements: dict[str, QosStatus]
+
+
+# The statuses from the worst: a session's is its worst requirement's.
+STATUS_ORDER = (QosStatus.NOT_MET, QosStatus.UNVERIFIED, QosStatus.MET)
+
+
+def worst(statuses: Iterable[str]) -> QosStatus:
+    """The worst of `statuses` (MET when there are none: nothing asked is missed)."""
+    return min((QosStatus(status) for status in statuses), key=STATUS_ORDER.index, default=QosStatus.MET)
+
+
+def qos_check(qos: QosD, session: AtsssSession, held: Optional[Mapping[str, str]] = None) -> QosCheck:
+    """Whether `qos` is met over `session`'s paths as they are now, and if not, why. `held`: each
+    requirement's status as last told (Atsss.qos_held), by its qosD field: a maxLoss last told
+    NOT_MET keeps its margin (LOSS_MARGIN) whatever the other requirements were, so that one
+    requirement's violation or recovery never moves another's threshold."""
+    found: dict[str, tuple[QosStatus, Optional[str]]] = {}
     if qos.maxLatency is not None:
-        found.append(_latency_status(session, qos.maxLatency))
+        found["maxLatency"] = _latency_status(session, qos.maxLatency)
     if qos.maxLoss is not None:
-        found.append(_loss_status(session, qos.maxLoss, held))
+        found["maxLoss"] = _loss_status(session, qos.maxLoss, (held or {}).get("maxLoss"))
     if qos.minTpt is not None:
-        found.append((QosStatus.UNVERIFIED, "qosD.minTpt: the node measures no path's capacity"))
-    order = [QosStatus.NOT_MET, QosStatus.UNVERIFIED, QosStatus.MET]
-    return min(found, key=lambda status: order.index(status[0]), default=(QosStatus.MET, None))
+        found["minTpt"] = (QosStatus.UNVERIFIED, "qosD.minTpt: the node measures no path's capacity")
+    missed = sorted((each for each in found.values() if each[0] is not QosStatus.MET),
+                    key=lambda each: STATUS_ORDER.index(each[0]))
+    return QosCheck(worst(status for status, _ in found.values()),
+                    "; ".join(reason for _, reason in missed if reason) or None,
+                    {field: status for field, (status, _) in found.items()})
 
 
 def steered_ue(info: MtsSessionInfo) -> str:
@@ -372,13 +400,13 @@ def _body(info: MtsSessionInfo) -> dict[str, Any]:
 
 
 def _info(mts_id: str, body: dict[str, Any], session: Optional[AtsssSession] = None,
-          held: Optional[str] = None) -> MtsSessionInfo:
+          held: Optional[Mapping[str, str]] = None) -> MtsSessionInfo:
     """The stored MTS session as read back; of mtsMode 4, with its qosD checked over `session`'s
-    paths now (`held`: its status last told)."""
+    paths now (`held`: each requirement's status last told)."""
     status: dict[str, Any] = {}
     if body.get("mtsMode") == QOS and session is not None:
-        found, reason = qos_status(QosD.model_validate(body["qosD"]), session, held)
-        status = {"qosStatus": found, "qosStatusReason": reason}
+        check = qos_check(QosD.model_validate(body["qosD"]), session, held)
+        status = {"qosStatus": check.status, "qosStatusReason": check.reason}
     return MtsSessionInfo.model_validate({**body, **status, "sessionId": mts_id,
                                           "timeStamp": TimeStamp.now().model_dump()})
 

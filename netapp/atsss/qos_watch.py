@@ -13,10 +13,11 @@ A change is one from the status of the previous check of the same session: the f
 session (created, or the NetApp started) sets where it stands and tells nothing; its GET says it.
 
 Against flapping, a path's loss checked is an exponentially weighted average of the polls' windows
-(Atsss.note_losses, the window's weight telemetry.atsss_loss_weight), and the status last told is
-kept in the service (Atsss.qos_held) for the hysteresis of maxLoss (netapp.atsss.mts.LOSS_MARGIN):
-a session NOT_MET is MET again only once the average is clearly below the bound, and its GET says
-the same as the watch.
+(Atsss.note_losses, the window's weight telemetry.atsss_loss_weight), and each qosD requirement's
+status last told is kept in the service (Atsss.qos_held) for the hysteresis of maxLoss
+(netapp.atsss.mts.LOSS_MARGIN): a maxLoss NOT_MET is MET again only once the average is clearly
+below the bound, whatever the session's other requirement (maxLatency) did meanwhile, and its GET
+says the same as the watch. The change told is of the session's qosStatus, its worst requirement's.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from typing import Optional
 
 from netapp.atsss import store as stored
 from netapp.atsss.models import AtsssSession
-from netapp.atsss.mts import QOS, QosD, QosStatus, qos_status, steered_session
+from netapp.atsss.mts import QOS, QosD, QosStatus, qos_check, steered_session, worst
 from netapp.atsss.service import Atsss, PathKey
 from netapp.core.config import TelemetrySettings
 
@@ -62,8 +63,9 @@ class QosWatch:
         self.loss_weight = loss_weight
 
     @property
-    def statuses(self) -> dict[tuple[str, str], str]:
-        """(tenant, MTS session) -> its qosStatus as last checked (held in the service)."""
+    def statuses(self) -> dict[tuple[str, str], dict[str, QosStatus]]:
+        """(tenant, MTS session) -> each qosD requirement's status as last checked, by its field
+        (held in the service)."""
         return self.atsss.qos_held
 
     def __call__(self, windows: dict[PathKey, Optional[float]]) -> list[QosChange]:
@@ -86,12 +88,13 @@ class QosWatch:
         return changes
 
     def _checked(self, tenant: str, mts_id: str, body: dict, session: AtsssSession) -> Optional[QosChange]:
-        before = self.statuses.get((tenant, mts_id))
-        status, reason = qos_status(QosD.model_validate(body["qosD"]), session, before)
-        self.statuses[(tenant, mts_id)] = status
-        if before is None or before == status:
+        held = self.statuses.get((tenant, mts_id))
+        check = qos_check(QosD.model_validate(body["qosD"]), session, held)
+        self.statuses[(tenant, mts_id)] = check.requirements
+        before = worst(held.values()) if held is not None else None
+        if before is None or before == check.status:
             return None
         log.warning("MTS session %s of tenant %s: qosStatus %s -> %s over the measured losses%s", mts_id, tenant,
-                    QosStatus(before).value, status.value, f" ({reason})" if reason else "")
-        return QosChange(tenant, mts_id, session.name, body["appInsId"], QosStatus(before), status, reason,
+                    before.value, check.status.value, f" ({check.reason})" if check.reason else "")
+        return QosChange(tenant, mts_id, session.name, body["appInsId"], before, check.status, check.reason,
                          tuple(path.loss for path in session.paths), tuple(path.up for path in session.paths))

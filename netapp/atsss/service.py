@@ -150,9 +150,10 @@ class Atsss:
         # Each path's loss as measured from the UE's Ack Vectors, by path_key: the average of the polls'
         # windows of the data path's counters (netapp.atsss.telemetry), what MEC 015's QoS check reads.
         self._measured_loss: dict[PathKey, float] = {}
-        # Each MEC 015 QoS session's qosStatus as last told, by (tenant, MTS session): its hysteresis
-        # (netapp.atsss.mts.qos_status's `held`), kept by netapp.atsss.qos_watch.QosWatch.
-        self.qos_held: dict[tuple[str, str], str] = {}
+        # Each MEC 015 QoS session's requirements' statuses as last told, by (tenant, MTS session),
+        # then by qosD field: each requirement's own hysteresis (netapp.atsss.mts.qos_check's
+        # `held`), kept by netapp.atsss.qos_watch.QosWatch.
+        self.qos_held: dict[tuple[str, str], dict[str, str]] = {}
 
     @classmethod
     def start(cls, store: Store, table_of: TableOf, netns: Optional[str] = None,

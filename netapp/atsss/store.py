@@ -122,20 +122,14 @@ def remove_session(store: Store, tenant: str, name: str) -> bool:
 
 def free_slots(store: Store, count: int) -> Optional[list[int]]:
     """The `count` lowest slots no path holds (1..MAX_PATHS - 1; slot 0 means no path), None when
-    there are not that many."""
-    found: list[int] = []
-    after = 0
-    while len(found) < count:
-        row = store.execute(
-            "SELECT min(slot + 1) FROM (SELECT ? AS slot UNION ALL SELECT slot FROM atsss_path_slots WHERE slot >= ?) "
-            "WHERE slot + 1 NOT IN (SELECT slot FROM atsss_path_slots)", (after, after)
-        ).fetchone()
-        slot = row[0]
-        if slot is None or slot >= MAX_PATHS:
-            return None
-        found.append(slot)
-        after = slot
-    return found
+    there are not that many: the freed ones below the highest slot ever given (atsss_free_slots,
+    the lowest first), then the ones above it. Lookups by the key: their cost does not grow with the
+    sessions."""
+    found = [slot for (slot,) in store.execute("SELECT slot FROM atsss_free_slots ORDER BY slot LIMIT ?", (count,))]
+    highest = store.execute("SELECT max(top) FROM (SELECT max(slot) AS top FROM atsss_path_slots "
+                            "UNION ALL SELECT max(slot) FROM atsss_free_slots)").fetchone()[0] or 0
+    found += range(highest + 1, highest + 1 + count - len(found))
+    return None if found and found[-1] >= MAX_PATHS else found
 
 
 # --- MTS sessions (MEC 015) -------------------------------------------------------------------------
