@@ -19,7 +19,7 @@ import subprocess
 from ctypes import c_uint8, c_uint16, c_uint32
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Optional
 
 from bench.libbpf import BpfObject, TestRun, map_update, test_run
 
@@ -204,21 +204,44 @@ def add_block_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=1, help="seed of the run order")
 
 
-def interleaved_medians(subjects: Mapping[str, Callable[[], int]], runs: int, rng: random.Random) -> dict[str, float]:
+def interleaved_samples(subjects: Mapping[str, Callable[[], int]], runs: int, rng: random.Random) -> dict[str, list[int]]:
     """Each subject (a timed run giving ns) `runs` times, in blocks that run every subject once in a
-    shuffled order, so that drifts of a shared machine fall on all alike; each subject's median."""
+    shuffled order, so that drifts of a shared machine fall on all alike; each subject's runs, by
+    block (the i-th of every list ran in the same block)."""
     samples: dict[str, list[int]] = {name: [] for name in subjects}
     for _ in range(runs):
         order = list(subjects)
         rng.shuffle(order)
         for name in order:
             samples[name].append(subjects[name]())
-    return {name: statistics.median(values) for name, values in samples.items()}
+    return samples
 
 
-def write_results(out: Path, benchmark: str, runs: int, repeat: int, rows: list[dict[str, Any]]) -> None:
+def interleaved_medians(subjects: Mapping[str, Callable[[], int]], runs: int, rng: random.Random) -> dict[str, float]:
+    """interleaved_samples' medians, by subject."""
+    return {name: statistics.median(values) for name, values in interleaved_samples(subjects, runs, rng).items()}
+
+
+def quartiles(values: list[float]) -> dict[str, float]:
+    """The median and the spread of `values`: first and third quartiles, least and greatest."""
+    if len(values) < 2:
+        only = float(values[0])
+        return {"median": only, "q1": only, "q3": only, "min": only, "max": only}
+    q1, median, q3 = statistics.quantiles(values, n=4, method="inclusive")
+    return {"median": median, "q1": q1, "q3": q3, "min": float(min(values)), "max": float(max(values))}
+
+
+def paired_differences(samples: Mapping[str, list[int]], minuend: str, subtrahend: str) -> dict[str, float]:
+    """quartiles of minuend - subtrahend taken block by block: two subjects of one block ran within
+    a second of each other, so a drift of the machine's load that moves both cancels out of the
+    difference, which the difference of the two medians keeps."""
+    return quartiles([a - b for a, b in zip(samples[minuend], samples[subtrahend], strict=True)])
+
+
+def write_results(out: Path, benchmark: str, runs: int, repeat: int, rows: list[dict[str, Any]],
+                  extra: Optional[Mapping[str, Any]] = None) -> None:
     """A blocks-of-runs benchmark's result JSON (bench/qos, bench/routing, bench/frer): what ran, where, and
-    its rows."""
+    its rows (and `extra`'s keys: what else the benchmark found of what it measured)."""
     from bench.dataplane import machine_info  # bench.dataplane imports this module
 
     result = {
@@ -227,6 +250,7 @@ def write_results(out: Path, benchmark: str, runs: int, repeat: int, rows: list[
         "machine": machine_info(),
         "runs": runs,
         "repeat": repeat,
+        **(extra or {}),
         "results": rows,
     }
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -64,6 +64,7 @@ _PROTOTYPES = {
     "bpf_prog_test_run_opts": (c_int, [c_int, POINTER(TestRunOpts)]),
     "bpf_map_create": (c_int, [c_int, c_char_p, c_uint32, c_uint32, c_uint32, c_void_p]),
     "bpf_map_get_fd_by_id": (c_int, [c_uint32]),
+    "bpf_obj_get_info_by_fd": (c_int, [c_int, c_void_p, POINTER(c_uint32)]),
 }
 
 
@@ -221,6 +222,39 @@ def test_run(prog_fd: int, packet: bytes, repeat: int, ifindex: int = 0, out_siz
     # repetitions themselves. The kernel's own timer covers only the repetitions.
     _check(load_libbpf().bpf_prog_test_run_opts(prog_fd, ctypes.byref(opts)), "bpf_prog_test_run_opts")
     return TestRun(opts.retval, opts.duration, data_out.raw[: opts.data_size_out])
+
+
+class ProgInfo(Structure):
+    """The head of struct bpf_prog_info (linux/bpf.h): the kernel fills as many bytes as it is given."""
+
+    _fields_ = [
+        ("type", c_uint32),
+        ("id", c_uint32),
+        ("tag", ctypes.c_uint8 * 8),
+        ("jited_prog_len", c_uint32),
+        ("xlated_prog_len", c_uint32),
+    ]
+
+
+BPF_INSN_SIZE = 8
+
+
+@dataclass(frozen=True)
+class ProgramSize:
+    """What a loaded program is made of: its instructions after the verifier's rewrites (helpers the
+    kernel inlines, such as array lookups, included) and its JITed machine code."""
+
+    xlated_insns: int
+    jited_bytes: int
+
+
+def program_size(prog_fd: int) -> ProgramSize:
+    """The loaded program's size: a count that does not move with the machine's load, to set beside
+    its timings (a change that removes instructions shows here whatever the noise of a run)."""
+    info = ProgInfo()
+    size = c_uint32(ctypes.sizeof(info))
+    _check(load_libbpf().bpf_obj_get_info_by_fd(prog_fd, ctypes.byref(info), ctypes.byref(size)), "bpf_obj_get_info_by_fd")
+    return ProgramSize(info.xlated_prog_len // BPF_INSN_SIZE, info.jited_prog_len)
 
 
 BPF_F_TEST_XDP_LIVE_FRAMES = 1 << 1

@@ -11,7 +11,11 @@ repetition another UE), against the harness's empty program (the floor). Every r
 from the original packet (the harness puts the head back and writes the packet again). The pipeline
 (bench/atsss/gate.py): a frame that is not ATSSS's with the gate closed and open. Then live
 (bench/atsss/live.py): round-robin against redundant with its two copies made. With --before, the
-downlink, Ack and pipeline cases also run another build's objects in the same blocks. Split
+downlink, Ack and pipeline cases also run another build's objects in the same blocks; each downlink
+row then has its differences taken block by block (this build less the floor, less the other build)
+with their quartiles, each build its program's size, and the one-session row the instructions each
+build executes on the frame (bench/insns.py: counted in Python, checked against the kernel's run;
+what a change takes off a path shows there, whatever the load). Split
 (bench/atsss/split.py): weighted round-robin's paths' counts over --split-packets packets against
 their weights' shares.
 

@@ -7,6 +7,7 @@ import ctypes
 import functools
 import ipaddress
 import random
+import statistics
 import struct
 import sys
 from ctypes import c_uint32
@@ -15,8 +16,10 @@ from typing import Optional, Sequence
 
 from bench.atsss import gate, live, split, uplink
 from bench.atsss.ring import AckRing
-from bench.harness import HARNESS_MAX_PACKET, Harness, Walk, add_block_arguments, build_harness, interleaved_medians, write_results
-from bench.libbpf import BpfObject, map_lookup, map_update
+from bench.harness import (HARNESS_MAX_PACKET, Harness, Walk, add_block_arguments, build_harness, interleaved_medians,
+                           interleaved_samples, paired_differences, write_results)
+from bench.insns import count_instructions
+from bench.libbpf import BpfObject, map_lookup, map_update, program_size, test_run
 from bench.packets import internet_checksum
 from netapp.atsss.abi import Mode, Path as PathValue, PathFlags, Session, SessionFlags, SessionKey, UplinkReason
 from netapp.dataplane import binding
@@ -31,7 +34,8 @@ UE_AT = 14 + 16  # the UE packet's IPv4 destination: the walk writes the UE's ad
 PAYLOAD_AT = 14 + 20 + 8  # the walk's other field, a word of the UDP payload
 ROOM = 256
 HEADER = SessionFlags.HEADER_CHECKSUM
-# scheduler -> (mode, weights, session flags); flags are this build's only (a --before build has none)
+# scheduler -> (mode, weights, session flags); a --before build older than the flags ignores them
+# (before CsCov 1 was a session's choice, b59ae22 and older: its header-checksum row is full coverage)
 MODES = {"round-robin": (Mode.ROUND_ROBIN, [1, 1], 0),
          "round-robin, UDP checksum (sum derived)": (Mode.ROUND_ROBIN, [1, 1], 0),
          "round-robin, header checksum (CsCov 1)": (Mode.ROUND_ROBIN, [1, 1], HEADER),
@@ -140,6 +144,54 @@ def row(name: tuple[str, str], sessions: int, what: str, medians: dict[str, floa
     return result
 
 
+def blocks(samples: dict[str, list[int]]) -> dict:
+    """The downlink's differences taken block by block (harness.paired_differences), with their
+    spread: this build above the floor, --before's above the floor, this build less --before's."""
+    result = {"above_floor_blocks_ns": paired_differences(samples, "atsss", "floor")}
+    if "before" in samples:
+        result["before_above_floor_blocks_ns"] = paired_differences(samples, "before", "floor")
+        result["minus_before_blocks_ns"] = paired_differences(samples, "atsss", "before")
+    return result
+
+
+def blocks_line(stats: dict) -> str:
+    def show(name: str, what: str) -> str:
+        q = stats[what]
+        return f"{name} {q['median']:+6.1f} [{q['q1']:+.0f}, {q['q3']:+.0f}]"
+
+    parts = [show("this - floor", "above_floor_blocks_ns")]
+    if "minus_before_blocks_ns" in stats:
+        parts += [show("before - floor", "before_above_floor_blocks_ns"), show("this - before", "minus_before_blocks_ns")]
+    return "    by block, median [quartiles]: " + "  ".join(parts)
+
+
+def path_instructions(bench: "AtsssBench", frame: bytes, expected: int) -> Optional[int]:
+    """The instructions xdp_atsss executes on `frame` (the first UE's: one session), run in Python
+    (bench/insns.py) and checked against the kernel's own run of the frame: the same verdict, the
+    same packet out. None, said, when the path takes what bench/insns.py does not run."""
+    try:
+        counted = count_instructions(bench.prog_fd, frame, len(frame) + ROOM)
+    except NotImplementedError as missing:
+        print(f"    instructions not counted ({bench.obj.path}): {missing}", flush=True)
+        return None
+    kernel = test_run(bench.prog_fd, frame, 1, 0, len(frame) + ROOM)
+    if counted.verdict != expected or (counted.verdict, counted.packet) != (kernel.retval, kernel.data):
+        raise RuntimeError(f"the instructions counted are not the kernel's path: verdict {counted.verdict}, the "
+                           f"kernel's {kernel.retval}, packets {'equal' if counted.packet == kernel.data else 'differ'}")
+    return counted.instructions
+
+
+def program_sizes(benches: dict[str, "AtsssBench"]) -> dict[str, dict[str, int]]:
+    """xdp_atsss's size in each build, printed: instructions after the verifier, JITed bytes."""
+    sizes = {}
+    for name, bench in benches.items():
+        size = program_size(bench.prog_fd)
+        sizes[name] = {"xlated_insns": size.xlated_insns, "jited_bytes": size.jited_bytes}
+        print(f"xdp_atsss ({name}, {bench.obj.path}): {size.xlated_insns} instructions, {size.jited_bytes} bytes JITed",
+              flush=True)  # fmt: skip
+    return sizes
+
+
 def timed_walk(harness: Harness, prog: int, frame: bytes, expected: int, repeat: int) -> int:
     """As timed, the walk going on from where it was (set by the caller)."""
     result = harness.run_walk_head(prog, frame, repeat, 0, len(frame) + ROOM)
@@ -220,17 +272,23 @@ def downlink_rows(args: argparse.Namespace, harness: Harness, benches: dict[str,
     for scheduler, (mode, weights, flags) in MODES.items():
         if scheduler not in chosen:
             continue
-        for name, bench in benches.items():
-            bench.configure(mode, weights, flags if name == "atsss" else 0)
+        for bench in benches.values():
+            bench.configure(mode, weights, flags)
         frame = ue_frame(udp_checksum=scheduler in CHECKSUMMED, size=args.frame)
+        expected = VERDICTS.get(mode, XDP_TX)
+        counts = {name: path_instructions(bench, frame, expected) for name, bench in benches.items()}
+        print(f"{scheduler:<40}      1 session   instructions executed: "
+              + ", ".join(f"{name} {count}" for name, count in counts.items()), flush=True)  # fmt: skip
         for sessions in (1, SESSIONS):
             walk = Walk(sessions, teid_base=0, src_base=int(FIRST_UE), teid_off=PAYLOAD_AT, src_off=UE_AT)
             subjects = {"floor": functools.partial(timed, harness, harness.empty_fd, walk, XDP_PASS, args.repeat, frame)}
             for name, bench in benches.items():
-                subjects[name] = functools.partial(timed, harness, bench.prog_fd, walk,
-                                                   VERDICTS.get(mode, XDP_TX), args.repeat, frame)  # fmt: skip
-            medians = interleaved_medians(subjects, args.runs, rng)
-            rows.append(row(("scheduler", scheduler), sessions, "downlink", medians))
+                subjects[name] = functools.partial(timed, harness, bench.prog_fd, walk, expected, args.repeat, frame)
+            samples = interleaved_samples(subjects, args.runs, rng)
+            medians = {name: statistics.median(values) for name, values in samples.items()}
+            rows.append({**row(("scheduler", scheduler), sessions, "downlink", medians), **blocks(samples),
+                         **({"instructions": counts} if sessions == 1 else {})})  # fmt: skip
+            print(blocks_line(rows[-1]), flush=True)
     return rows
 
 
@@ -280,7 +338,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     build = Path(binding.find_libdpp()).parent
     builds = {"atsss": build, **({"before": args.before} if args.before else {})}
     cases = args.cases.split(",")
-    rows = []
+    rows: list[dict] = []
+    extra: dict = {}
     with Harness(build_harness()) as harness:
         benches = {name: AtsssBench(path) for name, path in builds.items()}
         bench = benches["atsss"]
@@ -290,6 +349,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             if "acks" in cases:
                 rows += ack_rows(args, harness, benches, rng)
             if "downlink" in cases:
+                extra["programs"] = program_sizes(benches)
                 rows += downlink_rows(args, harness, benches, rng)
             if "gate" in cases:
                 harness.release_target()
@@ -307,7 +367,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             harness.release_target()
             for each in benches.values():
                 each.close()
-    write_results(args.out, "atsss", args.runs, args.repeat, rows)
+    write_results(args.out, "atsss", args.runs, args.repeat, rows, extra)
     return 0
 
 

@@ -81,7 +81,7 @@ static __always_inline int atsss_frame(struct xdp_md *ctx)
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
 	struct cursor c = { .pos = data, .end = end, .stop = end };
 	struct dpp_flow_key key = {};
-	const struct dpp_atsss_config *cfg = atsss_config();
+	const struct dpp_atsss_config *cfg = NULL; /* read for DCCP frames only: the others need none */
 	struct dpp_layers l = {};
 	enum atsss_verdict down;
 	int verdict;
@@ -105,6 +105,7 @@ static __always_inline int atsss_frame(struct xdp_md *ctx)
 	barrier_var(ip_end);
 	dccp = key.proto == DPP_ATSSS_IPPROTO_DCCP && !l.fragment; /* fragments: the kernel reassembles */
 	if (dccp) {
+		cfg = atsss_config();
 		verdict = uplink_verdict(ctx, &(struct atsss_up){ .l3 = l3, .l4 = c.pos - data, .ip_end = ip_end,
 								 .family = key.family, .src = key.src,
 								 .dst = key.dst }, cfg);

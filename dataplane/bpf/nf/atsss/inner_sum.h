@@ -4,7 +4,8 @@
  * offload does for a tunnel's outer checksum (Documentation/networking/checksum-offloads.rst, LCO):
  * a segment whose checksum is right sums, with its pseudo-header, to zero (0xffff), so the
  * segment's sum is the complement of its pseudo-header's, which is made of the IP header's
- * fields. The IP header itself is summed word by word (its own checksum is not trusted).
+ * fields. The IP header itself is summed word by word (its own checksum is not trusted), but for
+ * its addresses: they are in the pseudo-header too, and cancel out of header - pseudo-header.
  *
  * When the UE packet's checksum is wrong (it was corrupted before it reached us), the DCCP checksum
  * made so is wrong by the same amount: the UE's DCCP drops the packet its transport would have
@@ -40,56 +41,63 @@ static __always_inline __u32 l4_check_offset(__u8 proto)
 	return 0;
 }
 
-/* The segment's sum given its pseudo-header's (unfolded): -pseudo in one's complement. */
+/* A sum below 2^48 whose one's complement negation is a subtraction: 2^48 - 1 is 0xffff times
+ * 0x100010001, so it is zero in one's complement, and what is left of it less x is -x; no fold. */
+#define ATSSS_CSUM_ZERO48 0xffffffffffffULL
+
+/* The segment's sum given its pseudo-header's (unfolded, below 2^48): -pseudo in one's complement. */
 static __always_inline __u64 segment_sum(__u64 pseudo_sum)
 {
-	return (__u16)~csum_fold(pseudo_sum);
+	return ATSSS_CSUM_ZERO48 - pseudo_sum;
 }
 
+/* An IPv4 header of 20 bytes (the caller checked its first byte, 0x45). */
 static __always_inline __s64 inner_sum4(const struct iphdr *ip, void *end, __u32 ue_len)
 {
 	const __u32 *w = (const __u32 *)ip;
-	__u32 l4_len = ue_len - sizeof(*ip), check_at = l4_check_offset(ip->protocol);
+	__u8 proto = ip->protocol;
+	__u32 l4_len = ue_len - sizeof(*ip), check_at = l4_check_offset(proto);
 	const __u16 *check;
-	__u64 header_sum;
 
-	if (ip->ihl != 5 || (ip->frag_off & bpf_htons(ATSSS_IP_MF_OFFSET)) || !check_at ||
-	    bpf_ntohs(ip->tot_len) != ue_len || ue_len < sizeof(*ip) + check_at + sizeof(*check))
+	if ((ip->frag_off & bpf_htons(ATSSS_IP_MF_OFFSET)) || !check_at || bpf_ntohs(ip->tot_len) != ue_len ||
+	    ue_len < sizeof(*ip) + check_at + sizeof(*check))
 		return -1;
 	check = (void *)(ip + 1) + (check_at & 0x1f);
-	if ((void *)(check + 1) > end || (ip->protocol == IPPROTO_UDP && !*check))
+	if ((void *)(check + 1) > end || (proto == IPPROTO_UDP && !*check))
 		return -1;
-	header_sum = (__u64)w[0] + w[1] + w[2] + w[3] + w[4];
-	return header_sum + segment_sum((__u64)ip->saddr + ip->daddr + bpf_htonl((__u32)ip->protocol << 16 | l4_len));
+	/* the header's words, and the pseudo-header's negated: its addresses (w[3], w[4]) cancel */
+	return (__u64)w[0] + w[1] + w[2] + segment_sum(bpf_htonl((__u32)proto << 16 | l4_len));
 }
 
 static __always_inline __s64 inner_sum6(const struct ipv6hdr *ip6, void *end, __u32 ue_len)
 {
 	const __u32 *w = (const __u32 *)ip6;
-	__u32 l4_len = ue_len - sizeof(*ip6), check_at = l4_check_offset(ip6->nexthdr);
+	__u8 proto = ip6->nexthdr;
+	__u32 l4_len = ue_len - sizeof(*ip6), check_at = l4_check_offset(proto);
 	const __u16 *check;
-	__u64 addr_sum = 0;
-	int i;
 
 	if (!check_at || bpf_ntohs(ip6->payload_len) != l4_len || ue_len < sizeof(*ip6) + check_at + sizeof(*check))
 		return -1;
 	check = (void *)(ip6 + 1) + (check_at & 0x1f);
-	if ((void *)(check + 1) > end || (ip6->nexthdr == IPPROTO_UDP && !*check))
+	if ((void *)(check + 1) > end || (proto == IPPROTO_UDP && !*check))
 		return -1;
-#pragma unroll
-	for (i = 2; i < 10; i++)
-		addr_sum += w[i];
-	return (__u64)w[0] + w[1] + addr_sum + segment_sum(addr_sum + bpf_htonl(l4_len) + bpf_htonl(ip6->nexthdr));
+	/* the header's words, and the pseudo-header's negated: the addresses cancel */
+	return (__u64)w[0] + w[1] + segment_sum((__u64)bpf_htonl(l4_len) + bpf_htonl(proto));
 }
 
 /* The sum of the UE packet at `ip` (ue_len bytes, the frame up to `end`) from its headers and L4
  * checksum, or -1 when it must be summed byte by byte. */
 static __always_inline __s64 atsss_inner_sum(void *ip, void *end, __u32 ue_len)
 {
+	__u8 version_ihl;
+
 	if (ip + sizeof(struct iphdr) > end)
 		return -1;
-	if (*(__u8 *)ip >> 4 == 4)
+	version_ihl = *(__u8 *)ip;
+	if (version_ihl == 0x45) /* IPv4 without options */
 		return inner_sum4(ip, end, ue_len);
+	if (version_ihl >> 4 == 4)
+		return -1;
 	if (ip + sizeof(struct ipv6hdr) > end)
 		return -1;
 	return inner_sum6(ip, end, ue_len);

@@ -30,7 +30,10 @@ static __always_inline __u32 rtt_rank(const struct dpp_atsss_path *p)
 	return p->rtt_us ? p->rtt_us : 0xffffffff;
 }
 
-static __always_inline struct atsss_paths_view atsss_view_paths(const struct dpp_atsss_session *s)
+/* With `order` false (a constant) only `up` is filled: round-robin, active-standby and redundant
+ * read no more of the paths, and the compiler drops the rest from their way. */
+static __always_inline struct atsss_paths_view atsss_view_paths(const struct dpp_atsss_session *s,
+								const bool order)
 {
 	struct atsss_paths_view v = { .up = 0, .free = 0, .fastest = -1 };
 	__u32 slot, best = 0;
@@ -46,6 +49,8 @@ static __always_inline struct atsss_paths_view atsss_view_paths(const struct dpp
 		if (!p || !slot || !(p->flags & DPP_ATSSS_PATH_UP))
 			continue;
 		v.up |= 1u << i;
+		if (!order)
+			continue;
 		if (!(p->flags & DPP_ATSSS_PATH_CONGESTED))
 			v.free |= 1u << i;
 		if (v.fastest < 0 || rtt_rank(p) < best) {
@@ -158,9 +163,16 @@ static __always_inline __u64 take_mp_seq(struct dpp_atsss_session *s)
  * number (*mp_seq), or -1 when no path of the session is up (no number is then taken). */
 static __always_inline int atsss_schedule(struct dpp_atsss_session *s, __u64 *mp_seq, __u32 *up)
 {
-	struct atsss_paths_view v = atsss_view_paths(s);
 	__u8 mode = s->mode;
+	struct atsss_paths_view v;
 	int pos;
+
+	/* two copies of the paths' read: the one of the schedulers that need no more than which
+	 * paths are up keeps no RTT or congestion state across the loop (registers spilled) */
+	if (mode == DPP_ATSSS_SMALLEST_DELAY || mode == DPP_ATSSS_PRIORITY)
+		v = atsss_view_paths(s, true);
+	else
+		v = atsss_view_paths(s, false);
 
 	*up = v.up;
 	if (!v.up)
