@@ -48,6 +48,11 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
         help="also build git revision REV (into bench/build/baseline-<commit>) and measure its data plane, "
         "its rules installed by its own code, in the same runs",
     )
+    parser.add_argument(
+        "--tunnel-rule",
+        action="store_true",
+        help="this checkout's instances also hold a rule on a GTP-U tunnel source no flow has (the baseline's do not)",
+    )
     args = parser.parse_args(argv)
     if any(not 1 <= shapes <= 16 for shapes in args.shapes):
         parser.error("--shapes: 1 to 16")
@@ -65,7 +70,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         instances: list[run.Subject] = []
         stack.callback(lambda: [instance.close() for instance in instances])
         stack.callback(harness.release_target)
-        for instance in run.open_all(args.rules, args.shapes, args.max_flows):
+        for instance in run.open_all(args.rules, args.shapes, args.max_flows, args.tunnel_rule):
             instances.append(instance)
             if side:
                 twin = side.open_like(instance, args.max_flows)

@@ -74,6 +74,7 @@ class Instance:
     installed: int = 0
     install_s: float = 0.0
     version: str = ""  # this checkout's pipeline
+    tunnel_rules: int = 0  # --tunnel-rule: the rule on a tunnel address (workload.tunnel_intent)
 
     @property
     def key(self) -> str:
@@ -89,7 +90,7 @@ class Instance:
         self.dataplane.close()
 
 
-def open_instance(rules: int, shapes: int, cache: bool, max_flows: int) -> Instance:
+def open_instance(rules: int, shapes: int, cache: bool, max_flows: int, tunnel_rule: bool = False) -> Instance:
     max_rules = max_rules_for(rules, shapes)
     handle = DppHandle.open(
         load_libdpp(),
@@ -101,12 +102,14 @@ def open_instance(rules: int, shapes: int, cache: bool, max_flows: int) -> Insta
         default_verdict=Verdict.DROP,
     )
     dataplane = Dataplane(handle, max_rules=max_rules)
-    instance = Instance(rules, shapes, cache, handle, dataplane)
+    instance = Instance(rules, shapes, cache, handle, dataplane, tunnel_rules=int(tunnel_rule))
+    first = workload.first_intents(shapes) + ([workload.tunnel_intent()] if tunnel_rule else [])
     try:
-        report = dataplane.apply(compile_intents(workload.first_intents(shapes), {}))
-        if report.conflicts or report.upserted != shapes:
+        report = dataplane.apply(compile_intents(first, {}))
+        if report.conflicts or report.upserted != len(first):
             raise AssertionError(f"the workload's first rules collide: {report}")
         _install_bulk(instance)
+        instance.installed += instance.tunnel_rules
     except Exception:
         instance.close()
         raise
@@ -125,11 +128,13 @@ def _install_bulk(instance: Instance) -> None:
     instance.handle.shapes_publish([current.shapes[i] for i in range(current.count)])
 
 
-def open_all(rule_levels: Sequence[int], shape_levels: Sequence[int], max_flows: int) -> Iterator[Instance]:
+def open_all(
+    rule_levels: Sequence[int], shape_levels: Sequence[int], max_flows: int, tunnel_rule: bool = False
+) -> Iterator[Instance]:
     for rules in rule_levels:
         for shapes in shape_levels:
             for cache in (True, False):
-                instance = open_instance(rules, shapes, cache, max_flows)
+                instance = open_instance(rules, shapes, cache, max_flows, tunnel_rule)
                 print(
                     f"  {instance.key}: {instance.installed:,} rules installed in {instance.install_s:.2f} s",
                     file=sys.stderr,

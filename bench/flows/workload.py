@@ -10,7 +10,7 @@ Rules, all dropping, in S shapes (S = 1, 4 or 16):
     other k    teid + UE dst /(8 + k), never matching a walked flow          priority 100 + k
 
 The searched shape has the lowest priority, so every packet probes every shape: the search's worst
-case. `rules` counts the searched shape's rules; every other shape holds min(rules, OTHER_RULES)
+case. With --tunnel-rule one more rule, on a tunnel source no flow has, sits above them all. `rules` counts the searched shape's rules; every other shape holds min(rules, OTHER_RULES)
 rules. The first rule of each shape goes through the compiler and Dataplane.apply() (which
 publishes the shapes); the rest are copies of its compiled key with the varying words rewritten,
 written with one dpp_rules_upsert call, checked against the compiler at both ends of each block.
@@ -40,6 +40,7 @@ UE_DST = "192.0.2.80"
 OTHER_TEID_BASE = 0x60000000  # no walked flow has these TEIDs
 OTHER_DST = "198.18.0.0"
 OTHER_RULES = 4096
+TUNNEL_GNB = "203.0.113.7"  # a GTP-U tunnel source no walked flow has
 SEARCHED_PRIORITY = 100
 
 KEY_WORDS = 15  # sizeof(struct dpp_flow_key) / 4
@@ -80,6 +81,20 @@ def other_intent(shape: int, index: int) -> Intent:
             "id": f"other-{shape}-{index}",
             "priority": SEARCHED_PRIORITY + shape,
             "match": {"teid": OTHER_TEID_BASE + index, "dst": f"{OTHER_DST}/{8 + shape}"},
+            "action": {"type": "drop"},
+        }
+    )
+
+
+def tunnel_intent() -> Intent:
+    """With --tunnel-rule: a rule on a GTP-U tunnel's source that no walked flow comes from, above
+    every other shape, so that every packet looks its tunnel's addresses up (dpp_tunnel_ends) and
+    probes one more shape (which its filter turns away)."""
+    return Intent.model_validate(
+        {
+            "id": "tunnel-0",
+            "priority": SEARCHED_PRIORITY + 16,
+            "match": {"tunnel_src": TUNNEL_GNB},
             "action": {"type": "drop"},
         }
     )

@@ -12,6 +12,7 @@
 #include "core/parse.h"
 #include "core/n3.h"
 #include "core/plain.h"
+#include "core/ends.h"
 #include "core/classify.h"
 #include "core/act.h"
 #include "core/counters.h"
@@ -95,6 +96,7 @@ static __always_inline int decide(struct xdp_md *ctx, struct dpp_parse *p, struc
 	}
 	if (reason)
 		return fallback(cfg, o, reason);
+	tunnel_ends_fill(ctx, p, cfg);
 	*rule = classify(&p->key, cfg, cached);
 	return act(&(struct dpp_act_ctx){ .ctx = ctx, .key = &p->key, .l = &p->layers, .rule = *rule,
 					  .cfg = cfg, .bytes = bytes, .o = o });

@@ -31,6 +31,7 @@ from netapp.upf import abi as upf_abi
 MAX_RULES = 65536
 MAX_FLOWS = 65536
 MAX_SHAPES = 16
+MAX_TUNNEL_ENDS = 255  # tunnel endpoint addresses rules name at once: ids 1..255 fit a key's byte
 MAX_CPUS = 128
 MAX_ALT_GROUPS = 64
 MAX_ALT_MEMBERS = 8
@@ -67,6 +68,7 @@ CONSTANTS = {
     "DPP_MAX_RULES": MAX_RULES,
     "DPP_MAX_FLOWS": MAX_FLOWS,
     "DPP_MAX_SHAPES": MAX_SHAPES,
+    "DPP_MAX_TUNNEL_ENDS": MAX_TUNNEL_ENDS,
     "DPP_MAX_CPUS": MAX_CPUS,
     "DPP_MAX_ALT_GROUPS": MAX_ALT_GROUPS,
     "DPP_MAX_ALT_MEMBERS": MAX_ALT_MEMBERS,
@@ -266,8 +268,15 @@ class FlowKey(Structure):
         ("dport", c_uint16),
         ("src", U32x4),
         ("dst", U32x4),
-        ("shape", c_uint32),
+        ("shape", c_uint16),
+        ("tunnel_src", c_uint8),  # GTP-U: the id of its tunnel's source address (dpp_tunnel_ends), 0: none
+        ("tunnel_dst", c_uint8),
     ]
+
+
+class TunnelEnd(Structure):
+    C_NAME = "dpp_tunnel_end"
+    _fields_ = [("family", c_uint8), ("pad", c_uint8 * 3), ("addr", U32x4)]
 
 
 class Rule(Structure):
@@ -305,6 +314,8 @@ class Config(Structure):
         ("default_verdict", c_uint32),
         ("default_alt_group", c_uint32),
         ("meter_window_ns", c_uint64),
+        ("tunnel_ends", c_uint32),  # entries of dpp_tunnel_ends; 0: GTP-U packets look up no address
+        ("reserved", c_uint32),
     ]
 
 
@@ -381,6 +392,7 @@ class Trace(Structure):
 # Structs of dpp_structs.h, which the BPF object's BTF carries.
 ABI_STRUCTS = (
     FlowKey,
+    TunnelEnd,
     Rule,
     Shape,
     ShapeSet,
@@ -506,6 +518,7 @@ MAPS: Mapping[str, MapSpec] = {
     "dpp_rules": MapSpec(HASH, FlowKey, Rule, "DPP_MAX_RULES"),
     "dpp_shapes": MapSpec(ARRAY, c_uint32, ShapeSet, 2),
     "dpp_config": MapSpec(ARRAY, c_uint32, Config, 1),
+    "dpp_tunnel_ends": MapSpec(HASH, TunnelEnd, c_uint32, "DPP_MAX_TUNNEL_ENDS", table=True),
     # A row of flow cache slots per possible CPU in a plain array (core/maps.h).
     "dpp_flows": MapSpec(ARRAY, c_uint32, FlowEntry, "DPP_MAX_FLOWS"),
     "dpp_flow_use": MapSpec(PERCPU_ARRAY, c_uint32, FlowUse, 1, table=True),

@@ -7,7 +7,7 @@ import sys
 import zlib
 from ctypes import Structure, c_uint8
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 from netapp.dataplane.abi import (
     MAX_ALT_MEMBERS,
@@ -32,12 +32,14 @@ class KeyField:
 
     `bit` set: the field is that single bit of the member (a flag), compared for 0 or 1.
     `prefix`: the field is an address whose mask comes from the shape's prefix length.
+    `tunnel`: the field is an address the key holds by its id in dpp_tunnel_ends (TunnelEnds).
     """
 
     member: str
     width: int
     bit: int = 0
     prefix: bool = False
+    tunnel: bool = False
 
     @property
     def full_mask(self) -> int:
@@ -64,7 +66,13 @@ KEY_FIELDS: Mapping[str, KeyField] = {
     "dscp": KeyField("dscp", 6),
     "src": KeyField("src", 128, prefix=True),
     "dst": KeyField("dst", 128, prefix=True),
+    "tunnel_src": KeyField("tunnel_src", 8, tunnel=True),
+    "tunnel_dst": KeyField("tunnel_dst", 8, tunnel=True),
 }
+
+SHAPE_ID_BITS = 16  # struct dpp_flow_key.shape
+# An address -> its id in dpp_tunnel_ends (netapp.dataplane.tunnel_ends), given one if it had none.
+TunnelIds = Callable[[Union[ipaddress.IPv4Address, ipaddress.IPv6Address]], int]
 
 
 def address_words(address: Union[ipaddress.IPv4Address, ipaddress.IPv6Address, bytes]) -> list[int]:
@@ -97,9 +105,13 @@ def shape_id(shape: RuleShape) -> int:
 
     Derived from the mask alone, so a shape keeps its id wherever it sits in the shape set and
     across restarts: a rule key written for a new set can never meet a packet masked by an
-    unrelated shape of the old one. Never 0, which is what a packet's own key holds.
+    unrelated shape of the old one. Never 0, which is what a packet's own key holds. 16 bits (the
+    key's other two bytes hold the tunnel ids): the CRC-32 folded, so that every bit of the mask
+    counts; two shapes of one set with one id are refused when the set is published
+    (netapp.dataplane.plan).
     """
-    return zlib.crc32(bytes(_compared_bits(shape))) or 1
+    crc = zlib.crc32(bytes(_compared_bits(shape)))
+    return ((crc ^ (crc >> SHAPE_ID_BITS)) & ((1 << SHAPE_ID_BITS) - 1)) or 1
 
 
 def _compared_bits(shape: RuleShape) -> FlowKey:
@@ -128,12 +140,18 @@ def shape_to_c(shape: RuleShape, max_priority: int) -> Shape:
     return Shape(mask=shape_mask(shape), max_priority=max_priority)
 
 
-def rule_key(rule: CompiledRule) -> FlowKey:
-    """The masked key a matching packet has, with .shape set."""
+def _no_tunnel_ids(address: Any) -> int:
+    raise ValueError(f"tunnel address {address} needs an id: the rule's key is made by the data plane's writer")
+
+
+def rule_key(rule: CompiledRule, tunnel_ids: TunnelIds = _no_tunnel_ids) -> FlowKey:
+    """The masked key a matching packet has, with .shape set; tunnel addresses by their ids."""
     key = FlowKey()
     for field, value in rule.values.items():
         spec = KEY_FIELDS[field]
-        if spec.prefix:
+        if spec.tunnel:
+            setattr(key, spec.member, tunnel_ids(value))
+        elif spec.prefix:
             setattr(key, spec.member, U32x4(*address_words(value.network_address)))
         elif spec.bit:
             if value:
@@ -159,9 +177,9 @@ def rule_value(rule: CompiledRule, slot: int = 0) -> Rule:
     )
 
 
-def rule_to_c(rule: CompiledRule, slot: int = 0) -> tuple[FlowKey, Rule]:
+def rule_to_c(rule: CompiledRule, slot: int = 0, tunnel_ids: TunnelIds = _no_tunnel_ids) -> tuple[FlowKey, Rule]:
     """A compiled rule as the (key, value) of dpp_rules."""
-    return rule_key(rule), rule_value(rule, slot)
+    return rule_key(rule, tunnel_ids), rule_value(rule, slot)
 
 
 def _mac_bytes(mac: Optional[str]) -> Any:
@@ -214,6 +232,8 @@ def key_from_c(key: FlowKey) -> dict[str, Any]:
         "src": words_address(key.src, family) if has_ip else None,
         "dst": words_address(key.dst, family) if has_ip else None,
         "shape": key.shape,
+        "tunnel_src": key.tunnel_src,
+        "tunnel_dst": key.tunnel_dst,
     }
 
 

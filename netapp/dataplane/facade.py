@@ -40,6 +40,7 @@ from netapp.dataplane.tables import MapOfMaps, PerCpuTable, Table, TableAdapter
 from netapp.intents.compiler import CompiledDocument, compile_document
 from netapp.intents.models import IntentDocument
 from netapp.mec.tunnel_entries import TunnelEntries
+from netapp.dataplane.tunnel_ends import TunnelEnds
 
 # Re-exported: they were defined here before the facade was split by concern.
 __all__ = [
@@ -139,6 +140,7 @@ class Dataplane(RuleWriter, SiteConfig, Counters):
         self._ports_table = Table(adapter, "dpp_ports")
         self._alt_groups_table = Table(adapter, "dpp_alt_groups")
         self.tunnel_entries = TunnelEntries(Table(adapter, "dpp_tunnels"))
+        self.tunnel_ends = TunnelEnds(Table(adapter, "dpp_tunnel_ends"), adapter)
         self._cpus: set[int] = set()
         self._counter_epoch = 0
         self._slot_epochs: dict[int, int] = {}

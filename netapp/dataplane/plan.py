@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import errno
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Optional, Sequence
 
@@ -16,6 +17,7 @@ from netapp.dataplane.binding import (
     struct_bytes,
 )
 from netapp.dataplane.slots import InstalledRule, SlotAllocator
+from netapp.dataplane.tunnel_ends import TunnelEnds
 from netapp.intents.compiler import CompiledRule, CompiledRuleset
 from netapp.intents.index import RuleDelta
 
@@ -56,6 +58,7 @@ class RulePlanner:
     _slot_intents: dict[int, str]
     _intent_keys: dict[str, bytes]
     _published_shapes: list[bytes]
+    tunnel_ends: TunnelEnds
 
     def _release(self, slots: Sequence[int]) -> None:
         for slot in slots:
@@ -65,7 +68,7 @@ class RulePlanner:
         intent_slots, new_slots = self._assign_slots(ruleset)
         desired: dict[bytes, InstalledRule] = {}
         for rule in ruleset.rules:
-            key, value = rule_to_c(rule, intent_slots[rule.intent_id])
+            key, value = rule_to_c(rule, intent_slots[rule.intent_id], self.tunnel_ends.id_of)
             entry = InstalledRule(key, value, rule.intent_id, (rule.police, rule.shared_police), rule.copies)
             desired[entry.key_bytes] = entry
         upserts = [
@@ -126,7 +129,7 @@ class RulePlanner:
         restored: list[int] = []
         try:
             for rule in rules:
-                key = rule_key(rule)
+                key = rule_key(rule, self.tunnel_ends.id_of)
                 current = self._installed.get(struct_bytes(key))
                 self._check_takeover(rule, current, releasing)
                 slot = self._intent_slots.get(rule.intent_id)
@@ -171,7 +174,9 @@ class RulePlanner:
 
     @staticmethod
     def _shapes_to_c(shapes: Sequence[Any], max_priorities: Sequence[int]) -> list[Shape]:
-        return [shape_to_c(shape, top) for shape, top in zip(shapes, max_priorities, strict=True)]
+        converted = [shape_to_c(shape, top) for shape, top in zip(shapes, max_priorities, strict=True)]
+        _check_shape_ids(shapes, converted)
+        return converted
 
     def _shapes_differ(self, shapes: list[Shape]) -> bool:
         return [struct_bytes(shape) for shape in shapes] != self._published_shapes
@@ -188,7 +193,7 @@ class RulePlanner:
                 if rule.intent_id in self._intent_slots:
                     intent_slots[rule.intent_id] = self._intent_slots[rule.intent_id]
                     continue
-                found = adoptable.pop(struct_bytes(rule_to_c(rule)[0]), None)
+                found = adoptable.pop(struct_bytes(rule_key(rule, self.tunnel_ends.id_of)), None)
                 if found is not None:
                     intent_slots[rule.intent_id] = found
                 else:
@@ -207,3 +212,17 @@ class RulePlanner:
         owned = set(self._intent_slots.values())
         found = {entry.rule.slot for entry in self._installed.values() if entry.intent_id is None}
         return sorted((owned | found) - kept)
+
+
+def _check_shape_ids(shapes: Sequence[Any], converted: Sequence[Shape]) -> None:
+    """Two shapes of a set never share an id (16 bits of a digest: netapp.dataplane.convert.shape_id),
+    or a packet masked by one could meet the other's rules; DataplaneError naming both."""
+    seen: dict[int, Any] = {}
+    for shape, c_shape in zip(shapes, converted):
+        other = seen.setdefault(c_shape.mask.shape, shape)
+        if other is not shape:
+            raise DataplaneError(
+                errno.EEXIST, "publish the rule shapes",
+                f"shapes {other.describe()} and {shape.describe()} have one id ({c_shape.mask.shape:#06x})",
+                hint="give one of them another field or prefix length",
+            )

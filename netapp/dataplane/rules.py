@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from netapp.dataplane.facade import Adapter
     from netapp.dataplane.tables import Table
     from netapp.duplicate.groups import CopyGroups
+    from netapp.dataplane.tunnel_ends import TunnelEnds
     from netapp.mec.tunnel_entries import TunnelEntries
     from netapp.qos.rules import RulePolicers
 
@@ -45,6 +46,7 @@ class RuleWriter(RulePlanner):
     _rule_policers: Optional[RulePolicers] = None
     _copy_groups: Optional[CopyGroups] = None
     tunnel_entries: TunnelEntries
+    tunnel_ends: TunnelEnds
 
     def table(self, name: str) -> Table: ...
 
@@ -78,6 +80,8 @@ class RuleWriter(RulePlanner):
             entry = InstalledRule(key, rule, None)
             self._installed[entry.key_bytes] = entry
         self.tunnel_entries.recount(_tunnel_ids(self._installed.values()))
+        self.tunnel_ends.adopt()
+        self.tunnel_ends.recount(_end_ids(self._installed.values()))
         self._slots.reserve_many(entry.rule.slot for entry in self._installed.values())
         shape_set = self._dpp.shapes_get()
         self._published_shapes = [struct_bytes(shape_set.shapes[i]) for i in range(shape_set.count)]
@@ -167,6 +171,7 @@ class RuleWriter(RulePlanner):
                 entry.rule.arg for entry in self._installed.values() if entry.rule.action == Action.DUPLICATE
             )
         self.tunnel_entries.free()
+        self.tunnel_ends.free()
 
     def _touches_duplicates(self, plan: Plan) -> bool:
         """Whether the plan writes, replaces or deletes a DUPLICATE rule (a full plan always may: it
@@ -286,6 +291,7 @@ class RuleWriter(RulePlanner):
         assert plan.desired is not None and plan.intent_slots is not None
         self._installed = dict(plan.desired)
         self.tunnel_entries.recount(_tunnel_ids(self._installed.values()))
+        self.tunnel_ends.recount(_end_ids(self._installed.values()))
         self._intent_slots = plan.intent_slots
         self._slot_intents = {slot: intent for intent, slot in plan.intent_slots.items()}
         self._intent_keys = {entry.intent_id: key for key, entry in plan.desired.items() if entry.intent_id}
@@ -311,12 +317,18 @@ class RuleWriter(RulePlanner):
         self._installed[entry.key_bytes] = entry
         if entry.rule.action == Action.TUNNEL:
             self.tunnel_entries.hold(entry.rule.arg)
+        for end_id in _end_ids([entry]):
+            self.tunnel_ends.hold(end_id)
 
     def _uninstall(self, key: bytes) -> None:
         """The entry at `key` out of the shadow; its tunnel entry no longer counted."""
         entry = self._installed.pop(key, None)
-        if entry is not None and entry.rule.action == Action.TUNNEL:
+        if entry is None:
+            return
+        if entry.rule.action == Action.TUNNEL:
             self.tunnel_entries.drop(entry.rule.arg)
+        for end_id in _end_ids([entry]):
+            self.tunnel_ends.drop(end_id)
 
     def intent_of_slot(self, slot: int) -> Optional[str]:
         return self._slot_intents.get(slot)
@@ -347,3 +359,8 @@ class RuleWriter(RulePlanner):
 def _tunnel_ids(entries: Iterable[InstalledRule]) -> list[int]:
     """The dpp_tunnels entry each TUNNEL rule names (its arg), once per rule."""
     return [entry.rule.arg for entry in entries if entry.rule.action == Action.TUNNEL]
+
+
+def _end_ids(entries: Iterable[InstalledRule]) -> list[int]:
+    """The dpp_tunnel_ends ids the rules' keys hold (0: none), once per key and field."""
+    return [end_id for entry in entries for end_id in (entry.key.tunnel_src, entry.key.tunnel_dst) if end_id]

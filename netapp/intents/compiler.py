@@ -59,8 +59,12 @@ KEY_FIELD_NAMES = (
     "dscp",
     "src",
     "dst",
+    "tunnel_src",
+    "tunnel_dst",
 )
 PREFIX_FIELDS = frozenset({"src", "dst"})
+# Addresses the data plane compares by a small id it gives each (dpp_tunnel_ends), never by bits.
+TUNNEL_FIELDS = frozenset({"tunnel_src", "tunnel_dst"})
 
 
 def _redirect_argument(intent: Intent, interfaces: Mapping[str, int]) -> RuleArgument:
@@ -315,7 +319,8 @@ def match_values(
     _copy_present(match, values, ("vlan", "overlay", "vni", "teid", "qfi", "src_port", "dst_port", "dscp"))
     if match.vni is not None:
         values["has_vni"] = 1
-    if match.teid is not None or match.qfi is not None:
+    _copy_present(match, values, ("tunnel_src", "tunnel_dst"))
+    if match.teid is not None or match.qfi is not None or values.keys() & TUNNEL_FIELDS:
         values["gtp"] = 1
     if match.qfi is not None:
         values["gtp_qfi"] = 1

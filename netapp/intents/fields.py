@@ -117,6 +117,28 @@ Address = Annotated[
     ),
 ]
 
+def _parse_tunnel_address(value: Any) -> Any:
+    """A tunnel endpoint's address: one host, as the data plane looks addresses up exactly."""
+    if isinstance(value, str) and "/" in value:
+        raise ValueError(
+            f"{value!r} is a prefix: tunnel endpoints are matched exactly, give one IPv4 or IPv6 address"
+        )
+    return _parse_address(value)
+
+
+TunnelAddress = Annotated[
+    Union[IPv4Address, IPv6Address],
+    BeforeValidator(_parse_tunnel_address),
+    PlainSerializer(str, return_type=str, when_used="json"),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "description": "IPv4 or IPv6 address of a GTP-U tunnel's endpoint (one host, not a prefix)",
+            "examples": ["198.51.100.7", "2001:db8::7"],
+        }
+    ),
+]
+
 MacAddress = Annotated[
     str,
     StringConstraints(pattern=r"^[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5}$"),

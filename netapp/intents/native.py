@@ -20,6 +20,7 @@ from pydantic import (
 from netapp.intents.errors import FieldError
 from netapp.intents.fields import (
     Address,
+    TunnelAddress,
     DEFAULT_PRIORITY,
     MAX_U24,
     PORT_PROTOCOLS,
@@ -59,6 +60,16 @@ def check_one_family(src: Optional[IPv4Network | IPv6Network], dst: Optional[IPv
         raise FieldError("dst", f"dst is IPv{dst.version} but src is IPv{src.version}")
 
 
+def without_nulls(data: Any, names: tuple[str, ...]) -> Any:
+    """Serialized model data without the members of `names` that are null: fields added later read as
+    the model did before them."""
+    if isinstance(data, dict):
+        for name in names:
+            if data.get(name) is None:
+                data.pop(name, None)
+    return data
+
+
 class Match(BaseModel):
     """Which packets an intent is about. Every field is optional; an empty match is a catch-all."""
 
@@ -78,6 +89,19 @@ class Match(BaseModel):
     src_port: Optional[Port] = Field(None, description="L4 source port; needs protocol tcp, udp or sctp")
     dst_port: Optional[Port] = Field(None, description="L4 destination port; needs protocol tcp, udp or sctp")
     dscp: Optional[Dscp] = Field(None, description="DSCP of the innermost IP header")
+    tunnel_src: Optional[TunnelAddress] = Field(
+        None,
+        description="GTP-U only: source address of the IP header carrying the GTP-U header (exact; "
+        "inside VXLAN, GENEVE or GRE the inner header's); a packet without GTP-U never matches",
+    )
+    tunnel_dst: Optional[TunnelAddress] = Field(
+        None, description="GTP-U only: destination address of the IP header carrying the GTP-U header (exact)"
+    )
+
+    @model_serializer(mode="wrap")
+    def _without_unset_tunnel(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """A match without tunnel addresses reads as it did before they existed (no null)."""
+        return without_nulls(handler(self), ("tunnel_src", "tunnel_dst"))
 
     @model_validator(mode="after")
     def _check_dependencies(self) -> "Match":
@@ -144,12 +168,7 @@ class ActionOptions(BaseModel):
     @model_serializer(mode="wrap")
     def _without_unset_options(self, handler: SerializerFunctionWrapHandler) -> Any:
         """An action without an option reads as it did before the option existed (no null)."""
-        data = handler(self)
-        if isinstance(data, dict):
-            for name in ("police", "protect"):
-                if data.get(name) is None:
-                    data.pop(name, None)
-        return data
+        return without_nulls(handler(self), ("police", "protect"))
 
 
 Policed = ActionOptions  # the name it had when police was its one option

@@ -102,15 +102,16 @@ _MATCH_TO_FILTER = {
     "dst_port": "dstPort",
     "protocol": "protocol",
     "dscp": "dSCP",
+    "tunnel_src": "srcTunnelAddress",
+    "tunnel_dst": "tgtTunnelAddress",
 }
 _UNMATCHED = {
     "token": "token-based rules are not matched: the classifier sees packet headers only",
-    "srcTunnelAddress": "the classifier matches a GTP-U packet's TEID and inner headers, not its tunnel's addresses",
-    "tgtTunnelAddress": "the classifier matches a GTP-U packet's TEID and inner headers, not its tunnel's addresses",
-    "srcTunnelPort": "the classifier matches a GTP-U packet's TEID and inner headers, not its tunnel's ports",
-    "dstTunnelPort": "the classifier matches a GTP-U packet's TEID and inner headers, not its tunnel's ports",
+    "srcTunnelPort": "the classifier matches a GTP-U tunnel's addresses, not its source port (any port may send "
+    "GTP-U): match srcTunnelAddress",
     "qCI": "QCI is a 4G bearer class the packets do not carry; the classifier matches the 5G QFI",
 }
+GTPU_PORT = 2152  # the data plane recognises GTP-U on this UDP destination port only
 _DUPLICATES = (RuleAction.DUPLICATE_DECAPSULATED.value, RuleAction.DUPLICATE_ENCAPSULATED.value)
 DUPLICATE_COPIES = 2  # MEC 011: "two values shall be provided"
 MAX_GRE_KEY = (1 << 32) - 1
@@ -178,6 +179,11 @@ def _match(flt: TrafficFilter) -> Match:
         value = _single(flt, member)
         if value is not None:
             fields[name] = parse_port(value, f"{FILTER}.{member}[0]")
+    for member, name in (("srcTunnelAddress", "tunnel_src"), ("tgtTunnelAddress", "tunnel_dst")):
+        value = _single(flt, member)
+        if value is not None:
+            fields[name] = parse_tunnel_address(value, f"{FILTER}.{member}[0]")
+    _dst_tunnel_port(flt, fields)
     protocol = _single(flt, "protocol")
     if protocol is not None:
         fields["protocol"] = parse_protocol(protocol, f"{FILTER}.protocol[0]")
@@ -212,6 +218,34 @@ def parse_address(text: str, field: str) -> str:
         return str(ipaddress.ip_network(text.strip(), strict=False))
     except ValueError:
         raise IntentError.at(field, f"{text!r} is not an IPv4 or IPv6 address or prefix") from None
+
+
+def parse_tunnel_address(text: str, field: str) -> str:
+    """An ETSI tunnel address member as a match tunnel address (one host); IntentError at `field`."""
+    value = text.strip()
+    if "-" in value or "/" in value:
+        raise IntentError.at(
+            field, f"{text!r}: tunnel endpoints are matched exactly, give one address (no prefix or range)"
+        )
+    try:
+        return str(ipaddress.ip_address(value))
+    except ValueError:
+        raise IntentError.at(field, f"{text!r} is not an IPv4 or IPv6 address") from None
+
+
+def _dst_tunnel_port(flt: TrafficFilter, fields: dict[str, Any]) -> None:
+    """dstTunnelPort: GTP-U's port, which every GTP-U packet the classifier sees is sent to, so it
+    narrows nothing more than a tunnel address does; another port would never match."""
+    value = _single(flt, "dstTunnelPort")
+    if value is None:
+        return
+    field = f"{FILTER}.dstTunnelPort[0]"
+    if parse_port(value, field) != GTPU_PORT:
+        raise IntentError.at(field, f"{value!r}: the data plane recognises GTP-U on UDP port {GTPU_PORT} only")
+    if "tunnel_src" not in fields and "tunnel_dst" not in fields:
+        raise IntentError.at(
+            field, f"dstTunnelPort {GTPU_PORT} alone is every GTP-U packet: give srcTunnelAddress or tgtTunnelAddress"
+        )
 
 
 def parse_port(text: str, field: str) -> int:
@@ -290,7 +324,14 @@ def _both_directions(match: Match, rule: TrafficRule) -> list[Match]:
             "classifier acts per direction: use PACKET (and a rule for the reverse direction if it needs one)",
         )
     reverse = match.model_copy(
-        update={"src": match.dst, "dst": match.src, "src_port": match.dst_port, "dst_port": match.src_port}
+        update={
+            "src": match.dst,
+            "dst": match.src,
+            "src_port": match.dst_port,
+            "dst_port": match.src_port,
+            "tunnel_src": match.tunnel_dst,
+            "tunnel_dst": match.tunnel_src,
+        }
     )
     return [match] if reverse == match else [match, reverse]
 

@@ -101,12 +101,12 @@ def test_one_bad_rule_applies_nothing_and_is_named(mec_site):
     admin = mec_site.client("admin")
     document = appd_document(appDId="bad")
     document["appTrafficRule"].append(copy.deepcopy(document["appTrafficRule"][0]) | {
-        "trafficRuleId": "tunnel", "trafficFilter": [{"dstAddress": ["198.51.100.10"], "srcTunnelAddress": ["192.0.2.1"]}]})
+        "trafficRuleId": "tunnel", "trafficFilter": [{"dstAddress": ["198.51.100.10"], "srcTunnelPort": ["2152"]}]})
     before = held(mec_site, TENANT)
 
     problem = assert_problem(apply(admin, "bad-app", document, tenant=TENANT), 400)
 
-    assert invalid_param(problem)["name"] == "appTrafficRule[1].trafficFilter[0].srcTunnelAddress"
+    assert invalid_param(problem)["name"] == "appTrafficRule[1].trafficFilter[0].srcTunnelPort"
     assert held(mec_site, TENANT) == before
     assert_problem(admin.get(f"{APPLICATIONS}/bad-app"), 404)
 

@@ -35,13 +35,13 @@ def test_a_declaration_with_a_rule_the_data_plane_cannot_do_installs_nothing(mec
     admin = mec_site.client("admin")
     body = {"appInstanceId": "app-2", "tenant": TENANT, "trafficRules": [
         traffic_rule("ok", trafficFilter=[{"protocol": ["udp"], "dstPort": ["7000"]}]),
-        traffic_rule("gtp", trafficFilter=[{"srcTunnelAddress": ["198.51.100.1"]}]),
+        traffic_rule("gtp", trafficFilter=[{"srcTunnelPort": ["2152"]}]),
     ]}
     intents_before = admin.get("/api/v1/intents", params={"tenant": TENANT}).json()["total"]
 
     problem = assert_problem(admin.post(APPLICATIONS, json=body), 400)
 
-    assert invalid_param(problem)["name"] == "trafficRules[1].trafficFilter[0].srcTunnelAddress"
+    assert invalid_param(problem)["name"] == "trafficRules[1].trafficFilter[0].srcTunnelPort"
     assert admin.get("/api/v1/intents", params={"tenant": TENANT}).json()["total"] == intents_before
     assert_problem(admin.get(f"{APPLICATIONS}/app-2"), 404)
 

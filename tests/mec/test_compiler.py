@@ -121,6 +121,21 @@ def test_a_flow_rule_also_matches_the_reverse_direction():
     assert forward.id != reverse.id
 
 
+def test_tunnel_filter_members_become_the_match_of_a_gtpu_tunnels_addresses():
+    tunnelled = rule(trafficFilter=[{"srcTunnelAddress": [" 192.0.2.1"], "tgtTunnelAddress": ["2001:db8::7"],
+                                     "dstTunnelPort": ["2152"]}])
+    (intent,) = rule_intents(APP, tunnelled, INTERFACES)
+    assert (str(intent.match.tunnel_src), str(intent.match.tunnel_dst)) == ("192.0.2.1", "2001:db8::7")
+    assert intent.match.src is None and intent.match.teid is None
+
+
+def test_a_flow_rule_on_a_tunnel_also_matches_the_tunnel_of_the_reverse_direction():
+    flow = rule(filterType="FLOW", trafficFilter=[{"srcTunnelAddress": ["192.0.2.1"], "tgtTunnelAddress": ["192.0.2.2"]}])
+    forward, reverse = rule_intents(APP, flow, INTERFACES)
+    assert (str(reverse.match.tunnel_src), str(reverse.match.tunnel_dst)) == ("192.0.2.2", "192.0.2.1")
+    assert (forward.match.tunnel_src, forward.match.tunnel_dst) == (reverse.match.tunnel_dst, reverse.match.tunnel_src)
+
+
 def test_a_symmetric_flow_rule_is_one_intent():
     flow = rule(filterType="FLOW", trafficFilter=[{"protocol": ["icmp"]}])
     assert len(rule_intents(APP, flow, INTERFACES)) == 1
@@ -185,8 +200,8 @@ def test_dscp_with_an_ipv4_address_and_tc_with_an_ipv6_one():
                                                                            "srcMacAddress": "02:00:00:00:00:ff"}]},
          "dstInterface[1].srcMacAddress", "not the MAC of an interface"),
         ({"action": "DUPLICATE_DECAPSULATED", "dstInterface": COPIES,
-          "trafficFilter": [{"srcTunnelAddress": ["198.51.100.1"]}]}, "trafficFilter[0].srcTunnelAddress",
-         "not its tunnel's addresses"),
+          "trafficFilter": [{"srcTunnelPort": ["2152"]}]}, "trafficFilter[0].srcTunnelPort",
+         "not its source port"),
         ({"action": "FORWARD_DECAPSULATED", "dstInterface": COPIES}, "dstInterface", "one value"),
         ({"action": "FORWARD_DECAPSULATED", "dstInterface": {"interfaceType": "MAC",
                                                              "srcMacAddress": "02:00:00:00:00:ff"}},
@@ -212,8 +227,19 @@ def test_dscp_with_an_ipv4_address_and_tc_with_an_ipv6_one():
         ({"trafficFilter": [{"dstPort": ["80"]}]}, "trafficFilter[0].dstPort", "needs protocol"),
         ({"trafficFilter": [{"srcAddress": ["10.0.0.0/8"], "dstAddress": ["2001:db8::/32"]}]},
          "trafficFilter[0].dstAddress", "IPv6"),
-        ({"trafficFilter": [{"tgtTunnelAddress": ["198.51.100.1"]}]}, "trafficFilter[0].tgtTunnelAddress", "TEID"),
-        ({"trafficFilter": [{"dstTunnelPort": ["2152"]}]}, "trafficFilter[0].dstTunnelPort", "TEID"),
+        ({"trafficFilter": [{"tgtTunnelAddress": ["198.51.100.0/24"]}]}, "trafficFilter[0].tgtTunnelAddress[0]",
+         "matched exactly"),
+        ({"trafficFilter": [{"srcTunnelAddress": ["192.0.2.1-192.0.2.9"]}]}, "trafficFilter[0].srcTunnelAddress[0]",
+         "no prefix or range"),
+        ({"trafficFilter": [{"srcTunnelAddress": ["gnb.example"]}]}, "trafficFilter[0].srcTunnelAddress[0]",
+         "not an IPv4 or IPv6 address"),
+        ({"trafficFilter": [{"srcTunnelAddress": ["192.0.2.1", "192.0.2.2"]}]}, "trafficFilter[0].srcTunnelAddress",
+         "one value per field"),
+        ({"trafficFilter": [{"dstTunnelPort": ["2152"]}]}, "trafficFilter[0].dstTunnelPort[0]",
+         "give srcTunnelAddress or tgtTunnelAddress"),
+        ({"trafficFilter": [{"tgtTunnelAddress": ["198.51.100.1"], "dstTunnelPort": ["4789"]}]},
+         "trafficFilter[0].dstTunnelPort[0]", "port 2152 only"),
+        ({"trafficFilter": [{"srcTunnelPort": ["2152"]}]}, "trafficFilter[0].srcTunnelPort", "srcTunnelAddress"),
         ({"trafficFilter": [{"token": ["abc"]}]}, "trafficFilter[0].token", "token"),
         ({"trafficFilter": [{"qCI": 9}]}, "trafficFilter[0].qCI", "QFI"),
         ({"trafficFilter": [{"dSCP": 46}]}, "trafficFilter[0].dSCP", "IPv4 srcAddress"),

@@ -7,6 +7,9 @@ the RAN side (VXLAN / GTP-U / UE packet, netapp.testbed.scenario) counted where 
 - A MEC 011 PACKET rule on one UE's flow (the GTP-U packet's inner headers), PASSTHROUGH to the
   MAC of the node's `alt` interface, sends that flow's frames to the alternative node and leaves
   another UE's flow on the node; INACTIVE gives the flow back to the node.
+- A MEC 011 PACKET rule on a GTP-U tunnel's source address (srcTunnelAddress, the IP header inside
+  VXLAN that carries GTP-U) does the same to every frame of that gNB's tunnel, and leaves GTP-U from
+  another gNB on the node.
 - A MEC 015 bandwidth allocation on one UE's uplink limits what of its flow the node delivers to
   the allocation's rate (and burst), offered at twice the rate, while another flow is untouched.
 
@@ -22,6 +25,9 @@ from typing import Callable, Iterator
 
 import httpx
 import pytest
+from scapy.layers.inet import IP, UDP
+from scapy.layers.l2 import Ether
+from scapy.layers.vxlan import VXLAN
 
 from netapp.api.auth import write_tokens_file
 from netapp.api.main import create_app
@@ -221,3 +227,64 @@ def test_a_bandwidth_allocation_limits_what_the_node_delivers_of_the_ues_flow_to
     # The allocation passes its rate: half of what was offered (somewhat less when the sender stalled
     # longer than the burst covers), not a trickle.
     assert received[MOVED.index] >= 0.4 * sent, (received, sent)
+
+
+# GTP-U tunnels: the scenario's gNB (the IP header inside VXLAN that carries GTP-U) and another one.
+TUNNEL_RULE = f"/mec_app_support/v1/applications/{APP}/traffic_rules/gnb-to-alt"
+OTHER_GNB = "172.16.0.99"
+
+
+def tunnel_rule(state: str) -> dict:
+    """Every GTP-U packet from the scenario's gNB out of the node's alt interface (MEC 011's tunnel
+    filter: "used for GTP tunnel based traffic rule")."""
+    return traffic_rule(
+        "gnb-to-alt", state=state, action="PASSTHROUGH",
+        trafficFilter=[{"srcTunnelAddress": [scenario.INNER_SRC_IP], "dstTunnelPort": ["2152"]}],
+        dstInterface={"interfaceType": "MAC", "srcMacAddress": node_mac(EdgeSite.alt.mac)},
+    )  # fmt: skip
+
+
+def from_gnb(frame: bytes, gnb: str) -> bytes:
+    """The frame with its GTP-U tunnel sent from `gnb` (checksums computed again)."""
+    packet = Ether(frame)
+    tunnel = packet[VXLAN][IP]
+    tunnel.src = gnb
+    del tunnel.chksum, tunnel[UDP].chksum
+    return bytes(packet)
+
+
+@pytest.fixture
+def tunnel_node(tmp_path: Path) -> Iterator[Node]:
+    with serving_node(tmp_path, {TENANT: TenantSpec(site=True)}, [tunnel_rule("INACTIVE")]) as serving:
+        yield serving
+
+
+def test_a_tunnel_filter_moves_the_gtpu_of_one_gnb_to_the_alternative_node_and_inactive_gives_it_back(tunnel_node):
+    node, site = tunnel_node, tunnel_node.site
+    # MOVED's frames come through the named gNB's tunnel, KEPT's through another gNB's: the rule names
+    # no UE, TEID or inner header, so only the tunnel's source tells them apart.
+    frames = [node.frame(MOVED), from_gnb(node.frame(KEPT), OTHER_GNB)]
+
+    def send() -> None:
+        sender = Sender(site.ns("ran"), site.ran0.ifname)
+        try:
+            sender.send(frames, rounds=FRAMES)
+        finally:
+            sender.close()
+
+    response = node.api.put(TUNNEL_RULE, json=tunnel_rule("ACTIVE"))
+    assert response.status_code == 200, response.text
+    with Capture(site.ns("alt"), site.alt0.ifname, cpus=1) as alt_rx, \
+            Capture(site.ns("node"), site.n3.ifname, cpus=1) as node_rx:
+        send()
+        at_alt = wait_for_flows(alt_rx, {MOVED.index: FRAMES, KEPT.index: 0})
+        at_node = wait_for_flows(node_rx, {MOVED.index: 0, KEPT.index: FRAMES})
+    assert at_alt == {MOVED.index: FRAMES, KEPT.index: 0}
+    assert at_node == {MOVED.index: 0, KEPT.index: FRAMES}
+
+    response = node.api.put(TUNNEL_RULE, json=tunnel_rule("INACTIVE"))
+    assert response.status_code == 200, response.text
+    with Capture(site.ns("node"), site.n3.ifname, cpus=1) as node_rx:
+        send()
+        at_node = wait_for_flows(node_rx, {MOVED.index: FRAMES, KEPT.index: FRAMES})
+    assert at_node == {MOVED.index: FRAMES, KEPT.index: FRAMES}

@@ -24,11 +24,12 @@ _Static_assert((DPP_MAX_FLOWS & (DPP_MAX_FLOWS - 1)) == 0, "DPP_MAX_FLOWS must b
  * about 6 ns more, so even one shape gains from it once over 30% of packets hit. */
 #define DPP_CACHE_MIN_SHAPES 1
 
-/* The flow cache reads a packet's key as 64-bit lanes, and .shape (0 in a packet's key) alone. */
+/* The flow cache reads a packet's key as 64-bit lanes, and its last word (.shape, 0 in a packet's
+ * key, and the tunnel ids) alone. */
 #define KEY_LANES ((KEY_WORDS - 1) / 2)
 #define FLOW_HASH_MUL 0x9e3779b97f4a7c15ULL /* 2^64 / golden ratio, odd */
 
-_Static_assert(KEY_WORDS == 2 * KEY_LANES + 1, "the lanes cover every word of the key but .shape");
+_Static_assert(KEY_WORDS == 2 * KEY_LANES + 1, "the lanes cover every word of the key but the last");
 _Static_assert(__builtin_offsetof(struct dpp_flow_key, shape) == 8 * KEY_LANES,
 	       ".shape is the key's last word");
 /* Lanes are loaded whole, which needs 8-byte alignment (the verifier refuses misaligned stack
@@ -83,7 +84,8 @@ static __always_inline struct dpp_rule *search_shapes(const struct dpp_flow_key 
  * on where a value sits (a plain xor fold would, for one, give a flow and its reverse the same
  * slot). The slot is taken from the high half of the last product, whose bits depend on every bit
  * of every lane, so sequential UE addresses, ports or TEIDs, the usual way flows differ, spread over
- * all slots. It is not a keyed hash: someone who
+ * all slots (flows that differ only in their tunnel ids share a slot: the last word is not hashed,
+ * but compared). It is not a keyed hash: someone who
  * knows it can make flows collide, but a collision only costs a search (the full key is compared),
  * so the worst case is the uncached pipeline, never a wrong rule. */
 static __always_inline __u32 flow_slot(const struct dpp_flow_key *key)
@@ -102,7 +104,7 @@ static __always_inline __u32 flow_slot(const struct dpp_flow_key *key)
 static __always_inline bool key_equal(const struct dpp_flow_key *a, const struct dpp_flow_key *b)
 {
 	const __u64 *x = (const __u64 *)a, *y = (const __u64 *)b;
-	__u64 diff = a->shape ^ b->shape;
+	__u64 diff = dpp_key_tail(a) ^ dpp_key_tail(b);
 	int i;
 
 #pragma unroll

@@ -37,6 +37,15 @@ struct {
 	__type(value, __u64);
 } dpp_filters SEC(".maps");
 
+/* tunnel endpoint address a rule names -> its id (__u8 in a __u32), which a GTP-U packet's key
+ * carries (core/ends.h); written by the control plane, looked up only while dpp_config.tunnel_ends */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, DPP_MAX_TUNNEL_ENDS);
+	__type(key, struct dpp_tunnel_end);
+	__type(value, __u32);
+} dpp_tunnel_ends SEC(".maps");
+
 /* 0 -> runtime configuration */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

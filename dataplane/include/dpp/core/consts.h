@@ -15,6 +15,8 @@
 #ifndef DPP_MAX_SHAPES
 #define DPP_MAX_SHAPES 16
 #endif
+/* Tunnel endpoint addresses rules may name at once (dpp_tunnel_ends): ids 1..255 fit a key's byte. */
+#define DPP_MAX_TUNNEL_ENDS 255
 
 /* Flow cache use (struct dpp_flow_use): the window, the hit rate below which probing stops, and
  * the share of packets that still probe while it is stopped. Powers of two where they mask. */

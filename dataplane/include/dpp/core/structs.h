@@ -27,7 +27,19 @@ struct dpp_flow_key {
 	__u16 dport;
 	__u32 src[4];
 	__u32 dst[4];
-	__u32 shape; /* id of the rule's shape (a shape's mask holds its id here); 0 in a packet's key */
+	__u16 shape;	  /* id of the rule's shape (a shape's mask holds its id here); 0 in a packet's key */
+	__u8 tunnel_src;  /* GTP-U: the id of the address the tunnel's IP header comes from, 0: none */
+	__u8 tunnel_dst;  /* GTP-U: the id of the address it goes to, 0: none (dpp_tunnel_ends) */
+};
+
+/* Key of dpp_tunnel_ends: a tunnel endpoint address that some rule names (MEC 011's srcTunnelAddress,
+ * tgtTunnelAddress). The map holds only those; its value is the address's id (1..DPP_MAX_TUNNEL_ENDS),
+ * which a GTP-U packet's key carries in .tunnel_src / .tunnel_dst. Ids are small so that the key keeps
+ * its 60 bytes: they take the two bytes .shape gave up. */
+struct dpp_tunnel_end {
+	__u8 family; /* 4 or 6 */
+	__u8 pad[3];
+	__u32 addr[4]; /* network order, IPv4 in addr[0] */
 };
 
 /* Value of dpp_rules: what to do with a packet whose masked key matched. 16 bytes, so that in the
@@ -74,6 +86,8 @@ struct dpp_config {
 	__u32 default_verdict;	 /* enum dpp_verdict for malformed packets and fallbacks */
 	__u32 default_alt_group; /* alternative group for overflow when the rule names none (DPP_NONE) */
 	__u64 meter_window_ns;	 /* length of the per-CPU rate meter window */
+	__u32 tunnel_ends;	 /* entries of dpp_tunnel_ends: 0, and GTP-U packets look up no address */
+	__u32 reserved;
 };
 
 /* Value of every counter map (per CPU; userspace sums the slots). */
