@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from bench.harness import Harness, add_block_arguments, build_harness, write_results
-from bench.qos.run import CASES, PoliceBench
+from bench.qos.run import CASES, PoliceBench, case_chunk
 
 DEFAULT_OUT = Path("bench/results/qos.json")
 
@@ -34,7 +34,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             bench = PoliceBench(harness, policers, args.before)
             try:
                 for (clock, algo, decision), policer in CASES.items():
-                    bench.configure(policer)
+                    bench.configure(policer, case_chunk(clock))
                     timing = bench.time(clock, decision, args.runs, args.repeat, rng)
                     row = {
                         "policers": policers,

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from bench.harness import BUILD_DIR, DATAPLANE, Harness, Walk, dataplane_bpf_cflags, interleaved_medians
 from bench.libbpf import BpfObject, map_update
-from netapp.qos.abi import Algo, Clock, Policer
+from netapp.dataplane.handle import possible_cpus
+from netapp.qos.abi import CHUNK_MAX, Algo, Clock, Policer, PolicerStats
 from netapp.qos.model import gcra_interval
 
 SOURCE = DATAPLANE / "bpf" / "xdp_police.bpf.c"
@@ -30,9 +31,12 @@ RESERVED_AT = 18  # its reserved word: the walk's second field, left 0
 # it); passing: a bucket or window of 2^30 bytes, 16.7 million frames, more than a case's runs.
 # Dropping, either clock: a bucket of 1 byte, or a window that lets 0.001 bytes through. "coarse":
 # the kernel's cases with the policer on the coarse clock (bpf_ktime_get_coarse_ns), the frame's
-# time 0 as "kernel"'s.
+# time 0 as "kernel"'s. "credit": the coarse cases of the bucket algorithms passing, each CPU's
+# credit carved in chunks of CHUNK_MAX (police.h, "The CPUs' credit"; what netapp/qos/applier.py
+# writes for this bucket): one repetition in 16,384 carves, the others pass on the credit.
 GIVEN_NS = 10**12
 CLOCKS = ("kernel", "coarse", "given")
+CREDIT_CHUNK = CHUNK_MAX
 
 
 def bucket(rate: int, burst: int, algo: Algo) -> Policer:
@@ -82,6 +86,12 @@ CASES = {
     for algo in DROPPING
     for decision in ("pass", "drop")
 }
+CASES.update({("credit", algo, "pass"): case_policer("coarse", algo, "pass") for algo in (Algo.TOKEN_BUCKET, Algo.GCRA)})
+
+
+def case_chunk(clock: str) -> int:
+    """The chunk each CPU's slot is written with for a case (0: no credit)."""
+    return CREDIT_CHUNK if clock == "credit" else 0
 
 
 def build(policers: int, build_dir: Path = BUILD_DIR, dataplane: Path = DATAPLANE) -> Path:
@@ -101,12 +111,19 @@ def knows_gcra(dataplane: Path) -> bool:
     return "DPP_POLICE_ALGO_GCRA" in (dataplane / "include" / "dpp" / "nf" / "qos.h").read_text()
 
 
-def before_value(policer: Policer, gcra: bool) -> Policer:
+def knows_clock(dataplane: Path) -> bool:
+    """Whether another tree's data plane has the coarse clock (struct dpp_policer.clock)."""
+    return "DPP_POLICE_CLOCK_COARSE" in (dataplane / "include" / "dpp" / "nf" / "qos.h").read_text()
+
+
+def before_value(policer: Policer, gcra: bool, clock: bool = False) -> Policer:
     """What another build runs for `policer`: in a build from before GCRA (`gcra` false), GCRA's rate
     and burst as its token bucket (the algorithm the lock-free one replaces); the others as they are.
-    A build from before the clock's choice has a reserved byte where the clock is: 0, precise."""
+    A build from before the clock's choice (`clock` false) has a reserved byte where the clock is: 0,
+    precise. No build before has the CPUs' credit: its counters' slots stay as they are."""
     value = Policer.from_buffer_copy(bytes(policer))
-    value.clock = Clock.PRECISE
+    if not clock:
+        value.clock = Clock.PRECISE
     if value.algo == Algo.GCRA and not gcra:
         value.algo, value.interval = Algo.TOKEN_BUCKET, 0
     return value
@@ -142,8 +159,10 @@ class PoliceBench:
         self.police_fd = self.obj.program_fd("xdp_police")
         self.skip_fd = self.obj.program_fd("xdp_police_skip")
         self._policers_fd = self.obj.map_fd("dpp_policers")
+        self._stats_fd = self.obj.map_fd("dpp_policer_stats")
         self.before = BpfObject(build(policers, dataplane=before)) if before else None
         self.before_gcra = knows_gcra(before) if before else False
+        self.before_clock = knows_clock(before) if before else False
 
     def close(self) -> None:
         self.harness.release_target()
@@ -151,12 +170,16 @@ class PoliceBench:
         if self.before:
             self.before.close()
 
-    def configure(self, policer: Policer) -> None:
-        """Every policer 1..N as `policer`, its state zeroed (in the --before build's map too)."""
+    def configure(self, policer: Policer, chunk: int = 0) -> None:
+        """Every policer 1..N as `policer`, its state zeroed (in the --before build's map too), each
+        CPU's slot with `chunk` (this build's)."""
+        shares = (PolicerStats * possible_cpus())(*[PolicerStats(chunk=chunk)] * possible_cpus())
         for policer_id in range(1, self.policers + 1):
             map_update(self._policers_fd, c_uint32(policer_id), policer)
+            map_update(self._stats_fd, c_uint32(policer_id), shares)
         if self.before:
-            before_fd, value = self.before.map_fd("dpp_policers"), before_value(policer, self.before_gcra)
+            before_fd = self.before.map_fd("dpp_policers")
+            value = before_value(policer, self.before_gcra, self.before_clock)
             for policer_id in range(1, self.policers + 1):
                 map_update(before_fd, c_uint32(policer_id), value)
 

@@ -22,6 +22,7 @@ WINDOW_SHIFT_MIN = 10  # a window of 2**shift ns
 WINDOW_SHIFT_MAX = 32
 WINDOW_BYTES_MAX = 1 << 30  # the most a window lets through
 DEPTH = 2  # a policer and its parent: a parent's parent is refused
+CHUNK_MAX = 1 << 20  # the most a CPU carves at a time for its credit, bytes
 GCRA_TAT_SHIFT = 6  # GCRA's arrival time in 2**-6 ns
 GCRA_INTERVAL_SHIFT = 20  # a byte's time in 2**-(6 + 20) ns
 REASON_BASE_QOS = 96
@@ -36,6 +37,7 @@ CONSTANTS = {
     "DPP_POLICE_WINDOW_SHIFT_MAX": WINDOW_SHIFT_MAX,
     "DPP_POLICE_WINDOW_BYTES_MAX": WINDOW_BYTES_MAX,
     "DPP_POLICE_DEPTH": DEPTH,
+    "DPP_POLICE_CHUNK_MAX": CHUNK_MAX,
     "DPP_POLICE_GCRA_TAT_SHIFT": GCRA_TAT_SHIFT,
     "DPP_POLICE_GCRA_INTERVAL_SHIFT": GCRA_INTERVAL_SHIFT,
     "DPP_REASON_BASE_QOS": REASON_BASE_QOS,
@@ -91,7 +93,13 @@ class PolicerStats(Structure):
         ("passed_bytes", c_uint64),
         ("dropped_packets", c_uint64),
         ("dropped_bytes", c_uint64),
+        ("credit", c_uint32),  # bytes this CPU may still pass on its own (token bucket, GCRA)
+        ("chunk", c_uint32),  # bytes it carves at a time from the bucket; 0: none
     ]
+
+
+# PolicerStats' counters (the rest is the CPU's credit and its chunk)
+COUNTERS = ("passed_packets", "passed_bytes", "dropped_packets", "dropped_bytes")
 
 
 class RulePolice(Structure):

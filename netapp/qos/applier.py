@@ -11,7 +11,12 @@ The clock a policer decides on is chosen here, where the machine is known (`cloc
 one (bpf_ktime_get_coarse_ns, cheaper, stepped by the kernel's tick) where police.h's bounds for it
 hold, the precise one elsewhere, and coarse only when every policer deciding on its reading is too
 (a chain's parent, a rule's slice policer), which a rewrite of those keeps true; the API shows the
-choice (netapp.qos.views)."""
+choice (netapp.qos.views).
+
+A token bucket's or GCRA's CPUs carve their credit out of its bucket a chunk at a time (`chunk_for`,
+police.h "The CPUs' credit"): the chunk is written into each CPU's counters' slot with the policer,
+and the policer's burst less what the CPUs' chunks may hold, so that together they keep the burst
+asked (the API shows that one: netapp.qos.views)."""
 
 from __future__ import annotations
 
@@ -20,8 +25,10 @@ import time
 from typing import Callable, Iterable, Mapping, Optional
 
 from netapp.dataplane.tables import Table
+from netapp.dataplane.handle import possible_cpus
 from netapp.qos.abi import (
     BURST_MAX,
+    CHUNK_MAX,
     DEPTH,
     RATE_MAX,
     RATE_MIN,
@@ -37,8 +44,8 @@ from netapp.qos.abi import (
 from netapp.qos.model import gcra_interval
 from netapp.qos.spec import MTU, PolicerSpec
 
-__all__ = ["NANOBITS_PER_BYTE", "PolicerApplier", "PolicerSpec", "clock_for", "coarse_tick_ns", "policer_value",
-           "window_shift_for"]
+__all__ = ["NANOBITS_PER_BYTE", "PolicerApplier", "PolicerSpec", "chunk_for", "clock_for", "coarse_tick_ns",
+           "policer_value", "window_shift_for"]
 
 NANOBITS_PER_BYTE = 8 * 10**9  # rate (bit/s) x time (ns) = nanobits
 CLOCK_MONOTONIC_COARSE = getattr(time, "CLOCK_MONOTONIC_COARSE", 6)  # Linux's id (Python names it on few builds)
@@ -46,6 +53,8 @@ CLOCK_MONOTONIC_COARSE = getattr(time, "CLOCK_MONOTONIC_COARSE", 6)  # Linux's i
 # ticks a window must last (so that a window is within L / W = 1/16 of its length).
 COARSE_LAG_TICKS = 2
 COARSE_WINDOW_TICKS = 32
+# police.h's CPUs' credit: the chunks of all the CPUs together take at most this share of the burst
+CHUNK_SHARE = 8
 
 
 @functools.lru_cache(maxsize=1)
@@ -74,6 +83,17 @@ def clock_for(algo: Algo, rate: int, burst: int, window_shift: int, gate: Gate, 
     return Clock.COARSE if fits else Clock.PRECISE
 
 
+def chunk_for(algo: Algo, burst: int, gate: Gate, cpus: int) -> int:
+    """The bytes each of `cpus` CPUs carves at a time from the bucket for its credit (police.h, "The
+    CPUs' credit"): token bucket and GCRA with an open gate, the CPUs' chunks together an eighth of
+    the burst at most, each no more than CHUNK_MAX; none (0) where a chunk would be under an MTU, which
+    would spare the shared state few locked instructions and cost the bucket's room."""
+    if algo not in (Algo.TOKEN_BUCKET, Algo.GCRA) or gate != Gate.OPEN or cpus < 1:
+        return 0
+    chunk = min(burst // (CHUNK_SHARE * cpus), CHUNK_MAX)
+    return chunk if chunk >= MTU else 0
+
+
 @functools.lru_cache(maxsize=1024)
 def window_shift_for(rate: int, burst: int) -> int:
     """The windows' log2 length in ns: the longest whose allowance fits the burst (and a count), or
@@ -87,9 +107,10 @@ def window_shift_for(rate: int, burst: int) -> int:
     return max(fitting, default=WINDOW_SHIFT_MIN)
 
 
-def policer_value(spec: PolicerSpec, tick_ns: Optional[int] = None) -> Policer:
+def policer_value(spec: PolicerSpec, tick_ns: Optional[int] = None, cpus: Optional[int] = None) -> Policer:
     """The slot of dpp_policers for `spec`, its clock chosen for a tick of `tick_ns` (None: this
-    kernel's); ValueError outside the limits police.h is exact within."""
+    kernel's), its burst the bucket's share when `cpus` CPUs (None: this machine's possible ones) carve
+    chunk_for's credit; ValueError outside the limits police.h is exact within."""
     if not RATE_MIN <= spec.rate <= RATE_MAX:
         raise ValueError(f"rate {spec.rate} bit/s: {RATE_MIN} to {RATE_MAX} allowed")
     if not 1 <= spec.burst <= BURST_MAX:
@@ -98,24 +119,26 @@ def policer_value(spec: PolicerSpec, tick_ns: Optional[int] = None) -> Policer:
         raise ValueError("a policer needs an algorithm")
     window_shift = window_shift_for(spec.rate, spec.burst)
     tick_ns = coarse_tick_ns() if tick_ns is None else tick_ns
+    cpus = possible_cpus() if cpus is None else cpus
+    bucket = spec.burst - cpus * chunk_for(spec.algo, spec.burst, spec.gate, cpus)
     return Policer(
         rate=spec.rate,
-        burst=spec.burst,
+        burst=bucket,
         algo=spec.algo,
         gate=spec.gate,
         window_shift=window_shift,
-        clock=clock_for(spec.algo, spec.rate, spec.burst, window_shift, spec.gate, tick_ns),
+        clock=clock_for(spec.algo, spec.rate, bucket, window_shift, spec.gate, tick_ns),
         parent=spec.parent,
         interval=gcra_interval(spec.rate) if spec.algo == Algo.GCRA else 0,
     )
 
 
 @functools.lru_cache(maxsize=1024)
-def _written(spec: PolicerSpec) -> bytes:
-    """`policer_value(spec)`'s bytes, kept for the specs met lately: a QER's policy is usually many
+def _written(spec: PolicerSpec, cpus: int) -> bytes:
+    """`policer_value(spec, cpus=cpus)`'s bytes, kept for the specs met lately: a QER's policy is usually many
     sessions', and each session's policers are written with it (a refused spec is checked again
     each time: its ValueError is not kept)."""
-    return bytes(policer_value(spec))
+    return bytes(policer_value(spec, cpus=cpus))
 
 
 class PolicerApplier:
@@ -125,6 +148,7 @@ class PolicerApplier:
     def __init__(self, table: Callable[[str], Table]):
         self._policers = table("dpp_policers")
         self._stats = table("dpp_policer_stats")
+        self._cpus = self._stats.cpus
         self.max_entries = self._policers.max_entries
 
     def _check_ids(self, ids: Iterable[int]) -> list[int]:
@@ -142,11 +166,21 @@ class PolicerApplier:
         the rules naming one of `policers` (netapp.qos.rules): the two share a reading as a chain."""
         _check_parents(policers)
         ordered = sorted(policers.items(), key=lambda item: item[1].parent != 0)
-        values = {policer_id: Policer.from_buffer_copy(_written(spec)) for policer_id, spec in ordered}
+        values = {policer_id: Policer.from_buffer_copy(_written(spec, self._cpus)) for policer_id, spec in ordered}
         values = self._joint(values, pairs or {})
-        self._stats.fill(self._check_ids([*values, *(spec.parent for spec in policers.values() if spec.parent)]))
+        self._check_ids([*values, *(spec.parent for spec in policers.values() if spec.parent)])
+        self._write_shares(policers)
         self._policers.update(self._made_precise(values, pairs or {}))
         self._policers.update(values)
+
+    def _write_shares(self, policers: Mapping[int, PolicerSpec]) -> None:
+        """Each policer's per-CPU slot afresh: counters and credit zeroed, its chunk (chunk_for), in
+        one write per chunk met."""
+        by_chunk: dict[int, list[int]] = {}
+        for policer_id, spec in policers.items():
+            by_chunk.setdefault(chunk_for(spec.algo, spec.burst, spec.gate, self._cpus), []).append(policer_id)
+        for chunk, ids in by_chunk.items():
+            self._stats.fill(ids, PolicerStats(chunk=chunk) if chunk else None)
 
     def _joint(self, values: dict[int, Policer], pairs: Mapping[int, int]) -> dict[int, Policer]:
         """`values` with a policer on the coarse clock only when every policer deciding on its reading
@@ -207,7 +241,8 @@ class PolicerApplier:
         otherwise written afresh, one configured so kept as it is (its state and counters too), any
         other of the range emptied. `pairs` as `apply`'s, for all of `desired`."""
         current = {policer_id: value for policer_id, value in self._policers.items() if policer_id in ids}
-        wanted = self._joint({policer_id: policer_value(spec) for policer_id, spec in desired.items()}, pairs or {})
+        wanted = self._joint({policer_id: policer_value(spec, cpus=self._cpus) for policer_id, spec in desired.items()},
+                             pairs or {})
         stale = {policer_id: spec for policer_id, spec in desired.items()
                  if policer_id not in current or _config(current[policer_id]) != _config(wanted[policer_id])}
         self.apply(stale, pairs)
@@ -219,7 +254,8 @@ class PolicerApplier:
         return self._policers.get(policer_id)
 
     def counters(self, policer_id: int) -> PolicerStats:
-        """Its counters, every CPU's added up."""
+        """Its counters, every CPU's added up (and their credits and chunks: the CPUs' share of the
+        burst)."""
         total = PolicerStats()
         for cpu in self._stats.get(policer_id):
             for name, *_ in PolicerStats._fields_:

@@ -20,6 +20,11 @@ Both windows: a packet whose clock read is one window behind the policer's count
 window, at its start; a window's bytes never exceed WINDOW_BYTES_MAX. A closed gate, or a packet
 over BURST_MAX bytes, never passes. State changes only when a packet passes. A chain (`Chain`: a
 flow's policer, then its parent, the session's) offers the parent only what the child passed.
+
+The CPUs' credit (token bucket and GCRA with a chunk C, police.h): each CPU holds a credit, at most
+C bytes, 0 at first. A packet its CPU's credit covers (gate open) passes on it, the bucket untouched;
+any other is offered to the bucket with what the credit lacks of C: when the bucket holds both, both
+are taken out and the credit is C; else the packet alone is decided on the bucket, the credit kept.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Optional
 
 from netapp.qos.abi import BURST_MAX, GCRA_INTERVAL_SHIFT, GCRA_TAT_SHIFT, WINDOW_BYTES_MAX, Algo, Gate
 
@@ -59,14 +65,20 @@ class TokenBucket:
         self.last_ns = 0
 
     def decide(self, size: int, now: int) -> bool:
+        return self.carve(size, now, 0) is not None
+
+    def carve(self, size: int, now: int, extra: int) -> Optional[int]:
+        """Take the packet and `extra` bytes more when the bucket holds both (-> extra), else the
+        packet alone (-> 0); None: dropped."""
         if now > self.last_ns:
             refill = Fraction(self.config.rate * (now - self.last_ns), BITS_PER_BYTE * NS_PER_S)
             self.credit = min(Fraction(self.config.burst), self.credit + refill)
             self.last_ns = now
-        if self.credit < size:
-            return False
-        self.credit -= size
-        return True
+        for taken in ((extra, 0) if extra else (0,)):
+            if self.credit >= size + taken:
+                self.credit -= size + taken
+                return taken
+        return None
 
 
 class FixedWindow:
@@ -128,12 +140,20 @@ class Gcra:
         return whole + (1 if up and rest else 0)
 
     def decide(self, size: int, now: int) -> bool:
+        return self.carve(size, now, 0) is not None
+
+    def carve(self, size: int, now: int, extra: int) -> Optional[int]:
+        """As TokenBucket.carve: the packet and `extra` bytes more taken when the bucket holds both."""
         at = now << GCRA_TAT_SHIFT
         start = max(self.tat, at)
-        if size > self.config.burst or start - at > self._time(self.config.burst - size, up=False):
-            return False
-        self.tat = start + self._time(size, up=True)
-        return True
+        if size > self.config.burst:
+            return None
+        for taken in ((extra, 0) if extra else (0,)):
+            whole = size + taken
+            if whole <= self.config.burst and start - at <= self._time(self.config.burst - whole, up=False):
+                self.tat = start + self._time(whole, up=True)
+                return taken
+        return None
 
 
 def window_fits(config: PolicerConfig, size: int) -> bool:
@@ -145,16 +165,34 @@ ALGORITHMS = {Algo.TOKEN_BUCKET: TokenBucket, Algo.FIXED_WINDOW: FixedWindow, Al
 
 
 class Policer:
-    """One policer: decide(size, now) -> whether the packet passes, with its counters."""
+    """One policer: decide(size, now, cpu) -> whether the packet passes, with its counters; `chunk`:
+    each CPU's credit's (token bucket and GCRA; 0: none), `config.burst` then the bucket's."""
 
-    def __init__(self, config: PolicerConfig):
+    def __init__(self, config: PolicerConfig, chunk: int = 0):
+        if chunk and config.algo not in (Algo.TOKEN_BUCKET, Algo.GCRA):
+            raise ValueError(f"{config.algo.name}: no credit")
         self.config = config
+        self.chunk = chunk
+        self.credits: dict[int, int] = {}  # cpu -> its credit, bytes
         self.algorithm = ALGORITHMS[config.algo](config)
         self.passed_packets = self.passed_bytes = self.dropped_packets = self.dropped_bytes = 0
 
-    def decide(self, size: int, now: int) -> bool:
+    def _shared(self, size: int, now: int, cpu: int) -> bool:
+        """The decision on the CPU's credit, else on the policer's state (carving when it may)."""
+        credit = self.credits.get(cpu, 0)
+        if not self.chunk:
+            return self.algorithm.decide(size, now)
+        if credit >= size:
+            self.credits[cpu] = credit - size
+            return True
+        taken = self.algorithm.carve(size, now, self.chunk - credit)
+        if taken:
+            self.credits[cpu] = self.chunk
+        return taken is not None
+
+    def decide(self, size: int, now: int, cpu: int = 0) -> bool:
         open_gate = self.config.gate == Gate.OPEN and size <= BURST_MAX
-        passed = open_gate and self.algorithm.decide(size, now)
+        passed = open_gate and self._shared(size, now, cpu)
         if passed:
             self.passed_packets, self.passed_bytes = self.passed_packets + 1, self.passed_bytes + size
         else:

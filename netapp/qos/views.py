@@ -9,7 +9,7 @@ from typing import Literal, Optional, Protocol
 
 from pydantic import BaseModel, Field
 
-from netapp.qos.abi import GCRA_TAT_SHIFT, Algo, Clock, Gate, Policer, PolicerStats
+from netapp.qos.abi import COUNTERS, GCRA_TAT_SHIFT, Algo, Clock, Gate, Policer, PolicerStats
 from netapp.qos.applier import NANOBITS_PER_BYTE
 
 WINDOW_BYTES = (1 << 31) - 1  # the low bits of a window word: its bytes (police.h's packing)
@@ -91,9 +91,10 @@ def policer_record(reader: PolicerReader, policer_id: int, direction: Optional[L
                              window_bytes=value.window & WINDOW_BYTES,
                              previous_window_bytes=value.previous & WINDOW_BYTES if algo == Algo.SLIDING_WINDOW else None)
     return PolicerRecord(
-        id=policer_id, seid=seid, qer_id=qer_id, direction=direction, rate_bps=value.rate, burst_bytes=value.burst,
+        id=policer_id, seid=seid, qer_id=qer_id, direction=direction, rate_bps=value.rate,
+        burst_bytes=value.burst + counts.chunk,  # the bucket's and the CPUs' chunks (netapp.qos.applier)
         **owner,
         algorithm=algo.name.lower(), gate=Gate(value.gate).name.lower(), parent=value.parent or None,
         window_ns=1 << value.window_shift if windowed else None, clock=Clock(value.clock).name.lower(), state=state,
-        counters=PolicerCounters(**{name: getattr(counts, name) for name, *_ in PolicerStats._fields_}),
+        counters=PolicerCounters(**{name: getattr(counts, name) for name in COUNTERS}),
     )

@@ -5,9 +5,11 @@ through xdp_police_rule, frames carrying the slot instead of a policer id."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import struct
 from ctypes import c_uint32
-from typing import Iterable, Optional
+from typing import Iterable, Iterator, Optional
 
 from bench.libbpf import BpfObject, map_lookup, map_update, test_run
 from netapp.dataplane.handle import possible_cpus
@@ -52,10 +54,22 @@ class PoliceProgram:
         self.obj.close()
 
     def configure(self, policer: int, config: Optional[PolicerConfig], parent: int = 0,
-                  clock: Clock = Clock.PRECISE) -> None:
+                  clock: Clock = Clock.PRECISE, chunk: int = 0) -> None:
+        """The policer and its per-CPU slots afresh (`chunk`: each CPU's credit's; `config.burst`
+        then the bucket's, as netapp/qos/applier.py writes them)."""
         value = policer_value(config, parent, clock) if config is not None else Policer()
         map_update(self.policers, c_uint32(policer), value)
-        map_update(self.stats, c_uint32(policer), (PolicerStats * possible_cpus())())
+        map_update(self.stats, c_uint32(policer), (PolicerStats * possible_cpus())(*[PolicerStats(chunk=chunk)]
+                                                                                     * possible_cpus()))
+
+    def rewrite(self, policer: int, config: PolicerConfig) -> None:
+        """The policer's slot alone, its per-CPU slots (counters, credits) kept."""
+        map_update(self.policers, c_uint32(policer), policer_value(config))
+
+    def per_cpu(self, policer: int) -> list[PolicerStats]:
+        per_cpu = (PolicerStats * possible_cpus())()
+        map_lookup(self.stats, c_uint32(policer), per_cpu)
+        return list(per_cpu)
 
     def state(self, policer: int) -> Policer:
         value = Policer()
@@ -64,10 +78,8 @@ class PoliceProgram:
 
     def counters(self, policer: int) -> PolicerStats:
         """The counters of every CPU, added up."""
-        per_cpu = (PolicerStats * possible_cpus())()
-        map_lookup(self.stats, c_uint32(policer), per_cpu)
         total = PolicerStats()
-        for cpu in per_cpu:
+        for cpu in self.per_cpu(policer):
             for name, *_ in PolicerStats._fields_:
                 setattr(total, name, getattr(total, name) + getattr(cpu, name))
         return total
@@ -90,6 +102,25 @@ class PoliceProgram:
     def decisions(self, policer: int, packets: Iterable[tuple[int, int]]) -> list[bool]:
         """Each (size, time) in turn, one run each."""
         return [self.passes(policer, size, now) for size, now in packets]
+
+    def decisions_on(self, policer: int, packets: Iterable[tuple[int, int, int]]) -> list[bool]:
+        """Each (size, time, cpu) in turn, one run each on that CPU."""
+        decided = []
+        for size, now, cpu in packets:
+            with on_cpu(cpu):
+                decided.append(self.passes(policer, size, now))
+        return decided
+
+
+@contextlib.contextmanager
+def on_cpu(cpu: int) -> Iterator[None]:
+    """This thread on `cpu` alone (BPF_PROG_TEST_RUN runs an XDP program on the caller's CPU)."""
+    allowed = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {cpu})
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, allowed)
 
 
 def counters_tuple(stats: PolicerStats) -> tuple[int, int, int, int]:

@@ -60,7 +60,25 @@
  * (token bucket), finds less room (GCRA) or counts in the newer window: it never lets more through.
  * A rule's own policer and its slice's (nf/qos/rule.h) share a reading the same way, the own
  * one's, and are chosen the same way: the own one coarse only when its slice policer is too (or
- * there is none), made precise with it when the slice policer is rewritten precise. */
+ * there is none), made precise with it when the slice policer is rewritten precise.
+ *
+ * The CPUs' credit (TOKEN_BUCKET and GCRA, struct dpp_policer_stats.credit and .chunk). A locked
+ * instruction costs some 18 ns on this VM, most of a hot policer's cost: a CPU whose packet finds
+ * the bucket holding the packet and what its credit lacks of a chunk C (C - credit) takes both in
+ * the one lock or compare-and-swap, and its credit is then C; its next packets pass on the credit
+ * alone, with plain stores to its own per-CPU line (no shared line written, no atomic), until the
+ * credit is below a packet. A packet that does not find both in the bucket is decided on the
+ * bucket alone, as without a credit (its CPU's credit, under that packet, is kept). Bytes are never
+ * created: what passes is what left the bucket, now or earlier, and a CPU holds at most C. So with
+ * N CPUs any stretch of T ns passes at most what the bucket lets out in it, R T / 8e9 + B_bucket,
+ * and what the CPUs held when it began, N C: the control plane writes B_bucket = B - N C
+ * (netapp/qos/applier.py, chunk_for), so that the bound is the one asked, R T / 8e9 + B, and C only
+ * where it is small beside B (B / (8 N) at most): the bucket alone, which a CPU meets when its
+ * credit is out, is 7/8 of B at least. Over time the rate is the bucket's: a CPU's credit is spent
+ * when it sees the policer's traffic again; a CPU that never does keeps at most C unspent (the
+ * chunk is written afresh with the policer, so no other policer spends it). The credit is checked
+ * with the gate: a closed gate drops whatever a CPU holds. The reference model
+ * (netapp/qos/model.py) keeps the CPUs' credits as this does. */
 #ifndef DPP_NF_QOS_POLICE_H
 #define DPP_NF_QOS_POLICE_H
 
@@ -103,23 +121,39 @@ static __always_inline __u64 bucket_refill(__u64 credit, __u64 cap, __u64 elapse
 	return credit + elapsed * rate; /* < cap - credit: cannot wrap */
 }
 
-/* Token bucket: the bucket fills at R and holds B; a packet takes its bytes out or is dropped.
- * Credit and last_ns change together under the spin lock: no CPU spends credit another spent. A
- * CPU whose clock read came before the last update's gets no refill (elapsed 0), never a negative
- * one. */
-static __always_inline bool bucket_pass(struct dpp_policer *p, __u64 bytes, __u64 now)
+/* police_decide()'s verdicts: dropped, passed, passed with a chunk carved for the CPU's credit. */
+enum police_verdict {
+	POLICE_DROP = 0,
+	POLICE_PASS = 1,
+	POLICE_CARVED = 2,
+};
+
+/* Token bucket: the bucket fills at R and holds B; a packet takes its bytes out (and `carve` more
+ * for its CPU's credit when the bucket holds both) or is dropped. Credit and last_ns change
+ * together under the spin lock: no CPU spends credit another spent. A CPU whose clock read came
+ * before the last update's gets no refill (elapsed 0), never a negative one. */
+static __always_inline int bucket_pass(struct dpp_policer *p, __u64 bytes, __u64 now, __u32 carve)
 {
 	__u64 cap = (__u64)p->burst * NANOBITS_PER_BYTE, cost = bytes * NANOBITS_PER_BYTE, credit;
-	bool pass;
+	__u64 carved = cost + (__u64)carve * NANOBITS_PER_BYTE; /* (2^30 + 2^20) x 8e9 < 2^64 */
+	int verdict;
 
 	bpf_spin_lock(&p->lock);
 	credit = bucket_refill(p->credit, cap, now > p->last_ns ? now - p->last_ns : 0, p->rate);
 	if (now > p->last_ns)
 		p->last_ns = now;
-	pass = credit >= cost;
-	p->credit = pass ? credit - cost : credit;
+	if (carve && credit >= carved) {
+		verdict = POLICE_CARVED;
+		credit -= carved;
+	} else if (credit >= cost) {
+		verdict = POLICE_PASS;
+		credit -= cost;
+	} else {
+		verdict = POLICE_DROP;
+	}
+	p->credit = credit;
 	bpf_spin_unlock(&p->lock);
-	return pass;
+	return verdict;
 }
 
 /* ---- GCRA: the token bucket as one word, the theoretical arrival time (TAT) ---- */
@@ -143,27 +177,45 @@ static __always_inline __u64 gcra_time(__u64 bytes, __u64 interval, __u64 round)
 	return whole + ((bytes * (interval & GCRA_FRACTION) + round) >> DPP_POLICE_GCRA_INTERVAL_SHIFT);
 }
 
-/* GCRA: whether the bucket (burst bytes, filling at rate) holds the packet; its arrival time
- * changed by compare-and-swap, so that no two CPUs spend the same room. A CPU whose clock read came
- * before another's update finds the arrival time later: the bucket emptier, never fuller. */
-static __always_inline bool gcra_pass(struct dpp_policer *p, __u64 bytes, __u64 now)
-{
-	__u64 at = now << DPP_POLICE_GCRA_TAT_SHIFT, old, start, room, cost;
-	int i;
+/* GCRA's room for `bytes` out of the burst: the time the bucket may still need, rounded down
+ * (ROOM_NONE when the bytes are more than the burst). */
+#define GCRA_ROOM_NONE ((__u64)-1)
 
-	if (bytes > p->burst)
-		return false;
-	room = gcra_time(p->burst - bytes, p->interval, 0);
-	cost = gcra_time(bytes, p->interval, GCRA_FRACTION);
+static __always_inline __u64 gcra_room(const struct dpp_policer *p, __u64 bytes)
+{
+	return bytes > p->burst ? GCRA_ROOM_NONE : gcra_time(p->burst - bytes, p->interval, 0);
+}
+
+/* GCRA: whether the bucket (burst bytes, filling at rate) holds the packet (and `carve` more for
+ * its CPU's credit: both taken when it does); its arrival time changed by compare-and-swap, so
+ * that no two CPUs spend the same room. A CPU whose clock read came before another's update finds
+ * the arrival time later: the bucket emptier, never fuller. */
+static __always_inline int gcra_pass(struct dpp_policer *p, __u64 bytes, __u64 now, __u32 carve)
+{
+	__u64 at = now << DPP_POLICE_GCRA_TAT_SHIFT, old, start, room, room_carved, cost, next;
+	int i, verdict;
+
+	room = gcra_room(p, bytes);
+	if (room == GCRA_ROOM_NONE)
+		return POLICE_DROP;
+	room_carved = carve ? gcra_room(p, bytes + carve) : GCRA_ROOM_NONE;
 	for (i = 0; i < POLICE_CAS_TRIES; i++) {
 		old = *(volatile __u64 *)&p->window;
 		start = old > at ? old : at;
-		if (start - at > room)
-			return false;
-		if (__sync_val_compare_and_swap(&p->window, old, start + cost) == old)
-			return true;
+		if (room_carved != GCRA_ROOM_NONE && start - at <= room_carved) {
+			verdict = POLICE_CARVED;
+			cost = gcra_time(bytes + carve, p->interval, GCRA_FRACTION);
+		} else if (start - at <= room) {
+			verdict = POLICE_PASS;
+			cost = gcra_time(bytes, p->interval, GCRA_FRACTION);
+		} else {
+			return POLICE_DROP;
+		}
+		next = start + cost;
+		if (__sync_val_compare_and_swap(&p->window, old, next) == old)
+			return verdict;
 	}
-	return false;
+	return POLICE_DROP;
 }
 
 /* ---- windows: W = 2^s ns on the clock's grid; a window lets R x W / 8e9 bytes through ---- */
@@ -325,50 +377,68 @@ static __always_inline bool sliding_window_pass(struct dpp_policer *p, __u64 byt
 
 /* ---- the policer ---- */
 
-/* This CPU's counters of policer *id read as soon as the policer is found, so that a cold
- * policer's counters (the per-CPU array's pointer, then their line) come in while its own line
- * does: counted only after the decision, whose lock or compare-and-swap waits for the policer's
- * line, they were asked for then, misses one after the other (bench/README.md, "bench/qos"). The
- * pointer is not kept: alive across the decision it would take 16 bytes more of stack than
- * dpp_upf_police has; police_count's own lookup then finds the lines in cache. */
-static __always_inline void police_prefetch(const __u32 *id)
+/* police_share(): the packet passed on its CPU's credit, counted (chunks are smaller). */
+#define POLICE_SPENT 0xffffffffU
+
+/* This CPU's share of policer *id (its counters' line), read as soon as the policer is found: a
+ * packet its credit covers passes on it, counted, without the policer's shared state
+ * (POLICE_SPENT; an open gate asked: a closed one drops whatever a CPU holds); any other gets what
+ * its credit lacks of its chunk (0: no chunk), for police_decide to carve. Read first also so that
+ * a cold policer's counters (the per-CPU array's pointer, then their line) come in while its own
+ * line does: counted only after the decision, whose lock or compare-and-swap waits for the policer's line, they were asked for
+ * then, misses one after the other (bench/README.md, "bench/qos"). The pointer is not kept: alive
+ * across the decision it would take 16 bytes more of stack than dpp_upf_police has; police_count's
+ * own lookup then finds the lines in cache. */
+static __always_inline __u32 police_share(const struct dpp_policer *p, const __u32 *id, __u64 bytes)
 {
 	struct dpp_policer_stats *s = bpf_map_lookup_elem(&dpp_policer_stats, id);
 
-	if (s)
-		(void)*(volatile __u64 *)&s->passed_packets;
+	if (!s)
+		return 0;
+	if (s->credit < bytes || p->gate != DPP_POLICE_GATE_OPEN)
+		return s->credit < s->chunk ? s->chunk - s->credit : 0;
+	s->credit -= bytes;
+	s->passed_packets++;
+	s->passed_bytes += bytes;
+	return POLICE_SPENT;
 }
 
-static __always_inline void police_count(const __u32 *id, __u64 bytes, bool pass)
+/* Counts the packet as decided; a carve fills this CPU's credit up to its chunk (the chunk the slot
+ * holds now: one written afresh meanwhile, with its policer, is that policer's). */
+static __always_inline void police_count(const __u32 *id, __u64 bytes, int verdict)
 {
 	struct dpp_policer_stats *s = bpf_map_lookup_elem(&dpp_policer_stats, id);
 
 	if (!s)
 		return;
-	if (pass) {
-		s->passed_packets++;
-		s->passed_bytes += bytes;
-	} else {
+	if (verdict == POLICE_DROP) {
 		s->dropped_packets++;
 		s->dropped_bytes += bytes;
+		return;
 	}
+	s->passed_packets++;
+	s->passed_bytes += bytes;
+	if (verdict == POLICE_CARVED)
+		s->credit = s->chunk;
 }
 
-static __always_inline bool police_decide(struct dpp_policer *p, __u64 bytes, __u64 now)
+/* The decision on the policer's shared state; `carve`: what the bucket algorithms carve for the
+ * CPU's credit when the bucket holds it too (the windows carve none). */
+static __always_inline int police_decide(struct dpp_policer *p, __u64 bytes, __u64 now, __u32 carve)
 {
 	if (p->gate != DPP_POLICE_GATE_OPEN || bytes > DPP_POLICE_BURST_MAX)
-		return false;
+		return POLICE_DROP;
 	switch (p->algo) {
 	case DPP_POLICE_ALGO_TOKEN_BUCKET:
-		return bucket_pass(p, bytes, now);
+		return bucket_pass(p, bytes, now, carve);
 	case DPP_POLICE_ALGO_FIXED_WINDOW:
 		return fixed_window_pass(p, bytes, now);
 	case DPP_POLICE_ALGO_SLIDING_WINDOW:
 		return sliding_window_pass(p, bytes, now);
 	case DPP_POLICE_ALGO_GCRA:
-		return gcra_pass(p, bytes, now);
+		return gcra_pass(p, bytes, now, carve);
 	}
-	return false;
+	return POLICE_DROP;
 }
 
 /* The time policer p decides on: the chain's reading *now, or when there is none yet (0) p's own
@@ -384,21 +454,25 @@ static __always_inline __u64 police_clock(const struct dpp_policer *p, __u64 *no
  * passed (0: none), POLICE_DROPPED when it dropped. Id 0, an id past the map and an empty slot (ALGO_NONE)
  * police nothing: 0, uncounted (a parent emptied before its children are rewritten too). *now 0:
  * the policer's clock, read once a policer is found (which keeps one value fewer alive across the
- * lookup; and the policer says which clock), kept for the parent (police_clock). The decision and
+ * lookup; and the policer says which clock), kept for the parent (police_clock); a packet its
+ * CPU's credit covers reads none (police_share), and its parent then reads its own. The decision and
  * the parent leave together, so that what is alive across police_count's lookup fits the registers
  * a call keeps: dpp_upf_police's frame is at the size that fills the 512 bytes of stack with
  * dpp_xdp's and dpp_upf's. */
 static __always_inline __u32 police_step(__u32 *id, __u64 bytes, __u64 *now)
 {
 	struct dpp_policer *p = bpf_map_lookup_elem(&dpp_policers, id);
-	bool pass;
+	__u32 carve;
+	int verdict;
 
 	if (!p || p->algo == DPP_POLICE_ALGO_NONE)
 		return 0;
-	police_prefetch(id);
-	pass = police_decide(p, bytes, police_clock(p, now));
-	police_count(id, bytes, pass);
-	return pass ? p->parent : POLICE_DROPPED;
+	carve = police_share(p, id, bytes);
+	if (carve == POLICE_SPENT)
+		return p->parent;
+	verdict = police_decide(p, bytes, police_clock(p, now), carve);
+	police_count(id, bytes, verdict);
+	return verdict != POLICE_DROP ? p->parent : POLICE_DROPPED;
 }
 
 /* Whether a packet of `bytes` at clock *now (ns; 0: the first policer's clock, then its reading,
