@@ -261,6 +261,11 @@ class Dataplane(RuleWriter, SiteConfig, Counters):
         return self.apply_compiled(compile_document(document, interfaces))
 
     def apply_compiled(self, compiled: CompiledDocument) -> ApplyReport:
-        """Ports, alternative groups, CPUs and defaults first, then the rules that use them."""
-        self._apply_site(compiled)
+        """Ports, alternative groups, CPUs and defaults first, then the rules that use them. Refused
+        before its rules, the document's tunnel entries are freed before the error is raised."""
+        try:
+            self._apply_site(compiled)
+        except (DataplaneError, ValueError):
+            self.tunnel_entries.free()  # for rules that will not come
+            raise
         return self.apply(compiled.ruleset)

@@ -9,7 +9,7 @@ of an incremental index change (netapp.intents.index), O(size of the delta).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Optional, Sequence
 
 from netapp.dataplane.binding import Action, DataplaneError, RuleFlag, struct_bytes
 from netapp.dataplane.plan import Plan, RulePlanner
@@ -115,8 +115,7 @@ class RuleWriter(RulePlanner):
         call; False when the new rules are live but deleting the old ones, or the last publish,
         failed (applying again converges).
         """
-        plan = self._plan(ruleset)
-        self._execute(plan)
+        plan = self._planned_and_executed(lambda: self._plan(ruleset))
         return ApplyReport(
             len(plan.upserts), len(plan.deletes), len(plan.shapes), plan.writes, ruleset.conflicts
         )
@@ -134,9 +133,23 @@ class RuleWriter(RulePlanner):
         restore_slots: intent -> the slot it had, for undoing a change: an intent coming back takes
         its old slot, if still free, with its counters as they were (see `slots_of`).
         """
-        plan = self._plan_changes(delta, restore_slots or {})
-        self._execute(plan)
+        plan = self._planned_and_executed(lambda: self._plan_changes(delta, restore_slots or {}))
         return ApplyReport(len(plan.upserts), len(plan.deletes), len(plan.shapes), plan.writes)
+
+    def _planned_and_executed(self, make_plan: Callable[[], Plan]) -> Plan:
+        """The plan, executed. A change refused with the maps as before (planning failed, or the
+        maps refused it and it was rolled back) frees the tunnel entries written for it before its
+        error is raised: none of its rules names them. When the maps are not as before
+        (`rolled_back` False: the new rules are live, or undoing them failed and rules the shadow
+        does not know may name them), they stay for the undo or the reconcile that follows."""
+        try:
+            plan = make_plan()
+            self._execute(plan)
+        except (DataplaneError, ValueError) as exc:
+            if getattr(exc, "rolled_back", True):
+                self.tunnel_entries.free()
+            raise
+        return plan
 
     def _execute(self, plan: Plan) -> None:
         duplicates = self._touches_duplicates(plan)

@@ -3,7 +3,7 @@ tables), the CPU set and the configuration. Dataplane's site half (a mixin)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Iterable, Optional, Sequence, Union
 
 from netapp.dataplane.binding import (
     MAX_ALT_GROUPS,
@@ -96,6 +96,12 @@ class SiteConfig:
         its id holds another."""
         self.tunnel_entries.add(entry)
 
+    def add_tunnels(self, entries: Iterable[TunnelEntry]) -> None:
+        """A change's tunnel entries, written before its rules; when one is refused (ValueError: its id
+        holds another; DataplaneError), those written for the change are freed before the error is
+        raised (netapp.mec.tunnel_entries)."""
+        self.tunnel_entries.add_all(entries)
+
     def remove_port(self, ifindex: int) -> None:
         self._ports_table.delete([ifindex])
         self._ports.discard(ifindex)
@@ -125,8 +131,7 @@ class SiteConfig:
     def _apply_site(self, compiled: CompiledDocument) -> None:
         for ifindex in sorted(compiled.redirect_ifindexes):
             self.add_port(ifindex)
-        for entry in compiled.tunnels.values():
-            self.add_tunnel(entry)
+        self.add_tunnels(compiled.tunnels.values())
         for group in compiled.alternatives:
             self.set_alternative(group.group_id, group.members)
         for group_id in sorted(self._alt_groups - {group.group_id for group in compiled.alternatives}):

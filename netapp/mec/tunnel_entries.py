@@ -13,9 +13,11 @@ entries would fill with destinations no rule sends to.
 The wait is some milliseconds, so it is made once per change, not once per entry: at the end of a
 change that left entries no rule names (its rules took out the last reference to them, or it was
 refused after its entries were written), every such entry goes after one wait, and nothing is left
-behind for a later change. A change that removes no reference waits for nothing. Should the wait or
-the deletion fail, the entries stay unnamed and go at the end of the next change, or first thing
-when an entry is to be written and the map is full.
+behind for a later change. A change that removes no reference waits for nothing. A refused change
+frees its entries before its error is raised: one of its entries refused (`add_all`), or its rules
+refused by the maps and rolled back (netapp.dataplane.rules). Should the wait or the deletion fail,
+the entries stay unnamed and go at the end of the next change, or first thing when an entry is to be
+written and the map is full.
 """
 
 from __future__ import annotations
@@ -56,6 +58,17 @@ class TunnelEntries:
                 f"dpp_tunnels entry {entry.entry_id:#x} holds another tunnel (two tunnels with one digest): "
                 "change the rule's destination"
             )
+
+    def add_all(self, entries: Iterable[TunnelEntry]) -> None:
+        """A change's entries, written before its rules (`add` each). When one is refused (ValueError,
+        DataplaneError), the change is: those written for it go (`free`: after one wait) before the
+        error is raised, not at the end of the next change."""
+        try:
+            for entry in entries:
+                self.add(entry)
+        except (DataplaneError, ValueError):
+            self.free()
+            raise
 
     def _write(self, entry_id: int, value: Any) -> None:
         """Write the entry; a full map is first rid of the entries no rule names (not those written

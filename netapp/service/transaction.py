@@ -253,15 +253,15 @@ class RuleChange:
     def _add_ports(self, delta: RuleDelta) -> None:
         """The ports the delta's redirects send out of, and its tunnel rules' entries, in their maps
         before the rules that use them (the full reconcile adds them too; a port left there by a rule
-        that went is harmless, an entry goes with the last rule that names it)."""
+        that went is harmless, an entry goes with the last rule that names it, or with its refused
+        change: netapp.mec.tunnel_entries)."""
         try:
             for ifindex in sorted(redirect_ports(delta.upserts)):
                 self._dataplane.add_port(ifindex)
         except DataplaneError as exc:
             raise DataplaneUnavailable(f"the data plane refused a redirect's port: {exc}") from exc
         try:
-            for entry in rule_tunnels(delta.upserts).values():
-                self._dataplane.add_tunnel(entry)
+            self._dataplane.add_tunnels(rule_tunnels(delta.upserts).values())
         except (DataplaneError, ValueError) as exc:
             raise DataplaneUnavailable(f"the data plane refused a tunnel rule's entry: {exc}") from exc
 

@@ -66,10 +66,15 @@ def gtpu_tpdu(teid: int, qfi: int, payload: bytes) -> bytes:
     return struct.pack("!BBHI", 0x34, 0xFF, len(body), teid) + body
 
 
+def ue_packet(flow: Flow, payload_len: int = 64) -> bytes:
+    """The UE's packet of a flow, what its GTP-U tunnel carries: IP / UDP 5004."""
+    return bytes(IP(src=flow.ue_ip, dst="10.0.0.10") / UDP(sport=40000 + flow.index, dport=5004)
+                 / Raw(b"\x80" * payload_len))
+
+
 def frame(site: EdgeSite, flow: Flow, payload_len: int = 64) -> bytes:
     """The frame the RAN side sends for a flow: VXLAN / inner IP / GTP-U / UE IP / UDP 5004."""
-    ue = bytes(IP(src=flow.ue_ip, dst="10.0.0.10") / UDP(sport=40000 + flow.index, dport=5004)
-               / Raw(b"\x80" * payload_len))
+    ue = ue_packet(flow, payload_len)
     qfi = PRIORITY_QFI if flow.priority else BEST_EFFORT_QFI
     inner = (Ether(src=INNER_SRC_MAC, dst=INNER_DST_MAC)
              / IP(src=INNER_SRC_IP, dst=INNER_DST_IP) / UDP(sport=2152, dport=2152)

@@ -16,11 +16,9 @@ egress program only runs on a real broadcast, not under BPF_PROG_TEST_RUN: hence
 from __future__ import annotations
 
 import secrets
-import time
 from typing import Iterator
 
 import pytest
-from scapy.layers.l2 import Ether
 
 from netapp.dataplane.facade import Dataplane, host_interfaces
 from netapp.dataplane.groups import DevmapGroups
@@ -31,12 +29,12 @@ from netapp.intents.models import parse_document
 from netapp.testbed import netns
 from netapp.testbed.traffic import Capture
 from tests.utils import packets
+from tests.utils.arrivals import decapsulated, received, wait_for
 from tests.utils.kernel import build_artifact, require_kernel
 
 PAIRS = {"in0": "in1", "a0": "a1", "b0": "b1", "c0": "c1"}
 AB, BC = "10.0.0.1", "10.0.0.2"  # the destinations the two intents duplicate
 FRAMES = 20
-ARRIVAL_TIMEOUT_S = 10.0
 
 
 def frame(dst: str, sport: int = 40000) -> bytes:
@@ -111,18 +109,6 @@ def groups(dp: Dataplane) -> dict[int, set[int]]:
     return {group: {ifindex for ifindex, _ in ports.values()} for group, ports in held.items()}
 
 
-def received(capture: Capture, wanted: bytes) -> int:
-    return sum(1 for rx in list(capture.frames) if rx.frame == wanted)
-
-
-def wait_for(capture: Capture, wanted: bytes, count: int) -> int:
-    """How many `wanted` frames arrived, once `count` did (or the timeout passed)."""
-    deadline = time.monotonic() + ARRIVAL_TIMEOUT_S
-    while received(capture, wanted) < count and time.monotonic() < deadline:
-        time.sleep(0.01)
-    return received(capture, wanted)
-
-
 def test_each_port_of_the_group_gets_one_copy_of_every_frame_and_no_other_port_does(ns, dp):
     in0 = host_interfaces()["in0"]
     ab, bc = frame(AB), frame(BC, sport=40001)
@@ -146,12 +132,6 @@ DECAPSULATING = {"intents": [{"id": "decap", "match": {"teid": DECAP_TEID}, "act
 def t_pdu(family: int, inner: bytes) -> bytes:
     """A GTP-U T-PDU of DECAP_TEID with a PDU Session Container carrying `inner`, over `family`."""
     return bytes(packets.outer_gtpu(packets.gtpu(DECAP_TEID, 9, ul=True, inner=inner), family=family))
-
-
-def decapsulated(frame_bytes: bytes, inner: bytes) -> bytes:
-    """What scapy says the frame is without its tunnel: its Ethernet addresses, then the UE packet."""
-    outer = Ether(frame_bytes)
-    return bytes(Ether(dst=outer.dst, src=outer.src, type=0x86DD if inner[0] >> 4 == 6 else 0x0800)) + inner
 
 
 def ours(capture: Capture, like: bytes) -> list[bytes]:

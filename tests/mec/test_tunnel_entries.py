@@ -5,10 +5,15 @@ stays behind a change; one shared by two rules stays while either is installed; 
 what no rule names and keeps what one does; an entry is deleted only after its rule left the maps
 and the kernel's readers were waited for, once per change however many go (the calls recorded by a
 wrapper around the real adapter); a write into the full map frees first what a failed free left
-(the failure injected by that wrapper: the kernel's wait does not fail on demand).
+(the failure injected by that wrapper: the kernel's wait does not fail on demand). A refused change
+leaves none of the entries it wrote, freed after a wait before its error is raised: one whose rules
+the maps refuse (the upsert's refusal injected by the wrapper), one whose second entry's id holds
+another tunnel (a digest collision, written into the map by the test), a document refused before its
+rules (its defaults' write refused by the wrapper).
 
 Changes go the service's way (netapp.service.transaction): the delta's entries written, then the
-delta applied by the facade, on a real instance (anonymous, or pinned for the restart).
+delta applied by the facade (a refused one by the transaction's own RuleChange), on a real instance
+(anonymous, or pinned for the restart).
 
 Needs root and libdpp (tests/utils/kernel.py: skipped outside CI, a failure under CI)."""
 
@@ -23,11 +28,13 @@ from netapp.dataplane.binding import load_libdpp
 from netapp.dataplane.errors import DataplaneError
 from netapp.dataplane.facade import Dataplane
 from netapp.dataplane.handle import DppHandle
-from netapp.intents.compiler import rule_tunnels
+from netapp.intents.compiler import compile_document, rule_tunnels
 from netapp.intents.index import RuleIndex
-from netapp.intents.models import Intent
+from netapp.intents.models import Intent, parse_document
 from netapp.mec.tunnel_abi import MAX_TUNNELS
 from netapp.mec.tunnels import TunnelEntry, tunnel_entry
+from netapp.service.contract import DataplaneUnavailable, ServiceError
+from netapp.service.transaction import RuleChange
 from tests.utils.kernel import require_kernel
 from tests.utils.maps import pinned_instance
 
@@ -53,8 +60,7 @@ def change(dp: Dataplane, index: RuleIndex, add: Optional[Intent] = None, remove
     if add is not None:
         tracked.add(index.compile(add))
     delta = tracked.delta()
-    for entry in rule_tunnels(delta.upserts).values():
-        dp.add_tunnel(entry)
+    dp.add_tunnels(rule_tunnels(delta.upserts).values())
     dp.apply_changes(delta)
 
 
@@ -80,8 +86,7 @@ def test_rules_with_ever_new_destinations_never_fill_the_map(dp):
                 tracked.remove(f"t{n - 1}-{k}")
             tracked.add(index.compile(tunnel_intent(f"t{n}-{k}", n * PER_CHANGE + k, port=5000 + k)))
         delta = tracked.delta()
-        for entry in rule_tunnels(delta.upserts).values():
-            dp.add_tunnel(entry)
+        dp.add_tunnels(rule_tunnels(delta.upserts).values())
         dp.apply_changes(delta)
         installed = {entry_of(tunnel_intent("x", n * PER_CHANGE + k)).entry_id for k in range(PER_CHANGE)}
         assert held(dp) == installed, f"change {n}: only the installed rules' entries"
@@ -121,15 +126,18 @@ def test_a_restart_frees_the_entries_no_rule_names_and_keeps_the_others():
 
 
 class Recording:
-    """The real adapter, each call that the order of a removal depends on recorded in `calls`; while
-    `fail_waits`, a wait for the readers fails as a refused syscall would (DataplaneError)."""
+    """The real adapter, each call that the order of a write or a removal depends on recorded in
+    `calls` (with the map's name for a table's); a call named in `refused` fails with that errno, as a
+    refused syscall would (DataplaneError; a batch's with none of it done), before it is made (an
+    empty batch makes no call: it is not refused)."""
 
-    RECORDED = ("rules_delete", "shapes_publish", "table_wait_readers", "table_delete")
+    RECORDED = ("rules_upsert", "rules_delete", "shapes_publish", "config_set",
+                "table_update", "table_wait_readers", "table_delete")
 
     def __init__(self, handle: DppHandle):
         self._handle = handle
         self.calls: list[tuple[str, Any]] = []
-        self.fail_waits = False
+        self.refused: dict[str, int] = {}
 
     def __getattr__(self, name: str) -> Any:
         call = getattr(self._handle, name)
@@ -137,9 +145,12 @@ class Recording:
             return call
 
         def recorded(*args: Any, **kwargs: Any) -> Any:
-            self.calls.append((name, args[0] if name == "table_delete" else None))
-            if name == "table_wait_readers" and self.fail_waits:
-                raise DataplaneError(errno.EINTR, "table_wait_readers")
+            self.calls.append((name, args[0] if name.startswith("table_") and args else None))
+            empty_batch = name.startswith("rules_") and not args[0]  # the handle makes no call
+            if name in self.refused and not empty_batch:
+                error = DataplaneError(self.refused[name], name)
+                error.done = 0  # type: ignore[attr-defined]
+                raise error
             return call(*args, **kwargs)
 
         return recorded
@@ -191,13 +202,84 @@ def test_a_write_into_the_full_map_frees_what_a_failed_free_left_and_then_writes
         change(dp, index, add=kept)
         for n in range(1, MAX_TUNNELS):  # written for changes that never came
             dp.add_tunnel(entry_of(tunnel_intent(f"t{n}", n)))
-        recording.fail_waits = True
+        recording.refused["table_wait_readers"] = errno.EINTR
         dp.tunnel_entries.free()  # the end of a change whose free fails: they stay, unnamed
         assert len(held(dp)) == MAX_TUNNELS == dp.tunnel_entries.pending() + 1, "full, one entry named"
-        recording.fail_waits = False
+        del recording.refused["table_wait_readers"]
 
         last = tunnel_intent("last", MAX_TUNNELS)
         change(dp, index, add=last)
 
         assert held(dp) == {entry_of(kept).entry_id, entry_of(last).entry_id}
         assert dp.tunnel_entries.pending() == 0
+
+
+# --- a refused change: the entries written for it go before its error is raised ------------------
+
+
+def refused_change(dp: Dataplane, index: RuleIndex, intents: list[Intent]) -> ServiceError:
+    """A change adding `intents` made by the service's own code (netapp.service.transaction.RuleChange:
+    the entries, then the rules) that the data plane refuses; its error, the index rolled back as the
+    transaction does. The maps are as before: nothing was left to undo, or to reconcile."""
+    stale: list[str] = []
+    made = RuleChange(index.track(), dp, reject=lambda *_: None, on_stale=stale.append, on_commit=lambda: None)
+    for intent in intents:
+        made.add(index.compile(intent))
+    with pytest.raises(ServiceError) as refused:
+        made.apply_to_maps()
+    made.roll_back()
+    assert stale == []
+    return refused.value
+
+
+def freed_after_a_wait(recording: Recording, since: int) -> bool:
+    """Whether an entry of dpp_tunnels was written since `since` and the last calls are the wait for
+    the kernel's readers, then the deletion from dpp_tunnels."""
+    calls = recording.calls[since:]
+    return ("table_update", "dpp_tunnels") in calls and calls[-2:] == [("table_wait_readers", None),
+                                                                       ("table_delete", "dpp_tunnels")]
+
+
+@pytest.fixture
+def recorded() -> Iterator[tuple[Dataplane, Recording, RuleIndex, int]]:
+    """An instance over the recording adapter holding one tunnel rule, and that rule's entry."""
+    require_kernel()
+    recording = Recording(DppHandle.open(load_libdpp()))
+    with Dataplane(recording) as dp:
+        index, kept = RuleIndex({}), tunnel_intent("kept", 0, port=6000)
+        change(dp, index, add=kept)
+        yield dp, recording, index, entry_of(kept).entry_id
+
+
+def test_a_change_whose_rules_the_maps_refuse_leaves_no_entry_it_wrote(recorded):
+    dp, recording, index, kept = recorded
+    refused, since = [tunnel_intent("a", 1, port=5000), tunnel_intent("b", 2, port=5001)], len(recording.calls)
+    recording.refused["rules_upsert"] = errno.ENOMEM
+    error = refused_change(dp, index, refused)
+    assert isinstance(error, DataplaneUnavailable) and "rules_upsert" in str(error)
+    assert held(dp) == {kept} and dp.tunnel_entries.pending() == 0, "the refused change's entries are gone"
+    assert freed_after_a_wait(recording, since), recording.calls[since:]
+
+
+def test_a_change_one_of_whose_entries_is_refused_leaves_none_it_wrote(recorded):
+    dp, recording, index, kept = recorded
+    first, second = tunnel_intent("a", 1, port=5000), tunnel_intent("b", 2, port=5001)
+    # Another tunnel under the id of the second's entry, as two tunnels with one digest would be.
+    squatter = entry_of(second).entry_id
+    dp.table("dpp_tunnels").update([(squatter, entry_of(tunnel_intent("x", 3)).value())])
+    since = len(recording.calls)
+    error = refused_change(dp, index, [first, second])
+    assert isinstance(error, DataplaneUnavailable) and "holds another tunnel" in str(error)
+    assert held(dp) == {kept, squatter} and dp.tunnel_entries.pending() == 0, "the first entry is gone"
+    assert freed_after_a_wait(recording, since), recording.calls[since:]
+
+
+def test_a_document_refused_before_its_rules_leaves_no_entry_it_wrote(recorded):
+    dp, recording, index, kept = recorded
+    document = {"intents": [tunnel_intent("a", 1, port=5000).model_dump(mode="json", exclude_none=True)]}
+    since = len(recording.calls)
+    recording.refused["config_set"] = errno.EPERM  # the site's defaults, written after the entries
+    with pytest.raises(DataplaneError, match="config_set"):
+        dp.apply_compiled(compile_document(parse_document(document), {}))
+    assert held(dp) == {kept} and dp.tunnel_entries.pending() == 0
+    assert freed_after_a_wait(recording, since), recording.calls[since:]
