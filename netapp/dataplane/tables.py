@@ -78,6 +78,14 @@ class Table:
             keys, values = zip(*pairs)
             self._adapter.table_update(self.name, self._keys(keys), self._values(values), int(flags))
 
+    def update_arrays(self, keys: Sequence[Any], values: Sequence[Any], flags: UpdateFlag = UpdateFlag.ANY) -> None:
+        """`update` of keys[i] -> values[i], given apart: a C array of the map's key or value type is
+        written as it is, without a copy of each item (a batch made at once, as a C array)."""
+        if len(keys) != len(values):
+            raise ValueError(f"table {self.name}: {len(keys)} keys and {len(values)} values")
+        if len(keys):
+            self._adapter.table_update(self.name, self._keys(keys), self._values(values), int(flags))
+
     def delete(self, keys: Sequence[Any]) -> None:
         """Delete keys in order (an array's cannot be: write a zeroed value instead)."""
         if keys:

@@ -20,6 +20,7 @@ asked (the API shows that one: netapp.qos.views)."""
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import time
 from typing import Callable, Iterable, Mapping, Optional
@@ -133,6 +134,9 @@ def policer_value(spec: PolicerSpec, tick_ns: Optional[int] = None, cpus: Option
     )
 
 
+_CLOCK_AT = Policer.clock.offset  # the clock's byte in a policer's bytes (`_written`)
+
+
 @functools.lru_cache(maxsize=1024)
 def _written(spec: PolicerSpec, cpus: int) -> bytes:
     """`policer_value(spec, cpus=cpus)`'s bytes, kept for the specs met lately: a QER's policy is usually many
@@ -165,6 +169,9 @@ class PolicerApplier:
         `pairs`: a rule's own policer -> the slice policer it is paired with (nf/qos/rule.h), for
         the rules naming one of `policers` (netapp.qos.rules): the two share a reading as a chain."""
         _check_parents(policers)
+        if not pairs and not any(spec.parent for spec in policers.values()):
+            self._apply_unchained(policers)
+            return
         ordered = sorted(policers.items(), key=lambda item: item[1].parent != 0)
         values = {policer_id: Policer.from_buffer_copy(_written(spec, self._cpus)) for policer_id, spec in ordered}
         values = self._joint(values, pairs or {})
@@ -172,6 +179,19 @@ class PolicerApplier:
         self._write_shares(policers)
         self._policers.update(self._made_precise(values, pairs or {}))
         self._policers.update(values)
+
+    def _apply_unchained(self, policers: Mapping[int, PolicerSpec]) -> None:
+        """`apply` of policers of which none has a parent or is paired (a UPF establishment's QERs):
+        none decides on another's reading, so each is written on the clock its spec chooses (what
+        `_joint` would leave) and in any order. Their values are made as one C array from the specs'
+        bytes, not a structure each: a group of establishments writes some 64 policers at a time."""
+        ids = self._check_ids(policers)
+        written = b"".join([_written(spec, self._cpus) for spec in policers.values()])
+        values = (Policer * len(ids)).from_buffer_copy(written)
+        self._write_shares(policers)
+        if Clock.PRECISE in written[_CLOCK_AT::ctypes.sizeof(Policer)]:  # their coarse children first
+            self._policers.update(self._made_precise(dict(zip(ids, values)), {}))
+        self._policers.update_arrays(ids, values)
 
     def _write_shares(self, policers: Mapping[int, PolicerSpec]) -> None:
         """Each policer's per-CPU slot afresh: counters and credit zeroed, its chunk (chunk_for), in

@@ -432,10 +432,13 @@ class BpfApplier:
     def _start_counting(self, given: dict[tuple[int, int], int], back: list[tuple[int, int]]) -> None:
         """Slots given start from zero; one given back (the change that freed it is being undone)
         starts from the counts it was freed with, and the URRs `back` have no final counts."""
-        restored = {key[1]: self._freed.pop(key) for key in given if key in self._freed}
+        restored = {key[1]: self._freed.pop(key) for key in given if key in self._freed} if self._freed else {}
         for key in back:
             self._final.pop(key, None)
-        self._usage.update({**{slot: Usage() for slot in given.values()}, **restored})
+        if restored:
+            self._usage.update({**{slot: Usage() for slot in given.values()}, **restored})
+        else:  # the usual: every slot zeroed, their values made at once (zeroed as made)
+            self._usage.update_arrays(list(given.values()), (Usage * len(given))())
 
     def _stop_counting(self, freed: dict[tuple[int, int], int], slots_of: dict[tuple[int, int], list[int]],
                        gone: list[tuple[int, int]]) -> None:

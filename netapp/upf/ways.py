@@ -38,10 +38,12 @@ retired way at once. dpp_upf_teids and dpp_upf_ue4 need none of this: a slot the
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import logging
 import sys
-from typing import Iterable, Optional
+from ctypes import Array
+from typing import Collection, Iterable, Optional, Sequence
 
 from netapp.dataplane.binding import DataplaneError
 from netapp.dataplane.tables import Table
@@ -53,6 +55,9 @@ log = logging.getLogger("netapp.upf")
 Key = tuple[int, int, bytes]  # netapp.upf.compiler.DownlinkKey: (instance, family, address in 16 bytes)
 MAX_BITS = 30  # a slot (bucket * WAYS + way) must fit in 32 bits
 _ENTRY = int(PdrFlag.ENTRY)
+_FLAGS_AT = PdrAction.flags.offset  # a byte (struct dpp_upf_pdr's __u8 flags): translated as one
+_SET_ENTRY = bytes(flags | _ENTRY for flags in range(256))  # a flags byte -> the same with ENTRY set
+_CLEAR_ENTRY = bytes(flags & ~_ENTRY for flags in range(256))
 
 
 def table_bits(slots: int) -> int:
@@ -190,25 +195,30 @@ class Ways:
 
     def publish(self, change: SiteChange, plan: Plan, left: list[str]) -> None:
         """The plan's new ways written with ENTRY clear, then published (two writes: see above);
-        undone by retiring them. `left`: the ways an undo could not write, named."""
+        undone by retiring them. `left`: the ways an undo could not write, named. The values of each
+        write are one C array, the published ones a copy of the staged with ENTRY set (`_staged`,
+        `_live`): a group of establishments publishes some 32 ways at a time."""
         if plan.publish:
-            staged = self.staged(plan)
-            change.write(lambda: self._table.update(staged), lambda: None)
-            self._flip(change, plan.publish, self.live(plan), staged, True, left)
+            slots = list(plan.publish)
+            staged = _staged(plan.publish.values())
+            change.write(lambda: self._table.update_arrays(slots, staged), lambda: None)
+            self._flip(change, plan.publish, _live(staged), list(zip(slots, staged)), True, left)
 
     def retire(self, change: SiteChange, plan: Plan, left: list[str]) -> None:
         """The plan's ways whose entries go or move, retired (ENTRY cleared, the rest kept); undone
         by publishing them again."""
         if plan.retire:
-            self._flip(change, plan.retire, self.retired(plan), self.republished(plan), False, left)
+            retired = [value for _, value in self.retired(plan)]
+            self._flip(change, plan.retire, retired, self.republished(plan), False, left)
 
-    def _flip(self, change: SiteChange, entries: dict[int, tuple[Key, PdrAction]], values: list,
+    def _flip(self, change: SiteChange, entries: dict[int, tuple[Key, PdrAction]], values: Sequence[PdrAction],
               undo_values: list, published: bool, left: list[str]) -> None:
-        """Ways published (or retired) by writing `values`, the shadow marked so; undone by writing
-        `undo_values` (each tried whatever the others do), the shadow marked back."""
+        """Ways published (or retired) by writing `values` (those of `entries`' slots, in order), the
+        shadow marked so; undone by writing `undo_values` (each tried whatever the others do), the
+        shadow marked back."""
 
         def write() -> None:
-            self._table.update(values)
+            self._table.update_arrays(list(entries), values)
             self.mark(entries, published)
 
         def undo() -> None:
@@ -323,6 +333,27 @@ def _way(key: Optional[Key], action: PdrAction, live: bool) -> PdrAction:
         value.ue_addr = int.from_bytes(key[2][:4], sys.byteorder)
     value.flags = (value.flags | _ENTRY) if live else (value.flags & ~_ENTRY)
     return value
+
+
+def _staged(entries: Collection[tuple[Key, PdrAction]]) -> Array[PdrAction]:
+    """The ways' values of `entries` (key, action) as one C array: `_way(key, action, live=False)`
+    of each, made from the actions' bytes at once."""
+    values = (PdrAction * len(entries)).from_buffer_copy(b"".join([bytes(action) for _, action in entries]))
+    for value, (key, _) in zip(values, entries):
+        value.ue_addr = int.from_bytes(key[2][:4], sys.byteorder)
+    return _with_flags(values, _CLEAR_ENTRY)
+
+
+def _live(staged: Array[PdrAction]) -> Array[PdrAction]:
+    """A copy of the staged ways with ENTRY set: published (the flags byte alone differs)."""
+    return _with_flags(staged, _SET_ENTRY)
+
+
+def _with_flags(values: Array[PdrAction], translation: bytes) -> Array[PdrAction]:
+    """A copy of `values` with every flags byte translated (ENTRY set or cleared), in one pass."""
+    data = bytearray(values)
+    data[_FLAGS_AT::ctypes.sizeof(PdrAction)] = data[_FLAGS_AT::ctypes.sizeof(PdrAction)].translate(translation)
+    return (PdrAction * len(values)).from_buffer_copy(data)
 
 
 def _compiled(value: PdrAction) -> PdrAction:

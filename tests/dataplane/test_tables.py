@@ -74,6 +74,18 @@ def test_given_groups_written_in_one_batch_then_each_reads_back(adapter):
     assert same(table.get(5), group(2, 9))
 
 
+def test_given_keys_and_values_as_c_arrays_then_each_pair_is_written_and_unequal_lengths_refused(adapter):
+    table = Table(adapter, "dpp_alt_groups")
+    values = (AltGroup * 3)(group(1, 7), group(2, 9), group(3, 11))
+    table.update_arrays((c_uint32 * 3)(6, 2, 4), values)
+
+    assert [bytes(value) for value in table.lookup([2, 4, 6])] == [bytes(group(2, 9)), bytes(group(3, 11)),
+                                                                    bytes(group(1, 7))]
+    with pytest.raises(ValueError, match="2 keys and 3 values"):
+        table.update_arrays([1, 5], values)
+    assert [bytes(value) for value in table.lookup([1, 5])] == [bytes(AltGroup())] * 2, "nothing written"
+
+
 def test_an_arrays_items_are_every_index_in_order_across_dump_calls(adapter):
     table = Table(adapter, "dpp_alt_groups")
     table.DUMP_CHUNK = 5  # 64 entries in 13 calls

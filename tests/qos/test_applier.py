@@ -4,14 +4,16 @@ CPUs, ids checked."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Iterator
 
 import pytest
 
 from netapp.dataplane.facade import Dataplane
 from netapp.dataplane.fake import FakeDpp
-from netapp.qos.abi import GCRA_INTERVAL_SHIFT, GCRA_TAT_SHIFT, RATE_MAX, WINDOW_SHIFT_MIN, Algo, Gate, PolicerStats
-from netapp.qos.applier import PolicerApplier, PolicerSpec, policer_value, window_shift_for
+from netapp.qos.abi import (GCRA_INTERVAL_SHIFT, GCRA_TAT_SHIFT, RATE_MAX, WINDOW_SHIFT_MIN, Algo, Clock, Gate,
+                             PolicerStats)
+from netapp.qos.applier import PolicerApplier, PolicerSpec, coarse_tick_ns, policer_value, window_shift_for
 from netapp.qos.views import policer_record
 from tests.utils.kernel import require_kernel
 
@@ -136,3 +138,37 @@ def test_policers_are_emptied_children_before_their_parents(dataplane):
     applier.remove([2, 9, 5, 7])
     assert set(seen.written[:2]) == {5, 7} and set(seen.written) == {2, 5, 7, 9}
     assert [applier.state(policer_id).algo for policer_id in (2, 5, 7, 9)] == [Algo.NONE] * 4
+
+
+UNCHAINED = [PolicerSpec(rate=10**8, burst=125_000), PolicerSpec(rate=10**8, burst=3000),
+             PolicerSpec(rate=10**9, burst=3000, algo=Algo.GCRA), PolicerSpec(rate=8_000, burst=1500, gate=Gate.CLOSED),
+             PolicerSpec(rate=10**9, burst=125_000, algo=Algo.SLIDING_WINDOW)]
+
+
+def test_policers_without_parents_are_written_in_one_array_each_as_its_spec_makes_it(dataplane):
+    """Policers none of which has a parent or a pair (a group of UPF establishments' QERs) are
+    written from one C array: every slot holds its own spec's value (clock included), its state and
+    its counters zeroed, whatever the slot held before."""
+    applier = PolicerApplier(dataplane.table)
+    ids = [9, 3, 17, 40, 11, 12, 13, 14, 15, 16]
+    specs = {policer_id: UNCHAINED[index % len(UNCHAINED)] for index, policer_id in enumerate(ids)}
+    applier.apply({policer_id: PolicerSpec(rate=5 * 10**9, burst=9000, algo=Algo.GCRA) for policer_id in ids})
+    dataplane.table("dpp_policer_stats").fill(ids, PolicerStats(passed_packets=7, dropped_bytes=9))
+    applier.apply(specs)
+    for policer_id, spec in specs.items():
+        written, wanted = applier.state(policer_id), policer_value(spec)
+        assert bytes(written) == bytes(wanted), f"policer {policer_id}"
+        assert applier.counters(policer_id).passed_packets == applier.counters(policer_id).dropped_bytes == 0
+
+
+def test_a_parent_rewritten_precise_with_no_parent_of_its_own_makes_its_coarse_child_precise(dataplane):
+    coarse, precise = UNCHAINED[0], UNCHAINED[1]
+    if policer_value(coarse).clock != Clock.COARSE or policer_value(precise).clock != Clock.PRECISE:
+        pytest.skip(f"a 10 ms burst is not coarse with this kernel's tick ({coarse_tick_ns()} ns)")
+    applier = PolicerApplier(dataplane.table)
+    applier.apply({1: coarse, 5: coarse})
+    applier.apply({2: dataclasses.replace(coarse, parent=1), 3: dataclasses.replace(coarse, parent=5)})
+    applier.apply({1: precise, 4: coarse})  # no parent, no pair: written from one array
+    assert [applier.state(policer_id).clock for policer_id in (1, 2, 3, 4)] == [
+        Clock.PRECISE, Clock.PRECISE, Clock.COARSE, Clock.COARSE]
+    assert applier.state(2).rate == coarse.rate and applier.state(2).parent == 1

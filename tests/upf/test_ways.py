@@ -6,7 +6,9 @@ recorded."""
 
 from __future__ import annotations
 
+import ctypes
 import errno
+import random
 
 import pytest
 
@@ -17,6 +19,7 @@ from netapp.service.contract import DataplaneUnavailable
 from netapp.upf.abi import DL4_WAYS, PdrAction, PdrFlag, Role
 from netapp.upf.applier import BpfApplier, iface_entries
 from netapp.upf.compiler import Site
+from netapp.upf import ways
 from netapp.upf.ways import bucket_of, table_bits
 from tests.upf.test_datapath import DL_TEID, N3_IP
 from tests.upf.test_dl4_datapath import ue_session
@@ -143,3 +146,17 @@ def test_a_refused_change_retires_what_it_published_and_republishes_what_it_reti
     fake.log.clear()
     upf.apply(None, ue_session(2, second))  # the bucket's way the undo retired is not clean: another one
     assert [entry[1] for entry in fake.log] == [undone + 1, undone + 1]
+
+
+def test_the_ways_of_a_group_are_the_values_each_way_gets_alone_in_one_array():
+    """`_staged` and `_live` (a group's publish, one C array each) hold what `_way` makes of each
+    entry: the action, the key's address in ue_addr, ENTRY clear and set, every other flag kept."""
+    rng = random.Random(17)
+    entries = []
+    for index in range(40):
+        action = PdrAction.from_buffer_copy(rng.randbytes(ctypes.sizeof(PdrAction)))
+        entries.append(((index % 3, 4, rng.randbytes(4).ljust(16, b"\0")), action))
+    staged = ways._staged(entries)
+    live = ways._live(staged)
+    assert [bytes(value) for value in staged] == [bytes(ways._way(key, action, live=False)) for key, action in entries]
+    assert [bytes(value) for value in live] == [bytes(ways._way(key, action, live=True)) for key, action in entries]
