@@ -82,6 +82,8 @@ static __always_inline int decide(struct xdp_md *ctx, struct dpp_parse *p, struc
 {
 	int verdict;
 
+	if (!reason) /* before the dispatcher, which classifies too: its steering rules may name a tunnel */
+		tunnel_ends_fill(ctx, p, cfg);
 	if (!worker && rss_dispatch(p, cached, rule, o, reason, bytes) == XDP_REDIRECT)
 		return XDP_REDIRECT;
 	if (!worker && !reason)
@@ -96,7 +98,6 @@ static __always_inline int decide(struct xdp_md *ctx, struct dpp_parse *p, struc
 	}
 	if (reason)
 		return fallback(cfg, o, reason);
-	tunnel_ends_fill(ctx, p, cfg);
 	*rule = classify(&p->key, cfg, cached);
 	return act(&(struct dpp_act_ctx){ .ctx = ctx, .key = &p->key, .l = &p->layers, .rule = *rule,
 					  .cfg = cfg, .bytes = bytes, .o = o });

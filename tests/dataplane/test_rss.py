@@ -31,9 +31,9 @@ TUNNELS = 10_000
 SPREAD_BOUND = 1.1  # max/min over 2 workers: 5000 each, a binomial's 3 sigma is 3% either way
 
 
-def t_pdu(teid: int, qfi: int | None = 9) -> bytes:
+def t_pdu(teid: int, qfi: int | None = 9, gnb: str = GNB) -> bytes:
     ue = IP(src="10.45.0.7", dst="192.0.2.10") / UDP(sport=40000, dport=5004) / (b"u" * 32)
-    return bytes(Ether(**MACS) / IP(src=GNB, dst=N3_IP) / UDP(sport=2152, dport=2152)
+    return bytes(Ether(**MACS) / IP(src=gnb, dst=N3_IP) / UDP(sport=2152, dport=2152)
                  / gtpu(teid, qfi, ul=True, inner=ue))
 
 
@@ -80,6 +80,24 @@ def test_a_steering_rule_wins_over_the_hash(rss):
         out = dp.test_run(t_pdu(teid), n3)
         assert (out.verdict, out.action, out.intent, out.cpu) == ("REDIRECT", "steer", "pin-tunnel", steered)
         assert dp.test_run(t_pdu(teid + 1), n3).intent is None  # the rule's tunnel only
+    finally:
+        dp.apply_compiled(compile_document(parse_document({"intents": []}), {"n3": n3}))
+
+
+def test_a_steering_rule_on_the_tunnel_source_wins_over_the_hash(rss):
+    """The dispatcher classifies with the tunnel's ids in the key (dataplane/bpf/core/ends.h), as
+    the worker does: else a rule naming the gNB's address is not seen until the hash chose a CPU."""
+    dp, _, n3, _ = rss
+    teid = 0x8894D0D4
+    steered = next(cpu for cpu in WORKERS if cpu != worker_of(teid, 9, WORKERS))
+    intent = {"id": "pin-gnb", "match": {"tunnel_src": GNB}, "action": {"type": "steer", "cpu": steered}}
+    document = {"intents": [intent], "cpus": [{"cpu": cpu} for cpu in WORKERS]}
+    dp.apply_compiled(compile_document(parse_document(document), {"n3": n3}))
+    try:
+        out = dp.test_run(t_pdu(teid), n3)
+        assert (out.verdict, out.action, out.intent, out.cpu) == ("REDIRECT", "steer", "pin-gnb", steered)
+        other = dp.test_run(t_pdu(teid, gnb="10.3.0.8"), n3)  # another gNB's tunnel: hashed
+        assert (other.intent, other.cpu) == (None, worker_of(teid, 9, WORKERS))
     finally:
         dp.apply_compiled(compile_document(parse_document({"intents": []}), {"n3": n3}))
 
