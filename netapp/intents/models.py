@@ -54,6 +54,7 @@ from netapp.intents.fields import (  # noqa: F401
     ProtocolName,
     ProtocolNumber,
     Qfi,
+    TunnelAddress,
     U32,
     Vlan,
     lower_if_str,
@@ -97,6 +98,7 @@ from netapp.intents.native import (  # noqa: F401
     TunnelAction,
     check_one_family,
     check_vni,
+    without_nulls,
 )
 
 

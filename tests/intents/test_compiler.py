@@ -113,6 +113,8 @@ class TestKeyFields:
                 "src_port": 1,
                 "dst_port": 2,
                 "dscp": 3,
+                "tunnel_src": "192.0.2.1",
+                "tunnel_dst": "192.0.2.2",
             }
         )
         assert set(rule.values) == set(KEY_FIELD_NAMES) - {"upf"}, "every field but the UPF's rules' own"
