@@ -117,6 +117,7 @@ Address = Annotated[
     ),
 ]
 
+
 def _parse_tunnel_address(value: Any) -> Any:
     """A tunnel endpoint's address: one host, as the data plane looks addresses up exactly."""
     if isinstance(value, str) and "/" in value:

@@ -51,6 +51,18 @@ def dispatching(*, trace: bool = True) -> Iterator[tuple[Dataplane, Dispatcher, 
             yield dp, dispatcher, n3, other
 
 
+@contextlib.contextmanager
+def steering(dp: Dataplane, n3: int, intent_id: str, match: dict, cpu: int) -> Iterator[None]:
+    """One intent steering `match` to `cpu` on n3, removed afterwards."""
+    intent = {"id": intent_id, "match": match, "action": {"type": "steer", "cpu": cpu}}
+    document = {"intents": [intent], "cpus": [{"cpu": worker} for worker in WORKERS]}
+    dp.apply_compiled(compile_document(parse_document(document), {"n3": n3}))
+    try:
+        yield
+    finally:
+        dp.apply_compiled(compile_document(parse_document({"intents": []}), {"n3": n3}))
+
+
 @pytest.fixture(scope="module")
 def rss():
     with dispatching() as opened:
@@ -73,15 +85,10 @@ def test_a_steering_rule_wins_over_the_hash(rss):
     teid = 0x8894D0D4
     hashed = worker_of(teid, 9, WORKERS)
     steered = next(cpu for cpu in WORKERS if cpu != hashed)
-    intent = {"id": "pin-tunnel", "match": {"teid": teid}, "action": {"type": "steer", "cpu": steered}}
-    document = {"intents": [intent], "cpus": [{"cpu": cpu} for cpu in WORKERS]}
-    dp.apply_compiled(compile_document(parse_document(document), {"n3": n3}))
-    try:
+    with steering(dp, n3, "pin-tunnel", {"teid": teid}, steered):
         out = dp.test_run(t_pdu(teid), n3)
         assert (out.verdict, out.action, out.intent, out.cpu) == ("REDIRECT", "steer", "pin-tunnel", steered)
         assert dp.test_run(t_pdu(teid + 1), n3).intent is None  # the rule's tunnel only
-    finally:
-        dp.apply_compiled(compile_document(parse_document({"intents": []}), {"n3": n3}))
 
 
 def test_a_steering_rule_on_the_tunnel_source_wins_over_the_hash(rss):
@@ -90,16 +97,11 @@ def test_a_steering_rule_on_the_tunnel_source_wins_over_the_hash(rss):
     dp, _, n3, _ = rss
     teid = 0x8894D0D4
     steered = next(cpu for cpu in WORKERS if cpu != worker_of(teid, 9, WORKERS))
-    intent = {"id": "pin-gnb", "match": {"tunnel_src": GNB}, "action": {"type": "steer", "cpu": steered}}
-    document = {"intents": [intent], "cpus": [{"cpu": cpu} for cpu in WORKERS]}
-    dp.apply_compiled(compile_document(parse_document(document), {"n3": n3}))
-    try:
+    with steering(dp, n3, "pin-gnb", {"tunnel_src": GNB}, steered):
         out = dp.test_run(t_pdu(teid), n3)
         assert (out.verdict, out.action, out.intent, out.cpu) == ("REDIRECT", "steer", "pin-gnb", steered)
         other = dp.test_run(t_pdu(teid, gnb="10.3.0.8"), n3)  # another gNB's tunnel: hashed
         assert (other.intent, other.cpu) == (None, worker_of(teid, 9, WORKERS))
-    finally:
-        dp.apply_compiled(compile_document(parse_document({"intents": []}), {"n3": n3}))
 
 
 @pytest.mark.parametrize(
