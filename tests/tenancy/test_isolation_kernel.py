@@ -18,7 +18,7 @@ from netapp.service.store import Store
 from netapp.tenancy.models import TenantSpec, TrafficGrant
 from netapp.tenancy.service import TenantService
 from tests.utils import packets
-from tests.utils.dataplane import traced_dataplane
+from tests.utils.dataplane import Lent, traced_dataplane
 from tests.utils.service import ADMIN, WRITER_SCOPES, settings_for
 
 TENANTS = ("t0", "t1", "t2")
@@ -98,19 +98,26 @@ def _in_grant(g: TrafficGrant, key: dict[str, Any]) -> bool:
     )
 
 
-def traced_service(state_dir: Path) -> NetAppService:
-    """A service over a new anonymous traced instance (closed with the service)."""
+@pytest.fixture(scope="module")
+def dataplane():
+    """One anonymous traced instance for the module: each service reconciles it to its own store."""
     dp = traced_dataplane(max_rules=MAX_RULES)
-    service = NetAppService(settings_for(state_dir), dataplane=dp, store=Store.open(state_dir / "netapp.db"))
+    yield dp
+    dp.close()
+
+
+def traced_service(state_dir: Path, dataplane: Any) -> NetAppService:
+    """A service with a new store over the module's instance (left open by the service's close)."""
+    store = Store.open(state_dir / "netapp.db")
+    service = NetAppService(settings_for(state_dir), dataplane=Lent(dataplane), store=store)
     service.start()
     return service
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
-def test_no_tenants_rule_acts_on_a_packet_another_tenant_owns(tmp_path_factory, data):
-    service = traced_service(tmp_path_factory.mktemp("isolation"))
-    dataplane = service.dataplane
+def test_no_tenants_rule_acts_on_a_packet_another_tenant_owns(tmp_path_factory, dataplane, data):
+    service = traced_service(tmp_path_factory.mktemp("isolation"), dataplane)
     tenants = TenantService(lambda: service.store)
     try:
         granted: dict[str, list[TrafficGrant]] = {}
@@ -143,10 +150,9 @@ def test_no_tenants_rule_acts_on_a_packet_another_tenant_owns(tmp_path_factory, 
         service.close()
 
 
-def test_a_tenants_catch_all_drop_no_longer_drops_another_tenants_traffic(tmp_path):
+def test_a_tenants_catch_all_drop_no_longer_drops_another_tenants_traffic(tmp_path, dataplane):
     """What an adversarial tenant tried: {"match": {}, "action": drop} at priority 65535."""
-    service = traced_service(tmp_path)
-    dataplane = service.dataplane
+    service = traced_service(tmp_path, dataplane)
     tenants = TenantService(lambda: service.store)
     try:
         tenants.put_tenant(ADMIN, "a", TenantSpec.model_validate({"traffic": [{"overlay": "vxlan", "vni": 1}]}))

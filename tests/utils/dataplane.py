@@ -52,6 +52,21 @@ def traced_dataplane(document: Optional[dict] = None, **open_options: Any) -> Da
     return dp
 
 
+class Lent:
+    """A dataplane lent to one service after another: a service's close leaves it open, so a
+    module's tests load the programs once (seconds on a loaded machine) and each service still
+    starts by reconciling the maps to its own store."""
+
+    def __init__(self, dataplane: Dataplane):
+        self._dataplane = dataplane
+
+    def close(self) -> None:
+        pass
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._dataplane, name)
+
+
 def run(dp: Dataplane, frame: bytes) -> PacketOutcome:
     return dp.test_run(bytes(frame))
 
