@@ -4,14 +4,13 @@ their own; both sides are checked and timed in the same runs and paired case by 
 
 from __future__ import annotations
 
-import functools
 import json
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from bench import baseline, dataplane, workload
+from bench import dataplane, workload
 from bench.report import format_table
 from tests.utils.kernel import require_kernel
 
@@ -19,17 +18,10 @@ REPO = Path(__file__).resolve().parents[2]
 SMALL = ["--levels", "1,20", "--runs", "2", "--repeat", "50"]
 
 
-@pytest.fixture(scope="module")
-def build_dir(tmp_path_factory):
-    """Where the baseline is exported and built: a temporary directory, not bench/build/, so the
-    tests leave nothing behind; shared by this module's tests (one build)."""
-    return tmp_path_factory.mktemp("baseline")
-
-
 @pytest.fixture
-def own_build(build_dir, monkeypatch):
+def own_build(shared_baselines, monkeypatch):
     require_kernel()
-    monkeypatch.setattr(dataplane, "prepare_baseline", functools.partial(baseline.prepare_baseline, build_dir=build_dir))
+    monkeypatch.setattr(dataplane, "prepare_baseline", shared_baselines)
 
 
 def test_a_baseline_revision_is_measured_beside_head_and_paired_with_it(own_build, tmp_path):

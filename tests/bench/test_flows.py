@@ -3,7 +3,6 @@ the walk once per walk, exact verdict and rule counts), and the report's targets
 
 from __future__ import annotations
 
-import functools
 import json
 import subprocess
 from pathlib import Path
@@ -72,15 +71,14 @@ def test_the_readme_table_is_the_one_the_result_document_gives():
     )
 
 
-def test_a_baseline_revision_is_measured_beside_head_and_paired_with_it(tmp_path, monkeypatch):
+def test_a_baseline_revision_is_measured_beside_head_and_paired_with_it(tmp_path, monkeypatch, shared_baselines):
     """--baseline with this checkout's own commit as the revision: its exported bench/flows and netapp
     open the baseline's instances in a process of their own, and both sides are timed in the same runs."""
     require_kernel()
     commit = subprocess.run(
         ["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
     ).stdout.strip()
-    # The export and build go to tmp_path, not bench/build/, so the test leaves nothing behind.
-    monkeypatch.setattr(flows_main, "prepare_baseline", functools.partial(baseline.prepare_baseline, build_dir=tmp_path))
+    monkeypatch.setattr(flows_main, "prepare_baseline", shared_baselines)
     out = tmp_path / "flows.json"
     argv = ["--out", str(out), "--flows", "1,50", "--rules", "20", "--shapes", "2", "--runs", "2", "--repeat", "100"]
     assert flows_main.main(argv + ["--baseline", "HEAD"]) == 0

@@ -5,11 +5,10 @@ start as `netapp serve` reconciles it (no bucket of dpp_upf_dl4 left to read by 
 
 from __future__ import annotations
 
-import functools
 import json
 import subprocess
 
-from bench import baseline, pfcp
+from bench import pfcp
 from bench.harness import REPO
 from tests.utils.kernel import require_kernel
 
@@ -49,13 +48,13 @@ def test_the_applier_starts_reconciled_with_every_bucket_known():
         assert applier._ways._known == set(range(1 << applier._ways.bits))
 
 
-def test_a_baseline_revision_is_timed_in_the_same_run_by_its_own_code(tmp_path, monkeypatch):
+def test_a_baseline_revision_is_timed_in_the_same_run_by_its_own_code(tmp_path, monkeypatch, shared_baselines):
     """--baseline: the revision's endpoint (its export's netapp, checked by the endpoint itself as it
     starts) answers the same requests; both sides' figures in one result, in pairs whose order
-    alternates (the first pair the baseline first, the second HEAD first). Exported into a temporary
-    directory, not bench/build/, so the test leaves nothing behind; without a data path, its data
-    plane is not built (test_dataplane.py builds one)."""
-    monkeypatch.setattr(pfcp, "prepare_baseline", functools.partial(baseline.prepare_baseline, build_dir=tmp_path))
+    alternates (the first pair the baseline first, the second HEAD first). Exported into the run's
+    shared temporary directory (conftest.py), not bench/build/; without a data path, its data plane
+    is not built here (the other --baseline tests build it)."""
+    monkeypatch.setattr(pfcp, "prepare_baseline", shared_baselines)
     commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True,
                             check=True).stdout.strip()
     result = _run(tmp_path, "--applier", "none", "--no-sdf", "--sessions", "100", "--baseline", "HEAD",

@@ -4,7 +4,6 @@ and the README's table is the one the committed result gives."""
 
 from __future__ import annotations
 
-import functools
 import json
 from pathlib import Path
 
@@ -82,13 +81,13 @@ def test_a_case_that_takes_another_path_stops_the_run(tmp_path, monkeypatch, cap
     assert "miss: verdict DROP, expected REDIRECT" in capsys.readouterr().err
 
 
-def test_a_baseline_revision_is_measured_beside_head_in_the_same_runs(tmp_path, monkeypatch):
+def test_a_baseline_revision_is_measured_beside_head_in_the_same_runs(tmp_path, monkeypatch, shared_baselines):
     """--baseline with this checkout's own commit: its exported bench/upf and netapp open the
     baseline's instances in a process of their own, in the benchmark's namespace, and both sides'
     cases are timed in the same runs, each checked on its own path first."""
     require_kernel()
     commit = baseline.resolve("HEAD")
-    monkeypatch.setattr(upf_main, "prepare_baseline", functools.partial(baseline.prepare_baseline, build_dir=tmp_path))
+    monkeypatch.setattr(upf_main, "prepare_baseline", shared_baselines)
     out = tmp_path / "upf.json"
     argv = ["--out", str(out), "--sessions", "1,30", "--active", "1,20", "--runs", "2", "--repeat", "100",
             "--cases", "downlink,miss", "--baseline", "HEAD"]

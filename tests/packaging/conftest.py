@@ -13,6 +13,7 @@ from netapp.packaging.archive import extract_zip
 from netapp.packaging.osm import Sources, build_ns_package, build_vnf_package
 from netapp.packaging.wheels import Wheelhouse
 from tests.packaging.helpers import CHARM_ROOT, REPO_ROOT, build_test_charm, build_test_wheelhouse, quiet
+from tests.utils.run_wide import made_once
 from tests.utils.yang import YANG_DIR, NbiValidator, missing_tools
 
 
@@ -22,13 +23,17 @@ def charmcraft() -> dict:
 
 
 @pytest.fixture(scope="session")
-def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Wheelhouse:
-    return build_test_wheelhouse(tmp_path_factory.mktemp("wheelhouse") / "wheels")
+def wheelhouse(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Wheelhouse:
+    """Built by the first worker that needs it, shared by the others (a minute on a loaded machine)."""
+    return made_once(tmp_path_factory, worker_id, "wheelhouse", lambda folder: build_test_wheelhouse(folder / "wheels"))
 
 
 @pytest.fixture(scope="session")
-def charm_archive(wheelhouse: Wheelhouse, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_test_charm(tmp_path_factory.mktemp("charm") / "dpp-netapp.charm", wheelhouse.folder)
+def charm_archive(wheelhouse: Wheelhouse, tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
+    def build(folder: Path) -> Path:
+        return build_test_charm(folder / "dpp-netapp.charm", wheelhouse.folder)
+
+    return made_once(tmp_path_factory, worker_id, "charm", build)
 
 
 @pytest.fixture(scope="session")
