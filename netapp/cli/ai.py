@@ -111,9 +111,9 @@ def run(
             InfluxRecorder(client, influx.bucket, node, dry_run=dry_run), settings, model,
             on_decision=_print_decision, weights=weights,
         )
-        typer.echo(f"ai: node {node}, {influx.url} bucket {influx.bucket}, NetApp {netapp.http.base_url}"
-                   f"{' (dry run)' if dry_run else ''}; Ctrl-C stops")
-        _run_until_stopped(loop, duration)
+        banner = (f"ai: node {node}, {influx.url} bucket {influx.bucket}, NetApp {netapp.http.base_url}"
+                  f"{' (dry run)' if dry_run else ''}; Ctrl-C stops")
+        _run_until_stopped(loop, duration, banner)
         typer.echo(f"ai: stopped after {loop.stats.steps} steps ({loop.stats.failed_steps} failed), "
                    f"{len(loop.decisions())} decisions")
     finally:
@@ -150,11 +150,13 @@ def _print_decision(decision: Decision) -> None:
     typer.echo(f"{decision.outcome}: {describe(decision)}")
 
 
-def _run_until_stopped(loop: AiLoop, duration: Optional[float]) -> None:
-    """The loop on its thread until `duration` passes, Ctrl-C or SIGTERM; handlers restored after."""
+def _run_until_stopped(loop: AiLoop, duration: Optional[float], banner: str) -> None:
+    """The loop on its thread until `duration` passes, Ctrl-C or SIGTERM; handlers restored after.
+    `banner` is printed once they are in place: whoever reads it may stop the loop at once."""
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
+        typer.echo(banner)
         loop.start()
         stop.wait(duration)
     finally:

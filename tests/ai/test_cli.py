@@ -185,8 +185,8 @@ def test_sigterm_stops_a_running_module_cleanly(influxd, test_bucket, api_server
     try:
         assert process.stdout is not None
         first = process.stdout.readline()
-        assert first.rstrip().endswith("Ctrl-C stops"), first + process.stdout.read()
-        time.sleep(0.5)
+        assert first.rstrip().endswith("Ctrl-C stops"), first + process.stdout.read()  # the handlers are in place
+        time.sleep(0.5)  # running a while (any number of steps): not a wait for anything
         process.send_signal(signal.SIGTERM)
         rest = process.stdout.read()
         assert process.wait(10) == 0, rest

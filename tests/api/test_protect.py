@@ -139,7 +139,7 @@ def test_an_intent_with_protect_replicates_its_flow_and_owns_its_stream(api, rea
 
 def test_an_eliminating_intent_passes_the_first_copy_to_its_action_and_drops_the_duplicate(api, real, namespace):
     _, service = real
-    body = protected(role="eliminate", history_length=4)
+    body = protected(role="eliminate", history_length=4, reset_timeout_ms=0)  # never reset by a slow machine
     assert api.post(INTENTS, json=body).status_code == 201
     first, duplicate = (run(service, frame(seq_tagged=True, seq=9), namespace) for _ in range(2))
     assert (first.verdict, duplicate.verdict) == ("PASS", "DROP")

@@ -25,7 +25,7 @@ from tests.utils.service import pinned_instance
 from tests.utils.tls import self_signed
 
 REPO = Path(__file__).resolve().parents[2]
-START_TIMEOUT_S = 20
+START_TIMEOUT_S = 60  # a start reconciles the maps; two busy cores make Python imports slow
 
 
 @pytest.fixture(autouse=True)

@@ -27,6 +27,9 @@ from netapp.forwarding.liveness import (
 INTERVAL_S = 0.05
 MULTIPLIER = 3
 WAIT_S = 10.0  # a loaded machine: generous, and only ever waited out on failure
+# How late past interval x multiplier a detection may come: the prober's thread on a loaded 2-core
+# machine can wait seconds for a CPU. Still far below WAIT_S, which a node never found down takes.
+DETECTION_SLACK_S = 5.0
 
 
 def wait_until(condition: Callable[[], bool], timeout: float = WAIT_S) -> float:
@@ -129,7 +132,7 @@ def test_a_node_that_answers_is_up_after_its_first_answer_and_down_when_it_stops
     # Down only once the last answer is interval x multiplier old, and not long after that.
     assert view.since is not None and view.last_answer is not None
     assert (view.since - view.last_answer).total_seconds() >= detect_s
-    assert detection < detect_s + 2.0
+    assert detection < detect_s + DETECTION_SLACK_S
     assert time.monotonic() - died >= detection
     assert (view.alive, view.changes) == (False, 2) and view.since is not None
 

@@ -20,7 +20,8 @@ from tests.dataplane.test_replay import invoke
 from tests.utils.kernel import require_kernel
 
 HISTORY = 8
-RESET_MS = 1000  # long beside a back-to-back replay on a loaded machine
+RESET_MS = 1000  # long beside a back-to-back replay of three frames; the timing test waits out 1.5 times this
+NEVER_MS = 0  # the longer replay's stream: no timeout, so that a machine that stalls it resets nothing
 SEQUENCE = [0, 0, 1, 2, 1, 5, 3, 3, 4, 6, 300, 7, 7, 8]  # copies, a gap, a late one, a rogue number
 STREAM = {
     "name": "control",
@@ -36,14 +37,15 @@ def frame(seq: int) -> Ether:
     return Ether(tagged + seq.to_bytes(4, "big") + (0x0800).to_bytes(2, "big") + bytes(inner))
 
 
-def write_inputs(tmp_path, sequence: list[int], times: list[float]) -> dict:
+def write_inputs(tmp_path, sequence: list[int], times: list[float], reset_ms: int = RESET_MS) -> dict:
     frames = []
     for seq, when in zip(sequence, times):
         packet = frame(seq)
         packet.time = when
         frames.append(packet)
     wrpcap(str(tmp_path / "frames.pcap"), frames, linktype=1)
-    (tmp_path / "streams.json").write_text(json.dumps({"streams": [STREAM]}))
+    stream = {**STREAM, "recovery": {**STREAM["recovery"], "reset_timeout_ms": reset_ms}}
+    (tmp_path / "streams.json").write_text(json.dumps({"streams": [stream]}))
     return {"pcap": str(tmp_path / "frames.pcap"), "streams": str(tmp_path / "streams.json")}
 
 
@@ -57,10 +59,10 @@ def replay(inputs: dict, *more: str) -> tuple[list[dict], dict]:
 
 def test_each_frame_s_decision_and_the_counters_are_the_reference_model_s(tmp_path):
     require_kernel()
-    inputs = write_inputs(tmp_path, SEQUENCE, [1000.0 + i * 1e-4 for i in range(len(SEQUENCE))])
+    inputs = write_inputs(tmp_path, SEQUENCE, [1000.0 + i * 1e-4 for i in range(len(SEQUENCE))], reset_ms=NEVER_MS)
     frames, last = replay(inputs)
-    model = Recovery(RecoveryConfig(algo=Algo.VECTOR, history_len=HISTORY, reset_ns=RESET_MS * 1_000_000))
-    decisions = [model.decide(seq, 0).name.lower() for seq in SEQUENCE]  # back to back: no timeout
+    model = Recovery(RecoveryConfig(algo=Algo.VECTOR, history_len=HISTORY, reset_ns=NEVER_MS))
+    decisions = [model.decide(seq, 0).name.lower() for seq in SEQUENCE]
     assert [line["frer"] for line in frames] == [
         {"stream": "control", "seq": seq, "decision": decision} for seq, decision in zip(SEQUENCE, decisions)]
     assert {"duplicate", "rogue", "out_of_order", "take_any", "in_order"} <= set(decisions)  # every kind met

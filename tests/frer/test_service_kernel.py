@@ -123,13 +123,16 @@ def in_vlan(vlan: int, seq: int, dmac: str = DMAC, payload: bytes = BODY, ethert
     return head + struct.pack("!HHHH", RTAG_ETHERTYPE, 0, seq, ethertype) + payload
 
 
+# The recovery of the streams frames are run through: no reset timeout. A loaded machine may take
+# longer than the default second between two frames of one test, and a reset would let a duplicate
+# through.
+NEVER_RESET = {"pop": False, "reset_timeout_ms": 0}
+
+
 def listener(name: str = "l1", dmac: str = DMAC, history: int = 8, extra: Optional[str] = None) -> FrerStreamSpec:
     identities = [{"null": {"destination_mac": mac}} for mac in (dmac, extra) if mac]
-    # No reset timeout: a loaded machine may take longer than the default second between two frames
-    # of one test, and a reset would let a duplicate through.
     return FrerStreamSpec.model_validate({"name": name, "identification": identities,
-                                          "recovery": {"history_length": history, "pop": False,
-                                                       "reset_timeout_ms": 0}})
+                                          "recovery": {**NEVER_RESET, "history_length": history}})
 
 
 def passed(node: Node, name: str = "l1") -> tuple[int, int]:
@@ -279,7 +282,8 @@ def test_the_maps_hold_the_same_whichever_way_a_change_is_written(node):
 def test_an_identity_without_a_vlan_takes_frames_of_any_vlan_and_one_of_the_frames_vlan_wins(node):
     node.frer.put_stream(ADMIN, "any", listener("any"))
     node.frer.put_stream(ADMIN, "v7", FrerStreamSpec.model_validate({
-        "name": "v7", "identification": [{"null": {"destination_mac": DMAC, "vlan": 7}}], "recovery": {"pop": False}}))
+        "name": "v7", "identification": [{"null": {"destination_mac": DMAC, "vlan": 7}}],
+        "recovery": NEVER_RESET}))
     assert node.run(tagged(1)) == XDP_PASS, "untagged"
     assert node.run(in_vlan(5, 1)) == XDP_DROP, "VLAN 5: the same stream, a duplicate"
     assert node.run(in_vlan(7, 1)) == XDP_PASS, "VLAN 7: its own stream"
@@ -289,7 +293,7 @@ def test_an_identity_without_a_vlan_takes_frames_of_any_vlan_and_one_of_the_fram
 def test_an_ip_identity_without_a_vlan_takes_the_flows_frames_of_any_vlan(node):
     ip = {"source": "10.9.0.1", "destination": "10.9.0.2", "protocol": "udp", "destination_port": 5000}
     node.frer.put_stream(ADMIN, "flow", FrerStreamSpec.model_validate(
-        {"name": "flow", "identification": [{"ip": ip}], "recovery": {"pop": False}}))
+        {"name": "flow", "identification": [{"ip": ip}], "recovery": NEVER_RESET}))
     packet = bytes(IP(src="10.9.0.1", dst="10.9.0.2") / UDP(sport=4000, dport=5000) / (b"x" * 32))
     other = bytes(IP(src="10.9.0.1", dst="10.9.0.3") / UDP(sport=4000, dport=5000) / (b"x" * 32))
     assert [node.run(in_vlan(vlan, 3, payload=packet, ethertype=0x0800)) for vlan in (5, 9)] == [XDP_PASS, XDP_DROP]
@@ -327,7 +331,7 @@ def test_an_identity_s_tagged_says_which_vlans_frames_it_takes(node, kind):
         identity.update({name: value for name, value in (("tagged", tagged), ("vlan", vlan)) if value is not None})
         name = f"s{case}"
         node.frer.put_stream(ADMIN, name, FrerStreamSpec.model_validate(
-            {"name": name, "identification": [{kind: identity}], "recovery": {"pop": False}}))
+            {"name": name, "identification": [{kind: identity}], "recovery": NEVER_RESET}))
         took[tagged, vlan] = []
         for frame_vlan in VLANS:
             seq += 1  # each frame a new number: passed when it is the stream's

@@ -65,7 +65,9 @@ QUIET = scenario.Flow(1)  # steered to CPU 1
 RAMP_START_PPS, RAMP_SLOPE_PPS, RAMP_TOP_PPS = 40.0, 15.0, 95.0
 QUIET_PPS = 25.0
 DECISION_TIMEOUT_S = 15.0
-AFTER_MOVE_S = 3.5  # enough of the moved flow's frames to tell where they went
+AFTER_MOVE_S = 2.5  # traffic goes on at least this long after the move (polls of the moved load)
+AFTER_MOVE_FRAMES = 300  # and until each ramping flow sent this many since (a loaded machine sends slower)
+DEADLINE_S = 60.0  # for each wait below; only a failure waits it out
 POLICY = PolicyConfig(high=0.8, low=0.6, confirm=2, cooldown_s=60.0)  # one decision in this test
 
 
@@ -178,6 +180,22 @@ def ai_loop(netapp: NetAppClient, client: InfluxDBClient, on_decision: Callable[
     )
 
 
+def wait_until(what: str, condition: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + DEADLINE_S
+    while not condition():
+        assert time.monotonic() < deadline, f"not in {DEADLINE_S} s: {what}"
+        time.sleep(0.1)
+
+
+def loads_after(influxd: LocalInfluxd, at_ns: int) -> bool:
+    """InfluxDB holds a load of every CPU polled after `at_ns`: the sink sends its batches in order,
+    so the polls before it went to InfluxDB before it."""
+    return all(
+        rows(influxd, f"SELECT load FROM dpp_cpu WHERE node = '{NODE}' AND cpu = '{cpu}' AND time > {at_ns}")
+        for cpu in range(CPUS)
+    )
+
+
 def rows(influxd: LocalInfluxd, influxql: str) -> list[dict[str, Any]]:
     answer = influxd.query(influxql, db=DATABASE)
     found = []
@@ -216,10 +234,12 @@ def test_given_a_load_ramp_on_one_cpu_then_the_ai_module_moves_a_priority_flow_a
         assert witness.done.wait(DECISION_TIMEOUT_S), (
             f"no decision in {DECISION_TIMEOUT_S} s; last views {loop.views}, stats {loop.stats}\n{process.log_tail()}"
         )
-        time.sleep(AFTER_MOVE_S)
+        time.sleep(AFTER_MOVE_S)  # the traffic's duration after the move, not a wait for anything
+        wait_until(f"{AFTER_MOVE_FRAMES} frames of each ramping flow after the move", lambda: all(
+            traffic.snapshot()[flow.index] - witness.sent[flow.index] >= AFTER_MOVE_FRAMES for flow in RAMP))
         sent = traffic.stop()
         stopped_ns = time.time_ns()
-        time.sleep(2 * TELEMETRY_INTERVAL_S + 0.3)  # the last polls reach InfluxDB
+        wait_until("the polls after the traffic stopped in InfluxDB", lambda: loads_after(influxd, stopped_ns))
         steered = steered_per_cpu(api)
         records = api.get("/api/v1/intents").json()["items"]
     finally:

@@ -49,8 +49,10 @@ CAPACITY_PPS = 500  # A's CPU takes a quarter of the flow; the rest overflows to
 METER_WINDOW_MS = 100
 INTERVAL_MS, MULTIPLIER = 100, 3  # the settings' defaults, written out: the bound below uses them
 # Detection takes (multiplier - 1..multiplier) x interval after the death; a loaded 2-core machine
-# delays the prober's thread, so the bound is generous. The measured value is printed.
-DETECTION_BOUND_S = INTERVAL_MS * MULTIPLIER / 1000 + 1.0
+# delays the prober's thread by seconds at times, so the bound is generous: still far below WAIT_S,
+# which a node never found down takes. That detection waits for interval x multiplier of silence is
+# asserted exactly, from A's own times. The measured value is printed.
+DETECTION_BOUND_S = INTERVAL_MS * MULTIPLIER / 1000 + 5.0
 WAIT_S = 20.0
 OUTER_UDP_CSUM = slice(40, 42)  # Ethernet 14 + IPv4 20 + UDP offset 6
 REWRITTEN = 42  # a forward rewrites Ethernet and the outer IPv4 header; from the VXLAN header on, nothing
@@ -218,7 +220,7 @@ def test_overload_moves_to_the_peer_which_is_dropped_when_it_dies_and_taken_back
         finally:
             sent = flow.stop()
 
-        local = wait_until("every frame counted", lambda: _all_arrived(at_a, at_b, template, sent), timeout=10)
+        local = wait_until("every frame counted", lambda: _all_arrived(at_a, at_b, template, sent))
         dropped = at_a.dropped() + at_b.dropped()
 
     local_numbers, forwarded = local

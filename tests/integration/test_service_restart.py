@@ -117,8 +117,10 @@ def received(capture: Capture, template: bytes) -> list[tuple[int, int]]:
 
 
 def wait_for_frames(
-    capture: Capture, template: bytes, count: int, timeout: float = 5.0
+    capture: Capture, template: bytes, count: int, timeout: float = 30.0
 ) -> list[tuple[int, int]]:
+    """The flow's frames the capture holds, once `count` are there (a capture's thread on a loaded
+    machine may take seconds to read what is waiting) or `timeout` passed."""
     deadline = time.monotonic() + timeout
     while True:
         frames = received(capture, template)

@@ -23,8 +23,13 @@ from tests.utils.serve import ServeProcess, free_port, write_admin_tokens, write
 OUTAGE_S = 30.0
 INTERVAL_S = 0.5
 DATABASE = "dpp"
-# Generous for two shared cores; a blocked API would take the whole outage.
-SLOWEST_ANSWER_S = 2.0
+# A blocked API would take the whole outage: a third of it tells the two apart and leaves a loaded
+# 2-core machine's slowest answers well inside.
+SLOWEST_ANSWER_S = OUTAGE_S / 3
+# The polls written, of the intervals the run lasted: a collector that waited for InfluxDB would poll
+# a handful of times in the outage; one on a loaded machine skips an interval now and then (a poll
+# that overran, counted as late), never half of them.
+POLLED_SHARE = 0.5
 INTENT_NUMBERS = itertools.count(1)
 
 
@@ -116,4 +121,4 @@ def test_with_influxdb_down_for_30s_the_api_stays_responsive_and_no_poll_is_lost
     polls = sorted(int(r["polls"]) for r in collector_points)
     # Every poll from the first to the last written one is there, the outage's included.
     assert polls == list(range(1, polls[-1] + 1))
-    assert polls[-1] >= (OUTAGE_S + 3.0) / INTERVAL_S * 0.8
+    assert polls[-1] >= (OUTAGE_S + 3.0) / INTERVAL_S * POLLED_SHARE

@@ -311,7 +311,7 @@ class EchoStream:
         self._halt.set()
         self._threads[0].join()
         with contextlib.suppress(AssertionError):
-            wait_until(lambda: len(self.back) >= self.sent, "every datagram echoed", timeout=5.0)
+            wait_until(lambda: len(self.back) >= self.sent, "every datagram echoed")
         self._drained.set()
         for thread in self._threads[1:]:
             thread.join(DEADLINE_S)

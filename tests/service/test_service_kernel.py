@@ -246,7 +246,9 @@ def send_video(namespace: str, count: int) -> None:
         sender.close()
 
 
-def wait_for_packets(instance: str, expected: int, timeout: float = 5.0) -> int:
+def wait_for_packets(instance: str, expected: int, timeout: float = 30.0) -> int:
+    """The video intent's packets once `expected` are counted (generous: returns as soon as they are)
+    or the timeout passed."""
     deadline = time.monotonic() + timeout
     while True:
         handle = second_handle(instance)

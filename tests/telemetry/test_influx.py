@@ -25,9 +25,10 @@ from tests.utils.service import ALICE, BOB, fake_service, intent, slice_spec
 
 SECOND = 1_000_000_000
 START = 1_750_000_000 * SECOND
-INTERVAL_S = 0.1  # polls during outages: ten a second, so that 30 s make 300 polls
-OUTAGE_S = 30.0
+INTERVAL_S = 0.1  # polls during outages: ten a second, so that 300 polls take at least 30 s
+OUTAGE_POLLS = 300
 STALL_S = 4.0
+STALL_TIMEOUT_MS = 1000  # a write's timeout while influxd is stalled: a quarter of the stall
 # An offer takes microseconds; one that waited for InfluxDB would take the stall (STALL_S) or a
 # write's retries. A quarter of the stall tells the two apart and leaves a loaded machine's
 # scheduling hiccups (tens of milliseconds on 2 shared cores) well inside.
@@ -82,12 +83,22 @@ def drive(collector: Collector, service: NetAppService, seconds: float) -> list[
     polls = []
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        count(service, "alice/voice", 5, 100)
-        poll = collector.poll_once()
-        assert poll is not None
-        polls.append(poll)
-        time.sleep(INTERVAL_S)
+        polls.append(poll_with_traffic(collector, service))
     return polls
+
+
+def drive_polls(collector: Collector, service: NetAppService, count_of: int) -> list[Poll]:
+    """`count_of` polls INTERVAL_S apart, with traffic on alice/voice between polls: as many however
+    slowly a loaded machine makes them (they then take longer)."""
+    return [poll_with_traffic(collector, service) for _ in range(count_of)]
+
+
+def poll_with_traffic(collector: Collector, service: NetAppService) -> Poll:
+    count(service, "alice/voice", 5, 100)
+    poll = collector.poll_once()
+    assert poll is not None
+    time.sleep(INTERVAL_S)  # the pace of the polls, not a wait for anything
+    return poll
 
 
 def every_point_of(polls: list[Poll]) -> dict[int, int]:
@@ -218,8 +229,8 @@ def test_with_influxdb_down_a_full_buffer_keeps_the_newest_points_and_counts_the
 def test_a_30_s_outage_loses_nothing_that_fits_the_buffer_counts_the_rest_and_never_blocks(
     own_influxd, service, make_sink
 ):
-    """Slow: ~35 s. influxd stopped for OUTAGE_S while polls come every INTERVAL_S; one sink has
-    room for the whole outage, the other a buffer of 1000 points."""
+    """Slow: ~35 s. influxd stopped for OUTAGE_POLLS polls, INTERVAL_S apart (30 s at least); one
+    sink has room for the whole outage, the other a buffer of 1000 points."""
     own_influxd.create_database("roomy")
     own_influxd.create_database("tight")
     roomy = TimedSink(make_sink(influx_settings(own_influxd, "roomy", buffer_points=100_000)), "roomy")
@@ -229,14 +240,15 @@ def test_a_30_s_outage_loses_nothing_that_fits_the_buffer_counts_the_rest_and_ne
     assert roomy.sink.flush(10) and tight.sink.flush(10)
 
     own_influxd.stop()
-    during = drive(collector, service, OUTAGE_S)
+    during = drive_polls(collector, service, OUTAGE_POLLS)
     own_influxd.start()
 
     assert roomy.sink.flush(60) and tight.sink.flush(60)
     polls = before + during
     per_poll = polls[0].point_count
     offered = len(polls) * per_poll
-    assert len(during) >= 0.8 * OUTAGE_S / INTERVAL_S and {poll.point_count for poll in polls} == {per_poll}
+    assert {poll.point_count for poll in polls} == {per_poll}
+    assert len(during) * per_poll > 1000, "the outage overflows the tight buffer"
     assert points_per_time(own_influxd, "roomy") == every_point_of(polls)
     assert roomy.stats()["points_written"] == offered and roomy.stats()["points_dropped"] == 0
     stats = tight.stats()
@@ -250,7 +262,7 @@ def test_a_30_s_outage_loses_nothing_that_fits_the_buffer_counts_the_rest_and_ne
 
 def test_a_stalled_influxdb_delays_the_points_but_never_the_collector(own_influxd, service, make_sink):
     own_influxd.create_database("stalled")
-    sink = TimedSink(make_sink(influx_settings(own_influxd, "stalled")))
+    sink = TimedSink(make_sink(influx_settings(own_influxd, "stalled", timeout_ms=STALL_TIMEOUT_MS)))
     collector = Collector(service, node="edge-1", sinks=[sink])
     polls = drive(collector, service, 0.5)
     assert sink.sink.flush(10)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import logging
 import re
-import time
 from pathlib import Path
 from typing import Any
 
@@ -34,10 +33,12 @@ from tests.utils.tls import self_signed
 
 TELEMETRY_DOC = Path(__file__).resolve().parents[2] / "api" / "telemetry.md"
 # Retries in milliseconds, so that a test waits for three attempts, not three seconds. The
-# receivers listen on 127.0.0.1: the allow-list names it (only public addresses otherwise).
+# receivers listen on 127.0.0.1: the allow-list names it (only public addresses otherwise). No test
+# waits a request's timeout out: far above what a receiver on a loaded machine takes to answer, so that
+# a slow answer is never a retry the test did not ask for.
 FAST = SubscriptionSettings(
     workers=2,
-    timeout_ms=2000,
+    timeout_ms=30_000,
     max_retries=2,
     retry_interval_ms=10,
     max_retry_delay_ms=40,
@@ -561,16 +562,19 @@ def test_a_threshold_that_rearms_beyond_its_value_is_refused():
 
 def test_a_slow_callback_never_delays_a_poll(rig, receiver):
     rig.subscribe(ALICE, receiver.url)
-    receiver.hold_s = 0.5
-
-    started = time.perf_counter()
-    for _ in range(4):
-        rig.clock.advance(1)
-        rig.collector.poll_once()
-    elapsed = time.perf_counter() - started
-
-    assert elapsed < 1.0  # waiting for the receiver would take 4 x 0.5 s
+    receiver.hold()  # no callback is answered until the polls are done
+    try:
+        for _ in range(4):
+            rig.clock.advance(1)
+            rig.collector.poll_once()
+        receiver.wait_holding(1)
+        # Every poll returned, a callback was sent, and the receiver had answered nothing: a poll
+        # that waited for a callback would have waited until the receiver gave up holding it.
+        assert receiver.received == []
+    finally:
+        receiver.release()
     assert rig.manager.flush(timeout_s=10)
+    assert receiver.accepted(), "answered once released"
 
 
 def test_notifications_beyond_a_full_queue_are_dropped_and_counted(service, tmp_path, clock, receiver):
@@ -580,12 +584,14 @@ def test_notifications_beyond_a_full_queue_are_dropped_and_counted(service, tmp_
         SubscriptionStore.open(tmp_path / SUBSCRIPTIONS_DB), settings, interval_s=1.0, clock_ns=clock
     )
     created = manager.create(ALICE, request(receiver.url))
-    receiver.hold_s = 0.5
+    receiver.hold()  # the first notification stays in flight while the others come
     manager.notifier.start()
-
-    for _ in range(4):  # one in flight, one queued: the others find the queue full
-        clock.advance(1)
-        manager.evaluate(collector.poll_once())
+    try:
+        for _ in range(4):  # one in flight, one queued: the others find the queue full
+            clock.advance(1)
+            manager.evaluate(collector.poll_once())
+    finally:
+        receiver.release()
 
     assert manager.flush(timeout_s=10)
     stats = manager.get(ALICE, created.id).notification_stats

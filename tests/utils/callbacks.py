@@ -48,15 +48,17 @@ class CallbackReceiver:
     """`with CallbackReceiver() as receiver:` listens at `receiver.url` until the block ends.
 
     `answer(503, 503)` makes the next two requests fail with 503; after the script, 204; a 3xx
-    comes with `location`. `hold` makes every request wait that many seconds before answering (a
-    slow receiver). With `tls` (certificate, key) it serves HTTPS and records the name each client
+    comes with `location`. `hold()` makes every request wait unanswered until `release()` (a slow
+    receiver, as slow as the test needs: no sleep to outlast), at most WAIT_TIMEOUT_S. With `tls` (certificate, key) it serves HTTPS and records the name each client
     asked for (TLS SNI) in `server_names`.
     """
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0, tls: Optional[tuple[Path, Path]] = None):
         self.received: list[Received] = []
         self._script: list[int] = []
-        self.hold_s = 0.0
+        self.holding = 0  # requests waiting, unanswered, for release()
+        self._released = threading.Event()
+        self._released.set()
         self.location = ""
         self.server_names: list[Optional[str]] = []
         self._arrived = threading.Condition()
@@ -99,6 +101,27 @@ class CallbackReceiver:
     def answer(self, *statuses: int) -> None:
         with self._arrived:
             self._script.extend(statuses)
+
+    def hold(self) -> None:
+        """Every request from now on waits, unanswered, until release()."""
+        self._released.clear()
+
+    def release(self) -> None:
+        self._released.set()
+
+    def wait_holding(self, count: int, timeout_s: float = WAIT_TIMEOUT_S) -> None:
+        """Until `count` requests wait for release(); AssertionError after `timeout_s`."""
+        with self._arrived:
+            if not self._arrived.wait_for(lambda: self.holding >= count, timeout_s):
+                raise AssertionError(f"{self.holding} of {count} requests held")
+
+    def _wait_for_release(self) -> None:
+        with self._arrived:
+            self.holding += 1
+            self._arrived.notify_all()
+        self._released.wait(WAIT_TIMEOUT_S)  # bounded: a test that forgot to release still ends
+        with self._arrived:
+            self.holding -= 1
 
     def accepted(self) -> list[Received]:
         """The requests answered with a 2xx."""
@@ -154,8 +177,7 @@ class CallbackReceiver:
 
             def do_POST(self) -> None:  # noqa: N802 - the name http.server calls
                 body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                if receiver.hold_s:
-                    time.sleep(receiver.hold_s)
+                receiver._wait_for_release()
                 status = receiver._next_status()
                 headers = {name.lower(): value for name, value in self.headers.items()}
                 # Recorded before answering: once the sender has its answer, the test sees it.
