@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from bench.harness import Harness, add_block_arguments, build_harness, write_results
-from bench.qos.run import CASES, PoliceBench, case_chunk
+from bench.qos.run import CASES, PoliceBench, blocks_line, case_chunk
 
 DEFAULT_OUT = Path("bench/results/qos.json")
 
@@ -47,6 +47,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         "with_policer_ns": timing.police_ns,
                         "above_without_ns": timing.above_skip,
                         "above_floor_ns": timing.above_floor,
+                        **timing.blocks(),
                     }
                     before = ""
                     if timing.before_ns is not None:
@@ -59,6 +60,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         f"above without {timing.above_skip:+6.1f} ns{before}",
                         flush=True,
                     )
+                    print(blocks_line(timing.blocks()), flush=True)
             finally:
                 bench.close()
     write_results(args.out, "qos", args.runs, args.repeat, rows)

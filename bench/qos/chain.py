@@ -1,7 +1,7 @@
 """What a chained policer costs beside a single one: the same frames through xdp_police with policers
 1..N alone and with policers N+1..2N, each naming one shared parent (struct dpp_policer.parent: a
-flow's MBR, then its session's AMBR), every policer passing (bench.qos.run's PASSING), the "kernel"
-and the "given" clock. Blocks that interleave the floor (the harness's empty program), the path
+flow's MBR, then its session's AMBR), every policer passing (bench.qos.run's PASSING), each clock
+("kernel", "given", "coarse", and "credit": the coarse token bucket and GCRA on each CPU's credit). Blocks that interleave the floor (the harness's empty program), the path
 without a policer (xdp_police_skip), the single and the chained policer in a shuffled order, medians;
 each run's verdict checked.
 
@@ -15,17 +15,23 @@ from __future__ import annotations
 import argparse
 import functools
 import random
+import statistics
 import sys
 from ctypes import c_uint32
 from pathlib import Path
 from typing import Optional, Sequence
 
-from bench.harness import Harness, Walk, add_block_arguments, build_harness, interleaved_medians, write_results
+from bench.harness import (Harness, Walk, add_block_arguments, build_harness, interleaved_samples, paired_differences,
+                           write_results)
 from bench.libbpf import BpfObject, map_update
-from bench.qos.run import PASSING, POLICER_AT, RESERVED_AT, XDP_PASS, build, frame
-from netapp.qos.abi import Policer
+from bench.qos.rule import spread
+from bench.qos.run import PASSING, POLICER_AT, RESERVED_AT, XDP_PASS, build, case_chunk, cpu_shares, frame
+from netapp.qos.abi import Algo, Policer
 
 DEFAULT_OUT = Path("bench/results/qos_chain.json")
+# bench.qos.run's passing policers by clock; "credit": its coarse token bucket and GCRA, each CPU's
+# credit carved in chunks (run.case_chunk), the parent's too
+CHAINED = {**PASSING, "credit": {algo: PASSING["coarse"][algo] for algo in (Algo.TOKEN_BUCKET, Algo.GCRA)}}
 
 
 def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
@@ -36,15 +42,16 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def configure(policers_fd: int, count: int, policer: Policer) -> None:
-    """Ids 1..N as `policer`; N+1..2N as `policer` with parent 2N+1, itself `policer`."""
+def configure(obj: BpfObject, count: int, policer: Policer, chunk: int) -> None:
+    """Ids 1..N as `policer`; N+1..2N as `policer` with parent 2N+1, itself `policer`; every CPU's
+    slot of each with `chunk` (its credit's; 0: none)."""
+    policers_fd, stats_fd, shares = obj.map_fd("dpp_policers"), obj.map_fd("dpp_policer_stats"), cpu_shares(chunk)
     parent = 2 * count + 1
     chained = Policer.from_buffer_copy(bytes(policer))
     chained.parent = parent
-    for policer_id in range(1, count + 1):
-        map_update(policers_fd, c_uint32(policer_id), policer)
-        map_update(policers_fd, c_uint32(count + policer_id), chained)
-    map_update(policers_fd, c_uint32(parent), policer)
+    for policer_id in range(1, 2 * count + 2):
+        map_update(policers_fd, c_uint32(policer_id), chained if count < policer_id < parent else policer)
+        map_update(stats_fd, c_uint32(policer_id), shares)
 
 
 def timed(harness: Harness, count: int, base: int, prog_fd: int, clock: str, repeat: int) -> int:
@@ -62,23 +69,28 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         obj = BpfObject(build(2 * count + 1))
         try:
             police_fd, skip_fd = obj.program_fd("xdp_police"), obj.program_fd("xdp_police_skip")
-            for clock, cases in PASSING.items():
+            for clock, cases in CHAINED.items():
                 for algo, policer in cases.items():
-                    configure(obj.map_fd("dpp_policers"), count, policer)
+                    configure(obj, count, policer, case_chunk(clock))
                     run = functools.partial(timed, harness, count, repeat=args.repeat, clock=clock)
                     subjects = {"floor": functools.partial(run, 1, harness.empty_fd),
                                 "skip": functools.partial(run, 1, skip_fd),
                                 "single": functools.partial(run, 1, police_fd),
                                 "chained": functools.partial(run, count + 1, police_fd)}
-                    ns = interleaved_medians(subjects, args.runs, rng)
+                    samples = interleaved_samples(subjects, args.runs, rng)
+                    ns = {name: statistics.median(values) for name, values in samples.items()}
                     row = {"policers": count, "clock": clock, "algorithm": algo.name.lower(), "floor_ns": ns["floor"],
                            "without_policer_ns": ns["skip"], "single_ns": ns["single"], "chained_ns": ns["chained"],
                            "single_above_floor_ns": ns["single"] - ns["floor"],
                            "chained_above_floor_ns": ns["chained"] - ns["floor"],
-                           "chained_above_single_ns": ns["chained"] - ns["single"]}
+                           "chained_above_single_ns": ns["chained"] - ns["single"],
+                           "single_above_without_blocks_ns": paired_differences(samples, "single", "skip"),
+                           "chained_above_single_blocks_ns": paired_differences(samples, "chained", "single")}
                     rows.append(row)
                     print(f"{count:>7} {clock:<6} {row['algorithm']:<15} floor {ns['floor']:6.1f}  single "
-                          f"{ns['single']:6.1f}  chained {ns['chained']:6.1f}  (+{row['chained_above_single_ns']:.1f})")
+                          f"{ns['single']:6.1f}  chained {ns['chained']:6.1f}  (+{row['chained_above_single_ns']:.1f})  by block: "
+                          f"single - without {spread(row['single_above_without_blocks_ns'])}, chained - single "
+                          f"{spread(row['chained_above_single_blocks_ns'])}")
         finally:
             harness.release_target()
             obj.close()

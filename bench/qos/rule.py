@@ -16,14 +16,15 @@ from __future__ import annotations
 
 import argparse
 import random
+import statistics
 import sys
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Iterable, Optional, Sequence
 
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
-from bench.harness import EMPTY_OBJECT, add_block_arguments, interleaved_medians, write_results
+from bench.harness import EMPTY_OBJECT, add_block_arguments, interleaved_samples, paired_differences, write_results
 from bench.libbpf import BpfObject, test_run
 from netapp.dataplane.facade import Dataplane
 from netapp.intents.compiler import CompiledRuleset, SharedPolice, compile_intent, order_shapes, shape_maxima, sort_rules
@@ -40,6 +41,7 @@ SLOW = {"rate_bps": 8_000, "burst_bytes": 1, "algorithm": "token_bucket"}  # dro
 CASES: dict[str, tuple[int, Optional[dict[str, Any]], bool, int]] = {
     "unpoliced": (1000, None, False, XDP_PASS),
     "token_bucket pass": (1001, {**FAST, "algorithm": "token_bucket"}, False, XDP_PASS),
+    "gcra pass": (1006, {**FAST, "algorithm": "gcra"}, False, XDP_PASS),
     "fixed_window pass": (1002, {**FAST, "algorithm": "fixed_window"}, False, XDP_PASS),
     "sliding_window pass": (1003, {**FAST, "algorithm": "sliding_window"}, False, XDP_PASS),
     "token_bucket drop": (1004, SLOW, False, XDP_DROP),
@@ -77,7 +79,15 @@ def measure(runs: int, repeat: int, rng: random.Random) -> list[dict[str, Any]]:
         subjects = {"floor": lambda: test_run(empty_fd, frame(1000), repeat).duration_ns}
         for name, (port, *_rest) in CASES.items():
             subjects[name] = lambda packet=frame(port): test_run(dp_fd, packet, repeat).duration_ns
-        medians = interleaved_medians(subjects, runs, rng)
+        samples = interleaved_samples(subjects, runs, rng)
+    return rows(samples, CASES)
+
+
+def rows(samples: dict[str, list[int]], cases: Iterable[str]) -> list[dict[str, Any]]:
+    """Each case's medians against the unpoliced rule's and the floor's, and its difference to the
+    unpoliced rule taken block by block, with its spread (harness.paired_differences; rule_cold's
+    too)."""
+    medians = {name: statistics.median(values) for name, values in samples.items()}
     unpoliced = medians["unpoliced"]
     return [
         {
@@ -88,8 +98,9 @@ def measure(runs: int, repeat: int, rng: random.Random) -> list[dict[str, Any]]:
             "above_unpoliced_ns": medians[name] - unpoliced,
             "ratio_to_unpoliced": round(medians[name] / unpoliced, 3),
             "ratio_above_floor": round((medians[name] - medians["floor"]) / (unpoliced - medians["floor"]), 3),
+            "above_unpoliced_blocks_ns": paired_differences(samples, name, "unpoliced"),
         }
-        for name in CASES
+        for name in cases
     ]
 
 
@@ -108,7 +119,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser.parse_args(argv)
     return report(args, "qos_rule", measure(args.runs, args.repeat, random.Random(args.seed)), lambda row: (
         f"{row['case']:<20} {row['ns']:6.1f} ns  above unpoliced {row['above_unpoliced_ns']:+6.1f} ns  "
-        f"x{row['ratio_to_unpoliced']:.3f}  (above the floor x{row['ratio_above_floor']:.3f})"))
+        f"x{row['ratio_to_unpoliced']:.3f}  (above the floor x{row['ratio_above_floor']:.3f})  by block "
+        f"{spread(row['above_unpoliced_blocks_ns'])}"))
+
+
+def spread(q: dict[str, float]) -> str:
+    """A block-by-block difference: its median [first, third quartile]."""
+    return f"{q['median']:+.1f} [{q['q1']:+.0f}, {q['q3']:+.0f}]"
 
 
 if __name__ == "__main__":

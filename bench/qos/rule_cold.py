@@ -24,8 +24,8 @@ from typing import Any, Optional, Sequence
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
-from bench.harness import Harness, Walk, add_block_arguments, build_harness, interleaved_medians
-from bench.qos.rule import report
+from bench.harness import Harness, Walk, add_block_arguments, build_harness, interleaved_samples
+from bench.qos.rule import report, rows, spread
 from netapp.dataplane.facade import Dataplane
 from netapp.intents.compiler import CompiledRuleset, compile_intent, order_shapes, shape_maxima, sort_rules
 from netapp.intents.models import Intent
@@ -100,12 +100,10 @@ def measure(rules: int, runs: int, repeat: int, rng: random.Random) -> list[dict
             subjects = {"floor": lambda: timed(harness.empty_fd, 0)}
             for kind, name in enumerate(KINDS):
                 subjects[name] = lambda kind=kind: timed(dp_fd, kind)
-            medians = interleaved_medians(subjects, runs, rng)
+            samples = interleaved_samples(subjects, runs, rng)
         finally:
             harness.release_target()
-    unpoliced = medians["unpoliced"]
-    return [{"rules": rules, "case": name, "floor_ns": medians["floor"], "unpoliced_ns": unpoliced,
-             "ns": medians[name], "above_unpoliced_ns": medians[name] - unpoliced} for name in KINDS]
+    return [{"rules": rules, **row} for row in rows(samples, KINDS)]
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -116,7 +114,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser.parse_args(argv)
     return report(args, "qos_rule_cold", measure(args.rules, args.runs, args.repeat, random.Random(args.seed)),
                   lambda row: f"{row['rules']:>7} {row['case']:<14} {row['ns']:6.1f} ns  above unpoliced "
-                  f"{row['above_unpoliced_ns']:+6.1f} ns  (floor {row['floor_ns']:.1f})")
+                  f"{row['above_unpoliced_ns']:+6.1f} ns  (floor {row['floor_ns']:.1f})  by block "
+                  f"{spread(row['above_unpoliced_blocks_ns'])}")
 
 
 if __name__ == "__main__":

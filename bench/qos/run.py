@@ -5,14 +5,17 @@ each run checked to have decided as the case says."""
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import random
+import statistics
 import subprocess
 from ctypes import c_uint32
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.harness import BUILD_DIR, DATAPLANE, Harness, Walk, dataplane_bpf_cflags, interleaved_medians
+from bench.harness import (BUILD_DIR, DATAPLANE, Harness, Walk, dataplane_bpf_cflags, interleaved_samples,
+                           paired_differences)
 from bench.libbpf import BpfObject, map_update
 from netapp.dataplane.handle import possible_cpus
 from netapp.qos.abi import CHUNK_MAX, Algo, Clock, Policer, PolicerStats
@@ -94,6 +97,11 @@ def case_chunk(clock: str) -> int:
     return CREDIT_CHUNK if clock == "credit" else 0
 
 
+def cpu_shares(chunk: int) -> ctypes.Array:
+    """A policer's per-CPU slots of dpp_policer_stats: counters zeroed, each CPU's chunk `chunk`."""
+    return (PolicerStats * possible_cpus())(*[PolicerStats(chunk=chunk)] * possible_cpus())
+
+
 def build(policers: int, build_dir: Path = BUILD_DIR, dataplane: Path = DATAPLANE) -> Path:
     """xdp_police.bpf.c of `dataplane` (this tree's, or another's: --before) with dpp_policers sized
     for ids 1..policers."""
@@ -137,10 +145,26 @@ def frame(clock: str) -> bytes:
 
 @dataclass
 class Timing:
-    floor_ns: float  # harness_walk -> the empty program
-    skip_ns: float  # -> xdp_police_skip: the path without the policer
-    police_ns: float  # -> xdp_police
-    before_ns: float | None = None  # -> xdp_police of the --before build
+    samples: dict[str, list[int]]  # by subject, a run a block: floor, skip, police (and before)
+
+    def median(self, subject: str) -> float:
+        return statistics.median(self.samples[subject])
+
+    @property
+    def floor_ns(self) -> float:  # harness_walk -> the empty program
+        return self.median("floor")
+
+    @property
+    def skip_ns(self) -> float:  # -> xdp_police_skip: the path without the policer
+        return self.median("skip")
+
+    @property
+    def police_ns(self) -> float:  # -> xdp_police
+        return self.median("police")
+
+    @property
+    def before_ns(self) -> float | None:  # -> xdp_police of the --before build
+        return self.median("before") if "before" in self.samples else None
 
     @property
     def above_skip(self) -> float:
@@ -149,6 +173,26 @@ class Timing:
     @property
     def above_floor(self) -> float:
         return self.police_ns - self.floor_ns
+
+    def blocks(self) -> dict[str, dict[str, float]]:
+        """The differences taken block by block (harness.paired_differences: a drift of the machine
+        that moves both subjects of a block cancels out), with their spread: the policer above the
+        path without it and above the floor; with --before, its policer above the path without it
+        and this build's less its."""
+        result = {"above_without_blocks_ns": paired_differences(self.samples, "police", "skip"),
+                  "above_floor_blocks_ns": paired_differences(self.samples, "police", "floor")}
+        if "before" in self.samples:
+            result["before_above_without_blocks_ns"] = paired_differences(self.samples, "before", "skip")
+            result["minus_before_blocks_ns"] = paired_differences(self.samples, "police", "before")
+        return result
+
+
+def blocks_line(blocks: dict[str, dict[str, float]]) -> str:
+    """Timing.blocks() as one line: each difference's median [first, third quartile]."""
+    names = {"above_without_blocks_ns": "- without", "above_floor_blocks_ns": "- floor",
+             "before_above_without_blocks_ns": "before - without", "minus_before_blocks_ns": "- before"}
+    parts = [f"{names[key]} {q['median']:+6.1f} [{q['q1']:+.0f}, {q['q3']:+.0f}]" for key, q in blocks.items()]
+    return "    by block, median [quartiles]: " + "  ".join(parts)
 
 
 class PoliceBench:
@@ -173,7 +217,7 @@ class PoliceBench:
     def configure(self, policer: Policer, chunk: int = 0) -> None:
         """Every policer 1..N as `policer`, its state zeroed (in the --before build's map too), each
         CPU's slot with `chunk` (this build's)."""
-        shares = (PolicerStats * possible_cpus())(*[PolicerStats(chunk=chunk)] * possible_cpus())
+        shares = cpu_shares(chunk)
         for policer_id in range(1, self.policers + 1):
             map_update(self._policers_fd, c_uint32(policer_id), policer)
             map_update(self._stats_fd, c_uint32(policer_id), shares)
@@ -191,7 +235,7 @@ class PoliceBench:
         return result.duration_ns
 
     def time(self, clock: str, decision: str, runs: int, repeat: int, rng: random.Random) -> Timing:
-        """Blocks of the three subjects in a shuffled order, `runs` times; medians."""
+        """Blocks of the three subjects (four with --before) in a shuffled order, `runs` times."""
         programs = {
             "floor": (self.harness.empty_fd, XDP_PASS),
             "skip": (self.skip_fd, XDP_PASS),
@@ -203,5 +247,4 @@ class PoliceBench:
             name: functools.partial(self._run, prog_fd, clock, repeat, expected)
             for name, (prog_fd, expected) in programs.items()
         }
-        medians = interleaved_medians(subjects, runs, rng)
-        return Timing(medians["floor"], medians["skip"], medians["police"], medians.get("before"))
+        return Timing(interleaved_samples(subjects, runs, rng))

@@ -16,14 +16,20 @@ choice (netapp.qos.views).
 A token bucket's or GCRA's CPUs carve their credit out of its bucket a chunk at a time (`chunk_for`,
 police.h "The CPUs' credit"): the chunk is written into each CPU's counters' slot with the policer,
 and the policer's burst less what the CPUs' chunks may hold, so that together they keep the burst
-asked (the API shows that one: netapp.qos.views)."""
+asked (the API shows that one: netapp.qos.views).
+
+A parent rewritten from coarse to precise takes its coarse children along: the applier finds them in
+its index of children by parent (`ChildIndex`), made from one read of every slot the first time it is
+needed (or from `reconcile`'s, which reads them all anyway) and kept as it writes, so that such a
+rewrite reads only the parent's children's slots, not the map's every one."""
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import time
-from typing import Callable, Iterable, Mapping, Optional
+from typing import Callable, Iterable, Iterator, Mapping, Optional
 
 from netapp.dataplane.tables import Table
 from netapp.dataplane.handle import possible_cpus
@@ -45,7 +51,7 @@ from netapp.qos.abi import (
 from netapp.qos.model import gcra_interval
 from netapp.qos.spec import MTU, PolicerSpec
 
-__all__ = ["NANOBITS_PER_BYTE", "PolicerApplier", "PolicerSpec", "chunk_for", "clock_for", "coarse_tick_ns",
+__all__ = ["NANOBITS_PER_BYTE", "ChildIndex", "PolicerApplier", "PolicerSpec", "chunk_for", "clock_for", "coarse_tick_ns",
            "policer_value", "window_shift_for"]
 
 NANOBITS_PER_BYTE = 8 * 10**9  # rate (bit/s) x time (ns) = nanobits
@@ -145,6 +151,33 @@ def _written(spec: PolicerSpec, cpus: int) -> bytes:
     return bytes(policer_value(spec, cpus=cpus))
 
 
+class ChildIndex:
+    """The policers naming each parent (struct dpp_policer.parent), as the slots hold them: made from
+    the records of every slot, then told each slot written. It is one applier's view: the slots of a
+    chain are written through the applier of the range they are in (netapp.qos.ids: the UPF's QERs
+    and their sessions' AMBRs), so no other writer names one of its parents."""
+
+    def __init__(self, records: Iterable[tuple[int, Policer]]):
+        self._parent: dict[int, int] = {}
+        self._children: dict[int, set[int]] = {}
+        self.written({policer_id: value.parent for policer_id, value in records if value.parent})
+
+    def children(self, parent: int) -> set[int]:
+        return set(self._children.get(parent, ()))
+
+    def written(self, parents: Mapping[int, int]) -> None:
+        """Slots written: each policer id -> the parent its slot now names (0: none, or emptied)."""
+        for policer_id, parent in parents.items():
+            old = self._parent.pop(policer_id, 0)
+            if old:
+                self._children[old].discard(policer_id)
+                if not self._children[old]:
+                    del self._children[old]
+            if parent:
+                self._parent[policer_id] = parent
+                self._children.setdefault(parent, set()).add(policer_id)
+
+
 class PolicerApplier:
     """Policers by id (1 .. the map's size - 1; 0 is "no policer"), through `table` (an instance's
     tables by name: `Dataplane.table`, as the UPF's applier takes them)."""
@@ -154,6 +187,26 @@ class PolicerApplier:
         self._stats = table("dpp_policer_stats")
         self._cpus = self._stats.cpus
         self.max_entries = self._policers.max_entries
+        self._index: Optional[ChildIndex] = None  # made when first needed (`_children_index`)
+
+    def _children_index(self) -> ChildIndex:
+        """The index of children by parent, made from the map's every slot the first time."""
+        if self._index is None:
+            self._index = ChildIndex(self._policers.items())
+        return self._index
+
+    @contextlib.contextmanager
+    def _writing(self, parents: Mapping[int, int]) -> Iterator[None]:
+        """Around a write of slots: the index (once made) told the parent each slot names after it
+        (0: none). A write that fails part way leaves the slots unknown: the index is dropped, made
+        again from every slot when next needed."""
+        try:
+            yield
+        except BaseException:
+            self._index = None
+            raise
+        if self._index is not None:
+            self._index.written(parents)
 
     def _check_ids(self, ids: Iterable[int]) -> list[int]:
         ids = list(ids)
@@ -178,7 +231,8 @@ class PolicerApplier:
         self._check_ids([*values, *(spec.parent for spec in policers.values() if spec.parent)])
         self._write_shares(policers)
         self._policers.update(self._made_precise(values, pairs or {}))
-        self._policers.update(values)
+        with self._writing({policer_id: value.parent for policer_id, value in values.items()}):
+            self._policers.update(values)
 
     def _apply_unchained(self, policers: Mapping[int, PolicerSpec]) -> None:
         """`apply` of policers of which none has a parent or is paired (a UPF establishment's QERs):
@@ -191,7 +245,8 @@ class PolicerApplier:
         self._write_shares(policers)
         if Clock.PRECISE in written[_CLOCK_AT::ctypes.sizeof(Policer)]:  # their coarse children first
             self._policers.update(self._made_precise(dict(zip(ids, values)), {}))
-        self._policers.update_arrays(ids, values)
+        with self._writing(dict.fromkeys(ids, 0)):
+            self._policers.update_arrays(ids, values)
 
     def _write_shares(self, policers: Mapping[int, PolicerSpec]) -> None:
         """Each policer's per-CPU slot afresh: counters and credit zeroed, its chunk (chunk_for), in
@@ -227,17 +282,17 @@ class PolicerApplier:
         of a parent, a rule's own policer of a slice policer), as their slots hold them with the
         precise clock: written before `values`, so that no coarse policer is ever followed by a
         precise one. Their state is kept (a packet decided between the read and the write has its
-        spending undone: at most once the room it took). A parent's children are found in the
-        records, read whole (the map's every slot), only when a parent goes from coarse to precise."""
+        spending undone: at most once the room it took). A parent's children are found in the index
+        (`ChildIndex`) and only their slots read, when a parent goes from coarse to precise."""
         precise = {policer_id for policer_id, value in values.items() if value.clock == Clock.PRECISE}
         leads = {own for own, shared in pairs.items() if shared in precise and own not in values}
         parents = sorted(policer_id for policer_id in precise if not values[policer_id].parent)
         was_coarse = {policer_id for policer_id, value in zip(parents, self._policers.lookup(parents))
                       if value is not None and value.clock == Clock.COARSE}
-        found = {}
-        if was_coarse:
-            found = {policer_id: value for policer_id, value in self._policers.items()
-                     if value.parent in was_coarse and value.clock == Clock.COARSE and policer_id not in values}
+        children = sorted({child for parent in was_coarse for child in self._children_index().children(parent)}
+                          - set(values))
+        found = {policer_id: value for policer_id, value in zip(children, self._policers.lookup(children))
+                 if value is not None and value.parent in was_coarse and value.clock == Clock.COARSE}
         leads -= set(found)
         leads = sorted(leads)
         found.update({policer_id: value for policer_id, value in zip(leads, self._policers.lookup(leads))
@@ -253,14 +308,17 @@ class PolicerApplier:
         ids = self._check_ids(ids)
         current = dict(zip(ids, self._policers.lookup(ids)))
         children_first = sorted(ids, key=lambda policer_id: not (current[policer_id] and current[policer_id].parent))
-        self._policers.update({policer_id: Policer() for policer_id in children_first})
+        with self._writing(dict.fromkeys(ids, 0)):
+            self._policers.update({policer_id: Policer() for policer_id in children_first})
 
     def reconcile(self, desired: Mapping[int, PolicerSpec], ids: range,
                   pairs: Optional[Mapping[int, int]] = None) -> None:
         """The caller's range of ids (netapp.qos.ids) holding exactly `desired`: a policer configured
         otherwise written afresh, one configured so kept as it is (its state and counters too), any
         other of the range emptied. `pairs` as `apply`'s, for all of `desired`."""
-        current = {policer_id: value for policer_id, value in self._policers.items() if policer_id in ids}
+        records = list(self._policers.items())  # every slot: the index is made from them too
+        self._index = ChildIndex(records)
+        current = {policer_id: value for policer_id, value in records if policer_id in ids}
         wanted = self._joint({policer_id: policer_value(spec, cpus=self._cpus) for policer_id, spec in desired.items()},
                              pairs or {})
         stale = {policer_id: spec for policer_id, spec in desired.items()

@@ -1,16 +1,21 @@
-"""The policer benchmarks (bench/qos, bench/qos/rule.py, bench/qos/rule_cold.py): a small run in the
-kernel decides as every case says (a case whose policer passed when it should drop, or the reverse,
-stops the run), and writes its rows."""
+"""The policer benchmarks (bench/qos, bench/qos/rule.py, bench/qos/rule_cold.py, bench/qos/precise.py):
+a small run in the kernel decides as every case says (a case whose policer passed when it should
+drop, or the reverse, stops the run), and writes its rows with their spread."""
 
 from __future__ import annotations
 
 import json
 
+import pytest
+
 from bench.qos import __main__ as qos_main
+from bench.qos import precise
 from bench.qos import rule as rule_bench
 from bench.qos import rule_cold
 from bench.harness import DATAPLANE
 from bench.qos.run import CASES
+from netapp.qos.abi import Clock
+from netapp.qos.applier import policer_value
 from tests.utils.kernel import require_kernel
 
 
@@ -32,6 +37,8 @@ def test_a_small_run_with_another_build_times_it_in_the_same_blocks(tmp_path):
     assert qos_main.main(argv) == 0
     rows = json.loads(out.read_text())["results"]
     assert len(rows) == len(CASES) and all(row["before_ns"] > 0 for row in rows)
+    spread = rows[0]["minus_before_blocks_ns"]
+    assert spread["min"] <= spread["q1"] <= spread["median"] <= spread["q3"] <= spread["max"]
 
 
 def test_a_small_run_of_the_policed_rule_times_every_case_against_the_unpoliced_rule(tmp_path):
@@ -50,3 +57,13 @@ def test_a_small_cold_run_of_policed_rules_times_every_kind_against_the_unpolice
     rows = {row["case"]: row for row in json.loads(out.read_text())["results"]}
     assert set(rows) == set(rule_cold.KINDS)
     assert all(row["ns"] > 0 and row["unpoliced_ns"] == rows["unpoliced"]["ns"] for row in rows.values())
+
+
+def test_a_small_run_of_a_parent_made_precise_times_its_rewrites(tmp_path):
+    require_kernel()
+    if policer_value(precise.COARSE).clock != Clock.COARSE:
+        pytest.skip("this kernel's tick makes no policer coarse")
+    out = tmp_path / "qos_precise.json"
+    assert precise.main(["--slots", "256", "--parents", "3", "--children", "2", "--out", str(out)]) == 0
+    (row,) = json.loads(out.read_text())["results"]
+    assert row["first_ms"] > 0 and row["q1_ms"] <= row["median_ms"] <= row["q3_ms"]

@@ -172,3 +172,85 @@ def test_a_parent_rewritten_precise_with_no_parent_of_its_own_makes_its_coarse_c
     assert [applier.state(policer_id).clock for policer_id in (1, 2, 3, 4)] == [
         Clock.PRECISE, Clock.PRECISE, Clock.COARSE, Clock.COARSE]
     assert applier.state(2).rate == coarse.rate and applier.state(2).parent == 1
+
+
+class ReadsSeen:
+    """The instance's tables, the slots read from dpp_policers counted on the way through (a record
+    of every slot, `items`, and the slots looked up by id); each read still goes to the real table."""
+
+    def __init__(self, dataplane: Dataplane):
+        self.dataplane, self.scanned, self.looked_up = dataplane, 0, []
+        self.policers = dataplane.table("dpp_policers")  # the one handed out
+
+    def __call__(self, name: str):
+        if name != "dpp_policers":
+            return self.dataplane.table(name)
+        table = self.policers
+        items, lookup = table.items, table.lookup
+
+        def scanned():
+            self.scanned += 1
+            return items()
+
+        def looked_up(keys):
+            self.looked_up += list(keys)
+            return lookup(keys)
+
+        table.items, table.lookup = scanned, looked_up
+        return table
+
+
+def test_a_parent_made_precise_reads_its_childrens_slots_only_once_the_index_is_made(dataplane):
+    """The children of a parent rewritten precise come from the applier's index (made from every slot
+    once, then kept as it writes): a later such rewrite reads no slot but the parent's and its
+    children's, and finds the children as written since (a child moved to another parent, one
+    emptied, one made a plain policer), as the slots hold them."""
+    coarse, precise = UNCHAINED[0], UNCHAINED[1]
+    if policer_value(coarse).clock != Clock.COARSE or policer_value(precise).clock != Clock.PRECISE:
+        pytest.skip(f"a 10 ms burst is not coarse with this kernel's tick ({coarse_tick_ns()} ns)")
+    seen = ReadsSeen(dataplane)
+    applier = PolicerApplier(seen)
+    applier.apply({1: coarse, 2: coarse})
+    applier.apply({child: dataclasses.replace(coarse, parent=1) for child in (10, 11, 12, 13)})
+    applier.apply({1: precise})  # the first: the index made from every slot
+    assert seen.scanned == 1
+    applier.apply({1: coarse, 2: coarse})
+    applier.apply({10: dataclasses.replace(coarse, parent=1), 11: dataclasses.replace(coarse, parent=2),
+                   20: dataclasses.replace(coarse, parent=2), 21: dataclasses.replace(coarse, parent=2)})
+    applier.remove([12])
+    applier.apply({13: coarse})
+    seen.looked_up.clear()
+    applier.apply({2: precise, 3: coarse})
+    assert seen.scanned == 1, "no slot read but the parent's and its children's"
+    assert sorted(seen.looked_up) == [2, 11, 20, 21]
+    assert [applier.state(child).clock for child in (11, 20, 21)] == [Clock.PRECISE] * 3
+    assert [applier.state(other).clock for other in (10, 13)] == [Clock.COARSE] * 2
+    assert applier.state(11).parent == 2
+
+
+def test_the_index_is_made_again_after_a_write_that_failed(dataplane):
+    """A write that fails part way leaves slots the index cannot know: it is made again from every
+    slot, and the child written before the failure is found."""
+    coarse, precise = UNCHAINED[0], UNCHAINED[1]
+    if policer_value(coarse).clock != Clock.COARSE or policer_value(precise).clock != Clock.PRECISE:
+        pytest.skip(f"a 10 ms burst is not coarse with this kernel's tick ({coarse_tick_ns()} ns)")
+    seen = ReadsSeen(dataplane)
+    applier = PolicerApplier(seen)
+    applier.apply({1: coarse, 2: coarse, 3: dataclasses.replace(coarse, parent=1)})
+    applier.apply({1: precise})
+    table = seen.policers
+    update = table.update
+
+    def fails_after_the_first(entries, *args):
+        entries = list(dict(entries).items())
+        update(entries[:1], *args)
+        if len(entries) > 1:
+            raise OSError("the second slot refused")
+
+    table.update = fails_after_the_first
+    with pytest.raises(OSError):
+        applier.apply({4: dataclasses.replace(coarse, parent=2), 5: dataclasses.replace(coarse, parent=2)})
+    table.update = update
+    assert applier.state(4).parent == 2, "the first slot written"
+    applier.apply({2: precise})
+    assert applier.state(4).clock == Clock.PRECISE
