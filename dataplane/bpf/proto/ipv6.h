@@ -126,6 +126,7 @@ static __always_inline int parse_ipv6_exts(struct cursor *c, __u8 *nexthdr, stru
 	e.stop = stop;
 	e.nexthdr = *nexthdr;
 	r = dpp_ipv6_ext_walk(c->ctx, &e);
+	l->fragment = e.fragment; /* as far as the walk went, a fault's too */
 	if (r)
 		return r;
 	len = e.off - (__u32)off;
@@ -133,7 +134,6 @@ static __always_inline int parse_ipv6_exts(struct cursor *c, __u8 *nexthdr, stru
 		return DPP_REASON_TRUNC_IPV6;
 	c->pos += len;
 	*nexthdr = e.nexthdr;
-	l->fragment = e.fragment;
 	return 0;
 }
 
