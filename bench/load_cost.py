@@ -144,7 +144,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--object", type=Path, default=OBJECT, help="the object to load (default: this checkout's)")
     parser.add_argument("--baseline", metavar="REV", help="also build REV's object and load both alternately")
-    parser.add_argument("--before", type=Path, metavar="BUILD", help="another build's dpp.bpf.o, or its build directory")
+    parser.add_argument(
+        "--before", type=Path, metavar="BUILD", help="another build's dpp.bpf.o, or its build directory"
+    )
     parser.add_argument("--runs", type=int, default=3, help="loads of each object (medians are reported)")
     parser.add_argument("--out", type=Path, help="write the runs' summaries as JSON here")
     args = parser.parse_args(argv)
