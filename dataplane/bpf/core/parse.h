@@ -39,6 +39,7 @@ static __always_inline bool cursor_at(struct xdp_md *ctx, const struct dpp_parse
 	if (off > DPP_MAX_PARSE_OFFSET)
 		return false;
 	barrier_var(off); /* keep the mask below: it is what bounds the pointer for the verifier */
+	c->ctx = ctx;
 	c->pos = (void *)(long)ctx->data + (off & DPP_MAX_PARSE_OFFSET);
 	c->end = (void *)(long)ctx->data_end;
 	c->stop = (void *)(long)ctx->data + p->stop; /* a __u16: within what the verifier allows */

@@ -17,11 +17,13 @@
 
 #include <stdbool.h>
 #include <linux/types.h>
+#include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 #include "dpp/core/structs.h"
 #include "dpp/reasons.h"
 
 struct cursor {
+	struct xdp_md *ctx; /* the packet's: a global function of proto/ walks it apart (ipv6.h) */
 	void *pos;
 	void *end;  /* data_end: the bound the verifier knows */
 	void *stop; /* where the innermost length seen so far says the packet ends (<= end) */

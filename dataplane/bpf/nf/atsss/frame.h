@@ -79,7 +79,7 @@ static __always_inline int uplink_verdict(struct xdp_md *ctx, const struct atsss
 static __always_inline int atsss_frame(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
-	struct cursor c = { .pos = data, .end = end, .stop = end };
+	struct cursor c = { .ctx = ctx, .pos = data, .end = end, .stop = end };
 	struct dpp_flow_key key = {};
 	const struct dpp_atsss_config *cfg = NULL; /* read for DCCP frames only: the others need none */
 	struct dpp_layers l = {};

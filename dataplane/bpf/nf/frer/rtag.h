@@ -34,6 +34,7 @@ static __always_inline bool frer_parse(struct xdp_md *ctx, struct frer_frame *f,
 	void *data = (void *)(long)ctx->data;
 	__be16 proto;
 
+	c->ctx = ctx;
 	c->pos = data;
 	c->end = c->stop = (void *)(long)ctx->data_end;
 	f->vlan = 0;

@@ -38,23 +38,28 @@ static __always_inline void *csum_at(void *data, __u32 pos)
 }
 
 /* The sum of len bytes (a multiple of 4 below UPF_CSUM_CHUNK) from pos: one helper call per power
- * of two, each of a constant size the verifier can check against end. */
+ * of two, each of a constant size the verifier can check against end. Each call's offset is
+ * computed from len, not added up along the way, and each branch tests a bit shifted out of len,
+ * not len (the verifier would narrow len on each side): so the state after a skipped call is the
+ * one after a made call, and the verifier walks the six calls once each, not along each of their
+ * 64 combinations. */
 static __always_inline __s64 csum_rest(void *data, void *end, __u32 pos, __u32 len, __s64 sum)
 {
-	__u32 size;
+	__u32 size, bit;
 	void *p;
 	int i;
 
 #pragma unroll
 	for (i = 0; i < 6; i++) {
 		size = 128 >> i;
-		if (!(len & size))
+		bit = len >> (7 - i);
+		barrier_var(bit); /* keep clang from testing len itself */
+		if (!(bit & 1))
 			continue;
-		p = csum_at(data, pos);
+		p = csum_at(data, pos + (len & (0x100 - 2 * size))); /* after the larger sizes' bytes */
 		if (p + size > end)
 			return -1;
 		sum = bpf_csum_diff(NULL, 0, p, size, (__wsum)sum);
-		pos += size;
 	}
 	return sum;
 }

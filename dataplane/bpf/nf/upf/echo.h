@@ -170,9 +170,21 @@ static __always_inline int echo_vxlan_outer(struct xdp_md *ctx, const struct dpp
 	return 0;
 }
 
+/* The outer headers of a VXLAN response of outer UDP length udp_len (echo_vxlan_outer): 0 or -1. A
+ * global function apart from dpp_upf_echo_vxlan, as the UPF calls them one after the other: with a
+ * checksum over IPv6 inlined each, one function's stack frame would not fit behind the UPF's. */
+__attribute__((noinline)) int dpp_upf_echo_vxlan_outer(struct xdp_md *ctx, const struct dpp_layers *l,
+						       __u32 udp_len)
+{
+	if (!l)
+		return -1;
+	return echo_vxlan_outer(ctx, l, udp_len);
+}
+
 /* An Echo Request inside VXLAN (outer Ethernet/IP/UDP 4789/VXLAN, the inner Ethernet/IP/UDP 2152/
- * GTP-U): answered with the inner headers as without VXLAN, and the outer ones too. XDP_TX, or -1
- * (a global function: the verifier walks it once, apart from the UPF's). */
+ * GTP-U): answered with the inner headers as without VXLAN; the outer UDP length of the response,
+ * whose outer headers dpp_upf_echo_vxlan_outer then writes, or -1 (a global function: the verifier
+ * walks it once, apart from the UPF's). */
 __attribute__((noinline)) int dpp_upf_echo_vxlan(struct xdp_md *ctx, const struct dpp_layers *l)
 {
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
@@ -207,10 +219,9 @@ __attribute__((noinline)) int dpp_upf_echo_vxlan(struct xdp_md *ctx, const struc
 	if ((void *)(in_eth + 1) > end || (void *)(gtp + 1) > end || echo_gtp(gtp, end))
 		return -1;
 	swap_macs(in_eth);
-	if (echo_ip(ctx, family, in_l3, in_l4, udp_len) ||
-	    echo_vxlan_outer(ctx, l, in_l4 + udp_len - out_l4))
+	if (echo_ip(ctx, family, in_l3, in_l4, udp_len))
 		return -1;
-	return XDP_TX;
+	return in_l4 + udp_len - out_l4;
 }
 
 /* Answer the Echo Request whose GTP-U header is at layers->gtp. XDP_TX, or -1: not answered here
@@ -222,10 +233,15 @@ static __always_inline int upf_echo(struct xdp_md *ctx, const struct dpp_layers 
 	struct gtpu_hdr *gtp = data + gtp_off;
 	struct ethhdr *eth;
 	struct udphdr *udp;
+	int outer_len;
 	void *ip;
 
-	if (l->tun_l3 != l->outer_l3)
-		return dpp_upf_echo_vxlan(ctx, l);
+	if (l->tun_l3 != l->outer_l3) {
+		outer_len = dpp_upf_echo_vxlan(ctx, l);
+		if (outer_len < 0 || dpp_upf_echo_vxlan_outer(ctx, l, outer_len))
+			return -1;
+		return XDP_TX;
+	}
 	if ((void *)(gtp + 1) > end || gtp->type != GTP_ECHO_REQUEST || !echo_outer_fixed(l))
 		return -1;
 	udp_len = echo_udp_len(gtp);
