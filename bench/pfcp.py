@@ -522,12 +522,17 @@ def format_brief(figures: dict[str, Any]) -> str:
             f"{figures['cpu_us_per_establishment']} us CPU")
 
 
+def report(result: dict[str, Any], table: str, out: Path) -> None:
+    """The result's table printed, its document written to `out` (bench.pfcp_process's too)."""
+    print(table)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parse_args(argv)
     result = run(args)
-    print(format_table(result))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    report(result, format_table(result), args.out)
     return 0
 
 

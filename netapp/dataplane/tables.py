@@ -177,11 +177,11 @@ class PerCpuTable(Table):
         in per key (a UPF establishment's policers' counters, two a session, are zeroed this way)."""
         if not keys:
             return
-        values = (self._value_type * len(keys))()
-        if value is not None:
-            every = self._value_type(*[value] * self.cpus)
-            for index in range(len(keys)):
-                values[index] = every
+        if value is not None and not isinstance(value, self.spec.value):
+            raise TypeError(f"table {self.name}: a {type(value).__name__} is no {self.spec.value.__name__}")
+        array = self._value_type * len(keys)
+        # every key's value the same bytes: the array made from them at once, not assigned key by key
+        values = array() if value is None else array.from_buffer_copy(bytes(value) * (self.cpus * len(keys)))
         self._adapter.table_update(self.name, self._keys(keys), values, int(UpdateFlag.ANY))
 
     def _values(self, values: Sequence[Any]) -> Any:

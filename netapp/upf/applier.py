@@ -215,7 +215,7 @@ class BpfApplier:
             ways = self._ways.plan(downlink_before, downlink_after)  # may read and wait; writes nothing
         except DataplaneError as exc:
             raise DataplaneUnavailable(f"the data plane refused to read dpp_upf_dl4: {exc}") from exc
-        self._start_counting(given, [key for old, new in pairs for key in _urr_changes(new, old)])
+        self._start_counting(given, pairs)
         change, left = SiteChange(), []
         try:
             # the policers the entries name before the entries (and those none names after them)
@@ -429,12 +429,15 @@ class BpfApplier:
         keys = [key for key in self._final if key[0] == seid]
         return {key[1]: self._final.pop(key) for key in keys}
 
-    def _start_counting(self, given: dict[tuple[int, int], int], back: list[tuple[int, int]]) -> None:
+    def _start_counting(self, given: dict[tuple[int, int], int],
+                        pairs: list[tuple[Optional[Session], Optional[Session]]]) -> None:
         """Slots given start from zero; one given back (the change that freed it is being undone)
-        starts from the counts it was freed with, and the URRs `back` have no final counts."""
+        starts from the counts it was freed with, and the URRs counting again in the pairs' new
+        sessions (their deletion or removal undone) have no final counts."""
         restored = {key[1]: self._freed.pop(key) for key in given if key in self._freed} if self._freed else {}
-        for key in back:
-            self._final.pop(key, None)
+        if self._final:  # else none to forget: the URRs are not looked at (most groups only establish)
+            for key in [key for old, new in pairs for key in _urr_changes(new, old)]:
+                self._final.pop(key, None)
         if restored:
             self._usage.update({**{slot: Usage() for slot in given.values()}, **restored})
         else:  # the usual: every slot zeroed, their values made at once (zeroed as made)

@@ -21,7 +21,7 @@ from typing import Any, Callable, Optional, Sequence
 
 from netapp.upf.compiler import Entries, Site
 from netapp.upf.models import Session
-from netapp.upf.stencil import Shape, Stencil, punch, shape_of
+from netapp.upf.stencil import Shape, Stencil, constant, punch, shape_of
 
 # What the UPF's tables and appliers read of a new session, besides its SEID and Node ID: a
 # session's own methods and attributes, filled in for a prepared one (`PreparedSession.fact`).
@@ -68,12 +68,12 @@ class EntryStencil:
         the value's parts joined with its holes' bytes, then copied into its structure once."""
         key = self.key.expression(constants)
         if self.value_type is None:
-            return f"{key}: {_constant(self.value, constants)}"
-        out = [_constant(self._first, constants)]
+            return f"{key}: {constant(self.value, constants)}"
+        out = [constant(self._first, constants)]
         for index, size, part in self._rest:
             out.append(f"v[{index}][:{size}]" if index in addresses else f"v[{index}].to_bytes({size}, {sys.byteorder!r})")
-            out.append(_constant(part, constants))
-        made = f"{_constant(self.value_type, constants)}.from_buffer_copy"
+            out.append(constant(part, constants))
+        made = f"{constant(self.value_type, constants)}.from_buffer_copy"
         return f"{key}: {made}(b''.join(({', '.join(out)},)))"
 
 
@@ -140,12 +140,6 @@ def _entry_stencil(keys: list[Any], values: list[Any], packed: list[list[Any]]) 
         return None
 
 
-def _constant(value: Any, constants: list[Any]) -> str:
-    """`k[j]`, the place of `value` among the compiled function's constants."""
-    constants.append(value)
-    return f"k[{len(constants) - 1}]"
-
-
 def _encoded(value: Any, size: int) -> Optional[bytes]:
     """A packed value as a field of `size` bytes holds it; None if it cannot."""
     if isinstance(value, bytes):
@@ -178,7 +172,8 @@ class SessionStencil:
                  facts: dict[str, Shape], entries: Optional[EntriesStencil], site: Optional[Site], policers: int = 0):
         self.seid, self.teids, self.urr_ids, self.node_id = seid, teids, urr_ids, node_id
         self.policers = policers
-        self._json, self._facts, self._entries, self._site = json, facts, entries, site
+        self._facts, self._entries, self._site = facts, entries, site
+        self._json = json.filler(dict.fromkeys(json.holes, str))  # the row's JSON of the values, each as its text
 
     @classmethod
     def cut(cls, sessions: Sequence[Session], values: Sequence[Sequence[Any]], seid: int, teids: int,
@@ -203,7 +198,7 @@ class SessionStencil:
         """The session of the request's values and those the UPF chose (its entries filled for the
         site, if any)."""
         values = [*request, seid, *teids, *slots]
-        body = self._json.fill([str(value) for value in values])
+        body = self._json(values)
         entries = self._entries.fill(values) if self._entries is not None else None
         return PreparedSession(seid, self.node_id, body, self._facts, values, entries, self._site)
 

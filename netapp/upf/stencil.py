@@ -14,7 +14,7 @@ and runs the function. Values are given by index ("classes" of equal values, net
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 Document = Union[str, bytes]
 
@@ -28,20 +28,29 @@ class Hole:
 
 class Stencil:
     """A text or bytes document with holes, filled from values already encoded for it (text or
-    bytes, by index): its parts joined with them (a fraction of str.format's cost, which would
-    parse the whole document on every call)."""
+    bytes, by index: `fill`), or from the values themselves, each encoded as it is filled in (`filler`):
+    its parts joined with them (a fraction of str.format's cost, which would parse the whole
+    document on every call)."""
 
     def __init__(self, parts: Sequence[Document], holes: Sequence[int]):
         self.holes = tuple(holes)
-        self._first, self._rest = parts[0], tuple(zip(holes, parts[1:]))
-        self._empty = parts[0][:0]
+        self._parts = tuple(parts)
+        self.fill: Callable[[Sequence[Document]], Document] = self.filler({})
 
-    def fill(self, encoded: Sequence[Document]) -> Document:
-        out = [self._first]
-        for hole, part in self._rest:
-            out.append(encoded[hole])
-            out.append(part)
-        return self._empty.join(out)  # type: ignore[arg-type]
+    def filler(self, encoders: Mapping[int, Callable[[Any], Document]]) -> Callable[[Sequence[Any]], Document]:
+        """The function that fills the stencil from values by index, value `i` encoded by
+        `encoders[i]` (one not there: given encoded already). Compiled once into one join of a
+        tuple display, the parts and the holes' expressions written in (as `Shape` is): no loop, no
+        list of encoded values made per fill."""
+        constants: list[Any] = [self._parts[0][:0]]
+        out = [constant(self._parts[0], constants)]
+        for hole, part in zip(self.holes, self._parts[1:]):
+            encoder = encoders.get(hole)
+            out.append(f"{constant(encoder, constants)}(v[{hole}])" if encoder is not None else f"v[{hole}]")
+            out.append(constant(part, constants))
+        namespace: dict[str, Any] = {"k": constants}
+        exec(f"def fill(v):\n    return k[0].join(({', '.join(out)},))", namespace)  # noqa: S102 - our own text
+        return namespace["fill"]
 
 
 def punch(documents: Sequence[Document], encodings: Sequence[Sequence[Document]]) -> Optional[Stencil]:
@@ -134,5 +143,10 @@ def _source(shape: Any, constants: list[Any]) -> str:
         return f"{shape[0].__name__}((" + "".join(f"{_source(item, constants)}, " for item in shape[1]) + "))"
     if isinstance(shape, tuple):
         return "(" + "".join(f"{_source(item, constants)}, " for item in shape) + ")"
-    constants.append(shape)
+    return constant(shape, constants)
+
+
+def constant(value: Any, constants: list[Any]) -> str:
+    """`k[j]`, the place of `value` among a compiled function's constants."""
+    constants.append(value)
     return f"k[{len(constants) - 1}]"

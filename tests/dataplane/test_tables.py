@@ -233,6 +233,10 @@ def test_a_per_cpu_table_reads_and_writes_every_cpus_value(adapter):
     routes.fill([9], value(max_len=5))
     assert [item.max_len for item in routes.get(9)] == [5] * routes.cpus
     assert [key for key, values in routes.items() if any(item.max_len for item in values)] == [9]
+    routes.fill([10, 11, 12], value(gen=3, max_len=6))  # one value, every key and CPU
+    assert all((item.gen, item.max_len) == (3, 6) for key in (10, 11, 12) for item in routes.get(key))
+    with pytest.raises(TypeError, match="dpp_upf_routes"):
+        routes.fill([13], MAPS["dpp_rules"].value(slot=1))
 
 
 def test_wait_readers_returns_once_the_programs_runs_are_over(adapter):

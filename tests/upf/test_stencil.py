@@ -4,6 +4,7 @@ stencil at all (the caller then runs the function)."""
 
 from __future__ import annotations
 
+import functools
 import socket
 
 from netapp.upf.abi import PdrAction
@@ -22,6 +23,22 @@ def test_a_document_is_filled_where_its_values_went_braces_and_percent_signs_kep
     made = [b"\x00%" + value.to_bytes(4, "big") for value in (A, B, REAL)]
     stencil = punch(made, [[value.to_bytes(4, "big")] for value in (A, B, REAL)])
     assert stencil is not None and stencil.fill([b"ABCD"]) == b"\x00%ABCD"
+
+
+def test_a_filler_encodes_each_value_as_it_fills_it_in_and_gives_what_fill_gives_the_values_encoded():
+    made = [f'{{"seid":{value},"ue":"{ue}","again":{value}}}' for value, ue in ((A, "240.0.1.1"), (B, "241.0.1.1"),
+                                                                               (REAL, "10.0.0.1"))]
+    stencil = punch(made, [[str(A), "240.0.1.1"], [str(B), "241.0.1.1"], [str(REAL), "10.0.0.1"]])
+    assert stencil is not None
+    for values in ([9, "10.9.9.9"], [0, ""], [1 << 40, "{}%s"]):
+        filled = stencil.filler({0: str})(values)
+        assert filled == stencil.fill([str(value) for value in values]) == (
+            f'{{"seid":{values[0]},"ue":"{values[1]}","again":{values[0]}}}')
+    made = [b"\x00%" + value.to_bytes(4, "big") + b"}" for value in (A, B, REAL)]
+    stencil = punch(made, [[value.to_bytes(4, "big")] for value in (A, B, REAL)])
+    assert stencil is not None
+    encode = functools.partial(int.to_bytes, length=4, byteorder="big")
+    assert stencil.filler({0: encode})([0x41424344]) == stencil.fill([b"ABCD"]) == b"\x00%ABCD}"
 
 
 def test_a_value_the_function_did_more_with_than_put_in_place_gives_no_stencil():

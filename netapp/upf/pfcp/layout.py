@@ -56,9 +56,16 @@ class Varying:
         data[self.offset : self.end] = encode(self.kind, value)
 
 
+# How a value of each kind is carried: an int's bytes, an address packed (READERS' inverse).
+ENCODERS: dict[str, Callable[[Any], bytes]] = {
+    kind: socket.inet_aton if kind == "address" else functools.partial(int.to_bytes, length=width, byteorder="big")
+    for kind, width in WIDTHS.items()
+}
+
+
 def encode(kind: str, value: Any) -> bytes:
     """A value of the kind as PFCP carries it."""
-    return socket.inet_aton(value) if kind == "address" else value.to_bytes(WIDTHS[kind], "big")
+    return ENCODERS[kind](value)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -33,7 +33,7 @@ from netapp.upf.compiler import Entries, Site
 from netapp.upf.models import RuleError, Session
 from netapp.upf.pfcp.codec import Message, MalformedMessage, Recent, decode, encode
 from netapp.upf.pfcp.ies import IEType
-from netapp.upf.pfcp.layout import READERS, Layout, encode as encode_value, layout_of
+from netapp.upf.pfcp.layout import ENCODERS, READERS, Layout, encode as encode_value, layout_of
 from netapp.upf.pfcp.rules import read_rules
 from netapp.upf.prepared import SessionStencil
 from netapp.upf.sessions import Outcome
@@ -55,9 +55,8 @@ class Template:
 
     def __init__(self, layout: Layout, classes: Sequence[int], kinds: Sequence[str], session: SessionStencil,
                  response: Stencil):
-        self.layout, self.session, self._response = layout, session, response
+        self.layout, self.session = layout, session
         firsts = [classes.index(value) for value in range(max(classes) + 1)]  # each class's first place
-        self._kinds = tuple(kinds)
         places = layout.places
         # what a request is read by, with the offsets at hand: each class's value from its first
         # place; the places that must hold what their class's first does; the classes of a kind,
@@ -70,14 +69,10 @@ class Template:
             of_kind.setdefault(places[first].kind, []).append((places[first].offset, places[first].end))
         apart = tuple(tuple(spans) for spans in of_kind.values() if len(spans) > 1)
         self.values: Callable[[bytes], Optional[list[Any]]] = _reader(reads, same, apart)
-        self._in_response = sorted(set(response.holes))
-
-    def response(self, values: Sequence[Any]) -> bytes:
-        """The response to the request of these values (all of them: the request's and the session's)."""
-        encoded: list[Any] = [b""] * len(values)
-        for value in self._in_response:
-            encoded[value] = encode_value(self._kinds[value], values[value])
-        return self._response.fill(encoded)  # type: ignore[return-value]
+        # the response to the request of the values (all of them: the request's and the session's),
+        # each encoded as PFCP carries it (layout.ENCODERS) as it is filled in
+        self.response: Callable[[Sequence[Any]], bytes] = response.filler(  # type: ignore[assignment]
+            {value: ENCODERS[kinds[value]] for value in response.holes})
 
 
 class Templates:
