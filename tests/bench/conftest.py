@@ -9,6 +9,10 @@ import pytest
 from bench import baseline
 from tests.utils.run_wide import run_wide
 
+# A --baseline test exports and builds HEAD (a minute or more on a loaded machine), or waits for the
+# test of another worker that builds it, before it measures both sides.
+BASELINE_TIMEOUT = pytest.mark.timeout(600)
+
 
 @pytest.fixture(scope="session")
 def shared_baselines(tmp_path_factory, worker_id: str) -> Callable[..., Optional[baseline.Baseline]]:

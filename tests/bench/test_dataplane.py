@@ -12,6 +12,7 @@ import pytest
 
 from bench import dataplane, workload
 from bench.report import format_table
+from tests.bench.conftest import BASELINE_TIMEOUT
 from tests.utils.kernel import require_kernel
 
 REPO = Path(__file__).resolve().parents[2]
@@ -24,6 +25,7 @@ def own_build(shared_baselines, monkeypatch):
     monkeypatch.setattr(dataplane, "prepare_baseline", shared_baselines)
 
 
+@BASELINE_TIMEOUT
 def test_a_baseline_revision_is_measured_beside_head_and_paired_with_it(own_build, tmp_path):
     commit = subprocess.run(
         ["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
@@ -49,6 +51,7 @@ def test_a_baseline_revision_is_measured_beside_head_and_paired_with_it(own_buil
     assert f"HEAD against baseline HEAD ({commit[:12]})" in format_table(result)
 
 
+@BASELINE_TIMEOUT
 def test_a_baseline_that_expects_another_path_stops_the_run_before_timing(own_build, tmp_path, monkeypatch, capsys):
     """The baseline's own workload says what each case must do; HEAD's saying otherwise (as a
     revision whose cases changed would) stops the run with exit 3 and writes nothing."""

@@ -11,6 +11,7 @@ from bench import baseline
 from bench.flows import __main__ as flows_main
 from bench.flows import report, workload
 from bench.flows.run import max_rules_for
+from tests.bench.conftest import BASELINE_TIMEOUT
 from tests.utils.kernel import require_kernel
 
 REPO = Path(__file__).resolve().parents[2]
@@ -71,6 +72,7 @@ def test_the_readme_table_is_the_one_the_result_document_gives():
     )
 
 
+@BASELINE_TIMEOUT
 def test_a_baseline_revision_is_measured_beside_head_and_paired_with_it(tmp_path, monkeypatch, shared_baselines):
     """--baseline with this checkout's own commit as the revision: its exported bench/flows and netapp
     open the baseline's instances in a process of their own, and both sides are timed in the same runs."""

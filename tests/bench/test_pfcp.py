@@ -10,6 +10,7 @@ import subprocess
 
 from bench import pfcp
 from bench.harness import REPO
+from tests.bench.conftest import BASELINE_TIMEOUT
 from tests.utils.kernel import require_kernel
 
 
@@ -48,6 +49,7 @@ def test_the_applier_starts_reconciled_with_every_bucket_known():
         assert applier._ways._known == set(range(1 << applier._ways.bits))
 
 
+@BASELINE_TIMEOUT
 def test_a_baseline_revision_is_timed_in_the_same_run_by_its_own_code(tmp_path, monkeypatch, shared_baselines):
     """--baseline: the revision's endpoint (its export's netapp, checked by the endpoint itself as it
     starts) answers the same requests; both sides' figures in one result, in pairs whose order

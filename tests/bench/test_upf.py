@@ -16,6 +16,7 @@ from netapp.dataplane.facade import Dataplane
 from netapp.dataplane.fake import FakeDpp
 from netapp.upf.abi import PdrFlag, Role
 from netapp.upf.applier import BpfApplier, iface_entries
+from tests.bench.conftest import BASELINE_TIMEOUT
 from tests.utils.kernel import require_kernel
 
 REPO = Path(__file__).resolve().parents[2]
@@ -81,6 +82,7 @@ def test_a_case_that_takes_another_path_stops_the_run(tmp_path, monkeypatch, cap
     assert "miss: verdict DROP, expected REDIRECT" in capsys.readouterr().err
 
 
+@BASELINE_TIMEOUT
 def test_a_baseline_revision_is_measured_beside_head_in_the_same_runs(tmp_path, monkeypatch, shared_baselines):
     """--baseline with this checkout's own commit: its exported bench/upf and netapp open the
     baseline's instances in a process of their own, in the benchmark's namespace, and both sides'
