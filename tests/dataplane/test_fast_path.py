@@ -19,9 +19,12 @@ from pathlib import Path
 import pytest
 
 from netapp.dataplane.binding import DataplaneError, DppHandle, FlowEntry, load_libdpp, possible_cpus
+from netapp.intents.compiler import compile_document
+from netapp.intents.models import parse_document
 from tests.utils import packets, refparser
 from tests.utils.checksums import checksums_valid
 from tests.utils.dataplane import reference_key, run, traced_dataplane
+from tests.utils.intents import INTERFACES
 from tests.utils.kernel import require_kernel
 
 LOOPBACK_IFINDEX = 1  # a frame run without an ingress ifindex arrives on loopback
@@ -434,22 +437,41 @@ def test_the_fast_path_reads_every_key_field_it_fills(dp, frame_of):
 ALT_MAC, ALT_IP4 = "02:00:00:00:0a:01", "203.0.113.7"
 
 
+FORWARD_ALL = {
+    "intents": [{"id": "all", "match": {"overlay": "vxlan"}, "action": {"type": "forward", "alternative": 0}}],
+    "alternatives": [{"id": 0, "members": [{"mac": ALT_MAC, "ip4": ALT_IP4}]}],
+}
+
+
+def applied(dataplane, document: dict) -> None:
+    dataplane.apply_compiled(compile_document(parse_document(document), INTERFACES))
+
+
+def rules_and_groups(dataplane) -> tuple[list, list]:
+    """The rules and the non-empty alternative groups the instance holds."""
+    groups = [key for key, group in dataplane.table("dpp_alt_groups").items() if group.count]
+    return list(dataplane.table("dpp_rules").items()), groups
+
+
+@pytest.fixture
+def forwarding_all(dp):
+    """The module's instance forwarding every VXLAN packet to ALT_IP4; left with no rule and no group,
+    as the module's other tests expect it (checked before and after)."""
+    assert rules_and_groups(dp) == ([], []), "the module's instance is expected without rules or groups"
+    applied(dp, FORWARD_ALL)
+    try:
+        yield dp
+    finally:
+        applied(dp, {"intents": []})
+        assert rules_and_groups(dp) == ([], [])
+
+
 @pytest.mark.parametrize("name", ["udp-psc-ul", "tcp-no-extension"])
-def test_forward_rewrites_the_outer_headers_the_fast_path_located(name):
+def test_forward_rewrites_the_outer_headers_the_fast_path_located(forwarding_all, name):
     """FORWARD rewrites at the outer IPv4 and UDP offsets the parser records: the fast path must
     record the staged parser's (14 and 34 in this layout)."""
-    document = {
-        "intents": [
-            {"id": "all", "match": {"overlay": "vxlan"}, "action": {"type": "forward", "alternative": 0}}
-        ],
-        "alternatives": [{"id": 0, "members": [{"mac": ALT_MAC, "ip4": ALT_IP4}]}],
-    }
-    dataplane = traced_dataplane(document)
-    try:
-        frame = FAST[name]
-        outcome = run(dataplane, frame)
-    finally:
-        dataplane.close()
+    frame = FAST[name]
+    outcome = run(forwarding_all, frame)
     assert (outcome.verdict, outcome.action, outcome.fast_path) == ("TX", "forward", True)
     out = outcome.data
     udp_start = OUTER_IP + 20

@@ -135,26 +135,46 @@ def test_a_shape_with_more_rules_than_a_filter_serves_is_published_without_one()
     assert small and all(small)
 
 
+FILTERED_DOCUMENT = {
+    "intents": [
+        {"id": "teid", "priority": 30, "match": {"teid": 0x1111}, "action": {"type": "drop"}},
+        {"id": "ue", "priority": 20, "match": {"src": "192.168.0.140/32"}, "action": {"type": "drop"}},
+        {"id": "subnet", "priority": 10, "match": {"dst": "10.0.0.0/24"}, "action": {"type": "pass"}},
+    ]
+}
+
+
+def installed(dataplane) -> list[tuple[bytes, bytes]]:
+    return [(bytes(key), bytes(rule)) for key, rule in dataplane._dpp.rules_dump()]
+
+
+@pytest.fixture(scope="module")
+def filtered_instance():
+    """FILTERED_DOCUMENT on an instance without a flow cache (each packet searched), loaded once:
+    the tests only run packets; what it holds is recorded for them to check it is unchanged."""
+    dataplane = traced_dataplane(FILTERED_DOCUMENT, flow_cache=False)
+    try:
+        yield dataplane, installed(dataplane)
+    finally:
+        dataplane.close()
+
+
+@pytest.fixture
+def filtered(filtered_instance):
+    dataplane, rules = filtered_instance
+    assert installed(dataplane) == rules, "the module's instance holds other rules than its document's"
+    return dataplane
+
+
 @pytest.mark.parametrize(
     ("teid", "ue_src", "expected"),
     [(0x1111, "192.168.0.140", "teid"), (1, "192.168.0.140", "ue"), (1, "192.168.0.141", "subnet")],
 )
-def test_packets_meet_the_rule_of_the_filtered_shape_they_match(teid, ue_src, expected):
+def test_packets_meet_the_rule_of_the_filtered_shape_they_match(filtered, teid, ue_src, expected):
     from tests.dataplane.test_actions import tunnel_frame
 
-    document = {
-        "intents": [
-            {"id": "teid", "priority": 30, "match": {"teid": 0x1111}, "action": {"type": "drop"}},
-            {"id": "ue", "priority": 20, "match": {"src": "192.168.0.140/32"}, "action": {"type": "drop"}},
-            {"id": "subnet", "priority": 10, "match": {"dst": "10.0.0.0/24"}, "action": {"type": "pass"}},
-        ]
-    }
-    dataplane = traced_dataplane(document, flow_cache=False)
-    try:
-        shapes = dataplane._dpp.shapes_get()
-        filtered = [shapes.filters[i] for i in range(shapes.count)]
-        got = run(dataplane, tunnel_frame(teid=teid, ue_src=ue_src)).intent
-    finally:
-        dataplane.close()
-    assert len(filtered) == 3 and all(filtered)
+    shapes = filtered._dpp.shapes_get()
+    filtered_shapes = [shapes.filters[i] for i in range(shapes.count)]
+    got = run(filtered, tunnel_frame(teid=teid, ue_src=ue_src)).intent
+    assert len(filtered_shapes) == 3 and all(filtered_shapes)
     assert got == expected

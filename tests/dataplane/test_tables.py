@@ -31,17 +31,65 @@ from tests.utils.kernel import require_kernel
 LOOPBACK = 1  # a DEVMAP_HASH value must name an existing interface
 
 
-@pytest.fixture(params=["kernel", "fake"])
-def adapter(request):
-    if request.param == "fake":
-        yield FakeDpp()
-        return
+# the maps these tests write: each test starts with them as a new instance has them
+TOUCHED = ("dpp_alt_groups", "dpp_ports", "dpp_upf_routes")
+
+
+@pytest.fixture(scope="module")
+def kernel_handle():
+    """One anonymous instance for the module's kernel tests: loading verifies the programs, seconds
+    on a loaded machine."""
     require_kernel()
     handle = DppHandle.open(load_libdpp())
     try:
         yield handle
     finally:
         handle.close()
+
+
+def table_of(handle: DppHandle, name: str) -> Table:
+    return PerCpuTable(handle, name) if MAPS[name].per_cpu else Table(handle, name)
+
+
+def written_keys(handle: DppHandle) -> dict[str, list]:
+    """Per touched map, the keys a new instance would not have: a hash's every key, an array's
+    non-zero entries (on any CPU for a per-CPU array)."""
+    written = {}
+    for name in TOUCHED:
+        spec, zero = MAPS[name], bytes(MAPS[name].value())
+        if spec.type not in (MapType.ARRAY, MapType.PERCPU_ARRAY):
+            written[name] = [key for key, _ in table_of(handle, name).items()]
+            continue
+        per_cpu = (lambda values: values) if spec.per_cpu else (lambda value: [value])
+        written[name] = [key for key, value in table_of(handle, name).items()
+                         if any(bytes(item) != zero for item in per_cpu(value))]
+    return written
+
+
+def forget_writes(handle: DppHandle) -> None:
+    """The touched maps back as a new instance has them: arrays zeroed, hash entries deleted."""
+    for name, keys in written_keys(handle).items():
+        if not keys:
+            continue
+        if MAPS[name].per_cpu:
+            PerCpuTable(handle, name).fill(keys)
+        elif MAPS[name].type == MapType.ARRAY:
+            Table(handle, name).update({key: MAPS[name].value() for key in keys})
+        else:
+            Table(handle, name).delete(keys)
+
+
+@pytest.fixture(params=["kernel", "fake"])
+def adapter(request):
+    if request.param == "fake":
+        yield FakeDpp()
+        return
+    handle = request.getfixturevalue("kernel_handle")
+    assert written_keys(handle) == {name: [] for name in TOUCHED}, "an earlier test's writes were left"
+    try:
+        yield handle
+    finally:
+        forget_writes(handle)
 
 
 def group(count: int, ifindex: int = 0) -> AltGroup:

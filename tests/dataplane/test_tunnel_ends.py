@@ -45,11 +45,24 @@ def apply(dp, *matches: dict) -> None:
     dp.apply_compiled(compile_document(parse_document(document(*matches)), INTERFACES))
 
 
-@pytest.fixture
-def dp():
+@pytest.fixture(scope="module")
+def loaded():
+    """One instance for the module (loading verifies the programs: seconds on a loaded machine)."""
     handle = traced_dataplane()
     yield handle
     handle.close()
+
+
+@pytest.fixture
+def dp(loaded):
+    """The module's instance with no rule and no tunnel address, as a new one has; emptied again after."""
+    assert list(loaded.table("dpp_rules").items()) == [], "an earlier test's rules were left"
+    assert dict(loaded.table("dpp_tunnel_ends").items()) == {} and not loaded.tunnel_ends.addresses
+    assert loaded.table("dpp_config").get(0).tunnel_ends == 0
+    try:
+        yield loaded
+    finally:
+        apply(loaded)
 
 
 @pytest.mark.parametrize(
