@@ -26,7 +26,7 @@ from tests.mec.test_etsi_conformance import etsi_validator
 from tests.mec.test_service import installed
 from tests.utils.callbacks import CallbackReceiver, Names
 from tests.utils.mec import rule_model as rule
-from tests.utils.service import ADMIN, ALICE, BOB, Clock, fake_service
+from tests.utils.service import ADMIN, ALICE, BOB, Clock, fake_service, few_policers_fake
 
 APP = "video-1"
 PUBLIC_CALLBACK = "http://8.8.8.8/mec/termination"  # a public literal: checked, never connected to here
@@ -85,7 +85,7 @@ def local_apps(service: NetAppService, settings: SubscriptionSettings = FAST, re
 
 @pytest.fixture
 def service(tmp_path) -> NetAppService:
-    started = fake_service(tmp_path)
+    started = fake_service(tmp_path, few_policers_fake())
     started.mec.create_application(ADMIN, MecApplicationSpec(
         appInstanceId=APP, tenant="alice", trafficRules=[rule("r1")], dnsRules=[dns(), dns("d2", state="INACTIVE")]))
     yield started
@@ -389,7 +389,7 @@ def test_a_stop_is_notified_as_stopping(service):
 @pytest.fixture
 def before_restart(tmp_path) -> NetAppService:
     """A service whose application confirmed ready, on a clock the test moves; the test restarts it."""
-    started = fake_service(tmp_path, clock=Clock())
+    started = fake_service(tmp_path, few_policers_fake(), clock=Clock())
     started.mec.create_application(ADMIN, MecApplicationSpec(appInstanceId=APP, tenant="alice", trafficRules=[rule("r1")]))
     started.mec_apps.confirm_ready(ALICE, APP)
     return started

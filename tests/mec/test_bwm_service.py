@@ -18,7 +18,7 @@ from netapp.service.contract import Conflict, Forbidden, InvalidInput, NotFound
 from netapp.service.service import NetAppService
 from netapp.service.store import Store
 from tests.utils.mec import rule_model as rule
-from tests.utils.service import ADMIN, ALICE, BOB, fake_service
+from tests.utils.service import ADMIN, ALICE, BOB, fake_service, few_policers_fake
 
 APP = "video-1"
 SESSION = {"sourceIp": "10.0.0.1", "dstAddress": "192.0.2.10", "protocol": "UDP", "dstPort": ["5000"]}
@@ -39,7 +39,7 @@ def police_of(service: NetAppService, tenant: str, intent_id: str) -> Any:
 
 @pytest.fixture
 def service(tmp_path) -> NetAppService:
-    started = fake_service(tmp_path)
+    started = fake_service(tmp_path, few_policers_fake())
     started.mec.create_application(ADMIN, MecApplicationSpec(appInstanceId=APP, tenant="alice", appName="video",
                                                              trafficRules=[rule("r1", **FLOW_RULE)]))
     yield started

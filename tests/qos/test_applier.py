@@ -20,14 +20,40 @@ from tests.utils.kernel import require_kernel
 SIZES = {"dpp_policers": 64, "dpp_policer_stats": 64}
 
 
+POLICER_MAPS = tuple(SIZES)
+
+
+@pytest.fixture(scope="module")
+def loaded() -> Iterator[Dataplane]:
+    """One instance for the module's kernel tests: loading verifies the programs, seconds on a
+    loaded machine. Each test gets it with the policers' maps zeroed (see `dataplane`)."""
+    require_kernel()
+    with Dataplane.open(map_sizes=SIZES) as opened:
+        yield opened
+
+
+def written_slots(dataplane: Dataplane) -> dict[str, list[int]]:
+    """The ids of the policers' maps' slots that hold anything but zeroes, by map."""
+    return {name: [index for index, value in dataplane.table(name).items() if any(bytes(value))]
+            for name in POLICER_MAPS}
+
+
+def zero_policer_maps(dataplane: Dataplane) -> None:
+    ids = list(range(SIZES["dpp_policers"]))
+    policers = dataplane.table("dpp_policers")
+    policers.update_arrays(ids, (policers.spec.value * len(ids))())  # a C array is made zeroed
+    dataplane.table("dpp_policer_stats").fill(ids)
+
+
 @pytest.fixture(params=["kernel", "fake"])
 def dataplane(request) -> Iterator[Dataplane]:
     if request.param == "fake":
         yield Dataplane(FakeDpp(map_sizes=SIZES))
         return
-    require_kernel()
-    with Dataplane.open(map_sizes=SIZES) as opened:
-        yield opened
+    shared = request.getfixturevalue("loaded")
+    assert written_slots(shared) == {name: [] for name in POLICER_MAPS}, "a test before left policers behind"
+    yield shared
+    zero_policer_maps(shared)
 
 
 def test_a_policer_is_written_with_its_window_and_its_state_zeroed(dataplane):

@@ -38,10 +38,10 @@ from tests.utils.service import (
     ADMIN,
     ALICE,
     BOB,
-    FAKE_SLOTS,
     READER,
     Clock,
     fake_service,
+    few_policers_fake,
     intent,
     settings_for,
     slice_spec,
@@ -50,7 +50,7 @@ from tests.utils.service import (
 
 @pytest.fixture
 def fake() -> RecordingDpp:
-    return RecordingDpp(max_rules=FAKE_SLOTS)
+    return few_policers_fake()
 
 
 @pytest.fixture
@@ -861,7 +861,7 @@ def test_given_creates_queued_behind_one_in_flight_then_each_gets_the_answer_it_
 
     answers = [answer(future.result) for future in [first, *queued]]
 
-    alone = fake_service(tmp_path / "alone", RecordingDpp(max_rules=FAKE_SLOTS), Clock())
+    alone = fake_service(tmp_path / "alone", few_policers_fake(), Clock())
     expected = [answer(lambda: alone.create_intent(ALICE, intent("first", 2000)))]
     for who, body, key in GROUP:
         expected.append(answer(lambda: alone.create_intent(who, body, idempotency_key=key)))

@@ -28,7 +28,7 @@ from netapp.telemetry.subscription_store import SubscriptionStore
 from netapp.telemetry.subscriptions import SUBSCRIPTIONS_DB, SubscriptionManager
 from tests.utils.callbacks import CallbackReceiver, Names
 from tests.utils.clock import SECOND, START, NanoClock
-from tests.utils.service import ADMIN, ALICE, BOB, fake_service, intent, settings_for, slice_spec
+from tests.utils.service import ADMIN, ALICE, BOB, fake_service, few_policers_fake, intent, settings_for, slice_spec
 from tests.utils.tls import self_signed
 
 TELEMETRY_DOC = Path(__file__).resolve().parents[2] / "api" / "telemetry.md"
@@ -48,7 +48,7 @@ FAST = SubscriptionSettings(
 
 @pytest.fixture
 def service(tmp_path):
-    service = fake_service(tmp_path)
+    service = fake_service(tmp_path, few_policers_fake())
     service.create_intent(ALICE, intent("voice", 5004))
     service.create_intent(BOB, intent("voice", 5006))  # the same id, another tenant
     service.put_cpu(ADMIN, CpuSpec(cpu=1, capacity_pps=1000))

@@ -128,3 +128,14 @@ def started_on(state_dir: Path, instance: str, **settings: Any) -> NetAppService
     service.start()
     grant_site(service, ALICE.tenant, BOB.tenant)
     return service
+
+
+# The policers of a fake service's map: the start's QoS reconcile reads every slot (65,536 by
+# default, seconds of a FakeDpp's dump on a loaded machine) for tests that police a few rules.
+FAKE_POLICERS = 4096
+
+
+def few_policers_fake(max_rules: int = FAKE_SLOTS) -> RecordingDpp:
+    """A RecordingDpp for fake_service whose policer maps hold FAKE_POLICERS slots (half for rules)."""
+    return RecordingDpp(max_rules=max_rules,
+                        map_sizes={"dpp_policers": FAKE_POLICERS, "dpp_policer_stats": FAKE_POLICERS})
