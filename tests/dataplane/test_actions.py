@@ -200,12 +200,14 @@ def test_overflow_without_any_alternative_gets_the_default_verdict(ns):
 
 
 def test_the_rate_meter_admits_the_capacity_and_overflows_the_rest(ns):
-    """Capacity 5 packets/s with a one-second window: 5 steered, then the rest overflows."""
+    """Capacity 1 packet/s with a 30 s window: 30 steered, then the rest overflows. The window is
+    long so that a loaded machine sends every frame within it (with a 1 s window, a second passed
+    once before the twelfth frame and a new window admitted it)."""
     document = site([tunnel_intent("rule", {"type": "steer", "cpu": 0}, alternative=0)],
-                    cpus=[{"cpu": cpu, "capacity_pps": 5} for cpu in range(CPUS)])
-    with make_dataplane(document, meter_window_ns=10**9) as dp:
-        actions = [dp.test_run(tunnel_frame()).action for _ in range(12)]
-    assert actions == ["steer"] * 5 + ["forward"] * 7
+                    cpus=[{"cpu": cpu, "capacity_pps": 1} for cpu in range(CPUS)])
+    with make_dataplane(document, meter_window_ns=30 * 10**9) as dp:
+        actions = [dp.test_run(tunnel_frame()).action for _ in range(37)]
+    assert actions == ["steer"] * 30 + ["forward"] * 7
 
 
 def test_best_effort_stays_local_unless_this_cpu_is_overloaded(ns):

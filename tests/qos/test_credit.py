@@ -21,7 +21,7 @@ from netapp.qos.spec import MTU
 from netapp.qos.views import policer_record
 from tests.qos.police import counters_tuple, frame
 from tests.qos.strategies import RATES, sequences
-from tests.qos.test_applier import dataplane  # noqa: F401 - the fixture: a loaded instance's tables, and FakeDpp's
+from tests.qos.test_applier import dataplane, loaded  # noqa: F401 - the fixtures (a shared instance, FakeDpp)
 from tests.qos.test_burst import bucket_excess
 from tests.utils.dataplane import run_on_cpus, two_cpus
 
