@@ -17,6 +17,7 @@ from netapp.intents.index import RuleDelta, RuleIndex
 from netapp.intents.models import Intent, parse_document
 from tests.utils.fakes import RecordingDpp, key_shape
 from tests.utils.intents import INTERFACES, native_intent, site_document
+from tests.utils.service import few_policers_fake
 
 SLOTS = 64  # small maps keep state snapshots cheap
 
@@ -61,7 +62,9 @@ def shape_ids(rules: CompiledRuleset) -> set[int]:
 
 @pytest.fixture
 def fake() -> RecordingDpp:
-    return RecordingDpp(max_rules=SLOTS)
+    """Few policer slots: every full apply reconciles the policers, reading each slot of the fake's
+    map in Python (seconds a test with the built-in 65,536)."""
+    return few_policers_fake(SLOTS)
 
 
 @pytest.fixture
@@ -207,7 +210,7 @@ def test_a_slot_given_back_in_an_apply_is_not_handed_out_in_the_same_apply(fake,
 
 
 def test_given_more_intents_than_slots_when_applied_then_enospc_and_nothing_is_written():
-    fake = RecordingDpp(max_rules=SLOTS)
+    fake = few_policers_fake(SLOTS)
     dp = Dataplane(fake, max_rules=2)
 
     with pytest.raises(DataplaneError) as failure:
@@ -238,7 +241,7 @@ NEW = (A_DROP, B, C_TCP, D)
 
 def reference_apply() -> tuple[ApplyReport, dict[str, int]]:
     """What applying NEW over OLD does on a data plane that never fails: the report and the slots."""
-    dp = Dataplane(RecordingDpp(max_rules=SLOTS), max_rules=SLOTS)
+    dp = Dataplane(few_policers_fake(SLOTS), max_rules=SLOTS)
     dp.apply(ruleset(*OLD))
     report = dp.apply(ruleset(*NEW))
     return report, dp.installed_intents
@@ -504,7 +507,7 @@ _changes = st.lists(
 @settings(max_examples=100, deadline=None)
 @given(_changes)
 def test_given_any_changes_then_apply_changes_leaves_what_a_full_apply_would(steps):
-    fake = RecordingDpp(max_rules=SLOTS)
+    fake = few_policers_fake(SLOTS)
     dp = Dataplane(fake, max_rules=SLOTS)
     index = RuleIndex(INTERFACES)
     for intent_id, port, protocol, priority in steps:
@@ -512,7 +515,7 @@ def test_given_any_changes_then_apply_changes_leaves_what_a_full_apply_would(ste
         change = change_of(index, add=(intent,), remove=(intent_id,) if intent_id in index else ())
         dp.apply_changes(change.delta())
 
-    reference = RecordingDpp(max_rules=SLOTS)
+    reference = few_policers_fake(SLOTS)
     Dataplane(reference, max_rules=SLOTS).apply(index.ruleset())
     assert without_slots(fake) == without_slots(reference)
     assert fake.active_shapes_bytes() == reference.active_shapes_bytes()
