@@ -51,8 +51,8 @@ from netapp.qos.abi import (
 from netapp.qos.model import gcra_interval
 from netapp.qos.spec import MTU, PolicerSpec
 
-__all__ = ["NANOBITS_PER_BYTE", "ChildIndex", "PolicerApplier", "PolicerSpec", "chunk_for", "clock_for", "coarse_tick_ns",
-           "policer_value", "window_shift_for"]
+__all__ = ["NANOBITS_PER_BYTE", "ChildIndex", "PolicerApplier", "PolicerSpec", "chunk_for", "clock_for",
+           "coarse_tick_ns", "policer_value", "window_shift_for"]
 
 NANOBITS_PER_BYTE = 8 * 10**9  # rate (bit/s) x time (ns) = nanobits
 CLOCK_MONOTONIC_COARSE = getattr(time, "CLOCK_MONOTONIC_COARSE", 6)  # Linux's id (Python names it on few builds)
