@@ -78,9 +78,10 @@ def fake_service(
     **settings: Any,
 ) -> NetAppService:
     """A started service over a RecordingDpp (a new one unless given: a restart passes the old one),
-    with FAKE_SLOTS rule slots unless the settings give max_rules."""
+    with FAKE_SLOTS rule slots unless the settings give max_rules, and FAKE_POLICERS policer slots
+    unless the fake given says otherwise."""
     slots = settings.setdefault("max_rules", FAKE_SLOTS)
-    fake = fake if fake is not None else RecordingDpp(max_rules=slots)
+    fake = fake if fake is not None else few_policers_fake(slots)
     service = NetAppService(
         settings_for(state_dir, **settings),
         dataplane=Dataplane(fake, max_rules=slots),
