@@ -17,6 +17,7 @@ One transport per thread: it is not thread-safe.
 
 from __future__ import annotations
 
+import ssl
 from collections import OrderedDict
 from typing import Optional
 
@@ -54,7 +55,9 @@ class PinnedTransport(httpx.BaseTransport):
         self, destinations: Destinations, *, proxy: Optional[str] = None, max_origins: int = MAX_ORIGINS
     ):
         self.destinations = destinations
-        self._ssl_context = httpx.create_ssl_context()
+        # Made at the first connection, not here: loading the CA bundle costs some 30 ms of CPU, and
+        # each notifier worker holds a transport whether or not anything is ever sent.
+        self._ssl_context: Optional[ssl.SSLContext] = None
         self._proxied = self._transport(proxy) if proxy else None
         self._origins: OrderedDict[tuple[str, str, int], httpx.HTTPTransport] = OrderedDict()
         self._max_origins = max_origins
@@ -96,4 +99,6 @@ class PinnedTransport(httpx.BaseTransport):
         return transport
 
     def _transport(self, proxy: Optional[str]) -> httpx.HTTPTransport:
+        if self._ssl_context is None:
+            self._ssl_context = httpx.create_ssl_context()
         return httpx.HTTPTransport(verify=self._ssl_context, proxy=proxy, trust_env=False)
