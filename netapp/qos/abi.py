@@ -91,10 +91,10 @@ class PolicerStats(Structure):
     _fields_ = [
         ("passed_packets", c_uint64),
         ("passed_bytes", c_uint64),
-        ("credit", c_uint32),  # bytes this CPU may still pass on its own (token bucket, GCRA)
-        ("chunk", c_uint32),  # bytes it carves at a time from the bucket; 0: none
         ("dropped_packets", c_uint64),
         ("dropped_bytes", c_uint64),
+        ("credit", c_uint32),  # bytes this CPU may still pass on its own (token bucket, GCRA)
+        ("chunk", c_uint32),  # bytes it carves at a time from the bucket; 0: none
     ]
 
 

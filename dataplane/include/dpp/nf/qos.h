@@ -82,19 +82,14 @@ struct dpp_policer {
  * bucket, a chunk at a time, and spends without touching the shared state (no lock, no
  * compare-and-swap: nf/qos/police.h, "The CPUs' credit"). The control plane writes the chunk with
  * the counters (0: no credit, every packet decided on the bucket) and the policer's burst less
- * what the CPUs' chunks may hold, so that the two together never pass more than the burst asked.
- * The credit sits between the passed and the dropped counters: every packet reads it, and then
- * writes either pair, so that it touches 24 of the value's 40 bytes. The kernel places per-CPU
- * values 8-byte aligned one after the other, so a 40-byte value crosses a cache line at half the
- * offsets; those 24 bytes at a quarter (a cold policer's second miss: bench/README.md, "Cold: the
- * counters' layout"). */
+ * what the CPUs' chunks may hold, so that the two together never pass more than the burst asked. */
 struct dpp_policer_stats {
 	__u64 passed_packets;
 	__u64 passed_bytes;
-	__u32 credit; /* bytes this CPU may still pass on its own, at most chunk */
-	__u32 chunk;  /* bytes carved at a time, at most DPP_POLICE_CHUNK_MAX; 0: none */
 	__u64 dropped_packets;
 	__u64 dropped_bytes;
+	__u32 credit; /* bytes this CPU may still pass on its own, at most chunk */
+	__u32 chunk;  /* bytes carved at a time, at most DPP_POLICE_CHUNK_MAX; 0: none */
 };
 
 /* The largest chunk a CPU holds (struct dpp_policer_stats.chunk). */
