@@ -10,8 +10,10 @@ that crosses a cache line).
 Every tree's policers are written alike (its counters' slots with a chunk where its
 dpp_policer_stats has a credit); the first tree's xdp_police_skip is the path without the policer.
 Each case's result: every tree above that path and above the last tree's (the build compared
-against), block by block, median [quartiles]. Methodology and results: bench/README.md, "Cold: the
-counters' layout".
+against), block by block, median [quartiles]. Trees are built and loaded in the order given, and
+the order moves a cold figure by tens of ns (the maps made first are slower here): compare two
+builds in both orders, or load one build twice for the noise. Methodology and results:
+bench/README.md, "Cold: the counters' layout and the bench's load order".
 """
 
 from __future__ import annotations
