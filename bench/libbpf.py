@@ -59,6 +59,7 @@ _PROTOTYPES = {
     "bpf_map_lookup_elem": (c_int, [c_int, c_void_p, c_void_p]),
     "bpf_map_lookup_elem_flags": (c_int, [c_int, c_void_p, c_void_p, c_uint64]),
     "bpf_map_update_elem": (c_int, [c_int, c_void_p, c_void_p, c_uint64]),
+    "bpf_map_update_batch": (c_int, [c_int, c_void_p, c_void_p, POINTER(c_uint32), c_void_p]),
     "bpf_map_delete_elem": (c_int, [c_int, c_void_p]),
     "bpf_map_get_next_key": (c_int, [c_int, c_void_p, c_void_p]),
     "bpf_prog_test_run_opts": (c_int, [c_int, POINTER(TestRunOpts)]),
@@ -136,6 +137,17 @@ def map_update(map_fd: int, key: Any, value: Any) -> None:
     """Write one slot; key and value are ctypes objects of the map's key and value size."""
     rc = load_libbpf().bpf_map_update_elem(map_fd, ctypes.byref(key), ctypes.byref(value), BPF_ANY)
     _check(rc, "bpf_map_update_elem")
+
+
+def map_update_batch(map_fd: int, keys: Any, values: Any, count: int) -> None:
+    """Write `count` slots in one call: keys and values are C arrays of the map's key and value
+    size (a per-CPU map's values a row of every possible CPU's each)."""
+    done = c_uint32(count)
+    lib = load_libbpf()
+    rc = lib.bpf_map_update_batch(map_fd, ctypes.byref(keys), ctypes.byref(values), ctypes.byref(done), None)
+    _check(rc, "bpf_map_update_batch")
+    if done.value != count:
+        raise OSError(errno.EIO, f"bpf_map_update_batch: {done.value} of {count} slots written")
 
 
 def map_lookup(map_fd: int, key: Any, value: Any, flags: int = 0) -> bool:

@@ -44,8 +44,8 @@ from bench.throughput.sink import attach_native
 from netapp.core import netns as namespaces
 from netapp.dataplane import binding
 from netapp.dataplane.handle import possible_cpus
-from netapp.qos.abi import Algo, PolicerStats
-from netapp.qos.applier import PolicerSpec, policer_value
+from netapp.qos.abi import Algo, Policer, PolicerStats
+from netapp.qos.applier import PolicerSpec, cpu_share, policer_value
 from netapp.testbed import netns
 
 DEFAULT_OUT = Path("bench/results/qos_accuracy.json")
@@ -73,6 +73,11 @@ class Case:
     @property
     def burst(self) -> int:
         return max(int(self.rate * self.burst_ms / 8000), 2 * FRAME)
+
+    @property
+    def spec(self) -> PolicerSpec:
+        """The policer asked for, as the service would take it."""
+        return PolicerSpec(rate=self.rate, burst=self.burst, algo=self.algo)
 
 
 def bound(case: Case, window_ns: int, seconds: float, gap_ns: float) -> tuple[float, float]:
@@ -110,16 +115,30 @@ class Link:
             raise
 
     def configure(self, case: Case) -> int:
-        """The policer as the case says, its state and counters zeroed; its window length (ns)."""
-        value = policer_value(PolicerSpec(rate=case.rate, burst=case.burst, algo=case.algo))
+        """The policer as the case says, written as netapp/qos/applier.py writes it in service: its
+        state zeroed, the bucket's share of the burst (policer_value) and each CPU's slot with its
+        counters zeroed and its chunk (cpu_share: the CPUs' credit, police.h); its window length (ns)."""
+        value = policer_value(case.spec)
+        share = cpu_share(case.spec) or PolicerStats()
         map_update(self.policers, c_uint32(POLICER), value)
-        map_update(self.stats, c_uint32(POLICER), (PolicerStats * possible_cpus())())
+        map_update(self.stats, c_uint32(POLICER), (PolicerStats * possible_cpus())(*[share] * possible_cpus()))
         return 1 << value.window_shift
+
+    def policer(self) -> Policer:
+        """The policer's slot: its configuration and state."""
+        value = Policer()
+        map_lookup(self.policers, c_uint32(POLICER), value)
+        return value
+
+    def shares(self) -> list[PolicerStats]:
+        """Each CPU's slot: its counters, its credit and its chunk."""
+        per_cpu = (PolicerStats * possible_cpus())()
+        map_lookup(self.stats, c_uint32(POLICER), per_cpu)
+        return list(per_cpu)
 
     def counters(self) -> tuple[int, int, int]:
         """(passed bytes, passed frames, dropped frames), every CPU's added up."""
-        per_cpu = (PolicerStats * possible_cpus())()
-        map_lookup(self.stats, c_uint32(POLICER), per_cpu)
+        per_cpu = self.shares()
         return (
             sum(cpu.passed_bytes for cpu in per_cpu),
             sum(cpu.passed_packets for cpu in per_cpu),
@@ -171,6 +190,7 @@ def measure(link: Link, generator: Generator, pcap: Path, case: Case, warmup: fl
     if proc.returncode != 0:
         raise RuntimeError(f"dpp-pktgen: {err.strip()}")
     sent = parse_output(out)
+    shares = link.shares()
     elapsed = end - start
     delivered = (after[0] - before[0]) * 8 / elapsed
     gap_ns = sent.batch * 1e9 / sent.achieved_pps  # the period of the generator's batches
@@ -180,6 +200,9 @@ def measure(link: Link, generator: Generator, pcap: Path, case: Case, warmup: fl
         "algorithm": case.algo.name.lower(),
         "rate_bps": case.rate,
         "burst_bytes": case.burst,
+        "bucket_bytes": policer_value(case.spec).burst,  # the burst less the CPUs' chunks
+        "chunk_bytes": [cpu.chunk for cpu in shares],  # each CPU's, as the applier writes it
+        "credit_bytes_at_end": [cpu.credit for cpu in shares],
         "window_ns": window_ns if case.algo not in BUCKETS else None,
         "arrival_gap_ns": gap_ns,
         "frame_bytes": FRAME,
@@ -221,7 +244,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 print(
                     f"{rate / 1e6:>8.0f} Mb/s {row['algorithm']:<15} offered x{row['offered_over_rate']:.3f}  "
                     f"delivered x{row['delivered_over_rate']:.5f}  bound [{row['bound'][0]:.4f}, "
-                    f"{row['bound'][1]:.4f}] {'ok' if row['within_bound'] else 'OUTSIDE'}",
+                    f"{row['bound'][1]:.4f}] {'ok' if row['within_bound'] else 'OUTSIDE'}  "
+                    f"chunk {row['chunk_bytes'][0]}",
                     flush=True,
                 )
     result = {

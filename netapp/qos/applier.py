@@ -52,7 +52,7 @@ from netapp.qos.model import gcra_interval
 from netapp.qos.spec import MTU, PolicerSpec
 
 __all__ = ["NANOBITS_PER_BYTE", "ChildIndex", "PolicerApplier", "PolicerSpec", "chunk_for", "clock_for",
-           "coarse_tick_ns", "policer_value", "window_shift_for"]
+           "coarse_tick_ns", "cpu_share", "policer_value", "window_shift_for"]
 
 NANOBITS_PER_BYTE = 8 * 10**9  # rate (bit/s) x time (ns) = nanobits
 CLOCK_MONOTONIC_COARSE = getattr(time, "CLOCK_MONOTONIC_COARSE", 6)  # Linux's id (Python names it on few builds)
@@ -99,6 +99,15 @@ def chunk_for(algo: Algo, burst: int, gate: Gate, cpus: int) -> int:
         return 0
     chunk = min(burst // (CHUNK_SHARE * cpus), CHUNK_MAX)
     return chunk if chunk >= MTU else 0
+
+
+def cpu_share(spec: PolicerSpec, cpus: Optional[int] = None) -> Optional[PolicerStats]:
+    """What each CPU's slot of dpp_policer_stats starts as when `spec` is written, with policer_value's
+    bucket for as many CPUs (None: this machine's possible ones): counters and credit zeroed, its chunk
+    (chunk_for); None where there is no chunk (a zeroed slot)."""
+    cpus = possible_cpus() if cpus is None else cpus
+    chunk = chunk_for(spec.algo, spec.burst, spec.gate, cpus)
+    return PolicerStats(chunk=chunk) if chunk else None
 
 
 @functools.lru_cache(maxsize=1024)
@@ -254,8 +263,8 @@ class PolicerApplier:
         by_chunk: dict[int, list[int]] = {}
         for policer_id, spec in policers.items():
             by_chunk.setdefault(chunk_for(spec.algo, spec.burst, spec.gate, self._cpus), []).append(policer_id)
-        for chunk, ids in by_chunk.items():
-            self._stats.fill(ids, PolicerStats(chunk=chunk) if chunk else None)
+        for ids in by_chunk.values():
+            self._stats.fill(ids, cpu_share(policers[ids[0]], self._cpus))
 
     def _joint(self, values: dict[int, Policer], pairs: Mapping[int, int]) -> dict[int, Policer]:
         """`values` with a policer on the coarse clock only when every policer deciding on its reading
