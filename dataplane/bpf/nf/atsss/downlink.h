@@ -173,16 +173,13 @@ static __always_inline __u8 atsss_cscov(__u8 session_flags)
 	return session_flags & DPP_ATSSS_HEADER_CHECKSUM ? 1 : 0;
 }
 
-/* The UE packet at l3 (ue_len bytes) put into MP-DCCP on the path in `slot`, numbered mp_seq,
+/* The UE packet at l3 (ue_len bytes) put into MP-DCCP on the path p (in `slot`), numbered mp_seq,
  * checksummed as its session's flags say. */
-static __always_inline enum atsss_verdict atsss_send(struct xdp_md *ctx, __u32 slot, __u64 mp_seq, __u32 l3,
-						     __u32 ue_len, __u8 session_flags)
+static __always_inline enum atsss_verdict atsss_send_on(struct xdp_md *ctx, struct dpp_atsss_path *p, __u32 slot,
+							__u64 mp_seq, __u32 l3, __u32 ue_len, __u8 session_flags)
 {
-	struct dpp_atsss_path *p = bpf_map_lookup_elem(&dpp_atsss_paths, &slot);
 	__u64 seq;
 
-	if (!p)
-		return ATSSS_ERROR;
 	/* one atomic add, not a block of numbers per CPU: the numbers a block leaves unused would be
 	 * reported not received by the UE's Ack Vector, counted lost by the path's loss estimate
 	 * (nf/atsss/loss.h judges every number it passes), and a block used late falls behind the
@@ -194,20 +191,36 @@ static __always_inline enum atsss_verdict atsss_send(struct xdp_md *ctx, __u32 s
 	return ATSSS_SENT;
 }
 
+/* As atsss_send_on, the path by its slot. */
+static __always_inline enum atsss_verdict atsss_send(struct xdp_md *ctx, __u32 slot, __u64 mp_seq, __u32 l3,
+						     __u32 ue_len, __u8 session_flags)
+{
+	struct dpp_atsss_path *p = bpf_map_lookup_elem(&dpp_atsss_paths, &slot);
+
+	if (!p)
+		return ATSSS_ERROR;
+	return atsss_send_on(ctx, p, slot, mp_seq, l3, ue_len, session_flags);
+}
+
 /* The downlink for the UE packet at l3 (family 4 or 6, ue_len bytes) to the UE address `ue`. */
 static __always_inline enum atsss_verdict atsss_downlink(struct xdp_md *ctx, __u8 family, const __u32 *ue,
 							 __u32 l3, __u32 ue_len)
 {
 	struct dpp_atsss_session_key key = { .family = family };
 	struct dpp_atsss_session *s;
+	struct dpp_atsss_path *p;
 	__u64 mp_seq = 0;
-	__u32 up;
+	__u32 up, slot;
 	int pos;
 
 	__builtin_memcpy(key.addr, ue, sizeof(key.addr));
 	s = bpf_map_lookup_elem(&dpp_atsss_sessions, &key);
 	if (!s || !s->n_paths)
 		return ATSSS_NO_SESSION;
+	if (s->mode == DPP_ATSSS_ROUND_ROBIN) {
+		p = schedule_round_robin(s, &mp_seq, &slot);
+		return p ? atsss_send_on(ctx, p, slot, mp_seq, l3, ue_len, s->flags) : ATSSS_NO_PATH;
+	}
 	pos = atsss_schedule(s, &mp_seq, &up);
 	if (pos < 0)
 		return ATSSS_NO_PATH;
