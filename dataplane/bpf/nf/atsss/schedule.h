@@ -212,37 +212,43 @@ static __always_inline int atsss_schedule(struct dpp_atsss_session *s, __u64 *mp
 /* Round-robin: the path at the position the packet's MP_SEQ number falls on among the session's
  * paths (round_robin_turn of n_paths), when it is up; when it is down, of the positions up, the one
  * the number's cycle falls on (pick_round_robin). With every path up, consecutive numbers take the
- * paths in turn on any CPU, and a packet reads at most two paths, not every one: the first path up
- * (the number is taken only when one is: a number taken and not sent is a gap the UE's receiver
- * waits on) and the one its number picks. The picked path and its slot (*slot), or NULL when no
- * path is up. A path marked down after it was read still gets this one packet. */
+ * paths in turn on any CPU, and a packet reads one path, not every one: before its number is taken
+ * (an atomic add, which waits for the loads before it), the path of the position the session's
+ * next number falls on as read then, which is the packet's own unless another CPU took a number
+ * meanwhile. That path being up is also what lets the number be taken: none is taken while no path
+ * is up (a number taken and not sent is a gap the UE's receiver waits on). The picked path and its
+ * slot (*slot), or NULL when no path is up. A path marked down after it was read still gets this
+ * one packet. */
 static __always_inline struct dpp_atsss_path *schedule_round_robin(struct dpp_atsss_session *s, __u64 *mp_seq,
 								  __u32 *slot)
 {
-	struct dpp_atsss_path *first = NULL, *p;
+	__u32 n = s->n_paths;
+	int read = round_robin_turn(n, *(volatile __u64 *)&s->mp_seq), pos;
+	struct dpp_atsss_path *up = atsss_path_up(s, read), *p;
 	struct atsss_paths_view v;
-	int at, pos;
 
+	if (!up) { /* down: the first path up, if any */
 #pragma unroll
-	for (at = 0; at < DPP_ATSSS_MAX_PATHS; at++) {
-		if (at >= s->n_paths)
+		for (read = 0; read < DPP_ATSSS_MAX_PATHS; read++) {
+			if (read >= s->n_paths)
+				return NULL;
+			up = atsss_path_up(s, read);
+			if (up)
+				break;
+		}
+		if (!up)
 			return NULL;
-		first = atsss_path_up(s, at);
-		if (first)
-			break;
 	}
-	if (!first)
-		return NULL;
 	*mp_seq = take_mp_seq(s);
-	pos = round_robin_turn(s->n_paths, *mp_seq);
-	p = pos == at ? first : atsss_path_up(s, pos);
+	pos = round_robin_turn(n, *mp_seq);
+	p = pos == read ? up : atsss_path_up(s, pos);
 	if (!p) { /* its path is down: its cycle's turn among the paths up */
 		v = atsss_view_paths(s, false);
-		pos = v.up ? pick_round_robin(v.up, (__u32)*mp_seq / s->n_paths) : at;
+		pos = v.up ? pick_round_robin(v.up, (__u32)*mp_seq / n) : read;
 		p = atsss_path_up(s, pos);
-		if (!p) { /* gone down since: the first path read takes it */
-			pos = at;
-			p = first;
+		if (!p) { /* gone down since: the path read up takes it */
+			pos = read;
+			p = up;
 		}
 	}
 	*slot = s->path[pos & (DPP_ATSSS_MAX_PATHS - 1)];
