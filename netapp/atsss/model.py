@@ -73,10 +73,17 @@ class SessionModel:
         return sent
 
     def _pick_round_robin(self) -> int | None:
-        """Of the positions up, the one the next MP_SEQ number falls on: its low 32 bits mod how many
-        are up, counted from the first."""
+        """The position the next MP_SEQ number falls on (its low 32 bits mod the number of paths)
+        when that path is up; when it is down, of the positions up, the one the number's cycle falls
+        on (its low 32 bits over the number of paths, mod how many are up, counted from the first):
+        each position down hands its cycles to the paths up in turn, so every path up gets an
+        equal share."""
         up = [i for i, up in enumerate(self.up) if up]
-        return up[(self.mp_seq & 0xFFFFFFFF) % len(up)] if up else None
+        if not up:
+            return None
+        turn = self.mp_seq & 0xFFFFFFFF
+        position = turn % len(self.up)
+        return position if self.up[position] else up[turn // len(self.up) % len(up)]
 
     def _pick_weighted(self) -> int | None:
         """Smooth weighted round-robin: every eligible position gains its weight, the largest (the

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
+from collections import Counter
+
+import pytest
+
 from netapp.atsss.abi import Mode
 from netapp.atsss.model import SEQ_MASK, SessionModel
 
@@ -26,7 +31,17 @@ def sent_on(model: SessionModel, n: int) -> list:
 
 
 def test_round_robin_skips_paths_down_and_active_standby_takes_the_first_up():
-    assert sent_on(SessionModel(Mode.ROUND_ROBIN, [True, False, True]), 4) == [0, 2, 0, 2]
+    # a number whose position is down goes by its cycle (number // 3) among the paths up [0, 2]
+    assert sent_on(SessionModel(Mode.ROUND_ROBIN, [True, False, True]), 6) == [0, 0, 2, 0, 2, 2]
+    assert sent_on(SessionModel(Mode.ROUND_ROBIN, [False, True]), 3) == [1, 1, 1]
+
+
+@pytest.mark.parametrize("up", [up for n in range(1, 5) for up in itertools.product([True, False], repeat=n) if any(up)])
+def test_round_robin_gives_every_path_up_an_equal_share(up):
+    """Over paths x paths up numbers, each path up is picked as often, whichever are down."""
+    model = SessionModel(Mode.ROUND_ROBIN, list(up))
+    shares = Counter(sent_on(model, len(up) * sum(up) * 3))
+    assert sorted(shares) == [i for i, is_up in enumerate(up) if is_up] and len(set(shares.values())) == 1
     # the number's turn: its low 32 bits mod the paths up (with three, 2**32 - 1 and 2**32 both 0)
     assert sent_on(SessionModel(Mode.ROUND_ROBIN, [True] * 3, mp_seq=(1 << 32) - 2), 4) == [2, 0, 0, 1]
     assert picks(SessionModel(Mode.ACTIVE_STANDBY, [False, True, True]), 3) == [1, 1, 1]

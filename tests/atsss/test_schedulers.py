@@ -55,11 +55,14 @@ def set_up(atsss, model: SessionModel, position: int, up: bool) -> None:
 @pytest.mark.parametrize("n", [1, 2, 3, 4])
 def test_round_robin_takes_the_paths_that_are_up_in_turn(atsss, session, n):
     model = session(Mode.ROUND_ROBIN, n)
-    for step in range(40):
+    for step in range(60):
         if step == 13:
             set_up(atsss, model, n - 1, False)
-        if step == 27:
-            set_up(atsss, model, n - 1, True)
+        if step == 27 and n == 4:  # two of four down: the numbers of a position down go by their cycle
+            set_up(atsss, model, 1, False)
+        if step == 41:
+            for position in {n - 1, min(1, n - 1)}:
+                set_up(atsss, model, position, True)
         send(atsss, model)
 
 

@@ -36,9 +36,10 @@ enum atsss_verdict {
 	ATSSS_COPIES = 4,     /* REDUNDANT: marked for a copy on every path up, to broadcast */
 };
 
-/* The outer IPv4 header from src to dst (address words as the ABI holds them) of a DCCP packet, as
- * five 32-bit stores whose sum gives its checksum: nothing is read back from the packet. */
-static __always_inline void atsss_fill_ipv4(struct iphdr *ip, const __be32 *src, const __be32 *dst,
+/* The outer IPv4 header from src to dst (address words as the ABI holds them; addr_sum, their sum)
+ * of a DCCP packet, as five 32-bit stores whose sum gives its checksum: nothing is read back, from
+ * the packet or from the path (the compiler cannot know the packet's stores leave the path alone). */
+static __always_inline void atsss_fill_ipv4(struct iphdr *ip, __be32 src, __be32 dst, __u64 addr_sum,
 					    __u32 dccp_len)
 {
 	__u32 *w = (__u32 *)ip;
@@ -47,9 +48,9 @@ static __always_inline void atsss_fill_ipv4(struct iphdr *ip, const __be32 *src,
 	w[0] = bpf_htonl(0x45 << 24 | (sizeof(*ip) + dccp_len)); /* version, IHL, TOS 0, length */
 	w[1] = bpf_htonl(ATSSS_IP_DF);				  /* ID 0, flags and offset */
 	w[2] = bpf_htonl(ATSSS_TTL << 24 | DPP_ATSSS_IPPROTO_DCCP << 16); /* checksum 0 */
-	w[3] = src[0];
-	w[4] = dst[0];
-	sum = (__u64)w[0] + w[1] + w[2] + src[0] + dst[0];
+	w[3] = src;
+	w[4] = dst;
+	sum = (__u64)w[0] + w[1] + w[2] + addr_sum;
 	ip->check = (__u16)~csum_fold(sum);
 }
 
@@ -103,23 +104,26 @@ static __always_inline int atsss_fill(struct xdp_md *ctx, const struct dpp_atsss
 	struct ethhdr *eth = data;
 	__u32 ip_len = p->family == 4 ? sizeof(struct iphdr) : sizeof(struct ipv6hdr);
 	__u32 dccp_len = sizeof(struct atsss_dccp_data) + ue_len;
+	__u64 addr_sum = atsss_addr_sum(p); /* read before the packet's stores, which may alias p for clang */
 	struct atsss_dccp_data *d;
 	__u64 header_sum;
 
-	if (data + sizeof(*eth) + ATSSS_ENCAP6 > end) /* the UE packet is longer than IPv6's 40 - 20 */
+	/* the UE packet is longer than IPv6's 40 - 20: the frame holds either family's headers, which
+	 * bounds d + 1 for the verifier too */
+	if (data + sizeof(*eth) + ATSSS_ENCAP6 > end)
 		return -1;
 	if (p->family == 4) {
 		atsss_fill_eth(eth, p, bpf_htons(ETH_P_IP));
-		atsss_fill_ipv4((void *)(eth + 1), p->local, p->peer, dccp_len);
+		atsss_fill_ipv4((void *)(eth + 1), p->local[0], p->peer[0], addr_sum, dccp_len);
 		d = (void *)(eth + 1) + sizeof(struct iphdr);
 	} else {
 		atsss_fill_eth(eth, p, bpf_htons(ETH_P_IPV6));
 		atsss_fill_ipv6((void *)(eth + 1), p->local, p->peer, dccp_len);
 		d = (void *)(eth + 1) + sizeof(struct ipv6hdr);
 	}
-	if ((void *)(d + 1) > end)
-		return -1;
 	header_sum = atsss_fill_dccp(d, p->sport, p->dport, seq, mp_seq, cscov);
+	/* summed here, not after the UE packet's sum: clang would keep the seven words on the stack */
+	barrier_var(header_sum);
 	if (cscov) {
 		ue_sum = 0;
 	} else if (ue_sum < 0) {
@@ -131,7 +135,7 @@ static __always_inline int atsss_fill(struct xdp_md *ctx, const struct dpp_atsss
 		if ((void *)(d + 1) > (void *)(long)ctx->data_end)
 			return -1;
 	}
-	d->check = atsss_dccp_check(header_sum, atsss_addr_sum(p), dccp_len, ue_sum);
+	d->check = atsss_dccp_check(header_sum, addr_sum, dccp_len, ue_sum);
 	return 0;
 }
 
@@ -173,16 +177,13 @@ static __always_inline __u8 atsss_cscov(__u8 session_flags)
 	return session_flags & DPP_ATSSS_HEADER_CHECKSUM ? 1 : 0;
 }
 
-/* The UE packet at l3 (ue_len bytes) put into MP-DCCP on the path in `slot`, numbered mp_seq,
+/* The UE packet at l3 (ue_len bytes) put into MP-DCCP on the path p (in `slot`), numbered mp_seq,
  * checksummed as its session's flags say. */
-static __always_inline enum atsss_verdict atsss_send(struct xdp_md *ctx, __u32 slot, __u64 mp_seq, __u32 l3,
-						     __u32 ue_len, __u8 session_flags)
+static __always_inline enum atsss_verdict atsss_send_on(struct xdp_md *ctx, struct dpp_atsss_path *p, __u32 slot,
+							__u64 mp_seq, __u32 l3, __u32 ue_len, __u8 session_flags)
 {
-	struct dpp_atsss_path *p = bpf_map_lookup_elem(&dpp_atsss_paths, &slot);
 	__u64 seq;
 
-	if (!p)
-		return ATSSS_ERROR;
 	/* one atomic add, not a block of numbers per CPU: the numbers a block leaves unused would be
 	 * reported not received by the UE's Ack Vector, counted lost by the path's loss estimate
 	 * (nf/atsss/loss.h judges every number it passes), and a block used late falls behind the
@@ -194,20 +195,36 @@ static __always_inline enum atsss_verdict atsss_send(struct xdp_md *ctx, __u32 s
 	return ATSSS_SENT;
 }
 
+/* As atsss_send_on, the path by its slot. */
+static __always_inline enum atsss_verdict atsss_send(struct xdp_md *ctx, __u32 slot, __u64 mp_seq, __u32 l3,
+						     __u32 ue_len, __u8 session_flags)
+{
+	struct dpp_atsss_path *p = bpf_map_lookup_elem(&dpp_atsss_paths, &slot);
+
+	if (!p)
+		return ATSSS_ERROR;
+	return atsss_send_on(ctx, p, slot, mp_seq, l3, ue_len, session_flags);
+}
+
 /* The downlink for the UE packet at l3 (family 4 or 6, ue_len bytes) to the UE address `ue`. */
 static __always_inline enum atsss_verdict atsss_downlink(struct xdp_md *ctx, __u8 family, const __u32 *ue,
 							 __u32 l3, __u32 ue_len)
 {
 	struct dpp_atsss_session_key key = { .family = family };
 	struct dpp_atsss_session *s;
+	struct dpp_atsss_path *p;
 	__u64 mp_seq = 0;
-	__u32 up;
+	__u32 up, slot;
 	int pos;
 
 	__builtin_memcpy(key.addr, ue, sizeof(key.addr));
 	s = bpf_map_lookup_elem(&dpp_atsss_sessions, &key);
 	if (!s || !s->n_paths)
 		return ATSSS_NO_SESSION;
+	if (s->mode == DPP_ATSSS_ROUND_ROBIN) {
+		p = schedule_round_robin(s, &mp_seq, &slot);
+		return p ? atsss_send_on(ctx, p, slot, mp_seq, l3, ue_len, s->flags) : ATSSS_NO_PATH;
+	}
 	pos = atsss_schedule(s, &mp_seq, &up);
 	if (pos < 0)
 		return ATSSS_NO_PATH;

@@ -61,17 +61,22 @@ static __always_inline struct atsss_paths_view atsss_view_paths(const struct dpp
 	return v;
 }
 
-/* Round-robin: of the positions up, the one the packet's MP_SEQ number falls on (its low 32 bits
- * mod how many are up, counted from the first): consecutive numbers take the paths up in turn, on
- * any CPU, with no state but the number. When a path goes down or up the turns go on from where the
- * number says; with three up, the wrap of the low 32 bits gives one path two turns in a row. */
-static __always_inline int pick_round_robin(__u32 up, __u64 mp_seq)
+/* Round-robin's turn among `n` positions: the number's low 32 bits mod n (a constant divisor is a
+ * multiplication, a variable one a division: 1, 2 and 4 are masks). */
+static __always_inline __u32 round_robin_turn(__u32 n, __u64 mp_seq)
 {
-	__u32 n = (up & 1) + ((up >> 1) & 1) + ((up >> 2) & 1) + ((up >> 3) & 1), turn;
+	return n == 3 ? (__u32)mp_seq % 3 : (__u32)mp_seq & (n - 1);
+}
+
+/* Round-robin when the position a number falls on is down: of the positions up, the one its cycle
+ * (its low 32 bits over the number of paths) falls on, counted from the first. Each position down
+ * hands its cycles to the paths up in turn, so every path up gets an equal share. */
+static __always_inline int pick_round_robin(__u32 up, __u32 cycle)
+{
+	__u32 n = (up & 1) + ((up >> 1) & 1) + ((up >> 2) & 1) + ((up >> 3) & 1);
+	__u32 turn = round_robin_turn(n, cycle);
 	int i;
 
-	/* a constant divisor is a multiplication, a variable one a division: 1, 2 and 4 are masks */
-	turn = n == 3 ? (__u32)mp_seq % 3 : (__u32)mp_seq & (n - 1);
 #pragma unroll
 	for (i = 0; i < DPP_ATSSS_MAX_PATHS; i++) {
 		if (!(up & (1u << i)))
@@ -81,6 +86,15 @@ static __always_inline int pick_round_robin(__u32 up, __u64 mp_seq)
 		turn--;
 	}
 	return -1;
+}
+
+/* The session's path at position i when it is up, or NULL. */
+static __always_inline struct dpp_atsss_path *atsss_path_up(const struct dpp_atsss_session *s, int i)
+{
+	__u32 slot = s->path[i & (DPP_ATSSS_MAX_PATHS - 1)];
+	struct dpp_atsss_path *p = bpf_map_lookup_elem(&dpp_atsss_paths, &slot);
+
+	return p && slot && (p->flags & DPP_ATSSS_PATH_UP) ? p : NULL;
 }
 
 /* Smooth weighted round-robin (nginx's): every position that is up gains its weight, the largest
@@ -160,7 +174,8 @@ static __always_inline __u64 take_mp_seq(struct dpp_atsss_session *s)
 }
 
 /* The position of the path for the next packet (ATSSS_EVERY_PATH: each of *up) and its MP_SEQ
- * number (*mp_seq), or -1 when no path of the session is up (no number is then taken). */
+ * number (*mp_seq), or -1 when no path of the session is up (no number is then taken); every mode
+ * but ROUND_ROBIN (schedule_round_robin). */
 static __always_inline int atsss_schedule(struct dpp_atsss_session *s, __u64 *mp_seq, __u32 *up)
 {
 	__u8 mode = s->mode;
@@ -187,11 +202,57 @@ static __always_inline int atsss_schedule(struct dpp_atsss_session *s, __u64 *mp
 		pos = pick_priority(s, v.free ? v.free : v.up);
 	else if (mode == DPP_ATSSS_REDUNDANT)
 		pos = ATSSS_EVERY_PATH;
-	else /* ROUND_ROBIN: the number picks the path */
-		return pick_round_robin(v.up, *mp_seq = take_mp_seq(s));
+	else /* ROUND_ROBIN is schedule_round_robin's; no other mode is written */
+		return -1;
 	if (pos >= 0)
 		*mp_seq = take_mp_seq(s);
 	return pos;
+}
+
+/* Round-robin: the path at the position the packet's MP_SEQ number falls on among the session's
+ * paths (round_robin_turn of n_paths), when it is up; when it is down, of the positions up, the one
+ * the number's cycle falls on (pick_round_robin). With every path up, consecutive numbers take the
+ * paths in turn on any CPU, and a packet reads one path, not every one: before its number is taken
+ * (an atomic add, which waits for the loads before it), the path of the position the session's
+ * next number falls on as read then, which is the packet's own unless another CPU took a number
+ * meanwhile. That path being up is also what lets the number be taken: none is taken while no path
+ * is up (a number taken and not sent is a gap the UE's receiver waits on). The picked path and its
+ * slot (*slot), or NULL when no path is up. A path marked down after it was read still gets this
+ * one packet. */
+static __always_inline struct dpp_atsss_path *schedule_round_robin(struct dpp_atsss_session *s, __u64 *mp_seq,
+								  __u32 *slot)
+{
+	__u32 n = s->n_paths;
+	int read = round_robin_turn(n, *(volatile __u64 *)&s->mp_seq), pos;
+	struct dpp_atsss_path *up = atsss_path_up(s, read), *p;
+	struct atsss_paths_view v;
+
+	if (!up) { /* down: the first path up, if any */
+#pragma unroll
+		for (read = 0; read < DPP_ATSSS_MAX_PATHS; read++) {
+			if (read >= s->n_paths)
+				return NULL;
+			up = atsss_path_up(s, read);
+			if (up)
+				break;
+		}
+		if (!up)
+			return NULL;
+	}
+	*mp_seq = take_mp_seq(s);
+	pos = round_robin_turn(n, *mp_seq);
+	p = pos == read ? up : atsss_path_up(s, pos);
+	if (!p) { /* its path is down: its cycle's turn among the paths up */
+		v = atsss_view_paths(s, false);
+		pos = v.up ? pick_round_robin(v.up, (__u32)*mp_seq / n) : read;
+		p = atsss_path_up(s, pos);
+		if (!p) { /* gone down since: the path read up takes it */
+			pos = read;
+			p = up;
+		}
+	}
+	*slot = s->path[pos & (DPP_ATSSS_MAX_PATHS - 1)];
+	return p;
 }
 
 #endif /* DPP_NF_ATSSS_SCHEDULE_H */

@@ -281,7 +281,7 @@ static __always_inline void atsss_fill_ack(struct atsss_dccp_ack *d, const struc
 static __always_inline __u32 atsss_fill_ack_ip(void *at, const struct atsss_up *u)
 {
 	if (u->family == 4) {
-		atsss_fill_ipv4(at, u->dst, u->src, sizeof(struct atsss_dccp_ack));
+		atsss_fill_ipv4(at, u->dst[0], u->src[0], (__u64)u->dst[0] + u->src[0], sizeof(struct atsss_dccp_ack));
 		return sizeof(struct iphdr);
 	}
 	atsss_fill_ipv6(at, u->dst, u->src, sizeof(struct atsss_dccp_ack));
