@@ -3,7 +3,9 @@
 the endpoint handles what it reads together (one transaction, one COMMIT), no sockets and no event
 loop; the responses kept, not sent. What is timed is the thread's CPU over the timed groups: the
 handler's work alone (matching or decoding, the transaction, the applier's map writes, the store
-and its COMMIT's sync, the responses made), without the SMF's, the loopback's or the loop's.
+and its COMMIT's sync, the responses made), without the SMF's, the loopback's or the loop's. The
+COMMITs are timed apart, their thread CPU and their wall time: a COMMIT waits for its sync
+(fdatasync) without using the CPU, which a sampling profiler may count as work.
 
     python -m bench.pfcp_process --applier dpp --baseline main --rounds 3
 
@@ -75,19 +77,56 @@ def run_side(sessions: int, warmup: int, applier: str) -> dict[str, Any]:
             timed = requests(sessions, 2 + warmup, sdf=False)
             settle_collector()  # as `netapp serve` does once up
             collections = sum(stat["collections"] for stat in gc.get_stats())
+            commits = CommitTimer()
             started = time.thread_time()
-            feed(timed)
+            with commits:
+                feed(timed)
             cpu = time.thread_time() - started
             accepted = protocol.counters["accepted"]
             if accepted != 1 + warmup + sessions or len(server.upf.sessions) != warmup + sessions:
                 raise RuntimeError(f"{accepted} requests accepted, {len(server.upf.sessions)} sessions held")
             return {
                 "cpu_us_per_establishment": round(cpu / sessions * 1e6, 1),
+                "commit_cpu_us_per_establishment": round(commits.cpu / sessions * 1e6, 1),
+                "commit_wall_us_per_establishment": round(commits.wall / sessions * 1e6, 1),
+                "commits": commits.count,
                 "from_template": protocol.counters["accepted_from_template"],
                 "gc_collections": sum(stat["collections"] for stat in gc.get_stats()) - collections,
             }
         finally:
             store.close()
+
+
+class CommitTimer:
+    """While entered, every COMMIT of the store (netapp.service.store.Transaction.commit, in each
+    side's tree) timed: the thread's CPU and the wall time it took, summed."""
+
+    def __init__(self) -> None:
+        self.count, self.cpu, self.wall = 0, 0.0, 0.0
+
+    def __enter__(self) -> "CommitTimer":
+        import time
+
+        from netapp.service.store import Transaction
+
+        self._commit = commit = Transaction.commit
+
+        def timed(transaction: Any) -> None:
+            cpu, wall = time.thread_time(), time.perf_counter()
+            try:
+                commit(transaction)
+            finally:
+                self.count += 1
+                self.cpu += time.thread_time() - cpu
+                self.wall += time.perf_counter() - wall
+
+        Transaction.commit = timed  # type: ignore[method-assign]
+        return self
+
+    def __exit__(self, *_: Any) -> None:
+        from netapp.service.store import Transaction
+
+        Transaction.commit = self._commit  # type: ignore[method-assign]
 
 
 class NoLoop:
@@ -156,6 +195,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         rounds.append({"order": [side for side in order if side in runs], **runs})
     sides = ["head", *(["baseline"] if baseline is not None else [])]
     cpu = {side: [each[side]["cpu_us_per_establishment"] for each in rounds] for side in sides}
+    commit = {side: {measure: round(statistics.median(each[side][f"commit_{measure}_us_per_establishment"]
+                                                      for each in rounds), 1) for measure in ("cpu", "wall")}
+              for side in sides}
     result: dict[str, Any] = {
         "benchmark": "pfcp_process",
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -163,8 +205,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "settings": {"sessions": args.sessions, "warmup": args.warmup, "applier": args.applier, "group": GROUP,
                      "rounds": args.rounds},
         "rounds": rounds,
-        "cpu_us_per_establishment": {side: {"median": statistics.median(values), "min": min(values),
+        "cpu_us_per_establishment": {side: {"median": round(statistics.median(values), 1), "min": min(values),
                                             "max": max(values)} for side, values in cpu.items()},
+        "commit_us_per_establishment": commit,
     }
     if baseline is not None:
         result["baseline"] = baseline.describe()
@@ -179,10 +222,14 @@ def format_table(result: dict[str, Any]) -> str:
              f"load average {result['load_average']['start']} -> {result['load_average']['end']}"]
     for number, each in enumerate(result["rounds"], 1):
         lines.append(f"  round {number}: " + "; ".join(
-            f"{side} {each[side]['cpu_us_per_establishment']} us" for side in each["order"]))
+            f"{side} {each[side]['cpu_us_per_establishment']} us "
+            f"(COMMIT {each[side]['commit_cpu_us_per_establishment']} us CPU, "
+            f"{each[side]['commit_wall_us_per_establishment']} us wall)" for side in each["order"]))
     for side, figures in result["cpu_us_per_establishment"].items():
+        commit = result["commit_us_per_establishment"][side]
         lines.append(f"  {side}: median {figures['median']} us of CPU an establishment "
-                     f"({figures['min']}-{figures['max']})")
+                     f"({figures['min']}-{figures['max']}); its COMMIT's median {commit['cpu']} us of CPU, "
+                     f"{commit['wall']} us of wall time")
     if "ratio_head_to_baseline" in result:
         lines.append(f"  this checkout / {result['baseline']['rev']} by round: {result['ratio_head_to_baseline']}")
     return "\n".join(lines)
