@@ -1,7 +1,8 @@
 """Notifications out: a JSON body POSTed to a subscriber's callback URI, signed, retried.
 
 A few worker threads take deliveries from one bounded queue, so a slow or dead callback holds one
-worker for at most one request timeout, never the collector or the other subscribers. A delivery
+worker for at most one request timeout, never the collector or the other subscribers. A
+subscription's deliveries go out one at a time, in the order they were made (DeliveryQueue). A delivery
 that meets a connection error, a timeout, 408, 429 or a 5xx goes back into the queue with a due
 time (exponential backoff), not into a sleeping worker; after `max_retries` retries it is given
 up and counted. Any other answer outside 2xx is final: the receiver refused the notification.
@@ -28,6 +29,7 @@ import itertools
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Optional
@@ -120,8 +122,14 @@ class Delivery:
 class DeliveryQueue:
     """Deliveries ordered by when they are due (now, or after a retry's backoff); bounded.
 
+    A subscription's notifications go out in the order they were made: one of its deliveries at a
+    time is out (queued to send, being sent, or waiting for its retry); the next waits behind it
+    until the worker says it is `done`. Several workers would otherwise send a subscriber a change
+    before the addition it follows. A subscriber that does not answer holds back its own
+    notifications only.
+
     `get` blocks until a delivery is due. After `close`, it hands out what is due already and
-    then None: retries due later are left behind (`left_behind`).
+    then None: retries due later, and what waits behind them, are left behind (`left_behind`).
     """
 
     def __init__(self, capacity: int, monotonic: Callable[[], float] = time.monotonic):
@@ -129,20 +137,43 @@ class DeliveryQueue:
         self._monotonic = monotonic
         self._heap: list[tuple[float, int, Delivery]] = []
         self._order = itertools.count()  # ties in due time keep their arrival order
+        # Subscriptions with a delivery out -> their deliveries waiting behind it, in order.
+        self._behind: dict[str, deque[Delivery]] = {}
+        self._waiting = 0  # deliveries in self._behind
         self._ready = threading.Condition()
         self._closed = False
 
     def __len__(self) -> int:
         with self._ready:
-            return len(self._heap)
+            return len(self._heap) + self._waiting
 
     def put(self, delivery: Delivery) -> bool:
-        """Queue a new delivery, due now; False (not queued) when the queue is full or closed."""
+        """Queue a new delivery, due now or after its subscription's delivery out; False (not
+        queued) when the queue is full or closed."""
         with self._ready:
-            if self._closed or len(self._heap) >= self.capacity:
+            if self._closed or len(self._heap) + self._waiting >= self.capacity:
                 return False
-            self._push(delivery, self._monotonic())
+            behind = self._behind.get(delivery.subscription_id)
+            if behind is not None:
+                behind.append(delivery)
+                self._waiting += 1
+            else:
+                self._behind[delivery.subscription_id] = deque()
+                self._push(delivery, self._monotonic())
             return True
+
+    def done(self, delivery: Delivery) -> None:
+        """The delivery `get` handed out is over (sent, given up, refused or cancelled): the next of
+        its subscription is due."""
+        with self._ready:
+            behind = self._behind.get(delivery.subscription_id)
+            if behind is None:
+                return
+            if behind:
+                self._waiting -= 1
+                self._push(behind.popleft(), self._monotonic())
+            else:
+                del self._behind[delivery.subscription_id]
 
     def retry(self, delivery: Delivery, delay_s: float) -> None:
         """Queue a delivery again after `delay_s`. Not bounded: it held its place already."""
@@ -180,9 +211,11 @@ class DeliveryQueue:
             self._ready.notify_all()
 
     def left_behind(self) -> list[Delivery]:
-        """What is still queued (after close: the retries that were not due yet)."""
+        """What is still queued (after close: the retries that were not due yet, and what waits
+        behind them)."""
         with self._ready:
-            return [delivery for _, _, delivery in self._heap]
+            return [delivery for _, _, delivery in self._heap] + [
+                delivery for behind in self._behind.values() for delivery in behind]
 
 
 class Notifier:
@@ -269,30 +302,36 @@ class Notifier:
             while (delivery := self.queue.get()) is not None:
                 with self._lock:
                     self._busy += 1
+                retried = False
                 try:
-                    self._attempt(client, delivery)
+                    retried = self._attempt(client, delivery)
                 except Exception:  # a bug on one delivery must not cost the worker
                     log.exception("telemetry: notification %d to %s failed", delivery.sequence, delivery.url)
                 finally:
+                    if not retried:  # before busy drops: idle() never sees the next one missing
+                        self.queue.done(delivery)
                     with self._lock:
                         self._busy -= 1
 
-    def _attempt(self, client: httpx.Client, delivery: Delivery) -> None:
+    def _attempt(self, client: httpx.Client, delivery: Delivery) -> bool:
+        """One attempt at the delivery; True when it went back into the queue for a retry."""
         if delivery.stats.cancelled and not delivery.final:
-            return  # the subscription was deleted while this waited
+            return False  # the subscription was deleted while this waited
         delivery.attempts += 1
         try:
             error, retryable = self._post(client, delivery)
         except DestinationRefused as exc:
             self._count_refused(delivery, f"refused: {exc}")
-            return
+            return False
         if error is None:
             self._count_sent(delivery)
         elif retryable and delivery.attempts <= self.settings.max_retries:
             self._count_retry(delivery, error)
             self.queue.retry(delivery, self._backoff_s(delivery.attempts))
+            return True
         else:
             self._count_failed(delivery, error)
+        return False
 
     def _post(self, client: httpx.Client, delivery: Delivery) -> tuple[Optional[str], bool]:
         """(None, _) when the receiver took it; else (what went wrong, whether to try again)."""
