@@ -49,6 +49,11 @@ SUBSCRIPTION_HEADER = "X-DPP-Subscription"
 # How far a receiver should let X-DPP-Timestamp stray from its own clock (our recommendation).
 SIGNATURE_TOLERANCE_S = 300
 USER_AGENT = f"dpp-netapp/{netapp.__version__}"
+# Notifications of one subscription that may wait behind the one out (being sent or retried):
+# beyond, a new one is dropped and counted, so that a subscriber that stopped answering cannot fill
+# the queue that every other subscriber's notifications share.
+MAX_BEHIND = 100
+
 # Answers worth trying again: the receiver may take it later.
 RETRY_STATUSES = frozenset({408, 429})
 
@@ -126,14 +131,17 @@ class DeliveryQueue:
     time is out (queued to send, being sent, or waiting for its retry); the next waits behind it
     until the worker says it is `done`. Several workers would otherwise send a subscriber a change
     before the addition it follows. A subscriber that does not answer holds back its own
-    notifications only.
+    notifications only, and at most `max_behind` of them wait (beyond, `put` refuses).
 
     `get` blocks until a delivery is due. After `close`, it hands out what is due already and
     then None: retries due later, and what waits behind them, are left behind (`left_behind`).
     """
 
-    def __init__(self, capacity: int, monotonic: Callable[[], float] = time.monotonic):
+    def __init__(
+        self, capacity: int, monotonic: Callable[[], float] = time.monotonic, max_behind: int = MAX_BEHIND
+    ):
         self.capacity = capacity
+        self.max_behind = max_behind
         self._monotonic = monotonic
         self._heap: list[tuple[float, int, Delivery]] = []
         self._order = itertools.count()  # ties in due time keep their arrival order
@@ -149,12 +157,14 @@ class DeliveryQueue:
 
     def put(self, delivery: Delivery) -> bool:
         """Queue a new delivery, due now or after its subscription's delivery out; False (not
-        queued) when the queue is full or closed."""
+        queued) when the queue is full or closed, or max_behind wait behind that delivery already."""
         with self._ready:
             if self._closed or len(self._heap) + self._waiting >= self.capacity:
                 return False
             behind = self._behind.get(delivery.subscription_id)
             if behind is not None:
+                if len(behind) >= self.max_behind:
+                    return False
                 behind.append(delivery)
                 self._waiting += 1
             else:

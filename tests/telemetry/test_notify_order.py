@@ -79,6 +79,18 @@ def test_what_waits_behind_a_retry_is_left_behind_at_close_and_counts_against_th
     assert names(*queue.left_behind()) == [("a", 1), ("a", 2)]
 
 
+def test_a_subscriber_that_stopped_answering_cannot_fill_the_queue_the_others_share():
+    queue = DeliveryQueue(10, Clock(), max_behind=2)
+    a1 = delivery("a", 1)
+    queue.put(a1)
+    assert queue.get() is a1
+    queue.retry(a1, 60.0)  # its receiver is down
+
+    assert [queue.put(delivery("a", sequence)) for sequence in (2, 3, 4)] == [True, True, False]
+    assert all(queue.put(delivery("b", sequence)) for sequence in (1, 2))
+    assert len(queue) == 5
+
+
 @pytest.mark.parametrize("workers", [1, 4])
 def test_several_workers_send_a_subscribers_notifications_in_order_while_one_is_in_flight(workers):
     settings = SubscriptionSettings(workers=workers, timeout_ms=30_000, callback_allow=["127.0.0.1/32"])
