@@ -82,6 +82,7 @@ int stage_lookup(struct xdp_md *ctx)
 SEC("xdp")
 int stage_schedule(struct xdp_md *ctx)
 {
+	struct dpp_atsss_path_stats *counters;
 	struct stage_packet pkt = {};
 	struct dpp_atsss_session *s;
 	__u64 mp_seq = 0;
@@ -92,13 +93,14 @@ int stage_schedule(struct xdp_md *ctx)
 	s = stage_session(&pkt);
 	if (!s)
 		return XDP_DROP;
-	return schedule_round_robin(s, &mp_seq, &slot) ? XDP_TX : XDP_DROP;
+	return schedule_round_robin(s, &mp_seq, &slot, &counters) ? XDP_TX : XDP_DROP;
 }
 
 /* The stages from the schedule on: the encapsulation with the header's checksum only (cscov
  * forced to 1) or with the session's coverage, and the path's counters or not (constants). */
-static __always_inline int stage_send(struct xdp_md *ctx, const bool session_coverage, const bool counters)
+static __always_inline int stage_send(struct xdp_md *ctx, const bool session_coverage, const bool count)
 {
+	struct dpp_atsss_path_stats *counters;
 	struct stage_packet pkt = {};
 	struct dpp_atsss_session *s;
 	struct dpp_atsss_path *p;
@@ -111,15 +113,15 @@ static __always_inline int stage_send(struct xdp_md *ctx, const bool session_cov
 	s = stage_session(&pkt);
 	if (!s)
 		return XDP_DROP;
-	p = schedule_round_robin(s, &mp_seq, &slot);
+	p = schedule_round_robin(s, &mp_seq, &slot, &counters);
 	if (!p)
 		return XDP_DROP;
 	cscov = session_coverage ? atsss_cscov(s->flags) : 1;
 	seq = __sync_fetch_and_add(&p->dccp_seq, 1) & ATSSS_SEQ_MASK;
 	if (atsss_encap(ctx, p, seq, mp_seq & ATSSS_SEQ_MASK, pkt.l3, pkt.ue_len, cscov))
 		return XDP_DROP;
-	if (counters)
-		atsss_count(slot, pkt.ue_len);
+	if (count)
+		atsss_count(slot, counters, pkt.ue_len);
 	return XDP_TX;
 }
 
