@@ -119,7 +119,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     finally:
         full.close()
     write_results(args.out, "atsss_stages", args.runs, args.repeat, rows,
-                  {"stages": list(STAGES), "tree": str(args.tree)})
+                  {"stages": list(STAGES), "tree": "this tree" if args.tree == REPO else args.tree.name})
     return 0
 
 
