@@ -234,9 +234,10 @@ static __always_inline struct dpp_atsss_path_stats *atsss_warm_counters(__u32 sl
  * (an atomic add, which waits for the loads before it), the path of the position the session's
  * next number falls on as read then, which is the packet's own unless another CPU took a number
  * meanwhile. That path being up is also what lets the number be taken: none is taken while no path
- * is up (a number taken and not sent is a gap the UE's receiver waits on). The picked path and its
- * slot (*slot), or NULL when no path is up. A path marked down after it was read still gets this
- * one packet. */
+ * is up (a number taken and not sent is a gap the UE's receiver waits on). The path read has its
+ * counters read with it (atsss_warm_counters). The picked path, its slot (*slot) and this CPU's
+ * counters of it when it is the path read (*counters; else NULL), or NULL when no path is up. A
+ * path marked down after it was read still gets this one packet. */
 static __always_inline struct dpp_atsss_path *schedule_round_robin(struct dpp_atsss_session *s, __u64 *mp_seq,
 								  __u32 *slot, struct dpp_atsss_path_stats **counters)
 {
