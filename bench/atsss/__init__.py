@@ -17,7 +17,8 @@ with their quartiles, each build its program's size, and the one-session row the
 build executes on the frame (bench/insns.py: counted in Python, checked against the kernel's run;
 what a change takes off a path shows there, whatever the load). Split
 (bench/atsss/split.py): weighted round-robin's paths' counts over --split-packets packets against
-their weights' shares.
+their weights' shares. Round-robin's downlink by stage (parse, lookup, schedule, encapsulation,
+checksum, counters): bench/atsss/stages.py.
 
     python -m bench.atsss --out bench/results/atsss.json [--before OTHER/dataplane/build]
 

@@ -73,11 +73,12 @@ def path(i: int) -> PathValue:
 
 
 class AtsssBench:
-    """xdp_atsss.bpf.o of `build` (this tree's, or --before's) with SESSIONS sessions' paths."""
+    """xdp_atsss.bpf.o of `build` (this tree's, or --before's), or another object of ATSSS's maps
+    (`obj_path`, its program `program`), with SESSIONS sessions' paths."""
 
-    def __init__(self, build: Path):
-        self.obj = BpfObject(build / "xdp_atsss.bpf.o")
-        self.prog_fd = self.obj.program_fd("xdp_atsss")
+    def __init__(self, build: Path, obj_path: Optional[Path] = None, program: str = "xdp_atsss"):
+        self.obj = BpfObject(obj_path or build / "xdp_atsss.bpf.o")
+        self.prog_fd = self.obj.program_fd(program)
         self.sessions_fd = self.obj.map_fd("dpp_atsss_sessions")
         self.paths_fd = self.obj.map_fd("dpp_atsss_paths")
         for slot in range(1, 2 * SESSIONS + 1):

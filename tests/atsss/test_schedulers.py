@@ -64,6 +64,9 @@ def test_round_robin_takes_the_paths_that_are_up_in_turn(atsss, session, n):
             for position in {n - 1, min(1, n - 1)}:
                 set_up(atsss, model, position, True)
         send(atsss, model)
+    # each path's counters (read before the number is taken, for the path read then) count what it
+    # numbered: the packets a path down handed to another are the other's
+    assert [atsss.sent(slot)[0] for slot in range(1, n + 1)] == [atsss.path(slot).dccp_seq for slot in range(1, n + 1)]
 
 
 @pytest.mark.parametrize("weights", [[3, 1], [1, 1], [5, 2, 1], [7, 0, 3], [1, 2, 3, 4]])

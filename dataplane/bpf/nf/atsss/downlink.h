@@ -161,10 +161,11 @@ static __always_inline int atsss_encap(struct xdp_md *ctx, const struct dpp_atss
 	return atsss_fill(ctx, p, seq, mp_seq, ue_len, cscov, ue_sum);
 }
 
-static __always_inline void atsss_count(__u32 slot, __u32 ue_len)
+/* The path's counters moved (st: this CPU's of the path in `slot`, or NULL: looked up here). */
+static __always_inline void atsss_count(__u32 slot, struct dpp_atsss_path_stats *st, __u32 ue_len)
 {
-	struct dpp_atsss_path_stats *st = bpf_map_lookup_elem(&dpp_atsss_path_stats, &slot);
-
+	if (!st)
+		st = bpf_map_lookup_elem(&dpp_atsss_path_stats, &slot);
 	if (st) {
 		st->packets++;
 		st->bytes += ue_len;
@@ -177,10 +178,11 @@ static __always_inline __u8 atsss_cscov(__u8 session_flags)
 	return session_flags & DPP_ATSSS_HEADER_CHECKSUM ? 1 : 0;
 }
 
-/* The UE packet at l3 (ue_len bytes) put into MP-DCCP on the path p (in `slot`), numbered mp_seq,
- * checksummed as its session's flags say. */
+/* The UE packet at l3 (ue_len bytes) put into MP-DCCP on the path p (in `slot`, this CPU's counters
+ * of it `counters` or NULL), numbered mp_seq, checksummed as its session's flags say. */
 static __always_inline enum atsss_verdict atsss_send_on(struct xdp_md *ctx, struct dpp_atsss_path *p, __u32 slot,
-							__u64 mp_seq, __u32 l3, __u32 ue_len, __u8 session_flags)
+							struct dpp_atsss_path_stats *counters, __u64 mp_seq,
+							__u32 l3, __u32 ue_len, __u8 session_flags)
 {
 	__u64 seq;
 
@@ -191,7 +193,7 @@ static __always_inline enum atsss_verdict atsss_send_on(struct xdp_md *ctx, stru
 	seq = __sync_fetch_and_add(&p->dccp_seq, 1) & ATSSS_SEQ_MASK;
 	if (atsss_encap(ctx, p, seq, mp_seq & ATSSS_SEQ_MASK, l3, ue_len, atsss_cscov(session_flags)))
 		return ATSSS_ERROR;
-	atsss_count(slot, ue_len);
+	atsss_count(slot, counters, ue_len);
 	return ATSSS_SENT;
 }
 
@@ -203,7 +205,7 @@ static __always_inline enum atsss_verdict atsss_send(struct xdp_md *ctx, __u32 s
 
 	if (!p)
 		return ATSSS_ERROR;
-	return atsss_send_on(ctx, p, slot, mp_seq, l3, ue_len, session_flags);
+	return atsss_send_on(ctx, p, slot, NULL, mp_seq, l3, ue_len, session_flags);
 }
 
 /* The downlink for the UE packet at l3 (family 4 or 6, ue_len bytes) to the UE address `ue`. */
@@ -211,6 +213,7 @@ static __always_inline enum atsss_verdict atsss_downlink(struct xdp_md *ctx, __u
 							 __u32 l3, __u32 ue_len)
 {
 	struct dpp_atsss_session_key key = { .family = family };
+	struct dpp_atsss_path_stats *counters;
 	struct dpp_atsss_session *s;
 	struct dpp_atsss_path *p;
 	__u64 mp_seq = 0;
@@ -222,8 +225,8 @@ static __always_inline enum atsss_verdict atsss_downlink(struct xdp_md *ctx, __u
 	if (!s || !s->n_paths)
 		return ATSSS_NO_SESSION;
 	if (s->mode == DPP_ATSSS_ROUND_ROBIN) {
-		p = schedule_round_robin(s, &mp_seq, &slot);
-		return p ? atsss_send_on(ctx, p, slot, mp_seq, l3, ue_len, s->flags) : ATSSS_NO_PATH;
+		p = schedule_round_robin(s, &mp_seq, &slot, &counters);
+		return p ? atsss_send_on(ctx, p, slot, counters, mp_seq, l3, ue_len, s->flags) : ATSSS_NO_PATH;
 	}
 	pos = atsss_schedule(s, &mp_seq, &up);
 	if (pos < 0)

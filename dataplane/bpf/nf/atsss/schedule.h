@@ -209,6 +209,24 @@ static __always_inline int atsss_schedule(struct dpp_atsss_session *s, __u64 *mp
 	return pos;
 }
 
+/* This CPU's counters of the path in `slot`, the words a packet's count moves (atsss_count) read,
+ * or NULL. Round-robin reads them before the MP_SEQ number is taken, so that among many sessions
+ * their lines are fetched while the path's is: the atomic add waits for the loads before it, and a
+ * load after it starts only once it is done, so counters first read at the count (after both adds
+ * and the encapsulation) were two cold lines one after the other (the slot's pointer, then the
+ * value) at the end of the packet's way (bench/README.md, "Round-robin's downlink by stage").
+ * Volatile: read for their lines, the count writes them. */
+static __always_inline struct dpp_atsss_path_stats *atsss_warm_counters(__u32 slot)
+{
+	struct dpp_atsss_path_stats *st = bpf_map_lookup_elem(&dpp_atsss_path_stats, &slot);
+
+	if (st) {
+		(void)*(volatile __u64 *)&st->packets;
+		(void)*(volatile __u64 *)&st->bytes;
+	}
+	return st;
+}
+
 /* Round-robin: the path at the position the packet's MP_SEQ number falls on among the session's
  * paths (round_robin_turn of n_paths), when it is up; when it is down, of the positions up, the one
  * the number's cycle falls on (pick_round_robin). With every path up, consecutive numbers take the
@@ -216,15 +234,17 @@ static __always_inline int atsss_schedule(struct dpp_atsss_session *s, __u64 *mp
  * (an atomic add, which waits for the loads before it), the path of the position the session's
  * next number falls on as read then, which is the packet's own unless another CPU took a number
  * meanwhile. That path being up is also what lets the number be taken: none is taken while no path
- * is up (a number taken and not sent is a gap the UE's receiver waits on). The picked path and its
- * slot (*slot), or NULL when no path is up. A path marked down after it was read still gets this
- * one packet. */
+ * is up (a number taken and not sent is a gap the UE's receiver waits on). The path read has its
+ * counters read with it (atsss_warm_counters). The picked path, its slot (*slot) and this CPU's
+ * counters of it when it is the path read (*counters; else NULL), or NULL when no path is up. A
+ * path marked down after it was read still gets this one packet. */
 static __always_inline struct dpp_atsss_path *schedule_round_robin(struct dpp_atsss_session *s, __u64 *mp_seq,
-								  __u32 *slot)
+								  __u32 *slot, struct dpp_atsss_path_stats **counters)
 {
-	__u32 n = s->n_paths;
+	__u32 n = s->n_paths, read_slot;
 	int read = round_robin_turn(n, *(volatile __u64 *)&s->mp_seq), pos;
 	struct dpp_atsss_path *up = atsss_path_up(s, read), *p;
+	struct dpp_atsss_path_stats *warm;
 	struct atsss_paths_view v;
 
 	if (!up) { /* down: the first path up, if any */
@@ -239,6 +259,8 @@ static __always_inline struct dpp_atsss_path *schedule_round_robin(struct dpp_at
 		if (!up)
 			return NULL;
 	}
+	read_slot = s->path[read & (DPP_ATSSS_MAX_PATHS - 1)];
+	warm = atsss_warm_counters(read_slot);
 	*mp_seq = take_mp_seq(s);
 	pos = round_robin_turn(n, *mp_seq);
 	p = pos == read ? up : atsss_path_up(s, pos);
@@ -251,7 +273,8 @@ static __always_inline struct dpp_atsss_path *schedule_round_robin(struct dpp_at
 			p = up;
 		}
 	}
-	*slot = s->path[pos & (DPP_ATSSS_MAX_PATHS - 1)];
+	*slot = pos == read ? read_slot : s->path[pos & (DPP_ATSSS_MAX_PATHS - 1)];
+	*counters = pos == read ? warm : NULL;
 	return p;
 }
 
