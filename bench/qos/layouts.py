@@ -34,8 +34,7 @@ from bench.harness import (BUILD_DIR, Harness, Walk, build_harness, dataplane_bp
                            paired_differences, write_results)
 from bench.libbpf import BpfObject, map_lookup, map_update_batch, test_run
 from bench.qos.run import (CASES, CREDIT_CHUNK, POLICER_AT, RESERVED_AT, XDP_DROP, XDP_PASS, before_value, frame,
-                           knows_clock, knows_gcra)
-from netapp.dataplane.handle import possible_cpus
+                           knows_clock, knows_gcra, police_sizes, write_shares)
 from netapp.qos.abi import Algo
 
 LINES_SOURCE = Path(__file__).resolve().parents[1] / "bpf" / "percpu_lines.bpf.c"
@@ -89,7 +88,7 @@ class Tree:
 
     @classmethod
     def build(cls, name: str, dataplane: Path, policers: int) -> "Tree":
-        loaded = BpfObject(police_object(dataplane, policers))
+        loaded = BpfObject(police_object(dataplane, policers), police_sizes(dataplane, policers))
         return cls(name, dataplane, loaded, loaded.map_shape("dpp_policer_stats")[2], chunk_offset(dataplane))
 
     def write(self, key: tuple[str, Algo, str], keys: ctypes.Array, policers: int) -> None:
@@ -102,9 +101,8 @@ class Tree:
         share = bytearray(self.stats_size)
         if self.chunk_at is not None and key[0] == "credit":
             share[self.chunk_at:self.chunk_at + 4] = CREDIT_CHUNK.to_bytes(4, "little")
-        shares = bytearray(bytes(share) * (possible_cpus() * policers))
-        map_update_batch(self.obj.map_fd("dpp_policer_stats"), keys, (ctypes.c_char * len(shares)).from_buffer(shares),
-                         policers)
+        write_shares(self.obj.map_fd("dpp_policer_stats"), self.dataplane, range(1, policers + 1), policers + 1,
+                     bytes(share))
 
 
 def crossing_share(value_size: int, slots: int) -> dict[str, float]:

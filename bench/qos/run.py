@@ -13,10 +13,11 @@ import subprocess
 from ctypes import c_uint32
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
 from bench.harness import (BUILD_DIR, DATAPLANE, Harness, Walk, dataplane_bpf_cflags, interleaved_samples,
                            paired_differences)
-from bench.libbpf import BpfObject, map_update
+from bench.libbpf import BpfObject, map_lookup, map_update, map_update_batch
 from netapp.dataplane.handle import possible_cpus
 from netapp.qos.abi import CHUNK_MAX, Algo, Clock, Policer, PolicerStats
 from netapp.qos.model import gcra_interval
@@ -97,9 +98,48 @@ def case_chunk(clock: str) -> int:
     return CREDIT_CHUNK if clock == "credit" else 0
 
 
-def cpu_shares(chunk: int) -> ctypes.Array:
-    """A policer's per-CPU slots of dpp_policer_stats: counters zeroed, each CPU's chunk `chunk`."""
-    return (PolicerStats * possible_cpus())(*[PolicerStats(chunk=chunk)] * possible_cpus())
+def share_slots(policer_id: int, slots: int) -> list[int]:
+    """A policer's slots of dpp_policer_stats (`slots` a CPU's row): a CPU's each, its row then the id."""
+    return [cpu * slots + policer_id for cpu in range(possible_cpus())]
+
+
+def write_share(map_fd: int, policer_id: int, slots: int, share: PolicerStats) -> None:
+    """Every CPU's slot of a policer written as `share`."""
+    for slot in share_slots(policer_id, slots):
+        map_update(map_fd, c_uint32(slot), share)
+
+
+def read_shares(map_fd: int, policer_id: int, slots: int) -> list[PolicerStats]:
+    """Every CPU's slot of a policer: its counters, its credit and its chunk (index: the CPU)."""
+    shares = [PolicerStats() for _ in range(possible_cpus())]
+    for share, slot in zip(shares, share_slots(policer_id, slots)):
+        map_lookup(map_fd, c_uint32(slot), share)
+    return shares
+
+
+def keeps_rows(dataplane: Path) -> bool:
+    """Whether a tree's dpp_policer_stats is a plain array with a row of policer slots per CPU (this
+    tree's); before it, a per-CPU array."""
+    return "cfg_policer_slots" in (dataplane / "bpf" / "nf" / "qos" / "maps.h").read_text()
+
+
+def police_sizes(dataplane: Path, policers: int) -> dict[str, int]:
+    """The maps of a tree's xdp_police sized before its load, as libdpp sizes them (build(): a row of
+    policers + 1 slots per CPU)."""
+    return {"dpp_policer_stats": possible_cpus() * (policers + 1)} if keeps_rows(dataplane) else {}
+
+
+def write_shares(map_fd: int, dataplane: Path, ids: Sequence[int], slots: int, share: bytes) -> None:
+    """Every CPU's share of each policer of `ids` (a tree's dpp_policer_stats of `slots` slots a row)
+    written as `share`, one CPU's value, in one batch."""
+    cpus = possible_cpus()
+    if keeps_rows(dataplane):
+        keys = [cpu * slots + policer_id for cpu in range(cpus) for policer_id in ids]
+        values = bytearray(share * len(keys))
+    else:
+        keys, values = list(ids), bytearray(share * (cpus * len(ids)))
+    map_update_batch(map_fd, (c_uint32 * len(keys))(*keys), (ctypes.c_char * len(values)).from_buffer(values),
+                     len(keys))
 
 
 def build(policers: int, build_dir: Path = BUILD_DIR, dataplane: Path = DATAPLANE) -> Path:
@@ -199,12 +239,12 @@ class PoliceBench:
     def __init__(self, harness: Harness, policers: int, before: Path | None = None):
         self.harness = harness
         self.policers = policers
-        self.obj = BpfObject(build(policers))
+        self.obj = BpfObject(build(policers), police_sizes(DATAPLANE, policers))
         self.police_fd = self.obj.program_fd("xdp_police")
         self.skip_fd = self.obj.program_fd("xdp_police_skip")
         self._policers_fd = self.obj.map_fd("dpp_policers")
         self._stats_fd = self.obj.map_fd("dpp_policer_stats")
-        self.before = BpfObject(build(policers, dataplane=before)) if before else None
+        self.before = BpfObject(build(policers, dataplane=before), police_sizes(before, policers)) if before else None
         self.before_gcra = knows_gcra(before) if before else False
         self.before_clock = knows_clock(before) if before else False
 
@@ -217,10 +257,10 @@ class PoliceBench:
     def configure(self, policer: Policer, chunk: int = 0) -> None:
         """Every policer 1..N as `policer`, its state zeroed (in the --before build's map too), each
         CPU's slot with `chunk` (this build's)."""
-        shares = cpu_shares(chunk)
         for policer_id in range(1, self.policers + 1):
             map_update(self._policers_fd, c_uint32(policer_id), policer)
-            map_update(self._stats_fd, c_uint32(policer_id), shares)
+        write_shares(self._stats_fd, DATAPLANE, range(1, self.policers + 1), self.policers + 1,
+                     bytes(PolicerStats(chunk=chunk)))
         if self.before:
             before_fd = self.before.map_fd("dpp_policers")
             value = before_value(policer, self.before_gcra, self.before_clock)
