@@ -125,7 +125,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         layouts = {tree.name: (tree.loaded.stats_size, keeps_rows(tree.loaded.dataplane)) for tree in trees}
         shares = {layout: crossing_share(layout[0], args.policers, layout[1]) for layout in set(layouts.values())}
-        lines = {name: {"stats_bytes": layout[0], "rows": layout[1], **shares[layout]} for name, layout in layouts.items()}
+        lines = {name: {"stats_bytes": layout[0], "rows": layout[1], **shares[layout]}
+                 for name, layout in layouts.items()}
         for name, share in lines.items():
             kind = "a row per CPU" if share["rows"] else "per CPU"
             print(f"{name:<10} {share['stats_bytes']:>3}-byte counters ({kind}): {share['crossing']:.1%} cross a line",

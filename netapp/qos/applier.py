@@ -262,7 +262,7 @@ class PolicerApplier:
             self._policers.update_arrays(ids, values)
 
     def _write_shares(self, policers: Mapping[int, PolicerSpec]) -> None:
-        """Each policer's per-CPU slot afresh: counters and credit zeroed, its chunk (chunk_for), in
+        """Each policer's slot of every CPU afresh: counters and credit zeroed, its chunk (chunk_for), in
         one write per chunk met."""
         by_chunk: dict[int, list[int]] = {}
         for policer_id, spec in policers.items():

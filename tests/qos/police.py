@@ -1,7 +1,8 @@
 """The policers in the kernel, alone: dataplane/build/xdp_police.bpf.o loaded with libbpf, a policer
 written into its dpp_policers, frames carrying their policer id and time run through xdp_police
-(BPF_PROG_TEST_RUN), the CPUs' counters (a row each in dpp_policer_stats) summed; a rule slot's policers (dpp_rule_policers) run
-through xdp_police_rule, frames carrying the slot instead of a policer id."""
+(BPF_PROG_TEST_RUN), the CPUs' counters (a row each in dpp_policer_stats) summed; a rule slot's
+policers (dpp_rule_policers) run through xdp_police_rule, frames carrying the slot instead of a
+policer id."""
 
 from __future__ import annotations
 

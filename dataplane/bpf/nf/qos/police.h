@@ -66,8 +66,8 @@
  * instruction costs some 18 ns on this VM, most of a hot policer's cost: a CPU whose packet finds
  * the bucket holding the packet and what its credit lacks of a chunk C (C - credit) takes both in
  * the one lock or compare-and-swap, and its credit is then C; its next packets pass on the credit
- * alone, with plain stores to its own per-CPU line (no shared line written, no atomic), until the
- * credit is below a packet. A packet that does not find both in the bucket is decided on the
+ * alone, with plain stores to its own line of its row of dpp_policer_stats (no shared line written,
+ * no atomic), until the credit is below a packet. A packet that does not find both in the bucket is decided on the
  * bucket alone, as without a credit (its CPU's credit, under that packet, is kept). Bytes are never
  * created: what passes is what left the bucket, now or earlier, and a CPU holds at most C. So with
  * N CPUs any stretch of T ns passes at most what the bucket lets out in it, R T / 8e9 + B_bucket,
@@ -459,10 +459,10 @@ static __always_inline __u64 police_clock(const struct dpp_policer *p, __u64 *no
 	return *now;
 }
 
-/* Policer *id's decision on a packet of `bytes`, counted (*id then this CPU's index of its counters,
- * police_share_index: the slot the id took, so that the frame keeps its size): what follows it, its parent when it
- * passed (0: none), POLICE_DROPPED when it dropped. Id 0, an id past the map and an empty slot (ALGO_NONE)
- * police nothing: 0, uncounted (a parent emptied before its children are rewritten too). *now 0:
+/* Policer *id's decision on a packet of `bytes`, counted (*id then this CPU's index of its
+ * counters, police_share_index: the slot the id took, so that the frame keeps its size): what
+ * follows it, its parent when it passed (0: none), POLICE_DROPPED when it dropped. Id 0, an id past
+ * the map and an empty slot (ALGO_NONE) police nothing: 0, uncounted (a parent emptied before its children are rewritten too). *now 0:
  * the policer's clock, read once a policer is found (which keeps one value fewer alive across the
  * lookup; and the policer says which clock), kept for the parent (police_clock); a packet its
  * CPU's credit covers reads none (police_share), and its parent then reads its own. The decision and

@@ -98,7 +98,8 @@ struct dpp_policer_stats {
 
 /* sizeof(struct dpp_policer_stats): a cache line. */
 #define DPP_POLICER_STATS_SIZE 64
-_Static_assert(sizeof(struct dpp_policer_stats) == DPP_POLICER_STATS_SIZE, "a policer's CPU counters: one line");
+_Static_assert(sizeof(struct dpp_policer_stats) == DPP_POLICER_STATS_SIZE,
+	       "a CPU's share of a policer: one line");
 
 /* The largest chunk a CPU holds (struct dpp_policer_stats.chunk). */
 #define DPP_POLICE_CHUNK_MAX 1048576
