@@ -56,6 +56,7 @@ _PROTOTYPES = {
     "bpf_map__type": (c_int, [c_void_p]),
     "bpf_map__key_size": (c_uint32, [c_void_p]),
     "bpf_map__value_size": (c_uint32, [c_void_p]),
+    "bpf_map__set_max_entries": (c_int, [c_void_p, c_uint32]),
     "bpf_map_lookup_elem": (c_int, [c_int, c_void_p, c_void_p]),
     "bpf_map_lookup_elem_flags": (c_int, [c_int, c_void_p, c_void_p, c_uint64]),
     "bpf_map_update_elem": (c_int, [c_int, c_void_p, c_void_p, c_uint64]),
@@ -90,7 +91,8 @@ def _check(rc: int, call: str) -> int:
 class BpfObject:
     """One BPF object file, opened and loaded; closing it unloads its programs and maps."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, max_entries: Optional[dict[str, int]] = None):
+        """max_entries: maps sized before the load, by name (as libdpp sizes its own)."""
         self.path = path
         self._lib = load_libbpf()
         obj = self._lib.bpf_object__open_file(str(path).encode(), None)
@@ -99,6 +101,11 @@ class BpfObject:
             raise OSError(err, f"bpf_object__open_file({path}): {os.strerror(err)}")
         self._obj: Optional[int] = obj
         try:
+            for name, entries in (max_entries or {}).items():
+                found = self._lib.bpf_object__find_map_by_name(obj, name.encode())
+                if not found:
+                    raise OSError(2, f"{path.name} has no map {name!r}")
+                _check(self._lib.bpf_map__set_max_entries(found, entries), f"bpf_map__set_max_entries({name})")
             _check(self._lib.bpf_object__load(obj), f"bpf_object__load({path.name})")
         except OSError:
             self.close()

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* Where the kernel puts a per-CPU array's values: for each of the array's slots, this CPU's value's
- * offset in its cache line, counted by offset, and whether the value crosses into the next line
+/* Where the kernel puts a per-CPU array's values (or, with ROWS, a plain mmapable array's): for
+ * each of the array's slots, this CPU's value's offset in its cache line, counted by offset, and whether the value crosses into the next line
  * (bench/qos/layouts.py). VALUE_SIZE and SLOTS are given at build time. */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
@@ -18,9 +18,15 @@ struct value {
 	char bytes[VALUE_SIZE];
 };
 
-/* slot -> a value of VALUE_SIZE bytes per CPU, allocated as dpp_policer_stats is */
+/* slot -> a value of VALUE_SIZE bytes per CPU, allocated as dpp_policer_stats was; with ROWS, a
+ * plain mmapable array as it is now (this CPU's row: the first, slots after slot 0 alike) */
 struct {
+#ifdef ROWS
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+#else
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+#endif
 	__uint(max_entries, SLOTS);
 	__type(key, __u32);
 	__type(value, struct value);

@@ -6,5 +6,9 @@ empty program (the floor).
 
     python -m bench.qos --out bench/results/qos.json [--before OTHER/dataplane]
 
+With --before, both builds are loaded twice, in the order this, before, before, this, and the blocks
+alternate the two pairs: "this - before" holds as many blocks of either load order (the maps made
+first are slower by tens of ns cold).
+
 Methodology: bench/README.md, "bench/qos".
 """

@@ -20,7 +20,8 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser.add_argument("--policers", type=lambda text: [int(v) for v in text.split(",")], default=[1, 1_000_000])
     parser.add_argument("--before", type=Path, metavar="DATAPLANE",
                         help="another tree's dataplane/ (e.g. the commit before a change), its xdp_police timed in "
-                        "the same blocks (before_ns; GCRA's case runs its token bucket in a build without GCRA)")
+                        "the same blocks (before_ns; GCRA's case runs its token bucket in a build without GCRA); "
+                        "both builds loaded twice, this, before, before, this, the blocks alternating the pairs")
     add_block_arguments(parser)
     return parser.parse_args(argv)
 

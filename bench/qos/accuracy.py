@@ -38,11 +38,13 @@ from typing import Iterator, Optional, Sequence
 
 from bench.dataplane import machine_info
 from bench.libbpf import BpfObject, map_lookup, map_update
+from bench.qos.run import read_shares, write_share
 from bench.throughput.frames import write_pcap
 from bench.throughput.generator import Generator, parse_output
 from bench.throughput.sink import attach_native
 from netapp.core import netns as namespaces
 from netapp.dataplane import binding
+from netapp.dataplane.abi import CONSTANTS
 from netapp.dataplane.handle import possible_cpus
 from netapp.qos.abi import Algo, Policer, PolicerStats
 from netapp.qos.applier import PolicerSpec, cpu_share, policer_value
@@ -50,6 +52,7 @@ from netapp.testbed import netns
 
 DEFAULT_OUT = Path("bench/results/qos_accuracy.json")
 POLICER = 1
+SLOTS = CONSTANTS["DPP_MAX_POLICERS"]  # a CPU's row of dpp_policer_stats: the built object's dpp_policers
 FRAME = 1000  # bytes on the wire (no FCS): what the policer counts
 ETHERTYPE = b"\x88\xb5"  # local experimental: no stack reads these frames
 SENDER, RECEIVER = "gen0", "pol0"
@@ -105,7 +108,7 @@ class Link:
             netns.run(["ip", "-n", self.ns, "link", "add", SENDER, "type", "veth", "peer", "name", RECEIVER])
             for end in (SENDER, RECEIVER):
                 netns.run(["ip", "-n", self.ns, "link", "set", end, "up"])
-            self.obj = BpfObject(obj_path)
+            self.obj = BpfObject(obj_path, {"dpp_policer_stats": possible_cpus() * SLOTS})
             with namespaces.entered(self.ns):
                 attach_native(socket.if_nametoindex(RECEIVER), self.obj.program_fd("xdp_police"))
             self.policers = self.obj.map_fd("dpp_policers")
@@ -121,7 +124,7 @@ class Link:
         value = policer_value(case.spec)
         share = cpu_share(case.spec) or PolicerStats()
         map_update(self.policers, c_uint32(POLICER), value)
-        map_update(self.stats, c_uint32(POLICER), (PolicerStats * possible_cpus())(*[share] * possible_cpus()))
+        write_share(self.stats, POLICER, SLOTS, share)
         return 1 << value.window_shift
 
     def policer(self) -> Policer:
@@ -132,9 +135,7 @@ class Link:
 
     def shares(self) -> list[PolicerStats]:
         """Each CPU's slot: its counters, its credit and its chunk."""
-        per_cpu = (PolicerStats * possible_cpus())()
-        map_lookup(self.stats, c_uint32(POLICER), per_cpu)
-        return list(per_cpu)
+        return read_shares(self.stats, POLICER, SLOTS)
 
     def counters(self) -> tuple[int, int, int]:
         """(passed bytes, passed frames, dropped frames), every CPU's added up."""

@@ -21,12 +21,13 @@ from ctypes import c_uint32
 from pathlib import Path
 from typing import Optional, Sequence
 
-from bench.harness import (Harness, Walk, add_block_arguments, build_harness, interleaved_samples, paired_differences,
-                           write_results)
+from bench.harness import (DATAPLANE, Harness, Walk, add_block_arguments, build_harness, interleaved_samples,
+                           paired_differences, write_results)
 from bench.libbpf import BpfObject, map_update
 from bench.qos.rule import spread
-from bench.qos.run import PASSING, POLICER_AT, RESERVED_AT, XDP_PASS, build, case_chunk, cpu_shares, frame
-from netapp.qos.abi import Algo, Policer
+from bench.qos.run import (PASSING, POLICER_AT, RESERVED_AT, XDP_PASS, build, case_chunk, frame, police_sizes,
+                           write_share)
+from netapp.qos.abi import Algo, Policer, PolicerStats
 
 DEFAULT_OUT = Path("bench/results/qos_chain.json")
 # bench.qos.run's passing policers by clock; "credit": its coarse token bucket and GCRA, each CPU's
@@ -45,13 +46,13 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
 def configure(obj: BpfObject, count: int, policer: Policer, chunk: int) -> None:
     """Ids 1..N as `policer`; N+1..2N as `policer` with parent 2N+1, itself `policer`; every CPU's
     slot of each with `chunk` (its credit's; 0: none)."""
-    policers_fd, stats_fd, shares = obj.map_fd("dpp_policers"), obj.map_fd("dpp_policer_stats"), cpu_shares(chunk)
+    policers_fd, stats_fd = obj.map_fd("dpp_policers"), obj.map_fd("dpp_policer_stats")
     parent = 2 * count + 1
     chained = Policer.from_buffer_copy(bytes(policer))
     chained.parent = parent
     for policer_id in range(1, 2 * count + 2):
         map_update(policers_fd, c_uint32(policer_id), chained if count < policer_id < parent else policer)
-        map_update(stats_fd, c_uint32(policer_id), shares)
+        write_share(stats_fd, policer_id, 2 * count + 2, PolicerStats(chunk=chunk))
 
 
 def timed(harness: Harness, count: int, base: int, prog_fd: int, clock: str, repeat: int) -> int:
@@ -66,7 +67,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parse_args(argv)
     rng, count, rows = random.Random(args.seed), args.policers, []
     with Harness(build_harness()) as harness:
-        obj = BpfObject(build(2 * count + 1))
+        obj = BpfObject(build(2 * count + 1), police_sizes(DATAPLANE, 2 * count + 1))
         try:
             police_fd, skip_fd = obj.program_fd("xdp_police"), obj.program_fd("xdp_police_skip")
             for clock, cases in CHAINED.items():

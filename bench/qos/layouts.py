@@ -10,7 +10,7 @@ that crosses a cache line).
 Every tree's policers are written alike (its counters' slots with a chunk where its
 dpp_policer_stats has a credit); the first tree's xdp_police_skip is the path without the policer.
 Each case's result: every tree above that path and above the last tree's (the build compared
-against), block by block, median [quartiles]. Trees are built and loaded in the order given, and
+against), and every pair of trees, block by block, median [quartiles]. Trees are built and loaded in the order given, and
 the order moves a cold figure by tens of ns (the maps made first are slower here): compare two
 builds in both orders, or load one build twice for the noise. Methodology and results:
 bench/README.md, "Cold: the counters' layout and the bench's load order".
@@ -19,12 +19,11 @@ bench/README.md, "Cold: the counters' layout and the bench's load order".
 from __future__ import annotations
 
 import argparse
-import ctypes
 import functools
+import itertools
 import random
 import subprocess
 import sys
-import tempfile
 from ctypes import c_uint32, c_uint64
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,10 +31,9 @@ from typing import Optional, Sequence
 
 from bench.harness import (BUILD_DIR, Harness, Walk, build_harness, dataplane_bpf_cflags, interleaved_samples,
                            paired_differences, write_results)
-from bench.libbpf import BpfObject, map_lookup, map_update_batch, test_run
-from bench.qos.run import (CASES, CREDIT_CHUNK, POLICER_AT, RESERVED_AT, XDP_DROP, XDP_PASS, before_value, frame,
-                           knows_clock, knows_gcra)
-from netapp.dataplane.handle import possible_cpus
+from bench.libbpf import BpfObject, map_lookup, test_run
+from bench.qos.run import (CASES, POLICER_AT, RESERVED_AT, XDP_DROP, XDP_PASS, LoadedTree, case_chunk, frame,
+                           keeps_rows)
 from netapp.qos.abi import Algo
 
 LINES_SOURCE = Path(__file__).resolve().parents[1] / "bpf" / "percpu_lines.bpf.c"
@@ -44,28 +42,9 @@ LINE = 64
 # uncredited ones on the coarse clock.
 DEFAULT_CASES = ("credit-token_bucket-pass", "credit-gcra-pass", "coarse-token_bucket-pass", "coarse-gcra-pass",
                  "coarse-fixed_window-pass", "coarse-token_bucket-drop")
-CREDIT_OFFSET = """#include <stddef.h>
-#include <stdio.h>
-#include "dpp/nf/qos.h"
-int main(void) { printf("%zu\\n", offsetof(struct dpp_policer_stats, chunk)); return 0; }
-"""
-
-
 def case_name(key: tuple[str, Algo, str]) -> str:
     clock, algo, decision = key
     return f"{clock}-{algo.name.lower()}-{decision}"
-
-
-@functools.lru_cache(maxsize=None)
-def chunk_offset(dataplane: Path) -> Optional[int]:
-    """Where a tree's struct dpp_policer_stats holds the chunk (None: a tree without the credit)."""
-    if "chunk" not in (dataplane / "include" / "dpp" / "nf" / "qos.h").read_text():
-        return None
-    with tempfile.TemporaryDirectory() as work:
-        exe = Path(work) / "offset"
-        subprocess.run(["clang", "-x", "c", "-", "-I", str(dataplane / "include"), "-o", str(exe)],
-                       input=CREDIT_OFFSET, text=True, check=True)
-        return int(subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout)
 
 
 @functools.lru_cache(maxsize=None)
@@ -82,37 +61,20 @@ def police_object(dataplane: Path, policers: int) -> Path:
 @dataclass
 class Tree:
     name: str
-    dataplane: Path
-    obj: BpfObject
-    stats_size: int
-    chunk_at: Optional[int]
+    loaded: LoadedTree
 
     @classmethod
     def build(cls, name: str, dataplane: Path, policers: int) -> "Tree":
-        loaded = BpfObject(police_object(dataplane, policers))
-        return cls(name, dataplane, loaded, loaded.map_shape("dpp_policer_stats")[2], chunk_offset(dataplane))
-
-    def write(self, key: tuple[str, Algo, str], keys: ctypes.Array, policers: int) -> None:
-        """Every policer as the case says, its state zeroed; its counters zeroed, with the case's chunk
-        where the tree has a credit."""
-        policer = before_value(CASES[key], knows_gcra(self.dataplane), knows_clock(self.dataplane))
-        values = bytearray(bytes(policer) * policers)
-        map_update_batch(self.obj.map_fd("dpp_policers"), keys, (ctypes.c_char * len(values)).from_buffer(values),
-                         policers)
-        share = bytearray(self.stats_size)
-        if self.chunk_at is not None and key[0] == "credit":
-            share[self.chunk_at:self.chunk_at + 4] = CREDIT_CHUNK.to_bytes(4, "little")
-        shares = bytearray(bytes(share) * (possible_cpus() * policers))
-        map_update_batch(self.obj.map_fd("dpp_policer_stats"), keys, (ctypes.c_char * len(shares)).from_buffer(shares),
-                         policers)
+        return cls(name, LoadedTree(dataplane, policers, police_object(dataplane, policers)))
 
 
-def crossing_share(value_size: int, slots: int) -> dict[str, float]:
-    """Of a fresh per-CPU array of `slots` values of `value_size` bytes, the share of this CPU's
-    values that cross a cache line, and the share at each offset in a line."""
-    obj_path = BUILD_DIR / f"percpu_lines_{value_size}.bpf.o"
-    subprocess.run(["clang", *dataplane_bpf_cflags(), f"-DVALUE_SIZE={value_size}", f"-DSLOTS={slots + 1}", "-c",
-                    str(LINES_SOURCE), "-o", str(obj_path)], check=True)
+def crossing_share(value_size: int, slots: int, rows: bool = False) -> dict[str, float]:
+    """Of a fresh per-CPU array of `slots` values of `value_size` bytes (rows: a plain mmapable
+    array, as dpp_policer_stats with a row per CPU), the share of this CPU's values that cross a
+    cache line, and the share at each offset in a line."""
+    obj_path = BUILD_DIR / f"percpu_lines_{value_size}{'_rows' if rows else ''}.bpf.o"
+    subprocess.run(["clang", *dataplane_bpf_cflags(), f"-DVALUE_SIZE={value_size}", f"-DSLOTS={slots + 1}",
+                    *(["-DROWS"] if rows else []), "-c", str(LINES_SOURCE), "-o", str(obj_path)], check=True)
     with BpfObject(obj_path) as obj:
         test_run(obj.program_fd("percpu_lines"), bytes(64), 1)
         counts = []
@@ -159,29 +121,34 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     rng = random.Random(args.seed)
     base = args.tree[-1][0]
     trees = [Tree.build(name, path, args.policers) for name, path in args.tree]
-    keys = (c_uint32 * args.policers)(*range(1, args.policers + 1))
     rows = []
     try:
-        shares = {size: crossing_share(size, args.policers) for size in {tree.stats_size for tree in trees}}
-        lines = {tree.name: {"stats_bytes": tree.stats_size, **shares[tree.stats_size]} for tree in trees}
+        layouts = {tree.name: (tree.loaded.stats_size, keeps_rows(tree.loaded.dataplane)) for tree in trees}
+        shares = {layout: crossing_share(layout[0], args.policers, layout[1]) for layout in set(layouts.values())}
+        lines = {name: {"stats_bytes": layout[0], "rows": layout[1], **shares[layout]}
+                 for name, layout in layouts.items()}
         for name, share in lines.items():
-            print(f"{name:<10} {share['stats_bytes']:>3}-byte counters: {share['crossing']:.1%} cross a line", flush=True)
+            kind = "a row per CPU" if share["rows"] else "per CPU"
+            print(f"{name:<10} {share['stats_bytes']:>3}-byte counters ({kind}): {share['crossing']:.1%} cross a line",
+                  flush=True)
         with Harness(build_harness()) as harness:
-            skip_fd = trees[0].obj.program_fd("xdp_police_skip")
+            skip_fd = trees[0].loaded.obj.program_fd("xdp_police_skip")
             for case in args.cases:
                 key = keys_by_name[case]
                 for tree in trees:
-                    tree.write(key, keys, args.policers)
+                    tree.loaded.write(CASES[key], case_chunk(key[0]))
                 expected = XDP_PASS if key[2] == "pass" else XDP_DROP
                 run = functools.partial(timed, harness, clock=key[0], policers=args.policers, repeat=args.repeat)
                 subjects = {"floor": functools.partial(run, harness.empty_fd, expected=XDP_PASS),
                             "skip": functools.partial(run, skip_fd, expected=XDP_PASS)}
-                subjects.update({tree.name: functools.partial(run, tree.obj.program_fd("xdp_police"),
+                subjects.update({tree.name: functools.partial(run, tree.loaded.obj.program_fd("xdp_police"),
                                                               expected=expected) for tree in trees})
                 samples = interleaved_samples(subjects, args.runs, rng)
                 row = {"case": case, "policers": args.policers,
                        "above_without_blocks_ns": {t.name: paired_differences(samples, t.name, "skip") for t in trees},
                        f"minus_{base}_blocks_ns": {t.name: paired_differences(samples, t.name, base) for t in trees[:-1]},
+                       "pairs_blocks_ns": {f"{a.name}-{b.name}": paired_differences(samples, a.name, b.name)
+                                           for a, b in itertools.combinations(trees, 2)},
                        "floor_ns": sorted(samples["floor"])[len(samples["floor"]) // 2]}
                 rows.append(row)
                 parts = [f"{t}: {q['median']:+.0f} [{q['q1']:+.0f}, {q['q3']:+.0f}]"
@@ -191,10 +158,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                          for t, q in row[f"minus_{base}_blocks_ns"].items()]
                 print(f"{'':<26} - {base:<12} " + "  ".join(parts) + f"  (floor {row['floor_ns']})",
                       flush=True)
+                parts = [f"{pair}: {q['median']:+.0f} [{q['q1']:+.0f}, {q['q3']:+.0f}]"
+                         for pair, q in row["pairs_blocks_ns"].items() if len(trees) > 2]
+                if parts:
+                    print(f"{'':<26} pairs          " + "  ".join(parts), flush=True)
             harness.release_target()
     finally:
         for tree in trees:
-            tree.obj.close()
+            tree.loaded.close()
     write_results(args.out, "qos_layouts", args.runs, args.repeat, rows, {"percpu_lines": lines})
     return 0
 

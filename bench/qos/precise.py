@@ -45,7 +45,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parse_args(argv)
     if policer_value(COARSE).clock != Clock.COARSE:
         raise SystemExit("this kernel's tick makes no policer coarse: nothing to measure")
-    sizes = {"dpp_policers": args.slots, "dpp_policer_stats": args.slots}
+    sizes = {"dpp_policers": args.slots}
     parents = list(range(1, args.parents + 1))
     with Dataplane.open(map_sizes=sizes) as dp:
         applier = PolicerApplier(dp.table)

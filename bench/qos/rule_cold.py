@@ -86,7 +86,7 @@ def check_verdicts(harness: Harness, dp_fd: int, rules: int) -> None:
 
 def measure(rules: int, runs: int, repeat: int, rng: random.Random) -> list[dict[str, Any]]:
     policers = 2 * len(KINDS) * rules + 2  # the upper half for rules (netapp.qos.ids)
-    sizes = {"dpp_policers": policers, "dpp_policer_stats": policers, "dpp_rule_policers": len(KINDS) * rules + 1}
+    sizes = {"dpp_policers": policers, "dpp_rule_policers": len(KINDS) * rules + 1}
     with Harness(build_harness()) as harness, Dataplane.open(max_rules=len(KINDS) * rules + 1, map_sizes=sizes) as dp:
         try:
             dp.apply(ruleset(rules))

@@ -7,16 +7,19 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import itertools
 import random
 import statistics
 import subprocess
+import tempfile
 from ctypes import c_uint32
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable, Sequence
 
 from bench.harness import (BUILD_DIR, DATAPLANE, Harness, Walk, dataplane_bpf_cflags, interleaved_samples,
                            paired_differences)
-from bench.libbpf import BpfObject, map_update
+from bench.libbpf import BpfObject, map_lookup, map_update, map_update_batch
 from netapp.dataplane.handle import possible_cpus
 from netapp.qos.abi import CHUNK_MAX, Algo, Clock, Policer, PolicerStats
 from netapp.qos.model import gcra_interval
@@ -97,9 +100,48 @@ def case_chunk(clock: str) -> int:
     return CREDIT_CHUNK if clock == "credit" else 0
 
 
-def cpu_shares(chunk: int) -> ctypes.Array:
-    """A policer's per-CPU slots of dpp_policer_stats: counters zeroed, each CPU's chunk `chunk`."""
-    return (PolicerStats * possible_cpus())(*[PolicerStats(chunk=chunk)] * possible_cpus())
+def share_slots(policer_id: int, slots: int) -> list[int]:
+    """A policer's slots of dpp_policer_stats (`slots` a CPU's row): a CPU's each, its row then the id."""
+    return [cpu * slots + policer_id for cpu in range(possible_cpus())]
+
+
+def write_share(map_fd: int, policer_id: int, slots: int, share: PolicerStats) -> None:
+    """Every CPU's slot of a policer written as `share`."""
+    for slot in share_slots(policer_id, slots):
+        map_update(map_fd, c_uint32(slot), share)
+
+
+def read_shares(map_fd: int, policer_id: int, slots: int) -> list[PolicerStats]:
+    """Every CPU's slot of a policer: its counters, its credit and its chunk (index: the CPU)."""
+    shares = [PolicerStats() for _ in range(possible_cpus())]
+    for share, slot in zip(shares, share_slots(policer_id, slots)):
+        map_lookup(map_fd, c_uint32(slot), share)
+    return shares
+
+
+def keeps_rows(dataplane: Path) -> bool:
+    """Whether a tree's dpp_policer_stats is a plain array with a row of policer slots per CPU (this
+    tree's); before it, a per-CPU array."""
+    return "cfg_policer_slots" in (dataplane / "bpf" / "nf" / "qos" / "maps.h").read_text()
+
+
+def police_sizes(dataplane: Path, policers: int) -> dict[str, int]:
+    """The maps of a tree's xdp_police sized before its load, as libdpp sizes them (build(): a row of
+    policers + 1 slots per CPU)."""
+    return {"dpp_policer_stats": possible_cpus() * (policers + 1)} if keeps_rows(dataplane) else {}
+
+
+def write_shares(map_fd: int, dataplane: Path, ids: Sequence[int], slots: int, share: bytes) -> None:
+    """Every CPU's share of each policer of `ids` (a tree's dpp_policer_stats of `slots` slots a row)
+    written as `share`, one CPU's value, in one batch."""
+    cpus = possible_cpus()
+    if keeps_rows(dataplane):
+        keys = [cpu * slots + policer_id for cpu in range(cpus) for policer_id in ids]
+        values = bytearray(share * len(keys))
+    else:
+        keys, values = list(ids), bytearray(share * (cpus * len(ids)))
+    map_update_batch(map_fd, (c_uint32 * len(keys))(*keys), (ctypes.c_char * len(values)).from_buffer(values),
+                     len(keys))
 
 
 def build(policers: int, build_dir: Path = BUILD_DIR, dataplane: Path = DATAPLANE) -> Path:
@@ -195,37 +237,88 @@ def blocks_line(blocks: dict[str, dict[str, float]]) -> str:
     return "    by block, median [quartiles]: " + "  ".join(parts)
 
 
+CREDIT_OFFSET = """#include <stddef.h>
+#include <stdio.h>
+#include "dpp/nf/qos.h"
+int main(void) { printf("%zu\\n", offsetof(struct dpp_policer_stats, chunk)); return 0; }
+"""
+
+
+@functools.lru_cache(maxsize=None)
+def chunk_offset(dataplane: Path) -> int | None:
+    """Where a tree's struct dpp_policer_stats holds the chunk (None: a tree without the credit)."""
+    if "chunk" not in (dataplane / "include" / "dpp" / "nf" / "qos.h").read_text():
+        return None
+    with tempfile.TemporaryDirectory() as work:
+        exe = Path(work) / "offset"
+        subprocess.run(["clang", "-x", "c", "-", "-I", str(dataplane / "include"), "-o", str(exe)],
+                       input=CREDIT_OFFSET, text=True, check=True)
+        return int(subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout)
+
+
+class LoadedTree:
+    """A tree's xdp_police (this one's, or another's: --before, bench/qos/layouts.py) built for ids
+    1..policers and loaded, its maps written in that tree's layout."""
+
+    def __init__(self, dataplane: Path, policers: int, obj_path: Path):
+        self.dataplane, self.policers = dataplane, policers
+        self.obj = BpfObject(obj_path, police_sizes(dataplane, policers))
+        self.stats_size = self.obj.map_shape("dpp_policer_stats")[2]
+        self.chunk_at = chunk_offset(dataplane)
+        self.gcra, self.clock = knows_gcra(dataplane), knows_clock(dataplane)
+
+    def write(self, policer: Policer, chunk: int) -> None:
+        """Every policer 1..N as `policer` (before_value's for a tree from before GCRA or the clock), its
+        state zeroed; every CPU's counters zeroed, with `chunk` where the tree has a credit."""
+        ids = (c_uint32 * self.policers)(*range(1, self.policers + 1))
+        values = bytearray(bytes(before_value(policer, self.gcra, self.clock)) * self.policers)
+        map_update_batch(self.obj.map_fd("dpp_policers"), ids, (ctypes.c_char * len(values)).from_buffer(values),
+                         self.policers)
+        share = bytearray(self.stats_size)
+        if self.chunk_at is not None:
+            share[self.chunk_at:self.chunk_at + 4] = chunk.to_bytes(4, "little")
+        write_shares(self.obj.map_fd("dpp_policer_stats"), self.dataplane, range(1, self.policers + 1),
+                     self.policers + 1, bytes(share))
+
+    def close(self) -> None:
+        self.obj.close()
+
+
 class PoliceBench:
+    """This build's xdp_police, and with --before another tree's, loaded twice each in the order
+    this, before, before, this (A B B A): block i times the pair loaded i-th and (4 - i)-th in turn,
+    so that "this - before" holds as many blocks of either load order. The maps a run makes first
+    are slower here by tens of ns on a million policers (bench/README.md, "Cold: the counters'
+    layout and the bench's load order"): without both orders that would be in the difference."""
+
     def __init__(self, harness: Harness, policers: int, before: Path | None = None):
         self.harness = harness
         self.policers = policers
-        self.obj = BpfObject(build(policers))
-        self.police_fd = self.obj.program_fd("xdp_police")
-        self.skip_fd = self.obj.program_fd("xdp_police_skip")
-        self._policers_fd = self.obj.map_fd("dpp_policers")
-        self._stats_fd = self.obj.map_fd("dpp_policer_stats")
-        self.before = BpfObject(build(policers, dataplane=before)) if before else None
-        self.before_gcra = knows_gcra(before) if before else False
-        self.before_clock = knows_clock(before) if before else False
+        this = functools.partial(LoadedTree, DATAPLANE, policers, build(policers))
+        if before is None:
+            self.pairs = [(this(), None)]
+        else:
+            first_this = this()
+            first_before = LoadedTree(before, policers, build(policers, dataplane=before))
+            second_before = LoadedTree(before, policers, build(policers, dataplane=before))
+            self.pairs = [(first_this, first_before), (this(), second_before)]
+        self.skip_fd = self.pairs[0][0].obj.program_fd("xdp_police_skip")
+        self.before = before
+
+    @property
+    def trees(self) -> list[LoadedTree]:
+        return [tree for pair in self.pairs for tree in pair if tree is not None]
 
     def close(self) -> None:
         self.harness.release_target()
-        self.obj.close()
-        if self.before:
-            self.before.close()
+        for tree in self.trees:
+            tree.close()
 
     def configure(self, policer: Policer, chunk: int = 0) -> None:
-        """Every policer 1..N as `policer`, its state zeroed (in the --before build's map too), each
-        CPU's slot with `chunk` (this build's)."""
-        shares = cpu_shares(chunk)
-        for policer_id in range(1, self.policers + 1):
-            map_update(self._policers_fd, c_uint32(policer_id), policer)
-            map_update(self._stats_fd, c_uint32(policer_id), shares)
-        if self.before:
-            before_fd = self.before.map_fd("dpp_policers")
-            value = before_value(policer, self.before_gcra, self.before_clock)
-            for policer_id in range(1, self.policers + 1):
-                map_update(before_fd, c_uint32(policer_id), value)
+        """Every policer 1..N as `policer`, its state zeroed, each CPU's slot with `chunk` (in every
+        loaded build: one from before the credit has none)."""
+        for tree in self.trees:
+            tree.write(policer, chunk)
 
     def _run(self, prog_fd: int, clock: str, repeat: int, expected: int) -> int:
         self.harness.set_walk(Walk(self.policers, teid_base=1, src_base=0, teid_off=POLICER_AT, src_off=RESERVED_AT))
@@ -234,17 +327,26 @@ class PoliceBench:
             raise RuntimeError(f"verdict {result.retval}, expected {expected}: the case is not what it says")
         return result.duration_ns
 
+    def _alternating(self, side: int, clock: str, repeat: int, expected: int) -> Callable[[], int]:
+        """A subject timing side `side` (0: this, 1: before) of the pairs in turn, a pair a call: each
+        block calls it once, so blocks alternate the pairs."""
+        calls = itertools.count()
+
+        def timed() -> int:
+            tree = self.pairs[next(calls) % len(self.pairs)][side]
+            return self._run(tree.obj.program_fd("xdp_police"), clock, repeat, expected)
+
+        return timed
+
     def time(self, clock: str, decision: str, runs: int, repeat: int, rng: random.Random) -> Timing:
-        """Blocks of the three subjects (four with --before) in a shuffled order, `runs` times."""
-        programs = {
-            "floor": (self.harness.empty_fd, XDP_PASS),
-            "skip": (self.skip_fd, XDP_PASS),
-            "police": (self.police_fd, XDP_PASS if decision == "pass" else XDP_DROP),
+        """Blocks of the three subjects (four with --before) in a shuffled order, `runs` times (with
+        --before, an even number keeps the two load orders even)."""
+        expected = XDP_PASS if decision == "pass" else XDP_DROP
+        subjects = {
+            "floor": functools.partial(self._run, self.harness.empty_fd, clock, repeat, XDP_PASS),
+            "skip": functools.partial(self._run, self.skip_fd, clock, repeat, XDP_PASS),
+            "police": self._alternating(0, clock, repeat, expected),
         }
         if self.before:
-            programs["before"] = (self.before.program_fd("xdp_police"), programs["police"][1])
-        subjects = {
-            name: functools.partial(self._run, prog_fd, clock, repeat, expected)
-            for name, (prog_fd, expected) in programs.items()
-        }
+            subjects["before"] = self._alternating(1, clock, repeat, expected)
         return Timing(interleaved_samples(subjects, runs, rng))

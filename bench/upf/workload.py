@@ -109,7 +109,7 @@ def map_sizes(sessions: int, instance: str = "n6") -> dict[str, int]:
     instance: two policers each too)."""
     if instance in POLICED:
         policers = policer_ids(sessions - 1)[1] + 1
-        return {**map_sizes(sessions), "dpp_policers": policers, "dpp_policer_stats": policers}
+        return {**map_sizes(sessions), "dpp_policers": policers}
     if instance == "hashed":
         return {"dpp_upf_usage": urr_slot(sessions - 1) + 1, "dpp_upf_teids": TEID_BASE + 1, "dpp_upf_ue4": 1,
                 "dpp_upf_dl4": HASHED_WAYS}

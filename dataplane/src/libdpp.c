@@ -118,6 +118,25 @@ const struct dpp_map_spec instance_maps[] = {
 	{},
 };
 
+/* dpp_policer_stats holds a row of dpp_policers' slots per possible CPU (bpf/nf/qos/maps.h): sized
+ * after dpp_policers (maps_size), for the object of a load or an upgrade alike. */
+int policer_rows_size(struct dpp *d, struct dpp_bpf *s)
+{
+	__u32 slots = bpf_map__max_entries(s->maps.dpp_policers);
+	int err;
+
+	if ((__u64)slots * d->ncpus > UINT32_MAX) {
+		pr_warn("%u policers on %d CPUs: at most %llu", slots, d->ncpus,
+			(unsigned long long)UINT32_MAX / d->ncpus);
+		return -E2BIG;
+	}
+	s->rodata->cfg_policer_slots = slots;
+	err = bpf_map__set_max_entries(s->maps.dpp_policer_stats, slots * d->ncpus);
+	if (err)
+		pr_warn("size dpp_policer_stats: %s", strerror(-err));
+	return err;
+}
+
 static int skel_configure(struct dpp *d, const struct dpp_open_opts *o)
 {
 	__u32 slots = flow_slots(o->max_flows), rules = o->max_rules ?: DPP_MAX_RULES;
@@ -146,7 +165,8 @@ static int skel_configure(struct dpp *d, const struct dpp_open_opts *o)
 		pr_warn("size the rule and flow maps: %s", strerror(-err));
 		return err;
 	}
-	return maps_size(d, s->obj, o->map_sizes, o->nr_map_sizes);
+	err = maps_size(d, s->obj, o->map_sizes, o->nr_map_sizes);
+	return err ? err : policer_rows_size(d, s);
 }
 
 static int config_init(struct dpp *d, const struct dpp_open_opts *o)

@@ -182,6 +182,7 @@ int map_size_adopt(struct bpf_map *map, int fd);
 int maps_check_btf(struct dpp *d);
 int map_info_get(const char *name, int fd, struct bpf_map_info *info);
 int skel_open(struct dpp_bpf **out);
+int policer_rows_size(struct dpp *d, struct dpp_bpf *s);
 
 /* btf_compare.c: the kernel BTF last loaded, by id (the maps of one load share theirs) */
 struct dpp_btf_cache {

@@ -277,7 +277,7 @@ int maps_check_btf(struct dpp *d)
 /* Maps whose size is only a capacity: the program computes no index from it (hash maps, and arrays
  * indexed by slots the control plane hands out, which the lookup bounds). Only these are sized at
  * load (dpp_open_opts.map_sizes); every other map's size is the program's, or libdpp's own
- * (max_rules, max_flows). */
+ * (max_rules, max_flows; dpp_policer_stats: a row of dpp_policers per CPU). */
 static const char *const sizable_maps[] = {
 	"dpp_upf_teids", /* PDRs of the TEIDs below its size */
 	"dpp_upf_ue4", /* PDRs of the UE addresses of the pools the UPF assigns from */
@@ -287,7 +287,6 @@ static const char *const sizable_maps[] = {
 	"dpp_upf_usage", /* URR slots */
 	"dpp_upf_sdf_pdrs", /* slots of PDRs with SDF filters */
 	"dpp_policers", /* policer ids */
-	"dpp_policer_stats", /* their counters, per CPU */
 	"dpp_rule_policers", /* the policers of the rule slots below its size */
 	"dpp_routes", /* routes of the private routing tables */
 	"dpp_neighs", /* their resolved next hops */
@@ -335,7 +334,7 @@ static int map_size_check(const struct dpp *d, const struct dpp_map_size *sizes,
 	}
 	if (!map_sizable(name)) {
 		pr_warn("map size of %s: its size is the program's%s, not a capacity to choose", name,
-			map_declared(name) ? " (or libdpp's: max_rules, max_flows)" : "");
+			map_declared(name) ? " (or libdpp's: max_rules, max_flows, dpp_policers)" : "");
 		return -EPERM;
 	}
 	bytes = (__u64)sizes[i].max_entries * ((value_size + 7) & ~7u) * d->ncpus;

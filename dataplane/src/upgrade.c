@@ -122,6 +122,12 @@ static int upgrade_skel_open(struct dpp *d, const struct dpp_upgrade_opts *o,
 	if (!err)
 		err = bpf_map__set_max_entries(skel->maps.dpp_flows,
 					       d->known[DPP_MAP_FLOWS]->max_entries);
+	/* dpp_policer_stats's rows are sized after dpp_policers, which takes the instance's size here
+	 * rather than in the loop below (map_size_adopt, again there: the same size) */
+	if (!err && (m = map_find(d, "dpp_policers")))
+		err = map_size_adopt(skel->maps.dpp_policers, m->fd);
+	if (!err)
+		err = policer_rows_size(d, skel);
 	bpf_object__for_each_map(map, skel->obj) {
 		if (err)
 			break;

@@ -465,6 +465,7 @@ class MapSpec:
     max_entries: Union[int, str]  # a number, or the name of a dpp_consts.h constant
     table: bool = False
     sizable: bool = False
+    rows: bool = False  # a plain array with a row per possible CPU, sized by libdpp (netapp.dataplane.tables.RowsTable)
     inner: Optional["MapSpec"] = None  # a map of maps': its inner maps' (the value is their fd, read: id)
 
     @property
@@ -484,6 +485,8 @@ def map_size_refusal(name: str, entries: int, cpus: int) -> Optional[str]:
     sizable = f"the maps sized at load: {', '.join(sorted(SIZABLE_MAPS))}"
     if spec is None:
         return f"no map of that name; {sizable}"
+    if spec.rows:
+        return f"its size is the program's (a row of dpp_policers' slots per CPU, sized with it); {sizable}"
     if not spec.sizable:
         return f"its size is the program's (max_rules sizes dpp_rules); {sizable}"
     if not 1 <= entries <= 0xFFFFFFFF:
@@ -542,7 +545,8 @@ MAPS: Mapping[str, MapSpec] = {
     "dpp_prog_stats": MapSpec(PERCPU_ARRAY, c_uint32, Counter, len(Prog), table=True),
     # Each network function's own plain tables, declared in its ABI module (netapp/<function>/abi.py).
     **{
-        name: MapSpec(MapType[kind], key, value, size, table=True, sizable=name in module.SIZABLE)
+        name: MapSpec(MapType[kind], key, value, size, table=True, sizable=name in module.SIZABLE,
+                      rows=name in getattr(module, "ROWS", ()))
         for module in (upf_abi, qos_abi, routing_abi, tunnel_abi)
         for name, (kind, key, value, size) in module.MAPS.items()
     },

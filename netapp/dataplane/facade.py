@@ -36,7 +36,7 @@ from netapp.dataplane.counters import Counters, PacketOutcome
 from netapp.dataplane.rules import ApplyReport, RuleWriter
 from netapp.dataplane.site import SiteConfig, as_verdict
 from netapp.dataplane.slots import InstalledRule, SlotAllocator, contiguous_runs
-from netapp.dataplane.tables import MapOfMaps, PerCpuTable, Table, TableAdapter
+from netapp.dataplane.tables import MapOfMaps, PerCpuTable, RowsTable, Table, TableAdapter
 from netapp.intents.compiler import CompiledDocument, compile_document
 from netapp.intents.models import IntentDocument
 from netapp.mec.tunnel_entries import TunnelEntries
@@ -190,6 +190,8 @@ class Dataplane(RuleWriter, SiteConfig, Counters):
         spec = MAPS.get(name)
         if spec is not None and spec.inner is not None:
             return MapOfMaps(self._dpp, name)
+        if spec is not None and spec.rows:
+            return RowsTable(self._dpp, name)
         return (PerCpuTable if spec is not None and spec.per_cpu else Table)(self._dpp, name)
 
     def upf_punts(self) -> Any:

@@ -38,6 +38,7 @@ from netapp.dataplane.binding import (
     XdpMode,
     struct_bytes,
 )
+from netapp.dataplane.handle import possible_cpus
 from netapp.dataplane.tables import UpdateFlag
 
 
@@ -395,6 +396,8 @@ class FakeDpp:
         size = self.map_sizes.get(name, MAPS[name].max_entries)
         if name == "dpp_rules":
             size = len(self.rule_counters)
+        elif MAPS[name].rows:  # dpp_policer_stats: a row of dpp_policers per CPU, as libdpp sizes it
+            size = possible_cpus() * self.map_info("dpp_policers")["max_entries"]
         elif isinstance(size, str):
             size = CONSTANTS[size]
         return {"id": 1 + list(MAPS).index(name), "max_entries": size}

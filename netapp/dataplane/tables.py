@@ -189,6 +189,91 @@ class PerCpuTable(Table):
                                          for item in values])
 
 
+class RowsTable(Table):
+    """A plain array with a row of slots per possible CPU, which only that CPU writes (a per-CPU array
+    without its pointer table: dpp_policer_stats, bpf/nf/qos/maps.h), read and written as a
+    PerCpuTable is: key k's value is a ctypes array of every CPU's slot, cpu x row + k, where a row
+    is the map's size over the CPUs. A key past the row is refused: it would be the next CPU's."""
+
+    def __init__(
+        self, adapter: TableAdapter, name: str, spec: Optional[MapSpec] = None, cpus: Optional[int] = None
+    ):
+        super().__init__(adapter, name, spec)
+        if not self.spec.rows:
+            raise ValueError(f"map {name} has no row per CPU: open it as a Table")
+        self.cpus = cpus if cpus is not None else possible_cpus()
+        self._value_type = self.spec.value * self.cpus
+        self._row: Optional[int] = None  # the kernel asked once: a map's size never changes
+
+    @property
+    def row(self) -> int:
+        """Slots a CPU's row holds."""
+        if self._row is None:
+            self._row = self.max_entries // self.cpus
+        return self._row
+
+    def fill(self, keys: Sequence[Any], value: Any = None) -> None:
+        """Write `value` (by default a zeroed one) in every CPU's slot of each key, in one write."""
+        if not keys:
+            return
+        if value is not None and not isinstance(value, self.spec.value):
+            raise TypeError(f"table {self.name}: a {type(value).__name__} is no {self.spec.value.__name__}")
+        slots = self._slots(keys)
+        array = self.spec.value * len(slots)
+        values = array() if value is None else array.from_buffer_copy(bytes(value) * len(slots))
+        self._adapter.table_update(self.name, _array(self.spec.key, slots), values, int(UpdateFlag.ANY))
+
+    def update(self, entries: Entries, flags: UpdateFlag = UpdateFlag.ANY) -> None:
+        """Write each key's per-CPU value (an array of the CPUs' values, or a sequence of them)."""
+        pairs = list(entries.items() if isinstance(entries, Mapping) else entries)
+        if pairs:
+            keys, values = zip(*pairs)
+            self.update_arrays(keys, values, flags)
+
+    def update_arrays(self, keys: Sequence[Any], values: Sequence[Any], flags: UpdateFlag = UpdateFlag.ANY) -> None:
+        if len(keys) != len(values):
+            raise ValueError(f"table {self.name}: {len(keys)} keys and {len(values)} values")
+        if not len(keys):
+            return
+        by_cpu = [[per_cpu[cpu] for per_cpu in values] for cpu in range(self.cpus)]
+        slots = self._slots(keys)
+        self._adapter.table_update(self.name, _array(self.spec.key, slots),
+                                   _array(self.spec.value, [value for row in by_cpu for value in row]), int(flags))
+
+    def delete(self, keys: Sequence[Any]) -> None:
+        raise ValueError(f"table {self.name}: an array's slots cannot be deleted: fill them with zeroes")
+
+    def lookup(self, keys: Sequence[Any]) -> list[Optional[Any]]:
+        """Each key's value on every CPU (a ctypes array, index: the CPU)."""
+        if not keys:
+            return []
+        slots = self._slots(keys)
+        values = (self.spec.value * len(slots))()
+        found = (c_uint8 * len(slots))()
+        self._adapter.table_lookup(self.name, _array(self.spec.key, slots), values, found)
+        result = []
+        for position in range(len(keys)):
+            per_cpu = self._value_type()
+            for cpu in range(self.cpus):
+                per_cpu[cpu] = values[cpu * len(keys) + position]
+            result.append(per_cpu)
+        return result
+
+    def items(self) -> Iterator[tuple[Any, Any]]:
+        """Every key of a row with its CPUs' values, DUMP_CHUNK keys at a time."""
+        for first in range(0, self.row, self.DUMP_CHUNK):
+            keys = list(range(first, min(first + self.DUMP_CHUNK, self.row)))
+            yield from zip(keys, self.lookup(keys))
+
+    def _slots(self, keys: Sequence[Any]) -> list[int]:
+        """Each CPU's slots of `keys`: CPU 0's in the keys' order, then CPU 1's, and so on."""
+        keys = [int(key) for key in keys]
+        past = [key for key in keys if not 0 <= key < self.row]
+        if past:
+            raise ValueError(f"table {self.name}: keys {past[:8]} past a CPU's row: 0 to {self.row - 1} allowed")
+        return [cpu * self.row + key for cpu in range(self.cpus) for key in keys]
+
+
 def summed(kind: Any, values: Iterable[Any]) -> Any:
     """A `kind` (a structure of integer counters) each of whose fields is the sum of `values`' (a
     per-CPU value's CPUs, or several slots)."""

@@ -23,6 +23,7 @@ WINDOW_SHIFT_MAX = 32
 WINDOW_BYTES_MAX = 1 << 30  # the most a window lets through
 DEPTH = 2  # a policer and its parent: a parent's parent is refused
 CHUNK_MAX = 1 << 20  # the most a CPU carves at a time for its credit, bytes
+POLICER_STATS_SIZE = 64  # a CPU's share of a policer (PolicerStats): a cache line of dpp_policer_stats
 GCRA_TAT_SHIFT = 6  # GCRA's arrival time in 2**-6 ns
 GCRA_INTERVAL_SHIFT = 20  # a byte's time in 2**-(6 + 20) ns
 REASON_BASE_QOS = 96
@@ -38,6 +39,7 @@ CONSTANTS = {
     "DPP_POLICE_WINDOW_BYTES_MAX": WINDOW_BYTES_MAX,
     "DPP_POLICE_DEPTH": DEPTH,
     "DPP_POLICE_CHUNK_MAX": CHUNK_MAX,
+    "DPP_POLICER_STATS_SIZE": POLICER_STATS_SIZE,
     "DPP_POLICE_GCRA_TAT_SHIFT": GCRA_TAT_SHIFT,
     "DPP_POLICE_GCRA_INTERVAL_SHIFT": GCRA_INTERVAL_SHIFT,
     "DPP_REASON_BASE_QOS": REASON_BASE_QOS,
@@ -87,14 +89,16 @@ class Policer(Structure):
 
 
 class PolicerStats(Structure):
+    """One CPU's share of a policer: a cache line of dpp_policer_stats' row of that CPU."""
     C_NAME = "dpp_policer_stats"
     _fields_ = [
+        ("credit", c_uint32),  # bytes this CPU may still pass on its own (token bucket, GCRA)
+        ("chunk", c_uint32),  # bytes it carves at a time from the bucket; 0: none
         ("passed_packets", c_uint64),
         ("passed_bytes", c_uint64),
         ("dropped_packets", c_uint64),
         ("dropped_bytes", c_uint64),
-        ("credit", c_uint32),  # bytes this CPU may still pass on its own (token bucket, GCRA)
-        ("chunk", c_uint32),  # bytes it carves at a time from the bucket; 0: none
+        ("reserved", c_uint64 * 3),  # to the line's end
     ]
 
 
@@ -118,8 +122,10 @@ KERNEL_STRUCTS = (SpinLock,)
 # name -> (map type name, key, value, size): netapp.dataplane.abi makes them MapSpecs.
 MAPS = {
     "dpp_policers": ("ARRAY", c_uint32, Policer, "DPP_MAX_POLICERS"),
-    "dpp_policer_stats": ("PERCPU_ARRAY", c_uint32, PolicerStats, "DPP_MAX_POLICERS"),
+    "dpp_policer_stats": ("ARRAY", c_uint32, PolicerStats, "DPP_MAX_POLICERS"),
     "dpp_rule_policers": ("ARRAY", c_uint32, RulePolice, "DPP_MAX_RULE_POLICE"),
 }
-# Both are capacities, chosen at load (libdpp's list in maps.c).
-SIZABLE = frozenset(MAPS)
+# A row of dpp_policers' slots per possible CPU: libdpp sizes it after dpp_policers.
+ROWS = frozenset({"dpp_policer_stats"})
+# The others are capacities, chosen at load (libdpp's list in maps.c).
+SIZABLE = frozenset(MAPS) - ROWS

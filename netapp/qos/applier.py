@@ -1,5 +1,5 @@
 """Policers written into the data plane and read back, through the generic tables (no libdpp call
-of their own): dpp_policers (configuration and state) and dpp_policer_stats (per-CPU counters).
+of their own): dpp_policers (configuration and state) and dpp_policer_stats (counters, a row per CPU).
 
 A policer is written whole, its state zeroed: a token bucket then starts empty and fills from time 0
 (full at once on a running system), a GCRA full, a window with nothing counted. The windows' length comes
@@ -42,6 +42,7 @@ from netapp.qos.abi import (
     WINDOW_BYTES_MAX,
     WINDOW_SHIFT_MAX,
     WINDOW_SHIFT_MIN,
+    COUNTERS,
     Algo,
     Clock,
     Gate,
@@ -50,6 +51,9 @@ from netapp.qos.abi import (
 )
 from netapp.qos.model import gcra_interval
 from netapp.qos.spec import MTU, PolicerSpec
+
+# What `counters` adds up over the CPUs: the counters, and the credits and chunks they hold.
+SUMMED = (*COUNTERS, "credit", "chunk")
 
 __all__ = ["NANOBITS_PER_BYTE", "ChildIndex", "PolicerApplier", "PolicerSpec", "chunk_for", "clock_for",
            "coarse_tick_ns", "cpu_share", "policer_value", "window_shift_for"]
@@ -258,7 +262,7 @@ class PolicerApplier:
             self._policers.update_arrays(ids, values)
 
     def _write_shares(self, policers: Mapping[int, PolicerSpec]) -> None:
-        """Each policer's per-CPU slot afresh: counters and credit zeroed, its chunk (chunk_for), in
+        """Each policer's slot of every CPU afresh: counters and credit zeroed, its chunk (chunk_for), in
         one write per chunk met."""
         by_chunk: dict[int, list[int]] = {}
         for policer_id, spec in policers.items():
@@ -345,7 +349,7 @@ class PolicerApplier:
         burst)."""
         total = PolicerStats()
         for cpu in self._stats.get(policer_id):
-            for name, *_ in PolicerStats._fields_:
+            for name in SUMMED:
                 setattr(total, name, getattr(total, name) + getattr(cpu, name))
         return total
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import re
 
 import pytest
 from pydantic import ValidationError
@@ -15,6 +16,7 @@ from pydantic import ValidationError
 from netapp.core.config import Settings
 from netapp.dataplane.binding import MAPS, SIZABLE_MAPS, DataplaneError
 from netapp.dataplane.facade import Dataplane
+from netapp.dataplane.handle import possible_cpus
 from netapp.upf.abi import MAX_UPF_PDRS, MAX_UPF_URRS, Usage
 from tests.utils.kernel import require_kernel
 from tests.utils.maps import pinned_instance
@@ -82,11 +84,15 @@ def test_a_reopened_instance_keeps_its_pinned_sizes_and_reports_a_different_one(
 
 
 def test_an_upgrade_keeps_the_sizes_chosen_at_load():
+    """dpp_policer_stats too, a row of dpp_policers' slots per possible CPU (bpf/nf/qos/maps.h)."""
     with pinned_instance("sizes-up") as instance:
-        with Dataplane.open(instance=instance, map_sizes={"dpp_upf_usage": 4096}) as dp:
+        with Dataplane.open(instance=instance, map_sizes={"dpp_upf_usage": 4096, "dpp_policers": 1000}) as dp:
+            assert dp.map_size("dpp_policer_stats") == possible_cpus() * 1000
             before, after = dp.reload()
             assert before != after
             assert dp.map_size("dpp_upf_usage") == 4096
+            assert dp.map_size("dpp_policer_stats") == possible_cpus() * 1000
+            assert dp.table("dpp_policer_stats").row == 1000
 
 
 # --- settings ----------------------------------------------------------------------------------
@@ -106,7 +112,9 @@ def test_settings_take_the_sizes_of_capacity_maps(tmp_path):
     [
         ({"dpp_upf_sessions": 10}, "dataplane.map_sizes.dpp_upf_sessions: no map of that name"),
         ({"dpp_rules": 10}, "dataplane.map_sizes.dpp_rules: its size is the program's"),
-        ({"dpp_upf_ifaces": 10}, "the maps sized at load: dpp_neighs, dpp_policer_stats, dpp_policers, "
+        ({"dpp_policer_stats": 10}, "dataplane.map_sizes.dpp_policer_stats: its size is the program's (a row of "
+                                    "dpp_policers' slots per CPU, sized with it)"),
+        ({"dpp_upf_ifaces": 10}, "the maps sized at load: dpp_neighs, dpp_policers, "
                                  "dpp_routes, dpp_rule_policers, dpp_upf_dl4, "
                                  "dpp_upf_downlink, dpp_upf_sdf_pdrs, "
                                  "dpp_upf_teids, dpp_upf_ue4, dpp_upf_uplink, dpp_upf_usage"),
@@ -114,5 +122,5 @@ def test_settings_take_the_sizes_of_capacity_maps(tmp_path):
     ],
 )
 def test_settings_refuse_a_map_size_naming_the_field(tmp_path, sizes, why):
-    with pytest.raises(ValidationError, match=why.replace(".", r"\.")):
+    with pytest.raises(ValidationError, match=re.escape(why)):
         settings(tmp_path, **sizes)

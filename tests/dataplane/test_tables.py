@@ -25,7 +25,8 @@ from netapp.dataplane.binding import (
     load_libdpp,
 )
 from netapp.dataplane.fake import FakeDpp
-from netapp.dataplane.tables import PerCpuTable, Table, UpdateFlag
+from netapp.dataplane.tables import PerCpuTable, RowsTable, Table, UpdateFlag
+from netapp.qos.abi import PolicerStats
 from tests.utils.kernel import require_kernel
 
 LOOPBACK = 1  # a DEVMAP_HASH value must name an existing interface
@@ -106,6 +107,27 @@ def errno_of(call) -> DataplaneError:
     with pytest.raises(DataplaneError) as raised:
         call()
     return raised.value
+
+
+# --- a plain array with a row per CPU (dpp_policer_stats) ----------------------------------------
+
+
+def test_a_rows_table_keeps_each_cpus_value_in_its_row_and_refuses_a_key_past_a_row(adapter):
+    """CPU c's value of key k is the array's slot c x row + k (the program's index, bpf/nf/qos/police.h),
+    a row being the map's size over the CPUs; a key past the row would be the next CPU's."""
+    rows, raw = RowsTable(adapter, "dpp_policer_stats"), Table(adapter, "dpp_policer_stats")
+    assert rows.row * rows.cpus == raw.max_entries
+    key, cpus = rows.row - 1, range(rows.cpus)
+    try:
+        rows.update({key: [PolicerStats(passed_packets=cpu + 1) for cpu in cpus]})
+        assert [raw.get(cpu * rows.row + key).passed_packets for cpu in cpus] == [cpu + 1 for cpu in cpus]
+        assert [value.passed_packets for value in rows.get(key)] == [cpu + 1 for cpu in cpus]
+        rows.fill([key], PolicerStats(chunk=5))
+        assert [raw.get(cpu * rows.row + key).chunk for cpu in cpus] == [5] * rows.cpus
+        with pytest.raises(ValueError, match="past a CPU's row"):
+            rows.get(rows.row)
+    finally:
+        rows.fill([key])
 
 
 # --- an array: batched --------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """The policers in the kernel, alone: dataplane/build/xdp_police.bpf.o loaded with libbpf, a policer
 written into its dpp_policers, frames carrying their policer id and time run through xdp_police
-(BPF_PROG_TEST_RUN), the per-CPU counters summed; a rule slot's policers (dpp_rule_policers) run
-through xdp_police_rule, frames carrying the slot instead of a policer id."""
+(BPF_PROG_TEST_RUN), the CPUs' counters (a row each in dpp_policer_stats) summed; a rule slot's
+policers (dpp_rule_policers) run through xdp_police_rule, frames carrying the slot instead of a
+policer id."""
 
 from __future__ import annotations
 
@@ -12,8 +13,11 @@ from ctypes import c_uint32
 from typing import Iterable, Iterator, Optional
 
 from bench.libbpf import BpfObject, map_lookup, map_update, test_run
+from bench.qos.run import read_shares, write_share
 from netapp.dataplane.handle import possible_cpus
+from netapp.dataplane.abi import CONSTANTS
 from netapp.qos.abi import Algo, Clock, Policer, PolicerStats, RulePolice
+from netapp.qos.applier import SUMMED
 from netapp.qos.model import PolicerConfig, gcra_interval
 from tests.utils.kernel import build_artifact, require_kernel
 
@@ -21,6 +25,7 @@ XDP_DROP, XDP_PASS = 1, 2
 ETH_LEN = 14
 HEADER = struct.Struct("<4sIQ")  # struct police_test_hdr: policer (network order), reserved, now_ns
 MIN_FRAME = ETH_LEN + HEADER.size
+SLOTS = CONSTANTS["DPP_MAX_POLICERS"]  # a CPU's row of dpp_policer_stats: the object's dpp_policers
 
 
 def frame(policer: int, size: int, now_ns: int) -> bytes:
@@ -43,7 +48,7 @@ class PoliceProgram:
 
     def __init__(self) -> None:
         require_kernel()
-        self.obj = BpfObject(build_artifact("xdp_police.bpf.o"))
+        self.obj = BpfObject(build_artifact("xdp_police.bpf.o"), {"dpp_policer_stats": possible_cpus() * SLOTS})
         self.prog = self.obj.program_fd("xdp_police")
         self.policers = self.obj.map_fd("dpp_policers")
         self.stats = self.obj.map_fd("dpp_policer_stats")
@@ -55,21 +60,18 @@ class PoliceProgram:
 
     def configure(self, policer: int, config: Optional[PolicerConfig], parent: int = 0,
                   clock: Clock = Clock.PRECISE, chunk: int = 0) -> None:
-        """The policer and its per-CPU slots afresh (`chunk`: each CPU's credit's; `config.burst`
+        """The policer and its CPUs' slots afresh (`chunk`: each CPU's credit's; `config.burst`
         then the bucket's, as netapp/qos/applier.py writes them)."""
         value = policer_value(config, parent, clock) if config is not None else Policer()
         map_update(self.policers, c_uint32(policer), value)
-        map_update(self.stats, c_uint32(policer), (PolicerStats * possible_cpus())(*[PolicerStats(chunk=chunk)]
-                                                                                     * possible_cpus()))
+        write_share(self.stats, policer, SLOTS, PolicerStats(chunk=chunk))
 
     def rewrite(self, policer: int, config: PolicerConfig) -> None:
-        """The policer's slot alone, its per-CPU slots (counters, credits) kept."""
+        """The policer's slot alone, its CPUs' slots (counters, credits) kept."""
         map_update(self.policers, c_uint32(policer), policer_value(config))
 
     def per_cpu(self, policer: int) -> list[PolicerStats]:
-        per_cpu = (PolicerStats * possible_cpus())()
-        map_lookup(self.stats, c_uint32(policer), per_cpu)
-        return list(per_cpu)
+        return read_shares(self.stats, policer, SLOTS)
 
     def state(self, policer: int) -> Policer:
         value = Policer()
@@ -80,7 +82,7 @@ class PoliceProgram:
         """The counters of every CPU, added up."""
         total = PolicerStats()
         for cpu in self.per_cpu(policer):
-            for name, *_ in PolicerStats._fields_:
+            for name in SUMMED:
                 setattr(total, name, getattr(total, name) + getattr(cpu, name))
         return total
 

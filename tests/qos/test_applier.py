@@ -17,10 +17,10 @@ from netapp.qos.applier import PolicerApplier, PolicerSpec, coarse_tick_ns, poli
 from netapp.qos.views import policer_record
 from tests.utils.kernel import require_kernel
 
-SIZES = {"dpp_policers": 64, "dpp_policer_stats": 64}
+SIZES = {"dpp_policers": 64}
 
 
-POLICER_MAPS = tuple(SIZES)
+POLICER_MAPS = ("dpp_policers", "dpp_policer_stats")
 
 
 @pytest.fixture(scope="module")

@@ -88,7 +88,7 @@ def test_this_kernels_tick_is_the_coarse_clocks_step():
 
 def test_the_written_policer_and_its_record_say_the_clock():
     """Default bursts (the settings' 10 ms): a 4 ms tick's two and an MTU fit above 6 Mb/s."""
-    applier = PolicerApplier(Dataplane(FakeDpp(map_sizes={"dpp_policers": 16, "dpp_policer_stats": 16})).table)
+    applier = PolicerApplier(Dataplane(FakeDpp(map_sizes={"dpp_policers": 16})).table)
     applier.apply({1: PolicerSpec(rate=10**8, burst=125_000), 2: PolicerSpec(rate=10**6, burst=3000)})
     tick = coarse_tick_ns()
     expected = {policer_id: clock_for(Algo.TOKEN_BUCKET, rate, burst, 10, Gate.OPEN, tick).name.lower()
@@ -101,7 +101,7 @@ def test_the_written_policer_and_its_record_say_the_clock():
 def test_a_child_is_coarse_only_under_a_coarse_parent():
     """A chain decides on its first policer's reading: a child that could be coarse is written precise
     under a precise parent, whether the parent is written with it or was before."""
-    applier = PolicerApplier(Dataplane(FakeDpp(map_sizes={"dpp_policers": 16, "dpp_policer_stats": 16})).table)
+    applier = PolicerApplier(Dataplane(FakeDpp(map_sizes={"dpp_policers": 16})).table)
     coarse, precise = PolicerSpec(rate=10**8, burst=125_000), PolicerSpec(rate=10**8, burst=3000)
     tick = coarse_tick_ns()
     if not tick or policer_value(coarse).clock != Clock.COARSE:
@@ -127,7 +127,7 @@ def kernel_tables():
     require_kernel()
     if not coarse_tick_ns() or policer_value(COARSE).clock != Clock.COARSE:
         pytest.skip(f"a 10 ms burst is not coarse with this kernel's tick ({coarse_tick_ns()} ns)")
-    with Dataplane.open(map_sizes={"dpp_policers": 64, "dpp_policer_stats": 64, "dpp_rule_policers": 8}) as opened:
+    with Dataplane.open(map_sizes={"dpp_policers": 64, "dpp_rule_policers": 8}) as opened:
         yield opened.table
 
 

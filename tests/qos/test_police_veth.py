@@ -58,7 +58,7 @@ def test_a_policer_on_a_link_passes_no_more_than_its_rate_and_burst(algo, tmp_pa
 def test_the_link_writes_its_policer_as_the_service_writes_it(algo):
     require_kernel()
     case = Case(algo, RATE, burst_ms=20)
-    applier_maps = Dataplane(FakeDpp(map_sizes={"dpp_policers": 4, "dpp_policer_stats": 4}))
+    applier_maps = Dataplane(FakeDpp(map_sizes={"dpp_policers": 4}))
     PolicerApplier(applier_maps.table).apply({POLICER: case.spec})
     with Link(build_artifact("xdp_police.bpf.o")) as link:
         link.configure(case)

@@ -139,4 +139,4 @@ FAKE_POLICERS = 4096
 def few_policers_fake(max_rules: int = FAKE_SLOTS) -> RecordingDpp:
     """A RecordingDpp for fake_service whose policer maps hold FAKE_POLICERS slots (half for rules)."""
     return RecordingDpp(max_rules=max_rules,
-                        map_sizes={"dpp_policers": FAKE_POLICERS, "dpp_policer_stats": FAKE_POLICERS})
+                        map_sizes={"dpp_policers": FAKE_POLICERS})

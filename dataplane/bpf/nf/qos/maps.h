@@ -17,13 +17,22 @@ struct {
 	__type(value, struct dpp_policer);
 } dpp_policers SEC(".maps");
 
-/* policer id -> the packets and bytes it passed and dropped on this CPU */
+/* CPU x policer slots + policer id -> the packets and bytes it passed and dropped on that CPU, and
+ * that CPU's credit: a row of policer slots per CPU (libdpp sizes it to possible CPUs x the slots of
+ * dpp_policers), which only its CPU writes. A plain array is one cold line per policer where a
+ * per-CPU array takes two (its pointer table, then the value); mmapable so that its values start
+ * on a page, each in a line of its own (struct dpp_policer_stats). */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, DPP_MAX_POLICERS);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__type(key, __u32);
 	__type(value, struct dpp_policer_stats);
 } dpp_policer_stats SEC(".maps");
+
+/* Load-time knob (skeleton rodata): policer slots per CPU row of dpp_policer_stats, the size of
+ * dpp_policers. */
+const volatile __u32 cfg_policer_slots = DPP_MAX_POLICERS;
 
 /* rule slot -> the policers of the rule in that slot, read only when it has DPP_RULE_POLICED */
 struct {

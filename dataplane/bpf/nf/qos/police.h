@@ -66,8 +66,8 @@
  * instruction costs some 18 ns on this VM, most of a hot policer's cost: a CPU whose packet finds
  * the bucket holding the packet and what its credit lacks of a chunk C (C - credit) takes both in
  * the one lock or compare-and-swap, and its credit is then C; its next packets pass on the credit
- * alone, with plain stores to its own per-CPU line (no shared line written, no atomic), until the
- * credit is below a packet. A packet that does not find both in the bucket is decided on the
+ * alone, with plain stores to its own line of its row of dpp_policer_stats (no shared line written,
+ * no atomic), until the credit is below a packet. A packet that does not find both in the bucket is decided on the
  * bucket alone, as without a credit (its CPU's credit, under that packet, is kept). Bytes are never
  * created: what passes is what left the bucket, now or earlier, and a CPU holds at most C. So with
  * N CPUs any stretch of T ns passes at most what the bucket lets out in it, R T / 8e9 + B_bucket,
@@ -380,18 +380,27 @@ static __always_inline bool sliding_window_pass(struct dpp_policer *p, __u64 byt
 /* police_share(): the packet passed on its CPU's credit, counted (chunks are smaller). */
 #define POLICE_SPENT 0xffffffffU
 
-/* This CPU's share of policer *id (its counters' line), read as soon as the policer is found: a
- * packet its credit covers passes on it, counted, without the policer's shared state
- * (POLICE_SPENT; an open gate asked: a closed one drops whatever a CPU holds); any other gets what
- * its credit lacks of its chunk (0: no chunk), for police_decide to carve. Read first also so that
- * a cold policer's counters (the per-CPU array's pointer, then their line) come in while its own
- * line does: counted only after the decision, whose lock or compare-and-swap waits for the policer's line, they were asked for
- * then, misses one after the other (bench/README.md, "bench/qos"). The pointer is not kept: alive
- * across the decision it would take 16 bytes more of stack than dpp_upf_police has; police_count's
- * own lookup then finds the lines in cache. */
-static __always_inline __u32 police_share(const struct dpp_policer *p, const __u32 *id, __u64 bytes)
+/* Where this CPU's share of policer `id` is in dpp_policer_stats (its row, then the id). An id past
+ * the row would land on the next CPU's row: it gets an index past the map, not counted. */
+static __always_inline __u32 police_share_index(__u32 id)
 {
-	struct dpp_policer_stats *s = bpf_map_lookup_elem(&dpp_policer_stats, id);
+	if (id >= cfg_policer_slots)
+		return POLICE_DROPPED;
+	return bpf_get_smp_processor_id() * cfg_policer_slots + id;
+}
+
+/* This CPU's share of a policer (its counters' line, *at: police_share_index), read as soon as the
+ * policer is found: a packet its credit covers passes on it, counted, without the policer's shared
+ * state (POLICE_SPENT; an open gate asked: a closed one drops whatever a CPU holds); any other gets
+ * what its credit lacks of its chunk (0: no chunk), for police_decide to carve. Read first also so
+ * that a cold policer's counters' line comes in while its own line does: counted only after the
+ * decision, whose lock or compare-and-swap waits for the policer's line, it was asked for then,
+ * misses one after the other (bench/README.md, "bench/qos"). The pointer is not kept: alive across
+ * the decision it would take 16 bytes more of stack than dpp_upf_police has; police_count's own
+ * lookup then finds the line in cache. */
+static __always_inline __u32 police_share(const struct dpp_policer *p, const __u32 *at, __u64 bytes)
+{
+	struct dpp_policer_stats *s = bpf_map_lookup_elem(&dpp_policer_stats, at);
 
 	if (!s)
 		return 0;
@@ -405,9 +414,9 @@ static __always_inline __u32 police_share(const struct dpp_policer *p, const __u
 
 /* Counts the packet as decided; a carve fills this CPU's credit up to its chunk (the chunk the slot
  * holds now: one written afresh meanwhile, with its policer, is that policer's). */
-static __always_inline void police_count(const __u32 *id, __u64 bytes, int verdict)
+static __always_inline void police_count(const __u32 *at, __u64 bytes, int verdict)
 {
-	struct dpp_policer_stats *s = bpf_map_lookup_elem(&dpp_policer_stats, id);
+	struct dpp_policer_stats *s = bpf_map_lookup_elem(&dpp_policer_stats, at);
 
 	if (!s)
 		return;
@@ -450,9 +459,10 @@ static __always_inline __u64 police_clock(const struct dpp_policer *p, __u64 *no
 	return *now;
 }
 
-/* Policer *id's decision on a packet of `bytes`, counted: what follows it, its parent when it
- * passed (0: none), POLICE_DROPPED when it dropped. Id 0, an id past the map and an empty slot (ALGO_NONE)
- * police nothing: 0, uncounted (a parent emptied before its children are rewritten too). *now 0:
+/* Policer *id's decision on a packet of `bytes`, counted (*id then this CPU's index of its
+ * counters, police_share_index: the slot the id took, so that the frame keeps its size): what
+ * follows it, its parent when it passed (0: none), POLICE_DROPPED when it dropped. Id 0, an id past
+ * the map and an empty slot (ALGO_NONE) police nothing: 0, uncounted (a parent emptied before its children are rewritten too). *now 0:
  * the policer's clock, read once a policer is found (which keeps one value fewer alive across the
  * lookup; and the policer says which clock), kept for the parent (police_clock); a packet its
  * CPU's credit covers reads none (police_share), and its parent then reads its own. The decision and
@@ -467,6 +477,7 @@ static __always_inline __u32 police_step(__u32 *id, __u64 bytes, __u64 *now)
 
 	if (!p || p->algo == DPP_POLICE_ALGO_NONE)
 		return 0;
+	*id = police_share_index(*id);
 	carve = police_share(p, id, bytes);
 	if (carve == POLICE_SPENT)
 		return p->parent;

@@ -77,20 +77,29 @@ struct dpp_policer {
 	__u64 interval; /* GCRA: a byte's time at rate, 2^-26 ns, rounded up (control plane's) */
 };
 
-/* Value of dpp_policer_stats (per CPU), by policer id: what it let through and what it dropped on
- * this CPU, and this CPU's credit (TOKEN_BUCKET and GCRA): bytes it carved out of the policer's
- * bucket, a chunk at a time, and spends without touching the shared state (no lock, no
- * compare-and-swap: nf/qos/police.h, "The CPUs' credit"). The control plane writes the chunk with
- * the counters (0: no credit, every packet decided on the bucket) and the policer's burst less
- * what the CPUs' chunks may hold, so that the two together never pass more than the burst asked. */
+/* Value of dpp_policer_stats, by CPU row and policer id (nf/qos/maps.h): what the policer let
+ * through and what it dropped on this CPU, and this CPU's credit (TOKEN_BUCKET and GCRA): bytes it
+ * carved out of the policer's bucket, a chunk at a time, and spends without touching the shared
+ * state (no lock, no compare-and-swap: nf/qos/police.h, "The CPUs' credit"). The control plane
+ * writes the chunk with the counters (0: no credit, every packet decided on the bucket) and the
+ * policer's burst less what the CPUs' chunks may hold, so that the two together never pass more
+ * than the burst asked. One cache line: the map's values start on a page (BPF_F_MMAPABLE) and
+ * follow each other every DPP_POLICER_STATS_SIZE bytes, so that whatever a packet reads and writes
+ * here (the credit, then one pair of counters) is one line for every policer. */
 struct dpp_policer_stats {
+	__u32 credit; /* bytes this CPU may still pass on its own, at most chunk */
+	__u32 chunk;  /* bytes carved at a time, at most DPP_POLICE_CHUNK_MAX; 0: none */
 	__u64 passed_packets;
 	__u64 passed_bytes;
 	__u64 dropped_packets;
 	__u64 dropped_bytes;
-	__u32 credit; /* bytes this CPU may still pass on its own, at most chunk */
-	__u32 chunk;  /* bytes carved at a time, at most DPP_POLICE_CHUNK_MAX; 0: none */
+	__u64 reserved[3]; /* to the line's end: zero */
 };
+
+/* sizeof(struct dpp_policer_stats): a cache line. */
+#define DPP_POLICER_STATS_SIZE 64
+_Static_assert(sizeof(struct dpp_policer_stats) == DPP_POLICER_STATS_SIZE,
+	       "a CPU's share of a policer: one line");
 
 /* The largest chunk a CPU holds (struct dpp_policer_stats.chunk). */
 #define DPP_POLICE_CHUNK_MAX 1048576
