@@ -8,6 +8,7 @@ import json
 
 from bench.harness import DATAPLANE
 from bench.qos import layouts
+from netapp.qos.abi import POLICER_STATS_SIZE
 from tests.utils.kernel import require_kernel
 
 
@@ -21,7 +22,7 @@ def test_a_small_run_of_two_trees_takes_every_case_and_compares_them(tmp_path):
     assert [row["case"] for row in result["results"]] == list(layouts.DEFAULT_CASES)
     assert all(set(row["above_without_blocks_ns"]) == {"a", "b"} and set(row["minus_b_blocks_ns"]) == {"a"}
                for row in result["results"])
-    assert result["percpu_lines"]["a"]["stats_bytes"] == 40
+    assert result["percpu_lines"]["a"]["stats_bytes"] == POLICER_STATS_SIZE
 
 
 def test_the_line_probe_counts_every_value_once_and_those_past_a_lines_end_as_crossing():
