@@ -137,7 +137,11 @@ class Transactions:
     def _run_part(store: Store, change: MapChange, part: Part[Any]) -> None:
         mark = change.mark()
         try:
-            with store.savepoint() if part.savepoint else contextlib.nullcontext():
+            if part.savepoint:
+                with store.savepoint():
+                    part.result = part.work(change)
+                    change.check(part, mark)
+            else:  # no context entered (a nullcontext was three calls a part: the UPF's, a part a request)
                 part.result = part.work(change)
                 change.check(part, mark)
         except (ServiceError, IntentError) as exc:

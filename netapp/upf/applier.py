@@ -22,6 +22,7 @@ from __future__ import annotations
 import collections
 import functools
 import logging
+import operator
 from typing import Callable, Iterable, Mapping, Optional, Protocol
 
 from netapp.dataplane.binding import DataplaneError
@@ -253,7 +254,9 @@ class BpfApplier:
     def _write_policers(self, change: SiteChange, before: dict[int, PolicerSpec], after: dict[int, PolicerSpec]) -> None:
         """The policers new or changed (a QER's MBR or gate: Update QER), written afresh: their
         state and counters start from zero; the undo writes back those they replaced."""
-        changed = {policer_id: spec for policer_id, spec in after.items() if before.get(policer_id) != spec}
+        # none before (sessions established): all of them, without comparing a spec each
+        changed = {policer_id: spec for policer_id, spec in after.items() if before.get(policer_id) != spec} if before \
+            else after
         if not changed:
             return
         old = {policer_id: before[policer_id] for policer_id in changed if policer_id in before}
@@ -474,12 +477,19 @@ def compile_stored(session: Session, site: Site) -> Entries:
 _TABLES = ("uplink", "downlink", "sdf_pdrs", "rules", "policers")  # the tables of netapp.upf.compiler.Entries
 
 
-def _joined(parts: Iterable[Entries]) -> Entries:
-    """The entries of several sessions in one (their keys apart)."""
+def _joined(parts: list[Entries]) -> Optional[Entries]:
+    """The entries of several sessions in one; None when two hold one key of a table (a joined
+    table is then shorter than theirs together). Each table is joined and counted apart, its dicts
+    gathered once; empty ones (the `before` of sessions established) are passed over."""
     joined = Entries()
-    for entries in parts:
-        for table in _TABLES:
-            getattr(joined, table).update(getattr(entries, table))
+    for table in _TABLES:
+        tables = list(map(operator.attrgetter(table), parts))
+        into = getattr(joined, table)
+        for each in tables:
+            if each:
+                into.update(each)
+        if len(into) != sum(map(len, tables)):
+            return None
     return joined
 
 
@@ -487,21 +497,20 @@ def _joined_apart(compiled: list[tuple[Entries, Entries]],
                   slots: list[tuple[dict, dict]]) -> Optional[tuple[Entries, Entries]]:
     """The pairs' entries joined, before and after; None when two pairs touch one entry (by table
     and key) or URR slot. A key two pairs hold on one side shows as a joined table shorter than
-    theirs together; a key held before by one pair and after by another is looked for only among
-    the keys both joined sides hold (those a modification keeps; none when sessions are only
-    established). No set or tuple is made per entry of the group."""
+    theirs together (`_joined`); a key held before by one pair and after by another is looked for
+    only among the keys both joined sides hold (those a modification keeps; none when sessions are
+    only established). No set or tuple is made per entry of the group."""
     usage: set[int] = set()
     for given, freed in slots:
         own = {*given.values(), *freed.values()}
         if not usage.isdisjoint(own):
             return None
         usage |= own
-    before, after = _joined(was for was, _ in compiled), _joined(now for _, now in compiled)
+    before, after = _joined([was for was, _ in compiled]), _joined([now for _, now in compiled])
+    if before is None or after is None:
+        return None
     for table in _TABLES:
         was, now = getattr(before, table), getattr(after, table)
-        if len(was) != sum(len(getattr(each, table)) for each, _ in compiled) or len(now) != sum(
-                len(getattr(each, table)) for _, each in compiled):
-            return None
         both = was.keys() & now.keys()
         if both and any(both & getattr(old, table).keys() != both & getattr(new, table).keys()
                         for old, new in compiled):
@@ -525,6 +534,8 @@ def _slot_changes(old: Optional[Session], new: Optional[Session]) -> tuple[dict,
     """The usage slots `new` gives and those it frees, each by (SEID, slot)."""
     before = {(old.seid, slot): slot for slot in old.usage_slots()} if old else {}
     after = {(new.seid, slot): slot for slot in new.usage_slots()} if new else {}
+    if not before or not after:  # a session established or deleted: nothing kept to leave out
+        return after, before
     return {key: slot for key, slot in after.items() if key not in before}, {
         key: slot for key, slot in before.items() if key not in after}
 

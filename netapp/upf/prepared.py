@@ -24,7 +24,7 @@ from netapp.upf.models import Session
 from netapp.upf.stencil import Shape, Stencil, constant, punch, shape_of
 
 # What the UPF's tables and appliers read of a new session, besides its SEID and Node ID: a
-# session's own methods and attributes, filled in for a prepared one (`PreparedSession.fact`).
+# session's own methods and attributes, filled in for a prepared one (`PreparedSession`).
 FACTS = ("teids", "usage_slots", "urr_usage_slots", "ue_ipv4", "downlink_ues", "tunnels", "punting", "policer_ids")
 ATTRIBUTES = ("urr_slots", "sdf_slots", "urr_sets", "qer_policers")
 _ZEROS = bytes(12)
@@ -172,8 +172,13 @@ class SessionStencil:
                  facts: dict[str, Shape], entries: Optional[EntriesStencil], site: Optional[Site], policers: int = 0):
         self.seid, self.teids, self.urr_ids, self.node_id = seid, teids, urr_ids, node_id
         self.policers = policers
-        self._facts, self._entries, self._site = facts, entries, site
+        self._entries, self._site = entries, site
         self._json = json.filler(dict.fromkeys(json.holes, str))  # the row's JSON of the values, each as its text
+        # every fact of the values at once, in FACTS then ATTRIBUTES order: one call a session, not
+        # one a fact asked (the tables and the applier ask most of them of every new session)
+        constants: list[Any] = []
+        shapes = ", ".join(facts[name].expression(constants) for name in (*FACTS, *ATTRIBUTES))
+        self._facts = eval(f"lambda v: ({shapes},)", {"k": constants})  # noqa: S307 - our own text
 
     @classmethod
     def cut(cls, sessions: Sequence[Session], values: Sequence[Sequence[Any]], seid: int, teids: int,
@@ -200,18 +205,19 @@ class SessionStencil:
         values = [*request, seid, *teids, *slots]
         body = self._json(values)
         entries = self._entries.fill(values) if self._entries is not None else None
-        return PreparedSession(seid, self.node_id, body, self._facts, values, entries, self._site)
+        return PreparedSession(seid, self.node_id, body, self._facts(values), values, entries, self._site)
 
 
 class PreparedSession:
     """A session made from a stencil: a Session to those that read it (netapp.upf.sessions, pools,
-    slots, the appliers), its facts filled in when first asked, the rest from its JSON."""
+    slots, the appliers), its facts (`facts`: FACTS then ATTRIBUTES, filled in), the rest from its JSON."""
 
-    def __init__(self, seid: int, node_id: str, body: str, facts: dict[str, Shape], values: Sequence[Any],
+    def __init__(self, seid: int, node_id: str, body: str, facts: Sequence[Any], values: Sequence[Any],
                  entries: Optional[Entries], site: Optional[Site]):
         self.seid, self.node_id = seid, node_id
-        self._body, self._shapes, self.values = body, facts, values
-        self._filled: dict[str, Any] = {}
+        self._body, self.values = body, values
+        (self._teids, self._usage_slots, self._urr_usage_slots, self._ue_ipv4, self._downlink_ues, self._tunnels,
+         self._punting, self._policer_ids, self.urr_slots, self.sdf_slots, self.urr_sets, self.qer_policers) = facts
         self._entries, self._site = entries, site
         self._model: Optional[Session] = None
 
@@ -225,51 +231,29 @@ class PreparedSession:
         """Its map entries, made for `site` (None: for another, or none made: compile it)."""
         return self._entries if site is self._site else None
 
-    def fact(self, name: str) -> Any:
-        value = self._filled.get(name)
-        if value is None:
-            value = self._filled[name] = self._shapes[name].fill(self.values)
-        return value
-
     def teids(self) -> set[int]:
-        return self.fact("teids")
+        return self._teids
 
     def usage_slots(self) -> list[int]:
-        return self.fact("usage_slots")
+        return self._usage_slots
 
     def urr_usage_slots(self) -> dict[int, list[int]]:
-        return self.fact("urr_usage_slots")
+        return self._urr_usage_slots
 
     def ue_ipv4(self) -> set[str]:
-        return self.fact("ue_ipv4")
+        return self._ue_ipv4
 
     def downlink_ues(self) -> list[tuple[int, Optional[str], str, bool]]:
-        return self.fact("downlink_ues")
+        return self._downlink_ues
 
     def tunnels(self) -> list[tuple[int, str, Any]]:
-        return self.fact("tunnels")
+        return self._tunnels
 
     def punting(self) -> dict[int, Any]:
-        return self.fact("punting")
+        return self._punting
 
     def policer_ids(self) -> list[int]:
-        return self.fact("policer_ids")
-
-    @property
-    def urr_slots(self) -> dict[int, int]:
-        return self.fact("urr_slots")
-
-    @property
-    def sdf_slots(self) -> dict[int, int]:
-        return self.fact("sdf_slots")
-
-    @property
-    def urr_sets(self) -> tuple:
-        return self.fact("urr_sets")
-
-    @property
-    def qer_policers(self) -> dict[int, tuple[int, int]]:
-        return self.fact("qer_policers")
+        return self._policer_ids
 
     def model(self) -> Session:
         """The session as models, read from its JSON once."""

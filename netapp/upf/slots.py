@@ -175,14 +175,14 @@ class Teids:
 
     def choose_new(self, seid: int, count: int) -> list[int]:
         """`count` TEIDs for the new session `seid`, as `choose` gives them to its CHOOSE IDs (or
-        PDRs without one) in turn: the fast path of establishments (netapp.upf.pfcp.templates)."""
+        PDRs without one) in turn: the fast path of establishments (netapp.upf.pfcp.templates). A new
+        session holds no TEID, so every one held is another's: no `Taken` is asked (two calls a TEID)."""
         self.pending = cursor = self.cursor
-        taken = Taken(self.held, seid)
-        chosen = []
+        chosen: list[int] = []
+        held = self.held
         for _ in range(count):
-            cursor = self._free(cursor, taken)
-            taken.add(cursor)
-            chosen.append(cursor)
+            space = self._array if len(held) + len(chosen) < self._array - 1 else TEID_SPACE  # as `_free`
+            _, cursor = free_numbers(cursor, held, space, 1, "TEID", chosen)
         self.pending = cursor
         return chosen
 
@@ -242,12 +242,14 @@ def choose_slots(
     return slots, cursor
 
 
-def free_numbers(cursor: int, held: dict[int, int], space: int, count: int, what: str) -> tuple[list[int], int]:
+def free_numbers(cursor: int, held: dict[int, int], space: int, count: int, what: str,
+                 chosen: Optional[list[int]] = None) -> tuple[list[int], int]:
     """`count` numbers for a new session (it holds none), as `choose_slots` gives them: each the
     first after `cursor` in 1 .. space-1 that no session holds (`held`) and that is not given
-    already; and the cursor after them. Without `Taken` and `choose_slots`' dicts: the fast path of
-    establishments takes a URR slot and two policers a session this way."""
-    chosen: list[int] = []
+    already (`chosen`: those given before, the new ones appended to it); and the cursor after them.
+    Without `Taken` and `choose_slots`' dicts: the fast path of establishments takes a URR slot and
+    two policers a session this way, and its TEIDs."""
+    chosen = [] if chosen is None else chosen
     for _ in range(count):
         for _ in range(len(held) + len(chosen) + 2):
             cursor = cursor % (space - 1) + 1

@@ -90,6 +90,20 @@ def test_pairs_that_meet_are_not_grouped_and_nothing_is_written(overlap):
     assert not fake.writes
 
 
+@pytest.mark.parametrize("shared", ["a TEID", "a UE address"])
+def test_sessions_established_together_with_one_entry_are_not_grouped(shared):
+    """Two new sessions holding one key of a table (none held before): their joined table is
+    shorter than theirs together."""
+    fake = CountingDpp()
+    applier = _applier(fake)
+    fake.writes.clear()  # the interfaces, written at start
+    one = _with_slot(session(seid=1), 1)
+    two = _with_slot({"a TEID": _other(2, TEID, "10.45.0.9", "2001:db8:2::9"),
+                      "a UE address": _other(2, TEID + 1, one.pdrs[2].pdi.ue_ip.ipv4, "2001:db8:2::9")}[shared], 2)
+    assert applier.apply_group([(None, one), (None, two)]) is False
+    assert not fake.writes
+
+
 @pytest.mark.parametrize("meeting", [False, True])
 def test_the_transaction_groups_its_pairs_unless_they_meet_and_undoes_them(meeting):
     held, pairs = _group()
