@@ -16,7 +16,6 @@ import socket
 from typing import Any, Mapping, Optional, Protocol, Sequence, Union
 
 from netapp.dataplane.binding import (
-    MAPS,
     MAX_CPUS,
     MAX_RULES,
     Config,
@@ -36,7 +35,7 @@ from netapp.dataplane.counters import Counters, PacketOutcome
 from netapp.dataplane.rules import ApplyReport, RuleWriter
 from netapp.dataplane.site import SiteConfig, as_verdict
 from netapp.dataplane.slots import InstalledRule, SlotAllocator, contiguous_runs
-from netapp.dataplane.tables import MapOfMaps, PerCpuTable, RowsTable, Table, TableAdapter
+from netapp.dataplane.tables import Table, TableAdapter, open_table
 from netapp.intents.compiler import CompiledDocument, compile_document
 from netapp.intents.models import IntentDocument
 from netapp.mec.tunnel_entries import TunnelEntries
@@ -186,13 +185,8 @@ class Dataplane(RuleWriter, SiteConfig, Counters):
 
     def table(self, name: str) -> Table:
         """A plain map of this instance by name (a network function's own table, netapp.dataplane.tables);
-        a per-CPU one as a PerCpuTable."""
-        spec = MAPS.get(name)
-        if spec is not None and spec.inner is not None:
-            return MapOfMaps(self._dpp, name)
-        if spec is not None and spec.rows:
-            return RowsTable(self._dpp, name)
-        return (PerCpuTable if spec is not None and spec.per_cpu else Table)(self._dpp, name)
+        each as the table its spec says (netapp.dataplane.tables.open_table)."""
+        return open_table(self._dpp, name)
 
     def upf_punts(self) -> Any:
         """A reader of the UPF's punted frames (netapp.upf.punts.PuntReader); None when the adapter

@@ -274,6 +274,19 @@ class RowsTable(Table):
         return [cpu * self.row + key for cpu in range(self.cpus) for key in keys]
 
 
+def open_table(adapter: TableAdapter, name: str, spec: Optional[MapSpec] = None) -> Table:
+    """Map `name` as the table its spec says it is: a map of maps, a row per CPU, per-CPU or plain
+    (the spec: `spec`, else the instance's, MAPS)."""
+    spec = spec if spec is not None else MAPS.get(name)
+    if spec is not None and spec.inner is not None:
+        return MapOfMaps(adapter, name, spec)
+    if spec is not None and spec.rows:
+        return RowsTable(adapter, name, spec)
+    if spec is not None and spec.per_cpu:
+        return PerCpuTable(adapter, name, spec)
+    return Table(adapter, name, spec)
+
+
 def summed(kind: Any, values: Iterable[Any]) -> Any:
     """A `kind` (a structure of integer counters) each of whose fields is the sum of `values`' (a
     per-CPU value's CPUs, or several slots)."""

@@ -25,7 +25,7 @@ from netapp.dataplane.binding import (
     load_libdpp,
 )
 from netapp.dataplane.fake import FakeDpp
-from netapp.dataplane.tables import PerCpuTable, RowsTable, Table, UpdateFlag
+from netapp.dataplane.tables import MapOfMaps, PerCpuTable, RowsTable, Table, UpdateFlag, open_table
 from netapp.qos.abi import PolicerStats
 from tests.utils.kernel import require_kernel
 
@@ -128,6 +128,14 @@ def test_a_rows_table_keeps_each_cpus_value_in_its_row_and_refuses_a_key_past_a_
             rows.get(rows.row)
     finally:
         rows.fill([key])
+
+
+def test_open_table_opens_each_map_as_its_spec_says(adapter):
+    """The one choice of a table's kind, by its spec, that the facade and the tests' own views make:
+    a map of a row per CPU opened as a plain array would read one CPU's slot as the policer's."""
+    kinds = {"dpp_policer_stats": RowsTable, "dpp_verdicts": PerCpuTable, "dpp_atsss_tx": MapOfMaps,
+             "dpp_alt_groups": Table}
+    assert {name: type(open_table(adapter, name)) for name in kinds} == kinds
 
 
 # --- an array: batched --------------------------------------------------------------------------

@@ -39,8 +39,7 @@ import pytest
 
 from netapp.core.netns import NETNS_DIR, entered
 from netapp.dataplane.abi import Reason, Verdict
-from netapp.dataplane.abi import MAPS
-from netapp.dataplane.tables import PerCpuTable, Table
+from netapp.dataplane.tables import Table, open_table
 from netapp.qos.applier import PolicerApplier
 from netapp.testbed import netns
 from netapp.testbed.upf import UpfSite
@@ -360,7 +359,7 @@ class Maps:
 
     def table(self, name: str) -> Table:
         """A map of the instance, per-CPU ones as such (as Dataplane.table gives them)."""
-        return (PerCpuTable if MAPS[name].per_cpu else Table)(self.handle, name)
+        return open_table(self.handle, name)
 
     def policed(self, policer: int) -> tuple[int, int]:
         """(packets, bytes) a policer dropped, every CPU's (0, 0 for no policer)."""

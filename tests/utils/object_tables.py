@@ -13,7 +13,7 @@ from typing import Any
 from bench.libbpf import BpfObject, inner_map_set, map_delete, map_fd_by_id, map_keys, map_lookup, map_update
 from netapp.dataplane.abi import CONSTANTS, MAPS
 from netapp.dataplane.errors import DataplaneError
-from netapp.dataplane.tables import MapOfMaps, PerCpuTable, Table
+from netapp.dataplane.tables import Table, open_table
 
 
 def _item(array: Any, index: int) -> Any:
@@ -111,7 +111,4 @@ class ObjectTables:
         return {"id": 0, "max_entries": CONSTANTS[size] if isinstance(size, str) else size}
 
     def table(self, name: str) -> Table:
-        spec = self.specs[name]
-        if spec.inner is not None:
-            return MapOfMaps(self, name, spec)  # type: ignore[arg-type]
-        return (PerCpuTable if spec.per_cpu else Table)(self, name, spec)  # type: ignore[arg-type]
+        return open_table(self, name, self.specs[name])  # type: ignore[arg-type]
