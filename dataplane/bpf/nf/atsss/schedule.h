@@ -173,10 +173,32 @@ static __always_inline __u64 take_mp_seq(struct dpp_atsss_session *s)
 	return __sync_fetch_and_add(&s->mp_seq, 1);
 }
 
-/* The position of the path for the next packet (ATSSS_EVERY_PATH: each of *up) and its MP_SEQ
- * number (*mp_seq), or -1 when no path of the session is up (no number is then taken); every mode
- * but ROUND_ROBIN (schedule_round_robin). */
-static __always_inline int atsss_schedule(struct dpp_atsss_session *s, __u64 *mp_seq, __u32 *up)
+/* This CPU's counters of the path in `slot`, the words a packet's count moves (atsss_count) read,
+ * or NULL. The schedulers that know their path before the MP_SEQ number is taken read them then, so
+ * that among many sessions their lines are fetched while the path's is: the atomic add waits for
+ * the loads before it, and a load after it starts only once it is done, so counters first read at
+ * the count (after both adds and the encapsulation) were two cold lines one after the other (the slot's pointer, then the
+ * value) at the end of the packet's way (bench/README.md, "Round-robin's downlink by stage").
+ * Volatile: read for their lines, the count writes them. */
+static __always_inline struct dpp_atsss_path_stats *atsss_warm_counters(__u32 slot)
+{
+	struct dpp_atsss_path_stats *st = bpf_map_lookup_elem(&dpp_atsss_path_stats, &slot);
+
+	if (st) {
+		(void)*(volatile __u64 *)&st->packets;
+		(void)*(volatile __u64 *)&st->bytes;
+	}
+	return st;
+}
+
+/* The position of the path for the next packet (ATSSS_EVERY_PATH: each of *up), its MP_SEQ number
+ * (*mp_seq) and this CPU's counters of its path (*counters, or NULL: looked up at the count), or -1
+ * when no path of the session is up (no number is then taken); every mode but ROUND_ROBIN
+ * (schedule_round_robin). The path is picked before the number is taken, so its counters are read
+ * then (atsss_warm_counters), with the paths' lines; WEIGHTED picks under its lock and its count
+ * looks them up; REDUNDANT counts on each copy's own way. */
+static __always_inline int atsss_schedule(struct dpp_atsss_session *s, __u64 *mp_seq, __u32 *up,
+					  struct dpp_atsss_path_stats **counters)
 {
 	__u8 mode = s->mode;
 	struct atsss_paths_view v;
@@ -190,41 +212,28 @@ static __always_inline int atsss_schedule(struct dpp_atsss_session *s, __u64 *mp
 		v = atsss_view_paths(s, false);
 
 	*up = v.up;
+	*counters = NULL;
 	if (!v.up)
 		return -1;
 	if (mode == DPP_ATSSS_WEIGHTED)
 		return pick_weighted_locked(s, v.up, mp_seq);
+	if (mode == DPP_ATSSS_REDUNDANT) {
+		*mp_seq = take_mp_seq(s);
+		return ATSSS_EVERY_PATH;
+	}
 	if (mode == DPP_ATSSS_ACTIVE_STANDBY)
 		pos = pick_active_standby(v.up);
 	else if (mode == DPP_ATSSS_SMALLEST_DELAY)
 		pos = v.fastest;
 	else if (mode == DPP_ATSSS_PRIORITY)
 		pos = pick_priority(s, v.free ? v.free : v.up);
-	else if (mode == DPP_ATSSS_REDUNDANT)
-		pos = ATSSS_EVERY_PATH;
 	else /* ROUND_ROBIN is schedule_round_robin's; no other mode is written */
 		return -1;
-	if (pos >= 0)
-		*mp_seq = take_mp_seq(s);
+	if (pos < 0)
+		return -1;
+	*counters = atsss_warm_counters(s->path[pos & (DPP_ATSSS_MAX_PATHS - 1)]);
+	*mp_seq = take_mp_seq(s);
 	return pos;
-}
-
-/* This CPU's counters of the path in `slot`, the words a packet's count moves (atsss_count) read,
- * or NULL. Round-robin reads them before the MP_SEQ number is taken, so that among many sessions
- * their lines are fetched while the path's is: the atomic add waits for the loads before it, and a
- * load after it starts only once it is done, so counters first read at the count (after both adds
- * and the encapsulation) were two cold lines one after the other (the slot's pointer, then the
- * value) at the end of the packet's way (bench/README.md, "Round-robin's downlink by stage").
- * Volatile: read for their lines, the count writes them. */
-static __always_inline struct dpp_atsss_path_stats *atsss_warm_counters(__u32 slot)
-{
-	struct dpp_atsss_path_stats *st = bpf_map_lookup_elem(&dpp_atsss_path_stats, &slot);
-
-	if (st) {
-		(void)*(volatile __u64 *)&st->packets;
-		(void)*(volatile __u64 *)&st->bytes;
-	}
-	return st;
 }
 
 /* Round-robin: the path at the position the packet's MP_SEQ number falls on among the session's
