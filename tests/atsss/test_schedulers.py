@@ -52,6 +52,13 @@ def set_up(atsss, model: SessionModel, position: int, up: bool) -> None:
     model.up[position] = up
 
 
+def counted_as_numbered(atsss, n: int) -> bool:
+    """Each path's counters (read before the number is taken, for the path picked or guessed then)
+    equal the DCCP numbers it sent: a packet counted on a path it did not leave by breaks it."""
+    slots = range(1, n + 1)
+    return [atsss.sent(slot)[0] for slot in slots] == [atsss.path(slot).dccp_seq for slot in slots]
+
+
 @pytest.mark.parametrize("n", [1, 2, 3, 4])
 def test_round_robin_takes_the_paths_that_are_up_in_turn(atsss, session, n):
     model = session(Mode.ROUND_ROBIN, n)
@@ -64,9 +71,8 @@ def test_round_robin_takes_the_paths_that_are_up_in_turn(atsss, session, n):
             for position in {n - 1, min(1, n - 1)}:
                 set_up(atsss, model, position, True)
         send(atsss, model)
-    # each path's counters (read before the number is taken, for the path read then) count what it
-    # numbered: the packets a path down handed to another are the other's
-    assert [atsss.sent(slot)[0] for slot in range(1, n + 1)] == [atsss.path(slot).dccp_seq for slot in range(1, n + 1)]
+    # the packets a path down handed to another are the other's
+    assert counted_as_numbered(atsss, n)
 
 
 @pytest.mark.parametrize("weights", [[3, 1], [1, 1], [5, 2, 1], [7, 0, 3], [1, 2, 3, 4]])
@@ -74,6 +80,7 @@ def test_weighted_round_robin_follows_the_model_packet_by_packet(atsss, session,
     model = session(Mode.WEIGHTED, len(weights), weights)
     for _ in range(3 * sum(weights) + 5):
         send(atsss, model)
+    assert counted_as_numbered(atsss, len(weights))
 
 
 def test_weighted_round_robin_splits_many_packets_as_the_weights_say(atsss, session):
@@ -97,6 +104,7 @@ def test_weighted_round_robin_shares_among_the_paths_left_when_one_goes_down(ats
     for _ in range(20):
         send(atsss, model)
     assert atsss.sent(1)[0] == 4 and atsss.sent(2)[0] == atsss.sent(3)[0] == 12
+    assert counted_as_numbered(atsss, 3)
 
 
 def test_active_standby_fails_over_when_the_active_path_is_down_and_back(atsss, session):
@@ -111,6 +119,7 @@ def test_active_standby_fails_over_when_the_active_path_is_down_and_back(atsss, 
         send(atsss, model)
     assert model.dccp_seq == [20, 5, 5]  # active 10 + 10, standby 5, second standby 5
     assert [atsss.sent(slot)[0] for slot in (1, 2, 3)] == [20, 5, 5]
+    assert counted_as_numbered(atsss, 3)
 
 
 def test_smallest_delay_follows_the_rtts_fed_and_the_paths_up(atsss, session):
@@ -126,6 +135,7 @@ def test_smallest_delay_follows_the_rtts_fed_and_the_paths_up(atsss, session):
         send(atsss, model)
     # 0 alone known; 1 faster; 1 and 2 equal (the first); 2 faster; 2 unknown again; 0 down
     assert [atsss.sent(slot)[0] for slot in (1, 2, 3)] == [6, 9, 3]
+    assert counted_as_numbered(atsss, 3)
 
 
 def set_congested(atsss, model: SessionModel, position: int, congested: bool) -> None:
@@ -146,6 +156,7 @@ def test_priority_takes_the_highest_priority_path_until_it_is_congested_or_down(
     # by fours: 1 (the first of the highest); 3; 2; 0 (the only one free); 1 (the highest of the
     # congested); 3 (free again); 1 (3 down: the highest of the congested); 1 (free)
     assert [atsss.sent(slot)[0] for slot in (1, 2, 3, 4)] == [4, 4 * 4, 4, 2 * 4]
+    assert counted_as_numbered(atsss, 4)
 
 
 def test_redundant_takes_one_number_per_packet_and_broadcasts_it_to_its_group(atsss, session):

@@ -198,14 +198,14 @@ static __always_inline enum atsss_verdict atsss_send_on(struct xdp_md *ctx, stru
 }
 
 /* As atsss_send_on, the path by its slot. */
-static __always_inline enum atsss_verdict atsss_send(struct xdp_md *ctx, __u32 slot, __u64 mp_seq, __u32 l3,
-						     __u32 ue_len, __u8 session_flags)
+static __always_inline enum atsss_verdict atsss_send(struct xdp_md *ctx, __u32 slot, struct dpp_atsss_path_stats *counters,
+						     __u64 mp_seq, __u32 l3, __u32 ue_len, __u8 session_flags)
 {
 	struct dpp_atsss_path *p = bpf_map_lookup_elem(&dpp_atsss_paths, &slot);
 
 	if (!p)
 		return ATSSS_ERROR;
-	return atsss_send_on(ctx, p, slot, NULL, mp_seq, l3, ue_len, session_flags);
+	return atsss_send_on(ctx, p, slot, counters, mp_seq, l3, ue_len, session_flags);
 }
 
 /* The downlink for the UE packet at l3 (family 4 or 6, ue_len bytes) to the UE address `ue`. */
@@ -228,12 +228,12 @@ static __always_inline enum atsss_verdict atsss_downlink(struct xdp_md *ctx, __u
 		p = schedule_round_robin(s, &mp_seq, &slot, &counters);
 		return p ? atsss_send_on(ctx, p, slot, counters, mp_seq, l3, ue_len, s->flags) : ATSSS_NO_PATH;
 	}
-	pos = atsss_schedule(s, &mp_seq, &up);
+	pos = atsss_schedule(s, &mp_seq, &up, &counters);
 	if (pos < 0)
 		return ATSSS_NO_PATH;
 	if (pos == ATSSS_EVERY_PATH)
 		return atsss_mark_copies(ctx, s, up, mp_seq, l3, ue_len) ? ATSSS_ERROR : ATSSS_COPIES;
-	return atsss_send(ctx, s->path[pos & (DPP_ATSSS_MAX_PATHS - 1)], mp_seq, l3, ue_len, s->flags);
+	return atsss_send(ctx, s->path[pos & (DPP_ATSSS_MAX_PATHS - 1)], counters, mp_seq, l3, ue_len, s->flags);
 }
 
 /* A REDUNDANT frame's copy on its way out by the entry of dpp_atsss_tx for `position` (a constant):
@@ -247,8 +247,9 @@ static __always_inline int atsss_copy_out(struct xdp_md *ctx, const __u32 positi
 	copy = *m; /* the metadata moves with the head */
 	if (!copy.path[position])
 		return XDP_DROP;
-	return atsss_send(ctx, copy.path[position], copy.mp_seq, copy.l3, copy.ue_len, copy.flags) == ATSSS_SENT ? XDP_PASS
-												       : XDP_DROP;
+	return atsss_send(ctx, copy.path[position], NULL, copy.mp_seq, copy.l3, copy.ue_len, copy.flags) == ATSSS_SENT
+		       ? XDP_PASS
+		       : XDP_DROP;
 }
 
 #endif /* DPP_NF_ATSSS_DOWNLINK_H */

@@ -100,22 +100,27 @@ static __always_inline struct dpp_atsss_path *atsss_path_up(const struct dpp_ats
 /* Smooth weighted round-robin (nginx's): every position that is up gains its weight, the largest
  * current weight is picked and loses the total. Over any sum(weights) picks each position is picked
  * exactly its weight's times, spread out rather than in bursts; a position that goes down keeps its
- * current weight until it is up again. */
-static __always_inline int pick_weighted(struct dpp_atsss_session *s, __u32 up)
+ * current weight until it is up again. With `take` false (a constant) nothing is written: the
+ * position the pick would be, read outside the lock (schedule_weighted's guess). */
+static __always_inline int pick_weighted(struct dpp_atsss_session *s, __u32 up, const bool take)
 {
-	__s32 total = 0;
+	__s32 total = 0, gained, best_current = 0;
 	int i, best = -1;
 
 #pragma unroll
 	for (i = 0; i < DPP_ATSSS_MAX_PATHS; i++) {
 		if (!(up & (1u << i)) || !s->weight[i])
 			continue;
-		s->current[i] += s->weight[i];
+		gained = s->current[i] + s->weight[i];
+		if (take)
+			s->current[i] = gained;
 		total += s->weight[i];
-		if (best < 0 || s->current[i] > s->current[best & (DPP_ATSSS_MAX_PATHS - 1)])
+		if (best < 0 || gained > best_current) {
 			best = i;
+			best_current = gained;
+		}
 	}
-	if (best >= 0)
+	if (take && best >= 0)
 		s->current[best & (DPP_ATSSS_MAX_PATHS - 1)] -= total;
 	return best;
 }
@@ -157,7 +162,7 @@ static __always_inline int pick_weighted_locked(struct dpp_atsss_session *s, __u
 	int pos;
 
 	bpf_spin_lock(&s->lock);
-	pos = pick_weighted(s, up);
+	pos = pick_weighted(s, up, true);
 	if (pos >= 0)
 		*mp_seq = s->mp_seq++;
 	bpf_spin_unlock(&s->lock);
@@ -173,10 +178,49 @@ static __always_inline __u64 take_mp_seq(struct dpp_atsss_session *s)
 	return __sync_fetch_and_add(&s->mp_seq, 1);
 }
 
-/* The position of the path for the next packet (ATSSS_EVERY_PATH: each of *up) and its MP_SEQ
- * number (*mp_seq), or -1 when no path of the session is up (no number is then taken); every mode
- * but ROUND_ROBIN (schedule_round_robin). */
-static __always_inline int atsss_schedule(struct dpp_atsss_session *s, __u64 *mp_seq, __u32 *up)
+/* This CPU's counters of the path in `slot`, the words a packet's count moves (atsss_count) read,
+ * or NULL. Every scheduler that encapsulates reads them before the MP_SEQ number is taken (or
+ * WEIGHTED's lock), so that among many sessions their lines are fetched while the path's is: the
+ * atomic add waits for the loads before it, and a load after it starts only once it is done, so
+ * counters first read at the count (after both adds and the encapsulation) were two cold lines one
+ * after the other (the slot's pointer, then the value) at the end of the packet's way
+ * (bench/README.md, "Round-robin's downlink by stage").
+ * Volatile: read for their lines, the count writes them. */
+static __always_inline struct dpp_atsss_path_stats *atsss_warm_counters(__u32 slot)
+{
+	struct dpp_atsss_path_stats *st = bpf_map_lookup_elem(&dpp_atsss_path_stats, &slot);
+
+	if (st) {
+		(void)*(volatile __u64 *)&st->packets;
+		(void)*(volatile __u64 *)&st->bytes;
+	}
+	return st;
+}
+
+/* WEIGHTED's pick (pick_weighted_locked) with this CPU's counters of its path (*counters; NULL when
+ * the pick is not the path guessed): the position the pick would be is read outside the lock, its
+ * counters read with it (atsss_warm_counters) before the lock is taken, and kept when the pick
+ * under the lock is the same (it is not when another CPU picked in between). */
+static __always_inline int schedule_weighted(struct dpp_atsss_session *s, __u32 up, __u64 *mp_seq,
+					     struct dpp_atsss_path_stats **counters)
+{
+	int guess = pick_weighted(s, up, false), pos;
+	struct dpp_atsss_path_stats *warm =
+		guess >= 0 ? atsss_warm_counters(s->path[guess & (DPP_ATSSS_MAX_PATHS - 1)]) : NULL;
+
+	pos = pick_weighted_locked(s, up, mp_seq);
+	*counters = pos == guess ? warm : NULL;
+	return pos;
+}
+
+/* The position of the path for the next packet (ATSSS_EVERY_PATH: each of *up), its MP_SEQ number
+ * (*mp_seq) and this CPU's counters of its path (*counters, or NULL: looked up at the count), or -1
+ * when no path of the session is up (no number is then taken); every mode but ROUND_ROBIN
+ * (schedule_round_robin). The path is picked before the number is taken (WEIGHTED's guessed before
+ * its lock, schedule_weighted), so its counters are read then (atsss_warm_counters), with the paths'
+ * lines; REDUNDANT counts on each copy's own way. */
+static __always_inline int atsss_schedule(struct dpp_atsss_session *s, __u64 *mp_seq, __u32 *up,
+					  struct dpp_atsss_path_stats **counters)
 {
 	__u8 mode = s->mode;
 	struct atsss_paths_view v;
@@ -190,41 +234,28 @@ static __always_inline int atsss_schedule(struct dpp_atsss_session *s, __u64 *mp
 		v = atsss_view_paths(s, false);
 
 	*up = v.up;
+	*counters = NULL;
 	if (!v.up)
 		return -1;
 	if (mode == DPP_ATSSS_WEIGHTED)
-		return pick_weighted_locked(s, v.up, mp_seq);
+		return schedule_weighted(s, v.up, mp_seq, counters);
+	if (mode == DPP_ATSSS_REDUNDANT) {
+		*mp_seq = take_mp_seq(s);
+		return ATSSS_EVERY_PATH;
+	}
 	if (mode == DPP_ATSSS_ACTIVE_STANDBY)
 		pos = pick_active_standby(v.up);
 	else if (mode == DPP_ATSSS_SMALLEST_DELAY)
 		pos = v.fastest;
 	else if (mode == DPP_ATSSS_PRIORITY)
 		pos = pick_priority(s, v.free ? v.free : v.up);
-	else if (mode == DPP_ATSSS_REDUNDANT)
-		pos = ATSSS_EVERY_PATH;
 	else /* ROUND_ROBIN is schedule_round_robin's; no other mode is written */
 		return -1;
-	if (pos >= 0)
-		*mp_seq = take_mp_seq(s);
+	if (pos < 0)
+		return -1;
+	*counters = atsss_warm_counters(s->path[pos & (DPP_ATSSS_MAX_PATHS - 1)]);
+	*mp_seq = take_mp_seq(s);
 	return pos;
-}
-
-/* This CPU's counters of the path in `slot`, the words a packet's count moves (atsss_count) read,
- * or NULL. Round-robin reads them before the MP_SEQ number is taken, so that among many sessions
- * their lines are fetched while the path's is: the atomic add waits for the loads before it, and a
- * load after it starts only once it is done, so counters first read at the count (after both adds
- * and the encapsulation) were two cold lines one after the other (the slot's pointer, then the
- * value) at the end of the packet's way (bench/README.md, "Round-robin's downlink by stage").
- * Volatile: read for their lines, the count writes them. */
-static __always_inline struct dpp_atsss_path_stats *atsss_warm_counters(__u32 slot)
-{
-	struct dpp_atsss_path_stats *st = bpf_map_lookup_elem(&dpp_atsss_path_stats, &slot);
-
-	if (st) {
-		(void)*(volatile __u64 *)&st->packets;
-		(void)*(volatile __u64 *)&st->bytes;
-	}
-	return st;
 }
 
 /* Round-robin: the path at the position the packet's MP_SEQ number falls on among the session's
