@@ -4,6 +4,7 @@
  * syscall per element where not. A map a module declares (rules_maps, ...) has a protocol to its
  * writes and is refused for update and delete; every other map is a table. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -140,6 +141,59 @@ int dpp_table_update(struct dpp *d, const char *name, const void *keys, size_t k
 			pr_warn("table %s: update: %s after %u of %u", name, strerror(-err),
 				applied, n);
 	}
+	if (done)
+		*done = applied;
+	return err;
+}
+
+/* The keys and values of a fill: row r's slot of index i is r * stride + i, row 0's slots first,
+ * each in the indexes' order; every value the same bytes. 0, or -ERANGE for an index past a row,
+ * -ENOMEM. The caller frees *keys and *values. */
+static int fill_batch(const __u32 *indexes, __u32 n, __u32 stride, __u32 rows, const void *value,
+		      size_t value_size, __u32 **keys, char **values)
+{
+	__u32 r, i, at = 0;
+
+	for (i = 0; i < n; i++)
+		if (indexes[i] >= stride)
+			return -ERANGE;
+	*keys = malloc((size_t)n * rows * sizeof(**keys));
+	*values = malloc((size_t)n * rows * value_size);
+	if (!*keys || !*values)
+		return -ENOMEM;
+	for (r = 0; r < rows; r++)
+		for (i = 0; i < n; i++, at++) {
+			(*keys)[at] = r * stride + indexes[i];
+			memcpy(*values + (size_t)at * value_size, value, value_size);
+		}
+	return 0;
+}
+
+int dpp_table_fill(struct dpp *d, const char *name, const __u32 *indexes, __u32 n, __u32 stride,
+		   __u32 rows, const void *value, size_t value_size, __u32 *done)
+{
+	__u32 applied = 0, *keys = NULL;
+	char *values = NULL;
+	struct table t;
+	__u64 lock = 0;
+	int err;
+
+	if (n && (!indexes || !value || !value_size || !rows || (__u64)stride * rows > UINT32_MAX))
+		return -EINVAL;
+	err = table_open(d, name, true, sizeof(__u32), value_size, &t);
+	if (!err && n)
+		err = fill_batch(indexes, n, stride, rows, value, value_size, &keys, &values);
+	if (!err && n)
+		err = table_lock_flag(&t, keys, &lock);
+	if (!err && n) {
+		err = batch_apply(t.fd, keys, sizeof(*keys), values, value_size, n * rows,
+				  BPF_ANY | lock, &applied);
+		if (err)
+			pr_warn("table %s: fill: %s after %u of %u", name, strerror(-err), applied,
+				n * rows);
+	}
+	free(keys);
+	free(values);
 	if (done)
 		*done = applied;
 	return err;

@@ -130,6 +130,28 @@ def test_a_rows_table_keeps_each_cpus_value_in_its_row_and_refuses_a_key_past_a_
         rows.fill([key])
 
 
+def test_a_rows_tables_fill_writes_every_cpus_slot_of_each_key_and_no_other(adapter):
+    """libdpp's dpp_table_fill makes the slots itself (row c's slot of key k: c x row + k): it must
+    write what a table_update of every CPU's slot writes, over values there before, and touch no
+    neighbour; an index past a row is refused before anything is written."""
+    rows, raw = RowsTable(adapter, "dpp_policer_stats"), Table(adapter, "dpp_policer_stats")
+    keys, neighbours, cpus = [rows.row - 1, 3, 7], [2, 4, 6, 8], range(rows.cpus)
+    every = sorted({*keys, *neighbours})
+    try:
+        rows.update({key: [PolicerStats(passed_packets=100 * key + cpu) for cpu in cpus] for key in every})
+        rows.fill(keys, PolicerStats(chunk=9, credit=3))
+        for key in every:
+            want = [(9, 3, 0) if key in keys else (0, 0, 100 * key + cpu) for cpu in cpus]
+            slots = [raw.get(cpu * rows.row + key) for cpu in cpus]
+            assert [(slot.chunk, slot.credit, slot.passed_packets) for slot in slots] == want, key
+        refused = errno_of(lambda: adapter.table_fill("dpp_policer_stats", (c_uint32 * 2)(1, rows.row), rows.row,
+                                                      rows.cpus, bytes(PolicerStats(chunk=1))))
+        assert refused.errno == errno.ERANGE
+        assert raw.get(1).chunk == 0, "a refused fill wrote its first index"
+    finally:
+        rows.fill(every)
+
+
 def test_open_table_opens_each_map_as_its_spec_says(adapter):
     """The one choice of a table's kind, by its spec, that the facade and the tests' own views make:
     a map of a row per CPU opened as a plain array would read one CPU's slot as the policer's."""
