@@ -197,6 +197,26 @@ def test_an_arrays_items_are_every_index_in_order_across_dump_calls(adapter):
     assert same(items[63][1], group(1, 4)) and same(items[0][1], AltGroup())
 
 
+@pytest.mark.parametrize("keys", [
+    [60, 58, 61, 59, 58, 63],  # close: one batch of their span, a key twice, out of order
+    [61, 62, 63, MAX_ALT_GROUPS, 62],  # close, one past the end: the kernel walks on from index 0
+    [MAX_ALT_GROUPS + 1, MAX_ALT_GROUPS + 2, MAX_ALT_GROUPS + 3, MAX_ALT_GROUPS + 4],  # all past the end
+    [0, 1, 2, 3, 0],  # from index 0
+    [1, 40, 63, 20, 5],  # spread out: key by key
+], ids=["close", "one-past-the-end", "all-past-the-end", "from-zero", "spread"])
+def test_an_arrays_keys_read_together_give_what_each_read_alone_gives(adapter, keys):
+    """libdpp reads an array's close keys with one batch of their span (dpp_table_lookup): each key's
+    value and whether it is found must be what a lookup of that key alone gives."""
+    table = Table(adapter, "dpp_alt_groups")
+    table.update([(index, group(index % 7 + 1, index)) for index in range(56, MAX_ALT_GROUPS)] +
+                 [(index, group(index + 1, index)) for index in range(0, 4)])
+    together = table.lookup(keys)
+    alone = [table.lookup([key])[0] for key in keys]
+    assert [None if value is None else bytes(value) for value in together] == \
+        [None if value is None else bytes(value) for value in alone]
+    assert all((value is None) == (key >= MAX_ALT_GROUPS) for key, value in zip(keys, together))
+
+
 def test_given_a_key_past_the_array_then_the_batch_stops_there_and_says_how_far_it_got(adapter):
     table = Table(adapter, "dpp_alt_groups")
 
