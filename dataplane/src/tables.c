@@ -4,6 +4,7 @@
  * syscall per element where not. A map a module declares (rules_maps, ...) has a protocol to its
  * writes and is refused for update and delete; every other map is a table. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -145,6 +146,59 @@ int dpp_table_update(struct dpp *d, const char *name, const void *keys, size_t k
 	return err;
 }
 
+/* The keys and values of a fill: row r's slot of index i is r * stride + i, row 0's slots first,
+ * each in the indexes' order; every value the same bytes. 0, or -ERANGE for an index past a row,
+ * -ENOMEM. The caller frees *keys and *values. */
+static int fill_batch(const __u32 *indexes, __u32 n, __u32 stride, __u32 rows, const void *value,
+		      size_t value_size, __u32 **keys, char **values)
+{
+	__u32 r, i, at = 0;
+
+	for (i = 0; i < n; i++)
+		if (indexes[i] >= stride)
+			return -ERANGE;
+	*keys = malloc((size_t)n * rows * sizeof(**keys));
+	*values = malloc((size_t)n * rows * value_size);
+	if (!*keys || !*values)
+		return -ENOMEM;
+	for (r = 0; r < rows; r++)
+		for (i = 0; i < n; i++, at++) {
+			(*keys)[at] = r * stride + indexes[i];
+			memcpy(*values + (size_t)at * value_size, value, value_size);
+		}
+	return 0;
+}
+
+int dpp_table_fill(struct dpp *d, const char *name, const __u32 *indexes, __u32 n, __u32 stride,
+		   __u32 rows, const void *value, size_t value_size, __u32 *done)
+{
+	__u32 applied = 0, *keys = NULL;
+	char *values = NULL;
+	struct table t;
+	__u64 lock = 0;
+	int err;
+
+	if (n && (!indexes || !value || !value_size || !rows || (__u64)stride * rows > UINT32_MAX))
+		return -EINVAL;
+	err = table_open(d, name, true, sizeof(__u32), value_size, &t);
+	if (!err && n)
+		err = fill_batch(indexes, n, stride, rows, value, value_size, &keys, &values);
+	if (!err && n)
+		err = table_lock_flag(&t, keys, &lock);
+	if (!err && n) {
+		err = batch_apply(t.fd, keys, sizeof(*keys), values, value_size, n * rows,
+				  BPF_ANY | lock, &applied);
+		if (err)
+			pr_warn("table %s: fill: %s after %u of %u", name, strerror(-err), applied,
+				n * rows);
+	}
+	free(keys);
+	free(values);
+	if (done)
+		*done = applied;
+	return err;
+}
+
 int dpp_table_delete(struct dpp *d, const char *name, const void *keys, size_t key_size, __u32 n,
 		     __u32 *done)
 {
@@ -166,7 +220,67 @@ int dpp_table_delete(struct dpp *d, const char *name, const void *keys, size_t k
 	return err;
 }
 
-/* One syscall per key: the kernel's lookup batch walks the map, it does not take keys. */
+/* An array's keys read together when they lie close (at most SPAN_SLACK slots a key apart on
+ * average): the kernel's lookup batch walks an array from an index, so the span [lowest, highest]
+ * is one syscall where each key would be one (a group of TEIDs the UPF chose, next to each other). */
+#define SPAN_SLACK 2
+#define SPAN_MIN_KEYS 4
+
+/* The span of keys within an array, or false when they are few or spread out. */
+static bool array_span(const struct table *t, const __u32 *keys, __u32 n, __u64 lock, __u32 *low,
+		       __u32 *count)
+{
+	__u32 i, lo = keys[0], hi = keys[0];
+
+	if (t->map->type != BPF_MAP_TYPE_ARRAY || lock || n < SPAN_MIN_KEYS)
+		return false;
+	for (i = 1; i < n; i++) {
+		lo = keys[i] < lo ? keys[i] : lo;
+		hi = keys[i] > hi ? keys[i] : hi;
+	}
+	if ((__u64)hi - lo >= (__u64)n * SPAN_SLACK)
+		return false;
+	*low = lo;
+	*count = hi - lo + 1;
+	return true;
+}
+
+/* The keys' values out of one batch read of their span; the number found (an index past the
+ * array's end is not), -ENOMEM, or the kernel's error (the caller then reads key by key). */
+static int lookup_span(const struct table *t, const __u32 *keys, __u32 n, __u32 low, __u32 count,
+		       char *values, size_t value_size, __u8 *found)
+{
+	LIBBPF_OPTS(bpf_map_batch_opts, bopts);
+	__u32 prev = low - 1, next, got = count, i, at;
+	char *read = malloc((size_t)count * value_size);
+	__u32 *indexes = malloc((size_t)count * sizeof(*indexes));
+	int err = read && indexes ? 0 : -ENOMEM, hits = 0;
+	bool hit;
+
+	/* The batch cursor is the last key already read: NULL starts at index 0. */
+	if (!err)
+		err = bpf_map_lookup_batch(t->fd, low ? &prev : NULL, &next, indexes, read, &got, &bopts);
+	if (err == -ENOENT) /* the array ended within the span: the keys past it are not found */
+		err = 0;
+	for (i = 0; !err && i < n; i++) {
+		/* the index read there checked: past the array's end the kernel walks on from index 0 */
+		at = keys[i] - low;
+		hit = at < got && indexes[at] == keys[i];
+		if (found)
+			found[i] = hit;
+		if (hit)
+			memcpy(values + (size_t)i * value_size, read + (size_t)at * value_size, value_size);
+		else
+			memset(values + (size_t)i * value_size, 0, value_size);
+		hits += hit;
+	}
+	free(read);
+	free(indexes);
+	return err ? err : hits;
+}
+
+/* One syscall per key, but an array's keys that lie close: the kernel's lookup batch walks the map,
+ * it does not take keys. */
 int dpp_table_lookup(struct dpp *d, const char *name, const void *keys, size_t key_size,
 		     void *values, size_t value_size, __u32 n, __u8 *found)
 {
@@ -174,15 +288,21 @@ int dpp_table_lookup(struct dpp *d, const char *name, const void *keys, size_t k
 	char *v = values;
 	struct table t;
 	int err, hits = 0;
+	__u32 i, low, count;
 	__u64 lock = 0;
 	bool hit;
-	__u32 i;
 
 	if (n && (!keys || !values || !value_size))
 		return -EINVAL;
 	err = table_open(d, name, false, key_size, value_size, &t);
 	if (!err && n)
 		err = table_lock_flag(&t, k, &lock);
+	if (!err && array_span(&t, keys, n, lock, &low, &count)) {
+		hits = lookup_span(&t, keys, n, low, count, values, value_size, found);
+		if (hits >= 0 || hits == -ENOMEM)
+			return hits;
+		hits = 0; /* the batch refused: key by key */
+	}
 	for (i = 0; !err && i < n; i++) {
 		err = bpf_map_lookup_elem_flags(t.fd, k + i * key_size, v + i * value_size, lock);
 		hit = !err;

@@ -158,6 +158,10 @@ PROTOTYPES: Mapping[str, tuple[Any, list[Any]]] = {
         c_int,
         [c_void_p, c_char_p, c_void_p, c_size_t, c_void_p, c_size_t, c_uint32, c_uint64, POINTER(c_uint32)],
     ),
+    "dpp_table_fill": (
+        c_int,
+        [c_void_p, c_char_p, c_void_p, c_uint32, c_uint32, c_uint32, c_void_p, c_size_t, POINTER(c_uint32)],
+    ),
     "dpp_table_lookup": (
         c_int,
         [c_void_p, c_char_p, c_void_p, c_size_t, c_void_p, c_size_t, c_uint32, POINTER(c_uint8)],

@@ -39,7 +39,7 @@ from netapp.dataplane.binding import (
     struct_bytes,
 )
 from netapp.dataplane.handle import possible_cpus
-from netapp.dataplane.tables import UpdateFlag
+from netapp.dataplane.tables import UpdateFlag, fill_arrays
 
 
 def _copy(value: Any) -> Any:
@@ -235,6 +235,12 @@ class FakeDpp:
             if code:
                 raise _batch_error(code, f"dpp_table_update({name})", done, len(keys))
             _store(spec, entries, _raw(key), bytes(value))
+
+    def table_fill(self, name: str, indexes: Any, stride: int, rows: int, value: bytes) -> None:
+        """libdpp's dpp_table_fill: the slots and values it makes, written as dpp_table_update writes them."""
+        if any(index >= stride for index in indexes):
+            raise _batch_error(errno.ERANGE, f"dpp_table_fill({name})", 0, len(indexes) * rows)
+        self.table_update(name, *fill_arrays(MAPS[name], list(indexes), stride, rows, value))
 
     def table_lookup(self, name: str, keys: Any, values: Any, found: Any) -> int:
         spec = self._table(name, keys, values)

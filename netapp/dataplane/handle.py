@@ -233,6 +233,14 @@ class DppHandle:
         )
         check_batch(rc, f"dpp_table_update({name})", done.value, len(keys))
 
+    def table_fill(self, name: str, indexes: Any, stride: int, rows: int, value: bytes) -> None:
+        """`value` at each of `indexes` (a C array of __u32) in each of `rows` rows of `stride` slots."""
+        done = c_uint32(0)
+        rc = self.lib.dpp_table_fill(
+            self._handle, name.encode(), indexes, len(indexes), stride, rows, value, len(value), byref(done)
+        )
+        check_batch(rc, f"dpp_table_fill({name})", done.value, len(indexes) * rows)
+
     def table_lookup(self, name: str, keys: Any, values: Any, found: Any) -> int:
         """Fills values[i] and found[i] (1: in the map) for each key; returns how many were found."""
         key_size, value_size = _item_size(keys), _item_size(values)

@@ -34,6 +34,7 @@ class TableAdapter(Protocol):
     def table_update(self, name: str, keys: Any, values: Any, flags: int = 0) -> None: ...
     def table_lookup(self, name: str, keys: Any, values: Any, found: Any) -> int: ...
     def table_delete(self, name: str, keys: Any) -> None: ...
+    def table_fill(self, name: str, indexes: Any, stride: int, rows: int, value: bytes) -> None: ...
     def table_dump(self, name: str, cursor: TableCursor, keys: Any, values: Any) -> int: ...
     def table_wait_readers(self) -> None: ...
     def table_inner_set(self, name: str, index: int, inner_type: int, max_entries: int, keys: Any,
@@ -218,10 +219,10 @@ class RowsTable(Table):
             return
         if value is not None and not isinstance(value, self.spec.value):
             raise TypeError(f"table {self.name}: a {type(value).__name__} is no {self.spec.value.__name__}")
-        slots = self._slots(keys)
-        array = self.spec.value * len(slots)
-        values = array() if value is None else array.from_buffer_copy(bytes(value) * len(slots))
-        self._adapter.table_update(self.name, _array(self.spec.key, slots), values, int(UpdateFlag.ANY))
+        indexes = self._indexes(keys)
+        raw = bytes(value) if value is not None else bytes(ctypes.sizeof(self.spec.value))
+        # libdpp makes every CPU's slot and value (dpp_table_fill): a group's 64 policers are 128 of them
+        self._adapter.table_fill(self.name, (ctypes.c_uint32 * len(indexes))(*indexes), self.row, self.cpus, raw)
 
     def update(self, entries: Entries, flags: UpdateFlag = UpdateFlag.ANY) -> None:
         """Write each key's per-CPU value (an array of the CPUs' values, or a sequence of them)."""
@@ -265,13 +266,17 @@ class RowsTable(Table):
             keys = list(range(first, min(first + self.DUMP_CHUNK, self.row)))
             yield from zip(keys, self.lookup(keys))
 
+    def _indexes(self, keys: Sequence[Any]) -> list[int]:
+        """`keys` as ints, each checked to be within a CPU's row."""
+        keys = [int(key) for key in keys]
+        if min(keys) < 0 or max(keys) >= self.row:
+            past = [key for key in keys if not 0 <= key < self.row]
+            raise ValueError(f"table {self.name}: keys {past[:8]} past a CPU's row: 0 to {self.row - 1} allowed")
+        return keys
+
     def _slots(self, keys: Sequence[Any]) -> list[int]:
         """Each CPU's slots of `keys`: CPU 0's in the keys' order, then CPU 1's, and so on."""
-        keys = [int(key) for key in keys]
-        past = [key for key in keys if not 0 <= key < self.row]
-        if past:
-            raise ValueError(f"table {self.name}: keys {past[:8]} past a CPU's row: 0 to {self.row - 1} allowed")
-        return [cpu * self.row + key for cpu in range(self.cpus) for key in keys]
+        return fill_slots(self._indexes(keys), self.row, self.cpus)
 
 
 def open_table(adapter: TableAdapter, name: str, spec: Optional[MapSpec] = None) -> Table:
@@ -285,6 +290,18 @@ def open_table(adapter: TableAdapter, name: str, spec: Optional[MapSpec] = None)
     if spec is not None and spec.per_cpu:
         return PerCpuTable(adapter, name, spec)
     return Table(adapter, name, spec)
+
+
+def fill_slots(indexes: Sequence[int], stride: int, rows: int) -> list[int]:
+    """The slots libdpp's dpp_table_fill writes: row 0's in the indexes' order, then row 1's, ..."""
+    return [row * stride + index for row in range(rows) for index in indexes]
+
+
+def fill_arrays(spec: MapSpec, indexes: Sequence[int], stride: int, rows: int, value: bytes) -> tuple[Any, Any]:
+    """The keys and values dpp_table_fill writes, as C arrays of the map's types (for the adapters
+    that write them through their own table_update: the fakes)."""
+    slots = fill_slots(indexes, stride, rows)
+    return (spec.key * len(slots))(*slots), (spec.value * len(slots)).from_buffer_copy(value * len(slots))
 
 
 def summed(kind: Any, values: Iterable[Any]) -> Any:
@@ -309,4 +326,4 @@ def _copy(array: Any, index: int) -> Any:
     return type(item).from_buffer_copy(item) if isinstance(item, (Structure, ctypes.Array)) else item
 
 
-__all__ = ["MapOfMaps", "PerCpuTable", "Table", "TableAdapter", "UpdateFlag", "summed"]
+__all__ = ["MapOfMaps", "PerCpuTable", "Table", "TableAdapter", "UpdateFlag", "fill_arrays", "summed"]

@@ -94,6 +94,7 @@ def clock_for(algo: Algo, rate: int, burst: int, window_shift: int, gate: Gate, 
     return Clock.COARSE if fits else Clock.PRECISE
 
 
+@functools.lru_cache(maxsize=1024)  # kept for the policies met lately: a group writes each many times
 def chunk_for(algo: Algo, burst: int, gate: Gate, cpus: int) -> int:
     """The bytes each of `cpus` CPUs carves at a time from the bucket for its credit (police.h, "The
     CPUs' credit"): token bucket and GCRA with an open gate, the CPUs' chunks together an eighth of

@@ -49,9 +49,11 @@ def write_delta(change: SiteChange, table: Table, before: dict, after: dict, key
     changed = [key for key, value in after.items() if key not in before or bytes(before[key]) != bytes(value)]
     gone = [key for key in before if key not in after]
     if changed:
-        writes = [(map_key(key_type, key), after[key]) for key in changed]
-        restore = [(map_key(key_type, key), before[key]) for key in changed if key in before]
-        added = [map_key(key_type, key) for key in changed if key not in before]
+        # each key made a map key once (an array's slot is one already): a group adds some 64 at a time
+        keys = changed if key_type is int else [map_key(key_type, key) for key in changed]
+        writes = list(zip(keys, [after[key] for key in changed]))
+        restore = [(written, before[key]) for written, key in zip(keys, changed) if key in before] if before else []
+        added = [written for written, key in zip(keys, changed) if key not in before] if before else keys
         undo = functools.partial(_put_back, table, restore, added, left)
         change.write(lambda: table.update(writes), undo, undo)
     if gone:

@@ -130,6 +130,28 @@ def test_a_rows_table_keeps_each_cpus_value_in_its_row_and_refuses_a_key_past_a_
         rows.fill([key])
 
 
+def test_a_rows_tables_fill_writes_every_cpus_slot_of_each_key_and_no_other(adapter):
+    """libdpp's dpp_table_fill makes the slots itself (row c's slot of key k: c x row + k): it must
+    write what a table_update of every CPU's slot writes, over values there before, and touch no
+    neighbour; an index past a row is refused before anything is written."""
+    rows, raw = RowsTable(adapter, "dpp_policer_stats"), Table(adapter, "dpp_policer_stats")
+    keys, neighbours, cpus = [rows.row - 1, 3, 7], [2, 4, 6, 8], range(rows.cpus)
+    every = sorted({*keys, *neighbours})
+    try:
+        rows.update({key: [PolicerStats(passed_packets=100 * key + cpu) for cpu in cpus] for key in every})
+        rows.fill(keys, PolicerStats(chunk=9, credit=3))
+        for key in every:
+            want = [(9, 3, 0) if key in keys else (0, 0, 100 * key + cpu) for cpu in cpus]
+            slots = [raw.get(cpu * rows.row + key) for cpu in cpus]
+            assert [(slot.chunk, slot.credit, slot.passed_packets) for slot in slots] == want, key
+        refused = errno_of(lambda: adapter.table_fill("dpp_policer_stats", (c_uint32 * 2)(1, rows.row), rows.row,
+                                                      rows.cpus, bytes(PolicerStats(chunk=1))))
+        assert refused.errno == errno.ERANGE
+        assert raw.get(1).chunk == 0, "a refused fill wrote its first index"
+    finally:
+        rows.fill(every)
+
+
 def test_open_table_opens_each_map_as_its_spec_says(adapter):
     """The one choice of a table's kind, by its spec, that the facade and the tests' own views make:
     a map of a row per CPU opened as a plain array would read one CPU's slot as the policer's."""
@@ -173,6 +195,26 @@ def test_an_arrays_items_are_every_index_in_order_across_dump_calls(adapter):
 
     assert [key for key, _ in items] == list(range(MAX_ALT_GROUPS))
     assert same(items[63][1], group(1, 4)) and same(items[0][1], AltGroup())
+
+
+@pytest.mark.parametrize("keys", [
+    [60, 58, 61, 59, 58, 63],  # close: one batch of their span, a key twice, out of order
+    [61, 62, 63, MAX_ALT_GROUPS, 62],  # close, one past the end: the kernel walks on from index 0
+    [MAX_ALT_GROUPS + 1, MAX_ALT_GROUPS + 2, MAX_ALT_GROUPS + 3, MAX_ALT_GROUPS + 4],  # all past the end
+    [0, 1, 2, 3, 0],  # from index 0
+    [1, 40, 63, 20, 5],  # spread out: key by key
+], ids=["close", "one-past-the-end", "all-past-the-end", "from-zero", "spread"])
+def test_an_arrays_keys_read_together_give_what_each_read_alone_gives(adapter, keys):
+    """libdpp reads an array's close keys with one batch of their span (dpp_table_lookup): each key's
+    value and whether it is found must be what a lookup of that key alone gives."""
+    table = Table(adapter, "dpp_alt_groups")
+    table.update([(index, group(index % 7 + 1, index)) for index in range(56, MAX_ALT_GROUPS)] +
+                 [(index, group(index + 1, index)) for index in range(0, 4)])
+    together = table.lookup(keys)
+    alone = [table.lookup([key])[0] for key in keys]
+    assert [None if value is None else bytes(value) for value in together] == \
+        [None if value is None else bytes(value) for value in alone]
+    assert all((value is None) == (key >= MAX_ALT_GROUPS) for key, value in zip(keys, together))
 
 
 def test_given_a_key_past_the_array_then_the_batch_stops_there_and_says_how_far_it_got(adapter):

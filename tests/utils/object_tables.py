@@ -13,7 +13,7 @@ from typing import Any
 from bench.libbpf import BpfObject, inner_map_set, map_delete, map_fd_by_id, map_keys, map_lookup, map_update
 from netapp.dataplane.abi import CONSTANTS, MAPS
 from netapp.dataplane.errors import DataplaneError
-from netapp.dataplane.tables import Table, open_table
+from netapp.dataplane.tables import Table, fill_arrays, open_table
 
 
 def _item(array: Any, index: int) -> Any:
@@ -50,6 +50,10 @@ class ObjectTables:
         self._write("update", name, len(keys))
         for index in range(len(keys)):
             map_update(self.obj.map_fd(name), _item(keys, index), _item(values, index))
+
+    def table_fill(self, name: str, indexes: Any, stride: int, rows: int, value: bytes) -> None:
+        """libdpp's dpp_table_fill: its slots and values written as table_update writes them."""
+        self.table_update(name, *fill_arrays(MAPS[name], list(indexes), stride, rows, value))
 
     def table_lookup(self, name: str, keys: Any, values: Any, found: Any) -> int:
         self.calls.append(("lookup", name, len(keys)))

@@ -149,6 +149,13 @@ int dpp_cpumap_qsize_max(__u32 *out);
  * on failure *done tells how many were applied. */
 int dpp_table_update(struct dpp *d, const char *name, const void *keys, size_t key_size,
 		     const void *values, size_t value_size, __u32 n, __u64 flags, __u32 *done);
+/* One value written at n indexes of an array whose key is a __u32, in each of `rows` rows of
+ * `stride` slots (a map with a row per CPU: slot r * stride + index), as one batch (BPF_ANY):
+ * what dpp_table_update does with n * rows keys and values, without the caller making them. Row 0's
+ * slots are written first, each row's in the indexes' order; *done counts the slots written.
+ * -ERANGE: an index at or past `stride`. */
+int dpp_table_fill(struct dpp *d, const char *name, const __u32 *indexes, __u32 n, __u32 stride,
+		   __u32 rows, const void *value, size_t value_size, __u32 *done);
 /* values[i] of keys[i]; found[i] (may be NULL) is 1 when the key is in the map, else 0 and
  * values[i] is zeroed. Returns how many keys were found. */
 int dpp_table_lookup(struct dpp *d, const char *name, const void *keys, size_t key_size,
