@@ -160,7 +160,7 @@ def written(dp: Dataplane, cases: dict[str, Case]) -> Dataplane:
 
 def policer_of(dp: Dataplane, name: str) -> int:
     """The own policer of case `name`'s rule, as its slot names it in dpp_rule_policers."""
-    slot = dp._intent_slots[intent_id(name)]  # noqa: SLF001 (the bench reads the facade's own bookkeeping)
+    slot = dp.installed_intents[intent_id(name)]
     return dp.table("dpp_rule_policers").get(slot).policer
 
 
