@@ -7,7 +7,14 @@ repeated (every line hot: the best case), through BPF_PROG_TEST_RUN; blocks that
 empty program, the unpoliced rule and every policed one in a shuffled order, medians. Each case's
 verdict is checked first.
 
-    python -m bench.qos.rule --out bench/results/qos_rule.json
+With --parts, the policed rule taken apart: the same rules with their maps altered after they are
+written (PARTS: the slot naming no policer, an empty policer, no credit, the other clock, a drop
+rule without a policer), each part of the cost the difference of two cases in the same blocks.
+With --before, another tree's build (its libdpp.so and dpp.bpf.o, the same rules written through
+this tree's control plane: the maps' ABI must be the same) timed in the same blocks, both builds
+loaded twice, this, before, before, this, the blocks alternating the pairs (as bench/qos's).
+
+    python -m bench.qos.rule --out bench/results/qos_rule.json [--parts] [--before OTHER/dataplane]
 
 Methodology: bench/README.md, "bench/qos".
 """
@@ -15,9 +22,11 @@ Methodology: bench/README.md, "bench/qos".
 from __future__ import annotations
 
 import argparse
+import contextlib
 import random
 import statistics
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Sequence
 
@@ -29,7 +38,7 @@ from bench.libbpf import BpfObject, test_run
 from netapp.dataplane.facade import Dataplane
 from netapp.intents.compiler import CompiledRuleset, SharedPolice, compile_intent, order_shapes, shape_maxima, sort_rules
 from netapp.intents.models import Intent
-from netapp.qos.abi import Algo
+from netapp.qos.abi import Algo, Clock, PolicerStats, RulePolice
 from netapp.qos.slices import with_slice_police
 from netapp.qos.spec import PolicerSpec
 
@@ -37,17 +46,82 @@ DEFAULT_OUT = Path("bench/results/qos_rule.json")
 XDP_DROP, XDP_PASS = 1, 2
 FAST = {"rate_bps": 400 * 10**9, "burst_bytes": 1 << 30}  # never runs out in a run
 SLOW = {"rate_bps": 8_000, "burst_bytes": 1, "algorithm": "token_bucket"}  # drops every frame
-# case -> (its port, its police option, whether its slice's policer follows, the verdict)
-CASES: dict[str, tuple[int, Optional[dict[str, Any]], bool, int]] = {
-    "unpoliced": (1000, None, False, XDP_PASS),
-    "token_bucket pass": (1001, {**FAST, "algorithm": "token_bucket"}, False, XDP_PASS),
-    "gcra pass": (1006, {**FAST, "algorithm": "gcra"}, False, XDP_PASS),
-    "fixed_window pass": (1002, {**FAST, "algorithm": "fixed_window"}, False, XDP_PASS),
-    "sliding_window pass": (1003, {**FAST, "algorithm": "sliding_window"}, False, XDP_PASS),
-    "token_bucket drop": (1004, SLOW, False, XDP_DROP),
-    "own + slice pass": (1005, {**FAST, "algorithm": "token_bucket"}, True, XDP_PASS),
+# What a case's bench-only alteration does to its rule's maps once written: (dp, the rule's own policer).
+Alter = Callable[[Dataplane, int], None]
+
+
+@dataclass(frozen=True)
+class Case:
+    port: int
+    police: Optional[dict[str, Any]]  # its police option; None: unpoliced
+    verdict: int = XDP_PASS
+    sliced: bool = False  # its slice's policer follows its own
+    action: str = "pass"
+    alter: Optional[Alter] = None  # --parts: the maps changed after they are written
+
+
+CASES: dict[str, Case] = {
+    "unpoliced": Case(1000, None),
+    "token_bucket pass": Case(1001, {**FAST, "algorithm": "token_bucket"}),
+    "gcra pass": Case(1006, {**FAST, "algorithm": "gcra"}),
+    "fixed_window pass": Case(1002, {**FAST, "algorithm": "fixed_window"}),
+    "sliding_window pass": Case(1003, {**FAST, "algorithm": "sliding_window"}),
+    "token_bucket drop": Case(1004, SLOW, XDP_DROP),
+    "own + slice pass": Case(1005, {**FAST, "algorithm": "token_bucket"}, sliced=True),
 }
 SLICE = SharedPolice("slice bench/slice", PolicerSpec(rate=400 * 10**9, burst=1 << 30, algo=Algo.TOKEN_BUCKET))
+
+
+def _policer(dp: Dataplane, policer: int, **fields: int) -> None:
+    """Policer `policer`'s slot with `fields` rewritten (its state as it is)."""
+    table = dp.table("dpp_policers")
+    value = table.get(policer)
+    for name, field in fields.items():
+        setattr(value, name, field)
+    table.update({policer: value})
+
+
+def no_policer(dp: Dataplane, policer: int) -> None:
+    table = dp.table("dpp_rule_policers")
+    table.update({slot: RulePolice() for slot, value in table.items() if value.policer == policer})
+
+
+def empty_policer(dp: Dataplane, policer: int) -> None:
+    _policer(dp, policer, algo=Algo.NONE)
+
+
+def no_credit(dp: Dataplane, policer: int) -> None:
+    dp.table("dpp_policer_stats").fill([policer], PolicerStats())
+
+
+def precise(dp: Dataplane, policer: int) -> None:
+    _policer(dp, policer, clock=Clock.PRECISE)
+
+
+def coarse(dp: Dataplane, policer: int) -> None:
+    _policer(dp, policer, clock=Clock.COARSE)
+
+
+def precise_no_credit(dp: Dataplane, policer: int) -> None:
+    no_credit(dp, policer)
+    precise(dp, policer)
+
+
+TOKEN_BUCKET = {**FAST, "algorithm": "token_bucket"}
+# The policed rule taken apart (--parts): each a case above with its maps altered, bench-only.
+PARTS: dict[str, Case] = {
+    "unpoliced drop": Case(1010, None, XDP_DROP, action="drop"),
+    "policed, no policer": Case(1011, TOKEN_BUCKET, alter=no_policer),
+    "policed, empty policer": Case(1012, TOKEN_BUCKET, alter=empty_policer),
+    "token_bucket pass, no credit": Case(1013, TOKEN_BUCKET, alter=no_credit),
+    "token_bucket pass, precise, no credit": Case(1014, TOKEN_BUCKET, alter=precise_no_credit),
+    "gcra pass, no credit": Case(1015, {**FAST, "algorithm": "gcra"}, alter=no_credit),
+    "fixed_window pass, coarse": Case(1016, {**FAST, "algorithm": "fixed_window"}, alter=coarse),
+    "sliding_window pass, coarse": Case(1017, {**FAST, "algorithm": "sliding_window"}, alter=coarse),
+    "token_bucket drop, coarse": Case(1018, SLOW, XDP_DROP, alter=coarse),
+    "gcra drop": Case(1019, {**SLOW, "algorithm": "gcra"}, XDP_DROP),
+    "fixed_window drop": Case(1020, {**SLOW, "algorithm": "fixed_window"}, XDP_DROP),
+}
 
 
 def frame(port: int) -> bytes:
@@ -55,42 +129,79 @@ def frame(port: int) -> bytes:
     return bytes(head / bytes(64 - len(head)))
 
 
-def ruleset() -> CompiledRuleset:
+def intent_id(name: str) -> str:
+    return name.replace(" ", "-").replace("+", "and").replace(",", "")
+
+
+def ruleset(cases: dict[str, Case]) -> CompiledRuleset:
     """A rule per case, the sliced one through the slice's policer too."""
     rules = []
-    for name, (port, police, sliced, _) in CASES.items():
-        action = {"type": "pass", **({"police": police} if police else {})}
-        body = {"id": name.replace(" ", "-").replace("+", "and"), "match": {"protocol": "udp", "dst_port": port},
-                "action": action}
+    for name, case in cases.items():
+        action = {"type": case.action, **({"police": case.police} if case.police else {})}
+        body = {"id": intent_id(name), "match": {"protocol": "udp", "dst_port": case.port}, "action": action}
         rule = compile_intent(Intent.model_validate(body), {})
-        rules.append(with_slice_police(rule, SLICE if sliced else None))
+        rules.append(with_slice_police(rule, SLICE if case.sliced else None))
     shapes, maxima = order_shapes(shape_maxima(rules))
     return CompiledRuleset(sort_rules(rules, shapes), shapes, maxima)
 
 
-def measure(runs: int, repeat: int, rng: random.Random) -> list[dict[str, Any]]:
-    with Dataplane.open() as dp, BpfObject(EMPTY_OBJECT) as empty:
-        dp.apply(ruleset())
-        dp_fd, empty_fd = dp.program_fd("dpp_xdp"), empty.program_fd("xdp_pass")
-        for name, (port, _, _, verdict) in CASES.items():
-            got = test_run(dp_fd, frame(port), 1).retval
-            if got != verdict:
-                raise SystemExit(f"{name}: verdict {got}, expected {verdict}: the case is not what it says")
+def written(dp: Dataplane, cases: dict[str, Case]) -> Dataplane:
+    """`dp` with the cases' rules written, each case's alteration made and its verdict checked."""
+    dp.apply(ruleset(cases))
+    fd = dp.program_fd("dpp_xdp")
+    for name, case in cases.items():
+        if case.alter:
+            case.alter(dp, policer_of(dp, name))
+        got = test_run(fd, frame(case.port), 1).retval
+        if got != case.verdict:
+            raise SystemExit(f"{name}: verdict {got}, expected {case.verdict}: the case is not what it says")
+    return dp
+
+
+def policer_of(dp: Dataplane, name: str) -> int:
+    """The own policer of case `name`'s rule, as its slot names it in dpp_rule_policers."""
+    slot = dp.installed_intents[intent_id(name)]
+    return dp.table("dpp_rule_policers").get(slot).policer
+
+
+def measure(runs: int, repeat: int, rng: random.Random, cases: dict[str, Case],
+            before: Optional[Path] = None) -> list[dict[str, Any]]:
+    with contextlib.ExitStack() as stack:
+        empty = stack.enter_context(BpfObject(EMPTY_OBJECT))
+        open_build = lambda lib=None: written(stack.enter_context(Dataplane.open(libdpp_path=lib)), cases)  # noqa: E731
+        if before is None:
+            builds = [[open_build()]]
+        else:
+            lib = str(before / "build" / "libdpp.so")
+            this, other, other_again, this_again = open_build(), open_build(lib), open_build(lib), open_build()
+            builds = [[this, this_again], [other, other_again]]
+        empty_fd = empty.program_fd("xdp_pass")
         subjects = {"floor": lambda: test_run(empty_fd, frame(1000), repeat).duration_ns}
-        for name, (port, *_rest) in CASES.items():
-            subjects[name] = lambda packet=frame(port): test_run(dp_fd, packet, repeat).duration_ns
+        for side, loads in zip(("", "before "), builds):
+            fds = [dp.program_fd("dpp_xdp") for dp in loads]
+            for name, case in cases.items():
+                subjects[side + name] = alternating(fds, frame(case.port), repeat)
         samples = interleaved_samples(subjects, runs, rng)
-    return rows(samples, CASES)
+    return rows(samples, cases, before is not None)
 
 
-def rows(samples: dict[str, list[int]], cases: Iterable[str]) -> list[dict[str, Any]]:
+def alternating(fds: list[int], packet: bytes, repeat: int) -> Callable[[], int]:
+    """A subject timing the loads of one build in turn, one a call (a block): with two loads, made
+    first and last (this) or second and third (before), the blocks hold either load order alike."""
+    calls = iter(range(1 << 62))
+    return lambda: test_run(fds[next(calls) % len(fds)], packet, repeat).duration_ns
+
+
+def rows(samples: dict[str, list[int]], cases: Iterable[str], before: bool = False) -> list[dict[str, Any]]:
     """Each case's medians against the unpoliced rule's and the floor's, and its difference to the
     unpoliced rule taken block by block, with its spread (harness.paired_differences; rule_cold's
-    too)."""
+    too); with `before`, the other build's case against its own unpoliced rule, and this build less
+    the other's, block by block."""
     medians = {name: statistics.median(values) for name, values in samples.items()}
     unpoliced = medians["unpoliced"]
-    return [
-        {
+    result = []
+    for name in cases:
+        row = {
             "case": name,
             "floor_ns": medians["floor"],
             "unpoliced_ns": unpoliced,
@@ -100,8 +211,14 @@ def rows(samples: dict[str, list[int]], cases: Iterable[str]) -> list[dict[str, 
             "ratio_above_floor": round((medians[name] - medians["floor"]) / (unpoliced - medians["floor"]), 3),
             "above_unpoliced_blocks_ns": paired_differences(samples, name, "unpoliced"),
         }
-        for name in cases
-    ]
+        if before:
+            row.update(
+                before_ns=medians["before " + name],
+                before_above_unpoliced_blocks_ns=paired_differences(samples, "before " + name, "before unpoliced"),
+                minus_before_blocks_ns=paired_differences(samples, name, "before " + name),
+            )
+        result.append(row)
+    return result
 
 
 def report(args: argparse.Namespace, name: str, rows: list[dict[str, Any]], line: Callable[[dict], str]) -> int:
@@ -112,15 +229,27 @@ def report(args: argparse.Namespace, name: str, rows: list[dict[str, Any]], line
     return 0
 
 
+def line(row: dict[str, Any]) -> str:
+    text = (f"{row['case']:<38} {row['ns']:6.1f} ns  above unpoliced {row['above_unpoliced_ns']:+6.1f} ns  "
+            f"x{row['ratio_to_unpoliced']:.3f}  (above the floor x{row['ratio_above_floor']:.3f})  by block "
+            f"{spread(row['above_unpoliced_blocks_ns'])}")
+    if "before_ns" in row:
+        text += (f"  before: above unpoliced {spread(row['before_above_unpoliced_blocks_ns'])}, "
+                 f"this - before {spread(row['minus_before_blocks_ns'])}")
+    return text
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.qos.rule", description=__doc__)
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="result JSON")
+    parser.add_argument("--parts", action="store_true", help="the policed rule taken apart too (PARTS)")
+    parser.add_argument("--before", type=Path, metavar="DATAPLANE",
+                        help="another tree's built dataplane/ timed in the same blocks (loaded this, before, "
+                        "before, this); its maps' ABI must be this tree's")
     add_block_arguments(parser)
     args = parser.parse_args(argv)
-    return report(args, "qos_rule", measure(args.runs, args.repeat, random.Random(args.seed)), lambda row: (
-        f"{row['case']:<20} {row['ns']:6.1f} ns  above unpoliced {row['above_unpoliced_ns']:+6.1f} ns  "
-        f"x{row['ratio_to_unpoliced']:.3f}  (above the floor x{row['ratio_above_floor']:.3f})  by block "
-        f"{spread(row['above_unpoliced_blocks_ns'])}"))
+    cases = {**CASES, **(PARTS if args.parts else {})}
+    return report(args, "qos_rule", measure(args.runs, args.repeat, random.Random(args.seed), cases, args.before), line)
 
 
 def spread(q: dict[str, float]) -> str:

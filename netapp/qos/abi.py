@@ -98,7 +98,9 @@ class PolicerStats(Structure):
         ("passed_bytes", c_uint64),
         ("dropped_packets", c_uint64),
         ("dropped_bytes", c_uint64),
-        ("reserved", c_uint64 * 3),  # to the line's end
+        ("short_credit", c_uint64),  # token bucket: its content (nanobits) when this CPU last found it short
+        ("short_ns", c_uint64),  # and that content's time; 0: none seen
+        ("reserved", c_uint64),  # to the line's end
     ]
 
 

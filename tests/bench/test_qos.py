@@ -42,12 +42,25 @@ def test_a_small_run_with_another_build_times_it_in_the_same_blocks(tmp_path):
 
 
 def test_a_small_run_of_the_policed_rule_times_every_case_against_the_unpoliced_rule(tmp_path):
+    """With --parts, the cases whose maps are altered after they are written too, each verdict checked
+    (an alteration that left its rule deciding otherwise, e.g. no policer where it drops, stops it)."""
     require_kernel()
     out = tmp_path / "qos_rule.json"
-    assert rule_bench.main(["--runs", "1", "--repeat", "1000", "--out", str(out)]) == 0
+    assert rule_bench.main(["--parts", "--runs", "1", "--repeat", "1000", "--out", str(out)]) == 0
     rows = {row["case"]: row for row in json.loads(out.read_text())["results"]}
-    assert set(rows) == set(rule_bench.CASES)
+    assert set(rows) == set(rule_bench.CASES) | set(rule_bench.PARTS)
     assert all(row["ns"] > 0 and row["unpoliced_ns"] == rows["unpoliced"]["ns"] for row in rows.values())
+
+
+def test_the_policed_rule_against_another_build_is_taken_block_by_block():
+    """--before's rows: each build's case less its own unpoliced rule, and this build less the other's,
+    taken within each block (the samples' i-th values ran in the same block)."""
+    samples = {"floor": [10, 10, 10], "unpoliced": [100, 200, 100], "case": [130, 230, 140],
+               "before unpoliced": [100, 210, 90], "before case": [150, 260, 150]}
+    (row,) = rule_bench.rows(samples, ["case"], before=True)
+    assert row["before_above_unpoliced_blocks_ns"]["median"] == 50
+    assert row["minus_before_blocks_ns"]["median"] == -20
+    assert row["above_unpoliced_blocks_ns"]["median"] == 30
 
 
 def test_a_small_cold_run_of_policed_rules_times_every_kind_against_the_unpoliced_rules(tmp_path):

@@ -128,16 +128,59 @@ enum police_verdict {
 	POLICE_CARVED = 2,
 };
 
+/* A bucket seen short (struct dpp_policer_stats.short_credit, .short_ns): the lock is most of a
+ * dropped packet's cost (bench/README.md, "A policed rule taken apart"), and a bucket that could
+ * not hold a packet stays short for a while. The CPU whose locked decision dropped keeps, in its
+ * own line, what the bucket then held, c0 nanobits at t0 (the bucket's last_ns after the refill).
+ * From then on the bucket never holds more than c0 + (t - t0) x R at a reading t >= its last_ns:
+ * refills add (elapsed x R) and packets only take. So a packet of cost > c0 + (now - t0) x R is
+ * dropped without the lock, as the lock would have dropped it, for a reading not behind the
+ * bucket's last update; for one behind it (another CPU's reading came later; a rule's or chain's
+ * coarse reading after a precise one) the lock refills nothing and may find up to (last_ns - now)
+ * x R more than this bound: such a packet may be dropped where the lock would pass it, never
+ * passed where it would drop. Largest value: c0 + elapsed x R < 8.6e18 + 2^24 x 4e11 < 2^64
+ * (elapsed below POLICE_REFILL_EXACT_NS, else the lock decides). The control plane zeroes the line
+ * when it writes a policer (short_ns 0: none seen); a packet deciding on the old policer across
+ * that write may leave its bound in the new one's line, which then drops on it for at most a
+ * packet's time at the rate (cost / R): it never passes more. */
+static __always_inline bool bucket_seen_short(const struct dpp_policer *p, const __u32 *at, __u64 cost, __u64 now)
+{
+	const struct dpp_policer_stats *s = bpf_map_lookup_elem(&dpp_policer_stats, at);
+	__u64 elapsed;
+
+	if (!s || !s->short_ns)
+		return false;
+	elapsed = now > s->short_ns ? now - s->short_ns : 0;
+	return elapsed < POLICE_REFILL_EXACT_NS && s->short_credit + elapsed * p->rate < cost;
+}
+
+/* Keeps in this CPU's line what the bucket held, `credit` at `when`, when its packet was dropped. */
+static __always_inline void bucket_saw_short(const __u32 *at, __u64 credit, __u64 when)
+{
+	struct dpp_policer_stats *s = bpf_map_lookup_elem(&dpp_policer_stats, at);
+
+	if (s) {
+		s->short_credit = credit;
+		s->short_ns = when;
+	}
+}
+
 /* Token bucket: the bucket fills at R and holds B; a packet takes its bytes out (and `carve` more
  * for its CPU's credit when the bucket holds both) or is dropped. Credit and last_ns change
  * together under the spin lock: no CPU spends credit another spent. A CPU whose clock read came
- * before the last update's gets no refill (elapsed 0), never a negative one. */
-static __always_inline int bucket_pass(struct dpp_policer *p, __u64 bytes, __u64 now, __u32 carve)
+ * before the last update's gets no refill (elapsed 0), never a negative one. A packet this CPU
+ * last saw the bucket too short for is dropped without the lock (bucket_seen_short; `at`: this
+ * CPU's line of the policer, police_share_index). */
+static __always_inline int bucket_pass(struct dpp_policer *p, __u64 bytes, __u64 now, __u32 carve,
+				       const __u32 *at)
 {
 	__u64 cap = (__u64)p->burst * NANOBITS_PER_BYTE, cost = bytes * NANOBITS_PER_BYTE, credit;
 	__u64 carved = cost + (__u64)carve * NANOBITS_PER_BYTE; /* (2^30 + 2^20) x 8e9 < 2^64 */
+	__u64 when;
 	int verdict;
 
+	if (bucket_seen_short(p, at, cost, now))
+		return POLICE_DROP;
 	bpf_spin_lock(&p->lock);
 	credit = bucket_refill(p->credit, cap, now > p->last_ns ? now - p->last_ns : 0, p->rate);
 	if (now > p->last_ns)
@@ -152,7 +195,10 @@ static __always_inline int bucket_pass(struct dpp_policer *p, __u64 bytes, __u64
 		verdict = POLICE_DROP;
 	}
 	p->credit = credit;
+	when = p->last_ns;
 	bpf_spin_unlock(&p->lock);
+	if (verdict == POLICE_DROP)
+		bucket_saw_short(at, credit, when);
 	return verdict;
 }
 
@@ -433,13 +479,14 @@ static __always_inline void police_count(const __u32 *at, __u64 bytes, int verdi
 
 /* The decision on the policer's shared state; `carve`: what the bucket algorithms carve for the
  * CPU's credit when the bucket holds it too (the windows carve none). */
-static __always_inline int police_decide(struct dpp_policer *p, __u64 bytes, __u64 now, __u32 carve)
+static __always_inline int police_decide(struct dpp_policer *p, __u64 bytes, __u64 now, __u32 carve,
+					 const __u32 *at)
 {
 	if (p->gate != DPP_POLICE_GATE_OPEN || bytes > DPP_POLICE_BURST_MAX)
 		return POLICE_DROP;
 	switch (p->algo) {
 	case DPP_POLICE_ALGO_TOKEN_BUCKET:
-		return bucket_pass(p, bytes, now, carve);
+		return bucket_pass(p, bytes, now, carve, at);
 	case DPP_POLICE_ALGO_FIXED_WINDOW:
 		return fixed_window_pass(p, bytes, now);
 	case DPP_POLICE_ALGO_SLIDING_WINDOW:
@@ -481,7 +528,7 @@ static __always_inline __u32 police_step(__u32 *id, __u64 bytes, __u64 *now)
 	carve = police_share(p, id, bytes);
 	if (carve == POLICE_SPENT)
 		return p->parent;
-	verdict = police_decide(p, bytes, police_clock(p, now), carve);
+	verdict = police_decide(p, bytes, police_clock(p, now), carve, id);
 	police_count(id, bytes, verdict);
 	return verdict != POLICE_DROP ? p->parent : POLICE_DROPPED;
 }

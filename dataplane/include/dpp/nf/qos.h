@@ -93,7 +93,13 @@ struct dpp_policer_stats {
 	__u64 passed_bytes;
 	__u64 dropped_packets;
 	__u64 dropped_bytes;
-	__u64 reserved[3]; /* to the line's end: zero */
+	/* TOKEN_BUCKET: the bucket's content (nanobits) when this CPU's packet last found it short, and
+	 * that content's time (the bucket's last_ns then; 0: none seen): a bound on what the bucket
+	 * holds later, so that a packet it shows short is dropped without the lock (nf/qos/police.h,
+	 * "A bucket seen short") */
+	__u64 short_credit;
+	__u64 short_ns;
+	__u64 reserved; /* to the line's end: zero */
 };
 
 /* sizeof(struct dpp_policer_stats): a cache line. */
