@@ -41,7 +41,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 from ctypes import c_uint32
-from typing import Iterable, Iterator, Optional, Union
+from typing import Callable, Iterable, Iterator, Optional, Union
 
 from netapp.atsss.abi import (INDEX4_WAYS, INDEX6_WAYS, INDEX_BUCKETS, INDEX_LOG2, MAX_SESSIONS, Index4, Index6, Session,
                               SessionKey, index_bucket)
@@ -106,20 +106,24 @@ class SessionIndex:
     above; a shadow of the buckets and of which ways and slots are held, retired or free, read from
     the maps whole at first use."""
 
-    def __init__(self, table_of):
+    def __init__(self, table_of: Callable[[str], Table]):
         self._buckets = {4: table_of("dpp_atsss_index4"), 6: table_of("dpp_atsss_index6")}
-        self._slots: Table = table_of("dpp_atsss_slots")
-        self.hash: Table = table_of("dpp_atsss_sessions")
+        self._slots = table_of("dpp_atsss_slots")
+        self.hash = table_of("dpp_atsss_sessions")
         self._loaded = False
+        self._bucket: dict[tuple[int, int], Bucket] = {}  # (family, bucket) -> its value, as written
+        self._where: dict[bytes, Where] = {}  # raw key -> its live way
+        self._retired_ways: set[Where] = set()  # cleared, a program run may still read them
+        self._retired_slots: set[int] = set()  # led to by a retired way
+        self._free_slots: list[int] = []  # free since a wait, the lowest last
+        self._waited = False  # waited for the programs' runs in this write
 
     # --- the shadow ------------------------------------------------------------------------------
 
     def load(self) -> None:
         """The shadow read from the maps (at first use: the pinned maps an earlier run left), the
         ways that cannot be right cleared, the hash's copies of indexed addresses deleted."""
-        self._bucket: dict[tuple[int, int], Bucket] = {}
-        self._where: dict[bytes, Where] = {}  # raw key -> its live way
-        self._retired_ways: set[Where] = set()
+        self._bucket, self._where, self._retired_ways = {}, {}, set()
         used: set[int] = set()
         for family, table in self._buckets.items():
             for raw_index, value in table.items():
@@ -127,11 +131,10 @@ class SessionIndex:
                     index = int(getattr(raw_index, "value", raw_index))
                     self._bucket[(family, index)] = value
                     self._learn(family, index, value, used)
-        self._free_slots: list[int] = []
-        self._waited = False
+        self._free_slots, self._waited = [], False
         self._retired_slots = set(range(1, MAX_SESSIONS)) - used  # freed by the first wait
-        copies = [key for key, _ in self.hash.items() if bytes(key) in self._where]
-        self.hash.delete(copies)
+        indexed = [SessionKey.from_buffer_copy(raw) for raw in self._where]
+        self.hash.delete([key for key, value in zip(indexed, self.hash.lookup(indexed)) if value is not None])
         self._loaded = True
 
     def _learn(self, family: int, index: int, value: Bucket, used: set[int]) -> None:
