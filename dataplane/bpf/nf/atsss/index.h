@@ -64,16 +64,25 @@ static __always_inline __u32 atsss_index6_slot(const __be32 *ue)
 	return 0;
 }
 
-/* The session of the UE address `ue` (family 4 or 6), or NULL. */
+/* The session of the UE address `ue` (family 4 or 6), or NULL. Each lookup is followed by
+ * barrier_var: without it clang may make the two one call of a map chosen before it, which the
+ * verifier cannot inline (the array's lookup then costs a helper call; bench/bpf/atsss_stages.bpf.c's
+ * programs had it). */
 static __always_inline struct dpp_atsss_session *atsss_find_session(__u8 family, const __be32 *ue)
 {
 	struct dpp_atsss_session_key key = { .family = family };
 	__u32 slot = family == 4 ? atsss_index4_slot(ue[0]) : atsss_index6_slot(ue);
+	struct dpp_atsss_session *s;
 
-	if (slot)
-		return bpf_map_lookup_elem(&dpp_atsss_slots, &slot);
+	if (slot) {
+		s = bpf_map_lookup_elem(&dpp_atsss_slots, &slot);
+		barrier_var(s);
+		return s;
+	}
 	__builtin_memcpy(key.addr, ue, sizeof(key.addr));
-	return bpf_map_lookup_elem(&dpp_atsss_sessions, &key);
+	s = bpf_map_lookup_elem(&dpp_atsss_sessions, &key);
+	barrier_var(s);
+	return s;
 }
 
 #endif /* DPP_NF_ATSSS_INDEX_H */

@@ -19,10 +19,12 @@ struct {
 	__type(value, struct dpp_atsss_session);
 } dpp_atsss_sessions SEC(".maps");
 
-/* slot -> a session the index leads to (slot 0: none) */
+/* slot -> a session the index leads to (slot 0: none); mmapable so that its values start on a
+ * page, each 64-byte session one line (a plain array's start 56 bytes into one: two lines) */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, DPP_MAX_ATSSS_SESSIONS);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__type(key, __u32);
 	__type(value, struct dpp_atsss_session);
 } dpp_atsss_slots SEC(".maps");
