@@ -16,6 +16,7 @@ from typing import Optional, Sequence
 
 from bench.atsss import gate, live, split, uplink
 from bench.atsss.ring import AckRing
+from bench.atsss.sessions import SessionWriter
 from bench.harness import (HARNESS_MAX_PACKET, Harness, Walk, add_block_arguments, build_harness, interleaved_medians,
                            interleaved_samples, paired_differences, write_results)
 from bench.insns import count_instructions
@@ -79,13 +80,13 @@ class AtsssBench:
     def __init__(self, build: Path, obj_path: Optional[Path] = None, program: str = "xdp_atsss"):
         self.obj = BpfObject(obj_path or build / "xdp_atsss.bpf.o")
         self.prog_fd = self.obj.program_fd(program)
-        self.sessions_fd = self.obj.map_fd("dpp_atsss_sessions")
         self.paths_fd = self.obj.map_fd("dpp_atsss_paths")
         for slot in range(1, 2 * SESSIONS + 1):
             map_update(self.paths_fd, c_uint32(slot), path(slot))
 
     def configure(self, mode: Mode, weights: list[int], flags: int = 0) -> None:
         """SESSIONS sessions of two paths each, the scheduler's state afresh."""
+        writer = SessionWriter(self.obj)
         for i in range(SESSIONS):
             key = SessionKey(family=4)
             key.addr[0] = int.from_bytes((FIRST_UE + i).packed, "little")
@@ -93,7 +94,8 @@ class AtsssBench:
             value.path[:2] = [2 * i + 1, 2 * i + 2]
             value.weight[:2] = weights
             value.priority[:2] = [1, 0]  # PRIORITY: the second path first
-            map_update(self.sessions_fd, key, value)
+            writer.put(i + 1, key, value)
+        writer.flush()
 
     def close(self) -> None:
         self.obj.close()

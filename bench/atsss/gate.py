@@ -13,6 +13,7 @@ from ctypes import c_uint32, c_uint64
 from pathlib import Path
 from typing import Optional
 
+from bench.atsss.sessions import SessionWriter
 from bench.harness import Walk
 from bench.libbpf import BpfObject, map_update
 from netapp.atsss.abi import UE_FILTER_WORDS, Mode, Session, SessionKey, ue_filter_bit
@@ -28,7 +29,6 @@ class Pipeline:
     def __init__(self, build: Path):
         self.obj = BpfObject(build / "dpp.bpf.o")
         self.prog_fd = self.obj.program_fd("dpp_xdp")
-        self.sessions_fd = self.obj.map_fd("dpp_atsss_sessions")
         self.gate_fd = self.obj.map_fd("dpp_atsss_gate")
         self.ues_fd = self._optional_map("dpp_atsss_ues")
 
@@ -41,15 +41,17 @@ class Pipeline:
     def install(self, first_ue: ipaddress.IPv4Address, sessions: int) -> None:
         """`sessions` sessions (their paths are not needed: no frame here is to one of them)."""
         words: dict[int, int] = {}
+        writer = SessionWriter(self.obj)
         for i in range(sessions):
             key = SessionKey(family=4)
             key.addr[0] = int.from_bytes((first_ue + i).packed, "little")
-            map_update(self.sessions_fd, key, Session(mode=Mode.ROUND_ROBIN, n_paths=1))
+            writer.put(i + 1, key, Session(mode=Mode.ROUND_ROBIN, n_paths=1))
             bit = ue_filter_bit(tuple(key.addr))
             words[bit // 64] = words.get(bit // 64, 0) | 1 << (bit % 64)
         if self.ues_fd is not None:
             for word in range(UE_FILTER_WORDS):
                 map_update(self.ues_fd, c_uint32(word), c_uint64(words.get(word, 0)))
+        writer.flush()
 
     def set_gate(self, open_: bool) -> None:
         map_update(self.gate_fd, c_uint32(0), c_uint32(1 if open_ else 0))

@@ -6,7 +6,7 @@
  * order the downlink runs them (nf/atsss/frame.h, downlink.h):
  *
  *   stage_parse      Ethernet and the IP header, the shared parsers
- *   stage_lookup     + the session found by the UE address (dpp_atsss_sessions), its entry read
+ *   stage_lookup     + the session found by the UE address (the index, nf/atsss/index.h), read
  *   stage_schedule   + round-robin's pick: its path read, the MP_SEQ number taken (atomic add)
  *   stage_encap      + the path's DCCP number (atomic add), the head moved, the outer headers
  *                      written and summed: the checksum of the header only (CsCov 1)
@@ -53,11 +53,8 @@ static __always_inline int stage_parse_frame(struct xdp_md *ctx, struct stage_pa
 /* The UE's session as atsss_downlink finds it, or NULL (none, or no path). */
 static __always_inline struct dpp_atsss_session *stage_session(const struct stage_packet *pkt)
 {
-	struct dpp_atsss_session_key key = { .family = pkt->key.family };
-	struct dpp_atsss_session *s;
+	struct dpp_atsss_session *s = atsss_find_session(pkt->key.family, pkt->key.dst);
 
-	__builtin_memcpy(key.addr, pkt->key.dst, sizeof(key.addr));
-	s = bpf_map_lookup_elem(&dpp_atsss_sessions, &key);
 	return s && s->n_paths ? s : NULL;
 }
 

@@ -39,6 +39,10 @@ ACK_FRAME_MAX = 88
 UE_FILTER_LOG2 = 18
 UE_FILTER_WORDS = (1 << UE_FILTER_LOG2) // 64
 UE_FILTER_MULTIPLIER = 0x9E3779B1
+INDEX_LOG2 = 13
+INDEX_BUCKETS = 1 << INDEX_LOG2
+INDEX4_WAYS = 7
+INDEX6_WAYS = 3
 TX_GROUPS = 256
 
 CONSTANTS = {
@@ -68,6 +72,10 @@ CONSTANTS = {
     "DPP_ATSSS_UE_FILTER_LOG2": UE_FILTER_LOG2,
     "DPP_ATSSS_UE_FILTER_WORDS": UE_FILTER_WORDS,
     "DPP_ATSSS_UE_FILTER_MULTIPLIER": UE_FILTER_MULTIPLIER,
+    "DPP_ATSSS_INDEX_LOG2": INDEX_LOG2,
+    "DPP_ATSSS_INDEX_BUCKETS": INDEX_BUCKETS,
+    "DPP_ATSSS_INDEX4_WAYS": INDEX4_WAYS,
+    "DPP_ATSSS_INDEX6_WAYS": INDEX6_WAYS,
     "DPP_ATSSS_TX_GROUPS": TX_GROUPS,
 }
 
@@ -123,13 +131,23 @@ class PathFlags(enum.IntFlag):
     CONGESTED = 2
 
 
-def ue_filter_bit(words: tuple[int, int, int, int]) -> int:
-    """The bit of the UE filter (dpp_atsss_ues) for an address given as the ABI's four 32-bit words
-    (network order in memory, read in host order): its words xored, read in network order, times
-    the multiplier, the top UE_FILTER_LOG2 bits of the low 32."""
+def ue_hash(words: tuple[int, int, int, int]) -> int:
+    """The hash of an address given as the ABI's four 32-bit words (network order in memory, read in
+    host order) that the UE filter and the index take their top bits of: its words xored, read in
+    network order, times the multiplier, the low 32 bits (bpf: atsss_ue_hash)."""
     folded = words[0] ^ words[1] ^ words[2] ^ words[3]
     number = int.from_bytes(folded.to_bytes(4, sys.byteorder), "big")
-    return ((number * UE_FILTER_MULTIPLIER) & 0xFFFFFFFF) >> (32 - UE_FILTER_LOG2)
+    return (number * UE_FILTER_MULTIPLIER) & 0xFFFFFFFF
+
+
+def ue_filter_bit(words: tuple[int, int, int, int]) -> int:
+    """The bit of the UE filter (dpp_atsss_ues) for an address: the top UE_FILTER_LOG2 bits of its hash."""
+    return ue_hash(words) >> (32 - UE_FILTER_LOG2)
+
+
+def index_bucket(words: tuple[int, int, int, int]) -> int:
+    """The bucket of the index (dpp_atsss_index4 or 6) of an address: the top INDEX_LOG2 bits of its hash."""
+    return ue_hash(words) >> (32 - INDEX_LOG2)
 
 
 class SpinLock(Structure):
@@ -156,6 +174,18 @@ class Session(Structure):
         ("priority", c_uint8 * MAX_PATHS_PER_SESSION),
         ("mp_seq", c_uint64),
     ]
+
+
+class Index4(Structure):
+    C_NAME = "dpp_atsss_index4"
+    _fields_ = [("addr", c_uint32 * INDEX4_WAYS), ("slot", c_uint32 * INDEX4_WAYS), ("live", c_uint8),
+                ("reserved", c_uint8 * 7)]
+
+
+class Index6(Structure):
+    C_NAME = "dpp_atsss_index6"
+    _fields_ = [("addr", (c_uint32 * 4) * INDEX6_WAYS), ("slot", c_uint32 * INDEX6_WAYS), ("live", c_uint8),
+                ("reserved", c_uint8 * 3)]
 
 
 class Path(Structure):
@@ -217,10 +247,13 @@ class Ack(Structure):
 
 
 ENUMS = (Mode, Access, SessionFlags, PathFlags, UplinkReason, UplinkFlags)
-STRUCTS = (SessionKey, Session, Path, PathStats, UplinkKey, Uplink, PathRx, Config, Ack)
+STRUCTS = (SessionKey, Session, Index4, Index6, Path, PathStats, UplinkKey, Uplink, PathRx, Config, Ack)
 # name -> (map type, key, value, size)
 MAPS = {
     "dpp_atsss_sessions": ("HASH", SessionKey, Session, "DPP_MAX_ATSSS_SESSIONS"),
+    "dpp_atsss_slots": ("ARRAY", c_uint32, Session, "DPP_MAX_ATSSS_SESSIONS"),
+    "dpp_atsss_index4": ("ARRAY", c_uint32, Index4, "DPP_ATSSS_INDEX_BUCKETS"),
+    "dpp_atsss_index6": ("ARRAY", c_uint32, Index6, "DPP_ATSSS_INDEX_BUCKETS"),
     "dpp_atsss_paths": ("ARRAY", c_uint32, Path, "DPP_MAX_ATSSS_PATHS"),
     "dpp_atsss_path_stats": ("PERCPU_ARRAY", c_uint32, PathStats, "DPP_MAX_ATSSS_PATHS"),
     "dpp_atsss_uplink": ("HASH", UplinkKey, Uplink, "DPP_MAX_ATSSS_PATHS"),

@@ -1,5 +1,6 @@
-"""ATSSS's maps written from stored sessions, and read back: dpp_atsss_sessions (UE address ->
-paths, mode, weights, the scheduler's state and the MP_SEQ counter), dpp_atsss_paths (slot -> the
+"""ATSSS's maps written from stored sessions, and read back: the sessions by UE address (paths,
+mode, weights, the scheduler's state and the MP_SEQ counter) in the index (dpp_atsss_index4 and 6,
+dpp_atsss_slots) or dpp_atsss_sessions (netapp.atsss.index), dpp_atsss_paths (slot -> the
 path's outer headers, up flag, RTT and DCCP sequence number), dpp_atsss_path_stats (slot -> what
 it sent, per CPU), dpp_atsss_uplink (a path's uplink addresses and ports -> its slot and UE),
 dpp_atsss_path_rx (slot -> what the path heard, its loss estimate), dpp_atsss_gate (nonzero while any session is
@@ -46,6 +47,7 @@ from netapp.atsss.abi import (
     UplinkKey,
     ue_filter_bit,
 )
+from netapp.atsss.index import SessionIndex
 from netapp.atsss.models import Address, AtsssSession, ChecksumCoverage
 from netapp.dataplane.groups import DevmapGroups
 from netapp.dataplane.tables import Table
@@ -177,7 +179,7 @@ class AtsssMaps:
     """ATSSS's maps of one loaded data plane."""
 
     def __init__(self, table_of: TableOf):
-        self._sessions = table_of("dpp_atsss_sessions")
+        self._sessions = SessionIndex(table_of)
         self._paths = table_of("dpp_atsss_paths")
         self._stats = table_of("dpp_atsss_path_stats")
         self._uplink = table_of("dpp_atsss_uplink")
@@ -322,7 +324,7 @@ class AtsssMaps:
             if now.get(raw) is not None:
                 value.mp_seq = now[raw].mp_seq  # type: ignore[union-attr]
             writes.append((key, value))
-        self._sessions.update(writes)
+        self._sessions.write(writes)
 
     def group_set(self, group: int, ports: dict[int, int], program_fd: ProgramFd) -> None:
         """dpp_atsss_tx[group]: each position of `ports` sends its REDUNDANT copies out of that

@@ -17,8 +17,9 @@ from typing import Any, Optional
 
 from bench.packets import internet_checksum
 from bench.libbpf import BPF_F_LOCK, BpfObject, map_delete, map_lookup, map_update, test_run
-from netapp.atsss.abi import (Access, Config, Mode, Path, PathFlags, PathRx, PathStats, Session, SessionKey,
-                              Uplink, UplinkKey, UplinkReason)  # fmt: skip
+from netapp.atsss.abi import (MAX_SESSIONS, Access, Config, Mode, Path, PathFlags, PathRx, PathStats, Session,
+                              SessionKey, Uplink, UplinkKey, UplinkReason)  # fmt: skip
+from netapp.atsss.index import BUCKET_TYPES, Bucket, bucket_of, put_at_once, way_holding
 from netapp.dataplane.handle import possible_cpus
 from tests.utils.kernel import build_artifact, require_kernel
 
@@ -100,6 +101,9 @@ class AtsssProgram:
         self.obj = BpfObject(build_artifact("xdp_atsss.bpf.o"))
         self.prog = self.obj.program_fd("xdp_atsss")
         self.sessions = self.obj.map_fd("dpp_atsss_sessions")
+        self.slots = self.obj.map_fd("dpp_atsss_slots")
+        self.index = {4: self.obj.map_fd("dpp_atsss_index4"), 6: self.obj.map_fd("dpp_atsss_index6")}
+        self._next_slot = 0
         self.paths = self.obj.map_fd("dpp_atsss_paths")
         self.stats = self.obj.map_fd("dpp_atsss_path_stats")
         self.uplink = self.obj.map_fd("dpp_atsss_uplink")
@@ -178,14 +182,44 @@ class AtsssProgram:
         value.path[: len(slots)] = slots
         value.weight[: len(slots)] = weights or [1] * len(slots)
         value.priority[: len(slots)] = priorities or [0] * len(slots)
-        map_update(self.sessions, session_key(ue), value)
+        self.put_session(session_key(ue), value)
+
+    def put_session(self, key: SessionKey, value: Session, hashed: bool = False) -> None:
+        """The session in the next slot, led to by a way of its bucket of the index (as the control
+        plane writes it, at once: no packet runs meanwhile), or in dpp_atsss_sessions when the
+        bucket is full or `hashed` (a session whose bucket was full)."""
+        bucket = self.bucket(key)
+        self._next_slot = self._next_slot % (MAX_SESSIONS - 1) + 1
+        if not hashed and put_at_once(bucket, key, self._next_slot):
+            map_update(self.slots, c_uint32(self._next_slot), value)
+            map_update(self.index[key.family], c_uint32(bucket_of(key)), bucket)
+        else:
+            map_update(self.sessions, key, value)
+
+    def bucket(self, key: SessionKey) -> Bucket:
+        """The key's bucket of the index as the map holds it."""
+        value = BUCKET_TYPES[key.family]()
+        map_lookup(self.index[key.family], c_uint32(bucket_of(key)), value)
+        return value
 
     def delete_session(self, ue: str) -> None:
-        map_delete(self.sessions, session_key(ue))
+        key = session_key(ue)
+        bucket = self.bucket(key)
+        way = way_holding(bucket, key)
+        if way is None:
+            map_delete(self.sessions, key)
+            return
+        bucket.live &= ~(1 << way)
+        map_update(self.index[key.family], c_uint32(bucket_of(key)), bucket)
 
     def session(self, ue: str) -> Optional[Session]:
-        value = Session()
-        return value if map_lookup(self.sessions, session_key(ue), value, BPF_F_LOCK) else None
+        """The UE's session, where the data path finds it (the index first), read under its lock."""
+        key, value = session_key(ue), Session()
+        bucket = self.bucket(key)
+        way = way_holding(bucket, key)
+        if way is not None:
+            return value if map_lookup(self.slots, c_uint32(bucket.slot[way]), value, BPF_F_LOCK) else None
+        return value if map_lookup(self.sessions, key, value, BPF_F_LOCK) else None
 
     def sent(self, slot: int) -> tuple[int, int]:
         """(packets, bytes) the path sent, summed over the CPUs."""

@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 
 from netapp.atsss.abi import PathFlags, PathStats
 from netapp.atsss.routes import get_atsss
+from netapp.atsss.index import SessionIndex
 from netapp.atsss.service import Atsss
 from netapp.atsss.table import AtsssMaps
 from netapp.cli.main import app as cli
@@ -56,7 +57,7 @@ class FakeNode:
         return self.dataplane.table("dpp_atsss_paths").get(c_uint32(slot))
 
     def sessions(self) -> list[Any]:
-        return list(self.dataplane.table("dpp_atsss_sessions").items())
+        return list(SessionIndex(self.dataplane.table).items())
 
     def group(self, ue: str) -> int:
         """The group of ports the UE's session names (dpp_atsss_tx)."""

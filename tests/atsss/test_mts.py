@@ -27,6 +27,7 @@ from netapp.atsss.qos_watch import LOSS_WEIGHT, QosWatch
 from netapp.atsss.routes import get_atsss
 from netapp.atsss.service import Atsss
 from netapp.atsss.telemetry import AtsssPoints
+from netapp.atsss.index import SessionIndex
 from netapp.atsss.table import session_key
 from netapp.dataplane.facade import Dataplane
 from netapp.telemetry.poll import ATSSS_QOS
@@ -107,13 +108,13 @@ def node(instance, api_app, admin, tenant_a, node_ns) -> Iterator[Dataplane]:
 
 
 def kernel_mode(dataplane: Dataplane, ue: str = UE) -> Mode:
-    value = dataplane.table("dpp_atsss_sessions").get(session_key(ip_address(ue)))
+    value = SessionIndex(dataplane.table).get(session_key(ip_address(ue)))
     assert value is not None
     return Mode(value.mode)
 
 
 def kernel_group(dataplane: Dataplane, ue: str = UE) -> int:
-    value = dataplane.table("dpp_atsss_sessions").get(session_key(ip_address(ue)))
+    value = SessionIndex(dataplane.table).get(session_key(ip_address(ue)))
     assert value is not None
     return value.tx_group
 

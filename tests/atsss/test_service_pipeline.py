@@ -3,7 +3,8 @@ created and pinned with it): what a session put through the service becomes in t
 read through a second handle on the pinned instance (another process's view) and compared with
 entries built here from the ABI's field layout (tests/atsss/atsss.py); an unchanged session keeps
 the numbers the data path advanced, a changed one carries them over; a restart of the control plane
-reconciles without rewriting; the kernel refusing a session (its map full) leaves the maps and the
+reconciles without rewriting (the index read back, its ways kept); the kernel refusing a session (its
+bucket of the index full, and the hash) leaves the maps and the
 store as they were; a path naming an interface gets its MAC addresses from the node's namespace
 (a veth and a neighbour entry there)."""
 
@@ -17,7 +18,8 @@ from typing import Iterator
 
 import pytest
 
-from netapp.atsss.abi import MAX_SESSIONS, Access, Mode, Path, PathFlags, Session, SessionKey
+from netapp.atsss.abi import INDEX4_WAYS, MAX_SESSIONS, Access, Mode, Path, PathFlags, Session, SessionKey
+from netapp.atsss.index import SessionIndex, bucket_of
 from netapp.atsss.models import AtsssSessionPatch, AtsssSessionSpec
 from netapp.atsss.service import Atsss
 from netapp.atsss.table import AtsssMaps
@@ -39,7 +41,7 @@ WIFI = PathSpec("192.0.2.2", "203.0.113.7", 5003, 5004, Access.NON_THREE_GPP,
 
 def session(name: str = "ue7", ue: str = UE, mode: str = "weighted", weights: tuple[int, int] = (3, 1)) -> AtsssSessionSpec:
     """UE's session over CELL and WIFI; another UE's over the same accesses, its own ports (a subflow is one session's)."""
-    step = int(ip_address(ue)) - int(ip_address(UE))
+    step = (int(ip_address(ue)) - int(ip_address(UE))) % 30000
     return AtsssSessionSpec.model_validate({
         "name": name, "ue": ue, "mode": mode,
         "paths": [path_body(CELL, weight=weights[0], peer_port=CELL.dport + 2 * step),
@@ -82,9 +84,24 @@ def start(store: Store, instance: str) -> tuple[Atsss, Dataplane]:
 
 
 def held_session(kernel: Dataplane, ue: str = UE) -> Session:
-    value = kernel.table("dpp_atsss_sessions").get(session_key(ue))
+    """The UE's session where the data path finds it (the index, read whole as a new process would)."""
+    value = SessionIndex(kernel.table).get(session_key(ue))
     assert value is not None, f"no session of {ue} in the kernel"
     return value
+
+
+def held_slot(kernel: Dataplane, ue: str = UE) -> int:
+    """The slot of dpp_atsss_slots the index leads the UE's packets to."""
+    slot = SessionIndex(kernel.table).slot(session_key(ue))
+    assert slot, f"{ue}'s session is not in the index"
+    return slot
+
+
+def same_bucket(ue: str, count: int) -> list[str]:
+    """`count` other addresses of UE's /16 whose bucket of the index is UE's."""
+    bucket, first = bucket_of(session_key(ue)), int(ip_address(ue)) & ~0xFFFF
+    others = (str(ip_address(first + n)) for n in range(1, 0xFFFF))
+    return [other for other in others if other != ue and bucket_of(session_key(other)) == bucket][:count]
 
 
 def held_path(kernel: Dataplane, slot: int) -> Path:
@@ -118,7 +135,7 @@ def advance(kernel: Dataplane, slot: int, mp_seq: int, dccp_seq: int) -> None:
     """What the data path's packets do to the numbers: the session's MP_SEQ and a path's DCCP sequence."""
     value = held_session(kernel)
     value.mp_seq = mp_seq
-    kernel.table("dpp_atsss_sessions").update([(session_key(UE), value)])
+    kernel.table("dpp_atsss_slots").update([(c_uint32(held_slot(kernel)), value)])
     path = held_path(kernel, slot)
     path.dccp_seq = dccp_seq
     kernel.table("dpp_atsss_paths").update([(c_uint32(slot), path)])
@@ -153,12 +170,14 @@ def test_a_restart_reconciles_without_rewriting_and_a_delete_empties_the_slots(i
     finally:
         node.close()
     advance(kernel, slots[1], mp_seq=42, dccp_seq=9)
+    indexed = held_slot(kernel)
     again = Store.open(tmp_path / "netapp.db", synchronous="NORMAL")  # a new control plane, the maps pinned
     atsss, node = start(again, instance)
     try:
         assert held_session(kernel).mp_seq == 42 and held_path(kernel, slots[1]).dccp_seq == 9
+        assert held_slot(kernel) == indexed, "the index read back, its way and slot kept"
         atsss.delete_session(ADMIN, "ue7")
-        assert kernel.table("dpp_atsss_sessions").get(session_key(UE)) is None
+        assert SessionIndex(kernel.table).get(session_key(UE)) is None
         assert all(bytes(held_path(kernel, slot)) == bytes(Path()) for slot in slots)
     finally:
         node.close()
@@ -167,19 +186,25 @@ def test_a_restart_reconciles_without_rewriting_and_a_delete_empties_the_slots(i
 
 def test_the_kernel_refusing_a_session_leaves_the_maps_and_the_store_as_they_were(instance, store, kernel):
     atsss, node = start(store, instance)
+    late = "10.60.0.9"
+    neighbours = same_bucket(late, INDEX4_WAYS)
     try:
         kept = atsss.create_session(ADMIN, "ue7", session())
+        for n, ue in enumerate(neighbours):  # late's bucket of the index full: late goes to the hash
+            atsss.create_session(ADMIN, f"n{n}", session(f"n{n}", ue=ue, mode="round_robin"))
         table = kernel.table("dpp_atsss_sessions")
-        filler = [SessionKey(family=6, addr=(0x20010db8, 0, 0, n)) for n in range(1, MAX_SESSIONS)]
-        table.update([(key, Session()) for key in filler])  # the map full: the kernel says E2BIG
-        before = {slot: bytes(held_path(kernel, slot)) for slot in range(1, 8)}
+        filler = [SessionKey(family=6, addr=(0x20010db8, 0, 0, n)) for n in range(MAX_SESSIONS)]
+        table.update([(key, Session()) for key in filler])  # the hash full: the kernel says E2BIG
+        before = {slot: bytes(held_path(kernel, slot)) for slot in range(1, 20)}
         with pytest.raises(DataplaneUnavailable):
-            atsss.create_session(ADMIN, "late", session("late", ue="10.60.0.9"))
-        assert {slot: bytes(held_path(kernel, slot)) for slot in range(1, 8)} == before, "its paths emptied again"
-        assert [s.name for s in atsss.list_sessions(ADMIN)] == ["ue7"]
+            atsss.create_session(ADMIN, "late", session("late", ue=late))
+        assert {slot: bytes(held_path(kernel, slot)) for slot in range(1, 20)} == before, "its paths emptied again"
+        assert sorted(s.name for s in atsss.list_sessions(ADMIN)) == [*(f"n{n}" for n in range(INDEX4_WAYS)), "ue7"]
         assert held_session(kernel).path[:2] == kept.slots
         table.delete(filler)
-        assert atsss.create_session(ADMIN, "late", session("late", ue="10.60.0.9")).slots == [3, 4]
+        for n in range(INDEX4_WAYS):
+            atsss.delete_session(ADMIN, f"n{n}")
+        assert atsss.create_session(ADMIN, "late", session("late", ue=late)).slots == [3, 4]
     finally:
         node.close()
 

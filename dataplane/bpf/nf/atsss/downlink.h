@@ -14,6 +14,7 @@
 #include <bpf/bpf_helpers.h>
 #include "dpp/nf/atsss.h"
 #include "nf/atsss/maps.h"
+#include "nf/atsss/index.h"
 #include "nf/atsss/schedule.h"
 #include "nf/atsss/dccp.h"
 #include "nf/atsss/inner_sum.h"
@@ -212,16 +213,13 @@ static __always_inline enum atsss_verdict atsss_send(struct xdp_md *ctx, __u32 s
 static __always_inline enum atsss_verdict atsss_downlink(struct xdp_md *ctx, __u8 family, const __u32 *ue,
 							 __u32 l3, __u32 ue_len)
 {
-	struct dpp_atsss_session_key key = { .family = family };
 	struct dpp_atsss_path_stats *counters;
-	struct dpp_atsss_session *s;
+	struct dpp_atsss_session *s = atsss_find_session(family, ue);
 	struct dpp_atsss_path *p;
 	__u64 mp_seq = 0;
 	__u32 up, slot;
 	int pos;
 
-	__builtin_memcpy(key.addr, ue, sizeof(key.addr));
-	s = bpf_map_lookup_elem(&dpp_atsss_sessions, &key);
 	if (!s || !s->n_paths)
 		return ATSSS_NO_SESSION;
 	if (s->mode == DPP_ATSSS_ROUND_ROBIN) {

@@ -11,13 +11,42 @@
 #include "dpp/nf/atsss.h"
 
 /* UE address -> its session: paths, steering mode, scheduler state and MP_SEQ counter under one
- * lock (a UE's packets arrive on any CPU) */
+ * lock (a UE's packets arrive on any CPU); the sessions whose bucket of the index was full */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, DPP_MAX_ATSSS_SESSIONS);
 	__type(key, struct dpp_atsss_session_key);
 	__type(value, struct dpp_atsss_session);
 } dpp_atsss_sessions SEC(".maps");
+
+/* slot -> a session the index leads to (slot 0: none); mmapable so that its values start on a
+ * page, each 64-byte session one line (a plain array's start 56 bytes into one: two lines) */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, DPP_MAX_ATSSS_SESSIONS);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct dpp_atsss_session);
+} dpp_atsss_slots SEC(".maps");
+
+/* bucket -> IPv4 UE addresses and their sessions' slots (include/dpp/nf/atsss.h, the index);
+ * mmapable so that its values start on a page, each bucket one line */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, DPP_ATSSS_INDEX_BUCKETS);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct dpp_atsss_index4);
+} dpp_atsss_index4 SEC(".maps");
+
+/* bucket -> IPv6 UE addresses and their sessions' slots */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, DPP_ATSSS_INDEX_BUCKETS);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct dpp_atsss_index6);
+} dpp_atsss_index6 SEC(".maps");
 
 /* path slot -> the path: access, outer addresses, DCCP ports and sequence number, up or down */
 struct {

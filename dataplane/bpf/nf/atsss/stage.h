@@ -7,7 +7,8 @@
  * go to a UE with a session. Behind a tail call, not inline: the DCCP checksum and option walks are
  * verified once in their own program rather than in every path of the entry, and a frame that is
  * not ATSSS's pays the gate's read and, on a node with sessions, a read of the UE filter
- * (dpp_atsss_ues), and a lookup in dpp_atsss_sessions only when its destination's bit is set.
+ * (dpp_atsss_ues), and a look in the index of sessions (nf/atsss/index.h) only when its
+ * destination's bit is set.
  * The stage runs on the receiving CPU only: the dispatcher's workers get GTP-U, never ATSSS's. */
 #ifndef DPP_NF_ATSSS_STAGE_H
 #define DPP_NF_ATSSS_STAGE_H
@@ -30,8 +31,7 @@ static __always_inline bool atsss_gate_open(void)
 /* Whether a UE with a session may have the address: its bit in the UE filter is set. */
 static __always_inline bool atsss_maybe_ue(const __be32 *addr)
 {
-	__u32 hash = bpf_ntohl(addr[0] ^ addr[1] ^ addr[2] ^ addr[3]) * DPP_ATSSS_UE_FILTER_MULTIPLIER;
-	__u32 bit = hash >> (32 - DPP_ATSSS_UE_FILTER_LOG2), word = bit / 64;
+	__u32 bit = atsss_ue_hash(addr) >> (32 - DPP_ATSSS_UE_FILTER_LOG2), word = bit / 64;
 	__u64 *bits = bpf_map_lookup_elem(&dpp_atsss_ues, &word);
 
 	return bits && (*bits & (1ULL << (bit & 63)));
@@ -40,16 +40,13 @@ static __always_inline bool atsss_maybe_ue(const __be32 *addr)
 /* Whether the parsed frame is ATSSS's: plain IP, and DCCP or to a UE with a session. */
 static __always_inline bool atsss_mine(const struct dpp_flow_key *k)
 {
-	struct dpp_atsss_session_key key = { .family = k->family };
-
 	if (!k->family || k->overlay != DPP_OVERLAY_NONE || (k->flags & DPP_KEY_GTP))
 		return false;
 	if (k->proto == DPP_ATSSS_IPPROTO_DCCP)
 		return true;
 	if (!atsss_maybe_ue(k->dst))
 		return false;
-	__builtin_memcpy(key.addr, k->dst, sizeof(key.addr));
-	return bpf_map_lookup_elem(&dpp_atsss_sessions, &key) != NULL;
+	return atsss_find_session(k->family, k->dst) != NULL;
 }
 
 /* The entry's hand-over: returns only when the frame is not ATSSS's, or the slot is empty (then

@@ -91,6 +91,20 @@
 #define DPP_ATSSS_UE_FILTER_MULTIPLIER 0x9e3779b1
 _Static_assert(DPP_ATSSS_UE_FILTER_WORDS * 64 == 1 << DPP_ATSSS_UE_FILTER_LOG2, "a bit per hash");
 
+/* The index of sessions by UE address (dpp_atsss_index4, dpp_atsss_index6): set-associative
+ * buckets of one 64-byte line each, ways holding a UE address whole and the slot of its session in
+ * dpp_atsss_slots, found by a multiply and inlined array reads instead of dpp_atsss_sessions' hash
+ * of a 20-byte key. An address's bucket is the top DPP_ATSSS_INDEX_LOG2 bits of the UE filter's
+ * product (its words xored, in network order, times DPP_ATSSS_UE_FILTER_MULTIPLIER). A session whose
+ * bucket has no free way goes to dpp_atsss_sessions, which the data path reads when no way holds the
+ * address. Slot 0 of dpp_atsss_slots is no session. netapp/atsss/index.py writes them and says in
+ * which order (a way is published and retired by its bit of `live`, one byte). */
+#define DPP_ATSSS_INDEX_LOG2 13
+#define DPP_ATSSS_INDEX_BUCKETS 8192
+#define DPP_ATSSS_INDEX4_WAYS 7
+#define DPP_ATSSS_INDEX6_WAYS 3
+_Static_assert(DPP_ATSSS_INDEX_BUCKETS == 1 << DPP_ATSSS_INDEX_LOG2, "a bucket per hash");
+
 /* enum dpp_atsss_mode: a session's scheduler (TS 29.244's steering modes). */
 enum dpp_atsss_mode {
 	DPP_ATSSS_ROUND_ROBIN = 0,    /* the paths that are up in turn */
@@ -152,7 +166,7 @@ struct dpp_atsss_session_key {
 	__be32 addr[4];
 };
 
-/* Value of dpp_atsss_sessions: a UE's paths, in priority order (active-standby's order), and its
+/* Value of dpp_atsss_slots (and of dpp_atsss_sessions): a UE's paths, in priority order (active-standby's order), and its
  * scheduler's state (WEIGHTED's under the lock, the MP_SEQ counter atomic). The control plane
  * writes it with the state zeroed and mp_seq the first MP_SEQ number to send. */
 struct dpp_atsss_session {
@@ -167,6 +181,26 @@ struct dpp_atsss_session {
 	__u8 priority[DPP_ATSSS_MAX_PATHS]; /* PRIORITY: each position's, 0 the highest; ties: first */
 	__u64 mp_seq; /* the next MP_SEQ number (48 bits used): atomic, WEIGHTED's under the lock */
 };
+
+/* Value of dpp_atsss_index4: a bucket of IPv4 UEs. Way i holds addr[i] and its session's slot
+ * when bit i of live is set; its address and slot are written only while the bit is clear. */
+struct dpp_atsss_index4 {
+	__be32 addr[DPP_ATSSS_INDEX4_WAYS];
+	__u32 slot[DPP_ATSSS_INDEX4_WAYS];
+	__u8 live;
+	__u8 reserved[7];
+};
+
+/* Value of dpp_atsss_index6: a bucket of IPv6 UEs, as dpp_atsss_index4's. */
+struct dpp_atsss_index6 {
+	__be32 addr[DPP_ATSSS_INDEX6_WAYS][4];
+	__u32 slot[DPP_ATSSS_INDEX6_WAYS];
+	__u8 live;
+	__u8 reserved[3];
+};
+
+_Static_assert(sizeof(struct dpp_atsss_index4) == 64 && sizeof(struct dpp_atsss_index6) == 64,
+	       "a bucket is one cache line");
 
 /* Value of dpp_atsss_paths: one access path of a session, towards the UE's address on that access.
  * Outer header: IPv4 or IPv6 (family) from local to peer, DCCP from sport to dport; Ethernet

@@ -1,0 +1,301 @@
+"""The index of ATSSS's sessions by UE address: dpp_atsss_index4 and dpp_atsss_index6 (buckets of
+ways, each way a UE address whole and the slot of its session), dpp_atsss_slots (slot -> the
+session) and, for a session whose bucket had no free way, dpp_atsss_sessions (UE address -> the
+session), which the data path reads when no way holds the address (nf/atsss/index.h).
+
+Layout. The bucket of an address is the top INDEX_LOG2 bits of its hash (abi.index_bucket: its
+words xored, times the UE filter's multiplier); IPv4 buckets hold 7 ways, IPv6 buckets 3, each one
+64-byte line. Way i is live when bit i of the bucket's `live` byte is set.
+
+Writes, and why a packet on another CPU never meets a half-written session. Writing an array
+element is a copy, not atomic against a program reading it; a hash map's update is (the kernel
+swaps in a new element). The program reads a bucket's `live` byte first, then the addresses of the
+live ways, then the slot, then the session, within one run (an RCU read-side section). So:
+
+1. A new session is written whole into a slot no way leads to, then its way's address and slot
+   are written with the way's bit clear (no reader takes a way whose bit is clear, whatever bytes
+   the copy has reached), then the bucket again with the bit set: the `live` byte alone changes,
+   and a byte is written whole.
+2. A changed session is never written over itself: it is written whole into another free slot
+   (its MP_SEQ number carried over, read just before, as the hash's replace did), its address and
+   that slot into another clean way of the bucket, and one write of `live` sets the new way's bit
+   and clears the old's: a reader finds the old session or the new, each whole. With no clean way
+   left in the bucket, the new session goes into dpp_atsss_sessions first, then the old way's bit
+   is cleared (a reader finds the way before, the hash after).
+3. A deleted session's way has its bit cleared (the `live` byte alone); a session in the hash is
+   deleted from it.
+4. A way whose bit was cleared, and the slot it led to, are written again (for another address,
+   another session) only once the kernel has waited for every program run that began before
+   (`Table.wait_readers`, an RCU grace period): no run that took the way is still reading it or
+   its session. The wait is made at most once a sync, only when a free way or slot is lacking, and
+   it frees every retired one at once.
+
+Start (`load`): the buckets and the hash are read whole (a few hundred KiB), the live ways are the
+sessions held; a live way that cannot be right (its address of another bucket, a second way of one
+address, a slot out of range) is cleared, a hash entry of an address a way holds is deleted, and
+every slot no live way leads to is taken as retired (an earlier run may have just left it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+from ctypes import c_uint32
+from typing import Callable, Iterable, Iterator, Optional, Union
+
+from netapp.atsss.abi import (INDEX4_WAYS, INDEX6_WAYS, INDEX_BUCKETS, INDEX_LOG2, MAX_SESSIONS, Index4, Index6, Session,
+                              SessionKey, index_bucket)
+from netapp.dataplane.tables import Table
+
+Bucket = Union[Index4, Index6]
+Where = tuple[int, int, int]  # (family, bucket, way) of a live way
+WAYS = {4: INDEX4_WAYS, 6: INDEX6_WAYS}
+BUCKET_TYPES = {4: Index4, 6: Index6}
+
+
+def bucket_of(key: SessionKey) -> int:
+    return index_bucket(tuple(key.addr))
+
+
+def way_address(bucket: Bucket, family: int, way: int) -> tuple[int, ...]:
+    """The address words a way holds, as a session key's four words."""
+    if family == 4:
+        return (bucket.addr[way], 0, 0, 0)
+    return tuple(bucket.addr[way])
+
+
+def set_way(bucket: Bucket, key: SessionKey, way: int, slot: int) -> None:
+    """The way's address and slot in `bucket` (its live bit untouched)."""
+    if key.family == 4:
+        bucket.addr[way] = key.addr[0]
+    else:
+        bucket.addr[way][:] = key.addr[:]
+    bucket.slot[way] = slot
+
+
+def way_key(family: int, words: tuple[int, ...]) -> SessionKey:
+    key = SessionKey(family=family)
+    key.addr[:] = words
+    return key
+
+
+def way_holding(bucket: Bucket, key: SessionKey) -> Optional[int]:
+    """The live way of the bucket that holds the key's address, or None."""
+    for way in range(WAYS[key.family]):
+        if bucket.live & 1 << way and way_address(bucket, key.family, way) == tuple(key.addr):
+            return way
+    return None
+
+
+def put_at_once(bucket: Bucket, key: SessionKey, slot: int) -> bool:
+    """The key's way (its own, or the first not live) made to lead to `slot`, live at once; False
+    when the bucket has no room. Only where no program runs meanwhile (a benchmark's or a test's
+    setup): the writes of SessionIndex are what keeps a running reader safe."""
+    way = way_holding(bucket, key)
+    if way is None:
+        way = next((way for way in range(WAYS[key.family]) if not bucket.live & 1 << way), None)
+    if way is None:
+        return False
+    set_way(bucket, key, way, slot)
+    bucket.live |= 1 << way
+    return True
+
+
+class SessionIndex:
+    """The sessions of the data path by UE address, in the index and the hash, written in the order
+    above; a shadow of the buckets and of which ways and slots are held, retired or free, read from
+    the maps whole at first use."""
+
+    def __init__(self, table_of: Callable[[str], Table]):
+        self._buckets = {4: table_of("dpp_atsss_index4"), 6: table_of("dpp_atsss_index6")}
+        self._slots = table_of("dpp_atsss_slots")
+        self.hash = table_of("dpp_atsss_sessions")
+        self._loaded = False
+        self._bucket: dict[tuple[int, int], Bucket] = {}  # (family, bucket) -> its value, as written
+        self._where: dict[bytes, Where] = {}  # raw key -> its live way
+        self._retired_ways: set[Where] = set()  # cleared, a program run may still read them
+        self._retired_slots: set[int] = set()  # led to by a retired way
+        self._free_slots: list[int] = []  # free since a wait, the lowest last
+        self._waited = False  # waited for the programs' runs in this write
+
+    # --- the shadow ------------------------------------------------------------------------------
+
+    def load(self) -> None:
+        """The shadow read from the maps (at first use: the pinned maps an earlier run left), the
+        ways that cannot be right cleared, the hash's copies of indexed addresses deleted."""
+        self._bucket, self._where, self._retired_ways = {}, {}, set()
+        used: set[int] = set()
+        for family, table in self._buckets.items():
+            for raw_index, value in table.items():
+                if any(bytes(value)):
+                    index = int(getattr(raw_index, "value", raw_index))
+                    self._bucket[(family, index)] = value
+                    self._learn(family, index, value, used)
+        self._free_slots, self._waited = [], False
+        self._retired_slots = set(range(1, MAX_SESSIONS)) - used  # freed by the first wait
+        indexed = [SessionKey.from_buffer_copy(raw) for raw in self._where]
+        self.hash.delete([key for key, value in zip(indexed, self.hash.lookup(indexed)) if value is not None])
+        self._loaded = True
+
+    def _learn(self, family: int, index: int, value: Bucket, used: set[int]) -> None:
+        """The bucket's live ways taken as held, or cleared when they cannot be right."""
+        live = value.live
+        for way in range(WAYS[family]):
+            if not live & 1 << way:
+                if value.slot[way]:
+                    self._retired_ways.add((family, index, way))
+                continue
+            key = way_key(family, way_address(value, family, way))
+            slot = value.slot[way]
+            if bucket_of(key) != index or bytes(key) in self._where or not 0 < slot < MAX_SESSIONS or slot in used:
+                value.live &= ~(1 << way)
+                self._retired_ways.add((family, index, way))
+                continue
+            self._where[bytes(key)] = (family, index, way)
+            used.add(slot)
+        if value.live != live:
+            self._buckets[family].update([(c_uint32(index), value)])
+
+    def _ensure(self) -> None:
+        if not self._loaded:
+            self.load()
+
+    def _bucket_value(self, family: int, index: int) -> Bucket:
+        return self._bucket.setdefault((family, index), BUCKET_TYPES[family]())
+
+    # --- reads -----------------------------------------------------------------------------------
+
+    def items(self) -> Iterator[tuple[SessionKey, Session]]:
+        """Every session held (the index's, then the hash's)."""
+        self._ensure()
+        raws = list(self._where)
+        yield from zip([SessionKey.from_buffer_copy(raw) for raw in raws], self._values(raws))
+        yield from self.hash.items()
+
+    def lookup(self, keys: list[SessionKey]) -> list[Optional[Session]]:
+        """The sessions of the keys, where they are held (None: none)."""
+        self._ensure()
+        indexed = [bytes(key) for key in keys if bytes(key) in self._where]
+        found = dict(zip(indexed, self._values(indexed)))
+        rest = [key for key in keys if bytes(key) not in found]
+        found.update(zip([bytes(key) for key in rest], self.hash.lookup(rest)))
+        return [found[bytes(key)] for key in keys]
+
+    def get(self, key: SessionKey) -> Optional[Session]:
+        return self.lookup([key])[0]
+
+    def slot(self, key: SessionKey) -> Optional[int]:
+        """The slot of dpp_atsss_slots the key's way leads to, or None (in the hash, or none)."""
+        self._ensure()
+        where = self._where.get(bytes(key))
+        return None if where is None else self._bucket[where[:2]].slot[where[2]]
+
+    def _values(self, raws: list[bytes]) -> list[Optional[Session]]:
+        slots = [self._bucket[self._where[raw][:2]].slot[self._where[raw][2]] for raw in raws]
+        return self._slots.lookup([c_uint32(slot) for slot in slots])
+
+    # --- writes ----------------------------------------------------------------------------------
+
+    def write(self, entries: Iterable[tuple[SessionKey, Session]]) -> None:
+        """Each session written as new, or in place of the key's held one (never over it)."""
+        with self._reloaded_on_error():
+            self._write(entries)
+
+    def delete(self, keys: Iterable[SessionKey]) -> None:
+        """The keys' sessions gone: their ways' bits cleared (retired), or their hash entries deleted."""
+        with self._reloaded_on_error():
+            self._delete(keys)
+
+    @contextlib.contextmanager
+    def _reloaded_on_error(self) -> Iterator[None]:
+        """A write the maps refused part of leaves the shadow to be read again from them."""
+        self._ensure()
+        try:
+            yield
+        except BaseException:
+            self._loaded = False
+            raise
+
+    def _write(self, entries: Iterable[tuple[SessionKey, Session]]) -> None:
+        self._waited = False
+        entries = list(entries)
+        unindexed = [key for key, _ in entries if bytes(key) not in self._where]
+        hashed = {bytes(key) for key, value in zip(unindexed, self.hash.lookup(unindexed)) if value is not None}
+        for key, value in entries:
+            if bytes(key) in hashed:
+                self.hash.update([(key, value)])  # the kernel's replace is whole
+            else:
+                self._place(key, value, self._where.get(bytes(key)))
+
+    def _delete(self, keys: Iterable[SessionKey]) -> None:
+        hashed = []
+        for key in keys:
+            where = self._where.pop(bytes(key), None)
+            if where is None:
+                hashed.append(key)
+                continue
+            family, index, way = where
+            bucket = self._bucket[(family, index)]
+            bucket.live &= ~(1 << way)
+            self._buckets[family].update([(c_uint32(index), bucket)])
+            self._retire(where)
+        self.hash.delete(hashed)
+
+    def _place(self, key: SessionKey, value: Session, old: Optional[Where]) -> None:
+        """The session in a free slot and a clean way of its bucket (the old way, if any, retired in
+        the same write of `live`), or in the hash when the bucket has no clean way."""
+        family, index = key.family, bucket_of(key)
+        way = self._clean_way(family, index)
+        slot = self._free_slot() if way is not None else None
+        bucket = self._bucket_value(family, index)
+        indexed = way is not None and slot is not None
+        if indexed:
+            self._slots.update([(c_uint32(slot), value)])
+            set_way(bucket, key, way, slot)
+            self._buckets[family].update([(c_uint32(index), bucket)])  # the way written, its bit clear
+            bucket.live |= 1 << way
+            self._where[bytes(key)] = (family, index, way)
+        else:
+            self.hash.update([(key, value)])
+            self._where.pop(bytes(key), None)
+        if old is not None:
+            bucket.live &= ~(1 << old[2])
+            self._retire(old)
+        if indexed or old is not None:
+            self._buckets[family].update([(c_uint32(index), bucket)])  # one byte: the new way live, the old not
+
+    def _retire(self, where: Where) -> None:
+        self._retired_ways.add(where)
+        self._retired_slots.add(self._bucket[where[:2]].slot[where[2]])
+
+    def _clean_way(self, family: int, index: int) -> Optional[int]:
+        """The first way of the bucket neither live nor retired; if none but retired ones, the first
+        after waiting for the programs' runs (once a write)."""
+        bucket = self._bucket_value(family, index)
+        for way in range(WAYS[family]):
+            if not bucket.live & 1 << way and (family, index, way) not in self._retired_ways:
+                return way
+        if any((family, index, way) in self._retired_ways for way in range(WAYS[family])) and self.wait():
+            return self._clean_way(family, index)
+        return None
+
+    def _free_slot(self) -> Optional[int]:
+        if not self._free_slots and self._retired_slots and not self._waited:
+            self.wait()
+        return self._free_slots.pop() if self._free_slots else None
+
+    def wait(self) -> bool:
+        """Every way and slot retired so far made free, once no program run can still read them;
+        False when it was waited for already in this write (nothing more to free)."""
+        if self._waited:
+            return False
+        self._waited = True
+        self._slots.wait_readers()
+        self._retired_ways.clear()
+        self._free_slots = sorted(self._retired_slots | set(self._free_slots), reverse=True)
+        self._retired_slots = set()
+        return True
+
+
+assert ctypes.sizeof(Index4) == ctypes.sizeof(Index6) == 64, "a bucket is one line (include/dpp/nf/atsss.h)"
+assert INDEX_BUCKETS == 1 << INDEX_LOG2

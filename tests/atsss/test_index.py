@@ -1,0 +1,120 @@
+"""The index of sessions by UE address (netapp.atsss.index, nf/atsss/index.h) in the kernel: sessions
+written by the control plane's SessionIndex into xdp_atsss.bpf.o's maps, UE packets run through
+the program (BPF_PROG_TEST_RUN). A way serves only its own address, every word of it: another
+address of the same bucket (a near miss) passes untouched, for IPv4 and for IPv6 (an address whose
+words xor to the same hash, two words differing); a bucket's eighth IPv4 session goes to the hash
+and each of the eight is served on its own path; a changed session moves to another way and slot
+with its MP_SEQ number carried over, and the old way and slot are freed after a wait."""
+
+from __future__ import annotations
+
+import ipaddress
+import itertools
+from typing import Iterator
+
+import pytest
+
+from netapp.atsss.abi import INDEX4_WAYS, INDEX6_WAYS, Mode, Session, index_bucket
+from netapp.atsss.index import SessionIndex
+from tests.atsss.atsss import (XDP_PASS, XDP_TX, AtsssProgram, PathSpec, addr_words, decode, ethernet, session_key,
+                               ue_packet)  # fmt: skip
+from tests.utils.object_tables import ObjectTables
+
+POOL = ipaddress.ip_network("10.90.0.0/16")
+
+
+def bucket(ue: str) -> int:
+    return index_bucket(addr_words(ue))
+
+
+def same_bucket(first: str, count: int) -> list[str]:
+    """`first` and count - 1 other addresses of POOL in its bucket of the index."""
+    start = int(POOL.network_address)
+    others = (str(ipaddress.IPv4Address(start + n)) for n in range(1, POOL.num_addresses - 1))
+    return [first, *itertools.islice((ue for ue in others if ue != first and bucket(ue) == bucket(first)), count - 1)]
+
+
+def path_to(n: int) -> PathSpec:
+    """A path of its own for the n-th UE: its peer says whose it is."""
+    return PathSpec("192.0.2.1", f"198.51.100.{n + 1}", 5001, 5002 + n)
+
+
+@pytest.fixture
+def index(atsss: AtsssProgram) -> Iterator[SessionIndex]:
+    index = SessionIndex(ObjectTables(atsss.obj).table)
+    try:
+        yield index
+    finally:
+        index.delete([key for key, _ in list(index.items())])
+
+
+def put(atsss: AtsssProgram, index: SessionIndex, ues: list[str], mp_seq: int = 0) -> None:
+    """Each UE's round-robin session on its own path (slot n + 1)."""
+    for n, ue in enumerate(ues):
+        atsss.add_path(n + 1, path_to(n))
+    values = []
+    for n, ue in enumerate(ues):
+        value = Session(mode=Mode.ROUND_ROBIN, n_paths=1, mp_seq=mp_seq)
+        value.path[0] = n + 1
+        values.append((session_key(ue), value))
+    index.write(values)
+
+
+def served_by(atsss: AtsssProgram, ue: str) -> tuple[int, str]:
+    """The verdict of a packet to `ue` and the outer destination it was sent to ("" when not sent)."""
+    verdict, frame = atsss.run(ethernet(ue_packet(ue)))
+    return verdict, decode(frame).dst if verdict == XDP_TX else ""
+
+
+def test_a_way_serves_its_own_address_only_not_another_of_its_bucket(atsss, index):
+    ue, near = same_bucket(str(POOL[5]), 2)
+    put(atsss, index, [ue])
+    assert index.slot(session_key(ue)), "the session is in the index, not the hash"
+    assert served_by(atsss, ue) == (XDP_TX, path_to(0).peer)
+    assert served_by(atsss, near) == (XDP_PASS, ""), "a near miss (same bucket, other address) has no session"
+
+
+def test_an_ipv6_way_compares_every_word_of_the_address(atsss, index):
+    ue, near = "2001:db8:0:1::5", "2001:db8:0:5::1"  # their words xor alike: one bucket
+    assert bucket(ue) == bucket(near)
+    put(atsss, index, [ue])
+    assert index.slot(session_key(ue))
+    assert served_by(atsss, ue) == (XDP_TX, path_to(0).peer)
+    assert served_by(atsss, near) == (XDP_PASS, "")
+
+
+def test_a_full_bucket_sends_the_next_session_to_the_hash_and_each_is_served_on_its_own_path(atsss, index):
+    ues = same_bucket(str(POOL[9]), INDEX4_WAYS + 1)
+    put(atsss, index, ues)
+    indexed = [index.slot(session_key(ue)) is not None for ue in ues]
+    assert indexed == [True] * INDEX4_WAYS + [False], "seven ways, the eighth in dpp_atsss_sessions"
+    assert index.hash.get(session_key(ues[-1])) is not None
+    assert [served_by(atsss, ue) for ue in ues] == [(XDP_TX, path_to(n).peer) for n in range(len(ues))]
+
+
+def test_an_ipv6_bucket_holds_three_ways_then_the_hash(atsss, index):
+    candidates = (f"2001:db8::{n:x}" for n in range(2, 1 << 16))
+    ues = ["2001:db8::1", *itertools.islice((ue for ue in candidates if bucket(ue) == bucket("2001:db8::1")),
+                                            INDEX6_WAYS)]
+    put(atsss, index, ues)
+    assert [index.slot(session_key(ue)) is not None for ue in ues] == [True] * INDEX6_WAYS + [False]
+    assert [served_by(atsss, ue) for ue in ues] == [(XDP_TX, path_to(n).peer) for n in range(len(ues))]
+
+
+def test_a_changed_session_moves_to_another_way_with_its_number_and_the_old_one_is_freed(atsss, index):
+    ue = str(POOL[20])
+    put(atsss, index, [ue], mp_seq=500)
+    first = index.slot(session_key(ue))
+    assert served_by(atsss, ue)[0] == XDP_TX
+    value = index.get(session_key(ue))
+    assert value is not None and value.mp_seq == 501, "the packet took number 500 from the indexed session"
+    value.flags = 1  # a change of the session (CsCov 1), its number carried over as the table does
+    index.write([(session_key(ue), value)])
+    moved = index.slot(session_key(ue))
+    assert moved not in (None, first), "written whole into another slot, never over the one read"
+    assert served_by(atsss, ue)[0] == XDP_TX
+    assert index.get(session_key(ue)).mp_seq == 502  # type: ignore[union-attr]
+    for _ in range(INDEX4_WAYS * 2):  # more changes than the bucket has ways: the retired ones are freed
+        index.write([(session_key(ue), index.get(session_key(ue)))])  # type: ignore[list-item]
+        assert index.slot(session_key(ue)) is not None, "kept in the index, its retired ways freed by a wait"
+    assert served_by(atsss, ue)[0] == XDP_TX
