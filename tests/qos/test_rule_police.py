@@ -6,13 +6,17 @@ no policer pass uncounted."""
 from __future__ import annotations
 
 import itertools
+import os
 
 from netapp.qos.abi import Algo
 from netapp.qos.model import Policer, PolicerConfig
-from tests.qos.police import counters_tuple
+from tests.qos.police import counters_tuple, on_cpu
 
 OWN_A, OWN_B, SHARED = 11, 12, 13  # policer ids
+PARENT, OWN_C = 14, 15
 SLOT_A, SLOT_B, SLOT_SLICE_ONLY, SLOT_NONE = 3, 4, 5, 6
+SLOT_C, SLOT_ALONE = 7, 8
+CHUNK = 2000  # bytes of a CPU's credit
 ORDER = (SLOT_A, SLOT_B, SLOT_SLICE_ONLY, SLOT_A)  # the rules' packets, in turn
 
 
@@ -59,3 +63,39 @@ def test_a_slot_that_names_no_policer_passes_uncounted(police):
     before = counters_tuple(police.counters(OWN_A))
     assert all(police.rule_passes(SLOT_NONE, 1500, 10**9 + k) for k in range(5))
     assert counters_tuple(police.counters(OWN_A)) == before
+
+
+def test_packets_own_credit_covers_still_meet_the_parent_and_the_shared_policer(police):
+    """Own policers with a CPU credit (nf/qos/rule.h decides a packet the own policer's credit covers
+    inline and calls for the rest): a rule whose own token bucket has a parent and a shared policer,
+    one whose own GCRA has a shared one, one whose own token bucket is alone; on one CPU, 100 us
+    apart, above the rates: every decision and every counter is the models' (own with its credit,
+    then its parent, then the shared one, for what each passed)."""
+    own = PolicerConfig(rate=8 * 10**6, burst=12_000, algo=Algo.TOKEN_BUCKET)
+    gcra = PolicerConfig(rate=8 * 10**6, burst=12_000, algo=Algo.GCRA)
+    parent = PolicerConfig(rate=12 * 10**6, burst=6000, algo=Algo.TOKEN_BUCKET)
+    shared = PolicerConfig(rate=16 * 10**6, burst=8000, algo=Algo.SLIDING_WINDOW, window_shift=22)
+    police.configure(OWN_A, own, parent=PARENT, chunk=CHUNK)
+    police.configure(OWN_B, own, chunk=CHUNK)
+    police.configure(OWN_C, gcra, chunk=CHUNK)
+    police.configure(PARENT, parent)
+    police.configure(SHARED, shared)
+    police.name_rule_policers(SLOT_A, OWN_A, SHARED)
+    police.name_rule_policers(SLOT_C, OWN_C, SHARED)
+    police.name_rule_policers(SLOT_ALONE, OWN_B, 0)
+    models = {OWN_A: Policer(own, CHUNK), OWN_B: Policer(own, CHUNK), OWN_C: Policer(gcra, CHUNK),
+              PARENT: Policer(parent), SHARED: Policer(shared)}
+    chains = {SLOT_A: (OWN_A, PARENT, SHARED), SLOT_C: (OWN_C, SHARED), SLOT_ALONE: (OWN_B,)}
+    slots = itertools.cycle((SLOT_A, SLOT_ALONE, SLOT_C))
+    cpu = min(os.sched_getaffinity(0))
+    expected, got = [], []
+    with on_cpu(cpu):
+        for step in range(600):
+            slot, size, now = next(slots), 300 + (step * 97) % 1200, 10**9 + step * 100_000
+            expected.append(all(models[policer].decide(size, now, cpu) for policer in chains[slot]))
+            got.append(police.rule_passes(slot, size, now))
+    assert got == expected
+    assert 0 < sum(got) < len(got), "offered above the rates, some pass and some are dropped"
+    for policer_id, model in models.items():
+        assert counters_tuple(police.counters(policer_id)) == model_counters(model), policer_id
+    assert police.counters(PARENT).dropped_packets > 0 and police.counters(SHARED).dropped_packets > 0

@@ -50,7 +50,7 @@ static __always_inline int act(const struct dpp_act_ctx *a)
 {
 	if (!a->rule)
 		return (a->key->flags & DPP_KEY_UPF) ? act_upf(a) : best_effort(a, DPP_NONE);
-	if ((a->rule->flags & DPP_RULE_POLICED) && !dpp_police_rule(a->rule->slot, a->bytes))
+	if ((a->rule->flags & DPP_RULE_POLICED) && !rule_police(a->rule->slot, a->bytes, 0))
 		return rule_policed(a->o);
 	switch (a->rule->action) {
 		DPP_ACTIONS(DPP_ACT_CASE)

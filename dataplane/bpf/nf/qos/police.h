@@ -506,6 +506,17 @@ static __always_inline __u64 police_clock(const struct dpp_policer *p, __u64 *no
 	return *now;
 }
 
+/* The rest of police_step for a packet its CPU's credit did not cover (`carve`: police_share's),
+ * at *at (police_share_index): the decision on the policer's shared state, counted; what follows. */
+static __always_inline __u32 police_on_state(struct dpp_policer *p, const __u32 *at, __u64 bytes,
+					     __u64 *now, __u32 carve)
+{
+	int verdict = police_decide(p, bytes, police_clock(p, now), carve, at);
+
+	police_count(at, bytes, verdict);
+	return verdict != POLICE_DROP ? p->parent : POLICE_DROPPED;
+}
+
 /* Policer *id's decision on a packet of `bytes`, counted (*id then this CPU's index of its
  * counters, police_share_index: the slot the id took, so that the frame keeps its size): what
  * follows it, its parent when it passed (0: none), POLICE_DROPPED when it dropped. Id 0, an id past
@@ -520,7 +531,6 @@ static __always_inline __u32 police_step(__u32 *id, __u64 bytes, __u64 *now)
 {
 	struct dpp_policer *p = bpf_map_lookup_elem(&dpp_policers, id);
 	__u32 carve;
-	int verdict;
 
 	if (!p || p->algo == DPP_POLICE_ALGO_NONE)
 		return 0;
@@ -528,9 +538,7 @@ static __always_inline __u32 police_step(__u32 *id, __u64 bytes, __u64 *now)
 	carve = police_share(p, id, bytes);
 	if (carve == POLICE_SPENT)
 		return p->parent;
-	verdict = police_decide(p, bytes, police_clock(p, now), carve, id);
-	police_count(id, bytes, verdict);
-	return verdict != POLICE_DROP ? p->parent : POLICE_DROPPED;
+	return police_on_state(p, id, bytes, now, carve);
 }
 
 /* Whether a packet of `bytes` at clock *now (ns; 0: the first policer's clock, then its reading,
