@@ -178,7 +178,8 @@ int dpp_table_fill(struct dpp *d, const char *name, const __u32 *indexes, __u32 
 	__u64 lock = 0;
 	int err;
 
-	if (n && (!indexes || !value || !value_size || !rows || (__u64)stride * rows > UINT32_MAX))
+	if (n && (!indexes || !value || !value_size || !rows || (__u64)stride * rows > UINT32_MAX ||
+		  (__u64)n * rows > UINT32_MAX))
 		return -EINVAL;
 	err = table_open(d, name, true, sizeof(__u32), value_size, &t);
 	if (!err && n)
@@ -230,10 +231,11 @@ int dpp_table_delete(struct dpp *d, const char *name, const void *keys, size_t k
 static bool array_span(const struct table *t, const __u32 *keys, __u32 n, __u64 lock, __u32 *low,
 		       __u32 *count)
 {
-	__u32 i, lo = keys[0], hi = keys[0];
+	__u32 i, lo, hi;
 
 	if (t->map->type != BPF_MAP_TYPE_ARRAY || lock || n < SPAN_MIN_KEYS)
 		return false;
+	lo = hi = keys[0]; /* only now: with no keys, `keys` may be NULL */
 	for (i = 1; i < n; i++) {
 		lo = keys[i] < lo ? keys[i] : lo;
 		hi = keys[i] > hi ? keys[i] : hi;

@@ -217,6 +217,15 @@ def test_an_arrays_keys_read_together_give_what_each_read_alone_gives(adapter, k
     assert all((value is None) == (key >= MAX_ALT_GROUPS) for key, value in zip(keys, together))
 
 
+def test_no_keys_may_be_no_pointer(kernel_handle):
+    """libdpp's C calls take NULL keys with n 0 (the header says so): an array's lookup must not read
+    a first key before it knows there are any."""
+    lib = kernel_handle.lib
+    value = AltGroup()
+    assert lib.dpp_table_lookup(kernel_handle._handle, b"dpp_alt_groups", None, 4, ctypes.byref(value),
+                                ctypes.sizeof(value), 0, None) == 0
+
+
 def test_given_a_key_past_the_array_then_the_batch_stops_there_and_says_how_far_it_got(adapter):
     table = Table(adapter, "dpp_alt_groups")
 
