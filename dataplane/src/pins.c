@@ -73,24 +73,14 @@ static int bpffs_ensure(void)
 
 static int mkdir_one(const char *path)
 {
-	int err;
-
-	if (!mkdir(path, 0700) || errno == EEXIST)
-		return 0;
-	err = -errno;
-	pr_warn("mkdir %s: %s", path, strerror(-err));
-	return err;
+	return mkdir(path, 0700) && errno != EEXIST ? -errno : 0;
 }
 
-static int mkdir_p(const char *path)
+static int mkdir_p_once(char *buf)
 {
-	char buf[PATH_MAX];
 	char *p;
 	int err;
 
-	err = path_fmt(buf, sizeof(buf), "%s", path);
-	if (err)
-		return err;
 	for (p = strchr(buf + 1, '/'); p; p = strchr(p + 1, '/')) {
 		*p = '\0';
 		err = mkdir_one(buf);
@@ -99,6 +89,29 @@ static int mkdir_p(const char *path)
 			return err;
 	}
 	return mkdir_one(buf);
+}
+
+/* An instance's unload removes DPP_PIN_ROOT when it leaves it empty (pin_dirs_remove()), so the
+ * root can vanish between our mkdir of it and of the instance's directory in it: a component that
+ * fails with ENOENT means that, and the whole path is made again. Once the instance's directory
+ * exists the root is not empty and stays. */
+#define MKDIR_P_TRIES 8
+
+static int mkdir_p(const char *path)
+{
+	char buf[PATH_MAX];
+	unsigned int tries = 0;
+	int err;
+
+	err = path_fmt(buf, sizeof(buf), "%s", path);
+	if (err)
+		return err;
+	do
+		err = mkdir_p_once(buf);
+	while (err == -ENOENT && ++tries < MKDIR_P_TRIES);
+	if (err)
+		pr_warn("mkdir %s: %s", path, strerror(-err));
+	return err;
 }
 
 /* 1 if path exists, 0 if not, else -errno. */
@@ -251,6 +264,11 @@ void pin_dirs_remove(struct dpp *d)
 			rmdir_quiet(path);
 	}
 	rmdir_quiet(d->pin_dir);
+	/* The root too, when this was its last instance: an unload leaves nothing behind. Another
+	 * instance's directory keeps it (ENOTEMPTY, quietly); one being made meanwhile makes it
+	 * again (mkdir_p()). */
+	if (rmdir(DPP_PIN_ROOT) && errno != ENOTEMPTY && errno != ENOENT)
+		pr_info("remove %s: %s", DPP_PIN_ROOT, strerror(errno));
 }
 
 int pin_dir_make(const struct dpp *d, const char *sub)

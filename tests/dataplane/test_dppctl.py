@@ -24,7 +24,7 @@ from netapp.intents.compiler import compile_document
 from netapp.intents.models import parse_document
 from netapp.testbed import netns
 from tests.utils import packets
-from tests.utils.kernel import build_artifact, veth_namespace
+from tests.utils.kernel import build_artifact, require_kernel, veth_namespace
 
 IFACE = "veth0"  # where the program is attached
 PEER = "veth1"  # where test frames are sent from
@@ -219,6 +219,37 @@ def test_unload_removes_the_pins_and_the_program(ns, attached):
     assert xdp_prog_id(ns, IFACE) is None
     assert "no instance" in one_error_line(dppctl(ns, "-n", attached, "status"))
 
+
+
+# The pin root is shared by every instance on the machine (and by the other tests running beside
+# this one), so whether the last unload removes it is watched on a bpffs of its own: a private mount
+# namespace (and a network namespace for its veth pair) that vanish with the shell, pins and all.
+def test_the_last_unload_removes_the_pin_root_and_not_before():
+    require_kernel()
+    dppctl_path = build_artifact("dppctl")
+    script = f"""
+set -e
+mount -t bpf bpf /sys/fs/bpf
+ip link add dpp0 type veth peer name dpp1
+ip link set dpp0 up; ip link set dpp1 up
+{dppctl_path} -n first attach -i dpp0 -m native -c 0 >/dev/null
+{dppctl_path} -n second attach -i dpp1 -m native -c 0 >/dev/null
+{dppctl_path} -n first unload >/dev/null
+echo "after first: $(ls /sys/fs/bpf/dpp | tr '\\n' ' ')"
+test -e /sys/fs/bpf/dpp/second/prog && echo "second's program pinned"
+{dppctl_path} -n second unload >/dev/null
+test -e /sys/fs/bpf/dpp && echo "root left" || echo "root removed"
+"""
+    result = subprocess.run(
+        ["unshare", "--mount", "--net", "--propagation", "private", "--", "sh", "-c", script],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert (result.returncode, result.stderr) == (0, ""), result
+    assert result.stdout.splitlines() == ["after first: second ", "second's program pinned", "root removed"]
 
 # --- rules installed by the Python control plane --------------------------------------------------
 
