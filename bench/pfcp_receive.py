@@ -45,7 +45,8 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.pfcp_receive", description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="result document (JSON)")
     parser.add_argument("--requests", type=int, default=6400, help="requests read a way a round")
-    parser.add_argument("--group", type=int, default=32, help="requests waiting together (the endpoint's at 32 in flight)")
+    parser.add_argument("--group", type=int, default=32,
+                        help="requests waiting together (the endpoint's at 32 in flight)")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of every way, alternating")
     return parser.parse_args(argv)
 
@@ -248,7 +249,9 @@ def format_table(result: dict[str, Any]) -> str:
     lines = [f"{result['requests']} requests of {result['bytes']} bytes a round, read {result['group']} at a time "
              f"(load {result['load_average'][0]} -> {result['load_average'][1]}); thread CPU, us a request",
              "| piece | rounds | median |", "|---|---|---|"]
-    pieces = {**{f"read by {name}" if name != "uvloop_turn" else "of which uvloop's loop started and stopped a group": values for name, values in result["read_cpu_us_per_datagram"].items()},
+    named = {name: f"read by {name}" for name in result["read_cpu_us_per_datagram"]}
+    named["uvloop_turn"] = "of which uvloop's loop started and stopped a group"
+    pieces = {**{named[name]: values for name, values in result["read_cpu_us_per_datagram"].items()},
               "the protocol's `datagram_received`": result["protocol_cpu_us_per_request"]}
     for name, values in pieces.items():
         lines.append(f"| {name} | {', '.join(f'{value:.2f}' for value in values)} | {statistics.median(values):.2f} |")

@@ -10,7 +10,8 @@ from bench.pfcp_receive import Mmsg, parse_args, run
 
 
 def test_recvmmsg_reads_the_waiting_datagrams_with_their_senders():
-    receiver, sender = socket.socket(socket.AF_INET, socket.SOCK_DGRAM), socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    receiver = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sender = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     try:
         receiver.bind(("127.0.0.1", 0))
         sender.bind(("127.0.0.1", 0))
