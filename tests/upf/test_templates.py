@@ -20,6 +20,7 @@ from netapp.service.store import Store
 from netapp.upf.abi import Output, Role
 from netapp.upf.applier import BpfApplier, iface_entries
 from netapp.upf.compiler import Site
+from netapp.upf.models import Session
 from netapp.upf.peers import Destinations
 from netapp.upf.pfcp.ies import Cause, MsgType
 from netapp.upf.pfcp.server import PfcpServer
@@ -47,20 +48,16 @@ POOL = "10.46.0.0/26"  # upf.ue_pools: given UE addresses in it are refused
 GNBS = "192.0.2.0/25"  # upf.peer_networks
 MAP_SIZES = {"dpp_upf_teids": 24, "dpp_upf_usage": 72, "dpp_upf_ue4": 64}  # TEIDs past the array, slots run out
 OTHER_SMF = "127.0.0.2"  # a second association's address
+# tables whose live entries depend on the changes' order, not only on the sessions held: the ways a
+# UE address was placed in as its bucket filled and emptied, the counters of policers freed since
+HISTORY = ("dpp_upf_dl4", "dpp_policer_stats")
 
 
 class Side:
     """A UPF over a store, FakeDpp maps and a PFCP endpoint on loopback; `fast`: with templates."""
 
     def __init__(self, path: Any, fast: bool):
-        self.fake = FakeDpp(map_sizes=MAP_SIZES)
-        dataplane = Dataplane(self.fake)
-        site = Site(net_instances={"internet": 1}, default_instance="internet", n3_ipv4=N3, output=Output.PASS)
-        pools = Pools({"internet": POOL})
-        ue4 = pools.layout(site.net_instances, dataplane.table("dpp_upf_ue4").max_entries)
-        applier = BpfApplier(dataplane.table, site, iface_entries({5: (Role.N3, 0), 6: (Role.N6, 1)}, N3, None, ue4))
-        self.store = Store.open(path, synchronous="NORMAL")
-        self.upf = Upf(self.store, applier, n3_ipv4=N3, destinations=Destinations([GNBS]), ue_pools=pools)
+        self.fake, self.store, self.upf = _upf_over(path)
         self.server = PfcpServer(self.upf, "127.0.0.1", 0)
         if not fast:
             self.server.protocol.templates = None
@@ -95,6 +92,18 @@ class Side:
             smf.close()
         self.server.close()
         self.store.close()
+
+
+def _upf_over(path: Any) -> tuple[FakeDpp, Store, Upf]:
+    """A UPF over the store at `path` (its sessions loaded, as at a start) and FakeDpp maps of its own."""
+    fake = FakeDpp(map_sizes=MAP_SIZES)
+    dataplane = Dataplane(fake)
+    site = Site(net_instances={"internet": 1}, default_instance="internet", n3_ipv4=N3, output=Output.PASS)
+    pools = Pools({"internet": POOL})
+    ue4 = pools.layout(site.net_instances, dataplane.table("dpp_upf_ue4").max_entries)
+    applier = BpfApplier(dataplane.table, site, iface_entries({5: (Role.N3, 0), 6: (Role.N6, 1)}, N3, None, ue4))
+    store = Store.open(path, synchronous="NORMAL")
+    return fake, store, Upf(store, applier, n3_ipv4=N3, destinations=Destinations([GNBS]), ue_pools=pools)
 
 
 @pytest.fixture
@@ -247,6 +256,36 @@ def test_the_fast_path_answers_stores_and_writes_what_the_full_path_does(sides, 
     assert counters.get("refused_rule_creation_modification_failure", 0) > 5
     assert counters.get("refused_no_resources_available", 0) > 0
     assert "accepted_from_template" not in full.server.counters
+
+
+def test_the_rows_the_fast_path_fills_in_are_the_sessions_serialised_and_a_restart_reconciles_from_them(
+        sides, tmp_path):
+    """A template's row is its JSON with the request's values patched in (netapp.upf.prepared), not
+    the session serialised again: each such row must be what serialising the session it describes
+    gives, and a UPF started again over those rows must put into fresh maps what the live endpoint
+    wrote, as it does from the full path's rows."""
+    fast, full = sides
+    for side in sides:
+        _associate(side)
+    requests, established = Requests(4), []
+    for _ in range(12):
+        batch = requests.batch(established)
+        answers = fast.ask(batch)
+        assert answers == full.ask(batch)
+        established += [seid for seid in map(_up_seid, answers.values()) if seid is not None and seid not in established]
+    assert fast.server.counters["accepted_from_template"] > 40
+    rows = fast.rows()["upf_sessions"]
+    assert len(rows) > 40 and rows == full.rows()["upf_sessions"]
+    assert all(Session.model_validate_json(body).stored_json() == body for _, _, body in rows)
+    for side in sides:
+        fake, store, upf = _upf_over(tmp_path / ("fast.db" if side is fast else "full.db"))
+        try:
+            assert {seid: upf.sessions.body(seid) for seid in upf.sessions} == {seid: body for seid, _, body in rows}
+            assert upf.applier.reconcile(upf.sessions.values()) == {}
+            again = {name: dict(entries) for name, entries in fake.tables.items() if entries and name not in HISTORY}
+            assert again == {name: entries for name, entries in side.maps().items() if entries and name not in HISTORY}
+        finally:
+            store.close()
 
 
 def _plain(cp_seid: int, changes: Optional[dict[int, dict]] = None) -> list:
