@@ -48,15 +48,18 @@ struct {
 	__type(value, struct dpp_atsss_index6);
 } dpp_atsss_index6 SEC(".maps");
 
-/* path slot -> the path: access, outer addresses, DCCP ports and sequence number, up or down */
+/* path slot -> the path: access, outer addresses, DCCP ports and sequence number, up or down, what
+ * it sent; mmapable so that its values start on a page, each path a pair of lines (a plain array's
+ * start 56 bytes into one: three) */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, DPP_MAX_ATSSS_PATHS);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__type(key, __u32);
 	__type(value, struct dpp_atsss_path);
 } dpp_atsss_paths SEC(".maps");
 
-/* path slot -> what it sent on this CPU */
+/* path slot -> what it received on this CPU */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, DPP_MAX_ATSSS_PATHS);
