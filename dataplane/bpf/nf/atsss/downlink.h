@@ -212,7 +212,7 @@ static __always_inline enum atsss_verdict atsss_downlink(struct xdp_md *ctx, __u
 	struct dpp_atsss_session *s = atsss_find_session(family, ue);
 	struct dpp_atsss_path *p;
 	__u64 mp_seq = 0;
-	__u32 up;
+	__u32 up, slot;
 	int pos;
 
 	if (!s || !s->n_paths)
@@ -226,9 +226,13 @@ static __always_inline enum atsss_verdict atsss_downlink(struct xdp_md *ctx, __u
 		return ATSSS_NO_PATH;
 	if (pos == ATSSS_EVERY_PATH)
 		return atsss_mark_copies(ctx, s, up, mp_seq, l3, ue_len) ? ATSSS_ERROR : ATSSS_COPIES;
-	if (p)
-		return atsss_send_on(ctx, p, mp_seq, l3, ue_len, s->flags);
-	return atsss_send(ctx, s->path[pos & (DPP_ATSSS_MAX_PATHS - 1)], mp_seq, l3, ue_len, s->flags);
+	if (!p) { /* WEIGHTED's pick was not its guess; looked up here, so that one send is inlined */
+		slot = s->path[pos & (DPP_ATSSS_MAX_PATHS - 1)];
+		p = bpf_map_lookup_elem(&dpp_atsss_paths, &slot);
+		if (!p)
+			return ATSSS_ERROR;
+	}
+	return atsss_send_on(ctx, p, mp_seq, l3, ue_len, s->flags);
 }
 
 /* A REDUNDANT frame's copy on its way out by the entry of dpp_atsss_tx for `position` (a constant):
