@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* The maps of ATSSS: sessions by UE address (their scheduler state under the session's lock), the
- * paths by slot, per-CPU counters per path; for the uplink, the paths by the addresses and ports
+ * paths by slot (with what each sent), per-CPU counters of what each received; for the uplink, the paths by the addresses and ports
  * their packets arrive with, what each path heard from its UE, the node's uplink settings and
  * counters, and the ring of the Acks owed the UEs; the gate of the pipeline's ATSSS stage. */
 #ifndef DPP_NF_ATSSS_MAPS_H

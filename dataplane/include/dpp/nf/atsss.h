@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* The ABI of ATSSS, the MP-DCCP multi-access proxy (bpf/nf/atsss/): a session per UE address naming
  * its paths and steering mode, a path per access (its outer addresses, DCCP ports and sequence
- * number), per-CPU counters per path, and the wire constants of DCCP (RFC 4340) and of the MP_SEQ
+ * number, what it sent), per-CPU counters of what each path received, and the wire constants of DCCP (RFC 4340) and of the MP_SEQ
  * option of Multipath DCCP (draft-ietf-tsvwg-multipath-dccp, RFC 9897).
  * Mirrored in netapp/atsss/abi.py, checked against BTF by tests/atsss/test_abi.py.
  *
@@ -17,7 +17,8 @@
  * the control plane replaces an entry whole, never writes it in place, so one entry has one mode). The lock is the dearest part
  * of a packet's way (it saves and disables interrupts), which is why the other schedulers, whose
  * pick is a function of what the control plane wrote, go without. Whether a path is up, its RTT
- * and addresses are written by the control plane only and read as they are; counters are per CPU.
+ * and addresses are written by the control plane only and read as they are; what a path sent is
+ * counted by atomic adds in the path (struct dpp_atsss_path says why), what it received per CPU.
  */
 #ifndef DPP_NF_ATSSS_H
 #define DPP_NF_ATSSS_H
