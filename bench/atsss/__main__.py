@@ -325,13 +325,13 @@ def split_rows(args: argparse.Namespace, harness: Harness, bench: AtsssBench) ->
     """Weighted round-robin's split over --split-packets packets, for each weights of split.WEIGHTS,
     one session and 10,000."""
     rows = []
-    stats_fd = bench.obj.map_fd("dpp_atsss_path_stats")
+    paths_fd = bench.obj.map_fd("dpp_atsss_paths")
     for sessions in (1, SESSIONS):
         walk = Walk(sessions, teid_base=0, src_base=int(FIRST_UE), teid_off=PAYLOAD_AT, src_off=UE_AT)
         harness.set_walk(walk)
         run = functools.partial(timed_walk, harness, bench.prog_fd, ue_frame(), XDP_TX)
         for weights in split.WEIGHTS:
-            rows.append(split.split_row(run, bench.configure, stats_fd, sessions, weights, args.split_packets))
+            rows.append(split.split_row(run, bench.configure, paths_fd, sessions, weights, args.split_packets))
     return rows
 
 

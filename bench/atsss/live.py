@@ -22,10 +22,9 @@ from typing import Callable, Optional
 
 from bench.libbpf import BpfObject, inner_map_set, map_delete, map_lookup, test_run_live
 from bench.throughput.sink import attach_native
-from netapp.atsss.abi import MAX_PATHS_PER_SESSION, Mode, PathStats
+from netapp.atsss.abi import MAX_PATHS_PER_SESSION, Mode, Path as PathValue
 from netapp.core import netns as namespaces
 from netapp.dataplane.abi import DevmapVal, MapType
-from netapp.dataplane.handle import possible_cpus
 from netapp.testbed import netns
 
 PORTS = ("out0", "out1")
@@ -80,10 +79,10 @@ LIVE_MODES = {"round-robin, live (XDP_TX)": Mode.ROUND_ROBIN, "redundant, live (
 
 
 def sent(atsss: BpfObject, slot: int) -> int:
-    """Packets the path in `slot` sent, summed over the CPUs."""
-    values = (PathStats * possible_cpus())()
-    map_lookup(atsss.map_fd("dpp_atsss_path_stats"), c_uint32(slot), values)
-    return sum(v.packets for v in values)
+    """Packets the path in `slot` sent (its entry's counter)."""
+    value = PathValue()
+    map_lookup(atsss.map_fd("dpp_atsss_paths"), c_uint32(slot), value)
+    return value.packets
 
 
 def live_rows(site: LiveSite, prog_fd: int, frame: bytes, configure: Callable[[Mode], None], runs: int,

@@ -10,35 +10,38 @@ from ctypes import c_uint32
 from typing import Callable
 
 from bench.libbpf import map_lookup, map_update
-from netapp.atsss.abi import Mode, PathStats
-from netapp.dataplane.handle import possible_cpus
+from netapp.atsss.abi import Mode, Path as PathValue
 
 CHUNK = 200_000  # repetitions per BPF_PROG_TEST_RUN call
 WEIGHTS = ([3, 1], [7, 3], [1, 1], [100, 1], [65535, 1])
 
 
-def zero(stats_fd: int, slots: range) -> None:
+def zero(paths_fd: int, slots: range) -> None:
+    """The paths' counters of what they sent zeroed, the rest of each entry kept."""
     for slot in slots:
-        map_update(stats_fd, c_uint32(slot), (PathStats * possible_cpus())())
+        value = PathValue()
+        map_lookup(paths_fd, c_uint32(slot), value)
+        value.packets = value.bytes = 0
+        map_update(paths_fd, c_uint32(slot), value)
 
 
-def sent(stats_fd: int, slot: int) -> int:
-    values = (PathStats * possible_cpus())()
-    map_lookup(stats_fd, c_uint32(slot), values)
-    return sum(value.packets for value in values)
+def sent(paths_fd: int, slot: int) -> int:
+    value = PathValue()
+    map_lookup(paths_fd, c_uint32(slot), value)
+    return value.packets
 
 
-def split_row(run: Callable[[int], None], configure: Callable[[Mode, list[int]], None], stats_fd: int,
+def split_row(run: Callable[[int], None], configure: Callable[[Mode, list[int]], None], paths_fd: int,
               sessions: int, weights: list[int], packets: int) -> dict:
     """`packets` UE packets over `sessions` sessions of these weights (each session's first path in
     odd slots, its second in even ones): the paths' counts against their shares."""
     configure(Mode.WEIGHTED, weights)
-    zero(stats_fd, range(1, 2 * sessions + 1))
+    zero(paths_fd, range(1, 2 * sessions + 1))
     left = packets
     while left:
         run(min(CHUNK, left))
         left -= min(CHUNK, left)
-    counts = [sum(sent(stats_fd, 2 * i + 1 + position) for i in range(sessions)) for position in range(2)]
+    counts = [sum(sent(paths_fd, 2 * i + 1 + position) for i in range(sessions)) for position in range(2)]
     if sum(counts) != packets:
         raise RuntimeError(f"{sum(counts)} packets counted of {packets} sent: the case is not what it says")
     expected = [packets * weight / sum(weights) for weight in weights]

@@ -79,30 +79,26 @@ int stage_lookup(struct xdp_md *ctx)
 SEC("xdp")
 int stage_schedule(struct xdp_md *ctx)
 {
-	struct dpp_atsss_path_stats *counters;
 	struct stage_packet pkt = {};
 	struct dpp_atsss_session *s;
 	__u64 mp_seq = 0;
-	__u32 slot;
 
 	if (stage_parse_frame(ctx, &pkt))
 		return XDP_DROP;
 	s = stage_session(&pkt);
 	if (!s)
 		return XDP_DROP;
-	return schedule_round_robin(s, &mp_seq, &slot, &counters) ? XDP_TX : XDP_DROP;
+	return schedule_round_robin(s, &mp_seq) ? XDP_TX : XDP_DROP;
 }
 
 /* The stages from the schedule on: the encapsulation with the header's checksum only (cscov
  * forced to 1) or with the session's coverage, and the path's counters or not (constants). */
 static __always_inline int stage_send(struct xdp_md *ctx, const bool session_coverage, const bool count)
 {
-	struct dpp_atsss_path_stats *counters;
 	struct stage_packet pkt = {};
 	struct dpp_atsss_session *s;
 	struct dpp_atsss_path *p;
 	__u64 mp_seq = 0, seq;
-	__u32 slot;
 	__u8 cscov;
 
 	if (stage_parse_frame(ctx, &pkt))
@@ -110,7 +106,7 @@ static __always_inline int stage_send(struct xdp_md *ctx, const bool session_cov
 	s = stage_session(&pkt);
 	if (!s)
 		return XDP_DROP;
-	p = schedule_round_robin(s, &mp_seq, &slot, &counters);
+	p = schedule_round_robin(s, &mp_seq);
 	if (!p)
 		return XDP_DROP;
 	cscov = session_coverage ? atsss_cscov(s->flags) : 1;
@@ -118,7 +114,7 @@ static __always_inline int stage_send(struct xdp_md *ctx, const bool session_cov
 	if (atsss_encap(ctx, p, seq, mp_seq & ATSSS_SEQ_MASK, pkt.l3, pkt.ue_len, cscov))
 		return XDP_DROP;
 	if (count)
-		atsss_count(slot, counters, pkt.ue_len);
+		atsss_count(p, pkt.ue_len);
 	return XDP_TX;
 }
 

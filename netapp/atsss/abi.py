@@ -203,13 +203,15 @@ class Path(Structure):
         ("dmac", c_uint8 * 6),
         ("local", c_uint32 * 4),
         ("peer", c_uint32 * 4),
+        ("packets", c_uint64),
+        ("bytes", c_uint64),
+        ("reserved2", c_uint64 * 6),
     ]
 
 
 class PathStats(Structure):
     C_NAME = "dpp_atsss_path_stats"
-    _fields_ = [("packets", c_uint64), ("bytes", c_uint64), ("rx_packets", c_uint64), ("rx_bytes", c_uint64),
-                ("rx_acks", c_uint64)]  # fmt: skip
+    _fields_ = [("rx_packets", c_uint64), ("rx_bytes", c_uint64), ("rx_acks", c_uint64)]
 
 
 class UplinkKey(Structure):

@@ -210,7 +210,8 @@ class AtsssSessionPatch(BaseModel):
 
 
 class PathCounters(BaseModel):
-    """What one path sent and received, summed over the CPUs, and its state as the data path sees it."""
+    """What one path sent and received (what it received summed over the CPUs), and its state as the data
+    path sees it."""
 
     index: int
     slot: int

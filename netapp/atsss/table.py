@@ -1,8 +1,8 @@
 """ATSSS's maps written from stored sessions, and read back: the sessions by UE address (paths,
 mode, weights, the scheduler's state and the MP_SEQ counter) in the index (dpp_atsss_index4 and 6,
 dpp_atsss_slots) or dpp_atsss_sessions (netapp.atsss.index), dpp_atsss_paths (slot -> the
-path's outer headers, up flag, RTT and DCCP sequence number), dpp_atsss_path_stats (slot -> what
-it sent, per CPU), dpp_atsss_uplink (a path's uplink addresses and ports -> its slot and UE),
+path's outer headers, up flag, RTT and DCCP sequence number, what it sent), dpp_atsss_path_stats
+(slot -> what it received, per CPU), dpp_atsss_uplink (a path's uplink addresses and ports -> its slot and UE),
 dpp_atsss_path_rx (slot -> what the path heard, its loss estimate), dpp_atsss_gate (nonzero while any session is
 held: the pipeline hands ATSSS's frames to its stage), dpp_atsss_ues (the UE filter: a bit per hash
 of the UE addresses with a session, which the pipeline reads before it looks a session up) and
@@ -64,7 +64,8 @@ assert all(kind is c_uint64 for _, kind in PathStats._fields_), "dpp_atsss_path_
 
 
 class PathCounts(NamedTuple):
-    """dpp_atsss_path_stats of one path, summed over the CPUs."""
+    """What one path sent (its entry of dpp_atsss_paths) and received (dpp_atsss_path_stats, summed
+    over the CPUs)."""
 
     packets: int
     bytes: int
@@ -169,10 +170,16 @@ def _session_part(value: Session) -> tuple:
 
 
 def _path_part(value: Path) -> bytes:
-    """What the control plane says of a path (all but its DCCP sequence number)."""
+    """What the control plane says of a path (all but its DCCP sequence number and counters)."""
     copy = Path.from_buffer_copy(value)
-    copy.dccp_seq = 0
+    _carry_over(copy, Path())
     return bytes(copy)
+
+
+def _carry_over(value: Path, now: Path) -> None:
+    """What the data path moves in a path (its DCCP sequence number, what it sent) set in `value`
+    as `now` has it."""
+    value.dccp_seq, value.packets, value.bytes = now.dccp_seq, now.packets, now.bytes
 
 
 class AtsssMaps:
@@ -293,7 +300,7 @@ class AtsssMaps:
 
     def _write_paths(self, wanted: dict[int, Path], used: set[int]) -> None:
         """New paths (their counters zeroed: the slot may have been another's) and changed ones,
-        whose DCCP sequence number goes on."""
+        whose DCCP sequence number and counters go on."""
         slots = sorted(wanted)
         writes, fresh = [], []
         for slot, now in zip(slots, self._paths.lookup([c_uint32(slot) for slot in slots])):
@@ -303,7 +310,7 @@ class AtsssMaps:
             elif now is not None and _path_part(now) == _path_part(value):
                 continue
             elif now is not None:
-                value.dccp_seq = now.dccp_seq
+                _carry_over(value, now)
             writes.append((c_uint32(slot), value))
         self._stats.fill(fresh)  # type: ignore[attr-defined]
         self._rx.update([(slot, PathRx()) for slot in fresh])
@@ -357,15 +364,17 @@ class AtsssMaps:
         return self._paths.lookup([c_uint32(slot) for slot in slots])
 
     def stats(self, slots: list[int]) -> list[PathCounts]:
-        """What each slot's path sent and received, summed over the CPUs (zero for a slot not read).
-        Summed in numpy over the raw per-CPU values: a poll of 20,000 paths field by field in Python
-        took a quarter of a second."""
-        per_slot = self._stats.lookup([c_uint32(slot) for slot in slots])
+        """What each slot's path sent (its entry) and received (summed over the CPUs); zero for a
+        slot not read. The received counters summed in numpy over the raw per-CPU values: a poll of
+        20,000 paths field by field in Python took a quarter of a second."""
+        keys = [c_uint32(slot) for slot in slots]
+        per_slot = self._stats.lookup(keys)
         cpus = self._stats.cpus  # type: ignore[attr-defined]
         zero = bytes(ctypes.sizeof(PathStats) * cpus)
         raw = b"".join(bytes(values) if values is not None else zero for values in per_slot)
-        counts = numpy.frombuffer(raw, dtype=numpy.uint64).reshape(len(slots), cpus, len(STAT_FIELDS))
-        return [PathCounts(*row) for row in counts.sum(axis=1, dtype=numpy.uint64).tolist()]
+        received = numpy.frombuffer(raw, dtype=numpy.uint64).reshape(len(slots), cpus, len(STAT_FIELDS))
+        sent = [(path.packets, path.bytes) if path is not None else (0, 0) for path in self._paths.lookup(keys)]
+        return [PathCounts(*out, *row) for out, row in zip(sent, received.sum(axis=1, dtype=numpy.uint64).tolist())]
 
     def losses(self, slots: list[int]) -> list[PathLoss]:
         """What each slot's path learnt of its loss from the UE's Ack Vectors (zero for a slot not read)."""

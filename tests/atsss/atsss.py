@@ -222,10 +222,10 @@ class AtsssProgram:
         return value if map_lookup(self.sessions, key, value, BPF_F_LOCK) else None
 
     def sent(self, slot: int) -> tuple[int, int]:
-        """(packets, bytes) the path sent, summed over the CPUs."""
-        values = (PathStats * possible_cpus())()
-        map_lookup(self.stats, c_uint32(slot), values)
-        return sum(v.packets for v in values), sum(v.bytes for v in values)
+        """(packets, bytes) the path sent: its entry's counters."""
+        value = Path()
+        map_lookup(self.paths, c_uint32(slot), value)
+        return value.packets, value.bytes
 
     def run(self, frame: bytes) -> tuple[int, bytes]:
         result = test_run(self.prog, frame, 1, out_size=len(frame) + ROOM)

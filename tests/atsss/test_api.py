@@ -100,14 +100,21 @@ def test_a_tenant_creates_reads_patches_and_deletes_its_session(node, tenant_a):
     assert_problem(tenant_a.get(f"{SESSIONS}/ue5"), 404)
 
 
-def test_the_counters_are_each_paths_summed_over_the_cpus_with_its_share(node, tenant_a):
+def test_the_counters_are_each_paths_sent_and_received_summed_over_the_cpus_with_its_share(node, tenant_a):
     slots = tenant_a.post(SESSIONS, json=body()).json()["slots"]
-    stats = node.dataplane.table("dpp_atsss_path_stats")
-    stats.update([(c_uint32(slots[0]), [PathStats(3, 300), PathStats(3, 300)] + [PathStats()] * (stats.cpus - 2)),
+    paths, stats = node.dataplane.table("dpp_atsss_paths"), node.dataplane.table("dpp_atsss_path_stats")
+    sent = []
+    for slot, (packets, octets) in zip(slots, [(6, 600), (2, 150)]):
+        value = paths.get(c_uint32(slot))
+        value.packets, value.bytes = packets, octets
+        sent.append((c_uint32(slot), value))
+    paths.update(sent)
+    stats.update([(c_uint32(slots[0]), [PathStats(3, 300, 1), PathStats(3, 300)] + [PathStats()] * (stats.cpus - 2)),
                   (c_uint32(slots[1]), [PathStats(2, 150)] + [PathStats()] * (stats.cpus - 1))])
     counters = tenant_a.get(f"{SESSIONS}/ue5/counters").json()
     assert [(p["index"], p["packets"], p["bytes"], p["share"]) for p in counters["paths"]] == [
         (0, 6, 600, 0.75), (1, 2, 150, 0.25)]
+    assert [(p["rx_packets"], p["rx_bytes"], p["rx_acks"]) for p in counters["paths"]] == [(6, 600, 1), (2, 150, 0)]
 
 
 def test_a_tenant_sees_and_changes_only_its_own_sessions(node, tenant_a, tenant_b, admin):

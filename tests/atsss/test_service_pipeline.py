@@ -132,12 +132,13 @@ def test_a_session_put_through_the_service_is_in_the_pinned_maps_as_the_abi_lays
 
 
 def advance(kernel: Dataplane, slot: int, mp_seq: int, dccp_seq: int) -> None:
-    """What the data path's packets do to the numbers: the session's MP_SEQ and a path's DCCP sequence."""
+    """What the data path's packets do to the numbers: the session's MP_SEQ and a path's DCCP sequence,
+    and to the path's counters of what it sent (dccp_seq packets of 100 bytes)."""
     value = held_session(kernel)
     value.mp_seq = mp_seq
     kernel.table("dpp_atsss_slots").update([(c_uint32(held_slot(kernel)), value)])
     path = held_path(kernel, slot)
-    path.dccp_seq = dccp_seq
+    path.dccp_seq, path.packets, path.bytes = dccp_seq, dccp_seq, 100 * dccp_seq
     kernel.table("dpp_atsss_paths").update([(c_uint32(slot), path)])
 
 
@@ -154,6 +155,7 @@ def test_unchanged_sessions_keep_their_numbers_and_changed_ones_carry_them_on(in
                                                                                         "rtt_us": 2500}]}))
         path = held_path(kernel, slots[0])
         assert (path.flags & PathFlags.UP, path.rtt_us, path.dccp_seq) == (0, 2500, 77)
+        assert (path.packets, path.bytes) == (77, 7700), "what the path sent goes on with it"
         assert held_session(kernel).mp_seq == 1000, "the session itself did not change"
 
         atsss.patch_session(ADMIN, "ue7", AtsssSessionPatch.model_validate({"paths": [{"index": 1, "weight": 5}]}))

@@ -97,8 +97,8 @@ class Node:
             self.atsss.delete_session(ADMIN, f"{stored.tenant}/{stored.name}")
 
     def sent(self, slot: int) -> int:
-        """Packets the path in `slot` sent, summed over the CPUs."""
-        return sum(cpu.packets for cpu in self.dp.table("dpp_atsss_path_stats").get(c_uint32(slot)))
+        """Packets the path in `slot` sent (its entry's counter)."""
+        return self.dp.table("dpp_atsss_paths").get(c_uint32(slot)).packets
 
     def close(self) -> None:
         try:

@@ -162,15 +162,12 @@ static __always_inline int atsss_encap(struct xdp_md *ctx, const struct dpp_atss
 	return atsss_fill(ctx, p, seq, mp_seq, ue_len, cscov, ue_sum);
 }
 
-/* The path's counters moved (st: this CPU's of the path in `slot`, or NULL: looked up here). */
-static __always_inline void atsss_count(__u32 slot, struct dpp_atsss_path_stats *st, __u32 ue_len)
+/* The path's counters moved: atomic adds on its second line (include/dpp/nf/atsss.h says why not
+ * per CPU), which the scheduler read with the path (atsss_warm_counters). */
+static __always_inline void atsss_count(struct dpp_atsss_path *p, __u32 ue_len)
 {
-	if (!st)
-		st = bpf_map_lookup_elem(&dpp_atsss_path_stats, &slot);
-	if (st) {
-		st->packets++;
-		st->bytes += ue_len;
-	}
+	__sync_fetch_and_add(&p->packets, 1);
+	__sync_fetch_and_add(&p->bytes, ue_len);
 }
 
 /* The CsCov of a session's packets (RFC 4340 9.2): 1, the header only, when it asks for it. */
@@ -179,10 +176,9 @@ static __always_inline __u8 atsss_cscov(__u8 session_flags)
 	return session_flags & DPP_ATSSS_HEADER_CHECKSUM ? 1 : 0;
 }
 
-/* The UE packet at l3 (ue_len bytes) put into MP-DCCP on the path p (in `slot`, this CPU's counters
- * of it `counters` or NULL), numbered mp_seq, checksummed as its session's flags say. */
-static __always_inline enum atsss_verdict atsss_send_on(struct xdp_md *ctx, struct dpp_atsss_path *p, __u32 slot,
-							struct dpp_atsss_path_stats *counters, __u64 mp_seq,
+/* The UE packet at l3 (ue_len bytes) put into MP-DCCP on the path p, numbered mp_seq, checksummed
+ * as its session's flags say. */
+static __always_inline enum atsss_verdict atsss_send_on(struct xdp_md *ctx, struct dpp_atsss_path *p, __u64 mp_seq,
 							__u32 l3, __u32 ue_len, __u8 session_flags)
 {
 	__u64 seq;
@@ -194,26 +190,25 @@ static __always_inline enum atsss_verdict atsss_send_on(struct xdp_md *ctx, stru
 	seq = __sync_fetch_and_add(&p->dccp_seq, 1) & ATSSS_SEQ_MASK;
 	if (atsss_encap(ctx, p, seq, mp_seq & ATSSS_SEQ_MASK, l3, ue_len, atsss_cscov(session_flags)))
 		return ATSSS_ERROR;
-	atsss_count(slot, counters, ue_len);
+	atsss_count(p, ue_len);
 	return ATSSS_SENT;
 }
 
 /* As atsss_send_on, the path by its slot. */
-static __always_inline enum atsss_verdict atsss_send(struct xdp_md *ctx, __u32 slot, struct dpp_atsss_path_stats *counters,
-						     __u64 mp_seq, __u32 l3, __u32 ue_len, __u8 session_flags)
+static __always_inline enum atsss_verdict atsss_send(struct xdp_md *ctx, __u32 slot, __u64 mp_seq, __u32 l3,
+						     __u32 ue_len, __u8 session_flags)
 {
 	struct dpp_atsss_path *p = bpf_map_lookup_elem(&dpp_atsss_paths, &slot);
 
 	if (!p)
 		return ATSSS_ERROR;
-	return atsss_send_on(ctx, p, slot, counters, mp_seq, l3, ue_len, session_flags);
+	return atsss_send_on(ctx, p, mp_seq, l3, ue_len, session_flags);
 }
 
 /* The downlink for the UE packet at l3 (family 4 or 6, ue_len bytes) to the UE address `ue`. */
 static __always_inline enum atsss_verdict atsss_downlink(struct xdp_md *ctx, __u8 family, const __u32 *ue,
 							 __u32 l3, __u32 ue_len)
 {
-	struct dpp_atsss_path_stats *counters;
 	struct dpp_atsss_session *s = atsss_find_session(family, ue);
 	struct dpp_atsss_path *p;
 	__u64 mp_seq = 0;
@@ -223,15 +218,21 @@ static __always_inline enum atsss_verdict atsss_downlink(struct xdp_md *ctx, __u
 	if (!s || !s->n_paths)
 		return ATSSS_NO_SESSION;
 	if (s->mode == DPP_ATSSS_ROUND_ROBIN) {
-		p = schedule_round_robin(s, &mp_seq, &slot, &counters);
-		return p ? atsss_send_on(ctx, p, slot, counters, mp_seq, l3, ue_len, s->flags) : ATSSS_NO_PATH;
+		p = schedule_round_robin(s, &mp_seq);
+		return p ? atsss_send_on(ctx, p, mp_seq, l3, ue_len, s->flags) : ATSSS_NO_PATH;
 	}
-	pos = atsss_schedule(s, &mp_seq, &up, &counters);
+	pos = atsss_schedule(s, &mp_seq, &up, &p);
 	if (pos < 0)
 		return ATSSS_NO_PATH;
 	if (pos == ATSSS_EVERY_PATH)
 		return atsss_mark_copies(ctx, s, up, mp_seq, l3, ue_len) ? ATSSS_ERROR : ATSSS_COPIES;
-	return atsss_send(ctx, s->path[pos & (DPP_ATSSS_MAX_PATHS - 1)], counters, mp_seq, l3, ue_len, s->flags);
+	if (!p) { /* WEIGHTED's pick was not its guess; looked up here, so that one send is inlined */
+		slot = s->path[pos & (DPP_ATSSS_MAX_PATHS - 1)];
+		p = bpf_map_lookup_elem(&dpp_atsss_paths, &slot);
+		if (!p)
+			return ATSSS_ERROR;
+	}
+	return atsss_send_on(ctx, p, mp_seq, l3, ue_len, s->flags);
 }
 
 /* A REDUNDANT frame's copy on its way out by the entry of dpp_atsss_tx for `position` (a constant):
@@ -245,7 +246,7 @@ static __always_inline int atsss_copy_out(struct xdp_md *ctx, const __u32 positi
 	copy = *m; /* the metadata moves with the head */
 	if (!copy.path[position])
 		return XDP_DROP;
-	return atsss_send(ctx, copy.path[position], NULL, copy.mp_seq, copy.l3, copy.ue_len, copy.flags) == ATSSS_SENT
+	return atsss_send(ctx, copy.path[position], copy.mp_seq, copy.l3, copy.ue_len, copy.flags) == ATSSS_SENT
 		       ? XDP_PASS
 		       : XDP_DROP;
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* The maps of ATSSS: sessions by UE address (their scheduler state under the session's lock), the
- * paths by slot, per-CPU counters per path; for the uplink, the paths by the addresses and ports
+ * paths by slot (with what each sent), per-CPU counters of what each received; for the uplink, the paths by the addresses and ports
  * their packets arrive with, what each path heard from its UE, the node's uplink settings and
  * counters, and the ring of the Acks owed the UEs; the gate of the pipeline's ATSSS stage. */
 #ifndef DPP_NF_ATSSS_MAPS_H
@@ -48,15 +48,18 @@ struct {
 	__type(value, struct dpp_atsss_index6);
 } dpp_atsss_index6 SEC(".maps");
 
-/* path slot -> the path: access, outer addresses, DCCP ports and sequence number, up or down */
+/* path slot -> the path: access, outer addresses, DCCP ports and sequence number, up or down, what
+ * it sent; mmapable so that its values start on a page, each path a pair of lines (a plain array's
+ * start 56 bytes into one: three) */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, DPP_MAX_ATSSS_PATHS);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__type(key, __u32);
 	__type(value, struct dpp_atsss_path);
 } dpp_atsss_paths SEC(".maps");
 
-/* path slot -> what it sent on this CPU */
+/* path slot -> what it received on this CPU */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, DPP_MAX_ATSSS_PATHS);

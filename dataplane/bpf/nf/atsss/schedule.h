@@ -178,49 +178,53 @@ static __always_inline __u64 take_mp_seq(struct dpp_atsss_session *s)
 	return __sync_fetch_and_add(&s->mp_seq, 1);
 }
 
-/* This CPU's counters of the path in `slot`, the words a packet's count moves (atsss_count) read,
- * or NULL. Every scheduler that encapsulates reads them before the MP_SEQ number is taken (or
- * WEIGHTED's lock), so that among many sessions their lines are fetched while the path's is: the
- * atomic add waits for the loads before it, and a load after it starts only once it is done, so
- * counters first read at the count (after both adds and the encapsulation) were two cold lines one
- * after the other (the slot's pointer, then the value) at the end of the packet's way
- * (bench/README.md, "Round-robin's downlink by stage").
- * Volatile: read for their lines, the count writes them. */
-static __always_inline struct dpp_atsss_path_stats *atsss_warm_counters(__u32 slot)
+/* The counters of the path p, the line of it a packet's count moves (atsss_count), read. Every
+ * scheduler that encapsulates reads them before the MP_SEQ number is taken (or WEIGHTED's lock),
+ * so that among many sessions their line is fetched while the path's first is: the atomic add
+ * waits for the loads before it, and a load after it starts only once it is done, so counters
+ * first read at the count (after both adds and the encapsulation) were a cold line at the end of
+ * the packet's way (bench/README.md, "Round-robin's downlink by stage").
+ * Volatile: read for their line, the count writes it. */
+static __always_inline void atsss_warm_counters(const struct dpp_atsss_path *p)
 {
-	struct dpp_atsss_path_stats *st = bpf_map_lookup_elem(&dpp_atsss_path_stats, &slot);
-
-	if (st) {
-		(void)*(volatile __u64 *)&st->packets;
-		(void)*(volatile __u64 *)&st->bytes;
-	}
-	return st;
+	(void)*(volatile const __u64 *)&p->packets;
+	(void)*(volatile const __u64 *)&p->bytes;
 }
 
-/* WEIGHTED's pick (pick_weighted_locked) with this CPU's counters of its path (*counters; NULL when
- * the pick is not the path guessed): the position the pick would be is read outside the lock, its
- * counters read with it (atsss_warm_counters) before the lock is taken, and kept when the pick
- * under the lock is the same (it is not when another CPU picked in between). */
+/* The session's path at position i, its counters read (atsss_warm_counters), or NULL. */
+static __always_inline struct dpp_atsss_path *atsss_path_warm(const struct dpp_atsss_session *s, int i)
+{
+	__u32 slot = s->path[i & (DPP_ATSSS_MAX_PATHS - 1)];
+	struct dpp_atsss_path *p = bpf_map_lookup_elem(&dpp_atsss_paths, &slot);
+
+	if (p)
+		atsss_warm_counters(p);
+	return p;
+}
+
+/* WEIGHTED's pick (pick_weighted_locked) and its path (*path; NULL when the pick is not the path
+ * guessed): the position the pick would be is read outside the lock, its path's counters read with
+ * it (atsss_path_warm) before the lock is taken, and kept when the pick under the lock is the same
+ * (it is not when another CPU picked in between; the send then looks its own path up). */
 static __always_inline int schedule_weighted(struct dpp_atsss_session *s, __u32 up, __u64 *mp_seq,
-					     struct dpp_atsss_path_stats **counters)
+					     struct dpp_atsss_path **path)
 {
 	int guess = pick_weighted(s, up, false), pos;
-	struct dpp_atsss_path_stats *warm =
-		guess >= 0 ? atsss_warm_counters(s->path[guess & (DPP_ATSSS_MAX_PATHS - 1)]) : NULL;
+	struct dpp_atsss_path *warm = guess >= 0 ? atsss_path_warm(s, guess) : NULL;
 
 	pos = pick_weighted_locked(s, up, mp_seq);
-	*counters = pos == guess ? warm : NULL;
+	*path = pos == guess ? warm : NULL;
 	return pos;
 }
 
 /* The position of the path for the next packet (ATSSS_EVERY_PATH: each of *up), its MP_SEQ number
- * (*mp_seq) and this CPU's counters of its path (*counters, or NULL: looked up at the count), or -1
- * when no path of the session is up (no number is then taken); every mode but ROUND_ROBIN
- * (schedule_round_robin). The path is picked before the number is taken (WEIGHTED's guessed before
- * its lock, schedule_weighted), so its counters are read then (atsss_warm_counters), with the paths'
- * lines; REDUNDANT counts on each copy's own way. */
+ * (*mp_seq) and its path (*path, or NULL: looked up by the send), or -1 when no path of the
+ * session is up (no number is then taken); every mode but ROUND_ROBIN (schedule_round_robin). The
+ * path is picked before the number is taken (WEIGHTED's guessed before its lock,
+ * schedule_weighted), so its counters are read then (atsss_path_warm), with the paths' lines;
+ * REDUNDANT counts on each copy's own way. */
 static __always_inline int atsss_schedule(struct dpp_atsss_session *s, __u64 *mp_seq, __u32 *up,
-					  struct dpp_atsss_path_stats **counters)
+					  struct dpp_atsss_path **path)
 {
 	__u8 mode = s->mode;
 	struct atsss_paths_view v;
@@ -234,11 +238,11 @@ static __always_inline int atsss_schedule(struct dpp_atsss_session *s, __u64 *mp
 		v = atsss_view_paths(s, false);
 
 	*up = v.up;
-	*counters = NULL;
+	*path = NULL;
 	if (!v.up)
 		return -1;
 	if (mode == DPP_ATSSS_WEIGHTED)
-		return schedule_weighted(s, v.up, mp_seq, counters);
+		return schedule_weighted(s, v.up, mp_seq, path);
 	if (mode == DPP_ATSSS_REDUNDANT) {
 		*mp_seq = take_mp_seq(s);
 		return ATSSS_EVERY_PATH;
@@ -253,7 +257,7 @@ static __always_inline int atsss_schedule(struct dpp_atsss_session *s, __u64 *mp
 		return -1;
 	if (pos < 0)
 		return -1;
-	*counters = atsss_warm_counters(s->path[pos & (DPP_ATSSS_MAX_PATHS - 1)]);
+	*path = atsss_path_warm(s, pos);
 	*mp_seq = take_mp_seq(s);
 	return pos;
 }
@@ -266,16 +270,13 @@ static __always_inline int atsss_schedule(struct dpp_atsss_session *s, __u64 *mp
  * next number falls on as read then, which is the packet's own unless another CPU took a number
  * meanwhile. That path being up is also what lets the number be taken: none is taken while no path
  * is up (a number taken and not sent is a gap the UE's receiver waits on). The path read has its
- * counters read with it (atsss_warm_counters). The picked path, its slot (*slot) and this CPU's
- * counters of it when it is the path read (*counters; else NULL), or NULL when no path is up. A
- * path marked down after it was read still gets this one packet. */
-static __always_inline struct dpp_atsss_path *schedule_round_robin(struct dpp_atsss_session *s, __u64 *mp_seq,
-								  __u32 *slot, struct dpp_atsss_path_stats **counters)
+ * counters read with it (atsss_warm_counters). The picked path, or NULL when no path is up. A path
+ * marked down after it was read still gets this one packet. */
+static __always_inline struct dpp_atsss_path *schedule_round_robin(struct dpp_atsss_session *s, __u64 *mp_seq)
 {
-	__u32 n = s->n_paths, read_slot;
+	__u32 n = s->n_paths;
 	int read = round_robin_turn(n, *(volatile __u64 *)&s->mp_seq), pos;
 	struct dpp_atsss_path *up = atsss_path_up(s, read), *p;
-	struct dpp_atsss_path_stats *warm;
 	struct atsss_paths_view v;
 
 	if (!up) { /* down: the first path up, if any */
@@ -290,8 +291,7 @@ static __always_inline struct dpp_atsss_path *schedule_round_robin(struct dpp_at
 		if (!up)
 			return NULL;
 	}
-	read_slot = s->path[read & (DPP_ATSSS_MAX_PATHS - 1)];
-	warm = atsss_warm_counters(read_slot);
+	atsss_warm_counters(up);
 	*mp_seq = take_mp_seq(s);
 	pos = round_robin_turn(n, *mp_seq);
 	p = pos == read ? up : atsss_path_up(s, pos);
@@ -299,13 +299,9 @@ static __always_inline struct dpp_atsss_path *schedule_round_robin(struct dpp_at
 		v = atsss_view_paths(s, false);
 		pos = v.up ? pick_round_robin(v.up, (__u32)*mp_seq / n) : read;
 		p = atsss_path_up(s, pos);
-		if (!p) { /* gone down since: the path read up takes it */
-			pos = read;
+		if (!p) /* gone down since: the path read up takes it */
 			p = up;
-		}
 	}
-	*slot = pos == read ? read_slot : s->path[pos & (DPP_ATSSS_MAX_PATHS - 1)];
-	*counters = pos == read ? warm : NULL;
 	return p;
 }
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* The ABI of ATSSS, the MP-DCCP multi-access proxy (bpf/nf/atsss/): a session per UE address naming
  * its paths and steering mode, a path per access (its outer addresses, DCCP ports and sequence
- * number), per-CPU counters per path, and the wire constants of DCCP (RFC 4340) and of the MP_SEQ
+ * number, what it sent), per-CPU counters of what each path received, and the wire constants of DCCP (RFC 4340) and of the MP_SEQ
  * option of Multipath DCCP (draft-ietf-tsvwg-multipath-dccp, RFC 9897).
  * Mirrored in netapp/atsss/abi.py, checked against BTF by tests/atsss/test_abi.py.
  *
@@ -17,7 +17,8 @@
  * the control plane replaces an entry whole, never writes it in place, so one entry has one mode). The lock is the dearest part
  * of a packet's way (it saves and disables interrupts), which is why the other schedulers, whose
  * pick is a function of what the control plane wrote, go without. Whether a path is up, its RTT
- * and addresses are written by the control plane only and read as they are; counters are per CPU.
+ * and addresses are written by the control plane only and read as they are; what a path sent is
+ * counted by atomic adds in the path (struct dpp_atsss_path says why), what it received per CPU.
  */
 #ifndef DPP_NF_ATSSS_H
 #define DPP_NF_ATSSS_H
@@ -204,7 +205,13 @@ _Static_assert(sizeof(struct dpp_atsss_index4) == 64 && sizeof(struct dpp_atsss_
 
 /* Value of dpp_atsss_paths: one access path of a session, towards the UE's address on that access.
  * Outer header: IPv4 or IPv6 (family) from local to peer, DCCP from sport to dport; Ethernet
- * addresses of the next hop on that access. */
+ * addresses of the next hop on that access. Two 64-byte lines (the map is mmapable, so a value
+ * starts a line): the first all the downlink reads to send (and the DCCP number it takes), the
+ * second what the path sent, moved by atomic adds. The counters are not per CPU: a per-CPU slot is
+ * two more lines a packet fetches one after the other (the slot's pointer, then this CPU's value),
+ * where these share the line pair the packet's path is read from (bench/README.md, ATSSS, "the
+ * path's counters in its own lines"). The control plane writes a path whole, carrying its DCCP
+ * number and counters over (netapp/atsss/table.py). */
 struct dpp_atsss_path {
 	__u64 dccp_seq; /* the next DCCP sequence number (48 bits used), atomic */
 	__u8 access;	/* enum dpp_atsss_access */
@@ -218,13 +225,18 @@ struct dpp_atsss_path {
 	__u8 dmac[6];
 	__be32 local[4];
 	__be32 peer[4];
-};
-
-/* Value of dpp_atsss_path_stats (per CPU), by path slot: what the path sent (UE packets and their
- * bytes, downlink) and received (uplink UE packets decapsulated and their bytes; Acks). */
-struct dpp_atsss_path_stats {
+	/* the second line: the downlink's UE packets sent on the path and their bytes (atomic) */
 	__u64 packets;
 	__u64 bytes;
+	__u64 reserved2[6];
+};
+
+_Static_assert(sizeof(struct dpp_atsss_path) == 128 && __builtin_offsetof(struct dpp_atsss_path, packets) == 64,
+	       "a path is two lines: what the downlink reads, then its counters");
+
+/* Value of dpp_atsss_path_stats (per CPU), by path slot: what the path received (uplink UE packets
+ * decapsulated and their bytes; Acks). What it sent is counted in the path (struct dpp_atsss_path). */
+struct dpp_atsss_path_stats {
 	__u64 rx_packets;
 	__u64 rx_bytes;
 	__u64 rx_acks;
