@@ -8,9 +8,11 @@ stretch (after a warm-up that empties the token bucket's initial burst).
 
 Each case is checked against its algorithm's bound:
   token bucket    within 1% of the rate (the issue's bound), GCRA too;
-  windows         a window of W ns lets A = R W / 8e9 bytes through and at least A - (L - 1) of
-                  frames of L bytes that keep coming; a stretch of T s cuts at most a window's worth
-                  at each end: delivered / R within [1 - (L - 1) / A - 2 W / T, 1 + 2 W / T].
+  windows         a window of W ns lets A = R W / 8e9 bytes through and at least A - (L - 1) - N C
+                  of frames of L bytes that keep coming (N C: what the CPUs' credits, a chunk C
+                  each, may hold unspent when it ends); a stretch of T s cuts at most a window's
+                  worth at each end: delivered / R within [1 - (L - 1 + N C) / A - 2 W / T,
+                  1 + 2 W / T].
   sliding window  the same, less G / W: its room grows through a window at the rate the window
                   before passed, and what grows after a window's last arrival is gone at the next
                   window's start (G: the longest gap between arrivals; here a generator batch's
@@ -90,7 +92,8 @@ def bound(case: Case, window_ns: int, seconds: float, gap_ns: float) -> tuple[fl
         return 0.99, 1.01
     allowance = case.rate * window_ns / 8e9
     edges = 2 * window_ns / (seconds * 1e9)
-    low = 1 - (FRAME - 1) / allowance - edges
+    held = possible_cpus() * (cpu_share(case.spec) or PolicerStats()).chunk  # the CPUs' credits, unspent
+    low = 1 - (FRAME - 1 + held) / allowance - edges
     if case.algo == Algo.SLIDING_WINDOW:
         low -= gap_ns / window_ns
     return low, 1 + edges

@@ -38,10 +38,11 @@ from netapp.qos.abi import Algo
 
 LINES_SOURCE = Path(__file__).resolve().parents[1] / "bpf" / "percpu_lines.bpf.c"
 LINE = 64
-# The cold cases whose cost moved with the credit (bench/README.md): both credited ones, and the
+# The cold cases whose cost moved with the credit (bench/README.md): the credited ones, and the
 # uncredited ones on the coarse clock.
 DEFAULT_CASES = ("credit-token_bucket-pass", "credit-gcra-pass", "coarse-token_bucket-pass", "coarse-gcra-pass",
-                 "coarse-fixed_window-pass", "coarse-token_bucket-drop")
+                 "coarse-fixed_window-pass", "coarse-token_bucket-drop", "credit-fixed_window-pass",
+                 "credit-sliding_window-pass", "coarse-sliding_window-pass")
 def case_name(key: tuple[str, Algo, str]) -> str:
     clock, algo, decision = key
     return f"{clock}-{algo.name.lower()}-{decision}"

@@ -37,9 +37,9 @@ RESERVED_AT = 18  # its reserved word: the walk's second field, left 0
 # it); passing: a bucket or window of 2^30 bytes, 16.7 million frames, more than a case's runs.
 # Dropping, either clock: a bucket of 1 byte, or a window that lets 0.001 bytes through. "coarse":
 # the kernel's cases with the policer on the coarse clock (bpf_ktime_get_coarse_ns), the frame's
-# time 0 as "kernel"'s. "credit": the coarse cases of the bucket algorithms passing, each CPU's
+# time 0 as "kernel"'s. "credit": the coarse cases of every algorithm passing, each CPU's
 # credit carved in chunks of CHUNK_MAX (police.h, "The CPUs' credit"; what netapp/qos/applier.py
-# writes for this bucket): one repetition in 16,384 carves, the others pass on the credit.
+# writes for these policers): one repetition in 16,384 carves, the others pass on the credit.
 GIVEN_NS = 10**12
 CLOCKS = ("kernel", "coarse", "given")
 CREDIT_CHUNK = CHUNK_MAX
@@ -92,7 +92,7 @@ CASES = {
     for algo in DROPPING
     for decision in ("pass", "drop")
 }
-CASES.update({("credit", algo, "pass"): case_policer("coarse", algo, "pass") for algo in (Algo.TOKEN_BUCKET, Algo.GCRA)})
+CASES.update({("credit", algo, "pass"): case_policer("coarse", algo, "pass") for algo in DROPPING})
 
 
 def case_chunk(clock: str) -> int:

@@ -41,7 +41,7 @@ int xdp_police(struct xdp_md *ctx)
 
 	if (!hdr)
 		return XDP_ABORTED;
-	return police(bpf_ntohl(hdr->policer), bytes, hdr->now_ns) ? XDP_PASS : XDP_DROP;
+	return police(bpf_ntohl(hdr->policer), bytes, hdr->now_ns, POLICE_WINDOW_CREDIT) ? XDP_PASS : XDP_DROP;
 }
 
 /* A rule's policers (nf/qos/rule.h), as the pipeline runs them for a policed rule: the header's id

@@ -92,15 +92,15 @@ class PolicerStats(Structure):
     """One CPU's share of a policer: a cache line of dpp_policer_stats' row of that CPU."""
     C_NAME = "dpp_policer_stats"
     _fields_ = [
-        ("credit", c_uint32),  # bytes this CPU may still pass on its own (token bucket, GCRA)
-        ("chunk", c_uint32),  # bytes it carves at a time from the bucket; 0: none
+        ("credit", c_uint32),  # bytes this CPU may still pass on its own
+        ("chunk", c_uint32),  # bytes it carves at a time from the bucket or window; 0: none
         ("passed_packets", c_uint64),
         ("passed_bytes", c_uint64),
         ("dropped_packets", c_uint64),
         ("dropped_bytes", c_uint64),
         ("short_credit", c_uint64),  # token bucket: its content (nanobits) when this CPU last found it short
         ("short_ns", c_uint64),  # and that content's time; 0: none seen
-        ("reserved", c_uint64),  # to the line's end
+        ("credit_window", c_uint64),  # windows: the window (clock >> window_shift) the credit was carved in
     ]
 
 

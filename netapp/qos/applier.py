@@ -13,10 +13,11 @@ hold, the precise one elsewhere, and coarse only when every policer deciding on 
 (a chain's parent, a rule's slice policer), which a rewrite of those keeps true; the API shows the
 choice (netapp.qos.views).
 
-A token bucket's or GCRA's CPUs carve their credit out of its bucket a chunk at a time (`chunk_for`,
-police.h "The CPUs' credit"): the chunk is written into each CPU's counters' slot with the policer,
-and the policer's burst less what the CPUs' chunks may hold, so that together they keep the burst
-asked (the API shows that one: netapp.qos.views).
+A policer's CPUs carve their credit out of its bucket or current window a chunk at a time
+(`chunk_for`, police.h "The CPUs' credit"): the chunk is written into each CPU's counters' slot with
+the policer; a token bucket's or GCRA's burst less what the CPUs' chunks may hold, so that together
+they keep the burst asked (the API shows that one: netapp.qos.views); a window's carves are counted
+in the window, which keeps its allowance.
 
 A parent rewritten from coarse to precise takes its coarse children along: the applier finds them in
 its index of children by parent (`ChildIndex`), made from one read of every slot the first time it is
@@ -65,7 +66,11 @@ CLOCK_MONOTONIC_COARSE = getattr(time, "CLOCK_MONOTONIC_COARSE", 6)  # Linux's i
 COARSE_LAG_TICKS = 2
 COARSE_WINDOW_TICKS = 32
 # police.h's CPUs' credit: the chunks of all the CPUs together take at most this share of the burst
+# (token bucket, GCRA), or of a window's allowance (windows: what they may leave unspent at its end)
 CHUNK_SHARE = 8
+WINDOW_CHUNK_SHARE = 16
+BUCKETS = (Algo.TOKEN_BUCKET, Algo.GCRA)
+WINDOWS = (Algo.FIXED_WINDOW, Algo.SLIDING_WINDOW)
 
 
 @functools.lru_cache(maxsize=1)
@@ -95,23 +100,37 @@ def clock_for(algo: Algo, rate: int, burst: int, window_shift: int, gate: Gate, 
 
 
 @functools.lru_cache(maxsize=1024)  # kept for the policies met lately: a group writes each many times
-def chunk_for(algo: Algo, burst: int, gate: Gate, cpus: int) -> int:
-    """The bytes each of `cpus` CPUs carves at a time from the bucket for its credit (police.h, "The
-    CPUs' credit"): token bucket and GCRA with an open gate, the CPUs' chunks together an eighth of
-    the burst at most, each no more than CHUNK_MAX; none (0) where a chunk would be under an MTU, which
-    would spare the shared state few locked instructions and cost the bucket's room."""
-    if algo not in (Algo.TOKEN_BUCKET, Algo.GCRA) or gate != Gate.OPEN or cpus < 1:
+def chunk_for(algo: Algo, rate: int, burst: int, gate: Gate, cpus: int) -> int:
+    """The bytes each of `cpus` CPUs carves at a time for its credit (police.h, "The CPUs' credit"),
+    with an open gate: token bucket and GCRA, the CPUs' chunks together an eighth of the burst at
+    most (what the bucket gives up to them); windows, a sixteenth of a window's allowance at most
+    (what they may leave unspent when it ends: the rate lost, at worst); each no more than CHUNK_MAX;
+    none (0) where a chunk would be under an MTU, which would spare the shared state few atomic
+    instructions and cost the bucket's or window's room."""
+    if gate != Gate.OPEN or cpus < 1:
         return 0
-    chunk = min(burst // (CHUNK_SHARE * cpus), CHUNK_MAX)
+    if algo in BUCKETS:
+        room, share = burst, CHUNK_SHARE
+    elif algo in WINDOWS:
+        room, share = window_allowance(rate, window_shift_for(rate, burst)), WINDOW_CHUNK_SHARE
+    else:
+        return 0
+    chunk = min(room // (share * cpus), CHUNK_MAX)
     return chunk if chunk >= MTU else 0
 
 
-def cpu_share(spec: PolicerSpec, cpus: Optional[int] = None) -> Optional[PolicerStats]:
+def window_allowance(rate: int, window_shift: int) -> int:
+    """The whole bytes a window of 2**window_shift ns lets through at `rate` bit/s."""
+    return (rate << window_shift) // NANOBITS_PER_BYTE
+
+
+def cpu_share(spec: PolicerSpec, cpus: Optional[int] = None, window_credit: bool = True) -> Optional[PolicerStats]:
     """What each CPU's slot of dpp_policer_stats starts as when `spec` is written, with policer_value's
     bucket for as many CPUs (None: this machine's possible ones): counters and credit zeroed, its chunk
-    (chunk_for); None where there is no chunk (a zeroed slot)."""
+    (chunk_for; a window's none without `window_credit`); None where there is no chunk (a zeroed slot)."""
     cpus = possible_cpus() if cpus is None else cpus
-    chunk = chunk_for(spec.algo, spec.burst, spec.gate, cpus)
+    credited = window_credit or spec.algo not in WINDOWS
+    chunk = chunk_for(spec.algo, spec.rate, spec.burst, spec.gate, cpus) if credited else 0
     return PolicerStats(chunk=chunk) if chunk else None
 
 
@@ -131,7 +150,7 @@ def window_shift_for(rate: int, burst: int) -> int:
 def policer_value(spec: PolicerSpec, tick_ns: Optional[int] = None, cpus: Optional[int] = None) -> Policer:
     """The slot of dpp_policers for `spec`, its clock chosen for a tick of `tick_ns` (None: this
     kernel's), its burst the bucket's share when `cpus` CPUs (None: this machine's possible ones) carve
-    chunk_for's credit; ValueError outside the limits police.h is exact within."""
+    chunk_for's credit (a window's: its burst as asked); ValueError outside the limits police.h is exact within."""
     if not RATE_MIN <= spec.rate <= RATE_MAX:
         raise ValueError(f"rate {spec.rate} bit/s: {RATE_MIN} to {RATE_MAX} allowed")
     if not 1 <= spec.burst <= BURST_MAX:
@@ -141,7 +160,8 @@ def policer_value(spec: PolicerSpec, tick_ns: Optional[int] = None, cpus: Option
     window_shift = window_shift_for(spec.rate, spec.burst)
     tick_ns = coarse_tick_ns() if tick_ns is None else tick_ns
     cpus = possible_cpus() if cpus is None else cpus
-    bucket = spec.burst - cpus * chunk_for(spec.algo, spec.burst, spec.gate, cpus)
+    held = cpus * chunk_for(spec.algo, spec.rate, spec.burst, spec.gate, cpus) if spec.algo in BUCKETS else 0
+    bucket = spec.burst - held
     return Policer(
         rate=spec.rate,
         burst=bucket,
@@ -196,9 +216,12 @@ class PolicerApplier:
     """Policers by id (1 .. the map's size - 1; 0 is "no policer"), through `table` (an instance's
     tables by name: `Dataplane.table`, as the UPF's applier takes them)."""
 
-    def __init__(self, table: Callable[[str], Table]):
+    def __init__(self, table: Callable[[str], Table], window_credit: bool = True):
         self._policers = table("dpp_policers")
         self._stats = table("dpp_policer_stats")
+        # whether its windows' CPUs carve a credit: not where the data path decides them without one
+        # (the UPF's QERs: dpp_upf_police, police.h's POLICE_WINDOW_CREDIT)
+        self._window_credit = window_credit
         self._cpus = self._stats.cpus
         self.max_entries = self._policers.max_entries
         self._index: Optional[ChildIndex] = None  # made when first needed (`_children_index`)
@@ -267,9 +290,10 @@ class PolicerApplier:
         one write per chunk met."""
         by_chunk: dict[int, list[int]] = {}
         for policer_id, spec in policers.items():
-            by_chunk.setdefault(chunk_for(spec.algo, spec.burst, spec.gate, self._cpus), []).append(policer_id)
-        for ids in by_chunk.values():
-            self._stats.fill(ids, cpu_share(policers[ids[0]], self._cpus))
+            share = cpu_share(spec, self._cpus, self._window_credit)
+            by_chunk.setdefault(share.chunk if share else 0, []).append(policer_id)
+        for chunk, ids in by_chunk.items():
+            self._stats.fill(ids, PolicerStats(chunk=chunk) if chunk else None)
 
     def _joint(self, values: dict[int, Policer], pairs: Mapping[int, int]) -> dict[int, Policer]:
         """`values` with a policer on the coarse clock only when every policer deciding on its reading

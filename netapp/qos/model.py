@@ -21,10 +21,13 @@ window, at its start; a window's bytes never exceed WINDOW_BYTES_MAX. A closed g
 over BURST_MAX bytes, never passes. State changes only when a packet passes. A chain (`Chain`: a
 flow's policer, then its parent, the session's) offers the parent only what the child passed.
 
-The CPUs' credit (token bucket and GCRA with a chunk C, police.h): each CPU holds a credit, at most
-C bytes, 0 at first. A packet its CPU's credit covers (gate open) passes on it, the bucket untouched;
-any other is offered to the bucket with what the credit lacks of C: when the bucket holds both, both
-are taken out and the credit is C; else the packet alone is decided on the bucket, the credit kept.
+The CPUs' credit (a chunk C, police.h): each CPU holds a credit, at most C bytes, 0 at first. A
+packet its CPU's credit covers (gate open) passes on it, the bucket or window untouched; any other is
+offered to the bucket or window with what the credit lacks of C: when it has room for both, both are
+taken (counted in the window) and the credit is C; else the packet alone is decided, the credit kept.
+A window's credit holds for the window it was carved in (a packet counting in a newer window, late,
+carves none): a packet of another window (gate open or not) finds it stale and empties it first, so
+that it spends none of it and asks for a whole C.
 """
 
 from __future__ import annotations
@@ -88,14 +91,18 @@ class FixedWindow:
         self.count = 0  # its bytes
 
     def decide(self, size: int, now: int) -> bool:
+        return self.carve(size, now, 0) is not None
+
+    def carve(self, size: int, now: int, extra: int) -> Optional[int]:
+        """As TokenBucket.carve, `extra` counted in the window (a late packet's: none)."""
         number = now // self.config.window_ns
         count = self.count if number in (self.number, self.number - 1) else 0
         if number == self.number - 1:
-            number = self.number
-        if not window_fits(self.config, count + size):
-            return False
-        self.number, self.count = number, count + size
-        return True
+            number, extra = self.number, 0
+        taken = window_take(self.config, count, size, extra)
+        if taken is not None:
+            self.number, self.count = number, count + size + taken
+        return taken
 
 
 class SlidingWindow:
@@ -106,19 +113,24 @@ class SlidingWindow:
         self.previous = 0  # the bytes of window number - 1 (0 when it was idle)
 
     def decide(self, size: int, now: int) -> bool:
+        return self.carve(size, now, 0) is not None
+
+    def carve(self, size: int, now: int, extra: int) -> Optional[int]:
+        """As FixedWindow.carve."""
         width = self.config.window_ns
         number, t = now // width, now % width
         if number in (self.number, self.number - 1):
-            t = t if number == self.number else 0
+            if number != self.number:
+                t, extra = 0, 0
             number, count, previous = self.number, self.count, self.previous
         else:
             previous = self.count if number == self.number + 1 else 0
             count = 0
         weighted = math.ceil(Fraction(previous * (width - t), width))
-        if not window_fits(self.config, weighted + count + size):
-            return False
-        self.number, self.count, self.previous = number, count + size, previous
-        return True
+        taken = window_take(self.config, weighted + count, size, extra)
+        if taken is not None:
+            self.number, self.count, self.previous = number, count + size + taken, previous
+        return taken
 
 
 def gcra_interval(rate: int) -> int:
@@ -160,22 +172,40 @@ def window_fits(config: PolicerConfig, size: int) -> bool:
     return size <= WINDOW_BYTES_MAX and size <= config.window_allowance
 
 
+def window_take(config: PolicerConfig, held: int, size: int, extra: int) -> Optional[int]:
+    """What a window holding `held` bytes takes besides the packet: `extra` when both fit, 0 when the
+    packet alone does; None: dropped."""
+    for taken in ((extra, 0) if extra else (0,)):
+        if window_fits(config, held + size + taken):
+            return taken
+    return None
+
+
 ALGORITHMS = {Algo.TOKEN_BUCKET: TokenBucket, Algo.FIXED_WINDOW: FixedWindow, Algo.SLIDING_WINDOW: SlidingWindow,
               Algo.GCRA: Gcra}
 
 
+WINDOWS = (Algo.FIXED_WINDOW, Algo.SLIDING_WINDOW)
+
+
 class Policer:
     """One policer: decide(size, now, cpu) -> whether the packet passes, with its counters; `chunk`:
-    each CPU's credit's (token bucket and GCRA; 0: none), `config.burst` then the bucket's."""
+    each CPU's credit's (0: none), a token bucket's or GCRA's `config.burst` then the bucket's."""
 
     def __init__(self, config: PolicerConfig, chunk: int = 0):
-        if chunk and config.algo not in (Algo.TOKEN_BUCKET, Algo.GCRA):
-            raise ValueError(f"{config.algo.name}: no credit")
         self.config = config
         self.chunk = chunk
         self.credits: dict[int, int] = {}  # cpu -> its credit, bytes
+        self.windows: dict[int, int] = {}  # cpu -> the window its credit was carved in (windows)
         self.algorithm = ALGORITHMS[config.algo](config)
         self.passed_packets = self.passed_bytes = self.dropped_packets = self.dropped_bytes = 0
+
+    def _credit_window(self, now: int, cpu: int) -> None:
+        """A window policer's CPU credit emptied when it is of another window than `now`'s, which
+        it is then stamped with (the window a carve at `now` is counted in)."""
+        window = now >> self.config.window_shift
+        if self.chunk and self.config.algo in WINDOWS and self.windows.get(cpu) != window:
+            self.credits[cpu], self.windows[cpu] = 0, window
 
     def _shared(self, size: int, now: int, cpu: int) -> bool:
         """The decision on the CPU's credit, else on the policer's state (carving when it may)."""
@@ -191,6 +221,7 @@ class Policer:
         return taken is not None
 
     def decide(self, size: int, now: int, cpu: int = 0) -> bool:
+        self._credit_window(now, cpu)
         open_gate = self.config.gate == Gate.OPEN and size <= BURST_MAX
         passed = open_gate and self._shared(size, now, cpu)
         if passed:

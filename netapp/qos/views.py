@@ -92,7 +92,8 @@ def policer_record(reader: PolicerReader, policer_id: int, direction: Optional[L
                              previous_window_bytes=value.previous & WINDOW_BYTES if algo == Algo.SLIDING_WINDOW else None)
     return PolicerRecord(
         id=policer_id, seid=seid, qer_id=qer_id, direction=direction, rate_bps=value.rate,
-        burst_bytes=value.burst + counts.chunk,  # the bucket's and the CPUs' chunks (netapp.qos.applier)
+        # the bucket's and the CPUs' chunks (netapp.qos.applier); a window's carves are in the window
+        burst_bytes=value.burst + (0 if windowed else counts.chunk),
         **owner,
         algorithm=algo.name.lower(), gate=Gate(value.gate).name.lower(), parent=value.parent or None,
         window_ns=1 << value.window_shift if windowed else None, clock=Clock(value.clock).name.lower(), state=state,

@@ -137,7 +137,7 @@ class BpfApplier:
                        for iface in ifaces.values() if iface.role == Role.N6 and iface.ue4_count}
         self._ifaces = table_of("dpp_upf_ifaces")
         self._usage = table_of("dpp_upf_usage")
-        self.policers = PolicerApplier(table_of)
+        self.policers = PolicerApplier(table_of, window_credit=False)  # dpp_upf_police: windows without
         self.teid_slots = self._teids.max_entries
         self.urr_slots = self._usage.max_entries  # slot 0 is never given
         self.policer_slots = upf_ids(self.policers.max_entries).stop  # ids 1 .. this - 1 (netapp.qos.ids)

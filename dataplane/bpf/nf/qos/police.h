@@ -9,8 +9,11 @@
  * bucket's after 16 ms idle), so nothing is rounded but where said (the sliding window's weight,
  * up, by under a byte: never in the packet's favour). Largest intermediate values:
  *   token bucket   credit + elapsed x R < 8.6e18 + 2^24 x 4e11 = 1.54e19 < 2^64 (1.84e19)
- *   fixed window   (count + bytes) x 1e9 <= 2^31 x 1e9 = 2.1e18; R << (s - 3) <= 2^30 x 1e9
- *   sliding window prev x (W - t) + W - 1 < 2^30 x 2^32 + 2^32 < 2^63
+ *   fixed window   (count + bytes) x 1e9 <= 2^30 x 1e9 = 1.1e18 (window_fits tests the sum
+ *                  against 2^30 first); with a carve (< 2^20) after the bytes fit, the sum
+ *                  < 2^30 + 2^20 before that test; R << (s - 3) <= 2^30 x 1e9
+ *   sliding window prev x (W - t) + W - 1 < 2^30 x 2^32 + 2^32 < 2^63; weighted + count + bytes
+ *                  < 3 x 2^30 before window_fits' test, then as the fixed window
  *   GCRA           interval I = ceil(8e9 x 2^26 / R) <= 1e6 x 2^26 < 2^46; a time of b <= 2^30
  *                  bytes, b x I / 2^20 (up to 2^56), summed from b x (I >> 20) < 2^56 and
  *                  b x (I & (2^20 - 1)) < 2^50; the arrival time, at most now x 64 + the
@@ -62,7 +65,7 @@
  * one's, and are chosen the same way: the own one coarse only when its slice policer is too (or
  * there is none), made precise with it when the slice policer is rewritten precise.
  *
- * The CPUs' credit (TOKEN_BUCKET and GCRA, struct dpp_policer_stats.credit and .chunk). A locked
+ * The CPUs' credit (struct dpp_policer_stats.credit and .chunk; the windows' after the buckets'). A locked
  * instruction costs some 18 ns on this VM, most of a hot policer's cost: a CPU whose packet finds
  * the bucket holding the packet and what its credit lacks of a chunk C (C - credit) takes both in
  * the one lock or compare-and-swap, and its credit is then C; its next packets pass on the credit
@@ -78,7 +81,26 @@
  * when it sees the policer's traffic again; a CPU that never does keeps at most C unspent (the
  * chunk is written afresh with the policer, so no other policer spends it). The credit is checked
  * with the gate: a closed gate drops whatever a CPU holds. The reference model
- * (netapp/qos/model.py) keeps the CPUs' credits as this does. */
+ * (netapp/qos/model.py) keeps the CPUs' credits as this does.
+ *   The windows (FIXED_WINDOW, SLIDING_WINDOW) carve a CPU's credit out of the current window's
+ * allowance A: a packet the credit does not cover asks for what it lacks of C with its own bytes,
+ * and when the window has room for both (the sliding window: its estimate with both within A) both
+ * are counted in the window in the one compare-and-swap. The credit is that window's: the CPU's line
+ * is stamped with the window's number (struct dpp_policer_stats.credit_window, the clock >> s, all
+ * 64 bits: it never wraps), a packet of another window empties a credit stamped otherwise before
+ * anything else (police_credit_window: it was counted in its own window, and may pass nothing in
+ * this one) and stamps its own, and a carve is made only by a packet of the window it counts in (a
+ * late one, counted in the newer window, carves none). So whatever passes in a window, on the
+ * shared word or on credits, was counted in it: a window still lets at most A through, the sliding
+ * window's estimate still counts every byte a credit may pass (at its carve's time, when the window
+ * before weighed more), and the bounds below (the fixed window's 2 A in any W-long stretch) are
+ * unchanged. What credits do is lose rate: bytes carved and not spent when the window ends are
+ * counted and never pass, at most N C a window, so a window passes at least A - N C - a packet of
+ * traffic that keeps coming over the rate (a CPU that keeps receiving spends its credit; only one
+ * whose traffic stops holds it unspent). The control plane (chunk_for) writes C = A / (16 N) at
+ * most, so that at most 1/16 of the rate is lost at worst, and none below an MTU. The clock is read
+ * for the stamp where the credit is looked at (police_share), when the packet's chain has no
+ * reading yet: that reading decides the packet, so a window's packets read it once, as before. */
 #ifndef DPP_NF_QOS_POLICE_H
 #define DPP_NF_QOS_POLICE_H
 
@@ -290,31 +312,42 @@ static __always_inline bool window_current(__u64 old, __u32 number)
 	return number == old_number || number + 1 == old_number;
 }
 
+/* Whether a window whose bytes with the packet's are `total` (the sliding window: its estimate),
+ * which fit, has room for `carve` more, for the packet's CPU's credit (0: none asked): total +
+ * carve <= 2^30 + 2^20, then as window_fits. */
+static __always_inline bool window_carves(const struct dpp_policer *p, __u64 total, __u32 carve)
+{
+	return carve && window_fits(p, total + carve);
+}
+
 /* Fixed window: a window's bytes, counted by compare-and-swap on the one word that holds the window
  * and its count, so that a window's start and its count change together and no two CPUs spend the
  * same room. Any W-long stretch of time spans two windows: at most 2 x R x W / 8e9 bytes pass
- * in it. */
-static __always_inline bool fixed_window_pass(struct dpp_policer *p, __u64 bytes, __u64 now)
+ * in it. A carve for the CPU's credit is counted with the packet, and only in the packet's own
+ * window (not a newer one it counts in, late): the credit is stamped with that window. */
+static __always_inline int fixed_window_pass(struct dpp_policer *p, __u64 bytes, __u64 now, __u32 carve)
 {
-	__u32 number = now >> p->window_shift;
-	__u64 old, count, next;
+	__u32 number = now >> p->window_shift, counted;
+	__u64 old, count, take, next;
 	int i;
 
 	for (i = 0; i < POLICE_CAS_TRIES; i++) {
 		old = *(volatile __u64 *)&p->window;
 		if (window_current(old, number)) {
-			number = old >> 32;
+			counted = old >> 32;
 			count = old & WINDOW_COUNT_MASK;
 		} else {
+			counted = number;
 			count = 0;
 		}
 		if (!window_fits(p, count + bytes))
-			return false;
-		next = window_pack(number, 0, count + bytes);
+			return POLICE_DROP;
+		take = window_carves(p, count + bytes, counted == number ? carve : 0) ? bytes + carve : bytes;
+		next = window_pack(counted, 0, count + take);
 		if (__sync_val_compare_and_swap(&p->window, old, next) == old)
-			return true;
+			return take != bytes ? POLICE_CARVED : POLICE_PASS;
 	}
-	return false;
+	return POLICE_DROP;
 }
 
 /* The bytes of the window before the current one, weighted by the part of it that the sliding
@@ -397,31 +430,72 @@ static __always_inline bool window_look(const struct dpp_policer *p, __u64 old, 
  * started a window knows exactly what the window before counted (no one adds to it after the swap)
  * and publishes it; a CPU that finds it not yet published drops (rare, and never lets more
  * through). */
-static __always_inline bool sliding_window_pass(struct dpp_policer *p, __u64 bytes, __u64 now)
+static __always_inline int sliding_window_pass(struct dpp_policer *p, __u64 bytes, __u64 now, __u32 carve)
 {
 	__u32 number = now >> p->window_shift;
 	struct window_view v;
-	__u64 old, total, next;
+	__u64 old, total, take, next;
 	int i;
 
 	for (i = 0; i < POLICE_CAS_TRIES; i++) {
 		old = *(volatile __u64 *)&p->window;
 		if (!window_look(p, old, number, now, &v))
-			return false;
+			return POLICE_DROP;
 		total = window_weighted(v.prev, v.t, p->window_shift) + v.count + bytes;
 		if (!window_fits(p, total)) /* total >= count + bytes: the count fits too */
-			return false;
-		next = window_pack(v.number, v.adjacent, v.count + bytes);
+			return POLICE_DROP;
+		take = window_carves(p, total, v.number == number ? carve : 0) ? bytes + carve : bytes;
+		next = window_pack(v.number, v.adjacent, v.count + take);
 		if (__sync_val_compare_and_swap(&p->window, old, next) != old)
 			continue;
 		if (v.starts && v.adjacent)
 			window_publish(p, number - 1, v.prev);
-		return true;
+		return take != bytes ? POLICE_CARVED : POLICE_PASS;
 	}
-	return false;
+	return POLICE_DROP;
 }
 
 /* ---- the policer ---- */
+
+/* The time policer p decides on: the chain's reading *now, or when there is none yet (0) p's own
+ * clock's, read now and kept for the next policer (the file's head: "The clock"). */
+static __always_inline __u64 police_clock(const struct dpp_policer *p, __u64 *now)
+{
+	if (!*now)
+		*now = p->clock == DPP_POLICE_CLOCK_COARSE ? bpf_ktime_get_coarse_ns() : bpf_ktime_get_ns();
+	return *now;
+}
+
+/* The windows' CPU credit, a constant at each call of the policers: with it, a window policer's
+ * credit is looked at, stamped and carved as the buckets' is (the file's head, "The CPUs' credit");
+ * without it (!POLICE_WINDOW_CREDIT: dpp_upf_police, whose frame has no room for it) a window is
+ * decided on its shared word alone, and none of that is compiled there. */
+#define POLICE_WINDOW_CREDIT true
+
+/* Whether policer p counts in windows: its CPUs' credits then hold for one window each. */
+static __always_inline bool police_windowed(const struct dpp_policer *p)
+{
+	return p->algo == DPP_POLICE_ALGO_FIXED_WINDOW || p->algo == DPP_POLICE_ALGO_SLIDING_WINDOW;
+}
+
+/* A window policer's CPU credit `s` is its window's: one of another window than the packet's is
+ * dropped (counted in its own window, it may pass nothing in this one), and the line is stamped
+ * with the packet's window, the one a carve for this packet is counted in (a packet carves only in
+ * its own window: fixed_window_pass). The clock is read here, when the chain has no reading yet
+ * (police_clock), and that reading decides the packet. */
+static __always_inline void police_credit_window(const struct dpp_policer *p, struct dpp_policer_stats *s,
+						 __u64 *now)
+{
+	__u64 window;
+
+	if (!police_windowed(p) || !s->chunk)
+		return;
+	window = police_clock(p, now) >> p->window_shift;
+	if (s->credit_window != window) {
+		s->credit = 0;
+		s->credit_window = window;
+	}
+}
 
 /* police_share(): the packet passed on its CPU's credit, counted (chunks are smaller). */
 #define POLICE_SPENT 0xffffffffU
@@ -444,12 +518,15 @@ static __always_inline __u32 police_share_index(__u32 id)
  * misses one after the other (bench/README.md, "bench/qos"). The pointer is not kept: alive across
  * the decision it would take 16 bytes more of stack than dpp_upf_police has; police_count's own
  * lookup then finds the line in cache. */
-static __always_inline __u32 police_share(const struct dpp_policer *p, const __u32 *at, __u64 bytes)
+static __always_inline __u32 police_share(const struct dpp_policer *p, const __u32 *at, __u64 bytes,
+					  __u64 *now, bool window_credit)
 {
 	struct dpp_policer_stats *s = bpf_map_lookup_elem(&dpp_policer_stats, at);
 
 	if (!s)
 		return 0;
+	if (window_credit)
+		police_credit_window(p, s, now);
 	if (s->credit < bytes || p->gate != DPP_POLICE_GATE_OPEN)
 		return s->credit < s->chunk ? s->chunk - s->credit : 0;
 	s->credit -= bytes;
@@ -477,10 +554,10 @@ static __always_inline void police_count(const __u32 *at, __u64 bytes, int verdi
 		s->credit = s->chunk;
 }
 
-/* The decision on the policer's shared state; `carve`: what the bucket algorithms carve for the
- * CPU's credit when the bucket holds it too (the windows carve none). */
+/* The decision on the policer's shared state; `carve`: what to carve for the CPU's credit when the
+ * bucket or the window holds it too (a window's only with `window_credit`: POLICE_WINDOW_CREDIT). */
 static __always_inline int police_decide(struct dpp_policer *p, __u64 bytes, __u64 now, __u32 carve,
-					 const __u32 *at)
+					 const __u32 *at, bool window_credit)
 {
 	if (p->gate != DPP_POLICE_GATE_OPEN || bytes > DPP_POLICE_BURST_MAX)
 		return POLICE_DROP;
@@ -488,30 +565,21 @@ static __always_inline int police_decide(struct dpp_policer *p, __u64 bytes, __u
 	case DPP_POLICE_ALGO_TOKEN_BUCKET:
 		return bucket_pass(p, bytes, now, carve, at);
 	case DPP_POLICE_ALGO_FIXED_WINDOW:
-		return fixed_window_pass(p, bytes, now);
+		return fixed_window_pass(p, bytes, now, window_credit ? carve : 0);
 	case DPP_POLICE_ALGO_SLIDING_WINDOW:
-		return sliding_window_pass(p, bytes, now);
+		return sliding_window_pass(p, bytes, now, window_credit ? carve : 0);
 	case DPP_POLICE_ALGO_GCRA:
 		return gcra_pass(p, bytes, now, carve);
 	}
 	return POLICE_DROP;
 }
 
-/* The time policer p decides on: the chain's reading *now, or when there is none yet (0) p's own
- * clock's, read now and kept for the next policer (the file's head: "The clock"). */
-static __always_inline __u64 police_clock(const struct dpp_policer *p, __u64 *now)
-{
-	if (!*now)
-		*now = p->clock == DPP_POLICE_CLOCK_COARSE ? bpf_ktime_get_coarse_ns() : bpf_ktime_get_ns();
-	return *now;
-}
-
 /* The rest of police_step for a packet its CPU's credit did not cover (`carve`: police_share's),
  * at *at (police_share_index): the decision on the policer's shared state, counted; what follows. */
 static __always_inline __u32 police_on_state(struct dpp_policer *p, const __u32 *at, __u64 bytes,
-					     __u64 *now, __u32 carve)
+					     __u64 *now, __u32 carve, bool window_credit)
 {
-	int verdict = police_decide(p, bytes, police_clock(p, now), carve, at);
+	int verdict = police_decide(p, bytes, police_clock(p, now), carve, at, window_credit);
 
 	police_count(at, bytes, verdict);
 	return verdict != POLICE_DROP ? p->parent : POLICE_DROPPED;
@@ -522,12 +590,13 @@ static __always_inline __u32 police_on_state(struct dpp_policer *p, const __u32 
  * follows it, its parent when it passed (0: none), POLICE_DROPPED when it dropped. Id 0, an id past
  * the map and an empty slot (ALGO_NONE) police nothing: 0, uncounted (a parent emptied before its children are rewritten too). *now 0:
  * the policer's clock, read once a policer is found (which keeps one value fewer alive across the
- * lookup; and the policer says which clock), kept for the parent (police_clock); a packet its
- * CPU's credit covers reads none (police_share), and its parent then reads its own. The decision and
+ * lookup; and the policer says which clock), kept for the parent (police_clock); a packet a
+ * bucket's CPU credit covers reads none (police_share; a window's credit needs the reading, to
+ * know it is the window's), and its parent then reads its own. The decision and
  * the parent leave together, so that what is alive across police_count's lookup fits the registers
  * a call keeps: dpp_upf_police's frame is at the size that fills the 512 bytes of stack with
  * dpp_xdp's and dpp_upf's. */
-static __always_inline __u32 police_step(__u32 *id, __u64 bytes, __u64 *now)
+static __always_inline __u32 police_step(__u32 *id, __u64 bytes, __u64 *now, bool window_credit)
 {
 	struct dpp_policer *p = bpf_map_lookup_elem(&dpp_policers, id);
 	__u32 carve;
@@ -535,10 +604,10 @@ static __always_inline __u32 police_step(__u32 *id, __u64 bytes, __u64 *now)
 	if (!p || p->algo == DPP_POLICE_ALGO_NONE)
 		return 0;
 	*id = police_share_index(*id);
-	carve = police_share(p, id, bytes);
+	carve = police_share(p, id, bytes, now, window_credit);
 	if (carve == POLICE_SPENT)
 		return p->parent;
-	return police_on_state(p, id, bytes, now, carve);
+	return police_on_state(p, id, bytes, now, carve, window_credit);
 }
 
 /* Whether a packet of `bytes` at clock *now (ns; 0: the first policer's clock, then its reading,
@@ -558,23 +627,23 @@ static __always_inline __u32 police_step(__u32 *id, __u64 bytes, __u64 *now)
  * back would take the child's lock or a second compare-and-swap, not always possible (its window
  * may have moved on), exactly when the session is over its AMBR. The child's counters say what it
  * decided; what left is what the parent passed. The clock is read once for both, the child's. */
-static __always_inline bool police_at(__u32 id, __u64 bytes, __u64 *now)
+static __always_inline bool police_at(__u32 id, __u64 bytes, __u64 *now, bool window_credit)
 {
 	__u32 next;
 
 	if (!id)
 		return true;
-	next = police_step(&id, bytes, now);
+	next = police_step(&id, bytes, now, window_credit);
 	if (!next || next == POLICE_DROPPED)
 		return !next;
 	id = next;
-	return police_step(&id, bytes, now) != POLICE_DROPPED;
+	return police_step(&id, bytes, now, window_credit) != POLICE_DROPPED;
 }
 
 /* police_at with a time of its own: the chain's reading is not wanted after it. */
-static __always_inline bool police(__u32 id, __u64 bytes, __u64 now)
+static __always_inline bool police(__u32 id, __u64 bytes, __u64 now, bool window_credit)
 {
-	return police_at(id, bytes, &now);
+	return police_at(id, bytes, &now, window_credit);
 }
 
 #endif /* DPP_NF_QOS_POLICE_H */

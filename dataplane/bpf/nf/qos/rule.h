@@ -24,15 +24,15 @@ __attribute__((noinline)) int dpp_police_rule(__u32 own, __u32 next, __u32 share
 
 	if (own) {
 		if (!p || p->algo == DPP_POLICE_ALGO_NONE)
-			return police_at(shared, bytes, &now); /* emptied since: polices nothing */
+			return police_at(shared, bytes, &now, POLICE_WINDOW_CREDIT); /* emptied since */
 		own = police_share_index(own);
-		next = police_on_state(p, &own, bytes, &now, next);
+		next = police_on_state(p, &own, bytes, &now, next, POLICE_WINDOW_CREDIT);
 	}
 	if (next == POLICE_DROPPED)
 		return 0;
-	if (next && police_step(&next, bytes, &now) == POLICE_DROPPED)
+	if (next && police_step(&next, bytes, &now, POLICE_WINDOW_CREDIT) == POLICE_DROPPED)
 		return 0;
-	return police_at(shared, bytes, &now);
+	return police_at(shared, bytes, &now, POLICE_WINDOW_CREDIT);
 }
 
 /* Whether a packet of `bytes` at `now` (0: the clock, read once for all as a chain reads it, the
@@ -57,7 +57,7 @@ static __always_inline bool rule_police(__u32 slot, __u64 bytes, __u64 now)
 	if (!p || p->algo == DPP_POLICE_ALGO_NONE)
 		return !rp->shared || dpp_police_rule(0, 0, rp->shared, bytes, now);
 	at = police_share_index(id);
-	carve = police_share(p, &at, bytes);
+	carve = police_share(p, &at, bytes, &now, POLICE_WINDOW_CREDIT);
 	if (carve != POLICE_SPENT)
 		return dpp_police_rule(id, carve, rp->shared, bytes, now);
 	return (!p->parent && !rp->shared) || dpp_police_rule(0, p->parent, rp->shared, bytes, now);

@@ -60,10 +60,12 @@ static __always_inline void upf_measure(__u32 urr, bool uplink, __u64 bytes)
 /* Whether a packet of `bytes` passes policer `policer` and its parent (nf/qos/police.h: a flow's
  * MBR, then its session's AMBR), now: a global function for dpp_upf and dpp_upf_sdf (inlined, the
  * two policers' locals would take their frames past what dpp_xdp's frame leaves of the 512 bytes
- * of stack; called, the three frames fill them). */
+ * of stack; called, the three frames fill them). Windows without the CPUs' credit
+ * (POLICE_WINDOW_CREDIT: its carve takes 16 bytes more of this frame than the three have; the UPF's
+ * applier writes its windows no chunk). */
 __attribute__((noinline)) int dpp_upf_police(__u32 policer, __u32 bytes)
 {
-	return police(policer, bytes, 0);
+	return police(policer, bytes, 0, !POLICE_WINDOW_CREDIT);
 }
 
 /* The PDR's policer (its QER's MBR of this direction, or its closed gate, then the session's AMBR;

@@ -78,12 +78,12 @@ struct dpp_policer {
 };
 
 /* Value of dpp_policer_stats, by CPU row and policer id (nf/qos/maps.h): what the policer let
- * through and what it dropped on this CPU, and this CPU's credit (TOKEN_BUCKET and GCRA): bytes it
- * carved out of the policer's bucket, a chunk at a time, and spends without touching the shared
- * state (no lock, no compare-and-swap: nf/qos/police.h, "The CPUs' credit"). The control plane
- * writes the chunk with the counters (0: no credit, every packet decided on the bucket) and the
- * policer's burst less what the CPUs' chunks may hold, so that the two together never pass more
- * than the burst asked. One cache line: the map's values start on a page (BPF_F_MMAPABLE) and
+ * through and what it dropped on this CPU, and this CPU's credit: bytes it carved out of the
+ * policer's bucket (TOKEN_BUCKET, GCRA) or current window (FIXED_WINDOW, SLIDING_WINDOW), a chunk
+ * at a time, and spends without touching the shared state (no lock, no compare-and-swap:
+ * nf/qos/police.h, "The CPUs' credit"). The control plane writes the chunk with the counters (0:
+ * no credit, every packet decided on the shared state) and a bucket's burst less what the CPUs'
+ * chunks may hold, so that the two together never pass more than the burst asked. One cache line: the map's values start on a page (BPF_F_MMAPABLE) and
  * follow each other every DPP_POLICER_STATS_SIZE bytes, so that whatever a packet reads and writes
  * here (the credit, then one pair of counters) is one line for every policer. */
 struct dpp_policer_stats {
@@ -99,7 +99,10 @@ struct dpp_policer_stats {
 	 * "A bucket seen short") */
 	__u64 short_credit;
 	__u64 short_ns;
-	__u64 reserved; /* to the line's end: zero */
+	/* FIXED_WINDOW and SLIDING_WINDOW: the window the credit was carved in and counted in, the
+	 * clock >> window_shift (all 64 bits: it never wraps); the credit is spent only by a packet of
+	 * that window (nf/qos/police.h, "The CPUs' credit") */
+	__u64 credit_window;
 };
 
 /* sizeof(struct dpp_policer_stats): a cache line. */
