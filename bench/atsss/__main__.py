@@ -23,6 +23,7 @@ from bench.insns import count_instructions
 from bench.libbpf import BpfObject, map_lookup, map_update, program_size, test_run
 from bench.packets import internet_checksum
 from netapp.atsss.abi import Mode, Path as PathValue, PathFlags, Session, SessionFlags, SessionKey, UplinkReason
+from netapp.atsss.head4 import set_head4
 from netapp.dataplane import binding
 from netapp.dataplane.handle import possible_cpus
 
@@ -70,6 +71,7 @@ def path(i: int) -> PathValue:
                       sport=0x8913, dport=0x8A13)
     value.local[0] = int.from_bytes(bytes([10, 0, i & 1, 1]), "little")
     value.peer[0] = int.from_bytes(bytes([10, 100 + (i & 1), (i >> 8) & 0xFF, i & 0xFF]), "little")
+    set_head4(value)  # an IPv4 path's template (main's build before it reads reserved bytes: none)
     return value
 
 

@@ -24,6 +24,9 @@ DCCP_TYPE_DATAACK = 4
 DCCP_ACK_LEN = 8
 DCCP_OPT_PADDING = 0
 DCCP_SEQ_BITS = 48
+TTL = 64
+IP_DF = 0x4000
+HEAD4_LEN = 40
 DCCP_OPT_MULTIPATH = 46
 MP_SEQ = 4
 MP_SEQ_LEN = 9
@@ -57,6 +60,9 @@ CONSTANTS = {
     "DPP_ATSSS_DCCP_ACK_LEN": DCCP_ACK_LEN,
     "DPP_ATSSS_DCCP_OPT_PADDING": DCCP_OPT_PADDING,
     "DPP_ATSSS_DCCP_SEQ_BITS": DCCP_SEQ_BITS,
+    "DPP_ATSSS_TTL": TTL,
+    "DPP_ATSSS_IP_DF": IP_DF,
+    "DPP_ATSSS_HEAD4_LEN": HEAD4_LEN,
     "DPP_ATSSS_DCCP_OPT_MULTIPATH": DCCP_OPT_MULTIPATH,
     "DPP_ATSSS_MP_SEQ": MP_SEQ,
     "DPP_ATSSS_MP_SEQ_LEN": MP_SEQ_LEN,
@@ -205,7 +211,10 @@ class Path(Structure):
         ("peer", c_uint32 * 4),
         ("packets", c_uint64),
         ("bytes", c_uint64),
-        ("reserved2", c_uint64 * 6),
+        ("head4", c_uint8 * HEAD4_LEN),
+        ("head4_dccp_sum", c_uint32),
+        ("head4_ip_sum", c_uint16),
+        ("reserved2", c_uint16),
     ]
 
 

@@ -47,6 +47,7 @@ from netapp.atsss.abi import (
     UplinkKey,
     ue_filter_bit,
 )
+from netapp.atsss.head4 import set_head4
 from netapp.atsss.index import SessionIndex
 from netapp.atsss.models import Address, AtsssSession, ChecksumCoverage
 from netapp.dataplane.groups import DevmapGroups
@@ -104,7 +105,8 @@ def _mac(text: str) -> bytes:
 
 
 def path_value(session: AtsssSession, position: int, macs: Macs) -> Path:
-    """The slot of `session`'s path at `position` as the control plane writes it (DCCP sequence 0)."""
+    """The slot of `session`'s path at `position` as the control plane writes it (DCCP sequence 0),
+    an IPv4 path's outer headers built (its template)."""
     path = session.paths[position]
     value = Path(access=path.access.c_access, family=path.local.version,
                  flags=(PathFlags.UP if path.up else 0) | (PathFlags.CONGESTED if path.congested else 0),
@@ -114,6 +116,7 @@ def path_value(session: AtsssSession, position: int, macs: Macs) -> Path:
     value.dmac[:] = _mac(macs[1])
     value.local[:] = address_words(path.local)
     value.peer[:] = address_words(path.peer)
+    set_head4(value)
     return value
 
 

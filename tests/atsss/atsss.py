@@ -19,6 +19,7 @@ from bench.packets import internet_checksum
 from bench.libbpf import BPF_F_LOCK, BpfObject, map_delete, map_lookup, map_update, test_run
 from netapp.atsss.abi import (MAX_SESSIONS, Access, Config, Mode, Path, PathFlags, PathRx, PathStats, Session,
                               SessionKey, Uplink, UplinkKey, UplinkReason)  # fmt: skip
+from netapp.atsss.head4 import set_head4
 from netapp.atsss.index import BUCKET_TYPES, Bucket, bucket_of, put_at_once, way_holding
 from netapp.dataplane.handle import possible_cpus
 from tests.utils.kernel import build_artifact, require_kernel
@@ -79,6 +80,7 @@ def path_value(spec: PathSpec, dccp_seq: int = 0) -> Path:
     value.dmac[:] = spec.dmac
     value.local[:] = addr_words(spec.local)
     value.peer[:] = addr_words(spec.peer)
+    set_head4(value)
     return value
 
 

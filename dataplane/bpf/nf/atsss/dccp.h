@@ -37,22 +37,18 @@ struct atsss_dccp_data {
 _Static_assert(sizeof(struct atsss_dccp_data) == DPP_ATSSS_DCCP_HDR_LEN + DPP_ATSSS_OPTIONS_LEN,
 	       "DCCP-Data header and options");
 
-/* The header (checksum 0) and options, seven 32-bit stores of words in network order: the ports;
+/* The header (checksum 0) and options after the ports, six 32-bit stores of words in network order:
  * doff, CCVal 0 and cscov, the checksum; Res 0, Type Data, X 1, Reserved, the sequence number's
  * high 16 bits; its low 32; MP_SEQ's type, length, MP_OPT and the number's first byte; its next
  * four; its last and three Padding options. Returns the words' sum (unfolded) for the checksum. */
-static __always_inline __u64 atsss_fill_dccp(struct atsss_dccp_data *d, __be16 sport, __be16 dport,
-					     __u64 seq, __u64 mp_seq, __u8 cscov)
+static __always_inline __u64 atsss_fill_dccp_words(struct atsss_dccp_data *d, __u64 seq, __u64 mp_seq, __u8 cscov)
 {
 	__u32 *w = (__u32 *)d, word;
 	__u64 sum;
 
-	d->sport = sport;
-	d->dport = dport;
-	sum = (__u32)sport + (__u32)dport; /* 16-bit words sum as 32-bit ones do, once folded */
 	word = bpf_htonl((sizeof(*d) / 4) << 24 | (__u32)cscov << 16);
 	w[1] = word;
-	sum += word;
+	sum = word;
 	word = bpf_htonl((DPP_ATSSS_DCCP_TYPE_DATA << 1 | 1) << 24 | ((seq >> 32) & 0xffff));
 	w[2] = word;
 	sum += word;
@@ -69,6 +65,17 @@ static __always_inline __u64 atsss_fill_dccp(struct atsss_dccp_data *d, __be16 s
 	word = bpf_htonl(((__u32)mp_seq & 0xff) << 24 | DPP_ATSSS_DCCP_OPT_PADDING * 0x010101);
 	w[6] = word;
 	return sum + word;
+}
+
+/* The header whole, its ports too (an IPv4 path's come with its template, struct dpp_atsss_path's
+ * head4); the seven words' sum. */
+static __always_inline __u64 atsss_fill_dccp(struct atsss_dccp_data *d, __be16 sport, __be16 dport,
+					     __u64 seq, __u64 mp_seq, __u8 cscov)
+{
+	d->sport = sport;
+	d->dport = dport;
+	/* 16-bit words sum as 32-bit ones do, once folded */
+	return (__u32)sport + (__u32)dport + atsss_fill_dccp_words(d, seq, mp_seq, cscov);
 }
 
 _Static_assert(sizeof(struct atsss_dccp_data) == 7 * 4, "seven words");

@@ -21,8 +21,6 @@
 #include "nf/atsss/redundant.h"
 #include "core/outcome.h"
 
-#define ATSSS_TTL 64
-#define ATSSS_IP_DF 0x4000 /* Don't Fragment: path MTU discovery is the UE's to do end to end */
 #define ATSSS_ENCAP4 (sizeof(struct iphdr) + sizeof(struct atsss_dccp_data))
 #define ATSSS_ENCAP6 (sizeof(struct ipv6hdr) + sizeof(struct atsss_dccp_data))
 /* UE packets this function carries at most: csum_packet's reach (nf/upf/csum.h) */
@@ -39,7 +37,8 @@ enum atsss_verdict {
 
 /* The outer IPv4 header from src to dst (address words as the ABI holds them; addr_sum, their sum)
  * of a DCCP packet, as five 32-bit stores whose sum gives its checksum: nothing is read back, from
- * the packet or from the path (the compiler cannot know the packet's stores leave the path alone). */
+ * the packet or from the path (the compiler cannot know the packet's stores leave the path alone).
+ * The uplink's Acks to the UE; the downlink's IPv4 paths copy their template (atsss_fill_head4). */
 static __always_inline void atsss_fill_ipv4(struct iphdr *ip, __be32 src, __be32 dst, __u64 addr_sum,
 					    __u32 dccp_len)
 {
@@ -47,13 +46,46 @@ static __always_inline void atsss_fill_ipv4(struct iphdr *ip, __be32 src, __be32
 	__u64 sum;
 
 	w[0] = bpf_htonl(0x45 << 24 | (sizeof(*ip) + dccp_len)); /* version, IHL, TOS 0, length */
-	w[1] = bpf_htonl(ATSSS_IP_DF);				  /* ID 0, flags and offset */
-	w[2] = bpf_htonl(ATSSS_TTL << 24 | DPP_ATSSS_IPPROTO_DCCP << 16); /* checksum 0 */
+	w[1] = bpf_htonl(DPP_ATSSS_IP_DF);			  /* ID 0, flags and offset */
+	w[2] = bpf_htonl(DPP_ATSSS_TTL << 24 | DPP_ATSSS_IPPROTO_DCCP << 16); /* checksum 0 */
 	w[3] = src;
 	w[4] = dst;
 	sum = (__u64)w[0] + w[1] + w[2] + addr_sum;
 	ip->check = (__u16)~csum_fold(sum);
 }
+
+/* A 16-bit value at the first two bytes of a 64-bit word in memory, as a number to or into it. */
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define ATSSS_FIRST16(v) ((__u64)(__u16)(v))
+#else
+#define ATSSS_FIRST16(v) ((__u64)(__u16)(v) << 48)
+#endif
+
+/* An IPv4 path's Ethernet, IPv4 and DCCP ports copied from its template (struct dpp_atsss_path's
+ * head4: 38 bytes in four 8-byte, one 4-byte and one 2-byte stores), with the total length and the
+ * header checksum (ip_sum, the template's sum, read before the packet's stores, plus the length's)
+ * put into their words on the way: the length starts the third word, the checksum the fourth. */
+static __always_inline void atsss_fill_head4(void *frame, const struct dpp_atsss_path *p, __u32 ip_sum,
+					     __u32 dccp_len)
+{
+	const __u64 *t = (const __u64 *)p->head4;
+	__u64 *f = frame;
+	__u16 len = bpf_htons(sizeof(struct iphdr) + dccp_len);
+	__u32 sum = ip_sum + len;
+
+	sum = (sum & 0xffff) + (sum >> 16); /* two 16-bit numbers: one fold is enough */
+	f[0] = t[0];
+	f[1] = t[1];
+	f[2] = t[2] | ATSSS_FIRST16(len);
+	f[3] = t[3] | ATSSS_FIRST16(~sum);
+	*(__u32 *)(frame + 32) = *(const __u32 *)(p->head4 + 32);
+	*(__u16 *)(frame + 36) = *(const __u16 *)(p->head4 + 36);
+}
+
+_Static_assert(sizeof(struct ethhdr) + __builtin_offsetof(struct iphdr, tot_len) == 2 * 8 &&
+		       sizeof(struct ethhdr) + __builtin_offsetof(struct iphdr, check) == 3 * 8 &&
+		       sizeof(struct ethhdr) + sizeof(struct iphdr) + 4 == 38 && DPP_ATSSS_HEAD4_LEN >= 38,
+	       "the template's words: the length starts the third, the checksum the fourth");
 
 static __always_inline void atsss_fill_ipv6(struct ipv6hdr *ip6, const __be32 *src, const __be32 *dst,
 					    __u32 dccp_len)
@@ -61,7 +93,7 @@ static __always_inline void atsss_fill_ipv6(struct ipv6hdr *ip6, const __be32 *s
 	*(__be32 *)ip6 = bpf_htonl(6 << 28);
 	ip6->payload_len = bpf_htons(dccp_len);
 	ip6->nexthdr = DPP_ATSSS_IPPROTO_DCCP;
-	ip6->hop_limit = ATSSS_TTL;
+	ip6->hop_limit = DPP_ATSSS_TTL;
 	__builtin_memcpy(&ip6->saddr, src, sizeof(ip6->saddr));
 	__builtin_memcpy(&ip6->daddr, dst, sizeof(ip6->daddr));
 }
@@ -87,10 +119,9 @@ _Static_assert(__builtin_offsetof(struct dpp_atsss_path, smac) % 2 == 0 &&
 		       __builtin_offsetof(struct dpp_atsss_path, dmac) % 2 == 0,
 	       "the path's MAC addresses are read as 16-bit words");
 
-static __always_inline __u64 atsss_addr_sum(const struct dpp_atsss_path *p)
+/* An IPv6 path's addresses summed, for the DCCP checksum's pseudo-header. */
+static __always_inline __u64 atsss_addr_sum6(const struct dpp_atsss_path *p)
 {
-	if (p->family == 4)
-		return (__u64)p->local[0] + p->peer[0];
 	return (__u64)p->local[0] + p->local[1] + p->local[2] + p->local[3] + p->peer[0] + p->peer[1] +
 	       p->peer[2] + p->peer[3];
 }
@@ -105,24 +136,28 @@ static __always_inline int atsss_fill(struct xdp_md *ctx, const struct dpp_atsss
 	struct ethhdr *eth = data;
 	__u32 ip_len = p->family == 4 ? sizeof(struct iphdr) : sizeof(struct ipv6hdr);
 	__u32 dccp_len = sizeof(struct atsss_dccp_data) + ue_len;
-	__u64 addr_sum = atsss_addr_sum(p); /* read before the packet's stores, which may alias p for clang */
 	struct atsss_dccp_data *d;
-	__u64 header_sum;
+	__u64 header_sum, outer_sum; /* the DCCP header's words; the addresses' (IPv4: and the ports') */
+	__u32 ip_sum;
 
 	/* the UE packet is longer than IPv6's 40 - 20: the frame holds either family's headers, which
 	 * bounds d + 1 for the verifier too */
 	if (data + sizeof(*eth) + ATSSS_ENCAP6 > end)
 		return -1;
+	/* the path's words read before the packet's stores, which may alias p for clang */
 	if (p->family == 4) {
-		atsss_fill_eth(eth, p, bpf_htons(ETH_P_IP));
-		atsss_fill_ipv4((void *)(eth + 1), p->local[0], p->peer[0], addr_sum, dccp_len);
+		outer_sum = p->head4_dccp_sum;
+		ip_sum = p->head4_ip_sum;
+		atsss_fill_head4(eth, p, ip_sum, dccp_len);
 		d = (void *)(eth + 1) + sizeof(struct iphdr);
+		header_sum = atsss_fill_dccp_words(d, seq, mp_seq, cscov);
 	} else {
+		outer_sum = atsss_addr_sum6(p);
 		atsss_fill_eth(eth, p, bpf_htons(ETH_P_IPV6));
 		atsss_fill_ipv6((void *)(eth + 1), p->local, p->peer, dccp_len);
 		d = (void *)(eth + 1) + sizeof(struct ipv6hdr);
+		header_sum = atsss_fill_dccp(d, p->sport, p->dport, seq, mp_seq, cscov);
 	}
-	header_sum = atsss_fill_dccp(d, p->sport, p->dport, seq, mp_seq, cscov);
 	/* summed here, not after the UE packet's sum: clang would keep the seven words on the stack */
 	barrier_var(header_sum);
 	if (cscov) {
@@ -136,7 +171,7 @@ static __always_inline int atsss_fill(struct xdp_md *ctx, const struct dpp_atsss
 		if ((void *)(d + 1) > (void *)(long)ctx->data_end)
 			return -1;
 	}
-	d->check = atsss_dccp_check(header_sum, addr_sum, dccp_len, ue_sum);
+	d->check = atsss_dccp_check(header_sum, outer_sum, dccp_len, ue_sum);
 	return 0;
 }
 

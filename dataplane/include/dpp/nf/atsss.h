@@ -49,6 +49,13 @@
 #define DPP_ATSSS_DCCP_ACK_LEN 8
 #define DPP_ATSSS_DCCP_OPT_PADDING 0
 #define DPP_ATSSS_DCCP_SEQ_BITS 48
+/* The outer IP header of the downlink's packets: TTL (IPv6: hop limit) 64; IPv4 with Don't
+ * Fragment (path MTU discovery is the UE's to do end to end), ID 0, TOS 0. */
+#define DPP_ATSSS_TTL 64
+#define DPP_ATSSS_IP_DF 0x4000
+/* An IPv4 path's template (struct dpp_atsss_path.head4): Ethernet (14), IPv4 (20) and the DCCP
+ * ports (4), 2 bytes of zeros to a whole number of words. */
+#define DPP_ATSSS_HEAD4_LEN 40
 /* Multipath DCCP: the Multipath option's type (46), and its MP_SEQ form (MP_OPT 4): type, length 9,
  * MP_OPT, the connection-level sequence number in 48 bits, network order. DCCP options are padded
  * to a multiple of 4 bytes (RFC 4340 5.8): 3 bytes of Padding after MP_SEQ. */
@@ -207,11 +214,13 @@ _Static_assert(sizeof(struct dpp_atsss_index4) == 64 && sizeof(struct dpp_atsss_
  * Outer header: IPv4 or IPv6 (family) from local to peer, DCCP from sport to dport; Ethernet
  * addresses of the next hop on that access. Two 64-byte lines (the map is mmapable, so a value
  * starts a line): the first all the downlink reads to send (and the DCCP number it takes), the
- * second what the path sent, moved by atomic adds. The counters are not per CPU: a per-CPU slot is
- * two more lines a packet fetches one after the other (the slot's pointer, then this CPU's value),
- * where these share the line pair the packet's path is read from (bench/README.md, ATSSS, "the
- * path's counters in its own lines"). The control plane writes a path whole, carrying its DCCP
- * number and counters over (netapp/atsss/table.py). */
+ * second what the path sent, moved by atomic adds, and an IPv4 path's outer headers ready to copy
+ * (read on the same line: a template costs the packet no line). The counters are not per CPU: a
+ * per-CPU slot is two more lines a packet fetches one after the other (the slot's pointer, then
+ * this CPU's value), where these share the line pair the packet's path is read from
+ * (bench/README.md, ATSSS, "the path's counters in its own lines"). The control plane writes a
+ * path whole, its template built (netapp/atsss/head4.py), carrying its DCCP number and counters
+ * over (netapp/atsss/table.py). */
 struct dpp_atsss_path {
 	__u64 dccp_seq; /* the next DCCP sequence number (48 bits used), atomic */
 	__u8 access;	/* enum dpp_atsss_access */
@@ -225,14 +234,24 @@ struct dpp_atsss_path {
 	__u8 dmac[6];
 	__be32 local[4];
 	__be32 peer[4];
-	/* the second line: the downlink's UE packets sent on the path and their bytes (atomic) */
+	/* the second line: the downlink's UE packets sent on the path and their bytes (atomic), */
 	__u64 packets;
 	__u64 bytes;
-	__u64 reserved2[6];
+	/* then an IPv4 path's outer headers as the control plane builds them from the fields above
+	 * (family 6: zeros): Ethernet to the next hop, IPv4 (protocol DCCP, DPP_ATSSS_TTL,
+	 * DPP_ATSSS_IP_DF) with total length and checksum 0, the DCCP ports; the IPv4 header's words
+	 * summed (one's complement, folded to 16 bits: its checksum is that sum plus the length's,
+	 * complemented); the DCCP checksum's part of the addresses and ports, folded likewise. The
+	 * downlink copies the headers in a few 8-byte stores and patches the length and checksum. */
+	__u8 head4[DPP_ATSSS_HEAD4_LEN];
+	__u32 head4_dccp_sum;
+	__u16 head4_ip_sum;
+	__u16 reserved2;
 };
 
 _Static_assert(sizeof(struct dpp_atsss_path) == 128 && __builtin_offsetof(struct dpp_atsss_path, packets) == 64,
-	       "a path is two lines: what the downlink reads, then its counters");
+	       "a path is two lines: what the downlink reads, then its counters and IPv4 template");
+_Static_assert(__builtin_offsetof(struct dpp_atsss_path, head4) % 8 == 0, "the template is read as 8-byte words");
 
 /* Value of dpp_atsss_path_stats (per CPU), by path slot: what the path received (uplink UE packets
  * decapsulated and their bytes; Acks). What it sent is counted in the path (struct dpp_atsss_path). */
