@@ -10,6 +10,7 @@ import pytest
 from netapp.service.store import Store
 from netapp.upf.models import Session
 from netapp.upf.peers import Destinations, SmfPeers
+from netapp.upf.pfcp import codec, rules
 from netapp.upf.pfcp.server import PfcpServer
 from netapp.upf.pools import Pools
 from netapp.upf.sessions import Upf
@@ -68,6 +69,16 @@ class Endpoint:
             table: self.store.execute(f"SELECT * FROM {table} ORDER BY 1").fetchall()
             for table in ("upf_associations", "upf_sessions", "upf_counters")
         }
+
+
+@pytest.fixture
+def fresh_caches(monkeypatch) -> None:
+    """Empty caches of decoded IEs and read rules for one test. A test that checks what they share
+    needs them: in the shared ones, an entry an earlier test left is found by the first decode and
+    can be the oldest put, forgotten among that decode's own entries before the second."""
+    monkeypatch.setattr(codec, "_SEEN", codec.Recent())
+    for name in ("_CREATED", "_SHAPES", "_PARTS"):
+        monkeypatch.setattr(rules, name, codec.Recent())
 
 
 @pytest.fixture

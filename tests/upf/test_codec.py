@@ -64,7 +64,7 @@ def test_what_we_encode_pycrate_decodes_the_same():
     assert values[114]["RuleIDVal"].get_val() == 3
 
 
-def test_an_ie_repeated_byte_for_byte_is_decoded_once_and_shared():
+def test_an_ie_repeated_byte_for_byte_is_decoded_once_and_shared(fresh_caches):
     smf = Smf.__new__(Smf)
     first = codec.decode(Smf.build(smf, "PFCPSessionEstablishmentReq", establishment_ies(0x55), seid=0, seq=9))
     again = codec.decode(Smf.build(smf, "PFCPSessionEstablishmentReq", establishment_ies(0x56), seid=0, seq=10))

@@ -25,7 +25,7 @@ def _request(ies) -> codec.Message:
     return codec.decode(Smf.build(Smf.__new__(Smf), "PFCPSessionEstablishmentReq", ies, seid=0, seq=1))
 
 
-def test_a_repeated_create_ie_gives_the_same_rule():
+def test_a_repeated_create_ie_gives_the_same_rule(fresh_caches):
     first, again = (read_rules(_request(establishment_ies(seid)).ies) for seid in (1, 2))
     assert again["fars"].creates[0] is first["fars"].creates[0]
     assert again["urrs"].creates == first["urrs"].creates
