@@ -197,6 +197,9 @@ PROTOTYPES: Mapping[str, tuple[Any, list[Any]]] = {
     "dpp_upf_punts_malformed": (c_int, [c_void_p, POINTER(c_uint64)]),
     "dpp_upf_punts_close": (None, [c_void_p]),
     "dpp_upf_replay": (c_int, [c_void_p, c_void_p, c_uint32, c_uint32]),
+    # dpp_upf_dl4's placement (netapp.upf.ways): no instance, arrays of the caller's
+    "dpp_upf_dl4_buckets": (c_int, [c_void_p, c_void_p, c_void_p, c_uint32, c_uint32, c_void_p]),
+    "dpp_upf_dl4_place": (c_int, [c_void_p, c_uint32, c_void_p, c_uint32, c_uint32, c_int, c_void_p]),
 }
 
 
