@@ -45,6 +45,10 @@ def canonical(address: str) -> str:
     return str(ipaddress.ip_address(address))
 
 
+def _as_written(address: str) -> str:
+    return address
+
+
 class Pools:
     """The pools, and the addresses of them sessions hold (address -> SEID). `default_instance`:
     the data path's default network instance (netapp.upf.compiler.Site's), for PDRs naming none."""
@@ -126,7 +130,9 @@ class Pools:
         """(PDR id, key, assigned by the UPF) of each address the session's downlink PDRs match
         packets by; read once for a session checked, then held (sessions are not changed)."""
         if self._keys_of is not session:
-            self._keys_of, self._keys = session, [(pdr_id, (self.instance_of(named), canonical(address)), chosen)
+            # a session of the fast path says when its addresses are canonical already (netapp.upf.prepared)
+            written = _as_written if getattr(session, "canonical_ues", False) else canonical
+            self._keys_of, self._keys = session, [(pdr_id, (self.instance_of(named), written(address)), chosen)
                                                   for pdr_id, named, address, chosen in session.downlink_ues()]
         return self._keys
 
