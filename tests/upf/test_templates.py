@@ -23,6 +23,7 @@ from netapp.upf.compiler import Site
 from netapp.upf.models import Session
 from netapp.upf.peers import Destinations
 from netapp.upf.pfcp.ies import Cause, IEType, MsgType
+from netapp.upf.pfcp.layout import Layout, Varying
 from netapp.upf.pfcp.server import PfcpServer
 from netapp.upf.pools import Pools
 from netapp.upf.sessions import Upf
@@ -381,3 +382,18 @@ def test_the_fast_path_s_addresses_go_to_the_pools_as_they_are_and_are_still_ref
     finally:
         smf.close()
         endpoint.close()
+
+
+def test_a_layout_s_compiled_shape_is_its_bytes_but_for_its_values():
+    """`Layout.shape` is compiled for each layout's spans: it gives what the spans between the values
+    give, and requests of one shape differing only in their values share it."""
+    rng = random.Random(7)
+    for _ in range(50):
+        length = rng.randrange(40, 300)
+        offsets = sorted(rng.sample(range(0, length - 8, 9), rng.randrange(1, 6)))
+        layout = Layout.of(length, [Varying(offset, rng.choice(("seq", "teid", "address")), None) for offset in offsets])
+        data = bytearray(rng.randbytes(length))
+        assert layout.shape(bytes(data)) == b"".join(bytes(data[start:end]) for start, end in layout.kept)
+        for place in layout.places:
+            data[place.offset : place.end] = rng.randbytes(place.end - place.offset)
+        assert layout.shape(bytes(data)) == Layout.shape(layout, bytes(data))
