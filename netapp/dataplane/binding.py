@@ -166,6 +166,7 @@ PROTOTYPES: Mapping[str, tuple[Any, list[Any]]] = {
         c_int,
         [c_void_p, c_char_p, c_void_p, c_size_t, c_void_p, c_size_t, c_uint32, POINTER(c_uint8)],
     ),
+    "dpp_table_held": (c_int, [c_void_p, c_char_p, c_void_p, c_size_t, c_size_t, c_uint32, c_uint32, c_uint8]),
     "dpp_table_delete": (c_int, [c_void_p, c_char_p, c_void_p, c_size_t, c_uint32, POINTER(c_uint32)]),
     "dpp_table_dump": (
         c_int,

@@ -160,6 +160,11 @@ int dpp_table_fill(struct dpp *d, const char *name, const __u32 *indexes, __u32 
  * values[i] is zeroed. Returns how many keys were found. */
 int dpp_table_lookup(struct dpp *d, const char *name, const void *keys, size_t key_size,
 		     void *values, size_t value_size, __u32 n, __u8 *found);
+/* The index of the first of n keys the map holds, with the bits `flag` set in the byte at flag_at
+ * of its value (flag 0: held at all; an array holds every key), or n when none is: a guard's
+ * question before entries are added (dpp_table_lookup's lookups, the values not handed back). */
+int dpp_table_held(struct dpp *d, const char *name, const void *keys, size_t key_size,
+		   size_t value_size, __u32 n, __u32 flag_at, __u8 flag);
 int dpp_table_delete(struct dpp *d, const char *name, const void *keys, size_t key_size, __u32 n,
 		     __u32 *done);
 
