@@ -319,16 +319,18 @@ class Ways:
 
     def mark(self, entries: dict[int, tuple[Key, PdrAction]], published: bool) -> None:
         """The shadow after `entries` (slot -> (key, action)) were published, or retired."""
+        state, strays = self._state, self._strays  # its bytes as `_restate` would make them, set as it goes
         for slot, (key, _) in entries.items():
             if published:
                 self._key_of[slot], self._slot_of[key] = key, slot
                 self._retired.discard(slot)
+                state[slot] = DL4_PUBLISHED | (DL4_STRAY if slot in strays else 0)
             else:
                 self._key_of.pop(slot, None)
                 self._retired.add(slot)
                 if self._slot_of.get(key) == slot:
                     del self._slot_of[key]
-        self._restate(entries)
+                state[slot] = DL4_RETIRED | (DL4_STRAY if slot in strays else 0)
 
     def slot(self, key: Key) -> Optional[int]:
         """The way that holds the entry, or None (for tests and tools)."""
