@@ -4,6 +4,7 @@
  * syscall per element where not. A map a module declares (rules_maps, ...) has a protocol to its
  * writes and is refused for update and delete; every other map is a table. */
 #include <errno.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -319,6 +320,29 @@ int dpp_table_lookup(struct dpp *d, const char *name, const void *keys, size_t k
 	if (err && i)
 		pr_warn("table %s: lookup: %s at key %u of %u", name, strerror(-err), i - 1, n);
 	return err ? err : hits;
+}
+
+int dpp_table_held(struct dpp *d, const char *name, const void *keys, size_t key_size,
+		   size_t value_size, __u32 n, __u32 flag_at, __u8 flag)
+{
+	__u8 *values, *found;
+	__u32 i = 0;
+	int err;
+
+	if (n && (!keys || !value_size || (flag && flag_at >= value_size) || n > INT_MAX))
+		return -EINVAL;
+	if (!n)
+		return 0;
+	values = malloc((size_t)n * value_size + n);
+	if (!values)
+		return -ENOMEM;
+	found = values + (size_t)n * value_size;
+	err = dpp_table_lookup(d, name, keys, key_size, values, value_size, n, found);
+	for (; err >= 0 && i < n; i++)
+		if (found[i] && (!flag || values[(size_t)i * value_size + flag_at] & flag))
+			break;
+	free(values);
+	return err < 0 ? err : (int)i;
 }
 
 /* Through BPF_MAP_LOOKUP_BATCH. Returns the count, or -errno; -ENOENT from the kernel is the end. */

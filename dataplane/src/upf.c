@@ -108,3 +108,78 @@ int dpp_upf_replay(struct dpp *d, const void *frame, __u32 len, __u32 ifindex)
 		pr_warn("upf replay on ifindex %u: %s", ifindex, strerror(-err));
 	return err;
 }
+
+/* dpp_upf_dl4's placement: the decisions of netapp/upf/ways.py `Ways.plan` over arrays (that
+ * Python is the reference, and tests/upf/test_ways_place.py runs both). */
+
+int dpp_upf_dl4_buckets(const __u32 *instances, const __u8 *families, const void *addrs, __u32 n,
+			__u32 bits, __s32 *buckets)
+{
+	const __u8 *addr = addrs;
+	__u32 i, host;
+	__u64 h;
+
+	if (bits > 30 || (n && (!instances || !families || !addrs || !buckets)))
+		return -EINVAL;
+	for (i = 0; i < n; i++, addr += 16) {
+		if (!bits || families[i] != 4 || instances[i] >= 1u << bits) {
+			buckets[i] = DPP_UPF_DL4_HASHED;
+			continue;
+		}
+		host = (__u32)addr[0] << 24 | (__u32)addr[1] << 16 | (__u32)addr[2] << 8 | addr[3];
+		h = (__u32)(host * DPP_UPF_DL4_HASH_MUL);
+		buckets[i] = (__s32)((__u32)((h << bits) >> 32) ^ instances[i]);
+	}
+	return 0;
+}
+
+/* The first clean way of the bucket, or -1; *retired: whether one of its ways is retired. */
+static __s64 dl4_clean_way(const __u8 *state, __u32 bucket, bool *retired)
+{
+	__u32 slot = bucket * DPP_UPF_DL4_WAYS, way;
+
+	*retired = false;
+	for (way = 0; way < DPP_UPF_DL4_WAYS; way++) {
+		if (!state[slot + way])
+			return slot + way;
+		*retired |= state[slot + way] & DPP_UPF_DL4_RETIRED;
+	}
+	return -1;
+}
+
+static void dl4_untake(__u8 *state, const __s32 *ways, __u32 n)
+{
+	__u32 i;
+
+	for (i = 0; i < n; i++)
+		if (ways[i] >= 0)
+			state[ways[i]] &= ~DPP_UPF_DL4_TAKEN;
+}
+
+int dpp_upf_dl4_place(const __s32 *buckets, __u32 n, __u8 *state, __u32 slots, __u32 from,
+		      int may_wait, __s32 *ways)
+{
+	bool retired;
+	__s64 way;
+	__u32 i;
+
+	if (n && (!buckets || !state || !ways))
+		return -EINVAL;
+	for (i = 0; i < n; i++)
+		if (buckets[i] >= 0 && (__u64)buckets[i] * DPP_UPF_DL4_WAYS + DPP_UPF_DL4_WAYS > slots)
+			return -ERANGE;
+	for (i = from; i < n; i++) {
+		if (buckets[i] < 0) {
+			ways[i] = buckets[i];
+			continue;
+		}
+		way = dl4_clean_way(state, buckets[i], &retired);
+		if (way < 0 && retired && may_wait)
+			return i;
+		ways[i] = way < 0 ? DPP_UPF_DL4_HASHED : (__s32)way;
+		if (way >= 0)
+			state[way] |= DPP_UPF_DL4_TAKEN;
+	}
+	dl4_untake(state, ways, n);
+	return n;
+}

@@ -166,6 +166,7 @@ PROTOTYPES: Mapping[str, tuple[Any, list[Any]]] = {
         c_int,
         [c_void_p, c_char_p, c_void_p, c_size_t, c_void_p, c_size_t, c_uint32, POINTER(c_uint8)],
     ),
+    "dpp_table_held": (c_int, [c_void_p, c_char_p, c_void_p, c_size_t, c_size_t, c_uint32, c_uint32, c_uint8]),
     "dpp_table_delete": (c_int, [c_void_p, c_char_p, c_void_p, c_size_t, c_uint32, POINTER(c_uint32)]),
     "dpp_table_dump": (
         c_int,
@@ -197,6 +198,9 @@ PROTOTYPES: Mapping[str, tuple[Any, list[Any]]] = {
     "dpp_upf_punts_malformed": (c_int, [c_void_p, POINTER(c_uint64)]),
     "dpp_upf_punts_close": (None, [c_void_p]),
     "dpp_upf_replay": (c_int, [c_void_p, c_void_p, c_uint32, c_uint32]),
+    # dpp_upf_dl4's placement (netapp.upf.ways): no instance, arrays of the caller's
+    "dpp_upf_dl4_buckets": (c_int, [c_void_p, c_void_p, c_void_p, c_uint32, c_uint32, c_void_p]),
+    "dpp_upf_dl4_place": (c_int, [c_void_p, c_uint32, c_void_p, c_uint32, c_uint32, c_int, c_void_p]),
 }
 
 

@@ -254,6 +254,13 @@ class FakeDpp:
             ctypes.memmove(ctypes.addressof(values) + index * _item_size(values), out, len(out))
         return sum(found)
 
+    def table_held(self, name: str, keys: Any, value_size: int, flag_at: int, flag: int) -> int:
+        """libdpp's dpp_table_held: its lookups, the first key held."""
+        values, found = (ctypes.c_uint8 * (value_size * len(keys)))(), (ctypes.c_uint8 * len(keys))()
+        self.table_lookup(name, keys, (ctypes.c_uint8 * value_size * len(keys)).from_buffer(values), found)
+        return next((index for index in range(len(keys))
+                     if found[index] and (not flag or values[index * value_size + flag_at] & flag)), len(keys))
+
     def table_delete(self, name: str, keys: Any) -> None:
         spec = self._table(name, keys, None, write=True)
         self.calls.append(("table_delete", name, [bytes(key) for key in _items(keys)]))

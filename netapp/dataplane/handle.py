@@ -249,6 +249,13 @@ class DppHandle:
         )
         return check(rc, f"dpp_table_lookup({name})")
 
+    def table_held(self, name: str, keys: Any, value_size: int, flag_at: int, flag: int) -> int:
+        """The index of the first key held (its value's byte at flag_at with `flag` set; flag 0: held
+        at all), or len(keys)."""
+        rc = self.lib.dpp_table_held(self._handle, name.encode(), keys, _item_size(keys), value_size, len(keys),
+                                     flag_at, flag)
+        return check(rc, f"dpp_table_held({name})")
+
     def table_delete(self, name: str, keys: Any) -> None:
         done = c_uint32(0)
         rc = self.lib.dpp_table_delete(

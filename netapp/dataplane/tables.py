@@ -34,6 +34,7 @@ class TableAdapter(Protocol):
     def table_update(self, name: str, keys: Any, values: Any, flags: int = 0) -> None: ...
     def table_lookup(self, name: str, keys: Any, values: Any, found: Any) -> int: ...
     def table_delete(self, name: str, keys: Any) -> None: ...
+    # optional: def table_held(self, name, keys, value_size, flag_at, flag) -> int (Table.first_held)
     def table_fill(self, name: str, indexes: Any, stride: int, rows: int, value: bytes) -> None: ...
     def table_dump(self, name: str, cursor: TableCursor, keys: Any, values: Any) -> int: ...
     def table_wait_readers(self) -> None: ...
@@ -101,6 +102,18 @@ class Table:
         self._adapter.table_lookup(self.name, self._keys(keys), values, found)
         # the array is this call's alone: its items are given out as they are, not copied again
         return [values[index] if hit else None for index, hit in enumerate(found)]
+
+    def first_held(self, keys: Sequence[Any], flag_at: int = 0, flag: int = 0) -> int:
+        """The index of the first of `keys` the map holds with the bits `flag` set in its value's byte
+        at `flag_at` (flag 0: held at all), or len(keys): a guard's question, in one libdpp call
+        (dpp_table_held) that hands no values back; `held_at` of the lookups where the adapter has no
+        such call."""
+        if not keys:
+            return 0
+        held = getattr(self._adapter, "table_held", None)
+        if held is None or type(self).lookup is not Table.lookup:  # or a value that is not one entry's
+            return held_at(self.lookup(keys), flag_at, flag)
+        return held(self.name, self._keys(keys), ctypes.sizeof(self._value_type), flag_at, flag)
 
     def get(self, key: Any) -> Optional[Any]:
         return self.lookup([key])[0]
@@ -277,6 +290,12 @@ class RowsTable(Table):
     def _slots(self, keys: Sequence[Any]) -> list[int]:
         """Each CPU's slots of `keys`: CPU 0's in the keys' order, then CPU 1's, and so on."""
         return fill_slots(self._indexes(keys), self.row, self.cpus)
+
+
+def held_at(values: Sequence[Optional[Any]], flag_at: int = 0, flag: int = 0) -> int:
+    """`Table.first_held` of looked-up values (None: not held): the reference of dpp_table_held."""
+    return next((index for index, value in enumerate(values)
+                 if value is not None and (not flag or bytes(value)[flag_at] & flag)), len(values))
 
 
 def open_table(adapter: TableAdapter, name: str, spec: Optional[MapSpec] = None) -> Table:

@@ -266,7 +266,8 @@ class PolicerApplier:
         values = {policer_id: Policer.from_buffer_copy(_written(spec, self._cpus)) for policer_id, spec in ordered}
         values = self._joint(values, pairs or {})
         self._check_ids([*values, *(spec.parent for spec in policers.values() if spec.parent)])
-        self._write_shares(policers)
+        specs, of_spec = _by_spec(policers.values())
+        self._write_shares(list(policers), specs, of_spec)
         self._policers.update(self._made_precise(values, pairs or {}))
         with self._writing({policer_id: value.parent for policer_id, value in values.items()}):
             self._policers.update(values)
@@ -275,25 +276,33 @@ class PolicerApplier:
         """`apply` of policers of which none has a parent or is paired (a UPF establishment's QERs):
         none decides on another's reading, so each is written on the clock its spec chooses (what
         `_joint` would leave) and in any order. Their values are made as one C array from the specs'
-        bytes, not a structure each: a group of establishments writes some 64 policers at a time."""
+        bytes, not a structure each: a group of establishments writes some 64 policers at a time, of
+        a few policies (`_by_spec`)."""
         ids = self._check_ids(policers)
-        written = b"".join([_written(spec, self._cpus) for spec in policers.values()])
+        specs, of_spec = _by_spec(policers.values())
+        made = [_written(spec, self._cpus) for spec in specs]
+        written = b"".join([made[index] for index in of_spec])
         values = (Policer * len(ids)).from_buffer_copy(written)
-        self._write_shares(policers)
-        if Clock.PRECISE in written[_CLOCK_AT::ctypes.sizeof(Policer)]:  # their coarse children first
+        self._write_shares(ids, specs, of_spec)
+        if any(Clock.PRECISE == value[_CLOCK_AT] for value in made):  # their coarse children first
             self._policers.update(self._made_precise(dict(zip(ids, values)), {}))
         with self._writing(dict.fromkeys(ids, 0)):
             self._policers.update_arrays(ids, values)
 
-    def _write_shares(self, policers: Mapping[int, PolicerSpec]) -> None:
+    def _write_shares(self, ids: list[int], specs: list[PolicerSpec], of_spec: list[int]) -> None:
         """Each policer's slot of every CPU afresh: counters and credit zeroed, its chunk (chunk_for), in
-        one write per chunk met."""
+        one write per chunk met. `ids`' specs are `specs[of_spec[i]]` (`_by_spec`): a chunk is worked
+        out once a spec."""
+        chunks = [cpu_share(spec, self._cpus, self._window_credit) for spec in specs]
+        chunk_of = [share.chunk if share else 0 for share in chunks]
+        if len(set(chunk_of)) == 1:  # one chunk for them all (the usual: one policy, or equal chunks)
+            self._stats.fill(ids, chunks[0])
+            return
         by_chunk: dict[int, list[int]] = {}
-        for policer_id, spec in policers.items():
-            share = cpu_share(spec, self._cpus, self._window_credit)
-            by_chunk.setdefault(share.chunk if share else 0, []).append(policer_id)
-        for chunk, ids in by_chunk.items():
-            self._stats.fill(ids, PolicerStats(chunk=chunk) if chunk else None)
+        for policer_id, index in zip(ids, of_spec):
+            by_chunk.setdefault(chunk_of[index], []).append(policer_id)
+        for chunk, same in by_chunk.items():
+            self._stats.fill(same, PolicerStats(chunk=chunk) if chunk else None)
 
     def _joint(self, values: dict[int, Policer], pairs: Mapping[int, int]) -> dict[int, Policer]:
         """`values` with a policer on the coarse clock only when every policer deciding on its reading
@@ -377,6 +386,24 @@ class PolicerApplier:
             for name in SUMMED:
                 setattr(total, name, getattr(total, name) + getattr(cpu, name))
         return total
+
+
+def _by_spec(specs: Iterable[PolicerSpec]) -> tuple[list[PolicerSpec], list[int]]:
+    """The distinct specs of `specs`, and the index among them of each: a group's policers are a few
+    policies', each usually one object many times (the fast path's stencil holds it), so they are told
+    apart by identity first and by value only when new (a spec's hash is a call of its own)."""
+    distinct: list[PolicerSpec] = []
+    by_id: dict[int, int] = {}
+    by_value: dict[PolicerSpec, int] = {}
+    of_spec = []
+    for spec in specs:
+        index = by_id.get(id(spec))
+        if index is None:
+            index = by_id[id(spec)] = by_value.setdefault(spec, len(distinct))
+            if index == len(distinct):
+                distinct.append(spec)
+        of_spec.append(index)
+    return distinct, of_spec
 
 
 def _check_parents(policers: Mapping[int, PolicerSpec]) -> None:

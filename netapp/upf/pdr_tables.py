@@ -21,6 +21,7 @@ from netapp.upf.pfcp.ies import Cause, IEType
 from netapp.upf.ways import Ways
 
 _ENTRY = int(PdrFlag.ENTRY)  # an int: IntFlag's operators cost microseconds a change
+_FLAGS_AT = PdrAction.flags.offset  # struct dpp_upf_pdr's flags byte
 
 
 class SlotTable:
@@ -33,6 +34,7 @@ class SlotTable:
         self.update = table.update
         self.items = table.items
         self.lookup = table.lookup
+        self.first_held = table.first_held
 
     @property
     def max_entries(self) -> int:
@@ -98,12 +100,17 @@ def reconcile_table(table: Table, want: dict, key_type: Any, have: Optional[dict
 def refuse_held(tables: list[tuple[Any, dict, dict, Any]]) -> None:
     """A PDR entry the change adds that the maps hold already is another session's (its packets would
     take this one's way): RuleError, nothing written. netapp.upf.sessions keeps TEIDs and UE
-    addresses apart; this is the data path's own guard, one batched lookup per table added to."""
+    addresses apart; this is the data path's own guard, one libdpp call per table added to (its
+    lookups and the check of each value made there: `Table.first_held`)."""
     for table, was, now, key_type in tables:
-        added = [key for key in now if key not in was]
-        for key, value in zip(added, table.lookup([map_key(key_type, key) for key in added]) if added else ()):
-            if value is not None and is_held(key_type, value):
-                raise held_error((table.name, key), "another session's")
+        added = [key for key in now if key not in was] if was else list(now)
+        if not added:
+            continue
+        keys = added if key_type is int else [map_key(key_type, key) for key in added]
+        # an array's slot is held when marked so (`is_held`); a hash map's entry, when there
+        at = table.first_held(keys, _FLAGS_AT, _ENTRY) if key_type is int else table.first_held(keys)
+        if at < len(added):
+            raise held_error((table.name, added[at]), "another session's")
 
 
 def refuse_held_ways(ways: Ways, was: dict, now: dict) -> None:

@@ -67,6 +67,8 @@ class Pools:
         self._downlink: dict[DownlinkKey, int] = {}  # every session's downlink UE addresses -> its SEID
         self._keys_of: Optional[Session] = None  # the session whose `_keys` those are
         self._keys: list[tuple[int, DownlinkKey, bool]] = []
+        self._instances_for: Optional[str] = default_instance
+        self._instance_of: dict[Optional[str], Optional[str]] = {}  # `_instances`
 
     def hold(self, session: Session) -> None:
         for address in self._pool_addresses(session):
@@ -126,9 +128,19 @@ class Pools:
         """(PDR id, key, assigned by the UPF) of each address the session's downlink PDRs match
         packets by; read once for a session checked, then held (sessions are not changed)."""
         if self._keys_of is not session:
-            self._keys_of, self._keys = session, [(pdr_id, (self.instance_of(named), canonical(address)), chosen)
-                                                  for pdr_id, named, address, chosen in session.downlink_ues()]
+            # a session of the fast path says when its addresses are canonical already (netapp.upf.prepared)
+            as_is, instances, keys = getattr(session, "canonical_ues", False), self._instances(), []
+            for pdr_id, named, address, chosen in session.downlink_ues():
+                instance = instances[named] if named in instances else instances.setdefault(named, self.instance_of(named))
+                keys.append((pdr_id, (instance, address if as_is else canonical(address)), chosen))
+            self._keys_of, self._keys = session, keys
         return self._keys
+
+    def _instances(self) -> dict[Optional[str], Optional[str]]:
+        """`instance_of` of the names met, kept while the default instance is the same."""
+        if self._instances_for != self.default_instance:
+            self._instances_for, self._instance_of = self.default_instance, {}
+        return self._instance_of
 
     def instance_of(self, named: Optional[str]) -> Optional[str]:
         """The network instance of a PDR's UE address (`ue_instance`); with no default instance (no

@@ -21,6 +21,7 @@ from typing import Any, Callable, Optional, Sequence
 
 from netapp.upf.compiler import Entries, Site
 from netapp.upf.models import Session
+from netapp.upf.pools import canonical
 from netapp.upf.stencil import Shape, Stencil, constant, punch, shape_of
 
 # What the UPF's tables and appliers read of a new session, besides its SEID and Node ID: a
@@ -169,9 +170,11 @@ class SessionStencil:
     (in that order); `node_id`: its association's."""
 
     def __init__(self, seid: int, teids: int, urr_ids: tuple[int, ...], node_id: str, json: Stencil,
-                 facts: dict[str, Shape], entries: Optional[EntriesStencil], site: Optional[Site], policers: int = 0):
+                 facts: dict[str, Shape], entries: Optional[EntriesStencil], site: Optional[Site], policers: int = 0,
+                 canonical_ues: bool = False):
         self.seid, self.teids, self.urr_ids, self.node_id = seid, teids, urr_ids, node_id
         self.policers = policers
+        self.canonical_ues = canonical_ues  # its sessions' downlink UE addresses are written canonically
         self._entries, self._site = entries, site
         self._json = json.filler(dict.fromkeys(json.holes, str))  # the row's JSON of the values, each as its text
         # every fact of the values at once, in FACTS then ATTRIBUTES order: one call a session, not
@@ -197,7 +200,7 @@ class SessionStencil:
         if json is None or None in facts.values() or (compile is not None and entries is None):
             return None
         return cls(seid, teids, urr_ids, sessions[0].node_id, json, facts, entries, site,  # type: ignore[arg-type]
-                   policers)
+                   policers, _canonical_ues(sessions))
 
     def session(self, request: Sequence[Any], seid: int, teids: Sequence[int], slots: Sequence[int]) -> "PreparedSession":
         """The session of the request's values and those the UPF chose (its entries filled for the
@@ -205,7 +208,17 @@ class SessionStencil:
         values = [*request, seid, *teids, *slots]
         body = self._json(values)
         entries = self._entries.fill(values) if self._entries is not None else None
-        return PreparedSession(seid, self.node_id, body, self._facts(values), values, entries, self._site)
+        made = PreparedSession(seid, self.node_id, body, self._facts(values), values, entries, self._site)
+        made.canonical_ues = self.canonical_ues
+        return made
+
+
+def _canonical_ues(sessions: Sequence[Session]) -> bool:
+    """Whether the sessions' downlink UE addresses are written as netapp.upf.pools' tables key them
+    (`canonical`), and so are those of every session the stencil makes: an address it fills in is
+    a request's value, which the fast path reads canonically (netapp.upf.pfcp.layout: inet_ntoa),
+    and one it holds is these sessions' own. The pools then take them as they are (`Pools.check`)."""
+    return all(canonical(address) == address for session in sessions for _, _, address, _ in session.downlink_ues())
 
 
 class PreparedSession:
@@ -220,6 +233,7 @@ class PreparedSession:
          self._punting, self._policer_ids, self.urr_slots, self.sdf_slots, self.urr_sets, self.qer_policers) = facts
         self._entries, self._site = entries, site
         self._model: Optional[Session] = None
+        self.canonical_ues = False  # its downlink UE addresses are canonical (its stencil's `canonical_ues`)
 
     def stored_json(self) -> str:
         return self._body

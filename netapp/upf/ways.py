@@ -12,6 +12,12 @@ dpp_upf_downlink, and dpp_upf_downlink_state says the hash may hold IPv4 entries
 An entry stays where it was put: only `plan(..., compact=True)` (the start-up reconcile) moves the
 hash's into clean ways. IPv6 addresses, and instances past 1 << bits, stay in the hash.
 
+Placement. A change's buckets and ways are chosen by libdpp (dpp_upf_dl4_buckets, dpp_upf_dl4_place:
+arrays of the keys, and a byte a slot of the shadow below, `_state`), one call each a change: a group
+of establishments places some 64 entries at a time. `plan_in_python` makes the same decisions in
+Python: it is the reference (tests/upf/test_ways_place.py runs both over varied tables) and what
+places where libdpp cannot be loaded.
+
 Writes, and why a reader on another CPU never acts on a torn or a wrong entry. Writing an array
 element is a copy, not atomic against a program reading it. The program reads a way's ENTRY bit
 first, then its address, then its action, within one run (an RCU read-side section). So:
@@ -42,13 +48,23 @@ import ctypes
 import dataclasses
 import logging
 import sys
-from ctypes import Array
+from ctypes import Array, c_int32, c_uint8, c_uint32
 from typing import Collection, Iterable, Optional, Sequence
 
-from netapp.dataplane.binding import DataplaneError
+from netapp.dataplane.binding import DataplaneError, Libdpp, load_libdpp
 from netapp.dataplane.tables import Table
 from netapp.service.transaction import SiteChange
-from netapp.upf.abi import DL4_HASH_MUL, DL4_WAYS, PdrAction, PdrFlag
+from netapp.upf.abi import (
+    DL4_HASH_MUL,
+    DL4_HASHED,
+    DL4_PUBLISHED,
+    DL4_RETIRED,
+    DL4_STAYS,
+    DL4_STRAY,
+    DL4_WAYS,
+    PdrAction,
+    PdrFlag,
+)
 
 log = logging.getLogger("netapp.upf")
 
@@ -92,9 +108,13 @@ class Ways:
     place and remove entries, which the applier (netapp.upf.applier) writes in the order above, with
     their undo."""
 
-    def __init__(self, table: Table):
+    def __init__(self, table: Table, native: bool = True):
         self._table = table
         self.bits = table_bits(table.max_entries)
+        self._lib = _placer() if native else None  # None: `plan_in_python` places
+        # the shadow as libdpp reads it: a byte a slot, DL4_PUBLISHED, RETIRED, STRAY (`_restate`)
+        self._state = bytearray(table.max_entries)
+        self._state_c = (c_uint8 * len(self._state)).from_buffer(self._state)
         self._known: set[int] = set()  # the buckets read (or written) since the table was last read whole
         self._slot_of: dict[Key, int] = {}  # the entries the table holds -> their way
         self._key_of: dict[int, Key] = {}  # the ways published -> their entry
@@ -109,16 +129,81 @@ class Ways:
 
     def holding(self, keys: list[Key]) -> list[Key]:
         """Those of `keys` the table holds (their buckets read if not known yet)."""
-        keys = [key for key in keys if self.fits(key)]
-        self._read({self._bucket(key) for key in keys} - self._known)
-        return [key for key in keys if key in self._slot_of]
+        if not self._all_known():
+            if self._lib is None:
+                self._read({self._bucket(key) for key in keys if self.fits(key)} - self._known)
+            else:
+                self._read(set(self._buckets(keys)) - {DL4_HASHED} - self._known)
+        return [key for key in keys if key in self._slot_of]  # a key held is one that fits
+
+    def _all_known(self) -> bool:
+        """Every bucket read (after the start-up reconcile, as a running UPF has it): none to read."""
+        return self.bits > 0 and len(self._known) == 1 << self.bits
 
     def plan(self, before: dict[Key, PdrAction], after: dict[Key, PdrAction],
              hashed: Optional[dict[Key, PdrAction]] = None, compact: bool = False) -> Plan:
         """The change from `before` to `after`: an entry the table holds with the same action stays,
         any other goes to a clean way of its bucket, or to the hash (where one there stays, unless
         `compact`); held ones that go or change are retired. `hashed`: what the hash holds (by
-        default the entries of `before` the table does not hold). May wait for the programs' runs."""
+        default the entries of `before` the table does not hold). May wait for the programs' runs.
+        The buckets and ways chosen by libdpp (`plan_in_python` where it is not loaded)."""
+        if self._lib is None:
+            return self.plan_in_python(before, after, hashed, compact)
+        keys = list(after)
+        buckets = self._buckets(keys)
+        if not self._all_known():
+            self._read(({*buckets, *self._buckets(list(before))} - {DL4_HASHED}) - self._known)
+        held = {key: action for key, action in before.items() if key in self._slot_of} if before else {}
+        held.update(self._left_behind([key for key in after if key not in before and key in self._slot_of]))
+        hashed = hashed if hashed is not None else {key: a for key, a in before.items() if key not in held}
+        plan = Plan(hashed_before=dict(hashed))
+        if held or (hashed and not compact):
+            for index, key in enumerate(keys):
+                if key in held and bytes(held[key]) == bytes(after[key]):
+                    buckets[index] = DL4_STAYS
+                elif not compact and key in hashed:
+                    buckets[index] = DL4_HASHED
+        ways = self._place(buckets)
+        for key, way in zip(keys, ways):
+            if way >= 0:
+                plan.publish[way] = (key, after[key])
+            elif way == DL4_HASHED:
+                plan.hashed_after[key] = after[key]
+        for key, action in held.items():
+            if key not in after or bytes(after[key]) != bytes(action):
+                plan.retire[self._slot_of[key]] = (key, action)
+        return plan
+
+    def _buckets(self, keys: list[Key]) -> Array[c_int32]:
+        """Each key's bucket, DL4_HASHED where the table cannot hold it (dpp_upf_dl4_buckets)."""
+        count = len(keys)
+        buckets = (c_int32 * count)()
+        if count:
+            addresses = b"".join([key[2] for key in keys])
+            if len(addresses) != 16 * count:  # some key's address not as the compiler packs it
+                addresses = b"".join([key[2][:16].ljust(16, b"\0") for key in keys])
+            _checked(self._lib.dpp_upf_dl4_buckets((c_uint32 * count)(*[key[0] for key in keys]),
+                                                   bytes([key[1] for key in keys]), addresses, count, self.bits,
+                                                   buckets), "dpp_upf_dl4_buckets")
+        return buckets
+
+    def _place(self, buckets: Array[c_int32]) -> Array[c_int32]:
+        """The ways of the buckets' entries in order (dpp_upf_dl4_place): a way, DL4_HASHED or
+        DL4_STAYS each; waits for the programs' runs once, where an entry finds no clean way but
+        retired ones, and places it and those after it again."""
+        self._waited = False
+        count = len(buckets)
+        ways = (c_int32 * count)()
+        place = self._lib.dpp_upf_dl4_place
+        at = _checked(place(buckets, count, self._state_c, len(self._state), 0, 1, ways), "dpp_upf_dl4_place")
+        if at < count:
+            self.wait()
+            _checked(place(buckets, count, self._state_c, len(self._state), at, 0, ways), "dpp_upf_dl4_place")
+        return ways
+
+    def plan_in_python(self, before: dict[Key, PdrAction], after: dict[Key, PdrAction],
+                       hashed: Optional[dict[Key, PdrAction]] = None, compact: bool = False) -> Plan:
+        """`plan`, every decision made in Python: the reference libdpp's placement is tested against."""
         self._read({self._bucket(key) for key in (*before, *after) if self.fits(key)} - self._known)
         held = {key: action for key, action in before.items() if key in self._slot_of}
         held.update(self._left_behind([key for key in after if key not in before and key in self._slot_of]))
@@ -174,7 +259,8 @@ class Ways:
         except DataplaneError as exc:
             log.warning("dpp_upf_dl4: waiting for the programs' runs failed (%s): retired ways stay unused", exc)
             return
-        self._retired.clear()
+        retired, self._retired = self._retired, set()
+        self._restate(retired)
 
     # --- the values written, and the shadow kept as they are ---------------------------------------
 
@@ -233,15 +319,18 @@ class Ways:
 
     def mark(self, entries: dict[int, tuple[Key, PdrAction]], published: bool) -> None:
         """The shadow after `entries` (slot -> (key, action)) were published, or retired."""
+        state, strays = self._state, self._strays  # its bytes as `_restate` would make them, set as it goes
         for slot, (key, _) in entries.items():
             if published:
                 self._key_of[slot], self._slot_of[key] = key, slot
                 self._retired.discard(slot)
+                state[slot] = DL4_PUBLISHED | (DL4_STRAY if slot in strays else 0)
             else:
                 self._key_of.pop(slot, None)
                 self._retired.add(slot)
                 if self._slot_of.get(key) == slot:
                     del self._slot_of[key]
+                state[slot] = DL4_RETIRED | (DL4_STRAY if slot in strays else 0)
 
     def slot(self, key: Key) -> Optional[int]:
         """The way that holds the entry, or None (for tests and tools)."""
@@ -257,6 +346,7 @@ class Ways:
         may hold: past the buckets in use, of an instance the table cannot hold, a second way of one
         address), which the caller writes."""
         self._known, self._slot_of, self._key_of, self._retired, self._strays = set(), {}, {}, set(), set()
+        self._state[:] = bytes(len(self._state))
         self._learn(self._table.items())
         self._known = set(range(1 << self.bits)) if self.bits else set()
         held = {key: _compiled(self._value_at[slot]) for key, slot in self._slot_of.items()}
@@ -273,8 +363,9 @@ class Ways:
         held, strays = self.load()
         gone = self.plan({key: value for key, value in held.items() if key not in desired}, {}, hashed={})
         self._table.update([*strays, *self.retired(gone)])
-        self._retired |= self._strays
-        self._strays = set()
+        strays, self._strays = self._strays, set()
+        self._retired |= strays
+        self._restate(strays)
         self.mark(gone.retire, published=False)
         plan = self.plan({key: value for key, value in held.items() if key in desired}, desired, hashed, compact=True)
         if plan.publish:
@@ -302,9 +393,11 @@ class Ways:
         """The shadow of ways as read: published (an entry, or a stray), retired (a value without
         ENTRY: it may have been retired a moment ago) or clean (zero)."""
         self._value_at = {}
+        touched = []
         for slot, value in ways:
             if value is None or not any(bytes(value)):
                 continue
+            touched.append(slot)
             if not value.flags & _ENTRY:
                 self._retired.add(slot)
                 continue
@@ -314,6 +407,14 @@ class Ways:
                 self._strays.add(slot)
             else:
                 self._slot_of[key], self._key_of[slot] = slot, key
+        self._restate(touched)
+
+    def _restate(self, slots: Iterable[int]) -> None:
+        """The shadow's bytes of `slots` as the sets say (`_key_of`, `_retired`, `_strays`)."""
+        for slot in slots:
+            self._state[slot] = ((DL4_PUBLISHED if slot in self._key_of else 0)
+                                 | (DL4_RETIRED if slot in self._retired else 0)
+                                 | (DL4_STRAY if slot in self._strays else 0))
 
     def _key_at(self, slot: int, ue_addr: int) -> Optional[Key]:
         """The entry a way of `slot` holding `ue_addr` (network order) is for, or None."""
@@ -323,6 +424,21 @@ class Ways:
         packed = ue_addr.to_bytes(4, sys.byteorder)
         instance = bucket ^ bucket_of(0, int.from_bytes(packed, "big"), self.bits)
         return (instance, 4, packed.ljust(16, b"\0"))
+
+
+def _placer() -> Optional[Libdpp]:
+    """libdpp, for the placement; None where it cannot be loaded (not built: Python places)."""
+    try:
+        return load_libdpp()
+    except (DataplaneError, OSError) as exc:
+        log.info("dpp_upf_dl4: libdpp not loaded (%s): ways placed in Python", exc)
+        return None
+
+
+def _checked(rc: int, call: str) -> int:
+    if rc < 0:
+        raise DataplaneError(-rc, call, "refused the ways' arrays")
+    return rc
 
 
 def _way(key: Optional[Key], action: PdrAction, live: bool) -> PdrAction:

@@ -25,7 +25,7 @@ from netapp.dataplane.binding import (
     load_libdpp,
 )
 from netapp.dataplane.fake import FakeDpp
-from netapp.dataplane.tables import MapOfMaps, PerCpuTable, RowsTable, Table, UpdateFlag, open_table
+from netapp.dataplane.tables import MapOfMaps, PerCpuTable, RowsTable, Table, UpdateFlag, held_at, open_table
 from netapp.qos.abi import PolicerStats
 from tests.utils.kernel import require_kernel
 
@@ -215,6 +215,26 @@ def test_an_arrays_keys_read_together_give_what_each_read_alone_gives(adapter, k
     assert [None if value is None else bytes(value) for value in together] == \
         [None if value is None else bytes(value) for value in alone]
     assert all((value is None) == (key >= MAX_ALT_GROUPS) for key, value in zip(keys, together))
+
+
+@pytest.mark.parametrize("keys", [
+    [60, 58, 61, 59, 58, 63], [61, 62, 63, MAX_ALT_GROUPS, 62], [MAX_ALT_GROUPS + 1, MAX_ALT_GROUPS + 2],
+    [MAX_ALT_GROUPS, 0, 1, 2, 3, 0], [1, 40, 63, 20, 5], [4, 5, 6],
+], ids=["close", "one-past-the-end", "all-past-the-end", "past-then-zero", "spread", "zeroed"])
+def test_the_first_key_held_is_the_one_the_lookups_say(adapter, keys):
+    """dpp_table_held (a guard's question: the first key held, with a flag set in its value) gives
+    what the lookups and `held_at` over them give: for every flag (0: held at all), in an array (every
+    key in range held, zeroed or not) and in a hash map without batches (only the keys there)."""
+    table = Table(adapter, "dpp_alt_groups")
+    table.update([(index, group(index % 7 + 1, index)) for index in range(56, MAX_ALT_GROUPS)] +
+                 [(index, group(index + 1, index)) for index in range(0, 4)])
+    for flag in (0, 1, 2, 4):
+        assert table.first_held(keys, AltGroup.count.offset, flag) == \
+            held_at(table.lookup(keys), AltGroup.count.offset, flag), f"flag {flag}"
+    ports = Table(adapter, "dpp_ports")
+    ports.update({3: DevmapVal(ifindex=LOOPBACK)})
+    for asked in ([1, 2], [1, 3, 2], [3], []):
+        assert ports.first_held(asked) == held_at(ports.lookup(asked)) == (asked.index(3) if 3 in asked else len(asked))
 
 
 def test_no_keys_may_be_no_pointer(kernel_handle):

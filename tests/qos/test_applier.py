@@ -13,7 +13,8 @@ from netapp.dataplane.facade import Dataplane
 from netapp.dataplane.fake import FakeDpp
 from netapp.qos.abi import (GCRA_INTERVAL_SHIFT, GCRA_TAT_SHIFT, RATE_MAX, WINDOW_SHIFT_MIN, Algo, Clock, Gate,
                              PolicerStats)
-from netapp.qos.applier import PolicerApplier, PolicerSpec, coarse_tick_ns, policer_value, window_shift_for
+from netapp.qos.applier import (PolicerApplier, PolicerSpec, coarse_tick_ns, cpu_share, policer_value,
+                                window_shift_for)
 from netapp.qos.views import policer_record
 from tests.utils.kernel import require_kernel
 
@@ -185,6 +186,23 @@ def test_policers_without_parents_are_written_in_one_array_each_as_its_spec_make
         written, wanted = applier.state(policer_id), policer_value(spec)
         assert bytes(written) == bytes(wanted), f"policer {policer_id}"
         assert applier.counters(policer_id).passed_packets == applier.counters(policer_id).dropped_bytes == 0
+
+
+def test_a_group_of_a_few_policies_is_written_as_each_policer_alone_would_be(dataplane):
+    """A group's policers are a few policies, one spec object many times (the fast path's) and equal
+    ones apart: the values and chunks, worked out once a spec, are every policer's own, whatever
+    mix of chunks the group has (one, or several: one counters' write each)."""
+    applier = PolicerApplier(dataplane.table)
+    tick = coarse_tick_ns()
+    policies = [PolicerSpec(rate=10**9, burst=10**6), PolicerSpec(rate=10**9, burst=10**6),  # equal, apart
+                PolicerSpec(rate=2 * 10**6, burst=3000), PolicerSpec(rate=10**8, burst=300000, algo=Algo.GCRA)]
+    for mix in (policies[:2], policies):
+        specs = {policer_id: mix[policer_id % len(mix)] for policer_id in range(1, 30)}
+        applier.apply(specs)
+        for policer_id, spec in specs.items():
+            assert bytes(applier.state(policer_id)) == bytes(policer_value(spec, tick_ns=tick)), f"policer {policer_id}"
+            share = cpu_share(spec)
+            assert applier.counters(policer_id).chunk == (share.chunk if share else 0) * applier._cpus
 
 
 def test_a_parent_rewritten_precise_with_no_parent_of_its_own_makes_its_coarse_child_precise(dataplane):

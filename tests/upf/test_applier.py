@@ -196,6 +196,11 @@ def test_an_smf_address_another_session_holds_in_dpp_upf_dl4_is_refused_with_not
         upf.apply(None, _other(2, TEID + 1, "10.45.0.7", "2001:db8:45::8"))
     assert refused.value.ie_type == IEType.UE_IP_ADDRESS
     assert _maps(fake) == before and upf.stale == []
+    # a TEID in its slot of dpp_upf_teids (an array: a slot is held when marked ENTRY)
+    with pytest.raises(RuleError, match=rf"dpp_upf_teids {TEID} is another session's") as refused:
+        upf.apply(None, _other(3, TEID, "10.45.0.9", "2001:db8:45::9"))
+    assert refused.value.ie_type == IEType.F_TEID
+    assert _maps(fake) == before and upf.stale == []
 
 
 def test_a_reconcile_keeps_an_entry_two_stored_sessions_name_for_the_first(cramped):

@@ -22,7 +22,8 @@ from netapp.upf.applier import BpfApplier, iface_entries
 from netapp.upf.compiler import Site
 from netapp.upf.models import Session
 from netapp.upf.peers import Destinations
-from netapp.upf.pfcp.ies import Cause, MsgType
+from netapp.upf.pfcp.ies import Cause, IEType, MsgType
+from netapp.upf.pfcp.layout import Layout, Varying
 from netapp.upf.pfcp.server import PfcpServer
 from netapp.upf.pools import Pools
 from netapp.upf.sessions import Upf
@@ -42,6 +43,7 @@ from tests.upf.smf import (
     ie,
     node_id,
     recovery,
+    value,
 )
 
 POOL = "10.46.0.0/26"  # upf.ue_pools: given UE addresses in it are refused
@@ -340,3 +342,58 @@ def test_an_unusual_session_never_becomes_a_template(tmp_path, unusual):
     finally:
         smf.close()
         endpoint.close()
+
+
+def _ue_at(cp_seid: int, ue: str) -> list:
+    """The fast path's establishment with every PDR naming `ue` (its shape: only the values differ)."""
+    ies = establishment_ies(cp_seid, sdf=False)
+    ies[2:6] = [create_pdr(1, 1, access=True, choose_id=1, flow=None, ue=ue),
+                create_pdr(2, 1, access=True, choose_id=1, flow=None, ue=ue),
+                create_pdr(3, 2, access=False, flow=None, ue=ue), create_pdr(4, 2, access=False, flow=None, ue=ue)]
+    return ies
+
+
+def test_the_fast_path_s_addresses_go_to_the_pools_as_they_are_and_are_still_refused_in_a_pool(tmp_path, monkeypatch):
+    """A template's sessions say their downlink UE addresses are canonical (read from the request by
+    inet_ntoa): the pools' check takes them without parsing them again, and still refuses one of a
+    pool (the UPF's to give) and one another session has, naming the PDR (a request the fast path
+    refuses goes the full way, which refuses it again and answers)."""
+    checked = []
+    check = Pools.check
+    monkeypatch.setattr(Pools, "check", lambda pools, session: (checked.append(session), check(pools, session))[1])
+    endpoint = Endpoint(tmp_path / "netapp.db", ue_pools={"internet": POOL})
+    smf = Smf(endpoint.server.address)
+    try:
+        assert cause(smf.ask("PFCPAssociationSetupReq", [node_id(), recovery(1000)])) == Cause.REQUEST_ACCEPTED
+        for cp_seid in (1, 2):  # the second makes the template
+            assert cause(smf.ask("PFCPSessionEstablishmentReq", _ue_at(cp_seid, f"10.45.0.{cp_seid}"), seid=0)) \
+                == Cause.REQUEST_ACCEPTED
+        assert len(endpoint.server.protocol.templates) == 1
+        checked.clear()
+        in_pool = smf.ask("PFCPSessionEstablishmentReq", _ue_at(3, str(ipaddress.IPv4Network(POOL)[7])), seid=0)
+        taken = smf.ask("PFCPSessionEstablishmentReq", _ue_at(4, "10.45.0.1"), seid=0)
+        assert cause(smf.ask("PFCPSessionEstablishmentReq", _ue_at(5, "10.45.0.5"), seid=0)) == Cause.REQUEST_ACCEPTED
+        prepared = [session for session in checked if type(session).__name__ == "PreparedSession"]
+        assert len(prepared) == 3 and all(session.canonical_ues for session in prepared), "each tried fast first"
+        for refused in (in_pool, taken):
+            assert cause(refused) == Cause.RULE_CREATION_MODIFICATION_FAILURE
+            assert value(find(refused, 114))["RuleIDVal"] == 3 and value(find(refused, 40)) == IEType.UE_IP_ADDRESS
+        assert endpoint.server.counters["accepted_from_template"] == 1
+    finally:
+        smf.close()
+        endpoint.close()
+
+
+def test_a_layout_s_compiled_shape_is_its_bytes_but_for_its_values():
+    """`Layout.shape` is compiled for each layout's spans: it gives what the spans between the values
+    give, and requests of one shape differing only in their values share it."""
+    rng = random.Random(7)
+    for _ in range(50):
+        length = rng.randrange(40, 300)
+        offsets = sorted(rng.sample(range(0, length - 8, 9), rng.randrange(1, 6)))
+        layout = Layout.of(length, [Varying(offset, rng.choice(("seq", "teid", "address")), None) for offset in offsets])
+        data = bytearray(rng.randbytes(length))
+        assert layout.shape(bytes(data)) == b"".join(bytes(data[start:end]) for start, end in layout.kept)
+        for place in layout.places:
+            data[place.offset : place.end] = rng.randbytes(place.end - place.offset)
+        assert layout.shape(bytes(data)) == Layout.shape(layout, bytes(data))

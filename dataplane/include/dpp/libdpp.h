@@ -160,6 +160,11 @@ int dpp_table_fill(struct dpp *d, const char *name, const __u32 *indexes, __u32 
  * values[i] is zeroed. Returns how many keys were found. */
 int dpp_table_lookup(struct dpp *d, const char *name, const void *keys, size_t key_size,
 		     void *values, size_t value_size, __u32 n, __u8 *found);
+/* The index of the first of n keys the map holds, with the bits `flag` set in the byte at flag_at
+ * of its value (flag 0: held at all; an array holds every key), or n when none is: a guard's
+ * question before entries are added (dpp_table_lookup's lookups, the values not handed back). */
+int dpp_table_held(struct dpp *d, const char *name, const void *keys, size_t key_size,
+		   size_t value_size, __u32 n, __u32 flag_at, __u8 flag);
 int dpp_table_delete(struct dpp *d, const char *name, const void *keys, size_t key_size, __u32 n,
 		     __u32 *done);
 
@@ -230,6 +235,22 @@ void dpp_upf_punts_close(struct dpp_upf_punts *p);
 /* Send a frame through the program as if it had arrived on ifindex, its verdict carried out (XDP_TX
  * and XDP_REDIRECT send it, XDP_PASS gives it to the kernel): BPF_PROG_TEST_RUN with live frames. */
 int dpp_upf_replay(struct dpp *d, const void *frame, __u32 len, __u32 ifindex);
+/* The buckets of dpp_upf_dl4 of n downlink keys: instances[i], families[i] (4 or 6) and addrs's
+ * 16 bytes at i * 16 (an IPv4 address in the first 4, network order). buckets[i]: the bucket of a
+ * table of 1 << bits buckets (bpf: dl4_bucket), or DPP_UPF_DL4_HASHED where the table cannot hold
+ * the key (IPv6, an instance at or past 1 << bits, bits 0). -EINVAL: bits past 30. */
+int dpp_upf_dl4_buckets(const __u32 *instances, const __u8 *families, const void *addrs, __u32 n,
+			__u32 bits, __s32 *buckets);
+/* The ways of n entries in order, from entry `from` (ways[] of those before it as an earlier call
+ * left them): entry i takes the first way of bucket buckets[i] that is clean in state (a byte a
+ * slot: DPP_UPF_DL4_PUBLISHED, RETIRED, STRAY, TAKEN bits; clean when 0), marked TAKEN meanwhile;
+ * ways[i] = DPP_UPF_DL4_HASHED when its bucket is, or has no clean way; = DPP_UPF_DL4_STAYS when
+ * its bucket is. Returns n once every entry has its way (the TAKEN marks cleared), or, when
+ * may_wait, the first entry whose bucket has no clean way but a RETIRED one (the marks kept): the
+ * caller waits for the programs' runs, clears the RETIRED bits and calls again from it.
+ * -ERANGE: a bucket's ways past `slots`. */
+int dpp_upf_dl4_place(const __s32 *buckets, __u32 n, __u8 *state, __u32 slots, __u32 from,
+		      int may_wait, __s32 *ways);
 
 #ifdef __cplusplus
 }

@@ -80,6 +80,12 @@ class Layout:
     def __hash__(self) -> int:
         return self.hashed
 
+    def __post_init__(self) -> None:
+        # `shape` compiled for these spans (one join of a tuple display, the offsets written in): it is
+        # asked of every request on the event loop's thread
+        spans = ", ".join(f"d[{start}:{end}]" for start, end in self.kept)
+        object.__setattr__(self, "shape", eval(f"lambda d: b''.join(({spans},))"))  # noqa: S307 - our own text
+
     @classmethod
     def of(cls, length: int, places: list[Varying]) -> "Layout":
         places.sort(key=lambda place: place.offset)
@@ -92,7 +98,8 @@ class Layout:
         return cls(length, tuple(places), kept, hash((length, tuple(places), kept)))
 
     def shape(self, data: bytes) -> bytes:
-        """The request's bytes but for its values: equal for two requests of one shape."""
+        """The request's bytes but for its values: equal for two requests of one shape (each layout
+        has its own compiled in place of this one, `__post_init__`)."""
         return b"".join([data[start:end] for start, end in self.kept])
 
     def raw(self, data: bytes) -> list[bytes]:

@@ -41,6 +41,16 @@
 /* The bucket of a UE IPv4 address in dpp_upf_dl4: the top dl4_bits bits of its host-order value
  * times this (Fibonacci hashing), xor its network instance (nf/upf/upf.h, netapp/upf/ways.py). */
 #define DPP_UPF_DL4_HASH_MUL 0x9e3779b1u
+/* A way as libdpp's dpp_upf_dl4_place reads it in its caller's shadow of dpp_upf_dl4 (a byte a
+ * slot, netapp/upf/ways.py): clean when 0, else these bits. */
+#define DPP_UPF_DL4_PUBLISHED 1
+#define DPP_UPF_DL4_RETIRED 2
+#define DPP_UPF_DL4_STRAY 4
+#define DPP_UPF_DL4_TAKEN 8
+/* dpp_upf_dl4_place's bucket and way of an entry that goes to dpp_upf_downlink (the hash), and of
+ * one that stays in the way it has. */
+#define DPP_UPF_DL4_HASHED -1
+#define DPP_UPF_DL4_STAYS -2
 #ifndef DPP_MAX_UPF_URRS
 #define DPP_MAX_UPF_URRS 65536
 #endif
