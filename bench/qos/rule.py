@@ -83,8 +83,8 @@ CASES: dict[str, Case] = {
     **{f"{algo} drop, emptied": Case(port, {**EMPTIED, "algorithm": algo}, XDP_DROP, emptied=True)
        for port, algo in ((1021, "token_bucket"), (1022, "gcra"), (1023, "fixed_window"), (1024, "sliding_window"))},
     "own + slice pass": Case(1005, {**FAST, "algorithm": "token_bucket"}, sliced=True),
-    "fixed_window pass, 2^27 ns (coarse, jiffies)": Case(1025, {**TICKED, "algorithm": "fixed_window"}),
-    "sliding_window pass, 2^27 ns (coarse, jiffies)": Case(1026, {**TICKED, "algorithm": "sliding_window"}),
+    "fixed_window pass, coarse by jiffies": Case(1025, {**TICKED, "algorithm": "fixed_window"}),
+    "sliding_window pass, coarse by jiffies": Case(1026, {**TICKED, "algorithm": "sliding_window"}),
 }
 SLICE = SharedPolice("slice bench/slice", PolicerSpec(rate=400 * 10**9, burst=1 << 30, algo=Algo.TOKEN_BUCKET))
 
