@@ -118,13 +118,13 @@
  *   c <= t < J(j) + L <= J(j0) + (D - j0) TICK + L <= t0 + (E - c0) - 4 TICK + L
  *     < c0 + (E - c0) - 4 TICK + 2 L = E
  * (t0 the real time of the reading c0 > t0 - L; J(j0) <= t0 since j0 was read first): a time of
- * window k, and never one before it (the clock never goes back). So whatever a credit passes, it passes
- * in the window it was counted in: the allowance bound (at most A a window, 2 A in any W-long
- * stretch) is the clock's. A stamp that expires early costs a clock read, not bytes: the packet
+ * window k, and never one before it (the clock never goes back). So whatever a credit passes, it
+ * passes in the window it was counted in: the allowance bound (at most A a window, 2 A in any
+ * W-long stretch) is the clock's. A stamp that expires early costs a clock read, not bytes: the packet
  * then reads the clock, and a credit of its window is kept and stamped afresh (the last four ticks
  * or so of a window read the clock, 1/8 of a window of 32 ticks, the shortest the control plane
  * puts on the coarse clock); what is lost is what was lost before, the carve a window ends with
- * (A - (L - 1) - N C above). Only the COARSE clock: a PRECISE policer relies on no tick (jiffies
+ * (a window passes A - N C - a packet at least, above). Only the COARSE clock: a PRECISE policer relies on no tick (jiffies
  * held off with a VM's timekeeping vCPU would let its credit outlive its window), and its windows
  * are short beside the tick (under 32) where four ticks leave little. Only a reading of its own:
  * the chain's (a reading taken before, by the policer before) has no jiffies read just before it
