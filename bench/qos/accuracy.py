@@ -64,7 +64,7 @@ BUCKETS = (Algo.TOKEN_BUCKET, Algo.GCRA)  # a bucket's bound, no window
 
 
 def police_frame(size: int) -> bytes:
-    """A frame policed by POLICER at the kernel's clock (struct police_test_hdr: id, reserved, 0)."""
+    """A frame policed by POLICER at the kernel's clock and jiffies (struct police_test_hdr: id, 0, 0)."""
     head = b"\x02" * 12 + ETHERTYPE + POLICER.to_bytes(4, "big") + bytes(12)
     return head + bytes(size - len(head))
 

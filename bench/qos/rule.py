@@ -54,6 +54,10 @@ SLOW = {"rate_bps": 8_000, "burst_bytes": 1, "algorithm": "token_bucket"}  # dro
 EMPTIED = {"rate_bps": 8_000, "burst_bytes": 3_000}
 EMPTYING_FRAMES = 1_000
 CHECKED_FRAMES = 21  # an emptied case's verdict: most of these frames' (a refill lets one by now and then)
+# windows of 2^27 ns (134 ms, 33 ticks at HZ=250), which the control plane itself puts on the coarse
+# clock with the tick: their CPUs' credits stamped in jiffies (police.h, "A window's credit without
+# the clock"); a window's 838,860,800 bytes never run out in a run, a chunk of 1 MiB
+TICKED = {"rate_bps": 50 * 10**9, "burst_bytes": 1 << 30}
 # What a case's bench-only alteration does to its rule's maps once written: (dp, the rule's own policer).
 Alter = Callable[[Dataplane, int], None]
 
@@ -79,6 +83,8 @@ CASES: dict[str, Case] = {
     **{f"{algo} drop, emptied": Case(port, {**EMPTIED, "algorithm": algo}, XDP_DROP, emptied=True)
        for port, algo in ((1021, "token_bucket"), (1022, "gcra"), (1023, "fixed_window"), (1024, "sliding_window"))},
     "own + slice pass": Case(1005, {**FAST, "algorithm": "token_bucket"}, sliced=True),
+    "fixed_window pass, coarse by jiffies": Case(1025, {**TICKED, "algorithm": "fixed_window"}),
+    "sliding_window pass, coarse by jiffies": Case(1026, {**TICKED, "algorithm": "sliding_window"}),
 }
 SLICE = SharedPolice("slice bench/slice", PolicerSpec(rate=400 * 10**9, burst=1 << 30, algo=Algo.TOKEN_BUCKET))
 

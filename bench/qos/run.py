@@ -28,7 +28,7 @@ SOURCE = DATAPLANE / "bpf" / "xdp_police.bpf.c"
 XDP_DROP, XDP_PASS = 1, 2
 FRAME = 64
 POLICER_AT = 14  # struct police_test_hdr.policer, after the Ethernet header
-RESERVED_AT = 18  # its reserved word: the walk's second field, left 0
+RESERVED_AT = 18  # its jiffies word (0: the kernel's): the walk's second field, left 0
 
 # (clock, algorithm, decision) -> the policer every repetition meets. "kernel": the frame's time is
 # 0, the policer reads bpf_ktime_get_ns() as the pipeline would; passing: 400 Gb/s takes 50 bytes a

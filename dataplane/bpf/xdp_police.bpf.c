@@ -6,14 +6,25 @@
  *
  * A time of 0 is the kernel's clock, the one the first policer asks for (police.h's police_clock,
  * as the pipeline reads it); any other is the test's own, for every policer, so that a test
- * replays a sequence of times against the reference model (netapp/qos/model.py). xdp_police
- * returns XDP_PASS or XDP_DROP as the policer decides, XDP_ABORTED for a frame too short;
+ * replays a sequence of times against the reference model (netapp/qos/model.py); jiffies
+ * likewise (0: bpf_jiffies64, the kernel's; any other the test's, read with its time:
+ * test_jiffies). xdp_police returns XDP_PASS or XDP_DROP as the policer decides, XDP_ABORTED for a
+ * frame too short;
  * xdp_police_rule takes the header's id for a rule's slot and runs that rule's policers
  * (nf/qos/rule.h); xdp_police_skip reads the same header and passes: the path without the
  * policer, which the benchmark (bench/qos) subtracts. */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
+
+/* The frame's jiffies (struct police_test_hdr.jiffies), for police.h's POLICE_JIFFIES: 0, the
+ * kernel's (bpf_jiffies64, as the pipeline reads them); any other the test's, read with the time
+ * the frame gives (a stamp is made on it: POLICE_GIVEN_JIFFIES), so that a test replays (time,
+ * jiffies) pairs against the reference model. Test-only: the pipeline has no such global. */
+static __u64 test_jiffies;
+#define POLICE_JIFFIES() (test_jiffies ?: bpf_jiffies64())
+#define POLICE_GIVEN_JIFFIES(jiffies) test_jiffies
+
 #include "nf/qos/police.h"
 #include "nf/qos/rule.h"
 
@@ -21,8 +32,8 @@
 
 struct police_test_hdr {
 	__be32 policer; /* the policer id, network order (as bench/harness.py's walk writes it) */
-	__u32 reserved;
-	__u64 now_ns; /* 0: bpf_ktime_get_ns() */
+	__u32 jiffies;	/* 0: bpf_jiffies64(); any other: the test's, with now_ns */
+	__u64 now_ns;	/* 0: bpf_ktime_get_ns() */
 };
 
 static __always_inline struct police_test_hdr *test_hdr(struct xdp_md *ctx)
@@ -41,6 +52,7 @@ int xdp_police(struct xdp_md *ctx)
 
 	if (!hdr)
 		return XDP_ABORTED;
+	test_jiffies = hdr->jiffies;
 	return police(bpf_ntohl(hdr->policer), bytes, hdr->now_ns, POLICE_WINDOW_CREDIT) ? XDP_PASS : XDP_DROP;
 }
 
@@ -54,6 +66,7 @@ int xdp_police_rule(struct xdp_md *ctx)
 
 	if (!hdr)
 		return XDP_ABORTED;
+	test_jiffies = hdr->jiffies;
 	return rule_police(bpf_ntohl(hdr->policer), bytes, hdr->now_ns) ? XDP_PASS : XDP_DROP;
 }
 

@@ -84,7 +84,7 @@ class Policer(Structure):
         ("last_ns", c_uint64),
         ("window", c_uint64),  # windows: number << 32 | adjacent << 31 | bytes; GCRA: arrival time, 1/64 ns
         ("previous", c_uint64),
-        ("interval", c_uint64),  # GCRA: a byte's time, 2**-26 ns
+        ("interval", c_uint64),  # GCRA: a byte's time, 2**-26 ns; windows on the coarse clock: the tick, ns
     ]
 
 
@@ -99,7 +99,7 @@ class PolicerStats(Structure):
         ("dropped_packets", c_uint64),
         ("dropped_bytes", c_uint64),
         ("short_credit", c_uint64),  # token bucket: its content (nanobits) when this CPU last found it short
-        ("short_ns", c_uint64),  # and that content's time; 0: none seen
+        ("stamp", c_uint64),  # and that content's time (0: none seen); windows: the jiffies their credit holds to
         ("credit_window", c_uint64),  # windows: the window (clock >> window_shift) the credit was carved in
     ]
 

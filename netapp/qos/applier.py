@@ -162,16 +162,27 @@ def policer_value(spec: PolicerSpec, tick_ns: Optional[int] = None, cpus: Option
     cpus = possible_cpus() if cpus is None else cpus
     held = cpus * chunk_for(spec.algo, spec.rate, spec.burst, spec.gate, cpus) if spec.algo in BUCKETS else 0
     bucket = spec.burst - held
+    clock = clock_for(spec.algo, spec.rate, bucket, window_shift, spec.gate, tick_ns)
     return Policer(
         rate=spec.rate,
         burst=bucket,
         algo=spec.algo,
         gate=spec.gate,
         window_shift=window_shift,
-        clock=clock_for(spec.algo, spec.rate, bucket, window_shift, spec.gate, tick_ns),
+        clock=clock,
         parent=spec.parent,
-        interval=gcra_interval(spec.rate) if spec.algo == Algo.GCRA else 0,
+        interval=interval_for(spec, clock, tick_ns),
     )
+
+
+def interval_for(spec: PolicerSpec, clock: Clock, tick_ns: int) -> int:
+    """struct dpp_policer.interval: GCRA's byte time; a window's on the coarse clock, the kernel's
+    tick, which its CPUs' credits are stamped in jiffies with (police.h, "A window's credit without
+    the clock"): read from the running kernel (coarse_tick_ns), never configured, as a tick written
+    shorter than the kernel's would let a credit outlive its window; 0 otherwise."""
+    if spec.algo == Algo.GCRA:
+        return gcra_interval(spec.rate)
+    return tick_ns if spec.algo in WINDOWS and clock == Clock.COARSE else 0
 
 
 _CLOCK_AT = Policer.clock.offset  # the clock's byte in a policer's bytes (`_written`)

@@ -28,6 +28,12 @@ taken (counted in the window) and the credit is C; else the packet alone is deci
 A window's credit holds for the window it was carved in (a packet counting in a newer window, late,
 carves none): a packet of another window (gate open or not) finds it stale and empties it first, so
 that it spends none of it and asks for a whole C.
+
+A window's credit without the clock (police.h, "A window's credit without the clock"): a window on
+the coarse clock with a tick (`tick_ns`) stamps its CPU's credit, on each packet that looks at the
+clock, with a jiffies deadline, `credit_stamp` of the packet's time and jiffies; a packet whose
+jiffies are not past its CPU's stamp (and at most STAMP_AHEAD before it) takes the credit as its
+window's without looking at its time. A packet given without jiffies (0) stamps none.
 """
 
 from __future__ import annotations
@@ -37,10 +43,12 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Optional
 
-from netapp.qos.abi import BURST_MAX, GCRA_INTERVAL_SHIFT, GCRA_TAT_SHIFT, WINDOW_BYTES_MAX, Algo, Gate
+from netapp.qos.abi import BURST_MAX, GCRA_INTERVAL_SHIFT, GCRA_TAT_SHIFT, WINDOW_BYTES_MAX, Algo, Clock, Gate
 
 NS_PER_S = 10**9
 BITS_PER_BYTE = 8
+STAMP_AHEAD = 1 << 16  # police.h's POLICE_STAMP_AHEAD: a stamp further ahead of the jiffies is none
+STAMP_MARGIN = 4  # police.h's POLICE_STAMP_MARGIN: the ticks a stamp keeps off its window's end
 
 
 @dataclass(frozen=True)
@@ -50,10 +58,17 @@ class PolicerConfig:
     algo: Algo
     window_shift: int = 20  # windows: 2**shift ns
     gate: Gate = Gate.OPEN
+    clock: Clock = Clock.PRECISE
+    tick_ns: int = 0  # windows on the coarse clock: the tick their credits are stamped in (0: none)
 
     @property
     def window_ns(self) -> int:
         return 1 << self.window_shift
+
+    @property
+    def ticked(self) -> bool:
+        """Whether its CPUs' window credits are stamped with jiffies (police.h's police_ticked)."""
+        return self.algo in WINDOWS and self.clock == Clock.COARSE and self.tick_ns > 0
 
     @property
     def window_allowance(self) -> Fraction:
@@ -188,6 +203,15 @@ ALGORITHMS = {Algo.TOKEN_BUCKET: TokenBucket, Algo.FIXED_WINDOW: FixedWindow, Al
 WINDOWS = (Algo.FIXED_WINDOW, Algo.SLIDING_WINDOW)
 
 
+def credit_stamp(config: PolicerConfig, now: int, jiffies: int) -> int:
+    """The jiffies up to which a credit of `now`'s window holds without the clock, `jiffies` read
+    just before `now`: the window's end less STAMP_MARGIN ticks, in whole ticks; 0 (none) when that
+    is not past `jiffies` or `jiffies` is unknown (0)."""
+    width = config.window_ns
+    ticks = (width - now % width) // config.tick_ns
+    return jiffies + ticks - STAMP_MARGIN if jiffies and ticks > STAMP_MARGIN else 0
+
+
 class Policer:
     """One policer: decide(size, now, cpu) -> whether the packet passes, with its counters; `chunk`:
     each CPU's credit's (0: none), a token bucket's or GCRA's `config.burst` then the bucket's."""
@@ -197,15 +221,24 @@ class Policer:
         self.chunk = chunk
         self.credits: dict[int, int] = {}  # cpu -> its credit, bytes
         self.windows: dict[int, int] = {}  # cpu -> the window its credit was carved in (windows)
+        self.stamps: dict[int, int] = {}  # cpu -> the jiffies its window credit holds to (ticked windows)
         self.algorithm = ALGORITHMS[config.algo](config)
         self.passed_packets = self.passed_bytes = self.dropped_packets = self.dropped_bytes = 0
 
-    def _credit_window(self, now: int, cpu: int) -> None:
+    def _credit_window(self, now: int, cpu: int, jiffies: int) -> None:
         """A window policer's CPU credit emptied when it is of another window than `now`'s, which
-        it is then stamped with (the window a carve at `now` is counted in)."""
+        it is then stamped with (the window a carve at `now` is counted in), and stamped with the
+        jiffies it holds to (a ticked one); left as it is, `now` not looked at, while the stamp is
+        not past `jiffies`."""
+        if not (self.chunk and self.config.algo in WINDOWS):
+            return
+        if self.config.ticked and jiffies and 0 <= self.stamps.get(cpu, 0) - jiffies < STAMP_AHEAD:
+            return
         window = now >> self.config.window_shift
-        if self.chunk and self.config.algo in WINDOWS and self.windows.get(cpu) != window:
+        if self.windows.get(cpu) != window:
             self.credits[cpu], self.windows[cpu] = 0, window
+        if self.config.ticked:
+            self.stamps[cpu] = credit_stamp(self.config, now, jiffies)
 
     def _shared(self, size: int, now: int, cpu: int) -> bool:
         """The decision on the CPU's credit, else on the policer's state (carving when it may)."""
@@ -220,8 +253,9 @@ class Policer:
             self.credits[cpu] = self.chunk
         return taken is not None
 
-    def decide(self, size: int, now: int, cpu: int = 0) -> bool:
-        self._credit_window(now, cpu)
+    def decide(self, size: int, now: int, cpu: int = 0, jiffies: int = 0) -> bool:
+        """`jiffies`: read just before `now` (0: unknown, no stamp made or looked at)."""
+        self._credit_window(now, cpu, jiffies)
         open_gate = self.config.gate == Gate.OPEN and size <= BURST_MAX
         passed = open_gate and self._shared(size, now, cpu)
         if passed:

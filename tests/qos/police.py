@@ -23,23 +23,25 @@ from tests.utils.kernel import build_artifact, require_kernel
 
 XDP_DROP, XDP_PASS = 1, 2
 ETH_LEN = 14
-HEADER = struct.Struct("<4sIQ")  # struct police_test_hdr: policer (network order), reserved, now_ns
+HEADER = struct.Struct("<4sIQ")  # struct police_test_hdr: policer (network order), jiffies, now_ns
 MIN_FRAME = ETH_LEN + HEADER.size
 SLOTS = CONSTANTS["DPP_MAX_POLICERS"]  # a CPU's row of dpp_policer_stats: the object's dpp_policers
 
 
-def frame(policer: int, size: int, now_ns: int) -> bytes:
-    """A frame of `size` bytes policed by `policer` at `now_ns` (0: the kernel's clock)."""
-    head = b"\x02" * 12 + b"\x88\xb5" + HEADER.pack(policer.to_bytes(4, "big"), 0, now_ns)
+def frame(policer: int, size: int, now_ns: int, jiffies: int = 0) -> bytes:
+    """A frame of `size` bytes policed by `policer` at `now_ns` (0: the kernel's clock), with
+    `jiffies` read just before it (0: the kernel's)."""
+    head = b"\x02" * 12 + b"\x88\xb5" + HEADER.pack(policer.to_bytes(4, "big"), jiffies, now_ns)
     return head + bytes(size - len(head))
 
 
-def policer_value(config: PolicerConfig, parent: int = 0, clock: Clock = Clock.PRECISE) -> Policer:
-    """The slot as the control plane writes it: the configuration (and its parent, its clock), the
-    state zeroed."""
+def policer_value(config: PolicerConfig, parent: int = 0, clock: Optional[Clock] = None) -> Policer:
+    """The slot as the control plane writes it: the configuration (and its parent, its clock: the
+    config's unless given), the state zeroed; a GCRA's interval, a ticked window's tick."""
+    interval = gcra_interval(config.rate) if config.algo == Algo.GCRA else config.tick_ns
     return Policer(
         rate=config.rate, burst=config.burst, algo=config.algo, gate=config.gate, window_shift=config.window_shift,
-        clock=clock, parent=parent, interval=gcra_interval(config.rate) if config.algo == Algo.GCRA else 0,
+        clock=config.clock if clock is None else clock, parent=parent, interval=interval,
     )
 
 
@@ -59,7 +61,7 @@ class PoliceProgram:
         self.obj.close()
 
     def configure(self, policer: int, config: Optional[PolicerConfig], parent: int = 0,
-                  clock: Clock = Clock.PRECISE, chunk: int = 0) -> None:
+                  clock: Optional[Clock] = None, chunk: int = 0) -> None:
         """The policer and its CPUs' slots afresh (`chunk`: each CPU's credit's; `config.burst`
         then the bucket's, as netapp/qos/applier.py writes them)."""
         value = policer_value(config, parent, clock) if config is not None else Policer()
@@ -86,8 +88,8 @@ class PoliceProgram:
                 setattr(total, name, getattr(total, name) + getattr(cpu, name))
         return total
 
-    def passes(self, policer: int, size: int, now_ns: int) -> bool:
-        verdict = test_run(self.prog, frame(policer, size, now_ns), 1).retval
+    def passes(self, policer: int, size: int, now_ns: int, jiffies: int = 0) -> bool:
+        verdict = test_run(self.prog, frame(policer, size, now_ns, jiffies), 1).retval
         assert verdict in (XDP_PASS, XDP_DROP), f"verdict {verdict}"
         return verdict == XDP_PASS
 
@@ -105,12 +107,12 @@ class PoliceProgram:
         """Each (size, time) in turn, one run each."""
         return [self.passes(policer, size, now) for size, now in packets]
 
-    def decisions_on(self, policer: int, packets: Iterable[tuple[int, int, int]]) -> list[bool]:
-        """Each (size, time, cpu) in turn, one run each on that CPU."""
+    def decisions_on(self, policer: int, packets: Iterable[tuple[int, ...]]) -> list[bool]:
+        """Each (size, time, cpu[, jiffies]) in turn, one run each on that CPU."""
         decided = []
-        for size, now, cpu in packets:
+        for size, now, cpu, *jiffies in packets:
             with on_cpu(cpu):
-                decided.append(self.passes(policer, size, now))
+                decided.append(self.passes(policer, size, now, *jiffies))
         return decided
 
 

@@ -27,7 +27,7 @@ def test_a_drop_leaves_the_bucket_seen_short_and_the_next_short_packets_are_drop
     for size, now in packets[:2]:
         decided.append(police.passes(POLICER, size, now))
     line = police.per_cpu(POLICER)
-    seen = [(cpu.short_credit, cpu.short_ns) for cpu in line if cpu.short_ns]
+    seen = [(cpu.short_credit, cpu.stamp) for cpu in line if cpu.stamp]
     # the bucket emptied at 1,000 us held 100 bytes at 1,100 us, too few for 600
     assert seen == [(100 * NANOBITS_PER_BYTE, 1_100 * US)]
 

@@ -74,7 +74,11 @@ struct dpp_policer {
 	 * theoretical arrival time, 1/64 ns (the word the lock-free algorithms compare-and-swap) */
 	__u64 window;
 	__u64 previous; /* SLIDING_WINDOW: the window before's number and bytes, the same packing */
-	__u64 interval; /* GCRA: a byte's time at rate, 2^-26 ns, rounded up (control plane's) */
+	/* GCRA: a byte's time at rate, 2^-26 ns, rounded up (control plane's); FIXED_WINDOW and
+	 * SLIDING_WINDOW on the COARSE clock: the kernel's tick in ns, as the control plane read it
+	 * (clock_getres of CLOCK_MONOTONIC_COARSE), which their CPUs' credits are stamped in jiffies
+	 * with (0: none; nf/qos/police.h, "A window's credit without the clock") */
+	__u64 interval;
 };
 
 /* Value of dpp_policer_stats, by CPU row and policer id (nf/qos/maps.h): what the policer let
@@ -94,11 +98,13 @@ struct dpp_policer_stats {
 	__u64 dropped_packets;
 	__u64 dropped_bytes;
 	/* TOKEN_BUCKET: the bucket's content (nanobits) when this CPU's packet last found it short, and
-	 * that content's time (the bucket's last_ns then; 0: none seen): a bound on what the bucket
-	 * holds later, so that a packet it shows short is dropped without the lock (nf/qos/police.h,
-	 * "A bucket seen short") */
+	 * (stamp) that content's time (the bucket's last_ns then; 0: none seen): a bound on what the
+	 * bucket holds later, so that a packet it shows short is dropped without the lock
+	 * (nf/qos/police.h, "A bucket seen short"). FIXED_WINDOW and SLIDING_WINDOW on the coarse clock
+	 * (stamp): the jiffies up to which the credit is credit_window's without a clock read (0: none;
+	 * nf/qos/police.h, "A window's credit without the clock") */
 	__u64 short_credit;
-	__u64 short_ns;
+	__u64 stamp;
 	/* FIXED_WINDOW and SLIDING_WINDOW: the window the credit was carved in and counted in, the
 	 * clock >> window_shift (all 64 bits: it never wraps); the credit is spent only by a packet of
 	 * that window (nf/qos/police.h, "The CPUs' credit") */
