@@ -182,6 +182,19 @@ class Session(Structure):
     ]
 
 
+class SessionWords(Structure):
+    C_NAME = "dpp_atsss_session_words"
+    _fields_ = [
+        ("key", SessionKey),
+        ("slot", c_uint32),
+        ("control", c_uint32),
+        ("fewer", c_uint32),
+        ("weight", c_uint64),
+        ("path", c_uint64 * 2),
+        ("priority", c_uint64),
+    ]
+
+
 class Index4(Structure):
     C_NAME = "dpp_atsss_index4"
     _fields_ = [("addr", c_uint32 * INDEX4_WAYS), ("slot", c_uint32 * INDEX4_WAYS), ("live", c_uint8),
@@ -258,7 +271,7 @@ class Ack(Structure):
 
 
 ENUMS = (Mode, Access, SessionFlags, PathFlags, UplinkReason, UplinkFlags)
-STRUCTS = (SessionKey, Session, Index4, Index6, Path, PathStats, UplinkKey, Uplink, PathRx, Config, Ack)
+STRUCTS = (SessionKey, Session, SessionWords, Index4, Index6, Path, PathStats, UplinkKey, Uplink, PathRx, Config, Ack)
 # name -> (map type, key, value, size)
 MAPS = {
     "dpp_atsss_sessions": ("HASH", SessionKey, Session, "DPP_MAX_ATSSS_SESSIONS"),

@@ -153,22 +153,6 @@ static __always_inline int pick_priority(const struct dpp_atsss_session *s, __u3
 	return best;
 }
 
-/* WEIGHTED's pick and its MP_SEQ number, under the session's lock: the pick reads and writes every
- * position's current weight. The number is taken there by a plain increment, no atomic add: every
- * packet that meets this entry is WEIGHTED's and holds the lock to take one (a change of mode is a
- * new entry: the control plane replaces a session, never writes it in place). */
-static __always_inline int pick_weighted_locked(struct dpp_atsss_session *s, __u32 up, __u64 *mp_seq)
-{
-	int pos;
-
-	bpf_spin_lock(&s->lock);
-	pos = pick_weighted(s, up, true);
-	if (pos >= 0)
-		*mp_seq = s->mp_seq++;
-	bpf_spin_unlock(&s->lock);
-	return pos;
-}
-
 /* The next MP_SEQ number of the session: one atomic add, unique and increasing across CPUs. Not a
  * block of numbers per CPU handed out locally: the numbers a CPU's block leaves unused are a gap
  * the UE's receiver, reordering by MP_SEQ, waits on until its timeout. This add and the path's
@@ -176,6 +160,22 @@ static __always_inline int pick_weighted_locked(struct dpp_atsss_session *s, __u
 static __always_inline __u64 take_mp_seq(struct dpp_atsss_session *s)
 {
 	return __sync_fetch_and_add(&s->mp_seq, 1);
+}
+
+/* WEIGHTED's pick and its MP_SEQ number, under the session's lock: the pick reads and writes every
+ * position's current weight. The number is taken there by atomic add too, as the other modes take
+ * theirs without the lock: the control plane changes a session's mode in place (netapp/atsss/
+ * table.py), so a packet that read the old mode may take a number as another mode's packet does. */
+static __always_inline int pick_weighted_locked(struct dpp_atsss_session *s, __u32 up, __u64 *mp_seq)
+{
+	int pos;
+
+	bpf_spin_lock(&s->lock);
+	pos = pick_weighted(s, up, true);
+	if (pos >= 0)
+		*mp_seq = take_mp_seq(s);
+	bpf_spin_unlock(&s->lock);
+	return pos;
 }
 
 /* The counters of the path p, the line of it a packet's count moves (atsss_count), read. Every
