@@ -178,6 +178,8 @@ class Session(Structure):
         ("current", c_int32 * MAX_PATHS_PER_SESSION),
         ("path", c_uint32 * MAX_PATHS_PER_SESSION),
         ("priority", c_uint8 * MAX_PATHS_PER_SESSION),
+        ("up", c_uint8),
+        ("reserved", c_uint8 * 3),
         ("mp_seq", c_uint64),
     ]
 

@@ -146,12 +146,14 @@ def uplink_value(session: AtsssSession, slot: int) -> Uplink:
 
 
 def session_value(session: AtsssSession, tx_group: int = 0) -> Session:
-    """The session's entry as the control plane writes it: its scheduler state zero, MP_SEQ 0;
-    `tx_group`: a REDUNDANT session's group of ports."""
+    """The session's entry as the control plane writes it: its scheduler state zero, MP_SEQ 0, the
+    positions of its paths up as bits (REDUNDANT's marking reads them, no path's line); `tx_group`:
+    a REDUNDANT session's group of ports."""
     n = len(session.paths)
     header_only = session.checksum_coverage is ChecksumCoverage.HEADER
     value = Session(mode=session.effective_mode.c_mode, n_paths=n, tx_group=tx_group,
-                    flags=SessionFlags.HEADER_CHECKSUM if header_only else 0)
+                    flags=SessionFlags.HEADER_CHECKSUM if header_only else 0,
+                    up=sum(1 << position for position, path in enumerate(session.paths) if path.up))
     value.weight[:n] = [path.weight for path in session.paths]
     value.priority[:n] = [path.priority for path in session.paths]
     value.path[:n] = session.slots
@@ -178,7 +180,7 @@ def _session_part(value: Session) -> tuple:
     """What the control plane says of a session (the rest is the scheduler's state)."""
     n = value.n_paths
     return (value.mode, value.flags, n, tuple(value.weight[:n]), tuple(value.path[:n]), tuple(value.priority[:n]),
-            value.tx_group)
+            value.tx_group, value.up)
 
 
 Span = tuple[int, int]  # (offset, end) of bytes of a value
@@ -398,7 +400,8 @@ class AtsssMaps:
         """The session's own words stored in place by the data plane's writer (nf/atsss/words.h),
         each one store that a packet reads old or new: the control word (mode, n_paths, flags,
         tx_group, four bytes beside the lock's), the weights (one word), the path slots (two), the
-        priorities (one). With more paths than before the positions go first, then the control word
+        priorities with the mask of the paths up (one: a path reported down or up again is a
+        session change too, its path's flag written first). With more paths than before the positions go first, then the control word
         that counts them; with fewer, the control word first: a packet never takes a position that
         the n_paths it read does not cover with a path written (a path left is emptied only after,
         as a session deleted). Meanwhile a packet may schedule by the new mode over the old

@@ -128,3 +128,21 @@ def test_changes_while_packets_flow_give_no_number_twice_and_lose_no_count(atsss
             "packets": sum(p.packets for p in paths), "bytes": sum(p.bytes for p in paths)} == {
         "mp_seq": flow.sent, "dccp_seq": [p.packets for p in paths],
         "packets": flow.sent, "bytes": flow.sent * len(packet)}
+
+
+def test_a_path_reported_down_or_up_moves_its_bit_of_the_sessions_mask_with_its_flag(atsss, service):
+    """REDUNDANT's marking reads the session's mask of the paths up, not the paths: a PATCH of a
+    path's up flag stores both, the path's flag and the session's bit, the session's numbers kept.
+    The mask is kept in every mode (a redundant session needs interfaces for its copies; the mask's
+    upkeep is the same)."""
+    spec = AtsssSessionSpec.model_validate({"name": "ue5", "ue": UE, "mode": "round_robin",
+                                            "paths": [path(1), path(2), path(3)]})
+    slots = service.create_session(CAROL, "ue5", spec).slots
+    assert atsss.session(UE).up == 0b111
+    before = atsss.session(UE).mp_seq
+    service.patch_session(CAROL, "ue5", AtsssSessionPatch.model_validate({"paths": [{"index": 1, "up": False}]}))
+    assert (atsss.session(UE).up, [atsss.path(slot).flags & 1 for slot in slots]) == (0b101, [1, 0, 1])
+    service.patch_session(CAROL, "ue5", AtsssSessionPatch.model_validate({"paths": [{"index": 1, "up": True},
+                                                                                   {"index": 2, "up": False}]}))
+    assert (atsss.session(UE).up, [atsss.path(slot).flags & 1 for slot in slots]) == (0b011, [1, 1, 0])
+    assert atsss.session(UE).mp_seq == before

@@ -217,6 +217,22 @@ static __always_inline int schedule_weighted(struct dpp_atsss_session *s, __u32 
 	return pos;
 }
 
+/* REDUNDANT: every position up, as the session's own mask says (struct dpp_atsss_session.up, which
+ * the control plane keeps with the paths' flags): no path's line is read here, each copy reads its
+ * own. Positions past n_paths are left out (a mask of a session whose paths are changing). */
+static __always_inline int schedule_redundant(struct dpp_atsss_session *s, __u64 *mp_seq, __u32 *up,
+					      struct dpp_atsss_path **path)
+{
+	__u32 n = s->n_paths;
+
+	*path = NULL;
+	*up = s->up & (n >= DPP_ATSSS_MAX_PATHS ? (1u << DPP_ATSSS_MAX_PATHS) - 1 : (1u << n) - 1);
+	if (!*up)
+		return -1;
+	*mp_seq = take_mp_seq(s);
+	return ATSSS_EVERY_PATH;
+}
+
 /* The position of the path for the next packet (ATSSS_EVERY_PATH: each of *up), its MP_SEQ number
  * (*mp_seq) and its path (*path, or NULL: looked up by the send), or -1 when no path of the
  * session is up (no number is then taken); every mode but ROUND_ROBIN (schedule_round_robin). The
@@ -230,6 +246,8 @@ static __always_inline int atsss_schedule(struct dpp_atsss_session *s, __u64 *mp
 	struct atsss_paths_view v;
 	int pos;
 
+	if (mode == DPP_ATSSS_REDUNDANT)
+		return schedule_redundant(s, mp_seq, up, path);
 	/* two copies of the paths' read: the one of the schedulers that need no more than which
 	 * paths are up keeps no RTT or congestion state across the loop (registers spilled) */
 	if (mode == DPP_ATSSS_SMALLEST_DELAY || mode == DPP_ATSSS_PRIORITY)
@@ -243,10 +261,6 @@ static __always_inline int atsss_schedule(struct dpp_atsss_session *s, __u64 *mp
 		return -1;
 	if (mode == DPP_ATSSS_WEIGHTED)
 		return schedule_weighted(s, v.up, mp_seq, path);
-	if (mode == DPP_ATSSS_REDUNDANT) {
-		*mp_seq = take_mp_seq(s);
-		return ATSSS_EVERY_PATH;
-	}
 	if (mode == DPP_ATSSS_ACTIVE_STANDBY)
 		pos = pick_active_standby(v.up);
 	else if (mode == DPP_ATSSS_SMALLEST_DELAY)

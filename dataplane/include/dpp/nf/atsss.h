@@ -192,6 +192,10 @@ struct dpp_atsss_session {
 	__s32 current[DPP_ATSSS_MAX_PATHS]; /* WEIGHTED: smooth WRR's current weights */
 	__u32 path[DPP_ATSSS_MAX_PATHS];    /* slots of dpp_atsss_paths, by position */
 	__u8 priority[DPP_ATSSS_MAX_PATHS]; /* PRIORITY: each position's, 0 the highest; ties: first */
+	/* REDUNDANT: the positions whose path is up, as bits, kept with the paths' up flags by the
+	 * control plane, so that the marking reads no path's line (the copies read their own) */
+	__u8 up;
+	__u8 reserved[3];
 	__u64 mp_seq; /* the next MP_SEQ number (48 bits used): atomic, WEIGHTED's under the lock */
 };
 
@@ -204,7 +208,7 @@ struct dpp_atsss_session_words {
 	__u32 fewer;	/* nonzero: the control word stored first (n_paths shrinks), else last */
 	__u64 weight;	/* weight[] as it lies in memory */
 	__u64 path[2];	/* path[] */
-	__u64 priority; /* priority[] and the padding after it (zeros) */
+	__u64 priority; /* priority[], up and reserved[] */
 };
 
 _Static_assert(sizeof(struct dpp_atsss_session_words) == 64, "a run's data: one line, past XDP's 14-byte minimum");
