@@ -17,31 +17,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Optional
 
+from netapp.dataplane.libbpf import TestRunOpts
+
 LIBBPF_SONAME = "libbpf.so.1"
 BPF_ANY = 0
-
-
-class TestRunOpts(Structure):
-    """struct bpf_test_run_opts of libbpf 1.x (bpf/bpf.h); `sz` tells libbpf which fields we know."""
-
-    __test__ = False  # not a pytest test class
-    _fields_ = [
-        ("sz", c_size_t),
-        ("data_in", c_void_p),
-        ("data_out", c_void_p),
-        ("data_size_in", c_uint32),
-        ("data_size_out", c_uint32),
-        ("ctx_in", c_void_p),
-        ("ctx_out", c_void_p),
-        ("ctx_size_in", c_uint32),
-        ("ctx_size_out", c_uint32),
-        ("retval", c_uint32),
-        ("repeat", c_int),
-        ("duration", c_uint32),
-        ("flags", c_uint32),
-        ("cpu", c_uint32),
-        ("batch_size", c_uint32),
-    ]
 
 
 # name -> (restype, argtypes) of every libbpf function used here.

@@ -92,7 +92,7 @@ class AtsssBench:
         for i in range(SESSIONS):
             key = SessionKey(family=4)
             key.addr[0] = int.from_bytes((FIRST_UE + i).packed, "little")
-            value = Session(mode=mode, n_paths=2, flags=flags)
+            value = Session(mode=mode, n_paths=2, flags=flags, up=0b11)  # both paths up (main's build: padding)
             value.path[:2] = [2 * i + 1, 2 * i + 2]
             value.weight[:2] = weights
             value.priority[:2] = [1, 0]  # PRIORITY: the second path first

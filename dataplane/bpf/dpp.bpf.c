@@ -21,6 +21,7 @@
 #include "nf/frer/stage.h"
 #include "nf/atsss/stage.h"
 #include "nf/atsss/copies.h"
+#include "nf/atsss/words.h"
 
 /* Load-time knob (skeleton rodata): record every packet's outcome in dpp_trace. */
 const volatile __u8 cfg_trace = 0;

@@ -6,8 +6,9 @@
 #include <bpf/bpf_helpers.h>
 #include "nf/atsss/frame.h"
 #include "nf/atsss/copies.h"
+#include "nf/atsss/words.h"
 
-/* Never read: puts ATSSS's ABI enums in this object's BTF, where tests/atsss/test_abi.py checks the
+/* Never read: puts ATSSS's ABI enums (and the structs no map holds) in this object's BTF, where tests/atsss/test_abi.py checks the
  * Python mirror against them. */
 const volatile struct {
 	enum dpp_atsss_mode mode;
@@ -17,6 +18,7 @@ const volatile struct {
 	enum dpp_atsss_uplink_reason uplink_reason;
 	enum dpp_atsss_uplink_flags uplink_flags;
 	struct dpp_atsss_ack ack[0]; /* the records of the ring dpp_atsss_acks (no space) */
+	struct dpp_atsss_session_words words[0]; /* dpp_atsss_session_set's data (no space) */
 } atsss_abi_enums;
 
 SEC("xdp")

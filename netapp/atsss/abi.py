@@ -178,7 +178,22 @@ class Session(Structure):
         ("current", c_int32 * MAX_PATHS_PER_SESSION),
         ("path", c_uint32 * MAX_PATHS_PER_SESSION),
         ("priority", c_uint8 * MAX_PATHS_PER_SESSION),
+        ("up", c_uint8),
+        ("reserved", c_uint8 * 3),
         ("mp_seq", c_uint64),
+    ]
+
+
+class SessionWords(Structure):
+    C_NAME = "dpp_atsss_session_words"
+    _fields_ = [
+        ("key", SessionKey),
+        ("slot", c_uint32),
+        ("control", c_uint32),
+        ("fewer", c_uint32),
+        ("weight", c_uint64),
+        ("path", c_uint64 * 2),
+        ("priority", c_uint64),
     ]
 
 
@@ -258,7 +273,7 @@ class Ack(Structure):
 
 
 ENUMS = (Mode, Access, SessionFlags, PathFlags, UplinkReason, UplinkFlags)
-STRUCTS = (SessionKey, Session, Index4, Index6, Path, PathStats, UplinkKey, Uplink, PathRx, Config, Ack)
+STRUCTS = (SessionKey, Session, SessionWords, Index4, Index6, Path, PathStats, UplinkKey, Uplink, PathRx, Config, Ack)
 # name -> (map type, key, value, size)
 MAPS = {
     "dpp_atsss_sessions": ("HASH", SessionKey, Session, "DPP_MAX_ATSSS_SESSIONS"),

@@ -12,7 +12,6 @@ are handed over in order, one consumer at a time."""
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import errno
 import logging
 import socket
@@ -23,6 +22,7 @@ from functools import lru_cache
 from typing import Optional
 
 from netapp.atsss.abi import Ack
+from netapp.dataplane.libbpf import libbpf
 from netapp.service.state import namespace
 
 log = logging.getLogger(__name__)
@@ -33,7 +33,7 @@ POLL_MS = 100  # the sender's wait for records: how soon it sees that it is stop
 
 @lru_cache(maxsize=None)
 def _libbpf() -> ctypes.CDLL:
-    lib = ctypes.CDLL(ctypes.util.find_library("bpf") or "libbpf.so.1", use_errno=True)
+    lib = libbpf()
     lib.ring_buffer__new.restype = c_void_p
     lib.ring_buffer__new.argtypes = [c_int, SampleFn, c_void_p, c_void_p]
     for name in ("ring_buffer__consume", "ring_buffer__poll", "ring_buffer__free"):

@@ -16,12 +16,13 @@ live ways, then the slot, then the session, within one run (an RCU read-side sec
    are written with the way's bit clear (no reader takes a way whose bit is clear, whatever bytes
    the copy has reached), then the bucket again with the bit set: the `live` byte alone changes,
    and a byte is written whole.
-2. A changed session is never written over itself: it is written whole into another free slot
-   (its MP_SEQ number carried over, read just before, as the hash's replace did), its address and
-   that slot into another clean way of the bucket, and one write of `live` sets the new way's bit
-   and clears the old's: a reader finds the old session or the new, each whole. With no clean way
-   left in the bucket, the new session goes into dpp_atsss_sessions first, then the old way's bit
-   is cleared (a reader finds the way before, the hash after).
+2. A changed session is not written here: netapp.atsss.table stores its own words in place, its
+   MP_SEQ counter left to the packets. A held key given to `write` again (a test's, or the fake's,
+   where no program runs) is never written over itself: it is written whole into another free
+   slot, its address and that slot into another clean way of the bucket, and one write of `live`
+   sets the new way's bit and clears the old's: a reader finds the old session or the new, each
+   whole. With no clean way left in the bucket, the new session goes into dpp_atsss_sessions
+   first, then the old way's bit is cleared (a reader finds the way before, the hash after).
 3. A deleted session's way has its bit cleared (the `live` byte alone); a session in the hash is
    deleted from it.
 4. A way whose bit was cleared, and the slot it led to, are written again (for another address,
@@ -155,6 +156,11 @@ class SessionIndex:
             used.add(slot)
         if value.live != live:
             self._buckets[family].update([(c_uint32(index), value)])
+
+    @property
+    def slots(self) -> Table:
+        """dpp_atsss_slots, whose sessions a changed session is written into in place (netapp.atsss.table)."""
+        return self._slots
 
     def _ensure(self) -> None:
         if not self._loaded:

@@ -86,6 +86,12 @@ def resolve_macs(session: AtsssSession, index: int, ifindex: Optional[int]) -> M
     return path_macs(session.paths[index], index, ifindex)
 
 
+def same_subflow(before: AtsssPath, after: AtsssPath) -> bool:
+    """Whether a path changed only in what its slot's words say in place (up, RTT, MACs...), not in
+    its subflow: addresses, ports, access."""
+    return stored.subflow_of(before) == stored.subflow_of(after) and before.access == after.access
+
+
 class PathReading(NamedTuple):
     """One path of a session as the maps hold it now: its slot's entry (None: not there), its
     counters, its share of the session's packets (None: the session sent none) and what the UE's
@@ -239,7 +245,7 @@ class Atsss:
 
     def put_session(self, who: Principal, name: str, spec: AtsssSessionSpec) -> tuple[AtsssSession, bool]:
         """Create or replace the session `name` names; True when created. Paths keep their slots
-        by position (and, unchanged, their DCCP sequence numbers)."""
+        by position while they are the same subflow (and their DCCP sequence numbers, _slots_for)."""
         return self._put(who, self._owner(who, name, spec), spec, must_be_new=False)
 
     def patch_session(self, who: Principal, name: str, patch: AtsssSessionPatch) -> AtsssSession:
@@ -352,9 +358,8 @@ class Atsss:
                 self._check_interfaces(spec.paths)
             ues = [str(spec.ue)] + ([str(old.ue)] if old is not None else [])
             before = stored.sessions_of_ues(self.store, ues)
-            kept = old.slots[: len(spec.paths)] if old is not None else []
             session = AtsssSession(
-                **dict(spec), tenant=tenant, slots=kept + self._free_slots(len(spec.paths) - len(kept)),
+                **dict(spec), tenant=tenant, slots=self._slots_for(spec, old),
                 effective_mode=spec.mode, updated_at=self._clock(),
                 revision=old.revision + 1 if old is not None else 1)  # fmt: skip
             stored.save_session(self.store, session)
@@ -424,6 +429,17 @@ class Atsss:
             raise DataplaneFull(f"paths: the node's {TX_GROUPS} groups of redundant ports each hold another set of "
                                 f"interfaces; the interfaces {list(exc.args[0])} need one: give the paths the "
                                 "interfaces of another redundant session, or delete one", field="paths") from None
+
+    def _slots_for(self, spec: AtsssSessionSpec, old: Optional[AtsssSession]) -> list[int]:
+        """The path slots of `spec`'s paths: a position's slot kept when its path is the same
+        subflow on the same access (its DCCP numbers and counts go on); a new subflow a free slot,
+        written whole before the session leads to it (netapp.atsss.table: the control plane never
+        writes a path's numbers or counts in place)."""
+        before = old.paths if old is not None else []
+        kept = [old.slots[position] if old is not None and position < len(before)
+                and same_subflow(before[position], path) else None for position, path in enumerate(spec.paths)]
+        fresh = iter(self._free_slots(kept.count(None)))
+        return [slot if slot is not None else next(fresh) for slot in kept]
 
     def _free_slots(self, count: int) -> list[int]:
         if count <= 0:

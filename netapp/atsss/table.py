@@ -11,13 +11,17 @@ leave by, with the position's copy program; netapp.atsss.groups), through the ge
 (`table_of(name)`, as netapp.frer.table).
 
 `AtsssMaps.sync` makes the entries of some UEs (or of all) what the tables say, writing only what
-differs: an unchanged session is not written, so its MP_SEQ counter and scheduler state go on, nor
-is an unchanged path, whose DCCP sequence number goes on. A changed session or path is written
-with the numbers it holds carried over (read just before: a packet scheduled between the read and
-the write may reuse a number, the data path's own writes being atomic but not ours). What a packet
-may meet while that runs is a session whole: new and changed paths are written before the
-sessions that lead to them, sessions deleted before their slots are emptied; a path's uplink entry
-is written with the path and deleted once no path has its addresses and ports; a UE's filter bit is
+differs. The words the data path moves (a path's DCCP sequence number and what it sent, a
+session's MP_SEQ counter and weighted round-robin's state and lock) are written by the control plane
+only when the path or session is new (zeroed: a new subflow's numbers start at 0). A changed path
+has only the words the control plane owns stored in place, word by word through the map's mmap
+(netapp.dataplane.tables.InPlace); a changed session likewise by the data plane's writer program,
+run once with its words (nf/atsss/words.h: a session's values cannot be mapped), so that no number
+a packet takes meanwhile is given again nor any count lost, as a read, carry over and write of the
+whole value would (`_write_path_words` and `_write_session_words` say what a packet meets between
+the stores). What a packet may meet while a sync runs is otherwise a session whole: new paths are
+written whole before the sessions that lead to them, sessions deleted before their slots are
+emptied; a path's uplink entry is written with the path and deleted once no path has its addresses and ports; a UE's filter bit is
 set before its session is written and cleared once no session left has that bit, which a count of
 the sessions per bit says without reading the others (a delete costs the same among 10 sessions or
 10,000).
@@ -26,9 +30,11 @@ the sessions per bit says without reading the others (a delete costs the same am
 from __future__ import annotations
 
 import ctypes
+import errno
 import socket
+import sys
 import struct
-from ctypes import c_uint32, c_uint64
+from ctypes import Structure, c_uint32, c_uint64
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, NamedTuple, Optional
 
@@ -43,6 +49,7 @@ from netapp.atsss.abi import (
     Session,
     SessionFlags,
     SessionKey,
+    SessionWords,
     Uplink,
     UplinkKey,
     ue_filter_bit,
@@ -51,7 +58,9 @@ from netapp.atsss.head4 import set_head4
 from netapp.atsss.index import SessionIndex
 from netapp.atsss.models import Address, AtsssSession, ChecksumCoverage
 from netapp.dataplane.groups import DevmapGroups
-from netapp.dataplane.tables import Table
+from netapp.dataplane.errors import DataplaneError
+from netapp.dataplane.libbpf import run_once
+from netapp.dataplane.tables import InPlace, Table
 
 TableOf = Callable[[str], Table]
 ProgramFd = Callable[[str], int]  # a loaded program's fd by its name in the BPF object
@@ -137,12 +146,14 @@ def uplink_value(session: AtsssSession, slot: int) -> Uplink:
 
 
 def session_value(session: AtsssSession, tx_group: int = 0) -> Session:
-    """The session's entry as the control plane writes it: its scheduler state zero, MP_SEQ 0;
-    `tx_group`: a REDUNDANT session's group of ports."""
+    """The session's entry as the control plane writes it: its scheduler state zero, MP_SEQ 0, the
+    positions of its paths up as bits (REDUNDANT's marking reads them, no path's line); `tx_group`:
+    a REDUNDANT session's group of ports."""
     n = len(session.paths)
     header_only = session.checksum_coverage is ChecksumCoverage.HEADER
     value = Session(mode=session.effective_mode.c_mode, n_paths=n, tx_group=tx_group,
-                    flags=SessionFlags.HEADER_CHECKSUM if header_only else 0)
+                    flags=SessionFlags.HEADER_CHECKSUM if header_only else 0,
+                    up=sum(1 << position for position, path in enumerate(session.paths) if path.up))
     value.weight[:n] = [path.weight for path in session.paths]
     value.priority[:n] = [path.priority for path in session.paths]
     value.path[:n] = session.slots
@@ -169,20 +180,60 @@ def _session_part(value: Session) -> tuple:
     """What the control plane says of a session (the rest is the scheduler's state)."""
     n = value.n_paths
     return (value.mode, value.flags, n, tuple(value.weight[:n]), tuple(value.path[:n]), tuple(value.priority[:n]),
-            value.tx_group)
+            value.tx_group, value.up)
+
+
+Span = tuple[int, int]  # (offset, end) of bytes of a value
+
+
+def owned_spans(kind: type, moved: tuple[str, ...]) -> list[Span]:
+    """The byte ranges of a `kind` value outside its fields `moved` (the data path's), in order."""
+    spans, start = [], 0
+    for name in moved:
+        where = getattr(kind, name)
+        if where.offset > start:
+            spans.append((start, where.offset))
+        start = max(start, where.offset + where.size)
+    if start < ctypes.sizeof(kind):
+        spans.append((start, ctypes.sizeof(kind)))
+    return spans
+
+
+# What the data path moves in a path: its DCCP sequence number (line 1) and what it sent (line 2);
+# the rest is the control plane's.
+PATH_MOVED = ("dccp_seq", "packets", "bytes")
+PATH_OWNED = owned_spans(Path, PATH_MOVED)
+# The program that stores a session's own words in place (nf/atsss/words.h).
+SESSION_WRITER = "dpp_atsss_session_set"
+XDP_PASS, XDP_DROP = 2, 1
+
+
+def session_words(key: SessionKey, slot: Optional[int], before: Session, value: Session) -> SessionWords:
+    """The run's data of SESSION_WRITER: `value`'s own words for the session in `slot` of
+    dpp_atsss_slots (None: `key`'s of dpp_atsss_sessions); the control word first when it has
+    fewer paths than `before`."""
+    raw = bytes(value)
+
+    def word(field: str, size: int, index: int = 0) -> int:
+        offset = getattr(Session, field).offset + index * size
+        return int.from_bytes(raw[offset : offset + size], sys.byteorder)
+
+    words = SessionWords(slot=slot or 0, control=word("mode", 4), fewer=int(value.n_paths < before.n_paths),
+                         weight=word("weight", 8), priority=word("priority", 8))
+    words.key = key
+    words.path[:] = [word("path", 8, 0), word("path", 8, 1)]
+    return words
+
+
+def _owned(value: Structure, spans: list[Span]) -> bytes:
+    """What the control plane says of a value: its bytes in `spans`."""
+    raw = bytes(value)
+    return b"".join(raw[start:end] for start, end in spans)
 
 
 def _path_part(value: Path) -> bytes:
     """What the control plane says of a path (all but its DCCP sequence number and counters)."""
-    copy = Path.from_buffer_copy(value)
-    _carry_over(copy, Path())
-    return bytes(copy)
-
-
-def _carry_over(value: Path, now: Path) -> None:
-    """What the data path moves in a path (its DCCP sequence number, what it sent) set in `value`
-    as `now` has it."""
-    value.dccp_seq, value.packets, value.bytes = now.dccp_seq, now.packets, now.bytes
+    return _owned(value, PATH_OWNED)
 
 
 class AtsssMaps:
@@ -302,39 +353,81 @@ class AtsssMaps:
         return {bytes(key): (key, value) for key, value in zip(keys, self._sessions.lookup(keys)) if value is not None}
 
     def _write_paths(self, wanted: dict[int, Path], used: set[int]) -> None:
-        """New paths (their counters zeroed: the slot may have been another's) and changed ones,
-        whose DCCP sequence number and counters go on."""
+        """New paths written whole (their counters zeroed: the slot may have been another's), before
+        any session leads to them; in a path that sessions lead to, the control plane's words that
+        changed stored in place, its DCCP sequence number and counters left to the data path."""
         slots = sorted(wanted)
-        writes, fresh = [], []
-        for slot, now in zip(slots, self._paths.lookup([c_uint32(slot) for slot in slots])):
-            value = Path.from_buffer_copy(wanted[slot])
-            if slot not in used:
-                fresh.append(c_uint32(slot))
-            elif now is not None and _path_part(now) == _path_part(value):
-                continue
-            elif now is not None:
-                _carry_over(value, now)
-            writes.append((c_uint32(slot), value))
-        self._stats.fill(fresh)  # type: ignore[attr-defined]
-        self._rx.update([(slot, PathRx()) for slot in fresh])
-        self._paths.update(writes)
+        fresh = [slot for slot in slots if slot not in used]
+        changed = [slot for slot, now in zip(slots, self._paths.lookup([c_uint32(slot) for slot in slots]))
+                   if slot in used and (now is None or _path_part(now) != _path_part(wanted[slot]))]
+        self._stats.fill([c_uint32(slot) for slot in fresh])  # type: ignore[attr-defined]
+        self._rx.update([(c_uint32(slot), PathRx()) for slot in fresh])
+        self._paths.update([(c_uint32(slot), wanted[slot]) for slot in fresh])
+        if changed:
+            with self._paths.in_place() as paths:
+                for slot in changed:
+                    self._write_path_words(paths, slot, wanted[slot])
+
+    @staticmethod
+    def _write_path_words(paths: InPlace, slot: int, value: Path) -> None:
+        """The path's own words, each an aligned store that a packet reads old or new. A packet
+        meanwhile may read some new and some old: the up flag new and the RTT old (both in one
+        8-byte word with access and family, so in fact stored together), a new next hop's MAC in
+        the template's first word with the source MAC's last bytes old (a frame to the right hop
+        with a stray source: the receiver takes it), the IPv6 path's MACs of line 1 in two words
+        (a frame to a MAC mixing the two hops: lost, as a frame sent as the neighbour changed
+        would be). Each is what the path said before or after, or a frame lost; never a DCCP
+        number given twice nor a count lost. A path whose addresses or ports change is a new
+        subflow, given a new slot written whole (netapp.atsss.service)."""
+        raw = bytes(value)
+        for start, end in PATH_OWNED:
+            paths.store(slot, start, raw[start:end])
 
     def _write_sessions(self, wanted: dict[bytes, tuple[SessionKey, Session]],
                         held: dict[bytes, tuple[SessionKey, Session]]) -> None:
-        """New sessions, and changed ones with their MP_SEQ counter carried over (read again under
-        the session's lock, just before)."""
+        """New sessions written whole (netapp.atsss.index); a changed one has the control plane's
+        words that changed stored in place (`_write_session_words`), its MP_SEQ counter and
+        scheduler state left to the data path."""
         changed = [raw for raw, (_, value) in wanted.items()
                    if raw in held and _session_part(held[raw][1]) != _session_part(value)]
-        now = dict(zip(changed, self._sessions.lookup([wanted[raw][0] for raw in changed])))
-        writes = []
-        for raw, (key, value) in wanted.items():
-            if raw in held and raw not in now:
-                continue
-            value = Session.from_buffer_copy(value)
-            if now.get(raw) is not None:
-                value.mp_seq = now[raw].mp_seq  # type: ignore[union-attr]
-            writes.append((key, value))
-        self._sessions.write(writes)
+        self._sessions.write([(key, value) for raw, (key, value) in wanted.items() if raw not in held])
+        writer = self._sessions.slots.program_fd(SESSION_WRITER)
+        for raw in changed:
+            key, value = wanted[raw]
+            self._write_session_words(writer, key, held[raw][1], value)
+
+    def _write_session_words(self, writer: Optional[int], key: SessionKey, before: Session, value: Session) -> None:
+        """The session's own words stored in place by the data plane's writer (nf/atsss/words.h),
+        each one store that a packet reads old or new: the control word (mode, n_paths, flags,
+        tx_group, four bytes beside the lock's), the weights (one word), the path slots (two), the
+        priorities with the mask of the paths up (one: a path reported down or up again is a
+        session change too, its path's flag written first). With more paths than before the positions go first, then the control word
+        that counts them; with fewer, the control word first: a packet never takes a position that
+        the n_paths it read does not cover with a path written (a path left is emptied only after,
+        as a session deleted). Meanwhile a packet may schedule by the new mode over the old
+        positions' paths, or the old mode over the new, or mix old and new weights: each a pick
+        among the session's paths before or after, its MP_SEQ number taken by atomic add in every
+        mode (weighted round-robin's too, under its lock), so never given twice. Weighted
+        round-robin's current weights go on: the picks follow the new weights from the next packet.
+        Where the instance has no writer (the fake, where no program runs), the value is written
+        whole with its MP_SEQ counter and state as the map has them."""
+        slot = self._sessions.slot(key)
+        if writer is None:
+            now = self._sessions.get(key)
+            carried = Session.from_buffer_copy(value)
+            if now is not None:
+                ctypes.memmove(ctypes.addressof(carried) + Session.current.offset,
+                               ctypes.addressof(now) + Session.current.offset, Session.current.size)
+                carried.mp_seq = now.mp_seq
+            self._sessions.write([(key, carried)])
+            return
+        try:
+            verdict = run_once(writer, bytes(session_words(key, slot, before, value)))
+        except OSError as exc:
+            raise DataplaneError(exc.errno or errno.EIO, SESSION_WRITER, exc.strerror) from exc
+        if verdict != XDP_PASS:
+            raise DataplaneError(errno.ENOENT, f"{SESSION_WRITER}: the session to change is not in the map "
+                                 f"(verdict {verdict})")
 
     def group_set(self, group: int, ports: dict[int, int], program_fd: ProgramFd) -> None:
         """dpp_atsss_tx[group]: each position of `ports` sends its REDUNDANT copies out of that

@@ -10,10 +10,15 @@ in their spec) are refused for writes by libdpp and the fake alike. A per-CPU ma
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import enum
-from ctypes import Structure, c_uint8
+import mmap
+import sys
+from ctypes import Structure, c_uint8, c_uint32
 from typing import Any, Iterable, Iterator, Mapping, Optional, Protocol, Sequence, Union
+
+import numpy
 
 from netapp.dataplane.abi import MAPS, MapSpec
 from netapp.dataplane.libdpp_abi import TableCursor
@@ -134,6 +139,34 @@ class Table:
         """Return once every run of the programs that began before the call has ended (an RCU grace
         period, some milliseconds): a value one may have been reading can then be rewritten."""
         self._adapter.table_wait_readers()
+
+    def program_fd(self, name: str) -> Optional[int]:
+        """The fd of the instance's program `name` (one that writes this map's values in place);
+        None where no program runs (the fake) or the instance has none of that name (one loaded by
+        an older build)."""
+        program_fd = getattr(self._adapter, "program_fd", None)
+        try:
+            fd = program_fd(name) if program_fd is not None else 0
+        except LookupError:
+            return None
+        return fd if fd > 0 else None  # the fake's 0: no program runs there
+
+    @contextlib.contextmanager
+    def in_place(self) -> Iterator["InPlace"]:
+        """A writer of some words of this array's values in place (InPlace), for the length of the
+        `with`: through the map's mmap when the adapter has the kernel's map (a BPF_F_MMAPABLE array),
+        else by reading and writing whole values (the fake, where no program runs meanwhile)."""
+        map_fd = getattr(self._adapter, "map_fd", None)
+        if map_fd is None:
+            yield InPlace(self, None)
+            return
+        size = ctypes.sizeof(self._value_type) * self.max_entries
+        with mmap.mmap(map_fd(self.name), -(-size // mmap.PAGESIZE) * mmap.PAGESIZE) as memory:
+            writer = InPlace(self, memory)
+            try:
+                yield writer
+            finally:
+                writer.release()
 
     def _keys(self, keys: Sequence[Any]) -> Any:
         return _array(self.spec.key, keys)
@@ -298,6 +331,49 @@ def held_at(values: Sequence[Optional[Any]], flag_at: int = 0, flag: int = 0) ->
                  if value is not None and (not flag or bytes(value)[flag_at] & flag)), len(values))
 
 
+class InPlace:
+    """Bytes of an array's values written where they are, each as aligned stores of 8, 4, 2 or 1
+    bytes (the widest the offset and length allow): one such store is one instruction, which a
+    program on another CPU reads whole, old or new, never half. What a value's writer leaves out,
+    the words the programs move (atomic counters, a lock), is never written, so no count or number a
+    program takes meanwhile is lost, as a read, carry over and write of the whole value would lose
+    it. The words a call gives are stored in their order, only those that differ: a reader may meet
+    any prefix of them new, which the caller orders and argues harmless."""
+
+    WIDTHS = (8, 4, 2, 1)
+
+    def __init__(self, table: Table, memory: Optional[mmap.mmap]):
+        self._table = table
+        self._size = ctypes.sizeof(table._value_type)
+        self._views = {} if memory is None else {width: numpy.frombuffer(memory, dtype=f"=u{width}")
+                                                 for width in self.WIDTHS}
+
+    def store(self, index: int, offset: int, raw: bytes) -> None:
+        """`raw` at `offset` of value `index`, piece by aligned piece, the pieces that differ."""
+        if not self._views:
+            self._patch(index, offset, raw)
+            return
+        at, end = index * self._size + offset, index * self._size + offset + len(raw)
+        while at < end:
+            width = next(w for w in self.WIDTHS if at % w == 0 and at + w <= end)
+            piece = int.from_bytes(raw[at - index * self._size - offset:][:width], sys.byteorder)
+            view = self._views[width]
+            if int(view[at // width]) != piece:
+                view[at // width] = piece  # one aligned store of `width` bytes (numpy's typed store)
+            at += width
+
+    def _patch(self, index: int, offset: int, raw: bytes) -> None:
+        kind = self._table._value_type
+        value = self._table.lookup([c_uint32(index)])[0]
+        patched = bytearray(bytes(value) if value is not None else ctypes.sizeof(kind))
+        patched[offset : offset + len(raw)] = raw
+        self._table.update([(c_uint32(index), kind.from_buffer_copy(patched))])
+
+    def release(self) -> None:
+        """The views of the mmap dropped (before it is closed)."""
+        self._views = {}
+
+
 def open_table(adapter: TableAdapter, name: str, spec: Optional[MapSpec] = None) -> Table:
     """Map `name` as the table its spec says it is: a map of maps, a row per CPU, per-CPU or plain
     (the spec: `spec`, else the instance's, MAPS)."""
@@ -345,4 +421,4 @@ def _copy(array: Any, index: int) -> Any:
     return type(item).from_buffer_copy(item) if isinstance(item, (Structure, ctypes.Array)) else item
 
 
-__all__ = ["MapOfMaps", "PerCpuTable", "Table", "TableAdapter", "UpdateFlag", "fill_arrays", "summed"]
+__all__ = ["InPlace", "MapOfMaps", "PerCpuTable", "Table", "TableAdapter", "UpdateFlag", "fill_arrays", "summed"]

@@ -13,7 +13,7 @@ import ipaddress
 import struct
 from ctypes import c_uint32, c_uint64
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from bench.packets import internet_checksum
 from bench.libbpf import BPF_F_LOCK, BpfObject, map_delete, map_lookup, map_update, test_run
@@ -106,6 +106,7 @@ class AtsssProgram:
         self.slots = self.obj.map_fd("dpp_atsss_slots")
         self.index = {4: self.obj.map_fd("dpp_atsss_index4"), 6: self.obj.map_fd("dpp_atsss_index6")}
         self._next_slot = 0
+        self._session_slots: dict[str, list[int]] = {}  # UE -> the path slots of the session added
         self.paths = self.obj.map_fd("dpp_atsss_paths")
         self.stats = self.obj.map_fd("dpp_atsss_path_stats")
         self.uplink = self.obj.map_fd("dpp_atsss_uplink")
@@ -155,10 +156,28 @@ class AtsssProgram:
         map_update(self.config, c_uint32(0), Config(flags=flags, ack_ratio=ack_ratio))
 
     def set_up(self, slot: int, up: bool) -> None:
-        """The path reported up or down, the rest of it (its sequence number) kept."""
+        """The path reported up or down, the rest of it (its sequence number) kept; so is the mask of
+        the paths up of each session added that names it (as the control plane keeps it)."""
         value = self.path(slot)
         value.flags = (value.flags | PathFlags.UP) if up else (value.flags & ~PathFlags.UP)
         map_update(self.paths, c_uint32(slot), value)
+        for ue, slots in self._session_slots.items():
+            if slot in slots:
+                self._rewrite_session(ue, lambda session: setattr(session, "up", self._up_mask(slots)))
+
+    def _up_mask(self, slots: list[int]) -> int:
+        """The positions of `slots` whose path is up, as bits (struct dpp_atsss_session.up)."""
+        return sum(1 << position for position, slot in enumerate(slots) if self.path(slot).flags & PathFlags.UP)
+
+    def _rewrite_session(self, ue: str, change: Callable[[Session], None]) -> None:
+        """The UE's session read, changed and written back where it is (no packet runs meanwhile)."""
+        key = session_key(ue)
+        way = way_holding(self.bucket(key), key)
+        fd, where = (self.slots, c_uint32(self.bucket(key).slot[way])) if way is not None else (self.sessions, key)
+        value = Session()
+        map_lookup(fd, where, value)
+        change(value)
+        map_update(fd, where, value)
 
     def set_congested(self, slot: int, congested: bool) -> None:
         """The path reported congested or no longer, the rest of it kept."""
@@ -180,7 +199,8 @@ class AtsssProgram:
 
     def add_session(self, ue: str, mode: Mode, slots: list[int], weights: Optional[list[int]] = None,
                     mp_seq: int = 0, priorities: Optional[list[int]] = None, flags: int = 0) -> None:
-        value = Session(mode=mode, n_paths=len(slots), mp_seq=mp_seq, flags=flags)
+        value = Session(mode=mode, n_paths=len(slots), mp_seq=mp_seq, flags=flags, up=self._up_mask(slots))
+        self._session_slots[ue] = list(slots)
         value.path[: len(slots)] = slots
         value.weight[: len(slots)] = weights or [1] * len(slots)
         value.priority[: len(slots)] = priorities or [0] * len(slots)
@@ -205,6 +225,7 @@ class AtsssProgram:
         return value
 
     def delete_session(self, ue: str) -> None:
+        self._session_slots.pop(ue, None)
         key = session_key(ue)
         bucket = self.bucket(key)
         way = way_holding(bucket, key)

@@ -3,7 +3,8 @@ written by the control plane's SessionIndex into xdp_atsss.bpf.o's maps, UE pack
 the program (BPF_PROG_TEST_RUN). A way serves only its own address, every word of it: another
 address of the same bucket (a near miss) passes untouched, for IPv4 and for IPv6 (an address whose
 words xor to the same hash, two words differing); a bucket's eighth IPv4 session goes to the hash
-and each of the eight is served on its own path; a changed session moves to another way and slot
+and each of the eight is served on its own path; a changed session given to the index again (the
+table stores a change in place where the data plane's writer runs) moves to another way and slot
 with its MP_SEQ number carried over, and the old way and slot are freed after a wait."""
 
 from __future__ import annotations
@@ -108,7 +109,7 @@ def test_a_changed_session_moves_to_another_way_with_its_number_and_the_old_one_
     assert served_by(atsss, ue)[0] == XDP_TX
     value = index.get(session_key(ue))
     assert value is not None and value.mp_seq == 501, "the packet took number 500 from the indexed session"
-    value.flags = 1  # a change of the session (CsCov 1), its number carried over as the table does
+    value.flags = 1  # a change of the session (CsCov 1), its number carried over (the table's way without a writer)
     index.write([(session_key(ue), value)])
     moved = index.slot(session_key(ue))
     assert moved not in (None, first), "written whole into another slot, never over the one read"

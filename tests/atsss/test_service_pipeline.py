@@ -1,8 +1,8 @@
 """ATSSS's service over the NetApp's pinned pipeline (libdpp, dpp.bpf.o, whose ATSSS maps are
 created and pinned with it): what a session put through the service becomes in the kernel's maps,
 read through a second handle on the pinned instance (another process's view) and compared with
-entries built here from the ABI's field layout (tests/atsss/atsss.py); an unchanged session keeps
-the numbers the data path advanced, a changed one carries them over; a restart of the control plane
+entries built here from the ABI's field layout (tests/atsss/atsss.py); a session keeps the numbers
+the data path advanced, changed or not (its words stored in place); a restart of the control plane
 reconciles without rewriting (the index read back, its ways kept); the kernel refusing a session (its
 bucket of the index full, and the hash) leaves the maps and the
 store as they were; a path naming an interface gets its MAC addresses from the node's namespace

@@ -32,8 +32,10 @@ from tests.utils.maps import pinned_instance, second_handle
 REPO = Path(__file__).resolve().parents[2]
 DPPCTL = REPO / "dataplane" / "build" / "dppctl"
 PIN_ROOT = Path("/sys/fs/bpf/dpp")
-# the pipeline's ATSSS programs: a REDUNDANT copy's per position (devmap), and the stage (tail call)
-ATSSS_PROGS = ("dpp_atsss_copy_0", "dpp_atsss_copy_1", "dpp_atsss_copy_2", "dpp_atsss_copy_3", "dpp_atsss_stage")
+# the pipeline's ATSSS programs: a REDUNDANT copy's per position (devmap), the control plane's writer of a
+# session's words (in no slot), and the stage (tail call)
+ATSSS_PROGS = ("dpp_atsss_copy_0", "dpp_atsss_copy_1", "dpp_atsss_copy_2", "dpp_atsss_copy_3", "dpp_atsss_session_set",
+               "dpp_atsss_stage")
 IFACE, PEER = "v1", "v0"  # the pipeline sits on v1; frames are written into v0
 PORT = 5004
 
@@ -155,6 +157,7 @@ def test_a_reload_replaces_every_program_and_its_pin_and_slot(ns, dataplane):
     assert [(p["name"], p["kind"], p["slot"]) for p in old] == [
         ("dpp_xdp", "xdp", "entry"),
         *[(name, "devmap", None) for name in ATSSS_PROGS[:4]],
+        ("dpp_atsss_session_set", "tail", None),
         ("dpp_atsss_stage", "tail", "atsss"),
         ("dpp_dup_decap", "devmap", None),
         ("dpp_frer_egress", "devmap", None),

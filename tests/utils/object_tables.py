@@ -110,6 +110,17 @@ class ObjectTables:
     def table_wait_readers(self) -> None:
         pass
 
+    def map_fd(self, name: str) -> int:
+        """The object's map (a Table's `in_place` maps an mmapable array's values through it)."""
+        return self.obj.map_fd(name)
+
+    def program_fd(self, name: str) -> int:
+        """The object's program (a writer of a map's values in place, Table.program_fd)."""
+        try:
+            return self.obj.program_fd(name)
+        except OSError as exc:
+            raise LookupError(name) from exc
+
     def map_info(self, name: str) -> dict[str, int]:
         size = self.specs[name].max_entries
         return {"id": 0, "max_entries": CONSTANTS[size] if isinstance(size, str) else size}

@@ -153,22 +153,6 @@ static __always_inline int pick_priority(const struct dpp_atsss_session *s, __u3
 	return best;
 }
 
-/* WEIGHTED's pick and its MP_SEQ number, under the session's lock: the pick reads and writes every
- * position's current weight. The number is taken there by a plain increment, no atomic add: every
- * packet that meets this entry is WEIGHTED's and holds the lock to take one (a change of mode is a
- * new entry: the control plane replaces a session, never writes it in place). */
-static __always_inline int pick_weighted_locked(struct dpp_atsss_session *s, __u32 up, __u64 *mp_seq)
-{
-	int pos;
-
-	bpf_spin_lock(&s->lock);
-	pos = pick_weighted(s, up, true);
-	if (pos >= 0)
-		*mp_seq = s->mp_seq++;
-	bpf_spin_unlock(&s->lock);
-	return pos;
-}
-
 /* The next MP_SEQ number of the session: one atomic add, unique and increasing across CPUs. Not a
  * block of numbers per CPU handed out locally: the numbers a CPU's block leaves unused are a gap
  * the UE's receiver, reordering by MP_SEQ, waits on until its timeout. This add and the path's
@@ -176,6 +160,22 @@ static __always_inline int pick_weighted_locked(struct dpp_atsss_session *s, __u
 static __always_inline __u64 take_mp_seq(struct dpp_atsss_session *s)
 {
 	return __sync_fetch_and_add(&s->mp_seq, 1);
+}
+
+/* WEIGHTED's pick and its MP_SEQ number, under the session's lock: the pick reads and writes every
+ * position's current weight. The number is taken there by atomic add too, as the other modes take
+ * theirs without the lock: the control plane changes a session's mode in place (netapp/atsss/
+ * table.py), so a packet that read the old mode may take a number as another mode's packet does. */
+static __always_inline int pick_weighted_locked(struct dpp_atsss_session *s, __u32 up, __u64 *mp_seq)
+{
+	int pos;
+
+	bpf_spin_lock(&s->lock);
+	pos = pick_weighted(s, up, true);
+	if (pos >= 0)
+		*mp_seq = take_mp_seq(s);
+	bpf_spin_unlock(&s->lock);
+	return pos;
 }
 
 /* The counters of the path p, the line of it a packet's count moves (atsss_count), read. Every
@@ -217,6 +217,22 @@ static __always_inline int schedule_weighted(struct dpp_atsss_session *s, __u32 
 	return pos;
 }
 
+/* REDUNDANT: every position up, as the session's own mask says (struct dpp_atsss_session.up, which
+ * the control plane keeps with the paths' flags): no path's line is read here, each copy reads its
+ * own. Positions past n_paths are left out (a mask of a session whose paths are changing). */
+static __always_inline int schedule_redundant(struct dpp_atsss_session *s, __u64 *mp_seq, __u32 *up,
+					      struct dpp_atsss_path **path)
+{
+	__u32 n = s->n_paths;
+
+	*path = NULL;
+	*up = s->up & (n >= DPP_ATSSS_MAX_PATHS ? (1u << DPP_ATSSS_MAX_PATHS) - 1 : (1u << n) - 1);
+	if (!*up)
+		return -1;
+	*mp_seq = take_mp_seq(s);
+	return ATSSS_EVERY_PATH;
+}
+
 /* The position of the path for the next packet (ATSSS_EVERY_PATH: each of *up), its MP_SEQ number
  * (*mp_seq) and its path (*path, or NULL: looked up by the send), or -1 when no path of the
  * session is up (no number is then taken); every mode but ROUND_ROBIN (schedule_round_robin). The
@@ -230,6 +246,8 @@ static __always_inline int atsss_schedule(struct dpp_atsss_session *s, __u64 *mp
 	struct atsss_paths_view v;
 	int pos;
 
+	if (mode == DPP_ATSSS_REDUNDANT)
+		return schedule_redundant(s, mp_seq, up, path);
 	/* two copies of the paths' read: the one of the schedulers that need no more than which
 	 * paths are up keeps no RTT or congestion state across the loop (registers spilled) */
 	if (mode == DPP_ATSSS_SMALLEST_DELAY || mode == DPP_ATSSS_PRIORITY)
@@ -243,10 +261,6 @@ static __always_inline int atsss_schedule(struct dpp_atsss_session *s, __u64 *mp
 		return -1;
 	if (mode == DPP_ATSSS_WEIGHTED)
 		return schedule_weighted(s, v.up, mp_seq, path);
-	if (mode == DPP_ATSSS_REDUNDANT) {
-		*mp_seq = take_mp_seq(s);
-		return ATSSS_EVERY_PATH;
-	}
 	if (mode == DPP_ATSSS_ACTIVE_STANDBY)
 		pos = pick_active_standby(v.up);
 	else if (mode == DPP_ATSSS_SMALLEST_DELAY)

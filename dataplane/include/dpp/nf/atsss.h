@@ -13,12 +13,16 @@
  * numbers do. Only weighted round-robin changes several words per packet (the current weight of
  * every path up), and does so under the session's bpf_spin_lock, which nothing else takes: two CPUs
  * must not read the same current weights and both pick the same path; its MP_SEQ number is taken
- * under that lock by a plain increment (every packet of a WEIGHTED entry holds the lock to take one:
- * the control plane replaces an entry whole, never writes it in place, so one entry has one mode). The lock is the dearest part
+ * under that lock by atomic add as well (the control plane changes a session's mode in place, so a
+ * packet of the old mode and one of the new may take numbers at once). The lock is the dearest part
  * of a packet's way (it saves and disables interrupts), which is why the other schedulers, whose
  * pick is a function of what the control plane wrote, go without. Whether a path is up, its RTT
  * and addresses are written by the control plane only and read as they are; what a path sent is
  * counted by atomic adds in the path (struct dpp_atsss_path says why), what it received per CPU.
+ * The control plane writes the words the data path moves (DCCP and MP_SEQ numbers, what a path
+ * sent, WEIGHTED's current weights) only when it creates a path or session; a change stores the
+ * other words in place, one aligned store each (netapp/atsss/table.py says in which order, and
+ * what a packet meets between them), so that no number is given twice nor any count lost.
  */
 #ifndef DPP_NF_ATSSS_H
 #define DPP_NF_ATSSS_H
@@ -176,7 +180,8 @@ struct dpp_atsss_session_key {
 
 /* Value of dpp_atsss_slots (and of dpp_atsss_sessions): a UE's paths, in priority order (active-standby's order), and its
  * scheduler's state (WEIGHTED's under the lock, the MP_SEQ counter atomic). The control plane
- * writes it with the state zeroed and mp_seq the first MP_SEQ number to send. */
+ * writes a new one with the state zeroed and mp_seq the first MP_SEQ number to send; a changed one
+ * of dpp_atsss_slots in place, the lock, current and mp_seq left to the data path. */
 struct dpp_atsss_session {
 	struct bpf_spin_lock lock; /* WEIGHTED's current weights */
 	__u8 mode;    /* enum dpp_atsss_mode */
@@ -187,8 +192,26 @@ struct dpp_atsss_session {
 	__s32 current[DPP_ATSSS_MAX_PATHS]; /* WEIGHTED: smooth WRR's current weights */
 	__u32 path[DPP_ATSSS_MAX_PATHS];    /* slots of dpp_atsss_paths, by position */
 	__u8 priority[DPP_ATSSS_MAX_PATHS]; /* PRIORITY: each position's, 0 the highest; ties: first */
+	/* REDUNDANT: the positions whose path is up, as bits, kept with the paths' up flags by the
+	 * control plane, so that the marking reads no path's line (the copies read their own) */
+	__u8 up;
+	__u8 reserved[3];
 	__u64 mp_seq; /* the next MP_SEQ number (48 bits used): atomic, WEIGHTED's under the lock */
 };
+
+/* The data of a run of dpp_atsss_session_set (nf/atsss/words.h): the words of a session the
+ * control plane owns, stored in place, the lock, current and mp_seq left as packets move them. */
+struct dpp_atsss_session_words {
+	struct dpp_atsss_session_key key; /* the session of dpp_atsss_sessions, when slot is 0 */
+	__u32 slot;	/* of dpp_atsss_slots; 0: the session by key */
+	__u32 control;	/* the session's mode, n_paths, flags, tx_group, as they lie in memory */
+	__u32 fewer;	/* nonzero: the control word stored first (n_paths shrinks), else last */
+	__u64 weight;	/* weight[] as it lies in memory */
+	__u64 path[2];	/* path[] */
+	__u64 priority; /* priority[], up and reserved[] */
+};
+
+_Static_assert(sizeof(struct dpp_atsss_session_words) == 64, "a run's data: one line, past XDP's 14-byte minimum");
 
 /* Value of dpp_atsss_index4: a bucket of IPv4 UEs. Way i holds addr[i] and its session's slot
  * when bit i of live is set; its address and slot are written only while the bit is clear. */
@@ -219,8 +242,9 @@ _Static_assert(sizeof(struct dpp_atsss_index4) == 64 && sizeof(struct dpp_atsss_
  * per-CPU slot is two more lines a packet fetches one after the other (the slot's pointer, then
  * this CPU's value), where these share the line pair the packet's path is read from
  * (bench/README.md, ATSSS, "the path's counters in its own lines"). The control plane writes a
- * path whole, its template built (netapp/atsss/head4.py), carrying its DCCP number and counters
- * over (netapp/atsss/table.py). */
+ * new path whole, its template built (netapp/atsss/head4.py), before any session leads to it; a
+ * changed one only in its own words, in place through the map's mmap, never dccp_seq, packets or
+ * bytes (netapp/atsss/table.py): a packet sent meanwhile keeps its number and its count. */
 struct dpp_atsss_path {
 	__u64 dccp_seq; /* the next DCCP sequence number (48 bits used), atomic */
 	__u8 access;	/* enum dpp_atsss_access */

@@ -1,0 +1,148 @@
+"""A session changed while its packets flow: the downlink run without pause on one CPU (the
+benchmark harness puts the original packet back before every repetition, bench/bpf/harness.bpf.c)
+while the service, on another thread, PATCHes the session many times (a path's weight, its RTT, a
+path down and up again, the mode between weighted round-robin and round-robin). The control plane
+never writes the words the packets move (DCCP and MP_SEQ numbers, what a path sent), so afterwards
+the session's MP_SEQ counter is the number of packets sent (each number given once: a write that
+carried a counter over from a read before some packet would have set it back, and that packet's
+number been given again), each path's DCCP counter the number of packets it sent, and the paths'
+counts add up to every packet, their bytes to every byte. The verdict does not depend on timing:
+on this code it holds whatever the interleaving; with the old read, carry over and write it fails
+whenever a packet falls between a read and its write, which the many changes of one run make
+certain (checked 5 runs out of 5)."""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any, Iterator
+
+import pytest
+
+from bench.harness import Harness, Walk, build_harness
+from bench.libbpf import test_run as prog_test_run
+from netapp.atsss.models import AtsssSessionPatch, AtsssSessionSpec
+from netapp.atsss.service import Atsss
+from netapp.atsss.table import AtsssMaps
+from netapp.service.contract import Principal, Scope
+from netapp.service.store import Store
+from netapp.tenancy.models import TenantSpec
+from netapp.tenancy.service import TenantService
+from tests.atsss.atsss import XDP_TX, AtsssProgram, delete_every_session, ethernet, ue_packet
+from tests.utils.dataplane import two_cpus
+from tests.utils.object_tables import ObjectTables
+
+ADMIN = Principal("operator", frozenset({Scope.ADMIN}))
+CAROL = Principal("carol", frozenset({Scope.READ, Scope.INTENTS_WRITE}))
+UE = "10.60.0.5"
+UE_AT = 14 + 16  # the inner IPv4 destination: the walk writes the UE's address there
+PAYLOAD_AT = 14 + 20 + 8
+CHUNK = 100_000  # repetitions of one run of the packet thread
+# The changes, in turn: each a PATCH body (path 0 stays up, so every packet has a path).
+CHANGES = [
+    {"paths": [{"index": 1, "weight": 1}]},
+    {"paths": [{"index": 0, "rtt_us": 900}]},
+    {"paths": [{"index": 1, "up": False}]},
+    {"mode": "round_robin"},
+    {"paths": [{"index": 1, "up": True, "rtt_us": 1500}]},
+    {"paths": [{"index": 1, "weight": 3}]},
+    {"mode": "weighted", "paths": [{"index": 0, "rtt_us": 0}]},
+]
+ROUNDS = 30  # of CHANGES: 210 PATCHes
+
+
+def path(n: int, **overrides: Any) -> dict[str, Any]:
+    return {"access": "3GPP" if n % 2 else "non-3GPP", "local": f"192.0.2.{n}", "peer": f"198.51.100.{n}",
+            "local_port": 5000 + n, "peer_port": 6000 + n, "source_mac": f"02:00:00:00:aa:0{n}",
+            "next_hop_mac": f"02:00:00:00:bb:0{n}", **overrides}
+
+
+@pytest.fixture(scope="module")
+def harness():
+    with Harness(build_harness()) as h:
+        yield h
+        h.release_target()
+
+
+@pytest.fixture
+def service(atsss: AtsssProgram, tmp_path, node_ns) -> Iterator[Atsss]:
+    store = Store.open(tmp_path / "netapp.db", synchronous="NORMAL")
+    TenantService(lambda: store).put_tenant(ADMIN, "carol",
+                                            TenantSpec.model_validate({"traffic": [{"dst": "10.60.0.0/24"}]}))
+    service = Atsss(store, AtsssMaps(ObjectTables(atsss.obj).table), netns=node_ns)
+    try:
+        yield service
+    finally:
+        delete_every_session(service, ADMIN)
+        store.close()
+
+
+class Flow(threading.Thread):
+    """The downlink of one UE packet, CHUNK repetitions a run, on one CPU until stopped; `sent` counts
+    the repetitions of the runs done, `started` is set once the first run is done."""
+
+    def __init__(self, prog_fd: int, frame: bytes, cpu: int):
+        super().__init__()
+        self.prog_fd, self.frame, self.cpu = prog_fd, frame, cpu
+        self.sent, self.verdicts = 0, set()
+        self.started, self.stop = threading.Event(), threading.Event()
+
+    def run(self) -> None:
+        os.sched_setaffinity(0, {self.cpu})
+        try:
+            while not self.stop.is_set():
+                self.verdicts.add(prog_test_run(self.prog_fd, self.frame, CHUNK, out_size=len(self.frame) + 256).retval)
+                self.sent += CHUNK
+                self.started.set()
+        finally:
+            self.started.set()
+
+
+def test_changes_while_packets_flow_give_no_number_twice_and_lose_no_count(atsss, service, harness):
+    cpu = two_cpus()[0]
+    spec = AtsssSessionSpec.model_validate({"name": "ue5", "ue": UE, "mode": "weighted",
+                                            "paths": [path(1, weight=3), path(2)]})
+    slots = service.create_session(CAROL, "ue5", spec).slots
+    packet = ue_packet(UE, bytes(64))
+    frame = ethernet(packet)
+    harness.set_walk(Walk(1, teid_base=0, src_base=int.from_bytes(bytes(map(int, UE.split("."))), "big"),
+                          teid_off=PAYLOAD_AT, src_off=UE_AT))
+    harness.set_target(atsss.prog)
+    harness.set_packet(frame)
+    flow = Flow(harness.walk_head_fd, frame, cpu)
+    flow.start()
+    try:
+        assert flow.started.wait(timeout=30)
+        for _ in range(ROUNDS):
+            for change in CHANGES:
+                service.patch_session(CAROL, "ue5", AtsssSessionPatch.model_validate(change))
+    finally:
+        flow.stop.set()
+        flow.join()
+    assert flow.verdicts == {XDP_TX}
+    session = atsss.session(UE)
+    paths = [atsss.path(slot) for slot in slots]
+    assert session is not None and min(p.packets for p in paths) > 0, "both paths carried packets"
+    # each number given once: the counters are the packets that took one; each packet counted
+    assert {"mp_seq": session.mp_seq, "dccp_seq": [p.dccp_seq for p in paths],
+            "packets": sum(p.packets for p in paths), "bytes": sum(p.bytes for p in paths)} == {
+        "mp_seq": flow.sent, "dccp_seq": [p.packets for p in paths],
+        "packets": flow.sent, "bytes": flow.sent * len(packet)}
+
+
+def test_a_path_reported_down_or_up_moves_its_bit_of_the_sessions_mask_with_its_flag(atsss, service):
+    """REDUNDANT's marking reads the session's mask of the paths up, not the paths: a PATCH of a
+    path's up flag stores both, the path's flag and the session's bit, the session's numbers kept.
+    The mask is kept in every mode (a redundant session needs interfaces for its copies; the mask's
+    upkeep is the same)."""
+    spec = AtsssSessionSpec.model_validate({"name": "ue5", "ue": UE, "mode": "round_robin",
+                                            "paths": [path(1), path(2), path(3)]})
+    slots = service.create_session(CAROL, "ue5", spec).slots
+    assert atsss.session(UE).up == 0b111
+    before = atsss.session(UE).mp_seq
+    service.patch_session(CAROL, "ue5", AtsssSessionPatch.model_validate({"paths": [{"index": 1, "up": False}]}))
+    assert (atsss.session(UE).up, [atsss.path(slot).flags & 1 for slot in slots]) == (0b101, [1, 0, 1])
+    service.patch_session(CAROL, "ue5", AtsssSessionPatch.model_validate({"paths": [{"index": 1, "up": True},
+                                                                                   {"index": 2, "up": False}]}))
+    assert (atsss.session(UE).up, [atsss.path(slot).flags & 1 for slot in slots]) == (0b011, [1, 1, 0])
+    assert atsss.session(UE).mp_seq == before
