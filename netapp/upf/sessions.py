@@ -321,6 +321,8 @@ class Upf:
     def _new_seid(self) -> int:
         """The SEID of a new session: the next one, the first free one below SEID_SPACE after it."""
         seid = self._next_seid
+        if 0 < seid < SEID_SPACE and seid not in self.sessions:  # the usual: given in turn, not yet wrapped
+            return seid
         for _ in range(len(self.sessions) + 1):
             seid = seid if 0 < seid < SEID_SPACE else 1
             if seid not in self.sessions:  # not `get`: that reads a held session's JSON into models

@@ -178,8 +178,11 @@ class Teids:
         PDRs without one) in turn: the fast path of establishments (netapp.upf.pfcp.templates). A new
         session holds no TEID, so every one held is another's: no `Taken` is asked (two calls a TEID)."""
         self.pending = cursor = self.cursor
-        chosen: list[int] = []
         held = self.held
+        if len(held) + count - 1 < self._array - 1:  # each below the array, as `_free` gives them: one call
+            chosen, self.pending = free_numbers(cursor, held, self._array, count, "TEID")
+            return chosen
+        chosen = []
         for _ in range(count):
             space = self._array if len(held) + len(chosen) < self._array - 1 else TEID_SPACE  # as `_free`
             _, cursor = free_numbers(cursor, held, space, 1, "TEID", chosen)
@@ -248,17 +251,26 @@ def free_numbers(cursor: int, held: dict[int, int], space: int, count: int, what
     first after `cursor` in 1 .. space-1 that no session holds (`held`) and that is not given
     already (`chosen`: those given before, the new ones appended to it); and the cursor after them.
     Without `Taken` and `choose_slots`' dicts: the fast path of establishments takes a URR slot and
-    two policers a session this way, and its TEIDs."""
+    two policers a session this way, and its TEIDs. The number after the cursor is asked first, alone:
+    numbers are given in turn, so it is free unless the numbers have wrapped (`free_number` is the
+    reference, a test compares the two)."""
     chosen = [] if chosen is None else chosen
     for _ in range(count):
-        for _ in range(len(held) + len(chosen) + 2):
-            cursor = cursor % (space - 1) + 1
-            if cursor not in held and cursor not in chosen:
-                chosen.append(cursor)
-                break
-        else:
-            raise RuleError(Cause.NO_RESOURCES_AVAILABLE, f"no {what} is free")
+        cursor = cursor % (space - 1) + 1
+        if cursor in held or cursor in chosen:
+            cursor = _free_after(cursor, held, space, chosen, what)
+        chosen.append(cursor)
     return chosen, cursor
+
+
+def _free_after(cursor: int, held: dict[int, int], space: int, chosen: list[int], what: str) -> int:
+    """The first number after `cursor` (taken) that is neither held nor chosen: `free_numbers`' walk,
+    its first step made; as many steps in all as `free_number` takes."""
+    for _ in range(len(held) + len(chosen) + 1):
+        cursor = cursor % (space - 1) + 1
+        if cursor not in held and cursor not in chosen:
+            return cursor
+    raise RuleError(Cause.NO_RESOURCES_AVAILABLE, f"no {what} is free")
 
 
 def free_number(cursor: int, taken: Taken, space: int, what: str) -> int:

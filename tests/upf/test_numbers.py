@@ -1,0 +1,103 @@
+"""The numbers a new session is given on the fast path of establishments (netapp.upf.slots:
+`free_numbers`, `Teids.choose_new`) against the full path's (`free_number` over `Taken`,
+`Teids.choose`): the same numbers, the same cursor after them, the same refusal when none is free,
+over random holders in small spaces (wrapping, full, the TEID array's edge)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from netapp.service.store import Store
+from netapp.upf.models import FSeid, FTeid, Pdi, Pdr, RuleError, Session
+from netapp.upf.sessions import SEID_SPACE, Upf
+from netapp.upf.slots import Taken, Teids, free_number, free_numbers
+
+SEID = 99  # the new session's: it holds nothing
+
+
+def _reference(cursor: int, held: dict[int, int], space: int, count: int) -> tuple[list[int], int] | str:
+    """`count` numbers as the full path gives them (`choose_slots`' walk); "full" if refused."""
+    taken, chosen = Taken(held, SEID), []
+    try:
+        for _ in range(count):
+            cursor = free_number(cursor, taken, space, "number")
+            taken.add(cursor)
+            chosen.append(cursor)
+    except RuleError:
+        return "full"
+    return chosen, cursor
+
+
+def _fast(cursor: int, held: dict[int, int], space: int, count: int) -> tuple[list[int], int] | str:
+    try:
+        return free_numbers(cursor, held, space, count, "number")
+    except RuleError:
+        return "full"
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_free_numbers_gives_what_the_full_walk_gives(seed):
+    rng = random.Random(seed)
+    for _ in range(500):
+        space = rng.randint(2, 12)
+        held = {number: rng.randint(1, 5) for number in rng.sample(range(1, space), rng.randint(0, space - 1))}
+        cursor, count = rng.randint(0, space - 1), rng.randint(1, 4)
+        assert _fast(cursor, held, space, count) == _reference(cursor, held, space, count), (cursor, held, space)
+
+
+def _choosing(count: int) -> dict[int, Pdr]:
+    """`count` uplink PDRs asking CHOOSE without a CHOOSE ID: a TEID each."""
+    return {pdr_id: Pdr(id=pdr_id, precedence=pdr_id, pdi=Pdi(source_interface=0,
+                                                               local_fteid=FTeid(choose=True, want_ipv4=True)))
+            for pdr_id in range(1, count + 1)}
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_teids_chosen_new_are_those_choose_gives_at_the_arrays_edge(seed):
+    """Below the array while fewer TEIDs than it holds are held, anywhere after (`Teids._free`)."""
+    rng = random.Random(seed)
+    for _ in range(200):
+        array = rng.randint(3, 10)
+        held = {teid: 1 for teid in rng.sample(range(1, array + 4), rng.randint(0, array + 2))}
+        cursor, count = rng.randint(0, array + 3), rng.randint(1, 3)
+        fast, full = Teids(array, "192.0.2.1", None), Teids(array, "192.0.2.1", None)
+        for teids in (fast, full):
+            teids.held, teids.cursor = dict(held), cursor
+        try:
+            chosen: tuple[list[int], int] | str = (fast.choose_new(SEID, count), fast.pending)
+        except RuleError:
+            chosen = "full"
+        try:
+            made = full.choose(Session(seid=SEID, node_id="smf", remote=FSeid(seid=9, ipv4="10.0.0.1")), _choosing(count))
+            expected: tuple[list[int], int] | str = ([fteid.teid for _, fteid in made], full.pending)
+        except RuleError:
+            expected = "full"
+        assert chosen == expected, (array, held, cursor, count)
+
+
+def _walked_seid(next_seid: int, held: set[int]) -> int | str:
+    """The SEID `Upf._new_seid` gives, by its walk alone (the reference of its first probe)."""
+    seid = next_seid
+    for _ in range(len(held) + 1):
+        seid = seid if 0 < seid < SEID_SPACE else 1
+        if seid not in held:
+            return seid
+        seid += 1
+    return "full"
+
+
+def test_a_new_seid_is_what_the_walk_gives(tmp_path):
+    """The next SEID asked first alone: after one held, past SEID_SPACE (to 1), and 0 never given."""
+    store = Store.open(tmp_path / "netapp.db", synchronous="NORMAL")
+    try:
+        upf = Upf(store)
+        for seid in (1, 2, 5, SEID_SPACE - 1):
+            upf.sessions.put(Session(seid=seid, node_id="smf", remote=FSeid(seid=9, ipv4="10.0.0.1")))
+        held = {1, 2, 5, SEID_SPACE - 1}
+        for next_seid in (0, 1, 3, 5, 6, SEID_SPACE - 1, SEID_SPACE, SEID_SPACE + 7):
+            upf._next_seid = next_seid
+            assert upf._new_seid() == _walked_seid(next_seid, held), next_seid
+    finally:
+        store.close()
