@@ -246,7 +246,11 @@ static __always_inline int atsss_schedule(struct dpp_atsss_session *s, __u64 *mp
 	struct atsss_paths_view v;
 	int pos;
 
-	if (mode == DPP_ATSSS_REDUNDANT)
+	/* marked unlikely, not because REDUNDANT is rare: without the hint the compiler tests it before
+	 * ROUND_ROBIN in atsss_downlink and spills round-robin's registers around it (+6 instructions
+	 * executed on round-robin's way, which shares none of this; bench/README.md's section on paths
+	 * and sessions changed in place has the counts) */
+	if (__builtin_expect(mode == DPP_ATSSS_REDUNDANT, 0))
 		return schedule_redundant(s, mp_seq, up, path);
 	/* two copies of the paths' read: the one of the schedulers that need no more than which
 	 * paths are up keeps no RTT or congestion state across the loop (registers spilled) */
