@@ -308,8 +308,11 @@ class LivenessMonitor:
             if node is None:
                 return set()
             node.answers += 1
-            node.last_answer = self._clock()
+            # The wall time first: a pause between the two reads then makes the answer's wall time
+            # earlier than its monotonic one, never later, so the time a node is shown down is
+            # at least interval x multiplier after its last answer shown, in wall time too.
             node.last_answer_at = self._wall()
+            node.last_answer = self._clock()
             if node.state == UP:
                 return set()
             node.state = UP
