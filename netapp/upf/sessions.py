@@ -99,6 +99,20 @@ class Outcome:
     ue_created: tuple[tuple[int, UeIpAddress], ...] = ()  # (PDR id, the UE address the UPF chose (CHV4))
 
 
+def new_seid(next_seid: int, sessions: SessionTable) -> int:
+    """The SEID of a new session: `next_seid`, else the first one below SEID_SPACE after it that
+    `sessions` does not hold."""
+    seid = next_seid
+    if 0 < seid < SEID_SPACE and seid not in sessions:  # the usual: given in turn, not yet wrapped
+        return seid
+    for _ in range(len(sessions) + 1):
+        seid = seid if 0 < seid < SEID_SPACE else 1
+        if seid not in sessions:  # not `get`: that reads a held session's JSON into models
+            return seid
+        seid += 1
+    raise RuleError(Cause.NO_RESOURCES_AVAILABLE, "no SEID is free")
+
+
 class Upf:
     """Associations and sessions: in memory for reading, in the store for restarts."""
 
@@ -251,7 +265,7 @@ class Upf:
     def establish(self, node_id: str, remote: FSeid, plans: dict[str, RulePlan]) -> Outcome:
         with self._lock:
             self.require_association(node_id)
-            seid = self._new_seid()
+            seid = new_seid(self._next_seid, self.sessions)
             empty = Session(seid=seid, node_id=node_id, remote=remote)
             outcome = self._build(empty, plans)
             self._save(None, outcome.session, next_seid=seid + 1, cursor=self._teids.pending)
@@ -266,7 +280,7 @@ class Upf:
             if stencil.node_id not in self.associations:
                 return None
             try:
-                seid = self._new_seid()
+                seid = new_seid(self._next_seid, self.sessions)
             except RuleError:
                 return None
             try:
@@ -317,18 +331,6 @@ class Upf:
             old = self.require_session(seid)
             used_up = {urr_id: old.urrs[urr_id].model_copy(update={"quota_exhausted": True}) for urr_id in urr_ids}
             self._save(old, old.model_copy(update={"urrs": {**old.urrs, **used_up}}))
-
-    def _new_seid(self) -> int:
-        """The SEID of a new session: the next one, the first free one below SEID_SPACE after it."""
-        seid = self._next_seid
-        if 0 < seid < SEID_SPACE and seid not in self.sessions:  # the usual: given in turn, not yet wrapped
-            return seid
-        for _ in range(len(self.sessions) + 1):
-            seid = seid if 0 < seid < SEID_SPACE else 1
-            if seid not in self.sessions:  # not `get`: that reads a held session's JSON into models
-                return seid
-            seid += 1
-        raise RuleError(Cause.NO_RESOURCES_AVAILABLE, "no SEID is free")
 
     def require_session(self, seid: int) -> Session:
         session = self.sessions.get(seid)

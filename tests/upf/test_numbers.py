@@ -11,7 +11,7 @@ import pytest
 
 from netapp.service.store import Store
 from netapp.upf.models import FSeid, FTeid, Pdi, Pdr, RuleError, Session
-from netapp.upf.sessions import SEID_SPACE, Upf
+from netapp.upf.sessions import SEID_SPACE, Upf, new_seid
 from netapp.upf.slots import Taken, Teids, free_number, free_numbers
 
 SEID = 99  # the new session's: it holds nothing
@@ -78,7 +78,7 @@ def test_teids_chosen_new_are_those_choose_gives_at_the_arrays_edge(seed):
 
 
 def _walked_seid(next_seid: int, held: set[int]) -> int | str:
-    """The SEID `Upf._new_seid` gives, by its walk alone (the reference of its first probe)."""
+    """The SEID `new_seid` gives, by its walk alone (the reference of its first probe)."""
     seid = next_seid
     for _ in range(len(held) + 1):
         seid = seid if 0 < seid < SEID_SPACE else 1
@@ -97,7 +97,6 @@ def test_a_new_seid_is_what_the_walk_gives(tmp_path):
             upf.sessions.put(Session(seid=seid, node_id="smf", remote=FSeid(seid=9, ipv4="10.0.0.1")))
         held = {1, 2, 5, SEID_SPACE - 1}
         for next_seid in (0, 1, 3, 5, 6, SEID_SPACE - 1, SEID_SPACE, SEID_SPACE + 7):
-            upf._next_seid = next_seid
-            assert upf._new_seid() == _walked_seid(next_seid, held), next_seid
+            assert new_seid(next_seid, upf.sessions) == _walked_seid(next_seid, held), next_seid
     finally:
         store.close()
