@@ -43,6 +43,8 @@ PIECES: tuple[tuple[int, str, tuple[str, ...]], ...] = (
     (1, "the rows written (SessionRows.write)", ("netapp.upf.store:SessionRows.write",)),
     (1, "the maps (SessionChange.apply_to_maps)", ("netapp.upf.held:SessionChange.apply_to_maps",)),
     (2, "the entries compiled and joined (_joined_apart)", ("netapp.upf.applier:_joined_apart",)),
+    (2, "the slot tables' entries (BpfApplier._split, _split_downlink)", (
+        "netapp.upf.applier:BpfApplier._split", "netapp.upf.applier:BpfApplier._split_downlink")),
     (2, "the other tables' guard (refuse_held)", ("netapp.upf.applier:refuse_held",)),
     (2, "dpp_upf_dl4's guard (refuse_held_ways)", ("netapp.upf.applier:refuse_held_ways",)),
     (2, "dpp_upf_dl4's plan (Ways.plan)", ("netapp.upf.ways:Ways.plan",)),
