@@ -19,14 +19,11 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
-import statistics
 import time
 from types import ModuleType, SimpleNamespace
 from typing import Any, Callable, Optional, Sequence
 
-from bench import baseline
-from bench.harness import BUILD_DIR, REPO
-from bench.pfcp_numbers import _module
+from bench.pfcp_numbers import alternated, sides
 
 GROUP = 32  # establishments a group
 RATES = (100_000_000, 50_000_000)  # a session's downlink and uplink MBR: two chunks
@@ -80,26 +77,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--rounds", type=int, default=7, help="runs of each side, alternating")
     parser.add_argument("--groups", type=int, default=200, help="groups of 32 establishments a run")
     args = parser.parse_args(argv)
-    commit = baseline.resolve(args.baseline)
-    root = BUILD_DIR / f"baseline-{commit[:12]}"
-    baseline.export(commit, root, ("netapp",))
-    sides = {name: (_module(tree / "netapp/qos/applier.py", f"qos_applier_{name}"),
-                    _module(tree / "netapp/upf/applier.py", f"upf_applier_{name}"))
-             for name, tree in (("baseline", root), ("head", REPO))}
+    commit, modules = sides(args.baseline, ["netapp/qos/applier.py", "netapp/upf/applier.py"])
     with Dataplane.open() as dataplane:
         pieces = {"policers": lambda side: policers(side[0], dataplane.table, args.groups),
                   "slots": lambda side: slots(side[1], args.groups)}
         print(f"pieces of a group's applier, us of CPU an establishment; baseline {commit[:12]}")
         for piece, timed in pieces.items():
-            times: dict[str, list[float]] = {name: [] for name in sides}
-            for round_ in range(args.rounds):
-                for name in sorted(sides) if round_ % 2 == 0 else sorted(sides, reverse=True):
-                    times[name].append(timed(sides[name]))
-            print(f" {piece}:")
-            for name, each in times.items():
-                print(f"  {name}: {[round(value, 2) for value in each]}, median {statistics.median(each):.2f}")
-            ratios = [round(h / b, 3) for h, b in zip(times["head"], times["baseline"])]
-            print(f"  head / baseline by round: {ratios}")
+            print("\n".join([f" {piece}:", *alternated(args.rounds, modules, timed)]))
     return 0
 
 
