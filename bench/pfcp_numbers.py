@@ -17,7 +17,7 @@ import statistics
 import time
 from pathlib import Path
 from types import ModuleType
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from bench import baseline
 from bench.harness import BUILD_DIR, REPO
@@ -49,25 +49,39 @@ def per_establishment(slots: ModuleType, count: int) -> float:
     return (time.thread_time() - started) / count * 1e9
 
 
+def sides(rev: str, paths: Sequence[str]) -> tuple[str, dict[str, list[ModuleType]]]:
+    """REV's commit, and the modules at `paths` (files of netapp/) as REV has them ("baseline") and
+    as this checkout does ("head"), each loaded as a module of its own."""
+    commit = baseline.resolve(rev)
+    root = BUILD_DIR / f"baseline-{commit[:12]}"
+    baseline.export(commit, root, ("netapp",))
+    return commit, {name: [_module(tree / path, f"{Path(path).stem}_{name}") for path in paths]
+                    for name, tree in (("baseline", root), ("head", REPO))}
+
+
+def alternated(rounds: int, modules: dict[str, list[ModuleType]],
+               timed: Callable[[list[ModuleType]], float]) -> list[str]:
+    """`timed` of each side's modules, the sides alternating round by round (the baseline first):
+    the lines that report each side's figures, their median and head / baseline by round."""
+    times: dict[str, list[float]] = {name: [] for name in modules}
+    for round_ in range(rounds):
+        for name in sorted(modules) if round_ % 2 == 0 else sorted(modules, reverse=True):
+            times[name].append(timed(modules[name]))
+    lines = [f"  {name}: {[round(value, 2) for value in each]}, median {statistics.median(each):.2f}"
+             for name, each in times.items()]
+    ratios = [round(h / b, 3) for h, b in zip(times["head"], times["baseline"])]
+    return [*lines, f"  head / baseline by round: {ratios}"]
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.pfcp_numbers", description=__doc__.split("\n\n")[0])
     parser.add_argument("--baseline", metavar="REV", default="main", help="git revision to compare with")
     parser.add_argument("--rounds", type=int, default=7, help="runs of each side, alternating")
     parser.add_argument("--count", type=int, default=20000, help="establishments a run")
     args = parser.parse_args(argv)
-    commit = baseline.resolve(args.baseline)
-    root = BUILD_DIR / f"baseline-{commit[:12]}"
-    baseline.export(commit, root, ("netapp",))
-    sides = {"baseline": _module(root / "netapp/upf/slots.py", "slots_baseline"),
-             "head": _module(REPO / "netapp/upf/slots.py", "slots_head")}
-    times: dict[str, list[float]] = {name: [] for name in sides}
-    for round_ in range(args.rounds):
-        for name in sorted(sides) if round_ % 2 == 0 else sorted(sides, reverse=True):
-            times[name].append(per_establishment(sides[name], args.count))
+    commit, modules = sides(args.baseline, ["netapp/upf/slots.py"])
     print(f"a new session's numbers ({HOLDERS} holders), ns of CPU an establishment; baseline {commit[:12]}")
-    for name, each in times.items():
-        print(f"  {name}: {[round(value) for value in each]}, median {statistics.median(each):.0f}")
-    print(f"  head / baseline by round: {[round(h / b, 3) for h, b in zip(times['head'], times['baseline'])]}")
+    print("\n".join(alternated(args.rounds, modules, lambda side: per_establishment(side[0], args.count))))
     return 0
 
 

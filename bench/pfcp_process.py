@@ -45,8 +45,10 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
 # --- one run, in a process of its own (the code of the side's tree: its netapp, its bench.pfcp) ----
 
 
-def run_side(sessions: int, warmup: int, applier: str) -> dict[str, Any]:
-    """One endpoint over a fresh store, fed the warm-up then the timed establishments in groups."""
+def run_side(sessions: int, warmup: int, applier: str, around: Any = None) -> dict[str, Any]:
+    """One endpoint over a fresh store, fed the warm-up then the timed establishments in groups
+    (`around`: a context manager entered for the timed ones alone, bench.pfcp_pieces' timers)."""
+    import contextlib
     import gc
     import tempfile
     import time
@@ -79,7 +81,7 @@ def run_side(sessions: int, warmup: int, applier: str) -> dict[str, Any]:
             collections = sum(stat["collections"] for stat in gc.get_stats())
             commits = CommitTimer()
             started = time.thread_time()
-            with commits:
+            with commits, around or contextlib.nullcontext():
                 feed(timed)
             cpu = time.thread_time() - started
             accepted = protocol.counters["accepted"]
@@ -152,9 +154,11 @@ class Responses:
 # --- the rounds ------------------------------------------------------------------------------------
 
 
-def side_process(args: argparse.Namespace, root: Optional[Path], libdpp: Optional[Path]) -> dict[str, Any]:
-    """`run_side` in a process of its own: this checkout's (`root` None), or a baseline's tree first
-    on its path (this checkout's after it: the SMF of tests/) and its libdpp."""
+def side_process(args: argparse.Namespace, root: Optional[Path], libdpp: Optional[Path],
+                 script: str = __file__) -> dict[str, Any]:
+    """`run_side` of `script` (this file's, or bench.pfcp_pieces') in a process of its own: this
+    checkout's (`root` None), or a baseline's tree first on its path (this checkout's after it: the
+    SMF of tests/) and its libdpp."""
     here = Path(__file__).resolve().parent.parent
     env = dict(os.environ)
     path = [str(root), str(here)] if root is not None else [str(here)]
@@ -168,7 +172,7 @@ def side_process(args: argparse.Namespace, root: Optional[Path], libdpp: Optiona
             "side = u.module_from_spec(spec); spec.loader.exec_module(side); "
             "print(json.dumps(side.run_side(int(sys.argv[3]), int(sys.argv[4]), sys.argv[5])))")
     result = subprocess.run(
-        [sys.executable, "-c", code, ",".join(path), __file__, str(args.sessions), str(args.warmup), args.applier],
+        [sys.executable, "-c", code, ",".join(path), script, str(args.sessions), str(args.warmup), args.applier],
         env=env, cwd=str(root or here), capture_output=True, text=True, timeout=600,
     )
     if result.returncode:

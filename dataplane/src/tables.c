@@ -333,6 +333,10 @@ int dpp_table_held(struct dpp *d, const char *name, const void *keys, size_t key
 		return -EINVAL;
 	if (!n)
 		return 0;
+	/* The values and their found bytes in one buffer: a size that would wrap is refused, not
+	 * allocated short and then written past. */
+	if (value_size > (SIZE_MAX - n) / n)
+		return -EOVERFLOW;
 	values = malloc((size_t)n * value_size + n);
 	if (!values)
 		return -ENOMEM;

@@ -237,6 +237,17 @@ def test_the_first_key_held_is_the_one_the_lookups_say(adapter, keys):
         assert ports.first_held(asked) == held_at(ports.lookup(asked)) == (asked.index(3) if 3 in asked else len(asked))
 
 
+def test_a_held_question_whose_buffer_would_wrap_is_refused(kernel_handle):
+    """dpp_table_held makes one buffer of n values and n found bytes: a value size that would wrap
+    size_t is refused with EOVERFLOW, not allocated short (2 x 2**63 + 2 wraps to 2 bytes)."""
+    keys = (c_uint32 * 2)(1, 2)
+    for value_size in (1 << 63, (1 << 64) - 1):
+        with pytest.raises(DataplaneError) as refused:
+            kernel_handle.table_held("dpp_alt_groups", keys, value_size, 0, 0)
+        assert refused.value.errno == errno.EOVERFLOW, value_size
+    assert kernel_handle.table_held("dpp_alt_groups", keys, ctypes.sizeof(AltGroup), 0, 0) == 0
+
+
 def test_no_keys_may_be_no_pointer(kernel_handle):
     """libdpp's C calls take NULL keys with n 0 (the header says so): an array's lookup must not read
     a first key before it knows there are any."""

@@ -162,7 +162,8 @@ int dpp_table_lookup(struct dpp *d, const char *name, const void *keys, size_t k
 		     void *values, size_t value_size, __u32 n, __u8 *found);
 /* The index of the first of n keys the map holds, with the bits `flag` set in the byte at flag_at
  * of its value (flag 0: held at all; an array holds every key), or n when none is: a guard's
- * question before entries are added (dpp_table_lookup's lookups, the values not handed back). */
+ * question before entries are added (dpp_table_lookup's lookups, the values not handed back).
+ * -EOVERFLOW when n values and their n found bytes would not fit in a size_t. */
 int dpp_table_held(struct dpp *d, const char *name, const void *keys, size_t key_size,
 		   size_t value_size, __u32 n, __u32 flag_at, __u8 flag);
 int dpp_table_delete(struct dpp *d, const char *name, const void *keys, size_t key_size, __u32 n,
