@@ -146,3 +146,27 @@ def test_a_path_reported_down_or_up_moves_its_bit_of_the_sessions_mask_with_its_
                                                                                    {"index": 2, "up": False}]}))
     assert (atsss.session(UE).up, [atsss.path(slot).flags & 1 for slot in slots]) == (0b011, [1, 1, 0])
     assert atsss.session(UE).mp_seq == before
+
+
+def test_a_put_that_only_reorders_the_paths_keeps_each_path_s_slot_and_its_numbers_go_on(atsss, service):
+    """A path is the same path by its subflow and access, wherever the body puts it: a PUT that
+    reverses the paths' order gives no path a new slot, so each path's DCCP numbers and counts go on
+    from where they were (a path given a new slot would start from 0), and the session's positions
+    lead to the slots in the new order."""
+    paths = [path(1), path(2), path(3)]
+    spec = {"name": "ue5", "ue": UE, "mode": "round_robin", "paths": paths}
+    slots = service.create_session(CAROL, "ue5", AtsssSessionSpec.model_validate(spec)).slots
+    frame = ethernet(ue_packet(UE, bytes(64)))
+    for _ in range(7):  # 3, 2 and 2 packets on the paths
+        assert atsss.run(frame)[0] == XDP_TX
+    before = {slot: (atsss.path(slot).dccp_seq, atsss.path(slot).packets) for slot in slots}
+    assert sorted(before.values()) == [(2, 2), (2, 2), (3, 3)]
+    reordered = service.put_session(CAROL, "ue5", AtsssSessionSpec.model_validate({**spec, "paths": paths[::-1]}))[0]
+    assert reordered.slots == slots[::-1]
+    assert list(atsss.session(UE).path[:3]) == slots[::-1]
+    assert {slot: (atsss.path(slot).dccp_seq, atsss.path(slot).packets) for slot in slots} == before
+    for _ in range(3):  # one more on each path
+        assert atsss.run(frame)[0] == XDP_TX
+    assert {slot: (atsss.path(slot).dccp_seq, atsss.path(slot).packets) for slot in slots} == {
+        slot: (seq + 1, packets + 1) for slot, (seq, packets) in before.items()}
+    assert atsss.session(UE).mp_seq == 10
