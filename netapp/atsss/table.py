@@ -60,7 +60,7 @@ from netapp.atsss.models import Address, AtsssSession, ChecksumCoverage
 from netapp.dataplane.groups import DevmapGroups
 from netapp.dataplane.errors import DataplaneError
 from netapp.dataplane.libbpf import run_once
-from netapp.dataplane.tables import InPlace, Table
+from netapp.dataplane.tables import InPlace, Span, Table
 
 TableOf = Callable[[str], Table]
 ProgramFd = Callable[[str], int]  # a loaded program's fd by its name in the BPF object
@@ -181,9 +181,6 @@ def _session_part(value: Session) -> tuple:
     n = value.n_paths
     return (value.mode, value.flags, n, tuple(value.weight[:n]), tuple(value.path[:n]), tuple(value.priority[:n]),
             value.tx_group, value.up)
-
-
-Span = tuple[int, int]  # (offset, end) of bytes of a value
 
 
 def owned_spans(kind: type, moved: tuple[str, ...]) -> list[Span]:
@@ -379,9 +376,7 @@ class AtsssMaps:
         would be). Each is what the path said before or after, or a frame lost; never a DCCP
         number given twice nor a count lost. A path whose addresses or ports change is a new
         subflow, given a new slot written whole (netapp.atsss.service)."""
-        raw = bytes(value)
-        for start, end in PATH_OWNED:
-            paths.store(slot, start, raw[start:end])
+        paths.store(slot, bytes(value), PATH_OWNED)
 
     def _write_sessions(self, wanted: dict[bytes, tuple[SessionKey, Session]],
                         held: dict[bytes, tuple[SessionKey, Session]]) -> None:

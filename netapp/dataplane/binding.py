@@ -93,6 +93,7 @@ from netapp.dataplane.libdpp_abi import (  # noqa: F401 - re-exported
     TableCursor,
     TestResult,
     UpgradeOpts,
+    Word,
 )
 from netapp.dataplane.convert import (  # noqa: F401 - re-exported
     KEY_FIELDS,
@@ -201,6 +202,8 @@ PROTOTYPES: Mapping[str, tuple[Any, list[Any]]] = {
     # dpp_upf_dl4's placement (netapp.upf.ways): no instance, arrays of the caller's
     "dpp_upf_dl4_buckets": (c_int, [c_void_p, c_void_p, c_void_p, c_uint32, c_uint32, c_void_p]),
     "dpp_upf_dl4_place": (c_int, [c_void_p, c_uint32, c_void_p, c_uint32, c_uint32, c_int, c_void_p]),
+    # words of a mapped array stored in place (netapp.dataplane.tables.InPlace): no instance
+    "dpp_words_store": (c_int, [c_void_p, c_size_t, c_void_p, c_uint32]),
 }
 
 

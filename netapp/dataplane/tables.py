@@ -21,7 +21,8 @@ from typing import Any, Iterable, Iterator, Mapping, Optional, Protocol, Sequenc
 import numpy
 
 from netapp.dataplane.abi import MAPS, MapSpec
-from netapp.dataplane.libdpp_abi import TableCursor
+from netapp.dataplane.errors import DataplaneError
+from netapp.dataplane.libdpp_abi import TableCursor, Word
 from netapp.dataplane.handle import possible_cpus
 
 
@@ -331,14 +332,23 @@ def held_at(values: Sequence[Optional[Any]], flag_at: int = 0, flag: int = 0) ->
                  if value is not None and (not flag or bytes(value)[flag_at] & flag)), len(values))
 
 
+Span = tuple[int, int]  # (offset, end) of bytes of a value
+
+
 class InPlace:
-    """Bytes of an array's values written where they are, each as aligned stores of 8, 4, 2 or 1
-    bytes (the widest the offset and length allow): one such store is one instruction, which a
-    program on another CPU reads whole, old or new, never half. What a value's writer leaves out,
-    the words the programs move (atomic counters, a lock), is never written, so no count or number a
-    program takes meanwhile is lost, as a read, carry over and write of the whole value would lose
-    it. The words a call gives are stored in their order, only those that differ: a reader may meet
-    any prefix of them new, which the caller orders and argues harmless."""
+    """Bytes of an array's values written where they are, as aligned words of 8, 4, 2 or 1 bytes
+    (the widest the offset and length allow), each stored by one atomic store that a program on
+    another CPU reads whole, old or new, never half: libdpp's dpp_words_store, release order, so
+    that the words are seen new in the order given. What a value's writer leaves out, the words the
+    programs move (atomic counters, a lock), is never written, so no count or number a program takes
+    meanwhile is lost, as a read, carry over and write of the whole value would lose it. Of the
+    words a call gives only those that differ are stored, in their order, all in one call: a reader
+    may meet any prefix of them new, which the caller orders and argues harmless.
+
+    Where libdpp cannot be loaded (not built) the words are stored by numpy's typed stores, one
+    aligned store each on the compilers and machines the project runs on (x86-64, arm64), without
+    the order's guarantee on arm64. Without the kernel's map (the fake, where no program runs) the
+    whole value is read, patched and written."""
 
     WIDTHS = (8, 4, 2, 1)
 
@@ -347,31 +357,63 @@ class InPlace:
         self._size = ctypes.sizeof(table._value_type)
         self._views = {} if memory is None else {width: numpy.frombuffer(memory, dtype=f"=u{width}")
                                                  for width in self.WIDTHS}
+        self._bytes = len(memory) if memory is not None else 0
+        self._lib = _words_lib() if memory is not None else None
 
-    def store(self, index: int, offset: int, raw: bytes) -> None:
-        """`raw` at `offset` of value `index`, piece by aligned piece, the pieces that differ."""
+    def store(self, index: int, raw: bytes, spans: Sequence[Span]) -> list[tuple[int, int]]:
+        """Value `index`'s bytes in `spans` made those of `raw` (the whole new value): the words
+        that differ, in the spans' order, in one call. Returns them as (offset in the value, width)."""
         if not self._views:
-            self._patch(index, offset, raw)
-            return
-        at, end = index * self._size + offset, index * self._size + offset + len(raw)
+            self._patch(index, raw, spans)
+            return [(start, end - start) for start, end in spans]
+        base = index * self._size
+        words = [(at, width, piece) for start, end in spans for at, width, piece in self._pieces(base, raw, start, end)
+                 if int(self._views[width][(base + at) // width]) != piece]
+        if self._lib is not None:
+            self._store_by_libdpp(base, words)
+        else:
+            for at, width, piece in words:
+                self._views[width][(base + at) // width] = piece  # numpy's typed store (libdpp absent)
+        return [(at, width) for at, width, _ in words]
+
+    def _pieces(self, base: int, raw: bytes, start: int, end: int) -> Iterator[tuple[int, int, int]]:
+        """The aligned words of raw[start:end] at `base` + start: (offset in the value, width, value)."""
+        at = start
         while at < end:
-            width = next(w for w in self.WIDTHS if at % w == 0 and at + w <= end)
-            piece = int.from_bytes(raw[at - index * self._size - offset:][:width], sys.byteorder)
-            view = self._views[width]
-            if int(view[at // width]) != piece:
-                view[at // width] = piece  # one aligned store of `width` bytes (numpy's typed store)
+            width = next(w for w in self.WIDTHS if (base + at) % w == 0 and at + w <= end)
+            yield at, width, int.from_bytes(raw[at : at + width], sys.byteorder)
             at += width
 
-    def _patch(self, index: int, offset: int, raw: bytes) -> None:
+    def _store_by_libdpp(self, base: int, words: list[tuple[int, int, int]]) -> None:
+        if not words:
+            return
+        array = (Word * len(words))(*(Word(offset=base + at, value=piece, width=width) for at, width, piece in words))
+        address = self._views[1].ctypes.data
+        rc = self._lib.dpp_words_store(address, self._bytes, array, len(words))  # type: ignore[union-attr]
+        if rc < 0:
+            raise DataplaneError(-rc, "dpp_words_store", f"table {self._table.name}")
+
+    def _patch(self, index: int, raw: bytes, spans: Sequence[Span]) -> None:
         kind = self._table._value_type
         value = self._table.lookup([c_uint32(index)])[0]
         patched = bytearray(bytes(value) if value is not None else ctypes.sizeof(kind))
-        patched[offset : offset + len(raw)] = raw
+        for start, end in spans:
+            patched[start:end] = raw[start:end]
         self._table.update([(c_uint32(index), kind.from_buffer_copy(patched))])
 
     def release(self) -> None:
         """The views of the mmap dropped (before it is closed)."""
         self._views = {}
+
+
+def _words_lib() -> Any:
+    """libdpp, for dpp_words_store; None where it cannot be loaded (not built)."""
+    from netapp.dataplane.binding import load_libdpp  # the binding imports this module's users
+
+    try:
+        return load_libdpp()
+    except (DataplaneError, OSError):
+        return None
 
 
 def open_table(adapter: TableAdapter, name: str, spec: Optional[MapSpec] = None) -> Table:

@@ -252,6 +252,24 @@ int dpp_upf_dl4_buckets(const __u32 *instances, const __u8 *families, const void
 int dpp_upf_dl4_place(const __s32 *buckets, __u32 n, __u8 *state, __u32 slots, __u32 from,
 		      int may_wait, __s32 *ways);
 
+/* Words of a BPF_F_MMAPABLE array's values written in place, through the caller's mapping of it
+ * (mmap of the map's fd), while programs read them: a word is `width` bytes (1, 2, 4 or 8) at
+ * `offset` from the mapping's start, a multiple of its width, and `value` holds it in its low
+ * bytes. No instance: the mapping is the caller's. */
+struct dpp_word {
+	__u64 offset;
+	__u64 value;
+	__u32 width;
+	__u32 reserved; /* 0 */
+};
+/* The n words stored in their order into the `size` bytes at `base`, each by one aligned atomic
+ * store of release order (__atomic_store_n, __ATOMIC_RELEASE): a program on another CPU reads a
+ * word whole, old or new, and one that sees a word new (by an acquire load) sees every word before
+ * it new, on any architecture (a plain store gives neither: the compiler may split or reorder it).
+ * Checked before any is stored: -EINVAL (base or words NULL, a width not 1, 2, 4 or 8, an offset
+ * not a multiple of its width, reserved set), -ERANGE (a word past size). Returns n. */
+int dpp_words_store(void *base, size_t size, const struct dpp_word *words, __u32 n);
+
 #ifdef __cplusplus
 }
 #endif
