@@ -163,6 +163,7 @@ void pin_dirs_remove(struct dpp *d);
 int progs_collect_loaded(struct dpp_prog_table *t, struct bpf_object *obj, int slots_fd);
 int progs_collect_pinned(struct dpp *d);
 int progs_pin(const struct dpp *d, const struct dpp_prog_table *t, const char *sub);
+int progs_adopt(struct dpp_prog_table *t, const char *name, int fd);
 void progs_close(struct dpp_prog_table *t);
 
 static inline int entry_fd(const struct dpp *d)

@@ -404,8 +404,10 @@ class AtsssMaps:
         among the session's paths before or after, its MP_SEQ number taken by atomic add in every
         mode (weighted round-robin's too, under its lock), so never given twice. Weighted
         round-robin's current weights go on: the picks follow the new weights from the next packet.
-        Where the instance has no writer (the fake, where no program runs), the value is written
-        whole with its MP_SEQ counter and state as the map has them."""
+        Where the instance has no writer (the fake, where no program runs; an instance pinned by an
+        older build whose session maps this build's writer cannot run on, which libdpp warned of
+        once), the value is written whole with its MP_SEQ counter and state as the map has them: a
+        packet between the read and the write may have its number given again."""
         slot = self._sessions.slot(key)
         if writer is None:
             now = self._sessions.get(key)

@@ -140,6 +140,7 @@ PROTOTYPES: Mapping[str, tuple[Any, list[Any]]] = {
     "dpp_map_fd": (c_int, [c_void_p, c_char_p]),
     "dpp_upgrade": (c_int, [c_void_p, POINTER(UpgradeOpts)]),
     "dpp_programs": (c_int, [c_void_p, POINTER(ProgDesc), c_int]),
+    "dpp_program_add": (c_int, [c_void_p, c_char_p]),
     "dpp_attach": (c_int, [c_void_p, c_int, c_int]),
     "dpp_detach": (c_int, [c_void_p, c_int]),
     "dpp_attached": (c_int, [c_void_p, POINTER(c_int), c_int]),
