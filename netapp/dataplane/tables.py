@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import enum
+import functools
 import mmap
 import sys
 from ctypes import Structure, c_uint8, c_uint32
@@ -73,11 +74,15 @@ class Table:
         self.name = name
         self.spec = spec
         self._value_type: Any = spec.value
+        self._max_entries: Optional[int] = None
 
     @property
     def max_entries(self) -> int:
-        """The map's size in the kernel (as loaded, or as pinned: not always the header's)."""
-        return self._adapter.map_info(self.name)["max_entries"]
+        """The map's size in the kernel (as loaded, or as pinned: not always the header's), asked
+        once: a map's size never changes."""
+        if self._max_entries is None:
+            self._max_entries = self._adapter.map_info(self.name)["max_entries"]
+        return self._max_entries
 
     def update(self, entries: Entries, flags: UpdateFlag = UpdateFlag.ANY) -> None:
         """Write every (key, value) in order; a DataplaneError carries `done`, how many were written."""
@@ -143,8 +148,9 @@ class Table:
 
     def program_fd(self, name: str) -> Optional[int]:
         """The fd of the instance's program `name` (one that writes this map's values in place);
-        None where no program runs (the fake) or the instance has none of that name (one loaded by
-        an older build)."""
+        None where no program runs (the fake) or the instance has none of that name and cannot be
+        given this build's (one pinned by an older build whose maps are laid out otherwise: libdpp
+        warned once, naming it, DppHandle.program_fd)."""
         program_fd = getattr(self._adapter, "program_fd", None)
         try:
             fd = program_fd(name) if program_fd is not None else 0
@@ -155,19 +161,15 @@ class Table:
     @contextlib.contextmanager
     def in_place(self) -> Iterator["InPlace"]:
         """A writer of some words of this array's values in place (InPlace), for the length of the
-        `with`: through the map's mmap when the adapter has the kernel's map (a BPF_F_MMAPABLE array),
-        else by reading and writing whole values (the fake, where no program runs meanwhile)."""
+        `with`: through mappings of the map's pages when the adapter has the kernel's map (a
+        BPF_F_MMAPABLE array), else by reading and writing whole values (the fake, where no program
+        runs meanwhile)."""
         map_fd = getattr(self._adapter, "map_fd", None)
-        if map_fd is None:
-            yield InPlace(self, None)
-            return
-        size = ctypes.sizeof(self._value_type) * self.max_entries
-        with mmap.mmap(map_fd(self.name), -(-size // mmap.PAGESIZE) * mmap.PAGESIZE) as memory:
-            writer = InPlace(self, memory)
-            try:
-                yield writer
-            finally:
-                writer.release()
+        writer = InPlace(self, map_fd(self.name) if map_fd is not None else None)
+        try:
+            yield writer
+        finally:
+            writer.release()
 
     def _keys(self, keys: Sequence[Any]) -> Any:
         return _array(self.spec.key, keys)
@@ -352,46 +354,73 @@ class InPlace:
 
     WIDTHS = (8, 4, 2, 1)
 
-    def __init__(self, table: Table, memory: Optional[mmap.mmap]):
+    def __init__(self, table: Table, map_fd: Optional[int]):
         self._table = table
+        self._fd = map_fd
         self._size = ctypes.sizeof(table._value_type)
-        self._views = {} if memory is None else {width: numpy.frombuffer(memory, dtype=f"=u{width}")
-                                                 for width in self.WIDTHS}
-        self._bytes = len(memory) if memory is not None else 0
-        self._lib = _words_lib() if memory is not None else None
+        self._entries = table.max_entries if map_fd is not None else 0
+        # (first page, last page) -> the mapping of those pages of the map and its views by width:
+        # only the pages of the values written are mapped (the kernel maps every page of a mapping
+        # at once: the whole of dpp_atsss_paths took some 8 ms a change)
+        self._mapped: dict[tuple[int, int], tuple[mmap.mmap, Any]] = {}
+        self._lib = _words_lib() if map_fd is not None else None
 
     def store(self, index: int, raw: bytes, spans: Sequence[Span]) -> list[tuple[int, int]]:
         """Value `index`'s bytes in `spans` made those of `raw` (the whole new value): the words
         that differ, in the spans' order, in one call. Returns them as (offset in the value, width)."""
-        if not self._views:
+        if self._fd is None:
             self._patch(index, raw, spans)
             return [(start, end - start) for start, end in spans]
+        if not 0 <= index < self._entries:
+            raise ValueError(f"table {self._table.name}: no value {index} (0 to {self._entries - 1})")
         base = index * self._size
-        words = [(at, width, piece) for start, end in spans for at, width, piece in self._pieces(base, raw, start, end)
-                 if int(self._views[width][(base + at) // width]) != piece]
+        pages = ((base + min(start for start, _ in spans)) // mmap.PAGESIZE,
+                 (base + max(end for _, end in spans) - 1) // mmap.PAGESIZE)
+        memory, address = self._mapping(*pages)
+        origin = base - pages[0] * mmap.PAGESIZE  # the value's offset in the mapping
+        words = [word for start, end in spans if memory[origin + start : origin + end] != raw[start:end]
+                 for word in self._pieces(memory, origin, raw, start, end)]
         if self._lib is not None:
-            self._store_by_libdpp(base, words)
+            self._store_by_libdpp(address, len(memory), origin, words)
         else:
-            for at, width, piece in words:
-                self._views[width][(base + at) // width] = piece  # numpy's typed store (libdpp absent)
+            self._store_by_numpy(memory, origin, words)
         return [(at, width) for at, width, _ in words]
 
-    def _pieces(self, base: int, raw: bytes, start: int, end: int) -> Iterator[tuple[int, int, int]]:
-        """The aligned words of raw[start:end] at `base` + start: (offset in the value, width, value)."""
+    def _mapping(self, first: int, last: int) -> tuple[mmap.mmap, int]:
+        """The map's pages first to last, mapped (once in the writer's life), and their address."""
+        if (first, last) not in self._mapped:
+            memory = mmap.mmap(self._fd, (last - first + 1) * mmap.PAGESIZE, offset=first * mmap.PAGESIZE)  # type: ignore[arg-type]
+            pointer = (ctypes.c_char * len(memory)).from_buffer(memory)
+            self._mapped[first, last] = (memory, pointer)
+        memory, pointer = self._mapped[first, last]
+        return memory, ctypes.addressof(pointer)
+
+    def _pieces(self, memory: mmap.mmap, origin: int, raw: bytes, start: int,
+                end: int) -> Iterator[tuple[int, int, int]]:
+        """The aligned words of raw[start:end] at `origin` + start of `memory` that differ from what
+        it holds: (offset in the value, width, value)."""
         at = start
         while at < end:
-            width = next(w for w in self.WIDTHS if (base + at) % w == 0 and at + w <= end)
-            yield at, width, int.from_bytes(raw[at : at + width], sys.byteorder)
+            width = next(w for w in self.WIDTHS if (origin + at) % w == 0 and at + w <= end)
+            if memory[origin + at : origin + at + width] != raw[at : at + width]:
+                yield at, width, int.from_bytes(raw[at : at + width], sys.byteorder)
             at += width
 
-    def _store_by_libdpp(self, base: int, words: list[tuple[int, int, int]]) -> None:
+    def _store_by_libdpp(self, address: int, size: int, origin: int, words: list[tuple[int, int, int]]) -> None:
         if not words:
             return
-        array = (Word * len(words))(*(Word(offset=base + at, value=piece, width=width) for at, width, piece in words))
-        address = self._views[1].ctypes.data
-        rc = self._lib.dpp_words_store(address, self._bytes, array, len(words))  # type: ignore[union-attr]
+        array = (Word * len(words))(*(Word(offset=origin + at, value=piece, width=width) for at, width, piece in words))
+        rc = self._lib.dpp_words_store(address, size, array, len(words))  # type: ignore[union-attr]
         if rc < 0:
             raise DataplaneError(-rc, "dpp_words_store", f"table {self._table.name}")
+
+    @staticmethod
+    def _store_by_numpy(memory: mmap.mmap, origin: int, words: list[tuple[int, int, int]]) -> None:
+        """Each word by numpy's typed store of its width (where libdpp cannot be loaded)."""
+        for at, width, piece in words:
+            view = numpy.frombuffer(memory, dtype=f"=u{width}")
+            view[(origin + at) // width] = piece
+            del view  # the mapping closes only once no view holds it
 
     def _patch(self, index: int, raw: bytes, spans: Sequence[Span]) -> None:
         kind = self._table._value_type
@@ -402,12 +431,17 @@ class InPlace:
         self._table.update([(c_uint32(index), kind.from_buffer_copy(patched))])
 
     def release(self) -> None:
-        """The views of the mmap dropped (before it is closed)."""
-        self._views = {}
+        """The mappings closed, their views dropped first."""
+        while self._mapped:
+            memory, pointer = self._mapped.popitem()[1]
+            del pointer  # the mapping closes only once no pointer holds it
+            memory.close()
 
 
+@functools.lru_cache(maxsize=None)
 def _words_lib() -> Any:
-    """libdpp, for dpp_words_store; None where it cannot be loaded (not built)."""
+    """libdpp, for dpp_words_store; None where it cannot be loaded (not built). Found once: its
+    search resolves paths, which took a change some 0.4 ms."""
     from netapp.dataplane.binding import load_libdpp  # the binding imports this module's users
 
     try:
