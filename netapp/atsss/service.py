@@ -66,13 +66,14 @@ from netapp.tenancy.policy import TenantPolicy
 log = logging.getLogger(__name__)
 
 PathMacs = Callable[[AtsssSession, int, Optional[int]], Macs]
-# A path's identity while it runs: its session's tenant and name, its position and its slot (a path
-# given another slot, or its slot emptied and given again, starts over: its counters are zeroed).
-PathKey = tuple[str, str, int, int]
+# A path's identity while it runs: its session's tenant and name and its slot, not its position (a
+# body that reorders the paths keeps their slots, _slots_for, and so their rates and measured loss;
+# a path given another slot, or its slot emptied and given again, starts over: its counters are zeroed).
+PathKey = tuple[str, str, int]
 
 
 def path_key(session: AtsssSession, index: int) -> PathKey:
-    return session.tenant, session.name, index, session.slots[index]
+    return session.tenant, session.name, session.slots[index]
 
 
 def interface_index(name: str) -> Optional[int]:

@@ -26,7 +26,7 @@ import pytest
 from bench.harness import Harness, Walk, build_harness
 from bench.libbpf import test_run as prog_test_run
 from netapp.atsss.models import AtsssSessionPatch, AtsssSessionSpec
-from netapp.atsss.service import Atsss
+from netapp.atsss.service import Atsss, path_key
 from netapp.atsss.abi import Session, SessionKey
 from netapp.atsss.table import SESSION_WRITER, AtsssMaps
 from netapp.dataplane.facade import Dataplane
@@ -227,8 +227,10 @@ def test_a_put_that_only_reorders_the_paths_keeps_each_path_s_slot_and_its_numbe
         assert atsss.run(frame)[0] == XDP_TX
     before = {slot: (atsss.path(slot).dccp_seq, atsss.path(slot).packets) for slot in slots}
     assert sorted(before.values()) == [(2, 2), (2, 2), (3, 3)]
+    service.note_losses({path_key(service.get_session(CAROL, "ue5"), 0): 0.25})  # the first path's, measured
     reordered = service.put_session(CAROL, "ue5", AtsssSessionSpec.model_validate({**spec, "paths": paths[::-1]}))[0]
     assert reordered.slots == slots[::-1]
+    assert service.measured_losses(reordered) == [None, None, 0.25], "its measured loss goes with the path"
     assert list(atsss.session(UE).path[:3]) == slots[::-1]
     assert {slot: (atsss.path(slot).dccp_seq, atsss.path(slot).packets) for slot in slots} == before
     for _ in range(3):  # one more on each path
