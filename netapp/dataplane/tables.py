@@ -75,6 +75,7 @@ class Table:
         self.spec = spec
         self._value_type: Any = spec.value
         self._max_entries: Optional[int] = None
+        self._mappings: dict[tuple[int, int], tuple[mmap.mmap, Any]] = {}  # InPlace's pages of the map
 
     @property
     def max_entries(self) -> int:
@@ -162,8 +163,8 @@ class Table:
     def in_place(self) -> Iterator["InPlace"]:
         """A writer of some words of this array's values in place (InPlace), for the length of the
         `with`: through mappings of the map's pages when the adapter has the kernel's map (a
-        BPF_F_MMAPABLE array), else by reading and writing whole values (the fake, where no program
-        runs meanwhile)."""
+        BPF_F_MMAPABLE array; the pages stay mapped while the table lives, which keeps the map
+        too), else by reading and writing whole values (the fake, where no program runs meanwhile)."""
         map_fd = getattr(self._adapter, "map_fd", None)
         writer = InPlace(self, map_fd(self.name) if map_fd is not None else None)
         try:
@@ -359,10 +360,12 @@ class InPlace:
         self._fd = map_fd
         self._size = ctypes.sizeof(table._value_type)
         self._entries = table.max_entries if map_fd is not None else 0
-        # (first page, last page) -> the mapping of those pages of the map and its views by width:
-        # only the pages of the values written are mapped (the kernel maps every page of a mapping
-        # at once: the whole of dpp_atsss_paths took some 8 ms a change)
-        self._mapped: dict[tuple[int, int], tuple[mmap.mmap, Any]] = {}
+        # (first page, last page) -> the mapping of those pages of the map and its address, the
+        # table's: only the pages of the values written are mapped (the kernel maps every page of a
+        # mapping at once: the whole of dpp_atsss_paths took some 8 ms), each once in the table's
+        # life (a mapping made and unmapped each change cost more than a whole value's lookup and
+        # update: the unmapping flushes the other CPUs' TLBs)
+        self._mapped = table._mappings
         self._lib = _words_lib() if map_fd is not None else None
 
     def store(self, index: int, raw: bytes, spans: Sequence[Span]) -> list[tuple[int, int]]:
@@ -387,7 +390,7 @@ class InPlace:
         return [(at, width) for at, width, _ in words]
 
     def _mapping(self, first: int, last: int) -> tuple[mmap.mmap, int]:
-        """The map's pages first to last, mapped (once in the writer's life), and their address."""
+        """The map's pages first to last, mapped (once in the table's life), and their address."""
         if (first, last) not in self._mapped:
             memory = mmap.mmap(self._fd, (last - first + 1) * mmap.PAGESIZE, offset=first * mmap.PAGESIZE)  # type: ignore[arg-type]
             pointer = (ctypes.c_char * len(memory)).from_buffer(memory)
@@ -431,11 +434,7 @@ class InPlace:
         self._table.update([(c_uint32(index), kind.from_buffer_copy(patched))])
 
     def release(self) -> None:
-        """The mappings closed, their views dropped first."""
-        while self._mapped:
-            memory, pointer = self._mapped.popitem()[1]
-            del pointer  # the mapping closes only once no pointer holds it
-            memory.close()
+        """The writer done (its table keeps the mappings: they close with it)."""
 
 
 @functools.lru_cache(maxsize=None)
