@@ -386,7 +386,7 @@ class AtsssMaps:
         changed = [raw for raw, (_, value) in wanted.items()
                    if raw in held and _session_part(held[raw][1]) != _session_part(value)]
         self._sessions.write([(key, value) for raw, (key, value) in wanted.items() if raw not in held])
-        writer = self._sessions.slots.program_fd(SESSION_WRITER)
+        writer = self._sessions.slots.program_fd(SESSION_WRITER) if changed else None  # asked when needed
         for raw in changed:
             key, value = wanted[raw]
             self._write_session_words(writer, key, held[raw][1], value)
