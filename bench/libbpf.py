@@ -150,9 +150,23 @@ def map_delete(map_fd: int, key: Any) -> None:
     _check(load_libbpf().bpf_map_delete_elem(map_fd, ctypes.byref(key)), "bpf_map_delete_elem")
 
 
-def map_create(map_type: int, key_size: int, value_size: int, max_entries: int, name: str = "bench") -> int:
-    """A new map's fd (the caller closes it)."""
-    rc = load_libbpf().bpf_map_create(map_type, name.encode(), key_size, value_size, max_entries, None)
+class MapCreateOpts(Structure):
+    """struct bpf_map_create_opts of libbpf 1.x (bpf/bpf.h), up to map_flags; `sz` says so."""
+
+    _fields_ = [("sz", ctypes.c_size_t), ("btf_fd", c_uint32), ("btf_key_type_id", c_uint32),
+                ("btf_value_type_id", c_uint32), ("btf_vmlinux_value_type_id", c_uint32),
+                ("inner_map_fd", c_uint32), ("map_flags", c_uint32)]
+
+
+BPF_F_MMAPABLE = 1 << 10
+
+
+def map_create(map_type: int, key_size: int, value_size: int, max_entries: int, name: str = "bench",
+               flags: int = 0) -> int:
+    """A new map's fd (the caller closes it); `flags`: its map_flags (e.g. BPF_F_MMAPABLE)."""
+    opts = MapCreateOpts(sz=ctypes.sizeof(MapCreateOpts), map_flags=flags) if flags else None
+    rc = load_libbpf().bpf_map_create(map_type, name.encode(), key_size, value_size, max_entries,
+                                      ctypes.byref(opts) if opts is not None else None)
     return _check(rc, "bpf_map_create")
 
 

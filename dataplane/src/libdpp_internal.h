@@ -10,6 +10,7 @@
  *   testrun.c BPF_PROG_TEST_RUN                     upgrade.c  program upgrade
  *   log.c     messages                              filters.c  the shape filters' bits (filters.h)
  *   upf.c     the UPF's punted frames and replays  btf_compare.c a pinned map's value layout
+ *   words.c   words of a mapped array stored in place
  * A module that uses maps declares their specs (a `<module>_maps` list) and maps.c checks them;
  * a declared map is written through its module's calls only, never as a generic table.
  * Nothing here is exported: libdpp.map exports dpp_* only, so no internal name starts with it. */
@@ -162,6 +163,7 @@ void pin_dirs_remove(struct dpp *d);
 int progs_collect_loaded(struct dpp_prog_table *t, struct bpf_object *obj, int slots_fd);
 int progs_collect_pinned(struct dpp *d);
 int progs_pin(const struct dpp *d, const struct dpp_prog_table *t, const char *sub);
+int progs_adopt(struct dpp_prog_table *t, const char *name, int fd);
 void progs_close(struct dpp_prog_table *t);
 
 static inline int entry_fd(const struct dpp *d)

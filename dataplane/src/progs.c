@@ -153,6 +153,15 @@ int progs_collect_pinned(struct dpp *d)
 	return err;
 }
 
+/* Own fd (closed on failure) as the table's program `name`, loaded after the others (a program the
+ * instance's pins lacked, dpp_program_add), the list kept in its order. */
+int progs_adopt(struct dpp_prog_table *t, const char *name, int fd)
+{
+	int err = prog_add(t, name, fd);
+
+	return err ? err : table_check(t);
+}
+
 /* Pin every program but the entry (whose pin, prog, marks a complete instance) as <sub>/<name>. */
 int progs_pin(const struct dpp *d, const struct dpp_prog_table *t, const char *sub)
 {

@@ -13,6 +13,7 @@
 
 #include "libdpp_internal.h"
 #include "dpp.skel.h" /* after the ABI headers, whose enums it names */
+#include "dpp_writers.skel.h"
 
 /* Point every live link of the instance at to_fd, if it still runs from_fd. Returns 0, or -errno
  * with *switched telling how many links (in d->links order) were moved before the failure. */
@@ -63,15 +64,13 @@ struct upgrade {
 	bool had_slots; /* the instance has a dpp_progs (one pinned by an older build has not) */
 };
 
-/* Whether the instance's map has the layout the new object declares for it. libbpf would refuse the
- * load as well, but without naming the map; a different layout means the instance was loaded by a
- * build with another ABI (a table resized, counters renumbered, a struct laid out otherwise at the
- * same size: map_btf_differs), whose maps cannot be shared. */
-static int map_reusable(const struct dpp *d, const struct bpf_map *map, const struct btf *new_btf,
-			int fd, struct dpp_btf_cache *btf)
+/* Whether the instance's map (fd) differs from the layout the object declares for it: 1 (why says
+ * how: type, sizes, entries, or a struct laid out otherwise at the same size, map_btf_differs), 0
+ * (the same), or -errno. Quiet: the callers say what it means. */
+static int map_layout_differs(const struct bpf_map *map, const struct btf *new_btf, int fd,
+			      struct dpp_btf_cache *btf, char *why, size_t why_len)
 {
 	struct bpf_map_info info;
-	char why[DPP_BTF_WHY_MAX];
 	int err;
 
 	err = map_info_get(bpf_map__name(map), fd, &info);
@@ -80,14 +79,28 @@ static int map_reusable(const struct dpp *d, const struct bpf_map *map, const st
 	if (info.type != bpf_map__type(map) || info.key_size != bpf_map__key_size(map) ||
 	    info.value_size != bpf_map__value_size(map) ||
 	    info.max_entries != bpf_map__max_entries(map)) {
-		pr_warn("map %s of instance '%s' is type %u key %u value %u bytes with %u entries, "
-			"the new program's type %u key %u value %u with %u: " UPGRADE_ABI_HINT,
-			bpf_map__name(map), d->instance, info.type, info.key_size, info.value_size,
-			info.max_entries, bpf_map__type(map), bpf_map__key_size(map),
-			bpf_map__value_size(map), bpf_map__max_entries(map));
-		return -EPROTO;
+		snprintf(why, why_len,
+			 "type %u key %u value %u bytes with %u entries, the new program's type %u key %u "
+			 "value %u with %u",
+			 info.type, info.key_size, info.value_size, info.max_entries,
+			 bpf_map__type(map), bpf_map__key_size(map), bpf_map__value_size(map),
+			 bpf_map__max_entries(map));
+		return 1;
 	}
-	err = map_btf_differs(map, new_btf, &info, btf, why, sizeof(why));
+	return map_btf_differs(map, new_btf, &info, btf, why, why_len);
+}
+
+/* Whether the instance's map has the layout the new object declares for it. libbpf would refuse the
+ * load as well, but without naming the map; a different layout means the instance was loaded by a
+ * build with another ABI (a table resized, counters renumbered, a struct laid out otherwise at the
+ * same size), whose maps cannot be shared. */
+static int map_reusable(const struct dpp *d, const struct bpf_map *map, const struct btf *new_btf,
+			int fd, struct dpp_btf_cache *btf)
+{
+	char why[DPP_BTF_WHY_MAX];
+	int err;
+
+	err = map_layout_differs(map, new_btf, fd, btf, why, sizeof(why));
 	if (err <= 0)
 		return err;
 	pr_warn("map %s of instance '%s': %s: " UPGRADE_ABI_HINT, bpf_map__name(map), d->instance,
@@ -372,5 +385,107 @@ cleanup:
 	if (u.slots_fd >= 0)
 		close(u.slots_fd);
 	dpp_bpf__destroy(u.skel);
+	return err;
+}
+
+/* The writers' object (dpp_writers.bpf.c) opened to load `name` alone: every other program left
+ * out, every map the instance has with the object's layout bound to it, every other map not created
+ * (a program that needs one fails to load: *why names the first such map of the instance, laid out
+ * otherwise). Not the pipeline's object: its program array names the pipeline's programs, which
+ * libbpf would put in it, loaded or not. */
+static int program_alone_open(const struct dpp *d, const char *name, struct dpp_writers_bpf **out,
+			      char *why, size_t why_len)
+{
+	struct dpp_btf_cache btf = {};
+	struct bpf_program *prog;
+	const struct dpp_map_ref *m;
+	char differs[DPP_BTF_WHY_MAX];
+	struct bpf_map *map;
+	int err, found = 0;
+
+	*out = dpp_writers_bpf__open();
+	if (!*out) {
+		err = -errno;
+		pr_warn("open the writers' BPF object: %s", strerror(-err));
+		return err;
+	}
+	bpf_object__for_each_program(prog, (*out)->obj) {
+		bool it = !strcmp(bpf_program__name(prog), name);
+
+		found |= it;
+		bpf_program__set_autoload(prog, it);
+	}
+	if (!found)
+		return -ENOENT;
+	bpf_object__for_each_map(map, (*out)->obj) {
+		if (bpf_map__is_internal(map))
+			continue;
+		m = map_find(d, bpf_map__name(map));
+		err = m ? map_size_adopt(map, m->fd) : 0;
+		if (!err && m)
+			err = map_layout_differs(map, bpf_object__btf((*out)->obj), m->fd, &btf, differs,
+						 sizeof(differs));
+		if (err < 0)
+			break;
+		if (err && !why[0])
+			snprintf(why, why_len, "map %s: %s", bpf_map__name(map), differs);
+		err = m && !err ? bpf_map__reuse_fd(map, m->fd) : bpf_map__set_autocreate(map, false);
+		if (err)
+			break;
+	}
+	btf_cache_free(&btf);
+	return err;
+}
+
+/* The program's pin among the instance's (progs/<name>); one another process made is as good. */
+static void program_pin(const struct dpp *d, const char *name, int fd)
+{
+	char path[PATH_MAX];
+	int err;
+
+	if (!d->pin_dir[0])
+		return;
+	err = pin_dir_make(d, "progs");
+	if (!err)
+		err = pin_path(d, path, sizeof(path), "progs", name);
+	if (!err && bpf_obj_pin(fd, path) && errno != EEXIST)
+		err = -errno;
+	if (err)
+		pr_warn("pin program %s of instance '%s': %s", name, d->instance, strerror(-err));
+}
+
+int dpp_program_add(struct dpp *d, const char *name)
+{
+	char why[DPP_BTF_WHY_MAX + DPP_MAP_NAME_MAX] = "";
+	struct dpp_writers_bpf *skel = NULL;
+	int err, fd;
+
+	if (!d || !name)
+		return -EINVAL;
+	if (prog_named(&d->progs, name))
+		return 0;
+	err = program_alone_open(d, name, &skel, why, sizeof(why));
+	if (err == -ENOENT) {
+		pr_warn("no program %s in this build", name);
+		goto out;
+	}
+	if (!err)
+		err = dpp_writers_bpf__load(skel);
+	if (err) {
+		pr_warn("instance '%s' has no program %s and this build's cannot be loaded against its "
+			"maps (%s): the ABI changed: unpin the instance and load it again",
+			d->instance, name, why[0] ? why : strerror(-err));
+		err = -EPROTO;
+		goto out;
+	}
+	fd = fcntl(bpf_program__fd(bpf_object__find_program_by_name(skel->obj, name)), F_DUPFD_CLOEXEC,
+		   0);
+	err = fd < 0 ? -errno : progs_adopt(&d->progs, name, fd);
+	if (!err) {
+		program_pin(d, name, fd);
+		pr_info("instance '%s': program %s loaded from this build", d->instance, name);
+	}
+out:
+	dpp_writers_bpf__destroy(skel);
 	return err;
 }

@@ -66,13 +66,14 @@ from netapp.tenancy.policy import TenantPolicy
 log = logging.getLogger(__name__)
 
 PathMacs = Callable[[AtsssSession, int, Optional[int]], Macs]
-# A path's identity while it runs: its session's tenant and name, its position and its slot (a path
-# given another slot, or its slot emptied and given again, starts over: its counters are zeroed).
-PathKey = tuple[str, str, int, int]
+# A path's identity while it runs: its session's tenant and name and its slot, not its position (a
+# body that reorders the paths keeps their slots, _slots_for, and so their rates and measured loss;
+# a path given another slot, or its slot emptied and given again, starts over: its counters are zeroed).
+PathKey = tuple[str, str, int]
 
 
 def path_key(session: AtsssSession, index: int) -> PathKey:
-    return session.tenant, session.name, index, session.slots[index]
+    return session.tenant, session.name, session.slots[index]
 
 
 def interface_index(name: str) -> Optional[int]:
@@ -86,10 +87,10 @@ def resolve_macs(session: AtsssSession, index: int, ifindex: Optional[int]) -> M
     return path_macs(session.paths[index], index, ifindex)
 
 
-def same_subflow(before: AtsssPath, after: AtsssPath) -> bool:
-    """Whether a path changed only in what its slot's words say in place (up, RTT, MACs...), not in
-    its subflow: addresses, ports, access."""
-    return stored.subflow_of(before) == stored.subflow_of(after) and before.access == after.access
+def path_identity(path: AtsssPath) -> tuple:
+    """What makes a path the same path across a change: its subflow (addresses, ports) and access.
+    The rest (up, RTT, weight, MACs...) is what its slot's words say in place."""
+    return stored.subflow_of(path), path.access
 
 
 class PathReading(NamedTuple):
@@ -245,7 +246,8 @@ class Atsss:
 
     def put_session(self, who: Principal, name: str, spec: AtsssSessionSpec) -> tuple[AtsssSession, bool]:
         """Create or replace the session `name` names; True when created. Paths keep their slots
-        by position while they are the same subflow (and their DCCP sequence numbers, _slots_for)."""
+        while they are the same subflow on the same access, wherever the body puts them (and their
+        DCCP sequence numbers and counters, _slots_for)."""
         return self._put(who, self._owner(who, name, spec), spec, must_be_new=False)
 
     def patch_session(self, who: Principal, name: str, patch: AtsssSessionPatch) -> AtsssSession:
@@ -431,13 +433,13 @@ class Atsss:
                                 "interfaces of another redundant session, or delete one", field="paths") from None
 
     def _slots_for(self, spec: AtsssSessionSpec, old: Optional[AtsssSession]) -> list[int]:
-        """The path slots of `spec`'s paths: a position's slot kept when its path is the same
-        subflow on the same access (its DCCP numbers and counts go on); a new subflow a free slot,
-        written whole before the session leads to it (netapp.atsss.table: the control plane never
-        writes a path's numbers or counts in place)."""
-        before = old.paths if old is not None else []
-        kept = [old.slots[position] if old is not None and position < len(before)
-                and same_subflow(before[position], path) else None for position, path in enumerate(spec.paths)]
+        """The path slots of `spec`'s paths: a path of `old` kept in its slot wherever `spec` puts
+        it, matched by identity (path_identity: its subflow and access), not by position, so that
+        a body that only reorders the paths moves no path's DCCP numbers or counts; a new subflow a
+        free slot, written whole before the session leads to it (netapp.atsss.table: the control
+        plane never writes a path's numbers or counts in place)."""
+        held = {path_identity(path): slot for path, slot in zip(old.paths, old.slots)} if old is not None else {}
+        kept = [held.pop(path_identity(path), None) for path in spec.paths]
         fresh = iter(self._free_slots(kept.count(None)))
         return [slot if slot is not None else next(fresh) for slot in kept]
 

@@ -60,7 +60,7 @@ from netapp.atsss.models import Address, AtsssSession, ChecksumCoverage
 from netapp.dataplane.groups import DevmapGroups
 from netapp.dataplane.errors import DataplaneError
 from netapp.dataplane.libbpf import run_once
-from netapp.dataplane.tables import InPlace, Table
+from netapp.dataplane.tables import InPlace, Span, Table
 
 TableOf = Callable[[str], Table]
 ProgramFd = Callable[[str], int]  # a loaded program's fd by its name in the BPF object
@@ -181,9 +181,6 @@ def _session_part(value: Session) -> tuple:
     n = value.n_paths
     return (value.mode, value.flags, n, tuple(value.weight[:n]), tuple(value.path[:n]), tuple(value.priority[:n]),
             value.tx_group, value.up)
-
-
-Span = tuple[int, int]  # (offset, end) of bytes of a value
 
 
 def owned_spans(kind: type, moved: tuple[str, ...]) -> list[Span]:
@@ -379,9 +376,7 @@ class AtsssMaps:
         would be). Each is what the path said before or after, or a frame lost; never a DCCP
         number given twice nor a count lost. A path whose addresses or ports change is a new
         subflow, given a new slot written whole (netapp.atsss.service)."""
-        raw = bytes(value)
-        for start, end in PATH_OWNED:
-            paths.store(slot, start, raw[start:end])
+        paths.store(slot, bytes(value), PATH_OWNED)
 
     def _write_sessions(self, wanted: dict[bytes, tuple[SessionKey, Session]],
                         held: dict[bytes, tuple[SessionKey, Session]]) -> None:
@@ -391,7 +386,7 @@ class AtsssMaps:
         changed = [raw for raw, (_, value) in wanted.items()
                    if raw in held and _session_part(held[raw][1]) != _session_part(value)]
         self._sessions.write([(key, value) for raw, (key, value) in wanted.items() if raw not in held])
-        writer = self._sessions.slots.program_fd(SESSION_WRITER)
+        writer = self._sessions.slots.program_fd(SESSION_WRITER) if changed else None  # asked when needed
         for raw in changed:
             key, value = wanted[raw]
             self._write_session_words(writer, key, held[raw][1], value)
@@ -409,8 +404,10 @@ class AtsssMaps:
         among the session's paths before or after, its MP_SEQ number taken by atomic add in every
         mode (weighted round-robin's too, under its lock), so never given twice. Weighted
         round-robin's current weights go on: the picks follow the new weights from the next packet.
-        Where the instance has no writer (the fake, where no program runs), the value is written
-        whole with its MP_SEQ counter and state as the map has them."""
+        Where the instance has no writer (the fake, where no program runs; an instance pinned by an
+        older build whose session maps this build's writer cannot run on, which libdpp warned of
+        once), the value is written whole with its MP_SEQ counter and state as the map has them: a
+        packet between the read and the write may have its number given again."""
         slot = self._sessions.slot(key)
         if writer is None:
             now = self._sessions.get(key)

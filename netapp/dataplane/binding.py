@@ -93,6 +93,7 @@ from netapp.dataplane.libdpp_abi import (  # noqa: F401 - re-exported
     TableCursor,
     TestResult,
     UpgradeOpts,
+    Word,
 )
 from netapp.dataplane.convert import (  # noqa: F401 - re-exported
     KEY_FIELDS,
@@ -139,6 +140,7 @@ PROTOTYPES: Mapping[str, tuple[Any, list[Any]]] = {
     "dpp_map_fd": (c_int, [c_void_p, c_char_p]),
     "dpp_upgrade": (c_int, [c_void_p, POINTER(UpgradeOpts)]),
     "dpp_programs": (c_int, [c_void_p, POINTER(ProgDesc), c_int]),
+    "dpp_program_add": (c_int, [c_void_p, c_char_p]),
     "dpp_attach": (c_int, [c_void_p, c_int, c_int]),
     "dpp_detach": (c_int, [c_void_p, c_int]),
     "dpp_attached": (c_int, [c_void_p, POINTER(c_int), c_int]),
@@ -201,6 +203,8 @@ PROTOTYPES: Mapping[str, tuple[Any, list[Any]]] = {
     # dpp_upf_dl4's placement (netapp.upf.ways): no instance, arrays of the caller's
     "dpp_upf_dl4_buckets": (c_int, [c_void_p, c_void_p, c_void_p, c_uint32, c_uint32, c_void_p]),
     "dpp_upf_dl4_place": (c_int, [c_void_p, c_uint32, c_void_p, c_uint32, c_uint32, c_int, c_void_p]),
+    # words of a mapped array stored in place (netapp.dataplane.tables.InPlace): no instance
+    "dpp_words_store": (c_int, [c_void_p, c_size_t, c_void_p, c_uint32]),
 }
 
 

@@ -44,6 +44,7 @@ class DppHandle:
     def __init__(self, lib: Libdpp, handle: c_void_p):
         self.lib = lib
         self._handle = handle
+        self._not_added: set[str] = set()  # programs this build could not add to the instance (warned once)
 
     @classmethod
     def open(
@@ -106,13 +107,23 @@ class DppHandle:
         return int(fdinfo(self.prog_fd())["prog_id"])
 
     def program_fd(self, name: str) -> int:
-        """The handle's fd of the instance's program `name` (valid while the handle is open)."""
+        """The handle's fd of the instance's program `name` (valid while the handle is open). An
+        instance pinned by an older build that lacks it gets this build's, loaded against its maps
+        (dpp_program_add); LookupError where it cannot (libdpp warned, naming the instance and what
+        to do: asked once per handle)."""
+        fd = self._program_fd(name)
+        if fd is None and name not in self._not_added:
+            if self.lib.dpp_program_add(self._handle, name.encode()) < 0:
+                self._not_added.add(name)
+            fd = self._program_fd(name)
+        if fd is None:
+            raise LookupError(f"no program {name} in the instance")
+        return fd
+
+    def _program_fd(self, name: str) -> Optional[int]:
         found = (ProgDesc * check(self.lib.dpp_programs(self._handle, None, 0), "dpp_programs"))()
         check(self.lib.dpp_programs(self._handle, found, len(found)), "dpp_programs")
-        for prog in found:
-            if bytes(prog.name).rstrip(b"\0").decode() == name:
-                return prog.fd
-        raise LookupError(f"no program {name} in the instance")
+        return next((prog.fd for prog in found if bytes(prog.name).rstrip(b"\0").decode() == name), None)
 
     def programs(self) -> list[dict[str, Any]]:
         """The XDP entry, then the programs it tail-calls: name, id, kind and dpp_progs slot."""

@@ -55,7 +55,14 @@ class ProgDesc(Structure):
     _fields_ = [("name", c_uint8 * 64), ("id", c_uint32), ("kind", c_uint32), ("slot", c_int), ("fd", c_int)]
 
 
-LIBDPP_STRUCTS = (MapSize, OpenOpts, UpgradeOpts, TestResult, TableCursor, ProgDesc)
+class Word(Structure):
+    """A word of a mapped array's values to store in place (dpp_words_store)."""
+
+    C_NAME = "dpp_word"
+    _fields_ = [("offset", c_uint64), ("value", c_uint64), ("width", c_uint32), ("reserved", c_uint32)]
+
+
+LIBDPP_STRUCTS = (MapSize, OpenOpts, UpgradeOpts, TestResult, TableCursor, ProgDesc, Word)
 
 # libdpp.h's callbacks: dpp_log_fn, dpp_rule_cb.
 LOG_FN = CFUNCTYPE(None, c_int, c_char_p, c_void_p)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import enum
+import functools
 import mmap
 import sys
 from ctypes import Structure, c_uint8, c_uint32
@@ -21,7 +22,8 @@ from typing import Any, Iterable, Iterator, Mapping, Optional, Protocol, Sequenc
 import numpy
 
 from netapp.dataplane.abi import MAPS, MapSpec
-from netapp.dataplane.libdpp_abi import TableCursor
+from netapp.dataplane.errors import DataplaneError
+from netapp.dataplane.libdpp_abi import TableCursor, Word
 from netapp.dataplane.handle import possible_cpus
 
 
@@ -72,11 +74,16 @@ class Table:
         self.name = name
         self.spec = spec
         self._value_type: Any = spec.value
+        self._max_entries: Optional[int] = None
+        self._mappings: dict[tuple[int, int], tuple[mmap.mmap, Any]] = {}  # InPlace's pages of the map
 
     @property
     def max_entries(self) -> int:
-        """The map's size in the kernel (as loaded, or as pinned: not always the header's)."""
-        return self._adapter.map_info(self.name)["max_entries"]
+        """The map's size in the kernel (as loaded, or as pinned: not always the header's), asked
+        once: a map's size never changes."""
+        if self._max_entries is None:
+            self._max_entries = self._adapter.map_info(self.name)["max_entries"]
+        return self._max_entries
 
     def update(self, entries: Entries, flags: UpdateFlag = UpdateFlag.ANY) -> None:
         """Write every (key, value) in order; a DataplaneError carries `done`, how many were written."""
@@ -142,8 +149,9 @@ class Table:
 
     def program_fd(self, name: str) -> Optional[int]:
         """The fd of the instance's program `name` (one that writes this map's values in place);
-        None where no program runs (the fake) or the instance has none of that name (one loaded by
-        an older build)."""
+        None where no program runs (the fake) or the instance has none of that name and cannot be
+        given this build's (one pinned by an older build whose maps are laid out otherwise: libdpp
+        warned once, naming it, DppHandle.program_fd)."""
         program_fd = getattr(self._adapter, "program_fd", None)
         try:
             fd = program_fd(name) if program_fd is not None else 0
@@ -154,19 +162,15 @@ class Table:
     @contextlib.contextmanager
     def in_place(self) -> Iterator["InPlace"]:
         """A writer of some words of this array's values in place (InPlace), for the length of the
-        `with`: through the map's mmap when the adapter has the kernel's map (a BPF_F_MMAPABLE array),
-        else by reading and writing whole values (the fake, where no program runs meanwhile)."""
+        `with`: through mappings of the map's pages when the adapter has the kernel's map (a
+        BPF_F_MMAPABLE array; the pages stay mapped while the table lives, which keeps the map
+        too), else by reading and writing whole values (the fake, where no program runs meanwhile)."""
         map_fd = getattr(self._adapter, "map_fd", None)
-        if map_fd is None:
-            yield InPlace(self, None)
-            return
-        size = ctypes.sizeof(self._value_type) * self.max_entries
-        with mmap.mmap(map_fd(self.name), -(-size // mmap.PAGESIZE) * mmap.PAGESIZE) as memory:
-            writer = InPlace(self, memory)
-            try:
-                yield writer
-            finally:
-                writer.release()
+        writer = InPlace(self, map_fd(self.name) if map_fd is not None else None)
+        try:
+            yield writer
+        finally:
+            writer.release()
 
     def _keys(self, keys: Sequence[Any]) -> Any:
         return _array(self.spec.key, keys)
@@ -331,47 +335,118 @@ def held_at(values: Sequence[Optional[Any]], flag_at: int = 0, flag: int = 0) ->
                  if value is not None and (not flag or bytes(value)[flag_at] & flag)), len(values))
 
 
+Span = tuple[int, int]  # (offset, end) of bytes of a value
+
+
 class InPlace:
-    """Bytes of an array's values written where they are, each as aligned stores of 8, 4, 2 or 1
-    bytes (the widest the offset and length allow): one such store is one instruction, which a
-    program on another CPU reads whole, old or new, never half. What a value's writer leaves out,
-    the words the programs move (atomic counters, a lock), is never written, so no count or number a
-    program takes meanwhile is lost, as a read, carry over and write of the whole value would lose
-    it. The words a call gives are stored in their order, only those that differ: a reader may meet
-    any prefix of them new, which the caller orders and argues harmless."""
+    """Bytes of an array's values written where they are, as aligned words of 8, 4, 2 or 1 bytes
+    (the widest the offset and length allow), each stored by one atomic store that a program on
+    another CPU reads whole, old or new, never half: libdpp's dpp_words_store, release order, so
+    that the words are seen new in the order given. What a value's writer leaves out, the words the
+    programs move (atomic counters, a lock), is never written, so no count or number a program takes
+    meanwhile is lost, as a read, carry over and write of the whole value would lose it. Of the
+    words a call gives only those that differ are stored, in their order, all in one call: a reader
+    may meet any prefix of them new, which the caller orders and argues harmless.
+
+    Where libdpp cannot be loaded (not built) the words are stored by numpy's typed stores, one
+    aligned store each on the compilers and machines the project runs on (x86-64, arm64), without
+    the order's guarantee on arm64. Without the kernel's map (the fake, where no program runs) the
+    whole value is read, patched and written."""
 
     WIDTHS = (8, 4, 2, 1)
 
-    def __init__(self, table: Table, memory: Optional[mmap.mmap]):
+    def __init__(self, table: Table, map_fd: Optional[int]):
         self._table = table
+        self._fd = map_fd
         self._size = ctypes.sizeof(table._value_type)
-        self._views = {} if memory is None else {width: numpy.frombuffer(memory, dtype=f"=u{width}")
-                                                 for width in self.WIDTHS}
+        self._entries = table.max_entries if map_fd is not None else 0
+        # (first page, last page) -> the mapping of those pages of the map and its address, the
+        # table's: only the pages of the values written are mapped (the kernel maps every page of a
+        # mapping at once: the whole of dpp_atsss_paths took some 8 ms), each once in the table's
+        # life (a mapping made and unmapped each change cost more than a whole value's lookup and
+        # update: the unmapping flushes the other CPUs' TLBs)
+        self._mapped = table._mappings
+        self._lib = _words_lib() if map_fd is not None else None
 
-    def store(self, index: int, offset: int, raw: bytes) -> None:
-        """`raw` at `offset` of value `index`, piece by aligned piece, the pieces that differ."""
-        if not self._views:
-            self._patch(index, offset, raw)
-            return
-        at, end = index * self._size + offset, index * self._size + offset + len(raw)
+    def store(self, index: int, raw: bytes, spans: Sequence[Span]) -> list[tuple[int, int]]:
+        """Value `index`'s bytes in `spans` made those of `raw` (the whole new value): the words
+        that differ, in the spans' order, in one call. Returns them as (offset in the value, width)."""
+        if self._fd is None:
+            self._patch(index, raw, spans)
+            return [(start, end - start) for start, end in spans]
+        if not 0 <= index < self._entries:
+            raise ValueError(f"table {self._table.name}: no value {index} (0 to {self._entries - 1})")
+        base = index * self._size
+        pages = ((base + min(start for start, _ in spans)) // mmap.PAGESIZE,
+                 (base + max(end for _, end in spans) - 1) // mmap.PAGESIZE)
+        memory, address = self._mapping(*pages)
+        origin = base - pages[0] * mmap.PAGESIZE  # the value's offset in the mapping
+        words = [word for start, end in spans if memory[origin + start : origin + end] != raw[start:end]
+                 for word in self._pieces(memory, origin, raw, start, end)]
+        if self._lib is not None:
+            self._store_by_libdpp(address, len(memory), origin, words)
+        else:
+            self._store_by_numpy(memory, origin, words)
+        return [(at, width) for at, width, _ in words]
+
+    def _mapping(self, first: int, last: int) -> tuple[mmap.mmap, int]:
+        """The map's pages first to last, mapped (once in the table's life), and their address."""
+        if (first, last) not in self._mapped:
+            memory = mmap.mmap(self._fd, (last - first + 1) * mmap.PAGESIZE, offset=first * mmap.PAGESIZE)  # type: ignore[arg-type]
+            pointer = (ctypes.c_char * len(memory)).from_buffer(memory)
+            self._mapped[first, last] = (memory, pointer)
+        memory, pointer = self._mapped[first, last]
+        return memory, ctypes.addressof(pointer)
+
+    def _pieces(self, memory: mmap.mmap, origin: int, raw: bytes, start: int,
+                end: int) -> Iterator[tuple[int, int, int]]:
+        """The aligned words of raw[start:end] at `origin` + start of `memory` that differ from what
+        it holds: (offset in the value, width, value)."""
+        at = start
         while at < end:
-            width = next(w for w in self.WIDTHS if at % w == 0 and at + w <= end)
-            piece = int.from_bytes(raw[at - index * self._size - offset:][:width], sys.byteorder)
-            view = self._views[width]
-            if int(view[at // width]) != piece:
-                view[at // width] = piece  # one aligned store of `width` bytes (numpy's typed store)
+            width = next(w for w in self.WIDTHS if (origin + at) % w == 0 and at + w <= end)
+            if memory[origin + at : origin + at + width] != raw[at : at + width]:
+                yield at, width, int.from_bytes(raw[at : at + width], sys.byteorder)
             at += width
 
-    def _patch(self, index: int, offset: int, raw: bytes) -> None:
+    def _store_by_libdpp(self, address: int, size: int, origin: int, words: list[tuple[int, int, int]]) -> None:
+        if not words:
+            return
+        array = (Word * len(words))(*(Word(offset=origin + at, value=piece, width=width) for at, width, piece in words))
+        rc = self._lib.dpp_words_store(address, size, array, len(words))  # type: ignore[union-attr]
+        if rc < 0:
+            raise DataplaneError(-rc, "dpp_words_store", f"table {self._table.name}")
+
+    @staticmethod
+    def _store_by_numpy(memory: mmap.mmap, origin: int, words: list[tuple[int, int, int]]) -> None:
+        """Each word by numpy's typed store of its width (where libdpp cannot be loaded)."""
+        for at, width, piece in words:
+            view = numpy.frombuffer(memory, dtype=f"=u{width}")
+            view[(origin + at) // width] = piece
+            del view  # the mapping closes only once no view holds it
+
+    def _patch(self, index: int, raw: bytes, spans: Sequence[Span]) -> None:
         kind = self._table._value_type
         value = self._table.lookup([c_uint32(index)])[0]
         patched = bytearray(bytes(value) if value is not None else ctypes.sizeof(kind))
-        patched[offset : offset + len(raw)] = raw
+        for start, end in spans:
+            patched[start:end] = raw[start:end]
         self._table.update([(c_uint32(index), kind.from_buffer_copy(patched))])
 
     def release(self) -> None:
-        """The views of the mmap dropped (before it is closed)."""
-        self._views = {}
+        """The writer done (its table keeps the mappings: they close with it)."""
+
+
+@functools.lru_cache(maxsize=None)
+def _words_lib() -> Any:
+    """libdpp, for dpp_words_store; None where it cannot be loaded (not built). Found once: its
+    search resolves paths, which took a change some 0.4 ms."""
+    from netapp.dataplane.binding import load_libdpp  # the binding imports this module's users
+
+    try:
+        return load_libdpp()
+    except (DataplaneError, OSError):
+        return None
 
 
 def open_table(adapter: TableAdapter, name: str, spec: Optional[MapSpec] = None) -> Table:

@@ -13,7 +13,11 @@ certain (checked 5 runs out of 5)."""
 
 from __future__ import annotations
 
+import ctypes
+import ipaddress
 import os
+import shutil
+import subprocess
 import threading
 from typing import Any, Iterator
 
@@ -22,14 +26,18 @@ import pytest
 from bench.harness import Harness, Walk, build_harness
 from bench.libbpf import test_run as prog_test_run
 from netapp.atsss.models import AtsssSessionPatch, AtsssSessionSpec
-from netapp.atsss.service import Atsss
-from netapp.atsss.table import AtsssMaps
+from netapp.atsss.service import Atsss, path_key
+from netapp.atsss.abi import Session, SessionKey
+from netapp.atsss.table import SESSION_WRITER, AtsssMaps
+from netapp.dataplane.facade import Dataplane
 from netapp.service.contract import Principal, Scope
 from netapp.service.store import Store
 from netapp.tenancy.models import TenantSpec
 from netapp.tenancy.service import TenantService
 from tests.atsss.atsss import XDP_TX, AtsssProgram, delete_every_session, ethernet, ue_packet
 from tests.utils.dataplane import two_cpus
+from tests.utils.kernel import pin_dir, require_kernel
+from tests.utils.maps import pinned_instance
 from tests.utils.object_tables import ObjectTables
 
 ADMIN = Principal("operator", frozenset({Scope.ADMIN}))
@@ -98,7 +106,9 @@ class Flow(threading.Thread):
             self.started.set()
 
 
-def test_changes_while_packets_flow_give_no_number_twice_and_lose_no_count(atsss, service, harness):
+def changes_while_packets_flow(service: Atsss, maps: AtsssMaps, prog_fd: int, harness: Harness) -> None:
+    """ROUNDS of CHANGES PATCHed while `prog_fd` (a downlink program over the maps of `maps`) runs the
+    UE's packet on one CPU; then the numbers and counts must be exact."""
     cpu = two_cpus()[0]
     spec = AtsssSessionSpec.model_validate({"name": "ue5", "ue": UE, "mode": "weighted",
                                             "paths": [path(1, weight=3), path(2)]})
@@ -107,7 +117,7 @@ def test_changes_while_packets_flow_give_no_number_twice_and_lose_no_count(atsss
     frame = ethernet(packet)
     harness.set_walk(Walk(1, teid_base=0, src_base=int.from_bytes(bytes(map(int, UE.split("."))), "big"),
                           teid_off=PAYLOAD_AT, src_off=UE_AT))
-    harness.set_target(atsss.prog)
+    harness.set_target(prog_fd)
     harness.set_packet(frame)
     flow = Flow(harness.walk_head_fd, frame, cpu)
     flow.start()
@@ -120,14 +130,70 @@ def test_changes_while_packets_flow_give_no_number_twice_and_lose_no_count(atsss
         flow.stop.set()
         flow.join()
     assert flow.verdicts == {XDP_TX}
-    session = atsss.session(UE)
-    paths = [atsss.path(slot) for slot in slots]
+    session = maps.session(ipaddress.ip_address(UE))
+    paths = maps.paths(slots)
     assert session is not None and min(p.packets for p in paths) > 0, "both paths carried packets"
     # each number given once: the counters are the packets that took one; each packet counted
     assert {"mp_seq": session.mp_seq, "dccp_seq": [p.dccp_seq for p in paths],
             "packets": sum(p.packets for p in paths), "bytes": sum(p.bytes for p in paths)} == {
         "mp_seq": flow.sent, "dccp_seq": [p.packets for p in paths],
         "packets": flow.sent, "bytes": flow.sent * len(packet)}
+
+
+def test_changes_while_packets_flow_give_no_number_twice_and_lose_no_count(atsss, service, harness):
+    changes_while_packets_flow(service, service._maps, atsss.prog, harness)
+
+
+@pytest.fixture
+def older_instance() -> Iterator[str]:
+    """A pinned pipeline as an older build left it: no session writer (its pin removed, the program
+    gone with it)."""
+    require_kernel()
+    with pinned_instance("atsss-old") as name:
+        Dataplane.open(instance=name).close()
+        (pin_dir(name) / "progs" / SESSION_WRITER).unlink()
+        yield name
+
+
+def test_an_instance_pinned_without_the_writer_gets_this_build_s_and_its_changes_lose_nothing(
+        older_instance, harness, tmp_path, node_ns):
+    node = Dataplane.open(instance=older_instance)
+    store = Store.open(tmp_path / "netapp.db", synchronous="NORMAL")
+    try:
+        assert SESSION_WRITER not in [prog["name"] for prog in node.status()["programs"]]
+        TenantService(lambda: store).put_tenant(ADMIN, "carol",
+                                                TenantSpec.model_validate({"traffic": [{"dst": "10.60.0.0/24"}]}))
+        service = Atsss(store, AtsssMaps(node.table), netns=node_ns)
+        changes_while_packets_flow(service, service._maps, node.program_fd("dpp_atsss_stage"), harness)
+        assert SESSION_WRITER in [prog["name"] for prog in node.status()["programs"]]
+        delete_every_session(service, ADMIN)
+    finally:
+        store.close()
+        node.close()
+    assert (pin_dir(older_instance) / "progs" / SESSION_WRITER).exists(), "pinned for the next process"
+
+
+def test_an_instance_whose_sessions_are_laid_out_otherwise_is_warned_of_once(older_instance, caplog):
+    """Where this build's writer cannot run on the instance's session map (another value size here,
+    which the reopen's BTF check does not see in a map without BTF), the instance and what to do are
+    told once: session changes are then written whole."""
+    bpftool = shutil.which("bpftool")
+    if bpftool is None:
+        pytest.skip("bpftool is needed to pin a map of another layout")
+    pin = pin_dir(older_instance) / "maps" / "dpp_atsss_sessions"
+    pin.unlink()
+    subprocess.run([bpftool, "map", "create", str(pin), "type", "hash", "key", str(ctypes.sizeof(SessionKey)),
+                    "value", str(ctypes.sizeof(Session) + 8), "entries", "16", "name", "dpp_atsss_sessions"],
+                   check=True, capture_output=True)
+    node = Dataplane.open(instance=older_instance)
+    try:
+        table = node.table("dpp_atsss_slots")
+        assert [table.program_fd(SESSION_WRITER), table.program_fd(SESSION_WRITER)] == [None, None]
+    finally:
+        node.close()
+    told = [record.getMessage() for record in caplog.records if f"has no program {SESSION_WRITER}" in record.getMessage()]
+    assert len(told) == 1 and f"instance '{older_instance}'" in told[0] and "dpp_atsss_sessions" in told[0], told
+    assert "unpin the instance and load it again" in told[0]
 
 
 def test_a_path_reported_down_or_up_moves_its_bit_of_the_sessions_mask_with_its_flag(atsss, service):
@@ -146,3 +212,29 @@ def test_a_path_reported_down_or_up_moves_its_bit_of_the_sessions_mask_with_its_
                                                                                    {"index": 2, "up": False}]}))
     assert (atsss.session(UE).up, [atsss.path(slot).flags & 1 for slot in slots]) == (0b011, [1, 1, 0])
     assert atsss.session(UE).mp_seq == before
+
+
+def test_a_put_that_only_reorders_the_paths_keeps_each_path_s_slot_and_its_numbers_go_on(atsss, service):
+    """A path is the same path by its subflow and access, wherever the body puts it: a PUT that
+    reverses the paths' order gives no path a new slot, so each path's DCCP numbers and counts go on
+    from where they were (a path given a new slot would start from 0), and the session's positions
+    lead to the slots in the new order."""
+    paths = [path(1), path(2), path(3)]
+    spec = {"name": "ue5", "ue": UE, "mode": "round_robin", "paths": paths}
+    slots = service.create_session(CAROL, "ue5", AtsssSessionSpec.model_validate(spec)).slots
+    frame = ethernet(ue_packet(UE, bytes(64)))
+    for _ in range(7):  # 3, 2 and 2 packets on the paths
+        assert atsss.run(frame)[0] == XDP_TX
+    before = {slot: (atsss.path(slot).dccp_seq, atsss.path(slot).packets) for slot in slots}
+    assert sorted(before.values()) == [(2, 2), (2, 2), (3, 3)]
+    service.note_losses({path_key(service.get_session(CAROL, "ue5"), 0): 0.25})  # the first path's, measured
+    reordered = service.put_session(CAROL, "ue5", AtsssSessionSpec.model_validate({**spec, "paths": paths[::-1]}))[0]
+    assert reordered.slots == slots[::-1]
+    assert service.measured_losses(reordered) == [None, None, 0.25], "its measured loss goes with the path"
+    assert list(atsss.session(UE).path[:3]) == slots[::-1]
+    assert {slot: (atsss.path(slot).dccp_seq, atsss.path(slot).packets) for slot in slots} == before
+    for _ in range(3):  # one more on each path
+        assert atsss.run(frame)[0] == XDP_TX
+    assert {slot: (atsss.path(slot).dccp_seq, atsss.path(slot).packets) for slot in slots} == {
+        slot: (seq + 1, packets + 1) for slot, (seq, packets) in before.items()}
+    assert atsss.session(UE).mp_seq == 10

@@ -87,6 +87,13 @@ struct dpp_prog_desc {
 
 /* The instance's programs, the entry first: fills up to max and returns how many there are. */
 int dpp_programs(const struct dpp *d, struct dpp_prog_desc *out, int max);
+/* The program `name` of the object this library carries, loaded alone into the instance, bound to
+ * the instance's maps, when the instance has none of that name (it was pinned by an older build:
+ * e.g. a writer of values in place that came later), and pinned with its programs; then listed by
+ * dpp_programs. 0 when the instance has it, or now has it. -ENOENT: no such program in this build;
+ * -EPROTO: a map of the instance it needs is laid out otherwise (or the kernel refused the load):
+ * warned once, naming the instance and what to do. */
+int dpp_program_add(struct dpp *d, const char *name);
 
 struct dpp_upgrade_opts {
 	size_t sz;	 /* sizeof(struct dpp_upgrade_opts) */
@@ -252,6 +259,24 @@ int dpp_upf_dl4_buckets(const __u32 *instances, const __u8 *families, const void
  * -ERANGE: a bucket's ways past `slots`. */
 int dpp_upf_dl4_place(const __s32 *buckets, __u32 n, __u8 *state, __u32 slots, __u32 from,
 		      int may_wait, __s32 *ways);
+
+/* Words of a BPF_F_MMAPABLE array's values written in place, through the caller's mapping of it
+ * (mmap of the map's fd), while programs read them: a word is `width` bytes (1, 2, 4 or 8) at
+ * `offset` from the mapping's start, a multiple of its width, and `value` holds it in its low
+ * bytes. No instance: the mapping is the caller's. */
+struct dpp_word {
+	__u64 offset;
+	__u64 value;
+	__u32 width;
+	__u32 reserved; /* 0 */
+};
+/* The n words stored in their order into the `size` bytes at `base`, each by one aligned atomic
+ * store of release order (__atomic_store_n, __ATOMIC_RELEASE): a program on another CPU reads a
+ * word whole, old or new, and one that sees a word new (by an acquire load) sees every word before
+ * it new, on any architecture (a plain store gives neither: the compiler may split or reorder it).
+ * Checked before any is stored: -EINVAL (base or words NULL, a width not 1, 2, 4 or 8, an offset
+ * not a multiple of its width, reserved set), -ERANGE (a word past size). Returns n. */
+int dpp_words_store(void *base, size_t size, const struct dpp_word *words, __u32 n);
 
 #ifdef __cplusplus
 }

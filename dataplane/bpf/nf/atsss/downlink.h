@@ -128,13 +128,13 @@ static __always_inline __u64 atsss_addr_sum6(const struct dpp_atsss_path *p)
 
 /* Frame the headers in front of the UE packet, which starts right after them (ue_len bytes); the
  * DCCP checksum covers the UE packet unless cscov is 1 (enum dpp_atsss_session_flags), with ue_sum
- * its sum, or summed here when ue_sum is -1. */
+ * its sum, or summed here when ue_sum is -1. `family`: the path's, a constant (atsss_encap). */
 static __always_inline int atsss_fill(struct xdp_md *ctx, const struct dpp_atsss_path *p, __u64 seq,
-				      __u64 mp_seq, __u32 ue_len, __u8 cscov, __s64 ue_sum)
+				      __u64 mp_seq, __u32 ue_len, __u8 cscov, __s64 ue_sum, const __u8 family)
 {
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
 	struct ethhdr *eth = data;
-	__u32 ip_len = p->family == 4 ? sizeof(struct iphdr) : sizeof(struct ipv6hdr);
+	const __u32 ip_len = family == 4 ? sizeof(struct iphdr) : sizeof(struct ipv6hdr);
 	__u32 dccp_len = sizeof(struct atsss_dccp_data) + ue_len;
 	struct atsss_dccp_data *d;
 	__u64 header_sum, outer_sum; /* the DCCP header's words; the addresses' (IPv4: and the ports') */
@@ -145,7 +145,7 @@ static __always_inline int atsss_fill(struct xdp_md *ctx, const struct dpp_atsss
 	if (data + sizeof(*eth) + ATSSS_ENCAP6 > end)
 		return -1;
 	/* the path's words read before the packet's stores, which may alias p for clang */
-	if (p->family == 4) {
+	if (family == 4) {
 		outer_sum = p->head4_dccp_sum;
 		ip_sum = p->head4_ip_sum;
 		atsss_fill_head4(eth, p, ip_sum, dccp_len);
@@ -167,7 +167,7 @@ static __always_inline int atsss_fill(struct xdp_md *ctx, const struct dpp_atsss
 		if (ue_sum < 0)
 			return -1;
 		data = (void *)(long)ctx->data;
-		d = data + sizeof(*eth) + (ip_len & 0x3f);
+		d = data + sizeof(*eth) + ip_len;
 		if ((void *)(d + 1) > (void *)(long)ctx->data_end)
 			return -1;
 	}
@@ -175,17 +175,16 @@ static __always_inline int atsss_fill(struct xdp_md *ctx, const struct dpp_atsss
 	return 0;
 }
 
-/* Put the UE packet at l3 (ue_len bytes: what is after it, link padding, goes) behind the path's
- * outer headers. 0, or -1 when it could not be made so. */
-static __always_inline int atsss_encap(struct xdp_md *ctx, const struct dpp_atsss_path *p, __u64 seq,
-				       __u64 mp_seq, __u32 l3, __u32 ue_len, __u8 cscov)
+/* atsss_encap for a path of `family` (4 or 6, a constant: its headers' sizes are the compiler's). */
+static __always_inline int atsss_encap_family(struct xdp_md *ctx, const struct dpp_atsss_path *p, __u64 seq,
+					      __u64 mp_seq, __u32 l3, __u32 ue_len, __u8 cscov, const __u8 family)
 {
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
 	__u32 frame_len = end - data;
-	int hdr = p->family == 4 ? ATSSS_ENCAP4 : ATSSS_ENCAP6;
+	const int hdr = family == 4 ? ATSSS_ENCAP4 : ATSSS_ENCAP6;
 	__s64 ue_sum;
 
-	if (ue_len > ATSSS_MAX_UE_LEN || l3 + ue_len > frame_len || (p->family != 4 && p->family != 6))
+	if (ue_len > ATSSS_MAX_UE_LEN || l3 + ue_len > frame_len)
 		return -1;
 	/* the UE packet's sum from its own checksum, read before the frame's ends move */
 	ue_sum = cscov ? 0 : atsss_inner_sum(data + bounded_offset(l3), end, ue_len);
@@ -194,7 +193,27 @@ static __always_inline int atsss_encap(struct xdp_md *ctx, const struct dpp_atss
 	/* the Ethernet header stays where it is relative to the new start: it is rewritten whole */
 	if (bpf_xdp_adjust_head(ctx, (int)(bounded_offset(l3) - sizeof(struct ethhdr)) - hdr))
 		return -1;
-	return atsss_fill(ctx, p, seq, mp_seq, ue_len, cscov, ue_sum);
+	return atsss_fill(ctx, p, seq, mp_seq, ue_len, cscov, ue_sum, family);
+}
+
+/* Put the UE packet at l3 (ue_len bytes: what is after it, link padding, goes) behind the path's
+ * outer headers. 0, or -1 when it could not be made so. A copy for each family, and IPv4's for each
+ * CsCov: the headers' sizes, which are written and whether the UE packet is summed are then known
+ * where the code is made, not tested again at each step (an IPv4 CsCov 1 packet executes 27
+ * instructions fewer, the others 13 to 16; the program is some 1,100 instructions longer;
+ * bench/README.md, "Round-robin's margin"). */
+static __always_inline int atsss_encap(struct xdp_md *ctx, const struct dpp_atsss_path *p, __u64 seq,
+				       __u64 mp_seq, __u32 l3, __u32 ue_len, __u8 cscov)
+{
+	__u8 family = p->family;
+
+	if (family == 4 && cscov)
+		return atsss_encap_family(ctx, p, seq, mp_seq, l3, ue_len, 1, 4);
+	if (family == 4)
+		return atsss_encap_family(ctx, p, seq, mp_seq, l3, ue_len, 0, 4);
+	if (family == 6)
+		return atsss_encap_family(ctx, p, seq, mp_seq, l3, ue_len, cscov, 6);
+	return -1;
 }
 
 /* The path's counters moved: atomic adds on its second line (include/dpp/nf/atsss.h says why not

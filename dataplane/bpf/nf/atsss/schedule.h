@@ -280,22 +280,43 @@ static __always_inline int atsss_schedule(struct dpp_atsss_session *s, __u64 *mp
 	return pos;
 }
 
+/* Round-robin's path for the number *mp_seq (taken) when it is not the number the path `read` (up,
+ * at position `read`) was read for: the path at its turn, or when that one is down, of the
+ * positions up, the one its cycle falls on. */
+static __always_inline struct dpp_atsss_path *round_robin_other(struct dpp_atsss_session *s, __u32 n, __u64 mp_seq,
+								 int read, struct dpp_atsss_path *up)
+{
+	int pos = round_robin_turn(n, mp_seq);
+	struct dpp_atsss_path *p = pos == read ? up : atsss_path_up(s, pos);
+	struct atsss_paths_view v;
+
+	if (!p) { /* its path is down: its cycle's turn among the paths up */
+		v = atsss_view_paths(s, false);
+		pos = v.up ? pick_round_robin(v.up, (__u32)mp_seq / n) : read;
+		p = atsss_path_up(s, pos);
+		if (!p) /* gone down since: the path read up takes it */
+			p = up;
+	}
+	return p;
+}
+
 /* Round-robin: the path at the position the packet's MP_SEQ number falls on among the session's
  * paths (round_robin_turn of n_paths), when it is up; when it is down, of the positions up, the one
  * the number's cycle falls on (pick_round_robin). With every path up, consecutive numbers take the
  * paths in turn on any CPU, and a packet reads one path, not every one: before its number is taken
  * (an atomic add, which waits for the loads before it), the path of the position the session's
  * next number falls on as read then, which is the packet's own unless another CPU took a number
- * meanwhile. That path being up is also what lets the number be taken: none is taken while no path
- * is up (a number taken and not sent is a gap the UE's receiver waits on). The path read has its
- * counters read with it (atsss_warm_counters). The picked path, or NULL when no path is up. A path
- * marked down after it was read still gets this one packet. */
+ * meanwhile (the number taken is then not the number read: round_robin_other). That path being up
+ * is also what lets the number be taken: none is taken while no path is up (a number taken and not
+ * sent is a gap the UE's receiver waits on). The path read has its counters read with it
+ * (atsss_warm_counters). The picked path, or NULL when no path is up. A path marked down after it
+ * was read still gets this one packet. */
 static __always_inline struct dpp_atsss_path *schedule_round_robin(struct dpp_atsss_session *s, __u64 *mp_seq)
 {
 	__u32 n = s->n_paths;
-	int read = round_robin_turn(n, *(volatile __u64 *)&s->mp_seq), pos;
-	struct dpp_atsss_path *up = atsss_path_up(s, read), *p;
-	struct atsss_paths_view v;
+	__u64 seen = *(volatile __u64 *)&s->mp_seq;
+	int read = round_robin_turn(n, seen);
+	struct dpp_atsss_path *up = atsss_path_up(s, read);
 
 	if (!up) { /* down: the first path up, if any */
 #pragma unroll
@@ -308,19 +329,15 @@ static __always_inline struct dpp_atsss_path *schedule_round_robin(struct dpp_at
 		}
 		if (!up)
 			return NULL;
+		atsss_warm_counters(up);
+		*mp_seq = take_mp_seq(s);
+		return round_robin_other(s, n, *mp_seq, read, up);
 	}
 	atsss_warm_counters(up);
 	*mp_seq = take_mp_seq(s);
-	pos = round_robin_turn(n, *mp_seq);
-	p = pos == read ? up : atsss_path_up(s, pos);
-	if (!p) { /* its path is down: its cycle's turn among the paths up */
-		v = atsss_view_paths(s, false);
-		pos = v.up ? pick_round_robin(v.up, (__u32)*mp_seq / n) : read;
-		p = atsss_path_up(s, pos);
-		if (!p) /* gone down since: the path read up takes it */
-			p = up;
-	}
-	return p;
+	if (*mp_seq == seen) /* the number read: the path read is its turn's */
+		return up;
+	return round_robin_other(s, n, *mp_seq, read, up);
 }
 
 #endif /* DPP_NF_ATSSS_SCHEDULE_H */
