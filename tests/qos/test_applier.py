@@ -300,7 +300,7 @@ def test_the_index_is_made_again_after_a_write_that_failed(dataplane):
     assert applier.state(4).clock == Clock.PRECISE
 
 
-class WritesSeen:
+class WritesInOrder:
     """A table that tells `seen` each write made through it (its name, the method, the first
     argument), then makes it."""
 
@@ -326,7 +326,7 @@ def test_a_policers_cpu_slots_are_zeroed_without_a_chunk_before_it_and_given_the
     docstring): its CPUs' slots zeroed with no chunk, then its own slot, then its CPUs' slots with
     the chunk. (Written once, with the chunk, before its slot, as before, fails it.)"""
     seen: list = []
-    applier = PolicerApplier(lambda name: WritesSeen(dataplane.table(name), seen))
+    applier = PolicerApplier(lambda name: WritesInOrder(dataplane.table(name), seen))
     spec = PolicerSpec(rate=10**9, burst=10**7, algo=Algo.TOKEN_BUCKET)
     applier.apply({5: spec}, pairs=None if unchained else {5: 6})
     stats = [(method, args) for name, method, args in seen if name == "dpp_policer_stats"]

@@ -102,7 +102,9 @@
  * for the stamp where the credit is looked at (police_share), when the packet's chain has no
  * reading yet: that reading decides the packet, so a window's packets read it once, as before;
  * on the coarse clock, not even that while a jiffies stamp says the window still runs
- * (nf/qos/stamp.h, "A window's credit without the clock"). */
+ * (nf/qos/stamp.h, "A window's credit without the clock"), and a packet bigger than the room its
+ * CPU saw the window have when it last dropped one is dropped then from the line alone (stamp.h,
+ * "A window seen full"). */
 #ifndef DPP_NF_QOS_POLICE_H
 #define DPP_NF_QOS_POLICE_H
 
@@ -165,9 +167,10 @@ enum police_verdict {
  * x R more than this bound: such a packet may be dropped where the lock would pass it, never
  * passed where it would drop. Largest value: c0 + elapsed x R < 8.6e18 + 2^24 x 4e11 < 2^64
  * (elapsed below POLICE_REFILL_EXACT_NS, else the lock decides). The control plane zeroes the line
- * when it writes a policer (stamp 0: none seen); a packet deciding on the old policer across
- * that write may leave its bound in the new one's line, which then drops on it for at most a
- * packet's time at the rate (cost / R): it never passes more. */
+ * before and after it writes a policer (stamp 0: none seen; netapp/qos/applier.py says why twice);
+ * a packet deciding on the old policer across those writes may leave its bound in the new one's
+ * line, which then drops on it for at most a packet's time at the rate (cost / R): it never
+ * passes more. */
 static __always_inline bool bucket_seen_short(const struct dpp_policer *p, const __u32 *at, __u64 cost, __u64 now)
 {
 	const struct dpp_policer_stats *s = bpf_map_lookup_elem(&dpp_policer_stats, at);
@@ -648,7 +651,7 @@ static __always_inline __u32 police_step(__u32 *id, __u64 bytes, __u64 *now, boo
 	carve = police_share(p, id, bytes, now, window_credit);
 	if (carve == POLICE_SPENT)
 		return p->parent;
-	if (carve == POLICE_FULL)
+	if (window_credit && carve == POLICE_FULL)
 		return POLICE_DROPPED;
 	return police_on_state(p, id, bytes, now, carve, window_credit);
 }
