@@ -490,9 +490,11 @@ static __always_inline bool police_windowed(const struct dpp_policer *p)
  * its own window: fixed_window_pass), its window seen full forgotten. The clock is read here, when
  * the chain has no reading yet (police_clock), and that reading decides the packet; but not while
  * the line's jiffies stamp holds (a ticked policer, with a chunk or not: nf/qos/stamp.h), which says
- * the clock is still in the line's window: the credit stands as it is, and true is returned. */
+ * the clock is still in the line's window: the credit stands as it is, and a packet of `bytes` it
+ * does not cover, bigger than the room the window was seen with (window_saw_full), is to be
+ * dropped: true. Asked here, so that a bucket's pass on its credit tests nothing more than before. */
 static __always_inline bool police_credit_window(const struct dpp_policer *p, struct dpp_policer_stats *s,
-						 __u64 *now)
+						 __u64 *now, __u64 bytes)
 {
 	__u64 window, jiffies;
 
@@ -501,7 +503,7 @@ static __always_inline bool police_credit_window(const struct dpp_policer *p, st
 	if (police_ticked(p)) {
 		jiffies = POLICE_JIFFIES();
 		if (police_stamp_holds(s->stamp, jiffies))
-			return true;
+			return s->credit < bytes && bytes > ~s->short_credit;
 		/* kept in the line, pending, until the stamp is made of them (stamp.h's head) */
 		s->stamp = police_stamp_pending(*now ? POLICE_GIVEN_JIFFIES(jiffies) : jiffies);
 	}
@@ -557,19 +559,16 @@ static __always_inline __u32 police_share(const struct dpp_policer *p, const __u
 					  __u64 *now, bool window_credit)
 {
 	struct dpp_policer_stats *s = bpf_map_lookup_elem(&dpp_policer_stats, at);
-	bool held;
 
 	if (!s)
 		return 0;
-	held = window_credit && police_credit_window(p, s, now);
-	if (s->credit < bytes || p->gate != DPP_POLICE_GATE_OPEN) {
-		if (held && bytes > ~s->short_credit) { /* its window seen full: window_saw_full */
-			s->dropped_packets++;
-			s->dropped_bytes += bytes;
-			return POLICE_FULL;
-		}
-		return s->credit < s->chunk ? s->chunk - s->credit : 0;
+	if (window_credit && police_credit_window(p, s, now, bytes)) { /* its window seen full */
+		s->dropped_packets++;
+		s->dropped_bytes += bytes;
+		return POLICE_FULL;
 	}
+	if (s->credit < bytes || p->gate != DPP_POLICE_GATE_OPEN)
+		return s->credit < s->chunk ? s->chunk - s->credit : 0;
 	s->credit -= bytes;
 	s->passed_packets++;
 	s->passed_bytes += bytes;
