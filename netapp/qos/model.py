@@ -36,7 +36,7 @@ jiffies are not past its CPU's stamp (and at most STAMP_AHEAD before it) takes t
 window's without looking at its time. A packet given without jiffies (0) stamps none. A ticked
 window's CPUs are stamped so with a chunk or without one.
 
-A window seen full (police.h, "A window seen full"): a ticked window that drops a packet (gate
+A window seen full (nf/qos/stamp.h, "A window seen full"): a ticked window that drops a packet (gate
 open) on a time of its CPU's stamped window, the window's count then of that window too, keeps in the
 CPU's `rooms` what it had left, `seen_room`: the allowance (whole bytes) less the count (the sliding
 window: less the window before's bytes weighted by a tick, ceil(previous tick / W), too); while the

@@ -7,7 +7,7 @@ the control plane writes, no W-long stretch of the coarse clock gets more than t
 spent up to its stamp and not a jiffy after; with the kernel's own clock and jiffies, a stamp made and
 packets passed on it. On the model, with (time, jiffies) pairs as the kernel makes them: no packet
 passes on a credit of another window than its own (what a stamp past the window's end would do).
-A window seen full (police.h, "A window seen full"): the room a drop saw kept with the stamp, packets
+A window seen full (nf/qos/stamp.h): the room a drop saw kept with the stamp, packets
 bigger dropped on it without the time while the stamp holds, on the model every such drop one the
 window itself makes. A line left pending by a carve (its jiffies kept while it reads the clock) holds
 no stamp for a program run meanwhile."""

@@ -8,7 +8,7 @@
  * it reads the clock, with a jiffies deadline D at most its window's end E = (k + 1) W:
  *   D = j0 + floor((E - c0) / TICK) - 4      (0, none, when that is not past j0)
  * c0 the reading, j0 the jiffies read just before it; a packet whose jiffies are at most D then
- * spends the credit (or finds it short, or its window full: police.h, "A window seen full") without
+ * spends the credit (or finds it short, or its window full: "A window seen full", below) without
  * reading the clock, as one of window k.
  *   Why, from the jiffies against the coarse clock alone (not against the real time, which a VM's
  * vCPU scheduling may hold both off from for any while: what such a stall does, it does to both).
