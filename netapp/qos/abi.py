@@ -98,7 +98,8 @@ class PolicerStats(Structure):
         ("passed_bytes", c_uint64),
         ("dropped_packets", c_uint64),
         ("dropped_bytes", c_uint64),
-        ("short_credit", c_uint64),  # token bucket: its content (nanobits) when this CPU last found it short
+        ("short_credit", c_uint64),  # token bucket: its content (nanobits) when this CPU last found it short;
+        # windows on a tick: ~ the room this CPU last saw its window have when it dropped (0: none)
         ("stamp", c_uint64),  # and that content's time (0: none seen); windows: the jiffies their credit holds to
         ("credit_window", c_uint64),  # windows: the window (clock >> window_shift) the credit was carved in
     ]

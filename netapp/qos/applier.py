@@ -19,6 +19,21 @@ the policer; a token bucket's or GCRA's burst less what the CPUs' chunks may hol
 they keep the burst asked (the API shows that one: netapp.qos.views); a window's carves are counted
 in the window, which keeps its allowance.
 
+A policer's CPUs' slots are written twice around its own slot (`_write_shares`): zeroed with no
+chunk before it, afresh with the chunk after it. Packets go on deciding on the slot while it is
+written, on whichever policer it holds, and a CPU's slot keeps what they leave: written once, with
+the chunk, before the policer (the order this replaced), it let a packet of the old policer carve a
+credit out of the old bucket or window into the new chunk, stamped with the old window, and the new
+policer's packets then spend it unchecked, bytes its bucket or window never counted; written once
+after the policer, it let the new policer's packets spend the old credits until then. Zeroed with no
+chunk first, the old policer's packets find no credit and carve none (a chunk of 0 asks for none)
+until the new policer is in; the new policer's packets, until the second write, find no credit
+either, and what the old one's may have left (a stamp of its window, a room seen full, a bucket's
+bound) can only drop a packet, never pass one; the second write, once the new policer is in, clears
+that too. What is left: a packet that began on the old policer and writes its CPU's slot after the
+second write, its program run spanning two system calls of another CPU. The cost: one batch write
+more for each `apply`.
+
 A parent rewritten from coarse to precise takes its coarse children along: the applier finds them in
 its index of children by parent (`ChildIndex`), made from one read of every slot the first time it is
 needed (or from `reconcile`'s, which reads them all anyway) and kept as it writes, so that such a
@@ -278,10 +293,11 @@ class PolicerApplier:
         values = self._joint(values, pairs or {})
         self._check_ids([*values, *(spec.parent for spec in policers.values() if spec.parent)])
         specs, of_spec = _by_spec(policers.values())
-        self._write_shares(list(policers), specs, of_spec)
+        self._stats.fill(list(policers))  # no chunk until the policers are in: the module's docstring
         self._policers.update(self._made_precise(values, pairs or {}))
         with self._writing({policer_id: value.parent for policer_id, value in values.items()}):
             self._policers.update(values)
+        self._write_shares(list(policers), specs, of_spec)
 
     def _apply_unchained(self, policers: Mapping[int, PolicerSpec]) -> None:
         """`apply` of policers of which none has a parent or is paired (a UPF establishment's QERs):
@@ -294,15 +310,16 @@ class PolicerApplier:
         made = [_written(spec, self._cpus) for spec in specs]
         written = b"".join([made[index] for index in of_spec])
         values = (Policer * len(ids)).from_buffer_copy(written)
-        self._write_shares(ids, specs, of_spec)
+        self._stats.fill(ids)  # no chunk until the policers are in: the module's docstring
         if any(Clock.PRECISE == value[_CLOCK_AT] for value in made):  # their coarse children first
             self._policers.update(self._made_precise(dict(zip(ids, values)), {}))
         with self._writing(dict.fromkeys(ids, 0)):
             self._policers.update_arrays(ids, values)
+        self._write_shares(ids, specs, of_spec)
 
     def _write_shares(self, ids: list[int], specs: list[PolicerSpec], of_spec: list[int]) -> None:
         """Each policer's slot of every CPU afresh: counters and credit zeroed, its chunk (chunk_for), in
-        one write per chunk met. `ids`' specs are `specs[of_spec[i]]` (`_by_spec`): a chunk is worked
+        one write per chunk met, once the policers are written (the module's docstring). `ids`' specs are `specs[of_spec[i]]` (`_by_spec`): a chunk is worked
         out once a spec."""
         chunks = [cpu_share(spec, self._cpus, self._window_credit) for spec in specs]
         chunk_of = [share.chunk if share else 0 for share in chunks]

@@ -33,7 +33,15 @@ A window's credit without the clock (police.h, "A window's credit without the cl
 the coarse clock with a tick (`tick_ns`) stamps its CPU's credit, on each packet that looks at the
 clock, with a jiffies deadline, `credit_stamp` of the packet's time and jiffies; a packet whose
 jiffies are not past its CPU's stamp (and at most STAMP_AHEAD before it) takes the credit as its
-window's without looking at its time. A packet given without jiffies (0) stamps none.
+window's without looking at its time. A packet given without jiffies (0) stamps none. A ticked
+window's CPUs are stamped so with a chunk or without one.
+
+A window seen full (nf/qos/stamp.h, "A window seen full"): a ticked window that drops a packet (gate
+open) on a time of its CPU's stamped window, the window's count then of that window too, keeps in the
+CPU's `rooms` what it had left, `seen_room`: the allowance (whole bytes) less the count (the sliding
+window: less the window before's bytes weighted by a tick, ceil(previous tick / W), too); while the
+CPU's stamp holds, a packet its credit does not cover and bigger than that room is dropped without
+being offered to the window. A new window of the CPU's forgets it.
 """
 
 from __future__ import annotations
@@ -49,6 +57,8 @@ NS_PER_S = 10**9
 BITS_PER_BYTE = 8
 STAMP_AHEAD = 1 << 16  # police.h's POLICE_STAMP_AHEAD: a stamp further ahead of the jiffies is none
 STAMP_MARGIN = 4  # police.h's POLICE_STAMP_MARGIN: the ticks a stamp keeps off its window's end
+STAMP_PENDING = 1 << 63  # stamp.h's POLICE_STAMP_PENDING: marks the jiffies of a reading being made
+WORD = (1 << 64) - 1
 
 
 @dataclass(frozen=True)
@@ -212,6 +222,27 @@ def credit_stamp(config: PolicerConfig, now: int, jiffies: int) -> int:
     return jiffies + ticks - STAMP_MARGIN if jiffies and ticks > STAMP_MARGIN else 0
 
 
+def stamp_holds(stamp: int, jiffies: int) -> bool:
+    """stamp.h's police_stamp_holds: the stamp not past the jiffies, nor more than STAMP_AHEAD ahead
+    (none, 0, and a pending word never hold)."""
+    return (stamp - jiffies) & WORD < STAMP_AHEAD
+
+
+def pending_stamp(jiffies: int) -> int:
+    """The word a CPU keeps the jiffies of a reading being made in (stamp.h's police_stamp_pending)."""
+    return jiffies | STAMP_PENDING
+
+
+def seen_room(config: PolicerConfig, algorithm: "FixedWindow | SlidingWindow") -> int:
+    """police.h's window_saw_full: the most room the window can have while a stamp made in it
+    holds (a time at least a tick before its end): the allowance in whole bytes less its count, and
+    the sliding window's previous bytes weighted by a tick, rounded up."""
+    held = algorithm.count
+    if isinstance(algorithm, SlidingWindow):
+        held += -(-algorithm.previous * config.tick_ns // config.window_ns)
+    return max(0, min(math.floor(config.window_allowance), WINDOW_BYTES_MAX) - held)
+
+
 class Policer:
     """One policer: decide(size, now, cpu) -> whether the packet passes, with its counters; `chunk`:
     each CPU's credit's (0: none), a token bucket's or GCRA's `config.burst` then the bucket's."""
@@ -222,23 +253,34 @@ class Policer:
         self.credits: dict[int, int] = {}  # cpu -> its credit, bytes
         self.windows: dict[int, int] = {}  # cpu -> the window its credit was carved in (windows)
         self.stamps: dict[int, int] = {}  # cpu -> the jiffies its window credit holds to (ticked windows)
+        self.rooms: dict[int, int] = {}  # cpu -> the room it saw its window have when it dropped (ticked)
         self.algorithm = ALGORITHMS[config.algo](config)
         self.passed_packets = self.passed_bytes = self.dropped_packets = self.dropped_bytes = 0
 
-    def _credit_window(self, now: int, cpu: int, jiffies: int) -> None:
+    def _credit_window(self, now: int, cpu: int, jiffies: int) -> bool:
         """A window policer's CPU credit emptied when it is of another window than `now`'s, which
-        it is then stamped with (the window a carve at `now` is counted in), and stamped with the
-        jiffies it holds to (a ticked one); left as it is, `now` not looked at, while the stamp is
-        not past `jiffies`."""
-        if not (self.chunk and self.config.algo in WINDOWS):
-            return
-        if self.config.ticked and jiffies and 0 <= self.stamps.get(cpu, 0) - jiffies < STAMP_AHEAD:
-            return
+        it is then stamped with (the window a carve at `now` is counted in, its room seen forgotten),
+        and stamped with the jiffies it holds to (a ticked one, with a chunk or not); left as it is,
+        `now` not looked at, while the stamp holds at `jiffies`: then True."""
+        ticked = self.config.ticked
+        if self.config.algo not in WINDOWS or not (self.chunk or ticked):
+            return False
+        if ticked and jiffies and stamp_holds(self.stamps.get(cpu, 0), jiffies):
+            return True
         window = now >> self.config.window_shift
         if self.windows.get(cpu) != window:
             self.credits[cpu], self.windows[cpu] = 0, window
-        if self.config.ticked:
+            self.rooms.pop(cpu, None)
+        if ticked:
             self.stamps[cpu] = credit_stamp(self.config, now, jiffies)
+        return False
+
+    def _saw_full(self, now: int, cpu: int) -> None:
+        """After a drop on the window: the room it had kept, when the drop was of the CPU's window."""
+        number = now >> self.config.window_shift
+        if self.config.ticked and self.config.gate == Gate.OPEN and self.windows.get(cpu) == number == \
+                self.algorithm.number:
+            self.rooms[cpu] = seen_room(self.config, self.algorithm)
 
     def _shared(self, size: int, now: int, cpu: int) -> bool:
         """The decision on the CPU's credit, else on the policer's state (carving when it may)."""
@@ -255,9 +297,15 @@ class Policer:
 
     def decide(self, size: int, now: int, cpu: int = 0, jiffies: int = 0) -> bool:
         """`jiffies`: read just before `now` (0: unknown, no stamp made or looked at)."""
-        self._credit_window(now, cpu, jiffies)
+        held = self._credit_window(now, cpu, jiffies)
         open_gate = self.config.gate == Gate.OPEN and size <= BURST_MAX
-        passed = open_gate and self._shared(size, now, cpu)
+        covered = open_gate and self.credits.get(cpu, 0) >= size
+        if held and not covered and size > self.rooms.get(cpu, WORD):
+            passed = False  # its window seen full: not offered to the window
+        else:
+            passed = open_gate and self._shared(size, now, cpu)
+            if not passed:
+                self._saw_full(now, cpu)
         if passed:
             self.passed_packets, self.passed_bytes = self.passed_packets + 1, self.passed_bytes + size
         else:

@@ -68,6 +68,10 @@ class PoliceProgram:
         map_update(self.policers, c_uint32(policer), value)
         write_share(self.stats, policer, SLOTS, PolicerStats(chunk=chunk))
 
+    def write_share_of(self, policer: int, cpu: int, share: PolicerStats) -> None:
+        """One CPU's slot of the policer, as given (a line prepared in some state)."""
+        map_update(self.stats, c_uint32(cpu * SLOTS + policer), share)
+
     def rewrite(self, policer: int, config: PolicerConfig) -> None:
         """The policer's slot alone, its CPUs' slots (counters, credits) kept."""
         map_update(self.policers, c_uint32(policer), policer_value(config))

@@ -298,3 +298,42 @@ def test_the_index_is_made_again_after_a_write_that_failed(dataplane):
     assert applier.state(4).parent == 2, "the first slot written"
     applier.apply({2: precise})
     assert applier.state(4).clock == Clock.PRECISE
+
+
+class WritesInOrder:
+    """A table that tells `seen` each write made through it (its name, the method, the first
+    argument), then makes it."""
+
+    def __init__(self, table, seen: list):
+        self._table, self._seen = table, seen
+
+    def __getattr__(self, name: str):
+        attribute = getattr(self._table, name)
+        if name not in ("fill", "update", "update_arrays"):
+            return attribute
+
+        def write(*args, **kwargs):
+            self._seen.append((self._table.name, name, args))
+            return attribute(*args, **kwargs)
+
+        return write
+
+
+@pytest.mark.parametrize("unchained", (True, False), ids=("unchained", "paired"))
+def test_a_policers_cpu_slots_are_zeroed_without_a_chunk_before_it_and_given_their_chunk_after_it(
+        dataplane, unchained):
+    """The order that leaves a rewritten policer no credit of the old one (netapp.qos.applier's
+    docstring): its CPUs' slots zeroed with no chunk, then its own slot, then its CPUs' slots with
+    the chunk. (Written once, with the chunk, before its slot, as before, fails it.)"""
+    seen: list = []
+    applier = PolicerApplier(lambda name: WritesInOrder(dataplane.table(name), seen))
+    spec = PolicerSpec(rate=10**9, burst=10**7, algo=Algo.TOKEN_BUCKET)
+    applier.apply({5: spec}, pairs=None if unchained else {5: 6})
+    stats = [(method, args) for name, method, args in seen if name == "dpp_policer_stats"]
+    order = [name for name, _, args in seen if name == "dpp_policer_stats" or 5 in list(args[0])]
+    assert order == ["dpp_policer_stats", "dpp_policers", "dpp_policer_stats"]
+    (first, first_args), (last, last_args) = stats
+    assert (first, list(first_args[0]), first_args[1:]) == ("fill", [5], ())
+    assert (last, list(last_args[0]), last_args[1].chunk) == ("fill", [5], cpu_share(spec).chunk)
+    assert cpu_share(spec).chunk and applier.counters(5).chunk == cpu_share(spec).chunk * dataplane.table(
+        "dpp_policer_stats").cpus

@@ -102,7 +102,9 @@
  * for the stamp where the credit is looked at (police_share), when the packet's chain has no
  * reading yet: that reading decides the packet, so a window's packets read it once, as before;
  * on the coarse clock, not even that while a jiffies stamp says the window still runs
- * (nf/qos/stamp.h, "A window's credit without the clock"). */
+ * (nf/qos/stamp.h, "A window's credit without the clock"), and a packet bigger than the room its
+ * CPU saw the window have when it last dropped one is dropped then from the line alone (stamp.h,
+ * "A window seen full"). */
 #ifndef DPP_NF_QOS_POLICE_H
 #define DPP_NF_QOS_POLICE_H
 
@@ -165,9 +167,10 @@ enum police_verdict {
  * x R more than this bound: such a packet may be dropped where the lock would pass it, never
  * passed where it would drop. Largest value: c0 + elapsed x R < 8.6e18 + 2^24 x 4e11 < 2^64
  * (elapsed below POLICE_REFILL_EXACT_NS, else the lock decides). The control plane zeroes the line
- * when it writes a policer (stamp 0: none seen); a packet deciding on the old policer across
- * that write may leave its bound in the new one's line, which then drops on it for at most a
- * packet's time at the rate (cost / R): it never passes more. */
+ * before and after it writes a policer (stamp 0: none seen; netapp/qos/applier.py says why twice);
+ * a packet deciding on the old policer across those writes may leave its bound in the new one's
+ * line, which then drops on it for at most a packet's time at the rate (cost / R): it never
+ * passes more. */
 static __always_inline bool bucket_seen_short(const struct dpp_policer *p, const __u32 *at, __u64 cost, __u64 now)
 {
 	const struct dpp_policer_stats *s = bpf_map_lookup_elem(&dpp_policer_stats, at);
@@ -484,37 +487,55 @@ static __always_inline bool police_windowed(const struct dpp_policer *p)
 /* A window policer's CPU credit `s` is its window's: one of another window than the packet's is
  * dropped (counted in its own window, it may pass nothing in this one), and the line is stamped
  * with the packet's window, the one a carve for this packet is counted in (a packet carves only in
- * its own window: fixed_window_pass). The clock is read here, when the chain has no reading yet
- * (police_clock), and that reading decides the packet; but not while the line's jiffies stamp is
- * not past (a ticked policer: nf/qos/stamp.h), which says
- * the clock is still in the credit's window: the credit stands as it is. */
-static __always_inline void police_credit_window(const struct dpp_policer *p, struct dpp_policer_stats *s,
-						 __u64 *now)
+ * its own window: fixed_window_pass), its window seen full forgotten. The clock is read here, when
+ * the chain has no reading yet (police_clock), and that reading decides the packet; but not while
+ * the line's jiffies stamp holds (a ticked policer, with a chunk or not: nf/qos/stamp.h), which says
+ * the clock is still in the line's window: the credit stands as it is, and a packet of `bytes` it
+ * does not cover, bigger than the room the window was seen with (window_saw_full), is to be
+ * dropped: true. Asked here, so that a bucket's pass on its credit tests nothing more than before. */
+static __always_inline bool police_credit_window(const struct dpp_policer *p, struct dpp_policer_stats *s,
+						 __u64 *now, __u64 bytes)
 {
 	__u64 window, jiffies;
 
-	if (!police_windowed(p) || !s->chunk)
-		return;
+	if (!police_windowed(p) || !(s->chunk || police_ticked(p)))
+		return false;
 	if (police_ticked(p)) {
 		jiffies = POLICE_JIFFIES();
-		if (s->stamp - jiffies < POLICE_STAMP_AHEAD)
-			return;
-		/* The jiffies the reading goes with, kept in the line until the stamp is made of them
-		 * (only this CPU reads it meanwhile): alive across the clock read, they would take 16
-		 * bytes more of dpp_xdp's stack, which has none. */
-		s->stamp = *now ? POLICE_GIVEN_JIFFIES(jiffies) : jiffies;
+		if (police_stamp_holds(s->stamp, jiffies))
+			return s->credit < bytes && bytes > ~s->short_credit;
+		/* kept in the line, pending, until the stamp is made of them (stamp.h's head) */
+		s->stamp = police_stamp_pending(*now ? POLICE_GIVEN_JIFFIES(jiffies) : jiffies);
 	}
 	window = police_clock(p, now) >> p->window_shift;
 	if (s->credit_window != window) {
 		s->credit = 0;
 		s->credit_window = window;
+		s->short_credit = 0;
 	}
 	if (police_ticked(p))
 		s->stamp = police_stamp(p, *now, s->stamp);
+	return false;
 }
 
-/* police_share(): the packet passed on its CPU's credit, counted (chunks are smaller). */
+/* Keeps in this CPU's line (`at`) the room its window had when its packet was dropped, on a
+ * reading `now` of the line's stamped window (nf/qos/stamp.h, "A window seen full"). */
+static __always_inline void window_saw_full(const struct dpp_policer *p, const __u32 *at, __u64 now)
+{
+	struct dpp_policer_stats *s = bpf_map_lookup_elem(&dpp_policer_stats, at);
+	__u64 old = *(volatile __u64 *)&p->window, number = now >> p->window_shift, prev = 0;
+
+	if (!s || s->credit_window != number || (__u32)(old >> 32) != (__u32)number)
+		return;
+	if (p->algo == DPP_POLICE_ALGO_SLIDING_WINDOW)
+		window_previous(p, old, &prev); /* 0 while not published: a larger room */
+	s->short_credit = police_seen_room(p, old & WINDOW_COUNT_MASK, prev);
+}
+
+/* police_share(): the packet passed on its CPU's credit, counted (chunks are smaller); dropped on
+ * its window seen full, counted. */
 #define POLICE_SPENT 0xffffffffU
+#define POLICE_FULL 0xfffffffeU
 
 /* Where this CPU's share of policer `id` is in dpp_policer_stats (its row, then the id). An id past
  * the row would land on the next CPU's row: it gets an index past the map, not counted. */
@@ -541,8 +562,11 @@ static __always_inline __u32 police_share(const struct dpp_policer *p, const __u
 
 	if (!s)
 		return 0;
-	if (window_credit)
-		police_credit_window(p, s, now);
+	if (window_credit && police_credit_window(p, s, now, bytes)) { /* its window seen full */
+		s->dropped_packets++;
+		s->dropped_bytes += bytes;
+		return POLICE_FULL;
+	}
 	if (s->credit < bytes || p->gate != DPP_POLICE_GATE_OPEN)
 		return s->credit < s->chunk ? s->chunk - s->credit : 0;
 	s->credit -= bytes;
@@ -598,6 +622,9 @@ static __always_inline __u32 police_on_state(struct dpp_policer *p, const __u32 
 	int verdict = police_decide(p, bytes, police_clock(p, now), carve, at, window_credit);
 
 	police_count(at, bytes, verdict);
+	if (window_credit && verdict == POLICE_DROP && police_windowed(p) && police_ticked(p) &&
+	    p->gate == DPP_POLICE_GATE_OPEN)
+		window_saw_full(p, at, *now);
 	return verdict != POLICE_DROP ? p->parent : POLICE_DROPPED;
 }
 
@@ -623,6 +650,8 @@ static __always_inline __u32 police_step(__u32 *id, __u64 bytes, __u64 *now, boo
 	carve = police_share(p, id, bytes, now, window_credit);
 	if (carve == POLICE_SPENT)
 		return p->parent;
+	if (window_credit && carve == POLICE_FULL)
+		return POLICE_DROPPED;
 	return police_on_state(p, id, bytes, now, carve, window_credit);
 }
 

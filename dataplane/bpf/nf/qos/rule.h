@@ -59,7 +59,7 @@ static __always_inline bool rule_police(__u32 slot, __u64 bytes, __u64 now)
 	at = police_share_index(id);
 	carve = police_share(p, &at, bytes, &now, POLICE_WINDOW_CREDIT);
 	if (carve != POLICE_SPENT)
-		return dpp_police_rule(id, carve, rp->shared, bytes, now);
+		return carve != POLICE_FULL && dpp_police_rule(id, carve, rp->shared, bytes, now);
 	return (!p->parent && !rp->shared) || dpp_police_rule(0, p->parent, rp->shared, bytes, now);
 }
 

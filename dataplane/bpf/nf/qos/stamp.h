@@ -8,33 +8,57 @@
  * it reads the clock, with a jiffies deadline D at most its window's end E = (k + 1) W:
  *   D = j0 + floor((E - c0) / TICK) - 4      (0, none, when that is not past j0)
  * c0 the reading, j0 the jiffies read just before it; a packet whose jiffies are at most D then
- * spends the credit (or finds it short) without reading the clock, as one of window k. Exact: the
- * coarse clock and jiffies are moved by the same tick (jiffies first, then the clock), each never
- * ahead of the real time t and, as the coarse clock's bounds in police.h's head already allow, behind it by
- * less than L = 2 ticks; jiffies j stand for the time J(j) = J(j0) + (j - j0) TICK of their tick.
- * A packet at jiffies j <= D, had it read the clock at its real time t, would have read
- *   c <= t < J(j) + L <= J(j0) + (D - j0) TICK + L <= t0 + (E - c0) - 4 TICK + L
- *     < c0 + (E - c0) - 4 TICK + 2 L = E
- * (t0 the real time of the reading c0 > t0 - L; J(j0) <= t0 since j0 was read first): a time of
- * window k, and never one before it (the clock never goes back). So whatever a credit passes, it
- * passes in the window it was counted in: the allowance bound (at most A a window, 2 A in any
- * W-long stretch) is the clock's. A stamp that expires early costs a clock read, not bytes: the packet
- * then reads the clock, and a credit of its window is kept and stamped afresh (the last four ticks
- * or so of a window read the clock, 1/8 of a window of 32 ticks, the shortest the control plane
- * puts on the coarse clock); what is lost is what was lost before, the carve a window ends with
- * (a window passes A - N C - a packet at least: police.h's head). Only the COARSE clock: a PRECISE policer relies on no tick (jiffies
- * held off with a VM's timekeeping vCPU would let its credit outlive its window), and its windows
- * are short beside the tick (under 32) where four ticks leave little. Only a reading of its own:
- * the chain's (a reading taken before, by the policer before) has no jiffies read just before it
- * and stamps none (D 0). TICK is read from the kernel the data path runs on by the control plane
+ * spends the credit (or finds it short, or its window full: "A window seen full", below) without
+ * reading the clock, as one of window k.
+ *   Why, from the jiffies against the coarse clock alone (not against the real time, which a VM's
+ * vCPU scheduling may hold both off from for any while: what such a stall does, it does to both).
+ * Both are moved by the same timekeeping update, on one CPU, one after the other
+ * (tick_do_update_jiffies64, then update_wall_time; tick_periodic likewise): an update at clock
+ * source time T sets the jiffies to the last multiple of TICK at or before T on their grid, J(j) <=
+ * T < J(j) + TICK (jiffies j stand for the time J(j) = J(j') + (j - j') TICK of their tick), then
+ * the coarse clock to the last step of its own grid before its own reading T' >= T, T' - TICK < c
+ * <= T' (its steps are the tick's length within NTP's 500 ppm, which the margin's ticks absorb).
+ * So at any moment the coarse clock is less than a tick (and the few us between the update's two
+ * readings, e) ahead of the jiffies' time:   c < J(j) + TICK + e,   and, outside the update's two
+ * writes, not more than a tick behind it:   J(j) < c + TICK.   A packet at jiffies j <= D, had it
+ * read the clock when it read them, would have read
+ *   c < J(j) + TICK + e <= J(j0) + (D - j0) TICK + TICK + e <= J(j0) + (E - c0) - 3 TICK + e
+ *     < c0 + TICK + (E - c0) - 3 TICK + e = E - 2 TICK + e < E
+ * (J(j0) < c + TICK for the clock c at the moment j0 was read, c <= c0 read after them): a time of
+ * window k, and never one before it (c >= c0: the clock never goes back). So whatever a credit
+ * passes, it passes in the window it was counted in: the allowance bound (at most A a window, 2 A
+ * in any W-long stretch) is the clock's. The one case outside the argument: j0 read between an
+ * update's two writes (the jiffies moved by its n ticks, the clock not yet: J(j0) < c + (n + 1)
+ * TICK), which leaves c < E + (n - 2) TICK + e: covered for n = 1, an update of one tick; an update
+ * catching up more (its CPU held off that long) read between its two stores (microseconds apart in
+ * one hardirq, unless a hypervisor stops the vCPU right there) may let that stamp outlive its
+ * window by n - 2 ticks and e, and what the CPUs hold (N C at most) pass in the window after the
+ * one it was counted in.
+ *   A stamp that expires early costs a clock read, not bytes: the packet then reads the clock, and
+ * a credit of its window is kept and stamped afresh (the last four ticks or so of a window read the
+ * clock, 1/8 of a window of 32 ticks, the shortest the control plane puts on the coarse clock); what
+ * is lost is what was lost before, the carve a window ends with (a window passes A - N C - a packet
+ * at least: police.h's head). Only the COARSE clock: a PRECISE policer relies on no tick, and its
+ * windows are short beside the tick (under 32) where four ticks leave little. Only a reading of its
+ * own: the chain's (a reading taken before, by the policer before) has no jiffies read just before
+ * it and stamps none (D 0). TICK is read from the kernel the data path runs on by the control plane
  * when it writes the policer (a container shares the kernel; HZ is that kernel's build constant,
  * and a reboot reloads the data plane, whose policers are written afresh): a TICK written larger
- * than the kernel's expires stamps earlier, never later; 0 stamps none. A stamp is trusted only
- * within POLICE_STAMP_AHEAD ticks ahead: the field is the token bucket's time of short_credit too,
- * and what a bucket's packet deciding across a rewrite of the slot may leave there is a time in ns,
- * taken for a stamp only if it lies within 2^16 of the jiffies (some 4.3 s after boot, when the two
- * counts meet). The other way, a stamp left in a bucket's line is a time of some 4.3e9 ns: older
- * than POLICE_REFILL_EXACT_NS past the first seconds after boot, not used (bucket_seen_short). */
+ * than the kernel's expires stamps earlier, never later; 0 stamps none.
+ *   While it reads the clock, a CPU keeps j0 in the stamp's word (alive across the clock read in a
+ * register, they would take 16 bytes more of dpp_xdp's stack, which has none), marked pending
+ * (POLICE_STAMP_PENDING, the top bit): a program run on the same CPU meanwhile (a packet's XDP
+ * program interrupting a BPF_PROG_TEST_RUN that is not live) finds a word no jiffies pass (the
+ * check's difference is 2^63 less the jiffies since) and reads the clock itself, rather than taking
+ * the credit on the jiffies of a reading not yet made. A word found no longer pending when the
+ * reading is made (that program stamped it meanwhile) makes no stamp: its jiffies are not this
+ * reading's. A stamp is trusted only within POLICE_STAMP_AHEAD ticks ahead: the field is the token
+ * bucket's time of short_credit too, and what a bucket's packet deciding across a rewrite of the
+ * slot may leave there is a time in ns, taken for a stamp only if it lies within 2^16 of the
+ * jiffies (some 4.3 s after boot, when the two counts meet). The other way, a stamp left in a
+ * bucket's line is a time of some 4.3e9 ns: older than POLICE_REFILL_EXACT_NS past the first
+ * seconds after boot, not used (bucket_seen_short); a pending one is 2^63 ns ahead, which that
+ * bound takes for no refill: it may drop a packet the lock would pass, never pass one. */
 #ifndef DPP_NF_QOS_STAMP_H
 #define DPP_NF_QOS_STAMP_H
 
@@ -54,8 +78,11 @@
 /* A stamp further ahead of the jiffies than this is none (this file's head): a window's end is at
  * most 2^32 ns away, 4,295 ticks at HZ=1000. */
 #define POLICE_STAMP_AHEAD (1ULL << 16)
-/* The ticks a stamp keeps off its window's end: two lags of L = 2 ticks (this file's head). */
+/* The ticks a stamp keeps off its window's end: two for the bound, two spare (this file's head). */
 #define POLICE_STAMP_MARGIN 4
+/* The jiffies of a reading being made, kept in the stamp's word: no check passes them (this file's
+ * head). */
+#define POLICE_STAMP_PENDING (1ULL << 63)
 
 /* Whether window policer p's CPU credit may be stamped with jiffies: on the coarse clock, with the
  * kernel's tick written (struct dpp_policer.interval). */
@@ -64,15 +91,62 @@ static __always_inline bool police_ticked(const struct dpp_policer *p)
 	return p->clock == DPP_POLICE_CLOCK_COARSE && p->interval;
 }
 
+/* Whether a line's stamp holds at `jiffies`: not past them, nor further ahead than
+ * POLICE_STAMP_AHEAD (none, 0, and a pending word never hold). */
+static __always_inline bool police_stamp_holds(__u64 stamp, __u64 jiffies)
+{
+	return stamp - jiffies < POLICE_STAMP_AHEAD;
+}
+
+/* The word a CPU keeps the jiffies read before its clock reading in (0, unknown: none). */
+static __always_inline __u64 police_stamp_pending(__u64 jiffies)
+{
+	return jiffies | POLICE_STAMP_PENDING;
+}
+
 /* The jiffies deadline of a credit of the window of reading `now` (clock ns, ticked policer p),
- * `jiffies` read just before it: at most the window's end less POLICE_STAMP_MARGIN ticks, in whole
- * ticks; 0 (none) when that is not past `jiffies`, or `jiffies` is unknown (0). */
-static __always_inline __u64 police_stamp(const struct dpp_policer *p, __u64 now, __u64 jiffies)
+ * `pending` the word police_stamp_pending made of the jiffies read just before it: at most the
+ * window's end less POLICE_STAMP_MARGIN ticks, in whole ticks; 0 (none) when that is not past the
+ * jiffies, they are unknown (0), or the word is no longer pending (another program's since). */
+static __always_inline __u64 police_stamp(const struct dpp_policer *p, __u64 now, __u64 pending)
 {
 	__u64 width = 1ULL << p->window_shift;
 	__u64 ticks = (width - (now & (width - 1))) / p->interval;
+	__u64 jiffies = pending & POLICE_STAMP_PENDING ? pending - POLICE_STAMP_PENDING : 0;
 
 	return jiffies && ticks > POLICE_STAMP_MARGIN ? jiffies + ticks - POLICE_STAMP_MARGIN : 0;
+}
+
+/* The word of a window seen full: ~ the room a window of `count` bytes (the sliding window: `prev`
+ * the window before's, 0 for the fixed one) has at most while a stamp made in it holds. A window
+ * seen full (struct dpp_policer_stats.short_credit of a ticked window, stored inverted, ~room, so
+ * that the zeroed line of a policer just written holds no room seen, and a bucket's nanobits left
+ * there read as a room no packet exceeds). The clock read is most of what a window's drop costs
+ * (bench/README.md, "A policed rule taken apart"), and a window found full stays so: a CPU whose
+ * packet a ticked window dropped, on a reading of the line's stamped window k, keeps the room it
+ * saw, and while its stamp holds, a packet its credit does not cover and bigger than that room is
+ * dropped from the line alone (police.h's police_share): no clock read, no look at the shared
+ * word, and in a rule no call. Exact: while the stamp holds, the packet's reading would be c0 <= c
+ * < E - TICK (this file's head: c < E - 2 TICK + e), of window k, where the shared word counts
+ * window k (none moved it on: a reading of window k + 1 made before ours would make ours one too)
+ * with at least the bytes it counted at the drop (a window's count only grows), so the fixed
+ * window's room then is at most A - count, and the sliding window's at most A - count - ceil(prev
+ * TICK / W), the weight of the window before being at least that with W - t > TICK left (prev 0
+ * when not yet published: a larger room). A packet bigger is one the word drops too: none is
+ * dropped that the exact algorithm would pass. (A window word started afresh by a reading two
+ * windows late, which lets a window pass more than A, is the exception: such a packet is dropped
+ * here, within A.) The room is kept only with the line's window that of the reading and of the
+ * word (a word already on the next window: the stamp cannot hold any more: police.h's
+ * window_saw_full), forgotten with the window (police_credit_window), and used only under a stamp
+ * made in it. */
+static __always_inline __u64 police_seen_room(const struct dpp_policer *p, __u64 count, __u64 prev)
+{
+	__u64 allowance = (p->rate << (p->window_shift - 3)) / 1000000000ULL; /* as window_fits */
+	__u64 held = count + ((prev * p->interval + (1ULL << p->window_shift) - 1) >> p->window_shift);
+
+	if (allowance > DPP_POLICE_WINDOW_BYTES_MAX)
+		allowance = DPP_POLICE_WINDOW_BYTES_MAX;
+	return ~(allowance > held ? allowance - held : 0); /* prev x TICK < 2^31 x 2^27 */
 }
 
 #endif /* DPP_NF_QOS_STAMP_H */

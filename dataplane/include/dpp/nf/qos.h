@@ -101,8 +101,10 @@ struct dpp_policer_stats {
 	 * (stamp) that content's time (the bucket's last_ns then; 0: none seen): a bound on what the
 	 * bucket holds later, so that a packet it shows short is dropped without the lock
 	 * (nf/qos/police.h, "A bucket seen short"). FIXED_WINDOW and SLIDING_WINDOW on the coarse clock
-	 * (stamp): the jiffies up to which the credit is credit_window's without a clock read (0: none;
-	 * nf/qos/police.h, "A window's credit without the clock") */
+	 * with a tick: (stamp) the jiffies up to which the line is credit_window's without a clock read
+	 * (0: none; the jiffies | 2^63 while a reading is made: nf/qos/stamp.h), and (short_credit) ~
+	 * the most room that window has while the stamp holds, as this CPU saw it when it dropped a
+	 * packet (0: none seen; nf/qos/stamp.h, "A window seen full") */
 	__u64 short_credit;
 	__u64 stamp;
 	/* FIXED_WINDOW and SLIDING_WINDOW: the window the credit was carved in and counted in, the
