@@ -319,8 +319,8 @@ class PolicerApplier:
 
     def _write_shares(self, ids: list[int], specs: list[PolicerSpec], of_spec: list[int]) -> None:
         """Each policer's slot of every CPU afresh: counters and credit zeroed, its chunk (chunk_for), in
-        one write per chunk met, once the policers are written (the module's docstring). `ids`' specs are `specs[of_spec[i]]` (`_by_spec`): a chunk is worked
-        out once a spec."""
+        one write per chunk met, once the policers are written (the module's docstring). `ids`' specs
+        are `specs[of_spec[i]]` (`_by_spec`): a chunk is worked out once a spec."""
         chunks = [cpu_share(spec, self._cpus, self._window_credit) for spec in specs]
         chunk_of = [share.chunk if share else 0 for share in chunks]
         if len(set(chunk_of)) == 1:  # one chunk for them all (the usual: one policy, or equal chunks)
