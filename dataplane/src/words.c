@@ -4,13 +4,17 @@
  * numbers), each by one atomic store, so that no program's update between a read and a write of
  * the whole value is lost. No instance: the mapping is the caller's (netapp.dataplane.tables). */
 #include <errno.h>
+#include <limits.h>
+#include <stdint.h>
 
 #include "libdpp_internal.h"
 
-static int word_check(const struct dpp_word *w, size_t size)
+/* A word of a known width, aligned in memory (base's alignment counts too: a misaligned store is
+ * not one store), within the mapping. */
+static int word_check(const void *base, const struct dpp_word *w, size_t size)
 {
 	if ((w->width != 1 && w->width != 2 && w->width != 4 && w->width != 8) || w->reserved ||
-	    w->offset % w->width)
+	    ((uintptr_t)base + w->offset) % w->width)
 		return -EINVAL;
 	return w->offset > size || size - w->offset < w->width ? -ERANGE : 0;
 }
@@ -42,8 +46,10 @@ int dpp_words_store(void *base, size_t size, const struct dpp_word *words, __u32
 
 	if (!base || (n && !words))
 		return -EINVAL;
+	if (n > INT_MAX) /* the count is returned as an int */
+		return -E2BIG;
 	for (i = 0; i < n; i++) {
-		err = word_check(&words[i], size);
+		err = word_check(base, &words[i], size);
 		if (err)
 			return err;
 	}

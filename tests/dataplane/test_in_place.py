@@ -122,3 +122,15 @@ def test_libdpp_refuses_a_word_unaligned_of_another_width_or_past_the_mapping_an
     assert list(memory) == [0, 0, 0, 0], "nothing stored, not even the good word before it"
     assert lib.dpp_words_store(memory, 32, words((0, 8, 0x1111), (12, 4, 0x22), (30, 2, 0x33)), 3) == 3
     assert list(memory) == [0x1111, 0x22 << 32, 0, 0x33 << 48]
+
+
+def test_libdpp_refuses_a_word_aligned_in_the_mapping_whose_memory_is_not():
+    """A base that is not itself aligned makes a word at an aligned offset a misaligned store (not
+    one store): refused, nothing stored."""
+    lib = load_libdpp()
+    memory = (ctypes.c_uint64 * 5)()
+    base = ctypes.addressof(memory) + 1
+    assert lib.dpp_words_store(base, 32, words((0, 1, 0x11), (8, 8, 0x2222)), 2) == -errno.EINVAL
+    assert list(memory) == [0] * 5
+    assert lib.dpp_words_store(base, 32, words((0, 1, 0x11), (1, 1, 0x22)), 2) == 2  # bytes are aligned
+    assert memory[0] == 0x2211 << 8
