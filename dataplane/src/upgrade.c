@@ -465,17 +465,20 @@ int dpp_program_add(struct dpp *d, const char *name)
 	if (prog_named(&d->progs, name))
 		return 0;
 	err = program_alone_open(d, name, &skel, why, sizeof(why));
-	if (err == -ENOENT) {
-		pr_warn("no program %s in this build", name);
+	if (err == -ENOENT) /* not one this build loads alone: the caller's to say */
 		goto out;
-	}
 	if (!err)
 		err = dpp_writers_bpf__load(skel);
-	if (err) {
+	if (err && why[0]) {
 		pr_warn("instance '%s' has no program %s and this build's cannot be loaded against its "
 			"maps (%s): the ABI changed: unpin the instance and load it again",
-			d->instance, name, why[0] ? why : strerror(-err));
+			d->instance, name, why);
 		err = -EPROTO;
+		goto out;
+	}
+	if (err) { /* the maps fit: a refusal of the moment (memory, limits), worth asking again */
+		pr_warn("instance '%s' has no program %s and this build's could not be loaded: %s",
+			d->instance, name, strerror(-err));
 		goto out;
 	}
 	fd = fcntl(bpf_program__fd(bpf_object__find_program_by_name(skel->obj, name)), F_DUPFD_CLOEXEC,

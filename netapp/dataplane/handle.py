@@ -110,11 +110,11 @@ class DppHandle:
         """The handle's fd of the instance's program `name` (valid while the handle is open). An
         instance pinned by an older build that lacks it gets this build's, loaded against its maps
         (dpp_program_add); LookupError where it cannot (libdpp warned, naming the instance and what
-        to do: asked once per handle)."""
+        to do: asked once per handle; a load the kernel refused for the moment, asked again)."""
         fd = self._program_fd(name)
         if fd is None and name not in self._not_added:
-            if self.lib.dpp_program_add(self._handle, name.encode()) < 0:
-                self._not_added.add(name)
+            if self.lib.dpp_program_add(self._handle, name.encode()) in (-errno_codes.ENOENT, -errno_codes.EPROTO):
+                self._not_added.add(name)  # for good: a refusal of the moment is asked again
             fd = self._program_fd(name)
         if fd is None:
             raise LookupError(f"no program {name} in the instance")

@@ -90,9 +90,10 @@ int dpp_programs(const struct dpp *d, struct dpp_prog_desc *out, int max);
 /* The program `name` of the object this library carries, loaded alone into the instance, bound to
  * the instance's maps, when the instance has none of that name (it was pinned by an older build:
  * e.g. a writer of values in place that came later), and pinned with its programs; then listed by
- * dpp_programs. 0 when the instance has it, or now has it. -ENOENT: no such program in this build;
- * -EPROTO: a map of the instance it needs is laid out otherwise (or the kernel refused the load):
- * warned once, naming the instance and what to do. */
+ * dpp_programs. 0 when the instance has it, or now has it. -ENOENT: no program of that name that
+ * this build loads alone (not warned); -EPROTO: a map of the instance it needs is laid out
+ * otherwise: warned, naming the instance and what to do; another error: the kernel refused the
+ * load this time (warned; asking again may succeed). */
 int dpp_program_add(struct dpp *d, const char *name);
 
 struct dpp_upgrade_opts {
