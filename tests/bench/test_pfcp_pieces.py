@@ -49,7 +49,9 @@ def test_a_run_times_the_pieces_and_the_table_compares_two_runs():
     assert run["pieces"]["the template match (Templates.match)"]["calls"] == 40
     assert run["pieces"]["the COMMIT (Transaction.commit)"]["calls"] >= 2
     assert "the maps (SessionChange.apply_to_maps)" in run["pieces"]  # NoApplier: none joined
-    assert all(0 <= piece["us"] < run["cpu_us_per_establishment"] for piece in run["pieces"].values())
+    # within the run's total as timed: the total with every wrapper's estimated cost taken out may
+    # come under a piece that lost only its inner wrappers' when the estimate runs high
+    assert all(0 <= piece["us"] <= run["timed_cpu_us_per_establishment"] for piece in run["pieces"].values())
     assert run["pieces"]["the group's transaction (Upf.run_group)"]["us"] > 0
     table = pfcp_pieces.format_table({"baseline": {"commit": "0" * 40},
                                       "rounds": [{"order": ["baseline", "head"], "baseline": run, "head": run}]})
