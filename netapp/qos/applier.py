@@ -32,7 +32,9 @@ either, and what the old one's may have left (a stamp of its window, a room seen
 bound) can only drop a packet, never pass one; the second write, once the new policer is in, clears
 that too. What is left: a packet that began on the old policer and writes its CPU's slot after the
 second write, its program run spanning two system calls of another CPU. The cost: one batch write
-more for each `apply`.
+more for each `apply`, and the counts of the packets decided between the two writes (zeroed by the
+second, which is kept even where no chunk is given: it also clears what the old policer's packets
+left).
 
 A parent rewritten from coarse to precise takes its coarse children along: the applier finds them in
 its index of children by parent (`ChildIndex`), made from one read of every slot the first time it is
