@@ -341,8 +341,9 @@ Span = tuple[int, int]  # (offset, end) of bytes of a value
 class InPlace:
     """Bytes of an array's values written where they are, as aligned words of 8, 4, 2 or 1 bytes
     (the widest the offset and length allow), each stored by one atomic store that a program on
-    another CPU reads whole, old or new, never half: libdpp's dpp_words_store, release order, so
-    that the words are seen new in the order given. What a value's writer leaves out, the words the
+    another CPU reads whole, old or new, never half: libdpp's dpp_words_store, release order (a
+    reader that loads with acquire sees the words new in the order given; the programs' plain loads
+    do on x86-64, not surely on arm64). What a value's writer leaves out, the words the
     programs move (atomic counters, a lock), is never written, so no count or number a program takes
     meanwhile is lost, as a read, carry over and write of the whole value would lose it. Of the
     words a call gives only those that differ are stored, in their order, all in one call: a reader
@@ -366,7 +367,7 @@ class InPlace:
         # life (a mapping made and unmapped each change cost more than a whole value's lookup and
         # update: the unmapping flushes the other CPUs' TLBs)
         self._mapped = table._mappings
-        self._lib = _words_lib() if map_fd is not None else None
+        self._lib = _words_lib_of(table._adapter) if map_fd is not None else None
 
     def store(self, index: int, raw: bytes, spans: Sequence[Span]) -> list[tuple[int, int]]:
         """Value `index`'s bytes in `spans` made those of `raw` (the whole new value): the words
@@ -435,6 +436,13 @@ class InPlace:
 
     def release(self) -> None:
         """The writer done (its table keeps the mappings: they close with it)."""
+
+
+def _words_lib_of(adapter: Any) -> Any:
+    """The adapter's own libdpp (the build its handle was opened with) when it has dpp_words_store,
+    else the one found (_words_lib)."""
+    lib = getattr(adapter, "lib", None)
+    return lib if lib is not None and hasattr(lib, "dpp_words_store") else _words_lib()
 
 
 @functools.lru_cache(maxsize=None)

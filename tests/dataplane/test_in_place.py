@@ -67,7 +67,7 @@ def table() -> Iterator[Table]:
 def store_by(request, monkeypatch) -> str:
     """Each test twice: words stored by libdpp, and by numpy as where libdpp cannot be loaded."""
     if request.param == "numpy":
-        monkeypatch.setattr(tables, "_words_lib", lambda: None)
+        monkeypatch.setattr(tables, "_words_lib_of", lambda adapter: None)
     return request.param
 
 
