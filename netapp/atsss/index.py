@@ -29,7 +29,7 @@ live ways, then the slot, then the session, within one run (an RCU read-side sec
    another session) only once the kernel has waited for every program run that began before
    (`Table.wait_readers`, an RCU grace period): no run that took the way is still reading it or
    its session. The wait is made at most once a sync, only when a free way or slot is lacking, and
-   it frees every retired one at once.
+   it frees every retired one at once (a move's own wait, 5., aside).
 5. A session in the hash moves into a way of its bucket once one is clean (a way of the bucket
    deleted, or at `load`): written whole into a free slot, its way written and made live as a new
    session's (1.), then, once the kernel has waited for every program run that began before, its
