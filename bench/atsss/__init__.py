@@ -18,7 +18,8 @@ build executes on the frame (bench/insns.py: counted in Python, checked against 
 what a change takes off a path shows there, whatever the load). Split
 (bench/atsss/split.py): weighted round-robin's paths' counts over --split-packets packets against
 their weights' shares. Round-robin's downlink by stage (parse, lookup, schedule, encapsulation,
-checksum, counters): bench/atsss/stages.py.
+checksum, counters): bench/atsss/stages.py. A session in the hash against one in the index (what
+moving it into a way freed saves a packet): bench/atsss/placement.py.
 
     python -m bench.atsss --out bench/results/atsss.json [--before OTHER/dataplane/build]
 

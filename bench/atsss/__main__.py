@@ -86,9 +86,10 @@ class AtsssBench:
         for slot in range(1, 2 * SESSIONS + 1):
             map_update(self.paths_fd, c_uint32(slot), path(slot))
 
-    def configure(self, mode: Mode, weights: list[int], flags: int = 0) -> None:
-        """SESSIONS sessions of two paths each, the scheduler's state afresh."""
-        writer = SessionWriter(self.obj)
+    def configure(self, mode: Mode, weights: list[int], flags: int = 0, hashed: bool = False) -> None:
+        """SESSIONS sessions of two paths each, the scheduler's state afresh; `hashed`: every one in
+        dpp_atsss_sessions, none in the index."""
+        writer = SessionWriter(self.obj, hashed)
         for i in range(SESSIONS):
             key = SessionKey(family=4)
             key.addr[0] = int.from_bytes((FIRST_UE + i).packed, "little")

@@ -13,14 +13,17 @@ from netapp.atsss.index import bucket_of, put_at_once
 
 
 class SessionWriter:
-    """IPv4 sessions into `obj`'s maps; `put` each, then `flush` the buckets."""
+    """IPv4 sessions into `obj`'s maps; `put` each, then `flush` the buckets. `hashed`: every one in
+    dpp_atsss_sessions, as a session whose bucket was full (bench/atsss/placement.py)."""
 
-    def __init__(self, obj: BpfObject):
+    def __init__(self, obj: BpfObject, hashed: bool = False):
         self.sessions_fd = obj.map_fd("dpp_atsss_sessions")
         try:
             self.slots_fd, self.index_fd = obj.map_fd("dpp_atsss_slots"), obj.map_fd("dpp_atsss_index4")
         except OSError:
             self.slots_fd = self.index_fd = -1
+        if hashed:
+            self.index_fd = -1
         self._buckets: dict[int, Index4] = {}
 
     def put(self, slot: int, key: SessionKey, value: Session) -> None:

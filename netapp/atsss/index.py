@@ -29,18 +29,32 @@ live ways, then the slot, then the session, within one run (an RCU read-side sec
    another session) only once the kernel has waited for every program run that began before
    (`Table.wait_readers`, an RCU grace period): no run that took the way is still reading it or
    its session. The wait is made at most once a sync, only when a free way or slot is lacking, and
-   it frees every retired one at once.
+   it frees every retired one at once (a move's own wait, 5., aside).
+5. A session in the hash moves into a way of its bucket once one is clean (a way of the bucket
+   deleted, or at `load`): written whole into a free slot, its way written and made live as a new
+   session's (1.), then, once the kernel has waited for every program run that began before, its
+   hash entry deleted. A reader finds the way before the hash, so every packet finds the session,
+   in the way or in the hash, never neither. Its MP_SEQ counter cannot be handed over exactly: a
+   packet that found the hash entry before the way was live takes its number from the hash's
+   counter after the control plane read it. So the way's session counts on from MP_SEQ_SKIP
+   numbers beyond the hash's as read, and no number is given twice as long as fewer packets than
+   that took one from the hash meanwhile (checked after the wait, and logged if not); the UE's
+   receiver sees the numbers skipped never come, a hole it passes over as it does a loss.
 
 Start (`load`): the buckets and the hash are read whole (a few hundred KiB), the live ways are the
 sessions held; a live way that cannot be right (its address of another bucket, a second way of one
 address, a slot out of range) is cleared, a hash entry of an address a way holds is deleted, and
-every slot no live way leads to is taken as retired (an earlier run may have just left it).
+every slot no live way leads to is taken as retired (an earlier run may have just left it); the
+hash's sessions whose bucket has a clean way are moved into it (5.).
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import ipaddress
+import logging
+import struct
 from ctypes import c_uint32
 from typing import Callable, Iterable, Iterator, Optional, Union
 
@@ -52,6 +66,12 @@ Bucket = Union[Index4, Index6]
 Where = tuple[int, int, int]  # (family, bucket, way) of a live way
 WAYS = {4: INDEX4_WAYS, 6: INDEX6_WAYS}
 BUCKET_TYPES = {4: Index4, 6: Index6}
+# MP_SEQ numbers a session moved from the hash into a way skips (5.): more than the packets to one
+# UE in the control plane's few writes between its read of the hash's counter and the way's
+# publication, the control plane's thread preempted meanwhile included (2^20: 100 ms of one core's
+# 10 Mpps to a single UE; tests/atsss/test_index_in_flight.py saw some 300 in an unpreempted move)
+MP_SEQ_SKIP = 1 << 20
+log = logging.getLogger(__name__)
 
 
 def bucket_of(key: SessionKey) -> int:
@@ -78,6 +98,12 @@ def way_key(family: int, words: tuple[int, ...]) -> SessionKey:
     key = SessionKey(family=family)
     key.addr[:] = words
     return key
+
+
+def key_address(key: SessionKey) -> str:
+    """The UE address of a session key, as text."""
+    words = struct.pack("=4I", *key.addr)
+    return str(ipaddress.ip_address(words[:4] if key.family == 4 else words))
 
 
 def way_holding(bucket: Bucket, key: SessionKey) -> Optional[int]:
@@ -114,6 +140,7 @@ class SessionIndex:
         self._loaded = False
         self._bucket: dict[tuple[int, int], Bucket] = {}  # (family, bucket) -> its value, as written
         self._where: dict[bytes, Where] = {}  # raw key -> its live way
+        self._hashed: dict[tuple[int, int], set[bytes]] = {}  # (family, bucket) -> raw keys of its sessions in the hash
         self._retired_ways: set[Where] = set()  # cleared, a program run may still read them
         self._retired_slots: set[int] = set()  # led to by a retired way
         self._free_slots: list[int] = []  # free since a wait, the lowest last
@@ -134,9 +161,15 @@ class SessionIndex:
                     self._learn(family, index, value, used)
         self._free_slots, self._waited = [], False
         self._retired_slots = set(range(1, MAX_SESSIONS)) - used  # freed by the first wait
-        indexed = [SessionKey.from_buffer_copy(raw) for raw in self._where]
-        self.hash.delete([key for key, value in zip(indexed, self.hash.lookup(indexed)) if value is not None])
+        hashed = [key for key, _ in self.hash.items()]
+        self.hash.delete([key for key in hashed if bytes(key) in self._where])
+        self._hashed = {}
+        for key in hashed:
+            if bytes(key) not in self._where and key.family in WAYS:
+                self._hashed.setdefault((key.family, bucket_of(key)), set()).add(bytes(key))
         self._loaded = True
+        with self._reloaded_on_error():
+            self._move_in(list(self._hashed))
 
     def _learn(self, family: int, index: int, value: Bucket, used: set[int]) -> None:
         """The bucket's live ways taken as held, or cleared when they cannot be right."""
@@ -234,18 +267,22 @@ class SessionIndex:
                 self._place(key, value, self._where.get(bytes(key)))
 
     def _delete(self, keys: Iterable[SessionKey]) -> None:
-        hashed = []
+        self._waited = False
+        hashed, freed = [], []
         for key in keys:
             where = self._where.pop(bytes(key), None)
             if where is None:
                 hashed.append(key)
+                self._hashed.get((key.family, bucket_of(key)), set()).discard(bytes(key))
                 continue
             family, index, way = where
             bucket = self._bucket[(family, index)]
             bucket.live &= ~(1 << way)
             self._buckets[family].update([(c_uint32(index), bucket)])
             self._retire(where)
+            freed.append((family, index))
         self.hash.delete(hashed)
+        self._move_in(freed)
 
     def _place(self, key: SessionKey, value: Session, old: Optional[Where]) -> None:
         """The session in a free slot and a clean way of its bucket (the old way, if any, retired in
@@ -256,19 +293,62 @@ class SessionIndex:
         bucket = self._bucket_value(family, index)
         indexed = way is not None and slot is not None
         if indexed:
-            self._slots.update([(c_uint32(slot), value)])
-            set_way(bucket, key, way, slot)
-            self._buckets[family].update([(c_uint32(index), bucket)])  # the way written, its bit clear
-            bucket.live |= 1 << way
-            self._where[bytes(key)] = (family, index, way)
+            self._write_way(key, value, way, slot)
         else:
             self.hash.update([(key, value)])
             self._where.pop(bytes(key), None)
+            self._hashed.setdefault((family, index), set()).add(bytes(key))
         if old is not None:
             bucket.live &= ~(1 << old[2])
             self._retire(old)
         if indexed or old is not None:
             self._buckets[family].update([(c_uint32(index), bucket)])  # one byte: the new way live, the old not
+
+    def _write_way(self, key: SessionKey, value: Session, way: int, slot: int) -> None:
+        """The session whole in `slot`, then its way's address and slot with the way's bit clear; the
+        bit set in the shadow only, for the caller's next write of the bucket (1.)."""
+        family, index = key.family, bucket_of(key)
+        bucket = self._bucket_value(family, index)
+        self._slots.update([(c_uint32(slot), value)])
+        set_way(bucket, key, way, slot)
+        self._buckets[family].update([(c_uint32(index), bucket)])  # the way written, its bit clear
+        bucket.live |= 1 << way
+        self._where[bytes(key)] = (family, index, way)
+
+    def _move_in(self, buckets: Iterable[tuple[int, int]]) -> None:
+        """The hash's sessions of `buckets` moved into the clean ways the buckets have (5.): each made
+        live in its way, then, after one wait for the programs' runs, every moved one's hash entry
+        deleted."""
+        moved: list[tuple[SessionKey, int]] = []  # (key, the first MP_SEQ number of its way's session)
+        for family, index in dict.fromkeys(buckets):
+            hashed = self._hashed.get((family, index), set())
+            for raw in sorted(hashed):
+                way = self._clean_way(family, index)
+                slot = self._free_slot() if way is not None else None
+                if way is None or slot is None:
+                    break
+                key = SessionKey.from_buffer_copy(raw)
+                value = self.hash.get(key)
+                hashed.discard(raw)
+                if value is None:  # not in the hash (an earlier run's shadow): nothing to move
+                    self._free_slots.append(slot)
+                    continue
+                value.mp_seq += MP_SEQ_SKIP
+                self._write_way(key, value, way, slot)
+                self._buckets[family].update([(c_uint32(index), self._bucket[(family, index)])])  # live
+                moved.append((key, value.mp_seq))
+        if moved:
+            self._slots.wait_readers()  # no run still reads a moved session's hash entry
+            self._check_numbers(moved)
+            self.hash.delete([key for key, _ in moved])
+
+    def _check_numbers(self, moved: list[tuple[SessionKey, int]]) -> None:
+        """Logged: a moved session whose hash entry's counter passed where its way's began (more
+        packets than MP_SEQ_SKIP took a number from the hash before the way was live)."""
+        for (key, first), last in zip(moved, self.hash.lookup([key for key, _ in moved])):
+            if last is not None and last.mp_seq > first:
+                log.warning("ATSSS session of UE %s moved from the hash into the index: MP_SEQ numbers %d..%d "
+                            "were given twice", key_address(key), first, last.mp_seq - 1)
 
     def _retire(self, where: Where) -> None:
         self._retired_ways.add(where)

@@ -86,12 +86,12 @@ def service(atsss: AtsssProgram, tmp_path, node_ns) -> Iterator[Atsss]:
 
 
 class Flow(threading.Thread):
-    """The downlink of one UE packet, CHUNK repetitions a run, on one CPU until stopped; `sent` counts
-    the repetitions of the runs done, `started` is set once the first run is done."""
+    """The downlink of one UE packet, `chunk` repetitions a run, on one CPU until stopped; `sent`
+    counts the repetitions of the runs done, `started` is set once the first run is done."""
 
-    def __init__(self, prog_fd: int, frame: bytes, cpu: int):
+    def __init__(self, prog_fd: int, frame: bytes, cpu: int, chunk: int = CHUNK):
         super().__init__()
-        self.prog_fd, self.frame, self.cpu = prog_fd, frame, cpu
+        self.prog_fd, self.frame, self.cpu, self.chunk = prog_fd, frame, cpu, chunk
         self.sent, self.verdicts = 0, set()
         self.started, self.stop = threading.Event(), threading.Event()
 
@@ -99,8 +99,8 @@ class Flow(threading.Thread):
         os.sched_setaffinity(0, {self.cpu})
         try:
             while not self.stop.is_set():
-                self.verdicts.add(prog_test_run(self.prog_fd, self.frame, CHUNK, out_size=len(self.frame) + 256).retval)
-                self.sent += CHUNK
+                self.verdicts.add(prog_test_run(self.prog_fd, self.frame, self.chunk, out_size=len(self.frame) + 256).retval)
+                self.sent += self.chunk
                 self.started.set()
         finally:
             self.started.set()

@@ -5,7 +5,9 @@ address of the same bucket (a near miss) passes untouched, for IPv4 and for IPv6
 words xor to the same hash, two words differing); a bucket's eighth IPv4 session goes to the hash
 and each of the eight is served on its own path; a changed session given to the index again (the
 table stores a change in place where the data plane's writer runs) moves to another way and slot
-with its MP_SEQ number carried over, and the old way and slot are freed after a wait."""
+with its MP_SEQ number carried over, and the old way and slot are freed after a wait; a session in
+the hash moves into a way of its bucket once one is free (a session of the bucket deleted, or found
+free at load), served before and after, its MP_SEQ numbers going on past MP_SEQ_SKIP."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from typing import Iterator
 import pytest
 
 from netapp.atsss.abi import INDEX4_WAYS, INDEX6_WAYS, Mode, Session, index_bucket
-from netapp.atsss.index import SessionIndex
+from netapp.atsss.index import MP_SEQ_SKIP, SessionIndex
 from tests.atsss.atsss import (XDP_PASS, XDP_TX, AtsssProgram, PathSpec, addr_words, decode, ethernet, session_key,
                                ue_packet)  # fmt: skip
 from tests.utils.object_tables import ObjectTables
@@ -119,3 +121,32 @@ def test_a_changed_session_moves_to_another_way_with_its_number_and_the_old_one_
         index.write([(session_key(ue), index.get(session_key(ue)))])  # type: ignore[list-item]
         assert index.slot(session_key(ue)) is not None, "kept in the index, its retired ways freed by a wait"
     assert served_by(atsss, ue)[0] == XDP_TX
+
+
+def test_a_way_freed_takes_in_the_hash_s_session_of_its_bucket_which_is_served_before_and_after(atsss, index):
+    ues = same_bucket(str(POOL[30]), INDEX4_WAYS + 1)
+    put(atsss, index, ues)
+    moved, peer = session_key(ues[-1]), path_to(INDEX4_WAYS).peer
+    assert index.slot(moved) is None, "the eighth session starts in the hash"
+    assert [served_by(atsss, ues[-1]) for _ in range(3)] == [(XDP_TX, peer)] * 3  # MP_SEQ 0, 1, 2 from the hash
+    index.delete([session_key(ues[0])])
+    assert index.slot(moved) is not None, "moved into the way the deleted session left"
+    assert index.hash.get(moved) is None, "and gone from the hash"
+    verdict, frame = atsss.run(ethernet(ue_packet(ues[-1])))
+    assert (verdict, decode(frame).dst) == (XDP_TX, peer)
+    assert decode(frame).mp_seq == 3 + MP_SEQ_SKIP, "its numbers go on past the skip, none given again"
+    assert served_by(atsss, ues[0]) == (XDP_PASS, "")
+    assert [served_by(atsss, ue) for ue in ues[1:-1]] == [(XDP_TX, path_to(n).peer) for n in range(1, INDEX4_WAYS)]
+
+
+def test_at_load_a_session_in_the_hash_beside_a_free_way_moves_into_it(atsss, index):
+    """An earlier run left a way free beside a session in the hash (a delete before sessions were
+    moved in: its way's bit cleared alone); the index read again from the maps moves it in."""
+    ues = same_bucket(str(POOL[40]), INDEX4_WAYS + 1)
+    put(atsss, index, ues)
+    atsss.delete_session(ues[0])
+    assert served_by(atsss, ues[-1]) == (XDP_TX, path_to(INDEX4_WAYS).peer)
+    index.load()
+    assert index.slot(session_key(ues[-1])) is not None and index.hash.get(session_key(ues[-1])) is None
+    verdict, frame = atsss.run(ethernet(ue_packet(ues[-1])))
+    assert (verdict, decode(frame).dst, decode(frame).mp_seq) == (XDP_TX, path_to(INDEX4_WAYS).peer, 1 + MP_SEQ_SKIP)

@@ -104,5 +104,5 @@ def test_a_delete_reads_no_other_session(node, atsss):
     for n in range(0, 40, 2):
         service.delete_session(CAROL, f"ue{n}")
     assert counted.walks == walks, "no walk over the sessions map to delete"
-    assert walks <= 1, "the counts were taken from the map once"
+    assert walks <= 2, "the map read whole once by the index at start (its sessions to move in), once for the counts"
     assert [filter_bit_set(atsss, str(POOL[n + 1])) for n in range(6)] == [False, True] * 3

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* A UE's session by its address: the way of its bucket of the index (dpp_atsss_index4 or 6) that
  * holds the address whole, then its slot of dpp_atsss_slots, all inlined array reads; when no way
- * holds it, dpp_atsss_sessions (the sessions whose bucket was full). A way is taken only when its
- * live bit is set and its address is the UE's, every word of it: another UE's address in the same
- * bucket, or a way being written (its bit clear), leads nowhere. */
+ * holds it, dpp_atsss_sessions (the sessions whose bucket was full, until a way of it frees). A way
+ * is taken only when its live bit is set and its address is the UE's, every word of it: another UE's
+ * address in the same bucket, or a way being written (its bit clear), leads nowhere. */
 #ifndef DPP_NF_ATSSS_INDEX_H
 #define DPP_NF_ATSSS_INDEX_H
 

@@ -109,8 +109,9 @@ _Static_assert(DPP_ATSSS_UE_FILTER_WORDS * 64 == 1 << DPP_ATSSS_UE_FILTER_LOG2, 
  * of a 20-byte key. An address's bucket is the top DPP_ATSSS_INDEX_LOG2 bits of the UE filter's
  * product (its words xored, in network order, times DPP_ATSSS_UE_FILTER_MULTIPLIER). A session whose
  * bucket has no free way goes to dpp_atsss_sessions, which the data path reads when no way holds the
- * address. Slot 0 of dpp_atsss_slots is no session. netapp/atsss/index.py writes them and says in
- * which order (a way is published and retired by its bit of `live`, one byte). */
+ * address, until a way of its bucket frees and it is moved in. Slot 0 of dpp_atsss_slots is no
+ * session. netapp/atsss/index.py writes them and says in which order (a way is published and
+ * retired by its bit of `live`, one byte). */
 #define DPP_ATSSS_INDEX_LOG2 13
 #define DPP_ATSSS_INDEX_BUCKETS 8192
 #define DPP_ATSSS_INDEX4_WAYS 7
