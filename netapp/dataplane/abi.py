@@ -116,6 +116,7 @@ class Action(enum.IntEnum):
     UPF = 6  # the UPF's (netapp.upf): what its PDR said, ahead of the classifier or by a rule (SDF filters)
     TUNNEL = 7  # a rule's decapsulation or re-tunnelling, then a port or the router (netapp.mec.tunnels)
     DUPLICATE = 8  # a copy out of each interface of the rule's group (netapp.duplicate)
+    ATSSS = 9  # the mode of a flow within a UE's ATSSS downlink, read by ATSSS's stage (netapp.atsss.flows)
 
 
 @c_enum("dpp_verdict", "DPP_VERDICT_", has_max=True)
@@ -205,6 +206,7 @@ class KeyFlag(enum.IntFlag):
     FRAGMENT = 8
     VNI = 16
     UPF = 32
+    ATSSS = 64
 
 
 @c_enum("dpp_xdp_mode", "DPP_XDP_MODE_")
