@@ -527,6 +527,9 @@ MAPS: Mapping[str, MapSpec] = {
     # A row of flow cache slots per possible CPU in a plain array (core/maps.h).
     "dpp_flows": MapSpec(ARRAY, c_uint32, FlowEntry, "DPP_MAX_FLOWS"),
     "dpp_flow_use": MapSpec(PERCPU_ARRAY, c_uint32, FlowUse, 1, table=True),
+    # ATSSS's stage's room for a frame's flow key and the key a shape masks it to (nf/atsss/flows.h):
+    # the data path's alone, never written here (a plain map: libdpp would write it as a table).
+    "dpp_atsss_flow_room": MapSpec(PERCPU_ARRAY, c_uint32, None, 1, table=True),
     "dpp_cpus": MapSpec(ARRAY, c_uint32, Cpu, "DPP_MAX_CPUS"),
     "dpp_cpu_meters": MapSpec(ARRAY, c_uint32, CpuMeter, "DPP_MAX_CPUS"),
     "dpp_meter_shares": MapSpec(PERCPU_ARRAY, c_uint32, MeterShare, "DPP_MAX_CPUS", table=True),

@@ -32,7 +32,7 @@ from netapp.service.contract import InvalidInput, Principal, Scope
 from netapp.service.function_rules import FunctionRules
 from netapp.service.state import ServiceState
 from netapp.service.store import Store, StoreError
-from tests.atsss.atsss import PathSpec, decode, ethernet, expected_frame, path_body
+from tests.atsss.atsss import PathSpec, decode, ethernet, expected_frame, path_body, ue_packet
 from tests.utils.kernel import require_kernel, veth_namespace
 from tests.utils.maps import pinned_instance
 from tests.utils.service import grant_subnets
@@ -139,6 +139,20 @@ def test_a_filtered_flow_runs_its_mts_mode_and_the_others_the_sessions(node, ats
 
     assert sent == [(XDP_TX, expected_frame(CELL, 0, 0, video)), (XDP_TX, expected_frame(CELL, 1, 1, video)),
                     (XDP_TX, expected_frame(CELL, 2, 2, other)), (XDP_TX, expected_frame(WIFI, 0, 3, other))]
+
+
+def test_an_ipv6_ues_flow_is_selected_by_a_prefix_of_its_source(node, atsss):
+    """An IPv6 UE (its rule's key: the /128 of the UE, the source prefix, UDP, the port): its
+    server's UDP from port 443 runs active-standby, once the MTS session is there."""
+    ue6 = "2001:db8:60::7"
+    atsss.create_session(ADMIN, "ue6", session("ue6", ue6))
+    packet = ue_packet(ue6)  # UDP from 2001:db8:dd::7 port 443
+    before = [out_path(send(node, packet)[1]) for _ in range(2)]
+
+    steer_flows(atsss, "video6", [{"dstIp": ue6, "sourceIp": "2001:db8:dd::/48", "protocol": UDP,
+                                   "sourcePort": [443]}], SteeringMode.ACTIVE_STANDBY, ue=ue6)
+
+    assert (before, [out_path(send(node, packet)[1]) for _ in range(2)]) == ([CELL, WIFI], [CELL, CELL])
 
 
 @pytest.mark.parametrize("near_miss", [

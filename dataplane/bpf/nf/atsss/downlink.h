@@ -260,12 +260,13 @@ static __always_inline enum atsss_verdict atsss_send(struct xdp_md *ctx, __u32 s
 	return atsss_send_on(ctx, p, mp_seq, l3, ue_len, session_flags);
 }
 
-/* The downlink for the UE packet at l3 (ue_len bytes) of the flow `f`, to its destination: in the
- * mode of its flow's rule when the session has flow rules (nf/atsss/flows.h), else the session's. */
-static __always_inline enum atsss_verdict atsss_downlink(struct xdp_md *ctx, const struct atsss_flow *f,
+/* The downlink for the UE packet at l3 (family 4 or 6, ue_len bytes) to the UE address `ue`: in
+ * the mode of its flow's rule when the session has flow rules (nf/atsss/flows.h), else the
+ * session's. */
+static __always_inline enum atsss_verdict atsss_downlink(struct xdp_md *ctx, __u8 family, const __u32 *ue,
 							 __u32 l3, __u32 ue_len)
 {
-	struct dpp_atsss_session *s = atsss_find_session(f->key->family, f->key->dst);
+	struct dpp_atsss_session *s = atsss_find_session(family, ue);
 	struct dpp_atsss_path *p;
 	__u64 mp_seq = 0;
 	__u32 up, slot;
@@ -276,7 +277,7 @@ static __always_inline enum atsss_verdict atsss_downlink(struct xdp_md *ctx, con
 		return ATSSS_NO_SESSION;
 	mode = s->mode;
 	if (__builtin_expect(s->flags & DPP_ATSSS_FLOW_RULES, 0))
-		mode = atsss_flow_mode(f, mode);
+		mode = atsss_flow_mode(ctx, mode);
 	if (mode == DPP_ATSSS_ROUND_ROBIN) {
 		p = schedule_round_robin(s, &mp_seq);
 		return p ? atsss_send_on(ctx, p, mp_seq, l3, ue_len, s->flags) : ATSSS_NO_PATH;

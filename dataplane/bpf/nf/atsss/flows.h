@@ -5,6 +5,13 @@
  * rule it matches gives the mode its flow runs (the rule's arg, an enum dpp_atsss_mode); no rule:
  * the session's own mode.
  *
+ * The frame is parsed again here (Ethernet, IP, L4) into a key of its own, in a per-CPU map value
+ * with the masked key the search makes: the stage's own parse keeps of its key only what the
+ * downlink reads (a session without flow rules executes what it did before this lookup existed:
+ * its key's other fields are never stored), and the stage's frame and this function's must fit
+ * the 512 bytes of stack together (a key and a masked key on this one's stack, or the flow cache's
+ * copy of a rule, put them over: 576 bytes, the verifier said), so the flow cache is not probed.
+ *
  * Why the stage classifies, and not the entry before its hand-over: the hand-over happens before
  * the classifier for every ATSSS frame, and only the stage has read the session, whose flag says
  * whether the UE has flow rules at all; a session without them pays one test of a word its
@@ -22,67 +29,84 @@
 #define DPP_NF_ATSSS_FLOWS_H
 
 #include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
-#include "proto/cursor.h"
-#include "proto/l4.h"
-#include "core/parse.h"
-
-/* What the downlink knows of a frame's flow: its key (the IP header's fields, read by the stage),
- * the cursor at its L4 header and its layers, for the ports read only when they are needed. */
-struct atsss_flow {
-	struct dpp_flow_key *key;
-	struct cursor *c;
-	const struct dpp_layers *l;
-	__u64 bytes;
-};
 
 #ifdef DPP_ATSSS_FLOWS
+#include "proto/cursor.h"
+#include "proto/eth.h"
+#include "proto/ipv4.h"
+#include "proto/ipv6.h"
+#include "proto/l4.h"
 #include "core/maps.h"
 #include "core/classify.h"
 #include "core/counters.h"
 
-/* The mode of the classified key's ATSSS rule, counted on the rule's counter, or `mode` (the
- * session's) when it matched none (a global function: verified once, not in each of the stage's
- * ways to the schedulers). The shapes are searched without the flow cache (classify()): the
- * stage's frame and this one's must fit the 512 bytes of stack together, and the cache's copy of
- * a rule and its probe put them over (576 bytes, the verifier said). */
-__attribute__((noinline)) int dpp_atsss_flow_rule(struct dpp_flow_key *key, __u32 mode, __u32 bytes)
+/* Value of dpp_atsss_flow_room: a frame's key and the key a shape masks it to (BPF's alone). */
+struct atsss_flow_room {
+	struct dpp_flow_key key;
+	struct dpp_flow_key masked;
+};
+
+/* 0 -> this CPU's room for the lookup of a frame's flow (dpp_atsss_flow_rule) */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct atsss_flow_room);
+} dpp_atsss_flow_room SEC(".maps");
+
+/* The frame's key: its IP header's fields and its ports; nonzero when it cannot be read. */
+static __always_inline int atsss_flow_key(struct xdp_md *ctx, struct dpp_flow_key *key)
 {
+	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
+	struct cursor c = { .ctx = ctx, .pos = data, .end = end, .stop = end };
+	struct dpp_layers l = {};
+	__u16 udp_dport;
+	__be16 proto;
+
+	__builtin_memset(key, 0, sizeof(*key));
+	if (parse_eth(&c, &proto, NULL))
+		return -1;
+	if (proto == bpf_htons(ETH_P_IP) ? parse_ipv4(&c, key, &l) : parse_ipv6(&c, key, &l))
+		return -1;
+	return parse_l4(&c, key, &l, &udp_dport);
+}
+
+/* The mode of the frame's ATSSS rule, counted on the rule's counter, or `mode` (the session's)
+ * when it matches none or cannot be read (a global function: verified once, not in each of the
+ * stage's ways to the schedulers). */
+__attribute__((noinline)) int dpp_atsss_flow_rule(struct xdp_md *ctx, __u32 mode)
+{
+	struct atsss_flow_room *room;
 	const struct dpp_shape_set *set;
 	const struct dpp_config *cfg;
 	const struct dpp_rule *rule;
 	__u32 zero = 0, active;
 
-	if (!key)
-		return mode;
+	room = bpf_map_lookup_elem(&dpp_atsss_flow_room, &zero);
 	cfg = bpf_map_lookup_elem(&dpp_config, &zero);
-	if (!cfg)
+	if (!room || !cfg || atsss_flow_key(ctx, &room->key))
 		return mode;
 	active = cfg->shape_set & 1;
 	set = bpf_map_lookup_elem(&dpp_shapes, &active);
 	if (!set)
 		return mode;
-	key->flags |= DPP_KEY_ATSSS;
-	rule = search_shapes(key, set);
+	room->key.flags |= DPP_KEY_ATSSS;
+	rule = search_shapes_in(&room->key, set, &room->masked);
 	if (!rule || rule->action != DPP_ACTION_ATSSS)
 		return mode;
-	count(&dpp_rule_stats, rule_stat_index(rule->slot), bytes);
+	count(&dpp_rule_stats, rule_stat_index(rule->slot), ctx->data_end - ctx->data);
 	return rule->arg;
 }
 
-/* The mode of the frame's flow: its ports read (a frame whose L4 header is cut short keeps the
- * session's mode), then its ATSSS rule's. */
-static __always_inline __u8 atsss_flow_mode(const struct atsss_flow *f, __u8 mode)
+static __always_inline __u8 atsss_flow_mode(struct xdp_md *ctx, __u8 mode)
 {
-	__u16 udp_dport;
-
-	if (parse_l4(f->c, f->key, f->l, &udp_dport))
-		return mode;
-	return dpp_atsss_flow_rule(f->key, mode, f->bytes);
+	return dpp_atsss_flow_rule(ctx, mode);
 }
 #else
-static __always_inline __u8 atsss_flow_mode(const struct atsss_flow *f __attribute__((unused)),
-					    __u8 mode)
+static __always_inline __u8 atsss_flow_mode(struct xdp_md *ctx __attribute__((unused)), __u8 mode)
 {
 	return mode;
 }

@@ -112,8 +112,7 @@ static __always_inline int atsss_frame(struct xdp_md *ctx)
 		if (verdict >= 0)
 			return verdict;
 	}
-	down = atsss_downlink(ctx, &(struct atsss_flow){ .key = &key, .c = &c, .l = &l, .bytes = end - data },
-			      l3, ip_end - l3);
+	down = atsss_downlink(ctx, key.family, key.dst, l3, ip_end - l3);
 	if (dccp && down == ATSSS_NO_SESSION)
 		return atsss_invalid(cfg, DPP_ATSSS_UP_UNKNOWN_PATH);
 	return downlink_verdict(ctx, down);
