@@ -9,7 +9,9 @@ round-robin, active-standby, smallest delay, priority; redundant's marking, its 
 the harness), two paths. Each for one session (hot: the best case) and among 10,000 sessions (every
 repetition another UE), against the harness's empty program (the floor). Every repetition starts
 from the original packet (the harness puts the head back and writes the packet again). The pipeline
-(bench/atsss/gate.py): a frame that is not ATSSS's with the gate closed and open. Then live
+(bench/atsss/gate.py): a frame that is not ATSSS's with the gate closed and open; flows
+(bench/atsss/flows.py): a downlink frame through the pipeline, its session without flow rules, and
+with them (MEC 015 flow filters), the frame matched by a rule and not. Then live
 (bench/atsss/live.py): round-robin against redundant with its two copies made. With --before, the
 downlink, Ack and pipeline cases also run another build's objects in the same blocks; each downlink
 row then has its differences taken block by block (this build less the floor, less the other build)

@@ -14,7 +14,7 @@ from ctypes import c_uint32
 from pathlib import Path
 from typing import Optional, Sequence
 
-from bench.atsss import gate, live, split, uplink
+from bench.atsss import flows, gate, live, split, uplink
 from bench.atsss.ring import AckRing
 from bench.atsss.sessions import SessionWriter
 from bench.harness import (HARNESS_MAX_PACKET, Harness, Walk, add_block_arguments, build_harness, interleaved_medians,
@@ -44,7 +44,7 @@ MODES = {"round-robin": (Mode.ROUND_ROBIN, [1, 1], 0),
          "weighted round-robin 3:1": (Mode.WEIGHTED, [3, 1], 0),
          "active-standby": (Mode.ACTIVE_STANDBY, [1, 1], 0), "smallest delay": (Mode.SMALLEST_DELAY, [1, 1], 0),
          "priority": (Mode.PRIORITY, [1, 1], 0), "redundant (marking, no group)": (Mode.REDUNDANT, [1, 1], 0)}
-CASES = ("uplink", "acks", "downlink", "gate", "live", "split")
+CASES = ("uplink", "acks", "downlink", "gate", "flows", "live", "split")
 # what each scheduler's packets get in the harness: REDUNDANT's frame is marked, then dropped, as
 # its session names no group of ports (tx_group 0 is empty here: no broadcast is carried out)
 VERDICTS = {Mode.REDUNDANT: XDP_DROP}
@@ -324,6 +324,33 @@ def gate_rows(args: argparse.Namespace, harness: Harness, builds: dict[str, Path
     return rows
 
 
+def flow_rows(args: argparse.Namespace, harness: Harness, builds: dict[str, Path], rng: random.Random) -> list[dict]:
+    """A downlink frame through the pipeline, its session without flow rules and with (the frame
+    matched by an MTS session's rule, and not); "before" too if given, without flow rules only."""
+    rows = []
+    pipelines = {name: flows.FlowPipeline(build, FIRST_UE, path) for name, build in builds.items()}
+    walk = Walk(1, teid_base=0, src_base=int(FIRST_UE), teid_off=PAYLOAD_AT, src_off=UE_AT)
+    try:
+        for case, (flags, members) in flows.CASES.items():
+            chosen = {name: pipeline for name, pipeline in pipelines.items() if name == "atsss" or not flags}
+            for pipeline in chosen.values():
+                pipeline.configure(flags, members)
+                pipeline.check(ue_frame(), matched=members is flows.MATCHED)
+            subjects = {"floor": functools.partial(timed, harness, harness.empty_fd, walk, XDP_PASS, args.repeat)}
+            for name, pipeline in chosen.items():
+                subjects[name] = functools.partial(timed, harness, pipeline.prog_fd, walk, XDP_TX, args.repeat)
+            samples = interleaved_samples(subjects, args.runs, rng)
+            medians = {name: statistics.median(values) for name, values in samples.items()}
+            rows.append({**row(("pipeline downlink, 1 hot flow (best case)", case), 1, "pipeline", medians),
+                         **blocks(samples)})
+            print(blocks_line(rows[-1]), flush=True)
+    finally:
+        harness.release_target()
+        for pipeline in pipelines.values():
+            pipeline.close()
+    return rows
+
+
 def split_rows(args: argparse.Namespace, harness: Harness, bench: AtsssBench) -> list[dict]:
     """Weighted round-robin's split over --split-packets packets, for each weights of split.WEIGHTS,
     one session and 10,000."""
@@ -360,6 +387,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             if "gate" in cases:
                 harness.release_target()
                 rows += gate_rows(args, harness, builds, rng)
+            if "flows" in cases:
+                harness.release_target()
+                rows += flow_rows(args, harness, builds, rng)
             if "split" in cases:
                 rows += split_rows(args, harness, bench)
             if "live" in cases:

@@ -126,9 +126,12 @@ class Access(enum.IntEnum):
 
 @c_enum("dpp_atsss_session_flags", "DPP_ATSSS_")
 class SessionFlags(enum.IntFlag):
-    """HEADER_CHECKSUM: the downlink's DCCP checksum covers the header and options only (CsCov 1)."""
+    """HEADER_CHECKSUM: the downlink's DCCP checksum covers the header and options only (CsCov 1).
+    FLOW_RULES: MTS sessions with flow filters select flows of the UE's downlink (netapp.atsss.flows):
+    the stage looks its frames up in the classifier."""
 
     HEADER_CHECKSUM = 1
+    FLOW_RULES = 2
 
 
 @c_enum("dpp_atsss_path_flags", "DPP_ATSSS_PATH_")

@@ -16,7 +16,7 @@ import logging
 from typing import Callable, Iterable, Mapping, Optional
 
 from netapp.atsss.abi import TX_GROUPS
-from netapp.atsss.models import AtsssSession, SteeringMode
+from netapp.atsss.models import AtsssSession
 from netapp.atsss.table import AtsssMaps, ProgramFd
 from netapp.dataplane.groups import GroupPlan, GroupsFull, plan_groups
 
@@ -26,8 +26,9 @@ PortNames = tuple[str, ...]  # the interface of each position ("": none)
 
 
 def port_names(session: AtsssSession) -> Optional[PortNames]:
-    """The interfaces a REDUNDANT session's copies leave by, by position; None for another mode."""
-    if session.effective_mode is not SteeringMode.REDUNDANT:
+    """The interfaces a session's REDUNDANT copies leave by (its own mode's, or a flow's of an MTS
+    session with filters), by position; None when none of its frames runs REDUNDANT."""
+    if not session.sends_copies:
         return None
     return tuple(path.interface or "" for path in session.paths)
 

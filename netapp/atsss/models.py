@@ -167,8 +167,17 @@ class AtsssSession(AtsssSessionSpec):
     slots: list[int] = Field(description="each path's slot in the node's ATSSS maps, by position")
     mts_session: Optional[str] = Field(None, description="the MEC 015 MTS session steering it, if any")
     effective_mode: SteeringMode = Field(description="the mode the data path runs: the MTS session's, else mode")
+    mts_flows: dict[str, SteeringMode] = Field(
+        default_factory=dict, description="the MEC 015 MTS sessions with flow filters, by id, and the mode each "
+        "runs the flows of the UE's downlink its filters select (the other flows run effective_mode)")
     revision: int = Field(description="bumped on every change")
     updated_at: datetime
+
+    @property
+    def sends_copies(self) -> bool:
+        """Whether some of its frames run REDUNDANT (all, or the flows of an MTS session's filters):
+        it then needs a group of ports for their copies (netapp.atsss.groups)."""
+        return SteeringMode.REDUNDANT in (self.effective_mode, *self.mts_flows.values())
 
 
 class PathPatch(BaseModel):

@@ -1,6 +1,6 @@
 """ETSI GS MEC 015 v2.1.1 Multi-access Traffic Steering (TrafficSteeringApi: its server URL is
 /mts/v1): what the node can steer (mts_capability_info) and MTS sessions, each of which sets the
-steering mode of one UE's ATSSS session (netapp.atsss.service).
+steering mode of one UE's ATSSS session (netapp.atsss.service), or of flows of its downlink.
 
 The ETSI types keep ETSI's names and required members (clauses 7.2.4, 7.2.5); answers leave absent
 members out, as ETSI's types have no nulls, and carry `sessionId` besides (the id of the path's
@@ -63,9 +63,15 @@ serve is refused with a ProblemDetails naming ETSI's field:
   unknown age (often of the same counters); a fed loss stands for a path no Ack Vector reported
   on (a UE that sends none, no telemetry). The data path measures no RTT: the RTT it holds is the
   one fed, checked at each read as it changes.
-- flowFilter: one filter, whose dstIp is the UE of an ATSSS session of the caller's tenant (an
-  address, or a prefix of that one address); the node steers a UE's whole downlink, so a filter
-  on ports, protocol, DSCP, flow label or source is refused.
+- flowFilter: every filter's dstIp is the UE of an ATSSS session of the caller's tenant (an
+  address, or a prefix of that one address), the same UE. One filter of dstIp alone steers the UE's
+  whole downlink (one such MTS session a UE). Filters with more (sourceIp, sourcePort, dstPort,
+  protocol, dscp) select flows of it: they become classifier rules (netapp.atsss.flows) and those
+  flows run the session's mode while the UE's others keep the ATSSS session's own (or the mode of
+  the UE's MTS session without filters); several such MTS sessions may steer one UE, the most
+  specific filter winning where they overlap, and one as specific as another session's that a
+  packet could match is refused naming flowFilter[i]. flowlabel is refused: the classifier's key
+  holds no IPv6 flow label. A filter of dstIp alone among filters that select flows is refused.
 - requestType 1 (FLOW_SPECIFIC_MTS_SESSION) only: an application's sessions are not known to the
   node; trafficDirection "00" (downlink) only: the node steers the downlink, the UE its uplink.
 """
@@ -85,6 +91,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from netapp.api.deps import IntentWriterDep, JsonBody, ReaderDep
 from netapp.api.routes.common import AUTHENTICATED, WITH_BODY, documented
 from netapp.atsss import store as stored
+from netapp.atsss.flows import has_flow_members, session_rules
 from netapp.atsss.models import AccessType, AtsssSession, SteeringMode
 from netapp.atsss.routes import AtsssDep
 from netapp.atsss.service import Atsss
@@ -129,14 +136,6 @@ ACCESS_INFO = (
     {"accessId": 1, "accessType": 2, "metered": 1},
     {"accessId": 2, "accessType": 1, "metered": 0},
 )
-UNSERVED_FILTER_MEMBERS = {
-    "sourceIp": "the node steers all of a UE's downlink, whatever its source",
-    "sourcePort": "the node steers all of a UE's downlink, not flows within it",
-    "dstPort": "the node steers all of a UE's downlink, not flows within it",
-    "protocol": "the node steers all of a UE's downlink, not flows within it",
-    "dscp": "the node steers all of a UE's downlink, whatever its DSCP",
-    "flowlabel": "the node steers all of a UE's downlink, whatever its flow label",
-}
 
 
 class _Etsi(BaseModel):
@@ -349,27 +348,39 @@ def qos_check(qos: QosD, session: AtsssSession, held: Optional[Mapping[str, str]
 
 
 def steered_ue(info: MtsSessionInfo) -> str:
-    """The UE address whose downlink the session steers; InvalidInput naming the field of what the
-    node cannot serve."""
+    """The UE address whose downlink (or flows of it) the session steers, the dstIp of every filter;
+    InvalidInput naming the field of what the node cannot serve."""
     if info.requestType != FLOW_SPECIFIC:
         raise InvalidInput("requestType: the node steers one UE's downlink, named by a flow filter: give 1 "
                            "(FLOW_SPECIFIC_MTS_SESSION)", field="requestType", allowed="1")
     if info.trafficDirection != DOWNLINK:
         raise InvalidInput(f"trafficDirection: {info.trafficDirection!r} is not served: the node steers the "
                            "downlink (towards the UE)", field="trafficDirection", allowed='"00"')
-    if len(info.flowFilter) != 1:
-        raise InvalidInput("flowFilter: give one filter, naming the UE in dstIp", field="flowFilter",
-                           allowed="one filter")
-    given = info.flowFilter[0].model_dump(exclude_none=True)
-    for member, why in UNSERVED_FILTER_MEMBERS.items():
-        if given.get(member) not in (None, []):
-            raise InvalidInput(f"flowFilter[0].{member}: {why}: leave it out", field=f"flowFilter[0].{member}",
-                               reason=why, allowed="absent")
-    return _ue_address(info.flowFilter[0].dstIp)
+    ue = _ue_address(info.flowFilter[0].dstIp, "flowFilter[0].dstIp")
+    for index, item in enumerate(info.flowFilter[1:], start=1):
+        field = f"flowFilter[{index}].dstIp"
+        if _ue_address(item.dstIp, field) != ue:
+            raise InvalidInput(f"{field}: {item.dstIp!r} is not flowFilter[0]'s UE ({ue}): an MTS session steers "
+                               "flows of one UE", field=field, allowed=ue)
+    return ue
 
 
-def _ue_address(text: Optional[str]) -> str:
-    field = "flowFilter[0].dstIp"
+def flow_filters(info: MtsSessionInfo) -> Optional[list[dict[str, Any]]]:
+    """The members given of each filter when they select flows of the UE's downlink (netapp.atsss.
+    flows), None when the session takes the whole downlink (one filter, of dstIp alone)."""
+    given = [item.model_dump(exclude_none=True) for item in info.flowFilter]
+    selecting = [has_flow_members(members) for members in given]
+    if all(selecting):
+        return given
+    if len(given) == 1:
+        return None
+    index = selecting.index(False)
+    raise InvalidInput(f"flowFilter[{index}]: a filter of dstIp alone takes the UE's whole downlink, of which the "
+                       "other filters select flows: give it an MTS session of its own", field=f"flowFilter[{index}]",
+                       allowed="a member besides dstIp")
+
+
+def _ue_address(text: Optional[str], field: str) -> str:
     if text is None:
         raise InvalidInput(f"{field}: give the UE's address", field=field)
     try:
@@ -452,7 +463,9 @@ def _steer(atsss: Atsss, tenant: str, mts_id: str, info: MtsSessionInfo) -> MtsS
     mode_field = "mtsMode"
     if mode is None:
         mode, mode_field = qos_mode(info.qosD, session)
-    atsss.steer(tenant, mts_id, ue, mode, _body(info), field="flowFilter[0].dstIp", mode_field=mode_field)
+    filters = flow_filters(info)
+    flows = session_rules(mts_id, ue, filters, mode) if filters is not None else None
+    atsss.steer(tenant, mts_id, ue, mode, _body(info), field="flowFilter[0].dstIp", mode_field=mode_field, flows=flows)
     atsss.qos_held.pop((tenant, mts_id), None)  # a new qosD, or a new UE: its first check sets it again
     return _info(mts_id, _body(info), session)
 
@@ -496,7 +509,8 @@ def mts_sessions_list(
              responses=documented(*AUTHENTICATED, *WITH_BODY, 404, 409, 503), dependencies=[JsonBody])
 def mts_session_post(request: Request, response: Response, atsss: AtsssDep, who: IntentWriterDep,
                      body: MtsSessionInfo) -> MtsSessionInfo:
-    """MEC 015 mtsSessionPOST: steer a UE's downlink as the session asks; the node gives its sessionId."""
+    """MEC 015 mtsSessionPOST: steer a UE's downlink, or the flows of it its filters select, as the
+    session asks; the node gives its sessionId."""
     mts_id = str(uuid.uuid4())
     created = _steer(atsss, who.tenant, mts_id, body)
     response.headers["Location"] = f"{request.scope.get('root_path', '')}{MTS}/mts_sessions/{mts_id}"
@@ -525,7 +539,8 @@ def mts_session_put(atsss: AtsssDep, who: IntentWriterDep, sessionId: SessionIdP
 @router.delete("/mts_sessions/{sessionId}", status_code=204, response_model=None,
                responses=documented(*AUTHENTICATED, 404, 503))
 def mts_session_delete(atsss: AtsssDep, who: IntentWriterDep, sessionId: SessionIdPath) -> None:
-    """MEC 015 mtsSessionDELETE: the UE's ATSSS session runs its own mode again."""
+    """MEC 015 mtsSessionDELETE: the UE's ATSSS session (or the flows the session's filters
+    selected) runs its own mode again."""
     tenant, _, _ = _found(atsss, who, sessionId)
     atsss.unsteer(tenant, sessionId)
 

@@ -80,3 +80,26 @@ ATSSS_FREE_SLOTS = (
         DELETE FROM atsss_free_slots WHERE slot = new.slot;
     END""",
 )
+
+# MTS sessions with flow filters (netapp.atsss.flows): several may select flows of one UE, each in its
+# own mode, beside at most one without (which sets the mode of the UE's other flows): `filtered`
+# tells them apart, and a UE is unique among the sessions without filters only. SQLite cannot drop a
+# column's UNIQUE: the table is made again, its rows copied.
+ATSSS_MTS_FLOWS = (
+    """CREATE TABLE atsss_mts_sessions_flows (
+        tenant TEXT NOT NULL,
+        id TEXT NOT NULL,
+        ue TEXT NOT NULL,
+        filtered INTEGER NOT NULL DEFAULT 0,
+        body TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (tenant, id)
+    ) WITHOUT ROWID""",
+    """INSERT INTO atsss_mts_sessions_flows (tenant, id, ue, body, created_at, updated_at)
+        SELECT tenant, id, ue, body, created_at, updated_at FROM atsss_mts_sessions""",
+    "DROP TABLE atsss_mts_sessions",
+    "ALTER TABLE atsss_mts_sessions_flows RENAME TO atsss_mts_sessions",
+    "CREATE UNIQUE INDEX atsss_mts_whole_ue ON atsss_mts_sessions (ue) WHERE filtered = 0",
+    "CREATE INDEX atsss_mts_by_ue ON atsss_mts_sessions (ue, filtered)",
+)

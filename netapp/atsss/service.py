@@ -10,7 +10,9 @@ starts (`reconcile`).
 
 A tenant names its sessions (unique per tenant); the node gives each path a slot of
 dpp_atsss_paths, so that no tenant can aim at another's slot or need to know which are free. A
-MEC 015 MTS session (netapp.atsss.mts) steering a UE sets the mode its session runs.
+MEC 015 MTS session (netapp.atsss.mts) steering a UE sets the mode its session runs; one with flow
+filters sets the mode of the flows they select, through the classifier's rules (netapp.atsss.flows),
+written before the session's FLOW_RULES flag and taken out before it is cleared (_apply_flows).
 
 REDUNDANT sessions send a copy of each packet out of each path's interface: the sessions naming the
 same interfaces by position share a group of ports (dpp_atsss_tx, netapp.atsss.groups), any other
@@ -32,6 +34,7 @@ from pydantic import ValidationError
 
 from netapp.atsss import store as stored
 from netapp.atsss.abi import MAX_PATHS, TX_GROUPS, Path, PathFlags
+from netapp.atsss.flows import Rules, apply_rules, check_overlaps, stored_rules_of, ue_rules
 from netapp.atsss.groups import GroupPlan, GroupsFull, PortNames, TxGroups
 from netapp.atsss.models import (
     AtsssPath,
@@ -59,6 +62,7 @@ from netapp.service.contract import (
     QuotaExceeded,
     Scope,
 )
+from netapp.service.function_rules import FunctionRules
 from netapp.service.state import ServiceState, namespace, site_addresses
 from netapp.service.store import Store
 from netapp.tenancy.policy import TenantPolicy
@@ -133,6 +137,40 @@ def session_counters(session: AtsssSession, readings: list[PathReading]) -> Sess
     return SessionCounters(name=session.name, tenant=session.tenant, ue=session.ue, paths=paths)
 
 
+def check_ue(store: Store, tenant: str, spec: SessionDefinition, old: Optional[AtsssSession]) -> None:
+    """Conflict when another session holds the UE, or when the session moves off a UE an MTS
+    session steers."""
+    holder = stored.session_of_ue(store, str(spec.ue))
+    if holder is not None and (old is None or holder != (old.tenant, old.name)):
+        whose = f"session {holder[1]!r}" if holder[0] == tenant else "a session of another tenant"
+        raise Conflict(f"UE {spec.ue} has an ATSSS session already ({whose}): a UE's downlink has one scheduler",
+                       field="ue")
+    steering = steered_by(old) if old is not None and old.ue != spec.ue else None
+    if steering is not None and old is not None:
+        raise Conflict(f"MTS session {steering!r} steers UE {old.ue}: delete it before moving the session",
+                       field="ue")
+
+
+def check_subflows(store: Store, tenant: str, spec: SessionDefinition, old: Optional[AtsssSession]) -> None:
+    """Conflict naming the path whose subflow is another session's path: a subflow's uplink
+    packets are found by its addresses and ports alone (dpp_atsss_uplink), so a second session
+    of them would take the first one's uplink (maybe another tenant's: whose is not said)."""
+    subflows = [stored.subflow_of(path) for path in spec.paths]
+    holders = stored.subflow_holders(store, subflows)
+    for i, subflow in enumerate(subflows):
+        holder = holders.get(subflow)
+        if holder is not None and (old is None or holder != (old.tenant, old.name)):
+            whose = f"session {holder[1]!r}" if holder[0] == tenant else "a session of another tenant"
+            local, peer, local_port, peer_port = subflow
+            raise Conflict(f"paths[{i}]: the subflow {local} port {local_port} - {peer} port {peer_port} is a path "
+                           f"of {whose} already: its uplink packets reach one session", field=f"paths[{i}]")
+
+
+def steered_by(session: AtsssSession) -> Optional[str]:
+    """An MTS session steering the session's UE (its whole downlink, or flows of it), None when none."""
+    return session.mts_session or next(iter(session.mts_flows), None)
+
+
 class Atsss:
     """The ATSSS sessions of every tenant on this node. `netns`: the node's namespace, where
     interfaces and neighbours are looked up and the maps written (setting netns)."""
@@ -140,8 +178,9 @@ class Atsss:
     def __init__(self, store: Store, maps: Optional[AtsssMaps] = None, netns: Optional[str] = None,
                  macs: PathMacs = resolve_macs, ifindex: Callable[[str], Optional[int]] = interface_index,
                  clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
-                 program_fd: Optional[ProgramFd] = None):
+                 program_fd: Optional[ProgramFd] = None, rules: Optional[FunctionRules] = None):
         self.store = store
+        self.rules = rules  # the classifier's rules of MTS sessions' flow filters (netapp.atsss.flows)
         self._program_fd = program_fd
         self._maps = maps
         self._netns = netns
@@ -164,10 +203,11 @@ class Atsss:
 
     @classmethod
     def start(cls, store: Store, table_of: TableOf, netns: Optional[str] = None,
-              program_fd: Optional[ProgramFd] = None) -> "Atsss":
-        """Over a data plane's maps (and its programs, for redundant sessions' copies): the stored
-        sessions reconciled into them."""
-        atsss = cls(store, AtsssMaps(table_of), netns=netns, program_fd=program_fd)
+              program_fd: Optional[ProgramFd] = None, rules: Optional[FunctionRules] = None) -> "Atsss":
+        """Over a data plane's maps (and its programs, for redundant sessions' copies; `rules`, the
+        service's, for MTS sessions' flow filters, which its start reconciled): the stored sessions
+        reconciled into them."""
+        atsss = cls(store, AtsssMaps(table_of), netns=netns, program_fd=program_fd, rules=rules)
         atsss.reconcile()
         return atsss
 
@@ -277,18 +317,20 @@ class Atsss:
             old = stored.stored_session(self.store, owner, local)
             if old is None:
                 raise NotFound(f"no ATSSS session {name!r}")
-            if old.mts_session is not None:
-                raise Conflict(f"MTS session {old.mts_session!r} steers this session's UE: delete it first "
-                               f"(/mts/v1/mts_sessions/{old.mts_session})", field="name")
+            steering = steered_by(old)
+            if steering is not None:
+                raise Conflict(f"MTS session {steering!r} steers this session's UE: delete it first "
+                               f"(/mts/v1/mts_sessions/{steering})", field="name")
             stored.remove_session(self.store, owner, local)
             self._apply([old], [], None)
         self.unserved.pop(f"{owner}/{local}", None)
 
     def steer(self, tenant: str, mts_id: str, ue: str, mode: SteeringMode, body: dict, field: str,
-              mode_field: str = "mode") -> None:
+              mode_field: str = "mode", flows: Optional[Rules] = None) -> None:
         """The MTS session `mts_id` of `tenant` (stored with `body`) steers the session of `ue` in
         `mode`, replacing what it steered before; `field` names the UE in the caller's terms,
-        `mode_field` the mode (refused when the session's paths cannot run it)."""
+        `mode_field` the mode (refused when the session's paths cannot run it). `flows`: the rules of
+        its flow filters (netapp.atsss.flows), which then run `mode`; None: the UE's whole downlink."""
         with self._lock, self.store.transaction():
             owner = stored.session_of_ue(self.store, ue)
             if owner is None or owner[0] != tenant:
@@ -298,15 +340,19 @@ class Atsss:
             assert session is not None
             if mode is SteeringMode.REDUNDANT:
                 self._check_redundant(session, mode_field)
-            steering = stored.mts_of_ue(self.store, ue)
+            steering = stored.mts_of_ue(self.store, ue) if flows is None else None
             if steering is not None and steering != (tenant, mts_id):
                 # 400, not 409: MEC 015 rejects a session whose filter another one matches as a bad request.
                 raise InvalidInput(f"{field}: MTS session {steering[1]!r} steers UE {ue} already", field=field)
+            if flows is not None:
+                check_overlaps(mts_id, flows, ue_rules(self.store, ue))
             earlier = stored.stored_mts(self.store, tenant, mts_id)
             ues = [ue] + ([earlier[0]] if earlier is not None else [])
             before = stored.sessions_of_ues(self.store, ues)
-            stored.save_mts(self.store, tenant, mts_id, ue, {**body, "mode": mode.value}, self._clock())
-            self._apply(before, stored.sessions_of_ues(self.store, ues), None)
+            stored.save_mts(self.store, tenant, mts_id, ue, {**body, "mode": mode.value}, self._clock(),
+                            filtered=flows is not None)
+            self._apply_flows(before, stored.sessions_of_ues(self.store, ues),
+                              stored_rules_of(mts_id, earlier), flows or {})
 
     def unsteer(self, tenant: str, mts_id: str) -> bool:
         """The MTS session gone: its UE's session runs its own mode again. False: there was none."""
@@ -316,7 +362,8 @@ class Atsss:
                 return False
             before = stored.sessions_of_ues(self.store, [earlier[0]])
             stored.remove_mts(self.store, tenant, mts_id)
-            self._apply(before, stored.sessions_of_ues(self.store, [earlier[0]]), None)
+            self._apply_flows(before, stored.sessions_of_ues(self.store, [earlier[0]]),
+                              stored_rules_of(mts_id, earlier), {})
         return True
 
     # --- start ---------------------------------------------------------------------------------
@@ -354,9 +401,9 @@ class Atsss:
             if old is None:
                 QuotaExceeded.unless_room(tenant, "atsss_sessions", stored.count_sessions(self.store, tenant),
                                           policy.quotas_of(tenant).atsss_sessions, "delete one first")
-            self._check_ue(tenant, spec, old)
-            self._check_subflows(tenant, spec, old)
-            if self._runs(spec, old) is SteeringMode.REDUNDANT:
+            check_ue(self.store, tenant, spec, old)
+            check_subflows(self.store, tenant, spec, old)
+            if SteeringMode.REDUNDANT in self._runs(spec, old):
                 self._check_interfaces(spec.paths)
             ues = [str(spec.ue)] + ([str(old.ue)] if old is not None else [])
             before = stored.sessions_of_ues(self.store, ues)
@@ -371,36 +418,12 @@ class Atsss:
         self.unserved.pop(f"{tenant}/{spec.name}", None)
         return session, old is None
 
-    def _check_ue(self, tenant: str, spec: SessionDefinition, old: Optional[AtsssSession]) -> None:
-        """Conflict when another session holds the UE, or when the session moves off a UE an MTS
-        session steers."""
-        holder = stored.session_of_ue(self.store, str(spec.ue))
-        if holder is not None and (old is None or holder != (old.tenant, old.name)):
-            whose = f"session {holder[1]!r}" if holder[0] == tenant else "a session of another tenant"
-            raise Conflict(f"UE {spec.ue} has an ATSSS session already ({whose}): a UE's downlink has one scheduler",
-                           field="ue")
-        if old is not None and old.mts_session is not None and old.ue != spec.ue:
-            raise Conflict(f"MTS session {old.mts_session!r} steers UE {old.ue}: delete it before moving the session",
-                           field="ue")
-
-    def _check_subflows(self, tenant: str, spec: SessionDefinition, old: Optional[AtsssSession]) -> None:
-        """Conflict naming the path whose subflow is another session's path: a subflow's uplink
-        packets are found by its addresses and ports alone (dpp_atsss_uplink), so a second session
-        of them would take the first one's uplink (maybe another tenant's: whose is not said)."""
-        subflows = [stored.subflow_of(path) for path in spec.paths]
-        holders = stored.subflow_holders(self.store, subflows)
-        for i, subflow in enumerate(subflows):
-            holder = holders.get(subflow)
-            if holder is not None and (old is None or holder != (old.tenant, old.name)):
-                whose = f"session {holder[1]!r}" if holder[0] == tenant else "a session of another tenant"
-                local, peer, local_port, peer_port = subflow
-                raise Conflict(f"paths[{i}]: the subflow {local} port {local_port} - {peer} port {peer_port} is a path "
-                               f"of {whose} already: its uplink packets reach one session", field=f"paths[{i}]")
-
     @staticmethod
-    def _runs(spec: AtsssSessionSpec, old: Optional[AtsssSession]) -> SteeringMode:
-        """The mode the data path will run the session in: its MTS session's, if one steers it."""
-        return old.effective_mode if old is not None and old.mts_session is not None else spec.mode
+    def _runs(spec: AtsssSessionSpec, old: Optional[AtsssSession]) -> set[SteeringMode]:
+        """The modes the data path will run the session in: its MTS session's, if one steers it,
+        and those of the MTS sessions with flow filters of its UE."""
+        whole = old.effective_mode if old is not None and old.mts_session is not None else spec.mode
+        return {whole, *(old.mts_flows.values() if old is not None else ())}
 
     @staticmethod
     def _check_interfaces(paths: list[AtsssPath]) -> None:
@@ -452,12 +475,26 @@ class Atsss:
                                 field="paths")
         return slots
 
+    def _apply_flows(self, before: list[AtsssSession], after: list[AtsssSession], old: Rules, new: Rules) -> None:
+        """An MTS session's change: its flow rules `old` replaced by `new` in one write of the
+        classifier's maps, then the sessions (their FLOW_RULES flags). Either write alone leaves
+        each flow in the mode of an MTS session or the session's own, never another's: a frame of
+        a session flagged before its rules are written, or after they are gone, matches none and
+        runs the session's mode; one flagged meets the old rules or the new, never half of them. A
+        refused write of the sessions takes the rules back."""
+        undo = apply_rules(self.rules, old, new)
+        try:
+            self._apply(before, after, None)
+        except BaseException:
+            undo()
+            raise
+
     def _apply(self, before: list[AtsssSession], after: list[AtsssSession], changed: Optional[AtsssSession]) -> None:
         """The maps' entries of the UEs of `before` and `after` made those of `after` (in the
         caller's store transaction): InvalidInput naming the path of `changed` whose addresses
         cannot be found; the maps refusing, synced back to `before`."""
         served, self._served = self._served, None  # loaded again if this fails
-        redundant = any(session.effective_mode is SteeringMode.REDUNDANT for session in before + after)
+        redundant = any(session.sends_copies for session in before + after)
         plan = self._plan_groups(stored.load_sessions(self.store)) if redundant else None
         if plan is not None and self._maps is None:
             self._groups.write(plan, None, None)

@@ -1,4 +1,5 @@
-"""The stored ATSSS sessions, their path slots and MTS sessions (the tables of netapp.atsss.schema):
+"""The stored ATSSS sessions, their path slots and MTS sessions, with flow filters or not (the tables of
+netapp.atsss.schema):
 what the maps are reconciled with when the service starts. Writes run in the caller's transaction."""
 
 from __future__ import annotations
@@ -11,16 +12,20 @@ from netapp.atsss.abi import MAX_PATHS
 from netapp.atsss.models import AtsssPath, AtsssSession, SessionDefinition, SteeringMode
 from netapp.service.store import Store
 
-_COLUMNS = "s.tenant, s.name, s.body, s.updated_at, s.revision, m.id, m.body"
-_JOINED = "atsss_sessions s LEFT JOIN atsss_mts_sessions m ON m.ue = s.ue"
+# A session, the MTS session without filters steering its UE (its mode), and those with filters (each
+# one's id and mode, a JSON object).
+_COLUMNS = ("s.tenant, s.name, s.body, s.updated_at, s.revision, m.id, m.body, (SELECT json_group_object(f.id, "
+            "json_extract(f.body, '$.mode')) FROM atsss_mts_sessions f WHERE f.ue = s.ue AND f.filtered = 1)")
+_JOINED = "atsss_sessions s LEFT JOIN atsss_mts_sessions m ON m.ue = s.ue AND m.filtered = 0"
 
 
 def _session(row: tuple, slots: list[int]) -> AtsssSession:
-    tenant, name, body, updated_at, revision, mts_id, mts_body = row
+    tenant, name, body, updated_at, revision, mts_id, mts_body, flows = row
     definition = SessionDefinition.model_validate_json(body)
     effective = SteeringMode(json.loads(mts_body)["mode"]) if mts_body is not None else definition.mode
     return AtsssSession(**dict(definition), name=name, tenant=tenant, slots=slots, mts_session=mts_id,
-                        effective_mode=effective, revision=revision, updated_at=datetime.fromisoformat(updated_at))
+                        effective_mode=effective, mts_flows=json.loads(flows) if flows else {}, revision=revision,
+                        updated_at=datetime.fromisoformat(updated_at))
 
 
 def _slots(store: Store, tenant: Optional[str]) -> dict[tuple[str, str], list[int]]:
@@ -149,17 +154,32 @@ def stored_mts(store: Store, tenant: str, mts_id: str) -> Optional[tuple[str, di
 
 
 def mts_of_ue(store: Store, ue: str) -> Optional[tuple[str, str]]:
-    """(tenant, id) of the MTS session steering the UE `ue`."""
-    row = store.execute("SELECT tenant, id FROM atsss_mts_sessions WHERE ue = ?", (ue,)).fetchone()
+    """(tenant, id) of the MTS session without flow filters steering the UE `ue`."""
+    row = store.execute("SELECT tenant, id FROM atsss_mts_sessions WHERE ue = ? AND filtered = 0", (ue,)).fetchone()
     return None if row is None else (row[0], row[1])
 
 
-def save_mts(store: Store, tenant: str, mts_id: str, ue: str, body: dict, when: datetime) -> None:
-    """Insert or replace; `body` holds "mode" (the SteeringMode it runs) beside what the caller keeps."""
+def mts_flows_of_ue(store: Store, ue: str) -> list[tuple[str, str, dict]]:
+    """(tenant, id, body) of the MTS sessions with flow filters of the UE `ue`, by id."""
+    rows = store.execute("SELECT tenant, id, body FROM atsss_mts_sessions WHERE ue = ? AND filtered = 1 ORDER BY id",
+                         (ue,))
+    return [(tenant, mts_id, json.loads(body)) for tenant, mts_id, body in rows.fetchall()]
+
+
+def load_mts_flows(store: Store) -> list[tuple[str, str, str, dict]]:
+    """(tenant, id, UE, body) of every MTS session with flow filters, by tenant and id."""
+    rows = store.execute("SELECT tenant, id, ue, body FROM atsss_mts_sessions WHERE filtered = 1 ORDER BY tenant, id")
+    return [(owner, mts_id, ue, json.loads(body)) for owner, mts_id, ue, body in rows.fetchall()]
+
+
+def save_mts(store: Store, tenant: str, mts_id: str, ue: str, body: dict, when: datetime, filtered: bool = False) -> None:
+    """Insert or replace; `body` holds "mode" (the SteeringMode it runs) beside what the caller keeps;
+    `filtered`: its flow filters select flows of the UE (netapp.atsss.flows), not its whole downlink."""
     store.execute(
-        "INSERT INTO atsss_mts_sessions (tenant, id, ue, body, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?) "
-        "ON CONFLICT (tenant, id) DO UPDATE SET ue = excluded.ue, body = excluded.body, updated_at = excluded.updated_at",
-        (tenant, mts_id, ue, json.dumps(body), when.isoformat(), when.isoformat()),
+        "INSERT INTO atsss_mts_sessions (tenant, id, ue, filtered, body, created_at, updated_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, id) DO UPDATE SET ue = excluded.ue, "
+        "filtered = excluded.filtered, body = excluded.body, updated_at = excluded.updated_at",
+        (tenant, mts_id, ue, int(filtered), json.dumps(body), when.isoformat(), when.isoformat()),
     )
 
 

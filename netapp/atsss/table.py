@@ -152,7 +152,8 @@ def session_value(session: AtsssSession, tx_group: int = 0) -> Session:
     n = len(session.paths)
     header_only = session.checksum_coverage is ChecksumCoverage.HEADER
     value = Session(mode=session.effective_mode.c_mode, n_paths=n, tx_group=tx_group,
-                    flags=SessionFlags.HEADER_CHECKSUM if header_only else 0,
+                    flags=(SessionFlags.HEADER_CHECKSUM if header_only else 0)
+                    | (SessionFlags.FLOW_RULES if session.mts_flows else 0),
                     up=sum(1 << position for position, path in enumerate(session.paths) if path.up))
     value.weight[:n] = [path.weight for path in session.paths]
     value.priority[:n] = [path.priority for path in session.paths]

@@ -104,6 +104,9 @@ def _service(settings: Settings) -> IntentService:
         from netapp.upf.runtime import stored_rules
 
         service.load_function_rules("upf", functools.partial(stored_rules, settings))
+    from netapp.atsss.flows import stored_rules as mts_flow_rules
+
+    service.load_function_rules("atsss", mts_flow_rules)  # MTS sessions' flow filters stay in the maps too
     try:
         service.start()
     except ServiceError as exc:  # the message says which of store, data plane, interface failed
@@ -172,7 +175,8 @@ def _atsss(settings: Settings, service: IntentService) -> Optional[Any]:
     from netapp.atsss.service import Atsss
 
     return Atsss.start(service.store, dataplane.table, settings.netns,  # type: ignore[attr-defined]
-                       program_fd=dataplane.program_fd)  # type: ignore[attr-defined]
+                       program_fd=dataplane.program_fd,  # type: ignore[attr-defined]
+                       rules=service.function_rules("atsss"))  # type: ignore[attr-defined]
 
 
 def _atsss_acks(settings: Settings, service: IntentService, atsss: Optional[Any]) -> Optional[Any]:

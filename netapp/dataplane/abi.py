@@ -116,6 +116,7 @@ class Action(enum.IntEnum):
     UPF = 6  # the UPF's (netapp.upf): what its PDR said, ahead of the classifier or by a rule (SDF filters)
     TUNNEL = 7  # a rule's decapsulation or re-tunnelling, then a port or the router (netapp.mec.tunnels)
     DUPLICATE = 8  # a copy out of each interface of the rule's group (netapp.duplicate)
+    ATSSS = 9  # the mode of a flow within a UE's ATSSS downlink, read by ATSSS's stage (netapp.atsss.flows)
 
 
 @c_enum("dpp_verdict", "DPP_VERDICT_", has_max=True)
@@ -205,6 +206,7 @@ class KeyFlag(enum.IntFlag):
     FRAGMENT = 8
     VNI = 16
     UPF = 32
+    ATSSS = 64
 
 
 @c_enum("dpp_xdp_mode", "DPP_XDP_MODE_")
@@ -525,6 +527,9 @@ MAPS: Mapping[str, MapSpec] = {
     # A row of flow cache slots per possible CPU in a plain array (core/maps.h).
     "dpp_flows": MapSpec(ARRAY, c_uint32, FlowEntry, "DPP_MAX_FLOWS"),
     "dpp_flow_use": MapSpec(PERCPU_ARRAY, c_uint32, FlowUse, 1, table=True),
+    # ATSSS's stage's room for a frame's flow key and the key a shape masks it to (nf/atsss/flows.h):
+    # the data path's alone, never written here (a plain map: libdpp would write it as a table).
+    "dpp_atsss_flow_room": MapSpec(PERCPU_ARRAY, c_uint32, None, 1, table=True),
     "dpp_cpus": MapSpec(ARRAY, c_uint32, Cpu, "DPP_MAX_CPUS"),
     "dpp_cpu_meters": MapSpec(ARRAY, c_uint32, CpuMeter, "DPP_MAX_CPUS"),
     "dpp_meter_shares": MapSpec(PERCPU_ARRAY, c_uint32, MeterShare, "DPP_MAX_CPUS", table=True),

@@ -56,6 +56,7 @@ KEY_FIELDS: Mapping[str, KeyField] = {
     "gtp": KeyField("flags", 1, bit=KeyFlag.GTP),
     "gtp_qfi": KeyField("flags", 1, bit=KeyFlag.GTP_QFI),
     "upf": KeyField("flags", 1, bit=KeyFlag.UPF),
+    "atsss": KeyField("flags", 1, bit=KeyFlag.ATSSS),
     "teid": KeyField("teid", 32),
     "qfi": KeyField("qfi", 6),
     "family": KeyField("family", 8),
@@ -115,9 +116,10 @@ def shape_id(shape: RuleShape) -> int:
 
 
 def _compared_bits(shape: RuleShape) -> FlowKey:
-    """Every shape compares the UPF bit, set only in the UPF's rules (netapp.upf.compiler) and in the
-    packets the UPF sends to the classifier: intents never meet them, and they never meet intents."""
-    mask = FlowKey(flags=KeyFlag.UPF)
+    """Every shape compares the UPF bit and the ATSSS bit, each set only in its function's rules
+    (netapp.upf.compiler, netapp.atsss.flows) and in the packets that function sends to the
+    classifier: intents never meet them, they never meet intents, nor each other."""
+    mask = FlowKey(flags=KeyFlag.UPF | KeyFlag.ATSSS)
     for field in shape.fields:
         spec = KEY_FIELDS[field]
         if spec.prefix:

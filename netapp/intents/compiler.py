@@ -35,7 +35,7 @@ from netapp.steering.compiler import STEER
 MAX_SHAPES = 16
 
 # The key fields a rule may compare, in key order. "upf" (the UPF's rules only, netapp.upf.compiler),
-# "has_vni", "gtp", "gtp_qfi" and "fragment" are
+# "atsss" (ATSSS's rules only, netapp.atsss.flows), "has_vni", "gtp", "gtp_qfi" and "fragment" are
 # single bits of the key's flags: a VNI is only valid when the overlay header carries one (VXLAN with
 # the I flag, GENEVE, GRE with a key: "no key" is not key 0), a TEID or QFI only in a GTP-U packet (and
 # a QFI only with a PDU Session Container), and a non-first fragment has no ports, so rules on those
@@ -49,6 +49,7 @@ KEY_FIELD_NAMES = (
     "gtp",
     "gtp_qfi",
     "upf",
+    "atsss",
     "teid",
     "qfi",
     "family",
@@ -86,9 +87,10 @@ RULE_ACTIONS: Mapping[str, RuleAction] = {
     "duplicate": DUPLICATE,
 }
 ACTIONS = tuple(RULE_ACTIONS)
-# Every action a rule of the index may carry: the intents', and the UPF's, whose rules
-# (netapp.upf.compiler: a PDR with SDF filters) no intent can name.
-INSTALLED_ACTIONS: Mapping[str, RuleAction] = {**RULE_ACTIONS, "upf": RuleAction("UPF")}
+# Every action a rule of the index may carry: the intents', the UPF's (netapp.upf.compiler: a PDR
+# with SDF filters) and ATSSS's (netapp.atsss.flows: an MTS session's flow filters), whose rules no
+# intent can name.
+INSTALLED_ACTIONS: Mapping[str, RuleAction] = {**RULE_ACTIONS, "upf": RuleAction("UPF"), "atsss": RuleAction("ATSSS")}
 
 
 class FieldValues(Mapping[str, Any]):

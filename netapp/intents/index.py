@@ -48,6 +48,13 @@ MatchKey = tuple[RuleShape, FieldValues]
 
 # An overlap search (RuleIndex.overlaps) lists this many overlapping rules, and counts the rest.
 OVERLAP_LIMIT = 10
+# The key bits that set a function's rules apart (netapp.dataplane.convert: every shape compares them).
+FUNCTION_BITS = ("upf", "atsss")
+
+
+def _function_of(shape: RuleShape) -> Optional[str]:
+    """Whose rules the shape's are: the UPF's, ATSSS's, or (None) the intents'."""
+    return next((bit for bit in FUNCTION_BITS if bit in shape.fields), None)
 
 
 @dataclass(frozen=True)
@@ -204,8 +211,8 @@ class RuleIndex:
         found: list[Overlap] = []
         total = unchecked = 0
         for shape in order[0]:
-            if shape == rule.shape or ("upf" in shape.fields) != ("upf" in rule.shape.fields):
-                continue  # the UPF's rules and the others never match one packet (the UPF bit)
+            if shape == rule.shape or _function_of(shape) != _function_of(rule.shape):
+                continue  # the UPF's, ATSSS's and the intents' rules never match one packet (the key's bits)
             candidates = self._shape_keys[shape].candidates(rule, budget)
             budget -= candidates.cost
             if candidates.check is None:  # every candidate overlaps: nothing to examine

@@ -1,13 +1,15 @@
 """The downlink program, loaded once for the ATSSS tests that run it in the kernel; every test
 starts from empty maps (the sessions it added are removed). The namespace whose addresses are the
-paths' local ones, for the tests whose confined tenants create sessions."""
+paths' local ones, for the tests whose confined tenants create sessions. A store of a test's own."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Iterator
 
 import pytest
 
+from netapp.service.store import Store
 from tests.atsss.atsss import AtsssProgram
 from tests.utils.kernel import addresses_namespace
 
@@ -19,6 +21,15 @@ def atsss() -> Iterator[AtsssProgram]:
         yield program
     finally:
         program.close()
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    store = Store.open(tmp_path / "netapp.db", synchronous="NORMAL")
+    try:
+        yield store
+    finally:
+        store.close()
 
 
 # The paths' `local` addresses the tests give: 192.0.2.1-16 and 2001:db8::1-10 (hex).

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+from datetime import datetime, timezone
 from functools import lru_cache
 from ipaddress import ip_address
 from pathlib import Path as FilePath
@@ -22,14 +23,17 @@ import schemathesis
 from hypothesis import strategies as st
 from schemathesis.checks import positive_data_acceptance
 
-from netapp.atsss.abi import Mode
+from netapp.atsss.abi import Mode, SessionFlags
 from netapp.atsss.qos_watch import LOSS_WEIGHT, QosWatch
 from netapp.atsss.routes import get_atsss
 from netapp.atsss.service import Atsss
 from netapp.atsss.telemetry import AtsssPoints
 from netapp.atsss.index import SessionIndex
 from netapp.atsss.table import session_key
+from netapp.core.config import Settings
 from netapp.dataplane.facade import Dataplane
+from netapp.service.function_rules import FunctionRules
+from netapp.service.state import ServiceState
 from netapp.telemetry.poll import ATSSS_QOS
 from tests.api import conftest as api
 from tests.api.conftest import token_of
@@ -93,7 +97,9 @@ def node(instance, api_app, admin, tenant_a, node_ns) -> Iterator[Dataplane]:
     """ATSSS over the pinned pipeline's maps, the tenants granted their UEs, tenant-a's UE with a
     round-robin session (a 3GPP path, then a non-3GPP one)."""
     dataplane = Dataplane.open(instance=instance)
-    atsss = Atsss.start(api_app.state.tenants.store, dataplane.table, netns=node_ns)
+    rules = FunctionRules(ServiceState(Settings(auth_disabled=True), dataplane, None, lambda: datetime.now(timezone.utc)),
+                          "atsss")  # the service's rule machinery, for MTS sessions' flow filters
+    atsss = Atsss.start(api_app.state.tenants.store, dataplane.table, netns=node_ns, rules=rules)
     api_app.dependency_overrides[get_atsss] = lambda: atsss
     for tenant, traffic in GRANTS.items():
         assert admin.put(f"/api/v1/tenants/{tenant}", json={"traffic": traffic}).status_code in (200, 201)
@@ -169,13 +175,21 @@ def test_an_mts_session_sets_the_scheduler_of_its_ues_session_in_the_kernel(node
     (mts_session(mode=4, qosD={"maxLoss": 3}), "qosD.maxLoss"),  # redundancy: the paths name no interface
     (mts_session(mode=0), "mtsMode"),  # low cost: the session puts its 3GPP path first
     (mts_session(mode=9), "mtsMode"),
-    (mts_session(flowFilter=[{"dstIp": UE, "dstPort": [443]}]), "flowFilter[0].dstPort"),
-    (mts_session(flowFilter=[{"dstIp": UE, "protocol": 6}]), "flowFilter[0].protocol"),
-    (mts_session(flowFilter=[{"dstIp": UE, "sourceIp": "192.0.2.9"}]), "flowFilter[0].sourceIp"),
+    (mts_session(flowFilter=[{"dstIp": UE, "dstPort": [443]}]), "flowFilter[0].dstPort"),  # ports need a protocol
+    (mts_session(flowFilter=[{"dstIp": UE, "protocol": 1, "dstPort": [8]}]), "flowFilter[0].dstPort"),  # ICMP's
+    (mts_session(flowFilter=[{"dstIp": UE, "protocol": 6, "sourcePort": list(range(1, 5)),
+                              "dstPort": list(range(1, 6))}]), "flowFilter[0].dstPort"),  # 20 rules
+    (mts_session(flowFilter=[{"dstIp": UE, "flowlabel": 7}]), "flowFilter[0].flowlabel"),  # not in the key
+    (mts_session(flowFilter=[{"dstIp": UE, "sourceIp": "2001:db8::9"}]), "flowFilter[0].sourceIp"),  # IPv6, UE IPv4
+    (mts_session(flowFilter=[{"dstIp": UE, "dscp": 64}]), "flowFilter[0].dscp"),
+    (mts_session(flowFilter=[{"dstIp": UE, "protocol": 256}]), "flowFilter[0].protocol"),
     (mts_session(flowFilter=[{"dstIp": "10.60.0.0/24"}]), "flowFilter[0].dstIp"),
-    (mts_session(flowFilter=[{"dstIp": UE}, {"dstIp": "10.60.0.6"}]), "flowFilter"),
+    (mts_session(flowFilter=[{"dstIp": UE, "protocol": 6}, {"protocol": 17}]), "flowFilter[1].dstIp"),
+    (mts_session(flowFilter=[{"dstIp": UE}, {"dstIp": "10.60.0.6"}]), "flowFilter[1].dstIp"),
+    (mts_session(flowFilter=[{"dstIp": UE}, {"dstIp": UE, "protocol": 17}]), "flowFilter[0]"),  # whole and flows
     (mts_session(ue="10.60.0.99"), "flowFilter[0].dstIp"),  # no ATSSS session there
     (mts_session(ue=OTHER_UE), "flowFilter[0].dstIp"),  # tenant-b's UE
+    (mts_session(flowFilter=[{"dstIp": OTHER_UE, "protocol": 17}]), "flowFilter[0].dstIp"),  # flows of it too
     (mts_session(trafficDirection="01"), "trafficDirection"),
     (mts_session(requestType=0), "requestType"),
 ])  # fmt: skip
@@ -184,6 +198,59 @@ def test_what_the_node_cannot_serve_is_a_problem_details_naming_etsis_field(node
     problem = assert_problem(tenant_a.post(f"{BASE}/mts_sessions", json=body), 400)
     assert invalid_param(problem)["name"] == field
     assert tenant_a.get(f"{BASE}/mts_sessions").json() == [] and kernel_mode(node) == Mode.ROUND_ROBIN
+
+
+def kernel_flags(dataplane: Dataplane, ue: str = UE) -> int:
+    value = SessionIndex(dataplane.table).get(session_key(ip_address(ue)))
+    assert value is not None
+    return value.flags
+
+
+VIDEO = {"dstIp": UE, "sourceIp": "203.0.113.10", "sourcePort": [5000], "protocol": 17}
+
+
+def test_mts_sessions_with_flow_filters_steer_flows_of_the_ue_beside_one_that_steers_the_rest(node, tenant_a,
+                                                                                             tenant_b):
+    """Two sessions select flows of the UE (their modes in the session's mts_flows; the frames:
+    tests/atsss/test_flows.py), one without filters sets the mode of the rest; an exact duplicate
+    of another's filter is refused naming it, as is tenant-b's filter on tenant-a's UE; the ATSSS
+    session cannot go while any steers it; the last one gone, the UE's frames are looked up no more."""
+    clear(tenant_a)
+    video = tenant_a.post(f"{BASE}/mts_sessions", json=mts_session(mode=1, flowFilter=[VIDEO]))
+    web = tenant_a.post(f"{BASE}/mts_sessions", json=mts_session(mode=2, flowFilter=[
+        {"dstIp": UE, "protocol": 6, "dstPort": [443, 8443]}, {"dstIp": UE, "protocol": 17, "dstPort": [443]}]))
+    rest = tenant_a.post(f"{BASE}/mts_sessions", json=mts_session(mode=1))
+    assert (video.status_code, web.status_code, rest.status_code) == (201, 201, 201), (video.text, web.text, rest.text)
+    etsi_validator("/mts_sessions", "post", "201").validate(web.json())
+    assert web.json()["flowFilter"][0]["dstPort"] == [443, 8443]
+    session = tenant_a.get("/api/v1/atsss/sessions/ue").json()
+    assert session["mts_flows"] == {video.json()["sessionId"]: "smallest_delay", web.json()["sessionId"]: "weighted"}
+    assert (session["effective_mode"], session["mts_session"]) == ("smallest_delay", rest.json()["sessionId"])
+    assert kernel_flags(node) & SessionFlags.FLOW_RULES and kernel_mode(node) == Mode.SMALLEST_DELAY
+
+    duplicate = assert_problem(tenant_a.post(f"{BASE}/mts_sessions", json=mts_session(mode=2, flowFilter=[VIDEO])), 400)
+    assert invalid_param(duplicate)["name"] == "flowFilter[0]" and video.json()["sessionId"] in duplicate["detail"]
+    theirs = assert_problem(tenant_b.post(f"{BASE}/mts_sessions", json=mts_session(mode=2, flowFilter=[
+        {**VIDEO, "sourcePort": [5001]}])), 400)
+    assert invalid_param(theirs)["name"] == "flowFilter[0].dstIp"
+    assert assert_problem(tenant_a.delete("/api/v1/atsss/sessions/ue"), 409)
+
+    clear(tenant_a)
+    assert not kernel_flags(node) & SessionFlags.FLOW_RULES and kernel_mode(node) == Mode.ROUND_ROBIN
+    assert tenant_a.get("/api/v1/atsss/sessions/ue").json()["mts_flows"] == {}
+
+
+def test_a_put_turns_a_sessions_flows_into_the_whole_downlink_and_back(node, tenant_a):
+    clear(tenant_a)
+    created = tenant_a.post(f"{BASE}/mts_sessions", json=mts_session(mode=1, flowFilter=[VIDEO]))
+    mts_id = created.json()["sessionId"]
+    whole = tenant_a.put(f"{BASE}/mts_sessions/{mts_id}", json=mts_session(mode=2))
+    assert whole.status_code == 200, whole.text
+    assert (kernel_mode(node), kernel_flags(node) & SessionFlags.FLOW_RULES) == (Mode.WEIGHTED, 0)
+    flows = tenant_a.put(f"{BASE}/mts_sessions/{mts_id}", json=mts_session(mode=1, flowFilter=[VIDEO]))
+    assert flows.status_code == 200, flows.text
+    assert kernel_mode(node) == Mode.ROUND_ROBIN and kernel_flags(node) & SessionFlags.FLOW_RULES
+    clear(tenant_a)
 
 
 def test_low_cost_is_served_when_the_unmetered_path_comes_first(node, tenant_a):

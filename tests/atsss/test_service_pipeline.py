@@ -60,15 +60,6 @@ def instance() -> Iterator[str]:
 
 
 @pytest.fixture
-def store(tmp_path: FilePath) -> Iterator[Store]:
-    store = Store.open(tmp_path / "netapp.db", synchronous="NORMAL")
-    try:
-        yield store
-    finally:
-        store.close()
-
-
-@pytest.fixture
 def kernel(instance) -> Iterator[Dataplane]:
     """Another process's view of the pinned maps."""
     view = Dataplane.open(instance=instance)

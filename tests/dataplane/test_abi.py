@@ -93,6 +93,7 @@ def test_every_enum_mirror_matches_btf_names_and_values(btf, mirror):
 NOT_FROM_INTENTS = {
     "DPP_ACTION_DEFAULT": "never installed: the outcome of the configured fallback",
     "DPP_ACTION_UPF": "the UPF's outcome: its PDR tables (netapp.upf), not intent rules, match its packets",
+    "DPP_ACTION_ATSSS": "a flow's mode within a UE's ATSSS downlink: MTS sessions' flow filters (netapp.atsss.flows)",
     "DPP_ACTION_MAX": "the count",
 }
 
@@ -266,8 +267,9 @@ def test_the_paper_shape_mask_covers_exactly_its_fields():
         0xFF,
         0xFF,
     )
-    assert mask.flags == binding.KeyFlag.VNI | binding.KeyFlag.GTP | binding.KeyFlag.FRAGMENT | binding.KeyFlag.UPF, (
-        "VNI and GTP required, FRAGMENT and UPF must be 0"
+    flags = binding.KeyFlag
+    assert mask.flags == flags.VNI | flags.GTP | flags.FRAGMENT | flags.UPF | flags.ATSSS, (
+        "VNI and GTP required, FRAGMENT, UPF and ATSSS must be 0"
     )
     assert (mask.dport, mask.sport, mask.vlan, mask.qfi, mask.dscp) == (0xFFFF, 0, 0, 0, 0)
     assert mask.shape == binding.shape_id(rule.shape), "the mask carries the id the classifier copies"
@@ -312,10 +314,10 @@ def test_prefix_masks_are_the_leading_bits_in_network_order(prefix, mask_bytes):
     ],
 )
 def test_flag_fields_become_flag_bits(match, flags_mask, flags_value):
-    """Every shape compares the UPF bit too, which no intent's key sets: intents never meet the
-    packets the UPF classifies, nor the UPF's rules theirs."""
+    """Every shape compares the UPF and ATSSS bits too, which no intent's key sets: intents never meet
+    the packets the UPF or ATSSS classifies, nor their rules the intents'."""
     rule = compile_intents([parse_intent(native_intent(match=match))], INTERFACES).rules[0]
-    assert binding.shape_mask(rule.shape).flags == flags_mask | binding.KeyFlag.UPF
+    assert binding.shape_mask(rule.shape).flags == flags_mask | binding.KeyFlag.UPF | binding.KeyFlag.ATSSS
     assert binding.rule_key(rule).flags == flags_value
 
 

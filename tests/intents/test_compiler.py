@@ -117,7 +117,7 @@ class TestKeyFields:
                 "tunnel_dst": "192.0.2.2",
             }
         )
-        assert set(rule.values) == set(KEY_FIELD_NAMES) - {"upf"}, "every field but the UPF's rules' own"
+        assert set(rule.values) == set(KEY_FIELD_NAMES) - {"upf", "atsss"}, "every field but the functions' rules' own"
 
     def test_given_protocol_or_dscp_only_then_family_is_not_compared(self):
         assert "family" not in compile_one({"protocol": "udp", "dst_port": 53, "dscp": 46}).values

@@ -13,6 +13,7 @@
 #include "nf/duplicate/duplicate.h"
 #include "nf/upf/upf.h"
 #include "nf/tunnel/tunnel.h"
+#include "nf/atsss/act.h"
 /* police() and the policers' maps, for the stages that police (the UPF's PDRs, through their QERs,
  * nf/upf/upf.h), and a rule's own policers (DPP_RULE_POLICED), before its action. */
 #include "nf/qos/police.h"

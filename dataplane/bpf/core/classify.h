@@ -53,12 +53,14 @@ static __always_inline bool filter_may_match(__u32 filter, const struct dpp_flow
 }
 
 /* Highest-priority rule whose shape-masked key equals the packet's. Shapes come ordered by their
- * max_priority, so the search stops once no later shape can beat the best match. */
-static __always_inline struct dpp_rule *search_shapes(const struct dpp_flow_key *key,
-						      const struct dpp_shape_set *set)
+ * max_priority, so the search stops once no later shape can beat the best match. The masked key is
+ * made in *room: search_shapes' stack, or a caller's map value where a program's stack is short
+ * (ATSSS's stage, nf/atsss/flows.h). */
+static __always_inline struct dpp_rule *search_shapes_in(const struct dpp_flow_key *key,
+							 const struct dpp_shape_set *set,
+							 struct dpp_flow_key *room)
 {
 	struct dpp_rule *best = NULL, *rule;
-	struct dpp_flow_key masked;
 	__u32 i, count = set->count;
 
 	for (i = 0; i < DPP_MAX_SHAPES; i++) {
@@ -66,14 +68,22 @@ static __always_inline struct dpp_rule *search_shapes(const struct dpp_flow_key 
 
 		if (i >= count || (best && best->priority >= shape->max_priority))
 			break;
-		key_mask(&masked, key, &shape->mask);
-		if (set->filters[i] && !filter_may_match(set->filters[i], &masked))
+		key_mask(room, key, &shape->mask);
+		if (set->filters[i] && !filter_may_match(set->filters[i], room))
 			continue;
-		rule = bpf_map_lookup_elem(&dpp_rules, &masked);
+		rule = bpf_map_lookup_elem(&dpp_rules, room);
 		if (rule && (!best || rule->priority > best->priority))
 			best = rule;
 	}
 	return best;
+}
+
+static __always_inline struct dpp_rule *search_shapes(const struct dpp_flow_key *key,
+						      const struct dpp_shape_set *set)
+{
+	struct dpp_flow_key masked;
+
+	return search_shapes_in(key, set, &masked);
 }
 
 /* The dpp_flows slot of a packet's key: multiply-xor over its 64-bit lanes, high half of the

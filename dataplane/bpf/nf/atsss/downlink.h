@@ -19,6 +19,7 @@
 #include "nf/atsss/dccp.h"
 #include "nf/atsss/inner_sum.h"
 #include "nf/atsss/redundant.h"
+#include "nf/atsss/flows.h"
 #include "core/outcome.h"
 
 #define ATSSS_ENCAP4 (sizeof(struct iphdr) + sizeof(struct atsss_dccp_data))
@@ -259,7 +260,9 @@ static __always_inline enum atsss_verdict atsss_send(struct xdp_md *ctx, __u32 s
 	return atsss_send_on(ctx, p, mp_seq, l3, ue_len, session_flags);
 }
 
-/* The downlink for the UE packet at l3 (family 4 or 6, ue_len bytes) to the UE address `ue`. */
+/* The downlink for the UE packet at l3 (family 4 or 6, ue_len bytes) to the UE address `ue`: in
+ * the mode of its flow's rule when the session has flow rules (nf/atsss/flows.h), else the
+ * session's. */
 static __always_inline enum atsss_verdict atsss_downlink(struct xdp_md *ctx, __u8 family, const __u32 *ue,
 							 __u32 l3, __u32 ue_len)
 {
@@ -267,15 +270,19 @@ static __always_inline enum atsss_verdict atsss_downlink(struct xdp_md *ctx, __u
 	struct dpp_atsss_path *p;
 	__u64 mp_seq = 0;
 	__u32 up, slot;
+	__u8 mode;
 	int pos;
 
 	if (!s || !s->n_paths)
 		return ATSSS_NO_SESSION;
-	if (s->mode == DPP_ATSSS_ROUND_ROBIN) {
+	mode = s->mode;
+	if (__builtin_expect(s->flags & DPP_ATSSS_FLOW_RULES, 0))
+		mode = atsss_flow_mode(ctx, mode);
+	if (mode == DPP_ATSSS_ROUND_ROBIN) {
 		p = schedule_round_robin(s, &mp_seq);
 		return p ? atsss_send_on(ctx, p, mp_seq, l3, ue_len, s->flags) : ATSSS_NO_PATH;
 	}
-	pos = atsss_schedule(s, &mp_seq, &up, &p);
+	pos = atsss_schedule(s, mode, &mp_seq, &up, &p);
 	if (pos < 0)
 		return ATSSS_NO_PATH;
 	if (pos == ATSSS_EVERY_PATH)

@@ -235,14 +235,13 @@ static __always_inline int schedule_redundant(struct dpp_atsss_session *s, __u64
 
 /* The position of the path for the next packet (ATSSS_EVERY_PATH: each of *up), its MP_SEQ number
  * (*mp_seq) and its path (*path, or NULL: looked up by the send), or -1 when no path of the
- * session is up (no number is then taken); every mode but ROUND_ROBIN (schedule_round_robin). The
- * path is picked before the number is taken (WEIGHTED's guessed before its lock,
- * schedule_weighted), so its counters are read then (atsss_path_warm), with the paths' lines;
- * REDUNDANT counts on each copy's own way. */
-static __always_inline int atsss_schedule(struct dpp_atsss_session *s, __u64 *mp_seq, __u32 *up,
-					  struct dpp_atsss_path **path)
+ * session is up (no number is then taken), in `mode` (the session's, or its flow's:
+ * nf/atsss/flows.h); every mode but ROUND_ROBIN (schedule_round_robin). The path is picked before
+ * the number is taken (WEIGHTED's guessed before its lock, schedule_weighted), so its counters are
+ * read then (atsss_path_warm), with the paths' lines; REDUNDANT counts on each copy's own way. */
+static __always_inline int atsss_schedule(struct dpp_atsss_session *s, __u8 mode, __u64 *mp_seq,
+					  __u32 *up, struct dpp_atsss_path **path)
 {
-	__u8 mode = s->mode;
 	struct atsss_paths_view v;
 	int pos;
 

@@ -19,6 +19,7 @@
 #include "core/maps.h"
 #include "core/counters.h"
 #include "core/parse.h"
+#define DPP_ATSSS_FLOWS /* the pipeline's stage classifies flows (nf/atsss/flows.h) */
 #include "nf/atsss/frame.h"
 
 static __always_inline bool atsss_gate_open(void)

@@ -60,7 +60,8 @@
 	X(DEFAULT, default)                                                                      \
 	X(UPF, upf)                                                                              \
 	X(TUNNEL, tunnel)                                                                        \
-	X(DUPLICATE, duplicate)
+	X(DUPLICATE, duplicate)                                                                  \
+	X(ATSSS, atsss)
 
 #define DPP_ACTION_ENUM(NAME, name) DPP_ACTION_##NAME,
 enum dpp_action {
@@ -154,6 +155,8 @@ enum dpp_key_flags {
 	DPP_KEY_VNI = 16,     /* vni is valid: VXLAN with the I flag, GENEVE, GRE with a key */
 	DPP_KEY_UPF = 32,     /* the UPF's packet whose PDRs have SDF filters (nf/upf/upf.h): every shape
 			       * compares this bit, so only the UPF's rules (which set it) match it */
+	DPP_KEY_ATSSS = 64,   /* a downlink frame of an ATSSS session with flow rules (nf/atsss/flows.h):
+			       * every shape compares this bit, so only ATSSS's rules match it */
 };
 
 /* enum dpp_xdp_mode: how libdpp attaches to an interface. */

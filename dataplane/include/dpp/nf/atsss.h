@@ -164,6 +164,10 @@ enum dpp_atsss_session_flags {
 	 * session's choice; the UE packet keeps its own checksums (IPv4 header, TCP, UDP) and the
 	 * link's CRC. Without it CsCov is 0: the whole packet, which every receiver takes. */
 	DPP_ATSSS_HEADER_CHECKSUM = 1,
+	/* MEC 015 MTS sessions with flow filters select flows of the UE's downlink: the stage looks
+	 * its frames up in the classifier (nf/atsss/flows.h), and a rule that matches gives the mode
+	 * its flow runs instead of the session's. Without it a frame pays no lookup. */
+	DPP_ATSSS_FLOW_RULES = 2,
 };
 
 /* enum dpp_atsss_path_flags: struct dpp_atsss_path.flags bits. */

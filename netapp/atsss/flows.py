@@ -1,0 +1,230 @@
+"""MEC 015 MTS sessions with flow filters as rules of the NetApp's classifier: the flows of a UE's
+downlink that a session's flowFilter selects run its steering mode, the UE's other flows the ATSSS
+session's own (or that of the UE's MTS session without filters).
+
+The rules are the classifier's (netapp.service.function_rules: the index, slots, shapes, per-rule
+counters and one-write publication of the intents' and the UPF's rules), told apart by the key's
+ATSSS bit, which every shape compares: ATSSS's stage sets it in the frames of a session marked
+FLOW_RULES (dataplane/bpf/nf/atsss/flows.h says why there), so no intent's rule matches them and
+no ATSSS rule matches any other frame. A rule's key is:
+
+- the ATSSS bit, the UE's family and its whole address as the destination: a rule acts on the
+  downlink of its MTS session's UE alone, which is the tenant's (Atsss.steer checks the owner);
+- sourceIp (an address or a prefix, of the UE's family), protocol, dscp; sourcePort and dstPort,
+  one rule per pair of their ports (at most MAX_RULES_PER_FILTER a filter), with protocol 6, 17
+  or 132 (the key's ports of another protocol are other fields: ICMP's type and code) and only for
+  a first fragment or a whole packet (a later fragment has no ports).
+
+flowlabel is refused: the classifier's key holds no IPv6 flow label. The rule's action is ATSSS,
+its arg the mode (enum dpp_atsss_mode).
+
+Overlaps, among the UE's MTS sessions with filters: the most specific filter wins, by the bits it
+compares (a prefix its length, a port 16, protocol 8, dscp 6), which is the rule's priority. Two
+filters of two sessions that compare as many bits and can match one packet are refused (the
+classifier would pick either), an exact duplicate among them, naming the field and the other
+session.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import itertools
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
+
+from netapp.atsss import store as stored
+from netapp.atsss.models import SteeringMode
+from netapp.intents.compiler import CompiledRule, FieldValues, shape_of
+from netapp.service.contract import InvalidInput
+from netapp.service.function_rules import FunctionRules, RuleClash
+from netapp.service.store import Store
+
+RULE_PREFIX = "atsss#"  # no '/': never the id of a tenant's intent (`<tenant>/<intent id>`)
+MAX_RULES_PER_FILTER = 16
+PORT_PROTOCOLS = {6: "TCP", 17: "UDP", 132: "SCTP"}
+# Each member of ETSI's FlowFilter the rules compare, and the bits it compares (its specificity).
+MEMBER_BITS = {"protocol": 8, "dscp": 6, "sourcePort": 16, "dstPort": 16}
+MAX_DSCP = 63
+MAX_PROTOCOL = 255
+MAX_PORT = 65535
+UNSERVED_MEMBERS = {"flowlabel": "the classifier's key holds no IPv6 flow label"}
+Rules = dict[str, CompiledRule]
+
+
+def has_flow_members(given: Mapping[str, Any]) -> bool:
+    """Whether a filter (its members given, as model_dump(exclude_none=True)) selects flows, not the
+    UE's whole downlink: any member but dstIp."""
+    return any(value not in (None, []) for member, value in given.items() if member != "dstIp")
+
+
+def refused(field: str, why: str, allowed: Optional[str] = None) -> InvalidInput:
+    return InvalidInput(f"{field}: {why}", field=field, reason=why, allowed=allowed)
+
+
+def _number(field: str, value: int, top: int) -> int:
+    if not 0 <= value <= top:
+        raise refused(field, f"{value} is out of range", allowed=f"0..{top}")
+    return value
+
+
+def _source(field: str, text: str, ue: ipaddress.IPv4Address | ipaddress.IPv6Address) -> Any:
+    try:
+        network = ipaddress.ip_network(text.strip(), strict=True)
+    except ValueError:
+        raise refused(field, f"{text!r} is not an IPv4 or IPv6 address or prefix") from None
+    if network.version != ue.version:
+        raise refused(field, f"{text!r} is IPv{network.version}, the UE {ue} IPv{ue.version}: no packet has both")
+    return network
+
+
+def _ports(field: str, ports: Optional[list[int]], protocol: Optional[int]) -> list[Optional[int]]:
+    if not ports:
+        return [None]
+    if protocol not in PORT_PROTOCOLS:
+        raise refused(field, "ports need protocol 6 (TCP), 17 (UDP) or 132 (SCTP): the key's ports of another "
+                      "protocol are other fields (ICMP's type and code)", allowed="with protocol 6, 17 or 132")
+    return [_number(field, port, MAX_PORT) for port in dict.fromkeys(ports)]
+
+
+def filter_values(index: int, given: Mapping[str, Any], ue: str) -> list[dict[str, Any]]:
+    """The classifier's key values of one filter (flowFilter[index], its members `given`) of UE
+    `ue`'s downlink: one a pair of its ports. InvalidInput naming the member it cannot serve."""
+    where = f"flowFilter[{index}]"
+    for member, why in UNSERVED_MEMBERS.items():
+        if given.get(member) is not None:
+            raise refused(f"{where}.{member}", f"{why}: leave it out", allowed="absent")
+    address = ipaddress.ip_address(ue)
+    base: dict[str, Any] = {"atsss": 1, "family": address.version,
+                            "dst": ipaddress.ip_network(f"{address}/{address.max_prefixlen}")}
+    if given.get("sourceIp") is not None:
+        base["src"] = _source(f"{where}.sourceIp", given["sourceIp"], address)
+    protocol = given.get("protocol")
+    if protocol is not None:
+        base["protocol"] = _number(f"{where}.protocol", protocol, MAX_PROTOCOL)
+    if given.get("dscp") is not None:
+        base["dscp"] = _number(f"{where}.dscp", given["dscp"], MAX_DSCP)
+    sources = _ports(f"{where}.sourcePort", given.get("sourcePort"), protocol)
+    destinations = _ports(f"{where}.dstPort", given.get("dstPort"), protocol)
+    if len(sources) * len(destinations) > MAX_RULES_PER_FILTER:
+        raise refused(f"{where}.dstPort", f"{len(sources)} source ports by {len(destinations)} destination ports "
+                      f"are {len(sources) * len(destinations)} rules, more than {MAX_RULES_PER_FILTER} a filter",
+                      allowed=f"at most {MAX_RULES_PER_FILTER} port pairs")
+    found = []
+    for sport, dport in itertools.product(sources, destinations):
+        values = dict(base)
+        if sport is not None or dport is not None:
+            values["fragment"] = 0  # a later fragment has no ports: only a first one, or a whole packet
+        if sport is not None:
+            values["src_port"] = sport
+        if dport is not None:
+            values["dst_port"] = dport
+        found.append(values)
+    return found
+
+
+def specificity(given: Mapping[str, Any]) -> int:
+    """The bits a filter compares beyond the UE: its rules' priority (the most specific wins)."""
+    bits = sum(width for member, width in MEMBER_BITS.items() if given.get(member) not in (None, []))
+    if given.get("sourceIp") is not None:
+        bits += ipaddress.ip_network(given["sourceIp"].strip(), strict=False).prefixlen
+    return bits
+
+
+def rule_id(mts_id: str, index: int, number: int) -> str:
+    return f"{RULE_PREFIX}{mts_id}#{index}#{number}"
+
+
+def is_atsss_rule(rule_id_: str) -> bool:
+    return rule_id_.startswith(RULE_PREFIX)
+
+
+def session_rules(mts_id: str, ue: str, filters: Sequence[Mapping[str, Any]], mode: SteeringMode) -> Rules:
+    """The rules of an MTS session with flow filters (each filter's members given), by id."""
+    rules: Rules = {}
+    for index, given in enumerate(filters):
+        priority = specificity(given)
+        for number, values in enumerate(filter_values(index, given, ue)):
+            rule = CompiledRule(intent_id=rule_id(mts_id, index, number), shape=shape_of(values),
+                                values=FieldValues(values), priority=priority, action="atsss", arg=mode.c_mode,
+                                arg_text=mode.value)
+            if all(other.match_key != rule.match_key for other in rules.values()):
+                rules[rule.intent_id] = rule
+    return rules
+
+
+def body_rules(mts_id: str, ue: str, body: Mapping[str, Any]) -> Rules:
+    """The rules of a stored MTS session with flow filters (its body, as netapp.atsss.mts stores it)."""
+    filters = [{member: value for member, value in given.items() if value is not None} for given in body["flowFilter"]]
+    return session_rules(mts_id, ue, filters, SteeringMode(body["mode"]))
+
+
+def stored_rules(store: Store) -> Rules:
+    """Every stored MTS session's rules: what start()'s first reconcile installs
+    (NetAppService.load_function_rules), so that a restart leaves them in the maps."""
+    rules: Rules = {}
+    for _, mts_id, ue, body in stored.load_mts_flows(store):
+        rules.update(body_rules(mts_id, ue, body))
+    return rules
+
+
+def _index_of(rule: CompiledRule) -> int:
+    return int(rule.intent_id.split("#")[2])
+
+
+def _overlap(a: CompiledRule, b: CompiledRule) -> bool:
+    """Whether one packet can match both: every field both compare agrees (prefixes: one holds the other)."""
+    for field in a.values.keys() & b.values.keys():
+        x, y = a.values[field], b.values[field]
+        if isinstance(x, (ipaddress.IPv4Network, ipaddress.IPv6Network)):
+            if not (x.subnet_of(y) or y.subnet_of(x)):
+                return False
+        elif x != y:
+            return False
+    return True
+
+
+def check_overlaps(mts_id: str, rules: Rules, others: Iterable[tuple[str, Rules]]) -> None:
+    """InvalidInput naming the first filter of `rules` that the filter of another MTS session of the
+    UE (`others`: (id, rules)) matches as specifically: the classifier could not order them."""
+    for other_id, other_rules in others:
+        if other_id == mts_id:
+            continue
+        for rule, other in itertools.product(rules.values(), other_rules.values()):
+            if rule.priority != other.priority or not _overlap(rule, other):
+                continue
+            field = f"flowFilter[{_index_of(rule)}]"
+            same = "selects the same flows as" if rule.values == other.values else "matches packets as specifically as"
+            raise refused(field, f"{same} flowFilter[{_index_of(other)}] of MTS session {other_id!r} of the same UE: "
+                          "the more specific filter wins, two alike cannot be ordered; make one more specific, or "
+                          "merge them", allowed="a filter more or less specific than the UE's others")
+
+
+def ue_rules(store: Store, ue: str) -> list[tuple[str, Rules]]:
+    """(id, rules) of each stored MTS session with flow filters of the UE `ue`."""
+    return [(mts_id, body_rules(mts_id, ue, body)) for _, mts_id, body in stored.mts_flows_of_ue(store, ue)]
+
+
+def stored_rules_of(mts_id: str, stored_mts: Optional[tuple[str, dict]]) -> Rules:
+    """The rules of a stored MTS session ((UE, body), None: not stored): none when its filter takes
+    the UE's whole downlink."""
+    if stored_mts is None:
+        return {}
+    ue, body = stored_mts
+    if not any(has_flow_members(given) for given in body["flowFilter"]):
+        return {}
+    return body_rules(mts_id, ue, body)
+
+
+def _nothing() -> None:
+    return None
+
+
+def apply_rules(rules: Optional[FunctionRules], old: Rules, new: Rules) -> Callable[[], None]:
+    """`old` replaced by `new` in the classifier's maps in one write (none without a data plane, or
+    when both are empty); the undo of it. A rule the index refuses (its key another's, a shape too
+    many) is an InvalidInput naming flowFilter."""
+    if rules is None or (not old and not new):
+        return _nothing
+    try:
+        return rules.change(old, new)
+    except RuleClash as exc:
+        raise refused("flowFilter", f"rule {exc.rule_id}: {exc}") from None

@@ -1,0 +1,28 @@
+"""The ATSSS flows benchmark's cases are what they say (bench/atsss/flows.py): through the pipeline
+of this tree's build, a frame matched by the MTS session's rule leaves on one path twice
+(active-standby), a frame of a session without flow rules, or missing the rule, on the two in turn
+(round-robin); a case whose frames do not is refused before it is timed."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.atsss import flows
+from bench.atsss.__main__ import FIRST_UE, path, ue_frame
+from bench.harness import DATAPLANE
+from tests.utils.kernel import require_kernel
+
+
+@pytest.mark.parametrize("case", list(flows.CASES))
+def test_each_case_runs_the_mode_it_names(case):
+    require_kernel()
+    flags, members = flows.CASES[case]
+    pipeline = flows.FlowPipeline(DATAPLANE / "build", FIRST_UE, path)
+    try:
+        pipeline.configure(flags, members)
+        pipeline.check(ue_frame(), matched=members is flows.MATCHED)
+        with pytest.raises(RuntimeError, match="not what it says"):
+            pipeline.configure(flags, members)
+            pipeline.check(ue_frame(), matched=members is not flows.MATCHED)
+    finally:
+        pipeline.close()
