@@ -25,7 +25,7 @@ import time
 from ctypes import c_uint32, c_uint64
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, Optional
+from typing import Callable, Iterator, Optional, Sequence
 
 from bench.libbpf import BpfObject, map_lookup, map_update
 from bench.throughput.sink import attach_native
@@ -183,6 +183,11 @@ class Receiver:
         """Until `count` datagrams are delivered."""
         self._wait(lambda: self.result.delivered >= count, f"{count} delivered")
 
+    def wait_for_copies(self, count: int, paths: Sequence[str]) -> None:
+        """Until `count` packets came on each of `paths` (each of which carries every datagram)."""
+        if paths:
+            self.wait_for_arrivals({path: count for path in paths})
+
     def wait_for_arrivals(self, per_path: dict[str, int]) -> None:
         """Until at least so many packets came on each path (the later copies of redundant ones too)."""
         self._wait(lambda: all(self.result.per_path[p] >= n for p, n in per_path.items()), f"arrivals {per_path}")
@@ -240,10 +245,13 @@ class Transfer:
 
 
 def send(site: AtsssSite, transfer: Transfer, receiver: Receiver, window: int,
-         during: Optional[Callable[[int], None]] = None) -> Received:
+         during: Optional[Callable[[int], None]] = None, copies_on: Sequence[str] = ()) -> Received:
     """The transfer from the data network to the UE's address, at most `window` datagrams beyond
-    what the receiver delivered; `during(k)` is called before datagram k is sent (to cut a path at
-    a point of the transfer rather than at a time). Returns once every datagram was delivered.
+    what the receiver delivered, and beyond what came on each path of `copies_on` (paths that
+    carry a copy of every datagram: redundant's, whose slow path's copies would otherwise fall
+    ever further behind the fast path's until its queue overflows); `during(k)` is called before
+    datagram k is sent (to cut a path at a point of the transfer rather than at a time). Returns
+    once every datagram was delivered.
 
     The sending thread stays on one CPU meanwhile: each datagram then goes through the router into
     the node on that CPU's backlog, in the order sent, so the node numbers them in that order (on
@@ -257,6 +265,7 @@ def send(site: AtsssSite, transfer: Transfer, receiver: Receiver, window: int,
             if during is not None:
                 during(k)
             receiver.wait_for(k - window + 1)
+            receiver.wait_for_copies(k - window + 1, copies_on)
             sock.sendto(HEADER.pack(k) + transfer.part(k), (UE_ADDRESS, UE_PORT))
         receiver.wait_for(transfer.datagrams)
     finally:
