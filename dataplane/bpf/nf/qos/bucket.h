@@ -85,21 +85,75 @@ static __always_inline void bucket_saw_short(const __u32 *at, __u64 credit, __u6
 	}
 }
 
+/* The kernel's tick bucket policer p's CPUs stamp their lines in (nf/qos/stamp.h, "A bucket seen
+ * short by jiffies"): struct dpp_policer.previous of a token bucket or GCRA on the COARSE clock, as
+ * the control plane wrote it (0: none; the sliding window's previous is its count, not a tick). */
+static __always_inline __u64 bucket_tick(const struct dpp_policer *p)
+{
+	if (p->clock != DPP_POLICE_CLOCK_COARSE)
+		return 0;
+	return p->algo == DPP_POLICE_ALGO_TOKEN_BUCKET || p->algo == DPP_POLICE_ALGO_GCRA ? p->previous : 0;
+}
+
+/* Whether a packet of `bytes` its CPU's credit does not cover is dropped from its line `s` of a
+ * ticked bucket alone: its stamp holds at the jiffies and the packet is bigger than the room kept
+ * with it (stamp.h, "A bucket seen short by jiffies"). When no stamp holds, the line keeps the
+ * jiffies, pending, for the reading the bucket's decision is made on (the chain's reading *now: the
+ * jiffies given with it, none in the pipeline); a stamp that holds is kept. */
+static __always_inline bool bucket_line_drops(struct dpp_policer_stats *s, const __u64 *now, __u64 bytes)
+{
+	__u64 jiffies = POLICE_JIFFIES();
+
+	if (police_stamp_holds(s->stamp, jiffies))
+		return bytes > ~s->short_credit;
+	s->stamp = police_stamp_pending(*now ? POLICE_GIVEN_JIFFIES(jiffies) : jiffies);
+	return false;
+}
+
+/* Keeps in this CPU's line (`at`) of a ticked bucket, after it dropped a packet of `bytes` on the
+ * reading `now` made with the line's jiffies pending, the stamp up to which the clock stays before
+ * `until` (the time from which the bucket may hold the packet: 0, not known, none) and the room
+ * below the packet (stamp.h, "A bucket seen short by jiffies"). A line no longer pending (another
+ * program's since, or a stamp that held) is left as it is. */
+static __always_inline void bucket_stamp(const struct dpp_policer *p, const __u32 *at, __u64 bytes, __u64 now,
+					 __u64 until)
+{
+	struct dpp_policer_stats *s = bpf_map_lookup_elem(&dpp_policer_stats, at);
+
+	if (!s || !(s->stamp & POLICE_STAMP_PENDING))
+		return;
+	s->short_credit = ~(bytes - 1);
+	s->stamp = police_stamp_until(p, now, until, s->stamp);
+}
+
+/* The earliest time a token bucket that held `credit` nanobits at `when` may hold `cost` nanobits
+ * (more than credit; `cap` its size): all ones, never, for a cost over its size (stamp.h, "A bucket
+ * seen short by jiffies", U). */
+static __always_inline __u64 bucket_fills_at(const struct dpp_policer *p, __u64 cap, __u64 credit, __u64 when,
+					     __u64 cost)
+{
+	if (cost > cap || !p->rate)
+		return ~0ULL;
+	return when + (cost - credit + p->rate - 1) / p->rate;
+}
+
 /* Token bucket: the bucket fills at R and holds B; a packet takes its bytes out (and `carve` more
  * for its CPU's credit when the bucket holds both) or is dropped. Credit and last_ns change
  * together under the spin lock: no CPU spends credit another spent. A CPU whose clock read came
  * before the last update's gets no refill (elapsed 0), never a negative one. A packet this CPU
  * last saw the bucket too short for is dropped without the lock (bucket_seen_short; `at`: this
- * CPU's line of the policer, police_share_index). */
+ * CPU's line of the policer, police_share_index); with `lined` (POLICE_WINDOW_CREDIT: the line's
+ * drops asked for before), a ticked bucket's drop is kept as a stamp instead (bucket_stamp). */
 static __always_inline int bucket_pass(struct dpp_policer *p, __u64 bytes, __u64 now, __u32 carve,
-				       const __u32 *at)
+				       const __u32 *at, bool lined)
 {
 	__u64 cap = (__u64)p->burst * NANOBITS_PER_BYTE, cost = bytes * NANOBITS_PER_BYTE, credit;
 	__u64 carved = cost + (__u64)carve * NANOBITS_PER_BYTE; /* (2^30 + 2^20) x 8e9 < 2^64 */
 	__u64 when;
+	bool stamped = lined && bucket_tick(p);
 	int verdict;
 
-	if (bucket_seen_short(p, at, cost, now))
+	if (!stamped && bucket_seen_short(p, at, cost, now))
 		return POLICE_DROP;
 	bpf_spin_lock(&p->lock);
 	credit = bucket_refill(p->credit, cap, now > p->last_ns ? now - p->last_ns : 0, p->rate);
@@ -117,7 +171,9 @@ static __always_inline int bucket_pass(struct dpp_policer *p, __u64 bytes, __u64
 	p->credit = credit;
 	when = p->last_ns;
 	bpf_spin_unlock(&p->lock);
-	if (verdict == POLICE_DROP)
+	if (verdict == POLICE_DROP && stamped)
+		bucket_stamp(p, at, bytes, now, bucket_fills_at(p, cap, credit, when, cost));
+	else if (verdict == POLICE_DROP)
 		bucket_saw_short(at, credit, when);
 	return verdict;
 }
@@ -152,18 +208,41 @@ static __always_inline __u64 gcra_room(const struct dpp_policer *p, __u64 bytes)
 	return bytes > p->burst ? GCRA_ROOM_NONE : gcra_time(p->burst - bytes, p->interval, 0);
 }
 
+/* The earliest time (ns) at which a GCRA whose arrival time is `tat` (more than `room`) may pass
+ * the bytes whose room that is: ceil((tat - room) / 64), without the sum's wrap (stamp.h, "A bucket
+ * seen short by jiffies", U). */
+static __always_inline __u64 gcra_fills_at(__u64 tat, __u64 room)
+{
+	__u64 gap = tat - room;
+
+	return (gap >> DPP_POLICE_GCRA_TAT_SHIFT) + !!(gap & ((1ULL << DPP_POLICE_GCRA_TAT_SHIFT) - 1));
+}
+
+/* GCRA's drop of a packet of `bytes` at `now`, which it may pass from `until` on (all ones: never;
+ * 0: not known, the compare-and-swap lost), kept in a ticked GCRA's line (`at`) when `lined`, as
+ * the token bucket's (bucket_stamp). */
+static __always_inline int gcra_dropped(const struct dpp_policer *p, const __u32 *at, __u64 bytes, __u64 now,
+					__u64 until, bool lined)
+{
+	if (lined && bucket_tick(p))
+		bucket_stamp(p, at, bytes, now, until);
+	return POLICE_DROP;
+}
+
 /* GCRA: whether the bucket (burst bytes, filling at rate) holds the packet (and `carve` more for
  * its CPU's credit: both taken when it does); its arrival time changed by compare-and-swap, so
  * that no two CPUs spend the same room. A CPU whose clock read came before another's update finds
- * the arrival time later: the bucket emptier, never fuller. */
-static __always_inline int gcra_pass(struct dpp_policer *p, __u64 bytes, __u64 now, __u32 carve)
+ * the arrival time later: the bucket emptier, never fuller. A drop is kept in the CPU's line `at`
+ * with `lined` (gcra_dropped). */
+static __always_inline int gcra_pass(struct dpp_policer *p, __u64 bytes, __u64 now, __u32 carve,
+				     const __u32 *line, bool lined)
 {
 	__u64 at = now << DPP_POLICE_GCRA_TAT_SHIFT, old, start, room, room_carved, cost, next;
 	int i, verdict;
 
 	room = gcra_room(p, bytes);
 	if (room == GCRA_ROOM_NONE)
-		return POLICE_DROP;
+		return gcra_dropped(p, line, bytes, now, ~0ULL, lined);
 	room_carved = carve ? gcra_room(p, bytes + carve) : GCRA_ROOM_NONE;
 	for (i = 0; i < POLICE_CAS_TRIES; i++) {
 		old = *(volatile __u64 *)&p->window;
@@ -175,13 +254,13 @@ static __always_inline int gcra_pass(struct dpp_policer *p, __u64 bytes, __u64 n
 			verdict = POLICE_PASS;
 			cost = gcra_time(bytes, p->interval, GCRA_FRACTION);
 		} else {
-			return POLICE_DROP;
+			return gcra_dropped(p, line, bytes, now, gcra_fills_at(old, room), lined);
 		}
 		next = start + cost;
 		if (__sync_val_compare_and_swap(&p->window, old, next) == old)
 			return verdict;
 	}
-	return POLICE_DROP;
+	return gcra_dropped(p, line, bytes, now, 0, lined);
 }
 
 #endif /* DPP_NF_QOS_BUCKET_H */

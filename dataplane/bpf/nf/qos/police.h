@@ -330,7 +330,7 @@ static __always_inline bool police_credit_window(const struct dpp_policer *p, st
 {
 	__u64 window, jiffies;
 
-	if (!police_windowed(p) || !(s->chunk || police_ticked(p)))
+	if (!(s->chunk || police_ticked(p)))
 		return false;
 	if (police_ticked(p)) {
 		jiffies = POLICE_JIFFIES();
@@ -364,8 +364,19 @@ static __always_inline void window_saw_full(const struct dpp_policer *p, const _
 	s->short_credit = police_seen_room(p, old & WINDOW_COUNT_MASK, prev);
 }
 
-/* police_share(): the packet passed on its CPU's credit, counted (chunks are smaller); dropped on
- * its window seen full, counted. */
+/* Whether a packet of `bytes` is dropped from its CPU's line `s` of policer p alone: a window's
+ * seen full (police_credit_window, which keeps the line's credit its window's first), a ticked
+ * bucket's seen short by jiffies for a packet its credit does not cover (bucket_line_drops). */
+static __always_inline bool police_line_drops(const struct dpp_policer *p, struct dpp_policer_stats *s,
+					      __u64 *now, __u64 bytes)
+{
+	if (police_windowed(p))
+		return police_credit_window(p, s, now, bytes);
+	return s->credit < bytes && bucket_tick(p) && bucket_line_drops(s, now, bytes);
+}
+
+/* police_share(): the packet passed on its CPU's credit, counted (chunks are smaller); dropped from
+ * its line alone (police_line_drops), counted. */
 #define POLICE_SPENT 0xffffffffU
 #define POLICE_FULL 0xfffffffeU
 
@@ -394,7 +405,7 @@ static __always_inline __u32 police_share(const struct dpp_policer *p, const __u
 
 	if (!s)
 		return 0;
-	if (window_credit && police_credit_window(p, s, now, bytes)) { /* its window seen full */
+	if (window_credit && police_line_drops(p, s, now, bytes)) {
 		s->dropped_packets++;
 		s->dropped_bytes += bytes;
 		return POLICE_FULL;
@@ -408,7 +419,8 @@ static __always_inline __u32 police_share(const struct dpp_policer *p, const __u
 }
 
 /* Counts the packet as decided; a carve fills this CPU's credit up to its chunk (the chunk the slot
- * holds now: one written afresh meanwhile, with its policer, is that policer's). */
+ * holds now: one written afresh meanwhile, with its policer, is that policer's); a pass leaves no
+ * jiffies pending (a window's are made its stamp before). */
 static __always_inline void police_count(const __u32 *at, __u64 bytes, int verdict)
 {
 	struct dpp_policer_stats *s = bpf_map_lookup_elem(&dpp_policer_stats, at);
@@ -424,6 +436,8 @@ static __always_inline void police_count(const __u32 *at, __u64 bytes, int verdi
 	s->passed_bytes += bytes;
 	if (verdict == POLICE_CARVED)
 		s->credit = s->chunk;
+	if (s->stamp & POLICE_STAMP_PENDING) /* a ticked bucket's pass: no stamp (bucket_stamp) */
+		s->stamp = 0;
 }
 
 /* The decision on the policer's shared state; `carve`: what to carve for the CPU's credit when the
@@ -435,13 +449,13 @@ static __always_inline int police_decide(struct dpp_policer *p, __u64 bytes, __u
 		return POLICE_DROP;
 	switch (p->algo) {
 	case DPP_POLICE_ALGO_TOKEN_BUCKET:
-		return bucket_pass(p, bytes, now, carve, at);
+		return bucket_pass(p, bytes, now, carve, at, window_credit);
 	case DPP_POLICE_ALGO_FIXED_WINDOW:
 		return fixed_window_pass(p, bytes, now, window_credit ? carve : 0);
 	case DPP_POLICE_ALGO_SLIDING_WINDOW:
 		return sliding_window_pass(p, bytes, now, window_credit ? carve : 0);
 	case DPP_POLICE_ALGO_GCRA:
-		return gcra_pass(p, bytes, now, carve);
+		return gcra_pass(p, bytes, now, carve, at, window_credit);
 	}
 	return POLICE_DROP;
 }
