@@ -46,10 +46,12 @@ being offered to the window. A new window of the CPU's forgets it.
 A bucket seen short by jiffies (nf/qos/stamp.h): a token bucket or GCRA on the coarse clock with a
 tick, for a packet its CPU's credit does not cover: while the CPU's stamp holds at the packet's
 jiffies, a packet bigger than the CPU's room is dropped without being offered to the bucket (a stamp
-that holds is kept); else the CPU's stamp is the packet's jiffies, pending, and when the bucket drops
-the packet (gate open) its room is the packet's size less one and its stamp `bucket_stamp` of the
-time from which the bucket may hold the packet (`fills_at`: never for one over the burst); when the
-bucket passes it, no stamp (0).
+that holds is kept); else the packet's jiffies are kept pending, and when the bucket drops the
+packet (gate open) its room is the packet's size less one and its stamp `bucket_stamp` of the time
+from which the bucket may hold the packet (`fills_at`: never for one over the burst); where that
+makes no stamp, a token bucket's line keeps its bound seen short instead (bucket.h: the nanobits it
+held, as ~room, at its last_ns, as the stamp), on which a packet the bound shows too big is dropped
+without the bucket's state and no stamp made.
 """
 
 from __future__ import annotations
@@ -68,6 +70,8 @@ STAMP_MARGIN = 4  # police.h's POLICE_STAMP_MARGIN: the ticks a stamp keeps off 
 STAMP_PENDING = 1 << 63  # stamp.h's POLICE_STAMP_PENDING: marks the jiffies of a reading being made
 WORD = (1 << 64) - 1
 NEVER = WORD  # a bucket's U for a packet it never holds (bucket.h's all ones)
+NANOBITS_PER_BYTE = BITS_PER_BYTE * NS_PER_S
+REFILL_EXACT_NS = 1 << 24  # bucket.h's POLICE_REFILL_EXACT_NS: a bound seen short holds below it
 
 
 @dataclass(frozen=True)
@@ -296,6 +300,7 @@ class Policer:
         self.windows: dict[int, int] = {}  # cpu -> the window its credit was carved in (windows)
         self.stamps: dict[int, int] = {}  # cpu -> the jiffies its window credit holds to (ticked windows)
         self.rooms: dict[int, int] = {}  # cpu -> the room it saw its window (bucket) have when it dropped (ticked)
+        self.pendings: dict[int, int] = {}  # cpu -> the jiffies of a ticked bucket's decision being made
         self.algorithm = ALGORITHMS[config.algo](config)
         self.passed_packets = self.passed_bytes = self.dropped_packets = self.dropped_bytes = 0
 
@@ -332,21 +337,27 @@ class Policer:
             return False
         if jiffies and stamp_holds(self.stamps.get(cpu, 0), jiffies):
             return size > self.rooms.get(cpu, WORD)
-        self.stamps[cpu] = pending_stamp(jiffies)
+        self.pendings[cpu] = pending_stamp(jiffies)
         return False
 
-    def _bucket_decided(self, size: int, now: int, cpu: int, passed: bool) -> None:
-        """After the bucket's decision (gate open) on a pending line: dropped, the room below the
-        packet and the stamp of the time the bucket may hold it; passed, no stamp."""
-        pending = self.stamps.get(cpu, 0)
-        if not pending & STAMP_PENDING:
-            return
-        if passed:
-            self.stamps[cpu] = 0
-        elif self.config.bucket_ticked:
-            self.rooms[cpu] = size - 1
-            until = self.algorithm.fills_at(size)
-            self.stamps[cpu] = bucket_stamp(self.config, now, until, pending - STAMP_PENDING)
+    def _seen_short(self, size: int, now: int, cpu: int) -> bool:
+        """bucket.h's bucket_seen_short on the CPU's line: a token bucket's bound (nanobits at a time)
+        that shows the packet too big (a content over the bucket's size is a room: no bound)."""
+        bound, since = ~self.rooms.get(cpu, WORD) & WORD, self.stamps.get(cpu, 0)
+        if self.config.algo != Algo.TOKEN_BUCKET or not since or bound > self.config.burst * NANOBITS_PER_BYTE:
+            return False
+        elapsed = max(0, now - since)
+        return elapsed < REFILL_EXACT_NS and bound + elapsed * self.config.rate < size * NANOBITS_PER_BYTE
+
+    def _bucket_saw(self, size: int, now: int, cpu: int, pending: int) -> None:
+        """After the bucket dropped the packet on a pending line: the room below the packet and the
+        stamp of the time the bucket may hold it; else, no stamp made, a token bucket's bound."""
+        stamp = bucket_stamp(self.config, now, self.algorithm.fills_at(size), pending - STAMP_PENDING)
+        if stamp:
+            self.rooms[cpu], self.stamps[cpu] = size - 1, stamp
+        elif isinstance(self.algorithm, TokenBucket):
+            nanobits = self.algorithm.credit * NANOBITS_PER_BYTE
+            self.rooms[cpu], self.stamps[cpu] = ~int(nanobits) & WORD, self.algorithm.last_ns
 
     def _shared(self, size: int, now: int, cpu: int) -> bool:
         """The decision on the CPU's credit, else on the policer's state (carving when it may)."""
@@ -370,12 +381,16 @@ class Policer:
             passed = False  # its window seen full: not offered to the window
         elif self._bucket_line(size, cpu, jiffies):
             passed = False  # its bucket seen short by jiffies: not offered to the bucket
+        elif open_gate and not covered and self._seen_short(size, now, cpu):
+            passed = False  # its bucket seen short: the lock not taken, no stamp made
+            self.pendings.pop(cpu, None)
         else:
             passed = open_gate and self._shared(size, now, cpu)
             if not passed:
                 self._saw_full(now, cpu)
-            if open_gate and not covered:
-                self._bucket_decided(size, now, cpu, passed)
+            pending = self.pendings.pop(cpu, 0)
+            if open_gate and not covered and not passed and pending:
+                self._bucket_saw(size, now, cpu, pending)
         if passed:
             self.passed_packets, self.passed_bytes = self.passed_packets + 1, self.passed_bytes + size
         else:

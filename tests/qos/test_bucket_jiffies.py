@@ -113,7 +113,7 @@ def test_a_bucket_seen_short_drops_up_to_its_stamp_without_the_clock(police, cpu
     1,000 bytes or more at jiffies up to the stamp is dropped on it whatever time it gives (a time an
     hour later, when the bucket is full: not read), the bucket's state untouched; one of 999 bytes is
     offered to the bucket (and passes, at that time) with the stamp kept; a jiffy after the stamp
-    the time is read and the bucket passes the packet."""
+    the time is read and the bucket passes the packet, no jiffies left pending."""
     tick, rate = 10**6, 8_000
     config = ticked_bucket(rate, algo, 3_000, tick)
     police.configure(POLICER, config, chunk=0)
@@ -134,7 +134,7 @@ def test_a_bucket_seen_short_drops_up_to_its_stamp_without_the_clock(police, cpu
     assert police.decisions_on(POLICER, [(999, later, cpu, stamp)]) == [True], "a packet the room holds"
     assert police.per_cpu(POLICER)[cpu].stamp == stamp, "a stamp that held lost to a packet it did not drop"
     assert police.decisions_on(POLICER, [(1_000, later, cpu, stamp + 1)]) == [True]
-    assert police.per_cpu(POLICER)[cpu].stamp == 0, "a pass left its jiffies pending"
+    assert police.per_cpu(POLICER)[cpu].credit_window == 0, "a pass left its jiffies pending"
 
 
 @pytest.mark.parametrize("algo", BUCKETS, ids=lambda a: a.name.lower())

@@ -63,12 +63,14 @@ enum police_verdict {
  * a packet deciding on the old policer across those writes may leave its bound in the new one's
  * line, which then drops on it for at most a packet's time at the rate (cost / R): it never
  * passes more. */
-static __always_inline bool bucket_seen_short(const struct dpp_policer *p, const __u32 *at, __u64 cost, __u64 now)
+static __always_inline bool bucket_seen_short(const struct dpp_policer *p, const __u32 *at, __u64 cap, __u64 cost,
+					      __u64 now)
 {
 	const struct dpp_policer_stats *s = bpf_map_lookup_elem(&dpp_policer_stats, at);
 	__u64 elapsed;
 
-	if (!s || !s->stamp)
+	/* a content over the bucket's size is no bound: the ~room of a jiffies stamp (stamp.h) */
+	if (!s || !s->stamp || s->short_credit > cap)
 		return false;
 	elapsed = now > s->stamp ? now - s->stamp : 0;
 	return elapsed < POLICE_REFILL_EXACT_NS && s->short_credit + elapsed * p->rate < cost;
@@ -98,32 +100,42 @@ static __always_inline __u64 bucket_tick(const struct dpp_policer *p)
 /* Whether a packet of `bytes` its CPU's credit does not cover is dropped from its line `s` of a
  * ticked bucket alone: its stamp holds at the jiffies and the packet is bigger than the room kept
  * with it (stamp.h, "A bucket seen short by jiffies"). When no stamp holds, the line keeps the
- * jiffies, pending, for the reading the bucket's decision is made on (the chain's reading *now: the
- * jiffies given with it, none in the pipeline); a stamp that holds is kept. */
+ * jiffies, pending, in its credit_window (a window's word, which the buckets do not use) for the
+ * reading the bucket's decision is made on (the chain's reading *now: the jiffies given with it,
+ * none in the pipeline); a stamp that holds is kept. */
 static __always_inline bool bucket_line_drops(struct dpp_policer_stats *s, const __u64 *now, __u64 bytes)
 {
 	__u64 jiffies = POLICE_JIFFIES();
 
 	if (police_stamp_holds(s->stamp, jiffies))
 		return bytes > ~s->short_credit;
-	s->stamp = police_stamp_pending(*now ? POLICE_GIVEN_JIFFIES(jiffies) : jiffies);
+	s->credit_window = police_stamp_pending(*now ? POLICE_GIVEN_JIFFIES(jiffies) : jiffies);
 	return false;
 }
 
 /* Keeps in this CPU's line (`at`) of a ticked bucket, after it dropped a packet of `bytes` on the
  * reading `now` made with the line's jiffies pending, the stamp up to which the clock stays before
  * `until` (the time from which the bucket may hold the packet: 0, not known, none) and the room
- * below the packet (stamp.h, "A bucket seen short by jiffies"). A line no longer pending (another
- * program's since, or a stamp that held) is left as it is. */
+ * below the packet (stamp.h, "A bucket seen short by jiffies"); where no stamp can be made (the
+ * bucket holds the packet within the margin's ticks), a token bucket's bound seen short instead,
+ * `credit` nanobits at `when` (bucket_seen_short). A line no longer pending (another program's
+ * since, or a stamp that held) is left as it is; police_count clears the pending word. */
 static __always_inline void bucket_stamp(const struct dpp_policer *p, const __u32 *at, __u64 bytes, __u64 now,
-					 __u64 until)
+					 __u64 until, __u64 credit, __u64 when)
 {
 	struct dpp_policer_stats *s = bpf_map_lookup_elem(&dpp_policer_stats, at);
+	__u64 stamp;
 
-	if (!s || !(s->stamp & POLICE_STAMP_PENDING))
+	if (!s || !(s->credit_window & POLICE_STAMP_PENDING))
 		return;
-	s->short_credit = ~(bytes - 1);
-	s->stamp = police_stamp_until(p, now, until, s->stamp);
+	stamp = police_stamp_until(p, now, until, s->credit_window);
+	if (stamp) {
+		s->short_credit = ~(bytes - 1);
+		s->stamp = stamp;
+	} else if (p->algo == DPP_POLICE_ALGO_TOKEN_BUCKET) {
+		s->short_credit = credit;
+		s->stamp = when;
+	}
 }
 
 /* The earliest time a token bucket that held `credit` nanobits at `when` may hold `cost` nanobits
@@ -143,7 +155,8 @@ static __always_inline __u64 bucket_fills_at(const struct dpp_policer *p, __u64 
  * before the last update's gets no refill (elapsed 0), never a negative one. A packet this CPU
  * last saw the bucket too short for is dropped without the lock (bucket_seen_short; `at`: this
  * CPU's line of the policer, police_share_index); with `lined` (POLICE_WINDOW_CREDIT: the line's
- * drops asked for before), a ticked bucket's drop is kept as a stamp instead (bucket_stamp). */
+ * drops asked for before), a ticked bucket's drop is kept as a jiffies stamp where it can be
+ * (bucket_stamp). */
 static __always_inline int bucket_pass(struct dpp_policer *p, __u64 bytes, __u64 now, __u32 carve,
 				       const __u32 *at, bool lined)
 {
@@ -153,7 +166,7 @@ static __always_inline int bucket_pass(struct dpp_policer *p, __u64 bytes, __u64
 	bool stamped = lined && bucket_tick(p);
 	int verdict;
 
-	if (!stamped && bucket_seen_short(p, at, cost, now))
+	if (bucket_seen_short(p, at, cap, cost, now))
 		return POLICE_DROP;
 	bpf_spin_lock(&p->lock);
 	credit = bucket_refill(p->credit, cap, now > p->last_ns ? now - p->last_ns : 0, p->rate);
@@ -172,7 +185,7 @@ static __always_inline int bucket_pass(struct dpp_policer *p, __u64 bytes, __u64
 	when = p->last_ns;
 	bpf_spin_unlock(&p->lock);
 	if (verdict == POLICE_DROP && stamped)
-		bucket_stamp(p, at, bytes, now, bucket_fills_at(p, cap, credit, when, cost));
+		bucket_stamp(p, at, bytes, now, bucket_fills_at(p, cap, credit, when, cost), credit, when);
 	else if (verdict == POLICE_DROP)
 		bucket_saw_short(at, credit, when);
 	return verdict;
@@ -225,7 +238,7 @@ static __always_inline int gcra_dropped(const struct dpp_policer *p, const __u32
 					__u64 until, bool lined)
 {
 	if (lined && bucket_tick(p))
-		bucket_stamp(p, at, bytes, now, until);
+		bucket_stamp(p, at, bytes, now, until, 0, 0);
 	return POLICE_DROP;
 }
 

@@ -419,14 +419,17 @@ static __always_inline __u32 police_share(const struct dpp_policer *p, const __u
 }
 
 /* Counts the packet as decided; a carve fills this CPU's credit up to its chunk (the chunk the slot
- * holds now: one written afresh meanwhile, with its policer, is that policer's); a pass leaves no
- * jiffies pending (a window's are made its stamp before). */
+ * holds now: one written afresh meanwhile, with its policer, is that policer's); no bucket's
+ * jiffies left pending (bucket_line_drops; a window's credit_window is a window's number, never
+ * pending). */
 static __always_inline void police_count(const __u32 *at, __u64 bytes, int verdict)
 {
 	struct dpp_policer_stats *s = bpf_map_lookup_elem(&dpp_policer_stats, at);
 
 	if (!s)
 		return;
+	if (s->credit_window & POLICE_STAMP_PENDING) /* a bucket's, decided: no stamp to make now */
+		s->credit_window = 0;
 	if (verdict == POLICE_DROP) {
 		s->dropped_packets++;
 		s->dropped_bytes += bytes;
@@ -436,8 +439,6 @@ static __always_inline void police_count(const __u32 *at, __u64 bytes, int verdi
 	s->passed_bytes += bytes;
 	if (verdict == POLICE_CARVED)
 		s->credit = s->chunk;
-	if (s->stamp & POLICE_STAMP_PENDING) /* a ticked bucket's pass: no stamp (bucket_stamp) */
-		s->stamp = 0;
 }
 
 /* The decision on the policer's shared state; `carve`: what to carve for the CPU's credit when the

@@ -164,9 +164,9 @@ static __always_inline __u64 police_seen_room(const struct dpp_policer *p, __u64
  * exact, none of a step's refill lost while B >= 2 D + MTU (police.h's head, "The clock"). On that
  * clock, with the kernel's tick written (struct dpp_policer.previous, which neither bucket uses
  * otherwise), a CPU whose packet of b bytes its bucket dropped, on a reading c0 of its own with the
- * jiffies j0 read just before it (pending in the line, as the windows'), keeps in its line the time
- * U from which the bucket may hold b bytes, as a jiffies stamp, and the room b - 1 (~ in
- * short_credit, as a window's room seen): while the stamp holds, a packet its credit does not cover
+ * jiffies j0 read just before it (pending in the line's credit_window, which buckets do not use
+ * otherwise), keeps in its line the time U from which the bucket may hold b bytes, as a jiffies
+ * stamp, and the room b - 1 (~ in short_credit, as a window's room seen): while the stamp holds, a packet its credit does not cover
  * and bigger than b - 1 is dropped from the line alone: no clock read, no lock or shared word, in a
  * rule no call (the same test as a window seen full, police.h's police_line_drops).
  *   U. Token bucket: the lock left it holding c nanobits at t0 (its last_ns then, >= c0), c < 8e9 b.
@@ -185,19 +185,22 @@ static __always_inline __u64 police_seen_room(const struct dpp_policer *p, __u64
  * the drop's reading: a packet of b bytes or more then is one the bucket drops. None is dropped
  * that the bucket would pass (the head's one case outside the argument, an update catching up n >=
  * 2 ticks read between its two stores, may drop such packets n - 2 ticks late; it never passes
- * one). The jiffies are kept pending while the clock is read and the decision made, and the word
- * is then made the stamp, when dropped, or 0 (police.h's police_count, for a pass): a program run
- * on the CPU meanwhile finds no stamp, and leaves none pending for this reading to take as its own.
+ * one). The jiffies are kept pending while the clock is read and the decision made, made the stamp
+ * when the bucket drops, and cleared once it decided (police.h's police_count): a program run on
+ * the CPU meanwhile finds no stamp, and leaves none pending for this reading to take as its own.
+ * Where no stamp can be made (below), a token bucket's line keeps its bound seen short instead
+ * (bucket.h), as on the PRECISE clock: the two share stamp and short_credit, and are told apart
+ * by short_credit, a content (at most the bucket's size) or a ~room (above it: no bound); a bound's
+ * time taken for jiffies is a time in ns, no stamp past the first seconds after boot (the head).
  * A stamp that holds is kept while a packet it does not drop (b - 1 bytes or less) goes to the
  * bucket, whose drop of it then makes none (no jiffies pending: its bound stays the one kept).
  *   What it reaches: a stamp needs U - c0 over POLICE_STAMP_MARGIN + 1 ticks: the bucket's time to
  * hold b bytes beyond 5 ticks (20 ms at HZ=250, 5 at 1000), a packet's time at the rate when the
  * bucket is empty: 1500-byte packets below 600 kb/s at HZ=250 (2.4 Mb/s at 1000), 64-byte ones below
  * 25.6 kb/s (102 kb/s). Above, a bucket refills a packet within a tick, the jiffies say the coarse
- * clock is within two ticks of the drop's reading, not on it, and every drop reads the clock (its
- * bound then the bucket seen short's of bucket.h, for a token bucket on the PRECISE clock only;
- * on the COARSE one with a tick the line holds the stamp instead). On the PRECISE clock nothing of
- * the kind is exact: bpf_ktime_get_ns moves every ns, and what a line may hold of a time without
+ * clock is within two ticks of the drop's reading, not on it, and every drop reads the clock (the
+ * token bucket's then dropped on its bound seen short, without the lock, as before). On the
+ * PRECISE clock nothing of the kind is exact: bpf_ktime_get_ns moves every ns, and what a line may hold of a time without
  * reading it is only the jiffies, a tick's resolution, which says nothing of a bucket refilled
  * within the tick: no stamp there. */
 

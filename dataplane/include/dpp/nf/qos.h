@@ -116,7 +116,9 @@ struct dpp_policer_stats {
 	__u64 stamp;
 	/* FIXED_WINDOW and SLIDING_WINDOW: the window the credit was carved in and counted in, the
 	 * clock >> window_shift (all 64 bits: it never wraps); the credit is spent only by a packet of
-	 * that window (nf/qos/police.h, "The CPUs' credit") */
+	 * that window (nf/qos/police.h, "The CPUs' credit"). TOKEN_BUCKET and GCRA with a tick: the
+	 * jiffies | 2^63 of a decision being made (0: none; nf/qos/stamp.h, "A bucket seen short by
+	 * jiffies") */
 	__u64 credit_window;
 };
 
