@@ -83,7 +83,7 @@ class Policer(Structure):
         ("credit", c_uint64),  # token bucket: nanobits (1 byte = 8e9)
         ("last_ns", c_uint64),
         ("window", c_uint64),  # windows: number << 32 | adjacent << 31 | bytes; GCRA: arrival time, 1/64 ns
-        ("previous", c_uint64),
+        ("previous", c_uint64),  # sliding window: the window before's; buckets on the coarse clock: the tick, ns
         ("interval", c_uint64),  # GCRA: a byte's time, 2**-26 ns; windows on the coarse clock: the tick, ns
     ]
 

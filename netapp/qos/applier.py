@@ -189,6 +189,7 @@ def policer_value(spec: PolicerSpec, tick_ns: Optional[int] = None, cpus: Option
         clock=clock,
         parent=spec.parent,
         interval=interval_for(spec, clock, tick_ns),
+        previous=bucket_tick_for(spec, clock, tick_ns),
     )
 
 
@@ -200,6 +201,14 @@ def interval_for(spec: PolicerSpec, clock: Clock, tick_ns: int) -> int:
     if spec.algo == Algo.GCRA:
         return gcra_interval(spec.rate)
     return tick_ns if spec.algo in WINDOWS and clock == Clock.COARSE else 0
+
+
+def bucket_tick_for(spec: PolicerSpec, clock: Clock, tick_ns: int) -> int:
+    """struct dpp_policer.previous of a token bucket or GCRA on the coarse clock: the kernel's tick,
+    which its CPUs' drops are stamped in jiffies with (stamp.h, "A bucket seen short by jiffies"),
+    read from the running kernel as a window's (interval_for); 0 otherwise (the sliding window's
+    previous is its data path's state)."""
+    return tick_ns if spec.algo in BUCKETS and clock == Clock.COARSE else 0
 
 
 _CLOCK_AT = Policer.clock.offset  # the clock's byte in a policer's bytes (`_written`)

@@ -42,6 +42,16 @@ CPU's `rooms` what it had left, `seen_room`: the allowance (whole bytes) less th
 window: less the window before's bytes weighted by a tick, ceil(previous tick / W), too); while the
 CPU's stamp holds, a packet its credit does not cover and bigger than that room is dropped without
 being offered to the window. A new window of the CPU's forgets it.
+
+A bucket seen short by jiffies (nf/qos/stamp.h): a token bucket or GCRA on the coarse clock with a
+tick, for a packet its CPU's credit does not cover: while the CPU's stamp holds at the packet's
+jiffies, a packet bigger than the CPU's room is dropped without being offered to the bucket (a stamp
+that holds is kept); else the packet's jiffies are kept pending, and when the bucket drops the
+packet (gate open) its room is the packet's size less one and its stamp `bucket_stamp` of the time
+from which the bucket may hold the packet (`fills_at`: never for one over the burst); where that
+makes no stamp, a token bucket's line keeps its bound seen short instead (bucket.h: the nanobits it
+held, as ~room, at its last_ns, as the stamp), on which a packet the bound shows too big is dropped
+without the bucket's state and no stamp made.
 """
 
 from __future__ import annotations
@@ -59,6 +69,9 @@ STAMP_AHEAD = 1 << 16  # police.h's POLICE_STAMP_AHEAD: a stamp further ahead of
 STAMP_MARGIN = 4  # police.h's POLICE_STAMP_MARGIN: the ticks a stamp keeps off its window's end
 STAMP_PENDING = 1 << 63  # stamp.h's POLICE_STAMP_PENDING: marks the jiffies of a reading being made
 WORD = (1 << 64) - 1
+NEVER = WORD  # a bucket's U for a packet it never holds (bucket.h's all ones)
+NANOBITS_PER_BYTE = BITS_PER_BYTE * NS_PER_S
+REFILL_EXACT_NS = 1 << 24  # bucket.h's POLICE_REFILL_EXACT_NS: a bound seen short holds below it
 
 
 @dataclass(frozen=True)
@@ -69,7 +82,7 @@ class PolicerConfig:
     window_shift: int = 20  # windows: 2**shift ns
     gate: Gate = Gate.OPEN
     clock: Clock = Clock.PRECISE
-    tick_ns: int = 0  # windows on the coarse clock: the tick their credits are stamped in (0: none)
+    tick_ns: int = 0  # on the coarse clock: the tick its CPUs' lines are stamped in (0: none)
 
     @property
     def window_ns(self) -> int:
@@ -79,6 +92,11 @@ class PolicerConfig:
     def ticked(self) -> bool:
         """Whether its CPUs' window credits are stamped with jiffies (police.h's police_ticked)."""
         return self.algo in WINDOWS and self.clock == Clock.COARSE and self.tick_ns > 0
+
+    @property
+    def bucket_ticked(self) -> bool:
+        """Whether its CPUs' drops are kept as jiffies stamps (bucket.h's bucket_tick)."""
+        return self.algo in BUCKETS and self.clock == Clock.COARSE and self.tick_ns > 0
 
     @property
     def window_allowance(self) -> Fraction:
@@ -107,6 +125,14 @@ class TokenBucket:
                 self.credit -= size + taken
                 return taken
         return None
+
+    def fills_at(self, size: int) -> int:
+        """The earliest time the bucket, as it is, may hold `size` bytes (more than it holds): its
+        refill from last_ns on, in whole ns; NEVER over its size."""
+        if size > self.config.burst:
+            return NEVER
+        missing = (size - self.credit) * BITS_PER_BYTE * NS_PER_S
+        return self.last_ns + math.ceil(missing / self.config.rate)
 
 
 class FixedWindow:
@@ -192,6 +218,13 @@ class Gcra:
                 return taken
         return None
 
+    def fills_at(self, size: int) -> int:
+        """The earliest time (ns) a packet of `size` bytes may pass: its arrival time less the rest of
+        the burst's time, in 1/64 ns, rounded up to a ns; NEVER over the burst."""
+        if size > self.config.burst:
+            return NEVER
+        return -(-(self.tat - self._time(self.config.burst - size, up=False)) >> GCRA_TAT_SHIFT)
+
 
 def window_fits(config: PolicerConfig, size: int) -> bool:
     return size <= WINDOW_BYTES_MAX and size <= config.window_allowance
@@ -211,6 +244,7 @@ ALGORITHMS = {Algo.TOKEN_BUCKET: TokenBucket, Algo.FIXED_WINDOW: FixedWindow, Al
 
 
 WINDOWS = (Algo.FIXED_WINDOW, Algo.SLIDING_WINDOW)
+BUCKETS = (Algo.TOKEN_BUCKET, Algo.GCRA)
 
 
 def credit_stamp(config: PolicerConfig, now: int, jiffies: int) -> int:
@@ -218,8 +252,20 @@ def credit_stamp(config: PolicerConfig, now: int, jiffies: int) -> int:
     just before `now`: the window's end less STAMP_MARGIN ticks, in whole ticks; 0 (none) when that
     is not past `jiffies` or `jiffies` is unknown (0)."""
     width = config.window_ns
-    ticks = (width - now % width) // config.tick_ns
+    return stamp_after(jiffies, (width - now % width) // config.tick_ns)
+
+
+def stamp_after(jiffies: int, ticks: int) -> int:
+    """stamp.h's police_stamp_after: `ticks` after `jiffies` less STAMP_MARGIN; 0 (none) when that is
+    not past `jiffies` or they are unknown (0)."""
     return jiffies + ticks - STAMP_MARGIN if jiffies and ticks > STAMP_MARGIN else 0
+
+
+def bucket_stamp(config: PolicerConfig, now: int, until: int, jiffies: int) -> int:
+    """stamp.h's police_stamp_until: the jiffies up to which a coarse clock read at `now`, `jiffies`
+    read just before, stays before `until` (a bucket's U), STAMP_AHEAD - 1 ticks at most."""
+    ticks = (until - now) // config.tick_ns if until > now else 0
+    return stamp_after(jiffies, min(ticks, STAMP_AHEAD - 1))
 
 
 def stamp_holds(stamp: int, jiffies: int) -> bool:
@@ -253,7 +299,8 @@ class Policer:
         self.credits: dict[int, int] = {}  # cpu -> its credit, bytes
         self.windows: dict[int, int] = {}  # cpu -> the window its credit was carved in (windows)
         self.stamps: dict[int, int] = {}  # cpu -> the jiffies its window credit holds to (ticked windows)
-        self.rooms: dict[int, int] = {}  # cpu -> the room it saw its window have when it dropped (ticked)
+        self.rooms: dict[int, int] = {}  # cpu -> the room it saw its window (bucket) have when it dropped (ticked)
+        self.pendings: dict[int, int] = {}  # cpu -> the jiffies of a ticked bucket's decision being made
         self.algorithm = ALGORITHMS[config.algo](config)
         self.passed_packets = self.passed_bytes = self.dropped_packets = self.dropped_bytes = 0
 
@@ -282,6 +329,36 @@ class Policer:
                 self.algorithm.number:
             self.rooms[cpu] = seen_room(self.config, self.algorithm)
 
+    def _bucket_line(self, size: int, cpu: int, jiffies: int) -> bool:
+        """A ticked bucket's line for a packet its CPU's credit does not cover: True when its stamp
+        holds and the packet is bigger than its room (dropped on it); else, no stamp holding, the
+        packet's jiffies kept pending."""
+        if not self.config.bucket_ticked or self.credits.get(cpu, 0) >= size:
+            return False
+        if jiffies and stamp_holds(self.stamps.get(cpu, 0), jiffies):
+            return size > self.rooms.get(cpu, WORD)
+        self.pendings[cpu] = pending_stamp(jiffies)
+        return False
+
+    def _seen_short(self, size: int, now: int, cpu: int) -> bool:
+        """bucket.h's bucket_seen_short on the CPU's line: a token bucket's bound (nanobits at a time)
+        that shows the packet too big (a content over the bucket's size is a room: no bound)."""
+        bound, since = ~self.rooms.get(cpu, WORD) & WORD, self.stamps.get(cpu, 0)
+        if self.config.algo != Algo.TOKEN_BUCKET or not since or bound > self.config.burst * NANOBITS_PER_BYTE:
+            return False
+        elapsed = max(0, now - since)
+        return elapsed < REFILL_EXACT_NS and bound + elapsed * self.config.rate < size * NANOBITS_PER_BYTE
+
+    def _bucket_saw(self, size: int, now: int, cpu: int, pending: int) -> None:
+        """After the bucket dropped the packet on a pending line: the room below the packet and the
+        stamp of the time the bucket may hold it; else, no stamp made, a token bucket's bound."""
+        stamp = bucket_stamp(self.config, now, self.algorithm.fills_at(size), pending - STAMP_PENDING)
+        if stamp:
+            self.rooms[cpu], self.stamps[cpu] = size - 1, stamp
+        elif isinstance(self.algorithm, TokenBucket):
+            nanobits = self.algorithm.credit * NANOBITS_PER_BYTE
+            self.rooms[cpu], self.stamps[cpu] = ~int(nanobits) & WORD, self.algorithm.last_ns
+
     def _shared(self, size: int, now: int, cpu: int) -> bool:
         """The decision on the CPU's credit, else on the policer's state (carving when it may)."""
         credit = self.credits.get(cpu, 0)
@@ -302,10 +379,18 @@ class Policer:
         covered = open_gate and self.credits.get(cpu, 0) >= size
         if held and not covered and size > self.rooms.get(cpu, WORD):
             passed = False  # its window seen full: not offered to the window
+        elif self._bucket_line(size, cpu, jiffies):
+            passed = False  # its bucket seen short by jiffies: not offered to the bucket
+        elif open_gate and not covered and self._seen_short(size, now, cpu):
+            passed = False  # its bucket seen short: the lock not taken, no stamp made
+            self.pendings.pop(cpu, None)
         else:
             passed = open_gate and self._shared(size, now, cpu)
             if not passed:
                 self._saw_full(now, cpu)
+            pending = self.pendings.pop(cpu, 0)
+            if open_gate and not covered and not passed and pending:
+                self._bucket_saw(size, now, cpu, pending)
         if passed:
             self.passed_packets, self.passed_bytes = self.passed_packets + 1, self.passed_bytes + size
         else:

@@ -18,7 +18,7 @@ from netapp.dataplane.handle import possible_cpus
 from netapp.dataplane.abi import CONSTANTS
 from netapp.qos.abi import Algo, Clock, Policer, PolicerStats, RulePolice
 from netapp.qos.applier import SUMMED
-from netapp.qos.model import PolicerConfig, gcra_interval
+from netapp.qos.model import BUCKETS, PolicerConfig, gcra_interval
 from tests.utils.kernel import build_artifact, require_kernel
 
 XDP_DROP, XDP_PASS = 1, 2
@@ -37,11 +37,14 @@ def frame(policer: int, size: int, now_ns: int, jiffies: int = 0) -> bytes:
 
 def policer_value(config: PolicerConfig, parent: int = 0, clock: Optional[Clock] = None) -> Policer:
     """The slot as the control plane writes it: the configuration (and its parent, its clock: the
-    config's unless given), the state zeroed; a GCRA's interval, a ticked window's tick."""
+    config's unless given), the state zeroed; a GCRA's interval, a ticked window's tick, a bucket's
+    tick (previous)."""
     interval = gcra_interval(config.rate) if config.algo == Algo.GCRA else config.tick_ns
     return Policer(
         rate=config.rate, burst=config.burst, algo=config.algo, gate=config.gate, window_shift=config.window_shift,
-        clock=config.clock if clock is None else clock, parent=parent, interval=interval,
+        clock=config.clock if clock is None else clock, parent=parent,
+        interval=0 if config.algo == Algo.TOKEN_BUCKET else interval,
+        previous=config.tick_ns if config.algo in BUCKETS else 0,
     )
 
 

@@ -15,7 +15,9 @@ no stamp for a program run meanwhile."""
 from __future__ import annotations
 
 import copy
+import random
 import time
+from typing import Callable
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -32,6 +34,7 @@ from netapp.qos.applier import (
     policer_value,
 )
 from netapp.qos.model import (
+    BUCKETS,
     STAMP_MARGIN,
     WORD,
     Policer,
@@ -42,7 +45,7 @@ from netapp.qos.model import (
     stamp_holds,
 )
 from netapp.qos.spec import MTU
-from tests.qos.police import counters_tuple
+from tests.qos.police import PoliceProgram, counters_tuple
 from tests.qos.strategies import RATES, sequences, window_shifts
 from tests.qos.test_burst import most_in_any_stretch
 from tests.qos.test_credit import POLICER, WINDOWS, cpus, on_cpus, trains  # noqa: F401 - cpus: the fixture
@@ -84,6 +87,56 @@ def tick_times(data: st.DataObject, packets: list[tuple[int, int]], tick: int) -
     return kernel_times(packets, tick, grids, late)
 
 
+def random_kernel_times(rnd: random.Random, packets: list[tuple[int, int]], tick: int) -> list[tuple[int, int, int]]:
+    """kernel_times with grids, first jiffies and lateness drawn from `rnd` (each clock on time or a
+    tick late: the bounds' worst)."""
+    late = [(rnd.choice((0, tick - 1)), rnd.choice((0, tick - 1))) for _ in packets]
+    grids = (rnd.randrange(tick), rnd.randrange(tick), rnd.randint(3, 1 << 30))
+    return kernel_times(packets, tick, grids, late)
+
+
+def random_packets(rnd: random.Random, start: int, most_gap: int, size: Callable[[], int]) -> list[tuple[int, int]]:
+    """400 (size, time) from `start`, 0 to `most_gap` ns apart, drawn from `rnd` (hypothesis' own
+    draws stay near 0: every packet at one time)."""
+    packets = []
+    for _ in range(400):
+        start += rnd.randint(0, most_gap)
+        packets.append((size(), start))
+    return packets
+
+
+def decided_on_kernel_times(model: Policer, rnd: random.Random, packets: list[tuple[int, int]]) -> list[bool]:
+    """`packets` decided on CPU 0 at random_kernel_times of the model's tick, each checked by
+    decided_as_without_room: whether each was dropped on its line's room."""
+    timed = random_kernel_times(rnd, packets, model.config.tick_ns)
+    return [decided_as_without_room(model, size, now, jiffies) for size, now, jiffies in timed]
+
+
+def decided_as_without_room(model: Policer, size: int, now: int, jiffies: int) -> bool:
+    """Whether CPU 0's packet is dropped on the room its line kept (the policer not asked), checking
+    that the model decides it as the same policer with no room kept (a bucket: nothing in its line)
+    does."""
+    exact = copy.deepcopy(model)
+    exact.rooms.clear()
+    if model.config.algo in BUCKETS:  # a bucket's line: its stamp, or its bound seen short, goes too
+        exact.stamps.clear()
+    held = stamp_holds(model.stamps.get(0, 0), jiffies) and size > model.rooms.get(0, WORD)
+    on_room = held and model.credits.get(0, 0) < size
+    assert model.decide(size, now, 0, jiffies) == exact.decide(size, now, 0, jiffies), f"{size} at {now}"
+    return on_room
+
+
+def assert_the_models(police: PoliceProgram, model: Policer, cpus: list[int], decided: list[bool],
+                      expected: list[bool]) -> None:
+    """The kernel's decisions, counters and each CPU's credit, stamp and room (POLICER's) the model's."""
+    assert decided == expected
+    assert counters_tuple(police.counters(POLICER)) == (
+        model.passed_packets, model.passed_bytes, model.dropped_packets, model.dropped_bytes)
+    per_cpu = police.per_cpu(POLICER)
+    assert {cpu: (per_cpu[cpu].credit, per_cpu[cpu].stamp, per_cpu[cpu].short_credit) for cpu in cpus} == {
+        cpu: (model.credits.get(cpu, 0), model.stamps.get(cpu, 0), room_word(model, cpu)) for cpu in cpus}
+
+
 def room_word(model: Policer, cpu: int) -> int:
     """struct dpp_policer_stats.short_credit as the kernel keeps the model's room seen: ~room, 0 none."""
     return ~model.rooms[cpu] & WORD if cpu in model.rooms else 0
@@ -109,12 +162,7 @@ def test_every_decision_each_cpus_credit_and_stamp_are_the_models(police, cpus, 
         timed = tick_times(data, packets, config.tick_ns)
         sent = with_cpus(timed, on_cpus(cpus, packets, picks))
         expected = [model.decide(size, now, cpu, jiffies) for size, now, cpu, jiffies in sent]
-        assert police.decisions_on(POLICER, sent) == expected
-        assert counters_tuple(police.counters(POLICER)) == (
-            model.passed_packets, model.passed_bytes, model.dropped_packets, model.dropped_bytes)
-        per_cpu = police.per_cpu(POLICER)
-        assert {cpu: (per_cpu[cpu].credit, per_cpu[cpu].stamp, per_cpu[cpu].short_credit) for cpu in cpus} == {
-            cpu: (model.credits.get(cpu, 0), model.stamps.get(cpu, 0), room_word(model, cpu)) for cpu in cpus}
+        assert_the_models(police, model, cpus, police.decisions_on(POLICER, sent), expected)
 
     check()
 
@@ -241,19 +289,9 @@ def test_on_kernel_times_a_window_seen_full_drops_only_what_the_window_would(alg
     @given(ticks=st.integers(min_value=5, max_value=20), shift=st.integers(min_value=15, max_value=19),
            start=st.integers(min_value=1, max_value=10**12), rnd=st.randoms(use_true_random=False))
     def check(ticks, shift, start, rnd):
-        model, packets = Policer(ticked_config(10**9, algo, shift, ticks), chunk=chunk), []
-        tick = model.config.tick_ns
-        for _ in range(400):
-            start += rnd.randint(0, 3000)
-            packets.append((rnd.randint(64, 1514), start))
-        late = [(rnd.choice((0, tick - 1)), rnd.choice((0, tick - 1))) for _ in packets]
-        grids = (rnd.randrange(tick), rnd.randrange(tick), rnd.randint(3, 1 << 30))
-        for size, now, jiffies in kernel_times(packets, tick, grids, late):
-            exact = copy.deepcopy(model)
-            exact.rooms.clear()
-            held = stamp_holds(model.stamps.get(0, 0), jiffies) and size > model.rooms.get(0, WORD)
-            on_room.append(held and model.credits.get(0, 0) < size)
-            assert model.decide(size, now, 0, jiffies) == exact.decide(size, now, 0, jiffies), f"{size} at {now}"
+        model = Policer(ticked_config(10**9, algo, shift, ticks), chunk=chunk)
+        packets = random_packets(rnd, start, 3000, lambda: rnd.randint(64, 1514))
+        on_room.extend(decided_on_kernel_times(model, rnd, packets))
 
     check()
     assert sum(on_room) > len(on_room) // 100, "few packets dropped on a room seen: the rule was not tried"

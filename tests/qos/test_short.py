@@ -1,4 +1,4 @@
-"""A bucket seen short (dataplane/bpf/nf/qos/police.h, "A bucket seen short"): a token bucket's CPU
+"""A bucket seen short (dataplane/bpf/nf/qos/bucket.h, "A bucket seen short"): a token bucket's CPU
 keeps, in its own line of dpp_policer_stats, what the bucket held when its packet was dropped, and
 drops the packets that bound shows too big without the bucket's lock. In the kernel (xdp_police):
 the bound as the lock left it, a packet dropped on it (the bucket's last update untouched: the lock

@@ -114,183 +114,15 @@
 #include "dpp/nf/qos.h"
 #include "nf/qos/maps.h"
 #include "nf/qos/stamp.h"
+#include "nf/qos/bucket.h"
 
-/* The token bucket's unit, the nanobit: R bit/s x t ns = R x t nanobits, exactly. */
-#define NANOBITS_PER_BYTE 8000000000ULL
 #define NS_PER_S 1000000000ULL
-/* Below this idle time elapsed x R cannot wrap (2^24 x 4e11 < 2^63): no division. */
-#define POLICE_REFILL_EXACT_NS (1ULL << 24)
 /* The windows' packing: a window's number (its start >> s, 32 bits), whether it followed the window
  * before it directly (ADJACENT), and its bytes (at most 2^30 + a packet below 2^30: 31 bits). */
 #define WINDOW_COUNT_MASK 0x7fffffffULL
 #define WINDOW_ADJACENT (1ULL << 31)
-/* Compare-and-swap tries before a packet is dropped: only CPUs policing the same policer in the
- * same nanoseconds make one fail, and dropping the loser never lets more through. */
-#define POLICE_CAS_TRIES 8
 /* police_step(): what follows a policer that dropped (no id: ids stay below DPP_MAX_POLICERS). */
 #define POLICE_DROPPED 0xffffffffU
-
-/* ---- token bucket: credit in nanobits, up to B x 8e9 (<= 8.6e18), under the value's lock ---- */
-
-/* The credit after `elapsed` ns at rate R, capped at the bucket's size. */
-static __always_inline __u64 bucket_refill(__u64 credit, __u64 cap, __u64 elapsed, __u64 rate)
-{
-	if (elapsed < POLICE_REFILL_EXACT_NS) {
-		credit += elapsed * rate; /* < 8.6e18 + 6.7e18: cannot wrap */
-		return credit < cap ? credit : cap;
-	}
-	/* Idle long: elapsed x R may wrap, so ask whether it fills what is missing. (A rate of 0,
-	 * which the control plane refuses, would divide to 0 in BPF: a full bucket. No refill.) */
-	if (!rate)
-		return credit;
-	if (credit >= cap || elapsed >= (cap - credit) / rate)
-		return cap;
-	return credit + elapsed * rate; /* < cap - credit: cannot wrap */
-}
-
-/* police_decide()'s verdicts: dropped, passed, passed with a chunk carved for the CPU's credit. */
-enum police_verdict {
-	POLICE_DROP = 0,
-	POLICE_PASS = 1,
-	POLICE_CARVED = 2,
-};
-
-/* A bucket seen short (struct dpp_policer_stats.short_credit, .stamp): the lock is most of a
- * dropped packet's cost (bench/README.md, "A policed rule taken apart"), and a bucket that could
- * not hold a packet stays short for a while. The CPU whose locked decision dropped keeps, in its
- * own line, what the bucket then held, c0 nanobits at t0 (the bucket's last_ns after the refill).
- * From then on the bucket never holds more than c0 + (t - t0) x R at a reading t >= its last_ns:
- * refills add (elapsed x R) and packets only take. So a packet of cost > c0 + (now - t0) x R is
- * dropped without the lock, as the lock would have dropped it, for a reading not behind the
- * bucket's last update; for one behind it (another CPU's reading came later; a rule's or chain's
- * coarse reading after a precise one) the lock refills nothing and may find up to (last_ns - now)
- * x R more than this bound: such a packet may be dropped where the lock would pass it, never
- * passed where it would drop. Largest value: c0 + elapsed x R < 8.6e18 + 2^24 x 4e11 < 2^64
- * (elapsed below POLICE_REFILL_EXACT_NS, else the lock decides). The control plane zeroes the line
- * before and after it writes a policer (stamp 0: none seen; netapp/qos/applier.py says why twice);
- * a packet deciding on the old policer across those writes may leave its bound in the new one's
- * line, which then drops on it for at most a packet's time at the rate (cost / R): it never
- * passes more. */
-static __always_inline bool bucket_seen_short(const struct dpp_policer *p, const __u32 *at, __u64 cost, __u64 now)
-{
-	const struct dpp_policer_stats *s = bpf_map_lookup_elem(&dpp_policer_stats, at);
-	__u64 elapsed;
-
-	if (!s || !s->stamp)
-		return false;
-	elapsed = now > s->stamp ? now - s->stamp : 0;
-	return elapsed < POLICE_REFILL_EXACT_NS && s->short_credit + elapsed * p->rate < cost;
-}
-
-/* Keeps in this CPU's line what the bucket held, `credit` at `when`, when its packet was dropped. */
-static __always_inline void bucket_saw_short(const __u32 *at, __u64 credit, __u64 when)
-{
-	struct dpp_policer_stats *s = bpf_map_lookup_elem(&dpp_policer_stats, at);
-
-	if (s) {
-		s->short_credit = credit;
-		s->stamp = when;
-	}
-}
-
-/* Token bucket: the bucket fills at R and holds B; a packet takes its bytes out (and `carve` more
- * for its CPU's credit when the bucket holds both) or is dropped. Credit and last_ns change
- * together under the spin lock: no CPU spends credit another spent. A CPU whose clock read came
- * before the last update's gets no refill (elapsed 0), never a negative one. A packet this CPU
- * last saw the bucket too short for is dropped without the lock (bucket_seen_short; `at`: this
- * CPU's line of the policer, police_share_index). */
-static __always_inline int bucket_pass(struct dpp_policer *p, __u64 bytes, __u64 now, __u32 carve,
-				       const __u32 *at)
-{
-	__u64 cap = (__u64)p->burst * NANOBITS_PER_BYTE, cost = bytes * NANOBITS_PER_BYTE, credit;
-	__u64 carved = cost + (__u64)carve * NANOBITS_PER_BYTE; /* (2^30 + 2^20) x 8e9 < 2^64 */
-	__u64 when;
-	int verdict;
-
-	if (bucket_seen_short(p, at, cost, now))
-		return POLICE_DROP;
-	bpf_spin_lock(&p->lock);
-	credit = bucket_refill(p->credit, cap, now > p->last_ns ? now - p->last_ns : 0, p->rate);
-	if (now > p->last_ns)
-		p->last_ns = now;
-	if (carve && credit >= carved) {
-		verdict = POLICE_CARVED;
-		credit -= carved;
-	} else if (credit >= cost) {
-		verdict = POLICE_PASS;
-		credit -= cost;
-	} else {
-		verdict = POLICE_DROP;
-	}
-	p->credit = credit;
-	when = p->last_ns;
-	bpf_spin_unlock(&p->lock);
-	if (verdict == POLICE_DROP)
-		bucket_saw_short(at, credit, when);
-	return verdict;
-}
-
-/* ---- GCRA: the token bucket as one word, the theoretical arrival time (TAT) ---- */
-
-/* GCRA (ITU-T I.371's virtual scheduling) keeps, instead of a bucket's content and its clock, the
- * time at which the bucket will be full again: a packet of b bytes passes if the bucket holds them,
- * that is if the time the bucket still needs (TAT - now) is at most that of the burst's other
- * B - b bytes, and then takes their time (TAT = max(TAT, now) + b x I). With exact arithmetic that
- * is the token bucket; in one 64-bit word it needs no lock: a compare-and-swap, retried. Times are
- * rounded against the packet: I up, its bytes' time up, the rest of the burst's down, so that any
- * stretch of T ns passes at most R x T / 8e9 + B bytes, as the token bucket (at 400 Gb/s a 64-byte
- * packet's 1.28 ns is 82 units of 1/64 ns for 81.92: 0.1% fewer such packets). */
-#define GCRA_FRACTION ((1ULL << DPP_POLICE_GCRA_INTERVAL_SHIFT) - 1)
-
-/* bytes x interval / 2^20, rounded down (round 0) or up (GCRA_FRACTION), in two products that
- * cannot wrap (the one product could: up to 2^76). */
-static __always_inline __u64 gcra_time(__u64 bytes, __u64 interval, __u64 round)
-{
-	__u64 whole = bytes * (interval >> DPP_POLICE_GCRA_INTERVAL_SHIFT);
-
-	return whole + ((bytes * (interval & GCRA_FRACTION) + round) >> DPP_POLICE_GCRA_INTERVAL_SHIFT);
-}
-
-/* GCRA's room for `bytes` out of the burst: the time the bucket may still need, rounded down
- * (ROOM_NONE when the bytes are more than the burst). */
-#define GCRA_ROOM_NONE ((__u64)-1)
-
-static __always_inline __u64 gcra_room(const struct dpp_policer *p, __u64 bytes)
-{
-	return bytes > p->burst ? GCRA_ROOM_NONE : gcra_time(p->burst - bytes, p->interval, 0);
-}
-
-/* GCRA: whether the bucket (burst bytes, filling at rate) holds the packet (and `carve` more for
- * its CPU's credit: both taken when it does); its arrival time changed by compare-and-swap, so
- * that no two CPUs spend the same room. A CPU whose clock read came before another's update finds
- * the arrival time later: the bucket emptier, never fuller. */
-static __always_inline int gcra_pass(struct dpp_policer *p, __u64 bytes, __u64 now, __u32 carve)
-{
-	__u64 at = now << DPP_POLICE_GCRA_TAT_SHIFT, old, start, room, room_carved, cost, next;
-	int i, verdict;
-
-	room = gcra_room(p, bytes);
-	if (room == GCRA_ROOM_NONE)
-		return POLICE_DROP;
-	room_carved = carve ? gcra_room(p, bytes + carve) : GCRA_ROOM_NONE;
-	for (i = 0; i < POLICE_CAS_TRIES; i++) {
-		old = *(volatile __u64 *)&p->window;
-		start = old > at ? old : at;
-		if (room_carved != GCRA_ROOM_NONE && start - at <= room_carved) {
-			verdict = POLICE_CARVED;
-			cost = gcra_time(bytes + carve, p->interval, GCRA_FRACTION);
-		} else if (start - at <= room) {
-			verdict = POLICE_PASS;
-			cost = gcra_time(bytes, p->interval, GCRA_FRACTION);
-		} else {
-			return POLICE_DROP;
-		}
-		next = start + cost;
-		if (__sync_val_compare_and_swap(&p->window, old, next) == old)
-			return verdict;
-	}
-	return POLICE_DROP;
-}
 
 /* ---- windows: W = 2^s ns on the clock's grid; a window lets R x W / 8e9 bytes through ---- */
 
@@ -498,7 +330,7 @@ static __always_inline bool police_credit_window(const struct dpp_policer *p, st
 {
 	__u64 window, jiffies;
 
-	if (!police_windowed(p) || !(s->chunk || police_ticked(p)))
+	if (!(s->chunk || police_ticked(p)))
 		return false;
 	if (police_ticked(p)) {
 		jiffies = POLICE_JIFFIES();
@@ -532,8 +364,19 @@ static __always_inline void window_saw_full(const struct dpp_policer *p, const _
 	s->short_credit = police_seen_room(p, old & WINDOW_COUNT_MASK, prev);
 }
 
-/* police_share(): the packet passed on its CPU's credit, counted (chunks are smaller); dropped on
- * its window seen full, counted. */
+/* Whether a packet of `bytes` is dropped from its CPU's line `s` of policer p alone: a window's
+ * seen full (police_credit_window, which keeps the line's credit its window's first), a ticked
+ * bucket's seen short by jiffies for a packet its credit does not cover (bucket_line_drops). */
+static __always_inline bool police_line_drops(const struct dpp_policer *p, struct dpp_policer_stats *s,
+					      __u64 *now, __u64 bytes)
+{
+	if (police_windowed(p))
+		return police_credit_window(p, s, now, bytes);
+	return s->credit < bytes && bucket_tick(p) && bucket_line_drops(s, now, bytes);
+}
+
+/* police_share(): the packet passed on its CPU's credit, counted (chunks are smaller); dropped from
+ * its line alone (police_line_drops), counted. */
 #define POLICE_SPENT 0xffffffffU
 #define POLICE_FULL 0xfffffffeU
 
@@ -562,7 +405,7 @@ static __always_inline __u32 police_share(const struct dpp_policer *p, const __u
 
 	if (!s)
 		return 0;
-	if (window_credit && police_credit_window(p, s, now, bytes)) { /* its window seen full */
+	if (window_credit && police_line_drops(p, s, now, bytes)) {
 		s->dropped_packets++;
 		s->dropped_bytes += bytes;
 		return POLICE_FULL;
@@ -576,13 +419,17 @@ static __always_inline __u32 police_share(const struct dpp_policer *p, const __u
 }
 
 /* Counts the packet as decided; a carve fills this CPU's credit up to its chunk (the chunk the slot
- * holds now: one written afresh meanwhile, with its policer, is that policer's). */
+ * holds now: one written afresh meanwhile, with its policer, is that policer's); no bucket's
+ * jiffies left pending (bucket_line_drops; a window's credit_window is a window's number, never
+ * pending). */
 static __always_inline void police_count(const __u32 *at, __u64 bytes, int verdict)
 {
 	struct dpp_policer_stats *s = bpf_map_lookup_elem(&dpp_policer_stats, at);
 
 	if (!s)
 		return;
+	if (s->credit_window & POLICE_STAMP_PENDING) /* a bucket's, decided: no stamp to make now */
+		s->credit_window = 0;
 	if (verdict == POLICE_DROP) {
 		s->dropped_packets++;
 		s->dropped_bytes += bytes;
@@ -603,13 +450,13 @@ static __always_inline int police_decide(struct dpp_policer *p, __u64 bytes, __u
 		return POLICE_DROP;
 	switch (p->algo) {
 	case DPP_POLICE_ALGO_TOKEN_BUCKET:
-		return bucket_pass(p, bytes, now, carve, at);
+		return bucket_pass(p, bytes, now, carve, at, window_credit);
 	case DPP_POLICE_ALGO_FIXED_WINDOW:
 		return fixed_window_pass(p, bytes, now, window_credit ? carve : 0);
 	case DPP_POLICE_ALGO_SLIDING_WINDOW:
 		return sliding_window_pass(p, bytes, now, window_credit ? carve : 0);
 	case DPP_POLICE_ALGO_GCRA:
-		return gcra_pass(p, bytes, now, carve);
+		return gcra_pass(p, bytes, now, carve, at, window_credit);
 	}
 	return POLICE_DROP;
 }

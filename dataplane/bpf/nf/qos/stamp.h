@@ -104,6 +104,16 @@ static __always_inline __u64 police_stamp_pending(__u64 jiffies)
 	return jiffies | POLICE_STAMP_PENDING;
 }
 
+/* The jiffies deadline `ticks` whole ticks after a reading, `pending` the word police_stamp_pending
+ * made of the jiffies read just before it, less POLICE_STAMP_MARGIN: 0 (none) when that is not past
+ * the jiffies, they are unknown (0), or the word is no longer pending (another program's since). */
+static __always_inline __u64 police_stamp_after(__u64 pending, __u64 ticks)
+{
+	__u64 jiffies = pending & POLICE_STAMP_PENDING ? pending - POLICE_STAMP_PENDING : 0;
+
+	return jiffies && ticks > POLICE_STAMP_MARGIN ? jiffies + ticks - POLICE_STAMP_MARGIN : 0;
+}
+
 /* The jiffies deadline of a credit of the window of reading `now` (clock ns, ticked policer p),
  * `pending` the word police_stamp_pending made of the jiffies read just before it: at most the
  * window's end less POLICE_STAMP_MARGIN ticks, in whole ticks; 0 (none) when that is not past the
@@ -111,10 +121,8 @@ static __always_inline __u64 police_stamp_pending(__u64 jiffies)
 static __always_inline __u64 police_stamp(const struct dpp_policer *p, __u64 now, __u64 pending)
 {
 	__u64 width = 1ULL << p->window_shift;
-	__u64 ticks = (width - (now & (width - 1))) / p->interval;
-	__u64 jiffies = pending & POLICE_STAMP_PENDING ? pending - POLICE_STAMP_PENDING : 0;
 
-	return jiffies && ticks > POLICE_STAMP_MARGIN ? jiffies + ticks - POLICE_STAMP_MARGIN : 0;
+	return police_stamp_after(pending, (width - (now & (width - 1))) / p->interval);
 }
 
 /* The word of a window seen full: ~ the room a window of `count` bytes (the sliding window: `prev`
@@ -147,6 +155,64 @@ static __always_inline __u64 police_seen_room(const struct dpp_policer *p, __u64
 	if (allowance > DPP_POLICE_WINDOW_BYTES_MAX)
 		allowance = DPP_POLICE_WINDOW_BYTES_MAX;
 	return ~(allowance > held ? allowance - held : 0); /* prev x TICK < 2^31 x 2^27 */
+}
+
+/* A bucket seen short by jiffies. The buckets (TOKEN_BUCKET, GCRA) are put on the COARSE clock by
+ * the control plane where their burst holds two ticks' refill and a packet (netapp/qos/applier.py,
+ * clock_for), which is where the coarse clock is a valid one for them: it steps a tick's refill D
+ * in at once, and a stretch of T ns then passes at most R T / 8e9 + B + 2 D, the rate over time
+ * exact, none of a step's refill lost while B >= 2 D + MTU (police.h's head, "The clock"). On that
+ * clock, with the kernel's tick written (struct dpp_policer.previous, which neither bucket uses
+ * otherwise), a CPU whose packet of b bytes its bucket dropped, on a reading c0 of its own with the
+ * jiffies j0 read just before it (pending in the line's credit_window, which buckets do not use
+ * otherwise), keeps in its line the time U from which the bucket may hold b bytes, as a jiffies
+ * stamp, and the room b - 1 (~ in short_credit, as a window's room seen): while the stamp holds, a packet its credit does not cover
+ * and bigger than b - 1 is dropped from the line alone: no clock read, no lock or shared word, in a
+ * rule no call (the same test as a window seen full, police.h's police_line_drops).
+ *   U. Token bucket: the lock left it holding c nanobits at t0 (its last_ns then, >= c0), c < 8e9 b.
+ * At a later reading t >= t0 it holds at most c + (t - t0) R (refills add the elapsed time's, the
+ * other CPUs' packets only take), at one behind t0 at most c (no refill): below U = t0 + ceil((8e9
+ * b - c) / R) less than b bytes, and less than any b' >= b. Largest values: 8e9 b - c + R < 2^30 x
+ * 8e9 + 2^39 < 2^63; the quotient at most 8.6e18 / 8e3 (8 kb/s) = 1.1e15 ns, added to t0 < 2^62.
+ * GCRA: it dropped because TAT > 64 c0 + room(b), room(b) = floor((B - b) I / 2^20) (gcra_room);
+ * the TAT only grows and room(b') <= room(b) for b' >= b: below U = ceil((TAT - room(b)) / 64)
+ * every packet of b bytes or more is dropped (TAT - room(b) > 64 c0 >= 0, below 2^64: police.h's
+ * head). A packet of more than B bytes, which neither bucket ever holds: U is never, and the stamp
+ * POLICE_STAMP_AHEAD - 1 ticks out less the margin (a new policer's written lines clear it).
+ *   The stamp: D = j0 + min(floor((U - c0) / TICK), POLICE_STAMP_AHEAD - 1) - POLICE_STAMP_MARGIN
+ * (0, none, when not past j0), this file's head's with U for the window's end E: a packet at
+ * jiffies j <= D would have read c < U - 2 TICK + e < U, a time before U, and (c >= c0) not before
+ * the drop's reading: a packet of b bytes or more then is one the bucket drops. None is dropped
+ * that the bucket would pass (the head's one case outside the argument, an update catching up n >=
+ * 2 ticks read between its two stores, may drop such packets n - 2 ticks late; it never passes
+ * one). The jiffies are kept pending while the clock is read and the decision made, made the stamp
+ * when the bucket drops, and cleared once it decided (police.h's police_count): a program run on
+ * the CPU meanwhile finds no stamp, and leaves none pending for this reading to take as its own.
+ * Where no stamp can be made (below), a token bucket's line keeps its bound seen short instead
+ * (bucket.h), as on the PRECISE clock: the two share stamp and short_credit, and are told apart
+ * by short_credit, a content (at most the bucket's size) or a ~room (above it: no bound); a bound's
+ * time taken for jiffies is a time in ns, no stamp past the first seconds after boot (the head).
+ * A stamp that holds is kept while a packet it does not drop (b - 1 bytes or less) goes to the
+ * bucket, whose drop of it then makes none (no jiffies pending: its bound stays the one kept).
+ *   What it reaches: a stamp needs U - c0 over POLICE_STAMP_MARGIN + 1 ticks: the bucket's time to
+ * hold b bytes beyond 5 ticks (20 ms at HZ=250, 5 at 1000), a packet's time at the rate when the
+ * bucket is empty: 1500-byte packets below 600 kb/s at HZ=250 (2.4 Mb/s at 1000), 64-byte ones below
+ * 25.6 kb/s (102 kb/s). Above, a bucket refills a packet within a tick, the jiffies say the coarse
+ * clock is within two ticks of the drop's reading, not on it, and every drop reads the clock (the
+ * token bucket's then dropped on its bound seen short, without the lock, as before). On the
+ * PRECISE clock nothing of the kind is exact: bpf_ktime_get_ns moves every ns, and what a line may hold of a time without
+ * reading it is only the jiffies, a tick's resolution, which says nothing of a bucket refilled
+ * within the tick: no stamp there. */
+
+/* The jiffies deadline up to which the clock stays before `until` (ns), a bucket's U at the reading
+ * `now` of ticked bucket policer p (its tick: struct dpp_policer.previous), `pending` the word the
+ * line kept the jiffies read before `now` in: police_stamp_after's, POLICE_STAMP_AHEAD - 1 ticks at
+ * most (U never: all ones), 0 for an `until` not past `now` (none). */
+static __always_inline __u64 police_stamp_until(const struct dpp_policer *p, __u64 now, __u64 until, __u64 pending)
+{
+	__u64 ticks = until > now ? (until - now) / p->previous : 0;
+
+	return police_stamp_after(pending, ticks < POLICE_STAMP_AHEAD ? ticks : POLICE_STAMP_AHEAD - 1);
 }
 
 #endif /* DPP_NF_QOS_STAMP_H */

@@ -73,7 +73,11 @@ struct dpp_policer {
 	/* windows: the current window's number (high 32 bits) and bytes (low 32); GCRA: the
 	 * theoretical arrival time, 1/64 ns (the word the lock-free algorithms compare-and-swap) */
 	__u64 window;
-	__u64 previous; /* SLIDING_WINDOW: the window before's number and bytes, the same packing */
+	/* SLIDING_WINDOW: the window before's number and bytes, the same packing; TOKEN_BUCKET and
+	 * GCRA on the COARSE clock: the kernel's tick in ns, as the control plane read it, which their
+	 * CPUs' drops are stamped in jiffies with (0: none; nf/qos/stamp.h, "A bucket seen short by
+	 * jiffies") */
+	__u64 previous;
 	/* GCRA: a byte's time at rate, 2^-26 ns, rounded up (control plane's); FIXED_WINDOW and
 	 * SLIDING_WINDOW on the COARSE clock: the kernel's tick in ns, as the control plane read it
 	 * (clock_getres of CLOCK_MONOTONIC_COARSE), which their CPUs' credits are stamped in jiffies
@@ -100,7 +104,10 @@ struct dpp_policer_stats {
 	/* TOKEN_BUCKET: the bucket's content (nanobits) when this CPU's packet last found it short, and
 	 * (stamp) that content's time (the bucket's last_ns then; 0: none seen): a bound on what the
 	 * bucket holds later, so that a packet it shows short is dropped without the lock
-	 * (nf/qos/police.h, "A bucket seen short"). FIXED_WINDOW and SLIDING_WINDOW on the coarse clock
+	 * (nf/qos/bucket.h, "A bucket seen short"); on the COARSE clock with a tick, as the windows'
+	 * (stamp) the jiffies up to which the bucket cannot hold a packet of more than the room
+	 * (short_credit, ~room) this CPU's drop saw (nf/qos/stamp.h, "A bucket seen short by
+	 * jiffies"). FIXED_WINDOW and SLIDING_WINDOW on the coarse clock
 	 * with a tick: (stamp) the jiffies up to which the line is credit_window's without a clock read
 	 * (0: none; the jiffies | 2^63 while a reading is made: nf/qos/stamp.h), and (short_credit) ~
 	 * the most room that window has while the stamp holds, as this CPU saw it when it dropped a
@@ -109,7 +116,9 @@ struct dpp_policer_stats {
 	__u64 stamp;
 	/* FIXED_WINDOW and SLIDING_WINDOW: the window the credit was carved in and counted in, the
 	 * clock >> window_shift (all 64 bits: it never wraps); the credit is spent only by a packet of
-	 * that window (nf/qos/police.h, "The CPUs' credit") */
+	 * that window (nf/qos/police.h, "The CPUs' credit"). TOKEN_BUCKET and GCRA with a tick: the
+	 * jiffies | 2^63 of a decision being made (0: none; nf/qos/stamp.h, "A bucket seen short by
+	 * jiffies") */
 	__u64 credit_window;
 };
 
