@@ -11,6 +11,7 @@ import itertools
 import json
 import subprocess
 import sys
+import weakref
 
 import pytest
 
@@ -24,7 +25,7 @@ from tests.upf.smf import Smf, establishment_ies, ue_of
 
 PEER = ("10.0.0.1", 8805)
 SESSIONS = 2000
-ROUNDS = 12  # of 100 sessions created and deleted: a leak of one object in four sessions ends over 300
+ROUNDS = 12  # of 100 sessions created and deleted: a leak of one object in four sessions grows 275 after the first
 WARM = 600  # sessions before the count: more than the endpoint's bounded caches hold (256 each)
 UES = itertools.count(1)  # a UE address of its own for every session of the module
 
@@ -41,8 +42,11 @@ def handlers(tmp_path):
 
 
 def _tracked() -> int:
+    """Objects the collector tracks, but dead weak references: sqlite3 keeps one to each cursor a
+    connection made and drops the dead ones only every 200 cursors, so they come and go in hundreds
+    (counted with them, one round's count moved between 54 and 569); a live one still counts."""
     gc.collect()
-    return len(gc.get_objects())
+    return sum(1 for each in gc.get_objects() if not (type(each) is weakref.ref and each() is None))
 
 
 def _establish(handlers: Handlers, request: bytes, count: int) -> list[int]:
@@ -81,9 +85,10 @@ def test_creating_and_deleting_sessions_leaves_nothing_behind(handlers):
             handlers.upf.delete(seid)
         counts.append(_tracked() - before)
     assert len(handlers.upf.sessions) == 0 and handlers.upf._teids.held == {}
-    # A few objects come and go (sqlite3 keeps weak references to its cursors, dropped every 200
-    # cursors); one left per session would be 100 a round.
-    assert max(counts) < 300, f"tracked objects after each round of 100 sessions created and deleted: {counts}"
+    # The first round leaves what a first round makes once (some 250 objects); after it a few come and
+    # go, where one left per session would be 100 a round.
+    growth = max(counts) - counts[0]
+    assert growth < 100, f"tracked objects after each round of 100 sessions created and deleted: {counts}"
 
 
 def test_settling_the_collector_freezes_start_up_and_spaces_young_collections():
