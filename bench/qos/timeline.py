@@ -2,8 +2,9 @@
 subscriber complains. The link of bench/qos/accuracy.py (xdp_police on the receiving end of a veth
 pair, dpp-pktgen offering frames that name the policer), one algorithm after the other at the same
 configured rate and burst: twice the rate offered for `--on` seconds, nothing for `--off` seconds
-(the bucket refills, the windows empty), then twice the rate again; the policer's own counters
-sampled every `--step` ms, the rate of each step plotted.
+(the bucket refills, the windows empty), then twice the rate again and nothing again, each stretch
+from the end of the one before (the generator may run late on a loaded machine); the policer's own
+counters sampled every `--step` ms, the rate of each step plotted.
 
     python -m bench.qos.timeline --out bench/results/qos_timeline.json    # and qos_timeline.png
 
@@ -19,7 +20,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from bench.harness import write_results
 from bench.qos.accuracy import ALGORITHMS, FRAME, Case, Link, policed_link
@@ -33,10 +34,12 @@ def offer(link: Link, generator, pcap: Path, pps: float, seconds: float) -> subp
                             stderr=subprocess.PIPE, text=True)
 
 
-def sample(link: Link, until: float, step: float, start: float, points: list[tuple[float, float]]) -> None:
-    """(time since start, delivered bit/s over the step before) every `step` s until `until`."""
+def sample(link: Link, until: float, step: float, start: float, points: list[tuple[float, float]],
+           busy: Callable[[], bool] = lambda: False) -> None:
+    """(time since start, delivered bit/s over the step before) every `step` s until `until`, and on
+    while `busy()`."""
     last_time, (last_bytes, _, _) = time.monotonic(), link.counters()
-    while last_time < until:
+    while last_time < until or busy():
         time.sleep(step)  # the sampling period of a measurement, not a wait for anything
         now, (passed, _, _) = time.monotonic(), link.counters()
         points.append((now - start, (passed - last_bytes) * 8 / (now - last_time)))
@@ -44,18 +47,18 @@ def sample(link: Link, until: float, step: float, start: float, points: list[tup
 
 
 def timeline(link: Link, generator, pcap: Path, case: Case, on: float, off: float, step: float) -> dict:  # noqa: ANN001
-    """One algorithm: on, off, on; the delivered rate step by step."""
+    """One algorithm: on, off, on, off; the delivered rate step by step."""
     link.configure(case)
     pps = 2 * case.rate / (8 * FRAME)
     points: list[tuple[float, float]] = []
     start = time.monotonic()
-    for phase_start in (0.0, on + off):
-        wait = start + phase_start - time.monotonic()
-        if wait > 0:
-            sample(link, start + phase_start, step, start, points)
+    for _ in range(2):
+        # Each stretch from the moment the one before ended, not from a schedule: on a loaded machine
+        # the generator may start or end late, and its frames must all fall in the stretch offered,
+        # the silence after it stay silent.
         proc = offer(link, generator, pcap, pps, on)
         try:
-            sample(link, start + phase_start + on, step, start, points)
+            sample(link, time.monotonic() + on, step, start, points, busy=lambda: proc.poll() is None)
             _, err = proc.communicate(timeout=on + 60)
         finally:
             if proc.poll() is None:
@@ -63,7 +66,7 @@ def timeline(link: Link, generator, pcap: Path, case: Case, on: float, off: floa
                 proc.wait()
         if proc.returncode != 0:
             raise RuntimeError(f"dpp-pktgen: {err.strip()}")
-    sample(link, start + 2 * on + 1.5 * off, step, start, points)
+        sample(link, time.monotonic() + off, step, start, points)
     return {
         "algorithm": case.algo.name.lower(),
         "rate_bps": case.rate,

@@ -88,6 +88,9 @@ def test_given_a_service_that_cannot_start_then_exit_3_and_it_is_closed(monkeypa
         def __init__(self, settings):
             pass
 
+        def load_function_rules(self, name, stored):  # the functions' stored rules: none here
+            pass
+
         def start(self):
             raise DataplaneUnavailable("open instance 'default': libdpp.so not found")
 
@@ -108,6 +111,9 @@ def test_given_a_service_that_cannot_start_then_exit_3_and_it_is_closed(monkeypa
 def test_given_a_tokens_file_that_does_not_exist_then_exit_2_says_how_to_make_one(monkeypatch, tmp_path):
     class Idle:
         def __init__(self, settings):
+            pass
+
+        def load_function_rules(self, name, stored):  # the functions' stored rules: none here
             pass
 
         def start(self):
