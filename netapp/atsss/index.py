@@ -58,8 +58,8 @@ import struct
 from ctypes import c_uint32
 from typing import Callable, Iterable, Iterator, Optional, Union
 
-from netapp.atsss.abi import (INDEX4_WAYS, INDEX6_WAYS, INDEX_BUCKETS, INDEX_LOG2, MAX_SESSIONS, Index4, Index6, Session,
-                              SessionKey, index_bucket)
+from netapp.atsss.abi import (DCCP_SEQ_BITS, INDEX4_WAYS, INDEX6_WAYS, INDEX_BUCKETS, INDEX_LOG2, MAX_SESSIONS,
+                              Index4, Index6, Session, SessionKey, index_bucket)
 from netapp.dataplane.tables import Table
 
 Bucket = Union[Index4, Index6]
@@ -71,6 +71,9 @@ BUCKET_TYPES = {4: Index4, 6: Index6}
 # publication, the control plane's thread preempted meanwhile included (2^20: 100 ms of one core's
 # 10 Mpps to a single UE; tests/atsss/test_index_in_flight.py saw some 300 in an unpreempted move)
 MP_SEQ_SKIP = 1 << 20
+# The MP_SEQ number of a session's counter: its top bits count a round-robin's own turns on a
+# session with flow rules (dataplane/bpf/nf/atsss/schedule.h, ATSSS_TURN_SHIFT)
+MP_SEQ_MASK = (1 << DCCP_SEQ_BITS) - 1
 log = logging.getLogger(__name__)
 
 
@@ -346,9 +349,9 @@ class SessionIndex:
         """Logged: a moved session whose hash entry's counter passed where its way's began (more
         packets than MP_SEQ_SKIP took a number from the hash before the way was live)."""
         for (key, first), last in zip(moved, self.hash.lookup([key for key, _ in moved])):
-            if last is not None and last.mp_seq > first:
+            if last is not None and last.mp_seq & MP_SEQ_MASK > first & MP_SEQ_MASK:
                 log.warning("ATSSS session of UE %s moved from the hash into the index: MP_SEQ numbers %d..%d "
-                            "were given twice", key_address(key), first, last.mp_seq - 1)
+                            "were given twice", key_address(key), first & MP_SEQ_MASK, (last.mp_seq - 1) & MP_SEQ_MASK)
 
     def _retire(self, where: Where) -> None:
         self._retired_ways.add(where)

@@ -141,6 +141,22 @@ def test_a_filtered_flow_runs_its_mts_mode_and_the_others_the_sessions(node, ats
                     (XDP_TX, expected_frame(CELL, 2, 2, other)), (XDP_TX, expected_frame(WIFI, 0, 3, other))]
 
 
+def test_a_round_robin_flow_takes_its_turns_between_another_flows_frames(node, atsss):
+    """The session active-standby (CELL), the video flow round-robin, their frames interleaved 1:1:
+    turns counted by MP_SEQ number would give the video flow every other number, all on CELL; its
+    own turns alternate its paths, while its MP_SEQ numbers still come from the session's one
+    counter (0, 2, 4, 6: the other flow's frames took 1, 3, 5, 7)."""
+    atsss.create_session(ADMIN, "ue7", session(mode="active_standby"))
+    steer_flows(atsss, "video", [VIDEO], SteeringMode.ROUND_ROBIN)
+    video, other = flow_packet(), flow_packet(src="198.51.100.99", sport=7000)
+
+    sent = [(send(node, video)[1], send(node, other)[1]) for _ in range(4)]
+
+    assert [out_path(frame) for frame, _ in sent] == [CELL, WIFI, CELL, WIFI]
+    assert [decode(frame).mp_seq for frame, _ in sent] == [0, 2, 4, 6]
+    assert [(out_path(frame), decode(frame).mp_seq) for _, frame in sent] == [(CELL, n) for n in (1, 3, 5, 7)]
+
+
 def test_an_ipv6_ues_flow_is_selected_by_a_prefix_of_its_source(node, atsss):
     """An IPv6 UE (its rule's key: the /128 of the UE, the source prefix, UDP, the port): its
     server's UDP from port 443 runs active-standby, once the MTS session is there."""
