@@ -45,7 +45,8 @@ Start (`load`): the buckets and the hash are read whole (a few hundred KiB), the
 sessions held; a live way that cannot be right (its address of another bucket, a second way of one
 address, a slot out of range) is cleared, a hash entry of an address a way holds is deleted, and
 every slot no live way leads to is taken as retired (an earlier run may have just left it); the
-hash's sessions whose bucket has a clean way are moved into it (5.).
+hash's sessions whose bucket has a clean way are moved into it (5.). A shadow read for a read
+(`get`, `lookup`, `items` before any write) makes no move: they are made by the first write.
 """
 
 from __future__ import annotations
@@ -148,12 +149,23 @@ class SessionIndex:
         self._retired_slots: set[int] = set()  # led to by a retired way
         self._free_slots: list[int] = []  # free since a wait, the lowest last
         self._waited = False  # waited for the programs' runs in this write
+        self._moves_due = False  # the hash's sessions not yet moved into clean ways since a read
 
     # --- the shadow ------------------------------------------------------------------------------
 
     def load(self) -> None:
+        """The shadow read from the maps (`_read`), then the hash's sessions whose bucket has a
+        clean way moved into it (5.: writes, and a wait for the programs' runs)."""
+        self._read()
+        with self._reloaded_on_error():
+            self._move_pending()
+
+    def _read(self) -> None:
         """The shadow read from the maps (at first use: the pinned maps an earlier run left), the
-        ways that cannot be right cleared, the hash's copies of indexed addresses deleted."""
+        ways that cannot be right cleared, the hash's copies of indexed addresses deleted. The moves
+        into clean ways are left to the first write (_move_pending), not made by a read: a second
+        SessionIndex over the same maps that only reads (a test's, a tool's) would otherwise move a
+        session behind the first's shadow, which would go on writing it in the hash it left."""
         self._bucket, self._where, self._retired_ways = {}, {}, set()
         used: set[int] = set()
         for family, table in self._buckets.items():
@@ -170,8 +182,12 @@ class SessionIndex:
         for key in hashed:
             if bytes(key) not in self._where and key.family in WAYS:
                 self._hashed.setdefault((key.family, bucket_of(key)), set()).add(bytes(key))
-        self._loaded = True
-        with self._reloaded_on_error():
+        self._loaded, self._moves_due = True, True
+
+    def _move_pending(self) -> None:
+        """The moves the read of the shadow left (_read), made once."""
+        if self._moves_due:
+            self._moves_due = False
             self._move_in(list(self._hashed))
 
     def _learn(self, family: int, index: int, value: Bucket, used: set[int]) -> None:
@@ -200,7 +216,7 @@ class SessionIndex:
 
     def _ensure(self) -> None:
         if not self._loaded:
-            self.load()
+            self._read()
 
     def _bucket_value(self, family: int, index: int) -> Bucket:
         return self._bucket.setdefault((family, index), BUCKET_TYPES[family]())
@@ -250,9 +266,11 @@ class SessionIndex:
 
     @contextlib.contextmanager
     def _reloaded_on_error(self) -> Iterator[None]:
-        """A write the maps refused part of leaves the shadow to be read again from them."""
+        """A write, the moves a read of the shadow left made first; a write the maps refused part of
+        leaves the shadow to be read again from them."""
         self._ensure()
         try:
+            self._move_pending()
             yield
         except BaseException:
             self._loaded = False
