@@ -326,13 +326,15 @@ def gate_rows(args: argparse.Namespace, harness: Harness, builds: dict[str, Path
 
 def flow_rows(args: argparse.Namespace, harness: Harness, builds: dict[str, Path], rng: random.Random) -> list[dict]:
     """A downlink frame through the pipeline, its session without flow rules and with (the frame
-    matched by an MTS session's rule, and not); "before" too if given, without flow rules only."""
+    matched by an MTS session's rule, and not); "before" too if given, with flow rules only when its
+    build looks them up."""
     rows = []
     pipelines = {name: flows.FlowPipeline(build, FIRST_UE, path) for name, build in builds.items()}
     walk = Walk(1, teid_base=0, src_base=int(FIRST_UE), teid_off=PAYLOAD_AT, src_off=UE_AT)
     try:
         for case, (flags, members) in flows.CASES.items():
-            chosen = {name: pipeline for name, pipeline in pipelines.items() if name == "atsss" or not flags}
+            chosen = {name: pipeline for name, pipeline in pipelines.items()
+                      if name == "atsss" or not flags or pipeline.classifies_flows}
             for pipeline in chosen.values():
                 pipeline.configure(flags, members)
                 pipeline.check(ue_frame(), matched=members is flows.MATCHED)

@@ -39,6 +39,8 @@ class FlowPipeline(gate.Pipeline):
         super().__init__(build)
         self.ue = ue
         self._keys: list = []  # the rules written (their keys in dpp_rules)
+        # a build from before flow rules has no room for their lookup: its cases are this build's alone
+        self.classifies_flows = self._optional_map("dpp_atsss_flow_room") is not None
         map_update(self.obj.map_fd("dpp_progs"), c_uint32(Prog.ATSSS), c_uint32(self.obj.program_fd("dpp_atsss_stage")))
         paths_fd = self.obj.map_fd("dpp_atsss_paths")
         for slot in (1, 2):

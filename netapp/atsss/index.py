@@ -45,7 +45,8 @@ Start (`load`): the buckets and the hash are read whole (a few hundred KiB), the
 sessions held; a live way that cannot be right (its address of another bucket, a second way of one
 address, a slot out of range) is cleared, a hash entry of an address a way holds is deleted, and
 every slot no live way leads to is taken as retired (an earlier run may have just left it); the
-hash's sessions whose bucket has a clean way are moved into it (5.).
+hash's sessions whose bucket has a clean way are moved into it (5.). A shadow read for a read
+(`get`, `lookup`, `items` before any write) makes no move: they are made by the first write.
 """
 
 from __future__ import annotations
@@ -58,8 +59,8 @@ import struct
 from ctypes import c_uint32
 from typing import Callable, Iterable, Iterator, Optional, Union
 
-from netapp.atsss.abi import (INDEX4_WAYS, INDEX6_WAYS, INDEX_BUCKETS, INDEX_LOG2, MAX_SESSIONS, Index4, Index6, Session,
-                              SessionKey, index_bucket)
+from netapp.atsss.abi import (DCCP_SEQ_BITS, INDEX4_WAYS, INDEX6_WAYS, INDEX_BUCKETS, INDEX_LOG2, MAX_SESSIONS,
+                              Index4, Index6, Session, SessionKey, index_bucket)
 from netapp.dataplane.tables import Table
 
 Bucket = Union[Index4, Index6]
@@ -71,6 +72,9 @@ BUCKET_TYPES = {4: Index4, 6: Index6}
 # publication, the control plane's thread preempted meanwhile included (2^20: 100 ms of one core's
 # 10 Mpps to a single UE; tests/atsss/test_index_in_flight.py saw some 300 in an unpreempted move)
 MP_SEQ_SKIP = 1 << 20
+# The MP_SEQ number of a session's counter: its top bits count a round-robin's own turns on a
+# session with flow rules (dataplane/bpf/nf/atsss/schedule.h, ATSSS_TURN_SHIFT)
+MP_SEQ_MASK = (1 << DCCP_SEQ_BITS) - 1
 log = logging.getLogger(__name__)
 
 
@@ -145,12 +149,23 @@ class SessionIndex:
         self._retired_slots: set[int] = set()  # led to by a retired way
         self._free_slots: list[int] = []  # free since a wait, the lowest last
         self._waited = False  # waited for the programs' runs in this write
+        self._moves_due = False  # the hash's sessions not yet moved into clean ways since a read
 
     # --- the shadow ------------------------------------------------------------------------------
 
     def load(self) -> None:
+        """The shadow read from the maps (`_read`), then the hash's sessions whose bucket has a
+        clean way moved into it (5.: writes, and a wait for the programs' runs)."""
+        self._read()
+        with self._reloaded_on_error():
+            self._move_pending()
+
+    def _read(self) -> None:
         """The shadow read from the maps (at first use: the pinned maps an earlier run left), the
-        ways that cannot be right cleared, the hash's copies of indexed addresses deleted."""
+        ways that cannot be right cleared, the hash's copies of indexed addresses deleted. The moves
+        into clean ways are left to the first write (_move_pending), not made by a read: a second
+        SessionIndex over the same maps that only reads (a test's, a tool's) would otherwise move a
+        session behind the first's shadow, which would go on writing it in the hash it left."""
         self._bucket, self._where, self._retired_ways = {}, {}, set()
         used: set[int] = set()
         for family, table in self._buckets.items():
@@ -167,8 +182,12 @@ class SessionIndex:
         for key in hashed:
             if bytes(key) not in self._where and key.family in WAYS:
                 self._hashed.setdefault((key.family, bucket_of(key)), set()).add(bytes(key))
-        self._loaded = True
-        with self._reloaded_on_error():
+        self._loaded, self._moves_due = True, True
+
+    def _move_pending(self) -> None:
+        """The moves the read of the shadow left (_read), made once."""
+        if self._moves_due:
+            self._moves_due = False
             self._move_in(list(self._hashed))
 
     def _learn(self, family: int, index: int, value: Bucket, used: set[int]) -> None:
@@ -197,7 +216,7 @@ class SessionIndex:
 
     def _ensure(self) -> None:
         if not self._loaded:
-            self.load()
+            self._read()
 
     def _bucket_value(self, family: int, index: int) -> Bucket:
         return self._bucket.setdefault((family, index), BUCKET_TYPES[family]())
@@ -247,9 +266,11 @@ class SessionIndex:
 
     @contextlib.contextmanager
     def _reloaded_on_error(self) -> Iterator[None]:
-        """A write the maps refused part of leaves the shadow to be read again from them."""
+        """A write, the moves a read of the shadow left made first; a write the maps refused part of
+        leaves the shadow to be read again from them."""
         self._ensure()
         try:
+            self._move_pending()
             yield
         except BaseException:
             self._loaded = False
@@ -346,9 +367,9 @@ class SessionIndex:
         """Logged: a moved session whose hash entry's counter passed where its way's began (more
         packets than MP_SEQ_SKIP took a number from the hash before the way was live)."""
         for (key, first), last in zip(moved, self.hash.lookup([key for key, _ in moved])):
-            if last is not None and last.mp_seq > first:
+            if last is not None and last.mp_seq & MP_SEQ_MASK > first & MP_SEQ_MASK:
                 log.warning("ATSSS session of UE %s moved from the hash into the index: MP_SEQ numbers %d..%d "
-                            "were given twice", key_address(key), first, last.mp_seq - 1)
+                            "were given twice", key_address(key), first & MP_SEQ_MASK, (last.mp_seq - 1) & MP_SEQ_MASK)
 
     def _retire(self, where: Where) -> None:
         self._retired_ways.add(where)

@@ -5,15 +5,18 @@ and the UE's other flows in the session's own, each frame compared byte for byte
 built here from RFC 4340's layouts (tests/atsss/atsss.py). A near miss (a port off by one, another
 protocol, another DSCP, another source) keeps the session's mode; a deleted MTS session gives its
 flows back to it; a rule never acts on another UE's downlink, nor on another tenant's; a REDUNDANT
-flow is broadcast to the session's ports while its other flows are not; a restart (the service's
-start-up reconcile, netapp.atsss.flows.stored_rules) puts the rules back; a filter as specific as
-another session's overlapping one is refused naming it."""
+flow is broadcast to the session's ports while its other flows are not; a round-robin flow takes
+its turns whatever another flow's frames come between; a restart (the NetApp service started again
+over the maps: its start-up reconcile, netapp.atsss.flows.stored_rules) puts the rules back, where
+one without ATSSS's loader leaves none; a filter as specific as another session's overlapping one
+is refused naming it."""
 
 from __future__ import annotations
 
 import ipaddress
 import struct
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any, Iterator, Optional
 
 import pytest
@@ -30,12 +33,14 @@ from netapp.core.config import Settings
 from netapp.dataplane.facade import Dataplane
 from netapp.service.contract import InvalidInput, Principal, Scope
 from netapp.service.function_rules import FunctionRules
+from netapp.service.service import NetAppService
 from netapp.service.state import ServiceState
 from netapp.service.store import Store, StoreError
 from tests.atsss.atsss import PathSpec, decode, ethernet, expected_frame, path_body, ue_packet
+from tests.utils.dataplane import Lent
 from tests.utils.kernel import require_kernel, veth_namespace
 from tests.utils.maps import pinned_instance
-from tests.utils.service import grant_subnets
+from tests.utils.service import grant_subnets, settings_for
 
 XDP_TX = "TX"
 ADMIN = Principal("operator", frozenset({Scope.ADMIN}))
@@ -139,6 +144,22 @@ def test_a_filtered_flow_runs_its_mts_mode_and_the_others_the_sessions(node, ats
 
     assert sent == [(XDP_TX, expected_frame(CELL, 0, 0, video)), (XDP_TX, expected_frame(CELL, 1, 1, video)),
                     (XDP_TX, expected_frame(CELL, 2, 2, other)), (XDP_TX, expected_frame(WIFI, 0, 3, other))]
+
+
+def test_a_round_robin_flow_takes_its_turns_between_another_flows_frames(node, atsss):
+    """The session active-standby (CELL), the video flow round-robin, their frames interleaved 1:1:
+    turns counted by MP_SEQ number would give the video flow every other number, all on CELL; its
+    own turns alternate its paths, while its MP_SEQ numbers still come from the session's one
+    counter (0, 2, 4, 6: the other flow's frames took 1, 3, 5, 7)."""
+    atsss.create_session(ADMIN, "ue7", session(mode="active_standby"))
+    steer_flows(atsss, "video", [VIDEO], SteeringMode.ROUND_ROBIN)
+    video, other = flow_packet(), flow_packet(src="198.51.100.99", sport=7000)
+
+    sent = [(send(node, video)[1], send(node, other)[1]) for _ in range(4)]
+
+    assert [out_path(frame) for frame, _ in sent] == [CELL, WIFI, CELL, WIFI]
+    assert [decode(frame).mp_seq for frame, _ in sent] == [0, 2, 4, 6]
+    assert [(out_path(frame), decode(frame).mp_seq) for _, frame in sent] == [(CELL, n) for n in (1, 3, 5, 7)]
 
 
 def test_an_ipv6_ues_flow_is_selected_by_a_prefix_of_its_source(node, atsss):
@@ -277,21 +298,39 @@ def test_a_redundant_flow_is_broadcast_to_the_sessions_ports_and_the_others_are_
             store.close()
 
 
-def test_a_restart_puts_the_rules_back(node, atsss, store, node_ns):
-    """The service starts again over the same maps: its start-up reconcile installs what the store
-    compiles to (NetAppService.load_function_rules), and the flow still runs its MTS mode."""
+def restarted(store: Store, node: Dataplane, state_dir: Path, load_rules: bool) -> NetAppService:
+    """The NetApp service started again over the node's maps and the store, as `netapp serve` starts
+    it (netapp.cli.serve): ATSSS's stored flow rules loaded for its first reconcile, or not."""
+    service = NetAppService(settings_for(state_dir), dataplane=Lent(node), store=Lent(store))  # both left open
+    if load_rules:
+        service.load_function_rules("atsss", stored_rules)
+    service.start()
+    return service
+
+
+def test_a_restart_puts_the_rules_back(node, atsss, store, node_ns, tmp_path):
+    """The service's start-up reconcile makes the classifier hold what the store compiles to: started
+    without ATSSS's loader it takes the video flow's rule out (the flow back in round-robin), so the
+    rule found after a start with it was put back by its reconcile (NetAppService.load_function_rules),
+    not left in the pinned maps."""
     atsss.create_session(ADMIN, "ue7", session())
     steer_flows(atsss, "video", [VIDEO], SteeringMode.ACTIVE_STANDBY)
-    rules = stored_rules(store)
-    state = rule_machinery(node)
-    FunctionRules(state, "atsss").change({}, rules)  # what the restarted service's first reconcile writes
+    assert sorted(stored_rules(store)) == ["atsss#video#0#0"]
 
-    again = Atsss.start(store, node.table, netns=node_ns, rules=FunctionRules(state, "atsss"))
+    without = restarted(store, node, tmp_path / "without", load_rules=False)
+    Atsss.start(store, node.table, netns=node_ns, rules=without.function_rules("atsss"))
+    emptied = [out_path(send(node, flow_packet())[1]) for _ in range(2)]
+    without.close()
+    service = restarted(store, node, tmp_path / "with", load_rules=True)
+    try:
+        again = Atsss.start(store, node.table, netns=node_ns, rules=service.function_rules("atsss"))
 
-    assert sorted(rules) == ["atsss#video#0#0"]
-    assert [out_path(send(node, flow_packet())[1]) for _ in range(2)] == [CELL, CELL]
-    assert again.unsteer("operator", "video")
-    assert [out_path(send(node, flow_packet())[1]) for _ in range(2)] == [CELL, WIFI]
+        assert emptied == [CELL, WIFI], "a start without the loader leaves no rule: round-robin"
+        assert [out_path(send(node, flow_packet())[1]) for _ in range(2)] == [CELL, CELL]
+        assert again.unsteer("operator", "video")
+        assert [out_path(send(node, flow_packet())[1]) for _ in range(2)] == [CELL, WIFI]
+    finally:
+        service.close()
 
 
 def test_the_store_holds_one_mts_session_without_filters_a_ue_and_any_number_with(store):

@@ -150,3 +150,21 @@ def test_at_load_a_session_in_the_hash_beside_a_free_way_moves_into_it(atsss, in
     assert index.slot(session_key(ues[-1])) is not None and index.hash.get(session_key(ues[-1])) is None
     verdict, frame = atsss.run(ethernet(ue_packet(ues[-1])))
     assert (verdict, decode(frame).dst, decode(frame).mp_seq) == (XDP_TX, path_to(INDEX4_WAYS).peer, 1 + MP_SEQ_SKIP)
+
+
+def test_a_second_index_that_only_reads_moves_nothing_and_its_first_write_makes_the_moves(atsss, index):
+    """Moving a session is a write (its way, then its hash entry deleted): a second SessionIndex over
+    the same maps that only reads (a test's, a tool's) leaves the hash's session where the first's
+    shadow has it; the second's first write makes the move its read of the maps found due."""
+    ues = same_bucket(str(POOL[50]), INDEX4_WAYS + 1)
+    put(atsss, index, ues)
+    atsss.delete_session(ues[0])
+    moved = session_key(ues[-1])
+    reader = SessionIndex(ObjectTables(atsss.obj).table)
+
+    assert reader.get(moved) is not None and [bytes(key) for key, _ in reader.items()][-1:] == [bytes(moved)]
+    assert reader.slot(moved) is None and index.hash.get(moved) is not None, "still in the hash"
+    reader.write([])
+    assert reader.slot(moved) is not None and index.hash.get(moved) is None, "moved by the write"
+    verdict, frame = atsss.run(ethernet(ue_packet(ues[-1])))
+    assert (verdict, decode(frame).dst, decode(frame).mp_seq) == (XDP_TX, path_to(INDEX4_WAYS).peer, MP_SEQ_SKIP)

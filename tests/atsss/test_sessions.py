@@ -6,6 +6,7 @@ migration that brings the tables (key 7 of MIGRATIONS, schema version 8)."""
 from __future__ import annotations
 
 import sqlite3
+from datetime import datetime, timezone
 from typing import Any, Iterator
 
 import pytest
@@ -13,11 +14,12 @@ from pydantic import ValidationError
 
 from netapp.api.problems import InvalidParam, invalid_params_of
 from netapp.atsss.models import AtsssSessionSpec, SessionDefinition
-from netapp.atsss.schema import ATSSS_SUBFLOWS, ATSSS_TABLES
+from netapp.atsss import store as stored
+from netapp.atsss.schema import ATSSS_MTS_FLOWS, ATSSS_SUBFLOWS, ATSSS_TABLES
 from netapp.atsss.service import Atsss
 from netapp.service.contract import Conflict, Forbidden, InvalidInput, NotFound, Principal, QuotaExceeded, Scope
 from netapp.service.schema import MIGRATIONS, SCHEMA_V1, SCHEMA_VERSION
-from netapp.service.store import Store
+from netapp.service.store import Store, StoreError
 from netapp.tenancy.models import TenantSpec
 from netapp.tenancy.service import TenantService
 from tests.atsss.conftest import NODE_LOCALS
@@ -238,6 +240,33 @@ def test_the_subflows_table_is_migration_12_and_holds_the_paths_of_sessions_stor
         with pytest.raises(Conflict) as taken:
             Atsss(store).create_session(ADMIN, "s2", spec("s2", ue="10.60.0.6", paths=[path(3), path(2)]))
         assert taken.value.field == "paths[1]"
+    finally:
+        store.close()
+
+
+def test_a_version_14_store_s_mts_session_is_kept_as_whole_downlink_and_stays_the_ue_s_only_one(tmp_path):
+    """Migration 14 (ATSSS_MTS_FLOWS) makes atsss_mts_sessions again without the UE's UNIQUE: a row
+    of a version 14 store is copied as filtered 0 (it steers the UE's whole downlink), so a second
+    whole-downlink MTS session of its UE is still refused, while one with flow filters may join it."""
+    assert MIGRATIONS[14] == ATSSS_MTS_FLOWS and SCHEMA_VERSION >= 15
+    raw = store_at_version(tmp_path / "netapp.db", 14)
+    raw.execute("INSERT INTO atsss_mts_sessions VALUES ('tenant-a', 'video', '10.60.0.5', ?, "
+                "'2026-01-01T00:00:00+00:00', '2026-01-02T00:00:00+00:00')", ('{"mode": "weighted"}',))
+    raw.commit()
+    raw.close()
+    store = Store.open(tmp_path / "netapp.db")
+    try:
+        when = datetime.now(timezone.utc)
+        assert store.execute("SELECT tenant, id, ue, filtered, created_at, updated_at FROM atsss_mts_sessions"
+                             ).fetchall() == [("tenant-a", "video", "10.60.0.5", 0, "2026-01-01T00:00:00+00:00",
+                                               "2026-01-02T00:00:00+00:00")]
+        assert stored.load_mts(store) == [("tenant-a", "video", "10.60.0.5", {"mode": "weighted"})]
+        assert stored.mts_of_ue(store, "10.60.0.5") == ("tenant-a", "video")
+        with pytest.raises(StoreError, match="UNIQUE"), store.transaction():
+            stored.save_mts(store, "tenant-b", "again", "10.60.0.5", {"mode": "redundant"}, when)
+        with store.transaction():
+            stored.save_mts(store, "tenant-a", "web", "10.60.0.5", {"mode": "redundant"}, when, filtered=True)
+        assert [mts_id for _, mts_id, _ in stored.mts_flows_of_ue(store, "10.60.0.5")] == ["web"]
     finally:
         store.close()
 

@@ -26,3 +26,13 @@ def test_each_case_runs_the_mode_it_names(case):
             pipeline.check(ue_frame(), matched=members is not flows.MATCHED)
     finally:
         pipeline.close()
+
+
+def test_a_build_is_compared_on_flow_rules_only_when_it_looks_them_up():
+    """This tree's pipeline has the room of the flows' lookup: main's runs the flow-rules cases beside it."""
+    require_kernel()
+    pipeline = flows.FlowPipeline(DATAPLANE / "build", FIRST_UE, path)
+    try:
+        assert pipeline.classifies_flows
+    finally:
+        pipeline.close()

@@ -7,6 +7,14 @@
 #define DPP_CORE_ACT_H
 
 #include "core/outcome.h"
+
+/* Never installed: a rule that says DEFAULT gets the configured verdict. Before the network
+ * functions' headers: ATSSS's stage is this one (nf/atsss/act.h). */
+static __always_inline int act_default(const struct dpp_act_ctx *a)
+{
+	return fallback(a->cfg, a->o, DPP_REASON_NONE);
+}
+
 #include "nf/steer/steer.h"
 #include "nf/forward/forward.h"
 #include "nf/redirect/redirect.h"
@@ -32,12 +40,6 @@ static __always_inline int act_drop(const struct dpp_act_ctx *a)
 {
 	a->o->action = DPP_ACTION_DROP;
 	return XDP_DROP;
-}
-
-/* Never installed: a rule that says DEFAULT gets the configured verdict. */
-static __always_inline int act_default(const struct dpp_act_ctx *a)
-{
-	return fallback(a->cfg, a->o, DPP_REASON_NONE);
 }
 
 #define DPP_ACT_CASE(NAME, name)                                                                  \

@@ -8,9 +8,10 @@
 
 #include "core/outcome.h"
 
+/* act_default: core/act.h defines it before it includes this header. */
 static __always_inline int act_atsss(const struct dpp_act_ctx *a)
 {
-	return fallback(a->cfg, a->o, DPP_REASON_NONE);
+	return act_default(a);
 }
 
 #endif /* DPP_NF_ATSSS_ACT_H */

@@ -270,16 +270,19 @@ static __always_inline enum atsss_verdict atsss_downlink(struct xdp_md *ctx, __u
 	struct dpp_atsss_path *p;
 	__u64 mp_seq = 0;
 	__u32 up, slot;
+	bool flows;
 	__u8 mode;
 	int pos;
 
 	if (!s || !s->n_paths)
 		return ATSSS_NO_SESSION;
 	mode = s->mode;
-	if (__builtin_expect(s->flags & DPP_ATSSS_FLOW_RULES, 0))
+	flows = atsss_has_flow_rules(s);
+	if (flows)
 		mode = atsss_flow_mode(ctx, mode);
 	if (mode == DPP_ATSSS_ROUND_ROBIN) {
-		p = schedule_round_robin(s, &mp_seq);
+		/* two ways, each with its add a constant: without flow rules the one of before */
+		p = flows ? schedule_round_robin(s, &mp_seq, true) : schedule_round_robin(s, &mp_seq, false);
 		return p ? atsss_send_on(ctx, p, mp_seq, l3, ue_len, s->flags) : ATSSS_NO_PATH;
 	}
 	pos = atsss_schedule(s, mode, &mp_seq, &up, &p);

@@ -7,10 +7,23 @@
  *
  * The frame is parsed again here (Ethernet, IP, L4) into a key of its own, in a per-CPU map value
  * with the masked key the search makes: the stage's own parse keeps of its key only what the
- * downlink reads (a session without flow rules executes what it did before this lookup existed:
- * its key's other fields are never stored), and the stage's frame and this function's must fit
- * the 512 bytes of stack together (a key and a masked key on this one's stack, or the flow cache's
- * copy of a rule, put them over: 576 bytes, the verifier said), so the flow cache is not probed.
+ * downlink reads (a session without flow rules never stores its key's other fields; it still
+ * executes more than before this lookup existed, the test of its flag and the code around the
+ * call: 529 instructions in the stage against 525, bench/insns.py on dpp_atsss_stage,
+ * bench/README.md), and the stage's frame and this function's must fit the 512 bytes of stack
+ * together (a key and a masked key on this one's stack, or the flow cache's copy of a rule, put
+ * them over: 576 bytes, the verifier said), so the flow cache is not probed.
+ *
+ * What a flow's mode keeps of its own: the scheduler's state is the session's. Round-robin counts
+ * its own turns on a session with flow rules (schedule_round_robin), so a round-robin flow takes
+ * its paths in turn whatever the UE's flows in other modes send between its frames; the turns are
+ * shared by the UE's round-robin frames together (two round-robin flows, or one and the frames
+ * left in the session's round-robin), which are split evenly in sum, not each. Weighted's running
+ * weights (struct dpp_atsss_session.current) move with WEIGHTED's picks alone: a weighted flow
+ * among flows of other modes gets its weights' split exactly, but two weighted flows of a UE (or
+ * one and frames in the session's own weighted mode) share them: their sum is split by the
+ * weights, each one's not (interleaved 1:1 over weights 1:1, each may keep one path). A state per
+ * rule would be a map of its own read and written under a lock for every such frame.
  *
  * Why the stage classifies, and not the entry before its hand-over: the hand-over happens before
  * the classifier for every ATSSS frame, and only the stage has read the session, whose flag says
@@ -32,6 +45,7 @@
 #include <linux/if_ether.h>
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
+#include "dpp/nf/atsss.h"
 
 #ifdef DPP_ATSSS_FLOWS
 #include "proto/cursor.h"
@@ -101,11 +115,24 @@ __attribute__((noinline)) int dpp_atsss_flow_rule(struct xdp_md *ctx, __u32 mode
 	return rule->arg;
 }
 
+/* Whether the session's frames are looked up for their flow's rule (atsss_flow_mode). */
+static __always_inline bool atsss_has_flow_rules(const struct dpp_atsss_session *s)
+{
+	return __builtin_expect(s->flags & DPP_ATSSS_FLOW_RULES, 0);
+}
+
 static __always_inline __u8 atsss_flow_mode(struct xdp_md *ctx, __u8 mode)
 {
 	return dpp_atsss_flow_rule(ctx, mode);
 }
 #else
+/* Never: without a classifier every frame runs in its session's mode, whatever its flags say, and
+ * round-robin's turns are its MP_SEQ numbers (schedule_round_robin). */
+static __always_inline bool atsss_has_flow_rules(const struct dpp_atsss_session *s __attribute__((unused)))
+{
+	return false;
+}
+
 static __always_inline __u8 atsss_flow_mode(struct xdp_md *ctx __attribute__((unused)), __u8 mode)
 {
 	return mode;

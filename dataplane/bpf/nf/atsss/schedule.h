@@ -279,19 +279,19 @@ static __always_inline int atsss_schedule(struct dpp_atsss_session *s, __u8 mode
 	return pos;
 }
 
-/* Round-robin's path for the number *mp_seq (taken) when it is not the number the path `read` (up,
- * at position `read`) was read for: the path at its turn, or when that one is down, of the
+/* Round-robin's path for the turn `turn` (its number taken) when it is not the turn the path `read`
+ * (up, at position `read`) was read for: the path at its turn, or when that one is down, of the
  * positions up, the one its cycle falls on. */
-static __always_inline struct dpp_atsss_path *round_robin_other(struct dpp_atsss_session *s, __u32 n, __u64 mp_seq,
+static __always_inline struct dpp_atsss_path *round_robin_other(struct dpp_atsss_session *s, __u32 n, __u64 turn,
 								 int read, struct dpp_atsss_path *up)
 {
-	int pos = round_robin_turn(n, mp_seq);
+	int pos = round_robin_turn(n, turn);
 	struct dpp_atsss_path *p = pos == read ? up : atsss_path_up(s, pos);
 	struct atsss_paths_view v;
 
 	if (!p) { /* its path is down: its cycle's turn among the paths up */
 		v = atsss_view_paths(s, false);
-		pos = v.up ? pick_round_robin(v.up, (__u32)mp_seq / n) : read;
+		pos = v.up ? pick_round_robin(v.up, (__u32)turn / n) : read;
 		p = atsss_path_up(s, pos);
 		if (!p) /* gone down since: the path read up takes it */
 			p = up;
@@ -299,22 +299,41 @@ static __always_inline struct dpp_atsss_path *round_robin_other(struct dpp_atsss
 	return p;
 }
 
-/* Round-robin: the path at the position the packet's MP_SEQ number falls on among the session's
- * paths (round_robin_turn of n_paths), when it is up; when it is down, of the positions up, the one
- * the number's cycle falls on (pick_round_robin). With every path up, consecutive numbers take the
- * paths in turn on any CPU, and a packet reads one path, not every one: before its number is taken
- * (an atomic add, which waits for the loads before it), the path of the position the session's
- * next number falls on as read then, which is the packet's own unless another CPU took a number
- * meanwhile (the number taken is then not the number read: round_robin_other). That path being up
- * is also what lets the number be taken: none is taken while no path is up (a number taken and not
- * sent is a gap the UE's receiver waits on). The path read has its counters read with it
- * (atsss_warm_counters). The picked path, or NULL when no path is up. A path marked down after it
- * was read still gets this one packet. */
-static __always_inline struct dpp_atsss_path *schedule_round_robin(struct dpp_atsss_session *s, __u64 *mp_seq)
+/* Round-robin's own turns on a session with flow rules: the top bits of mp_seq, past the MP_SEQ
+ * number's DPP_ATSSS_DCCP_SEQ_BITS, count round-robin's packets alone, so that a round-robin flow
+ * takes its turns whatever the UE's flows in other modes take numbers in between (interleaved 1:1
+ * with an active-standby flow, turns by MP_SEQ number would give it every other number: one path).
+ * One atomic add takes both, its number and its turn. Without flow rules every packet of the
+ * session is round-robin's, and its turn is its number (one add of 1, as before). The turns wrap
+ * at 2^16, a number's carry past 2^48 moves them one on: a turn skipped, nothing else. */
+#define ATSSS_TURN_SHIFT DPP_ATSSS_DCCP_SEQ_BITS
+#define ATSSS_TURN_ONE (1ULL << ATSSS_TURN_SHIFT)
+
+/* The turn a value of mp_seq is for: the number itself, or with own turns its top bits. */
+static __always_inline __u64 round_robin_turn_of(__u64 mp_seq, const bool own_turns)
 {
+	return own_turns ? mp_seq >> ATSSS_TURN_SHIFT : mp_seq;
+}
+
+/* Round-robin: the path at the position the packet's turn falls on among the session's paths
+ * (round_robin_turn of n_paths), when it is up; when it is down, of the positions up, the one the
+ * turn's cycle falls on (pick_round_robin). The turn is the packet's MP_SEQ number, or with
+ * `own_turns` (a constant: the session has flow rules) round-robin's own count (ATSSS_TURN_SHIFT).
+ * With every path up, consecutive turns take the paths in turn on any CPU, and a packet reads one
+ * path, not every one: before its number is taken (an atomic add, which waits for the loads before
+ * it), the path of the position the session's next turn falls on as read then, which is the
+ * packet's own unless another CPU took a number meanwhile (the value taken is then not the value
+ * read: round_robin_other). That path being up is also what lets the number be taken: none is
+ * taken while no path is up (a number taken and not sent is a gap the UE's receiver waits on). The
+ * path read has its counters read with it (atsss_warm_counters). The picked path, or NULL when no
+ * path is up. A path marked down after it was read still gets this one packet. */
+static __always_inline struct dpp_atsss_path *schedule_round_robin(struct dpp_atsss_session *s, __u64 *mp_seq,
+								    const bool own_turns)
+{
+	__u64 add = own_turns ? ATSSS_TURN_ONE + 1 : 1;
 	__u32 n = s->n_paths;
 	__u64 seen = *(volatile __u64 *)&s->mp_seq;
-	int read = round_robin_turn(n, seen);
+	int read = round_robin_turn(n, round_robin_turn_of(seen, own_turns));
 	struct dpp_atsss_path *up = atsss_path_up(s, read);
 
 	if (!up) { /* down: the first path up, if any */
@@ -329,14 +348,14 @@ static __always_inline struct dpp_atsss_path *schedule_round_robin(struct dpp_at
 		if (!up)
 			return NULL;
 		atsss_warm_counters(up);
-		*mp_seq = take_mp_seq(s);
-		return round_robin_other(s, n, *mp_seq, read, up);
+		*mp_seq = __sync_fetch_and_add(&s->mp_seq, add);
+		return round_robin_other(s, n, round_robin_turn_of(*mp_seq, own_turns), read, up);
 	}
 	atsss_warm_counters(up);
-	*mp_seq = take_mp_seq(s);
-	if (*mp_seq == seen) /* the number read: the path read is its turn's */
+	*mp_seq = __sync_fetch_and_add(&s->mp_seq, add);
+	if (*mp_seq == seen) /* the value read: the path read is its turn's */
 		return up;
-	return round_robin_other(s, n, *mp_seq, read, up);
+	return round_robin_other(s, n, round_robin_turn_of(*mp_seq, own_turns), read, up);
 }
 
 #endif /* DPP_NF_ATSSS_SCHEDULE_H */

@@ -201,7 +201,9 @@ struct dpp_atsss_session {
 	 * control plane, so that the marking reads no path's line (the copies read their own) */
 	__u8 up;
 	__u8 reserved[3];
-	__u64 mp_seq; /* the next MP_SEQ number (48 bits used): atomic, WEIGHTED's under the lock */
+	/* the next MP_SEQ number in the low 48 bits: atomic, WEIGHTED's under the lock; with
+	 * DPP_ATSSS_FLOW_RULES the top 16 count round-robin's own turns (nf/atsss/schedule.h) */
+	__u64 mp_seq;
 };
 
 /* The data of a run of dpp_atsss_session_set (nf/atsss/words.h): the words of a session the
