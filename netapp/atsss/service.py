@@ -27,8 +27,9 @@ from __future__ import annotations
 import logging
 import socket
 import threading
+from contextlib import nullcontext
 from datetime import datetime, timezone
-from typing import Callable, Mapping, NamedTuple, Optional
+from typing import Callable, ContextManager, Mapping, NamedTuple, Optional
 
 from pydantic import ValidationError
 
@@ -331,7 +332,7 @@ class Atsss:
         `mode`, replacing what it steered before; `field` names the UE in the caller's terms,
         `mode_field` the mode (refused when the session's paths cannot run it). `flows`: the rules of
         its flow filters (netapp.atsss.flows), which then run `mode`; None: the UE's whole downlink."""
-        with self._lock, self.store.transaction():
+        with self._lock, self._rules_lock(), self.store.transaction():
             owner = stored.session_of_ue(self.store, ue)
             if owner is None or owner[0] != tenant:
                 raise InvalidInput(f"{field}: tenant {tenant!r} has no ATSSS session of UE {ue}: create one with its "
@@ -356,7 +357,7 @@ class Atsss:
 
     def unsteer(self, tenant: str, mts_id: str) -> bool:
         """The MTS session gone: its UE's session runs its own mode again. False: there was none."""
-        with self._lock, self.store.transaction():
+        with self._lock, self._rules_lock(), self.store.transaction():
             earlier = stored.stored_mts(self.store, tenant, mts_id)
             if earlier is None:
                 return False
@@ -444,6 +445,11 @@ class Atsss:
             path_field, why = problem
             why = f"ATSSS session {session.name!r}'s {path_field}: {why} (/api/v1/atsss/sessions)"
             raise InvalidInput(f"{field}: {why}", field=field, reason=why)
+
+    def _rules_lock(self) -> ContextManager:
+        """The service's lock, taken before the store's as every change of the classifier takes it
+        (Atsss._lock, the service's lock, the store's: one order, no deadlock with the intents')."""
+        return self.rules.lock if self.rules is not None else nullcontext()
 
     def _plan_groups(self, sessions: list[AtsssSession]) -> GroupPlan:
         """The groups after a change whose stored sessions (every tenant's) are `sessions`;
