@@ -35,7 +35,7 @@ from pydantic import ValidationError
 
 from netapp.atsss import store as stored
 from netapp.atsss.abi import MAX_PATHS, TX_GROUPS, Path, PathFlags
-from netapp.atsss.flows import Rules, apply_rules, check_overlaps, stored_rules_of, ue_rules
+from netapp.atsss.flows import Rules, apply_rules, check_overlaps, check_tenant_room, stored_rules_of, ue_rules
 from netapp.atsss.groups import GroupPlan, GroupsFull, PortNames, TxGroups
 from netapp.atsss.models import (
     AtsssPath,
@@ -347,6 +347,8 @@ class Atsss:
                 raise InvalidInput(f"{field}: MTS session {steering[1]!r} steers UE {ue} already", field=field)
             if flows is not None:
                 check_overlaps(mts_id, flows, ue_rules(self.store, ue))
+                quota = TenantPolicy(self.store).quotas_of(tenant).atsss_flow_rules
+                check_tenant_room(self.store, tenant, mts_id, flows, quota)
             earlier = stored.stored_mts(self.store, tenant, mts_id)
             ues = [ue] + ([earlier[0]] if earlier is not None else [])
             before = stored.sessions_of_ues(self.store, ues)

@@ -4,21 +4,107 @@ where every path's weight is 0, and one lock order with the intents' transaction
 
 from __future__ import annotations
 
+import dataclasses
 import threading
-from typing import Any
+from typing import Any, Iterator
+
+import pytest
+from pydantic import ValidationError
 
 from netapp.atsss import store as stored
+from netapp.atsss.flows import MAX_FLOW_FILTERS, MAX_TENANT_SHAPES, apply_rules, session_rules
 from netapp.atsss.models import SteeringMode
+from netapp.atsss.mts import MtsSessionInfo, flow_filters
 from netapp.atsss.service import Atsss
+from netapp.service.contract import InvalidInput, QuotaExceeded
 from netapp.service.function_rules import FunctionRules
 from netapp.service.store import Store
 from netapp.service.transaction import Transactions
+from netapp.tenancy.models import TenantSpec
+from netapp.tenancy.service import TenantService
+from tests.atsss.atsss import path_body
 from tests.atsss.test_flows import ADMIN, UE, VIDEO, node, rule_machinery, session, steer_flows  # noqa: F401
 from tests.utils.service import grant_subnets
 
+UDP = 17
 # Far more than either change takes on a loaded machine (only a deadlock reaches it), twice within
 # the suite's timeout per test.
 JOIN_SECONDS = 30
+
+
+def mts_body(filters: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"appInsId": "app-1", "requestType": 1, "flowFilter": filters, "qosD": {}, "mtsMode": 0,
+            "trafficDirection": "00"}
+
+
+def refusal(filters: list[dict[str, Any]]) -> InvalidInput:
+    with pytest.raises(InvalidInput) as refused:
+        session_rules("m", UE, filters, SteeringMode.ACTIVE_STANDBY)
+    return refused.value
+
+
+# --- one filter's fields --------------------------------------------------------------------------
+
+
+def test_a_source_that_is_no_address_is_refused_naming_sourceIp():
+    assert refusal([{"dstIp": UE, "sourceIp": "bogus"}]).field == "flowFilter[0].sourceIp"
+
+
+def test_a_prefix_with_host_bits_set_is_told_so():
+    refused = refusal([{"dstIp": UE, "sourceIp": "10.0.0.1/24"}])
+
+    assert refused.field == "flowFilter[0].sourceIp"
+    assert "host bits set: the prefix is 10.0.0.0/24" in str(refused)
+
+
+def test_too_many_port_pairs_name_the_longer_list():
+    refused = refusal([{"dstIp": UE, "protocol": UDP, "sourcePort": list(range(5000, 5009)), "dstPort": [1, 2]}])
+
+    assert refused.field == "flowFilter[0].sourcePort"
+
+
+def test_filters_of_dstip_alone_are_told_apart_from_filters_selecting_flows():
+    with pytest.raises(InvalidInput) as refused:
+        flow_filters(MtsSessionInfo.model_validate(mts_body([{"dstIp": UE}, {"dstIp": UE}])))
+
+    assert refused.value.field == "flowFilter[0]"
+    assert "other filters select flows" not in str(refused.value)
+
+
+def test_a_session_holds_at_most_max_flow_filters():
+    filters = [{"dstIp": UE, "protocol": UDP, "dstPort": [port]} for port in range(MAX_FLOW_FILTERS + 1)]
+
+    MtsSessionInfo.model_validate(mts_body(filters[:MAX_FLOW_FILTERS]))
+    with pytest.raises(ValidationError) as refused:
+        MtsSessionInfo.model_validate(mts_body(filters))
+
+    assert refused.value.errors()[0]["loc"] == ("flowFilter",)
+
+
+def test_a_filter_repeated_is_one_set_of_rules():
+    filters = [{"dstIp": UE, "protocol": UDP, "dstPort": [1, 2, 3]}] * MAX_FLOW_FILTERS
+
+    assert len(session_rules("m", UE, filters, SteeringMode.ACTIVE_STANDBY)) == 3
+
+
+# --- the classifier, the tenant's share of it -----------------------------------------------------
+
+
+@pytest.fixture
+def service(node, store, node_ns) -> Iterator[tuple[Atsss, FunctionRules]]:  # noqa: F811
+    """ATSSS's service over the instance with the service's rule machinery; what the test left
+    in the classifier taken out."""
+    grant_subnets(store, {"tenant-a": (UE, ())})
+    state = rule_machinery(node)
+    rules = FunctionRules(state, "atsss")
+    atsss = Atsss.start(store, node.table, netns=node_ns, rules=rules)
+    yield atsss, rules
+    clear(atsss)
+    with state.lock:
+        change = state.rule_change()
+        for rule_id in list(state.index.rule_ids()):
+            change.remove(rule_id)
+        change.apply_to_maps()
 
 
 def clear(atsss: Atsss) -> None:
@@ -29,9 +115,59 @@ def clear(atsss: Atsss) -> None:
         atsss.delete_session(ADMIN, f"{found.tenant}/{found.name}")
 
 
+def set_quota(store: Store, tenant: str, flow_rules: int) -> None:
+    spec = TenantSpec.model_validate({"traffic": [{"dst": f"{UE.rsplit('.', 1)[0]}.0/24"}],
+                                      "quotas": {"atsss_flow_rules": flow_rules}})
+    TenantService(lambda: store).put_tenant(ADMIN, tenant, spec)
+
+
+def test_a_rule_the_classifier_refuses_names_its_filter_and_what_is_allowed(service):
+    _, rules = service
+    (taken,) = session_rules("first", UE, [VIDEO], SteeringMode.ACTIVE_STANDBY).values()
+    undo = apply_rules(rules, {}, {taken.intent_id: taken})
+    same_key = dataclasses.replace(taken, intent_id="atsss#second#3#0")
+
+    with pytest.raises(InvalidInput) as refused:
+        apply_rules(rules, {}, {same_key.intent_id: same_key})
+    undo()
+
+    assert refused.value.field == "flowFilter[3]"
+    assert refused.value.allowed is not None and "shapes" in refused.value.allowed
+
+
+def test_a_tenant_holds_at_most_its_quota_of_flow_rules(service, store):
+    atsss, _ = service
+    set_quota(store, "tenant-a", 4)
+    atsss.create_session(ADMIN, "tenant-a/ue7", session())
+    steer_flows(atsss, "three", [{"dstIp": UE, "protocol": UDP, "dstPort": [1, 2, 3]}], SteeringMode.ACTIVE_STANDBY,
+                tenant="tenant-a")
+
+    with pytest.raises(QuotaExceeded) as refused:
+        steer_flows(atsss, "two", [{"dstIp": UE, "protocol": UDP, "dstPort": [4, 5]}], SteeringMode.ACTIVE_STANDBY,
+                    tenant="tenant-a")
+    steer_flows(atsss, "one", [{"dstIp": UE, "protocol": UDP, "dstPort": [4]}], SteeringMode.ACTIVE_STANDBY,
+                tenant="tenant-a")
+
+    assert refused.value.extra["quota"] == "atsss_flow_rules"
+    assert len(rules_of(atsss)) == 4
+
+
 def rules_of(atsss: Atsss) -> dict:
     assert atsss.rules is not None
     return dict(atsss.rules.rules)
+
+
+def test_a_tenant_takes_at_most_its_share_of_the_classifiers_shapes(service):
+    atsss, _ = service
+    atsss.create_session(ADMIN, "tenant-a/ue7", session())
+    # Each prefix length of sourceIp is a shape of its own.
+    filters = [{"dstIp": UE, "sourceIp": f"198.18.0.0/{16 + n}"} for n in range(MAX_TENANT_SHAPES + 1)]
+
+    with pytest.raises(InvalidInput) as refused:
+        steer_flows(atsss, "many", filters, SteeringMode.ACTIVE_STANDBY, tenant="tenant-a")
+
+    assert refused.value.field == f"flowFilter[{MAX_TENANT_SHAPES}]"
+    assert rules_of(atsss) == {}
 
 
 # --- lock order -----------------------------------------------------------------------------------
