@@ -167,6 +167,14 @@ def check_subflows(store: Store, tenant: str, spec: SessionDefinition, old: Opti
                            f"of {whose} already: its uplink packets reach one session", field=f"paths[{i}]")
 
 
+def check_weights(paths: list[AtsssPath], modes: set[SteeringMode], field: str, whose: str) -> None:
+    """InvalidInput naming `field` when one of `modes` is weighted and every path's weight is 0:
+    the data path would drop each frame of it as if every path were down."""
+    if SteeringMode.WEIGHTED in modes and not any(path.weight for path in paths):
+        why = f"{whose}weighted mode needs a path of weight above 0: every weight is 0"
+        raise InvalidInput(f"{field}: {why}", field=field, reason=why, allowed="a path of weight 1 or more")
+
+
 def steered_by(session: AtsssSession) -> Optional[str]:
     """An MTS session steering the session's UE (its whole downlink, or flows of it), None when none."""
     return session.mts_session or next(iter(session.mts_flows), None)
@@ -341,6 +349,7 @@ class Atsss:
             assert session is not None
             if mode is SteeringMode.REDUNDANT:
                 self._check_redundant(session, mode_field)
+            check_weights(session.paths, {mode}, mode_field, f"ATSSS session {session.name!r}'s paths: ")
             steering = stored.mts_of_ue(self.store, ue) if flows is None else None
             if steering is not None and steering != (tenant, mts_id):
                 # 400, not 409: MEC 015 rejects a session whose filter another one matches as a bad request.
@@ -408,6 +417,7 @@ class Atsss:
             check_subflows(self.store, tenant, spec, old)
             if SteeringMode.REDUNDANT in self._runs(spec, old):
                 self._check_interfaces(spec.paths)
+            check_weights(spec.paths, self._runs(spec, old), "paths", "an MTS session runs the session's UE weighted: ")
             ues = [str(spec.ue)] + ([str(old.ue)] if old is not None else [])
             before = stored.sessions_of_ues(self.store, ues)
             session = AtsssSession(

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from netapp.atsss import store as stored
 from netapp.atsss.flows import MAX_FLOW_FILTERS, MAX_TENANT_SHAPES, apply_rules, session_rules
-from netapp.atsss.models import SteeringMode
+from netapp.atsss.models import AtsssSessionPatch, SteeringMode
 from netapp.atsss.mts import MtsSessionInfo, flow_filters
 from netapp.atsss.service import Atsss
 from netapp.service.contract import InvalidInput, QuotaExceeded
@@ -168,6 +168,40 @@ def test_a_tenant_takes_at_most_its_share_of_the_classifiers_shapes(service):
 
     assert refused.value.field == f"flowFilter[{MAX_TENANT_SHAPES}]"
     assert rules_of(atsss) == {}
+
+
+# --- weighted with every weight 0 -----------------------------------------------------------------
+
+
+def unweighted_session():
+    return session().model_copy(update={"paths": [
+        session().paths[0].model_copy(update={"weight": 0}), session().paths[1].model_copy(update={"weight": 0})]})
+
+
+def test_a_weighted_flow_is_refused_where_every_weight_is_0(service):
+    atsss, _ = service
+    atsss.create_session(ADMIN, "tenant-a/ue7", unweighted_session())
+
+    with pytest.raises(InvalidInput) as refused:
+        steer_flows(atsss, "video", [VIDEO], SteeringMode.WEIGHTED, tenant="tenant-a")
+
+    assert refused.value.field == "mtsMode"
+    assert rules_of(atsss) == {}
+
+
+def test_every_weight_made_0_under_a_weighted_flow_is_refused(service):
+    atsss, _ = service
+    atsss.create_session(ADMIN, "tenant-a/ue7", session())
+    steer_flows(atsss, "video", [VIDEO], SteeringMode.WEIGHTED, tenant="tenant-a")
+    patch = AtsssSessionPatch.model_validate({"paths": [{"index": 0, "weight": 0}, {"index": 1, "weight": 0}]})
+
+    with pytest.raises(InvalidInput) as patched:
+        atsss.patch_session(ADMIN, "tenant-a/ue7", patch)
+    with pytest.raises(InvalidInput) as put:
+        atsss.put_session(ADMIN, "tenant-a/ue7", unweighted_session())
+
+    assert patched.value.field == put.value.field == "paths"
+    assert [path.weight for path in atsss.get_session(ADMIN, "tenant-a/ue7").paths] == [1, 1]
 
 
 # --- lock order -----------------------------------------------------------------------------------
