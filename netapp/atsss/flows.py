@@ -54,6 +54,7 @@ CLASSIFIER_ALLOWS = (f"a match no other rule has, of one of the {MAX_SHAPES} sha
                      "fields compared and sourceIp's prefix length)")
 UNSERVED_MEMBERS = {"flowlabel": "the classifier's key holds no IPv6 flow label"}
 Rules = dict[str, CompiledRule]
+NETWORKS = (ipaddress.IPv4Network, ipaddress.IPv6Network)  # a key's prefixes: compared by holding, not equality
 
 
 def has_flow_members(given: Mapping[str, Any]) -> bool:
@@ -196,7 +197,7 @@ def _overlap(a: CompiledRule, b: CompiledRule) -> bool:
     """Whether one packet can match both: every field both compare agrees (prefixes: one holds the other)."""
     for field in a.values.keys() & b.values.keys():
         x, y = a.values[field], b.values[field]
-        if isinstance(x, (ipaddress.IPv4Network, ipaddress.IPv6Network)):
+        if isinstance(x, NETWORKS):
             if not (x.subnet_of(y) or y.subnet_of(x)):
                 return False
         elif x != y:
@@ -204,18 +205,44 @@ def _overlap(a: CompiledRule, b: CompiledRule) -> bool:
     return True
 
 
+class _Overlaps:
+    """Another session's rules, found by the exact values (every field but a prefix) of each set of
+    fields it compares at each priority: a rule meets only those it could overlap, not every rule."""
+
+    def __init__(self, rules: Rules):
+        self._groups: dict[tuple[int, frozenset[str]], list[CompiledRule]] = {}
+        for rule in rules.values():
+            self._groups.setdefault((rule.priority, frozenset(rule.values.keys())), []).append(rule)
+        self._tables: dict[tuple, dict[tuple, list[CompiledRule]]] = {}
+
+    def first(self, rule: CompiledRule) -> Optional[CompiledRule]:
+        """The first rule one packet can match as well as `rule`, at its priority (any other is ordered)."""
+        for (priority, fields), members in self._groups.items():
+            if priority != rule.priority:
+                continue
+            exact = tuple(sorted(field for field in fields & rule.values.keys()
+                                 if not isinstance(rule.values[field], NETWORKS)))
+            table = self._tables.get((priority, fields, exact))
+            if table is None:
+                table = self._tables[(priority, fields, exact)] = {}
+                for member in members:
+                    table.setdefault(tuple(member.values[field] for field in exact), []).append(member)
+            found = next((other for other in table.get(tuple(rule.values[field] for field in exact), ())
+                          if _overlap(rule, other)), None)
+            if found is not None:
+                return found
+        return None
+
+
 def check_overlaps(mts_id: str, rules: Rules, others: Iterable[tuple[str, Rules]]) -> None:
     """InvalidInput naming the first filter of `rules` that the filter of another MTS session of the
-    UE (`others`: (id, rules)) matches as specifically: the classifier could not order them. Only
-    rules of one priority are compared: any other pair is ordered."""
+    UE (`others`: (id, rules)) matches as specifically: the classifier could not order them."""
     for other_id, other_rules in others:
         if other_id == mts_id:
             continue
-        by_priority: dict[int, list[CompiledRule]] = {}
-        for other in other_rules.values():
-            by_priority.setdefault(other.priority, []).append(other)
+        overlaps = _Overlaps(other_rules)
         for rule in rules.values():
-            other = next((other for other in by_priority.get(rule.priority, ()) if _overlap(rule, other)), None)
+            other = overlaps.first(rule)
             if other is None:
                 continue
             field = f"flowFilter[{_index_of(rule)}]"

@@ -12,7 +12,7 @@ import pytest
 from pydantic import ValidationError
 
 from netapp.atsss import store as stored
-from netapp.atsss.flows import MAX_FLOW_FILTERS, MAX_TENANT_SHAPES, apply_rules, session_rules
+from netapp.atsss.flows import MAX_FLOW_FILTERS, MAX_TENANT_SHAPES, apply_rules, check_overlaps, session_rules
 from netapp.atsss.models import AtsssSessionPatch, SteeringMode
 from netapp.atsss.mts import MtsSessionInfo, flow_filters
 from netapp.atsss.service import Atsss
@@ -85,6 +85,20 @@ def test_a_filter_repeated_is_one_set_of_rules():
     filters = [{"dstIp": UE, "protocol": UDP, "dstPort": [1, 2, 3]}] * MAX_FLOW_FILTERS
 
     assert len(session_rules("m", UE, filters, SteeringMode.ACTIVE_STANDBY)) == 3
+
+
+def test_an_overlap_of_other_members_and_a_prefix_holding_an_address_is_found():
+    # 24 + 8 + 6 bits and 32 + 6: as specific; one packet (from 198.18.0.5, UDP, DSCP 34) matches both.
+    wide = session_rules("wide", UE, [{"dstIp": UE, "sourceIp": "198.18.0.0/24", "protocol": UDP, "dscp": 34}],
+                         SteeringMode.ACTIVE_STANDBY)
+    host = {"dstIp": UE, "sourceIp": "198.18.0.5", "dscp": 34}
+    other_dscp = session_rules("apart", UE, [{**host, "dscp": 35}], SteeringMode.ACTIVE_STANDBY)
+
+    check_overlaps("apart", other_dscp, [("wide", wide)])
+    with pytest.raises(InvalidInput) as refused:
+        check_overlaps("host", session_rules("host", UE, [VIDEO, host], SteeringMode.ACTIVE_STANDBY), [("wide", wide)])
+
+    assert refused.value.field == "flowFilter[1]" and "'wide'" in str(refused.value)
 
 
 # --- the classifier, the tenant's share of it -----------------------------------------------------
