@@ -33,21 +33,28 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 from netapp.atsss import store as stored
 from netapp.atsss.models import SteeringMode
-from netapp.intents.compiler import CompiledRule, FieldValues, shape_of
-from netapp.service.contract import InvalidInput
+from netapp.intents.compiler import MAX_SHAPES, CompiledRule, FieldValues, shape_of
+from netapp.service.contract import InvalidInput, QuotaExceeded
 from netapp.service.function_rules import FunctionRules, RuleClash
 from netapp.service.store import Store
 
 RULE_PREFIX = "atsss#"  # no '/': never the id of a tenant's intent (`<tenant>/<intent id>`)
 MAX_RULES_PER_FILTER = 16
+MAX_FLOW_FILTERS = 16  # an MTS session's flowFilter items
+# The classifier's shapes one tenant's flow filters may take of the MAX_SHAPES every rule shares.
+MAX_TENANT_SHAPES = 4
 PORT_PROTOCOLS = {6: "TCP", 17: "UDP", 132: "SCTP"}
 # Each member of ETSI's FlowFilter the rules compare, and the bits it compares (its specificity).
 MEMBER_BITS = {"protocol": 8, "dscp": 6, "sourcePort": 16, "dstPort": 16}
 MAX_DSCP = 63
 MAX_PROTOCOL = 255
 MAX_PORT = 65535
+# What the classifier takes of a filter's rules (netapp.intents.compiler.MAX_SHAPES, shared by every rule).
+CLASSIFIER_ALLOWS = (f"a match no other rule has, of one of the {MAX_SHAPES} shapes the classifier searches (the "
+                     "fields compared and sourceIp's prefix length)")
 UNSERVED_MEMBERS = {"flowlabel": "the classifier's key holds no IPv6 flow label"}
 Rules = dict[str, CompiledRule]
+NETWORKS = (ipaddress.IPv4Network, ipaddress.IPv6Network)  # a key's prefixes: compared by holding, not equality
 
 
 def has_flow_members(given: Mapping[str, Any]) -> bool:
@@ -70,10 +77,18 @@ def _source(field: str, text: str, ue: ipaddress.IPv4Address | ipaddress.IPv6Add
     try:
         network = ipaddress.ip_network(text.strip(), strict=True)
     except ValueError:
-        raise refused(field, f"{text!r} is not an IPv4 or IPv6 address or prefix") from None
+        raise refused(field, _not_a_prefix(text)) from None
     if network.version != ue.version:
         raise refused(field, f"{text!r} is IPv{network.version}, the UE {ue} IPv{ue.version}: no packet has both")
     return network
+
+
+def _not_a_prefix(text: str) -> str:
+    try:
+        prefix = ipaddress.ip_network(text.strip(), strict=False)
+    except ValueError:
+        return f"{text!r} is not an IPv4 or IPv6 address or prefix"
+    return f"{text!r} has host bits set: the prefix is {prefix}"
 
 
 def _ports(field: str, ports: Optional[list[int]], protocol: Optional[int]) -> list[Optional[int]]:
@@ -105,7 +120,8 @@ def filter_values(index: int, given: Mapping[str, Any], ue: str) -> list[dict[st
     sources = _ports(f"{where}.sourcePort", given.get("sourcePort"), protocol)
     destinations = _ports(f"{where}.dstPort", given.get("dstPort"), protocol)
     if len(sources) * len(destinations) > MAX_RULES_PER_FILTER:
-        raise refused(f"{where}.dstPort", f"{len(sources)} source ports by {len(destinations)} destination ports "
+        longer = "sourcePort" if len(sources) > len(destinations) else "dstPort"
+        raise refused(f"{where}.{longer}", f"{len(sources)} source ports by {len(destinations)} destination ports "
                       f"are {len(sources) * len(destinations)} rules, more than {MAX_RULES_PER_FILTER} a filter",
                       allowed=f"at most {MAX_RULES_PER_FILTER} port pairs")
     found = []
@@ -140,13 +156,16 @@ def is_atsss_rule(rule_id_: str) -> bool:
 def session_rules(mts_id: str, ue: str, filters: Sequence[Mapping[str, Any]], mode: SteeringMode) -> Rules:
     """The rules of an MTS session with flow filters (each filter's members given), by id."""
     rules: Rules = {}
+    keys: set = set()  # the match keys taken: a duplicate is left out in one look-up
     for index, given in enumerate(filters):
+        found = filter_values(index, given, ue)  # first: it refuses what specificity could not parse
         priority = specificity(given)
-        for number, values in enumerate(filter_values(index, given, ue)):
+        for number, values in enumerate(found):
             rule = CompiledRule(intent_id=rule_id(mts_id, index, number), shape=shape_of(values),
                                 values=FieldValues(values), priority=priority, action="atsss", arg=mode.c_mode,
                                 arg_text=mode.value)
-            if all(other.match_key != rule.match_key for other in rules.values()):
+            if rule.match_key not in keys:
+                keys.add(rule.match_key)
                 rules[rule.intent_id] = rule
     return rules
 
@@ -166,20 +185,53 @@ def stored_rules(store: Store) -> Rules:
     return rules
 
 
+def _index_of_id(rule_id_: str) -> int:
+    return int(rule_id_.split("#")[2])
+
+
 def _index_of(rule: CompiledRule) -> int:
-    return int(rule.intent_id.split("#")[2])
+    return _index_of_id(rule.intent_id)
 
 
 def _overlap(a: CompiledRule, b: CompiledRule) -> bool:
     """Whether one packet can match both: every field both compare agrees (prefixes: one holds the other)."""
     for field in a.values.keys() & b.values.keys():
         x, y = a.values[field], b.values[field]
-        if isinstance(x, (ipaddress.IPv4Network, ipaddress.IPv6Network)):
+        if isinstance(x, NETWORKS):
             if not (x.subnet_of(y) or y.subnet_of(x)):
                 return False
         elif x != y:
             return False
     return True
+
+
+class _Overlaps:
+    """Another session's rules, found by the exact values (every field but a prefix) of each set of
+    fields it compares at each priority: a rule meets only those it could overlap, not every rule."""
+
+    def __init__(self, rules: Rules):
+        self._groups: dict[tuple[int, frozenset[str]], list[CompiledRule]] = {}
+        for rule in rules.values():
+            self._groups.setdefault((rule.priority, frozenset(rule.values.keys())), []).append(rule)
+        self._tables: dict[tuple, dict[tuple, list[CompiledRule]]] = {}
+
+    def first(self, rule: CompiledRule) -> Optional[CompiledRule]:
+        """The first rule one packet can match as well as `rule`, at its priority (any other is ordered)."""
+        for (priority, fields), members in self._groups.items():
+            if priority != rule.priority:
+                continue
+            exact = tuple(sorted(field for field in fields & rule.values.keys()
+                                 if not isinstance(rule.values[field], NETWORKS)))
+            table = self._tables.get((priority, fields, exact))
+            if table is None:
+                table = self._tables[(priority, fields, exact)] = {}
+                for member in members:
+                    table.setdefault(tuple(member.values[field] for field in exact), []).append(member)
+            found = next((other for other in table.get(tuple(rule.values[field] for field in exact), ())
+                          if _overlap(rule, other)), None)
+            if found is not None:
+                return found
+        return None
 
 
 def check_overlaps(mts_id: str, rules: Rules, others: Iterable[tuple[str, Rules]]) -> None:
@@ -188,14 +240,39 @@ def check_overlaps(mts_id: str, rules: Rules, others: Iterable[tuple[str, Rules]
     for other_id, other_rules in others:
         if other_id == mts_id:
             continue
-        for rule, other in itertools.product(rules.values(), other_rules.values()):
-            if rule.priority != other.priority or not _overlap(rule, other):
+        overlaps = _Overlaps(other_rules)
+        for rule in rules.values():
+            other = overlaps.first(rule)
+            if other is None:
                 continue
             field = f"flowFilter[{_index_of(rule)}]"
             same = "selects the same flows as" if rule.values == other.values else "matches packets as specifically as"
             raise refused(field, f"{same} flowFilter[{_index_of(other)}] of MTS session {other_id!r} of the same UE: "
                           "the more specific filter wins, two alike cannot be ordered; make one more specific, or "
                           "merge them", allowed="a filter more or less specific than the UE's others")
+
+
+def check_tenant_room(store: Store, tenant: str, mts_id: str, rules: Rules, quota: int) -> None:
+    """QuotaExceeded when the tenant's MTS sessions' flow rules, `rules` for `mts_id`'s, would be
+    more than `quota` (quotas.atsss_flow_rules); InvalidInput naming the first filter whose rules
+    would take the tenant's rules over MAX_TENANT_SHAPES of the classifier's shapes, which every
+    tenant's intents and the UPF's rules share."""
+    held = [rule for other_id, ue, body in stored.mts_flows_of_tenant(store, tenant) if other_id != mts_id
+            for rule in body_rules(other_id, ue, body).values()]
+    if len(held) + len(rules) > quota:
+        raise QuotaExceeded(f"tenant {tenant!r} may hold {quota} ATSSS flow rules (quotas.atsss_flow_rules), a rule "
+                            f"a pair of a filter's ports: this session's {len(rules)} would make it "
+                            f"{len(held) + len(rules)}", quota="atsss_flow_rules", limit=quota,
+                            used=len(held) + len(rules))
+    shapes = {rule.shape for rule in held}
+    for rule in rules.values():
+        shapes.add(rule.shape)
+        if len(shapes) > MAX_TENANT_SHAPES:
+            raise refused(f"flowFilter[{_index_of(rule)}]", f"the tenant's flow filters would compare "
+                          f"{len(shapes)} sets of members (a sourceIp prefix length a set of its own), more than "
+                          f"{MAX_TENANT_SHAPES} of the {MAX_SHAPES} the classifier searches for every tenant",
+                          allowed=f"the members (and sourceIp prefix lengths) of the tenant's other filters, at most "
+                          f"{MAX_TENANT_SHAPES} sets")
 
 
 def ue_rules(store: Store, ue: str) -> list[tuple[str, Rules]]:
@@ -227,4 +304,4 @@ def apply_rules(rules: Optional[FunctionRules], old: Rules, new: Rules) -> Calla
     try:
         return rules.change(old, new)
     except RuleClash as exc:
-        raise refused("flowFilter", f"rule {exc.rule_id}: {exc}") from None
+        raise refused(f"flowFilter[{_index_of_id(exc.rule_id)}]", f"{exc}", allowed=CLASSIFIER_ALLOWS) from None

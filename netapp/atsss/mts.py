@@ -91,7 +91,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from netapp.api.deps import IntentWriterDep, JsonBody, ReaderDep
 from netapp.api.routes.common import AUTHENTICATED, WITH_BODY, documented
 from netapp.atsss import store as stored
-from netapp.atsss.flows import has_flow_members, session_rules
+from netapp.atsss.flows import MAX_FLOW_FILTERS, MAX_RULES_PER_FILTER, has_flow_members, session_rules
 from netapp.atsss.models import AccessType, AtsssSession, SteeringMode
 from netapp.atsss.routes import AtsssDep
 from netapp.atsss.service import Atsss
@@ -204,7 +204,10 @@ class MtsSessionInfo(_Etsi):
 
     appInsId: str
     requestType: int = Field(description="0 APPLICATION_SPECIFIC_MTS_SESSION, 1 FLOW_SPECIFIC_MTS_SESSION")
-    flowFilter: list[FlowFilter] = Field(min_length=1)
+    flowFilter: list[FlowFilter] = Field(
+        min_length=1, max_length=MAX_FLOW_FILTERS,
+        description=f"1..{MAX_FLOW_FILTERS} filters; those selecting flows at most {MAX_RULES_PER_FILTER} port pairs "
+        "each, a tenant's rules at most its quotas.atsss_flow_rules")
     qosD: QosD
     mtsMode: Uint32
     trafficDirection: str = Field(description='"00" downlink, "01" uplink, "10" symmetrical')
@@ -375,6 +378,11 @@ def flow_filters(info: MtsSessionInfo) -> Optional[list[dict[str, Any]]]:
     if len(given) == 1:
         return None
     index = selecting.index(False)
+    if not any(selecting):
+        raise InvalidInput(f"flowFilter[{index}]: a filter of dstIp alone takes the UE's whole downlink, as "
+                           f"flowFilter[{index + 1}] does: give one filter of dstIp alone",
+                           field=f"flowFilter[{index}]",
+                           allowed="one filter of dstIp alone, or filters with a member besides dstIp")
     raise InvalidInput(f"flowFilter[{index}]: a filter of dstIp alone takes the UE's whole downlink, of which the "
                        "other filters select flows: give it an MTS session of its own", field=f"flowFilter[{index}]",
                        allowed="a member besides dstIp")

@@ -27,14 +27,15 @@ from __future__ import annotations
 import logging
 import socket
 import threading
+from contextlib import nullcontext
 from datetime import datetime, timezone
-from typing import Callable, Mapping, NamedTuple, Optional
+from typing import Callable, ContextManager, Mapping, NamedTuple, Optional
 
 from pydantic import ValidationError
 
 from netapp.atsss import store as stored
 from netapp.atsss.abi import MAX_PATHS, TX_GROUPS, Path, PathFlags
-from netapp.atsss.flows import Rules, apply_rules, check_overlaps, stored_rules_of, ue_rules
+from netapp.atsss.flows import Rules, apply_rules, check_overlaps, check_tenant_room, stored_rules_of, ue_rules
 from netapp.atsss.groups import GroupPlan, GroupsFull, PortNames, TxGroups
 from netapp.atsss.models import (
     AtsssPath,
@@ -164,6 +165,14 @@ def check_subflows(store: Store, tenant: str, spec: SessionDefinition, old: Opti
             local, peer, local_port, peer_port = subflow
             raise Conflict(f"paths[{i}]: the subflow {local} port {local_port} - {peer} port {peer_port} is a path "
                            f"of {whose} already: its uplink packets reach one session", field=f"paths[{i}]")
+
+
+def check_weights(paths: list[AtsssPath], modes: set[SteeringMode], field: str, whose: str) -> None:
+    """InvalidInput naming `field` when one of `modes` is weighted and every path's weight is 0:
+    the data path would drop each frame of it as if every path were down."""
+    if SteeringMode.WEIGHTED in modes and not any(path.weight for path in paths):
+        why = f"{whose}weighted mode needs a path of weight above 0: every weight is 0"
+        raise InvalidInput(f"{field}: {why}", field=field, reason=why, allowed="a path of weight 1 or more")
 
 
 def steered_by(session: AtsssSession) -> Optional[str]:
@@ -331,7 +340,7 @@ class Atsss:
         `mode`, replacing what it steered before; `field` names the UE in the caller's terms,
         `mode_field` the mode (refused when the session's paths cannot run it). `flows`: the rules of
         its flow filters (netapp.atsss.flows), which then run `mode`; None: the UE's whole downlink."""
-        with self._lock, self.store.transaction():
+        with self._lock, self._rules_lock(), self.store.transaction():
             owner = stored.session_of_ue(self.store, ue)
             if owner is None or owner[0] != tenant:
                 raise InvalidInput(f"{field}: tenant {tenant!r} has no ATSSS session of UE {ue}: create one with its "
@@ -340,12 +349,15 @@ class Atsss:
             assert session is not None
             if mode is SteeringMode.REDUNDANT:
                 self._check_redundant(session, mode_field)
+            check_weights(session.paths, {mode}, mode_field, f"ATSSS session {session.name!r}'s paths: ")
             steering = stored.mts_of_ue(self.store, ue) if flows is None else None
             if steering is not None and steering != (tenant, mts_id):
                 # 400, not 409: MEC 015 rejects a session whose filter another one matches as a bad request.
                 raise InvalidInput(f"{field}: MTS session {steering[1]!r} steers UE {ue} already", field=field)
             if flows is not None:
                 check_overlaps(mts_id, flows, ue_rules(self.store, ue))
+                quota = TenantPolicy(self.store).quotas_of(tenant).atsss_flow_rules
+                check_tenant_room(self.store, tenant, mts_id, flows, quota)
             earlier = stored.stored_mts(self.store, tenant, mts_id)
             ues = [ue] + ([earlier[0]] if earlier is not None else [])
             before = stored.sessions_of_ues(self.store, ues)
@@ -356,7 +368,7 @@ class Atsss:
 
     def unsteer(self, tenant: str, mts_id: str) -> bool:
         """The MTS session gone: its UE's session runs its own mode again. False: there was none."""
-        with self._lock, self.store.transaction():
+        with self._lock, self._rules_lock(), self.store.transaction():
             earlier = stored.stored_mts(self.store, tenant, mts_id)
             if earlier is None:
                 return False
@@ -405,6 +417,7 @@ class Atsss:
             check_subflows(self.store, tenant, spec, old)
             if SteeringMode.REDUNDANT in self._runs(spec, old):
                 self._check_interfaces(spec.paths)
+            check_weights(spec.paths, self._runs(spec, old), "paths", "an MTS session runs the session's UE weighted: ")
             ues = [str(spec.ue)] + ([str(old.ue)] if old is not None else [])
             before = stored.sessions_of_ues(self.store, ues)
             session = AtsssSession(
@@ -444,6 +457,11 @@ class Atsss:
             path_field, why = problem
             why = f"ATSSS session {session.name!r}'s {path_field}: {why} (/api/v1/atsss/sessions)"
             raise InvalidInput(f"{field}: {why}", field=field, reason=why)
+
+    def _rules_lock(self) -> ContextManager:
+        """The service's lock, taken before the store's as every change of the classifier takes it
+        (Atsss._lock, the service's lock, the store's: one order, no deadlock with the intents')."""
+        return self.rules.lock if self.rules is not None else nullcontext()
 
     def _plan_groups(self, sessions: list[AtsssSession]) -> GroupPlan:
         """The groups after a change whose stored sessions (every tenant's) are `sessions`;

@@ -166,6 +166,13 @@ def mts_flows_of_ue(store: Store, ue: str) -> list[tuple[str, str, dict]]:
     return [(tenant, mts_id, json.loads(body)) for tenant, mts_id, body in rows.fetchall()]
 
 
+def mts_flows_of_tenant(store: Store, tenant: str) -> list[tuple[str, str, dict]]:
+    """(id, UE, body) of the tenant's MTS sessions with flow filters, by id."""
+    rows = store.execute("SELECT id, ue, body FROM atsss_mts_sessions WHERE tenant = ? AND filtered = 1 ORDER BY id",
+                         (tenant,))
+    return [(mts_id, ue, json.loads(body)) for mts_id, ue, body in rows.fetchall()]
+
+
 def load_mts_flows(store: Store) -> list[tuple[str, str, str, dict]]:
     """(tenant, id, UE, body) of every MTS session with flow filters, by tenant and id."""
     rows = store.execute("SELECT tenant, id, ue, body FROM atsss_mts_sessions WHERE filtered = 1 ORDER BY tenant, id")

@@ -11,6 +11,7 @@ compiles them (NetAppService.load_function_rules), so a restart does not take th
 
 from __future__ import annotations
 
+from threading import RLock
 from typing import TYPE_CHECKING, Callable, Mapping
 
 from netapp.intents.compiler import CompiledRule
@@ -34,6 +35,12 @@ class FunctionRules:
     def __init__(self, state: "ServiceState", name: str):
         self._state = state
         self._rules: dict[str, CompiledRule] = state.function_rules.setdefault(name, {})
+
+    @property
+    def lock(self) -> "RLock":
+        """The service's lock, which `change` takes: a caller holding the store's transaction too
+        takes this one first, as the intents' transactions do (netapp.service.transaction)."""
+        return self._state.lock
 
     @property
     def rules(self) -> Mapping[str, CompiledRule]:

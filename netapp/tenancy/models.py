@@ -30,6 +30,8 @@ DEFAULT_MAX_STREAMS = 4
 # The node's FRER stream handles (4,095) are shared: one tenant may not take them all by default.
 DEFAULT_MAX_FRER_STREAMS = 256
 DEFAULT_MAX_ATSSS_SESSIONS = 1024
+# MEC 015 flow filters' classifier rules (netapp.atsss.flows): four sessions of 16 filters of 16 port pairs.
+DEFAULT_MAX_ATSSS_FLOW_RULES = 1024
 MAX_GRANTS = 64
 
 
@@ -131,6 +133,11 @@ class TenantQuotas(BaseModel):
     )
     atsss_sessions: StrictInt = Field(
         DEFAULT_MAX_ATSSS_SESSIONS, ge=0, le=16384, description="ATSSS sessions (the node has room for 16,384 UEs)"
+    )
+    atsss_flow_rules: StrictInt = Field(
+        DEFAULT_MAX_ATSSS_FLOW_RULES, ge=0, le=65536,
+        description="classifier rules of MEC 015 MTS sessions' flow filters, one a pair of a filter's ports (the "
+        "classifier's rule slots are shared with every tenant's intents)",
     )
 
 

@@ -21,7 +21,8 @@ def test_an_admin_grants_traffic_and_the_tenant_reads_it_with_its_usage(admin, t
         {"interface": None, "vlan": None, "overlay": "vxlan", "vni": 1093, "teids": None, "src": None, "dst": None}
     ]
     assert own["spec"]["quotas"] == {"intents": 10000, "slices": 100, "subscriptions": 100, "streams": 4,
-                                     "frer_streams": 256, "atsss_sessions": 1024}
+                                     "frer_streams": 256, "atsss_sessions": 1024,
+                                     "atsss_flow_rules": 1024}
     assert own["usage"] == {"intents": 0, "slices": 0, "subscriptions": 0, "streams": 0, "frer_streams": 0,
                             "atsss_sessions": 0}
     assert "tenant-a" in [record["tenant"] for record in admin.get(TENANTS).json()]
