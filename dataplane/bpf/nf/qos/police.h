@@ -60,7 +60,9 @@
  * is better than it asked for. (Reading the precise clock again for a precise parent after a coarse
  * child took 8 bytes more of stack than dpp_upf_police has.) A parent shared by children of both
  * clocks decides on readings of either: a reading behind the policer's last one refills nothing
- * (token bucket), finds less room (GCRA) or counts in the newer window: it never lets more through.
+ * (token bucket), finds less room (GCRA) or counts in the newer window: it never lets more through
+ * (but a precise reading may refill a token bucket ahead of the coarse clock its CPUs' jiffies
+ * stamps stand for: such a bucket has no tick, nf/qos/stamp.h, "A bucket seen short by jiffies").
  * A rule's own policer and its slice's (nf/qos/rule.h) share a reading the same way, the own
  * one's, and are chosen the same way: the own one coarse only when its slice policer is too (or
  * there is none), made precise with it when the slice policer is rewritten precise.

@@ -170,9 +170,14 @@ static __always_inline __u64 police_seen_room(const struct dpp_policer *p, __u64
  * and bigger than b - 1 is dropped from the line alone: no clock read, no lock or shared word, in a
  * rule no call (the same test as a window seen full, police.h's police_line_drops).
  *   U. Token bucket: the lock left it holding c nanobits at t0 (its last_ns then, >= c0), c < 8e9 b.
- * At a later reading t >= t0 it holds at most c + (t - t0) R (refills add the elapsed time's, the
- * other CPUs' packets only take), at one behind t0 at most c (no refill): below U = t0 + ceil((8e9
- * b - c) / R) less than b bytes, and less than any b' >= b. Largest values: 8e9 b - c + R < 2^30 x
+ * Later it holds at most c + (L - t0) R, L the latest reading it has taken (its last_ns: refills
+ * add the elapsed time's, the other CPUs' packets only take; a reading behind L refills nothing).
+ * While every reading it takes is coarse, L is at most the coarse clock, one clock for every CPU:
+ * at coarse readings below U = t0 + ceil((8e9 b - c) / R) it holds less than b bytes, and less than
+ * any b' >= b. A precise reading (a precise child's for a coarse parent, a precise own policer's
+ * for a coarse slice policer: police.h) may be two ticks ahead of the coarse clock and refill what
+ * the stamp says is not there, so the control plane writes no tick for a token bucket a precise
+ * policer reads for (netapp/qos/applier.py, _untick). GCRA's TAT only grows, whatever the reading. Largest values: 8e9 b - c + R < 2^30 x
  * 8e9 + 2^39 < 2^63; the quotient at most 8.6e18 / 8e3 (8 kb/s) = 1.1e15 ns, added to t0 < 2^62.
  * GCRA: it dropped because TAT > 64 c0 + room(b), room(b) = floor((B - b) I / 2^20) (gcra_room);
  * the TAT only grows and room(b') <= room(b) for b' >= b: below U = ceil((TAT - room(b)) / 64)
@@ -183,7 +188,7 @@ static __always_inline __u64 police_seen_room(const struct dpp_policer *p, __u64
  * (0, none, when not past j0), this file's head's with U for the window's end E: a packet at
  * jiffies j <= D would have read c < U - 2 TICK + e < U, a time before U, and (c >= c0) not before
  * the drop's reading: a packet of b bytes or more then is one the bucket drops. None is dropped
- * that the bucket would pass (the head's one case outside the argument, an update catching up n >=
+ * that the bucket would pass, its readings all coarse (the head's one case outside the argument, an update catching up n >=
  * 2 ticks read between its two stores, may drop such packets n - 2 ticks late; it never passes
  * one). The jiffies are kept pending while the clock is read and the decision made, made the stamp
  * when the bucket drops, and cleared once it decided (police.h's police_count): a program run on
