@@ -67,7 +67,7 @@ from netapp.qos.abi import (
     Policer,
     PolicerStats,
 )
-from netapp.qos.model import gcra_interval
+from netapp.qos.model import STAMP_MARGIN, gcra_interval
 from netapp.qos.spec import MTU, PolicerSpec
 
 # What `counters` adds up over the CPUs: the counters, and the credits and chunks they hold.
@@ -88,6 +88,9 @@ CHUNK_SHARE = 8
 WINDOW_CHUNK_SHARE = 16
 BUCKETS = (Algo.TOKEN_BUCKET, Algo.GCRA)
 WINDOWS = (Algo.FIXED_WINDOW, Algo.SLIDING_WINDOW)
+# The most bytes a policer is asked for at once: the frame's linear part (data_end - data), which
+# XDP keeps within a page (its headroom and shared info taken off it).
+FRAME_MAX = 4096
 
 
 @functools.lru_cache(maxsize=1)
@@ -189,7 +192,7 @@ def policer_value(spec: PolicerSpec, tick_ns: Optional[int] = None, cpus: Option
         clock=clock,
         parent=spec.parent,
         interval=interval_for(spec, clock, tick_ns),
-        previous=bucket_tick_for(spec, clock, tick_ns),
+        previous=bucket_tick_for(spec, clock, tick_ns, bucket),
     )
 
 
@@ -203,13 +206,19 @@ def interval_for(spec: PolicerSpec, clock: Clock, tick_ns: int) -> int:
     return tick_ns if spec.algo in WINDOWS and clock == Clock.COARSE else 0
 
 
-def bucket_tick_for(spec: PolicerSpec, clock: Clock, tick_ns: int) -> int:
-    """struct dpp_policer.previous of a token bucket or GCRA on the coarse clock: the kernel's tick,
-    which its CPUs' drops are stamped in jiffies with (stamp.h, "A bucket seen short by jiffies"),
-    read from the running kernel as a window's (interval_for); 0 otherwise (the sliding window's
-    previous is its data path's state). The applier takes it away again from a token bucket a
-    precise policer reads for (`PolicerApplier._untick`)."""
-    return tick_ns if spec.algo in BUCKETS and clock == Clock.COARSE else 0
+def bucket_tick_for(spec: PolicerSpec, clock: Clock, tick_ns: int, burst: int) -> int:
+    """struct dpp_policer.previous of a token bucket or GCRA on the coarse clock where a jiffies stamp
+    can be made: the kernel's tick, which its CPUs' drops are stamped in jiffies with (stamp.h, "A
+    bucket seen short by jiffies"), read from the running kernel as a window's (interval_for); 0
+    otherwise (the sliding window's previous is its data path's state). A stamp needs the emptied
+    bucket (of `burst` bytes) to take more than STAMP_MARGIN ticks to hold the frame, or a frame
+    bigger than the bucket: elsewhere a tick would only make every drop pay for the jiffies and the
+    stamp's arithmetic, for no stamp. The applier takes it away again from a token bucket a precise
+    policer reads for (`PolicerApplier._untick`)."""
+    if spec.algo not in BUCKETS or clock != Clock.COARSE:
+        return 0
+    slow = FRAME_MAX * NANOBITS_PER_BYTE > (STAMP_MARGIN + 1) * spec.rate * tick_ns
+    return tick_ns if slow or burst < FRAME_MAX else 0
 
 
 _CLOCK_AT = Policer.clock.offset  # the clock's byte in a policer's bytes (`_written`)

@@ -162,13 +162,16 @@ def test_on_the_kernels_clock_and_jiffies_a_bucket_too_small_for_a_packet_is_sta
 
 
 @pytest.mark.parametrize("algo", BUCKETS, ids=lambda a: a.name.lower())
-def test_a_coarse_bucket_is_written_with_the_kernels_tick_and_a_precise_one_without(algo):
+def test_a_coarse_bucket_is_written_with_the_kernels_tick_only_where_a_stamp_can_be_made(algo):
     """struct dpp_policer.previous: the tick the bucket's CPUs stamp their drops in, only on the
-    coarse clock (a burst of two ticks' refill and a packet); a window's previous is its state."""
+    coarse clock (a burst of two ticks' refill and a packet) and where an emptied bucket takes more
+    than the margin's ticks to hold a frame (FRAME_MAX x 8e9 / (5 x 4 ms): 1.64 Mb/s); a window's
+    previous is its state."""
     tick = 4 * 10**6
-    coarse = policer_value(PolicerSpec(rate=10**8, burst=125_000, algo=algo), tick_ns=tick, cpus=2)
-    precise = policer_value(PolicerSpec(rate=10**8, burst=100_000, algo=algo), tick_ns=tick, cpus=2)
-    window = policer_value(PolicerSpec(rate=10**8, burst=125_000, algo=Algo.SLIDING_WINDOW), tick_ns=tick, cpus=2)
-    assert (coarse.clock, coarse.previous) == (Clock.COARSE, tick)
-    assert (precise.clock, precise.previous) == (Clock.PRECISE, 0)
-    assert window.previous == 0
+    def written(rate: int, burst: int, algo: Algo = algo):
+        return policer_value(PolicerSpec(rate=rate, burst=burst, algo=algo), tick_ns=tick, cpus=2)
+    slow, edge, fast = written(1_600_000, 125_000), written(1_700_000, 125_000), written(10**8, 125_000)
+    assert [(value.clock, value.previous) for value in (slow, edge, fast)] == [
+        (Clock.COARSE, tick), (Clock.COARSE, 0), (Clock.COARSE, 0)]
+    assert written(10**8, 100_000).clock == Clock.PRECISE and written(10**8, 100_000).previous == 0
+    assert written(10**5, 125_000, Algo.SLIDING_WINDOW).previous == 0

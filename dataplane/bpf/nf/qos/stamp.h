@@ -203,11 +203,14 @@ static __always_inline __u64 police_seen_room(const struct dpp_policer *p, __u64
  * hold b bytes beyond 5 ticks (20 ms at HZ=250, 5 at 1000), a packet's time at the rate when the
  * bucket is empty: 1500-byte packets below 600 kb/s at HZ=250 (2.4 Mb/s at 1000), 64-byte ones below
  * 25.6 kb/s (102 kb/s). Above, a bucket refills a packet within a tick, the jiffies say the coarse
- * clock is within two ticks of the drop's reading, not on it, and every drop reads the clock (the
- * token bucket's then dropped on its bound seen short, without the lock, as before). On the
- * PRECISE clock nothing of the kind is exact: bpf_ktime_get_ns moves every ns, and what a line may hold of a time without
- * reading it is only the jiffies, a tick's resolution, which says nothing of a bucket refilled
- * within the tick: no stamp there. */
+ * clock is within two ticks of the drop's reading, not on it, and every drop reads the clock. So
+ * the control plane writes the tick only where the largest frame (a page) can be stamped, or a
+ * frame can be bigger than the bucket (netapp/qos/applier.py, bucket_tick_for: below 1.64 Mb/s at
+ * HZ=250, 6.6 at 1000): elsewhere a drop reads no jiffies, keeps nothing pending and makes no
+ * stamp's division, and the token bucket's drops on its bound seen short as they did before
+ * stamps. On the PRECISE clock nothing of the kind holds: bpf_ktime_get_ns moves every ns, and what
+ * a line may hold of a time without reading it is only the jiffies, a tick's resolution, which
+ * says nothing of a bucket refilled within the tick: no stamp there. */
 
 /* The jiffies deadline up to which the clock stays before `until` (ns), a bucket's U at the reading
  * `now` of ticked bucket policer p (its tick: struct dpp_policer.previous), `pending` the word the
