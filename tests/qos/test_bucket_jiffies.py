@@ -138,6 +138,30 @@ def test_a_bucket_seen_short_drops_up_to_its_stamp_without_the_clock(police, cpu
 
 
 @pytest.mark.parametrize("algo", BUCKETS, ids=lambda a: a.name.lower())
+def test_a_smaller_packet_the_bucket_drops_replaces_a_stamp_that_holds(police, cpus, algo):
+    """The bucket of the test above emptied, a packet of 1,000 bytes dropped (room 999), then, a jiffy
+    later, one of 500 bytes within that room: offered to the bucket, which drops it too, and its
+    stamp and room 499 replace the first; a packet of 600 bytes is then dropped on the line whatever
+    time it gives (the bucket not asked)."""
+    tick, rate = 10**6, 8_000
+    config = ticked_bucket(rate, algo, 3_000, tick)
+    police.configure(POLICER, config, chunk=0)
+    cpu, c0, j0 = cpus[0], 10**12, 5_000
+    model = Policer(config)
+    sent = [(1_500, c0, cpu, j0)] * 2 + [(1_000, c0, cpu, j0), (500, c0 + tick, cpu, j0 + 1)]
+    assert police.decisions_on(POLICER, sent) == [model.decide(size, now, 0, j) for size, now, _, j in sent]
+    assert model.dropped_packets == 2
+    share = police.per_cpu(POLICER)[cpu]
+    stamp = bucket_stamp(config, c0 + tick, model.algorithm.fills_at(500), j0 + 1)
+    assert (share.stamp, share.short_credit) == (stamp, ~499 & WORD)
+    state = police.state(POLICER)
+    later = c0 + 3600 * 10**9  # an hour later: a full bucket, were the time read
+    assert police.decisions_on(POLICER, [(600, later, cpu, stamp)]) == [False]
+    assert police.state(POLICER).last_ns == state.last_ns and police.state(POLICER).window == state.window, \
+        "the bucket was asked"
+
+
+@pytest.mark.parametrize("algo", BUCKETS, ids=lambda a: a.name.lower())
 def test_on_the_kernels_clock_and_jiffies_a_bucket_too_small_for_a_packet_is_stamped_and_drops_on_it(
         police, cpus, algo):
     """xdp_police reading the clock and the jiffies itself (time 0, jiffies 0), a bucket of one byte

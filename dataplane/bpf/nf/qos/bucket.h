@@ -102,13 +102,16 @@ static __always_inline __u64 bucket_tick(const struct dpp_policer *p)
  * with it (stamp.h, "A bucket seen short by jiffies"). When no stamp holds, the line keeps the
  * jiffies, pending, in its credit_window (a window's word, which the buckets do not use) for the
  * reading the bucket's decision is made on (the chain's reading *now: the jiffies given with it,
- * none in the pipeline); a stamp that holds is kept. */
+ * none in the pipeline); so does a stamp that holds for a packet within its room, so that the
+ * bucket's drop of that smaller packet replaces the stamp with its own (a smaller room: more of
+ * the packets to come dropped on the line; bucket_stamp keeps a stamp that holds where it makes
+ * none). */
 static __always_inline bool bucket_line_drops(struct dpp_policer_stats *s, const __u64 *now, __u64 bytes)
 {
 	__u64 jiffies = POLICE_JIFFIES();
 
-	if (police_stamp_holds(s->stamp, jiffies))
-		return bytes > ~s->short_credit;
+	if (police_stamp_holds(s->stamp, jiffies) && bytes > ~s->short_credit)
+		return true;
 	s->credit_window = police_stamp_pending(*now ? POLICE_GIVEN_JIFFIES(jiffies) : jiffies);
 	return false;
 }
@@ -118,8 +121,9 @@ static __always_inline bool bucket_line_drops(struct dpp_policer_stats *s, const
  * `until` (the time from which the bucket may hold the packet: 0, not known, none) and the room
  * below the packet (stamp.h, "A bucket seen short by jiffies"); where no stamp can be made (the
  * bucket holds the packet within the margin's ticks), a token bucket's bound seen short instead,
- * `credit` nanobits at `when` (bucket_seen_short). A line no longer pending (another program's
- * since, or a stamp that held) is left as it is; police_count clears the pending word. */
+ * `credit` nanobits at `when` (bucket_seen_short), unless the line's stamp still holds at the
+ * pending jiffies (it drops more without the clock). A line no longer pending (another program's
+ * since) is left as it is; police_count clears the pending word. */
 static __always_inline void bucket_stamp(const struct dpp_policer *p, const __u32 *at, __u64 bytes, __u64 now,
 					 __u64 until, __u64 credit, __u64 when)
 {
@@ -132,7 +136,8 @@ static __always_inline void bucket_stamp(const struct dpp_policer *p, const __u3
 	if (stamp) {
 		s->short_credit = ~(bytes - 1);
 		s->stamp = stamp;
-	} else if (p->algo == DPP_POLICE_ALGO_TOKEN_BUCKET) {
+	} else if (p->algo == DPP_POLICE_ALGO_TOKEN_BUCKET &&
+		   !police_stamp_holds(s->stamp, s->credit_window & ~POLICE_STAMP_PENDING)) {
 		s->short_credit = credit;
 		s->stamp = when;
 	}

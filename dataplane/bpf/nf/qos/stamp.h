@@ -197,8 +197,10 @@ static __always_inline __u64 police_seen_room(const struct dpp_policer *p, __u64
  * (bucket.h), as on the PRECISE clock: the two share stamp and short_credit, and are told apart
  * by short_credit, a content (at most the bucket's size) or a ~room (above it: no bound); a bound's
  * time taken for jiffies is a time in ns, no stamp past the first seconds after boot (the head).
- * A stamp that holds is kept while a packet it does not drop (b - 1 bytes or less) goes to the
- * bucket, whose drop of it then makes none (no jiffies pending: its bound stays the one kept).
+ * A packet a stamp that holds does not drop (b - 1 bytes or less) goes to the bucket with the
+ * jiffies pending: the bucket's drop of it replaces the stamp with its own (a room below b - 1,
+ * still the bucket's: the argument holds for any b), or, where it makes none, keeps the one that
+ * holds; a pass leaves it (the bucket only lost bytes since).
  *   What it reaches: a stamp needs U - c0 over POLICE_STAMP_MARGIN + 1 ticks: the bucket's time to
  * hold b bytes beyond 5 ticks (20 ms at HZ=250, 5 at 1000), a packet's time at the rate when the
  * bucket is empty: 1500-byte packets below 600 kb/s at HZ=250 (2.4 Mb/s at 1000), 64-byte ones below
