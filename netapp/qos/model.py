@@ -95,8 +95,9 @@ class PolicerConfig:
 
     @property
     def bucket_ticked(self) -> bool:
-        """Whether its CPUs' drops are kept as jiffies stamps (bucket.h's bucket_tick)."""
-        return self.algo in BUCKETS and self.clock == Clock.COARSE and self.tick_ns > 0
+        """Whether its CPUs' drops are kept as jiffies stamps (bucket.h's bucket_tick: a tick below 2^32
+        ns, a larger previous being a window's word)."""
+        return self.algo in BUCKETS and self.clock == Clock.COARSE and 0 < self.tick_ns < 1 << 32
 
     @property
     def window_allowance(self) -> Fraction:
@@ -344,7 +345,8 @@ class Policer:
         """bucket.h's bucket_seen_short on the CPU's line: a token bucket's bound (nanobits at a time)
         that shows the packet too big (a content over the bucket's size is a room: no bound)."""
         bound, since = ~self.rooms.get(cpu, WORD) & WORD, self.stamps.get(cpu, 0)
-        if self.config.algo != Algo.TOKEN_BUCKET or not since or bound > self.config.burst * NANOBITS_PER_BYTE:
+        if (self.config.algo != Algo.TOKEN_BUCKET or not since or since & STAMP_PENDING
+                or bound > self.config.burst * NANOBITS_PER_BYTE):
             return False
         elapsed = max(0, now - since)
         return elapsed < REFILL_EXACT_NS and bound + elapsed * self.config.rate < size * NANOBITS_PER_BYTE

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from netapp.qos.abi import Algo, Clock
+from netapp.qos.abi import Algo, Clock, PolicerStats
 from netapp.qos.applier import PolicerSpec, coarse_tick_ns, policer_value
 from netapp.qos.model import (
     BUCKETS,
@@ -86,8 +86,8 @@ def test_on_kernel_times_a_bucket_seen_short_drops_only_what_the_bucket_would(al
     """The model (whose every decision is the kernel's: above) on (coarse time, jiffies) pairs as the
     kernel makes them, about twice the rate on one CPU, half of the packets full-size, ticks of 1/3
     to 1/200 of a full-size packet's time: every packet dropped on the line (the bucket not asked) is one the bucket itself drops,
-    asked at that time: each decision is that of the same policer with no room kept. (The stamp one
-    tick later, or the room one byte larger, fails it.)"""
+    asked at that time: each decision is that of the same policer with no room kept. (It tests the
+    margin, not the last tick: a stamp three ticks later fails it, one or two later do not.)"""
     on_line = []
 
     @settings(max_examples=30, deadline=None)
@@ -199,3 +199,24 @@ def test_a_coarse_bucket_is_written_with_the_kernels_tick_only_where_a_stamp_can
         (Clock.COARSE, tick), (Clock.COARSE, 0), (Clock.COARSE, 0)]
     assert written(10**8, 100_000).clock == Clock.PRECISE and written(10**8, 100_000).previous == 0
     assert written(10**5, 125_000, Algo.SLIDING_WINDOW).previous == 0
+
+
+@pytest.mark.parametrize("algo", BUCKETS, ids=lambda a: a.name.lower())
+def test_a_previous_of_2_to_the_32_or_more_is_no_tick(police, cpus, algo):
+    """A window's packed word left in a bucket's previous (a window's last write racing the slot's
+    rewrite) is no tick: a bucket too small for its packet makes no jiffies stamp of its drop."""
+    config = ticked_bucket(8_000, algo, 1, (1 << 32) + 10**6)
+    police.configure(POLICER, config, chunk=0)
+    cpu, size = cpus[0], 64
+    assert police.decisions_on(POLICER, [(size, 10**12, cpu, 5_000)]) == [False]
+    assert police.per_cpu(POLICER)[cpu].short_credit != ~(size - 1) & WORD, "a jiffies stamp made"
+
+
+def test_a_windows_pending_jiffies_left_in_a_token_buckets_line_is_no_bound(police, cpus):
+    """A window's pending jiffies (2^63 | j) with short_credit 0, left in the line by a window's
+    decision racing the slot's rewrite to a token bucket: a full bucket passes the packet."""
+    config = PolicerConfig(rate=8_000, burst=3_000, algo=Algo.TOKEN_BUCKET, clock=Clock.PRECISE)
+    police.configure(POLICER, config, chunk=0)
+    cpu = cpus[0]
+    police.write_share_of(POLICER, cpu, PolicerStats(stamp=STAMP_PENDING | 5_000, short_credit=0))
+    assert police.decisions_on(POLICER, [(64, 10**12, cpu)]) == [True]
