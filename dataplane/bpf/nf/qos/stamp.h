@@ -161,7 +161,7 @@ static __always_inline __u64 police_seen_room(const struct dpp_policer *p, __u64
  * the control plane where their burst holds two ticks' refill and a packet (netapp/qos/applier.py,
  * clock_for), which is where the coarse clock is a valid one for them: it steps a tick's refill D
  * in at once, and a stretch of T ns then passes at most R T / 8e9 + B + 2 D, the rate over time
- * exact, none of a step's refill lost while B >= 2 D + MTU (police.h's head, "The clock"). On that
+ * exact, none of a step's refill lost while B >= 2 D + a frame (police.h's head, "The clock"). On that
  * clock, with the kernel's tick written (struct dpp_policer.previous, which neither bucket uses
  * otherwise), a CPU whose packet of b bytes its bucket dropped, on a reading c0 of its own with the
  * jiffies j0 read just before it (pending in the line's credit_window, which buckets do not use
