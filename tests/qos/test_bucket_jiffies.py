@@ -43,6 +43,15 @@ from tests.qos.test_credit_jiffies import (
 FULL_SIZE = 1514
 
 
+def kernel_jiffies() -> int:
+    """The kernel's 64-bit jiffies, as /proc/timer_list shows them (skips where it cannot be read)."""
+    try:
+        with open("/proc/timer_list") as timers:
+            return next(int(line.split()[1]) for line in timers if line.startswith("jiffies:"))
+    except (OSError, StopIteration):
+        pytest.skip("no jiffies in /proc/timer_list")
+
+
 def ticked_bucket(rate: int, algo: Algo, burst: int, tick: int) -> PolicerConfig:
     return PolicerConfig(rate=rate, burst=burst, algo=algo, clock=Clock.COARSE, tick_ns=tick)
 
@@ -166,20 +175,26 @@ def test_on_the_kernels_clock_and_jiffies_a_bucket_too_small_for_a_packet_is_sta
         police, cpus, algo):
     """xdp_police reading the clock and the jiffies itself (time 0, jiffies 0), a bucket of one byte
     on the coarse clock with this kernel's tick: its first packet is dropped by the bucket (it never holds
-    it: U never), which stamps the line STAMP_AHEAD - 1 ticks out less the margin, a jiffies count
-    (not a time in ns, nor pending) with the room below the packet; the next packets are dropped on
-    it, the stamp kept as it was."""
+    it: U never), which stamps the line STAMP_AHEAD - 1 ticks out less the margin from the kernel's
+    jiffies (as /proc/timer_list shows them around it: not a time in ns, nor pending) with the room
+    below the packet; the next packets are dropped on it, the bucket's state untouched (not asked),
+    the stamp kept as it was."""
     tick = coarse_tick_ns()
     if not tick:
         pytest.skip("no CLOCK_MONOTONIC_COARSE: no tick to stamp in")
     config = ticked_bucket(8_000, algo, 1, tick)
     police.configure(POLICER, config, chunk=0)
     cpu, size = cpus[0], 64
+    before = kernel_jiffies()
     assert police.decisions_on(POLICER, [(size, 0, cpu)]) == [False]
-    share = police.per_cpu(POLICER)[cpu]
+    after = kernel_jiffies()
+    share, state = police.per_cpu(POLICER)[cpu], police.state(POLICER)
     assert share.short_credit == ~(size - 1) & WORD
-    assert 0 < share.stamp < 1 << 48 and not share.stamp & STAMP_PENDING, f"stamp {share.stamp}"
+    ahead = STAMP_AHEAD - 1 - STAMP_MARGIN
+    assert before + ahead <= share.stamp <= after + ahead, f"stamp {share.stamp}, jiffies {before} to {after}"
     assert police.decisions_on(POLICER, [(size, 0, cpu)] * 4) == [False] * 4
+    assert (police.state(POLICER).last_ns, police.state(POLICER).window) == (state.last_ns, state.window), \
+        "the bucket was asked"
     assert police.per_cpu(POLICER)[cpu].stamp == share.stamp
     assert police.counters(POLICER).dropped_packets == 5
     assert bucket_stamp(config, 10**12, NEVER, 5_000) == 5_000 + STAMP_AHEAD - 1 - STAMP_MARGIN
