@@ -42,6 +42,7 @@ from netapp.dataplane.facade import Dataplane
 from netapp.intents.compiler import CompiledRuleset, SharedPolice, compile_intent, order_shapes, shape_maxima, sort_rules
 from netapp.intents.models import Intent
 from netapp.qos.abi import Algo, Clock, PolicerStats, RulePolice
+from netapp.qos.applier import coarse_tick_ns
 from netapp.qos.slices import with_slice_police
 from netapp.qos.spec import PolicerSpec
 
@@ -124,6 +125,12 @@ def coarse(dp: Dataplane, policer: int) -> None:
     _policer(dp, policer, clock=Clock.COARSE)
 
 
+def ticked(dp: Dataplane, policer: int) -> None:
+    """The kernel's tick written where the control plane writes none (bucket_tick_for): as the
+    buckets were written before it, a tick on every coarse bucket."""
+    _policer(dp, policer, previous=coarse_tick_ns())
+
+
 def precise_no_credit(dp: Dataplane, policer: int) -> None:
     no_credit(dp, policer)
     precise(dp, policer)
@@ -143,6 +150,9 @@ PARTS: dict[str, Case] = {
     "token_bucket drop, coarse": Case(1018, SLOW, XDP_DROP, alter=coarse),
     "gcra drop": Case(1019, {**SLOW, "algorithm": "gcra"}, XDP_DROP),
     "fixed_window drop": Case(1020, {**SLOW, "algorithm": "fixed_window"}, XDP_DROP),
+    **{f"{algo} drop at 10 Mbps, emptied, ticked": Case(port, {**EMPTIED_10M, "algorithm": algo}, XDP_DROP,
+                                                        alter=ticked, emptied=True)
+       for port, algo in ((1029, "token_bucket"), (1030, "gcra"))},
 }
 
 
