@@ -42,6 +42,7 @@ from netapp.dataplane.facade import Dataplane
 from netapp.intents.compiler import CompiledRuleset, SharedPolice, compile_intent, order_shapes, shape_maxima, sort_rules
 from netapp.intents.models import Intent
 from netapp.qos.abi import Algo, Clock, PolicerStats, RulePolice
+from netapp.qos.applier import coarse_tick_ns
 from netapp.qos.slices import with_slice_police
 from netapp.qos.spec import PolicerSpec
 
@@ -52,6 +53,9 @@ SLOW = {"rate_bps": 8_000, "burst_bytes": 1, "algorithm": "token_bucket"}  # dro
 # a bucket of 46 frames, a window of 33 (2^31 ns: some 2 s), refilled a frame in 64 ms: emptied
 # before the runs (Case.emptied), every frame dropped but the few each refill or window lets by
 EMPTIED = {"rate_bps": 8_000, "burst_bytes": 3_000}
+# a coarse bucket of 312 frames at a realistic rate, refilled a frame in 51 us: emptied before the
+# runs, dropping as in traffic over the rate; too fast for a jiffies stamp (no tick written)
+EMPTIED_10M = {"rate_bps": 10**7, "burst_bytes": 20_000}
 EMPTYING_FRAMES = 1_000
 CHECKED_FRAMES = 21  # an emptied case's verdict: most of these frames' (a refill lets one by now and then)
 # windows of 2^27 ns (134 ms, 33 ticks at HZ=250), which the control plane itself puts on the coarse
@@ -82,6 +86,8 @@ CASES: dict[str, Case] = {
     "token_bucket drop": Case(1004, SLOW, XDP_DROP),
     **{f"{algo} drop, emptied": Case(port, {**EMPTIED, "algorithm": algo}, XDP_DROP, emptied=True)
        for port, algo in ((1021, "token_bucket"), (1022, "gcra"), (1023, "fixed_window"), (1024, "sliding_window"))},
+    **{f"{algo} drop at 10 Mbps, emptied": Case(port, {**EMPTIED_10M, "algorithm": algo}, XDP_DROP, emptied=True)
+       for port, algo in ((1027, "token_bucket"), (1028, "gcra"))},
     "own + slice pass": Case(1005, {**FAST, "algorithm": "token_bucket"}, sliced=True),
     "fixed_window pass, coarse by jiffies": Case(1025, {**TICKED, "algorithm": "fixed_window"}),
     "sliding_window pass, coarse by jiffies": Case(1026, {**TICKED, "algorithm": "sliding_window"}),
@@ -119,6 +125,12 @@ def coarse(dp: Dataplane, policer: int) -> None:
     _policer(dp, policer, clock=Clock.COARSE)
 
 
+def ticked(dp: Dataplane, policer: int) -> None:
+    """The kernel's tick written where the control plane writes none (bucket_tick_for): as the
+    buckets were written before it, a tick on every coarse bucket."""
+    _policer(dp, policer, previous=coarse_tick_ns())
+
+
 def precise_no_credit(dp: Dataplane, policer: int) -> None:
     no_credit(dp, policer)
     precise(dp, policer)
@@ -138,6 +150,9 @@ PARTS: dict[str, Case] = {
     "token_bucket drop, coarse": Case(1018, SLOW, XDP_DROP, alter=coarse),
     "gcra drop": Case(1019, {**SLOW, "algorithm": "gcra"}, XDP_DROP),
     "fixed_window drop": Case(1020, {**SLOW, "algorithm": "fixed_window"}, XDP_DROP),
+    **{f"{algo} drop at 10 Mbps, emptied, ticked": Case(port, {**EMPTIED_10M, "algorithm": algo}, XDP_DROP,
+                                                        alter=ticked, emptied=True)
+       for port, algo in ((1029, "token_bucket"), (1030, "gcra"))},
 }
 
 
@@ -177,11 +192,13 @@ def written(dp: Dataplane, cases: dict[str, Case]) -> Dataplane:
 
 def verdict_of(fd: int, case: Case) -> int:
     """The verdict the case's frame gets; an emptied policer's after EMPTYING_FRAMES, the most of
-    CHECKED_FRAMES' (a frame's refill, 60 ms at 8 kb/s, may let one of them by)."""
+    CHECKED_FRAMES runs' last frames (a frame's refill, 64 ms at 8 kb/s, may let one of them by; at
+    10 Mb/s a frame refills in 51 us, less than a run's call takes: each run's frames back to back,
+    as the timed runs')."""
     if not case.emptied:
         return test_run(fd, frame(case.port), 1).retval
     test_run(fd, frame(case.port), EMPTYING_FRAMES)
-    verdicts = [test_run(fd, frame(case.port), 1).retval for _ in range(CHECKED_FRAMES)]
+    verdicts = [test_run(fd, frame(case.port), EMPTYING_FRAMES).retval for _ in range(CHECKED_FRAMES)]
     return statistics.mode(verdicts)
 
 

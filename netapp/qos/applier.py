@@ -67,7 +67,7 @@ from netapp.qos.abi import (
     Policer,
     PolicerStats,
 )
-from netapp.qos.model import gcra_interval
+from netapp.qos.model import STAMP_MARGIN, gcra_interval
 from netapp.qos.spec import MTU, PolicerSpec
 
 # What `counters` adds up over the CPUs: the counters, and the credits and chunks they hold.
@@ -88,6 +88,9 @@ CHUNK_SHARE = 8
 WINDOW_CHUNK_SHARE = 16
 BUCKETS = (Algo.TOKEN_BUCKET, Algo.GCRA)
 WINDOWS = (Algo.FIXED_WINDOW, Algo.SLIDING_WINDOW)
+# The most bytes a policer is asked for at once: the frame's linear part (data_end - data), which
+# XDP keeps within a page (its headroom and shared info taken off it).
+FRAME_MAX = 4096
 
 
 @functools.lru_cache(maxsize=1)
@@ -189,7 +192,7 @@ def policer_value(spec: PolicerSpec, tick_ns: Optional[int] = None, cpus: Option
         clock=clock,
         parent=spec.parent,
         interval=interval_for(spec, clock, tick_ns),
-        previous=bucket_tick_for(spec, clock, tick_ns),
+        previous=bucket_tick_for(spec, clock, tick_ns, bucket),
     )
 
 
@@ -203,12 +206,19 @@ def interval_for(spec: PolicerSpec, clock: Clock, tick_ns: int) -> int:
     return tick_ns if spec.algo in WINDOWS and clock == Clock.COARSE else 0
 
 
-def bucket_tick_for(spec: PolicerSpec, clock: Clock, tick_ns: int) -> int:
-    """struct dpp_policer.previous of a token bucket or GCRA on the coarse clock: the kernel's tick,
-    which its CPUs' drops are stamped in jiffies with (stamp.h, "A bucket seen short by jiffies"),
-    read from the running kernel as a window's (interval_for); 0 otherwise (the sliding window's
-    previous is its data path's state)."""
-    return tick_ns if spec.algo in BUCKETS and clock == Clock.COARSE else 0
+def bucket_tick_for(spec: PolicerSpec, clock: Clock, tick_ns: int, burst: int) -> int:
+    """struct dpp_policer.previous of a token bucket or GCRA on the coarse clock where a jiffies stamp
+    can be made: the kernel's tick, which its CPUs' drops are stamped in jiffies with (stamp.h, "A
+    bucket seen short by jiffies"), read from the running kernel as a window's (interval_for); 0
+    otherwise (the sliding window's previous is its data path's state). A stamp needs the emptied
+    bucket (of `burst` bytes) to take more than STAMP_MARGIN ticks to hold the frame, or a frame
+    bigger than the bucket: elsewhere a tick would only make every drop pay for the jiffies and the
+    stamp's arithmetic, for no stamp. The applier takes it away again from a token bucket a precise
+    policer reads for (`PolicerApplier._untick`)."""
+    if spec.algo not in BUCKETS or clock != Clock.COARSE:
+        return 0
+    slow = FRAME_MAX * NANOBITS_PER_BYTE > (STAMP_MARGIN + 1) * spec.rate * tick_ns
+    return tick_ns if slow or burst < FRAME_MAX else 0
 
 
 _CLOCK_AT = Policer.clock.offset  # the clock's byte in a policer's bytes (`_written`)
@@ -302,10 +312,11 @@ class PolicerApplier:
         ordered = sorted(policers.items(), key=lambda item: item[1].parent != 0)
         values = {policer_id: Policer.from_buffer_copy(_written(spec, self._cpus)) for policer_id, spec in ordered}
         values = self._joint(values, pairs or {})
+        self._untick(values, pairs or {})
         self._check_ids([*values, *(spec.parent for spec in policers.values() if spec.parent)])
         specs, of_spec = _by_spec(policers.values())
         self._stats.fill(list(policers))  # no chunk until the policers are in: the module's docstring
-        self._policers.update(self._made_precise(values, pairs or {}))
+        self._policers.update({**self._made_precise(values, pairs or {}), **self._unticked_outside(values, pairs or {})})
         with self._writing({policer_id: value.parent for policer_id, value in values.items()}):
             self._policers.update(values)
         self._write_shares(list(policers), specs, of_spec)
@@ -321,6 +332,8 @@ class PolicerApplier:
         made = [_written(spec, self._cpus) for spec in specs]
         written = b"".join([made[index] for index in of_spec])
         values = (Policer * len(ids)).from_buffer_copy(written)
+        if any(_ticked_token_bucket(value) for value in values):  # ones a precise child reads for: no tick
+            self._untick(dict(zip(ids, values)), {})
         self._stats.fill(ids)  # no chunk until the policers are in: the module's docstring
         if any(Clock.PRECISE == value[_CLOCK_AT] for value in made):  # their coarse children first
             self._policers.update(self._made_precise(dict(zip(ids, values)), {}))
@@ -362,6 +375,46 @@ class PolicerApplier:
                 if value.clock == Clock.COARSE and any(clocks.get(f) != Clock.COARSE for f in followers[policer_id]):
                     value.clock, changed = Clock.PRECISE, True
         return values
+
+    def _untick(self, values: dict[int, Policer], pairs: Mapping[int, int]) -> None:
+        """`values`' coarse token buckets written without their tick (previous 0: no jiffies stamp,
+        nf/qos/stamp.h) where a precise policer reads for them (a child of a parent, a rule's own
+        policer of its slice policer), written with them or as its slot holds it: a stamp's time U
+        holds for coarse readings only (a precise one may be ahead of the bucket's coarse last_ns by
+        up to two ticks and refill what a stamp on another CPU says is not there). GCRA's TAT only
+        grows, whatever the reading: its tick is kept."""
+        ticked = [policer_id for policer_id, value in values.items() if _ticked_token_bucket(value)]
+        if not ticked:
+            return
+        owns: dict[int, set[int]] = {}
+        for own, shared in pairs.items():
+            owns.setdefault(shared, set()).add(own)
+        readers = {policer_id: (self._children_index().children(policer_id) | owns.get(policer_id, set()))
+                   for policer_id in ticked}
+        outside = sorted(set().union(*readers.values()) - set(values))
+        clocks = {policer_id: value.clock for policer_id, value in zip(outside, self._policers.lookup(outside))
+                  if value is not None}
+        clocks.update({policer_id: value.clock for policer_id, value in values.items()})
+        read_by = {follower for policer_id, value in values.items() if value.clock == Clock.PRECISE
+                   for follower in (value.parent, pairs.get(policer_id, 0)) if follower}
+        for policer_id in ticked:
+            if policer_id in read_by or any(clocks.get(reader) == Clock.PRECISE for reader in readers[policer_id]):
+                values[policer_id].previous = 0
+
+    def _unticked_outside(self, values: dict[int, Policer], pairs: Mapping[int, int]) -> dict[int, Policer]:
+        """The coarse token buckets not in `values` that a precise policer of `values` reads for (its
+        parent, its slice policer), as their slots hold them without their tick (`_untick` says why):
+        written before `values`, so that no precise reading ever meets a ticked bucket. Their state
+        is kept (as `_made_precise`'s). A tick taken away is not given back when its precise reader
+        goes: the bucket then drops by its lock or its bound seen short, as a precise one does, until
+        it is rewritten."""
+        read_by = sorted({follower for policer_id, value in values.items() if value.clock == Clock.PRECISE
+                          for follower in (value.parent, pairs.get(policer_id, 0)) if follower} - set(values))
+        found = {policer_id: value for policer_id, value in zip(read_by, self._policers.lookup(read_by))
+                 if value is not None and _ticked_token_bucket(value)}
+        for value in found.values():
+            value.previous = 0
+        return found
 
     def _made_precise(self, values: dict[int, Policer], pairs: Mapping[int, int]) -> dict[int, Policer]:
         """The coarse policers not in `values` that read first for one of them now precise (a child
@@ -407,6 +460,7 @@ class PolicerApplier:
         current = {policer_id: value for policer_id, value in records if policer_id in ids}
         wanted = self._joint({policer_id: policer_value(spec, cpus=self._cpus) for policer_id, spec in desired.items()},
                              pairs or {})
+        self._untick(wanted, pairs or {})
         stale = {policer_id: spec for policer_id, spec in desired.items()
                  if policer_id not in current or _config(current[policer_id]) != _config(wanted[policer_id])}
         self.apply(stale, pairs)
@@ -457,6 +511,13 @@ def _check_parents(policers: Mapping[int, PolicerSpec]) -> None:
                              f"chains of {DEPTH} policers at most")
 
 
+def _ticked_token_bucket(value: Policer) -> bool:
+    """Whether `value` is a coarse token bucket written with the kernel's tick (bucket_tick_for)."""
+    return value.algo == Algo.TOKEN_BUCKET and value.clock == Clock.COARSE and value.previous != 0
+
+
 def _config(value: Policer) -> tuple[int, ...]:
-    """What the control plane writes of a policer (the rest is the data path's state)."""
-    return (value.rate, value.burst, value.algo, value.gate, value.window_shift, value.clock, value.parent)
+    """What the control plane writes of a policer (the rest is the data path's state): a bucket's
+    previous is its tick (bucket_tick_for), the sliding window's its data path's count."""
+    tick = value.previous if value.algo in BUCKETS else 0
+    return (value.rate, value.burst, value.algo, value.gate, value.window_shift, value.clock, value.parent, tick)

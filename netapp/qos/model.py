@@ -95,8 +95,9 @@ class PolicerConfig:
 
     @property
     def bucket_ticked(self) -> bool:
-        """Whether its CPUs' drops are kept as jiffies stamps (bucket.h's bucket_tick)."""
-        return self.algo in BUCKETS and self.clock == Clock.COARSE and self.tick_ns > 0
+        """Whether its CPUs' drops are kept as jiffies stamps (bucket.h's bucket_tick: a tick below 2^32
+        ns, a larger previous being a window's word)."""
+        return self.algo in BUCKETS and self.clock == Clock.COARSE and 0 < self.tick_ns < 1 << 32
 
     @property
     def window_allowance(self) -> Fraction:
@@ -331,12 +332,12 @@ class Policer:
 
     def _bucket_line(self, size: int, cpu: int, jiffies: int) -> bool:
         """A ticked bucket's line for a packet its CPU's credit does not cover: True when its stamp
-        holds and the packet is bigger than its room (dropped on it); else, no stamp holding, the
-        packet's jiffies kept pending."""
+        holds and the packet is bigger than its room (dropped on it); else the packet's jiffies kept
+        pending (a stamp that holds, for a smaller packet, is replaced by that packet's if it drops)."""
         if not self.config.bucket_ticked or self.credits.get(cpu, 0) >= size:
             return False
-        if jiffies and stamp_holds(self.stamps.get(cpu, 0), jiffies):
-            return size > self.rooms.get(cpu, WORD)
+        if jiffies and stamp_holds(self.stamps.get(cpu, 0), jiffies) and size > self.rooms.get(cpu, WORD):
+            return True
         self.pendings[cpu] = pending_stamp(jiffies)
         return False
 
@@ -344,18 +345,21 @@ class Policer:
         """bucket.h's bucket_seen_short on the CPU's line: a token bucket's bound (nanobits at a time)
         that shows the packet too big (a content over the bucket's size is a room: no bound)."""
         bound, since = ~self.rooms.get(cpu, WORD) & WORD, self.stamps.get(cpu, 0)
-        if self.config.algo != Algo.TOKEN_BUCKET or not since or bound > self.config.burst * NANOBITS_PER_BYTE:
+        if (self.config.algo != Algo.TOKEN_BUCKET or not since or since & STAMP_PENDING
+                or bound > self.config.burst * NANOBITS_PER_BYTE):
             return False
         elapsed = max(0, now - since)
         return elapsed < REFILL_EXACT_NS and bound + elapsed * self.config.rate < size * NANOBITS_PER_BYTE
 
     def _bucket_saw(self, size: int, now: int, cpu: int, pending: int) -> None:
         """After the bucket dropped the packet on a pending line: the room below the packet and the
-        stamp of the time the bucket may hold it; else, no stamp made, a token bucket's bound."""
-        stamp = bucket_stamp(self.config, now, self.algorithm.fills_at(size), pending - STAMP_PENDING)
+        stamp of the time the bucket may hold it; else, no stamp made, a token bucket's bound (where
+        the line's stamp no longer holds)."""
+        jiffies = pending - STAMP_PENDING
+        stamp = bucket_stamp(self.config, now, self.algorithm.fills_at(size), jiffies)
         if stamp:
             self.rooms[cpu], self.stamps[cpu] = size - 1, stamp
-        elif isinstance(self.algorithm, TokenBucket):
+        elif isinstance(self.algorithm, TokenBucket) and not stamp_holds(self.stamps.get(cpu, 0), jiffies):
             nanobits = self.algorithm.credit * NANOBITS_PER_BYTE
             self.rooms[cpu], self.stamps[cpu] = ~int(nanobits) & WORD, self.algorithm.last_ns
 

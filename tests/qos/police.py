@@ -44,6 +44,8 @@ def policer_value(config: PolicerConfig, parent: int = 0, clock: Optional[Clock]
         rate=config.rate, burst=config.burst, algo=config.algo, gate=config.gate, window_shift=config.window_shift,
         clock=config.clock if clock is None else clock, parent=parent,
         interval=0 if config.algo == Algo.TOKEN_BUCKET else interval,
+        # a bucket's tick on either clock, where the applier writes one on the coarse clock only
+        # (bucket_tick_for): the data path reads it on the coarse clock only (bucket.h's bucket_tick)
         previous=config.tick_ns if config.algo in BUCKETS else 0,
     )
 

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from netapp.qos.abi import Algo, Clock
+from netapp.qos.abi import Algo, Clock, PolicerStats
 from netapp.qos.applier import PolicerSpec, coarse_tick_ns, policer_value
 from netapp.qos.model import (
     BUCKETS,
@@ -41,6 +41,15 @@ from tests.qos.test_credit_jiffies import (
 )
 
 FULL_SIZE = 1514
+
+
+def kernel_jiffies() -> int:
+    """The kernel's 64-bit jiffies, as /proc/timer_list shows them (skips where it cannot be read)."""
+    try:
+        with open("/proc/timer_list") as timers:
+            return next(int(line.split()[1]) for line in timers if line.startswith("jiffies:"))
+    except (OSError, StopIteration):
+        pytest.skip("no jiffies in /proc/timer_list")
 
 
 def ticked_bucket(rate: int, algo: Algo, burst: int, tick: int) -> PolicerConfig:
@@ -86,8 +95,8 @@ def test_on_kernel_times_a_bucket_seen_short_drops_only_what_the_bucket_would(al
     """The model (whose every decision is the kernel's: above) on (coarse time, jiffies) pairs as the
     kernel makes them, about twice the rate on one CPU, half of the packets full-size, ticks of 1/3
     to 1/200 of a full-size packet's time: every packet dropped on the line (the bucket not asked) is one the bucket itself drops,
-    asked at that time: each decision is that of the same policer with no room kept. (The stamp one
-    tick later, or the room one byte larger, fails it.)"""
+    asked at that time: each decision is that of the same policer with no room kept. (It tests the
+    margin, not the last tick: a stamp three ticks later fails it, one or two later do not.)"""
     on_line = []
 
     @settings(max_examples=30, deadline=None)
@@ -138,37 +147,91 @@ def test_a_bucket_seen_short_drops_up_to_its_stamp_without_the_clock(police, cpu
 
 
 @pytest.mark.parametrize("algo", BUCKETS, ids=lambda a: a.name.lower())
+def test_a_smaller_packet_the_bucket_drops_replaces_a_stamp_that_holds(police, cpus, algo):
+    """The bucket of the test above emptied, a packet of 1,000 bytes dropped (room 999), then, a jiffy
+    later, one of 500 bytes within that room: offered to the bucket, which drops it too, and its
+    stamp and room 499 replace the first; a packet of 600 bytes is then dropped on the line whatever
+    time it gives (the bucket not asked)."""
+    tick, rate = 10**6, 8_000
+    config = ticked_bucket(rate, algo, 3_000, tick)
+    police.configure(POLICER, config, chunk=0)
+    cpu, c0, j0 = cpus[0], 10**12, 5_000
+    model = Policer(config)
+    sent = [(1_500, c0, cpu, j0)] * 2 + [(1_000, c0, cpu, j0), (500, c0 + tick, cpu, j0 + 1)]
+    assert police.decisions_on(POLICER, sent) == [model.decide(size, now, 0, j) for size, now, _, j in sent]
+    assert model.dropped_packets == 2
+    share = police.per_cpu(POLICER)[cpu]
+    stamp = bucket_stamp(config, c0 + tick, model.algorithm.fills_at(500), j0 + 1)
+    assert (share.stamp, share.short_credit) == (stamp, ~499 & WORD)
+    state = police.state(POLICER)
+    later = c0 + 3600 * 10**9  # an hour later: a full bucket, were the time read
+    assert police.decisions_on(POLICER, [(600, later, cpu, stamp)]) == [False]
+    assert police.state(POLICER).last_ns == state.last_ns and police.state(POLICER).window == state.window, \
+        "the bucket was asked"
+
+
+@pytest.mark.parametrize("algo", BUCKETS, ids=lambda a: a.name.lower())
 def test_on_the_kernels_clock_and_jiffies_a_bucket_too_small_for_a_packet_is_stamped_and_drops_on_it(
         police, cpus, algo):
     """xdp_police reading the clock and the jiffies itself (time 0, jiffies 0), a bucket of one byte
     on the coarse clock with this kernel's tick: its first packet is dropped by the bucket (it never holds
-    it: U never), which stamps the line STAMP_AHEAD - 1 ticks out less the margin, a jiffies count
-    (not a time in ns, nor pending) with the room below the packet; the next packets are dropped on
-    it, the stamp kept as it was."""
+    it: U never), which stamps the line STAMP_AHEAD - 1 ticks out less the margin from the kernel's
+    jiffies (as /proc/timer_list shows them around it: not a time in ns, nor pending) with the room
+    below the packet; the next packets are dropped on it, the bucket's state untouched (not asked),
+    the stamp kept as it was."""
     tick = coarse_tick_ns()
     if not tick:
         pytest.skip("no CLOCK_MONOTONIC_COARSE: no tick to stamp in")
     config = ticked_bucket(8_000, algo, 1, tick)
     police.configure(POLICER, config, chunk=0)
     cpu, size = cpus[0], 64
+    before = kernel_jiffies()
     assert police.decisions_on(POLICER, [(size, 0, cpu)]) == [False]
-    share = police.per_cpu(POLICER)[cpu]
+    after = kernel_jiffies()
+    share, state = police.per_cpu(POLICER)[cpu], police.state(POLICER)
     assert share.short_credit == ~(size - 1) & WORD
-    assert 0 < share.stamp < 1 << 48 and not share.stamp & STAMP_PENDING, f"stamp {share.stamp}"
+    ahead = STAMP_AHEAD - 1 - STAMP_MARGIN
+    assert before + ahead <= share.stamp <= after + ahead, f"stamp {share.stamp}, jiffies {before} to {after}"
     assert police.decisions_on(POLICER, [(size, 0, cpu)] * 4) == [False] * 4
+    assert (police.state(POLICER).last_ns, police.state(POLICER).window) == (state.last_ns, state.window), \
+        "the bucket was asked"
     assert police.per_cpu(POLICER)[cpu].stamp == share.stamp
     assert police.counters(POLICER).dropped_packets == 5
     assert bucket_stamp(config, 10**12, NEVER, 5_000) == 5_000 + STAMP_AHEAD - 1 - STAMP_MARGIN
 
 
 @pytest.mark.parametrize("algo", BUCKETS, ids=lambda a: a.name.lower())
-def test_a_coarse_bucket_is_written_with_the_kernels_tick_and_a_precise_one_without(algo):
+def test_a_coarse_bucket_is_written_with_the_kernels_tick_only_where_a_stamp_can_be_made(algo):
     """struct dpp_policer.previous: the tick the bucket's CPUs stamp their drops in, only on the
-    coarse clock (a burst of two ticks' refill and a packet); a window's previous is its state."""
+    coarse clock (a burst of two ticks' refill and a packet) and where an emptied bucket takes more
+    than the margin's ticks to hold a frame (FRAME_MAX x 8e9 / (5 x 4 ms): 1.64 Mb/s); a window's
+    previous is its state."""
     tick = 4 * 10**6
-    coarse = policer_value(PolicerSpec(rate=10**8, burst=125_000, algo=algo), tick_ns=tick, cpus=2)
-    precise = policer_value(PolicerSpec(rate=10**8, burst=100_000, algo=algo), tick_ns=tick, cpus=2)
-    window = policer_value(PolicerSpec(rate=10**8, burst=125_000, algo=Algo.SLIDING_WINDOW), tick_ns=tick, cpus=2)
-    assert (coarse.clock, coarse.previous) == (Clock.COARSE, tick)
-    assert (precise.clock, precise.previous) == (Clock.PRECISE, 0)
-    assert window.previous == 0
+    def written(rate: int, burst: int, algo: Algo = algo):
+        return policer_value(PolicerSpec(rate=rate, burst=burst, algo=algo), tick_ns=tick, cpus=2)
+    slow, edge, fast = written(1_600_000, 125_000), written(1_700_000, 125_000), written(10**8, 125_000)
+    assert [(value.clock, value.previous) for value in (slow, edge, fast)] == [
+        (Clock.COARSE, tick), (Clock.COARSE, 0), (Clock.COARSE, 0)]
+    assert written(10**8, 100_000).clock == Clock.PRECISE and written(10**8, 100_000).previous == 0
+    assert written(10**5, 125_000, Algo.SLIDING_WINDOW).previous == 0
+
+
+@pytest.mark.parametrize("algo", BUCKETS, ids=lambda a: a.name.lower())
+def test_a_previous_of_2_to_the_32_or_more_is_no_tick(police, cpus, algo):
+    """A window's packed word left in a bucket's previous (a window's last write racing the slot's
+    rewrite) is no tick: a bucket too small for its packet makes no jiffies stamp of its drop."""
+    config = ticked_bucket(8_000, algo, 1, (1 << 32) + 10**6)
+    police.configure(POLICER, config, chunk=0)
+    cpu, size = cpus[0], 64
+    assert police.decisions_on(POLICER, [(size, 10**12, cpu, 5_000)]) == [False]
+    assert police.per_cpu(POLICER)[cpu].short_credit != ~(size - 1) & WORD, "a jiffies stamp made"
+
+
+def test_a_windows_pending_jiffies_left_in_a_token_buckets_line_is_no_bound(police, cpus):
+    """A window's pending jiffies (2^63 | j) with short_credit 0, left in the line by a window's
+    decision racing the slot's rewrite to a token bucket: a full bucket passes the packet."""
+    config = PolicerConfig(rate=8_000, burst=3_000, algo=Algo.TOKEN_BUCKET, clock=Clock.PRECISE)
+    police.configure(POLICER, config, chunk=0)
+    cpu = cpus[0]
+    police.write_share_of(POLICER, cpu, PolicerStats(stamp=STAMP_PENDING | 5_000, short_credit=0))
+    assert police.decisions_on(POLICER, [(64, 10**12, cpu)]) == [True]

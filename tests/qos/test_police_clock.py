@@ -132,6 +132,7 @@ def kernel_tables():
 
 
 COARSE, PRECISE = PolicerSpec(rate=10**8, burst=125_000), PolicerSpec(rate=10**8, burst=3000)
+SLOW = PolicerSpec(rate=5 * 10**5, burst=125_000)  # coarse, and slow enough for a jiffies stamp: a tick
 
 
 def test_a_rules_own_policer_is_coarse_only_with_a_coarse_slice_policer(kernel_tables):
@@ -169,6 +170,43 @@ def test_a_slice_policer_rewritten_precise_takes_its_rules_own_policers_along(ke
     assert rules.policers.state(own).clock == Clock.COARSE
     rules.place([("alice/b", 1, (None, SharedPolice("slice alice/s", PRECISE)))])
     assert rules.policers.state(own).clock == Clock.PRECISE
+
+
+def test_a_coarse_token_bucket_a_precise_child_reads_for_has_no_tick_and_a_gcra_keeps_its(kernel_tables):
+    """A jiffies stamp's time holds for coarse readings only: a coarse token bucket whose child is
+    precise is written without its tick (previous 0), whether the child is written with it or
+    later (the parent's state then kept); a coarse child leaves the tick, and GCRA keeps its own."""
+    applier = PolicerApplier(kernel_tables)
+    gcra = dataclasses.replace(SLOW, algo=Algo.GCRA)
+    applier.apply({1: SLOW, 2: dataclasses.replace(PRECISE, parent=1), 3: SLOW,
+                   4: dataclasses.replace(SLOW, parent=3), 5: gcra, 6: dataclasses.replace(PRECISE, parent=5)})
+    assert [applier.state(policer_id).previous for policer_id in (1, 3, 5)] == [0, coarse_tick_ns(), coarse_tick_ns()]
+    applier.apply({7: SLOW})
+    applier.apply({8: dataclasses.replace(PRECISE, parent=7)})
+    assert (applier.state(7).clock, applier.state(7).previous) == (Clock.COARSE, 0)
+    applier.apply({7: SLOW})  # the parent rewritten alone: its precise child still reads for it
+    assert applier.state(7).previous == 0
+
+
+def test_a_coarse_slice_token_bucket_a_precise_own_policer_reads_for_has_no_tick(kernel_tables):
+    rules = RulePolicers(kernel_tables)
+    rules.place([("alice/a", 0, (SLOW, SharedPolice("slice alice/t", SLOW)))])
+    own, shared = rules.of_rule("alice/a")
+    assert rules.policers.state(shared).previous == coarse_tick_ns()
+    rules.place([("alice/a", 0, (PRECISE, SharedPolice("slice alice/t", SLOW)))])
+    assert (rules.policers.state(own).clock, rules.policers.state(shared).previous) == (Clock.PRECISE, 0)
+
+
+def test_reconcile_rewrites_a_bucket_whose_tick_is_not_the_one_wanted(kernel_tables):
+    """A slot adopted from an older data plane, or one a window's last write left its word in
+    (a sliding window rewritten a bucket), holds another previous: reconcile writes the tick."""
+    applier = PolicerApplier(kernel_tables)
+    applier.apply({9: SLOW})
+    slot = applier.state(9)
+    slot.previous = 1 << 40
+    kernel_tables("dpp_policers").update({9: slot})
+    applier.reconcile({9: SLOW}, range(9, 10))
+    assert applier.state(9).previous == coarse_tick_ns()
 
 
 # --- the clock the kernel reads -------------------------------------------------------------------

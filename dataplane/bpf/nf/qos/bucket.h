@@ -61,16 +61,19 @@ enum police_verdict {
  * (elapsed below POLICE_REFILL_EXACT_NS, else the lock decides). The control plane zeroes the line
  * before and after it writes a policer (stamp 0: none seen; netapp/qos/applier.py says why twice);
  * a packet deciding on the old policer across those writes may leave its bound in the new one's
- * line, which then drops on it for at most a packet's time at the rate (cost / R): it never
- * passes more. */
+ * line, which then drops on it for at most a packet's time at the rate (cost / R), or, the old one
+ * a ticked bucket, its jiffies stamp, which drops on it up to the old policer's U (at most
+ * POLICE_STAMP_AHEAD ticks): it never passes more. */
 static __always_inline bool bucket_seen_short(const struct dpp_policer *p, const __u32 *at, __u64 cap, __u64 cost,
 					      __u64 now)
 {
 	const struct dpp_policer_stats *s = bpf_map_lookup_elem(&dpp_policer_stats, at);
 	__u64 elapsed;
 
-	/* a content over the bucket's size is no bound: the ~room of a jiffies stamp (stamp.h) */
-	if (!s || !s->stamp || s->short_credit > cap)
+	/* a content over the bucket's size is no bound: the ~room of a jiffies stamp (stamp.h); nor is
+	 * a window's pending jiffies (2^63 | j), which a window's decision racing its rewrite to a
+	 * token bucket may leave with short_credit 0 (as a time, it would be a bound for ever) */
+	if (!s || !s->stamp || s->stamp & POLICE_STAMP_PENDING || s->short_credit > cap)
 		return false;
 	elapsed = now > s->stamp ? now - s->stamp : 0;
 	return elapsed < POLICE_REFILL_EXACT_NS && s->short_credit + elapsed * p->rate < cost;
@@ -89,10 +92,12 @@ static __always_inline void bucket_saw_short(const __u32 *at, __u64 credit, __u6
 
 /* The kernel's tick bucket policer p's CPUs stamp their lines in (nf/qos/stamp.h, "A bucket seen
  * short by jiffies"): struct dpp_policer.previous of a token bucket or GCRA on the COARSE clock, as
- * the control plane wrote it (0: none; the sliding window's previous is its count, not a tick). */
+ * the control plane wrote it (0: none; the sliding window's previous is its count, not a tick). A
+ * tick is some ms: a previous of 2^32 or more is a window's packed word (a window's last write
+ * racing the slot's rewrite to a bucket), no tick. */
 static __always_inline __u64 bucket_tick(const struct dpp_policer *p)
 {
-	if (p->clock != DPP_POLICE_CLOCK_COARSE)
+	if (p->clock != DPP_POLICE_CLOCK_COARSE || p->previous >> 32)
 		return 0;
 	return p->algo == DPP_POLICE_ALGO_TOKEN_BUCKET || p->algo == DPP_POLICE_ALGO_GCRA ? p->previous : 0;
 }
@@ -102,13 +107,16 @@ static __always_inline __u64 bucket_tick(const struct dpp_policer *p)
  * with it (stamp.h, "A bucket seen short by jiffies"). When no stamp holds, the line keeps the
  * jiffies, pending, in its credit_window (a window's word, which the buckets do not use) for the
  * reading the bucket's decision is made on (the chain's reading *now: the jiffies given with it,
- * none in the pipeline); a stamp that holds is kept. */
+ * none in the pipeline); so does a stamp that holds for a packet within its room, so that the
+ * bucket's drop of that smaller packet replaces the stamp with its own (a smaller room: more of
+ * the packets to come dropped on the line; bucket_stamp keeps a stamp that holds where it makes
+ * none). */
 static __always_inline bool bucket_line_drops(struct dpp_policer_stats *s, const __u64 *now, __u64 bytes)
 {
 	__u64 jiffies = POLICE_JIFFIES();
 
-	if (police_stamp_holds(s->stamp, jiffies))
-		return bytes > ~s->short_credit;
+	if (police_stamp_holds(s->stamp, jiffies) && bytes > ~s->short_credit)
+		return true;
 	s->credit_window = police_stamp_pending(*now ? POLICE_GIVEN_JIFFIES(jiffies) : jiffies);
 	return false;
 }
@@ -118,8 +126,9 @@ static __always_inline bool bucket_line_drops(struct dpp_policer_stats *s, const
  * `until` (the time from which the bucket may hold the packet: 0, not known, none) and the room
  * below the packet (stamp.h, "A bucket seen short by jiffies"); where no stamp can be made (the
  * bucket holds the packet within the margin's ticks), a token bucket's bound seen short instead,
- * `credit` nanobits at `when` (bucket_seen_short). A line no longer pending (another program's
- * since, or a stamp that held) is left as it is; police_count clears the pending word. */
+ * `credit` nanobits at `when` (bucket_seen_short), unless the line's stamp still holds at the
+ * pending jiffies (it drops more without the clock). A line no longer pending (another program's
+ * since) is left as it is; police_count clears the pending word. */
 static __always_inline void bucket_stamp(const struct dpp_policer *p, const __u32 *at, __u64 bytes, __u64 now,
 					 __u64 until, __u64 credit, __u64 when)
 {
@@ -132,7 +141,8 @@ static __always_inline void bucket_stamp(const struct dpp_policer *p, const __u3
 	if (stamp) {
 		s->short_credit = ~(bytes - 1);
 		s->stamp = stamp;
-	} else if (p->algo == DPP_POLICE_ALGO_TOKEN_BUCKET) {
+	} else if (p->algo == DPP_POLICE_ALGO_TOKEN_BUCKET &&
+		   !police_stamp_holds(s->stamp, s->credit_window & ~POLICE_STAMP_PENDING)) {
 		s->short_credit = credit;
 		s->stamp = when;
 	}

@@ -36,9 +36,13 @@
  *                  stretch of T passes at most R (T + L) / 8e9 + B = R T / 8e9 + B + 2 D; over time
  *                  the rate is exact (the clock does not drift), provided a step's refill fits in
  *                  the bucket: with traffic over the rate the bucket holds under a packet when a
- *                  step comes, so nothing is lost while B >= 2 D + MTU (two ticks' refill, and a
- *                  packet's leftover). Then the bound is at most R T / 8e9 + 2 B. Below that the
- *                  rate falls to at most B per step (at B = D / 2, half of it): precise.
+ *                  step comes, so nothing is lost while B >= 2 D + F (two ticks' refill, and a
+ *                  frame's leftover, F the largest frame, as counted: its headers with it). The
+ *                  control plane counts F as an MTU of 1,500 bytes (clock_for): frames bigger (an
+ *                  Ethernet header and tags, a tunnel's, a jumbo frame) may lose up to their excess
+ *                  over it of a step's refill, never pass more. Then the bound is at most R T /
+ *                  8e9 + 2 B. Below that the rate falls to at most B per step (at B = D / 2, half
+ *                  of it): precise.
  *   fixed window   a window starts when the clock crosses k W, up to L late: windows last W +- L
  *                  and average W, so the rate over time is the same; a stretch of T spans at most
  *                  floor((T + L) / W) + 2 windows, A each (precise: floor(T / W) + 2); in a W-long
@@ -60,7 +64,9 @@
  * is better than it asked for. (Reading the precise clock again for a precise parent after a coarse
  * child took 8 bytes more of stack than dpp_upf_police has.) A parent shared by children of both
  * clocks decides on readings of either: a reading behind the policer's last one refills nothing
- * (token bucket), finds less room (GCRA) or counts in the newer window: it never lets more through.
+ * (token bucket), finds less room (GCRA) or counts in the newer window: it never lets more through
+ * (but a precise reading may refill a token bucket ahead of the coarse clock its CPUs' jiffies
+ * stamps stand for: such a bucket has no tick, nf/qos/stamp.h, "A bucket seen short by jiffies").
  * A rule's own policer and its slice's (nf/qos/rule.h) share a reading the same way, the own
  * one's, and are chosen the same way: the own one coarse only when its slice policer is too (or
  * there is none), made precise with it when the slice policer is rewritten precise.

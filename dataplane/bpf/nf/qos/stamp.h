@@ -161,7 +161,7 @@ static __always_inline __u64 police_seen_room(const struct dpp_policer *p, __u64
  * the control plane where their burst holds two ticks' refill and a packet (netapp/qos/applier.py,
  * clock_for), which is where the coarse clock is a valid one for them: it steps a tick's refill D
  * in at once, and a stretch of T ns then passes at most R T / 8e9 + B + 2 D, the rate over time
- * exact, none of a step's refill lost while B >= 2 D + MTU (police.h's head, "The clock"). On that
+ * exact, none of a step's refill lost while B >= 2 D + a frame (police.h's head, "The clock"). On that
  * clock, with the kernel's tick written (struct dpp_policer.previous, which neither bucket uses
  * otherwise), a CPU whose packet of b bytes its bucket dropped, on a reading c0 of its own with the
  * jiffies j0 read just before it (pending in the line's credit_window, which buckets do not use
@@ -170,9 +170,14 @@ static __always_inline __u64 police_seen_room(const struct dpp_policer *p, __u64
  * and bigger than b - 1 is dropped from the line alone: no clock read, no lock or shared word, in a
  * rule no call (the same test as a window seen full, police.h's police_line_drops).
  *   U. Token bucket: the lock left it holding c nanobits at t0 (its last_ns then, >= c0), c < 8e9 b.
- * At a later reading t >= t0 it holds at most c + (t - t0) R (refills add the elapsed time's, the
- * other CPUs' packets only take), at one behind t0 at most c (no refill): below U = t0 + ceil((8e9
- * b - c) / R) less than b bytes, and less than any b' >= b. Largest values: 8e9 b - c + R < 2^30 x
+ * Later it holds at most c + (L - t0) R, L the latest reading it has taken (its last_ns: refills
+ * add the elapsed time's, the other CPUs' packets only take; a reading behind L refills nothing).
+ * While every reading it takes is coarse, L is at most the coarse clock, one clock for every CPU:
+ * at coarse readings below U = t0 + ceil((8e9 b - c) / R) it holds less than b bytes, and less than
+ * any b' >= b. A precise reading (a precise child's for a coarse parent, a precise own policer's
+ * for a coarse slice policer: police.h) may be two ticks ahead of the coarse clock and refill what
+ * the stamp says is not there, so the control plane writes no tick for a token bucket a precise
+ * policer reads for (netapp/qos/applier.py, _untick). GCRA's TAT only grows, whatever the reading. Largest values: 8e9 b - c + R < 2^30 x
  * 8e9 + 2^39 < 2^63; the quotient at most 8.6e18 / 8e3 (8 kb/s) = 1.1e15 ns, added to t0 < 2^62.
  * GCRA: it dropped because TAT > 64 c0 + room(b), room(b) = floor((B - b) I / 2^20) (gcra_room);
  * the TAT only grows and room(b') <= room(b) for b' >= b: below U = ceil((TAT - room(b)) / 64)
@@ -183,7 +188,7 @@ static __always_inline __u64 police_seen_room(const struct dpp_policer *p, __u64
  * (0, none, when not past j0), this file's head's with U for the window's end E: a packet at
  * jiffies j <= D would have read c < U - 2 TICK + e < U, a time before U, and (c >= c0) not before
  * the drop's reading: a packet of b bytes or more then is one the bucket drops. None is dropped
- * that the bucket would pass (the head's one case outside the argument, an update catching up n >=
+ * that the bucket would pass, its readings all coarse (the head's one case outside the argument, an update catching up n >=
  * 2 ticks read between its two stores, may drop such packets n - 2 ticks late; it never passes
  * one). The jiffies are kept pending while the clock is read and the decision made, made the stamp
  * when the bucket drops, and cleared once it decided (police.h's police_count): a program run on
@@ -192,17 +197,22 @@ static __always_inline __u64 police_seen_room(const struct dpp_policer *p, __u64
  * (bucket.h), as on the PRECISE clock: the two share stamp and short_credit, and are told apart
  * by short_credit, a content (at most the bucket's size) or a ~room (above it: no bound); a bound's
  * time taken for jiffies is a time in ns, no stamp past the first seconds after boot (the head).
- * A stamp that holds is kept while a packet it does not drop (b - 1 bytes or less) goes to the
- * bucket, whose drop of it then makes none (no jiffies pending: its bound stays the one kept).
+ * A packet a stamp that holds does not drop (b - 1 bytes or less) goes to the bucket with the
+ * jiffies pending: the bucket's drop of it replaces the stamp with its own (a room below b - 1,
+ * still the bucket's: the argument holds for any b), or, where it makes none, keeps the one that
+ * holds; a pass leaves it (the bucket only lost bytes since).
  *   What it reaches: a stamp needs U - c0 over POLICE_STAMP_MARGIN + 1 ticks: the bucket's time to
  * hold b bytes beyond 5 ticks (20 ms at HZ=250, 5 at 1000), a packet's time at the rate when the
  * bucket is empty: 1500-byte packets below 600 kb/s at HZ=250 (2.4 Mb/s at 1000), 64-byte ones below
  * 25.6 kb/s (102 kb/s). Above, a bucket refills a packet within a tick, the jiffies say the coarse
- * clock is within two ticks of the drop's reading, not on it, and every drop reads the clock (the
- * token bucket's then dropped on its bound seen short, without the lock, as before). On the
- * PRECISE clock nothing of the kind is exact: bpf_ktime_get_ns moves every ns, and what a line may hold of a time without
- * reading it is only the jiffies, a tick's resolution, which says nothing of a bucket refilled
- * within the tick: no stamp there. */
+ * clock is within two ticks of the drop's reading, not on it, and every drop reads the clock. So
+ * the control plane writes the tick only where the largest frame (a page) can be stamped, or a
+ * frame can be bigger than the bucket (netapp/qos/applier.py, bucket_tick_for: below 1.64 Mb/s at
+ * HZ=250, 6.6 at 1000): elsewhere a drop reads no jiffies, keeps nothing pending and makes no
+ * stamp's division, and the token bucket's drops on its bound seen short as they did before
+ * stamps. On the PRECISE clock nothing of the kind holds: bpf_ktime_get_ns moves every ns, and what
+ * a line may hold of a time without reading it is only the jiffies, a tick's resolution, which
+ * says nothing of a bucket refilled within the tick: no stamp there. */
 
 /* The jiffies deadline up to which the clock stays before `until` (ns), a bucket's U at the reading
  * `now` of ticked bucket policer p (its tick: struct dpp_policer.previous), `pending` the word the
