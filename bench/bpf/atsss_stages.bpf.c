@@ -88,7 +88,7 @@ int stage_schedule(struct xdp_md *ctx)
 	s = stage_session(&pkt);
 	if (!s)
 		return XDP_DROP;
-	return schedule_round_robin(s, &mp_seq) ? XDP_TX : XDP_DROP;
+	return schedule_round_robin(s, &mp_seq, false) ? XDP_TX : XDP_DROP;
 }
 
 /* The stages from the schedule on: the encapsulation with the header's checksum only (cscov
@@ -106,7 +106,7 @@ static __always_inline int stage_send(struct xdp_md *ctx, const bool session_cov
 	s = stage_session(&pkt);
 	if (!s)
 		return XDP_DROP;
-	p = schedule_round_robin(s, &mp_seq);
+	p = schedule_round_robin(s, &mp_seq, false);
 	if (!p)
 		return XDP_DROP;
 	cscov = session_coverage ? atsss_cscov(s->flags) : 1;
