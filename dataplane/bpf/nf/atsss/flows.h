@@ -10,7 +10,7 @@
  * with the masked key the search makes: the stage's own parse keeps of its key only what the
  * downlink reads (a session without flow rules never stores its key's other fields; it still
  * executes more than before this lookup existed, the test of its flag and the code around the
- * call: 529 instructions in the stage against 525, bench/insns.py on dpp_atsss_stage,
+ * call: 527 instructions in the stage against 525, bench/insns.py on dpp_atsss_stage,
  * bench/README.md), and the stage's frame and this function's must fit the 512 bytes of stack
  * together (a key and a masked key on this one's stack, or the flow cache's copy of a rule, put
  * them over: 576 bytes, the verifier said), so the flow cache is not probed.
