@@ -53,7 +53,8 @@ from netapp.service.store import Store
 RULE_PREFIX = "atsss#"  # no '/': never the id of a tenant's intent (`<tenant>/<intent id>`)
 MAX_RULES_PER_FILTER = 16
 MAX_FLOW_FILTERS = 16  # an MTS session's flowFilter items
-# The classifier's shapes one tenant's flow filters may take of the MAX_SHAPES every rule shares.
+# The classifier's shapes one tenant's flow filters may take of the MAX_SHAPES every rule shares (every
+# tenant's together: the node's setting function_shapes, netapp.service.function_rules).
 MAX_TENANT_SHAPES = 4
 PORT_PROTOCOLS = {6: "TCP", 17: "UDP", 132: "SCTP"}
 # Each member of ETSI's FlowFilter the rules compare, and the bits it compares (its specificity).
