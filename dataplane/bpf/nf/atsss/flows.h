@@ -43,7 +43,11 @@
  * lock; ROUND_ROBIN's turns are one atomic add on the state's counter, then its number one on the
  * session's (schedule_round_robin_flow). A frame takes one lock at most, the state's or the
  * session's, never both, and holds it over no call (the verifier refuses a second bpf_spin_lock
- * while one is held, and any helper call under one): no order of locks, so no deadlock.
+ * while one is held, and any helper call under one): no order of locks, so no deadlock. What the
+ * verifier asks of the lock holds: it is the first member of a value of a BTF-described array
+ * (struct dpp_atsss_flow_state, dpp_atsss_flow_state), taken and released in one function on the
+ * one pointer the lookup gave, with loads, stores and atomic adds between (the session's words
+ * and MP_SEQ counter are another map's value: plain memory to the verifier).
  *
  * Why the stage classifies, and not the entry before its hand-over: the hand-over happens before
  * the classifier for every ATSSS frame, and only the stage has read the session, whose flag says

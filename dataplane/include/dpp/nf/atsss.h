@@ -221,7 +221,8 @@ struct dpp_atsss_session {
  * rules match), beside the session's own (struct dpp_atsss_session), whose paths, weights and MP_SEQ
  * counter they use: WEIGHTED's running weights under the state's lock, ROUND_ROBIN's turns by atomic
  * add (nf/atsss/flows.h argues where it lives and what guards it). Zeroed by the control plane when
- * it gives the slot to an MTS session, never written while one holds it. One line. */
+ * it gives the slot to an MTS session, with the value's lock held (BPF_F_LOCK), before the session's
+ * rules name it (netapp/atsss/flow_states.py). One line. */
 struct dpp_atsss_flow_state {
 	struct bpf_spin_lock lock;	    /* current[] */
 	__s32 current[DPP_ATSSS_MAX_PATHS]; /* WEIGHTED: smooth WRR's current weights of these flows */
