@@ -326,18 +326,18 @@ def gate_rows(args: argparse.Namespace, harness: Harness, builds: dict[str, Path
 
 def flow_rows(args: argparse.Namespace, harness: Harness, builds: dict[str, Path], rng: random.Random) -> list[dict]:
     """A downlink frame through the pipeline, its session without flow rules and with (the frame
-    matched by an MTS session's rule, and not); "before" too if given, with flow rules only when its
-    build looks them up."""
+    matched by an MTS session's rule, in active-standby, round-robin or weighted, and not); "before"
+    too if given, with flow rules only when its build looks them up."""
     rows = []
     pipelines = {name: flows.FlowPipeline(build, FIRST_UE, path) for name, build in builds.items()}
     walk = Walk(1, teid_base=0, src_base=int(FIRST_UE), teid_off=PAYLOAD_AT, src_off=UE_AT)
     try:
-        for case, (flags, members) in flows.CASES.items():
+        for case, flow_case in flows.CASES.items():
             chosen = {name: pipeline for name, pipeline in pipelines.items()
-                      if name == "atsss" or not flags or pipeline.classifies_flows}
+                      if name == "atsss" or not flow_case.flags or pipeline.classifies_flows}
             for pipeline in chosen.values():
-                pipeline.configure(flags, members)
-                pipeline.check(ue_frame(), matched=members is flows.MATCHED)
+                pipeline.configure(flow_case)
+                pipeline.check(ue_frame(), flow_case)
             subjects = {"floor": functools.partial(timed, harness, harness.empty_fd, walk, XDP_PASS, args.repeat)}
             for name, pipeline in chosen.items():
                 subjects[name] = functools.partial(timed, harness, pipeline.prog_fd, walk, XDP_TX, args.repeat)

@@ -47,6 +47,8 @@ INDEX_BUCKETS = 1 << INDEX_LOG2
 INDEX4_WAYS = 7
 INDEX6_WAYS = 3
 TX_GROUPS = 256
+MAX_FLOW_STATES = 16384
+RULE_MODE_BITS = 8
 
 CONSTANTS = {
     "DPP_MAX_ATSSS_SESSIONS": MAX_SESSIONS,
@@ -83,6 +85,8 @@ CONSTANTS = {
     "DPP_ATSSS_INDEX4_WAYS": INDEX4_WAYS,
     "DPP_ATSSS_INDEX6_WAYS": INDEX6_WAYS,
     "DPP_ATSSS_TX_GROUPS": TX_GROUPS,
+    "DPP_MAX_ATSSS_FLOW_STATES": MAX_FLOW_STATES,
+    "DPP_ATSSS_RULE_MODE_BITS": RULE_MODE_BITS,
 }
 
 
@@ -185,6 +189,23 @@ class Session(Structure):
         ("reserved", c_uint8 * 3),
         ("mp_seq", c_uint64),
     ]
+
+
+class FlowState(Structure):
+    C_NAME = "dpp_atsss_flow_state"
+    _fields_ = [
+        ("lock", SpinLock),
+        ("current", c_int32 * MAX_PATHS_PER_SESSION),
+        ("reserved", c_uint32),
+        ("turns", c_uint64),
+        ("reserved2", c_uint64 * 4),
+    ]
+
+
+def rule_arg(mode: Mode, state: int) -> int:
+    """An ATSSS rule's arg: its flows' mode, and above RULE_MODE_BITS the slot of their MTS session's
+    scheduler state (dpp_atsss_flow_state; 0: the session's own)."""
+    return int(mode) | state << RULE_MODE_BITS
 
 
 class SessionWords(Structure):
@@ -294,6 +315,10 @@ MAPS = {
     "dpp_atsss_gate": ("ARRAY", c_uint32, c_uint32, 1),
     "dpp_atsss_ues": ("ARRAY", c_uint32, "unsigned long long", UE_FILTER_WORDS),
 }
+# The pipeline's maps alone (its stage classifies flows, nf/atsss/flows.h; xdp_atsss has none of them):
+# the mirrors checked against dataplane/build/dpp.bpf.o.
+FLOW_STRUCTS = (FlowState,)
+FLOW_MAPS = {"dpp_atsss_flow_state": ("ARRAY", c_uint32, FlowState, "DPP_MAX_ATSSS_FLOW_STATES")}
 # maps of maps: name -> (their inner maps' type, key, value, size)
 INNER_MAPS = {"dpp_atsss_tx": ("DEVMAP", c_uint32, "bpf_devmap_val", MAX_PATHS_PER_SESSION)}
 # rings: name -> (map type, size); their records are struct dpp_atsss_ack (Ack)

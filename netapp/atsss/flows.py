@@ -16,7 +16,17 @@ no ATSSS rule matches any other frame. A rule's key is:
   a first fragment or a whole packet (a later fragment has no ports).
 
 flowlabel is refused: the classifier's key holds no IPv6 flow label. The rule's action is ATSSS,
-its arg the mode (enum dpp_atsss_mode).
+its arg the mode (enum dpp_atsss_mode) and the slot of its MTS session's scheduler state (abi.rule_arg).
+
+The flows of an MTS session in round-robin or weighted (STATEFUL_MODES) schedule with a state of
+their own, the running weights and turns of dpp_atsss_flow_state (nf/atsss/flows.h says why there),
+whose slot the service gives the session (netapp.atsss.service: stored with it, zeroed in the map
+before its rules name it, a new one each time the session is written) and writes into its rules
+alone: a tenant's rule names no slot it was not given, so it moves no other session's state. Its
+flows are split by the weights, or take the paths in turn, each MTS session's on its own, whatever
+the UE's other flows and frames; the weights are the ATSSS session's paths' (MEC 015 gives an MTS
+session none: its qosD.minTpt is a floor of throughput, which the node does not measure). The other
+modes keep no state (slot 0).
 
 Overlaps, among the UE's MTS sessions with filters: the most specific filter wins, by the bits it
 compares (a prefix its length, a port 16, protocol 8, dscp 6), which is the rule's priority. Two
@@ -27,11 +37,13 @@ session.
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import itertools
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 from netapp.atsss import store as stored
+from netapp.atsss.abi import rule_arg
 from netapp.atsss.models import SteeringMode
 from netapp.intents.compiler import MAX_SHAPES, CompiledRule, FieldValues, shape_of
 from netapp.service.contract import InvalidInput, QuotaExceeded
@@ -41,7 +53,8 @@ from netapp.service.store import Store
 RULE_PREFIX = "atsss#"  # no '/': never the id of a tenant's intent (`<tenant>/<intent id>`)
 MAX_RULES_PER_FILTER = 16
 MAX_FLOW_FILTERS = 16  # an MTS session's flowFilter items
-# The classifier's shapes one tenant's flow filters may take of the MAX_SHAPES every rule shares.
+# The classifier's shapes one tenant's flow filters may take of the MAX_SHAPES every rule shares (every
+# tenant's together: the node's setting function_shapes, netapp.service.function_rules).
 MAX_TENANT_SHAPES = 4
 PORT_PROTOCOLS = {6: "TCP", 17: "UDP", 132: "SCTP"}
 # Each member of ETSI's FlowFilter the rules compare, and the bits it compares (its specificity).
@@ -53,6 +66,8 @@ MAX_PORT = 65535
 CLASSIFIER_ALLOWS = (f"a match no other rule has, of one of the {MAX_SHAPES} shapes the classifier searches (the "
                      "fields compared and sourceIp's prefix length)")
 UNSERVED_MEMBERS = {"flowlabel": "the classifier's key holds no IPv6 flow label"}
+# The modes whose flows schedule with their MTS session's own state (a slot of dpp_atsss_flow_state).
+STATEFUL_MODES = frozenset({SteeringMode.ROUND_ROBIN, SteeringMode.WEIGHTED})
 Rules = dict[str, CompiledRule]
 NETWORKS = (ipaddress.IPv4Network, ipaddress.IPv6Network)  # a key's prefixes: compared by holding, not equality
 
@@ -153,8 +168,10 @@ def is_atsss_rule(rule_id_: str) -> bool:
     return rule_id_.startswith(RULE_PREFIX)
 
 
-def session_rules(mts_id: str, ue: str, filters: Sequence[Mapping[str, Any]], mode: SteeringMode) -> Rules:
-    """The rules of an MTS session with flow filters (each filter's members given), by id."""
+def session_rules(mts_id: str, ue: str, filters: Sequence[Mapping[str, Any]], mode: SteeringMode,
+                  state: int = 0) -> Rules:
+    """The rules of an MTS session with flow filters (each filter's members given), by id, naming
+    its flow state slot `state` (0: none, the session's)."""
     rules: Rules = {}
     keys: set = set()  # the match keys taken: a duplicate is left out in one look-up
     for index, given in enumerate(filters):
@@ -162,26 +179,35 @@ def session_rules(mts_id: str, ue: str, filters: Sequence[Mapping[str, Any]], mo
         priority = specificity(given)
         for number, values in enumerate(found):
             rule = CompiledRule(intent_id=rule_id(mts_id, index, number), shape=shape_of(values),
-                                values=FieldValues(values), priority=priority, action="atsss", arg=mode.c_mode,
-                                arg_text=mode.value)
+                                values=FieldValues(values), priority=priority, action="atsss",
+                                arg=rule_arg(mode.c_mode, state), arg_text=mode.value)
             if rule.match_key not in keys:
                 keys.add(rule.match_key)
                 rules[rule.intent_id] = rule
     return rules
 
 
-def body_rules(mts_id: str, ue: str, body: Mapping[str, Any]) -> Rules:
-    """The rules of a stored MTS session with flow filters (its body, as netapp.atsss.mts stores it)."""
+def with_state(rules: Rules, state: int) -> Rules:
+    """`rules` naming the flow state slot `state` (their MTS session's, which the service gives)."""
+    return {rule_id: dataclasses.replace(rule, arg=rule_arg(SteeringMode(rule.arg_text).c_mode, state))
+            for rule_id, rule in rules.items()}
+
+
+def body_rules(mts_id: str, ue: str, body: Mapping[str, Any], state: int = 0) -> Rules:
+    """The rules of a stored MTS session with flow filters (its body, as netapp.atsss.mts stores it),
+    naming its flow state slot `state`."""
     filters = [{member: value for member, value in given.items() if value is not None} for given in body["flowFilter"]]
-    return session_rules(mts_id, ue, filters, SteeringMode(body["mode"]))
+    return session_rules(mts_id, ue, filters, SteeringMode(body["mode"]), state)
 
 
 def stored_rules(store: Store) -> Rules:
-    """Every stored MTS session's rules: what start()'s first reconcile installs
-    (NetAppService.load_function_rules), so that a restart leaves them in the maps."""
+    """Every stored MTS session's rules, each naming its stored flow state slot: what start()'s first
+    reconcile installs (NetAppService.load_function_rules), so that a restart leaves them in the
+    maps, their flows on the state they had."""
     rules: Rules = {}
-    for _, mts_id, ue, body in stored.load_mts_flows(store):
-        rules.update(body_rules(mts_id, ue, body))
+    states = stored.state_slots(store)
+    for tenant, mts_id, ue, body in stored.load_mts_flows(store):
+        rules.update(body_rules(mts_id, ue, body, states.get((tenant, mts_id), 0)))
     return rules
 
 
@@ -280,15 +306,15 @@ def ue_rules(store: Store, ue: str) -> list[tuple[str, Rules]]:
     return [(mts_id, body_rules(mts_id, ue, body)) for _, mts_id, body in stored.mts_flows_of_ue(store, ue)]
 
 
-def stored_rules_of(mts_id: str, stored_mts: Optional[tuple[str, dict]]) -> Rules:
-    """The rules of a stored MTS session ((UE, body), None: not stored): none when its filter takes
-    the UE's whole downlink."""
+def stored_rules_of(mts_id: str, stored_mts: Optional[tuple[str, dict]], state: int) -> Rules:
+    """The rules of a stored MTS session ((UE, body), None: not stored) naming its flow state slot
+    `state`: none when its filter takes the UE's whole downlink."""
     if stored_mts is None:
         return {}
     ue, body = stored_mts
     if not any(has_flow_members(given) for given in body["flowFilter"]):
         return {}
-    return body_rules(mts_id, ue, body)
+    return body_rules(mts_id, ue, body, state)
 
 
 def _nothing() -> None:

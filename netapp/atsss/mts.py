@@ -68,10 +68,13 @@ serve is refused with a ProblemDetails naming ETSI's field:
   whole downlink (one such MTS session a UE). Filters with more (sourceIp, sourcePort, dstPort,
   protocol, dscp) select flows of it: they become classifier rules (netapp.atsss.flows) and those
   flows run the session's mode while the UE's others keep the ATSSS session's own (or the mode of
-  the UE's MTS session without filters); several such MTS sessions may steer one UE, the most
-  specific filter winning where they overlap, and one as specific as another session's that a
-  packet could match is refused naming flowFilter[i]. flowlabel is refused: the classifier's key
-  holds no IPv6 flow label. A filter of dstIp alone among filters that select flows is refused.
+  the UE's MTS session without filters), in round-robin and weighted with a scheduler state of the
+  MTS session's own (netapp.atsss.flow_states: each session's flows get their split, by the ATSSS
+  session's path weights, whatever the UE's other frames; MEC 015 names no weights); several such
+  MTS sessions may steer one UE, the most specific filter winning where they overlap, and one as
+  specific as another session's that a packet could match is refused naming flowFilter[i].
+  flowlabel is refused: the classifier's key holds no IPv6 flow label. A filter of dstIp alone
+  among filters that select flows is refused.
 - requestType 1 (FLOW_SPECIFIC_MTS_SESSION) only: an application's sessions are not known to the
   node; trafficDirection "00" (downlink) only: the node steers the downlink, the UE its uplink.
 """

@@ -1,7 +1,8 @@
 """The store's tables of ATSSS (a migration of netapp.service.schema): the sessions, one row a
 session by tenant and name, one a UE (a UE's downlink has one scheduler); the path slots the node
 gave them (unique: a slot of dpp_atsss_paths); the MEC 015 MTS sessions steering them, one a UE;
-the subflows of the paths and the slots freed (migrations 12 and 13)."""
+the subflows of the paths and the slots freed (migrations 12 and 13); MTS sessions with flow filters
+(14) and their flows' scheduler state slots (15)."""
 
 from __future__ import annotations
 
@@ -102,4 +103,21 @@ ATSSS_MTS_FLOWS = (
     "ALTER TABLE atsss_mts_sessions_flows RENAME TO atsss_mts_sessions",
     "CREATE UNIQUE INDEX atsss_mts_whole_ue ON atsss_mts_sessions (ue) WHERE filtered = 0",
     "CREATE INDEX atsss_mts_by_ue ON atsss_mts_sessions (ue, filtered)",
+)
+
+# The slot of dpp_atsss_flow_state each MTS session with flow filters in round-robin or weighted holds
+# (netapp.atsss.flows): its rules carry it, so a restart must find the slot the pinned maps' rules
+# name, not another (their flows would take over another session's running weights). The slot is the
+# key: the lowest free one is found by it. The sessions stored before are given slots 1, 2... by
+# tenant and id.
+ATSSS_MTS_STATES = (
+    """CREATE TABLE atsss_mts_states (
+        slot INTEGER PRIMARY KEY,
+        tenant TEXT NOT NULL,
+        id TEXT NOT NULL,
+        UNIQUE (tenant, id)
+    )""",
+    """INSERT INTO atsss_mts_states (slot, tenant, id)
+        SELECT row_number() OVER (ORDER BY tenant, id), tenant, id FROM atsss_mts_sessions
+        WHERE filtered = 1 AND json_extract(body, '$.mode') IN ('round_robin', 'weighted')""",
 )

@@ -12,7 +12,9 @@ A tenant names its sessions (unique per tenant); the node gives each path a slot
 dpp_atsss_paths, so that no tenant can aim at another's slot or need to know which are free. A
 MEC 015 MTS session (netapp.atsss.mts) steering a UE sets the mode its session runs; one with flow
 filters sets the mode of the flows they select, through the classifier's rules (netapp.atsss.flows),
-written before the session's FLOW_RULES flag and taken out before it is cleared (_apply_flows).
+written before the session's FLOW_RULES flag and taken out before it is cleared (_apply_flows); in
+round-robin or weighted its flows schedule with a state of their own, whose slot the node gives it
+(netapp.atsss.flow_states), as it gives path slots.
 
 REDUNDANT sessions send a copy of each packet out of each path's interface: the sessions naming the
 same interfaces by position share a group of ports (dpp_atsss_tx, netapp.atsss.groups), any other
@@ -35,7 +37,8 @@ from pydantic import ValidationError
 
 from netapp.atsss import store as stored
 from netapp.atsss.abi import MAX_PATHS, TX_GROUPS, Path, PathFlags
-from netapp.atsss.flows import Rules, apply_rules, check_overlaps, check_tenant_room, stored_rules_of, ue_rules
+from netapp.atsss.flow_states import FlowStates
+from netapp.atsss.flows import Rules, apply_rules, check_overlaps, check_tenant_room, stored_rules_of, ue_rules, with_state
 from netapp.atsss.groups import GroupPlan, GroupsFull, PortNames, TxGroups
 from netapp.atsss.models import (
     AtsssPath,
@@ -209,6 +212,7 @@ class Atsss:
         # then by qosD field: each requirement's own hysteresis (netapp.atsss.mts.qos_check's
         # `held`), kept by netapp.atsss.qos_watch.QosWatch.
         self.qos_held: dict[tuple[str, str], dict[str, str]] = {}
+        self._states = FlowStates(store, maps if rules is not None else None)  # slots of MTS sessions' flow states
 
     @classmethod
     def start(cls, store: Store, table_of: TableOf, netns: Optional[str] = None,
@@ -359,12 +363,15 @@ class Atsss:
                 quota = TenantPolicy(self.store).quotas_of(tenant).atsss_flow_rules
                 check_tenant_room(self.store, tenant, mts_id, flows, quota)
             earlier = stored.stored_mts(self.store, tenant, mts_id)
+            earlier_state = stored.state_slot(self.store, tenant, mts_id)
             ues = [ue] + ([earlier[0]] if earlier is not None else [])
             before = stored.sessions_of_ues(self.store, ues)
             stored.save_mts(self.store, tenant, mts_id, ue, {**body, "mode": mode.value}, self._clock(),
                             filtered=flows is not None)
+            state = self._states.give(tenant, mts_id, mode if flows is not None else None, mode_field)
             self._apply_flows(before, stored.sessions_of_ues(self.store, ues),
-                              stored_rules_of(mts_id, earlier), flows or {})
+                              stored_rules_of(mts_id, earlier, earlier_state), with_state(flows or {}, state))
+            self._states.retire(earlier_state, state)
 
     def unsteer(self, tenant: str, mts_id: str) -> bool:
         """The MTS session gone: its UE's session runs its own mode again. False: there was none."""
@@ -373,9 +380,11 @@ class Atsss:
             if earlier is None:
                 return False
             before = stored.sessions_of_ues(self.store, [earlier[0]])
+            earlier_state = stored.free_state_slot(self.store, tenant, mts_id)
             stored.remove_mts(self.store, tenant, mts_id)
             self._apply_flows(before, stored.sessions_of_ues(self.store, [earlier[0]]),
-                              stored_rules_of(mts_id, earlier), {})
+                              stored_rules_of(mts_id, earlier, earlier_state), {})
+            self._states.retire(earlier_state)
         return True
 
     # --- start ---------------------------------------------------------------------------------

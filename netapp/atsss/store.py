@@ -8,7 +8,7 @@ import json
 from datetime import datetime
 from typing import Optional
 
-from netapp.atsss.abi import MAX_PATHS
+from netapp.atsss.abi import MAX_FLOW_STATES, MAX_PATHS
 from netapp.atsss.models import AtsssPath, AtsssSession, SessionDefinition, SteeringMode
 from netapp.service.store import Store
 
@@ -191,4 +191,42 @@ def save_mts(store: Store, tenant: str, mts_id: str, ue: str, body: dict, when: 
 
 
 def remove_mts(store: Store, tenant: str, mts_id: str) -> bool:
+    """Whether there was one; its flow state slot is freed."""
+    free_state_slot(store, tenant, mts_id)
     return store.execute("DELETE FROM atsss_mts_sessions WHERE tenant = ? AND id = ?", (tenant, mts_id)).rowcount > 0
+
+
+# --- the MTS sessions' flow state slots (dpp_atsss_flow_state, netapp.atsss.flows) -----------------
+
+
+def state_slot(store: Store, tenant: str, mts_id: str) -> int:
+    """The flow state slot the MTS session holds; 0: none."""
+    row = store.execute("SELECT slot FROM atsss_mts_states WHERE tenant = ? AND id = ?", (tenant, mts_id)).fetchone()
+    return 0 if row is None else row[0]
+
+
+def state_slots(store: Store) -> dict[tuple[str, str], int]:
+    """(tenant, id) -> the flow state slot of every MTS session holding one."""
+    return {(tenant, mts_id): slot for slot, tenant, mts_id in store.execute("SELECT slot, tenant, id FROM atsss_mts_states")}
+
+
+def free_state_slot_of(store: Store) -> Optional[int]:
+    """The lowest flow state slot no MTS session holds (1..MAX_FLOW_STATES - 1; 0 means none), None
+    when every one is held. Found by the key: the first slot whose next is free, a walk of the held
+    ones at worst."""
+    slot = store.execute("""SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM atsss_mts_states WHERE slot = 1) THEN 1 ELSE
+        (SELECT min(a.slot) + 1 FROM atsss_mts_states a
+         WHERE NOT EXISTS (SELECT 1 FROM atsss_mts_states b WHERE b.slot = a.slot + 1)) END""").fetchone()[0]
+    return slot if slot < MAX_FLOW_STATES else None
+
+
+def hold_state_slot(store: Store, slot: int, tenant: str, mts_id: str) -> None:
+    """The flow state slot `slot` (free: free_state_slot_of) the MTS session's; its earlier one freed first."""
+    store.execute("INSERT INTO atsss_mts_states (slot, tenant, id) VALUES (?, ?, ?)", (slot, tenant, mts_id))
+
+
+def free_state_slot(store: Store, tenant: str, mts_id: str) -> int:
+    """The MTS session's flow state slot freed: that slot, 0 when it held none."""
+    row = store.execute("DELETE FROM atsss_mts_states WHERE tenant = ? AND id = ? RETURNING slot",
+                        (tenant, mts_id)).fetchone()
+    return 0 if row is None else row[0]

@@ -7,7 +7,8 @@ dpp_atsss_path_rx (slot -> what the path heard, its loss estimate), dpp_atsss_ga
 held: the pipeline hands ATSSS's frames to its stage), dpp_atsss_ues (the UE filter: a bit per hash
 of the UE addresses with a session, which the pipeline reads before it looks a session up) and
 dpp_atsss_tx (group -> an inner map of position -> the interface REDUNDANT copies for that position
-leave by, with the position's copy program; netapp.atsss.groups), through the generic tables
+leave by, with the position's copy program; netapp.atsss.groups) and, in the pipeline, dpp_atsss_flow_state
+(slot -> the scheduler state of an MTS session's flows, netapp.atsss.flows), through the generic tables
 (`table_of(name)`, as netapp.frer.table).
 
 `AtsssMaps.sync` makes the entries of some UEs (or of all) what the tables say, writing only what
@@ -42,6 +43,7 @@ import numpy
 
 from netapp.atsss.abi import (
     UE_FILTER_WORDS,
+    FlowState,
     Path,
     PathFlags,
     PathRx,
@@ -247,8 +249,30 @@ class AtsssMaps:
         self._ues = table_of("dpp_atsss_ues")
         self._tx = DevmapGroups(table_of("dpp_atsss_tx"))  # type: ignore[arg-type]
         self._bit_counts: Optional[dict[int, int]] = None  # UE filter bit -> sessions held with it
+        self._table_of = table_of  # the pipeline's flow states: opened when a slot is given (xdp_atsss has none)
 
     # --- writes --------------------------------------------------------------------------------
+
+    def reset_flow_state(self, slot: int) -> None:
+        """The flow state `slot` zeroed, before an MTS session's rules name it: written with the
+        value's lock held (libdpp's BPF_F_LOCK for a map whose values hold one), so a pick made
+        meanwhile by a rule that named it before sees the running weights whole, old or zeroed. An
+        instance pinned by a build without flow states has no such map until its programs are
+        reloaded (Dataplane.reload), which makes it zeroed: nothing to do until then."""
+        try:
+            self._table_of("dpp_atsss_flow_state").update([(c_uint32(slot), FlowState())])
+        except DataplaneError as exc:
+            if exc.errno != errno.ENOENT:
+                raise
+
+    def flow_state(self, slot: int) -> FlowState:
+        found = self._table_of("dpp_atsss_flow_state").lookup([c_uint32(slot)])[0]
+        assert found is not None, "an array holds every slot"
+        return found
+
+    def wait_readers(self) -> None:
+        """Return once every program run that began before has ended (Table.wait_readers)."""
+        self._paths.wait_readers()
 
     def sync(self, tables: AtsssTables, ues: Optional[Iterable[bytes]] = None, slots: Iterable[int] = ()) -> None:
         """The sessions of the raw keys `ues` (None: every UE) are those of `tables` and their paths,

@@ -8,7 +8,7 @@ import ipaddress
 import os
 import socket
 from pathlib import Path
-from typing import Any, Literal, Optional
+from typing import Annotated, Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, IPvAnyAddress, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
@@ -435,6 +435,14 @@ class Settings(BaseSettings):
     )
     flow_cache: bool = True
     max_rules: int = Field(65536, ge=1, le=1 << 24)
+    # The classifier searches 16 shapes for every rule of the node (netapp.intents.compiler.MAX_SHAPES):
+    # a function's own rules capped here leave the rest to the intents and the other functions'.
+    function_shapes: dict[str, Annotated[int, Field(ge=1)]] = Field(
+        default_factory=lambda: {"atsss": 8},
+        description="network function -> the classifier's shapes its own rules may take at most (ATSSS: the "
+        "MTS sessions' flow filters, every tenant's together; each tenant besides at most 4); a function "
+        "not named: no cap",
+    )
     meter_window_ms: Optional[int] = Field(
         None,
         ge=1,

@@ -562,7 +562,8 @@ MAPS: Mapping[str, MapSpec] = {
     },
     **{name: MapSpec(PERCPU_ARRAY, c_uint32, Counter, size, table=True) for name, size in rss_abi.COUNTERS.items()},
     **{name: _nf_map(*spec, inner=INNER_MAPS.get(name))
-       for name, spec in (*frer_abi.MAPS.items(), *atsss_abi.MAPS.items(), *duplicate_abi.MAPS.items())},
+       for name, spec in (*frer_abi.MAPS.items(), *atsss_abi.MAPS.items(), *atsss_abi.FLOW_MAPS.items(),
+                          *duplicate_abi.MAPS.items())},
     # The ring of the proxy's DCCP-Acks: read by its consumer, never as a table.
     **{name: MapSpec(MapType[kind], None, None, atsss_abi.CONSTANTS[size])
        for name, (kind, size) in atsss_abi.RINGS.items()},

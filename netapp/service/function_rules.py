@@ -30,10 +30,13 @@ class RuleClash(ValueError):
 
 
 class FunctionRules:
-    """One network function's rules in the service's index and maps."""
+    """One network function's rules in the service's index and maps; at most the shapes its setting
+    function_shapes gives it (a change adding one more is refused: the classifier's shapes are every
+    rule's, and a function taking them all would leave none for the intents)."""
 
     def __init__(self, state: "ServiceState", name: str):
         self._state = state
+        self._name = name
         self._rules: dict[str, CompiledRule] = state.function_rules.setdefault(name, {})
 
     @property
@@ -57,6 +60,7 @@ class FunctionRules:
                     if after.get(rule_id) != rule and rule_id in state.index:
                         change.remove(rule_id)
                 added = [rule for rule_id, rule in after.items() if before.get(rule_id) != rule]
+                self._check_shapes(before, after)
                 for rule in added:
                     _add(change.index_change, rule)
                 clash = next((rule for rule in added if state.index.collisions(rule.intent_id)), None)
@@ -76,6 +80,20 @@ class FunctionRules:
                 self._replace(after, before)
 
         return undo
+
+    def _check_shapes(self, before: Mapping[str, CompiledRule], after: Mapping[str, CompiledRule]) -> None:
+        """RuleClash naming the first rule of `after` whose shape takes the function's rules past
+        their cap (settings function_shapes) and past the shapes they hold now (a cap lowered below
+        them refuses new shapes only)."""
+        cap = self._state.settings.function_shapes.get(self._name)
+        held = {rule.shape for rule in self._rules.values()}
+        shapes = {rule.shape for rule_id, rule in self._rules.items() if rule_id not in before}
+        for rule in after.values():
+            shapes.add(rule.shape)
+            if cap is not None and len(shapes) > max(cap, len(held)):
+                raise RuleClash(rule.intent_id, f"its shape {rule.shape.describe()} would make the {self._name} rules "
+                                f"take {len(shapes)} of the classifier's shapes, more than the node's setting "
+                                f"function_shapes gives them ({cap}), which keeps the rest for the intents")
 
     def _replace(self, before: Mapping[str, CompiledRule], after: Mapping[str, CompiledRule]) -> None:
         for rule_id in before:

@@ -4,7 +4,7 @@ next. A network function's tables come in a migration of their own, their statem
 
 from __future__ import annotations
 
-from netapp.atsss.schema import ATSSS_FREE_SLOTS, ATSSS_MTS_FLOWS, ATSSS_SUBFLOWS, ATSSS_TABLES
+from netapp.atsss.schema import ATSSS_FREE_SLOTS, ATSSS_MTS_FLOWS, ATSSS_MTS_STATES, ATSSS_SUBFLOWS, ATSSS_TABLES
 from netapp.frer.schema import FRER_INTENT_OWNER, FRER_TABLES
 from netapp.mec.schema import MEC_APPD_TABLES, MEC_BWM_TABLES, MEC_GRACEFUL_DEADLINE, MEC_TABLES
 from netapp.mec.service_schema import SERVICE_TABLES
@@ -100,6 +100,7 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     12: ATSSS_SUBFLOWS,  # 13: each ATSSS session path's subflow, by its key (netapp.atsss.store)
     13: ATSSS_FREE_SLOTS,  # 14: the ATSSS path slots freed below the highest given (netapp.atsss.store)
     14: ATSSS_MTS_FLOWS,  # 15: MTS sessions with flow filters, several a UE (netapp.atsss.flows)
+    15: ATSSS_MTS_STATES,  # 16: the scheduler state slot of each MTS session's flows (netapp.atsss.flows)
 }
 
 SCHEMA_VERSION = len(MIGRATIONS) + 1

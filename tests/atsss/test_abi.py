@@ -1,6 +1,7 @@
 """ATSSS's ABI seen from Python: netapp/atsss/abi.py's mirrors against the BTF of the built downlink
 object (dataplane/build/xdp_atsss.bpf.o, which holds the maps and, through an anchor, the enums) and
-its constants against dataplane/include/dpp/nf/atsss.h."""
+its constants against dataplane/include/dpp/nf/atsss.h; the flows' state, the pipeline's alone, against
+the pipeline's object (dataplane/build/dpp.bpf.o)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,14 @@ import pytest
 
 from netapp.atsss import abi
 from netapp.dataplane.abi import DevmapVal
-from tests.utils.btf import Btf, assert_inner_maps_declared, assert_maps_declared, header_defines, object_btf
+from tests.utils.btf import (
+    Btf,
+    assert_inner_maps_declared,
+    assert_maps_declared,
+    assert_struct_mirrored,
+    header_defines,
+    object_btf,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 OBJECT = REPO / "dataplane" / "build" / "xdp_atsss.bpf.o"
@@ -69,3 +77,19 @@ def test_every_define_of_the_header_is_mirrored():
 
 def test_ten_thousand_sessions_of_four_paths_fit():
     assert abi.MAX_SESSIONS >= 10_000 and abi.MAX_PATHS > 10_000 * abi.MAX_PATHS_PER_SESSION
+
+
+@pytest.fixture(scope="module")
+def pipeline_btf() -> Btf:
+    return object_btf(REPO / "dataplane" / "build" / "dpp.bpf.o")
+
+
+@pytest.mark.parametrize("mirror", abi.FLOW_STRUCTS, ids=lambda s: s.C_NAME)
+def test_the_pipelines_flow_struct_mirrors_match_its_btf(pipeline_btf, mirror):
+    assert_struct_mirrored(pipeline_btf, mirror)
+
+
+def test_the_pipelines_flow_maps_are_declared_with_their_types_and_size(pipeline_btf, btf):
+    """The flows' maps are the pipeline's alone: xdp_atsss classifies no flow, and has none of them."""
+    assert_maps_declared(pipeline_btf, abi.FLOW_MAPS, abi.CONSTANTS, among_others=True)
+    assert not set(abi.FLOW_MAPS) & set(btf.maps())

@@ -16,6 +16,7 @@ from netapp.atsss.flows import MAX_FLOW_FILTERS, MAX_TENANT_SHAPES, apply_rules,
 from netapp.atsss.models import AtsssSessionPatch, SteeringMode
 from netapp.atsss.mts import MtsSessionInfo, flow_filters
 from netapp.atsss.service import Atsss
+from netapp.core.config import Settings
 from netapp.service.contract import InvalidInput, QuotaExceeded
 from netapp.service.function_rules import FunctionRules
 from netapp.service.store import Store
@@ -266,3 +267,30 @@ def test_an_mts_write_racing_an_intents_transaction_does_not_deadlock(node, node
     assert len(rules_of(atsss)) == 1
     clear(atsss)
     store.close()
+
+
+# --- the node's share of the classifier for ATSSS -------------------------------------------------
+
+
+def test_every_tenants_flow_filters_together_take_at_most_the_nodes_function_shapes(node):  # noqa: F811
+    """Settings function_shapes {"atsss": 2}: three MTS sessions' rules of three shapes (each a prefix
+    length of sourceIp), maybe three tenants' within their own 4: the third is refused naming its
+    filter and the setting; a rule of a shape held still goes in. By default ATSSS may take 8."""
+    state = rule_machinery(node)
+    state.settings = state.settings.model_copy(update={"function_shapes": {"atsss": 2}})
+    rules = FunctionRules(state, "atsss")
+    wide = [session_rules(name, UE, [{"dstIp": UE, "sourceIp": f"198.18.0.0/{length}"}], SteeringMode.ACTIVE_STANDBY)
+            for name, length in (("a", 24), ("b", 25), ("c", 26))]
+    undo = [apply_rules(rules, {}, wide[0]), apply_rules(rules, {}, wide[1])]
+    try:
+        with pytest.raises(InvalidInput) as refused:
+            apply_rules(rules, {}, wide[2])
+        undo.append(apply_rules(rules, {}, session_rules("d", UE, [{"dstIp": UE, "sourceIp": "198.19.0.0/24"}],
+                                                         SteeringMode.ACTIVE_STANDBY)))
+    finally:
+        for each in reversed(undo):
+            each()
+
+    assert refused.value.field == "flowFilter[0]"
+    assert "function_shapes" in str(refused.value) and "(2)" in str(refused.value)
+    assert Settings(auth_disabled=True).function_shapes == {"atsss": 8}

@@ -1,9 +1,12 @@
 """The ATSSS flows benchmark's cases are what they say (bench/atsss/flows.py): through the pipeline
-of this tree's build, a frame matched by the MTS session's rule leaves on one path twice
-(active-standby), a frame of a session without flow rules, or missing the rule, on the two in turn
-(round-robin); a case whose frames do not is refused before it is timed."""
+of this tree's build, four frames matched by the MTS session's rule leave on one path
+(active-standby) or on both (its round-robin or weighted 3:1 flow, on the MTS session's own state),
+four of a session without flow rules, or missing the rule, on both (round-robin, weighted 3:1); a
+case whose frames do not is refused before it is timed."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import pytest
 
@@ -16,14 +19,14 @@ from tests.utils.kernel import require_kernel
 @pytest.mark.parametrize("case", list(flows.CASES))
 def test_each_case_runs_the_mode_it_names(case):
     require_kernel()
-    flags, members = flows.CASES[case]
+    flow_case = flows.CASES[case]
     pipeline = flows.FlowPipeline(DATAPLANE / "build", FIRST_UE, path)
     try:
-        pipeline.configure(flags, members)
-        pipeline.check(ue_frame(), matched=members is flows.MATCHED)
+        pipeline.configure(flow_case)
+        pipeline.check(ue_frame(), flow_case)
         with pytest.raises(RuntimeError, match="not what it says"):
-            pipeline.configure(flags, members)
-            pipeline.check(ue_frame(), matched=members is not flows.MATCHED)
+            pipeline.configure(flow_case)
+            pipeline.check(ue_frame(), dataclasses.replace(flow_case, paths=3 - flow_case.paths))
     finally:
         pipeline.close()
 

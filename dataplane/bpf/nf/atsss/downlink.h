@@ -260,16 +260,52 @@ static __always_inline enum atsss_verdict atsss_send(struct xdp_md *ctx, __u32 s
 	return atsss_send_on(ctx, p, mp_seq, l3, ue_len, session_flags);
 }
 
+/* The downlink of a flow whose MTS session has a scheduler state `f` of its own (nf/atsss/flows.h)
+ * in `mode`, round-robin or weighted: its path picked with the state's turns or running weights, its
+ * MP_SEQ number the session's. Apart from the session's own way, so that a frame of a session
+ * without flow rules carries no state pointer across its scheduler (the state's test and its
+ * register cost 1 to 8 instructions there, bench/README.md). */
+static __always_inline enum atsss_verdict atsss_flow_downlink(struct xdp_md *ctx, struct dpp_atsss_session *s,
+							      struct dpp_atsss_flow_state *f, __u8 mode, __u32 l3,
+							      __u32 ue_len)
+{
+	struct dpp_atsss_path *p;
+	struct atsss_paths_view v;
+	__u64 mp_seq = 0;
+	__u32 slot;
+	int pos;
+
+	if (mode == DPP_ATSSS_ROUND_ROBIN) {
+		p = schedule_round_robin_flow(s, f, &mp_seq);
+		if (!p)
+			return ATSSS_NO_PATH;
+	} else {
+		v = atsss_view_paths(s, false);
+		pos = v.up ? schedule_weighted(s, &f->lock, f->current, v.up, &mp_seq, &p) : -1;
+		if (pos < 0)
+			return ATSSS_NO_PATH;
+		if (!p) { /* the pick was not its guess */
+			slot = s->path[pos & (DPP_ATSSS_MAX_PATHS - 1)];
+			p = bpf_map_lookup_elem(&dpp_atsss_paths, &slot);
+			if (!p)
+				return ATSSS_ERROR;
+		}
+	}
+	return atsss_send_on(ctx, p, mp_seq, l3, ue_len, s->flags); /* one send for both: one copy of it */
+}
+
 /* The downlink for the UE packet at l3 (family 4 or 6, ue_len bytes) to the UE address `ue`: in
- * the mode of its flow's rule when the session has flow rules (nf/atsss/flows.h), else the
- * session's. */
+ * the mode of its flow's rule when the session has flow rules (nf/atsss/flows.h), and with its MTS
+ * session's scheduler state when it has one (round-robin, weighted: atsss_flow_downlink), else the
+ * session's mode and state. */
 static __always_inline enum atsss_verdict atsss_downlink(struct xdp_md *ctx, __u8 family, const __u32 *ue,
 							 __u32 l3, __u32 ue_len)
 {
 	struct dpp_atsss_session *s = atsss_find_session(family, ue);
+	struct dpp_atsss_flow_state *f;
 	struct dpp_atsss_path *p;
 	__u64 mp_seq = 0;
-	__u32 up, slot;
+	__u32 up, slot, arg;
 	bool flows;
 	__u8 mode;
 	int pos;
@@ -278,8 +314,13 @@ static __always_inline enum atsss_verdict atsss_downlink(struct xdp_md *ctx, __u
 		return ATSSS_NO_SESSION;
 	mode = s->mode;
 	flows = atsss_has_flow_rules(s);
-	if (flows)
-		mode = atsss_flow_mode(ctx, mode);
+	if (flows) {
+		arg = atsss_flow_arg(ctx, mode);
+		mode = atsss_arg_mode(arg);
+		f = atsss_flow_state(arg);
+		if (f && (mode == DPP_ATSSS_ROUND_ROBIN || mode == DPP_ATSSS_WEIGHTED))
+			return atsss_flow_downlink(ctx, s, f, mode, l3, ue_len);
+	}
 	if (mode == DPP_ATSSS_ROUND_ROBIN) {
 		/* two ways, each with its add a constant: without flow rules the one of before */
 		p = flows ? schedule_round_robin(s, &mp_seq, true) : schedule_round_robin(s, &mp_seq, false);

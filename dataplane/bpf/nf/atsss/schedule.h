@@ -100,28 +100,30 @@ static __always_inline struct dpp_atsss_path *atsss_path_up(const struct dpp_ats
 /* Smooth weighted round-robin (nginx's): every position that is up gains its weight, the largest
  * current weight is picked and loses the total. Over any sum(weights) picks each position is picked
  * exactly its weight's times, spread out rather than in bursts; a position that goes down keeps its
- * current weight until it is up again. With `take` false (a constant) nothing is written: the
- * position the pick would be, read outside the lock (schedule_weighted's guess). */
-static __always_inline int pick_weighted(struct dpp_atsss_session *s, __u32 up, const bool take)
+ * current weight until it is up again. `weight`: the session's; `current`: the running weights of
+ * the frames picked together (the session's own, or an MTS session's flows', nf/atsss/flows.h).
+ * With `take` false (a constant) nothing is written: the position the pick would be, read outside
+ * the lock (schedule_weighted's guess). */
+static __always_inline int pick_weighted(const __u16 *weight, __s32 *current, __u32 up, const bool take)
 {
 	__s32 total = 0, gained, best_current = 0;
 	int i, best = -1;
 
 #pragma unroll
 	for (i = 0; i < DPP_ATSSS_MAX_PATHS; i++) {
-		if (!(up & (1u << i)) || !s->weight[i])
+		if (!(up & (1u << i)) || !weight[i])
 			continue;
-		gained = s->current[i] + s->weight[i];
+		gained = current[i] + weight[i];
 		if (take)
-			s->current[i] = gained;
-		total += s->weight[i];
+			current[i] = gained;
+		total += weight[i];
 		if (best < 0 || gained > best_current) {
 			best = i;
 			best_current = gained;
 		}
 	}
 	if (take && best >= 0)
-		s->current[best & (DPP_ATSSS_MAX_PATHS - 1)] -= total;
+		current[best & (DPP_ATSSS_MAX_PATHS - 1)] -= total;
 	return best;
 }
 
@@ -162,19 +164,21 @@ static __always_inline __u64 take_mp_seq(struct dpp_atsss_session *s)
 	return __sync_fetch_and_add(&s->mp_seq, 1);
 }
 
-/* WEIGHTED's pick and its MP_SEQ number, under the session's lock: the pick reads and writes every
- * position's current weight. The number is taken there by atomic add too, as the other modes take
- * theirs without the lock: the control plane changes a session's mode in place (netapp/atsss/
+/* WEIGHTED's pick and its MP_SEQ number, under the lock that guards `current` (the session's, or
+ * an MTS session's flow state's: nf/atsss/flows.h): the pick reads and writes every position's
+ * current weight. The number, the session's, is taken there by atomic add too, as the other modes
+ * take theirs without the lock: the control plane changes a session's mode in place (netapp/atsss/
  * table.py), so a packet that read the old mode may take a number as another mode's packet does. */
-static __always_inline int pick_weighted_locked(struct dpp_atsss_session *s, __u32 up, __u64 *mp_seq)
+static __always_inline int pick_weighted_locked(struct dpp_atsss_session *s, struct bpf_spin_lock *lock,
+						__s32 *current, __u32 up, __u64 *mp_seq)
 {
 	int pos;
 
-	bpf_spin_lock(&s->lock);
-	pos = pick_weighted(s, up, true);
+	bpf_spin_lock(lock);
+	pos = pick_weighted(s->weight, current, up, true);
 	if (pos >= 0)
 		*mp_seq = take_mp_seq(s);
-	bpf_spin_unlock(&s->lock);
+	bpf_spin_unlock(lock);
 	return pos;
 }
 
@@ -202,17 +206,18 @@ static __always_inline struct dpp_atsss_path *atsss_path_warm(const struct dpp_a
 	return p;
 }
 
-/* WEIGHTED's pick (pick_weighted_locked) and its path (*path; NULL when the pick is not the path
- * guessed): the position the pick would be is read outside the lock, its path's counters read with
- * it (atsss_path_warm) before the lock is taken, and kept when the pick under the lock is the same
- * (it is not when another CPU picked in between; the send then looks its own path up). */
-static __always_inline int schedule_weighted(struct dpp_atsss_session *s, __u32 up, __u64 *mp_seq,
-					     struct dpp_atsss_path **path)
+/* WEIGHTED's pick (pick_weighted_locked, with `lock` and `current`) and its path (*path; NULL when
+ * the pick is not the path guessed): the position the pick would be is read outside the lock, its
+ * path's counters read with it (atsss_path_warm) before the lock is taken, and kept when the pick
+ * under the lock is the same (it is not when another CPU picked in between; the send then looks its
+ * own path up). */
+static __always_inline int schedule_weighted(struct dpp_atsss_session *s, struct bpf_spin_lock *lock,
+					     __s32 *current, __u32 up, __u64 *mp_seq, struct dpp_atsss_path **path)
 {
-	int guess = pick_weighted(s, up, false), pos;
+	int guess = pick_weighted(s->weight, current, up, false), pos;
 	struct dpp_atsss_path *warm = guess >= 0 ? atsss_path_warm(s, guess) : NULL;
 
-	pos = pick_weighted_locked(s, up, mp_seq);
+	pos = pick_weighted_locked(s, lock, current, up, mp_seq);
 	*path = pos == guess ? warm : NULL;
 	return pos;
 }
@@ -236,11 +241,11 @@ static __always_inline int schedule_redundant(struct dpp_atsss_session *s, __u64
 /* The position of the path for the next packet (ATSSS_EVERY_PATH: each of *up), its MP_SEQ number
  * (*mp_seq) and its path (*path, or NULL: looked up by the send), or -1 when no path of the
  * session is up (no number is then taken), in `mode` (the session's, or its flow's:
- * nf/atsss/flows.h); every mode but ROUND_ROBIN (schedule_round_robin). The path is picked before
+ * nf/atsss/flows.h) with the session's state; every mode but ROUND_ROBIN (schedule_round_robin). The path is picked before
  * the number is taken (WEIGHTED's guessed before its lock, schedule_weighted), so its counters are
  * read then (atsss_path_warm), with the paths' lines; REDUNDANT counts on each copy's own way. */
-static __always_inline int atsss_schedule(struct dpp_atsss_session *s, __u8 mode, __u64 *mp_seq,
-					  __u32 *up, struct dpp_atsss_path **path)
+static __always_inline int atsss_schedule(struct dpp_atsss_session *s, __u8 mode, __u64 *mp_seq, __u32 *up,
+					  struct dpp_atsss_path **path)
 {
 	struct atsss_paths_view v;
 	int pos;
@@ -263,7 +268,7 @@ static __always_inline int atsss_schedule(struct dpp_atsss_session *s, __u8 mode
 	if (!v.up)
 		return -1;
 	if (mode == DPP_ATSSS_WEIGHTED)
-		return schedule_weighted(s, v.up, mp_seq, path);
+		return schedule_weighted(s, &s->lock, s->current, v.up, mp_seq, path);
 	if (mode == DPP_ATSSS_ACTIVE_STANDBY)
 		pos = pick_active_standby(v.up);
 	else if (mode == DPP_ATSSS_SMALLEST_DELAY)
@@ -300,12 +305,13 @@ static __always_inline struct dpp_atsss_path *round_robin_other(struct dpp_atsss
 }
 
 /* Round-robin's own turns on a session with flow rules: the top bits of mp_seq, past the MP_SEQ
- * number's DPP_ATSSS_DCCP_SEQ_BITS, count round-robin's packets alone, so that a round-robin flow
- * takes its turns whatever the UE's flows in other modes take numbers in between (interleaved 1:1
- * with an active-standby flow, turns by MP_SEQ number would give it every other number: one path).
- * One atomic add takes both, its number and its turn. Without flow rules every packet of the
- * session is round-robin's, and its turn is its number (one add of 1, as before). The turns wrap
- * at 2^16, a number's carry past 2^48 moves them one on: a turn skipped, nothing else. */
+ * number's DPP_ATSSS_DCCP_SEQ_BITS, count the session's own round-robin packets alone (those of no
+ * MTS session's flow state: schedule_round_robin_flow counts its own), so that they take their
+ * turns whatever the UE's flows take numbers in between (interleaved 1:1 with an active-standby
+ * flow, turns by MP_SEQ number would give them every other number: one path). One atomic add takes
+ * both, its number and its turn. Without flow rules every packet of the session is round-robin's,
+ * and its turn is its number (one add of 1, as before). The turns wrap at 2^16, a number's carry
+ * past 2^48 moves them one on: a turn skipped, nothing else. */
 #define ATSSS_TURN_SHIFT DPP_ATSSS_DCCP_SEQ_BITS
 #define ATSSS_TURN_ONE (1ULL << ATSSS_TURN_SHIFT)
 
@@ -317,22 +323,21 @@ static __always_inline __u64 round_robin_turn_of(__u64 mp_seq, const bool own_tu
 
 /* Round-robin: the path at the position the packet's turn falls on among the session's paths
  * (round_robin_turn of n_paths), when it is up; when it is down, of the positions up, the one the
- * turn's cycle falls on (pick_round_robin). The turn is the packet's MP_SEQ number, or with
- * `own_turns` (a constant: the session has flow rules) round-robin's own count (ATSSS_TURN_SHIFT).
- * With every path up, consecutive turns take the paths in turn on any CPU, and a packet reads one
- * path, not every one: before its number is taken (an atomic add, which waits for the loads before
- * it), the path of the position the session's next turn falls on as read then, which is the
- * packet's own unless another CPU took a number meanwhile (the value taken is then not the value
- * read: round_robin_other). That path being up is also what lets the number be taken: none is
- * taken while no path is up (a number taken and not sent is a gap the UE's receiver waits on). The
- * path read has its counters read with it (atsss_warm_counters). The picked path, or NULL when no
- * path is up. A path marked down after it was read still gets this one packet. */
-static __always_inline struct dpp_atsss_path *schedule_round_robin(struct dpp_atsss_session *s, __u64 *mp_seq,
-								    const bool own_turns)
+ * turn's cycle falls on (pick_round_robin). The turn is taken from the word `counter` by an atomic
+ * add of `add` (*taken: the value it held), and is that value, or with `own_turns` (a constant) its
+ * top bits (ATSSS_TURN_SHIFT). With every path up, consecutive turns take the paths in turn on any
+ * CPU, and a packet reads one path, not every one: before its turn is taken (an atomic add, which
+ * waits for the loads before it), the path of the position the next turn falls on as read then,
+ * which is the packet's own unless another CPU took a turn meanwhile (the value taken is then not
+ * the value read: round_robin_other). That path being up is also what lets the turn be taken: none
+ * is taken while no path is up. The path read has its counters read with it (atsss_warm_counters).
+ * The picked path, or NULL when no path is up. A path marked down after it was read still gets this
+ * one packet. */
+static __always_inline struct dpp_atsss_path *round_robin_take(struct dpp_atsss_session *s, __u64 *counter,
+								const __u64 add, const bool own_turns, __u64 *taken)
 {
-	__u64 add = own_turns ? ATSSS_TURN_ONE + 1 : 1;
 	__u32 n = s->n_paths;
-	__u64 seen = *(volatile __u64 *)&s->mp_seq;
+	__u64 seen = *(volatile __u64 *)counter;
 	int read = round_robin_turn(n, round_robin_turn_of(seen, own_turns));
 	struct dpp_atsss_path *up = atsss_path_up(s, read);
 
@@ -348,14 +353,39 @@ static __always_inline struct dpp_atsss_path *schedule_round_robin(struct dpp_at
 		if (!up)
 			return NULL;
 		atsss_warm_counters(up);
-		*mp_seq = __sync_fetch_and_add(&s->mp_seq, add);
-		return round_robin_other(s, n, round_robin_turn_of(*mp_seq, own_turns), read, up);
+		*taken = __sync_fetch_and_add(counter, add);
+		return round_robin_other(s, n, round_robin_turn_of(*taken, own_turns), read, up);
 	}
 	atsss_warm_counters(up);
-	*mp_seq = __sync_fetch_and_add(&s->mp_seq, add);
-	if (*mp_seq == seen) /* the value read: the path read is its turn's */
+	*taken = __sync_fetch_and_add(counter, add);
+	if (*taken == seen) /* the value read: the path read is its turn's */
 		return up;
-	return round_robin_other(s, n, round_robin_turn_of(*mp_seq, own_turns), read, up);
+	return round_robin_other(s, n, round_robin_turn_of(*taken, own_turns), read, up);
+}
+
+/* Round-robin on the session's own turns (round_robin_take): its MP_SEQ number's word is the
+ * counter, the turn its number, or with `own_turns` (a constant: the session has flow rules) the
+ * count in its top bits, both taken by one atomic add (ATSSS_TURN_SHIFT); no number is taken while
+ * no path is up (a number taken and not sent is a gap the UE's receiver waits on). */
+static __always_inline struct dpp_atsss_path *schedule_round_robin(struct dpp_atsss_session *s, __u64 *mp_seq,
+								    const bool own_turns)
+{
+	return round_robin_take(s, &s->mp_seq, own_turns ? ATSSS_TURN_ONE + 1 : 1, own_turns, mp_seq);
+}
+
+/* Round-robin for a flow of an MTS session with its own state `f` (nf/atsss/flows.h): its turn
+ * from the state's counter, then its MP_SEQ number from the session's (the UE's one sequence, which
+ * its receiver reorders by), by two atomic adds; none of either while no path is up. */
+static __always_inline struct dpp_atsss_path *schedule_round_robin_flow(struct dpp_atsss_session *s,
+									 struct dpp_atsss_flow_state *f, __u64 *mp_seq)
+{
+	struct dpp_atsss_path *p;
+	__u64 turn;
+
+	p = round_robin_take(s, &f->turns, 1, false, &turn);
+	if (p)
+		*mp_seq = take_mp_seq(s);
+	return p;
 }
 
 #endif /* DPP_NF_ATSSS_SCHEDULE_H */

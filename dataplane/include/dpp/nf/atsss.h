@@ -11,7 +11,8 @@
  * whichever CPU comes first. Round-robin needs no other state: the packet's own MP_SEQ number says
  * which of the paths up it takes (nf/atsss/schedule.h), so the paths take turns across CPUs as the
  * numbers do. Only weighted round-robin changes several words per packet (the current weight of
- * every path up), and does so under the session's bpf_spin_lock, which nothing else takes: two CPUs
+ * every path up), and does so under the session's bpf_spin_lock (a flow of an MTS session with its
+ * own state: under that state's, struct dpp_atsss_flow_state), which nothing else takes: two CPUs
  * must not read the same current weights and both pick the same path; its MP_SEQ number is taken
  * under that lock by atomic add as well (the control plane changes a session's mode in place, so a
  * packet of the old mode and one of the new may take numbers at once). The lock is the dearest part
@@ -118,6 +119,15 @@ _Static_assert(DPP_ATSSS_UE_FILTER_WORDS * 64 == 1 << DPP_ATSSS_UE_FILTER_LOG2, 
 #define DPP_ATSSS_INDEX6_WAYS 3
 _Static_assert(DPP_ATSSS_INDEX_BUCKETS == 1 << DPP_ATSSS_INDEX_LOG2, "a bucket per hash");
 
+/* Slots of dpp_atsss_flow_state (slot 0: none): the scheduler state of an MEC 015 MTS session's
+ * flows, one a session with flow filters in a mode that keeps state (round-robin, weighted), given
+ * by the control plane (netapp/atsss/flows.py). An ATSSS rule's arg (struct dpp_rule.arg) holds its
+ * flows' mode (enum dpp_atsss_mode) in its low DPP_ATSSS_RULE_MODE_BITS and that slot above them. */
+#ifndef DPP_MAX_ATSSS_FLOW_STATES
+#define DPP_MAX_ATSSS_FLOW_STATES 16384
+#endif
+#define DPP_ATSSS_RULE_MODE_BITS 8
+
 /* enum dpp_atsss_mode: a session's scheduler (TS 29.244's steering modes). */
 enum dpp_atsss_mode {
 	DPP_ATSSS_ROUND_ROBIN = 0,    /* the paths that are up in turn */
@@ -201,10 +211,27 @@ struct dpp_atsss_session {
 	 * control plane, so that the marking reads no path's line (the copies read their own) */
 	__u8 up;
 	__u8 reserved[3];
-	/* the next MP_SEQ number in the low 48 bits: atomic, WEIGHTED's under the lock; with
-	 * DPP_ATSSS_FLOW_RULES the top 16 count round-robin's own turns (nf/atsss/schedule.h) */
+	/* the next MP_SEQ number in the low 48 bits: atomic, WEIGHTED's under a lock; with
+	 * DPP_ATSSS_FLOW_RULES the top 16 count the turns of the round-robin frames no MTS session's
+	 * flow state takes (nf/atsss/schedule.h) */
 	__u64 mp_seq;
 };
+
+/* Value of dpp_atsss_flow_state: the scheduler state of one MTS session's flows (the frames its
+ * rules match), beside the session's own (struct dpp_atsss_session), whose paths, weights and MP_SEQ
+ * counter they use: WEIGHTED's running weights under the state's lock, ROUND_ROBIN's turns by atomic
+ * add (nf/atsss/flows.h argues where it lives and what guards it). Zeroed by the control plane when
+ * it gives the slot to an MTS session, with the value's lock held (BPF_F_LOCK), before the session's
+ * rules name it (netapp/atsss/flow_states.py). One line. */
+struct dpp_atsss_flow_state {
+	struct bpf_spin_lock lock;	    /* current[] */
+	__s32 current[DPP_ATSSS_MAX_PATHS]; /* WEIGHTED: smooth WRR's current weights of these flows */
+	__u32 reserved;
+	__u64 turns; /* ROUND_ROBIN: these flows' turns, atomic */
+	__u64 reserved2[4];
+};
+
+_Static_assert(sizeof(struct dpp_atsss_flow_state) == 64, "a flow state is one line");
 
 /* The data of a run of dpp_atsss_session_set (nf/atsss/words.h): the words of a session the
  * control plane owns, stored in place, the lock, current and mp_seq left as packets move them. */

@@ -1,0 +1,207 @@
+"""Each MEC 015 MTS session's flows schedule with a state of their own (nf/atsss/flows.h,
+netapp.atsss.flow_states), in the pipeline (dpp.bpf.o, BPF_PROG_TEST_RUN on dpp_xdp): two weighted
+flows of one UE interleaved 1:1 each get the weights' split exactly, and so do a weighted flow and
+the session's own weighted frames; two round-robin flows interleaved each alternate the paths; the
+MP_SEQ numbers stay the UE's one sequence; an MTS session replaced, or deleted and created again,
+starts afresh; a restart keeps each flow on the state it had; a tenant's flows move no other
+tenant's state; the store gives the slots (and a version 15 store's sessions theirs)."""
+
+from __future__ import annotations
+
+import ipaddress
+import pytest
+
+from netapp.atsss import abi
+from netapp.atsss import store as stored
+from netapp.atsss.flows import session_rules, stored_rules
+from netapp.atsss.model import SessionModel
+from netapp.atsss.models import AtsssSessionSpec, SteeringMode
+from netapp.atsss.service import Atsss
+from netapp.atsss.table import AtsssMaps
+from netapp.dataplane.facade import Dataplane
+from netapp.service.contract import DataplaneFull
+from netapp.service.schema import MIGRATIONS
+from netapp.service.store import Store
+from tests.atsss.atsss import decode, path_body
+from tests.atsss.test_flows import (  # noqa: F401 - atsss and node: the fixtures, this module's own instance
+    ADMIN,
+    CELL,
+    OTHER_UE,
+    UE,
+    VIDEO,
+    WIFI,
+    atsss,
+    flow_packet,
+    node,
+    out_path,
+    restarted,
+    send,
+    steer_flows,
+)
+from tests.atsss.test_sessions import store_at_version
+
+# The web flow: the same server's UDP from port 6000 (the video flow's shape, another key).
+WEB = {**VIDEO, "sourcePort": [6000]}
+FRAMES = 8  # a flow's frames: two rounds of weights 3:1
+
+
+def weighted_session(mode: str, weights: tuple[int, int] = (3, 1), name: str = "ue7", ue: str = UE,
+                     step: int = 0) -> AtsssSessionSpec:
+    """The UE's session over CELL and WIFI, weighing them `weights`."""
+    return AtsssSessionSpec.model_validate({
+        "name": name, "ue": ue, "mode": mode,
+        "paths": [path_body(CELL, weight=weights[0], peer_port=CELL.dport + 2 * step),
+                  path_body(WIFI, weight=weights[1], peer_port=WIFI.dport + 2 * step)]})
+
+
+def split(mode: abi.Mode, frames: int = FRAMES, weights: tuple[int, int] = (3, 1)) -> list:
+    """The paths of a flow's `frames` frames as its scheduler alone picks them (netapp.atsss.model)."""
+    model = SessionModel(mode, up=[True, True], weights=weights)
+    return [(CELL, WIFI)[model.send()[0]] for _ in range(frames)]
+
+
+def interleaved(dp: Dataplane, packets: list[bytes], frames: int = FRAMES) -> list[list[bytes]]:
+    """`frames` frames of each packet, sent one of each in turn: each packet's frames out."""
+    out: list[list[bytes]] = [[] for _ in packets]
+    for _ in range(frames):
+        for sent, packet in zip(out, packets):
+            sent.append(send(dp, packet)[1])
+    return out
+
+
+def test_two_weighted_flows_interleaved_each_get_the_weights_split(node, atsss):
+    """Weights 3:1: alone, a flow leaves CELL, CELL, WIFI, CELL... Sharing the running weights, the
+    two flows interleaved 1:1 would take them in turn (video CELL, WIFI, CELL, WIFI; web CELL only);
+    each with its own, each gets 3:1, while the MP_SEQ numbers are the UE's one sequence."""
+    atsss.create_session(ADMIN, "ue7", weighted_session("active_standby"))
+    steer_flows(atsss, "video", [VIDEO], SteeringMode.WEIGHTED)
+    steer_flows(atsss, "web", [WEB], SteeringMode.WEIGHTED)
+
+    video, web = interleaved(node, [flow_packet(), flow_packet(sport=6000)])
+
+    assert [out_path(frame) for frame in video] == [out_path(frame) for frame in web] == split(abi.Mode.WEIGHTED)
+    assert [decode(frame).mp_seq for pair in zip(video, web) for frame in pair] == list(range(2 * FRAMES))
+
+
+def test_a_weighted_flow_and_the_sessions_own_weighted_frames_each_get_the_split(node, atsss):
+    atsss.create_session(ADMIN, "ue7", weighted_session("weighted"))
+    steer_flows(atsss, "video", [VIDEO], SteeringMode.WEIGHTED)
+
+    video, other = interleaved(node, [flow_packet(), flow_packet(src="198.51.100.99", sport=7000)])
+
+    assert [out_path(frame) for frame in video] == [out_path(frame) for frame in other] == split(abi.Mode.WEIGHTED)
+
+
+def test_two_round_robin_flows_interleaved_each_alternate_the_paths(node, atsss):
+    """Sharing the session's turns, the video flow would take every other turn: CELL only."""
+    atsss.create_session(ADMIN, "ue7", weighted_session("active_standby"))
+    steer_flows(atsss, "video", [VIDEO], SteeringMode.ROUND_ROBIN)
+    steer_flows(atsss, "web", [WEB], SteeringMode.ROUND_ROBIN)
+
+    video, web = interleaved(node, [flow_packet(), flow_packet(sport=6000)], frames=4)
+
+    assert [out_path(frame) for frame in video] == [out_path(frame) for frame in web] == [CELL, WIFI, CELL, WIFI]
+    assert [decode(frame).mp_seq for pair in zip(video, web) for frame in pair] == list(range(8))
+
+
+@pytest.mark.parametrize("again", ["replaced", "deleted and created again"])
+@pytest.mark.parametrize("mode", [SteeringMode.WEIGHTED, SteeringMode.ROUND_ROBIN])
+def test_a_replaced_or_recreated_mts_session_starts_afresh(node, atsss, again, mode):
+    """One frame moves the flow's state (weighted: CELL, the running weights -1 and 1; round-robin:
+    CELL, one turn); the session written again, its next frames start from the first pick."""
+    atsss.create_session(ADMIN, "ue7", weighted_session("active_standby"))
+    steer_flows(atsss, "video", [VIDEO], mode)
+    assert out_path(send(node, flow_packet())[1]) == CELL
+
+    if again == "deleted and created again":
+        assert atsss.unsteer("operator", "video")
+    steer_flows(atsss, "video", [VIDEO], mode)
+
+    assert [out_path(send(node, flow_packet())[1]) for _ in range(4)] == split(mode.c_mode, 4)
+
+
+def test_a_restart_keeps_each_flow_on_its_state(node, atsss, store, node_ns, tmp_path):
+    """Two frames of each flow before the NetApp service starts again over the maps (its reconcile
+    writes the stored rules, each naming its stored slot), six after: each flow's eight frames are
+    the weights' split, as if nothing had happened between."""
+    atsss.create_session(ADMIN, "ue7", weighted_session("active_standby"))
+    steer_flows(atsss, "video", [VIDEO], SteeringMode.WEIGHTED)
+    steer_flows(atsss, "web", [WEB], SteeringMode.WEIGHTED)
+    packets = [flow_packet(), flow_packet(sport=6000)]
+    before = interleaved(node, packets, frames=2)
+
+    service = restarted(store, node, tmp_path / "again", load_rules=True)
+    try:
+        again = Atsss.start(store, node.table, netns=node_ns, rules=service.function_rules("atsss"))
+        after = interleaved(node, packets, frames=FRAMES - 2)
+
+        for first, then in zip(before, after):
+            assert [out_path(frame) for frame in first + then] == split(abi.Mode.WEIGHTED)
+        slots = stored.state_slots(store)
+        assert sorted(slots.values()) == [1, 2]
+        assert {rule.arg >> abi.RULE_MODE_BITS for rule in stored_rules(store).values()} == set(slots.values())
+        assert again.unsteer("operator", "video") and again.unsteer("operator", "web")
+    finally:
+        service.close()
+
+
+def test_a_tenants_flows_move_only_their_own_state(node, atsss, store):
+    """Two tenants' UEs, each with a weighted MTS session of its own: the slots differ, and tenant-a's
+    frames move tenant-a's running weights alone."""
+    atsss.create_session(ADMIN, "tenant-a/ue7", weighted_session("active_standby"))
+    atsss.create_session(ADMIN, "tenant-b/ue8", weighted_session("active_standby", name="ue8", ue=OTHER_UE, step=1))
+    steer_flows(atsss, "video", [VIDEO], SteeringMode.WEIGHTED, tenant="tenant-a")
+    steer_flows(atsss, "theirs", [{**VIDEO, "dstIp": OTHER_UE}], SteeringMode.WEIGHTED, tenant="tenant-b",
+                ue=OTHER_UE)
+    slots = stored.state_slots(store)
+    mine, theirs = slots[("tenant-a", "video")], slots[("tenant-b", "theirs")]
+
+    send(node, flow_packet())
+
+    maps = AtsssMaps(node.table)
+    assert mine != theirs
+    assert list(maps.flow_state(mine).current[:2]) == [-1, 1]
+    assert list(maps.flow_state(theirs).current[:2]) == [0, 0]
+
+
+def test_the_store_gives_the_lowest_free_slot_to_stateful_modes_only_and_refuses_past_the_last(store, monkeypatch):
+    """Without a data plane the slots are only stored: round-robin and weighted take one, the others
+    none; past the last, a new one is refused naming the mode, and one written again takes its own
+    again."""
+    service = Atsss(store)
+    service.create_session(ADMIN, "ue7", weighted_session("active_standby"))
+    monkeypatch.setattr(stored, "MAX_FLOW_STATES", 3)  # slots 1 and 2
+    body = {"flowFilter": [VIDEO], "mtsMode": 2}
+
+    def steer(mts_id: str, filters: list, mode: SteeringMode) -> None:
+        service.steer("operator", mts_id, UE, mode, {**body, "flowFilter": filters}, field="flowFilter[0].dstIp",
+                      mode_field="mtsMode", flows=session_rules(mts_id, UE, filters, mode))
+
+    steer("video", [VIDEO], SteeringMode.WEIGHTED)
+    steer("web", [WEB], SteeringMode.ACTIVE_STANDBY)
+    steer("tcp", [{**VIDEO, "protocol": 6}], SteeringMode.ROUND_ROBIN)
+    assert stored.state_slots(store) == {("operator", "video"): 1, ("operator", "tcp"): 2}
+    with pytest.raises(DataplaneFull) as full:
+        steer("web", [WEB], SteeringMode.ROUND_ROBIN)
+    assert full.value.field == "mtsMode"
+    steer("video", [VIDEO], SteeringMode.ROUND_ROBIN)  # none free: its own again
+    assert stored.state_slots(store) == {("operator", "video"): 1, ("operator", "tcp"): 2}
+
+
+def test_a_version_15_stores_weighted_and_round_robin_flow_sessions_get_slots(tmp_path):
+    """Migration 15 (netapp.atsss.schema.ATSSS_MTS_STATES): the MTS sessions with flow filters in a
+    stateful mode get slots 1, 2... by tenant and id; the others, and whole-downlink ones, none."""
+    raw = store_at_version(tmp_path / "netapp.db", 15)
+    for tenant, mts_id, filtered, mode in (("t-b", "rr", 1, "round_robin"), ("t-a", "w", 1, "weighted"),
+                                           ("t-a", "as", 1, "active_standby"), ("t-a", "whole", 0, "weighted")):
+        raw.execute("INSERT INTO atsss_mts_sessions VALUES (?, ?, ?, ?, ?, '2026-01-01', '2026-01-01')",
+                    (tenant, mts_id, str(ipaddress.ip_address("10.60.0.5") + len(mts_id)), filtered,
+                     f'{{"mode": "{mode}"}}'))
+    raw.commit()
+    raw.close()
+    store = Store.open(tmp_path / "netapp.db")
+    try:
+        assert 15 in MIGRATIONS
+        assert stored.state_slots(store) == {("t-a", "w"): 1, ("t-b", "rr"): 2}
+    finally:
+        store.close()
