@@ -370,15 +370,34 @@ static __always_inline void window_saw_full(const struct dpp_policer *p, const _
 	s->short_credit = police_seen_room(p, old & WINDOW_COUNT_MASK, prev);
 }
 
+/* Whether bucket policer p's packet of `bytes`, its credit short, is dropped on the U in ns its
+ * CPU's line `s` keeps (nf/qos/stamp.h, "A bucket seen short in ns"): the clock read only for a
+ * packet bigger than the room (a zeroed line's room is all ones: no read), that reading kept for
+ * the bucket's decision when the packet is not dropped (police_clock); a ticked bucket's jiffies
+ * left pending (bucket_line_drops) let go when it is. */
+static __always_inline bool bucket_short_now(const struct dpp_policer *p, struct dpp_policer_stats *s,
+					     __u64 *now, __u64 bytes)
+{
+	if (bytes <= ~s->short_credit || !bucket_short_at(s, bytes, police_clock(p, now)))
+		return false;
+	bucket_unpend(s);
+	return true;
+}
+
 /* Whether a packet of `bytes` is dropped from its CPU's line `s` of policer p alone: a window's
- * seen full (police_credit_window, which keeps the line's credit its window's first), a ticked
- * bucket's seen short by jiffies for a packet its credit does not cover (bucket_line_drops). */
+ * seen full (police_credit_window, which keeps the line's credit its window's first); for a packet
+ * its credit does not cover, a ticked bucket's seen short by jiffies (bucket_line_drops), any
+ * bucket's seen short in ns (bucket_short_now). */
 static __always_inline bool police_line_drops(const struct dpp_policer *p, struct dpp_policer_stats *s,
 					      __u64 *now, __u64 bytes)
 {
 	if (police_windowed(p))
 		return police_credit_window(p, s, now, bytes);
-	return s->credit < bytes && bucket_tick(p) && bucket_line_drops(s, now, bytes);
+	if (s->credit >= bytes)
+		return false;
+	if (bucket_tick(p) && bucket_line_drops(s, now, bytes))
+		return true;
+	return bucket_short_now(p, s, now, bytes);
 }
 
 /* police_share(): the packet passed on its CPU's credit, counted (chunks are smaller); dropped from
@@ -434,8 +453,7 @@ static __always_inline void police_count(const __u32 *at, __u64 bytes, int verdi
 
 	if (!s)
 		return;
-	if (s->credit_window & POLICE_STAMP_PENDING) /* a bucket's, decided: no stamp to make now */
-		s->credit_window = 0;
+	bucket_unpend(s); /* a bucket's, decided: no stamp to make now */
 	if (verdict == POLICE_DROP) {
 		s->dropped_packets++;
 		s->dropped_bytes += bytes;
