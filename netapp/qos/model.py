@@ -58,6 +58,11 @@ the time from which the bucket may hold it (`fills_at`, UNTIL_AHEAD past the pac
 tagged with UNTIL_TAG);
 a later packet its credit does not cover, bigger than the room, at a time before that stamp
 (`until_holds`), is dropped without being offered to the bucket, the line kept as it is.
+
+A window seen full in ns (nf/qos/stamp.h): a window without a tick that drops a packet (gate open) on
+a time of the window it counts, keeps the same in its CPU's line (`window_until`): the fixed window,
+the room its count leaves until the window's end; the sliding window, the room below the packet
+until the first time of the window at which its estimate has room for it.
 """
 
 from __future__ import annotations
@@ -294,6 +299,30 @@ def until_holds(stamp: int, now: int) -> bool:
     return (stamp - UNTIL_TAG - now - 1) & WORD < UNTIL_AHEAD
 
 
+def window_until(config: PolicerConfig, algorithm: "FixedWindow | SlidingWindow", size: int, now: int
+                 ) -> Optional[tuple[int, int]]:
+    """police.h's window_saw_until: (room, U) after a window dropped `size` bytes at `now`, as it
+    shows `now`'s window (counted, or yet to start: its count 0, the sliding window's previous the
+    window before's count): the fixed window's room left until the window's end; the sliding
+    window's size - 1 until its first time with room for `size` (sliding_window_fits_at). None:
+    nothing kept (a late reading; nothing weighed and room left)."""
+    width = config.window_ns
+    number = now // width
+    if algorithm.number == number + 1:
+        return None  # a late reading: it counts in the newer window
+    count = algorithm.count if algorithm.number == number else 0
+    previous = getattr(algorithm, "previous", 0) if algorithm.number == number else \
+        algorithm.count if algorithm.number + 1 == number else 0
+    room, end = max(0, min(math.floor(config.window_allowance), WINDOW_BYTES_MAX) - count), (number + 1) * width
+    if isinstance(algorithm, FixedWindow):
+        return room, end
+    if room < size:
+        return size - 1, end
+    if not previous:
+        return None
+    return size - 1, end - (room - size) * width // previous
+
+
 def pending_stamp(jiffies: int) -> int:
     """The word a CPU keeps the jiffies of a reading being made in (stamp.h's police_stamp_pending)."""
     return jiffies | STAMP_PENDING
@@ -361,10 +390,16 @@ class Policer:
         return False
 
     def _seen_short(self, size: int, now: int, cpu: int) -> bool:
-        """bucket.h's bucket_short_at on the CPU's line: a bucket's U in ns that holds at `now`, the
-        packet bigger than the room kept with it."""
-        return self.config.algo in BUCKETS and size > self.rooms.get(cpu, WORD) and \
+        """stamp.h's police_until_short on the CPU's line of a bucket or an unticked window: a U in ns
+        that holds at `now`, the packet bigger than the room kept with it."""
+        return not self.config.ticked and size > self.rooms.get(cpu, WORD) and \
             until_holds(self.stamps.get(cpu, 0), now)
+
+    def _saw_until(self, size: int, now: int, cpu: int) -> None:
+        """After an unticked window dropped the packet: its room and U (window_until)."""
+        kept = window_until(self.config, self.algorithm, size, now)
+        if kept:
+            self.rooms[cpu], self.stamps[cpu] = kept[0], until_stamp(now, kept[1])
 
     def _keep_until(self, size: int, now: int, cpu: int) -> None:
         """After the bucket dropped the packet: the room below it and the time the bucket may hold it."""
@@ -410,6 +445,8 @@ class Policer:
             passed = open_gate and self._shared(size, now, cpu)
             if not passed:
                 self._saw_full(now, cpu)
+            if not passed and open_gate and self.config.algo in WINDOWS and not self.config.ticked:
+                self._saw_until(size, now, cpu)
             pending = self.pendings.pop(cpu, 0)
             if open_gate and not covered and not passed and pending:
                 self._bucket_saw(size, now, cpu, pending)

@@ -51,6 +51,34 @@ def on_line(model: Policer, size: int, now: int, cpu: int) -> bool:
     return short and size > model.rooms.get(cpu, WORD) and until_holds(model.stamps.get(cpu, 0), now)
 
 
+def replayed(police, cpus: list[int], config: PolicerConfig, chunk: int, sent: list[tuple[int, int, int]]
+             ) -> list[bool]:
+    """`sent` (size, time, cpu) through the kernel's POLICER and the model's, both written afresh:
+    their decisions, counters and each CPU's credit, U and room the same (assert_the_models);
+    whether each packet was dropped on its line."""
+    police.configure(POLICER, config, chunk=chunk)
+    model = Policer(config, chunk=chunk)
+    dropped_on_line, expected = [], []
+    for size, now, cpu in sent:
+        dropped_on_line.append(on_line(model, size, now, cpu))
+        expected.append(model.decide(size, now, cpu))
+    assert_the_models(police, model, cpus, police.decisions_on(POLICER, sent), expected)
+    return dropped_on_line
+
+
+def decided_as_with_nothing_kept(model: Policer, packets: list[tuple[int, int]]) -> list[bool]:
+    """`packets` decided on CPU 0, each as the same policer decides it with nothing in its line (its
+    U and room cleared before it); whether each was dropped on its line."""
+    dropped_on_line = []
+    for size, now in packets:
+        exact = copy.deepcopy(model)
+        exact.rooms.clear()
+        exact.stamps.clear()
+        dropped_on_line.append(on_line(model, size, now, 0))
+        assert model.decide(size, now, 0) == exact.decide(size, now, 0), f"{size} at {now}"
+    return dropped_on_line
+
+
 @pytest.mark.parametrize("clock", CLOCKS, ids=lambda c: c.name.lower())
 @pytest.mark.parametrize("algo", BUCKETS, ids=lambda a: a.name.lower())
 @pytest.mark.parametrize("rate", RATES.values(), ids=RATES.keys())
@@ -63,14 +91,7 @@ def test_every_decision_each_cpus_credit_u_and_room_are_the_models(police, cpus,
            picks=st.lists(st.integers(0, 1), min_size=300, max_size=300))
     def check(chunk, burst, packets, picks):
         config = unticked_bucket(rate, algo, burst, clock)
-        police.configure(POLICER, config, chunk=chunk)
-        model = Policer(config, chunk=chunk)
-        sent = on_cpus(cpus, packets, picks)
-        expected = []
-        for size, now, cpu in sent:
-            dropped_on_line.append(on_line(model, size, now, cpu))
-            expected.append(model.decide(size, now, cpu))
-        assert_the_models(police, model, cpus, police.decisions_on(POLICER, sent), expected)
+        dropped_on_line.extend(replayed(police, cpus, config, chunk, on_cpus(cpus, packets, picks)))
 
     check()
     assert any(dropped_on_line), "no packet dropped on a U: the rule was not tried"
@@ -166,12 +187,7 @@ def test_every_packet_dropped_on_the_line_is_one_the_bucket_drops(algo):
         model = Policer(unticked_bucket(rate, algo, burst), chunk=chunk)
         full = 1514 * 8_000_000_000 // rate
         packets = random_packets(rnd, 1, max(1, full), lambda: rnd.choice((1514, rnd.randint(64, 1514))))
-        for size, now in packets:
-            exact = copy.deepcopy(model)
-            exact.rooms.clear()
-            exact.stamps.clear()
-            dropped_on_line.append(on_line(model, size, now, 0))
-            assert model.decide(size, now, 0) == exact.decide(size, now, 0), f"{size} at {now}"
+        dropped_on_line.extend(decided_as_with_nothing_kept(model, packets))
 
     check()
     assert sum(dropped_on_line) > len(dropped_on_line) // 100, "few packets dropped on a U: the rule was not tried"

@@ -61,37 +61,22 @@ enum police_verdict {
  * may leave its U in the new one's line, which then drops on it up to that U (POLICE_UNTIL_AHEAD
  * at most), or, the old one a ticked bucket, its jiffies stamp, up to the old policer's U (at most
  * POLICE_STAMP_AHEAD ticks): it never passes more. */
-static __always_inline bool bucket_short_at(const struct dpp_policer_stats *s, __u64 bytes, __u64 now)
-{
-	return bytes > ~s->short_credit && police_until_holds(s->stamp, now);
-}
-
-/* bucket_short_at on this CPU's line `at`. */
 static __always_inline bool bucket_seen_short(const __u32 *at, __u64 bytes, __u64 now)
 {
 	const struct dpp_policer_stats *s = bpf_map_lookup_elem(&dpp_policer_stats, at);
 
-	return s && bucket_short_at(s, bytes, now);
+	return s && police_until_short(s, bytes, now);
 }
 
-/* Keeps in a CPU's line `s`, after its bucket dropped a packet of `bytes` on the reading `now`, the
- * time `until` from which the bucket may hold it (0: not known, nothing kept) and the room below
- * the packet (stamp.h, "A bucket seen short in ns"). */
-static __always_inline void bucket_keep_until(struct dpp_policer_stats *s, __u64 bytes, __u64 now, __u64 until)
-{
-	if (!until)
-		return;
-	s->short_credit = ~(bytes - 1);
-	s->stamp = police_until(now, until);
-}
-
-/* bucket_keep_until on this CPU's line `at`. */
+/* Keeps in this CPU's line `at`, after its bucket dropped a packet of `bytes` on the reading `now`,
+ * the time `until` from which the bucket may hold it (0: not known, nothing kept) and the room
+ * below the packet (stamp.h, "A bucket seen short in ns"). */
 static __always_inline void bucket_saw_short(const __u32 *at, __u64 bytes, __u64 now, __u64 until)
 {
 	struct dpp_policer_stats *s = bpf_map_lookup_elem(&dpp_policer_stats, at);
 
 	if (s)
-		bucket_keep_until(s, bytes, now, until);
+		police_keep_until(s, bytes - 1, now, until);
 }
 
 /* A bucket's jiffies kept pending in line `s` (bucket_line_drops) let go: its decision made, or the
@@ -137,7 +122,7 @@ static __always_inline bool bucket_line_drops(struct dpp_policer_stats *s, const
  * reading `now` made with the line's jiffies pending, the stamp up to which the clock stays before
  * `until` (the time from which the bucket may hold the packet: 0, not known, none) and the room
  * below the packet (stamp.h, "A bucket seen short by jiffies"); where no stamp can be made (the
- * bucket holds the packet within the margin's ticks), `until` itself in ns (bucket_keep_until),
+ * bucket holds the packet within the margin's ticks), `until` itself in ns (police_keep_until),
  * unless the line's stamp still holds at the pending jiffies (it drops more without the clock). A
  * line no longer pending (another program's since) is left as it is; police_count clears the
  * pending word. */
@@ -154,7 +139,7 @@ static __always_inline void bucket_stamp(const struct dpp_policer *p, const __u3
 		s->short_credit = ~(bytes - 1);
 		s->stamp = stamp;
 	} else if (!police_stamp_holds(s->stamp, s->credit_window & ~POLICE_STAMP_PENDING)) {
-		bucket_keep_until(s, bytes, now, until);
+		police_keep_until(s, bytes - 1, now, until);
 	}
 }
 
