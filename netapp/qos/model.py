@@ -305,7 +305,7 @@ def window_until(config: PolicerConfig, algorithm: "FixedWindow | SlidingWindow"
     shows `now`'s window (counted, or yet to start: its count 0, the sliding window's previous the
     window before's count): the fixed window's room left until the window's end; the sliding
     window's size - 1 until its first time with room for `size` (sliding_window_fits_at). None:
-    nothing kept (a late reading; nothing weighed and room left)."""
+    nothing kept (a late reading; room from the window's start)."""
     width = config.window_ns
     number = now // width
     if algorithm.number == number + 1:
@@ -318,9 +318,8 @@ def window_until(config: PolicerConfig, algorithm: "FixedWindow | SlidingWindow"
         return room, end
     if room < size:
         return size - 1, end
-    if not previous:
-        return None
-    return size - 1, end - (room - size) * width // previous
+    gone = (room - size) * width // previous if previous else width
+    return (size - 1, end - gone) if gone < width else None
 
 
 def pending_stamp(jiffies: int) -> int:

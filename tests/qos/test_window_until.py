@@ -95,7 +95,8 @@ def test_every_packet_dropped_on_the_line_is_one_the_window_drops(algo):
 
 
 def test_the_sliding_windows_u_is_its_first_time_with_room():
-    """window_until's U for the sliding window, against its estimate ns by ns around it."""
+    """window_until's U for the sliding window, against its estimate ns by ns around it; none where
+    the estimate has room from the window's start."""
     config = PolicerConfig(rate=8_000_000, burst=0, algo=Algo.SLIDING_WINDOW, window_shift=SHIFT)
     width = 1 << SHIFT
     for previous, count, size in ((900, 100, 400), (1_000, 0, 64), (1_048, 40, 1_000), (7, 1_000, 48)):
@@ -104,3 +105,7 @@ def test_the_sliding_windows_u_is_its_first_time_with_room():
         _, until = window_until(config, model.algorithm, size, 10 * width)
         fits = [copy.deepcopy(model.algorithm).decide(size, t) for t in (until - 1, until)]
         assert fits == [False, True] or (until == 11 * width and not fits[0]), (previous, count, size)
+    # room from the window's start (a drop that was no count's: a lost compare-and-swap): nothing kept
+    model = Policer(config)
+    model.algorithm.number, model.algorithm.count, model.algorithm.previous = 10, 100, 7
+    assert window_until(config, model.algorithm, 64, 10 * width) is None

@@ -373,19 +373,21 @@ static __always_inline void window_saw_full(const struct dpp_policer *p, const _
 
 /* The first time of window `number` at which the sliding window, whose word counts `count` bytes
  * and weighs `prev` of the window before, has room for `bytes` (nf/qos/stamp.h, "A window seen
- * full in ns"): the window's end when the count alone leaves less; 0 (none) when nothing is
- * weighed and the count leaves room. */
+ * full in ns"): the window's end when the count alone leaves less; 0 (none) when it has room from
+ * the window's start (nothing weighed, or too little: a drop that was no count's, a lost
+ * compare-and-swap). */
 static __always_inline __u64 sliding_window_fits_at(const struct dpp_policer *p, __u64 number, __u64 count,
 						    __u64 prev, __u64 bytes)
 {
-	__u64 room = ~police_seen_room(p, count, 0), start = number << p->window_shift;
+	__u64 room = ~police_seen_room(p, count, 0), width = 1ULL << p->window_shift, gone;
 
 	if (room < bytes)
-		return start + (1ULL << p->window_shift);
+		return (number << p->window_shift) + width;
 	if (!prev)
 		return 0;
-	/* (room - bytes) x W < 2^31 x 2^32: the weight ceil(prev (W - t) / W) > room - bytes before */
-	return start + (1ULL << p->window_shift) - (((room - bytes) << p->window_shift) / prev);
+	/* the weight ceil(prev (W - t) / W) > room - bytes while W - t > gone; (room - bytes) x W < 2^63 */
+	gone = ((room - bytes) << p->window_shift) / prev;
+	return gone < width ? (number << p->window_shift) + width - gone : 0;
 }
 
 /* Keeps in this CPU's line (`at`) of an unticked window, after it dropped a packet of `bytes` on a

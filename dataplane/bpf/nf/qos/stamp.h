@@ -261,25 +261,27 @@ static __always_inline __u64 police_stamp_until(const struct dpp_policer *p, __u
  * guarded. */
 
 /* A window seen full in ns. The same for a window without a tick (the PRECISE clock, where "A
- * window seen full" has no jiffies stamp; any clock: the argument is on readings in ns), whose drop
- * on a reading t0 of the window k its word
- * counts (count c0 then; police.h's window_saw_until): the fixed window keeps the room A - c0 until
- * its end E = (k + 1) W; the sliding window (the window before weighed prev, as published) the room
- * b - 1 until U, the first time of window k at which its estimate has room for b bytes with c0:
- * ceil(prev (W - t) / W) <= A - c0 - b (an integer) <=> prev (W - t) <= (A - c0 - b) W, so
- * U = E - floor((A - c0 - b) W / prev), E where A - c0 < b (never in this window), nothing kept
- * where prev is 0 and the count leaves room (the drop was no count's: a compare-and-swap lost, or
- * the window before not yet published). A packet of b' (bigger than the room) on a reading t < U,
- * readings in order: t is of window k (t >= t0, U <= E), the word counts window k (a reading of
- * k + 1 made before t would come before it) with c >= c0 (a window's count only grows), so the
- * fixed window has c + b' > c0 + A - c0 = A, and the sliding window's estimate ceil(prev (W - t) /
- * W) + c + b' > (A - c0 - b) + c0 + b = A: dropped. A reading behind another CPU's of window k + 1
- * counts in that newer window (police.h's window_current), which may have room: such a packet may
- * be dropped where the word would pass it, never passed where it drops it (as the buckets' above).
- * Largest values: (A - c0 - b) W < 2^31 x 2^32 = 2^63, the quotient at most W; E < 2^62 for a
- * clock below 2^62 ns; U - t <= W <= 2^32 = POLICE_UNTIL_AHEAD. Kept and tested as a bucket's U
- * (police_keep_until, police_until_short); a window's credit carved afresh in a new window clears
- * the room (police_credit_window), and a U never outlives its window. */
+ * window seen full" has no jiffies stamp; any clock: the argument is on readings in ns), whose
+ * drop on a reading t0 of window k as its word shows it (police.h's window_saw_until, window_look:
+ * counted, count c0; or yet to start, c0 = 0 and prev the count of window k - 1 so far, which only
+ * grows until k starts, so that a U from it comes no later than the true one): the fixed window
+ * keeps the room A - c0 until its end E = (k + 1) W; the sliding window (the window before weighed
+ * prev, as published) the room b - 1 until U, the first time of window k at which its estimate has
+ * room for b bytes with c0: ceil(prev (W - t) / W) <= A - c0 - b (an integer) <=> prev (W - t) <=
+ * (A - c0 - b) W, so U = E - floor((A - c0 - b) W / prev), E where A - c0 < b (never in this
+ * window), nothing kept where that quotient is W or more, prev 0 included (room from the window's
+ * start: the drop was no count's, a compare-and-swap lost, or the window before not yet
+ * published). A packet of b' (bigger than the room) on a reading t < U, readings in order: t is of
+ * window k (t >= t0, U <= E), the word counts window k (a reading of k + 1 made before t would
+ * come before it) with c >= c0 (a window's count only grows), so the fixed window has c + b' > c0
+ * + A - c0 = A, and the sliding window's estimate ceil(prev (W - t) / W) + c + b' > (A - c0 - b) +
+ * c0 + b = A: dropped. A reading behind another CPU's of window k + 1 counts in that newer window
+ * (police.h's window_current), which may have room: such a packet may be dropped where the word
+ * would pass it, never passed where it drops it (as the buckets' above). Largest values: (A - c0 -
+ * b) W < 2^31 x 2^32 = 2^63, the quotient below W where kept; E < 2^62 for a clock below 2^62 ns;
+ * U - t <= W <= 2^32 = POLICE_UNTIL_AHEAD. Kept and tested as a bucket's U (police_keep_until,
+ * police_until_short); a window's credit carved afresh in a new window clears the room
+ * (police_credit_window), and a U never outlives its window. */
 
 /* A U further ahead of the reading than this (ns) is none (above): 4.3 s. */
 #define POLICE_UNTIL_AHEAD (1ULL << 32)
