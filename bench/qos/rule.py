@@ -3,8 +3,8 @@ the police option (nf/qos/rule.h: the rule's slot names its policers in dpp_rule
 read, the policer's line, its counters), the policer passing (400 Gb/s, a bucket or window that
 never runs out) and dropping: at 8 kb/s, a bucket of one byte (no frame ever fits: the drop decided
 at its first test), and a bucket or window of 3,000 bytes emptied by the frame before the runs, so
-that the drop is decided as in traffic over the rate (the token bucket's on the bound its CPU saw,
-a window's on its count; now and then a frame fits again and passes), and with its slice's
+that the drop is decided as in traffic over the rate (a bucket's on what its CPU's last drop kept
+in its line, a window's too; now and then a frame fits again and passes), and with its slice's
 policer after its own (two policers). The real program (dpp.bpf.c) of an anonymous instance, one 64-byte frame
 repeated (every line hot: the best case), through BPF_PROG_TEST_RUN; blocks that interleave the
 empty program, the unpoliced rule and every policed one in a shuffled order, medians. Each case's
@@ -153,6 +153,9 @@ PARTS: dict[str, Case] = {
     **{f"{algo} drop at 10 Mbps, emptied, ticked": Case(port, {**EMPTIED_10M, "algorithm": algo}, XDP_DROP,
                                                         alter=ticked, emptied=True)
        for port, algo in ((1029, "token_bucket"), (1030, "gcra"))},
+    **{f"{algo} drop at 10 Mbps, emptied, precise": Case(port, {**EMPTIED_10M, "algorithm": algo}, XDP_DROP,
+                                                         alter=precise, emptied=True)
+       for port, algo in ((1031, "token_bucket"), (1032, "gcra"))},
 }
 
 

@@ -98,9 +98,10 @@ class PolicerStats(Structure):
         ("passed_bytes", c_uint64),
         ("dropped_packets", c_uint64),
         ("dropped_bytes", c_uint64),
-        ("short_credit", c_uint64),  # token bucket: its content (nanobits) when this CPU last found it short;
-        # windows on a tick: ~ the room this CPU last saw its window have when it dropped (0: none)
-        ("stamp", c_uint64),  # and that content's time (0: none seen); windows: the jiffies their credit holds to
+        ("short_credit", c_uint64),  # ~ the room below the packet this CPU's bucket last dropped, or that its
+        # window had when it dropped (0: none)
+        ("stamp", c_uint64),  # buckets: the ns (| 2^62) or, ticked, the jiffies up to which that holds (0: none);
+        # windows: the jiffies their credit holds to
         ("credit_window", c_uint64),  # windows: the window (clock >> window_shift) the credit was carved in
     ]
 

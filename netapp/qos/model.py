@@ -49,9 +49,20 @@ jiffies, a packet bigger than the CPU's room is dropped without being offered to
 that holds is kept); else the packet's jiffies are kept pending, and when the bucket drops the
 packet (gate open) its room is the packet's size less one and its stamp `bucket_stamp` of the time
 from which the bucket may hold the packet (`fills_at`: never for one over the burst); where that
-makes no stamp, a token bucket's line keeps its bound seen short instead (bucket.h: the nanobits it
-held, as ~room, at its last_ns, as the stamp), on which a packet the bound shows too big is dropped
-without the bucket's state and no stamp made.
+makes no stamp (and the line's stamp no longer holds), the line keeps that time itself, in ns.
+
+A bucket seen short in ns (nf/qos/stamp.h): a token bucket's or GCRA's drop by the bucket (gate
+open, the packet's CPU's credit short) where no jiffies stamp is made (a bucket without a tick, on
+either clock) keeps in the CPU's line the room below the packet and, as its stamp, `until_stamp` of
+the time from which the bucket may hold it (`fills_at`, UNTIL_AHEAD past the packet's time at most,
+tagged with UNTIL_TAG);
+a later packet its credit does not cover, bigger than the room, at a time before that stamp
+(`until_holds`), is dropped without being offered to the bucket, the line kept as it is.
+
+A window seen full in ns (nf/qos/stamp.h): a window without a tick that drops a packet (gate open) on
+a time of the window it counts, keeps the same in its CPU's line (`window_until`): the fixed window,
+the room its count leaves until the window's end; the sliding window, the room below the packet
+until the first time of the window at which its estimate has room for it.
 """
 
 from __future__ import annotations
@@ -71,7 +82,8 @@ STAMP_PENDING = 1 << 63  # stamp.h's POLICE_STAMP_PENDING: marks the jiffies of 
 WORD = (1 << 64) - 1
 NEVER = WORD  # a bucket's U for a packet it never holds (bucket.h's all ones)
 NANOBITS_PER_BYTE = BITS_PER_BYTE * NS_PER_S
-REFILL_EXACT_NS = 1 << 24  # bucket.h's POLICE_REFILL_EXACT_NS: a bound seen short holds below it
+UNTIL_AHEAD = 1 << 32  # stamp.h's POLICE_UNTIL_AHEAD: a bucket's U in ns further ahead of the time is none
+UNTIL_TAG = 1 << 62  # stamp.h's POLICE_UNTIL_TAG: the bit a U is kept with (no jiffies stamp, and jiffies no U)
 
 
 @dataclass(frozen=True)
@@ -275,6 +287,41 @@ def stamp_holds(stamp: int, jiffies: int) -> bool:
     return (stamp - jiffies) & WORD < STAMP_AHEAD
 
 
+def until_stamp(now: int, until: int) -> int:
+    """stamp.h's police_until: the stamp a bucket's line keeps for its U `until` at `now`, UNTIL_AHEAD
+    past `now` at most, tagged with UNTIL_TAG."""
+    return (now + UNTIL_AHEAD if until - now > UNTIL_AHEAD else until) | UNTIL_TAG
+
+
+def until_holds(stamp: int, now: int) -> bool:
+    """stamp.h's police_until_holds: a U kept as `stamp` (tagged) after `now`, by UNTIL_AHEAD at most;
+    a word without the tag wraps, as in 64 bits."""
+    return (stamp - UNTIL_TAG - now - 1) & WORD < UNTIL_AHEAD
+
+
+def window_until(config: PolicerConfig, algorithm: "FixedWindow | SlidingWindow", size: int, now: int
+                 ) -> Optional[tuple[int, int]]:
+    """police.h's window_saw_until: (room, U) after a window dropped `size` bytes at `now`, as it
+    shows `now`'s window (counted, or yet to start: its count 0, the sliding window's previous the
+    window before's count): the fixed window's room left until the window's end; the sliding
+    window's size - 1 until its first time with room for `size` (sliding_window_fits_at). None:
+    nothing kept (a late reading; room from the window's start)."""
+    width = config.window_ns
+    number = now // width
+    if algorithm.number == number + 1:
+        return None  # a late reading: it counts in the newer window
+    count = algorithm.count if algorithm.number == number else 0
+    previous = getattr(algorithm, "previous", 0) if algorithm.number == number else \
+        algorithm.count if algorithm.number + 1 == number else 0
+    room, end = max(0, min(math.floor(config.window_allowance), WINDOW_BYTES_MAX) - count), (number + 1) * width
+    if isinstance(algorithm, FixedWindow):
+        return room, end
+    if room < size:
+        return size - 1, end
+    gone = (room - size) * width // previous if previous else width
+    return (size - 1, end - gone) if gone < width else None
+
+
 def pending_stamp(jiffies: int) -> int:
     """The word a CPU keeps the jiffies of a reading being made in (stamp.h's police_stamp_pending)."""
     return jiffies | STAMP_PENDING
@@ -342,26 +389,31 @@ class Policer:
         return False
 
     def _seen_short(self, size: int, now: int, cpu: int) -> bool:
-        """bucket.h's bucket_seen_short on the CPU's line: a token bucket's bound (nanobits at a time)
-        that shows the packet too big (a content over the bucket's size is a room: no bound)."""
-        bound, since = ~self.rooms.get(cpu, WORD) & WORD, self.stamps.get(cpu, 0)
-        if (self.config.algo != Algo.TOKEN_BUCKET or not since or since & STAMP_PENDING
-                or bound > self.config.burst * NANOBITS_PER_BYTE):
-            return False
-        elapsed = max(0, now - since)
-        return elapsed < REFILL_EXACT_NS and bound + elapsed * self.config.rate < size * NANOBITS_PER_BYTE
+        """stamp.h's police_until_short on the CPU's line of a bucket or an unticked window: a U in ns
+        that holds at `now`, the packet bigger than the room kept with it."""
+        return not self.config.ticked and size > self.rooms.get(cpu, WORD) and \
+            until_holds(self.stamps.get(cpu, 0), now)
+
+    def _saw_until(self, size: int, now: int, cpu: int) -> None:
+        """After an unticked window dropped the packet: its room and U (window_until)."""
+        kept = window_until(self.config, self.algorithm, size, now)
+        if kept:
+            self.rooms[cpu], self.stamps[cpu] = kept[0], until_stamp(now, kept[1])
+
+    def _keep_until(self, size: int, now: int, cpu: int) -> None:
+        """After the bucket dropped the packet: the room below it and the time the bucket may hold it."""
+        self.rooms[cpu], self.stamps[cpu] = size - 1, until_stamp(now, self.algorithm.fills_at(size))
 
     def _bucket_saw(self, size: int, now: int, cpu: int, pending: int) -> None:
         """After the bucket dropped the packet on a pending line: the room below the packet and the
-        stamp of the time the bucket may hold it; else, no stamp made, a token bucket's bound (where
-        the line's stamp no longer holds)."""
+        stamp of the time the bucket may hold it; else, no stamp made, that time in ns (where the
+        line's stamp no longer holds)."""
         jiffies = pending - STAMP_PENDING
         stamp = bucket_stamp(self.config, now, self.algorithm.fills_at(size), jiffies)
         if stamp:
             self.rooms[cpu], self.stamps[cpu] = size - 1, stamp
-        elif isinstance(self.algorithm, TokenBucket) and not stamp_holds(self.stamps.get(cpu, 0), jiffies):
-            nanobits = self.algorithm.credit * NANOBITS_PER_BYTE
-            self.rooms[cpu], self.stamps[cpu] = ~int(nanobits) & WORD, self.algorithm.last_ns
+        elif not stamp_holds(self.stamps.get(cpu, 0), jiffies):
+            self._keep_until(size, now, cpu)
 
     def _shared(self, size: int, now: int, cpu: int) -> bool:
         """The decision on the CPU's credit, else on the policer's state (carving when it may)."""
@@ -386,15 +438,19 @@ class Policer:
         elif self._bucket_line(size, cpu, jiffies):
             passed = False  # its bucket seen short by jiffies: not offered to the bucket
         elif open_gate and not covered and self._seen_short(size, now, cpu):
-            passed = False  # its bucket seen short: the lock not taken, no stamp made
+            passed = False  # its bucket seen short in ns: not offered to the bucket, no stamp made
             self.pendings.pop(cpu, None)
         else:
             passed = open_gate and self._shared(size, now, cpu)
             if not passed:
                 self._saw_full(now, cpu)
+            if not passed and open_gate and self.config.algo in WINDOWS and not self.config.ticked:
+                self._saw_until(size, now, cpu)
             pending = self.pendings.pop(cpu, 0)
             if open_gate and not covered and not passed and pending:
                 self._bucket_saw(size, now, cpu, pending)
+            elif open_gate and not covered and not passed and self.config.algo in BUCKETS:
+                self._keep_until(size, now, cpu)
         if passed:
             self.passed_packets, self.passed_bytes = self.passed_packets + 1, self.passed_bytes + size
         else:

@@ -1,15 +1,15 @@
-"""A bucket seen short (dataplane/bpf/nf/qos/bucket.h, "A bucket seen short"): a token bucket's CPU
-keeps, in its own line of dpp_policer_stats, what the bucket held when its packet was dropped, and
-drops the packets that bound shows too big without the bucket's lock. In the kernel (xdp_police):
-the bound as the lock left it, a packet dropped on it (the bucket's last update untouched: the lock
-was not taken), a packet the refill since covers decided on the bucket again, every decision the
+"""A bucket seen short (dataplane/bpf/nf/qos/bucket.h, "A bucket seen short"; stamp.h, "A bucket seen
+short in ns"): a token bucket's CPU keeps, in its own line of dpp_policer_stats, the time from which
+the bucket may hold the packet it dropped and the room below that packet, and drops the packets
+bigger than the room before that time without the bucket's lock. In the kernel (xdp_police): the
+time and room as the lock left them, a packet dropped on them (the bucket's last update untouched:
+the lock was not taken), a packet at that time decided on the bucket again, every decision the
 reference model's."""
 
 from __future__ import annotations
 
 from netapp.qos.abi import Algo
-from netapp.qos.applier import NANOBITS_PER_BYTE
-from netapp.qos.model import Policer, PolicerConfig
+from netapp.qos.model import WORD, Policer, PolicerConfig, until_stamp
 from tests.qos.police import PoliceProgram
 
 POLICER = 21
@@ -28,19 +28,19 @@ def test_a_drop_leaves_the_bucket_seen_short_and_the_next_short_packets_are_drop
         decided.append(police.passes(POLICER, size, now))
     line = police.per_cpu(POLICER)
     seen = [(cpu.short_credit, cpu.stamp) for cpu in line if cpu.stamp]
-    # the bucket emptied at 1,000 us held 100 bytes at 1,100 us, too few for 600
-    assert seen == [(100 * NANOBITS_PER_BYTE, 1_100 * US)]
+    # the bucket emptied at 1,000 us held 100 bytes at 1,100 us, too few for 600: 600 from 1,600 us on
+    assert seen == [(~599 & WORD, until_stamp(1_100 * US, 1_600 * US))]
 
-    decided.append(police.passes(POLICER, *packets[2]))  # 200 bytes by the bound: dropped on it
+    decided.append(police.passes(POLICER, *packets[2]))  # before 1,600 us: dropped on the line
     assert police.state(POLICER).last_ns == 1_100 * US, "the bucket was looked at: the lock was taken"
-    decided.append(police.passes(POLICER, *packets[3]))  # 700 bytes by then: the bucket decides
+    decided.append(police.passes(POLICER, *packets[3]))  # past 1,600 us: the bucket decides
     assert police.state(POLICER).last_ns == 1_700 * US
     assert decided == [model.decide(size, now) for size, now in packets] == [True, False, False, True]
     assert police.counters(POLICER).dropped_packets == 2
 
 
 def test_a_reading_behind_the_bucket_seen_short_never_passes_more(police: PoliceProgram):
-    """A reading before the one the bound was taken at (a coarse reading after a precise one) finds
+    """A reading before the one the drop was decided on (a coarse reading after a precise one) finds
     no refill: dropped, as the lock, which refills nothing for it, drops it too."""
     police.configure(POLICER, CONFIG)
     assert police.passes(POLICER, 1_000, 1_000 * US)

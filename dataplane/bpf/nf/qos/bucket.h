@@ -2,8 +2,9 @@
 /* The buckets of nf/qos/police.h: the token bucket (under the policer's spin lock) and GCRA (the
  * same bucket as one word, by compare-and-swap), their arithmetic argued in police.h's head; and
  * what a CPU keeps in its line when a bucket drops its packet, so that the next packets the bucket
- * is sure to drop are dropped without its lock (a bucket seen short) or, on the coarse clock,
- * without the clock either (nf/qos/stamp.h, "A bucket seen short by jiffies"). */
+ * is sure to drop are dropped without its lock or shared word (nf/qos/stamp.h, "A bucket seen short
+ * in ns") or, on the coarse clock at low rates, without the clock either ("A bucket seen short by
+ * jiffies"). */
 #ifndef DPP_NF_QOS_BUCKET_H
 #define DPP_NF_QOS_BUCKET_H
 
@@ -47,47 +48,43 @@ enum police_verdict {
 	POLICE_CARVED = 2,
 };
 
-/* A bucket seen short (struct dpp_policer_stats.short_credit, .stamp): the lock is most of a
- * dropped packet's cost (bench/README.md, "A policed rule taken apart"), and a bucket that could
- * not hold a packet stays short for a while. The CPU whose locked decision dropped keeps, in its
- * own line, what the bucket then held, c0 nanobits at t0 (the bucket's last_ns after the refill).
- * From then on the bucket never holds more than c0 + (t - t0) x R at a reading t >= its last_ns:
- * refills add (elapsed x R) and packets only take. So a packet of cost > c0 + (now - t0) x R is
- * dropped without the lock, as the lock would have dropped it, for a reading not behind the
- * bucket's last update; for one behind it (another CPU's reading came later; a rule's or chain's
- * coarse reading after a precise one) the lock refills nothing and may find up to (last_ns - now)
- * x R more than this bound: such a packet may be dropped where the lock would pass it, never
- * passed where it would drop. Largest value: c0 + elapsed x R < 8.6e18 + 2^24 x 4e11 < 2^64
- * (elapsed below POLICE_REFILL_EXACT_NS, else the lock decides). The control plane zeroes the line
- * before and after it writes a policer (stamp 0: none seen; netapp/qos/applier.py says why twice);
- * a packet deciding on the old policer across those writes may leave its bound in the new one's
- * line, which then drops on it for at most a packet's time at the rate (cost / R), or, the old one
- * a ticked bucket, its jiffies stamp, which drops on it up to the old policer's U (at most
+/* A bucket seen short (struct dpp_policer_stats.short_credit, .stamp): the lock or the shared word
+ * is most of a dropped packet's cost (bench/README.md, "A policed rule taken apart"), and a bucket
+ * that could not hold a packet stays short for a while: the CPU whose packet the bucket dropped
+ * keeps in its own line the time U from which the bucket may hold it, in ns, and the room below it
+ * (nf/qos/stamp.h, "A bucket seen short in ns": why a packet bigger than the room on a reading
+ * before U is one the bucket drops; the values' bounds). Where the line is asked first
+ * (POLICE_WINDOW_CREDIT: police.h's police_line_drops, before a rule's call) such a packet is
+ * dropped there; the UPF's token buckets (their line not asked) drop it here, before the lock. The
+ * control plane zeroes the line before and after it writes a policer (stamp 0: none;
+ * netapp/qos/applier.py says why twice); a packet deciding on the old policer across those writes
+ * may leave its U in the new one's line, which then drops on it up to that U (POLICE_UNTIL_AHEAD
+ * at most), or, the old one a ticked bucket, its jiffies stamp, up to the old policer's U (at most
  * POLICE_STAMP_AHEAD ticks): it never passes more. */
-static __always_inline bool bucket_seen_short(const struct dpp_policer *p, const __u32 *at, __u64 cap, __u64 cost,
-					      __u64 now)
+static __always_inline bool bucket_seen_short(const __u32 *at, __u64 bytes, __u64 now)
 {
 	const struct dpp_policer_stats *s = bpf_map_lookup_elem(&dpp_policer_stats, at);
-	__u64 elapsed;
 
-	/* a content over the bucket's size is no bound: the ~room of a jiffies stamp (stamp.h); nor is
-	 * a window's pending jiffies (2^63 | j), which a window's decision racing its rewrite to a
-	 * token bucket may leave with short_credit 0 (as a time, it would be a bound for ever) */
-	if (!s || !s->stamp || s->stamp & POLICE_STAMP_PENDING || s->short_credit > cap)
-		return false;
-	elapsed = now > s->stamp ? now - s->stamp : 0;
-	return elapsed < POLICE_REFILL_EXACT_NS && s->short_credit + elapsed * p->rate < cost;
+	return s && police_until_short(s, bytes, now);
 }
 
-/* Keeps in this CPU's line what the bucket held, `credit` at `when`, when its packet was dropped. */
-static __always_inline void bucket_saw_short(const __u32 *at, __u64 credit, __u64 when)
+/* Keeps in this CPU's line `at`, after its bucket dropped a packet of `bytes` on the reading `now`,
+ * the time `until` from which the bucket may hold it (0: not known, nothing kept) and the room
+ * below the packet (stamp.h, "A bucket seen short in ns"). */
+static __always_inline void bucket_saw_short(const __u32 *at, __u64 bytes, __u64 now, __u64 until)
 {
 	struct dpp_policer_stats *s = bpf_map_lookup_elem(&dpp_policer_stats, at);
 
-	if (s) {
-		s->short_credit = credit;
-		s->stamp = when;
-	}
+	if (s)
+		police_keep_until(s, bytes - 1, now, until);
+}
+
+/* A bucket's jiffies kept pending in line `s` (bucket_line_drops) let go: its decision made, or the
+ * packet dropped on the line (a window's credit_window is a window's number, never pending). */
+static __always_inline void bucket_unpend(struct dpp_policer_stats *s)
+{
+	if (s->credit_window & POLICE_STAMP_PENDING)
+		s->credit_window = 0;
 }
 
 /* The kernel's tick bucket policer p's CPUs stamp their lines in (nf/qos/stamp.h, "A bucket seen
@@ -125,12 +122,12 @@ static __always_inline bool bucket_line_drops(struct dpp_policer_stats *s, const
  * reading `now` made with the line's jiffies pending, the stamp up to which the clock stays before
  * `until` (the time from which the bucket may hold the packet: 0, not known, none) and the room
  * below the packet (stamp.h, "A bucket seen short by jiffies"); where no stamp can be made (the
- * bucket holds the packet within the margin's ticks), a token bucket's bound seen short instead,
- * `credit` nanobits at `when` (bucket_seen_short), unless the line's stamp still holds at the
- * pending jiffies (it drops more without the clock). A line no longer pending (another program's
- * since) is left as it is; police_count clears the pending word. */
+ * bucket holds the packet within the margin's ticks), `until` itself in ns (police_keep_until),
+ * unless the line's stamp still holds at the pending jiffies (it drops more without the clock). A
+ * line no longer pending (another program's since) is left as it is; police_count clears the
+ * pending word. */
 static __always_inline void bucket_stamp(const struct dpp_policer *p, const __u32 *at, __u64 bytes, __u64 now,
-					 __u64 until, __u64 credit, __u64 when)
+					 __u64 until)
 {
 	struct dpp_policer_stats *s = bpf_map_lookup_elem(&dpp_policer_stats, at);
 	__u64 stamp;
@@ -141,10 +138,8 @@ static __always_inline void bucket_stamp(const struct dpp_policer *p, const __u3
 	if (stamp) {
 		s->short_credit = ~(bytes - 1);
 		s->stamp = stamp;
-	} else if (p->algo == DPP_POLICE_ALGO_TOKEN_BUCKET &&
-		   !police_stamp_holds(s->stamp, s->credit_window & ~POLICE_STAMP_PENDING)) {
-		s->short_credit = credit;
-		s->stamp = when;
+	} else if (!police_stamp_holds(s->stamp, s->credit_window & ~POLICE_STAMP_PENDING)) {
+		police_keep_until(s, bytes - 1, now, until);
 	}
 }
 
@@ -162,21 +157,21 @@ static __always_inline __u64 bucket_fills_at(const struct dpp_policer *p, __u64 
 /* Token bucket: the bucket fills at R and holds B; a packet takes its bytes out (and `carve` more
  * for its CPU's credit when the bucket holds both) or is dropped. Credit and last_ns change
  * together under the spin lock: no CPU spends credit another spent. A CPU whose clock read came
- * before the last update's gets no refill (elapsed 0), never a negative one. A packet this CPU
- * last saw the bucket too short for is dropped without the lock (bucket_seen_short; `at`: this
- * CPU's line of the policer, police_share_index); with `lined` (POLICE_WINDOW_CREDIT: the line's
- * drops asked for before), a ticked bucket's drop is kept as a jiffies stamp where it can be
- * (bucket_stamp). */
+ * before the last update's gets no refill (elapsed 0), never a negative one. A drop is kept in this
+ * CPU's line (`at`, police_share_index) as the time the bucket may hold the packet (a ticked one's
+ * as a jiffies stamp where it can be: bucket_stamp); a packet it shows too big is dropped without
+ * the lock: here, or with `lined` (POLICE_WINDOW_CREDIT), on the line asked before
+ * (police_line_drops). */
 static __always_inline int bucket_pass(struct dpp_policer *p, __u64 bytes, __u64 now, __u32 carve,
 				       const __u32 *at, bool lined)
 {
 	__u64 cap = (__u64)p->burst * NANOBITS_PER_BYTE, cost = bytes * NANOBITS_PER_BYTE, credit;
 	__u64 carved = cost + (__u64)carve * NANOBITS_PER_BYTE; /* (2^30 + 2^20) x 8e9 < 2^64 */
-	__u64 when;
+	__u64 when, until;
 	bool stamped = lined && bucket_tick(p);
 	int verdict;
 
-	if (bucket_seen_short(p, at, cap, cost, now))
+	if (!lined && bucket_seen_short(at, bytes, now))
 		return POLICE_DROP;
 	bpf_spin_lock(&p->lock);
 	credit = bucket_refill(p->credit, cap, now > p->last_ns ? now - p->last_ns : 0, p->rate);
@@ -194,11 +189,14 @@ static __always_inline int bucket_pass(struct dpp_policer *p, __u64 bytes, __u64
 	p->credit = credit;
 	when = p->last_ns;
 	bpf_spin_unlock(&p->lock);
-	if (verdict == POLICE_DROP && stamped)
-		bucket_stamp(p, at, bytes, now, bucket_fills_at(p, cap, credit, when, cost), credit, when);
-	else if (verdict == POLICE_DROP)
-		bucket_saw_short(at, credit, when);
-	return verdict;
+	if (verdict != POLICE_DROP)
+		return verdict;
+	until = bucket_fills_at(p, cap, credit, when, cost);
+	if (stamped)
+		bucket_stamp(p, at, bytes, now, until);
+	else
+		bucket_saw_short(at, bytes, now, until);
+	return POLICE_DROP;
 }
 
 /* ---- GCRA: the token bucket as one word, the theoretical arrival time (TAT) ---- */
@@ -242,13 +240,15 @@ static __always_inline __u64 gcra_fills_at(__u64 tat, __u64 room)
 }
 
 /* GCRA's drop of a packet of `bytes` at `now`, which it may pass from `until` on (all ones: never;
- * 0: not known, the compare-and-swap lost), kept in a ticked GCRA's line (`at`) when `lined`, as
- * the token bucket's (bucket_stamp). */
+ * 0: not known, the compare-and-swap lost), kept in its line (`at`) when `lined`, as the token
+ * bucket's (bucket_stamp, bucket_saw_short); the UPF's GCRA (not lined) keeps nothing. */
 static __always_inline int gcra_dropped(const struct dpp_policer *p, const __u32 *at, __u64 bytes, __u64 now,
 					__u64 until, bool lined)
 {
 	if (lined && bucket_tick(p))
-		bucket_stamp(p, at, bytes, now, until, 0, 0);
+		bucket_stamp(p, at, bytes, now, until);
+	else if (lined)
+		bucket_saw_short(at, bytes, now, until);
 	return POLICE_DROP;
 }
 

@@ -110,7 +110,8 @@
  * on the coarse clock, not even that while a jiffies stamp says the window still runs
  * (nf/qos/stamp.h, "A window's credit without the clock"), and a packet bigger than the room its
  * CPU saw the window have when it last dropped one is dropped then from the line alone (stamp.h,
- * "A window seen full"). */
+ * "A window seen full"); a window without the tick, on a reading before the U in ns its CPU's last
+ * drop kept (stamp.h, "A window seen full in ns"). */
 #ifndef DPP_NF_QOS_POLICE_H
 #define DPP_NF_QOS_POLICE_H
 
@@ -370,15 +371,74 @@ static __always_inline void window_saw_full(const struct dpp_policer *p, const _
 	s->short_credit = police_seen_room(p, old & WINDOW_COUNT_MASK, prev);
 }
 
-/* Whether a packet of `bytes` is dropped from its CPU's line `s` of policer p alone: a window's
- * seen full (police_credit_window, which keeps the line's credit its window's first), a ticked
- * bucket's seen short by jiffies for a packet its credit does not cover (bucket_line_drops). */
+/* The first time of window `number` at which the sliding window, whose word counts `count` bytes
+ * and weighs `prev` of the window before, has room for `bytes` (nf/qos/stamp.h, "A window seen
+ * full in ns"): the window's end when the count alone leaves less; 0 (none) when it has room from
+ * the window's start (nothing weighed, or too little: a drop that was no count's, a lost
+ * compare-and-swap). */
+static __always_inline __u64 sliding_window_fits_at(const struct dpp_policer *p, __u64 number, __u64 count,
+						    __u64 prev, __u64 bytes)
+{
+	__u64 room = ~police_seen_room(p, count, 0), width = 1ULL << p->window_shift, gone;
+
+	if (room < bytes)
+		return (number << p->window_shift) + width;
+	if (!prev)
+		return 0;
+	/* the weight ceil(prev (W - t) / W) > room - bytes while W - t > gone; (room - bytes) x W < 2^63 */
+	gone = ((room - bytes) << p->window_shift) / prev;
+	return gone < width ? (number << p->window_shift) + width - gone : 0;
+}
+
+/* Keeps in this CPU's line (`at`) of an unticked window, after it dropped a packet of `bytes` on a
+ * reading `now`, the U in ns before which no packet bigger than a room has it (nf/qos/stamp.h, "A
+ * window seen full in ns"), as the word shows the reading's window (window_look: counted, or yet
+ * to start from its count 0; a reading behind the word's window keeps nothing): the fixed window's
+ * end with the room its count leaves; the sliding window's first time it has room for the packet,
+ * with the room below it. */
+static __always_inline void window_saw_until(const struct dpp_policer *p, const __u32 *at, __u64 now,
+					     __u64 bytes)
+{
+	struct dpp_policer_stats *s = bpf_map_lookup_elem(&dpp_policer_stats, at);
+	__u64 old = *(volatile __u64 *)&p->window, number = now >> p->window_shift;
+	struct window_view v;
+
+	if (!s || !window_look(p, old, number, now, &v) || v.number != (__u32)number)
+		return;
+	if (p->algo == DPP_POLICE_ALGO_FIXED_WINDOW)
+		police_keep_until(s, ~police_seen_room(p, v.count, 0), now, (number + 1) << p->window_shift);
+	else
+		police_keep_until(s, bytes - 1, now, sliding_window_fits_at(p, number, v.count, v.prev, bytes));
+}
+
+/* Whether policer p's packet of `bytes`, its credit short, is dropped on the U in ns its CPU's
+ * line `s` keeps (nf/qos/stamp.h, "A bucket seen short in ns", "A window seen full in ns"): the
+ * clock read only for a packet bigger than the room (a zeroed line's room is all ones: no read),
+ * that reading kept for the decision when the packet is not dropped (police_clock); a ticked
+ * bucket's jiffies left pending (bucket_line_drops) let go when it is. */
+static __always_inline bool police_until_drops(const struct dpp_policer *p, struct dpp_policer_stats *s,
+					       __u64 *now, __u64 bytes)
+{
+	if (bytes <= ~s->short_credit || !police_until_short(s, bytes, police_clock(p, now)))
+		return false;
+	bucket_unpend(s);
+	return true;
+}
+
+/* Whether a packet of `bytes` is dropped from its CPU's line `s` of policer p alone: a ticked
+ * window's seen full (police_credit_window, which keeps the line's credit its window's first); for
+ * a packet its credit does not cover, a ticked bucket's seen short by jiffies (bucket_line_drops),
+ * a bucket's or an unticked window's U in ns (police_until_drops). */
 static __always_inline bool police_line_drops(const struct dpp_policer *p, struct dpp_policer_stats *s,
 					      __u64 *now, __u64 bytes)
 {
-	if (police_windowed(p))
-		return police_credit_window(p, s, now, bytes);
-	return s->credit < bytes && bucket_tick(p) && bucket_line_drops(s, now, bytes);
+	if (police_windowed(p) && police_credit_window(p, s, now, bytes))
+		return true;
+	if (s->credit >= bytes || (police_windowed(p) && police_ticked(p)))
+		return false;
+	if (bucket_tick(p) && bucket_line_drops(s, now, bytes))
+		return true;
+	return police_until_drops(p, s, now, bytes);
 }
 
 /* police_share(): the packet passed on its CPU's credit, counted (chunks are smaller); dropped from
@@ -434,8 +494,7 @@ static __always_inline void police_count(const __u32 *at, __u64 bytes, int verdi
 
 	if (!s)
 		return;
-	if (s->credit_window & POLICE_STAMP_PENDING) /* a bucket's, decided: no stamp to make now */
-		s->credit_window = 0;
+	bucket_unpend(s); /* a bucket's, decided: no stamp to make now */
 	if (verdict == POLICE_DROP) {
 		s->dropped_packets++;
 		s->dropped_bytes += bytes;
@@ -475,10 +534,15 @@ static __always_inline __u32 police_on_state(struct dpp_policer *p, const __u32 
 	int verdict = police_decide(p, bytes, police_clock(p, now), carve, at, window_credit);
 
 	police_count(at, bytes, verdict);
-	if (window_credit && verdict == POLICE_DROP && police_windowed(p) && police_ticked(p) &&
-	    p->gate == DPP_POLICE_GATE_OPEN)
+	if (verdict != POLICE_DROP)
+		return p->parent;
+	if (!window_credit || !police_windowed(p) || p->gate != DPP_POLICE_GATE_OPEN)
+		return POLICE_DROPPED;
+	if (police_ticked(p))
 		window_saw_full(p, at, *now);
-	return verdict != POLICE_DROP ? p->parent : POLICE_DROPPED;
+	else
+		window_saw_until(p, at, *now, bytes);
+	return POLICE_DROPPED;
 }
 
 /* Policer *id's decision on a packet of `bytes`, counted (*id then this CPU's index of its

@@ -52,13 +52,10 @@
  * check's difference is 2^63 less the jiffies since) and reads the clock itself, rather than taking
  * the credit on the jiffies of a reading not yet made. A word found no longer pending when the
  * reading is made (that program stamped it meanwhile) makes no stamp: its jiffies are not this
- * reading's. A stamp is trusted only within POLICE_STAMP_AHEAD ticks ahead: the field is the token
- * bucket's time of short_credit too, and what a bucket's packet deciding across a rewrite of the
- * slot may leave there is a time in ns, taken for a stamp only if it lies within 2^16 of the
- * jiffies (some 4.3 s after boot, when the two counts meet). The other way, a stamp left in a
- * bucket's line is a time of some 4.3e9 ns: older than POLICE_REFILL_EXACT_NS past the first
- * seconds after boot, not used (bucket_seen_short); a pending one is 2^63 ns ahead, which that
- * bound takes for no refill: it may drop a packet the lock would pass, never pass one. */
+ * reading's. A stamp is trusted only within POLICE_STAMP_AHEAD ticks ahead. The field is a
+ * bucket's U in ns too ("A bucket seen short in ns", below), kept with the bit POLICE_UNTIL_TAG
+ * (2^62) set: 2^62 and more ahead of any jiffies, it is no jiffies stamp, and a word without the
+ * bit (jiffies, pending or not; 0) is no U (police_until_holds). */
 #ifndef DPP_NF_QOS_STAMP_H
 #define DPP_NF_QOS_STAMP_H
 
@@ -193,10 +190,9 @@ static __always_inline __u64 police_seen_room(const struct dpp_policer *p, __u64
  * one). The jiffies are kept pending while the clock is read and the decision made, made the stamp
  * when the bucket drops, and cleared once it decided (police.h's police_count): a program run on
  * the CPU meanwhile finds no stamp, and leaves none pending for this reading to take as its own.
- * Where no stamp can be made (below), a token bucket's line keeps its bound seen short instead
- * (bucket.h), as on the PRECISE clock: the two share stamp and short_credit, and are told apart
- * by short_credit, a content (at most the bucket's size) or a ~room (above it: no bound); a bound's
- * time taken for jiffies is a time in ns, no stamp past the first seconds after boot (the head).
+ * Where no stamp can be made (below), the line keeps U in ns instead ("A bucket seen short in ns",
+ * below), as on the PRECISE clock: the two share stamp and short_credit (~room for both), and are
+ * told apart by the stamp's POLICE_UNTIL_TAG (the head).
  * A packet a stamp that holds does not drop (b - 1 bytes or less) goes to the bucket with the
  * jiffies pending: the bucket's drop of it replaces the stamp with its own (a room below b - 1,
  * still the bucket's: the argument holds for any b), or, where it makes none, keeps the one that
@@ -208,11 +204,10 @@ static __always_inline __u64 police_seen_room(const struct dpp_policer *p, __u64
  * clock is within two ticks of the drop's reading, not on it, and every drop reads the clock. So
  * the control plane writes the tick only where the largest frame (a page) can be stamped, or a
  * frame can be bigger than the bucket (netapp/qos/applier.py, bucket_tick_for: below 1.64 Mb/s at
- * HZ=250, 6.6 at 1000): elsewhere a drop reads no jiffies, keeps nothing pending and makes no
- * stamp's division, and the token bucket's drops on its bound seen short as they did before
- * stamps. On the PRECISE clock nothing of the kind holds: bpf_ktime_get_ns moves every ns, and what
- * a line may hold of a time without reading it is only the jiffies, a tick's resolution, which
- * says nothing of a bucket refilled within the tick: no stamp there. */
+ * HZ=250, 6.6 at 1000): elsewhere a drop reads no jiffies and keeps nothing pending, and its line
+ * keeps U in ns (below). On the PRECISE clock nothing of the kind holds: bpf_ktime_get_ns moves
+ * every ns, and what a line may hold of a time without reading it is only the jiffies, a tick's
+ * resolution, which says nothing of a bucket refilled within the tick: no jiffies stamp there. */
 
 /* The jiffies deadline up to which the clock stays before `until` (ns), a bucket's U at the reading
  * `now` of ticked bucket policer p (its tick: struct dpp_policer.previous), `pending` the word the
@@ -223,6 +218,108 @@ static __always_inline __u64 police_stamp_until(const struct dpp_policer *p, __u
 	__u64 ticks = until > now ? (until - now) / p->previous : 0;
 
 	return police_stamp_after(pending, ticks < POLICE_STAMP_AHEAD ? ticks : POLICE_STAMP_AHEAD - 1);
+}
+
+/* A bucket seen short in ns. A bucket's drop where no jiffies stamp is made (a bucket without the
+ * tick: on the PRECISE clock, or COARSE at realistic rates, above bucket_tick_for's; a ticked one
+ * whose U is within the margin's ticks) keeps in its CPU's line U itself, in ns (stamp), with the
+ * room b - 1 (~ in short_credit), U the time from which the bucket may hold the dropped packet's b
+ * bytes ("A bucket seen short by jiffies": the token bucket's ceil((8e9 b - c) / R) after its
+ * last_ns, GCRA's ceil((TAT - room(b)) / 64)). A packet its credit does not cover and bigger than
+ * the room, on a reading t of its policer's clock with t < U, is dropped from the line alone
+ * (police.h's police_line_drops): one clock read, and no shared line, no lock or compare-and-swap,
+ * in a rule no call of dpp_police_rule. The read is the one the bucket's decision takes anyway: a
+ * packet the line does not drop keeps it for the bucket (the chain's reading), so what a drop saves
+ * is all but the clock. A jiffies stamp cannot do that at these rates: there the bucket holds a
+ * packet again within a tick, and the jiffies place the coarse clock only to within two ticks.
+ *   Why each such drop is one the bucket makes. GCRA: its TAT only grows (other CPUs' packets
+ * raise it, readings in any order), room(b') <= room(b) for b' >= b, and at t < U, 64 t < TAT0 -
+ * room(b) <= TAT - room(b'): a packet of b' bytes finds TAT - 64 t > room(b'), dropped, whatever
+ * the clock. Token bucket: at a reading t it holds at most c + (max(t, L) - t0) R, L the latest
+ * reading it took, t0 <= L (refills add the elapsed time's, packets only take); for t < U and
+ * L < U that is below 8e9 b <= 8e9 b': dropped. So for readings in order (one CPU, or the model's
+ * replay) every line-only drop is the bucket's, to the ns: U is the least time at which the bucket
+ * holds b bytes (at U - 1 it does not). A reading behind another's later one (L > t: another CPU's
+ * precise reading, a precise child's for a coarse bucket), which the lock refills nothing for, may
+ * find up to (L - t) R of refill that the line does not count: such a packet may be dropped where
+ * the lock would pass it, never passed where it drops it (as the bound seen short this replaces,
+ * which kept c at t0 and tested c + (t - t0) R against the packet's cost).
+ *   Largest values, 8 kb/s to 400 Gb/s: the token bucket's 8e9 b - c + R - 1 < 2^30 x 8e9 + 2^39 <
+ * 2^63, its quotient at most 8.6e18 / 8e3 = 1.1e15 ns (400 Gb/s: 2 ns for 64 bytes), added to
+ * last_ns < 2^62; GCRA's (TAT - room) / 64 < 2^58; U kept at most POLICE_UNTIL_AHEAD past the
+ * reading (t + 2^32 < 2^63 for a clock below 2^62 ns), so that a U of never (b > B, all ones) or of
+ * a slow bucket holds 4.3 s, and then the bucket decides again and stamps afresh. Told apart from
+ * other words in the same fields (a ticked bucket's jiffies stamps; a rewrite's race, as the control
+ * plane zeroes the lines around it): a U is kept as U | POLICE_UNTIL_TAG (U < 2^62: a clock below
+ * 146 years), and a stamp holds as a U only with the tag and within (t, t + 2^32] of the reading,
+ * one unsigned compare: jiffies, pending or not, and 0 have no tag (their difference wraps), a
+ * window's pending word (2^63 | j) less the tag is 2^62 ahead; short_credit 0 is the room all ones,
+ * which no packet exceeds. A holding U is
+ * replaced by the bucket's next drop on that CPU (a packet within the room, or after U: its own U
+ * and room). The pair is two plain stores, as the bound's was: a program run between them on the
+ * same CPU (a test run interrupted by a packet) may leave one drop's room with another's U, not
+ * guarded. */
+
+/* A window seen full in ns. The same for a window without a tick (the PRECISE clock, where "A
+ * window seen full" has no jiffies stamp; any clock: the argument is on readings in ns), whose
+ * drop on a reading t0 of window k as its word shows it (police.h's window_saw_until, window_look:
+ * counted, count c0; or yet to start, c0 = 0 and prev the count of window k - 1 so far, which only
+ * grows until k starts, so that a U from it comes no later than the true one): the fixed window
+ * keeps the room A - c0 until its end E = (k + 1) W; the sliding window (the window before weighed
+ * prev, as published) the room b - 1 until U, the first time of window k at which its estimate has
+ * room for b bytes with c0: ceil(prev (W - t) / W) <= A - c0 - b (an integer) <=> prev (W - t) <=
+ * (A - c0 - b) W, so U = E - floor((A - c0 - b) W / prev), E where A - c0 < b (never in this
+ * window), nothing kept where that quotient is W or more, prev 0 included (room from the window's
+ * start: the drop was no count's, a compare-and-swap lost, or the window before not yet
+ * published). A packet of b' (bigger than the room) on a reading t < U, readings in order: t is of
+ * window k (t >= t0, U <= E), the word counts window k (a reading of k + 1 made before t would
+ * come before it) with c >= c0 (a window's count only grows), so the fixed window has c + b' > c0
+ * + A - c0 = A, and the sliding window's estimate ceil(prev (W - t) / W) + c + b' > (A - c0 - b) +
+ * c0 + b = A: dropped. A reading behind another CPU's of window k + 1 counts in that newer window
+ * (police.h's window_current), which may have room: such a packet may be dropped where the word
+ * would pass it, never passed where it drops it (as the buckets' above). Largest values: (A - c0 -
+ * b) W < 2^31 x 2^32 = 2^63, the quotient below W where kept; E < 2^62 for a clock below 2^62 ns;
+ * U - t <= W <= 2^32 = POLICE_UNTIL_AHEAD. Kept and tested as a bucket's U (police_keep_until,
+ * police_until_short); a window's credit carved afresh in a new window clears the room
+ * (police_credit_window), and a U never outlives its window. */
+
+/* A U further ahead of the reading than this (ns) is none (above): 4.3 s. */
+#define POLICE_UNTIL_AHEAD (1ULL << 32)
+/* The bit a U is kept with, so that it is no jiffies stamp and jiffies are no U (above). */
+#define POLICE_UNTIL_TAG (1ULL << 62)
+
+/* The stamp a bucket's line keeps for its U `until` (0: not known, none) at the reading `now`: U,
+ * POLICE_UNTIL_AHEAD past the reading at most, with POLICE_UNTIL_TAG. */
+static __always_inline __u64 police_until(__u64 now, __u64 until)
+{
+	__u64 kept = until > now && until - now > POLICE_UNTIL_AHEAD ? now + POLICE_UNTIL_AHEAD : until;
+
+	return until ? kept | POLICE_UNTIL_TAG : 0;
+}
+
+/* Whether a bucket's U kept as `stamp` (police_until) holds at the reading `now`: after it, by
+ * POLICE_UNTIL_AHEAD at most; 0 <= stamp - tag - now - 1 < POLICE_UNTIL_AHEAD, unsigned (a word
+ * without the tag wraps: 0, jiffies and a pending word never hold). */
+static __always_inline bool police_until_holds(__u64 stamp, __u64 now)
+{
+	return stamp - POLICE_UNTIL_TAG - now - 1 < POLICE_UNTIL_AHEAD;
+}
+
+/* Whether a packet of `bytes` at the reading `now` is one its policer drops by CPU line `s`: bigger
+ * than the room kept (~ in short_credit) while the U kept with it holds. */
+static __always_inline bool police_until_short(const struct dpp_policer_stats *s, __u64 bytes, __u64 now)
+{
+	return bytes > ~s->short_credit && police_until_holds(s->stamp, now);
+}
+
+/* Keeps in a CPU's line `s`, after its policer dropped a packet on the reading `now`, the `room`
+ * no bigger packet has before `until` (0: not known, nothing kept). */
+static __always_inline void police_keep_until(struct dpp_policer_stats *s, __u64 room, __u64 now, __u64 until)
+{
+	if (!until)
+		return;
+	s->short_credit = ~room;
+	s->stamp = police_until(now, until);
 }
 
 #endif /* DPP_NF_QOS_STAMP_H */

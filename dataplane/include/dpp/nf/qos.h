@@ -101,15 +101,15 @@ struct dpp_policer_stats {
 	__u64 passed_bytes;
 	__u64 dropped_packets;
 	__u64 dropped_bytes;
-	/* TOKEN_BUCKET: the bucket's content (nanobits) when this CPU's packet last found it short, and
-	 * (stamp) that content's time (the bucket's last_ns then; 0: none seen): a bound on what the
-	 * bucket holds later, so that a packet it shows short is dropped without the lock
-	 * (nf/qos/bucket.h, "A bucket seen short"); on the COARSE clock with a tick, as the windows'
-	 * (stamp) the jiffies up to which the bucket cannot hold a packet of more than the room
-	 * (short_credit, ~room) this CPU's drop saw (nf/qos/stamp.h, "A bucket seen short by
-	 * jiffies"). FIXED_WINDOW and SLIDING_WINDOW on the coarse clock
-	 * with a tick: (stamp) the jiffies up to which the line is credit_window's without a clock read
-	 * (0: none; the jiffies | 2^63 while a reading is made: nf/qos/stamp.h), and (short_credit) ~
+	/* TOKEN_BUCKET and GCRA: ~ the room below the packet this CPU's drop saw the bucket too short
+	 * for (short_credit; 0: none), and (stamp) the time in ns from which the bucket may hold more,
+	 * tagged with 2^62 (0: none), so that a bigger packet before it is dropped without the lock or
+	 * the shared word (nf/qos/stamp.h, "A bucket seen short in ns"); on the COARSE clock with a
+	 * tick, where it can, as the windows' (stamp) the jiffies up to which the bucket cannot hold a
+	 * packet of more than the room (nf/qos/stamp.h, "A bucket seen short by jiffies"). FIXED_WINDOW
+	 * and SLIDING_WINDOW on the coarse clock with a tick: (stamp) the jiffies up to which the line
+	 * is credit_window's without a clock read (0: none; the jiffies | 2^63 while a reading is made:
+	 * nf/qos/stamp.h), and (short_credit) ~
 	 * the most room that window has while the stamp holds, as this CPU saw it when it dropped a
 	 * packet (0: none seen; nf/qos/stamp.h, "A window seen full") */
 	__u64 short_credit;
