@@ -16,6 +16,7 @@
 #include <bpf/bpf_helpers.h>
 #include "core/outcome.h"
 #include "nf/redirect/maps.h"
+#include "proto/eth.h"
 #include "nf/upf/route.h"
 
 static __always_inline void swap_macs(struct ethhdr *eth)
@@ -98,8 +99,7 @@ static __always_inline bool set_next_hop_macs(struct xdp_md *ctx, const struct b
 
 	if ((void *)(eth + 1) > (void *)(long)ctx->data_end)
 		return false;
-	__builtin_memcpy(eth->h_dest, fib->dmac, ETH_ALEN);
-	__builtin_memcpy(eth->h_source, fib->smac, ETH_ALEN);
+	eth_set_addrs(eth, fib->dmac, fib->smac);
 	return true;
 }
 
