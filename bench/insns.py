@@ -7,17 +7,21 @@ off a path shows, whatever the noise of a run. It is not a time (a cold line or 
 than an addition, a helper call counts one), so it stands beside the timings, not for them. The
 run is checked against the kernel's: the same verdict and the same output packet, or it fails.
 
-What it runs: ALU, jumps, loads and stores on the packet, the stack, the context and map values;
-atomic adds; calls to other BPF functions; the helpers a downlink takes (bpf_xdp_adjust_head,
-bpf_xdp_adjust_tail, bpf_xdp_adjust_meta, bpf_csum_diff, bpf_spin_lock/unlock, a hash map's lookup)
-and the array lookups the verifier inlines. Anything else stops the run with its name. Maps are
-read, never written: writes go to the copy.
+What it runs: ALU, jumps, loads and stores on the packet, the stack, the context (with the
+ingress interface's index) and map values, global data; atomic adds; calls to other BPF functions
+(counted apart: each call and return costs more than an instruction where returns are mitigated);
+the helpers a downlink takes (bpf_xdp_adjust_head, bpf_xdp_adjust_tail, bpf_xdp_adjust_meta,
+bpf_csum_diff, bpf_spin_lock/unlock, a hash map's lookup), a redirect (its verdict returned, as a
+test run's is: nothing leaves) and the array lookups the verifier inlines. Anything else stops the
+run with its name. Maps are read, never written: writes go to the copy; a per-CPU map is read as
+the first CPU's (a route cache as a test run on that CPU left it). Helper calls are counted by name.
 """
 
 from __future__ import annotations
 
 import ctypes
 import struct
+from collections import Counter
 from ctypes import Structure, c_uint32, c_uint64
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -48,6 +52,8 @@ class MapInfo(Structure):
 
 
 BPF_MAP_TYPE_HASH, BPF_MAP_TYPE_ARRAY, BPF_MAP_TYPE_PERCPU_ARRAY, BPF_MAP_TYPE_ARRAY_OF_MAPS = 1, 2, 6, 12
+XDP_REDIRECT = 4
+XDP_BUFF_RXQ = 32  # struct xdp_buff's rxq, whose dev's ifindex is the context's ingress_ifindex
 
 
 def xlated_insns(prog_fd: int) -> bytes:
@@ -180,7 +186,7 @@ class ArrayPtr:
 class Run:
     """One packet through the instructions; `count` the instructions executed."""
 
-    def __init__(self, insns: bytes, packet: bytes, out_room: int):
+    def __init__(self, insns: bytes, packet: bytes, out_room: int, ifindex: int = 0):
         self.insns = [struct.unpack_from("<BBhi", insns, at) for at in range(0, len(insns), 8)]
         self.maps: dict[int, MapCopy] = {}
         self.packet = Region("packet", bytearray(HEADROOM + max(len(packet), out_room)))
@@ -189,7 +195,10 @@ class Run:
         self.data_end = HEADROOM + len(packet)
         self.data_meta = HEADROOM
         self.ctx = object()
+        self.rxq = Ingress(ifindex)
         self.count = 0
+        self.calls = 0  # to other BPF functions
+        self.helpers: Counter[str] = Counter()
 
     # -- values --------------------------------------------------------------------------------
     def map_copy(self, map_id: int) -> MapCopy:
@@ -255,6 +264,12 @@ class Run:
         raise TypeError(f"a load or store of {size} bytes through {p!r}")
 
     def load(self, p: Value, off: int, size: int) -> Value:
+        if p is self.ctx and off == XDP_BUFF_RXQ:
+            return self.rxq
+        if isinstance(p, Ingress):  # rxq->dev (its first field), then dev->ifindex
+            if not p.dev and off:
+                raise NotImplementedError(f"the receive queue's field at {off}")
+            return p.ifindex if p.dev else Ingress(p.ifindex, dev=True)
         if p is self.ctx:  # struct xdp_buff, as the verifier rewrote the context's reads
             fields = {0: self.data, 8: self.data_end, 16: self.data_meta, 24: 0}
             if off not in fields or size != 8:
@@ -273,6 +288,9 @@ class Run:
 
     # -- helpers -------------------------------------------------------------------------------
     def helper(self, name: str, r: list) -> Value:
+        self.helpers[name] += 1
+        if name in ("bpf_xdp_redirect", "bpf_xdp_redirect_map"):
+            return XDP_REDIRECT
         if name == "bpf_xdp_adjust_head":
             delta = to_signed32(r[2])
             if self.data + delta < 0 or self.data + delta > self.data_end:
@@ -319,7 +337,9 @@ class Run:
                 high = self.insns[pc][3]
                 pc += 1
                 regs[dst] = self.map_copy(imm) if src == 1 else ((high & MASK32) << 32 | (imm & MASK32))
-                if src not in (0, 1):
+                if src == 2:  # a map value's address (global data): its first value, `high` bytes in
+                    regs[dst] = ArrayPtr(ArrayBase(self.map_copy(imm), False), high)
+                elif src not in (0, 1):
                     raise NotImplementedError(f"ld_imm64 of kind {src}")
             elif cls in (4, 7):  # ALU, ALU64
                 self.alu(code, dst, src, off, imm, regs)
@@ -330,7 +350,9 @@ class Run:
                         frames.append((pc, regs[6:10] + [regs[10]]))
                         callee = Region("stack", bytearray(STACK))
                         regs[10] = Ptr(callee, STACK)
-                        pc += imm
+                        # a JITed program's dump: the offset in off (imm is the callee's number)
+                        pc += off if off else imm
+                        self.calls += 1
                         continue
                     name = helper_name(imm)
                     if name == "__htab_map_lookup_elem":
@@ -501,19 +523,31 @@ def csum_diff(run: Run, r: list) -> int:
 
 
 @dataclass(frozen=True)
+class Ingress:
+    """The context's rxq (dev False) and its dev (True), through which ingress_ifindex is read."""
+
+    ifindex: int
+    dev: bool = False
+
+
+@dataclass(frozen=True)
 class Counted:
     verdict: int
     packet: bytes
     instructions: int
+    calls: int = 0  # to other BPF functions
+    helpers: dict[str, int] = field(default_factory=dict)
 
 
-def count_instructions(prog_fd: int, packet: bytes, out_room: int = 512) -> Counted:
-    """Run `packet` through the loaded program here: its verdict, its output (from the metadata on,
-    as BPF_PROG_TEST_RUN gives it) and the instructions it executed."""
-    run = Run(xlated_insns(prog_fd), packet, out_room)
+def count_instructions(prog_fd: int, packet: bytes, out_room: int = 512, ifindex: int = 0) -> Counted:
+    """Run `packet`, received on `ifindex`, through the loaded program here: its verdict, its output
+    (from the metadata on, as BPF_PROG_TEST_RUN gives it), the instructions it executed, its calls
+    of other BPF functions and of helpers."""
+    run = Run(xlated_insns(prog_fd), packet, out_room, ifindex)
     try:
         verdict = run.run()
     finally:
         run.close()
     # BPF_PROG_TEST_RUN's output starts at the metadata
-    return Counted(verdict, bytes(run.packet.data[run.data_meta : run.data_end]), run.count)
+    return Counted(verdict, bytes(run.packet.data[run.data_meta : run.data_end]), run.count, run.calls,
+                   dict(run.helpers))

@@ -11,7 +11,7 @@ import pytest
 
 from bench import baseline
 from bench.upf import __main__ as upf_main
-from bench.upf import report, workload
+from bench.upf import insns, report, workload
 from netapp.dataplane.facade import Dataplane
 from netapp.dataplane.fake import FakeDpp
 from netapp.upf.abi import PdrFlag, Role
@@ -125,6 +125,17 @@ def test_the_readme_table_is_the_one_the_result_document_gives():
     assert report.format_table(result) in (REPO / "bench/README.md").read_text(), (
         "bench/README.md's UPF table: run python -m bench.upf.report bench/results/upf.json"
     )
+
+
+def test_the_hot_paths_call_no_other_bpf_function_and_run_in_python_as_in_the_kernel():
+    """bench.upf.insns: each case's run here comes out as the kernel's (count_case checks it); the UPF
+    is inlined in the entry, so a packet it forwards pays no call of another BPF function."""
+    require_kernel()
+    counted = insns.count_cases(["uplink", "downlink", "downlink_pool", "miss"])
+    assert {name: c.calls for name, c in counted.items()} == dict.fromkeys(counted, 0)
+    assert counted["uplink"].helpers == {"bpf_xdp_adjust_head": 1, "bpf_xdp_redirect": 1}
+    assert counted["miss"].helpers == {}
+    assert counted["miss"].instructions < counted["uplink"].instructions
 
 
 def test_session_counts_beyond_the_tables_are_refused():

@@ -21,6 +21,7 @@
 #include "nf/atsss/redundant.h"
 #include "nf/atsss/flows.h"
 #include "core/outcome.h"
+#include "proto/eth.h"
 
 #define ATSSS_ENCAP4 (sizeof(struct iphdr) + sizeof(struct atsss_dccp_data))
 #define ATSSS_ENCAP6 (sizeof(struct ipv6hdr) + sizeof(struct atsss_dccp_data))
@@ -104,16 +105,8 @@ static __always_inline void atsss_fill_ipv6(struct ipv6hdr *ip6, const __be32 *s
  * is what memcpy into the packet's unaligned header compiles to, is 12 loads and 12 stores. */
 static __always_inline void atsss_fill_eth(struct ethhdr *eth, const struct dpp_atsss_path *p, __be16 proto)
 {
-	const __u16 *dmac = (const __u16 *)p->dmac, *smac = (const __u16 *)p->smac;
-	__u16 *h = (__u16 *)eth;
-
-	h[0] = dmac[0];
-	h[1] = dmac[1];
-	h[2] = dmac[2];
-	h[3] = smac[0];
-	h[4] = smac[1];
-	h[5] = smac[2];
-	h[6] = proto;
+	eth_set_addrs(eth, p->dmac, p->smac);
+	((__u16 *)eth)[6] = proto;
 }
 
 _Static_assert(__builtin_offsetof(struct dpp_atsss_path, smac) % 2 == 0 &&

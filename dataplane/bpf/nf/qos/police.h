@@ -555,7 +555,7 @@ static __always_inline __u32 police_on_state(struct dpp_policer *p, const __u32 
  * know it is the window's), and its parent then reads its own. The decision and
  * the parent leave together, so that what is alive across police_count's lookup fits the registers
  * a call keeps: dpp_upf_police's frame is at the size that fills the 512 bytes of stack with
- * dpp_xdp's and dpp_upf's. */
+ * dpp_xdp's and dpp_upf_sdf's. */
 static __always_inline __u32 police_step(__u32 *id, __u64 bytes, __u64 *now, bool window_credit)
 {
 	struct dpp_policer *p = bpf_map_lookup_elem(&dpp_policers, id);

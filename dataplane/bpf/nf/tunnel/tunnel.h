@@ -127,15 +127,18 @@ static __always_inline long tunnel_next_hop(struct xdp_md *ctx, struct bpf_fib_l
 static __always_inline int tunnel_route(struct xdp_md *ctx, const struct dpp_upf_pdr *t,
 					struct dpp_outcome *o)
 {
-	struct bpf_fib_lookup fib = {};
-	long rc = tunnel_next_hop(ctx, &fib, t);
+	struct bpf_fib_lookup *fib = next_hop_room();
+	long rc;
 
+	if (!fib)
+		return XDP_ABORTED;
+	rc = tunnel_next_hop(ctx, fib, t);
 	o->route_path = route_path(rc, false);
 	if (rc != BPF_FIB_LKUP_RET_SUCCESS && rc != DPP_ROUTE_CACHE_HIT)
 		return no_next_hop(rc, false, o);
-	if (!set_next_hop_macs(ctx, &fib))
+	if (!set_next_hop_macs(ctx, fib))
 		return XDP_ABORTED;
-	return next_hop_out(ctx, &fib, o);
+	return next_hop_out(ctx, fib, o);
 }
 
 /* A failure after the packet may have changed: dropped, counted (nothing else could send it). */

@@ -10,6 +10,7 @@
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
 #include "core/outcome.h"
+#include "proto/eth.h"
 
 static __always_inline __be16 ethertype_of(__u8 family)
 {
@@ -22,17 +23,17 @@ static __always_inline int upf_decap(struct xdp_md *ctx, __u32 ue_off, __u8 fami
 {
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
 	struct ethhdr *eth = data;
-	__u8 macs[2 * ETH_ALEN];
+	__u16 macs[ETH_ALEN];
 
 	if ((void *)(eth + 1) > end || ue_off < sizeof(*eth))
 		return -1;
-	__builtin_memcpy(macs, eth, sizeof(macs));
+	eth_set_addrs(macs, eth->h_dest, eth->h_source);
 	if (bpf_xdp_adjust_head(ctx, (int)bounded_offset(ue_off) - (int)sizeof(*eth)))
 		return -1;
 	eth = (void *)(long)ctx->data;
 	if ((void *)(eth + 1) > (void *)(long)ctx->data_end)
 		return -1;
-	__builtin_memcpy(eth, macs, sizeof(macs));
+	eth_set_addrs(eth, macs, macs + ETH_ALEN / 2);
 	eth->h_proto = ethertype_of(family);
 	return 0;
 }

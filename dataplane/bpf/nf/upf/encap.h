@@ -19,6 +19,7 @@
 #include <bpf/bpf_helpers.h>
 #include "dpp/core/consts.h"
 #include "dpp/nf/upf.h"
+#include "proto/eth.h"
 #include "proto/gtpu.h"
 #include "nf/upf/csum.h"
 
@@ -203,7 +204,7 @@ static __always_inline __u32 upf_encap_room(struct xdp_md *ctx, __u32 l3, __u8 f
 {
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
 	__u32 ue_len = ip_len_at(data, end, l3, family), frame_len = end - data;
-	__u8 macs[2 * ETH_ALEN];
+	__u16 macs[ETH_ALEN];
 
 	if (!ue_len || l3 + ue_len > frame_len)
 		return 0;
@@ -213,13 +214,13 @@ static __always_inline __u32 upf_encap_room(struct xdp_md *ctx, __u32 l3, __u8 f
 	end = (void *)(long)ctx->data_end;
 	if (data + sizeof(macs) > end)
 		return 0;
-	__builtin_memcpy(macs, data, sizeof(macs)); /* kept: the output may leave them as they are */
+	eth_set_addrs(macs, data, data + ETH_ALEN); /* kept: the output may leave them as they are */
 	if (bpf_xdp_adjust_head(ctx, (int)bounded_offset(l3) - hdr))
 		return 0;
 	data = (void *)(long)ctx->data;
 	if (data + sizeof(macs) > (void *)(long)ctx->data_end)
 		return 0;
-	__builtin_memcpy(data, macs, sizeof(macs));
+	eth_set_addrs(data, macs, macs + ETH_ALEN / 2);
 	return ue_len;
 }
 

@@ -122,6 +122,15 @@ struct {
 	__type(value, struct dpp_upf_route);
 } dpp_upf_routes SEC(".maps");
 
+/* 0 -> this CPU's room for a forwarded packet's next hop lookup (nf/upf/output.h): its 64 bytes
+ * off the stack, which the entry, with the UPF inlined in it, shares with the calls below it */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct bpf_fib_lookup);
+} dpp_upf_next_hop_room SEC(".maps");
+
 /* 0 -> the route cache's generation: the control plane bumps it when routes or neighbours change;
  * 0 (nobody watches them) turns the cache off */
 struct {

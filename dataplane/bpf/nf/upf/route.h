@@ -67,9 +67,10 @@ static __always_inline long route_answer(struct xdp_md *ctx, struct bpf_fib_look
  * and, for the FIB, a packet at least this long went that way (the FIB does not tell the MTU it
  * checked). fib holds the lookup's parameters, zeroed first (an IPv4 destination is then the first
  * word of ipv6_dst, the others 0); on success, as bpf_fib_lookup leaves it: the egress in
- * fib->ifindex, both MACs, and DPP_ROUTE_CACHE_HIT when the cache answered. The destination is
- * copied into the slot before the lookup (which makes it the gateway's) rather than kept on the
- * stack, which the packet's path is short of: the slot is empty until the answer is in. */
+ * fib->ifindex, both MACs, and DPP_ROUTE_CACHE_HIT when the cache answered. The destination and
+ * what the answer is for are written into the slot before the lookup (which makes the destination
+ * the gateway's) rather than kept on the stack across it, which the entry, the UPF inlined in it,
+ * is short of: the slot is empty (gen 0) until the answer is in. */
 static __always_inline long route_lookup(struct xdp_md *ctx, struct bpf_fib_lookup *fib, __u8 table,
 					 __u32 inst)
 {
@@ -78,7 +79,6 @@ static __always_inline long route_lookup(struct xdp_md *ctx, struct bpf_fib_look
 	__u8 family = fib->family;
 	__u64 gen = route_gen();
 	struct dpp_upf_route *r;
-	bool same;
 	long rc;
 
 	if (!gen)
@@ -87,8 +87,7 @@ static __always_inline long route_lookup(struct xdp_md *ctx, struct bpf_fib_look
 	r = bpf_map_lookup_elem(&dpp_upf_routes, &slot);
 	if (!r)
 		return route_answer(ctx, fib, table, inst);
-	same = route_matches(r, gen, within, table, family, fib->ipv6_dst);
-	if (same && len <= r->max_len) {
+	if (route_matches(r, gen, within, table, family, fib->ipv6_dst) && len <= r->max_len) {
 		fib->ifindex = r->egress;
 		__builtin_memcpy(fib->dmac, r->dmac, ETH_ALEN);
 		__builtin_memcpy(fib->smac, r->smac, ETH_ALEN);
@@ -96,14 +95,13 @@ static __always_inline long route_lookup(struct xdp_md *ctx, struct bpf_fib_look
 	}
 	r->gen = 0;
 	__builtin_memcpy(r->dst, fib->ipv6_dst, sizeof(r->dst));
-	rc = route_answer(ctx, fib, table, inst);
-	if (rc != BPF_FIB_LKUP_RET_SUCCESS)
-		return rc;
-	if (!same || len > r->max_len)
-		r->max_len = len; /* a new entry, or a longer packet the same way */
+	r->max_len = len; /* another destination, or a longer packet the same way */
 	r->within = within;
 	r->table = table;
 	r->family = family;
+	rc = route_answer(ctx, fib, table, inst);
+	if (rc != BPF_FIB_LKUP_RET_SUCCESS)
+		return rc;
 	r->egress = fib->ifindex;
 	__builtin_memcpy(r->dmac, fib->dmac, ETH_ALEN);
 	__builtin_memcpy(r->smac, fib->smac, ETH_ALEN);

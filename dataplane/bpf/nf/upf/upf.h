@@ -28,7 +28,7 @@
 #define GTP_ERROR_INDICATION 26
 #define GTP_END_MARKER 254
 
-/* What dpp_upf returns for a packet that is not the UPF's: the classifier's. */
+/* What upf returns for a packet that is not the UPF's: the classifier's. */
 #define DPP_UPF_NOT_MINE -1
 
 /* The UPF's interface entry of ifindex, or NULL: one inlined array lookup per packet. */
@@ -58,11 +58,11 @@ static __always_inline void upf_measure(__u32 urr, bool uplink, __u64 bytes)
 }
 
 /* Whether a packet of `bytes` passes policer `policer` and its parent (nf/qos/police.h: a flow's
- * MBR, then its session's AMBR), now: a global function for dpp_upf and dpp_upf_sdf (inlined, the
- * two policers' locals would take their frames past what dpp_xdp's frame leaves of the 512 bytes
- * of stack; called, the three frames fill them). Windows without the CPUs' credit
- * (POLICE_WINDOW_CREDIT: its carve takes 16 bytes more of this frame than the three have; the UPF's
- * applier writes its windows no chunk). */
+ * MBR, then its session's AMBR), now: a global function for the entry (the UPF inlined in it) and
+ * dpp_upf_sdf (inlined, the two policers' locals would take their frames past what dpp_xdp's frame
+ * leaves of the 512 bytes of stack; called, dpp_xdp's, dpp_upf_sdf's and its frame fill them).
+ * Windows without the CPUs' credit (POLICE_WINDOW_CREDIT: its carve takes 16 bytes more of this
+ * frame than the three have; the UPF's applier writes its windows no chunk). */
 __attribute__((noinline)) int dpp_upf_police(__u32 policer, __u32 bytes)
 {
 	return police(policer, bytes, 0, !POLICE_WINDOW_CREDIT);
@@ -345,39 +345,9 @@ static __always_inline int upf_downlink(struct xdp_md *ctx, struct dpp_parse *p,
 	return upf_apply(ctx, pdr, o, p->layers.outer_l3, p->key.family, false);
 }
 
-/* The UPF's part of a packet on one of its interfaces (a global function: verified once). */
-__attribute__((noinline)) int dpp_upf(struct xdp_md *ctx, struct dpp_parse *p, struct dpp_outcome *o,
-				      int reason, __u32 default_verdict)
-{
-	const struct dpp_upf_iface *iface;
-
-	if (!p || !o)
-		return DPP_UPF_NOT_MINE;
-	iface = upf_iface(p->key.ifindex);
-	if (!iface)
-		return DPP_UPF_NOT_MINE;
-	if (iface->role == DPP_UPF_ROLE_N6)
-		return reason ? DPP_UPF_NOT_MINE : upf_downlink(ctx, p, iface, o);
-	return upf_gtpu(ctx, p, iface, o, reason, default_verdict);
-}
-
-/* A T-PDU to our N3 (N9) address whose TEID no PDR has: decided here, before dpp_upf, so that a
- * miss costs no call (each call and return costs 4-10 ns where returns are mitigated). Only the
- * TEID's own entry is looked up (upf_teid_pdr); any other case (a hit, signalling, a parser
- * reason) is dpp_upf's. */
-static __always_inline bool upf_teid_missed(struct xdp_md *ctx, const struct dpp_parse *p,
-					    const struct dpp_upf_iface *iface, int reason)
-{
-	struct dpp_upf_ul_key k = { .teid = p->key.teid, .qfi = DPP_UPF_QFI_ANY };
-
-	if (iface->role == DPP_UPF_ROLE_N6 || reason || !(p->key.flags & DPP_KEY_GTP) ||
-	    !p->key.family || !p->layers.gtp)
-		return false;
-	return !upf_teid_pdr(&k) && upf_ours(ctx, &p->layers, iface);
-}
-
-/* The UPF before the classifier: a verdict, or DPP_UPF_NOT_MINE. Interfaces without a role cost
- * one inlined array lookup and no call; so does a TEID miss (upf_teid_missed). */
+/* The UPF before the classifier: a verdict, or DPP_UPF_NOT_MINE. Inlined into the entry, so that
+ * a packet the UPF takes pays no call and its interface and TEID are looked up once; interfaces
+ * without a role cost one inlined array lookup. */
 static __always_inline int upf(struct xdp_md *ctx, struct dpp_parse *p, struct dpp_outcome *o,
 			       int reason, const struct dpp_config *cfg)
 {
@@ -385,9 +355,9 @@ static __always_inline int upf(struct xdp_md *ctx, struct dpp_parse *p, struct d
 
 	if (!iface)
 		return DPP_UPF_NOT_MINE;
-	if (upf_teid_missed(ctx, p, iface, reason))
-		return upf_teid_miss(o, cfg->default_verdict);
-	return dpp_upf(ctx, p, o, reason, cfg->default_verdict);
+	if (iface->role == DPP_UPF_ROLE_N6)
+		return reason ? DPP_UPF_NOT_MINE : upf_downlink(ctx, p, iface, o);
+	return upf_gtpu(ctx, p, iface, o, reason, cfg->default_verdict);
 }
 
 /* The PDR without SDF filters of a classified packet's TEID or UE address (its exact entry), or

@@ -1,0 +1,78 @@
+"""python -m bench.upf.insns: the instructions each UPF case executes on one session's packet
+(bench/insns.py: the program as the kernel holds it, run here), with its calls of other BPF functions
+and of helpers, beside the timings of `python -m bench.upf`. A count the machine's load does not
+move: a change that takes instructions or a call off a case's path shows in one run.
+
+Each case's packet first runs once in the kernel on CPU 0 (the route cache's slot the run here
+reads), and the run here must come out with the kernel's verdict and frame.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from contextlib import ExitStack
+from typing import Optional, Sequence
+
+from netapp.testbed import netns
+
+from bench.harness import Harness, build_harness
+from bench.insns import Counted, count_instructions
+from bench.measure import WrongPathError
+from bench.upf import run, workload
+
+HOT_CASES = ("uplink", "downlink", "downlink_pool", "n9", "uplink_tx", "downlink_tx", "downlink_pool_tx", "miss")
+
+
+def count_case(harness: Harness, case: workload.Case, instance: run.Instance) -> Counted:
+    """The case's packet (session 0) through the instance's program in the kernel, then here."""
+    subject = run.case_subject(case, instance, 1)
+    _, output = subject.run(harness, 1)
+    counted = count_instructions(instance.prog_fd, subject.packet, len(subject.packet) + workload.OUTPUT_ROOM,
+                                 subject.ifindex)
+    if counted.verdict != subject.verdict or counted.packet != output:
+        raise WrongPathError(f"{case.name}: counted verdict {counted.verdict} and frame {counted.packet.hex()}, "
+                             f"the kernel's {subject.verdict} and {output.hex()}")
+    return counted
+
+
+def count_cases(names: Sequence[str]) -> dict[str, Counted]:
+    """Each case counted on an instance of its kind with one session, in the benchmark's site."""
+    counted: dict[str, Counted] = {}
+    with Harness(build_harness()) as harness, ExitStack() as stack:
+        stack.callback(os.sched_setaffinity, 0, os.sched_getaffinity(0))
+        os.sched_setaffinity(0, {0})
+        stack.enter_context(netns.entered(run.make_site(stack)))
+        instances: dict[str, run.Instance] = {}
+        stack.callback(lambda: [instance.close() for instance in instances.values()])
+        stack.callback(harness.release_target)
+        for name in names:
+            case = workload.CASES[name]
+            if case.instance not in instances:
+                instances[case.instance] = run.open_instance(case.instance, 1)
+            counted[name] = count_case(harness, case, instances[case.instance])
+    return counted
+
+
+def format_counts(counted: dict[str, Counted]) -> str:
+    lines = ["| case | instructions | BPF calls | helper calls |", "|---|---|---|---|"]
+    for name, c in counted.items():
+        helpers = ", ".join(f"{helper} {n}" for helper, n in sorted(c.helpers.items())) or "none"
+        lines.append(f"| {workload.CASES[name].title} | {c.instructions} | {c.calls} | {helpers} |")
+    return "\n".join(lines)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.upf.insns", description=__doc__)
+    parser.add_argument("--cases", default=",".join(HOT_CASES), help="cases to count, comma-separated")
+    args = parser.parse_args(argv)
+    if os.geteuid() != 0:
+        print("bench.upf.insns: loading BPF programs and building a namespace need root", file=sys.stderr)
+        return 2
+    print(format_counts(count_cases([name for name in args.cases.split(",") if name])))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
