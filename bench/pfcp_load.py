@@ -12,7 +12,9 @@ Two ways, both over one UDP socket:
   issue 17 asks, "p99 at 10,000 establishments/s", is this loop's figure at --rate 10000.
 
 Every response must be the Session Establishment Response of a request sent, with Cause Request
-accepted; anything else, or no response within TIMEOUT_S, stops the run.
+accepted; anything else stops the run, and so does no response within TIMEOUT_S in the closed loop.
+The open loop counts the requests no response came for within TIMEOUT_S of the last send as lost
+(UDP: dropped where they queued; an SMF would send them again after its T1).
 """
 
 from __future__ import annotations
@@ -116,15 +118,18 @@ def _drive_at_rate(
         most_outstanding = max(most_outstanding, len(due_at))
         wait_s = 0.0 if next_index == len(batch) else max(0.0, (started + next_index * interval_ns - now) / 1e9)
         if not select.select([sock], [], [], TIMEOUT_S if next_index == len(batch) else wait_s)[0]:
-            if time.perf_counter_ns() - last_heard > TIMEOUT_S * 1e9 and due_at:
-                raise RuntimeError(f"no response for {TIMEOUT_S} s, {len(due_at)} outstanding")
+            if next_index == len(batch):
+                break  # every request sent, none answered for TIMEOUT_S: those outstanding are lost
             continue
         last_heard = time.perf_counter_ns()
         for data in receive_waiting(sock):
             latencies.append((last_heard - due_at.pop(accepted(data, due_at))) / 1e6)
-    elapsed = (time.perf_counter_ns() - started) / 1e9
+    elapsed = (last_heard - started) / 1e9
     return elapsed, latencies, {"offered_per_s": rate, "most_outstanding": most_outstanding,
-                                "sent_late": late, "late_beyond_ms": LATE_BY_S * 1e3}
+                                "sent_late": late, "late_beyond_ms": LATE_BY_S * 1e3,
+                                # never answered: dropped where they queued (the endpoint's socket, when it
+                                # falls further behind than its buffer holds), as an SMF would see before T1
+                                "lost": len(due_at)}
 
 
 def receive_waiting(sock: socket.socket) -> list[bytes]:

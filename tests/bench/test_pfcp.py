@@ -11,6 +11,7 @@ import struct
 import subprocess
 import threading
 import time
+from typing import Optional
 
 from bench import pfcp, pfcp_load
 from bench.harness import REPO
@@ -88,6 +89,22 @@ def test_an_open_loops_latency_counts_from_the_due_time_not_the_send():
     assert sorted(latencies)[0] >= 11 - 1e-3
 
 
+def test_an_open_loop_counts_the_requests_never_answered_as_lost(monkeypatch):
+    monkeypatch.setattr(pfcp_load, "TIMEOUT_S", 0.2)
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as endpoint, \
+            socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as smf:
+        endpoint.bind(("127.0.0.1", 0))
+        smf.bind(("127.0.0.1", 0))
+        requests = pfcp.requests(20, 2, sdf=False)
+        answering = threading.Thread(target=_answer_each, args=(endpoint, 20, 12))
+        answering.start()
+        try:
+            _, latencies, schedule = pfcp_load.drive_at_rate(smf, endpoint.getsockname(), requests, 1000.0)
+        finally:
+            answering.join()
+    assert len(latencies) == 12 and schedule["lost"] == 8
+
+
 class HeldFirstSend(socket.socket):
     def __init__(self) -> None:
         super().__init__(socket.AF_INET, socket.SOCK_DGRAM)
@@ -100,10 +117,13 @@ class HeldFirstSend(socket.socket):
         return super().sendto(*args)
 
 
-def _answer_each(endpoint: socket.socket, count: int) -> None:
-    """Accept each request as it comes (its sequence number, Cause Request accepted)."""
-    for _ in range(count):
+def _answer_each(endpoint: socket.socket, count: int, answered: Optional[int] = None) -> None:
+    """Accept each of `count` requests as it comes (its sequence number, Cause Request accepted),
+    the first `answered` of them only if given."""
+    for index in range(count):
         data, peer = endpoint.recvfrom(65535)
+        if answered is not None and index >= answered:
+            continue
         cause = struct.pack("!HHB", IEType.CAUSE, 1, Cause.REQUEST_ACCEPTED)
         body = bytes(8) + data[12:15] + b"\x00" + cause
         endpoint.sendto(bytes([0x21, MsgType.SESSION_ESTABLISHMENT_RESPONSE]) + struct.pack("!H", len(body)) + body,
