@@ -5,8 +5,10 @@ latency of each, from an SMF in this process to a real endpoint in another one, 
 
 Each request is the one the tests' SMF sends (tests/upf/smf.py: 4 PDRs, 2 FARs, 1 QER, 1 URR),
 encoded once with pycrate, an independent codec; every copy gets its own sequence number and CP
-SEID. `--inflight` requests are kept outstanding; the latency of one is from its sendto to the
-arrival of its response (Cause checked: Request accepted). The endpoint answers once the session is
+SEID. `--inflight` requests are kept outstanding (closed loop), or, with `--rate`, the timed
+requests leave at that rate whatever comes back (open loop, bench.pfcp_load); the latency of one is
+from its sendto (open loop: from the time it was due) to the arrival of its response (Cause checked:
+Request accepted). The endpoint answers once the session is
 in the store (committed) and given to its data-path applier: `--applier dpp` (root) writes the
 session's entries into the UPF's maps of a loaded data-plane instance (netapp.upf.applier), so the
 figures contain the map writes; `--applier none` keeps no maps. `--baseline REV` also times the
@@ -42,8 +44,9 @@ from multiprocessing.connection import Connection
 
 from bench.baseline import Baseline, prepare_baseline
 from bench.harness import REPO
+from bench.pfcp_load import SESSION_HEADER, TIMEOUT_S, drive, drive_at_rate, summary
 from netapp.dataplane.binding import LIBDPP_ENV
-from netapp.upf.pfcp.ies import Cause, IEType, MsgType
+from netapp.upf.pfcp.ies import IEType, MsgType
 from netapp.upf.sessions import Applier, NoApplier
 from tests.upf.smf import UE, Smf, establishment_ies, node_id, recovery
 
@@ -55,8 +58,6 @@ GNB_BASE, GNBS = ipaddress.IPv4Address("192.0.2.1"), 64  # session n's gNB: GNB_
 # Targets (issue 17), reported and never asserted.
 TARGET_RATE = 10_000.0
 TARGET_P99_MS = 5.0
-SESSION_HEADER = 16
-TIMEOUT_S = 10.0
 
 
 def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
@@ -66,7 +67,11 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
                         help="timed establishments (with the warm-up, at most the 16,383 sessions the UPF's half of "
                              "dpp_policers holds at two policers each)")
     parser.add_argument("--warmup", type=int, default=500, help="untimed establishments before")
-    parser.add_argument("--inflight", type=int, default=32, help="requests outstanding at once")
+    parser.add_argument("--inflight", type=int, default=32,
+                        help="requests outstanding at once (closed loop; the warm-up's window with --rate)")
+    parser.add_argument("--rate", type=float, metavar="PER_S",
+                        help="open loop: the timed requests sent at this rate whatever comes back, each one's latency "
+                             "from the time it was due (bench.pfcp_load)")
     parser.add_argument("--applier", choices=sorted(APPLIERS), default="none", help="the endpoint's data path")
     parser.add_argument(
         "--gc", choices=("settled", "default"), default="settled",
@@ -308,59 +313,6 @@ def associate(sock: socket.socket, address: tuple[str, int]) -> None:
         raise RuntimeError(f"association setup answered with message type {data[1]}")
 
 
-def cause_of(response: bytes) -> int:
-    """The Cause of a session response (our responses put it among the first IEs)."""
-    offset = SESSION_HEADER
-    while offset + 4 <= len(response):
-        ie_type, length = struct.unpack_from("!HH", response, offset)
-        if ie_type == IEType.CAUSE:
-            return response[offset + 4]
-        offset += 4 + length
-    raise ValueError("a response without Cause")
-
-
-def drive(
-    sock: socket.socket, address: tuple[str, int], batch: list[bytes], inflight: int
-) -> tuple[float, list[float]]:
-    """Send every request, `inflight` outstanding; (elapsed seconds, latencies in ms)."""
-    sent_at: dict[int, int] = {}
-    latencies: list[float] = []
-    pending = iter(batch)
-    started = time.perf_counter()
-
-    def send_next() -> None:
-        data = next(pending, None)
-        if data is not None:
-            sent_at[int.from_bytes(data[12:15], "big")] = time.perf_counter_ns()
-            sock.sendto(data, address)
-
-    for _ in range(min(inflight, len(batch))):
-        send_next()
-    while len(latencies) < len(batch):
-        data, _ = sock.recvfrom(65535)
-        now = time.perf_counter_ns()
-        seq = int.from_bytes(data[12:15], "big")
-        if data[1] != MsgType.SESSION_ESTABLISHMENT_RESPONSE or seq not in sent_at:
-            raise RuntimeError(f"unexpected response: type {data[1]}, sequence number {seq}")
-        if (cause := cause_of(data)) != Cause.REQUEST_ACCEPTED:
-            raise RuntimeError(f"establishment {seq} refused with cause {cause}")
-        latencies.append((now - sent_at.pop(seq)) / 1e6)
-        send_next()
-    return time.perf_counter() - started, latencies
-
-
-def summary(samples_ms: Sequence[float]) -> dict[str, Any]:
-    ordered = sorted(samples_ms)
-    at = lambda q: ordered[min(len(ordered) - 1, int(q * len(ordered)))]  # noqa: E731
-    return {
-        "count": len(ordered),
-        "median_ms": round(statistics.median(ordered), 3),
-        "p90_ms": round(at(0.90), 3),
-        "p99_ms": round(at(0.99), 3),
-        "max_ms": round(ordered[-1], 3),
-    }
-
-
 def timed_run(args: argparse.Namespace, open_endpoint: Callable[[str], Endpoint], warm: list[bytes],
               timed: list[bytes]) -> tuple[dict[str, Any], float, dict[str, Any]]:
     """One endpoint over a fresh store: set up, warmed, timed; (its report, the rate, the latency)."""
@@ -373,13 +325,17 @@ def timed_run(args: argparse.Namespace, open_endpoint: Callable[[str], Endpoint]
                 sock.settimeout(TIMEOUT_S)
                 associate(sock, endpoint.address)
                 drive(sock, endpoint.address, warm, args.inflight)
-                elapsed, latencies = drive(sock, endpoint.address, timed, args.inflight)
+                if args.rate:
+                    elapsed, latencies, schedule = drive_at_rate(sock, endpoint.address, timed, args.rate)
+                else:
+                    (elapsed, latencies), schedule = drive(sock, endpoint.address, timed, args.inflight), None
             report = endpoint.stop()
         finally:
             endpoint.kill()
-    if report["sessions"] != args.warmup + args.sessions:
-        raise RuntimeError(f"the endpoint holds {report['sessions']} sessions, not {args.warmup + args.sessions}")
-    return report, len(latencies) / elapsed, summary(latencies)
+    made = args.warmup + args.sessions - (schedule["lost"] if schedule else 0)
+    if report["sessions"] != made:
+        raise RuntimeError(f"the endpoint holds {report['sessions']} sessions, not {made}")
+    return report, len(latencies) / elapsed, {**summary(latencies), **({"schedule": schedule} if schedule else {})}
 
 
 def baseline_run(args: argparse.Namespace, baseline: Baseline, warm: list[bytes],
@@ -464,6 +420,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "sessions": args.sessions,
             "warmup": args.warmup,
             "inflight": args.inflight,
+            "offered_per_s": args.rate,  # None: closed loop, `inflight` outstanding
             "applier": args.applier,
             "synchronous": args.synchronous,
             "gc": args.gc,
@@ -479,20 +436,36 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "latency": latency,
         "endpoint": head["endpoint"],
         "targets": [
-            {"name": "establishments_per_s", "value": rate, "limit": TARGET_RATE, "met": rate >= TARGET_RATE},
+            {"name": "establishments_per_s", "value": rate, "limit": TARGET_RATE, "met": rate_met(args, rate, latency)},
             {"name": "p99_ms", "value": latency["p99_ms"], "limit": TARGET_P99_MS,
-             "met": latency["p99_ms"] <= TARGET_P99_MS},
+             "met": latency["p99_ms"] <= TARGET_P99_MS and not latency.get("schedule", {}).get("lost")},
         ],
         **({"baseline": pairs[0]["baseline"], "pairs": pairs, "by_order": by_order(pairs)} if pairs else {}),
     }
 
 
+KEPT_UP = 0.99  # an open loop's endpoint kept up when it answered at this share of the offered rate or more
+
+
+def rate_met(args: argparse.Namespace, rate: float, latency: dict[str, Any]) -> bool:
+    """Closed loop: the rate reached. Open loop: the target rate offered and kept up with (answered
+    requests over the run, from the first due time to the last response, which holds one latency
+    more than the sending did: a rate kept up with exactly measures a little under the offered),
+    none lost."""
+    if args.rate:
+        return args.rate >= TARGET_RATE and rate >= KEPT_UP * args.rate and not latency["schedule"]["lost"]
+    return rate >= TARGET_RATE
+
+
 def format_table(result: dict[str, Any]) -> str:
     latency = result["latency"]
+    offered = result["settings"]["offered_per_s"]
+    loop = f"offered {offered:,.0f}/s, open loop" if offered else f"{result['settings']['inflight']} in flight"
     lines = [
-        f"PFCP session establishments ({result['settings']['inflight']} in flight, "
+        f"PFCP session establishments ({loop}, "
         f"applier {result['settings']['applier']}, store synchronous={result['settings']['synchronous']})",
-        f"  rate      {result['establishments_per_s']:>10,.0f} /s   (target >= {TARGET_RATE:,.0f})",
+        f"  rate      {result['establishments_per_s']:>10,.0f} /s   (target >= {TARGET_RATE:,.0f}"
+        + (f", kept up with: >= {KEPT_UP:.0%} of the offered)" if offered else ")"),
         f"  latency   median {latency['median_ms']} ms, p90 {latency['p90_ms']} ms, p99 {latency['p99_ms']} ms "
         f"(target <= {TARGET_P99_MS}), max {latency['max_ms']} ms",
         f"  gc        {result['endpoint']['gc']['collections']} collections by generation, longest "
@@ -500,6 +473,11 @@ def format_table(result: dict[str, Any]) -> str:
         f"  endpoint  {result['endpoint']['serving_cpu_us_per_establishment']} us of CPU per establishment; "
         f"load average {result['load_average']['start']} -> {result['load_average']['end']}",
     ]
+    if offered:
+        schedule = latency["schedule"]
+        lines.append(f"  sending   {schedule['sent_late']:,} requests sent over {schedule['late_beyond_ms']} ms after "
+                     f"their due time; at most {schedule['most_outstanding']:,} outstanding; {schedule['lost']:,} lost "
+                     "(never answered)")
     counters = result["endpoint"]["counters"]
     lines.append(f"  path      {counters.get('accepted_from_template', 0):,} of {counters.get('accepted', 0):,} accepted "
                  "establishments made from a template (netapp.upf.pfcp.templates), the others the full way")

@@ -6,11 +6,17 @@ start as `netapp serve` reconciles it (no bucket of dpp_upf_dl4 left to read by 
 from __future__ import annotations
 
 import json
+import socket
+import struct
 import subprocess
+import threading
+import time
+from typing import Optional
 
-from bench import pfcp
+from bench import pfcp, pfcp_load
 from bench.harness import REPO
 from tests.bench.conftest import BASELINE_TIMEOUT
+from netapp.upf.pfcp.ies import Cause, IEType, MsgType
 from tests.utils.kernel import require_kernel
 
 
@@ -39,6 +45,89 @@ def test_a_small_run_with_the_maps(tmp_path):
     result = _run(tmp_path, "--applier", "dpp")
     _check(result)
     assert result["maps_in_figure"] and result["settings"]["sdf_filters"] is False
+
+
+def test_an_open_loop_sends_on_its_schedule_and_counts_from_the_due_times(tmp_path, monkeypatch):
+    """--rate: the timed requests leave at the offered rate whatever comes back, and each latency
+    counts from the time the request was due, so a sender held back shows in the figures."""
+    sent_at: list[int] = []
+    real_sendto = pfcp_load.socket.socket.sendto
+
+    class Recording(pfcp_load.socket.socket):
+        def sendto(self, *args):  # type: ignore[override]
+            sent_at.append(pfcp_load.time.perf_counter_ns())
+            return real_sendto(self, *args)
+
+    monkeypatch.setattr(pfcp.socket, "socket", Recording)
+    result = _run(tmp_path, "--applier", "none", "--no-sdf", "--rate", "2000")
+    _check(result)
+    timed = sent_at[-300:]
+    span_s = (timed[-1] - timed[0]) / 1e9
+    assert span_s >= 299 / 2000, "never ahead of the schedule: request i leaves at i / rate or later"
+    schedule = result["latency"]["schedule"]
+    assert schedule["offered_per_s"] == 2000 and schedule["most_outstanding"] >= 1
+    assert result["settings"]["offered_per_s"] == 2000
+
+
+def test_an_open_loops_latency_counts_from_the_due_time_not_the_send():
+    """The SMF's first send held back 30 ms: the requests due meanwhile leave late, are answered at
+    once, and their latency still counts from when they were due (coordinated omission)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as endpoint, HeldFirstSend() as smf:
+        endpoint.bind(("127.0.0.1", 0))
+        smf.bind(("127.0.0.1", 0))
+        smf.settimeout(5.0)
+        requests = pfcp.requests(20, 2, sdf=False)
+        answering = threading.Thread(target=_answer_each, args=(endpoint, len(requests)))
+        answering.start()
+        try:
+            _, latencies, schedule = pfcp_load.drive_at_rate(smf, endpoint.getsockname(), requests, 1000.0)
+        finally:
+            answering.join()
+        assert smf.gettimeout() == 5.0, "the socket's timeout given back"
+    assert len(latencies) == 20 and schedule["sent_late"] >= 19
+    # requests 1-19 were due within 19 ms of the start and left after 30 ms: 11 ms late at least
+    assert sorted(latencies)[0] >= 11 - 1e-3
+
+
+def test_an_open_loop_counts_the_requests_never_answered_as_lost(monkeypatch):
+    monkeypatch.setattr(pfcp_load, "TIMEOUT_S", 0.2)
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as endpoint, \
+            socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as smf:
+        endpoint.bind(("127.0.0.1", 0))
+        smf.bind(("127.0.0.1", 0))
+        requests = pfcp.requests(20, 2, sdf=False)
+        answering = threading.Thread(target=_answer_each, args=(endpoint, 20, 12))
+        answering.start()
+        try:
+            _, latencies, schedule = pfcp_load.drive_at_rate(smf, endpoint.getsockname(), requests, 1000.0)
+        finally:
+            answering.join()
+    assert len(latencies) == 12 and schedule["lost"] == 8
+
+
+class HeldFirstSend(socket.socket):
+    def __init__(self) -> None:
+        super().__init__(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sends = 0
+
+    def sendto(self, *args):  # type: ignore[override]
+        self.sends += 1
+        if self.sends == 1:
+            time.sleep(0.03)  # the sender held back: what is measured, not a wait for another thread
+        return super().sendto(*args)
+
+
+def _answer_each(endpoint: socket.socket, count: int, answered: Optional[int] = None) -> None:
+    """Accept each of `count` requests as it comes (its sequence number, Cause Request accepted),
+    the first `answered` of them only if given."""
+    for index in range(count):
+        data, peer = endpoint.recvfrom(65535)
+        if answered is not None and index >= answered:
+            continue
+        cause = struct.pack("!HHB", IEType.CAUSE, 1, Cause.REQUEST_ACCEPTED)
+        body = bytes(8) + data[12:15] + b"\x00" + cause
+        endpoint.sendto(bytes([0x21, MsgType.SESSION_ESTABLISHMENT_RESPONSE]) + struct.pack("!H", len(body)) + body,
+                        peer)
 
 
 def test_the_applier_starts_reconciled_with_every_bucket_known():

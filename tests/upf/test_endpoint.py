@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import os
 import socket
 import threading
 
@@ -287,3 +288,26 @@ def test_requests_that_wait_together_are_one_transaction_each_answered(tmp_path,
     finally:
         smf.close()
         endpoint.close()
+
+
+def test_a_burst_waits_in_the_n4_socket_rather_than_being_dropped(endpoint):
+    """A thousand requests (an SMF's burst) come while the endpoint's loop is busy: every one is
+    answered. The kernel counts about 1 KiB a datagram: a socket of net.core.rmem_default (212,992
+    bytes) holds some 200 and drops the rest."""
+    if os.geteuid() != 0:
+        pytest.skip("the N4 socket's buffer is forced past net.core.rmem_max as root (CAP_NET_ADMIN)")
+    smf = Smf(endpoint.server.address)
+    smf.socket.setsockopt(socket.SOL_SOCKET, server.SO_RCVBUFFORCE, server.RECEIVE_BUFFER)  # the answers' burst
+    try:
+        busy, release = threading.Event(), threading.Event()
+        endpoint.server._loop.call_soon_threadsafe(lambda: (busy.set(), release.wait(30)))
+        assert busy.wait(30)
+        try:
+            for seq in range(1, 1001):
+                smf.send(smf.build("PFCPHeartbeatReq", [recovery(1000)], seq=seq))
+        finally:
+            release.set()
+        answered = {smf.receive()["Hdr"]["SeqNum"].get_val() for _ in range(1000)}
+        assert answered == set(range(1, 1001))
+    finally:
+        smf.close()
