@@ -82,7 +82,7 @@ STAMP_PENDING = 1 << 63  # stamp.h's POLICE_STAMP_PENDING: marks the jiffies of 
 WORD = (1 << 64) - 1
 NEVER = WORD  # a bucket's U for a packet it never holds (bucket.h's all ones)
 NANOBITS_PER_BYTE = BITS_PER_BYTE * NS_PER_S
-UNTIL_AHEAD = 1 << 32  # stamp.h's POLICE_UNTIL_AHEAD: a bucket's U in ns further ahead of the time is none
+UNTIL_AHEAD = 1 << 26  # stamp.h's POLICE_UNTIL_AHEAD: a bucket's U in ns further ahead of the time is none
 UNTIL_TAG = 1 << 62  # stamp.h's POLICE_UNTIL_TAG: the bit a U is kept with (no jiffies stamp, and jiffies no U)
 
 

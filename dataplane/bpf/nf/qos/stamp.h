@@ -247,11 +247,13 @@ static __always_inline __u64 police_stamp_until(const struct dpp_policer *p, __u
  *   Largest values, 8 kb/s to 400 Gb/s: the token bucket's 8e9 b - c + R - 1 < 2^30 x 8e9 + 2^39 <
  * 2^63, its quotient at most 8.6e18 / 8e3 = 1.1e15 ns (400 Gb/s: 2 ns for 64 bytes), added to
  * last_ns < 2^62; GCRA's (TAT - room) / 64 < 2^58; U kept at most POLICE_UNTIL_AHEAD past the
- * reading (t + 2^32 < 2^63 for a clock below 2^62 ns), so that a U of never (b > B, all ones) or of
- * a slow bucket holds 4.3 s, and then the bucket decides again and stamps afresh. Told apart from
+ * reading (t + 2^26 < 2^63 for a clock below 2^62 ns), so that a U of never (b > B, all ones) or of
+ * a slow bucket holds 67 ms, and then the bucket decides again and stamps afresh (a lock or a
+ * compare-and-swap every 67 ms for a slow bucket's drops; and a U a rewrite's race leaves in the new
+ * policer's line, below, drops for 67 ms at most). Told apart from
  * other words in the same fields (a ticked bucket's jiffies stamps; a rewrite's race, as the control
  * plane zeroes the lines around it): a U is kept as U | POLICE_UNTIL_TAG (U < 2^62: a clock below
- * 146 years), and a stamp holds as a U only with the tag and within (t, t + 2^32] of the reading,
+ * 146 years), and a stamp holds as a U only with the tag and within (t, t + 2^26] of the reading,
  * one unsigned compare: jiffies, pending or not, and 0 have no tag (their difference wraps), a
  * window's pending word (2^63 | j) less the tag is 2^62 ahead; short_credit 0 is the room all ones,
  * which no packet exceeds. A holding U is
@@ -279,12 +281,12 @@ static __always_inline __u64 police_stamp_until(const struct dpp_policer *p, __u
  * (police.h's window_current), which may have room: such a packet may be dropped where the word
  * would pass it, never passed where it drops it (as the buckets' above). Largest values: (A - c0 -
  * b) W < 2^31 x 2^32 = 2^63, the quotient below W where kept; E < 2^62 for a clock below 2^62 ns;
- * U - t <= W <= 2^32 = POLICE_UNTIL_AHEAD. Kept and tested as a bucket's U (police_keep_until,
- * police_until_short); a window's credit carved afresh in a new window clears the room
+ * U - t <= W <= 2^32, kept POLICE_UNTIL_AHEAD past t at most. Kept and tested as a bucket's U
+ * (police_keep_until, police_until_short); a window's credit carved afresh in a new window clears the room
  * (police_credit_window), and a U never outlives its window. */
 
-/* A U further ahead of the reading than this (ns) is none (above): 4.3 s. */
-#define POLICE_UNTIL_AHEAD (1ULL << 32)
+/* A U further ahead of the reading than this (ns) is none (above): 67 ms. */
+#define POLICE_UNTIL_AHEAD (1ULL << 26)
 /* The bit a U is kept with, so that it is no jiffies stamp and jiffies are no U (above). */
 #define POLICE_UNTIL_TAG (1ULL << 62)
 
