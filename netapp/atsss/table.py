@@ -111,6 +111,12 @@ def session_key(ue: Address) -> SessionKey:
     return key
 
 
+def entries_of(sessions: list[AtsssSession]) -> tuple[list[bytes], list[int]]:
+    """The raw keys of the sessions' UEs and their path slots: what `AtsssMaps.sync` of them writes."""
+    return [bytes(session_key(session.ue)) for session in sessions], [slot for session in sessions
+                                                                      for slot in session.slots]
+
+
 def _mac(text: str) -> bytes:
     return bytes.fromhex(text.replace(":", ""))
 

@@ -4,7 +4,9 @@ flows of one UE interleaved 1:1 each get the weights' split exactly, and so do a
 the session's own weighted frames; two round-robin flows interleaved each alternate the paths; the
 MP_SEQ numbers stay the UE's one sequence; an MTS session replaced, or deleted and created again,
 starts afresh; a restart keeps each flow on the state it had; a tenant's flows move no other
-tenant's state; the store gives the slots (and a version 15 store's sessions theirs)."""
+tenant's state; the store gives the slots (and a version 15 store's sessions theirs); a slot freed
+is given again only after a wait for the programs' runs, which a write makes only when no other
+slot is free; a change the store fails to commit leaves the maps as the store holds them."""
 
 from __future__ import annotations
 
@@ -13,15 +15,17 @@ import pytest
 
 from netapp.atsss import abi
 from netapp.atsss import store as stored
+from netapp.atsss.flow_states import FlowStates
 from netapp.atsss.flows import session_rules, stored_rules
 from netapp.atsss.model import SessionModel
 from netapp.atsss.models import AtsssSessionSpec, SteeringMode
 from netapp.atsss.service import Atsss
 from netapp.atsss.table import AtsssMaps
 from netapp.dataplane.facade import Dataplane
+from netapp.service import store as store_module
 from netapp.service.contract import DataplaneFull
 from netapp.service.schema import MIGRATIONS
-from netapp.service.store import Store
+from netapp.service.store import Store, StoreError
 from tests.atsss.atsss import decode, path_body
 from tests.atsss.test_flows import (  # noqa: F401 - atsss and node: the fixtures, this module's own instance
     ADMIN,
@@ -52,6 +56,20 @@ def weighted_session(mode: str, weights: tuple[int, int] = (3, 1), name: str = "
         "name": name, "ue": ue, "mode": mode,
         "paths": [path_body(CELL, weight=weights[0], peer_port=CELL.dport + 2 * step),
                   path_body(WIFI, weight=weights[1], peer_port=WIFI.dport + 2 * step)]})
+
+
+@pytest.fixture
+def waits(monkeypatch) -> list[int]:
+    """Each wait for the programs' runs (AtsssMaps.wait_readers, still made) as it comes."""
+    made: list[int] = []
+    wait = AtsssMaps.wait_readers
+
+    def counted(maps: AtsssMaps) -> None:
+        made.append(len(made))
+        wait(maps)
+
+    monkeypatch.setattr(AtsssMaps, "wait_readers", counted)
+    return made
 
 
 def split(mode: abi.Mode, frames: int = FRAMES, weights: tuple[int, int] = (3, 1)) -> list:
@@ -205,3 +223,67 @@ def test_a_version_15_stores_weighted_and_round_robin_flow_sessions_get_slots(tm
         assert stored.state_slots(store) == {("t-a", "w"): 1, ("t-b", "rr"): 2}
     finally:
         store.close()
+
+
+def test_an_mts_session_written_again_waits_for_the_programs_runs_only_when_freed_slots_alone_are_free(
+        node, atsss, store, waits, monkeypatch):
+    """A wait holds the service's locks for a grace period: written again (a PUT), then deleted and
+    created again, the session takes a slot freed before no wait, and waits for none. With slots 1
+    to 3 only, 1 and 2 freed since and 3 held, the next write waits once and takes 1; the one after
+    takes 2, freed before that wait, without another."""
+    atsss.create_session(ADMIN, "ue7", weighted_session("active_standby"))
+
+    def written() -> int:
+        steer_flows(atsss, "video", [VIDEO], SteeringMode.WEIGHTED)
+        return stored.state_slot(store, "operator", "video")
+
+    assert written() == 1
+    assert written() == 2
+    assert atsss.unsteer("operator", "video")
+    assert written() == 3
+    assert waits == []
+
+    monkeypatch.setattr(stored, "MAX_FLOW_STATES", 4)
+    assert written() == 1
+    assert len(waits) == 1
+    assert written() == 2
+    assert len(waits) == 1
+    assert [out_path(send(node, flow_packet())[1]) for _ in range(4)] == split(abi.Mode.WEIGHTED, 4)
+
+
+def test_a_slot_is_freed_by_the_flow_states_alone_which_retire_it(store):
+    """Deleting an MTS session from the store keeps its slot: FlowStates.free frees it and retires
+    it, so that the next session takes another while one is free."""
+    states = FlowStates(store, None)
+    with store.transaction():
+        assert states.give("operator", "video", SteeringMode.WEIGHTED, "mtsMode") == 1
+        stored.remove_mts(store, "operator", "video")
+        assert stored.state_slots(store) == {("operator", "video"): 1}
+        assert states.free("operator", "video") == 1
+        assert states.give("operator", "web", SteeringMode.ROUND_ROBIN, "mtsMode") == 2
+
+
+def test_a_put_whose_commit_fails_leaves_the_flow_on_its_stored_slot_and_its_new_one_retired(
+        node, atsss, store, waits, monkeypatch):
+    """The store refuses the commit of a PUT that gave the video session slot 2 and wrote rules
+    naming it: the maps are put back as the store holds them (the rules naming slot 1, whose running
+    weights the next frame moves), and slot 2, which a run may have read, is given again only after
+    a wait (web, with slots 1 and 2 only)."""
+    atsss.create_session(ADMIN, "ue7", weighted_session("active_standby"))
+    steer_flows(atsss, "video", [VIDEO], SteeringMode.WEIGHTED)
+
+    def refuse_commit(transaction: store_module.Transaction) -> None:
+        raise StoreError("commit: disk I/O error")
+
+    with monkeypatch.context() as failing, pytest.raises(StoreError):
+        failing.setattr(store_module.Transaction, "commit", refuse_commit)
+        steer_flows(atsss, "video", [VIDEO], SteeringMode.ROUND_ROBIN)
+
+    assert stored.state_slots(store) == {("operator", "video"): 1}
+    assert {rule.arg >> abi.RULE_MODE_BITS for rule in atsss.rules.rules.values()} == {1}
+    assert out_path(send(node, flow_packet())[1]) == CELL
+    assert list(AtsssMaps(node.table).flow_state(1).current[:2]) == [-1, 1]
+    monkeypatch.setattr(stored, "MAX_FLOW_STATES", 3)
+    steer_flows(atsss, "web", [WEB], SteeringMode.WEIGHTED)
+    assert stored.state_slot(store, "operator", "web") == 2
+    assert len(waits) == 1
