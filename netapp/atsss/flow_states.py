@@ -15,16 +15,20 @@ the old ones."""
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Callable, Iterator, Optional
+from typing import TYPE_CHECKING, Callable, Iterator, Optional
 
 from netapp.atsss import store as stored
-from netapp.atsss.abi import MAX_FLOW_STATES
-from netapp.atsss.flows import STATEFUL_MODES
+from netapp.atsss.abi import MAX_FLOW_STATES, RULE_MODE_BITS
+from netapp.atsss.flows import STATEFUL_MODES, Rules, stored_rules
 from netapp.atsss.models import SteeringMode
 from netapp.atsss.table import AtsssMaps
+from netapp.dataplane.abi import Action
 from netapp.dataplane.errors import DataplaneError
 from netapp.service.contract import DataplaneFull, DataplaneUnavailable
 from netapp.service.store import Store
+
+if TYPE_CHECKING:
+    from netapp.dataplane.facade import Dataplane
 
 
 class FlowStates:
@@ -53,7 +57,7 @@ class FlowStates:
             return 0
         stored.hold_state_slot(self._store, slot, tenant, mts_id)
         if self._maps is not None:
-            self._write(self._maps.reset_flow_state, slot, field=field)
+            self._write(self._maps.reset_flow_states, [slot], field=field)
         return slot
 
     def free(self, tenant: str, mts_id: str) -> int:
@@ -83,7 +87,7 @@ class FlowStates:
         return lowest
 
     @staticmethod
-    def _write(call: Callable[..., None], *args: int, field: str) -> None:
+    def _write(call: Callable[..., None], *args: list[int], field: str) -> None:
         """`call` on the maps; its refusal a DataplaneUnavailable naming `field`, as the other
         writes of ATSSS's maps are (the caller's transaction rolls back)."""
         try:
@@ -106,3 +110,19 @@ def undone_on_failure(store: Store) -> Iterator[list[Callable[[], None]]]:
         for undo in reversed(undos):
             undo()
         raise
+
+
+def stored_rules_afresh(store: Store, dataplane: Optional["Dataplane"]) -> Rules:
+    """The stored MTS sessions' rules (flows.stored_rules), for the service's start-up reconcile
+    (NetAppService.load_function_rules), once every flow state slot that no rule of the pinned maps
+    names is zeroed, in one write: the slots the store does not hold, and those it holds whose rules
+    the reconcile writes (migration 15 gave slots the maps' rules never named; a store the maps did
+    not follow) start afresh before the rules name them, while the slots the maps' rules name keep
+    their flows' running state over the restart. The map refusing: DataplaneUnavailable, the start's."""
+    if dataplane is not None:
+        named = {arg >> RULE_MODE_BITS for arg in dataplane.installed_args(Action.ATSSS)}
+        try:
+            AtsssMaps(dataplane.table).reset_flow_states(slot for slot in range(1, MAX_FLOW_STATES) if slot not in named)
+        except DataplaneError as exc:
+            raise DataplaneUnavailable(f"ATSSS's flow states could not be zeroed: {exc}") from exc
+    return stored_rules(store)

@@ -259,14 +259,15 @@ class AtsssMaps:
 
     # --- writes --------------------------------------------------------------------------------
 
-    def reset_flow_state(self, slot: int) -> None:
-        """The flow state `slot` zeroed, before an MTS session's rules name it: written with the
-        value's lock held (libdpp's BPF_F_LOCK for a map whose values hold one), so a pick made
-        meanwhile by a rule that named it before sees the running weights whole, old or zeroed. An
-        instance pinned by a build without flow states has no such map until its programs are
-        reloaded (Dataplane.reload), which makes it zeroed: nothing to do until then."""
+    def reset_flow_states(self, slots: Iterable[int]) -> None:
+        """The flow states `slots` zeroed, in one write, before an MTS session's rules name them:
+        written with the value's lock held (libdpp's BPF_F_LOCK for a map whose values hold one), so
+        a pick made meanwhile by a rule that named one before sees the running weights whole, old or
+        zeroed. An instance pinned by a build without flow states has no such map until its programs
+        are reloaded (Dataplane.reload), which makes it zeroed: nothing to do until then."""
+        zeroed = FlowState()
         try:
-            self._table_of("dpp_atsss_flow_state").update([(c_uint32(slot), FlowState())])
+            self._table_of("dpp_atsss_flow_state").update([(c_uint32(slot), zeroed) for slot in slots])
         except DataplaneError as exc:
             if exc.errno != errno.ENOENT:
                 raise

@@ -11,11 +11,14 @@ slot is free; a change the store fails to commit leaves the maps as the store ho
 from __future__ import annotations
 
 import ipaddress
+from ctypes import c_uint32
+from datetime import datetime, timezone
+
 import pytest
 
 from netapp.atsss import abi
 from netapp.atsss import store as stored
-from netapp.atsss.flow_states import FlowStates
+from netapp.atsss.flow_states import FlowStates, stored_rules_afresh
 from netapp.atsss.flows import session_rules, stored_rules
 from netapp.atsss.model import SessionModel
 from netapp.atsss.models import AtsssSessionSpec, SteeringMode
@@ -25,6 +28,7 @@ from netapp.dataplane.facade import Dataplane
 from netapp.service import store as store_module
 from netapp.service.contract import DataplaneFull
 from netapp.service.schema import MIGRATIONS
+from netapp.service.service import NetAppService
 from netapp.service.store import Store, StoreError
 from tests.atsss.atsss import decode, path_body
 from tests.atsss.test_flows import (  # noqa: F401 - atsss and node: the fixtures, this module's own instance
@@ -43,6 +47,8 @@ from tests.atsss.test_flows import (  # noqa: F401 - atsss and node: the fixture
     steer_flows,
 )
 from tests.atsss.test_sessions import store_at_version
+from tests.utils.dataplane import Lent
+from tests.utils.service import settings_for
 
 # The web flow: the same server's UDP from port 6000 (the video flow's shape, another key).
 WEB = {**VIDEO, "sourcePort": [6000]}
@@ -287,3 +293,52 @@ def test_a_put_whose_commit_fails_leaves_the_flow_on_its_stored_slot_and_its_new
     steer_flows(atsss, "web", [WEB], SteeringMode.WEIGHTED)
     assert stored.state_slot(store, "operator", "web") == 2
     assert len(waits) == 1
+
+
+def test_a_start_zeroes_the_flow_states_no_rule_of_the_maps_names_before_its_rules_name_them(
+        node, atsss, store, node_ns, tmp_path):
+    """The service's start-up loader (stored_rules_afresh, as netapp serve loads it): the video
+    session's slot 1, which the maps' rules name, keeps its running weights over the restart; slot 2,
+    held by a web session stored as migration 15 leaves one (a slot its rules never named in the
+    maps), and slot 3, held by none, both left with running weights, are zeroed before the
+    reconcile's rules name them: the web flow's frames are the weights' split from the first."""
+    atsss.create_session(ADMIN, "ue7", weighted_session("active_standby"))
+    steer_flows(atsss, "video", [VIDEO], SteeringMode.WEIGHTED)
+    send(node, flow_packet())
+    left = abi.FlowState()
+    left.current[:2] = [7, -7]
+    node.table("dpp_atsss_flow_state").update([(c_uint32(2), left), (c_uint32(3), left)])
+    with store.transaction():
+        stored.save_mts(store, "operator", "web", UE, {"flowFilter": [WEB], "mode": "weighted"},
+                        datetime.now(timezone.utc), filtered=True)
+        stored.hold_state_slot(store, 2, "operator", "web")
+
+    service = NetAppService(settings_for(tmp_path / "again"), dataplane=Lent(node), store=Lent(store))
+    service.load_function_rules("atsss", lambda opened: stored_rules_afresh(opened, service.dataplane))
+    service.start()
+    try:
+        again = Atsss.start(store, node.table, netns=node_ns, rules=service.function_rules("atsss"))
+        maps = AtsssMaps(node.table)
+        assert list(maps.flow_state(1).current[:2]) == [-1, 1]
+        assert list(maps.flow_state(3).current[:2]) == [0, 0]
+        assert [out_path(send(node, flow_packet(sport=6000))[1]) for _ in range(4)] == split(abi.Mode.WEIGHTED, 4)
+        assert again.unsteer("operator", "video") and again.unsteer("operator", "web")
+    finally:
+        service.close()
+
+
+def test_a_version_15_store_with_more_stateful_flow_sessions_than_slots_gives_them_the_slots_there_are(tmp_path):
+    """Migration 15 gives slots 1..MAX_FLOW_STATES - 1, the last of the map; the one session past it
+    gets none (its rules keep the ATSSS session's state, as before the migration)."""
+    raw = store_at_version(tmp_path / "netapp.db", 15)
+    raw.executemany("INSERT INTO atsss_mts_sessions VALUES ('t', ?, '10.60.0.5', 1, '{\"mode\": \"weighted\"}', "
+                    "'2026-01-01', '2026-01-01')", [(f"s{number:05}",) for number in range(abi.MAX_FLOW_STATES)])
+    raw.commit()
+    raw.close()
+    store = Store.open(tmp_path / "netapp.db")
+    try:
+        slots = stored.state_slots(store)
+        assert sorted(slots.values()) == list(range(1, abi.MAX_FLOW_STATES))
+        assert ("t", f"s{abi.MAX_FLOW_STATES - 1:05}") not in slots
+    finally:
+        store.close()

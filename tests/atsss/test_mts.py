@@ -248,10 +248,10 @@ def test_a_flow_state_the_map_refuses_to_zero_is_a_503_naming_mtsmode_and_nothin
     rules name it: the map refusing that write is the data plane's 503, as any refused ATSSS write."""
     clear(tenant_a)
 
-    def refuse(maps: AtsssMaps, slot: int) -> None:
+    def refuse(maps: AtsssMaps, slots: list[int]) -> None:
         raise DataplaneError(errno.EIO, "dpp_table_update")
 
-    monkeypatch.setattr(AtsssMaps, "reset_flow_state", refuse)
+    monkeypatch.setattr(AtsssMaps, "reset_flow_states", refuse)
     refused = assert_problem(tenant_a.post(f"{BASE}/mts_sessions", json=mts_session(mode=2, flowFilter=[VIDEO])), 503)
 
     assert invalid_param(refused)["name"] == "mtsMode" and "dpp_table_update" in refused["detail"]
