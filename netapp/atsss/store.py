@@ -210,10 +210,10 @@ def state_slots(store: Store) -> dict[tuple[str, str], int]:
     return {(tenant, mts_id): slot for slot, tenant, mts_id in store.execute("SELECT slot, tenant, id FROM atsss_mts_states")}
 
 
-def free_state_slots(store: Store) -> Iterator[int]:
-    """The flow state slots no MTS session holds (1..MAX_FLOW_STATES - 1; 0 means none), lowest
-    first: the gaps between the held ones, read by the key as far as the caller goes."""
-    start, rows = 1, store.execute("SELECT slot FROM atsss_mts_states ORDER BY slot")
+def free_state_slots(store: Store, start: int = 1) -> Iterator[int]:
+    """The flow state slots from `start` no MTS session holds (1..MAX_FLOW_STATES - 1; 0 means
+    none), lowest first: the gaps between the held ones, read by the key as far as the caller goes."""
+    rows = store.execute("SELECT slot FROM atsss_mts_states WHERE slot >= ? ORDER BY slot", (start,))
     try:
         for (held,) in rows:
             yield from range(start, min(held, MAX_FLOW_STATES))
