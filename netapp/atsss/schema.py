@@ -6,6 +6,8 @@ the subflows of the paths and the slots freed (migrations 12 and 13); MTS sessio
 
 from __future__ import annotations
 
+from netapp.atsss.abi import MAX_FLOW_STATES
+
 ATSSS_TABLES = (
     """CREATE TABLE atsss_sessions (
         tenant TEXT NOT NULL,
@@ -109,7 +111,9 @@ ATSSS_MTS_FLOWS = (
 # (netapp.atsss.flows): its rules carry it, so a restart must find the slot the pinned maps' rules
 # name, not another (their flows would take over another session's running weights). The slot is the
 # key: the lowest free one is found by it. The sessions stored before are given slots 1, 2... by
-# tenant and id.
+# tenant and id, as far as the last slot of the map: any past it keep their rules on the ATSSS
+# session's own state (slot 0), as before, until written again. Their slots are zeroed in the map
+# before the start-up reconcile's rules name them (netapp.atsss.flow_states.stored_rules_afresh).
 ATSSS_MTS_STATES = (
     """CREATE TABLE atsss_mts_states (
         slot INTEGER PRIMARY KEY,
@@ -117,7 +121,9 @@ ATSSS_MTS_STATES = (
         id TEXT NOT NULL,
         UNIQUE (tenant, id)
     )""",
-    """INSERT INTO atsss_mts_states (slot, tenant, id)
-        SELECT row_number() OVER (ORDER BY tenant, id), tenant, id FROM atsss_mts_sessions
-        WHERE filtered = 1 AND json_extract(body, '$.mode') IN ('round_robin', 'weighted')""",
+    f"""INSERT INTO atsss_mts_states (slot, tenant, id)
+        SELECT slot, tenant, id FROM (
+            SELECT row_number() OVER (ORDER BY tenant, id) AS slot, tenant, id FROM atsss_mts_sessions
+            WHERE filtered = 1 AND json_extract(body, '$.mode') IN ('round_robin', 'weighted'))
+        WHERE slot < {MAX_FLOW_STATES}""",
 )

@@ -37,7 +37,7 @@ from pydantic import ValidationError
 
 from netapp.atsss import store as stored
 from netapp.atsss.abi import MAX_PATHS, TX_GROUPS, Path, PathFlags
-from netapp.atsss.flow_states import FlowStates
+from netapp.atsss.flow_states import FlowStates, undone_on_failure
 from netapp.atsss.flows import Rules, apply_rules, check_overlaps, check_tenant_room, stored_rules_of, ue_rules, with_state
 from netapp.atsss.groups import GroupPlan, GroupsFull, PortNames, TxGroups
 from netapp.atsss.models import (
@@ -53,7 +53,7 @@ from netapp.atsss.models import (
 )
 from netapp.atsss.resolve import Unresolved, path_macs
 from netapp.atsss.scope import check_scope
-from netapp.atsss.table import AtsssMaps, AtsssTables, Macs, PathCounts, PathLoss, ProgramFd, TableOf, session_key
+from netapp.atsss.table import AtsssMaps, AtsssTables, Macs, PathCounts, PathLoss, ProgramFd, TableOf, entries_of
 from netapp.dataplane.binding import DataplaneError
 from netapp.intents.errors import IntentError
 from netapp.service.contract import (
@@ -176,6 +176,26 @@ def check_weights(paths: list[AtsssPath], modes: set[SteeringMode], field: str, 
     if SteeringMode.WEIGHTED in modes and not any(path.weight for path in paths):
         why = f"{whose}weighted mode needs a path of weight above 0: every weight is 0"
         raise InvalidInput(f"{field}: {why}", field=field, reason=why, allowed="a path of weight 1 or more")
+
+
+def check_interfaces(paths: list[AtsssPath]) -> None:
+    """InvalidInput naming the first path that cannot carry a redundant copy (models.
+    redundant_problem): the session runs redundant through its MTS session's mode, which its
+    definition's own check does not see."""
+    problem = redundant_problem(paths)
+    if problem is not None:
+        field, why = problem
+        raise InvalidInput(f"{field}: the session runs redundant (its MTS session's mode): {why}", field=field)
+
+
+def check_redundant(session: AtsssSession, field: str) -> None:
+    """InvalidInput naming `field` (the caller's name of the mode) when `session`'s paths cannot
+    run redundant (models.redundant_problem)."""
+    problem = redundant_problem(session.paths)
+    if problem is not None:
+        path_field, why = problem
+        why = f"ATSSS session {session.name!r}'s {path_field}: {why} (/api/v1/atsss/sessions)"
+        raise InvalidInput(f"{field}: {why}", field=field, reason=why)
 
 
 def steered_by(session: AtsssSession) -> Optional[str]:
@@ -344,7 +364,7 @@ class Atsss:
         `mode`, replacing what it steered before; `field` names the UE in the caller's terms,
         `mode_field` the mode (refused when the session's paths cannot run it). `flows`: the rules of
         its flow filters (netapp.atsss.flows), which then run `mode`; None: the UE's whole downlink."""
-        with self._lock, self._rules_lock(), self.store.transaction():
+        with self._lock, self._rules_lock(), undone_on_failure(self.store) as undos:
             owner = stored.session_of_ue(self.store, ue)
             if owner is None or owner[0] != tenant:
                 raise InvalidInput(f"{field}: tenant {tenant!r} has no ATSSS session of UE {ue}: create one with its "
@@ -352,7 +372,7 @@ class Atsss:
             session = stored.stored_session(self.store, *owner)
             assert session is not None
             if mode is SteeringMode.REDUNDANT:
-                self._check_redundant(session, mode_field)
+                check_redundant(session, mode_field)
             check_weights(session.paths, {mode}, mode_field, f"ATSSS session {session.name!r}'s paths: ")
             steering = stored.mts_of_ue(self.store, ue) if flows is None else None
             if steering is not None and steering != (tenant, mts_id):
@@ -369,22 +389,22 @@ class Atsss:
             stored.save_mts(self.store, tenant, mts_id, ue, {**body, "mode": mode.value}, self._clock(),
                             filtered=flows is not None)
             state = self._states.give(tenant, mts_id, mode if flows is not None else None, mode_field)
-            self._apply_flows(before, stored.sessions_of_ues(self.store, ues),
-                              stored_rules_of(mts_id, earlier, earlier_state), with_state(flows or {}, state))
-            self._states.retire(earlier_state, state)
+            undos.append(lambda: self._states.retire(state))  # its rules may have been read
+            undos.append(self._apply_flows(before, stored.sessions_of_ues(self.store, ues),
+                                           stored_rules_of(mts_id, earlier, earlier_state),
+                                           with_state(flows or {}, state)))
 
     def unsteer(self, tenant: str, mts_id: str) -> bool:
         """The MTS session gone: its UE's session runs its own mode again. False: there was none."""
-        with self._lock, self._rules_lock(), self.store.transaction():
+        with self._lock, self._rules_lock(), undone_on_failure(self.store) as undos:
             earlier = stored.stored_mts(self.store, tenant, mts_id)
             if earlier is None:
                 return False
             before = stored.sessions_of_ues(self.store, [earlier[0]])
-            earlier_state = stored.free_state_slot(self.store, tenant, mts_id)
+            earlier_state = self._states.free(tenant, mts_id)
             stored.remove_mts(self.store, tenant, mts_id)
-            self._apply_flows(before, stored.sessions_of_ues(self.store, [earlier[0]]),
-                              stored_rules_of(mts_id, earlier, earlier_state), {})
-            self._states.retire(earlier_state)
+            undos.append(self._apply_flows(before, stored.sessions_of_ues(self.store, [earlier[0]]),
+                                           stored_rules_of(mts_id, earlier, earlier_state), {}))
         return True
 
     # --- start ---------------------------------------------------------------------------------
@@ -425,7 +445,7 @@ class Atsss:
             check_ue(self.store, tenant, spec, old)
             check_subflows(self.store, tenant, spec, old)
             if SteeringMode.REDUNDANT in self._runs(spec, old):
-                self._check_interfaces(spec.paths)
+                check_interfaces(spec.paths)
             check_weights(spec.paths, self._runs(spec, old), "paths", "an MTS session runs the session's UE weighted: ")
             ues = [str(spec.ue)] + ([str(old.ue)] if old is not None else [])
             before = stored.sessions_of_ues(self.store, ues)
@@ -446,26 +466,6 @@ class Atsss:
         and those of the MTS sessions with flow filters of its UE."""
         whole = old.effective_mode if old is not None and old.mts_session is not None else spec.mode
         return {whole, *(old.mts_flows.values() if old is not None else ())}
-
-    @staticmethod
-    def _check_interfaces(paths: list[AtsssPath]) -> None:
-        """InvalidInput naming the first path that cannot carry a redundant copy (models.
-        redundant_problem): the session runs redundant through its MTS session's mode, which its
-        definition's own check does not see."""
-        problem = redundant_problem(paths)
-        if problem is not None:
-            field, why = problem
-            raise InvalidInput(f"{field}: the session runs redundant (its MTS session's mode): {why}", field=field)
-
-    @staticmethod
-    def _check_redundant(session: AtsssSession, field: str) -> None:
-        """InvalidInput naming `field` (the caller's name of the mode) when `session`'s paths cannot
-        run redundant (models.redundant_problem)."""
-        problem = redundant_problem(session.paths)
-        if problem is not None:
-            path_field, why = problem
-            why = f"ATSSS session {session.name!r}'s {path_field}: {why} (/api/v1/atsss/sessions)"
-            raise InvalidInput(f"{field}: {why}", field=field, reason=why)
 
     def _rules_lock(self) -> ContextManager:
         """The service's lock, taken before the store's as every change of the classifier takes it
@@ -502,19 +502,30 @@ class Atsss:
                                 field="paths")
         return slots
 
-    def _apply_flows(self, before: list[AtsssSession], after: list[AtsssSession], old: Rules, new: Rules) -> None:
+    def _apply_flows(self, before: list[AtsssSession], after: list[AtsssSession], old: Rules,
+                     new: Rules) -> Callable[[], None]:
         """An MTS session's change: its flow rules `old` replaced by `new` in one write of the
         classifier's maps, then the sessions (their FLOW_RULES flags). Either write alone leaves
         each flow in the mode of an MTS session or the session's own, never another's: a frame of
         a session flagged before its rules are written, or after they are gone, matches none and
         runs the session's mode; one flagged meets the old rules or the new, never half of them. A
-        refused write of the sessions takes the rules back."""
-        undo = apply_rules(self.rules, old, new)
+        refused write of the sessions takes the rules back. Returns the undo of both (the sessions
+        first), for a store transaction that fails after them."""
+        undo_rules = apply_rules(self.rules, old, new)
         try:
             self._apply(before, after, None)
         except BaseException:
-            undo()
+            undo_rules()
             raise
+
+        def undo() -> None:
+            self._served = None  # loaded again
+            if self._maps is not None:
+                with namespace(self._netns):
+                    self._undo(self._tables(before, None, quiet=True), *entries_of(before + after))
+            undo_rules()
+
+        return undo
 
     def _apply(self, before: list[AtsssSession], after: list[AtsssSession], changed: Optional[AtsssSession]) -> None:
         """The maps' entries of the UEs of `before` and `after` made those of `after` (in the
@@ -528,8 +539,7 @@ class Atsss:
         tables = self._tables(after, changed, groups=plan.assigned if plan is not None else None)
         if self._maps is None:
             return
-        ues = [bytes(session_key(session.ue)) for session in before + after]
-        slots = [slot for session in before + after for slot in session.slots]
+        ues, slots = entries_of(before + after)
         with namespace(self._netns):
             try:
                 if plan is not None:

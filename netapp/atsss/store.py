@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Optional
+from typing import Iterator, Optional
 
 from netapp.atsss.abi import MAX_FLOW_STATES, MAX_PATHS
 from netapp.atsss.models import AtsssPath, AtsssSession, SessionDefinition, SteeringMode
@@ -191,8 +191,8 @@ def save_mts(store: Store, tenant: str, mts_id: str, ue: str, body: dict, when: 
 
 
 def remove_mts(store: Store, tenant: str, mts_id: str) -> bool:
-    """Whether there was one; its flow state slot is freed."""
-    free_state_slot(store, tenant, mts_id)
+    """Whether there was one; its flow state slot is the caller's to free (netapp.atsss.flow_states:
+    freed, it waits for the programs' runs that may still read it)."""
     return store.execute("DELETE FROM atsss_mts_sessions WHERE tenant = ? AND id = ?", (tenant, mts_id)).rowcount > 0
 
 
@@ -210,18 +210,21 @@ def state_slots(store: Store) -> dict[tuple[str, str], int]:
     return {(tenant, mts_id): slot for slot, tenant, mts_id in store.execute("SELECT slot, tenant, id FROM atsss_mts_states")}
 
 
-def free_state_slot_of(store: Store) -> Optional[int]:
-    """The lowest flow state slot no MTS session holds (1..MAX_FLOW_STATES - 1; 0 means none), None
-    when every one is held. Found by the key: the first slot whose next is free, a walk of the held
-    ones at worst."""
-    slot = store.execute("""SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM atsss_mts_states WHERE slot = 1) THEN 1 ELSE
-        (SELECT min(a.slot) + 1 FROM atsss_mts_states a
-         WHERE NOT EXISTS (SELECT 1 FROM atsss_mts_states b WHERE b.slot = a.slot + 1)) END""").fetchone()[0]
-    return slot if slot < MAX_FLOW_STATES else None
+def free_state_slots(store: Store, start: int = 1) -> Iterator[int]:
+    """The flow state slots from `start` no MTS session holds (1..MAX_FLOW_STATES - 1; 0 means
+    none), lowest first: the gaps between the held ones, read by the key as far as the caller goes."""
+    rows = store.execute("SELECT slot FROM atsss_mts_states WHERE slot >= ? ORDER BY slot", (start,))
+    try:
+        for (held,) in rows:
+            yield from range(start, min(held, MAX_FLOW_STATES))
+            start = held + 1
+        yield from range(start, MAX_FLOW_STATES)
+    finally:
+        rows.close()  # a caller that stops early leaves no statement open
 
 
 def hold_state_slot(store: Store, slot: int, tenant: str, mts_id: str) -> None:
-    """The flow state slot `slot` (free: free_state_slot_of) the MTS session's; its earlier one freed first."""
+    """The flow state slot `slot` (free: free_state_slots) the MTS session's, which holds none."""
     store.execute("INSERT INTO atsss_mts_states (slot, tenant, id) VALUES (?, ?, ?)", (slot, tenant, mts_id))
 
 

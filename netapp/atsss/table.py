@@ -111,6 +111,12 @@ def session_key(ue: Address) -> SessionKey:
     return key
 
 
+def entries_of(sessions: list[AtsssSession]) -> tuple[list[bytes], list[int]]:
+    """The raw keys of the sessions' UEs and their path slots: what `AtsssMaps.sync` of them writes."""
+    return [bytes(session_key(session.ue)) for session in sessions], [slot for session in sessions
+                                                                      for slot in session.slots]
+
+
 def _mac(text: str) -> bytes:
     return bytes.fromhex(text.replace(":", ""))
 
@@ -253,14 +259,15 @@ class AtsssMaps:
 
     # --- writes --------------------------------------------------------------------------------
 
-    def reset_flow_state(self, slot: int) -> None:
-        """The flow state `slot` zeroed, before an MTS session's rules name it: written with the
-        value's lock held (libdpp's BPF_F_LOCK for a map whose values hold one), so a pick made
-        meanwhile by a rule that named it before sees the running weights whole, old or zeroed. An
-        instance pinned by a build without flow states has no such map until its programs are
-        reloaded (Dataplane.reload), which makes it zeroed: nothing to do until then."""
+    def reset_flow_states(self, slots: Iterable[int]) -> None:
+        """The flow states `slots` zeroed, in one write, before an MTS session's rules name them:
+        written with the value's lock held (libdpp's BPF_F_LOCK for a map whose values hold one), so
+        a pick made meanwhile by a rule that named one before sees the running weights whole, old or
+        zeroed. An instance pinned by a build without flow states has no such map until its programs
+        are reloaded (Dataplane.reload), which makes it zeroed: nothing to do until then."""
+        zeroed = FlowState()
         try:
-            self._table_of("dpp_atsss_flow_state").update([(c_uint32(slot), FlowState())])
+            self._table_of("dpp_atsss_flow_state").update([(c_uint32(slot), zeroed) for slot in slots])
         except DataplaneError as exc:
             if exc.errno != errno.ENOENT:
                 raise

@@ -104,9 +104,11 @@ def _service(settings: Settings) -> IntentService:
         from netapp.upf.runtime import stored_rules
 
         service.load_function_rules("upf", functools.partial(stored_rules, settings))
-    from netapp.atsss.flows import stored_rules as mts_flow_rules
+    from netapp.atsss.flow_states import stored_rules_afresh
 
-    service.load_function_rules("atsss", mts_flow_rules)  # MTS sessions' flow filters stay in the maps too
+    # MTS sessions' flow filters stay in the maps too, the flow states no rule of the maps names zeroed
+    # first (the service's data plane: start() opens it before it loads the rules)
+    service.load_function_rules("atsss", lambda store: stored_rules_afresh(store, getattr(service, "dataplane", None)))
     try:
         service.start()
     except ServiceError as exc:  # the message says which of store, data plane, interface failed

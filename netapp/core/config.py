@@ -15,6 +15,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from pydantic_settings import YamlConfigSettingsSource
 
 from netapp.core.destinations import allow_entry
+from netapp.intents.compiler import MAX_SHAPES
 from netapp.intents.models import MAX_ALT_GROUPS
 
 CONFIG_ENV = "NETAPP_CONFIG"
@@ -436,12 +437,14 @@ class Settings(BaseSettings):
     flow_cache: bool = True
     max_rules: int = Field(65536, ge=1, le=1 << 24)
     # The classifier searches 16 shapes for every rule of the node (netapp.intents.compiler.MAX_SHAPES):
-    # a function's own rules capped here leave the rest to the intents and the other functions'.
-    function_shapes: dict[str, Annotated[int, Field(ge=1)]] = Field(
+    # a function's own rules capped here leave the rest to the intents and the other functions'. Only
+    # the functions that install rules of their own are keys: a misspelt one would leave its function
+    # uncapped unseen.
+    function_shapes: dict[Literal["atsss", "upf"], Annotated[int, Field(ge=0, le=MAX_SHAPES)]] = Field(
         default_factory=lambda: {"atsss": 8},
         description="network function -> the classifier's shapes its own rules may take at most (ATSSS: the "
         "MTS sessions' flow filters, every tenant's together; each tenant besides at most 4); a function "
-        "not named: no cap",
+        "not named: no cap (0: it may take none)",
     )
     meter_window_ms: Optional[int] = Field(
         None,

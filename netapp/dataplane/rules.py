@@ -364,6 +364,11 @@ class RuleWriter(RulePlanner):
         """Key bytes -> owning intent id (None: left over, owner unknown), as the shadow knows them."""
         return {key: entry.intent_id for key, entry in self._installed.items()}
 
+    def installed_args(self, action: Action) -> list[int]:
+        """The args of the rules of `action` in dpp_rules, as the shadow knows them (at start, before
+        the first reconcile: the pinned maps')."""
+        return [entry.rule.arg for entry in self._installed.values() if entry.rule.action == action]
+
     def dump_rules(self) -> dict[bytes, bytes]:
         """Key bytes -> rule bytes, read from the map itself (not the shadow): for checks."""
         return {struct_bytes(key): struct_bytes(rule) for key, rule in self._dpp.rules_dump()}

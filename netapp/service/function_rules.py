@@ -83,14 +83,16 @@ class FunctionRules:
 
     def _check_shapes(self, before: Mapping[str, CompiledRule], after: Mapping[str, CompiledRule]) -> None:
         """RuleClash naming the first rule of `after` whose shape takes the function's rules past
-        their cap (settings function_shapes) and past the shapes they hold now (a cap lowered below
-        them refuses new shapes only)."""
+        their cap (settings function_shapes) and is not one they hold now: a cap lowered below the
+        shapes they hold refuses new shapes only, also where a change gives up a held one."""
         cap = self._state.settings.function_shapes.get(self._name)
+        if cap is None:
+            return
         held = {rule.shape for rule in self._rules.values()}
         shapes = {rule.shape for rule_id, rule in self._rules.items() if rule_id not in before}
         for rule in after.values():
             shapes.add(rule.shape)
-            if cap is not None and len(shapes) > max(cap, len(held)):
+            if len(shapes) > cap and rule.shape not in held:
                 raise RuleClash(rule.intent_id, f"its shape {rule.shape.describe()} would make the {self._name} rules "
                                 f"take {len(shapes)} of the classifier's shapes, more than the node's setting "
                                 f"function_shapes gives them ({cap}), which keeps the rest for the intents")

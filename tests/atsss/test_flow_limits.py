@@ -274,8 +274,9 @@ def test_an_mts_write_racing_an_intents_transaction_does_not_deadlock(node, node
 
 def test_every_tenants_flow_filters_together_take_at_most_the_nodes_function_shapes(node):  # noqa: F811
     """Settings function_shapes {"atsss": 2}: three MTS sessions' rules of three shapes (each a prefix
-    length of sourceIp), maybe three tenants' within their own 4: the third is refused naming its
-    filter and the setting; a rule of a shape held still goes in. By default ATSSS may take 8."""
+    length of sourceIp; one tenant's here, the cap counting every tenant's rules alike, each tenant
+    within its own 4): the third is refused naming its filter and the setting; a rule of a shape
+    held still goes in. By default ATSSS may take 8."""
     state = rule_machinery(node)
     state.settings = state.settings.model_copy(update={"function_shapes": {"atsss": 2}})
     rules = FunctionRules(state, "atsss")
@@ -294,3 +295,40 @@ def test_every_tenants_flow_filters_together_take_at_most_the_nodes_function_sha
     assert refused.value.field == "flowFilter[0]"
     assert "function_shapes" in str(refused.value) and "(2)" in str(refused.value)
     assert Settings(auth_disabled=True).function_shapes == {"atsss": 8}
+
+
+def test_a_cap_lowered_below_the_shapes_held_refuses_a_change_that_swaps_a_held_shape_for_a_new_one(node):  # noqa: F811
+    """Two sessions' rules of two shapes held, the cap then lowered to 1: a rule of a held shape
+    still goes in, but session a's rules rewritten to a third shape (the count staying 2, one held
+    shape given up) are refused, as any new shape past the cap."""
+    state = rule_machinery(node)
+    state.settings = state.settings.model_copy(update={"function_shapes": {"atsss": 2}})
+    rules = FunctionRules(state, "atsss")
+
+    def of(name: str, length: int, source: str = "198.18.0.0") -> dict:
+        return session_rules(name, UE, [{"dstIp": UE, "sourceIp": f"{source}/{length}"}], SteeringMode.ACTIVE_STANDBY)
+
+    undo = [apply_rules(rules, {}, of("a", 24)), apply_rules(rules, {}, of("b", 25))]
+    state.settings = state.settings.model_copy(update={"function_shapes": {"atsss": 1}})
+    try:
+        undo.append(apply_rules(rules, {}, of("d", 25, "198.19.0.0")))
+        with pytest.raises(InvalidInput) as refused:
+            undo.append(apply_rules(rules, of("a", 24), of("a", 26)))
+    finally:
+        for each in reversed(undo):
+            each()
+
+    assert refused.value.field == "flowFilter[0]" and "function_shapes" in str(refused.value)
+
+
+@pytest.mark.parametrize("shapes, named", [({"ATSSS": 2}, "function_shapes.ATSSS"),
+                                           ({"atsss": 17}, "function_shapes.atsss"),
+                                           ({"upf": -1}, "function_shapes.upf")])
+def test_the_function_shapes_setting_takes_the_functions_with_rules_of_their_own_and_at_most_16(shapes, named):
+    """A misspelt function would lift the cap unseen, a cap past the classifier's 16 shapes means
+    none: both refused naming the key. 0 leaves the function no shape."""
+    with pytest.raises(ValidationError) as refused:
+        Settings(auth_disabled=True, function_shapes=shapes)
+
+    assert named in str(refused.value)
+    assert Settings(auth_disabled=True, function_shapes={"atsss": 0, "upf": 16}).function_shapes == {"atsss": 0, "upf": 16}

@@ -4,24 +4,32 @@ flows of one UE interleaved 1:1 each get the weights' split exactly, and so do a
 the session's own weighted frames; two round-robin flows interleaved each alternate the paths; the
 MP_SEQ numbers stay the UE's one sequence; an MTS session replaced, or deleted and created again,
 starts afresh; a restart keeps each flow on the state it had; a tenant's flows move no other
-tenant's state; the store gives the slots (and a version 15 store's sessions theirs)."""
+tenant's state; the store gives the slots (and a version 15 store's sessions theirs); a slot freed
+is given again only after a wait for the programs' runs, which a write makes only when no other
+slot is free; a change the store fails to commit leaves the maps as the store holds them."""
 
 from __future__ import annotations
 
 import ipaddress
+from ctypes import c_uint32
+from datetime import datetime, timezone
+
 import pytest
 
 from netapp.atsss import abi
 from netapp.atsss import store as stored
+from netapp.atsss.flow_states import FlowStates, stored_rules_afresh
 from netapp.atsss.flows import session_rules, stored_rules
 from netapp.atsss.model import SessionModel
 from netapp.atsss.models import AtsssSessionSpec, SteeringMode
 from netapp.atsss.service import Atsss
 from netapp.atsss.table import AtsssMaps
 from netapp.dataplane.facade import Dataplane
+from netapp.service import store as store_module
 from netapp.service.contract import DataplaneFull
 from netapp.service.schema import MIGRATIONS
-from netapp.service.store import Store
+from netapp.service.service import NetAppService
+from netapp.service.store import Store, StoreError
 from tests.atsss.atsss import decode, path_body
 from tests.atsss.test_flows import (  # noqa: F401 - atsss and node: the fixtures, this module's own instance
     ADMIN,
@@ -39,6 +47,8 @@ from tests.atsss.test_flows import (  # noqa: F401 - atsss and node: the fixture
     steer_flows,
 )
 from tests.atsss.test_sessions import store_at_version
+from tests.utils.dataplane import Lent
+from tests.utils.service import settings_for
 
 # The web flow: the same server's UDP from port 6000 (the video flow's shape, another key).
 WEB = {**VIDEO, "sourcePort": [6000]}
@@ -52,6 +62,20 @@ def weighted_session(mode: str, weights: tuple[int, int] = (3, 1), name: str = "
         "name": name, "ue": ue, "mode": mode,
         "paths": [path_body(CELL, weight=weights[0], peer_port=CELL.dport + 2 * step),
                   path_body(WIFI, weight=weights[1], peer_port=WIFI.dport + 2 * step)]})
+
+
+@pytest.fixture
+def waits(monkeypatch) -> list[int]:
+    """Each wait for the programs' runs (AtsssMaps.wait_readers, still made) as it comes."""
+    made: list[int] = []
+    wait = AtsssMaps.wait_readers
+
+    def counted(maps: AtsssMaps) -> None:
+        made.append(len(made))
+        wait(maps)
+
+    monkeypatch.setattr(AtsssMaps, "wait_readers", counted)
+    return made
 
 
 def split(mode: abi.Mode, frames: int = FRAMES, weights: tuple[int, int] = (3, 1)) -> list:
@@ -203,5 +227,118 @@ def test_a_version_15_stores_weighted_and_round_robin_flow_sessions_get_slots(tm
     try:
         assert 15 in MIGRATIONS
         assert stored.state_slots(store) == {("t-a", "w"): 1, ("t-b", "rr"): 2}
+    finally:
+        store.close()
+
+
+def test_an_mts_session_written_again_waits_for_the_programs_runs_only_when_freed_slots_alone_are_free(
+        node, atsss, store, waits, monkeypatch):
+    """A wait holds the service's locks for a grace period: written again (a PUT), then deleted and
+    created again, the session takes a slot freed before no wait, and waits for none. With slots 1
+    to 3 only, 1 and 2 freed since and 3 held, the next write waits once and takes 1; the one after
+    takes 2, freed before that wait, without another."""
+    atsss.create_session(ADMIN, "ue7", weighted_session("active_standby"))
+
+    def written() -> int:
+        steer_flows(atsss, "video", [VIDEO], SteeringMode.WEIGHTED)
+        return stored.state_slot(store, "operator", "video")
+
+    assert written() == 1
+    assert written() == 2
+    assert atsss.unsteer("operator", "video")
+    assert written() == 3
+    assert waits == []
+
+    monkeypatch.setattr(stored, "MAX_FLOW_STATES", 4)
+    assert written() == 1
+    assert len(waits) == 1
+    assert written() == 2
+    assert len(waits) == 1
+    assert [out_path(send(node, flow_packet())[1]) for _ in range(4)] == split(abi.Mode.WEIGHTED, 4)
+
+
+def test_a_slot_is_freed_by_the_flow_states_alone_which_retire_it(store):
+    """Deleting an MTS session from the store keeps its slot: FlowStates.free frees it and retires
+    it, so that the next session takes another while one is free."""
+    states = FlowStates(store, None)
+    with store.transaction():
+        assert states.give("operator", "video", SteeringMode.WEIGHTED, "mtsMode") == 1
+        stored.remove_mts(store, "operator", "video")
+        assert stored.state_slots(store) == {("operator", "video"): 1}
+        assert states.free("operator", "video") == 1
+        assert states.give("operator", "web", SteeringMode.ROUND_ROBIN, "mtsMode") == 2
+
+
+def test_a_put_whose_commit_fails_leaves_the_flow_on_its_stored_slot_and_its_new_one_retired(
+        node, atsss, store, waits, monkeypatch):
+    """The store refuses the commit of a PUT that gave the video session slot 2 and wrote rules
+    naming it: the maps are put back as the store holds them (the rules naming slot 1, whose running
+    weights the next frame moves), and slot 2, which a run may have read, is given again only after
+    a wait (web, with slots 1 and 2 only)."""
+    atsss.create_session(ADMIN, "ue7", weighted_session("active_standby"))
+    steer_flows(atsss, "video", [VIDEO], SteeringMode.WEIGHTED)
+
+    def refuse_commit(transaction: store_module.Transaction) -> None:
+        raise StoreError("commit: disk I/O error")
+
+    with monkeypatch.context() as failing, pytest.raises(StoreError):
+        failing.setattr(store_module.Transaction, "commit", refuse_commit)
+        steer_flows(atsss, "video", [VIDEO], SteeringMode.ROUND_ROBIN)
+
+    assert stored.state_slots(store) == {("operator", "video"): 1}
+    assert {rule.arg >> abi.RULE_MODE_BITS for rule in atsss.rules.rules.values()} == {1}
+    assert out_path(send(node, flow_packet())[1]) == CELL
+    assert list(AtsssMaps(node.table).flow_state(1).current[:2]) == [-1, 1]
+    monkeypatch.setattr(stored, "MAX_FLOW_STATES", 3)
+    steer_flows(atsss, "web", [WEB], SteeringMode.WEIGHTED)
+    assert stored.state_slot(store, "operator", "web") == 2
+    assert len(waits) == 1
+
+
+def test_a_start_zeroes_the_flow_states_no_rule_of_the_maps_names_before_its_rules_name_them(
+        node, atsss, store, node_ns, tmp_path):
+    """The service's start-up loader (stored_rules_afresh, as netapp serve loads it): the video
+    session's slot 1, which the maps' rules name, keeps its running weights over the restart; slot 2,
+    held by a web session stored as migration 15 leaves one (a slot its rules never named in the
+    maps), and slot 3, held by none, both left with running weights, are zeroed before the
+    reconcile's rules name them: the web flow's frames are the weights' split from the first."""
+    atsss.create_session(ADMIN, "ue7", weighted_session("active_standby"))
+    steer_flows(atsss, "video", [VIDEO], SteeringMode.WEIGHTED)
+    send(node, flow_packet())
+    left = abi.FlowState()
+    left.current[:2] = [7, -7]
+    node.table("dpp_atsss_flow_state").update([(c_uint32(2), left), (c_uint32(3), left)])
+    with store.transaction():
+        stored.save_mts(store, "operator", "web", UE, {"flowFilter": [WEB], "mode": "weighted"},
+                        datetime.now(timezone.utc), filtered=True)
+        stored.hold_state_slot(store, 2, "operator", "web")
+
+    service = NetAppService(settings_for(tmp_path / "again"), dataplane=Lent(node), store=Lent(store))
+    service.load_function_rules("atsss", lambda opened: stored_rules_afresh(opened, service.dataplane))
+    service.start()
+    try:
+        again = Atsss.start(store, node.table, netns=node_ns, rules=service.function_rules("atsss"))
+        maps = AtsssMaps(node.table)
+        assert list(maps.flow_state(1).current[:2]) == [-1, 1]
+        assert list(maps.flow_state(3).current[:2]) == [0, 0]
+        assert [out_path(send(node, flow_packet(sport=6000))[1]) for _ in range(4)] == split(abi.Mode.WEIGHTED, 4)
+        assert again.unsteer("operator", "video") and again.unsteer("operator", "web")
+    finally:
+        service.close()
+
+
+def test_a_version_15_store_with_more_stateful_flow_sessions_than_slots_gives_them_the_slots_there_are(tmp_path):
+    """Migration 15 gives slots 1..MAX_FLOW_STATES - 1, the last of the map; the one session past it
+    gets none (its rules keep the ATSSS session's state, as before the migration)."""
+    raw = store_at_version(tmp_path / "netapp.db", 15)
+    raw.executemany("INSERT INTO atsss_mts_sessions VALUES ('t', ?, '10.60.0.5', 1, '{\"mode\": \"weighted\"}', "
+                    "'2026-01-01', '2026-01-01')", [(f"s{number:05}",) for number in range(abi.MAX_FLOW_STATES)])
+    raw.commit()
+    raw.close()
+    store = Store.open(tmp_path / "netapp.db")
+    try:
+        slots = stored.state_slots(store)
+        assert sorted(slots.values()) == list(range(1, abi.MAX_FLOW_STATES))
+        assert ("t", f"s{abi.MAX_FLOW_STATES - 1:05}") not in slots
     finally:
         store.close()

@@ -9,6 +9,7 @@ the server as a tenant: no 5xx, every answer of a status, media type and body ET
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 from datetime import datetime, timezone
@@ -29,8 +30,9 @@ from netapp.atsss.routes import get_atsss
 from netapp.atsss.service import Atsss
 from netapp.atsss.telemetry import AtsssPoints
 from netapp.atsss.index import SessionIndex
-from netapp.atsss.table import session_key
+from netapp.atsss.table import AtsssMaps, session_key
 from netapp.core.config import Settings
+from netapp.dataplane.errors import DataplaneError
 from netapp.dataplane.facade import Dataplane
 from netapp.service.function_rules import FunctionRules
 from netapp.service.state import ServiceState
@@ -238,6 +240,23 @@ def test_mts_sessions_with_flow_filters_steer_flows_of_the_ue_beside_one_that_st
     clear(tenant_a)
     assert not kernel_flags(node) & SessionFlags.FLOW_RULES and kernel_mode(node) == Mode.ROUND_ROBIN
     assert tenant_a.get("/api/v1/atsss/sessions/ue").json()["mts_flows"] == {}
+
+
+def test_a_flow_state_the_map_refuses_to_zero_is_a_503_naming_mtsmode_and_nothing_is_stored(node, tenant_a,
+                                                                                              monkeypatch):
+    """A weighted session with flow filters is given a scheduler state, zeroed in the map before its
+    rules name it: the map refusing that write is the data plane's 503, as any refused ATSSS write."""
+    clear(tenant_a)
+
+    def refuse(maps: AtsssMaps, slots: list[int]) -> None:
+        raise DataplaneError(errno.EIO, "dpp_table_update")
+
+    monkeypatch.setattr(AtsssMaps, "reset_flow_states", refuse)
+    refused = assert_problem(tenant_a.post(f"{BASE}/mts_sessions", json=mts_session(mode=2, flowFilter=[VIDEO])), 503)
+
+    assert invalid_param(refused)["name"] == "mtsMode" and "dpp_table_update" in refused["detail"]
+    assert tenant_a.get(f"{BASE}/mts_sessions").json() == []
+    assert not kernel_flags(node) & SessionFlags.FLOW_RULES
 
 
 def test_a_put_turns_a_sessions_flows_into_the_whole_downlink_and_back(node, tenant_a):

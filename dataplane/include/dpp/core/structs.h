@@ -46,11 +46,13 @@ struct dpp_tunnel_end {
  * kernel's hash element (header, 60-byte key, value) it ends on the key's second cache line: a
  * lookup of a cold rule then touches two lines, not three.
  *
- * An action's arguments are not in the rule: arg is an index into the action's own table (STEER:
- * a CPU id, the key of dpp_cpus and dpp_cpu_map; FORWARD: an alternative group id, the key of
+ * An action's arguments are not in the rule: arg is an index into the action's own table (STEER: a
+ * CPU id, the key of dpp_cpus and dpp_cpu_map; FORWARD: an alternative group id, the key of
  * dpp_alt_groups, DPP_NONE for the site's default; REDIRECT: an egress port, the key of dpp_ports;
- * PASS, DROP: DPP_NONE). A new action adds its own table and points into it with arg: it never grows
- * the rule, which every flow cache entry copies (struct dpp_flow_entry). */
+ * PASS, DROP: DPP_NONE; ATSSS: its flows' mode, enum dpp_atsss_mode, in the low
+ * DPP_ATSSS_RULE_MODE_BITS and above them the slot of dpp_atsss_flow_state its MTS session holds, 0
+ * for none, nf/atsss.h). A new action adds its own table and points into it with arg: it never
+ * grows the rule, which every flow cache entry copies (struct dpp_flow_entry). */
 struct dpp_rule {
 	__u32 slot;	      /* index into dpp_rule_stats; the control plane maps it back to its intent */
 	__u16 priority;	      /* the highest priority among all matching shapes wins (intents: 0..65535) */

@@ -8,22 +8,25 @@
  * Concurrency: a UE's packets arrive on any CPU. A packet's MP_SEQ number is taken with one atomic
  * add (__sync_fetch_and_add) on the session's counter, and its path's DCCP sequence number with one
  * on the path's: each number is handed out once per session (per path), in increasing order, by
- * whichever CPU comes first. Round-robin needs no other state: the packet's own MP_SEQ number says
- * which of the paths up it takes (nf/atsss/schedule.h), so the paths take turns across CPUs as the
- * numbers do. Only weighted round-robin changes several words per packet (the current weight of
- * every path up), and does so under the session's bpf_spin_lock (a flow of an MTS session with its
- * own state: under that state's, struct dpp_atsss_flow_state), which nothing else takes: two CPUs
- * must not read the same current weights and both pick the same path; its MP_SEQ number is taken
- * under that lock by atomic add as well (the control plane changes a session's mode in place, so a
- * packet of the old mode and one of the new may take numbers at once). The lock is the dearest part
- * of a packet's way (it saves and disables interrupts), which is why the other schedulers, whose
- * pick is a function of what the control plane wrote, go without. Whether a path is up, its RTT
- * and addresses are written by the control plane only and read as they are; what a path sent is
- * counted by atomic adds in the path (struct dpp_atsss_path says why), what it received per CPU.
- * The control plane writes the words the data path moves (DCCP and MP_SEQ numbers, what a path
- * sent, WEIGHTED's current weights) only when it creates a path or session; a change stores the
- * other words in place, one aligned store each (netapp/atsss/table.py says in which order, and
- * what a packet meets between them), so that no number is given twice nor any count lost.
+ * whichever CPU comes first. A session's round-robin needs no other state: the packet's own MP_SEQ
+ * number says which of the paths up it takes (nf/atsss/schedule.h), so the paths take turns across
+ * CPUs as the numbers do; where some of the UE's frames are an MTS session's flows, the others
+ * count their own turns (the counter's top 16 bits, below), and each MTS session's flows theirs, by
+ * atomic add in the session's flow state (struct dpp_atsss_flow_state). Only weighted round-robin
+ * changes several words per packet (the current weight of every path up), and does so under the
+ * session's bpf_spin_lock (a flow of an MTS session with its own state: under that state's, struct
+ * dpp_atsss_flow_state), which nothing else takes: two CPUs must not read the same current weights
+ * and both pick the same path; its MP_SEQ number is taken under that lock by atomic add as well
+ * (the control plane changes a session's mode in place, so a packet of the old mode and one of the
+ * new may take numbers at once). The lock is the dearest part of a packet's way (it saves and
+ * disables interrupts), which is why the other schedulers, whose pick is a function of what the
+ * control plane wrote, go without. Whether a path is up, its RTT and addresses are written by the
+ * control plane only and read as they are; what a path sent is counted by atomic adds in the path
+ * (struct dpp_atsss_path says why), what it received per CPU. The control plane writes the words
+ * the data path moves (DCCP and MP_SEQ numbers, what a path sent, WEIGHTED's current weights) only
+ * when it creates a path or session; a change stores the other words in place, one aligned store
+ * each (netapp/atsss/table.py says in which order, and what a packet meets between them), so that
+ * no number is given twice nor any count lost.
  */
 #ifndef DPP_NF_ATSSS_H
 #define DPP_NF_ATSSS_H
@@ -121,8 +124,9 @@ _Static_assert(DPP_ATSSS_INDEX_BUCKETS == 1 << DPP_ATSSS_INDEX_LOG2, "a bucket p
 
 /* Slots of dpp_atsss_flow_state (slot 0: none): the scheduler state of an MEC 015 MTS session's
  * flows, one a session with flow filters in a mode that keeps state (round-robin, weighted), given
- * by the control plane (netapp/atsss/flows.py). An ATSSS rule's arg (struct dpp_rule.arg) holds its
- * flows' mode (enum dpp_atsss_mode) in its low DPP_ATSSS_RULE_MODE_BITS and that slot above them. */
+ * by the control plane (netapp/atsss/flow_states.py). An ATSSS rule's arg (struct dpp_rule.arg)
+ * holds its flows' mode (enum dpp_atsss_mode) in its low DPP_ATSSS_RULE_MODE_BITS and that slot
+ * above them. */
 #ifndef DPP_MAX_ATSSS_FLOW_STATES
 #define DPP_MAX_ATSSS_FLOW_STATES 16384
 #endif
