@@ -167,7 +167,8 @@ int progs_pin(const struct dpp *d, const struct dpp_prog_table *t, const char *s
 int progs_adopt(struct dpp_prog_table *t, const char *name, int fd);
 void progs_close(struct dpp_prog_table *t);
 
-/* clock.c */
+/* clock.c: the map of the policers' clock timer, never written as a table (tables.c) */
+#define DPP_CLOCK_MAP "dpp_clock"
 void clock_start(const struct dpp *d);
 
 static inline int entry_fd(const struct dpp *d)
