@@ -21,6 +21,12 @@
  * Nothing drifts: both are CLOCK_MONOTONIC. Its steps are P, finer than a tick; for the first P or
  * so after each tick (P / TICK of the readings: 6% at HZ=250, 25% at 1000) the word is the tick
  * before's and the helper is called.
+ *   What a word behind the time does to each algorithm is what the coarse clock's lag does
+ * (police.h's head, L = 2 ticks): the token bucket and GCRA refill later, never more (any stretch
+ * of T ns passes at most R (T + L) / 8e9 + B, the coarse bound the control plane chooses the clock
+ * by); the fixed and sliding windows start up to L late (windows of W +- L, coarse only for W >= 32
+ * ticks; a reading of the window before counts in the newer one). A word is never behind by more,
+ * being refused once the jiffies move on; it can never be ahead.
  *   Order. Every CPU reads the one pair. The callback stores ns, then jiffies; a reader loads the
  * kernel's jiffies, then the word's, then its ns: volatile accesses, kept in that order by the
  * compiler and the JIT, and by x86-64 (stores in order, loads in order), the only architecture the
@@ -35,9 +41,11 @@
  *   The jiffies stamps (stamp.h's head) rest on two relations: J(j0) < c0 + TICK for the jiffies j0
  * read before a reading c0 (a word's: J(j0) <= c0, better), and c < J(j) + TICK + e for any reading
  * c at jiffies j, which for a word's is c < J(j) + TICK + x: a stamp's packet then reads before its
- * window's end E (stamp.h's chain: c < E - 2 TICK + x) while the jiffies' update is less than two
- * ticks late; later, as the coarse clock's own exception (an update catching up two ticks or more,
- * read between its two stores), a credit may outlive its window by the difference.
+ * window's end E or its bucket's U (stamp.h's chain: c < E - 2 TICK + x) while the jiffies' update
+ * is less than two ticks late; later, as the coarse clock's own exception (an update catching up
+ * two ticks or more, read between its two stores), a credit may outlive its window, or a bucket's
+ * stamp its U, by the difference (the stamp then drops what the bucket might pass: never more
+ * passes).
  *   Who starts it: libdpp, at each load, reopen and upgrade, runs dpp_clock_start once through
  * BPF_PROG_TEST_RUN (src/clock.c): the timer initialised (-EBUSY when it runs already: a pinned
  * instance's dpp_clock keeps its timer while the map has a pin or an fd; it is cancelled with the
