@@ -52,7 +52,8 @@
  * map's last), its callback made the calling program's own (each load has its own clock_word, its
  * section .data.clock: an upgrade's new programs read the new load's, which only the new callback
  * writes; the old load's word then ages out by its jiffies), started now, on the CPU that ran it:
- * 4,000 runs a second there. Tests give the time in their frames (xdp_police's
+ * some 3,300 runs a second there, 1.4 us each (bench/README.md, "The coarse clock read with a
+ * load"). Tests give the time in their frames (xdp_police's
  * police_test_hdr.now_ns): no clock is read, word or helper; the given time wins. */
 #ifndef DPP_NF_QOS_CLOCK_H
 #define DPP_NF_QOS_CLOCK_H
