@@ -6,6 +6,8 @@ received: on the endpoint's thread it would wait for them in vain (a bounded wai
 from __future__ import annotations
 
 import collections
+import os
+import resource
 import socket
 import threading
 
@@ -64,6 +66,32 @@ def test_the_datagrams_that_come_while_a_commit_runs_are_received_meanwhile_each
     assert [data for data, _ in received] == [b"before", b"during 0", b"during 1", b"during 2"]
     assert counters["received_while_committing"] == 4
     assert ran_on and ran_on[0] != threading.get_ident()
+
+
+def test_a_socket_past_fd_1024_is_waited_on_too(sockets):
+    """A service holds hundreds of fds (its maps'): select() refuses one past 1,023."""
+    receiver, sender = sockets
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 2048:
+        pytest.skip(f"the fd limit ({hard}) does not reach past 1,024")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 2048), hard))
+    high = socket.socket(fileno=os.dup2(receiver.fileno(), 1500))
+    received: list = []
+    all_in = threading.Event()
+    reader, _ = _reader(high, received, all_in=all_in, expected=1)
+
+    def commit():  # nothing waits when it starts: the reader waits on the socket for the datagram
+        sender.sendto(b"late", receiver.getsockname())
+        if not all_in.wait(WAIT_S):
+            raise TimeoutError("the datagram was not received during the COMMIT")
+
+    try:
+        reader(commit)
+    finally:
+        reader.close()
+        receiver.close()
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert [data for data, _ in received] == [b"late"]
 
 
 def test_a_commit_that_fails_raises_its_error_on_the_endpoints_thread(sockets):

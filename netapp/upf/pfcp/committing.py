@@ -77,6 +77,10 @@ class ReadWhileCommitting:
         self._sock, self._receive, self._thread, self._waiting = sock, receive, thread, waiting
         self._counters = counters
         self._committer = Committer()
+        # poll, not select: a service's fds (its maps') run past select's 1,024
+        self._poll = select.poll()
+        for fd in (sock.fileno(), self._committer.fileno()):
+            self._poll.register(fd, select.POLLIN)
 
     def __call__(self, commit: Callable[[], Any]) -> None:
         if threading.get_ident() != self._thread or not self._waiting():
@@ -89,7 +93,7 @@ class ReadWhileCommitting:
                 try:
                     data, addr = self._sock.recvfrom(MAX_DATAGRAM)
                 except BlockingIOError:  # none waiting: until one comes or the COMMIT ends
-                    select.select([self._sock, committer], [], [])
+                    self._poll.poll()
                     continue
                 self._counters["received_while_committing"] += 1
                 self._receive(data, addr)
