@@ -43,24 +43,29 @@ def _reader(receiver, received, waiting=lambda: True, all_in=None, expected=0):
     return ReadWhileCommitting(receiver, receive, threading.get_ident(), waiting, counters), counters
 
 
+def _sending(sender, receiver, datagrams, all_in, ran_on):
+    """A COMMIT that sends `datagrams` to `receiver` and ends once all have been received (`all_in`):
+    received on the endpoint's thread while it runs on its own (noted in `ran_on`)."""
+
+    def commit():
+        ran_on.append(threading.get_ident())
+        for data in datagrams:
+            sender.sendto(data, receiver.getsockname())
+        if not all_in.wait(WAIT_S):
+            raise TimeoutError("the datagrams sent during the COMMIT were not received during it")
+
+    return commit
+
+
 def test_the_datagrams_that_come_while_a_commit_runs_are_received_meanwhile_each_once(sockets):
     receiver, sender = sockets
     received: list = []
     all_in = threading.Event()
     reader, counters = _reader(receiver, received, all_in=all_in, expected=4)
     sender.sendto(b"before", receiver.getsockname())  # waiting when the COMMIT starts
-    ran_on = []
-
-    def commit():
-        ran_on.append(threading.get_ident())
-        for index in range(3):
-            sender.sendto(b"during %d" % index, receiver.getsockname())
-        # ends once they are in: received on the endpoint's thread while this one runs
-        if not all_in.wait(WAIT_S):
-            raise TimeoutError("the datagrams sent during the COMMIT were not received during it")
-
+    ran_on: list = []
     try:
-        reader(commit)
+        reader(_sending(sender, receiver, [b"during %d" % index for index in range(3)], all_in, ran_on))
     finally:
         reader.close()
     assert [data for data, _ in received] == [b"before", b"during 0", b"during 1", b"during 2"]
@@ -79,14 +84,8 @@ def test_a_socket_past_fd_1024_is_waited_on_too(sockets):
     received: list = []
     all_in = threading.Event()
     reader, _ = _reader(high, received, all_in=all_in, expected=1)
-
-    def commit():  # nothing waits when it starts: the reader waits on the socket for the datagram
-        sender.sendto(b"late", receiver.getsockname())
-        if not all_in.wait(WAIT_S):
-            raise TimeoutError("the datagram was not received during the COMMIT")
-
-    try:
-        reader(commit)
+    try:  # nothing waits when the COMMIT starts: the reader waits on the socket for the datagram
+        reader(_sending(sender, receiver, [b"late"], all_in, []))
     finally:
         reader.close()
         receiver.close()
