@@ -16,8 +16,8 @@ applied. Establishments of a shape met before are not decoded but made from a te
 (netapp.upf.pfcp.templates). A retransmission of a request still queued is counted and dropped: the
 response is on its way. One thread, no hand-off: a request costs no future, no lock and no wake-up
 of another thread (a writer thread of its own cost some 70 us an establishment: bench/README.md);
-the loop reads nothing while a group is handled, and the datagrams that come meanwhile are the next
-group.
+the datagrams that come while a group is handled are the next group, read while the group's COMMIT
+waits for its sync (netapp.upf.pfcp.committing) or once it is answered.
 
 `PfcpServer` runs the endpoint on an event loop of its own thread (`netapp serve` runs the REST API on
 the main one). Its URR logic (`usage`, netapp.upf.usage) sends usage reports with `send_usage`, which
