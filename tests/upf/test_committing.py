@@ -1,19 +1,17 @@
 """netapp.upf.pfcp.committing: a COMMIT run on a thread of its own while the endpoint's thread reads
 the datagrams waiting in its socket, over a real UDP socket on loopback (no root needed). The COMMIT
-here is a function of the test's that ends only once the datagrams sent while it runs have been
-received: on the endpoint's thread it would wait for them in vain (a bounded wait, then a failure)."""
+here is a function of the test's that ends only once the datagrams waiting have been received: on
+the endpoint's thread it would wait for them in vain (a bounded wait, then a failure)."""
 
 from __future__ import annotations
 
 import collections
-import os
-import resource
 import socket
 import threading
 
 import pytest
 
-from netapp.upf.pfcp.committing import ReadWhileCommitting
+from netapp.upf.pfcp.committing import MAX_READ, ReadWhileCommitting
 
 WAIT_S = 10.0  # for what another thread does: far more than it takes, even on a loaded machine
 
@@ -43,54 +41,50 @@ def _reader(receiver, received, waiting=lambda: True, all_in=None, expected=0):
     return ReadWhileCommitting(receiver, receive, threading.get_ident(), waiting, counters), counters
 
 
-def _sending(sender, receiver, datagrams, all_in, ran_on):
-    """A COMMIT that sends `datagrams` to `receiver` and ends once all have been received (`all_in`):
-    received on the endpoint's thread while it runs on its own (noted in `ran_on`)."""
+def _held_until(all_in, ran_on):
+    """A COMMIT that ends once the datagrams waiting have been received (`all_in`): received on the
+    endpoint's thread while it runs on its own (noted in `ran_on`); on the endpoint's thread it
+    would wait for them in vain."""
 
     def commit():
         ran_on.append(threading.get_ident())
-        for data in datagrams:
-            sender.sendto(data, receiver.getsockname())
         if not all_in.wait(WAIT_S):
-            raise TimeoutError("the datagrams sent during the COMMIT were not received during it")
+            raise TimeoutError("the datagrams waiting were not received during the COMMIT")
 
     return commit
 
 
-def test_the_datagrams_that_come_while_a_commit_runs_are_received_meanwhile_each_once(sockets):
+def test_the_datagrams_waiting_when_a_commit_starts_are_received_while_it_runs_each_once(sockets):
     receiver, sender = sockets
     received: list = []
     all_in = threading.Event()
     reader, counters = _reader(receiver, received, all_in=all_in, expected=4)
-    sender.sendto(b"before", receiver.getsockname())  # waiting when the COMMIT starts
+    sent = [b"waiting %d" % index for index in range(4)]
+    for data in sent:
+        sender.sendto(data, receiver.getsockname())
     ran_on: list = []
     try:
-        reader(_sending(sender, receiver, [b"during %d" % index for index in range(3)], all_in, ran_on))
+        reader(_held_until(all_in, ran_on))
     finally:
         reader.close()
-    assert [data for data, _ in received] == [b"before", b"during 0", b"during 1", b"during 2"]
+    assert [data for data, _ in received] == sent
     assert counters["received_while_committing"] == 4
     assert ran_on and ran_on[0] != threading.get_ident()
 
 
-def test_a_socket_past_fd_1024_is_waited_on_too(sockets):
-    """A service holds hundreds of fds (its maps'): select() refuses one past 1,023."""
+def test_at_most_max_read_are_received_during_one_commit_the_others_stay_in_the_socket(sockets):
     receiver, sender = sockets
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if hard != resource.RLIM_INFINITY and hard < 2048:
-        pytest.skip(f"the fd limit ({hard}) does not reach past 1,024")
-    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 2048), hard))
-    high = socket.socket(fileno=os.dup2(receiver.fileno(), 1500))
     received: list = []
     all_in = threading.Event()
-    reader, _ = _reader(high, received, all_in=all_in, expected=1)
-    try:  # nothing waits when the COMMIT starts: the reader waits on the socket for the datagram
-        reader(_sending(sender, receiver, [b"late"], all_in, []))
+    reader, _ = _reader(receiver, received, all_in=all_in, expected=MAX_READ)
+    for index in range(MAX_READ + 3):
+        sender.sendto(b"%d" % index, receiver.getsockname())
+    try:
+        reader(_held_until(all_in, []))
+        left = [receiver.recvfrom(100)[0] for _ in range(3)]
     finally:
         reader.close()
-        receiver.close()
-        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
-    assert [data for data, _ in received] == [b"late"]
+    assert len(received) == MAX_READ and left == [b"%d" % index for index in range(MAX_READ, MAX_READ + 3)]
 
 
 def test_a_commit_that_fails_raises_its_error_on_the_endpoints_thread(sockets):
