@@ -483,8 +483,7 @@ def format_table(result: dict[str, Any]) -> str:
                  "establishments made from a template (netapp.upf.pfcp.templates), the others the full way")
     if counters.get("groups"):
         lines.append(f"  groups    {counters['groups']:,} transactions, {counters.get('received', 0) / counters['groups']:.1f} "
-                     f"requests a group on average, {counters.get('received_while_committing', 0):,} requests read "
-                     "while a COMMIT synced")
+                     "requests a group on average")
     if not result["maps_in_figure"]:
         lines.append("  the data-path apply (map writes) is not in these figures: no applier")
     if "baseline" in result:

@@ -80,32 +80,21 @@ class Attachment:
     netns: Optional[str] = None
 
 
-# How a COMMIT is run: given it, returns once it has ended. The PFCP endpoint's reads its socket
-# while the COMMIT waits for the sync (netapp.upf.pfcp.committing); a store without one runs it at once.
-RunCommit = Callable[[Callable[[], Any]], None]
-
-
 class Transaction:
-    """An open BEGIN IMMEDIATE transaction of `store`; commit() ends it (raising StoreError if it
-    cannot), through the store's `run_commit` if it has one, and tells its checkpointer."""
+    """An open BEGIN IMMEDIATE transaction; commit() ends it (raising StoreError if it cannot)."""
 
-    def __init__(self, connection: sqlite3.Connection, store: "Store"):
+    def __init__(self, connection: sqlite3.Connection, committed: Callable[[], None]):
         self._connection = connection
-        self._store = store
+        self._committed = committed  # told after each COMMIT (the checkpointer's wake-up)
         self.done = False
 
     def commit(self) -> None:
-        run_commit = self._store.run_commit
         try:
-            if run_commit is None:
-                self._connection.execute("COMMIT")
-            else:
-                run_commit(functools.partial(self._connection.execute, "COMMIT"))
+            self._connection.execute("COMMIT")
         except sqlite3.Error as exc:
             raise StoreError(f"commit: {exc}") from exc
         self.done = True
-        if self._store.checkpointer is not None:
-            self._store.checkpointer.committed()
+        self._committed()
 
     def roll_back(self) -> None:
         if not self.done:
@@ -122,7 +111,6 @@ class Store:
         self.path = path
         self._lock = threading.RLock()
         self.checkpointer: Optional[Checkpointer] = None  # started once the store is configured
-        self.run_commit: Optional[RunCommit] = None  # None: at once (netapp.upf.pfcp.committing's: not)
 
     @classmethod
     def open(cls, path: Path, *, synchronous: str = "FULL") -> "Store":
@@ -210,7 +198,7 @@ class Store:
                 self._connection.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
                 raise StoreError(f"begin: {exc}") from exc
-            transaction = Transaction(self._connection, self)
+            transaction = Transaction(self._connection, self._committed)
             try:
                 yield transaction
                 if not transaction.done:
@@ -218,6 +206,10 @@ class Store:
             except BaseException:
                 transaction.roll_back()
                 raise
+
+    def _committed(self) -> None:
+        if self.checkpointer is not None:
+            self.checkpointer.committed()
 
     @contextlib.contextmanager
     def savepoint(self) -> Iterator[None]:

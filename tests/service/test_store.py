@@ -201,30 +201,3 @@ def test_an_idempotency_key_expires_and_is_purged(store):
     assert store.find_idempotent("alice", "k", later) is None
     with store.transaction():
         assert store.purge_idempotency(later) == 1
-
-
-def test_a_commit_runs_through_the_stores_run_commit_when_it_has_one(path, tmp_path):
-    store = Store.open(path)
-    runs = []
-
-    def run_commit(commit):
-        runs.append(settings_of(path))  # what another connection sees before the COMMIT: nothing yet
-        commit()
-
-    try:
-        store.run_commit = run_commit
-        with store.transaction():
-            store.put_setting("through", 1, NOW)
-        assert runs == [[]] and settings_of(path) == ["through"]
-        store.run_commit = None
-        with store.transaction():
-            store.put_setting("at_once", 1, NOW)
-        assert len(runs) == 1 and settings_of(path) == ["at_once", "through"]
-    finally:
-        store.close()
-
-
-def settings_of(path) -> list[str]:
-    """The settings' names another connection reads (the committed ones)."""
-    with contextlib.closing(sqlite3.connect(str(path))) as other:
-        return [name for (name,) in other.execute("SELECT name FROM settings ORDER BY name")]

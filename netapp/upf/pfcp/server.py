@@ -16,8 +16,8 @@ applied. Establishments of a shape met before are not decoded but made from a te
 (netapp.upf.pfcp.templates). A retransmission of a request still queued is counted and dropped: the
 response is on its way. One thread, no hand-off: a request costs no future, no lock and no wake-up
 of another thread (a writer thread of its own cost some 70 us an establishment: bench/README.md);
-the datagrams that come while a group is handled are the next group, read while the group's COMMIT
-waits for its sync (netapp.upf.pfcp.committing) or once it is answered.
+the loop reads nothing while a group is handled, and the datagrams that come meanwhile are the next
+group.
 
 `PfcpServer` runs the endpoint on an event loop of its own thread (`netapp serve` runs the REST API on
 the main one). Its URR logic (`usage`, netapp.upf.usage) sends usage reports with `send_usage`, which
@@ -43,7 +43,6 @@ from typing import Any, Callable, Optional, Union
 from netapp.service.contract import ServiceError
 from netapp.upf.models import RuleError
 from netapp.upf.pfcp.codec import IE, Header, MalformedMessage, Message, decode, decode_header, encode, group, leaf, message
-from netapp.upf.pfcp.committing import ReadWhileCommitting
 from netapp.upf.pfcp.handlers import Handlers, Peer, node_id_of
 from netapp.upf.pfcp.ies import PFCP_PORT, REQUESTS, Cause, IEType, MsgType
 from netapp.upf.pfcp.templates import Templates
@@ -247,7 +246,7 @@ class PfcpProtocol(asyncio.DatagramProtocol):
         """The requests queued, in groups of at most MAX_GROUP (one transaction each), each answered
         once its group is committed. Datagrams still waiting in the socket are read into the group
         first (`whole`: none): the loop is let run once more for them."""
-        if not whole and len(self._queue) < MAX_GROUP and self._draining <= MAX_GROUP and self.waiting():
+        if not whole and len(self._queue) < MAX_GROUP and self._draining <= MAX_GROUP and self._unread():
             self._draining += 1
             self._loop.call_soon(self._drain)  # type: ignore[union-attr]
             return
@@ -258,7 +257,7 @@ class PfcpProtocol(asyncio.DatagramProtocol):
             for job, response in zip(jobs, self._handled(jobs)):
                 self._answer(job[1], response, job[2])
 
-    def waiting(self) -> bool:
+    def _unread(self) -> bool:
         """A datagram waits in the socket (FIONREAD: the size of the next one)."""
         sock = self.transport.get_extra_info("socket") if self.transport is not None else None
         if sock is None:
@@ -361,7 +360,6 @@ class PfcpServer:
         self.protocol.gate = PeerGate(peers) if peers is not None else None
         self._loop = _event_loop()
         self._thread: Optional[threading.Thread] = None
-        self._reader: Optional[ReadWhileCommitting] = None  # the socket read while a COMMIT syncs
         self.address: Optional[Peer] = None
         self._on_close: list[Callable[[], None]] = []
 
@@ -375,25 +373,14 @@ class PfcpServer:
 
     def start(self) -> None:
         """Bind and serve; OSError if the address cannot be bound."""
-        sock = n4_socket(*self._bind)
         transport, _ = self._loop.run_until_complete(
-            self._loop.create_datagram_endpoint(lambda: self.protocol, sock=sock)
+            self._loop.create_datagram_endpoint(lambda: self.protocol, sock=n4_socket(*self._bind))
         )
         self.protocol.open_requests()
         self.address = transport.get_extra_info("sockname")[:2]
         self._thread = threading.Thread(target=self._loop.run_forever, name="pfcp", daemon=True)
         self._thread.start()
-        self._read_while_committing(sock)
         log.info("PFCP: serving on %s port %s", *self.address)
-
-    def _read_while_committing(self, sock: socket.socket) -> None:
-        """The store's COMMITs made on the loop's thread run on a thread of their own while the loop's
-        reads the datagrams waiting (netapp.upf.pfcp.committing), through a duplicate of the socket's fd."""
-        reader = sock.dup()
-        reader.setblocking(False)
-        self._reader = ReadWhileCommitting(reader, self.protocol.datagram_received, self._thread.ident,  # type: ignore[union-attr]
-                                           self.protocol.waiting, self.protocol.counters)
-        self.upf.store.run_commit = self._reader
 
     def close(self) -> None:
         self.protocol.close_requests()
@@ -401,11 +388,6 @@ class PfcpServer:
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join()
             self._thread = None
-        if self._reader is not None:
-            if self.upf.store.run_commit is self._reader:
-                self.upf.store.run_commit = None
-            self._reader.close()
-            self._reader = None
         if self.protocol.transport is not None:
             self.protocol.transport.close()
         self._loop.run_until_complete(asyncio.sleep(0))  # let the transport finish closing
