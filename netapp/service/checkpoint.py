@@ -11,13 +11,14 @@ commit) those were a tenth of the commits and took 2-6 ms against some 0.6 ms fo
 not sooner than `interval_s` after its last wake-up: a PASSIVE checkpoint neither waits for the
 writer nor makes it wait (in WAL mode a writer appends while pages are copied back), and its sync
 holds no GIL. Wake-ups that come while one runs make one more run. The interval is for small
-commits: the PFCP endpoint at 10,000 establishments a second, their requests arriving evenly, commits
-groups of one to four, thousands of commits a second, and a checkpoint every 8 of them (a sync of
-the database file and the WAL's index read each time) ran back to back, some 36 us of CPU an
-establishment at groups of one (bench/README.md, `bench/pfcp.py`); by the interval, checkpoints
-come at most 1 / `interval_s` times a second, each copying more pages. The writer keeps SQLite's
-own checkpoint at a higher mark as a backstop, should this thread fall behind. Durability is
-unchanged: a commit is durable once its WAL frames are synced, which the COMMIT still does itself.
+commits: the PFCP endpoint's groups of one to four requests (requests arriving evenly, below the
+rate at which a queue forms) are a thousand commits a second or more, and a checkpoint every 8 of
+them (a sync of the database file and the WAL's index read each time) ran back to back: in process,
+41-63 us of CPU an establishment at groups of one, 15-20 at four (bench/README.md, `bench/pfcp.py`);
+by the interval, checkpoints come at most 1 / `interval_s` times a second, each copying more pages
+(12-18 and 9-11 us). The writer keeps SQLite's own checkpoint at a higher mark as a backstop, should
+this thread fall behind. Durability is unchanged: a commit is durable once its WAL frames are
+synced, which the COMMIT still does itself.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ class Checkpointer:
         self._every, self._interval_s, self._clock = every, interval_s, clock
         self._commits = 0  # since the last wake-up (the writer's thread alone counts them)
         self._woken_at = -math.inf  # by `clock`
-        self.wake_ups = 0
+        self.wake_ups = 0  # how often it was woken (runs: how often it checkpointed)
         self._state = threading.Condition()
         self._wanted = False
         self._closing = False
