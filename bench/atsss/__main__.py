@@ -111,7 +111,7 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser.add_argument("--before", type=Path, metavar="BUILD",
                         help="a build directory of other code (its xdp_atsss.bpf.o and dpp.bpf.o, e.g. of the "
                         "commit before a change), measured in the same blocks as this tree's (*_before_ns): "
-                        "downlink, acks, gate")
+                        "uplink, downlink, acks, gate, flows")
     parser.add_argument("--cases", default=",".join(CASES), help=f"which, comma-separated, of {','.join(CASES)}")
     parser.add_argument("--schedulers", nargs="+", default=list(MODES), metavar="NAME",
                         help="downlink: which of the schedulers' cases, each name quoted (default: every one)")
@@ -220,29 +220,37 @@ ACK_CASES = {"uplink Ack, no Ack Vector": (b"", 2),
              "uplink Ack + long Ack Vector (64 bytes), 61 numbers judged": (uplink.long_vector(), 61)}
 
 
-def uplink_rows(args: argparse.Namespace, harness: Harness, bench: AtsssBench, rng: random.Random) -> list[dict]:
+def uplink_rows(args: argparse.Namespace, harness: Harness, benches: dict[str, AtsssBench],
+                rng: random.Random) -> list[dict]:
     """The uplink's rows: decapsulation alone and with an Ack into the ring for every Data packet,
-    one session and 10,000, against the floor."""
+    one session and 10,000, against the floor; "before" too if given, each build's ring its own."""
     rows = []
     frame = uplink.data_frame(FIRST_UE)
-    uplink.install(bench.obj, SESSIONS, FIRST_UE)
-    ring = AckRing(bench.obj.map_fd("dpp_atsss_acks"))
+    rings = {}
+    for name, bench in benches.items():
+        uplink.install(bench.obj, SESSIONS, FIRST_UE)
+        rings[name] = AckRing(bench.obj.map_fd("dpp_atsss_acks"))
     try:
         for case, ratio in UPLINK_CASES.items():
-            uplink.set_ack_ratio(bench.obj, ratio)
+            for bench in benches.values():
+                uplink.set_ack_ratio(bench.obj, ratio)
             for sessions in (1, SESSIONS):
                 harness.set_walk(uplink.walk(sessions, FIRST_UE))
                 floor = functools.partial(timed_walk, harness, harness.empty_fd, frame, XDP_PASS)
-                atsss = functools.partial(timed_walk, harness, bench.prog_fd, frame, XDP_PASS)
-                subjects = {"floor": functools.partial(uplink.drained_runs, floor, ring, args.repeat),
-                            "atsss": functools.partial(uplink.drained_runs, atsss, ring, args.repeat)}  # fmt: skip
-                lost = acks_lost(bench)
-                medians = interleaved_medians(subjects, args.runs, rng)
-                if acks_lost(bench) != lost:
+                subjects = {"floor": functools.partial(uplink.drained_runs, floor, rings["atsss"], args.repeat)}
+                for name, bench in benches.items():
+                    run = functools.partial(timed_walk, harness, bench.prog_fd, frame, XDP_PASS)
+                    subjects[name] = functools.partial(uplink.drained_runs, run, rings[name], args.repeat)
+                lost = {name: acks_lost(bench) for name, bench in benches.items()}
+                samples = interleaved_samples(subjects, args.runs, rng)
+                if any(acks_lost(bench) != lost[name] for name, bench in benches.items()):
                     raise RuntimeError("the ring lost Acks: the case is not what it says")
-                rows.append(row(("case", case), sessions, "uplink", medians))
+                medians = {name: statistics.median(values) for name, values in samples.items()}
+                rows.append({**row(("case", case), sessions, "uplink", medians), **blocks(samples)})
+                print(blocks_line(rows[-1]), flush=True)
     finally:
-        ring.close()
+        for ring in rings.values():
+            ring.close()
     return rows
 
 
@@ -380,7 +388,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         bench = benches["atsss"]
         try:
             if "uplink" in cases:
-                rows += uplink_rows(args, harness, bench, rng)
+                rows += uplink_rows(args, harness, benches, rng)
             if "acks" in cases:
                 rows += ack_rows(args, harness, benches, rng)
             if "downlink" in cases:

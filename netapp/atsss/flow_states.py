@@ -103,9 +103,11 @@ class FlowStates:
 
 @contextmanager
 def undone_on_failure(store: Store) -> Iterator[list[Callable[[], None]]]:
-    """The store's transaction of an MTS session's change, and the undos of its writes of the maps,
-    appended in order and run backwards when it fails, its commit too: the store then holds what it
-    held, and so must the maps (no rule naming a flow state slot the store gives no session)."""
+    """The store's transaction of a change of ATSSS's sessions (an ATSSS session's, an MTS
+    session's), and the undos of its writes of the maps, appended in order and run backwards when
+    it fails, its commit too: the store then holds what it held, and so must the maps (no session
+    the API says does not exist in the data path, no rule naming a flow state slot the store gives
+    no session)."""
     undos: list[Callable[[], None]] = []
     try:
         with store.transaction():

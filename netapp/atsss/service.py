@@ -2,8 +2,9 @@
 reconciled at start.
 
 A change touches the sessions of one or two UEs (a replace may move a session to another UE): the
-store's transaction and the sync of those UEs' entries go together, and the maps refusing syncs
-them back to what they held and rolls the store back. A stored session the node cannot serve now
+store's transaction and the sync of those UEs' entries go together: the maps refusing syncs
+them back to what they held and rolls the store back, and the store failing to commit puts the
+maps back as they were (with the numbers the data path had taken in what the change deleted). A stored session the node cannot serve now
 (an interface gone, a neighbour unknown) stays stored, out of the maps, and is told in `unserved`.
 Without a data plane the sessions are only stored, and reach the maps when a service with one
 starts (`reconcile`).
@@ -30,30 +31,48 @@ import logging
 import socket
 import threading
 from contextlib import nullcontext
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Callable, ContextManager, Mapping, NamedTuple, Optional
 
 from pydantic import ValidationError
 
 from netapp.atsss import store as stored
-from netapp.atsss.abi import MAX_PATHS, TX_GROUPS, Path, PathFlags
+from netapp.atsss.abi import TX_GROUPS, Path, PathFlags
+from netapp.atsss.admission import (
+    check_interfaces,
+    check_redundant,
+    check_subflows,
+    check_ue,
+    check_weights,
+    runs_in,
+    slots_for,
+    steered_by,
+)
 from netapp.atsss.flow_states import FlowStates, undone_on_failure
 from netapp.atsss.flows import Rules, apply_rules, check_overlaps, check_tenant_room, stored_rules_of, ue_rules, with_state
 from netapp.atsss.groups import GroupPlan, GroupsFull, PortNames, TxGroups
 from netapp.atsss.models import (
-    AtsssPath,
     AtsssSession,
     AtsssSessionPatch,
     AtsssSessionSpec,
     PathCounters,
     SessionCounters,
-    SessionDefinition,
     SteeringMode,
-    redundant_problem,
 )
 from netapp.atsss.resolve import Unresolved, path_macs
 from netapp.atsss.scope import check_scope
-from netapp.atsss.table import AtsssMaps, AtsssTables, Macs, PathCounts, PathLoss, ProgramFd, TableOf, entries_of
+from netapp.atsss.table import (
+    AtsssMaps,
+    AtsssTables,
+    Macs,
+    Moved,
+    PathCounts,
+    PathLoss,
+    ProgramFd,
+    TableOf,
+    entries_of,
+)
 from netapp.dataplane.binding import DataplaneError
 from netapp.intents.errors import IntentError
 from netapp.service.contract import (
@@ -75,7 +94,7 @@ log = logging.getLogger(__name__)
 
 PathMacs = Callable[[AtsssSession, int, Optional[int]], Macs]
 # A path's identity while it runs: its session's tenant and name and its slot, not its position (a
-# body that reorders the paths keeps their slots, _slots_for, and so their rates and measured loss;
+# body that reorders the paths keeps their slots, admission.slots_for, and so their rates and measured loss;
 # a path given another slot, or its slot emptied and given again, starts over: its counters are zeroed).
 PathKey = tuple[str, str, int]
 
@@ -93,12 +112,6 @@ def interface_index(name: str) -> Optional[int]:
 
 def resolve_macs(session: AtsssSession, index: int, ifindex: Optional[int]) -> Macs:
     return path_macs(session.paths[index], index, ifindex)
-
-
-def path_identity(path: AtsssPath) -> tuple:
-    """What makes a path the same path across a change: its subflow (addresses, ports) and access.
-    The rest (up, RTT, weight, MACs...) is what its slot's words say in place."""
-    return stored.subflow_of(path), path.access
 
 
 class PathReading(NamedTuple):
@@ -141,66 +154,18 @@ def session_counters(session: AtsssSession, readings: list[PathReading]) -> Sess
     return SessionCounters(name=session.name, tenant=session.tenant, ue=session.ue, paths=paths)
 
 
-def check_ue(store: Store, tenant: str, spec: SessionDefinition, old: Optional[AtsssSession]) -> None:
-    """Conflict when another session holds the UE, or when the session moves off a UE an MTS
-    session steers."""
-    holder = stored.session_of_ue(store, str(spec.ue))
-    if holder is not None and (old is None or holder != (old.tenant, old.name)):
-        whose = f"session {holder[1]!r}" if holder[0] == tenant else "a session of another tenant"
-        raise Conflict(f"UE {spec.ue} has an ATSSS session already ({whose}): a UE's downlink has one scheduler",
-                       field="ue")
-    steering = steered_by(old) if old is not None and old.ue != spec.ue else None
-    if steering is not None and old is not None:
-        raise Conflict(f"MTS session {steering!r} steers UE {old.ue}: delete it before moving the session",
-                       field="ue")
+@dataclass
+class Found:
+    """What a change of the maps found, to put back if the maps refuse it or the store its COMMIT:
+    the stored sessions of its UEs, the groups of ports, the sessions told unserved; the raw keys of
+    its UEs, the path slots they had or have, and what the data path had moved in them."""
 
-
-def check_subflows(store: Store, tenant: str, spec: SessionDefinition, old: Optional[AtsssSession]) -> None:
-    """Conflict naming the path whose subflow is another session's path: a subflow's uplink
-    packets are found by its addresses and ports alone (dpp_atsss_uplink), so a second session
-    of them would take the first one's uplink (maybe another tenant's: whose is not said)."""
-    subflows = [stored.subflow_of(path) for path in spec.paths]
-    holders = stored.subflow_holders(store, subflows)
-    for i, subflow in enumerate(subflows):
-        holder = holders.get(subflow)
-        if holder is not None and (old is None or holder != (old.tenant, old.name)):
-            whose = f"session {holder[1]!r}" if holder[0] == tenant else "a session of another tenant"
-            local, peer, local_port, peer_port = subflow
-            raise Conflict(f"paths[{i}]: the subflow {local} port {local_port} - {peer} port {peer_port} is a path "
-                           f"of {whose} already: its uplink packets reach one session", field=f"paths[{i}]")
-
-
-def check_weights(paths: list[AtsssPath], modes: set[SteeringMode], field: str, whose: str) -> None:
-    """InvalidInput naming `field` when one of `modes` is weighted and every path's weight is 0:
-    the data path would drop each frame of it as if every path were down."""
-    if SteeringMode.WEIGHTED in modes and not any(path.weight for path in paths):
-        why = f"{whose}weighted mode needs a path of weight above 0: every weight is 0"
-        raise InvalidInput(f"{field}: {why}", field=field, reason=why, allowed="a path of weight 1 or more")
-
-
-def check_interfaces(paths: list[AtsssPath]) -> None:
-    """InvalidInput naming the first path that cannot carry a redundant copy (models.
-    redundant_problem): the session runs redundant through its MTS session's mode, which its
-    definition's own check does not see."""
-    problem = redundant_problem(paths)
-    if problem is not None:
-        field, why = problem
-        raise InvalidInput(f"{field}: the session runs redundant (its MTS session's mode): {why}", field=field)
-
-
-def check_redundant(session: AtsssSession, field: str) -> None:
-    """InvalidInput naming `field` (the caller's name of the mode) when `session`'s paths cannot
-    run redundant (models.redundant_problem)."""
-    problem = redundant_problem(session.paths)
-    if problem is not None:
-        path_field, why = problem
-        why = f"ATSSS session {session.name!r}'s {path_field}: {why} (/api/v1/atsss/sessions)"
-        raise InvalidInput(f"{field}: {why}", field=field, reason=why)
-
-
-def steered_by(session: AtsssSession) -> Optional[str]:
-    """An MTS session steering the session's UE (its whole downlink, or flows of it), None when none."""
-    return session.mts_session or next(iter(session.mts_flows), None)
+    sessions: list[AtsssSession]
+    groups: dict[PortNames, int]
+    unserved: dict[str, str]
+    ues: list[bytes] = field(default_factory=list)
+    slots: list[int] = field(default_factory=list)
+    moved: Moved = field(default_factory=Moved)
 
 
 class Atsss:
@@ -320,7 +285,7 @@ class Atsss:
     def put_session(self, who: Principal, name: str, spec: AtsssSessionSpec) -> tuple[AtsssSession, bool]:
         """Create or replace the session `name` names; True when created. Paths keep their slots
         while they are the same subflow on the same access, wherever the body puts them (and their
-        DCCP sequence numbers and counters, _slots_for)."""
+        DCCP sequence numbers and counters, admission.slots_for)."""
         return self._put(who, self._owner(who, name, spec), spec, must_be_new=False)
 
     def patch_session(self, who: Principal, name: str, patch: AtsssSessionPatch) -> AtsssSession:
@@ -346,7 +311,7 @@ class Atsss:
     def delete_session(self, who: Principal, name: str) -> None:
         ServiceState.require(who, Scope.INTENTS_WRITE)
         owner, local = ServiceState.owner(who, name, "session")
-        with self._lock, self.store.transaction():
+        with self._lock, undone_on_failure(self.store) as undos:
             old = stored.stored_session(self.store, owner, local)
             if old is None:
                 raise NotFound(f"no ATSSS session {name!r}")
@@ -355,7 +320,7 @@ class Atsss:
                 raise Conflict(f"MTS session {steering!r} steers this session's UE: delete it first "
                                f"(/mts/v1/mts_sessions/{steering})", field="name")
             stored.remove_session(self.store, owner, local)
-            self._apply([old], [], None)
+            undos.append(self._apply([old], [], None))
         self.unserved.pop(f"{owner}/{local}", None)
 
     def steer(self, tenant: str, mts_id: str, ue: str, mode: SteeringMode, body: dict, field: str,
@@ -431,7 +396,7 @@ class Atsss:
         return ServiceState.writer_owner(who, name, "session", spec.name)
 
     def _put(self, who: Principal, tenant: str, spec: AtsssSessionSpec, must_be_new: bool) -> tuple[AtsssSession, bool]:
-        with self._lock, self.store.transaction():
+        with self._lock, undone_on_failure(self.store) as undos:
             policy = TenantPolicy(self.store)
             check_scope(spec, policy.grants_for(who, tenant), tenant, policy.interfaces_for(who, tenant),
                         lambda: site_addresses(self._netns))
@@ -444,28 +409,21 @@ class Atsss:
                                           policy.quotas_of(tenant).atsss_sessions, "delete one first")
             check_ue(self.store, tenant, spec, old)
             check_subflows(self.store, tenant, spec, old)
-            if SteeringMode.REDUNDANT in self._runs(spec, old):
+            if SteeringMode.REDUNDANT in runs_in(spec, old):
                 check_interfaces(spec.paths)
-            check_weights(spec.paths, self._runs(spec, old), "paths", "an MTS session runs the session's UE weighted: ")
+            check_weights(spec.paths, runs_in(spec, old), "paths", "an MTS session runs the session's UE weighted: ")
             ues = [str(spec.ue)] + ([str(old.ue)] if old is not None else [])
             before = stored.sessions_of_ues(self.store, ues)
             session = AtsssSession(
-                **dict(spec), tenant=tenant, slots=self._slots_for(spec, old),
+                **dict(spec), tenant=tenant, slots=slots_for(self.store, spec, old),
                 effective_mode=spec.mode, updated_at=self._clock(),
                 revision=old.revision + 1 if old is not None else 1)  # fmt: skip
             stored.save_session(self.store, session)
             session = stored.stored_session(self.store, tenant, spec.name)
             assert session is not None
-            self._apply(before, stored.sessions_of_ues(self.store, ues), session)
+            undos.append(self._apply(before, stored.sessions_of_ues(self.store, ues), session))
         self.unserved.pop(f"{tenant}/{spec.name}", None)
         return session, old is None
-
-    @staticmethod
-    def _runs(spec: AtsssSessionSpec, old: Optional[AtsssSession]) -> set[SteeringMode]:
-        """The modes the data path will run the session in: its MTS session's, if one steers it,
-        and those of the MTS sessions with flow filters of its UE."""
-        whole = old.effective_mode if old is not None and old.mts_session is not None else spec.mode
-        return {whole, *(old.mts_flows.values() if old is not None else ())}
 
     def _rules_lock(self) -> ContextManager:
         """The service's lock, taken before the store's as every change of the classifier takes it
@@ -482,26 +440,6 @@ class Atsss:
                                 f"interfaces; the interfaces {list(exc.args[0])} need one: give the paths the "
                                 "interfaces of another redundant session, or delete one", field="paths") from None
 
-    def _slots_for(self, spec: AtsssSessionSpec, old: Optional[AtsssSession]) -> list[int]:
-        """The path slots of `spec`'s paths: a path of `old` kept in its slot wherever `spec` puts
-        it, matched by identity (path_identity: its subflow and access), not by position, so that
-        a body that only reorders the paths moves no path's DCCP numbers or counts; a new subflow a
-        free slot, written whole before the session leads to it (netapp.atsss.table: the control
-        plane never writes a path's numbers or counts in place)."""
-        held = {path_identity(path): slot for path, slot in zip(old.paths, old.slots)} if old is not None else {}
-        kept = [held.pop(path_identity(path), None) for path in spec.paths]
-        fresh = iter(self._free_slots(kept.count(None)))
-        return [slot if slot is not None else next(fresh) for slot in kept]
-
-    def _free_slots(self, count: int) -> list[int]:
-        if count <= 0:
-            return []
-        slots = stored.free_slots(self.store, count)
-        if slots is None:
-            raise DataplaneFull(f"the node's {MAX_PATHS - 1} ATSSS path slots cannot hold {count} more paths",
-                                field="paths")
-        return slots
-
     def _apply_flows(self, before: list[AtsssSession], after: list[AtsssSession], old: Rules,
                      new: Rules) -> Callable[[], None]:
         """An MTS session's change: its flow rules `old` replaced by `new` in one write of the
@@ -513,45 +451,52 @@ class Atsss:
         first), for a store transaction that fails after them."""
         undo_rules = apply_rules(self.rules, old, new)
         try:
-            self._apply(before, after, None)
+            undo_sessions = self._apply(before, after, None)
         except BaseException:
             undo_rules()
             raise
 
         def undo() -> None:
-            self._served = None  # loaded again
-            if self._maps is not None:
-                with namespace(self._netns):
-                    self._undo(self._tables(before, None, quiet=True), *entries_of(before + after))
+            undo_sessions()
             undo_rules()
 
         return undo
 
-    def _apply(self, before: list[AtsssSession], after: list[AtsssSession], changed: Optional[AtsssSession]) -> None:
+    def _apply(self, before: list[AtsssSession], after: list[AtsssSession],
+               changed: Optional[AtsssSession]) -> Callable[[], None]:
         """The maps' entries of the UEs of `before` and `after` made those of `after` (in the
         caller's store transaction): InvalidInput naming the path of `changed` whose addresses
-        cannot be found; the maps refusing, synced back to `before`."""
+        cannot be found; the maps refusing, put back as they were (`_put_back`). Returns the undo
+        of its writes, for a transaction that fails after them (its COMMIT: the store then holds
+        `before`, and so must the maps)."""
         served, self._served = self._served, None  # loaded again if this fails
+        found = Found(before, dict(self._groups.assigned), dict(self.unserved))
         redundant = any(session.sends_copies for session in before + after)
-        plan = self._plan_groups(stored.load_sessions(self.store)) if redundant else None
-        if plan is not None and self._maps is None:
-            self._groups.write(plan, None, None)
-        tables = self._tables(after, changed, groups=plan.assigned if plan is not None else None)
+        try:
+            plan = self._plan_groups(stored.load_sessions(self.store)) if redundant else None
+            if plan is not None and self._maps is None:
+                self._groups.write(plan, None, None)
+            tables = self._tables(after, changed, groups=plan.assigned if plan is not None else None)
+        except BaseException:
+            self._groups.assigned, self.unserved = found.groups, found.unserved
+            raise
         if self._maps is None:
-            return
-        ues, slots = entries_of(before + after)
+            return lambda: self._put_back(found)
+        found.ues, found.slots = entries_of(before + after)
         with namespace(self._netns):
+            found.moved = self._maps.moved(found.ues, found.slots)
             try:
                 if plan is not None:
                     self._groups.write(plan, self._maps, self._program_fd)
-                self._maps.sync(tables, ues, slots)
+                self._maps.sync(tables, found.ues, found.slots)
             except DataplaneError as exc:
-                self._undo(self._tables(before, None, quiet=True), ues, slots)
+                self._put_back(found)
                 raise DataplaneUnavailable(f"the data plane refused the ATSSS sessions: {exc}") from exc
             if plan is not None:
                 self._groups.clear(plan, self._maps)
         if served is not None:
             self._served = self._served_after(served, before + after, after)
+        return lambda: self._put_back(found)
 
     def _served_after(self, served: list[AtsssSession], touched: list[AtsssSession],
                       after: list[AtsssSession]) -> list[AtsssSession]:
@@ -560,11 +505,29 @@ class Atsss:
         return [session for session in served if (session.tenant, session.name) not in names] + [
             session for session in after if f"{session.tenant}/{session.name}" not in self.unserved]
 
-    def _undo(self, before: AtsssTables, ues: list[bytes], slots: list[int]) -> None:
-        try:
-            self._maps.sync(before, ues, slots)  # type: ignore[union-attr]
-        except DataplaneError as exc:
-            log.error("ATSSS's maps could not be put back after a refused change (%s): a restart reconciles them", exc)
+    def _put_back(self, found: Found) -> None:
+        """The maps as a change `found` them, once they refused it or the store its COMMIT: its UEs'
+        sessions and paths (those it deleted or emptied with the numbers and counts the data path
+        had moved in them), its groups of ports (those it emptied written again before the
+        sessions, those it wrote emptied after), the sessions told unserved; the served ones loaded
+        again. The maps refusing now is logged: a restart's reconcile puts them right."""
+        self._served = None
+        self.unserved = dict(found.unserved)
+        gone = set(self._groups.assigned.values()) - set(found.groups.values())
+        plan = GroupPlan(dict(found.groups), stale=sorted(gone))
+        if self._maps is None:
+            self._groups.write(plan, None, None)
+            return
+        tables = self._tables(found.sessions, None, quiet=True, groups=found.groups)
+        tables.carry(found.moved)
+        with namespace(self._netns):
+            try:
+                self._groups.write(plan, self._maps, self._program_fd)
+                self._maps.sync(tables, found.ues, found.slots)
+                self._groups.clear(plan, self._maps)
+            except DataplaneError as exc:
+                log.error("ATSSS's maps could not be put back after a failed change (%s): a restart reconciles them",
+                          exc)
 
     def _tables(self, sessions: list[AtsssSession], changed: Optional[AtsssSession], quiet: bool = False,
                 groups: Optional[dict[PortNames, int]] = None) -> AtsssTables:

@@ -26,6 +26,12 @@ emptied; a path's uplink entry is written with the path and deleted once no path
 set before its session is written and cleared once no session left has that bit, which a count of
 the sessions per bit says without reading the others (a delete costs the same among 10 sessions or
 10,000).
+
+A change is undone (the maps refused it, or the store its COMMIT) by a sync back to what the UEs'
+sessions were, carrying into the entries it writes anew (those the change deleted or emptied) the
+numbers and counts the data path had moved in them, read before the change (`AtsssMaps.moved`,
+`AtsssTables.carry`): a session deleted and put back goes on with its MP_SEQ numbers, a path with its
+DCCP numbers and counters.
 """
 
 from __future__ import annotations
@@ -170,12 +176,27 @@ def session_value(session: AtsssSession, tx_group: int = 0) -> Session:
 
 
 @dataclass
+class Moved:
+    """What the data path had moved in some sessions and paths, read before a change (raw session key
+    -> session, path slot -> path, what it received per CPU, its loss estimate): carried by the
+    change's undo into the entries it writes anew, those the change deleted or emptied, so that
+    they are what they were and no MP_SEQ or DCCP number is given again."""
+
+    sessions: dict[bytes, Session] = field(default_factory=dict)
+    paths: dict[int, Path] = field(default_factory=dict)
+    stats: dict[int, ctypes.Array] = field(default_factory=dict)
+    rx: dict[int, PathRx] = field(default_factory=dict)
+
+
+@dataclass
 class AtsssTables:
-    """What the maps hold for some UEs: raw session key -> (key, session), path slot -> path."""
+    """What the maps hold for some UEs: raw session key -> (key, session), path slot -> path; what a
+    path written anew starts from besides (`moved`: none, zeroed)."""
 
     sessions: dict[bytes, tuple[SessionKey, Session]] = field(default_factory=dict)
     paths: dict[int, Path] = field(default_factory=dict)
     uplinks: dict[int, Uplink] = field(default_factory=dict)  # path slot -> its uplink entry's value
+    moved: Moved = field(default_factory=Moved)
 
     def add(self, session: AtsssSession, macs: list[Macs], tx_group: int = 0) -> None:
         key = session_key(session.ue)
@@ -183,6 +204,19 @@ class AtsssTables:
         for position, slot in enumerate(session.slots):
             self.paths[slot] = path_value(session, position, macs[position])
             self.uplinks[slot] = uplink_value(session, slot)
+
+    def carry(self, moved: Moved) -> None:
+        """The data path's words of `moved` in these entries: a sync writes them where it writes an
+        entry anew (it leaves them to the data path in the others)."""
+        for raw, (_, value) in self.sessions.items():
+            if raw in moved.sessions:
+                value.current[:] = moved.sessions[raw].current[:]
+                value.mp_seq = moved.sessions[raw].mp_seq
+        for slot, path in self.paths.items():
+            if slot in moved.paths:
+                for name in PATH_MOVED:
+                    setattr(path, name, getattr(moved.paths[slot], name))
+        self.moved = moved
 
 
 def _session_part(value: Session) -> tuple:
@@ -291,7 +325,7 @@ class AtsssMaps:
         self._bit_counts = None  # counted again from the map if this sync fails on the way
         used = {slot for _, value in held.values() for slot in value.path[: value.n_paths]}
         before = self._uplink_keys(sorted(used | set(slots)))
-        self._write_paths(tables.paths, used)
+        self._write_paths(tables.paths, used, tables.moved)
         self._write_uplinks(tables)
         self._set_ue_bits([key for key, _ in tables.sessions.values()])
         self._write_sessions(tables.sessions, held)
@@ -381,16 +415,18 @@ class AtsssMaps:
         keys = [SessionKey.from_buffer_copy(raw) for raw in set(ues)]
         return {bytes(key): (key, value) for key, value in zip(keys, self._sessions.lookup(keys)) if value is not None}
 
-    def _write_paths(self, wanted: dict[int, Path], used: set[int]) -> None:
-        """New paths written whole (their counters zeroed: the slot may have been another's), before
+    def _write_paths(self, wanted: dict[int, Path], used: set[int], moved: Moved) -> None:
+        """New paths written whole (their counters zeroed, the slot may have been another's, or
+        `moved`'s: a change's undo writing a path the change emptied), before
         any session leads to them; in a path that sessions lead to, the control plane's words that
         changed stored in place, its DCCP sequence number and counters left to the data path."""
         slots = sorted(wanted)
         fresh = [slot for slot in slots if slot not in used]
         changed = [slot for slot, now in zip(slots, self._paths.lookup([c_uint32(slot) for slot in slots]))
                    if slot in used and (now is None or _path_part(now) != _path_part(wanted[slot]))]
-        self._stats.fill([c_uint32(slot) for slot in fresh])  # type: ignore[attr-defined]
-        self._rx.update([(c_uint32(slot), PathRx()) for slot in fresh])
+        self._stats.fill([c_uint32(slot) for slot in fresh if slot not in moved.stats])  # type: ignore[attr-defined]
+        self._stats.update([(c_uint32(slot), moved.stats[slot]) for slot in fresh if slot in moved.stats])
+        self._rx.update([(c_uint32(slot), moved.rx.get(slot, PathRx())) for slot in fresh])
         self._paths.update([(c_uint32(slot), wanted[slot]) for slot in fresh])
         if changed:
             with self._paths.in_place() as paths:
@@ -484,6 +520,18 @@ class AtsssMaps:
         return self._tx.ports()
 
     # --- reads ---------------------------------------------------------------------------------
+
+    def moved(self, ues: Iterable[bytes], slots: Iterable[int]) -> Moved:
+        """The sessions of the raw keys `ues` and the paths the `slots` hold, as the maps have them:
+        read before a change, for its undo (AtsssTables.carry)."""
+        slots = sorted(set(slots))
+        keys = [c_uint32(slot) for slot in slots]
+        moved = Moved({raw: value for raw, (_, value) in self._held(ues).items()})
+        for slot, path, stats, rx in zip(slots, self._paths.lookup(keys), self._stats.lookup(keys),
+                                         self._rx.lookup(keys)):
+            if path is not None and path.family:
+                moved.paths[slot], moved.stats[slot], moved.rx[slot] = path, stats, rx
+        return moved
 
     def paths(self, slots: list[int]) -> list[Optional[Path]]:
         return self._paths.lookup([c_uint32(slot) for slot in slots])

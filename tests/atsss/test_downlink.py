@@ -59,6 +59,16 @@ def test_every_frame_is_byte_for_byte_the_layouts(atsss, sessions, ue, cellular,
         expected_seq[slot] += 1
 
 
+def test_every_ue_packet_length_summed_by_loads_is_byte_for_byte_the_layouts(atsss, sessions):
+    """UE packets of 28 to 283 bytes, summed (their UDP checksum 0): below 256 by loads, each piece of
+    128 to 4 bytes and a tail of 1 to 3 (nf/atsss/bytes_sum.h), from 256 by csum_packet."""
+    sessions(UE4, Mode.ROUND_ROBIN, [(1, CELLULAR4, 7)])
+    for n, payload_len in enumerate(range(256)):
+        inner = ue_packet(UE4, (bytes(range(1, 256)) * 2)[:payload_len])
+        verdict, out = atsss.run(ethernet(inner))
+        assert (verdict, out) == (XDP_TX, expected_frame(CELLULAR4, 7 + n, n, inner)), f"UE packet of {len(inner)} bytes"
+
+
 @pytest.mark.parametrize("cellular, wifi", [(CELLULAR4, WIFI6), (CELLULAR6, WIFI4)], ids=["v4, v6", "v6, v4"])
 @pytest.mark.parametrize("payload_len", [0, 3, 1400])
 def test_a_header_checksum_session_covers_the_header_and_options_only(atsss, sessions, cellular, wifi, payload_len):

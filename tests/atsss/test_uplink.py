@@ -79,6 +79,19 @@ def test_data_from_either_access_is_decapsulated_byte_for_byte(atsss, session, u
     assert counted(atsss, before) == {UplinkReason.DECAPSULATED: 6}
 
 
+def test_every_data_length_summed_by_loads_is_checked(atsss, session):
+    """DCCP packets of 52 to 307 bytes: below 256 summed by loads (nf/atsss/bytes_sum.h), each piece
+    and tail; right, decapsulated; a payload byte changed, refused as a bad checksum."""
+    session(UE4, [CELLULAR4])
+    before = atsss.uplink_counts()
+    for n, payload_len in enumerate(range(256)):
+        inner = ue_up(UE4, (bytes(range(1, 256)) * 2)[:payload_len])
+        frame = uplink_frame(CELLULAR4, inner, seq=100 + n)
+        assert atsss.run(frame) == (XDP_PASS, decapsulated(inner)), f"UE packet of {len(inner)} bytes"
+        assert atsss.run(frame[:-1] + bytes([frame[-1] ^ 0x80]))[0] == XDP_PASS  # passed, not decapsulated
+    assert counted(atsss, before) == {UplinkReason.DECAPSULATED: 256, UplinkReason.BAD_CHECKSUM: 256}
+
+
 def ue_up(ue: str, payload: bytes = b"uplink data") -> bytes:
     """A UDP datagram from the UE to the data network."""
     return ue_packet("198.51.100.7" if ":" not in ue else "2001:db8:dd::7", payload, src=ue)

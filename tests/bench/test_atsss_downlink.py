@@ -58,6 +58,22 @@ def test_a_small_downlink_run_against_a_build_gives_each_row_its_blocks_and_each
             assert stats["min"] <= stats["q1"] <= stats["median"] <= stats["q3"] <= stats["max"]
 
 
+def test_a_small_uplink_run_against_a_build_times_both_builds_in_the_same_blocks(tmp_path):
+    """Each build's Acks into its own ring, none lost; every row with its blocks' differences."""
+    require_kernel()
+    out = tmp_path / "atsss.json"
+    argv = ["--cases", "uplink", "--runs", "3", "--repeat", "4000", "--before", str(DATAPLANE / "build"),
+            "--out", str(out)]  # fmt: skip
+    assert atsss_main.main(argv) == 0
+    rows = json.loads(out.read_text())["results"]
+    assert [(row["case"], row["sessions"]) for row in rows] == [
+        (case, sessions) for case in atsss_main.UPLINK_CASES for sessions in (1, atsss_main.SESSIONS)]
+    for row in rows:
+        assert row["uplink_before_ns"] > 0
+        stats = row["minus_before_blocks_ns"]
+        assert stats["min"] <= stats["q1"] <= stats["median"] <= stats["q3"] <= stats["max"]
+
+
 def test_the_empty_program_runs_two_instructions_in_python():
     require_kernel()
     frame = atsss_main.ue_frame()

@@ -39,6 +39,7 @@
 #include "dpp/nf/atsss.h"
 #include "nf/atsss/maps.h"
 #include "nf/atsss/dccp.h"
+#include "nf/atsss/bytes_sum.h"
 #include "nf/atsss/downlink.h"
 #include "nf/atsss/loss.h"
 
@@ -172,11 +173,11 @@ static __always_inline __u64 atsss_up_addr_sum(const struct atsss_up *u)
 	       u->dst[3];
 }
 
-/* The sum of the `covered` bytes of the DCCP packet at l4 (-1: not all there). A global function:
- * csum_packet's loop is verified once. */
+/* The sum of the `covered` bytes of the DCCP packet at l4 (-1: not all there), by loads below 256
+ * bytes (nf/atsss/bytes_sum.h). A global function: its pieces and csum_packet's loop are verified once. */
 __attribute__((noinline)) __s64 dpp_atsss_sum_dccp(struct xdp_md *ctx, __u32 l4, __u32 covered)
 {
-	return csum_packet(ctx, l4, covered);
+	return atsss_bytes_sum(ctx, l4, covered);
 }
 
 /* The checksum (9.1, 9.2): over the pseudo-header and the bytes CsCov covers (0: all; n: the header

@@ -1,0 +1,118 @@
+"""What an ATSSS session's change must pass before it is written (netapp.atsss.service): its UE and
+subflows no other session's, weights and interfaces its modes can run, and the path slots its paths
+are given."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from netapp.atsss import store as stored
+from netapp.atsss.abi import MAX_PATHS
+from netapp.atsss.models import (
+    AtsssPath,
+    AtsssSession,
+    AtsssSessionSpec,
+    SessionDefinition,
+    SteeringMode,
+    redundant_problem,
+)
+from netapp.service.contract import Conflict, DataplaneFull, InvalidInput
+from netapp.service.store import Store
+
+
+def path_identity(path: AtsssPath) -> tuple:
+    """What makes a path the same path across a change: its subflow (addresses, ports) and access.
+    The rest (up, RTT, weight, MACs...) is what its slot's words say in place."""
+    return stored.subflow_of(path), path.access
+
+
+def check_ue(store: Store, tenant: str, spec: SessionDefinition, old: Optional[AtsssSession]) -> None:
+    """Conflict when another session holds the UE, or when the session moves off a UE an MTS
+    session steers."""
+    holder = stored.session_of_ue(store, str(spec.ue))
+    if holder is not None and (old is None or holder != (old.tenant, old.name)):
+        whose = f"session {holder[1]!r}" if holder[0] == tenant else "a session of another tenant"
+        raise Conflict(f"UE {spec.ue} has an ATSSS session already ({whose}): a UE's downlink has one scheduler",
+                       field="ue")
+    steering = steered_by(old) if old is not None and old.ue != spec.ue else None
+    if steering is not None and old is not None:
+        raise Conflict(f"MTS session {steering!r} steers UE {old.ue}: delete it before moving the session",
+                       field="ue")
+
+
+def check_subflows(store: Store, tenant: str, spec: SessionDefinition, old: Optional[AtsssSession]) -> None:
+    """Conflict naming the path whose subflow is another session's path: a subflow's uplink
+    packets are found by its addresses and ports alone (dpp_atsss_uplink), so a second session
+    of them would take the first one's uplink (maybe another tenant's: whose is not said)."""
+    subflows = [stored.subflow_of(path) for path in spec.paths]
+    holders = stored.subflow_holders(store, subflows)
+    for i, subflow in enumerate(subflows):
+        holder = holders.get(subflow)
+        if holder is not None and (old is None or holder != (old.tenant, old.name)):
+            whose = f"session {holder[1]!r}" if holder[0] == tenant else "a session of another tenant"
+            local, peer, local_port, peer_port = subflow
+            raise Conflict(f"paths[{i}]: the subflow {local} port {local_port} - {peer} port {peer_port} is a path "
+                           f"of {whose} already: its uplink packets reach one session", field=f"paths[{i}]")
+
+
+def check_weights(paths: list[AtsssPath], modes: set[SteeringMode], field: str, whose: str) -> None:
+    """InvalidInput naming `field` when one of `modes` is weighted and every path's weight is 0:
+    the data path would drop each frame of it as if every path were down."""
+    if SteeringMode.WEIGHTED in modes and not any(path.weight for path in paths):
+        why = f"{whose}weighted mode needs a path of weight above 0: every weight is 0"
+        raise InvalidInput(f"{field}: {why}", field=field, reason=why, allowed="a path of weight 1 or more")
+
+
+def check_interfaces(paths: list[AtsssPath]) -> None:
+    """InvalidInput naming the first path that cannot carry a redundant copy (models.
+    redundant_problem): the session runs redundant through its MTS session's mode, which its
+    definition's own check does not see."""
+    problem = redundant_problem(paths)
+    if problem is not None:
+        field, why = problem
+        raise InvalidInput(f"{field}: the session runs redundant (its MTS session's mode): {why}", field=field)
+
+
+def check_redundant(session: AtsssSession, field: str) -> None:
+    """InvalidInput naming `field` (the caller's name of the mode) when `session`'s paths cannot
+    run redundant (models.redundant_problem)."""
+    problem = redundant_problem(session.paths)
+    if problem is not None:
+        path_field, why = problem
+        why = f"ATSSS session {session.name!r}'s {path_field}: {why} (/api/v1/atsss/sessions)"
+        raise InvalidInput(f"{field}: {why}", field=field, reason=why)
+
+
+def steered_by(session: AtsssSession) -> Optional[str]:
+    """An MTS session steering the session's UE (its whole downlink, or flows of it), None when none."""
+    return session.mts_session or next(iter(session.mts_flows), None)
+
+
+def runs_in(spec: AtsssSessionSpec, old: Optional[AtsssSession]) -> set[SteeringMode]:
+    """The modes the data path will run the session in: its MTS session's, if one steers it,
+    and those of the MTS sessions with flow filters of its UE."""
+    whole = old.effective_mode if old is not None and old.mts_session is not None else spec.mode
+    return {whole, *(old.mts_flows.values() if old is not None else ())}
+
+
+def slots_for(store: Store, spec: AtsssSessionSpec, old: Optional[AtsssSession]) -> list[int]:
+    """The path slots of `spec`'s paths: a path of `old` kept in its slot wherever `spec` puts
+    it, matched by identity (path_identity: its subflow and access), not by position, so that
+    a body that only reorders the paths moves no path's DCCP numbers or counts; a new subflow a
+    free slot, written whole before the session leads to it (netapp.atsss.table: the control
+    plane never writes a path's numbers or counts in place)."""
+    held = {path_identity(path): slot for path, slot in zip(old.paths, old.slots)} if old is not None else {}
+    kept = [held.pop(path_identity(path), None) for path in spec.paths]
+    fresh = iter(free_slots(store, kept.count(None)))
+    return [slot if slot is not None else next(fresh) for slot in kept]
+
+
+def free_slots(store: Store, count: int) -> list[int]:
+    """`count` free path slots; DataplaneFull when the node has fewer."""
+    if count <= 0:
+        return []
+    slots = stored.free_slots(store, count)
+    if slots is None:
+        raise DataplaneFull(f"the node's {MAX_PATHS - 1} ATSSS path slots cannot hold {count} more paths",
+                            field="paths")
+    return slots

@@ -1,0 +1,168 @@
+"""An ATSSS session's change whose COMMIT the store refuses (a disk full, an I/O error: the store's
+commit made to fail here) leaves ATSSS's maps exactly as they were, through the REST API (the real
+uvicorn server) over the NetApp's pinned pipeline (dpp.bpf.o, its maps read here key by key): a
+create, a PUT moving a path to a new subflow, a PATCH of the weights (what the AI loop sends), a
+delete, and a PUT giving a redundant session other ports. The session the API says does not exist
+is not in the data path, the one it still holds is, with the numbers and counts its packets had
+moved (the downlink's MP_SEQ and DCCP numbers, what each path received, its loss estimate), and a
+redundant session leads to its group of ports again."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterator
+
+import httpx
+import pytest
+
+from netapp.atsss.abi import Access
+from netapp.atsss.index import SessionIndex
+from netapp.atsss.routes import get_atsss
+from netapp.atsss.service import Atsss
+from netapp.atsss.table import AtsssMaps
+from netapp.dataplane.facade import Dataplane
+from netapp.service import store as store_module
+from netapp.service.store import StoreError
+from tests.api import conftest as api
+from tests.api.problems import assert_problem
+from tests.atsss.atsss import PathSpec, decode, ethernet, path_body, ue_packet
+from tests.atsss.test_flows import CELL, WIFI, node  # noqa: F401 - node: the fixture, this module's own instance
+from tests.atsss.uplink import uplink_frame
+from tests.utils.service import ADMIN
+
+admin, api_app, client_for, server, service, tenant_a, tokens_path = (
+    api.admin, api.api_app, api.client_for, api.server, api.service, api.tenant_a, api.tokens_path)
+
+SESSIONS = "/api/v1/atsss/sessions"
+XDP_PASS, XDP_TX = "PASS", "TX"  # the pipeline's verdicts as Dataplane.test_run names them
+UE = "10.60.0.5"
+GRANTS = [{"dst": "10.60.0.0/24"}, *({"interface": f"acc{n}", "dst": "10.60.0.0/24"} for n in range(3))]
+WIFI2 = PathSpec("192.0.2.3", "203.0.113.9", 5005, 5006, Access.NON_THREE_GPP,
+                 bytes.fromhex("02000000aa03"), bytes.fromhex("02000000bb03"))
+# The maps a session's change writes, read whole (arrays: their entries not zero).
+MAPS = ("dpp_atsss_paths", "dpp_atsss_path_stats", "dpp_atsss_path_rx", "dpp_atsss_uplink", "dpp_atsss_ues",
+        "dpp_atsss_gate")
+
+
+def body(name: str = "ue5", ue: str = UE, mode: str = "weighted", paths: tuple[PathSpec, ...] = (CELL, WIFI),
+         weights: tuple[int, ...] = (3, 1), interfaces: tuple[str, ...] = ()) -> dict[str, Any]:
+    return {"name": name, "ue": ue, "mode": mode,
+            "paths": [path_body(spec, weight=weight, **({"interface": interfaces[n]} if interfaces else {}))
+                      for n, (spec, weight) in enumerate(zip(paths, weights))]}
+
+
+def held(dp: Dataplane) -> dict[str, Any]:
+    """Every entry of ATSSS's maps a session's change writes, as raw bytes: the sessions as the data
+    path finds them by UE address (through the index, read afresh), the paths, what they received
+    and their loss estimates by slot, the uplink entries, the UE filter, the gate, and the groups of
+    redundant ports with each position's ifindex."""
+    entries: dict[str, Any] = {"sessions": {bytes(key): bytes(value) for key, value in SessionIndex(dp.table).items()}}
+    for name in MAPS:
+        entries[name] = {bytes(key): bytes(value) for key, value in dp.table(name).items() if any(bytes(value))}
+    entries["dpp_atsss_tx"] = {group: {position: ifindex for position, (ifindex, _) in ports.items()}
+                               for group, ports in AtsssMaps(dp.table).groups_ports().items()}
+    return entries
+
+
+def traffic(dp: Dataplane, paths: tuple[PathSpec, ...] = (CELL, WIFI), frames: int = 5) -> None:
+    """What the UE's packets move in the maps: downlink frames (the session's MP_SEQ and scheduler
+    state, each path's DCCP number and what it sent), an uplink Data on each path (what it received,
+    its estimate's numbers)."""
+    for _ in range(frames):
+        assert dp.test_run(ethernet(ue_packet(UE))).verdict == XDP_TX
+    for seq, spec in enumerate(paths, start=7):
+        assert dp.test_run(uplink_frame(spec, ue_packet("198.51.100.80", b"up", src=UE), seq=seq)).verdict == XDP_PASS
+
+
+@pytest.fixture
+def atsss(api_app, admin, node_ns, node) -> Iterator[Atsss]:
+    """The API's ATSSS service over the node's maps (and its copy programs), in the namespace
+    of the node's addresses; tenant-a granted its UEs and access interfaces."""
+    atsss = Atsss(api_app.state.tenants.store, AtsssMaps(node.table), netns=node_ns,
+                  program_fd=node.program_fd)
+    api_app.dependency_overrides[get_atsss] = lambda: atsss
+    assert admin.put("/api/v1/tenants/tenant-a", json={"traffic": GRANTS}).status_code in (200, 201)
+    try:
+        yield atsss
+    finally:
+        api_app.dependency_overrides.pop(get_atsss, None)
+        for session in atsss.list_sessions(ADMIN):
+            atsss.delete_session(ADMIN, f"{session.tenant}/{session.name}")
+
+
+def refuse_commit(transaction: store_module.Transaction) -> None:
+    raise StoreError("commit: database or disk is full")
+
+
+def refused(request: Callable[[], httpx.Response], monkeypatch: pytest.MonkeyPatch) -> None:
+    """`request()` made while the store refuses every COMMIT: a 500 problem."""
+    with monkeypatch.context() as failing:
+        failing.setattr(store_module.Transaction, "commit", refuse_commit)
+        response = request()
+    assert_problem(response, 500)
+
+
+def test_a_create_the_store_does_not_commit_leaves_no_session_in_the_data_path(atsss, node, tenant_a,
+                                                                               monkeypatch):
+    before = held(node)
+
+    refused(lambda: tenant_a.post(SESSIONS, json=body()), monkeypatch)
+
+    assert held(node) == before
+    assert node.test_run(ethernet(ue_packet(UE))).verdict == XDP_PASS, "the UE's downlink as without ATSSS"
+    assert_problem(tenant_a.get(f"{SESSIONS}/ue5"), 404)
+    assert tenant_a.post(SESSIONS, json=body()).json()["slots"] == [1, 2], "its slots were not kept"
+
+
+def test_a_put_moving_a_path_the_store_does_not_commit_leaves_the_session_and_its_numbers(atsss, node, tenant_a,
+                                                                                          monkeypatch):
+    """The PUT empties WIFI's slot for WIFI2's new one: put back with WIFI's DCCP number and counts."""
+    assert tenant_a.post(SESSIONS, json=body()).status_code == 201
+    traffic(node)
+    before = held(node)
+
+    refused(lambda: tenant_a.put(f"{SESSIONS}/ue5", json=body(mode="round_robin", paths=(CELL, WIFI2))),
+            monkeypatch)
+
+    assert held(node) == before
+    assert decode(node.test_run(ethernet(ue_packet(UE))).data).mp_seq == 5, "no MP_SEQ number given again"
+    assert tenant_a.get(f"{SESSIONS}/ue5").json()["revision"] == 1
+
+
+def test_a_patch_of_the_weights_the_store_does_not_commit_leaves_the_sessions_weights(atsss, node, tenant_a,
+                                                                                     monkeypatch):
+    """What the AI loop sends (netapp.ai.client): the maps keep the stored weights 3:1."""
+    assert tenant_a.post(SESSIONS, json=body()).status_code == 201
+    traffic(node)
+    before = held(node)
+
+    refused(lambda: tenant_a.patch(f"{SESSIONS}/ue5", json={"paths": [{"index": 0, "weight": 1},
+                                                                      {"index": 1, "weight": 5}]}), monkeypatch)
+
+    assert held(node) == before
+
+
+def test_a_delete_the_store_does_not_commit_leaves_the_session_with_its_numbers(atsss, node, tenant_a,
+                                                                               monkeypatch):
+    assert tenant_a.post(SESSIONS, json=body()).status_code == 201
+    traffic(node)
+    before = held(node)
+
+    refused(lambda: tenant_a.delete(f"{SESSIONS}/ue5"), monkeypatch)
+
+    assert held(node) == before
+    assert decode(node.test_run(ethernet(ue_packet(UE))).data).mp_seq == 5, "no MP_SEQ number given again"
+    assert tenant_a.get(f"{SESSIONS}/ue5").status_code == 200
+
+
+def test_a_redundant_put_of_other_ports_the_store_does_not_commit_leads_to_its_group_again(atsss, node, tenant_a,
+                                                                                          monkeypatch):
+    """The PUT gives ports acc1, acc2 a new group and empties acc0, acc1's: written again, the
+    session leading to it, the new group emptied."""
+    assert tenant_a.post(SESSIONS, json=body(mode="redundant", interfaces=("acc0", "acc1"))).status_code == 201
+    before = held(node)
+    assert len(before["dpp_atsss_tx"]) == 1
+
+    refused(lambda: tenant_a.put(f"{SESSIONS}/ue5", json=body(mode="redundant", interfaces=("acc1", "acc2"))),
+            monkeypatch)
+
+    assert held(node) == before
