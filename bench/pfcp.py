@@ -481,6 +481,9 @@ def format_table(result: dict[str, Any]) -> str:
     counters = result["endpoint"]["counters"]
     lines.append(f"  path      {counters.get('accepted_from_template', 0):,} of {counters.get('accepted', 0):,} accepted "
                  "establishments made from a template (netapp.upf.pfcp.templates), the others the full way")
+    if counters.get("groups"):
+        lines.append(f"  groups    {counters['groups']:,} transactions, {counters.get('received', 0) / counters['groups']:.1f} "
+                     "requests a group on average")
     if not result["maps_in_figure"]:
         lines.append("  the data-path apply (map writes) is not in these figures: no applier")
     if "baseline" in result:

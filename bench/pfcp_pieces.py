@@ -166,14 +166,14 @@ def wrapper_us(count: int = 100_000) -> float:
 # --- one run, in a process of its own (bench.pfcp_process.side_process) ----------------------------
 
 
-def run_side(sessions: int, warmup: int, applier: str) -> dict[str, Any]:
+def run_side(sessions: int, warmup: int, applier: str, group: int = 32) -> dict[str, Any]:
     """bench.pfcp_process's run (this checkout's bench/pfcp_process.py, whichever netapp is first on
     the path) with the pieces timed over its timed establishments."""
     spec = importlib.util.spec_from_file_location("pfcp_process_here", Path(__file__).with_name("pfcp_process.py"))
     process = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
     spec.loader.exec_module(process)  # type: ignore[union-attr]
     timers = PieceTimers()
-    result = process.run_side(sessions, warmup, applier, around=timers)
+    result = process.run_side(sessions, warmup, applier, around=timers, group=group)
     read, wrapper = clock_us(), wrapper_us()
     # the run's CPU without the wrappers' (each timed call's, outside any piece or not)
     total = result["cpu_us_per_establishment"] - timers.timed_calls[0] * wrapper / sessions
@@ -251,6 +251,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--sessions", type=int, default=3000, help="timed establishments a run")
     parser.add_argument("--warmup", type=int, default=3000, help="sessions installed before")
     parser.add_argument("--applier", choices=("dpp", "none"), default="dpp", help="the endpoint's data path")
+    parser.add_argument("--group", type=int, default=32, help="requests handled together (one transaction)")
     parser.add_argument("--out", type=Path, default=Path("bench/results/pfcp_pieces.json"), help="result document")
     args = parser.parse_args(argv)
     result = run(args)

@@ -1,5 +1,5 @@
 """The PFCP endpoint's CPU per establishment in process: its protocol (netapp.upf.pfcp.server
-.PfcpProtocol) fed groups of 32 Session Establishment Requests as datagrams, each group handled as
+.PfcpProtocol) fed groups of `--group` (32) Session Establishment Requests as datagrams, each group handled as
 the endpoint handles what it reads together (one transaction, one COMMIT), no sockets and no event
 loop; the responses kept, not sent. What is timed is the thread's CPU over the timed groups: the
 handler's work alone (matching or decoding, the transaction, the applier's map writes, the store
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 DEFAULT_OUT = Path("bench/results/pfcp_process.json")
-GROUP = 32  # requests handled together: what the endpoint reads at 32 in flight
+GROUP = 32  # requests handled together: what the endpoint reads at 32 in flight (an open loop's: 1-4)
 
 
 def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
@@ -39,15 +39,16 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser.add_argument("--applier", choices=("dpp", "none"), default="dpp", help="the endpoint's data path")
     parser.add_argument("--rounds", type=int, default=3, help="runs of each side, alternating with --baseline")
     parser.add_argument("--baseline", metavar="REV", help="also run git revision REV's endpoint, alternating")
+    parser.add_argument("--group", type=int, default=GROUP, help="requests handled together (one transaction)")
     return parser.parse_args(argv)
 
 
 # --- one run, in a process of its own (the code of the side's tree: its netapp, its bench.pfcp) ----
 
 
-def run_side(sessions: int, warmup: int, applier: str, around: Any = None) -> dict[str, Any]:
-    """One endpoint over a fresh store, fed the warm-up then the timed establishments in groups
-    (`around`: a context manager entered for the timed ones alone, bench.pfcp_pieces' timers)."""
+def run_side(sessions: int, warmup: int, applier: str, around: Any = None, group: int = GROUP) -> dict[str, Any]:
+    """One endpoint over a fresh store, fed the warm-up then the timed establishments in groups of
+    `group` (`around`: a context manager entered for the timed ones alone, bench.pfcp_pieces' timers)."""
     import contextlib
     import gc
     import tempfile
@@ -69,8 +70,8 @@ def run_side(sessions: int, warmup: int, applier: str, around: Any = None) -> di
             protocol.open_requests()
 
             def feed(datagrams: list[bytes]) -> None:
-                for start in range(0, len(datagrams), GROUP):
-                    for data in datagrams[start : start + GROUP]:
+                for start in range(0, len(datagrams), group):
+                    for data in datagrams[start : start + group]:
                         protocol.datagram_received(data, peer)
                     protocol._drain(whole=True)  # the group, as the loop's drain handles it
 
@@ -80,15 +81,17 @@ def run_side(sessions: int, warmup: int, applier: str, around: Any = None) -> di
             settle_collector()  # as `netapp serve` does once up
             collections = sum(stat["collections"] for stat in gc.get_stats())
             commits = CommitTimer()
-            started = time.thread_time()
+            started, started_process = time.thread_time(), time.process_time()
             with commits, around or contextlib.nullcontext():
                 feed(timed)
-            cpu = time.thread_time() - started
+            cpu, process_cpu = time.thread_time() - started, time.process_time() - started_process
             accepted = protocol.counters["accepted"]
             if accepted != 1 + warmup + sessions or len(server.upf.sessions) != warmup + sessions:
                 raise RuntimeError(f"{accepted} requests accepted, {len(server.upf.sessions)} sessions held")
             return {
                 "cpu_us_per_establishment": round(cpu / sessions * 1e6, 1),
+                # the process's threads: the handler's and the store's checkpoints (netapp.service.checkpoint)
+                "process_cpu_us_per_establishment": round(process_cpu / sessions * 1e6, 1),
                 "commit_cpu_us_per_establishment": round(commits.cpu / sessions * 1e6, 1),
                 "commit_wall_us_per_establishment": round(commits.wall / sessions * 1e6, 1),
                 "commits": commits.count,
@@ -170,9 +173,10 @@ def side_process(args: argparse.Namespace, root: Optional[Path], libdpp: Optiona
     code = ("import json, sys; sys.path[:0] = sys.argv[1].split(',') ; "
             "import importlib.util as u; spec = u.spec_from_file_location('side', sys.argv[2]); "
             "side = u.module_from_spec(spec); spec.loader.exec_module(side); "
-            "print(json.dumps(side.run_side(int(sys.argv[3]), int(sys.argv[4]), sys.argv[5])))")
+            "print(json.dumps(side.run_side(int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], group=int(sys.argv[6]))))")
     result = subprocess.run(
-        [sys.executable, "-c", code, ",".join(path), script, str(args.sessions), str(args.warmup), args.applier],
+        [sys.executable, "-c", code, ",".join(path), script, str(args.sessions), str(args.warmup), args.applier,
+         str(getattr(args, "group", GROUP))],
         env=env, cwd=str(root or here), capture_output=True, text=True, timeout=600,
     )
     if result.returncode:
@@ -206,7 +210,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "benchmark": "pfcp_process",
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "load_average": {"start": round(load_before, 2), "end": round(os.getloadavg()[0], 2)},
-        "settings": {"sessions": args.sessions, "warmup": args.warmup, "applier": args.applier, "group": GROUP,
+        "settings": {"sessions": args.sessions, "warmup": args.warmup, "applier": args.applier, "group": args.group,
                      "rounds": args.rounds},
         "rounds": rounds,
         "cpu_us_per_establishment": {side: {"median": round(statistics.median(values), 1), "min": min(values),
@@ -222,7 +226,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def format_table(result: dict[str, Any]) -> str:
     lines = [f"PFCP establishments in process ({result['settings']['sessions']} timed after "
-             f"{result['settings']['warmup']}, groups of {GROUP}, applier {result['settings']['applier']}); "
+             f"{result['settings']['warmup']}, groups of {result['settings']['group']}, applier {result['settings']['applier']}); "
              f"load average {result['load_average']['start']} -> {result['load_average']['end']}"]
     for number, each in enumerate(result["rounds"], 1):
         lines.append(f"  round {number}: " + "; ".join(

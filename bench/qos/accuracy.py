@@ -40,7 +40,7 @@ from typing import Iterator, Optional, Sequence
 
 from bench.dataplane import machine_info
 from bench.libbpf import BpfObject, map_lookup, map_update
-from bench.qos.run import read_shares, write_share
+from bench.qos.run import read_shares, start_clock, write_share
 from bench.throughput.frames import write_pcap
 from bench.throughput.generator import Generator, parse_output
 from bench.throughput.sink import attach_native
@@ -112,6 +112,7 @@ class Link:
             for end in (SENDER, RECEIVER):
                 netns.run(["ip", "-n", self.ns, "link", "set", end, "up"])
             self.obj = BpfObject(obj_path, {"dpp_policer_stats": possible_cpus() * SLOTS})
+            start_clock(self.obj)  # the coarse policers read their timer's word, as the pipeline's do
             with namespaces.entered(self.ns):
                 attach_native(socket.if_nametoindex(RECEIVER), self.obj.program_fd("xdp_police"))
             self.policers = self.obj.map_fd("dpp_policers")

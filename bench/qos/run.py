@@ -19,7 +19,7 @@ from typing import Callable, Sequence
 
 from bench.harness import (BUILD_DIR, DATAPLANE, Harness, Walk, dataplane_bpf_cflags, interleaved_samples,
                            paired_differences)
-from bench.libbpf import BpfObject, map_lookup, map_update, map_update_batch
+from bench.libbpf import BpfObject, map_lookup, map_update, map_update_batch, test_run
 from netapp.dataplane.handle import possible_cpus
 from netapp.qos.abi import CHUNK_MAX, Algo, Clock, Policer, PolicerStats
 from netapp.qos.model import gcra_interval
@@ -256,6 +256,16 @@ def chunk_offset(dataplane: Path) -> int | None:
         return int(subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout)
 
 
+def start_clock(obj: BpfObject) -> None:
+    """The coarse clock's timer started, as libdpp starts the pipeline's at load (nf/qos/clock.h),
+    where the object has one (a tree from before it reads the helper)."""
+    try:
+        fd = obj.program_fd("dpp_clock_start")
+    except OSError:
+        return
+    test_run(fd, bytes(FRAME), 1)
+
+
 class LoadedTree:
     """A tree's xdp_police (this one's, or another's: --before, bench/qos/layouts.py) built for ids
     1..policers and loaded, its maps written in that tree's layout."""
@@ -263,6 +273,7 @@ class LoadedTree:
     def __init__(self, dataplane: Path, policers: int, obj_path: Path):
         self.dataplane, self.policers = dataplane, policers
         self.obj = BpfObject(obj_path, police_sizes(dataplane, policers))
+        start_clock(self.obj)
         self.stats_size = self.obj.map_shape("dpp_policer_stats")[2]
         self.chunk_at = chunk_offset(dataplane)
         self.gcra, self.clock = knows_gcra(dataplane), knows_clock(dataplane)

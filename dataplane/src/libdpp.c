@@ -227,6 +227,8 @@ static int instance_load(struct dpp *d, const struct dpp_open_opts *o)
 		err = config_init(d, o);
 	if (!err && d->pin_dir[0])
 		err = pins_create(d);
+	if (!err)
+		clock_start(d);
 	return err;
 }
 
@@ -246,6 +248,8 @@ static int instance_reopen(struct dpp *d, const struct dpp_open_opts *o)
 		err = progs_collect_pinned(d);
 	if (!err)
 		err = links_scan(d);
+	if (!err)
+		clock_start(d);
 	if (!err)
 		pr_info("instance '%s' reused from %s", d->instance, d->pin_dir);
 	return err;

@@ -11,6 +11,7 @@
  *   log.c     messages                              filters.c  the shape filters' bits (filters.h)
  *   upf.c     the UPF's punted frames and replays  btf_compare.c a pinned map's value layout
  *   words.c   words of a mapped array stored in place   kernel.c  the oldest kernel it loads on
+ *   clock.c   the policers' clock timer
  * A module that uses maps declares their specs (a `<module>_maps` list) and maps.c checks them;
  * a declared map is written through its module's calls only, never as a generic table.
  * Nothing here is exported: libdpp.map exports dpp_* only, so no internal name starts with it. */
@@ -165,6 +166,10 @@ int progs_collect_pinned(struct dpp *d);
 int progs_pin(const struct dpp *d, const struct dpp_prog_table *t, const char *sub);
 int progs_adopt(struct dpp_prog_table *t, const char *name, int fd);
 void progs_close(struct dpp_prog_table *t);
+
+/* clock.c: the map of the policers' clock timer, never written as a table (tables.c) */
+#define DPP_CLOCK_MAP "dpp_clock"
+void clock_start(const struct dpp *d);
 
 static inline int entry_fd(const struct dpp *d)
 {

@@ -86,6 +86,12 @@ static int table_open(struct dpp *d, const char *name, bool write, size_t ksz, s
 		pr_warn("table %s: a ring, read by its consumer, never written as a table", name);
 		return -EPERM;
 	}
+	/* Not declared (an instance pinned before it has none), but a write of its value from here
+	 * would cancel the timer it holds (bpf/nf/qos/clock.h). */
+	if (write && !strcmp(name, DPP_CLOCK_MAP)) {
+		pr_warn("table %s: holds the policers' clock timer, which a write cancels", name);
+		return -EPERM;
+	}
 	t->name = m->name;
 	t->map = m;
 	t->fd = m->fd;

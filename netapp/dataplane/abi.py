@@ -555,7 +555,8 @@ MAPS: Mapping[str, MapSpec] = {
         for module in (upf_abi, qos_abi, routing_abi, tunnel_abi)
         for name, (kind, key, value, size) in module.MAPS.items()
     },
-    **{name: MapSpec(MapType[kind], None, None, size) for name, (kind, size) in upf_abi.OWN_MAPS.items()},
+    **{name: MapSpec(MapType[kind], None, None, size)
+       for name, (kind, size) in (*upf_abi.OWN_MAPS.items(), *qos_abi.OWN_MAPS.items())},
     **{
         name: MapSpec(MapType[kind], key, value, size, table=True)
         for name, (kind, key, value, size) in rss_abi.MAPS.items()

@@ -27,6 +27,7 @@ POLICER_STATS_SIZE = 64  # a CPU's share of a policer (PolicerStats): a cache li
 GCRA_TAT_SHIFT = 6  # GCRA's arrival time in 2**-6 ns
 GCRA_INTERVAL_SHIFT = 20  # a byte's time in 2**-(6 + 20) ns
 REASON_BASE_QOS = 96
+CLOCK_PERIOD_NS = 250_000  # the coarse clock's timer re-arms itself this often (nf/qos/clock.h)
 
 CONSTANTS = {
     "DPP_MAX_POLICERS": MAX_POLICERS,
@@ -43,6 +44,7 @@ CONSTANTS = {
     "DPP_POLICE_GCRA_TAT_SHIFT": GCRA_TAT_SHIFT,
     "DPP_POLICE_GCRA_INTERVAL_SHIFT": GCRA_INTERVAL_SHIFT,
     "DPP_REASON_BASE_QOS": REASON_BASE_QOS,
+    "DPP_CLOCK_PERIOD_NS": CLOCK_PERIOD_NS,
 }
 
 
@@ -106,6 +108,28 @@ class PolicerStats(Structure):
     ]
 
 
+class Timer(Structure):
+    """struct bpf_timer: the kernel's, opaque (its members have no names)."""
+    _fields_ = [("opaque", c_uint64 * 2)]
+
+
+class ClockTimer(Structure):
+    """dpp_clock's one value: the timer that keeps the coarse policers' clock word. Never written
+    from here: a write of the value cancels the timer."""
+    C_NAME = "dpp_clock"
+    _fields_ = [("timer", Timer)]
+
+
+class ClockWord(Structure):
+    """The coarse policers' clock (its own section, .data.clock): the time the timer last read and
+    the jiffies it read just before (0: never)."""
+    C_NAME = "dpp_clock_word"
+    _fields_ = [
+        ("ns", c_uint64),
+        ("jiffies", c_uint64),
+    ]
+
+
 # PolicerStats' counters (the rest is the CPU's credit and its chunk)
 COUNTERS = ("passed_packets", "passed_bytes", "dropped_packets", "dropped_bytes")
 
@@ -120,7 +144,7 @@ class RulePolice(Structure):
 
 ENUMS = (c_enum("dpp_police_algo", "DPP_POLICE_ALGO_")(Algo), c_enum("dpp_police_gate", "DPP_POLICE_GATE_")(Gate),
          c_enum("dpp_police_clock", "DPP_POLICE_CLOCK_")(Clock))
-STRUCTS = (Policer, PolicerStats, RulePolice)
+STRUCTS = (Policer, PolicerStats, RulePolice, ClockTimer, ClockWord)
 KERNEL_STRUCTS = (SpinLock,)
 
 # name -> (map type name, key, value, size): netapp.dataplane.abi makes them MapSpecs.
@@ -129,6 +153,9 @@ MAPS = {
     "dpp_policer_stats": ("ARRAY", c_uint32, PolicerStats, "DPP_MAX_POLICERS"),
     "dpp_rule_policers": ("ARRAY", c_uint32, RulePolice, "DPP_MAX_RULE_POLICE"),
 }
+# The maps that are no tables (a write of dpp_clock's value would cancel its timer): name -> (type
+# name, size).
+OWN_MAPS = {"dpp_clock": ("ARRAY", 1)}
 # A row of dpp_policers' slots per possible CPU: libdpp sizes it after dpp_policers.
 ROWS = frozenset({"dpp_policer_stats"})
 # The others are capacities, chosen at load (libdpp's list in maps.c).

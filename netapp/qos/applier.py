@@ -8,8 +8,8 @@ more than the burst, so that any stretch of a window's length passes at most rat
 (dataplane/bpf/nf/qos/police.h). A policer may name a parent (a session's AMBR): a batch writes parents first.
 
 The clock a policer decides on is chosen here, where the machine is known (`clock_for`): the coarse
-one (bpf_ktime_get_coarse_ns, cheaper, stepped by the kernel's tick) where police.h's bounds for it
-hold, the precise one elsewhere, and coarse only when every policer deciding on its reading is too
+one (CLOCK_MONOTONIC as of the kernel's tick, or as a timer keeps it in a word, nf/qos/clock.h: cheaper)
+where police.h's bounds for it hold, the precise one elsewhere, and coarse only when every policer deciding on its reading is too
 (a chain's parent, a rule's slice policer), which a rewrite of those keeps true; the API shows the
 choice (netapp.qos.views).
 

@@ -15,10 +15,10 @@ the 10 ms budget of a change; concurrent single creates share one commit, so one
 synchronous="NORMAL" and accept losing the last changes on power loss.
 
 Checkpoints (the WAL's pages copied back into the database file, then a sync of that file) are made
-on a thread of their own every CHECKPOINT_EVERY commits (netapp.service.checkpoint), so that no
-COMMIT waits for one: made in the COMMIT that found the WAL past its mark, they took 2-6 ms where a
-commit takes 0.6 (bench/README.md, `bench/pfcp.py`). SQLite's own checkpoint stays as a backstop at
-WAL_BACKSTOP_PAGES, should that thread fall behind.
+on a thread of their own every CHECKPOINT_EVERY commits, CHECKPOINT_INTERVAL_S apart at least
+(netapp.service.checkpoint), so that no COMMIT waits for one: made in the COMMIT that found the WAL
+past its mark, they took 2-6 ms where a commit takes 0.6 (bench/README.md, `bench/pfcp.py`).
+SQLite's own checkpoint stays as a backstop at WAL_BACKSTOP_PAGES, should that thread fall behind.
 
 The schema is versioned (table schema_version); a database written by a newer NetApp is refused.
 Timestamps are ISO 8601 strings in UTC, which sort as they compare.
@@ -46,6 +46,7 @@ from netapp.tenancy.models import TenantRecord, TenantSpec
 
 BUSY_TIMEOUT_MS = 5000
 CHECKPOINT_EVERY = 8  # commits between the checkpointer's runs (one in a few: each syncs the file too)
+CHECKPOINT_INTERVAL_S = 0.02  # and at least this long between them: 50 a second at most, however small the commits
 WAL_BACKSTOP_PAGES = 2000  # a COMMIT that finds the WAL longer checkpoints it itself (see above)
 SYNCHRONOUS_MODES = ("NORMAL", "FULL")
 
@@ -127,7 +128,7 @@ class Store:
         try:
             store._configure(synchronous)
             store._prepare_schema()
-            store.checkpointer = Checkpointer(path, BUSY_TIMEOUT_MS, CHECKPOINT_EVERY)
+            store.checkpointer = Checkpointer(path, BUSY_TIMEOUT_MS, CHECKPOINT_EVERY, CHECKPOINT_INTERVAL_S)
         except BaseException:
             connection.close()
             raise

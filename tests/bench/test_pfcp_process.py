@@ -28,3 +28,12 @@ def test_the_timer_counts_and_times_only_the_commits_made_while_entered(tmp_path
     finally:
         Transaction.commit = commit  # type: ignore[method-assign]
         store.close()
+
+
+def test_a_run_handles_its_timed_requests_in_groups_of_the_size_asked_one_commit_a_group():
+    from bench.pfcp_process import run_side
+
+    for group, commits in ((1, 6), (4, 2), (6, 1)):
+        run = run_side(6, 4, "none", group=group)
+        assert run["commits"] == commits, (group, run)
+        assert run["process_cpu_us_per_establishment"] > 0 and run["cpu_us_per_establishment"] > 0

@@ -138,11 +138,13 @@ def test_attach_loads_a_pinned_instance_that_status_in_another_process_reuses(ns
     # the control plane's writer of a session's words (run by it, not called from the pipeline)
     assert re.fullmatch(r" {11}id \d+, dpp_atsss_session_set \(in no slot\)", lines[6]), lines[6]
     assert re.fullmatch(r" {11}id \d+, dpp_atsss_stage \(tail call, slot atsss\)", lines[7]), lines[7]
-    assert re.fullmatch(r" {11}id \d+, dpp_dup_decap \(DEVMAP ports' program\)", lines[8]), lines[8]
-    assert re.fullmatch(r" {11}id \d+, dpp_frer_egress \(DEVMAP ports' program\)", lines[9]), lines[9]
-    assert re.fullmatch(r" {11}id \d+, dpp_frer_stage \(tail call, slot frer\)", lines[10]), lines[10]
-    assert re.fullmatch(r" {11}id \d+, dpp_rss_worker \(CPUMAP queues' program\)", lines[11]), lines[11]
-    assert re.fullmatch(r" {11}id \d+, dpp_xdp_trace \(tail call, slot trace\)", lines[12]), lines[12]
+    # libdpp's starter of the policers' clock timer (run by it at each load)
+    assert re.fullmatch(r" {11}id \d+, dpp_clock_start \(in no slot\)", lines[8]), lines[8]
+    assert re.fullmatch(r" {11}id \d+, dpp_dup_decap \(DEVMAP ports' program\)", lines[9]), lines[9]
+    assert re.fullmatch(r" {11}id \d+, dpp_frer_egress \(DEVMAP ports' program\)", lines[10]), lines[10]
+    assert re.fullmatch(r" {11}id \d+, dpp_frer_stage \(tail call, slot frer\)", lines[11]), lines[11]
+    assert re.fullmatch(r" {11}id \d+, dpp_rss_worker \(CPUMAP queues' program\)", lines[12]), lines[12]
+    assert re.fullmatch(r" {11}id \d+, dpp_xdp_trace \(tail call, slot trace\)", lines[13]), lines[13]
     assert f"attached   {IFACE} (ifindex {netns.ifindex(ns, IFACE)})" in lines
     assert "rules      0 of 65536 (dpp_rules)" in lines
     assert "cpus       0: unmetered, ok" in lines

@@ -148,7 +148,7 @@ def test_a_reload_swaps_the_program_and_keeps_rules_counters_and_the_link(ns, da
     assert tail_called(instance) == 16  # the entry tail-called the trace program for each frame
     assert programs.keys() == program_ids(dp).keys() == {
         "dpp_xdp", "dpp_xdp_trace", "dpp_rss_worker", "dpp_frer_stage", "dpp_frer_egress", "dpp_dup_decap",
-        *ATSSS_PROGS}
+        "dpp_clock_start", *ATSSS_PROGS}
 
 
 def test_a_reload_replaces_every_program_and_its_pin_and_slot(ns, dataplane):
@@ -159,6 +159,7 @@ def test_a_reload_replaces_every_program_and_its_pin_and_slot(ns, dataplane):
         *[(name, "devmap", None) for name in ATSSS_PROGS[:4]],
         ("dpp_atsss_session_set", "tail", None),
         ("dpp_atsss_stage", "tail", "atsss"),
+        ("dpp_clock_start", "tail", None),  # libdpp's starter of the policers' clock timer (in no slot)
         ("dpp_dup_decap", "devmap", None),
         ("dpp_frer_egress", "devmap", None),
         ("dpp_frer_stage", "tail", "frer"),
@@ -175,7 +176,8 @@ def test_a_reload_replaces_every_program_and_its_pin_and_slot(ns, dataplane):
     # dpp_progs' slot (a slot is only named when the array holds that program's id).
     assert pinned_programs(instance) == new
     assert sorted(os.listdir(PIN_ROOT / instance / "progs")) == [
-        *ATSSS_PROGS, "dpp_dup_decap", "dpp_frer_egress", "dpp_frer_stage", "dpp_rss_worker", "dpp_xdp_trace"]
+        *ATSSS_PROGS, "dpp_clock_start", "dpp_dup_decap", "dpp_frer_egress", "dpp_frer_stage", "dpp_rss_worker",
+        "dpp_xdp_trace"]
 
 
 @pytest.mark.parametrize(

@@ -46,7 +46,7 @@ enum dpp_police_algo {
  * control plane chooses it). */
 enum dpp_police_clock {
 	DPP_POLICE_CLOCK_PRECISE = 0, /* bpf_ktime_get_ns() */
-	DPP_POLICE_CLOCK_COARSE = 1,  /* bpf_ktime_get_coarse_ns(): the same clock, read at its last tick */
+	DPP_POLICE_CLOCK_COARSE = 1,  /* as of its last tick, or its timer's (nf/qos/clock.h) */
 };
 
 /* enum dpp_police_gate: the QER's gate status (struct dpp_policer.gate). */
@@ -84,6 +84,26 @@ struct dpp_policer {
 	 * with (0: none; nf/qos/police.h, "A window's credit without the clock") */
 	__u64 interval;
 };
+
+/* Value of dpp_clock's one slot (nf/qos/clock.h): the timer that keeps the COARSE policers' clock
+ * in a word they read with a load instead of a helper call. Its callback re-arms it every
+ * DPP_CLOCK_PERIOD_NS; libdpp starts it at each load (dpp_clock_start). Nothing else is in the
+ * value: a write of it from user space would cancel the timer. */
+struct dpp_clock {
+	struct bpf_timer timer;
+};
+
+/* The COARSE policers' clock (nf/qos/clock.h): CLOCK_MONOTONIC as dpp_clock's timer last read it,
+ * and the jiffies it read just before (0: never); a global of its own (section .data.clock: an
+ * array of one value, each load's own), written by the timer's callback alone. */
+struct dpp_clock_word {
+	__u64 ns;
+	__u64 jiffies;
+};
+
+/* The clock timer's period (nf/qos/clock.h: the share of readings that still call the helper is
+ * about this over the kernel's tick). */
+#define DPP_CLOCK_PERIOD_NS 250000
 
 /* Value of dpp_policer_stats, by CPU row and policer id (nf/qos/maps.h): what the policer let
  * through and what it dropped on this CPU, and this CPU's credit: bytes it carved out of the
