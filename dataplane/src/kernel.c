@@ -9,6 +9,7 @@
 
 /* The newest of what the programs of dpp.bpf.o need from the kernel:
  *   5.17  bpf_loop: ATSSS's walk of a DCCP ACK vector (bpf/nf/atsss/loss.h)
+ *   5.15  BPF timers: the policers' clock word (bpf/nf/qos/clock.h)
  *   5.13  redirects to every port of a DEVMAP (BPF_F_BROADCAST, BPF_F_EXCLUDE_INGRESS): FRER's
  *         replication, the duplicated frames, ATSSS's redundant copies
  *   5.12  atomic fetch-and-op and compare-and-exchange on map values: the policers, FRER's recovery
