@@ -15,7 +15,8 @@ The figures are the verifier's own: each function's frame from the "stack depth 
 BPF_LOG_STATS log (in the order of the program's functions), the functions' names from their
 kallsyms, and who calls whom from the verified instructions (a BPF-to-BPF call's imm holds the
 callee's number; a callback handed to a helper such as bpf_loop runs in a frame below the caller's,
-so it counts as a call). The verifier only counts the stack the paths it explores touch, and the
+so it counts as a call; a BPF timer's callback, which runs on a stack of its own, is counted so too,
+which can only overstate). The verifier only counts the stack the paths it explores touch, and the
 load-time knobs (.rodata) decide which paths those are: an object is loaded once for every
 combination of its one-byte knobs and each chain kept at its deepest. The line's depths include
 the 24 bytes an inlined bpf_loop adds to its caller's frame after the check: the sums here are
