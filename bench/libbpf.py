@@ -46,6 +46,12 @@ _PROTOTYPES = {
     "bpf_map_create": (c_int, [c_int, c_char_p, c_uint32, c_uint32, c_uint32, c_void_p]),
     "bpf_map_get_fd_by_id": (c_int, [c_uint32]),
     "bpf_obj_get_info_by_fd": (c_int, [c_int, c_void_p, POINTER(c_uint32)]),
+    "bpf_object__next_program": (c_void_p, [c_void_p, c_void_p]),
+    "bpf_program__name": (c_char_p, [c_void_p]),
+    "bpf_program__autoload": (ctypes.c_bool, [c_void_p]),
+    "bpf_program__set_log_level": (c_int, [c_void_p, c_uint32]),
+    "bpf_program__set_log_buf": (c_int, [c_void_p, c_char_p, c_size_t]),
+    "bpf_map__initial_value": (c_void_p, [c_void_p, POINTER(c_size_t)]),
 }
 
 

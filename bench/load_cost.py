@@ -24,7 +24,6 @@ import re
 import statistics
 import sys
 import time
-from ctypes import c_char_p, c_int, c_size_t, c_uint32, c_void_p
 from pathlib import Path
 from typing import Optional
 
@@ -43,21 +42,7 @@ _STATS = {
     "max_states_per_insn": re.compile(r"max_states_per_insn (\d+)"),
 }
 
-_EXTRA = {
-    "bpf_object__next_program": (c_void_p, [c_void_p, c_void_p]),
-    "bpf_program__name": (c_char_p, [c_void_p]),
-    "bpf_program__autoload": (ctypes.c_bool, [c_void_p]),
-    "bpf_program__set_log_level": (c_int, [c_void_p, c_uint32]),
-    "bpf_program__set_log_buf": (c_int, [c_void_p, c_char_p, c_size_t]),
-}
 
-
-def _lib() -> ctypes.CDLL:
-    lib = load_libbpf()
-    for name, (restype, argtypes) in _EXTRA.items():
-        fn = getattr(lib, name)
-        fn.restype, fn.argtypes = restype, argtypes
-    return lib
 
 
 def parse_stats(log: str) -> dict[str, int]:
@@ -72,7 +57,7 @@ def parse_stats(log: str) -> dict[str, int]:
 
 def load_once(path: Path) -> dict:
     """Open and load `path` once with stats logged; every program's statistics and the load's time."""
-    lib = _lib()
+    lib = load_libbpf()
     obj = lib.bpf_object__open_file(str(path).encode(), None)
     if not obj:
         err = ctypes.get_errno()

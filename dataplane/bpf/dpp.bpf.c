@@ -99,7 +99,7 @@ static __always_inline int decide(struct xdp_md *ctx, struct dpp_parse *p, struc
 	}
 	if (reason)
 		return fallback(cfg, o, reason);
-	*rule = classify(&p->key, cfg, cached);
+	*rule = classify_entry(&p->key, cfg, cached);
 	return act(&(struct dpp_act_ctx){ .ctx = ctx, .key = &p->key, .l = &p->layers, .rule = *rule,
 					  .cfg = cfg, .bytes = bytes, .o = o });
 }

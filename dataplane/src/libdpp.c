@@ -204,6 +204,9 @@ static int instance_load(struct dpp *d, const struct dpp_open_opts *o)
 		pr_warn("invalid default verdict %u", o->default_verdict);
 		return -EINVAL;
 	}
+	err = dpp_kernel_check(NULL);
+	if (err)
+		return err;
 	err = skel_open(&d->skel);
 	if (err)
 		return err;

@@ -10,7 +10,7 @@
  *   testrun.c BPF_PROG_TEST_RUN                     upgrade.c  program upgrade
  *   log.c     messages                              filters.c  the shape filters' bits (filters.h)
  *   upf.c     the UPF's punted frames and replays  btf_compare.c a pinned map's value layout
- *   words.c   words of a mapped array stored in place
+ *   words.c   words of a mapped array stored in place   kernel.c  the oldest kernel it loads on
  *   clock.c   the policers' clock timer
  * A module that uses maps declares their specs (a `<module>_maps` list) and maps.c checks them;
  * a declared map is written through its module's calls only, never as a generic table.

@@ -78,12 +78,34 @@ static __always_inline struct dpp_rule *search_shapes_in(const struct dpp_flow_k
 	return best;
 }
 
+/* The search with the masked key in the caller's frame: the RSS dispatcher's (nf/qos/rss.h), which
+ * the entry calls; a search called from it would add a third frame to that chain. */
 static __always_inline struct dpp_rule *search_shapes(const struct dpp_flow_key *key,
 						      const struct dpp_shape_set *set)
 {
 	struct dpp_flow_key masked;
 
 	return search_shapes_in(key, set, &masked);
+}
+
+/* The entry's search, with the masked key in a frame of its own (a global function: verified
+ * once): off the entry's frame, to which the calls below it (the UPF's SDF stage and its policer,
+ * the RSS dispatcher) add theirs within 512 bytes also where the verifier rounds each frame to 32
+ * (kernels before 6.9; bench/stack.py). A global function returns no pointer: the rule found is
+ * copied to *out; 1 when there is one. */
+__attribute__((noinline)) int dpp_search_shapes(const struct dpp_flow_key *key,
+						const struct dpp_shape_set *set, struct dpp_rule *out)
+{
+	struct dpp_flow_key masked;
+	struct dpp_rule *rule;
+
+	if (!key || !set || !out)
+		return 0;
+	rule = search_shapes_in(key, set, &masked);
+	if (!rule)
+		return 0;
+	*out = *rule;
+	return 1;
 }
 
 /* The dpp_flows slot of a packet's key: multiply-xor over its 64-bit lanes, high half of the
@@ -159,10 +181,11 @@ static __always_inline bool flow_cache_pays(struct dpp_flow_use *use)
 	return true;
 }
 
-/* The rule for this packet, or NULL. *out receives a copy when it came from the flow cache. */
-static __always_inline const struct dpp_rule *classify(const struct dpp_flow_key *key,
-						       const struct dpp_config *cfg,
-						       struct dpp_rule *out)
+/* The rule for this packet, or NULL. *out receives a copy when it came from the flow cache, or from
+ * the search when it was called (`search_called`: dpp_search_shapes). */
+static __always_inline const struct dpp_rule *classify_by(const struct dpp_flow_key *key,
+							  const struct dpp_config *cfg,
+							  struct dpp_rule *out, bool search_called)
 {
 	struct dpp_flow_entry *cached = NULL;
 	const struct dpp_shape_set *set;
@@ -188,10 +211,29 @@ static __always_inline const struct dpp_rule *classify(const struct dpp_flow_key
 		}
 	}
 
-	rule = search_shapes(key, set);
+	if (search_called)
+		rule = dpp_search_shapes(key, set, out) ? out : NULL;
+	else
+		rule = search_shapes(key, set);
 	if (cached)
 		flow_store(cached, key, rule, cfg->generation);
 	return rule;
+}
+
+/* The RSS dispatcher's classification: the search in its frame (search_shapes). */
+static __always_inline const struct dpp_rule *classify(const struct dpp_flow_key *key,
+						       const struct dpp_config *cfg,
+						       struct dpp_rule *out)
+{
+	return classify_by(key, cfg, out, false);
+}
+
+/* The entry's classification: the search in a frame of its own (dpp_search_shapes). */
+static __always_inline const struct dpp_rule *classify_entry(const struct dpp_flow_key *key,
+							     const struct dpp_config *cfg,
+							     struct dpp_rule *out)
+{
+	return classify_by(key, cfg, out, true);
 }
 
 #endif /* DPP_CORE_CLASSIFY_H */

@@ -55,8 +55,13 @@ struct dpp_open_opts {
 #define DPP_PERCPU_BYTES_MAX (4ULL << 30)
 #define DPP_OPEN_OPTS_SZ (sizeof(struct dpp_open_opts))
 
+/* 0 when the kernel of `release` (as `uname -r` prints it; NULL: the running one) is at least the
+ * oldest the data path loads on (src/kernel.c says which and why); -EOPNOTSUPP, logged with the
+ * reason, when it is older; -EINVAL when the release names no version. */
+int dpp_kernel_check(const char *release);
 /* Open the instance: when opts->instance is pinned, reuse its pinned program, maps and links
- * (traffic is not interrupted); otherwise load a fresh program and, if named, pin it. */
+ * (traffic is not interrupted); otherwise check the running kernel (dpp_kernel_check), load a
+ * fresh program and, if named, pin it. */
 int dpp_open(const struct dpp_open_opts *opts, struct dpp **out);
 /* Release the handle. Pinned objects (and so attached programs) stay in the kernel. */
 void dpp_close(struct dpp *d);

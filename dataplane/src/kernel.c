@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* The oldest kernel the data path loads on, and why: the one place that says so. A load on an
+ * older kernel is refused with the reason (dpp_kernel_check), not left to a verifier's log. */
+#include <errno.h>
+#include <stdio.h>
+#include <sys/utsname.h>
+
+#include "libdpp_internal.h"
+
+/* The newest of what the programs of dpp.bpf.o need from the kernel:
+ *   5.17  bpf_loop: ATSSS's walk of a DCCP ACK vector (bpf/nf/atsss/loss.h)
+ *   5.15  BPF timers: the policers' clock word (bpf/nf/qos/clock.h)
+ *   5.13  redirects to every port of a DEVMAP (BPF_F_BROADCAST, BPF_F_EXCLUDE_INGRESS): FRER's
+ *         replication, the duplicated frames, ATSSS's redundant copies
+ *   5.12  atomic fetch-and-op and compare-and-exchange on map values: the policers, FRER's recovery
+ *   5.11  bpf_ktime_get_coarse_ns: the policers' coarse clock
+ *   5.9   XDP programs on CPUMAP entries (the RSS workers), XDP links
+ *   5.8   BPF ring buffers (the UPF's punted frames), XDP programs on DEVMAP entries
+ * Not counted: the benchmarks' traffic generator's live frames (BPF_F_TEST_XDP_LIVE_FRAMES, 5.18).
+ * The stack holds on these kernels too: before 6.9 the verifier rounds each frame to 32 bytes, not
+ * 16, and every call chain fits 512 bytes so rounded (tests/dataplane/test_stack_depth.py). The
+ * kernels tested are 6.x; Ubuntu 24.04's 6.8 is the charm's base. */
+#define KERNEL_MIN_MAJOR 5
+#define KERNEL_MIN_MINOR 17
+#define KERNEL_MIN_REASON "bpf_loop, for ATSSS's ACK vectors"
+
+int dpp_kernel_check(const char *release)
+{
+	unsigned int major, minor;
+	struct utsname name;
+
+	if (!release) {
+		if (uname(&name))
+			return -errno;
+		release = name.release;
+	}
+	if (sscanf(release, "%u.%u", &major, &minor) != 2) {
+		pr_warn("kernel release '%s' names no version", release);
+		return -EINVAL;
+	}
+	if (major > KERNEL_MIN_MAJOR || (major == KERNEL_MIN_MAJOR && minor >= KERNEL_MIN_MINOR))
+		return 0;
+	pr_warn("kernel %s is older than %u.%u, the oldest the data path loads on (%s)", release,
+		KERNEL_MIN_MAJOR, KERNEL_MIN_MINOR, KERNEL_MIN_REASON);
+	return -EOPNOTSUPP;
+}

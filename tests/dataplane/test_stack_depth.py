@@ -1,0 +1,46 @@
+"""Every program of the build fits the 512-byte BPF stack on the kernels that round each frame to 32
+bytes (before 6.9; Ubuntu 24.04's 6.8, the charm's base), not only on this one (16): each call chain's
+frames, as the verifier counted them while loading every object (bench/stack.py), rounded up to 32
+bytes each (a frame of 0 counting 32), add up to 512 at most; a subprogram that makes a tail call
+is reached under fewer than 256 bytes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bench import stack
+from tests.utils.kernel import build_artifact, require_kernel
+
+
+@pytest.fixture(scope="module")
+def chains() -> list[dict]:
+    require_kernel()
+    build = build_artifact("dpp.bpf.o").parent
+    return [row for path in sorted(Path(build).glob("*.bpf.o")) for row in stack.report(path)]
+
+
+def test_frames_round_as_the_verifier_rounds_them() -> None:
+    assert [stack.rounded(depth, 32) for depth in (0, 1, 32, 33, 104)] == [32, 32, 32, 64, 128]
+    assert [stack.rounded(depth, 16) for depth in (0, 1, 16, 104)] == [0, 16, 16, 112]
+
+
+def test_the_entry_chains_are_read_through_its_calls(chains: list[dict]) -> None:
+    """The reading is not empty: the entry's chain through the UPF's SDF stage and its policer is
+    found, with a frame for each (a chain missed would make the bound below pass for nothing)."""
+    entry = {tuple(row["chain"]): row["frames"] for row in chains if row["program"] == "dpp_xdp"}
+    frames = entry.get(("dpp_xdp", "dpp_upf_sdf", "dpp_upf_police"))
+    assert frames and all(frame > 0 for frame in frames), sorted(entry)
+
+
+def test_every_chain_fits_the_stack_with_frames_rounded_to_32_bytes(chains: list[dict]) -> None:
+    over = [f"{row['object']}: {' -> '.join(row['chain'])} {row['frames']} = {row['stack32']}"
+            for row in chains if row["stack32"] > stack.MAX_BPF_STACK]  # fmt: skip
+    assert not over, "over 512 bytes on kernels rounding frames to 32:\n" + "\n".join(over)
+
+
+def test_no_tail_call_below_256_bytes_of_frames(chains: list[dict]) -> None:
+    deep = [f"{row['object']}: {' -> '.join(row['chain'])} = {row['tail_call32']}"
+            for row in chains if row["tail_call32"] >= stack.TAIL_CALL_STACK]  # fmt: skip
+    assert not deep, "\n".join(deep)
