@@ -90,34 +90,41 @@ class SessionChange:
 
 class SessionTable(Mapping[int, Session]):
     """The sessions by SEID, each held as its row's JSON (and its association's node id): a mapping
-    of Sessions, each read back from its JSON when asked for (a new object every time)."""
+    of Sessions, each read back from its JSON when asked for (a new object every time). The JSON
+    and the node id are held apart, not as a pair: a session held outlives many young collections
+    of the garbage collector, and a pair would be one more container for the next to walk."""
 
     def __init__(self) -> None:
-        self._rows: dict[int, tuple[str, str]] = {}  # SEID -> (node id, JSON)
+        self._bodies: dict[int, str] = {}  # SEID -> JSON
+        self._owners: dict[int, str] = {}  # SEID -> node id
 
     def __getitem__(self, seid: int) -> Session:
-        return Session.model_validate_json(self._rows[seid][1])
+        return Session.model_validate_json(self._bodies[seid])
 
     def __iter__(self) -> Iterator[int]:
-        return iter(self._rows)
+        return iter(self._bodies)
 
     def __len__(self) -> int:
-        return len(self._rows)
+        return len(self._bodies)
 
     def __contains__(self, seid: object) -> bool:
-        return seid in self._rows
+        return seid in self._bodies
 
     def put(self, session: Session, body: Optional[str] = None) -> None:
         """Hold `session`; `body`: its JSON, when the caller has it already."""
-        self._rows[session.seid] = (session.node_id, session.stored_json() if body is None else body)
+        seid = session.seid
+        self._bodies[seid] = session.stored_json() if body is None else body
+        self._owners[seid] = session.node_id
 
     def body(self, seid: int) -> str:
         """The session's JSON, as held (KeyError: none)."""
-        return self._rows[seid][1]
+        return self._bodies[seid]
 
     def remove(self, seid: int) -> None:
-        self._rows.pop(seid, None)
+        self._bodies.pop(seid, None)
+        self._owners.pop(seid, None)
 
     def of(self, node_id: str) -> list[Session]:
         """The sessions of an association."""
-        return [Session.model_validate_json(body) for owner, body in self._rows.values() if owner == node_id]
+        bodies = self._bodies
+        return [Session.model_validate_json(bodies[seid]) for seid, owner in self._owners.items() if owner == node_id]

@@ -18,6 +18,8 @@ import pytest
 from netapp.service.store import Store
 from netapp.upf.pfcp.codec import decode
 from netapp.upf.pfcp.handlers import Handlers
+from netapp.upf.held import SessionTable
+from netapp.upf.pfcp.server import ResponseCache
 from netapp.upf.sessions import Upf
 from netapp.upf.store import Association
 from tests.upf.conftest import N3
@@ -73,6 +75,52 @@ def test_sessions_held_add_no_objects_for_the_collector_to_walk(handlers):
     assert len(handlers.upf.sessions) == SESSIONS + WARM
     # Held as models, each session would be some 130 tracked objects (260,000 here).
     assert grown < SESSIONS // 10, f"{grown} more tracked objects for {SESSIONS} sessions"
+
+
+def _made_since(make) -> int:
+    """The objects the collector tracks that `make()` added and that the next young collection
+    would walk: counted without a collection between (a collection untracks a tuple of strings and
+    numbers, which a young one would have walked first)."""
+    gc.collect()
+    gc.disable()
+    try:
+        before = len(gc.get_objects())
+        make()
+        return len(gc.get_objects()) - before
+    finally:
+        gc.enable()
+
+
+def test_sessions_held_are_no_containers_for_young_collections_to_walk(handlers):
+    table = SessionTable()
+    request = Smf.build(Smf.__new__(Smf), "PFCPSessionEstablishmentReq", establishment_ies(7), seid=0, seq=1)
+    session = handlers.upf.sessions[_establish(handlers, request, 1)[0]]
+    bodies = [session.model_copy(update={"seid": seid}) for seid in range(1, 1001)]
+    added = _made_since(lambda: [table.put(each, each.stored_json()) for each in bodies])
+    assert len(table) == 1000 and table.body(7) == bodies[6].stored_json() and table.of(session.node_id)[0].seid == 1
+    assert added < 100, f"{added} tracked objects made holding 1,000 sessions (a pair each would be 1,000)"
+
+
+def test_responses_kept_for_retransmissions_are_no_containers_for_young_collections_to_walk():
+    cache, peer = ResponseCache(size=2000), ("10.0.0.1", 8805)
+    added = _made_since(lambda: [cache.put(peer, seq, b"response %d" % seq) for seq in range(1000)])
+    assert len(cache) == 1000 and cache.get(peer, 7) == b"response 7" and cache.get(("10.0.0.2", 8805), 7) is None
+    # a key each (the peer's address, port and sequence number): nothing else held is a container
+    assert added < 1100, f"{added} tracked objects made keeping 1,000 responses"
+
+
+def test_responses_kept_expire_in_turn_and_the_oldest_go_past_the_size():
+    now = [0.0]
+    cache, peer = ResponseCache(size=3, ttl_s=10.0, clock=lambda: now[0]), ("10.0.0.1", 8805)
+    for seq in range(4):
+        now[0] = seq
+        cache.put(peer, seq, b"%d" % seq)
+    assert cache.get(peer, 0) is None and cache.get(peer, 1) == b"1" and len(cache) == 3  # the oldest gone
+    cache.put(peer, 1, b"again")  # put again: its time starts anew
+    now[0] = 12.5
+    assert cache.get(peer, 2) is None and cache.get(peer, 3) == b"3" and cache.get(peer, 1) == b"again"
+    now[0] = 14.0
+    assert cache.get(peer, 3) is None and len(cache) == 0
 
 
 def test_creating_and_deleting_sessions_leaves_nothing_behind(handlers):

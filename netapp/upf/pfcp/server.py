@@ -80,30 +80,36 @@ def settle_collector() -> None:
 
 
 class ResponseCache:
-    """The last responses by (peer, sequence number), at most `size`, each for `ttl_s`."""
+    """The last responses by peer and sequence number, at most `size`, each for `ttl_s`. An entry
+    holds no tuple of its own but its key (the peer's address, port and the sequence number, flat):
+    an entry outlives many young collections, and every container made since the last one is walked
+    by the next, which comes after GC_YOUNG of them (`settle_collector`)."""
 
     def __init__(self, size: int = 10_000, ttl_s: float = 30.0, clock: Callable[[], float] = time.monotonic):
-        self._entries: collections.OrderedDict[tuple[Peer, int], tuple[float, bytes]] = collections.OrderedDict()
+        # the responses, oldest first, and when each expires (a float: not a container the collector walks)
+        self._entries: collections.OrderedDict[tuple[str, int, int], bytes] = collections.OrderedDict()
+        self._expiry: dict[tuple[str, int, int], float] = {}
         self._size, self._ttl_s, self._clock = size, ttl_s, clock
 
-    def get(self, key: tuple[Peer, int]) -> Optional[bytes]:
+    def get(self, peer: Peer, seq: int) -> Optional[bytes]:
         self._expire()
-        entry = self._entries.get(key)
-        return None if entry is None else entry[1]
+        return self._entries.get((peer[0], peer[1], seq))
 
-    def put(self, key: tuple[Peer, int], response: bytes) -> None:
-        self._entries[key] = (self._clock() + self._ttl_s, response)
+    def put(self, peer: Peer, seq: int, response: bytes) -> None:
+        key = (peer[0], peer[1], seq)
+        self._entries[key] = response
         self._entries.move_to_end(key)
+        self._expiry[key] = self._clock() + self._ttl_s
         while len(self._entries) > self._size:
-            self._entries.popitem(last=False)
+            del self._expiry[self._entries.popitem(last=False)[0]]
 
     def __len__(self) -> int:
         return len(self._entries)
 
     def _expire(self) -> None:
-        now = self._clock()
-        while self._entries and next(iter(self._entries.values()))[0] <= now:
-            self._entries.popitem(last=False)
+        now, entries, expiry = self._clock(), self._entries, self._expiry
+        while entries and expiry[next(iter(entries))] <= now:
+            del expiry[entries.popitem(last=False)[0]]
 
 
 class Undecoded:
@@ -183,7 +189,7 @@ class PfcpProtocol(asyncio.DatagramProtocol):
         if self.gate is not None and not self._admitted(header, data, peer):
             return
         is_request = header.type in REQUESTS
-        if is_request and (cached := self.cache.get((peer, header.seq))) is not None:
+        if is_request and (cached := self.cache.get(peer, header.seq)) is not None:
             self.counters["retransmission"] += 1
             self._send(cached, peer)
             return
@@ -321,7 +327,7 @@ class PfcpProtocol(asyncio.DatagramProtocol):
         if response is None:
             return
         data = response if isinstance(response, bytes) else encode(response)
-        self.cache.put((peer, request.seq), data)
+        self.cache.put(peer, request.seq, data)
         self._send(data, peer)
 
     def _send(self, data: bytes, peer: Peer) -> None:
