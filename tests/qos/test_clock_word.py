@@ -162,18 +162,35 @@ def test_dpp_clock_start_starts_the_timer_that_keeps_the_word_and_restarts_it(st
     assert_kept_by_a_timer(words_seen(stopped.word, 5), 5)
 
 
-def test_a_stopped_timer_leaves_its_word_to_the_helper_once_the_jiffies_move(clocked):
+def wait_for_ticks(jiffies: int, ticks: int) -> None:
+    """Until the kernel's jiffies are `ticks` past `jiffies` (polled: the condition is the kernel's)."""
+    while kernel_jiffies() < jiffies + ticks:
+        time.sleep(0.001)
+
+
+def test_a_stopped_timer_writes_no_more_and_leaves_its_word_to_the_helper(clocked):
     assert run_once(clocked.start_fd, bytes(64), 1).retval == XDP_PASS
     assert words_seen(clocked.word, 2)
     clocked.stop_timer()
     last = clocked.word()
-    while kernel_jiffies() == last.jiffies:
-        time.sleep(0.001)  # the next tick: polled, the condition is the kernel's jiffies
+    # Three ticks: a running timer writes a word of each, and the coarse clock, whose grid may lag
+    # the jiffies' by up to a tick, is past the last word's time (until then the word is read).
+    wait_for_ticks(last.jiffies, 3)
 
     before = monotonic_ns()
     reading = clocked.reading(Clock.COARSE)
 
+    now = clocked.word()
+    assert (now.ns, now.jiffies) == (last.ns, last.jiffies)
     assert reading != last.ns and a_helper_reading(reading, before)
+
+
+def test_the_coarse_clock_never_goes_back_from_the_word_to_the_helper(stopped):
+    for _ in range(20):
+        written = monotonic_ns()  # a time the coarse clock's helper is behind, by up to a tick
+        stopped.write_word(written, kernel_jiffies() - 1)  # the word of the tick before
+
+        assert stopped.reading(Clock.COARSE) >= written
 
 
 def pipeline_word_fd(dp: Dataplane) -> int:
