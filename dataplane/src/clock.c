@@ -9,8 +9,6 @@
 
 /* The program that starts the timer, or hands it to this load's callback (bpf/nf/qos/clock.h). */
 #define CLOCK_START_PROG "dpp_clock_start"
-/* XDP's verdict of a started timer. */
-#define CLOCK_STARTED 2
 
 static int clock_prog_fd(const struct dpp *d)
 {
@@ -23,11 +21,25 @@ static int clock_prog_fd(const struct dpp *d)
 	return -1;
 }
 
-/* Never fails the instance: a timer that does not run leaves the policers on the helper (the
- * clock's word is then never the jiffies'), which is slower, not wrong. Warns why. */
-void clock_start(const struct dpp *d)
+/* What a failed run leaves: a load's or an upgrade's timer not started; a reopen's, which asked to
+ * keep a running timer, any such timer running as it was. */
+static void clock_warn(bool keep, const char *why)
 {
-	unsigned char frame[64] = {}; /* XDP runs on a frame; the program reads none of it */
+	if (keep)
+		pr_warn("start the policers' clock timer, if stopped, at reopen: %s: a timer still "
+			"running keeps their word, a stopped one leaves them the helper", why);
+	else
+		pr_warn("start the policers' clock timer: %s: they call the helper", why);
+}
+
+/* Never fails the instance: a timer that does not run leaves the policers on the helper (the
+ * clock's word is then never the jiffies'), which is slower, not wrong. Warns why. `keep`: a
+ * running timer is left to its callback (a reopen's: bpf/nf/qos/clock.h's head, "Who starts it"),
+ * else it is made this load's. */
+void clock_start(const struct dpp *d, bool keep)
+{
+	/* XDP runs on a frame; the program reads its first byte only */
+	unsigned char frame[64] = { keep ? DPP_CLOCK_START_KEEP : 0 };
 	LIBBPF_OPTS(bpf_test_run_opts, topts, .data_in = frame, .data_size_in = sizeof(frame),
 		    .repeat = 1);
 	int fd = clock_prog_fd(d), err;
@@ -36,7 +48,7 @@ void clock_start(const struct dpp *d)
 		return;
 	err = bpf_prog_test_run_opts(fd, &topts);
 	if (err)
-		pr_warn("start the policers' clock: %s: they call the helper", strerror(-err));
-	else if (topts.retval != CLOCK_STARTED)
-		pr_warn("the policers' clock timer did not start: they call the helper");
+		clock_warn(keep, strerror(-err));
+	else if (topts.retval != XDP_PASS)
+		clock_warn(keep, CLOCK_START_PROG " aborted");
 }

@@ -169,7 +169,7 @@ void progs_close(struct dpp_prog_table *t);
 
 /* clock.c: the map of the policers' clock timer, never written as a table (tables.c) */
 #define DPP_CLOCK_MAP "dpp_clock"
-void clock_start(const struct dpp *d);
+void clock_start(const struct dpp *d, bool keep);
 
 static inline int entry_fd(const struct dpp *d)
 {

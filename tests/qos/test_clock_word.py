@@ -21,13 +21,14 @@ from bench.libbpf import map_fd_by_id, map_lookup, map_update
 from bench.libbpf import test_run as run_once
 from netapp.dataplane.facade import Dataplane
 from netapp.dataplane.handle import fdinfo
-from netapp.qos.abi import Algo, Clock, ClockTimer, ClockWord
+from netapp.qos.abi import CLOCK_START_KEEP, Algo, Clock, ClockTimer, ClockWord
 from netapp.qos.applier import coarse_tick_ns
 from netapp.qos.model import PolicerConfig
 from tests.qos.police import PoliceProgram
 from tests.utils.maps import pinned_instance
 
 XDP_PASS = 2
+KEEP_FRAME = bytes([CLOCK_START_KEEP]) + bytes(63)  # what libdpp's reopen runs dpp_clock_start on
 POLICER = 7
 SENTINEL = 12_345_678  # a word's time no clock reads now (ns since boot: 12 ms)
 LAG_NS = 3 * coarse_tick_ns()  # the coarse clock lags by two ticks at most (police.h), one more for the test's reads
@@ -193,16 +194,21 @@ def test_the_coarse_clock_never_goes_back_from_the_word_to_the_helper(stopped):
         assert stopped.reading(Clock.COARSE) >= written
 
 
-def pipeline_word_fd(dp: Dataplane) -> int:
-    """An fd of the instance's clock word (.data.clock, a map of the programs' own: libdpp keeps no fd
-    of it), found through its starter program's maps."""
+def pipeline_map_fd(dp: Dataplane, name: str) -> int:
+    """An fd of the instance's map whose kernel name ends with `name`, found through its clock
+    starter program's maps: the clock word (.data.clock, a map of the programs' own: libdpp keeps no
+    fd of it) or the timer's (dpp_clock, refused as a table)."""
     start_id = int(fdinfo(dp.program_fd("dpp_clock_start"))["prog_id"])
     shown = json.loads(subprocess.check_output(["bpftool", "-j", "prog", "show", "id", str(start_id)]))
     for map_id in shown["map_ids"]:
         named = json.loads(subprocess.check_output(["bpftool", "-j", "map", "show", "id", str(map_id)]))
-        if named["name"].endswith(".data.clock"):
+        if named["name"].endswith(name):
             return map_fd_by_id(map_id)
-    raise AssertionError("the pipeline's dpp_clock_start has no .data.clock")
+    raise AssertionError(f"the pipeline's dpp_clock_start has no {name}")
+
+
+def pipeline_word_fd(dp: Dataplane) -> int:
+    return pipeline_map_fd(dp, ".data.clock")
 
 
 def test_libdpp_starts_the_pipeline_s_timer_at_load():
@@ -240,3 +246,43 @@ def test_a_pinned_instance_s_timer_outlives_its_handle_and_a_reload_hands_it_to_
                 os.close(second)
         finally:
             os.close(first)
+
+
+def test_a_late_starter_of_a_replaced_load_leaves_the_new_load_its_word():
+    """A reopen whose programs were collected before an upgrade moved the pins runs the replaced
+    load's starter after the upgrade's: asking to keep a running timer, it leaves it the new load's."""
+    with pinned_instance("clockrace") as instance:
+        with Dataplane.open(instance=instance):
+            pass
+        with Dataplane.open(instance=instance) as late:
+            old_start = os.dup(late.program_fd("dpp_clock_start"))
+        try:
+            with Dataplane.open(instance=instance) as dp:
+                dp.reload()
+                new_word = pipeline_word_fd(dp)
+            try:
+                assert run_once(old_start, KEEP_FRAME, 1).retval == XDP_PASS  # the reopen's start, late
+                assert_kept_by_a_timer(words_seen(word_reader(new_word), 5), 5)
+            finally:
+                os.close(new_word)
+        finally:
+            os.close(old_start)
+
+
+def test_a_reopen_restarts_a_stopped_timer():
+    with pinned_instance("clockreopen") as instance:
+        with Dataplane.open(instance=instance) as dp:
+            word, timer = pipeline_word_fd(dp), pipeline_map_fd(dp, "dpp_clock")
+        try:
+            map_update(timer, c_uint32(0), ClockTimer())  # cancelled, as a write of the value does
+            last = word_reader(word)()
+            wait_for_ticks(last.jiffies, 2)
+            assert word_reader(word)().ns == last.ns  # stopped
+
+            with Dataplane.open(instance=instance):
+                pass
+
+            assert_kept_by_a_timer(words_seen(word_reader(word), 5), 5)
+        finally:
+            os.close(word)
+            os.close(timer)

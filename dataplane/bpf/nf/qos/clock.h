@@ -55,11 +55,16 @@
  * section .data.clock: an upgrade's new programs read the new load's, which only the new callback
  * writes; the old load's word then ages out by its jiffies), started now, on the CPU that ran it:
  * some 3,300 runs a second there, 1.4 us each (bench/README.md, "The coarse clock read with a
- * load"). Tests give the time in their frames (xdp_police's
- * police_test_hdr.now_ns): no clock is read, word or helper; the given time wins. */
+ * load"). A reopen's run asks to keep a running timer (DPP_CLOCK_START_KEEP in its frame): its
+ * programs may be a load an upgrade replaced while the reopen collected them, whose callback would
+ * take the timer back to a word the running programs no longer read (they would call the helper
+ * from then on); a timer that does not run (cancelled, or never started) it starts. Tests give the
+ * time in their frames (xdp_police's police_test_hdr.now_ns): no clock is read, word or helper;
+ * the given time wins. */
 #ifndef DPP_NF_QOS_CLOCK_H
 #define DPP_NF_QOS_CLOCK_H
 
+#include <stdbool.h>
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 #include "dpp/nf/qos.h"
@@ -109,9 +114,17 @@ static __always_inline __u64 clock_coarse(void)
 	return coarse > word ? coarse : word;
 }
 
-/* Starts dpp_clock's timer, or makes this program's the callback of the one running (libdpp runs
- * it once a load: src/clock.c). XDP_PASS: running; XDP_ABORTED: not (the policers call the
- * helper). */
+/* Whether dpp_clock_start's frame asks to leave a running timer as it is (DPP_CLOCK_START_KEEP). */
+static __always_inline bool clock_start_keeps(const struct xdp_md *ctx)
+{
+	const __u8 *data = (const __u8 *)(long)ctx->data;
+
+	return data + 1 <= (const __u8 *)(long)ctx->data_end && *data == DPP_CLOCK_START_KEEP;
+}
+
+/* Starts dpp_clock's timer, or makes this program's the callback of the one running unless the
+ * frame asks to keep it (libdpp runs it once a load, reopen and upgrade: src/clock.c). XDP_PASS:
+ * running; XDP_ABORTED: not (the policers call the helper). */
 SEC("xdp")
 int dpp_clock_start(struct xdp_md *ctx)
 {
@@ -119,10 +132,11 @@ int dpp_clock_start(struct xdp_md *ctx)
 	struct dpp_clock *c = bpf_map_lookup_elem(&dpp_clock, &zero);
 	long err;
 
-	(void)ctx;
 	if (!c)
 		return XDP_ABORTED;
 	err = bpf_timer_init(&c->timer, &dpp_clock, CLOCK_MONOTONIC);
+	if (err == -CLOCK_EBUSY && clock_start_keeps(ctx))
+		return XDP_PASS;
 	if (err && err != -CLOCK_EBUSY)
 		return XDP_ABORTED;
 	if (bpf_timer_set_callback(&c->timer, clock_tick) || bpf_timer_start(&c->timer, 0, 0))
