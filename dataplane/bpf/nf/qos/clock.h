@@ -30,16 +30,17 @@
  *   Order. Every CPU reads the one pair. The callback stores ns, then jiffies; a reader loads the
  * kernel's jiffies, then the word's, then its ns: volatile accesses, kept in that order by the
  * compiler and the JIT, and by x86-64 (stores in order, loads in order), the only architecture the
- * data path is built for: a reader that sees a run's jiffies sees its ns or a later run's (a later
- * reading, at or after J(j) too). A weakly ordered CPU would need the stores released and the loads
- * acquired (BPF's store-release and load-acquire, 6.15 on). The word only grows, and the helper's
- * reading is taken no lower than the word: the helper's grid may lag the jiffies' by up to a tick
- * (measured: a helper read after a tick up to 414 us behind the word before it, 280 at the median),
- * and the clock would go back. What is left is a word read after a helper's reading: it may be
- * behind it by the microseconds between an update's jiffies store and its coarse clock store (a
- * run between the two reads the new jiffies and a clock a little behind the coarse clock the update
- * then sets: stamp.h's head's e). Every algorithm takes a reading behind another as one that
- * refills nothing, finds less room or counts in the newer window (police.h): never passing more.
+ * data path is built for (dataplane/Makefile refuses others): a reader that sees a run's jiffies
+ * sees its ns or a later run's (a later reading, at or after J(j) too). A weakly ordered CPU would
+ * need the stores released and the loads acquired (BPF's store-release and load-acquire, 6.15 on).
+ * The word only grows, and the helper's reading is taken no lower than the word: the helper's grid
+ * may lag the jiffies' by up to a tick (measured: a helper read after a tick up to 414 us behind
+ * the word before it, 280 at the median), and the clock would go back. What is left is a word read
+ * after a helper's reading: it may be behind it by the microseconds between an update's jiffies
+ * store and its coarse clock store (a run between the two reads the new jiffies and a clock a
+ * little behind the coarse clock the update then sets: stamp.h's head's e). Every algorithm takes
+ * a reading behind another as one that refills nothing, finds less room or counts in the newer
+ * window (police.h): never passing more.
  *   The jiffies stamps (stamp.h's head) rest on two relations: J(j0) < c0 + TICK for the jiffies j0
  * read before a reading c0 (a word's: J(j0) <= c0, better), and c < J(j) + TICK + e for any reading
  * c at jiffies j, which for a word's is c < J(j) + TICK + x: a stamp's packet then reads before its
