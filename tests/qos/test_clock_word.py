@@ -7,25 +7,22 @@ runs at each load), and by libdpp itself in the pipeline."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import subprocess
 import time
 from ctypes import c_uint32
 from typing import Iterator
 
 import pytest
 
-from bench.libbpf import map_fd_by_id, map_lookup, map_update
+from bench.libbpf import map_lookup, map_update
 from bench.libbpf import test_run as run_once
 from netapp.dataplane.facade import Dataplane
-from netapp.dataplane.handle import fdinfo
 from netapp.qos.abi import CLOCK_START_KEEP, Algo, Clock, ClockTimer, ClockWord
 from netapp.qos.applier import coarse_tick_ns
 from netapp.qos.model import PolicerConfig
 from tests.qos.police import PoliceProgram
-from tests.utils.maps import pinned_instance
+from tests.utils.maps import pinned_instance, pipeline_map_fd
 
 XDP_PASS = 2
 KEEP_FRAME = bytes([CLOCK_START_KEEP]) + bytes(63)  # what libdpp's reopen runs dpp_clock_start on
@@ -192,19 +189,6 @@ def test_the_coarse_clock_never_goes_back_from_the_word_to_the_helper(stopped):
         stopped.write_word(written, kernel_jiffies() - 1)  # the word of the tick before
 
         assert stopped.reading(Clock.COARSE) >= written
-
-
-def pipeline_map_fd(dp: Dataplane, name: str) -> int:
-    """An fd of the instance's map whose kernel name ends with `name`, found through its clock
-    starter program's maps: the clock word (.data.clock, a map of the programs' own: libdpp keeps no
-    fd of it) or the timer's (dpp_clock, refused as a table)."""
-    start_id = int(fdinfo(dp.program_fd("dpp_clock_start"))["prog_id"])
-    shown = json.loads(subprocess.check_output(["bpftool", "-j", "prog", "show", "id", str(start_id)]))
-    for map_id in shown["map_ids"]:
-        named = json.loads(subprocess.check_output(["bpftool", "-j", "map", "show", "id", str(map_id)]))
-        if named["name"].endswith(name):
-            return map_fd_by_id(map_id)
-    raise AssertionError(f"the pipeline's dpp_clock_start has no {name}")
 
 
 def pipeline_word_fd(dp: Dataplane) -> int:

@@ -125,24 +125,26 @@ static __always_inline bool clock_start_keeps(const struct xdp_md *ctx)
 
 /* Starts dpp_clock's timer, or makes this program's the callback of the one running unless the
  * frame asks to keep it (libdpp runs it once a load, reopen and upgrade: src/clock.c). XDP_PASS:
- * running; XDP_ABORTED: not (the policers call the helper). */
+ * running; DPP_CLOCK_START_RESTARTED: asked to keep, none ran, started; XDP_ABORTED: not running
+ * (the policers call the helper). */
 SEC("xdp")
 int dpp_clock_start(struct xdp_md *ctx)
 {
 	__u32 zero = 0;
 	struct dpp_clock *c = bpf_map_lookup_elem(&dpp_clock, &zero);
+	bool keep = clock_start_keeps(ctx);
 	long err;
 
 	if (!c)
 		return XDP_ABORTED;
 	err = bpf_timer_init(&c->timer, &dpp_clock, CLOCK_MONOTONIC);
-	if (err == -CLOCK_EBUSY && clock_start_keeps(ctx))
+	if (err == -CLOCK_EBUSY && keep)
 		return XDP_PASS;
 	if (err && err != -CLOCK_EBUSY)
 		return XDP_ABORTED;
 	if (bpf_timer_set_callback(&c->timer, clock_tick) || bpf_timer_start(&c->timer, 0, 0))
 		return XDP_ABORTED;
-	return XDP_PASS;
+	return keep ? DPP_CLOCK_START_RESTARTED : XDP_PASS;
 }
 
 #endif /* DPP_NF_QOS_CLOCK_H */
