@@ -45,10 +45,13 @@
  * read before a reading c0 (a word's: J(j0) <= c0, better), and c < J(j) + TICK + e for any reading
  * c at jiffies j, which for a word's is c < J(j) + TICK + x: a stamp's packet then reads before its
  * window's end E or its bucket's U (stamp.h's chain: c < E - 2 TICK + x) while the jiffies' update
- * is less than two ticks late; later, as the coarse clock's own exception (an update catching up
- * two ticks or more, read between its two stores), a credit may outlive its window, or a bucket's
- * stamp its U, by the difference (the stamp then drops what the bucket might pass: never more
- * passes).
+ * is less than two ticks late. Later, the helper's clock is held back with the jiffies, and its
+ * exception is only a reading made between the late update's two stores; the word's is not held
+ * back: a timer that runs while the update is two ticks late or more stores the time with the old
+ * jiffies, so for as long as the update is late (the kernel lets it stall up to 5 ticks before
+ * another CPU's tick makes it: tick-sched.c's MAX_STALLED_JIFFIES) a credit may outlive its
+ * window, or a bucket's stamp its U, by x - 2 TICK (the stamp then drops what the bucket might
+ * pass: never more passes).
  *   Who starts it: libdpp, at each load, reopen and upgrade, runs dpp_clock_start once through
  * BPF_PROG_TEST_RUN (src/clock.c): the timer initialised (-EBUSY when it runs already: a pinned
  * instance's dpp_clock keeps its timer while the map has a pin or an fd; it is cancelled with the
@@ -88,7 +91,7 @@ struct {
 struct dpp_clock_word clock_word SEC(".data.clock");
 
 /* The timer's run: the jiffies, then the clock, stored in the other order (the file's head). */
-static int clock_tick(void *map, __u32 *key, struct dpp_clock *c)
+static int clock_timer_run(void *map, __u32 *key, struct dpp_clock *c)
 {
 	__u64 jiffies = bpf_jiffies64();
 
@@ -142,7 +145,7 @@ int dpp_clock_start(struct xdp_md *ctx)
 		return XDP_PASS;
 	if (err && err != -CLOCK_EBUSY)
 		return XDP_ABORTED;
-	if (bpf_timer_set_callback(&c->timer, clock_tick) || bpf_timer_start(&c->timer, 0, 0))
+	if (bpf_timer_set_callback(&c->timer, clock_timer_run) || bpf_timer_start(&c->timer, 0, 0))
 		return XDP_ABORTED;
 	return keep ? DPP_CLOCK_START_RESTARTED : XDP_PASS;
 }
