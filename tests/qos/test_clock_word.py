@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 import time
 from ctypes import c_uint32
 from typing import Iterator
@@ -18,6 +19,7 @@ import pytest
 from bench.libbpf import map_lookup, map_update
 from bench.libbpf import test_run as run_once
 from netapp.dataplane.facade import Dataplane
+from netapp.dataplane.handle import fdinfo
 from netapp.qos.abi import CLOCK_START_KEEP, Algo, Clock, ClockTimer, ClockWord
 from netapp.qos.applier import coarse_tick_ns
 from netapp.qos.model import PolicerConfig
@@ -189,6 +191,19 @@ def test_the_coarse_clock_never_goes_back_from_the_word_to_the_helper(stopped):
         stopped.write_word(written, kernel_jiffies() - 1)  # the word of the tick before
 
         assert stopped.reading(Clock.COARSE) >= written
+
+
+def test_the_timer_stores_its_time_before_its_jiffies_in_the_program_the_kernel_runs(clocked):
+    """A reader that sees a run's jiffies must see its time (clock.h's "Order"). A pair torn the other
+    way lasts nanoseconds a run and no reading catches it, so the order is read off the program as
+    the verifier left it: the callback's two stores into the word, the time's first."""
+    prog_id = fdinfo(clocked.start_fd)["prog_id"]
+    dump = subprocess.check_output(["bpftool", "prog", "dump", "xlated", "id", str(prog_id)], text=True)
+    callback = dump[dump.index("int clock_timer_run("):]
+
+    stores = [int(offset) for offset in re.findall(r"\*\(u64 \*\)\(r\d+ \+(\d+)\) = r\d+", callback)]
+
+    assert stores == [ClockWord.ns.offset, ClockWord.jiffies.offset], callback
 
 
 def pipeline_word_fd(dp: Dataplane) -> int:
