@@ -285,3 +285,20 @@ def test_a_reopen_restarts_a_stopped_timer():
         finally:
             os.close(word)
             os.close(timer)
+
+
+def test_the_dataplane_status_shows_the_clock_running_then_stopped():
+    with Dataplane.open() as dp:
+        running = dp.status()["clock"]
+        word, timer = pipeline_word_fd(dp), pipeline_map_fd(dp, "dpp_clock")
+        try:
+            map_update(timer, c_uint32(0), ClockTimer())  # cancelled, as a write of the value does
+            last = word_reader(word)()
+            wait_for_ticks(last.jiffies, 4)  # the word two ticks old, whatever the grids' phase
+            stopped = dp.status()["clock"]
+        finally:
+            os.close(word)
+            os.close(timer)
+
+    assert running["state"] == "running" and 0 <= running["word_age_us"] < 2 * coarse_tick_ns() // 1000, running
+    assert stopped["state"] == "stopped" and stopped["word_age_us"] >= 2 * coarse_tick_ns() // 1000, stopped
