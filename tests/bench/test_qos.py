@@ -10,7 +10,7 @@ import os
 import pytest
 
 from bench.qos import __main__ as qos_main
-from bench.qos import precise
+from bench.qos import clock_steps, precise
 from bench.qos import rule as rule_bench
 from bench.qos import rule_cold
 from bench.harness import DATAPLANE
@@ -108,3 +108,11 @@ def test_a_clock_timer_that_does_not_start_stops_the_run():
             start_clock(orphan)
     finally:
         os.close(orphan.fd)
+
+
+def test_the_clock_steps_bench_counts_what_goes_back():
+    require_kernel()
+    assert clock_steps.steps_back([5, 7, 6, 9, 3]) == {
+        "readings": 5, "steps_back": 2, "largest_ns": 6, "median_ns": 3.5}
+    readings = clock_steps.coarse_readings(0.2)
+    assert len(readings) > 100 and clock_steps.steps_back(readings)["steps_back"] == 0
