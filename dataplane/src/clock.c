@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* The policers' clock timer (bpf/nf/qos/clock.h): started by running its program once, at each
- * load, reopen and upgrade, so that the COARSE policers read the time with a load. */
+ * load, reopen and upgrade, so that the COARSE policers read the time with a load; its word read
+ * for a status (dppctl status). */
 #include <errno.h>
 #include <string.h>
 #include <unistd.h>
@@ -91,7 +92,7 @@ static int clock_word_fd(int prog_fd)
 	return -ENOENT;
 }
 
-int dpp_clock_word_get(struct dpp *d, struct dpp_clock_word *word)
+int dpp_clock_word_get(const struct dpp *d, struct dpp_clock_word *word)
 {
 	__u32 zero = 0;
 	int prog_fd = clock_prog_fd(d), fd, err;

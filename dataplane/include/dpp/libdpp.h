@@ -72,7 +72,7 @@ int dpp_unpin(struct dpp *d);
 int dpp_reused(const struct dpp *d);
 /* The COARSE policers' clock word of the programs the handle runs (nf/qos/clock.h): the time its
  * timer last read, and the jiffies before it (0: never). -ENOENT: programs built without it. */
-int dpp_clock_word_get(struct dpp *d, struct dpp_clock_word *word);
+int dpp_clock_word_get(const struct dpp *d, struct dpp_clock_word *word);
 /* Whether opening found the policers' clock timer stopped and started it (a reopen's only). */
 bool dpp_clock_restarted(const struct dpp *d);
 /* fd of the XDP entry, the program the links run (dpp_programs lists every program). */
