@@ -258,12 +258,15 @@ def chunk_offset(dataplane: Path) -> int | None:
 
 def start_clock(obj: BpfObject) -> None:
     """The coarse clock's timer started, as libdpp starts the pipeline's at load (nf/qos/clock.h),
-    where the object has one (a tree from before it reads the helper)."""
+    where the object has one (a tree from before it reads the helper). A timer that does not start
+    stops the run: its coarse cases would time the helper instead of the word."""
     try:
         fd = obj.program_fd("dpp_clock_start")
     except OSError:
         return
-    test_run(fd, bytes(FRAME), 1)
+    verdict = test_run(fd, bytes(FRAME), 1).retval
+    if verdict != XDP_PASS:
+        raise RuntimeError(f"dpp_clock_start did not start the clock timer (verdict {verdict}, not XDP_PASS)")
 
 
 class LoadedTree:

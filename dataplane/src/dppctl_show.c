@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
@@ -153,6 +154,48 @@ static int print_cpus(struct ctl *c)
 	return 0;
 }
 
+static __u64 clock_ns(clockid_t id, bool resolution)
+{
+	struct timespec t = {};
+
+	if (resolution)
+		clock_getres(id, &t);
+	else
+		clock_gettime(id, &t);
+	return (__u64)t.tv_sec * 1000000000ull + (__u64)t.tv_nsec;
+}
+
+/* The COARSE policers' clock (bpf/nf/qos/clock.h): how old its word is (the time its timer last
+ * read, CLOCK_MONOTONIC), or that they read the helper: a word two ticks old has jiffies the
+ * kernel moved past (the timer writes one every DPP_CLOCK_PERIOD_NS while it runs). A timer this
+ * command's open found stopped it has started again (a reopen does): said so, as it was found. */
+static int print_clock(struct ctl *c)
+{
+	struct dpp_clock_word word;
+	__u64 now, tick;
+	int err;
+
+	if (dpp_clock_restarted(c->d)) {
+		printf("clock      stopped: coarse policers read the helper; "
+		       "this command started it again\n");
+		return 0;
+	}
+	err = dpp_clock_word_get(c->d, &word);
+	if (err == -ENOENT) {
+		printf("clock      none: coarse policers read the helper\n");
+		return 0;
+	}
+	if (err)
+		return fail(err, "read the policers' clock word");
+	now = clock_ns(CLOCK_MONOTONIC, false);
+	tick = clock_ns(CLOCK_MONOTONIC_COARSE, true);
+	if (!word.jiffies || now - word.ns >= 2 * tick)
+		printf("clock      stopped: coarse policers read the helper\n");
+	else
+		printf("clock      word %llu us old\n", (unsigned long long)(now - word.ns) / 1000);
+	return 0;
+}
+
 int cmd_status(struct ctl *c, int argc, char **argv)
 {
 	int rc;
@@ -173,6 +216,8 @@ int cmd_status(struct ctl *c, int argc, char **argv)
 		rc = print_config(c);
 	if (!rc)
 		rc = print_cpus(c);
+	if (!rc)
+		rc = print_clock(c);
 	return rc;
 }
 

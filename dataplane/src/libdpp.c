@@ -228,7 +228,7 @@ static int instance_load(struct dpp *d, const struct dpp_open_opts *o)
 	if (!err && d->pin_dir[0])
 		err = pins_create(d);
 	if (!err)
-		clock_start(d);
+		clock_start(d, false);
 	return err;
 }
 
@@ -249,7 +249,7 @@ static int instance_reopen(struct dpp *d, const struct dpp_open_opts *o)
 	if (!err)
 		err = links_scan(d);
 	if (!err)
-		clock_start(d);
+		clock_start(d, true); /* a read-only reopen leaves a running timer as it is */
 	if (!err)
 		pr_info("instance '%s' reused from %s", d->instance, d->pin_dir);
 	return err;

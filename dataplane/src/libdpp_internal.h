@@ -111,6 +111,7 @@ struct dpp {
 	struct dpp_prog_table progs; /* fds owned: dups when loaded, so both paths close alike */
 	int retired_slots_fd; /* the dpp_progs an upgrade replaced, for frames still in it; or -1 */
 	bool reused;
+	bool clock_restarted; /* the reopen found the policers' clock timer stopped and started it */
 	char instance[DPP_INSTANCE_NAME_MAX + 1]; /* "" when anonymous */
 	char pin_dir[PATH_MAX];			   /* "" when nothing is (or stays) pinned */
 	int ncpus;				   /* possible CPUs: per-CPU value count */
@@ -169,7 +170,7 @@ void progs_close(struct dpp_prog_table *t);
 
 /* clock.c: the map of the policers' clock timer, never written as a table (tables.c) */
 #define DPP_CLOCK_MAP "dpp_clock"
-void clock_start(const struct dpp *d);
+void clock_start(struct dpp *d, bool keep);
 
 static inline int entry_fd(const struct dpp *d)
 {

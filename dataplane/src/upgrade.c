@@ -378,7 +378,7 @@ int dpp_upgrade(struct dpp *d, const struct dpp_upgrade_opts *opts)
 	pr_info("instance '%s': %d program(s) replaced on %d interface(s)", d->instance, u.progs.nr,
 		d->nr_links);
 	upgrade_take(d, &u);
-	clock_start(d); /* the new load's callback: its programs read its own word */
+	clock_start(d, false); /* the new load's callback: its programs read its own word */
 cleanup:
 	if (err && d->pin_dir[0])
 		pins_unstage(d);

@@ -82,6 +82,7 @@ from netapp.dataplane.abi import (  # noqa: F401 - re-exported
     XdpMode,
     map_size_refusal,
 )
+from netapp.qos.abi import ClockWord
 from netapp.dataplane.libdpp_abi import (  # noqa: F401 - re-exported
     LIBDPP_STRUCTS,
     LOG_FN,
@@ -137,6 +138,8 @@ PROTOTYPES: Mapping[str, tuple[Any, list[Any]]] = {
     "dpp_close": (None, [c_void_p]),
     "dpp_unpin": (c_int, [c_void_p]),
     "dpp_reused": (c_int, [c_void_p]),
+    "dpp_clock_word_get": (c_int, [c_void_p, POINTER(ClockWord)]),
+    "dpp_clock_restarted": (c_bool, [c_void_p]),
     "dpp_prog_fd": (c_int, [c_void_p]),
     "dpp_map_fd": (c_int, [c_void_p, c_char_p]),
     "dpp_upgrade": (c_int, [c_void_p, POINTER(UpgradeOpts)]),

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from netapp.dataplane.binding import MAPS, MAX_CPUS, NONE, Action, Reason, TestResult, Verdict, key_from_c
 from netapp.dataplane.slots import InstalledRule, SlotAllocator
+from netapp.qos.abi import ClockWord
+from netapp.qos.applier import coarse_tick_ns
 from netapp.routing.abi import RoutePath
 
 if TYPE_CHECKING:
@@ -35,6 +38,18 @@ class PacketOutcome:
     route_path: Optional[str] = None
 
 
+def clock_view(word: Optional[ClockWord]) -> dict[str, Any]:
+    """The COARSE policers' clock (dataplane/bpf/nf/qos/clock.h), as `dppctl status` shows it: running,
+    its word younger than two ticks (the timer writes one every 250 us); stopped, the word older or
+    never written (its jiffies are past: the policers read the helper); none, programs without it.
+    The word's age is against CLOCK_MONOTONIC, the clock its time was read from."""
+    if word is None:
+        return {"state": "none", "word_age_us": None}
+    age_ns = time.clock_gettime_ns(time.CLOCK_MONOTONIC) - word.ns
+    running = word.jiffies != 0 and age_ns < 2 * coarse_tick_ns()
+    return {"state": "running" if running else "stopped", "word_age_us": age_ns // 1000 if word.jiffies else None}
+
+
 class Counters:
     """Status, statistics and test runs, named after intents by the rule shadow."""
 
@@ -52,8 +67,9 @@ class Counters:
     # --- status ------------------------------------------------------------------------------
 
     def status(self) -> dict[str, Any]:
-        """Program ids (the entry's, every program's), each map's id and size, and the fill of the
-        maps the facade tracks (None where it does not: arrays by CPU or slot are always full)."""
+        """Program ids (the entry's, every program's), each map's id and size, the fill of the maps
+        the facade tracks (None where it does not: arrays by CPU or slot are always full), and the
+        COARSE policers' clock (clock_view)."""
         entries = {
             "dpp_rules": len(self._installed),
             "dpp_alt_groups": len(self._alt_groups),
@@ -68,6 +84,7 @@ class Counters:
             "shapes": len(self._published_shapes),
             "rules": len(self._installed),
             "intents": len(self._intent_slots),
+            "clock": clock_view(self._dpp.clock_word()),
         }
 
     # --- statistics --------------------------------------------------------------------------

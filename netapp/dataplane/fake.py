@@ -40,6 +40,7 @@ from netapp.dataplane.binding import (
 )
 from netapp.dataplane.handle import possible_cpus
 from netapp.dataplane.tables import UpdateFlag, fill_arrays
+from netapp.qos.abi import ClockWord
 
 
 def _copy(value: Any) -> Any:
@@ -402,6 +403,10 @@ class FakeDpp:
             for slot in Prog
         ]
         return [entry, *tails]
+
+    def clock_word(self) -> Optional[ClockWord]:
+        """No programs run: no clock word."""
+        return None
 
     def map_info(self, name: str) -> dict[str, int]:
         """Made-up ids (1 + the map's position in MAPS); sizes from the header, rules and map_sizes as

@@ -28,6 +28,7 @@ from netapp.dataplane.abi import (
     XdpMode,
 )
 from netapp.dataplane.errors import DataplaneError, check, check_batch
+from netapp.qos.abi import ClockWord
 from netapp.dataplane.libdpp_abi import RULE_CB, MapSize, OpenOpts, ProgDesc, TableCursor, TestResult, UpgradeOpts
 
 if TYPE_CHECKING:
@@ -140,6 +141,15 @@ class DppHandle:
             }
             for p in found
         ]
+
+    def clock_word(self) -> Optional[ClockWord]:
+        """The COARSE policers' clock word of the programs the handle runs; None: built without it."""
+        word = ClockWord()
+        rc = self.lib.dpp_clock_word_get(self._handle, byref(word))
+        if rc == -errno_codes.ENOENT:
+            return None
+        check(rc, "dpp_clock_word_get")
+        return word
 
     def map_info(self, name: str) -> dict[str, int]:
         """A map's kernel id and max_entries."""

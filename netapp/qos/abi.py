@@ -28,6 +28,8 @@ GCRA_TAT_SHIFT = 6  # GCRA's arrival time in 2**-6 ns
 GCRA_INTERVAL_SHIFT = 20  # a byte's time in 2**-(6 + 20) ns
 REASON_BASE_QOS = 96
 CLOCK_PERIOD_NS = 250_000  # the coarse clock's timer re-arms itself this often (nf/qos/clock.h)
+CLOCK_START_KEEP = 1  # dpp_clock_start's frame's first byte: a running timer is left as it is
+CLOCK_START_RESTARTED = 3  # dpp_clock_start's verdict when asked to keep and no timer ran: started (XDP_TX)
 
 CONSTANTS = {
     "DPP_MAX_POLICERS": MAX_POLICERS,
@@ -45,6 +47,8 @@ CONSTANTS = {
     "DPP_POLICE_GCRA_INTERVAL_SHIFT": GCRA_INTERVAL_SHIFT,
     "DPP_REASON_BASE_QOS": REASON_BASE_QOS,
     "DPP_CLOCK_PERIOD_NS": CLOCK_PERIOD_NS,
+    "DPP_CLOCK_START_KEEP": CLOCK_START_KEEP,
+    "DPP_CLOCK_START_RESTARTED": CLOCK_START_RESTARTED,
 }
 
 

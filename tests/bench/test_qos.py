@@ -5,17 +5,19 @@ drop, or the reverse, stops the run), and writes its rows with their spread."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
 from bench.qos import __main__ as qos_main
-from bench.qos import precise
+from bench.qos import clock_steps, precise
 from bench.qos import rule as rule_bench
 from bench.qos import rule_cold
 from bench.harness import DATAPLANE
-from bench.qos.run import CASES
+from bench.qos.run import CASES, start_clock
 from netapp.qos.abi import Clock
 from netapp.qos.applier import policer_value
+from tests.qos.police import PoliceProgram
 from tests.utils.kernel import require_kernel
 
 
@@ -80,3 +82,37 @@ def test_a_small_run_of_a_parent_made_precise_times_its_rewrites(tmp_path):
     assert precise.main(["--slots", "256", "--parents", "3", "--children", "2", "--out", str(out)]) == 0
     (row,) = json.loads(out.read_text())["results"]
     assert row["first_ms"] > 0 and row["q1_ms"] <= row["median_ms"] <= row["q3_ms"]
+
+
+class OrphanStarter:
+    """An object whose dpp_clock_start outlived its maps' user fds: the kernel refuses to start a
+    timer in a map no user holds (bpf_timer_init: EPERM), so the program aborts."""
+
+    def __init__(self) -> None:
+        police = PoliceProgram()
+        try:
+            self.fd = os.dup(police.obj.program_fd("dpp_clock_start"))
+        finally:
+            police.close()
+
+    def program_fd(self, name: str) -> int:
+        assert name == "dpp_clock_start"
+        return self.fd
+
+
+def test_a_clock_timer_that_does_not_start_stops_the_run():
+    require_kernel()
+    orphan = OrphanStarter()
+    try:
+        with pytest.raises(RuntimeError, match="did not start the clock timer"):
+            start_clock(orphan)
+    finally:
+        os.close(orphan.fd)
+
+
+def test_the_clock_steps_bench_counts_what_goes_back():
+    require_kernel()
+    assert clock_steps.steps_back([5, 7, 6, 9, 3]) == {
+        "readings": 5, "steps_back": 2, "largest_ns": 6, "median_ns": 3.5}
+    readings = clock_steps.coarse_readings(0.2)
+    assert len(readings) > 100 and clock_steps.steps_back(readings)["steps_back"] == 0

@@ -7,24 +7,29 @@ Every test uses its own namespace and instance name; both are removed afterwards
 
 from __future__ import annotations
 
+import os
 import re
 import secrets
 import shutil
 import socket
 import subprocess
 import time
+from ctypes import c_uint32
 from pathlib import Path
 
 import pytest
 
+from bench.libbpf import map_update
 from netapp import __version__ as netapp_version
 from netapp.dataplane.binding import PIN_ROOT, Action, Reason, Verdict, shape_id
 from netapp.dataplane.facade import Dataplane
 from netapp.intents.compiler import compile_document
 from netapp.intents.models import parse_document
+from netapp.qos.abi import ClockTimer
 from netapp.testbed import netns
 from tests.utils import packets
 from tests.utils.kernel import build_artifact, require_kernel, veth_namespace
+from tests.utils.maps import pipeline_map_fd
 
 IFACE = "veth0"  # where the program is attached
 PEER = "veth1"  # where test frames are sent from
@@ -149,6 +154,27 @@ def test_attach_loads_a_pinned_instance_that_status_in_another_process_reuses(ns
     assert "rules      0 of 65536 (dpp_rules)" in lines
     assert "cpus       0: unmetered, ok" in lines
     assert (pin_dir(attached) / "prog").exists()
+
+
+RUNNING_CLOCK = re.compile(r"clock      word \d+ us old")
+
+
+def test_status_shows_the_policers_clock_and_a_timer_it_found_stopped(ns, attached):
+    running = dppctl(ns, "-n", attached, "status")
+    with netns.entered(ns), Dataplane.open(instance=attached) as dp:
+        timer = pipeline_map_fd(dp, "dpp_clock")
+    try:
+        map_update(timer, c_uint32(0), ClockTimer())  # cancelled, as a write of the value does
+    finally:
+        os.close(timer)
+
+    stopped = dppctl(ns, "-n", attached, "status")
+    again = dppctl(ns, "-n", attached, "status")
+
+    assert RUNNING_CLOCK.fullmatch(running.stdout.splitlines()[-1]), running.stdout
+    assert stopped.stdout.splitlines()[-1] == (
+        "clock      stopped: coarse policers read the helper; this command started it again"), stopped.stdout
+    assert RUNNING_CLOCK.fullmatch(again.stdout.splitlines()[-1]), again.stdout
 
 
 def test_the_first_attach_says_it_loaded_the_instance(ns, instance):

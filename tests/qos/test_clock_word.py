@@ -7,7 +7,6 @@ runs at each load), and by libdpp itself in the pipeline."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
@@ -17,17 +16,18 @@ from typing import Iterator
 
 import pytest
 
-from bench.libbpf import map_fd_by_id, map_lookup, map_update
+from bench.libbpf import map_lookup, map_update
 from bench.libbpf import test_run as run_once
 from netapp.dataplane.facade import Dataplane
 from netapp.dataplane.handle import fdinfo
-from netapp.qos.abi import Algo, Clock, ClockTimer, ClockWord
+from netapp.qos.abi import CLOCK_START_KEEP, Algo, Clock, ClockTimer, ClockWord
 from netapp.qos.applier import coarse_tick_ns
 from netapp.qos.model import PolicerConfig
 from tests.qos.police import PoliceProgram
-from tests.utils.maps import pinned_instance
+from tests.utils.maps import pinned_instance, pipeline_map_fd
 
 XDP_PASS = 2
+KEEP_FRAME = bytes([CLOCK_START_KEEP]) + bytes(63)  # what libdpp's reopen runs dpp_clock_start on
 POLICER = 7
 SENTINEL = 12_345_678  # a word's time no clock reads now (ns since boot: 12 ms)
 LAG_NS = 3 * coarse_tick_ns()  # the coarse clock lags by two ticks at most (police.h), one more for the test's reads
@@ -162,30 +162,52 @@ def test_dpp_clock_start_starts_the_timer_that_keeps_the_word_and_restarts_it(st
     assert_kept_by_a_timer(words_seen(stopped.word, 5), 5)
 
 
-def test_a_stopped_timer_leaves_its_word_to_the_helper_once_the_jiffies_move(clocked):
+def wait_for_ticks(jiffies: int, ticks: int) -> None:
+    """Until the kernel's jiffies are `ticks` past `jiffies` (polled: the condition is the kernel's)."""
+    while kernel_jiffies() < jiffies + ticks:
+        time.sleep(0.001)
+
+
+def test_a_stopped_timer_writes_no_more_and_leaves_its_word_to_the_helper(clocked):
     assert run_once(clocked.start_fd, bytes(64), 1).retval == XDP_PASS
     assert words_seen(clocked.word, 2)
     clocked.stop_timer()
     last = clocked.word()
-    while kernel_jiffies() == last.jiffies:
-        time.sleep(0.001)  # the next tick: polled, the condition is the kernel's jiffies
+    # Three ticks: a running timer writes a word of each, and the coarse clock, whose grid may lag
+    # the jiffies' by up to a tick, is past the last word's time (until then the word is read).
+    wait_for_ticks(last.jiffies, 3)
 
     before = monotonic_ns()
     reading = clocked.reading(Clock.COARSE)
 
+    now = clocked.word()
+    assert (now.ns, now.jiffies) == (last.ns, last.jiffies)
     assert reading != last.ns and a_helper_reading(reading, before)
 
 
+def test_the_coarse_clock_never_goes_back_from_the_word_to_the_helper(stopped):
+    for _ in range(20):
+        written = monotonic_ns()  # a time the coarse clock's helper is behind, by up to a tick
+        stopped.write_word(written, kernel_jiffies() - 1)  # the word of the tick before
+
+        assert stopped.reading(Clock.COARSE) >= written
+
+
+def test_the_timer_stores_its_time_before_its_jiffies_in_the_program_the_kernel_runs(clocked):
+    """A reader that sees a run's jiffies must see its time (clock.h's "Order"). A pair torn the other
+    way lasts nanoseconds a run and no reading catches it, so the order is read off the program as
+    the verifier left it: the callback's two stores into the word, the time's first."""
+    prog_id = fdinfo(clocked.start_fd)["prog_id"]
+    dump = subprocess.check_output(["bpftool", "prog", "dump", "xlated", "id", str(prog_id)], text=True)
+    callback = dump[dump.index("int clock_timer_run("):]
+
+    stores = [int(offset) for offset in re.findall(r"\*\(u64 \*\)\(r\d+ \+(\d+)\) = r\d+", callback)]
+
+    assert stores == [ClockWord.ns.offset, ClockWord.jiffies.offset], callback
+
+
 def pipeline_word_fd(dp: Dataplane) -> int:
-    """An fd of the instance's clock word (.data.clock, a map of the programs' own: libdpp keeps no fd
-    of it), found through its starter program's maps."""
-    start_id = int(fdinfo(dp.program_fd("dpp_clock_start"))["prog_id"])
-    shown = json.loads(subprocess.check_output(["bpftool", "-j", "prog", "show", "id", str(start_id)]))
-    for map_id in shown["map_ids"]:
-        named = json.loads(subprocess.check_output(["bpftool", "-j", "map", "show", "id", str(map_id)]))
-        if named["name"].endswith(".data.clock"):
-            return map_fd_by_id(map_id)
-    raise AssertionError("the pipeline's dpp_clock_start has no .data.clock")
+    return pipeline_map_fd(dp, ".data.clock")
 
 
 def test_libdpp_starts_the_pipeline_s_timer_at_load():
@@ -223,3 +245,60 @@ def test_a_pinned_instance_s_timer_outlives_its_handle_and_a_reload_hands_it_to_
                 os.close(second)
         finally:
             os.close(first)
+
+
+def test_a_late_starter_of_a_replaced_load_leaves_the_new_load_its_word():
+    """A reopen whose programs were collected before an upgrade moved the pins runs the replaced
+    load's starter after the upgrade's: asking to keep a running timer, it leaves it the new load's."""
+    with pinned_instance("clockrace") as instance:
+        with Dataplane.open(instance=instance):
+            pass
+        with Dataplane.open(instance=instance) as late:
+            old_start = os.dup(late.program_fd("dpp_clock_start"))
+        try:
+            with Dataplane.open(instance=instance) as dp:
+                dp.reload()
+                new_word = pipeline_word_fd(dp)
+            try:
+                assert run_once(old_start, KEEP_FRAME, 1).retval == XDP_PASS  # the reopen's start, late
+                assert_kept_by_a_timer(words_seen(word_reader(new_word), 5), 5)
+            finally:
+                os.close(new_word)
+        finally:
+            os.close(old_start)
+
+
+def test_a_reopen_restarts_a_stopped_timer():
+    with pinned_instance("clockreopen") as instance:
+        with Dataplane.open(instance=instance) as dp:
+            word, timer = pipeline_word_fd(dp), pipeline_map_fd(dp, "dpp_clock")
+        try:
+            map_update(timer, c_uint32(0), ClockTimer())  # cancelled, as a write of the value does
+            last = word_reader(word)()
+            wait_for_ticks(last.jiffies, 2)
+            assert word_reader(word)().ns == last.ns  # stopped
+
+            with Dataplane.open(instance=instance):
+                pass
+
+            assert_kept_by_a_timer(words_seen(word_reader(word), 5), 5)
+        finally:
+            os.close(word)
+            os.close(timer)
+
+
+def test_the_dataplane_status_shows_the_clock_running_then_stopped():
+    with Dataplane.open() as dp:
+        running = dp.status()["clock"]
+        word, timer = pipeline_word_fd(dp), pipeline_map_fd(dp, "dpp_clock")
+        try:
+            map_update(timer, c_uint32(0), ClockTimer())  # cancelled, as a write of the value does
+            last = word_reader(word)()
+            wait_for_ticks(last.jiffies, 4)  # the word two ticks old, whatever the grids' phase
+            stopped = dp.status()["clock"]
+        finally:
+            os.close(word)
+            os.close(timer)
+
+    assert running["state"] == "running" and 0 <= running["word_age_us"] < 2 * coarse_tick_ns() // 1000, running
+    assert stopped["state"] == "stopped" and stopped["word_age_us"] >= 2 * coarse_tick_ns() // 1000, stopped

@@ -91,3 +91,19 @@ def test_missing_debian_packages_are_named_and_installed(tmp_path: Path):
     assert lines[0] == "[1/5] installing Debian packages: dpp-not-a-package no-such-one (a few minutes, once)..."
     assert lines[1:3] == ["apt-get -q", "apt-get -q"]
     assert re.fullmatch(r"\[1/5\] installing Debian packages: dpp-not-a-package no-such-one: done in \d+ s", lines[3])
+
+
+def dataplane_dry_run(*variables: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["make", "--no-print-directory", "-n", "-C", "dataplane", *variables],
+        cwd=REPO, capture_output=True, text=True, timeout=60,
+    )
+
+
+def test_the_data_path_is_refused_for_an_architecture_its_clock_word_is_not_ordered_on():
+    """The policers' clock word's order holds on x86-64 only (dataplane/bpf/nf/qos/clock.h)."""
+    assert dataplane_dry_run().returncode == 0
+    refused = dataplane_dry_run("MULTIARCH=aarch64-linux-gnu")
+
+    assert refused.returncode != 0
+    assert "x86-64 only" in refused.stderr and "clock.h" in refused.stderr, refused.stderr

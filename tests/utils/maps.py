@@ -4,14 +4,18 @@ would see it), compared with what a service's stored intents compile to."""
 from __future__ import annotations
 
 import contextlib
+import json
 import secrets
+import subprocess
 from collections.abc import Iterator
 from typing import Any, Mapping, Optional
 
+from bench.libbpf import map_fd_by_id
 from netapp.core.netns import entered
 from netapp.dataplane import binding
 from netapp.dataplane.binding import rule_key, rule_value, shape_to_c, struct_bytes
 from netapp.dataplane.facade import Dataplane
+from netapp.dataplane.handle import fdinfo
 from netapp.intents.compiler import compile_intent, order_shapes, shape_maxima
 from netapp.intents.models import Intent
 from netapp.service.service import rule_id
@@ -117,3 +121,16 @@ def per_cpu_value(map_fd: int, key: int, value_type: Any) -> list[Any]:
     if not map_lookup(map_fd, ctypes.c_uint32(key), values):
         raise KeyError(key)
     return list(values)
+
+
+def pipeline_map_fd(dp: Dataplane, name: str) -> int:
+    """An fd of the instance's map whose kernel name ends with `name`, found through its clock
+    starter program's maps: the clock word (.data.clock, a map of the programs' own: libdpp keeps no
+    fd of it) or the timer's (dpp_clock, refused as a table)."""
+    start_id = int(fdinfo(dp.program_fd("dpp_clock_start"))["prog_id"])
+    shown = json.loads(subprocess.check_output(["bpftool", "-j", "prog", "show", "id", str(start_id)]))
+    for map_id in shown["map_ids"]:
+        named = json.loads(subprocess.check_output(["bpftool", "-j", "map", "show", "id", str(map_id)]))
+        if named["name"].endswith(name):
+            return map_fd_by_id(map_id)
+    raise AssertionError(f"the pipeline's dpp_clock_start has no {name}")

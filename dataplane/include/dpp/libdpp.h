@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include "dpp_structs.h"
+#include "nf/qos.h"
 #include "nf/upf.h"
 
 #ifdef __cplusplus
@@ -69,6 +70,11 @@ void dpp_close(struct dpp *d);
 int dpp_unpin(struct dpp *d);
 /* 1 when opts->instance already existed when opened (maps were reused), else 0. */
 int dpp_reused(const struct dpp *d);
+/* The COARSE policers' clock word of the programs the handle runs (nf/qos/clock.h): the time its
+ * timer last read, and the jiffies before it (0: never). -ENOENT: programs built without it. */
+int dpp_clock_word_get(const struct dpp *d, struct dpp_clock_word *word);
+/* Whether opening found the policers' clock timer stopped and started it (a reopen's only). */
+bool dpp_clock_restarted(const struct dpp *d);
 /* fd of the XDP entry, the program the links run (dpp_programs lists every program). */
 int dpp_prog_fd(const struct dpp *d);
 /* fd of a map by its name in the BPF object ("dpp_rules", ...), or -ENOENT. */

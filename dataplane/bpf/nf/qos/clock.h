@@ -30,22 +30,28 @@
  *   Order. Every CPU reads the one pair. The callback stores ns, then jiffies; a reader loads the
  * kernel's jiffies, then the word's, then its ns: volatile accesses, kept in that order by the
  * compiler and the JIT, and by x86-64 (stores in order, loads in order), the only architecture the
- * data path is built for: a reader that sees a run's jiffies sees its ns or a later run's (a later
- * reading, at or after J(j) too). A weakly ordered CPU would need the stores released and the loads
- * acquired (BPF's store-release and load-acquire, 6.15 on). The word only grows; against the
- * helper's readings a word's may go back by the microseconds between an update's jiffies store and
- * its coarse clock store (a run between the two reads the new jiffies and a clock a little behind
- * the coarse clock the update then sets: stamp.h's head's e). Every algorithm takes a reading
- * behind another as one that refills nothing, finds less room or counts in the newer window
- * (police.h): never passing more.
+ * data path is built for (dataplane/Makefile refuses others): a reader that sees a run's jiffies
+ * sees its ns or a later run's (a later reading, at or after J(j) too). A weakly ordered CPU would
+ * need the stores released and the loads acquired (BPF's store-release and load-acquire, 6.15 on).
+ * The word only grows, and the helper's reading is taken no lower than the word: the helper's grid
+ * may lag the jiffies' by up to a tick (measured: a helper read after a tick up to 414 us behind
+ * the word before it, 280 at the median), and the clock would go back. What is left is a word read
+ * after a helper's reading: it may be behind it by the microseconds between an update's jiffies
+ * store and its coarse clock store (a run between the two reads the new jiffies and a clock a
+ * little behind the coarse clock the update then sets: stamp.h's head's e). Every algorithm takes
+ * a reading behind another as one that refills nothing, finds less room or counts in the newer
+ * window (police.h): never passing more.
  *   The jiffies stamps (stamp.h's head) rest on two relations: J(j0) < c0 + TICK for the jiffies j0
  * read before a reading c0 (a word's: J(j0) <= c0, better), and c < J(j) + TICK + e for any reading
  * c at jiffies j, which for a word's is c < J(j) + TICK + x: a stamp's packet then reads before its
  * window's end E or its bucket's U (stamp.h's chain: c < E - 2 TICK + x) while the jiffies' update
- * is less than two ticks late; later, as the coarse clock's own exception (an update catching up
- * two ticks or more, read between its two stores), a credit may outlive its window, or a bucket's
- * stamp its U, by the difference (the stamp then drops what the bucket might pass: never more
- * passes).
+ * is less than two ticks late. Later, the helper's clock is held back with the jiffies, and its
+ * exception is only a reading made between the late update's two stores; the word's is not held
+ * back: a timer that runs while the update is two ticks late or more stores the time with the old
+ * jiffies, so for as long as the update is late (the kernel lets it stall up to 5 ticks before
+ * another CPU's tick makes it: tick-sched.c's MAX_STALLED_JIFFIES) a credit may outlive its
+ * window, or a bucket's stamp its U, by x - 2 TICK (the stamp then drops what the bucket might
+ * pass: never more passes).
  *   Who starts it: libdpp, at each load, reopen and upgrade, runs dpp_clock_start once through
  * BPF_PROG_TEST_RUN (src/clock.c): the timer initialised (-EBUSY when it runs already: a pinned
  * instance's dpp_clock keeps its timer while the map has a pin or an fd; it is cancelled with the
@@ -53,11 +59,16 @@
  * section .data.clock: an upgrade's new programs read the new load's, which only the new callback
  * writes; the old load's word then ages out by its jiffies), started now, on the CPU that ran it:
  * some 3,300 runs a second there, 1.4 us each (bench/README.md, "The coarse clock read with a
- * load"). Tests give the time in their frames (xdp_police's
- * police_test_hdr.now_ns): no clock is read, word or helper; the given time wins. */
+ * load"). A reopen's run asks to keep a running timer (DPP_CLOCK_START_KEEP in its frame): its
+ * programs may be a load an upgrade replaced while the reopen collected them, whose callback would
+ * take the timer back to a word the running programs no longer read (they would call the helper
+ * from then on); a timer that does not run (cancelled, or never started) it starts. Tests give the
+ * time in their frames (xdp_police's police_test_hdr.now_ns): no clock is read, word or helper;
+ * the given time wins. */
 #ifndef DPP_NF_QOS_CLOCK_H
 #define DPP_NF_QOS_CLOCK_H
 
+#include <stdbool.h>
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 #include "dpp/nf/qos.h"
@@ -80,7 +91,7 @@ struct {
 struct dpp_clock_word clock_word SEC(".data.clock");
 
 /* The timer's run: the jiffies, then the clock, stored in the other order (the file's head). */
-static int clock_tick(void *map, __u32 *key, struct dpp_clock *c)
+static int clock_timer_run(void *map, __u32 *key, struct dpp_clock *c)
 {
 	__u64 jiffies = bpf_jiffies64();
 
@@ -93,35 +104,50 @@ static int clock_tick(void *map, __u32 *key, struct dpp_clock *c)
 }
 
 /* The coarse clock: clock_word.ns while the kernel's jiffies are the ones read before it, else the
- * helper's (the file's head). */
+ * helper's, but never behind the word: the helper's grid may lag the jiffies' by up to a tick, and
+ * the clock never goes back (the file's head). */
 static __always_inline __u64 clock_coarse(void)
 {
 	__u64 jiffies = bpf_jiffies64();
+	__u64 coarse, word;
 
 	if (*(volatile __u64 *)&clock_word.jiffies == jiffies)
 		return *(volatile __u64 *)&clock_word.ns;
-	return bpf_ktime_get_coarse_ns();
+	coarse = bpf_ktime_get_coarse_ns();
+	word = *(volatile __u64 *)&clock_word.ns;
+	return coarse > word ? coarse : word;
 }
 
-/* Starts dpp_clock's timer, or makes this program's the callback of the one running (libdpp runs
- * it once a load: src/clock.c). XDP_PASS: running; XDP_ABORTED: not (the policers call the
- * helper). */
+/* Whether dpp_clock_start's frame asks to leave a running timer as it is (DPP_CLOCK_START_KEEP). */
+static __always_inline bool clock_start_keeps(const struct xdp_md *ctx)
+{
+	const __u8 *data = (const __u8 *)(long)ctx->data;
+
+	return data + 1 <= (const __u8 *)(long)ctx->data_end && *data == DPP_CLOCK_START_KEEP;
+}
+
+/* Starts dpp_clock's timer, or makes this program's the callback of the one running unless the
+ * frame asks to keep it (libdpp runs it once a load, reopen and upgrade: src/clock.c). XDP_PASS:
+ * running; DPP_CLOCK_START_RESTARTED: asked to keep, none ran, started; XDP_ABORTED: not running
+ * (the policers call the helper). */
 SEC("xdp")
 int dpp_clock_start(struct xdp_md *ctx)
 {
 	__u32 zero = 0;
 	struct dpp_clock *c = bpf_map_lookup_elem(&dpp_clock, &zero);
+	bool keep = clock_start_keeps(ctx);
 	long err;
 
-	(void)ctx;
 	if (!c)
 		return XDP_ABORTED;
 	err = bpf_timer_init(&c->timer, &dpp_clock, CLOCK_MONOTONIC);
+	if (err == -CLOCK_EBUSY && keep)
+		return XDP_PASS;
 	if (err && err != -CLOCK_EBUSY)
 		return XDP_ABORTED;
-	if (bpf_timer_set_callback(&c->timer, clock_tick) || bpf_timer_start(&c->timer, 0, 0))
+	if (bpf_timer_set_callback(&c->timer, clock_timer_run) || bpf_timer_start(&c->timer, 0, 0))
 		return XDP_ABORTED;
-	return XDP_PASS;
+	return keep ? DPP_CLOCK_START_RESTARTED : XDP_PASS;
 }
 
 #endif /* DPP_NF_QOS_CLOCK_H */

@@ -25,14 +25,15 @@
  *
  * The clock (struct dpp_policer.clock). PRECISE reads bpf_ktime_get_ns() (some 30 ns on a VM's
  * kvm-clock); COARSE reads bpf_ktime_get_coarse_ns(), the same CLOCK_MONOTONIC as it was at its
- * last tick (no clock source is read, but a helper call: 14-16 ns here), or the word a timer keeps
- * that clock in, with a load (nf/qos/clock.h: a clock with the same bounds), so that it lags the
- * precise clock by less than a tick, 1/CONFIG_HZ (4 ms at HZ=250, 1 ms at 1000, 10 ms at 100; clock_getres() of
- * CLOCK_MONOTONIC_COARSE says it), and moves in steps of a tick. A late tick (a timer interrupt held
- * off) makes one step two: the bounds below allow a lag of up to two ticks, L = 2 x tick. Never
- * ahead of the real time and at most L behind it, the clock advances between T - L and T + L over
- * any stretch of T ns. What that does to each algorithm (R bit/s, B bytes, D = R x tick / 8e9
- * the bytes a tick refills, A = R x W / 8e9 a window's allowance):
+ * last tick (no clock source is read, but a helper call: 14-16 ns here, some 25 on another day:
+ * bench/README.md), or the word a timer keeps that clock in, with a load (nf/qos/clock.h: a clock
+ * with the same bounds), so that it lags the precise clock by less than a tick, 1/CONFIG_HZ (4 ms
+ * at HZ=250, 1 ms at 1000, 10 ms at 100; clock_getres() of CLOCK_MONOTONIC_COARSE says it), and
+ * moves in steps of a tick. A late tick (a timer interrupt held off) makes one step two: the bounds
+ * below allow a lag of up to two ticks, L = 2 x tick. Never ahead of the real time and at most L
+ * behind it, the clock advances between T - L and T + L over any stretch of T ns. What that does
+ * to each algorithm (R bit/s, B bytes, D = R x tick / 8e9 the bytes a tick refills, A = R x W /
+ * 8e9 a window's allowance):
  *   token bucket, GCRA  time arrives a tick at a time, and with it D bytes of room at once. Any
  *                  stretch of T passes at most R (T + L) / 8e9 + B = R T / 8e9 + B + 2 D; over time
  *                  the rate is exact (the clock does not drift), provided a step's refill fits in

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* A window's credit without the clock (struct dpp_policer_stats.stamp), for nf/qos/police.h's
- * windows on their CPUs' credit (its head, "The CPUs' credit"). Reading the clock is most
- * of what is left of a window's pass on its credit (bpf_ktime_get_coarse_ns some 25 ns a call on a
- * VM, bpf_jiffies64 0-2: inlined by the verifier; bench/README.md, "A window's credit by
- * jiffies"). So a window on the COARSE clock whose control plane wrote the kernel's tick (struct
- * dpp_policer.interval, TICK: clock_getres of CLOCK_MONOTONIC_COARSE) stamps its CPU's line, when
- * it reads the clock, with a jiffies deadline D at most its window's end E = (k + 1) W:
+ * windows on their CPUs' credit (its head, "The CPUs' credit"). Reading the clock is most of what
+ * is left of a window's pass on its credit (bpf_ktime_get_coarse_ns some 25 ns a call on a VM that
+ * day, 14-16 on another, police.h's "The clock"; bpf_jiffies64 0-2: inlined by the verifier;
+ * bench/README.md, "A window's credit by jiffies"). So a window on the COARSE clock whose control
+ * plane wrote the kernel's tick (struct dpp_policer.interval, TICK: clock_getres of
+ * CLOCK_MONOTONIC_COARSE) stamps its CPU's line, when it reads the clock, with a jiffies deadline D
+ * at most its window's end E = (k + 1) W:
  *   D = j0 + floor((E - c0) / TICK) - 4      (0, none, when that is not past j0)
  * c0 the reading, j0 the jiffies read just before it; a packet whose jiffies are at most D then
  * spends the credit (or finds it short, or its window full: "A window seen full", below) without

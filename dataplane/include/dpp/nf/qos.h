@@ -105,6 +105,14 @@ struct dpp_clock_word {
  * about this over the kernel's tick). */
 #define DPP_CLOCK_PERIOD_NS 250000
 
+/* dpp_clock_start's frame's first byte when a running timer is to be left as it is (a reopen's
+ * start: its programs may be a load an upgrade has replaced since; nf/qos/clock.h). Any other
+ * byte makes the running timer's callback the caller's (a load's and an upgrade's start). */
+#define DPP_CLOCK_START_KEEP 1
+/* dpp_clock_start's verdict when asked to keep a running timer and none ran: it started one
+ * (XDP_TX; else XDP_PASS, the timer runs, or XDP_ABORTED, it does not). */
+#define DPP_CLOCK_START_RESTARTED 3
+
 /* Value of dpp_policer_stats, by CPU row and policer id (nf/qos/maps.h): what the policer let
  * through and what it dropped on this CPU, and this CPU's credit: bytes it carved out of the
  * policer's bucket (TOKEN_BUCKET, GCRA) or current window (FIXED_WINDOW, SLIDING_WINDOW), a chunk
