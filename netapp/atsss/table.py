@@ -63,7 +63,7 @@ from netapp.atsss.abi import (
     ue_filter_bit,
 )
 from netapp.atsss.head4 import set_head4
-from netapp.atsss.index import SessionIndex
+from netapp.atsss.index import MP_SEQ_SKIP, SessionIndex
 from netapp.atsss.models import Address, AtsssSession, ChecksumCoverage
 from netapp.dataplane.groups import DevmapGroups
 from netapp.dataplane.errors import DataplaneError
@@ -207,11 +207,13 @@ class AtsssTables:
 
     def carry(self, moved: Moved) -> None:
         """The data path's words of `moved` in these entries: a sync writes them where it writes an
-        entry anew (it leaves them to the data path in the others)."""
+        entry anew (it leaves them to the data path in the others). A session's MP_SEQ counts on
+        from MP_SEQ_SKIP numbers beyond the one read, as a session moved into the index does
+        (netapp.atsss.index, point 5): packets took numbers from it between the read and the change."""
         for raw, (_, value) in self.sessions.items():
             if raw in moved.sessions:
                 value.current[:] = moved.sessions[raw].current[:]
-                value.mp_seq = moved.sessions[raw].mp_seq
+                value.mp_seq = moved.sessions[raw].mp_seq + MP_SEQ_SKIP
         for slot, path in self.paths.items():
             if slot in moved.paths:
                 for name in PATH_MOVED:
