@@ -488,7 +488,7 @@ class Atsss:
             try:
                 if plan is not None:
                     self._groups.write(plan, self._maps, self._program_fd)
-                self._maps.sync(tables, found.ues, found.slots)
+                found.moved.paths.update(self._maps.sync(tables, found.ues, found.slots))
             except DataplaneError as exc:
                 self._put_back(found)
                 raise DataplaneUnavailable(f"the data plane refused the ATSSS sessions: {exc}") from exc

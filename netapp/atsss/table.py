@@ -178,7 +178,8 @@ def session_value(session: AtsssSession, tx_group: int = 0) -> Session:
 @dataclass
 class Moved:
     """What the data path had moved in some sessions and paths, read before a change (raw session key
-    -> session, path slot -> path, what it received per CPU, its loss estimate): carried by the
+    -> session, path slot -> path, what it received per CPU, its loss estimate; a path the change
+    emptied as its sync read it just before, AtsssMaps.sync): carried by the
     change's undo into the entries it writes anew, those the change deleted or emptied, so that
     they are what they were and no MP_SEQ or DCCP number is given again."""
 
@@ -317,10 +318,13 @@ class AtsssMaps:
         """Return once every program run that began before has ended (Table.wait_readers)."""
         self._paths.wait_readers()
 
-    def sync(self, tables: AtsssTables, ues: Optional[Iterable[bytes]] = None, slots: Iterable[int] = ()) -> None:
+    def sync(self, tables: AtsssTables, ues: Optional[Iterable[bytes]] = None,
+             slots: Iterable[int] = ()) -> dict[int, Path]:
         """The sessions of the raw keys `ues` (None: every UE) are those of `tables` and their paths,
         and no other; `slots`: path slots these UEs' sessions had or have, emptied unless `tables`
         holds them (a path written before its session was refused is not led to by any session).
+        Returns the paths it emptied as read just before (slot -> path): an undo writes them again
+        with the DCCP numbers and counts packets moved up to then, not those of an earlier read.
         DataplaneError when the maps refuse: the caller syncs what it had before."""
         held = self._held(ues)
         counts = self._ue_bit_counts()
@@ -339,10 +343,12 @@ class AtsssMaps:
         else:
             self._count_ue_bits(counts, added, deleted)
         gone = sorted((used | set(slots)) - set(tables.paths))
+        emptied = {slot: path for slot, path in zip(gone, self.paths(gone)) if path is not None and path.family}
         self._paths.update([(c_uint32(slot), Path()) for slot in gone])
         wanted = {bytes(uplink_key(path)) for path in tables.paths.values()}
         self._uplink.delete([key for raw, key in before.items() if raw not in wanted])
         self._gate.update([(c_uint32(0), c_uint32(1 if self._ue_bit_counts() else 0))])  # any session held
+        return emptied
 
     def _uplink_keys(self, slots: list[int]) -> dict[bytes, UplinkKey]:
         """The uplink keys of the paths the slots hold now (raw key -> key)."""

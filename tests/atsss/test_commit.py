@@ -209,3 +209,16 @@ def test_a_refused_delete_gives_no_mp_seq_number_taken_meanwhile_again(atsss, no
 
     assert decode(node.test_run(ethernet(ue_packet(UE))).data).mp_seq >= 8, "an MP_SEQ number given again"
 
+
+def test_a_refused_put_gives_no_dccp_number_of_the_path_it_emptied_again(atsss, node, tenant_a, monkeypatch):
+    """Round robin: two of the four frames between the read and the PUT go out of WIFI."""
+    wifi = tenant_a.post(SESSIONS, json=body(mode="round_robin")).json()["slots"][1]
+    traffic(node, frames=4)
+    numbers = packets_after_the_read(monkeypatch, node, frames=4)
+
+    refused(lambda: tenant_a.put(f"{SESSIONS}/ue5", json=body(mode="round_robin", paths=(CELL, WIFI2))),
+            monkeypatch)
+
+    after = AtsssMaps(node.table).paths([wifi])[0].dccp_seq
+    assert after >= numbers[0], f"WIFI's DCCP numbers {after}..{numbers[0] - 1} given again"
+
