@@ -178,15 +178,14 @@ def session_value(session: AtsssSession, tx_group: int = 0) -> Session:
 @dataclass
 class Moved:
     """What the data path had moved in some sessions and paths, read before a change (raw session key
-    -> session, path slot -> path, what it received per CPU, its loss estimate; a path the change
-    emptied as its sync read it just before, AtsssMaps.sync): carried by the
-    change's undo into the entries it writes anew, those the change deleted or emptied, so that
-    they are what they were and no MP_SEQ or DCCP number is given again."""
+    -> session, path slot -> path; a path the change emptied as its sync read it just before,
+    AtsssMaps.sync): carried by the change's undo into the entries it writes anew, those the change
+    deleted or emptied, so that no MP_SEQ or DCCP number is given again. What a path received and
+    its loss estimate need no carrying: emptying a path leaves them, and the undo does not write
+    them (writing them as read would uncount what arrived meanwhile)."""
 
     sessions: dict[bytes, Session] = field(default_factory=dict)
     paths: dict[int, Path] = field(default_factory=dict)
-    stats: dict[int, ctypes.Array] = field(default_factory=dict)
-    rx: dict[int, PathRx] = field(default_factory=dict)
 
 
 @dataclass
@@ -424,17 +423,17 @@ class AtsssMaps:
         return {bytes(key): (key, value) for key, value in zip(keys, self._sessions.lookup(keys)) if value is not None}
 
     def _write_paths(self, wanted: dict[int, Path], used: set[int], moved: Moved) -> None:
-        """New paths written whole (their counters zeroed, the slot may have been another's, or
-        `moved`'s: a change's undo writing a path the change emptied), before
+        """New paths written whole (their counters zeroed, the slot may have been another's; but for
+        `moved`'s, a change's undo writing a path the change emptied: what it received kept), before
         any session leads to them; in a path that sessions lead to, the control plane's words that
         changed stored in place, its DCCP sequence number and counters left to the data path."""
         slots = sorted(wanted)
         fresh = [slot for slot in slots if slot not in used]
         changed = [slot for slot, now in zip(slots, self._paths.lookup([c_uint32(slot) for slot in slots]))
                    if slot in used and (now is None or _path_part(now) != _path_part(wanted[slot]))]
-        self._stats.fill([c_uint32(slot) for slot in fresh if slot not in moved.stats])  # type: ignore[attr-defined]
-        self._stats.update([(c_uint32(slot), moved.stats[slot]) for slot in fresh if slot in moved.stats])
-        self._rx.update([(c_uint32(slot), moved.rx.get(slot, PathRx())) for slot in fresh])
+        anew = [slot for slot in fresh if slot not in moved.paths]
+        self._stats.fill([c_uint32(slot) for slot in anew])  # type: ignore[attr-defined]
+        self._rx.update([(c_uint32(slot), PathRx()) for slot in anew])
         self._paths.update([(c_uint32(slot), wanted[slot]) for slot in fresh])
         if changed:
             with self._paths.in_place() as paths:
@@ -535,10 +534,9 @@ class AtsssMaps:
         slots = sorted(set(slots))
         keys = [c_uint32(slot) for slot in slots]
         moved = Moved({raw: value for raw, (_, value) in self._held(ues).items()})
-        for slot, path, stats, rx in zip(slots, self._paths.lookup(keys), self._stats.lookup(keys),
-                                         self._rx.lookup(keys)):
+        for slot, path in zip(slots, self._paths.lookup(keys)):
             if path is not None and path.family:
-                moved.paths[slot], moved.stats[slot], moved.rx[slot] = path, stats, rx
+                moved.paths[slot] = path
         return moved
 
     def paths(self, slots: list[int]) -> list[Optional[Path]]:

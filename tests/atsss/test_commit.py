@@ -222,3 +222,17 @@ def test_a_refused_put_gives_no_dccp_number_of_the_path_it_emptied_again(atsss, 
     after = AtsssMaps(node.table).paths([wifi])[0].dccp_seq
     assert after >= numbers[0], f"WIFI's DCCP numbers {after}..{numbers[0] - 1} given again"
 
+
+def test_a_refused_put_uncounts_nothing_the_path_it_emptied_received(atsss, node, tenant_a, monkeypatch):
+    wifi = tenant_a.post(SESSIONS, json=body(mode="round_robin")).json()["slots"][1]
+    traffic(node, frames=4)
+    maps = AtsssMaps(node.table)
+    received = maps.stats([wifi])[0].rx_packets
+    packets_after_the_read(monkeypatch, node, uplink=uplink_frame(WIFI, ue_packet("198.51.100.80", b"up", src=UE),
+                                                                    seq=50))
+
+    refused(lambda: tenant_a.put(f"{SESSIONS}/ue5", json=body(mode="round_robin", paths=(CELL, WIFI2))),
+            monkeypatch)
+
+    assert maps.stats([wifi])[0].rx_packets == received + 1, "a packet received counted, then uncounted"
+    assert node.table("dpp_atsss_path_rx").lookup([c_uint32(wifi)])[0].gsr == 50, "its DCCP number unlearnt"
