@@ -518,10 +518,10 @@ class Atsss:
         if self._maps is None:
             self._groups.write(plan, None, None)
             return
-        tables = self._tables(found.sessions, None, quiet=True, groups=found.groups)
-        tables.carry(found.moved)
         with namespace(self._netns):
             try:
+                tables = self._tables(found.sessions, None, quiet=True, groups=found.groups)
+                tables.carry(found.moved)
                 self._groups.write(plan, self._maps, self._program_fd)
                 self._maps.sync(tables, found.ues, found.slots)
                 self._groups.clear(plan, self._maps)

@@ -11,6 +11,7 @@ uncounted."""
 
 from __future__ import annotations
 
+import errno
 from ctypes import c_uint32
 from typing import Any, Callable, Iterator
 
@@ -18,13 +19,15 @@ import httpx
 import pytest
 
 from netapp.atsss.abi import Access, Session
+from netapp.atsss.flow_states import undone_on_failure
 from netapp.atsss.index import SessionIndex
 from netapp.atsss.routes import get_atsss
 from netapp.atsss.service import Atsss
 from netapp.atsss.table import AtsssMaps
+from netapp.dataplane.errors import DataplaneError
 from netapp.dataplane.facade import Dataplane
 from netapp.service import store as store_module
-from netapp.service.store import StoreError
+from netapp.service.store import Store, StoreError
 from tests.api import conftest as api
 from tests.api.problems import assert_problem
 from tests.atsss.atsss import PathSpec, decode, ethernet, path_body, ue_packet
@@ -236,3 +239,23 @@ def test_a_refused_put_uncounts_nothing_the_path_it_emptied_received(atsss, node
 
     assert maps.stats([wifi])[0].rx_packets == received + 1, "a packet received counted, then uncounted"
     assert node.table("dpp_atsss_path_rx").lookup([c_uint32(wifi)])[0].gsr == 50, "its DCCP number unlearnt"
+
+
+def test_an_undo_failing_leaves_the_others_run_and_the_commits_failure_told(tmp_path, monkeypatch, caplog):
+    store = Store.open(tmp_path / "netapp.db", synchronous="NORMAL")
+    monkeypatch.setattr(store_module.Transaction, "commit", refuse_commit)
+    undone: list[str] = []
+
+    def refused_undo() -> None:
+        undone.append("sessions")
+        raise DataplaneError(errno.EBUSY, "update")
+
+    try:
+        with pytest.raises(StoreError, match="disk is full"):
+            with undone_on_failure(store) as undos:
+                undos.extend([lambda: undone.append("rules"), refused_undo])
+    finally:
+        store.close()
+
+    assert undone == ["sessions", "rules"], "an undo not run"
+    assert "could not be undone" in caplog.text
