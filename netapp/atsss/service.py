@@ -493,10 +493,20 @@ class Atsss:
                 self._put_back(found)
                 raise DataplaneUnavailable(f"the data plane refused the ATSSS sessions: {exc}") from exc
             if plan is not None:
-                self._groups.clear(plan, self._maps)
+                self._clear_stale_groups(plan)
         if served is not None:
             self._served = self._served_after(served, before + after, after)
         return lambda: self._put_back(found)
+
+    def _clear_stale_groups(self, plan: GroupPlan) -> None:
+        """The groups the synced change left unnamed emptied. The maps refusing is logged, the change
+        kept: no session leads to a stale group, so no packet goes through it, and the next
+        redundant change's plan finds it held and named by none, and empties it."""
+        try:
+            self._groups.clear(plan, self._maps)
+        except DataplaneError as exc:
+            log.warning("ATSSS's stale groups of redundant ports %s could not be emptied (%s): the next change "
+                        "empties them", plan.stale, exc)
 
     def _served_after(self, served: list[AtsssSession], touched: list[AtsssSession],
                       after: list[AtsssSession]) -> list[AtsssSession]:

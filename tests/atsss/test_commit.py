@@ -259,3 +259,20 @@ def test_an_undo_failing_leaves_the_others_run_and_the_commits_failure_told(tmp_
 
     assert undone == ["sessions", "rules"], "an undo not run"
     assert "could not be undone" in caplog.text
+
+
+def test_a_redundant_put_whose_stale_group_the_maps_do_not_empty_is_kept(atsss, node, tenant_a, monkeypatch):
+    """The sessions synced to their new group: the change stands, the old group left for the next."""
+    assert tenant_a.post(SESSIONS, json=body(mode="redundant", interfaces=("acc0", "acc1"))).status_code == 201
+
+    def refuse(maps: AtsssMaps, groups: list[int]) -> None:
+        raise DataplaneError(errno.EBUSY, "update")
+
+    with monkeypatch.context() as failing:
+        failing.setattr(AtsssMaps, "groups_clear", refuse)
+        put = tenant_a.put(f"{SESSIONS}/ue5", json=body(mode="redundant", interfaces=("acc1", "acc2")))
+
+    assert put.status_code == 200
+    assert tenant_a.get(f"{SESSIONS}/ue5").json()["revision"] == 2
+    assert list(atsss._groups.assigned) == [("acc1", "acc2")]
+    assert len(held(node)["dpp_atsss_tx"]) == 2, "the stale group emptied after all"
