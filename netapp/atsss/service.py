@@ -321,7 +321,7 @@ class Atsss:
                                f"(/mts/v1/mts_sessions/{steering})", field="name")
             stored.remove_session(self.store, owner, local)
             undos.append(self._apply([old], [], None))
-        self.unserved.pop(f"{owner}/{local}", None)
+            self.unserved.pop(f"{owner}/{local}", None)  # under the lock: an undo puts back its snapshot
 
     def steer(self, tenant: str, mts_id: str, ue: str, mode: SteeringMode, body: dict, field: str,
               mode_field: str = "mode", flows: Optional[Rules] = None) -> None:
@@ -422,7 +422,7 @@ class Atsss:
             session = stored.stored_session(self.store, tenant, spec.name)
             assert session is not None
             undos.append(self._apply(before, stored.sessions_of_ues(self.store, ues), session))
-        self.unserved.pop(f"{tenant}/{spec.name}", None)
+            self.unserved.pop(f"{tenant}/{spec.name}", None)  # under the lock: an undo puts back its snapshot
         return session, old is None
 
     def _rules_lock(self) -> ContextManager:

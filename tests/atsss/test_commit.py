@@ -276,3 +276,28 @@ def test_a_redundant_put_whose_stale_group_the_maps_do_not_empty_is_kept(atsss, 
     assert tenant_a.get(f"{SESSIONS}/ue5").json()["revision"] == 2
     assert list(atsss._groups.assigned) == [("acc1", "acc2")]
     assert len(held(node)["dpp_atsss_tx"]) == 2, "the stale group emptied after all"
+
+
+class ReleaseSeen:
+    """A service's lock, that records what `seen()` returns each time it is released."""
+
+    def __init__(self, lock, seen: Callable[[], Any]):
+        self._lock, self._seen, self.released = lock, seen, []
+
+    def __enter__(self) -> None:
+        self._lock.__enter__()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.released.append(self._seen())
+        self._lock.__exit__(*exc)
+
+
+def test_a_delete_tells_its_session_served_before_releasing_the_lock(atsss, node, tenant_a):
+    """Another change's undo, once the lock is released, puts back the unserved sessions it found."""
+    assert tenant_a.post(SESSIONS, json=body()).status_code == 201
+    atsss.unserved["tenant-a/ue5"] = "paths.0.interface: gone"  # as a reconcile finding it gone tells it
+    atsss._lock = lock = ReleaseSeen(atsss._lock, lambda: "tenant-a/ue5" in atsss.unserved)
+
+    assert tenant_a.delete(f"{SESSIONS}/ue5").status_code == 204
+
+    assert lock.released[-1] is False, "the session told unserved after the lock was released"
