@@ -4,8 +4,9 @@ reconciled at start.
 A change touches the sessions of one or two UEs (a replace may move a session to another UE): the
 store's transaction and the sync of those UEs' entries go together: the maps refusing syncs
 them back to what they held and rolls the store back, and the store failing to commit puts the
-maps back as they were (with the numbers the data path had taken in what the change deleted). A stored session the node cannot serve now
-(an interface gone, a neighbour unknown) stays stored, out of the maps, and is told in `unserved`.
+maps back as they were (with the numbers the data path had taken in what the change deleted). A
+stored session the node cannot serve now (an interface gone, a neighbour unknown) stays stored, out
+of the maps, and is told in `unserved`.
 Without a data plane the sessions are only stored, and reach the maps when a service with one
 starts (`reconcile`).
 
