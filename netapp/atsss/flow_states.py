@@ -14,6 +14,7 @@ the old ones."""
 
 from __future__ import annotations
 
+import logging
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Callable, Iterator, Optional
 
@@ -29,6 +30,8 @@ from netapp.service.store import Store
 
 if TYPE_CHECKING:
     from netapp.dataplane.facade import Dataplane
+
+log = logging.getLogger(__name__)
 
 
 class FlowStates:
@@ -107,15 +110,23 @@ def undone_on_failure(store: Store) -> Iterator[list[Callable[[], None]]]:
     session's), and the undos of its writes of the maps, appended in order and run backwards when
     it fails, its commit too: the store then holds what it held, and so must the maps (no session
     the API says does not exist in the data path, no rule naming a flow state slot the store gives
-    no session)."""
+    no session). An undo failing is logged and the others run: the caller is told the change's
+    failure, not the undo's."""
     undos: list[Callable[[], None]] = []
     try:
         with store.transaction():
             yield undos
     except BaseException:
         for undo in reversed(undos):
-            undo()
+            _run_undo(undo)
         raise
+
+
+def _run_undo(undo: Callable[[], None]) -> None:
+    try:
+        undo()
+    except Exception:
+        log.exception("an ATSSS change's write of the maps could not be undone: a restart reconciles them")
 
 
 def stored_rules_afresh(store: Store, dataplane: Optional["Dataplane"]) -> Rules:

@@ -4,8 +4,9 @@ reconciled at start.
 A change touches the sessions of one or two UEs (a replace may move a session to another UE): the
 store's transaction and the sync of those UEs' entries go together: the maps refusing syncs
 them back to what they held and rolls the store back, and the store failing to commit puts the
-maps back as they were (with the numbers the data path had taken in what the change deleted). A stored session the node cannot serve now
-(an interface gone, a neighbour unknown) stays stored, out of the maps, and is told in `unserved`.
+maps back as they were (with the numbers the data path had taken in what the change deleted). A
+stored session the node cannot serve now (an interface gone, a neighbour unknown) stays stored, out
+of the maps, and is told in `unserved`.
 Without a data plane the sessions are only stored, and reach the maps when a service with one
 starts (`reconcile`).
 
@@ -321,7 +322,7 @@ class Atsss:
                                f"(/mts/v1/mts_sessions/{steering})", field="name")
             stored.remove_session(self.store, owner, local)
             undos.append(self._apply([old], [], None))
-        self.unserved.pop(f"{owner}/{local}", None)
+            self.unserved.pop(f"{owner}/{local}", None)  # under the lock: an undo puts back its snapshot
 
     def steer(self, tenant: str, mts_id: str, ue: str, mode: SteeringMode, body: dict, field: str,
               mode_field: str = "mode", flows: Optional[Rules] = None) -> None:
@@ -422,7 +423,7 @@ class Atsss:
             session = stored.stored_session(self.store, tenant, spec.name)
             assert session is not None
             undos.append(self._apply(before, stored.sessions_of_ues(self.store, ues), session))
-        self.unserved.pop(f"{tenant}/{spec.name}", None)
+            self.unserved.pop(f"{tenant}/{spec.name}", None)  # under the lock: an undo puts back its snapshot
         return session, old is None
 
     def _rules_lock(self) -> ContextManager:
@@ -488,15 +489,25 @@ class Atsss:
             try:
                 if plan is not None:
                     self._groups.write(plan, self._maps, self._program_fd)
-                self._maps.sync(tables, found.ues, found.slots)
+                found.moved.paths.update(self._maps.sync(tables, found.ues, found.slots))
             except DataplaneError as exc:
                 self._put_back(found)
                 raise DataplaneUnavailable(f"the data plane refused the ATSSS sessions: {exc}") from exc
             if plan is not None:
-                self._groups.clear(plan, self._maps)
+                self._clear_stale_groups(plan)
         if served is not None:
             self._served = self._served_after(served, before + after, after)
         return lambda: self._put_back(found)
+
+    def _clear_stale_groups(self, plan: GroupPlan) -> None:
+        """The groups the synced change left unnamed emptied. The maps refusing is logged, the change
+        kept: no session leads to a stale group, so no packet goes through it, and the next
+        redundant change's plan finds it held and named by none, and empties it."""
+        try:
+            self._groups.clear(plan, self._maps)
+        except DataplaneError as exc:
+            log.warning("ATSSS's stale groups of redundant ports %s could not be emptied (%s): the next change "
+                        "empties them", plan.stale, exc)
 
     def _served_after(self, served: list[AtsssSession], touched: list[AtsssSession],
                       after: list[AtsssSession]) -> list[AtsssSession]:
@@ -518,10 +529,10 @@ class Atsss:
         if self._maps is None:
             self._groups.write(plan, None, None)
             return
-        tables = self._tables(found.sessions, None, quiet=True, groups=found.groups)
-        tables.carry(found.moved)
         with namespace(self._netns):
             try:
+                tables = self._tables(found.sessions, None, quiet=True, groups=found.groups)
+                tables.carry(found.moved)
                 self._groups.write(plan, self._maps, self._program_fd)
                 self._maps.sync(tables, found.ues, found.slots)
                 self._groups.clear(plan, self._maps)

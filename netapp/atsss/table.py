@@ -63,7 +63,7 @@ from netapp.atsss.abi import (
     ue_filter_bit,
 )
 from netapp.atsss.head4 import set_head4
-from netapp.atsss.index import SessionIndex
+from netapp.atsss.index import MP_SEQ_SKIP, SessionIndex
 from netapp.atsss.models import Address, AtsssSession, ChecksumCoverage
 from netapp.dataplane.groups import DevmapGroups
 from netapp.dataplane.errors import DataplaneError
@@ -178,14 +178,14 @@ def session_value(session: AtsssSession, tx_group: int = 0) -> Session:
 @dataclass
 class Moved:
     """What the data path had moved in some sessions and paths, read before a change (raw session key
-    -> session, path slot -> path, what it received per CPU, its loss estimate): carried by the
-    change's undo into the entries it writes anew, those the change deleted or emptied, so that
-    they are what they were and no MP_SEQ or DCCP number is given again."""
+    -> session, path slot -> path; a path the change emptied as its sync read it just before,
+    AtsssMaps.sync): carried by the change's undo into the entries it writes anew, those the change
+    deleted or emptied, so that no MP_SEQ or DCCP number is given again. What a path received and
+    its loss estimate need no carrying: emptying a path leaves them, and the undo does not write
+    them (writing them as read would uncount what arrived meanwhile)."""
 
     sessions: dict[bytes, Session] = field(default_factory=dict)
     paths: dict[int, Path] = field(default_factory=dict)
-    stats: dict[int, ctypes.Array] = field(default_factory=dict)
-    rx: dict[int, PathRx] = field(default_factory=dict)
 
 
 @dataclass
@@ -207,11 +207,13 @@ class AtsssTables:
 
     def carry(self, moved: Moved) -> None:
         """The data path's words of `moved` in these entries: a sync writes them where it writes an
-        entry anew (it leaves them to the data path in the others)."""
+        entry anew (it leaves them to the data path in the others). A session's MP_SEQ counts on
+        from MP_SEQ_SKIP numbers beyond the one read, as a session moved into the index does
+        (netapp.atsss.index, point 5): packets took numbers from it between the read and the change."""
         for raw, (_, value) in self.sessions.items():
             if raw in moved.sessions:
                 value.current[:] = moved.sessions[raw].current[:]
-                value.mp_seq = moved.sessions[raw].mp_seq
+                value.mp_seq = moved.sessions[raw].mp_seq + MP_SEQ_SKIP
         for slot, path in self.paths.items():
             if slot in moved.paths:
                 for name in PATH_MOVED:
@@ -315,10 +317,13 @@ class AtsssMaps:
         """Return once every program run that began before has ended (Table.wait_readers)."""
         self._paths.wait_readers()
 
-    def sync(self, tables: AtsssTables, ues: Optional[Iterable[bytes]] = None, slots: Iterable[int] = ()) -> None:
+    def sync(self, tables: AtsssTables, ues: Optional[Iterable[bytes]] = None,
+             slots: Iterable[int] = ()) -> dict[int, Path]:
         """The sessions of the raw keys `ues` (None: every UE) are those of `tables` and their paths,
         and no other; `slots`: path slots these UEs' sessions had or have, emptied unless `tables`
         holds them (a path written before its session was refused is not led to by any session).
+        Returns the paths it emptied as read just before (slot -> path): an undo writes them again
+        with the DCCP numbers and counts packets moved up to then, not those of an earlier read.
         DataplaneError when the maps refuse: the caller syncs what it had before."""
         held = self._held(ues)
         counts = self._ue_bit_counts()
@@ -337,10 +342,12 @@ class AtsssMaps:
         else:
             self._count_ue_bits(counts, added, deleted)
         gone = sorted((used | set(slots)) - set(tables.paths))
+        emptied = {slot: path for slot, path in zip(gone, self.paths(gone)) if path is not None and path.family}
         self._paths.update([(c_uint32(slot), Path()) for slot in gone])
         wanted = {bytes(uplink_key(path)) for path in tables.paths.values()}
         self._uplink.delete([key for raw, key in before.items() if raw not in wanted])
         self._gate.update([(c_uint32(0), c_uint32(1 if self._ue_bit_counts() else 0))])  # any session held
+        return emptied
 
     def _uplink_keys(self, slots: list[int]) -> dict[bytes, UplinkKey]:
         """The uplink keys of the paths the slots hold now (raw key -> key)."""
@@ -416,17 +423,17 @@ class AtsssMaps:
         return {bytes(key): (key, value) for key, value in zip(keys, self._sessions.lookup(keys)) if value is not None}
 
     def _write_paths(self, wanted: dict[int, Path], used: set[int], moved: Moved) -> None:
-        """New paths written whole (their counters zeroed, the slot may have been another's, or
-        `moved`'s: a change's undo writing a path the change emptied), before
+        """New paths written whole (their counters zeroed, the slot may have been another's; but for
+        `moved`'s, a change's undo writing a path the change emptied: what it received kept), before
         any session leads to them; in a path that sessions lead to, the control plane's words that
         changed stored in place, its DCCP sequence number and counters left to the data path."""
         slots = sorted(wanted)
         fresh = [slot for slot in slots if slot not in used]
         changed = [slot for slot, now in zip(slots, self._paths.lookup([c_uint32(slot) for slot in slots]))
                    if slot in used and (now is None or _path_part(now) != _path_part(wanted[slot]))]
-        self._stats.fill([c_uint32(slot) for slot in fresh if slot not in moved.stats])  # type: ignore[attr-defined]
-        self._stats.update([(c_uint32(slot), moved.stats[slot]) for slot in fresh if slot in moved.stats])
-        self._rx.update([(c_uint32(slot), moved.rx.get(slot, PathRx())) for slot in fresh])
+        anew = [slot for slot in fresh if slot not in moved.paths]
+        self._stats.fill([c_uint32(slot) for slot in anew])  # type: ignore[attr-defined]
+        self._rx.update([(c_uint32(slot), PathRx()) for slot in anew])
         self._paths.update([(c_uint32(slot), wanted[slot]) for slot in fresh])
         if changed:
             with self._paths.in_place() as paths:
@@ -527,10 +534,9 @@ class AtsssMaps:
         slots = sorted(set(slots))
         keys = [c_uint32(slot) for slot in slots]
         moved = Moved({raw: value for raw, (_, value) in self._held(ues).items()})
-        for slot, path, stats, rx in zip(slots, self._paths.lookup(keys), self._stats.lookup(keys),
-                                         self._rx.lookup(keys)):
+        for slot, path in zip(slots, self._paths.lookup(keys)):
             if path is not None and path.family:
-                moved.paths[slot], moved.stats[slot], moved.rx[slot] = path, stats, rx
+                moved.paths[slot] = path
         return moved
 
     def paths(self, slots: list[int]) -> list[Optional[Path]]:

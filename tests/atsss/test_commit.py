@@ -5,23 +5,29 @@ create, a PUT moving a path to a new subflow, a PATCH of the weights (what the A
 delete, and a PUT giving a redundant session other ports. The session the API says does not exist
 is not in the data path, the one it still holds is, with the numbers and counts its packets had
 moved (the downlink's MP_SEQ and DCCP numbers, what each path received, its loss estimate), and a
-redundant session leads to its group of ports again."""
+redundant session leads to its group of ports again. Packets that pass between the change's read of
+the maps and its write are not undone: no number they took is given again, nothing they counted
+uncounted."""
 
 from __future__ import annotations
 
+import errno
+from ctypes import c_uint32
 from typing import Any, Callable, Iterator
 
 import httpx
 import pytest
 
-from netapp.atsss.abi import Access
+from netapp.atsss.abi import Access, Session
+from netapp.atsss.flow_states import undone_on_failure
 from netapp.atsss.index import SessionIndex
 from netapp.atsss.routes import get_atsss
 from netapp.atsss.service import Atsss
 from netapp.atsss.table import AtsssMaps
+from netapp.dataplane.errors import DataplaneError
 from netapp.dataplane.facade import Dataplane
 from netapp.service import store as store_module
-from netapp.service.store import StoreError
+from netapp.service.store import Store, StoreError
 from tests.api import conftest as api
 from tests.api.problems import assert_problem
 from tests.atsss.atsss import PathSpec, decode, ethernet, path_body, ue_packet
@@ -52,15 +58,23 @@ def body(name: str = "ue5", ue: str = UE, mode: str = "weighted", paths: tuple[P
 
 def held(dp: Dataplane) -> dict[str, Any]:
     """Every entry of ATSSS's maps a session's change writes, as raw bytes: the sessions as the data
-    path finds them by UE address (through the index, read afresh), the paths, what they received
+    path finds them by UE address (through the index, read afresh; their MP_SEQ counters aside, which
+    an undo moves on past what packets may have taken meanwhile), the paths, what they received
     and their loss estimates by slot, the uplink entries, the UE filter, the gate, and the groups of
     redundant ports with each position's ifindex."""
-    entries: dict[str, Any] = {"sessions": {bytes(key): bytes(value) for key, value in SessionIndex(dp.table).items()}}
+    entries: dict[str, Any] = {"sessions": {bytes(key): without_mp_seq(value)
+                                            for key, value in SessionIndex(dp.table).items()}}
     for name in MAPS:
         entries[name] = {bytes(key): bytes(value) for key, value in dp.table(name).items() if any(bytes(value))}
     entries["dpp_atsss_tx"] = {group: {position: ifindex for position, (ifindex, _) in ports.items()}
                                for group, ports in AtsssMaps(dp.table).groups_ports().items()}
     return entries
+
+
+def without_mp_seq(value: Session) -> bytes:
+    copy = Session.from_buffer_copy(value)
+    copy.mp_seq = 0
+    return bytes(copy)
 
 
 def traffic(dp: Dataplane, paths: tuple[PathSpec, ...] = (CELL, WIFI), frames: int = 5) -> None:
@@ -124,7 +138,7 @@ def test_a_put_moving_a_path_the_store_does_not_commit_leaves_the_session_and_it
             monkeypatch)
 
     assert held(node) == before
-    assert decode(node.test_run(ethernet(ue_packet(UE))).data).mp_seq == 5, "no MP_SEQ number given again"
+    assert decode(node.test_run(ethernet(ue_packet(UE))).data).mp_seq >= 5, "an MP_SEQ number given again"
     assert tenant_a.get(f"{SESSIONS}/ue5").json()["revision"] == 1
 
 
@@ -150,7 +164,7 @@ def test_a_delete_the_store_does_not_commit_leaves_the_session_with_its_numbers(
     refused(lambda: tenant_a.delete(f"{SESSIONS}/ue5"), monkeypatch)
 
     assert held(node) == before
-    assert decode(node.test_run(ethernet(ue_packet(UE))).data).mp_seq == 5, "no MP_SEQ number given again"
+    assert decode(node.test_run(ethernet(ue_packet(UE))).data).mp_seq >= 5, "an MP_SEQ number given again"
     assert tenant_a.get(f"{SESSIONS}/ue5").status_code == 200
 
 
@@ -166,3 +180,124 @@ def test_a_redundant_put_of_other_ports_the_store_does_not_commit_leads_to_its_g
             monkeypatch)
 
     assert held(node) == before
+
+
+def packets_after_the_read(monkeypatch: pytest.MonkeyPatch, dp: Dataplane, frames: int = 0,
+                           uplink: bytes = b"") -> list[int]:
+    """The change's read of the maps for its undo (AtsssMaps.moved) followed by `frames` downlink
+    frames of the UE and the `uplink` frame, before its write: the DCCP numbers its last path read
+    then holds, appended to the list returned."""
+    read = AtsssMaps.moved
+    numbers: list[int] = []
+
+    def moved(maps: AtsssMaps, ues, slots):
+        found = read(maps, ues, slots)
+        for _ in range(frames):
+            assert dp.test_run(ethernet(ue_packet(UE))).verdict == XDP_TX
+        if uplink:
+            assert dp.test_run(uplink).verdict == XDP_PASS
+        numbers.extend(path.dccp_seq for path in maps.paths(sorted(found.paths))[-1:] if path is not None)
+        return found
+
+    monkeypatch.setattr(AtsssMaps, "moved", moved)
+    return numbers
+
+
+def test_a_refused_delete_gives_no_mp_seq_number_taken_meanwhile_again(atsss, node, tenant_a, monkeypatch):
+    assert tenant_a.post(SESSIONS, json=body()).status_code == 201
+    traffic(node)  # MP_SEQ 0..4
+    packets_after_the_read(monkeypatch, node, frames=3)  # MP_SEQ 5..7, between the read and the delete
+
+    refused(lambda: tenant_a.delete(f"{SESSIONS}/ue5"), monkeypatch)
+
+    assert decode(node.test_run(ethernet(ue_packet(UE))).data).mp_seq >= 8, "an MP_SEQ number given again"
+
+
+def test_a_refused_put_gives_no_dccp_number_of_the_path_it_emptied_again(atsss, node, tenant_a, monkeypatch):
+    """Round robin: two of the four frames between the read and the PUT go out of WIFI."""
+    wifi = tenant_a.post(SESSIONS, json=body(mode="round_robin")).json()["slots"][1]
+    traffic(node, frames=4)
+    numbers = packets_after_the_read(monkeypatch, node, frames=4)
+
+    refused(lambda: tenant_a.put(f"{SESSIONS}/ue5", json=body(mode="round_robin", paths=(CELL, WIFI2))),
+            monkeypatch)
+
+    after = AtsssMaps(node.table).paths([wifi])[0].dccp_seq
+    assert after >= numbers[0], f"WIFI's DCCP numbers {after}..{numbers[0] - 1} given again"
+
+
+def test_a_refused_put_uncounts_nothing_the_path_it_emptied_received(atsss, node, tenant_a, monkeypatch):
+    wifi = tenant_a.post(SESSIONS, json=body(mode="round_robin")).json()["slots"][1]
+    traffic(node, frames=4)
+    maps = AtsssMaps(node.table)
+    received = maps.stats([wifi])[0].rx_packets
+    packets_after_the_read(monkeypatch, node, uplink=uplink_frame(WIFI, ue_packet("198.51.100.80", b"up", src=UE),
+                                                                    seq=50))
+
+    refused(lambda: tenant_a.put(f"{SESSIONS}/ue5", json=body(mode="round_robin", paths=(CELL, WIFI2))),
+            monkeypatch)
+
+    assert maps.stats([wifi])[0].rx_packets == received + 1, "a packet received counted, then uncounted"
+    assert node.table("dpp_atsss_path_rx").lookup([c_uint32(wifi)])[0].gsr == 50, "its DCCP number unlearnt"
+
+
+def test_an_undo_failing_leaves_the_others_run_and_the_commits_failure_told(tmp_path, monkeypatch, caplog):
+    store = Store.open(tmp_path / "netapp.db", synchronous="NORMAL")
+    monkeypatch.setattr(store_module.Transaction, "commit", refuse_commit)
+    undone: list[str] = []
+
+    def refused_undo() -> None:
+        undone.append("sessions")
+        raise DataplaneError(errno.EBUSY, "update")
+
+    try:
+        with pytest.raises(StoreError, match="disk is full"):
+            with undone_on_failure(store) as undos:
+                undos.extend([lambda: undone.append("rules"), refused_undo])
+    finally:
+        store.close()
+
+    assert undone == ["sessions", "rules"], "an undo not run"
+    assert "could not be undone" in caplog.text
+
+
+def test_a_redundant_put_whose_stale_group_the_maps_do_not_empty_is_kept(atsss, node, tenant_a, monkeypatch):
+    """The sessions synced to their new group: the change stands, the old group left for the next."""
+    assert tenant_a.post(SESSIONS, json=body(mode="redundant", interfaces=("acc0", "acc1"))).status_code == 201
+
+    def refuse(maps: AtsssMaps, groups: list[int]) -> None:
+        raise DataplaneError(errno.EBUSY, "update")
+
+    with monkeypatch.context() as failing:
+        failing.setattr(AtsssMaps, "groups_clear", refuse)
+        put = tenant_a.put(f"{SESSIONS}/ue5", json=body(mode="redundant", interfaces=("acc1", "acc2")))
+
+    assert put.status_code == 200
+    assert tenant_a.get(f"{SESSIONS}/ue5").json()["revision"] == 2
+    assert list(atsss._groups.assigned) == [("acc1", "acc2")]
+    assert len(held(node)["dpp_atsss_tx"]) == 2, "the stale group emptied after all"
+
+
+class ReleaseSeen:
+    """A service's lock, that records what `seen()` returns each time it is released."""
+
+    def __init__(self, lock, seen: Callable[[], Any]):
+        self._lock, self._seen, self.released = lock, seen, []
+
+    def __enter__(self) -> None:
+        self._lock.__enter__()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.released.append(self._seen())
+        self._lock.__exit__(*exc)
+
+
+def test_a_delete_tells_its_session_served_before_releasing_the_lock(atsss, node, tenant_a):
+    """Another change's undo, once the lock is released, puts back the unserved sessions it found."""
+    assert tenant_a.post(SESSIONS, json=body()).status_code == 201
+    atsss.unserved["tenant-a/ue5"] = "paths.0.interface: gone"  # as a reconcile finding it gone tells it
+    atsss._lock = lock = ReleaseSeen(atsss._lock, lambda: "tenant-a/ue5" in atsss.unserved)
+
+    assert tenant_a.delete(f"{SESSIONS}/ue5").status_code == 204
+
+    assert lock.released[-1] is False, "the session told unserved after the lock was released"
