@@ -6,6 +6,7 @@ is reached under fewer than 256 bytes."""
 
 from __future__ import annotations
 
+import struct
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,39 @@ def chains() -> list[dict]:
 def test_frames_round_as_the_verifier_rounds_them() -> None:
     assert [stack.rounded(depth, 32) for depth in (0, 1, 32, 33, 104)] == [32, 32, 32, 64, 128]
     assert [stack.rounded(depth, 16) for depth in (0, 1, 16, 104)] == [0, 16, 16, 112]
+
+
+LOOP = 0x4DC70  # the imm a call to bpf_loop has in these made-up dumps
+
+
+def dump(*instructions: tuple[int, int, int, int]) -> bytes:
+    return b"".join(struct.pack("<BBhi", *insn) for insn in instructions)
+
+
+def loaded_callback(number: int) -> tuple[tuple[int, int, int, int], ...]:
+    """ld_imm64 r2 = callback `number` (BPF_PSEUDO_FUNC), its two halves."""
+    return (0x18, stack.BPF_PSEUDO_FUNC << 4 | 2, 0, 0), (0, 0, 0, number)
+
+
+def read(raw: bytes) -> stack.Function:
+    return stack.read_calls("f", 360, raw, range(len(raw) // 8), LOOP)
+
+
+def test_an_inlined_loop_s_slots_are_taken_off_its_caller_s_frame() -> None:
+    """The inlining leaves the callback loaded and called from the caller's own code, no call to
+    bpf_loop: the 24 bytes the verifier added after its check come off (360 -> 336, 384 -> 352)."""
+    inlined = read(dump(*loaded_callback(1), (0x85, stack.BPF_PSEUDO_CALL << 4, 0, 1)))
+    assert (inlined.inlined_loop, inlined.frame, inlined.callees) == (True, 336, (1,))
+    program = stack.Program("p", (inlined, stack.Function("g", 136, (), False)))
+    assert stack.chain_stack(program, (0, 1), 32) == 352 + 160
+
+
+def test_a_loop_not_inlined_or_a_timer_s_callback_keeps_its_frame() -> None:
+    """A bpf_loop call left (not inlined), or a callback only handed to a helper (a BPF timer's):
+    the log's depth is the frame the check counted."""
+    not_inlined = read(dump(*loaded_callback(1), (0x85, 0, 0, LOOP), (0x85, stack.BPF_PSEUDO_CALL << 4, 0, 1)))
+    timer = read(dump(*loaded_callback(1), (0x85, 0, 0, LOOP + 8)))
+    assert [(f.inlined_loop, f.frame) for f in (not_inlined, timer)] == [(False, 360), (False, 360)]
 
 
 def test_the_entry_chains_are_read_through_its_calls(chains: list[dict]) -> None:
