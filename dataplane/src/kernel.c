@@ -3,6 +3,7 @@
  * older kernel is refused with the reason (dpp_kernel_check), not left to a verifier's log. */
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/utsname.h>
 
 #include "libdpp_internal.h"
@@ -54,8 +55,12 @@ int dpp_kernel_check(const char *release)
 	struct utsname name;
 
 	if (!release) {
-		if (uname(&name))
-			return -errno;
+		if (uname(&name)) {
+			int err = -errno;
+
+			pr_warn("read the kernel's release (uname): %s", strerror(-err));
+			return err;
+		}
 		release = name.release;
 	}
 	if (sscanf(release, "%u.%u", &major, &minor) != 2) {

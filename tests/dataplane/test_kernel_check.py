@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from netapp.dataplane import handle
 from netapp.dataplane.binding import Libdpp, LibraryNotFoundError, find_libdpp, load_libdpp
 
 
@@ -107,3 +108,12 @@ def binding_dir() -> Path:
         return Path(find_libdpp()).parent
     except LibraryNotFoundError as exc:
         pytest.skip(f"libdpp is not built: {exc.hint}")
+
+
+def test_an_open_refused_for_the_kernel_names_the_reason(monkeypatch) -> None:
+    """dpp_open's EOPNOTSUPP says which kernel and why, not only "Operation not supported"."""
+    monkeypatch.setattr(handle.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(handle.platform, "release", lambda: "5.15.0-91-generic")
+    hint = handle._open_hint(-errno.EOPNOTSUPP)
+    assert "kernel 5.15.0-91-generic is older than the oldest the data path loads on" in hint
+    assert handle._open_hint(-errno.ENOMEM) == ""
