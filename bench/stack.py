@@ -105,11 +105,12 @@ class Program:
     functions: tuple[Function, ...]
 
     def chains(self) -> Iterator[tuple[int, ...]]:
-        """Every chain of calls from the entry to a function that calls no other (recursion the
-        verifier refuses, so there is none)."""
+        """Every chain of calls from the entry to a function that calls no other. The verifier
+        refuses recursion, but a BPF timer's callback may hand itself to the timer again (counted
+        as a call here): a chain stops where a function would come back."""
 
         def walk(chain: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
-            callees = self.functions[chain[-1]].callees
+            callees = [callee for callee in self.functions[chain[-1]].callees if callee not in chain]
             if not callees:
                 yield chain
             for callee in callees:
@@ -310,19 +311,23 @@ def _deeper(known: Optional[Program], program: Program) -> Program:
 
 def report(path: Path) -> list[dict]:
     """Every chain of every program of `path`: its functions, frames and sums at 16 and 32."""
-    rows = []
-    for program in deepest_programs(path):
-        for chain in program.chains():
-            rows.append({
-                "object": path.name,
-                "program": program.name,
-                "chain": program.names(chain),
-                "frames": [program.functions[index].frame for index in chain],
-                "stack16": chain_stack(program, chain, 16),
-                "stack32": chain_stack(program, chain, 32),
-                "tail_call32": tail_call_stack(program, chain, 32),
-            })  # fmt: skip
-    return rows
+    return [row for program in deepest_programs(path) for row in rows(path, program)]
+
+
+def rows(path: Path, program: Program) -> list[dict]:
+    """Every chain of `program` (of `path`): its functions, frames and sums at 16 and 32."""
+    found = []
+    for chain in program.chains():
+        found.append({
+            "object": path.name,
+            "program": program.name,
+            "chain": program.names(chain),
+            "frames": [program.functions[index].frame for index in chain],
+            "stack16": chain_stack(program, chain, 16),
+            "stack32": chain_stack(program, chain, 32),
+            "tail_call32": tail_call_stack(program, chain, 32),
+        })  # fmt: skip
+    return found
 
 
 def main(argv: Optional[list[str]] = None) -> int:

@@ -16,10 +16,29 @@ from tests.utils.kernel import build_artifact, require_kernel
 
 
 @pytest.fixture(scope="module")
-def chains() -> list[dict]:
+def programs() -> list[tuple[Path, stack.Program]]:
     require_kernel()
     build = build_artifact("dpp.bpf.o").parent
-    return [row for path in sorted(Path(build).glob("*.bpf.o")) for row in stack.report(path)]
+    return [(path, program) for path in sorted(Path(build).glob("*.bpf.o")) for program in stack.deepest_programs(path)]
+
+
+@pytest.fixture(scope="module")
+def chains(programs: list[tuple[Path, stack.Program]]) -> list[dict]:
+    return [row for path, program in programs for row in stack.rows(path, program)]
+
+
+def test_a_callback_handing_itself_on_ends_its_chain() -> None:
+    """A timer's callback re-arming itself (a call to itself here) ends the chain, not the walk."""
+    program = stack.Program("p", (stack.Function("f", 8, (1,), False), stack.Function("tick", 0, (1,), False)))
+    assert list(program.chains()) == [(0, 1)]
+
+
+def test_every_function_lies_on_a_chain(programs: list[tuple[Path, stack.Program]]) -> None:
+    """Each function of each loaded program is on some chain: none is left out of the bound."""
+    missed = [f"{path.name}: {program.name}: {function.name}" for path, program in programs
+              for index, function in enumerate(program.functions)
+              if not any(index in chain for chain in program.chains())]  # fmt: skip
+    assert not missed, "\n".join(missed)
 
 
 def test_frames_round_as_the_verifier_rounds_them() -> None:
