@@ -19,8 +19,9 @@ so it counts as a call; a BPF timer's callback, which runs on a stack of its own
 which can only overstate). The verifier only counts the stack the paths it explores touch, and the
 load-time knobs (.rodata) decide which paths those are: an object is loaded once for every
 combination of its one-byte knobs and each chain kept at its deepest. The line's depths include
-the 24 bytes an inlined bpf_loop adds to its caller's frame after the check: the sums here are
-then that much above the verifier's, never below.
+the 24 bytes an inlined bpf_loop adds to its caller's frame after the stack check (its counter,
+bound and context, below the frame the check saw): they are taken off again where a function loads
+a callback and calls it itself with no call to bpf_loop left, which is what the inlining leaves.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ BPF_LOG_STATS = 4
 LOG_SIZE = 1 << 16
 BUILD = REPO / "dataplane" / "build"
 BPF_FUNC_TAIL_CALL = 12
+INLINED_LOOP_STACK = 24  # three 8-byte slots the verifier adds below an inlined bpf_loop's caller
 BPF_PSEUDO_CALL, BPF_PSEUDO_FUNC = 1, 4
 KNOB_PREFIX = "cfg_"
 
@@ -80,13 +82,21 @@ class FuncInfo(Structure):
 
 @dataclass(frozen=True)
 class Function:
-    """One frame of a program: its name, its stack as the verifier counted it, whom it calls (by
-    number in the program) and whether it makes a tail call."""
+    """One frame of a program: its name, its stack as the verifier's log gives it, whom it calls
+    (by number in the program), whether it makes a tail call and whether a bpf_loop of it was
+    inlined."""
 
     name: str
     depth: int
     callees: tuple[int, ...]
     tail_call: bool
+    inlined_loop: bool = False
+
+    @property
+    def frame(self) -> int:
+        """The stack the verifier's check counted: the log's depth without the inlined loop's
+        slots, added after the check."""
+        return self.depth - INLINED_LOOP_STACK if self.inlined_loop else self.depth
 
 
 @dataclass(frozen=True)
@@ -95,11 +105,12 @@ class Program:
     functions: tuple[Function, ...]
 
     def chains(self) -> Iterator[tuple[int, ...]]:
-        """Every chain of calls from the entry to a function that calls no other (recursion the
-        verifier refuses, so there is none)."""
+        """Every chain of calls from the entry to a function that calls no other. The verifier
+        refuses recursion, but a BPF timer's callback may hand itself to the timer again (counted
+        as a call here): a chain stops where a function would come back."""
 
         def walk(chain: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
-            callees = self.functions[chain[-1]].callees
+            callees = [callee for callee in self.functions[chain[-1]].callees if callee not in chain]
             if not callees:
                 yield chain
             for callee in callees:
@@ -120,7 +131,7 @@ def rounded(depth: int, granule: int) -> int:
 
 
 def chain_stack(program: Program, chain: tuple[int, ...], granule: int) -> int:
-    return sum(rounded(program.functions[index].depth, granule) for index in chain)
+    return sum(rounded(program.functions[index].frame, granule) for index in chain)
 
 
 def tail_call_stack(program: Program, chain: tuple[int, ...], granule: int) -> int:
@@ -153,22 +164,32 @@ def read_functions(fd: int, depths: list[int]) -> tuple[Function, ...]:
     if count != len(depths):
         raise RuntimeError(f"{count} functions but {len(depths)} stack depths in the verifier's log")
     symbols = bpf_symbols()
+    loop = helper_imm("bpf_loop")
     raw = insns.raw
     bounds = [start.insn_off for start in starts] + [len(raw) // 8]
     functions = []
     for index in range(count):
-        callees, tail_call = set(), False
-        for pc in range(bounds[index], bounds[index + 1]):
-            code, regs, _off, imm = instruction(raw, pc)
-            if code == 0x85 and regs >> 4 == BPF_PSEUDO_CALL:
-                callees.add(imm)  # a JITed program's dump: the callee's number
-            elif code == 0x85 and regs >> 4 == 0 and imm == BPF_FUNC_TAIL_CALL:
-                tail_call = True
-            elif code == 0x18 and regs >> 4 == BPF_PSEUDO_FUNC:
-                callees.add(instruction(raw, pc + 1)[3])  # a callback: its number in the next half
         name = symbols.get(ksyms[index], f"function {index}")
-        functions.append(Function(name, depths[index], tuple(sorted(callees)), tail_call))
+        functions.append(read_calls(name, depths[index], raw, range(bounds[index], bounds[index + 1]), loop))
     return tuple(functions)
+
+
+def read_calls(name: str, depth: int, raw: bytes, pcs: range, loop: Optional[int]) -> Function:
+    """The function whose verified instructions are `pcs` of `raw`: whom it calls and whether a
+    bpf_loop of it was inlined (`loop`: the imm a call to the bpf_loop helper has in the dump)."""
+    called, callbacks, tail_call, loop_called = set(), set(), False, False
+    for pc in pcs:
+        code, regs, _off, imm = instruction(raw, pc)
+        if code == 0x85 and regs >> 4 == BPF_PSEUDO_CALL:
+            called.add(imm)  # a JITed program's dump: the callee's number
+        elif code == 0x85 and regs >> 4 == 0:
+            tail_call |= imm == BPF_FUNC_TAIL_CALL
+            loop_called |= imm == loop
+        elif code == 0x18 and regs >> 4 == BPF_PSEUDO_FUNC:
+            callbacks.add(instruction(raw, pc + 1)[3])  # a callback: its number in the next half
+    # an inlined bpf_loop calls its callback from the caller's code; a timer's callback is only handed on
+    inlined_loop = loop is not None and bool(callbacks & called) and not loop_called
+    return Function(name, depth, tuple(sorted(called | callbacks)), tail_call, inlined_loop)
 
 
 def bpf_symbols() -> dict[int, str]:
@@ -181,6 +202,20 @@ def bpf_symbols() -> dict[int, str]:
             if name.startswith("bpf_prog_"):
                 symbols[int(address, 16)] = name.split("_", 3)[-1]
     return symbols
+
+
+def helper_imm(helper: str) -> Optional[int]:
+    """The imm a call to `helper` has in a loaded program's dump: the helper's address less
+    __bpf_call_base's (the kernel's own fix-up), None when kallsyms does not show both."""
+    wanted = {helper: 0, "__bpf_call_base": 0}
+    with open("/proc/kallsyms") as lines:
+        for line in lines:
+            address, _kind, name = line.split()[:3]
+            if name in wanted:
+                wanted[name] = int(address, 16)
+    if not all(wanted.values()):
+        return None
+    return wanted[helper] - wanted["__bpf_call_base"]
 
 
 def instruction(raw: bytes, pc: int) -> tuple[int, int, int, int]:
@@ -266,8 +301,9 @@ def _deeper(known: Optional[Program], program: Program) -> Program:
     functions = []
     for function in program.functions:
         other = by_name.get(function.name)
-        if other is not None and other.depth > function.depth:
-            function = Function(function.name, other.depth, function.callees, function.tail_call or other.tail_call)
+        if other is not None and other.frame > function.frame:
+            function = Function(function.name, other.depth, function.callees,
+                                function.tail_call or other.tail_call, other.inlined_loop)
         functions.append(function)
     # the load with the most functions keeps the most chains
     return Program(program.name, tuple(functions)) if len(functions) >= len(known.functions) else known
@@ -275,19 +311,23 @@ def _deeper(known: Optional[Program], program: Program) -> Program:
 
 def report(path: Path) -> list[dict]:
     """Every chain of every program of `path`: its functions, frames and sums at 16 and 32."""
-    rows = []
-    for program in deepest_programs(path):
-        for chain in program.chains():
-            rows.append({
-                "object": path.name,
-                "program": program.name,
-                "chain": program.names(chain),
-                "frames": [program.functions[index].depth for index in chain],
-                "stack16": chain_stack(program, chain, 16),
-                "stack32": chain_stack(program, chain, 32),
-                "tail_call32": tail_call_stack(program, chain, 32),
-            })  # fmt: skip
-    return rows
+    return [row for program in deepest_programs(path) for row in rows(path, program)]
+
+
+def rows(path: Path, program: Program) -> list[dict]:
+    """Every chain of `program` (of `path`): its functions, frames and sums at 16 and 32."""
+    found = []
+    for chain in program.chains():
+        found.append({
+            "object": path.name,
+            "program": program.name,
+            "chain": program.names(chain),
+            "frames": [program.functions[index].frame for index in chain],
+            "stack16": chain_stack(program, chain, 16),
+            "stack32": chain_stack(program, chain, 32),
+            "tail_call32": tail_call_stack(program, chain, 32),
+        })  # fmt: skip
+    return found
 
 
 def main(argv: Optional[list[str]] = None) -> int:

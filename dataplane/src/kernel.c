@@ -3,11 +3,14 @@
  * older kernel is refused with the reason (dpp_kernel_check), not left to a verifier's log. */
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/utsname.h>
 
 #include "libdpp_internal.h"
 
 /* The newest of what the programs of dpp.bpf.o need from the kernel:
+ *   5.18  bpf_xdp_load_bytes, bpf_xdp_store_bytes: copies to and from a frame (bpf/nf/upf/punt.h,
+ *         bpf/nf/atsss/uplink.h, bpf/nf/atsss/loss.h)
  *   5.17  bpf_loop: ATSSS's walk of a DCCP ACK vector (bpf/nf/atsss/loss.h)
  *   5.15  BPF timers: the policers' clock word (bpf/nf/qos/clock.h)
  *   5.13  redirects to every port of a DEVMAP (BPF_F_BROADCAST, BPF_F_EXCLUDE_INGRESS): FRER's
@@ -19,10 +22,32 @@
  * Not counted: the benchmarks' traffic generator's live frames (BPF_F_TEST_XDP_LIVE_FRAMES, 5.18).
  * The stack holds on these kernels too: before 6.9 the verifier rounds each frame to 32 bytes, not
  * 16, and every call chain fits 512 bytes so rounded (tests/dataplane/test_stack_depth.py). The
- * kernels tested are 6.x; Ubuntu 24.04's 6.8 is the charm's base. */
+ * kernels tested are 6.x; Ubuntu 24.04's 6.8 is the charm's base. Not relied on: 6.3's reading of
+ * a global function's pointer argument as possibly uninitialised (before, the stack it points to
+ * must be written: Debian 12's 6.1); the entry's rule is zeroed before dpp_search_shapes and
+ * dpp_rss_dispatch, which write it.
+ *
+ * The helpers the built programs call, by the version that brought them (#: the helper's id; a
+ * test reads the calls from the objects and wants each here, at the minimum or before):
+ *   5.18  #189 bpf_xdp_load_bytes, #190 bpf_xdp_store_bytes
+ *   5.17  #181 bpf_loop
+ *   5.15  #169 bpf_timer_init, #170 bpf_timer_set_callback, #171 bpf_timer_start
+ *   5.11  #160 bpf_ktime_get_coarse_ns
+ *   5.8   #131 bpf_ringbuf_reserve, #132 bpf_ringbuf_submit, #133 bpf_ringbuf_discard
+ *   5.5   #118 bpf_jiffies64
+ *   5.1   #93 bpf_spin_lock, #94 bpf_spin_unlock
+ *   4.18  #65 bpf_xdp_adjust_tail, #69 bpf_fib_lookup
+ *   4.15  #54 bpf_xdp_adjust_meta
+ *   4.14  #51 bpf_redirect_map
+ *   4.10  #44 bpf_xdp_adjust_head
+ *   4.6   #28 bpf_csum_diff
+ *   4.4   #23 bpf_redirect
+ *   4.2   #12 bpf_tail_call
+ *   4.1   #5 bpf_ktime_get_ns, #7 bpf_get_prandom_u32, #8 bpf_get_smp_processor_id
+ *   3.19  #1 bpf_map_lookup_elem, #2 bpf_map_update_elem */
 #define KERNEL_MIN_MAJOR 5
-#define KERNEL_MIN_MINOR 17
-#define KERNEL_MIN_REASON "bpf_loop, for ATSSS's ACK vectors"
+#define KERNEL_MIN_MINOR 18
+#define KERNEL_MIN_REASON "bpf_xdp_load_bytes and bpf_xdp_store_bytes, for the UPF's and ATSSS's copies"
 
 int dpp_kernel_check(const char *release)
 {
@@ -30,8 +55,12 @@ int dpp_kernel_check(const char *release)
 	struct utsname name;
 
 	if (!release) {
-		if (uname(&name))
-			return -errno;
+		if (uname(&name)) {
+			int err = -errno;
+
+			pr_warn("read the kernel's release (uname): %s", strerror(-err));
+			return err;
+		}
 		release = name.release;
 	}
 	if (sscanf(release, "%u.%u", &major, &minor) != 2) {

@@ -120,6 +120,9 @@ static int upgrade_skel_open(struct dpp *d, const struct dpp_upgrade_opts *o,
 	struct bpf_map *map;
 	int err;
 
+	err = dpp_kernel_check(NULL); /* the new program is the data path too: the same minimum */
+	if (err)
+		return err;
 	err = skel_open(&skel);
 	if (err)
 		return err;

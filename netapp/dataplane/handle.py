@@ -5,6 +5,7 @@ from __future__ import annotations
 import ctypes
 import errno as errno_codes
 import os
+import platform
 from ctypes import POINTER, byref, c_int, c_uint32, c_void_p
 from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
 
@@ -77,7 +78,8 @@ class DppHandle:
             nr_map_sizes=len(sizes),
         )
         handle = c_void_p()
-        check(lib.dpp_open(byref(opts), byref(handle)), "dpp_open", hint=_open_hint())
+        rc = lib.dpp_open(byref(opts), byref(handle))
+        check(rc, "dpp_open", hint=_open_hint(rc))
         return cls(lib, handle)
 
     def close(self) -> None:
@@ -392,9 +394,13 @@ def fdinfo(fd: int) -> dict[str, str]:
         return {name.strip(): value.strip() for name, value in fields}
 
 
-def _open_hint() -> str:
+def _open_hint(rc: int) -> str:
+    """Why dpp_open failed, for its error: root, or a kernel libdpp refuses (dpp_kernel_check's
+    EOPNOTSUPP; the log has the release, the minimum and the reason)."""
     if hasattr(os, "geteuid") and os.geteuid() != 0:
         return "loading BPF programs needs root (or CAP_BPF and CAP_NET_ADMIN)"
+    if rc == -errno_codes.EOPNOTSUPP:
+        return f"kernel {platform.release()} is older than the oldest the data path loads on (see libdpp's log)"
     return ""
 
 

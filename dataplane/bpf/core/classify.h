@@ -211,10 +211,14 @@ static __always_inline const struct dpp_rule *classify_by(const struct dpp_flow_
 		}
 	}
 
-	if (search_called)
+	if (search_called) {
+		/* kernels before 6.3 check a global function's pointer argument as a read of
+		 * initialised stack: the caller's rule is zeroed first, on misses only */
+		__builtin_memset(out, 0, sizeof(*out));
 		rule = dpp_search_shapes(key, set, out) ? out : NULL;
-	else
+	} else {
 		rule = search_shapes(key, set);
+	}
 	if (cached)
 		flow_store(cached, key, rule, cfg->generation);
 	return rule;

@@ -110,6 +110,8 @@ static __always_inline int rss_dispatch(const struct dpp_parse *p, struct dpp_ru
 
 	if (!iface || !rss_tunnelled(p, reason))
 		return DPP_RSS_NOT_DISPATCHED;
+	/* kernels before 6.3 want a global function's pointer argument initialised (src/kernel.c) */
+	__builtin_memset(cached, 0, sizeof(*cached));
 	sent = dpp_rss_dispatch(&p->key, cached, o, bytes, iface->workers);
 	if (sent == DPP_RSS_NOT_DISPATCHED)
 		return DPP_RSS_NOT_DISPATCHED;
