@@ -106,8 +106,9 @@ class Program:
 
     def chains(self) -> Iterator[tuple[int, ...]]:
         """Every chain of calls from the entry to a function that calls no other. The verifier
-        refuses recursion, but a BPF timer's callback may hand itself to the timer again (counted
-        as a call here): a chain stops where a function would come back."""
+        refuses recursion; should a timer's callback hand itself to the timer again (counted as a
+        call here), a chain stops where a function would come back (clock_timer_run re-arms with
+        bpf_timer_start and names no callback)."""
 
         def walk(chain: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
             callees = [callee for callee in self.functions[chain[-1]].callees if callee not in chain]

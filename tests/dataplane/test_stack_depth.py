@@ -29,7 +29,7 @@ def chains(programs: list[tuple[Path, stack.Program]]) -> list[dict]:
 
 def test_a_callback_handing_itself_on_ends_its_chain() -> None:
     """A timer's callback re-arming itself (a call to itself here) ends the chain, not the walk."""
-    program = stack.Program("p", (stack.Function("f", 8, (1,), False), stack.Function("tick", 0, (1,), False)))
+    program = stack.Program("p", (stack.Function("f", 8, (1,), False), stack.Function("callback", 0, (1,), False)))
     assert list(program.chains()) == [(0, 1)]
 
 

@@ -62,11 +62,12 @@
  * asks for, and the parent decides on that reading: the control plane writes a child coarse only
  * when its parent is too (a precise parent fed coarse readings would be a coarse one, without the
  * bound's check), and a parent rewritten precise has its coarse children's clock rewritten precise
- * first, in the same call (their state kept), so that what differs is a precise child's reading serving a coarse parent, which
- * is better than it asked for. (Reading the precise clock again for a precise parent after a coarse
- * child took 8 bytes more of stack than dpp_upf_police has.) A parent shared by children of both
- * clocks decides on readings of either: a reading behind the policer's last one refills nothing
- * (token bucket), finds less room (GCRA) or counts in the newer window: it never lets more through
+ * first, in the same call (their state kept), so that what differs is a precise child's reading
+ * serving a coarse parent, which is better than it asked for. (Reading the precise clock again for a
+ * precise parent after a coarse child took 8 bytes more of stack than dpp_upf_police had before the
+ * entry's frame was cut.) A parent shared by children of both clocks decides on readings of either:
+ * a reading behind the policer's last one refills nothing (token bucket), finds less room (GCRA) or
+ * counts in the newer window: it never lets more through
  * (but a precise reading may refill a token bucket ahead of the coarse clock its CPUs' jiffies
  * stamps stand for: such a bucket has no tick, nf/qos/stamp.h, "A bucket seen short by jiffies").
  * A rule's own policer and its slice's (nf/qos/rule.h) share a reading the same way, the own
@@ -466,7 +467,7 @@ static __always_inline __u32 police_share_index(__u32 id)
  * that a cold policer's counters' line comes in while its own line does: counted only after the
  * decision, whose lock or compare-and-swap waits for the policer's line, it was asked for then,
  * misses one after the other (bench/README.md, "bench/qos"). The pointer is not kept: alive across
- * the decision it would take 16 bytes more of stack than dpp_upf_police has; police_count's own
+ * the decision it took 16 bytes more of stack than dpp_upf_police had before the entry's frame was cut; police_count's own
  * lookup then finds the line in cache. */
 static __always_inline __u32 police_share(const struct dpp_policer *p, const __u32 *at, __u64 bytes,
 					  __u64 *now, bool window_credit)
@@ -559,7 +560,7 @@ static __always_inline __u32 police_on_state(struct dpp_policer *p, const __u32 
  * know it is the window's), and its parent then reads its own. The decision and
  * the parent leave together, so that what is alive across police_count's lookup fits the registers
  * a call keeps: dpp_upf_police's frame is at the size that fills the 512 bytes of stack with
- * dpp_xdp's and dpp_upf_sdf's. */
+ * dpp_xdp's and dpp_upf_sdf's, each rounded to 32 as kernels before 6.9 count them (bench/stack.py). */
 static __always_inline __u32 police_step(__u32 *id, __u64 bytes, __u64 *now, bool window_credit)
 {
 	struct dpp_policer *p = bpf_map_lookup_elem(&dpp_policers, id);

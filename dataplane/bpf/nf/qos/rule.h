@@ -44,7 +44,7 @@ __attribute__((noinline)) int dpp_police_rule(__u32 own, __u32 next, __u32 share
  * else goes on in dpp_police_rule from where this left off, nothing done twice but the policer's
  * lookup. Only the credit inline: a policer's whole decision inline grows dpp_xdp's frame by 24 to
  * 48 bytes, and dpp_xdp's (the UPF inlined in it), dpp_upf_sdf's and dpp_upf_police's frames fill
- * the 512 bytes already. */
+ * the 512 bytes already, rounded to 32 as kernels before 6.9 count them (bench/stack.py). */
 static __always_inline bool rule_police(__u32 slot, __u64 bytes, __u64 now)
 {
 	const struct dpp_rule_police *rp = bpf_map_lookup_elem(&dpp_rule_policers, &slot);

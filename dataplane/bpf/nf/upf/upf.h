@@ -398,7 +398,8 @@ __attribute__((noinline)) int dpp_upf_sdf(struct xdp_md *ctx, struct dpp_flow_ke
 		pdr = bpf_map_lookup_elem(&dpp_upf_sdf_pdrs, &arg);
 	if (!pdr) {
 		/* the configuration looked up here only, not kept across the PDR's: this frame,
-		 * dpp_xdp's and dpp_upf_police's fill the 512 bytes of stack */
+		 * dpp_xdp's and dpp_upf_police's fill the 512 bytes of stack
+		 * rounded to 32, as kernels before 6.9 count frames */
 		cfg = bpf_map_lookup_elem(&dpp_config, &zero);
 		return cfg ? fallback(cfg, o, DPP_REASON_UPF_NO_PDR) : XDP_ABORTED;
 	}
