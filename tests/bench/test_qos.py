@@ -1,4 +1,5 @@
-"""The policer benchmarks (bench/qos, bench/qos/rule.py, bench/qos/rule_cold.py, bench/qos/precise.py):
+"""The policer benchmarks (bench/qos, bench/qos/rule.py, bench/qos/rule_cold.py, bench/qos/precise.py,
+bench/qos/upf_cost.py):
 a small run in the kernel decides as every case says (a case whose policer passed when it should
 drop, or the reverse, stops the run), and writes its rows with their spread."""
 
@@ -12,7 +13,7 @@ import pytest
 from bench.qos import __main__ as qos_main
 from bench.qos import clock_steps, precise
 from bench.qos import rule as rule_bench
-from bench.qos import rule_cold
+from bench.qos import rule_cold, upf_cost
 from bench.harness import DATAPLANE
 from bench.qos.run import CASES, start_clock
 from netapp.qos.abi import Clock
@@ -72,6 +73,33 @@ def test_a_small_cold_run_of_policed_rules_times_every_kind_against_the_unpolice
     rows = {row["case"]: row for row in json.loads(out.read_text())["results"]}
     assert set(rows) == set(rule_cold.KINDS)
     assert all(row["ns"] > 0 and row["unpoliced_ns"] == rows["unpoliced"]["ns"] for row in rows.values())
+
+
+def test_a_small_cold_run_with_drops_drops_every_frame_of_the_drop_kinds(tmp_path):
+    """The bench's own check stops the run when a drop kind's first or last rule passes its frame."""
+    require_kernel()
+    out = tmp_path / "qos_rule_cold.json"
+    assert rule_cold.main(["--rules", "16", "--runs", "1", "--repeat", "1000", "--drops", "--out", str(out)]) == 0
+    rows = {row["case"]: row for row in json.loads(out.read_text())["results"]}
+    assert set(rows) == set(rule_cold.KINDS) | set(rule_cold.DROPS)
+
+
+def upf_case(name: str, samples: list[int], installed: int = 1) -> dict:
+    return {"case": name, "installed": installed, "active": installed, "samples_ns": samples}
+
+
+def test_a_upf_policers_cost_is_its_case_less_its_unpoliced_path_run_by_run():
+    result = {
+        "cases": [upf_case("uplink", [100, 200, 100]), upf_case("uplink_policed_window", [150, 240, 160]),
+                  upf_case("uplink", [300, 300, 300], 10), upf_case("uplink_policed", [390, 380, 310], 10)],
+        "baseline": {"cases": [upf_case("uplink", [100, 100, 100]), upf_case("uplink_policed_window", [190, 170, 160])]},
+    }
+    window, cold = upf_cost.costs(result)
+    assert (window["case"], window["cost_ns"]["median"]) == ("uplink_policed_window", 50)
+    assert window["baseline_cost_ns"]["median"] == 70
+    assert window["minus_baseline_ns"]["median"] == -30  # run by run: -40, -30, 0
+    assert (cold["installed"], cold["cost_ns"]["median"]) == (10, 80)  # its own level's path: 90, 80, 10
+    assert "baseline_cost_ns" not in cold
 
 
 def test_a_small_run_of_a_parent_made_precise_times_its_rewrites(tmp_path):
