@@ -28,8 +28,9 @@ live ways, then the slot, then the session, within one run (an RCU read-side sec
 4. A way whose bit was cleared, and the slot it led to, are written again (for another address,
    another session) only once the kernel has waited for every program run that began before
    (`Table.wait_readers`, an RCU grace period): no run that took the way is still reading it or
-   its session. The wait is made at most once a sync, only when a free way or slot is lacking, and
-   it frees every retired one at once (a move's own wait, 5., aside).
+   its session. The wait is made at most once a sync, only when a free way or slot is lacking (or
+   the slot a new session would rather have, 6., is retired), and it frees every retired one at
+   once (a move's own wait, 5., aside).
 5. A session in the hash moves into a way of its bucket once one is clean (a way of the bucket
    deleted, or at `load`): written whole into a free slot, its way written and made live as a new
    session's (1.), then, once the kernel has waited for every program run that began before, its
@@ -40,6 +41,14 @@ live ways, then the slot, then the session, within one run (an RCU read-side sec
    numbers beyond the hash's as read, and no number is given twice as long as fewer packets than
    that took one from the hash meanwhile (checked after the wait, and logged if not); the UE's
    receiver sees the numbers skipped never come, a hole it passes over as it does a loss.
+6. A new session (or one moved in, 5.) takes, when it is free, the slot whose pair of path slots
+   holds its first path (`paired_slot`: slot s pairs path slots 2s - 1 and 2s, which the store
+   gives a two-path session when slots are given lowest first from 1), else the lowest free one.
+   The downlink requests those two paths' lines with the session's (nf/atsss/index.h,
+   atsss_touch_paths), from the slot the bucket gives, before the session's path[] says which
+   path it takes: the session's line and its path's are then fetched together, not one after the
+   other. A session in another slot is only slower (its paths fetched after its line), not wrong:
+   the data path takes its paths from path[] whatever the slot.
 
 Start (`load`): the buckets and the hash are read whole (a few hundred KiB), the live ways are the
 sessions held; a live way that cannot be right (its address of another bucket, a second way of one
@@ -60,7 +69,7 @@ from ctypes import c_uint32
 from typing import Callable, Iterable, Iterator, Optional, Union
 
 from netapp.atsss.abi import (DCCP_SEQ_BITS, INDEX4_WAYS, INDEX6_WAYS, INDEX_BUCKETS, INDEX_LOG2, MAX_SESSIONS,
-                              Index4, Index6, Session, SessionKey, index_bucket)
+                              Index4, Index6, Session, SessionKey, index_bucket, paired_session_slot)
 from netapp.dataplane.tables import Table
 
 Bucket = Union[Index4, Index6]
@@ -116,6 +125,16 @@ def way_holding(bucket: Bucket, key: SessionKey) -> Optional[int]:
         if bucket.live & 1 << way and way_address(bucket, key.family, way) == tuple(key.addr):
             return way
     return None
+
+
+def paired_slot(value: Optional[Session]) -> Optional[int]:
+    """The slot the session would rather have: the one whose pair of path slots holds its first path
+    (abi.paired_session_slot), which the downlink requests with the session's line (nf/atsss/index.h,
+    atsss_touch_paths); None for a session without paths, or whose pair is past the slots."""
+    if value is None or not value.n_paths:
+        return None
+    slot = paired_session_slot(value.path[0])
+    return slot if 0 < slot < MAX_SESSIONS else None
 
 
 def put_at_once(bucket: Bucket, key: SessionKey, slot: int) -> bool:
@@ -310,7 +329,7 @@ class SessionIndex:
         the same write of `live`), or in the hash when the bucket has no clean way."""
         family, index = key.family, bucket_of(key)
         way = self._clean_way(family, index)
-        slot = self._free_slot() if way is not None else None
+        slot = self._free_slot(paired_slot(value)) if way is not None else None
         bucket = self._bucket_value(family, index)
         indexed = way is not None and slot is not None
         if indexed:
@@ -345,11 +364,13 @@ class SessionIndex:
             hashed = self._hashed.get((family, index), set())
             for raw in sorted(hashed):
                 way = self._clean_way(family, index)
-                slot = self._free_slot() if way is not None else None
-                if way is None or slot is None:
+                if way is None:
                     break
                 key = SessionKey.from_buffer_copy(raw)
                 value = self.hash.get(key)
+                slot = self._free_slot(paired_slot(value))
+                if slot is None:
+                    break
                 hashed.discard(raw)
                 if value is None:  # not in the hash (an earlier run's shadow): nothing to move
                     self._free_slots.append(slot)
@@ -386,7 +407,14 @@ class SessionIndex:
             return self._clean_way(family, index)
         return None
 
-    def _free_slot(self) -> Optional[int]:
+    def _free_slot(self, wanted: Optional[int] = None) -> Optional[int]:
+        """A free slot: `wanted` when it is free (after the write's wait when it is retired), else
+        the lowest; None when there is none."""
+        if wanted is not None and wanted in self._retired_slots and not self._waited:
+            self.wait()
+        if wanted is not None and wanted in self._free_slots:
+            self._free_slots.remove(wanted)
+            return wanted
         if not self._free_slots and self._retired_slots and not self._waited:
             self.wait()
         return self._free_slots.pop() if self._free_slots else None
