@@ -3,7 +3,9 @@ atsss_touch_paths): the index gives a new session the slot of dpp_atsss_slots wh
 slots (2s - 1, 2s) holds its first path when that slot is free, whatever order the sessions come
 in, so that the downlink requests its paths' lines with the session's; a session whose paired slot
 is held takes the lowest free one and is served on its own paths all the same (the paths the
-downlink touches are a hint, path[] decides), as is a session whose pair is another's paths."""
+downlink touches are a hint, path[] decides), as is a session whose pair is another's paths; through
+the service (the pinned pipeline), a new session's paths take a free pair of path slots and its
+session the slot paired with them."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from netapp.atsss.abi import Mode, Session, paired_path_slots, paired_session_sl
 from netapp.atsss.index import SessionIndex
 from tests.atsss.atsss import XDP_TX, AtsssProgram, PathSpec, decode, ethernet, session_key, ue_packet
 from tests.atsss.test_index import index  # noqa: F401 (the fixture: a SessionIndex over the program's maps)
+from tests.atsss.test_service_pipeline import ADMIN, held_slot, instance, kernel, session, start  # noqa: F401
 
 
 def path_in(slot: int) -> PathSpec:
@@ -68,3 +71,17 @@ def test_a_deleted_session_s_slot_is_taken_again_by_the_session_paired_with_it(a
     assert index.slot(session_key("10.91.0.9")) == 1, "not the lowest free slot, 2: the one paired with its paths"
     assert peers_of(atsss, "10.91.0.9", 2) == [path_in(1).peer, path_in(2).peer]
 
+
+def test_sessions_made_through_the_service_sit_in_the_slots_paired_with_their_paths(instance, store, kernel):
+    """A one-path session first, then two-path ones: given slots lowest first, the second's would
+    be 2 and 3, of two pairs; a new session's paths take a free pair, the index its slot."""
+    atsss, node = start(store, instance)
+    try:
+        alone = session("alone", ue="10.60.0.11")
+        made = [atsss.create_session(ADMIN, "alone", alone.model_copy(update={"paths": alone.paths[:1]}))]
+        made += [atsss.create_session(ADMIN, f"s{n}", session(f"s{n}", ue=f"10.60.0.{12 + n}")) for n in range(3)]
+        assert [s.slots for s in made] == [[1], [3, 4], [5, 6], [7, 8]]
+        for s in made:
+            assert paired_path_slots(held_slot(kernel, str(s.ue)))[: len(s.slots)] == tuple(s.slots), s.name
+    finally:
+        node.close()
