@@ -62,6 +62,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import heapq
 import ipaddress
 import logging
 import struct
@@ -151,6 +152,42 @@ def put_at_once(bucket: Bucket, key: SessionKey, slot: int) -> bool:
     return True
 
 
+class FreeSlots:
+    """Slots of dpp_atsss_slots free to take: the lowest, or one asked for, each in O(log n) (a
+    session's paired slot asked for by membership in a list was a scan of 16,384 a write). A slot
+    taken out of turn stays in the heap until it comes up, and is passed over then."""
+
+    def __init__(self, slots: Iterable[int] = ()):
+        self._free = set(slots)
+        self._heap = sorted(self._free)  # a sorted list is a heap
+
+    def __bool__(self) -> bool:
+        return bool(self._free)
+
+    def __contains__(self, slot: int) -> bool:
+        return slot in self._free
+
+    def add(self, slot: int) -> None:
+        if slot not in self._free:
+            self._free.add(slot)
+            heapq.heappush(self._heap, slot)
+
+    def take(self, wanted: Optional[int] = None) -> Optional[int]:
+        """`wanted` when it is free, else the lowest free slot; None when none is."""
+        if wanted is not None and wanted in self._free:
+            self._free.discard(wanted)
+            return wanted
+        while self._heap:
+            slot = heapq.heappop(self._heap)
+            if slot in self._free:
+                self._free.discard(slot)
+                return slot
+        return None
+
+    def union(self, slots: Iterable[int]) -> FreeSlots:
+        return FreeSlots(self._free | set(slots))
+
+
 class SessionIndex:
     """The sessions of the data path by UE address, in the index and the hash, written in the order
     above; a shadow of the buckets and of which ways and slots are held, retired or free, read from
@@ -166,7 +203,7 @@ class SessionIndex:
         self._hashed: dict[tuple[int, int], set[bytes]] = {}  # (family, bucket) -> raw keys of its sessions in the hash
         self._retired_ways: set[Where] = set()  # cleared, a program run may still read them
         self._retired_slots: set[int] = set()  # led to by a retired way
-        self._free_slots: list[int] = []  # free since a wait, the lowest last
+        self._free_slots = FreeSlots()  # free since a wait
         self._waited = False  # waited for the programs' runs in this write
         self._moves_due = False  # the hash's sessions not yet moved into clean ways since a read
 
@@ -193,7 +230,7 @@ class SessionIndex:
                     index = int(getattr(raw_index, "value", raw_index))
                     self._bucket[(family, index)] = value
                     self._learn(family, index, value, used)
-        self._free_slots, self._waited = [], False
+        self._free_slots, self._waited = FreeSlots(), False
         self._retired_slots = set(range(1, MAX_SESSIONS)) - used  # freed by the first wait
         hashed = [key for key, _ in self.hash.items()]
         self.hash.delete([key for key in hashed if bytes(key) in self._where])
@@ -373,7 +410,7 @@ class SessionIndex:
                     break
                 hashed.discard(raw)
                 if value is None:  # not in the hash (an earlier run's shadow): nothing to move
-                    self._free_slots.append(slot)
+                    self._free_slots.add(slot)
                     continue
                 value.mp_seq += MP_SEQ_SKIP
                 self._write_way(key, value, way, slot)
@@ -410,14 +447,10 @@ class SessionIndex:
     def _free_slot(self, wanted: Optional[int] = None) -> Optional[int]:
         """A free slot: `wanted` when it is free (after the write's wait when it is retired), else
         the lowest; None when there is none."""
-        if wanted is not None and wanted in self._retired_slots and not self._waited:
+        lacking = not self._free_slots or (wanted is not None and wanted in self._retired_slots)
+        if lacking and self._retired_slots and not self._waited:
             self.wait()
-        if wanted is not None and wanted in self._free_slots:
-            self._free_slots.remove(wanted)
-            return wanted
-        if not self._free_slots and self._retired_slots and not self._waited:
-            self.wait()
-        return self._free_slots.pop() if self._free_slots else None
+        return self._free_slots.take(wanted)
 
     def wait(self) -> bool:
         """Every way and slot retired so far made free, once no program run can still read them;
@@ -427,7 +460,7 @@ class SessionIndex:
         self._waited = True
         self._slots.wait_readers()
         self._retired_ways.clear()
-        self._free_slots = sorted(self._retired_slots | set(self._free_slots), reverse=True)
+        self._free_slots = self._free_slots.union(self._retired_slots)
         self._retired_slots = set()
         return True
 
