@@ -65,9 +65,9 @@ static __always_inline __u32 atsss_index6_slot(const __be32 *ue)
 }
 
 /* The path slots placed beside the session in slot s of dpp_atsss_slots: 2s - 1 and 2s, its first
- * two positions' (most sessions have two paths, 3GPP and non-3GPP). The control plane gives path
- * slots lowest first from 1, two to a two-path session, and prefers for a new session the slot
- * whose pair holds its first path (netapp/atsss/index.py, abi.paired_session_slot); slot 0 is no
+ * two positions' (most sessions have two paths, 3GPP and non-3GPP). The control plane gives a new
+ * session's first two paths a free pair (netapp/atsss/admission.py, paired_slots) and the session
+ * the slot paired with its first path when it is free (netapp/atsss/index.py, 6.); slot 0 is no
  * session, path slot 0 no path. */
 #define ATSSS_PAIRED_PATHS 2
 
@@ -75,13 +75,13 @@ _Static_assert(DPP_MAX_ATSSS_PATHS >= DPP_MAX_ATSSS_SESSIONS * ATSSS_PAIRED_PATH
 	       "every session slot's pair of path slots is a slot of dpp_atsss_paths");
 
 /* The first lines of the paths placed beside the session in `slot` (ATSSS_PAIRED_PATHS), read for
- * their lines only, before the session's is: their addresses come from the bucket's slot, not from
- * the session's path[], so the CPU fetches them while the session's line is on its way, and the path
- * the scheduler then finds through path[] is in cache or arriving (the chain of dependent lines 3
- * deep, 2: bench/README.md, ATSSS, "The paths requested with the session"). A session whose paths
- * lie elsewhere (another session's pair, a third path, a session in the hash) reads its paths
- * through path[] as before: the touch decides nothing, it only makes a later line earlier.
- * Volatile: the loads are kept, their values unused. */
+ * their lines only, before the session's is: their addresses come from the bucket's slot, not
+ * from the session's path[], so the CPU fetches them while the session's line is on its way, and
+ * the path the scheduler then finds through path[] is in cache or arriving: the chain of dependent
+ * lines is two deep, not three (bench/README.md, ATSSS, "The paths requested with the session").
+ * A session whose paths lie elsewhere (another session's pair, a third path, a session in the
+ * hash) reads its paths through path[] as before: the touch decides nothing, it only makes a later
+ * line earlier. Volatile: the loads are kept, their values unused. */
 static __always_inline void atsss_touch_paths(__u32 slot)
 {
 	const struct dpp_atsss_path *p;
