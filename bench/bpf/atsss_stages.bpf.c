@@ -53,7 +53,7 @@ static __always_inline int stage_parse_frame(struct xdp_md *ctx, struct stage_pa
 /* The UE's session as atsss_downlink finds it, or NULL (none, or no path). */
 static __always_inline struct dpp_atsss_session *stage_session(const struct stage_packet *pkt)
 {
-	struct dpp_atsss_session *s = atsss_find_session(pkt->key.family, pkt->key.dst);
+	struct dpp_atsss_session *s = atsss_find_session(pkt->key.family, pkt->key.dst, true);
 
 	return s && s->n_paths ? s : NULL;
 }

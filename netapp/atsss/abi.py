@@ -163,6 +163,18 @@ def index_bucket(words: tuple[int, int, int, int]) -> int:
     return ue_hash(words) >> (32 - INDEX_LOG2)
 
 
+def paired_path_slots(session_slot: int) -> tuple[int, int]:
+    """The path slots the downlink requests with the session in `session_slot` of dpp_atsss_slots
+    (bpf: atsss_touch_paths): 2s - 1 and 2s, the slots the store gives a two-path session's paths."""
+    return 2 * session_slot - 1, 2 * session_slot
+
+
+def paired_session_slot(first_path: int) -> int:
+    """The session slot whose pair (paired_path_slots) starts at or holds the path slot
+    `first_path`; 0 (no session) for path slot 0."""
+    return (first_path + 1) // 2
+
+
 class SpinLock(Structure):
     C_NAME = "bpf_spin_lock"
     _fields_ = [("val", c_uint32)]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Optional
 
 from netapp.atsss import store as stored
-from netapp.atsss.abi import MAX_PATHS
+from netapp.atsss.abi import MAX_PATHS, paired_path_slots
 from netapp.atsss.models import (
     AtsssPath,
     AtsssSession,
@@ -100,11 +100,28 @@ def slots_for(store: Store, spec: AtsssSessionSpec, old: Optional[AtsssSession])
     it, matched by identity (path_identity: its subflow and access), not by position, so that
     a body that only reorders the paths moves no path's DCCP numbers or counts; a new subflow a
     free slot, written whole before the session leads to it (netapp.atsss.table: the control
-    plane never writes a path's numbers or counts in place)."""
+    plane never writes a path's numbers or counts in place); a new session's paths a free pair
+    first (paired_slots)."""
     held = {path_identity(path): slot for path, slot in zip(old.paths, old.slots)} if old is not None else {}
     kept = [held.pop(path_identity(path), None) for path in spec.paths]
-    fresh = iter(free_slots(store, kept.count(None)))
+    count = kept.count(None)
+    fresh = iter(paired_slots(store, count) if old is None else free_slots(store, count))
     return [slot if slot is not None else next(fresh) for slot in kept]
+
+
+def paired_slots(store: Store, count: int) -> list[int]:
+    """`count` free path slots for a new session: its first two the lowest free pair (stored.
+    free_pair: slots 2s - 1 and 2s), the rest the lowest free others, so that the index gives the
+    session slot s (netapp.atsss.index, 6.) and the downlink requests its first two paths' lines
+    with the session's (nf/atsss/index.h, atsss_touch_paths); the lowest free slots when no pair of
+    a session slot is free. Not for a changed session: it keeps its session slot (a change is
+    stored in place), so its new paths take the lowest free slots, as before."""
+    pair = stored.free_pair(store) if count else None
+    if pair is None:
+        return free_slots(store, count)
+    first = list(paired_path_slots(pair))[:count]
+    rest = [slot for slot in free_slots(store, count) if slot not in first][: count - len(first)]
+    return first + rest
 
 
 def free_slots(store: Store, count: int) -> list[int]:

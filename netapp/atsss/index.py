@@ -28,8 +28,9 @@ live ways, then the slot, then the session, within one run (an RCU read-side sec
 4. A way whose bit was cleared, and the slot it led to, are written again (for another address,
    another session) only once the kernel has waited for every program run that began before
    (`Table.wait_readers`, an RCU grace period): no run that took the way is still reading it or
-   its session. The wait is made at most once a sync, only when a free way or slot is lacking, and
-   it frees every retired one at once (a move's own wait, 5., aside).
+   its session. The wait is made at most once a sync, only when a free way or slot is lacking (or
+   the slot a new session would rather have, 6., is retired), and it frees every retired one at
+   once (a move's own wait, 5., aside).
 5. A session in the hash moves into a way of its bucket once one is clean (a way of the bucket
    deleted, or at `load`): written whole into a free slot, its way written and made live as a new
    session's (1.), then, once the kernel has waited for every program run that began before, its
@@ -40,6 +41,14 @@ live ways, then the slot, then the session, within one run (an RCU read-side sec
    numbers beyond the hash's as read, and no number is given twice as long as fewer packets than
    that took one from the hash meanwhile (checked after the wait, and logged if not); the UE's
    receiver sees the numbers skipped never come, a hole it passes over as it does a loss.
+6. A new session (or one moved in, 5.) takes, when it is free, the slot whose pair of path slots
+   holds its first path (`paired_slot`: slot s pairs path slots 2s - 1 and 2s, which the store
+   gives a two-path session when slots are given lowest first from 1), else the lowest free one.
+   The downlink requests those two paths' lines with the session's (nf/atsss/index.h,
+   atsss_touch_paths), from the slot the bucket gives, before the session's path[] says which
+   path it takes: the session's line and its path's are then fetched together, not one after the
+   other. A session in another slot is only slower (its paths fetched after its line), not wrong:
+   the data path takes its paths from path[] whatever the slot.
 
 Start (`load`): the buckets and the hash are read whole (a few hundred KiB), the live ways are the
 sessions held; a live way that cannot be right (its address of another bucket, a second way of one
@@ -53,6 +62,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import heapq
 import ipaddress
 import logging
 import struct
@@ -60,7 +70,7 @@ from ctypes import c_uint32
 from typing import Callable, Iterable, Iterator, Optional, Union
 
 from netapp.atsss.abi import (DCCP_SEQ_BITS, INDEX4_WAYS, INDEX6_WAYS, INDEX_BUCKETS, INDEX_LOG2, MAX_SESSIONS,
-                              Index4, Index6, Session, SessionKey, index_bucket)
+                              Index4, Index6, Session, SessionKey, index_bucket, paired_session_slot)
 from netapp.dataplane.tables import Table
 
 Bucket = Union[Index4, Index6]
@@ -118,6 +128,16 @@ def way_holding(bucket: Bucket, key: SessionKey) -> Optional[int]:
     return None
 
 
+def paired_slot(value: Optional[Session]) -> Optional[int]:
+    """The slot the session would rather have: the one whose pair of path slots holds its first path
+    (abi.paired_session_slot), which the downlink requests with the session's line (nf/atsss/index.h,
+    atsss_touch_paths); None for a session without paths, or whose pair is past the slots."""
+    if value is None or not value.n_paths:
+        return None
+    slot = paired_session_slot(value.path[0])
+    return slot if 0 < slot < MAX_SESSIONS else None
+
+
 def put_at_once(bucket: Bucket, key: SessionKey, slot: int) -> bool:
     """The key's way (its own, or the first not live) made to lead to `slot`, live at once; False
     when the bucket has no room. Only where no program runs meanwhile (a benchmark's or a test's
@@ -130,6 +150,42 @@ def put_at_once(bucket: Bucket, key: SessionKey, slot: int) -> bool:
     set_way(bucket, key, way, slot)
     bucket.live |= 1 << way
     return True
+
+
+class FreeSlots:
+    """Slots of dpp_atsss_slots free to take: the lowest, or one asked for, each in O(log n) (a
+    session's paired slot asked for by membership in a list was a scan of 16,384 a write). A slot
+    taken out of turn stays in the heap until it comes up, and is passed over then."""
+
+    def __init__(self, slots: Iterable[int] = ()):
+        self._free = set(slots)
+        self._heap = sorted(self._free)  # a sorted list is a heap
+
+    def __bool__(self) -> bool:
+        return bool(self._free)
+
+    def __contains__(self, slot: int) -> bool:
+        return slot in self._free
+
+    def add(self, slot: int) -> None:
+        if slot not in self._free:
+            self._free.add(slot)
+            heapq.heappush(self._heap, slot)
+
+    def take(self, wanted: Optional[int] = None) -> Optional[int]:
+        """`wanted` when it is free, else the lowest free slot; None when none is."""
+        if wanted is not None and wanted in self._free:
+            self._free.discard(wanted)
+            return wanted
+        while self._heap:
+            slot = heapq.heappop(self._heap)
+            if slot in self._free:
+                self._free.discard(slot)
+                return slot
+        return None
+
+    def union(self, slots: Iterable[int]) -> FreeSlots:
+        return FreeSlots(self._free | set(slots))
 
 
 class SessionIndex:
@@ -147,7 +203,7 @@ class SessionIndex:
         self._hashed: dict[tuple[int, int], set[bytes]] = {}  # (family, bucket) -> raw keys of its sessions in the hash
         self._retired_ways: set[Where] = set()  # cleared, a program run may still read them
         self._retired_slots: set[int] = set()  # led to by a retired way
-        self._free_slots: list[int] = []  # free since a wait, the lowest last
+        self._free_slots = FreeSlots()  # free since a wait
         self._waited = False  # waited for the programs' runs in this write
         self._moves_due = False  # the hash's sessions not yet moved into clean ways since a read
 
@@ -174,7 +230,7 @@ class SessionIndex:
                     index = int(getattr(raw_index, "value", raw_index))
                     self._bucket[(family, index)] = value
                     self._learn(family, index, value, used)
-        self._free_slots, self._waited = [], False
+        self._free_slots, self._waited = FreeSlots(), False
         self._retired_slots = set(range(1, MAX_SESSIONS)) - used  # freed by the first wait
         hashed = [key for key, _ in self.hash.items()]
         self.hash.delete([key for key in hashed if bytes(key) in self._where])
@@ -310,7 +366,7 @@ class SessionIndex:
         the same write of `live`), or in the hash when the bucket has no clean way."""
         family, index = key.family, bucket_of(key)
         way = self._clean_way(family, index)
-        slot = self._free_slot() if way is not None else None
+        slot = self._free_slot(paired_slot(value)) if way is not None else None
         bucket = self._bucket_value(family, index)
         indexed = way is not None and slot is not None
         if indexed:
@@ -345,14 +401,16 @@ class SessionIndex:
             hashed = self._hashed.get((family, index), set())
             for raw in sorted(hashed):
                 way = self._clean_way(family, index)
-                slot = self._free_slot() if way is not None else None
-                if way is None or slot is None:
+                if way is None:
                     break
                 key = SessionKey.from_buffer_copy(raw)
                 value = self.hash.get(key)
+                slot = self._free_slot(paired_slot(value))
+                if slot is None:
+                    break
                 hashed.discard(raw)
                 if value is None:  # not in the hash (an earlier run's shadow): nothing to move
-                    self._free_slots.append(slot)
+                    self._free_slots.add(slot)
                     continue
                 value.mp_seq += MP_SEQ_SKIP
                 self._write_way(key, value, way, slot)
@@ -386,10 +444,13 @@ class SessionIndex:
             return self._clean_way(family, index)
         return None
 
-    def _free_slot(self) -> Optional[int]:
-        if not self._free_slots and self._retired_slots and not self._waited:
+    def _free_slot(self, wanted: Optional[int] = None) -> Optional[int]:
+        """A free slot: `wanted` when it is free (after the write's wait when it is retired), else
+        the lowest; None when there is none."""
+        lacking = not self._free_slots or (wanted is not None and wanted in self._retired_slots)
+        if lacking and self._retired_slots and not self._waited:
             self.wait()
-        return self._free_slots.pop() if self._free_slots else None
+        return self._free_slots.take(wanted)
 
     def wait(self) -> bool:
         """Every way and slot retired so far made free, once no program run can still read them;
@@ -399,7 +460,7 @@ class SessionIndex:
         self._waited = True
         self._slots.wait_readers()
         self._retired_ways.clear()
-        self._free_slots = sorted(self._retired_slots | set(self._free_slots), reverse=True)
+        self._free_slots = self._free_slots.union(self._retired_slots)
         self._retired_slots = set()
         return True
 

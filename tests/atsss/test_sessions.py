@@ -91,8 +91,8 @@ def test_a_tenant_stores_reads_replaces_and_deletes_its_session_with_slots_given
     assert second.slots == [3]
     replaced, created = atsss.put_session(CAROL, "s1", spec(paths=[path(1)]))
     assert (created, replaced.slots, replaced.revision) == (False, [1], 2), "position 0 keeps its slot"
-    assert atsss.create_session(CAROL, "s3", spec("s3", ue="10.60.0.7", paths=[path(4), path(5)])).slots == [2, 4], \
-        "slot 2 freed"
+    assert atsss.create_session(CAROL, "s3", spec("s3", ue="10.60.0.7", paths=[path(4), path(5)])).slots == [5, 6], \
+        "slot 2 freed, but a new session's paths take a free pair (2s - 1, 2s): the lowest is above the held"
     atsss.delete_session(CAROL, "s1")
     with pytest.raises(NotFound):
         atsss.get_session(CAROL, "s1")

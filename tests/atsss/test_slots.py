@@ -1,5 +1,6 @@
 """The path slots the node gives ATSSS sessions (netapp.atsss.store.free_slots over atsss_free_slots,
-store migration 13): the lowest free ones, those a delete or a shorter replace frees given again,
+store migration 13): a new session's first two the lowest free pair (2s - 1, 2s: netapp.atsss.
+admission.paired_slots), the others the lowest free ones, those a delete or a shorter replace frees given again,
 none given twice across a create/delete/replace mix, restarts (a store opened again, a new service)
 and concurrent creates of two services over one store; the free slots of a store written before the
 table are filled in from its held ones. The store only (no data plane): the slots are the store's."""
@@ -59,7 +60,9 @@ def test_a_deleted_session_s_slots_are_given_again_lowest_first(tmp_path):
         atsss.delete_session(ADMIN, "s2")
         assert atsss.create_session(ADMIN, "s4", spec(4, paths=3)).slots == [3, 4, 7], "the freed ones, then a new one"
         atsss.put_session(ADMIN, "s1", spec(1, paths=1))  # slot 2 freed
-        assert atsss.create_session(ADMIN, "s5", spec(5, paths=2)).slots == [2, 8]
+        assert atsss.create_session(ADMIN, "s5", spec(5, paths=2)).slots == [9, 10], "no pair below is free"
+        assert atsss.create_session(ADMIN, "s6", spec(6, paths=1)).slots == [11], "a pair's first"
+        assert atsss.put_session(ADMIN, "s6", spec(6, paths=2))[0].slots == [11, 2], "a change: the lowest free"
         assert_consistent(store)
     finally:
         store.close()
@@ -76,7 +79,7 @@ def test_a_restarted_service_gives_the_freed_slots_again_and_never_a_held_one(tm
     store = Store.open(tmp_path / "netapp.db")
     try:
         atsss = Atsss(store)
-        assert [atsss.create_session(ADMIN, f"s{n}", spec(n, paths=3)).slots for n in (6, 7)] == [[3, 4, 9], [10, 11, 12]]
+        assert [atsss.create_session(ADMIN, f"s{n}", spec(n, paths=3)).slots for n in (6, 7)] == [[3, 4, 9], [11, 12, 10]]
         assert_consistent(store)
     finally:
         store.close()
@@ -93,7 +96,7 @@ def test_the_free_slots_of_a_store_written_before_migration_13_are_its_held_ones
     try:
         assert free_rows(store) == {3, 4, 7, 8}
         atsss = Atsss(store)
-        assert [atsss.create_session(ADMIN, f"s{n}", spec(n)).slots for n in (1, 2, 3)] == [[3, 4], [7, 8], [10, 11]]
+        assert [atsss.create_session(ADMIN, f"s{n}", spec(n)).slots for n in (1, 2, 3)] == [[3, 4], [7, 8], [11, 12]]
         assert_consistent(store)
     finally:
         store.close()
@@ -136,6 +139,13 @@ STEPS = st.one_of(
 )
 
 
+def paired_free(held: set[int], count: int) -> list[int]:
+    """A new session's slots: the lowest pair 2s - 1, 2s of which no slot is held, then the lowest free."""
+    first = next(slot for slot in range(1, MAX_PATHS, 2) if slot not in held and slot + 1 not in held)
+    pair = [first, first + 1][:count]
+    return pair + lowest_free(held | set(pair), count - len(pair))
+
+
 def lowest_free(held: set[int], count: int) -> list[int]:
     found, slot = [], 1
     while len(found) < count:
@@ -147,7 +157,8 @@ def lowest_free(held: set[int], count: int) -> list[int]:
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(STEPS, min_size=1, max_size=30))
-def test_a_create_delete_replace_mix_with_restarts_gives_the_lowest_free_slots_and_none_twice(steps: list[Any]):
+def test_a_create_delete_replace_mix_with_restarts_gives_a_pair_then_the_lowest_free_slots_and_none_twice(
+        steps: list[Any]):
     with tempfile.TemporaryDirectory() as state:
         path = Path(state) / "netapp.db"
         store = Store.open(path, synchronous="NORMAL")
@@ -158,7 +169,7 @@ def test_a_create_delete_replace_mix_with_restarts_gives_the_lowest_free_slots_a
                 if step[0] == "create":
                     number += 1
                     sessions[f"s{number}"] = atsss.create_session(ADMIN, f"s{number}", spec(number, step[1])).slots
-                    assert sessions[f"s{number}"] == lowest_free(held, step[1])
+                    assert sessions[f"s{number}"] == paired_free(held, step[1])
                 elif step[0] in ("delete", "resize") and sessions:
                     name = sorted(sessions)[step[1] % len(sessions)]
                     if step[0] == "delete":

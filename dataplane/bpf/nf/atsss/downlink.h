@@ -303,7 +303,7 @@ static __always_inline enum atsss_verdict atsss_flow_downlink(struct xdp_md *ctx
 static __always_inline enum atsss_verdict atsss_downlink(struct xdp_md *ctx, __u8 family, const __u32 *ue,
 							 __u32 l3, __u32 ue_len)
 {
-	struct dpp_atsss_session *s = atsss_find_session(family, ue);
+	struct dpp_atsss_session *s = atsss_find_session(family, ue, true);
 	struct dpp_atsss_flow_state *f;
 	struct dpp_atsss_path *p;
 	__u64 mp_seq = 0;

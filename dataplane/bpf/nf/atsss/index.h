@@ -64,17 +64,55 @@ static __always_inline __u32 atsss_index6_slot(const __be32 *ue)
 	return 0;
 }
 
-/* The session of the UE address `ue` (family 4 or 6), or NULL. Each lookup is followed by
- * barrier_var: without it clang may make the two one call of a map chosen before it, which the
- * verifier cannot inline (the array's lookup then costs a helper call; bench/bpf/atsss_stages.bpf.c's
- * programs had it). */
-static __always_inline struct dpp_atsss_session *atsss_find_session(__u8 family, const __be32 *ue)
+/* The path slots placed beside the session in slot s of dpp_atsss_slots: 2s - 1 and 2s, its first
+ * two positions' (most sessions have two paths, 3GPP and non-3GPP). The control plane gives a new
+ * session's first two paths a free pair (netapp/atsss/admission.py, paired_slots) and the session
+ * the slot paired with its first path when it is free (netapp/atsss/index.py, 6.); slot 0 is no
+ * session, path slot 0 no path. */
+#define ATSSS_PAIRED_PATHS 2
+
+_Static_assert(DPP_MAX_ATSSS_PATHS >= DPP_MAX_ATSSS_SESSIONS * ATSSS_PAIRED_PATHS,
+	       "every session slot's pair of path slots is a slot of dpp_atsss_paths");
+
+/* The first lines of the paths placed beside the session in `slot` (ATSSS_PAIRED_PATHS), read for
+ * their lines only, before the session's is: their addresses come from the bucket's slot, not
+ * from the session's path[], so the CPU fetches them while the session's line is on its way, and
+ * the path the scheduler then finds through path[] is in cache or arriving: the chain of dependent
+ * lines is two deep, not three (bench/README.md, ATSSS, "The paths requested with the session").
+ * A session whose paths lie elsewhere (another session's pair, a third path, a session in the
+ * hash) reads its paths through path[] as before: the touch decides nothing, it only makes a later
+ * line earlier. Volatile: the loads are kept, their values unused. */
+static __always_inline void atsss_touch_paths(__u32 slot)
+{
+	const struct dpp_atsss_path *p;
+	__u32 path;
+	int i;
+
+#pragma unroll
+	for (i = 0; i < ATSSS_PAIRED_PATHS; i++) {
+		path = slot * ATSSS_PAIRED_PATHS - 1 + i;
+		p = bpf_map_lookup_elem(&dpp_atsss_paths, &path);
+		if (p)
+			(void)*(volatile const __u64 *)&p->dccp_seq;
+	}
+}
+
+/* The session of the UE address `ue` (family 4 or 6), or NULL; with `touch_paths` (a constant: the
+ * downlink's, which reads a path next) the paths placed beside a session of the index requested
+ * first (atsss_touch_paths); a caller that only asks whether there is a session (atsss_mine) reads
+ * no more. Each lookup is followed by barrier_var: without it clang may make the two one call of a
+ * map chosen before it, which the verifier cannot inline (the array's lookup then costs a helper
+ * call; bench/bpf/atsss_stages.bpf.c's programs had it). */
+static __always_inline struct dpp_atsss_session *atsss_find_session(__u8 family, const __be32 *ue,
+								    const bool touch_paths)
 {
 	struct dpp_atsss_session_key key = { .family = family };
 	__u32 slot = family == 4 ? atsss_index4_slot(ue[0]) : atsss_index6_slot(ue);
 	struct dpp_atsss_session *s;
 
 	if (slot) {
+		if (touch_paths)
+			atsss_touch_paths(slot);
 		s = bpf_map_lookup_elem(&dpp_atsss_slots, &slot);
 		barrier_var(s);
 		return s;

@@ -47,7 +47,7 @@ static __always_inline bool atsss_mine(const struct dpp_flow_key *k)
 		return true;
 	if (!atsss_maybe_ue(k->dst))
 		return false;
-	return atsss_find_session(k->family, k->dst) != NULL;
+	return atsss_find_session(k->family, k->dst, false) != NULL;
 }
 
 /* The entry's hand-over: returns only when the frame is not ATSSS's, or the slot is empty (then

@@ -1,0 +1,87 @@
+"""The session slot paired with a session's paths (netapp.atsss.index, 6.; nf/atsss/index.h,
+atsss_touch_paths): the index gives a new session the slot of dpp_atsss_slots whose pair of path
+slots (2s - 1, 2s) holds its first path when that slot is free, whatever order the sessions come
+in, so that the downlink requests its paths' lines with the session's; a session whose paired slot
+is held takes the lowest free one and is served on its own paths all the same (the paths the
+downlink touches are a hint, path[] decides), as is a session whose pair is another's paths; through
+the service (the pinned pipeline), a new session's paths take a free pair of path slots and its
+session the slot paired with them."""
+
+from __future__ import annotations
+
+from netapp.atsss.abi import Mode, Session, paired_path_slots, paired_session_slot
+from netapp.atsss.index import SessionIndex
+from tests.atsss.atsss import XDP_TX, AtsssProgram, PathSpec, decode, ethernet, session_key, ue_packet
+from tests.atsss.test_index import index  # noqa: F401 (the fixture: a SessionIndex over the program's maps)
+from tests.atsss.test_service_pipeline import ADMIN, held_slot, instance, kernel, session, start  # noqa: F401
+
+
+def path_in(slot: int) -> PathSpec:
+    """The path written in `slot`: its peer says which slot it is."""
+    return PathSpec("192.0.2.1", f"198.51.100.{slot}", 5001, 5002 + slot)
+
+
+def put(atsss: AtsssProgram, index: SessionIndex, ue: str, slots: list[int]) -> None:
+    """The UE's round-robin session over the paths in `slots`, each written there first."""
+    for slot in slots:
+        atsss.add_path(slot, path_in(slot))
+    value = Session(mode=Mode.ROUND_ROBIN, n_paths=len(slots))
+    value.path[: len(slots)] = slots
+    index.write([(session_key(ue), value)])
+
+
+def peers_of(atsss: AtsssProgram, ue: str, packets: int) -> list[str]:
+    """The outer destinations of `packets` packets to `ue`, in order."""
+    peers = []
+    for _ in range(packets):
+        verdict, frame = atsss.run(ethernet(ue_packet(ue)))
+        assert verdict == XDP_TX
+        peers.append(decode(frame).dst)
+    return peers
+
+
+def test_the_pairing_of_session_and_path_slots():
+    assert [paired_path_slots(slot) for slot in (1, 2, 3)] == [(1, 2), (3, 4), (5, 6)]
+    assert [paired_session_slot(path) for path in (0, 1, 2, 3, 4, 5)] == [0, 1, 1, 2, 2, 3]
+
+
+def test_a_new_session_takes_the_slot_paired_with_its_paths_in_whatever_order_sessions_come(atsss, index):
+    put(atsss, index, "10.91.0.3", [5, 6])
+    put(atsss, index, "10.91.0.1", [1, 2])
+    put(atsss, index, "10.91.0.2", [3])
+    assert [index.slot(session_key(ue)) for ue in ("10.91.0.1", "10.91.0.2", "10.91.0.3")] == [1, 2, 3], \
+        "each in the slot paired with its first path, not the lowest free one at its write"
+    assert peers_of(atsss, "10.91.0.3", 4) == [path_in(slot).peer for slot in (5, 6, 5, 6)]
+    assert peers_of(atsss, "10.91.0.2", 2) == [path_in(3).peer] * 2
+
+
+def test_a_session_whose_paired_slot_is_held_takes_the_lowest_free_one_and_is_served_on_its_own_paths(atsss, index):
+    put(atsss, index, "10.91.0.6", [11])
+    put(atsss, index, "10.91.0.7", [12, 40])  # paired with slot 6 too: held
+    assert [index.slot(session_key(ue)) for ue in ("10.91.0.6", "10.91.0.7")] == [6, 1]
+    assert peers_of(atsss, "10.91.0.7", 4) == [path_in(slot).peer for slot in (12, 40, 12, 40)], \
+        "the paths its slot's pair would touch are not its own: path[] says which it takes"
+    assert peers_of(atsss, "10.91.0.6", 2) == [path_in(11).peer] * 2
+
+
+def test_a_deleted_session_s_slot_is_taken_again_by_the_session_paired_with_it(atsss, index):
+    put(atsss, index, "10.91.0.8", [1, 2])
+    index.delete([session_key("10.91.0.8")])
+    put(atsss, index, "10.91.0.9", [1, 2])  # its slot retired: freed by the write's wait for the programs' runs
+    assert index.slot(session_key("10.91.0.9")) == 1, "not the lowest free slot, 2: the one paired with its paths"
+    assert peers_of(atsss, "10.91.0.9", 2) == [path_in(1).peer, path_in(2).peer]
+
+
+def test_sessions_made_through_the_service_sit_in_the_slots_paired_with_their_paths(instance, store, kernel):
+    """A one-path session first, then two-path ones: given slots lowest first, the second's would
+    be 2 and 3, of two pairs; a new session's paths take a free pair, the index its slot."""
+    atsss, node = start(store, instance)
+    try:
+        alone = session("alone", ue="10.60.0.11")
+        made = [atsss.create_session(ADMIN, "alone", alone.model_copy(update={"paths": alone.paths[:1]}))]
+        made += [atsss.create_session(ADMIN, f"s{n}", session(f"s{n}", ue=f"10.60.0.{12 + n}")) for n in range(3)]
+        assert [s.slots for s in made] == [[1], [3, 4], [5, 6], [7, 8]]
+        for s in made:
+            assert paired_path_slots(held_slot(kernel, str(s.ue)))[: len(s.slots)] == tuple(s.slots), s.name
+    finally:
+        node.close()
