@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import dataclasses
 import os
 import resource
 import secrets
@@ -21,12 +22,13 @@ from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 
 from bench.libbpf import map_lookup, map_update
+from netapp.dataplane.abi import DevmapVal
 from netapp.dataplane.facade import Dataplane, interface_index
 from netapp.testbed import netns
 from netapp.dataplane.handle import possible_cpus
 from netapp.upf.abi import Output, RouteGen, RouteTable, Role
 from netapp.upf.applier import BpfApplier, iface_entries
-from netapp.upf.compiler import Site
+from netapp.upf.compiler import Port, Site
 from netapp.core.netlink import NLMSG_HEADER
 from netapp.upf.nexthop import RTM_DELRULE, RTM_NEWRULE, RouteWatch, message_types, policy_routing
 from tests.upf.test_datapath import N3_IP, SERVER, TEID, UE, UE6, session
@@ -40,10 +42,11 @@ DEADLINE = 10.0  # seconds for the watch to see a change
 
 
 @contextlib.contextmanager
-def routed_namespace(site: Site) -> Iterator[tuple[str, Dataplane]]:
+def routed_namespace(site: Site, redirect: bool = False) -> Iterator[tuple[str, Dataplane]]:
     """A namespace of its own (each test changes its tables): N3 and N6 veths, the router as a
     permanent neighbour on N6, a route to the data network via it, forwarding on; inside it, an
-    instance with one session, compiled for `site` (N6's network instance is 1)."""
+    instance with one session, compiled for `site` (N6's network instance is 1) or, with `redirect`,
+    for it with output REDIRECT, N3 and N6 the ports (N6's in dpp_ports)."""
     require_kernel()
     name = f"dpp-nh-{secrets.token_hex(3)}"
     netns.add_namespace(name)
@@ -57,6 +60,11 @@ def routed_namespace(site: Site) -> Iterator[tuple[str, Dataplane]]:
         netns.sysctl(name, "net.ipv4.conf.all.forwarding", 1)
         with netns.entered(name), Dataplane.open(trace=True) as dp:
             roles = {interface_index("n3"): (Role.N3, 0), interface_index("n6"): (Role.N6, 1)}
+            if redirect:
+                n3, n6 = interface_index("n3"), interface_index("n6")
+                ports = (Port(n3, Role.N3), Port(n6, Role.N6, "internet"))
+                site = dataclasses.replace(site, output=Output.REDIRECT, ports=ports)
+                dp.table("dpp_ports").update({n6: DevmapVal(ifindex=n6)})
             BpfApplier(dp.table, site, iface_entries(roles, N3_IP, None)).apply(None, session())
             yield name, dp
     finally:
@@ -167,6 +175,20 @@ def test_a_cached_answer_is_used_only_for_its_destination_table_ingress_and_fami
         edit_slot(dp, slot, dmac=other, **fields)
         out = uplink(dp, family=family)
         assert (out.route_path, next_hop_mac(out)) == ("fib", ROUTER_MAC), f"{what}: the FIB asked"
+
+
+def test_a_redirected_pdrs_packet_leaves_by_its_port_with_the_next_hops_macs_asked_or_cached(one_cpu):
+    """Output REDIRECT: the next hop gives the MACs, the PDR's port the egress, from the FIB and
+    from the route cache alike; without the port the packet passes, counted."""
+    with routed_namespace(Site(net_instances={"internet": 1}, default_instance="internet", n3_ipv4=N3_IP),
+                          redirect=True) as (_, dp):
+        set_gen(dp, 1)
+        asked, cached = uplink(dp), uplink(dp)
+        assert [(out.verdict, out.route_path, next_hop_mac(out)) for out in (asked, cached)] == [
+            ("REDIRECT", "fib", ROUTER_MAC), ("REDIRECT", "fib-cached", ROUTER_MAC)]
+        dp.table("dpp_ports").delete([interface_index("n6")])
+        out = uplink(dp)
+        assert (out.verdict, out.reason, out.route_path) == ("PASS", "port_unavailable", "fib-cached")
 
 
 def test_a_cached_answer_goes_from_its_slot_to_the_frame_without_the_room(site, one_cpu):
