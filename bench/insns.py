@@ -199,6 +199,7 @@ class Run:
         self.count = 0
         self.calls = 0  # to other BPF functions
         self.helpers: Counter[str] = Counter()
+        self.pcs: Counter[int] = Counter()  # each instruction's index, times executed
 
     # -- values --------------------------------------------------------------------------------
     def map_copy(self, map_id: int) -> MapCopy:
@@ -329,6 +330,7 @@ class Run:
             self.count += 1
             if self.count > MAX_STEPS:
                 raise RuntimeError("no exit after {MAX_STEPS} instructions")
+            self.pcs[pc] += 1
             code, regs_byte, off, imm = self.insns[pc]
             dst, src = regs_byte & 0xF, regs_byte >> 4
             cls = code & 7
@@ -537,6 +539,7 @@ class Counted:
     instructions: int
     calls: int = 0  # to other BPF functions
     helpers: dict[str, int] = field(default_factory=dict)
+    pcs: dict[int, int] = field(default_factory=dict)  # instruction index (xlated) -> times executed
 
 
 def count_instructions(prog_fd: int, packet: bytes, out_room: int = 512, ifindex: int = 0) -> Counted:
@@ -550,4 +553,4 @@ def count_instructions(prog_fd: int, packet: bytes, out_room: int = 512, ifindex
         run.close()
     # BPF_PROG_TEST_RUN's output starts at the metadata
     return Counted(verdict, bytes(run.packet.data[run.data_meta : run.data_end]), run.count, run.calls,
-                   dict(run.helpers))
+                   dict(run.helpers), dict(run.pcs))

@@ -275,6 +275,14 @@ def program_size(prog_fd: int) -> ProgramSize:
     return ProgramSize(info.xlated_prog_len // BPF_INSN_SIZE, info.jited_prog_len)
 
 
+def prog_id(prog_fd: int) -> int:
+    """The loaded program's id (what bpftool names it by)."""
+    info = ProgInfo()
+    size = c_uint32(ctypes.sizeof(info))
+    _check(load_libbpf().bpf_obj_get_info_by_fd(prog_fd, ctypes.byref(info), ctypes.byref(size)), "bpf_obj_get_info_by_fd")
+    return info.id
+
+
 BPF_F_TEST_XDP_LIVE_FRAMES = 1 << 1
 BPF_F_LOCK = 1 << 2  # map lookups and updates: under the value's bpf_spin_lock
 

@@ -236,6 +236,9 @@ MAPS = {
     # A CPU's room for a forwarded packet's next hop lookup (struct bpf_fib_lookup, nf/upf/output.h):
     # the data path's alone, never written here.
     "dpp_upf_next_hop_room": ("PERCPU_ARRAY", c_uint32, None, 1),
+    # A CPU's room for a downlink hash lookup's key (struct dpp_upf_dl_key, nf/upf/upf.h): the data
+    # path's alone, never written here.
+    "dpp_upf_dl_key_room": ("PERCPU_ARRAY", c_uint32, None, 1),
 }
 # The maps read through libdpp's own calls, not as tables: name -> (type name, size).
 OWN_MAPS = {"dpp_upf_punt": ("RINGBUF", "DPP_UPF_PUNT_RING_SIZE")}  # dpp_upf_punts_* (upf.c)

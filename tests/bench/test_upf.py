@@ -138,6 +138,23 @@ def test_the_hot_paths_call_no_other_bpf_function_and_run_in_python_as_in_the_ke
     assert counted["miss"].instructions < counted["uplink"].instructions
 
 
+def test_executed_instructions_are_summed_by_the_source_line_they_belong_to():
+    lines = ["a.h:1 x", "a.h:1 x", "b.h:7 y", "a.h:1 x"]  # an index an instruction, as source_lines gives
+    assert insns.by_line({0: 1, 1: 1, 2: 5, 3: 1}, lines, 2) == [("b.h:7 y", 5), ("a.h:1 x", 3)]
+    assert insns.by_line({0: 1, 2: 1}, lines, 1) == [("a.h:1 x", 1)]
+
+
+def test_a_cases_lines_are_read_from_the_loaded_programs_line_info(capsys):
+    """source_lines has an entry an instruction index (a 16-byte load takes two): the miss's
+    instructions fall on the lines of the UPF's miss and of the entry's counters."""
+    require_kernel()
+    counted = insns.count_cases(["miss"], top=500)["miss"]
+    assert sum(counted.pcs.values()) == counted.instructions
+    printed = capsys.readouterr().out
+    assert printed.startswith("miss:\n")
+    assert "o->action = DPP_ACTION_DEFAULT;" in printed and "counters.h:" in printed
+
+
 def test_session_counts_beyond_the_tables_are_refused():
     with pytest.raises(SystemExit):
         upf_main.parse_args(["--sessions", str(workload.MAX_SESSIONS + 1)])

@@ -6,7 +6,10 @@ Each run is a single repetition: the program rewrites the buffer."""
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import os
 import secrets
+import socket
 from typing import Any, Iterator
 
 import pytest
@@ -16,7 +19,9 @@ from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 from scapy.layers.vxlan import VXLAN
 
+from bench.libbpf import map_lookup
 from netapp.dataplane.facade import Dataplane, interface_index
+from netapp.dataplane.handle import possible_cpus
 from netapp.testbed import netns
 from netapp.upf.abi import QFI_ANY, DownlinkKey, FarAction, Output, PdrAction, PdrFlag, Role, UplinkKey, Usage
 from netapp.upf.flows import parse_flow
@@ -36,7 +41,7 @@ from netapp.upf.models import (
     Urr,
 )
 from netapp.upf.pfcp.ies import Interface
-from tests.utils.kernel import require_kernel
+from tests.utils.kernel import one_cpu, require_kernel  # noqa: F401 - one_cpu: a fixture
 from tests.utils.packets.gtp import gtp_echo_request, gtp_end_marker, gtp_ext_raw, gtpu
 
 N3_IP, N3_IP6, GNB, GNB6, N9_PEER = "10.3.0.1", "2001:db8:3::1", "10.3.0.9", "2001:db8:3::9", "10.9.0.2"
@@ -175,6 +180,19 @@ def test_downlink_is_encapsulated_with_the_qers_qfi_in_a_pdu_session_container(d
                 / sent[IP])
     assert (out.verdict, out.action) == ("PASS", "upf")
     assert out.data == bytes(expected)
+
+
+def test_the_downlink_hashs_key_is_made_in_this_cpus_room_not_on_the_stack(dp, installed, one_cpu):
+    """An IPv6 UE's downlink entry is looked up in dpp_upf_downlink by a key made in this CPU's room
+    (dpp_upf_dl_key_room): off the stacks of the entry and of dpp_upf_sdf, where the longest chains
+    of calls start (tests/dataplane/test_stack_depth.py)."""
+    sent = Ether(**MACS) / IPv6(src="2001:db8:99::1", dst=UE6) / UDP(sport=5004, dport=40000) / (b"d" * 64)
+    out = dp.test_run(bytes(sent), N6_IF)
+    assert (out.verdict, out.action, Ether(out.data)[GTP_U_Header].teid) == ("PASS", "upf", DL_TEID)
+    room = (DownlinkKey * possible_cpus())()
+    assert map_lookup(dp.map_fd("dpp_upf_dl_key_room"), ctypes.c_uint32(0), room)
+    key = room[min(os.sched_getaffinity(0))]
+    assert (key.net_instance, key.family, bytes(key.addr)) == (1, 6, socket.inet_pton(socket.AF_INET6, UE6))
 
 
 def test_a_modification_moves_the_downlink_to_the_new_gnb(dp):

@@ -7,6 +7,8 @@ change and keeps the cache off under policy routing."""
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import dataclasses
 import os
 import resource
 import secrets
@@ -16,29 +18,35 @@ from typing import Callable, Iterator
 import pytest
 from scapy.contrib.gtp import GTP_U_Header, GTPPDUSessionContainer
 from scapy.layers.inet import IP, UDP
+from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 
+from bench.libbpf import map_lookup, map_update
+from netapp.dataplane.abi import DevmapVal
 from netapp.dataplane.facade import Dataplane, interface_index
 from netapp.testbed import netns
-from netapp.upf.abi import Output, RouteGen, Role
+from netapp.dataplane.handle import possible_cpus
+from netapp.upf.abi import Output, RouteGen, RouteTable, Role
 from netapp.upf.applier import BpfApplier, iface_entries
-from netapp.upf.compiler import Site
+from netapp.upf.compiler import Port, Site
 from netapp.core.netlink import NLMSG_HEADER
 from netapp.upf.nexthop import RTM_DELRULE, RTM_NEWRULE, RouteWatch, message_types, policy_routing
-from tests.upf.test_datapath import N3_IP, SERVER, TEID, UE, session
+from tests.upf.test_datapath import N3_IP, SERVER, TEID, UE, UE6, session
 from tests.utils.kernel import one_cpu, require_kernel  # noqa: F401 - one_cpu: a fixture
 
 N6_IP, ROUTER, ROUTER_MAC, N6_MAC = "10.6.0.1", "10.6.0.2", "02:00:00:00:06:02", "02:00:00:00:06:01"
 OTHER_MAC = "02:00:00:00:06:99"
 DATA_NETWORK = "192.0.2.0/24"
+N6_IP6, ROUTER6, DATA_NETWORK6, SERVER6 = "2001:db8:6::1", "2001:db8:6::2", "2001:db8:99::/64", "2001:db8:99::1"
 DEADLINE = 10.0  # seconds for the watch to see a change
 
 
 @contextlib.contextmanager
-def routed_namespace(site: Site) -> Iterator[tuple[str, Dataplane]]:
+def routed_namespace(site: Site, redirect: bool = False) -> Iterator[tuple[str, Dataplane]]:
     """A namespace of its own (each test changes its tables): N3 and N6 veths, the router as a
     permanent neighbour on N6, a route to the data network via it, forwarding on; inside it, an
-    instance with one session, compiled for `site` (N6's network instance is 1)."""
+    instance with one session, compiled for `site` (N6's network instance is 1) or, with `redirect`,
+    for it with output REDIRECT, N3 and N6 the ports (N6's in dpp_ports)."""
     require_kernel()
     name = f"dpp-nh-{secrets.token_hex(3)}"
     netns.add_namespace(name)
@@ -52,6 +60,11 @@ def routed_namespace(site: Site) -> Iterator[tuple[str, Dataplane]]:
         netns.sysctl(name, "net.ipv4.conf.all.forwarding", 1)
         with netns.entered(name), Dataplane.open(trace=True) as dp:
             roles = {interface_index("n3"): (Role.N3, 0), interface_index("n6"): (Role.N6, 1)}
+            if redirect:
+                n3, n6 = interface_index("n3"), interface_index("n6")
+                ports = (Port(n3, Role.N3), Port(n6, Role.N6, "internet"))
+                site = dataclasses.replace(site, output=Output.REDIRECT, ports=ports)
+                dp.table("dpp_ports").update({n6: DevmapVal(ifindex=n6)})
             BpfApplier(dp.table, site, iface_entries(roles, N3_IP, None)).apply(None, session())
             yield name, dp
     finally:
@@ -66,16 +79,17 @@ def site():
         yield routed
 
 
-def uplink_frame(payload: int = 64) -> bytes:
+def uplink_frame(payload: int = 64, family: int = 4) -> bytes:
     """The session's uplink T-PDU (a UE datagram of payload bytes) as it arrives on N3."""
-    ue = IP(src=UE, dst=SERVER) / UDP(sport=40000, dport=5004) / (b"u" * payload)
+    ip = IP(src=UE, dst=SERVER) if family == 4 else IPv6(src=UE6, dst=SERVER6)
+    ue = ip / UDP(sport=40000, dport=5004) / (b"u" * payload)
     gtp = GTP_U_Header(teid=TEID, E=1, next_ex=0x85) / GTPPDUSessionContainer(type=1, QFI=9) / ue
     return bytes(Ether() / IP(src="10.3.0.9", dst=N3_IP) / UDP(sport=2152, dport=2152) / gtp)
 
 
-def uplink(dp: Dataplane, payload: int = 64):
+def uplink(dp: Dataplane, payload: int = 64, family: int = 4):
     """The session's uplink T-PDU through the program on N3."""
-    return dp.test_run(uplink_frame(payload), interface_index("n3"))
+    return dp.test_run(uplink_frame(payload, family), interface_index("n3"))
 
 
 def next_hop_mac(out) -> str:
@@ -114,6 +128,83 @@ def test_a_packet_longer_than_any_the_fib_passed_asks_the_fib(site):
     assert uplink(dp).verdict == "REDIRECT"
     out = uplink(dp, payload=1300)  # beyond N6's MTU: the FIB says so, the cache must not hide it
     assert (out.verdict, out.reason) == ("PASS", "upf_no_route")
+
+
+def cached_slot(dp: Dataplane) -> int:
+    """The one slot of this CPU's route cache that holds an answer (one_cpu: the test runs' CPU)."""
+    cpu = min(os.sched_getaffinity(0))
+    slots = [key for key, values in dp.table("dpp_upf_routes").items() if values[cpu].gen]
+    assert len(slots) == 1, f"one answer cached, not {slots}"
+    return slots[0]
+
+
+def edit_slot(dp: Dataplane, slot: int, **fields) -> None:
+    """This CPU's value of the slot with `fields` changed (the other CPUs' as they are)."""
+    routes = dp.table("dpp_upf_routes")
+    values = routes.get(slot)
+    for field, value in fields.items():
+        setattr(values[min(os.sched_getaffinity(0))], field, value)
+    routes.update({slot: values})
+
+
+@pytest.mark.parametrize("family", [4, 6])
+def test_a_cached_answer_is_used_only_for_its_destination_table_ingress_and_family(site, one_cpu, family):
+    """The slot a destination hashes to may hold another's answer: a hit compares every word of the
+    destination (an IPv4 one's others 0) and what the answer was for with the packet's."""
+    name, dp = site
+    if family == 6:
+        netns.sysctl(name, "net.ipv6.conf.n6.disable_ipv6", 0)  # the namespace's default is off
+        netns.run(["ip", "-6", "addr", "add", f"{N6_IP6}/64", "dev", "n6", "nodad"], netns=name)
+        netns.add_neighbour(name, "n6", ROUTER6, ROUTER_MAC)
+        netns.run(["ip", "-6", "route", "add", DATA_NETWORK6, "via", ROUTER6], netns=name)
+        netns.sysctl(name, "net.ipv6.conf.all.forwarding", 1)
+    set_gen(dp, 1)
+    assert next_hop_mac(uplink(dp, family=family)) == ROUTER_MAC
+    slot = cached_slot(dp)
+    answer = dp.table("dpp_upf_routes").get(slot)[min(os.sched_getaffinity(0))]
+    other = (ctypes.c_uint8 * 6)(*bytes.fromhex(OTHER_MAC.replace(":", "")))
+    edit_slot(dp, slot, dmac=other)
+    out = uplink(dp, family=family)
+    assert (out.route_path, next_hop_mac(out)) == ("fib-cached", OTHER_MAC), "the slot's answer, as written"
+    others = {"another destination word": {"dst": (ctypes.c_uint32 * 4)(*answer.dst[:3], answer.dst[3] ^ 1)},
+              "another ingress": {"within": answer.within + 1},
+              "another table": {"table": RouteTable.PRIVATE},
+              "another family": {"family": 10 if family == 4 else 2},
+              "another generation": {"gen": 2}}
+    for what, fields in others.items():
+        edit_slot(dp, slot, dmac=other, **fields)
+        out = uplink(dp, family=family)
+        assert (out.route_path, next_hop_mac(out)) == ("fib", ROUTER_MAC), f"{what}: the FIB asked"
+
+
+def test_a_redirected_pdrs_packet_leaves_by_its_port_with_the_next_hops_macs_asked_or_cached(one_cpu):
+    """Output REDIRECT: the next hop gives the MACs, the PDR's port the egress, from the FIB and
+    from the route cache alike; without the port the packet passes, counted."""
+    with routed_namespace(Site(net_instances={"internet": 1}, default_instance="internet", n3_ipv4=N3_IP),
+                          redirect=True) as (_, dp):
+        set_gen(dp, 1)
+        asked, cached = uplink(dp), uplink(dp)
+        assert [(out.verdict, out.route_path, next_hop_mac(out)) for out in (asked, cached)] == [
+            ("REDIRECT", "fib", ROUTER_MAC), ("REDIRECT", "fib-cached", ROUTER_MAC)]
+        dp.table("dpp_ports").delete([interface_index("n6")])
+        out = uplink(dp)
+        assert (out.verdict, out.reason, out.route_path) == ("PASS", "port_unavailable", "fib-cached")
+
+
+def test_a_cached_answer_goes_from_its_slot_to_the_frame_without_the_room(site, one_cpu):
+    """A hit needs no room for a lookup: this CPU's room (struct bpf_fib_lookup) is left as it was,
+    neither zeroed nor filled."""
+    _, dp = site
+    set_gen(dp, 1)
+    assert next_hop_mac(uplink(dp)) == ROUTER_MAC  # asked through the room, the answer cached
+    room = dp.map_fd("dpp_upf_next_hop_room")
+    marked = (ctypes.c_uint8 * (64 * possible_cpus()))(*([0xA5] * 64 * possible_cpus()))
+    map_update(room, ctypes.c_uint32(0), marked)
+    out = uplink(dp)
+    assert (out.verdict, out.route_path, next_hop_mac(out)) == ("REDIRECT", "fib-cached", ROUTER_MAC)
+    after = (ctypes.c_uint8 * len(marked))()
+    assert map_lookup(room, ctypes.c_uint32(0), after)
+    assert bytes(after) == bytes(marked), "the room untouched"
 
 
 def test_the_watch_moves_the_generation_when_a_neighbour_changes(site):

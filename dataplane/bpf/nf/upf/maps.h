@@ -131,6 +131,15 @@ struct {
 	__type(value, struct bpf_fib_lookup);
 } dpp_upf_next_hop_room SEC(".maps");
 
+/* 0 -> this CPU's room for a downlink hash lookup's key (nf/upf/upf.h): its 24 bytes off the stack
+ * of the entry and of dpp_upf_sdf, the UPF inlined in both, whose frames start the longest chains */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct dpp_upf_dl_key);
+} dpp_upf_dl_key_room SEC(".maps");
+
 /* 0 -> the route cache's generation: the control plane bumps it when routes or neighbours change;
  * 0 (nobody watches them) turns the cache off */
 struct {

@@ -37,10 +37,16 @@ static __always_inline __u64 route_gen(void)
 	return g ? g->gen : 0;
 }
 
-/* The cache slot of a destination (Fibonacci hashing of its words). */
+/* The cache slot of a destination whose words xor to folded (Fibonacci hashing). */
+static __always_inline __u32 route_hash(__u32 folded)
+{
+	return (folded * 0x9e3779b1u) & (DPP_UPF_ROUTE_SLOTS - 1);
+}
+
+/* The cache slot of a destination. */
 static __always_inline __u32 route_slot(const __u32 *dst)
 {
-	return ((dst[0] ^ dst[1] ^ dst[2] ^ dst[3]) * 0x9e3779b1u) & (DPP_UPF_ROUTE_SLOTS - 1);
+	return route_hash(dst[0] ^ dst[1] ^ dst[2] ^ dst[3]);
 }
 
 /* The slot holds dst of family, looked up in table for within (the ingress for the FIB, the

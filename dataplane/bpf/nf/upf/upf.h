@@ -60,7 +60,8 @@ static __always_inline void upf_measure(__u32 urr, bool uplink, __u64 bytes)
 /* Whether a packet of `bytes` passes policer `policer` and its parent (nf/qos/police.h: a flow's
  * MBR, then its session's AMBR), now: a global function for the entry (the UPF inlined in it) and
  * dpp_upf_sdf (inlined, the two policers' locals would take their frames past what dpp_xdp's frame
- * leaves of the 512 bytes of stack; called, dpp_xdp's, dpp_upf_sdf's and its frame fill them).
+ * leaves of the 512 bytes of stack; called, dpp_xdp's, dpp_upf_sdf's and its frame take 480 of
+ * them, rounded to 32 as kernels before 6.9 count frames).
  * Windows without the CPUs' credit (POLICE_WINDOW_CREDIT: its carve takes 16 bytes more of this
  * frame than the three have; the UPF's applier writes its windows no chunk). */
 __attribute__((noinline)) int dpp_upf_police(__u32 policer, __u32 bytes)
@@ -275,9 +276,9 @@ static __always_inline bool upf_dl4_overflowed(void)
 static __always_inline const struct dpp_upf_pdr *upf_downlink_pdr(const struct dpp_flow_key *key,
 								   const struct dpp_upf_iface *iface)
 {
-	struct dpp_upf_dl_key k = { .net_instance = iface->net_instance, .family = key->family };
 	const struct dpp_upf_pdr *pdr;
-	__u32 addr;
+	struct dpp_upf_dl_key *k;
+	__u32 addr, zero = 0;
 
 	if (key->family == 4) {
 		addr = bpf_ntohl(key->dst[0]);
@@ -287,8 +288,13 @@ static __always_inline const struct dpp_upf_pdr *upf_downlink_pdr(const struct d
 		if (pdr || !upf_dl4_overflowed())
 			return pdr;
 	}
-	__builtin_memcpy(k.addr, key->dst, sizeof(k.addr));
-	return bpf_map_lookup_elem(&dpp_upf_downlink, &k);
+	k = bpf_map_lookup_elem(&dpp_upf_dl_key_room, &zero);
+	if (!k)
+		return NULL;
+	k->net_instance = iface->net_instance;
+	k->family = key->family;
+	__builtin_memcpy(k->addr, key->dst, sizeof(k->addr));
+	return bpf_map_lookup_elem(&dpp_upf_downlink, k);
 }
 
 /* The PDRs of the packet's TEID or UE address have SDF filters: marked as the UPF's (only its rules
@@ -398,8 +404,8 @@ __attribute__((noinline)) int dpp_upf_sdf(struct xdp_md *ctx, struct dpp_flow_ke
 		pdr = bpf_map_lookup_elem(&dpp_upf_sdf_pdrs, &arg);
 	if (!pdr) {
 		/* the configuration looked up here only, not kept across the PDR's: this frame,
-		 * dpp_xdp's and dpp_upf_police's fill the 512 bytes of stack
-		 * rounded to 32, as kernels before 6.9 count frames */
+		 * dpp_xdp's and dpp_upf_police's take 480 of the 512 bytes of stack rounded to 32,
+		 * as kernels before 6.9 count frames */
 		cfg = bpf_map_lookup_elem(&dpp_config, &zero);
 		return cfg ? fallback(cfg, o, DPP_REASON_UPF_NO_PDR) : XDP_ABORTED;
 	}
