@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import socket
-import struct
 import sys
 from ctypes import Structure
 from typing import Any, Callable, Optional, Sequence
@@ -30,7 +29,6 @@ from netapp.upf.stencil import Shape, Stencil, constant, punch, shape_of
 FACTS = ("teids", "usage_slots", "urr_usage_slots", "ue_ipv4", "downlink_ues", "tunnels", "punting", "policer_ids")
 ATTRIBUTES = ("urr_slots", "sdf_slots", "urr_sets", "qer_policers")
 _ZEROS = bytes(12)
-_INTS = {1: "B", 2: "H", 4: "I", 8: "Q"}  # struct's codes of the unsigned ints, by size
 
 
 def _packed(value: Any) -> Any:
@@ -68,29 +66,16 @@ class EntryStencil:
     def expression(self, addresses: frozenset[int], constants: list[Any]) -> str:
         """Python's text of `key: value` for a dict display, from the packed values `v` (those at
         `addresses` 16 bytes, the others ints), its constants appended to `constants` as `k[j]`:
-        the value's parts and its holes packed by one precompiled struct.Struct (`_packer`: an int
-        hole in the machine's order, as ctypes holds it; an address's 16 bytes cut to the hole's
-        size), then copied into its structure once."""
+        the value's parts joined with its holes' bytes, then copied into its structure once."""
         key = self.key.expression(constants)
         if self.value_type is None:
             return f"{key}: {constant(self.value, constants)}"
-        packer, arguments = self._packer(addresses, constants)
-        made = f"{constant(self.value_type, constants)}.from_buffer_copy"
-        return f"{key}: {made}({constant(packer.pack, constants)}({', '.join(arguments)}))"
-
-    def _packer(self, addresses: frozenset[int], constants: list[Any]) -> tuple[struct.Struct, list[str]]:
-        """The Struct of the value (its parts and holes in order) and the text of its arguments."""
-        formats, arguments = [f"{len(self._first)}s"], [constant(self._first, constants)]
+        out = [constant(self._first, constants)]
         for index, size, part in self._rest:
-            if index in addresses or size not in _INTS:  # an address's bytes, or an int of an odd size
-                formats.append(f"{size}s")
-                arguments.append(f"v[{index}]" if index in addresses else f"v[{index}].to_bytes({size}, {sys.byteorder!r})")
-            else:
-                formats.append(_INTS[size])
-                arguments.append(f"v[{index}]")
-            formats.append(f"{len(part)}s")
-            arguments.append(constant(part, constants))
-        return struct.Struct("=" + "".join(formats)), arguments
+            out.append(f"v[{index}][:{size}]" if index in addresses else f"v[{index}].to_bytes({size}, {sys.byteorder!r})")
+            out.append(constant(part, constants))
+        made = f"{constant(self.value_type, constants)}.from_buffer_copy"
+        return f"{key}: {made}(b''.join(({', '.join(out)},)))"
 
 
 class EntriesStencil:
