@@ -87,8 +87,8 @@ def test_an_address_is_packed_for_the_keys_and_fields_it_fills_and_a_real_one_co
 
 
 class _Widths(Structure):
-    """A value with an int field of every width a struct code packs, one it has no code for, an
-    address and constant bytes between them."""
+    """A value with an int field of each width ctypes gives one (1, 2, 4 and 8 bytes), one of 3
+    bytes, an address and constant bytes between them."""
 
     _fields_ = [("tag", c_uint8), ("small", c_uint8), ("port", c_uint16), ("teid", c_uint32), ("seid", c_uint64),
                 ("odd", c_uint8 * 3), ("pad", c_uint8 * 5), ("address", c_uint8 * 16)]
