@@ -75,7 +75,9 @@ class Pools:
             if self.held.get(address) != session.seid:
                 self._advance_past(address)
             self.held[address] = session.seid
-        self._downlink.update(dict.fromkeys((key for _, key, _ in self._downlink_keys(session)), session.seid))
+        seid, downlink = session.seid, self._downlink
+        for _, key, _ in self._downlink_keys(session):  # a loop, as netapp.upf.slots' holds
+            downlink[key] = seid
 
     def release(self, session: Session) -> None:
         for address in self._pool_addresses(session):

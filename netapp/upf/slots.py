@@ -32,9 +32,16 @@ class Slots:
         self._pending = self._pending_policer = 0  # where the change in progress left them
 
     def hold(self, session: Session) -> None:
-        self._urr_holders.update(dict.fromkeys(session.usage_slots(), session.seid))
-        self._sdf_holders.update(dict.fromkeys(session.sdf_slots.values(), session.seid))
-        self._policer_holders.update(dict.fromkeys(session.policer_ids(), session.seid))
+        # loops, not dict.fromkeys and update: a session holds one to a few of each (every new
+        # session passes here), where two calls and a dict each cost more than the stores
+        seid, urr_holders, sdf_holders, policer_holders = session.seid, self._urr_holders, self._sdf_holders, \
+            self._policer_holders
+        for slot in session.usage_slots():
+            urr_holders[slot] = seid
+        for slot in session.sdf_slots.values():
+            sdf_holders[slot] = seid
+        for policer_id in session.policer_ids():
+            policer_holders[policer_id] = seid
 
     def release(self, session: Session) -> None:
         for slot in session.usage_slots():
@@ -137,7 +144,9 @@ class Teids:
         self.cursor = self.pending = 0
 
     def hold(self, session: Session) -> None:
-        self.held.update(dict.fromkeys(session.teids(), session.seid))
+        seid, held = session.seid, self.held
+        for teid in session.teids():  # a loop, as Slots.hold's
+            held[teid] = seid
 
     def release(self, session: Session) -> None:
         for teid in session.teids():

@@ -12,7 +12,8 @@ import pytest
 from netapp.service.store import Store
 from netapp.upf.models import FSeid, FTeid, Pdi, Pdr, RuleError, Session
 from netapp.upf.sessions import SEID_SPACE, Upf, new_seid
-from netapp.upf.slots import Taken, Teids, free_number, free_numbers
+from netapp.upf.flows import parse_flow
+from netapp.upf.slots import Slots, Taken, Teids, free_number, free_numbers
 
 SEID = 99  # the new session's: it holds nothing
 
@@ -100,3 +101,27 @@ def test_a_new_seid_is_what_the_walk_gives(tmp_path):
             assert new_seid(next_seid, upf.sessions) == _walked_seid(next_seid, held), next_seid
     finally:
         store.close()
+
+
+def test_every_number_a_session_holds_is_passed_over_after_the_cursor_wraps_and_given_once_released():
+    """`Slots.hold` and `Teids.hold` (each table's numbers stored one by one): a URR slot, an SDF
+    PDR's slot, two policers and a TEID held by one session are not given to the next one once the
+    cursors come round to them, and are given again once the session is released."""
+    holder = Session.model_construct(
+        seid=5, node_id="smf", remote=FSeid(seid=9, ipv4="10.0.0.1"), urr_sets=(),
+        pdrs={1: Pdr(id=1, precedence=1, pdi=Pdi(source_interface=0, local_fteid=FTeid(ipv4="192.0.2.1", teid=1)))},
+        urr_slots={1: 1}, sdf_slots={1: 1}, qer_policers={1: (1, 2)})
+    slots, teids = Slots(urr_count=6, sdf_count=6, policer_count=6), Teids(6, "192.0.2.1", None)
+    slots.hold(holder)
+    teids.hold(holder)
+
+    def given() -> tuple[list[int], list[int], list[int], dict[int, int]]:
+        slots.begin()
+        sdf = slots.choose_sdf_slots(Session(seid=SEID, node_id="smf", remote=FSeid(seid=9, ipv4="10.0.0.1")),
+                                     {1: Pdr(id=1, precedence=1, pdi=Pdi(source_interface=0, sdf_filters=(parse_flow("permit out ip from any to assigned"),)))})
+        return slots.choose_new_urr_slots(SEID, [1]), slots.choose_new_policers(SEID, 2), teids.choose_new(SEID, 1), sdf
+
+    assert given() == ([2], [3, 4], [2], {1: 2})
+    slots.release(holder)
+    teids.release(holder)
+    assert given() == ([1], [1, 2], [1], {1: 1})

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import functools
 import socket
+import sys
+from ctypes import Structure, c_uint8, c_uint16, c_uint32, c_uint64
+from typing import Any
 
 from netapp.upf.abi import PdrAction
 from netapp.upf.compiler import Entries
@@ -81,3 +84,29 @@ def test_an_address_is_packed_for_the_keys_and_fields_it_fills_and_a_real_one_co
     filled, expected = stencil.fill(["10.9.8.7", 42]), entries("10.9.8.7", 42)
     assert list(filled.downlink) == list(expected.downlink)
     assert [bytes(value) for value in filled.downlink.values()] == [bytes(value) for value in expected.downlink.values()]
+
+
+class _Widths(Structure):
+    """A value with an int field of each width ctypes gives one (1, 2, 4 and 8 bytes), one of 3
+    bytes, an address and constant bytes between them."""
+
+    _fields_ = [("tag", c_uint8), ("small", c_uint8), ("port", c_uint16), ("teid", c_uint32), ("seid", c_uint64),
+                ("odd", c_uint8 * 3), ("pad", c_uint8 * 5), ("address", c_uint8 * 16)]
+
+
+def test_a_value_is_packed_hole_by_hole_at_every_width_and_an_odd_one_as_the_full_path_writes_it():
+    def entries(small: int, port: int, teid: int, seid: int, odd: int, ue: str) -> Entries:
+        value = _Widths(tag=7, small=small, port=port, teid=teid, seid=seid, pad=(1, 2, 3, 4, 5))
+        value.odd[:] = list(odd.to_bytes(3, sys.byteorder))
+        value.address[:] = list(socket.inet_aton(ue).ljust(16, b"\0"))
+        return Entries(sdf_pdrs={teid: value})  # type: ignore[dict-item]
+
+    values: list[list[Any]] = [[0xF1, 0xF1F2, 0xF1F2F3F4, 0xF1F2F3F4F5F6F7F8, 0xF1F2F9, "240.0.0.1"],
+                               [0xE1, 0xE1E2, 0xE1E2E3E4, 0xE1E2E3E4E5E6E7E8, 0xE1E2E9, "241.0.0.1"],
+                               [3, 4, 5, 6, 7, "10.0.0.1"]]
+    stencil = EntriesStencil.cut([entries(*each) for each in values], values)
+    assert stencil is not None
+    real = [0xAB, 0xBEEF, 0xDEADBEEF, 0x0123456789ABCDEF, 0x123456, "10.9.8.7"]
+    filled, expected = stencil.fill(real), entries(*real)
+    assert list(filled.sdf_pdrs) == list(expected.sdf_pdrs)
+    assert [bytes(value) for value in filled.sdf_pdrs.values()] == [bytes(value) for value in expected.sdf_pdrs.values()]
