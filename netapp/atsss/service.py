@@ -155,6 +155,24 @@ def session_counters(session: AtsssSession, readings: list[PathReading]) -> Sess
     return SessionCounters(name=session.name, tenant=session.tenant, ue=session.ue, paths=paths)
 
 
+def patched(current: AtsssSession, patch: AtsssSessionPatch) -> AtsssSessionSpec:
+    """`current`'s definition with the PATCH's mode and paths' changes; InvalidInput naming a path
+    index the session lacks, or what the changed definition breaks."""
+    paths = [path.model_copy() for path in current.paths]
+    for change in patch.paths:
+        if change.index >= len(paths):
+            raise InvalidInput(f"paths: the session has {len(paths)} paths, no index {change.index}",
+                               field="paths", allowed=f"0..{len(paths) - 1}")
+        paths[change.index] = paths[change.index].model_copy(
+            update={key: value for key, value in change.model_dump(exclude={"index"}).items() if value is not None})
+    body = current.model_dump(include=set(AtsssSessionSpec.model_fields))
+    body.update(paths=[path.model_dump() for path in paths], mode=patch.mode or current.mode)
+    try:
+        return AtsssSessionSpec.model_validate(body)
+    except ValidationError as exc:  # e.g. every weight of a weighted session made 0
+        raise IntentError.from_validation(exc) from None
+
+
 @dataclass
 class Found:
     """What a change of the maps found, to put back if the maps refuse it or the store its COMMIT:
@@ -290,23 +308,14 @@ class Atsss:
         return self._put(who, self._owner(who, name, spec), spec, must_be_new=False)
 
     def patch_session(self, who: Principal, name: str, patch: AtsssSessionPatch) -> AtsssSession:
-        """The session's mode and paths' state (up, RTT, weight) changed, the rest kept."""
-        current = self.get_session(who, name)
-        paths = [path.model_copy() for path in current.paths]
-        for change in patch.paths:
-            if change.index >= len(paths):
-                raise InvalidInput(f"paths: the session has {len(paths)} paths, no index {change.index}",
-                                   field="paths", allowed=f"0..{len(paths) - 1}")
-            paths[change.index] = paths[change.index].model_copy(
-                update={key: value for key, value in change.model_dump(exclude={"index"}).items() if value is not None})
-        body = current.model_dump(include=set(AtsssSessionSpec.model_fields))
-        body.update(paths=[path.model_dump() for path in paths], mode=patch.mode or current.mode)
-        try:
-            spec = AtsssSessionSpec.model_validate(body)
-        except ValidationError as exc:  # e.g. every weight of a weighted session made 0
-            raise IntentError.from_validation(exc) from None
-        ServiceState.require(who, Scope.INTENTS_WRITE)
-        session, _ = self._put(who, current.tenant, spec, must_be_new=False)
+        """The session's mode and paths' state (up, RTT, weight) changed, the rest kept: read,
+        changed and written under the lock, so that a change made meanwhile (another PATCH, of
+        another path) is kept, not written over with what was read before it."""
+        with self._lock, undone_on_failure(self.store) as undos:
+            current = self.get_session(who, name)
+            spec = patched(current, patch)
+            ServiceState.require(who, Scope.INTENTS_WRITE)
+            session, _ = self._write(undos, who, current.tenant, spec, must_be_new=False)
         return session
 
     def delete_session(self, who: Principal, name: str) -> None:
@@ -398,32 +407,39 @@ class Atsss:
 
     def _put(self, who: Principal, tenant: str, spec: AtsssSessionSpec, must_be_new: bool) -> tuple[AtsssSession, bool]:
         with self._lock, undone_on_failure(self.store) as undos:
-            policy = TenantPolicy(self.store)
-            check_scope(spec, policy.grants_for(who, tenant), tenant, policy.interfaces_for(who, tenant),
-                        lambda: site_addresses(self._netns))
-            old = stored.stored_session(self.store, tenant, spec.name)
-            if old is not None and must_be_new:
-                raise Conflict(f"tenant {tenant!r} has an ATSSS session {spec.name!r} already: PUT replaces it",
-                               field="name")
-            if old is None:
-                QuotaExceeded.unless_room(tenant, "atsss_sessions", stored.count_sessions(self.store, tenant),
-                                          policy.quotas_of(tenant).atsss_sessions, "delete one first")
-            check_ue(self.store, tenant, spec, old)
-            check_subflows(self.store, tenant, spec, old)
-            if SteeringMode.REDUNDANT in runs_in(spec, old):
-                check_interfaces(spec.paths)
-            check_weights(spec.paths, runs_in(spec, old), "paths", "an MTS session runs the session's UE weighted: ")
-            ues = [str(spec.ue)] + ([str(old.ue)] if old is not None else [])
-            before = stored.sessions_of_ues(self.store, ues)
-            session = AtsssSession(
-                **dict(spec), tenant=tenant, slots=slots_for(self.store, spec, old),
-                effective_mode=spec.mode, updated_at=self._clock(),
-                revision=old.revision + 1 if old is not None else 1)  # fmt: skip
-            stored.save_session(self.store, session)
-            session = stored.stored_session(self.store, tenant, spec.name)
-            assert session is not None
-            undos.append(self._apply(before, stored.sessions_of_ues(self.store, ues), session))
-            self.unserved.pop(f"{tenant}/{spec.name}", None)  # under the lock: an undo puts back its snapshot
+            return self._write(undos, who, tenant, spec, must_be_new)
+
+    def _write(self, undos: list[Callable[[], None]], who: Principal, tenant: str, spec: AtsssSessionSpec,
+               must_be_new: bool) -> tuple[AtsssSession, bool]:
+        """`spec` stored as the tenant's session and written to the maps, in the caller's store
+        transaction (`undos`: its undos, undone_on_failure) under the caller's lock; the scope
+        checked before anything is written. True when it was created."""
+        policy = TenantPolicy(self.store)
+        check_scope(spec, policy.grants_for(who, tenant), tenant, policy.interfaces_for(who, tenant),
+                    lambda: site_addresses(self._netns))
+        old = stored.stored_session(self.store, tenant, spec.name)
+        if old is not None and must_be_new:
+            raise Conflict(f"tenant {tenant!r} has an ATSSS session {spec.name!r} already: PUT replaces it",
+                           field="name")
+        if old is None:
+            QuotaExceeded.unless_room(tenant, "atsss_sessions", stored.count_sessions(self.store, tenant),
+                                      policy.quotas_of(tenant).atsss_sessions, "delete one first")
+        check_ue(self.store, tenant, spec, old)
+        check_subflows(self.store, tenant, spec, old)
+        if SteeringMode.REDUNDANT in runs_in(spec, old):
+            check_interfaces(spec.paths)
+        check_weights(spec.paths, runs_in(spec, old), "paths", "an MTS session runs the session's UE weighted: ")
+        ues = [str(spec.ue)] + ([str(old.ue)] if old is not None else [])
+        before = stored.sessions_of_ues(self.store, ues)
+        session = AtsssSession(
+            **dict(spec), tenant=tenant, slots=slots_for(self.store, spec, old),
+            effective_mode=spec.mode, updated_at=self._clock(),
+            revision=old.revision + 1 if old is not None else 1)  # fmt: skip
+        stored.save_session(self.store, session)
+        session = stored.stored_session(self.store, tenant, spec.name)
+        assert session is not None
+        undos.append(self._apply(before, stored.sessions_of_ues(self.store, ues), session))
+        self.unserved.pop(f"{tenant}/{spec.name}", None)  # under the lock: an undo puts back its snapshot
         return session, old is None
 
     def _rules_lock(self) -> ContextManager:

@@ -22,7 +22,8 @@ from netapp.cli.present import cell
 
 
 def status(url: UrlOption = None, token: TokenOption = None) -> None:
-    """Readiness, the program and its maps, interfaces and CPUs; exits 1 when the NetApp is not ready."""
+    """Readiness, the program and its maps, the policers' clock, interfaces and CPUs; exits 1 when the
+    NetApp is not ready."""
     api = Api.from_options(url, token)
     ready = api.request("GET", "/readyz", answers=(503,)).json()  # 503: not ready, and why
     console = Console(highlight=False)
@@ -37,6 +38,8 @@ def status(url: UrlOption = None, token: TokenOption = None) -> None:
     program = [f"{label} {cell(plane[key])}" for key, label in labels.items() if plane.get(key) is not None]
     if program:
         console.print(", ".join(program), markup=False)
+    if plane.get("clock"):
+        console.print(clock_line(plane["clock"]), markup=False)
     table = Table("interface", "netns", "mode", "ifindex", "attached", title="interfaces", title_justify="left")
     for view in interfaces:
         table.add_row(*(cell(view.get(key)) for key in ("name", "netns", "mode", "ifindex", "attached")))
@@ -62,6 +65,14 @@ def attachment_line(interfaces: list[dict[str, Any]]) -> str:
         return f"attached: {', '.join(attached)}"
     return ("attached: no interface, so no packet reaches the program (name interfaces in the settings, "
             "or POST /api/v1/dataplane/attach)")
+
+
+def clock_line(clock: dict[str, Any]) -> str:
+    """The COARSE policers' clock in `dppctl status`'s words: how old the word its timer writes is,
+    or that the policers read the helper (the timer stopped, or programs built without it)."""
+    if clock.get("state") == "running":
+        return f"clock: word {clock.get('word_age_us')} us old"
+    return f"clock: {clock.get('state')}: coarse policers read the helper"
 
 
 def _maps_table(maps: Any) -> Table:

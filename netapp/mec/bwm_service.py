@@ -85,9 +85,27 @@ class BwmService:
         """Replace an allocation (its application and request type stay)."""
         self._state.require(who, Scope.INTENTS_WRITE)
         _check(info)
+        return self._replace(who, allocation_id, lambda old: info)
+
+    def patch_allocation(self, who: Principal, allocation_id: str, deltas: BwInfoDeltas) -> BwAllocation:
+        """Change the members an allocation's PATCH gives, in the allocation as the change reads it
+        under the service's lock: a change made meanwhile (another PATCH, of other members) is kept."""
+        self._state.require(who, Scope.INTENTS_WRITE)
+
+        def patched(old: BwInfo) -> BwInfo:
+            _require_same_owner(old, deltas.appInsId, deltas.requestType)
+            info = deltas.applied_to(old)
+            _check(info)
+            return info
+
+        return self._replace(who, allocation_id, patched)
+
+    def _replace(self, who: Principal, allocation_id: str, new_info: Callable[[BwInfo], BwInfo]) -> BwAllocation:
+        """The allocation's body replaced by `new_info` of the one stored, read in the transaction."""
 
         def work(change: RuleChange) -> BwAllocation:
             old = self._allocation(who, allocation_id)
+            info = new_info(old.info)
             _require_same_owner(old.info, info.appInsId, info.requestType)
             application = self._owned_application(who, info.appInsId)
             allocation = old.model_copy(update={"info": info})
@@ -97,13 +115,6 @@ class BwmService:
             return allocation
 
         return self._change(who, work)
-
-    def patch_allocation(self, who: Principal, allocation_id: str, deltas: BwInfoDeltas) -> BwAllocation:
-        """Change the members an allocation's PATCH gives."""
-        self._state.require(who, Scope.READ)
-        old = self._allocation(who, allocation_id)
-        _require_same_owner(old.info, deltas.appInsId, deltas.requestType)
-        return self.put_allocation(who, allocation_id, deltas.applied_to(old.info))
 
     def delete_allocation(self, who: Principal, allocation_id: str) -> None:
         """Remove an allocation: its traffic is no longer policed by it."""

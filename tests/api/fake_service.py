@@ -198,7 +198,7 @@ class FakeDataplane(FakeState, DataplaneContract):
             {"name": name, "netns": None, "mode": mode, "ifindex": None, "attached": True}
             for name, mode in sorted(self.attached.items())
         ]
-        return {"interfaces": interfaces, "rules": len(self.intents)}
+        return {"interfaces": interfaces, "rules": len(self.intents), "clock": self.clock}
 
     def attach(self, who: Principal, interface: str, mode: str) -> dict[str, Any]:
         self._enter("attach")

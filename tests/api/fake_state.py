@@ -9,7 +9,7 @@ import shutil
 import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 from netapp.intents.models import Intent
 from netapp.service.contract import Conflict, Forbidden, IntentRecord, NotFound, Principal, Scope, SliceRecord
@@ -26,6 +26,7 @@ class FakeState:
         self.slices: dict[tuple[str, str], SliceRecord] = {}
         self.attached: dict[str, str] = {}
         self.program_id = 1
+        self.clock: dict[str, Any] = {"state": "none", "word_age_us": None}  # programs without the policers' clock
         self.idempotency: dict[tuple[str, str], tuple[str, str]] = {}  # (tenant, key) -> intent key
         # (tenant, key) -> (the batch's intents as JSON, their intent keys)
         self.batch_idempotency: dict[tuple[str, str], tuple[list[str], list[tuple[str, str]]]] = {}

@@ -293,6 +293,19 @@ def test_status_says_yes_and_no_and_that_ready_is_not_attached(netapp, service):
     assert not {"None", "True", "False"} & set(output.replace("│", " ").split())
 
 
+@pytest.mark.parametrize("clock, line", [
+    ({"state": "running", "word_age_us": 130}, "clock: word 130 us old"),
+    ({"state": "stopped", "word_age_us": 9000}, "clock: stopped: coarse policers read the helper"),
+    ({"state": "none", "word_age_us": None}, "clock: none: coarse policers read the helper"),
+])
+def test_status_says_how_old_the_policers_clock_is_in_dppctls_words(netapp, service, clock, line):
+    service.clock = clock
+
+    code, output = netapp("status", token="admin")
+
+    assert code == 0 and line in output.splitlines()
+
+
 def test_status_of_a_netapp_that_is_not_ready_says_why_and_exits_1(netapp, service):
     service.ready = False
 

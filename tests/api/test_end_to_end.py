@@ -6,21 +6,31 @@ Needs root and libdpp (tests/utils/kernel.py: skipped outside CI, a failure unde
 
 from __future__ import annotations
 
+import os
+import re
+from ctypes import c_uint32
 from typing import Iterator
 
 import httpx
 import pytest
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
+from typer.testing import CliRunner
 
+from bench.libbpf import map_update
 from netapp.api.main import create_app
+from netapp.cli.main import app as cli_app
 from netapp.core.config import InterfaceSetting, Settings
 from netapp.dataplane import binding
+from netapp.dataplane.facade import Dataplane
+from netapp.qos.abi import ClockTimer
 from netapp.testbed import netns
 from tests.api.conftest import token_of
 from tests.api.problems import assert_problem
 from tests.api.server import ServerThread
+from tests.qos.test_clock_word import pipeline_word_fd, wait_for_ticks, word_reader
 from tests.utils.intents import native_intent, paper_message
+from tests.utils.maps import pipeline_map_fd
 from tests.utils.service import grant_site, pinned_instance
 
 INTENTS = "/api/v1/intents"
@@ -327,3 +337,33 @@ def test_given_numbers_past_what_the_store_or_the_kernel_holds_then_400_and_both
 
     assert observer.cpu_get(STEER_CPU).capacity_pps == 5
     assert [view["capacity_pps"] for view in stored] == [5]
+
+
+def netapp_status(real) -> list[str]:
+    """`netapp status` (typer's runner) as an admin against the served NetApp: its lines; it exits 0."""
+    server, _ = real
+    env = {"NETAPP_URL": server.url, "NETAPP_TOKEN": token_of("admin"), "COLUMNS": "200"}
+    result = CliRunner().invoke(cli_app, ["status"], env=env)
+    assert result.exit_code == 0, result.output
+    return result.output.splitlines()
+
+
+def test_given_the_policers_clock_running_then_stopped_then_netapp_status_says_so(real, instance):
+    """The timer's word, read by the service through libdpp and told by the API, in the CLI as
+    `dppctl status` words it; the timer stopped (its map's value written over: the kernel cancels
+    it), the word four ticks old is stopped; a reopen starts the timer again."""
+    running = netapp_status(real)
+    with Dataplane.open(instance=instance) as dp:
+        word, timer = pipeline_word_fd(dp), pipeline_map_fd(dp, "dpp_clock")
+    try:
+        map_update(timer, c_uint32(0), ClockTimer())
+        wait_for_ticks(word_reader(word)().jiffies, 4)  # two ticks make it stopped, whatever the grids' phase
+        stopped = netapp_status(real)
+    finally:
+        os.close(word)
+        os.close(timer)
+        with Dataplane.open(instance=instance):
+            pass  # the timer started again for the module's other tests
+
+    assert [line for line in running if re.fullmatch(r"clock: word \d+ us old", line)], running
+    assert "clock: stopped: coarse policers read the helper" in stopped, stopped

@@ -9,7 +9,8 @@ number been given again), each path's DCCP counter the number of packets it sent
 counts add up to every packet, their bytes to every byte. The verdict does not depend on timing:
 on this code it holds whatever the interleaving; with the old read, carry over and write it fails
 whenever a packet falls between a read and its write, which the many changes of one run make
-certain (checked 5 runs out of 5)."""
+certain (checked 5 runs out of 5). Two changes of one session at once (tests/utils/interleave.py)
+both land, in the store and in the maps."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ import pytest
 
 from bench.harness import Harness, Walk, build_harness
 from bench.libbpf import test_run as prog_test_run
+from netapp.atsss import store as stored
 from netapp.atsss.models import AtsssSessionPatch, AtsssSessionSpec
 from netapp.atsss.service import Atsss, path_key
 from netapp.atsss.abi import Session, SessionKey
@@ -36,6 +38,7 @@ from netapp.tenancy.models import TenantSpec
 from netapp.tenancy.service import TenantService
 from tests.atsss.atsss import XDP_TX, AtsssProgram, delete_every_session, ethernet, ue_packet
 from tests.utils.dataplane import two_cpus
+from tests.utils.interleave import SecondChange, calling_back
 from tests.utils.kernel import pin_dir, require_kernel
 from tests.utils.maps import pinned_instance
 from tests.utils.object_tables import ObjectTables
@@ -238,3 +241,26 @@ def test_a_put_that_only_reorders_the_paths_keeps_each_path_s_slot_and_its_numbe
     assert {slot: (atsss.path(slot).dccp_seq, atsss.path(slot).packets) for slot in slots} == {
         slot: (seq + 1, packets + 1) for slot, (seq, packets) in before.items()}
     assert atsss.session(UE).mp_seq == 10
+
+
+def test_two_patches_of_other_paths_made_at_once_both_land_in_the_store_and_the_maps(atsss, service, monkeypatch):
+    """One PATCH reports path 0 down while another, begun at the first's read of the session,
+    weighs path 1 (a monitoring module and the AI loop): the session read, changed and written under
+    one lock, the second reads what the first wrote. Read outside the lock, both would read the
+    session before either wrote, and the later write would put the other's path back as it was."""
+    spec = AtsssSessionSpec.model_validate({"name": "ue5", "ue": UE, "mode": "weighted",
+                                            "paths": [path(1, weight=1), path(2, weight=1)]})
+    slots = service.create_session(CAROL, "ue5", spec).slots
+    weigh = AtsssSessionPatch.model_validate({"paths": [{"index": 1, "weight": 3}]})
+    second = SecondChange(service._lock, lambda: service.patch_session(CAROL, "ue5", weigh))
+    service._lock = second
+    monkeypatch.setattr(stored, "stored_session", calling_back(stored.stored_session, second.at_read))
+
+    service.patch_session(CAROL, "ue5", AtsssSessionPatch.model_validate({"paths": [{"index": 0, "up": False}]}))
+    second.join()
+
+    session = service.get_session(CAROL, "ue5")
+    assert [(one.up, one.weight) for one in session.paths] == [(False, 1), (True, 3)]
+    assert session.revision == 3
+    assert (atsss.session(UE).up, list(atsss.session(UE).weight[:2])) == (0b10, [1, 3])
+    assert [atsss.path(slot).flags & 1 for slot in slots] == [0, 1]

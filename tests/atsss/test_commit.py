@@ -2,10 +2,12 @@
 commit made to fail here) leaves ATSSS's maps exactly as they were, through the REST API (the real
 uvicorn server) over the NetApp's pinned pipeline (dpp.bpf.o, its maps read here key by key): a
 create, a PUT moving a path to a new subflow, a PATCH of the weights (what the AI loop sends), a
-delete, and a PUT giving a redundant session other ports. The session the API says does not exist
-is not in the data path, the one it still holds is, with the numbers and counts its packets had
-moved (the downlink's MP_SEQ and DCCP numbers, what each path received, its loss estimate), and a
-redundant session leads to its group of ports again. Packets that pass between the change's read of
+delete, a PUT giving a redundant session other ports, a PUT moving a session to another UE and one
+making a session redundant. The session the API says does not exist is not in the data path, the
+one it still holds is, on its UE (the index's entry and the UE filter's bit), with the numbers and
+counts its packets had moved (the downlink's MP_SEQ and DCCP numbers, what each path received, its
+loss estimate), and a redundant session leads to its group of ports again, a group the change gave
+emptied; the service keeps what the store keeps. Packets that pass between the change's read of
 the maps and its write are not undone: no number they took is given again, nothing they counted
 uncounted."""
 
@@ -18,6 +20,7 @@ from typing import Any, Callable, Iterator
 import httpx
 import pytest
 
+from netapp.atsss import store as stored
 from netapp.atsss.abi import Access, Session
 from netapp.atsss.flow_states import undone_on_failure
 from netapp.atsss.index import SessionIndex
@@ -30,7 +33,7 @@ from netapp.service import store as store_module
 from netapp.service.store import Store, StoreError
 from tests.api import conftest as api
 from tests.api.problems import assert_problem
-from tests.atsss.atsss import PathSpec, decode, ethernet, path_body, ue_packet
+from tests.atsss.atsss import PathSpec, decode, ethernet, path_body, session_key, ue_packet
 from tests.atsss.test_flows import CELL, WIFI, node  # noqa: F401 - node: the fixture, this module's own instance
 from tests.atsss.uplink import uplink_frame
 from tests.utils.service import ADMIN
@@ -41,6 +44,7 @@ admin, api_app, client_for, server, service, tenant_a, tokens_path = (
 SESSIONS = "/api/v1/atsss/sessions"
 XDP_PASS, XDP_TX = "PASS", "TX"  # the pipeline's verdicts as Dataplane.test_run names them
 UE = "10.60.0.5"
+MOVED_UE = "10.60.0.6"  # where a PUT moves the session
 GRANTS = [{"dst": "10.60.0.0/24"}, *({"interface": f"acc{n}", "dst": "10.60.0.0/24"} for n in range(3))]
 WIFI2 = PathSpec("192.0.2.3", "203.0.113.9", 5005, 5006, Access.NON_THREE_GPP,
                  bytes.fromhex("02000000aa03"), bytes.fromhex("02000000bb03"))
@@ -65,10 +69,15 @@ def held(dp: Dataplane) -> dict[str, Any]:
     entries: dict[str, Any] = {"sessions": {bytes(key): without_mp_seq(value)
                                             for key, value in SessionIndex(dp.table).items()}}
     for name in MAPS:
-        entries[name] = {bytes(key): bytes(value) for key, value in dp.table(name).items() if any(bytes(value))}
+        entries[name] = {raw(key): raw(value) for key, value in dp.table(name).items() if any(raw(value))}
     entries["dpp_atsss_tx"] = {group: {position: ifindex for position, (ifindex, _) in ports.items()}
                                for group, ports in AtsssMaps(dp.table).groups_ports().items()}
     return entries
+
+
+def raw(value: Any) -> bytes:
+    """A map's key or value as bytes: an integer's own (bytes(n) would be n zero bytes), a struct's."""
+    return value.to_bytes(8, "little") if isinstance(value, int) else bytes(value)
 
 
 def without_mp_seq(value: Session) -> bytes:
@@ -180,6 +189,56 @@ def test_a_redundant_put_of_other_ports_the_store_does_not_commit_leads_to_its_g
             monkeypatch)
 
     assert held(node) == before
+
+
+def kept(atsss: Atsss) -> tuple[Any, ...]:
+    """What the service keeps of its sessions beside the maps: the stored sessions (every tenant's),
+    which UE each holds, the sessions told unserved and the groups of ports it has given."""
+    sessions = atsss.list_sessions(ADMIN)
+    holders = {str(session.ue): stored.session_of_ue(atsss.store, str(session.ue)) for session in sessions}
+    return ([session.model_dump() for session in sessions], holders, dict(atsss.unserved),
+            dict(atsss._groups.assigned))
+
+
+def test_a_put_moving_the_session_to_another_ue_the_store_does_not_commit_leaves_it_on_its_ue(
+        atsss, node, tenant_a, monkeypatch):
+    """The PUT takes UE 10.60.0.5's entry out of the index and gives 10.60.0.6 one: put back, the
+    old UE's session found with its numbers, the new UE's downlink as without ATSSS."""
+    assert tenant_a.post(SESSIONS, json=body()).status_code == 201
+    traffic(node)
+    before, service_before = held(node), kept(atsss)
+
+    refused(lambda: tenant_a.put(f"{SESSIONS}/ue5", json=body(ue=MOVED_UE)), monkeypatch)
+
+    assert held(node) == before
+    assert kept(atsss) == service_before
+    index = SessionIndex(node.table)
+    assert index.get(session_key(UE)) is not None and index.get(session_key(MOVED_UE)) is None
+    assert stored.session_of_ue(atsss.store, MOVED_UE) is None
+    assert decode(node.test_run(ethernet(ue_packet(UE))).data).mp_seq >= 5, "an MP_SEQ number given again"
+    assert node.test_run(ethernet(ue_packet(MOVED_UE))).verdict == XDP_PASS, "the new UE's downlink as without ATSSS"
+    assert tenant_a.put(f"{SESSIONS}/ue5", json=body(ue=MOVED_UE)).status_code == 200  # committed, it moves
+    assert node.test_run(ethernet(ue_packet(MOVED_UE))).verdict == XDP_TX
+
+
+def test_a_put_making_the_session_redundant_the_store_does_not_commit_gives_no_group_and_no_copies(
+        atsss, node, tenant_a, monkeypatch):
+    """The PUT gives acc0, acc1 a group of ports and the session its copies: the group emptied
+    again and untold, the session weighted with no group, as the store still has it."""
+    assert tenant_a.post(SESSIONS, json=body(interfaces=("acc0", "acc1"))).status_code == 201
+    traffic(node)
+    before, service_before = held(node), kept(atsss)
+    assert before["dpp_atsss_tx"] == {} and service_before[3] == {}
+
+    refused(lambda: tenant_a.put(f"{SESSIONS}/ue5", json=body(mode="redundant", interfaces=("acc0", "acc1"))),
+            monkeypatch)
+
+    assert held(node) == before
+    assert kept(atsss) == service_before
+    assert tenant_a.get(f"{SESSIONS}/ue5").json()["mode"] == "weighted"
+    assert node.test_run(ethernet(ue_packet(UE))).verdict == XDP_TX, "the downlink weighted, as before"
+    redundant = tenant_a.put(f"{SESSIONS}/ue5", json=body(mode="redundant", interfaces=("acc0", "acc1")))
+    assert redundant.status_code == 200 and len(held(node)["dpp_atsss_tx"]) == 1  # committed, it has a group
 
 
 def packets_after_the_read(monkeypatch: pytest.MonkeyPatch, dp: Dataplane, frames: int = 0,

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from netapp.mec import bwm_store
 from netapp.mec.bwm_compiler import BWM_SOURCE, allocation_intent_ids
 from netapp.mec.bwm_models import BwInfo, BwInfoDeltas
 from netapp.mec.compiler import intent_ids
@@ -17,6 +18,7 @@ from netapp.mec.models import MecApplicationSpec
 from netapp.service.contract import Conflict, Forbidden, InvalidInput, NotFound
 from netapp.service.service import NetAppService
 from netapp.service.store import Store
+from tests.utils.interleave import SecondChange, calling_back
 from tests.utils.mec import rule_model as rule
 from tests.utils.service import ADMIN, ALICE, BOB, fake_service, few_policers_fake
 
@@ -76,6 +78,28 @@ def test_put_and_patch_change_the_rate_and_direction_and_delete_takes_the_intent
     assert service.store.get_intent("alice", downlink) is None
     with pytest.raises(NotFound):
         service.bwm.get_allocation(ALICE, created.allocationId)
+
+
+def test_two_patches_of_other_members_made_at_once_both_land(service, monkeypatch):
+    """One PATCH of the rate, another of the direction begun at the first's read of the allocation:
+    read and changed in the change's transaction, the second reads what the first wrote. Read
+    before it, both would read the allocation before either wrote, and the later write would put
+    the other's member back as it was."""
+    created = service.bwm.create_allocation(ALICE, bw())
+    both_ways = BwInfoDeltas.model_validate({"appInsId": APP, "requestType": 1, "allocationDirection": "10"})
+    second = SecondChange(service._state.lock,
+                          lambda: service.bwm.patch_allocation(ALICE, created.allocationId, both_ways))
+    service._state.lock = second
+    monkeypatch.setattr(bwm_store, "get_allocation", calling_back(bwm_store.get_allocation, second.at_read))
+
+    service.bwm.patch_allocation(ALICE, created.allocationId, BwInfoDeltas.model_validate(
+        {"appInsId": APP, "requestType": 1, "fixedAllocation": "3000000"}))
+    second.join()
+
+    info = service.bwm.get_allocation(ALICE, created.allocationId).info
+    assert (info.fixedAllocation, info.allocationDirection) == ("3000000", "10")
+    assert [police_of(service, "alice", one).rate_bps for one in allocation_intent_ids(created.allocationId)] == [
+        3_000_000, 3_000_000]
 
 
 def test_an_application_allocation_polices_its_rules_intents_and_deleting_it_unpolices_them(service):
@@ -164,7 +188,9 @@ def test_another_tenant_neither_sees_nor_changes_an_allocation(service):
     assert service.bwm.list_allocations(BOB) == []
     for attempt in (lambda: service.bwm.get_allocation(BOB, created.allocationId),
                     lambda: service.bwm.delete_allocation(BOB, created.allocationId),
-                    lambda: service.bwm.put_allocation(BOB, created.allocationId, bw(fixedAllocation="9000"))):
+                    lambda: service.bwm.put_allocation(BOB, created.allocationId, bw(fixedAllocation="9000")),
+                    lambda: service.bwm.patch_allocation(BOB, created.allocationId, BwInfoDeltas.model_validate(
+                        {"appInsId": APP, "requestType": 1, "fixedAllocation": "9000"}))):
         with pytest.raises(NotFound):
             attempt()
     with pytest.raises(InvalidInput) as refused:  # nor allocates on the application
