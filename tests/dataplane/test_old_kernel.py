@@ -2,8 +2,8 @@
 not yet, an expected failure below, dataplane/README.md "Kernels"): the kernel is
 booted under qemu (bench/kernels, TCG: no KVM needed, no root) with the build's dppctl and BPF
 objects; there dppctl attaches the pipeline as the service does, and every object is loaded as the
-tests load it, under every setting of its one-byte knobs. One boot loads everything (some 20 to 30
-seconds). Older verifiers refuse what this one takes: a byte swap's result unbounded, a loop whose
+tests load it, under every setting of its one-byte knobs. One boot loads everything (about a
+minute here). Older verifiers refuse what this one takes: a byte swap's result unbounded, a loop whose
 back edge is not a jump, no lower bound learnt from a test for zero, a pointer tied to a condition
 kept in a stack slot (the fixes say where)."""
 
