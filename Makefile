@@ -7,10 +7,13 @@ VENV := .venv
 PY := $(VENV)/bin/python
 # prometheus: the server and promtool the tests and the demo run with configs of their own
 # (never the system service its package installs). tshark: Wireshark's dissectors judge the frames
-# the data path builds (tests/atsss/tshark.py: DCCP header, options and checksum).
+# the data path builds (tests/atsss/tshark.py: DCCP header, options and checksum). qemu-system-x86,
+# busybox-static and linux-image-amd64 (Debian 12's kernel, 6.1, in /boot: what a Debian 12 machine
+# boots already): tests/dataplane/test_old_kernel.py boots it under qemu and loads every program
+# there (bench/kernels).
 APT_PACKAGES := clang llvm libbpf-dev bpftool libxdp-dev iproute2 gcc make pkg-config \
 	libelf-dev zlib1g-dev python3 python3-venv python3-pip procps \
-	prometheus tshark
+	prometheus tshark qemu-system-x86 busybox-static linux-image-amd64
 PYTEST_ARGS ?=
 # Options of `netapp demo`, e.g. DEMO_ARGS="--duration 60".
 DEMO_ARGS ?=

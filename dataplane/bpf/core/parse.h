@@ -68,11 +68,17 @@ static __always_inline void parse_start(struct xdp_md *ctx, struct dpp_parse *p)
 __attribute__((noinline)) int dpp_stage_eth(struct xdp_md *ctx, struct dpp_parse *p)
 {
 	struct cursor c;
+	__u16 *vlan;
 	int r;
 
 	if (!p || !cursor_at(ctx, p, &c))
 		return DPP_REASON_TRUNC_ETH;
-	r = parse_eth(&c, &p->proto, p->key.family ? NULL : &p->key.vlan);
+	/* Behind the barrier parse_eth tests the pointer itself, not the family it came from (kept in
+	 * a stack slot, which 6.1's verifier, Debian 12's, does not tie to the pointer: it refused the
+	 * store through a NULL it thought possible). */
+	vlan = p->key.family ? NULL : &p->key.vlan;
+	barrier_var(vlan);
+	r = parse_eth(&c, &p->proto, vlan);
 	cursor_save(ctx, &c, p);
 	return r;
 }

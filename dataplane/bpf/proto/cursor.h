@@ -19,6 +19,7 @@
 #include <linux/types.h>
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
 #include "dpp/core/structs.h"
 #include "dpp/reasons.h"
 
@@ -54,6 +55,17 @@ static __always_inline void cursor_limit(struct cursor *c, __u32 len)
 {
 	if (c->pos + len < c->stop)
 		c->stop = c->pos + len;
+}
+
+/* A header's 16-bit length field in host order, below 2^16 where the verifier sees it too: 6.1's
+ * (Debian 12) knows nothing of a byte swap's result and refuses a packet pointer plus such a
+ * number; the mask, kept by the barrier, bounds it there (one instruction). */
+static __always_inline __u32 length_ntohs(__be16 field)
+{
+	__u32 len = bpf_ntohs(field);
+
+	barrier_var(len);
+	return len & 0xffff;
 }
 
 #endif /* DPP_PROTO_CURSOR_H */

@@ -36,7 +36,7 @@ static __always_inline void key_clear_ue(struct dpp_flow_key *key)
  * cannot override the QoS flow the sender put first. */
 static __always_inline int parse_gtpu_ext(struct cursor *c, struct dpp_flow_key *key, __u8 *next)
 {
-	__u8 *ext = c->pos, *last;
+	__u8 *ext = c->pos, *end;
 	__u32 len;
 
 	/* TS 29.281 5.2.1: n * 4 octets, n >= 1. The 4 octets are checked before the length octet is
@@ -53,11 +53,14 @@ static __always_inline int parse_gtpu_ext(struct cursor *c, struct dpp_flow_key 
 		if ((ext[1] >> 4) == 1)
 			key->flags |= DPP_KEY_GTP_UL;
 	}
-	last = c->pos + (len - 1);
-	if ((void *)(last + 1) > c->end || (void *)(last + 1) > c->stop)
+	/* The end first, the last octet read back from it: 6.1's verifier (Debian 12) learns no lower
+	 * bound from the test for zero above, so there len - 1 would wrap and the bounds check bound
+	 * nothing. */
+	end = (__u8 *)c->pos + len;
+	if ((void *)end > c->end || (void *)end > c->stop)
 		return DPP_REASON_TRUNC_GTP;
-	*next = *last;
-	c->pos = last + 1;
+	*next = end[-1];
+	c->pos = end;
 	return 0;
 }
 

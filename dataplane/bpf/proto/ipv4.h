@@ -36,7 +36,7 @@ static __always_inline int parse_ipv4(struct cursor *c, struct dpp_flow_key *key
 		return DPP_REASON_BAD_IPV4;
 	if (!cursor_has(c, hdr_len)) /* options cut short */
 		return DPP_REASON_TRUNC_IPV4;
-	tot_len = bpf_ntohs(iph->tot_len);
+	tot_len = length_ntohs(iph->tot_len);
 	if (tot_len < hdr_len)
 		return DPP_REASON_BAD_IPV4;
 	if (!cursor_has(c, tot_len))

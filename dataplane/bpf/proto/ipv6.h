@@ -147,9 +147,9 @@ static __always_inline int parse_ipv6(struct cursor *c, struct dpp_flow_key *key
 		return DPP_REASON_TRUNC_IPV6;
 	if (ip6->version != 6)
 		return DPP_REASON_BAD_IPV6;
-	if (!cursor_has(c, sizeof(*ip6) + bpf_ntohs(ip6->payload_len)))
+	if (!cursor_has(c, sizeof(*ip6) + length_ntohs(ip6->payload_len)))
 		return DPP_REASON_TRUNC_IPV6;
-	cursor_limit(c, sizeof(*ip6) + bpf_ntohs(ip6->payload_len));
+	cursor_limit(c, sizeof(*ip6) + length_ntohs(ip6->payload_len));
 	c->pos = ip6 + 1;
 	key_set_ipv6(key, ip6);
 

@@ -21,7 +21,7 @@ static __always_inline int parse_udp(struct cursor *c, struct dpp_flow_key *key,
 
 	if (!cursor_has(c, sizeof(*udp)))
 		return DPP_REASON_TRUNC_L4;
-	len = bpf_ntohs(udp->len);
+	len = length_ntohs(udp->len);
 	cursor_limit(c, len > sizeof(*udp) ? len : sizeof(*udp));
 	c->pos = udp + 1;
 	key->sport = bpf_ntohs(udp->source);

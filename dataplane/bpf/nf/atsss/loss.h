@@ -92,9 +92,16 @@ static __always_inline void atsss_count_vector(struct xdp_md *ctx, __u32 at, __u
 					       __u64 *delivered, __u64 *lost)
 {
 	struct atsss_vector_walk w = { .near = near, .far = far };
+	__u32 last;
 
-	w.len = len < DPP_ATSSS_ACK_VECTOR_MAX ? len : DPP_ATSSS_ACK_VECTOR_MAX;
-	if (!w.len || bpf_xdp_load_bytes(ctx, at, w.bytes, w.len))
+	/* The count as its last byte's index, clamped, plus one: 6.1's verifier (Debian 12) learns no
+	 * lower bound from a test for zero, and the helper refuses a size that may be 0. */
+	if (!len)
+		return;
+	last = len - 1;
+	barrier_var(last);
+	w.len = (last < DPP_ATSSS_ACK_VECTOR_MAX - 1 ? last : DPP_ATSSS_ACK_VECTOR_MAX - 1) + 1;
+	if (bpf_xdp_load_bytes(ctx, at, w.bytes, w.len))
 		return;
 	bpf_loop(DPP_ATSSS_ACK_VECTOR_MAX, atsss_vector_step, &w, 0);
 	*delivered = w.delivered;

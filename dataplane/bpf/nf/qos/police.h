@@ -286,6 +286,10 @@ static __always_inline int sliding_window_pass(struct dpp_policer *p, __u64 byte
 	__u64 old, total, take, next;
 	int i;
 
+	/* Unrolled: laid out as a loop, its latch falls through into its head, a back edge that 6.1's
+	 * verifier (Debian 12) refuses ("back-edge from insn"): it takes a loop's back edge from a jump
+	 * only. */
+#pragma unroll
 	for (i = 0; i < POLICE_CAS_TRIES; i++) {
 		old = *(volatile __u64 *)&p->window;
 		if (!window_look(p, old, number, now, &v))

@@ -18,13 +18,20 @@ __attribute__((noinline)) int dpp_upf_punt_frame(struct xdp_md *ctx, const struc
 					   __u32 kind, __u32 ue_off, __u32 family)
 {
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
-	__u64 len = end - data;
+	__u64 len = end - data, last;
 	struct dpp_upf_punt *r;
 
 	if (!pdr)
 		return DPP_REASON_UPF_PUNT_FULL;
-	if (len > DPP_UPF_PUNT_FRAME_MAX || len == 0)
+	/* One check of the last byte's index (an empty frame's wraps), the length that plus one:
+	 * 6.1's verifier (Debian 12) learns no lower bound from a test for zero, and the copy refuses
+	 * a length that may be 0. The first barrier keeps the difference of pointers whole. */
+	barrier_var(len);
+	last = len - 1;
+	barrier_var(last);
+	if (last >= DPP_UPF_PUNT_FRAME_MAX)
 		return DPP_REASON_UPF_PUNT_TOO_LONG;
+	len = last + 1;
 	r = bpf_ringbuf_reserve(&dpp_upf_punt, sizeof(*r), 0);
 	if (!r)
 		return DPP_REASON_UPF_PUNT_FULL;
