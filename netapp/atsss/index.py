@@ -42,8 +42,10 @@ live ways, then the slot, then the session, within one run (an RCU read-side sec
    that took one from the hash meanwhile (checked after the wait, and logged if not); the UE's
    receiver sees the numbers skipped never come, a hole it passes over as it does a loss.
 6. A new session (or one moved in, 5.) takes, when it is free, the slot whose pair of path slots
-   holds its first path (`paired_slot`: slot s pairs path slots 2s - 1 and 2s, which the store
-   gives a two-path session when slots are given lowest first from 1), else the lowest free one.
+   holds its first path (`paired_slot`: slot s pairs path slots 2s - 1 and 2s, the pair the
+   store gives a new two-path session, admission.paired_slots), else the lowest free one: a
+   retired paired slot is not waited for (`_free_slot`), so a session given the pair a delete
+   just freed is served unpaired, through path[].
    The downlink requests those two paths' lines with the session's (nf/atsss/index.h,
    atsss_touch_paths), from the slot the bucket gives, before the session's path[] says which
    path it takes: the session's line and its path's are then fetched together, not one after the
@@ -445,9 +447,12 @@ class SessionIndex:
         return None
 
     def _free_slot(self, wanted: Optional[int] = None) -> Optional[int]:
-        """A free slot: `wanted` when it is free (after the write's wait when it is retired), else
-        the lowest; None when there is none."""
-        lacking = not self._free_slots or (wanted is not None and wanted in self._retired_slots)
+        """A free slot: `wanted` when it is free already, else the lowest (the session then served
+        unpaired, its paths from path[]); None when there is none. A retired `wanted` is not waited
+        for: the store gives a new session the pair a delete just freed, whose slot is retired until
+        a wait, and a grace period under the service's lock for each create after a delete costs
+        more than a fetch of the paths after the session's line."""
+        lacking = not self._free_slots
         if lacking and self._retired_slots and not self._waited:
             self.wait()
         return self._free_slots.take(wanted)

@@ -137,17 +137,20 @@ def free_slots(store: Store, count: int) -> Optional[list[int]]:
     return None if found and found[-1] >= MAX_PATHS else found
 
 
+FREE_PAIR = ("SELECT slot FROM atsss_free_slots AS f WHERE slot % 2 = 1 AND (slot + 1 > ? OR EXISTS "
+             "(SELECT 1 FROM atsss_free_slots AS g WHERE g.slot = f.slot + 1)) ORDER BY slot LIMIT 1")
+
+
 def free_pair(store: Store) -> Optional[int]:
     """The lowest session slot s whose pair of path slots (2s - 1 and 2s, abi.paired_path_slots) no
     path holds, None when no session slot's pair is free: an odd freed slot (a row of
     atsss_free_slots) and the one after it, freed too or above the highest slot ever given; else the
     first pair above the highest, the even slot it skips made a free row (a gap below the highest,
-    as the triggers keep them: free_slots gives it)."""
+    as the triggers keep them: free_slots gives it). `slot % 2 = 1` is the condition of the partial
+    index atsss_free_odd_slots (schema.ATSSS_FREE_PAIRS): the even rows are not read."""
     highest = store.execute("SELECT max(top) FROM (SELECT max(slot) AS top FROM atsss_path_slots "
                             "UNION ALL SELECT max(slot) FROM atsss_free_slots)").fetchone()[0] or 0
-    row = store.execute("SELECT slot FROM atsss_free_slots AS f WHERE slot % 2 = 1 AND (slot + 1 > ? OR EXISTS "
-                        "(SELECT 1 FROM atsss_free_slots AS g WHERE g.slot = f.slot + 1)) ORDER BY slot LIMIT 1",
-                        (highest,)).fetchone()
+    row = store.execute(FREE_PAIR, (highest,)).fetchone()
     pair = paired_session_slot(row[0]) if row is not None else (highest + 1) // 2 + 1
     if pair >= MAX_SESSIONS:
         return None

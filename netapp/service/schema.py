@@ -4,7 +4,8 @@ next. A network function's tables come in a migration of their own, their statem
 
 from __future__ import annotations
 
-from netapp.atsss.schema import ATSSS_FREE_SLOTS, ATSSS_MTS_FLOWS, ATSSS_MTS_STATES, ATSSS_SUBFLOWS, ATSSS_TABLES
+from netapp.atsss.schema import (ATSSS_FREE_PAIRS, ATSSS_FREE_SLOTS, ATSSS_MTS_FLOWS, ATSSS_MTS_STATES, ATSSS_SUBFLOWS,
+                                 ATSSS_TABLES)  # fmt: skip
 from netapp.frer.schema import FRER_INTENT_OWNER, FRER_TABLES
 from netapp.mec.schema import MEC_APPD_TABLES, MEC_BWM_TABLES, MEC_GRACEFUL_DEADLINE, MEC_TABLES
 from netapp.mec.service_schema import SERVICE_TABLES
@@ -101,6 +102,7 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     13: ATSSS_FREE_SLOTS,  # 14: the ATSSS path slots freed below the highest given (netapp.atsss.store)
     14: ATSSS_MTS_FLOWS,  # 15: MTS sessions with flow filters, several a UE (netapp.atsss.flows)
     15: ATSSS_MTS_STATES,  # 16: the scheduler state slot of each MTS session's flows (netapp.atsss.flows)
+    16: ATSSS_FREE_PAIRS,  # 17: the odd free ATSSS path slots, where a free pair starts (netapp.atsss.store)
 }
 
 SCHEMA_VERSION = len(MIGRATIONS) + 1

@@ -9,8 +9,10 @@ session the slot paired with them."""
 
 from __future__ import annotations
 
-from netapp.atsss.abi import Mode, Session, paired_path_slots, paired_session_slot
+from netapp.atsss.abi import INDEX4_WAYS, Mode, Session, paired_path_slots, paired_session_slot
 from netapp.atsss.index import SessionIndex
+from netapp.dataplane.fake import FakeDpp
+from netapp.dataplane.tables import Table
 from tests.atsss.atsss import XDP_TX, AtsssProgram, PathSpec, decode, ethernet, session_key, ue_packet
 from tests.atsss.test_index import index  # noqa: F401 (the fixture: a SessionIndex over the program's maps)
 from tests.atsss.test_service_pipeline import ADMIN, held_slot, instance, kernel, session, start  # noqa: F401
@@ -64,11 +66,37 @@ def test_a_session_whose_paired_slot_is_held_takes_the_lowest_free_one_and_is_se
     assert peers_of(atsss, "10.91.0.6", 2) == [path_in(11).peer] * 2
 
 
-def test_a_deleted_session_s_slot_is_taken_again_by_the_session_paired_with_it(atsss, index):
+def two_paths(first: int) -> Session:
+    """A round-robin session over path slots `first` and first + 1."""
+    value = Session(mode=Mode.ROUND_ROBIN, n_paths=2)
+    value.path[:2] = [first, first + 1]
+    return value
+
+
+def test_a_create_given_the_pair_a_delete_freed_waits_for_no_program_run():
+    """The store gives a new session the pair a delete just freed; its paired slot is retired, and
+    waiting for it would be a grace period under the service's lock for each such create."""
+    fake = FakeDpp()
+    index = SessionIndex(lambda name: Table(fake, name))
+    index.write([(session_key(f"10.91.0.{n}"), two_paths(2 * n - 1)) for n in range(1, 6)])
+    waits = fake.reader_waits  # the first write's (a fresh shadow takes every slot as retired)
+    index.delete([session_key("10.91.0.3")])
+    index.write([(session_key("10.91.0.99"), two_paths(5))])
+    assert fake.reader_waits == waits, "free slots to spare: no wait for the retired paired slot 3"
+    assert index.slot(session_key("10.91.0.99")) == 6, "the lowest free slot, served unpaired"
+
+
+def test_a_deleted_session_s_slot_is_taken_again_by_the_session_paired_with_it_once_a_wait_freed_it(atsss, index):
     put(atsss, index, "10.91.0.8", [1, 2])
     index.delete([session_key("10.91.0.8")])
-    put(atsss, index, "10.91.0.9", [1, 2])  # its slot retired: freed by the write's wait for the programs' runs
-    assert index.slot(session_key("10.91.0.9")) == 1, "not the lowest free slot, 2: the one paired with its paths"
+    put(atsss, index, "10.91.0.9", [1, 2])  # slot 1 retired: not waited for
+    assert index.slot(session_key("10.91.0.9")) == 2, "the lowest free slot, the paired one still retired"
+    assert peers_of(atsss, "10.91.0.9", 2) == [path_in(1).peer, path_in(2).peer], "served unpaired, by path[]"
+    slots = []
+    for _ in range(INDEX4_WAYS):  # rewritten until its bucket's ways are all retired: that write waits
+        index.write([(session_key("10.91.0.9"), index.get(session_key("10.91.0.9")))])  # type: ignore[list-item]
+        slots.append(index.slot(session_key("10.91.0.9")))
+    assert slots[-1] == 1 and 1 not in slots[:-1], f"the wait freed slot 1, taken again by its paired session: {slots}"
     assert peers_of(atsss, "10.91.0.9", 2) == [path_in(1).peer, path_in(2).peer]
 
 

@@ -16,8 +16,9 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from netapp.atsss.abi import MAX_PATHS
 from netapp.atsss.models import AtsssSessionSpec
-from netapp.atsss.schema import ATSSS_FREE_SLOTS
+from netapp.atsss.schema import ATSSS_FREE_PAIRS, ATSSS_FREE_SLOTS
 from netapp.atsss.service import Atsss
+from netapp.atsss.store import FREE_PAIR, free_pair
 from netapp.service.contract import DataplaneFull, Principal, Scope
 from netapp.service.schema import MIGRATIONS, SCHEMA_VERSION
 from netapp.service.store import Store
@@ -108,6 +109,37 @@ def test_an_empty_store_s_migration_frees_nothing_and_the_first_slot_is_1(tmp_pa
     try:
         assert free_rows(store) == set()
         assert Atsss(store).create_session(ADMIN, "s1", spec(1)).slots == [1, 2]
+    finally:
+        store.close()
+
+
+def plan_of_free_pair(store: Store) -> list[str]:
+    return [row[3] for row in store.execute(f"EXPLAIN QUERY PLAN {FREE_PAIR}", (0,))]
+
+
+def test_a_free_pair_is_found_by_the_odd_rows_index_not_by_reading_the_even_rows(tmp_path):
+    """One-path sessions leave even free rows that no pair starts at: free_pair reads none of them."""
+    store = Store.open(tmp_path / "netapp.db")
+    try:
+        with store.transaction():
+            store.executemany("INSERT INTO atsss_free_slots (slot) VALUES (?)", [(2 * n,) for n in range(1, 2000)])
+            store.execute("INSERT INTO atsss_path_slots (slot, tenant, name, position) VALUES (4001, 'operator', 'x', 0)")
+        plan = plan_of_free_pair(store)
+        assert any("atsss_free_odd_slots" in step for step in plan if step.startswith("SCAN f")), plan
+        assert "SCAN f" not in plan, "every free row read for the first odd one"
+        assert free_pair(store) == 2002, "none of the even rows starts a pair: the first above the highest"
+    finally:
+        store.close()
+
+
+def test_a_store_of_the_version_before_gets_the_odd_rows_index(tmp_path):
+    assert MIGRATIONS[16] == ATSSS_FREE_PAIRS and SCHEMA_VERSION >= 17
+    store_at_version(tmp_path / "netapp.db", 16).close()
+    store = Store.open(tmp_path / "netapp.db")
+    try:
+        assert store.execute("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'atsss_free_odd_slots'"
+                             ).fetchone() is not None
+        assert any("atsss_free_odd_slots" in step for step in plan_of_free_pair(store))
     finally:
         store.close()
 

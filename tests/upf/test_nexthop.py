@@ -147,30 +147,71 @@ def edit_slot(dp: Dataplane, slot: int, **fields) -> None:
     routes.update({slot: values})
 
 
+def route_ipv6(name: str) -> None:
+    """The namespace's N6 given an IPv6 address and a route to the data network's IPv6 prefix."""
+    netns.sysctl(name, "net.ipv6.conf.n6.disable_ipv6", 0)  # the namespace's default is off
+    netns.run(["ip", "-6", "addr", "add", f"{N6_IP6}/64", "dev", "n6", "nodad"], netns=name)
+    netns.add_neighbour(name, "n6", ROUTER6, ROUTER_MAC)
+    netns.run(["ip", "-6", "route", "add", DATA_NETWORK6, "via", ROUTER6], netns=name)
+    netns.sysctl(name, "net.ipv6.conf.all.forwarding", 1)
+
+
+def flipped(dst, word: int):
+    """The destination's words with `word`'s lowest bit flipped (an IPv4 one's words 1-3 made nonzero)."""
+    words = (ctypes.c_uint32 * 4)(*dst)
+    words[word] ^= 1
+    return words
+
+
+def answer_cached(site, family: int) -> tuple[Dataplane, int]:
+    """The site's dataplane and the slot its uplink's next hop was cached in, asked of the FIB once."""
+    name, dp = site
+    if family == 6:
+        route_ipv6(name)
+    set_gen(dp, 1)
+    assert next_hop_mac(uplink(dp, family=family)) == ROUTER_MAC
+    return dp, cached_slot(dp)
+
+
+def mac_bytes(mac: str):
+    return (ctypes.c_uint8 * 6)(*bytes.fromhex(mac.replace(":", "")))
+
+
+def ue_packet_length(payload: int, family: int) -> int:
+    """The length of the UE's IP packet in uplink_frame(payload, family): what a slot's max_len bounds."""
+    return (20 if family == 4 else 40) + 8 + payload
+
+
+@pytest.mark.parametrize("family", [4, 6])
+def test_a_cached_answer_holds_for_packets_no_longer_than_the_fib_passed_that_way(site, one_cpu, family):
+    """A slot's max_len is the longest IP packet (IPv6: its header and payload) the FIB sent its
+    way: a longer one asks the FIB again, whatever the slot says."""
+    dp, slot = answer_cached(site, family)
+    other = mac_bytes(OTHER_MAC)
+    length = ue_packet_length(64, family)
+    edit_slot(dp, slot, dmac=other, max_len=length)
+    out = uplink(dp, family=family)
+    assert (out.route_path, next_hop_mac(out)) == ("fib-cached", OTHER_MAC), "as long as the slot's longest"
+    edit_slot(dp, slot, dmac=other, max_len=length - 1)
+    out = uplink(dp, family=family)
+    assert (out.route_path, next_hop_mac(out)) == ("fib", ROUTER_MAC), "one byte longer: the FIB asked"
+
+
 @pytest.mark.parametrize("family", [4, 6])
 def test_a_cached_answer_is_used_only_for_its_destination_table_ingress_and_family(site, one_cpu, family):
     """The slot a destination hashes to may hold another's answer: a hit compares every word of the
     destination (an IPv4 one's others 0) and what the answer was for with the packet's."""
-    name, dp = site
-    if family == 6:
-        netns.sysctl(name, "net.ipv6.conf.n6.disable_ipv6", 0)  # the namespace's default is off
-        netns.run(["ip", "-6", "addr", "add", f"{N6_IP6}/64", "dev", "n6", "nodad"], netns=name)
-        netns.add_neighbour(name, "n6", ROUTER6, ROUTER_MAC)
-        netns.run(["ip", "-6", "route", "add", DATA_NETWORK6, "via", ROUTER6], netns=name)
-        netns.sysctl(name, "net.ipv6.conf.all.forwarding", 1)
-    set_gen(dp, 1)
-    assert next_hop_mac(uplink(dp, family=family)) == ROUTER_MAC
-    slot = cached_slot(dp)
+    dp, slot = answer_cached(site, family)
     answer = dp.table("dpp_upf_routes").get(slot)[min(os.sched_getaffinity(0))]
-    other = (ctypes.c_uint8 * 6)(*bytes.fromhex(OTHER_MAC.replace(":", "")))
+    other = mac_bytes(OTHER_MAC)
     edit_slot(dp, slot, dmac=other)
     out = uplink(dp, family=family)
     assert (out.route_path, next_hop_mac(out)) == ("fib-cached", OTHER_MAC), "the slot's answer, as written"
-    others = {"another destination word": {"dst": (ctypes.c_uint32 * 4)(*answer.dst[:3], answer.dst[3] ^ 1)},
-              "another ingress": {"within": answer.within + 1},
-              "another table": {"table": RouteTable.PRIVATE},
-              "another family": {"family": 10 if family == 4 else 2},
-              "another generation": {"gen": 2}}
+    others = {f"another destination word {word}": {"dst": flipped(answer.dst, word)} for word in range(4)}
+    others |= {"another ingress": {"within": answer.within + 1},
+               "another table": {"table": RouteTable.PRIVATE},
+               "another family": {"family": 10 if family == 4 else 2},
+               "another generation": {"gen": 2}}
     for what, fields in others.items():
         edit_slot(dp, slot, dmac=other, **fields)
         out = uplink(dp, family=family)
