@@ -116,6 +116,9 @@ static __always_inline int forward(const struct dpp_act_ctx *a, __u32 group)
 	idx = flow_hash(a->key) % g->count;
 	if (idx >= DPP_MAX_ALT_MEMBERS)
 		return fallback(cfg, o, DPP_REASON_NO_ALTERNATIVE);
+	/* The index as checked: clang may keep a copy in a stack slot from before the check, which
+	 * 6.1's verifier does not tie to the register compared (6.18's does), and index by it. */
+	barrier_var(idx);
 	m = &g->members[idx];
 
 	/* Redirect first: it only records the target, so a missing port leaves the packet intact. */
