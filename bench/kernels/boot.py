@@ -44,6 +44,8 @@ class Boot:
     release: str = ""
     btf: bool = False
     done: bool = False  # init.sh reached its end
+    loader_exit: int | None = None  # the loader's exit status: the loads it refused (load.c)
+    qemu: str = ""  # how qemu ended: its exit status and its last error lines, or its timeout
     seconds: float = 0.0
     loads: list[Load] = field(default_factory=list)
     status: list[str] = field(default_factory=list)  # dppctl status of the attached instance
@@ -79,11 +81,19 @@ def boot(kernel: Path, memory_mb: int = 2048, timeout: float = 900, build: Path 
         command = [QEMU, *QEMU_ARGS, "-m", str(memory_mb), "-kernel", str(kernel), "-initrd", str(archive),
                    "-append", KERNEL_CMDLINE]  # fmt: skip
         start = time.monotonic()
-        ran = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout)
+        try:
+            ran = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout)
+            console, ended = ran.stdout, f"qemu exit {ran.returncode}: {_tail(ran.stderr)}"
+        except subprocess.TimeoutExpired as exc:  # what the console shows tells where the boot stopped
+            console, ended = exc.stdout or b"", f"qemu killed after {timeout:.0f} s: {_tail(exc.stderr)}"
         seconds = time.monotonic() - start
-    result = parse(ran.stdout.decode(errors="replace"), str(kernel))
-    result.seconds = seconds
+    result = parse(console.decode(errors="replace"), str(kernel))
+    result.seconds, result.qemu = seconds, ended
     return result
+
+
+def _tail(stream: bytes | None, lines: int = 5) -> str:
+    return " | ".join((stream or b"").decode(errors="replace").splitlines()[-lines:])
 
 
 def parse(console: str, kernel: str) -> Boot:
@@ -105,6 +115,8 @@ def _read_line(result: Boot, by_object: dict[str, Load], line: str) -> None:
         result.btf = True
     elif line == "done":
         result.done = True
+    elif line.startswith("loader exit "):
+        result.loader_exit = int(line.removeprefix("loader exit "))
     elif line.startswith("service "):
         load = Load("dpp (dppctl attach)", "service", line == "service attached")
         load.refused_by = "" if load.loaded else "dppctl"

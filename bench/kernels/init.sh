@@ -27,7 +27,11 @@ else
 	grep -v 'relocated, imm\|insns from sub-prog' /tmp/attach.log | tail -n 40 | sed 's/^/@dpp log service dppctl: /'
 fi
 
-# The tests' way: every object, every knob setting.
-load /objects/*.bpf.o 2>/dev/null | sed 's/^/@dpp /'
+# The tests' way: every object, every knob setting. Its exit status (the loads it refused) told too:
+# a loader that dies part way (killed, a crash) leaves a status its lines do not account for.
+load /objects/*.bpf.o >/tmp/load.out 2>/dev/null
+loaded=$?
+sed 's/^/@dpp /' /tmp/load.out
+say "loader exit $loaded"
 say "done"
 poweroff -f

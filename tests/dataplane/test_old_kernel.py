@@ -11,6 +11,7 @@ came from (the fixes say where)."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -40,10 +41,15 @@ def _build() -> Path:
         raise
 
 
+def _release_order(image: Path) -> list[int | str]:
+    """An image's name with its numbers compared as numbers: 6.1.0-57 after 6.1.0-9."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", image.name)]
+
+
 @pytest.fixture(scope="module")
 def booted() -> boot.Boot:
     build = _build()
-    images = sorted(Path("/boot").glob(DEBIAN_12_KERNELS))
+    images = sorted(Path("/boot").glob(DEBIAN_12_KERNELS), key=_release_order)
     reason = boot.missing() or (None if images else f"no /boot/{DEBIAN_12_KERNELS} (apt-get install linux-image-amd64)")
     if reason:
         _skip_or_fail(reason)
@@ -53,8 +59,10 @@ def booted() -> boot.Boot:
 
 
 def test_the_machine_ran_to_its_end(booted: boot.Boot) -> None:
-    assert booted.done, booted.console[-4000:]
+    assert booted.done, f"{booted.qemu}\n{booted.console[-4000:]}"
     assert booted.release.startswith("6.1.") and booted.btf
+    refused = [load for load in booted.loads if not load.loaded and load.setting != "service"]
+    assert booted.loader_exit == len(refused), f"loader exit {booted.loader_exit}; its lines refused {len(refused)}"
 
 
 PIPELINE = ("dpp.bpf.o", "dpp (dppctl attach)")
@@ -94,6 +102,7 @@ CONSOLE = """\
 @dpp program xdp_pass.bpf.o xdp_pass: loaded, 2 instructions verified
 @dpp object dpp.bpf.o cfg_trace=1: refused (Invalid argument) by dpp_xdp
 @dpp log dpp.bpf.o dpp_xdp: back-edge from insn 10036 to 10037
+@dpp loader exit 1
 @dpp done
 [    9.9] reboot: Power down
 """
@@ -102,7 +111,7 @@ CONSOLE = """\
 def test_the_console_is_read_into_verdicts() -> None:
     """The reading the tests above rely on: a refusal, its program and log, and what loaded."""
     result = boot.parse(CONSOLE, "vmlinuz-test")
-    assert (result.release, result.btf, result.done) == ("6.1.0-57-amd64", True, True)
+    assert (result.release, result.btf, result.done, result.loader_exit) == ("6.1.0-57-amd64", True, True, 1)
     assert result.status == ["program dpp_xdp"]
     assert [(load.obj, load.setting, load.loaded) for load in result.loads] == [
         ("dpp (dppctl attach)", "service", True), ("xdp_pass.bpf.o", "", True), ("dpp.bpf.o", "cfg_trace=1", False)]
@@ -110,3 +119,8 @@ def test_the_console_is_read_into_verdicts() -> None:
     assert (refused.refused_by, refused.error, refused.log) == ("dpp_xdp", "Invalid argument",
                                                                ["back-edge from insn 10036 to 10037"])
     assert result.loads[1].programs == {"xdp_pass": 2}
+
+
+def test_the_newest_image_is_chosen_by_its_numbers_not_its_text() -> None:
+    images = [Path("/boot/vmlinuz-6.1.0-57-amd64"), Path("/boot/vmlinuz-6.1.0-9-amd64")]
+    assert sorted(images, key=_release_order)[-1].name == "vmlinuz-6.1.0-57-amd64"
