@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from netapp.atsss.abi import LOSS_MARKED, LOSS_REORDER, Mode
+from netapp.atsss.abi import ACK_VECTOR_MAX, LOSS_MARKED, LOSS_REORDER, Mode
 from tests.atsss.atsss import XDP_DROP, XDP_PASS, PathSpec, ue_packet
 from tests.atsss.uplink import (ACK, DATAACK, ECN_MARKED, NOT_RECEIVED, RECEIVED, RESERVED, ack_vector, decapsulated,
                                 mp_seq_option, uplink_frame)  # fmt: skip
@@ -43,13 +43,14 @@ def send_ack(atsss, seq: int, ack: int, vector: bytes, kind: int = ACK) -> int:
     return verdict
 
 
-def judged(states: dict[int, int], after: int, upto: int) -> tuple[int, int]:
-    """(delivered, lost) of the numbers after `after` up to `upto`, as `states` says (mod 2^48)."""
+def judged(states: dict[int, int], after: int, upto: int, unknown: int | None = NOT_RECEIVED) -> tuple[int, int]:
+    """(delivered, lost) of the numbers after `after` up to `upto`, as `states` says (mod 2^48); a
+    number `states` lacks has the state `unknown` (None: counted neither way)."""
     delivered = lost = 0
     n = after
     while n != upto:
         n = (n + 1) % SEQ48
-        state = states.get(n, NOT_RECEIVED)
+        state = states.get(n, unknown)
         delivered += state in (RECEIVED, ECN_MARKED)
         lost += state == NOT_RECEIVED
     return delivered, lost
@@ -126,3 +127,54 @@ def test_reserved_states_count_neither_way(atsss, path):
     send_ack(atsss, seq=2, ack=50, vector=ack_vector(50, states, 40))
     rx = atsss.path_rx(SLOT)
     assert (rx.delivered, rx.lost) == (sum(1 for n in range(18, 48) if n % 3), 0)
+
+
+def vector_of(state_bytes: bytes) -> bytes:
+    """An Ack Vector option (RFC 4340 11.4) of these state bytes: state << 6 | run length."""
+    return bytes([38, 2 + len(state_bytes)]) + state_bytes
+
+
+def reported(ack: int, state_bytes: bytes) -> dict[int, int]:
+    """Each number's state as the state bytes report it from `ack` down, each byte's run covering
+    run length + 1 numbers."""
+    states, n = {}, ack
+    for byte in state_bytes:
+        for _ in range((byte & 0x3F) + 1):
+            states[n % SEQ48] = byte >> 6
+            n -= 1
+    return states
+
+
+def judged_after_a_mark(atsss, state_bytes: bytes, mark_ack: int, ack: int) -> tuple[int, int]:
+    """A first Ack at `mark_ack` sets the mark, one at `ack` carries the vector: the path's counts."""
+    send_ack(atsss, seq=1, ack=mark_ack, vector=vector_of(bytes([RECEIVED << 6])))
+    send_ack(atsss, seq=2, ack=ack, vector=vector_of(state_bytes))
+    rx = atsss.path_rx(SLOT)
+    return rx.delivered, rx.lost
+
+
+def test_a_vector_of_one_state_byte_counts_its_run(atsss, path):
+    """The vector's only byte: 21 numbers not received from the Ack down, 18 of them in the window."""
+    state_bytes = bytes([NOT_RECEIVED << 6 | 20])
+    counted = judged_after_a_mark(atsss, state_bytes, 100, 150)
+    assert counted == judged(reported(150, state_bytes), 100 - LOSS_REORDER, 150 - LOSS_REORDER, unknown=None)
+    assert counted == (0, 18)
+
+
+@pytest.mark.parametrize("length", [ACK_VECTOR_MAX + 1, 200])
+def test_a_vector_longer_than_the_bytes_read_counts_only_the_first_ones_runs(atsss, path, length):
+    """Seeded runs of every state, their numbers all in the window, the last byte read a run of lost
+    numbers and the next one of received ones: the numbers the bytes past ACK_VECTOR_MAX report are
+    counted neither way."""
+    rng = random.Random(length)
+    state_bytes = bytearray(rng.randrange(4) << 6 | rng.randrange(8) for _ in range(length))
+    state_bytes[ACK_VECTOR_MAX - 1: ACK_VECTOR_MAX + 1] = bytes([NOT_RECEIVED << 6 | 5, RECEIVED << 6 | 5])
+    ack = 1000 + len(reported(1000, state_bytes)) + 10  # the whole vector's reach in the window
+
+    def counted_from(first_bytes: int) -> tuple[int, int]:
+        window = (1000 - LOSS_REORDER, ack - LOSS_REORDER)
+        return judged(reported(ack, state_bytes[:first_bytes]), *window, unknown=None)
+
+    expected = counted_from(ACK_VECTOR_MAX)
+    assert counted_from(ACK_VECTOR_MAX - 1) != expected != counted_from(length), "each side of the limit counts"
+    assert judged_after_a_mark(atsss, bytes(state_bytes), 1000, ack) == expected

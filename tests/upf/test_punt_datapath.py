@@ -26,6 +26,11 @@ def downlink_frame(size: int = 64) -> bytes:
     return bytes(Ether(**MACS) / IP(src=SERVER, dst=UE) / UDP(sport=5004, dport=40000) / (b"d" * size))
 
 
+def downlink_frame_of(length: int) -> bytes:
+    """A downlink frame of `length` bytes in all, its payload what the headers leave."""
+    return downlink_frame(length - len(downlink_frame(0)))
+
+
 def with_downlink_far(far: Far, seid: int = 7):
     plain = session(seid=seid)
     return plain.model_copy(update={"fars": {**plain.fars, 2: far}})
@@ -114,6 +119,28 @@ def test_a_frame_longer_than_the_rings_frames_is_dropped_and_counted(dp, reader,
     installed_with(buffering())
     out = dp.test_run(downlink_frame(PUNT_FRAME_MAX), base.N6_IF)
     assert (out.verdict, out.reason) == ("DROP", "upf_punt_too_long")
+    assert drain(reader) == []
+
+
+def test_a_frame_as_long_as_the_rings_frames_is_punted_whole(dp, reader, installed_with):
+    installed_with(buffering())
+    sent = downlink_frame_of(PUNT_FRAME_MAX)
+    assert dp.test_run(sent, base.N6_IF).reason == "upf_buffered"
+    [record] = drain(reader)
+    assert len(record.frame) == PUNT_FRAME_MAX and record.frame == sent
+
+
+def punted_too_long(dp) -> int:
+    """Packets counted upf_punt_too_long so far."""
+    return dp.reason_stats()["upf_punt_too_long"][0]
+
+
+def test_a_frame_one_byte_longer_than_the_rings_frames_is_counted_too_long(dp, reader, installed_with):
+    installed_with(buffering())
+    before = punted_too_long(dp)
+    out = dp.test_run(downlink_frame_of(PUNT_FRAME_MAX + 1), base.N6_IF)
+    assert (out.verdict, out.reason) == ("DROP", "upf_punt_too_long")
+    assert punted_too_long(dp) == before + 1
     assert drain(reader) == []
 
 
