@@ -10,7 +10,6 @@ came from (the fixes say where)."""
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import pytest
 
 from bench.kernels import boot
 from netapp.dataplane.binding import LibraryNotFoundError, find_libdpp
+from tests.utils.kernel import skip_or_fail
 
 DEBIAN_12_KERNELS = "vmlinuz-6.1.*"
 BOOT_TIMEOUT = 900  # seconds: the verifier walks every program of the build under TCG, near 2 minutes alone here
@@ -27,10 +27,7 @@ pytestmark = pytest.mark.timeout(BOOT_TIMEOUT + 60)
 
 
 def _skip_or_fail(reason: str) -> None:
-    """As tests/utils/kernel.py: a skip outside CI, a failure under CI, which installs what this needs."""
-    if os.environ.get("CI"):
-        pytest.fail(f"CI must boot Debian 12's kernel, but: {reason}")
-    pytest.skip(reason)
+    skip_or_fail(reason, "boot Debian 12's kernel")
 
 
 def _build() -> Path:

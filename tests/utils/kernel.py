@@ -36,10 +36,14 @@ def _missing() -> str | None:
 
 def require_kernel() -> None:
     reason = _missing()
-    if reason is None:
-        return
+    if reason is not None:
+        skip_or_fail(reason)
+
+
+def skip_or_fail(reason: str, what: str = "run kernel tests") -> None:
+    """A skip with `reason` outside CI; a failure under CI, which installs what every test needs."""
     if os.environ.get("CI"):
-        pytest.fail(f"CI must run kernel tests, but: {reason}")
+        pytest.fail(f"CI must {what}, but: {reason}")
     pytest.skip(reason)
 
 
