@@ -6,14 +6,15 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 # prometheus: the server and promtool the tests and the demo run with configs of their own
-# (never the system service its package installs). tshark: Wireshark's dissectors judge the frames
-# the data path builds (tests/atsss/tshark.py: DCCP header, options and checksum). qemu-system-x86,
-# busybox-static and linux-image-amd64 (Debian 12's kernel, 6.1, in /boot: what a Debian 12 machine
-# boots already): tests/dataplane/test_old_kernel.py boots it under qemu and loads every program
-# there (bench/kernels).
+# (never the system service its package installs).
 APT_PACKAGES := clang llvm libbpf-dev bpftool libxdp-dev iproute2 gcc make pkg-config \
-	libelf-dev zlib1g-dev python3 python3-venv python3-pip procps \
-	prometheus tshark qemu-system-x86 busybox-static linux-image-amd64
+	libelf-dev zlib1g-dev python3 python3-venv python3-pip procps prometheus
+# What only the tests and benchmarks need, so the demo does not install it. tshark: Wireshark's
+# dissectors judge the frames the data path builds (tests/atsss/tshark.py: DCCP header, options and
+# checksum). qemu-system-x86, busybox-static and linux-image-amd64 (Debian 12's kernel, 6.1, in
+# /boot: what a Debian 12 machine boots already): tests/dataplane/test_old_kernel.py boots it under
+# qemu and loads every program there (bench/kernels).
+TEST_APT_PACKAGES := tshark qemu-system-x86 busybox-static linux-image-amd64
 PYTEST_ARGS ?=
 # Options of `netapp demo`, e.g. DEMO_ARGS="--duration 60".
 DEMO_ARGS ?=
@@ -35,6 +36,11 @@ step = scripts/step$(if $(STEPS), -n $(1)/$(STEPS))
 all: build
 
 deps: system-deps python-deps
+
+# A target-specific value reaches the target's prerequisites: `make test` and `make deps` install the
+# test packages too; `make demo`, `make build` and the bench-* targets do not (bench/kernels, which
+# boots qemu, has no target: its README section names what it needs).
+test deps: APT_PACKAGES += $(TEST_APT_PACKAGES)
 
 # Installs only what is missing, so a second run costs no network round trip.
 system-deps:

@@ -35,7 +35,7 @@ def require_tshark() -> str:
     tshark = shutil.which("tshark")
     if tshark is None:
         if os.environ.get("CI"):
-            pytest.fail("CI must decode with tshark, but it is not installed (the Makefile's APT_PACKAGES)")
+            pytest.fail("CI must decode with tshark, but it is not installed (the Makefile's TEST_APT_PACKAGES)")
         pytest.skip("tshark is not installed (apt-get install tshark)")
     return tshark
 

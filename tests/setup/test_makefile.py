@@ -48,6 +48,25 @@ def test_setup_steps_are_numbered_in_the_order_they_run(target: str, last: str):
     assert last in script.rstrip().splitlines()[-1]
 
 
+TEST_ONLY_PACKAGES = ("tshark", "qemu-system-x86", "busybox-static", "linux-image-amd64")
+
+
+def debian_packages(target: str) -> list[str]:
+    """The Debian packages `make TARGET` checks for and installs (system-deps' loop, as `make -n` prints it)."""
+    loops = re.findall(r"for p in ([^;]*); do", dry_run(target))
+    assert len(loops) == 1, loops
+    return loops[0].split()
+
+
+def test_the_tests_install_their_own_debian_packages_and_the_demo_does_not():
+    demo, tests = debian_packages("demo"), debian_packages("test")
+
+    assert not set(TEST_ONLY_PACKAGES) & set(demo)
+    assert set(TEST_ONLY_PACKAGES) <= set(tests)
+    assert set(demo) <= set(tests)  # the tests build and serve what the demo does
+    assert {"clang", "prometheus"} <= set(demo)
+
+
 def test_every_module_of_the_package_imports_without_the_extras():
     """The demo's install has the runtime dependencies only: nothing in netapp may need an extra."""
     blocked = sorted(extra_modules())
