@@ -10,12 +10,13 @@ came from (the fixes say where)."""
 
 from __future__ import annotations
 
+import lzma
 import re
 from pathlib import Path
 
 import pytest
 
-from bench.kernels import boot
+from bench.kernels import boot, initramfs
 from netapp.dataplane.binding import LibraryNotFoundError, find_libdpp
 from tests.utils.kernel import skip_or_fail
 
@@ -121,3 +122,19 @@ def test_the_console_is_read_into_verdicts() -> None:
 def test_the_newest_image_is_chosen_by_its_numbers_not_its_text() -> None:
     images = [Path("/boot/vmlinuz-6.1.0-57-amd64"), Path("/boot/vmlinuz-6.1.0-9-amd64")]
     assert sorted(images, key=_release_order)[-1].name == "vmlinuz-6.1.0-57-amd64"
+
+
+@pytest.mark.parametrize("name", ["veth.ko", "veth.ko.xz"])
+def test_the_veth_module_is_taken_plain_or_xz_compressed(tmp_path: Path, name: str) -> None:
+    """Debian 12's 6.12 ships veth.ko.xz, its 6.1 veth.ko; busybox's insmod takes a plain one."""
+    module = b"\x7fELF a module"
+    directory = tmp_path / "6.12.95+deb12-amd64" / "kernel" / "drivers" / "net"
+    directory.mkdir(parents=True)
+    (directory / name).write_bytes(lzma.compress(module) if name.endswith(".xz") else module)
+
+    found = initramfs.veth_module("6.12.95+deb12-amd64", tmp_path)
+
+    assert found == directory / name
+    assert initramfs.module_bytes(found) == module
+    with pytest.raises(FileNotFoundError, match="veth.ko"):
+        initramfs.veth_module("6.1.0-57-amd64", tmp_path)
