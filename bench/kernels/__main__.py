@@ -3,6 +3,8 @@ whether its verifier took every program, with the verifier's last lines where it
 
     python -m bench.kernels                                   # every kernel image in /boot
     python -m bench.kernels --kernel /boot/vmlinuz-6.1.0-57-amd64
+    python -m bench.kernels --kernel DIR/boot/vmlinuz-6.12.95+deb12-amd64 --modules DIR/lib/modules
+                                                              # a linux-image package unpacked in DIR
 
 No root needed; qemu-system-x86, busybox-static and the kernel's linux-image package are. Exit
 status 1 when any load was refused or a machine did not finish, 2 when nothing can be booted here.
@@ -15,7 +17,7 @@ import sys
 from pathlib import Path
 
 from bench.kernels.boot import Boot, boot, missing
-from bench.kernels.initramfs import BUILD
+from bench.kernels.initramfs import BUILD, MODULES
 
 BOOT_DIR = Path("/boot")
 
@@ -45,6 +47,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kernel", type=Path, action="append", help="a vmlinuz-RELEASE image (repeatable)")
     parser.add_argument("--build", type=Path, default=BUILD,
                         help="the dataplane build whose dppctl and objects are loaded (default: this checkout's)")
+    parser.add_argument("--modules", type=Path, default=MODULES,
+                        help="where each kernel's modules are, under RELEASE/ (default: %(default)s)")
     parser.add_argument("--memory", type=int, default=2048, help="the machine's memory, MiB")
     parser.add_argument("--timeout", type=float, default=900, help="seconds before a machine is given up")
     parser.add_argument("--console", type=Path, help="write each machine's whole console here (.RELEASE added)")
@@ -56,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     failed = False
     for kernel in kernels:
-        result = boot(kernel, args.memory, args.timeout, args.build)
+        result = boot(kernel, args.memory, args.timeout, args.build, args.modules)
         if args.console:
             args.console.with_name(f"{args.console.name}.{result.release or kernel.name}").write_text(result.console)
         report(result)

@@ -73,11 +73,13 @@ def missing() -> str | None:
     return None
 
 
-def boot(kernel: Path, memory_mb: int = 2048, timeout: float = 900, build: Path = initramfs.BUILD) -> Boot:
-    """Boot `kernel` with `build`'s dppctl and objects, wait for it to power off, read its verdicts."""
+def boot(kernel: Path, memory_mb: int = 2048, timeout: float = 900, build: Path = initramfs.BUILD,
+         modules: Path = initramfs.MODULES) -> Boot:
+    """Boot `kernel` with `build`'s dppctl and objects and its modules from `modules`/RELEASE, wait
+    for it to power off, read its verdicts."""
     release = kernel_release(kernel)
     with tempfile.TemporaryDirectory(prefix="dpp-kernels-") as workdir:
-        archive = initramfs.build(Path(workdir), release, build)
+        archive = initramfs.build(Path(workdir), release, build, modules)
         command = [QEMU, *QEMU_ARGS, "-m", str(memory_mb), "-kernel", str(kernel), "-initrd", str(archive),
                    "-append", KERNEL_CMDLINE]  # fmt: skip
         start = time.monotonic()

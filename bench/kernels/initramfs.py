@@ -1,10 +1,12 @@
 """The virtual machine's initramfs: busybox, the build's dppctl and BPF objects, the loader
 (load.c, built here into bench/build/), their shared libraries as `ldd` finds them, the kernel's
-veth module, and init.sh as /init. Written as a cpio "newc" archive without root: the one device
-node the kernel needs before /init mounts devtmpfs (/dev/console) is an entry of the archive."""
+veth module (decompressed here: busybox's insmod reads a plain module), and init.sh as /init.
+Written as a cpio "newc" archive without root: the one device node the kernel needs before /init
+mounts devtmpfs (/dev/console) is an entry of the archive."""
 
 from __future__ import annotations
 
+import lzma
 import os
 import re
 import shutil
@@ -20,6 +22,7 @@ INIT_SCRIPT = HERE / "init.sh"
 LOADER = BUILD_DIR / "kernels-load"
 BUILD = DATAPLANE / "build"
 BUSYBOX = Path("/bin/busybox")  # Debian's busybox-static
+MODULES = Path("/lib/modules")  # a directory per kernel release, as its linux-image package lays them
 CONSOLE = (5, 1)  # /dev/console's major and minor
 _LDD_PATH = re.compile(r"(/\S+) \(0x")
 
@@ -41,8 +44,9 @@ def shared_libraries(binary: Path) -> list[Path]:
     return [Path(path) for path in _LDD_PATH.findall(listed)]
 
 
-def tree(root: Path, kernel_release: str, build: Path = BUILD) -> None:
-    """Lay out the machine's files under `root`, dppctl and the objects from `build`."""
+def tree(root: Path, kernel_release: str, build: Path = BUILD, modules: Path = MODULES) -> None:
+    """Lay out the machine's files under `root`, dppctl and the objects from `build`, the kernel's
+    modules from `modules`/RELEASE."""
     for directory in ("bin", "dpp", "objects", "lib/modules", "proc", "sys", "dev", "tmp"):
         (root / directory).mkdir(parents=True, exist_ok=True)
     shutil.copy2(BUSYBOX, root / "bin" / "busybox")
@@ -59,14 +63,22 @@ def tree(root: Path, kernel_release: str, build: Path = BUILD) -> None:
         shutil.copy2(library.resolve(), target)
     for obj in sorted(build.glob("*.bpf.o")):
         shutil.copy2(obj, root / "objects" / obj.name)
-    shutil.copy2(veth_module(kernel_release), root / "lib" / "modules" / "veth.ko")
+    (root / "lib" / "modules" / "veth.ko").write_bytes(module_bytes(veth_module(kernel_release, modules)))
 
 
-def veth_module(kernel_release: str) -> Path:
-    path = Path("/lib/modules") / kernel_release / "kernel" / "drivers" / "net" / "veth.ko"
-    if not path.exists():
-        raise FileNotFoundError(f"{path} is missing: the kernel's modules (its linux-image package)")
-    return path
+def veth_module(kernel_release: str, modules: Path = MODULES) -> Path:
+    """The release's veth.ko, or veth.ko.xz where its package compresses modules (Debian 12's 6.12
+    does, its 6.1 does not)."""
+    plain = modules / kernel_release / "kernel" / "drivers" / "net" / "veth.ko"
+    for path in (plain, plain.with_name("veth.ko.xz")):
+        if path.exists():
+            return path
+    raise FileNotFoundError(f"{plain} (or .xz) is missing: the kernel's modules (its linux-image package)")
+
+
+def module_bytes(path: Path) -> bytes:
+    """A module as insmod takes it: an .xz one decompressed."""
+    return lzma.decompress(path.read_bytes()) if path.suffix == ".xz" else path.read_bytes()
 
 
 def write_cpio(root: Path, archive: Path) -> None:
@@ -101,10 +113,11 @@ def _padding(length: int) -> bytes:
     return b"\0" * (-length % 4)
 
 
-def build(workdir: Path, kernel_release: str, dataplane_build: Path = BUILD) -> Path:
-    """The initramfs for `kernel_release` with `dataplane_build`'s dppctl and objects, in `workdir`."""
+def build(workdir: Path, kernel_release: str, dataplane_build: Path = BUILD, modules: Path = MODULES) -> Path:
+    """The initramfs for `kernel_release` with `dataplane_build`'s dppctl and objects and the
+    release's modules under `modules`, in `workdir`."""
     root = workdir / "root"
-    tree(root, kernel_release, dataplane_build)
+    tree(root, kernel_release, dataplane_build, modules)
     os.chmod(root / "init", 0o755)
     archive = workdir / "initramfs.cpio"
     write_cpio(root, archive)

@@ -1,33 +1,45 @@
-"""Debian 12's kernel (6.1) takes the programs of the build, not only this machine's
-(dataplane/README.md "Kernels"): the kernel is
+"""Debian 12's kernels take the programs of the build, not only this machine's
+(dataplane/README.md "Kernels"): its own 6.1 and its backported 6.12 (bookworm-backports, the LTS
+many edge sites run), each
 booted under qemu (bench/kernels, TCG: no KVM needed, no root) with the build's dppctl and BPF
 objects; there dppctl attaches the pipeline as the service does, and every object is loaded as the
-tests load it, under every setting of its one-byte knobs. One boot loads everything (under two
-minutes here). Older verifiers refuse what this one takes: a byte swap's result unbounded, a loop whose
+tests load it, under every setting of its one-byte knobs. One boot a kernel loads everything (under two
+minutes each here). Older verifiers refuse what this one takes: a byte swap's result unbounded, a loop whose
 back edge is not a jump, no lower bound learnt from a test for zero, a pointer tied to a condition
 kept in a stack slot, a value's copy in a stack slot not narrowed by the test of the register it
 came from (the fixes say where)."""
 
 from __future__ import annotations
 
+import glob
+import lzma
+import os
 import re
 from pathlib import Path
 
 import pytest
 
-from bench.kernels import boot
+from bench.kernels import boot, initramfs
 from netapp.dataplane.binding import LibraryNotFoundError, find_libdpp
 from tests.utils.kernel import skip_or_fail
 
-DEBIAN_12_KERNELS = "vmlinuz-6.1.*"
+# Where `make kernels` (scripts/debian-kernel) unpacks the kernels no package installs.
+KERNELS_CACHE = Path(os.environ.get("KERNELS_CACHE") or
+                     Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "dpp-netapp" / "kernels")
+# Each series booted: where its images are, and what puts them there. An image's modules are beside
+# its boot/ directory, in lib/modules/RELEASE/ (/lib/modules for /boot's).
+KERNELS = {
+    "6.1": ("/boot/vmlinuz-6.1.*", "apt-get install linux-image-amd64"),
+    "6.12": (f"{KERNELS_CACHE}/6.12.*/boot/vmlinuz-6.12.*", "make kernels"),
+}
 BOOT_TIMEOUT = 900  # seconds: the verifier walks every program of the build under TCG, near 2 minutes alone here
 
-# The module's one boot happens in the first test's setup, which pytest's default timeout would cut short.
+# A kernel's one boot happens in its first test's setup, which pytest's default timeout would cut short.
 pytestmark = pytest.mark.timeout(BOOT_TIMEOUT + 60)
 
 
 def _skip_or_fail(reason: str) -> None:
-    skip_or_fail(reason, "boot Debian 12's kernel")
+    skip_or_fail(reason, "boot Debian 12's kernels")
 
 
 def _build() -> Path:
@@ -43,21 +55,31 @@ def _release_order(image: Path) -> list[int | str]:
     return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", image.name)]
 
 
+@pytest.fixture(scope="module", params=list(KERNELS))
+def series(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
 @pytest.fixture(scope="module")
-def booted() -> boot.Boot:
+def booted(series: str) -> boot.Boot:
     build = _build()
-    images = sorted(Path("/boot").glob(DEBIAN_12_KERNELS), key=_release_order)
-    reason = boot.missing() or (None if images else f"no /boot/{DEBIAN_12_KERNELS} (apt-get install linux-image-amd64)")
+    pattern, install = KERNELS[series]
+    images = sorted((Path(path) for path in glob.glob(pattern)), key=_release_order)
+    reason = boot.missing() or (None if images else f"no {pattern} ({install})")
     if reason:
         _skip_or_fail(reason)
     if not (build / "dppctl").exists():
         _skip_or_fail(f"{build}/dppctl is missing: run `make -C dataplane`")
-    return boot.boot(images[-1], timeout=BOOT_TIMEOUT, build=build)
+    return boot.boot(images[-1], timeout=BOOT_TIMEOUT, build=build, modules=_modules(images[-1]))
 
 
-def test_the_machine_ran_to_its_end(booted: boot.Boot) -> None:
+def _modules(image: Path) -> Path:
+    return image.parent.parent / "lib" / "modules"
+
+
+def test_the_machine_ran_to_its_end(booted: boot.Boot, series: str) -> None:
     assert booted.done, f"{booted.qemu}\n{booted.console[-4000:]}"
-    assert booted.release.startswith("6.1.") and booted.btf
+    assert booted.release.startswith(f"{series}.") and booted.btf
     refused = [load for load in booted.loads if not load.loaded and load.setting != "service"]
     assert booted.loader_exit == len(refused), f"loader exit {booted.loader_exit}; its lines refused {len(refused)}"
 
@@ -121,3 +143,25 @@ def test_the_console_is_read_into_verdicts() -> None:
 def test_the_newest_image_is_chosen_by_its_numbers_not_its_text() -> None:
     images = [Path("/boot/vmlinuz-6.1.0-57-amd64"), Path("/boot/vmlinuz-6.1.0-9-amd64")]
     assert sorted(images, key=_release_order)[-1].name == "vmlinuz-6.1.0-57-amd64"
+
+
+def test_an_unpacked_kernel_finds_its_modules_beside_its_boot_directory() -> None:
+    assert _modules(Path("/boot/vmlinuz-6.1.0-57-amd64")) == Path("/lib/modules")
+    unpacked = KERNELS_CACHE / "6.12.95+deb12-amd64"
+    assert _modules(unpacked / "boot" / "vmlinuz-6.12.95+deb12-amd64") == unpacked / "lib" / "modules"
+
+
+@pytest.mark.parametrize("name", ["veth.ko", "veth.ko.xz"])
+def test_the_veth_module_is_taken_plain_or_xz_compressed(tmp_path: Path, name: str) -> None:
+    """Debian 12's 6.12 ships veth.ko.xz, its 6.1 veth.ko; busybox's insmod takes a plain one."""
+    module = b"\x7fELF a module"
+    directory = tmp_path / "6.12.95+deb12-amd64" / "kernel" / "drivers" / "net"
+    directory.mkdir(parents=True)
+    (directory / name).write_bytes(lzma.compress(module) if name.endswith(".xz") else module)
+
+    found = initramfs.veth_module("6.12.95+deb12-amd64", tmp_path)
+
+    assert found == directory / name
+    assert initramfs.module_bytes(found) == module
+    with pytest.raises(FileNotFoundError, match="veth.ko"):
+        initramfs.veth_module("6.1.0-57-amd64", tmp_path)

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.setup.stand_ins import on_path
+
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "influxd"
 VERSION = "v1.8.10"
@@ -34,13 +36,8 @@ class Setup:
     def __init__(self, tmp_path: Path):
         self.cache = tmp_path / "cache"
         self.builds = tmp_path / "builds.log"
-        bin_dir = tmp_path / "go-bin"
-        bin_dir.mkdir()
-        (bin_dir / "go").write_text(FAKE_GO)
-        (bin_dir / "go").chmod(0o755)
         self.env = {
-            **os.environ,
-            "PATH": f"{bin_dir}:{os.environ['PATH']}",
+            **on_path(tmp_path / "go-bin", {"go": FAKE_GO}),
             "INFLUXD_CACHE": str(self.cache),
             "FAKE_GO_LOG": str(self.builds),
             "FAKE_GO_STAMP": "yes",
