@@ -83,6 +83,17 @@ def check_redundant(session: AtsssSession, field: str) -> None:
         raise InvalidInput(f"{field}: {why}", field=field, reason=why)
 
 
+def session_to_steer(store: Store, tenant: str, ue: str, field: str) -> AtsssSession:
+    """The tenant's session of `ue`, which an MTS session is to steer; InvalidInput naming `field`
+    (the caller's name of the UE) when the tenant has none."""
+    owner = stored.session_of_ue(store, ue)
+    session = stored.stored_session(store, *owner) if owner is not None and owner[0] == tenant else None
+    if session is None:
+        raise InvalidInput(f"{field}: tenant {tenant!r} has no ATSSS session of UE {ue}: create one with its "
+                           "paths first (/api/v1/atsss/sessions)", field=field)
+    return session
+
+
 def steered_by(session: AtsssSession) -> Optional[str]:
     """An MTS session steering the session's UE (its whole downlink, or flows of it), None when none."""
     return session.mts_session or next(iter(session.mts_flows), None)

@@ -225,13 +225,30 @@ class MtsSessionInfo(_Etsi):
 
 
 def served_mode(info: MtsSessionInfo) -> SteeringMode:
-    """The scheduler serving `info.mtsMode` (but QoS, which qos_mode decides); InvalidInput naming
-    mtsMode when none does."""
+    """The scheduler serving `info.mtsMode` (but QoS, which steering_mode decides); InvalidInput
+    naming mtsMode when none does."""
     if info.mtsMode in SERVED_MODES:
         return SERVED_MODES[info.mtsMode]
     why = f"{info.mtsMode} is not an MTS mode of MEC 015"
     allowed = ", ".join(str(mode) for mode in (*SERVED_MODES, QOS))
     raise InvalidInput(f"mtsMode: {why} (served: {allowed})", field="mtsMode", reason=why, allowed=allowed)
+
+
+def steering_mode(info: MtsSessionInfo) -> tuple[SteeringMode, str]:
+    """The scheduler serving `info` and the field that chose it: mtsMode, or of QoS the qosD
+    requirement; InvalidInput naming what cannot be served."""
+    if info.mtsMode != QOS:
+        return served_mode(info), "mtsMode"
+    requirement = qos_requirement(info.qosD)
+    return QOS_SCHEDULERS[requirement], f"qosD.{requirement}"
+
+
+def check_paths(info: MtsSessionInfo, session: AtsssSession) -> None:
+    """What `info`'s mode needs of the paths of the ATSSS session it steers."""
+    if info.mtsMode == LOW_COST:
+        check_low_cost(session)
+    elif info.mtsMode == QOS:
+        check_qos(info.qosD, session)
 
 
 def _qos_refused(field: str, why: str, allowed: Optional[str] = None) -> InvalidInput:
@@ -272,16 +289,15 @@ def check_latency(session: AtsssSession, max_latency: int) -> None:
                            f"{max_latency}", allowed=f">= {fastest * TEN_NS_PER_US // 2}")
 
 
-def qos_mode(qos: QosD, session: Optional[AtsssSession]) -> tuple[SteeringMode, str]:
-    """The scheduler serving `qos` over `session`'s paths (None: the UE has none, which the steer
-    refuses) and the qosD field that chose it."""
+def check_qos(qos: QosD, session: AtsssSession) -> None:
+    """What `qos`'s requirement needs of `session`'s paths: two for redundancy, one fast enough for
+    a latency."""
     requirement = qos_requirement(qos)
-    field = f"qosD.{requirement}"
-    if session is not None and requirement == "maxLoss" and len(session.paths) < 2:
-        raise _qos_refused(field, f"ATSSS session {session.name!r} has one path: redundancy needs two to lose less")
-    if session is not None and qos.maxLatency is not None:
+    if requirement == "maxLoss" and len(session.paths) < 2:
+        raise _qos_refused(f"qosD.{requirement}",
+                           f"ATSSS session {session.name!r} has one path: redundancy needs two to lose less")
+    if qos.maxLatency is not None:
         check_latency(session, qos.maxLatency)
-    return QOS_SCHEDULERS[requirement], field
 
 
 def _latency_status(session: AtsssSession, max_latency: int) -> tuple[QosStatus, Optional[str]]:
@@ -454,31 +470,28 @@ def steered_session(atsss: Atsss, tenant: str, ue: str) -> Optional[AtsssSession
 
 
 def _found(atsss: Atsss, who: Principal, mts_id: str) -> tuple[str, str, dict[str, Any]]:
-    """(tenant, UE, body) of the MTS session `mts_id` the caller may see; NotFound otherwise."""
+    """(tenant, UE, body) of the MTS session `mts_id` the caller may see, in one read; NotFound
+    otherwise."""
     ServiceState.require(who, Scope.READ)
-    tenants = [owner for owner, found, _, _ in stored.load_mts(atsss.store) if found == mts_id]
-    owner = next((tenant for tenant in tenants if who.is_admin or tenant == who.tenant), None)
-    if owner is None:
+    visible = [(tenant, ue, body) for tenant, found, ue, body in stored.load_mts(atsss.store)
+               if found == mts_id and (who.is_admin or tenant == who.tenant)]
+    if not visible:
         raise NotFound(f"no MTS session {mts_id!r}")
-    found = stored.stored_mts(atsss.store, owner, mts_id)
-    assert found is not None
-    return owner, found[0], found[1]
+    return visible[0]
 
 
-def _steer(atsss: Atsss, tenant: str, mts_id: str, info: MtsSessionInfo) -> MtsSessionInfo:
-    mode = served_mode(info) if info.mtsMode != QOS else None
+def _steer(atsss: Atsss, tenant: str, mts_id: str, info: MtsSessionInfo, replacing: bool = False) -> MtsSessionInfo:
+    """`info` written as the tenant's MTS session `mts_id`: its UE's ATSSS session read, checked and
+    steered under the service's lock (Atsss.steer), so that a change made meanwhile (the ATSSS
+    session's paths changed, the MTS session deleted before a PUT's write: `replacing`) is seen."""
+    mode, mode_field = steering_mode(info)
     ue = steered_ue(info)
-    session = steered_session(atsss, tenant, ue)
-    if session is not None and info.mtsMode == LOW_COST:
-        check_low_cost(session)
-    mode_field = "mtsMode"
-    if mode is None:
-        mode, mode_field = qos_mode(info.qosD, session)
     filters = flow_filters(info)
     flows = session_rules(mts_id, ue, filters, mode) if filters is not None else None
-    atsss.steer(tenant, mts_id, ue, mode, _body(info), field="flowFilter[0].dstIp", mode_field=mode_field, flows=flows)
+    session = atsss.steer(tenant, mts_id, ue, mode, _body(info), field="flowFilter[0].dstIp", mode_field=mode_field,
+                          flows=flows, check=lambda session: check_paths(info, session), replacing=replacing)
     atsss.qos_held.pop((tenant, mts_id), None)  # a new qosD, or a new UE: its first check sets it again
-    return _info(mts_id, _body(info), session)
+    return _info(mts_id, _body(info), with_measured_loss(session, atsss.measured_losses(session)))
 
 
 # --- routes ---------------------------------------------------------------------------------------
@@ -544,7 +557,7 @@ def mts_session_put(atsss: AtsssDep, who: IntentWriterDep, sessionId: SessionIdP
     tenant, _, _ = _found(atsss, who, sessionId)
     if body.sessionId is not None and body.sessionId != sessionId:
         raise InvalidInput(f"sessionId: {body.sessionId!r} differs from the path's ({sessionId!r})", field="sessionId")
-    return _steer(atsss, tenant, sessionId, body)
+    return _steer(atsss, tenant, sessionId, body, replacing=True)
 
 
 @router.delete("/mts_sessions/{sessionId}", status_code=204, response_model=None,
@@ -553,5 +566,6 @@ def mts_session_delete(atsss: AtsssDep, who: IntentWriterDep, sessionId: Session
     """MEC 015 mtsSessionDELETE: the UE's ATSSS session (or the flows the session's filters
     selected) runs its own mode again."""
     tenant, _, _ = _found(atsss, who, sessionId)
-    atsss.unsteer(tenant, sessionId)
+    if not atsss.unsteer(tenant, sessionId):  # deleted since it was found
+        raise NotFound(f"no MTS session {sessionId!r}")
 

@@ -47,6 +47,7 @@ from netapp.atsss.admission import (
     check_ue,
     check_weights,
     runs_in,
+    session_to_steer,
     slots_for,
     steered_by,
 )
@@ -334,18 +335,20 @@ class Atsss:
             self.unserved.pop(f"{owner}/{local}", None)  # under the lock: an undo puts back its snapshot
 
     def steer(self, tenant: str, mts_id: str, ue: str, mode: SteeringMode, body: dict, field: str,
-              mode_field: str = "mode", flows: Optional[Rules] = None) -> None:
+              mode_field: str = "mode", flows: Optional[Rules] = None,
+              check: Callable[[AtsssSession], None] = lambda session: None, replacing: bool = False) -> AtsssSession:
         """The MTS session `mts_id` of `tenant` (stored with `body`) steers the session of `ue` in
         `mode`, replacing what it steered before; `field` names the UE in the caller's terms,
         `mode_field` the mode (refused when the session's paths cannot run it). `flows`: the rules of
-        its flow filters (netapp.atsss.flows), which then run `mode`; None: the UE's whole downlink."""
+        its flow filters (netapp.atsss.flows), which then run `mode`; None: the UE's whole downlink.
+        `check`: what else the mode needs of the session; `replacing`: NotFound unless the MTS session
+        is stored (a PUT's); both under the lock, with the write. Returns the session as checked."""
         with self._lock, self._rules_lock(), undone_on_failure(self.store) as undos:
-            owner = stored.session_of_ue(self.store, ue)
-            if owner is None or owner[0] != tenant:
-                raise InvalidInput(f"{field}: tenant {tenant!r} has no ATSSS session of UE {ue}: create one with its "
-                                   "paths first (/api/v1/atsss/sessions)", field=field)
-            session = stored.stored_session(self.store, *owner)
-            assert session is not None
+            earlier = stored.stored_mts(self.store, tenant, mts_id)
+            if replacing and earlier is None:
+                raise NotFound(f"no MTS session {mts_id!r}")
+            session = session_to_steer(self.store, tenant, ue, field)
+            check(session)
             if mode is SteeringMode.REDUNDANT:
                 check_redundant(session, mode_field)
             check_weights(session.paths, {mode}, mode_field, f"ATSSS session {session.name!r}'s paths: ")
@@ -357,7 +360,6 @@ class Atsss:
                 check_overlaps(mts_id, flows, ue_rules(self.store, ue))
                 quota = TenantPolicy(self.store).quotas_of(tenant).atsss_flow_rules
                 check_tenant_room(self.store, tenant, mts_id, flows, quota)
-            earlier = stored.stored_mts(self.store, tenant, mts_id)
             earlier_state = stored.state_slot(self.store, tenant, mts_id)
             ues = [ue] + ([earlier[0]] if earlier is not None else [])
             before = stored.sessions_of_ues(self.store, ues)
@@ -368,6 +370,7 @@ class Atsss:
             undos.append(self._apply_flows(before, stored.sessions_of_ues(self.store, ues),
                                            stored_rules_of(mts_id, earlier, earlier_state),
                                            with_state(flows or {}, state)))
+        return session
 
     def unsteer(self, tenant: str, mts_id: str) -> bool:
         """The MTS session gone: its UE's session runs its own mode again. False: there was none."""

@@ -332,7 +332,8 @@ class PolicerApplier:
         made = [_written(spec, self._cpus) for spec in specs]
         written = b"".join([made[index] for index in of_spec])
         values = (Policer * len(ids)).from_buffer_copy(written)
-        if any(_ticked_token_bucket(value) for value in values):  # ones a precise child reads for: no tick
+        # ones a precise child reads for: no tick. Asked once a spec: its policers are the same bytes.
+        if any(_ticked_token_bucket(Policer.from_buffer_copy(value)) for value in made):
             self._untick(dict(zip(ids, values)), {})
         self._stats.fill(ids)  # no chunk until the policers are in: the module's docstring
         if any(Clock.PRECISE == value[_CLOCK_AT] for value in made):  # their coarse children first

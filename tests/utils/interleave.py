@@ -1,8 +1,8 @@
 """Two changes of one object interleaved at a chosen point, with no sleep: the second started, on a
 thread of its own, at the first's read of the object, and the first let go on once the second has
-ended or waits for the service's lock. A service that reads before it takes its lock then has both
-changes read the same object, and the one written last loses the other's; one that reads under its
-lock has the second wait, then read what the first wrote."""
+ended, holds the service's lock or waits for it. A service that reads before it takes its lock
+then has both changes read the same object, and the one written last loses the other's; one that
+reads under its lock has the second wait, then read what the first wrote."""
 
 from __future__ import annotations
 
@@ -24,7 +24,11 @@ class SecondChange:
 
     def __enter__(self) -> Any:
         if threading.current_thread() is self._thread:
+            # A free lock is taken before the first change goes on, which could else take it first.
+            taken = self._lock.acquire(blocking=False)
             self._waiting.set()
+            if taken:
+                return taken
         return self._lock.__enter__()
 
     def __exit__(self, *exc: Any) -> Any:
@@ -32,7 +36,7 @@ class SecondChange:
 
     def at_read(self) -> None:
         """The first change's read: the second started (the first time only), and waited for until
-        it ended or asks for the lock."""
+        it ended, holds the lock or asks for it."""
         if self._thread is not None:
             return
         self._thread = threading.Thread(target=self._run, name="second-change")
