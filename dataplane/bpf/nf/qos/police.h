@@ -487,8 +487,11 @@ static __always_inline __u32 police_share(const struct dpp_policer *p, const __u
 		s->dropped_bytes += bytes;
 		return POLICE_FULL;
 	}
-	if (s->credit < bytes || p->gate != DPP_POLICE_GATE_OPEN)
+	if (s->credit < bytes || p->gate != DPP_POLICE_GATE_OPEN) {
+		if (!window_credit && police_windowed(p))
+			return 0; /* nothing to work out: police_decide gives such a window no carve */
 		return s->credit < s->chunk ? s->chunk - s->credit : 0;
+	}
 	s->credit -= bytes;
 	s->passed_packets++;
 	s->passed_bytes += bytes;
