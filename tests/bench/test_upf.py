@@ -150,6 +150,17 @@ def test_the_policed_cases_run_in_python_as_in_the_kernel():
     assert counted["uplink"].instructions < counted["uplink_policed"].instructions
 
 
+def test_the_upfs_fixed_window_works_out_no_carve(capsys):
+    """The UPF's windows have no CPU credit (police.h's POLICE_WINDOW_CREDIT): police_share gives
+    them no carve to work out, which police_decide would not pass on; the token bucket's lines are
+    those of its pass on its credit."""
+    require_kernel()
+    insns.count_cases(["uplink_policed_window"], top=1000)
+    printed = capsys.readouterr().out
+    assert "police.h:" in printed and "bpf_map_lookup_elem(&dpp_policer_stats" in printed
+    assert "s->chunk - s->credit" not in printed
+
+
 def test_executed_instructions_are_summed_by_the_source_line_they_belong_to():
     lines = ["a.h:1 x", "a.h:1 x", "b.h:7 y", "a.h:1 x"]  # an index an instruction, as source_lines gives
     assert insns.by_line({0: 1, 1: 1, 2: 5, 3: 1}, lines, 2) == [("b.h:7 y", 5), ("a.h:1 x", 3)]
