@@ -11,16 +11,19 @@ What it runs: ALU, jumps, loads and stores on the packet, the stack, the context
 ingress interface's index) and map values, global data; atomic adds; calls to other BPF functions
 (counted apart: each call and return costs more than an instruction where returns are mitigated);
 the helpers a downlink takes (bpf_xdp_adjust_head, bpf_xdp_adjust_tail, bpf_xdp_adjust_meta,
-bpf_csum_diff, bpf_spin_lock/unlock, a hash map's lookup), a redirect (its verdict returned, as a
-test run's is: nothing leaves) and the array lookups the verifier inlines. Anything else stops the
-run with its name. Maps are read, never written: writes go to the copy; a per-CPU map is read as
-the first CPU's (a route cache as a test run on that CPU left it). Helper calls are counted by name.
+bpf_csum_diff, bpf_spin_lock/unlock, a hash map's lookup) and a policer's (the clocks, read here:
+a reading later than the kernel's run), a redirect (its verdict returned, as a test run's is:
+nothing leaves) and the array lookups the verifier inlines, bpf_get_smp_processor_id's (CPU 0) and
+bpf_jiffies64's (the kernel's jiffies, read here). Anything else stops the run with its name. Maps
+are read, never written: writes go to the copy; a per-CPU map is read as the first CPU's (a route
+cache as a test run on that CPU left it). Helper calls are counted by name.
 """
 
 from __future__ import annotations
 
 import ctypes
 import struct
+import time
 from collections import Counter
 from ctypes import Structure, c_uint32, c_uint64
 from dataclasses import dataclass, field
@@ -53,6 +56,9 @@ class MapInfo(Structure):
 
 BPF_MAP_TYPE_HASH, BPF_MAP_TYPE_ARRAY, BPF_MAP_TYPE_PERCPU_ARRAY, BPF_MAP_TYPE_ARRAY_OF_MAPS = 1, 2, 6, 12
 XDP_REDIRECT = 4
+# x86-64's kernel half: the one load from a kernel address the programs make is bpf_jiffies64's,
+# which the verifier inlines as a load of the jiffies
+KERNEL_SPACE = 0xFFFF800000000000
 XDP_BUFF_RXQ = 32  # struct xdp_buff's rxq, whose dev's ifindex is the context's ingress_ifindex
 
 
@@ -83,6 +89,12 @@ def kernel_symbols() -> dict[int, str]:
             if kind in "tT":
                 symbols[int(address, 16)] = name
     return symbols
+
+
+def kernel_jiffies() -> int:
+    """The kernel's jiffies now (/proc/timer_list's)."""
+    with open("/proc/timer_list") as lines:
+        return next(int(line.split()[1]) for line in lines if line.startswith("jiffies:"))
 
 
 @lru_cache(maxsize=None)
@@ -276,6 +288,8 @@ class Run:
             if off not in fields or size != 8:
                 raise NotImplementedError(f"the context's field at {off}")
             return Ptr(self.packet, fields[off]) if off != 24 else Ptr(self.packet, 0)
+        if isinstance(p, int) and p >= KERNEL_SPACE and size == 8:  # bpf_jiffies64 inlined: &jiffies
+            return kernel_jiffies()
         if isinstance(p, ArrayPtr) and p.base.per_cpu:
             return PerCpuValue(p.base.map, (p.off + off) // 8)
         if isinstance(p, ArrayPtr) and p.base.map.info.type == BPF_MAP_TYPE_ARRAY_OF_MAPS:
@@ -310,6 +324,8 @@ class Run:
             return csum_diff(self, r)
         if name in ("bpf_spin_lock", "bpf_spin_unlock"):
             return 0
+        if name in ("bpf_ktime_get_ns", "bpf_ktime_get_coarse_ns"):  # a policer's clock: now, here
+            return time.clock_gettime_ns(time.CLOCK_MONOTONIC)
         raise NotImplementedError(f"helper {name}")
 
     def hash_lookup(self, map_: MapCopy, key_ptr: Value, value_at: int) -> Value:
@@ -412,6 +428,9 @@ class Run:
         if op == 0xB0:  # mov
             if wide and code & 8 and off == -1:  # BPF_MOV64_PERCPU_REG: this CPU's value
                 value = regs[src]
+                if isinstance(value, int):  # bpf_get_smp_processor_id inlined: CPU 0's number
+                    regs[dst] = Ptr(Region("cpu number", bytearray(4)), 0)
+                    return
                 region = value.map.value(struct.pack("<I", value.index))
                 regs[dst] = Ptr(region, 0) if region else 0
                 return

@@ -138,6 +138,29 @@ def test_the_hot_paths_call_no_other_bpf_function_and_run_in_python_as_in_the_ke
     assert counted["miss"].instructions < counted["uplink"].instructions
 
 
+def test_the_policed_cases_run_in_python_as_in_the_kernel():
+    """bench.upf.insns follows a QER's policer (dpp_upf_police, a call): its CPU's line found by
+    bpf_get_smp_processor_id, inlined, and the fixed window's clock read (bpf_ktime_get_ns); the
+    token bucket on its CPU's credit reads no clock."""
+    require_kernel()
+    counted = insns.count_cases(["uplink", "uplink_policed", "uplink_policed_window"])
+    assert counted["uplink_policed"].calls == counted["uplink_policed_window"].calls == 1
+    assert counted["uplink_policed"].helpers == counted["uplink"].helpers
+    assert counted["uplink_policed_window"].helpers == {**counted["uplink"].helpers, "bpf_ktime_get_ns": 1}
+    assert counted["uplink"].instructions < counted["uplink_policed"].instructions
+
+
+def test_the_upfs_fixed_window_works_out_no_carve(capsys):
+    """The UPF's windows have no CPU credit (police.h's POLICE_WINDOW_CREDIT): police_share gives
+    them no carve to work out, which police_decide would not pass on; the token bucket's lines are
+    those of its pass on its credit."""
+    require_kernel()
+    insns.count_cases(["uplink_policed_window"], top=1000)
+    printed = capsys.readouterr().out
+    assert "police.h:" in printed and "bpf_map_lookup_elem(&dpp_policer_stats" in printed
+    assert "s->chunk - s->credit" not in printed
+
+
 def test_executed_instructions_are_summed_by_the_source_line_they_belong_to():
     lines = ["a.h:1 x", "a.h:1 x", "b.h:7 y", "a.h:1 x"]  # an index an instruction, as source_lines gives
     assert insns.by_line({0: 1, 1: 1, 2: 5, 3: 1}, lines, 2) == [("b.h:7 y", 5), ("a.h:1 x", 3)]

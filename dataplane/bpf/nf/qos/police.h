@@ -459,9 +459,11 @@ static __always_inline bool police_line_drops(const struct dpp_policer *p, struc
  * the row would land on the next CPU's row: it gets an index past the map, not counted. */
 static __always_inline __u32 police_share_index(__u32 id)
 {
-	if (id >= cfg_policer_slots)
+	__u32 slots = cfg_policer_slots; /* volatile: read once, not once a use */
+
+	if (id >= slots)
 		return POLICE_DROPPED;
-	return bpf_get_smp_processor_id() * cfg_policer_slots + id;
+	return bpf_get_smp_processor_id() * slots + id;
 }
 
 /* This CPU's share of a policer (its counters' line, *at: police_share_index), read as soon as the
@@ -485,8 +487,11 @@ static __always_inline __u32 police_share(const struct dpp_policer *p, const __u
 		s->dropped_bytes += bytes;
 		return POLICE_FULL;
 	}
-	if (s->credit < bytes || p->gate != DPP_POLICE_GATE_OPEN)
+	if (s->credit < bytes || p->gate != DPP_POLICE_GATE_OPEN) {
+		if (!window_credit && police_windowed(p))
+			return 0; /* nothing to work out: police_decide gives such a window no carve */
 		return s->credit < s->chunk ? s->chunk - s->credit : 0;
+	}
 	s->credit -= bytes;
 	s->passed_packets++;
 	s->passed_bytes += bytes;
