@@ -107,16 +107,17 @@ static __always_inline int decide(struct xdp_md *ctx, struct dpp_parse *p, struc
 /* The pipeline: parse, decide, count (and trace, on the receiving CPU only). */
 static __always_inline int pipeline(struct xdp_md *ctx, bool worker)
 {
-	struct dpp_outcome o = { .cpu = DPP_NONE, .alt_group = DPP_NONE, .alt_member = DPP_NONE };
 	__u64 bytes = ctx->data_end - ctx->data;
 	const struct dpp_rule *rule = NULL;
 	const struct dpp_config *cfg;
+	struct dpp_outcome o;
 	struct dpp_parse p = {};
 	struct dpp_rule cached;
 	__u32 zero = 0;
 	int reason, verdict;
 	bool fast;
 
+	outcome_init(&o);
 	cfg = bpf_map_lookup_elem(&dpp_config, &zero);
 	if (!cfg)
 		return XDP_PASS; /* an array slot always exists; this satisfies the verifier */

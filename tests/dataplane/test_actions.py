@@ -90,6 +90,7 @@ def test_a_matched_rule_gets_its_action(ns, action, verdict, name):
         outcome = dp.test_run(tunnel_frame())
     assert (outcome.verdict, outcome.action, outcome.intent, outcome.reason) == (verdict, name, "rule", None)
     assert outcome.cpu == (CPUS - 1 if name == "steer" else None)
+    assert outcome.alt_group == (0 if name == "forward" else None)
 
 
 def test_forward_rewrites_mac_and_outer_ipv4_with_valid_checksums(ns):

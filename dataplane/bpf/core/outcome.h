@@ -43,6 +43,17 @@ struct dpp_act_ctx {
 	struct dpp_outcome *o;
 };
 
+/* The outcome before anything happened to the packet: no action, reason or route path, and no CPU,
+ * group or member (DPP_NONE). Zeroed, then the three set: clang 14 builds an initializer's DPP_NONE
+ * words through registers, 15 instructions where these stores take 9. */
+static __always_inline void outcome_init(struct dpp_outcome *o)
+{
+	__builtin_memset(o, 0, sizeof(*o));
+	o->cpu = DPP_NONE;
+	o->alt_group = DPP_NONE;
+	o->alt_member = DPP_NONE;
+}
+
 /* The configured verdict for packets we could not (or would not) handle. Only PASS or DROP. */
 static __always_inline int fallback(const struct dpp_config *cfg, struct dpp_outcome *o, __u32 reason)
 {
