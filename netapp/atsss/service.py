@@ -39,7 +39,7 @@ from typing import Callable, ContextManager, Mapping, NamedTuple, Optional
 from pydantic import ValidationError
 
 from netapp.atsss import store as stored
-from netapp.atsss.abi import TX_GROUPS, Path, PathFlags
+from netapp.atsss.abi import Path, PathFlags
 from netapp.atsss.admission import (
     check_interfaces,
     check_redundant,
@@ -53,7 +53,7 @@ from netapp.atsss.admission import (
 )
 from netapp.atsss.flow_states import FlowStates, undone_on_failure
 from netapp.atsss.flows import Rules, apply_rules, check_overlaps, check_tenant_room, stored_rules_of, ue_rules, with_state
-from netapp.atsss.groups import GroupPlan, GroupsFull, PortNames, TxGroups
+from netapp.atsss.groups import GroupPlan, PortNames, TxGroups
 from netapp.atsss.models import (
     AtsssSession,
     AtsssSessionPatch,
@@ -79,7 +79,6 @@ from netapp.dataplane.binding import DataplaneError
 from netapp.intents.errors import IntentError
 from netapp.service.contract import (
     Conflict,
-    DataplaneFull,
     DataplaneUnavailable,
     InvalidInput,
     NotFound,
@@ -450,16 +449,6 @@ class Atsss:
         (Atsss._lock, the service's lock, the store's: one order, no deadlock with the intents')."""
         return self.rules.lock if self.rules is not None else nullcontext()
 
-    def _plan_groups(self, sessions: list[AtsssSession]) -> GroupPlan:
-        """The groups after a change whose stored sessions (every tenant's) are `sessions`;
-        DataplaneFull when a new set of ports finds no free group."""
-        try:
-            return self._groups.plan(sessions)
-        except GroupsFull as exc:
-            raise DataplaneFull(f"paths: the node's {TX_GROUPS} groups of redundant ports each hold another set of "
-                                f"interfaces; the interfaces {list(exc.args[0])} need one: give the paths the "
-                                "interfaces of another redundant session, or delete one", field="paths") from None
-
     def _apply_flows(self, before: list[AtsssSession], after: list[AtsssSession], old: Rules,
                      new: Rules) -> Callable[[], None]:
         """An MTS session's change: its flow rules `old` replaced by `new` in one write of the
@@ -493,7 +482,7 @@ class Atsss:
         found = Found(before, dict(self._groups.assigned), dict(self.unserved))
         redundant = any(session.sends_copies for session in before + after)
         try:
-            plan = self._plan_groups(stored.load_sessions(self.store)) if redundant else None
+            plan = self._groups.plan(stored.load_sessions(self.store)) if redundant else None
             if plan is not None and self._maps is None:
                 self._groups.write(plan, None, None)
             tables = self._tables(after, changed, groups=plan.assigned if plan is not None else None)
