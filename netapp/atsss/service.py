@@ -245,11 +245,15 @@ class Atsss:
         return session
 
     def session_counters(self, who: Principal, name: str) -> SessionCounters:
-        """Each path's packets and bytes, its state in the data path and its share of the packets."""
-        session = self.get_session(who, name)
-        if self._maps is None or f"{session.tenant}/{session.name}" in self.unserved:
-            return SessionCounters(name=session.name, tenant=session.tenant, ue=session.ue, paths=[])
-        return session_counters(session, self._readings([session]))
+        """Each path's packets and bytes, its state in the data path and its share of the packets.
+        The session and its slots read under the lock: deleted between the two reads, its slots
+        could be another session's (maybe another tenant's), whose counters it would answer. A
+        session has at most 4 paths: the lock is held for one short read of each map."""
+        with self._lock:
+            session = self.get_session(who, name)
+            if self._maps is None or f"{session.tenant}/{session.name}" in self.unserved:
+                return SessionCounters(name=session.name, tenant=session.tenant, ue=session.ue, paths=[])
+            return session_counters(session, self._readings([session]))
 
     def readings(self) -> list[PathReading]:
         """Every path of every tenant's sessions in the data path, read in one batch per map (the
