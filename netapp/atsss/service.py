@@ -42,6 +42,7 @@ from netapp.atsss import store as stored
 from netapp.atsss.abi import Path, PathFlags
 from netapp.atsss.admission import (
     check_interfaces,
+    check_low_cost_order,
     check_redundant,
     check_subflows,
     check_ue,
@@ -432,6 +433,7 @@ class Atsss:
                                       policy.quotas_of(tenant).atsss_sessions, "delete one first")
         check_ue(self.store, tenant, spec, old)
         check_subflows(self.store, tenant, spec, old)
+        check_low_cost_order(spec, old)
         if SteeringMode.REDUNDANT in runs_in(spec, old):
             check_interfaces(spec.paths)
         check_weights(spec.paths, runs_in(spec, old), "paths", "an MTS session runs the session's UE weighted: ")

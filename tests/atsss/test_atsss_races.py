@@ -1,18 +1,45 @@
 """ATSSS sessions read or changed while another change is under way, interleaved at a chosen point
 with no sleep (tests/utils/interleave.py), over ATSSS's service on a pinned pipeline's maps: a
 session's counters read as another tenant's session takes its slots answer its own counters or 404,
-never the other's."""
+never the other's; an ATSSS session's PUT keeps the path order the UE's low-cost MTS session was
+checked against."""
 
 from __future__ import annotations
 
+import pytest
+from fastapi import Response
+from starlette.requests import Request
+
+from netapp.atsss import mts
 from netapp.atsss import store as stored
+from netapp.atsss.models import AtsssSessionSpec, SteeringMode
 from netapp.atsss.service import Atsss
-from netapp.service.contract import NotFound, Principal, Scope
-from tests.atsss.test_flows import OTHER_UE, atsss, flow_packet, node, send, session  # noqa: F401
+from netapp.service.contract import InvalidInput, NotFound, Principal, Scope
+from tests.atsss.atsss import path_body
+from tests.atsss.test_flows import (  # noqa: F401 - atsss and node: the fixtures
+    CELL, OTHER_UE, UE, VIDEO, WIFI, atsss, flow_packet, node, send, session, steer_flows)
 from tests.utils.interleave import SecondChange, calling_back
 
 CAROL = Principal("tenant-a", frozenset({Scope.READ, Scope.INTENTS_WRITE}))
 DAVE = Principal("tenant-b", frozenset({Scope.READ, Scope.INTENTS_WRITE}))
+
+
+def unmetered_first(name: str = "ue7") -> AtsssSessionSpec:
+    """The UE's session with its non-3GPP path first: what low cost (mtsMode 0) runs over."""
+    return AtsssSessionSpec.model_validate({"name": name, "ue": UE, "mode": "round_robin",
+                                            "paths": [path_body(WIFI), path_body(CELL)]})
+
+
+def mts_body(mode: int, qos: dict | None = None) -> mts.MtsSessionInfo:
+    return mts.MtsSessionInfo.model_validate({"appInsId": "app-1", "requestType": 1, "flowFilter": [{"dstIp": UE}],
+                                              "qosD": qos or {}, "mtsMode": mode, "trafficDirection": "00"})
+
+
+def post(atsss: Atsss, body: mts.MtsSessionInfo) -> str:
+    request = Request({"type": "http", "root_path": "", "headers": []})
+    created = mts.mts_session_post(request, Response(), atsss, CAROL, body)
+    assert created.sessionId is not None
+    return created.sessionId
 
 
 def packets(atsss: Atsss, who: Principal, name: str) -> list[int]:
@@ -47,3 +74,54 @@ def test_counters_read_as_another_tenants_session_takes_the_slots_are_the_sessio
 
     assert answered in ([1, 0], None), f"tenant A was answered {answered}: tenant B's counters are [2, 2]"
     assert packets(atsss, DAVE, "ue8") == [2, 2]
+
+
+def test_a_put_that_puts_a_metered_path_first_under_a_low_cost_mts_session_is_refused(atsss):
+    """Low cost runs active-standby over the session's paths in their order, checked to put the
+    unmetered first when the MTS session was written; a PUT reordering them afterwards is refused
+    naming paths (it went through: the UE then ran low cost over the metered path first)."""
+    atsss.create_session(CAROL, "ue7", unmetered_first())
+    mts_id = post(atsss, mts_body(mts.LOW_COST))
+    reordered = session()  # CELL, the metered path, first
+
+    with pytest.raises(InvalidInput) as refused:
+        atsss.put_session(CAROL, "ue7", reordered)
+
+    assert refused.value.field == "paths"
+    assert mts_id in str(refused.value) and "non-3GPP" in str(refused.value)
+    kept = atsss.get_session(CAROL, "ue7")
+    assert [path.access.value for path in kept.paths] == ["non-3GPP", "3GPP"]
+    assert kept.mts_session == mts_id
+
+
+def test_a_put_that_puts_a_metered_path_first_under_low_cost_flows_is_refused(atsss):
+    """The same for an MTS session in low cost over flows of the UE (its filters' rules)."""
+    atsss.create_session(CAROL, "ue7", unmetered_first())
+    steer_flows(atsss, "video", [VIDEO], SteeringMode.ACTIVE_STANDBY, tenant="tenant-a")
+
+    with pytest.raises(InvalidInput) as refused:
+        atsss.put_session(CAROL, "ue7", session())
+
+    assert refused.value.field == "paths" and "'video'" in str(refused.value)
+
+
+def test_a_put_keeping_the_unmetered_path_first_under_a_low_cost_mts_session_goes_through(atsss):
+    """What the refusal allows: a change that keeps the non-3GPP path first (here its weight)."""
+    atsss.create_session(CAROL, "ue7", unmetered_first())
+    post(atsss, mts_body(mts.LOW_COST))
+    changed = unmetered_first().model_copy(deep=True)
+    changed.paths[1].weight = 3
+
+    session_, created = atsss.put_session(CAROL, "ue7", changed)
+
+    assert (created, session_.paths[1].weight) == (False, 3)
+
+
+def test_a_reordering_put_under_another_mts_mode_goes_through(atsss):
+    """Only low cost depends on the paths' order."""
+    atsss.create_session(CAROL, "ue7", unmetered_first())
+    post(atsss, mts_body(mts.HIGH_THROUGHPUT))
+
+    reordered, _ = atsss.put_session(CAROL, "ue7", session())
+
+    assert [path.access.value for path in reordered.paths] == ["3GPP", "non-3GPP"]
