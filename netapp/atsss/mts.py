@@ -490,7 +490,6 @@ def _steer(atsss: Atsss, tenant: str, mts_id: str, info: MtsSessionInfo, replaci
     flows = session_rules(mts_id, ue, filters, mode) if filters is not None else None
     session = atsss.steer(tenant, mts_id, ue, mode, _body(info), field="flowFilter[0].dstIp", mode_field=mode_field,
                           flows=flows, check=lambda session: check_paths(info, session), replacing=replacing)
-    atsss.qos_held.pop((tenant, mts_id), None)  # a new qosD, or a new UE: its first check sets it again
     return _info(mts_id, _body(info), with_measured_loss(session, atsss.measured_losses(session)))
 
 

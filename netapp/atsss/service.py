@@ -346,7 +346,8 @@ class Atsss:
         `mode_field` the mode (refused when the session's paths cannot run it). `flows`: the rules of
         its flow filters (netapp.atsss.flows), which then run `mode`; None: the UE's whole downlink.
         `check`: what else the mode needs of the session; `replacing`: NotFound unless the MTS session
-        is stored (a PUT's); both under the lock, with the write. Returns the session as checked."""
+        is stored (a PUT's); both under the lock, with the write, as is forgetting its QoS statuses
+        (qos_held), which a check after the write sets anew. Returns the session as checked."""
         with self._lock, self._rules_lock(), undone_on_failure(self.store) as undos:
             earlier = stored.stored_mts(self.store, tenant, mts_id)
             if replacing and earlier is None:
@@ -374,6 +375,7 @@ class Atsss:
             undos.append(self._apply_flows(before, stored.sessions_of_ues(self.store, ues),
                                            stored_rules_of(mts_id, earlier, earlier_state),
                                            with_state(flows or {}, state)))
+            self.qos_held.pop((tenant, mts_id), None)  # a new qosD, or a new UE: its first check sets it again
         return session
 
     def unsteer(self, tenant: str, mts_id: str) -> bool:

@@ -2,7 +2,7 @@
 with no sleep (tests/utils/interleave.py), over ATSSS's service on a pinned pipeline's maps: a
 session's counters read as another tenant's session takes its slots answer its own counters or 404,
 never the other's; an ATSSS session's PUT keeps the path order the UE's low-cost MTS session was
-checked against."""
+checked against; an MTS session's PUT forgets its QoS statuses with its write, not after it."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from starlette.requests import Request
 from netapp.atsss import mts
 from netapp.atsss import store as stored
 from netapp.atsss.models import AtsssSessionSpec, SteeringMode
-from netapp.atsss.service import Atsss
+from netapp.atsss.qos_watch import QosWatch
+from netapp.atsss.service import Atsss, path_key
 from netapp.service.contract import InvalidInput, NotFound, Principal, Scope
 from tests.atsss.atsss import path_body
 from tests.atsss.test_flows import (  # noqa: F401 - atsss and node: the fixtures
@@ -125,3 +126,25 @@ def test_a_reordering_put_under_another_mts_mode_goes_through(atsss):
     reordered, _ = atsss.put_session(CAROL, "ue7", session())
 
     assert [path.access.value for path in reordered.paths] == ["3GPP", "non-3GPP"]
+
+
+def test_a_qos_status_checked_once_an_mts_put_has_written_is_kept(atsss, monkeypatch):
+    """A poll checks the QoS session as soon as the PUT's write lets the lock go (Atsss.steer
+    returned): the status it sets is the new qosD's first, over the session as written. When the
+    PUT forgot the session's statuses after letting the lock go, it dropped the poll's: the next
+    check was a first check again, and a change of qosStatus then was told to no one."""
+    atsss.create_session(CAROL, "ue7", unmetered_first())
+    mts_id = post(atsss, mts_body(mts.QOS, {"minTpt": 1000}))
+    watch = QosWatch(atsss, loss_weight=1.0)
+    steer = atsss.steer
+
+    def a_poll_once_written(*args, **kwargs):
+        written = steer(*args, **kwargs)
+        steered = atsss.get_session(CAROL, "ue7")
+        watch({path_key(steered, index): 0.5 for index in range(len(steered.slots))})
+        return written
+
+    monkeypatch.setattr(atsss, "steer", a_poll_once_written)
+    mts.mts_session_put(atsss, CAROL, mts_id, mts_body(mts.QOS, {"minTpt": 2000}))
+
+    assert atsss.qos_held.get(("tenant-a", mts_id)) == {"minTpt": "UNVERIFIED"}
