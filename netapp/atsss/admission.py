@@ -9,6 +9,7 @@ from typing import Optional
 from netapp.atsss import store as stored
 from netapp.atsss.abi import MAX_PATHS, paired_path_slots
 from netapp.atsss.models import (
+    AccessType,
     AtsssPath,
     AtsssSession,
     AtsssSessionSpec,
@@ -61,6 +62,34 @@ def check_weights(paths: list[AtsssPath], modes: set[SteeringMode], field: str, 
     if SteeringMode.WEIGHTED in modes and not any(path.weight for path in paths):
         why = f"{whose}weighted mode needs a path of weight above 0: every weight is 0"
         raise InvalidInput(f"{field}: {why}", field=field, reason=why, allowed="a path of weight 1 or more")
+
+
+def metered_first(paths: list[AtsssPath]) -> Optional[int]:
+    """The index of the first non-3GPP path that a 3GPP (metered) path comes before, None when the
+    unmetered paths come first: low cost runs active-standby over the paths in their order."""
+    metered = [path.access is AccessType.THREE_GPP for path in paths]
+    return next((index for index, path in enumerate(metered) if not path and any(metered[:index])), None)
+
+
+def check_low_cost_order(spec: SessionDefinition, old: Optional[AtsssSession]) -> None:
+    """InvalidInput naming paths when an MTS session in low cost steers the session (its UE's whole
+    downlink, or flows of it) and `spec` puts a metered path first: its order was checked when the
+    MTS session was written (netapp.atsss.mts.check_low_cost), and the data path takes it as is."""
+    low_cost = [mts_id for mts_id, mode in steering_modes(old).items() if mode is SteeringMode.ACTIVE_STANDBY]
+    index = metered_first(spec.paths) if low_cost else None
+    if index is not None:
+        why = (f"MTS session {low_cost[0]!r} runs the UE in low cost (mtsMode 0), active-standby over the paths "
+               f"in their order: paths[{index}] (non-3GPP) comes after a 3GPP (metered) path")
+        raise InvalidInput(f"paths: {why}", field="paths", reason=why,
+                           allowed="the non-3GPP paths first, or delete the MTS session (/mts/v1/mts_sessions) first")
+
+
+def steering_modes(old: Optional[AtsssSession]) -> dict[str, SteeringMode]:
+    """The mode each MTS session steering the session runs (its whole downlink's, its flows')."""
+    if old is None:
+        return {}
+    whole = {old.mts_session: old.effective_mode} if old.mts_session is not None else {}
+    return {**whole, **old.mts_flows}
 
 
 def check_interfaces(paths: list[AtsssPath]) -> None:

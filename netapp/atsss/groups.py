@@ -19,6 +19,7 @@ from netapp.atsss.abi import TX_GROUPS
 from netapp.atsss.models import AtsssSession
 from netapp.atsss.table import AtsssMaps, ProgramFd
 from netapp.dataplane.groups import GroupPlan, GroupsFull, plan_groups
+from netapp.service.contract import DataplaneFull
 
 log = logging.getLogger(__name__)
 
@@ -48,8 +49,14 @@ class TxGroups:
         self._ifindex = ifindex
 
     def plan(self, sessions: Iterable[AtsssSession]) -> GroupPlan:
-        """The groups once the stored sessions (every tenant's) are `sessions`; GroupsFull."""
-        return plan_groups(self.assigned, wanted_groups(sessions), TX_GROUPS)
+        """The groups after a change whose stored sessions (every tenant's) are `sessions`;
+        DataplaneFull when a new set of ports finds no free group."""
+        try:
+            return plan_groups(self.assigned, wanted_groups(sessions), TX_GROUPS)
+        except GroupsFull as exc:
+            raise DataplaneFull(f"paths: the node's {TX_GROUPS} groups of redundant ports each hold another set of "
+                                f"interfaces; the interfaces {list(exc.args[0])} need one: give the paths the "
+                                "interfaces of another redundant session, or delete one", field="paths") from None
 
     def adopt(self, maps: AtsssMaps, sessions: Iterable[AtsssSession]) -> GroupPlan:
         """At start: each set of ports keeps the group the maps hold it in (its sessions' entries

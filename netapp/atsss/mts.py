@@ -94,8 +94,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from netapp.api.deps import IntentWriterDep, JsonBody, ReaderDep
 from netapp.api.routes.common import AUTHENTICATED, WITH_BODY, documented
 from netapp.atsss import store as stored
+from netapp.atsss.admission import metered_first
 from netapp.atsss.flows import MAX_FLOW_FILTERS, MAX_RULES_PER_FILTER, has_flow_members, session_rules
-from netapp.atsss.models import AccessType, AtsssSession, SteeringMode
+from netapp.atsss.models import AtsssSession, SteeringMode
 from netapp.atsss.routes import AtsssDep
 from netapp.atsss.service import Atsss
 from netapp.service.contract import InvalidInput, NotFound, Principal, Scope
@@ -421,8 +422,7 @@ def _ue_address(text: Optional[str], field: str) -> str:
 
 def check_low_cost(session: AtsssSession) -> None:
     """Low cost runs active-standby over the session's order: the unmetered paths must come first."""
-    metered = [path.access is AccessType.THREE_GPP for path in session.paths]
-    if metered != sorted(metered):
+    if metered_first(session.paths) is not None:
         raise InvalidInput(
             f"mtsMode: low cost (0) takes the first path up in the order of ATSSS session {session.name!r}, whose "
             "paths put a 3GPP (metered) access before a non-3GPP one: reorder its paths, or ask another mode",
@@ -490,7 +490,6 @@ def _steer(atsss: Atsss, tenant: str, mts_id: str, info: MtsSessionInfo, replaci
     flows = session_rules(mts_id, ue, filters, mode) if filters is not None else None
     session = atsss.steer(tenant, mts_id, ue, mode, _body(info), field="flowFilter[0].dstIp", mode_field=mode_field,
                           flows=flows, check=lambda session: check_paths(info, session), replacing=replacing)
-    atsss.qos_held.pop((tenant, mts_id), None)  # a new qosD, or a new UE: its first check sets it again
     return _info(mts_id, _body(info), with_measured_loss(session, atsss.measured_losses(session)))
 
 

@@ -39,9 +39,10 @@ from typing import Callable, ContextManager, Mapping, NamedTuple, Optional
 from pydantic import ValidationError
 
 from netapp.atsss import store as stored
-from netapp.atsss.abi import TX_GROUPS, Path, PathFlags
+from netapp.atsss.abi import Path, PathFlags
 from netapp.atsss.admission import (
     check_interfaces,
+    check_low_cost_order,
     check_redundant,
     check_subflows,
     check_ue,
@@ -53,7 +54,7 @@ from netapp.atsss.admission import (
 )
 from netapp.atsss.flow_states import FlowStates, undone_on_failure
 from netapp.atsss.flows import Rules, apply_rules, check_overlaps, check_tenant_room, stored_rules_of, ue_rules, with_state
-from netapp.atsss.groups import GroupPlan, GroupsFull, PortNames, TxGroups
+from netapp.atsss.groups import GroupPlan, PortNames, TxGroups
 from netapp.atsss.models import (
     AtsssSession,
     AtsssSessionPatch,
@@ -79,7 +80,6 @@ from netapp.dataplane.binding import DataplaneError
 from netapp.intents.errors import IntentError
 from netapp.service.contract import (
     Conflict,
-    DataplaneFull,
     DataplaneUnavailable,
     InvalidInput,
     NotFound,
@@ -246,11 +246,15 @@ class Atsss:
         return session
 
     def session_counters(self, who: Principal, name: str) -> SessionCounters:
-        """Each path's packets and bytes, its state in the data path and its share of the packets."""
-        session = self.get_session(who, name)
-        if self._maps is None or f"{session.tenant}/{session.name}" in self.unserved:
-            return SessionCounters(name=session.name, tenant=session.tenant, ue=session.ue, paths=[])
-        return session_counters(session, self._readings([session]))
+        """Each path's packets and bytes, its state in the data path and its share of the packets.
+        The session and its slots read under the lock: deleted between the two reads, its slots
+        could be another session's (maybe another tenant's), whose counters it would answer. A
+        session has at most 4 paths: the lock is held for one short read of each map."""
+        with self._lock:
+            session = self.get_session(who, name)
+            if self._maps is None or f"{session.tenant}/{session.name}" in self.unserved:
+                return SessionCounters(name=session.name, tenant=session.tenant, ue=session.ue, paths=[])
+            return session_counters(session, self._readings([session]))
 
     def readings(self) -> list[PathReading]:
         """Every path of every tenant's sessions in the data path, read in one batch per map (the
@@ -342,7 +346,8 @@ class Atsss:
         `mode_field` the mode (refused when the session's paths cannot run it). `flows`: the rules of
         its flow filters (netapp.atsss.flows), which then run `mode`; None: the UE's whole downlink.
         `check`: what else the mode needs of the session; `replacing`: NotFound unless the MTS session
-        is stored (a PUT's); both under the lock, with the write. Returns the session as checked."""
+        is stored (a PUT's); both under the lock, with the write, as is forgetting its QoS statuses
+        (qos_held), which a check after the write sets anew. Returns the session as checked."""
         with self._lock, self._rules_lock(), undone_on_failure(self.store) as undos:
             earlier = stored.stored_mts(self.store, tenant, mts_id)
             if replacing and earlier is None:
@@ -370,6 +375,7 @@ class Atsss:
             undos.append(self._apply_flows(before, stored.sessions_of_ues(self.store, ues),
                                            stored_rules_of(mts_id, earlier, earlier_state),
                                            with_state(flows or {}, state)))
+            self.qos_held.pop((tenant, mts_id), None)  # a new qosD, or a new UE: its first check sets it again
         return session
 
     def unsteer(self, tenant: str, mts_id: str) -> bool:
@@ -429,6 +435,7 @@ class Atsss:
                                       policy.quotas_of(tenant).atsss_sessions, "delete one first")
         check_ue(self.store, tenant, spec, old)
         check_subflows(self.store, tenant, spec, old)
+        check_low_cost_order(spec, old)
         if SteeringMode.REDUNDANT in runs_in(spec, old):
             check_interfaces(spec.paths)
         check_weights(spec.paths, runs_in(spec, old), "paths", "an MTS session runs the session's UE weighted: ")
@@ -449,16 +456,6 @@ class Atsss:
         """The service's lock, taken before the store's as every change of the classifier takes it
         (Atsss._lock, the service's lock, the store's: one order, no deadlock with the intents')."""
         return self.rules.lock if self.rules is not None else nullcontext()
-
-    def _plan_groups(self, sessions: list[AtsssSession]) -> GroupPlan:
-        """The groups after a change whose stored sessions (every tenant's) are `sessions`;
-        DataplaneFull when a new set of ports finds no free group."""
-        try:
-            return self._groups.plan(sessions)
-        except GroupsFull as exc:
-            raise DataplaneFull(f"paths: the node's {TX_GROUPS} groups of redundant ports each hold another set of "
-                                f"interfaces; the interfaces {list(exc.args[0])} need one: give the paths the "
-                                "interfaces of another redundant session, or delete one", field="paths") from None
 
     def _apply_flows(self, before: list[AtsssSession], after: list[AtsssSession], old: Rules,
                      new: Rules) -> Callable[[], None]:
@@ -493,7 +490,7 @@ class Atsss:
         found = Found(before, dict(self._groups.assigned), dict(self.unserved))
         redundant = any(session.sends_copies for session in before + after)
         try:
-            plan = self._plan_groups(stored.load_sessions(self.store)) if redundant else None
+            plan = self._groups.plan(stored.load_sessions(self.store)) if redundant else None
             if plan is not None and self._maps is None:
                 self._groups.write(plan, None, None)
             tables = self._tables(after, changed, groups=plan.assigned if plan is not None else None)

@@ -16,8 +16,10 @@ class SecondChange:
     """Put in place of the service's lock (it takes the real one, `lock`) and call `at_read` where the
     first change has read the object: `second` runs then, once."""
 
-    def __init__(self, lock: Any, second: Callable[[], Any]):
-        self._lock, self._second = lock, second
+    def __init__(self, lock: Any, second: Callable[[], Any], ends_first: bool = False):
+        """`ends_first`: a second that takes a free lock ends before the first goes on (for a first
+        that takes no lock: it would else read while the second writes)."""
+        self._lock, self._second, self._ends_first = lock, second, ends_first
         self._thread: Optional[threading.Thread] = None
         self._waiting = threading.Event()  # the second ended, or asks for the lock
         self._error: Optional[BaseException] = None
@@ -26,7 +28,8 @@ class SecondChange:
         if threading.current_thread() is self._thread:
             # A free lock is taken before the first change goes on, which could else take it first.
             taken = self._lock.acquire(blocking=False)
-            self._waiting.set()
+            if not (taken and self._ends_first):
+                self._waiting.set()
             if taken:
                 return taken
         return self._lock.__enter__()
