@@ -146,6 +146,15 @@ def path_readings(session: AtsssSession, values: list[Optional[Path]], counts: l
             for index, (value, count, loss) in enumerate(zip(values, counts, losses))]
 
 
+def still_served(readings: list[PathReading], served: Optional[list[AtsssSession]]) -> list[PathReading]:
+    """The `readings` of sessions `served` as they were read. A session changed during the read may
+    have had its slots given to another, maybe another tenant's, whose counters its readings would
+    carry under its tenant. A change replaces the objects of the sessions it touches
+    (Atsss._served_after), so an object's identity tells, also of slots given away and back."""
+    current = {id(session) for session in served or ()}
+    return [reading for reading in readings if id(reading.session) in current]
+
+
 def session_counters(session: AtsssSession, readings: list[PathReading]) -> SessionCounters:
     """What GET .../counters answers of the session's paths."""
     paths = [PathCounters(index=path.index, slot=session.slots[path.index], access=session.paths[path.index].access,
@@ -258,10 +267,13 @@ class Atsss:
 
     def readings(self) -> list[PathReading]:
         """Every path of every tenant's sessions in the data path, read in one batch per map (the
-        telemetry's poll: netapp.atsss.telemetry); none without a data plane."""
+        telemetry's poll: netapp.atsss.telemetry); none without a data plane. The slots are read
+        outside the lock: the readings of a session changed meanwhile are dropped (still_served)."""
         if self._maps is None:
             return []
-        return self._readings(self._served_sessions())
+        readings = self._readings(self._served_sessions())
+        with self._lock:
+            return still_served(readings, self._served)
 
     def measured_losses(self, session: AtsssSession) -> list[Optional[float]]:
         """Each path's loss as last measured (note_losses), by position; None: never measured."""

@@ -47,24 +47,33 @@ def packets(atsss: Atsss, who: Principal, name: str) -> list[int]:
     return [path.packets for path in atsss.session_counters(who, name).paths]
 
 
+def slots_another_tenant_takes(node, atsss: Atsss) -> SecondChange:
+    """Tenant A's session, its UE's packet sent (1 on its first path), and in place of the service's
+    lock the change that gives its slots to tenant B's session once the test's read calls at_read."""
+    atsss.create_session(CAROL, "ue7", session())
+    send(node, flow_packet())
+    slots = atsss.get_session(CAROL, "ue7").slots
+    change = SecondChange(atsss._lock, lambda: another_tenant_takes_the_slots(node, atsss, slots), ends_first=True)
+    atsss._lock = change
+    return change
+
+
+def another_tenant_takes_the_slots(node, atsss: Atsss, slots: list[int]) -> None:
+    """Tenant A's session deleted, tenant B's created in its slots (the lowest free pair), and B's
+    UE sending 4 packets: 2 on each path."""
+    atsss.delete_session(CAROL, "ue7")
+    taken = atsss.create_session(DAVE, "ue8", session("ue8", OTHER_UE))
+    assert taken.slots == slots, "B's session is given A's slots: the case this test is about"
+    for _ in range(4):
+        send(node, flow_packet(ue=OTHER_UE))
+
+
 def test_counters_read_as_another_tenants_session_takes_the_slots_are_the_sessions_own(node, atsss, monkeypatch):
     """Tenant A's session is deleted and tenant B's created in its slots (the lowest free pair)
     once A's counters request has read A's session; B's UE then sends 4 packets. Read under the
     lock, A's request answers A's own counters (1 packet), as they were before the delete. Read
     outside it, A's request read B's slots after that: B's 4 packets answered as A's."""
-    atsss.create_session(CAROL, "ue7", session())
-    send(node, flow_packet())
-    slots = atsss.get_session(CAROL, "ue7").slots
-
-    def others_take_the_slots() -> None:
-        atsss.delete_session(CAROL, "ue7")
-        taken = atsss.create_session(DAVE, "ue8", session("ue8", OTHER_UE))
-        assert taken.slots == slots, "B's session is given A's slots: the case this test is about"
-        for _ in range(4):
-            send(node, flow_packet(ue=OTHER_UE))
-
-    change = SecondChange(atsss._lock, others_take_the_slots, ends_first=True)
-    atsss._lock = change
+    change = slots_another_tenant_takes(node, atsss)
     monkeypatch.setattr(stored, "stored_session", calling_back(stored.stored_session, change.at_read))
 
     try:
@@ -75,6 +84,25 @@ def test_counters_read_as_another_tenants_session_takes_the_slots_are_the_sessio
 
     assert answered in ([1, 0], None), f"tenant A was answered {answered}: tenant B's counters are [2, 2]"
     assert packets(atsss, DAVE, "ue8") == [2, 2]
+
+
+def test_a_poll_labels_no_session_with_the_counters_of_slots_another_tenant_took(node, atsss, monkeypatch):
+    """The telemetry's poll (Atsss.readings) takes the served sessions, then reads their slots
+    outside the lock. Tenant A's session is deleted and tenant B's created in its slots between the
+    two, and B's UE sends 4 packets: the poll must not answer B's counters labelled with A's session
+    (its points would carry tenant A's tag). It drops A's readings, whose session is no longer
+    served as it was read; B's are the next poll's."""
+    change = slots_another_tenant_takes(node, atsss)
+    monkeypatch.setattr(atsss, "_served_sessions", calling_back(atsss._served_sessions, change.at_read))
+
+    polled = atsss.readings()
+    change.join()
+
+    tenant_a = [reading.counts.packets for reading in polled if reading.session.tenant == "tenant-a"]
+    assert tenant_a in ([1, 0], []), f"tenant A's session was polled with {tenant_a}: tenant B's counters are [2, 2]"
+    monkeypatch.undo()
+    again = {(reading.session.tenant, reading.index): reading.counts.packets for reading in atsss.readings()}
+    assert again == {("tenant-b", 0): 2, ("tenant-b", 1): 2}, "the next poll reads B's session as B's"
 
 
 def test_a_put_that_puts_a_metered_path_first_under_a_low_cost_mts_session_is_refused(atsss):
