@@ -221,16 +221,19 @@ static __always_inline bool n3_fill_ip6(struct dpp_parse *p, void *data, void *e
 	return true;
 }
 
-/* The key and layers the staged parser would produce for the layout of tunnel tun. p is still as
- * the caller zeroed it: only what is not 0 is written. The UE header's part comes last: filled
- * first, it cost an IPv4 UE header 6 instructions more (clang's spills around the family's test). */
+/* The key and layers the staged parser would produce for the layout of tunnel tun, and the address
+ * the tunnel's header goes to (n3_daddr, for the UPF). p is still as the caller zeroed it: only
+ * what is not 0 is written. The UE header's part comes last: filled first, it cost an IPv4 UE
+ * header 6 instructions more (clang's spills around the family's test). */
 static __always_inline bool n3_fill(struct dpp_parse *p, void *data, void *end, __u32 tun,
 				    const struct iphdr *ue, __u8 family, bool psc)
 {
 	const struct vxlan_hdr *vx = data + N3_VXLAN;
+	const struct iphdr *tun_ip = data + tun;
 	const struct gtpu_hdr *gtp = data + N3_GTP(tun);
 	const __u8 *container = data + N3_PSC(tun);
 
+	p->n3_daddr = tun_ip->daddr;
 	p->key.flags = DPP_KEY_GTP;
 	if (tun == N3_TUN_VXLAN) {
 		p->key.vni = bpf_ntohl(vx->vni) >> 8;
