@@ -170,11 +170,15 @@ static __always_inline int upf_signalling(struct xdp_md *ctx, const struct dpp_p
 }
 
 /* A TEID's own entry: its slot of dpp_upf_teids (an inlined array lookup, one line; empty: none)
- * or, past the array, its entry of dpp_upf_uplink, looked up only when that may hold one. */
-static __always_inline const struct dpp_upf_pdr *upf_teid_pdr(struct dpp_upf_ul_key *k)
+ * or, past the array, its entry of dpp_upf_uplink (keyed by the TEID with any QFI, the key made
+ * only then), looked up only when that may hold one. The TEID is copied to the stack: key may be
+ * dpp_upf_sdf's argument, which 6.1's verifier (Debian 12's) takes for no map's key. */
+static __always_inline const struct dpp_upf_pdr *upf_teid_pdr(const struct dpp_flow_key *key)
 {
-	const struct dpp_upf_pdr *pdr = bpf_map_lookup_elem(&dpp_upf_teids, &k->teid);
+	__u32 teid = key->teid;
+	const struct dpp_upf_pdr *pdr = bpf_map_lookup_elem(&dpp_upf_teids, &teid);
 	const struct dpp_upf_uplink_state *state;
+	struct dpp_upf_ul_key k;
 	__u32 zero = 0;
 
 	if (pdr)
@@ -182,7 +186,8 @@ static __always_inline const struct dpp_upf_pdr *upf_teid_pdr(struct dpp_upf_ul_
 	state = bpf_map_lookup_elem(&dpp_upf_uplink_state, &zero);
 	if (!state || !state->teids)
 		return NULL;
-	return bpf_map_lookup_elem(&dpp_upf_uplink, k);
+	k = (struct dpp_upf_ul_key){ .teid = key->teid, .qfi = DPP_UPF_QFI_ANY };
+	return bpf_map_lookup_elem(&dpp_upf_uplink, &k);
 }
 
 /* The uplink PDR of a T-PDU: its TEID's entry, or where PDRs of the TEID differ by QFI, the entry
@@ -191,13 +196,13 @@ static __always_inline const struct dpp_upf_pdr *upf_teid_pdr(struct dpp_upf_ul_
 static __always_inline const struct dpp_upf_pdr *upf_uplink_pdr(const struct dpp_flow_key *key,
 								 bool classify)
 {
-	struct dpp_upf_ul_key k = { .teid = key->teid, .qfi = DPP_UPF_QFI_ANY };
-	const struct dpp_upf_pdr *pdr = upf_teid_pdr(&k), *by_qfi;
+	const struct dpp_upf_pdr *pdr = upf_teid_pdr(key), *by_qfi;
+	struct dpp_upf_ul_key k;
 
 	if (classify && pdr && (pdr->flags & DPP_UPF_PDR_SDF))
 		return pdr;
 	if (pdr && (pdr->flags & DPP_UPF_PDR_BY_QFI) && (key->flags & DPP_KEY_GTP_QFI)) {
-		k.qfi = key->qfi;
+		k = (struct dpp_upf_ul_key){ .teid = key->teid, .qfi = key->qfi };
 		by_qfi = bpf_map_lookup_elem(&dpp_upf_uplink, &k);
 		if (by_qfi)
 			return by_qfi;
