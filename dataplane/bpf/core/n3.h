@@ -194,11 +194,12 @@ static __always_inline void n3_fill_l4(struct dpp_parse *p, void *data, const vo
 
 /* What the staged parser makes of the last IPv4 header it parses, ip (an IPv4 header without
  * options whose L4 header starts with the ports), after the outer IPv4 at N3_IP with its L4
- * protocol outer_proto: the key's addresses and ports, the outer and last layers. */
+ * protocol outer_proto: the key's addresses and ports, the outer and last layers. The key is still
+ * as the caller zeroed it: the addresses' other words are not written again. */
 static __always_inline void n3_fill_ip(struct dpp_parse *p, void *data, const struct iphdr *ip,
 				       __u8 outer_proto)
 {
-	key_set_ipv4(&p->key, ip);
+	key_set_ipv4_fields(&p->key, ip);
 	n3_fill_l4(p, data, ip, ip + 1, ip->protocol, outer_proto);
 }
 
