@@ -161,6 +161,18 @@ def test_the_upfs_fixed_window_works_out_no_carve(capsys):
     assert "s->chunk - s->credit" not in printed
 
 
+def test_the_n3_fast_paths_t_pdu_is_not_read_again_by_the_upf(capsys):
+    """The N3 fast path hands the UPF its tunnel's address (dpp_parse.n3_daddr): neither the uplink
+    nor the TEID miss finds the tunnel's IP header again (upf_ours's line), and the TEID's hash key
+    (with any QFI) is made only when dpp_upf_uplink may hold the TEID, which it does not here."""
+    require_kernel()
+    insns.count_cases(["uplink", "miss"], top=1000)
+    printed = capsys.readouterr().out
+    assert "upf.h:" in printed and "bpf_map_lookup_elem(&dpp_upf_teids" in printed
+    assert "bounded_offset(l->tun_l3)" not in printed
+    assert "DPP_UPF_QFI_ANY" not in printed
+
+
 def test_executed_instructions_are_summed_by_the_source_line_they_belong_to():
     lines = ["a.h:1 x", "a.h:1 x", "b.h:7 y", "a.h:1 x"]  # an index an instruction, as source_lines gives
     assert insns.by_line({0: 1, 1: 1, 2: 5, 3: 1}, lines, 2) == [("b.h:7 y", 5), ("a.h:1 x", 3)]

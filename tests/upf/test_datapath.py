@@ -141,10 +141,14 @@ def test_uplink_is_decapsulated_whatever_the_extension_chain(dp, installed, fami
     assert out.data == decapsulated(family)
 
 
+def in_vxlan(inner: bytes, dst: str = "10.1.0.2") -> bytes:
+    """The frame inside VXLAN, its outer IPv4 header to dst."""
+    return bytes(Ether(**MACS) / IP(src="10.1.0.1", dst=dst) / UDP(sport=1234, dport=4789) / VXLAN(vni=0x445)
+                 / Ether(inner))
+
+
 def test_uplink_inside_vxlan_is_decapsulated_to_the_ue_packet(dp, installed):
-    inner = Ether(uplink_frame())
-    frame = Ether(**MACS) / IP(src="10.1.0.1", dst="10.1.0.2") / UDP(sport=1234, dport=4789) / VXLAN(vni=0x445) / inner
-    out = dp.test_run(bytes(frame), N3_IF)
+    out = dp.test_run(in_vxlan(uplink_frame()), N3_IF)
     assert out.action == "upf"
     assert out.data == decapsulated()
 
@@ -156,12 +160,14 @@ def test_uplink_inside_vxlan_is_decapsulated_to_the_ue_packet(dp, installed):
         (lambda: uplink_frame(teid=0x7FFFFFFF), "n3", "upf_teid_miss"),  # past dpp_upf_teids
         (lambda: uplink_frame(dst="10.3.0.2"), "n3", None),  # another address: transit GTP-U
         (lambda: uplink_frame(teid=TEID + 1, dst="10.3.0.2"), "n3", None),  # no TEID of ours, not to us
+        # the tunnel is VXLAN's inner IPv4 header (the N3 fast path's second layout), not the outer one
+        (lambda: in_vxlan(uplink_frame(dst="10.3.0.2"), dst=N3_IP), "n3", None),
         (lambda: uplink_frame(), "ot", None),  # an interface without a role
         (lambda: uplink_frame(), "n6", None),  # GTP-U on N6 is not decapsulated
         (lambda: uplink_frame(teid=TEID + 1), "n6", None),  # nor is a TEID no PDR has a miss there
     ],
-    ids=["wrong-teid", "teid-past-array", "wrong-address", "wrong-teid-and-address", "no-role", "n6-role",
-         "n6-wrong-teid"],
+    ids=["wrong-teid", "teid-past-array", "wrong-address", "wrong-teid-and-address", "vxlan-to-us-tunnel-not",
+         "no-role", "n6-role", "n6-wrong-teid"],
 )
 def test_near_misses_are_left_to_the_pipeline(dp, installed, frame, ifname, reason):
     sent = frame()

@@ -194,11 +194,12 @@ static __always_inline void n3_fill_l4(struct dpp_parse *p, void *data, const vo
 
 /* What the staged parser makes of the last IPv4 header it parses, ip (an IPv4 header without
  * options whose L4 header starts with the ports), after the outer IPv4 at N3_IP with its L4
- * protocol outer_proto: the key's addresses and ports, the outer and last layers. */
+ * protocol outer_proto: the key's addresses and ports, the outer and last layers. The key is still
+ * as the caller zeroed it: the addresses' other words are not written again. */
 static __always_inline void n3_fill_ip(struct dpp_parse *p, void *data, const struct iphdr *ip,
 				       __u8 outer_proto)
 {
-	key_set_ipv4(&p->key, ip);
+	key_set_ipv4_fields(&p->key, ip);
 	n3_fill_l4(p, data, ip, ip + 1, ip->protocol, outer_proto);
 }
 
@@ -221,16 +222,19 @@ static __always_inline bool n3_fill_ip6(struct dpp_parse *p, void *data, void *e
 	return true;
 }
 
-/* The key and layers the staged parser would produce for the layout of tunnel tun. p is still as
- * the caller zeroed it: only what is not 0 is written. The UE header's part comes last: filled
- * first, it cost an IPv4 UE header 6 instructions more (clang's spills around the family's test). */
+/* The key and layers the staged parser would produce for the layout of tunnel tun, and the address
+ * the tunnel's header goes to (n3_daddr, for the UPF). p is still as the caller zeroed it: only
+ * what is not 0 is written. The UE header's part comes last: filled first, it cost an IPv4 UE
+ * header 6 instructions more (clang's spills around the family's test). */
 static __always_inline bool n3_fill(struct dpp_parse *p, void *data, void *end, __u32 tun,
 				    const struct iphdr *ue, __u8 family, bool psc)
 {
 	const struct vxlan_hdr *vx = data + N3_VXLAN;
+	const struct iphdr *tun_ip = data + tun;
 	const struct gtpu_hdr *gtp = data + N3_GTP(tun);
 	const __u8 *container = data + N3_PSC(tun);
 
+	p->n3_daddr = tun_ip->daddr;
 	p->key.flags = DPP_KEY_GTP;
 	if (tun == N3_TUN_VXLAN) {
 		p->key.vni = bpf_ntohl(vx->vni) >> 8;

@@ -26,7 +26,13 @@ struct dpp_parse {
 	__be16 proto; /* EtherType of the next header; 0: nothing more to parse */
 	__u16 dport; /* UDP destination port of the last parsed IP header, else 0 */
 	__u16 stop;  /* c->stop from data: end of the innermost datagram (or UDP payload) so far */
+	/* The N3 fast path's T-PDU (core/n3.h): the address its tunnel's IPv4 header goes to, read
+	 * while the header was checked, so that the UPF need not find and check it again; 0 for the
+	 * staged parser's packets (and for a tunnel to 0.0.0.0, no interface's address). It takes the
+	 * struct's padding: the size and its zeroing are unchanged. */
+	__be32 n3_daddr;
 } __attribute__((aligned(8)));
+_Static_assert(sizeof(struct dpp_parse) == 88, "n3_daddr takes the padding: no store more to zero");
 
 /* Linear XDP buffers end within a page; a stage starting beyond it finds a truncated packet. */
 #define DPP_MAX_PARSE_OFFSET 4095

@@ -10,13 +10,19 @@
 
 #define IPV4_FRAG_OFFSET 0x1fff
 
-static __always_inline void key_set_ipv4(struct dpp_flow_key *key, const struct iphdr *iph)
+/* What an IPv4 header puts in a key that is not 0: a key zeroed before needs no more. */
+static __always_inline void key_set_ipv4_fields(struct dpp_flow_key *key, const struct iphdr *iph)
 {
 	key->family = 4;
 	key->proto = iph->protocol;
 	key->dscp = iph->tos >> 2;
 	key->src[0] = iph->saddr;
 	key->dst[0] = iph->daddr;
+}
+
+static __always_inline void key_set_ipv4(struct dpp_flow_key *key, const struct iphdr *iph)
+{
+	key_set_ipv4_fields(key, iph);
 	key->src[1] = key->src[2] = key->src[3] = 0;
 	key->dst[1] = key->dst[2] = key->dst[3] = 0;
 	key->sport = key->dport = 0;

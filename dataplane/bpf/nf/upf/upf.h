@@ -114,7 +114,14 @@ failed:
 	return XDP_DROP;
 }
 
-/* The IP header carrying GTP-U is addressed to the interface's own address. */
+/* An IPv4 header carrying GTP-U to daddr is addressed to the interface's own address. */
+static __always_inline bool upf_ours4(const struct dpp_upf_iface *iface, __be32 daddr)
+{
+	return iface->has_ip4 && daddr == iface->addr4;
+}
+
+/* The IP header carrying GTP-U (the staged parser's: read again) is addressed to the interface's
+ * own address. */
 static __always_inline bool upf_ours(struct xdp_md *ctx, const struct dpp_layers *l,
 				     const struct dpp_upf_iface *iface)
 {
@@ -126,7 +133,7 @@ static __always_inline bool upf_ours(struct xdp_md *ctx, const struct dpp_layers
 	if ((void *)(ip4 + 1) > end)
 		return false;
 	if (ip4->version == 4)
-		return iface->has_ip4 && ip4->daddr == iface->addr4;
+		return upf_ours4(iface, ip4->daddr);
 	if ((void *)(ip6 + 1) > end)
 		return false;
 	return iface->has_ip6 && ip6->daddr.in6_u.u6_addr32[0] == iface->addr6[0] &&
@@ -163,11 +170,15 @@ static __always_inline int upf_signalling(struct xdp_md *ctx, const struct dpp_p
 }
 
 /* A TEID's own entry: its slot of dpp_upf_teids (an inlined array lookup, one line; empty: none)
- * or, past the array, its entry of dpp_upf_uplink, looked up only when that may hold one. */
-static __always_inline const struct dpp_upf_pdr *upf_teid_pdr(struct dpp_upf_ul_key *k)
+ * or, past the array, its entry of dpp_upf_uplink (keyed by the TEID with any QFI, the key made
+ * only then), looked up only when that may hold one. The TEID is copied to the stack: key may be
+ * dpp_upf_sdf's argument, which 6.1's verifier (Debian 12's) takes for no map's key. */
+static __always_inline const struct dpp_upf_pdr *upf_teid_pdr(const struct dpp_flow_key *key)
 {
-	const struct dpp_upf_pdr *pdr = bpf_map_lookup_elem(&dpp_upf_teids, &k->teid);
+	__u32 teid = key->teid;
+	const struct dpp_upf_pdr *pdr = bpf_map_lookup_elem(&dpp_upf_teids, &teid);
 	const struct dpp_upf_uplink_state *state;
+	struct dpp_upf_ul_key k;
 	__u32 zero = 0;
 
 	if (pdr)
@@ -175,7 +186,8 @@ static __always_inline const struct dpp_upf_pdr *upf_teid_pdr(struct dpp_upf_ul_
 	state = bpf_map_lookup_elem(&dpp_upf_uplink_state, &zero);
 	if (!state || !state->teids)
 		return NULL;
-	return bpf_map_lookup_elem(&dpp_upf_uplink, k);
+	k = (struct dpp_upf_ul_key){ .teid = key->teid, .qfi = DPP_UPF_QFI_ANY };
+	return bpf_map_lookup_elem(&dpp_upf_uplink, &k);
 }
 
 /* The uplink PDR of a T-PDU: its TEID's entry, or where PDRs of the TEID differ by QFI, the entry
@@ -184,13 +196,13 @@ static __always_inline const struct dpp_upf_pdr *upf_teid_pdr(struct dpp_upf_ul_
 static __always_inline const struct dpp_upf_pdr *upf_uplink_pdr(const struct dpp_flow_key *key,
 								 bool classify)
 {
-	struct dpp_upf_ul_key k = { .teid = key->teid, .qfi = DPP_UPF_QFI_ANY };
-	const struct dpp_upf_pdr *pdr = upf_teid_pdr(&k), *by_qfi;
+	const struct dpp_upf_pdr *pdr = upf_teid_pdr(key), *by_qfi;
+	struct dpp_upf_ul_key k;
 
 	if (classify && pdr && (pdr->flags & DPP_UPF_PDR_SDF))
 		return pdr;
 	if (pdr && (pdr->flags & DPP_UPF_PDR_BY_QFI) && (key->flags & DPP_KEY_GTP_QFI)) {
-		k.qfi = key->qfi;
+		k = (struct dpp_upf_ul_key){ .teid = key->teid, .qfi = key->qfi };
 		by_qfi = bpf_map_lookup_elem(&dpp_upf_uplink, &k);
 		if (by_qfi)
 			return by_qfi;
@@ -313,20 +325,32 @@ static __always_inline int upf_teid_miss(struct dpp_outcome *o, __u32 default_ve
 	return default_verdict == XDP_DROP ? XDP_DROP : XDP_PASS;
 }
 
+/* A T-PDU with its UE packet's key, to our address: the N3 fast path's (whose tunnel is an IPv4
+ * header it read the address of: nothing to find or check again), or the staged parser's. */
+static __always_inline bool upf_tpdu_ours(struct xdp_md *ctx, const struct dpp_parse *p,
+					  const struct dpp_upf_iface *iface, int reason)
+{
+	if (p->n3_daddr)
+		return upf_ours4(iface, p->n3_daddr);
+	return !reason && p->layers.gtp && (p->key.flags & DPP_KEY_GTP) && p->key.family &&
+	       upf_ours(ctx, &p->layers, iface);
+}
+
 /* N3, N9: GTP-U to our address. A parser reason other than signalling leaves the packet to the
- * pipeline's default, as before. */
+ * pipeline's default, as before. A T-PDU is tested first: a signalling message, the staged
+ * parser's only, pays that test, not the fast path's T-PDUs the signalling's. */
 static __always_inline int upf_gtpu(struct xdp_md *ctx, struct dpp_parse *p,
 				    const struct dpp_upf_iface *iface, struct dpp_outcome *o,
 				    int reason, __u32 default_verdict)
 {
 	const struct dpp_upf_pdr *pdr;
 
-	if (!p->layers.gtp || !upf_ours(ctx, &p->layers, iface))
+	if (!upf_tpdu_ours(ctx, p, iface, reason)) {
+		if (reason == DPP_REASON_GTP_SIGNALLING && p->layers.gtp &&
+		    upf_ours(ctx, &p->layers, iface))
+			return upf_signalling(ctx, p, o);
 		return DPP_UPF_NOT_MINE;
-	if (reason == DPP_REASON_GTP_SIGNALLING)
-		return upf_signalling(ctx, p, o);
-	if (reason || !(p->key.flags & DPP_KEY_GTP) || !p->key.family)
-		return DPP_UPF_NOT_MINE;
+	}
 	pdr = upf_uplink_pdr(&p->key, true);
 	if (pdr && (pdr->flags & DPP_UPF_PDR_SDF))
 		return upf_classify(p);
