@@ -3,8 +3,14 @@ program run in live-frame mode (bench/frer/fast.py: unpaced, the three streams o
 test_two_paths.py in turn) and the listener an XDP program that checks each stream's numbers, so
 neither is a Python socket. The nodes run the FRER node's programs (dpp_frer.bpf.o). The run has
 three parts: both paths up; path 1 cut (its link towards b down); path 1 restored. Every frame of
-every stream arrives exactly once and in order; node a numbered what the talker sent, node b passed
-each frame once and discarded exactly the copies path 1 carried (none while cut)."""
+every stream arrives exactly once, none lost; node a numbered what the talker sent, node b passed
+each frame once and discarded exactly the copies path 1 carried (none while cut).
+
+Not asserted here: that they arrive in order. Unpaced, node b's two paths are polled on whichever
+CPU each path's frames came in on, and a frame passed on one CPU waits in that CPU's redirect
+queue until its poll ends, so a later number passed on the other CPU can leave first (a CI run saw 6
+of 300,000 frames late). 802.1CB's recovery eliminates duplicates; it does not reorder. The paced
+tests (test_two_paths.py) check the order."""
 
 from __future__ import annotations
 
@@ -53,7 +59,7 @@ def send_part(traffic: FastTraffic, b, both_paths: bool, cut: dict[int, int]) ->
     return {handle: sent[handle] - before[handle] for handle in sent}
 
 
-def test_at_the_highest_rate_every_frame_arrives_once_in_order_across_a_cut(fast_testbed):
+def test_at_the_highest_rate_every_frame_arrives_once_across_a_cut(fast_testbed):
     site, a, b, traffic = fast_testbed
     send_part(traffic, b, both_paths=True, cut={})
     site.set_link("p1", up=False)
@@ -66,8 +72,10 @@ def test_at_the_highest_rate_every_frame_arrives_once_in_order_across_a_cut(fast
     assert sum(sent.values()) == 3 * FRAMES
     for handle, count in sent.items():
         check = checks[handle]
-        assert (check.received, check.in_order, check.next) == (count, count, count), f"stream {handle}: each once, in order"
-        assert (check.duplicates, check.late, check.skipped, check.beyond) == (0, 0, 0, 0), f"stream {handle}"
+        assert (check.received, check.next) == (count, count), f"stream {handle}: each once"
+        assert (check.duplicates, check.beyond) == (0, 0), f"stream {handle}"
+        # Every number jumped over came later (none lost), and every frame came in order or late.
+        assert check.late == check.skipped and check.in_order + check.late == count, f"stream {handle}: {check}"
         assert a.stream(handle).next_seq == count, "node a numbered every frame the talker sent"
         recovery = b.recovery(handle)
         assert recovery.passed == count, "node b passed each frame once"
