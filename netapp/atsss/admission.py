@@ -112,11 +112,16 @@ def check_redundant(session: AtsssSession, field: str) -> None:
         raise InvalidInput(f"{field}: {why}", field=field, reason=why)
 
 
+def tenant_session_of_ue(store: Store, tenant: str, ue: str) -> Optional[AtsssSession]:
+    """The tenant's session of `ue`; None when `ue` has none, or another tenant's."""
+    owner = stored.session_of_ue(store, ue)
+    return stored.stored_session(store, *owner) if owner is not None and owner[0] == tenant else None
+
+
 def session_to_steer(store: Store, tenant: str, ue: str, field: str) -> AtsssSession:
     """The tenant's session of `ue`, which an MTS session is to steer; InvalidInput naming `field`
     (the caller's name of the UE) when the tenant has none."""
-    owner = stored.session_of_ue(store, ue)
-    session = stored.stored_session(store, *owner) if owner is not None and owner[0] == tenant else None
+    session = tenant_session_of_ue(store, tenant, ue)
     if session is None:
         raise InvalidInput(f"{field}: tenant {tenant!r} has no ATSSS session of UE {ue}: create one with its "
                            "paths first (/api/v1/atsss/sessions)", field=field)

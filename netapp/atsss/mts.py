@@ -94,7 +94,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from netapp.api.deps import IntentWriterDep, JsonBody, ReaderDep
 from netapp.api.routes.common import AUTHENTICATED, WITH_BODY, documented
 from netapp.atsss import store as stored
-from netapp.atsss.admission import metered_first
+from netapp.atsss.admission import metered_first, tenant_session_of_ue
 from netapp.atsss.flows import MAX_FLOW_FILTERS, MAX_RULES_PER_FILTER, has_flow_members, session_rules
 from netapp.atsss.models import AtsssSession, SteeringMode
 from netapp.atsss.routes import AtsssDep
@@ -462,10 +462,7 @@ def with_measured_loss(session: AtsssSession, measured: list[Optional[float]]) -
 def steered_session(atsss: Atsss, tenant: str, ue: str) -> Optional[AtsssSession]:
     """The tenant's ATSSS session of `ue`, its paths' losses the measured ones where known; None
     when it has none."""
-    owner = stored.session_of_ue(atsss.store, ue)
-    if owner is None or owner[0] != tenant:
-        return None
-    session = stored.stored_session(atsss.store, *owner)
+    session = tenant_session_of_ue(atsss.store, tenant, ue)
     return with_measured_loss(session, atsss.measured_losses(session)) if session is not None else None
 
 
