@@ -51,6 +51,7 @@ from netapp.atsss.admission import (
     slots_for,
     steered_by,
 )
+from netapp.atsss.changes_seen import ChangesSeen
 from netapp.atsss.flow_states import FlowStates, undone_on_failure
 from netapp.atsss.flows import Rules, apply_rules, check_overlaps, check_tenant_room, stored_rules_of, ue_rules, with_state
 from netapp.atsss.groups import GroupPlan, PortNames, TxGroups
@@ -93,6 +94,7 @@ from netapp.tenancy.policy import TenantPolicy
 log = logging.getLogger(__name__)
 
 PathMacs = Callable[[AtsssSession, int, Optional[int]], Macs]
+MtsKey = tuple[str, str]  # (tenant, MTS session)
 
 
 def interface_index(name: str) -> Optional[int]:
@@ -173,7 +175,10 @@ class Atsss:
         # Each MEC 015 QoS session's requirements' statuses as last told, by (tenant, MTS session),
         # then by qosD field: each requirement's own hysteresis (netapp.atsss.mts.qos_check's
         # `held`), kept by netapp.atsss.qos_watch.QosWatch.
-        self.qos_held: dict[tuple[str, str], dict[str, str]] = {}
+        self.qos_held: dict[MtsKey, dict[str, str]] = {}
+        # The MTS sessions written or deleted while a QoS check read them outside the lock
+        # (netapp.atsss.changes_seen): their statuses it does not keep (hold_qos).
+        self._mts_changes: ChangesSeen[MtsKey] = ChangesSeen()
         self._states = FlowStates(store, maps if rules is not None else None)  # slots of MTS sessions' flow states
 
     @classmethod
@@ -232,6 +237,23 @@ class Atsss:
         it did not read forgotten (readings.MeasuredLoss.note). Returns (tenant, name) of the
         sessions whose measured loss changed."""
         return self._measured.note(windows, weight)
+
+    def watching_mts(self) -> ContextManager[set[MtsKey]]:
+        """The MTS sessions written or deleted from here on, until the block ends (hold_qos)."""
+        return self._mts_changes.watching(self._lock)
+
+    def hold_qos(self, statuses: Mapping[MtsKey, dict[str, str]], stored_ones: set[MtsKey],
+                 changed: set[MtsKey]) -> set[MtsKey]:
+        """The QoS statuses a check made of the MTS sessions as it read them (`stored_ones`), kept
+        in qos_held for the next, under the lock: none of a session written or deleted since the
+        read (`changed`, watching_mts), whose write forgot its statuses (steer) and whose new qosD
+        a later check sets anew. The sessions gone before the read are forgotten. Returns those kept."""
+        with self._lock:
+            for key in [key for key in self.qos_held if key not in stored_ones and key not in changed]:
+                del self.qos_held[key]
+            kept = {key: value for key, value in statuses.items() if key not in changed}
+            self.qos_held.update(kept)
+            return set(kept)
 
     def _served_sessions(self) -> list[AtsssSession]:
         with self._lock:  # not while a change is under way: its transaction is not over
@@ -329,6 +351,7 @@ class Atsss:
                                            stored_rules_of(mts_id, earlier, earlier_state),
                                            with_state(flows or {}, state)))
             self.qos_held.pop((tenant, mts_id), None)  # a new qosD, or a new UE: its first check sets it again
+            self._mts_changes.note([(tenant, mts_id)])
         return session
 
     def unsteer(self, tenant: str, mts_id: str) -> bool:
@@ -340,6 +363,8 @@ class Atsss:
             before = stored.sessions_of_ues(self.store, [earlier[0]])
             earlier_state = self._states.free(tenant, mts_id)
             stored.remove_mts(self.store, tenant, mts_id)
+            self.qos_held.pop((tenant, mts_id), None)  # with it: a check under way keeps none (hold_qos)
+            self._mts_changes.note([(tenant, mts_id)])
             undos.append(self._apply_flows(before, stored.sessions_of_ues(self.store, [earlier[0]]),
                                            stored_rules_of(mts_id, earlier, earlier_state), {}))
         return True
