@@ -1,8 +1,8 @@
-"""The changes a read made outside ATSSS's service lock may have missed. MEC 015's QoS watch reads
-the stored MTS sessions outside the lock (a read of every session under it would hold every change
-up). Such a read watches, from a point where no change is under way, the keys of what changes
-while it reads, and then, under the lock, keeps what it read of the keys no change touched and
-drops the rest."""
+"""The changes a read made outside ATSSS's service lock may have missed. The telemetry's poll reads
+the served sessions' path slots, and MEC 015's QoS watch the stored MTS sessions, outside the lock
+(a read of every session under it would hold every change up). Such a read watches, from a point
+where no change is under way, the keys of what changes while it reads, and then, under the lock,
+keeps what it read of the keys no change touched and drops the rest."""
 
 from __future__ import annotations
 

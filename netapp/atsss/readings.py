@@ -1,11 +1,11 @@
 """What the telemetry's poll and a session's counters read of ATSSS's path slots, which of a poll's
-readings stand (`still_served`: the slots are read outside the service's lock, so a change made
+readings stand (`unchanged`: the slots are read outside the service's lock, so a change made
 meanwhile may have given a session's slots to another), and each path's loss measured over the
 polls (MeasuredLoss)."""
 
 from __future__ import annotations
 
-from typing import Mapping, NamedTuple, Optional
+from typing import Callable, Iterable, Mapping, NamedTuple, Optional
 
 from netapp.atsss.abi import Path, PathFlags
 from netapp.atsss.models import AtsssSession, PathCounters, SessionCounters
@@ -51,13 +51,19 @@ def path_readings(session: AtsssSession, values: list[Optional[Path]], counts: l
             for index, (value, count, loss) in enumerate(zip(values, counts, losses))]
 
 
-def still_served(readings: list[PathReading], served: Optional[list[AtsssSession]]) -> list[PathReading]:
-    """The `readings` of sessions `served` as they were read. A session changed during the read may
-    have had its slots given to another, maybe another tenant's, whose counters its readings would
-    carry under its tenant. A change replaces the objects of the sessions it touches
-    (service.served_after), so an object's identity tells, also of slots given away and back."""
-    current = {id(session) for session in served or ()}
-    return [reading for reading in readings if id(reading.session) in current]
+def unchanged(readings: list[PathReading], changed: Iterable[tuple[str, str]],
+              unserved: Iterable[str]) -> list[PathReading]:
+    """The `readings` of the sessions no change touched while their slots were read (`changed`:
+    (tenant, name) of those touched, changes_seen.ChangesSeen) and still served (`unserved`:
+    "<tenant>/<name>" of those that are not). A session changed meanwhile may have had its slots
+    given to another, maybe another tenant's, whose counters its readings would carry under its
+    tenant; one untouched holds its slots as it did, since the store gives a stored session's slots
+    to no other. Its readings stand whatever else changed: a reconcile, or a change whose maps or
+    COMMIT failed, reloads the served sessions, and comparing the objects read with the reloaded
+    ones dropped every reading of the poll."""
+    changed, unserved = set(changed), set(unserved)
+    return [reading for reading in readings if (reading.session.tenant, reading.session.name) not in changed
+            and f"{reading.session.tenant}/{reading.session.name}" not in unserved]
 
 
 def session_counters(session: AtsssSession, readings: list[PathReading]) -> SessionCounters:
@@ -81,14 +87,21 @@ class MeasuredLoss:
         """Each path's, by position; None: never measured."""
         return [self._loss.get(path_key(session, index)) for index in range(len(session.slots))]
 
-    def note(self, windows: Mapping[PathKey, Optional[float]], weight: float) -> set[tuple[str, str]]:
+    def note(self, windows: Mapping[PathKey, Optional[float]], weight: float,
+             served: Callable[[set[tuple[str, str]]], set[PathKey]]) -> set[tuple[str, str]]:
         """A poll's loss of every path it read, the part of the numbers judged since the previous
         poll that the UE reported lost, into each path's average (`weight` the window's; a path's
         first window starts it). None: none judged, the average kept, as a UE sending nothing loses
-        nothing new. Paths the poll did not read are forgotten. Returns (tenant, name) of the
-        sessions whose measured loss changed."""
+        nothing new. A path the poll did not read keeps its average while it is `served` (those of
+        the sessions named, the service's): its session changed while its slots were read, and
+        its readings were dropped (unchanged), not its loss; else it is forgotten (its session
+        deleted, or the path given another slot). Returns (tenant, name) of the sessions whose
+        measured loss changed."""
         before = self._loss
         measured = {key: before[key] for key in windows if key in before}
+        unread = before.keys() - windows.keys()
+        if unread:
+            measured.update((key, before[key]) for key in unread & served({key[:2] for key in unread}))
         measured.update((key, loss if key not in before else weight * loss + (1 - weight) * before[key])
                         for key, loss in windows.items() if loss is not None)
         self._loss = measured  # one assignment: a reader sees the old dict or the new one

@@ -63,7 +63,7 @@ from netapp.atsss.models import (
     SteeringMode,
 )
 from netapp.atsss.readings import (MeasuredLoss, PathKey, PathReading, path_key, path_readings, session_counters,
-                                   still_served)
+                                   unchanged)
 from netapp.atsss.resolve import Unresolved, path_macs
 from netapp.atsss.scope import check_scope
 from netapp.atsss.table import (
@@ -176,8 +176,9 @@ class Atsss:
         # then by qosD field: each requirement's own hysteresis (netapp.atsss.mts.qos_check's
         # `held`), kept by netapp.atsss.qos_watch.QosWatch.
         self.qos_held: dict[MtsKey, dict[str, str]] = {}
-        # The MTS sessions written or deleted while a QoS check read them outside the lock
-        # (netapp.atsss.changes_seen): their statuses it does not keep (hold_qos).
+        # What changed while a read outside the lock was under way (netapp.atsss.changes_seen): the
+        # sessions (tenant, name), for the polls' readings; the MTS sessions, for QosWatch's statuses.
+        self._session_changes: ChangesSeen[tuple[str, str]] = ChangesSeen()
         self._mts_changes: ChangesSeen[MtsKey] = ChangesSeen()
         self._states = FlowStates(store, maps if rules is not None else None)  # slots of MTS sessions' flow states
 
@@ -221,12 +222,14 @@ class Atsss:
     def readings(self) -> list[PathReading]:
         """Every path of every tenant's sessions in the data path, read in one batch per map (the
         telemetry's poll: netapp.atsss.telemetry); none without a data plane. The slots are read
-        outside the lock: the readings of a session changed meanwhile are dropped (still_served)."""
+        outside the lock: the readings of a session changed meanwhile are dropped, the others kept
+        (readings.unchanged)."""
         if self._maps is None:
             return []
-        readings = self._readings(self._served_sessions())
-        with self._lock:
-            return still_served(readings, self._served)
+        with self._session_changes.watching(self._lock) as changed:
+            readings = self._readings(self._served_sessions())
+            with self._lock:
+                return unchanged(readings, changed, self.unserved)
 
     def measured_losses(self, session: AtsssSession) -> list[Optional[float]]:
         """Each path's loss as last measured (note_losses), by position; None: never measured."""
@@ -234,9 +237,9 @@ class Atsss:
 
     def note_losses(self, windows: Mapping[PathKey, Optional[float]], weight: float = 1.0) -> set[tuple[str, str]]:
         """A poll's window loss of every path in the data path into each path's average, the paths
-        it did not read forgotten (readings.MeasuredLoss.note). Returns (tenant, name) of the
+        no longer served forgotten (readings.MeasuredLoss.note). Returns (tenant, name) of the
         sessions whose measured loss changed."""
-        return self._measured.note(windows, weight)
+        return self._measured.note(windows, weight, self._served_paths)
 
     def watching_mts(self) -> ContextManager[set[MtsKey]]:
         """The MTS sessions written or deleted from here on, until the block ends (hold_qos)."""
@@ -254,6 +257,11 @@ class Atsss:
             kept = {key: value for key, value in statuses.items() if key not in changed}
             self.qos_held.update(kept)
             return set(kept)
+
+    def _served_paths(self, names: set[tuple[str, str]]) -> set[PathKey]:
+        """The path keys of the sessions `names` the data path serves."""
+        return {path_key(session, index) for session in self._served_sessions()
+                if (session.tenant, session.name) in names for index in range(len(session.slots))}
 
     def _served_sessions(self) -> list[AtsssSession]:
         with self._lock:  # not while a change is under way: its transaction is not over
@@ -460,6 +468,7 @@ class Atsss:
         of its writes, for a transaction that fails after them (its COMMIT: the store then holds
         `before`, and so must the maps)."""
         served, self._served = self._served, None  # loaded again if this fails
+        self._session_changes.note((session.tenant, session.name) for session in before + after)
         found = Found(before, dict(self._groups.assigned), dict(self.unserved))
         redundant = any(session.sends_copies for session in before + after)
         try:
