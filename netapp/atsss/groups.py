@@ -18,6 +18,7 @@ from typing import Callable, Iterable, Mapping, Optional
 from netapp.atsss.abi import TX_GROUPS
 from netapp.atsss.models import AtsssSession
 from netapp.atsss.table import AtsssMaps, ProgramFd
+from netapp.dataplane.binding import DataplaneError
 from netapp.dataplane.groups import GroupPlan, GroupsFull, plan_groups
 from netapp.service.contract import DataplaneFull
 
@@ -102,6 +103,16 @@ class TxGroups:
             maps.groups_clear(stale)
         for group in stale:
             self._written.pop(group, None)
+
+    def clear_stale(self, plan: GroupPlan, maps: AtsssMaps) -> None:
+        """The groups a synced change left unnamed emptied. The maps refusing is logged, the change
+        kept: no session leads to a stale group, so no packet goes through it, and the next
+        redundant change's plan finds it held and named by none, and empties it."""
+        try:
+            self.clear(plan, maps)
+        except DataplaneError as exc:
+            log.warning("ATSSS's stale groups of redundant ports %s could not be emptied (%s): the next change "
+                        "empties them", plan.stale, exc)
 
     def group_of(self, session: AtsssSession, assigned: Optional[Mapping[PortNames, int]] = None) -> int:
         """The group the session names (a planned `assigned`, else the current); 0 if not redundant."""

@@ -45,7 +45,14 @@ live ways, then the slot, then the session, within one run (an RCU read-side sec
    holds its first path (`paired_slot`: slot s pairs path slots 2s - 1 and 2s, the pair the
    store gives a new two-path session, admission.paired_slots), else the lowest free one: a
    retired paired slot is not waited for (`_free_slot`), so a session given the pair a delete
-   just freed is served unpaired, through path[].
+   just freed is served unpaired, through path[]. It moves into its paired slot at the end of
+   the first write that waits (4.) once the slot is free, as a held key is written again (2.):
+   whole into the slot, its way written clean and made live in the one write of `live` that
+   retires its old way and slot. Its MP_SEQ counter counts on from MP_SEQ_SKIP numbers beyond
+   the old slot's as read, as a session moved from the hash does (5.), with no wait of its own
+   (the old slot is not written again before the next wait); a bucket with no clean way leaves
+   it where it is until a later wait. Which sessions are unpaired is known from the writes
+   since the shadow was read: one an earlier run left unpaired stays so until written again.
    The downlink requests those two paths' lines with the session's (nf/atsss/index.h,
    atsss_touch_paths), from the slot the bucket gives, before the session's path[] says which
    path it takes: the session's line and its path's are then fetched together, not one after the
@@ -206,6 +213,7 @@ class SessionIndex:
         self._retired_ways: set[Where] = set()  # cleared, a program run may still read them
         self._retired_slots: set[int] = set()  # led to by a retired way
         self._free_slots = FreeSlots()  # free since a wait
+        self._unpaired: dict[bytes, int] = {}  # raw key -> the paired slot of a session in another (6.)
         self._waited = False  # waited for the programs' runs in this write
         self._moves_due = False  # the hash's sessions not yet moved into clean ways since a read
 
@@ -232,7 +240,7 @@ class SessionIndex:
                     index = int(getattr(raw_index, "value", raw_index))
                     self._bucket[(family, index)] = value
                     self._learn(family, index, value, used)
-        self._free_slots, self._waited = FreeSlots(), False
+        self._free_slots, self._waited, self._unpaired = FreeSlots(), False, {}
         self._retired_slots = set(range(1, MAX_SESSIONS)) - used  # freed by the first wait
         hashed = [key for key, _ in self.hash.items()]
         self.hash.delete([key for key in hashed if bytes(key) in self._where])
@@ -344,12 +352,14 @@ class SessionIndex:
                 self.hash.update([(key, value)])  # the kernel's replace is whole
             else:
                 self._place(key, value, self._where.get(bytes(key)))
+        self._pair_unpaired()
 
     def _delete(self, keys: Iterable[SessionKey]) -> None:
         self._waited = False
         hashed, freed = [], []
         for key in keys:
             where = self._where.pop(bytes(key), None)
+            self._unpaired.pop(bytes(key), None)
             if where is None:
                 hashed.append(key)
                 self._hashed.get((key.family, bucket_of(key)), set()).discard(bytes(key))
@@ -362,6 +372,7 @@ class SessionIndex:
             freed.append((family, index))
         self.hash.delete(hashed)
         self._move_in(freed)
+        self._pair_unpaired()
 
     def _place(self, key: SessionKey, value: Session, old: Optional[Where]) -> None:
         """The session in a free slot and a clean way of its bucket (the old way, if any, retired in
@@ -376,6 +387,7 @@ class SessionIndex:
         else:
             self.hash.update([(key, value)])
             self._where.pop(bytes(key), None)
+            self._unpaired.pop(bytes(key), None)
             self._hashed.setdefault((family, index), set()).add(bytes(key))
         if old is not None:
             bucket.live &= ~(1 << old[2])
@@ -393,6 +405,11 @@ class SessionIndex:
         self._buckets[family].update([(c_uint32(index), bucket)])  # the way written, its bit clear
         bucket.live |= 1 << way
         self._where[bytes(key)] = (family, index, way)
+        wanted = paired_slot(value)
+        if wanted is not None and wanted != slot:
+            self._unpaired[bytes(key)] = wanted
+        else:
+            self._unpaired.pop(bytes(key), None)
 
     def _move_in(self, buckets: Iterable[tuple[int, int]]) -> None:
         """The hash's sessions of `buckets` moved into the clean ways the buckets have (5.): each made
@@ -423,6 +440,27 @@ class SessionIndex:
             self._check_numbers(moved)
             self.hash.delete([key for key, _ in moved])
 
+    def _pair_unpaired(self) -> None:
+        """After a write that waited (4.), the sessions served unpaired whose paired slot is free
+        moved into it (6.)."""
+        if not self._waited:
+            return
+        for raw, wanted in list(self._unpaired.items()):
+            family, index, old = self._where[raw]
+            way = self._clean_way(family, index) if wanted in self._free_slots else None
+            if way is None:
+                continue
+            bucket = self._bucket[(family, index)]
+            value = self._slots.lookup([c_uint32(bucket.slot[old])])[0]
+            if value is None:  # unreadable: left where it is
+                continue
+            value.mp_seq += MP_SEQ_SKIP
+            self._free_slots.take(wanted)
+            self._write_way(SessionKey.from_buffer_copy(raw), value, way, wanted)
+            bucket.live &= ~(1 << old)
+            self._retire((family, index, old))
+            self._buckets[family].update([(c_uint32(index), bucket)])  # one byte: the new way live, the old not
+
     def _check_numbers(self, moved: list[tuple[SessionKey, int]]) -> None:
         """Logged: a moved session whose hash entry's counter passed where its way's began (more
         packets than MP_SEQ_SKIP took a number from the hash before the way was live)."""
@@ -448,7 +486,8 @@ class SessionIndex:
 
     def _free_slot(self, wanted: Optional[int] = None) -> Optional[int]:
         """A free slot: `wanted` when it is free already, else the lowest (the session then served
-        unpaired, its paths from path[]); None when there is none. A retired `wanted` is not waited
+        unpaired, its paths from path[], until a write that waits moves it: _pair_unpaired); None
+        when there is none. A retired `wanted` is not waited
         for: the store gives a new session the pair a delete just freed, whose slot is retired until
         a wait, and a grace period under the service's lock for each create after a delete costs
         more than a fetch of the paths after the session's line."""

@@ -18,6 +18,13 @@ status last told is kept in the service (Atsss.qos_held) for the hysteresis of m
 (netapp.atsss.mts.LOSS_MARGIN): a maxLoss NOT_MET is MET again only once the average is clearly
 below the bound, whatever the session's other requirement (maxLatency) did meanwhile, and its GET
 says the same as the watch. The change told is of the session's qosStatus, its worst requirement's.
+
+The MTS sessions are read and checked outside the service's lock (a read of every one under it
+would hold every change up); the statuses are kept under it, but none of a session an MTS PUT wrote
+or a DELETE took away while the check read it (Atsss.watching_mts, hold_qos): kept, they would carry
+the old qosD's statuses over to the new one, its maxLoss held to the margin of a requirement the
+tenant replaced. Such a session's first check is the next poll's, and its change at this poll, of
+a qosD no longer stored, is not told.
 """
 
 from __future__ import annotations
@@ -28,8 +35,9 @@ from typing import Optional
 
 from netapp.atsss import store as stored
 from netapp.atsss.models import AtsssSession
-from netapp.atsss.mts import QOS, QosD, QosStatus, qos_check, steered_session, worst
-from netapp.atsss.service import Atsss, PathKey
+from netapp.atsss.mts import QOS, QosCheck, QosD, QosStatus, qos_check, steered_session, worst
+from netapp.atsss.readings import PathKey
+from netapp.atsss.service import Atsss, MtsKey
 from netapp.core.config import TelemetrySettings
 
 # A poll window's weight in a path's average loss when none is given: the setting's default, which
@@ -72,29 +80,33 @@ class QosWatch:
         changed = self.atsss.note_losses(windows, self.loss_weight)
         if not changed:
             return []
-        qos_sessions = [(tenant, mts_id, ue, body) for tenant, mts_id, ue, body in stored.load_mts(self.atsss.store)
-                        if body.get("mtsMode") == QOS]
-        kept = {(tenant, mts_id) for tenant, mts_id, _, _ in qos_sessions}
-        # The deleted ones forgotten; over a copy, and popped: a PUT may drop one meanwhile.
-        for key in [key for key in list(self.statuses) if key not in kept]:
-            self.statuses.pop(key, None)
-        changes = []
-        for tenant, mts_id, ue, body in qos_sessions:
-            session = steered_session(self.atsss, tenant, ue)
-            if session is not None and (session.tenant, session.name) in changed:
-                change = self._checked(tenant, mts_id, body, session)
-                if change is not None:
-                    changes.append(change)
-        return changes
+        with self.atsss.watching_mts() as written:
+            qos_sessions = [(tenant, mts_id, ue, body) for tenant, mts_id, ue, body in stored.load_mts(self.atsss.store)
+                            if body.get("mtsMode") == QOS]
+            checks: dict[MtsKey, tuple[QosCheck, Optional[QosChange]]] = {}
+            for tenant, mts_id, ue, body in qos_sessions:
+                session = steered_session(self.atsss, tenant, ue)
+                if session is not None and (session.tenant, session.name) in changed:
+                    checks[(tenant, mts_id)] = self._checked(tenant, mts_id, body, session)
+            kept = self.atsss.hold_qos({key: check.requirements for key, (check, _) in checks.items()},
+                                       {(tenant, mts_id) for tenant, mts_id, _, _ in qos_sessions}, written)
+        return [told(change) for key, (_, change) in checks.items() if key in kept and change is not None]
 
-    def _checked(self, tenant: str, mts_id: str, body: dict, session: AtsssSession) -> Optional[QosChange]:
+    def _checked(self, tenant: str, mts_id: str, body: dict, session: AtsssSession
+                 ) -> tuple[QosCheck, Optional[QosChange]]:
+        """The session's qosD checked, and the change of its qosStatus from the check before (None:
+        none, or this is its first)."""
         held = self.statuses.get((tenant, mts_id))
         check = qos_check(QosD.model_validate(body["qosD"]), session, held)
-        self.statuses[(tenant, mts_id)] = check.requirements
         before = worst(held.values()) if held is not None else None
         if before is None or before == check.status:
-            return None
-        log.warning("MTS session %s of tenant %s: qosStatus %s -> %s over the measured losses%s", mts_id, tenant,
-                    before.value, check.status.value, f" ({check.reason})" if check.reason else "")
-        return QosChange(tenant, mts_id, session.name, body["appInsId"], before, check.status, check.reason,
-                         tuple(path.loss for path in session.paths), tuple(path.up for path in session.paths))
+            return check, None
+        return check, QosChange(tenant, mts_id, session.name, body["appInsId"], before, check.status, check.reason,
+                                tuple(path.loss for path in session.paths), tuple(path.up for path in session.paths))
+
+
+def told(change: QosChange) -> QosChange:
+    """`change`, logged."""
+    log.warning("MTS session %s of tenant %s: qosStatus %s -> %s over the measured losses%s", change.mts_session,
+                change.tenant, change.before.value, change.after.value, f" ({change.reason})" if change.reason else "")
+    return change

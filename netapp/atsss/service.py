@@ -34,12 +34,11 @@ import threading
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Callable, ContextManager, Mapping, NamedTuple, Optional
+from typing import Callable, ContextManager, Mapping, Optional
 
 from pydantic import ValidationError
 
 from netapp.atsss import store as stored
-from netapp.atsss.abi import Path, PathFlags
 from netapp.atsss.admission import (
     check_interfaces,
     check_low_cost_order,
@@ -52,6 +51,7 @@ from netapp.atsss.admission import (
     slots_for,
     steered_by,
 )
+from netapp.atsss.changes_seen import ChangesSeen
 from netapp.atsss.flow_states import FlowStates, undone_on_failure
 from netapp.atsss.flows import Rules, apply_rules, check_overlaps, check_tenant_room, stored_rules_of, ue_rules, with_state
 from netapp.atsss.groups import GroupPlan, PortNames, TxGroups
@@ -59,10 +59,11 @@ from netapp.atsss.models import (
     AtsssSession,
     AtsssSessionPatch,
     AtsssSessionSpec,
-    PathCounters,
     SessionCounters,
     SteeringMode,
 )
+from netapp.atsss.readings import (MeasuredLoss, PathKey, PathReading, path_key, path_readings, session_counters,
+                                   unchanged)
 from netapp.atsss.resolve import Unresolved, path_macs
 from netapp.atsss.scope import check_scope
 from netapp.atsss.table import (
@@ -70,8 +71,6 @@ from netapp.atsss.table import (
     AtsssTables,
     Macs,
     Moved,
-    PathCounts,
-    PathLoss,
     ProgramFd,
     TableOf,
     entries_of,
@@ -95,14 +94,7 @@ from netapp.tenancy.policy import TenantPolicy
 log = logging.getLogger(__name__)
 
 PathMacs = Callable[[AtsssSession, int, Optional[int]], Macs]
-# A path's identity while it runs: its session's tenant and name and its slot, not its position (a
-# body that reorders the paths keeps their slots, admission.slots_for, and so their rates and measured loss;
-# a path given another slot, or its slot emptied and given again, starts over: its counters are zeroed).
-PathKey = tuple[str, str, int]
-
-
-def path_key(session: AtsssSession, index: int) -> PathKey:
-    return session.tenant, session.name, session.slots[index]
+MtsKey = tuple[str, str]  # (tenant, MTS session)
 
 
 def interface_index(name: str) -> Optional[int]:
@@ -114,55 +106,6 @@ def interface_index(name: str) -> Optional[int]:
 
 def resolve_macs(session: AtsssSession, index: int, ifindex: Optional[int]) -> Macs:
     return path_macs(session.paths[index], index, ifindex)
-
-
-class PathReading(NamedTuple):
-    """One path of a session as the maps hold it now: its slot's entry (None: not there), its
-    counters, its share of the session's packets (None: the session sent none) and what the UE's
-    Ack Vectors told of its loss. Plain tuples: a poll reads 20,000 of them, and validated models
-    would cost it most of its time."""
-
-    session: AtsssSession
-    index: int
-    value: Optional[Path]
-    counts: PathCounts
-    share: Optional[float]
-    loss: PathLoss = PathLoss(0, 0)
-
-    @property
-    def up(self) -> bool:
-        return bool(self.value.flags & PathFlags.UP) if self.value is not None else False
-
-    @property
-    def rtt_us(self) -> int:
-        return self.value.rtt_us if self.value is not None else 0
-
-
-def path_readings(session: AtsssSession, values: list[Optional[Path]], counts: list[PathCounts],
-                  losses: list[PathLoss]) -> list[PathReading]:
-    """The session's paths, by position, as its slots' entries and counters say."""
-    total = sum(count.packets for count in counts)
-    return [PathReading(session, index, value, count, count.packets / total if total else None, loss)
-            for index, (value, count, loss) in enumerate(zip(values, counts, losses))]
-
-
-def still_served(readings: list[PathReading], served: Optional[list[AtsssSession]]) -> list[PathReading]:
-    """The `readings` of sessions `served` as they were read. A session changed during the read may
-    have had its slots given to another, maybe another tenant's, whose counters its readings would
-    carry under its tenant. A change replaces the objects of the sessions it touches
-    (Atsss._served_after), so an object's identity tells, also of slots given away and back."""
-    current = {id(session) for session in served or ()}
-    return [reading for reading in readings if id(reading.session) in current]
-
-
-def session_counters(session: AtsssSession, readings: list[PathReading]) -> SessionCounters:
-    """What GET .../counters answers of the session's paths."""
-    paths = [PathCounters(index=path.index, slot=session.slots[path.index], access=session.paths[path.index].access,
-                          weight=session.paths[path.index].weight, up=path.up, rtt_us=path.rtt_us,
-                          share=path.share, delivered=path.loss.delivered, lost=path.loss.lost,
-                          loss=path.loss.ratio, **path.counts._asdict())
-             for path in readings]
-    return SessionCounters(name=session.name, tenant=session.tenant, ue=session.ue, paths=paths)
 
 
 def patched(current: AtsssSession, patch: AtsssSessionPatch) -> AtsssSessionSpec:
@@ -181,6 +124,15 @@ def patched(current: AtsssSession, patch: AtsssSessionPatch) -> AtsssSessionSpec
         return AtsssSessionSpec.model_validate(body)
     except ValidationError as exc:  # e.g. every weight of a weighted session made 0
         raise IntentError.from_validation(exc) from None
+
+
+def served_after(served: list[AtsssSession], touched: list[AtsssSession], after: list[AtsssSession],
+                 unserved: Mapping[str, str]) -> list[AtsssSession]:
+    """`served` with the `touched` sessions replaced by what they are `after` the change (those
+    `unserved` left out)."""
+    names = {(session.tenant, session.name) for session in touched}
+    return [session for session in served if (session.tenant, session.name) not in names] + [
+        session for session in after if f"{session.tenant}/{session.name}" not in unserved]
 
 
 @dataclass
@@ -219,13 +171,15 @@ class Atsss:
         # The sessions in the maps, for the telemetry's polls: loaded from the store once, then kept
         # up to date by each change (loading 10,000 takes far longer than reading their counters).
         self._served: Optional[list[AtsssSession]] = None
-        # Each path's loss as measured from the UE's Ack Vectors, by path_key: the average of the polls'
-        # windows of the data path's counters (netapp.atsss.telemetry), what MEC 015's QoS check reads.
-        self._measured_loss: dict[PathKey, float] = {}
+        self._measured = MeasuredLoss()  # each path's, from the polls' windows: what MEC 015's QoS check reads
         # Each MEC 015 QoS session's requirements' statuses as last told, by (tenant, MTS session),
         # then by qosD field: each requirement's own hysteresis (netapp.atsss.mts.qos_check's
         # `held`), kept by netapp.atsss.qos_watch.QosWatch.
-        self.qos_held: dict[tuple[str, str], dict[str, str]] = {}
+        self.qos_held: dict[MtsKey, dict[str, str]] = {}
+        # What changed while a read outside the lock was under way (netapp.atsss.changes_seen): the
+        # sessions (tenant, name), for the polls' readings; the MTS sessions, for QosWatch's statuses.
+        self._session_changes: ChangesSeen[tuple[str, str]] = ChangesSeen()
+        self._mts_changes: ChangesSeen[MtsKey] = ChangesSeen()
         self._states = FlowStates(store, maps if rules is not None else None)  # slots of MTS sessions' flow states
 
     @classmethod
@@ -268,29 +222,46 @@ class Atsss:
     def readings(self) -> list[PathReading]:
         """Every path of every tenant's sessions in the data path, read in one batch per map (the
         telemetry's poll: netapp.atsss.telemetry); none without a data plane. The slots are read
-        outside the lock: the readings of a session changed meanwhile are dropped (still_served)."""
+        outside the lock: the readings of a session changed meanwhile are dropped, the others kept
+        (readings.unchanged)."""
         if self._maps is None:
             return []
-        readings = self._readings(self._served_sessions())
-        with self._lock:
-            return still_served(readings, self._served)
+        with self._session_changes.watching(self._lock) as changed:
+            readings = self._readings(self._served_sessions())
+            with self._lock:
+                return unchanged(readings, changed, self.unserved)
 
     def measured_losses(self, session: AtsssSession) -> list[Optional[float]]:
         """Each path's loss as last measured (note_losses), by position; None: never measured."""
-        return [self._measured_loss.get(path_key(session, index)) for index in range(len(session.slots))]
+        return self._measured.of(session)
 
     def note_losses(self, windows: Mapping[PathKey, Optional[float]], weight: float = 1.0) -> set[tuple[str, str]]:
-        """A poll's loss of every path in the data path, the part of the numbers judged since the
-        previous poll that the UE reported lost, into each path's exponentially weighted average
-        (`weight` the window's; a path's first window starts it). None: none judged, the average
-        kept, as a UE sending nothing loses nothing new. Paths the poll did not read are forgotten.
-        Returns (tenant, name) of the sessions whose measured loss changed."""
-        before = self._measured_loss
-        measured = {key: before[key] for key in windows if key in before}
-        measured.update((key, loss if key not in before else weight * loss + (1 - weight) * before[key])
-                        for key, loss in windows.items() if loss is not None)
-        self._measured_loss = measured  # one assignment: a reader sees the old dict or the new one
-        return {key[:2] for key in before.keys() | measured.keys() if before.get(key) != measured.get(key)}
+        """A poll's window loss of every path in the data path into each path's average, the paths
+        no longer served forgotten (readings.MeasuredLoss.note). Returns (tenant, name) of the
+        sessions whose measured loss changed."""
+        return self._measured.note(windows, weight, self._served_paths)
+
+    def watching_mts(self) -> ContextManager[set[MtsKey]]:
+        """The MTS sessions written or deleted from here on, until the block ends (hold_qos)."""
+        return self._mts_changes.watching(self._lock)
+
+    def hold_qos(self, statuses: Mapping[MtsKey, dict[str, str]], stored_ones: set[MtsKey],
+                 changed: set[MtsKey]) -> set[MtsKey]:
+        """The QoS statuses a check made of the MTS sessions as it read them (`stored_ones`), kept
+        in qos_held for the next, under the lock: none of a session written or deleted since the
+        read (`changed`, watching_mts), whose write forgot its statuses (steer) and whose new qosD
+        a later check sets anew. The sessions gone before the read are forgotten. Returns those kept."""
+        with self._lock:
+            for key in [key for key in self.qos_held if key not in stored_ones and key not in changed]:
+                del self.qos_held[key]
+            kept = {key: value for key, value in statuses.items() if key not in changed}
+            self.qos_held.update(kept)
+            return set(kept)
+
+    def _served_paths(self, names: set[tuple[str, str]]) -> set[PathKey]:
+        """The path keys of the sessions `names` the data path serves."""
+        return {path_key(session, index) for session in self._served_sessions()
+                if (session.tenant, session.name) in names for index in range(len(session.slots))}
 
     def _served_sessions(self) -> list[AtsssSession]:
         with self._lock:  # not while a change is under way: its transaction is not over
@@ -315,14 +286,14 @@ class Atsss:
 
     def create_session(self, who: Principal, name: str, spec: AtsssSessionSpec) -> AtsssSession:
         """A new session, named as get_session names one; Conflict when the tenant has one of that name."""
-        session, _ = self._put(who, self._owner(who, name, spec), spec, must_be_new=True)
+        session, _ = self._put(who, ServiceState.writer_owner(who, name, "session", spec.name), spec, must_be_new=True)
         return session
 
     def put_session(self, who: Principal, name: str, spec: AtsssSessionSpec) -> tuple[AtsssSession, bool]:
         """Create or replace the session `name` names; True when created. Paths keep their slots
         while they are the same subflow on the same access, wherever the body puts them (and their
         DCCP sequence numbers and counters, admission.slots_for)."""
-        return self._put(who, self._owner(who, name, spec), spec, must_be_new=False)
+        return self._put(who, ServiceState.writer_owner(who, name, "session", spec.name), spec, must_be_new=False)
 
     def patch_session(self, who: Principal, name: str, patch: AtsssSessionPatch) -> AtsssSession:
         """The session's mode and paths' state (up, RTT, weight) changed, the rest kept: read,
@@ -388,6 +359,7 @@ class Atsss:
                                            stored_rules_of(mts_id, earlier, earlier_state),
                                            with_state(flows or {}, state)))
             self.qos_held.pop((tenant, mts_id), None)  # a new qosD, or a new UE: its first check sets it again
+            self._mts_changes.note([(tenant, mts_id)])
         return session
 
     def unsteer(self, tenant: str, mts_id: str) -> bool:
@@ -399,6 +371,8 @@ class Atsss:
             before = stored.sessions_of_ues(self.store, [earlier[0]])
             earlier_state = self._states.free(tenant, mts_id)
             stored.remove_mts(self.store, tenant, mts_id)
+            self.qos_held.pop((tenant, mts_id), None)  # with it: a check under way keeps none (hold_qos)
+            self._mts_changes.note([(tenant, mts_id)])
             undos.append(self._apply_flows(before, stored.sessions_of_ues(self.store, [earlier[0]]),
                                            stored_rules_of(mts_id, earlier, earlier_state), {}))
         return True
@@ -420,11 +394,6 @@ class Atsss:
                 self._groups.clear(plan, self._maps)
 
     # --- helpers -------------------------------------------------------------------------------
-
-    @staticmethod
-    def _owner(who: Principal, name: str, spec: AtsssSessionSpec) -> str:
-        """The tenant of the session `name` names, whose name the body must repeat."""
-        return ServiceState.writer_owner(who, name, "session", spec.name)
 
     def _put(self, who: Principal, tenant: str, spec: AtsssSessionSpec, must_be_new: bool) -> tuple[AtsssSession, bool]:
         with self._lock, undone_on_failure(self.store) as undos:
@@ -499,6 +468,7 @@ class Atsss:
         of its writes, for a transaction that fails after them (its COMMIT: the store then holds
         `before`, and so must the maps)."""
         served, self._served = self._served, None  # loaded again if this fails
+        self._session_changes.note((session.tenant, session.name) for session in before + after)
         found = Found(before, dict(self._groups.assigned), dict(self.unserved))
         redundant = any(session.sends_copies for session in before + after)
         try:
@@ -522,27 +492,10 @@ class Atsss:
                 self._put_back(found)
                 raise DataplaneUnavailable(f"the data plane refused the ATSSS sessions: {exc}") from exc
             if plan is not None:
-                self._clear_stale_groups(plan)
+                self._groups.clear_stale(plan, self._maps)
         if served is not None:
-            self._served = self._served_after(served, before + after, after)
+            self._served = served_after(served, before + after, after, self.unserved)
         return lambda: self._put_back(found)
-
-    def _clear_stale_groups(self, plan: GroupPlan) -> None:
-        """The groups the synced change left unnamed emptied. The maps refusing is logged, the change
-        kept: no session leads to a stale group, so no packet goes through it, and the next
-        redundant change's plan finds it held and named by none, and empties it."""
-        try:
-            self._groups.clear(plan, self._maps)
-        except DataplaneError as exc:
-            log.warning("ATSSS's stale groups of redundant ports %s could not be emptied (%s): the next change "
-                        "empties them", plan.stale, exc)
-
-    def _served_after(self, served: list[AtsssSession], touched: list[AtsssSession],
-                      after: list[AtsssSession]) -> list[AtsssSession]:
-        """`served` with the `touched` sessions replaced by what they are `after` the change."""
-        names = {(session.tenant, session.name) for session in touched}
-        return [session for session in served if (session.tenant, session.name) not in names] + [
-            session for session in after if f"{session.tenant}/{session.name}" not in self.unserved]
 
     def _put_back(self, found: Found) -> None:
         """The maps as a change `found` them, once they refused it or the store its COMMIT: its UEs'

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Optional
 
 from netapp.atsss.acks import AckCounters
-from netapp.atsss.service import PathKey, PathReading, path_key
+from netapp.atsss.readings import PathKey, PathReading, path_key
 from netapp.telemetry.collector import RateKeeper
 from netapp.telemetry.poll import ATSSS_ACK, ATSSS_PATH, ATSSS_QOS, FieldValue, Point, counter_fields
 

@@ -3,19 +3,24 @@ atsss_touch_paths): the index gives a new session the slot of dpp_atsss_slots wh
 slots (2s - 1, 2s) holds its first path when that slot is free, whatever order the sessions come
 in, so that the downlink requests its paths' lines with the session's; a session whose paired slot
 is held takes the lowest free one and is served on its own paths all the same (the paths the
-downlink touches are a hint, path[] decides), as is a session whose pair is another's paths; through
+downlink touches are a hint, path[] decides), as is a session whose pair is another's paths; one
+given the pair a delete freed, its paired slot retired, moves into it at the end of the next write
+that waits for the programs' runs, and is served on its paths before and after; through
 the service (the pinned pipeline), a new session's paths take a free pair of path slots and its
 session the slot paired with them."""
 
 from __future__ import annotations
 
+from typing import Callable
+
 from netapp.atsss.abi import INDEX4_WAYS, Mode, Session, paired_path_slots, paired_session_slot
-from netapp.atsss.index import SessionIndex
+from netapp.atsss.index import MP_SEQ_SKIP, SessionIndex
 from netapp.dataplane.fake import FakeDpp
 from netapp.dataplane.tables import Table
 from tests.atsss.atsss import XDP_TX, AtsssProgram, PathSpec, decode, ethernet, session_key, ue_packet
 from tests.atsss.test_index import index  # noqa: F401 (the fixture: a SessionIndex over the program's maps)
 from tests.atsss.test_service_pipeline import ADMIN, held_slot, instance, kernel, session, start  # noqa: F401
+from tests.utils.interleave import calling_back
 
 
 def path_in(slot: int) -> PathSpec:
@@ -98,6 +103,58 @@ def test_a_deleted_session_s_slot_is_taken_again_by_the_session_paired_with_it_o
         slots.append(index.slot(session_key("10.91.0.9")))
     assert slots[-1] == 1 and 1 not in slots[:-1], f"the wait freed slot 1, taken again by its paired session: {slots}"
     assert peers_of(atsss, "10.91.0.9", 2) == [path_in(1).peer, path_in(2).peer]
+
+
+def rewritten_until_a_wait(index: SessionIndex, ue: str, waited: Callable[[], bool]) -> None:
+    """The UE's session written again as it is (a way of its bucket retired each time) until the
+    index has waited for the programs' runs: a write needing a clean way waits once every way of
+    the bucket is retired, at the latest."""
+    for _ in range(INDEX4_WAYS):
+        index.write([(session_key(ue), index.get(session_key(ue)))])  # type: ignore[list-item]
+        if waited():
+            return
+    raise AssertionError("no write waited")
+
+
+def test_a_session_served_unpaired_moves_into_its_paired_slot_at_the_next_write_that_waits():
+    """The pair a delete freed is given to a new session, served from the lowest free slot (6) while
+    its paired one (3) is retired; a later write (another session's) waits, which frees slot 3: the
+    session is moved into it at the end of that write, whole, its MP_SEQ counter MP_SEQ_SKIP on. It
+    stayed in slot 6 until written again."""
+    fake = FakeDpp()
+    index = SessionIndex(lambda name: Table(fake, name))
+    index.write([(session_key(f"10.91.0.{n}"), two_paths(2 * n - 1)) for n in range(1, 6)])
+    index.delete([session_key("10.91.0.3")])
+    unpaired = two_paths(5)
+    unpaired.mp_seq = 41
+    index.write([(session_key("10.91.0.99"), unpaired)])
+    assert index.slot(session_key("10.91.0.99")) == 6
+    waits = fake.reader_waits
+
+    rewritten_until_a_wait(index, "10.91.0.1", lambda: fake.reader_waits > waits)
+
+    assert index.slot(session_key("10.91.0.99")) == 3, "in the slot paired with its paths"
+    moved = index.get(session_key("10.91.0.99"))
+    assert moved is not None and list(moved.path[:2]) == [5, 6] and moved.mp_seq == 41 + MP_SEQ_SKIP
+    assert SessionIndex(lambda name: Table(fake, name)).slot(session_key("10.91.0.99")) == 3, "the maps say so too"
+
+
+def test_a_session_moved_into_its_paired_slot_is_served_on_its_paths_before_and_after(atsss, index, monkeypatch):
+    put(atsss, index, "10.91.0.8", [1, 2])
+    index.delete([session_key("10.91.0.8")])
+    put(atsss, index, "10.91.0.9", [1, 2])  # slot 1 retired: served from slot 2
+    put(atsss, index, "10.91.0.10", [5, 6])
+    assert [index.slot(session_key(ue)) for ue in ("10.91.0.9", "10.91.0.10")] == [2, 3]
+    assert peers_of(atsss, "10.91.0.9", 3) == [path_in(slot).peer for slot in (1, 2, 1)]
+    waits = []
+    monkeypatch.setattr(index, "wait", calling_back(index.wait, lambda: waits.append(1)))
+
+    rewritten_until_a_wait(index, "10.91.0.10", lambda: bool(waits))
+
+    assert index.slot(session_key("10.91.0.9")) == 1
+    assert peers_of(atsss, "10.91.0.9", 3) == [path_in(slot).peer for slot in (2, 1, 2)], \
+        "its round-robin goes on from where the old slot's left it"
+    assert peers_of(atsss, "10.91.0.10", 2) == [path_in(slot).peer for slot in (5, 6)]
 
 
 def test_sessions_made_through_the_service_sit_in_the_slots_paired_with_their_paths(instance, store, kernel):
