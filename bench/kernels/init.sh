@@ -13,7 +13,7 @@ export PATH=/bin:/dpp
 
 say() { echo "@dpp $*"; }
 
-# A kernel that refuses the data path must refuse its upgrade too (libdpp checks the kernel before
+# A kernel too old for the data path must refuse its upgrade too (libdpp checks the kernel before
 # it loads the new programs). No instance can be loaded here, so one is pinned by hand where libdpp
 # keeps the default one (stand-in: the pipeline's maps, a small entry program), and `dppctl upgrade`
 # opens it as it opens a running instance.
@@ -43,7 +43,8 @@ if dppctl -v attach -i dpp0 >/tmp/attach.log 2>&1; then
 else
 	say "service refused"
 	grep -v 'relocated, imm\|insns from sub-prog' /tmp/attach.log | tail -n 40 | sed 's/^/@dpp log service dppctl: /'
-	upgrade_refused
+	# refused by libdpp's kernel check, not by a verifier (the stand-in's maps suit only the former)
+	if grep -q 'is older than' /tmp/attach.log; then upgrade_refused; fi
 fi
 
 # The tests' way: every object, every knob setting. Its exit status (the loads it refused) told too:

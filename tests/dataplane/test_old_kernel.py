@@ -160,9 +160,10 @@ def test_an_older_kernel_is_refused_the_data_path_with_its_version_and_what_it_l
 
 def test_an_older_kernel_is_refused_the_upgrade_too(too_old: boot.Boot) -> None:
     """dppctl upgrade of an instance pinned by hand (bench/kernels/stand_in.c): opened from its pins,
-    then refused by dpp_upgrade's own check, the pinned program left as it was."""
+    then refused by dpp_upgrade's own check."""
     upgrade = _dppctl_load(too_old, "upgrade")
     assert not upgrade.loaded and upgrade.refused_by == "dppctl", upgrade.log
+    assert "dppctl: instance 'default' reused from /sys/fs/bpf/dpp/default" in upgrade.log, upgrade.log
     assert f"dppctl: {TOO_OLD_REASON.format(release=too_old.release)}" in upgrade.log, upgrade.log
     assert any("upgrade instance 'default' (the previous program still runs)" in line for line in upgrade.log)
 
