@@ -13,8 +13,9 @@ APT_PACKAGES := clang llvm libbpf-dev bpftool libxdp-dev iproute2 gcc make pkg-c
 # dissectors judge the frames the data path builds (tests/atsss/tshark.py: DCCP header, options and
 # checksum). qemu-system-x86, busybox-static and linux-image-amd64 (Debian 12's kernel, 6.1, in
 # /boot: what a Debian 12 machine boots already): tests/dataplane/test_old_kernel.py boots it under
-# qemu and loads every program there (bench/kernels).
-TEST_APT_PACKAGES := tshark qemu-system-x86 busybox-static linux-image-amd64
+# qemu and loads every program there (bench/kernels); zstd unpacks the veth module of Ubuntu 24.04's
+# kernel for it.
+TEST_APT_PACKAGES := tshark qemu-system-x86 busybox-static linux-image-amd64 zstd
 PYTEST_ARGS ?=
 # Options of `netapp demo`, e.g. DEMO_ARGS="--duration 60".
 DEMO_ARGS ?=
@@ -172,12 +173,16 @@ influxd:
 	@$(call step,4) -t "cached, or built once in 1-2 minutes" "InfluxDB $(INFLUXDB_VERSION) for the telemetry" \
 		scripts/influxd $(INFLUXDB_VERSION) $(INFLUXD)
 
-# Debian 12's backported 6.12 (bookworm-backports), which tests/dataplane/test_old_kernel.py boots
-# under qemu beside 6.1: unpacked into a cache outside the clone (scripts/debian-kernel: $KERNELS_CACHE,
-# else ~/.cache/dpp-netapp/kernels), not installed, no apt source added to the machine's.
+# The kernels tests/dataplane/test_old_kernel.py boots under qemu beside Debian 12's own 6.1: Debian
+# 12's backported 6.12 (bookworm-backports), Ubuntu 24.04's 6.8 and 22.04's HWE 6.5, which must take
+# the data path, and 22.04's 5.15, which must be refused. Unpacked into a cache outside the clone
+# (scripts/fetch-kernel: $KERNELS_CACHE, else ~/.cache/dpp-netapp/kernels), not installed, no apt
+# source added to the machine's.
+KERNELS := "debian 6.12 bookworm-backports" "ubuntu 6.8 noble-updates" "ubuntu 6.5 jammy-updates" \
+	"ubuntu 5.15 jammy-updates"
 kernels:
-	@$(call step,5) -t "cached, or about 110 MB fetched once" "Debian 12's backported kernel 6.12 for the old-kernel test" \
-		scripts/debian-kernel 6.12 bookworm-backports
+	@$(call step,5) -t "cached, or about 250 MB fetched once" "kernels for the old-kernel test: Debian 12's 6.12, Ubuntu's 6.8, 6.5 and 5.15" \
+		$(SHELL) -c 'for kernel in $(KERNELS); do scripts/fetch-kernel $$kernel || exit; done'
 
 # Leaves the cached influxd (scripts/influxd), so the next setup links it again instead of building.
 clean:

@@ -30,7 +30,7 @@ def report(result: Boot) -> None:
     print(f"kernel {result.kernel}: release {result.release or '?'}, BTF {'yes' if result.btf else 'no'}, "
           f"{result.seconds:.0f} s from boot to power-off{'' if result.done else ' (did not finish)'}")
     for load in result.loads:
-        setting = f" ({load.setting})" if load.setting and load.setting != "service" else ""
+        setting = f" ({load.setting})" if load.setting and not load.by_dppctl else ""
         if load.loaded:
             verified = ", ".join(f"{name} {insns}" for name, insns in load.programs.items())
             print(f"  loaded   {load.obj}{setting}{': ' + verified if verified else ''}")

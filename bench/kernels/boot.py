@@ -27,7 +27,8 @@ _LOG = re.compile(r"^log (\S+) (\S+): (.*)$")
 
 @dataclass
 class Load:
-    """One load of an object under one knob setting (`service`: dppctl attach)."""
+    """One load of an object under one knob setting (`service`: dppctl attach; `upgrade`: dppctl
+    upgrade of an instance pinned by hand, where the service was refused)."""
 
     obj: str
     setting: str
@@ -36,6 +37,11 @@ class Load:
     error: str = ""
     log: list[str] = field(default_factory=list)
     programs: dict[str, int] = field(default_factory=dict)  # name -> instructions verified
+
+    @property
+    def by_dppctl(self) -> bool:
+        """dppctl's load (attach or upgrade), not the loader's: the loader's exit does not count it."""
+        return self.setting in ("service", "upgrade")
 
 
 @dataclass
@@ -65,7 +71,7 @@ def kernel_release(kernel: Path) -> str:
 
 def missing() -> str | None:
     """Why this machine cannot boot a kernel here, or None."""
-    for tool, package in ((QEMU, "qemu-system-x86"), ("cc", "gcc"), ("pkg-config", "pkg-config")):
+    for tool, package in ((QEMU, "qemu-system-x86"), ("cc", "gcc"), ("pkg-config", "pkg-config"), ("zstd", "zstd")):
         if not shutil.which(tool):
             return f"{tool} is not installed (apt-get install {package})"
     if not initramfs.BUSYBOX.exists():
@@ -123,6 +129,11 @@ def _read_line(result: Boot, by_object: dict[str, Load], line: str) -> None:
         load = Load("dpp (dppctl attach)", "service", line == "service attached")
         load.refused_by = "" if load.loaded else "dppctl"
         by_object["service"] = load
+        result.loads.append(load)
+    elif line.startswith("upgrade "):
+        load = Load("dpp (dppctl upgrade)", "upgrade", line == "upgrade done")
+        load.refused_by = "" if load.loaded else ("stand-in" if line == "upgrade not tried" else "dppctl")
+        by_object["upgrade"] = load
         result.loads.append(load)
     elif line.startswith("status "):
         result.status.append(line.removeprefix("status "))

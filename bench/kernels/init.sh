@@ -1,8 +1,9 @@
 #!/bin/busybox sh
 # The virtual machine's /init (bench/kernels): loads the data path the way the service does
-# (dppctl attach on a veth, which loads and pins the instance) and every BPF object of the build the
-# way the tests do (load, every knob setting), then powers off. Each line meant for the host starts
-# with "@dpp " on the console, among the kernel's own messages.
+# (dppctl attach on a veth, which loads and pins the instance; where the kernel refuses it, its
+# upgrade too) and every BPF object of the build the way the tests do (load, every knob setting),
+# then powers off. Each line meant for the host starts with "@dpp " on the console, among the
+# kernel's own messages.
 /bin/busybox --install -s /bin
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
@@ -11,6 +12,23 @@ mount -t bpf bpf /sys/fs/bpf
 export PATH=/bin:/dpp
 
 say() { echo "@dpp $*"; }
+
+# A kernel too old for the data path must refuse its upgrade too (libdpp checks the kernel before
+# it loads the new programs). No instance can be loaded here, so one is pinned by hand where libdpp
+# keeps the default one (stand-in: the pipeline's maps, a small entry program), and `dppctl upgrade`
+# opens it as it opens a running instance.
+upgrade_refused() {
+	mkdir -p /sys/fs/bpf/dpp
+	if ! stand-in /sys/fs/bpf/dpp/default /objects/dpp.bpf.o /objects/xdp_pass.bpf.o >/tmp/stand-in.log 2>&1; then
+		say "upgrade not tried"
+		sed 's/^/@dpp log upgrade stand-in: /' /tmp/stand-in.log
+	elif dppctl -v upgrade >/tmp/upgrade.log 2>&1; then
+		say "upgrade done"
+	else
+		say "upgrade refused"
+		grep -v 'dppctl: libbpf: ' /tmp/upgrade.log | tail -n 40 | sed 's/^/@dpp log upgrade dppctl: /'
+	fi
+}
 
 say "kernel $(uname -r)"
 if [ -e /sys/kernel/btf/vmlinux ]; then say "btf yes"; else say "btf no"; fi
@@ -25,6 +43,8 @@ if dppctl -v attach -i dpp0 >/tmp/attach.log 2>&1; then
 else
 	say "service refused"
 	grep -v 'relocated, imm\|insns from sub-prog' /tmp/attach.log | tail -n 40 | sed 's/^/@dpp log service dppctl: /'
+	# refused by libdpp's kernel check, not by a verifier (the stand-in's maps suit only the former)
+	if grep -q 'is older than' /tmp/attach.log; then upgrade_refused; fi
 fi
 
 # The tests' way: every object, every knob setting. Its exit status (the loads it refused) told too:

@@ -1,5 +1,6 @@
 """The virtual machine's initramfs: busybox, the build's dppctl and BPF objects, the loader
-(load.c, built here into bench/build/), their shared libraries as `ldd` finds them, the kernel's
+(load.c) and the stand-in instance's pinner (stand_in.c), both built here into bench/build/, their
+shared libraries as `ldd` finds them, the kernel's
 veth module (decompressed here: busybox's insmod reads a plain module), and init.sh as /init.
 Written as a cpio "newc" archive without root: the one device node the kernel needs before /init
 mounts devtmpfs (/dev/console) is an entry of the archive."""
@@ -17,9 +18,10 @@ from pathlib import Path
 from bench.harness import BUILD_DIR, DATAPLANE
 
 HERE = Path(__file__).resolve().parent
-LOADER_SOURCE = HERE / "load.c"
 INIT_SCRIPT = HERE / "init.sh"
-LOADER = BUILD_DIR / "kernels-load"
+# Each tool the machine runs besides dppctl: its source here, its binary in bench/build/, its name there.
+TOOLS = {"load": (HERE / "load.c", BUILD_DIR / "kernels-load"),
+         "stand-in": (HERE / "stand_in.c", BUILD_DIR / "kernels-stand-in")}
 BUILD = DATAPLANE / "build"
 BUSYBOX = Path("/bin/busybox")  # Debian's busybox-static
 MODULES = Path("/lib/modules")  # a directory per kernel release, as its linux-image package lays them
@@ -27,15 +29,16 @@ CONSOLE = (5, 1)  # /dev/console's major and minor
 _LDD_PATH = re.compile(r"(/\S+) \(0x")
 
 
-def build_loader() -> Path:
-    """load.c compiled against the system's libbpf, as dataplane/Makefile builds dppctl."""
+def build_tool(name: str) -> Path:
+    """A tool of TOOLS compiled against the system's libbpf, as dataplane/Makefile builds dppctl."""
+    source, binary = TOOLS[name]
     flags = subprocess.run(["pkg-config", "--cflags", "--libs", "libbpf"], check=True, capture_output=True,
                            text=True).stdout.split()  # fmt: skip
     BUILD_DIR.mkdir(exist_ok=True)
-    if not LOADER.exists() or LOADER.stat().st_mtime < LOADER_SOURCE.stat().st_mtime:
-        subprocess.run(["cc", "-O2", "-Wall", "-Wextra", "-Werror", "-o", str(LOADER), str(LOADER_SOURCE), *flags],
+    if not binary.exists() or binary.stat().st_mtime < source.stat().st_mtime:
+        subprocess.run(["cc", "-O2", "-Wall", "-Wextra", "-Werror", "-o", str(binary), str(source), *flags],
                        check=True)  # fmt: skip
-    return LOADER
+    return binary
 
 
 def shared_libraries(binary: Path) -> list[Path]:
@@ -51,10 +54,11 @@ def tree(root: Path, kernel_release: str, build: Path = BUILD, modules: Path = M
         (root / directory).mkdir(parents=True, exist_ok=True)
     shutil.copy2(BUSYBOX, root / "bin" / "busybox")
     shutil.copy2(INIT_SCRIPT, root / "init")
-    binaries = [build / "dppctl", build_loader()]
+    binaries = [build / "dppctl", *(build_tool(name) for name in TOOLS)]
     shutil.copy2(build / "dppctl", root / "dpp" / "dppctl")
     shutil.copy2(build / "libdpp.so", root / "dpp" / "libdpp.so")  # dppctl's rpath: $ORIGIN
-    shutil.copy2(LOADER, root / "dpp" / "load")
+    for name, (_source, binary) in TOOLS.items():
+        shutil.copy2(binary, root / "dpp" / name)
     for library in {lib for binary in binaries for lib in shared_libraries(binary)}:
         if library.resolve().parent == build.resolve():
             continue
@@ -67,17 +71,22 @@ def tree(root: Path, kernel_release: str, build: Path = BUILD, modules: Path = M
 
 
 def veth_module(kernel_release: str, modules: Path = MODULES) -> Path:
-    """The release's veth.ko, or veth.ko.xz where its package compresses modules (Debian 12's 6.12
-    does, its 6.1 does not)."""
+    """The release's veth.ko, or veth.ko.xz or veth.ko.zst where its package compresses modules
+    (Debian 12's 6.12 with xz, Ubuntu 24.04's 6.8 with zstd; Debian 12's 6.1 and Ubuntu 22.04's
+    kernels do not)."""
     plain = modules / kernel_release / "kernel" / "drivers" / "net" / "veth.ko"
-    for path in (plain, plain.with_name("veth.ko.xz")):
+    for path in (plain, plain.with_name("veth.ko.xz"), plain.with_name("veth.ko.zst")):
         if path.exists():
             return path
-    raise FileNotFoundError(f"{plain} (or .xz) is missing: the kernel's modules (its linux-image package)")
+    raise FileNotFoundError(f"{plain} (or .xz, .zst) is missing: the kernel's modules (its linux-image or "
+                            "linux-modules package)")
 
 
 def module_bytes(path: Path) -> bytes:
-    """A module as insmod takes it: an .xz one decompressed."""
+    """A module as insmod takes it: an .xz one decompressed, a .zst one by zstd (Python's own
+    zstd module is 3.14's)."""
+    if path.suffix == ".zst":
+        return subprocess.run(["zstd", "-dcq", str(path)], check=True, capture_output=True).stdout
     return lzma.decompress(path.read_bytes()) if path.suffix == ".xz" else path.read_bytes()
 
 

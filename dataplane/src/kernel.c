@@ -22,10 +22,13 @@
  * Not counted: the benchmarks' traffic generator's live frames (BPF_F_TEST_XDP_LIVE_FRAMES, 5.18).
  * The stack holds on these kernels too: before 6.9 the verifier rounds each frame to 32 bytes, not
  * 16, and every call chain fits 512 bytes so rounded (tests/dataplane/test_stack_depth.py). The
- * kernels tested are 6.18 and Debian 12's 6.1, booted under qemu (bench/kernels,
- * tests/dataplane/test_old_kernel.py; dataplane/README.md, "Kernels", says what 6.1's verifier
- * refused and how the programs avoid it); Ubuntu 24.04's 6.8, the charm's base, lies between them,
- * untested. Not relied on: 6.3's reading of a global function's pointer argument as possibly
+ * kernels tested are 6.18, Debian 12's 6.1 and 6.12 and Ubuntu's 6.5 and 6.8 (24.04's, the charm's
+ * base), booted under qemu (bench/kernels, tests/dataplane/test_old_kernel.py; dataplane/README.md,
+ * "Kernels", says what 6.1's verifier refused and how the programs avoid it), and Ubuntu 22.04's
+ * 5.15, where this check refuses the load and the upgrade. Ubuntu 22.04's 5.19 has the helpers
+ * but its verifier gives up on dpp_xdp past a million instructions (6.1's walks near 240,000):
+ * between 5.18 and 6.1 the minimum stands for the helpers only (dataplane/README.md, "Kernels").
+ * Not relied on: 6.3's reading of a global function's pointer argument as possibly
  * uninitialised (before, the stack it points to must be written: Debian 12's 6.1); the entry's rule
  * is zeroed before dpp_search_shapes and dpp_rss_dispatch, which write it.
  *

@@ -48,7 +48,7 @@ def test_setup_steps_are_numbered_in_the_order_they_run(target: str, last: str, 
     assert last in script.rstrip().splitlines()[-1]
 
 
-TEST_ONLY_PACKAGES = ("tshark", "qemu-system-x86", "busybox-static", "linux-image-amd64")
+TEST_ONLY_PACKAGES = ("tshark", "qemu-system-x86", "busybox-static", "linux-image-amd64", "zstd")
 
 
 def debian_packages(target: str) -> list[str]:
@@ -67,10 +67,15 @@ def test_the_tests_install_their_own_debian_packages_and_the_demo_does_not():
     assert {"clang", "prometheus"} <= set(demo)
 
 
-def test_the_tests_fetch_the_backported_kernel_and_the_demo_does_not():
-    """tests/dataplane/test_old_kernel.py boots 6.12 too; the demo has no use for it."""
-    assert "scripts/debian-kernel 6.12 bookworm-backports" in dry_run("test")
-    assert "debian-kernel" not in dry_run("demo")
+def test_the_tests_fetch_the_kernels_they_boot_and_the_demo_does_not():
+    """tests/dataplane/test_old_kernel.py boots Debian 12's 6.12 and three of Ubuntu's too; the demo
+    has no use for them."""
+    tests = dry_run("test")
+    for kernel in ("debian 6.12 bookworm-backports", "ubuntu 6.8 noble-updates", "ubuntu 6.5 jammy-updates",
+                   "ubuntu 5.15 jammy-updates"):
+        assert f'"{kernel}"' in tests
+    assert "scripts/fetch-kernel $kernel" in tests
+    assert "fetch-kernel" not in dry_run("demo")
 
 
 def test_every_module_of_the_package_imports_without_the_extras():
