@@ -3,7 +3,7 @@
  * where libdpp loads none: every map of the pipeline's object, with its type and sizes, and a
  * small XDP program as the entry. `dppctl upgrade` then opens the instance from its pins as it
  * opens a running one and reaches dpp_upgrade, whose own kernel check must refuse the new
- * programs (bench/kernels/init.sh, on a kernel older than 5.18).
+ * programs (bench/kernels/init.sh, on a kernel libdpp's check refuses: older than 6.1).
  *
  *   stand-in PIN_DIR PIPELINE.bpf.o ENTRY.bpf.o
  *

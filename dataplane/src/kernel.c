@@ -8,7 +8,10 @@
 
 #include "libdpp_internal.h"
 
-/* The newest of what the programs of dpp.bpf.o need from the kernel:
+/* What the programs of dpp.bpf.o need from the kernel, newest first:
+ *   6.1   a verifier that walks the pipeline's entry (dpp_xdp) within its million instructions:
+ *         Ubuntu 22.04's 5.19 gives up on it ("BPF program is too large"; 6.1's walks 210,000 to
+ *         260,000 of them), 5.18 and 6.0 are untested, so they are refused with 5.19
  *   5.18  bpf_xdp_load_bytes, bpf_xdp_store_bytes: copies to and from a frame (bpf/nf/upf/punt.h,
  *         bpf/nf/atsss/uplink.h, bpf/nf/atsss/loss.h)
  *   5.17  bpf_loop: ATSSS's walk of a DCCP ACK vector (bpf/nf/atsss/loss.h)
@@ -25,9 +28,7 @@
  * kernels tested are 6.18, Debian 12's 6.1 and 6.12 and Ubuntu's 6.5 and 6.8 (24.04's, the charm's
  * base), booted under qemu (bench/kernels, tests/dataplane/test_old_kernel.py; dataplane/README.md,
  * "Kernels", says what 6.1's verifier refused and how the programs avoid it), and Ubuntu 22.04's
- * 5.15, where this check refuses the load and the upgrade. Ubuntu 22.04's 5.19 has the helpers
- * but its verifier gives up on dpp_xdp past a million instructions (6.1's walks near 240,000):
- * between 5.18 and 6.1 the minimum stands for the helpers only (dataplane/README.md, "Kernels").
+ * 5.15 and 5.19, where this check refuses the load and the upgrade, each with its own reason.
  * Not relied on: 6.3's reading of a global function's pointer argument as possibly
  * uninitialised (before, the stack it points to must be written: Debian 12's 6.1); the entry's rule
  * is zeroed before dpp_search_shapes and dpp_rss_dispatch, which write it.
@@ -50,9 +51,23 @@
  *   4.2   #12 bpf_tail_call
  *   4.1   #5 bpf_ktime_get_ns, #7 bpf_get_prandom_u32, #8 bpf_get_smp_processor_id
  *   3.19  #1 bpf_map_lookup_elem, #2 bpf_map_update_elem */
-#define KERNEL_MIN_MAJOR 5
-#define KERNEL_MIN_MINOR 18
-#define KERNEL_MIN_REASON "bpf_xdp_load_bytes and bpf_xdp_store_bytes, for the UPF's and ATSSS's copies"
+#define KERNEL_MIN_MAJOR 6
+#define KERNEL_MIN_MINOR 1
+
+/* Why a kernel is refused: the oldest step it is below, which is what it lacks first. */
+static const struct kernel_step {
+	unsigned int major, minor;
+	const char *lacks;
+} kernel_steps[] = {
+	{ 5, 18, "no bpf_xdp_load_bytes and bpf_xdp_store_bytes, for the UPF's and ATSSS's copies" },
+	{ KERNEL_MIN_MAJOR, KERNEL_MIN_MINOR,
+	  "a verifier that gives up on the pipeline's entry past its million instructions, as 5.19's does" },
+};
+
+static bool release_below(unsigned int major, unsigned int minor, const struct kernel_step *step)
+{
+	return major < step->major || (major == step->major && minor < step->minor);
+}
 
 int dpp_kernel_check(const char *release)
 {
@@ -72,9 +87,14 @@ int dpp_kernel_check(const char *release)
 		pr_warn("kernel release '%s' names no version", release);
 		return -EINVAL;
 	}
-	if (major > KERNEL_MIN_MAJOR || (major == KERNEL_MIN_MAJOR && minor >= KERNEL_MIN_MINOR))
-		return 0;
-	pr_warn("kernel %s is older than %u.%u, the oldest the data path loads on (%s)", release,
-		KERNEL_MIN_MAJOR, KERNEL_MIN_MINOR, KERNEL_MIN_REASON);
-	return -EOPNOTSUPP;
+	for (size_t i = 0; i < sizeof(kernel_steps) / sizeof(kernel_steps[0]); i++) {
+		const struct kernel_step *step = &kernel_steps[i];
+
+		if (!release_below(major, minor, step))
+			continue;
+		pr_warn("kernel %s is older than %u.%u, the oldest the data path loads on (before %u.%u: %s)",
+			release, KERNEL_MIN_MAJOR, KERNEL_MIN_MINOR, step->major, step->minor, step->lacks);
+		return -EOPNOTSUPP;
+	}
+	return 0;
 }

@@ -68,11 +68,11 @@ def test_the_tests_install_their_own_debian_packages_and_the_demo_does_not():
 
 
 def test_the_tests_fetch_the_kernels_they_boot_and_the_demo_does_not():
-    """tests/dataplane/test_old_kernel.py boots Debian 12's 6.12 and three of Ubuntu's too; the demo
+    """tests/dataplane/test_old_kernel.py boots Debian 12's 6.12 and four of Ubuntu's too; the demo
     has no use for them."""
     tests = dry_run("test")
     for kernel in ("debian 6.12 bookworm-backports", "ubuntu 6.8 noble-updates", "ubuntu 6.5 jammy-updates",
-                   "ubuntu 5.15 jammy-updates"):
+                   "ubuntu 5.15 jammy-updates", "ubuntu 5.19 jammy-updates"):
         assert f'"{kernel}"' in tests
     assert "scripts/fetch-kernel $kernel" in tests
     assert "fetch-kernel" not in dry_run("demo")
