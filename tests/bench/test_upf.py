@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import baseline
+from bench import baseline, insns_command
 from bench.upf import __main__ as upf_main
 from bench.upf import insns, report, workload
 from netapp.dataplane.facade import Dataplane
@@ -175,8 +175,8 @@ def test_the_n3_fast_paths_t_pdu_is_not_read_again_by_the_upf(capsys):
 
 def test_executed_instructions_are_summed_by_the_source_line_they_belong_to():
     lines = ["a.h:1 x", "a.h:1 x", "b.h:7 y", "a.h:1 x"]  # an index an instruction, as source_lines gives
-    assert insns.by_line({0: 1, 1: 1, 2: 5, 3: 1}, lines, 2) == [("b.h:7 y", 5), ("a.h:1 x", 3)]
-    assert insns.by_line({0: 1, 2: 1}, lines, 1) == [("a.h:1 x", 1)]
+    assert insns_command.by_line({0: 1, 1: 1, 2: 5, 3: 1}, lines, 2) == [("b.h:7 y", 5), ("a.h:1 x", 3)]
+    assert insns_command.by_line({0: 1, 2: 1}, lines, 1) == [("a.h:1 x", 1)]
 
 
 def test_a_cases_lines_are_read_from_the_loaded_programs_line_info(capsys):
