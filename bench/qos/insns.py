@@ -6,7 +6,7 @@ holds it, run here), with its calls of other BPF functions and of helpers, besid
 `python -m bench.qos.rule`. A count the machine's load does not move: a change that takes
 instructions or a call off a policer's path shows in one run.
 
-Passing: 1 Gb/s, a burst of 1 GiB: a token bucket or GCRA on the coarse clock on its CPU's credit,
+Passing: 1 Gb/s, a burst of 1 GiB: a token bucket on the coarse clock on its CPU's credit,
 a window of 2^32 ns (4.3 s) on its CPU's credit too: a frame never waits on the window's turn in
 the run here, which reads the clock after the kernel (once in some thousands of runs at most).
 Dropping: 8 kb/s, a burst of 1 byte: no frame ever fits, every frame is dropped as a policer over
