@@ -71,12 +71,13 @@ class Case:
     port: int
     police: Optional[dict[str, Any]]  # its police option; None: unpoliced
     verdict: int = XDP_PASS
-    sliced: bool = False  # its slice's policer follows its own
+    slice: Optional[SharedPolice] = None  # its slice's policer, which follows its own
     action: str = "pass"
     alter: Optional[Alter] = None  # --parts: the maps changed after they are written
     emptied: bool = False  # its policer emptied by its frames before its verdict is checked
 
 
+SLICE = SharedPolice("slice bench/slice", PolicerSpec(rate=400 * 10**9, burst=1 << 30, algo=Algo.TOKEN_BUCKET))
 CASES: dict[str, Case] = {
     "unpoliced": Case(1000, None),
     "token_bucket pass": Case(1001, {**FAST, "algorithm": "token_bucket"}),
@@ -88,11 +89,10 @@ CASES: dict[str, Case] = {
        for port, algo in ((1021, "token_bucket"), (1022, "gcra"), (1023, "fixed_window"), (1024, "sliding_window"))},
     **{f"{algo} drop at 10 Mbps, emptied": Case(port, {**EMPTIED_10M, "algorithm": algo}, XDP_DROP, emptied=True)
        for port, algo in ((1027, "token_bucket"), (1028, "gcra"))},
-    "own + slice pass": Case(1005, {**FAST, "algorithm": "token_bucket"}, sliced=True),
+    "own + slice pass": Case(1005, {**FAST, "algorithm": "token_bucket"}, slice=SLICE),
     "fixed_window pass, coarse by jiffies": Case(1025, {**TICKED, "algorithm": "fixed_window"}),
     "sliding_window pass, coarse by jiffies": Case(1026, {**TICKED, "algorithm": "sliding_window"}),
 }
-SLICE = SharedPolice("slice bench/slice", PolicerSpec(rate=400 * 10**9, burst=1 << 30, algo=Algo.TOKEN_BUCKET))
 
 
 def _policer(dp: Dataplane, policer: int, **fields: int) -> None:
@@ -169,13 +169,13 @@ def intent_id(name: str) -> str:
 
 
 def ruleset(cases: dict[str, Case]) -> CompiledRuleset:
-    """A rule per case, the sliced one through the slice's policer too."""
+    """A rule per case, through its slice's policer too where it has one."""
     rules = []
     for name, case in cases.items():
         action = {"type": case.action, **({"police": case.police} if case.police else {})}
         body = {"id": intent_id(name), "match": {"protocol": "udp", "dst_port": case.port}, "action": action}
         rule = compile_intent(Intent.model_validate(body), {})
-        rules.append(with_slice_police(rule, SLICE if case.sliced else None))
+        rules.append(with_slice_police(rule, case.slice))
     shapes, maxima = order_shapes(shape_maxima(rules))
     return CompiledRuleset(sort_rules(rules, shapes), shapes, maxima)
 

@@ -166,18 +166,37 @@ def grow(instance: Instance, sessions: int) -> None:
             "dpp_upf_dl4": ways,
             "dpp_upf_ue4": workload.pool_arrays(first, sessions, instance.output, policed),
         }
-        if policed:  # the policers first: no entry names an empty one
-            tables = {"dpp_policers": workload.policer_arrays(first, sessions, instance.name), **tables}
+        if policed:  # the policers and their CPUs' shares first: no entry names an empty one
+            install(instance, "dpp_policers", workload.policer_arrays(first, sessions, instance.name))
+            install_shares(instance, first, sessions)
     for name, arrays in tables.items():
-        table = instance.dataplane.table(name)
-        count = len(arrays.key_words)
-        started = time.perf_counter()
-        for first in range(0, count, TABLE_BATCH):
-            stop = min(first + TABLE_BATCH, count)
-            table.update(zip(arrays.keys[first:stop], arrays.values[first:stop]))
-        instance.installs.append(Install(name, count, time.perf_counter() - started))
+        install(instance, name, arrays)
     instance.sessions = sessions
     print(f"  {instance.name}: {sessions:,} sessions installed", file=sys.stderr, flush=True)
+
+
+def install(instance: Instance, name: str, arrays: workload.TableArrays) -> None:
+    """`arrays` into table `name`, in batches, timed."""
+    table = instance.dataplane.table(name)
+    count = len(arrays.key_words)
+    started = time.perf_counter()
+    for first in range(0, count, TABLE_BATCH):
+        stop = min(first + TABLE_BATCH, count)
+        table.update(zip(arrays.keys[first:stop], arrays.values[first:stop]))
+    instance.installs.append(Install(name, count, time.perf_counter() - started))
+
+
+def install_shares(instance: Instance, first: int, sessions: int) -> None:
+    """The CPUs' slots of the policers of sessions first..sessions-1 in dpp_policer_stats as the UPF's
+    applier writes them once it has written a policer (PolicerApplier.cpu_share: the chunk each CPU
+    carves its credit by, none for its windows), in one write, timed: without it their CPUs hold no
+    chunk (a chunk of 0 asks for no credit), and every packet would decide on the shared bucket,
+    under its lock, where the service's pass on their CPU's credit."""
+    share = instance.applier.policers.cpu_share(workload.qer_policer_spec(first, instance.name))
+    ids = workload.session_policers(first, sessions).tolist()
+    started = time.perf_counter()
+    instance.dataplane.table("dpp_policer_stats").fill(ids, share)
+    instance.installs.append(Install("dpp_policer_stats", len(ids), time.perf_counter() - started))
 
 
 # --- subjects ----------------------------------------------------------------------------------

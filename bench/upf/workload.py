@@ -42,6 +42,7 @@ from scapy.packet import Raw
 
 from netapp.qos.abi import Algo, Policer
 from netapp.qos.applier import policer_value
+from netapp.qos.spec import PolicerSpec
 from netapp.upf.abi import DL4_WAYS, MAX_UPF_PDRS, DownlinkKey, Output, PdrAction, PdrFlag
 from netapp.upf.compiler import Entries, Site, compile_session
 from netapp.upf.policing import PoliceDefaults, policer_spec
@@ -77,7 +78,8 @@ NET_INSTANCE_ID = 1
 QFI = 9
 # The policed instances' QERs: an MBR each way their policers never run out of (the policers'
 # largest rate but one: 400 Gbit/s is not policed); session i's uplink policer 1 + 2i, downlink 2 + 2i;
-# by instance, the algorithm (qos.default_algorithm).
+# by instance, the algorithm (qos.default_algorithm). Their CPUs' slots of dpp_policer_stats as the
+# UPF's applier writes them (bench/upf/run.py, install_shares: the token bucket's chunk).
 POLICED_MBR_KBPS = 399_000_000
 POLICED = {"policed": Algo.TOKEN_BUCKET, "policed_window": Algo.FIXED_WINDOW}
 UE_PAYLOAD = bytes(range(64))
@@ -296,11 +298,22 @@ def pool_arrays(first: int, stop: int, output: Output = Output.FIB, policed: boo
     return _arrays(ctypes.c_uint32, PdrAction, keys, values)
 
 
+def qer_policer_spec(i: int, instance: str) -> PolicerSpec:
+    """What the UPF's applier makes of session i's QER in a policed instance, either way (the same
+    MBR both ways)."""
+    return policer_spec(session(i, policed=True).qers[1], 0, site(instance=instance).police)
+
+
+def session_policers(first: int, stop: int) -> numpy.ndarray:
+    """The policer ids of sessions first..stop-1, both ways."""
+    return numpy.arange(policer_ids(first)[0], policer_ids(stop - 1)[1] + 1, dtype=numpy.uint32)
+
+
 def policer_arrays(first: int, stop: int, instance: str) -> TableArrays:
     """dpp_policers' slots of sessions first..stop-1 (both ways: the same configuration, the
     applier's of session `first`'s QER, its state zero)."""
-    value = policer_value(policer_spec(session(first, policed=True).qers[1], 0, site(instance=instance).police))
-    ids = numpy.arange(policer_ids(first)[0], policer_ids(stop - 1)[1] + 1, dtype=numpy.uint32)
+    value = policer_value(qer_policer_spec(first, instance))
+    ids = session_policers(first, stop)
     return _arrays(ctypes.c_uint32, Policer, ids.reshape(-1, 1), numpy.tile(_words(value), (len(ids), 1)))
 
 

@@ -346,7 +346,7 @@ class PolicerApplier:
         """Each policer's slot of every CPU afresh: counters and credit zeroed, its chunk (chunk_for), in
         one write per chunk met, once the policers are written (the module's docstring). `ids`' specs
         are `specs[of_spec[i]]` (`_by_spec`): a chunk is worked out once a spec."""
-        chunks = [cpu_share(spec, self._cpus, self._window_credit) for spec in specs]
+        chunks = [self.cpu_share(spec) for spec in specs]
         chunk_of = [share.chunk if share else 0 for share in chunks]
         if len(set(chunk_of)) == 1:  # one chunk for them all (the usual: one policy, or equal chunks)
             self._stats.fill(ids, chunks[0])
@@ -356,6 +356,12 @@ class PolicerApplier:
             by_chunk.setdefault(chunk_of[index], []).append(policer_id)
         for chunk, same in by_chunk.items():
             self._stats.fill(same, PolicerStats(chunk=chunk) if chunk else None)
+
+    def cpu_share(self, spec: PolicerSpec) -> Optional[PolicerStats]:
+        """What `apply` writes in each CPU's slot of a policer of `spec` once the policer is in
+        (`cpu_share` for this applier's CPUs and windows' credit; None: zeroed): for a writer of
+        policers in bulk (bench/upf) to give their CPUs the chunk this gives."""
+        return cpu_share(spec, self._cpus, self._window_credit)
 
     def _joint(self, values: dict[int, Policer], pairs: Mapping[int, int]) -> dict[int, Policer]:
         """`values` with a policer on the coarse clock only when every policer deciding on its reading

@@ -5,15 +5,19 @@ and the README's table is the one the committed result gives."""
 from __future__ import annotations
 
 import json
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
 
-from bench import baseline
+from bench import baseline, insns_command
 from bench.upf import __main__ as upf_main
 from bench.upf import insns, report, workload
+from bench.upf import run as upf_run
 from netapp.dataplane.facade import Dataplane
 from netapp.dataplane.fake import FakeDpp
+from netapp.qos.abi import Algo
+from netapp.testbed import netns
 from netapp.upf.abi import PdrFlag, Role
 from netapp.upf.applier import BpfApplier, iface_entries
 from tests.bench.conftest import BASELINE_TIMEOUT
@@ -55,6 +59,26 @@ def test_the_walks_rewrite_the_fields_sessions_differ_by():
     assert sent[down.teid_off : down.teid_off + 4] == bytes(map(int, "10.64.0.7".split(".")))
 
 
+@pytest.mark.parametrize("name", sorted(workload.POLICED))
+def test_the_bulk_policers_cpus_hold_what_the_upfs_applier_writes(name):
+    """Session 0's policers are written by the UPF's applier, the others' in bulk: every CPU's slot
+    of dpp_policer_stats of every session's policer holds what the applier wrote for session 0's
+    (the same QER): the token bucket's chunk, which each CPU carves its credit by; the fixed
+    window's none (the UPF's windows have no credit)."""
+    require_kernel()
+    with ExitStack() as stack:
+        stack.enter_context(netns.entered(upf_run.make_site(stack)))
+        instance = upf_run.open_instance(name, 3)
+        stack.callback(instance.close)
+        instance.grow(3)
+        stats = instance.dataplane.table("dpp_policer_stats")
+        shares = {i: [bytes(stats.get(policer)) for policer in workload.policer_ids(i)] for i in range(3)}
+        services = stats.get(workload.policer_ids(0)[0])
+    assert shares[1] == shares[2] == shares[0], "a bulk session's CPUs differ from the applier's"
+    windowed = workload.POLICED[name] == Algo.FIXED_WINDOW
+    assert [share.chunk == 0 for share in services] == [windowed] * len(services)
+
+
 def test_a_small_run_checks_its_paths_and_reports_every_case(tmp_path):
     require_kernel()
     out = tmp_path / "upf.json"
@@ -64,8 +88,10 @@ def test_a_small_run_checks_its_paths_and_reports_every_case(tmp_path):
     points = {(case["case"], case["installed"], case["active"]) for case in result["cases"]}
     assert points == {(c, i, a) for c in workload.CASES for i, a in ((1, 1), (300, 1), (300, 200))}
     assert all(case["repeat"] % case["active"] == 0 and case["ns"] > 0 for case in result["cases"])
-    entries = {(install["table"] == "dpp_policers", install["entries"]) for install in result["install"]}
-    assert entries == {(False, 299), (True, 2 * 299)}, "a PDR entry a session a table; two policers a policed session"
+    policers = ("dpp_policers", "dpp_policer_stats")
+    entries = {(install["table"] in policers, install["entries"]) for install in result["install"]}
+    assert entries == {(False, 299), (True, 2 * 299)}, ("a PDR entry a session a table; two policers a policed "
+                                                         "session, and their CPUs' shares")
     usage = result["urr_usage"]  # a slot for each session, and slot 0
     assert (usage["slots"], usage["bytes"]) == (301, 301 * 32)
 
@@ -175,8 +201,8 @@ def test_the_n3_fast_paths_t_pdu_is_not_read_again_by_the_upf(capsys):
 
 def test_executed_instructions_are_summed_by_the_source_line_they_belong_to():
     lines = ["a.h:1 x", "a.h:1 x", "b.h:7 y", "a.h:1 x"]  # an index an instruction, as source_lines gives
-    assert insns.by_line({0: 1, 1: 1, 2: 5, 3: 1}, lines, 2) == [("b.h:7 y", 5), ("a.h:1 x", 3)]
-    assert insns.by_line({0: 1, 2: 1}, lines, 1) == [("a.h:1 x", 1)]
+    assert insns_command.by_line({0: 1, 1: 1, 2: 5, 3: 1}, lines, 2) == [("b.h:7 y", 5), ("a.h:1 x", 3)]
+    assert insns_command.by_line({0: 1, 2: 1}, lines, 1) == [("a.h:1 x", 1)]
 
 
 def test_a_cases_lines_are_read_from_the_loaded_programs_line_info(capsys):
