@@ -17,8 +17,20 @@ from netapp.atsss.table import PathCounts, PathLoss
 PathKey = tuple[str, str, int]
 
 
+# The path keys of the sessions named, (tenant, name), that the data path serves (Atsss.served_paths).
+ServedPaths = Callable[[set[tuple[str, str]]], set[PathKey]]
+
+
 def path_key(session: AtsssSession, index: int) -> PathKey:
     return session.tenant, session.name, session.slots[index]
+
+
+def still_served(keys: set[PathKey], served: ServedPaths) -> set[PathKey]:
+    """Those of `keys` (paths a poll did not read) that the data path still serves in the same
+    slot: their session changed while the poll read their slots, and their readings were dropped
+    (unchanged). The others are no longer served: their session deleted, the path removed or
+    given another slot; their slot may be another session's now, another tenant's."""
+    return keys & served({key[:2] for key in keys}) if keys else set()
 
 
 class PathReading(NamedTuple):
@@ -88,7 +100,7 @@ class MeasuredLoss:
         return [self._loss.get(path_key(session, index)) for index in range(len(session.slots))]
 
     def note(self, windows: Mapping[PathKey, Optional[float]], weight: float,
-             served: Callable[[set[tuple[str, str]]], set[PathKey]]) -> set[tuple[str, str]]:
+             served: ServedPaths) -> set[tuple[str, str]]:
         """A poll's loss of every path it read, the part of the numbers judged since the previous
         poll that the UE reported lost, into each path's average (`weight` the window's; a path's
         first window starts it). None: none judged, the average kept, as a UE sending nothing loses
@@ -99,9 +111,7 @@ class MeasuredLoss:
         measured loss changed."""
         before = self._loss
         measured = {key: before[key] for key in windows if key in before}
-        unread = before.keys() - windows.keys()
-        if unread:
-            measured.update((key, before[key]) for key in unread & served({key[:2] for key in unread}))
+        measured.update((key, before[key]) for key in still_served(before.keys() - windows.keys(), served))
         measured.update((key, loss if key not in before else weight * loss + (1 - weight) * before[key])
                         for key, loss in windows.items() if loss is not None)
         self._loss = measured  # one assignment: a reader sees the old dict or the new one

@@ -239,7 +239,7 @@ class Atsss:
         """A poll's window loss of every path in the data path into each path's average, the paths
         no longer served forgotten (readings.MeasuredLoss.note). Returns (tenant, name) of the
         sessions whose measured loss changed."""
-        return self._measured.note(windows, weight, self._served_paths)
+        return self._measured.note(windows, weight, self.served_paths)
 
     def watching_mts(self) -> ContextManager[set[MtsKey]]:
         """The MTS sessions written or deleted from here on, until the block ends (hold_qos)."""
@@ -258,8 +258,9 @@ class Atsss:
             self.qos_held.update(kept)
             return set(kept)
 
-    def _served_paths(self, names: set[tuple[str, str]]) -> set[PathKey]:
-        """The path keys of the sessions `names` the data path serves."""
+    def served_paths(self, names: set[tuple[str, str]]) -> set[PathKey]:
+        """The path keys of the sessions `names` the data path serves (readings.still_served: the
+        measured losses and the telemetry's rates of the paths a poll did not read)."""
         return {path_key(session, index) for session in self._served_sessions()
                 if (session.tenant, session.name) in names for index in range(len(session.slots))}
 

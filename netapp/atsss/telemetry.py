@@ -20,7 +20,10 @@ MEC 015 QoS sessions are checked against it; each change of their qosStatus it r
 
 Rates follow the collector's rules (netapp.telemetry.collector.RateKeeper): a path is the same
 counter from poll to poll only in the same slot, so a path given another slot, or a slot emptied
-and given again (its counters zeroed), starts its rates over. A scrape reads counters only.
+and given again (its counters zeroed), starts its rates over. A path a poll did not read while
+its session still serves it (the session changed while the poll read its slots: its readings
+dropped, netapp.atsss.readings.unchanged) keeps its previous counters: the next poll's rates and
+window span both polls. A scrape reads counters only.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Optional
 
 from netapp.atsss.acks import AckCounters
-from netapp.atsss.readings import PathKey, PathReading, path_key
+from netapp.atsss.readings import PathKey, PathReading, ServedPaths, path_key, still_served
 from netapp.telemetry.collector import RateKeeper
 from netapp.telemetry.poll import ATSSS_ACK, ATSSS_PATH, ATSSS_QOS, FieldValue, Point, counter_fields
 
@@ -45,24 +48,25 @@ LossListener = Callable[[dict[PathKey, Optional[float]]], Iterable["QosChange"]]
 
 class AtsssPoints:
     """The paths of `read()` (netapp.atsss.service.Atsss.readings) as points: every poll's, and
-    every scrape's when `path_metrics`."""
+    every scrape's when `path_metrics`. `served` (Atsss.served_paths) says which paths a poll did
+    not read are still served, and keep their previous counters; without it none does."""
 
     name = "atsss"
 
     def __init__(self, read: Readings, node: str, path_metrics: bool = False,
-                 on_losses: Optional[LossListener] = None):
+                 on_losses: Optional[LossListener] = None, served: Optional[ServedPaths] = None):
         self.read = read
         self.node = node
         self.path_metrics = path_metrics
         self.on_losses = on_losses
+        self.served = served
         self._rates = RateKeeper()
         self._losses = RateKeeper()
+        self._known: set[PathKey] = set()  # the paths whose previous counters the keepers hold
 
     def poll(self, time_ns: int) -> list[Point]:
         paths = list(self.read())
-        keys = {rate_key(path) for path in paths}
-        self._rates.keep_only(keys)
-        self._losses.keep_only(keys)
+        self._keep_previous({rate_key(path) for path in paths})
         points = self._points(paths, time_ns, self._rates)
         windows: dict[PathKey, Optional[float]] = {}
         for path, point in zip(paths, points):
@@ -72,6 +76,19 @@ class AtsssPoints:
         if self.on_losses is not None:
             points += [qos_point(change, self.node, time_ns) for change in self.on_losses(windows)]
         return points
+
+    def _keep_previous(self, read: set[PathKey]) -> None:
+        """The previous counters of the paths `read` kept, and of those not read but still served
+        (readings.still_served), whose reading the poll dropped as their session changed while it
+        read their slots: the counters are cumulative, so the next poll's differences, over both
+        polls' interval, are that interval's rates and loss window, as right as over one (forgotten,
+        the path's rates would start over, its points missing them twice). Those no longer served are
+        forgotten: a slot given to another session, maybe another tenant's, is keyed by that session,
+        never diffed against the counters of the one that held it."""
+        kept = read | (still_served(self._known - read, self.served) if self.served is not None else set())
+        self._rates.keep_only(kept)
+        self._losses.keep_only(kept)
+        self._known = kept
 
     def snapshot(self, time_ns: int) -> list[Point]:
         if not self.path_metrics:

@@ -246,7 +246,8 @@ def _atsss_telemetry(settings: Settings, atsss: Optional[Any], acks: Optional[An
         telemetry.collector.add_source(AckPoints(acks.counters, settings.telemetry.node))
     watch = QosWatch(atsss, settings.telemetry.atsss_loss_weight)
     telemetry.collector.add_source(AtsssPoints(atsss.readings, settings.telemetry.node,
-                                               settings.telemetry.atsss_path_metrics, on_losses=watch))
+                                               settings.telemetry.atsss_path_metrics, on_losses=watch,
+                                               served=atsss.served_paths))
 
 
 def _start_exit_code(exc: ServiceError) -> int:

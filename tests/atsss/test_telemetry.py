@@ -29,6 +29,7 @@ from netapp.tenancy.service import TenantService
 from tests.api.conftest import NoCounters
 from tests.atsss.atsss import (XDP_DROP, XDP_TX, AtsssProgram, PathSpec, decode, delete_every_session, ethernet,
                                ue_packet)  # fmt: skip
+from tests.atsss.test_poll_races import at_the_polls_read
 from tests.atsss.uplink import ACK, RECEIVED, ack_vector, mp_seq_option, uplink_frame
 from tests.utils.object_tables import ObjectTables
 
@@ -57,7 +58,8 @@ class Node:
         self.program = program
         self.atsss = Atsss(store, AtsssMaps(ObjectTables(program.obj).table), netns=netns)
         self.collector = Collector(NoCounters(), node=NODE, clock_ns=self._now)
-        self.collector.add_source(AtsssPoints(self.atsss.readings, NODE, path_metrics=True))
+        self.collector.add_source(AtsssPoints(self.atsss.readings, NODE, path_metrics=True,
+                                              served=self.atsss.served_paths))
         self.time_ns = S
         self.sent: Counter[tuple[str, int]] = Counter()  # (peer on the path, what) -> how many, from the frames
 
@@ -214,3 +216,62 @@ def test_each_path_reports_the_loss_the_ues_ack_vectors_tell_per_poll_window_and
     samples = {(s.name, s.labels["path"]): s.value for family in text_string_to_metric_families(
         scrape(node.collector, None).decode()) for s in family.samples if s.name.startswith("dpp_atsss_path_")}
     assert (samples[("dpp_atsss_path_delivered_total", "0")], samples[("dpp_atsss_path_lost_total", "0")]) == (250, 150)
+
+
+def polled_while(node: Node, monkeypatch, change: Any) -> dict[tuple[str, str, str], dict[str, Any]]:
+    """A poll during which `change` runs, once the poll has taken the served sessions and before it
+    reads their slots (tests/utils/interleave.py): the readings of the session it touched dropped."""
+    second = at_the_polls_read(node.atsss, monkeypatch, change)
+    polled = path_points(node.collector.poll_once().points())
+    second.join()
+    monkeypatch.undo()
+    return polled
+
+
+def test_a_path_whose_reading_was_dropped_as_its_session_changed_has_rates_and_window_over_both_polls(
+        node, monkeypatch):
+    """ue5 PATCHed while the second poll read its slots: its points missing from that poll only;
+    the third poll's rates and loss window span both polls' 2 s, from the counters of the first
+    (forgotten, the third poll had neither, and the path's window of 201..400 was never told)."""
+    node.atsss.create_session(CAROL, "ue5", spec("ue5", "10.60.0.5", "round_robin", [path(1), path(2)]))
+    states = {n: RECEIVED for n in range(0, 400) if (n % 4 if n < 200 else n % 2)}
+    node.send("10.60.0.5", [100] * 4)
+    acks_from_the_ue(node, 1, states, [3, *range(23, 204, 20)])  # judges 1..200
+    first = path_points(node.collector.poll_once().points())
+    node.send("10.60.0.5", [100] * 4)
+    acks_from_the_ue(node, 1, states, list(range(223, 404, 20)))  # judges 201..400
+    rtt = AtsssSessionPatch.model_validate({"paths": [{"index": 0, "rtt_us": 500}]})
+    assert polled_while(node, monkeypatch, lambda: node.atsss.patch_session(CAROL, "ue5", rtt)) == {}
+    node.send("10.60.0.5", [100] * 2)
+    third = path_points(node.collector.poll_once().points())
+
+    for index in "01":
+        before, after = first[("carol", "ue5", index)], third[("carol", "ue5", index)]
+        assert (before["packets"], after["packets"]) == (2, 5), index
+        assert after["packets_rate"] == (5 - 2) / 2, "over both polls' 2 s"
+        assert after["bytes_rate"] == (after["bytes"] - before["bytes"]) / 2
+    assert third[("carol", "ue5", "0")]["loss"] == 100 / 200, "the window of both polls: every 2nd of 201..400"
+    assert third[("carol", "ue5", "0")]["rtt_us"] == 500, "the PATCH in the data path"
+
+
+@pytest.mark.parametrize("who, name, ue", [(CAROL, "ue5", "10.60.0.5"), (DAVE, "ue6", "10.70.0.6")],
+                         ids=["the-same-again", "another-tenants"])
+def test_a_path_whose_session_was_deleted_while_the_poll_read_it_forgets_its_counters(node, monkeypatch, who,
+                                                                                       name, ue):
+    """ue5 deleted while the second poll read its slots, then a session created in those slots (ue5
+    again, or another tenant's): the slots' counters were zeroed, and its first poll has no rates,
+    not rates from ue5's old counters (kept, the same ue5's would be 1 packet a second)."""
+    node.atsss.create_session(CAROL, "ue5", spec("ue5", "10.60.0.5", "round_robin", [path(1), path(2)]))
+    slots = node.atsss.get_session(CAROL, "ue5").slots
+    node.send("10.60.0.5", [100] * 4)
+    assert ("carol", "ue5", "0") in path_points(node.collector.poll_once().points())
+    assert polled_while(node, monkeypatch, lambda: node.atsss.delete_session(CAROL, "ue5")) == {}
+    node.atsss.create_session(who, name, spec(name, ue, "round_robin", [path(1), path(2)]))
+    assert node.atsss.get_session(who, name).slots == slots, "the case this test is about: the same slots"
+    node.send(ue, [100] * 8)
+    polled = path_points(node.collector.poll_once().points())
+
+    for index in "01":
+        fields = polled[(who.tenant, name, index)]
+        assert fields["packets"] == 4, "counted from zero in the slot"
+        assert "packets_rate" not in fields and "bytes_rate" not in fields, "its rates start over"
