@@ -53,8 +53,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=900, help="seconds before a machine is given up")
     parser.add_argument("--console", type=Path, help="write each machine's whole console here (.RELEASE added)")
     args = parser.parse_args(argv)
-    reason = missing()
     kernels = args.kernel or kernel_images()
+    reason = missing(kernels, args.modules)
     if reason or not kernels:
         print(f"cannot boot a kernel here: {reason or f'no kernel image in {BOOT_DIR}'}", file=sys.stderr)
         return 2

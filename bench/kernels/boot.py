@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -69,9 +70,18 @@ def kernel_release(kernel: Path) -> str:
     return kernel.name.removeprefix("vmlinuz-")
 
 
-def missing() -> str | None:
-    """Why this machine cannot boot a kernel here, or None."""
-    for tool, package in ((QEMU, "qemu-system-x86"), ("cc", "gcc"), ("pkg-config", "pkg-config"), ("zstd", "zstd")):
+def missing(kernels: Iterable[Path] = (), modules: Path = initramfs.MODULES) -> str | None:
+    """Why this machine cannot boot a kernel here (or one of `kernels`, whose modules are in
+    `modules`), or None."""
+    tools = [(QEMU, "qemu-system-x86"), ("cc", "gcc"), ("pkg-config", "pkg-config")]
+    for kernel in kernels:
+        try:
+            veth = initramfs.veth_module(kernel_release(kernel), modules)
+        except (FileNotFoundError, ValueError) as exc:
+            return str(exc)
+        if veth.suffix == ".zst":  # only Ubuntu 24.04's, of the kernels booted, needs it
+            tools.append(("zstd", "zstd"))
+    for tool, package in tools:
         if not shutil.which(tool):
             return f"{tool} is not installed (apt-get install {package})"
     if not initramfs.BUSYBOX.exists():

@@ -10,8 +10,8 @@
 
 /* What the programs of dpp.bpf.o need from the kernel, newest first:
  *   6.1   a verifier that walks the pipeline's entry (dpp_xdp) within its million instructions:
- *         Ubuntu 22.04's 5.19 gives up on it ("BPF program is too large"; 6.1's walks 210,000 to
- *         260,000 of them), 5.18 and 6.0 are untested, so they are refused with 5.19
+ *         Ubuntu 22.04's 5.19 gives up on it ("BPF program is too large"; 6.1's walks 212,380 to
+ *         257,235 of them), 5.18 and 6.0 are untested, so they are refused with 5.19
  *   5.18  bpf_xdp_load_bytes, bpf_xdp_store_bytes: copies to and from a frame (bpf/nf/upf/punt.h,
  *         bpf/nf/atsss/uplink.h, bpf/nf/atsss/loss.h)
  *   5.17  bpf_loop: ATSSS's walk of a DCCP ACK vector (bpf/nf/atsss/loss.h)
@@ -61,7 +61,8 @@ static const struct kernel_step {
 } kernel_steps[] = {
 	{ 5, 18, "no bpf_xdp_load_bytes and bpf_xdp_store_bytes, for the UPF's and ATSSS's copies" },
 	{ KERNEL_MIN_MAJOR, KERNEL_MIN_MINOR,
-	  "a verifier that gives up on the pipeline's entry past its million instructions, as 5.19's does" },
+	  "no verifier known to take the pipeline's entry: 5.19's gives up past its million "
+	  "instructions, 5.18's and 6.0's are untested" },
 };
 
 static bool release_below(unsigned int major, unsigned int minor, const struct kernel_step *step)
