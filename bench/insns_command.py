@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 from collections import Counter
+from contextlib import ExitStack
 from typing import Callable, Mapping, Optional, Sequence
 
 from bench.insns import Counted, count_instructions
@@ -23,6 +24,13 @@ from bench.measure import WrongPathError
 
 # (case names, N) -> each case's count; with N, each case's N busiest source lines printed too
 CountCases = Callable[[Sequence[str], int], dict[str, Counted]]
+
+
+def on_cpu0(stack: ExitStack) -> None:
+    """This thread on CPU 0 until `stack` closes: the counts read CPU 0's per-CPU entries, which the
+    kernel's run before each count wrote."""
+    stack.callback(os.sched_setaffinity, 0, os.sched_getaffinity(0))
+    os.sched_setaffinity(0, {0})
 
 
 def checked_count(name: str, prog_fd: int, packet: bytes, out_room: int, ifindex: int, verdict: int,

@@ -18,7 +18,6 @@ in the kernel, whose verdict must be the case's, and the run here must come out 
 
 from __future__ import annotations
 
-import os
 import sys
 from contextlib import ExitStack
 from typing import Optional, Sequence
@@ -90,8 +89,7 @@ def count_cases(names: Sequence[str], top: int = 0) -> dict[str, Counted]:
     cases = {name: CASES[name][1] for name in names}
     counted: dict[str, Counted] = {}
     with ExitStack() as stack:
-        stack.callback(os.sched_setaffinity, 0, os.sched_getaffinity(0))
-        os.sched_setaffinity(0, {0})
+        insns_command.on_cpu0(stack)
         prog_fd = written(stack.enter_context(Dataplane.open()), cases).program_fd("dpp_xdp")
         for name, case in cases.items():
             counted[name] = count_case(prog_fd, name, case)

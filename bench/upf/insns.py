@@ -9,7 +9,6 @@ reads), and the run here must come out with the kernel's verdict and frame.
 
 from __future__ import annotations
 
-import os
 import sys
 from contextlib import ExitStack
 from typing import Optional, Sequence
@@ -38,8 +37,7 @@ def count_cases(names: Sequence[str], top: int = 0) -> dict[str, Counted]:
     `top`, each case's `top` source lines by instructions executed printed too."""
     counted: dict[str, Counted] = {}
     with Harness(build_harness()) as harness, ExitStack() as stack:
-        stack.callback(os.sched_setaffinity, 0, os.sched_getaffinity(0))
-        os.sched_setaffinity(0, {0})
+        insns_command.on_cpu0(stack)
         stack.enter_context(netns.entered(run.make_site(stack)))
         instances: dict[str, run.Instance] = {}
         stack.callback(lambda: [instance.close() for instance in instances.values()])
