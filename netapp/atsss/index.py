@@ -45,12 +45,16 @@ live ways, then the slot, then the session, within one run (an RCU read-side sec
    holds its first path (`paired_slot`: slot s pairs path slots 2s - 1 and 2s, the pair the
    store gives a new two-path session, admission.paired_slots), else the lowest free one: a
    retired paired slot is not waited for (`_free_slot`), so a session given the pair a delete
-   just freed is served unpaired, through path[]. It moves into its paired slot at the end of
-   the first write that waits (4.) once the slot is free, as a held key is written again (2.):
+   just freed is served unpaired, through path[]; so is a session written again (a PUT, a PATCH
+   of its paths' state), which 2. gives another slot while its own is retired. It moves into its
+   paired slot at the end of the first write that waits (4.) once the slot is free, as a held key
+   is written again (2.):
    whole into the slot, its way written clean and made live in the one write of `live` that
    retires its old way and slot. Its MP_SEQ counter counts on from MP_SEQ_SKIP numbers beyond
    the old slot's as read, as a session moved from the hash does (5.), with no wait of its own
-   (the old slot is not written again before the next wait); a bucket with no clean way leaves
+   (the old slot is not written again before the next wait), and unlike that move's not checked
+   after one (`_check_numbers`): MP_SEQ_SKIP numbers would have to be taken from the old slot in
+   the microseconds between its read and the `live` write; a bucket with no clean way leaves
    it where it is until a later wait. Which sessions are unpaired is known from the writes
    since the shadow was read: one an earlier run left unpaired stays so until written again.
    The downlink requests those two paths' lines with the session's (nf/atsss/index.h,
