@@ -2,7 +2,8 @@
 own counters say where every frame went.
 
 Sequence: read every counter, send (one live-frame run of rate x seconds frames), wait until the
-sinks' counts stop moving (queues drained), read again; the differences are the trial's.
+sinks have counted every frame or their counts stop moving (queues drained), read again; the
+differences are the trial's.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from netapp.testbed.decap import VXLAN_DEVICE
 from netapp.testbed.topology import EdgeSite
 
 DRAIN_POLL_S = 0.05
+DRAIN_QUIET_S = 0.5  # the sinks' counts unmoving this long with frames unaccounted: those are lost
 DRAIN_MAX_S = 3.0
 PRIORITY = tuple(flow.priority for flow in scenario.flows())
 
@@ -72,18 +74,30 @@ def _snapshot(bench: Bench) -> tuple[FlowCounts, FlowCounts, dict[str, Any], dic
     return bench.core.read(), bench.alt.read(), bench.system.counters(), _drops(bench)
 
 
-def _drain(bench: Bench) -> float:
-    """Wait at least drain_s, then until two reads of the sinks agree; the time waited."""
+def _drain(bench: Bench, before: tuple, sent: int) -> float:
+    """Wait at least drain_s, then until the sinks have counted every one of the `sent` frames
+    since `before`, or their counts have not moved for DRAIN_QUIET_S (the rest taken as lost, as
+    above the capacity they are); the time waited. Two reads one poll apart agreeing is not enough:
+    a receiving CPU held up that long by other work would have its last frames read as lost."""
     start = time.monotonic()
     time.sleep(bench.drain_s)
-    last = (bench.core.read(), bench.alt.read())
+    last, moved = None, time.monotonic()
     while time.monotonic() - start < DRAIN_MAX_S:
-        time.sleep(DRAIN_POLL_S)
         now = (bench.core.read(), bench.alt.read())
-        if now == last:
+        if _counted(now, before) >= sent:
             break
-        last = now
+        if now != last:
+            last, moved = now, time.monotonic()
+        elif time.monotonic() - moved >= DRAIN_QUIET_S:
+            break
+        time.sleep(DRAIN_POLL_S)
     return time.monotonic() - start
+
+
+def _counted(now: tuple[FlowCounts, FlowCounts], before: tuple) -> int:
+    """The frames both sinks counted between `before` (a snapshot) and `now`."""
+    core, alt = now[0] - before[0], now[1] - before[1]
+    return sum(core.packets) + core.other + sum(alt.packets) + alt.other
 
 
 def frames_for(rate: float, seconds: float) -> int:
@@ -102,7 +116,7 @@ def run(bench: Bench, rate: float, frames: int | None = None) -> Probe:
     before = _snapshot(bench)
     count = frames if frames is not None else frames_for(rate, bench.trial_s)
     sent = bench.generator.send(bench.pcap, count, rate, timeout=send_timeout(bench, rate, count))
-    drained_s = _drain(bench)
+    drained_s = _drain(bench, before, sent.frames)
     after = _snapshot(bench)
     return _probe(bench, rate, sent, before, after, drained_s)
 
