@@ -25,8 +25,8 @@
  * Not counted: the benchmarks' traffic generator's live frames (BPF_F_TEST_XDP_LIVE_FRAMES, 5.18).
  * The stack holds on these kernels too: before 6.9 the verifier rounds each frame to 32 bytes, not
  * 16, and every call chain fits 512 bytes so rounded (tests/dataplane/test_stack_depth.py). The
- * kernels tested are 6.18, Debian 12's 6.1 and 6.12 and Ubuntu's 6.5 and 6.8 (24.04's, the charm's
- * base), booted under qemu (bench/kernels, tests/dataplane/test_old_kernel.py; dataplane/README.md,
+ * kernels tested are 6.18, Debian 12's 6.1 and 6.12 and Ubuntu's 6.2, 6.5, 6.8 (24.04's, the
+ * charm's base) and 6.11, booted under qemu (bench/kernels, tests/dataplane/test_old_kernel.py; dataplane/README.md,
  * "Kernels", says what 6.1's verifier refused and how the programs avoid it), and Ubuntu 22.04's
  * 5.15 and 5.19, where this check refuses the load and the upgrade, each with its own reason.
  * Not relied on: 6.3's reading of a global function's pointer argument as possibly
@@ -65,29 +65,56 @@ static const struct kernel_step {
 	  "instructions, 5.18's and 6.0's are untested" },
 };
 
+/* Kernels that take the data path, but not with the flow cache and trace both on: their verifier
+ * gives up on the pipeline's entry past its million instructions with the two together. Booted
+ * (bench/kernels): Ubuntu 22.04's HWE 6.2 (6.2.0-39) walks dpp_xdp 713,702 instructions with both
+ * off, 913,480 with the flow cache, 935,977 with trace, where 6.1 walks 212,380 to 257,235 and 6.5
+ * 202,951 to 236,406; 6.3 and 6.4 are untested (left to their verifier, whose refusal libdpp then
+ * explains: load_refusal_explain). Trace is for replay and tests, which can do without the cache. */
+static const struct kernel_series_limit {
+	unsigned int major, minor;
+	const char *why;
+} kernel_cache_trace_limits[] = {
+	{ 6, 2,
+	  "6.2's verifier walks the pipeline's entry some three times as far as 6.1's and gives up "
+	  "past its million instructions with the two together" },
+};
+
 static bool release_below(unsigned int major, unsigned int minor, const struct kernel_step *step)
 {
 	return major < step->major || (major == step->major && minor < step->minor);
+}
+
+/* The major and minor version of a release as `uname -r` prints it (NULL: the running kernel's);
+ * *name holds the release read. */
+static int release_version(const char **release, struct utsname *name, unsigned int *major,
+			   unsigned int *minor)
+{
+	if (!*release) {
+		if (uname(name)) {
+			int err = -errno;
+
+			pr_warn("read the kernel's release (uname): %s", strerror(-err));
+			return err;
+		}
+		*release = name->release;
+	}
+	if (sscanf(*release, "%u.%u", major, minor) != 2) {
+		pr_warn("kernel release '%s' names no version", *release);
+		return -EINVAL;
+	}
+	return 0;
 }
 
 int dpp_kernel_check(const char *release)
 {
 	unsigned int major, minor;
 	struct utsname name;
+	int err;
 
-	if (!release) {
-		if (uname(&name)) {
-			int err = -errno;
-
-			pr_warn("read the kernel's release (uname): %s", strerror(-err));
-			return err;
-		}
-		release = name.release;
-	}
-	if (sscanf(release, "%u.%u", &major, &minor) != 2) {
-		pr_warn("kernel release '%s' names no version", release);
-		return -EINVAL;
-	}
+	err = release_version(&release, &name, &major, &minor);
+	if (err)
+		return err;
 	for (size_t i = 0; i < sizeof(kernel_steps) / sizeof(kernel_steps[0]); i++) {
 		const struct kernel_step *step = &kernel_steps[i];
 
@@ -98,4 +125,38 @@ int dpp_kernel_check(const char *release)
 		return -EOPNOTSUPP;
 	}
 	return 0;
+}
+
+int dpp_kernel_check_settings(const char *release, bool flow_cache, bool trace)
+{
+	unsigned int major, minor;
+	struct utsname name;
+	int err;
+
+	err = dpp_kernel_check(release);
+	if (err || !flow_cache || !trace)
+		return err;
+	err = release_version(&release, &name, &major, &minor);
+	if (err)
+		return err;
+	for (size_t i = 0; i < sizeof(kernel_cache_trace_limits) / sizeof(kernel_cache_trace_limits[0]); i++) {
+		const struct kernel_series_limit *limit = &kernel_cache_trace_limits[i];
+
+		if (major != limit->major || minor != limit->minor)
+			continue;
+		pr_warn("kernel %s takes the data path with the flow cache or with trace, not with both: "
+			"%s; open it with either off", release, limit->why);
+		return -EOPNOTSUPP;
+	}
+	return 0;
+}
+
+void kernel_load_refusal_explain(int err, bool flow_cache, bool trace)
+{
+	if (err != -E2BIG)
+		return;
+	pr_warn("the kernel's verifier gave up on a program of the data path past its million "
+		"instructions (the log above names it), with the flow cache %s and trace %s: the kernels "
+		"and settings known to take it are listed in dataplane/README.md, \"Kernels\"",
+		flow_cache ? "on" : "off", trace ? "on" : "off");
 }

@@ -204,7 +204,7 @@ static int instance_load(struct dpp *d, const struct dpp_open_opts *o)
 		pr_warn("invalid default verdict %u", o->default_verdict);
 		return -EINVAL;
 	}
-	err = dpp_kernel_check(NULL);
+	err = dpp_kernel_check_settings(NULL, o->flow_cache, o->trace);
 	if (err)
 		return err;
 	err = skel_open(&d->skel);
@@ -216,6 +216,7 @@ static int instance_load(struct dpp *d, const struct dpp_open_opts *o)
 	err = dpp_bpf__load(d->skel);
 	if (err) {
 		pr_warn("load BPF object: %s", strerror(-err));
+		kernel_load_refusal_explain(err, o->flow_cache, o->trace);
 		return err;
 	}
 	err = progs_collect_loaded(&d->progs, d->skel->obj, bpf_map__fd(d->skel->maps.dpp_progs));

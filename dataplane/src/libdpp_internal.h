@@ -202,6 +202,9 @@ int map_btf_differs(const struct bpf_map *map, const struct btf *new_btf,
 		    const struct bpf_map_info *info, struct dpp_btf_cache *cache, char *why,
 		    size_t why_len);
 void btf_cache_free(struct dpp_btf_cache *cache);
+
+/* kernel.c: say what a load's -E2BIG means (a verifier that gave up), with the settings loaded */
+void kernel_load_refusal_explain(int err, bool flow_cache, bool trace);
 int lookup_u32(const struct dpp *d, enum dpp_map_id id, __u32 key, void *value);
 int update_u32(const struct dpp *d, enum dpp_map_id id, __u32 key, const void *value);
 

@@ -120,7 +120,8 @@ static int upgrade_skel_open(struct dpp *d, const struct dpp_upgrade_opts *o,
 	struct bpf_map *map;
 	int err;
 
-	err = dpp_kernel_check(NULL); /* the new program is the data path too: the same minimum */
+	/* the new program is the data path too: the same minimum, and the same settings' limits */
+	err = dpp_kernel_check_settings(NULL, o->flow_cache, o->trace);
 	if (err)
 		return err;
 	err = skel_open(&skel);
@@ -164,9 +165,11 @@ static int upgrade_skel_open(struct dpp *d, const struct dpp_upgrade_opts *o,
 	btf_cache_free(&btf);
 	if (!err) {
 		err = dpp_bpf__load(skel);
-		if (err)
+		if (err) {
 			pr_warn("load the new program (its maps must match the running instance's): %s",
 				strerror(-err));
+			kernel_load_refusal_explain(err, o->flow_cache, o->trace);
+		}
 	}
 	if (err) {
 		dpp_bpf__destroy(skel);

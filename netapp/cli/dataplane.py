@@ -16,7 +16,7 @@ import typer
 from netapp.cli.errors import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_FAILED, fail, note, warn
 from netapp.cli.serve import load_cli_settings
 from netapp.core.config import CONFIG_ENV
-from netapp.dataplane.binding import PIN_ROOT, DataplaneError, LibraryNotFoundError, possible_cpus
+from netapp.dataplane.binding import PIN_ROOT, DataplaneError, LibraryNotFoundError, load_libdpp, possible_cpus
 from netapp.dataplane.facade import Dataplane, PacketOutcome, host_interfaces
 from netapp.frer.models import FrerStreamSpec
 from netapp.frer.replay import FrerReplay, load_streams
@@ -89,7 +89,7 @@ def replay(
     packets = _read_packets(pcap)
     _require_root()
     records, outcomes = [], []
-    with _open_dataplane(None, trace=True) as dataplane:
+    with _open_dataplane(None, trace=True, flow_cache=_replay_flow_cache()) as dataplane:
         # What replay assumes is said only now, so that a failure before it stays one line.
         source = intents or frer
         ingress_ifindex = _ingress_ifindex(chosen_ifindex, interfaces, compiled, source)
@@ -258,10 +258,24 @@ def _require_root() -> None:
         fail("replay needs root (BPF_PROG_TEST_RUN)", EXIT_ENVIRONMENT)
 
 
-def _open_dataplane(instance: Optional[str], trace: bool = False) -> Dataplane:
+def _replay_flow_cache() -> bool:
+    """Whether replay's data plane (opened with trace) has the flow cache: not on a kernel that
+    takes trace only without it (6.2: dataplane/src/kernel.c), where replay says so and each packet
+    is classified by the rules, as a flow's first packet always is."""
+    try:
+        lib = load_libdpp()
+    except LibraryNotFoundError:
+        return True  # the open says what is missing
+    if lib.dpp_kernel_check_settings(None, True, True) == 0 or lib.dpp_kernel_check_settings(None, False, True):
+        return True  # taken, or refused whatever the cache: the open says why
+    note("this kernel takes trace only without the flow cache: replaying without it")
+    return False
+
+
+def _open_dataplane(instance: Optional[str], trace: bool = False, flow_cache: bool = True) -> Dataplane:
     """The pinned `instance` (reopened), or an anonymous one for None."""
     try:
-        return Dataplane.open(instance, trace=trace)
+        return Dataplane.open(instance, trace=trace, flow_cache=flow_cache)
     except LibraryNotFoundError as exc:
         fail(str(exc), EXIT_ENVIRONMENT)
     except DataplaneError as exc:

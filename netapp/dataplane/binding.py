@@ -134,6 +134,7 @@ LOG = logging.getLogger("netapp.dataplane")
 PROTOTYPES: Mapping[str, tuple[Any, list[Any]]] = {
     "dpp_set_log": (None, [LOG_FN, c_void_p]),
     "dpp_kernel_check": (c_int, [c_char_p]),
+    "dpp_kernel_check_settings": (c_int, [c_char_p, c_bool, c_bool]),
     "dpp_open": (c_int, [POINTER(OpenOpts), POINTER(c_void_p)]),
     "dpp_close": (None, [c_void_p]),
     "dpp_unpin": (c_int, [c_void_p]),

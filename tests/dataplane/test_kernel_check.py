@@ -48,6 +48,31 @@ def test_older_kernels_are_refused_for_the_helpers_they_lack(lib: Libdpp, releas
         "bpf_xdp_load_bytes and bpf_xdp_store_bytes" in caplog.text
 
 
+SETTINGS = [(False, False), (True, False), (False, True), (True, True)]  # (flow cache, trace)
+
+
+@pytest.mark.parametrize("release", ["6.2.0-39-generic", "6.2.16"])
+def test_6_2_is_refused_the_flow_cache_and_trace_together_only(lib: Libdpp, release: str, caplog) -> None:
+    """Ubuntu 22.04's 6.2 verifier gives up on the pipeline's entry with both on (the boot in
+    tests/dataplane/test_old_kernel.py sees it refuse exactly that setting)."""
+    with caplog.at_level(logging.WARNING, logger="netapp.dataplane"):
+        taken = {setting: lib.dpp_kernel_check_settings(release.encode(), *setting) for setting in SETTINGS}
+    assert taken == {(False, False): 0, (True, False): 0, (False, True): 0, (True, True): -errno.EOPNOTSUPP}
+    assert f"kernel {release} takes the data path with the flow cache or with trace, not with both: 6.2's " \
+        "verifier" in caplog.text
+
+
+@pytest.mark.parametrize("release", ["6.1.0-57-amd64", "6.3.0", "6.5.0-45-generic", "6.11.0-29-generic", "6.12.95"])
+def test_other_kernels_take_every_setting(lib: Libdpp, release: str) -> None:
+    assert all(lib.dpp_kernel_check_settings(release.encode(), *setting) == 0 for setting in SETTINGS)
+
+
+@pytest.mark.parametrize("release", ["5.19.0-50-generic", "5.15.0-91-generic"])
+def test_the_settings_check_refuses_what_the_minimum_refuses(lib: Libdpp, release: str) -> None:
+    assert all(lib.dpp_kernel_check_settings(release.encode(), *setting) == -errno.EOPNOTSUPP
+               for setting in SETTINGS)
+
+
 def test_a_release_that_names_no_version_is_invalid(lib: Libdpp) -> None:
     assert lib.dpp_kernel_check(b"generic") == -errno.EINVAL
 

@@ -5,6 +5,7 @@ typer's CliRunner and as the installed command would be, in a subprocess."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import subprocess
@@ -19,8 +20,11 @@ from scapy.packet import Raw
 from scapy.utils import RawPcapReader, wrpcap
 from typer.testing import CliRunner
 
+from netapp.cli import dataplane as cli_dataplane
 from netapp.cli.main import app
 from netapp.core import netns
+from netapp.dataplane.binding import load_libdpp
+from netapp.dataplane.facade import Dataplane
 from tests.utils import packets
 from tests.utils.intents import paper_message
 from tests.utils.kernel import require_kernel, veth_namespace
@@ -372,3 +376,44 @@ def test_given_a_cpu_set_without_the_steer_cpu_then_a_warning_names_the_intent_a
     ]
     [record] = [json.loads(line) for line in stdout.splitlines()]
     assert (record["action"], record["intent"], record["reason"]) == ("default", LEGACY_ID, "cpu_unavailable")
+
+
+# --- a kernel that takes trace only without the flow cache --------------------------------------
+
+
+class KernelOf62:
+    """The real libdpp, but for its settings check, which answers as on Ubuntu 22.04's 6.2: the flow
+    cache and trace refused together (dataplane/src/kernel.c). That kernel cannot run here (the
+    boot in tests/dataplane/test_old_kernel.py sees its verifier refuse them), so its answer is
+    stood in for; the replay itself runs on the real program."""
+
+    def __init__(self, lib: Any) -> None:
+        self.lib = lib
+
+    def dpp_kernel_check_settings(self, release: bytes | None, flow_cache: bool, trace: bool) -> int:
+        if flow_cache and trace:
+            return -errno.EOPNOTSUPP
+        return self.lib.dpp_kernel_check_settings(release, flow_cache, trace)
+
+
+def test_where_the_kernel_refuses_the_flow_cache_with_trace_replay_runs_without_it_and_says_so(
+        inputs, monkeypatch):
+    require_kernel()
+    monkeypatch.setattr(cli_dataplane, "load_libdpp", lambda: KernelOf62(load_libdpp()))
+    caches = []
+    real_open = Dataplane.open
+
+    def spied_open(*args: Any, **kwargs: Any) -> Dataplane:
+        caches.append(kwargs.get("flow_cache", True))
+        return real_open(*args, **kwargs)
+
+    monkeypatch.setattr(Dataplane, "open", spied_open)
+    args = [str(inputs["pcap"]), "--intents", str(inputs["intents"]), "--json", "--interface", "lo"]
+
+    code, stdout, stderr = run_in_process(args)
+
+    assert code == 0, stderr
+    assert stderr == "netapp: note: this kernel takes trace only without the flow cache: replaying without it\n"
+    assert caches == [False]
+    records = [json.loads(line) for line in stdout.splitlines()]
+    assert [{**record, "reason": None} for record in records] == expected_records()

@@ -60,9 +60,13 @@ struct dpp_open_opts {
  * oldest the data path loads on (src/kernel.c says which and why); -EOPNOTSUPP, logged with the
  * reason, when it is older; -EINVAL when the release names no version. */
 int dpp_kernel_check(const char *release);
+/* dpp_kernel_check, then whether that kernel takes the data path with these settings
+ * (dpp_open_opts.flow_cache and .trace): -EOPNOTSUPP, logged with the reason, for a kernel whose
+ * verifier is known to give up on them together (6.2: src/kernel.c). */
+int dpp_kernel_check_settings(const char *release, bool flow_cache, bool trace);
 /* Open the instance: when opts->instance is pinned, reuse its pinned program, maps and links
- * (traffic is not interrupted); otherwise check the running kernel (dpp_kernel_check), load a
- * fresh program and, if named, pin it. */
+ * (traffic is not interrupted); otherwise check the running kernel and the settings
+ * (dpp_kernel_check_settings), load a fresh program and, if named, pin it. */
 int dpp_open(const struct dpp_open_opts *opts, struct dpp **out);
 /* Release the handle. Pinned objects (and so attached programs) stay in the kernel. */
 void dpp_close(struct dpp *d);
