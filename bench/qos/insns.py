@@ -33,7 +33,7 @@ from bench.libbpf import test_run
 from bench.measure import WrongPathError
 from bench.qos.rule import XDP_DROP, XDP_PASS, Case, frame, written
 
-ALGORITHMS = ("token_bucket", "fixed_window", "sliding_window")
+ALGORITHMS = ("token_bucket", "gcra", "fixed_window", "sliding_window")
 PASSING = {"rate_bps": 10**9, "burst_bytes": 1 << 30}
 DROPPING = {"rate_bps": 8_000, "burst_bytes": 1}
 DECISIONS = {"pass": (PASSING, XDP_PASS), "drop": (DROPPING, XDP_DROP)}
