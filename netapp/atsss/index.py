@@ -16,13 +16,20 @@ live ways, then the slot, then the session, within one run (an RCU read-side sec
    are written with the way's bit clear (no reader takes a way whose bit is clear, whatever bytes
    the copy has reached), then the bucket again with the bit set: the `live` byte alone changes,
    and a byte is written whole.
-2. A changed session is not written here: netapp.atsss.table stores its own words in place, its
-   MP_SEQ counter left to the packets. A held key given to `write` again (a test's, or the fake's,
-   where no program runs) is never written over itself: it is written whole into another free
-   slot, its address and that slot into another clean way of the bucket, and one write of `live`
-   sets the new way's bit and clears the old's: a reader finds the old session or the new, each
-   whole. With no clean way left in the bucket, the new session goes into dpp_atsss_sessions
-   first, then the old way's bit is cleared (a reader finds the way before, the hash after).
+2. A changed session is not written here: netapp.atsss.table stores its own words in place (the
+   data plane's writer program), its MP_SEQ counter left to the packets, its slot kept. A held key
+   given to `write` again (where the instance has no such writer: the fake, one pinned by an older
+   build; or a test) is never written over itself: the copy of a value is not atomic, and a
+   session's value holds a lock, so its array cannot be mapped for word stores either; a packet
+   could read the new n_paths with the old path[]. It is written whole into another free slot, its
+   address and that slot into another clean way of the bucket, and one write of `live` sets the
+   new way's bit and clears the old's: a reader finds the old session or the new, each whole.
+   With no clean way left in the bucket, the new session goes into dpp_atsss_sessions first,
+   then the old way's bit is cleared (a reader finds the way before, the hash after). Its MP_SEQ
+   counter counts on from MP_SEQ_SKIP numbers beyond the held session's as read at the write
+   (`counting_on`), whatever the value given says: packets take numbers from the held one until
+   the new one is live, and the caller read it earlier. It has left its paired slot (6.): the
+   write waits and moves it back.
 3. A deleted session's way has its bit cleared (the `live` byte alone); a session in the hash is
    deleted from it.
 4. A way whose bit was cleared, and the slot it led to, are written again (for another address,
@@ -45,16 +52,20 @@ live ways, then the slot, then the session, within one run (an RCU read-side sec
    holds its first path (`paired_slot`: slot s pairs path slots 2s - 1 and 2s, the pair the
    store gives a new two-path session, admission.paired_slots), else the lowest free one: a
    retired paired slot is not waited for (`_free_slot`), so a session given the pair a delete
-   just freed is served unpaired, through path[]; so is a session written again (a PUT, a PATCH
-   of its paths' state), which 2. gives another slot while its own is retired. It moves into its
-   paired slot at the end of the first write that waits (4.) once the slot is free, as a held key
-   is written again (2.):
-   whole into the slot, its way written clean and made live in the one write of `live` that
-   retires its old way and slot. Its MP_SEQ counter counts on from MP_SEQ_SKIP numbers beyond
-   the old slot's as read, as a session moved from the hash does (5.), with no wait of its own
-   (the old slot is not written again before the next wait), and unlike that move's not checked
-   after one (`_check_numbers`): MP_SEQ_SKIP numbers would have to be taken from the old slot in
-   the microseconds between its read and the `live` write; a bucket with no clean way leaves
+   just freed is served unpaired, through path[], and so, for a moment, is a session written
+   again (2.), which leaves its slot while packets read it. Either moves into its paired slot at
+   the end of the first write that waits (4.) once the slot is free; the write of a session again
+   waits for that itself (`_regain_pairs`; a second time if it had waited before retiring the
+   slot): left to an unrelated write's wait, which a session's own writes rarely make, a session
+   changed often was unpaired most of the time. That wait costs the write a grace period (6-20
+   ms on a 2-CPU VM), only where a changed session is written whole (2.: an instance without the
+   writer); a new session given a retired pair is not worth one, as above. The move, as a held
+   key's write (2.): whole into the slot, its way written clean and made live in the one write of
+   `live` that retires its old way and slot. Its MP_SEQ counter counts on from MP_SEQ_SKIP numbers
+   beyond the old slot's as read, as a session moved from the hash does (5.), with no wait of its
+   own (the old slot is not written again before the next wait), and unlike that move's not checked
+   after one (`_check_numbers`): MP_SEQ_SKIP numbers would have to be taken from the old slot in the
+   microseconds between its read and the `live` write; a bucket with no clean way leaves
    it where it is until a later wait. Which sessions are unpaired is known from the writes
    since the shadow was read: one an earlier run left unpaired stays so until written again.
    The downlink requests those two paths' lines with the session's (nf/atsss/index.h,
@@ -149,6 +160,15 @@ def paired_slot(value: Optional[Session]) -> Optional[int]:
         return None
     slot = paired_session_slot(value.path[0])
     return slot if 0 < slot < MAX_SESSIONS else None
+
+
+def counting_on(value: Session, held: Session) -> Session:
+    """`value` with its MP_SEQ counter MP_SEQ_SKIP numbers beyond `held`'s, the session it replaces
+    as read just before (2.): packets took numbers from `held` since any earlier read, and go on
+    taking them until the new one is live."""
+    value = Session.from_buffer_copy(value)
+    value.mp_seq = held.mp_seq + MP_SEQ_SKIP
+    return value
 
 
 def put_at_once(bucket: Bucket, key: SessionKey, slot: int) -> bool:
@@ -349,13 +369,33 @@ class SessionIndex:
     def _write(self, entries: Iterable[tuple[SessionKey, Session]]) -> None:
         self._waited = False
         entries = list(entries)
-        unindexed = [key for key, _ in entries if bytes(key) not in self._where]
-        hashed = {bytes(key) for key, value in zip(unindexed, self.hash.lookup(unindexed)) if value is not None}
+        held = self._held(entries)
+        hashed = {raw for raw in held if raw not in self._where}
+        left: set[int] = set()  # the paired slots rewritten sessions left (6.)
         for key, value in entries:
+            now = held.get(bytes(key))
+            value = counting_on(value, now) if now is not None else value
             if bytes(key) in hashed:
                 self.hash.update([(key, value)])  # the kernel's replace is whole
-            else:
-                self._place(key, value, self._where.get(bytes(key)))
+            elif self._place(key, value, self._where.get(bytes(key))):
+                left.add(self._unpaired[bytes(key)])
+        self._regain_pairs(left)
+
+    def _held(self, entries: list[tuple[SessionKey, Session]]) -> dict[bytes, Session]:
+        """The sessions the entries' keys hold now, in the index or the hash (raw key -> session)."""
+        indexed = [bytes(key) for key, _ in entries if bytes(key) in self._where]
+        unindexed = [key for key, _ in entries if bytes(key) not in self._where]
+        held = {bytes(key): value for key, value in zip(unindexed, self.hash.lookup(unindexed)) if value is not None}
+        held.update((raw, value) for raw, value in zip(indexed, self._values(indexed)) if value is not None)
+        return held
+
+    def _regain_pairs(self, left: set[int]) -> None:
+        """The sessions served unpaired moved into their paired slots (_pair_unpaired) once this
+        write has waited; it waits when a session written again left its paired slot, retired (6.):
+        a second wait if this write waited before that slot was retired."""
+        if left & self._retired_slots:
+            self._waited = False
+            self.wait()
         self._pair_unpaired()
 
     def _delete(self, keys: Iterable[SessionKey]) -> None:
@@ -378,9 +418,11 @@ class SessionIndex:
         self._move_in(freed)
         self._pair_unpaired()
 
-    def _place(self, key: SessionKey, value: Session, old: Optional[Where]) -> None:
+    def _place(self, key: SessionKey, value: Session, old: Optional[Where]) -> bool:
         """The session in a free slot and a clean way of its bucket (the old way, if any, retired in
-        the same write of `live`), or in the hash when the bucket has no clean way."""
+        the same write of `live`), or in the hash when the bucket has no clean way. True when a
+        session written again is now served outside its paired slot while that slot is retired
+        (its own old slot, or one a delete left): free after a wait."""
         family, index = key.family, bucket_of(key)
         way = self._clean_way(family, index)
         slot = self._free_slot(paired_slot(value)) if way is not None else None
@@ -398,6 +440,7 @@ class SessionIndex:
             self._retire(old)
         if indexed or old is not None:
             self._buckets[family].update([(c_uint32(index), bucket)])  # one byte: the new way live, the old not
+        return old is not None and self._unpaired.get(bytes(key)) in self._retired_slots
 
     def _write_way(self, key: SessionKey, value: Session, way: int, slot: int) -> None:
         """The session whole in `slot`, then its way's address and slot with the way's bit clear; the

@@ -481,8 +481,9 @@ class AtsssMaps:
         round-robin's current weights go on: the picks follow the new weights from the next packet.
         Where the instance has no writer (the fake, where no program runs; an instance pinned by an
         older build whose session maps this build's writer cannot run on, which libdpp warned of
-        once), the value is written whole with its MP_SEQ counter and state as the map has them: a
-        packet between the read and the write may have its number given again."""
+        once), the value is written whole with its scheduler state as the map has it, into another
+        slot and back into its own (netapp.atsss.index, points 2 and 6), its MP_SEQ counter
+        counted on from beyond the one read at each write, so that no number is given twice."""
         slot = self._sessions.slot(key)
         if writer is None:
             now = self._sessions.get(key)
@@ -490,7 +491,6 @@ class AtsssMaps:
             if now is not None:
                 ctypes.memmove(ctypes.addressof(carried) + Session.current.offset,
                                ctypes.addressof(now) + Session.current.offset, Session.current.size)
-                carried.mp_seq = now.mp_seq
             self._sessions.write([(key, carried)])
             return
         try:

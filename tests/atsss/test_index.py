@@ -21,6 +21,7 @@ from netapp.atsss.abi import INDEX4_WAYS, INDEX6_WAYS, Mode, Session, index_buck
 from netapp.atsss.index import MP_SEQ_SKIP, SessionIndex
 from tests.atsss.atsss import (XDP_PASS, XDP_TX, AtsssProgram, PathSpec, addr_words, decode, ethernet, session_key,
                                ue_packet)  # fmt: skip
+from tests.utils.interleave import calling_back
 from tests.utils.object_tables import ObjectTables
 
 POOL = ipaddress.ip_network("10.90.0.0/16")
@@ -104,22 +105,29 @@ def test_an_ipv6_bucket_holds_three_ways_then_the_hash(atsss, index):
     assert [served_by(atsss, ue) for ue in ues] == [(XDP_TX, path_to(n).peer) for n in range(len(ues))]
 
 
-def test_a_changed_session_moves_to_another_way_with_its_number_and_the_old_one_is_freed(atsss, index):
+def test_a_changed_session_is_served_from_another_slot_until_a_wait_then_from_its_own_its_number_counted_on(
+        atsss, index, monkeypatch):
     ue = str(POOL[20])
+    key = session_key(ue)
     put(atsss, index, [ue], mp_seq=500)
-    first = index.slot(session_key(ue))
+    first = index.slot(key)
     assert served_by(atsss, ue)[0] == XDP_TX
-    value = index.get(session_key(ue))
+    value = index.get(key)
     assert value is not None and value.mp_seq == 501, "the packet took number 500 from the indexed session"
-    value.flags = 1  # a change of the session (CsCov 1), its number carried over (the table's way without a writer)
-    index.write([(session_key(ue), value)])
-    moved = index.slot(session_key(ue))
-    assert moved not in (None, first), "written whole into another slot, never over the one read"
+    value.flags = 1  # a change of the session (CsCov 1), written whole (the table's way without a writer)
+    at_the_wait = []
+    monkeypatch.setattr(index, "wait", calling_back(index.wait, lambda: at_the_wait.append(
+        (index.slot(key), served_by(atsss, ue)[0]))))
+    index.write([(key, value)])
+    monkeypatch.undo()
+    assert at_the_wait[0][0] not in (None, first), "written whole into another slot, never over the one read"
+    assert at_the_wait[0][1] == XDP_TX, "and served from it (MP_SEQ 501 + MP_SEQ_SKIP)"
+    assert index.slot(key) == first, "back in its own slot, paired with its path, once no run reads it"
     assert served_by(atsss, ue)[0] == XDP_TX
-    assert index.get(session_key(ue)).mp_seq == 502  # type: ignore[union-attr]
+    assert index.get(key).mp_seq == 503 + 2 * MP_SEQ_SKIP, "each write beyond the number read"  # type: ignore[union-attr]
     for _ in range(INDEX4_WAYS * 2):  # more changes than the bucket has ways: the retired ones are freed
-        index.write([(session_key(ue), index.get(session_key(ue)))])  # type: ignore[list-item]
-        assert index.slot(session_key(ue)) is not None, "kept in the index, its retired ways freed by a wait"
+        index.write([(key, index.get(key))])  # type: ignore[list-item]
+        assert index.slot(key) == first, "kept in the index, its retired ways freed by a wait"
     assert served_by(atsss, ue)[0] == XDP_TX
 
 

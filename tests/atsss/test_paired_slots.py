@@ -5,16 +5,22 @@ in, so that the downlink requests its paths' lines with the session's; a session
 is held takes the lowest free one and is served on its own paths all the same (the paths the
 downlink touches are a hint, path[] decides), as is a session whose pair is another's paths; one
 given the pair a delete freed, its paired slot retired, moves into it at the end of the next write
-that waits for the programs' runs, and is served on its paths before and after; through
+that waits for the programs' runs, and is served on its paths before and after; a session written
+again (where a changed session is written whole) leaves its slot, and its write waits and moves
+it back, its frames on its paths and its MP_SEQ numbers rising throughout; through
 the service (the pinned pipeline), a new session's paths take a free pair of path slots and its
 session the slot paired with them."""
 
 from __future__ import annotations
 
+from ctypes import c_uint32
 from typing import Callable
 
 from netapp.atsss.abi import INDEX4_WAYS, Mode, Session, paired_path_slots, paired_session_slot
 from netapp.atsss.index import MP_SEQ_SKIP, SessionIndex
+from netapp.atsss.models import AtsssSessionPatch
+from netapp.atsss.service import Atsss
+from netapp.dataplane.facade import Dataplane
 from netapp.dataplane.fake import FakeDpp
 from netapp.dataplane.tables import Table
 from tests.atsss.atsss import XDP_TX, AtsssProgram, PathSpec, decode, ethernet, session_key, ue_packet
@@ -97,11 +103,8 @@ def test_a_deleted_session_s_slot_is_taken_again_by_the_session_paired_with_it_o
     put(atsss, index, "10.91.0.9", [1, 2])  # slot 1 retired: not waited for
     assert index.slot(session_key("10.91.0.9")) == 2, "the lowest free slot, the paired one still retired"
     assert peers_of(atsss, "10.91.0.9", 2) == [path_in(1).peer, path_in(2).peer], "served unpaired, by path[]"
-    slots = []
-    for _ in range(INDEX4_WAYS):  # rewritten until its bucket's ways are all retired: that write waits
-        index.write([(session_key("10.91.0.9"), index.get(session_key("10.91.0.9")))])  # type: ignore[list-item]
-        slots.append(index.slot(session_key("10.91.0.9")))
-    assert slots[-1] == 1 and 1 not in slots[:-1], f"the wait freed slot 1, taken again by its paired session: {slots}"
+    index.write([(session_key("10.91.0.9"), index.get(session_key("10.91.0.9")))])  # type: ignore[list-item]
+    assert index.slot(session_key("10.91.0.9")) == 1, "written again, it waited: slot 1 freed, taken by its session"
     assert peers_of(atsss, "10.91.0.9", 2) == [path_in(1).peer, path_in(2).peer]
 
 
@@ -170,3 +173,55 @@ def test_sessions_made_through_the_service_sit_in_the_slots_paired_with_their_pa
             assert paired_path_slots(held_slot(kernel, str(s.ue)))[: len(s.slots)] == tuple(s.slots), s.name
     finally:
         node.close()
+
+
+def test_a_session_patched_and_put_again_and_again_stays_in_its_paired_slot_its_numbers_going_on(store):
+    """Where a changed session is written whole (the fake; an instance with no session writer), each
+    change leaves the session's slot while packets read it: the write waits and moves it back, its
+    MP_SEQ counter each time beyond the numbers packets took (here: 5 after each change)."""
+    fake = Dataplane(FakeDpp())
+    atsss = Atsss.start(store, fake.table)
+    made = [atsss.create_session(ADMIN, f"s{n}", session(f"s{n}", ue=f"10.60.0.{12 + n}")) for n in range(3)]
+    key = session_key("10.60.0.13")
+    slots, numbers = [], []
+    for n in range(2 * INDEX4_WAYS):
+        held = SessionIndex(fake.table)
+        taken = held.get(key)
+        assert taken is not None
+        taken.mp_seq += 5  # packets took numbers
+        fake.table("dpp_atsss_slots").update([(c_uint32(held.slot(key) or 0), taken)])
+        if n % 2:
+            atsss.put_session(ADMIN, "s1", session("s1", ue="10.60.0.13", mode="weighted", weights=(1 + n, 1)))
+        else:
+            weigh = AtsssSessionPatch.model_validate({"paths": [{"index": 1, "weight": 10 + n}]})
+            atsss.patch_session(ADMIN, "s1", weigh)
+        slots.append(SessionIndex(fake.table).slot(key))
+        written = SessionIndex(fake.table).get(key)
+        assert written is not None and list(written.path[:2]) == made[1].slots
+        numbers.append((taken.mp_seq, written.mp_seq))
+    assert slots == [paired_session_slot(made[1].slots[0])] * len(slots), "each change back in its paired slot"
+    assert all(after > before for before, after in numbers), f"MP_SEQ counted on beyond the numbers taken: {numbers}"
+
+
+def test_a_session_written_again_and_again_stays_in_its_paired_slot_and_its_frames_on_its_paths(atsss, index):
+    """In the kernel: each write leaves slot 1 while packets read it; it waits and moves back, the
+    round-robin going on over the session's own paths, the MP_SEQ numbers of its frames rising."""
+    put(atsss, index, "10.91.0.9", [1, 2])
+    key = session_key("10.91.0.9")
+    frames = [decode(atsss.run(ethernet(ue_packet("10.91.0.9")))[1]) for _ in range(3)]
+    slots = []
+    for n in range(2 * INDEX4_WAYS):
+        value = index.get(key)
+        assert value is not None
+        value.weight[:2] = [1 + n, 1]  # a change of what the control plane says, round-robin all the same
+        index.write([(key, value)])
+        slots.append(index.slot(key))
+        for _ in range(2):
+            verdict, frame = atsss.run(ethernet(ue_packet("10.91.0.9")))
+            assert verdict == XDP_TX
+            frames.append(decode(frame))
+    assert slots == [1] * len(slots), f"each write back in the slot paired with paths 1 and 2: {slots}"
+    assert [frame.dst for frame in frames] == [path_in(1 + n % 2).peer for n in range(len(frames))], \
+        "the round-robin goes on over its own paths"
+    numbers = [frame.mp_seq for frame in frames]
+    assert all(after > before for before, after in zip(numbers, numbers[1:])), f"MP_SEQ rising: {numbers}"
