@@ -8,13 +8,21 @@ from __future__ import annotations
 from typing import Callable, Iterable, Mapping, NamedTuple, Optional
 
 from netapp.atsss.abi import Path, PathFlags
+from netapp.atsss.admission import path_identity
 from netapp.atsss.models import AtsssSession, PathCounters, SessionCounters
 from netapp.atsss.table import PathCounts, PathLoss
 
-# A path's identity while it runs: its session's tenant and name and its slot, not its position (a
-# body that reorders the paths keeps their slots, admission.slots_for, and so their rates and measured loss;
-# a path given another slot, or its slot emptied and given again, starts over: its counters are zeroed).
-PathKey = tuple[str, str, int]
+# A path's identity while it runs: its session's tenant and name, its slot, and the path as written
+# in it (admission.path_identity: its subflow and access), not its position (a body that reorders
+# the paths keeps their slots, admission.slots_for, and so their rates and measured loss). A path
+# given another slot, or a slot emptied and given to another path (its counters zeroed), starts
+# over: two PUTs between polls, one removing a path and one adding another that takes its slot,
+# leave the session and slot as they were, and by them alone the new path took the removed one's
+# measured loss and had its rates diffed against its counters. The same subflow on the same access
+# given its slot back is the same path to this key (its loss is that network path's): its
+# counters, zeroed, went backwards, which leaves its rates and loss window out for a poll
+# (RateKeeper), unless it counted more meanwhile than it had.
+PathKey = tuple[str, str, int, tuple]
 
 
 # The path keys of the sessions named, (tenant, name), that the data path serves (Atsss.served_paths).
@@ -22,7 +30,7 @@ ServedPaths = Callable[[set[tuple[str, str]]], set[PathKey]]
 
 
 def path_key(session: AtsssSession, index: int) -> PathKey:
-    return session.tenant, session.name, session.slots[index]
+    return session.tenant, session.name, session.slots[index], path_identity(session.paths[index])
 
 
 def still_served(keys: set[PathKey], served: ServedPaths) -> set[PathKey]:
@@ -35,16 +43,17 @@ def still_served(keys: set[PathKey], served: ServedPaths) -> set[PathKey]:
 
 class PathReading(NamedTuple):
     """One path of a session as the maps hold it now: its slot's entry (None: not there), its
-    counters, its share of the session's packets (None: the session sent none) and what the UE's
-    Ack Vectors told of its loss. Plain tuples: a poll reads 20,000 of them, and validated models
-    would cost it most of its time."""
+    counters, its share of the session's packets (None: the session sent none), what the UE's
+    Ack Vectors told of its loss, and its path_key (made once: a poll looks it up four times).
+    Plain tuples: a poll reads 20,000 of them, and validated models would cost it most of its time."""
 
     session: AtsssSession
     index: int
     value: Optional[Path]
     counts: PathCounts
     share: Optional[float]
-    loss: PathLoss = PathLoss(0, 0)
+    loss: PathLoss
+    key: PathKey
 
     @property
     def up(self) -> bool:
@@ -59,7 +68,8 @@ def path_readings(session: AtsssSession, values: list[Optional[Path]], counts: l
                   losses: list[PathLoss]) -> list[PathReading]:
     """The session's paths, by position, as its slots' entries and counters say."""
     total = sum(count.packets for count in counts)
-    return [PathReading(session, index, value, count, count.packets / total if total else None, loss)
+    return [PathReading(session, index, value, count, count.packets / total if total else None, loss,
+                        path_key(session, index))
             for index, (value, count, loss) in enumerate(zip(values, counts, losses))]
 
 

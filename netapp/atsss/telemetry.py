@@ -19,8 +19,9 @@ MEC 015 QoS sessions are checked against it; each change of their qosStatus it r
 `dpp_atsss_qos` point of the same poll (`qos_point`), a tenant's like its paths'.
 
 Rates follow the collector's rules (netapp.telemetry.collector.RateKeeper): a path is the same
-counter from poll to poll only in the same slot, so a path given another slot, or a slot emptied
-and given again (its counters zeroed), starts its rates over. A path a poll did not read while
+counter from poll to poll only in the same slot as the same path (its subflow and access:
+netapp.atsss.readings.PathKey), so a path given another slot, or a slot emptied and given to
+another path (its counters zeroed), starts its rates over. A path a poll did not read while
 its session still serves it (the session changed while the poll read its slots: its readings
 dropped, netapp.atsss.readings.unchanged) keeps its previous counters: the next poll's rates and
 window span both polls. A scrape reads counters only.
@@ -32,7 +33,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Optional
 
 from netapp.atsss.acks import AckCounters
-from netapp.atsss.readings import PathKey, PathReading, ServedPaths, path_key, still_served
+from netapp.atsss.readings import PathKey, PathReading, ServedPaths, still_served
 from netapp.telemetry.collector import RateKeeper
 from netapp.telemetry.poll import ATSSS_ACK, ATSSS_PATH, ATSSS_QOS, FieldValue, Point, counter_fields
 
@@ -145,8 +146,8 @@ def tag_text(text: str) -> str:
 
 
 def rate_key(path: PathReading) -> PathKey:
-    """A path's identity for its rates: its session, position and slot."""
-    return path_key(path.session, path.index)
+    """A path's identity for its rates: its session, its slot and the path written in it (readings.PathKey)."""
+    return path.key
 
 
 class AckPoints:

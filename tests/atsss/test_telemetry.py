@@ -16,7 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from netapp.atsss import store as stored
 from netapp.atsss.models import AtsssSessionPatch, AtsssSessionSpec
-from netapp.atsss.service import Atsss
+from netapp.atsss.service import Atsss, path_key
 from netapp.atsss.table import AtsssMaps
 from netapp.atsss.telemetry import AtsssPoints
 from netapp.service.contract import Principal, Scope
@@ -275,3 +275,24 @@ def test_a_path_whose_session_was_deleted_while_the_poll_read_it_forgets_its_cou
         fields = polled[(who.tenant, name, index)]
         assert fields["packets"] == 4, "counted from zero in the slot"
         assert "packets_rate" not in fields and "bytes_rate" not in fields, "its rates start over"
+
+
+def test_a_path_given_the_slot_of_one_removed_between_two_polls_starts_fresh(node):
+    """ue5's first path removed by a PUT and another added by a second, between two polls: the new
+    path is given the removed one's slot (the lowest free), its counters zeroed. Its first poll has
+    no rates (not rates from the removed path's counters: 6 packets against 4 would be 2 a second)
+    and it has no measured loss (not the removed path's)."""
+    node.atsss.create_session(CAROL, "ue5", spec("ue5", "10.60.0.5", "round_robin", [path(1), path(2)]))
+    old = node.atsss.get_session(CAROL, "ue5")
+    node.send("10.60.0.5", [100] * 8)
+    assert path_points(node.collector.poll_once().points())[("carol", "ue5", "0")]["packets"] == 4
+    node.atsss.note_losses({path_key(old, 0): 0.5})
+    node.atsss.put_session(CAROL, "ue5", spec("ue5", "10.60.0.5", "round_robin", [path(2)]))
+    new, _ = node.atsss.put_session(CAROL, "ue5", spec("ue5", "10.60.0.5", "round_robin", [path(2), path(3)]))
+    assert new.slots[1] == old.slots[0], "the case this test is about: the removed path's slot"
+    node.send("10.60.0.5", [100] * 12)
+    fields = path_points(node.collector.poll_once().points())[("carol", "ue5", "1")]
+
+    assert fields["packets"] == 6, "counted from zero in the slot"
+    assert "packets_rate" not in fields and "bytes_rate" not in fields, "its rates start over"
+    assert node.atsss.measured_losses(new) == [None, None], "the removed path's loss is not the new one's"

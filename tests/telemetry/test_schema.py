@@ -13,7 +13,7 @@ from netapp.atsss.abi import MAX_PATHS_PER_SESSION
 from netapp.atsss.abi import Path as PathEntry
 from netapp.atsss.abi import PathFlags
 from netapp.atsss.models import AtsssSession
-from netapp.atsss.service import PathReading
+from netapp.atsss.service import PathReading, path_key
 from netapp.atsss.table import PathCounts, PathLoss
 from netapp.atsss.acks import AckCounters
 from netapp.atsss.mts import QosStatus
@@ -121,7 +121,8 @@ class FakeAtsss:
         self.reads += 1
         n = self.reads
         entry = PathEntry(flags=PathFlags.UP, rtt_us=20000)
-        return [PathReading(self.session, index, entry, PathCounts(n, 100 * n, n, 90 * n, n), 0.5, PathLoss(9 * n, n))
+        return [PathReading(self.session, index, entry, PathCounts(n, 100 * n, n, 90 * n, n), 0.5, PathLoss(9 * n, n),
+                            path_key(self.session, index))
                 for index in range(2)]
 
 
