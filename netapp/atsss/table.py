@@ -457,16 +457,37 @@ class AtsssMaps:
                         held: dict[bytes, tuple[SessionKey, Session]]) -> None:
         """New sessions written whole (netapp.atsss.index); a changed one has the control plane's
         words that changed stored in place (`_write_session_words`), its MP_SEQ counter and
-        scheduler state left to the data path."""
+        scheduler state left to the data path, or, where the instance has no writer, is written
+        whole too (`_carried`), in the same write of the index: a changed session written whole
+        makes that write wait for the programs' runs (netapp.atsss.index, 6.), once for them all."""
         changed = [raw for raw, (_, value) in wanted.items()
                    if raw in held and _session_part(held[raw][1]) != _session_part(value)]
-        self._sessions.write([(key, value) for raw, (key, value) in wanted.items() if raw not in held])
         writer = self._sessions.slots.program_fd(SESSION_WRITER) if changed else None  # asked when needed
+        whole = self._carried([wanted[raw] for raw in changed]) if writer is None else []
+        self._sessions.write([(key, value) for raw, (key, value) in wanted.items() if raw not in held] + whole)
+        if writer is None:
+            return
         for raw in changed:
             key, value = wanted[raw]
             self._write_session_words(writer, key, held[raw][1], value)
 
-    def _write_session_words(self, writer: Optional[int], key: SessionKey, before: Session, value: Session) -> None:
+    def _carried(self, entries: list[tuple[SessionKey, Session]]) -> list[tuple[SessionKey, Session]]:
+        """Changed sessions to be written whole where the instance has no writer (the fake, where no
+        program runs; an instance pinned by an older build whose session maps this build's writer
+        cannot run on, which libdpp warned of once), each with its scheduler state as the map has
+        it: the index writes it into another slot and back into its own (netapp.atsss.index, 2. and
+        6.), its MP_SEQ counter counted on from beyond the one it reads at each write, so that no
+        number is given twice."""
+        carried = []
+        for (key, value), now in zip(entries, self._sessions.lookup([key for key, _ in entries])):
+            value = Session.from_buffer_copy(value)
+            if now is not None:
+                ctypes.memmove(ctypes.addressof(value) + Session.current.offset,
+                               ctypes.addressof(now) + Session.current.offset, Session.current.size)
+            carried.append((key, value))
+        return carried
+
+    def _write_session_words(self, writer: int, key: SessionKey, before: Session, value: Session) -> None:
         """The session's own words stored in place by the data plane's writer (nf/atsss/words.h),
         each one store that a packet reads old or new: the control word (mode, n_paths, flags,
         tx_group, four bytes beside the lock's), the weights (one word), the path slots (two), the
@@ -478,21 +499,8 @@ class AtsssMaps:
         positions' paths, or the old mode over the new, or mix old and new weights: each a pick
         among the session's paths before or after, its MP_SEQ number taken by atomic add in every
         mode (weighted round-robin's too, under its lock), so never given twice. Weighted
-        round-robin's current weights go on: the picks follow the new weights from the next packet.
-        Where the instance has no writer (the fake, where no program runs; an instance pinned by an
-        older build whose session maps this build's writer cannot run on, which libdpp warned of
-        once), the value is written whole with its scheduler state as the map has it, into another
-        slot and back into its own (netapp.atsss.index, points 2 and 6), its MP_SEQ counter
-        counted on from beyond the one read at each write, so that no number is given twice."""
+        round-robin's current weights go on: the picks follow the new weights from the next packet."""
         slot = self._sessions.slot(key)
-        if writer is None:
-            now = self._sessions.get(key)
-            carried = Session.from_buffer_copy(value)
-            if now is not None:
-                ctypes.memmove(ctypes.addressof(carried) + Session.current.offset,
-                               ctypes.addressof(now) + Session.current.offset, Session.current.size)
-            self._sessions.write([(key, carried)])
-            return
         try:
             verdict = run_once(writer, bytes(session_words(key, slot, before, value)))
         except OSError as exc:

@@ -16,9 +16,10 @@ from __future__ import annotations
 from ctypes import c_uint32
 from typing import Callable
 
+from netapp.atsss import store as stored
 from netapp.atsss.abi import INDEX4_WAYS, Mode, Session, paired_path_slots, paired_session_slot
 from netapp.atsss.index import MP_SEQ_SKIP, SessionIndex
-from netapp.atsss.models import AtsssSessionPatch
+from netapp.atsss.models import AtsssSessionPatch, SteeringMode
 from netapp.atsss.service import Atsss
 from netapp.dataplane.facade import Dataplane
 from netapp.dataplane.fake import FakeDpp
@@ -225,3 +226,22 @@ def test_a_session_written_again_and_again_stays_in_its_paired_slot_and_its_fram
         "the round-robin goes on over its own paths"
     numbers = [frame.mp_seq for frame in frames]
     assert all(after > before for before, after in zip(numbers, numbers[1:])), f"MP_SEQ rising: {numbers}"
+
+
+def test_a_reconcile_writing_changed_sessions_whole_waits_once_for_them_all(store):
+    """Three sessions changed in the store behind the service (another run's, say): the reconcile
+    writes each whole (no writer here) in one write of the index, which waits once and moves each
+    back into its paired slot; a wait for each would be a grace period each (ms) at 10,000."""
+    dpp = FakeDpp()
+    fake = Dataplane(dpp)
+    atsss = Atsss.start(store, fake.table)
+    made = [atsss.create_session(ADMIN, f"s{n}", session(f"s{n}", ue=f"10.60.0.{12 + n}")) for n in range(3)]
+    for changed in made:
+        stored.save_session(store, changed.model_copy(update={"mode": SteeringMode.ROUND_ROBIN}))
+    waits = dpp.reader_waits
+    atsss.reconcile()
+    assert dpp.reader_waits == waits + 1, "one wait for the three"
+    held = SessionIndex(fake.table)
+    values = [held.get(session_key(str(s.ue))) for s in made]
+    assert [(held.slot(session_key(str(s.ue))), value.mode if value else None) for s, value in zip(made, values)] \
+        == [(paired_session_slot(s.slots[0]), Mode.ROUND_ROBIN) for s in made]
