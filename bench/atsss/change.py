@@ -3,14 +3,16 @@ stored sessions, a path's PATCH (its RTT: a path's own words) and a session's (i
 and round-robin in turn: the session's own words), each stored in place as this checkout does it
 against the whole-value write it replaced, in the same process and run.
 
-In place: a path's changed words stored through the map's mmap (dpp_words_store), a session's by
-the data plane's writer (dpp_atsss_session_set, one BPF_PROG_TEST_RUN syscall a session). Whole
-value: what the control plane does where it has no writer (netapp.atsss.table's fallback, main's
-where the instance has none): the path or session read whole by one lookup syscall and written whole
-by one update, its numbers carried over. Everything else is the same code: the service's call
-(netapp.atsss.service.Atsss.patch_session: the store's transaction, the checks, the sync of the
-UE's entries) over an anonymous data-plane instance (loaded, attached nowhere) and a SQLite file
-store holding N sessions of two paths (bench.atsss.telemetry's), reconciled into the maps.
+In place: a path's changed words stored through the map's mmap (dpp_words_store), a session's by the
+data plane's writer (dpp_atsss_session_set, one BPF_PROG_TEST_RUN syscall a session). Whole value:
+what the control plane does where it has no writer (netapp.atsss.table's fallback, main's where the
+instance has none): a path read whole by one lookup syscall and written whole by one update, its
+numbers carried over; a session read, written whole into another slot, then, after a wait for the
+programs' runs (a grace period), back into its own (netapp.atsss.index, 2. and 6.). Everything else
+is the same code: the service's call (netapp.atsss.service.Atsss.patch_session: the store's
+transaction, the checks, the sync of the UE's entries) over an anonymous data-plane instance
+(loaded, attached nowhere) and a SQLite file store holding N sessions of two paths
+(bench.atsss.telemetry's), reconciled into the maps.
 
 Per round, each (way, kind) times `--changes` PATCHes of sessions drawn at random, the ways in an
 order that alternates from round to round; reported per (way, kind): the medians over the rounds
