@@ -14,8 +14,12 @@ session the slot paired with them."""
 from __future__ import annotations
 
 from ctypes import c_uint32
-from typing import Callable
+from typing import Callable, Optional
 
+from fastapi import Response
+from starlette.requests import Request
+
+from netapp.atsss import mts
 from netapp.atsss import store as stored
 from netapp.atsss.abi import INDEX4_WAYS, Mode, Session, paired_path_slots, paired_session_slot
 from netapp.atsss.index import MP_SEQ_SKIP, SessionIndex
@@ -176,22 +180,39 @@ def test_sessions_made_through_the_service_sit_in_the_slots_paired_with_their_pa
         node.close()
 
 
+def steer(atsss: Atsss, ue: str, mode: int, mts_id: Optional[str]) -> str:
+    """MEC 015's mtsSessionPOST (`mts_id` None) or PUT of `mts_id`, steering the UE's whole downlink
+    in `mode`: its id."""
+    body = mts.MtsSessionInfo.model_validate({"appInsId": "app-1", "requestType": 1, "flowFilter": [{"dstIp": ue}],
+                                              "qosD": {}, "mtsMode": mode, "trafficDirection": "00"})
+    if mts_id is not None:
+        mts.mts_session_put(atsss, ADMIN, mts_id, body)
+        return mts_id
+    request = Request({"type": "http", "root_path": "", "headers": []})
+    created = mts.mts_session_post(request, Response(), atsss, ADMIN, body).sessionId
+    assert created is not None
+    return created
+
+
 def test_a_session_patched_and_put_again_and_again_stays_in_its_paired_slot_its_numbers_going_on(store):
     """Where a changed session is written whole (the fake; an instance with no session writer), each
-    change leaves the session's slot while packets read it: the write waits and moves it back, its
-    MP_SEQ counter each time beyond the numbers packets took (here: 5 after each change)."""
+    change (a PATCH, a PUT, an MTS session's PUT of another mode) leaves the session's slot while
+    packets read it: the write waits and moves it back, its MP_SEQ counter each time beyond the
+    numbers packets took (here: 5 after each change)."""
     fake = Dataplane(FakeDpp())
     atsss = Atsss.start(store, fake.table)
     made = [atsss.create_session(ADMIN, f"s{n}", session(f"s{n}", ue=f"10.60.0.{12 + n}")) for n in range(3)]
     key = session_key("10.60.0.13")
-    slots, numbers = [], []
+    slots, numbers, mts_id = [], [], None
     for n in range(2 * INDEX4_WAYS):
         held = SessionIndex(fake.table)
         taken = held.get(key)
         assert taken is not None
         taken.mp_seq += 5  # packets took numbers
         fake.table("dpp_atsss_slots").update([(c_uint32(held.slot(key) or 0), taken)])
-        if n % 2:
+        if n % 3 == 2:
+            mts_id = steer(atsss, "10.60.0.13", 1 + n % 2, mts_id)  # low latency, high throughput in turn
+        elif n % 2:
             atsss.put_session(ADMIN, "s1", session("s1", ue="10.60.0.13", mode="weighted", weights=(1 + n, 1)))
         else:
             weigh = AtsssSessionPatch.model_validate({"paths": [{"index": 1, "weight": 10 + n}]})
