@@ -24,12 +24,13 @@ KERNEL_CMDLINE = "console=ttyS0 quiet panic=-1"
 _OBJECT = re.compile(r"^object (\S+)( [^:]*)?: (loaded|refused \((.*)\) by (\S+)|not opened.*)$")
 _PROGRAM = re.compile(r"^program (\S+) (\S+): loaded, (\d+) instructions verified$")
 _LOG = re.compile(r"^log (\S+) (\S+): (.*)$")
+_NOT_IP = re.compile(r"^not-ip (\S+) (\d+)$")
 
 
 @dataclass
 class Load:
     """One load of an object under one knob setting (`service`: dppctl attach; `upgrade`: dppctl
-    upgrade of an instance pinned by hand, where the service was refused)."""
+    upgrade of the attached instance, or of an instance pinned by hand where the service was refused)."""
 
     obj: str
     setting: str
@@ -56,6 +57,7 @@ class Boot:
     seconds: float = 0.0
     loads: list[Load] = field(default_factory=list)
     status: list[str] = field(default_factory=list)  # dppctl status of the attached instance
+    not_ip: dict[str, int] = field(default_factory=dict)  # "before"/"after" the upgrade: not-IP frames counted
     console: str = ""
 
     @property
@@ -147,6 +149,8 @@ def _read_line(result: Boot, by_object: dict[str, Load], line: str) -> None:
         result.loads.append(load)
     elif line.startswith("status "):
         result.status.append(line.removeprefix("status "))
+    elif match := _NOT_IP.match(line):
+        result.not_ip[match[1]] = int(match[2])
     elif match := _OBJECT.match(line):
         load = Load(match[1], (match[2] or "").strip(), match[3] == "loaded", match[5] or "", match[4] or "")
         by_object[match[1]] = load

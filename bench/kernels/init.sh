@@ -1,7 +1,7 @@
 #!/bin/busybox sh
 # The virtual machine's /init (bench/kernels): loads the data path the way the service does
-# (dppctl attach on a veth, which loads and pins the instance; where the kernel refuses it, its
-# upgrade too) and every BPF object of the build the way the tests do (load, every knob setting),
+# (dppctl attach on a veth, which loads and pins the instance, then dppctl upgrade of it; where the
+# kernel refuses the data path, the upgrade of an instance pinned by hand) and every BPF object of the build the way the tests do (load, every knob setting),
 # then powers off. Each line meant for the host starts with "@dpp " on the console, among the
 # kernel's own messages.
 /bin/busybox --install -s /bin
@@ -30,6 +30,28 @@ upgrade_refused() {
 	fi
 }
 
+# Where the kernel takes the data path, the attached instance is upgraded under its link as an
+# operator upgrades it (dppctl upgrade): the frames counted before stay counted, and the new program
+# counts the next ones.
+upgrade_in_place() {
+	not_ip_count before
+	if dppctl -v upgrade >/tmp/upgrade.log 2>&1; then
+		say "upgrade done"
+		grep 'upgraded: program id' /tmp/upgrade.log | sed 's/^/@dpp log upgrade dppctl: /'
+	else
+		say "upgrade refused"
+		grep -v 'dppctl: libbpf: ' /tmp/upgrade.log | tail -n 40 | sed 's/^/@dpp log upgrade dppctl: /'
+	fi
+	not_ip_count after
+}
+
+# not_ip_count WHEN: two ARP probes sent from dpp1 into the attached dpp0, then the pipeline's count
+# of frames that are not IP (its not_ip reason), which only ARP makes here.
+not_ip_count() {
+	arping -U -c 2 -I dpp1 10.0.0.1 >/dev/null 2>&1
+	say "not-ip $1 $(dppctl stats | sed -n 's/^  not_ip  *\([0-9]*\) .*/\1/p')"
+}
+
 say "kernel $(uname -r)"
 if [ -e /sys/kernel/btf/vmlinux ]; then say "btf yes"; else say "btf no"; fi
 
@@ -38,10 +60,12 @@ settings= # the loader's: every setting of every object
 # The service's way: dppctl loads, pins and attaches the instance (libdpp's kernel check, map sizes,
 # the policers' clock started).
 insmod /lib/modules/veth.ko
-ip link add dpp0 type veth peer name dpp1 && ip link set dpp0 up && ip link set dpp1 up
+# busybox's ip takes no peer name: the kernel names the peer veth0, renamed here
+ip link add dpp0 type veth && ip link set veth0 name dpp1 && ip link set dpp0 up && ip link set dpp1 up
 if dppctl -v attach -i dpp0 >/tmp/attach.log 2>&1; then
 	say "service attached"
 	dppctl status 2>&1 | sed 's/^/@dpp status /'
+	upgrade_in_place
 else
 	say "service refused"
 	grep -v 'relocated, imm\|insns from sub-prog' /tmp/attach.log | tail -n 40 | sed 's/^/@dpp log service dppctl: /'
