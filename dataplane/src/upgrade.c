@@ -302,11 +302,14 @@ static int flows_invalidate(struct dpp *d)
 	struct dpp_config cfg;
 	int err;
 
+	config_lock(d);
 	err = config_read(d, &cfg);
-	if (err)
-		return err;
-	cfg.generation = generation_next(cfg.generation);
-	return update_u32(d, DPP_MAP_CONFIG, 0, &cfg);
+	if (!err) {
+		cfg.generation = generation_next(cfg.generation);
+		err = update_u32(d, DPP_MAP_CONFIG, 0, &cfg);
+	}
+	config_unlock(d);
+	return err;
 }
 
 /* The new load's programs and dpp_progs, and the maps it has that the instance had not. */
@@ -381,6 +384,8 @@ int dpp_upgrade(struct dpp *d, const struct dpp_upgrade_opts *opts)
 			d->instance);
 	if (flows_invalidate(d))
 		pr_warn("the flow cache keeps decisions of the previous program until rules change");
+	if (functions_refresh(d)) /* the old program's config may not have the word */
+		pr_warn("the entry may skip FRER, the dispatcher or ATSSS until their maps change");
 	pr_info("instance '%s': %d program(s) replaced on %d interface(s)", d->instance, u.progs.nr,
 		d->nr_links);
 	upgrade_take(d, &u);
