@@ -6,11 +6,8 @@ instance reopened with the word cleared (as a build without it leaves the config
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from collections.abc import Iterator
 from ctypes import c_uint32
-from pathlib import Path
 
 import pytest
 from scapy.layers.inet import IP, UDP
@@ -21,10 +18,10 @@ from netapp.dataplane.binding import DppHandle, load_libdpp
 from netapp.dataplane.facade import Dataplane
 from netapp.frer.abi import Gate
 from netapp.qos.rss_abi import MAX_RSS_IFACES, RssIface
+from tests.utils.hand_maps import write_pinned
 from tests.utils.kernel import require_kernel
 from tests.utils.maps import pinned_instance
 
-PIN_ROOT = Path("/sys/fs/bpf/dpp")
 DISPATCHING = 7  # an ifindex: a dispatcher interface's slot is ifindex % MAX_RSS_IFACES
 FRAME = bytes(Ether() / IP(src="10.30.0.1", dst="10.30.0.2") / UDP(sport=4000, dport=5000) / (b"x" * 18))
 
@@ -102,13 +99,8 @@ def test_the_set_call_leaves_the_functions_word(dp, handle):
 
 def clear_word_in_pin(instance: str, config: Config) -> None:
     """The pinned config written with the functions' word clear, as a build without it left it."""
-    bpftool = shutil.which("bpftool")
-    if bpftool is None:
-        pytest.skip("bpftool is needed to write the pinned config")
     config.functions = 0
-    value = bytes(config).hex(" ").split()
-    subprocess.run([bpftool, "map", "update", "pinned", str(PIN_ROOT / instance / "maps" / "dpp_config"),
-                    "key", "hex", "00", "00", "00", "00", "value", "hex", *value], check=True, capture_output=True)
+    write_pinned(instance, "dpp_config", bytes(c_uint32(0)), bytes(config))
 
 
 def test_an_instance_reopened_with_the_word_clear_has_it_again():
