@@ -2,8 +2,11 @@
 /* dpp_config.functions (enum dpp_functions): the one word the entry tests before it hands a packet
  * to FRER's stage, the GTP-U dispatcher or ATSSS's stage. libdpp derives it from those functions'
  * own maps, which stay what each function's control plane writes: after every table write to one of
- * them, when an instance is reopened (its config may come from a build without the word) and after
- * an upgrade. A function's map is written before its bit is set, and cleared before its bit is:
+ * them, when an instance is reopened, and in an upgrade before the links switch (upgrade.c). A
+ * config pinned by a build without the word has its `reserved` word there, which that build's
+ * libdpp wrote 0 and its programs never read or wrote; the word is computed whole from the maps,
+ * never from what the config held, so nothing here relies on that 0. A function's map is written
+ * before its bit is set, and cleared before its bit is:
  * the bit is never clear while the map says the function has work, and a set bit with an empty map
  * costs only the function's own test, which the entry still makes. */
 #include <errno.h>
