@@ -37,6 +37,7 @@ const volatile struct {
 	enum dpp_key_flags key_flags;
 	enum dpp_xdp_mode xdp_mode;
 	enum dpp_prog prog;
+	enum dpp_functions functions;
 	enum dpp_upf_role upf_role;
 	enum dpp_upf_far upf_far;
 	enum dpp_upf_output upf_output;
@@ -76,7 +77,8 @@ static __always_inline bool is_benign(int reason)
 
 /* The verdict of a parsed packet: sent to a worker (by the dispatcher, which a worker skips: no
  * packet is dispatched twice), ATSSS's (its stage, which does not come back), the UPF's, the
- * parser's, or its rule's (*rule, maybe at *cached). */
+ * parser's, or its rule's (*rule, maybe at *cached). The dispatcher and ATSSS are asked only on a
+ * node that has them (cfg->functions): a node without pays one test for both. */
 static __always_inline int decide(struct xdp_md *ctx, struct dpp_parse *p, struct dpp_outcome *o,
 				  const struct dpp_config *cfg, const struct dpp_rule **rule,
 				  struct dpp_rule *cached, int reason, __u64 bytes, bool worker)
@@ -85,9 +87,10 @@ static __always_inline int decide(struct xdp_md *ctx, struct dpp_parse *p, struc
 
 	if (!reason) /* before the dispatcher, which classifies too: its steering rules may name a tunnel */
 		tunnel_ends_fill(ctx, p, cfg);
-	if (!worker && rss_dispatch(p, cached, rule, o, reason, bytes) == XDP_REDIRECT)
+	if (!worker && (cfg->functions & DPP_FUNCTION_RSS) &&
+	    rss_dispatch(p, cached, rule, o, reason, bytes) == XDP_REDIRECT)
 		return XDP_REDIRECT;
-	if (!worker && !reason)
+	if (!worker && !reason && (cfg->functions & DPP_FUNCTION_ATSSS))
 		atsss_hand_over(ctx, &p->key);
 	verdict = upf(ctx, p, o, reason, cfg);
 	if (verdict != DPP_UPF_NOT_MINE)
@@ -104,23 +107,26 @@ static __always_inline int decide(struct xdp_md *ctx, struct dpp_parse *p, struc
 					  .cfg = cfg, .bytes = bytes, .o = o });
 }
 
+/* The node's config: its one slot, with the functions' word the entry tests. */
+static __always_inline const struct dpp_config *config(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&dpp_config, &zero);
+}
+
 /* The pipeline: parse, decide, count (and trace, on the receiving CPU only). */
-static __always_inline int pipeline(struct xdp_md *ctx, bool worker)
+static __always_inline int pipeline(struct xdp_md *ctx, const struct dpp_config *cfg, bool worker)
 {
 	__u64 bytes = ctx->data_end - ctx->data;
 	const struct dpp_rule *rule = NULL;
-	const struct dpp_config *cfg;
 	struct dpp_outcome o;
 	struct dpp_parse p = {};
 	struct dpp_rule cached;
-	__u32 zero = 0;
 	int reason, verdict;
 	bool fast;
 
 	outcome_init(&o);
-	cfg = bpf_map_lookup_elem(&dpp_config, &zero);
-	if (!cfg)
-		return XDP_PASS; /* an array slot always exists; this satisfies the verifier */
 	p.key.ifindex = ctx->ingress_ifindex;
 
 	reason = parse_packet(ctx, &p, &fast);
@@ -137,11 +143,18 @@ static __always_inline int pipeline(struct xdp_md *ctx, bool worker)
 	return verdict;
 }
 
+/* FRER sees the frame first on a node with streams (cfg->functions, the word the pipeline reads
+ * anyway): a node without pays one test. */
 SEC("xdp")
 int dpp_xdp(struct xdp_md *ctx)
 {
-	frer_hand_over(ctx);
-	return pipeline(ctx, false);
+	const struct dpp_config *cfg = config();
+
+	if (!cfg)
+		return XDP_PASS; /* an array slot always exists; this satisfies the verifier */
+	if (cfg->functions & DPP_FUNCTION_FRER)
+		frer_hand_over(ctx);
+	return pipeline(ctx, cfg, false);
 }
 
 /* The devmap program of a FRER member port that wants a VLAN id: its copies get it. */
@@ -163,7 +176,11 @@ int dpp_dup_decap(struct xdp_md *ctx)
 SEC("xdp/cpumap")
 int dpp_rss_worker(struct xdp_md *ctx)
 {
-	return rss_worker_verdict(ctx, pipeline(ctx, true));
+	const struct dpp_config *cfg = config();
+
+	if (!cfg)
+		return XDP_PASS;
+	return rss_worker_verdict(ctx, pipeline(ctx, cfg, true));
 }
 
 char LICENSE[] SEC("license") = "GPL";

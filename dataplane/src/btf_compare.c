@@ -6,7 +6,12 @@
  * typedefs and modifiers skipped; the same kind and size; structs and unions the same members
  * (names, bit offsets, bitfield sizes, types, recursively); arrays the same element type and
  * count; ints the same size, bits and encoding; enums and floats the same size. Pointers are not
- * followed: a value's pointer is a kernel pointer whose size is fixed. */
+ * followed: a value's pointer is a kernel pointer whose size is fixed.
+ * One difference is taken, not refused: a member the map's struct names `reserved...` that the new
+ * build names otherwise, at the same bit offset and an int of the same size (reserved_taken). That
+ * is how a struct gains a field without an unpin; the field's first value is whatever the previous
+ * build left in its reserved word, which the new build's writer must set before a program of the
+ * new build reads it. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -117,7 +122,39 @@ static const struct btf_member *member_match(const struct btf *btf, const struct
 	return NULL;
 }
 
-/* Structs and unions: the new build's members in order, each found in the old by name. */
+#define RESERVED_PREFIX "reserved"
+
+/* The old struct's member at the new one's i-th place when the old names it reserved... and the
+ * new build has another name for it: the same bit offset, both ints of one size (ints_compare then
+ * holds them to the same bits and encoding), and no member of the new build still named as the old
+ * one. NULL for anything else (an anonymous new member too), which stays a difference. */
+static const struct btf_member *reserved_taken(const struct btf_walk *w, const struct btf_type *o,
+					       const struct btf_type *n, __u16 i)
+{
+	const struct btf_member *om = btf_members(o), *nm = btf_members(n);
+	const struct btf_type *ot, *nt;
+	const char *old_name;
+	__u16 j;
+
+	if (!btf__name_by_offset(w->new, nm[i].name_off)[0])
+		return NULL; /* an anonymous member takes no name's place */
+	for (j = 0; j < btf_vlen(o); j++) {
+		old_name = btf__name_by_offset(w->old, om[j].name_off);
+		if (btf_member_bit_offset(o, j) != btf_member_bit_offset(n, i) ||
+		    strncmp(old_name, RESERVED_PREFIX, strlen(RESERVED_PREFIX)))
+			continue;
+		ot = type_resolved(w->old, om[j].type);
+		nt = type_resolved(w->new, nm[i].type);
+		if (!ot || !nt || !btf_is_int(ot) || !btf_is_int(nt) || ot->size != nt->size ||
+		    member_match(w->new, n, old_name, i))
+			return NULL;
+		return &om[j];
+	}
+	return NULL;
+}
+
+/* Structs and unions: the new build's members in order, each found in the old by name (or taken
+ * from a reserved one, reserved_taken). */
 static int members_compare(struct btf_walk *w, const struct btf_type *o, const struct btf_type *n,
 			   int depth)
 {
@@ -131,7 +168,7 @@ static int members_compare(struct btf_walk *w, const struct btf_type *o, const s
 	for (i = 0; i < btf_vlen(n); i++) {
 		name = btf__name_by_offset(w->new, nm[i].name_off);
 		label = name[0] ? name : "(anonymous)";
-		om = member_match(w->old, o, name, i);
+		om = member_match(w->old, o, name, i) ?: reserved_taken(w, o, n, i);
 		n_bit = btf_member_bit_offset(n, i);
 		if (!om)
 			return differ(w, "has no member '%s', the new build's at bit %u", label,

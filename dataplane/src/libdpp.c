@@ -70,6 +70,7 @@ static int handle_alloc(struct dpp **out)
 		return -ENOMEM;
 	d->retired_slots_fd = -1;
 	d->ncpus = ncpus;
+	pthread_mutex_init(&d->config_lock, NULL);
 	*out = d;
 	return 0;
 }
@@ -249,6 +250,8 @@ static int instance_reopen(struct dpp *d, const struct dpp_open_opts *o)
 		err = progs_collect_pinned(d);
 	if (!err)
 		err = links_scan(d);
+	if (!err) /* the pinned config may come from a build without the functions' word */
+		err = functions_refresh(d);
 	if (!err)
 		clock_start(d, true); /* a read-only reopen leaves a running timer as it is */
 	if (!err)
@@ -310,6 +313,7 @@ void dpp_close(struct dpp *d)
 	filters_close(d->filters);
 	dpp_bpf__destroy(d->skel);
 	free(d->links);
+	pthread_mutex_destroy(&d->config_lock);
 	free(d);
 }
 

@@ -19,6 +19,7 @@
 #define LIBDPP_INTERNAL_H
 
 #include <limits.h>
+#include <pthread.h>
 #include <net/if.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -123,6 +124,7 @@ struct dpp {
 	struct dpp_link_ref *links;
 	struct dpp_filters *filters; /* NULL: shapes are published without filters */
 	bool filters_counted;	     /* the counts hold every rule (filters_ready) */
+	pthread_mutex_t config_lock; /* held by every read-modify-write of dpp_config (shapes.c) */
 };
 
 /* log.c */
@@ -229,6 +231,12 @@ int config_read(struct dpp *d, struct dpp_config *cfg);
 __u32 generation_next(__u32 gen);
 void filters_init(struct dpp *d);
 int filters_ready(struct dpp *d);
+void config_lock(struct dpp *d);
+void config_unlock(struct dpp *d);
+
+/* functions.c */
+int functions_refresh(struct dpp *d);
+bool functions_map(const char *name);
 
 /* cpus.c */
 int cpus_rebudget(struct dpp *d, __u64 window_ns);

@@ -18,6 +18,18 @@ int config_read(struct dpp *d, struct dpp_config *cfg)
 	return lookup_u32(d, DPP_MAP_CONFIG, 0, cfg);
 }
 
+/* libdpp's writers of the config (a publish's generation, the set-call, the functions' word,
+ * functions.c) each read it whole and write it whole: one at a time, none undoes another's field. */
+void config_lock(struct dpp *d)
+{
+	pthread_mutex_lock(&d->config_lock);
+}
+
+void config_unlock(struct dpp *d)
+{
+	pthread_mutex_unlock(&d->config_lock);
+}
+
 /* Generation 0 is skipped on wrap-around: zero-filled flow cache entries must never look valid. */
 __u32 generation_next(__u32 gen)
 {
@@ -94,11 +106,33 @@ static void shapes_filter(struct dpp *d, struct dpp_shape_set *set, __u32 active
 	filters_release(d->filters, keep, n);
 }
 
+/* The set written into the inactive slot, then one write of the config flips to it and invalidates
+ * the flow cache together. */
+static int shapes_flip(struct dpp *d, struct dpp_shape_set *set)
+{
+	struct dpp_config cfg;
+	__u32 slot = 0;
+	int err;
+
+	config_lock(d);
+	err = config_read(d, &cfg);
+	if (!err) {
+		slot = cfg.shape_set ? 0 : 1;
+		shapes_filter(d, set, cfg.shape_set);
+		err = update_u32(d, DPP_MAP_SHAPES, slot, set);
+	}
+	if (!err) {
+		cfg.shape_set = slot;
+		cfg.generation = generation_next(cfg.generation);
+		err = update_u32(d, DPP_MAP_CONFIG, 0, &cfg);
+	}
+	config_unlock(d);
+	return err;
+}
+
 int dpp_shapes_publish(struct dpp *d, const struct dpp_shape *shapes, __u32 n)
 {
 	struct dpp_shape_set set = {};
-	struct dpp_config cfg;
-	__u32 slot;
 	int err;
 
 	if (!d || (n && !shapes))
@@ -107,24 +141,13 @@ int dpp_shapes_publish(struct dpp *d, const struct dpp_shape *shapes, __u32 n)
 		pr_warn("%u shapes, at most %d", n, DPP_MAX_SHAPES);
 		return -E2BIG;
 	}
-	/* Read-modify-write of the config: one control plane writes an instance at a time. */
 	err = filters_ready(d);
-	if (!err)
-		err = config_read(d, &cfg);
 	if (err)
 		return err;
-	slot = cfg.shape_set ? 0 : 1;
 	set.count = n;
 	if (n)
 		memcpy(set.shapes, shapes, n * sizeof(*shapes));
-	shapes_filter(d, &set, cfg.shape_set);
-	err = update_u32(d, DPP_MAP_SHAPES, slot, &set);
-	if (err)
-		return err;
-	/* One write flips the set and invalidates the flow cache together. */
-	cfg.shape_set = slot;
-	cfg.generation = generation_next(cfg.generation);
-	return update_u32(d, DPP_MAP_CONFIG, 0, &cfg);
+	return shapes_flip(d, &set);
 }
 
 int dpp_shapes_get(struct dpp *d, struct dpp_shape_set *out)
@@ -159,18 +182,25 @@ static int config_valid(const struct dpp_config *cfg)
 	return 0;
 }
 
+/* The caller's config, but for the functions' word, which libdpp keeps (functions.c). */
 int dpp_config_set(struct dpp *d, const struct dpp_config *cfg)
 {
-	struct dpp_config old;
+	struct dpp_config old, next;
 	int err;
 
 	if (!d || !cfg)
 		return -EINVAL;
 	err = config_valid(cfg);
-	if (!err)
-		err = config_read(d, &old);
-	if (!err)
-		err = update_u32(d, DPP_MAP_CONFIG, 0, cfg);
+	if (err)
+		return err;
+	config_lock(d);
+	err = config_read(d, &old);
+	if (!err) {
+		next = *cfg;
+		next.functions = old.functions;
+		err = update_u32(d, DPP_MAP_CONFIG, 0, &next);
+	}
+	config_unlock(d);
 	if (!err && old.meter_window_ns != cfg->meter_window_ns)
 		err = cpus_rebudget(d, cfg->meter_window_ns);
 	return err;

@@ -2,7 +2,8 @@
 /* Generic tables: update, lookup, delete and dump any plain map of the object by its name, n
  * elements per call, with the kernel's batch operations where the map type has them and one
  * syscall per element where not. A map a module declares (rules_maps, ...) has a protocol to its
- * writes and is refused for update and delete; every other map is a table. */
+ * writes and is refused for update and delete; every other map is a table. A write to a map the
+ * entry's functions' word stands for (functions.c) brings the word up to date. */
 #include <errno.h>
 #include <limits.h>
 #include <stdint.h>
@@ -128,10 +129,18 @@ static int table_lock_flag(const struct table *t, const void *key, __u64 *flag)
 	return 0;
 }
 
+/* After a write (maybe a partial one) to a table the entry's functions' word stands for. */
+static int table_written(struct dpp *d, const struct table *t, int err)
+{
+	int e = t->map && functions_map(t->name) ? functions_refresh(d) : 0;
+
+	return err ?: e;
+}
+
 int dpp_table_update(struct dpp *d, const char *name, const void *keys, size_t key_size,
 		     const void *values, size_t value_size, __u32 n, __u64 flags, __u32 *done)
 {
-	struct table t;
+	struct table t = {};
 	__u32 applied = 0;
 	__u64 lock = 0;
 	int err;
@@ -150,7 +159,7 @@ int dpp_table_update(struct dpp *d, const char *name, const void *keys, size_t k
 	}
 	if (done)
 		*done = applied;
-	return err;
+	return table_written(d, &t, err);
 }
 
 /* The keys and values of a fill: row r's slot of index i is r * stride + i, row 0's slots first,
@@ -181,7 +190,7 @@ int dpp_table_fill(struct dpp *d, const char *name, const __u32 *indexes, __u32 
 {
 	__u32 applied = 0, *keys = NULL;
 	char *values = NULL;
-	struct table t;
+	struct table t = {};
 	__u64 lock = 0;
 	int err;
 
@@ -204,13 +213,13 @@ int dpp_table_fill(struct dpp *d, const char *name, const __u32 *indexes, __u32 
 	free(values);
 	if (done)
 		*done = applied;
-	return err;
+	return table_written(d, &t, err);
 }
 
 int dpp_table_delete(struct dpp *d, const char *name, const void *keys, size_t key_size, __u32 n,
 		     __u32 *done)
 {
-	struct table t;
+	struct table t = {};
 	__u32 applied = 0;
 	int err;
 
@@ -225,7 +234,7 @@ int dpp_table_delete(struct dpp *d, const char *name, const void *keys, size_t k
 	}
 	if (done)
 		*done = applied;
-	return err;
+	return table_written(d, &t, err);
 }
 
 /* An array's keys read together when they lie close (at most SPAN_SLACK slots a key apart on

@@ -302,11 +302,29 @@ static int flows_invalidate(struct dpp *d)
 	struct dpp_config cfg;
 	int err;
 
+	config_lock(d);
 	err = config_read(d, &cfg);
+	if (!err) {
+		cfg.generation = generation_next(cfg.generation);
+		err = update_u32(d, DPP_MAP_CONFIG, 0, &cfg);
+	}
+	config_unlock(d);
+	return err;
+}
+
+/* dpp_config.functions from the functions' maps, written before any link runs the new entry,
+ * which tests it: no frame of the new program sees it clear while FRER, the dispatcher or ATSSS has
+ * work. The old program ignores the word (a build before it has the config's reserved word there,
+ * which btf_compare.c lets the new build take), so setting it early changes nothing for it, and a
+ * failed switch leaves a word that is right for whichever program runs. */
+static int functions_set_before_switch(struct dpp *d)
+{
+	int err = functions_refresh(d);
+
 	if (err)
-		return err;
-	cfg.generation = generation_next(cfg.generation);
-	return update_u32(d, DPP_MAP_CONFIG, 0, &cfg);
+		pr_warn("instance '%s' not upgraded: the new entry would skip FRER, the dispatcher or "
+			"ATSSS", d->instance);
+	return err;
 }
 
 /* The new load's programs and dpp_progs, and the maps it has that the instance had not. */
@@ -369,6 +387,8 @@ int dpp_upgrade(struct dpp *d, const struct dpp_upgrade_opts *opts)
 		err = upgrade_load(d, &o, &u);
 	if (!err)
 		err = pins_stage(d, &u);
+	if (!err)
+		err = functions_set_before_switch(d);
 	old_fd = entry_fd(d);
 	if (!err)
 		err = links_switch(d, old_fd, u.progs.progs[0].fd, &switched);

@@ -224,6 +224,13 @@ class Prog(enum.IntEnum):  # slots of dpp_progs: the programs the XDP entry tail
     ATSSS = 3
 
 
+@c_enum("dpp_functions", "DPP_FUNCTION_")
+class Function(enum.IntFlag):  # bits of dpp_config.functions: the functions the entry hands packets to
+    FRER = 1 << 0
+    RSS = 1 << 1
+    ATSSS = 1 << 2
+
+
 @c_enum("dpp_log_level", "DPP_LOG_")
 class LogLevel(enum.IntEnum):
     """libdpp.h (not in the BPF object's BTF)."""
@@ -239,7 +246,7 @@ REASON_MAX = Reason.C_MAX
 
 # Enums of dpp_consts.h, which the BPF object's BTF carries.
 ABI_ENUMS = (
-    (Action, Verdict, Reason, Overlay, RuleFlag, KeyFlag, XdpMode, Prog)
+    (Action, Verdict, Reason, Overlay, RuleFlag, KeyFlag, XdpMode, Prog, Function)
     + upf_abi.ENUMS
     + qos_abi.ENUMS
     + routing_abi.ENUMS
@@ -317,7 +324,7 @@ class Config(Structure):
         ("default_alt_group", c_uint32),
         ("meter_window_ns", c_uint64),
         ("tunnel_ends", c_uint32),  # entries of dpp_tunnel_ends; 0: GTP-U packets look up no address
-        ("reserved", c_uint32),
+        ("functions", c_uint32),  # Function bits: libdpp keeps them from the functions' maps (config_set leaves them)
     ]
 
 

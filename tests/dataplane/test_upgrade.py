@@ -26,6 +26,7 @@ from netapp.intents.compiler import compile_document
 from netapp.intents.models import parse_document
 from netapp.testbed import netns
 from netapp.testbed.traffic import Sender
+from tests.utils.hand_maps import header_define, pin_hand_map, refused_on_reopen_and_upgrade, struct_body
 from tests.utils.kernel import veth_namespace
 from tests.utils.maps import pinned_instance, second_handle
 
@@ -297,73 +298,17 @@ def test_an_upgrade_over_a_map_of_another_size_is_refused_and_names_it(ns, datap
     assert xdp_prog_id(ns) == running == pinned_prog_id(instance)
 
 
-FRER_HEADER = REPO / "dataplane" / "include" / "dpp" / "nf" / "frer.h"
 SWAPPED = ("\t__u64 passed;\n", "\t__u64 discarded;\n")  # two members of one type, one after the other
-# An object of one map laid out as dpp_frer_recovery is but for two members in each other's place
-# (the same size: what a build that moved a field leaves pinned), and an XDP program that uses it.
-OTHER_LAYOUT_C = """\
-#include <linux/bpf.h>
-#include <bpf/bpf_helpers.h>
-
-struct recovery_reordered {BODY};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, ENTRIES);
-	__uint(map_flags, BPF_F_MMAPABLE);
-	__type(key, __u32);
-	__type(value, struct recovery_reordered);
-} dpp_frer_recovery SEC(".maps");
-
-SEC("xdp")
-int uses_the_map(struct xdp_md *ctx)
-{
-	__u32 key = 0;
-
-	return bpf_map_lookup_elem(&dpp_frer_recovery, &key) ? XDP_PASS : XDP_DROP;
-}
-
-char LICENSE[] SEC("license") = "Dual BSD/GPL";
-"""
-
-
-def recovery_reordered_source() -> str:
-    """The C of the object above, its struct the header's dpp_frer_recovery with SWAPPED swapped."""
-    header = FRER_HEADER.read_text()
-    body = re.search(r"^struct dpp_frer_recovery \{(.*?)^\};", header, re.S | re.M).group(1)
-    pair = "".join(SWAPPED)
-    assert pair in body, f"dpp_frer_recovery no longer has {SWAPPED} one after the other"
-    entries = re.search(r"#define DPP_MAX_FRER_STREAMS (\d+)", header).group(1)
-    source = OTHER_LAYOUT_C.replace("BODY", body.replace(pair, SWAPPED[1] + SWAPPED[0]))
-    return source.replace("ENTRIES", entries)
 
 
 def pin_map_of_another_layout(instance: str, tmp_path: Path) -> None:
-    """Compile the object above and put its dpp_frer_recovery where the instance's is pinned, as
-    bpftool loads it: with its BTF, which is all that tells it apart."""
-    clang, bpftool = shutil.which("clang"), shutil.which("bpftool")
-    if clang is None or bpftool is None:
-        pytest.skip("clang and bpftool are needed to pin a map of another layout")
-    source = tmp_path / "reordered.bpf.c"
-    source.write_text(recovery_reordered_source())
-    obj = tmp_path / "reordered.bpf.o"
-    multiarch = subprocess.run(["gcc", "-dumpmachine"], capture_output=True, text=True, check=True)
-    subprocess.run(
-        [clang, "-O2", "-g", "-target", "bpf", f"-I/usr/include/{multiarch.stdout.strip()}",
-         "-c", str(source), "-o", str(obj)],
-        check=True,
-        capture_output=True,
-    )
-    loaded = PIN_ROOT / f"{instance}-reordered"
-    pin = PIN_ROOT / instance / "maps" / "dpp_frer_recovery"
-    try:
-        subprocess.run([bpftool, "prog", "loadall", str(obj), str(loaded), "pinmaps", str(loaded)],
-                       check=True, capture_output=True)
-        pin.unlink()
-        subprocess.run([bpftool, "map", "pin", "pinned", str(loaded / "dpp_frer_recovery"), str(pin)],
-                       check=True, capture_output=True)
-    finally:
-        shutil.rmtree(loaded, ignore_errors=True)
+    """dpp_frer_recovery pinned laid out as the header's but for SWAPPED in each other's place (the
+    same size: what a build that moved a field leaves pinned)."""
+    body = struct_body("nf/frer.h", "dpp_frer_recovery")
+    pair = "".join(SWAPPED)
+    assert pair in body, f"dpp_frer_recovery no longer has {SWAPPED} one after the other"
+    pin_hand_map(instance, tmp_path, "dpp_frer_recovery", body.replace(pair, SWAPPED[1] + SWAPPED[0]),
+                 entries=header_define("nf/frer.h", "DPP_MAX_FRER_STREAMS"), flags="BPF_F_MMAPABLE")
 
 
 def test_an_instance_whose_frer_slots_are_laid_out_otherwise_at_the_same_size_is_refused(
@@ -372,12 +317,8 @@ def test_an_instance_whose_frer_slots_are_laid_out_otherwise_at_the_same_size_is
     with pinned_instance("btf") as instance:
         Dataplane.open(instance=instance).close()
         pin_map_of_another_layout(instance, tmp_path)
-        with pytest.raises(DataplaneError) as refused:
-            Dataplane.open(instance=instance)
-        upgrade = subprocess.run([str(DPPCTL), "-n", instance, "upgrade"], capture_output=True, text=True,
-                                 check=False, env={**os.environ, "LC_ALL": "C"})
-        shutil.rmtree(PIN_ROOT / instance)  # what the message asks for; pinned_instance unpins
-    assert refused.value.errno == errno.EPROTO
+        refused, upgrade = refused_on_reopen_and_upgrade(instance)
+    assert refused.errno == errno.EPROTO
     said = re.search(r"map dpp_frer_recovery: member 'passed' at bit (\d+), the new build's at bit (\d+): "
                      r"the ABI changed: unpin the instance and load it again", caplog.text)
     assert said, caplog.text

@@ -125,7 +125,10 @@ struct dpp_upgrade_opts {
  * runs either the old programs or the new ones, never a mix and never none. The pins are replaced
  * last. Rule and flow table sizes stay those of the running instance. When any step before that
  * fails, the links are switched back and the running programs stay in place. opts NULL: flow
- * cache on, trace off. */
+ * cache on, trace off. Adopted in place from an instance pinned by an earlier build: a map it
+ * lacks (created and pinned), a struct member its map names reserved... that this build names
+ * otherwise at the same offset and int size (dpp_config.functions, set before the links switch);
+ * any other difference of a map's layout is -EPROTO: unpin the instance and load it again. */
 int dpp_upgrade(struct dpp *d, const struct dpp_upgrade_opts *opts);
 
 /* Attach to an interface with a bpf_link (pinned as links/<ifindex> when the instance is named).

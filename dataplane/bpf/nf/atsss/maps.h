@@ -129,8 +129,8 @@ struct {
 } dpp_atsss_tx SEC(".maps");
 
 /* 0 -> nonzero when the node has ATSSS sessions: the pipeline then hands ATSSS's frames (DCCP, and
- * plain IP to a UE with a session) to its stage (nf/atsss/stage.h); 0: a frame costs one array
- * read. Written by the control plane with the sessions. */
+ * plain IP to a UE with a session) to its stage (nf/atsss/stage.h). Written by the control plane
+ * with the sessions; libdpp sets DPP_FUNCTION_ATSSS in dpp_config.functions while it is nonzero. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);

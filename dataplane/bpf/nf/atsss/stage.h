@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* ATSSS in the pipeline: on a node with sessions (dpp_atsss_gate), the entry hands a parsed frame
- * that is ATSSS's to dpp_atsss_stage (slot DPP_PROG_ATSSS of dpp_progs), which gives its verdict
+/* ATSSS in the pipeline: on a node with sessions (dpp_atsss_gate, and so DPP_FUNCTION_ATSSS in
+ * dpp_config.functions, which the entry tests first), the entry hands a parsed frame that is
+ * ATSSS's to dpp_atsss_stage (slot DPP_PROG_ATSSS of dpp_progs), which gives its verdict
  * (nf/atsss/frame.h): the uplink's MP-DCCP decapsulated and its Acks built into the ring, the
  * downlink to a UE with a session encapsulated on the path its scheduler picks. ATSSS's frames are
  * the plain ones (no overlay, no GTP-U) that are DCCP (IP protocol 33: the uplink's, or a UE's) or
  * go to a UE with a session. Behind a tail call, not inline: the DCCP checksum and option walks are
  * verified once in their own program rather than in every path of the entry, and a frame that is
- * not ATSSS's pays the gate's read and, on a node with sessions, a read of the UE filter
+ * not ATSSS's pays, on a node with sessions, the gate's read, a read of the UE filter
  * (dpp_atsss_ues), and a look in the index of sessions (nf/atsss/index.h) only when its
  * destination's bit is set.
  * The stage runs on the receiving CPU only: the dispatcher's workers get GTP-U, never ATSSS's. */

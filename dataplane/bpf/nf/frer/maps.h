@@ -108,8 +108,8 @@ struct {
 } dpp_frer_port_stats SEC(".maps");
 
 /* 0 -> the kinds of stream identification the node has entries for (enum dpp_frer_gate); nonzero:
- * the pipeline hands frames to FRER's stage (dpp_frer_stage) before it parses them; 0, a node
- * without streams, costs it one read */
+ * the pipeline hands frames to FRER's stage (dpp_frer_stage) before it parses them. libdpp sets
+ * DPP_FUNCTION_FRER in dpp_config.functions while it is nonzero (src/functions.c). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* FRER in the pipeline: on a node with streams (dpp_frer_gate), the entry hands every frame to
+/* FRER in the pipeline: on a node with streams (dpp_frer_gate, and so DPP_FUNCTION_FRER in
+ * dpp_config.functions, which the entry tests first), the entry hands every frame to
  * dpp_frer_stage (slot DPP_PROG_FRER of dpp_progs) before parsing it. The stage replicates the
  * frames of the streams generated here and eliminates the duplicates of the streams recovered here
  * (nf/frer/node.h); a frame it leaves alone, and a recovered frame with no port of its own, goes on
  * to the entry again (slot DPP_PROG_ENTRY), marked in dpp_frer_onward so that the entry runs the
- * pipeline on it this time. A node without streams pays one array read per frame. */
+ * pipeline on it this time. A node without streams pays one test of the config's word per frame. */
 #ifndef DPP_NF_FRER_STAGE_H
 #define DPP_NF_FRER_STAGE_H
 

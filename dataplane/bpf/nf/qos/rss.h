@@ -100,7 +100,8 @@ __attribute__((noinline)) int dpp_rss_dispatch(const struct dpp_flow_key *key,
 
 /* On a dispatcher interface, a T-PDU to its worker: XDP_REDIRECT, with *rule the steering rule
  * that chose the worker (copied to *cached; NULL: the hash chose). DPP_RSS_NOT_DISPATCHED for
- * anything else (one inlined array lookup on other interfaces). */
+ * anything else (one inlined array lookup on other interfaces). The entry asks only on a node with a
+ * dispatcher interface (DPP_FUNCTION_RSS in dpp_config.functions). */
 static __always_inline int rss_dispatch(const struct dpp_parse *p, struct dpp_rule *cached,
 					const struct dpp_rule **rule, struct dpp_outcome *o, int reason,
 					__u64 bytes)

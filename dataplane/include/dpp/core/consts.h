@@ -132,6 +132,16 @@ enum dpp_prog {
 	DPP_PROG_MAX,
 };
 
+/* enum dpp_functions: bits of dpp_config.functions, the functions the entry hands packets to. Each
+ * is set by its function's writer while the function has something to do on the node (after its
+ * own tables are written) and cleared before they are emptied: a node without them pays one test
+ * of a word the entry reads anyway. */
+enum dpp_functions {
+	DPP_FUNCTION_FRER = 1 << 0,  /* dpp_frer_gate nonzero: frames go to FRER's stage first */
+	DPP_FUNCTION_RSS = 1 << 1,   /* an interface dispatches GTP-U (dpp_rss_ifaces) */
+	DPP_FUNCTION_ATSSS = 1 << 2, /* ATSSS sessions: their frames go to ATSSS's stage */
+};
+
 /* enum dpp_overlay: the overlay a packet arrived in (struct dpp_flow_key.overlay). */
 enum dpp_overlay {
 	DPP_OVERLAY_NONE = 0,

@@ -89,7 +89,7 @@ struct dpp_config {
 	__u32 default_alt_group; /* alternative group for overflow when the rule names none (DPP_NONE) */
 	__u64 meter_window_ns;	 /* length of the per-CPU rate meter window */
 	__u32 tunnel_ends;	 /* entries of dpp_tunnel_ends: 0, and GTP-U packets look up no address */
-	__u32 reserved;
+	__u32 functions;	 /* enum dpp_functions: the entry's gates, one test for all three */
 };
 
 /* Value of every counter map (per CPU; userspace sums the slots). */
