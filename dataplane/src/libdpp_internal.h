@@ -125,6 +125,7 @@ struct dpp {
 	struct dpp_filters *filters; /* NULL: shapes are published without filters */
 	bool filters_counted;	     /* the counts hold every rule (filters_ready) */
 	pthread_mutex_t config_lock; /* held by every read-modify-write of dpp_config (shapes.c) */
+	int config_lock_fd;	     /* the pin directory's, flocked while config_lock is held */
 };
 
 /* log.c */

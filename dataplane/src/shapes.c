@@ -2,7 +2,10 @@
 /* Shapes and the config: a shape set is published into the inactive slot and made active by the
  * one config write that also invalidates the flow cache; the shape filters are kept here. */
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/file.h>
 
 #include "libdpp_internal.h"
 
@@ -18,15 +21,34 @@ int config_read(struct dpp *d, struct dpp_config *cfg)
 	return lookup_u32(d, DPP_MAP_CONFIG, 0, cfg);
 }
 
-/* libdpp's writers of the config (a publish's generation, the set-call, the functions' word,
- * functions.c) each read it whole and write it whole: one at a time, none undoes another's field. */
+/* libdpp's writers of the config (a publish's shape set and generation, the set-call, the
+ * functions' word, functions.c, an upgrade's generation) each read it whole and write it whole, so
+ * they take turns: within a handle by its mutex, and across the processes that open a pinned
+ * instance (the service, dppctl, the CLI's commands: a reopen refreshes the functions' word) by an
+ * exclusive flock on the instance's pin directory, held for the read-modify-write. An instance not
+ * pinned yet (its load) is seen by no other process. */
 void config_lock(struct dpp *d)
 {
 	pthread_mutex_lock(&d->config_lock);
+	d->config_lock_fd = -1;
+	if (!d->pin_dir[0])
+		return;
+	d->config_lock_fd = open(d->pin_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (d->config_lock_fd >= 0 && !flock(d->config_lock_fd, LOCK_EX))
+		return;
+	if (errno != ENOENT) /* not pinned yet: no other process sees it */
+		pr_warn("lock the config of instance '%s' against other processes: %s", d->instance,
+			strerror(errno));
+	if (d->config_lock_fd >= 0)
+		close(d->config_lock_fd);
+	d->config_lock_fd = -1;
 }
 
 void config_unlock(struct dpp *d)
 {
+	if (d->config_lock_fd >= 0)
+		close(d->config_lock_fd); /* releases the flock */
+	d->config_lock_fd = -1;
 	pthread_mutex_unlock(&d->config_lock);
 }
 
@@ -182,7 +204,8 @@ static int config_valid(const struct dpp_config *cfg)
 	return 0;
 }
 
-/* The caller's config, but for the functions' word, which libdpp keeps (functions.c). */
+/* The caller's config, but for what libdpp keeps: the active shape set and the generation (a
+ * publish's, which a caller's earlier read would undo) and the functions' word (functions.c). */
 int dpp_config_set(struct dpp *d, const struct dpp_config *cfg)
 {
 	struct dpp_config old, next;
@@ -197,6 +220,8 @@ int dpp_config_set(struct dpp *d, const struct dpp_config *cfg)
 	err = config_read(d, &old);
 	if (!err) {
 		next = *cfg;
+		next.shape_set = old.shape_set;
+		next.generation = old.generation;
 		next.functions = old.functions;
 		err = update_u32(d, DPP_MAP_CONFIG, 0, &next);
 	}

@@ -203,9 +203,10 @@ class FakeDpp:
 
     def config_set(self, config: Config) -> None:
         self.calls.append(("config_set", config.default_verdict, config.default_alt_group))
-        functions = self.config.functions  # libdpp keeps the word from the functions' maps
+        kept = self.config  # libdpp keeps the active shape set, the generation and the functions' word
         self.config = _copy(config)
-        self.config.functions = functions
+        self.config.shape_set, self.config.generation = kept.shape_set, kept.generation
+        self.config.functions = kept.functions
 
     def cpu_enable(self, cpu: int, queue_size: int = 0, capacity_pps: int = 0) -> None:
         self.calls.append(("cpu_enable", cpu, queue_size, capacity_pps))

@@ -97,6 +97,18 @@ def test_the_set_call_leaves_the_functions_word(dp, handle):
     assert handle.config_get().default_verdict == 1
 
 
+def test_the_set_call_keeps_the_shape_set_and_generation_a_publish_wrote_since_its_read(handle):
+    stale = handle.config_get()  # read before the publish, written back after it
+    handle.shapes_publish([])
+    published = handle.config_get()
+    assert (published.shape_set, published.generation) != (stale.shape_set, stale.generation)
+    stale.default_verdict = 1
+    handle.config_set(stale)
+    written = handle.config_get()
+    assert (written.shape_set, written.generation) == (published.shape_set, published.generation)
+    assert written.default_verdict == 1
+
+
 def clear_word_in_pin(instance: str, config: Config) -> None:
     """The pinned config written with the functions' word clear, as a build without it left it."""
     config.functions = 0

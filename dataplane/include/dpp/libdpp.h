@@ -152,6 +152,8 @@ int dpp_shapes_publish(struct dpp *d, const struct dpp_shape *shapes, __u32 n);
 int dpp_shapes_get(struct dpp *d, struct dpp_shape_set *out);
 
 int dpp_config_get(struct dpp *d, struct dpp_config *out);
+/* Write the config but for the fields libdpp keeps, which the caller's read may have outdated:
+ * shape_set and generation (dpp_shapes_publish's) and functions (the functions' word). */
 int dpp_config_set(struct dpp *d, const struct dpp_config *cfg);
 
 /* CPU set: add (CPUMAP entry with queue_size, 0 = 2048) or remove a CPU, set capacity (0 =
