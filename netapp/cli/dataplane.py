@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 import time
@@ -16,6 +18,7 @@ import typer
 from netapp.cli.errors import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_FAILED, fail, note, warn
 from netapp.cli.serve import load_cli_settings
 from netapp.core.config import CONFIG_ENV
+from netapp.dataplane.binding import LOG as LIBDPP_LOG
 from netapp.dataplane.binding import PIN_ROOT, DataplaneError, LibraryNotFoundError, load_libdpp, possible_cpus
 from netapp.dataplane.facade import Dataplane, PacketOutcome, host_interfaces
 from netapp.frer.models import FrerStreamSpec
@@ -266,10 +269,25 @@ def _replay_flow_cache() -> bool:
         lib = load_libdpp()
     except LibraryNotFoundError:
         return True  # the open says what is missing
-    if lib.dpp_kernel_check_settings(None, True, True) == 0 or lib.dpp_kernel_check_settings(None, False, True):
+    with _quiet(LIBDPP_LOG.name):  # the answer is said below; libdpp's reason would tell the user to act
+        taken = lib.dpp_kernel_check_settings(None, True, True) == 0
+        refused = lib.dpp_kernel_check_settings(None, False, True) != 0
+    if taken or refused:
         return True  # taken, or refused whatever the cache: the open says why
     note("this kernel takes trace only without the flow cache: replaying without it")
     return False
+
+
+@contextmanager
+def _quiet(logger_name: str) -> Iterator[None]:
+    """The logger's warnings held back for the block."""
+    logger = logging.getLogger(logger_name)
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def _open_dataplane(instance: Optional[str], trace: bool = False, flow_cache: bool = True) -> Dataplane:
