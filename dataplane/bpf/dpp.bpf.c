@@ -85,7 +85,8 @@ static __always_inline int decide(struct xdp_md *ctx, struct dpp_parse *p, struc
 {
 	int verdict;
 
-	if (!reason) /* before the dispatcher, which classifies too: its steering rules may name a tunnel */
+	/* before the dispatcher, which classifies too: its steering rules may name a tunnel */
+	if (!reason)
 		tunnel_ends_fill(ctx, p, cfg);
 	if (!worker && (cfg->functions & DPP_FUNCTION_RSS) &&
 	    rss_dispatch(p, cached, rule, o, reason, bytes) == XDP_REDIRECT)

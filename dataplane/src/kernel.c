@@ -26,8 +26,9 @@
  * The stack holds on these kernels too: before 6.9 the verifier rounds each frame to 32 bytes, not
  * 16, and every call chain fits 512 bytes so rounded (tests/dataplane/test_stack_depth.py). The
  * kernels tested are 6.18, Debian 12's 6.1 and 6.12 and Ubuntu's 6.2, 6.5, 6.8 (24.04's, the
- * charm's base) and 6.11, booted under qemu (bench/kernels, tests/dataplane/test_old_kernel.py; dataplane/README.md,
- * "Kernels", says what 6.1's verifier refused and how the programs avoid it), and Ubuntu 22.04's
+ * charm's base) and 6.11, booted under qemu (bench/kernels, tests/dataplane/test_old_kernel.py;
+ * dataplane/README.md, "Kernels", says what 6.1's verifier refused and how the programs avoid
+ * it), and Ubuntu 22.04's
  * 5.15 and 5.19, where this check refuses the load and the upgrade, each with its own reason.
  * Not relied on: 6.3's reading of a global function's pointer argument as possibly
  * uninitialised (before, the stack it points to must be written: Debian 12's 6.1); the entry's rule
@@ -69,8 +70,9 @@ static const struct kernel_step {
  * gives up on the pipeline's entry past its million instructions with the two together. Booted
  * (bench/kernels): Ubuntu 22.04's HWE 6.2 (6.2.0-39) walks dpp_xdp 713,702 instructions with both
  * off, 913,480 with the flow cache, 935,977 with trace, where 6.1 walks 212,380 to 257,235 and 6.5
- * 202,951 to 236,406; 6.3 and 6.4 are untested (left to their verifier, whose refusal libdpp then
- * explains: load_refusal_explain). Trace is for replay and tests, which can do without the cache. */
+ * 202,951 to 236,406 (the BPF of 3a2c63e; the boots in CI check the refusal on every build); 6.3
+ * and 6.4 are untested (left to their verifier, whose refusal libdpp then explains:
+ * kernel_load_refusal_explain). Trace is for replay and tests, which can do without the cache. */
 static const struct kernel_series_limit {
 	unsigned int major, minor;
 	const char *why;
@@ -120,7 +122,8 @@ int dpp_kernel_check(const char *release)
 
 		if (!release_below(major, minor, step))
 			continue;
-		pr_warn("kernel %s is older than %u.%u, the oldest the data path loads on (before %u.%u: %s)",
+		pr_warn("kernel %s is older than %u.%u, the oldest the data path loads on "
+			"(before %u.%u: %s)",
 			release, KERNEL_MIN_MAJOR, KERNEL_MIN_MINOR, step->major, step->minor, step->lacks);
 		return -EOPNOTSUPP;
 	}
@@ -139,7 +142,8 @@ int dpp_kernel_check_settings(const char *release, bool flow_cache, bool trace)
 	err = release_version(&release, &name, &major, &minor);
 	if (err)
 		return err;
-	for (size_t i = 0; i < sizeof(kernel_cache_trace_limits) / sizeof(kernel_cache_trace_limits[0]); i++) {
+	for (size_t i = 0; i < sizeof(kernel_cache_trace_limits) / sizeof(kernel_cache_trace_limits[0]);
+	     i++) {
 		const struct kernel_series_limit *limit = &kernel_cache_trace_limits[i];
 
 		if (major != limit->major || minor != limit->minor)

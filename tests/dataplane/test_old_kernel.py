@@ -4,8 +4,9 @@ sites run), Ubuntu 24.04's 6.8 (the charm's base) and HWE 6.11, and Ubuntu 22.04
 each booted under qemu (bench/kernels, TCG: no KVM needed, no root) with the build's dppctl and BPF
 objects; there dppctl attaches the pipeline as the service does and upgrades it in place, and every
 object is loaded as the tests load it, under every setting of its one-byte knobs (6.2's verifier
-gives up on the flow cache and trace together, which libdpp's settings check must refuse there). One boot a kernel loads everything (under two minutes
-each here). Older verifiers refuse what this one takes: a byte swap's result unbounded, a loop whose
+gives up on the flow cache and trace together, which libdpp's settings check must refuse there).
+One boot a kernel loads everything (one to five minutes each under TCG on a shared machine, 6.2's
+the longest: its verifier walks near its limit four times). Older verifiers refuse what this one takes: a byte swap's result unbounded, a loop whose
 back edge is not a jump, no lower bound learnt from a test for zero, a pointer tied to a condition
 kept in a stack slot, a value's copy in a stack slot not narrowed by the test of the register it
 came from (the fixes say where). Two kernels older than 6.1 are booted too, Ubuntu 22.04's 5.15

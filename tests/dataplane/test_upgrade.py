@@ -20,6 +20,7 @@ import pytest
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
+from netapp.dataplane import abi
 from netapp.dataplane.binding import DataplaneError
 from netapp.dataplane.facade import Dataplane, host_interfaces
 from netapp.intents.compiler import compile_document
@@ -32,7 +33,7 @@ from tests.utils.maps import pinned_instance, second_handle
 
 REPO = Path(__file__).resolve().parents[2]
 DPPCTL = REPO / "dataplane" / "build" / "dppctl"
-PIN_ROOT = Path("/sys/fs/bpf/dpp")
+PIN_ROOT = Path(abi.PIN_ROOT)
 # the pipeline's ATSSS programs: a REDUNDANT copy's per position (devmap), the control plane's writer of a
 # session's words (in no slot), and the stage (tail call)
 ATSSS_PROGS = ("dpp_atsss_copy_0", "dpp_atsss_copy_1", "dpp_atsss_copy_2", "dpp_atsss_copy_3", "dpp_atsss_session_set",

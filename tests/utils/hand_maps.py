@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from netapp.dataplane import abi
 from netapp.dataplane.binding import DataplaneError
 from netapp.dataplane.facade import Dataplane
 
-PIN_ROOT = Path("/sys/fs/bpf/dpp")
+PIN_ROOT = Path(abi.PIN_ROOT)
 DATAPLANE = Path(__file__).resolve().parents[2] / "dataplane"
 INCLUDE = DATAPLANE / "include" / "dpp"
 
