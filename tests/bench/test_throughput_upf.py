@@ -16,7 +16,7 @@ from tests.utils.kernel import require_kernel
 
 SIZE = 64
 SESSIONS = 32  # two per service: consecutive cycles meet different TEIDs
-RATE = 20_000
+RATE = 10_000  # a rate both paths carry with room on a shared core: CI runs lost 1 and 4 frames a flow at 20,000 (a CPU held up by other work)
 FRAMES = 16 * SESSIONS * 4
 UPF_FRAME = 14 + SIZE  # the UE packet behind the frame's Ethernet header, every outer header gone
 KERNEL_FRAME = 14 + 20 + 8 + 16 + SIZE  # the inner IPv4 / UDP / GTP-U packet: only VXLAN removed
