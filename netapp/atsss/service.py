@@ -292,8 +292,8 @@ class Atsss:
 
     def put_session(self, who: Principal, name: str, spec: AtsssSessionSpec) -> tuple[AtsssSession, bool]:
         """Create or replace the session `name` names; True when created. Paths keep their slots
-        while they are the same subflow on the same access, wherever the body puts them (and their
-        DCCP sequence numbers and counters, admission.slots_for)."""
+        (their DCCP numbers and counters) while the same subflow and access, wherever the body puts
+        them; a new path takes the slot of the one it replaces (admission.slots_for)."""
         return self._put(who, ServiceState.writer_owner(who, name, "session", spec.name), spec, must_be_new=False)
 
     def patch_session(self, who: Principal, name: str, patch: AtsssSessionPatch) -> AtsssSession:

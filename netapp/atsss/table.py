@@ -64,6 +64,7 @@ from netapp.atsss.abi import (
 )
 from netapp.atsss.head4 import set_head4
 from netapp.atsss.index import MP_SEQ_SKIP, SessionIndex
+from netapp.atsss.reclaim import SlotReclaim
 from netapp.atsss.models import Address, AtsssSession, ChecksumCoverage
 from netapp.dataplane.groups import DevmapGroups
 from netapp.dataplane.errors import DataplaneError
@@ -292,6 +293,8 @@ class AtsssMaps:
         self._tx = DevmapGroups(table_of("dpp_atsss_tx"))  # type: ignore[arg-type]
         self._bit_counts: Optional[dict[int, int]] = None  # UE filter bit -> sessions held with it
         self._table_of = table_of  # the pipeline's flow states: opened when a slot is given (xdp_atsss has none)
+        self._reclaim = SlotReclaim(self._paths, self._stats, self._rx, self._uplink, PATH_OWNED, self._write_sessions,
+                                    self._held, uplink_key)
 
     # --- writes --------------------------------------------------------------------------------
 
@@ -323,12 +326,14 @@ class AtsssMaps:
         and no other; `slots`: path slots these UEs' sessions had or have, emptied unless `tables`
         holds them (a path written before its session was refused is not led to by any session).
         Returns the paths it emptied as read just before (slot -> path): an undo writes them again
-        with the DCCP numbers and counts packets moved up to then, not those of an earlier read.
+        with the DCCP numbers and counts packets moved up to then, not those of an earlier read. A
+        slot a session leads to that is given a new subflow is written first (netapp.atsss.reclaim).
         DataplaneError when the maps refuse: the caller syncs what it had before."""
         held = self._held(ues)
         counts = self._ue_bit_counts()
         self._bit_counts = None  # counted again from the map if this sync fails on the way
         used = {slot for _, value in held.values() for slot in value.path[: value.n_paths]}
+        reclaimed = self._reclaim.reclaim(tables.paths, tables.moved.paths, held, used)  # held: as rewritten
         before = self._uplink_keys(sorted(used | set(slots)))
         self._write_paths(tables.paths, used, tables.moved)
         self._write_uplinks(tables)
@@ -343,6 +348,7 @@ class AtsssMaps:
             self._count_ue_bits(counts, added, deleted)
         gone = sorted((used | set(slots)) - set(tables.paths))
         emptied = {slot: path for slot, path in zip(gone, self.paths(gone)) if path is not None and path.family}
+        emptied.update(reclaimed)
         self._paths.update([(c_uint32(slot), Path()) for slot in gone])
         wanted = {bytes(uplink_key(path)) for path in tables.paths.values()}
         self._uplink.delete([key for raw, key in before.items() if raw not in wanted])
