@@ -106,6 +106,8 @@ class SlotReclaim:
         the numbers an undo carries, not zeroed), `held` updated with the sessions as rewritten;
         returns the old paths as last read (slot -> path)."""
         old = self.given_anew(wanted, used)
+        if not old:
+            return {}
         emptied: dict[int, Path] = {}
         done: dict[int, Path] = {}
         keep = {bytes(self._uplink_key(path)) for path in wanted.values()}
@@ -127,8 +129,8 @@ class SlotReclaim:
                 paths.store(slot, bytes(without_up(old[slot])), self._owned)
         interim = {raw: (key, with_up(value, batch, done)) for raw, (key, value) in leading.items()}
         self._write_sessions(interim, leading)
-        gone = [self._uplink_key(old[slot]) for slot in sorted(batch)]
-        self._uplink.delete([key for key in gone if bytes(key) not in keep])
+        gone = {bytes(key): key for key in (self._uplink_key(old[slot]) for slot in sorted(batch))}  # once each
+        self._uplink.delete([key for raw, key in gone.items() if raw not in keep])
 
     def _write_anew(self, batch: set[int], wanted: dict[int, Path], moved: dict[int, Path]) -> dict[int, Path]:
         """3.: each slot of `batch` whole for its new path, down, then up in place. Returns the old

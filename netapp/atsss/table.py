@@ -64,8 +64,8 @@ from netapp.atsss.abi import (
 )
 from netapp.atsss.head4 import set_head4
 from netapp.atsss.index import MP_SEQ_SKIP, SessionIndex
-from netapp.atsss.reclaim import SlotReclaim
 from netapp.atsss.models import Address, AtsssSession, ChecksumCoverage
+from netapp.atsss.reclaim import SlotReclaim
 from netapp.dataplane.groups import DevmapGroups
 from netapp.dataplane.errors import DataplaneError
 from netapp.dataplane.libbpf import run_once
