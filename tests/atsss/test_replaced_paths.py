@@ -182,3 +182,25 @@ def test_the_same_subflow_on_another_access_keeps_its_slot_and_its_dccp_numbers(
     session, _ = service.put_session(CAROL, "ue5", spec((1, 2), access="non-3GPP"))
     assert session.slots == [1, 2] and not waits, "stored in place: no wait"
     numbered_once(before + frames(atsss, 4))
+
+
+def test_while_the_change_waits_the_session_s_mask_of_paths_up_leaves_the_replaced_one_out(store):
+    """REDUNDANT's copies take their paths' slots from the session's mask of the paths up, not from
+    the paths' flags: at the first wait of the PUT the replaced path's position is out of it (the
+    kept one in), and both are in once the new path is written."""
+    dpp = FakeDpp()
+    fake = Dataplane(dpp)
+    atsss = Atsss.start(store, fake.table)
+    atsss.put_session(ADMIN, "ue5", spec((1, 2)))
+    masks, wait = [], dpp.table_wait_readers
+
+    def watched() -> None:
+        held = SessionIndex(fake.table).get(session_key(UE))
+        masks.append(held.up if held is not None else None)
+        wait()
+
+    dpp.table_wait_readers = watched  # type: ignore[method-assign]
+    atsss.put_session(ADMIN, "ue5", spec((3, 2)))
+    held = SessionIndex(fake.table).get(session_key(UE))
+    assert masks and masks[0] == 0b10, f"position 0 out of the mask while the change waits: {masks}"
+    assert held is not None and held.up == 0b11
