@@ -40,9 +40,9 @@ live ways, then the slot, then the session, within one run (an RCU read-side sec
    the slot a new session would rather have, 6., is retired), and it frees every retired one at
    once (a move's own wait, 5., aside).
 5. A session in the hash moves into a way of its bucket once one is clean (a way of the bucket
-   deleted, its own write again, 2., or at `load`): written whole into a free slot, its way written and made live as a new
-   session's (1.), then, once the kernel has waited for every program run that began before, its
-   hash entry deleted. A reader finds the way before the hash, so every packet finds the session,
+   deleted, its own write again, 2., or at `load`): written whole into a free slot, its way
+   written and made live as a new session's (1.), then, once the kernel has waited for every
+   program run that began before, its hash entry deleted. A reader finds the way before the hash, so every packet finds the session,
    in the way or in the hash, never neither. Its MP_SEQ counter cannot be handed over exactly: a
    packet that found the hash entry before the way was live takes its number from the hash's
    counter after the control plane read it. So the way's session counts on from MP_SEQ_SKIP

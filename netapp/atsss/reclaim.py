@@ -37,7 +37,7 @@ for none.
 from __future__ import annotations
 
 from ctypes import c_uint32
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Optional
 
 from netapp.atsss.abi import Path, PathFlags, PathRx, Session, SessionKey
 from netapp.dataplane.tables import Span, Table
@@ -138,7 +138,7 @@ class SlotReclaim:
         slots = sorted(batch)
         keys = [c_uint32(slot) for slot in slots]
         last = dict(zip(slots, self._paths.lookup(keys)))
-        self._received_back(slots, wanted, moved)
+        self._received_back(last, wanted, moved)
         self._stats.fill([key for key in keys if key.value not in moved])  # type: ignore[attr-defined]
         self._rx.update([(key, PathRx()) for key in keys if key.value not in moved])
         self._paths.update([(c_uint32(slot), without_up(wanted[slot])) for slot in slots])
@@ -147,12 +147,14 @@ class SlotReclaim:
                 paths.store(slot, bytes(wanted[slot]), self._owned)
         return {slot: path for slot, path in last.items() if path is not None}
 
-    def _received_back(self, slots: list[int], wanted: dict[int, Path], moved: dict[int, Path]) -> None:
-        """What the old paths of `slots` received and their loss estimates kept (`_received`), before
-        3. zeroes them; those of an undo's paths (`moved`) that an earlier reclaim wrote over written
-        back: no packet counts into them meanwhile (their uplink entries are gone, 1.)."""
+    def _received_back(self, last: dict[int, Optional[Path]], wanted: dict[int, Path], moved: dict[int, Path]) -> None:
+        """What the old paths (`last`: slot -> path, as read after the wait) received and their loss
+        estimates kept (`_received`), before 3. zeroes them; those of an undo's paths (`moved`) that
+        an earlier reclaim wrote over written back: no packet counts into them meanwhile (their
+        uplink entries are gone, 1.)."""
+        slots = sorted(last)
         keys = [c_uint32(slot) for slot in slots]
-        now = zip(slots, self._paths.lookup(keys), self._stats.lookup(keys), self._rx.lookup(keys))
+        now = zip(slots, [last[slot] for slot in slots], self._stats.lookup(keys), self._rx.lookup(keys))
         back = [(slot, self._received.pop(slot)) for slot in slots
                 if slot in moved and self._received.get(slot, (None,))[0] == subflow(wanted[slot])]
         self._received.update((slot, (subflow(path), stats, rx)) for slot, path, stats, rx in now if path is not None)

@@ -31,7 +31,8 @@ from netapp.dataplane.fake import FakeDpp
 from netapp.dataplane.tables import Table
 from tests.atsss.atsss import XDP_TX, AtsssProgram, PathSpec, decode, ethernet, session_key, ue_packet
 from tests.atsss.test_index import index  # noqa: F401 (the fixture: a SessionIndex over the program's maps)
-from tests.atsss.test_service_pipeline import ADMIN, held_slot, instance, kernel, same_bucket, session, start  # noqa: F401
+from tests.atsss.test_service_pipeline import (ADMIN, held_slot, instance, kernel, same_bucket,  # noqa: F401
+                                               session, start)
 from tests.utils.interleave import calling_back
 
 

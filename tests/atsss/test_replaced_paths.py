@@ -26,7 +26,8 @@ from netapp.dataplane.fake import FakeDpp
 from netapp.service.store import Store
 from netapp.tenancy.models import TenantSpec
 from netapp.tenancy.service import TenantService
-from tests.atsss.atsss import XDP_TX, AtsssProgram, Decoded, decode, delete_every_session, ethernet, session_key, ue_packet
+from tests.atsss.atsss import (XDP_TX, AtsssProgram, Decoded, decode, delete_every_session, ethernet, session_key,
+                               ue_packet)
 from tests.atsss.test_changes_in_flight import ADMIN, CAROL, UE, path
 from tests.utils.object_tables import ObjectTables
 
@@ -36,8 +37,8 @@ PUTS = ((1, 2), (3, 2), (3, 4), (5, 6))
 
 def spec(numbers: tuple[int, ...], ue: str = UE, name: str = "ue5", **first: Any) -> AtsssSessionSpec:
     """The UE's round-robin session over path(n) for each of `numbers`; `first`: its first path's changes."""
-    return AtsssSessionSpec.model_validate({"name": name, "ue": ue, "mode": "round_robin",
-                                            "paths": [path(n, **(first if i == 0 else {})) for i, n in enumerate(numbers)]})
+    paths = [path(n, **(first if i == 0 else {})) for i, n in enumerate(numbers)]
+    return AtsssSessionSpec.model_validate({"name": name, "ue": ue, "mode": "round_robin", "paths": paths})
 
 
 def peer(n: int) -> str:
