@@ -9,6 +9,10 @@ instructions or a call off a policer's path shows in one run.
 Passing: 1 Gb/s, a burst of 1 GiB: a token bucket on the coarse clock on its CPU's credit,
 a window of 2^32 ns (4.3 s) on its CPU's credit too: a frame never waits on the window's turn in
 the run here, which reads the clock after the kernel (once in some thousands of runs at most).
+Passing on the shared state (`shared`): 400 Gb/s, a burst of 8 KiB: too small a burst for a
+CPU's chunk (netapp/qos/applier.py chunk_for: under an MTU, none), so every frame is decided on the
+policer's shared bucket or window (the lock, the compare-and-swap, the precise clock), as a pass
+the credit does not cover is; the bucket refills (or the window of 128 ns ends) between two runs.
 Dropping: 8 kb/s, a burst of 1 byte: no frame ever fits, every frame is dropped as a policer over
 its rate drops it. Each case's frame runs SETTLING_FRAMES times in the kernel on CPU 0 (the
 CPU's line the run here reads) before it is counted, so that the count is of a frame in steady
@@ -35,8 +39,9 @@ from bench.qos.rule import XDP_DROP, XDP_PASS, Case, frame, written
 
 ALGORITHMS = ("token_bucket", "gcra", "fixed_window", "sliding_window")
 PASSING = {"rate_bps": 10**9, "burst_bytes": 1 << 30}
+SHARED = {"rate_bps": 400 * 10**9, "burst_bytes": 8 << 10}
 DROPPING = {"rate_bps": 8_000, "burst_bytes": 1}
-DECISIONS = {"pass": (PASSING, XDP_PASS), "drop": (DROPPING, XDP_DROP)}
+DECISIONS = {"pass": (PASSING, XDP_PASS), "shared": (SHARED, XDP_PASS), "drop": (DROPPING, XDP_DROP)}
 SETTLING_FRAMES = 3
 FIRST_PORT = 1100
 

@@ -28,7 +28,8 @@ def printed_lines(printed: str) -> dict[str, str]:
 def counted_with_lines():
     require_kernel()
     names = ["unpoliced", "own token_bucket pass", "own token_bucket drop", "own sliding_window pass",
-             "own fixed_window drop", "slice token_bucket pass", "slice sliding_window drop"]
+             "own fixed_window drop", "slice token_bucket pass", "slice sliding_window drop",
+             "own token_bucket shared", "own gcra shared"]
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
         counted = insns.count_cases(names, top=2000)
@@ -39,7 +40,8 @@ def test_a_drop_executes_the_policers_drop_and_a_pass_does_not(counted_with_line
     counted, lines = counted_with_lines
     for name in ("own token_bucket drop", "own fixed_window drop", "slice sliding_window drop"):
         assert POLICED_DROP.search(lines[name]), f"{name}: the rule's drop by its policers not executed"
-    for name in ("unpoliced", "own token_bucket pass", "own sliding_window pass", "slice token_bucket pass"):
+    for name in ("unpoliced", "own token_bucket pass", "own sliding_window pass", "slice token_bucket pass",
+                 "own token_bucket shared", "own gcra shared"):
         assert not POLICED_DROP.search(lines[name]), f"{name}: a pass executed the policers' drop"
 
 
@@ -67,7 +69,19 @@ def test_a_pass_on_the_cpus_credit_makes_no_call_and_a_slices_policer_is_called(
     assert POLICE_RULE in lines["slice token_bucket pass"]
     for name, count in counted.items():
         reads_clock = any(helper.startswith("bpf_ktime_get") for helper in count.helpers)
-        assert reads_clock == name.endswith("drop"), f"{name}: helpers {count.helpers}"
+        assert reads_clock == name.endswith(("drop", "shared")), f"{name}: helpers {count.helpers}"
+
+
+def test_a_pass_the_credit_does_not_cover_is_decided_on_the_shared_state(counted_with_lines):
+    """A burst too small for a CPU's chunk: every pass is the policer's, in dpp_police_rule, the
+    token bucket under its lock, GCRA by compare-and-swap (no lock), both on the precise clock."""
+    counted, lines = counted_with_lines
+    for name in ("own token_bucket shared", "own gcra shared"):
+        assert POLICE_RULE in lines[name], f"{name}: not decided in dpp_police_rule"
+        assert counted[name].calls == counted["unpoliced"].calls + 1
+    assert counted["own token_bucket shared"].instructions > counted["own token_bucket pass"].instructions
+    assert "bpf_spin_lock" in counted["own token_bucket shared"].helpers
+    assert "bpf_spin_lock" not in counted["own gcra shared"].helpers
 
 
 def test_every_case_has_its_own_rule_and_the_command_refuses_a_case_it_has_not():

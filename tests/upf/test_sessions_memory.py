@@ -19,7 +19,7 @@ from netapp.service.store import Store
 from netapp.upf.pfcp.codec import decode
 from netapp.upf.pfcp.handlers import Handlers
 from netapp.upf.held import SessionTable
-from netapp.upf.pfcp.server import ResponseCache
+from netapp.upf.pfcp.server import PfcpServer, ResponseCache
 from netapp.upf.sessions import Upf
 from netapp.upf.store import Association
 from tests.upf.conftest import N3
@@ -152,3 +152,66 @@ def test_settling_the_collector_freezes_start_up_and_spaces_young_collections():
     before, frozen, young, wanted = json.loads(result.stdout)
     assert before == 0 and frozen > 10_000, "start-up's objects (the modules) are out of the collector's walk"
     assert young == wanted
+
+
+class _Kept:
+    """An endpoint's transport fed by hand: what it sends is kept."""
+
+    def __init__(self) -> None:
+        self.sent: list[bytes] = []
+
+    def sendto(self, data: bytes, peer) -> None:
+        self.sent.append(data)
+
+    def get_extra_info(self, name: str) -> None:
+        return None
+
+
+class _NoLoop:
+    def call_soon(self, *_) -> None:
+        pass  # the test drains the queue itself
+
+
+def test_no_young_collection_comes_while_a_group_of_requests_is_handled(handlers):
+    """A group's objects live until it is answered; a young collection among them would walk them
+    all and promote them. With young collections every 100 allocations, two groups of 20
+    establishments through the endpoint: none starts while a group is handled, they come between,
+    and the collector is as it was after each drain (on, or left off)."""
+    server = PfcpServer(handlers.upf, "127.0.0.1", 0)
+    endpoint, transport = server.protocol, _Kept()
+    endpoint.transport, endpoint._loop = transport, _NoLoop()
+    endpoint.open_requests()
+    datagrams = [_own_ue(Smf.build(Smf.__new__(Smf), "PFCPSessionEstablishmentReq", establishment_ies(7), seid=0, seq=seq))
+                 for seq in range(2, 62)]
+    handling, collections = [], {"in a group": 0, "between": 0}
+    run_group = handlers.upf.run_group
+
+    def watched(changes):
+        handling.append(changes)
+        try:
+            return run_group(changes)
+        finally:
+            handling.pop()
+
+    def count(phase: str, info: dict) -> None:
+        if phase == "start":
+            collections["in a group" if handling else "between"] += 1
+
+    handlers.upf.run_group = watched
+    threshold = gc.get_threshold()
+    gc.callbacks.append(count)
+    gc.set_threshold(100)
+    try:
+        for group, collecting in zip((datagrams[:20], datagrams[20:40], datagrams[40:]), (True, True, False)):
+            (gc.enable if collecting else gc.disable)()
+            for data in group:
+                endpoint.datagram_received(data, PEER)
+            endpoint._drain(whole=True)
+            assert gc.isenabled() == collecting
+    finally:
+        gc.enable()
+        gc.callbacks.remove(count)
+        gc.set_threshold(*threshold)
+    assert endpoint.counters["accepted"] == 60 and len(transport.sent) == 60 and len(handlers.upf.sessions) == 60
+    assert collections["in a group"] == 0, f"{collections['in a group']} young collections walked a group"
+    assert collections["between"] > 0  # the threshold is low enough: the collector ran, not amid a group
