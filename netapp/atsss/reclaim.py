@@ -56,6 +56,14 @@ def without_up(value: Path) -> Path:
     return down
 
 
+def delete_present(table: Table, keys: list) -> None:
+    """The entries of `keys` the table holds deleted, those it holds no more left: a sync that failed
+    before writing a new path's uplink entry leaves none for its undo to delete (a delete of a key
+    gone is refused, and would refuse every later sync of the session alike)."""
+    found = table.lookup(keys)
+    table.delete([key for key, value in zip(keys, found) if value is not None])
+
+
 def rounds(taken: set[int], held: Held) -> list[set[int]]:
     """The slots `taken` in one round, or two where a session would have no position left outside
     the first (its last position's slot then waits for the second)."""
@@ -130,7 +138,7 @@ class SlotReclaim:
         interim = {raw: (key, with_up(value, batch, done)) for raw, (key, value) in leading.items()}
         self._write_sessions(interim, leading)
         gone = {bytes(key): key for key in (self._uplink_key(old[slot]) for slot in sorted(batch))}  # once each
-        self._uplink.delete([key for raw, key in gone.items() if raw not in keep])
+        delete_present(self._uplink, [key for raw, key in gone.items() if raw not in keep])
 
     def _write_anew(self, batch: set[int], wanted: dict[int, Path], moved: dict[int, Path]) -> dict[int, Path]:
         """3.: each slot of `batch` whole for its new path, down, then up in place. Returns the old

@@ -65,7 +65,7 @@ from netapp.atsss.abi import (
 from netapp.atsss.head4 import set_head4
 from netapp.atsss.index import MP_SEQ_SKIP, SessionIndex
 from netapp.atsss.models import Address, AtsssSession, ChecksumCoverage
-from netapp.atsss.reclaim import SlotReclaim
+from netapp.atsss.reclaim import SlotReclaim, delete_present
 from netapp.dataplane.groups import DevmapGroups
 from netapp.dataplane.errors import DataplaneError
 from netapp.dataplane.libbpf import run_once
@@ -351,7 +351,7 @@ class AtsssMaps:
         emptied.update(reclaimed)
         self._paths.update([(c_uint32(slot), Path()) for slot in gone])
         wanted = {bytes(uplink_key(path)) for path in tables.paths.values()}
-        self._uplink.delete([key for raw, key in before.items() if raw not in wanted])
+        delete_present(self._uplink, [key for raw, key in before.items() if raw not in wanted])
         self._gate.update([(c_uint32(0), c_uint32(1 if self._ue_bit_counts() else 0))])  # any session held
         return emptied
 
