@@ -178,8 +178,16 @@ def replaced_slots(paths: list[AtsssPath], kept: list[Optional[int]], old: Optio
         if slot in dropped:
             given[index] = slot
             dropped = dropped - {slot}
-    rest = iter([slot for slot in old.slots if slot in dropped])
+    rest = iter([slot for slot in old.slots if slot in dropped and another_up(old, slot)])
     return [slot if slot is not None else next(rest, None) for slot in given]
+
+
+def another_up(session: AtsssSession, slot: int) -> bool:
+    """Whether a path of `session` other than that of `slot` is up: the session runs on it while
+    the slot is written anew for another subflow (the wait, netapp.atsss.reclaim). A session with
+    none would find no path up through the wait: its new path takes a free slot instead, up at
+    once, its pair of slots left."""
+    return any(path.up for path, held in zip(session.paths, session.slots) if held != slot)
 
 
 def paired_slots(store: Store, count: int) -> list[int]:

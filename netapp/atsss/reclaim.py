@@ -20,10 +20,11 @@ CPU can tell from two slots:
    own words stored in place, the up flag last, as a changed path's.
    The sync then writes the session's words (its mask of the paths up among them) as any change.
 
-Meanwhile the session runs on its other paths. A session every one of whose positions is a slot
-given anew (all its paths replaced) keeps its last for a second round, after the first's slots are
-up again: one grace period more, rather than none of its packets sent through one (a one-path
-session has no other path: its packets find none up through the wait, counted as such). The
+Meanwhile the session runs on its other paths. A session every one of whose positions up is a
+slot given anew (all its paths replaced) keeps its last up for a second round, after the first's
+slots are up again: one grace period more, rather than none of its packets sent through one. A
+session with no other path up (one path, or its others down) is given no slot of its own anew
+(admission.another_up): its new path takes a free slot, up at once, as any new path. The
 old path's slot written in place for the new one, without the wait, is sound only where the two
 are one subflow (another access: admission.replaced_slots gives it the slot, a changed path's
 words are then stored in place, its DCCP numbers going on): otherwise a packet meanwhile could
@@ -65,13 +66,13 @@ def delete_present(table: Table, keys: list) -> None:
 
 
 def rounds(taken: set[int], held: Held) -> list[set[int]]:
-    """The slots `taken` in one round, or two where a session would have no position left outside
-    the first (its last position's slot then waits for the second)."""
+    """The slots `taken` in one round, or two where a session would have no position up left outside
+    the first (its last position up then waits for the second, the session sending on it meanwhile)."""
     later = set()
     for _, value in held.values():
-        positions = [slot for slot in value.path[: value.n_paths] if slot]
-        if len(positions) > 1 and set(positions) <= taken:
-            later.add(positions[-1])
+        up = [slot for position, slot in enumerate(value.path[: value.n_paths]) if slot and value.up >> position & 1]
+        if up and set(up) <= taken:
+            later.add(up[-1])
     return [batch for batch in (taken - later, later) if batch]
 
 

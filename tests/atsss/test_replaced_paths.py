@@ -12,7 +12,7 @@ from __future__ import annotations
 import ipaddress
 import struct
 from ctypes import c_uint32
-from typing import Any, Iterator
+from typing import Any, Iterator, Optional
 
 import pytest
 
@@ -185,6 +185,20 @@ def test_the_same_subflow_on_another_access_keeps_its_slot_and_its_dccp_numbers(
     numbered_once(before + frames(atsss, 4))
 
 
+def masks_at_waits(dpp: FakeDpp, fake: Dataplane) -> list[Optional[int]]:
+    """The session's mask of the paths up at each wait for the programs' runs, from now on."""
+    masks: list[Optional[int]] = []
+    wait = dpp.table_wait_readers
+
+    def watched() -> None:
+        held = SessionIndex(fake.table).get(session_key(UE))
+        masks.append(held.up if held is not None else None)
+        wait()
+
+    dpp.table_wait_readers = watched  # type: ignore[method-assign]
+    return masks
+
+
 def test_while_the_change_waits_the_session_s_mask_of_paths_up_leaves_the_replaced_one_out(store):
     """REDUNDANT's copies take their paths' slots from the session's mask of the paths up, not from
     the paths' flags: at the first wait of the PUT the replaced path's position is out of it (the
@@ -193,15 +207,61 @@ def test_while_the_change_waits_the_session_s_mask_of_paths_up_leaves_the_replac
     fake = Dataplane(dpp)
     atsss = Atsss.start(store, fake.table)
     atsss.put_session(ADMIN, "ue5", spec((1, 2)))
-    masks, wait = [], dpp.table_wait_readers
-
-    def watched() -> None:
-        held = SessionIndex(fake.table).get(session_key(UE))
-        masks.append(held.up if held is not None else None)
-        wait()
-
-    dpp.table_wait_readers = watched  # type: ignore[method-assign]
+    masks = masks_at_waits(dpp, fake)
     atsss.put_session(ADMIN, "ue5", spec((3, 2)))
     held = SessionIndex(fake.table).get(session_key(UE))
     assert masks and masks[0] == 0b10, f"position 0 out of the mask while the change waits: {masks}"
     assert held is not None and held.up == 0b11
+
+
+@pytest.mark.parametrize("numbers, after, other_up", [((1,), (3,), None), ((1, 2), (3, 2), False)])
+def test_a_session_with_no_other_path_up_gives_its_new_path_a_free_slot_with_no_wait(store, numbers, after,
+                                                                                       other_up):
+    """One path, or its other down: the slot of the path replaced would leave the session no path up
+    through the reclaim's wait; its new path takes a free slot, up at once, the session with a path
+    up at every wait of the change (the fake's are the index's, for the session written whole)."""
+    dpp = FakeDpp()
+    fake = Dataplane(dpp)
+    atsss = Atsss.start(store, fake.table)
+    down = {"up": other_up} if other_up is not None else {}
+    body = spec(numbers).model_dump(mode="json")
+    body["paths"][1:] = [{**other, **down} for other in body["paths"][1:]]
+    made, _ = atsss.put_session(ADMIN, "ue5", AtsssSessionSpec.model_validate(body))
+    body["paths"][0] = spec(after).model_dump(mode="json")["paths"][0]
+    masks = masks_at_waits(dpp, fake)
+    session, _ = atsss.put_session(ADMIN, "ue5", AtsssSessionSpec.model_validate(body))
+    assert all(masks), f"a path of the session up at each wait: {masks}"
+    assert session.slots[0] not in made.slots and session.slots[1:] == made.slots[1:], (made.slots, session.slots)
+    written = fake.table("dpp_atsss_paths").get(c_uint32(session.slots[0]))
+    assert peer_in(fake.table, session.slots[0]) == peer(after[0]) and written.flags & PathFlags.UP
+    held = SessionIndex(fake.table).get(session_key(UE))
+    assert held is not None and held.path[0] == session.slots[0] and held.up & 1
+
+
+def test_a_one_path_session_replaced_sends_on_its_new_path_at_once(atsss, kernel_service):
+    service, tables = kernel_service
+    made, _ = service.put_session(CAROL, "ue5", spec((1,)))
+    before = frames(atsss, 2)
+    waits = []
+    tables.table_wait_readers = lambda: waits.append(1)  # type: ignore[method-assign]
+    session, _ = service.put_session(CAROL, "ue5", spec((3,)))
+    assert session.slots != made.slots and not waits, "a free slot, no wait"
+    after = frames(atsss, 2)
+    assert [frame.dst for frame in before + after] == [peer(1)] * 2 + [peer(3)] * 2
+    assert [frame.seq for frame in after] == [0, 1], "the new subflow's numbers from 0"
+
+
+def test_both_paths_up_replaced_beside_one_down_keep_one_up_through_each_wait(store):
+    """Three paths, the third down, the two up replaced: each new path takes its old one's slot, in
+    two rounds (the second keeping the last path up), not one that would leave none up."""
+    dpp = FakeDpp()
+    fake = Dataplane(dpp)
+    atsss = Atsss.start(store, fake.table)
+    body = spec((1, 2, 4)).model_dump(mode="json")
+    body["paths"][2]["up"] = False
+    made, _ = atsss.put_session(ADMIN, "ue5", AtsssSessionSpec.model_validate(body))
+    body["paths"][:2] = spec((3, 5)).model_dump(mode="json")["paths"]
+    masks = masks_at_waits(dpp, fake)
+    session, _ = atsss.put_session(ADMIN, "ue5", AtsssSessionSpec.model_validate(body))
+    assert session.slots == made.slots
+    assert all(masks), f"a path of the session up at each wait: {masks}"
