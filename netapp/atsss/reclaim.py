@@ -101,6 +101,10 @@ class SlotReclaim:
         # slot -> (the subflow, what it received, its loss estimate) of the old path a reclaim wrote
         # over last, for the change's undo (_received_back)
         self._received: dict[int, tuple[tuple, object, object]] = {}
+        # slot -> the old path as read after the wait, each round's as it ends: a sync refused after
+        # a round returns none of them, yet its undo must carry their DCCP numbers (AtsssMaps.moved
+        # forgets them, before a change)
+        self.read: dict[int, Path] = {}
 
     def given_anew(self, wanted: dict[int, Path], used: set[int]) -> dict[int, Path]:
         """The slots of `wanted` that held sessions lead to (`used`) whose path is another subflow
@@ -124,7 +128,9 @@ class SlotReclaim:
             leading = {raw: entry for raw, entry in held.items() if set(entry[1].path[: entry[1].n_paths]) & batch}
             self._mark_down(batch, old, leading, done, keep)
             self._paths.wait_readers()
-            emptied.update(self._write_anew(batch, wanted, moved))
+            last = self._write_anew(batch, wanted, moved)
+            emptied.update(last)
+            self.read.update(last)
             done.update((slot, wanted[slot]) for slot in batch)
             held.update(self._held(list(leading)))
         return emptied

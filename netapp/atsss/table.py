@@ -544,7 +544,9 @@ class AtsssMaps:
 
     def moved(self, ues: Iterable[bytes], slots: Iterable[int]) -> Moved:
         """The sessions of the raw keys `ues` and the paths the `slots` hold, as the maps have them:
-        read before a change, for its undo (AtsssTables.carry)."""
+        read before a change, for its undo (AtsssTables.carry); the old paths read by the reclaims
+        of earlier changes forgotten (`read_by_reclaim`)."""
+        self._reclaim.read.clear()
         slots = sorted(set(slots))
         keys = [c_uint32(slot) for slot in slots]
         moved = Moved({raw: value for raw, (_, value) in self._held(ues).items()})
@@ -552,6 +554,12 @@ class AtsssMaps:
             if path is not None and path.family:
                 moved.paths[slot] = path
         return moved
+
+    def read_by_reclaim(self) -> dict[int, Path]:
+        """The old paths the syncs since `moved` read after their reclaim's wait (slot -> path), those
+        of a round done before a sync was refused among them: its undo carries their last DCCP
+        numbers, which the read before the change is short of."""
+        return dict(self._reclaim.read)
 
     def paths(self, slots: list[int]) -> list[Optional[Path]]:
         return self._paths.lookup([c_uint32(slot) for slot in slots])

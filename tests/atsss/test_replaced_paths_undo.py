@@ -67,3 +67,39 @@ def test_a_replacement_refused_after_the_reclaim_is_undone_and_the_session_chang
     assert_maps_hold(fake, atsss, (1, 2))
     atsss.put_session(ADMIN, "ue5", spec((5, 2)))
     assert_maps_hold(fake, atsss, (5, 2))
+
+
+def test_a_replacement_refused_at_its_last_write_puts_the_old_path_back_past_every_dccp_number_it_sent(store):
+    """Packets took DCCP numbers from the old path after the change read it, up to the reclaim's wait
+    (a run that read the path up before it was marked down): the reclaim read them after the wait;
+    the sync refused at its last write (the gate), the undo writes the old path back past them.
+    Before, the undo had only the read from before the change: numbers 100-149 given again."""
+    dpp = FakeDpp()
+    fake = Dataplane(dpp)
+    atsss = Atsss.start(store, fake.table)
+    made, _ = atsss.put_session(ADMIN, "ue5", spec((1, 2)))
+    slot = made.slots[0]
+    took_numbers(fake, slot, 100)
+    wait = dpp.table_wait_readers
+    waits = []
+
+    def packets_in_flight() -> None:
+        if not waits:
+            took_numbers(fake, slot, 50)
+        waits.append(1)
+        wait()
+
+    dpp.table_wait_readers = packets_in_flight  # type: ignore[method-assign]
+    refuse_once(dpp, "dpp_atsss_gate")
+    with pytest.raises(DataplaneUnavailable):
+        atsss.put_session(ADMIN, "ue5", spec((3, 2)))
+    assert_maps_hold(fake, atsss, (1, 2))
+    assert fake.table("dpp_atsss_paths").get(c_uint32(slot)).dccp_seq >= 150, "numbers 0-149 were sent"
+
+
+def took_numbers(fake: Dataplane, slot: int, count: int) -> None:
+    """Packets took `count` DCCP numbers from the path in `slot`."""
+    paths = fake.table("dpp_atsss_paths")
+    path = paths.get(c_uint32(slot))
+    path.dccp_seq += count
+    paths.update([(c_uint32(slot), path)])
