@@ -7,9 +7,10 @@ CPU can tell from two slots:
 1. The old path marked down in place (its flags' word, one store) and the session's mask of the
    paths up (REDUNDANT's, which its copies take the slots from without reading the paths' flags)
    cleared at its position, the session's other words kept: from then on no packet picks the
-   position, every mode taking only a path up (nf/atsss/schedule.h). Its uplink entry is deleted
-   (unless a path the sync writes has its addresses and ports): the UE's packets on the old
-   subflow no longer count into the slot nor move its loss estimate.
+   position, every mode taking only a path up (nf/atsss/schedule.h). Its uplink entry is deleted,
+   even where a path the sync writes has its addresses and ports (the sync's uplink writes give it
+   back, leading to that path's slot): the UE's packets on the old subflow no longer count into the
+   slot nor move its loss estimate.
 2. A wait for every program run that began before (`Table.wait_readers`, an RCU grace period): a
    packet that read the path up, before 1., has sent on it or been dropped; none still takes a DCCP
    number from the old path, whose last is then read exactly (for an undo: `emptied`).
@@ -123,10 +124,9 @@ class SlotReclaim:
             return {}
         emptied: dict[int, Path] = {}
         done: dict[int, Path] = {}
-        keep = {bytes(self._uplink_key(path)) for path in wanted.values()}
         for batch in rounds(set(old), held):
             leading = {raw: entry for raw, entry in held.items() if set(entry[1].path[: entry[1].n_paths]) & batch}
-            self._mark_down(batch, old, leading, done, keep)
+            self._mark_down(batch, old, leading, done)
             self._paths.wait_readers()
             last = self._write_anew(batch, wanted, moved)
             emptied.update(last)
@@ -135,8 +135,7 @@ class SlotReclaim:
             held.update(self._held(list(leading)))
         return emptied
 
-    def _mark_down(self, batch: set[int], old: dict[int, Path], leading: Held, done: dict[int, Path],
-                   keep: set[bytes]) -> None:
+    def _mark_down(self, batch: set[int], old: dict[int, Path], leading: Held, done: dict[int, Path]) -> None:
         """1.: the old paths of `batch` down, the sessions leading to them not sending on them, their
         uplink entries gone."""
         with self._paths.in_place() as paths:
@@ -145,7 +144,7 @@ class SlotReclaim:
         interim = {raw: (key, with_up(value, batch, done)) for raw, (key, value) in leading.items()}
         self._write_sessions(interim, leading)
         gone = {bytes(key): key for key in (self._uplink_key(old[slot]) for slot in sorted(batch))}  # once each
-        delete_present(self._uplink, [key for raw, key in gone.items() if raw not in keep])
+        delete_present(self._uplink, list(gone.values()))
 
     def _write_anew(self, batch: set[int], wanted: dict[int, Path], moved: dict[int, Path]) -> dict[int, Path]:
         """3.: each slot of `batch` whole for its new path, down, then up in place. Returns the old

@@ -20,7 +20,7 @@ from netapp.atsss.abi import Path, PathFlags, paired_path_slots, paired_session_
 from netapp.atsss.index import SessionIndex
 from netapp.atsss.models import AtsssSession, AtsssSessionSpec
 from netapp.atsss.service import Atsss
-from netapp.atsss.table import AtsssMaps
+from netapp.atsss.table import AtsssMaps, uplink_key
 from netapp.dataplane.facade import Dataplane
 from netapp.dataplane.fake import FakeDpp
 from netapp.service.store import Store
@@ -153,25 +153,29 @@ def test_frames_sent_while_the_change_waits_go_on_the_kept_path_and_the_old_one_
     frames(atsss, 2)
     old = ObjectTables(atsss.obj).table("dpp_atsss_paths").get(c_uint32(1))
     assert old is not None
-    seen: list[tuple[list[str], Path]] = []
+    seen: list[tuple[list[str], Path, list[bytes]]] = []
 
     def during_the_wait() -> None:
         held = Path.from_buffer_copy(ObjectTables(atsss.obj).table("dpp_atsss_paths").get(c_uint32(1)))
-        seen.append(([frame.dst for frame in frames(atsss, 4)], held))
+        seen.append(([frame.dst for frame in frames(atsss, 4)], held, uplink_keys(atsss)))
 
     tables.table_wait_readers = during_the_wait  # type: ignore[method-assign]
     session, _ = service.put_session(CAROL, "ue5", spec((3, 2)))
     assert session.slots == [1, 2]
     assert len(seen) == 1, "one wait"
-    dsts, held = seen[0]
+    dsts, held, keys_then = seen[0]
     assert dsts == [peer(2)] * 4, "the replaced path not picked while the change waits"
     assert held.peer[0] == Path.from_buffer_copy(old).peer[0] and not held.flags & PathFlags.UP, \
         "the old path whole in its slot, marked down"
     assert held.dccp_seq == 1, "it sent one frame, before the change"
-    uplink_keys = [bytes(key) for key, _ in ObjectTables(atsss.obj).table("dpp_atsss_uplink").items()]
-    assert len(uplink_keys) == 2, "the uplink entries of path(2) and path(3), the old one's gone"
+    assert bytes(uplink_key(held)) not in keys_then and len(keys_then) == 1, "path(2)'s uplink entry alone meanwhile"
+    assert len(uplink_keys(atsss)) == 2, "the uplink entries of path(2) and path(3), the old one's gone"
     after = frames(atsss, 2)
     assert [frame.dst for frame in after] == [peer(3), peer(2)] and after[0].seq == 0
+
+
+def uplink_keys(atsss: AtsssProgram) -> list[bytes]:
+    return [bytes(key) for key, _ in ObjectTables(atsss.obj).table("dpp_atsss_uplink").items()]
 
 
 def test_the_same_subflow_on_another_access_keeps_its_slot_and_its_dccp_numbers(atsss, kernel_service):
