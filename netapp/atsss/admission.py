@@ -168,7 +168,8 @@ def replaced_slots(paths: list[AtsssPath], kept: list[Optional[int]], old: Optio
     good (the session keeps its slot, a change being stored in place). A slot of the same subflow
     (another access) is stored in place and its DCCP numbers go on, on the subflow the UE's receiver
     keeps; another subflow's is written anew, once no packet can still send on the path it held
-    (netapp.atsss.table, `AtsssMaps._reclaim`)."""
+    (netapp.atsss.reclaim.SlotReclaim), and only where the session has another path up meanwhile
+    (`another_up`)."""
     if old is None or not dropped:
         return list(kept)
     subflows = {stored.subflow_of(path): slot for path, slot in zip(old.paths, old.slots) if slot in dropped}

@@ -40,15 +40,15 @@ live ways, then the slot, then the session, within one run (an RCU read-side sec
    the slot a new session would rather have, 6., is retired), and it frees every retired one at
    once (a move's own wait, 5., aside).
 5. A session in the hash moves into a way of its bucket once one is clean (a way of the bucket
-   deleted, its own write again, 2., or at `load`): written whole into a free slot, its way
-   written and made live as a new session's (1.), then, once the kernel has waited for every
-   program run that began before, its hash entry deleted. A reader finds the way before the hash, so every packet finds the session,
-   in the way or in the hash, never neither. Its MP_SEQ counter cannot be handed over exactly: a
-   packet that found the hash entry before the way was live takes its number from the hash's
-   counter after the control plane read it. So the way's session counts on from MP_SEQ_SKIP
-   numbers beyond the hash's as read, and no number is given twice as long as fewer packets than
-   that took one from the hash meanwhile (checked after the wait, and logged if not); the UE's
-   receiver sees the numbers skipped never come, a hole it passes over as it does a loss.
+   deleted, its own write again, 2., or at `load`): written whole into a free slot, its way written
+   and made live as a new session's (1.), then, once the kernel has waited for every program run
+   that began before, its hash entry deleted. A reader finds the way before the hash, so every
+   packet finds the session, in the way or in the hash, never neither. Its MP_SEQ counter cannot be
+   handed over exactly: a packet that found the hash entry before the way was live takes its number
+   from the hash's counter after the control plane read it. So the way's session counts on from
+   MP_SEQ_SKIP numbers beyond the hash's as read, and no number is given twice as long as fewer
+   packets than that took one from the hash meanwhile (checked after the wait, and logged if not);
+   the UE's receiver sees the numbers skipped never come, a hole it passes over as it does a loss.
 6. A new session (or one moved in, 5.) takes, when it is free, the slot whose pair of path slots
    holds its first path (`paired_slot`: slot s pairs path slots 2s - 1 and 2s, the pair the
    store gives a new two-path session, admission.paired_slots), else the lowest free one: a

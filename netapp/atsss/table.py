@@ -179,11 +179,14 @@ def session_value(session: AtsssSession, tx_group: int = 0) -> Session:
 @dataclass
 class Moved:
     """What the data path had moved in some sessions and paths, read before a change (raw session key
-    -> session, path slot -> path; a path the change emptied as its sync read it just before,
-    AtsssMaps.sync): carried by the change's undo into the entries it writes anew, those the change
-    deleted or emptied, so that no MP_SEQ or DCCP number is given again. What a path received and
-    its loss estimate need no carrying: emptying a path leaves them, and the undo does not write
-    them (writing them as read would uncount what arrived meanwhile)."""
+    -> session, path slot -> path; a path the change emptied as its sync read it just before, and
+    one whose slot it wrote anew for another subflow as its reclaim read it after the wait,
+    AtsssMaps.sync and read_by_reclaim): carried by the change's undo into the entries it writes
+    anew, those the change deleted, emptied or wrote anew, so that no MP_SEQ or DCCP number is given
+    again. What a path received and its loss estimate need no carrying: emptying a path leaves them,
+    and the undo does not write them (writing them as read would uncount what arrived meanwhile); a
+    slot written anew has them zeroed, and the reclaim itself gives them back to the undo's path
+    (netapp.atsss.reclaim, `_received_back`)."""
 
     sessions: dict[bytes, Session] = field(default_factory=dict)
     paths: dict[int, Path] = field(default_factory=dict)
@@ -456,7 +459,8 @@ class AtsssMaps:
         (a frame to a MAC mixing the two hops: lost, as a frame sent as the neighbour changed
         would be). Each is what the path said before or after, or a frame lost; never a DCCP
         number given twice nor a count lost. A path whose addresses or ports change is a new
-        subflow, given a new slot written whole (netapp.atsss.service)."""
+        subflow, never stored here: it is given a free slot, or the slot of the path it replaces
+        written whole once no packet can still send on that one (netapp.atsss.reclaim)."""
         paths.store(slot, bytes(value), PATH_OWNED)
 
     def _write_sessions(self, wanted: dict[bytes, tuple[SessionKey, Session]],
