@@ -124,14 +124,11 @@ def timed_changes(patch: Callable[[str, dict[str, Any]], None], clocks: dict[str
 
 
 def run(args: argparse.Namespace) -> list[dict[str, Any]]:
-    from bench.atsss.telemetry import store_sessions
+    from bench.atsss.replace import stored_service
     from netapp.atsss.models import AtsssSessionPatch
-    from netapp.atsss.service import Atsss
     from netapp.dataplane.facade import Dataplane
     from netapp.service.contract import Principal, Scope
     from netapp.service.store import Store
-    from netapp.tenancy.models import TenantSpec
-    from netapp.tenancy.service import TenantService
 
     admin = Principal("operator", frozenset({Scope.ADMIN}))
     rng = random.Random(args.seed)
@@ -141,10 +138,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     with tempfile.TemporaryDirectory() as state, Dataplane.open() as dataplane:
         store = Store.open(Path(state) / "netapp.db", synchronous="NORMAL")
         try:
-            store_sessions(store, args.sessions)
-            for tenant in range(10):  # store_sessions' tenants, site-wide: the PATCHes' checks pass
-                TenantService(lambda: store).put_tenant(admin, f"t{tenant}", TenantSpec.model_validate({"site": True}))
-            atsss = Atsss.start(store, dataplane.table, program_fd=dataplane.program_fd)
+            atsss = stored_service(store, dataplane, admin, args.sessions)
             # the writes first: the sync's clock wraps the method that calls them
             clocks = {"words": Clock(atsss._maps, ("_write_paths", "_write_sessions")),
                       "sync": Clock(atsss._maps, ("sync",))}

@@ -147,15 +147,48 @@ def runs_in(spec: AtsssSessionSpec, old: Optional[AtsssSession]) -> set[Steering
 def slots_for(store: Store, spec: AtsssSessionSpec, old: Optional[AtsssSession]) -> list[int]:
     """The path slots of `spec`'s paths: a path of `old` kept in its slot wherever `spec` puts
     it, matched by identity (path_identity: its subflow and access), not by position, so that
-    a body that only reorders the paths moves no path's DCCP numbers or counts; a new subflow a
-    free slot, written whole before the session leads to it (netapp.atsss.table: the control
-    plane never writes a path's numbers or counts in place); a new session's paths a free pair
-    first (paired_slots)."""
+    a body that only reorders the paths moves no path's DCCP numbers or counts; a new path the
+    slot of a path of `old` it replaces (`replaced_slots`), then a free slot; a new session's
+    paths a free pair first (paired_slots)."""
     held = {path_identity(path): slot for path, slot in zip(old.paths, old.slots)} if old is not None else {}
     kept = [held.pop(path_identity(path), None) for path in spec.paths]
-    count = kept.count(None)
+    given = replaced_slots(spec.paths, kept, old, set(held.values()))
+    count = given.count(None)
     fresh = iter(paired_slots(store, count) if old is None else free_slots(store, count))
-    return [slot if slot is not None else next(fresh) for slot in kept]
+    return [slot if slot is not None else next(fresh) for slot in given]
+
+
+def replaced_slots(paths: list[AtsssPath], kept: list[Optional[int]], old: Optional[AtsssSession],
+                   dropped: set[int]) -> list[Optional[int]]:
+    """`kept` with each new path (None) given a slot of `dropped` (the slots of `old`'s paths the
+    change leaves), that of the path of its subflow first, then the others in `old`'s order; None
+    where none is left. So a session whose path is replaced keeps its pair of path slots (2s - 1,
+    2s), which the downlink requests with the session's line (nf/atsss/index.h,
+    atsss_touch_paths): a replacement given the lowest free slot left its session half-paired for
+    good (the session keeps its slot, a change being stored in place). A slot of the same subflow
+    (another access) is stored in place and its DCCP numbers go on, on the subflow the UE's receiver
+    keeps; another subflow's is written anew, once no packet can still send on the path it held
+    (netapp.atsss.reclaim.SlotReclaim), and only where the session has another path up meanwhile
+    (`another_up`)."""
+    if old is None or not dropped:
+        return list(kept)
+    subflows = {stored.subflow_of(path): slot for path, slot in zip(old.paths, old.slots) if slot in dropped}
+    given = list(kept)
+    for index, path in enumerate(paths):
+        slot = subflows.get(stored.subflow_of(path)) if given[index] is None else None
+        if slot in dropped:
+            given[index] = slot
+            dropped = dropped - {slot}
+    rest = iter([slot for slot in old.slots if slot in dropped and another_up(old, slot)])
+    return [slot if slot is not None else next(rest, None) for slot in given]
+
+
+def another_up(session: AtsssSession, slot: int) -> bool:
+    """Whether a path of `session` other than that of `slot` is up: the session runs on it while
+    the slot is written anew for another subflow (the wait, netapp.atsss.reclaim). A session with
+    none would find no path up through the wait: its new path takes a free slot instead, up at
+    once, its pair of slots left."""
+    return any(path.up for path, held in zip(session.paths, session.slots) if held != slot)
 
 
 def paired_slots(store: Store, count: int) -> list[int]:
@@ -164,7 +197,8 @@ def paired_slots(store: Store, count: int) -> list[int]:
     session slot s (netapp.atsss.index, 6.) and the downlink requests its first two paths' lines
     with the session's (nf/atsss/index.h, atsss_touch_paths); the lowest free slots when no pair of
     a session slot is free. Not for a changed session: it keeps its session slot (a change is
-    stored in place), so its new paths take the lowest free slots, as before."""
+    stored in place), so its new paths take the slots of the paths they replace (replaced_slots),
+    then the lowest free ones."""
     pair = stored.free_pair(store) if count else None
     if pair is None:
         return free_slots(store, count)

@@ -25,7 +25,8 @@ live ways, then the slot, then the session, within one run (an RCU read-side sec
    address and that slot into another clean way of the bucket, and one write of `live` sets the
    new way's bit and clears the old's: a reader finds the old session or the new, each whole.
    With no clean way left in the bucket, the new session goes into dpp_atsss_sessions first,
-   then the old way's bit is cleared (a reader finds the way before, the hash after). Its MP_SEQ
+   then the old way's bit is cleared (a reader finds the way before, the hash after), and the
+   write waits and moves it back into the way it left (5., `_move_back`). Its MP_SEQ
    counter counts on from MP_SEQ_SKIP numbers beyond the held session's as read at the write
    (`counting_on`), whatever the value given says: packets take numbers from the held one until
    the new one is live, and the caller read it earlier. It has left its paired slot (6.): the
@@ -39,15 +40,15 @@ live ways, then the slot, then the session, within one run (an RCU read-side sec
    the slot a new session would rather have, 6., is retired), and it frees every retired one at
    once (a move's own wait, 5., aside).
 5. A session in the hash moves into a way of its bucket once one is clean (a way of the bucket
-   deleted, or at `load`): written whole into a free slot, its way written and made live as a new
-   session's (1.), then, once the kernel has waited for every program run that began before, its
-   hash entry deleted. A reader finds the way before the hash, so every packet finds the session,
-   in the way or in the hash, never neither. Its MP_SEQ counter cannot be handed over exactly: a
-   packet that found the hash entry before the way was live takes its number from the hash's
-   counter after the control plane read it. So the way's session counts on from MP_SEQ_SKIP
-   numbers beyond the hash's as read, and no number is given twice as long as fewer packets than
-   that took one from the hash meanwhile (checked after the wait, and logged if not); the UE's
-   receiver sees the numbers skipped never come, a hole it passes over as it does a loss.
+   deleted, its own write again, 2., or at `load`): written whole into a free slot, its way written
+   and made live as a new session's (1.), then, once the kernel has waited for every program run
+   that began before, its hash entry deleted. A reader finds the way before the hash, so every
+   packet finds the session, in the way or in the hash, never neither. Its MP_SEQ counter cannot be
+   handed over exactly: a packet that found the hash entry before the way was live takes its number
+   from the hash's counter after the control plane read it. So the way's session counts on from
+   MP_SEQ_SKIP numbers beyond the hash's as read, and no number is given twice as long as fewer
+   packets than that took one from the hash meanwhile (checked after the wait, and logged if not);
+   the UE's receiver sees the numbers skipped never come, a hole it passes over as it does a loss.
 6. A new session (or one moved in, 5.) takes, when it is free, the slot whose pair of path slots
    holds its first path (`paired_slot`: slot s pairs path slots 2s - 1 and 2s, the pair the
    store gives a new two-path session, admission.paired_slots), else the lowest free one: a
@@ -372,6 +373,7 @@ class SessionIndex:
         held = self._held(entries)
         hashed = {raw for raw in held if raw not in self._where}
         left: set[int] = set()  # the paired slots rewritten sessions left (6.)
+        spilled: set[tuple[int, int]] = set()  # the buckets of held sessions now in the hash (2.)
         for key, value in entries:
             now = held.get(bytes(key))
             value = counting_on(value, now) if now is not None else value
@@ -379,6 +381,9 @@ class SessionIndex:
                 self.hash.update([(key, value)])  # the kernel's replace is whole
             elif self._place(key, value, self._where.get(bytes(key))):
                 left.add(self._unpaired[bytes(key)])
+            if now is not None and bytes(key) not in self._where:
+                spilled.add((key.family, bucket_of(key)))
+        self._move_back(spilled)
         self._regain_pairs(left)
 
     def _held(self, entries: list[tuple[SessionKey, Session]]) -> dict[bytes, Session]:
@@ -388,6 +393,18 @@ class SessionIndex:
         held = {bytes(key): value for key, value in zip(unindexed, self.hash.lookup(unindexed)) if value is not None}
         held.update((raw, value) for raw, value in zip(indexed, self._values(indexed)) if value is not None)
         return held
+
+    def _move_back(self, buckets: set[tuple[int, int]]) -> None:
+        """The held sessions of `buckets` that are in the hash moved back into the ways their writes
+        retired (2.: a full bucket), in the same write: it waits (a second time, if it had before the
+        ways were retired), then moves them as a session the hash held (5.). Left to a delete in the
+        bucket, a session changed once stayed in the hash, a lookup more for each packet, until then."""
+        buckets = {(family, index) for family, index in buckets
+                   if self._bucket_value(family, index).live != (1 << WAYS[family]) - 1}  # a way not live
+        if buckets:
+            self._waited = False
+            self.wait()
+            self._move_in(sorted(buckets))
 
     def _regain_pairs(self, left: set[int]) -> None:
         """The sessions served unpaired moved into their paired slots (_pair_unpaired) once this

@@ -292,8 +292,8 @@ class Atsss:
 
     def put_session(self, who: Principal, name: str, spec: AtsssSessionSpec) -> tuple[AtsssSession, bool]:
         """Create or replace the session `name` names; True when created. Paths keep their slots
-        while they are the same subflow on the same access, wherever the body puts them (and their
-        DCCP sequence numbers and counters, admission.slots_for)."""
+        (their DCCP numbers and counters) while the same subflow and access, wherever the body puts
+        them; a new path takes the slot of the one it replaces (admission.slots_for)."""
         return self._put(who, ServiceState.writer_owner(who, name, "session", spec.name), spec, must_be_new=False)
 
     def patch_session(self, who: Principal, name: str, patch: AtsssSessionPatch) -> AtsssSession:
@@ -463,11 +463,10 @@ class Atsss:
 
     def _apply(self, before: list[AtsssSession], after: list[AtsssSession],
                changed: Optional[AtsssSession]) -> Callable[[], None]:
-        """The maps' entries of the UEs of `before` and `after` made those of `after` (in the
-        caller's store transaction): InvalidInput naming the path of `changed` whose addresses
-        cannot be found; the maps refusing, put back as they were (`_put_back`). Returns the undo
-        of its writes, for a transaction that fails after them (its COMMIT: the store then holds
-        `before`, and so must the maps)."""
+        """The maps' entries of the UEs of `before` and `after` made those of `after` (in the caller's store
+        transaction): InvalidInput naming the path of `changed` whose addresses cannot be found; the maps
+        refusing, put back as they were (`_put_back`, with the old paths as its reclaim read them last).
+        Returns the undo of its writes, for a transaction that fails after them (its COMMIT)."""
         served, self._served = self._served, None  # loaded again if this fails
         self._session_changes.note((session.tenant, session.name) for session in before + after)
         found = Found(before, dict(self._groups.assigned), dict(self.unserved))
@@ -490,6 +489,7 @@ class Atsss:
                     self._groups.write(plan, self._maps, self._program_fd)
                 found.moved.paths.update(self._maps.sync(tables, found.ues, found.slots))
             except DataplaneError as exc:
+                found.moved.paths.update(self._maps.read_by_reclaim())
                 self._put_back(found)
                 raise DataplaneUnavailable(f"the data plane refused the ATSSS sessions: {exc}") from exc
             if plan is not None:

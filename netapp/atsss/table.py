@@ -65,6 +65,7 @@ from netapp.atsss.abi import (
 from netapp.atsss.head4 import set_head4
 from netapp.atsss.index import MP_SEQ_SKIP, SessionIndex
 from netapp.atsss.models import Address, AtsssSession, ChecksumCoverage
+from netapp.atsss.reclaim import SlotReclaim, delete_present
 from netapp.dataplane.groups import DevmapGroups
 from netapp.dataplane.errors import DataplaneError
 from netapp.dataplane.libbpf import run_once
@@ -178,11 +179,14 @@ def session_value(session: AtsssSession, tx_group: int = 0) -> Session:
 @dataclass
 class Moved:
     """What the data path had moved in some sessions and paths, read before a change (raw session key
-    -> session, path slot -> path; a path the change emptied as its sync read it just before,
-    AtsssMaps.sync): carried by the change's undo into the entries it writes anew, those the change
-    deleted or emptied, so that no MP_SEQ or DCCP number is given again. What a path received and
-    its loss estimate need no carrying: emptying a path leaves them, and the undo does not write
-    them (writing them as read would uncount what arrived meanwhile)."""
+    -> session, path slot -> path; a path the change emptied as its sync read it just before, and
+    one whose slot it wrote anew for another subflow as its reclaim read it after the wait,
+    AtsssMaps.sync and read_by_reclaim): carried by the change's undo into the entries it writes
+    anew, those the change deleted, emptied or wrote anew, so that no MP_SEQ or DCCP number is given
+    again. What a path received and its loss estimate need no carrying: emptying a path leaves them,
+    and the undo does not write them (writing them as read would uncount what arrived meanwhile); a
+    slot written anew has them zeroed, and the reclaim itself gives them back to the undo's path
+    (netapp.atsss.reclaim, `_received_back`)."""
 
     sessions: dict[bytes, Session] = field(default_factory=dict)
     paths: dict[int, Path] = field(default_factory=dict)
@@ -292,6 +296,8 @@ class AtsssMaps:
         self._tx = DevmapGroups(table_of("dpp_atsss_tx"))  # type: ignore[arg-type]
         self._bit_counts: Optional[dict[int, int]] = None  # UE filter bit -> sessions held with it
         self._table_of = table_of  # the pipeline's flow states: opened when a slot is given (xdp_atsss has none)
+        self._reclaim = SlotReclaim(self._paths, self._stats, self._rx, self._uplink, PATH_OWNED, self._write_sessions,
+                                    self._held, uplink_key)
 
     # --- writes --------------------------------------------------------------------------------
 
@@ -323,12 +329,14 @@ class AtsssMaps:
         and no other; `slots`: path slots these UEs' sessions had or have, emptied unless `tables`
         holds them (a path written before its session was refused is not led to by any session).
         Returns the paths it emptied as read just before (slot -> path): an undo writes them again
-        with the DCCP numbers and counts packets moved up to then, not those of an earlier read.
+        with the DCCP numbers and counts packets moved up to then, not those of an earlier read. A
+        slot a session leads to that is given a new subflow is written first (netapp.atsss.reclaim).
         DataplaneError when the maps refuse: the caller syncs what it had before."""
         held = self._held(ues)
         counts = self._ue_bit_counts()
         self._bit_counts = None  # counted again from the map if this sync fails on the way
         used = {slot for _, value in held.values() for slot in value.path[: value.n_paths]}
+        reclaimed = self._reclaim.reclaim(tables.paths, tables.moved.paths, held, used)  # held: as rewritten
         before = self._uplink_keys(sorted(used | set(slots)))
         self._write_paths(tables.paths, used, tables.moved)
         self._write_uplinks(tables)
@@ -343,9 +351,10 @@ class AtsssMaps:
             self._count_ue_bits(counts, added, deleted)
         gone = sorted((used | set(slots)) - set(tables.paths))
         emptied = {slot: path for slot, path in zip(gone, self.paths(gone)) if path is not None and path.family}
+        emptied.update(reclaimed)
         self._paths.update([(c_uint32(slot), Path()) for slot in gone])
         wanted = {bytes(uplink_key(path)) for path in tables.paths.values()}
-        self._uplink.delete([key for raw, key in before.items() if raw not in wanted])
+        delete_present(self._uplink, [key for raw, key in before.items() if raw not in wanted])
         self._gate.update([(c_uint32(0), c_uint32(1 if self._ue_bit_counts() else 0))])  # any session held
         return emptied
 
@@ -450,7 +459,8 @@ class AtsssMaps:
         (a frame to a MAC mixing the two hops: lost, as a frame sent as the neighbour changed
         would be). Each is what the path said before or after, or a frame lost; never a DCCP
         number given twice nor a count lost. A path whose addresses or ports change is a new
-        subflow, given a new slot written whole (netapp.atsss.service)."""
+        subflow, never stored here: it is given a free slot, or the slot of the path it replaces
+        written whole once no packet can still send on that one (netapp.atsss.reclaim)."""
         paths.store(slot, bytes(value), PATH_OWNED)
 
     def _write_sessions(self, wanted: dict[bytes, tuple[SessionKey, Session]],
@@ -538,7 +548,9 @@ class AtsssMaps:
 
     def moved(self, ues: Iterable[bytes], slots: Iterable[int]) -> Moved:
         """The sessions of the raw keys `ues` and the paths the `slots` hold, as the maps have them:
-        read before a change, for its undo (AtsssTables.carry)."""
+        read before a change, for its undo (AtsssTables.carry); the old paths read by the reclaims
+        of earlier changes forgotten (`read_by_reclaim`)."""
+        self._reclaim.read.clear()
         slots = sorted(set(slots))
         keys = [c_uint32(slot) for slot in slots]
         moved = Moved({raw: value for raw, (_, value) in self._held(ues).items()})
@@ -546,6 +558,12 @@ class AtsssMaps:
             if path is not None and path.family:
                 moved.paths[slot] = path
         return moved
+
+    def read_by_reclaim(self) -> dict[int, Path]:
+        """The old paths the syncs since `moved` read after their reclaim's wait (slot -> path), those
+        of a round done before a sync was refused among them: its undo carries their last DCCP
+        numbers, which the read before the change is short of."""
+        return dict(self._reclaim.read)
 
     def paths(self, slots: list[int]) -> list[Optional[Path]]:
         return self._paths.lookup([c_uint32(slot) for slot in slots])

@@ -7,7 +7,8 @@ downlink touches are a hint, path[] decides), as is a session whose pair is anot
 given the pair a delete freed, its paired slot retired, moves into it at the end of the next write
 that waits for the programs' runs, and is served on its paths before and after; a session written
 again (where a changed session is written whole) leaves its slot, and its write waits and moves
-it back, its frames on its paths and its MP_SEQ numbers rising throughout; through
+it back, its frames on its paths and its MP_SEQ numbers rising throughout, in a full bucket too
+(through the hash and back into a way in the same write); through
 the service (the pinned pipeline), a new session's paths take a free pair of path slots and its
 session the slot paired with them."""
 
@@ -30,7 +31,8 @@ from netapp.dataplane.fake import FakeDpp
 from netapp.dataplane.tables import Table
 from tests.atsss.atsss import XDP_TX, AtsssProgram, PathSpec, decode, ethernet, session_key, ue_packet
 from tests.atsss.test_index import index  # noqa: F401 (the fixture: a SessionIndex over the program's maps)
-from tests.atsss.test_service_pipeline import ADMIN, held_slot, instance, kernel, session, start  # noqa: F401
+from tests.atsss.test_service_pipeline import (ADMIN, held_slot, instance, kernel, same_bucket,  # noqa: F401
+                                               session, start)
 from tests.utils.interleave import calling_back
 
 
@@ -266,3 +268,40 @@ def test_a_reconcile_writing_changed_sessions_whole_waits_once_for_them_all(stor
     values = [held.get(session_key(str(s.ue))) for s in made]
     assert [(held.slot(session_key(str(s.ue))), value.mode if value else None) for s, value in zip(made, values)] \
         == [(paired_session_slot(s.slots[0]), Mode.ROUND_ROBIN) for s in made]
+
+
+def test_a_session_written_again_in_a_full_bucket_moves_back_into_a_way_in_the_same_write():
+    """Where a changed session is written whole (2.): every way of its bucket live, it goes to the
+    hash and its old way is retired; the same write waits and moves it back into a way (5.), in its
+    paired slot, its MP_SEQ counter beyond the numbers packets took. Before, it stayed in the hash
+    until a delete in its bucket."""
+    fake = FakeDpp()
+    index = SessionIndex(lambda name: Table(fake, name))
+    ues = ["10.60.0.7", *same_bucket("10.60.0.7", INDEX4_WAYS - 1)]
+    index.write([(session_key(ue), two_paths(2 * n + 1)) for n, ue in enumerate(ues)])
+    key = session_key(ues[3])
+    taken = index.get(key)
+    assert taken is not None and index.slot(key) == 4
+    taken.mp_seq = 41  # packets took numbers
+    fake_slots = Table(fake, "dpp_atsss_slots")
+    fake_slots.update([(c_uint32(4), taken)])
+
+    index.write([(key, taken)])
+
+    again = SessionIndex(lambda name: Table(fake, name))
+    assert again.slot(key) == 4 and not list(again.hash.items()), "back in a way of its bucket, in its paired slot"
+    written = again.get(key)
+    assert written is not None and written.mp_seq > 41 and list(written.path[:2]) == [7, 8]
+
+
+def test_a_session_written_again_in_a_full_bucket_is_served_on_its_paths_throughout(atsss, index):
+    ues = ["10.60.0.7", *same_bucket("10.60.0.7", INDEX4_WAYS - 1)]
+    for n, ue in enumerate(ues):
+        put(atsss, index, ue, [2 * n + 1, 2 * n + 2])
+    key = session_key(ues[2])
+    peers = peers_of(atsss, ues[2], 2)
+    for _ in range(3):
+        index.write([(key, index.get(key))])  # type: ignore[list-item]
+        assert index.slot(key) == 3, "back in its way and paired slot, not left in the hash"
+        peers += peers_of(atsss, ues[2], 2)
+    assert peers == [path_in(slot).peer for slot in (5, 6) * 4]

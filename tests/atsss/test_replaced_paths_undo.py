@@ -1,0 +1,105 @@
+"""A PUT replacing a session's path that the maps refuse after the reclaim wrote the new path into
+the old one's slot (netapp.atsss.reclaim): the undo puts the old path back in its slot, whole and
+up, with its uplink entry, and later changes of the session go through."""
+
+from __future__ import annotations
+
+import errno
+from ctypes import c_uint32
+from typing import Any
+
+import pytest
+
+from netapp.atsss.index import SessionIndex
+from netapp.atsss.service import Atsss
+from netapp.dataplane.errors import DataplaneError
+from netapp.dataplane.facade import Dataplane
+from netapp.dataplane.fake import FakeDpp
+from netapp.service.contract import DataplaneUnavailable
+from tests.atsss.atsss import session_key
+from tests.atsss.test_changes_in_flight import ADMIN, UE
+from tests.atsss.test_replaced_paths import peer, peer_in, spec
+
+
+def refuse_once(dpp: FakeDpp, table: str) -> None:
+    """The next write of `table` refused (as a full map would), the later ones let through."""
+    update = dpp.table_update
+    refused = []
+
+    def once(name: str, keys: Any, values: Any, flags: int = 0) -> None:
+        if name == table and not refused:
+            refused.append(name)
+            raise DataplaneError(errno.E2BIG, f"dpp_table_update({name})")
+        update(name, keys, values, flags)
+
+    dpp.table_update = once  # type: ignore[method-assign]
+
+
+def assert_maps_hold(fake: Dataplane, atsss: Atsss, numbers: tuple[int, ...]) -> None:
+    """The maps hold the stored session over path(n) of `numbers`: each in its slot and up, its
+    uplink entry leading to that slot, the session's mask of the paths up whole."""
+    (stored,) = atsss.list_sessions(ADMIN)
+    assert [str(path.peer) for path in stored.paths] == [peer(n) for n in numbers]
+    assert [peer_in(fake.table, slot) for slot in stored.slots] == [peer(n) for n in numbers]
+    paths = fake.table("dpp_atsss_paths")
+    assert all(paths.get(c_uint32(slot)).flags & 1 for slot in stored.slots)
+    uplinks = sorted(value.path for _, value in fake.table("dpp_atsss_uplink").items())
+    assert uplinks == sorted(stored.slots)
+    held = SessionIndex(fake.table).get(session_key(UE))
+    assert held is not None and list(held.path[: len(numbers)]) == stored.slots
+    assert held.up == (1 << len(numbers)) - 1
+
+
+def test_a_replacement_refused_after_the_reclaim_is_undone_and_the_session_changes_again(store):
+    """The new path's uplink entry refused: the reclaim had written the new path into the slot and
+    deleted the old path's entry, and the new one's was never written; the undo, which deletes the
+    new path's entry, finds none to delete and goes on. Before, its refused delete left the slot
+    with the new path, down, and every later sync of the session (a PUT, a reconcile) refused alike."""
+    dpp = FakeDpp()
+    fake = Dataplane(dpp)
+    atsss = Atsss.start(store, fake.table)
+    atsss.put_session(ADMIN, "ue5", spec((1, 2)))
+    refuse_once(dpp, "dpp_atsss_uplink")
+    with pytest.raises(DataplaneUnavailable):
+        atsss.put_session(ADMIN, "ue5", spec((3, 2)))
+    assert_maps_hold(fake, atsss, (1, 2))
+    atsss.reconcile()
+    assert_maps_hold(fake, atsss, (1, 2))
+    atsss.put_session(ADMIN, "ue5", spec((5, 2)))
+    assert_maps_hold(fake, atsss, (5, 2))
+
+
+def test_a_replacement_refused_at_its_last_write_puts_the_old_path_back_past_every_dccp_number_it_sent(store):
+    """Packets took DCCP numbers from the old path after the change read it, up to the reclaim's wait
+    (a run that read the path up before it was marked down): the reclaim read them after the wait;
+    the sync refused at its last write (the gate), the undo writes the old path back past them.
+    Before, the undo had only the read from before the change: numbers 100-149 given again."""
+    dpp = FakeDpp()
+    fake = Dataplane(dpp)
+    atsss = Atsss.start(store, fake.table)
+    made, _ = atsss.put_session(ADMIN, "ue5", spec((1, 2)))
+    slot = made.slots[0]
+    took_numbers(fake, slot, 100)
+    wait = dpp.table_wait_readers
+    waits = []
+
+    def packets_in_flight() -> None:
+        if not waits:
+            took_numbers(fake, slot, 50)
+        waits.append(1)
+        wait()
+
+    dpp.table_wait_readers = packets_in_flight  # type: ignore[method-assign]
+    refuse_once(dpp, "dpp_atsss_gate")
+    with pytest.raises(DataplaneUnavailable):
+        atsss.put_session(ADMIN, "ue5", spec((3, 2)))
+    assert_maps_hold(fake, atsss, (1, 2))
+    assert fake.table("dpp_atsss_paths").get(c_uint32(slot)).dccp_seq >= 150, "numbers 0-149 were sent"
+
+
+def took_numbers(fake: Dataplane, slot: int, count: int) -> None:
+    """Packets took `count` DCCP numbers from the path in `slot`."""
+    paths = fake.table("dpp_atsss_paths")
+    path = paths.get(c_uint32(slot))
+    path.dccp_seq += count
+    paths.update([(c_uint32(slot), path)])
