@@ -66,14 +66,17 @@ def delete_present(table: Table, keys: list) -> None:
     table.delete([key for key, value in zip(keys, found) if value is not None])
 
 
-def rounds(taken: set[int], held: Held) -> list[set[int]]:
+def rounds(taken: set[int], held: Held, wanted: dict[int, Path]) -> list[set[int]]:
     """The slots `taken` in one round, or two where a session would have no position up left outside
-    the first (its last position up then waits for the second, the session sending on it meanwhile)."""
+    the first: a position up then waits for the second, the session sending on it meanwhile, and on
+    the first round's new paths through the second's wait. So the one kept back is one whose new path
+    (`wanted`) is down where there is one: the first round then writes those that are up, and the
+    session has a path up at each wait unless none of its new paths is."""
     later = set()
     for _, value in held.values():
         up = [slot for position, slot in enumerate(value.path[: value.n_paths]) if slot and value.up >> position & 1]
         if up and set(up) <= taken:
-            later.add(up[-1])
+            later.add(min(reversed(up), key=lambda slot: bool(wanted[slot].flags & PathFlags.UP)))
     return [batch for batch in (taken - later, later) if batch]
 
 
@@ -102,9 +105,9 @@ class SlotReclaim:
         # slot -> (the subflow, what it received, its loss estimate) of the old path a reclaim wrote
         # over last, for the change's undo (_received_back)
         self._received: dict[int, tuple[tuple, object, object]] = {}
-        # slot -> the old path as read after the wait, each round's as it ends: a sync refused after
-        # a round returns none of them, yet its undo must carry their DCCP numbers (AtsssMaps.moved
-        # forgets them, before a change)
+        # slot -> the old path as read after the wait, before the slot is written: a sync refused
+        # after it returns none of them, yet its undo must carry their DCCP numbers (AtsssMaps.moved
+        # forgets them, before a change; AtsssMaps.sync adds the paths it empties)
         self.read: dict[int, Path] = {}
 
     def given_anew(self, wanted: dict[int, Path], used: set[int]) -> dict[int, Path]:
@@ -124,13 +127,11 @@ class SlotReclaim:
             return {}
         emptied: dict[int, Path] = {}
         done: dict[int, Path] = {}
-        for batch in rounds(set(old), held):
+        for batch in rounds(set(old), held, wanted):
             leading = {raw: entry for raw, entry in held.items() if set(entry[1].path[: entry[1].n_paths]) & batch}
             self._mark_down(batch, old, leading, done)
             self._paths.wait_readers()
-            last = self._write_anew(batch, wanted, moved)
-            emptied.update(last)
-            self.read.update(last)
+            emptied.update(self._write_anew(batch, wanted, moved))
             done.update((slot, wanted[slot]) for slot in batch)
             held.update(self._held(list(leading)))
         return emptied
@@ -152,6 +153,9 @@ class SlotReclaim:
         slots = sorted(batch)
         keys = [c_uint32(slot) for slot in slots]
         last = dict(zip(slots, self._paths.lookup(keys)))
+        # kept before the first write: a write refused after it leaves the new path in the slot, and
+        # the undo must carry the old one's last numbers
+        self.read.update((slot, path) for slot, path in last.items() if path is not None)
         self._received_back(last, wanted, moved)
         self._stats.fill([key for key in keys if key.value not in moved])  # type: ignore[attr-defined]
         self._rx.update([(key, PathRx()) for key in keys if key.value not in moved])

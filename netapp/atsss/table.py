@@ -352,6 +352,7 @@ class AtsssMaps:
         gone = sorted((used | set(slots)) - set(tables.paths))
         emptied = {slot: path for slot, path in zip(gone, self.paths(gone)) if path is not None and path.family}
         emptied.update(reclaimed)
+        self._reclaim.read.update(emptied)  # a write refused after the emptying: the undo carries them
         self._paths.update([(c_uint32(slot), Path()) for slot in gone])
         wanted = {bytes(uplink_key(path)) for path in tables.paths.values()}
         delete_present(self._uplink, [key for raw, key in before.items() if raw not in wanted])
@@ -560,9 +561,10 @@ class AtsssMaps:
         return moved
 
     def read_by_reclaim(self) -> dict[int, Path]:
-        """The old paths the syncs since `moved` read after their reclaim's wait (slot -> path), those
-        of a round done before a sync was refused among them: its undo carries their last DCCP
-        numbers, which the read before the change is short of."""
+        """The old paths the syncs since `moved` read last before writing over their slots (slot ->
+        path): after a reclaim's wait, or just before a sync empties a slot; those of a sync refused
+        after the read among them: its undo carries their last DCCP numbers, which the read before
+        the change is short of."""
         return dict(self._reclaim.read)
 
     def paths(self, slots: list[int]) -> list[Optional[Path]]:

@@ -269,3 +269,20 @@ def test_both_paths_up_replaced_beside_one_down_keep_one_up_through_each_wait(st
     session, _ = atsss.put_session(ADMIN, "ue5", AtsssSessionSpec.model_validate(body))
     assert session.slots == made.slots
     assert all(masks), f"a path of the session up at each wait: {masks}"
+
+
+@pytest.mark.parametrize("down", [0, 1])
+def test_both_paths_replaced_one_new_path_down_keep_a_path_up_through_each_wait(store, down):
+    """Both paths up replaced, one of the new ones written down: the round kept back is the one whose
+    new path is down, so the first round's new path, up, carries the session through the second's
+    wait (holding back the last position whatever its new path left the mask empty there)."""
+    dpp = FakeDpp()
+    fake = Dataplane(dpp)
+    atsss = Atsss.start(store, fake.table)
+    made, _ = atsss.put_session(ADMIN, "ue5", spec((1, 2)))
+    body = spec((3, 5)).model_dump(mode="json")
+    body["paths"][down]["up"] = False
+    masks = masks_at_waits(dpp, fake)
+    session, _ = atsss.put_session(ADMIN, "ue5", AtsssSessionSpec.model_validate(body))
+    assert session.slots == made.slots
+    assert len(masks) >= 2 and all(masks), f"a path of the session up at each wait: {masks}"

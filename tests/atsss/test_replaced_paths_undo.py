@@ -74,12 +74,7 @@ def test_a_replacement_refused_at_its_last_write_puts_the_old_path_back_past_eve
     (a run that read the path up before it was marked down): the reclaim read them after the wait;
     the sync refused at its last write (the gate), the undo writes the old path back past them.
     Before, the undo had only the read from before the change: numbers 100-149 given again."""
-    dpp = FakeDpp()
-    fake = Dataplane(dpp)
-    atsss = Atsss.start(store, fake.table)
-    made, _ = atsss.put_session(ADMIN, "ue5", spec((1, 2)))
-    slot = made.slots[0]
-    took_numbers(fake, slot, 100)
+    dpp, fake, atsss, slot = sent_100_numbers(store, (1, 2))
     wait = dpp.table_wait_readers
     waits = []
 
@@ -97,9 +92,78 @@ def test_a_replacement_refused_at_its_last_write_puts_the_old_path_back_past_eve
     assert fake.table("dpp_atsss_paths").get(c_uint32(slot)).dccp_seq >= 150, "numbers 0-149 were sent"
 
 
+def sent_100_numbers(store, numbers: tuple[int, ...]) -> tuple[FakeDpp, Dataplane, Atsss, int]:
+    """A service over the fake with the session of path(n) of `numbers`, whose first path (in the
+    slot returned) has sent DCCP numbers 0-99."""
+    dpp = FakeDpp()
+    fake = Dataplane(dpp)
+    atsss = Atsss.start(store, fake.table)
+    made, _ = atsss.put_session(ADMIN, "ue5", spec(numbers))
+    took_numbers(fake, made.slots[0], 100)
+    return dpp, fake, atsss, made.slots[0]
+
+
 def took_numbers(fake: Dataplane, slot: int, count: int) -> None:
     """Packets took `count` DCCP numbers from the path in `slot`."""
     paths = fake.table("dpp_atsss_paths")
     path = paths.get(c_uint32(slot))
     path.dccp_seq += count
     paths.update([(c_uint32(slot), path)])
+
+
+def numbers_taken_at_first_write(dpp: FakeDpp, fake: Dataplane, table: str, slot: int, count: int) -> None:
+    """Packets take `count` DCCP numbers from the path in `slot` at the change's first write of
+    `table`: after the change read the maps for its undo, before the sync empties or rewrites it."""
+    update = dpp.table_update
+    taken = []
+
+    def in_flight(name: str, keys: Any, values: Any, flags: int = 0) -> None:
+        if name == table and not taken:
+            taken.append(name)
+            took_numbers(fake, slot, count)
+        update(name, keys, values, flags)
+
+    dpp.table_update = in_flight  # type: ignore[method-assign]
+
+
+def test_a_one_path_replacement_refused_at_its_last_write_puts_the_old_path_back_past_its_numbers(store):
+    """A one-path session's new path takes a free slot and the sync empties the old one (no reclaim):
+    the sync read it just before; refused at its last write (the gate), the undo writes it back past
+    the numbers packets took after the change's read. Before, numbers 100-149 were given again."""
+    dpp, fake, atsss, slot = sent_100_numbers(store, (1,))
+    numbers_taken_at_first_write(dpp, fake, "dpp_atsss_uplink", slot, 50)
+    refuse_once(dpp, "dpp_atsss_gate")
+    with pytest.raises(DataplaneUnavailable):
+        atsss.put_session(ADMIN, "ue5", spec((3,)))
+    assert_maps_hold(fake, atsss, (1,))
+    assert fake.table("dpp_atsss_paths").get(c_uint32(slot)).dccp_seq >= 150, "numbers 0-149 were sent"
+
+
+def test_a_replacement_refused_as_its_new_path_goes_up_puts_the_old_path_back_past_its_numbers(store):
+    """The reclaim's write of the slot refused after its whole write (the new path down in the
+    slot), before its up flag: the old path read after the wait, kept before that write, goes back
+    with the numbers it sent up to the wait. Before, the read was kept only once the round ended."""
+    dpp, fake, atsss, slot = sent_100_numbers(store, (1, 2))
+    wait, update = dpp.table_wait_readers, dpp.table_update
+    waited, writes = [], []
+
+    def packets_in_flight() -> None:
+        if not waited:
+            took_numbers(fake, slot, 50)
+        waited.append(1)
+        wait()
+
+    def refused_second_write_after_the_wait(name: str, keys: Any, values: Any, flags: int = 0) -> None:
+        if name == "dpp_atsss_paths" and waited and len(writes) < 2:
+            writes.append(name)
+            if len(writes) == 2:  # the first is the whole write, the second the words in place
+                raise DataplaneError(errno.EIO, f"dpp_table_update({name})")
+        update(name, keys, values, flags)
+
+    dpp.table_wait_readers = packets_in_flight  # type: ignore[method-assign]
+    dpp.table_update = refused_second_write_after_the_wait  # type: ignore[method-assign]
+    with pytest.raises(DataplaneUnavailable):
+        atsss.put_session(ADMIN, "ue5", spec((3, 2)))
+    assert len(writes) == 2
+    assert_maps_hold(fake, atsss, (1, 2))
+    assert fake.table("dpp_atsss_paths").get(c_uint32(slot)).dccp_seq >= 150, "numbers 0-149 were sent"
