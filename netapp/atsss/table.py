@@ -295,6 +295,7 @@ class AtsssMaps:
         self._ues = table_of("dpp_atsss_ues")
         self._tx = DevmapGroups(table_of("dpp_atsss_tx"))  # type: ignore[arg-type]
         self._bit_counts: Optional[dict[int, int]] = None  # UE filter bit -> sessions held with it
+        self._retired: set[int] = set()  # path slots zeroed since the last wait (_write_paths, index.py's 4.)
         self._table_of = table_of  # the pipeline's flow states: opened when a slot is given (xdp_atsss has none)
         self._reclaim = SlotReclaim(self._paths, self._stats, self._rx, self._uplink, PATH_OWNED, self._write_sessions,
                                     self._held, uplink_key)
@@ -354,6 +355,7 @@ class AtsssMaps:
         emptied.update(reclaimed)
         self._reclaim.read.update(emptied)  # a write refused after the emptying: the undo carries them
         self._paths.update([(c_uint32(slot), Path()) for slot in gone])
+        self._retired.update(gone)
         wanted = {bytes(uplink_key(path)) for path in tables.paths.values()}
         delete_present(self._uplink, [key for raw, key in before.items() if raw not in wanted])
         self._gate.update([(c_uint32(0), c_uint32(1 if self._ue_bit_counts() else 0))])  # any session held
@@ -439,6 +441,9 @@ class AtsssMaps:
         changed stored in place, its DCCP sequence number and counters left to the data path."""
         slots = sorted(wanted)
         fresh = [slot for slot in slots if slot not in used]
+        if self._retired & set(fresh):  # a run that read the session that led to one may still read it
+            self._paths.wait_readers()  # (and send another UE's packet on its new path): waited for
+            self._retired.clear()
         changed = [slot for slot, now in zip(slots, self._paths.lookup([c_uint32(slot) for slot in slots]))
                    if slot in used and (now is None or _path_part(now) != _path_part(wanted[slot]))]
         anew = [slot for slot in fresh if slot not in moved.paths]

@@ -286,3 +286,32 @@ def test_both_paths_replaced_one_new_path_down_keep_a_path_up_through_each_wait(
     session, _ = atsss.put_session(ADMIN, "ue5", AtsssSessionSpec.model_validate(body))
     assert session.slots == made.slots
     assert len(masks) >= 2 and all(masks), f"a path of the session up at each wait: {masks}"
+
+
+def test_a_path_slot_a_delete_emptied_is_written_for_another_session_only_after_a_wait(store):
+    """A run that read the deleted session's path slots before its delete may read a slot after it:
+    the next session given the slots (the store's lowest free) has its paths written whole only once
+    the programs' runs have been waited for, not into a slot such a run may still be reading (and
+    sending another UE's packet on: the new session may be another tenant's)."""
+    dpp = FakeDpp()
+    fake = Dataplane(dpp)
+    atsss = Atsss.start(store, fake.table)
+    first, _ = atsss.put_session(ADMIN, "ue5", spec((1, 2)))
+    atsss.delete_session(ADMIN, "ue5")
+    events: list[str] = []
+    wait, update = dpp.table_wait_readers, dpp.table_update
+
+    def watched_wait() -> None:
+        events.append("wait")
+        wait()
+
+    def watched_update(name: str, keys: Any, values: Any, flags: int = 0) -> None:
+        if name == "dpp_atsss_paths" and any(getattr(key, "value", key) in first.slots for key in keys):
+            events.append("paths")
+        update(name, keys, values, flags)
+
+    dpp.table_wait_readers = watched_wait  # type: ignore[method-assign]
+    dpp.table_update = watched_update  # type: ignore[method-assign]
+    second, _ = atsss.put_session(ADMIN, "ue6", spec((3, 4), ue="10.45.0.9", name="ue6"))
+    assert set(second.slots) == set(first.slots), "the store gives the freed slots again"
+    assert "paths" in events and "wait" in events[: events.index("paths")], events
