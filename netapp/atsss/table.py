@@ -22,10 +22,9 @@ a packet takes meanwhile is given again nor any count lost, as a read, carry ove
 whole value would (`_write_path_words` and `_write_session_words` say what a packet meets between
 the stores). What a packet may meet while a sync runs is otherwise a session whole: new paths are
 written whole before the sessions that lead to them, sessions deleted before their slots are
-emptied; a path's uplink entry is written with the path and deleted once no path has its addresses and ports; a UE's filter bit is
-set before its session is written and cleared once no session left has that bit, which a count of
-the sessions per bit says without reading the others (a delete costs the same among 10 sessions or
-10,000).
+emptied; a path's uplink entry is written with the path and deleted once no path has its
+addresses and ports; a UE's filter bit is set before its session is written and cleared once no
+session left has that bit (netapp.atsss.ue_filter).
 
 A change is undone (the maps refused it, or the store its COMMIT) by a sync back to what the UEs'
 sessions were, carrying into the entries it writes anew (those the change deleted or emptied) the
@@ -48,7 +47,6 @@ from typing import Callable, Iterable, NamedTuple, Optional
 import numpy
 
 from netapp.atsss.abi import (
-    UE_FILTER_WORDS,
     FlowState,
     Path,
     PathFlags,
@@ -60,12 +58,12 @@ from netapp.atsss.abi import (
     SessionWords,
     Uplink,
     UplinkKey,
-    ue_filter_bit,
 )
 from netapp.atsss.head4 import set_head4
 from netapp.atsss.index import MP_SEQ_SKIP, SessionIndex
 from netapp.atsss.models import Address, AtsssSession, ChecksumCoverage
 from netapp.atsss.reclaim import SlotReclaim, delete_present
+from netapp.atsss.ue_filter import UeFilter
 from netapp.dataplane.groups import DevmapGroups
 from netapp.dataplane.errors import DataplaneError
 from netapp.dataplane.libbpf import run_once
@@ -292,9 +290,8 @@ class AtsssMaps:
         self._uplink = table_of("dpp_atsss_uplink")
         self._rx = table_of("dpp_atsss_path_rx")
         self._gate = table_of("dpp_atsss_gate")
-        self._ues = table_of("dpp_atsss_ues")
+        self._ue_filter = UeFilter(table_of("dpp_atsss_ues"), lambda: (key for key, _ in self._sessions.items()))
         self._tx = DevmapGroups(table_of("dpp_atsss_tx"))  # type: ignore[arg-type]
-        self._bit_counts: Optional[dict[int, int]] = None  # UE filter bit -> sessions held with it
         self._retired: set[int] = set()  # path slots zeroed since the last wait (_write_paths, index.py's 4.)
         self._table_of = table_of  # the pipeline's flow states: opened when a slot is given (xdp_atsss has none)
         self._reclaim = SlotReclaim(self._paths, self._stats, self._rx, self._uplink, PATH_OWNED, self._write_sessions,
@@ -334,22 +331,21 @@ class AtsssMaps:
         slot a session leads to that is given a new subflow is written first (netapp.atsss.reclaim).
         DataplaneError when the maps refuse: the caller syncs what it had before."""
         held = self._held(ues)
-        counts = self._ue_bit_counts()
-        self._bit_counts = None  # counted again from the map if this sync fails on the way
+        counts = self._ue_filter.taken()  # counted again from the map if this sync fails on the way
         used = {slot for _, value in held.values() for slot in value.path[: value.n_paths]}
         reclaimed = self._reclaim.reclaim(tables.paths, tables.moved.paths, held, used)  # held: as rewritten
         before = self._uplink_keys(sorted(used | set(slots)))
         self._write_paths(tables.paths, used, tables.moved)
         self._write_uplinks(tables)
-        self._set_ue_bits([key for key, _ in tables.sessions.values()])
+        self._ue_filter.set([key for key, _ in tables.sessions.values()])
         self._write_sessions(tables.sessions, held)
         deleted = [key for raw, (key, _) in held.items() if raw not in tables.sessions]
         self._sessions.delete(deleted)
         added = [key for raw, (key, _) in tables.sessions.items() if raw not in held]
         if ues is None:
-            self._clear_ue_bits()
+            self._ue_filter.reset()
         else:
-            self._count_ue_bits(counts, added, deleted)
+            self._ue_filter.count(counts, added, deleted)
         gone = sorted((used | set(slots)) - set(tables.paths))
         emptied = {slot: path for slot, path in zip(gone, self.paths(gone)) if path is not None and path.family}
         emptied.update(reclaimed)
@@ -358,7 +354,7 @@ class AtsssMaps:
         self._retired.update(gone)
         wanted = {bytes(uplink_key(path)) for path in tables.paths.values()}
         delete_present(self._uplink, [key for raw, key in before.items() if raw not in wanted])
-        self._gate.update([(c_uint32(0), c_uint32(1 if self._ue_bit_counts() else 0))])  # any session held
+        self._gate.update([(c_uint32(0), c_uint32(1 if self._ue_filter.counts() else 0))])  # any session held
         return emptied
 
     def _uplink_keys(self, slots: list[int]) -> dict[bytes, UplinkKey]:
@@ -371,62 +367,6 @@ class AtsssMaps:
         """Each path's uplink entry, written whole (a few bytes: the same value again costs nothing
         that a comparison would save)."""
         self._uplink.update([(uplink_key(tables.paths[slot]), value) for slot, value in tables.uplinks.items()])
-
-    def _set_ue_bits(self, keys: list[SessionKey]) -> None:
-        """The UE filter's bits of these sessions' addresses set (the words that lack one written)."""
-        wanted: dict[int, int] = {}
-        for key in keys:
-            bit = ue_filter_bit(tuple(key.addr))
-            wanted[bit // 64] = wanted.get(bit // 64, 0) | 1 << (bit % 64)
-        self._write_ue_words(wanted, lambda now, bits: now | bits)
-
-    def _ue_bit_counts(self) -> dict[int, int]:
-        """The sessions held per bit of the UE filter: counted from the map once (and after a full
-        sync or a failed one), then kept by each sync, so that a delete needs no read of every
-        session to know whether the bit it leaves is another's too."""
-        if self._bit_counts is None:
-            counts: dict[int, int] = {}
-            for key, _ in self._sessions.items():
-                bit = ue_filter_bit(tuple(key.addr))
-                counts[bit] = counts.get(bit, 0) + 1
-            self._bit_counts = counts
-        return self._bit_counts
-
-    def _count_ue_bits(self, counts: dict[int, int], added: list[SessionKey], deleted: list[SessionKey]) -> None:
-        """The counts moved by the sessions `added` and `deleted` (the map written already); a bit
-        whose last session went is cleared."""
-        for key in added:
-            bit = ue_filter_bit(tuple(key.addr))
-            counts[bit] = counts.get(bit, 0) + 1
-        cleared: dict[int, int] = {}
-        for key in deleted:
-            bit = ue_filter_bit(tuple(key.addr))
-            counts[bit] = counts.get(bit, 1) - 1
-            if not counts[bit]:
-                del counts[bit]
-                cleared[bit // 64] = cleared.get(bit // 64, 0) | 1 << (bit % 64)
-        self._write_ue_words(cleared, lambda now, bits: now & ~bits)
-        self._bit_counts = counts
-
-    def _clear_ue_bits(self) -> None:
-        """Every word of the UE filter made exactly the bits of the sessions held, read from the map
-        (a full sync sheds stale bits, which the pinned map kept over a restart); the counts with it."""
-        held: dict[int, int] = {}
-        for bit in self._ue_bit_counts():
-            held[bit // 64] = held.get(bit // 64, 0) | 1 << (bit % 64)
-        self._write_ue_words({word: held.get(word, 0) for word in range(UE_FILTER_WORDS)}, lambda now, bits: bits)
-
-    def _write_ue_words(self, words: dict[int, int], merge: Callable[[int, int], int]) -> None:
-        """Each word of `words` made merge(its value now, the given bits), written only if it changes."""
-        indexes = sorted(words)
-        now = self._ues.lookup([c_uint32(word) for word in indexes])
-        writes = []
-        for word, value in zip(indexes, now):
-            before = int(value or 0)
-            after = merge(before, words[word])
-            if after != before:
-                writes.append((c_uint32(word), c_uint64(after)))
-        self._ues.update(writes)
 
     def _held(self, ues: Optional[Iterable[bytes]]) -> dict[bytes, tuple[SessionKey, Session]]:
         if ues is None:
