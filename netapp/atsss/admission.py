@@ -144,17 +144,29 @@ def runs_in(spec: AtsssSessionSpec, old: Optional[AtsssSession]) -> set[Steering
     return {whole, *(old.mts_flows.values() if old is not None else ())}
 
 
-def slots_for(store: Store, spec: AtsssSessionSpec, old: Optional[AtsssSession]) -> list[int]:
+# A path slot a change emptied is written for another path only after a wait for the programs' runs
+# (netapp.atsss.table.AtsssMaps.retired_slots), a grace period under the service's lock: a new path
+# passes over such slots while they are at most this many, so that a create after a delete (the
+# store's lowest free pair is the one the delete freed) waits for none; beyond, it takes the lowest
+# free, and its write's one wait frees them all (one grace period every PASSED_OVER / 2 creates
+# after a delete, at worst).
+PASSED_OVER = 256
+
+
+def slots_for(store: Store, spec: AtsssSessionSpec, old: Optional[AtsssSession],
+              retired: frozenset[int] = frozenset()) -> list[int]:
     """The path slots of `spec`'s paths: a path of `old` kept in its slot wherever `spec` puts
     it, matched by identity (path_identity: its subflow and access), not by position, so that
     a body that only reorders the paths moves no path's DCCP numbers or counts; a new path the
     slot of a path of `old` it replaces (`replaced_slots`), then a free slot; a new session's
-    paths a free pair first (paired_slots)."""
+    paths a free pair first (paired_slots). Free slots `retired` (a change emptied them, no wait
+    since) are passed over while there are others and they are at most PASSED_OVER."""
     held = {path_identity(path): slot for path, slot in zip(old.paths, old.slots)} if old is not None else {}
     kept = [held.pop(path_identity(path), None) for path in spec.paths]
     given = replaced_slots(spec.paths, kept, old, set(held.values()))
     count = given.count(None)
-    fresh = iter(paired_slots(store, count) if old is None else free_slots(store, count))
+    avoid = retired if len(retired) <= PASSED_OVER else frozenset()
+    fresh = iter(paired_slots(store, count, avoid) if old is None else free_slots(store, count, avoid))
     return [slot if slot is not None else next(fresh) for slot in given]
 
 
@@ -191,27 +203,28 @@ def another_up(session: AtsssSession, slot: int) -> bool:
     return any(path.up for path, held in zip(session.paths, session.slots) if held != slot)
 
 
-def paired_slots(store: Store, count: int) -> list[int]:
+def paired_slots(store: Store, count: int, avoid: frozenset[int] = frozenset()) -> list[int]:
     """`count` free path slots for a new session: its first two the lowest free pair (stored.
     free_pair: slots 2s - 1 and 2s), the rest the lowest free others, so that the index gives the
     session slot s (netapp.atsss.index, 6.) and the downlink requests its first two paths' lines
     with the session's (nf/atsss/index.h, atsss_touch_paths); the lowest free slots when no pair of
     a session slot is free. Not for a changed session: it keeps its session slot (a change is
     stored in place), so its new paths take the slots of the paths they replace (replaced_slots),
-    then the lowest free ones."""
-    pair = stored.free_pair(store) if count else None
+    then the lowest free ones. None of `avoid` while there are others."""
+    pair = (stored.free_pair(store, avoid) or stored.free_pair(store)) if count else None
     if pair is None:
-        return free_slots(store, count)
+        return free_slots(store, count, avoid)
     first = list(paired_path_slots(pair))[:count]
-    rest = [slot for slot in free_slots(store, count) if slot not in first][: count - len(first)]
-    return first + rest
+    rest = [slot for slot in free_slots(store, count, avoid) if slot not in first] if count > len(first) else []
+    return first + rest[: count - len(first)]
 
 
-def free_slots(store: Store, count: int) -> list[int]:
-    """`count` free path slots; DataplaneFull when the node has fewer."""
+def free_slots(store: Store, count: int, avoid: frozenset[int] = frozenset()) -> list[int]:
+    """`count` free path slots, none of `avoid` while there are enough others; DataplaneFull when
+    the node has fewer."""
     if count <= 0:
         return []
-    slots = stored.free_slots(store, count)
+    slots = stored.free_slots(store, count, avoid) or stored.free_slots(store, count)
     if slots is None:
         raise DataplaneFull(f"the node's {MAX_PATHS - 1} ATSSS path slots cannot hold {count} more paths",
                             field="paths")

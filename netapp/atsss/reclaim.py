@@ -94,12 +94,14 @@ def with_up(value: Session, down: set[int], wanted: dict[int, Path]) -> Session:
 
 class SlotReclaim:
     """The rounds above over one instance's path tables; `write_sessions(wanted, held)` writes the
-    sessions' words as a sync does, `held(raws)` reads the sessions again, `uplink_key(path)`."""
+    sessions' words as a sync does, `held(raws)` reads the sessions again, `uplink_key(path)`,
+    `wait_readers()` waits for the programs' runs."""
 
     def __init__(self, paths: Table, stats: Table, rx: Table, uplink: Table, owned: list[Span],
                  write_sessions: Callable[[Held, Held], None], held: Callable[[Iterable[bytes]], Held],
-                 uplink_key: Callable[[Path], object]):
+                 uplink_key: Callable[[Path], object], wait_readers: Callable[[], None]):
         self._paths, self._stats, self._rx, self._uplink = paths, stats, rx, uplink
+        self._wait_readers = wait_readers  # the maps' (Table.wait_readers, their retired slots freed)
         self._owned = owned
         self._write_sessions, self._held, self._uplink_key = write_sessions, held, uplink_key
         # slot -> (the subflow, what it received, its loss estimate) of the old path a reclaim wrote
@@ -130,7 +132,7 @@ class SlotReclaim:
         for batch in rounds(set(old), held, wanted):
             leading = {raw: entry for raw, entry in held.items() if set(entry[1].path[: entry[1].n_paths]) & batch}
             self._mark_down(batch, old, leading, done)
-            self._paths.wait_readers()
+            self._wait_readers()
             emptied.update(self._write_anew(batch, wanted, moved))
             done.update((slot, wanted[slot]) for slot in batch)
             held.update(self._held(list(leading)))

@@ -149,6 +149,12 @@ class Found:
     moved: Moved = field(default_factory=Moved)
 
 
+def retired_slots(maps: Optional[AtsssMaps]) -> frozenset[int]:
+    """The path slots the maps hold emptied with no wait since (AtsssMaps.retired_slots), which new
+    paths pass over (admission.slots_for)."""
+    return maps.retired_slots() if maps is not None else frozenset()
+
+
 class Atsss:
     """The ATSSS sessions of every tenant on this node. `netns`: the node's namespace, where
     interfaces and neighbours are looked up and the maps written (setting netns)."""
@@ -424,7 +430,7 @@ class Atsss:
         ues = [str(spec.ue)] + ([str(old.ue)] if old is not None else [])
         before = stored.sessions_of_ues(self.store, ues)
         session = AtsssSession(
-            **dict(spec), tenant=tenant, slots=slots_for(self.store, spec, old),
+            **dict(spec), tenant=tenant, slots=slots_for(self.store, spec, old, retired_slots(self._maps)),
             effective_mode=spec.mode, updated_at=self._clock(),
             revision=old.revision + 1 if old is not None else 1)  # fmt: skip
         stored.save_session(self.store, session)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Iterator, Optional
+from typing import Iterable, Iterator, Optional
 
 from netapp.atsss.abi import MAX_FLOW_STATES, MAX_PATHS, MAX_SESSIONS, paired_session_slot
 from netapp.atsss.models import AtsssPath, AtsssSession, SessionDefinition, SteeringMode
@@ -125,38 +125,60 @@ def remove_session(store: Store, tenant: str, name: str) -> bool:
     return store.execute("DELETE FROM atsss_sessions WHERE tenant = ? AND name = ?", (tenant, name)).rowcount > 0
 
 
-def free_slots(store: Store, count: int) -> Optional[list[int]]:
-    """The `count` lowest slots no path holds (1..MAX_PATHS - 1; slot 0 means no path), None when
-    there are not that many: the freed ones below the highest slot ever given (atsss_free_slots,
-    the lowest first), then the ones above it. Lookups by the key: their cost does not grow with the
-    sessions."""
-    found = [slot for (slot,) in store.execute("SELECT slot FROM atsss_free_slots ORDER BY slot LIMIT ?", (count,))]
-    highest = store.execute("SELECT max(top) FROM (SELECT max(slot) AS top FROM atsss_path_slots "
-                            "UNION ALL SELECT max(slot) FROM atsss_free_slots)").fetchone()[0] or 0
-    found += range(highest + 1, highest + 1 + count - len(found))
-    return None if found and found[-1] >= MAX_PATHS else found
+def _highest(store: Store) -> int:
+    """The highest path slot ever given (held, or freed below it), 0 for none."""
+    return store.execute("SELECT max(top) FROM (SELECT max(slot) AS top FROM atsss_path_slots "
+                         "UNION ALL SELECT max(slot) FROM atsss_free_slots)").fetchone()[0] or 0
 
 
-FREE_PAIR = ("SELECT slot FROM atsss_free_slots AS f WHERE slot % 2 = 1 AND (slot + 1 > ? OR EXISTS "
-             "(SELECT 1 FROM atsss_free_slots AS g WHERE g.slot = f.slot + 1)) ORDER BY slot LIMIT 1")
+def _gaps(store: Store, slots: Iterable[int]) -> None:
+    """`slots`, passed over above the highest slot given, made free rows: below the new highest,
+    they are gaps, which the triggers keep as rows (free_slots gives them)."""
+    store.executemany("INSERT OR IGNORE INTO atsss_free_slots (slot) VALUES (?)", [(slot,) for slot in slots])
 
 
-def free_pair(store: Store) -> Optional[int]:
-    """The lowest session slot s whose pair of path slots (2s - 1 and 2s, abi.paired_path_slots) no
-    path holds, None when no session slot's pair is free: an odd freed slot (a row of
-    atsss_free_slots) and the one after it, freed too or above the highest slot ever given; else the
-    first pair above the highest, the even slot it skips made a free row (a gap below the highest,
-    as the triggers keep them: free_slots gives it). `slot % 2 = 1` is the condition of the partial
-    index atsss_free_odd_slots (schema.ATSSS_FREE_PAIRS): the even rows are not read."""
-    highest = store.execute("SELECT max(top) FROM (SELECT max(slot) AS top FROM atsss_path_slots "
-                            "UNION ALL SELECT max(slot) FROM atsss_free_slots)").fetchone()[0] or 0
-    row = store.execute(FREE_PAIR, (highest,)).fetchone()
-    pair = paired_session_slot(row[0]) if row is not None else (highest + 1) // 2 + 1
-    if pair >= MAX_SESSIONS:
+def free_slots(store: Store, count: int, avoid: frozenset[int] = frozenset()) -> Optional[list[int]]:
+    """The `count` lowest slots no path holds (1..MAX_PATHS - 1; slot 0 means no path) but those of
+    `avoid`, None when there are not that many: the freed ones below the highest slot ever given
+    (atsss_free_slots, the lowest first), then the ones above it. Lookups by the key, the slots
+    avoided passed over by SQLite (a JSON array: one parameter, looked up as a list): the cost does
+    not grow with the sessions."""
+    rows = store.execute(f"SELECT slot FROM atsss_free_slots WHERE {NOT_AVOIDED.format('slot')} ORDER BY slot "
+                         "LIMIT ?2", (json.dumps(sorted(avoid)), count))
+    found = [slot for (slot,) in rows]
+    highest = _highest(store)
+    above = (slot for slot in range(highest + 1, MAX_PATHS) if slot not in avoid)
+    found += [slot for slot, _ in zip(above, range(count - len(found)))]
+    if len(found) < count:
         return None
-    if row is None and highest % 2:
-        store.execute("INSERT OR IGNORE INTO atsss_free_slots (slot) VALUES (?)", (highest + 1,))
-    return pair
+    if found and found[-1] > highest:
+        _gaps(store, sorted(set(range(highest + 1, found[-1])) - set(found)))  # those avoided
+    return found
+
+
+NOT_AVOIDED = "{} NOT IN (SELECT value FROM json_each(?1))"
+FREE_PAIR = ("SELECT slot FROM atsss_free_slots AS f WHERE slot % 2 = 1 AND (slot + 1 > ?2 OR EXISTS "
+             "(SELECT 1 FROM atsss_free_slots AS g WHERE g.slot = f.slot + 1)) "
+             f"AND {NOT_AVOIDED.format('slot')} AND {NOT_AVOIDED.format('slot + 1')} ORDER BY slot LIMIT 1")
+
+
+def free_pair(store: Store, avoid: frozenset[int] = frozenset()) -> Optional[int]:
+    """The lowest session slot s whose pair of path slots (2s - 1 and 2s, abi.paired_path_slots) no
+    path holds and `avoid` does not name, None when no session slot's pair is: an odd freed slot (a
+    row of atsss_free_slots) and the one after it, freed too or above the highest slot ever given;
+    else the first such pair above the highest, the slots it skips made free rows (gaps below the
+    highest, as the triggers keep them: free_slots gives them). `slot % 2 = 1` is the condition of
+    the partial index atsss_free_odd_slots (schema.ATSSS_FREE_PAIRS): the even rows are not read."""
+    highest = _highest(store)
+    row = store.execute(FREE_PAIR, (json.dumps(sorted(avoid)), highest)).fetchone()
+    first = row[0] if row is not None else highest + 1 + highest % 2  # or the first odd slot above the highest
+    while row is None and (first in avoid or first + 1 in avoid):
+        first += 2
+    if paired_session_slot(first) >= MAX_SESSIONS:
+        return None
+    if row is None:
+        _gaps(store, range(highest + 1, first))
+    return paired_session_slot(first)
 
 
 # --- MTS sessions (MEC 015) -------------------------------------------------------------------------

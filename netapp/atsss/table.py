@@ -24,7 +24,9 @@ the stores). What a packet may meet while a sync runs is otherwise a session who
 written whole before the sessions that lead to them, sessions deleted before their slots are
 emptied; a path's uplink entry is written with the path and deleted once no path has its
 addresses and ports; a UE's filter bit is set before its session is written and cleared once no
-session left has that bit (netapp.atsss.ue_filter).
+session left has that bit (netapp.atsss.ue_filter). A path slot a sync empties is retired: written
+for another path only after a wait for the programs' runs (`retired_slots`), which the store
+passes over while others are free (admission.PASSED_OVER).
 
 A change is undone (the maps refused it, or the store its COMMIT) by a sync back to what the UEs'
 sessions were, carrying into the entries it writes anew (those the change deleted or emptied) the
@@ -295,7 +297,7 @@ class AtsssMaps:
         self._retired: set[int] = set()  # path slots zeroed since the last wait (_write_paths, index.py's 4.)
         self._table_of = table_of  # the pipeline's flow states: opened when a slot is given (xdp_atsss has none)
         self._reclaim = SlotReclaim(self._paths, self._stats, self._rx, self._uplink, PATH_OWNED, self._write_sessions,
-                                    self._held, uplink_key)
+                                    self._held, uplink_key, self.wait_readers)
 
     # --- writes --------------------------------------------------------------------------------
 
@@ -318,8 +320,15 @@ class AtsssMaps:
         return found
 
     def wait_readers(self) -> None:
-        """Return once every program run that began before has ended (Table.wait_readers)."""
+        """Return once every program run that began before has ended (Table.wait_readers): the
+        path slots retired so far are free then."""
         self._paths.wait_readers()
+        self._retired.clear()
+
+    def retired_slots(self) -> frozenset[int]:
+        """The path slots a sync emptied since the last wait: written for another path, they would
+        cost one (_write_paths); the store passes over them (admission.PASSED_OVER)."""
+        return frozenset(self._retired)
 
     def sync(self, tables: AtsssTables, ues: Optional[Iterable[bytes]] = None,
              slots: Iterable[int] = ()) -> dict[int, Path]:
@@ -382,8 +391,7 @@ class AtsssMaps:
         slots = sorted(wanted)
         fresh = [slot for slot in slots if slot not in used]
         if self._retired & set(fresh):  # a run that read the session that led to one may still read it
-            self._paths.wait_readers()  # (and send another UE's packet on its new path): waited for
-            self._retired.clear()
+            self.wait_readers()  # (and send another UE's packet on its new path): waited for
         changed = [slot for slot, now in zip(slots, self._paths.lookup([c_uint32(slot) for slot in slots]))
                    if slot in used and (now is None or _path_part(now) != _path_part(wanted[slot]))]
         anew = [slot for slot in fresh if slot not in moved.paths]

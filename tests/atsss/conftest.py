@@ -1,6 +1,7 @@
 """The downlink program, loaded once for the ATSSS tests that run it in the kernel; every test
 starts from empty maps (the sessions it added are removed). The namespace whose addresses are the
-paths' local ones, for the tests whose confined tenants create sessions. A store of a test's own."""
+paths' local ones, for the tests whose confined tenants create sessions. A store of a test's own.
+`slots_given_again`: a freed path slot given again at once."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Iterator
 
 import pytest
 
+from netapp.atsss import admission
 from netapp.service.store import Store
 from tests.atsss.atsss import AtsssProgram
 from tests.utils.kernel import addresses_namespace
@@ -30,6 +32,17 @@ def store(tmp_path: Path) -> Iterator[Store]:
         yield store
     finally:
         store.close()
+
+
+@pytest.fixture
+def slots_given_again() -> Iterator[None]:
+    """The store gives a path slot a change emptied to the next path at once, with no wait since,
+    as it does once more than admission.PASSED_OVER are retired: the case of the tests about what a
+    slot's next holder must not see of the last (its counters, its packets). A patch of its own: a
+    test's `monkeypatch.undo()` leaves it."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(admission, "PASSED_OVER", -1)
+        yield
 
 
 # The paths' `local` addresses the tests give: 192.0.2.1-16 and 2001:db8::1-10 (hex).

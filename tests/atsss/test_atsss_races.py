@@ -68,7 +68,8 @@ def another_tenant_takes_the_slots(node, atsss: Atsss, slots: list[int]) -> None
         send(node, flow_packet(ue=OTHER_UE))
 
 
-def test_counters_read_as_another_tenants_session_takes_the_slots_are_the_sessions_own(node, atsss, monkeypatch):
+def test_counters_read_as_another_tenants_session_takes_the_slots_are_the_sessions_own(node, atsss, monkeypatch,
+                                                                                     slots_given_again):
     """Tenant A's session is deleted and tenant B's created in its slots (the lowest free pair)
     once A's counters request has read A's session; B's UE then sends 4 packets. Read under the
     lock, A's request answers A's own counters (1 packet), as they were before the delete. Read
@@ -86,7 +87,8 @@ def test_counters_read_as_another_tenants_session_takes_the_slots_are_the_sessio
     assert packets(atsss, DAVE, "ue8") == [2, 2]
 
 
-def test_a_poll_labels_no_session_with_the_counters_of_slots_another_tenant_took(node, atsss, monkeypatch):
+def test_a_poll_labels_no_session_with_the_counters_of_slots_another_tenant_took(node, atsss, monkeypatch,
+                                                                                 slots_given_again):
     """The telemetry's poll (Atsss.readings) takes the served sessions, then reads their slots
     outside the lock. Tenant A's session is deleted and tenant B's created in its slots between the
     two, and B's UE sends 4 packets: the poll must not answer B's counters labelled with A's session

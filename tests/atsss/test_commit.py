@@ -125,7 +125,7 @@ def refused(request: Callable[[], httpx.Response], monkeypatch: pytest.MonkeyPat
 
 
 def test_a_create_the_store_does_not_commit_leaves_no_session_in_the_data_path(atsss, node, tenant_a,
-                                                                               monkeypatch):
+                                                                               monkeypatch, slots_given_again):
     before = held(node)
 
     refused(lambda: tenant_a.post(SESSIONS, json=body()), monkeypatch)

@@ -288,7 +288,7 @@ def test_both_paths_replaced_one_new_path_down_keep_a_path_up_through_each_wait(
     assert len(masks) >= 2 and all(masks), f"a path of the session up at each wait: {masks}"
 
 
-def test_a_path_slot_a_delete_emptied_is_written_for_another_session_only_after_a_wait(store):
+def test_a_path_slot_a_delete_emptied_is_written_for_another_session_only_after_a_wait(store, slots_given_again):
     """A run that read the deleted session's path slots before its delete may read a slot after it:
     the next session given the slots (the store's lowest free) has its paths written whole only once
     the programs' runs have been waited for, not into a slot such a run may still be reading (and

@@ -177,7 +177,8 @@ def test_a_restart_reconciles_without_rewriting_and_a_delete_empties_the_slots(i
         again.close()
 
 
-def test_the_kernel_refusing_a_session_leaves_the_maps_and_the_store_as_they_were(instance, store, kernel):
+def test_the_kernel_refusing_a_session_leaves_the_maps_and_the_store_as_they_were(instance, store, kernel,
+                                                                                  slots_given_again):
     atsss, node = start(store, instance)
     late = "10.60.0.9"
     neighbours = same_bucket(late, INDEX4_WAYS)

@@ -114,7 +114,7 @@ def test_an_empty_store_s_migration_frees_nothing_and_the_first_slot_is_1(tmp_pa
 
 
 def plan_of_free_pair(store: Store) -> list[str]:
-    return [row[3] for row in store.execute(f"EXPLAIN QUERY PLAN {FREE_PAIR}", (0,))]
+    return [row[3] for row in store.execute(f"EXPLAIN QUERY PLAN {FREE_PAIR}", ("[]", 0))]
 
 
 def test_a_free_pair_is_found_by_the_odd_rows_index_not_by_reading_the_even_rows(tmp_path):

@@ -257,7 +257,7 @@ def test_a_path_whose_reading_was_dropped_as_its_session_changed_has_rates_and_w
 @pytest.mark.parametrize("who, name, ue", [(CAROL, "ue5", "10.60.0.5"), (DAVE, "ue6", "10.70.0.6")],
                          ids=["the-same-again", "another-tenants"])
 def test_a_path_whose_session_was_deleted_while_the_poll_read_it_forgets_its_counters(node, monkeypatch, who,
-                                                                                       name, ue):
+                                                                                       name, ue, slots_given_again):
     """ue5 deleted while the second poll read its slots, then a session created in those slots (ue5
     again, or another tenant's): the slots' counters were zeroed, and its first poll has no rates,
     not rates from ue5's old counters (kept, the same ue5's would be 1 packet a second)."""
@@ -277,7 +277,7 @@ def test_a_path_whose_session_was_deleted_while_the_poll_read_it_forgets_its_cou
         assert "packets_rate" not in fields and "bytes_rate" not in fields, "its rates start over"
 
 
-def test_a_path_given_the_slot_of_one_removed_between_two_polls_starts_fresh(node):
+def test_a_path_given_the_slot_of_one_removed_between_two_polls_starts_fresh(node, slots_given_again):
     """ue5's first path removed by a PUT and another added by a second, between two polls: the new
     path is given the removed one's slot (the lowest free), its counters zeroed. Its first poll has
     no rates (not rates from the removed path's counters: 6 packets against 4 would be 2 a second)
