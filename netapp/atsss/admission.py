@@ -148,8 +148,8 @@ def runs_in(spec: AtsssSessionSpec, old: Optional[AtsssSession]) -> set[Steering
 # (netapp.atsss.table.AtsssMaps.retired_slots), a grace period under the service's lock: a new path
 # passes over such slots while they are at most this many, so that a create after a delete (the
 # store's lowest free pair is the one the delete freed) waits for none; beyond, it takes the lowest
-# free, and its write's one wait frees them all (one grace period every PASSED_OVER / 2 creates
-# after a delete, at worst).
+# free, and its write's one wait frees them all (one grace period every PASSED_OVER / 4 creates
+# after a delete of a session of four paths, at worst).
 PASSED_OVER = 256
 
 
@@ -210,21 +210,22 @@ def paired_slots(store: Store, count: int, avoid: frozenset[int] = frozenset()) 
     with the session's (nf/atsss/index.h, atsss_touch_paths); the lowest free slots when no pair of
     a session slot is free. Not for a changed session: it keeps its session slot (a change is
     stored in place), so its new paths take the slots of the paths they replace (replaced_slots),
-    then the lowest free ones. None of `avoid` while there are others."""
+    then the lowest free ones. A pair with a slot of `avoid` only when no other pair is free (its
+    write then waits), the others none of `avoid` while there are enough others."""
     pair = (stored.free_pair(store, avoid) or stored.free_pair(store)) if count else None
     if pair is None:
         return free_slots(store, count, avoid)
     first = list(paired_path_slots(pair))[:count]
-    rest = [slot for slot in free_slots(store, count, avoid) if slot not in first] if count > len(first) else []
-    return first + rest[: count - len(first)]
+    return first + free_slots(store, count - len(first), avoid, taken=frozenset(first))
 
 
-def free_slots(store: Store, count: int, avoid: frozenset[int] = frozenset()) -> list[int]:
-    """`count` free path slots, none of `avoid` while there are enough others; DataplaneFull when
-    the node has fewer."""
+def free_slots(store: Store, count: int, avoid: frozenset[int] = frozenset(),
+               taken: frozenset[int] = frozenset()) -> list[int]:
+    """`count` free path slots, none of `avoid` while there are enough others, none of `taken` (given
+    already by this change); DataplaneFull when the node has fewer."""
     if count <= 0:
         return []
-    slots = stored.free_slots(store, count, avoid) or stored.free_slots(store, count)
+    slots = stored.free_slots(store, count, avoid | taken) or stored.free_slots(store, count, taken)
     if slots is None:
         raise DataplaneFull(f"the node's {MAX_PATHS - 1} ATSSS path slots cannot hold {count} more paths",
                             field="paths")

@@ -53,7 +53,8 @@ live ways, then the slot, then the session, within one run (an RCU read-side sec
    holds its first path (`paired_slot`: slot s pairs path slots 2s - 1 and 2s, the pair the
    store gives a new two-path session, admission.paired_slots), else the lowest free one: a
    retired paired slot is not waited for (`_free_slot`), so a session given the pair a delete
-   just freed is served unpaired, through path[], and so, for a moment, is a session written
+   just freed (the store passes over such pairs while it can, admission.PASSED_OVER, but not past
+   that) is served unpaired, through path[], and so, for a moment, is a session written
    again (2.), which leaves its slot while packets read it. Either moves into its paired slot at
    the end of the first write that waits (4.) once the slot is free; the write of a session again
    waits for that itself (`_regain_pairs`; a second time if it had waited before retiring the
@@ -552,9 +553,10 @@ class SessionIndex:
         """A free slot: `wanted` when it is free already, else the lowest (the session then served
         unpaired, its paths from path[], until a write that waits moves it: _pair_unpaired); None
         when there is none. A retired `wanted` is not waited
-        for: the store gives a new session the pair a delete just freed, whose slot is retired until
-        a wait, and a grace period under the service's lock for each create after a delete costs
-        more than a fetch of the paths after the session's line."""
+        for: the store may give a new session the pair a delete just freed (past admission.
+        PASSED_OVER retired path slots), whose slot is retired until a wait, and a grace period
+        under the service's lock for such a create costs more than a fetch of the paths after the
+        session's line."""
         lacking = not self._free_slots
         if lacking and self._retired_slots and not self._waited:
             self.wait()

@@ -142,7 +142,9 @@ def free_slots(store: Store, count: int, avoid: frozenset[int] = frozenset()) ->
     `avoid`, None when there are not that many: the freed ones below the highest slot ever given
     (atsss_free_slots, the lowest first), then the ones above it. Lookups by the key, the slots
     avoided passed over by SQLite (a JSON array: one parameter, looked up as a list): the cost does
-    not grow with the sessions."""
+    not grow with the sessions. Every slot given must be taken in the caller's transaction: those
+    avoided above the highest are made free rows (_gaps), and a slot given above them and not taken
+    would then be neither held nor free, below the highest."""
     rows = store.execute(f"SELECT slot FROM atsss_free_slots WHERE {NOT_AVOIDED.format('slot')} ORDER BY slot "
                          "LIMIT ?2", (json.dumps(sorted(avoid)), count))
     found = [slot for (slot,) in rows]

@@ -92,8 +92,9 @@ def two_paths(first: int) -> Session:
 
 
 def test_a_create_given_the_pair_a_delete_freed_waits_for_no_program_run():
-    """The store gives a new session the pair a delete just freed; its paired slot is retired, and
-    waiting for it would be a grace period under the service's lock for each such create."""
+    """The store may give a new session the pair a delete just freed (past admission.PASSED_OVER
+    retired path slots); its paired slot is retired, and waiting for it would be a grace period
+    under the service's lock for each such create."""
     fake = FakeDpp()
     index = SessionIndex(lambda name: Table(fake, name))
     index.write([(session_key(f"10.91.0.{n}"), two_paths(2 * n - 1)) for n in range(1, 6)])

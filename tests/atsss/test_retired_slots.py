@@ -134,3 +134,23 @@ def test_a_create_takes_retired_slots_when_no_other_is_left(store, count):
         assert free_slots(store, count, avoid) is None
         assert admission.free_slots(store, count, avoid) == [1, 2][:count]
         assert admission.paired_slots(store, count, avoid) == [1, 2][:count]
+
+
+def test_a_pair_taken_retired_for_want_of_others_leaves_no_slot_lost_from_the_free_rows(store):
+    """The last pairs above the highest slot avoided (retired by creates whose write was refused), so
+    a three-path session is given the retired pair 1-2 (free_pair's fallback) and one slot more:
+    only that one is asked for. Asked for three and given 5, 32761 and 32763, the create took 5, and
+    32762, avoided, was made a free row above 32761, which was then neither held nor free."""
+    with store.transaction():
+        hold(store, [slot for slot in range(3, 32761) if slot != 5])
+        store.executemany("INSERT INTO atsss_free_slots (slot) VALUES (?)", [(1,), (2,), (5,)])
+        avoid = frozenset({1, 2, 32762, 32764, 32766})
+        assert free_pair(store, avoid) is None, "the case this test is about: no pair left but retired ones"
+        given = admission.paired_slots(store, 3, avoid)
+        assert given == [1, 2, 5]
+        hold(store, given)
+        assert_consistent(store)
+        given = admission.paired_slots(store, 3, avoid)
+        assert given == [32761, 32762, 32763], "the pair above the highest, 32762 retired (no other pair left), then 32763"
+        hold(store, given)
+        assert_consistent(store)
