@@ -228,8 +228,9 @@ class SessionIndex:
     above; a shadow of the buckets and of which ways and slots are held, retired or free, read from
     the maps whole at first use."""
 
-    def __init__(self, table_of: Callable[[str], Table]):
+    def __init__(self, table_of: Callable[[str], Table], waited: Callable[[], None] = lambda: None):
         self._buckets = {4: table_of("dpp_atsss_index4"), 6: table_of("dpp_atsss_index6")}
+        self._on_wait = waited  # told after each wait for the programs' runs (AtsssMaps: its slots retired)
         self._slots = table_of("dpp_atsss_slots")
         self.hash = table_of("dpp_atsss_sessions")
         self._loaded = False
@@ -502,6 +503,7 @@ class SessionIndex:
                 moved.append((key, value.mp_seq))
         if moved:
             self._slots.wait_readers()  # no run still reads a moved session's hash entry
+            self._on_wait()
             self._check_numbers(moved)
             self.hash.delete([key for key, _ in moved])
 
@@ -569,6 +571,7 @@ class SessionIndex:
             return False
         self._waited = True
         self._slots.wait_readers()
+        self._on_wait()
         self._retired_ways.clear()
         self._free_slots = self._free_slots.union(self._retired_slots)
         self._retired_slots = set()

@@ -286,7 +286,7 @@ class AtsssMaps:
     """ATSSS's maps of one loaded data plane."""
 
     def __init__(self, table_of: TableOf):
-        self._sessions = SessionIndex(table_of)
+        self._sessions = SessionIndex(table_of, waited=lambda: self._retired.clear())  # a wait frees them
         self._paths = table_of("dpp_atsss_paths")
         self._stats = table_of("dpp_atsss_path_stats")
         self._uplink = table_of("dpp_atsss_uplink")

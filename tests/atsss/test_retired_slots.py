@@ -154,3 +154,22 @@ def test_a_pair_taken_retired_for_want_of_others_leaves_no_slot_lost_from_the_fr
         assert given == [32761, 32762, 32763], "the pair above the highest, 32762 retired (no other pair left), then 32763"
         hold(store, given)
         assert_consistent(store)
+
+
+def test_a_wait_the_index_makes_frees_the_retired_path_slots_too(store):
+    """A grace period is one whoever waits for it: the index's (a full bucket, a lacking slot) frees
+    the path slots retired before it as the maps' own waits do, so that they are given again with
+    no wait more."""
+    dpp = FakeDpp()
+    atsss = Atsss.start(store, Dataplane(dpp).table)
+    atsss.create_session(ADMIN, "ue5", spec((1, 2)))
+    atsss.create_session(ADMIN, "ue6", spec((3, 4), ue="10.45.0.6", name="ue6"))
+    atsss.delete_session(ADMIN, "ue5")
+    assert atsss._maps is not None and atsss._maps.retired_slots() == {1, 2}
+    index = atsss._maps._sessions
+    index._waited = False  # as at the start of a write
+    assert index.wait()
+    assert atsss._maps.retired_slots() == set()
+    waits = dpp.reader_waits
+    assert atsss.create_session(ADMIN, "ue7", spec((5, 6), ue="10.45.0.7", name="ue7")).slots == [1, 2]
+    assert dpp.reader_waits == waits, "the slots written with no wait more"
