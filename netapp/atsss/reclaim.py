@@ -10,7 +10,9 @@ CPU can tell from two slots:
    position, every mode taking only a path up (nf/atsss/schedule.h). Its uplink entry is deleted,
    even where a path the sync writes has its addresses and ports (the sync's uplink writes give it
    back, leading to that path's slot): the UE's packets on the old subflow no longer count into the
-   slot nor move its loss estimate.
+   slot nor move its loss estimate. A session leading to the slot that the sync deletes (the
+   session moved to another UE address, whose session is written anew under its key) is deleted
+   here, not after 3.: its UE's packets would go out on the new path, to another device's subflow.
 2. A wait for every program run that began before (`Table.wait_readers`, an RCU grace period): a
    packet that read the path up, before 1., has sent on it or been dropped; none still takes a DCCP
    number from the old path, whose last is then read exactly (for an undo: `emptied`).
@@ -95,13 +97,16 @@ def with_up(value: Session, down: set[int], wanted: dict[int, Path]) -> Session:
 class SlotReclaim:
     """The rounds above over one instance's path tables; `write_sessions(wanted, held)` writes the
     sessions' words as a sync does, `held(raws)` reads the sessions again, `uplink_key(path)`,
-    `wait_readers()` waits for the programs' runs."""
+    `wait_readers()` waits for the programs' runs, `delete_sessions(keys)` deletes sessions."""
 
     def __init__(self, paths: Table, stats: Table, rx: Table, uplink: Table, owned: list[Span],
                  write_sessions: Callable[[Held, Held], None], held: Callable[[Iterable[bytes]], Held],
-                 uplink_key: Callable[[Path], object], wait_readers: Callable[[], None]):
+                 uplink_key: Callable[[Path], object], wait_readers: Callable[[], None],
+                 delete_sessions: Callable[[list[SessionKey]], None]):
         self._paths, self._stats, self._rx, self._uplink = paths, stats, rx, uplink
         self._wait_readers = wait_readers  # the maps' (Table.wait_readers, their retired slots freed)
+        self._delete_sessions = delete_sessions
+        self.deleted: set[bytes] = set()  # raw keys of the sessions the last reclaim deleted (1.)
         self._owned = owned
         self._write_sessions, self._held, self._uplink_key = write_sessions, held, uplink_key
         # slot -> (the subflow, what it received, its loss estimate) of the old path a reclaim wrote
@@ -120,32 +125,44 @@ class SlotReclaim:
         return {slot: path for slot, path in zip(slots, now)
                 if path is not None and path.family and subflow(path) != subflow(wanted[slot])}
 
-    def reclaim(self, wanted: dict[int, Path], moved: dict[int, Path], held: Held, used: set[int]) -> dict[int, Path]:
+    def reclaim(self, wanted: dict[int, Path], moved: dict[int, Path], held: Held, used: set[int],
+                staying: set[bytes]) -> dict[int, Path]:
         """The slots given anew written for their new paths (`wanted`; `moved`: paths written with
-        the numbers an undo carries, not zeroed), `held` updated with the sessions as rewritten;
-        returns the old paths as last read (slot -> path)."""
+        the numbers an undo carries, not zeroed), `held` updated with the sessions as rewritten
+        (but those deleted, `deleted`: the sessions leading to a slot that the sync does not keep,
+        not among `staying`); returns the old paths as last read (slot -> path)."""
+        self.deleted = set()
         old = self.given_anew(wanted, used)
         if not old:
             return {}
         emptied: dict[int, Path] = {}
         done: dict[int, Path] = {}
-        for batch in rounds(set(old), held, wanted):
-            leading = {raw: entry for raw, entry in held.items() if set(entry[1].path[: entry[1].n_paths]) & batch}
-            self._mark_down(batch, old, leading, done)
+        for batch in rounds(set(old), {raw: entry for raw, entry in held.items() if raw in staying}, wanted):
+            leading = {raw: entry for raw, entry in held.items() if set(entry[1].path[: entry[1].n_paths]) & batch
+                       and raw not in self.deleted}
+            self._mark_down(batch, old, leading, done, staying)
             self._wait_readers()
             emptied.update(self._write_anew(batch, wanted, moved))
             done.update((slot, wanted[slot]) for slot in batch)
             held.update(self._held(list(leading)))
         return emptied
 
-    def _mark_down(self, batch: set[int], old: dict[int, Path], leading: Held, done: dict[int, Path]) -> None:
-        """1.: the old paths of `batch` down, the sessions leading to them not sending on them, their
-        uplink entries gone."""
+    def _mark_down(self, batch: set[int], old: dict[int, Path], leading: Held, done: dict[int, Path],
+                   staying: set[bytes]) -> None:
+        """1.: the old paths of `batch` down, the sessions leading to them not sending on them (those
+        the sync deletes, deleted now: once a slot is up for its new path, a session left leading to
+        it would send its UE's packets on it, to the subflow of another UE the session moved to),
+        their uplink entries gone."""
+        leaving = {raw: key for raw, (key, _) in leading.items() if raw not in staying}
+        if leaving:
+            self._delete_sessions(list(leaving.values()))
+            self.deleted.update(leaving)
         with self._paths.in_place() as paths:
             for slot in sorted(batch):
                 paths.store(slot, bytes(without_up(old[slot])), self._owned)
-        interim = {raw: (key, with_up(value, batch, done)) for raw, (key, value) in leading.items()}
-        self._write_sessions(interim, leading)
+        kept = {raw: entry for raw, entry in leading.items() if raw not in leaving}
+        interim = {raw: (key, with_up(value, batch, done)) for raw, (key, value) in kept.items()}
+        self._write_sessions(interim, kept)
         gone = {bytes(key): key for key in (self._uplink_key(old[slot]) for slot in sorted(batch))}  # once each
         delete_present(self._uplink, list(gone.values()))
 

@@ -297,7 +297,7 @@ class AtsssMaps:
         self._retired: set[int] = set()  # path slots zeroed since the last wait (_write_paths, index.py's 4.)
         self._table_of = table_of  # the pipeline's flow states: opened when a slot is given (xdp_atsss has none)
         self._reclaim = SlotReclaim(self._paths, self._stats, self._rx, self._uplink, PATH_OWNED, self._write_sessions,
-                                    self._held, uplink_key, self.wait_readers)
+                                    self._held, uplink_key, self.wait_readers, self._sessions.delete)
 
     # --- writes --------------------------------------------------------------------------------
 
@@ -342,14 +342,14 @@ class AtsssMaps:
         held = self._held(ues)
         counts = self._ue_filter.taken()  # counted again from the map if this sync fails on the way
         used = {slot for _, value in held.values() for slot in value.path[: value.n_paths]}
-        reclaimed = self._reclaim.reclaim(tables.paths, tables.moved.paths, held, used)  # held: as rewritten
+        reclaimed = self._reclaim.reclaim(tables.paths, tables.moved.paths, held, used, set(tables.sessions))
         before = self._uplink_keys(sorted(used | set(slots)))
         self._write_paths(tables.paths, used, tables.moved)
         self._write_uplinks(tables)
         self._ue_filter.set([key for key, _ in tables.sessions.values()])
         self._write_sessions(tables.sessions, held)
         deleted = [key for raw, (key, _) in held.items() if raw not in tables.sessions]
-        self._sessions.delete(deleted)
+        self._sessions.delete([key for key in deleted if bytes(key) not in self._reclaim.deleted])
         added = [key for raw, (key, _) in tables.sessions.items() if raw not in held]
         if ues is None:
             self._ue_filter.reset()

@@ -315,3 +315,28 @@ def test_a_path_slot_a_delete_emptied_is_written_for_another_session_only_after_
     second, _ = atsss.put_session(ADMIN, "ue6", spec((3, 4), ue="10.45.0.9", name="ue6"))
     assert set(second.slots) == set(first.slots), "the store gives the freed slots again"
     assert "paths" in events and "wait" in events[: events.index("paths")], events
+
+
+def test_a_session_moved_to_another_ue_as_its_path_is_replaced_sends_none_of_the_old_ue_s_on_the_new_path(
+        atsss, kernel_service, monkeypatch):
+    """A PUT that moves ue5 to another UE address and replaces its first path: the old UE's session,
+    which the change deletes, is deleted before the wait, not after the slot is written for the new
+    path: a packet to the old UE once the new path is up in the slot the old session still led to
+    went out on it (the old UE's packet sent to the subflow of another device). Through xdp_atsss."""
+    service, _ = kernel_service
+    service.put_session(CAROL, "ue5", spec((1, 2)))
+    reclaim = service._maps._reclaim  # type: ignore[union-attr]
+    write_anew, seen = reclaim._write_anew, []
+
+    def then_a_packet_to_the_old_ue(*args: Any) -> Any:
+        written = write_anew(*args)
+        verdict, frame = atsss.run(ethernet(ue_packet(UE)))
+        seen.append(decode(frame).dst if verdict == XDP_TX else verdict)
+        return written
+
+    monkeypatch.setattr(reclaim, "_write_anew", then_a_packet_to_the_old_ue)
+    moved, _ = service.put_session(CAROL, "ue5", spec((3, 2), ue="10.60.0.77"))
+    assert moved.slots == [1, 2] and len(seen) == 1, "the case this test is about: the old path's slot written anew"
+    assert isinstance(seen[0], int), f"the old UE's packet went out to {seen[0]}"
+    verdict, frame = atsss.run(ethernet(ue_packet("10.60.0.77")))
+    assert verdict == XDP_TX and decode(frame).dst in (peer(2), peer(3)), "the new UE's on the session's paths"

@@ -167,3 +167,25 @@ def test_a_replacement_refused_as_its_new_path_goes_up_puts_the_old_path_back_pa
     assert len(writes) == 2
     assert_maps_hold(fake, atsss, (1, 2))
     assert fake.table("dpp_atsss_paths").get(c_uint32(slot)).dccp_seq >= 150, "numbers 0-149 were sent"
+
+
+def test_a_move_to_another_ue_refused_after_the_reclaim_puts_the_old_ue_s_session_back_counting_on(store):
+    """A PUT moving ue5 to another UE address as it replaces its first path, refused at the new
+    path's uplink entry: the reclaim had deleted the old UE's session (before its wait); the undo
+    puts it back over its old paths, its MP_SEQ counter going on from where the packets left it."""
+    dpp = FakeDpp()
+    fake = Dataplane(dpp)
+    atsss = Atsss.start(store, fake.table)
+    atsss.put_session(ADMIN, "ue5", spec((1, 2)))
+    index = SessionIndex(fake.table)
+    value = index.get(session_key(UE))
+    assert value is not None
+    value.mp_seq = 77  # numbers the packets took
+    index.write([(session_key(UE), value)])
+    refuse_once(dpp, "dpp_atsss_uplink")
+    with pytest.raises(DataplaneUnavailable):
+        atsss.put_session(ADMIN, "ue5", spec((3, 2), ue="10.45.0.77"))
+    assert_maps_hold(fake, atsss, (1, 2))
+    back = SessionIndex(fake.table).get(session_key(UE))
+    assert back is not None and back.mp_seq >= 77, "its MP_SEQ numbers not given again"
+    assert SessionIndex(fake.table).get(session_key("10.45.0.77")) is None
