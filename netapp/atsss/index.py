@@ -36,9 +36,10 @@ live ways, then the slot, then the session, within one run (an RCU read-side sec
 4. A way whose bit was cleared, and the slot it led to, are written again (for another address,
    another session) only once the kernel has waited for every program run that began before
    (`Table.wait_readers`, an RCU grace period): no run that took the way is still reading it or
-   its session. The wait is made at most once a sync, only when a free way or slot is lacking (or
-   the slot a new session would rather have, 6., is retired), and it frees every retired one at
-   once (a move's own wait, 5., aside).
+   its session. The wait is made at most once a write or delete (a sync makes one of each, and a
+   delete more where its reclaim deletes a session, netapp.atsss.reclaim), only when a free way or
+   slot is lacking (or the slot a new session would rather have, 6., is retired), and it frees
+   every retired one at once (a move's own wait, 5., aside).
 5. A session in the hash moves into a way of its bucket once one is clean (a way of the bucket
    deleted, its own write again, 2., or at `load`): written whole into a free slot, its way written
    and made live as a new session's (1.), then, once the kernel has waited for every program run

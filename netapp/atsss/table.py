@@ -64,7 +64,7 @@ from netapp.atsss.abi import (
 from netapp.atsss.head4 import set_head4
 from netapp.atsss.index import MP_SEQ_SKIP, SessionIndex
 from netapp.atsss.models import Address, AtsssSession, ChecksumCoverage
-from netapp.atsss.reclaim import SlotReclaim, delete_present
+from netapp.atsss.reclaim import SlotReclaim, delete_present, subflow
 from netapp.atsss.ue_filter import UeFilter
 from netapp.dataplane.groups import DevmapGroups
 from netapp.dataplane.errors import DataplaneError
@@ -386,14 +386,19 @@ class AtsssMaps:
     def _write_paths(self, wanted: dict[int, Path], used: set[int], moved: Moved) -> None:
         """New paths written whole (their counters zeroed, the slot may have been another's; but for
         `moved`'s, a change's undo writing a path the change emptied: what it received kept), before
-        any session leads to them; in a path that sessions lead to, the control plane's words that
+        any session leads to them; in a path that sessions lead to, or that holds its subflow still
+        (a session leading to it deleted by the change's reclaim, netapp.atsss.reclaim, 1.: packets
+        took its numbers up to then, and runs may read it yet), the control plane's words that
         changed stored in place, its DCCP sequence number and counters left to the data path."""
         slots = sorted(wanted)
-        fresh = [slot for slot in slots if slot not in used]
+        now = dict(zip(slots, self._paths.lookup([c_uint32(slot) for slot in slots])))
+        live = used | {slot for slot, path in now.items() if path is not None and path.family
+                       and subflow(path) == subflow(wanted[slot])}
+        fresh = [slot for slot in slots if slot not in live]
         if self._retired & set(fresh):  # a run that read the session that led to one may still read it
             self.wait_readers()  # (and send another UE's packet on its new path): waited for
-        changed = [slot for slot, now in zip(slots, self._paths.lookup([c_uint32(slot) for slot in slots]))
-                   if slot in used and (now is None or _path_part(now) != _path_part(wanted[slot]))]
+        changed = [slot for slot in slots
+                   if slot in live and (now[slot] is None or _path_part(now[slot]) != _path_part(wanted[slot]))]
         anew = [slot for slot in fresh if slot not in moved.paths]
         self._stats.fill([c_uint32(slot) for slot in anew])  # type: ignore[attr-defined]
         self._rx.update([(c_uint32(slot), PathRx()) for slot in anew])

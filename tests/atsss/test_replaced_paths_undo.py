@@ -169,23 +169,65 @@ def test_a_replacement_refused_as_its_new_path_goes_up_puts_the_old_path_back_pa
     assert fake.table("dpp_atsss_paths").get(c_uint32(slot)).dccp_seq >= 150, "numbers 0-149 were sent"
 
 
-def test_a_move_to_another_ue_refused_after_the_reclaim_puts_the_old_ue_s_session_back_counting_on(store):
-    """A PUT moving ue5 to another UE address as it replaces its first path, refused at the new
-    path's uplink entry: the reclaim had deleted the old UE's session (before its wait); the undo
-    puts it back over its old paths, its MP_SEQ counter going on from where the packets left it."""
+def took_mp_seq(fake: Dataplane, ue: str, count: int) -> int:
+    """Packets took `count` MP_SEQ numbers from the UE's session (its entry of dpp_atsss_slots);
+    returns the counter then."""
+    slot = SessionIndex(fake.table).slot(session_key(ue))
+    assert slot is not None
+    value = fake.table("dpp_atsss_slots").get(c_uint32(slot))
+    value.mp_seq += count
+    fake.table("dpp_atsss_slots").update([(c_uint32(slot), value)])
+    return value.mp_seq
+
+
+def refused_at(dpp: FakeDpp, table: str, nth: int, meanwhile: Any) -> None:
+    """The `nth` write of `table` refused, `meanwhile()` run just before it (packets in flight)."""
+    update = dpp.table_update
+    seen = []
+
+    def counted(name: str, keys: Any, values: Any, flags: int = 0) -> None:
+        if name == table:
+            seen.append(name)
+            if len(seen) == nth:
+                meanwhile()
+                raise DataplaneError(errno.E2BIG, f"dpp_table_update({name})")
+        update(name, keys, values, flags)
+
+    dpp.table_update = counted  # type: ignore[method-assign]
+
+
+@pytest.mark.parametrize("ue", [UE, "10.45.0.77"], ids=["same-ue", "moved-to-another-ue"])
+@pytest.mark.parametrize("refused", ["the-mark-down", "the-new-uplink"])
+def test_a_replacement_refused_puts_the_session_back_past_every_number_its_packets_took(store, ue, refused):
+    """A PUT replacing ue5's first path (and moving it to another UE address, or not) refused at the
+    reclaim's first write (marking the old path down: before its wait) or at the new path's uplink
+    entry (after it), packets taking numbers from both paths and the session up to the refusal: the
+    undo puts the session back over its paths, none of their DCCP numbers nor its MP_SEQ numbers given
+    again. Moved to another UE, the reclaim has deleted the old UE's session before its wait; the
+    undo then found no session leading to the slots and wrote them whole with the numbers read before
+    the change (100 where 150 had been taken)."""
     dpp = FakeDpp()
     fake = Dataplane(dpp)
     atsss = Atsss.start(store, fake.table)
-    atsss.put_session(ADMIN, "ue5", spec((1, 2)))
-    index = SessionIndex(fake.table)
-    value = index.get(session_key(UE))
-    assert value is not None
-    value.mp_seq = 77  # numbers the packets took
-    index.write([(session_key(UE), value)])
-    refuse_once(dpp, "dpp_atsss_uplink")
+    made, _ = atsss.put_session(ADMIN, "ue5", spec((1, 2)))
+    for slot in made.slots:
+        took_numbers(fake, slot, 100)
+    counters = [took_mp_seq(fake, UE, 1000)]
+
+    def in_flight() -> None:
+        for slot in made.slots:
+            if fake.table("dpp_atsss_paths").get(c_uint32(slot)).flags & 1:  # up: a packet may pick it
+                took_numbers(fake, slot, 50)
+        if SessionIndex(fake.table).get(session_key(UE)) is not None:
+            counters.append(took_mp_seq(fake, UE, 10))
+
+    refused_at(dpp, *(("dpp_atsss_paths", 1) if refused == "the-mark-down" else ("dpp_atsss_uplink", 1)), in_flight)
     with pytest.raises(DataplaneUnavailable):
-        atsss.put_session(ADMIN, "ue5", spec((3, 2), ue="10.45.0.77"))
+        atsss.put_session(ADMIN, "ue5", spec((3, 2), ue=ue))
     assert_maps_hold(fake, atsss, (1, 2))
+    paths = fake.table("dpp_atsss_paths")
+    assert paths.get(c_uint32(made.slots[1])).dccp_seq == 150, "the kept path's numbers go on"
+    assert paths.get(c_uint32(made.slots[0])).dccp_seq >= 100 + (50 if refused == "the-mark-down" else 0)
     back = SessionIndex(fake.table).get(session_key(UE))
-    assert back is not None and back.mp_seq >= 77, "its MP_SEQ numbers not given again"
+    assert back is not None and back.mp_seq >= counters[-1], "its MP_SEQ numbers not given again"
     assert SessionIndex(fake.table).get(session_key("10.45.0.77")) is None
