@@ -386,14 +386,16 @@ class AtsssMaps:
     def _write_paths(self, wanted: dict[int, Path], used: set[int], moved: Moved) -> None:
         """New paths written whole (their counters zeroed, the slot may have been another's; but for
         `moved`'s, a change's undo writing a path the change emptied: what it received kept), before
-        any session leads to them; in a path that sessions lead to, or that holds its subflow still
-        (a session leading to it deleted by the change's reclaim, netapp.atsss.reclaim, 1.: packets
-        took its numbers up to then, and runs may read it yet), the control plane's words that
-        changed stored in place, its DCCP sequence number and counters left to the data path."""
+        any session leads to them; in a path that sessions lead to, or that an undo writes back where
+        it holds its subflow still (`moved`'s: the session leading to it deleted by the change's
+        reclaim, netapp.atsss.reclaim, 1.; packets took its numbers up to then, and runs may read it
+        yet), the control plane's words that changed stored in place, its DCCP sequence number and
+        counters left to the data path. (Not any slot holding the subflow: one a refused undo left
+        full would give its counters to the next session given it, maybe another tenant's.)"""
         slots = sorted(wanted)
         now = dict(zip(slots, self._paths.lookup([c_uint32(slot) for slot in slots])))
-        live = used | {slot for slot, path in now.items() if path is not None and path.family
-                       and subflow(path) == subflow(wanted[slot])}
+        live = used | {slot for slot, path in now.items() if slot in moved.paths and path is not None
+                       and path.family and subflow(path) == subflow(wanted[slot])}
         fresh = [slot for slot in slots if slot not in live]
         if self._retired & set(fresh):  # a run that read the session that led to one may still read it
             self.wait_readers()  # (and send another UE's packet on its new path): waited for

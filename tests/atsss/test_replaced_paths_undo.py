@@ -231,3 +231,38 @@ def test_a_replacement_refused_puts_the_session_back_past_every_number_its_packe
     back = SessionIndex(fake.table).get(session_key(UE))
     assert back is not None and back.mp_seq >= counters[-1], "its MP_SEQ numbers not given again"
     assert SessionIndex(fake.table).get(session_key("10.45.0.77")) is None
+
+
+def test_the_slots_a_refused_undo_left_full_give_the_next_session_none_of_their_numbers(store):
+    """A create refused at its last write (the gate) after packets took numbers on its paths, and its
+    undo refused as it empties the slots: the store has the slots free, the maps their paths still.
+    The next session given them, with the same subflows (another UE's, maybe another tenant's), has
+    its paths written whole: its DCCP numbers and counters from 0, not the refused session's, as a
+    sync writing in place every slot that holds its subflow still would have left them."""
+    dpp = FakeDpp()
+    fake = Dataplane(dpp)
+    atsss = Atsss.start(store, fake.table)
+    update = dpp.table_update
+    refusals: list[str] = []
+
+    def refusing(name: str, keys: Any, values: Any, flags: int = 0) -> None:
+        if name == "dpp_atsss_gate" and not refusals:
+            for slot in (1, 2):
+                took_numbers(fake, slot, 40)
+            refusals.append(name)
+            raise DataplaneError(errno.E2BIG, f"dpp_table_update({name})")
+        if name == "dpp_atsss_paths" and refusals == ["dpp_atsss_gate"]:  # the undo's emptying
+            refusals.append(name)
+            raise DataplaneError(errno.E2BIG, f"dpp_table_update({name})")
+        update(name, keys, values, flags)
+
+    dpp.table_update = refusing  # type: ignore[method-assign]
+    with pytest.raises(DataplaneUnavailable):
+        atsss.put_session(ADMIN, "a", spec((1, 2), ue="10.45.0.5", name="a"))
+    assert refusals == ["dpp_atsss_gate", "dpp_atsss_paths"] and atsss.list_sessions(ADMIN) == []
+    paths = fake.table("dpp_atsss_paths")
+    assert paths.get(c_uint32(1)).dccp_seq == 40, "the case this test is about: the slot left full"
+    made, _ = atsss.put_session(ADMIN, "b", spec((1, 2), ue="10.45.0.9", name="b"))
+    assert made.slots == [1, 2]
+    assert [(paths.get(c_uint32(slot)).dccp_seq, paths.get(c_uint32(slot)).packets) for slot in made.slots] \
+        == [(0, 0), (0, 0)]
