@@ -51,7 +51,7 @@ class TrafficCheck(Structure):
     """struct traffic_check of xdp_frer_traffic.bpf.c: what the listener saw of one stream."""
 
     _fields_ = [("received", c_uint64), ("next", c_uint64), ("in_order", c_uint64), ("duplicates", c_uint64),
-                ("late", c_uint64), ("skipped", c_uint64), ("beyond", c_uint64)]  # fmt: skip
+                ("late", c_uint64), ("skipped", c_uint64), ("beyond", c_uint64), ("ahead", c_uint64)]  # fmt: skip
 
     def __repr__(self) -> str:
         return "TrafficCheck(" + ", ".join(f"{name}={getattr(self, name)}" for name, _ in self._fields_) + ")"

@@ -76,6 +76,7 @@ struct traffic_check {
 	__u64 late;	  /* frames below `next`, not duplicates: overtaken by a later number */
 	__u64 skipped;	  /* numbers jumped over when a frame came above `next` (later filled or lost) */
 	__u64 beyond;	  /* frames numbered at or above TRAFFIC_WINDOW: not checked */
+	__u64 ahead;	  /* frames above `next` when they came (together they jumped the `skipped` numbers) */
 };
 
 /* 0 -> the talker's walk over the streams */
@@ -209,6 +210,7 @@ static __always_inline void count_order(struct traffic_check *c, __u64 number)
 		c->in_order++;
 		c->next = number + 1;
 	} else if (number > c->next) {
+		c->ahead++;
 		c->skipped += number - c->next;
 		c->next = number + 1;
 	} else {
