@@ -334,16 +334,22 @@ class AtsssMaps:
              slots: Iterable[int] = ()) -> dict[int, Path]:
         """The sessions of the raw keys `ues` (None: every UE) are those of `tables` and their paths,
         and no other; `slots`: path slots these UEs' sessions had or have, emptied unless `tables`
-        holds them (a path written before its session was refused is not led to by any session).
-        Returns the paths it emptied as read just before (slot -> path): an undo writes them again
+        holds them (a path written before its session was refused is not led to by any session);
+        with every UE, every slot holding a path and every uplink entry too (the maps hold the
+        sessions of `tables` and nothing else: a refused undo may have left a path and its uplink
+        entry, whose UE's packets would go on to the data network). Returns the paths it emptied as read just before (slot -> path): an undo writes them again
         with the DCCP numbers and counts packets moved up to then, not those of an earlier read. A
         slot a session leads to that is given a new subflow is written first (netapp.atsss.reclaim).
         DataplaneError when the maps refuse: the caller syncs what it had before."""
+        if ues is None:  # every slot holding a path: a refused undo may have left some full
+            slots = set(slots) | self._full_slots()
         held = self._held(ues)
         counts = self._ue_filter.taken()  # counted again from the map if this sync fails on the way
         used = {slot for _, value in held.values() for slot in value.path[: value.n_paths]}
         reclaimed = self._reclaim.reclaim(tables.paths, tables.moved.paths, held, used, set(tables.sessions))
         before = self._uplink_keys(sorted(used | set(slots)))
+        if ues is None:  # and every uplink entry, of a path the slots hold or not
+            before.update((bytes(key), key) for key, _ in self._uplink.items())
         self._write_paths(tables.paths, used, tables.moved)
         self._write_uplinks(tables)
         self._ue_filter.set([key for key, _ in tables.sessions.values()])
@@ -371,6 +377,10 @@ class AtsssMaps:
         keys = [uplink_key(path) for path in self._paths.lookup([c_uint32(slot) for slot in slots])
                 if path is not None and path.family]
         return {bytes(key): key for key in keys}
+
+    def _full_slots(self) -> set[int]:
+        """The path slots that hold a path now (a read of the whole array: some 65,536 values)."""
+        return {int(slot) for slot, path in self._paths.items() if path.family}
 
     def _write_uplinks(self, tables: AtsssTables) -> None:
         """Each path's uplink entry, written whole (a few bytes: the same value again costs nothing

@@ -239,6 +239,49 @@ def test_the_slots_a_refused_undo_left_full_give_the_next_session_none_of_their_
     The next session given them, with the same subflows (another UE's, maybe another tenant's), has
     its paths written whole: its DCCP numbers and counters from 0, not the refused session's, as a
     sync writing in place every slot that holds its subflow still would have left them."""
+    fake, atsss = a_refused_undo_leaving_slots_full(store)
+    paths = fake.table("dpp_atsss_paths")
+    made, _ = atsss.put_session(ADMIN, "b", spec((1, 2), ue="10.45.0.9", name="b"))
+    assert made.slots == [1, 2]
+    assert [(paths.get(c_uint32(slot)).dccp_seq, paths.get(c_uint32(slot)).packets) for slot in made.slots] \
+        == [(0, 0), (0, 0)]
+
+
+@pytest.mark.parametrize("how", ["reconcile", "restart"])
+def test_a_reconcile_empties_the_slots_and_uplink_entries_a_refused_undo_left(store, how):
+    """The maps hold the stored sessions and nothing else after a reconcile (or a start): the paths a
+    refused undo left in slots no session leads to are emptied, and their uplink entries deleted.
+    Before, both stayed until the slots were given again, and the refused session's UE could send
+    uplink packets through the entries to the data network (xdp_atsss decapsulates what an uplink
+    entry leads to)."""
+    fake, atsss = a_refused_undo_leaving_slots_full(store)
+    paths, uplink = fake.table("dpp_atsss_paths"), fake.table("dpp_atsss_uplink")
+    assert sorted(value.path for _, value in uplink.items()) == [1, 2], "the case: the entries left"
+    if how == "reconcile":
+        atsss.reconcile()
+    else:
+        Atsss.start(store, fake.table)
+    assert [paths.get(c_uint32(slot)).family for slot in (1, 2)] == [0, 0]
+    assert list(uplink.items()) == []
+
+
+def test_a_reconcile_deletes_an_uplink_entry_of_no_path(store):
+    """An uplink entry whose slot holds no path (its delete refused, say) is deleted by a reconcile."""
+    fake = Dataplane(FakeDpp())
+    atsss = Atsss.start(store, fake.table)
+    made, _ = atsss.put_session(ADMIN, "a", spec((1, 2), ue="10.45.0.5", name="a"))
+    uplink = fake.table("dpp_atsss_uplink")
+    stray_key, stray = next(iter(uplink.items()))
+    atsss.delete_session(ADMIN, "a")
+    uplink.update([(stray_key, stray)])
+    atsss.reconcile()
+    assert list(uplink.items()) == []
+
+
+def a_refused_undo_leaving_slots_full(store) -> tuple[Dataplane, Atsss]:  # noqa: ANN001
+    """A create refused at its last write (the gate) after packets took 40 numbers on its paths
+    (slots 1 and 2), and its undo refused as it empties them: the store has the slots free, the maps
+    their paths and uplink entries still."""
     dpp = FakeDpp()
     fake = Dataplane(dpp)
     atsss = Atsss.start(store, fake.table)
@@ -260,9 +303,6 @@ def test_the_slots_a_refused_undo_left_full_give_the_next_session_none_of_their_
     with pytest.raises(DataplaneUnavailable):
         atsss.put_session(ADMIN, "a", spec((1, 2), ue="10.45.0.5", name="a"))
     assert refusals == ["dpp_atsss_gate", "dpp_atsss_paths"] and atsss.list_sessions(ADMIN) == []
-    paths = fake.table("dpp_atsss_paths")
-    assert paths.get(c_uint32(1)).dccp_seq == 40, "the case this test is about: the slot left full"
-    made, _ = atsss.put_session(ADMIN, "b", spec((1, 2), ue="10.45.0.9", name="b"))
-    assert made.slots == [1, 2]
-    assert [(paths.get(c_uint32(slot)).dccp_seq, paths.get(c_uint32(slot)).packets) for slot in made.slots] \
-        == [(0, 0), (0, 0)]
+    assert fake.table("dpp_atsss_paths").get(c_uint32(1)).dccp_seq == 40, "the case: the slot left full"
+    dpp.table_update = update  # type: ignore[method-assign]
+    return fake, atsss
