@@ -14,7 +14,7 @@ A tenant names its sessions (unique per tenant); the node gives each path a slot
 dpp_atsss_paths, so that no tenant can aim at another's slot or need to know which are free. A
 MEC 015 MTS session (netapp.atsss.mts) steering a UE sets the mode its session runs; one with flow
 filters sets the mode of the flows they select, through the classifier's rules (netapp.atsss.flows),
-written before the session's FLOW_RULES flag and taken out before it is cleared (_apply_flows); in
+written before the session's FLOW_RULES flag and taken out before it is cleared (applied_with_flows); in
 round-robin or weighted its flows schedule with a state of their own, whose slot the node gives it
 (netapp.atsss.flow_states), as it gives path slots.
 
@@ -31,10 +31,10 @@ from __future__ import annotations
 import logging
 import socket
 import threading
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Callable, ContextManager, Mapping, Optional
+from typing import Callable, ContextManager, Iterator, Mapping, Optional
 
 from pydantic import ValidationError
 
@@ -149,6 +149,29 @@ class Found:
     moved: Moved = field(default_factory=Moved)
 
 
+def applied_with_flows(rules: Optional[FunctionRules], old: Rules, new: Rules,
+                       apply_sessions: Callable[[], Callable[[], None]]) -> Callable[[], None]:
+    """An MTS session's change: its flow rules `old` replaced by `new` in one write of the
+    classifier's maps, then the sessions (their FLOW_RULES flags, `apply_sessions`). Either write
+    alone leaves each flow in the mode of an MTS session or the session's own, never another's: a
+    frame of a session flagged before its rules are written, or after they are gone, matches none
+    and runs the session's mode; one flagged meets the old rules or the new, never half of them. A
+    refused write of the sessions takes the rules back. Returns the undo of both (the sessions
+    first), for a store transaction that fails after them."""
+    undo_rules = apply_rules(rules, old, new)
+    try:
+        undo_sessions = apply_sessions()
+    except BaseException:
+        undo_rules()
+        raise
+
+    def undo() -> None:
+        undo_sessions()
+        undo_rules()
+
+    return undo
+
+
 def retired_slots(maps: Optional[AtsssMaps]) -> frozenset[int]:
     """The path slots the maps hold emptied with no wait since (AtsssMaps.retired_slots), which new
     paths pass over (admission.slots_for)."""
@@ -172,6 +195,7 @@ class Atsss:
         self._ifindex = ifindex
         self._clock = clock
         self._lock = threading.Lock()  # one change of the maps at a time
+        self._owed: Optional[str] = None  # why the maps are not the store's (a put back refused): reconcile them
         self.unserved: dict[str, str] = {}  # "<tenant>/<name>" -> why it is stored but not in the maps
         self._groups = TxGroups(ifindex)  # the redundant sessions' groups of ports
         # The sessions in the maps, for the telemetry's polls: loaded from the store once, then kept
@@ -306,7 +330,7 @@ class Atsss:
         """The session's mode and paths' state (up, RTT, weight) changed, the rest kept: read,
         changed and written under the lock, so that a change made meanwhile (another PATCH, of
         another path) is kept, not written over with what was read before it."""
-        with self._lock, undone_on_failure(self.store) as undos:
+        with self._changing() as undos:
             current = self.get_session(who, name)
             spec = patched(current, patch)
             ServiceState.require(who, Scope.INTENTS_WRITE)
@@ -316,7 +340,7 @@ class Atsss:
     def delete_session(self, who: Principal, name: str) -> None:
         ServiceState.require(who, Scope.INTENTS_WRITE)
         owner, local = ServiceState.owner(who, name, "session")
-        with self._lock, undone_on_failure(self.store) as undos:
+        with self._changing() as undos:
             old = stored.stored_session(self.store, owner, local)
             if old is None:
                 raise NotFound(f"no ATSSS session {name!r}")
@@ -338,7 +362,7 @@ class Atsss:
         `check`: what else the mode needs of the session; `replacing`: NotFound unless the MTS session
         is stored (a PUT's); both under the lock, with the write, as is forgetting its QoS statuses
         (qos_held), which a check after the write sets anew. Returns the session as checked."""
-        with self._lock, self._rules_lock(), undone_on_failure(self.store) as undos:
+        with self._changing(rules=True) as undos:
             earlier = stored.stored_mts(self.store, tenant, mts_id)
             if replacing and earlier is None:
                 raise NotFound(f"no MTS session {mts_id!r}")
@@ -362,16 +386,16 @@ class Atsss:
                             filtered=flows is not None)
             state = self._states.give(tenant, mts_id, mode if flows is not None else None, mode_field)
             undos.append(lambda: self._states.retire(state))  # its rules may have been read
-            undos.append(self._apply_flows(before, stored.sessions_of_ues(self.store, ues),
-                                           stored_rules_of(mts_id, earlier, earlier_state),
-                                           with_state(flows or {}, state)))
+            after = stored.sessions_of_ues(self.store, ues)
+            undos.append(applied_with_flows(self.rules, stored_rules_of(mts_id, earlier, earlier_state),
+                                            with_state(flows or {}, state), lambda: self._apply(before, after, None)))
             self.qos_held.pop((tenant, mts_id), None)  # a new qosD, or a new UE: its first check sets it again
             self._mts_changes.note([(tenant, mts_id)])
         return session
 
     def unsteer(self, tenant: str, mts_id: str) -> bool:
         """The MTS session gone: its UE's session runs its own mode again. False: there was none."""
-        with self._lock, self._rules_lock(), undone_on_failure(self.store) as undos:
+        with self._changing(rules=True) as undos:
             earlier = stored.stored_mts(self.store, tenant, mts_id)
             if earlier is None:
                 return False
@@ -380,8 +404,9 @@ class Atsss:
             stored.remove_mts(self.store, tenant, mts_id)
             self.qos_held.pop((tenant, mts_id), None)  # with it: a check under way keeps none (hold_qos)
             self._mts_changes.note([(tenant, mts_id)])
-            undos.append(self._apply_flows(before, stored.sessions_of_ues(self.store, [earlier[0]]),
-                                           stored_rules_of(mts_id, earlier, earlier_state), {}))
+            after = stored.sessions_of_ues(self.store, [earlier[0]])
+            undos.append(applied_with_flows(self.rules, stored_rules_of(mts_id, earlier, earlier_state), {},
+                                            lambda: self._apply(before, after, None)))
         return True
 
     # --- start ---------------------------------------------------------------------------------
@@ -389,21 +414,25 @@ class Atsss:
     def reconcile(self) -> None:
         """The maps hold the stored sessions the node can serve, and no other; the rest are logged
         and told in `unserved`."""
-        assert self._maps is not None
         with self._lock:
-            self.unserved = {}
-            self._served = None
-            sessions = stored.load_sessions(self.store)
-            with namespace(self._netns):
-                plan = self._groups.adopt(self._maps, sessions)
-                self._groups.write(plan, self._maps, self._program_fd)
-                self._maps.sync(self._tables(sessions, None))
-                self._groups.clear(plan, self._maps)
+            self._reconcile()
+
+    def _reconcile(self) -> None:
+        assert self._maps is not None
+        self.unserved = {}
+        self._served = None
+        sessions = stored.load_sessions(self.store)
+        with namespace(self._netns):
+            plan = self._groups.adopt(self._maps, sessions)
+            self._groups.write(plan, self._maps, self._program_fd)
+            self._maps.sync(self._tables(sessions, None))
+            self._groups.clear(plan, self._maps)
+        self._owed = None
 
     # --- helpers -------------------------------------------------------------------------------
 
     def _put(self, who: Principal, tenant: str, spec: AtsssSessionSpec, must_be_new: bool) -> tuple[AtsssSession, bool]:
-        with self._lock, undone_on_failure(self.store) as undos:
+        with self._changing() as undos:
             return self._write(undos, who, tenant, spec, must_be_new)
 
     def _write(self, undos: list[Callable[[], None]], who: Principal, tenant: str, spec: AtsssSessionSpec,
@@ -440,32 +469,21 @@ class Atsss:
         self.unserved.pop(f"{tenant}/{spec.name}", None)  # under the lock: an undo puts back its snapshot
         return session, old is None
 
-    def _rules_lock(self) -> ContextManager:
-        """The service's lock, taken before the store's as every change of the classifier takes it
-        (Atsss._lock, the service's lock, the store's: one order, no deadlock with the intents')."""
-        return self.rules.lock if self.rules is not None else nullcontext()
-
-    def _apply_flows(self, before: list[AtsssSession], after: list[AtsssSession], old: Rules,
-                     new: Rules) -> Callable[[], None]:
-        """An MTS session's change: its flow rules `old` replaced by `new` in one write of the
-        classifier's maps, then the sessions (their FLOW_RULES flags). Either write alone leaves
-        each flow in the mode of an MTS session or the session's own, never another's: a frame of
-        a session flagged before its rules are written, or after they are gone, matches none and
-        runs the session's mode; one flagged meets the old rules or the new, never half of them. A
-        refused write of the sessions takes the rules back. Returns the undo of both (the sessions
-        first), for a store transaction that fails after them."""
-        undo_rules = apply_rules(self.rules, old, new)
-        try:
-            undo_sessions = self._apply(before, after, None)
-        except BaseException:
-            undo_rules()
-            raise
-
-        def undo() -> None:
-            undo_sessions()
-            undo_rules()
-
-        return undo
+    @contextmanager
+    def _changing(self, rules: bool = False) -> Iterator[list[Callable[[], None]]]:
+        """A change's locks (`rules`: the classifier's too, between ours and the store's as every change
+        of the classifier takes it: one order, no deadlock with the intents') and its store transaction
+        (undone_on_failure); the maps reconciled first where an earlier change's put back was refused
+        (`_owed`): a fault heals at the next change, not at a restart. A reconcile refused too is
+        logged and the change goes on (its own sync may free what the reconcile lacked)."""
+        with self._lock, (self.rules.lock if rules and self.rules is not None else nullcontext()):
+            if self._owed is not None and self._maps is not None:
+                try:
+                    self._reconcile()
+                except DataplaneError as exc:
+                    log.error("ATSSS's maps are still not the store's (%s): the next change tries again", exc)
+            with undone_on_failure(self.store) as undos:
+                yield undos
 
     def _apply(self, before: list[AtsssSession], after: list[AtsssSession],
                changed: Optional[AtsssSession]) -> Callable[[], None]:
@@ -509,7 +527,7 @@ class Atsss:
         sessions and paths (those it deleted or emptied with the numbers and counts the data path
         had moved in them), its groups of ports (those it emptied written again before the
         sessions, those it wrote emptied after), the sessions told unserved; the served ones loaded
-        again. The maps refusing now is logged: a restart's reconcile puts them right."""
+        again. The maps refusing now is logged, and the next change reconciles them first (`_changing`)."""
         self._served = None
         self.unserved = dict(found.unserved)
         gone = set(self._groups.assigned.values()) - set(found.groups.values())
@@ -525,8 +543,9 @@ class Atsss:
                 self._maps.sync(tables, found.ues, found.slots)
                 self._groups.clear(plan, self._maps)
             except DataplaneError as exc:
-                log.error("ATSSS's maps could not be put back after a failed change (%s): a restart reconciles them",
-                          exc)
+                self._owed = str(exc)
+                log.error("ATSSS's maps could not be put back after a failed change (%s): the next change "
+                          "reconciles them first", exc)
 
     def _tables(self, sessions: list[AtsssSession], changed: Optional[AtsssSession], quiet: bool = False,
                 groups: Optional[dict[PortNames, int]] = None) -> AtsssTables:

@@ -240,6 +240,7 @@ def test_the_slots_a_refused_undo_left_full_give_the_next_session_none_of_their_
     its paths written whole: its DCCP numbers and counters from 0, not the refused session's, as a
     sync writing in place every slot that holds its subflow still would have left them."""
     fake, atsss = a_refused_undo_leaving_slots_full(store)
+    atsss._owed = None  # the maps as a reconcile refused too leaves them (the next change's, below)
     paths = fake.table("dpp_atsss_paths")
     made, _ = atsss.put_session(ADMIN, "b", spec((1, 2), ue="10.45.0.9", name="b"))
     assert made.slots == [1, 2]
@@ -306,3 +307,36 @@ def a_refused_undo_leaving_slots_full(store) -> tuple[Dataplane, Atsss]:  # noqa
     assert fake.table("dpp_atsss_paths").get(c_uint32(1)).dccp_seq == 40, "the case: the slot left full"
     dpp.table_update = update  # type: ignore[method-assign]
     return fake, atsss
+
+
+def test_the_next_change_reconciles_the_maps_a_refused_undo_left(store, caplog, slots_given_again):
+    """A create refused at its last write (the gate), and its undo refused as it deletes the uplink
+    entries after emptying the paths: slots 1 and 2 empty, their entries left. The next change
+    reconciles the maps first (Atsss._changing): a create given those slots at once
+    (`slots_given_again`), for other subflows, finds only its own uplink entries leading to them.
+    Before, the entries left led there too until a restart: the refused session's UE's packets were
+    counted as the new session's (maybe another tenant's) and went on to the data network."""
+    dpp = FakeDpp()
+    fake = Dataplane(dpp)
+    atsss = Atsss.start(store, fake.table)
+    refuse_once(dpp, "dpp_atsss_gate")
+    delete = dpp.table_delete
+    refused = []
+
+    def refusing(name: str, keys: Any) -> None:
+        if name == "dpp_atsss_uplink" and not refused:
+            refused.append(name)
+            raise DataplaneError(errno.E2BIG, f"dpp_table_delete({name})")
+        delete(name, keys)
+
+    dpp.table_delete = refusing  # type: ignore[method-assign]
+    with pytest.raises(DataplaneUnavailable):
+        atsss.put_session(ADMIN, "a", spec((1, 2), ue="10.45.0.5", name="a"))
+    uplink = fake.table("dpp_atsss_uplink")
+    assert refused and sorted(value.path for _, value in uplink.items()) == [1, 2], "the case: entries left"
+    assert [fake.table("dpp_atsss_paths").get(c_uint32(slot)).family for slot in (1, 2)] == [0, 0]
+    made, _ = atsss.put_session(ADMIN, "b", spec((3, 4), ue="10.45.0.9", name="b"))
+    assert made.slots == [1, 2]
+    assert sorted(value.path for _, value in uplink.items()) == [1, 2], "b's entries alone"
+    assert [peer_in(fake.table, slot) for slot in made.slots] == [peer(3), peer(4)]
+    assert "the next change reconciles them first" in caplog.text
