@@ -60,8 +60,9 @@ class TxGroups:
                                 "interfaces of another redundant session, or delete one", field="paths") from None
 
     def adopt(self, maps: AtsssMaps, sessions: Iterable[AtsssSession]) -> GroupPlan:
-        """At start: each set of ports keeps the group the maps hold it in (its sessions' entries
-        then stay as they are), the others get groups the maps hold none in; the rest is stale."""
+        """At a reconcile (a start's, or a change's after a refused put back): each set of ports
+        keeps the group the maps hold it in (its sessions' entries then stay as they are), the
+        others get groups the maps hold none in; the rest is stale."""
         held = {group: {position: ifindex for position, (ifindex, _) in ports.items()}
                 for group, ports in maps.groups_ports().items()}
         self._written = dict(held)

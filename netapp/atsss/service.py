@@ -475,7 +475,10 @@ class Atsss:
         of the classifier takes it: one order, no deadlock with the intents') and its store transaction
         (undone_on_failure); the maps reconciled first where an earlier change's put back was refused
         (`_owed`): a fault heals at the next change, not at a restart. A reconcile refused too is
-        logged and the change goes on (its own sync may free what the reconcile lacked)."""
+        logged and the change goes on (its own sync may free what the reconcile lacked; the UPF's
+        applier refuses the change instead), each change trying again while it fails: a whole
+        reconcile under the locks each time. The DCCP numbers and counts the refused put back was to
+        carry are not carried: sessions and paths it left out are written anew, as a restart would."""
         with self._lock, (self.rules.lock if rules and self.rules is not None else nullcontext()):
             if self._owed is not None and self._maps is not None:
                 try:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import errno
 from ctypes import c_uint32
-from typing import Any
+from typing import Any, Optional
 
 import pytest
 
@@ -279,11 +279,11 @@ def test_a_reconcile_deletes_an_uplink_entry_of_no_path(store):
     assert list(uplink.items()) == []
 
 
-def a_refused_undo_leaving_slots_full(store) -> tuple[Dataplane, Atsss]:  # noqa: ANN001
+def a_refused_undo_leaving_slots_full(store, dpp: Optional[FakeDpp] = None) -> tuple[Dataplane, Atsss]:  # noqa: ANN001
     """A create refused at its last write (the gate) after packets took 40 numbers on its paths
     (slots 1 and 2), and its undo refused as it empties them: the store has the slots free, the maps
     their paths and uplink entries still."""
-    dpp = FakeDpp()
+    dpp = dpp or FakeDpp()
     fake = Dataplane(dpp)
     atsss = Atsss.start(store, fake.table)
     update = dpp.table_update
@@ -340,3 +340,22 @@ def test_the_next_change_reconciles_the_maps_a_refused_undo_left(store, caplog, 
     assert sorted(value.path for _, value in uplink.items()) == [1, 2], "b's entries alone"
     assert [peer_in(fake.table, slot) for slot in made.slots] == [peer(3), peer(4)]
     assert "the next change reconciles them first" in caplog.text
+
+
+def test_a_change_whose_reconcile_is_refused_goes_on_and_the_next_heals(store, caplog):
+    """The reconcile owed refused too: logged, the change made all the same (its own sync may free
+    what the reconcile lacked), the reconcile still owed; the change after it heals the maps."""
+    dpp = FakeDpp()
+    fake, atsss = a_refused_undo_leaving_slots_full(store, dpp)
+    paths = fake.table("dpp_atsss_paths")
+    refuse_once(dpp, "dpp_atsss_paths")
+    made, _ = atsss.put_session(ADMIN, "b", spec((3, 4), ue="10.45.0.9", name="b"))
+    assert "still not the store's" in caplog.text and stored_slots(atsss, "b") == made.slots
+    atsss.put_session(ADMIN, "c", spec((5, 6), ue="10.45.0.10", name="c"))
+    held = sorted(made.slots + stored_slots(atsss, "c"))
+    assert sorted(int(slot) for slot, path in paths.items() if path.family) == held
+    assert sorted(value.path for _, value in fake.table("dpp_atsss_uplink").items()) == held
+
+
+def stored_slots(atsss: Atsss, name: str) -> list[int]:
+    return next(session.slots for session in atsss.list_sessions(ADMIN) if session.name == name)
