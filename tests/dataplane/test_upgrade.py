@@ -27,6 +27,7 @@ from netapp.intents.compiler import compile_document
 from netapp.intents.models import parse_document
 from netapp.testbed import netns
 from netapp.testbed.traffic import Sender
+from tests.utils.arrivals import counted_once
 from tests.utils.hand_maps import header_define, pin_hand_map, refused_on_reopen_and_upgrade, struct_body
 from tests.utils.kernel import veth_namespace
 from tests.utils.maps import pinned_instance, second_handle
@@ -131,7 +132,7 @@ def tail_called(instance: str) -> int:
 def test_a_reload_swaps_the_program_and_keeps_rules_counters_and_the_link(ns, dataplane):
     dp, instance = dataplane
     assert send(ns, 10) == 10
-    assert video_packets(dp) == 10
+    assert counted_once(lambda: video_packets(dp), 10) == 10
     rules = dp.status()["rules"]
     programs = program_ids(dp)
 
@@ -144,7 +145,7 @@ def test_a_reload_swaps_the_program_and_keeps_rules_counters_and_the_link(ns, da
     assert dp.status()["rules"] == rules
     assert video_packets(dp) == 10  # counters live in the maps, which stayed
     send(ns, 5)
-    assert video_packets(dp) == 15  # the new program classifies with the same rules
+    assert counted_once(lambda: video_packets(dp), 15) == 15  # the new program classifies with the same rules
     dp.test_run(frame())  # through the handle's program: the new one too
     assert video_packets(dp) == 16
     assert tail_called(instance) == 16  # the entry tail-called the trace program for each frame
@@ -209,7 +210,7 @@ def test_every_frame_sent_while_programs_are_swapped_is_classified(ns, dataplane
     finally:
         stop.set()
         sender.join()
-    assert video_packets(dp) == sum(sent)
+    assert counted_once(lambda: video_packets(dp), sum(sent)) == sum(sent)
     assert tail_called(instance) == (sum(sent) if tracing else 0)
 
 
@@ -231,7 +232,7 @@ def test_a_failed_upgrade_leaves_the_running_program_attached_and_pinned(ns, dat
     assert pinned_prog_id(instance) == running
     assert dp.status()["programs"] == pinned_programs(instance) == programs  # the tail target too
     send(ns, 3)
-    assert video_packets(dp) == 3
+    assert counted_once(lambda: video_packets(dp), 3) == 3
     assert dp.reload()[1] != running  # nothing was left half done
 
 

@@ -5,6 +5,7 @@ once its tunnels are taken off (scapy's reading of it, for the decapsulating cop
 from __future__ import annotations
 
 import time
+from typing import Callable
 
 from scapy.layers.l2 import Ether
 
@@ -24,6 +25,16 @@ def wait_for(capture: Capture, wanted: bytes, count: int, timeout: float = ARRIV
     while received(capture, wanted) < count and time.monotonic() < deadline:
         time.sleep(0.01)
     return received(capture, wanted)
+
+
+def counted_once(read: Callable[[], int], expected: int, timeout: float = ARRIVAL_TIMEOUT_S) -> int:
+    """What `read` (a counter of frames sent) says once it reaches `expected`, or when the timeout
+    passed: XDP counts a frame as the veth's NAPI gets to it, which on a loaded machine may be after
+    the send returned."""
+    deadline = time.monotonic() + timeout
+    while (seen := read()) < expected and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return seen
 
 
 def decapsulated(frame: bytes, inner: bytes) -> bytes:
