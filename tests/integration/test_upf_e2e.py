@@ -56,6 +56,7 @@ HTTP_PORT, ECHO_PORT = 8080, 7000
 GNB1_TEID, GNB2_TEID = 0x100, 0x200
 ETHERNET = 14
 STREAM_PPS = 400
+CATCH_UP = 32  # frames an EchoStream sends back to back at most (a round is 5 ms: 16 times the rate)
 DEADLINE_S = 30.0  # the longest any one step may take on two loaded cores; none waits it out
 ACCEPTED = 1
 
@@ -283,7 +284,9 @@ class EchoStream:
     def _send(self) -> None:
         started = time.monotonic()
         while not self._halt.is_set():
-            due = int((time.monotonic() - started) * self.rate_pps)
+            # what is due, at most CATCH_UP a round: after a stall (the restart's start-up takes the
+            # cores) what is owed goes out over some rounds, not as one burst into the TUN's queue
+            due = min(int((time.monotonic() - started) * self.rate_pps), self.sent + CATCH_UP)
             while self.sent < due:
                 self.client.send(self.sent.to_bytes(4, "big") * 16)
                 self.sent += 1
