@@ -83,7 +83,7 @@ def measure(obj: Path, frames: int, rate_asked: str, loaded: bool) -> dict:
     pps = float("inf") if rate_asked == MAX else float(rate_asked)
     with protected_site(obj, STREAMS, RECOVERY, cpu=0) as (site, a, b, talker, capture), background_load(loaded):
         start = time.monotonic()
-        talker.send(frames, pps)
+        talker.send(frames, pps, catch_up_s=None)  # the rate asked for kept, as measured before
         sent_pps = frames / (time.monotonic() - start)
         arrived = capture.wait_for(frames, timeout=60)
         latencies = list(capture.latencies)
