@@ -37,6 +37,6 @@ def test_a_reconcile_takes_away_the_uplink_of_a_path_no_session_has(atsss, kerne
         paths = ObjectTables(atsss.obj).table("dpp_atsss_paths")
         assert paths.get(c_uint32(LEFT_SLOT)).family == 0, "the slot emptied"
         assert [paths.get(c_uint32(slot)).family for slot in kept.slots] == [4, 4], "the session's paths stay"
-    finally:  # the module's program is the next test's: nothing of this one left in it
+    finally:  # the entry taken out of the module's program even when the test fails
         if ObjectTables(atsss.obj).table("dpp_atsss_uplink").get(uplink_key(LEFT)) is not None:
             atsss.delete_uplink(LEFT)

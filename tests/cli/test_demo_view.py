@@ -195,21 +195,9 @@ def test_the_report_has_each_cpu_the_forwarded_traffic_and_each_decision_once(ov
     assert view.report(figures)[4:] == []  # reported once
 
 
-class FakeSession:
-    """Snapshots as a Demo would take them, one per call."""
-
-    def __init__(self) -> None:
-        self.calls = 0
-
-    def snapshot(self, note: str = "") -> Snapshot:
-        self.calls += 1
-        return snapshot(float(self.calls), priority=100 * self.calls, steered=(400 * self.calls, 300 * self.calls),
-                        forward=100 * self.calls, passed=0, decisions=min(self.calls, 2))
-
-
 class SteppedTime:
     """The demo's clock and sleep, time passing only as it sleeps: the ticks do not depend on how
-    soon a loaded machine wakes the loop (a wake-up 1.1 s late skipped a tick)."""
+    soon a loaded machine wakes the loop (on the real clock a wake-up 1.1 s late would skip a tick)."""
 
     def __init__(self) -> None:
         self.now = 1000.0
@@ -221,10 +209,25 @@ class SteppedTime:
         self.now += seconds
 
 
+class FakeSession:
+    """Snapshots as a Demo would take them, one per call; each taking `work` of `clock`'s time."""
+
+    def __init__(self, clock: SteppedTime, work: float) -> None:
+        self.calls = 0
+        self.clock, self.work = clock, work
+
+    def snapshot(self, note: str = "") -> Snapshot:
+        self.calls += 1
+        self.clock.sleep(self.work)
+        return snapshot(float(self.calls), priority=100 * self.calls, steered=(400 * self.calls, 300 * self.calls),
+                        forward=100 * self.calls, passed=0, decisions=min(self.calls, 2))
+
+
 def test_without_a_terminal_the_demo_prints_a_report_every_period(capsys, monkeypatch):
-    session = FakeSession()
+    clock = SteppedTime()
+    session = FakeSession(clock, work=0.4)  # the ticks keep to the period, whatever a snapshot takes
     console = Console(file=io.StringIO())  # not a terminal
-    monkeypatch.setattr(demo_cli, "time", SteppedTime())
+    monkeypatch.setattr(demo_cli, "time", clock)
     demo_cli.watch(console, session, duration=2.5, toggle_every=None, report_every=1.0)
     out = capsys.readouterr().out.splitlines()
     assert session.calls == 3  # at once (where the rates start), then every second

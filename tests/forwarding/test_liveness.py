@@ -25,7 +25,7 @@ from netapp.forwarding.liveness import (
 )
 
 # A probe every 200 ms, down after three unanswered: the prober, the peer and the test share one
-# process, and a thread held 150 ms (50 ms probes) on a loaded machine made a node flap.
+# process, and a thread held 150 ms (50 ms probes) on a loaded machine could make a node flap.
 INTERVAL_S = 0.2
 MULTIPLIER = 3
 WAIT_S = 10.0  # a loaded machine: generous, and only ever waited out on failure

@@ -294,6 +294,7 @@ def clock_status_once(dp: Dataplane, state: str, timeout_s: float = 5.0) -> dict
     deadline = time.monotonic() + timeout_s
     status = dp.status()["clock"]
     while status["state"] != state and time.monotonic() < deadline:
+        time.sleep(0.001)  # the CPU left to the timer's softirq
         status = dp.status()["clock"]
     return status
 
