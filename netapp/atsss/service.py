@@ -172,6 +172,14 @@ def applied_with_flows(rules: Optional[FunctionRules], old: Rules, new: Rules,
     return undo
 
 
+def owed_after(owed: Optional[Moved], moved: Moved) -> Moved:
+    """What a reconcile owed carries once another put back was refused: its `moved` over what was
+    owed before (read later, so newer where both read an entry)."""
+    if owed is None:
+        return moved
+    return Moved({**owed.sessions, **moved.sessions}, {**owed.paths, **moved.paths})
+
+
 def retired_slots(maps: Optional[AtsssMaps]) -> frozenset[int]:
     """The path slots the maps hold emptied with no wait since (AtsssMaps.retired_slots), which new
     paths pass over (admission.slots_for)."""
@@ -195,7 +203,7 @@ class Atsss:
         self._ifindex = ifindex
         self._clock = clock
         self._lock = threading.Lock()  # one change of the maps at a time
-        self._owed: Optional[str] = None  # why the maps are not the store's (a put back refused): reconcile them
+        self._owed: Optional[Moved] = None  # the maps not the store's (a put back refused): what to carry back
         self.unserved: dict[str, str] = {}  # "<tenant>/<name>" -> why it is stored but not in the maps
         self._groups = TxGroups(ifindex)  # the redundant sessions' groups of ports
         # The sessions in the maps, for the telemetry's polls: loaded from the store once, then kept
@@ -417,7 +425,8 @@ class Atsss:
         with self._lock:
             self._reconcile()
 
-    def _reconcile(self) -> None:
+    def _reconcile(self, carried: Optional[Moved] = None) -> None:
+        """`reconcile`, under the lock; `carried`: what a refused put back was to carry (`_owed`)."""
         assert self._maps is not None
         self.unserved = {}
         self._served = None
@@ -425,7 +434,9 @@ class Atsss:
         with namespace(self._netns):
             plan = self._groups.adopt(self._maps, sessions)
             self._groups.write(plan, self._maps, self._program_fd)
-            self._maps.sync(self._tables(sessions, None))
+            tables = self._tables(sessions, None)
+            tables.carry(carried or Moved())
+            self._maps.sync(tables)
             self._groups.clear(plan, self._maps)
         self._owed = None
 
@@ -474,15 +485,13 @@ class Atsss:
         """A change's locks (`rules`: the classifier's too, between ours and the store's as every change
         of the classifier takes it: one order, no deadlock with the intents') and its store transaction
         (undone_on_failure); the maps reconciled first where an earlier change's put back was refused
-        (`_owed`): a fault heals at the next change, not at a restart. A reconcile refused too is
-        logged and the change goes on (its own sync may free what the reconcile lacked; the UPF's
-        applier refuses the change instead), each change trying again while it fails: a whole
-        reconcile under the locks each time. The DCCP numbers and counts the refused put back was to
-        carry are not carried: sessions and paths it left out are written anew, as a restart would."""
+        (`_owed`, whose MP_SEQ and DCCP numbers it carries): a fault heals at the next change. One
+        refused too is logged and the change goes on (its sync may free what the reconcile lacked; the
+        UPF's applier refuses instead), the next trying again: a whole reconcile under the locks."""
         with self._lock, (self.rules.lock if rules and self.rules is not None else nullcontext()):
             if self._owed is not None and self._maps is not None:
                 try:
-                    self._reconcile()
+                    self._reconcile(self._owed)
                 except DataplaneError as exc:
                     log.error("ATSSS's maps are still not the store's (%s): the next change tries again", exc)
             with undone_on_failure(self.store) as undos:
@@ -546,7 +555,7 @@ class Atsss:
                 self._maps.sync(tables, found.ues, found.slots)
                 self._groups.clear(plan, self._maps)
             except DataplaneError as exc:
-                self._owed = str(exc)
+                self._owed = owed_after(self._owed, found.moved)
                 log.error("ATSSS's maps could not be put back after a failed change (%s): the next change "
                           "reconciles them first", exc)
 

@@ -10,7 +10,7 @@ from typing import Any, Optional
 
 import pytest
 
-from netapp.atsss.index import SessionIndex
+from netapp.atsss.index import MP_SEQ_SKIP, SessionIndex
 from netapp.atsss.service import Atsss
 from netapp.dataplane.errors import DataplaneError
 from netapp.dataplane.facade import Dataplane
@@ -359,3 +359,37 @@ def test_a_change_whose_reconcile_is_refused_goes_on_and_the_next_heals(store, c
 
 def stored_slots(atsss: Atsss, name: str) -> list[int]:
     return next(session.slots for session in atsss.list_sessions(ADMIN) if session.name == name)
+
+
+def test_the_heal_carries_the_numbers_the_refused_put_back_was_to_carry(store):
+    """A delete refused at its last write (the gate), its put back refused as it writes the paths
+    back: the session deleted from the maps, its paths emptied, the store holding it still. The next
+    change's reconcile writes them back with the DCCP numbers packets took (40 each) and the
+    session's MP_SEQ counting on past MP_SEQ_SKIP, as the put back would have: not from 0, which the
+    UE's receiver has seen on these subflows already."""
+    dpp = FakeDpp()
+    fake = Dataplane(dpp)
+    atsss = Atsss.start(store, fake.table)
+    made, _ = atsss.put_session(ADMIN, "a", spec((1, 2), ue="10.45.0.5", name="a"))
+    for slot in made.slots:
+        took_numbers(fake, slot, 40)
+    update, refused = dpp.table_update, []
+
+    def refusing(name: str, keys: Any, values: Any, flags: int = 0) -> None:
+        if (name, refused) in (("dpp_atsss_gate", []), ("dpp_atsss_paths", ["dpp_atsss_gate"])):
+            refused.append(name)
+            raise DataplaneError(errno.E2BIG, f"dpp_table_update({name})")
+        update(name, keys, values, flags)
+
+    dpp.table_update = refusing  # type: ignore[method-assign]
+    with pytest.raises(DataplaneUnavailable):
+        atsss.delete_session(ADMIN, "a")
+    paths = fake.table("dpp_atsss_paths")
+    assert refused == ["dpp_atsss_gate", "dpp_atsss_paths"], "the case: the put back refused"
+    assert [paths.get(c_uint32(slot)).family for slot in made.slots] == [0, 0]
+    assert SessionIndex(fake.table).get(session_key("10.45.0.5")) is None
+    atsss.put_session(ADMIN, "b", spec((3, 4), ue="10.45.0.9", name="b"))
+    assert [(paths.get(c_uint32(slot)).family, paths.get(c_uint32(slot)).dccp_seq) for slot in made.slots] \
+        == [(4, 40), (4, 40)]
+    back = SessionIndex(fake.table).get(session_key("10.45.0.5"))
+    assert back is not None and back.mp_seq >= MP_SEQ_SKIP
