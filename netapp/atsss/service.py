@@ -64,6 +64,7 @@ from netapp.atsss.models import (
 )
 from netapp.atsss.readings import (MeasuredLoss, PathKey, PathReading, path_key, path_readings, session_counters,
                                    unchanged)
+from netapp.atsss.reclaim import subflow
 from netapp.atsss.resolve import Unresolved, path_macs
 from netapp.atsss.scope import check_scope
 from netapp.atsss.table import (
@@ -172,12 +173,13 @@ def applied_with_flows(rules: Optional[FunctionRules], old: Rules, new: Rules,
     return undo
 
 
-def owed_after(owed: Optional[Moved], moved: Moved) -> Moved:
-    """What a reconcile owed carries once another put back was refused: its `moved` over what was
-    owed before (read later, so newer where both read an entry)."""
-    if owed is None:
-        return moved
-    return Moved({**owed.sessions, **moved.sessions}, {**owed.paths, **moved.paths})
+def carried_into(tables: AtsssTables, moved: Moved) -> Moved:
+    """Of `moved` (what a refused put back was to carry), the paths whose slot `tables` fills with
+    the same subflow: numbers and counts go to no other subflow's path (another UE's, maybe another
+    tenant's); the sessions (by UE) as they are."""
+    paths = {slot: path for slot, path in moved.paths.items()
+             if slot in tables.paths and subflow(tables.paths[slot]) == subflow(path)}
+    return Moved(dict(moved.sessions), paths)
 
 
 def retired_slots(maps: Optional[AtsssMaps]) -> frozenset[int]:
@@ -423,7 +425,7 @@ class Atsss:
         """The maps hold the stored sessions the node can serve, and no other; the rest are logged
         and told in `unserved`."""
         with self._lock:
-            self._reconcile()
+            self._reconcile(self._owed)
 
     def _reconcile(self, carried: Optional[Moved] = None) -> None:
         """`reconcile`, under the lock; `carried`: what a refused put back was to carry (`_owed`)."""
@@ -435,7 +437,7 @@ class Atsss:
             plan = self._groups.adopt(self._maps, sessions)
             self._groups.write(plan, self._maps, self._program_fd)
             tables = self._tables(sessions, None)
-            tables.carry(carried or Moved())
+            tables.carry(carried_into(tables, carried or Moved()))
             self._maps.sync(tables)
             self._groups.clear(plan, self._maps)
         self._owed = None
@@ -485,15 +487,15 @@ class Atsss:
         """A change's locks (`rules`: the classifier's too, between ours and the store's as every change
         of the classifier takes it: one order, no deadlock with the intents') and its store transaction
         (undone_on_failure); the maps reconciled first where an earlier change's put back was refused
-        (`_owed`, whose MP_SEQ and DCCP numbers it carries): a fault heals at the next change. One
-        refused too is logged and the change goes on (its sync may free what the reconcile lacked; the
-        UPF's applier refuses instead), the next trying again: a whole reconcile under the locks."""
+        (`_owed`, whose MP_SEQ and DCCP numbers it carries): a fault heals at the next change. One refused
+        too refuses the change, as the UPF's do: none is made over maps unlike the store (nor owed twice)."""
         with self._lock, (self.rules.lock if rules and self.rules is not None else nullcontext()):
             if self._owed is not None and self._maps is not None:
                 try:
                     self._reconcile(self._owed)
-                except DataplaneError as exc:
-                    log.error("ATSSS's maps are still not the store's (%s): the next change tries again", exc)
+                except DataplaneError as exc:  # the next change tries again
+                    raise DataplaneUnavailable(f"the data plane refused the ATSSS maps' reconcile, owed since "
+                                               f"a refused change: {exc}") from exc
             with undone_on_failure(self.store) as undos:
                 yield undos
 
@@ -555,7 +557,7 @@ class Atsss:
                 self._maps.sync(tables, found.ues, found.slots)
                 self._groups.clear(plan, self._maps)
             except DataplaneError as exc:
-                self._owed = owed_after(self._owed, found.moved)
+                self._owed = found.moved  # none owed before: a change runs only once the maps are healed
                 log.error("ATSSS's maps could not be put back after a failed change (%s): the next change "
                           "reconciles them first", exc)
 

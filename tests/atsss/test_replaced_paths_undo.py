@@ -11,14 +11,19 @@ from typing import Any, Optional
 import pytest
 
 from netapp.atsss.index import MP_SEQ_SKIP, SessionIndex
-from netapp.atsss.service import Atsss
+from netapp.atsss.service import Atsss, carried_into
+from netapp.atsss.table import AtsssTables, Moved
 from netapp.dataplane.errors import DataplaneError
 from netapp.dataplane.facade import Dataplane
 from netapp.dataplane.fake import FakeDpp
 from netapp.service.contract import DataplaneUnavailable
-from tests.atsss.atsss import session_key
+from tests.atsss.atsss import PathSpec, path_value, session_key
 from tests.atsss.test_changes_in_flight import ADMIN, UE
 from tests.atsss.test_replaced_paths import peer, peer_in, spec
+
+
+LEFT_A = PathSpec("192.0.2.50", "198.51.100.50", sport=5050, dport=6050)
+LEFT_B = PathSpec("192.0.2.51", "198.51.100.51", sport=5051, dport=6051)
 
 
 def refuse_once(dpp: FakeDpp, table: str) -> None:
@@ -342,19 +347,30 @@ def test_the_next_change_reconciles_the_maps_a_refused_undo_left(store, caplog, 
     assert "the next change reconciles them first" in caplog.text
 
 
-def test_a_change_whose_reconcile_is_refused_goes_on_and_the_next_heals(store, caplog):
-    """The reconcile owed refused too: logged, the change made all the same (its own sync may free
-    what the reconcile lacked), the reconcile still owed; the change after it heals the maps."""
+def test_a_change_whose_reconcile_is_refused_is_refused_and_the_next_heals(store):
+    """The reconcile owed refused too: the change refused (503), the store without it, as
+    the UPF's and the intents' changes are: no change is made over maps unlike the store (whose
+    numbers a later heal would carry into the wrong paths). The change after it heals the maps."""
     dpp = FakeDpp()
     fake, atsss = a_refused_undo_leaving_slots_full(store, dpp)
     paths = fake.table("dpp_atsss_paths")
     refuse_once(dpp, "dpp_atsss_paths")
-    made, _ = atsss.put_session(ADMIN, "b", spec((3, 4), ue="10.45.0.9", name="b"))
-    assert "still not the store's" in caplog.text and stored_slots(atsss, "b") == made.slots
-    atsss.put_session(ADMIN, "c", spec((5, 6), ue="10.45.0.10", name="c"))
-    held = sorted(made.slots + stored_slots(atsss, "c"))
-    assert sorted(int(slot) for slot, path in paths.items() if path.family) == held
-    assert sorted(value.path for _, value in fake.table("dpp_atsss_uplink").items()) == held
+    with pytest.raises(DataplaneUnavailable, match="reconcile, owed since a refused change"):
+        atsss.put_session(ADMIN, "b", spec((3, 4), ue="10.45.0.9", name="b"))
+    assert atsss.list_sessions(ADMIN) == []
+    made, _ = atsss.put_session(ADMIN, "c", spec((5, 6), ue="10.45.0.10", name="c"))
+    assert sorted(int(slot) for slot, path in paths.items() if path.family) == sorted(made.slots)
+    assert sorted(value.path for _, value in fake.table("dpp_atsss_uplink").items()) == sorted(made.slots)
+
+
+def test_a_heal_carries_a_path_s_numbers_into_a_path_of_the_same_subflow_only():
+    """carried_into: what a refused put back read of a slot goes to the path the store has there if
+    it is the same subflow (another access or state may differ), to no other subflow's."""
+    read = Moved({}, {1: path_value(LEFT_A, dccp_seq=40), 2: path_value(LEFT_A, dccp_seq=40)})
+    tables = AtsssTables()
+    tables.paths = {1: path_value(LEFT_A), 2: path_value(LEFT_B), 3: path_value(LEFT_A)}
+    assert list(carried_into(tables, read).paths) == [1]
+    assert carried_into(tables, read).paths[1].dccp_seq == 40
 
 
 def stored_slots(atsss: Atsss, name: str) -> list[int]:
