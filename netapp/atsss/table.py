@@ -337,8 +337,9 @@ class AtsssMaps:
         holds them (a path written before its session was refused is not led to by any session);
         with every UE, every slot holding a path and every uplink entry too (the maps hold the
         sessions of `tables` and nothing else: a refused undo may have left a path and its uplink
-        entry, whose UE's packets would go on to the data network). Returns the paths it emptied as read just before (slot -> path): an undo writes them again
-        with the DCCP numbers and counts packets moved up to then, not those of an earlier read. A
+        entry, whose UE's packets would go on to the data network). Returns the paths it emptied as
+        read just before (slot -> path): an undo writes them again with the DCCP numbers and counts
+        packets moved up to then, not those of an earlier read. A
         slot a session leads to that is given a new subflow is written first (netapp.atsss.reclaim).
         DataplaneError when the maps refuse: the caller syncs what it had before."""
         if ues is None:  # every slot holding a path: a refused undo may have left some full
