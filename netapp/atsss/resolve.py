@@ -1,15 +1,22 @@
 """The Ethernet addresses of a path that names an interface instead of giving them: the interface's
 own address (the source) and the kernel's neighbour entry of the path's peer there (the next hop),
-both asked in the calling thread's network namespace."""
+both asked in the calling thread's network namespace; and the sessions' entries made of them
+(`resolved_tables`), the sessions whose addresses are not found left out."""
 
 from __future__ import annotations
 
 import json
+import logging
+import socket
 import subprocess
-from typing import Optional
+from typing import Callable, Optional
 
-from netapp.atsss.models import AtsssPath
+from netapp.atsss.models import AtsssPath, AtsssSession
+from netapp.atsss.table import AtsssTables, Macs
 from netapp.routing.neighbours import device_mac, resolve
+from netapp.service.contract import InvalidInput
+
+log = logging.getLogger(__name__)
 
 
 class Unresolved(LookupError):
@@ -52,3 +59,38 @@ def path_macs(path: AtsssPath, index: int, ifindex: Optional[int]) -> tuple[str,
         raise Unresolved(where, f"no neighbour entry of peer {path.peer} on {path.interface!r} yet: the kernel "
                          "was asked to resolve it; write the session again, or give next_hop_mac")
     return source, next_hop
+
+
+def interface_index(name: str) -> Optional[int]:
+    try:
+        return socket.if_nametoindex(name)
+    except OSError:
+        return None
+
+
+def resolve_macs(session: AtsssSession, index: int, ifindex: Optional[int]) -> Macs:
+    return path_macs(session.paths[index], index, ifindex)
+
+
+def resolved_tables(sessions: list[AtsssSession], changed: Optional[AtsssSession],
+                    macs_of: Callable[[AtsssSession], list[Macs]], group_of: Callable[[AtsssSession], int],
+                    unserved: Optional[dict[str, str]]) -> AtsssTables:
+    """The entries of `sessions` whose paths' MACs are found (`macs_of`), each naming its group of
+    ports (`group_of`); `changed`'s not found are the caller's error (InvalidInput naming the path),
+    any other's leave it out, told in `unserved` and logged (None: told nowhere, as a put back's are);
+    a session found is taken out of it."""
+    tables = AtsssTables()
+    for session in sessions:
+        key = f"{session.tenant}/{session.name}"
+        try:
+            tables.add(session, macs_of(session), group_of(session))
+        except Unresolved as exc:
+            if changed is not None and (session.tenant, session.name) == (changed.tenant, changed.name):
+                raise InvalidInput(str(exc), field=exc.field) from None
+            if unserved is not None:
+                unserved[key] = f"{exc.field}: {exc}"
+                log.warning("ATSSS session %s is stored but not in the data path: %s", key, unserved[key])
+            continue
+        if unserved is not None:
+            unserved.pop(key, None)
+    return tables

@@ -29,7 +29,6 @@ their ports once the program is loaded (`program_fd`).
 from __future__ import annotations
 
 import logging
-import socket
 import threading
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
@@ -65,7 +64,7 @@ from netapp.atsss.models import (
 from netapp.atsss.readings import (MeasuredLoss, PathKey, PathReading, path_key, path_readings, session_counters,
                                    unchanged)
 from netapp.atsss.reclaim import subflow
-from netapp.atsss.resolve import Unresolved, path_macs
+from netapp.atsss.resolve import interface_index, resolve_macs, resolved_tables
 from netapp.atsss.scope import check_scope
 from netapp.atsss.table import (
     AtsssMaps,
@@ -96,17 +95,6 @@ log = logging.getLogger(__name__)
 
 PathMacs = Callable[[AtsssSession, int, Optional[int]], Macs]
 MtsKey = tuple[str, str]  # (tenant, MTS session)
-
-
-def interface_index(name: str) -> Optional[int]:
-    try:
-        return socket.if_nametoindex(name)
-    except OSError:
-        return None
-
-
-def resolve_macs(session: AtsssSession, index: int, ifindex: Optional[int]) -> Macs:
-    return path_macs(session.paths[index], index, ifindex)
 
 
 def patched(current: AtsssSession, patch: AtsssSessionPatch) -> AtsssSessionSpec:
@@ -180,6 +168,19 @@ def carried_into(tables: AtsssTables, moved: Moved) -> Moved:
     paths = {slot: path for slot, path in moved.paths.items()
              if slot in tables.paths and subflow(tables.paths[slot]) == subflow(path)}
     return Moved(dict(moved.sessions), paths)
+
+
+def paths_read(maps: AtsssMaps, sessions: list[AtsssSession]) -> list[PathReading]:
+    """Each path of `sessions` as the maps hold it (its value, counters and loss estimate), in one
+    batch read of each map, in the caller's namespace."""
+    slots = [slot for session in sessions for slot in session.slots]
+    values, counts, losses = maps.paths(slots), maps.stats(slots), maps.losses(slots)
+    readings, start = [], 0
+    for session in sessions:
+        end = start + len(session.slots)
+        readings += path_readings(session, values[start:end], counts[start:end], losses[start:end])
+        start = end
+    return readings
 
 
 def retired_slots(maps: Optional[AtsssMaps]) -> frozenset[int]:
@@ -313,15 +314,8 @@ class Atsss:
 
     def _readings(self, sessions: list[AtsssSession]) -> list[PathReading]:
         assert self._maps is not None
-        slots = [slot for session in sessions for slot in session.slots]
         with namespace(self._netns):
-            values, counts, losses = self._maps.paths(slots), self._maps.stats(slots), self._maps.losses(slots)
-        readings, start = [], 0
-        for session in sessions:
-            end = start + len(session.slots)
-            readings += path_readings(session, values[start:end], counts[start:end], losses[start:end])
-            start = end
-        return readings
+            return paths_read(self._maps, sessions)
 
     # --- changes -------------------------------------------------------------------------------
 
@@ -419,7 +413,21 @@ class Atsss:
                                             lambda: self._apply(before, after, None)))
         return True
 
-    # --- start ---------------------------------------------------------------------------------
+    # --- start and reload ----------------------------------------------------------------------
+
+    def requeue(self) -> None:
+        """The redundant sessions' groups of ports run the instance's copy programs again, after a
+        reload replaced them (a DEVMAP entry holds the program it was written with): under the lock,
+        so that a change's new ports are not written over with those read before it."""
+        if self._maps is not None and self._program_fd is not None:
+            with self._lock, namespace(self._netns):
+                self._maps.requeue(self._program_fd)
+
+    def heal_status(self) -> str:
+        """"ok", or that the maps are unlike the store until the next change heals them (readiness)."""
+        if self._owed is None:
+            return "ok"
+        return "the ATSSS maps could not be put back after a refused change: the next change reconciles them first"
 
     def reconcile(self) -> None:
         """The maps hold the stored sessions the node can serve, and no other; the rest are logged
@@ -565,22 +573,10 @@ class Atsss:
                 groups: Optional[dict[PortNames, int]] = None) -> AtsssTables:
         """The entries of `sessions` whose paths' MACs are found, naming their groups of ports
         (`groups`, else the current ones); `changed`'s not found are the caller's error, any other's
-        leave it out (unserved)."""
-        tables = AtsssTables()
-        for session in sessions:
-            key = f"{session.tenant}/{session.name}"
-            try:
-                tables.add(session, self._session_macs(session), self._groups.group_of(session, groups))
-            except Unresolved as exc:
-                if changed is not None and (session.tenant, session.name) == (changed.tenant, changed.name):
-                    raise InvalidInput(str(exc), field=exc.field) from None
-                if not quiet:
-                    self.unserved[key] = f"{exc.field}: {exc}"
-                    log.warning("ATSSS session %s is stored but not in the data path: %s", key, self.unserved[key])
-                continue
-            if not quiet:
-                self.unserved.pop(key, None)
-        return tables
+        leave it out (unserved; `quiet`: told nowhere, as a put back's)."""
+        return resolved_tables(sessions, changed, self._session_macs,
+                               lambda session: self._groups.group_of(session, groups),
+                               None if quiet else self.unserved)
 
     def _session_macs(self, session: AtsssSession) -> list[Macs]:
         if self._maps is None:
