@@ -169,16 +169,19 @@ def _frer(settings: Settings, service: IntentService) -> Optional[Any]:
 
 
 def _atsss(settings: Settings, service: IntentService) -> Optional[Any]:
-    """ATSSS's sessions over the service's data plane: the stored sessions in its maps (None without
-    a data plane: the API then keeps the sessions in the store only)."""
+    """ATSSS's sessions over the service's data plane: the stored sessions in its maps, its copy
+    programs requeued by a reload, its heal in /readyz (None without a data plane: the API then
+    keeps the sessions in the store only)."""
     dataplane = getattr(service, "dataplane", None)
     if dataplane is None:
         return None
     from netapp.atsss.service import Atsss
 
-    return Atsss.start(service.store, dataplane.table, settings.netns,  # type: ignore[attr-defined]
-                       program_fd=dataplane.program_fd,  # type: ignore[attr-defined]
-                       rules=service.function_rules("atsss"))  # type: ignore[attr-defined]
+    atsss = Atsss.start(service.store, dataplane.table, settings.netns,  # type: ignore[attr-defined]
+                        program_fd=dataplane.program_fd,  # type: ignore[attr-defined]
+                        rules=service.function_rules("atsss"))  # type: ignore[attr-defined]
+    service.serve_function("atsss", atsss)  # type: ignore[attr-defined]  # a reload requeues its copies
+    return atsss
 
 
 def _atsss_acks(settings: Settings, service: IntentService, atsss: Optional[Any]) -> Optional[Any]:

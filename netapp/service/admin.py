@@ -10,6 +10,8 @@ from typing import Any, Callable, Optional
 
 from netapp.dataplane.binding import DataplaneError
 from netapp.dataplane.facade import host_interfaces, mode_refused
+from netapp.frer.dataplane import FrerDataplane
+from netapp.qos.dispatch import Dispatcher
 from netapp.service.contract import (
     Conflict,
     DataplaneContract,
@@ -163,12 +165,18 @@ class AdminService(DataplaneContract):
                     f"the program was not replaced, the previous one still runs: {exc}"
                 ) from exc
             log.info("data plane program replaced: id %d -> %d", before, after)
-            return {
+            Dispatcher(self._state.dataplane).requeue()  # the new worker program in its queues
+            FrerDataplane(self._state.dataplane).requeue()  # the new egress program on FRER's ports
+            self._state.dataplane.copy_groups.requeue()  # and on the ports that decapsulate copies
+            reloaded = {
                 "previous_program_id": before,
                 "program_id": after,
                 "interfaces": [view["name"] for view in self.interface_views() if view["attached"]],
                 "duration_ms": round((time.monotonic() - started) * 1000, 3),
             }
+        for function in self._state.own_locked.values():  # ATSSS's copy programs: its lock comes before ours
+            function.requeue()
+        return reloaded
 
     # --- status and statistics -------------------------------------------------------------------
 

@@ -36,7 +36,6 @@ from concurrent.futures import Future
 from datetime import datetime, timezone
 from typing import Any, Callable, Mapping, Optional
 
-from netapp.atsss.table import AtsssMaps
 from netapp.core.config import Settings
 from netapp.dataplane.binding import DataplaneError
 from netapp.dataplane.facade import Dataplane
@@ -46,14 +45,12 @@ from netapp.forwarding.service import AlternativesService
 from netapp.intents.compiler import CompiledDocument, CompiledRule, CompileError, SharedPolice, redirect_ports, rule_tunnels
 from netapp.intents.index import RuleIndex
 from netapp.intents.models import Intent, LegacyMessage
-from netapp.frer.dataplane import FrerDataplane
 from netapp.frer.service import Frer
 from netapp.mec.app_service import MecAppService
 from netapp.mec.bwm_service import BwmService
 from netapp.mec.onboarding import AppdOnboarding
 from netapp.mec.service import MecService
 from netapp.mec.services import MecServices
-from netapp.qos.dispatch import Dispatcher
 from netapp.qos.dispatch import apply_settings as apply_dispatch
 from netapp.qos.service import RulePolicerViews
 from netapp.qos.slices import with_slice_police
@@ -81,7 +78,7 @@ from netapp.service.function_rules import FunctionRules
 from netapp.service.intents import IntentsService
 from netapp.service.rules import rule_id, split_rule_id
 from netapp.service.slices import SliceService
-from netapp.service.state import ServiceState
+from netapp.service.state import OwnLocked, ServiceState
 from netapp.service.store import Store, StoreError
 from netapp.steering.models import CpuSpec
 from netapp.steering.service import CpuService
@@ -155,6 +152,11 @@ class NetAppService(IntentService):
     def lock(self) -> Any:
         """The lock every change holds: FRER's service takes it too where intents protect their flows."""
         return self._state.lock
+
+    def serve_function(self, name: str, function: OwnLocked) -> None:
+        """Network function `name` (ATSSS) writes this service's maps under a lock of its own, taken
+        before the service's: a reload requeues its programs once ours is let go; /readyz shows its heal."""
+        self._state.own_locked[name] = function
 
     def protect_with(self, frer: Frer) -> None:
         """Intents' protected streams (action.protect) go through `frer`, over the node's FRER maps;
@@ -244,7 +246,7 @@ class NetAppService(IntentService):
 
     def health(self) -> Health:
         """Ready when the store is open and the maps are reconciled; the other checks inform."""
-        checks = dict(self._state.checks)
+        checks = {**self._state.checks, **{name: f.heal_status() for name, f in self._state.own_locked.items()}}
         essential = ("store", "dataplane", "reconcile")
         ready = self._state.started and all(checks.get(name) == "ok" for name in essential)
         return Health(ready=ready, checks=checks)
@@ -489,13 +491,7 @@ class NetAppService(IntentService):
         self._admin.detach(who, interface)
 
     def reload_dataplane(self, who: Principal) -> dict[str, Any]:
-        reloaded = self._admin.reload_dataplane(who)
-        with self._state.exclusive():
-            Dispatcher(self._state.dataplane).requeue()  # the new worker program in its queues
-            FrerDataplane(self._state.dataplane).requeue()  # the new egress program on FRER's ports
-            self._state.dataplane.copy_groups.requeue()  # and on the ports that decapsulate copies
-            AtsssMaps(self._state.dataplane.table).requeue(self._state.dataplane.program_fd)  # and copy programs
-        return reloaded
+        return self._admin.reload_dataplane(who)
 
     def stats(self, who: Principal) -> dict[str, Any]:
         return self._admin.stats(who)

@@ -14,7 +14,7 @@ import errno
 import socket
 import threading
 from datetime import datetime
-from typing import Callable, Iterator, Mapping, Optional, TypeVar
+from typing import Callable, Iterator, Mapping, Optional, Protocol, TypeVar
 
 from netapp.core.addresses import Address, node_addresses
 from netapp.core.config import Settings
@@ -40,6 +40,17 @@ from netapp.service.transaction import RuleChange, SiteChange, Transactions, Whe
 from netapp.tenancy.policy import TenantPolicy
 
 T = TypeVar("T")
+
+
+class OwnLocked(Protocol):
+    """A network function that writes the service's maps under a lock of its own, taken before the
+    service's where it takes both (ATSSS: its MTS sessions' flow rules)."""
+
+    def requeue(self) -> None:
+        """Its ports run the reloaded instance's programs (under its own lock)."""
+
+    def heal_status(self) -> str:
+        """"ok", or why its maps are unlike the store (a /readyz check, not one readiness needs)."""
 
 
 class ServiceState:
@@ -77,6 +88,7 @@ class ServiceState:
         from netapp.service.protection import Protection
 
         self.protection = Protection(lambda: self.store)  # the intents' FRER streams
+        self.own_locked: dict[str, OwnLocked] = {}  # by name (NetAppService.serve_function)
         self.transactions = Transactions(self.exclusive, lambda: self.store, self.require_started)
 
     @property

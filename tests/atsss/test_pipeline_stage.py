@@ -34,6 +34,7 @@ from netapp.atsss.table import AtsssMaps, address_words
 from netapp.dataplane.abi import Prog
 from netapp.dataplane.facade import Dataplane
 from netapp.service.contract import Principal, Scope
+from netapp.service.service import NetAppService
 from netapp.service.store import Store
 from netapp.telemetry.collector import Collector
 from netapp.telemetry.poll import ATSSS_ACK, PointFilter
@@ -44,6 +45,7 @@ from tests.atsss.atsss import PathSpec, decode, path_body, ethernet, expected_fr
 from tests.atsss.uplink import decapsulated, expected_ack, uplink_frame
 from tests.utils.kernel import require_kernel, veth_namespace
 from tests.utils.maps import pinned_instance, second_handle
+from tests.utils.service import settings_for
 
 ETH_P_ALL = 0x0003
 XDP_PASS, XDP_TX = "PASS", "TX"  # the facade's names of the verdicts
@@ -301,22 +303,28 @@ def test_the_ack_sender_sends_the_rings_acks_out_of_the_interface_the_data_came_
 
 
 def test_after_a_reload_the_redundant_ports_run_the_new_copy_programs(tmp_path):
+    """The service's reload (as `netapp serve` composes it) requeues ATSSS's groups of ports, through
+    ATSSS under its own lock, in the node's namespace: the same interfaces, the new programs."""
     require_kernel()
     with pinned_instance("atsss-reload") as instance, veth_namespace("atsss-rl", "acc0", "acc1") as netns:
-        dp = Dataplane.open(instance=instance)
-        store = Store.open(tmp_path / "reload.db", synchronous="NORMAL")
+        service = NetAppService(settings_for(tmp_path, instance=instance, netns=netns))
+        service.start()
         try:
+            dp = service.dataplane
+            atsss = Atsss.start(service.store, dp.table, netns, program_fd=dp.program_fd,
+                                rules=service.function_rules("atsss"))
+            service.serve_function("atsss", atsss)
+            atsss.create_session(ADMIN, "ue7", redundant())
             maps = AtsssMaps(dp.table)
-            Atsss(store, maps, netns=netns, program_fd=dp.program_fd).create_session(ADMIN, "ue7", redundant())
             old = maps.groups_ports()[0]
 
-            dp.reload()
-            maps.requeue(dp.program_fd)
+            service.reload_dataplane(ADMIN)
 
             ids = {p["name"]: p["id"] for p in dp.status()["programs"]}
-            assert maps.groups_ports() == {
-                0: {position: (old[position][0], ids[f"dpp_atsss_copy_{position}"]) for position in old}}
+            ports = [ifindex(netns, name) for name in ("acc0", "acc1")]
+            assert maps.groups_ports() == {0: {position: (ports[position], ids[f"dpp_atsss_copy_{position}"])
+                                               for position in old}}
             assert {bpf_prog for _, bpf_prog in old.values()}.isdisjoint(ids.values()), "the old programs are gone"
+            assert service.health().checks["atsss"] == "ok"
         finally:
-            store.close()
-            dp.close()
+            service.close()
