@@ -95,6 +95,7 @@ log = logging.getLogger(__name__)
 
 PathMacs = Callable[[AtsssSession, int, Optional[int]], Macs]
 MtsKey = tuple[str, str]  # (tenant, MTS session)
+UNHEALED = "the ATSSS maps could not be put back after a refused change: the next change reconciles them first"
 
 
 def patched(current: AtsssSession, patch: AtsssSessionPatch) -> AtsssSessionSpec:
@@ -205,7 +206,7 @@ class Atsss:
         self._macs = macs
         self._ifindex = ifindex
         self._clock = clock
-        self._lock = threading.Lock()  # one change of the maps at a time
+        self._lock = self.lock = threading.Lock()  # one change of the maps at a time; a reload's too
         self._owed: Optional[Moved] = None  # the maps not the store's (a put back refused): what to carry back
         self.unserved: dict[str, str] = {}  # "<tenant>/<name>" -> why it is stored but not in the maps
         self._groups = TxGroups(ifindex)  # the redundant sessions' groups of ports
@@ -416,18 +417,16 @@ class Atsss:
     # --- start and reload ----------------------------------------------------------------------
 
     def requeue(self) -> None:
-        """The redundant sessions' groups of ports run the instance's copy programs again, after a
-        reload replaced them (a DEVMAP entry holds the program it was written with): under the lock,
-        so that a change's new ports are not written over with those read before it."""
+        """The groups of ports run the instance's copy programs again (a DEVMAP entry holds the one it
+        was written with), after a reload replaced them: the reload holds `lock` through both, so no
+        change writes a group between them, nor with a program's fd the reload closes."""
         if self._maps is not None and self._program_fd is not None:
-            with self._lock, namespace(self._netns):
+            with namespace(self._netns):
                 self._maps.requeue(self._program_fd)
 
     def heal_status(self) -> str:
         """"ok", or that the maps are unlike the store until the next change heals them (readiness)."""
-        if self._owed is None:
-            return "ok"
-        return "the ATSSS maps could not be put back after a refused change: the next change reconciles them first"
+        return "ok" if self._owed is None else UNHEALED
 
     def reconcile(self) -> None:
         """The maps hold the stored sessions the node can serve, and no other; the rest are logged
@@ -438,8 +437,7 @@ class Atsss:
     def _reconcile(self, carried: Optional[Moved] = None) -> None:
         """`reconcile`, under the lock; `carried`: what a refused put back was to carry (`_owed`)."""
         assert self._maps is not None
-        self.unserved = {}
-        self._served = None
+        self.unserved, self._served = {}, None
         sessions = stored.load_sessions(self.store)
         with namespace(self._netns):
             plan = self._groups.adopt(self._maps, sessions)
@@ -496,7 +494,7 @@ class Atsss:
         of the classifier takes it: one order, no deadlock with the intents') and its store transaction
         (undone_on_failure); the maps reconciled first where an earlier change's put back was refused
         (`_owed`, whose MP_SEQ and DCCP numbers it carries): a fault heals at the next change. One refused
-        too refuses the change, as the UPF's do: none is made over maps unlike the store (nor owed twice)."""
+        refuses the change, as the UPF's do: none is made over maps unlike the store."""
         with self._lock, (self.rules.lock if rules and self.rules is not None else nullcontext()):
             if self._owed is not None and self._maps is not None:
                 try:

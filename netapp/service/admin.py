@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import socket
@@ -155,28 +156,41 @@ class AdminService(DataplaneContract):
         flow cache). Maps are kept, so the store, the index and the maps stay in step and nothing
         is written to the store; the telemetry sees a new program id and restarts its rates."""
         self._state.require(who, Scope.ADMIN)
-        with self._state.exclusive():
-            self._state.require_started()
-            started = time.monotonic()
-            try:
-                before, after = self._state.dataplane.reload(flow_cache=self._state.settings.flow_cache)
-            except DataplaneError as exc:
-                raise DataplaneUnavailable(
-                    f"the program was not replaced, the previous one still runs: {exc}"
-                ) from exc
-            log.info("data plane program replaced: id %d -> %d", before, after)
+        with contextlib.ExitStack() as locks:
+            for function in self._state.own_locked.values():  # before ours, as their changes take them
+                locks.enter_context(function.lock)
+            with self._state.exclusive():
+                return self._reload()
+
+    def _reload(self) -> dict[str, Any]:
+        """reload_dataplane, every lock held: no change writes a DEVMAP entry with a program's fd that
+        the reload closes, nor between the reload and the requeue that gives the entry the new one."""
+        self._state.require_started()
+        started = time.monotonic()
+        try:
+            before, after = self._state.dataplane.reload(flow_cache=self._state.settings.flow_cache)
+        except DataplaneError as exc:
+            raise DataplaneUnavailable(
+                f"the program was not replaced, the previous one still runs: {exc}"
+            ) from exc
+        log.info("data plane program replaced: id %d -> %d", before, after)
+        try:
             Dispatcher(self._state.dataplane).requeue()  # the new worker program in its queues
             FrerDataplane(self._state.dataplane).requeue()  # the new egress program on FRER's ports
             self._state.dataplane.copy_groups.requeue()  # and on the ports that decapsulate copies
-            reloaded = {
-                "previous_program_id": before,
-                "program_id": after,
-                "interfaces": [view["name"] for view in self.interface_views() if view["attached"]],
-                "duration_ms": round((time.monotonic() - started) * 1000, 3),
-            }
-        for function in self._state.own_locked.values():  # ATSSS's copy programs: its lock comes before ours
-            function.requeue()
-        return reloaded
+            for function in self._state.own_locked.values():  # ATSSS's copy programs
+                function.requeue()
+        except DataplaneError as exc:  # the old programs run on where this stopped: a reload again retries
+            raise DataplaneUnavailable(
+                f"the program was replaced (id {before} -> {after}), but not every queue and port runs the "
+                f"new one: {exc}; reload again"
+            ) from exc
+        return {
+            "previous_program_id": before,
+            "program_id": after,
+            "interfaces": [view["name"] for view in self.interface_views() if view["attached"]],
+            "duration_ms": round((time.monotonic() - started) * 1000, 3),
+        }
 
     # --- status and statistics -------------------------------------------------------------------
 

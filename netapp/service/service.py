@@ -155,7 +155,7 @@ class NetAppService(IntentService):
 
     def serve_function(self, name: str, function: OwnLocked) -> None:
         """Network function `name` (ATSSS) writes this service's maps under a lock of its own, taken
-        before the service's: a reload requeues its programs once ours is let go; /readyz shows its heal."""
+        before the service's: a reload holds it too and requeues its programs; /readyz shows its heal."""
         self._state.own_locked[name] = function
 
     def protect_with(self, frer: Frer) -> None:

@@ -14,7 +14,7 @@ import errno
 import socket
 import threading
 from datetime import datetime
-from typing import Callable, Iterator, Mapping, Optional, Protocol, TypeVar
+from typing import Any, Callable, ContextManager, Iterator, Mapping, Optional, Protocol, TypeVar
 
 from netapp.core.addresses import Address, node_addresses
 from netapp.core.config import Settings
@@ -44,10 +44,12 @@ T = TypeVar("T")
 
 class OwnLocked(Protocol):
     """A network function that writes the service's maps under a lock of its own, taken before the
-    service's where it takes both (ATSSS: its MTS sessions' flow rules)."""
+    service's where it takes both (ATSSS: its MTS sessions' flow rules); a reload takes it too."""
+
+    lock: ContextManager[Any]
 
     def requeue(self) -> None:
-        """Its ports run the reloaded instance's programs (under its own lock)."""
+        """Its ports run the reloaded instance's programs (the caller holds `lock`)."""
 
     def heal_status(self) -> str:
         """"ok", or why its maps are unlike the store (a /readyz check, not one readiness needs)."""

@@ -302,11 +302,26 @@ def test_the_ack_sender_sends_the_rings_acks_out_of_the_interface_the_data_came_
             handle.close()
 
 
+def indexes_not_in_this_namespace(count: int) -> tuple[int, ...]:
+    """`count` ifindexes no interface of the caller's namespace has."""
+    def absent(index: int) -> bool:
+        try:
+            socket.if_indextoname(index)
+        except OSError:
+            return True
+        return False
+
+    return tuple(index for index in range(4000, 5000) if absent(index))[:count]
+
+
 def test_after_a_reload_the_redundant_ports_run_the_new_copy_programs(tmp_path):
     """The service's reload (as `netapp serve` composes it) requeues ATSSS's groups of ports, through
-    ATSSS under its own lock, in the node's namespace: the same interfaces, the new programs."""
+    ATSSS, in the node's namespace: the same interfaces, the new programs. The ports' ifindexes are
+    none of the test's own namespace: a requeue there would be refused (ENODEV), not pass unseen."""
     require_kernel()
-    with pinned_instance("atsss-reload") as instance, veth_namespace("atsss-rl", "acc0", "acc1") as netns:
+    acc0, acc1 = indexes_not_in_this_namespace(2)
+    with pinned_instance("atsss-reload") as instance, \
+            veth_namespace("atsss-rl", "acc0", "acc1", indexes=(acc0, acc1)) as netns:
         service = NetAppService(settings_for(tmp_path, instance=instance, netns=netns))
         service.start()
         try:
@@ -322,6 +337,7 @@ def test_after_a_reload_the_redundant_ports_run_the_new_copy_programs(tmp_path):
 
             ids = {p["name"]: p["id"] for p in dp.status()["programs"]}
             ports = [ifindex(netns, name) for name in ("acc0", "acc1")]
+            assert ports == [acc0, acc1]
             assert maps.groups_ports() == {0: {position: (ports[position], ids[f"dpp_atsss_copy_{position}"])
                                                for position in old}}
             assert {bpf_prog for _, bpf_prog in old.values()}.isdisjoint(ids.values()), "the old programs are gone"

@@ -56,14 +56,16 @@ def build_artifact(name: str) -> Path:
 
 
 @contextlib.contextmanager
-def veth_namespace(prefix: str, ifname: str, peer: str) -> Iterator[str]:
-    """A namespace of its own holding the veth pair ifname <-> peer, both up; removed (with
-    everything attached to the pair) whatever the block did."""
+def veth_namespace(prefix: str, ifname: str, peer: str, indexes: Optional[tuple[int, int]] = None) -> Iterator[str]:
+    """A namespace of its own holding the veth pair ifname <-> peer, both up (`indexes`: their
+    ifindexes, else the kernel's choice); removed (with everything attached to the pair) whatever the
+    block did."""
     require_kernel()
     name = f"{prefix}-{secrets.token_hex(3)}"
+    given = (["index", str(indexes[0])], ["index", str(indexes[1])]) if indexes is not None else ([], [])
     try:
         netns.add_namespace(name)
-        netns.run(["ip", "-n", name, "link", "add", ifname, "type", "veth", "peer", "name", peer])
+        netns.run(["ip", "-n", name, "link", "add", ifname, *given[0], "type", "veth", "peer", "name", peer, *given[1]])
         for end in (ifname, peer):
             netns.run(["ip", "-n", name, "link", "set", end, "up"])
         yield name

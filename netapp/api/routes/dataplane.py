@@ -72,6 +72,8 @@ def reload_dataplane(service: ServiceDep, who: AdminDep) -> dict[str, Any]:
     Loads the program this NetApp build carries with the running instance's maps, then switches
     every attached interface to it in one step: rules, counters, CPUs and alternatives carry over
     and no packet meets an interface without a program. On failure the previous program keeps
-    running (503). Use after upgrading the NetApp, or after changing `flow_cache`.
+    running (503); a failure after the switch, where a queue or port that takes redirected or
+    copied frames was not given the new program, is a 503 that says so: reload again. Use after
+    upgrading the NetApp, or after changing `flow_cache`.
     """
     return service.reload_dataplane(who)
