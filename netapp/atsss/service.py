@@ -61,6 +61,7 @@ from netapp.atsss.models import (
     SessionCounters,
     SteeringMode,
 )
+from netapp.atsss.owed import forget_owed, keep_owed, owed_of
 from netapp.atsss.readings import (MeasuredLoss, PathKey, PathReading, path_key, path_readings, session_counters,
                                    unchanged)
 from netapp.atsss.reclaim import subflow
@@ -231,6 +232,7 @@ class Atsss:
         service's, for MTS sessions' flow filters, which its start reconciled): the stored sessions
         reconciled into them."""
         atsss = cls(store, AtsssMaps(table_of), netns=netns, program_fd=program_fd, rules=rules)
+        atsss._owed = owed_of(store)  # a refused put back's numbers, kept over a restart
         atsss.reconcile()
         return atsss
 
@@ -447,6 +449,8 @@ class Atsss:
             self._maps.sync(tables)
             self._groups.clear(plan, self._maps)
         self._owed = None
+        if carried is not None:
+            forget_owed(self.store, self._clock())
 
     # --- helpers -------------------------------------------------------------------------------
 
@@ -493,8 +497,8 @@ class Atsss:
         """A change's locks (`rules`: the classifier's too, between ours and the store's as every change
         of the classifier takes it: one order, no deadlock with the intents') and its store transaction
         (undone_on_failure); the maps reconciled first where an earlier change's put back was refused
-        (`_owed`, whose MP_SEQ and DCCP numbers it carries): a fault heals at the next change. One refused
-        refuses the change, as the UPF's do: none is made over maps unlike the store."""
+        (`_owed`, whose MP_SEQ and DCCP numbers it carries, kept in the store till then: netapp.atsss.owed).
+        One refused refuses the change, as the UPF's do: none is made over maps unlike the store."""
         with self._lock, (self.rules.lock if rules and self.rules is not None else nullcontext()):
             if self._owed is not None and self._maps is not None:
                 try:
@@ -502,8 +506,12 @@ class Atsss:
                 except DataplaneError as exc:  # the next change tries again
                     raise DataplaneUnavailable(f"the data plane refused the ATSSS maps' reconcile, owed since "
                                                f"a refused change: {exc}") from exc
-            with undone_on_failure(self.store) as undos:
-                yield undos
+            try:
+                with undone_on_failure(self.store) as undos:
+                    yield undos
+            finally:
+                if self._owed is not None:  # this change's put back refused: its store transaction is over
+                    keep_owed(self.store, self._owed, self._clock())
 
     def _apply(self, before: list[AtsssSession], after: list[AtsssSession],
                changed: Optional[AtsssSession]) -> Callable[[], None]:

@@ -377,12 +377,10 @@ def stored_slots(atsss: Atsss, name: str) -> list[int]:
     return next(session.slots for session in atsss.list_sessions(ADMIN) if session.name == name)
 
 
-def test_the_heal_carries_the_numbers_the_refused_put_back_was_to_carry(store):
-    """A delete refused at its last write (the gate), its put back refused as it writes the paths
-    back: the session deleted from the maps, its paths emptied, the store holding it still. The next
-    change's reconcile writes them back with the DCCP numbers packets took (40 each) and the
-    session's MP_SEQ counting on past MP_SEQ_SKIP, as the put back would have: not from 0, which the
-    UE's receiver has seen on these subflows already."""
+def a_delete_whose_put_back_was_refused(store) -> tuple[Dataplane, Atsss, list[int]]:  # noqa: ANN001
+    """A delete of session "a" (UE 10.45.0.5, whose paths took 40 DCCP numbers each) refused at its
+    last write (the gate), its put back refused as it writes the paths back: the session deleted from
+    the maps, its paths emptied, the store holding it still. Returns its slots too."""
     dpp = FakeDpp()
     fake = Dataplane(dpp)
     atsss = Atsss.start(store, fake.table)
@@ -400,12 +398,28 @@ def test_the_heal_carries_the_numbers_the_refused_put_back_was_to_carry(store):
     dpp.table_update = refusing  # type: ignore[method-assign]
     with pytest.raises(DataplaneUnavailable):
         atsss.delete_session(ADMIN, "a")
+    dpp.table_update = update  # type: ignore[method-assign]
     paths = fake.table("dpp_atsss_paths")
     assert refused == ["dpp_atsss_gate", "dpp_atsss_paths"], "the case: the put back refused"
     assert [paths.get(c_uint32(slot)).family for slot in made.slots] == [0, 0]
     assert SessionIndex(fake.table).get(session_key("10.45.0.5")) is None
-    atsss.put_session(ADMIN, "b", spec((3, 4), ue="10.45.0.9", name="b"))
-    assert [(paths.get(c_uint32(slot)).family, paths.get(c_uint32(slot)).dccp_seq) for slot in made.slots] \
+    return fake, atsss, made.slots
+
+
+def assert_written_back_past_their_numbers(fake: Dataplane, slots: list[int]) -> None:
+    """Session "a"'s paths back with the DCCP numbers packets took (40 each), its MP_SEQ counting on
+    past MP_SEQ_SKIP, as the put back would have written them: not from 0, which the UE's receiver
+    has seen on these subflows already."""
+    paths = fake.table("dpp_atsss_paths")
+    assert [(paths.get(c_uint32(slot)).family, paths.get(c_uint32(slot)).dccp_seq) for slot in slots] \
         == [(4, 40), (4, 40)]
     back = SessionIndex(fake.table).get(session_key("10.45.0.5"))
     assert back is not None and back.mp_seq >= MP_SEQ_SKIP
+
+
+def test_the_heal_carries_the_numbers_the_refused_put_back_was_to_carry(store):
+    """The change after a refused put back (a_delete_whose_put_back_was_refused) reconciles first,
+    carrying what the put back was to carry."""
+    fake, atsss, slots = a_delete_whose_put_back_was_refused(store)
+    atsss.put_session(ADMIN, "b", spec((3, 4), ue="10.45.0.9", name="b"))
+    assert_written_back_past_their_numbers(fake, slots)
