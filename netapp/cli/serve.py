@@ -133,6 +133,9 @@ def _pfcp(settings: Settings, service: IntentService) -> Optional[Any]:
         _close(service)
         fail(f"pfcp.address: cannot listen on {settings.pfcp.address}: {exc}", EXIT_ENVIRONMENT)
     settle_collector()  # the sessions are loaded: the collector's pauses stay short (p99 of N4)
+    buffering = getattr(server, "buffering", None)
+    if buffering is not None:  # its replays hold their lock through a reload; /readyz shows its heal
+        service.serve_function("upf", buffering)  # type: ignore[attr-defined]
     return server
 
 

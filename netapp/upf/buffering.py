@@ -197,7 +197,9 @@ class Buffering(AroundApplier):
         self.buffers = Buffers(limits)
         self.duplicator = Duplicator()
         self._lock = threading.Lock()  # the state below
-        self._ring = threading.Lock()  # reading the ring and replaying (see the class's docstring)
+        # reading the ring and replaying (see the class's docstring); a reload holds it too, so that no
+        # replay runs the program whose fd the reload closes (NetAppService.serve_function)
+        self._ring = self.lock = threading.Lock()
         self._punting: dict[tuple[int, int], Far] = {}
         self._reported: set[FarKey] = set()
         self._flush: dict[FarKey, Optional[Far]] = {}  # queues to act on at the commit: the FAR now
@@ -208,6 +210,15 @@ class Buffering(AroundApplier):
         self._thread: Optional[threading.Thread] = None
         self._reader: Any = None
         self._wake = -1  # an eventfd: `close` wakes the reader thread with it
+
+    def requeue(self) -> None:
+        """After a reload: nothing to do (a replay looks the program up each time)."""
+
+    def heal_status(self) -> str:
+        """"ok", or that an undo left entries of the UPF's maps wrong until the next change (readiness)."""
+        stale = self.stale
+        return "ok" if not stale else (f"undoing a refused change left {len(stale)} entries of the UPF's maps wrong "
+                                       f"({'; '.join(stale[:3])}): the next change reconciles them first")
 
     @property
     def counters(self) -> dict[str, int]:
