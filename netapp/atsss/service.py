@@ -208,6 +208,7 @@ class Atsss:
         self._ifindex = ifindex
         self._clock = clock
         self._lock = self.lock = threading.Lock()  # one change of the maps at a time; a reload's too
+        self.program_lock = None  # (NetAppService.serve_function) it runs no program itself
         self._owed: Optional[Moved] = None  # the maps not the store's (a put back refused): what to carry back
         self.unserved: dict[str, str] = {}  # "<tenant>/<name>" -> why it is stored but not in the maps
         self._groups = TxGroups(ifindex)  # the redundant sessions' groups of ports

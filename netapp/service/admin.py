@@ -156,11 +156,14 @@ class AdminService(DataplaneContract):
         flow cache). Maps are kept, so the store, the index and the maps stay in step and nothing
         is written to the store; the telemetry sees a new program id and restarts its rates."""
         self._state.require(who, Scope.ADMIN)
+        functions = list(self._state.own_locked.values())
         with contextlib.ExitStack() as locks:
-            for function in self._state.own_locked.values():  # before ours, as their changes take them
-                locks.enter_context(function.lock)
-            with self._state.exclusive():
-                return self._reload()
+            for before in (function.lock for function in functions if function.lock is not None):
+                locks.enter_context(before)  # before ours, as their changes take them
+            locks.enter_context(self._state.exclusive())
+            for after in (function.program_lock for function in functions if function.program_lock is not None):
+                locks.enter_context(after)  # after ours: held around a run of the program alone
+            return self._reload()
 
     def _reload(self) -> dict[str, Any]:
         """reload_dataplane, every lock held: no change writes a DEVMAP entry with a program's fd that

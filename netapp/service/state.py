@@ -43,13 +43,16 @@ T = TypeVar("T")
 
 
 class OwnLocked(Protocol):
-    """A network function that writes the service's maps under a lock of its own, taken before the
-    service's where it takes both (ATSSS: its MTS sessions' flow rules); a reload takes it too."""
+    """A network function that writes the service's maps or runs the program under locks of its own,
+    which a reload takes too: `lock`, before the service's, as its changes take them (ATSSS: its MTS
+    sessions' flow rules); `program_lock`, after it, held only around a run of the program by its fd
+    with nothing taken inside (the UPF's replays of buffered frames), so neither closes a cycle."""
 
-    lock: ContextManager[Any]
+    lock: Optional[ContextManager[Any]]
+    program_lock: Optional[ContextManager[Any]]
 
     def requeue(self) -> None:
-        """Its ports run the reloaded instance's programs (the caller holds `lock`)."""
+        """Its ports run the reloaded instance's programs (the caller holds its locks)."""
 
     def heal_status(self) -> str:
         """"ok", or why its maps are unlike the store (a /readyz check, not one readiness needs)."""

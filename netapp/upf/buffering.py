@@ -197,9 +197,11 @@ class Buffering(AroundApplier):
         self.buffers = Buffers(limits)
         self.duplicator = Duplicator()
         self._lock = threading.Lock()  # the state below
-        # reading the ring and replaying (see the class's docstring); a reload holds it too, so that no
-        # replay runs the program whose fd the reload closes (NetAppService.serve_function)
-        self._ring = self.lock = threading.Lock()
+        self._ring = threading.Lock()  # reading the ring and replaying (see the class's docstring)
+        # Held around each replay alone, with nothing taken inside; a reload holds it too, after the
+        # service's lock, so that no replay runs the program whose fd the reload closes
+        # (NetAppService.serve_function). The UPF takes no lock a reload must take before the service's.
+        self.program_lock, self.lock = threading.Lock(), None
         self._punting: dict[tuple[int, int], Far] = {}
         self._reported: set[FarKey] = set()
         self._flush: dict[FarKey, Optional[Far]] = {}  # queues to act on at the commit: the FAR now
@@ -341,7 +343,8 @@ class Buffering(AroundApplier):
             with self._lock:
                 self._echoes[(frame.seid, frame.frame)] += 1
             try:
-                self._dataplane.upf_replay(frame.frame, frame.ifindex)
+                with self.program_lock:
+                    self._dataplane.upf_replay(frame.frame, frame.ifindex)
                 outcome = "replayed"
             except Exception as exc:  # noqa: BLE001 - the others are replayed all the same
                 log.warning("UPF: replaying a buffered frame of session %#x failed: %s", frame.seid, exc)

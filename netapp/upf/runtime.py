@@ -182,6 +182,7 @@ def start_pfcp(
         n3_ipv6=str(pfcp.n3_ipv6) if pfcp.n3_ipv6 else None,
         destinations=allowed,
         ue_pools=Pools(settings.upf.ue_pools, _default_instance(settings.upf)),
+        rules_lock=getattr(rules, "lock", None),
     )
     if buffering is not None:  # the FARs of the sessions the reconcile below puts in the maps
         buffering.sessions = upf.sessions

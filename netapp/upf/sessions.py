@@ -38,7 +38,8 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
-from typing import Any, Callable, Iterable, Optional, Protocol, TypeVar, Union
+from contextlib import contextmanager
+from typing import Any, Callable, ContextManager, Iterable, Iterator, Optional, Protocol, TypeVar, Union
 
 from netapp.service.contract import Principal
 from netapp.service.store import Store
@@ -64,6 +65,12 @@ REFUSALS = (RuleError, KeyError, TypeError, ValueError)
 # Our SEIDs are below this: a PDR's entry names its session in 32 bits (struct dpp_upf_pdr.seid).
 SEID_SPACE = 1 << 32
 QUOTAS = frozenset({"volume_quota", "time_quota_s"})  # what an Update URR gives to end an exhausted quota
+
+
+@contextmanager
+def both(first: ContextManager[Any], second: ContextManager[Any]) -> Iterator[None]:
+    with first, second:
+        yield
 
 
 class Applier(Protocol):
@@ -125,6 +132,7 @@ class Upf:
         n3_ipv6: Optional[str] = None,
         destinations: Optional[Destinations] = None,
         ue_pools: Optional[Pools] = None,
+        rules_lock: Optional[ContextManager[Any]] = None,
     ):
         self._store = store
         self.destinations = destinations  # upf.peer_networks (netapp.upf.peers); None: not checked
@@ -132,7 +140,10 @@ class Upf:
         self.n3_ipv4, self.n3_ipv6 = n3_ipv4, n3_ipv6
         self.pools = ue_pools or Pools()  # upf.ue_pools: the UE addresses the UPF assigns (CHV4)
         self._lock = threading.RLock()
-        self._transactions = Transactions(lambda: self._lock, lambda: store, lambda: None)
+        # `rules_lock`: the service's, which FunctionRules.change takes for PDRs' SDF filters: taken before
+        # the store's, as the intents' transactions take them, not inside it (two orders: a deadlock)
+        locks = (lambda: self._lock) if rules_lock is None else (lambda: both(self._lock, rules_lock))
+        self._transactions = Transactions(locks, lambda: store, lambda: None)
         self.associations: dict[str, Association] = {}
         self.sessions = SessionTable()
         self._teids = Teids(getattr(self._applier, "teid_slots", 0), n3_ipv4, n3_ipv6)

@@ -325,3 +325,45 @@ def _start_twice_compiled_once(instance, tmp_path, outside, compiled):  # noqa: 
             server.close()
     finally:
         service.close()
+
+
+def test_a_session_with_sdf_filters_takes_the_service_s_lock_before_the_store_s(dp, upf, state, tmp_path):  # noqa: F811
+    """The SDF filters' rules go through the service's rule machinery, which takes the service's lock;
+    the intents' transactions take it before the store's. The UPF's transaction (given the lock, as
+    netapp.upf.runtime gives it) takes it before the store's too: taken inside the store's transaction,
+    an intent change waiting for the store while holding the service's lock, and a PFCP change waiting
+    for that lock while holding the store's, would wait for each other for ever."""
+    from netapp.service.store import Store
+    from netapp.upf.pfcp.server import PfcpServer
+    from netapp.upf.sessions import Upf
+    from tests.upf.smf import Smf, cause, create_far, create_pdr, create_qer, create_urr, fseid, ie, node_id, recovery
+
+    store = Store.open(tmp_path / "netapp.db", synchronous="NORMAL")
+    transaction, held = store.transaction, []
+
+    def noting_the_service_s_lock():  # noqa: ANN202
+        held.append(state.lock._is_owned())  # type: ignore[attr-defined]
+        return transaction()
+
+    server = PfcpServer(Upf(store, upf, n3_ipv4=N3_IP, rules_lock=state.lock), "127.0.0.1", 0)
+    server.start()
+    smf = Smf(server.address)
+    try:
+        store.transaction = noting_the_service_s_lock  # type: ignore[method-assign]
+        assert cause(smf.ask("PFCPAssociationSetupReq", [node_id(), recovery(1000)])) == 1
+        drop = ie(3, [ie(108, {"Val": 3}), ie(44, {"Octet1": {"DROP": 1}})])
+        ies = [node_id(), fseid(0x53),
+               create_pdr(1, 3, access=True, choose_id=1, flow=DNS, ue=UE),
+               create_pdr(2, 1, access=True, choose_id=1, flow=None, ue=UE),
+               create_pdr(3, 4, access=False, ue=UE, flow=DNS), create_pdr(4, 2, access=False, ue=UE, flow=None),
+               create_far(1, core=True), create_far(2, core=False, gnb=GNB, teid=DL_TEID), drop,
+               create_far(4, core=False, gnb=GNB2, teid=DL_TEID + 1), create_qer(), create_urr()]
+        assert cause(smf.ask("PFCPSessionEstablishmentReq", ies, seid=0)) == 1
+        (session,) = server.upf.sessions.values()  # type: ignore[attr-defined]
+        assert set(session.sdf_slots) == {1, 3}, "the case: rules through the service's machinery"
+        assert held and all(held), held
+        assert cause(smf.ask("PFCPSessionDeletionReq", [], seid=session.seid)) == 1
+    finally:
+        smf.close()
+        server.close()
+        store.close()

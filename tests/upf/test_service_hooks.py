@@ -39,7 +39,7 @@ def test_entries_an_undo_left_wrong_show_in_readyz_until_the_next_change_heals_t
 
 
 class LockNoting(Recorder):
-    """A Recorder noting, at each replay, whether the lock a reload takes (`lock`) is held."""
+    """A Recorder noting, at each replay, whether the lock a reload takes (`program_lock`) is held."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -56,7 +56,7 @@ def test_a_reload_holds_the_lock_the_upf_s_replays_hold(tmp_path):
     program is in: the reload holds the lock every replay holds, so no replay runs in between."""
     recorder = LockNoting()
     buffering = Buffering(recorder, recorder)
-    recorder.lock = buffering.lock
+    recorder.lock = buffering.program_lock
     service = fake_service(tmp_path)
     try:
         buffering.apply(None, with_far(BUFF_NOCP))
@@ -68,13 +68,13 @@ def test_a_reload_holds_the_lock_the_upf_s_replays_hold(tmp_path):
         reload, held = service.dataplane.reload, []
 
         def reload_noted(**options):  # noqa: ANN003, ANN202
-            held.append(buffering.lock.locked())
+            held.append((buffering.program_lock.locked(), service.lock._is_owned()))  # type: ignore[attr-defined]
             return reload(**options)
 
         service.dataplane.reload = reload_noted  # type: ignore[method-assign]
         service.serve_function("upf", buffering)
         service.reload_dataplane(ADMIN)
-        assert held == [True], "and so does a reload"
+        assert held == [(True, True)], "and so does a reload, after the service's"
     finally:
         service.close()
         buffering.close()
