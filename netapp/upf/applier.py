@@ -23,7 +23,7 @@ import collections
 import functools
 import logging
 import operator
-from typing import Callable, Iterable, Mapping, Optional, Protocol
+from typing import Any, Callable, Iterable, Mapping, Optional, Protocol
 
 from netapp.dataplane.binding import DataplaneError
 from netapp.dataplane.tables import Table, summed
@@ -103,6 +103,10 @@ class Rules(Protocol):
 
     @property
     def rules(self) -> Mapping[str, CompiledRule]: ...
+
+    @property
+    def lock(self) -> Any:
+        """The lock `change` takes: a transaction of the store takes it first (netapp.upf.sessions)."""
 
     def change(self, before: Mapping[str, CompiledRule], after: Mapping[str, CompiledRule]) -> Callable[[], None]: ...
 

@@ -182,7 +182,7 @@ def start_pfcp(
         n3_ipv6=str(pfcp.n3_ipv6) if pfcp.n3_ipv6 else None,
         destinations=allowed,
         ue_pools=Pools(settings.upf.ue_pools, _default_instance(settings.upf)),
-        rules_lock=getattr(rules, "lock", None),
+        rules_lock=rules.lock if rules is not None else None,  # with a data plane: every transaction takes it
     )
     if buffering is not None:  # the FARs of the sessions the reconcile below puts in the maps
         buffering.sessions = upf.sessions

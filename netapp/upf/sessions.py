@@ -141,7 +141,8 @@ class Upf:
         self.pools = ue_pools or Pools()  # upf.ue_pools: the UE addresses the UPF assigns (CHV4)
         self._lock = threading.RLock()
         # `rules_lock`: the service's, which FunctionRules.change takes for PDRs' SDF filters: taken before
-        # the store's, as the intents' transactions take them, not inside it (two orders: a deadlock)
+        # the store's, as the intents' transactions take them, not inside it (two orders: a deadlock);
+        # by every transaction, as which of them writes rules is known only once its parts have run
         locks = (lambda: self._lock) if rules_lock is None else (lambda: both(self._lock, rules_lock))
         self._transactions = Transactions(locks, lambda: store, lambda: None)
         self.associations: dict[str, Association] = {}

@@ -166,13 +166,27 @@ def test_an_intent_and_a_pdr_on_the_same_fields_each_act_on_their_own_traffic(dp
     assert dp.test_run(uplink(53), datapath.N3_IF).intent == "upf#51#1#0"
 
 
+def dns_establishment(cp_seid: int) -> list:
+    """A Session Establishment Request's IEs (pycrate's): DNS dropped uplink and sent to a second
+    gNB downlink, the other packets as the default PDRs say."""
+    from tests.upf.smf import create_far, create_pdr, create_qer, create_urr, fseid, ie, node_id
+
+    drop = ie(3, [ie(108, {"Val": 3}), ie(44, {"Octet1": {"DROP": 1}})])
+    return [node_id(), fseid(cp_seid),
+            create_pdr(1, 3, access=True, choose_id=1, flow=DNS, ue=UE),
+            create_pdr(2, 1, access=True, choose_id=1, flow=None, ue=UE),
+            create_pdr(3, 4, access=False, ue=UE, flow=DNS), create_pdr(4, 2, access=False, ue=UE, flow=None),
+            create_far(1, core=True), create_far(2, core=False, gnb=GNB, teid=DL_TEID), drop,
+            create_far(4, core=False, gnb=GNB2, teid=DL_TEID + 1), create_qer(), create_urr()]
+
+
 def test_a_session_with_sdf_filters_over_pfcp_acts_on_packets_until_deleted(dp, upf, state, tmp_path):  # noqa: F811
     """The SMF (pycrate's codec, over UDP) asks for DNS to be dropped uplink and sent to a second gNB
     downlink; the other packets go as the default PDRs say; the deletion takes the rules away."""
     from netapp.service.store import Store
     from netapp.upf.pfcp.server import PfcpServer
     from netapp.upf.sessions import Upf
-    from tests.upf.smf import Smf, cause, create_far, create_pdr, create_qer, create_urr, fseid, ie, node_id, recovery
+    from tests.upf.smf import Smf, cause, node_id, recovery
 
     store = Store.open(tmp_path / "netapp.db", synchronous="NORMAL")
     server = PfcpServer(Upf(store, upf, n3_ipv4=N3_IP), "127.0.0.1", 0)
@@ -180,14 +194,7 @@ def test_a_session_with_sdf_filters_over_pfcp_acts_on_packets_until_deleted(dp, 
     smf = Smf(server.address)
     try:
         assert cause(smf.ask("PFCPAssociationSetupReq", [node_id(), recovery(1000)])) == 1
-        drop = ie(3, [ie(108, {"Val": 3}), ie(44, {"Octet1": {"DROP": 1}})])
-        ies = [node_id(), fseid(0x52),
-               create_pdr(1, 3, access=True, choose_id=1, flow=DNS, ue=UE),
-               create_pdr(2, 1, access=True, choose_id=1, flow=None, ue=UE),
-               create_pdr(3, 4, access=False, ue=UE, flow=DNS), create_pdr(4, 2, access=False, ue=UE, flow=None),
-               create_far(1, core=True), create_far(2, core=False, gnb=GNB, teid=DL_TEID), drop,
-               create_far(4, core=False, gnb=GNB2, teid=DL_TEID + 1), create_qer(), create_urr()]
-        assert cause(smf.ask("PFCPSessionEstablishmentReq", ies, seid=0)) == 1
+        assert cause(smf.ask("PFCPSessionEstablishmentReq", dns_establishment(0x52), seid=0)) == 1
         (session,) = server.upf.sessions.values()  # type: ignore[attr-defined]
         teid = session.pdrs[1].pdi.local_fteid.teid
         assert set(session.sdf_slots) == {1, 3}, "a slot each, stored with the session"
@@ -336,7 +343,7 @@ def test_a_session_with_sdf_filters_takes_the_service_s_lock_before_the_store_s(
     from netapp.service.store import Store
     from netapp.upf.pfcp.server import PfcpServer
     from netapp.upf.sessions import Upf
-    from tests.upf.smf import Smf, cause, create_far, create_pdr, create_qer, create_urr, fseid, ie, node_id, recovery
+    from tests.upf.smf import Smf, cause, node_id, recovery
 
     store = Store.open(tmp_path / "netapp.db", synchronous="NORMAL")
     transaction, held = store.transaction, []
@@ -351,14 +358,7 @@ def test_a_session_with_sdf_filters_takes_the_service_s_lock_before_the_store_s(
     try:
         store.transaction = noting_the_service_s_lock  # type: ignore[method-assign]
         assert cause(smf.ask("PFCPAssociationSetupReq", [node_id(), recovery(1000)])) == 1
-        drop = ie(3, [ie(108, {"Val": 3}), ie(44, {"Octet1": {"DROP": 1}})])
-        ies = [node_id(), fseid(0x53),
-               create_pdr(1, 3, access=True, choose_id=1, flow=DNS, ue=UE),
-               create_pdr(2, 1, access=True, choose_id=1, flow=None, ue=UE),
-               create_pdr(3, 4, access=False, ue=UE, flow=DNS), create_pdr(4, 2, access=False, ue=UE, flow=None),
-               create_far(1, core=True), create_far(2, core=False, gnb=GNB, teid=DL_TEID), drop,
-               create_far(4, core=False, gnb=GNB2, teid=DL_TEID + 1), create_qer(), create_urr()]
-        assert cause(smf.ask("PFCPSessionEstablishmentReq", ies, seid=0)) == 1
+        assert cause(smf.ask("PFCPSessionEstablishmentReq", dns_establishment(0x53), seid=0)) == 1
         (session,) = server.upf.sessions.values()  # type: ignore[attr-defined]
         assert set(session.sdf_slots) == {1, 3}, "the case: rules through the service's machinery"
         assert held and all(held), held
