@@ -154,8 +154,9 @@ class NetAppService(IntentService):
         return self._state.lock
 
     def serve_function(self, name: str, function: OwnLocked) -> None:
-        """Network function `name` (ATSSS) writes this service's maps under a lock of its own, taken
-        before the service's: a reload holds it too and requeues its programs; /readyz shows its heal."""
+        """Network function `name` (ATSSS, the UPF) writes this service's maps or runs the program under
+        locks of its own (OwnLocked): a reload holds them too, in their order around the service's, and
+        requeues its programs; /readyz shows its heal as check `name`."""
         self._state.own_locked[name] = function
 
     def protect_with(self, frer: Frer) -> None:

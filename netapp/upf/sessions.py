@@ -69,6 +69,7 @@ QUOTAS = frozenset({"volume_quota", "time_quota_s"})  # what an Update URR gives
 
 @contextmanager
 def both(first: ContextManager[Any], second: ContextManager[Any]) -> Iterator[None]:
+    """`first` entered, then `second`: one lock order, as a transaction's `exclusive` needs one."""
     with first, second:
         yield
 
