@@ -7,6 +7,7 @@ import os
 import pytest
 from hypothesis import settings
 
+from netapp.telemetry.loopback import PORTS_ENV, loopback_ports
 from tests.utils.intents import INTERFACES
 
 # Under CI (CI set, as .ci/run's callers set it) each property test draws the same examples every
@@ -19,6 +20,20 @@ if os.environ.get("CI"):
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "slow: takes tens of seconds (deselect with -m 'not slow')")
+    _own_loopback_ports()
+
+
+def _own_loopback_ports() -> None:
+    """Each pytest-xdist worker picks its servers' loopback ports (free_loopback_port) from a slice
+    of the range of its own, so that two workers never pick the same port, one of them for a server
+    that has not bound it yet. Children (`netapp serve`, the demo) inherit the slice."""
+    worker, count = os.environ.get("PYTEST_XDIST_WORKER"), os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+    if not worker or not count or PORTS_ENV in os.environ:
+        return
+    ports = loopback_ports()
+    size = len(ports) // int(count)
+    first = ports.start + int(worker.removeprefix("gw")) * size
+    os.environ[PORTS_ENV] = f"{first}-{first + size - 1}"
 
 
 @pytest.fixture(autouse=True)

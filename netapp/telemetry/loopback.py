@@ -4,6 +4,7 @@ directory, its port on 127.0.0.1, started, waited for, stopped."""
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import signal
 import socket
@@ -18,6 +19,10 @@ from typing import Any, Optional
 LOOPBACK = "127.0.0.1"
 LOG_TAIL_LINES = 20
 READY_POLL_S = 0.05
+PORTS_ENV = "DPP_LOOPBACK_PORTS"
+FIRST_LOOPBACK_PORT = 10000  # above the well-known servers' (influxd's 8086, prometheus's 9090)
+EPHEMERAL_RANGE = "/proc/sys/net/ipv4/ip_local_port_range"
+_next_port_offset = random.randrange(1 << 16)  # two processes of the same range start apart
 
 
 def find_executable(
@@ -42,11 +47,54 @@ def _is_executable(path: Path) -> bool:
     return path.is_file() and os.access(path, os.X_OK)
 
 
-def free_loopback_port() -> int:
-    """A TCP port free on 127.0.0.1 now (another process may take it before we bind it again)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind((LOOPBACK, 0))
-        return probe.getsockname()[1]
+def loopback_ports() -> range:
+    """The ports `free_loopback_port` picks from: $DPP_LOOPBACK_PORTS ("FIRST-LAST") when set, else
+    those from FIRST_LOOPBACK_PORT up to the kernel's ephemeral range, which a bind to port 0 and a
+    connect never hand out: no client socket of the machine takes a port we picked before the server
+    we picked it for binds it (a port from the ephemeral range could be)."""
+    configured = os.environ.get(PORTS_ENV)
+    if configured:
+        return _configured_ports(configured)
+    ephemeral_first = _ephemeral_first()
+    if ephemeral_first <= FIRST_LOOPBACK_PORT:
+        return range(ephemeral_first, 65536)  # no room below it: any port is one the kernel may hand out
+    return range(FIRST_LOOPBACK_PORT, ephemeral_first)
+
+
+def _ephemeral_first() -> int:
+    try:
+        return int(Path(EPHEMERAL_RANGE).read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default
+
+
+def _configured_ports(configured: str) -> range:
+    first, dash, last = configured.partition("-")
+    try:
+        ports = range(int(first), int(last) + 1) if dash else range(0)
+    except ValueError:
+        ports = range(0)
+    if not ports or ports.start < 1 or ports.stop > 65536:
+        raise ValueError(f"{PORTS_ENV}={configured!r}: give FIRST-LAST, 1 <= FIRST <= LAST <= 65535")
+    return ports
+
+
+def free_loopback_port(kind: socket.SocketKind = socket.SOCK_STREAM) -> int:
+    """A port of `kind` free on 127.0.0.1 now, from `loopback_ports()`, each call of the process
+    starting past the last one's (so that it does not hand the same port out twice while the first
+    server to get it has not bound it yet)."""
+    global _next_port_offset
+    ports = loopback_ports()
+    for step in range(len(ports)):
+        port = ports[(_next_port_offset + step) % len(ports)]
+        with socket.socket(socket.AF_INET, kind) as probe:
+            try:
+                probe.bind((LOOPBACK, port))
+            except OSError:
+                continue
+        _next_port_offset += step + 1
+        return port
+    raise OSError(f"no free port on {LOOPBACK} from {ports.start} to {ports.stop - 1} ({PORTS_ENV})")
 
 
 class LoopbackServer:

@@ -64,6 +64,7 @@ from netapp.dataplane import binding
 from netapp.dataplane.facade import Dataplane
 from netapp.service.contract import Scope
 from netapp.telemetry.influxd import LocalInfluxd, bucket
+from netapp.telemetry.loopback import free_loopback_port
 from netapp.telemetry.prometheusd import LocalPrometheus, PrometheusNotFoundError, find_prometheus
 from netapp.testbed import netns, scenario
 from netapp.testbed.scenario import best_effort_slice
@@ -93,12 +94,6 @@ SCALING_RULES = Path(__file__).resolve().parents[2] / "vnfd" / "prometheus" / "d
 
 def build_artifact(name: str) -> Path:
     return Path(binding.find_libdpp()).parent / name
-
-
-def free_port(kind: socket.SocketKind = socket.SOCK_STREAM) -> int:
-    with socket.socket(socket.AF_INET, kind) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def interface_rx_packets(ns: str, ifname: str) -> int:
@@ -254,9 +249,9 @@ class Demo:
         self.workdir = Path(tempfile.mkdtemp(prefix="dpp-demo-"))
         self.state_dir = self.workdir / "state"
         self.token = new_token()
-        self.port = free_port()
-        self.metrics_port = free_port()
-        self.pfcp_port = free_port(socket.SOCK_DGRAM)
+        self.port = free_loopback_port()
+        self.metrics_port = free_loopback_port()
+        self.pfcp_port = free_loopback_port(socket.SOCK_DGRAM)
         self.n4_recovery_time_stamp: Optional[int] = None  # the UPF's, from the demo's heartbeat
         self.server: Optional[subprocess.Popen] = None
         self.influxd: Optional[LocalInfluxd] = None

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import ssl
 import subprocess
 import sys
@@ -21,6 +20,7 @@ from netapp.api.auth import TokenEntry, TokensFile, token_hash, write_tokens_fil
 from netapp.cli.main import app
 from netapp.core.config import CONFIG_ENV
 from netapp.service.contract import DataplaneUnavailable, Scope
+from tests.utils.serve import free_port
 from tests.utils.service import pinned_instance
 from tests.utils.tls import self_signed
 
@@ -131,12 +131,6 @@ def test_given_a_tokens_file_that_does_not_exist_then_exit_2_says_how_to_make_on
 
 
 # --- a real process ----------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @pytest.fixture

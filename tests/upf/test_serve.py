@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from netapp.core.config import load_settings, pfcp_bind
+from netapp.telemetry.loopback import free_loopback_port
 from netapp.upf.pfcp.ies import Cause
 from tests.cli.test_serve import REPO, START_TIMEOUT_S, free_port, instance, wait_until_ready  # noqa: F401
 from tests.upf.smf import Smf, cause, node_id, recovery
@@ -55,9 +56,7 @@ def test_with_pfcp_the_networks_gtpu_may_go_to_must_be_named():
 
 
 def _free_udp_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+    return free_loopback_port(socket.SOCK_DGRAM)
 
 
 def test_serve_answers_pfcp_on_its_address(tmp_path, instance):  # noqa: F811

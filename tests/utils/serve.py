@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,6 +19,7 @@ import yaml
 from netapp.api.auth import TokenEntry, TokensFile, new_token, token_hash, write_tokens_file
 from netapp.core.netns import NETNS_DIR, entered
 from netapp.service.contract import Scope
+from netapp.telemetry.loopback import free_loopback_port
 
 REPO = Path(__file__).resolve().parents[2]
 READY_TIMEOUT_S = 30.0  # a start reconciles the maps; two busy cores make Python imports slow
@@ -28,10 +28,9 @@ LOG_TAIL_CHARS = 3000
 
 
 def free_port() -> int:
-    """A port nobody listens on now; serve binds it with SO_REUSEADDR, so a restart gets it again."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+    """A TCP port nobody listens on now, none a client socket can take (free_loopback_port); serve
+    binds it with SO_REUSEADDR, so a restart gets it again."""
+    return free_loopback_port()
 
 
 def write_admin_tokens(path: Path, tenant: str) -> str:
