@@ -135,7 +135,10 @@ class ServiceState:
     def rule_change(self) -> RuleChange:
         """A change of the rules, once the maps are reconciled if a failed undo left them stale."""
         if self.maps_stale is not None:
-            self.reconcile()
+            # In the site's namespace, as start()'s: the reconcile writes ports, whose ifindexes the
+            # kernel resolves in the caller's namespace, and a function's rules change outside it.
+            with namespace(self.settings.netns):
+                self.reconcile()
         return RuleChange(
             self.index.track(), self.dataplane, self.rules.reject_collisions, self.mark_stale, self.bump_revision
         )

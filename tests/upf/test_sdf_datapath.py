@@ -4,6 +4,7 @@ output frame compared byte for byte with the frame scapy builds for the expected
 
 from __future__ import annotations
 
+import os
 from datetime import datetime, timezone
 
 import pytest
@@ -12,6 +13,7 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
 from netapp.core.config import Settings
+from netapp.core.netns import NETNS_DIR
 from netapp.intents.models import parse_intent
 from netapp.service.function_rules import FunctionRules
 from netapp.service.state import ServiceState
@@ -25,6 +27,7 @@ from tests.upf import test_datapath as datapath
 from tests.upf.test_datapath import (  # noqa: F401 - dp: the module's instance, a fixture
     DL_TEID, GNB, MACS, N3_IP, N3_IP6, N9_PEER, N9_TEID, SERVER, TEID, UE, dp)
 from tests.utils.intents import native_intent
+from tests.utils.kernel import veth_namespace
 from tests.utils.packets.gtp import gtpu
 
 DNS = "permit out 17 from any 53 to assigned"
@@ -367,3 +370,22 @@ def test_a_session_with_sdf_filters_takes_the_service_s_lock_before_the_store_s(
         smf.close()
         server.close()
         store.close()
+
+
+def test_a_reconcile_owed_when_a_function_s_rules_change_runs_in_the_site_s_namespace(dp):  # noqa: F811
+    """The UPF changes its rules from the PFCP thread, outside the site's namespace (the service's own
+    changes enter it). Where the maps were left stale, the change first reconciles them, which writes
+    ports: it must run in the site's namespace, as start()'s does, or the kernel would resolve their
+    ifindexes on the host."""
+    with veth_namespace("dpp-sdfns", "site0", "site1") as site:
+        state = ServiceState(Settings(auth_disabled=True, netns=site), dp, None, lambda: datetime.now(timezone.utc))
+        where: list[int] = []
+
+        def reconcile() -> None:
+            where.append(os.stat("/proc/thread-self/ns/net").st_ino)
+            state.maps_stale = None
+
+        state.reconcile, state.maps_stale = reconcile, "an undo failed"
+        FunctionRules(state, "upf").change({}, {})
+        assert where == [os.stat(f"{NETNS_DIR}/{site}").st_ino], "the reconcile ran on the host"
+        assert os.stat("/proc/thread-self/ns/net").st_ino != where[0], "and the thread went back"
