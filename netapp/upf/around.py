@@ -6,7 +6,8 @@ A change reaches the data path by one of four calls: one session's change (`appl
 a transaction at once (`apply_group`), the stored sessions at start or once an undo left the maps
 wrong (`reconcile`, `reconcile_compiled`). Each is defined here, passed on to the inner applier and
 then shown to the wrapper (`_applied`; a wrapper that keeps state of its own overrides the
-reconciles). What the UPF reads of its applier (netapp.upf.sessions: its slot counts, usage, site,
+reconciles). What goes out of the node for a change (End Markers, replayed frames) waits until it
+stands, its transaction over (`settled`, `_settled`): a change undone sends nothing. What the UPF reads of its applier (netapp.upf.sessions: its slot counts, usage, site,
 what an undo left wrong) is the inner one's, named here one by one. Nothing else is passed on: a
 call the data path's applier gains must be named here too, or it is not there, rather than reaching
 the data path around the wrappers.
@@ -94,5 +95,17 @@ class AroundApplier:
         if done is not None:
             done()
 
+    def settled(self, pairs: list[Pair]) -> None:
+        """The transaction that made `pairs` is committed and over: of its locks only the UPF's is
+        held (not the service's or the store's, which every other change waits for). What the
+        wrappers send out for it, the inner one's first."""
+        done = getattr(self._inner, "settled", None)
+        if done is not None:
+            done(pairs)
+        self._settled(pairs)
+
     def _applied(self, pairs: list[Pair]) -> None:
         """What the wrapper adds to the pairs the inner applier has just made."""
+
+    def _settled(self, pairs: list[Pair]) -> None:
+        """What the wrapper sends out once the pairs stand (`settled`)."""

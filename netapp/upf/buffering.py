@@ -178,8 +178,8 @@ class Buffering(AroundApplier):
     (set once it exists, netapp.upf.runtime), where a reconcile of entries compiled at start-up,
     which names sessions by SEID, reads the FARs of those whose entries punt.
 
-    A change that makes a FAR stop buffering is carried out once committed (`committed`, called by
-    the transaction after COMMIT; a change undone instead leaves the queue as it was): the ring is
+    A change that makes a FAR stop buffering is carried out once committed (`settled`, called by
+    the UPF once its transaction is over; a change undone instead leaves the queue as it was): the ring is
     read to its end first (the frames the data path punted before the maps changed join the queue
     behind those read before), then the queue is replayed or discarded, before the PFCP response
     goes out, so that every live packet of the FAR comes after them. The ring is read by one thread
@@ -243,10 +243,12 @@ class Buffering(AroundApplier):
         for old, new in pairs:
             self._changed(old, new)
 
-    def committed(self) -> None:
+    def _settled(self, pairs: list[Pair]) -> None:
+        self._flush_queues()
+
+    def _flush_queues(self) -> None:
         """The changes applied are committed: the queues of the FARs they made stop buffering
         replayed (FORW) or discarded."""
-        super().committed()
         with self._ring:
             if not self._flush:
                 return
@@ -302,7 +304,7 @@ class Buffering(AroundApplier):
             self._punting = {key: far for session in kept.values() for key, far in _punting(session).items()}
             for seid in {key[0] for key in (*self.buffers.keys(), *self._flush)}:
                 self._to_flush(seid, None, kept.get(seid))
-        self.committed()  # what the maps now hold is what is
+        self._flush_queues()  # what the maps now hold is what is
 
     def _changed(self, old: Optional[Session], new: Optional[Session]) -> None:
         """The change is in the maps: the PDRs that punt now; the FARs that no longer buffer."""

@@ -3,9 +3,11 @@ to another peer or TEID with PFCPSMReq-Flags SNDEM (a handover), the UPF tells t
 more T-PDUs come on the old tunnel: a GTP-U End Marker, with the old TEID, from our N3 address.
 
 `EndMarkers` wraps the data path's `Applier` (netapp.upf.around): once the maps send the downlink
-the new way -- one change, or a transaction's changes at once -- it sends one End Marker per moved
-tunnel, from user space (one datagram per handover, not a per-packet concern). A send that fails
-is logged; the change stands. A restart reapplies sessions from none: no End Marker is sent again.
+the new way and the change stands -- one change, or a transaction's changes at once, committed,
+with the service's and the store's locks released -- it sends one End Marker per moved tunnel,
+from user space (one datagram per handover, not a per-packet concern). A change undone (the maps
+or the store refused a later part, the commit failed) sends none. A send that fails is logged;
+the change stands. A restart reapplies sessions from none: no End Marker is sent again.
 An End Marker goes only where upf.peer_networks allows (the old tunnel was allowed when it was
 set; the setting may have narrowed since).
 """
@@ -79,7 +81,7 @@ class EndMarkers(AroundApplier):
         self._send = send
         self._allowed = allowed  # upf.peer_networks (netapp.upf.peers); None: anywhere
 
-    def _applied(self, pairs: list[Pair]) -> None:
+    def _settled(self, pairs: list[Pair]) -> None:
         for old, new in pairs:
             self._send_end_markers(old, new)
 

@@ -27,6 +27,7 @@ class SessionChange:
         self._pairs: list[Pair] = []
         self._undo_tables: list[Callable[[], None]] = []
         self._applied: list[Pair] = []
+        self._standing: Optional[list[Pair]] = None  # once committed: the pairs that stand
 
     def add(self, pairs: list[Pair], undo_tables: Callable[[], None]) -> None:
         """Pairs a change made, and how to put the tables in memory back from it."""
@@ -71,10 +72,20 @@ class SessionChange:
         self._undo_maps()
 
     def committed(self) -> None:
-        """What an applier does only once a change stands (netapp.upf.buffering: replays), if anything."""
+        """The change is committed: the applier's bookkeeping of it, under the transaction's locks."""
         done = getattr(self._applier, "committed", None)
         if done is not None:
             done()
+        self._standing = list(self._applied)
+
+    def settle(self) -> None:
+        """Once the transaction is over, if it was committed: what the applier sends out for the
+        pairs that stand (End Markers, replays of buffered frames: netapp.upf.around), under the
+        UPF's lock only, so that the service's and the store's are not held for its sends."""
+        standing, self._standing = self._standing, None
+        done = getattr(self._applier, "settled", None)
+        if standing is not None and done is not None:
+            done(standing)
 
     def _undo_maps(self) -> None:
         """Every pair applied, undone in reverse, past those whose undo fails (logged: the applier

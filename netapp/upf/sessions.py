@@ -423,8 +423,10 @@ class Upf:
         written = Part(PFCP, lambda _: self._rows.write(self._store, self._counters()), savepoint=False)
         try:
             self._transactions.run([*parts, written], self._open_change)
+            change = self._change
         finally:
             self._change = None
+        change.settle()  # type: ignore[union-attr]
 
     def _counters(self) -> dict[str, int]:
         """The allocators' counters the store keeps."""

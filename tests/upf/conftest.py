@@ -37,12 +37,12 @@ class RecordingApplier:
 
 class Endpoint:
     """A UPF (store, applier, tables) and its PFCP server, with the allow-lists if given (None:
-    anyone, anywhere); `restart()` makes a new one over the same store file, as a restarted service
+    anyone, anywhere) and the service's lock (`rules_lock`) if given; `restart()` makes a new one over the same store file, as a restarted service
     would (with `peers`: with these pfcp.peers)."""
 
     def __init__(self, path: Any, peers: Optional[SmfPeers] = None, destinations: Optional[Destinations] = None,
-                 ue_pools: Optional[dict[str, str]] = None):
-        self.path, self.ue_pools = path, ue_pools
+                 ue_pools: Optional[dict[str, str]] = None, rules_lock: Any = None):
+        self.path, self.ue_pools, self.rules_lock = path, ue_pools, rules_lock
         self.applier = RecordingApplier()
         self.peers, self.destinations = peers, destinations
         self._open()
@@ -50,7 +50,7 @@ class Endpoint:
     def _open(self) -> None:
         self.store = Store.open(self.path, synchronous="NORMAL")
         self.upf = Upf(self.store, self.applier, n3_ipv4=N3, destinations=self.destinations,
-                       ue_pools=Pools(self.ue_pools))
+                       ue_pools=Pools(self.ue_pools), rules_lock=self.rules_lock)
         self.server = PfcpServer(self.upf, "127.0.0.1", 0, peers=self.peers)
         self.server.start()
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
+import sqlite3
 import struct
 import threading
 import time
@@ -97,6 +98,14 @@ def _in_one_transaction(applier, pairs) -> None:
     change.add(pairs, lambda: None)
     change.apply_to_maps()
     change.committed()
+    change.settle()
+
+
+def stands(buffering: Buffering) -> None:
+    """The changes `buffering` was given stand, as a UPF transaction ends once it has committed
+    (netapp.upf.held.SessionChange: committed, then settled once the transaction's locks are released)."""
+    buffering.committed()
+    buffering.settled([])
 
 
 @pytest.fixture
@@ -145,13 +154,13 @@ def test_forw_replays_the_buffered_frames_in_order_after_the_maps_have_the_chang
     buffering.take([frame(n) for n in range(4)])  # the fourth is past the session's limit
     buffering.apply(with_far(BUFF_NOCP), with_far(FORW))
     assert recorder.events[-1] == ("apply", FORW.apply_action), "replayed only once committed"
-    buffering.committed()
+    stands(buffering)
     assert recorder.events == [("apply", BUFF_NOCP.apply_action), ("apply", FORW.apply_action),
                                *(("replay", frame(n).frame, 5) for n in range(3))]
     assert buffering.counters["replayed"] == 3 and buffering.counters["overflow"] == 1
     assert buffering.held(SEID) == (0, 0)
     buffering.apply(with_far(FORW), with_far(BUFF_NOCP))  # buffering again: reported again
-    buffering.committed()
+    stands(buffering)
     buffering.take([frame(9)])
     assert reports == [(SEID, [PDR]), (SEID, [PDR])]
 
@@ -161,13 +170,13 @@ def test_a_deleted_session_or_a_dropping_far_discards_its_buffer_counted(rig):
     buffering.apply(None, with_far(BUFF_NOCP))
     buffering.take([frame(0), frame(1)])
     buffering.apply(with_far(BUFF_NOCP), with_far(Far(id=FAR, apply_action=frozenset({"DROP"}))))
-    buffering.committed()
+    stands(buffering)
     assert buffering.counters["discarded"] == 2
     buffering.apply(with_far(Far(id=FAR, apply_action=frozenset({"DROP"}))), with_far(BUFF_NOCP))
-    buffering.committed()
+    stands(buffering)
     buffering.take([frame(2)])
     buffering.apply(with_far(BUFF_NOCP), None)
-    buffering.committed()
+    stands(buffering)
     assert buffering.counters["discarded"] == 3 and buffering.held(SEID) == (0, 0)
     assert not [event for event in recorder.events if event[0] == "replay"]
 
@@ -179,7 +188,7 @@ def test_a_change_undone_before_its_commit_keeps_the_queue(rig):
     buffering.apply(with_far(BUFF_NOCP), with_far(FORW))
     buffering.take([frame(2)])  # punted before the maps changed, read after: behind the others
     buffering.apply(with_far(FORW), with_far(BUFF_NOCP))  # the transaction's undo
-    buffering.committed()
+    stands(buffering)
     assert not [event for event in recorder.events if event[0] == "replay"]
     assert buffering.held(SEID) == (3, 342) and reports == [(SEID, [PDR])], "still buffering, reported once"
 
@@ -285,7 +294,7 @@ def test_the_commit_reads_the_ring_to_its_end_and_replays_it_behind_the_queue():
         buffering.take([frame(0), frame(1)])
         ring.put([frame(2), frame(3)])  # in the ring when the FAR changes
         buffering.apply(with_far(BUFF_NOCP), with_far(FORW))
-        buffering.committed()
+        stands(buffering)
         assert [event[1] for event in recorder.events if event[0] == "replay"] == [frame(n).frame for n in range(4)]
         assert buffering.counters["replayed"] == 4 and buffering.counters["unknown"] == 0
     finally:
@@ -373,7 +382,7 @@ def test_a_far_that_buffers_and_duplicates_copies_each_packet_as_it_arrives_and_
         assert [collector.recv(4096) for _ in range(2)] == [frame(0).ue_packet, frame(1).ue_packet]
         assert buffering.held(SEID) == (2, 228)
         buffering.apply(with_far(copies_buffered), with_far(copying_to(collector)))
-        buffering.committed()
+        stands(buffering)
         assert buffering.counters["replayed"] == 2 and ring.frames == []
         buffering.take([frame(2, kind=PuntKind.DUPLICATE)])  # a live packet
         assert collector.recv(4096) == frame(2).ue_packet, "the replays made no copy"
@@ -388,7 +397,7 @@ def test_a_buffered_packet_of_a_duplicating_far_is_copied_also_when_its_queue_is
     buffering.apply(None, with_far(copies_buffered))
     buffering.take([frame(0)])
     buffering.apply(with_far(copies_buffered), with_far(Far(id=FAR, apply_action=frozenset({"DROP"}))))
-    buffering.committed()
+    stands(buffering)
     assert collector.recv(4096) == frame(0).ue_packet
     assert buffering.counters["discarded"] == 1 and buffering.counters["duplicated"] == 1
 
@@ -407,7 +416,7 @@ def test_the_counters_and_what_is_held_go_to_influxdb_and_prometheus(rig):
                             "discarded=0i,reported=1i,duplicated=0i,duplicate_failed=0i,duplicate_refused=0i,unknown=1i,"
                             "held_packets=3i,held_bytes=342i 7")
     buffering.apply(with_far(BUFF_NOCP), with_far(FORW))
-    buffering.committed()
+    stands(buffering)
     metrics = exposition(source.snapshot(8), load={}).decode()
     assert 'dpp_upf_buffering_replayed_total{node="edge-1"} 3.0' in metrics
     assert 'dpp_upf_buffering_held_packets{node="edge-1"} 0.0' in metrics
@@ -429,3 +438,42 @@ def test_no_copy_goes_outside_upf_peer_networks(rig, collector):
     collector.setblocking(False)
     with pytest.raises(BlockingIOError):
         collector.recv(4096)
+
+
+def test_a_replay_runs_once_the_transaction_is_over_holding_neither_the_service_s_lock_nor_the_store_s(tmp_path):
+    """Through the UPF and its PFCP endpoint: a FAR that buffers, modified to forward; its queue is
+    replayed after the COMMIT (the replay runs the program, and sends nothing for a change undone),
+    and not under the service's lock or the store's, which every other change of the node waits for."""
+    from tests.upf.conftest import Endpoint
+    from tests.upf.smf import Smf, apply_action, cause, create_far, establishment_ies, find, gtpu_tunnel, ie, node_id
+    from tests.upf.smf import recovery
+
+    service_lock, noted = threading.RLock(), []
+    endpoint = Endpoint(tmp_path / "netapp.db", rules_lock=service_lock)
+
+    class Noting(Recorder):
+        def upf_replay(self, data: bytes, ifindex: int) -> None:
+            with contextlib.closing(sqlite3.connect(tmp_path / "netapp.db")) as reader:  # what is committed
+                bodies = [body for (body,) in reader.execute("SELECT body FROM upf_sessions")]
+            locks = (service_lock._is_owned(), endpoint.store._lock._is_owned())  # type: ignore[attr-defined]
+            noted.append((data, locks, ["192.0.2.20" in body for body in bodies]))
+
+    recorder = Noting()
+    buffering = Buffering(recorder, recorder)
+    endpoint.applier = buffering  # type: ignore[assignment]
+    endpoint.restart()
+    smf = Smf(endpoint.server.address)
+    try:
+        assert cause(smf.ask("PFCPAssociationSetupReq", [node_id(), recovery(1000)])) == 1
+        ies = establishment_ies(0x61)
+        ies[7] = create_far(2, core=False, gnb=None, actions=("BUFF",))
+        up_seid = find(smf.ask("PFCPSessionEstablishmentReq", ies, seid=0), 57)["Data"]["SEID"].get_val()
+        buffering.take([frame(0, seid=up_seid, pdr_id=3)])
+        assert buffering.held(up_seid) == (1, 114)
+        forwarding = ie(10, [ie(108, {"Val": 2}), apply_action("FORW"), ie(11, [gtpu_tunnel("192.0.2.20", 0x200)])])
+        assert cause(smf.ask("PFCPSessionModificationReq", [forwarding], seid=up_seid)) == 1
+        assert noted == [(frame(0).frame, (False, False), [True])], "replayed after the commit, those locks free"
+    finally:
+        smf.close()
+        endpoint.close()
+        buffering.close()

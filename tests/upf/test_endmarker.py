@@ -9,7 +9,7 @@ from scapy.contrib.gtp import GTP_U_Header
 
 from netapp.upf.endmarker import EndMarkers, end_marker, moved_tunnels
 from netapp.upf.held import SessionChange
-from netapp.upf.models import Far, ForwardingParameters, FSeid, OuterHeaderCreation, Session
+from netapp.upf.models import Far, ForwardingParameters, FSeid, OuterHeaderCreation, RuleError, Session
 from netapp.upf.pfcp.ies import Interface
 
 
@@ -55,20 +55,44 @@ class Recording:
         self.applied.append((old, new))
 
 
-def test_the_applier_sends_after_the_maps_changed_and_not_when_they_refused():
+def _transaction(applier: EndMarkers, pairs: list, *, commit_fails: bool = False) -> None:
+    """A UPF transaction's map change (netapp.upf.held.SessionChange) as netapp.service.transaction
+    runs it: the pairs applied, then committed, or undone when the maps or the commit fail; then,
+    its locks released, settled."""
+    change = SessionChange(applier)
+    change.add(pairs, lambda: None)
+    try:
+        change.apply_to_maps()
+    except RuleError:
+        pass
+    else:
+        if commit_fails:
+            change.undo_maps(RuntimeError("the disk is full"))
+            change.roll_back()
+        else:
+            change.committed()
+    change.settle()
+
+
+def test_the_applier_sends_once_the_change_stands_and_not_for_one_refused_or_undone():
     sent: list = []
     inner = Recording()
     applier = EndMarkers(inner, "10.30.0.1", None, send=lambda *args: sent.append((inner.applied[:], args)))
     old, new = session(), session("10.32.0.2", 0x200, sndem=True)
     applier.apply(old, new)
+    assert sent == [], "the maps changed, the change does not stand yet"
+    applier.settled([(old, new)])
     assert sent == [([(old, new)], ("10.31.0.2", 0x100, "10.30.0.1"))], "after the inner apply, from N3"
 
-    refused = EndMarkers(Recording(fail=True), "10.30.0.1", None, send=lambda *args: sent.append(args))
-    try:
-        refused.apply(old, new)
-    except RuntimeError:
-        pass
-    assert len(sent) == 1, "nothing sent for a change the data path refused"
+    sent.clear()
+    _transaction(EndMarkers(Recording(fail=True), "10.30.0.1", None, send=lambda *args: sent.append(args)),
+                 [(old, new)])
+    assert sent == [], "nothing sent for a change the data path refused"
+    _transaction(EndMarkers(Recording(), "10.30.0.1", None, send=lambda *args: sent.append(args)), [(old, new)],
+                 commit_fails=True)
+    assert sent == [], "nothing sent for a change undone when the store could not commit it"
+    _transaction(EndMarkers(Recording(), "10.30.0.1", None, send=lambda *args: sent.append(args)), [(old, new)])
+    assert sent == [("10.31.0.2", 0x100, "10.30.0.1")], "sent for the change committed"
 
 
 class GroupRecording(Recording):
@@ -83,9 +107,7 @@ def test_a_transactions_changes_at_once_send_their_end_markers():
     inner = GroupRecording()
     applier = EndMarkers(inner, "10.30.0.1", None, send=lambda *args: sent.append(args))
     other = session().model_copy(update={"seid": 2})
-    change = SessionChange(applier)
-    change.add([(session(), session("10.32.0.2", 0x200, sndem=True)), (None, other)], lambda: None)
-    change.apply_to_maps()
+    _transaction(applier, [(session(), session("10.32.0.2", 0x200, sndem=True)), (None, other)])
     assert len(inner.applied) == 2 and sent == [("10.31.0.2", 0x100, "10.30.0.1")]
 
 
@@ -94,23 +116,17 @@ def test_a_failed_send_leaves_the_change_made():
         raise OSError(101, "Network is unreachable")
 
     inner = Recording()
-    EndMarkers(inner, "10.30.0.1", None, send=unreachable).apply(session(), session("10.32.0.2", 0x200, sndem=True))
+    _transaction(EndMarkers(inner, "10.30.0.1", None, send=unreachable),
+                 [(session(), session("10.32.0.2", 0x200, sndem=True))])
     assert len(inner.applied) == 1
-
-
-class Grouping(Recording):
-    """An inner applier that takes a transaction's pairs at once (netapp.upf.applier's apply_group)."""
-
-    def apply_group(self, pairs: list) -> bool:
-        self.applied.extend(pairs)
-        return True
 
 
 def test_a_handover_in_a_group_of_changes_sends_its_end_marker_too():
     sent: list = []
-    inner = Grouping()
+    inner = GroupRecording()
     applier = EndMarkers(inner, "10.30.0.1", None, send=lambda *args: sent.append(args))
     old, new = session(), session("10.32.0.2", 0x200, sndem=True)
     assert applier.apply_group([(None, session()), (old, new)]) is True
+    applier.settled([(None, session()), (old, new)])
     assert len(inner.applied) == 2 and sent == [("10.31.0.2", 0x100, "10.30.0.1")]
     assert EndMarkers(Recording(), "10.30.0.1", None).apply_group([(old, new)]) is False, "pair by pair instead"

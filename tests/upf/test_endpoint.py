@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import os
 import socket
+import sqlite3
 import threading
 
 import pytest
 from pycrate_mobile import TS29244_PFCP as P
 
+from netapp.upf.endmarker import EndMarkers
 from netapp.upf.pfcp import server
 from netapp.upf.pfcp.ies import Cause, Interface
 from netapp.upf.pfcp.server import UsageReport
@@ -95,6 +98,34 @@ def test_modification_moves_the_downlink_with_an_end_marker(endpoint, associated
     assert endpoint.applier.calls[-1] == (before, endpoint.upf.sessions[up_seid])
     associated.ask("PFCPSessionModificationReq", [], seid=up_seid)
     assert not endpoint.upf.sessions[up_seid].fars[2].send_end_marker, "asked once, of one modification"
+
+
+def test_the_end_marker_leaves_once_the_modification_is_committed_and_its_locks_released(tmp_path):
+    """The End Marker goes out after the COMMIT (a modification undone sends none), and not under the
+    service's lock or the store's, which every other change of the node waits for."""
+    service_lock = threading.RLock()
+    endpoint = Endpoint(tmp_path / "netapp.db", rules_lock=service_lock)
+    noted: list = []
+
+    def send(peer: str, teid: int, _source) -> None:  # noqa: ANN001
+        with contextlib.closing(sqlite3.connect(tmp_path / "netapp.db")) as reader:  # what is committed
+            bodies = [body for (body,) in reader.execute("SELECT body FROM upf_sessions")]
+        locks = (service_lock._is_owned(), endpoint.store._lock._is_owned())  # type: ignore[attr-defined]
+        noted.append((peer, teid, locks, ["192.0.2.20" in body for body in bodies]))
+
+    endpoint.applier = EndMarkers(endpoint.applier, N3, None, send=send)  # type: ignore[assignment]
+    endpoint.restart()
+    smf = Smf(endpoint.server.address)
+    try:
+        assert cause(smf.ask("PFCPAssociationSetupReq", [node_id(), recovery(1000)])) == Cause.REQUEST_ACCEPTED
+        up_seid = _up_seid(_establish(smf))
+        update = ie(10, [ie(108, {"Val": 2}), ie(11, [
+            ie(84, {"GTPU_UDP_IPv4": 1, "TEID": 0x200, "IPv4Addr": "192.0.2.20"}), ie(49, {"SNDEM": 1})])])
+        assert cause(smf.ask("PFCPSessionModificationReq", [update], seid=up_seid)) == Cause.REQUEST_ACCEPTED
+        assert noted == [("192.0.2.10", 0x100, (False, False), [True])], "to the old gNB, its TEID, committed"
+    finally:
+        smf.close()
+        endpoint.close()
 
 
 def test_deletion_removes_the_session_and_frees_its_teids(endpoint, associated):

@@ -127,7 +127,7 @@ def test_no_end_marker_goes_outside_upf_peer_networks():
     sent: list[tuple[str, int]] = []
     for networks in (["10.31.0.0/24"], ["10.32.0.0/24"]):
         EndMarkers(RecordingApplier(), N3, None, lambda peer, teid, source: sent.append((peer, teid)),
-                   allowed=Destinations(networks)).apply(old, new)
+                   allowed=Destinations(networks)).settled([(old, new)])
     assert sent == [("10.31.0.2", 0x100)], "sent where allowed, and only there"
 
 

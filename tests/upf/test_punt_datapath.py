@@ -17,6 +17,7 @@ from netapp.upf.buffering import Buffering
 from netapp.upf.models import DuplicatingParameters, Far, ForwardingParameters, OuterHeaderCreation
 from netapp.upf.pfcp.ies import Interface
 from tests.upf import test_datapath as base
+from tests.upf.test_buffering import stands
 from tests.upf.test_datapath import DL_TEID, GNB, MACS, N3_IP, SERVER, UE, UE6, applier, dp, session  # noqa: F401
 
 COLLECTOR = "10.77.0.2"
@@ -177,7 +178,7 @@ def test_a_packet_a_far_buffers_and_duplicates_is_copied_once_as_it_arrives(dp):
             assert dp.test_run(sent, base.N6_IF).reason == "upf_buffered"
             assert collector.recv(4096) == bytes(Ether(sent)[IP])
             punts.apply(with_downlink_far(buffered), with_downlink_far(forwarding))
-            punts.committed()
+            stands(punts)
             assert punts.counters["replayed"] == 1
             collector.setblocking(False)
             with pytest.raises(BlockingIOError):

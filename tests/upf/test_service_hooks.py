@@ -12,7 +12,7 @@ from netapp.upf.abi import QFI_ANY, UplinkKey
 from netapp.upf.buffering import Buffering
 from tests.upf.test_applier import _other, cramped  # noqa: F401 - cramped: the fixture
 from tests.upf.test_datapath import TEID, session
-from tests.upf.test_buffering import BUFF_NOCP, FORW, Recorder, frame, with_far
+from tests.upf.test_buffering import BUFF_NOCP, FORW, Recorder, frame, stands, with_far
 from tests.utils.service import ADMIN, fake_service
 
 
@@ -62,7 +62,7 @@ def test_a_reload_holds_the_lock_the_upf_s_replays_hold(tmp_path):
         buffering.apply(None, with_far(BUFF_NOCP))
         buffering.take([frame(1)])
         buffering.apply(with_far(BUFF_NOCP), with_far(FORW))
-        buffering.committed()
+        stands(buffering)
         assert recorder.lock_held == [True], "a replay holds it"
 
         reload, held = service.dataplane.reload, []
