@@ -204,7 +204,7 @@ class Buffering(AroundApplier):
         self.program_lock, self.lock = threading.Lock(), None
         self._punting: dict[tuple[int, int], Far] = {}
         self._reported: set[FarKey] = set()
-        self._flush: dict[FarKey, Optional[Far]] = {}  # queues to act on at the commit: the FAR now
+        self._flush: dict[FarKey, Optional[Far]] = {}  # queues to act on once committed: the FAR now
         # (SEID, PDR id) of their PDRs -> the queue, and the FAR its frames were buffered under
         self._flushing: dict[tuple[int, int], tuple[FarKey, Optional[Far]]] = {}
         self._echoes: collections.Counter[tuple[int, bytes]] = collections.Counter()  # replayed: (SEID, frame)
@@ -320,7 +320,7 @@ class Buffering(AroundApplier):
 
     def _to_flush(self, seid: int, old: Optional[Session], new: Optional[Session]) -> None:
         """The session's queues (and FARs that buffered: the ring may hold their frames) whose FAR
-        in `new` (None: gone) does not buffer, for the commit, with the PDRs whose frames join them
+        in `new` (None: gone) does not buffer, for once committed (`settled`), with the PDRs whose frames join them
         meanwhile; those that buffer again (an undo) no longer. Holding the lock."""
         keys = {*self.buffers.fars_of(seid), *(key for key in self._flush if key[0] == seid)}
         keys |= {(seid, far.id) for far in (old.fars.values() if old is not None else ()) if "BUFF" in far.apply_action}
@@ -475,7 +475,7 @@ class Buffering(AroundApplier):
         poller.register(self._wake, select.POLLIN)
         while not self._stop.is_set():
             try:
-                poller.poll()  # unlocked: `committed` may read meanwhile
+                poller.poll()  # unlocked: `_flush_queues` may read meanwhile
                 with self._ring:
                     copies, reports = self._read_ring()
                 self._send(copies, reports)

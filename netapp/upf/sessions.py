@@ -426,7 +426,10 @@ class Upf:
             change = self._change
         finally:
             self._change = None
-        change.settle()  # type: ignore[union-attr]
+        try:
+            change.settle()  # type: ignore[union-attr]
+        except Exception:  # noqa: BLE001 - the change stands: run_group must not make it again
+            log.exception("UPF: what a committed change sends out (End Markers, replays) failed")
 
     def _counters(self) -> dict[str, int]:
         """The allocators' counters the store keeps."""

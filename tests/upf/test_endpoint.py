@@ -13,11 +13,12 @@ import threading
 import pytest
 from pycrate_mobile import TS29244_PFCP as P
 
+from netapp.dataplane.errors import DataplaneError
 from netapp.upf.endmarker import EndMarkers
 from netapp.upf.pfcp import server
 from netapp.upf.pfcp.ies import Cause, Interface
 from netapp.upf.pfcp.server import UsageReport
-from tests.upf.conftest import N3, Endpoint
+from tests.upf.conftest import N3, Endpoint, RecordingApplier
 from tests.upf.smf import (
     Smf,
     cause,
@@ -123,6 +124,30 @@ def test_the_end_marker_leaves_once_the_modification_is_committed_and_its_locks_
             ie(84, {"GTPU_UDP_IPv4": 1, "TEID": 0x200, "IPv4Addr": "192.0.2.20"}), ie(49, {"SNDEM": 1})])])
         assert cause(smf.ask("PFCPSessionModificationReq", [update], seid=up_seid)) == Cause.REQUEST_ACCEPTED
         assert noted == [("192.0.2.10", 0x100, (False, False), [True])], "to the old gNB, its TEID, committed"
+    finally:
+        smf.close()
+        endpoint.close()
+
+
+def test_a_change_whose_sends_fail_once_committed_stands_and_is_answered_accepted(tmp_path, caplog):
+    """What a committed change sends out (End Markers, replays: `settled`) failing does not make it a
+    failed change: not refused to the SMF, not made a second time (a group's fallback makes each
+    change again alone)."""
+
+    class FailingSends(RecordingApplier):
+        def settled(self, pairs) -> None:  # noqa: ANN001
+            raise DataplaneError(5, "read the punt ring", "Input/output error")
+
+    endpoint = Endpoint(tmp_path / "netapp.db")
+    endpoint.applier = FailingSends()
+    endpoint.restart()
+    smf = Smf(endpoint.server.address)
+    try:
+        assert cause(smf.ask("PFCPAssociationSetupReq", [node_id(), recovery(1000)])) == Cause.REQUEST_ACCEPTED
+        assert cause(_establish(smf)) == Cause.REQUEST_ACCEPTED
+        assert len(endpoint.upf.sessions) == 1 and len(endpoint.rows()["upf_sessions"]) == 1
+        assert len(endpoint.applier.calls) == 1, "applied once"
+        assert "what a committed change sends out" in caplog.text
     finally:
         smf.close()
         endpoint.close()
