@@ -80,7 +80,7 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser.add_argument(
         "--no-sdf", action="store_true",
         help="PDRs without SDF filters (always so with --applier dpp: their classifier rules need the service's "
-        "rule machinery, which the bench's bare data-plane instance does not run)",
+        "rule machinery, which --applier dpp-sdf runs and dpp does not)",
     )
     parser.add_argument(
         "--synchronous", choices=("FULL", "NORMAL"), default="FULL", help="the store's sync mode (serve: FULL)"
@@ -130,8 +130,39 @@ def dpp_applier() -> Iterator[Applier]:
         yield applier
 
 
+@contextlib.contextmanager
+def dpp_sdf_applier() -> Iterator[Applier]:
+    """`dpp_applier` with the service's rule machinery, as `netapp serve` composes them (a
+    ServiceState over the instance, the UPF's FunctionRules): the PDRs' SDF filters become
+    classifier rules in the one-write transaction of the intents' rules, and every UPF transaction
+    takes the service's lock (`rules_lock`) before the store's. No intent changes meanwhile: the
+    lock is never waited for."""
+    from datetime import datetime, timezone
+
+    from netapp.core.config import Settings
+    from netapp.dataplane.facade import Dataplane
+    from netapp.service.function_rules import FunctionRules
+    from netapp.service.state import ServiceState
+    from netapp.upf.abi import Role
+    from netapp.upf.applier import BpfApplier, iface_entries
+    from netapp.upf.compiler import Port, Site
+
+    n3_port, n6_port = 2, 3  # ifindexes of an instance attached nowhere: the rules' ingress ports
+    with Dataplane.open() as dataplane:
+        state = ServiceState(Settings(auth_disabled=True), dataplane, None, lambda: datetime.now(timezone.utc))
+        site = Site(net_instances={"internet": 1}, default_instance="internet", n3_ipv4=N3,
+                    ports=(Port(n3_port, Role.N3), Port(n6_port, Role.N6, "internet")))
+        ifaces = iface_entries({n3_port: (Role.N3, 0), n6_port: (Role.N6, 1)}, N3, None)
+        applier = BpfApplier(dataplane.table, site, ifaces, FunctionRules(state, "upf"))
+        applier.reconcile([])
+        applier.rules_lock = state.lock  # type: ignore[attr-defined] - read by `serve`
+        yield applier
+
+
 # The data-path appliers the endpoint can be given, by --applier: a context each, in the endpoint.
-APPLIERS: dict[str, Callable[[], ContextManager[Applier]]] = {"none": no_applier, "dpp": dpp_applier}
+APPLIERS: dict[str, Callable[[], ContextManager[Applier]]] = {
+    "none": no_applier, "dpp": dpp_applier, "dpp-sdf": dpp_sdf_applier}
+SDF_APPLIERS = ("none", "dpp-sdf")  # those that take PDRs with SDF filters (sent unless --no-sdf)
 
 
 def serve(db_path: str, applier: str, synchronous: str, settle: bool, templates: bool, pipe: Any) -> None:
@@ -143,7 +174,8 @@ def serve(db_path: str, applier: str, synchronous: str, settle: bool, templates:
 
     store = Store.open(Path(db_path), synchronous=synchronous)
     with APPLIERS[applier]() as data_path, contextlib.closing(store):
-        server = PfcpServer(Upf(store, data_path, n3_ipv4=N3), "127.0.0.1", 0)
+        rules_lock = getattr(data_path, "rules_lock", None)
+        server = PfcpServer(Upf(store, data_path, n3_ipv4=N3, rules_lock=rules_lock), "127.0.0.1", 0)
         if not templates:
             server.protocol.templates = None  # every establishment the full way
         server.start()
@@ -398,7 +430,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.pairs < 1:
         raise SystemExit(f"--pairs must be at least 1, not {args.pairs}")
     load_before = os.getloadavg()[0]
-    sdf = not args.no_sdf and args.applier == "none"
+    sdf = not args.no_sdf and args.applier in SDF_APPLIERS
     warm = requests(args.warmup, 2, sdf)
     timed = requests(args.sessions, 2 + args.warmup, sdf)
     baseline = prepare_baseline(args.baseline, dataplane=args.applier != "none") if args.baseline else None

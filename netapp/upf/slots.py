@@ -18,9 +18,9 @@ TEID_SPACE = 1 << 32
 
 
 class Slots:
-    """The slots sessions hold, by table; the cursors of the URR slots and of the policers, which a
-    change moves as it chooses (`begin` ... `settle` once committed: an undone change puts `cursor`,
-    the pair, back)."""
+    """The slots sessions hold, by table; the cursors of the URR slots, of the policers and of the
+    PDRs with SDF filters, which a change moves as it chooses (`begin` ... `settle` once committed:
+    an undone change puts `cursor`, the three, back)."""
 
     def __init__(self, urr_count: int, sdf_count: int, policer_count: int = 0):
         self.urr_count, self.sdf_count = urr_count, sdf_count  # 0: the data path has none
@@ -28,8 +28,8 @@ class Slots:
         self._urr_holders: dict[int, int] = {}  # URR slot -> the SEID of the session holding it
         self._sdf_holders: dict[int, int] = {}  # slot of dpp_upf_sdf_pdrs -> the SEID holding it
         self._policer_holders: dict[int, int] = {}  # policer id of dpp_policers -> the SEID holding it
-        self.cursor = (0, 0)  # the URR slot and the policer id last given, committed
-        self._pending = self._pending_policer = 0  # where the change in progress left them
+        self.cursor = (0, 0, 0)  # the URR slot, the policer id and the SDF PDR slot last given, committed
+        self._pending = self._pending_policer = self._pending_sdf = 0  # where the change in progress left them
 
     def hold(self, session: Session) -> None:
         # loops, not dict.fromkeys and update: a session holds one to a few of each (every new
@@ -53,11 +53,11 @@ class Slots:
 
     def begin(self) -> None:
         """A change starts choosing from the committed cursors."""
-        self._pending, self._pending_policer = self.cursor
+        self._pending, self._pending_policer, self._pending_sdf = self.cursor
 
     def settle(self) -> None:
         """The change that chose is committed: its cursors are the cursors."""
-        self.cursor = (self._pending, self._pending_policer)
+        self.cursor = (self._pending, self._pending_policer, self._pending_sdf)
 
     def choose_urr_slots(self, base: Session, urrs: dict[int, Any]) -> dict[int, int]:
         """The URRs' slots: those `base` gave them kept, a free one (after the cursor) for each new
@@ -100,11 +100,14 @@ class Slots:
         return tuple(kept)
 
     def choose_sdf_slots(self, base: Session, pdrs: dict[int, Any]) -> dict[int, int]:
-        """The slots of the PDRs with SDF filters: those `base` gave them kept, the first free one
-        for each new one; none without a data path that takes them (the compiler then refuses)."""
+        """The slots of the PDRs with SDF filters: those `base` gave them kept, a free one (after
+        the cursor) for each new one; none without a data path that takes them (the compiler then
+        refuses)."""
         wanted = {pdr_id for pdr_id, pdr in pdrs.items() if pdr.pdi.sdf_filters}
         what = "slot for a PDR with SDF filters"
-        return choose_slots(base.seid, base.sdf_slots, wanted, self._sdf_holders, self.sdf_count, 0, what)[0]
+        slots, self._pending_sdf = choose_slots(
+            base.seid, base.sdf_slots, wanted, self._sdf_holders, self.sdf_count, self._pending_sdf, what)
+        return slots
 
     def choose_policers(self, base: Session, session: Session) -> dict[int, tuple[int, int]]:
         """The policers of the QERs' directions that police a PDR of `session` (netapp.upf.policing):

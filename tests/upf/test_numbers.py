@@ -125,3 +125,32 @@ def test_every_number_a_session_holds_is_passed_over_after_the_cursor_wraps_and_
     slots.release(holder)
     teids.release(holder)
     assert given() == ([1], [1, 2], [1], {1: 1})
+
+
+def test_sdf_pdr_slots_are_given_after_the_last_given_and_a_freed_one_once_they_wrap():
+    """From a cursor, as URR slots and policers are: the first free slot from 1 walked every slot
+    held before it, some two a session, on every establishment with SDF filters (from 1,924 us of
+    CPU an establishment at 600 sessions to 3,180 at 3,200, bench.pfcp --applier dpp-sdf)."""
+    slots = Slots(urr_count=0, sdf_count=6)  # slots 1 .. 5
+    remote = FSeid(seid=9, ipv4="10.0.0.1")
+    flows = (parse_flow("permit out ip from any to assigned"),)
+
+    def established(seid: int, pdr_ids: list[int]) -> Session:
+        slots.begin()
+        pdi = Pdi(source_interface=0, sdf_filters=flows)
+        pdrs = {pdr_id: Pdr(id=pdr_id, precedence=1, pdi=pdi) for pdr_id in pdr_ids}
+        chosen = slots.choose_sdf_slots(Session(seid=seid, node_id="smf", remote=remote), pdrs)
+        slots.settle()
+        session = Session.model_construct(seid=seid, node_id="smf", remote=remote, urr_sets=(), pdrs=pdrs,
+                                          urr_slots={}, sdf_slots=chosen, qer_policers={})
+        slots.hold(session)
+        return session
+
+    first = established(1, [1, 2])
+    assert first.sdf_slots == {1: 1, 2: 2}
+    assert established(2, [1, 2]).sdf_slots == {1: 3, 2: 4}
+    slots.release(first)
+    assert established(3, [1]).sdf_slots == {1: 5}, "after the last given, not the first freed"
+    assert established(4, [1, 2]).sdf_slots == {1: 1, 2: 2}, "freed, once past the last slot"
+    with pytest.raises(RuleError, match="no slot for a PDR with SDF filters is free"):
+        established(5, [1])
