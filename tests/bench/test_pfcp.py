@@ -47,6 +47,18 @@ def test_a_small_run_with_the_maps(tmp_path):
     assert result["maps_in_figure"] and result["settings"]["sdf_filters"] is False
 
 
+def test_a_small_run_with_the_sdf_filters_through_the_service_s_rule_machinery(tmp_path):
+    """--applier dpp-sdf: every establishment, its SDF filters too (refused without the service's
+    rule machinery), accepted and held; the full way (a session with classifier rules is never made
+    from a template)."""
+    require_kernel()
+    result = _run(tmp_path, "--applier", "dpp-sdf")
+    counters = result["endpoint"]["counters"]
+    assert result["endpoint"]["sessions"] == 320 and counters["accepted"] == 320 + 1, "and the Association Setup"
+    assert counters.get("accepted_from_template", 0) == 0
+    assert result["maps_in_figure"] and result["settings"]["sdf_filters"] is True
+
+
 def test_an_open_loop_sends_on_its_schedule_and_counts_from_the_due_times(tmp_path, monkeypatch):
     """--rate: the timed requests leave at the offered rate whatever comes back, and each latency
     counts from the time the request was due, so a sender held back shows in the figures."""
