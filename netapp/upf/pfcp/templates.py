@@ -128,6 +128,8 @@ class Templates:
         return response
 
     def _learn(self, data: bytes, outcome: Outcome, response: Message) -> None:
+        if not _plain(outcome):  # never templated (make_template's first test): its layout not made, each time
+            return
         layout = layout_of(data)
         if layout is None:
             return
