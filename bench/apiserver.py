@@ -12,7 +12,6 @@ import contextlib
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -30,6 +29,7 @@ from netapp.dataplane import binding
 from netapp.intents.models import MAX_U32, Intent
 from netapp.service.contract import IntentRecord, Scope
 from netapp.service.store import Store
+from netapp.telemetry.loopback import free_loopback_port
 from netapp.tenancy.models import TenantQuotas, TenantRecord, TenantSpec, TrafficGrant
 
 REPO = Path(__file__).resolve().parents[1]
@@ -131,9 +131,7 @@ def bench_tenant(now: datetime) -> TenantRecord:
 
 
 def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+    return free_loopback_port()
 
 
 def _start(config: Path, port: int, log: Path) -> subprocess.Popen:

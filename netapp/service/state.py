@@ -137,8 +137,11 @@ class ServiceState:
         if self.maps_stale is not None:
             # In the site's namespace, as start()'s: the reconcile writes ports, whose ifindexes the
             # kernel resolves in the caller's namespace, and a function's rules change outside it.
-            with namespace(self.settings.netns):
-                self.reconcile()
+            try:
+                with namespace(self.settings.netns):
+                    self.reconcile()
+            except DataplaneError as exc:  # the namespace could not be entered: a refusal like the reconcile's
+                raise DataplaneUnavailable(f"reconcile: {exc}") from exc
         return RuleChange(
             self.index.track(), self.dataplane, self.rules.reject_collisions, self.mark_stale, self.bump_revision
         )

@@ -49,23 +49,26 @@ def _is_executable(path: Path) -> bool:
 
 def loopback_ports() -> range:
     """The ports `free_loopback_port` picks from: $DPP_LOOPBACK_PORTS ("FIRST-LAST") when set, else
-    those from FIRST_LOOPBACK_PORT up to the kernel's ephemeral range, which a bind to port 0 and a
-    connect never hand out: no client socket of the machine takes a port we picked before the server
-    we picked it for binds it (a port from the ephemeral range could be)."""
+    the larger of those from FIRST_LOOPBACK_PORT up to the kernel's ephemeral range and those above
+    it: ports a bind to port 0 or a connect never hand out, so that no client socket of the machine
+    takes a port we picked before the server we picked it for binds it (one of the ephemeral range
+    could be). A machine whose ephemeral range leaves neither gets every port from
+    FIRST_LOOPBACK_PORT, that race open."""
     configured = os.environ.get(PORTS_ENV)
     if configured:
         return _configured_ports(configured)
-    ephemeral_first = _ephemeral_first()
-    if ephemeral_first <= FIRST_LOOPBACK_PORT:
-        return range(ephemeral_first, 65536)  # no room below it: any port is one the kernel may hand out
-    return range(FIRST_LOOPBACK_PORT, ephemeral_first)
+    low, high = _ephemeral_range()
+    below, above = range(FIRST_LOOPBACK_PORT, low), range(max(high + 1, FIRST_LOOPBACK_PORT), 65536)
+    widest = max(below, above, key=len)
+    return widest if widest else range(FIRST_LOOPBACK_PORT, 65536)
 
 
-def _ephemeral_first() -> int:
+def _ephemeral_range() -> tuple[int, int]:
     try:
-        return int(Path(EPHEMERAL_RANGE).read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return 32768  # Linux's default
+        low, high = (int(bound) for bound in Path(EPHEMERAL_RANGE).read_text().split())
+        return low, high
+    except (OSError, ValueError):
+        return 32768, 60999  # Linux's default
 
 
 def _configured_ports(configured: str) -> range:

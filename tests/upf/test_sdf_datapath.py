@@ -15,6 +15,7 @@ from scapy.layers.l2 import Ether
 from netapp.core.config import Settings
 from netapp.core.netns import NETNS_DIR
 from netapp.intents.models import parse_intent
+from netapp.service.contract import DataplaneUnavailable
 from netapp.service.function_rules import FunctionRules
 from netapp.service.state import ServiceState
 from netapp.upf.abi import Output, Role
@@ -389,3 +390,12 @@ def test_a_reconcile_owed_when_a_function_s_rules_change_runs_in_the_site_s_name
         FunctionRules(state, "upf").change({}, {})
         assert where == [os.stat(f"{NETNS_DIR}/{site}").st_ino], "the reconcile ran on the host"
         assert os.stat("/proc/thread-self/ns/net").st_ino != where[0], "and the thread went back"
+
+
+def test_a_site_namespace_that_cannot_be_entered_refuses_the_change_as_the_service_does(dp):  # noqa: F811
+    """The reconcile owed, its namespace gone: a ServiceError (503), which the UPF's applier takes as
+    a refusal (it rolls its writes back), not another error that would pass it by."""
+    state = ServiceState(Settings(auth_disabled=True, netns="dpp-gone-0"), dp, None, lambda: datetime.now(timezone.utc))
+    state.reconcile, state.maps_stale = (lambda: None), "an undo failed"
+    with pytest.raises(DataplaneUnavailable, match="reconcile: enter netns dpp-gone-0"):
+        FunctionRules(state, "upf").change({}, {})
