@@ -41,7 +41,7 @@ def per_establishment(slots: ModuleType, count: int) -> float:
     started = time.thread_time()
     for each in range(count):
         teids.cursor = HOLDERS + 3 * each
-        chosen.cursor = (teids.cursor, teids.cursor)
+        chosen.cursor = (teids.cursor,) * len(chosen.cursor)  # a revision's pair (URR, policer) or more
         teids.choose_new(1, 1)
         chosen.begin()
         chosen.choose_new_urr_slots(1, (1,))
